@@ -1,0 +1,85 @@
+/**
+ * The contract every worker engine module fulfils. Pure TypeScript: no vscode, no process spawning here;
+ * the supervisor in extension/core/process spawns what an engine describes.
+ */
+
+/**
+ * One element of an argv template. A string may contain the placeholders `{spec}` (the full prompt given to
+ * the worker, one argv element, never passed through a shell), `{taskdir}` (absolute task directory),
+ * `{model}` (the model id) and `{engine_args}` (must stand alone: replaced by zero or more elements).
+ * An array is an optional group: it is kept only when every placeholder inside it has a value (so
+ * `["-m", "{model}"]` disappears when no model is set).
+ */
+export type ArgvTemplateElement = string | string[];
+
+/** The final status the engine itself reported in its structured output. */
+export type EngineFinalStatus = 'success' | 'error';
+
+/**
+ * What an engine's structured output says about one worker run. Every number is a count of tokens summed over
+ * the whole run; a field the CLI did not report is null, never 0 (unknown is not zero).
+ */
+export interface UsageReport {
+  tokensIn: number | null;
+  tokensOut: number | null;
+  /** Input tokens served from the provider's prompt cache (a subset of tokensIn where the CLI reports it so). */
+  tokensCached: number | null;
+  /** Reasoning tokens (a subset of tokensOut where the CLI reports it so). */
+  tokensReasoning: number | null;
+  /** Cost as the CLI reported it, in micro-USD (1 USD = 1,000,000), integer; null when the CLI gives none. */
+  costMicroUsd: number | null;
+  /** The model id the CLI says answered (may differ from the requested one); null when not reported. */
+  reportedModel: string | null;
+  /** The engine's own final event: success, error, or null when no final event was seen. */
+  finalStatus: EngineFinalStatus | null;
+  /** The error text the final event carried, if any. */
+  finalError: string | null;
+}
+
+/** Why an engine run failed, as far as its output tells. */
+export type EngineErrorClass = 'rate_limit' | 'auth' | 'engine_error';
+
+/** A worker engine: how to start it headless and how to read what it printed. */
+export interface EngineSpec {
+  /** Engine name used in manifests (`engine` field), e.g. "codex". */
+  name: string;
+  /** The harness that runs the model, recorded in eval rows (e.g. "codex-cli", "claude-code", "script"). */
+  harness: string;
+  /** Executable looked up on PATH before any task starts. */
+  binary: string;
+  /** One line telling a user how to install the binary; shown when it is missing. */
+  install: string;
+  /** argv after the binary, see {@link ArgvTemplateElement}. */
+  argv: ArgvTemplateElement[];
+  /** Extra argv inserted where the template says `{access}`: for tasks with `full_access: true`. */
+  fullAccessArgv: string[];
+  /** Extra argv inserted where the template says `{access}`: for ordinary tasks (workspace-write sandbox). */
+  sandboxArgv: string[];
+  /** Environment variables added to the worker's environment (the parent environment is inherited). */
+  env: Record<string, string>;
+  /** Model used when the task names none; null when the CLI picks its own default. */
+  defaultModel: string | null;
+  /**
+   * How a retry's failure context reaches the worker: `prompt` appends it to `{spec}`;
+   * `file` keeps `{spec}` as the task's spec and only writes VERDICT_FAILURE_FILE (the script engine).
+   */
+  retryContext: 'prompt' | 'file';
+  /** Reads the whole raw worker log (stdout+stderr interleaved) and returns what it reports. Never throws. */
+  parseOutput(log: string): UsageReport;
+  /** Classifies a failed run from the tail of its log; null when nothing recognisable. Never throws. */
+  classifyError(logTail: string): EngineErrorClass | null;
+}
+
+/** A usage report with nothing known. */
+export function emptyUsage(): UsageReport {
+  return {
+    tokensIn: null,
+    tokensOut: null,
+    tokensCached: null,
+    tokensReasoning: null,
+    costMicroUsd: null,
+    reportedModel: null,
+    finalStatus: null,
+    finalError: null,
+  };
+}
