@@ -1,0 +1,36 @@
+// One esbuild options object per target; `node esbuild.mjs --watch` rebuilds on change. Type-checking is separate:
+// `npx tsc -p .` (strict, noEmit).
+import * as esbuild from 'esbuild';
+import fs from 'node:fs';
+
+const watch = process.argv.includes('--watch');
+const production = process.argv.includes('--production');
+
+// The bundles are CommonJS (VS Code loads extensions with require); import.meta.url is rebuilt from __filename.
+const node = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: !production,
+  minify: production,
+  logLevel: 'info',
+  define: { 'import.meta.url': 'import_meta_url' },
+  banner: { js: "const import_meta_url = require('node:url').pathToFileURL(__filename).href;" },
+};
+
+const targets = [
+  { ...node, entryPoints: ['extension/vscode/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
+  { ...node, entryPoints: ['extension/cli/index.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node\n' + node.banner.js } },
+];
+
+fs.mkdirSync('dist', { recursive: true });
+// package.json says "type": "module" for the sources; the bundles in dist/ are CommonJS.
+fs.writeFileSync('dist/package.json', JSON.stringify({ type: 'commonjs' }) + '\n');
+
+if (watch) {
+  for (const t of targets) await (await esbuild.context(t)).watch();
+} else {
+  await Promise.all(targets.map((t) => esbuild.build(t)));
+  fs.chmodSync('dist/cli.js', 0o755);
+}

@@ -1,0 +1,43 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { simpleGit } from 'simple-git';
+import { resolveHome } from '../core/config/home';
+import type { Io } from './io';
+import { packageRoot } from './package-root';
+import { runCommand, type RunFlags } from './run-command';
+
+/**
+ * `verdict demo`: makes a small git repository under `<home>/demo/repo` (once; later runs reuse it) and runs
+ * examples/demo/demo.swarm.json on it in worktree mode with the script engine — no model, account or key.
+ * One task's worker lies on purpose, so its FAIL is the expected outcome: exit 0 when the run ends with exactly
+ * the verdicts the demo is built to show, 1 otherwise, 2 on bad input.
+ */
+export async function demoCommand(flags: RunFlags, io: Io): Promise<number> {
+  const home = resolveHome(flags.home);
+  const repo = path.join(home, 'demo', 'repo');
+  await ensureDemoRepo(repo);
+  const manifest = path.join(packageRoot(), 'examples', 'demo', 'demo.swarm.json');
+  io.out(`verdict demo: ${manifest}\n  repository: ${repo}\n`);
+  const { code, summary } = await runCommand(manifest, { ...flags, home }, io, (m) => {
+    m.repo = repo;
+  });
+  if (!summary) return code;
+  const expected: Record<string, string> = { fizzbuzz: 'PASS', greeting: 'PASS', 'port-echo': 'PASS', 'lying-worker': 'FAIL' };
+  const asExpected = summary.tasks.every((t) => expected[t.key] === t.verdict);
+  io.out('');
+  io.out(asExpected
+    ? 'demo finished as designed: three workers proved their work; "lying-worker" said it was done and its check proved it was not.'
+    : 'demo did NOT end as designed; see the table above.');
+  io.out(`records: ${path.join(home, 'runs', summary.runId)}   eval log: ${path.join(home, 'runs.jsonl')}`);
+  return asExpected ? 0 : 1;
+}
+
+async function ensureDemoRepo(repo: string): Promise<void> {
+  if (fs.existsSync(path.join(repo, '.git'))) return;
+  fs.mkdirSync(repo, { recursive: true });
+  fs.writeFileSync(path.join(repo, 'README.md'), '# Verdict demo repository\n\nTask branches `verdict/<run>/<task>` hold what each worker proved.\n');
+  const git = simpleGit({ baseDir: repo, config: ['user.name=Verdict demo', 'user.email=demo@verdict.invalid'] });
+  await git.init();
+  await git.add('README.md');
+  await git.commit('demo: initial commit');
+}

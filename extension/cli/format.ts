@@ -1,0 +1,42 @@
+import type { RunEvent, RunSummary } from '../core/run/runner';
+
+/** Seconds with one decimal from ms: 1234 → "1.2s". */
+export function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?' };
+
+/** One line for a run event, prefixed with the local time; null for events that print nothing. */
+export function eventLine(e: RunEvent, now = new Date()): string | null {
+  const t = now.toTimeString().slice(0, 8);
+  switch (e.type) {
+    case 'run-started':
+      return `${t}  run ${e.runId}: ${e.tasks} task(s), max_parallel ${e.maxParallel}\n${t}  state: ${e.stateFile}`;
+    case 'attempt-started':
+      return `${t}  ▶ ${e.key}  attempt ${e.attempt}  ${e.engine}${e.model ? `/${e.model}` : ''}`;
+    case 'attempt-checking':
+      return `${t}  … ${e.key}  attempt ${e.attempt}  checking`;
+    case 'attempt-finished': {
+      const tokens = e.tokens === null ? '' : `  ${e.tokens} tokens`;
+      const why = e.reason ? `  — ${e.reason}` : '';
+      return `${t}  ${mark[e.verdict] ?? ' '} ${e.key}  attempt ${e.attempt}  ${e.verdict}  ${seconds(e.durationMs)}${tokens}${why}${e.willRetry ? '  (will retry)' : ''}`;
+    }
+    case 'task-cancelled':
+      return `${t}  - ${e.key}  CANCELLED before it ran`;
+    case 'run-finished':
+      return null;
+  }
+}
+
+/** The final verdict table: task, verdict, attempts, duration, tokens, and what the check proves. */
+export function verdictTable(s: RunSummary): string {
+  const rows = s.tasks.map((t) => [t.key, t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), t.verdict === 'PASS' ? t.verified ?? '' : t.reason]);
+  const head = ['task', 'verdict', 'attempts', 'duration', 'tokens', 'verified / why not'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+  const passed = s.tasks.filter((t) => t.verdict === 'PASS').length;
+  const footer = `${passed}/${s.tasks.length} passed in ${seconds(s.durationMs)}${s.cancelled ? ' (cancelled)' : ''} — run ${s.runId}`;
+  const branches = s.tasks.filter((t) => t.branch && t.commit).map((t) => `  ${t.branch}  ${t.commit?.slice(0, 10)}`);
+  return [line(head), ...rows.map(line), '', footer, ...(branches.length ? ['task branches with the work:', ...branches] : [])].join('\n');
+}

@@ -1,0 +1,97 @@
+import { loadConfig } from '../core/config/config';
+import { resolveHome } from '../core/config/home';
+import { resolveIdentity } from '../core/identity';
+import { loadManifest } from '../core/manifest/load';
+import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
+import { PreflightError } from '../core/run/preflight';
+import { runManifest, type RunSummary } from '../core/run/runner';
+import { resolveEngines } from '../../engines';
+import { eventLine, verdictTable } from './format';
+import { InputError, UsageError, type Io } from './io';
+
+/** Flags shared by `verdict run` and `verdict demo`. */
+export interface RunFlags {
+  maxParallel?: string;
+  identity?: string;
+  home?: string;
+  config?: string;
+}
+
+/**
+ * Loads config, engines and the manifest, runs it with Ctrl-C handling (first: cancel; later ones: ignored while
+ * the cleanup finishes) and prints events and the verdict table.
+ * `adjust` may change the loaded manifest before it runs (the demo points it at its repository).
+ * Returns the exit code: 0 every task passed, 1 some did not, 2 bad input.
+ */
+export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, adjust?: (m: Manifest) => void): Promise<{ code: number; summary: RunSummary | null }> {
+  let maxParallel: number | undefined;
+  if (flags.maxParallel !== undefined) {
+    maxParallel = Number(flags.maxParallel);
+    if (!Number.isInteger(maxParallel) || maxParallel < 1) throw new UsageError(`--max-parallel must be an integer ≥ 1, got "${flags.maxParallel}"`);
+  }
+  const { config, configFile, engines } = loadEngines(flags.config);
+  let manifest: Manifest;
+  try {
+    const loaded = loadManifest(manifestPath, { engines: new Set(engines.keys()) });
+    manifest = loaded.manifest;
+    for (const w of loaded.warnings) io.err(formatProblem(w));
+  } catch (e) {
+    if (e instanceof ManifestError) {
+      for (const p of e.problems) io.err(formatProblem(p));
+      return { code: 2, summary: null };
+    }
+    throw e;
+  }
+  adjust?.(manifest);
+  if (maxParallel === undefined && config.max_parallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = config.max_parallel;
+  const home = resolveHome(flags.home);
+  const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: config.identity });
+
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      io.err('cancelling: stopping every worker process group, then recording the run (Ctrl-C again will not interrupt this)');
+      controller.abort();
+    } else io.err('still cleaning up; please wait');
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
+  try {
+    const summary = await runManifest({
+      manifest,
+      home,
+      identity,
+      engines,
+      maxParallel,
+      signal: controller.signal,
+      onEvent: (e) => {
+        const line = eventLine(e);
+        if (line) io.out(line);
+      },
+    });
+    io.out('');
+    io.out(verdictTable(summary));
+    return { code: summary.allPassed ? 0 : 1, summary };
+  } catch (e) {
+    if (e instanceof PreflightError) {
+      io.err(`cannot start ${manifest.file}:`);
+      for (const p of e.problems) io.err(`  ${p}`);
+      return { code: 2, summary: null };
+    }
+    throw e;
+  } finally {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+  }
+}
+
+function loadEngines(configPath: string | undefined) {
+  try {
+    const { config, file: configFile } = loadConfig(configPath);
+    return { config, configFile, engines: resolveEngines(config.engines, configFile ?? undefined) };
+  } catch (e) {
+    throw new InputError((e as Error).message);
+  }
+}

@@ -1,0 +1,102 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { simpleGit, type SimpleGit } from 'simple-git';
+import { withLock } from './lock';
+
+/** Facts about the repository a worktree-mode run uses, found before any task starts. */
+export interface RepoInfo {
+  /** Top-level folder of the main working tree. */
+  root: string;
+  /** The shared git directory (`git rev-parse --git-common-dir`), absolute. */
+  commonDir: string;
+  /** base_ref resolved to a full commit sha. */
+  baseSha: string;
+}
+
+/** The branch a task's work lands on: `verdict/<runId>/<key>`. */
+export function taskBranch(runId: string, key: string): string {
+  return `verdict/${runId}/${key}`;
+}
+
+/**
+ * Checks that `repo` is inside a git repository and `baseRef` names a commit.
+ * @throws Error saying which of the two is wrong, naming the folder or ref
+ */
+export async function inspectRepo(repo: string, baseRef: string): Promise<RepoInfo> {
+  if (!fs.existsSync(repo)) throw new Error(`repo ${repo} does not exist`);
+  const git = simpleGit(repo);
+  let root: string;
+  let commonDir: string;
+  try {
+    root = (await git.revparse(['--show-toplevel'])).trim();
+    commonDir = path.resolve(root, (await git.revparse(['--git-common-dir'])).trim());
+  } catch {
+    throw new Error(`worktree mode needs a git repository, but ${repo} is not inside one (run \`git init\` there, or set "worktrees": false)`);
+  }
+  let baseSha: string;
+  try {
+    baseSha = (await git.revparse(['--verify', '--quiet', `${baseRef}^{commit}`])).trim();
+  } catch {
+    baseSha = '';
+  }
+  if (!baseSha) throw new Error(`base_ref "${baseRef}" does not name a commit in ${root} (try \`git -C ${root} log --oneline -1 ${baseRef}\`)`);
+  return { root, commonDir, baseSha };
+}
+
+/**
+ * Creates worktree `dir` on a new branch `branch` at `baseSha`, serialized per repository by a lock on the git
+ * common dir (git's own index and ref locks fail under concurrent `worktree add`). A half-made worktree is removed
+ * before the error is rethrown.
+ * @throws Error with git's message when the branch or folder already exists or git fails
+ */
+export async function addWorktree(repo: RepoInfo, dir: string, branch: string): Promise<void> {
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  await withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
+    const git = simpleGit(repo.root);
+    try {
+      await git.raw(['worktree', 'add', '--quiet', '-b', branch, dir, repo.baseSha]);
+    } catch (e) {
+      await removeWorktreeQuietly(git, dir);
+      throw new Error(`git worktree add ${dir} failed: ${(e as Error).message.trim()}`);
+    }
+  });
+}
+
+async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void> {
+  try {
+    await git.raw(['worktree', 'remove', '--force', dir]);
+  } catch {
+    // nothing was registered; fall through to remove a partial folder
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * Copies `include` files (paths relative to the repository root, usually gitignored like .env) into the worktree.
+ * @throws Error naming the first file that is missing in the repository
+ */
+export function copyIncludes(repoRoot: string, worktree: string, include: string[]): void {
+  for (const rel of include) {
+    const from = path.join(repoRoot, rel);
+    if (!fs.existsSync(from)) throw new Error(`include file ${rel} does not exist in ${repoRoot}`);
+    fs.cpSync(from, path.join(worktree, rel), { recursive: true });
+  }
+}
+
+/**
+ * Commits everything in the worktree (`git add -A`, so .gitignore is respected) onto its branch, as the
+ * orchestrator, not the worker. Uses the repository's configured author, falling back to "Verdict".
+ * Returns the branch head sha and whether a new commit was made (false when the worker changed nothing).
+ * @throws Error with git's message
+ */
+export async function commitWorktree(dir: string, message: string): Promise<{ sha: string; committed: boolean }> {
+  const git = simpleGit(dir);
+  await git.raw(['add', '-A']);
+  const status = await git.status();
+  if (status.isClean()) return { sha: (await git.revparse(['HEAD'])).trim(), committed: false };
+  const name = (await git.raw(['config', '--get', 'user.name']).catch(() => '')).trim();
+  const email = (await git.raw(['config', '--get', 'user.email']).catch(() => '')).trim();
+  const who = [...(name ? [] : ['-c', 'user.name=Verdict']), ...(email ? [] : ['-c', 'user.email=verdict@localhost'])];
+  await git.raw([...who, 'commit', '--quiet', '--no-verify', '-m', message]);
+  return { sha: (await git.revparse(['HEAD'])).trim(), committed: true };
+}

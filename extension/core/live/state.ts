@@ -1,0 +1,105 @@
+import os from 'node:os';
+import writeFileAtomic from 'write-file-atomic';
+import type { Verdict } from '../store/eval-row';
+
+/** Where a task is in its life; a final verdict once it is done. */
+export type TaskStatus = 'queued' | 'preparing' | 'running' | 'checking' | 'retry_queued' | Verdict;
+
+/** One attempt as shown live. Times epoch ms. */
+export interface AttemptState {
+  attempt: number;
+  phase: 'preparing' | 'running' | 'checking' | 'done';
+  verdict: Verdict | null;
+  startedAt: number;
+  endedAt: number | null;
+  /** Worker process group id while running. */
+  workerPid: number | null;
+  tokensIn: number | null;
+  tokensOut: number | null;
+  costMicroUsd: number | null;
+  checkExitCode: number | null;
+  /** Folder with prompt.md, worker.log, check.log, receipt.json. */
+  dir: string;
+  notes: string;
+}
+
+/** One task as shown live. */
+export interface TaskState {
+  key: string;
+  engine: string;
+  model: string | null;
+  taskType: string | null;
+  verified: string | null;
+  status: TaskStatus;
+  /** The task directory (plain folder or worktree). */
+  dir: string;
+  branch: string | null;
+  /** Worktree mode, after PASS: the commit holding the work. */
+  commit: string | null;
+  port: number | null;
+  attempts: AttemptState[];
+}
+
+/** runs/<run_id>/state.json. Every change rewrites it whole, atomically. Times epoch ms. */
+export interface RunState {
+  version: 1;
+  runId: string;
+  runName: string;
+  manifestFile: string;
+  identity: string;
+  host: string;
+  /** The orchestrator's pid; with a stale heartbeat and a dead pid, the run is "orchestrator died". */
+  pid: number;
+  status: 'running' | 'finished' | 'cancelled';
+  startedAt: number;
+  heartbeatAt: number;
+  endedAt: number | null;
+  maxParallel: number;
+  worktrees: boolean;
+  repo: string | null;
+  baseRef: string | null;
+  tasks: TaskState[];
+}
+
+/** Heartbeat period of a live run, ms. A heartbeat older than 3 periods is stale. */
+export const HEARTBEAT_MS = 5000;
+
+/**
+ * Owns one state.json: every `save()` writes the whole state to a unique temp file and renames it over the old one
+ * (write-file-atomic), so readers never see half a file; saves are queued in order. A heartbeat timer saves every
+ * HEARTBEAT_MS while the run lives.
+ */
+export class StateFile {
+  private timer: NodeJS.Timeout | null = null;
+  private pending: Promise<void> = Promise.resolve();
+
+  constructor(readonly file: string, readonly state: RunState) {}
+
+  /** Starts the heartbeat. */
+  start(): void {
+    this.timer = setInterval(() => void this.save(), HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  /** Writes the current state; resolves when this write is on disk. Write errors are returned, not thrown. */
+  save(): Promise<void> {
+    this.state.heartbeatAt = Date.now();
+    const text = JSON.stringify(this.state, null, 1);
+    this.pending = this.pending.then(() => writeFileAtomic(this.file, text)).catch((e: Error) => {
+      process.emitWarning(`cannot write ${this.file}: ${e.message}`);
+    });
+    return this.pending;
+  }
+
+  /** Stops the heartbeat and writes the final state. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.save();
+  }
+}
+
+/** The short host name recorded in state files and rows. */
+export function shortHost(): string {
+  return os.hostname().split('.')[0] || 'unknown';
+}

@@ -1,0 +1,227 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseTree, printParseErrorCode, getNodeValue, type Node, type ParseError } from 'jsonc-parser';
+import Ajv, { type ErrorObject } from 'ajv';
+import { parse as shellParse } from 'shell-quote';
+import manifestSchema from '../../../schemas/manifest.schema.json';
+import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
+import { ManifestError, type Manifest, type ManifestProblem, type TaskSpec } from './types';
+
+const DEFAULT_TIMEOUT_S = 900;
+const DEFAULT_CHECK_TIMEOUT_S = 300;
+const DEFAULT_MAX_PARALLEL = 4;
+const DEFAULT_MAX_ATTEMPTS = 2;
+const DEFAULT_ENGINE = 'codex';
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validateSchema = ajv.compile(manifestSchema);
+
+const runFields = new Set(Object.keys(manifestSchema.properties));
+const taskFields = new Set(Object.keys(manifestSchema.definitions.task.properties));
+
+/** Options of {@link parseManifest}. */
+export interface ParseOptions {
+  /** Engine names that exist; a task naming another is an error listing these. Unchecked when absent. */
+  engines?: ReadonlySet<string>;
+}
+
+/** The outcome of parsing: the manifest when there were no errors, and every problem found. */
+export interface ParseResult {
+  manifest: Manifest | null;
+  problems: ManifestProblem[];
+}
+
+/**
+ * Parses and validates manifest text (JSONC: comments and trailing commas allowed) against
+ * schemas/manifest.schema.json, then checks what a schema cannot: unique task keys, duplicate properties,
+ * known engines. Relative `workdir`/`repo` resolve against the manifest's folder. Never throws.
+ * @param text the file's contents
+ * @param file absolute path used in messages and to resolve relative paths
+ */
+export function parseManifest(text: string, file: string, options: ParseOptions = {}): ParseResult {
+  const index = new LineIndex(text);
+  const problems: ManifestProblem[] = [];
+  const error = (p: Omit<ManifestProblem, 'file' | 'severity'>) => problems.push({ severity: 'error', file, ...p });
+
+  const parseErrors: ParseError[] = [];
+  const root = parseTree(text, parseErrors, { allowTrailingComma: true, disallowComments: false });
+  for (const e of parseErrors) {
+    error({ range: index.range(e.offset, e.length), path: '(syntax)', message: `malformed JSON: ${describeParseError(printParseErrorCode(e.error))}` });
+  }
+  if (parseErrors.length || !root) {
+    if (!root && !parseErrors.length) error({ range: null, path: '(root)', message: 'the file is empty' });
+    return { manifest: null, problems };
+  }
+
+  for (const dup of duplicateProperties(root)) {
+    error({ range: index.range(dup.node.offset, dup.node.length), path: formatPath(dup.path), message: `property "${dup.name}" appears more than once; the later one would silently win` });
+  }
+
+  const raw = getNodeValue(root) as unknown;
+  if (!validateSchema(raw)) {
+    for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
+      const p = instancePathToJsonPath(e.instancePath);
+      error({ range: rangeOfPath(root, p, index), path: formatPath(p), message: ajvMessage(e) });
+    }
+  }
+  if (problems.length) return { manifest: null, problems };
+
+  const data = raw as Record<string, unknown> & { tasks: Record<string, unknown>[] };
+  for (const key of Object.keys(data)) {
+    if (!runFields.has(key)) {
+      problems.push({ severity: 'warning', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
+    }
+  }
+  const seen = new Map<string, number>();
+  data.tasks.forEach((t, i) => {
+    for (const key of Object.keys(t)) {
+      if (!taskFields.has(key)) {
+        problems.push({ severity: 'warning', file, range: rangeOfPropertyName(root, ['tasks', i], key, index), path: `tasks[${i}].${key}`, message: `unknown field "${key}" is ignored` });
+      }
+    }
+    const key = t.key as string;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      error({ range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
+    } else seen.set(key, i);
+    const engine = (t.engine as string | undefined) ?? DEFAULT_ENGINE;
+    if (options.engines && !options.engines.has(engine)) {
+      error({ range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
+    }
+    if (typeof t.engine_args === 'string') {
+      const parsed = shellParse(t.engine_args);
+      if (parsed.some((x) => typeof x !== 'string')) {
+        error({ range: rangeOfPath(root, ['tasks', i, 'engine_args'], index), path: `tasks[${i}].engine_args`, message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead' });
+      }
+    }
+  });
+  if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems };
+
+  return { manifest: toManifest(data, file), problems };
+}
+
+/**
+ * Reads and parses a manifest file.
+ * @throws ManifestError listing every error with file:line:column and field path (an unreadable file is one error)
+ */
+export function loadManifest(file: string, options: ParseOptions = {}): { manifest: Manifest; warnings: ManifestProblem[] } {
+  const abs = path.resolve(file);
+  let text: string;
+  try {
+    text = fs.readFileSync(abs, 'utf8');
+  } catch (e) {
+    throw new ManifestError([{ severity: 'error', file: abs, range: null, path: '(file)', message: `cannot read the manifest: ${(e as Error).message}` }]);
+  }
+  const { manifest, problems } = parseManifest(text, abs, options);
+  if (!manifest) throw new ManifestError(problems);
+  return { manifest, warnings: problems.filter((p) => p.severity === 'warning') };
+}
+
+function toManifest(data: Record<string, unknown> & { tasks: Record<string, unknown>[] }, file: string): Manifest {
+  const dir = path.dirname(file);
+  const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const tasks: TaskSpec[] = data.tasks.map((t) => ({
+    key: t.key as string,
+    spec: t.spec as string,
+    check: t.check as string,
+    expectFiles: (t.expect_files as string[] | undefined) ?? [],
+    engine: str(t.engine) ?? DEFAULT_ENGINE,
+    model: str(t.model),
+    taskType: str(t.task_type),
+    timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
+    checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),
+    engineArgs: typeof t.engine_args === 'string' ? (shellParse(t.engine_args) as string[]) : ((t.engine_args as string[] | undefined) ?? []),
+    verified: str(t.verified),
+    fullAccess: t.full_access === true,
+    maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
+  }));
+  return {
+    file,
+    runName: str(data.run_name) ?? path.basename(file).replace(/\.(swarm\.)?jsonc?$/, ''),
+    workdir: path.resolve(dir, str(data.workdir) ?? '.verdict-work'),
+    maxParallel: (data.max_parallel as number | undefined) ?? DEFAULT_MAX_PARALLEL,
+    worktrees: data.worktrees === true,
+    repo: path.resolve(dir, str(data.repo) ?? '.'),
+    baseRef: str(data.base_ref) ?? 'HEAD',
+    budgetUsd: (data.budget_usd as number | undefined) ?? null,
+    setup: str(data.setup),
+    include: (data.include as string[] | undefined) ?? [],
+    tasks,
+    raw: data,
+  };
+}
+
+function duplicateProperties(root: Node): { node: Node; path: (string | number)[]; name: string }[] {
+  const out: { node: Node; path: (string | number)[]; name: string }[] = [];
+  const walk = (node: Node, p: (string | number)[]) => {
+    if (node.type === 'object') {
+      const names = new Set<string>();
+      for (const prop of node.children ?? []) {
+        const nameNode = prop.children?.[0];
+        const name = String(nameNode?.value);
+        if (names.has(name) && nameNode) out.push({ node: nameNode, path: [...p, name], name });
+        names.add(name);
+        const value = prop.children?.[1];
+        if (value) walk(value, [...p, name]);
+      }
+    } else if (node.type === 'array') {
+      node.children?.forEach((c, i) => walk(c, [...p, i]));
+    }
+  };
+  walk(root, []);
+  return out;
+}
+
+function instancePathToJsonPath(instancePath: string): (string | number)[] {
+  if (!instancePath) return [];
+  return instancePath
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+}
+
+/** Drops the noise ajv adds for oneOf/not branches when a clearer error on the same value exists. */
+function simplifyAjvErrors(errors: ErrorObject[]): ErrorObject[] {
+  const out: ErrorObject[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    if (e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    const id = `${e.instancePath}|${ajvMessage(e)}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push(e);
+  }
+  return out;
+}
+
+function ajvMessage(e: ErrorObject): string {
+  const field = e.instancePath.split('/').pop();
+  if (e.keyword === 'required') return `missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
+  if (field === 'key' && (e.keyword === 'pattern' || e.keyword === 'not')) {
+    return 'a task key becomes a directory and a branch name: use only letters, digits, ".", "_" and "-", do not start with a dot, and never use ".." (no "/" or "\\")';
+  }
+  if (e.keyword === 'type') return `must be ${(e.params as { type: string }).type}`;
+  return e.message ?? `fails ${e.keyword}`;
+}
+
+function describeParseError(code: string): string {
+  const words: Record<string, string> = {
+    InvalidSymbol: 'unexpected character',
+    InvalidNumberFormat: 'invalid number',
+    PropertyNameExpected: 'a property name (in double quotes) was expected',
+    ValueExpected: 'a value was expected',
+    ColonExpected: 'a colon was expected',
+    CommaExpected: 'a comma was expected',
+    CloseBraceExpected: 'a closing } was expected',
+    CloseBracketExpected: 'a closing ] was expected',
+    EndOfFileExpected: 'the end of the file was expected',
+    UnexpectedEndOfComment: 'a comment is not closed',
+    UnexpectedEndOfString: 'a string is not closed',
+    UnexpectedEndOfNumber: 'a number is not complete',
+    InvalidUnicode: 'invalid unicode escape',
+    InvalidEscapeCharacter: 'invalid escape character',
+    InvalidCharacter: 'invalid character',
+  };
+  return words[code] ?? code;
+}

@@ -1,0 +1,75 @@
+import type { SourceRange } from './positions';
+
+/** One task of a loaded manifest, with defaults applied and paths left as written. */
+export interface TaskSpec {
+  /** Unique id, safe as a directory and branch name (`[A-Za-z0-9._-]`, no leading dot, never `..`). */
+  key: string;
+  /** The worker's prompt (for the script engine: a bash script). */
+  spec: string;
+  /** Shell command run with `bash -c` in the task dir; exit 0 is the only PASS. */
+  check: string;
+  /** Paths relative to the task dir that must exist and be non-empty after the check. */
+  expectFiles: string[];
+  engine: string;
+  /** Requested model id, or null for the engine's default. */
+  model: string | null;
+  taskType: string | null;
+  /** Worker time limit, ms. */
+  timeoutMs: number;
+  /** Check time limit, ms. */
+  checkTimeoutMs: number;
+  /** Extra engine argv elements. */
+  engineArgs: string[];
+  /** One sentence: what a passing check proves; null when the manifest gives none. */
+  verified: string | null;
+  fullAccess: boolean;
+  /** Attempts allowed, ≥ 1 (2 = one retry). */
+  maxAttempts: number;
+}
+
+/** A loaded, validated manifest. All paths are absolute. */
+export interface Manifest {
+  /** Absolute path of the manifest file. */
+  file: string;
+  runName: string;
+  /** Plain mode task root: tasks run in `<workdir>/<key>`. */
+  workdir: string;
+  maxParallel: number;
+  worktrees: boolean;
+  /** Worktree mode: absolute path of the repository. */
+  repo: string;
+  baseRef: string;
+  budgetUsd: number | null;
+  setup: string | null;
+  /** Worktree mode: repo-relative paths copied into each worktree. */
+  include: string[];
+  tasks: TaskSpec[];
+  /** The manifest as written (parsed JSONC), frozen into the run's records. */
+  raw: unknown;
+}
+
+/** A problem found while loading: where it is and what is wrong. */
+export interface ManifestProblem {
+  severity: 'error' | 'warning';
+  /** Absolute file path. */
+  file: string;
+  /** The value's range; line/column are 1-based. */
+  range: SourceRange | null;
+  /** Field path as users read it, e.g. `tasks[2].key`. */
+  path: string;
+  message: string;
+}
+
+/** Thrown by the loader when the manifest cannot run; `problems` lists every error (and warning) found. */
+export class ManifestError extends Error {
+  constructor(readonly problems: ManifestProblem[]) {
+    super(problems.filter((p) => p.severity === 'error').map(formatProblem).join('\n'));
+    this.name = 'ManifestError';
+  }
+}
+
+/** `file:line:column: path: message`, the form editors and terminals turn into links. */
+export function formatProblem(p: ManifestProblem): string {
+  const where = p.range ? `${p.file}:${p.range.start.line}:${p.range.start.column}` : p.file;
+  return `${where}: ${p.severity}: ${p.path}: ${p.message}`;
+}

@@ -1,0 +1,154 @@
+import fs from 'node:fs';
+import { execa } from 'execa';
+import { RingBuffer } from './ring-buffer';
+
+/** Time between SIGTERM to a process group and SIGKILL, ms. */
+export const KILL_GRACE_MS = 5000;
+
+/** What to run and how to watch it. */
+export interface SuperviseOptions {
+  /** Executable (looked up on PATH) and its argv; never passed through a shell. */
+  file: string;
+  args: string[];
+  cwd: string;
+  /** Added to the inherited environment. */
+  env?: Record<string, string>;
+  /** Raw log: stdout+stderr interleaved, appended (created if missing). Must lie outside the task dir. */
+  logFile: string;
+  /** Wall-clock limit, ms; then SIGTERM to the group, KILL_GRACE_MS grace, SIGKILL. */
+  timeoutMs: number;
+  /** Aborting stops the group the same way as a timeout, recorded as cancelled. */
+  signal?: AbortSignal;
+  /** Size of the in-memory tail, bytes (default 64 KiB). */
+  tailBytes?: number;
+  /** Called with every output chunk as it arrives (live view). */
+  onOutput?: (chunk: Buffer) => void;
+  /** Grace after SIGTERM, ms (default KILL_GRACE_MS). */
+  killGraceMs?: number;
+  /** Called once the process exists, with its pid (= its process group id). */
+  onSpawn?: (pid: number) => void;
+}
+
+/** What happened to one supervised process. Times are epoch ms. */
+export interface Receipt {
+  pid: number | null;
+  /** Exit code, or null when killed by a signal or never started. */
+  exitCode: number | null;
+  /** Terminating signal name, e.g. "SIGKILL", or null. */
+  signal: string | null;
+  startedAt: number;
+  endedAt: number;
+  durationMs: number;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Set when the process could not be started (missing binary, bad cwd): the OS error message. */
+  spawnError: string | null;
+  /** Bytes of output written to the log. */
+  outputBytes: number;
+}
+
+/** A receipt plus the retained tail of the output. */
+export interface SupervisedResult {
+  receipt: Receipt;
+  /** Last `tailBytes` of stdout+stderr as text. */
+  tail: string;
+}
+
+/**
+ * Runs one process in its own process group with stdin = /dev/null, stdout+stderr appended to `logFile` and kept in a
+ * bounded tail. On timeout or abort the whole group gets SIGTERM, then SIGKILL after the grace period. When the
+ * leader exits, whatever it left running in its group is killed too, so no grandchild outlives its attempt.
+ * Never throws for process failures: they are in the receipt. Throws only when the log file cannot be opened.
+ */
+export async function supervise(opts: SuperviseOptions): Promise<SupervisedResult> {
+  const log = fs.openSync(opts.logFile, 'a');
+  const tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
+  const grace = opts.killGraceMs ?? KILL_GRACE_MS;
+  const startedAt = Date.now();
+  let timedOut = false;
+  let cancelled = false;
+  let outputBytes = 0;
+  let killTimer: NodeJS.Timeout | undefined;
+
+  const child = execa(opts.file, opts.args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    extendEnv: true,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    detached: true,
+    reject: false,
+    buffer: false,
+    cleanup: false,
+    windowsHide: true,
+  });
+  const pid = child.pid ?? null;
+  if (pid !== null) opts.onSpawn?.(pid);
+
+  const onData = (chunk: Buffer) => {
+    outputBytes += chunk.length;
+    fs.writeSync(log, chunk);
+    tail.push(chunk);
+    opts.onOutput?.(chunk);
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+
+  const stopGroup = () => {
+    if (pid === null || killTimer) return;
+    signalGroup(pid, 'SIGTERM');
+    killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), grace);
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stopGroup();
+  }, opts.timeoutMs);
+  const onAbort = () => {
+    cancelled = true;
+    stopGroup();
+  };
+  if (opts.signal?.aborted) onAbort();
+  opts.signal?.addEventListener('abort', onAbort);
+  // The leader is gone: end what it left behind in its group, or the pipes it holds would keep us waiting.
+  child.on('exit', () => {
+    if (pid !== null) signalGroup(pid, 'SIGKILL');
+  });
+
+  const result = await child;
+  clearTimeout(timer);
+  if (killTimer) clearTimeout(killTimer);
+  opts.signal?.removeEventListener('abort', onAbort);
+  fs.closeSync(log);
+
+  const endedAt = Date.now();
+  const spawnError = result.failed && result.exitCode === undefined && !result.signal ? shortError(result) : null;
+  return {
+    receipt: {
+      pid,
+      exitCode: result.exitCode ?? null,
+      signal: result.signal ?? null,
+      startedAt,
+      endedAt,
+      durationMs: endedAt - startedAt,
+      timedOut,
+      cancelled,
+      spawnError,
+      outputBytes,
+    },
+    tail: tail.text(),
+  };
+}
+
+/** Sends `sig` to process group `pgid`; a group that is already gone is not an error. */
+export function signalGroup(pgid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, sig);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+  }
+}
+
+function shortError(result: { originalMessage?: string; message?: string; shortMessage?: string }): string {
+  return result.originalMessage || result.shortMessage || result.message || 'the process could not be started';
+}

@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EngineSpec } from '../../../engines/types';
+import { findBinary } from '../../../engines';
+import { inspectRepo, type RepoInfo } from '../git/worktree';
+import type { Manifest } from '../manifest/types';
+
+/** Thrown when a run cannot start; `problems` has one line per problem. Nothing was created on disk. */
+export class PreflightError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'PreflightError';
+  }
+}
+
+/** What preflight found that the run needs. */
+export interface Preflight {
+  /** Worktree mode: the repository; null in plain mode. */
+  repo: RepoInfo | null;
+  /** Engine name → absolute path of its binary. */
+  binaries: Map<string, string>;
+}
+
+/**
+ * Everything that can be known wrong before any task starts: unknown engines, missing engine binaries (naming the
+ * binary and how to install it), worktree mode outside a git repository or with a base_ref that names no commit,
+ * include files that do not exist, a plain-mode workdir that cannot be written. Creates nothing.
+ * @throws PreflightError listing every problem found
+ */
+export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env): Promise<Preflight> {
+  const problems: string[] = [];
+  const binaries = new Map<string, string>();
+  for (const name of new Set(manifest.tasks.map((t) => t.engine))) {
+    const engine = engines.get(name);
+    if (!engine) {
+      problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);
+      continue;
+    }
+    const found = findBinary(engine.binary, env.PATH ?? '');
+    if (found) binaries.set(name, found);
+    else problems.push(`engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH. Install it: ${engine.install}`);
+  }
+  let repo: RepoInfo | null = null;
+  if (manifest.worktrees) {
+    try {
+      repo = await inspectRepo(manifest.repo, manifest.baseRef);
+      for (const rel of manifest.include) {
+        if (!fs.existsSync(path.join(repo.root, rel))) problems.push(`include: ${rel} does not exist in ${repo.root}`);
+      }
+    } catch (e) {
+      problems.push((e as Error).message);
+    }
+  } else {
+    const problem = writableFolderProblem(manifest.workdir);
+    if (problem) problems.push(problem);
+  }
+  if (problems.length) throw new PreflightError(problems);
+  return { repo, binaries };
+}
+
+function writableFolderProblem(dir: string): string | null {
+  let existing = dir;
+  while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
+  try {
+    if (!fs.statSync(existing).isDirectory()) return `workdir ${dir} cannot be created: ${existing} is a file`;
+    fs.accessSync(existing, fs.constants.W_OK);
+    return null;
+  } catch (e) {
+    return `workdir ${dir} cannot be written: ${(e as Error).message}`;
+  }
+}

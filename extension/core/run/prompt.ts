@@ -1,0 +1,45 @@
+import { tailBytes } from '../store/eval-row';
+
+/** Bytes of the check output and of the worker log tail injected into a retry prompt. */
+export const RETRY_CHECK_BYTES = 8 * 1024;
+export const RETRY_WORKER_BYTES = 4 * 1024;
+
+/** What the previous attempt left behind, for the retry. */
+export interface FailureContext {
+  attempt: number;
+  verdict: string;
+  check: string;
+  checkExitCode: number | null;
+  checkOutput: string;
+  workerTail: string;
+  /** One line, e.g. "the worker ran out of time after 900 s". */
+  reason: string;
+}
+
+/**
+ * The failure text handed to a retry: why the last attempt failed, the check command and the verbatim tail of its
+ * output, and the tail of the worker's own log. Bounded: at most RETRY_CHECK_BYTES + RETRY_WORKER_BYTES of output.
+ */
+export function failureText(f: FailureContext): string {
+  return [
+    `Attempt ${f.attempt} was judged ${f.verdict}: ${f.reason}.`,
+    '',
+    `The check command (run with bash -c in your working directory; exit 0 is the only pass):`,
+    '```sh',
+    f.check,
+    '```',
+    `Its exit code was ${f.checkExitCode ?? 'none (it did not run to completion)'}. The end of its output, verbatim:`,
+    '```',
+    tailBytes(f.checkOutput, RETRY_CHECK_BYTES).trimEnd() || '(no output)',
+    '```',
+    'The end of your previous session log:',
+    '```',
+    tailBytes(f.workerTail, RETRY_WORKER_BYTES).trimEnd() || '(no output)',
+    '```',
+  ].join('\n');
+}
+
+/** The retry prompt: the original spec, then the failure text and a request to fix it in place. */
+export function retryPrompt(spec: string, failure: string): string {
+  return `${spec}\n\n---\nA previous attempt at this task did not pass. The files it left are still in your working directory.\n${failure}\n\nFix the problem so that the check passes. Do not weaken or edit the check.`;
+}

@@ -1,0 +1,436 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EngineSpec, UsageReport } from '../../../engines/types';
+import { expandArgv } from '../../../engines';
+import { attemptDir, evalLogPath, runDir, worktreePath } from '../config/home';
+import { addWorktree, commitWorktree, copyIncludes, taskBranch } from '../git/worktree';
+import { StateFile, shortHost, type AttemptState, type RunState, type TaskState } from '../live/state';
+import type { Manifest, TaskSpec } from '../manifest/types';
+import { supervise, type Receipt } from '../process/supervisor';
+import { appendEvalRow } from '../store/eval-log';
+import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } from '../store/eval-row';
+import { runCheck } from './check';
+import { reservePort } from './ports';
+import { preflight } from './preflight';
+import { failureText, retryPrompt } from './prompt';
+import { Scheduler } from './scheduler';
+
+/** Options of {@link runManifest}. */
+export interface RunOptions {
+  manifest: Manifest;
+  /** VERDICT_HOME, absolute. */
+  home: string;
+  identity: string;
+  engines: ReadonlyMap<string, EngineSpec>;
+  /** Overrides the manifest's max_parallel. */
+  maxParallel?: number;
+  /** Aborting cancels the run: queued tasks and running attempts end CANCELLED. */
+  signal?: AbortSignal;
+  /** Told of every state change, synchronously. */
+  onEvent?: (e: RunEvent) => void;
+  /** Grace between SIGTERM and SIGKILL, ms (default 5000). */
+  killGraceMs?: number;
+  /** Environment for workers and checks (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** State changes, in the order they happen. */
+export type RunEvent =
+  | { type: 'run-started'; runId: string; stateFile: string; tasks: number; maxParallel: number }
+  | { type: 'attempt-started'; key: string; attempt: number; engine: string; model: string | null }
+  | { type: 'attempt-checking'; key: string; attempt: number }
+  | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string; durationMs: number; tokens: number | null; willRetry: boolean }
+  | { type: 'task-cancelled'; key: string }
+  | { type: 'run-finished'; summary: RunSummary };
+
+/** One task's outcome. */
+export interface TaskSummary {
+  key: string;
+  verdict: Verdict;
+  attempts: number;
+  /** Sum over attempts, ms. */
+  durationMs: number;
+  /** Sum over attempts of tokens in + out; null when any attempt's usage is unknown. */
+  tokens: number | null;
+  verified: string | null;
+  branch: string | null;
+  commit: string | null;
+  /** Why the last attempt failed; empty on PASS. */
+  reason: string;
+}
+
+/** A run's outcome. */
+export interface RunSummary {
+  runId: string;
+  runName: string;
+  stateFile: string;
+  cancelled: boolean;
+  durationMs: number;
+  tasks: TaskSummary[];
+  /** True when every task passed. */
+  allPassed: boolean;
+}
+
+/** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
+const MAX_RATE_LIMIT_REQUEUES = 5;
+const RATE_LIMIT_BASE_MS = 2000;
+
+interface TaskRuntime {
+  spec: TaskSpec;
+  engine: EngineSpec;
+  state: TaskState;
+  prepared: boolean;
+  /** Real attempts used (rate limits do not count). */
+  used: number;
+  rateLimited: number;
+  failure: string | null;
+  summary: TaskSummary;
+}
+
+/**
+ * Runs a manifest end to end: preflight (nothing created when it fails), then the run's records under
+ * `<home>/runs/<run_id>/`, then every task's attempts with exactly max_parallel busy, retries with the failure
+ * injected, one eval row per attempt in `<home>/runs.jsonl`, and the orchestrator's commit of each PASS onto its
+ * task branch in worktree mode. Lifecycle from DESIGN.md "One attempt".
+ * @throws PreflightError before anything starts; other errors only for broken records (disk full, permissions)
+ */
+export async function runManifest(opts: RunOptions): Promise<RunSummary> {
+  const { manifest, home } = opts;
+  const env = opts.env ?? process.env;
+  const pre = await preflight(manifest, opts.engines, env);
+  const runId = newRunId();
+  const dir = runDir(home, runId);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ source: manifest.file, manifest: manifest.raw }, null, 2));
+  const maxParallel = opts.maxParallel ?? manifest.maxParallel;
+  const startedAt = Date.now();
+
+  const tasks: TaskRuntime[] = manifest.tasks.map((spec) => {
+    const engine = opts.engines.get(spec.engine) as EngineSpec;
+    const branch = manifest.worktrees ? taskBranch(runId, spec.key) : null;
+    const taskDir = manifest.worktrees ? worktreePath(home, runId, spec.key) : path.join(manifest.workdir, spec.key);
+    const model = spec.model ?? engine.defaultModel;
+    return {
+      spec,
+      engine,
+      prepared: false,
+      used: 0,
+      rateLimited: 0,
+      failure: null,
+      state: { key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [] },
+      summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '' },
+    };
+  });
+  const state: RunState = {
+    version: 1,
+    runId,
+    runName: manifest.runName,
+    manifestFile: manifest.file,
+    identity: opts.identity,
+    host: shortHost(),
+    pid: process.pid,
+    status: 'running',
+    startedAt,
+    heartbeatAt: startedAt,
+    endedAt: null,
+    maxParallel,
+    worktrees: manifest.worktrees,
+    repo: pre.repo?.root ?? null,
+    baseRef: manifest.worktrees ? manifest.baseRef : null,
+    tasks: tasks.map((t) => t.state),
+  };
+  const stateFile = new StateFile(path.join(dir, 'state.json'), state);
+  await stateFile.save();
+  stateFile.start();
+  const emit = (e: RunEvent) => opts.onEvent?.(e);
+  emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
+
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit };
+  const scheduler = new Scheduler<TaskRuntime>(
+    maxParallel,
+    async (task) => {
+      const outcome = await runAttempt(ctx, task);
+      if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
+    },
+    (task) => {
+      task.state.status = 'CANCELLED';
+      task.summary.verdict = 'CANCELLED';
+      task.summary.reason = 'the run was cancelled before this task finished';
+      emit({ type: 'task-cancelled', key: task.spec.key });
+      void stateFile.save();
+    },
+  );
+  const onAbort = () => scheduler.close();
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener('abort', onAbort);
+  for (const t of tasks) scheduler.push(t);
+  await scheduler.idle();
+  opts.signal?.removeEventListener('abort', onAbort);
+
+  const cancelled = opts.signal?.aborted === true;
+  state.status = cancelled ? 'cancelled' : 'finished';
+  state.endedAt = Date.now();
+  await stateFile.close();
+  const summaries = tasks.map((t) => t.summary);
+  const summary: RunSummary = {
+    runId,
+    runName: manifest.runName,
+    stateFile: stateFile.file,
+    cancelled,
+    durationMs: state.endedAt - startedAt,
+    tasks: summaries,
+    allPassed: summaries.every((s) => s.verdict === 'PASS'),
+  };
+  emit({ type: 'run-finished', summary });
+  return summary;
+}
+
+interface AttemptContext {
+  opts: RunOptions;
+  env: NodeJS.ProcessEnv;
+  runId: string;
+  stateFile: StateFile;
+  binaries: Map<string, string>;
+  repo: Awaited<ReturnType<typeof preflight>>['repo'];
+  emit: (e: RunEvent) => void;
+}
+
+/** Runs one attempt of `task` and records it. Returns when (and after how long) the task should run again. */
+async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ requeueAfterMs: number | null }> {
+  const { opts, runId, stateFile } = ctx;
+  const { spec, engine } = task;
+  const n = task.used + task.rateLimited + 1;
+  const recDir = attemptDir(opts.home, runId, spec.key, n);
+  fs.mkdirSync(recDir, { recursive: true });
+  const files = {
+    prompt: path.join(recDir, 'prompt.md'),
+    worker: path.join(recDir, 'worker.log'),
+    check: path.join(recDir, 'check.log'),
+    receipt: path.join(recDir, 'receipt.json'),
+    failure: path.join(recDir, 'failure.md'),
+    setup: path.join(recDir, 'setup.log'),
+  };
+  const startedAt = Date.now();
+  const attempt: AttemptState = { attempt: n, phase: 'preparing', verdict: null, startedAt, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: recDir, notes: '' };
+  task.state.attempts.push(attempt);
+  task.state.status = 'preparing';
+  ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: spec.engine, model: task.state.model });
+  void stateFile.save();
+
+  const taskEnv = (): Record<string, string> => ({
+    PORT: String(task.state.port),
+    VERDICT_RUN_ID: runId,
+    VERDICT_TASK_KEY: spec.key,
+    VERDICT_TASK_DIR: task.state.dir,
+    VERDICT_ATTEMPT: String(n),
+  });
+
+  let verdict: Verdict;
+  let reason = '';
+  let worker: Receipt | null = null;
+  let usage: UsageReport | null = null;
+  let checkExit: number | null = null;
+  let checkOutput = '';
+  let checkReceipt: Receipt | null = null;
+  let workerTail = '';
+  const prompt = task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec;
+  fs.writeFileSync(files.prompt, prompt);
+
+  try {
+    if (!task.prepared) {
+      await prepareTask(ctx, task, files.setup, taskEnv);
+      task.prepared = true;
+    }
+    if (opts.signal?.aborted) throw new Cancelled();
+    const workerEnv: Record<string, string> = { ...engine.env, ...taskEnv() };
+    if (task.failure) {
+      fs.writeFileSync(files.failure, task.failure);
+      workerEnv.VERDICT_FAILURE_FILE = files.failure;
+    }
+    const argv = expandArgv(engine, { spec: prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess });
+    task.state.status = 'running';
+    attempt.phase = 'running';
+    const run = supervise({
+      file: ctx.binaries.get(spec.engine) ?? engine.binary,
+      args: argv,
+      cwd: task.state.dir,
+      env: workerEnv,
+      logFile: files.worker,
+      timeoutMs: spec.timeoutMs,
+      signal: opts.signal,
+      killGraceMs: opts.killGraceMs,
+      onSpawn: (pid) => {
+        attempt.workerPid = pid;
+        void stateFile.save();
+      },
+    });
+    const res = await run;
+    worker = res.receipt;
+    workerTail = res.tail;
+    usage = engine.parseOutput(readLog(files.worker));
+    attempt.tokensIn = usage.tokensIn;
+    attempt.tokensOut = usage.tokensOut;
+    attempt.costMicroUsd = usage.costMicroUsd;
+
+    if (worker.cancelled) throw new Cancelled();
+    if (worker.spawnError) {
+      verdict = 'ERROR';
+      reason = `the worker could not start: ${worker.spawnError}`;
+    } else if (worker.timedOut) {
+      verdict = 'TIMEOUT';
+      reason = `the worker ran out of time after ${Math.round(spec.timeoutMs / 1000)} s and was stopped`;
+    } else {
+      task.state.status = 'checking';
+      attempt.phase = 'checking';
+      ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: n });
+      void stateFile.save();
+      const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: files.check, timeoutMs: spec.checkTimeoutMs, env: taskEnv(), expectFiles: spec.expectFiles, signal: opts.signal });
+      checkReceipt = check.receipt;
+      checkExit = check.receipt.exitCode;
+      checkOutput = check.output;
+      if (check.receipt.cancelled) throw new Cancelled();
+      const errorClass = worker.exitCode !== 0 ? engine.classifyError(workerTail) : null;
+      if (check.passed) {
+        verdict = 'PASS';
+        if (worker.exitCode !== 0) reason = `the worker exited ${worker.exitCode ?? worker.signal}, but the check passed`;
+      } else if (errorClass === 'rate_limit') {
+        verdict = 'RATE_LIMITED';
+        reason = `the engine was rate-limited (${check.reason})`;
+      } else {
+        verdict = 'FAIL';
+        reason = check.reason + (worker.exitCode !== 0 ? `; the worker exited ${worker.exitCode ?? worker.signal}${errorClass ? ` (${errorClass})` : ''}` : '');
+      }
+    }
+    if (verdict === 'PASS' && ctx.repo) {
+      const { sha, committed } = await commitWorktree(task.state.dir, `verdict: ${spec.key} (run ${runId}, attempt ${n})\n\n${spec.verified ?? ''}`.trim());
+      task.state.commit = sha;
+      task.summary.commit = sha;
+      if (!committed) reason = 'the check passed but the worker changed no files; the branch stays at base_ref';
+    }
+  } catch (e) {
+    if (e instanceof Cancelled || opts.signal?.aborted) {
+      verdict = 'CANCELLED';
+      reason = 'the run was cancelled';
+    } else {
+      verdict = 'ERROR';
+      reason = (e as Error).message;
+    }
+  }
+
+  const endedAt = Date.now();
+  const durationMs = endedAt - startedAt;
+  const rateLimited = verdict === 'RATE_LIMITED' && task.rateLimited < MAX_RATE_LIMIT_REQUEUES;
+  if (rateLimited) task.rateLimited++;
+  else task.used++;
+  const retryable = verdict === 'FAIL' || verdict === 'TIMEOUT';
+  const willRetry = rateLimited || (retryable && task.used < spec.maxAttempts && !opts.signal?.aborted);
+  if (retryable) {
+    task.failure = failureText({ attempt: n, verdict, check: spec.check, checkExitCode: checkExit, checkOutput, workerTail, reason });
+  }
+
+  attempt.phase = 'done';
+  attempt.verdict = verdict;
+  attempt.endedAt = endedAt;
+  attempt.checkExitCode = checkExit;
+  attempt.notes = reason;
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker, check: checkReceipt, verdict, reason, usage }, null, 2));
+  const tokens = usage && usage.tokensIn !== null && usage.tokensOut !== null ? usage.tokensIn + usage.tokensOut : null;
+  const row: EvalRow = {
+    run_id: runId,
+    task_key: spec.key,
+    spec: spec.spec,
+    worker_engine: spec.engine,
+    verdict,
+    duration_ms: durationMs,
+    worker_tokens: tokens,
+    model: task.state.model,
+    task_type: spec.taskType,
+    retry: n > 1,
+    identity: opts.identity,
+    notes: reason,
+    attempt: n,
+    harness: engine.harness,
+    lab: labOf(task.state.model),
+    reported_model: usage?.reportedModel ?? null,
+    tokens_in: usage?.tokensIn ?? null,
+    tokens_out: usage?.tokensOut ?? null,
+    tokens_cached: usage?.tokensCached ?? null,
+    tokens_reasoning: usage?.tokensReasoning ?? null,
+    cost_microusd: usage?.costMicroUsd ?? null,
+    check_exit_code: checkExit,
+    check_output: tailBytes(checkOutput, CHECK_OUTPUT_ROW_BYTES),
+    worker_exit_code: worker?.exitCode ?? null,
+    run_name: opts.manifest.runName,
+    host: shortHost(),
+    started_at: new Date(startedAt).toISOString(),
+    ended_at: new Date(endedAt).toISOString(),
+    branch: task.state.branch,
+    commit: verdict === 'PASS' ? task.state.commit : null,
+    prompt_path: files.prompt,
+    worker_log: files.worker,
+    check_log: files.check,
+    receipt_path: files.receipt,
+  };
+  await appendEvalRow(evalLogPath(opts.home), row);
+
+  const s = task.summary;
+  s.attempts = n;
+  s.durationMs += durationMs;
+  s.tokens = s.tokens === null || tokens === null ? null : s.tokens + tokens;
+  s.verdict = verdict;
+  s.reason = verdict === 'PASS' ? '' : reason;
+  task.state.status = willRetry ? 'retry_queued' : verdict;
+  ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: n, verdict, reason, durationMs, tokens, willRetry });
+  void stateFile.save();
+  if (!willRetry) return { requeueAfterMs: null };
+  if (rateLimited) {
+    const backoff = RATE_LIMIT_BASE_MS * 2 ** (task.rateLimited - 1);
+    return { requeueAfterMs: backoff + Math.floor(Math.random() * backoff) };
+  }
+  return { requeueAfterMs: 0 };
+}
+
+class Cancelled extends Error {}
+
+/** Creates the task dir (plain folder or worktree + includes), assigns PORT, runs `setup` once. */
+async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: string, taskEnv: () => Record<string, string>): Promise<void> {
+  const { manifest } = ctx.opts;
+  task.state.port = await reservePort();
+  if (ctx.repo && task.state.branch) {
+    await addWorktree(ctx.repo, task.state.dir, task.state.branch);
+    copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
+  } else {
+    fs.mkdirSync(task.state.dir, { recursive: true });
+  }
+  if (manifest.setup) {
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', manifest.setup], cwd: task.state.dir, env: taskEnv(), logFile: setupLog, timeoutMs: task.spec.checkTimeoutMs, signal: ctx.opts.signal, killGraceMs: ctx.opts.killGraceMs });
+    if (receipt.cancelled) throw new Cancelled();
+    if (receipt.exitCode !== 0) {
+      throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
+    }
+  }
+}
+
+/** Worker logs above this size are parsed from their last bytes only, bytes. */
+const MAX_PARSED_LOG_BYTES = 32 * 1024 * 1024;
+
+function readLog(file: string): string {
+  try {
+    const size = fs.statSync(file).size;
+    if (size <= MAX_PARSED_LOG_BYTES) return fs.readFileSync(file, 'utf8');
+    const fd = fs.openSync(file, 'r');
+    const buf = Buffer.alloc(MAX_PARSED_LOG_BYTES);
+    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+    fs.closeSync(fd);
+    return buf.toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex): sortable by start time, unique across processes. */
+export function newRunId(now = new Date()): string {
+  const iso = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${iso}-${crypto.randomBytes(2).toString('hex')}`;
+}

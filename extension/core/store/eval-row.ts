@@ -1,0 +1,71 @@
+/** Verdicts of one attempt. Source: DESIGN.md "One attempt" step 4. */
+export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
+
+/**
+ * One row of runs.jsonl: one attempt. Ringer's columns first (run_id … notes), kept with their names and meaning
+ * so Ringer's logs and tools read it, then Verdict's. Unknown numbers are null, never 0.
+ * Units: durations in ms, cost in integer micro-USD (1 USD = 1,000,000), timestamps ISO 8601 UTC.
+ */
+export interface EvalRow {
+  run_id: string;
+  task_key: string;
+  spec: string;
+  worker_engine: string;
+  verdict: Verdict;
+  /** Worker + check wall time of this attempt, ms. */
+  duration_ms: number;
+  /** tokens_in + tokens_out, or null when either is unknown. */
+  worker_tokens: number | null;
+  /** The model requested (manifest or engine default), null when the engine chose. */
+  model: string | null;
+  task_type: string | null;
+  /** True when this attempt is a retry (attempt > 1). */
+  retry: boolean;
+  identity: string;
+  /** Short human notes: why it failed, what was odd. */
+  notes: string;
+  attempt: number;
+  harness: string;
+  /** The lab behind the model when the model id names it (`openai/gpt-5` → openai), else null. */
+  lab: string | null;
+  reported_model: string | null;
+  tokens_in: number | null;
+  tokens_out: number | null;
+  tokens_cached: number | null;
+  tokens_reasoning: number | null;
+  cost_microusd: number | null;
+  check_exit_code: number | null;
+  /** Verbatim tail of the check's output, at most 64 KiB. */
+  check_output: string;
+  worker_exit_code: number | null;
+  run_name: string;
+  host: string;
+  /** Attempt start, ISO 8601. */
+  started_at: string;
+  ended_at: string;
+  /** Worktree mode: the task branch, and the commit that holds the work after a PASS. */
+  branch: string | null;
+  commit: string | null;
+  prompt_path: string;
+  worker_log: string;
+  check_log: string;
+  receipt_path: string;
+}
+
+/** Bytes of check output kept in an eval row. */
+export const CHECK_OUTPUT_ROW_BYTES = 64 * 1024;
+
+/** `lab/model` ids name their lab; bare ids do not (we do not guess). */
+export function labOf(model: string | null): string | null {
+  const m = model?.match(/^([A-Za-z0-9_.-]+)\//);
+  return m?.[1] ?? null;
+}
+
+/** The last `maxBytes` bytes of `text` (UTF-8), cut on a character boundary. */
+export function tailBytes(text: string, maxBytes: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= maxBytes) return text;
+  let start = buf.length - maxBytes;
+  while (start < buf.length && ((buf[start] ?? 0) & 0xc0) === 0x80) start++;
+  return buf.subarray(start).toString('utf8');
+}
