@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+
+/** A fresh temporary folder, removed by the returned cleanup. */
+export function tempDir(prefix = 'verdict-test-'): string {
+  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+}
+
+/** Runs git in `cwd` with a fixed identity; returns trimmed stdout. */
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], { cwd, encoding: 'utf8' }).trim();
+}
+
+/** A git repository with one commit holding `files` (path → content). */
+export function makeRepo(dir: string, files: Record<string, string> = { 'README.md': '# fixture\n' }): string {
+  fs.mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  for (const [rel, content] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), content);
+  }
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'fixture');
+  return dir;
+}
+
+/** Writes a manifest object as JSON to `dir/name` and returns its path. */
+export function writeManifest(dir: string, manifest: object, name = 'test.swarm.json'): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(manifest, null, 2));
+  return file;
+}
+
+/** A script-engine task with defaults a test can override. */
+export function scriptTask(key: string, spec: string, check: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { key, engine: 'script', spec, check, task_type: 'test', verified: `${key} works`, ...extra };
+}
+
+/** Reads runs.jsonl under `home` as parsed rows. */
+export function readRows(home: string): Record<string, unknown>[] {
+  const file = path.join(home, 'runs.jsonl');
+  if (!fs.existsSync(file)) return [];
+  return fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/** True when a process with this pid exists and is not a zombie (an exited child nobody reaped yet). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}

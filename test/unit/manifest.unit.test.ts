@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { parseManifest, loadManifest } from '../../extension/core/manifest/load';
+import { ManifestError, formatProblem } from '../../extension/core/manifest/types';
+
+const FILE = '/work/x/demo.swarm.jsonc';
+const engines = new Set(['codex', 'script', 'claude']);
+const errors = (text: string) => parseManifest(text, FILE, { engines }).problems.filter((p) => p.severity === 'error');
+
+describe('manifest loader', () => {
+  it('loads a Ringer-style manifest with defaults applied and paths resolved against the manifest folder', () => {
+    const text = `{
+      // Ringer fields, unchanged
+      "run_name": "r1", "workdir": "./work", "max_parallel": 3,
+      "tasks": [
+        { "key": "a", "spec": "do a", "check": "true", "expect_files": ["a.txt"], "engine": "codex",
+          "model": "gpt-5-mini", "task_type": "parser", "timeout_s": 60, "engine_args": ["--x", "1"],
+          "verified": "a works", "full_access": true, "max_attempts": 3 },
+        { "key": "b", "spec": "do b", "check": "make test", },
+      ],
+    }`;
+    const { manifest, problems } = parseManifest(text, FILE, { engines });
+    assert.deepEqual(problems, []);
+    assert.ok(manifest);
+    assert.equal(manifest.runName, 'r1');
+    assert.equal(manifest.workdir, '/work/x/work');
+    assert.equal(manifest.maxParallel, 3);
+    assert.equal(manifest.worktrees, false);
+    assert.deepEqual(manifest.tasks[0], {
+      key: 'a', spec: 'do a', check: 'true', expectFiles: ['a.txt'], engine: 'codex', model: 'gpt-5-mini', taskType: 'parser',
+      timeoutMs: 60000, checkTimeoutMs: 300000, engineArgs: ['--x', '1'], verified: 'a works', fullAccess: true, maxAttempts: 3,
+    });
+    const b = manifest.tasks[1];
+    assert.ok(b);
+    assert.equal(b.engine, 'codex');
+    assert.equal(b.timeoutMs, 900000);
+    assert.equal(b.maxAttempts, 2);
+    assert.equal(b.model, null);
+    assert.deepEqual(b.expectFiles, []);
+  });
+
+  it('names line:column for malformed JSON', () => {
+    const errs = errors('{\n  "tasks": [\n    { "key": "a" "spec": "x" }\n  ]\n}');
+    assert.equal(errs.length >= 1, true);
+    const e = errs[0];
+    assert.ok(e?.range);
+    assert.equal(e.range.start.line, 3);
+    assert.equal(e.range.start.column, 18);
+    assert.match(formatProblem(e), /^\/work\/x\/demo\.swarm\.jsonc:3:18: error: \(syntax\): malformed JSON: a comma was expected/);
+  });
+
+  it('names the field path and position of a schema violation', () => {
+    const text = '{\n  "max_parallel": "four",\n  "tasks": [ { "key": "a", "spec": "x", "check": "true", "timeout_s": -1 } ]\n}';
+    const errs = errors(text);
+    const byPath = new Map(errs.map((e) => [e.path, e]));
+    assert.equal(byPath.get('max_parallel')?.message, 'must be integer');
+    assert.deepEqual(byPath.get('max_parallel')?.range?.start, { line: 2, column: 19 });
+    assert.match(byPath.get('tasks[0].timeout_s')?.message ?? '', /must be > 0/);
+    assert.deepEqual(byPath.get('tasks[0].timeout_s')?.range?.start, { line: 3, column: 71 });
+  });
+
+  it('points a missing required field at the object that lacks it', () => {
+    const errs = errors('{ "tasks": [ { "key": "a", "spec": "x" } ] }');
+    assert.equal(errs.length, 1);
+    assert.equal(errs[0]?.path, 'tasks[0]');
+    assert.equal(errs[0]?.message, 'missing required field "check"');
+    assert.equal(errs[0]?.range?.start.column, 14);
+  });
+
+  it('refuses duplicate task keys, naming the first use', () => {
+    const errs = errors('{ "tasks": [ {"key":"a","spec":"x","check":"true"}, {"key":"a","spec":"y","check":"true"} ] }');
+    assert.equal(errs.length, 1);
+    assert.equal(errs[0]?.path, 'tasks[1].key');
+    assert.match(errs[0]?.message ?? '', /duplicate task key "a" \(first used by tasks\[0\]\)/);
+  });
+
+  it('refuses duplicate properties in one object', () => {
+    const errs = errors('{ "tasks": [ {"key":"a","spec":"x","check":"true","check":"false"} ] }');
+    assert.equal(errs.length, 1);
+    assert.equal(errs[0]?.path, 'tasks[0].check');
+    assert.match(errs[0]?.message ?? '', /appears more than once/);
+  });
+
+  for (const bad of ['a/b', 'a\\\\b', '..', '.hidden', 'x..y', '', 'sp ace']) {
+    it(`refuses the unsafe key ${JSON.stringify(bad)}`, () => {
+      const errs = errors(`{ "tasks": [ {"key":"${bad}","spec":"x","check":"true"} ] }`);
+      assert.ok(errs.length >= 1, 'expected an error');
+      assert.ok(errs.every((e) => e.path === 'tasks[0].key'), JSON.stringify(errs));
+    });
+  }
+
+  it('accepts keys made of letters, digits, dot, underscore and dash', () => {
+    assert.deepEqual(errors('{ "tasks": [ {"key":"A-1_b.c","spec":"x","check":"true"} ] }'), []);
+  });
+
+  it('lists the known engines for an unknown one', () => {
+    const errs = errors('{ "tasks": [ {"key":"a","spec":"x","check":"true","engine":"gpt-magic"} ] }');
+    assert.equal(errs.length, 1);
+    assert.equal(errs[0]?.path, 'tasks[0].engine');
+    assert.equal(errs[0]?.message, 'unknown engine "gpt-magic"; known engines: claude, codex, script');
+  });
+
+  it('warns, not fails, on unknown fields, pointing at the field name', () => {
+    const { manifest, problems } = parseManifest('{ "owner": "me", "tasks": [ {"key":"a","spec":"x","check":"true","colour":"red"} ] }', FILE, { engines });
+    assert.ok(manifest);
+    assert.deepEqual(problems.map((p) => [p.severity, p.path]), [['warning', 'owner'], ['warning', 'tasks[0].colour']]);
+    assert.equal(problems[1]?.range?.start.column, 66);
+  });
+
+  it('splits a string engine_args like a shell, and refuses shell operators in it', () => {
+    const ok = parseManifest('{ "tasks": [ {"key":"a","spec":"x","check":"true","engine_args":"--c \'a b\' -v"} ] }', FILE, { engines });
+    assert.deepEqual(ok.manifest?.tasks[0]?.engineArgs, ['--c', 'a b', '-v']);
+    const errs = errors('{ "tasks": [ {"key":"a","spec":"x","check":"true","engine_args":"-v; rm -rf /"} ] }');
+    assert.equal(errs[0]?.path, 'tasks[0].engine_args');
+  });
+
+  it('throws ManifestError from loadManifest for a missing file, naming it', () => {
+    assert.throws(() => loadManifest('/nonexistent/m.swarm.json'), (e: unknown) => e instanceof ManifestError && /\/nonexistent\/m\.swarm\.json: error: \(file\): cannot read the manifest/.test(e.message));
+  });
+
+  it('loads the bundled demo manifest', () => {
+    const { manifest } = loadManifest(path.resolve('examples/demo/demo.swarm.json'), { engines: new Set(['script']) });
+    assert.equal(manifest.worktrees, true);
+    assert.equal(manifest.tasks.length, 4);
+  });
+});

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { labOf, tailBytes } from '../../extension/core/store/eval-row';
+import { resolveIdentity } from '../../extension/core/identity';
+import { StateFile, type RunState } from '../../extension/core/live/state';
+import { newRunId } from '../../extension/core/run/runner';
+import { tempDir } from '../helpers/fixtures';
+
+describe('records', () => {
+  it('labOf reads a lab only from lab/model ids', () => {
+    assert.equal(labOf('openai/gpt-5-mini'), 'openai');
+    assert.equal(labOf('gpt-5-mini'), null);
+    assert.equal(labOf(null), null);
+  });
+
+  it('tailBytes cuts on a UTF-8 boundary and keeps short text whole', () => {
+    assert.equal(tailBytes('héllo', 100), 'héllo');
+    const t = tailBytes('aé'.repeat(10), 5);
+    assert.ok(Buffer.byteLength(t) <= 5);
+    assert.ok(!t.includes('\uFFFD'));
+    assert.ok(t.endsWith('aé'));
+  });
+
+  it('run ids sort by time and differ', () => {
+    const a = newRunId(new Date('2026-01-02T03:04:05Z'));
+    assert.match(a, /^20260102-030405-[0-9a-f]{4}$/);
+    assert.notEqual(newRunId(), newRunId());
+  });
+
+  it('identity: flag > env > .fleet-agent > config > hostname', () => {
+    const dir = tempDir();
+    const deep = path.join(dir, 'a', 'b');
+    fs.mkdirSync(deep, { recursive: true });
+    fs.writeFileSync(path.join(dir, '.fleet-agent'), 'from-file\nignored\n');
+    assert.deepEqual(resolveIdentity({ flag: 'f', cwd: deep, env: { VERDICT_IDENTITY: 'e' } }), { identity: 'f', source: 'flag' });
+    assert.deepEqual(resolveIdentity({ cwd: deep, env: { RINGER_IDENTITY: 'r' } }), { identity: 'r', source: 'env' });
+    assert.deepEqual(resolveIdentity({ cwd: deep, env: {}, configDefault: 'c' }), { identity: 'from-file', source: 'file' });
+    const bare = tempDir();
+    assert.deepEqual(resolveIdentity({ cwd: bare, env: {}, configDefault: 'c' }), { identity: 'c', source: 'config' });
+    assert.equal(resolveIdentity({ cwd: bare, env: {} }).source, 'hostname');
+  });
+
+  it('state file writes are atomic renames of whole files, in order', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'state.json');
+    const state = { version: 1, tasks: [] as unknown[], runId: 'r' } as unknown as RunState;
+    const sf = new StateFile(file, state);
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 50; i++) {
+      (state.tasks as unknown[]).push(i);
+      writes.push(sf.save());
+    }
+    await Promise.all(writes);
+    const final = JSON.parse(fs.readFileSync(file, 'utf8')) as RunState;
+    assert.equal(final.tasks.length, 50);
+    assert.deepEqual(fs.readdirSync(dir), ['state.json']);
+  });
+});

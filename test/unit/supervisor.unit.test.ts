@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { supervise } from '../../extension/core/process/supervisor';
+import { RingBuffer } from '../../extension/core/process/ring-buffer';
+import { alive, tempDir } from '../helpers/fixtures';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('supervisor', function () {
+  this.timeout(20000);
+  let dir: string;
+  beforeEach(() => {
+    dir = tempDir();
+  });
+
+  it('logs stdout and stderr interleaved, records the exit code, gives stdin /dev/null', async () => {
+    const log = path.join(dir, 'w.log');
+    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', 'echo out; echo err >&2; read -r x && echo "read:$x"; exit 3'], cwd: dir, logFile: log, timeoutMs: 5000 });
+    assert.equal(receipt.exitCode, 3);
+    assert.equal(receipt.timedOut, false);
+    assert.equal(receipt.signal, null);
+    assert.equal(tail, 'out\nerr\n');
+    assert.equal(fs.readFileSync(log, 'utf8'), 'out\nerr\n');
+  });
+
+  it('puts the process in its own process group', async () => {
+    const { tail } = await supervise({ file: 'bash', args: ['-c', 'ps -o pgid= -p $$; echo $$'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
+    const [pgid, pid] = tail.trim().split(/\s+/);
+    assert.equal(pgid, pid);
+    assert.notEqual(Number(pgid), process.pid);
+  });
+
+  it('on timeout kills the whole group: no grandchild survives, even one that ignores SIGTERM', async () => {
+    const pidFile = path.join(dir, 'pids');
+    const script = `trap '' TERM; (trap '' TERM; sleep 300) & echo $! > ${pidFile}; bash -c 'trap "" TERM; sleep 300' & echo $! >> ${pidFile}; sleep 300`;
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', script], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 500, killGraceMs: 300 });
+    assert.equal(receipt.timedOut, true);
+    assert.equal(receipt.signal, 'SIGKILL');
+    const pids = fs.readFileSync(pidFile, 'utf8').trim().split('\n').map(Number);
+    assert.equal(pids.length, 2);
+    await sleep(100);
+    for (const p of pids) assert.equal(alive(p), false, `grandchild ${p} survived`);
+    assert.ok(receipt.durationMs < 5000);
+  });
+
+  it('kills what the leader left running in its group when it exits normally', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', `sleep 300 & echo $! > ${pidFile}; echo bye`], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 10000 });
+    assert.equal(receipt.exitCode, 0);
+    await sleep(100);
+    assert.equal(alive(Number(fs.readFileSync(pidFile, 'utf8'))), false);
+  });
+
+  it('reports a missing binary as a spawn error, not a crash', async () => {
+    const { receipt } = await supervise({ file: 'verdict-no-such-binary', args: [], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 1000 });
+    assert.match(receipt.spawnError ?? '', /ENOENT/);
+    assert.equal(receipt.exitCode, null);
+  });
+
+  it('stops the group on abort and records it as cancelled', async () => {
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 200);
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', 'sleep 300'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 60000, signal: ac.signal, killGraceMs: 200 });
+    assert.equal(receipt.cancelled, true);
+    assert.equal(receipt.timedOut, false);
+    assert.equal(receipt.signal, 'SIGTERM');
+  });
+
+  it('keeps a bounded tail while the log keeps everything', async () => {
+    const log = path.join(dir, 'l');
+    const { tail, receipt } = await supervise({ file: 'bash', args: ['-c', 'for i in $(seq 1 20000); do echo "line $i"; done'], cwd: dir, logFile: log, timeoutMs: 10000, tailBytes: 1024 });
+    assert.ok(Buffer.byteLength(tail) <= 1024);
+    assert.ok(tail.endsWith('line 20000\n'));
+    assert.equal(fs.statSync(log).size, receipt.outputBytes);
+    assert.ok(receipt.outputBytes > 100000);
+  });
+});
+
+describe('ring buffer', () => {
+  it('keeps only the last capacity bytes', () => {
+    const r = new RingBuffer(10);
+    for (let i = 0; i < 100; i++) r.push(Buffer.from(`${i % 10}`));
+    assert.equal(r.text(), '0123456789');
+    assert.equal(r.totalBytes, 100);
+  });
+});
