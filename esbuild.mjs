@@ -12,6 +12,8 @@ const node = {
   platform: 'node',
   target: 'node20',
   format: 'cjs',
+  // jsonc-parser's "main" is a UMD build esbuild cannot follow; its ESM build bundles cleanly.
+  mainFields: ['module', 'main'],
   sourcemap: !production,
   minify: production,
   logLevel: 'info',
@@ -21,7 +23,7 @@ const node = {
 
 const targets = [
   { ...node, entryPoints: ['extension/vscode/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
-  { ...node, entryPoints: ['extension/cli/index.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node\n' + node.banner.js } },
+  { ...node, entryPoints: ['extension/cli/index.ts'], outfile: 'dist/cli.js', banner: node.banner },
 ];
 
 fs.mkdirSync('dist', { recursive: true });

@@ -25,7 +25,7 @@ describe('check judging', function () {
   it('fails on a non-zero exit and says so', async () => {
     const r = await check('echo "2 tests failed"; exit 4');
     assert.equal(r.passed, false);
-    assert.equal(r.reason, 'the check exited 4');
+    assert.equal(r.reason, 'the check exited 4: 2 tests failed');
     assert.equal(r.output, '2 tests failed\n');
   });
 

@@ -64,28 +64,30 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       error({ range: rangeOfPath(root, p, index), path: formatPath(p), message: ajvMessage(e) });
     }
   }
-  if (problems.length) return { manifest: null, problems };
-
-  const data = raw as Record<string, unknown> & { tasks: Record<string, unknown>[] };
+  // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
+  const data = (isObject(raw) ? raw : {}) as Record<string, unknown> & { tasks: Record<string, unknown>[] };
+  const taskList = Array.isArray(data.tasks) ? data.tasks : [];
   for (const key of Object.keys(data)) {
     if (!runFields.has(key)) {
       problems.push({ severity: 'warning', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
     }
   }
   const seen = new Map<string, number>();
-  data.tasks.forEach((t, i) => {
+  taskList.forEach((t, i) => {
+    if (!isObject(t)) return;
     for (const key of Object.keys(t)) {
       if (!taskFields.has(key)) {
         problems.push({ severity: 'warning', file, range: rangeOfPropertyName(root, ['tasks', i], key, index), path: `tasks[${i}].${key}`, message: `unknown field "${key}" is ignored` });
       }
     }
-    const key = t.key as string;
-    const first = seen.get(key);
-    if (first !== undefined) {
-      error({ range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
-    } else seen.set(key, i);
-    const engine = (t.engine as string | undefined) ?? DEFAULT_ENGINE;
-    if (options.engines && !options.engines.has(engine)) {
+    const key = t.key;
+    if (typeof key === 'string') {
+      const first = seen.get(key);
+      if (first === undefined) seen.set(key, i);
+      else error({ range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
+    }
+    const engine = t.engine ?? DEFAULT_ENGINE;
+    if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
       error({ range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
     }
     if (typeof t.engine_args === 'string') {
@@ -95,6 +97,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       }
     }
   });
+  problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems };
 
   return { manifest: toManifest(data, file), problems };
@@ -149,6 +152,10 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     tasks,
     raw: data,
   };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function duplicateProperties(root: Node): { node: Node; path: (string | number)[]; name: string }[] {

@@ -47,7 +47,7 @@ export async function runCheck(opts: { check: string; taskDir: string; logFile: 
   let reason = '';
   if (receipt.spawnError) reason = `the check could not start: ${receipt.spawnError}`;
   else if (receipt.timedOut) reason = `the check timed out after ${Math.round(opts.timeoutMs / 1000)} s`;
-  else if (!exitOk) reason = `the check exited ${receipt.exitCode ?? receipt.signal}`;
+  else if (!exitOk) reason = `the check exited ${receipt.exitCode ?? receipt.signal}${lastLine(tail) ? `: ${lastLine(tail)}` : ''}`;
   else if (missingFiles.length) reason = `expected files missing or empty: ${missingFiles.join(', ')}`;
   return { receipt, output, passed, missingFiles, reason };
 }
@@ -61,4 +61,10 @@ function nonEmptyFileInside(dir: string, rel: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The last non-empty line of the output, at most 160 characters, for one-line reasons. */
+function lastLine(output: string): string {
+  const line = output.trimEnd().split('\n').pop()?.trim() ?? '';
+  return line.length > 160 ? `${line.slice(0, 157)}...` : line;
 }

@@ -1,0 +1,81 @@
+/**
+ * Benchmark (not a test): the orchestrator's overhead per task, as a ratio to the floor measured in the same script.
+ *
+ *   npm run bench            (env: BENCH_TASKS=100 BENCH_FILES=1000 BENCH_PARALLEL=8)
+ *
+ * Workload: 100 tasks with an instant worker (script engine, `true`), worktree mode, a generated repository of 1,000
+ * files, max_parallel 8. Floor: the same work done directly — per task `git worktree add -b` (serialized per
+ * repository, as git requires), a worker spawn and a check spawn, 8 at a time — with no records, state or commits.
+ * Each side runs twice, alternating, on fresh repositories; the best of each is compared. Target: ≤ 1.3×.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { resolveEngines } from '../../engines';
+import { parseManifest } from '../../extension/core/manifest/load';
+import { runManifest } from '../../extension/core/run/runner';
+import { git, makeRepo, tempDir } from '../helpers/fixtures';
+
+const run = promisify(execFile);
+const TASKS = Number(process.env.BENCH_TASKS ?? 100);
+const FILES = Number(process.env.BENCH_FILES ?? 1000);
+const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 8);
+
+function generatedRepo(dir: string): string {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < FILES; i++) files[`src/m${Math.floor(i / 50)}/f${i}.ts`] = `export const v${i} = ${i};\n`;
+  return makeRepo(dir, files);
+}
+
+async function pool<T>(items: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: limit }, async () => {
+    while (next < items.length) await fn(items[next++] as T);
+  }));
+}
+
+async function floor(root: string): Promise<number> {
+  const repo = generatedRepo(path.join(root, 'repo'));
+  let lock = Promise.resolve();
+  const keys = Array.from({ length: TASKS }, (_, i) => `t${i}`);
+  const t0 = performance.now();
+  await pool(keys, PARALLEL, async (key) => {
+    const dir = path.join(root, 'wt', key);
+    const add = lock.then(() => run('git', ['worktree', 'add', '--quiet', '-b', `floor/${key}`, dir, 'HEAD'], { cwd: repo }));
+    lock = add.then(() => undefined, () => undefined);
+    await add;
+    await run('bash', ['-c', 'true'], { cwd: dir });
+    await run('bash', ['-c', 'true'], { cwd: dir });
+  });
+  return performance.now() - t0;
+}
+
+async function verdict(root: string): Promise<number> {
+  const repo = generatedRepo(path.join(root, 'repo'));
+  const tasks = Array.from({ length: TASKS }, (_, i) => ({ key: `t${i}`, engine: 'script', spec: 'true', check: 'true' }));
+  const file = path.join(repo, 'bench.swarm.json');
+  const text = JSON.stringify({ worktrees: true, max_parallel: PARALLEL, tasks });
+  const { manifest } = parseManifest(text, file);
+  if (!manifest) throw new Error('bench manifest invalid');
+  const t0 = performance.now();
+  const summary = await runManifest({ manifest, home: path.join(root, 'home'), identity: 'bench', engines: resolveEngines() });
+  const ms = performance.now() - t0;
+  const rows = fs.readFileSync(path.join(root, 'home', 'runs.jsonl'), 'utf8').trim().split('\n').length;
+  if (!summary.allPassed || rows !== TASKS) throw new Error(`bench run incomplete: ${rows} rows, allPassed=${summary.allPassed}`);
+  if (git(repo, 'worktree', 'list').split('\n').length !== TASKS + 1) throw new Error('worktree count mismatch');
+  return ms;
+}
+
+const floors: number[] = [];
+const verdicts: number[] = [];
+for (let round = 0; round < 2; round++) {
+  floors.push(await floor(tempDir('verdict-bench-floor-')));
+  verdicts.push(await verdict(tempDir('verdict-bench-run-')));
+}
+const f = Math.min(...floors);
+const v = Math.min(...verdicts);
+console.log(`tasks ${TASKS}, files ${FILES}, max_parallel ${PARALLEL}`);
+console.log(`floor   (worktree add + worker + check, direct): ${floors.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(f / TASKS).toFixed(1)} ms/task`);
+console.log(`verdict (runManifest, records, state, commits):  ${verdicts.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(v / TASKS).toFixed(1)} ms/task`);
+console.log(`overhead ratio: ${(v / f).toFixed(2)}× (target ≤ 1.3×)`);

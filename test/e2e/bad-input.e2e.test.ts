@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+/** Every bad input: exit 2, a message naming what and where, and nothing created (no run records, worktree, branch). */
+describe('verdict run with bad input', function () {
+  this.timeout(60000);
+  let dir: string;
+  let home: string;
+  beforeEach(() => {
+    dir = tempDir();
+    home = path.join(dir, 'home');
+  });
+  const nothingCreated = () => assert.equal(fs.existsSync(path.join(home, 'runs')), false, 'no run records may be left behind');
+
+  it('malformed JSON: file:line:column', async () => {
+    const file = path.join(dir, 'bad.swarm.json');
+    fs.writeFileSync(file, '{\n  "tasks": [\n    { "key": "a", "spec": "x" "check": "true" }\n  ]\n}\n');
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, new RegExp(`${file.replace(/[.]/g, '\\.')}:3:31: error: \\(syntax\\): malformed JSON: a comma was expected`));
+    nothingCreated();
+  });
+
+  it('schema violation: the field path', async () => {
+    const file = writeManifest(dir, { max_parallel: 0, tasks: [scriptTask('a', 'x', 'true', { max_attempts: 'two' })] });
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /:2:19: error: max_parallel: must be >= 1/);
+    assert.match(r.stderr, /error: tasks\[0\]\.max_attempts: must be integer/);
+    nothingCreated();
+  });
+
+  it('duplicate keys and unsafe keys', async () => {
+    const file = writeManifest(dir, { tasks: [scriptTask('a', 'x', 'true'), scriptTask('a', 'y', 'true'), scriptTask('../escape', 'z', 'true')] });
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /tasks\[1\]\.key: duplicate task key "a"/);
+    assert.match(r.stderr, /tasks\[2\]\.key: a task key becomes a directory/);
+    nothingCreated();
+  });
+
+  it('unknown engine: lists the known ones', async () => {
+    const file = writeManifest(dir, { tasks: [{ key: 'a', spec: 'x', check: 'true', engine: 'skynet' }] });
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /tasks\[0\]\.engine: unknown engine "skynet"; known engines: .*claude.*codex.*script/);
+    nothingCreated();
+  });
+
+  it('missing engine binary: names the binary and how to install it, before any task starts', async () => {
+    const config = path.join(dir, 'verdict.config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { ghost: { binary: 'verdict-ghost-cli', argv: ['{spec}'], install: 'npm i -g ghost-cli', output: 'none' } } }));
+    const file = writeManifest(dir, { tasks: [scriptTask('ok', 'true', 'true'), { key: 'g', spec: 'x', check: 'true', engine: 'ghost' }] });
+    const r = await cli(['run', file, '--home', home, '--config', config]);
+    assert.equal(r.exitCode, 2, r.all);
+    assert.match(r.stderr, /engine "ghost" needs the `verdict-ghost-cli` command, which is not on PATH\. Install it: npm i -g ghost-cli/);
+    nothingCreated();
+  });
+
+  it('worktree mode outside a git repository', async () => {
+    const file = writeManifest(dir, { worktrees: true, tasks: [scriptTask('a', 'true', 'true')] });
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /worktree mode needs a git repository, but .* is not inside one/);
+    nothingCreated();
+  });
+
+  it('a base_ref that does not exist: no worktree, no branch', async () => {
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const file = writeManifest(repo, { worktrees: true, base_ref: 'no-such-branch', tasks: [scriptTask('a', 'true', 'true')] });
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /base_ref "no-such-branch" does not name a commit/);
+    assert.equal(git(repo, 'branch', '--list', 'verdict/*'), '');
+    assert.equal(git(repo, 'worktree', 'list').split('\n').length, 1);
+    nothingCreated();
+  });
+
+  it('a workdir that cannot be written', async () => {
+    const blocker = path.join(dir, 'a-file');
+    fs.writeFileSync(blocker, 'not a folder');
+    const file = writeManifest(dir, { workdir: 'a-file/work', tasks: [scriptTask('a', 'true', 'true')] });
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /workdir .*a-file\/work cannot be created: .*a-file is a file/);
+    nothingCreated();
+  });
+
+  it('a malformed config file: file:line:column', async () => {
+    const config = path.join(dir, 'c.json');
+    fs.writeFileSync(config, '{ "engines": { ');
+    const file = writeManifest(dir, { tasks: [scriptTask('a', 'true', 'true')] });
+    const r = await cli(['run', file, '--home', home, '--config', config]);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /c\.json:1:\d+: malformed JSON/);
+  });
+
+  it('bad flags: usage and exit 2', async () => {
+    const r = await cli(['run', 'x.swarm.json', '--max-parallel', 'lots']);
+    assert.equal(r.exitCode, 2);
+    assert.match(r.stderr, /--max-parallel must be an integer ≥ 1, got "lots"/);
+    const u = await cli(['frobnicate']);
+    assert.equal(u.exitCode, 2);
+    assert.match(u.stderr, /unknown command "frobnicate"[\s\S]*usage: verdict/);
+  });
+});

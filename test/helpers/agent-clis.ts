@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+
+/** The agent CLIs the end-to-end tests install on demand, pinned to versions proven against the model server. */
+export const AGENT_CLIS = {
+  codex: { pkg: '@openai/codex', version: '0.171.0' },
+  opencode: { pkg: 'opencode-ai', version: '1.18.33' },
+} as const;
+
+/** A CLI the tests can install. */
+export type AgentCliName = keyof typeof AGENT_CLIS;
+
+/** The cache folder of one CLI: `$VERDICT_CLI_CACHE/<name>` or `~/.cache/verdict-test-clis/<name>`. */
+export function cliCacheDir(name: AgentCliName): string {
+  const root = process.env.VERDICT_CLI_CACHE || path.join(os.homedir(), '.cache', 'verdict-test-clis');
+  return path.join(root, name);
+}
+
+/** The version string the installed binary prints, or null when it does not run. */
+async function installedVersion(bin: string, prefix: string): Promise<string | null> {
+  if (!fs.existsSync(bin)) return null;
+  // A home of its own, so that even `--version` leaves nothing in the user's home.
+  const home = path.join(prefix, '.home');
+  fs.mkdirSync(home, { recursive: true });
+  const env = { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), XDG_DATA_HOME: path.join(home, '.local/share'), XDG_CACHE_HOME: path.join(home, '.cache'), XDG_STATE_HOME: path.join(home, '.local/state'), CODEX_HOME: path.join(home, '.codex'), OPENCODE_DISABLE_AUTOUPDATE: '1' };
+  const r = await execa(bin, ['--version'], { reject: false, stdin: 'ignore', timeout: 60000, all: true, env });
+  return r.exitCode === 0 ? String(r.all ?? '').trim() : null;
+}
+
+/**
+ * Makes sure the pinned version of `name` is installed in its cache folder (one `npm i` the first time, reused
+ * afterwards) and that its binary runs (`--version` names the pinned version).
+ * Not a package dependency: only the end-to-end tests of real engines need it.
+ * @returns the folder holding the binary, to put on PATH
+ * @throws when npm fails or the installed binary does not run
+ */
+export async function ensureCli(name: AgentCliName): Promise<string> {
+  const { pkg, version } = AGENT_CLIS[name];
+  const prefix = cliCacheDir(name);
+  const binDir = path.join(prefix, 'node_modules', '.bin');
+  const bin = path.join(binDir, name);
+  const matches = (v: string | null) => v !== null && v.includes(version);
+  if (matches(await installedVersion(bin, prefix))) return binDir;
+
+  fs.mkdirSync(prefix, { recursive: true });
+  // A package.json of its own keeps npm from walking up to some enclosing project.
+  const manifest = path.join(prefix, 'package.json');
+  if (!fs.existsSync(manifest)) fs.writeFileSync(manifest, JSON.stringify({ name: `verdict-test-${name}`, private: true }) + '\n');
+  const r = await execa('npm', ['i', '--no-audit', '--no-fund', '--prefix', prefix, `${pkg}@${version}`], { reject: false, stdin: 'ignore', all: true });
+  if (r.exitCode !== 0) throw new Error(`npm i ${pkg}@${version} into ${prefix} failed (exit ${r.exitCode}):\n${r.all}`);
+  const v = await installedVersion(bin, prefix);
+  if (!matches(v)) throw new Error(`${bin} --version printed ${JSON.stringify(v)}, expected ${version}`);
+  return binDir;
+}
