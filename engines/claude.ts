@@ -1,0 +1,83 @@
+/**
+ * Claude Code (`claude -p --output-format stream-json --verbose`). Output: JSON lines `system` (subtype
+ * `init`, with `model`), `assistant` / `user` messages, and `result` with `is_error`, `result` (final text),
+ * `usage`, `total_cost_usd` and `api_error_status`.
+ * Seen in test/fixtures/engines/claude*.jsonl (Claude Code 2.1.332 against the scripted model server): the
+ * `result` event totals the whole session (its `model_usage_since_last_result` is the separate per-result
+ * delta), so the last `result` is read, not a sum. Anthropic semantics: `input_tokens` excludes
+ * `cache_read_input_tokens`. API failures appear as an `assistant` message with model `<synthetic>` and
+ * `is_api_error_message`, then an `is_error` result.
+ */
+import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+import { at, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { usdToMicroUsd } from './tally';
+import { classifyLogTail } from './error-class';
+
+// Claude Code's placeholder model on messages it makes up itself (API errors), not a model that answered.
+const SYNTHETIC_MODEL = '<synthetic>';
+
+/**
+ * Reads usage, cost (`total_cost_usd` → micro-USD), the answering model (last real assistant message, else the
+ * init event's model) and the final status (`result.is_error`) from a Claude Code log. Never throws.
+ */
+export function parseClaudeOutput(log: string): UsageReport {
+  const report = emptyUsage();
+  let initModel: string | null = null;
+  let answeredModel: string | null = null;
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'system' && event.subtype === 'init') initModel = stringAt(event, 'model') ?? initModel;
+    if (event.type === 'assistant') {
+      const model = stringAt(event, 'message', 'model');
+      if (model && model !== SYNTHETIC_MODEL) answeredModel = model;
+    }
+    if (event.type === 'result') readResult(event, report);
+  }
+  report.reportedModel = answeredModel ?? initModel;
+  return report;
+}
+
+function readResult(result: LogEvent, report: UsageReport): void {
+  report.tokensIn = numberAt(result, 'usage', 'input_tokens');
+  report.tokensCached = numberAt(result, 'usage', 'cache_read_input_tokens');
+  report.tokensOut = numberAt(result, 'usage', 'output_tokens');
+  report.tokensReasoning = numberAt(result, 'usage', 'output_tokens_details', 'thinking_tokens');
+  const usd = numberAt(result, 'total_cost_usd');
+  report.costMicroUsd = usd === null ? null : usdToMicroUsd(usd);
+  const failed = at(result, 'is_error') === true;
+  report.finalStatus = failed ? 'error' : 'success';
+  report.finalError = failed ? (stringAt(result, 'result') ?? stringAt(result, 'subtype')) : null;
+}
+
+function claudeFatalErrors(events: LogEvent[]): string[] {
+  const texts: string[] = [];
+  for (const event of events) {
+    const isErrorResult = event.type === 'result' && at(event, 'is_error') === true;
+    const isApiError = event.type === 'assistant' && at(event, 'is_api_error_message') === true;
+    if (!isErrorResult && !isApiError) continue;
+    const statusCode = numberAt(event, 'api_error_status');
+    if (statusCode !== null) texts.push(`HTTP ${statusCode}`);
+    texts.push(stringAt(event, 'result') ?? stringAt(event, 'error') ?? 'claude reported an error');
+  }
+  return texts;
+}
+
+/**
+ * The Claude Code engine. Sandbox mode pre-approves only Bash, Write and Edit. Full access uses
+ * `--dangerously-skip-permissions`, which Claude Code refuses as root ("cannot be used with root/sudo
+ * privileges") unless IS_SANDBOX=1 is in the environment; Verdict does not set it for the user.
+ */
+export const claudeEngine: EngineSpec = {
+  name: 'claude',
+  harness: 'claude-code',
+  binary: 'claude',
+  install: 'npm i -g @anthropic-ai/claude-code',
+  // `--allowedTools` takes a variadic list, and `--` ends it and all options before the prompt.
+  argv: ['-p', '--output-format', 'stream-json', '--verbose', '{access}', ['--model', '{model}'], '{engine_args}', '--', '{spec}'],
+  fullAccessArgv: ['--dangerously-skip-permissions'],
+  sandboxArgv: ['--allowedTools', 'Bash,Write,Edit'],
+  env: { DISABLE_AUTOUPDATER: '1' },
+  defaultModel: null,
+  retryContext: 'prompt',
+  parseOutput: parseClaudeOutput,
+  classifyError: (tail) => classifyLogTail(tail, claudeFatalErrors),
+};

@@ -1,0 +1,66 @@
+/**
+ * OpenAI Codex CLI (`codex exec --json`). Output: JSON lines `thread.started`, `turn.started`, `item.*`,
+ * `turn.completed {usage}`, `turn.failed {error.message}` and top-level `error {message}`.
+ * Seen in test/fixtures/engines/codex*.jsonl (codex-cli 0.171.0 against the scripted model server): the one
+ * `turn.completed` totals both model calls of the turn; `cached_input_tokens` is a subset of `input_tokens`
+ * and `reasoning_output_tokens` of `output_tokens`. Its usage is the thread's running total (codex-rs
+ * exec/src/event_processor_with_jsonl_output.rs, `usage_from_last_total` reads `ThreadTokenUsage.total`), so
+ * the last `turn.completed` is read, never a sum. The output names no model and no cost.
+ */
+import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { classifyLogTail } from './error-class';
+
+/**
+ * Reads usage (the thread total of the last `turn.completed`) and the final status (the last of
+ * `turn.completed` / `turn.failed` / `error`) from a codex log. Never throws.
+ */
+export function parseCodexOutput(log: string): UsageReport {
+  const report = emptyUsage();
+  for (const event of jsonEvents(log)) {
+    switch (event.type) {
+      case 'turn.completed':
+        report.tokensIn = numberAt(event, 'usage', 'input_tokens');
+        report.tokensCached = numberAt(event, 'usage', 'cached_input_tokens');
+        report.tokensOut = numberAt(event, 'usage', 'output_tokens');
+        report.tokensReasoning = numberAt(event, 'usage', 'reasoning_output_tokens');
+        report.finalStatus = 'success';
+        report.finalError = null;
+        break;
+      case 'turn.failed':
+      case 'error':
+        // The last of these events decides: a later turn.completed means codex recovered.
+        report.finalStatus = 'error';
+        report.finalError = codexErrorMessage(event);
+        break;
+    }
+  }
+  return report;
+}
+
+function codexErrorMessage(event: LogEvent): string | null {
+  return stringAt(event, 'error', 'message') ?? stringAt(event, 'message');
+}
+
+function codexFatalErrors(events: LogEvent[]): string[] {
+  return events
+    .filter((e) => e.type === 'turn.failed' || e.type === 'error')
+    .map((e) => codexErrorMessage(e) ?? String(e.type));
+}
+
+/** The Codex CLI engine. Sandbox mode is codex's own `workspace-write` sandbox; full access bypasses it. */
+export const codexEngine: EngineSpec = {
+  name: 'codex',
+  harness: 'codex-cli',
+  binary: 'codex',
+  install: 'npm i -g @openai/codex',
+  // `--` ends the options, so a spec that starts with `-` is still the prompt.
+  argv: ['exec', '--json', '--skip-git-repo-check', '{access}', ['-m', '{model}'], '{engine_args}', '--', '{spec}'],
+  fullAccessArgv: ['--dangerously-bypass-approvals-and-sandbox'],
+  sandboxArgv: ['-s', 'workspace-write'],
+  env: {},
+  defaultModel: null,
+  retryContext: 'prompt',
+  parseOutput: parseCodexOutput,
+  classifyError: (tail) => classifyLogTail(tail, codexFatalErrors),
+};

@@ -1,0 +1,68 @@
+/**
+ * Gemini CLI (`gemini -p ... -o stream-json`). Output: JSON lines `init` (`model`: the requested model),
+ * `message`, `tool_use`, `tool_result`, `error` (non-fatal warnings) and one final `result` with `status`
+ * (`success` | `error`), `error {type, message}` and `stats` totals for the whole run: `input_tokens`,
+ * `output_tokens`, `cached` (a subset of `input_tokens`; `input` is the uncached rest) and `models`, keyed by
+ * the model id the API answered with.
+ * Seen in test/fixtures/engines/gemini*.jsonl (gemini-cli 0.61.0 against the scripted model server). The
+ * stats carry no reasoning-token count, so tokensReasoning stays null.
+ */
+import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+import { jsonEvents, numberAt, objectAt, stringAt, type LogEvent } from './jsonl';
+import { classifyLogTail } from './error-class';
+
+/**
+ * Reads usage from the last `result` event's `stats`, the model (the single key of `stats.models` when there is
+ * exactly one, which is the id the API answered with; else the `init` event's model) and the final status.
+ * Never throws.
+ */
+export function parseGeminiOutput(log: string): UsageReport {
+  const report = emptyUsage();
+  let initModel: string | null = null;
+  let answeredModel: string | null = null;
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'init') initModel = stringAt(event, 'model') ?? initModel;
+    if (event.type !== 'result') continue;
+    report.tokensIn = numberAt(event, 'stats', 'input_tokens');
+    report.tokensOut = numberAt(event, 'stats', 'output_tokens');
+    report.tokensCached = numberAt(event, 'stats', 'cached');
+    const models = Object.keys(objectAt(event, 'stats', 'models') ?? {});
+    answeredModel = models.length === 1 ? (models[0] ?? null) : null;
+    const failed = event.status !== 'success';
+    report.finalStatus = failed ? 'error' : 'success';
+    report.finalError = failed ? (stringAt(event, 'error', 'message') ?? `status ${String(event.status)}`) : null;
+  }
+  report.reportedModel = answeredModel ?? initModel;
+  return report;
+}
+
+function geminiFatalErrors(events: LogEvent[]): string[] {
+  return events
+    .filter((e) => e.type === 'result' && e.status !== 'success')
+    .map((e) => stringAt(e, 'error', 'message') ?? 'gemini reported an error');
+}
+
+function geminiWarnings(events: LogEvent[]): string[] {
+  return events.filter((e) => e.type === 'error').map((e) => stringAt(e, 'message') ?? '');
+}
+
+/**
+ * The Gemini CLI engine. Headless Gemini CLI runs shell tools only in YOLO mode (other approval modes refuse
+ * them without a terminal) and its own `--sandbox` needs Docker or Podman, so both access modes pass `--yolo`;
+ * the worktree is the isolation. The prompt is the value of `--prompt`, written as one `--prompt=` element so
+ * a spec that starts with `-` is not read as an option.
+ */
+export const geminiEngine: EngineSpec = {
+  name: 'gemini',
+  harness: 'gemini-cli',
+  binary: 'gemini',
+  install: 'npm i -g @google/gemini-cli',
+  argv: ['--prompt={spec}', '--output-format', 'stream-json', '--skip-trust', '{access}', ['--model', '{model}'], '{engine_args}'],
+  fullAccessArgv: ['--yolo'],
+  sandboxArgv: ['--yolo'],
+  env: {},
+  defaultModel: null,
+  retryContext: 'prompt',
+  parseOutput: parseGeminiOutput,
+  classifyError: (tail) => classifyLogTail(tail, geminiFatalErrors, geminiWarnings),
+};

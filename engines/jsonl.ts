@@ -1,0 +1,65 @@
+/**
+ * Reading structured events out of a raw worker log. The log is stdout and stderr interleaved, so JSON event
+ * lines sit between plain-text lines (warnings, stack traces) and a log tail may start in the middle of a line.
+ */
+
+/** One JSON object that a CLI printed on one line of its log. */
+export type LogEvent = Record<string, unknown>;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function parseObjectLine(line: string): LogEvent | null {
+  const text = line.trim();
+  if (!text.startsWith('{')) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return isObject(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The JSON objects in a log, in order: one per line that parses as a JSON object; other lines are skipped. */
+export function jsonEvents(log: string): LogEvent[] {
+  const events: LogEvent[] = [];
+  for (const line of log.split(/\r?\n/)) {
+    const event = parseObjectLine(line);
+    if (event) events.push(event);
+  }
+  return events;
+}
+
+/** The non-empty lines of a log that are not JSON objects (what the CLI printed as plain text, mostly stderr). */
+export function plainLines(log: string): string[] {
+  return log.split(/\r?\n/).filter((line) => line.trim() !== '' && parseObjectLine(line) === null);
+}
+
+/** The value found by following object keys from `value`; undefined when any step is missing or not an object. */
+export function at(value: unknown, ...path: string[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (!isObject(current)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
+/** The finite number at `path`, or null when absent or not a number (a missing count is unknown, not 0). */
+export function numberAt(value: unknown, ...path: string[]): number | null {
+  const found = at(value, ...path);
+  return typeof found === 'number' && Number.isFinite(found) ? found : null;
+}
+
+/** The non-empty string at `path`, or null. */
+export function stringAt(value: unknown, ...path: string[]): string | null {
+  const found = at(value, ...path);
+  return typeof found === 'string' && found !== '' ? found : null;
+}
+
+/** The object at `path`, or null. */
+export function objectAt(value: unknown, ...path: string[]): Record<string, unknown> | null {
+  const found = at(value, ...path);
+  return isObject(found) ? found : null;
+}

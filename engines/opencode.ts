@@ -1,0 +1,73 @@
+/**
+ * OpenCode (`opencode run --format json`). Output: JSON lines `step_start`, `text`, `tool_use`, `step_finish`
+ * (`part.tokens {input, output, reasoning, cache {read, write}}`, `part.cost` in USD, `part.reason`) and
+ * `error` (`error.name`, `error.data {message, statusCode}`).
+ * Seen in test/fixtures/engines/opencode*.jsonl (opencode 1.18.33 against the scripted model server): one
+ * `step_finish` per model call, each with that call's tokens, so they are summed. OpenCode splits the
+ * provider's numbers: `input` excludes `cache.read` and `output` excludes `reasoning`. No model id is printed.
+ */
+import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { addCount, usdToMicroUsd } from './tally';
+import { classifyLogTail } from './error-class';
+
+/**
+ * Reads usage and cost summed over every `step_finish`, and the final status: `error` when an `error` event
+ * came after the last step, `success` when the last step ended for a reason other than `tool-calls` (the
+ * model stopped), null otherwise (the run was cut off mid-loop). Never throws.
+ */
+export function parseOpencodeOutput(log: string): UsageReport {
+  const report = emptyUsage();
+  let usd: number | null = null;
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'step_finish') {
+      report.tokensIn = addCount(report.tokensIn, numberAt(event, 'part', 'tokens', 'input'));
+      report.tokensOut = addCount(report.tokensOut, numberAt(event, 'part', 'tokens', 'output'));
+      report.tokensReasoning = addCount(report.tokensReasoning, numberAt(event, 'part', 'tokens', 'reasoning'));
+      report.tokensCached = addCount(report.tokensCached, numberAt(event, 'part', 'tokens', 'cache', 'read'));
+      usd = addCount(usd, numberAt(event, 'part', 'cost'));
+      const stopped = stringAt(event, 'part', 'reason') !== 'tool-calls';
+      report.finalStatus = stopped ? 'success' : null;
+      report.finalError = null;
+    } else if (event.type === 'error') {
+      report.finalStatus = 'error';
+      report.finalError = opencodeErrorMessage(event);
+    }
+  }
+  report.costMicroUsd = usd === null ? null : usdToMicroUsd(usd);
+  return report;
+}
+
+function opencodeErrorMessage(event: LogEvent): string {
+  return stringAt(event, 'error', 'data', 'message') ?? stringAt(event, 'error', 'name') ?? 'opencode reported an error';
+}
+
+function opencodeFatalErrors(events: LogEvent[]): string[] {
+  const texts: string[] = [];
+  for (const event of events.filter((e) => e.type === 'error')) {
+    const statusCode = numberAt(event, 'error', 'data', 'statusCode');
+    if (statusCode !== null) texts.push(`HTTP ${statusCode}`);
+    texts.push(opencodeErrorMessage(event));
+  }
+  return texts;
+}
+
+/**
+ * The OpenCode engine. OpenCode has no sandbox: in sandbox mode its configured permissions apply; full access
+ * adds `--auto`, which approves every permission not explicitly denied.
+ */
+export const opencodeEngine: EngineSpec = {
+  name: 'opencode',
+  harness: 'opencode',
+  binary: 'opencode',
+  install: 'npm i -g opencode-ai',
+  // The model is `provider/model`, e.g. `openrouter/qwen/qwen3-coder`.
+  argv: ['run', '--format', 'json', '{access}', ['--model', '{model}'], '{engine_args}', '--', '{spec}'],
+  fullAccessArgv: ['--auto'],
+  sandboxArgv: [],
+  env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
+  defaultModel: null,
+  retryContext: 'prompt',
+  parseOutput: parseOpencodeOutput,
+  classifyError: (tail) => classifyLogTail(tail, opencodeFatalErrors),
+};

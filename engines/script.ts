@@ -1,0 +1,28 @@
+/**
+ * The script engine: the task's spec is a bash script and no model is involved (no key, no tokens). Used for
+ * deterministic workers, demos and tests. On a retry the spec stays the same script; the runner sets
+ * VERDICT_ATTEMPT (1-based) and VERDICT_FAILURE_FILE (a file holding the previous attempt's log tail and check
+ * output) so the script can read them.
+ */
+import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+
+/** A script prints no structured output: nothing is known, and there is no final event. */
+export function parseScriptOutput(_log: string): UsageReport {
+  return emptyUsage();
+}
+
+/** The script engine: `bash -c <spec>`. */
+export const scriptEngine: EngineSpec = {
+  name: 'script',
+  harness: 'script',
+  binary: 'bash',
+  install: 'bash comes with every Linux and macOS system; on Debian: apt-get install bash',
+  argv: ['-c', '{spec}'],
+  fullAccessArgv: [],
+  sandboxArgv: [],
+  env: {},
+  defaultModel: null,
+  retryContext: 'file',
+  parseOutput: parseScriptOutput,
+  classifyError: () => null,
+};

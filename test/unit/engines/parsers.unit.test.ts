@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { builtinEngines, emptyUsage, type UsageReport } from '../../../engines';
+import { engineFixture } from './fixture';
+
+// The scripted model server reports input=1234 (cached 200), output=56 (reasoning 7) for every model call.
+// Each fixture below was captured from the real CLI (see test/fixtures/engines); the expected totals are
+// those per-call numbers times the model calls the CLI made, in the CLI's own accounting.
+const engines = builtinEngines();
+const parse = (engine: string, fixture: string): UsageReport => engines.get(engine)!.parseOutput(engineFixture(fixture));
+
+describe('engine output parsers on real CLI output', () => {
+  it('codex: the turn.completed total covers both model calls (2 x 1234 in, 2 x 200 cached, 2 x 56 out, 2 x 7 reasoning)', () => {
+    assert.deepEqual(parse('codex', 'codex'), {
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 14,
+      costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null,
+    });
+  });
+
+  it('opencode: sums two step_finish events; opencode splits cache out of input and reasoning out of output', () => {
+    // Per step: input 1034 (= 1234 - 200 cached), output 49 (= 56 - 7 reasoning), reasoning 7, cache.read 200, cost 0.
+    assert.deepEqual(parse('opencode', 'opencode'), {
+      tokensIn: 2068, tokensOut: 98, tokensCached: 400, tokensReasoning: 14,
+      costMicroUsd: 0, reportedModel: null, finalStatus: 'success', finalError: null,
+    });
+  });
+
+  it('claude: reads the session totals, the cost in micro-USD and the answering model from the result', () => {
+    // total_cost_usd 0.012192000000000001 -> 12192 micro-USD; thinking_tokens is reported as 0.
+    assert.deepEqual(parse('claude', 'claude'), {
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 0,
+      costMicroUsd: 12192, reportedModel: 'claude-opus-5-5', finalStatus: 'success', finalError: null,
+    });
+  });
+
+  it('gemini: reads result.stats; the model is the one the API answered with, not the requested one', () => {
+    // init says gemini-2.5-flash (requested); stats.models is keyed by the stub's modelVersion "stub-model".
+    assert.deepEqual(parse('gemini', 'gemini'), {
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: null,
+      costMicroUsd: null, reportedModel: 'stub-model', finalStatus: 'success', finalError: null,
+    });
+  });
+
+  it('grok: prints no usage, cost or model; success when the conversation ends with a plain answer', () => {
+    assert.deepEqual(parse('grok', 'grok'), { ...emptyUsage(), finalStatus: 'success' });
+  });
+
+  describe('failures (HTTP 429 and 401 from the model server)', () => {
+    it('codex: turn.failed carries the error; no usage is known', () => {
+      assert.deepEqual(parse('codex', 'codex-error'), {
+        ...emptyUsage(), finalStatus: 'error', finalError: 'exceeded retry limit, last status: 429 Too Many Requests',
+      });
+      const auth = parse('codex', 'codex-auth');
+      assert.equal(auth.finalStatus, 'error');
+      assert.match(auth.finalError ?? '', /^unexpected status 401 Unauthorized: Invalid API key provided/);
+      assert.equal(auth.tokensIn, null);
+    });
+
+    it('opencode: an error event and no step: usage and cost stay null', () => {
+      assert.deepEqual(parse('opencode', 'opencode-error'), {
+        ...emptyUsage(), finalStatus: 'error', finalError: 'Rate limit reached for requests',
+      });
+      assert.deepEqual(parse('opencode', 'opencode-auth'), {
+        ...emptyUsage(), finalStatus: 'error', finalError: 'Invalid API key provided',
+      });
+    });
+
+    it('claude: is_error result; the <synthetic> error message is not taken as the model', () => {
+      assert.deepEqual(parse('claude', 'claude-error'), {
+        tokensIn: 0, tokensOut: 0, tokensCached: 0, tokensReasoning: 0, costMicroUsd: 0,
+        reportedModel: 'claude-opus-5-5', finalStatus: 'error',
+        finalError: 'API Error: Request rejected (429) · Rate limit reached for requests',
+      });
+      assert.equal(parse('claude', 'claude-auth').finalError, 'Failed to authenticate. API Error: 401 Invalid API key provided');
+    });
+
+    it('gemini: status error in the result, read between interleaved stderr lines and a stack trace', () => {
+      const report = parse('gemini', 'gemini-error');
+      assert.equal(report.finalStatus, 'error');
+      assert.match(report.finalError ?? '', /Rate limit reached for requests/);
+      assert.deepEqual([report.tokensIn, report.tokensOut, report.tokensCached, report.tokensReasoning], [0, 0, 0, null]);
+      assert.equal(report.reportedModel, 'gemini-2.5-flash');
+      assert.match(parse('gemini', 'gemini-auth').finalError ?? '', /Invalid API key provided/);
+    });
+
+    it('grok: the failure is the last assistant message (grok exits 0)', () => {
+      assert.deepEqual(parse('grok', 'grok-error'), {
+        ...emptyUsage(), finalStatus: 'error', finalError: 'Grok API error: 429 Rate limit reached for requests',
+      });
+      assert.equal(parse('grok', 'grok-auth').finalError, 'Grok API error: 401 Invalid API key provided');
+    });
+  });
+
+  describe('unknown stays null', () => {
+    for (const name of ['codex', 'claude', 'opencode', 'gemini', 'grok', 'script']) {
+      it(`${name}: an empty log, plain text and non-object JSON give nothing known`, () => {
+        const engine = engines.get(name)!;
+        assert.deepEqual(engine.parseOutput(''), emptyUsage());
+        assert.deepEqual(engine.parseOutput('Reading additional input from stdin...\n[1,2]\nnull\n"x"\n{not json\n'), emptyUsage());
+      });
+    }
+
+    it('codex: the run cut off before turn.completed reports no usage and no final status', () => {
+      const cut = engineFixture('codex').split('\n').filter((l) => !l.includes('"turn.completed"')).join('\n');
+      assert.deepEqual(parse('codex', 'codex').tokensIn, 2468);
+      assert.deepEqual(engines.get('codex')!.parseOutput(cut), emptyUsage());
+    });
+
+    it('opencode: cut after a tool-calls step, one step is counted and there is no final status', () => {
+      const firstStep = engineFixture('opencode').split('\n').slice(0, 3).join('\n');
+      assert.deepEqual(engines.get('opencode')!.parseOutput(firstStep), {
+        tokensIn: 1034, tokensOut: 49, tokensCached: 200, tokensReasoning: 7,
+        costMicroUsd: 0, reportedModel: null, finalStatus: null, finalError: null,
+      });
+    });
+
+    it('claude: a log tail that starts mid-line still finds the result', () => {
+      const log = engineFixture('claude');
+      const tail = log.slice(log.length - 3000);
+      assert.equal(engines.get('claude')!.parseOutput(tail).costMicroUsd, 12192);
+    });
+  });
+});
