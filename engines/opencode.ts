@@ -4,7 +4,11 @@
  * `error` (`error.name`, `error.data {message, statusCode}`).
  * Seen in test/fixtures/engines/opencode*.jsonl (opencode 1.18.33 against the scripted model server): one
  * `step_finish` per model call, each with that call's tokens, so they are summed. OpenCode splits the
- * provider's numbers: `input` excludes `cache.read` and `output` excludes `reasoning`. No model id is printed.
+ * provider's numbers: `input` excludes `cache.read`/`cache.write` and `output` excludes `reasoning`; they are added
+ * back so tokensIn/tokensOut mean what they mean for every other engine (all input, all output, cached and
+ * reasoning being subsets). No model id is printed.
+ * Cost: opencode prints 0 for a model it has no price for, which cannot be told from a free model, so a total of 0
+ * is recorded as unknown (null) and the scoreboard prices it from the catalog instead.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
@@ -21,10 +25,15 @@ export function parseOpencodeOutput(log: string): UsageReport {
   let usd: number | null = null;
   for (const event of jsonEvents(log)) {
     if (event.type === 'step_finish') {
-      report.tokensIn = addCount(report.tokensIn, numberAt(event, 'part', 'tokens', 'input'));
-      report.tokensOut = addCount(report.tokensOut, numberAt(event, 'part', 'tokens', 'output'));
-      report.tokensReasoning = addCount(report.tokensReasoning, numberAt(event, 'part', 'tokens', 'reasoning'));
-      report.tokensCached = addCount(report.tokensCached, numberAt(event, 'part', 'tokens', 'cache', 'read'));
+      const input = numberAt(event, 'part', 'tokens', 'input');
+      const output = numberAt(event, 'part', 'tokens', 'output');
+      const reasoning = numberAt(event, 'part', 'tokens', 'reasoning');
+      const cacheRead = numberAt(event, 'part', 'tokens', 'cache', 'read');
+      const cacheWrite = numberAt(event, 'part', 'tokens', 'cache', 'write');
+      report.tokensIn = addCount(report.tokensIn, input === null ? null : input + (cacheRead ?? 0) + (cacheWrite ?? 0));
+      report.tokensOut = addCount(report.tokensOut, output === null ? null : output + (reasoning ?? 0));
+      report.tokensReasoning = addCount(report.tokensReasoning, reasoning);
+      report.tokensCached = addCount(report.tokensCached, cacheRead);
       usd = addCount(usd, numberAt(event, 'part', 'cost'));
       const stopped = stringAt(event, 'part', 'reason') !== 'tool-calls';
       report.finalStatus = stopped ? 'success' : null;
@@ -34,7 +43,7 @@ export function parseOpencodeOutput(log: string): UsageReport {
       report.finalError = opencodeErrorMessage(event);
     }
   }
-  report.costMicroUsd = usd === null ? null : usdToMicroUsd(usd);
+  report.costMicroUsd = usd === null || usd === 0 ? null : usdToMicroUsd(usd);
   return report;
 }
 
