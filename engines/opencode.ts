@@ -71,7 +71,9 @@ export const opencodeEngine: EngineSpec = {
   binary: 'opencode',
   install: 'npm i -g opencode-ai',
   // The model is `provider/model`, e.g. `openrouter/qwen/qwen3-coder`.
-  argv: ['run', '--format', 'json', '{access}', ['--model', '{model}'], '{engine_args}', '--', '{spec}'],
+  // `--dir`: opencode takes its project directory from $PWD (inherited from the orchestrator), not from the
+  // process's cwd; without it a worker edits the orchestrator's directory instead of its task dir.
+  argv: ['run', '--format', 'json', '--dir', '{taskdir}', '{access}', ['--model', '{model}'], '{engine_args}', '--', '{spec}'],
   fullAccessArgv: ['--auto'],
   sandboxArgv: [],
   env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
