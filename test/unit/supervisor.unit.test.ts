@@ -24,6 +24,11 @@ describe('supervisor', function () {
     assert.equal(fs.readFileSync(log, 'utf8'), 'out\nerr\n');
   });
 
+  it('runs in cwd with PWD set to it (CLIs that read $PWD must not see the orchestrator\'s folder)', async () => {
+    const { tail } = await supervise({ file: 'bash', args: ['-c', 'echo "$PWD"; /bin/pwd'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
+    assert.equal(tail, `${dir}\n${dir}\n`);
+  });
+
   it('puts the process in its own process group', async () => {
     const { tail } = await supervise({ file: 'bash', args: ['-c', 'ps -o pgid= -p $$; echo $$'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
     const [pgid, pid] = tail.trim().split(/\s+/);

@@ -72,7 +72,8 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
 
   const child = execa(opts.file, opts.args, {
     cwd: opts.cwd,
-    env: opts.env,
+    // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
+    env: { ...opts.env, PWD: opts.cwd },
     extendEnv: true,
     stdin: 'ignore',
     stdout: 'pipe',
