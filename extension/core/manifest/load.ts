@@ -5,13 +5,14 @@ import Ajv, { type ErrorObject } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
-import { ManifestError, type Manifest, type ManifestProblem, type TaskSpec } from './types';
+import { ManifestError, type Manifest, type ManifestProblem, type ProblemCode, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
 const DEFAULT_MAX_PARALLEL = 4;
 const DEFAULT_MAX_ATTEMPTS = 2;
-const DEFAULT_ENGINE = 'codex';
+/** The engine a task without `engine` runs on. */
+export const DEFAULT_ENGINE = 'codex';
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validateSchema = ajv.compile(manifestSchema);
@@ -29,6 +30,8 @@ export interface ParseOptions {
 export interface ParseResult {
   manifest: Manifest | null;
   problems: ManifestProblem[];
+  /** The JSONC tree (offsets into the text) when the text had no syntax errors, else null. */
+  tree: Node | null;
 }
 
 /**
@@ -41,27 +44,27 @@ export interface ParseResult {
 export function parseManifest(text: string, file: string, options: ParseOptions = {}): ParseResult {
   const index = new LineIndex(text);
   const problems: ManifestProblem[] = [];
-  const error = (p: Omit<ManifestProblem, 'file' | 'severity'>) => problems.push({ severity: 'error', file, ...p });
+  const error = (code: ProblemCode, p: Omit<ManifestProblem, 'file' | 'severity' | 'code'>) => problems.push({ severity: 'error', code, file, ...p });
 
   const parseErrors: ParseError[] = [];
   const root = parseTree(text, parseErrors, { allowTrailingComma: true, disallowComments: false });
   for (const e of parseErrors) {
-    error({ range: index.range(e.offset, e.length), path: '(syntax)', message: `malformed JSON: ${describeParseError(printParseErrorCode(e.error))}` });
+    error('syntax', { range: index.range(e.offset, e.length), path: '(syntax)', message: `malformed JSON: ${describeParseError(printParseErrorCode(e.error))}` });
   }
   if (parseErrors.length || !root) {
-    if (!root && !parseErrors.length) error({ range: null, path: '(root)', message: 'the file is empty' });
-    return { manifest: null, problems };
+    if (!root && !parseErrors.length) error('syntax', { range: null, path: '(root)', message: 'the file is empty' });
+    return { manifest: null, problems, tree: null };
   }
 
   for (const dup of duplicateProperties(root)) {
-    error({ range: index.range(dup.node.offset, dup.node.length), path: formatPath(dup.path), message: `property "${dup.name}" appears more than once; the later one would silently win` });
+    error('duplicate-property', { range: index.range(dup.node.offset, dup.node.length), path: formatPath(dup.path), message: `property "${dup.name}" appears more than once; the later one would silently win` });
   }
 
   const raw = getNodeValue(root) as unknown;
   if (!validateSchema(raw)) {
     for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
-      error({ range: rangeOfPath(root, p, index), path: formatPath(p), message: ajvMessage(e) });
+      error(isUnsafeKey(e) ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: ajvMessage(e) });
     }
   }
   // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
@@ -69,7 +72,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   const taskList = Array.isArray(data.tasks) ? data.tasks : [];
   for (const key of Object.keys(data)) {
     if (!runFields.has(key)) {
-      problems.push({ severity: 'warning', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
+      problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
     }
   }
   const seen = new Map<string, number>();
@@ -77,30 +80,30 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     if (!isObject(t)) return;
     for (const key of Object.keys(t)) {
       if (!taskFields.has(key)) {
-        problems.push({ severity: 'warning', file, range: rangeOfPropertyName(root, ['tasks', i], key, index), path: `tasks[${i}].${key}`, message: `unknown field "${key}" is ignored` });
+        problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, ['tasks', i], key, index), path: `tasks[${i}].${key}`, message: `unknown field "${key}" is ignored` });
       }
     }
     const key = t.key;
     if (typeof key === 'string') {
       const first = seen.get(key);
       if (first === undefined) seen.set(key, i);
-      else error({ range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
+      else error('duplicate-key', { range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
     }
     const engine = t.engine ?? DEFAULT_ENGINE;
     if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
-      error({ range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
+      error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
     }
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
-        error({ range: rangeOfPath(root, ['tasks', i, 'engine_args'], index), path: `tasks[${i}].engine_args`, message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead' });
+        error('engine-args', { range: rangeOfPath(root, ['tasks', i, 'engine_args'], index), path: `tasks[${i}].engine_args`, message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead' });
       }
     }
   });
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
-  if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems };
+  if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
 
-  return { manifest: toManifest(data, file), problems };
+  return { manifest: toManifest(data, file), problems, tree: root };
 }
 
 /**
@@ -113,7 +116,7 @@ export function loadManifest(file: string, options: ParseOptions = {}): { manife
   try {
     text = fs.readFileSync(abs, 'utf8');
   } catch (e) {
-    throw new ManifestError([{ severity: 'error', file: abs, range: null, path: '(file)', message: `cannot read the manifest: ${(e as Error).message}` }]);
+    throw new ManifestError([{ severity: 'error', code: 'unreadable', file: abs, range: null, path: '(file)', message: `cannot read the manifest: ${(e as Error).message}` }]);
   }
   const { manifest, problems } = parseManifest(text, abs, options);
   if (!manifest) throw new ManifestError(problems);
@@ -200,6 +203,11 @@ function simplifyAjvErrors(errors: ErrorObject[]): ErrorObject[] {
     out.push(e);
   }
   return out;
+}
+
+/** A task key that fails the key's pattern (letters, digits, `.`, `_`, `-`; no leading dot; never `..`). */
+function isUnsafeKey(e: ErrorObject): boolean {
+  return /^\/tasks\/\d+\/key$/.test(e.instancePath) && (e.keyword === 'pattern' || e.keyword === 'not');
 }
 
 function ajvMessage(e: ErrorObject): string {

@@ -48,9 +48,28 @@ export interface Manifest {
   raw: unknown;
 }
 
+/**
+ * What kind of loader problem this is, so the linter maps problems to rule ids without reading messages:
+ * `syntax` (malformed JSON), `schema` (fails schemas/manifest.schema.json), `duplicate-property` (one object
+ * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
+ * `engine-args` (shell operators in a string engine_args), `unreadable` (the file could not be read).
+ */
+export type ProblemCode =
+  | 'syntax'
+  | 'schema'
+  | 'duplicate-property'
+  | 'duplicate-key'
+  | 'unsafe-key'
+  | 'unknown-engine'
+  | 'unknown-field'
+  | 'engine-args'
+  | 'unreadable';
+
 /** A problem found while loading: where it is and what is wrong. */
 export interface ManifestProblem {
   severity: 'error' | 'warning';
+  /** The kind of problem; set by the loader on every problem it reports. */
+  code?: ProblemCode;
   /** Absolute file path. */
   file: string;
   /** The value's range; line/column are 1-based. */
