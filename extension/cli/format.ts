@@ -24,6 +24,10 @@ export function eventLine(e: RunEvent, now = new Date()): string | null {
     }
     case 'task-cancelled':
       return `${t}  - ${e.key}  CANCELLED before it ran`;
+    case 'task-note':
+      return `${t}  · ${e.key}  ${e.note}`;
+    case 'task-skipped':
+      return `${t}  ○ ${e.key}  ${e.reason}`;
     case 'run-finished':
       return null;
   }

@@ -1,21 +1,31 @@
 import { parseArgs } from 'node:util';
+import pkg from '../../package.json';
 import { ManifestError } from '../core/manifest/types';
 import { demoCommand } from './demo';
 import { InputError, processIo, UsageError, type Io } from './io';
-import { runCommand } from './run-command';
+import { lintCommand } from './lint-command';
+import { loadEngines, runCommand } from './run-command';
+
+/** The package version, inlined by esbuild from package.json. */
+const VERSION: string = pkg.version;
 
 const USAGE = `usage: verdict <command> [options]
 
 commands:
-  run MANIFEST   run a swarm manifest (*.swarm.json / *.swarm.jsonc)
-  demo           run the bundled demo (script engine: no model, account or key)
+  run MANIFEST       run a swarm manifest (*.swarm.json / *.swarm.jsonc)
+  lint MANIFEST...   check manifests for mistakes that waste a swarm (exit 1 on any error)
+  demo               run the bundled demo (script engine: no model, account or key)
 
 options:
   --max-parallel N   attempts at once (overrides the manifest)
   --identity NAME    who is running (default: VERDICT_IDENTITY, .fleet-agent, config, hostname)
   --home DIR         records folder (default: VERDICT_HOME or ~/.verdict)
-  --config FILE      JSON config: custom engines, default identity
+  --config FILE      JSON config: custom engines, default identity, allow_full_access
+  --baseline         run: first run every check on the untouched tree; a check that already passes proves
+                     nothing, and its task is not run
+  --json             lint: print findings as JSON
   -h, --help         this help
+  -V, --version      the version
 
 exit codes: 0 every task passed, 1 some task did not, 2 bad input`;
 
@@ -30,19 +40,31 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         identity: { type: 'string' },
         home: { type: 'string' },
         config: { type: 'string' },
+        baseline: { type: 'boolean' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'V' },
       },
     });
     const [command, ...rest] = positionals;
+    if (values.version) {
+      io.out(`verdict ${VERSION}`);
+      return 0;
+    }
     if (values.help || !command) {
       io.out(USAGE);
       return values.help ? 0 : 2;
     }
-    const flags = { maxParallel: values['max-parallel'], identity: values.identity, home: values.home, config: values.config };
+    const flags = { maxParallel: values['max-parallel'], identity: values.identity, home: values.home, config: values.config, baseline: values.baseline };
     switch (command) {
       case 'run': {
         if (rest.length !== 1) throw new UsageError('verdict run takes exactly one manifest path');
         return (await runCommand(rest[0] as string, flags, io)).code;
+      }
+      case 'lint': {
+        if (!rest.length) throw new UsageError('verdict lint takes one or more manifest paths');
+        const { engines, config } = loadEngines(values.config);
+        return await lintCommand(rest, values.json === true, engines, config.allow_full_access === true, io);
       }
       case 'demo':
         if (rest.length) throw new UsageError('verdict demo takes no arguments');

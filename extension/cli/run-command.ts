@@ -7,6 +7,8 @@ import { PreflightError } from '../core/run/preflight';
 import { runManifest, type RunSummary } from '../core/run/runner';
 import { resolveEngines } from '../../engines';
 import { eventLine, verdictTable } from './format';
+import { formatFinding } from './lint-command';
+import { lintManifestFile } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
@@ -15,6 +17,8 @@ export interface RunFlags {
   identity?: string;
   home?: string;
   config?: string;
+  /** Run every check on the untouched tree first; tasks whose check already passes are not run. */
+  baseline?: boolean;
 }
 
 /**
@@ -43,6 +47,8 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
     throw e;
   }
   adjust?.(manifest);
+  const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: config.allow_full_access === true })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
+  for (const f of findings) io.err(`lint: ${formatFinding(f)}`);
   if (maxParallel === undefined && config.max_parallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = config.max_parallel;
   const home = resolveHome(flags.home);
   const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: config.identity });
@@ -66,6 +72,7 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
       engines,
       maxParallel,
       signal: controller.signal,
+      baseline: flags.baseline === true,
       onEvent: (e) => {
         const line = eventLine(e);
         if (line) io.out(line);
@@ -87,7 +94,8 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
   }
 }
 
-function loadEngines(configPath: string | undefined) {
+/** Loads the config file and the engines it defines. @throws InputError naming the file and field */
+export function loadEngines(configPath: string | undefined) {
   try {
     const { config, file: configFile } = loadConfig(configPath);
     return { config, configFile, engines: resolveEngines(config.engines, configFile ?? undefined) };

@@ -1,15 +1,26 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { ManifestDiagnostics } from './diagnostics';
+import { editorEngines } from './engines';
+import { readSettings } from './settings';
 
 /**
- * Wires the extension: one LogOutputChannel and the command table. Everything else lives in extension/core, which
- * never imports vscode.
+ * Wires the extension: one LogOutputChannel, manifest diagnostics and the command table. Everything else lives in
+ * extension/core, which never imports vscode.
  */
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Verdict', { log: true });
-  context.subscriptions.push(log, ...registerCommands(log));
+  const diagnostics = new ManifestDiagnostics(() => editorEngines(log), () => readSettings().allowFullAccess, log);
+  context.subscriptions.push(
+    log,
+    diagnostics,
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('verdict')) diagnostics.refreshAll();
+    }),
+    ...registerCommands({ log, diagnostics }),
+  );
 }
 
 export function deactivate(): void {
-  // runs in flight are cancelled by their own disposables
+  // every disposable is in context.subscriptions
 }

@@ -135,4 +135,19 @@ describe('verdict run, plain mode and max_parallel', function () {
     assert.equal(peak, 2);
     assert.equal(fs.readFileSync(path.join(dir, 'work', 'c', 'where.txt'), 'utf8').trim(), path.join(dir, 'work', 'c'));
   });
+
+  it('a rerun cannot pass on files an earlier run left in <workdir>/<key>: they are moved aside, not deleted', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const first = writeManifest(dir, { workdir: 'work', tasks: [scriptTask('t', 'echo hello > out.txt', 'grep -x hello out.txt', { expect_files: ['out.txt'] })] }, 'first.swarm.json');
+    assert.equal((await cli(['run', first, '--home', home])).exitCode, 0);
+    const lazy = writeManifest(dir, { workdir: 'work', tasks: [scriptTask('t', 'echo I did nothing', 'grep -x hello out.txt', { expect_files: ['out.txt'], max_attempts: 1 })] }, 'second.swarm.json');
+    const r = await cli(['run', lazy, '--home', home]);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.stdout, /t {2}the task dir held files from an earlier run; they were moved to .*\.verdict-previous/);
+    assert.match(r.stdout, /^t\s+FAIL\s+1\s/m);
+    const previous = path.join(dir, 'work', '.verdict-previous');
+    const [runId] = fs.readdirSync(previous);
+    assert.equal(fs.readFileSync(path.join(previous, String(runId), 't', 'out.txt'), 'utf8'), 'hello\n', 'the earlier work is kept');
+  });
 });

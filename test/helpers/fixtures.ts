@@ -3,9 +3,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 
-/** A fresh temporary folder, removed by the returned cleanup. */
+const created: string[] = [];
+// Temporary folders go when the test process exits; VERDICT_KEEP_TMP=1 keeps them for a post-mortem.
+process.on('exit', () => {
+  if (process.env.VERDICT_KEEP_TMP) return;
+  for (const dir of created) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh temporary folder under the OS temp dir (real path), removed when the test process exits. */
 export function tempDir(prefix = 'verdict-test-'): string {
-  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  created.push(dir);
+  return dir;
 }
 
 /** Runs git in `cwd` with a fixed identity; returns trimmed stdout. */

@@ -11,6 +11,8 @@ export interface VerdictConfig {
   identity?: string;
   /** Default max_parallel when the manifest gives none. */
   max_parallel?: number;
+  /** The user means it when a task sets full_access (engines run without their sandbox); the linter warns otherwise. */
+  allow_full_access?: boolean;
 }
 
 /**
@@ -41,5 +43,6 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   if (c.max_parallel !== undefined && !(Number.isInteger(c.max_parallel) && (c.max_parallel as number) >= 1)) {
     throw new Error(`${abs}: max_parallel: must be an integer ≥ 1`);
   }
+  if (c.allow_full_access !== undefined && typeof c.allow_full_access !== 'boolean') throw new Error(`${abs}: allow_full_access: must be true or false`);
   return { config: c as VerdictConfig, file: abs };
 }

@@ -2,8 +2,11 @@ import os from 'node:os';
 import writeFileAtomic from 'write-file-atomic';
 import type { Verdict } from '../store/eval-row';
 
-/** Where a task is in its life; a final verdict once it is done. */
-export type TaskStatus = 'queued' | 'preparing' | 'running' | 'checking' | 'retry_queued' | Verdict;
+/**
+ * Where a task is in its life; a final verdict once it is done. SKIPPED: with --baseline, the check already passed on
+ * the untouched tree, so no worker ran (a check that cannot fail there proves nothing).
+ */
+export type TaskStatus = 'queued' | 'preparing' | 'baseline' | 'running' | 'checking' | 'retry_queued' | Verdict | 'SKIPPED';
 
 /** One attempt as shown live. Times epoch ms. */
 export interface AttemptState {

@@ -33,6 +33,11 @@ export interface RunOptions {
   killGraceMs?: number;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Before a task's first attempt, run its check on the untouched task dir; when it already passes, the task is
+   * SKIPPED (its check cannot prove the worker's work) and no worker runs.
+   */
+  baseline?: boolean;
 }
 
 /** State changes, in the order they happen. */
@@ -42,12 +47,15 @@ export type RunEvent =
   | { type: 'attempt-checking'; key: string; attempt: number }
   | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string; durationMs: number; tokens: number | null; willRetry: boolean }
   | { type: 'task-cancelled'; key: string }
+  | { type: 'task-skipped'; key: string; reason: string }
+  | { type: 'task-note'; key: string; note: string }
   | { type: 'run-finished'; summary: RunSummary };
 
 /** One task's outcome. */
 export interface TaskSummary {
   key: string;
-  verdict: Verdict;
+  /** The last attempt's verdict; SKIPPED when --baseline found the check already passing. */
+  verdict: Verdict | 'SKIPPED';
   attempts: number;
   /** Sum over attempts, ms. */
   durationMs: number;
@@ -150,6 +158,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const scheduler = new Scheduler<TaskRuntime>(
     maxParallel,
     async (task) => {
+      if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
       const outcome = await runAttempt(ctx, task);
       if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
     },
@@ -393,6 +402,40 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
 
 class Cancelled extends Error {}
 
+/**
+ * --baseline: prepares the task dir and runs the check before any worker. True when the check already passes (the
+ * task is then SKIPPED) or the dir could not be prepared (the task is then ERROR); false when the worker should run.
+ * Records go to `tasks/<key>/baseline/`; no eval row is written, as no worker ran.
+ */
+async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<boolean> {
+  const { opts, stateFile } = ctx;
+  const dir = path.join(runDir(opts.home, ctx.runId), 'tasks', task.spec.key, 'baseline');
+  fs.mkdirSync(dir, { recursive: true });
+  const env = (): Record<string, string> => ({ PORT: String(task.state.port), VERDICT_RUN_ID: ctx.runId, VERDICT_TASK_KEY: task.spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: '0' });
+  task.state.status = 'baseline';
+  void stateFile.save();
+  let reason: string;
+  let status: 'SKIPPED' | 'ERROR';
+  try {
+    await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
+    task.prepared = true;
+    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: env(), expectFiles: task.spec.expectFiles, signal: opts.signal });
+    if (!check.passed) return false;
+    status = 'SKIPPED';
+    reason = 'baseline: the check already passes on the untouched tree, so it cannot prove a worker did anything; the task was not run';
+  } catch (e) {
+    if (opts.signal?.aborted) return false;
+    status = 'ERROR';
+    reason = `baseline: ${(e as Error).message}`;
+  }
+  task.state.status = status;
+  task.summary.verdict = status;
+  task.summary.reason = reason;
+  ctx.emit({ type: 'task-skipped', key: task.spec.key, reason });
+  void stateFile.save();
+  return true;
+}
+
 /** Creates the task dir (plain folder or worktree + includes), assigns PORT, runs `setup` once. */
 async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: string, taskEnv: () => Record<string, string>): Promise<void> {
   const { manifest } = ctx.opts;
@@ -401,6 +444,8 @@ async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: str
     await addWorktree(ctx.repo, task.state.dir, task.state.branch);
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
   } else {
+    const moved = moveAsidePrevious(task.state.dir, ctx.runId);
+    if (moved) ctx.emit({ type: 'task-note', key: task.spec.key, note: `the task dir held files from an earlier run; they were moved to ${moved} so they cannot pass this run's check` });
     fs.mkdirSync(task.state.dir, { recursive: true });
   }
   if (manifest.setup) {
@@ -410,6 +455,25 @@ async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: str
       throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
     }
   }
+}
+
+/**
+ * Plain mode reuses `<workdir>/<key>`: files an earlier run left there could make this run's check pass with no work
+ * done. A non-empty dir is renamed to `<workdir>/.verdict-previous/<runId>/<key>` (nothing is deleted).
+ * Returns the new path, or null when there was nothing to move.
+ */
+function moveAsidePrevious(dir: string, runId: string): string | null {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(dir);
+  } catch {
+    return null;
+  }
+  if (!entries.length) return null;
+  const target = path.join(path.dirname(dir), '.verdict-previous', runId, path.basename(dir));
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  fs.renameSync(dir, target);
+  return target;
 }
 
 /** Worker logs above this size are parsed from their last bytes only, bytes. */

