@@ -13,7 +13,7 @@ function task(key: string, status: TaskState['status']): TaskState {
 
 function writeRun(home: string, id: string, over: Partial<RunState>): void {
   const state: RunState = { version: 1, runId: id, runName: id, manifestFile: '/m.json', identity: 'me', host: shortHost(), pid: process.pid, status: 'running',
-    startedAt: 1000, heartbeatAt: Date.now(), endedAt: null, maxParallel: 2, worktrees: false, repo: null, baseRef: null, tasks: [task('a', 'PASS'), task('b', 'running'), task('c', 'FAIL'), task('d', 'queued')], ...over };
+    startedAt: 1000, heartbeatAt: Date.now(), endedAt: null, maxParallel: 2, worktrees: false, repo: null, baseRef: null, baseSha: null, tasks: [task('a', 'PASS'), task('b', 'running'), task('c', 'FAIL'), task('d', 'queued')], ...over };
   fs.mkdirSync(path.join(home, 'runs', id), { recursive: true });
   fs.writeFileSync(path.join(home, 'runs', id, 'state.json'), JSON.stringify(state));
 }

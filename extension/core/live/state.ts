@@ -61,6 +61,8 @@ export interface RunState {
   worktrees: boolean;
   repo: string | null;
   baseRef: string | null;
+  /** Worktree mode: base_ref resolved to the commit every task branch starts from. */
+  baseSha: string | null;
   tasks: TaskState[];
 }
 

@@ -33,11 +33,33 @@ export interface RunOptions {
   killGraceMs?: number;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** Lets a caller stop single tasks while the run goes on. */
+  control?: RunControl;
   /**
    * Before a task's first attempt, run its check on the untouched task dir; when it already passes, the task is
    * SKIPPED (its check cannot prove the worker's work) and no worker runs.
    */
   baseline?: boolean;
+}
+
+/**
+ * Stops single tasks of a run in this process: the running attempt's process groups are stopped (SIGTERM, grace,
+ * SIGKILL), it is recorded CANCELLED and the task is not retried; a queued task never starts.
+ */
+export class RunControl {
+  private readonly stoppers = new Map<string, () => void>();
+
+  /** Stops task `key`; false when the run has no such task (or has not started yet). */
+  stopTask(key: string): boolean {
+    const stop = this.stoppers.get(key);
+    stop?.();
+    return stop !== undefined;
+  }
+
+  /** Called by the runner for each task. */
+  bind(key: string, stop: () => void): void {
+    this.stoppers.set(key, stop);
+  }
 }
 
 /** State changes, in the order they happen. */
@@ -86,6 +108,8 @@ const RATE_LIMIT_BASE_MS = 2000;
 
 interface TaskRuntime {
   spec: TaskSpec;
+  /** Aborted to stop this task alone (RunControl.stopTask) or with the whole run. */
+  abort: AbortController;
   engine: EngineSpec;
   state: TaskState;
   prepared: boolean;
@@ -122,6 +146,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     return {
       spec,
       engine,
+      abort: new AbortController(),
       prepared: false,
       used: 0,
       rateLimited: 0,
@@ -146,6 +171,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     worktrees: manifest.worktrees,
     repo: pre.repo?.root ?? null,
     baseRef: manifest.worktrees ? manifest.baseRef : null,
+    baseSha: pre.repo?.baseSha ?? null,
     tasks: tasks.map((t) => t.state),
   };
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);
@@ -154,23 +180,30 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
 
+  /** A task that ends without (another) attempt because it or the run was stopped. */
+  const markCancelled = (task: TaskRuntime) => {
+    task.state.status = 'CANCELLED';
+    task.summary.verdict = 'CANCELLED';
+    task.summary.reason = 'stopped before this task finished';
+    emit({ type: 'task-cancelled', key: task.spec.key });
+    void stateFile.save();
+  };
   const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit };
   const scheduler = new Scheduler<TaskRuntime>(
     maxParallel,
     async (task) => {
+      if (task.abort.signal.aborted) return markCancelled(task);
       if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
       const outcome = await runAttempt(ctx, task);
       if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
     },
-    (task) => {
-      task.state.status = 'CANCELLED';
-      task.summary.verdict = 'CANCELLED';
-      task.summary.reason = 'the run was cancelled before this task finished';
-      emit({ type: 'task-cancelled', key: task.spec.key });
-      void stateFile.save();
-    },
+    (task) => markCancelled(task),
   );
-  const onAbort = () => scheduler.close();
+  const onAbort = () => {
+    scheduler.close();
+    for (const t of tasks) t.abort.abort();
+  };
+  for (const t of tasks) opts.control?.bind(t.spec.key, () => t.abort.abort());
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort);
   for (const t of tasks) scheduler.push(t);
@@ -251,7 +284,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       await prepareTask(ctx, task, files.setup, taskEnv);
       task.prepared = true;
     }
-    if (opts.signal?.aborted) throw new Cancelled();
+    if (task.abort.signal.aborted) throw new Cancelled();
     const workerEnv: Record<string, string> = { ...engine.env, ...taskEnv() };
     if (task.failure) {
       fs.writeFileSync(files.failure, task.failure);
@@ -267,7 +300,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       env: workerEnv,
       logFile: files.worker,
       timeoutMs: spec.timeoutMs,
-      signal: opts.signal,
+      signal: task.abort.signal,
       killGraceMs: opts.killGraceMs,
       onSpawn: (pid) => {
         attempt.workerPid = pid;
@@ -294,7 +327,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       attempt.phase = 'checking';
       ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: n });
       void stateFile.save();
-      const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: files.check, timeoutMs: spec.checkTimeoutMs, env: taskEnv(), expectFiles: spec.expectFiles, signal: opts.signal });
+      const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: files.check, timeoutMs: spec.checkTimeoutMs, env: taskEnv(), expectFiles: spec.expectFiles, signal: task.abort.signal });
       checkReceipt = check.receipt;
       checkExit = check.receipt.exitCode;
       checkOutput = check.output;
@@ -318,7 +351,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       if (!committed) reason = 'the check passed but the worker changed no files; the branch stays at base_ref';
     }
   } catch (e) {
-    if (e instanceof Cancelled || opts.signal?.aborted) {
+    if (e instanceof Cancelled || task.abort.signal.aborted) {
       verdict = 'CANCELLED';
       reason = 'the run was cancelled';
     } else {
@@ -333,7 +366,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   if (rateLimited) task.rateLimited++;
   else task.used++;
   const retryable = verdict === 'FAIL' || verdict === 'TIMEOUT';
-  const willRetry = rateLimited || (retryable && task.used < spec.maxAttempts && !opts.signal?.aborted);
+  const willRetry = rateLimited || (retryable && task.used < spec.maxAttempts && !task.abort.signal.aborted);
   if (retryable) {
     task.failure = failureText({ attempt: n, verdict, check: spec.check, checkExitCode: checkExit, checkOutput, workerTail, reason });
   }
@@ -419,12 +452,12 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
   try {
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
     task.prepared = true;
-    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: env(), expectFiles: task.spec.expectFiles, signal: opts.signal });
+    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: env(), expectFiles: task.spec.expectFiles, signal: task.abort.signal });
     if (!check.passed) return false;
     status = 'SKIPPED';
     reason = 'baseline: the check already passes on the untouched tree, so it cannot prove a worker did anything; the task was not run';
   } catch (e) {
-    if (opts.signal?.aborted) return false;
+    if (task.abort.signal.aborted) return false;
     status = 'ERROR';
     reason = `baseline: ${(e as Error).message}`;
   }
@@ -449,7 +482,7 @@ async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: str
     fs.mkdirSync(task.state.dir, { recursive: true });
   }
   if (manifest.setup) {
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', manifest.setup], cwd: task.state.dir, env: taskEnv(), logFile: setupLog, timeoutMs: task.spec.checkTimeoutMs, signal: ctx.opts.signal, killGraceMs: ctx.opts.killGraceMs });
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', manifest.setup], cwd: task.state.dir, env: taskEnv(), logFile: setupLog, timeoutMs: task.spec.checkTimeoutMs, signal: task.abort.signal, killGraceMs: ctx.opts.killGraceMs });
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.exitCode !== 0) {
       throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
