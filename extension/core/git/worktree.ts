@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
+import { fallbackIdentityArgs } from './identity';
 import { withLock } from './lock';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
@@ -94,9 +95,6 @@ export async function commitWorktree(dir: string, message: string): Promise<{ sh
   await git.raw(['add', '-A']);
   const status = await git.status();
   if (status.isClean()) return { sha: (await git.revparse(['HEAD'])).trim(), committed: false };
-  const name = (await git.raw(['config', '--get', 'user.name']).catch(() => '')).trim();
-  const email = (await git.raw(['config', '--get', 'user.email']).catch(() => '')).trim();
-  const who = [...(name ? [] : ['-c', 'user.name=Verdict']), ...(email ? [] : ['-c', 'user.email=verdict@localhost'])];
-  await git.raw([...who, 'commit', '--quiet', '--no-verify', '-m', message]);
+  await git.raw([...(await fallbackIdentityArgs(git)), 'commit', '--quiet', '--no-verify', '-m', message]);
   return { sha: (await git.revparse(['HEAD'])).trim(), committed: true };
 }

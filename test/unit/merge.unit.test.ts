@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveEngines } from '../../engines';
+import { DirtyTreeError, mergeQueue } from '../../extension/core/git/merge';
+import { readState } from '../../extension/core/live/registry';
+import type { RunState } from '../../extension/core/live/state';
+import { parseManifest } from '../../extension/core/manifest/load';
+import { mergeRequestsForRun } from '../../extension/core/run/merge-plan';
+import { runManifest } from '../../extension/core/run/runner';
+import { git, makeRepo, scriptTask, tempDir } from '../helpers/fixtures';
+
+/** Runs a worktree-mode manifest on `repo` with the script engine; returns the final state. */
+async function run(repo: string, home: string, tasks: Record<string, unknown>[]): Promise<RunState> {
+  const file = path.join(repo, 'm.swarm.json');
+  const { manifest } = parseManifest(JSON.stringify({ worktrees: true, max_parallel: 4, tasks }), file);
+  assert.ok(manifest);
+  const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines() });
+  const read = readState(summary.stateFile);
+  assert.ok('state' in read);
+  return read.state;
+}
+
+describe('merge queue', function () {
+  this.timeout(60000);
+  let dir: string;
+  let repo: string;
+  let home: string;
+  beforeEach(() => {
+    dir = tempDir();
+    home = path.join(dir, 'home');
+    repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'line one\n', 'shared.txt': 'original\n' });
+  });
+
+  it('rebases, re-checks and fast-forwards each passed task in order; a conflict BLOCKs only that task', async () => {
+    const state = await run(repo, home, [
+      scriptTask('add-a', 'echo a > a.txt', 'test -s a.txt || { echo a.txt missing; exit 1; }'),
+      scriptTask('edit-shared', 'echo from-task > shared.txt', 'grep -x from-task shared.txt'),
+      scriptTask('add-b', 'echo b > b.txt', 'test -s b.txt || { echo b.txt missing; exit 1; }'),
+    ]);
+    // Meanwhile someone changed shared.txt on main: edit-shared now conflicts.
+    fs.writeFileSync(path.join(repo, 'shared.txt'), 'changed on main\n');
+    git(repo, 'commit', '-qam', 'main moves on');
+    const seen: string[] = [];
+    const outcomes = await mergeQueue(mergeRequestsForRun(home, state), (o) => seen.push(`${o.key}:${o.status}`));
+    assert.deepEqual(seen, ['add-a:MERGED', 'edit-shared:BLOCKED', 'add-b:MERGED']);
+    const blocked = outcomes[1];
+    assert.ok(blocked && blocked.status === 'BLOCKED');
+    assert.deepEqual(blocked.conflicts, ['shared.txt']);
+    assert.equal(git(repo, 'log', '--format=%s', '-4').split('\n').length, 4);
+    assert.match(git(repo, 'log', '--format=%s', '-1'), /^verdict: add-b/);
+    assert.equal(fs.readFileSync(path.join(repo, 'a.txt'), 'utf8'), 'a\n');
+    assert.equal(fs.readFileSync(path.join(repo, 'b.txt'), 'utf8'), 'b\n');
+    assert.equal(fs.readFileSync(path.join(repo, 'shared.txt'), 'utf8'), 'changed on main\n');
+    assert.equal(git(repo, 'status', '--porcelain', '--untracked-files=no'), '');
+    // the blocked task's work is still on its branch, its rebase aborted
+    assert.equal(git(repo, 'show', `${state.tasks[1]?.branch}:shared.txt`), 'from-task');
+  });
+
+  it('refuses a dirty working tree before touching anything', async () => {
+    const state = await run(repo, home, [scriptTask('add-a', 'echo a > a.txt', 'test -s a.txt || exit 1')]);
+    fs.writeFileSync(path.join(repo, 'README.md'), 'uncommitted edit\n');
+    const head = git(repo, 'rev-parse', 'HEAD');
+    await assert.rejects(mergeQueue(mergeRequestsForRun(home, state)), (e) => e instanceof DirtyTreeError && /README\.md/.test(e.message) && /never merges into a dirty working tree/.test(e.message));
+    assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
+    assert.equal(fs.readFileSync(path.join(repo, 'README.md'), 'utf8'), 'uncommitted edit\n');
+  });
+
+  it('reports a task branch deleted by hand as MISSING and goes on', async () => {
+    const state = await run(repo, home, [scriptTask('gone', 'echo g > g.txt', 'test -s g.txt || exit 1'), scriptTask('kept', 'echo k > k.txt', 'test -s k.txt || exit 1')]);
+    const gone = state.tasks[0];
+    assert.ok(gone?.branch);
+    git(repo, 'worktree', 'remove', '--force', gone.dir);
+    git(repo, 'branch', '-D', gone.branch);
+    const outcomes = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.deepEqual(outcomes.map((o) => o.status), ['MISSING', 'MERGED']);
+    assert.match(outcomes[0]?.status === 'MISSING' ? outcomes[0].reason : '', /no longer exists/);
+  });
+
+  it('does not merge when the check fails on the rebased result, and uses a temporary worktree when the task\'s is gone', async () => {
+    const state = await run(repo, home, [scriptTask('needs-one-line', 'echo n > n.txt', 'test "$(wc -l < README.md)" = 1 || { echo "README.md has $(wc -l < README.md) lines"; exit 1; }')]);
+    fs.appendFileSync(path.join(repo, 'README.md'), 'line two\n');
+    git(repo, 'commit', '-qam', 'two lines');
+    const t = state.tasks[0];
+    assert.ok(t);
+    git(repo, 'worktree', 'remove', '--force', t.dir);
+    const head = git(repo, 'rev-parse', 'HEAD');
+    const [outcome] = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.equal(outcome?.status, 'CHECK_FAILED');
+    assert.match(outcome?.status === 'CHECK_FAILED' ? outcome.output : '', /README\.md has 2 lines/);
+    assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
+    assert.equal(git(repo, 'worktree', 'list').split('\n').length, 1, 'the temporary worktree is removed');
+  });
+});
