@@ -88,6 +88,8 @@ export interface TaskSummary {
   commit: string | null;
   /** Why the last attempt failed; empty on PASS. */
   reason: string;
+  /** The last attempt's check output, verbatim tail (≤ 64 KiB); empty when no check ran. */
+  checkOutput: string;
 }
 
 /** A run's outcome. */
@@ -152,7 +154,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       rateLimited: 0,
       failure: null,
       state: { key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [] },
-      summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '' },
+      summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '', checkOutput: '' },
     };
   });
   const state: RunState = {
@@ -422,6 +424,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   s.tokens = s.tokens === null || tokens === null ? null : s.tokens + tokens;
   s.verdict = verdict;
   s.reason = verdict === 'PASS' ? '' : reason;
+  s.checkOutput = row.check_output;
   task.state.status = willRetry ? 'retry_queued' : verdict;
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: n, verdict, reason, durationMs, tokens, willRetry });
   void stateFile.save();
