@@ -23,12 +23,14 @@ const node = {
 
 const targets = [
   { ...node, entryPoints: ['extension/vscode/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
-  { ...node, entryPoints: ['extension/cli/index.ts'], outfile: 'dist/cli.js', banner: node.banner },
+  { ...node, entryPoints: ['extension/cli/index.ts'], outfile: 'dist/cli.js', banner: node.banner, external: ['pg-native'] },
 ];
 
 fs.mkdirSync('dist', { recursive: true });
 // package.json says "type": "module" for the sources; the bundles in dist/ are CommonJS.
 fs.writeFileSync('dist/package.json', JSON.stringify({ type: 'commonjs' }) + '\n');
+// sql.js (the eval index) loads its wasm at run time; extension/core/store/sqljs.ts looks beside the bundle first.
+fs.copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
 
 if (watch) {
   for (const t of targets) await (await esbuild.context(t)).watch();

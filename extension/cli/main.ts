@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
 import pkg from '../../package.json';
+import { resolveHome } from '../core/config/home';
 import { ManifestError } from '../core/manifest/types';
+import { catalogCommand } from './catalog-command';
 import { demoCommand } from './demo';
 import { InputError, processIo, UsageError, type Io } from './io';
 import { lintCommand } from './lint-command';
+import { modelsCommand, postgresUrlFor } from './models-command';
 import { loadEngines, runCommand } from './run-command';
 
 /** The package version, inlined by esbuild from package.json. */
@@ -15,6 +18,8 @@ commands:
   run MANIFEST       run a swarm manifest (*.swarm.json / *.swarm.jsonc)
   lint MANIFEST...   check manifests for mistakes that waste a swarm (exit 1 on any error)
   demo               run the bundled demo (script engine: no model, account or key)
+  models             the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)
+  catalog            the model catalog (OpenRouter format): snapshot, refresh, change log
 
 options:
   --max-parallel N   attempts at once (overrides the manifest)
@@ -24,6 +29,19 @@ options:
   --baseline         run: first run every check on the untouched tree; a check that already passes proves
                      nothing, and its task is not run
   --json             lint: print findings as JSON
+  --explore          models: add untested catalog models (text→text, ≥ 32k context, free first, ≤ 10)
+  --task-type T      models: only task type T
+  --model M          models: only models whose id contains M
+  --engine E         models: only attempts run by engine E
+  --since DATE       models: only attempts that ended at or after DATE (YYYY-MM-DD or ISO 8601)
+  --log FILE         models: read this eval log instead of <home>/runs.jsonl (Ringer's runs.jsonl too)
+  --pg               models: aggregate every machine's rows in Postgres (VERDICT_PG_URL or config postgres_url)
+  --json             models, catalog: print JSON
+  --refresh          catalog: fetch the catalog now and record what changed
+  --source URL|PATH  catalog: where --refresh fetches (default: the last source, else openrouter.ai)
+  --file PATH        catalog: show this OpenRouter-format file instead of the snapshot
+  --free             catalog: only free models
+  --changes          catalog: the change log (added, removed, price_change, went_free, went_paid)
   -h, --help         this help
   -V, --version      the version
 
@@ -42,6 +60,18 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         config: { type: 'string' },
         baseline: { type: 'boolean' },
         json: { type: 'boolean' },
+        explore: { type: 'boolean' },
+        'task-type': { type: 'string' },
+        model: { type: 'string' },
+        engine: { type: 'string' },
+        since: { type: 'string' },
+        log: { type: 'string' },
+        pg: { type: 'boolean' },
+        refresh: { type: 'boolean' },
+        source: { type: 'string' },
+        file: { type: 'string' },
+        free: { type: 'boolean' },
+        changes: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'V' },
       },
@@ -69,6 +99,15 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       case 'demo':
         if (rest.length) throw new UsageError('verdict demo takes no arguments');
         return await demoCommand(flags, io);
+      case 'models': {
+        if (rest.length) throw new UsageError('verdict models takes no arguments (filters are flags)');
+        const filters = { taskType: values['task-type'], model: values.model, engine: values.engine, since: values.since };
+        const pg = values.pg ? postgresUrlFor(values.config) : undefined;
+        return await modelsCommand({ home: resolveHome(values.home), explore: values.explore === true, filters, log: values.log, json: values.json === true, pg }, io);
+      }
+      case 'catalog':
+        if (rest.length) throw new UsageError('verdict catalog takes no arguments');
+        return await catalogCommand({ home: resolveHome(values.home), refresh: values.refresh === true, source: values.source, file: values.file, free: values.free === true, changes: values.changes === true, json: values.json === true }, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

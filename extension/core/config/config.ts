@@ -13,6 +13,13 @@ export interface VerdictConfig {
   max_parallel?: number;
   /** The user means it when a task sets full_access (engines run without their sandbox); the linter warns otherwise. */
   allow_full_access?: boolean;
+  /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
+  postgres_url?: string;
+}
+
+/** The Postgres URL eval rows are mirrored to: $VERDICT_PG_URL > the config's postgres_url > none (null). */
+export function postgresUrlOf(config: VerdictConfig, env: NodeJS.ProcessEnv = process.env): string | null {
+  return env.VERDICT_PG_URL || config.postgres_url || null;
 }
 
 /**
@@ -42,6 +49,9 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   if (c.identity !== undefined && typeof c.identity !== 'string') throw new Error(`${abs}: identity: must be a string`);
   if (c.max_parallel !== undefined && !(Number.isInteger(c.max_parallel) && (c.max_parallel as number) >= 1)) {
     throw new Error(`${abs}: max_parallel: must be an integer ≥ 1`);
+  }
+  if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
+    throw new Error(`${abs}: postgres_url: must be a postgres:// or postgresql:// URL`);
   }
   if (c.allow_full_access !== undefined && typeof c.allow_full_access !== 'boolean') throw new Error(`${abs}: allow_full_access: must be true or false`);
   return { config: c as VerdictConfig, file: abs };

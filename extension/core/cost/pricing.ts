@@ -1,0 +1,36 @@
+import { findModel, microUsdPerToken, type OpenRouterModel } from '../catalog/openrouter';
+
+/** Catalog prices of one model, micro-USD per token. */
+export interface ModelPrice {
+  id: string;
+  promptMicroUsd: number;
+  completionMicroUsd: number;
+  /** tokens; null when the catalog does not say. */
+  contextLength: number | null;
+}
+
+/** The catalog's price of `model` (see findModel for how ids match); null when unlisted or priced variably. */
+export function priceOf(models: readonly OpenRouterModel[], model: string | null): ModelPrice | null {
+  if (!model) return null;
+  const m = findModel(models, model);
+  if (!m) return null;
+  const p = microUsdPerToken(m.pricing.prompt);
+  const c = microUsdPerToken(m.pricing.completion);
+  return p === null || c === null ? null : { id: m.id, promptMicroUsd: p, completionMicroUsd: c, contextLength: m.context_length ?? null };
+}
+
+/**
+ * The cost of one attempt in integer micro-USD (issue 6, "Cost and budget"): the CLI's own report when it gave one,
+ * else tokens in × prompt price + tokens out × completion price from the catalog (cached input tokens are priced
+ * as prompt tokens: an upper bound), else null. Unknown is never 0.
+ */
+export function attemptCostMicroUsd(reported: number | null, tokensIn: number | null, tokensOut: number | null, price: ModelPrice | null): number | null {
+  if (reported !== null) return reported;
+  if (!price || tokensIn === null || tokensOut === null) return null;
+  return Math.round(tokensIn * price.promptMicroUsd + tokensOut * price.completionMicroUsd);
+}
+
+/** micro-USD → "$1.234567" (six decimals: exact for integer micro-USD). */
+export function formatUsd(microUsd: number): string {
+  return `$${(microUsd / 1_000_000).toFixed(microUsd % 10_000 === 0 ? 2 : 6)}`;
+}

@@ -1,0 +1,130 @@
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { SqlValue } from 'sql.js';
+import { readSnapshot } from '../catalog/snapshot';
+import { evalLogPath } from '../config/home';
+import { readSwarmRuns, syncToPostgres } from '../store/postgres';
+import { ATTEMPT_COLUMNS, EvalIndex, openCurrentIndex, type CorruptLine } from '../store/sqlite-index';
+import { GROUP_STATS_TABLE, GROUP_COLUMNS, groupStatsSql, queryGroupStats, refreshGroupStats, type GroupStats } from './group-stats';
+import { scoreboardView, type ScoreboardFilters, type ScoreboardView } from './view';
+
+/** Where the evidence came from, for the footer of `verdict models` and the panel. */
+export interface ScoreboardSource {
+  /** runs.jsonl read (absolute), or the Postgres table. */
+  from: string;
+  /** Attempts in the evidence (all verdicts, before filters). */
+  rows: number;
+  /** Corrupt lines of runs.jsonl skipped (never fatal), with the first few. */
+  corrupt: number;
+  corruptSamples: CorruptLine[];
+  /** Postgres only: why the local outbox could not be flushed first (the table may then lack this machine's latest rows). */
+  outboxError: string | null;
+}
+
+/** Options of {@link loadScoreboard}. */
+export interface LoadScoreboardOptions {
+  /** VERDICT_HOME, absolute. */
+  home: string;
+  /** Another eval log than `<home>/runs.jsonl` (its index goes to `<home>/index/<sha256 of its path>.sqlite`). */
+  logFile?: string;
+  filters?: ScoreboardFilters;
+  /** Add untested suggestions from the catalog snapshot under home (none when there is no snapshot). */
+  explore?: boolean;
+  /** Aggregate table swarm_runs of this database (every machine) instead of the local log; flushes the outbox first. */
+  postgresUrl?: string | null;
+}
+
+const BIGINT_COLUMNS = new Set(['ord', 'tokens', 'cost_microusd'].map((c) => ATTEMPT_COLUMNS.indexOf(c as (typeof ATTEMPT_COLUMNS)[number])));
+
+/** Every attempt counted in `stats`, whatever its verdict. */
+function attemptCount(stats: readonly GroupStats[]): number {
+  return stats.reduce((n, s) => n + s.attempts + s.errors + s.rate_limits + s.other, 0);
+}
+
+/** `<home>/verdict.sqlite` for the home's own log, else a per-log index file under `<home>/index/`. */
+export function indexFileFor(home: string, logFile: string): string {
+  if (path.resolve(logFile) === path.resolve(evalLogPath(home))) return path.join(home, 'verdict.sqlite');
+  return path.join(home, 'index', `${crypto.createHash('sha256').update(path.resolve(logFile)).digest('hex').slice(0, 16)}.sqlite`);
+}
+
+/** SQL condition and parameters for the filters applied while aggregating (engine, since). */
+function aggregationWhere(f: ScoreboardFilters): { where: string; params: SqlValue[] } {
+  const parts: string[] = [];
+  const params: SqlValue[] = [];
+  if (f.engine) {
+    parts.push('engine = ?');
+    params.push(f.engine);
+  }
+  if (f.since) {
+    parts.push('ended_at >= ?');
+    params.push(new Date(f.since).toISOString());
+  }
+  return { where: parts.length ? parts.join(' AND ') : '1', params };
+}
+
+/**
+ * Opens the index of the eval log, bringing it up to date (incrementally, under a lock) and keeping its materialized
+ * per-group aggregates in step. The caller closes it.
+ */
+export async function openScoreboardIndex(home: string, logFile = evalLogPath(home)): Promise<EvalIndex> {
+  const { index } = await openCurrentIndex(
+    logFile,
+    indexFileFor(home, logFile),
+    (i) => i.db.run(GROUP_STATS_TABLE),
+    (i, u) => refreshGroupStats(i.db, u.touched, u.rebuilt),
+  );
+  return index;
+}
+
+/**
+ * Per-group evidence from an open index: the materialized aggregates when no engine/since filter applies (fast),
+ * else aggregated from the attempts now.
+ */
+export function indexGroupStats(index: EvalIndex, filters: ScoreboardFilters = {}): GroupStats[] {
+  const { where, params } = aggregationWhere(filters);
+  if (where === '1') return queryGroupStats(index.db, `SELECT ${GROUP_COLUMNS.join(', ')} FROM group_stats`);
+  return queryGroupStats(index.db, groupStatsSql(where), params);
+}
+
+/**
+ * The scoreboard for `verdict models` and the dashboard: evidence from the local eval log (or Postgres), filters
+ * applied, tiers, untested catalog models with `explore`. This is the one call the scoreboard panel needs.
+ * @throws Error when `since` is not a date; Postgres errors when `postgresUrl` is given and the database cannot be
+ *   read (a failed outbox flush is not an error: it is reported in source.outboxError)
+ */
+export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ view: ScoreboardView; source: ScoreboardSource }> {
+  const filters = opts.filters ?? {};
+  if (filters.since && Number.isNaN(Date.parse(filters.since))) throw new Error(`since: "${filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
+  const catalog = opts.explore ? readSnapshot(opts.home)?.data ?? [] : null;
+  if (opts.postgresUrl) {
+    let outboxError: string | null = null;
+    try {
+      await syncToPostgres(opts.home, opts.postgresUrl);
+    } catch (e) {
+      outboxError = (e as Error).message;
+    }
+    const rows = await readSwarmRuns(opts.postgresUrl);
+    const index = await EvalIndex.open(evalLogPath(opts.home), null);
+    try {
+      const insert = index.db.prepare(`INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (?${', ?'.repeat(ATTEMPT_COLUMNS.length - 1)})`);
+      index.db.run('BEGIN');
+      // pg returns BIGINT columns (ord, tokens, cost_microusd) as strings.
+      for (const r of rows) insert.run(r.map((v, i) => (BIGINT_COLUMNS.has(i) && typeof v === 'string' ? Number(v) : (v as SqlValue))));
+      index.db.run('COMMIT');
+      insert.free();
+      const { where, params } = aggregationWhere(filters);
+      const stats = queryGroupStats(index.db, groupStatsSql(where), params);
+      return { view: scoreboardView(stats, catalog, filters), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError } };
+    } finally {
+      index.close();
+    }
+  }
+  const logFile = path.resolve(opts.logFile ?? evalLogPath(opts.home));
+  const index = await openScoreboardIndex(opts.home, logFile);
+  try {
+    const stats = indexGroupStats(index, filters);
+    return { view: scoreboardView(stats, catalog, filters), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
+  } finally {
+    index.close();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The columns the scoreboard needs from one eval row, read from either format runs.jsonl holds: Verdict's rows
+ * (extension/core/store/eval-row.ts) and Ringer's (its columns only: run_id, task_key, spec, worker_engine, verdict,
+ * duration_ms, worker_tokens, model, task_type, retry, identity, notes). Ringer's rows import as they are: what
+ * they lack stays null.
+ */
+export interface IndexRow {
+  run_id: string;
+  task_key: string;
+  /** 1-based attempt number; null for Ringer rows, which have none. */
+  attempt: number | null;
+  /** Order of attempts within a task: the attempt number, or for Ringer rows the line number in the log. */
+  ord: number;
+  /**
+   * The stamped model: the row's `model`, else the model the CLI reported. Null means quarantined: such a row is
+   * shown apart and never credited to the engine's default model (issue 6, "Model identity").
+   */
+  model: string | null;
+  /** '' when the row has no task type (SQLite groups '' and NULL apart; one key keeps grouping simple). */
+  task_type: string;
+  engine: string;
+  harness: string | null;
+  lab: string | null;
+  reported_model: string | null;
+  access_plan: string | null;
+  reasoning_effort: string | null;
+  verdict: string;
+  /** ms */
+  duration_ms: number | null;
+  /** tokens in + out (worker_tokens), null when unknown. */
+  tokens: number | null;
+  /** Integer micro-USD, null when unknown (unknown is never 0). */
+  cost_microusd: number | null;
+  /** ISO 8601 end of the attempt (Ringer: logged_at when present), null when the row has no time. */
+  ended_at: string | null;
+  identity: string | null;
+  host: string | null;
+  format: 'verdict' | 'ringer';
+}
+
+/** Verdicts that judge the model: they count in the pass rates. ERROR and RATE_LIMITED are shown apart. */
+export const JUDGED_VERDICTS = ['PASS', 'FAIL', 'TIMEOUT'] as const;
+
+/** Thrown for a row that cannot be indexed; the message names the field. */
+export class RowError extends Error {
+  override name = 'RowError';
+}
+
+type Obj = Record<string, unknown>;
+
+function str(o: Obj, field: string, required: boolean): string | null {
+  const v = o[field];
+  if (v === undefined || v === null) {
+    if (required) throw new RowError(`field "${field}" is missing`);
+    return null;
+  }
+  if (typeof v !== 'string') throw new RowError(`field "${field}" must be a string, got ${JSON.stringify(v)}`);
+  if (required && !v) throw new RowError(`field "${field}" is empty`);
+  return v;
+}
+
+function num(o: Obj, field: string, integer = false): number | null {
+  const v = o[field];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (integer && !Number.isInteger(v))) {
+    throw new RowError(`field "${field}" must be a${integer ? 'n integer' : ' number'} ≥ 0 or null, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/**
+ * Reads one parsed JSON line of runs.jsonl into the indexed columns.
+ * @param line 1-based line number, used as the attempt order of Ringer rows
+ * @throws RowError naming the field when the row is not an object or a required field (run_id, task_key,
+ *   worker_engine, verdict) is missing or of the wrong type, or a number field is not a number ≥ 0
+ */
+export function toIndexRow(value: unknown, line: number): IndexRow {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new RowError('the line is not a JSON object');
+  const o = value as Obj;
+  const attempt = num(o, 'attempt', true);
+  if (attempt === 0) throw new RowError('field "attempt" must be ≥ 1');
+  const tokensIn = num(o, 'tokens_in');
+  const tokensOut = num(o, 'tokens_out');
+  const tokens = tokensIn !== null && tokensOut !== null ? tokensIn + tokensOut : num(o, 'worker_tokens');
+  const model = str(o, 'model', false) || null;
+  const reported = str(o, 'reported_model', false) || null;
+  return {
+    run_id: str(o, 'run_id', true) as string,
+    task_key: str(o, 'task_key', true) as string,
+    attempt,
+    ord: attempt ?? line,
+    model: model ?? reported,
+    task_type: str(o, 'task_type', false) ?? '',
+    engine: str(o, 'worker_engine', true) as string,
+    harness: str(o, 'harness', false),
+    lab: str(o, 'lab', false),
+    reported_model: reported,
+    access_plan: str(o, 'access_plan', false),
+    reasoning_effort: str(o, 'reasoning_effort', false),
+    verdict: (str(o, 'verdict', true) as string).toUpperCase(),
+    duration_ms: num(o, 'duration_ms'),
+    tokens,
+    cost_microusd: num(o, 'cost_microusd', true),
+    ended_at: str(o, 'ended_at', false) ?? str(o, 'logged_at', false),
+    identity: str(o, 'identity', false),
+    host: str(o, 'host', false),
+    format: attempt !== null && typeof o.harness === 'string' ? 'verdict' : 'ringer',
+  };
+}

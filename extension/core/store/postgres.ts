@@ -1,0 +1,202 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import writeFileAtomic from 'write-file-atomic';
+import { withLock } from '../git/lock';
+import { toIndexRow, type IndexRow } from './index-row';
+import { readCompleteLines } from './log-lines';
+import { ATTEMPT_COLUMNS } from './sqlite-index';
+
+/**
+ * Table swarm_runs: every machine's eval rows, so one scoreboard covers them all. `row_key` makes a row land once:
+ * `run_id/task_key/attempt` (run ids are unique across machines), or `sha256:<line>` for Ringer rows, which have no
+ * attempt number. `row` holds the whole eval row as written to runs.jsonl.
+ */
+export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
+  row_key TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER, ord BIGINT NOT NULL, model TEXT, task_type TEXT NOT NULL,
+  engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT,
+  verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
+  identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now())`;
+
+/** Rows per INSERT statement. */
+const BATCH_ROWS = 500;
+/** ms allowed to connect; an outage must not hold a run up. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** The outbox cursor: how much of runs.jsonl has reached which database. */
+interface Cursor {
+  /** sha256 of the URL: another database starts from byte 0 (row_key keeps that from duplicating). */
+  target: string;
+  /** Bytes of runs.jsonl sent. */
+  offset: number;
+  /** Lines of runs.jsonl sent (Ringer rows are ordered by line). */
+  lines: number;
+}
+
+/** `<home>/postgres-outbox.json`: the cursor. The outbox is runs.jsonl after the cursor: nothing is copied. */
+export function cursorPath(home: string): string {
+  return path.join(home, 'postgres-outbox.json');
+}
+
+/** The idempotency key of one row; see SWARM_RUNS_DDL. */
+export function rowKey(row: IndexRow, line: string): string {
+  return row.attempt !== null ? `${row.run_id}/${row.task_key}/${row.attempt}` : `sha256:${crypto.createHash('sha256').update(line).digest('hex')}`;
+}
+
+function readCursor(home: string, target: string): Cursor {
+  try {
+    const c = JSON.parse(fs.readFileSync(cursorPath(home), 'utf8')) as Cursor;
+    if (c.target === target && Number.isInteger(c.offset) && Number.isInteger(c.lines)) return c;
+  } catch {
+    // no cursor yet (or a damaged one): send from the start; row_key drops what is already there
+  }
+  return { target, offset: 0, lines: 0 };
+}
+
+/** What one sync did. */
+export interface SyncResult {
+  /** Rows inserted now (rows already in the table are not counted). */
+  inserted: number;
+  /** Rows read from the outbox and sent (inserted or already there). */
+  sent: number;
+  /** Lines skipped as corrupt. */
+  corrupt: number;
+}
+
+/** A client connected to `url` with Verdict's timeouts; the caller ends it. */
+export async function connectPostgres(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  client.on('error', () => undefined); // a dropped connection surfaces on the next query instead of crashing
+  try {
+    await client.connect();
+  } catch (e) {
+    await client.end().catch(() => undefined);
+    throw e;
+  }
+  return client;
+}
+
+/**
+ * Sends the rows of `<home>/runs.jsonl` that have not reached `url` yet to table swarm_runs (created if missing),
+ * in batches, each in one transaction; the cursor moves only after a batch is committed, so an outage at any point
+ * loses nothing, and a batch re-sent after a crash lands once (ON CONFLICT (row_key) DO NOTHING). Runs under a
+ * lock: two syncs never send the same rows at once. A half-written trailing line waits for the next sync.
+ * @throws Error from pg when the database cannot be reached or refuses a statement; the rows stay in the outbox
+ */
+export async function syncToPostgres(home: string, url: string): Promise<SyncResult> {
+  const logFile = path.join(home, 'runs.jsonl');
+  const target = crypto.createHash('sha256').update(url).digest('hex');
+  fs.mkdirSync(home, { recursive: true });
+  return withLock(cursorPath(home), async () => {
+    const cursor = readCursor(home, target);
+    const pending: { key: string; row: IndexRow; text: string; end: number; line: number }[] = [];
+    let corrupt = 0;
+    let line = cursor.lines;
+    const end = readCompleteLines(logFile, cursor.offset, ({ text, offset }) => {
+      line++;
+      if (!text.trim()) return;
+      try {
+        const row = toIndexRow(JSON.parse(text), line);
+        pending.push({ key: rowKey(row, text), row, text, end: offset + Buffer.byteLength(text) + 1, line });
+      } catch {
+        corrupt++;
+      }
+    });
+    const result: SyncResult = { inserted: 0, sent: 0, corrupt };
+    if (end === cursor.offset) return result;
+    const client = await connectPostgres(url);
+    try {
+      await client.query(SWARM_RUNS_DDL);
+      const cols = ['row_key', ...ATTEMPT_COLUMNS, 'row'];
+      for (let i = 0; i < pending.length; i += BATCH_ROWS) {
+        const batch = pending.slice(i, i + BATCH_ROWS);
+        const values: unknown[] = [];
+        const tuples = batch.map((p) => {
+          const base = values.length;
+          values.push(p.key, ...ATTEMPT_COLUMNS.map((c) => p.row[c]), p.text);
+          return `(${cols.map((_, j) => `$${base + j + 1}`).join(', ')})`;
+        });
+        await client.query('BEGIN');
+        const res = await client.query(`INSERT INTO swarm_runs (${cols.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (row_key) DO NOTHING`, values);
+        await client.query('COMMIT');
+        result.inserted += res.rowCount ?? 0;
+        result.sent += batch.length;
+        const last = batch[batch.length - 1] as (typeof pending)[number];
+        await writeFileAtomic(cursorPath(home), JSON.stringify({ target, offset: last.end, lines: last.line } satisfies Cursor));
+      }
+      // Past trailing corrupt or blank lines too.
+      await writeFileAtomic(cursorPath(home), JSON.stringify({ target, offset: end, lines: line } satisfies Cursor));
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    return result;
+  });
+}
+
+/** Rows of swarm_runs as attempts-table rows (ATTEMPT_COLUMNS order), for aggregating every machine's evidence. */
+export async function readSwarmRuns(url: string): Promise<unknown[][]> {
+  const client = await connectPostgres(url);
+  try {
+    await client.query(SWARM_RUNS_DDL);
+    const res = await client.query({ text: `SELECT ${ATTEMPT_COLUMNS.join(', ')} FROM swarm_runs`, rowMode: 'array' });
+    return res.rows as unknown[][];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Keeps Postgres in step during a run: {@link kick} after each row starts a sync unless one is running (then one
+ * more follows it). Never throws; the last error is kept for the run's report.
+ */
+export class PostgresMirror {
+  private running: Promise<void> | null = null;
+  private again = false;
+  /** The last sync error, null after a successful sync. */
+  lastError: string | null = null;
+
+  constructor(
+    private readonly home: string,
+    private readonly url: string,
+  ) {}
+
+  /** Starts a sync in the background. */
+  kick(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await syncToPostgres(this.home, this.url);
+          this.lastError = null;
+        } catch (e) {
+          this.lastError = (e as Error).message || String(e);
+        }
+      } while (this.again);
+    })().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /**
+   * Waits for the running sync and makes one last one, at most `timeoutMs` ms in all.
+   * @returns null when everything reached the database, else why rows still wait in the outbox
+   */
+  async flush(timeoutMs: number): Promise<string | null> {
+    const work = (async () => {
+      await this.running;
+      this.kick();
+      await this.running;
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
+    const won = await Promise.race([work.then(() => 'done' as const), timeout]);
+    clearTimeout(timer);
+    return won === 'timeout' ? `still sending after ${timeoutMs} ms` : this.lastError;
+  }
+}
