@@ -1,6 +1,7 @@
 // One esbuild options object per target; `node esbuild.mjs --watch` rebuilds on change. Type-checking is separate:
 // `npx tsc -p .` (strict, noEmit).
 import * as esbuild from 'esbuild';
+import sveltePlugin from 'esbuild-svelte';
 import fs from 'node:fs';
 
 const watch = process.argv.includes('--watch');
@@ -24,6 +25,29 @@ const node = {
 const targets = [
   { ...node, entryPoints: ['extension/vscode/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
   { ...node, entryPoints: ['extension/cli/index.ts'], outfile: 'dist/cli.js', banner: node.banner, external: ['pg-native'] },
+  // The dashboard (Svelte 5) for both hosts: dashboard.js + dashboard.css (component CSS emitted as a file, never
+  // injected: the page's CSP has no 'unsafe-inline'), and themes.css, the browser host's --vscode-* colour sets.
+  {
+    entryPoints: { dashboard: 'webview/main.ts', themes: 'webview/themes.css' },
+    outdir: 'dist/webview',
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    conditions: ['svelte', 'browser'],
+    mainFields: ['svelte', 'browser', 'module', 'main'],
+    plugins: [
+      sveltePlugin({
+        compilerOptions: { css: 'external', dev: false },
+        // The toolkit's <vscode-button> is a focusable role=button element with its own keyboard handling; Svelte
+        // cannot know that of a custom element.
+        filterWarnings: (w) => !(/^a11y_(click_events_have_key_events|interactive_supports_focus|no_static_element_interactions)/.test(w.code) && /<vscode-/.test(w.frame ?? '')),
+      }),
+    ],
+    sourcemap: !production,
+    minify: true,
+    logLevel: 'info',
+  },
 ];
 
 fs.mkdirSync('dist', { recursive: true });

@@ -4,6 +4,7 @@ import { resolveHome } from '../core/config/home';
 import { ManifestError } from '../core/manifest/types';
 import { catalogCommand } from './catalog-command';
 import { demoCommand } from './demo';
+import { hudCommand } from './hud/hud-command';
 import { InputError, processIo, UsageError, type Io } from './io';
 import { lintCommand } from './lint-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
@@ -20,6 +21,7 @@ commands:
   demo               run the bundled demo (script engine: no model, account or key)
   models             the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)
   catalog            the model catalog (OpenRouter format): snapshot, refresh, change log
+  hud                serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)
 
 options:
   --max-parallel N   attempts at once (overrides the manifest)
@@ -29,6 +31,9 @@ options:
   --baseline         run: first run every check on the untouched tree; a check that already passes proves
                      nothing, and its task is not run
   --json             lint: print findings as JSON
+  --no-dashboard     run: do not reuse, start or open the dashboard (it is never started without a display)
+  --port N           hud: port on 127.0.0.1 (default 8700; 0: any free port)
+  --no-open          hud: print the URL, do not open a browser
   --explore          models: add untested catalog models (text→text, ≥ 32k context, free first, ≤ 10)
   --task-type T      models: only task type T
   --model M          models: only models whose id contains M
@@ -60,6 +65,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         config: { type: 'string' },
         baseline: { type: 'boolean' },
         json: { type: 'boolean' },
+        'no-dashboard': { type: 'boolean' },
+        port: { type: 'string' },
+        'no-open': { type: 'boolean' },
+        'idle-exit-s': { type: 'string' },
         explore: { type: 'boolean' },
         'task-type': { type: 'string' },
         model: { type: 'string' },
@@ -85,7 +94,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.out(USAGE);
       return values.help ? 0 : 2;
     }
-    const flags = { maxParallel: values['max-parallel'], identity: values.identity, home: values.home, config: values.config, baseline: values.baseline };
+    const flags = { maxParallel: values['max-parallel'], identity: values.identity, home: values.home, config: values.config, baseline: values.baseline, dashboard: values['no-dashboard'] !== true };
     switch (command) {
       case 'run': {
         if (rest.length !== 1) throw new UsageError('verdict run takes exactly one manifest path');
@@ -99,6 +108,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       case 'demo':
         if (rest.length) throw new UsageError('verdict demo takes no arguments');
         return await demoCommand(flags, io);
+      case 'hud':
+        if (rest.length) throw new UsageError('verdict hud takes no arguments');
+        return await hudCommand({ home: resolveHome(values.home), port: values.port, open: values['no-open'] !== true, idleExitS: values['idle-exit-s'] }, io);
       case 'models': {
         if (rest.length) throw new UsageError('verdict models takes no arguments (filters are flags)');
         const filters = { taskType: values['task-type'], model: values.model, engine: values.engine, since: values.since };

@@ -10,6 +10,7 @@ import { eventLine, verdictTable } from './format';
 import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
+import { dashboardForRun } from './hud/hud-command';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
 export interface RunFlags {
@@ -19,6 +20,8 @@ export interface RunFlags {
   config?: string;
   /** Run every check on the untouched tree first; tasks whose check already passes are not run. */
   baseline?: boolean;
+  /** Reuse (or, with a display, start and open) the dashboard; false with --no-dashboard. Default true. */
+  dashboard?: boolean;
 }
 
 /**
@@ -52,6 +55,8 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
   if (maxParallel === undefined && config.max_parallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = config.max_parallel;
   const home = resolveHome(flags.home);
   const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: config.identity });
+
+  if (flags.dashboard !== false) await dashboardForRun(home, io);
 
   const controller = new AbortController();
   let interrupts = 0;

@@ -6,7 +6,7 @@ import type { Verdict } from '../store/eval-row';
  * Where a task is in its life; a final verdict once it is done. SKIPPED: with --baseline, the check already passed on
  * the untouched tree, so no worker ran (a check that cannot fail there proves nothing).
  */
-export type TaskStatus = 'queued' | 'preparing' | 'baseline' | 'running' | 'checking' | 'retry_queued' | Verdict | 'SKIPPED';
+export type TaskStatus = 'queued' | 'preparing' | 'baseline' | 'running' | 'checking' | 'retry_queued' | Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED';
 
 /** One attempt as shown live. Times epoch ms. */
 export interface AttemptState {

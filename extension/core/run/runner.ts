@@ -15,6 +15,7 @@ import { reservePort } from './ports';
 import { preflight } from './preflight';
 import { failureText, retryPrompt } from './prompt';
 import { Scheduler } from './scheduler';
+import { RunSpend, type RunSpendReport } from './spend';
 
 /** Options of {@link runManifest}. */
 export interface RunOptions {
@@ -40,6 +41,8 @@ export interface RunOptions {
    * SKIPPED (its check cannot prove the worker's work) and no worker runs.
    */
   baseline?: boolean;
+  /** Mirror every eval row to this Postgres (table swarm_runs); null/absent: none. Never fails the run. */
+  postgresUrl?: string | null;
 }
 
 /**
@@ -69,6 +72,7 @@ export type RunEvent =
   | { type: 'attempt-checking'; key: string; attempt: number }
   | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string; durationMs: number; tokens: number | null; willRetry: boolean }
   | { type: 'task-cancelled'; key: string }
+  /** The task was not run: SKIPPED by --baseline, or BUDGET_EXCEEDED (see TaskSummary.verdict). */
   | { type: 'task-skipped'; key: string; reason: string }
   | { type: 'task-note'; key: string; note: string }
   | { type: 'run-finished'; summary: RunSummary };
@@ -76,8 +80,11 @@ export type RunEvent =
 /** One task's outcome. */
 export interface TaskSummary {
   key: string;
-  /** The last attempt's verdict; SKIPPED when --baseline found the check already passing. */
-  verdict: Verdict | 'SKIPPED';
+  /**
+   * The last attempt's verdict; SKIPPED when --baseline found the check already passing; BUDGET_EXCEEDED when an
+   * attempt was not started because it could pass the manifest's budget_usd.
+   */
+  verdict: Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED';
   attempts: number;
   /** Sum over attempts, ms. */
   durationMs: number;
@@ -102,6 +109,8 @@ export interface RunSummary {
   tasks: TaskSummary[];
   /** True when every task passed. */
   allPassed: boolean;
+  /** Spend (micro-USD), budget and Postgres outbox state: see RunSpendReport. */
+  spend: RunSpendReport;
 }
 
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
@@ -190,13 +199,18 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     emit({ type: 'task-cancelled', key: task.spec.key });
     void stateFile.save();
   };
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit };
+  const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit, spend };
   const scheduler = new Scheduler<TaskRuntime>(
     maxParallel,
     async (task) => {
       if (task.abort.signal.aborted) return markCancelled(task);
       if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
+      // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
+      const reservation = spend.admit(task.spec.engine, task.state.model);
+      if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
       const outcome = await runAttempt(ctx, task);
+      spend.settle(reservation, outcome.costMicroUsd);
       if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
     },
     (task) => markCancelled(task),
@@ -225,6 +239,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     durationMs: state.endedAt - startedAt,
     tasks: summaries,
     allPassed: summaries.every((s) => s.verdict === 'PASS'),
+    spend: await spend.finish(),
   };
   emit({ type: 'run-finished', summary });
   return summary;
@@ -238,10 +253,11 @@ interface AttemptContext {
   binaries: Map<string, string>;
   repo: Awaited<ReturnType<typeof preflight>>['repo'];
   emit: (e: RunEvent) => void;
+  spend: RunSpend;
 }
 
 /** Runs one attempt of `task` and records it. Returns when (and after how long) the task should run again. */
-async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ requeueAfterMs: number | null }> {
+async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ requeueAfterMs: number | null; costMicroUsd: number | null }> {
   const { opts, runId, stateFile } = ctx;
   const { spec, engine } = task;
   const n = task.used + task.rateLimited + 1;
@@ -401,7 +417,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     tokens_out: usage?.tokensOut ?? null,
     tokens_cached: usage?.tokensCached ?? null,
     tokens_reasoning: usage?.tokensReasoning ?? null,
-    cost_microusd: usage?.costMicroUsd ?? null,
+    cost_microusd: ctx.spend.cost(usage, task.state.model),
     check_exit_code: checkExit,
     check_output: tailBytes(checkOutput, CHECK_OUTPUT_ROW_BYTES),
     worker_exit_code: worker?.exitCode ?? null,
@@ -417,6 +433,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     receipt_path: files.receipt,
   };
   await appendEvalRow(evalLogPath(opts.home), row);
+  ctx.spend.rowWritten();
 
   const s = task.summary;
   s.attempts = n;
@@ -428,15 +445,25 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   task.state.status = willRetry ? 'retry_queued' : verdict;
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: n, verdict, reason, durationMs, tokens, willRetry });
   void stateFile.save();
-  if (!willRetry) return { requeueAfterMs: null };
+  const costMicroUsd = row.cost_microusd;
+  if (!willRetry) return { requeueAfterMs: null, costMicroUsd };
   if (rateLimited) {
     const backoff = RATE_LIMIT_BASE_MS * 2 ** (task.rateLimited - 1);
-    return { requeueAfterMs: backoff + Math.floor(Math.random() * backoff) };
+    return { requeueAfterMs: backoff + Math.floor(Math.random() * backoff), costMicroUsd };
   }
-  return { requeueAfterMs: 0 };
+  return { requeueAfterMs: 0, costMicroUsd };
 }
 
 class Cancelled extends Error {}
+
+/** Ends a task BUDGET_EXCEEDED: its next attempt was not started (no eval row: no worker ran). */
+function budgetExceeded(ctx: AttemptContext, task: TaskRuntime, reason: string): void {
+  task.state.status = 'BUDGET_EXCEEDED';
+  task.summary.verdict = 'BUDGET_EXCEEDED';
+  task.summary.reason = reason;
+  ctx.emit({ type: 'task-skipped', key: task.spec.key, reason });
+  void ctx.stateFile.save();
+}
 
 /**
  * --baseline: prepares the task dir and runs the check before any worker. True when the check already passes (the

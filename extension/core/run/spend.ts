@@ -1,0 +1,73 @@
+import type { UsageReport } from '../../../engines/types';
+import { refreshInBackground } from '../catalog/refresh';
+import { readSnapshotQuietly } from '../catalog/snapshot';
+import { Budget, type Reservation } from '../cost/budget';
+import { attemptCostMicroUsd, priceOf } from '../cost/pricing';
+import { PostgresMirror } from '../store/postgres';
+
+/** How a run ended money-wise, for its summary. */
+export interface RunSpendReport {
+  /** Known spend, integer micro-USD (attempts of unknown cost count their reservation). */
+  spentMicroUsd: number;
+  /** The manifest's budget_usd in micro-USD, null without one. */
+  budgetMicroUsd: number | null;
+  /** null when every row reached Postgres (or none is configured), else why rows wait in the outbox. */
+  postgresPending: string | null;
+}
+
+/** ms a run waits at its end for rows to reach Postgres; the rest waits in the outbox for the next sync. */
+const POSTGRES_FLUSH_MS = 10_000;
+
+/**
+ * What a run does about money and shared records, kept out of the runner's lifecycle code: the budget
+ * (extension/core/cost/budget.ts), each attempt's cost (CLI report, else tokens × catalog price), the catalog's
+ * background refresh (at most once in 24 h, stopped when the run ends), and the Postgres mirror of eval rows.
+ * None of these ever fails a run.
+ */
+export class RunSpend {
+  private readonly budget: Budget;
+  private readonly catalog;
+  private readonly mirror: PostgresMirror | null;
+  private readonly refresh = new AbortController();
+
+  /**
+   * @param budgetUsd the manifest's budget_usd, null for none
+   * @param postgresUrl where rows are mirrored (VERDICT_PG_URL / config postgres_url), null for nowhere
+   */
+  constructor(home: string, budgetUsd: number | null, postgresUrl: string | null) {
+    this.budget = new Budget(budgetUsd === null ? null : Math.round(budgetUsd * 1_000_000));
+    this.catalog = readSnapshotQuietly(home)?.data ?? [];
+    this.mirror = postgresUrl ? new PostgresMirror(home, postgresUrl) : null;
+    void refreshInBackground(home, this.refresh.signal);
+  }
+
+  /** Reserves an attempt's worst case; a string (the reason) when the attempt must not start. */
+  admit(engine: string, model: string | null): Reservation | string {
+    const key = `${engine}/${model ?? ''}`;
+    const price = priceOf(this.catalog, model);
+    return this.budget.reserve(key, price) ?? this.budget.refusal(key, price);
+  }
+
+  /** The attempt's cost, integer micro-USD or null: see attemptCostMicroUsd. */
+  cost(usage: UsageReport | null, model: string | null): number | null {
+    if (!usage) return null;
+    return attemptCostMicroUsd(usage.costMicroUsd, usage.tokensIn, usage.tokensOut, priceOf(this.catalog, model ?? usage.reportedModel));
+  }
+
+  /** Settles a reservation with the attempt's cost. */
+  settle(r: Reservation, costMicroUsd: number | null): void {
+    this.budget.settle(r, costMicroUsd);
+  }
+
+  /** An eval row was appended: send it (and any waiting) to Postgres in the background. */
+  rowWritten(): void {
+    this.mirror?.kick();
+  }
+
+  /** Stops the catalog refresh, gives Postgres a last chance, and reports the spend. */
+  async finish(): Promise<RunSpendReport> {
+    this.refresh.abort();
+    const postgresPending = this.mirror ? await this.mirror.flush(POSTGRES_FLUSH_MS) : null;
+    return { spentMicroUsd: this.budget.spentMicroUsd, budgetMicroUsd: this.budget.capMicroUsd, postgresPending };
+  }
+}
