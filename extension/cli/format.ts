@@ -1,3 +1,4 @@
+import { formatUsd } from '../core/cost/pricing';
 import type { RunEvent, RunSummary } from '../core/run/runner';
 
 /** Seconds with one decimal from ms: 1234 → "1.2s". */
@@ -5,7 +6,7 @@ export function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
 }
 
-const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?' };
+const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?', BUDGET_EXCEEDED: '$' };
 
 /** One line for a run event, prefixed with the local time; null for events that print nothing. */
 export function eventLine(e: RunEvent, now = new Date()): string | null {
@@ -41,6 +42,9 @@ export function verdictTable(s: RunSummary): string {
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
   const passed = s.tasks.filter((t) => t.verdict === 'PASS').length;
   const footer = `${passed}/${s.tasks.length} passed in ${seconds(s.durationMs)}${s.cancelled ? ' (cancelled)' : ''} — run ${s.runId}`;
+  const { spentMicroUsd, budgetMicroUsd, postgresPending } = s.spend;
+  const money = budgetMicroUsd !== null ? `spent ${formatUsd(spentMicroUsd)} of the ${formatUsd(budgetMicroUsd)} budget` : spentMicroUsd ? `spent ${formatUsd(spentMicroUsd)}` : '';
+  const notes = [money, postgresPending ? `postgres: rows wait in the outbox (${postgresPending})` : ''].filter(Boolean);
   const branches = s.tasks.filter((t) => t.branch && t.commit).map((t) => `  ${t.branch}  ${t.commit?.slice(0, 10)}`);
-  return [line(head), ...rows.map(line), '', footer, ...(branches.length ? ['task branches with the work:', ...branches] : [])].join('\n');
+  return [line(head), ...rows.map(line), '', footer, ...notes, ...(branches.length ? ['task branches with the work:', ...branches] : [])].join('\n');
 }

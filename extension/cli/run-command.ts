@@ -1,4 +1,4 @@
-import { loadConfig } from '../core/config/config';
+import { loadConfig, postgresUrlOf } from '../core/config/config';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/identity';
 import { loadManifest } from '../core/manifest/load';
@@ -78,6 +78,7 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
       maxParallel,
       signal: controller.signal,
       baseline: flags.baseline === true,
+      postgresUrl: postgresUrlOf(config),
       onEvent: (e) => {
         const line = eventLine(e);
         if (line) io.out(line);
