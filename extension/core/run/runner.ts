@@ -9,6 +9,7 @@ import { StateFile, shortHost, type AttemptState, type RunState, type TaskState 
 import type { Manifest, TaskSpec } from '../manifest/types';
 import { supervise, type Receipt } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
+import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } from '../store/eval-row';
 import { runCheck } from './check';
 import { reservePort } from './ports';
@@ -413,6 +414,8 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     harness: engine.harness,
     lab: labOf(task.state.model),
     reported_model: usage?.reportedModel ?? null,
+    access_plan: accessPlanOf(ctx.env),
+    reasoning_effort: reasoningEffortOf(spec.engineArgs),
     tokens_in: usage?.tokensIn ?? null,
     tokens_out: usage?.tokensOut ?? null,
     tokens_cached: usage?.tokensCached ?? null,

@@ -29,6 +29,10 @@ export interface EvalRow {
   /** The lab behind the model when the model id names it (`openai/gpt-5` → openai), else null. */
   lab: string | null;
   reported_model: string | null;
+  /** How the model was paid for (api, subscription, free…), from $VERDICT_ACCESS_PLAN; null when not stamped. */
+  access_plan: string | null;
+  /** The reasoning effort asked for in engine_args (see model-identity.ts), null when none. */
+  reasoning_effort: string | null;
   tokens_in: number | null;
   tokens_out: number | null;
   tokens_cached: number | null;
