@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { scoreboardFromEvalLog } from '../../core/dashboard/scoreboard-rows';
+import { listRuns } from '../../core/live/registry';
+import type { DashboardLog } from '../../core/dashboard/source';
+import type { Io } from '../io';
+import { UsageError } from '../io';
+import { packageRoot } from '../package-root';
+import { canOpenBrowser, openInBrowser } from './browser';
+import { findRunningHud, removeHudRecord, writeHudRecord } from './hud-file';
+import { startHud, type Hud } from './server';
+
+/** The hud's usual port. */
+export const DEFAULT_HUD_PORT = 8700;
+
+/** Flags of `verdict hud`. */
+export interface HudFlags {
+  home: string;
+  /** As typed; undefined: DEFAULT_HUD_PORT, or a free port when that one is taken. */
+  port?: string;
+  open: boolean;
+  /** Exit after this many seconds with no page connected and no run running (a hud `verdict run` started). */
+  idleExitS?: string;
+}
+
+/**
+ * `verdict hud`: serves the dashboard of every run under `home` on 127.0.0.1, records itself in `<home>/hud.json`
+ * for `verdict run` to reuse, prints the URL and opens it (unless --no-open or there is no display). Runs until
+ * SIGINT/SIGTERM (or --idle-exit-s). Returns the exit code: 0 on a clean stop, 2 on bad flags or a taken port.
+ */
+export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): Promise<number> {
+  const explicit = flags.port !== undefined;
+  const port = explicit ? Number(flags.port) : DEFAULT_HUD_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got "${flags.port}"`);
+  const idle = flags.idleExitS === undefined ? null : Number(flags.idleExitS);
+  if (idle !== null && !(idle > 0)) throw new UsageError(`--idle-exit-s must be a positive number, got "${flags.idleExitS}"`);
+  const running = await findRunningHud(flags.home);
+  if (running) {
+    io.out(`verdict hud already serves ${flags.home}: ${running}`);
+    if (flags.open && canOpenBrowser()) await openInBrowser(running);
+    return 0;
+  }
+  const log: DashboardLog = { info: (m) => io.err(`${new Date().toISOString()} ${m}`), warn: (m) => io.err(`${new Date().toISOString()} ${m}`) };
+  // extension/core/scoreboard is not there yet: a minimal aggregation of runs.jsonl.
+  const scoreboard = async () => ({ rows: await scoreboardFromEvalLog(flags.home), source: 'runs.jsonl (minimal aggregation)' });
+  let hud: Hud;
+  try {
+    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+    if (explicit) {
+      io.err(`verdict: port ${port} on 127.0.0.1 is taken; pick another with --port (0: any free port)`);
+      return 2;
+    }
+    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard });
+    io.err(`port ${port} is taken; serving on ${hud.port} instead`);
+  }
+  writeHudRecord(flags.home, { pid: process.pid, port: hud.port, url: hud.url, home: flags.home, startedAt: Date.now() });
+  io.out(`verdict hud: ${hud.url}`);
+  io.out(`(every run under ${flags.home}; 127.0.0.1 only; the token in the URL is required; Ctrl-C stops)`);
+  if (flags.open && canOpenBrowser()) {
+    const err = await openInBrowser(hud.url);
+    if (err) io.err(`cannot open a browser: ${err.message}`);
+  }
+  await new Promise<void>((resolve) => {
+    const done = () => resolve();
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+    stop?.addEventListener('abort', done);
+    if (idle !== null) {
+      let quietSince = Date.now();
+      const t = setInterval(() => {
+        const busy = hud.clients() > 0 || listRuns(flags.home).runs.some((r) => r.liveness === 'running');
+        if (busy) quietSince = Date.now();
+        else if (Date.now() - quietSince > idle * 1000) {
+          clearInterval(t);
+          done();
+        }
+      }, 5000);
+      t.unref();
+    }
+  });
+  removeHudRecord(flags.home);
+  await hud.close();
+  return 0;
+}
+
+/**
+ * What `verdict run` does about the dashboard (unless --no-dashboard): reuse the hud already serving `home` and
+ * print its URL; otherwise, only where a browser can be opened (canOpenBrowser: a terminal with a display, not CI),
+ * start one as a detached `verdict hud --idle-exit-s 600` that outlives the run, print its URL and open it. In a
+ * headless place (CI, tests, pipes, ssh without a display) it starts and opens nothing and prints how to watch.
+ * Never throws; waits at most ~6 s (the health check, or a fresh hud coming up).
+ */
+export async function dashboardForRun(home: string, io: Io): Promise<void> {
+  try {
+    const running = await findRunningHud(home);
+    if (running) {
+      io.out(`dashboard: ${running}`);
+      return;
+    }
+    if (!canOpenBrowser()) {
+      io.out('dashboard: `verdict hud` serves it to a browser (not started: no display here)');
+      return;
+    }
+    const script = process.argv[1];
+    if (!script) return;
+    const child = spawn(process.execPath, [script, 'hud', '--no-open', '--home', home, '--idle-exit-s', '600'], { detached: true, stdio: 'ignore' });
+    child.unref();
+    for (let i = 0; i < 25; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      const url = await findRunningHud(home, 500);
+      if (url) {
+        io.out(`dashboard: ${url}`);
+        const err = await openInBrowser(url);
+        if (err) io.err(`cannot open a browser: ${err.message}`);
+        return;
+      }
+    }
+    io.err('dashboard: the hud did not come up; run `verdict hud` to see why');
+  } catch (e) {
+    io.err(`dashboard: ${(e as Error).message}`);
+  }
+}

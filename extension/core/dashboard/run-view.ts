@@ -1,0 +1,40 @@
+import type { RunInfo, SkippedRun } from '../live/registry';
+import type { RunView, SkippedView } from '../../../schemas/protocol';
+import path from 'node:path';
+
+/** What a page may see of one run: the registry's RunInfo without local paths and pids. */
+export function runView(info: RunInfo): RunView {
+  const s = info.state;
+  return {
+    runId: s.runId,
+    runName: s.runName,
+    identity: s.identity,
+    host: s.host,
+    manifestFile: s.manifestFile,
+    liveness: info.liveness,
+    startedAt: s.startedAt,
+    endedAt: s.endedAt,
+    heartbeatAt: s.heartbeatAt,
+    maxParallel: s.maxParallel,
+    worktrees: s.worktrees,
+    counts: info.counts,
+    tokens: info.tokens,
+    costMicroUsd: info.costMicroUsd,
+    tasks: s.tasks.map((t) => ({
+      key: t.key,
+      engine: t.engine,
+      model: t.model,
+      taskType: t.taskType,
+      verified: t.verified,
+      status: t.status,
+      branch: t.branch,
+      commit: t.commit,
+      attempts: t.attempts.map(({ dir: _dir, workerPid: _pid, ...a }) => a),
+    })),
+  };
+}
+
+/** A skipped state file as a page sees it: the run folder's name and why. */
+export function skippedView(s: SkippedRun): SkippedView {
+  return { runId: path.basename(path.dirname(s.stateFile)), reason: s.reason };
+}

@@ -1,0 +1,105 @@
+import { describeRun, listRuns, type RunInfo } from '../live/registry';
+import { RunsWatcher } from '../live/watch';
+import type { HostToPage, RunView, SkippedView } from '../../../schemas/protocol';
+import { runView, skippedView } from './run-view';
+
+/** A change a source tells its sessions about: one of the run patches of the protocol. */
+export type RunPatch = Extract<HostToPage, { type: 'did-change-run' | 'did-remove-run' | 'did-change-skipped' }>;
+
+/** Where a source says what it noticed (a state file skipped, and why). */
+export interface DashboardLog {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/** How often running runs are re-judged for liveness without a file change (a dead orchestrator writes nothing), ms. */
+export const LIVENESS_TICK_MS = 1000;
+
+/**
+ * Every run under one VERDICT_HOME, kept current for any number of dashboard sessions: polls the runs folder
+ * (RunsWatcher), re-reads state files when one changes, re-judges liveness every LIVENESS_TICK_MS, and tells
+ * subscribers only what changed (whole runs; a run is a few KiB). Half-written or corrupt state files are skipped
+ * with a note and the other runs still show. Dispose with `close()`.
+ */
+export class DashboardSource {
+  private infos = new Map<string, RunInfo>();
+  private json = new Map<string, string>();
+  private skipped: SkippedView[] = [];
+  private readonly listeners = new Set<(p: RunPatch) => void>();
+  private readonly watcher: RunsWatcher;
+  private readonly ticker: NodeJS.Timeout;
+
+  constructor(readonly home: string, private readonly log: DashboardLog, opts: { pollMs?: number } = {}) {
+    this.refresh();
+    this.watcher = new RunsWatcher(home, () => this.refresh(), opts.pollMs ?? 200);
+    this.ticker = setInterval(() => this.rejudge(), LIVENESS_TICK_MS);
+    this.ticker.unref();
+  }
+
+  /** Every run now (live first, then newest) and the skipped state files. */
+  snapshot(): { runs: RunView[]; skipped: SkippedView[] } {
+    return { runs: [...this.infos.values()].map(runView), skipped: this.skipped };
+  }
+
+  /** The registry's view of one run (with its attempt folders), or undefined. */
+  run(runId: string): RunInfo | undefined {
+    return this.infos.get(runId);
+  }
+
+  /** Calls `fn` with every change from now on; returns the unsubscribe function. */
+  subscribe(fn: (p: RunPatch) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Re-reads every state file and tells subscribers what changed. Called by the watcher; callable by hand. */
+  refresh(): void {
+    const { runs, skipped } = listRuns(this.home);
+    const seen = new Set<string>();
+    for (const info of runs) {
+      seen.add(info.state.runId);
+      this.update(info);
+    }
+    for (const id of [...this.infos.keys()]) {
+      if (seen.has(id)) continue;
+      this.infos.delete(id);
+      this.json.delete(id);
+      this.emit({ type: 'did-remove-run', runId: id });
+    }
+    const views = skipped.map(skippedView);
+    if (JSON.stringify(views) !== JSON.stringify(this.skipped)) {
+      for (const s of views.filter((v) => !this.skipped.some((o) => o.runId === v.runId && o.reason === v.reason))) {
+        this.log.warn(`dashboard: skipped runs/${s.runId}/state.json: ${s.reason}`);
+      }
+      this.skipped = views;
+      this.emit({ type: 'did-change-skipped', skipped: views });
+    }
+  }
+
+  /** Stops polling. */
+  close(): void {
+    this.watcher.close();
+    clearInterval(this.ticker);
+    this.listeners.clear();
+  }
+
+  private rejudge(): void {
+    for (const info of this.infos.values()) {
+      if (info.state.status === 'running') this.update(describeRun(info.state, info.stateFile));
+    }
+  }
+
+  private update(info: RunInfo): void {
+    const id = info.state.runId;
+    const view = runView(info);
+    const text = JSON.stringify(view);
+    this.infos.set(id, info);
+    if (this.json.get(id) === text) return;
+    this.json.set(id, text);
+    this.emit({ type: 'did-change-run', run: view });
+  }
+
+  private emit(p: RunPatch): void {
+    for (const fn of this.listeners) fn(p);
+  }
+}

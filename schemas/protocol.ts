@@ -1,0 +1,120 @@
+// The contract between a dashboard host (the VS Code webview panel, or `verdict hud` over HTTP + server-sent events)
+// and the Svelte app in webview/. Two unions, named by direction; every message has a fixed `type`.
+//
+//   page → host  (PageToHost):  `ready` first; then requests. Every request carries `seq`; its reply says `replyTo`.
+//   host → page  (HostToPage):  nothing until `ready`; then one `snapshot`, then `did-*` patches and replies.
+//
+// The host validates every PageToHost message with extension/core/dashboard/validate.ts (a malformed or unknown
+// message is rejected and logged, never acted on). Types only: no DOM, no vscode, no Node, so both sides import it.
+
+import type { RunLiveness } from '../extension/core/live/registry';
+import type { AttemptState, TaskStatus } from '../extension/core/live/state';
+
+/** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
+export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
+
+/** One attempt as the page shows it (AttemptState without local paths or pids). Times epoch ms. */
+export type AttemptView = Omit<AttemptState, 'dir' | 'workerPid'>;
+
+/** One task as the page shows it. */
+export interface TaskView {
+  key: string;
+  engine: string;
+  model: string | null;
+  taskType: string | null;
+  /** One sentence: what a passing check proves. */
+  verified: string | null;
+  status: TaskStatus;
+  branch: string | null;
+  commit: string | null;
+  attempts: AttemptView[];
+}
+
+/** One run as the live list, the library and the run document show it. Times epoch ms; cost micro-USD. */
+export interface RunView {
+  runId: string;
+  runName: string;
+  identity: string;
+  host: string;
+  manifestFile: string;
+  liveness: RunLiveness;
+  startedAt: number;
+  endedAt: number | null;
+  heartbeatAt: number;
+  maxParallel: number;
+  worktrees: boolean;
+  counts: { total: number; queued: number; active: number; passed: number; failed: number; other: number };
+  /** Tokens in + out over attempts with known usage. */
+  tokens: number;
+  /** Known costs summed, micro-USD; null when no attempt reported one (unknown is never 0). */
+  costMicroUsd: number | null;
+  tasks: TaskView[];
+}
+
+/** A state file that could not be read (half-written, corrupt, foreign), with why. */
+export interface SkippedView {
+  runId: string;
+  reason: string;
+}
+
+/** One scoreboard row: a (model, task_type) pair. Rates 0..1, null without evidence; duration ms; cost micro-USD. */
+export interface ScoreRow {
+  model: string;
+  taskType: string;
+  tier: 'proven' | 'probation' | 'untested';
+  tasks: number;
+  attempts: number;
+  passRate: number | null;
+  firstTryPassRate: number | null;
+  medianDurationMs: number | null;
+  medianTokens: number | null;
+  medianCostMicroUsd: number | null;
+  /** Attempts that ended ERROR or RATE_LIMITED: kept out of the rates. */
+  engineErrors: number;
+  lastSeen: string | null;
+}
+
+/** What a `load-artifact` request may ask for. */
+export type ArtifactKind = 'manifest' | 'prompt' | 'check-output' | 'worker-log';
+
+/** Messages from the page to its host. */
+export type PageToHost =
+  /** First message of every page load: the host answers with `snapshot`. */
+  | { type: 'ready' }
+  /** The run whose document is open (null: none); the host then streams its workers' output. */
+  | { type: 'select-run'; runId: string | null }
+  /** Asks for one file of a run; `key`/`attempt` are required for every kind but `manifest`. Reply: did-load-artifact. */
+  | { type: 'load-artifact'; seq: number; runId: string; artifact: ArtifactKind; key?: string; attempt?: number }
+  /** Asks for the scoreboard. Reply: did-load-scoreboard. */
+  | { type: 'load-scoreboard'; seq: number };
+
+/** Messages from the host to the page. */
+export type HostToPage =
+  /** Every run on the machine, the state files skipped, the records folder and which host this is. */
+  | { type: 'snapshot'; runs: RunView[]; skipped: SkippedView[]; home: string; host: 'vscode' | 'browser' }
+  /** A run appeared or changed (whole run; runs are small). */
+  | { type: 'did-change-run'; run: RunView }
+  /** A run's folder went away. */
+  | { type: 'did-remove-run'; runId: string }
+  /** The list of skipped state files changed. */
+  | { type: 'did-change-skipped'; skipped: SkippedView[] }
+  /**
+   * New output of one worker (its worker.log). `reset`: replace what the page holds (first read, a new attempt, or
+   * bytes were dropped because the worker wrote faster than the ring keeps). `text` is at most the host's ring size.
+   */
+  | { type: 'did-append-output'; runId: string; key: string; attempt: number; text: string; reset: boolean; totalBytes: number }
+  /** Reply to load-artifact: the file's text (its last `maxBytes` when longer; `truncatedBytes` says how much was cut). */
+  | { type: 'did-load-artifact'; replyTo: number; runId: string; artifact: ArtifactKind; key: string | null; attempt: number | null; text: string | null; truncatedBytes: number; error: string | null }
+  /** Reply to load-scoreboard. `source` names the module the rows came from. */
+  | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; source: string; error: string | null }
+  /** The host refused a message from the page (it was logged there too). */
+  | { type: 'did-reject'; reason: string };
+
+/** Every `type` of PageToHost, for validators and exhaustive switches. */
+export const PAGE_TO_HOST_TYPES = ['ready', 'select-run', 'load-artifact', 'load-scoreboard'] as const satisfies readonly PageToHost['type'][];
+
+/** Bytes of worker output a host keeps and sends per worker (the ring); the page keeps the same. */
+export const OUTPUT_RING_BYTES = 16 * 1024;
+
+/** How often a host polls worker logs and flushes patches to a page, ms. */
+export const PATCH_INTERVAL_MS = 50;

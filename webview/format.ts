@@ -1,0 +1,39 @@
+// Display formatting: durations (ms), token counts, micro-USD, dates. Unknown (null) shows as "—", never 0.
+
+/** 65_000 → "1m 05s". */
+export function duration(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return '—';
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** 12345 → "12.3k". */
+export function tokens(n: number | null): string {
+  if (n === null) return '—';
+  if (n < 1000) return String(n);
+  if (n < 1e6) return `${(n / 1e3).toFixed(1)}k`;
+  return `${(n / 1e6).toFixed(2)}M`;
+}
+
+/** Micro-USD → "$0.0123"; null → "—" (unknown, not free). */
+export function cost(micro: number | null): string {
+  if (micro === null) return '—';
+  const usd = micro / 1e6;
+  return `$${usd < 1 ? usd.toFixed(4) : usd.toFixed(2)}`;
+}
+
+/** Epoch ms → "2026-11-01 14:03". */
+export function when(ms: number | null): string {
+  if (ms === null) return '—';
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/** 0.667 → "67%"; null → "—". */
+export function percent(rate: number | null): string {
+  return rate === null ? '—' : `${Math.round(rate * 100)}%`;
+}

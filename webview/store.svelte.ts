@@ -1,0 +1,149 @@
+// The page's state: what the host sent (runs, outputs, replies) and where the user is (view, run, filters).
+// Host messages are applied in one exhaustive switch; only navigation is persisted through the host.
+import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type RunView, type ScoreRow, type SkippedView } from '../schemas/protocol';
+import { host } from './host';
+
+/** The views of the app. */
+export type ViewName = 'live' | 'run' | 'library' | 'scoreboard';
+
+/** What survives a reload of the page: navigation only, never data (data comes from a fresh snapshot). */
+export interface Navigation {
+  view: ViewName;
+  runId: string | null;
+  library: { name: string; identity: string; from: string; to: string };
+  scoreboard: { taskType: string; model: string };
+}
+
+/** A worker's output as the page holds it: at most OUTPUT_RING_BYTES characters, cut at a line start. */
+export interface OutputTail {
+  attempt: number;
+  text: string;
+  totalBytes: number;
+  /** Page time (Date.now) of the last append, for the bench. */
+  at: number;
+}
+
+/** One loaded (or loading) artifact. */
+export interface ArtifactState {
+  loading: boolean;
+  text: string | null;
+  truncatedBytes: number;
+  error: string | null;
+}
+
+const saved = host.getState<Navigation>();
+
+/** Everything the views render. */
+export const app = $state({
+  connected: false,
+  home: '',
+  runs: {} as Record<string, RunView>,
+  skipped: [] as SkippedView[],
+  outputs: {} as Record<string, OutputTail>,
+  artifacts: {} as Record<string, ArtifactState>,
+  scoreboard: null as { rows: ScoreRow[]; source: string; error: string | null } | null,
+  rejected: [] as string[],
+  nav: (saved ?? { view: 'live', runId: null, library: { name: '', identity: '', from: '', to: '' }, scoreboard: { taskType: '', model: '' } }) as Navigation,
+  /** Page clock, ticks every second for elapsed times. */
+  now: Date.now(),
+});
+
+let seq = 1;
+
+/** Key of a worker's output: run and task (the attempt is inside the value). */
+export const outputKey = (runId: string, key: string) => `${runId}/${key}`;
+/** Key of an artifact. */
+export const artifactKey = (runId: string, artifact: ArtifactKind, key: string | null, attempt: number | null) => `${runId}/${artifact}/${key ?? ''}/${attempt ?? ''}`;
+
+function send(m: PageToHost): void {
+  host.post(m);
+}
+
+/** Saves navigation with the host and tells it which run's workers to stream. */
+export function navigate(view: ViewName, runId: string | null = app.nav.runId): void {
+  app.nav.view = view;
+  app.nav.runId = view === 'run' ? runId : app.nav.runId;
+  persist();
+  send({ type: 'select-run', runId: view === 'run' ? runId : null });
+  if (view === 'scoreboard') send({ type: 'load-scoreboard', seq: seq++ });
+}
+
+/** Persists the navigation state (call after changing filters). */
+export function persist(): void {
+  host.setState($state.snapshot(app.nav));
+}
+
+/** Asks the host for an artifact, once; the reply fills app.artifacts. */
+export function loadArtifact(runId: string, artifact: ArtifactKind, key: string | null = null, attempt: number | null = null): void {
+  const id = artifactKey(runId, artifact, key, attempt);
+  if (app.artifacts[id] && !app.artifacts[id].error) return;
+  app.artifacts[id] = { loading: true, text: null, truncatedBytes: 0, error: null };
+  send(key === null || attempt === null ? { type: 'load-artifact', seq: seq++, runId, artifact } : { type: 'load-artifact', seq: seq++, runId, artifact, key, attempt });
+}
+
+/** Applies one host message. */
+export function apply(m: HostToPage): void {
+  switch (m.type) {
+    case 'snapshot':
+      app.home = m.home;
+      app.runs = Object.fromEntries(m.runs.map((r) => [r.runId, r]));
+      app.skipped = m.skipped;
+      app.outputs = {};
+      app.artifacts = {};
+      break;
+    case 'did-change-run': {
+      const old = app.runs[m.run.runId];
+      app.runs[m.run.runId] = m.run;
+      // A finished attempt's check output may be asked for again: drop cached ones of this run that were missing.
+      if (old) for (const [k, v] of Object.entries(app.artifacts)) if (k.startsWith(`${m.run.runId}/`) && v.error) delete app.artifacts[k];
+      break;
+    }
+    case 'did-remove-run':
+      delete app.runs[m.runId];
+      break;
+    case 'did-change-skipped':
+      app.skipped = m.skipped;
+      break;
+    case 'did-append-output': {
+      const id = outputKey(m.runId, m.key);
+      const old = app.outputs[id];
+      let text = m.reset || !old || old.attempt !== m.attempt ? m.text : old.text + m.text;
+      if (text.length > OUTPUT_RING_BYTES) {
+        text = text.slice(text.length - OUTPUT_RING_BYTES);
+        const nl = text.indexOf('\n');
+        if (nl >= 0 && nl < text.length - 1) text = text.slice(nl + 1);
+      }
+      app.outputs[id] = { attempt: m.attempt, text, totalBytes: m.totalBytes, at: Date.now() };
+      break;
+    }
+    case 'did-load-artifact':
+      app.artifacts[artifactKey(m.runId, m.artifact, m.key, m.attempt)] = { loading: false, text: m.text, truncatedBytes: m.truncatedBytes, error: m.error };
+      break;
+    case 'did-load-scoreboard':
+      app.scoreboard = { rows: m.rows, source: m.source, error: m.error };
+      break;
+    case 'did-reject':
+      app.rejected = [...app.rejected.slice(-4), m.reason];
+      break;
+    default: {
+      const never: never = m;
+      console.warn('verdict dashboard: unknown host message', never);
+    }
+  }
+}
+
+/** Connects to the host: `ready` on every (re)connection, then the current view again. */
+export function connect(): void {
+  host.start(
+    apply,
+    () => {
+      app.connected = true;
+      send({ type: 'ready' });
+      navigate(app.nav.view, app.nav.runId);
+    },
+    () => {
+      app.connected = false;
+    },
+  );
+  setInterval(() => (app.now = Date.now()), 1000);
+}
