@@ -108,7 +108,9 @@ export type HostToPage =
   /** Reply to load-scoreboard. `source` names the module the rows came from. */
   | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; source: string; error: string | null }
   /** The host refused a message from the page (it was logged there too). */
-  | { type: 'did-reject'; reason: string };
+  | { type: 'did-reject'; reason: string }
+  /** The user asked the host for a view (VS Code: "Verdict: Show Scoreboard"); the page navigates there. */
+  | { type: 'show-view'; view: 'live' | 'library' | 'scoreboard' };
 
 /** Every `type` of PageToHost, for validators and exhaustive switches. */
 export const PAGE_TO_HOST_TYPES = ['ready', 'select-run', 'load-artifact', 'load-scoreboard'] as const satisfies readonly PageToHost['type'][];

@@ -125,6 +125,9 @@ export function apply(m: HostToPage): void {
     case 'did-reject':
       app.rejected = [...app.rejected.slice(-4), m.reason];
       break;
+    case 'show-view':
+      navigate(m.view);
+      break;
     default: {
       const never: never = m;
       console.warn('verdict dashboard: unknown host message', never);

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands';
+import { registerDashboard } from './dashboard/register';
 import { ManifestDiagnostics } from './diagnostics';
 import { editorEngines } from './engines';
 import { readSettings } from './settings';
@@ -18,6 +19,7 @@ export function activate(context: vscode.ExtensionContext): void {
       if (e.affectsConfiguration('verdict')) diagnostics.refreshAll();
     }),
     ...registerCommands({ log, diagnostics }),
+    ...registerDashboard(context, { log }),
   );
 }
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { scoreboardFromEvalLog } from '../../core/dashboard/scoreboard-rows';
+import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { listRuns } from '../../core/live/registry';
 import type { DashboardLog } from '../../core/dashboard/source';
 import type { Io } from '../io';
@@ -41,8 +41,7 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
     return 0;
   }
   const log: DashboardLog = { info: (m) => io.err(`${new Date().toISOString()} ${m}`), warn: (m) => io.err(`${new Date().toISOString()} ${m}`) };
-  // extension/core/scoreboard is not there yet: a minimal aggregation of runs.jsonl.
-  const scoreboard = async () => ({ rows: await scoreboardFromEvalLog(flags.home), source: 'runs.jsonl (minimal aggregation)' });
+  const scoreboard = () => dashboardScoreboard(flags.home);
   let hud: Hud;
   try {
     hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard });

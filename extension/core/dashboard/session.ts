@@ -36,6 +36,7 @@ export class DashboardSession {
   /** Tails of the selected run's workers, by `key#attempt`; `done` once read after the attempt ended. */
   private tails = new Map<string, { tail: LogTail; key: string; attempt: number; done: boolean }>();
   private rotate = 0;
+  private pendingView: 'live' | 'library' | 'scoreboard' | null = null;
 
   constructor(
     private readonly source: DashboardSource,
@@ -55,6 +56,12 @@ export class DashboardSession {
     this.opts.log.warn(`dashboard${this.opts.name ? ` ${this.opts.name}` : ''}: rejected a message from the page: ${reason}`);
     if (this.ready) this.transport.post({ type: 'did-reject', reason });
     return false;
+  }
+
+  /** Asks the page to show a view (after `ready`; before it, the view is shown once the page is ready). */
+  show(view: 'live' | 'library' | 'scoreboard'): void {
+    if (this.ready) this.transport.post({ type: 'show-view', view });
+    else this.pendingView = view;
   }
 
   /** Stops the timer and the subscription. */
@@ -78,6 +85,8 @@ export class DashboardSession {
         this.unsubscribe ??= this.source.subscribe((p) => this.queue(p));
         this.transport.post({ type: 'snapshot', ...this.source.snapshot(), home: this.source.home, host: this.opts.host });
         this.timer ??= setInterval(() => this.tick(), PATCH_INTERVAL_MS);
+        if (this.pendingView) this.transport.post({ type: 'show-view', view: this.pendingView });
+        this.pendingView = null;
         return true;
       }
       case 'select-run':

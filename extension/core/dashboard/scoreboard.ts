@@ -1,0 +1,32 @@
+import type { ScoreRow } from '../../../schemas/protocol';
+import { loadScoreboard } from '../scoreboard/load';
+
+/**
+ * The scoreboard rows a page shows, from extension/core/scoreboard (the same evidence as `verdict models --explore`):
+ * proven and probation rows with their rates, then untested catalog models (when a catalog snapshot exists).
+ * Rates 0..1; durations ms; cost micro-USD. `source` names the evidence (the eval log's path, or Postgres).
+ * @throws what loadScoreboard throws (an unreadable index)
+ */
+export async function dashboardScoreboard(home: string): Promise<{ rows: ScoreRow[]; source: string }> {
+  const { view, source } = await loadScoreboard({ home, explore: true });
+  const errorsOf = (model: string | null, taskType: string | null) =>
+    view.errors.filter((e) => e.model === model && e.task_type === taskType).reduce((n, e) => n + e.errors + e.rate_limits, 0);
+  const rows: ScoreRow[] = view.rows.map((r) => ({
+    model: r.model,
+    taskType: r.task_type ?? '—',
+    tier: r.tier,
+    tasks: r.tasks,
+    attempts: r.attempts,
+    passRate: r.pass_rate,
+    firstTryPassRate: r.first_try_pass_rate,
+    medianDurationMs: r.median_duration_ms,
+    medianTokens: r.median_tokens,
+    medianCostMicroUsd: r.median_cost_microusd,
+    engineErrors: errorsOf(r.model, r.task_type),
+    lastSeen: r.last_seen,
+  }));
+  for (const u of view.untested) {
+    rows.push({ model: u.model, taskType: '—', tier: 'untested', tasks: 0, attempts: 0, passRate: null, firstTryPassRate: null, medianDurationMs: null, medianTokens: null, medianCostMicroUsd: null, engineErrors: 0, lastSeen: null });
+  }
+  return { rows, source: `${source.from} (${source.rows} attempts${source.corrupt ? `, ${source.corrupt} corrupt lines skipped` : ''})` };
+}
