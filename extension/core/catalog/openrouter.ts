@@ -62,12 +62,12 @@ export function isFree(m: OpenRouterModel): boolean {
   return Number(m.pricing.prompt) === 0 && Number(m.pricing.completion) === 0;
 }
 
-/** text in, text out: `architecture.modality` "text->text", or input_modalities ∋ text and output_modalities = [text]. */
+/** Text in, text out only: input_modalities = output_modalities = [text], else `architecture.modality` "text->text". */
 export function isTextToText(m: OpenRouterModel): boolean {
   const a = m.architecture;
   if (!a) return false;
   if (a.input_modalities && a.output_modalities) {
-    return a.input_modalities.includes('text') && a.output_modalities.length === 1 && a.output_modalities[0] === 'text';
+    return a.input_modalities.length === 1 && a.input_modalities[0] === 'text' && a.output_modalities.length === 1 && a.output_modalities[0] === 'text';
   }
   return a.modality === 'text->text';
 }

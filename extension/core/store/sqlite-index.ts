@@ -248,6 +248,7 @@ export async function openCurrentIndex(logFile: string, indexFile: string, prepa
   prepare(index);
   if (!index.stale()) return { index, update: null };
   index.close();
+  fs.mkdirSync(path.dirname(indexFile), { recursive: true });
   return withLock(indexFile, async () => {
     // Another process may have updated the file while we waited.
     index = await EvalIndex.open(logFile, indexFile);

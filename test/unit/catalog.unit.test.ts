@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { refreshCatalog, refreshInBackground } from '../../extension/core/catalog/refresh';
+import { readChanges, readSnapshot, snapshotPath } from '../../extension/core/catalog/snapshot';
+import { Budget } from '../../extension/core/cost/budget';
+import { attemptCostMicroUsd, priceOf } from '../../extension/core/cost/pricing';
+import { parseCatalog } from '../../extension/core/catalog/openrouter';
+import { tempDir } from '../helpers/fixtures';
+
+const FIXTURES = path.resolve('test/fixtures/scoreboard');
+
+/** Serves `body()` on 127.0.0.1; counts requests. */
+async function serve(body: () => string): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
+  let hits = 0;
+  const srv = http.createServer((_req, res) => {
+    hits++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(body());
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as { port: number };
+  return { url: `http://127.0.0.1:${port}/api/v1/models`, hits: () => hits, close: () => new Promise((r) => srv.close(() => r())) };
+}
+
+describe('catalog (unit)', () => {
+  it('records added, removed, price_change, went_free and went_paid across two snapshots', async () => {
+    const home = tempDir();
+    let file = 'catalog-a.json';
+    const server = await serve(() => fs.readFileSync(path.join(FIXTURES, file), 'utf8'));
+    try {
+      const first = await refreshCatalog(home, server.url, new Date('2026-01-01T00:00:00Z'));
+      assert.deepEqual([first.models, first.changes], [6, []]);
+      file = 'catalog-b.json';
+      const second = await refreshCatalog(home, server.url, new Date('2026-01-02T00:00:00Z'));
+      const expected = [
+        ['price_change', 'cheap/two'],
+        ['went_paid', 'free/one'],
+        ['added', 'new/four'],
+        ['went_free', 'pricey/three'],
+        ['removed', 'small/ctx'],
+      ];
+      assert.deepEqual(second.changes.map((c) => [c.kind, c.id]), expected);
+      assert.deepEqual(readChanges(home).map((c) => [c.kind, c.id]), expected);
+      assert.deepEqual(readChanges(home)[0], { at: '2026-01-02T00:00:00.000Z', kind: 'price_change', id: 'cheap/two', old: { prompt: '0.0000001', completion: '0.0000002' }, new: { prompt: '0.0000002', completion: '0.0000002' } });
+      assert.equal(readSnapshot(home)?.source, server.url);
+      assert.equal(server.hits(), 2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a catalog of the wrong shape, naming the field, and keeps the previous snapshot', async () => {
+    const home = tempDir();
+    await refreshCatalog(home, path.join(FIXTURES, 'catalog-a.json'));
+    const before = fs.readFileSync(snapshotPath(home), 'utf8');
+    const bad = path.join(home, 'bad.json');
+    fs.writeFileSync(bad, JSON.stringify({ data: [{ id: 'x/y', context_length: 1000, pricing: { prompt: 0.1, completion: '0' } }] }));
+    await assert.rejects(refreshCatalog(home, bad), /bad\.json: data\[0\]\.pricing\.prompt: must be a decimal string/);
+    fs.writeFileSync(bad, JSON.stringify([{ id: 'x' }]));
+    await assert.rejects(refreshCatalog(home, bad), /\(top level\): must be a JSON object/);
+    fs.writeFileSync(bad, '{"data": [');
+    await assert.rejects(refreshCatalog(home, bad), /not JSON/);
+    assert.equal(fs.readFileSync(snapshotPath(home), 'utf8'), before);
+    assert.deepEqual(readChanges(home), []);
+  });
+
+  it('refreshes in the background at most once in 24 h, only from a snapshot\'s source, never throwing', async () => {
+    const home = tempDir();
+    assert.equal(await refreshInBackground(home), 'no-snapshot');
+    const server = await serve(() => fs.readFileSync(path.join(FIXTURES, 'catalog-b.json'), 'utf8'));
+    try {
+      await refreshCatalog(home, server.url, new Date('2026-01-01T00:00:00Z'));
+      assert.equal(await refreshInBackground(home, undefined, new Date('2026-01-01T23:00:00Z')), 'fresh');
+      assert.equal(server.hits(), 1);
+      assert.equal(await refreshInBackground(home, undefined, new Date('2026-01-02T01:00:00Z')), 'refreshed');
+      assert.equal(server.hits(), 2);
+    } finally {
+      await server.close();
+    }
+    assert.match(await refreshInBackground(home, undefined, new Date('2026-01-04T00:00:00Z')), /^failed: /);
+    assert.equal(readSnapshot(home)?.fetched_at, '2026-01-02T01:00:00.000Z', 'a failed refresh keeps the snapshot');
+  });
+});
+
+describe('cost and budget (unit)', () => {
+  const catalog = parseCatalog(JSON.parse(fs.readFileSync(path.join(FIXTURES, 'catalog-a.json'), 'utf8')), 'catalog-a.json');
+
+  it('takes the CLI\'s cost, else tokens × catalog price, else null', () => {
+    const alpha = priceOf(catalog, 'alpha');
+    assert.equal(alpha?.id, 'lab/alpha', 'a bare id finds its lab/ id');
+    assert.equal(attemptCostMicroUsd(1234, 1000, 1000, alpha), 1234);
+    // 1000 × $3/Mtok + 2000 × $15/Mtok = 3000 + 30000 micro-USD
+    assert.equal(attemptCostMicroUsd(null, 1000, 2000, alpha), 33000);
+    assert.equal(attemptCostMicroUsd(null, null, 2000, alpha), null);
+    assert.equal(attemptCostMicroUsd(null, 1000, 2000, priceOf(catalog, 'unknown/model')), null);
+  });
+
+  it('does not start an attempt whose worst case would pass the cap; unknown cost is charged its reservation', () => {
+    const b = new Budget(1_000_000);
+    const r1 = b.reserve('e/m', null);
+    assert.deepEqual(r1, { key: 'e/m', microUsd: 0 });
+    b.settle(r1!, 400_000);
+    const r2 = b.reserve('e/m', null);
+    assert.equal(r2?.microUsd, 400_000, 'the most an attempt of this model cost');
+    assert.equal(b.reserve('e/m', null), null, '400k spent + 400k held + 400k > 1M');
+    b.settle(r2!, null);
+    assert.equal(b.spentMicroUsd, 800_000);
+    assert.equal(b.reserve('e/m', null), null);
+    assert.match(b.refusal('e/m', null), /\$0\.80 spent.*up to \$0\.40.*budget_usd \$1\.00/);
+    const priced = new Budget(1_000_000);
+    // lab/alpha: 200k context × $3/Mtok + 20k × $15/Mtok = 0.6 + 0.3 USD
+    assert.equal(priced.estimate('codex/lab/alpha', priceOf(catalog, 'lab/alpha')), 900_000);
+    assert.equal(new Budget(null).reserve('x', priceOf(catalog, 'lab/alpha'))?.microUsd, 900_000);
+  });
+});
