@@ -37,3 +37,8 @@ export function when(ms: number | null): string {
 export function percent(rate: number | null): string {
   return rate === null ? '—' : `${Math.round(rate * 100)}%`;
 }
+
+/** A run's token total, or "—" when no attempt reported usage (unknown is not 0). */
+export function runTokens(run: { tokens: number; tasks: { attempts: { tokensIn: number | null }[] }[] }): string {
+  return run.tasks.some((t) => t.attempts.some((a) => a.tokensIn !== null)) ? tokens(run.tokens) : '—';
+}
