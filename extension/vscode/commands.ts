@@ -1,20 +1,50 @@
+import fs from 'node:fs';
 import * as vscode from 'vscode';
+import { simpleGit } from 'simple-git';
 import { resolveHome } from '../core/config/home';
-import { resolveIdentity } from '../core/identity';
-import { loadManifest } from '../core/manifest/load';
-import { runManifest, type RunSummary } from '../core/run/runner';
+import { mergeQueue, type MergeOutcome } from '../core/git/merge';
+import { parseManifest } from '../core/manifest/load';
+import { runDir } from '../core/config/home';
+import { mergeRequestsForRun } from '../core/run/merge-plan';
+import type { RunSummary } from '../core/run/runner';
+import { changedFiles } from './changed-files';
 import type { ManifestDiagnostics } from './diagnostics';
 import { isManifestDocument } from './diagnostics';
-import { editorEngines } from './engines';
+import { launchLoaded, launchManifest, requireTrust } from './launcher';
+import { diffArguments, type LogKind, type RunsTreeProvider, type TaskRef } from './runs-tree';
+import type { RunSessions } from './sessions';
 import { readSettings } from './settings';
+import path from 'node:path';
 
 /** What the commands share. */
 export interface CommandContext {
   log: vscode.LogOutputChannel;
   diagnostics: ManifestDiagnostics;
+  tree: RunsTreeProvider;
+  sessions: RunSessions;
 }
 
-/** The active editor's manifest, or one picked from the workspace; undefined when the user picks none. */
+/** A run as commands receive it: a tree node or `{ runId }`. */
+interface RunRef {
+  runId: string;
+}
+
+/** Shows an error and returns undefined, so a command that cannot proceed says why. */
+function refuse<T>(message: string): T | undefined {
+  void vscode.window.showErrorMessage(`Verdict: ${message}`);
+  return undefined;
+}
+
+/** Runs `fn`, turning a thrown error (untrusted workspace, bad manifest, dirty tree…) into a message. */
+async function guarded<T>(ctx: CommandContext, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (e) {
+    ctx.log.error((e as Error).message);
+    return refuse((e as Error).message.split('\n')[0] ?? String(e));
+  }
+}
+
 async function pickManifest(): Promise<vscode.Uri | undefined> {
   const active = vscode.window.activeTextEditor?.document;
   if (active && isManifestDocument(active)) return active.uri;
@@ -24,59 +54,161 @@ async function pickManifest(): Promise<vscode.Uri | undefined> {
   return pick?.uri;
 }
 
-/** Runs a manifest with a cancellable progress notification; lint findings go to the Problems panel first. */
-async function runManifestCommand(ctx: CommandContext, target?: vscode.Uri): Promise<RunSummary | undefined> {
-  if (!vscode.workspace.isTrusted) {
-    void vscode.window.showWarningMessage('Verdict runs nothing in an untrusted workspace: running a manifest executes its workers and checks. Trust the workspace first.');
-    return undefined;
-  }
-  const uri = target instanceof vscode.Uri ? target : await pickManifest();
-  if (!uri) return undefined;
-  const doc = await vscode.workspace.openTextDocument(uri);
-  if (doc.isDirty) await doc.save();
-  const findings = await ctx.diagnostics.lintNow(doc);
-  const errors = findings.filter((f) => f.severity === 'error');
-  if (errors.length) {
-    void vscode.commands.executeCommand('workbench.actions.view.problems');
-    void vscode.window.showErrorMessage(`Verdict: ${vscode.workspace.asRelativePath(uri)} has ${errors.length} error(s); see the Problems panel.`);
-    return undefined;
-  }
-  const s = readSettings();
-  const engines = editorEngines(ctx.log);
-  const { manifest } = loadManifest(uri.fsPath, { engines: new Set(engines.keys()) });
-  const cwd = vscode.workspace.getWorkspaceFolder(uri)?.uri.fsPath ?? process.cwd();
-  const { identity } = resolveIdentity({ flag: s.identity, cwd });
-  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${manifest.runName}`, cancellable: true }, async (progress, token) => {
-    const controller = new AbortController();
-    token.onCancellationRequested(() => controller.abort());
-    try {
-      const summary = await runManifest({
-        manifest,
-        home: resolveHome(s.home),
-        identity,
-        engines,
-        maxParallel: 'max_parallel' in (manifest.raw as object) ? undefined : s.maxParallel,
-        signal: controller.signal,
+function taskOf(ctx: CommandContext, ref: TaskRef | undefined) {
+  if (!ref?.runId || !ref.key) return undefined;
+  ctx.tree.refresh();
+  return ctx.tree.find(ref);
+}
+
+/** Run Manifest: lint first (errors stop it), then a cancellable progress notification. */
+async function runManifestCommand(ctx: CommandContext, target?: unknown): Promise<RunSummary | undefined> {
+  return guarded(ctx, async () => {
+    requireTrust('run a manifest');
+    const uri = target instanceof vscode.Uri ? target : await pickManifest();
+    if (!uri) return undefined;
+    const doc = await vscode.workspace.openTextDocument(uri);
+    if (doc.isDirty) await doc.save();
+    const errors = (await ctx.diagnostics.lintNow(doc)).filter((f) => f.severity === 'error');
+    if (errors.length) {
+      void vscode.commands.executeCommand('workbench.actions.view.problems');
+      return refuse(`${vscode.workspace.asRelativePath(uri)} has ${errors.length} error(s); see the Problems panel`);
+    }
+    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${vscode.workspace.asRelativePath(uri)}`, cancellable: true }, async (progress, token) => {
+      const summary = await launchManifest(uri.fsPath, ctx.sessions, ctx.log, {
+        token,
         onEvent: (e) => {
-          if (e.type === 'attempt-finished') {
-            ctx.log.info(`${e.key} attempt ${e.attempt}: ${e.verdict}${e.reason ? ` — ${e.reason}` : ''}`);
-            progress.report({ message: `${e.key}: ${e.verdict}` });
-          } else if (e.type === 'run-started') ctx.log.info(`run ${e.runId} started; state ${e.stateFile}`);
+          if (e.type === 'attempt-finished') progress.report({ message: `${e.key}: ${e.verdict}` });
         },
       });
       const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
       void vscode.window.showInformationMessage(`Verdict: ${passed}/${summary.tasks.length} passed (run ${summary.runId})`);
       return summary;
-    } catch (e) {
-      ctx.log.error((e as Error).message);
-      void vscode.window.showErrorMessage(`Verdict: cannot run ${manifest.runName}: ${(e as Error).message.split('\n')[0]}`);
-      return undefined;
-    }
+    });
   });
 }
 
-/** Lints a manifest now and opens the Problems panel. */
-async function lintManifestCommand(ctx: CommandContext, target?: vscode.Uri): Promise<void> {
+/** Cancel Run: a run of this window is aborted; a run of another process on this machine gets SIGINT (its Ctrl-C). */
+async function cancelRun(ctx: CommandContext, ref?: RunRef): Promise<boolean> {
+  const info = ctx.tree.runs().find((r) => r.state.runId === ref?.runId) ?? ctx.tree.runs().find((r) => r.liveness === 'running');
+  if (!info) return refuse('no live run to cancel') ?? false;
+  const own = ctx.sessions.get(info.state.runId);
+  if (own) {
+    own.abort.abort();
+    return true;
+  }
+  if (info.liveness !== 'running') return refuse(`run ${info.state.runId} is not running (${info.liveness})`) ?? false;
+  try {
+    process.kill(info.state.pid, 'SIGINT');
+    ctx.log.info(`sent SIGINT to the orchestrator of ${info.state.runId} (pid ${info.state.pid})`);
+    return true;
+  } catch (e) {
+    return refuse(`cannot signal the orchestrator of ${info.state.runId} (pid ${info.state.pid}, host ${info.state.host}): ${(e as Error).message}`) ?? false;
+  }
+}
+
+/** Stop Task: only for runs of this window (another process's worker would be retried by its own orchestrator). */
+function stopTask(ctx: CommandContext, ref?: TaskRef): boolean {
+  const own = ref && ctx.sessions.get(ref.runId);
+  if (!ref || !own) return refuse(`that run was not started in this window; cancel the whole run instead (Verdict: Cancel Run)`) ?? false;
+  return own.control.stopTask(ref.key) || (refuse(`run ${ref.runId} has no task ${ref.key}`) ?? false);
+}
+
+/** Rerun Task: a new run of that one task, from the run's frozen manifest (so it works after the file changed). */
+async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<RunSummary | undefined> {
+  return guarded(ctx, async () => {
+    requireTrust('rerun a task');
+    const found = taskOf(ctx, ref);
+    if (!found || !ref) return refuse('pick a task in the Verdict runs view');
+    const frozenFile = path.join(runDir(resolveHome(readSettings().home), ref.runId), 'manifest.json');
+    const frozen = JSON.parse(fs.readFileSync(frozenFile, 'utf8')) as { manifest: unknown };
+    const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest), found.info.state.manifestFile);
+    if (!manifest) throw new Error(`the frozen manifest ${frozenFile} no longer loads: ${problems[0]?.message}`);
+    return launchLoaded(manifest, ctx.sessions, ctx.log, { only: [ref.key] });
+  });
+}
+
+/** Review Task: the task's changes, base_ref against its committed work, in the multi-file diff editor. */
+async function reviewTask(ctx: CommandContext, ref?: TaskRef): Promise<number | undefined> {
+  const found = taskOf(ctx, ref);
+  if (!found || !ref) return refuse('pick a task in the Verdict runs view');
+  const { repo, baseSha } = found.info.state;
+  const head = found.task.commit;
+  if (!repo || !baseSha || !head) return refuse(`${ref.key} has no committed work to review (only passed worktree-mode tasks do)`);
+  const files = await changedFiles(repo, baseSha, head);
+  if (!files.length) return refuse(`${ref.key} changed no files`);
+  const resources = files.map((f) => {
+    const [left, right] = diffArguments({ repo, base: baseSha, head, path: f.path, key: ref.key });
+    return [vscode.Uri.file(path.join(repo, f.path)), left, right];
+  });
+  if (files.length === 1) await vscode.commands.executeCommand('vscode.diff', ...diffArguments({ repo, base: baseSha, head, path: files[0]?.path ?? '', key: ref.key }));
+  else await vscode.commands.executeCommand('vscode.changes', `${ref.key}: ${files.length} files`, resources);
+  return files.length;
+}
+
+/** Merge Task / Merge All Passed: the merge queue, one task at a time, outcomes in a message and the log. */
+async function merge(ctx: CommandContext, runId: string | undefined, keys?: string[]): Promise<MergeOutcome[] | undefined> {
+  return guarded(ctx, async () => {
+    requireTrust('merge task branches');
+    ctx.tree.refresh();
+    const info = ctx.tree.runs().find((r) => r.state.runId === runId);
+    if (!info) return refuse('pick a run or a task in the Verdict runs view');
+    const requests = mergeRequestsForRun(resolveHome(readSettings().home), info.state, keys);
+    if (!requests.length) return refuse(`nothing to merge: ${keys ? keys.join(', ') : 'no task'} of run ${info.state.runId} passed with committed work`);
+    const outcomes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Verdict: merging' }, (progress) =>
+      mergeQueue(requests, (o) => {
+        ctx.log.info(`merge ${o.key}: ${o.status}${'reason' in o ? ` — ${o.reason}` : ''}`);
+        progress.report({ message: `${o.key}: ${o.status}` });
+      }),
+    );
+    const merged = outcomes.filter((o) => o.status === 'MERGED').length;
+    const others = outcomes.filter((o) => o.status !== 'MERGED').map((o) => `${o.key} ${o.status}${o.status === 'BLOCKED' && o.conflicts.length ? ` (${o.conflicts.join(', ')})` : ''}`);
+    const text = `Verdict: merged ${merged}/${outcomes.length}${others.length ? `; ${others.join('; ')}` : ''}`;
+    if (others.length) void vscode.window.showWarningMessage(text);
+    else void vscode.window.showInformationMessage(text);
+    return outcomes;
+  });
+}
+
+/**
+ * Discard Task: removes the task's worktree and deletes its branch, after a modal confirmation (the branch may hold
+ * committed work). `{ confirmed: true }` as second argument skips the question (for the API and tests).
+ */
+async function discardTask(ctx: CommandContext, ref?: TaskRef, opts?: { confirmed?: boolean }): Promise<boolean> {
+  const result = await guarded(ctx, async () => {
+    requireTrust('discard a task');
+    const found = taskOf(ctx, ref);
+    if (!found || !ref) return refuse<boolean>('pick a task in the Verdict runs view');
+    const { repo } = found.info.state;
+    const branch = found.task.branch;
+    if (!repo || !branch) return refuse<boolean>(`${ref.key} has no worktree or branch (plain mode); its folder is ${found.task.dir}`);
+    if (!opts?.confirmed) {
+      const answer = await vscode.window.showWarningMessage(`Discard ${ref.key}? This removes its worktree and deletes branch ${branch}${found.task.commit ? ', which holds committed work' : ''}.`, { modal: true }, 'Discard');
+      if (answer !== 'Discard') return false;
+    }
+    const git = simpleGit(repo);
+    await git.raw(['worktree', 'remove', '--force', found.task.dir]).catch(() => undefined);
+    await git.raw(['worktree', 'prune']);
+    await git.raw(['branch', '-D', branch]).catch((e: Error) => {
+      if (!/not found/.test(e.message)) throw e;
+    });
+    ctx.log.info(`discarded ${ref.key}: worktree ${found.task.dir} and branch ${branch}`);
+    return true;
+  });
+  return result === true;
+}
+
+/** Open Log: an attempt's prompt, worker log or check log. */
+async function openLog(ctx: CommandContext, ref?: TaskRef & { attempt?: number; log?: LogKind; file?: string }): Promise<void> {
+  if (!ref) return void refuse('pick an attempt log in the Verdict runs view');
+  const found = taskOf(ctx, ref);
+  const attempt = ref.attempt ?? found?.task.attempts.length ?? 1;
+  const file = ref.file ?? ctx.tree.logFile(ref, attempt, ref.log ?? 'worker');
+  if (!fs.existsSync(file)) return void refuse(`${file} does not exist (yet)`);
+  await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
+}
+
+/** Lint Manifest: lints now and opens the Problems panel. */
+async function lintManifestCommand(ctx: CommandContext, target?: unknown): Promise<void> {
   const uri = target instanceof vscode.Uri ? target : await pickManifest();
   if (!uri) return;
   const findings = await ctx.diagnostics.lintNow(await vscode.workspace.openTextDocument(uri));
@@ -84,11 +216,20 @@ async function lintManifestCommand(ctx: CommandContext, target?: vscode.Uri): Pr
   ctx.log.info(`${vscode.workspace.asRelativePath(uri)}: ${findings.length} finding(s)`);
 }
 
-/** The command table: every command of package.json's contributes.commands, registered in one loop. */
+/** The command table: every command of package.json's contributes.commands (but the dashboard's), in one loop. */
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
-  const table: Record<string, (...args: unknown[]) => unknown> = {
-    'verdict.runManifest': (uri) => runManifestCommand(ctx, uri as vscode.Uri | undefined),
-    'verdict.lintManifest': (uri) => lintManifestCommand(ctx, uri as vscode.Uri | undefined),
+  const table: Record<string, (...args: never[]) => unknown> = {
+    'verdict.runManifest': (uri?: unknown) => runManifestCommand(ctx, uri),
+    'verdict.cancelRun': (ref?: RunRef) => cancelRun(ctx, ref),
+    'verdict.stopTask': (ref?: TaskRef) => stopTask(ctx, ref),
+    'verdict.rerunTask': (ref?: TaskRef) => rerunTask(ctx, ref),
+    'verdict.reviewTask': (ref?: TaskRef) => reviewTask(ctx, ref),
+    'verdict.mergeTask': (ref?: TaskRef) => merge(ctx, ref?.runId, ref?.key ? [ref.key] : undefined),
+    'verdict.mergeAllPassed': (ref?: RunRef) => merge(ctx, ref?.runId),
+    'verdict.discardTask': (ref?: TaskRef, opts?: { confirmed?: boolean }) => discardTask(ctx, ref, opts),
+    'verdict.openLog': (ref?: TaskRef & { attempt?: number; log?: LogKind; file?: string }) => openLog(ctx, ref),
+    'verdict.lintManifest': (uri?: unknown) => lintManifestCommand(ctx, uri),
+    'verdict.refreshRuns': () => ctx.tree.refresh(),
   };
-  return Object.entries(table).map(([id, fn]) => vscode.commands.registerCommand(id, fn));
+  return Object.entries(table).map(([id, fn]) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown));
 }

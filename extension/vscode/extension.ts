@@ -1,26 +1,60 @@
 import * as vscode from 'vscode';
+import { resolveHome } from '../core/config/home';
+import { lintManifestFile } from '../core/manifest/lint';
+import type { VerdictApi } from './api';
 import { registerCommands } from './commands';
 import { registerDashboard } from './dashboard/register';
 import { ManifestDiagnostics } from './diagnostics';
 import { editorEngines } from './engines';
+import { GIT_SCHEME, GitContentProvider } from './git-content';
+import { launchManifest } from './launcher';
+import { RunsTreeProvider } from './runs-tree';
+import { RunSessions } from './sessions';
 import { readSettings } from './settings';
+import { RunsStatusBar } from './status-bar';
+import { ManifestTestController } from './test-controller';
 
 /**
- * Wires the extension: one LogOutputChannel, manifest diagnostics and the command table. Everything else lives in
- * extension/core, which never imports vscode.
+ * Wires the extension: the log, manifest diagnostics, the runs view and status bar, diffs over git objects, the
+ * Test Explorer and the command table; returns the {@link VerdictApi}. Everything else lives in extension/core,
+ * which never imports vscode.
  */
-export function activate(context: vscode.ExtensionContext): void {
+export function activate(context: vscode.ExtensionContext): VerdictApi {
+  const t0 = performance.now();
   const log = vscode.window.createOutputChannel('Verdict', { log: true });
   const diagnostics = new ManifestDiagnostics(() => editorEngines(log), () => readSettings().allowFullAccess, log);
+  const tree = new RunsTreeProvider(resolveHome(readSettings().home), log);
+  const sessions = new RunSessions();
+  const statusBar = new RunsStatusBar();
+  tree.onRuns((runs) => statusBar.update(runs));
   context.subscriptions.push(
     log,
     diagnostics,
+    tree,
+    statusBar,
+    new ManifestTestController(sessions, log),
+    vscode.window.createTreeView('verdict.runs', { treeDataProvider: tree, showCollapseAll: true }),
+    vscode.workspace.registerTextDocumentContentProvider(GIT_SCHEME, new GitContentProvider()),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('verdict')) diagnostics.refreshAll();
+      if (!e.affectsConfiguration('verdict')) return;
+      diagnostics.refreshAll();
+      tree.setHome(resolveHome(readSettings().home));
     }),
-    ...registerCommands({ log, diagnostics }),
+    ...registerCommands({ log, diagnostics, tree, sessions }),
     ...registerDashboard(context, { log }),
+    { dispose: () => sessions.cancelAll() },
   );
+  const activationMs = performance.now() - t0;
+  return {
+    runManifest: (file, options = {}) => launchManifest(file, sessions, log, options),
+    lint: (file) => lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess }),
+    runs: () => {
+      tree.refresh();
+      return tree.runs();
+    },
+    runsView: { getChildren: (node) => tree.getChildren(node), getTreeItem: (node) => tree.getTreeItem(node) },
+    activationMs,
+  };
 }
 
 export function deactivate(): void {

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { serveWebviewProbe } from './webview-probe.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.join(repo, 'out', 'integration');
@@ -28,17 +29,23 @@ await esbuild.build({ ...common, entryPoints: [path.join(repo, 'test/integration
 await esbuild.build({ ...common, stdin: { contents: testFiles.map((f) => `import './${f}';`).join('\n'), resolveDir: path.join(repo, 'test/integration/suite'), loader: 'ts' }, outfile: path.join(out, 'tests.js') });
 fs.writeFileSync(path.join(out, 'package.json'), '{"type":"commonjs"}\n');
 
-// 2. A throwaway copy of the fixture workspace, so tests may edit and run things in it.
+// 2. Each session opens its own throwaway copy of the fixture workspace, so tests may edit and run things in it.
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-integration-'));
-const workspace = path.join(tmp, 'workspace');
-fs.cpSync(path.join(repo, 'test/integration/workspace'), workspace, { recursive: true });
+const freshWorkspace = (name) => {
+  const ws = path.join(tmp, name, 'workspace');
+  fs.cpSync(path.join(repo, 'test/integration/workspace'), ws, { recursive: true });
+  return ws;
+};
 const testLog = path.join(tmp, 'mocha.log');
 const env = { ...process.env, VERDICT_TEST_LOG: testLog, VERDICT_HOME: path.join(tmp, 'verdict-home'), VERDICT_TEST_TMP: tmp };
 
-console.log(`integration tests: ${testFiles.length} file(s), route ${route}, workspace ${workspace}`);
+console.log(`integration tests: ${testFiles.length} file(s), route ${route}, files in ${tmp}`);
 let code = 2;
 try {
-  code = route === 'code-server' ? await viaCodeServer() : await viaElectron();
+  // Session 1: a trusted workspace, every suite but the untrusted one. Session 2: Workspace Trust on, the folder
+  // not trusted, only the untrusted-workspace suite (index.ts picks by VERDICT_UNTRUSTED).
+  code = route === 'code-server' ? await viaCodeServer(false) : await viaElectron(false);
+  if (code === 0) code = route === 'code-server' ? await viaCodeServer(true) : await viaElectron(true);
 } catch (e) {
   console.error('integration infrastructure error:', e?.stack || e);
   code = 2;
@@ -48,10 +55,12 @@ if (code === 0) fs.rmSync(tmp, { recursive: true, force: true });
 else console.error(`integration tests failed (exit ${code}); files kept in ${tmp}`);
 process.exit(code);
 
-async function viaElectron() {
+async function viaElectron(untrusted) {
   const { runTests } = await import('@vscode/test-electron');
   try {
-    await runTests({ extensionDevelopmentPath: repo, extensionTestsPath: path.join(out, 'index'), launchArgs: [workspace, '--disable-extensions'], extensionTestsEnv: env });
+    const trust = untrusted ? [] : ['--disable-workspace-trust'];
+    const workspace = freshWorkspace(untrusted ? 'untrusted' : 'trusted');
+    await runTests({ extensionDevelopmentPath: repo, extensionTestsPath: path.join(out, 'index.js'), launchArgs: [workspace, '--disable-extensions', ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')], extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' } });
     return 0;
   } catch (e) {
     console.error(e?.message || e);
@@ -59,31 +68,33 @@ async function viaElectron() {
   }
 }
 
-async function viaCodeServer() {
+async function viaCodeServer(untrusted) {
   const { chromium } = await import('playwright-core');
   const port = await freePort();
-  const home = path.join(tmp, 'home');
-  fs.mkdirSync(path.join(tmp, 'user-data', 'User'), { recursive: true });
+  const session = path.join(tmp, untrusted ? 'untrusted' : 'trusted');
+  const workspace = freshWorkspace(untrusted ? 'untrusted' : 'trusted');
+  const home = path.join(session, 'home');
+  fs.mkdirSync(path.join(session, 'user-data', 'User'), { recursive: true });
   fs.mkdirSync(home, { recursive: true });
-  fs.writeFileSync(path.join(tmp, 'user-data', 'User', 'settings.json'), JSON.stringify({
+  fs.writeFileSync(path.join(session, 'user-data', 'User', 'settings.json'), JSON.stringify({
     'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'extensions.autoCheckUpdates': false,
     'extensions.autoUpdate': false, 'update.mode': 'none', 'git.enabled': false, 'workbench.enableExperiments': false,
-    'chat.disableAIFeatures': true, 'security.workspace.trust.enabled': false,
+    'chat.disableAIFeatures': true, 'security.workspace.trust.enabled': untrusted, 'security.workspace.trust.startupPrompt': 'never',
   }));
-  const serverLog = fs.openSync(path.join(tmp, 'code-server.log'), 'w');
+  const serverLog = fs.openSync(path.join(session, 'code-server.log'), 'w');
   const server = spawn(node24, [csEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
-    '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', '--ignore-last-opened',
-    '--user-data-dir', path.join(tmp, 'user-data'), '--extensions-dir', path.join(tmp, 'extensions'), '--config', path.join(tmp, 'config.yaml'),
+    '--disable-update-check', ...(untrusted ? [] : ['--disable-workspace-trust']), '--disable-getting-started-override', '--ignore-last-opened',
+    '--user-data-dir', path.join(session, 'user-data'), '--extensions-dir', path.join(session, 'extensions'), '--config', path.join(session, 'config.yaml'),
     // Without this the workbench ignores ?payload= (extensionDevelopmentPath / extensionTestsPath).
     '--vscode-option', 'enable-smoke-test-driver'],
   // EXTENSIONS_GALLERY: point the marketplace at a closed local port, so nothing tries to leave the machine.
-  { env: { ...env, EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }), HOME: home, XDG_CONFIG_HOME: path.join(tmp, 'config'), XDG_DATA_HOME: path.join(tmp, 'data') }, stdio: ['ignore', serverLog, serverLog], detached: true });
+  { env: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0', EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }), HOME: home, XDG_CONFIG_HOME: path.join(session, 'config'), XDG_DATA_HOME: path.join(session, 'data') }, stdio: ['ignore', serverLog, serverLog], detached: true });
   let browser;
   try {
     const base = `http://127.0.0.1:${port}`;
     for (const t0 = Date.now(); ; await sleep(250)) {
       try { if ((await fetch(`${base}/healthz`)).ok) break; } catch { /* not up yet */ }
-      if (Date.now() - t0 > 60000 || server.exitCode !== null) throw new Error(`code-server did not start; see ${tmp}/code-server.log`);
+      if (Date.now() - t0 > 60000 || server.exitCode !== null) throw new Error(`code-server did not start; see ${session}/code-server.log`);
     }
     const remote = (p) => `vscode-remote://127.0.0.1:${port}${p}`;
     const payload = [['extensionDevelopmentPath', remote(repo)], ['extensionTestsPath', remote(path.join(out, 'index.js'))]];
@@ -99,7 +110,9 @@ async function viaCodeServer() {
       page.on('pageerror', (e) => console.log('[pageerror]', e.message));
     }
     await page.goto(`${base}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
+    const stopProbe = serveWebviewProbe(page, path.join(tmp, 'webview-probe'));
     const result = await Promise.race([finished, sleep(TIMEOUT_MS).then(() => 'timeout')]);
+    stopProbe();
     if (process.env.VERDICT_SCREENSHOT) await page.screenshot({ path: process.env.VERDICT_SCREENSHOT }).catch(() => undefined);
     if (result === 'timeout') { console.error(`timeout after ${TIMEOUT_MS} ms`); return 2; }
     return result === 0 ? 0 : 1;

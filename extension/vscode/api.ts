@@ -1,0 +1,38 @@
+import type { Finding } from '../core/manifest/findings';
+import type { RunInfo } from '../core/live/registry';
+import type { RunSummary } from '../core/run/runner';
+import type { RunsNode } from './runs-tree';
+
+/** Options of {@link VerdictApi.runManifest}. */
+export interface ApiRunOptions {
+  /** Run only these task keys. */
+  only?: string[];
+  maxParallel?: number;
+  identity?: string;
+  /** Run every check on the untouched tree first; a task whose check already passes is SKIPPED. */
+  baseline?: boolean;
+}
+
+/**
+ * What `activate()` returns, for other extensions and for tests:
+ * `vscode.extensions.getExtension('verdict-dev.verdict').exports`.
+ */
+export interface VerdictApi {
+  /**
+   * Runs a manifest (absolute path) like the Run Manifest command, without UI, and resolves with its summary.
+   * @throws UntrustedWorkspaceError in an untrusted workspace; ManifestError (file:line:column) for a bad manifest;
+   *   PreflightError when it cannot start (missing engine binary, not a git repository…)
+   */
+  runManifest(path: string, options?: ApiRunOptions): Promise<RunSummary>;
+  /** Lints a manifest file; never throws (an unreadable file is one `invalid-manifest` finding). */
+  lint(path: string): Promise<Finding[]>;
+  /** Every run under VERDICT_HOME as the runs view last read it, live first. */
+  runs(): RunInfo[];
+  /** The runs view's data, exactly what the tree shows: children of a node (roots when omitted) and their items. */
+  readonly runsView: {
+    getChildren(node?: RunsNode): RunsNode[] | Promise<RunsNode[]>;
+    getTreeItem(node: RunsNode): import('vscode').TreeItem;
+  };
+  /** Time spent inside activate(), ms (measured with performance.now). */
+  readonly activationMs: number;
+}

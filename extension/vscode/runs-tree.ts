@@ -1,0 +1,209 @@
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { attemptDir } from '../core/config/home';
+import { listRuns, type RunInfo } from '../core/live/registry';
+import type { AttemptState, TaskState } from '../core/live/state';
+import { RunsWatcher } from '../core/live/watch';
+import { changedFiles } from './changed-files';
+import { gitFileUri } from './git-content';
+
+/** A task as commands receive it, from a tree node or from a caller (tests, the API). */
+export interface TaskRef {
+  runId: string;
+  key: string;
+}
+
+/** The kinds of log an attempt keeps. */
+export type LogKind = 'prompt' | 'worker' | 'check';
+
+/** One row of the runs tree. */
+export type RunsNode =
+  | { kind: 'run'; runId: string; info: RunInfo }
+  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo }
+  | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState }
+  | { kind: 'log'; runId: string; key: string; attempt: number; log: LogKind; file: string }
+  | { kind: 'changes'; runId: string; key: string; task: TaskState; info: RunInfo }
+  | { kind: 'file'; runId: string; key: string; repo: string; base: string; head: string; status: string; path: string };
+
+const LOG_FILES: Record<LogKind, string> = { prompt: 'prompt.md', worker: 'worker.log', check: 'check.log' };
+
+const taskIcon: Record<string, [string, string?]> = {
+  PASS: ['pass', 'testing.iconPassed'],
+  FAIL: ['error', 'testing.iconFailed'],
+  TIMEOUT: ['watch', 'testing.iconFailed'],
+  ERROR: ['warning', 'problemsWarningIcon.foreground'],
+  CANCELLED: ['circle-slash'],
+  INTERRUPTED: ['debug-disconnect', 'testing.iconErrored'],
+  RATE_LIMITED: ['clock'],
+  SKIPPED: ['circle-large-outline'],
+  queued: ['circle-outline'],
+  retry_queued: ['history'],
+};
+
+/**
+ * The `verdict.runs` view: every run under VERDICT_HOME (live first, whichever process writes it, CLI runs included)
+ * → tasks (verdict icon, attempts, duration, tokens) → attempts (prompt, worker log, check log) and changed files.
+ * It polls the run folder (RunsWatcher), so a state change shows within half a second.
+ */
+export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<RunsNode | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private watcher: RunsWatcher;
+  private snapshot: RunInfo[] = [];
+  private readonly listeners: ((runs: RunInfo[]) => void)[] = [];
+
+  constructor(private home: string, private readonly log: vscode.LogOutputChannel) {
+    this.watcher = new RunsWatcher(home, () => this.refresh());
+    this.refresh();
+  }
+
+  /** Points the view at another VERDICT_HOME (settings change). */
+  setHome(home: string): void {
+    if (home === this.home) return;
+    this.home = home;
+    this.watcher.close();
+    this.watcher = new RunsWatcher(home, () => this.refresh());
+    this.refresh();
+  }
+
+  /** Re-reads every run and redraws. */
+  refresh(): void {
+    const { runs, skipped } = listRuns(this.home);
+    for (const s of skipped) this.log.warn(`skipped ${s.stateFile}: ${s.reason}`);
+    this.snapshot = runs;
+    for (const l of this.listeners) l(runs);
+    this.changed.fire(undefined);
+  }
+
+  /** The runs as last read. */
+  runs(): RunInfo[] {
+    return this.snapshot;
+  }
+
+  /** Called after every refresh with the runs (the status bar uses it). */
+  onRuns(listener: (runs: RunInfo[]) => void): void {
+    this.listeners.push(listener);
+    listener(this.snapshot);
+  }
+
+  /** The run and task a reference names, from the last snapshot. */
+  find(ref: TaskRef): { info: RunInfo; task: TaskState } | undefined {
+    const info = this.snapshot.find((r) => r.state.runId === ref.runId);
+    const task = info?.state.tasks.find((t) => t.key === ref.key);
+    return info && task ? { info, task } : undefined;
+  }
+
+  /** Path of an attempt's log. */
+  logFile(ref: TaskRef, attempt: number, kind: LogKind): string {
+    return path.join(attemptDir(this.home, ref.runId, ref.key, attempt), LOG_FILES[kind]);
+  }
+
+  getChildren(node?: RunsNode): RunsNode[] | Promise<RunsNode[]> {
+    if (!node) return this.snapshot.map((info) => ({ kind: 'run', runId: info.state.runId, info }));
+    switch (node.kind) {
+      case 'run':
+        return node.info.state.tasks.map((task) => ({ kind: 'task', runId: node.runId, key: task.key, task, info: node.info }));
+      case 'task': {
+        const children: RunsNode[] = node.task.attempts.map((attempt) => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt }));
+        if (node.task.commit && node.info.state.baseSha) children.push({ kind: 'changes', runId: node.runId, key: node.key, task: node.task, info: node.info });
+        return children;
+      }
+      case 'attempt':
+        return (Object.keys(LOG_FILES) as LogKind[]).map((log) => ({ kind: 'log', runId: node.runId, key: node.key, attempt: node.attempt.attempt, log, file: this.logFile(node, node.attempt.attempt, log) }));
+      case 'changes':
+        return this.changedFileNodes(node);
+      default:
+        return [];
+    }
+  }
+
+  getTreeItem(node: RunsNode): vscode.TreeItem {
+    switch (node.kind) {
+      case 'run':
+        return runItem(node.info);
+      case 'task':
+        return taskItem(node.task);
+      case 'attempt': {
+        const a = node.attempt;
+        const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
+        item.description = `${a.verdict ?? a.phase}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}`;
+        item.tooltip = a.notes || undefined;
+        item.contextValue = 'attempt';
+        return item;
+      }
+      case 'log': {
+        const item = new vscode.TreeItem(LOG_FILES[node.log], vscode.TreeItemCollapsibleState.None);
+        item.resourceUri = vscode.Uri.file(node.file);
+        item.command = { command: 'verdict.openLog', title: 'Open Log', arguments: [node] };
+        item.contextValue = 'log';
+        return item;
+      }
+      case 'changes': {
+        const item = new vscode.TreeItem('changed files', vscode.TreeItemCollapsibleState.Collapsed);
+        item.iconPath = new vscode.ThemeIcon('diff');
+        item.contextValue = 'changes';
+        return item;
+      }
+      case 'file': {
+        const item = new vscode.TreeItem(node.path, vscode.TreeItemCollapsibleState.None);
+        item.description = node.status;
+        item.resourceUri = vscode.Uri.file(path.join(node.repo, node.path));
+        item.command = { command: 'vscode.diff', title: 'Review', arguments: diffArguments(node) };
+        item.contextValue = 'changedFile';
+        return item;
+      }
+    }
+  }
+
+  getParent(): undefined {
+    return undefined;
+  }
+
+  /** The changed files of a passed worktree task, base_ref against its committed work. */
+  async changedFileNodes(node: { runId: string; key: string; task: TaskState; info: RunInfo }): Promise<RunsNode[]> {
+    const { repo, baseSha } = node.info.state;
+    if (!repo || !baseSha || !node.task.commit) return [];
+    const files = await changedFiles(repo, baseSha, node.task.commit);
+    return files.map((f) => ({ kind: 'file', runId: node.runId, key: node.key, repo, base: baseSha, head: node.task.commit as string, status: f.status, path: f.path }));
+  }
+
+  dispose(): void {
+    this.watcher.close();
+    this.changed.dispose();
+  }
+}
+
+/** Arguments of `vscode.diff` for a changed file: base version, task version, title. */
+export function diffArguments(node: { repo: string; base: string; head: string; path: string; key: string }): [vscode.Uri, vscode.Uri, string] {
+  return [gitFileUri(node.repo, node.base, node.path), gitFileUri(node.repo, node.head, node.path), `${node.path} (base ↔ ${node.key})`];
+}
+
+function runItem(info: RunInfo): vscode.TreeItem {
+  const s = info.state;
+  const item = new vscode.TreeItem(s.runName, vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = `run:${s.runId}`;
+  const c = info.counts;
+  const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
+  item.description = `${c.passed}/${c.total} passed · ${liveness} · ${s.identity}`;
+  item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens} tokens`;
+  item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : c.passed === c.total ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
+  item.contextValue = `run.${info.liveness}${s.worktrees ? '.worktrees' : ''}`;
+  return item;
+}
+
+function taskItem(t: TaskState): vscode.TreeItem {
+  const item = new vscode.TreeItem(t.key, vscode.TreeItemCollapsibleState.Collapsed);
+  const last = t.attempts[t.attempts.length - 1];
+  const duration = t.attempts.reduce((ms, a) => ms + ((a.endedAt ?? Date.now()) - a.startedAt), 0);
+  const tokens = t.attempts.every((a) => a.tokensIn !== null && a.tokensOut !== null) && t.attempts.length ? t.attempts.reduce((n, a) => n + (a.tokensIn ?? 0) + (a.tokensOut ?? 0), 0) : null;
+  item.description = [t.status, `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`].filter(Boolean).join(' · ');
+  item.tooltip = [t.verified, last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
+  const [icon, color] = taskIcon[t.status] ?? ['loading~spin'];
+  item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
+  item.contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}`;
+  return item;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { resolveEngines } from '../../../engines';
+import { resolveHome } from '../../../extension/core/config/home';
+import { loadManifest } from '../../../extension/core/manifest/load';
+import { runManifest } from '../../../extension/core/run/runner';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Asks the workbench-side probe (test/integration/webview-probe.mjs) whether `text` shows inside the webview. */
+async function webviewShows(probeDir: string, text: string, n: number): Promise<{ found: boolean; error: string | null }> {
+  fs.writeFileSync(path.join(probeDir, `request-${n}.json`), JSON.stringify({ text }));
+  const response = path.join(probeDir, `response-${n}.json`);
+  for (let i = 0; i < 200 && !fs.existsSync(response); i++) await sleep(200);
+  assert.ok(fs.existsSync(response), 'the webview probe did not answer in 40 s');
+  return JSON.parse(fs.readFileSync(response, 'utf8')) as { found: boolean; error: string | null };
+}
+
+describe('dashboard panel in VS Code', function () {
+  this.timeout(90000);
+
+  it('opens the dashboard and shows the running run inside the webview', async function () {
+    await vscode.extensions.getExtension('verdict-dev.verdict')?.activate();
+    const tmp = process.env.VERDICT_TEST_TMP as string;
+    const dir = fs.mkdtempSync(path.join(tmp, 'dashboard-'));
+    const file = path.join(dir, 'dashboard.swarm.json');
+    fs.writeFileSync(file, JSON.stringify({ run_name: 'panel-e2e-run', workdir: 'work', tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo panel-worker-started; sleep 60', check: 'true' }] }));
+    const engines = resolveEngines({});
+    const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
+    const controller = new AbortController();
+    const run = runManifest({ manifest, home: resolveHome(), identity: 'integration', engines, signal: controller.signal, killGraceMs: 500 });
+    try {
+      await vscode.commands.executeCommand('verdict.openDashboard');
+      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs);
+      assert.ok(tabs.some((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard')), 'a dashboard webview tab is open');
+      const probe = path.join(tmp, 'webview-probe');
+      if (!fs.existsSync(probe)) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
+      const seen = await webviewShows(probe, 'panel-e2e-run', 1);
+      assert.ok(seen.found, `the running run shows in the dashboard webview: ${seen.error}`);
+    } finally {
+      controller.abort();
+      await run;
+    }
+  });
+});

@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { VerdictApi } from '../../../extension/vscode/api';
+import type { RunsNode } from '../../../extension/vscode/runs-tree';
+import type { MergeOutcome } from '../../../extension/core/git/merge';
+import type { RunSummary } from '../../../extension/core/run/runner';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], { cwd, encoding: 'utf8' }).trim();
+
+async function until<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+function task(key: string, spec: string, check: string): Record<string, unknown> {
+  return { key, engine: 'script', task_type: 'script', verified: `${key} works`, spec, check };
+}
+
+describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explorer', function () {
+  this.timeout(120000);
+  let api: VerdictApi;
+  let repo: string;
+  let manifest: string;
+  let summary: RunSummary;
+
+  before(async () => {
+    api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
+    assert.ok(api?.runManifest, 'activate() returns the Verdict API');
+    const tmp = process.env.VERDICT_TEST_TMP as string;
+    repo = path.join(tmp, 'repo');
+    fs.mkdirSync(repo, { recursive: true });
+    git(repo, 'init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'README.md'), '# repo\n');
+    fs.writeFileSync(path.join(repo, 'shared.txt'), 'original\n');
+    fs.writeFileSync(path.join(repo, '.gitignore'), '*.swarm.json\n');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'base');
+    manifest = path.join(repo, 'runs.swarm.json');
+    fs.writeFileSync(manifest, JSON.stringify({
+      run_name: 'integration-runs',
+      worktrees: true,
+      max_parallel: 3,
+      tasks: [
+        task('add-a', 'echo a > a.txt', 'test -s a.txt || { echo a.txt missing; exit 1; }'),
+        task('edit-shared', 'echo from-task > shared.txt', 'grep -x from-task shared.txt || { echo shared.txt not edited; exit 1; }'),
+        { ...task('fails', 'echo nothing', 'echo RAW: no proof here; exit 3'), max_attempts: 1 },
+      ],
+    }, null, 2));
+  });
+
+  it('runs a worktree-mode manifest through the API and returns each verdict', async () => {
+    summary = await api.runManifest(manifest);
+    assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL']]);
+    assert.equal(summary.tasks[2]?.checkOutput, 'RAW: no proof here\n');
+  });
+
+  it('shows the run in the runs view: run → tasks with verdicts → attempts with logs and changed files', async () => {
+    const roots = await until('the finished run in the view', async () => {
+      const r = await api.runsView.getChildren();
+      const mine = r.find((n) => n.runId === summary.runId);
+      return mine && /finished/.test(String(api.runsView.getTreeItem(mine).description)) ? r : undefined;
+    });
+    const run = roots.find((n) => n.runId === summary.runId) as RunsNode;
+    const runItem = api.runsView.getTreeItem(run);
+    assert.equal(runItem.label, 'integration-runs');
+    assert.match(String(runItem.description), /^2\/3 passed · finished · /);
+    const tasks = await api.runsView.getChildren(run);
+    assert.deepEqual(tasks.map((t) => [api.runsView.getTreeItem(t).label, String(api.runsView.getTreeItem(t).description).split(' · ')[0]]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL']]);
+    const addA = tasks[0] as RunsNode;
+    const children = await api.runsView.getChildren(addA);
+    assert.deepEqual(children.map((c) => c.kind), ['attempt', 'changes']);
+    const logs = await api.runsView.getChildren(children[0] as RunsNode);
+    assert.deepEqual(logs.map((l) => api.runsView.getTreeItem(l).label), ['prompt.md', 'worker.log', 'check.log']);
+    const files = await api.runsView.getChildren(children[1] as RunsNode);
+    assert.deepEqual(files.map((f) => [api.runsView.getTreeItem(f).label, api.runsView.getTreeItem(f).description]), [['a.txt', 'A']]);
+  });
+
+  it('a CLI run of another process appears in the view too, and a state change shows within a second', async () => {
+    const cli = path.resolve(__dirname, '../../dist/cli.js');
+    const other = path.join(process.env.VERDICT_TEST_TMP as string, 'cli-run.swarm.json');
+    fs.writeFileSync(other, JSON.stringify({ run_name: 'from-the-terminal', workdir: 'cli-work', tasks: [task('slow', 'sleep 2; echo done > d.txt', 'test -s d.txt || exit 1')] }));
+    const child = spawn('node', [cli, 'run', other, '--home', process.env.VERDICT_HOME as string], { stdio: 'ignore' });
+    const live = await until('the CLI run, live', () => api.runs().find((r) => r.state.runName === 'from-the-terminal' && r.liveness === 'running'));
+    assert.equal(live.state.pid, child.pid);
+    await until('the CLI run, finished', () => api.runs().find((r) => r.state.runName === 'from-the-terminal' && r.liveness === 'finished' && r.counts.passed === 1));
+  });
+
+  it('opens a read-only diff of a changed file: base_ref against the task branch', async () => {
+    const count = await vscode.commands.executeCommand<number>('verdict.reviewTask', { runId: summary.runId, key: 'edit-shared' });
+    assert.equal(count, 1);
+    const tab = await until('a diff tab', () => {
+      const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+      return input instanceof vscode.TabInputTextDiff ? input : undefined;
+    });
+    assert.equal(tab.original.scheme, 'verdict-git');
+    const left = await vscode.workspace.openTextDocument(tab.original);
+    const right = await vscode.workspace.openTextDocument(tab.modified);
+    assert.equal(left.getText(), 'original\n');
+    assert.equal(right.getText(), 'from-task\n');
+    assert.equal(tab.modified.scheme, 'verdict-git', 'both sides come from git objects through the read-only content provider');
+  });
+
+  it('merges the passed tasks one at a time; a conflicting task is BLOCKED with its file; a dirty tree is refused', async () => {
+    fs.writeFileSync(path.join(repo, 'shared.txt'), 'changed on main meanwhile\n');
+    const refused = await vscode.commands.executeCommand<MergeOutcome[] | undefined>('verdict.mergeAllPassed', { runId: summary.runId });
+    assert.equal(refused, undefined, 'a dirty working tree is never touched');
+    assert.equal(fs.readFileSync(path.join(repo, 'shared.txt'), 'utf8'), 'changed on main meanwhile\n');
+    git(repo, 'commit', '-qam', 'main moves on');
+    const outcomes = await vscode.commands.executeCommand<MergeOutcome[]>('verdict.mergeAllPassed', { runId: summary.runId });
+    assert.deepEqual(outcomes.map((o) => [o.key, o.status]), [['add-a', 'MERGED'], ['edit-shared', 'BLOCKED']]);
+    const blocked = outcomes[1];
+    assert.deepEqual(blocked?.status === 'BLOCKED' ? blocked.conflicts : [], ['shared.txt']);
+    assert.match(git(repo, 'log', '-1', '--format=%s'), /^verdict: add-a/);
+    assert.equal(fs.readFileSync(path.join(repo, 'a.txt'), 'utf8'), 'a\n');
+  });
+
+  it('runs one task from the Test Explorer; the result is a new run of just that task', async () => {
+    const [uri] = await vscode.workspace.findFiles('ok.swarm.json');
+    assert.ok(uri);
+    const before = new Set(api.runs().map((r) => r.state.runId));
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const editor = await vscode.window.showTextDocument(doc);
+    const at = doc.positionAt(doc.getText().indexOf('"hello"') + 2);
+    editor.selection = new vscode.Selection(at, at);
+    await sleep(1500); // let the controller discover the workspace's manifests
+    await vscode.commands.executeCommand('testing.runAtCursor');
+    const run = await until('the Test Explorer run', () => api.runs().find((r) => !before.has(r.state.runId) && r.state.runName === 'integration-ok' && r.liveness === 'finished'), 60000);
+    assert.deepEqual(run.state.tasks.map((t) => [t.key, t.status]), [['hello', 'PASS']]);
+  });
+
+  it('runs through the Run Manifest command as well', async () => {
+    const [uri] = await vscode.workspace.findFiles('ok.swarm.json');
+    const result = await vscode.commands.executeCommand<RunSummary>('verdict.runManifest', uri);
+    assert.deepEqual(result.tasks.map((t) => t.verdict), ['PASS']);
+  });
+
+  it('discards a task: its worktree and branch go (after confirmation)', async () => {
+    const failing = summary.tasks.find((t) => t.key === 'fails');
+    assert.ok(failing?.branch);
+    assert.ok(git(repo, 'branch', '--list', failing.branch));
+    assert.equal(await vscode.commands.executeCommand('verdict.discardTask', { runId: summary.runId, key: 'fails' }, { confirmed: true }), true);
+    assert.equal(git(repo, 'branch', '--list', failing.branch), '');
+  });
+});
