@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+const FIXTURES = path.resolve('test/fixtures/scoreboard');
+
+describe('verdict models / catalog / budget (e2e, built CLI)', () => {
+  it('models: the scoreboard of a Ringer log from the built CLI (sql.js wasm found beside the bundle), corrupt lines counted', async () => {
+    const home = tempDir();
+    const log = path.join(home, 'ringer.jsonl');
+    fs.writeFileSync(log, fs.readFileSync(path.join(FIXTURES, 'ringer-runs.jsonl'), 'utf8') + '{"torn": \n');
+    const r = await cli(['models', '--home', home, '--log', log, '--json']);
+    assert.equal(r.exitCode, 0, r.all);
+    const { view, source } = JSON.parse(r.stdout) as { view: { rows: { model: string; tasks: number; first_try_pass_rate: number; tier: string }[]; quarantined: unknown[] }; source: { corrupt: number } };
+    assert.deepEqual(view.rows.map((x) => [x.model, x.tasks, x.tier]), [['glm-4.6', 3, 'probation']]);
+    assert.equal(view.quarantined.length, 1);
+    assert.equal(source.corrupt, 1);
+    const text = await cli(['models', '--home', home, '--log', log, '--task-type', 'cli']);
+    assert.equal(text.exitCode, 0, text.all);
+    assert.match(text.stdout, /probation\s+glm-4\.6\s+cli\s+3\s+4\s+100%\s+67%/);
+    assert.match(text.stdout, /quarantined: 1 attempt/);
+    assert.match(text.stderr, /1 corrupt line\(s\) skipped \(first: .*ringer\.jsonl:7: not JSON/);
+    const bad = await cli(['models', '--home', home, '--since', 'someday']);
+    assert.equal(bad.exitCode, 2);
+    assert.match(bad.stderr, /--since: "someday" is not a date/);
+  });
+
+  it('catalog: refresh from a file, change log, --free, --explore; a wrong shape is refused (exit 2) and the snapshot kept', async () => {
+    const home = tempDir();
+    const a = await cli(['catalog', '--home', home, '--refresh', '--source', path.join(FIXTURES, 'catalog-a.json')]);
+    assert.equal(a.exitCode, 0, a.all);
+    const b = await cli(['catalog', '--home', home, '--refresh', '--source', path.join(FIXTURES, 'catalog-b.json')]);
+    assert.match(b.stderr, /6 model\(s\), 5 change\(s\)/);
+    const changes = await cli(['catalog', '--home', home, '--changes', '--json']);
+    assert.deepEqual((JSON.parse(changes.stdout) as { kind: string }[]).map((c) => c.kind), ['price_change', 'went_paid', 'added', 'went_free', 'removed']);
+    const free = await cli(['catalog', '--home', home, '--free', '--json']);
+    assert.deepEqual((JSON.parse(free.stdout) as { id: string }[]).map((m) => m.id), ['pricey/three', 'img/gen']);
+    const snapshot = fs.readFileSync(path.join(home, 'openrouter-catalog.json'), 'utf8');
+    const badFile = path.join(home, 'bad.json');
+    fs.writeFileSync(badFile, JSON.stringify({ models: [] }));
+    const bad = await cli(['catalog', '--home', home, '--refresh', '--source', badFile]);
+    assert.equal(bad.exitCode, 2);
+    assert.match(bad.stderr, /bad\.json: data: must be an array of models.*the previous snapshot is kept/);
+    assert.equal(fs.readFileSync(path.join(home, 'openrouter-catalog.json'), 'utf8'), snapshot);
+    fs.writeFileSync(path.join(home, 'runs.jsonl'), '');
+    const explore = await cli(['models', '--home', home, '--explore', '--json']);
+    const untested = (JSON.parse(explore.stdout) as { view: { untested: { model: string }[] } }).view.untested.map((u) => u.model);
+    // text→text with ≥ 32k context: free first (pricey/three went free), then by price per token.
+    assert.deepEqual(untested, ['pricey/three', 'free/one', 'new/four', 'lab/alpha']);
+  });
+
+  it('budget: an attempt that could pass budget_usd is not started, its task ends BUDGET_EXCEEDED, the run reports its spend', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // A worker that reports its cost like Claude Code does ($0.40 an attempt).
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/paid', retry_context: 'file' } } }));
+    const spec = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.4,"usage":{"input_tokens":10,"output_tokens":5}}'`;
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] }));
+    const manifest = writeManifest(dir, { run_name: 'budget', max_parallel: 1, budget_usd: 1, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...process.env, VERDICT_PG_URL: '' } as Record<string, string> });
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.stdout, /c\s+BUDGET_EXCEEDED\s+0 .*budget: \$0\.80 spent, and this attempt may cost up to \$0\.40: that would pass budget_usd \$1\.00/);
+    assert.match(r.stdout, /spent \$0\.80 of the \$1\.00 budget/);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((x) => [x.task_key, x.verdict, x.cost_microusd]), [['a', 'PASS', 400000], ['b', 'PASS', 400000]]);
+  });
+
+  it('a Postgres that is down never fails a run: rows wait in the outbox', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const manifest = writeManifest(dir, { run_name: 'pg-down', workdir: path.join(dir, 'work'), tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
+    const r = await cli(['run', manifest, '--home', home], { env: { ...process.env, VERDICT_PG_URL: 'postgres://nobody@127.0.0.1:1/none' } as Record<string, string> });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stdout, /postgres: rows wait in the outbox/);
+    assert.equal(readRows(home).length, 1);
+  });
+});
