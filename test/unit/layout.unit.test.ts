@@ -29,6 +29,17 @@ describe('layout: import rules', () => {
     assert.deepEqual(offenders, []);
   });
 
+  it('keeps Svelte and the DOM in webview/**, and webview/** free of Node, vscode and the extension (types from schemas/ only)', () => {
+    const svelteOutside = ['extension', 'engines', 'schemas'].flatMap(sources).filter((f) => importsOf(f).some((i) => i === 'svelte' || i.startsWith('svelte/') || i.endsWith('.svelte')));
+    assert.deepEqual(svelteOutside, []);
+    const domOutside = ['extension', 'engines', 'schemas'].flatMap(sources).filter((f) => /(?<![\w.])(document|window)\.[a-zA-Z]/.test(fs.readFileSync(f, 'utf8')));
+    assert.deepEqual(domOutside, []);
+    const webview = sources('webview');
+    assert.ok(webview.length > 5);
+    const offenders = webview.filter((f) => importsOf(f).some((i) => i.startsWith('node:') || i === 'vscode' || /(^|\/)extension\//.test(i)));
+    assert.deepEqual(offenders, []);
+  });
+
   it('finds the sources it checks (the rule cannot pass vacuously)', () => {
     assert.ok(sources('extension/core').length > 10);
     assert.ok(sources('extension/vscode').some((f) => importsOf(f).includes('vscode')));

@@ -1,0 +1,39 @@
+// Lets an integration test look inside a webview (code-server route only). The test runs in the extension host and
+// cannot reach the workbench page; Playwright can. The test writes <dir>/request-<n>.json {"text": "..."}; this
+// finds that text inside the active webview (the frameLocator route of shared/recipes) and writes
+// <dir>/response-<n>.json {"found": bool, "error": string|null}. The folder exists only while a probe serves it, so
+// a test that finds no folder (the @vscode/test-electron route) knows nobody will answer.
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Serves requests in `dir` from `page` until the returned function is called. */
+export function serveWebviewProbe(page, dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  let stopped = false;
+  const handled = new Set();
+  (async () => {
+    while (!stopped) {
+      for (const f of fs.readdirSync(dir)) {
+        const m = /^request-(\d+)\.json$/.exec(f);
+        if (!m || handled.has(f)) continue;
+        handled.add(f);
+        let found = false;
+        let error = null;
+        try {
+          const { text } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+          const webview = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+          await webview.getByText(text).first().waitFor({ timeout: 30000 });
+          found = true;
+        } catch (e) {
+          error = String(e?.message || e).split('\n')[0];
+        }
+        fs.writeFileSync(path.join(dir, `response-${m[1]}.json`), JSON.stringify({ found, error }));
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  return () => {
+    stopped = true;
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { HostToPage } from '../../schemas/protocol';
+import { LogTail } from '../../extension/core/dashboard/log-tail';
+import { DashboardSession } from '../../extension/core/dashboard/session';
+import { DashboardSource } from '../../extension/core/dashboard/source';
+import { parsePageMessage, parsePageMessageText } from '../../extension/core/dashboard/validate';
+import type { RunState } from '../../extension/core/live/state';
+import { tempDir } from '../helpers/fixtures';
+
+const quiet = () => {
+  const lines: string[] = [];
+  return { lines, info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m) };
+};
+
+function writeRun(home: string, runId: string, attemptDir: string): void {
+  const state: RunState = {
+    version: 1, runId, runName: `run ${runId}`, manifestFile: '/x.swarm.json', identity: 'me', host: 'h', pid: process.pid, status: 'running',
+    startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null,
+    tasks: [{ key: 'k', engine: 'script', model: null, taskType: null, verified: null, status: 'running', dir: '/tmp', branch: null, commit: null, port: null,
+      attempts: [{ attempt: 1, phase: 'running', verdict: null, startedAt: Date.now(), endedAt: null, workerPid: 1, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: attemptDir, notes: '' }] }],
+  };
+  fs.mkdirSync(path.join(home, 'runs', runId), { recursive: true });
+  fs.writeFileSync(path.join(home, 'runs', runId, 'state.json'), JSON.stringify(state));
+}
+
+describe('dashboard: page messages are validated', () => {
+  it('accepts each known message', () => {
+    for (const m of [{ type: 'ready' }, { type: 'select-run', runId: null }, { type: 'select-run', runId: '2026-x_1' }, { type: 'load-scoreboard', seq: 3 },
+      { type: 'load-artifact', seq: 1, runId: 'r', artifact: 'manifest' }, { type: 'load-artifact', seq: 2, runId: 'r', artifact: 'check-output', key: 'k.1', attempt: 2 }]) {
+      assert.deepEqual(parsePageMessage(m), { ok: true, message: m });
+    }
+  });
+
+  it('rejects unknown types, extra or missing fields, unsafe ids and malformed JSON, saying why', () => {
+    const bad: [unknown, RegExp][] = [
+      [null, /not a JSON object/],
+      [[{ type: 'ready' }], /not a JSON object/],
+      [{ type: 'rm-rf' }, /unknown message type "rm-rf"/],
+      [{ type: 'ready', extra: 1 }, /additional|extra/],
+      [{ type: 'select-run' }, /runId/],
+      [{ type: 'select-run', runId: '../etc' }, /runId/],
+      [{ type: 'load-artifact', seq: 1, runId: 'r', artifact: 'prompt' }, /key|attempt/],
+      [{ type: 'load-artifact', seq: 1, runId: 'r', artifact: 'shadow' }, /artifact/],
+      [{ type: 'load-artifact', seq: 1, runId: 'r', artifact: 'prompt', key: '..', attempt: 1 }, /key/],
+    ];
+    for (const [m, why] of bad) {
+      const r = parsePageMessage(m);
+      assert.equal(r.ok, false, JSON.stringify(m));
+      if (!r.ok) assert.match(r.reason, why);
+    }
+    const r = parsePageMessageText('{"type":');
+    assert.ok(!r.ok && /malformed JSON/.test(r.reason));
+    const big = parsePageMessageText(JSON.stringify({ type: 'ready', pad: 'x'.repeat(20000) }));
+    assert.ok(!big.ok && /larger than/.test(big.reason));
+  });
+});
+
+describe('dashboard: LogTail reads a growing log with bounded reads', () => {
+  it('returns what was appended, at most the ring, and says when bytes were dropped', () => {
+    const file = path.join(tempDir(), 'worker.log');
+    const tail = new LogTail(file, 16);
+    assert.equal(tail.read(), null, 'no file yet');
+    fs.writeFileSync(file, 'one\n');
+    assert.deepEqual(tail.read(), { text: 'one\n', reset: true, totalBytes: 4 });
+    assert.equal(tail.read(), null, 'nothing new');
+    fs.appendFileSync(file, 'two\n');
+    assert.deepEqual(tail.read(), { text: 'two\n', reset: false, totalBytes: 8 });
+    fs.appendFileSync(file, 'x'.repeat(1000) + 'END\n');
+    const flood = tail.read();
+    assert.equal(flood?.reset, true);
+    assert.equal(flood?.text, 'x'.repeat(12) + 'END\n');
+  });
+
+  it('keeps a multi-byte character cut at the end for the next read', () => {
+    const file = path.join(tempDir(), 'worker.log');
+    const tail = new LogTail(file, 1024);
+    const euro = Buffer.from('€');
+    fs.writeFileSync(file, Buffer.concat([Buffer.from('a'), euro.subarray(0, 2)]));
+    assert.equal(tail.read()?.text, 'a');
+    fs.appendFileSync(file, Buffer.concat([euro.subarray(2), Buffer.from('b')]));
+    assert.equal(tail.read()?.text, '€b');
+  });
+});
+
+describe('dashboard: a session', () => {
+  it('posts nothing before ready, then a snapshot; rejects and logs bad messages; streams the selected run\'s output', async () => {
+    const home = tempDir();
+    const attempt = path.join(home, 'runs', 'r1', 'tasks', 'k', 'attempt-1');
+    fs.mkdirSync(attempt, { recursive: true });
+    fs.writeFileSync(path.join(attempt, 'worker.log'), 'hello\n');
+    writeRun(home, 'r1', attempt);
+    fs.mkdirSync(path.join(home, 'runs', 'broken'));
+    fs.writeFileSync(path.join(home, 'runs', 'broken', 'state.json'), '{"version":1,');
+    const log = quiet();
+    const source = new DashboardSource(home, log);
+    const posted: HostToPage[] = [];
+    const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) });
+    try {
+      assert.equal(session.receive({ type: 'select-run', runId: 'r1' }), false);
+      assert.deepEqual(posted, [], 'nothing before ready');
+      assert.equal(session.receive({ type: 'ready' }), true);
+      const snap = posted[0];
+      assert.ok(snap?.type === 'snapshot');
+      assert.deepEqual(snap.runs.map((r) => r.runId), ['r1']);
+      assert.equal(snap.skipped[0]?.runId, 'broken');
+      assert.match(log.lines.join('\n'), /skipped runs\/broken\/state\.json: corrupt or half-written JSON/);
+      assert.equal(JSON.stringify(snap).includes(attempt), false, 'no local paths reach the page');
+
+      assert.equal(session.receive({ type: 'nope' }), false);
+      assert.match(log.lines.at(-1) ?? '', /rejected a message from the page: unknown message type "nope"/);
+      assert.deepEqual(posted.at(-1), { type: 'did-reject', reason: 'unknown message type "nope"' });
+
+      session.receive({ type: 'select-run', runId: 'r1' });
+      const out = posted.filter((m) => m.type === 'did-append-output');
+      assert.deepEqual(out, [{ type: 'did-append-output', runId: 'r1', key: 'k', attempt: 1, text: 'hello\n', reset: true, totalBytes: 6 }]);
+
+      session.receive({ type: 'load-artifact', seq: 7, runId: 'r1', artifact: 'worker-log', key: 'k', attempt: 1 });
+      assert.deepEqual(posted.at(-1), { type: 'did-load-artifact', replyTo: 7, runId: 'r1', artifact: 'worker-log', key: 'k', attempt: 1, text: 'hello\n', truncatedBytes: 0, error: null });
+      session.receive({ type: 'load-artifact', seq: 8, runId: 'r1', artifact: 'prompt', key: 'k', attempt: 9 });
+      assert.equal((posted.at(-1) as { error: string }).error, 'no such attempt');
+    } finally {
+      session.dispose();
+      source.close();
+    }
+  });
+});
