@@ -11,7 +11,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { serveWebviewProbe } from './webview-probe.mjs';
-import { serveWebviewProbe } from './webview-probe.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.join(repo, 'out', 'integration');
@@ -112,9 +111,7 @@ async function viaCodeServer(untrusted) {
     }
     await page.goto(`${base}/?folder=${encodeURIComponent(workspace)}&payload=${encodeURIComponent(JSON.stringify(payload))}`);
     const stopProbe = serveWebviewProbe(page, path.join(tmp, 'webview-probe'));
-    const stopProbe = serveWebviewProbe(page, path.join(tmp, 'webview-probe'));
     const result = await Promise.race([finished, sleep(TIMEOUT_MS).then(() => 'timeout')]);
-    stopProbe();
     stopProbe();
     if (process.env.VERDICT_SCREENSHOT) await page.screenshot({ path: process.env.VERDICT_SCREENSHOT }).catch(() => undefined);
     if (result === 'timeout') { console.error(`timeout after ${TIMEOUT_MS} ms`); return 2; }
