@@ -17,7 +17,7 @@ const quiet = () => {
 function writeRun(home: string, runId: string, attemptDir: string): void {
   const state: RunState = {
     version: 1, runId, runName: `run ${runId}`, manifestFile: '/x.swarm.json', identity: 'me', host: 'h', pid: process.pid, status: 'running',
-    startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null,
+    startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null,
     tasks: [{ key: 'k', engine: 'script', model: null, taskType: null, verified: null, status: 'running', dir: '/tmp', branch: null, commit: null, port: null,
       attempts: [{ attempt: 1, phase: 'running', verdict: null, startedAt: Date.now(), endedAt: null, workerPid: 1, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: attemptDir, notes: '' }] }],
   };
@@ -99,7 +99,7 @@ describe('dashboard: a session', () => {
     const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) });
     try {
       assert.equal(session.receive({ type: 'select-run', runId: 'r1' }), false);
-      assert.deepEqual(posted, [], 'nothing before ready');
+      assert.equal(posted.length, 0, 'nothing before ready');
       assert.equal(session.receive({ type: 'ready' }), true);
       const snap = posted[0];
       assert.ok(snap?.type === 'snapshot');

@@ -33,8 +33,10 @@ describe('dashboard panel in VS Code', function () {
     const run = runManifest({ manifest, home: resolveHome(), identity: 'integration', engines, signal: controller.signal, killGraceMs: 500 });
     try {
       await vscode.commands.executeCommand('verdict.openDashboard');
-      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs);
-      assert.ok(tabs.some((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard')), 'a dashboard webview tab is open');
+      const dashboardTab = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard'));
+      for (let i = 0; i < 50 && !dashboardTab(); i++) await sleep(100);
+      const inputs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => `${t.label}: ${(t.input as { viewType?: string })?.viewType ?? typeof t.input}`);
+      assert.ok(dashboardTab(), `a dashboard webview tab is open (tabs: ${inputs.join(', ')})`);
       const probe = path.join(tmp, 'webview-probe');
       if (!fs.existsSync(probe)) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
       const seen = await webviewShows(probe, 'panel-e2e-run', 1);
