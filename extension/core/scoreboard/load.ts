@@ -4,7 +4,10 @@ import type { SqlValue } from 'sql.js';
 import { readSnapshot } from '../catalog/snapshot';
 import { evalLogPath } from '../config/home';
 import { readSwarmRuns, syncToPostgres } from '../store/postgres';
-import { ATTEMPT_COLUMNS, EvalIndex, openCurrentIndex, type CorruptLine } from '../store/sqlite-index';
+import fs from 'node:fs';
+import writeFileAtomic from 'write-file-atomic';
+import { fileSize } from '../store/log-lines';
+import { ATTEMPT_COLUMNS, EvalIndex, headOf, INDEX_SCHEMA_VERSION, openCurrentIndex, type CorruptLine } from '../store/sqlite-index';
 import { GROUP_STATS_TABLE, GROUP_COLUMNS, groupStatsSql, queryGroupStats, refreshGroupStats, type GroupStats } from './group-stats';
 import { scoreboardView, type ScoreboardFilters, type ScoreboardView } from './view';
 
@@ -120,11 +123,42 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
     }
   }
   const logFile = path.resolve(opts.logFile ?? evalLogPath(opts.home));
+  const unfiltered = !filters.engine && !filters.since;
+  const cacheFile = indexFileFor(opts.home, logFile) + '.groups.json';
+  if (unfiltered) {
+    const cached = readGroupsCache(cacheFile, logFile);
+    if (cached) return { view: scoreboardView(cached.stats, catalog, filters), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
+  }
   const index = await openScoreboardIndex(opts.home, logFile);
   try {
     const stats = indexGroupStats(index, filters);
+    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), stats } satisfies GroupsCache));
     return { view: scoreboardView(stats, catalog, filters), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
   } finally {
     index.close();
   }
+}
+
+/**
+ * `<index>.groups.json`: the unfiltered aggregates with the log position they describe, so `verdict models` on an
+ * unchanged log reads a few KB instead of loading the whole index into wasm.
+ */
+interface GroupsCache {
+  version: number;
+  offset: number;
+  head: string | null;
+  corrupt: number;
+  samples: CorruptLine[];
+  stats: GroupStats[];
+}
+
+/** The cache when it describes the log as it is now (same size and head), else null. */
+function readGroupsCache(file: string, logFile: string): GroupsCache | null {
+  try {
+    const c = JSON.parse(fs.readFileSync(file, 'utf8')) as GroupsCache;
+    if (c.version === INDEX_SCHEMA_VERSION && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
+  } catch {
+    // no cache, or a damaged one: the index answers
+  }
+  return null;
 }

@@ -219,7 +219,7 @@ export class EvalIndex {
 }
 
 /** sha256 of the first min(offset, 256) bytes of the log: identifies the file the index was built from. */
-function headOf(file: string, offset: number): string {
+export function headOf(file: string, offset: number): string {
   const n = Math.min(offset, HEAD_BYTES);
   if (n === 0) return '';
   const buf = Buffer.alloc(n);
