@@ -74,6 +74,19 @@ export interface ScoreRow {
   lastSeen: string | null;
 }
 
+/**
+ * New output of one worker (its worker.log). `reset`: replace what the page holds (first read, a new attempt, or
+ * bytes were dropped because the worker wrote faster than the ring keeps). `text` is at most OUTPUT_RING_BYTES.
+ */
+export interface OutputChunk {
+  key: string;
+  attempt: number;
+  text: string;
+  reset: boolean;
+  /** The worker.log's size now, bytes. */
+  totalBytes: number;
+}
+
 /** What a `load-artifact` request may ask for. */
 export type ArtifactKind = 'manifest' | 'prompt' | 'check-output' | 'worker-log';
 
@@ -98,11 +111,8 @@ export type HostToPage =
   | { type: 'did-remove-run'; runId: string }
   /** The list of skipped state files changed. */
   | { type: 'did-change-skipped'; skipped: SkippedView[] }
-  /**
-   * New output of one worker (its worker.log). `reset`: replace what the page holds (first read, a new attempt, or
-   * bytes were dropped because the worker wrote faster than the ring keeps). `text` is at most the host's ring size.
-   */
-  | { type: 'did-append-output'; runId: string; key: string; attempt: number; text: string; reset: boolean; totalBytes: number }
+  /** New output of the selected run's workers since the last flush: one message per flush, one chunk per worker. */
+  | { type: 'did-append-output'; runId: string; chunks: OutputChunk[] }
   /** Reply to load-artifact: the file's text (its last `maxBytes` when longer; `truncatedBytes` says how much was cut). */
   | { type: 'did-load-artifact'; replyTo: number; runId: string; artifact: ArtifactKind; key: string | null; attempt: number | null; text: string | null; truncatedBytes: number; error: string | null }
   /** Reply to load-scoreboard. `source` names the module the rows came from. */

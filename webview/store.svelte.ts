@@ -104,18 +104,19 @@ export function apply(m: HostToPage): void {
     case 'did-change-skipped':
       app.skipped = m.skipped;
       break;
-    case 'did-append-output': {
-      const id = outputKey(m.runId, m.key);
-      const old = app.outputs[id];
-      let text = m.reset || !old || old.attempt !== m.attempt ? m.text : old.text + m.text;
-      if (text.length > OUTPUT_RING_BYTES) {
-        text = text.slice(text.length - OUTPUT_RING_BYTES);
-        const nl = text.indexOf('\n');
-        if (nl >= 0 && nl < text.length - 1) text = text.slice(nl + 1);
+    case 'did-append-output':
+      for (const c of m.chunks) {
+        const id = outputKey(m.runId, c.key);
+        const old = app.outputs[id];
+        let text = c.reset || !old || old.attempt !== c.attempt ? c.text : old.text + c.text;
+        if (text.length > OUTPUT_RING_BYTES) {
+          text = text.slice(text.length - OUTPUT_RING_BYTES);
+          const nl = text.indexOf('\n');
+          if (nl >= 0 && nl < text.length - 1) text = text.slice(nl + 1);
+        }
+        app.outputs[id] = { attempt: c.attempt, text, totalBytes: c.totalBytes, at: Date.now() };
       }
-      app.outputs[id] = { attempt: m.attempt, text, totalBytes: m.totalBytes, at: Date.now() };
       break;
-    }
     case 'did-load-artifact':
       app.artifacts[artifactKey(m.runId, m.artifact, m.key, m.attempt)] = { loading: false, text: m.text, truncatedBytes: m.truncatedBytes, error: m.error };
       break;

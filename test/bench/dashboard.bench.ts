@@ -1,7 +1,7 @@
 // Benchmark (not a test): 50 workers each writing 100 lines/s for 30 s, watched in `verdict hud` by Debian chromium.
 // Measures event-to-screen latency (a line's write time → the next animation frame after it is in the DOM) and
 // the page's JS heap (CDP Runtime.getHeapUsage, sampled every second). Budget: p95 ≤ 150 ms, heap bounded.
-// Run after a build: `node esbuild.mjs && node --import=tsx test/bench/dashboard.bench.ts` (WORKERS, RATE, SECONDS override).
+// Run after a build: `node esbuild.mjs && node --import=tsx test/bench/dashboard.bench.ts` (BENCH_WORKERS, BENCH_RATE, BENCH_SECONDS override).
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -9,9 +9,9 @@ import type { RunState, TaskState } from '../../extension/core/live/state';
 import { tempDir } from '../helpers/fixtures';
 import { CHROMIUM, CHROMIUM_ARGS, startHudProcess } from '../helpers/hud';
 
-const WORKERS = Number(process.env.WORKERS ?? 50);
-const RATE = Number(process.env.RATE ?? 100);
-const SECONDS = Number(process.env.SECONDS ?? 30);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 50);
+const RATE = Number(process.env.BENCH_RATE ?? 100);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 
 const home = path.join(tempDir('verdict-bench-'), 'home');
 const runId = 'bench-run';
@@ -36,6 +36,22 @@ writeState();
 const hud = await startHudProcess(home);
 const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+// Arrival latency too (a line's write time → its SSE message reaching the page), to tell transport from rendering.
+await page.addInitScript(`(() => {
+  window.__arrival = [];
+  const ES = window.EventSource;
+  window.EventSource = class extends ES {
+    set onmessage(fn) {
+      super.onmessage = (e) => {
+        const t = Date.now();
+        const all = [...e.data.matchAll(/ (\\d{13})\\\\n/g)];
+        const last = all.at(-1);
+        if (last) window.__arrival.push(t - Number(last[1]));
+        fn(e);
+      };
+    }
+  };
+})()`);
 await page.goto(hud.url);
 await page.locator('.run-open').first().click();
 await page.locator('pre[data-testid="output-tail"]').nth(WORKERS - 1).waitFor();
@@ -81,6 +97,7 @@ clearInterval(writer);
 clearInterval(beat);
 clearInterval(sampler);
 await new Promise((r) => setTimeout(r, 500));
+const arrival = ((await page.evaluate('window.__arrival')) as number[]).sort((a, b) => a - b);
 const lat = ((await page.evaluate('window.__lat')) as number[]).sort((a, b) => a - b);
 const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
 const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
@@ -94,5 +111,7 @@ const firstHalf = heap.slice(0, Math.ceil(heap.length / 2));
 const secondHalf = heap.slice(Math.ceil(heap.length / 2));
 console.log(`dashboard bench: ${WORKERS} workers × ${RATE} lines/s × ${SECONDS} s = ${lines} lines, ${mib(bytes)} of worker logs`);
 console.log(`event-to-screen: ${lat.length} samples, p50 ${pct(50)} ms, p95 ${p95} ms, p99 ${pct(99)} ms, max ${lat.at(-1)} ms (budget p95 ≤ 150 ms: ${p95 <= 150 ? 'OK' : 'OVER'})`);
+const at = (v: number[], p: number) => v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))] ?? NaN;
+console.log(`SSE arrival (transport only): ${arrival.length} messages, p50 ${at(arrival, 50)} ms, p95 ${at(arrival, 95)} ms`);
 console.log(`page JS heap: peak ${mib(Math.max(...heap))}, peak of first half ${mib(Math.max(...firstHalf))}, peak of second half ${mib(Math.max(...secondHalf))}, last ${mib(heap.at(-1) ?? 0)}`);
 fs.rmSync(path.dirname(home), { recursive: true, force: true });

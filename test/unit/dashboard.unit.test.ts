@@ -114,7 +114,7 @@ describe('dashboard: a session', () => {
 
       session.receive({ type: 'select-run', runId: 'r1' });
       const out = posted.filter((m) => m.type === 'did-append-output');
-      assert.deepEqual(out, [{ type: 'did-append-output', runId: 'r1', key: 'k', attempt: 1, text: 'hello\n', reset: true, totalBytes: 6 }]);
+      assert.deepEqual(out, [{ type: 'did-append-output', runId: 'r1', chunks: [{ key: 'k', attempt: 1, text: 'hello\n', reset: true, totalBytes: 6 }] }]);
 
       session.receive({ type: 'load-artifact', seq: 7, runId: 'r1', artifact: 'worker-log', key: 'k', attempt: 1 });
       assert.deepEqual(posted.at(-1), { type: 'did-load-artifact', replyTo: 7, runId: 'r1', artifact: 'worker-log', key: 'k', attempt: 1, text: 'hello\n', truncatedBytes: 0, error: null });

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { OUTPUT_RING_BYTES, PATCH_INTERVAL_MS, type HostToPage, type PageToHost, type ScoreRow } from '../../../schemas/protocol';
+import { OUTPUT_RING_BYTES, PATCH_INTERVAL_MS, type HostToPage, type OutputChunk, type PageToHost, type ScoreRow } from '../../../schemas/protocol';
 import { loadArtifact } from './artifacts';
 import { LogTail } from './log-tail';
 import type { DashboardLog, DashboardSource, RunPatch } from './source';
@@ -23,8 +23,8 @@ export type ScoreboardProvider = () => Promise<{ rows: ScoreRow[]; source: strin
  * One page (a webview panel or a browser tab) talking to its host. Validates every message the page sends
  * (malformed or unknown: logged, answered with did-reject, never acted on); posts nothing before `ready`; then a
  * snapshot, run patches coalesced per run, and the output of the selected run's workers read from their worker.log
- * files with bounded reads — at most one flush every PATCH_INTERVAL_MS, at most OUTPUT_RING_BYTES per worker and
- * MAX_TICK_OUTPUT_BYTES in all per flush. Dispose with `dispose()`.
+ * files with bounded reads — at most one flush every PATCH_INTERVAL_MS (one did-append-output for all workers), at
+ * most OUTPUT_RING_BYTES per worker and MAX_TICK_OUTPUT_BYTES in all per flush. Dispose with `dispose()`.
  */
 export class DashboardSession {
   private ready = false;
@@ -143,6 +143,7 @@ export class DashboardSession {
       }
     }
     const entries = [...this.tails.values()];
+    const chunks: OutputChunk[] = [];
     let budget = MAX_TICK_OUTPUT_BYTES;
     // Start at a rotating worker so a budget cut does not always starve the same ones.
     const start = entries.length ? this.rotate++ % entries.length : 0;
@@ -155,7 +156,8 @@ export class DashboardSession {
       if (phase === 'checking' || phase === 'done') e.done = true;
       if (!read || (!read.text && !read.reset)) continue;
       budget -= Buffer.byteLength(read.text);
-      this.transport.post({ type: 'did-append-output', runId, key: e.key, attempt: e.attempt, text: read.text, reset: read.reset, totalBytes: read.totalBytes });
+      chunks.push({ key: e.key, attempt: e.attempt, text: read.text, reset: read.reset, totalBytes: read.totalBytes });
     }
+    if (chunks.length) this.transport.post({ type: 'did-append-output', runId, chunks });
   }
 }
