@@ -45,7 +45,7 @@ try {
   // Session 1: a trusted workspace, every suite but the untrusted one. Session 2: Workspace Trust on, the folder
   // not trusted, only the untrusted-workspace suite (index.ts picks by VERDICT_UNTRUSTED).
   code = route === 'code-server' ? await viaCodeServer(false) : await viaElectron(false);
-  if (code === 0) code = route === 'code-server' ? await viaCodeServer(true) : await viaElectron(true);
+  if (code === 0 && process.env.VERDICT_TRUSTED_ONLY !== '1') code = route === 'code-server' ? await viaCodeServer(true) : await viaElectron(true);
 } catch (e) {
   console.error('integration infrastructure error:', e?.stack || e);
   code = 2;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { appendFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 
 const EXTENSION_ID = 'verdict-dev.verdict';
@@ -12,6 +13,10 @@ describe('extension activation', () => {
     const registered = new Set(await vscode.commands.getCommands(true));
     assert.ok(declared.length >= 2);
     assert.deepEqual(declared.filter((c) => !registered.has(c)), []);
+    const api = ext.exports as { activationMs: number };
+    assert.ok(api.activationMs > 0);
+    // Read by test/bench/extension.bench.mjs from the run's report.
+    if (process.env.VERDICT_TEST_LOG) appendFileSync(process.env.VERDICT_TEST_LOG, `activationMs=${api.activationMs.toFixed(2)}\n`);
   });
 
   it('validates manifests with the schema: hover on a field shows its description', async () => {
