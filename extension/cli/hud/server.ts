@@ -9,7 +9,7 @@ import { newNonce, pageHtml, WEBVIEW_FILES } from '../../core/dashboard/page-htm
 import { MAX_PAGE_MESSAGE_BYTES, parsePageMessageText } from '../../core/dashboard/validate';
 
 /** Bytes an SSE connection may have unsent before worker output is held back for it. */
-export const SSE_BUSY_BYTES = 1024 * 1024;
+export const SSE_BUSY_BYTES = 64 * 1024;
 
 /** A running hud. */
 export interface Hud {
