@@ -3,7 +3,7 @@ import path from 'node:path';
 import { HEARTBEAT_MS, shortHost, type RunState, type TaskState } from './state';
 
 /** How a run looks from outside its orchestrator. */
-export type RunLiveness = 'running' | 'finished' | 'cancelled' | 'orchestrator-died';
+export type RunLiveness = 'running' | 'finished' | 'cancelled' | 'interrupted' | 'orchestrator-died';
 
 /** One run as listed for views: its state plus liveness and counts. Times epoch ms. */
 export interface RunInfo {

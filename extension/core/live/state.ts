@@ -17,6 +17,11 @@ export interface AttemptState {
   endedAt: number | null;
   /** Worker process group id while running. */
   workerPid: number | null;
+  /**
+   * The worker's start time (/proc/<pid>/stat field 22): a reconciler kills the group only if it still matches.
+   * Absent in state files written before it existed.
+   */
+  workerStartTime?: string | null;
   tokensIn: number | null;
   tokensOut: number | null;
   costMicroUsd: number | null;
@@ -53,7 +58,8 @@ export interface RunState {
   host: string;
   /** The orchestrator's pid; with a stale heartbeat and a dead pid, the run is "orchestrator died". */
   pid: number;
-  status: 'running' | 'finished' | 'cancelled';
+  /** `interrupted`: its orchestrator died and a later start reconciled it (unfinished attempts INTERRUPTED). */
+  status: 'running' | 'finished' | 'cancelled' | 'interrupted';
   startedAt: number;
   heartbeatAt: number;
   endedAt: number | null;

@@ -136,6 +136,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     taskType: str(t.task_type),
     timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
     checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),
+    watchdogMs: typeof t.watchdog_s === 'number' ? Math.round(t.watchdog_s * 1000) : null,
     engineArgs: typeof t.engine_args === 'string' ? (shellParse(t.engine_args) as string[]) : ((t.engine_args as string[] | undefined) ?? []),
     verified: str(t.verified),
     fullAccess: t.full_access === true,

@@ -18,6 +18,8 @@ export interface TaskSpec {
   timeoutMs: number;
   /** Check time limit, ms. */
   checkTimeoutMs: number;
+  /** No-output watchdog, ms; null when off. */
+  watchdogMs: number | null;
   /** Extra engine argv elements. */
   engineArgs: string[];
   /** One sentence: what a passing check proves; null when the manifest gives none. */

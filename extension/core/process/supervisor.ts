@@ -27,7 +27,17 @@ export interface SuperviseOptions {
   killGraceMs?: number;
   /** Called once the process exists, with its pid (= its process group id). */
   onSpawn?: (pid: number) => void;
+  /** No-output watchdog: stop the group when nothing was printed for this long, ms; the receipt says `stalled`. */
+  idleTimeoutMs?: number;
+  /**
+   * Stuck-engine guard: `seen()` says whether the engine printed its final event; when it has and the process is
+   * still running `graceMs` later, the group is stopped and the receipt says `stoppedAfterFinal` (judged normally).
+   */
+  finalEvent?: { seen: () => boolean; graceMs: number };
 }
+
+/** How often the watchdog and the final-event guard look, ms. */
+const GUARD_TICK_MS = 250;
 
 /** What happened to one supervised process. Times are epoch ms. */
 export interface Receipt {
@@ -41,6 +51,12 @@ export interface Receipt {
   durationMs: number;
   timedOut: boolean;
   cancelled: boolean;
+  /** Stopped by the no-output watchdog. */
+  stalled: boolean;
+  /** Stopped because it kept running after printing its final event. */
+  stoppedAfterFinal: boolean;
+  /** The process's start time as the kernel counts it (/proc/<pid>/stat field 22), to recognise it later. */
+  startTime: string | null;
   /** Set when the process could not be started (missing binary, bad cwd): the OS error message. */
   spawnError: string | null;
   /** Bytes of output written to the log. */
@@ -67,6 +83,10 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const startedAt = Date.now();
   let timedOut = false;
   let cancelled = false;
+  let stalled = false;
+  let stoppedAfterFinal = false;
+  let lastOutputAt = startedAt;
+  let finalSeenAt: number | null = null;
   let outputBytes = 0;
   let killTimer: NodeJS.Timeout | undefined;
 
@@ -85,9 +105,11 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     windowsHide: true,
   });
   const pid = child.pid ?? null;
+  const startTime = pid === null ? null : processStartTime(pid);
   if (pid !== null) opts.onSpawn?.(pid);
 
   const onData = (chunk: Buffer) => {
+    lastOutputAt = Date.now();
     outputBytes += chunk.length;
     fs.writeSync(log, chunk);
     tail.push(chunk);
@@ -109,6 +131,20 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     cancelled = true;
     stopGroup();
   };
+  const guard = opts.idleTimeoutMs || opts.finalEvent
+    ? setInterval(() => {
+        const now = Date.now();
+        if (opts.idleTimeoutMs && now - lastOutputAt > opts.idleTimeoutMs && !killTimer) {
+          stalled = true;
+          stopGroup();
+        }
+        if (opts.finalEvent && finalSeenAt === null && opts.finalEvent.seen()) finalSeenAt = now;
+        if (opts.finalEvent && finalSeenAt !== null && now - finalSeenAt > opts.finalEvent.graceMs && !killTimer) {
+          stoppedAfterFinal = true;
+          stopGroup();
+        }
+      }, GUARD_TICK_MS)
+    : undefined;
   if (opts.signal?.aborted) onAbort();
   opts.signal?.addEventListener('abort', onAbort);
   // The leader is gone: end what it left behind in its group, or the pipes it holds would keep us waiting.
@@ -118,6 +154,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
 
   const result = await child;
   clearTimeout(timer);
+  clearInterval(guard);
   if (killTimer) clearTimeout(killTimer);
   opts.signal?.removeEventListener('abort', onAbort);
   fs.closeSync(log);
@@ -134,11 +171,28 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       durationMs: endedAt - startedAt,
       timedOut,
       cancelled,
+      stalled,
+      stoppedAfterFinal,
+      startTime,
       spawnError,
       outputBytes,
     },
     tail: tail.text(),
   };
+}
+
+/**
+ * A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or null when it is gone or /proc is
+ * absent. With the pid it identifies a process across pid reuse: proc(5).
+ */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at ") "; field 3 is the first of them.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** Sends `sig` to process group `pgid`; a group that is already gone is not an error. */

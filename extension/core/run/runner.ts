@@ -7,7 +7,8 @@ import { attemptDir, evalLogPath, runDir, worktreePath } from '../config/home';
 import { addWorktree, commitWorktree, copyIncludes, taskBranch } from '../git/worktree';
 import { StateFile, shortHost, type AttemptState, type RunState, type TaskState } from '../live/state';
 import type { Manifest, TaskSpec } from '../manifest/types';
-import { supervise, type Receipt } from '../process/supervisor';
+import { RingBuffer } from '../process/ring-buffer';
+import { processStartTime, supervise, type Receipt } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } from '../store/eval-row';
@@ -33,6 +34,8 @@ export interface RunOptions {
   onEvent?: (e: RunEvent) => void;
   /** Grace between SIGTERM and SIGKILL, ms (default 5000). */
   killGraceMs?: number;
+  /** How long an engine may keep running after its final event, ms (default FINAL_EVENT_GRACE_MS). */
+  finalGraceMs?: number;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
   /** Lets a caller stop single tasks while the run goes on. */
@@ -117,6 +120,20 @@ export interface RunSummary {
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
 const MAX_RATE_LIMIT_REQUEUES = 5;
 const RATE_LIMIT_BASE_MS = 2000;
+/** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
+export const FINAL_EVENT_GRACE_MS = 30_000;
+
+/** Whether the engine's recent output holds its final event; parses only when new output arrived. */
+function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
+  let checkedBytes = -1;
+  let seen = false;
+  return () => {
+    if (seen || recent.totalBytes === checkedBytes) return seen;
+    checkedBytes = recent.totalBytes;
+    seen = engine.parseOutput(recent.text()).finalStatus !== null;
+    return seen;
+  };
+}
 
 interface TaskRuntime {
   spec: TaskSpec;
@@ -273,7 +290,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     setup: path.join(recDir, 'setup.log'),
   };
   const startedAt = Date.now();
-  const attempt: AttemptState = { attempt: n, phase: 'preparing', verdict: null, startedAt, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: recDir, notes: '' };
+  const attempt: AttemptState = { attempt: n, phase: 'preparing', verdict: null, startedAt, endedAt: null, workerPid: null, workerStartTime: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: recDir, notes: '' };
   task.state.attempts.push(attempt);
   task.state.status = 'preparing';
   ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: spec.engine, model: task.state.model });
@@ -312,6 +329,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     const argv = expandArgv(engine, { spec: prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess });
     task.state.status = 'running';
     attempt.phase = 'running';
+    const recent = new RingBuffer(256 * 1024);
     const run = supervise({
       file: ctx.binaries.get(spec.engine) ?? engine.binary,
       args: argv,
@@ -323,8 +341,12 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       killGraceMs: opts.killGraceMs,
       onSpawn: (pid) => {
         attempt.workerPid = pid;
+        attempt.workerStartTime = processStartTime(pid);
         void stateFile.save();
       },
+      idleTimeoutMs: spec.watchdogMs ?? undefined,
+      finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+      onOutput: (chunk) => recent.push(chunk),
     });
     const res = await run;
     worker = res.receipt;
@@ -338,6 +360,9 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     if (worker.spawnError) {
       verdict = 'ERROR';
       reason = `the worker could not start: ${worker.spawnError}`;
+    } else if (worker.stalled) {
+      verdict = 'STALLED';
+      reason = `the worker printed nothing for ${Math.round((spec.watchdogMs ?? 0) / 1000)} s and was stopped`;
     } else if (worker.timedOut) {
       verdict = 'TIMEOUT';
       reason = `the worker ran out of time after ${Math.round(spec.timeoutMs / 1000)} s and was stopped`;
@@ -351,16 +376,19 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       checkExit = check.receipt.exitCode;
       checkOutput = check.output;
       if (check.receipt.cancelled) throw new Cancelled();
-      const errorClass = worker.exitCode !== 0 ? engine.classifyError(workerTail) : null;
+      const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? engine.classifyError(workerTail) : null;
+      const exitNote = worker.stoppedAfterFinal
+        ? `the engine printed its final event but kept running; it was stopped after ${Math.round((opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS) / 1000)} s`
+        : worker.exitCode !== 0 ? `the worker exited ${worker.exitCode ?? worker.signal}` : '';
       if (check.passed) {
         verdict = 'PASS';
-        if (worker.exitCode !== 0) reason = `the worker exited ${worker.exitCode ?? worker.signal}, but the check passed`;
+        if (exitNote) reason = `${exitNote}, but the check passed`;
       } else if (errorClass === 'rate_limit') {
         verdict = 'RATE_LIMITED';
         reason = `the engine was rate-limited (${check.reason})`;
       } else {
         verdict = 'FAIL';
-        reason = check.reason + (worker.exitCode !== 0 ? `; the worker exited ${worker.exitCode ?? worker.signal}${errorClass ? ` (${errorClass})` : ''}` : '');
+        reason = check.reason + (exitNote ? `; ${exitNote}${errorClass ? ` (${errorClass})` : ''}` : '');
       }
     }
     if (verdict === 'PASS' && ctx.repo) {
@@ -384,7 +412,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   const rateLimited = verdict === 'RATE_LIMITED' && task.rateLimited < MAX_RATE_LIMIT_REQUEUES;
   if (rateLimited) task.rateLimited++;
   else task.used++;
-  const retryable = verdict === 'FAIL' || verdict === 'TIMEOUT';
+  const retryable = verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED';
   const willRetry = rateLimited || (retryable && task.used < spec.maxAttempts && !task.abort.signal.aborted);
   if (retryable) {
     task.failure = failureText({ attempt: n, verdict, check: spec.check, checkExitCode: checkExit, checkOutput, workerTail, reason });

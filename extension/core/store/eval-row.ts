@@ -1,5 +1,5 @@
 /** Verdicts of one attempt. Source: DESIGN.md "One attempt" step 4. */
-export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
+export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'STALLED' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
 
 /**
  * One row of runs.jsonl: one attempt. Ringer's columns first (run_id … notes), kept with their names and meaning
