@@ -3,6 +3,7 @@ import pkg from '../../package.json';
 import { resolveHome } from '../core/config/home';
 import { ManifestError } from '../core/manifest/types';
 import { catalogCommand } from './catalog-command';
+import { cleanCommand } from './clean-command';
 import { demoCommand } from './demo';
 import { hudCommand } from './hud/hud-command';
 import { InputError, processIo, UsageError, type Io } from './io';
@@ -21,6 +22,7 @@ commands:
   demo               run the bundled demo (script engine: no model, account or key)
   models             the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)
   catalog            the model catalog (OpenRouter format): snapshot, refresh, change log
+  clean              remove the worktrees of finished runs (task branches only with --branches)
   hud                serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)
 
 options:
@@ -47,6 +49,10 @@ options:
   --file PATH        catalog: show this OpenRouter-format file instead of the snapshot
   --free             catalog: only free models
   --changes          catalog: the change log (added, removed, price_change, went_free, went_paid)
+  --run ID           clean: only this run (also one whose orchestrator died)
+  --older-than DAYS  clean: only runs that ended more than DAYS days ago
+  --branches         clean: also delete the task branches verdict/<run_id>/* (says which held unmerged work)
+  --dry-run          clean: print what would be removed, change nothing
   -h, --help         this help
   -V, --version      the version
 
@@ -81,6 +87,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         file: { type: 'string' },
         free: { type: 'boolean' },
         changes: { type: 'boolean' },
+        run: { type: 'string' },
+        'older-than': { type: 'string' },
+        branches: { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'V' },
       },
@@ -120,6 +130,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       case 'catalog':
         if (rest.length) throw new UsageError('verdict catalog takes no arguments');
         return await catalogCommand({ home: resolveHome(values.home), refresh: values.refresh === true, source: values.source, file: values.file, free: values.free === true, changes: values.changes === true, json: values.json === true }, io);
+      case 'clean':
+        if (rest.length) throw new UsageError('verdict clean takes no arguments (use --run ID, --older-than DAYS)');
+        return await cleanCommand({ home: resolveHome(values.home), run: values.run, olderThan: values['older-than'], branches: values.branches === true, dryRun: values['dry-run'] === true }, io);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { fallbackIdentityArgs } from './identity';
+import { explainGitFailure } from './git-errors';
 import { withLock } from './lock';
+import { initSubmodules } from './submodules';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -44,32 +46,59 @@ export async function inspectRepo(repo: string, baseRef: string): Promise<RepoIn
   return { root, commonDir, baseSha };
 }
 
+/** Options of {@link addWorktree}. */
+export interface AddWorktreeOptions {
+  /** Time limit for initialising submodules, ms (default SUBMODULE_TIMEOUT_MS). */
+  submoduleTimeoutMs?: number;
+  /** Aborting stops a running submodule initialisation. */
+  signal?: AbortSignal;
+}
+
 /**
  * Creates worktree `dir` on a new branch `branch` at `baseSha`, serialized per repository by a lock on the git
- * common dir (git's own index and ref locks fail under concurrent `worktree add`). A half-made worktree is removed
- * before the error is rethrown.
- * @throws Error with git's message when the branch or folder already exists or git fails
+ * common dir (git's own index, ref and config locks fail under concurrent `worktree add`). When the repository has
+ * submodules they are initialised from the main working tree's checkouts (see initSubmodules; git's output goes to
+ * `<dir>.submodules.log`). On failure nothing half-made remains: the worktree, and the branch when this call created
+ * it, are removed before the error is thrown; a folder or branch that existed before is never touched.
+ * @throws Error naming the cause and the command that fixes it (a leftover .lock file, a branch or folder left by an
+ *   earlier run, a registered worktree whose folder is missing: see explainGitFailure), or the submodule failure
  */
-export async function addWorktree(repo: RepoInfo, dir: string, branch: string): Promise<void> {
+export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<void> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   await withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
     const git = simpleGit(repo.root);
+    const dirExisted = fs.existsSync(dir);
+    const branchExisted = await branchExists(git, branch);
     try {
       await git.raw(['worktree', 'add', '--quiet', '-b', branch, dir, repo.baseSha]);
     } catch (e) {
+      // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
+      if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
+      if (!branchExisted) await git.raw(['branch', '-D', branch]).catch(() => undefined);
+      throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+    }
+    try {
+      await initSubmodules(repo.root, dir, { logFile: `${dir}.submodules.log`, timeoutMs: opts.submoduleTimeoutMs, signal: opts.signal });
+    } catch (e) {
       await removeWorktreeQuietly(git, dir);
-      throw new Error(`git worktree add ${dir} failed: ${(e as Error).message.trim()}`);
+      await git.raw(['branch', '-D', branch]).catch(() => undefined);
+      throw e;
     }
   });
 }
 
+async function branchExists(git: SimpleGit, branch: string): Promise<boolean> {
+  return (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() !== '';
+}
+
 async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void> {
   try {
-    await git.raw(['worktree', 'remove', '--force', dir]);
+    await git.raw(['worktree', 'remove', '--force', '--force', dir]);
   } catch {
-    // nothing was registered; fall through to remove a partial folder
+    // nothing was registered, or git refused (submodules): fall through to remove the folder, then prune
   }
   fs.rmSync(dir, { recursive: true, force: true });
+  await git.raw(['worktree', 'prune']).catch(() => undefined);
 }
 
 /**
@@ -92,7 +121,11 @@ export function copyIncludes(repoRoot: string, worktree: string, include: string
  */
 export async function commitWorktree(dir: string, message: string): Promise<{ sha: string; committed: boolean }> {
   const git = simpleGit(dir);
-  await git.raw(['add', '-A']);
+  try {
+    await git.raw(['add', '-A']);
+  } catch (e) {
+    throw new Error(`git add in ${dir} failed: ${explainGitFailure((e as Error).message, { root: dir })}`);
+  }
   const status = await git.status();
   if (status.isClean()) return { sha: (await git.revparse(['HEAD'])).trim(), committed: false };
   await git.raw([...(await fallbackIdentityArgs(git)), 'commit', '--quiet', '--no-verify', '-m', message]);

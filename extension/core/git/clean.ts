@@ -1,0 +1,209 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { simpleGit } from 'simple-git';
+import { listRuns, readState, type RunLiveness } from '../live/registry';
+import { explainGitFailure } from './git-errors';
+import { withLock } from './lock';
+
+/** What `verdict clean` should remove. */
+export interface CleanOptions {
+  /** VERDICT_HOME, absolute. */
+  home: string;
+  /** Only this run; it is cleaned even when its orchestrator died (a resume then has nothing to resume from). */
+  runId?: string;
+  /** Only runs that ended (or last beat) more than this many days ago. */
+  olderThanDays?: number;
+  /** Also delete the task branches `verdict/<run_id>/*` (git branch -D), merged or not. */
+  branches: boolean;
+  /** Report what would be done; change nothing. */
+  dryRun: boolean;
+  /** Epoch ms (tests). */
+  now?: number;
+}
+
+/** One line of what clean did (or, with dryRun, would do). */
+export type CleanAction =
+  | { kind: 'worktree-removed'; runId: string; dir: string; uncommittedFiles: number }
+  | { kind: 'branch-deleted'; runId: string; branch: string; unmerged: boolean; sha: string }
+  | { kind: 'branch-kept'; runId: string; branch: string; unmerged: boolean; sha: string }
+  | { kind: 'run-skipped'; runId: string; reason: string }
+  | { kind: 'failed'; runId: string; what: string; reason: string };
+
+/** The result of {@link cleanRuns}: actions in order, per run. */
+export interface CleanReport {
+  actions: CleanAction[];
+  /** Runs looked at (after --run / --older-than). */
+  runs: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Removes the worktrees Verdict made under `<home>/worktrees/<run_id>/` for every finished run selected by
+ * `opts`: each is removed from its repository with `git worktree remove --force` (falling back to deleting the
+ * folder), then `git worktree prune`, under the same per-repository lock runs use to create worktrees. The
+ * repository comes from `runs/<run_id>/state.json` (`repo`), else from the worktree's own `.git` file. A live run
+ * (liveness 'running') is never touched; a run whose orchestrator died is skipped unless named with `runId`
+ * (`verdict resume` needs its worktrees). Task branches `verdict/<run_id>/*` are deleted only with `branches`;
+ * every branch is reported with whether its commit is reachable from any ref outside that run (`unmerged` when
+ * not). Run records (`runs/<run_id>/`) and the eval log are never touched.
+ * @throws Error when `runId` names no run under `home`, or `olderThanDays` is negative or not a number
+ */
+export async function cleanRuns(opts: CleanOptions): Promise<CleanReport> {
+  const now = opts.now ?? Date.now();
+  if (opts.olderThanDays !== undefined && !(opts.olderThanDays >= 0)) throw new Error(`--older-than must be a number of days ≥ 0, got ${opts.olderThanDays}`);
+  const candidates = collectRuns(opts.home, now);
+  let selected = candidates;
+  if (opts.runId !== undefined) {
+    selected = candidates.filter((c) => c.runId === opts.runId);
+    if (!selected.length) throw new Error(`no run ${opts.runId} under ${opts.home} (neither runs/${opts.runId}/state.json nor worktrees/${opts.runId}/ exists)`);
+  }
+  if (opts.olderThanDays !== undefined) selected = selected.filter((c) => now - c.lastActiveAt > (opts.olderThanDays as number) * DAY_MS);
+
+  const actions: CleanAction[] = [];
+  for (const run of selected) {
+    if (run.liveness === 'running') {
+      actions.push({ kind: 'run-skipped', runId: run.runId, reason: 'still running; its worktrees are in use' });
+      continue;
+    }
+    if (run.liveness === 'orchestrator-died' && opts.runId === undefined) {
+      actions.push({ kind: 'run-skipped', runId: run.runId, reason: `its orchestrator died; \`verdict resume ${run.runId}\` needs its worktrees (name it with --run to clean it anyway)` });
+      continue;
+    }
+    await cleanOneRun(run, opts, actions);
+  }
+  return { actions, runs: selected.length };
+}
+
+interface RunCandidate {
+  runId: string;
+  /** 'unknown' when only a worktrees/<run_id> folder is left. */
+  liveness: RunLiveness | 'unknown';
+  repo: string | null;
+  /** Epoch ms: end, else last heartbeat, else the worktree folder's mtime. */
+  lastActiveAt: number;
+}
+
+/** Every run with a state file or a worktrees folder. */
+function collectRuns(home: string, now: number): RunCandidate[] {
+  const byId = new Map<string, RunCandidate>();
+  for (const info of listRuns(home, now).runs) {
+    const s = info.state;
+    byId.set(s.runId, { runId: s.runId, liveness: info.liveness, repo: s.repo, lastActiveAt: s.endedAt ?? s.heartbeatAt ?? s.startedAt });
+  }
+  for (const id of readDir(path.join(home, 'worktrees'))) {
+    if (byId.has(id)) continue;
+    const stateFile = path.join(home, 'runs', id, 'state.json');
+    const read = readState(stateFile);
+    // A state file that cannot be read is not proof the run is over: leave it alone.
+    const liveness = 'reason' in read && read.reason !== 'missing' ? 'running' : 'unknown';
+    byId.set(id, { runId: id, liveness, repo: null, lastActiveAt: fs.statSync(path.join(home, 'worktrees', id)).mtimeMs });
+  }
+  return [...byId.values()].sort((a, b) => a.runId.localeCompare(b.runId));
+}
+
+async function cleanOneRun(run: RunCandidate, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
+  const runDir = path.join(opts.home, 'worktrees', run.runId);
+  const repos = new Set<string>();
+  if (run.repo) repos.add(run.repo);
+  for (const key of readDir(runDir)) {
+    const dir = path.join(runDir, key);
+    if (!fs.statSync(dir).isDirectory()) continue;
+    const repo = run.repo ?? repoOfWorktree(dir);
+    if (repo) repos.add(repo);
+    const uncommitted = await uncommittedFiles(dir);
+    if (!opts.dryRun) {
+      try {
+        await removeWorktree(repo, dir);
+      } catch (e) {
+        actions.push({ kind: 'failed', runId: run.runId, what: dir, reason: (e as Error).message });
+        continue;
+      }
+    }
+    actions.push({ kind: 'worktree-removed', runId: run.runId, dir, uncommittedFiles: uncommitted });
+  }
+  if (!opts.dryRun && fs.existsSync(runDir) && !readDir(runDir).some((n) => fs.statSync(path.join(runDir, n)).isDirectory())) {
+    fs.rmSync(runDir, { recursive: true, force: true });
+  }
+  for (const repo of repos) {
+    if (!fs.existsSync(repo)) continue;
+    if (!opts.dryRun) await simpleGit(repo).raw(['worktree', 'prune']).catch(() => undefined);
+    await handleBranches(repo, run.runId, opts, actions);
+  }
+}
+
+/** Deletes (with --branches) or reports the run's task branches in `repo`. */
+async function handleBranches(repo: string, runId: string, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
+  const git = simpleGit(repo);
+  const prefix = `refs/heads/verdict/${runId}/`;
+  const listed = await git.raw(['for-each-ref', '--format=%(refname) %(objectname)', prefix]).catch(() => '');
+  for (const line of listed.split('\n').filter(Boolean)) {
+    const [ref, sha] = line.split(' ') as [string, string];
+    const branch = ref.slice('refs/heads/'.length);
+    const unmerged = !(await reachableElsewhere(repo, sha, prefix));
+    if (!opts.branches) {
+      actions.push({ kind: 'branch-kept', runId, branch, unmerged, sha });
+      continue;
+    }
+    if (!opts.dryRun) {
+      try {
+        await git.raw(['branch', '-D', branch]);
+      } catch (e) {
+        actions.push({ kind: 'failed', runId, what: `branch ${branch}`, reason: explainGitFailure((e as Error).message, { root: repo, branch }) });
+        continue;
+      }
+    }
+    actions.push({ kind: 'branch-deleted', runId, branch, unmerged, sha });
+  }
+}
+
+/** True when `sha` is reachable from some ref outside `prefix` (another branch, a tag, a remote branch). */
+async function reachableElsewhere(repo: string, sha: string, prefix: string): Promise<boolean> {
+  const refs = await simpleGit(repo).raw(['for-each-ref', '--contains', sha, '--format=%(refname)']).catch(() => '');
+  return refs.split('\n').some((r) => r && !r.startsWith(prefix) && r !== 'refs/stash');
+}
+
+/**
+ * Removes one worktree folder: `git worktree remove --force --force` in its repository under the per-repository
+ * worktree lock; when git refuses (submodules, a lock) or the repository is gone, the folder is deleted and the
+ * registration left for `git worktree prune`.
+ */
+async function removeWorktree(repo: string | null, dir: string): Promise<void> {
+  if (repo && fs.existsSync(repo)) {
+    const commonDir = path.resolve(repo, (await simpleGit(repo).revparse(['--git-common-dir'])).trim());
+    await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
+      await simpleGit(repo).raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
+    });
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** The main working tree of the repository a worktree belongs to, from its `.git` file; null when unknown. */
+function repoOfWorktree(dir: string): string | null {
+  try {
+    const text = fs.readFileSync(path.join(dir, '.git'), 'utf8');
+    const gitdir = /^gitdir: (.+)$/m.exec(text)?.[1]?.trim();
+    if (!gitdir) return null;
+    // <repo>/.git/worktrees/<name> → <repo>
+    const commonDir = path.resolve(gitdir, '..', '..');
+    return path.basename(commonDir) === '.git' ? path.dirname(commonDir) : commonDir;
+  } catch {
+    return null;
+  }
+}
+
+/** Files `git status --porcelain` lists in a worktree (0 when it is not a readable worktree). */
+async function uncommittedFiles(dir: string): Promise<number> {
+  // Without its own .git, git would walk up and report some enclosing repository instead.
+  if (!fs.existsSync(path.join(dir, '.git'))) return 0;
+  const out = await simpleGit(dir).raw(['status', '--porcelain']).catch(() => '');
+  return out.split('\n').filter(Boolean).length;
+}
+
+function readDir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

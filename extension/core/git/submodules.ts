@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { simpleGit } from 'simple-git';
+import { supervise } from '../process/supervisor';
+
+/** Time limit for initialising one worktree's submodules, ms. */
+export const SUBMODULE_TIMEOUT_MS = 300_000;
+
+/** Options of {@link initSubmodules}. */
+export interface SubmoduleOptions {
+  /** Wall-clock limit for all submodules together, ms (default SUBMODULE_TIMEOUT_MS). */
+  timeoutMs?: number;
+  /** Where git's output goes (appended); must lie outside the worktree. */
+  logFile: string;
+  /** Aborting stops git's process group. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Initialises the submodules of a fresh worktree from the main repository's own checkouts, so nothing is fetched
+ * that the main repository already has: for each submodule path in the worktree's `.gitmodules`,
+ * `git submodule update --init --recursive --reference <root>/<path> -- <path>` (the reference only when that
+ * checkout exists in the main working tree; otherwise git clones from the recorded URL). Each git runs supervised
+ * in its own process group; all of them share `timeoutMs`. Returns the submodule paths initialised ([] when the
+ * repository has no `.gitmodules`).
+ * @throws Error naming the submodule, the time limit or git's exit code, and the log file
+ */
+export async function initSubmodules(root: string, worktree: string, opts: SubmoduleOptions): Promise<string[]> {
+  if (!fs.existsSync(path.join(worktree, '.gitmodules'))) return [];
+  const paths = await submodulePaths(worktree);
+  const deadline = Date.now() + (opts.timeoutMs ?? SUBMODULE_TIMEOUT_MS);
+  fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
+  for (const sub of paths) {
+    const mainCheckout = path.join(root, sub);
+    const reference = fs.existsSync(path.join(mainCheckout, '.git')) ? ['--reference', mainCheckout] : [];
+    const args = ['submodule', 'update', '--init', '--recursive', ...reference, '--', sub];
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw new Error(`submodules of ${worktree}: the time limit of ${limitText(opts)} ran out before ${sub}; see ${opts.logFile}`);
+    const { receipt } = await supervise({ file: 'git', args, cwd: worktree, logFile: opts.logFile, timeoutMs: remaining, signal: opts.signal, killGraceMs: 1000 });
+    if (receipt.spawnError) throw new Error(`git could not start to initialise submodule ${sub}: ${receipt.spawnError}`);
+    if (receipt.timedOut) throw new Error(`submodule ${sub} in ${worktree} was not initialised within ${limitText(opts)} (git was stopped); see ${opts.logFile}`);
+    if (receipt.cancelled) throw new Error(`initialising submodule ${sub} in ${worktree} was cancelled`);
+    if (receipt.exitCode !== 0) throw new Error(`\`git ${args.join(' ')}\` in ${worktree} exited ${receipt.exitCode ?? receipt.signal}; see ${opts.logFile}`);
+  }
+  return paths;
+}
+
+/** Submodule paths listed in `<dir>/.gitmodules`, in file order. */
+async function submodulePaths(dir: string): Promise<string[]> {
+  const out = await simpleGit(dir)
+    .raw(['config', '--file', '.gitmodules', '--get-regexp', '^submodule\\..*\\.path$'])
+    .catch(() => '');
+  return out
+    .split('\n')
+    .map((line) => line.slice(line.indexOf(' ') + 1).trim())
+    .filter(Boolean);
+}
+
+function limitText(opts: SubmoduleOptions): string {
+  return `${Math.round((opts.timeoutMs ?? SUBMODULE_TIMEOUT_MS) / 1000)} s`;
+}
