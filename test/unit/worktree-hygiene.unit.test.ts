@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveEngines } from '../../engines';
+import { addWorktree, inspectRepo, taskBranch } from '../../extension/core/git/worktree';
+import { loadManifest } from '../../extension/core/manifest/load';
+import { runManifest } from '../../extension/core/run/runner';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+/** Branch names under verdict/ in `repo`. */
+function verdictBranches(repo: string): string[] {
+  return git(repo, 'branch', '--list', 'verdict/*', '--format=%(refname:short)').split('\n').filter(Boolean);
+}
+
+describe('worktree hygiene', function () {
+  this.timeout(120000);
+
+  it('16 concurrent addWorktree calls on one repository all succeed (per-repo lock)', async () => {
+    const dir = tempDir();
+    const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
+    const keys = Array.from({ length: 16 }, (_, i) => `t${i}`);
+    const results = await Promise.allSettled(keys.map((k) => addWorktree(repo, path.join(dir, 'wt', k), taskBranch('r1', k))));
+    assert.deepEqual(results.filter((r) => r.status === 'rejected'), []);
+    assert.equal(verdictBranches(repo.root).length, 16);
+    for (const k of keys) assert.ok(fs.existsSync(path.join(dir, 'wt', k, 'README.md')), k);
+    assert.doesNotMatch(git(repo.root, 'worktree', 'list', '--porcelain'), /prunable/);
+  });
+
+  it('16 worktree tasks at max_parallel 16 through runManifest: 16 PASS, 16 rows, 16 branches', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const tasks = Array.from({ length: 16 }, (_, i) => scriptTask(`t${i}`, `echo ${i} > out.txt`, 'test -s out.txt || { echo out.txt missing; exit 1; }'));
+    const { manifest } = loadManifest(writeManifest(repo, { worktrees: true, max_parallel: 16, tasks }));
+    const home = path.join(dir, 'home');
+    const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines() });
+    assert.deepEqual(summary.tasks.filter((t) => t.verdict !== 'PASS').map((t) => [t.key, t.reason]), []);
+    assert.equal(readRows(home).length, 16);
+    assert.equal(verdictBranches(repo).length, 16);
+  });
+
+  describe('leftovers get a precise message and the command that fixes it; nothing half-made remains', () => {
+    it('a branch that already exists', async () => {
+      const dir = tempDir();
+      const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
+      git(repo.root, 'branch', 'verdict/r1/a');
+      await assert.rejects(addWorktree(repo, path.join(dir, 'wt', 'a'), 'verdict/r1/a'), (e: Error) => {
+        assert.match(e.message, /branch verdict\/r1\/a already exists/);
+        assert.match(e.message, new RegExp(`git -C ${repo.root} branch -D verdict/r1/a`));
+        return true;
+      });
+      assert.deepEqual(verdictBranches(repo.root), ['verdict/r1/a'], 'the existing branch is untouched');
+      assert.equal(fs.existsSync(path.join(dir, 'wt', 'a')), false);
+    });
+
+    it('a folder that already exists: kept as it was, and the branch git made is removed', async () => {
+      const dir = tempDir();
+      const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
+      const wt = path.join(dir, 'wt', 'a');
+      fs.mkdirSync(wt, { recursive: true });
+      fs.writeFileSync(path.join(wt, 'mine.txt'), 'keep me');
+      await assert.rejects(addWorktree(repo, wt, 'verdict/r1/a'), (e: Error) => {
+        assert.match(e.message, new RegExp(`${wt} already exists .*rm -rf ${wt} && git -C ${repo.root} worktree prune`));
+        return true;
+      });
+      assert.equal(fs.readFileSync(path.join(wt, 'mine.txt'), 'utf8'), 'keep me');
+      assert.deepEqual(verdictBranches(repo.root), []);
+    });
+
+    it('a path registered as a worktree whose folder is missing → git worktree prune', async () => {
+      const dir = tempDir();
+      const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
+      const wt = path.join(dir, 'wt', 'a');
+      git(repo.root, 'worktree', 'add', '-q', '-b', 'old', wt);
+      fs.rmSync(wt, { recursive: true });
+      await assert.rejects(addWorktree(repo, wt, 'verdict/r1/a'), (e: Error) => {
+        assert.match(e.message, new RegExp(`${wt} is registered as a worktree of ${repo.root} but its folder is missing: git -C ${repo.root} worktree prune`));
+        return true;
+      });
+      assert.deepEqual(verdictBranches(repo.root), []);
+    });
+
+    it('a leftover ref lock → its path and rm', async () => {
+      const dir = tempDir();
+      const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
+      const lock = path.join(repo.commonDir, 'refs', 'heads', 'verdict', 'r1', 'a.lock');
+      fs.mkdirSync(path.dirname(lock), { recursive: true });
+      fs.writeFileSync(lock, '');
+      await assert.rejects(addWorktree(repo, path.join(dir, 'wt', 'a'), 'verdict/r1/a'), (e: Error) => {
+        assert.match(e.message, new RegExp(`${lock} exists: another git process is running, or one crashed; if none is running: rm ${lock}`));
+        return true;
+      });
+      assert.equal(fs.existsSync(path.join(dir, 'wt', 'a')), false);
+    });
+  });
+
+  it('submodules are initialised in the worktree from the main checkout (--reference)', async () => {
+    const dir = tempDir();
+    // git ≥ 2.38 refuses file-path submodule clones unless allowed; the user's repository would say the same.
+    const saved = { ...process.env };
+    Object.assign(process.env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'protocol.file.allow', GIT_CONFIG_VALUE_0: 'always' });
+    try {
+      const lib = makeRepo(path.join(dir, 'lib'), { 'lib.txt': 'from the submodule\n' });
+      const main = makeRepo(path.join(dir, 'main'));
+      git(main, 'submodule', 'add', '-q', lib, 'vendor/lib');
+      git(main, 'commit', '-q', '-m', 'add submodule');
+      const repo = await inspectRepo(main, 'HEAD');
+      const wt = path.join(dir, 'wt', 'a');
+      await addWorktree(repo, wt, 'verdict/r1/a');
+      assert.equal(fs.readFileSync(path.join(wt, 'vendor', 'lib', 'lib.txt'), 'utf8'), 'from the submodule\n');
+      // the objects come from the main repository's copy: the submodule's alternates point at it
+      const gitDir = git(path.join(wt, 'vendor', 'lib'), 'rev-parse', '--absolute-git-dir');
+      const alternates = fs.readFileSync(path.join(gitDir, 'objects', 'info', 'alternates'), 'utf8');
+      assert.match(alternates, new RegExp(path.join(main, '.git', 'modules', 'vendor', 'lib')));
+      assert.ok(fs.existsSync(`${wt}.submodules.log`));
+    } finally {
+      for (const k of ['GIT_CONFIG_COUNT', 'GIT_CONFIG_KEY_0', 'GIT_CONFIG_VALUE_0']) if (!(k in saved)) delete process.env[k];
+    }
+  });
+
+  it('a submodule that cannot be initialised: clear error, no worktree or branch left', async () => {
+    const dir = tempDir();
+    const lib = makeRepo(path.join(dir, 'lib'));
+    const main = makeRepo(path.join(dir, 'main'));
+    git(main, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib, 'vendor/lib');
+    git(main, 'commit', '-q', '-m', 'add submodule');
+    // the main checkout is gone and its URL no longer exists: nothing to initialise from
+    fs.rmSync(path.join(main, 'vendor', 'lib'), { recursive: true });
+    fs.rmSync(lib, { recursive: true });
+    const repo = await inspectRepo(main, 'HEAD');
+    const wt = path.join(dir, 'wt', 'a');
+    await assert.rejects(addWorktree(repo, wt, 'verdict/r1/a'), /git submodule update --init --recursive -- vendor\/lib` in .* exited \d+; see .*a\.submodules\.log/);
+    assert.equal(fs.existsSync(wt), false);
+    assert.deepEqual(verdictBranches(repo.root), []);
+  });
+});
