@@ -8,6 +8,7 @@ import { demoCommand } from './demo';
 import { hudCommand } from './hud/hud-command';
 import { InputError, processIo, UsageError, type Io } from './io';
 import { lintCommand } from './lint-command';
+import { resumeCommand } from './resume-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
 import { loadEngines, runCommand } from './run-command';
 
@@ -18,6 +19,7 @@ const USAGE = `usage: verdict <command> [options]
 
 commands:
   run MANIFEST       run a swarm manifest (*.swarm.json / *.swarm.jsonc)
+  resume RUN_ID      run again the tasks of a run that did not pass (after a crash: its INTERRUPTED tasks)
   lint MANIFEST...   check manifests for mistakes that waste a swarm (exit 1 on any error)
   demo               run the bundled demo (script engine: no model, account or key)
   models             the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)
@@ -114,6 +116,10 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         if (!rest.length) throw new UsageError('verdict lint takes one or more manifest paths');
         const { engines, config } = loadEngines(values.config);
         return await lintCommand(rest, values.json === true, engines, config.allow_full_access === true, io);
+      }
+      case 'resume': {
+        if (rest.length !== 1) throw new UsageError('verdict resume takes exactly one run id');
+        return await resumeCommand(rest[0] as string, flags, io);
       }
       case 'demo':
         if (rest.length) throw new UsageError('verdict demo takes no arguments');

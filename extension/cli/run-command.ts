@@ -5,7 +5,8 @@ import { loadManifest } from '../core/manifest/load';
 import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
 import { PreflightError } from '../core/run/preflight';
 import { runManifest, type RunSummary } from '../core/run/runner';
-import { resolveEngines } from '../../engines';
+import { resolveEngines, type EngineSpec } from '../../engines';
+import { reconcileDeadRuns } from '../core/live/reconcile';
 import { eventLine, verdictTable } from './format';
 import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';
@@ -20,6 +21,8 @@ export interface RunFlags {
   config?: string;
   /** Run every check on the untouched tree first; tasks whose check already passes are not run. */
   baseline?: boolean;
+  /** Recorded in the new run's state: the run it resumes. */
+  resumedFrom?: string;
   /** Reuse (or, with a display, start and open) the dashboard; false with --no-dashboard. Default true. */
   dashboard?: boolean;
 }
@@ -30,7 +33,7 @@ export interface RunFlags {
  * `adjust` may change the loaded manifest before it runs (the demo points it at its repository).
  * Returns the exit code: 0 every task passed, 1 some did not, 2 bad input.
  */
-export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, adjust?: (m: Manifest) => void): Promise<{ code: number; summary: RunSummary | null }> {
+export async function runCommand(source: string | Manifest, flags: RunFlags, io: Io, adjust?: (m: Manifest) => void): Promise<{ code: number; summary: RunSummary | null }> {
   let maxParallel: number | undefined;
   if (flags.maxParallel !== undefined) {
     maxParallel = Number(flags.maxParallel);
@@ -39,9 +42,11 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
   const { config, configFile, engines } = loadEngines(flags.config);
   let manifest: Manifest;
   try {
-    const loaded = loadManifest(manifestPath, { engines: new Set(engines.keys()) });
-    manifest = loaded.manifest;
-    for (const w of loaded.warnings) io.err(formatProblem(w));
+    if (typeof source === 'string') {
+      const loaded = loadManifest(source, { engines: new Set(engines.keys()) });
+      manifest = loaded.manifest;
+      for (const w of loaded.warnings) io.err(formatProblem(w));
+    } else manifest = source;
   } catch (e) {
     if (e instanceof ManifestError) {
       for (const p of e.problems) io.err(formatProblem(p));
@@ -50,6 +55,7 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
     throw e;
   }
   adjust?.(manifest);
+  await reconcileAndReport(resolveHome(flags.home), engines, io);
   const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: config.allow_full_access === true })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
   for (const f of findings) io.err(`lint: ${formatFinding(f)}`);
   if (maxParallel === undefined && config.max_parallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = config.max_parallel;
@@ -78,6 +84,7 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
       maxParallel,
       signal: controller.signal,
       baseline: flags.baseline === true,
+      resumedFrom: flags.resumedFrom,
       postgresUrl: postgresUrlOf(config),
       onEvent: (e) => {
         const line = eventLine(e);
@@ -97,6 +104,13 @@ export async function runCommand(manifestPath: string, flags: RunFlags, io: Io, 
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+  }
+}
+
+/** Reconciles runs whose orchestrator died (see reconcileDeadRuns) and says what it did, on stderr. */
+export async function reconcileAndReport(home: string, engines: ReadonlyMap<string, EngineSpec>, io: Io): Promise<void> {
+  for (const r of await reconcileDeadRuns(home, engines)) {
+    io.err(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}. Resume with: verdict resume ${r.runId}`);
   }
 }
 

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { resolveHome } from '../core/config/home';
+import { reconcileDeadRuns } from '../core/live/reconcile';
 import { lintManifestFile } from '../core/manifest/lint';
 import type { VerdictApi } from './api';
 import { registerCommands } from './commands';
@@ -44,6 +45,13 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     ...registerDashboard(context, { log }),
     { dispose: () => sessions.cancelAll() },
   );
+  // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
+  setTimeout(() => {
+    void reconcileDeadRuns(resolveHome(readSettings().home), editorEngines(log)).then((reports) => {
+      for (const r of reports) log.warn(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed`);
+      if (reports.length) tree.refresh();
+    });
+  }, 0);
   const activationMs = performance.now() - t0;
   return {
     runManifest: (file, options = {}) => launchManifest(file, sessions, log, options),

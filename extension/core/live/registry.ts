@@ -29,8 +29,8 @@ export const STALE_HEARTBEAT_MS = 3 * HEARTBEAT_MS;
 
 /**
  * Every run under `<home>/runs`, newest first, live ones before the rest. A half-written or corrupt state.json is
- * skipped and reported in `skipped`, never thrown. A run still marked running whose heartbeat is stale and whose
- * orchestrator pid is gone (checked only on this host; other hosts by heartbeat alone) is "orchestrator-died".
+ * skipped and reported in `skipped`, never thrown. A run still marked running whose orchestrator pid is gone (this
+ * host) or whose heartbeat is stale (another host) is "orchestrator-died".
  */
 export function listRuns(home: string, now = Date.now()): { runs: RunInfo[]; skipped: SkippedRun[] } {
   const dir = path.join(home, 'runs');
@@ -109,12 +109,14 @@ function bucket(t: TaskState): 'queued' | 'active' | 'passed' | 'failed' | 'othe
   }
 }
 
+/**
+ * On this host the orchestrator's pid decides at once (gone → died); a run from another host sharing this
+ * VERDICT_HOME can only be judged by its heartbeat (stale → died).
+ */
 function liveness(state: RunState, now: number): RunLiveness {
   if (state.status !== 'running') return state.status;
-  const stale = now - state.heartbeatAt > STALE_HEARTBEAT_MS;
-  if (!stale) return 'running';
-  if (state.host === shortHost() && pidAlive(state.pid)) return 'running';
-  return 'orchestrator-died';
+  if (state.host === shortHost()) return pidAlive(state.pid) ? 'running' : 'orchestrator-died';
+  return now - state.heartbeatAt > STALE_HEARTBEAT_MS ? 'orchestrator-died' : 'running';
 }
 
 /** True when a process with this pid exists on this machine. */

@@ -67,6 +67,8 @@ export interface RunState {
   worktrees: boolean;
   repo: string | null;
   baseRef: string | null;
+  /** Set when this run resumes an earlier one (`verdict resume`): that run's id. */
+  resumedFrom?: string;
   /** Worktree mode: base_ref resolved to the commit every task branch starts from. */
   baseSha: string | null;
   tasks: TaskState[];

@@ -38,6 +38,8 @@ export interface RunOptions {
   finalGraceMs?: number;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
+  /** This run resumes the run with this id (recorded in state.json). */
+  resumedFrom?: string;
   /** Lets a caller stop single tasks while the run goes on. */
   control?: RunControl;
   /**
@@ -201,6 +203,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     repo: pre.repo?.root ?? null,
     baseRef: manifest.worktrees ? manifest.baseRef : null,
     baseSha: pre.repo?.baseSha ?? null,
+    ...(opts.resumedFrom ? { resumedFrom: opts.resumedFrom } : {}),
     tasks: tasks.map((t) => t.state),
   };
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);

@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveHome, runDir } from '../core/config/home';
+import { describeRun, listRuns, readState } from '../core/live/registry';
+import { parseManifest } from '../core/manifest/load';
+import { formatProblem } from '../core/manifest/types';
+import { InputError, type Io } from './io';
+import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
+
+/** Task statuses that need no second run. */
+const DONE = new Set(['PASS', 'SKIPPED']);
+
+/**
+ * `verdict resume RUN_ID`: reconciles dead runs, then starts a new run of the given run's unfinished tasks (every
+ * task that did not PASS), from its frozen manifest — so it works even when the manifest file changed or is gone.
+ * Returns the exit code of that run (0 when nothing was left to do).
+ * @throws InputError for an unknown run id, a run that is still live, or a frozen manifest that no longer loads
+ */
+export async function resumeCommand(runId: string, flags: RunFlags, io: Io): Promise<number> {
+  const home = resolveHome(flags.home);
+  const { engines } = loadEngines(flags.config);
+  await reconcileAndReport(home, engines, io);
+  const stateFile = path.join(runDir(home, runId), 'state.json');
+  const read = readState(stateFile);
+  if (!('state' in read)) throw new InputError(`no run ${runId} under ${home} (${read.reason === 'missing' ? 'no state file' : read.reason})`);
+  const info = describeRun(read.state, stateFile);
+  if (info.liveness === 'running') throw new InputError(`run ${runId} is still running (pid ${read.state.pid} on ${read.state.host}); cancel it first`);
+  const successor = listRuns(home).runs.find((r) => r.state.resumedFrom === runId);
+  if (successor) {
+    io.out(`run ${runId} was already resumed as run ${successor.state.runId} (${successor.liveness}); resume that one if it did not pass`);
+    return 0;
+  }
+  const frozenFile = path.join(runDir(home, runId), 'manifest.json');
+  const frozen = JSON.parse(fs.readFileSync(frozenFile, 'utf8')) as { manifest: unknown };
+  const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest), read.state.manifestFile, { engines: new Set(engines.keys()) });
+  if (!manifest) throw new InputError(`the frozen manifest of ${runId} no longer loads: ${problems.map(formatProblem).join('; ')}`);
+  const left = read.state.tasks.filter((t) => !DONE.has(t.status)).map((t) => t.key);
+  if (!left.length) {
+    io.out(`run ${runId}: every task passed; nothing to resume`);
+    return 0;
+  }
+  io.out(`resuming ${left.length} task(s) of run ${runId}: ${left.join(', ')}`);
+  manifest.tasks = manifest.tasks.filter((t) => left.includes(t.key));
+  return (await runCommand(manifest, { ...flags, resumedFrom: runId }, io)).code;
+}

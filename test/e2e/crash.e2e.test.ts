@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
+import { alive, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import type { RunState } from '../../extension/core/live/state';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('the orchestrator is killed with SIGKILL mid-run', function () {
+  this.timeout(120000);
+  it('the next start reconciles: no worker survives, unfinished attempts INTERRUPTED, worktrees kept; resume finishes the tasks', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const marks = path.join(dir, 'marks');
+    fs.mkdirSync(marks);
+    const repo = makeRepo(path.join(dir, 'repo'));
+    // First time: leave a marker, fork a grandchild and hang. After a resume: do the work.
+    const spec = `if [ -f ${marks}/$VERDICT_TASK_KEY ]; then echo done > out.txt; else echo $$ > ${marks}/$VERDICT_TASK_KEY; (sleep 300) & echo $! >> ${marks}/pids; echo $$ >> ${marks}/pids; sleep 300; fi`;
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt || { echo out.txt missing; exit 1; }', { expect_files: ['out.txt'] }));
+    const manifest = writeManifest(repo, { worktrees: true, max_parallel: 3, tasks });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard'], { reject: false, stdin: 'ignore' });
+    const pidsFile = path.join(marks, 'pids');
+    for (let i = 0; i < 300 && (fs.existsSync(pidsFile) ? fs.readFileSync(pidsFile, 'utf8').trim().split('\n').length : 0) < 6; i++) await sleep(50);
+    const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
+    const stateFile = path.join(home, 'runs', runId, 'state.json');
+    for (let i = 0; i < 100 && !(JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState).tasks.every((t) => t.attempts[0]?.workerPid); i++) await sleep(50);
+    child.kill('SIGKILL');
+    await child;
+    const orphans = fs.readFileSync(pidsFile, 'utf8').trim().split('\n').map(Number);
+    assert.equal(orphans.length, 6);
+    assert.ok(orphans.every(alive), 'the workers outlived their orchestrator (as they would after a crash)');
+
+    const r = await cli(['resume', runId, '--home', home, '--no-dashboard']);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stderr, new RegExp(`reconciled run ${runId} .*3 unfinished task\\(s\\) marked INTERRUPTED, 3 orphaned worker group\\(s\\) killed`));
+    await sleep(200);
+    for (const p of orphans) assert.equal(alive(p), false, `process ${p} survived the reconcile`);
+
+    const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
+    assert.equal(state.status, 'interrupted');
+    assert.deepEqual(state.tasks.map((t) => t.status), ['INTERRUPTED', 'INTERRUPTED', 'INTERRUPTED']);
+    for (const t of state.tasks) assert.ok(fs.existsSync(t.dir), `worktree ${t.dir} is kept`);
+    const rows = readRows(home);
+    assert.deepEqual(rows.filter((x) => x.run_id === runId).map((x) => x.verdict), ['INTERRUPTED', 'INTERRUPTED', 'INTERRUPTED']);
+    const resumed = rows.filter((x) => x.run_id !== runId);
+    assert.deepEqual(resumed.map((x) => [x.task_key, x.verdict]).sort(), [['a', 'PASS'], ['b', 'PASS'], ['c', 'PASS']]);
+    assert.match(r.stdout, /resuming 3 task\(s\) of run/);
+
+    const again = await cli(['resume', runId, '--home', home, '--no-dashboard']);
+    assert.equal(again.exitCode, 0);
+    assert.doesNotMatch(again.stderr, /reconciled/, 'a run is reconciled once');
+    assert.match(again.stdout, new RegExp(`run ${runId} was already resumed as run `));
+    assert.equal(readRows(home).length, rows.length, 'a second resume runs nothing again');
+  });
+});
