@@ -34,6 +34,8 @@ export interface RunOptions {
   onEvent?: (e: RunEvent) => void;
   /** Grace between SIGTERM and SIGKILL, ms (default 5000). */
   killGraceMs?: number;
+  /** First rate-limit backoff, ms (default 2000); doubles per rate limit of a task. */
+  rateLimitBaseMs?: number;
   /** How long an engine may keep running after its final event, ms (default FINAL_EVENT_GRACE_MS). */
   finalGraceMs?: number;
   /** Environment for workers and checks (default process.env). */
@@ -122,6 +124,18 @@ export interface RunSummary {
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
 const MAX_RATE_LIMIT_REQUEUES = 5;
 const RATE_LIMIT_BASE_MS = 2000;
+/**
+ * Wait before requeueing a rate-limited attempt, ms: exponential from `baseMs` (×2 per rate limit of this task) with
+ * full jitter on top, and never less than a Retry-After the engine printed (seconds, as HTTP's header;
+ * RFC 9110 §10.2.3).
+ */
+export function rateLimitBackoffMs(count: number, logTail: string, baseMs: number): number {
+  const exp = baseMs * 2 ** Math.max(0, count - 1);
+  const backoff = exp + Math.floor(Math.random() * exp);
+  const hinted = [...logTail.matchAll(/retry[-_ ]after["'\s:=]+(\d+(?:\.\d+)?)/gi)].pop()?.[1];
+  return hinted ? Math.max(backoff, Math.ceil(Number(hinted) * 1000)) : backoff;
+}
+
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
 
@@ -222,6 +236,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
   const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit, spend };
+  /** Per-engine concurrency: halved for the rest of the run each time that engine is rate-limited. */
+  const engineLimits = new Map<string, number>();
   const scheduler = new Scheduler<TaskRuntime>(
     maxParallel,
     async (task) => {
@@ -232,9 +248,16 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
       const outcome = await runAttempt(ctx, task);
       spend.settle(reservation, outcome.costMicroUsd);
+      if (outcome.rateLimited) {
+        const before = engineLimits.get(task.spec.engine) ?? maxParallel;
+        const after = Math.max(1, Math.floor(before / 2));
+        engineLimits.set(task.spec.engine, after);
+        if (after < before) emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.spec.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
+      }
       if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
     },
     (task) => markCancelled(task),
+    { groupOf: (task) => task.spec.engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
   );
   const onAbort = () => {
     scheduler.close();
@@ -278,7 +301,7 @@ interface AttemptContext {
 }
 
 /** Runs one attempt of `task` and records it. Returns when (and after how long) the task should run again. */
-async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ requeueAfterMs: number | null; costMicroUsd: number | null }> {
+async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ requeueAfterMs: number | null; costMicroUsd: number | null; rateLimited: boolean }> {
   const { opts, runId, stateFile } = ctx;
   const { spec, engine } = task;
   const n = task.used + task.rateLimited + 1;
@@ -480,12 +503,9 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: n, verdict, reason, durationMs, tokens, willRetry });
   void stateFile.save();
   const costMicroUsd = row.cost_microusd;
-  if (!willRetry) return { requeueAfterMs: null, costMicroUsd };
-  if (rateLimited) {
-    const backoff = RATE_LIMIT_BASE_MS * 2 ** (task.rateLimited - 1);
-    return { requeueAfterMs: backoff + Math.floor(Math.random() * backoff), costMicroUsd };
-  }
-  return { requeueAfterMs: 0, costMicroUsd };
+  if (!willRetry) return { requeueAfterMs: null, costMicroUsd, rateLimited: verdict === 'RATE_LIMITED' };
+  if (rateLimited) return { requeueAfterMs: rateLimitBackoffMs(task.rateLimited, workerTail, opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS), costMicroUsd, rateLimited: true };
+  return { requeueAfterMs: 0, costMicroUsd, rateLimited: false };
 }
 
 class Cancelled extends Error {}

@@ -1,12 +1,22 @@
+/** Optional per-group caps below the global limit (e.g. one engine halved after a rate limit). */
+export interface GroupLimits<T> {
+  /** The group a job belongs to. */
+  groupOf: (job: T) => string;
+  /** The current cap of a group; read on every start, so it may change while the scheduler runs. */
+  limitOf: (group: string) => number;
+}
+
 /**
  * Keeps exactly `limit` jobs running while work remains: a job is started the moment a slot frees, and a job may
- * enqueue follow-up jobs (retries), optionally after a delay (backoff). `idle()` resolves when nothing is queued,
- * delayed or running. After `close()`, queued and delayed jobs are handed to `onDropped` instead of running.
+ * enqueue follow-up jobs (retries), optionally after a delay (backoff). With `groups`, a job also waits while its
+ * group is at its own cap; jobs of other groups pass it. `idle()` resolves when nothing is queued, delayed or
+ * running. After `close()`, queued and delayed jobs are handed to `onDropped` instead of running.
  */
 export class Scheduler<T> {
   private readonly queue: T[] = [];
   private readonly delayed = new Map<NodeJS.Timeout, T>();
   private active = 0;
+  private readonly activeByGroup = new Map<string, number>();
   private closed = false;
   private idleWaiters: (() => void)[] = [];
   /** Highest number of jobs that ran at once; for tests and benchmarks. */
@@ -16,6 +26,7 @@ export class Scheduler<T> {
     private readonly limit: number,
     private readonly run: (job: T) => Promise<void>,
     private readonly onDropped: (job: T) => void = () => undefined,
+    private readonly groups?: GroupLimits<T>,
   ) {
     if (!Number.isInteger(limit) || limit < 1) throw new Error(`max_parallel must be an integer ≥ 1, got ${limit}`);
   }
@@ -57,18 +68,29 @@ export class Scheduler<T> {
   }
 
   private pump(): void {
-    while (!this.closed && this.active < this.limit && this.queue.length) {
-      const job = this.queue.shift() as T;
+    while (!this.closed && this.active < this.limit) {
+      const index = this.queue.findIndex((job) => this.groupHasRoom(job));
+      if (index < 0) return;
+      const [job] = this.queue.splice(index, 1) as [T];
+      const group = this.groups?.groupOf(job);
       this.active++;
+      if (group !== undefined) this.activeByGroup.set(group, (this.activeByGroup.get(group) ?? 0) + 1);
       this.peakActive = Math.max(this.peakActive, this.active);
       void this.run(job)
         .catch((e) => process.emitWarning(`scheduler job failed: ${(e as Error).stack ?? e}`))
         .finally(() => {
           this.active--;
+          if (group !== undefined) this.activeByGroup.set(group, (this.activeByGroup.get(group) ?? 1) - 1);
           this.pump();
           this.checkIdle();
         });
     }
+  }
+
+  private groupHasRoom(job: T): boolean {
+    if (!this.groups) return true;
+    const group = this.groups.groupOf(job);
+    return (this.activeByGroup.get(group) ?? 0) < Math.max(1, this.groups.limitOf(group));
   }
 
   private checkIdle(): void {
