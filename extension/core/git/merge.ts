@@ -6,6 +6,7 @@ import { runCheck } from '../run/check';
 import { reservePort } from '../run/ports';
 import { fallbackIdentityArgs } from './identity';
 import { withLock } from './lock';
+import { explainGitFailure } from './git-errors';
 
 /** One passed task to merge into the repository's current branch. */
 export interface MergeRequest {
@@ -109,7 +110,7 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
     try {
       await git.raw(['merge', '--ff-only', '--quiet', req.branch]);
     } catch (e) {
-      return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `fast-forward refused: ${(e as Error).message.trim()}` };
+      return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `fast-forward refused: ${explainGitFailure((e as Error).message, { root: req.repo, branch: req.branch })}` };
     }
     return { key: req.key, status: 'MERGED', sha: (await git.revparse(['HEAD'])).trim() };
   } finally {
