@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+/** Runs a worktree manifest with tasks `pass` (commits work) and `fail` (leaves an uncommitted file); returns its run id. */
+async function worktreeRun(repo: string, home: string, name: string): Promise<string> {
+  const file = writeManifest(repo, { run_name: name, worktrees: true, tasks: [scriptTask('pass', 'echo p > p.txt', 'test -s p.txt || exit 1'), scriptTask('fail', 'echo f > f.txt', 'echo no; exit 1', { max_attempts: 1 })] }, `${name}.swarm.json`);
+  const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+  assert.equal(r.exitCode, 1, r.all);
+  return String(readRows(home).at(-1)?.run_id);
+}
+
+function verdictBranches(repo: string): string[] {
+  return git(repo, 'branch', '--list', 'verdict/*', '--format=%(refname:short)').split('\n').filter(Boolean).sort();
+}
+
+describe('verdict clean', function () {
+  this.timeout(120000);
+
+  it('--dry-run changes nothing; clean removes worktrees and keeps branches, naming the unmerged one; --branches deletes them', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const runId = await worktreeRun(repo, home, 'one');
+    const wt = path.join(home, 'worktrees', runId);
+
+    const dry = await cli(['clean', '--home', home, '--dry-run']);
+    assert.equal(dry.exitCode, 0, dry.all);
+    assert.match(dry.stdout, new RegExp(`${runId}: would remove worktree ${path.join(wt, 'fail')} \\(1 uncommitted file discarded\\)`));
+    assert.match(dry.stdout, /dry run: nothing was changed/);
+    assert.ok(fs.existsSync(path.join(wt, 'pass')));
+    assert.equal(verdictBranches(repo).length, 2);
+
+    const clean = await cli(['clean', '--home', home]);
+    assert.equal(clean.exitCode, 0, clean.all);
+    assert.equal(fs.existsSync(wt), false);
+    assert.equal(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1, 'only the main worktree is registered');
+    assert.equal(verdictBranches(repo).length, 2, 'branches stay without --branches');
+    assert.match(clean.stdout, new RegExp(`kept branches holding work merged nowhere else: verdict/${runId}/pass\\n`));
+    assert.match(clean.stdout, /2 task branches kept; add --branches to delete them/);
+    assert.ok(fs.existsSync(path.join(home, 'runs', runId, 'state.json')), 'the run records stay');
+
+    const branches = await cli(['clean', '--home', home, '--run', runId, '--branches']);
+    assert.equal(branches.exitCode, 0, branches.all);
+    assert.match(branches.stdout, new RegExp(`deleted branches that held work merged nowhere else: verdict/${runId}/pass`));
+    assert.match(branches.stdout, new RegExp(`delete branch verdict/${runId}/fail \\([0-9a-f]{12}\\)\\n`), 'the untouched branch is merged (it is base_ref)');
+    assert.deepEqual(verdictBranches(repo), []);
+  });
+
+  it('never touches a live run; --older-than and --run select; bad flags are named', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const oldRun = await worktreeRun(repo, home, 'old');
+    const liveRun = await worktreeRun(repo, home, 'live');
+    // Make one run look old, and the other live (this process as its orchestrator, heartbeat now).
+    const edit = (id: string, change: (s: Record<string, unknown>) => void) => {
+      const file = path.join(home, 'runs', id, 'state.json');
+      const state = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+      change(state);
+      fs.writeFileSync(file, JSON.stringify(state));
+    };
+    edit(oldRun, (s) => (s.endedAt = Date.now() - 10 * 86_400_000));
+    edit(liveRun, (s) => Object.assign(s, { status: 'running', endedAt: null, pid: process.pid, heartbeatAt: Date.now() }));
+
+    const recent = await cli(['clean', '--home', home, '--older-than', '30']);
+    assert.equal(recent.exitCode, 0, recent.all);
+    assert.match(recent.stdout, /no runs match/);
+
+    const r = await cli(['clean', '--home', home, '--older-than', '7']);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(fs.existsSync(path.join(home, 'worktrees', oldRun)), false);
+    assert.ok(fs.existsSync(path.join(home, 'worktrees', liveRun, 'pass')));
+
+    const all = await cli(['clean', '--home', home, '--branches']);
+    assert.match(all.stdout, new RegExp(`${liveRun}: skipped: still running; its worktrees are in use`));
+    assert.ok(fs.existsSync(path.join(home, 'worktrees', liveRun, 'pass')));
+    assert.deepEqual(verdictBranches(repo).filter((b) => b.includes(oldRun)), []);
+    assert.equal(verdictBranches(repo).filter((b) => b.includes(liveRun)).length, 2);
+
+    const missing = await cli(['clean', '--home', home, '--run', 'nope']);
+    assert.equal(missing.exitCode, 2);
+    assert.match(missing.stderr, /no run nope under .*home/);
+    const bad = await cli(['clean', '--home', home, '--older-than', 'soon']);
+    assert.equal(bad.exitCode, 2);
+    assert.match(bad.stderr, /--older-than must be a number of days ≥ 0, got "soon"/);
+  });
+});
