@@ -6,8 +6,12 @@ import { cli } from '../helpers/cli';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { CHROMIUM, CHROMIUM_ARGS, rawGet, startHudProcess, type HudProcess } from '../helpers/hud';
 
-/** The README's pictures: taken by this test, committed under docs/images/. */
-const IMAGES = path.resolve('docs/images');
+/**
+ * The README's pictures are taken by this test. They go to out/screenshots/ on every run, and replace the committed
+ * ones in docs/images/ only with VERDICT_UPDATE_SCREENSHOTS=1, so `npm test` leaves the working tree clean.
+ */
+const IMAGES = path.resolve(process.env.VERDICT_UPDATE_SCREENSHOTS === '1' ? 'docs/images' : 'out/screenshots');
+fs.mkdirSync(IMAGES, { recursive: true });
 
 describe('dashboard in a browser: verdict hud + a live run, in Debian chromium', function () {
   this.timeout(180000);
