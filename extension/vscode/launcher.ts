@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { postgresUrlOf } from '../core/config/config';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/identity';
 import { loadManifest } from '../core/manifest/load';
@@ -67,6 +68,7 @@ export async function launchLoaded(manifest: Manifest, sessions: RunSessions, lo
       engines: editorEngines(log),
       maxParallel: options.maxParallel ?? ('max_parallel' in (manifest.raw as object) ? undefined : s.maxParallel),
       baseline: options.baseline,
+      postgresUrl: postgresUrlOf({ postgres_url: s.postgresUrl }),
       signal: abort.signal,
       control,
       onEvent: (e) => {

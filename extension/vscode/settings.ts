@@ -10,6 +10,8 @@ export interface VerdictSettings {
   allowFullAccess: boolean;
   /** Default max_parallel when a manifest gives none. */
   maxParallel: number | undefined;
+  /** Postgres connection string for the shared eval table (`verdict.eval.postgres`); VERDICT_PG_URL wins. */
+  postgresUrl: string | undefined;
 }
 
 /** Reads the settings. */
@@ -21,5 +23,6 @@ export function readSettings(): VerdictSettings {
     engines: c.get<Record<string, unknown>>('engines') ?? {},
     allowFullAccess: c.get<boolean>('allowFullAccess') === true,
     maxParallel: c.get<number>('maxParallel') || undefined,
+    postgresUrl: c.get<string>('eval.postgres') || undefined,
   };
 }
