@@ -93,7 +93,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     });
     io.out('');
     io.out(verdictTable(summary));
-    return { code: summary.allPassed ? 0 : 1, summary };
+    for (const e of summary.recordErrors) io.err(`error: ${e}`);
+    return { code: summary.allPassed && !summary.recordErrors.length ? 0 : 1, summary };
   } catch (e) {
     if (e instanceof PreflightError) {
       io.err(`cannot start ${manifest.file}:`);

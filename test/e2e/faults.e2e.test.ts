@@ -112,6 +112,8 @@ describe('faults: nothing is lost, nothing is left running', function () {
     assert.notEqual(r.exitCode, 0, r.all);
     assert.match(r.all ?? '', new RegExp(`cannot append the eval row of \\S+/a attempt 1 to ${path.join(home, 'runs.jsonl')}: no space left on device; the row was not written`));
     assert.equal(onlyState(home).status, 'finished');
+    assert.match(r.stdout, /^a\s+PASS\s+1\s/m, 'the table still shows what happened');
+    assert.match(r.stderr, /error: the eval row of a attempt 1 \(PASS\) could not be written/);
     // the attempt's own records are whole
     const [id] = fs.readdirSync(path.join(home, 'runs'));
     const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'tasks', 'a', 'attempt-1', 'receipt.json'), 'utf8')) as { verdict: string };

@@ -56,4 +56,25 @@ describe('records', () => {
     assert.equal(final.tasks.length, 50);
     assert.deepEqual(fs.readdirSync(dir), ['state.json']);
   });
+
+  it('a burst of saves coalesces into at most two writes, the last holding every change', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'state.json');
+    const state = { version: 1, tasks: [] as unknown[], runId: 'r' } as unknown as RunState;
+    const sf = new StateFile(file, state);
+    let renames = 0;
+    const watcher = fs.watch(dir, (event, name) => {
+      if (event === 'rename' && name === 'state.json') renames++;
+    });
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < 200; i++) {
+      (state.tasks as unknown[]).push(i);
+      writes.push(sf.save());
+    }
+    await Promise.all(writes);
+    await new Promise((r) => setTimeout(r, 50));
+    watcher.close();
+    assert.equal((JSON.parse(fs.readFileSync(file, 'utf8')) as RunState).tasks.length, 200);
+    assert.ok(renames >= 1 && renames <= 2, `${renames} writes for 200 saves`);
+  });
 });

@@ -78,13 +78,15 @@ export interface RunState {
 export const HEARTBEAT_MS = 5000;
 
 /**
- * Owns one state.json: every `save()` writes the whole state to a unique temp file and renames it over the old one
- * (write-file-atomic), so readers never see half a file; saves are queued in order. A heartbeat timer saves every
- * HEARTBEAT_MS while the run lives.
+ * Owns one state.json: every write puts the whole state in a unique temp file and renames it over the old one
+ * (write-file-atomic), so readers never see half a file. Saves coalesce: at most one write is in flight and one
+ * waits, and the waiting one serialises the state when it starts, so a burst of changes costs two writes and memory
+ * stays flat however large the run. A heartbeat timer saves every HEARTBEAT_MS while the run lives.
  */
 export class StateFile {
   private timer: NodeJS.Timeout | null = null;
-  private pending: Promise<void> = Promise.resolve();
+  private writing: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
 
   constructor(readonly file: string, readonly state: RunState) {}
 
@@ -94,14 +96,29 @@ export class StateFile {
     this.timer.unref();
   }
 
-  /** Writes the current state; resolves when this write is on disk. Write errors are returned, not thrown. */
+  /**
+   * Writes the current state; resolves once a write that began after this call is on disk (so it holds every change
+   * made before the call). Write errors are reported as process warnings, not thrown.
+   */
   save(): Promise<void> {
+    if (this.queued) return this.queued;
+    if (!this.writing) return this.startWrite();
+    this.queued = this.writing.then(() => {
+      this.queued = null;
+      return this.startWrite();
+    });
+    return this.queued;
+  }
+
+  private startWrite(): Promise<void> {
     this.state.heartbeatAt = Date.now();
     const text = JSON.stringify(this.state, null, 1);
-    this.pending = this.pending.then(() => writeFileAtomic(this.file, text)).catch((e: Error) => {
-      process.emitWarning(`cannot write ${this.file}: ${e.message}`);
-    });
-    return this.pending;
+    this.writing = writeFileAtomic(this.file, text)
+      .catch((e: Error) => process.emitWarning(`cannot write ${this.file}: ${e.message}`))
+      .finally(() => {
+        this.writing = null;
+      });
+    return this.writing;
   }
 
   /** Stops the heartbeat and writes the final state. */

@@ -117,6 +117,8 @@ export interface RunSummary {
   tasks: TaskSummary[];
   /** True when every task passed. */
   allPassed: boolean;
+  /** Records that could not be written (e.g. eval rows on a full disk); empty when every record is on disk. */
+  recordErrors: string[];
   /** Spend (micro-USD), budget and Postgres outbox state: see RunSpendReport. */
   spend: RunSpendReport;
 }
@@ -235,7 +237,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit, spend };
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit, spend, recordErrors: [] };
   /** Per-engine concurrency: halved for the rest of the run each time that engine is rate-limited. */
   const engineLimits = new Map<string, number>();
   const scheduler = new Scheduler<TaskRuntime>(
@@ -283,6 +285,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     durationMs: state.endedAt - startedAt,
     tasks: summaries,
     allPassed: summaries.every((s) => s.verdict === 'PASS'),
+    recordErrors: ctx.recordErrors,
     spend: await spend.finish(),
   };
   emit({ type: 'run-finished', summary });
@@ -298,6 +301,8 @@ interface AttemptContext {
   repo: Awaited<ReturnType<typeof preflight>>['repo'];
   emit: (e: RunEvent) => void;
   spend: RunSpend;
+  /** Records that failed to write, reported in the summary. */
+  recordErrors: string[];
 }
 
 /** Runs one attempt of `task` and records it. Returns when (and after how long) the task should run again. */
@@ -489,8 +494,15 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     check_log: files.check,
     receipt_path: files.receipt,
   };
-  await appendEvalRow(evalLogPath(opts.home), row);
-  ctx.spend.rowWritten();
+  try {
+    await appendEvalRow(evalLogPath(opts.home), row);
+    ctx.spend.rowWritten();
+  } catch (e) {
+    // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
+    const message = `the eval row of ${spec.key} attempt ${n} (${verdict}) could not be written: ${(e as Error).message}`;
+    ctx.recordErrors.push(message);
+    ctx.emit({ type: 'task-note', key: spec.key, note: message });
+  }
 
   const s = task.summary;
   s.attempts = n;
@@ -558,7 +570,7 @@ async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: str
   const { manifest } = ctx.opts;
   task.state.port = await reservePort();
   if (ctx.repo && task.state.branch) {
-    await addWorktree(ctx.repo, task.state.dir, task.state.branch);
+    await addWorktree(ctx.repo, task.state.dir, task.state.branch, { signal: task.abort.signal });
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
   } else {
     const moved = moveAsidePrevious(task.state.dir, ctx.runId);
