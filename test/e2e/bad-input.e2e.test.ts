@@ -89,6 +89,15 @@ describe('verdict run with bad input', function () {
     nothingCreated();
   });
 
+  it('a VERDICT_HOME that cannot be written', async () => {
+    const blocker = path.join(dir, 'home-is-a-file');
+    fs.writeFileSync(blocker, 'x');
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'true', 'true')] });
+    const r = await cli(['run', file, '--home', path.join(blocker, 'home')]);
+    assert.equal(r.exitCode, 2, r.all);
+    assert.match(r.stderr, /VERDICT_HOME .*home-is-a-file\/home cannot be created: .*home-is-a-file is a file/);
+  });
+
   it('a malformed config file: file:line:column', async () => {
     const config = path.join(dir, 'c.json');
     fs.writeFileSync(config, '{ "engines": { ');

@@ -14,6 +14,8 @@ export interface RepoInfo {
   commonDir: string;
   /** base_ref resolved to a full commit sha. */
   baseSha: string;
+  /** `-c user.name=… -c user.email=…` when the repository has no committer identity, else empty (read once). */
+  identityArgs: string[];
 }
 
 /** The branch a task's work lands on: `verdict/<runId>/<key>`. */
@@ -43,7 +45,7 @@ export async function inspectRepo(repo: string, baseRef: string): Promise<RepoIn
     baseSha = '';
   }
   if (!baseSha) throw new Error(`base_ref "${baseRef}" does not name a commit in ${root} (try \`git -C ${root} log --oneline -1 ${baseRef}\`)`);
-  return { root, commonDir, baseSha };
+  return { root, commonDir, baseSha, identityArgs: await fallbackIdentityArgs(git) };
 }
 
 /** Options of {@link addWorktree}. */
@@ -68,12 +70,14 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   await withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
     const git = simpleGit(repo.root);
     const dirExisted = fs.existsSync(dir);
-    const branchExisted = await branchExists(git, branch);
     try {
       await git.raw(['worktree', 'add', '--quiet', '-b', branch, dir, repo.baseSha]);
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
+      // git refuses `-b` for a branch that exists before it creates anything; any other failure may leave the new
+      // branch behind. (Asked after the fact, so the lock is not held for an extra git call on every success.)
+      const branchExisted = /a branch named .* already exists/.test((e as Error).message);
       if (!branchExisted) await git.raw(['branch', '-D', branch]).catch(() => undefined);
       throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
     }
@@ -85,10 +89,6 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       throw e;
     }
   });
-}
-
-async function branchExists(git: SimpleGit, branch: string): Promise<boolean> {
-  return (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() !== '';
 }
 
 async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void> {
@@ -115,19 +115,22 @@ export function copyIncludes(repoRoot: string, worktree: string, include: string
 
 /**
  * Commits everything in the worktree (`git add -A`, so .gitignore is respected) onto its branch, as the
- * orchestrator, not the worker. Uses the repository's configured author, falling back to "Verdict".
+ * orchestrator, not the worker, with the repository's configured author (`identityArgs`, from RepoInfo, supplies
+ * "Verdict" when it has none).
  * Returns the branch head sha and whether a new commit was made (false when the worker changed nothing).
  * @throws Error with git's message
  */
-export async function commitWorktree(dir: string, message: string): Promise<{ sha: string; committed: boolean }> {
+export async function commitWorktree(dir: string, message: string, identityArgs: string[]): Promise<{ sha: string; committed: boolean }> {
   const git = simpleGit(dir);
+  // One status walk decides and names HEAD (porcelain v2 `# branch.oid`): a worker that changed nothing costs one git call.
+  const lines = (await git.raw(['status', '--porcelain=v2', '--branch', '--untracked-files=all'])).split('\n').filter(Boolean);
+  const head = lines.find((l) => l.startsWith('# branch.oid '))?.slice('# branch.oid '.length);
+  if (!lines.some((l) => !l.startsWith('# ')) && head && head !== '(initial)') return { sha: head, committed: false };
   try {
     await git.raw(['add', '-A']);
   } catch (e) {
     throw new Error(`git add in ${dir} failed: ${explainGitFailure((e as Error).message, { root: dir })}`);
   }
-  const status = await git.status();
-  if (status.isClean()) return { sha: (await git.revparse(['HEAD'])).trim(), committed: false };
-  await git.raw([...(await fallbackIdentityArgs(git)), 'commit', '--quiet', '--no-verify', '-m', message]);
+  await git.raw([...identityArgs, 'commit', '--quiet', '--no-verify', '-m', message]);
   return { sha: (await git.revparse(['HEAD'])).trim(), committed: true };
 }

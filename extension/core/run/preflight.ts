@@ -24,11 +24,16 @@ export interface Preflight {
 /**
  * Everything that can be known wrong before any task starts: unknown engines, missing engine binaries (naming the
  * binary and how to install it), worktree mode outside a git repository or with a base_ref that names no commit,
- * include files that do not exist, a plain-mode workdir that cannot be written. Creates nothing.
+ * include files that do not exist, a plain-mode workdir or a VERDICT_HOME (`home`) that cannot be written. Creates
+ * nothing.
  * @throws PreflightError listing every problem found
  */
-export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env): Promise<Preflight> {
+export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env, home?: string): Promise<Preflight> {
   const problems: string[] = [];
+  if (home) {
+    const problem = writableFolderProblem('VERDICT_HOME', home);
+    if (problem) problems.push(problem);
+  }
   const binaries = new Map<string, string>();
   for (const name of new Set(manifest.tasks.map((t) => t.engine))) {
     const engine = engines.get(name);
@@ -51,21 +56,22 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
       problems.push((e as Error).message);
     }
   } else {
-    const problem = writableFolderProblem(manifest.workdir);
+    const problem = writableFolderProblem('workdir', manifest.workdir);
     if (problem) problems.push(problem);
   }
   if (problems.length) throw new PreflightError(problems);
   return { repo, binaries };
 }
 
-function writableFolderProblem(dir: string): string | null {
+/** Why `dir` (called `label` in the message) cannot be created or written, or null when it can. Creates nothing. */
+function writableFolderProblem(label: string, dir: string): string | null {
   let existing = dir;
   while (!fs.existsSync(existing) && path.dirname(existing) !== existing) existing = path.dirname(existing);
   try {
-    if (!fs.statSync(existing).isDirectory()) return `workdir ${dir} cannot be created: ${existing} is a file`;
+    if (!fs.statSync(existing).isDirectory()) return `${label} ${dir} cannot be created: ${existing} is a file`;
     fs.accessSync(existing, fs.constants.W_OK);
     return null;
   } catch (e) {
-    return `workdir ${dir} cannot be written: ${(e as Error).message}`;
+    return `${label} ${dir} cannot be written: ${(e as Error).message}`;
   }
 }

@@ -177,7 +177,7 @@ interface TaskRuntime {
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
-  const pre = await preflight(manifest, opts.engines, env);
+  const pre = await preflight(manifest, opts.engines, env, home);
   const runId = newRunId();
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
@@ -243,24 +243,37 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const scheduler = new Scheduler<TaskRuntime>(
     maxParallel,
     async (task) => {
-      if (task.abort.signal.aborted) return markCancelled(task);
-      if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
-      // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
-      const reservation = spend.admit(task.spec.engine, task.state.model);
-      if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
-      const outcome = await runAttempt(ctx, task);
-      spend.settle(reservation, outcome.costMicroUsd);
-      if (outcome.rateLimited) {
-        const before = engineLimits.get(task.spec.engine) ?? maxParallel;
-        const after = Math.max(1, Math.floor(before / 2));
-        engineLimits.set(task.spec.engine, after);
-        if (after < before) emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.spec.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
+      try {
+        await runJob(task);
+      } catch (e) {
+        // A bug or an unwritable record must not leave the task looking CANCELLED: it ends ERROR, saying why.
+        task.state.status = 'ERROR';
+        task.summary.verdict = 'ERROR';
+        task.summary.reason = `internal error: ${(e as Error).message}`;
+        emit({ type: 'task-note', key: task.spec.key, note: task.summary.reason });
+        void stateFile.save();
       }
-      if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
     },
     (task) => markCancelled(task),
     { groupOf: (task) => task.spec.engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
   );
+  /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
+  async function runJob(task: TaskRuntime): Promise<void> {
+    if (task.abort.signal.aborted) return markCancelled(task);
+    if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
+    // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
+    const reservation = spend.admit(task.spec.engine, task.state.model);
+    if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
+    const outcome = await runAttempt(ctx, task);
+    spend.settle(reservation, outcome.costMicroUsd);
+    if (outcome.rateLimited) {
+      const before = engineLimits.get(task.spec.engine) ?? maxParallel;
+      const after = Math.max(1, Math.floor(before / 2));
+      engineLimits.set(task.spec.engine, after);
+      if (after < before) emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.spec.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
+    }
+    if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
+  }
   const onAbort = () => {
     scheduler.close();
     for (const t of tasks) t.abort.abort();
@@ -423,7 +436,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       }
     }
     if (verdict === 'PASS' && ctx.repo) {
-      const { sha, committed } = await commitWorktree(task.state.dir, `verdict: ${spec.key} (run ${runId}, attempt ${n})\n\n${spec.verified ?? ''}`.trim());
+      const { sha, committed } = await commitWorktree(task.state.dir, `verdict: ${spec.key} (run ${runId}, attempt ${n})\n\n${spec.verified ?? ''}`.trim(), ctx.repo.identityArgs);
       task.state.commit = sha;
       task.summary.commit = sha;
       if (!committed) reason = 'the check passed but the worker changed no files; the branch stays at base_ref';
