@@ -39,6 +39,7 @@ describe('rate limits', function () {
     const rows = readRows(path.join(dir, 'home'));
     assert.equal(rows.filter((r) => r.verdict === 'RATE_LIMITED').length, 4);
     assert.equal(rows.filter((r) => r.verdict === 'PASS').length, 4);
+    assert.ok(rows.every((r) => r.retry === false), 'an attempt after a rate limit is not a retry');
     assert.match(notes[0] ?? '', /engine flaky was rate-limited: at most 2 of its attempts run at once from now on/);
     assert.ok(notes.some((n) => /at most 1 of its attempts/.test(n)));
     // Once the limit is 1, the successful attempts (which sleep) never overlap.

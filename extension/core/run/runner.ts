@@ -323,6 +323,8 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   const { opts, runId, stateFile } = ctx;
   const { spec, engine } = task;
   const n = task.used + task.rateLimited + 1;
+  /** A retry is an attempt after a judged one; an attempt after a rate limit alone is not. */
+  const isRetry = task.used > 0;
   const recDir = attemptDir(opts.home, runId, spec.key, n);
   fs.mkdirSync(recDir, { recursive: true });
   const files = {
@@ -479,7 +481,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     worker_tokens: tokens,
     model: task.state.model,
     task_type: spec.taskType,
-    retry: n > 1,
+    retry: isRetry,
     identity: opts.identity,
     notes: reason,
     attempt: n,
