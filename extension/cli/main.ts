@@ -34,7 +34,6 @@ options:
   --config FILE      JSON config: custom engines, default identity, allow_full_access
   --baseline         run: first run every check on the untouched tree; a check that already passes proves
                      nothing, and its task is not run
-  --json             lint: print findings as JSON
   --no-dashboard     run: do not reuse, start or open the dashboard (it is never started without a display)
   --port N           hud: port on 127.0.0.1 (default 8700; 0: any free port)
   --no-open          hud: print the URL, do not open a browser
@@ -45,7 +44,7 @@ options:
   --since DATE       models: only attempts that ended at or after DATE (YYYY-MM-DD or ISO 8601)
   --log FILE         models: read this eval log instead of <home>/runs.jsonl (Ringer's runs.jsonl too)
   --pg               models: aggregate every machine's rows in Postgres (VERDICT_PG_URL or config postgres_url)
-  --json             models, catalog: print JSON
+  --json             lint, models, catalog: print JSON
   --refresh          catalog: fetch the catalog now and record what changed
   --source URL|PATH  catalog: where --refresh fetches (default: the last source, else openrouter.ai)
   --file PATH        catalog: show this OpenRouter-format file instead of the snapshot
@@ -144,7 +143,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     }
   } catch (e) {
     if (e instanceof UsageError || (e as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.err(`verdict: ${(e as Error).message}\n\n${USAGE}`);
+      // Node's parseArgs messages add advice about '--' that does not apply here; keep their first sentence.
+      const message = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');
+      io.err(`verdict: ${message}\n\n${USAGE}`);
       return 2;
     }
     if (e instanceof ManifestError || e instanceof InputError) {
