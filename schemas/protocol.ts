@@ -8,27 +8,16 @@
 // message is rejected and logged, never acted on). Types only: no DOM, no vscode, no Node, so both sides import it.
 
 import type { RunLiveness } from '../extension/core/live/registry';
-import type { AttemptState, TaskStatus } from '../extension/core/live/state';
+import type { AttemptState, TaskState } from '../extension/core/live/state';
 
 /** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
 export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
 
-/** One attempt as the page shows it (AttemptState without local paths or pids). Times epoch ms. */
-export type AttemptView = Omit<AttemptState, 'dir' | 'workerPid'>;
+/** One attempt as the page shows it (AttemptState without local paths or process identities). Times epoch ms. */
+export type AttemptView = Omit<AttemptState, 'dir' | 'workerPid' | 'workerStartTime'>;
 
-/** One task as the page shows it. */
-export interface TaskView {
-  key: string;
-  engine: string;
-  model: string | null;
-  taskType: string | null;
-  /** One sentence: what a passing check proves. */
-  verified: string | null;
-  status: TaskStatus;
-  branch: string | null;
-  commit: string | null;
-  attempts: AttemptView[];
-}
+/** One task as the page shows it: TaskState without its local folder and port, with its attempts as views. */
+export type TaskView = Omit<TaskState, 'dir' | 'port' | 'attempts'> & { attempts: AttemptView[] };
 
 /** One run as the live list, the library and the run document show it. Times epoch ms; cost micro-USD. */
 export interface RunView {

@@ -29,7 +29,7 @@ export function runView(info: RunInfo): RunView {
       status: t.status,
       branch: t.branch,
       commit: t.commit,
-      attempts: t.attempts.map(({ dir: _dir, workerPid: _pid, ...a }) => a),
+      attempts: t.attempts.map(({ dir: _dir, workerPid: _pid, workerStartTime: _start, ...a }) => a),
     })),
   };
 }
