@@ -1,7 +1,8 @@
 /**
  * Benchmark (not a test): the orchestrator's overhead per task, as a ratio to the floor measured in the same script.
  *
- *   npm run bench            (env: BENCH_TASKS=100 BENCH_FILES=1000 BENCH_PARALLEL=8)
+ *   npm run bench            (env: BENCH_TASKS=100 BENCH_FILES=1000 BENCH_PARALLEL=8 BENCH_ROUNDS=3)
+ *   TMPDIR=/dev/shm npm run bench   (on tmpfs: disk writeback no longer swamps both sides; the stable figure)
  *
  * Workload: 100 tasks with an instant worker (script engine, `true`), worktree mode, a generated repository of 1,000
  * files, max_parallel 8. Floor: the same work done directly — per task `git worktree add -b` (serialized per
