@@ -1,9 +1,8 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { resolveHome, runDir } from '../core/config/home';
 import { describeRun, listRuns, readState } from '../core/live/registry';
-import { parseManifest } from '../core/manifest/load';
-import { formatProblem } from '../core/manifest/types';
+import type { Manifest } from '../core/manifest/types';
+import { loadFrozenManifest } from '../core/run/frozen-manifest';
 import { InputError, type Io } from './io';
 import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
 
@@ -30,10 +29,12 @@ export async function resumeCommand(runId: string, flags: RunFlags, io: Io): Pro
     io.out(`run ${runId} was already resumed as run ${successor.state.runId} (${successor.liveness}); resume that one if it did not pass`);
     return 0;
   }
-  const frozenFile = path.join(runDir(home, runId), 'manifest.json');
-  const frozen = JSON.parse(fs.readFileSync(frozenFile, 'utf8')) as { manifest: unknown };
-  const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest), read.state.manifestFile, { engines: new Set(engines.keys()) });
-  if (!manifest) throw new InputError(`the frozen manifest of ${runId} no longer loads: ${problems.map(formatProblem).join('; ')}`);
+  let manifest: Manifest;
+  try {
+    manifest = loadFrozenManifest(home, read.state, new Set(engines.keys()));
+  } catch (e) {
+    throw new InputError((e as Error).message);
+  }
   const left = read.state.tasks.filter((t) => !DONE.has(t.status)).map((t) => t.key);
   if (!left.length) {
     io.out(`run ${runId}: every task passed; nothing to resume`);

@@ -39,7 +39,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     maxParallel = Number(flags.maxParallel);
     if (!Number.isInteger(maxParallel) || maxParallel < 1) throw new UsageError(`--max-parallel must be an integer ≥ 1, got "${flags.maxParallel}"`);
   }
-  const { config, configFile, engines } = loadEngines(flags.config);
+  const { config, engines } = loadEngines(flags.config);
   let manifest: Manifest;
   try {
     if (typeof source === 'string') {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { shortHost } from './live/state';
 
 /** Where an identity came from, for messages. */
 export type IdentitySource = 'flag' | 'env' | 'file' | 'config' | 'hostname';
@@ -27,5 +27,5 @@ export function resolveIdentity(opts: { flag?: string | null; cwd: string; confi
     if (path.dirname(dir) === dir) break;
   }
   if (opts.configDefault?.trim()) return { identity: opts.configDefault.trim(), source: 'config' };
-  return { identity: os.hostname().split('.')[0] || 'unknown', source: 'hostname' };
+  return { identity: shortHost(), source: 'hostname' };
 }

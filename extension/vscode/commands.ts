@@ -1,10 +1,10 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { simpleGit } from 'simple-git';
 import { resolveHome } from '../core/config/home';
 import { mergeQueue, type MergeOutcome } from '../core/git/merge';
-import { parseManifest } from '../core/manifest/load';
-import { runDir } from '../core/config/home';
+import { loadFrozenManifest } from '../core/run/frozen-manifest';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import type { RunSummary } from '../core/run/runner';
 import { changedFiles } from './changed-files';
@@ -14,7 +14,6 @@ import { launchLoaded, launchManifest, requireTrust } from './launcher';
 import { diffArguments, type LogKind, type RunsTreeProvider, type TaskRef } from './runs-tree';
 import type { RunSessions } from './sessions';
 import { readSettings } from './settings';
-import path from 'node:path';
 
 /** What the commands share. */
 export interface CommandContext {
@@ -119,10 +118,7 @@ async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<RunSummary
     requireTrust('rerun a task');
     const found = taskOf(ctx, ref);
     if (!found || !ref) return refuse('pick a task in the Verdict runs view');
-    const frozenFile = path.join(runDir(resolveHome(readSettings().home), ref.runId), 'manifest.json');
-    const frozen = JSON.parse(fs.readFileSync(frozenFile, 'utf8')) as { manifest: unknown };
-    const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest), found.info.state.manifestFile);
-    if (!manifest) throw new Error(`the frozen manifest ${frozenFile} no longer loads: ${problems[0]?.message}`);
+    const manifest = loadFrozenManifest(resolveHome(readSettings().home), found.info.state);
     return launchLoaded(manifest, ctx.sessions, ctx.log, { only: [ref.key] });
   });
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
+import { frozenManifestPath } from '../run/frozen-manifest';
 import type { ArtifactKind } from '../../../schemas/protocol';
-import { attemptDir, runDir } from '../config/home';
+import { attemptDir } from '../config/home';
 import type { RunInfo } from '../live/registry';
 import { readFileTail } from './log-tail';
 
@@ -23,7 +24,7 @@ export function loadArtifact(home: string, info: RunInfo | undefined, req: { art
   if (!info) return { text: null, truncatedBytes: 0, error: 'no such run' };
   const runId = info.state.runId;
   let file: string;
-  if (req.artifact === 'manifest') file = path.join(runDir(home, runId), 'manifest.json');
+  if (req.artifact === 'manifest') file = frozenManifestPath(home, runId);
   else {
     const task = info.state.tasks.find((t) => t.key === req.key);
     if (!task || req.attempt === undefined || !task.attempts.some((a) => a.attempt === req.attempt)) return { text: null, truncatedBytes: 0, error: 'no such attempt' };

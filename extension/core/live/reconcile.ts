@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { EngineSpec } from '../../../engines/types';
-import { evalLogPath, runDir } from '../config/home';
+import { evalLogPath } from '../config/home';
 import { withLock } from '../git/lock';
+import { loadFrozenManifest } from '../run/frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
 import { labOf, type EvalRow } from '../store/eval-row';
@@ -52,7 +52,7 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
 
 async function reconcileRun(home: string, state: RunState, stateFile: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ReconcileReport> {
   const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [] };
-  const specs = frozenTasks(home, state.runId);
+  const specs = frozenSpecs(home, state);
   const now = Date.now();
   for (const task of state.tasks) {
     if (FINAL.has(task.status)) continue;
@@ -70,7 +70,7 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
       attempt.verdict = 'INTERRUPTED';
       attempt.endedAt = now;
       attempt.notes = 'the orchestrator died during this attempt; reconciled by a later start';
-      await appendEvalRow(evalLogPath(home), interruptedRow(state, task, attempt.attempt, attempt.dir, attempt.startedAt, now, specs.get(task.key), engines));
+      await appendEvalRow(evalLogPath(home), interruptedRow(state, task, attempt.attempt, attempt.dir, attempt.startedAt, now, specs.get(task.key) ?? '', engines));
     }
     task.status = 'INTERRUPTED';
   }
@@ -80,24 +80,20 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
   return report;
 }
 
-interface FrozenTask {
-  spec?: string;
-}
-
-function frozenTasks(home: string, runId: string): Map<string, FrozenTask> {
+/** Each task's spec from the run's frozen manifest; empty when it cannot be read (the rows then carry no spec). */
+function frozenSpecs(home: string, state: RunState): Map<string, string> {
   try {
-    const frozen = JSON.parse(fs.readFileSync(path.join(runDir(home, runId), 'manifest.json'), 'utf8')) as { manifest?: { tasks?: (FrozenTask & { key: string })[] } };
-    return new Map((frozen.manifest?.tasks ?? []).map((t) => [t.key, t]));
+    return new Map(loadFrozenManifest(home, state).tasks.map((t) => [t.key, t.spec]));
   } catch {
     return new Map();
   }
 }
 
-function interruptedRow(state: RunState, task: TaskState, attempt: number, attemptDir: string, startedAt: number, endedAt: number, frozen: FrozenTask | undefined, engines: ReadonlyMap<string, EngineSpec>): EvalRow {
+function interruptedRow(state: RunState, task: TaskState, attempt: number, attemptDir: string, startedAt: number, endedAt: number, spec: string, engines: ReadonlyMap<string, EngineSpec>): EvalRow {
   return {
     run_id: state.runId,
     task_key: task.key,
-    spec: frozen?.spec ?? '',
+    spec,
     worker_engine: task.engine,
     verdict: 'INTERRUPTED',
     duration_ms: endedAt - startedAt,

@@ -15,6 +15,7 @@ import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } 
 import { runCheck } from './check';
 import { reservePort } from './ports';
 import { preflight } from './preflight';
+import { writeFrozenManifest } from './frozen-manifest';
 import { failureText, retryPrompt } from './prompt';
 import { Scheduler } from './scheduler';
 import { RunSpend, type RunSpendReport } from './spend';
@@ -181,7 +182,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const runId = newRunId();
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ source: manifest.file, manifest: manifest.raw }, null, 2));
+  writeFrozenManifest(home, runId, manifest);
   const maxParallel = opts.maxParallel ?? manifest.maxParallel;
   const startedAt = Date.now();
 
