@@ -9,6 +9,7 @@ import { StateFile, shortHost, type AttemptState, type RunState, type TaskState 
 import type { Manifest, TaskSpec } from '../manifest/types';
 import { RingBuffer } from '../process/ring-buffer';
 import { processStartTime, supervise, type Receipt } from '../process/supervisor';
+import type { SandboxMode } from '../process/sandbox';
 import { appendEvalRow } from '../store/eval-log';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } from '../store/eval-row';
@@ -52,6 +53,17 @@ export interface RunOptions {
   baseline?: boolean;
   /** Mirror every eval row to this Postgres (table swarm_runs); null/absent: none. Never fails the run. */
   postgresUrl?: string | null;
+  /**
+   * Containment (see core/process/sandbox.ts): `auto` (default) runs every step in bubblewrap and refuses to start
+   * where it cannot; `off` runs unsandboxed (the user said --no-sandbox / "sandbox": false / verdict.sandbox).
+   */
+  sandbox?: SandboxMode;
+  /**
+   * The user's config (allow_full_access) or setting (verdict.allowFullAccess) allows tasks with `full_access: true`;
+   * without it such a task stops the run in preflight. Allowed tasks run without Verdict's sandbox and with the
+   * engine's own sandbox flags off.
+   */
+  allowFullAccess?: boolean;
 }
 
 /**
