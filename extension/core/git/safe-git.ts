@@ -7,7 +7,15 @@ export interface SafeGitOptions {
    * stay on only then, because file contents depend on them; every other repository-supplied program is off always.
    */
   trusted?: boolean;
+  /**
+   * gitFor only: the whole environment of every git it runs (nothing is inherited then; include PATH and HOME).
+   * Its GIT_* keys pass simple-git's environment guard only if listed in {@link GIT_ENV_ALLOWED}.
+   */
+  env?: Record<string, string>;
 }
+
+/** The git environment variables Verdict sets itself: to seal a worktree without trusting its `.git` file. */
+export const GIT_ENV_ALLOWED = ['GIT_DIR', 'GIT_COMMON_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE'] as const;
 
 /**
  * `-c key=value` argv pairs that switch off the programs a repository's own config may name and that Verdict never
@@ -26,5 +34,6 @@ export function safeGitConfigArgs(opts: SafeGitOptions = {}): string[] {
  */
 export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
   const pairs = safeGitConfigArgs(opts).filter((_, i) => i % 2 === 1);
-  return simpleGit({ baseDir, config: pairs, unsafe: { allowUnsafeHooksPath: true, allowUnsafeDiffExternal: true, allowUnsafeFsMonitor: true } });
+  const git = simpleGit({ baseDir, config: pairs, unsafe: { allowUnsafeHooksPath: true, allowUnsafeDiffExternal: true, allowUnsafeFsMonitor: true }, allowEnvironment: opts.env ? [...GIT_ENV_ALLOWED] : [] });
+  return opts.env ? git.env(opts.env) : git;
 }
