@@ -76,6 +76,8 @@ export const claudeEngine: EngineSpec = {
   fullAccessArgv: ['--dangerously-skip-permissions'],
   sandboxArgv: ['--allowedTools', 'Bash,Write,Edit'],
   env: { DISABLE_AUTOUPDATER: '1' },
+  stateDirs: ['${CLAUDE_CONFIG_DIR:-~/.claude}'],
+  stateFiles: ['~/.claude.json'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseClaudeOutput,

@@ -59,6 +59,8 @@ export const codexEngine: EngineSpec = {
   fullAccessArgv: ['--dangerously-bypass-approvals-and-sandbox'],
   sandboxArgv: ['-s', 'workspace-write'],
   env: {},
+  stateDirs: ['${CODEX_HOME:-~/.codex}'],
+  stateFiles: [],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseCodexOutput,

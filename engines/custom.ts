@@ -26,9 +26,11 @@ export interface CustomEngineConfig {
   output?: 'codex' | 'claude' | 'opencode' | 'gemini' | 'grok' | 'none';
   harness?: string;
   retry_context?: 'prompt' | 'file';
+  state_dirs?: string[];
+  state_files?: string[];
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'stateDirs' | 'stateFiles'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -36,7 +38,7 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   opencode: opencodeEngine,
   gemini: geminiEngine,
   grok: grokEngine,
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []) },
+  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), stateDirs: [], stateFiles: [] },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.
@@ -102,6 +104,9 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     fullAccessArgv: json.full_access_argv ?? [],
     sandboxArgv: json.sandbox_argv ?? [],
     env: json.env ?? {},
+    // A CLI whose output is codex's is most likely codex under another name: its state lives where codex's does.
+    stateDirs: json.state_dirs ?? reader.stateDirs,
+    stateFiles: json.state_files ?? reader.stateFiles,
     defaultModel: json.model ?? null,
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,

@@ -61,6 +61,8 @@ export const geminiEngine: EngineSpec = {
   fullAccessArgv: ['--yolo'],
   sandboxArgv: ['--yolo'],
   env: {},
+  stateDirs: ['~/.gemini'],
+  stateFiles: [],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGeminiOutput,

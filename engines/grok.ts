@@ -66,6 +66,8 @@ export const grokEngine: EngineSpec = {
   fullAccessArgv: [],
   sandboxArgv: [],
   env: {},
+  stateDirs: ['~/.grok'],
+  stateFiles: [],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGrokOutput,

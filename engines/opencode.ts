@@ -77,6 +77,8 @@ export const opencodeEngine: EngineSpec = {
   fullAccessArgv: ['--auto'],
   sandboxArgv: [],
   env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
+  stateDirs: ['${XDG_DATA_HOME:-~/.local/share}/opencode', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode', '${XDG_STATE_HOME:-~/.local/state}/opencode'],
+  stateFiles: [],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseOpencodeOutput,

@@ -21,6 +21,8 @@ export const scriptEngine: EngineSpec = {
   fullAccessArgv: [],
   sandboxArgv: [],
   env: {},
+  stateDirs: [],
+  stateFiles: [],
   defaultModel: null,
   retryContext: 'file',
   parseOutput: parseScriptOutput,

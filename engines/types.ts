@@ -57,6 +57,17 @@ export interface EngineSpec {
   sandboxArgv: string[];
   /** Environment variables added to the worker's environment (the parent environment is inherited). */
   env: Record<string, string>;
+  /**
+   * Folders the CLI must write outside the task dir (logins, sessions, caches), writable inside the sandbox; created
+   * when missing. Templates: `~/…`, `${VAR:-fallback}`, `$VAR` (see expandStatePath); an entry whose variable is
+   * unset and has no fallback is skipped.
+   */
+  stateDirs: string[];
+  /**
+   * State files the CLI replaces by rename in a folder that must stay read-only (claude's `~/.claude.json` in $HOME):
+   * the sandbox gives the worker a private writable copy; its changes are dropped when the attempt ends.
+   */
+  stateFiles: string[];
   /** Model used when the task names none; null when the CLI picks its own default. */
   defaultModel: string | null;
   /**

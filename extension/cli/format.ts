@@ -27,6 +27,8 @@ export function eventLine(e: RunEvent, now = new Date()): string | null {
       return `${t}  - ${e.key}  CANCELLED before it ran`;
     case 'task-note':
       return `${t}  · ${e.key}  ${e.note}`;
+    case 'run-note':
+      return `${t}  ${e.note}`;
     case 'task-skipped':
       return `${t}  ○ ${e.key}  ${e.reason}`;
     case 'run-finished':

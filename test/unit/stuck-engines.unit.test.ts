@@ -19,7 +19,8 @@ describe('stuck engines', function () {
     const spec = `echo done > out.txt; echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":10,"output_tokens":2}}'; echo $$ > ${pidFile}; sleep 300`;
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', tasks: [{ key: 'hang', engine: 'hanger', spec, check: 'test -s out.txt || { echo out.txt missing; exit 1; }' }] }));
     const t0 = Date.now();
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines, finalGraceMs: 600, killGraceMs: 200 });
+    // Unsandboxed, so the pid it writes (outside its task dir) is one this process can look up.
+    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines, sandbox: 'off', finalGraceMs: 600, killGraceMs: 200 });
     assert.equal(summary.tasks[0]?.verdict, 'PASS');
     assert.ok(Date.now() - t0 < 30000, 'it did not wait for the worker timeout');
     const [row] = readRows(path.join(dir, 'home'));

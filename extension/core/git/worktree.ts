@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
+import type { SimpleGit } from 'simple-git';
 import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
 import { withLock } from './lock';
 import { initSubmodules } from './submodules';
+import { gitFor } from './safe-git';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -29,7 +30,7 @@ export function taskBranch(runId: string, key: string): string {
  */
 export async function inspectRepo(repo: string, baseRef: string): Promise<RepoInfo> {
   if (!fs.existsSync(repo)) throw new Error(`repo ${repo} does not exist`);
-  const git = simpleGit(repo);
+  const git = gitFor(repo);
   let root: string;
   let commonDir: string;
   try {
@@ -65,13 +66,17 @@ export interface AddWorktreeOptions {
  * @throws Error naming the cause and the command that fixes it (a leftover .lock file, a branch or folder left by an
  *   earlier run, a registered worktree whose folder is missing: see explainGitFailure), or the submodule failure
  */
-export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<void> {
+export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<WorktreeLinks> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
-  await withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
-    const git = simpleGit(repo.root);
+  return withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
+    const git = gitFor(repo.root);
     const dirExisted = fs.existsSync(dir);
     try {
-      await git.raw(['worktree', 'add', '--quiet', '-b', branch, dir, repo.baseSha]);
+      // The branch first (git refuses an existing one before anything is made), then the worktree with a detached
+      // HEAD: a sandboxed worker can then commit (its HEAD lives in the worktree's own admin dir) without any
+      // write access to the repository's refs; only the orchestrator moves the task branch (sealWorktree).
+      await git.raw(['branch', '--no-track', branch, repo.baseSha]);
+      await git.raw(['worktree', 'add', '--quiet', '--detach', dir, repo.baseSha]);
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
@@ -88,7 +93,121 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       await git.raw(['branch', '-D', branch]).catch(() => undefined);
       throw e;
     }
+    return readWorktreeLinks(dir, repo.commonDir);
   });
+}
+
+/**
+ * The files that tie a worktree to its repository, as git wrote them when the worktree was made: `<dir>/.git`
+ * (`gitdir: <adminDir>`) and, in the admin dir `<commonDir>/worktrees/<name>/`, `commondir` and `gitdir`. A worker
+ * can rewrite all three (the task dir and, sandboxed, the admin dir are writable to it) to point git at a config of its
+ * own; {@link restoreWorktreeLinks} puts them back before the orchestrator runs git there again.
+ */
+export interface WorktreeLinks {
+  dir: string;
+  adminDir: string;
+  commonDir: string;
+  dotGit: string;
+  commondirFile: string;
+  gitdirFile: string;
+}
+
+/**
+ * Reads a fresh worktree's links (see WorktreeLinks).
+ * @throws Error when `<dir>/.git` is not a `gitdir:` file inside `<commonDir>/worktrees/`
+ */
+export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks {
+  const dotGit = fs.readFileSync(path.join(dir, '.git'), 'utf8');
+  const adminDir = path.resolve(dir, dotGit.replace(/^gitdir:\s*/, '').trim());
+  if (path.dirname(adminDir) !== path.join(commonDir, 'worktrees')) throw new Error(`${dir}/.git points at ${adminDir}, not at a worktree admin dir of ${commonDir}`);
+  return {
+    dir,
+    adminDir,
+    commonDir,
+    dotGit,
+    commondirFile: fs.readFileSync(path.join(adminDir, 'commondir'), 'utf8'),
+    gitdirFile: fs.readFileSync(path.join(adminDir, 'gitdir'), 'utf8'),
+  };
+}
+
+/** Rewrites the three link files to what git wrote (a symlink or folder put in their place is removed first). */
+export function restoreWorktreeLinks(links: WorktreeLinks): void {
+  for (const [file, text] of [[path.join(links.dir, '.git'), links.dotGit], [path.join(links.adminDir, 'commondir'), links.commondirFile], [path.join(links.adminDir, 'gitdir'), links.gitdirFile]] as const) {
+    const st = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
+    if (!st || !fs.existsSync(file)) fs.writeFileSync(file, text);
+  }
+}
+
+/**
+ * What a sandboxed step needs to use git inside its worktree and nothing more: the worktree's admin dir (its HEAD,
+ * index, logs) writable, and a per-task object directory where new objects go, with the repository's objects as
+ * read-only alternates (git(1) ENVIRONMENT: GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES). The objects
+ * folder `<dir>.objects` is created here and lives beside the worktree (verdict clean removes both).
+ */
+export function worktreeStepAccess(links: WorktreeLinks): { writable: string[]; env: Record<string, string> } {
+  const objects = `${links.dir}.objects`;
+  fs.mkdirSync(path.join(objects, 'info'), { recursive: true });
+  fs.mkdirSync(path.join(objects, 'pack'), { recursive: true });
+  return {
+    writable: [links.adminDir, objects],
+    env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(links.commonDir, 'objects') },
+  };
+}
+
+/** What {@link sealWorktree} recorded. */
+export interface Seal {
+  /** The commit holding the tree exactly as the worker left it (= `parent` when nothing changed). */
+  sha: string;
+  /** The task branch's head the seal was built on. */
+  parent: string;
+  /** False when the tree equals the parent's: the worker changed nothing (that git tracks). */
+  changed: boolean;
+}
+
+/**
+ * Seals a worktree once nothing of the worker is alive: restores its git links, then builds a commit of everything
+ * in it (`add -A`, so .gitignore is respected) on top of the task branch, with a private index and explicit
+ * GIT_DIR / GIT_COMMON_DIR / GIT_WORK_TREE (whatever the worker did to HEAD, the index or `.git`), authored by the
+ * orchestrator with `identityArgs`. The branch does not move here: see advanceBranch, after the check passed.
+ * @throws Error with git's message
+ */
+export async function sealWorktree(links: WorktreeLinks, branch: string, indexFile: string, message: string, identityArgs: string[]): Promise<Seal> {
+  restoreWorktreeLinks(links);
+  fs.rmSync(indexFile, { force: true });
+  const git = sealGit(links, indexFile);
+  const parent = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])).trim();
+  if (!parent) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
+  try {
+    await git.raw(['read-tree', parent]);
+    await git.raw(['add', '-A']);
+  } catch (e) {
+    throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
+  }
+  const tree = (await git.raw(['write-tree'])).trim();
+  const parentTree = (await git.raw(['rev-parse', `${parent}^{tree}`])).trim();
+  if (tree === parentTree) return { sha: parent, parent, changed: false };
+  const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
+  return { sha, parent, changed: true };
+}
+
+/**
+ * Points the task branch at a sealed commit (compare-and-swap against `seal.parent`: git refuses if the branch moved
+ * meanwhile), then attaches the worktree's HEAD to the branch with an index that matches it, so the worktree shows
+ * the passed work as committed.
+ * @throws Error with git's message when the branch moved or cannot be updated
+ */
+export async function advanceBranch(links: WorktreeLinks, branch: string, seal: Seal): Promise<void> {
+  restoreWorktreeLinks(links);
+  const git = sealGit(links, path.join(links.adminDir, 'index'));
+  if (seal.changed) await git.raw(['update-ref', '-m', 'verdict: sealed and checked', `refs/heads/${branch}`, seal.sha, seal.parent]);
+  await git.raw(['symbolic-ref', 'HEAD', `refs/heads/${branch}`]);
+  await git.raw(['read-tree', `refs/heads/${branch}`]);
+}
+
+/** Git on a worktree that trusts none of its link files. */
+function sealGit(links: WorktreeLinks, indexFile: string): SimpleGit {
+  return gitFor(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile } });
 }
 
 async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void> {
@@ -121,7 +240,7 @@ export function copyIncludes(repoRoot: string, worktree: string, include: string
  * @throws Error with git's message
  */
 export async function commitWorktree(dir: string, message: string, identityArgs: string[]): Promise<{ sha: string; committed: boolean }> {
-  const git = simpleGit(dir);
+  const git = gitFor(dir);
   // One status walk decides and names HEAD (porcelain v2 `# branch.oid`): a worker that changed nothing costs one git call.
   const lines = (await git.raw(['status', '--porcelain=v2', '--branch', '--untracked-files=all'])).split('\n').filter(Boolean);
   const head = lines.find((l) => l.startsWith('# branch.oid '))?.slice('# branch.oid '.length);

@@ -107,6 +107,7 @@ function interruptedRow(state: RunState, task: TaskState, attempt: number, attem
     harness: engines.get(task.engine)?.harness ?? task.engine,
     lab: labOf(task.model),
     access_plan: null,
+    sandbox: null,
     reasoning_effort: null,
     reported_model: null,
     tokens_in: null,

@@ -71,6 +71,8 @@ export interface RunState {
   resumedFrom?: string;
   /** Worktree mode: base_ref resolved to the commit every task branch starts from. */
   baseSha: string | null;
+  /** One line: what contains the run's steps (bwrap and its version, or off and why); absent in older records. */
+  containment?: string;
   tasks: TaskState[];
 }
 

@@ -140,6 +140,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     engineArgs: typeof t.engine_args === 'string' ? (shellParse(t.engine_args) as string[]) : ((t.engine_args as string[] | undefined) ?? []),
     verified: str(t.verified),
     fullAccess: t.full_access === true,
+    network: t.network !== false,
     maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
   }));
   return {

@@ -25,6 +25,8 @@ export interface TaskSpec {
   /** One sentence: what a passing check proves; null when the manifest gives none. */
   verified: string | null;
   fullAccess: boolean;
+  /** false: setup, worker and check run without network (sandboxed runs only; `"network": false`). */
+  network: boolean;
   /** Attempts allowed, ≥ 1 (2 = one retry). */
   maxAttempts: number;
 }

@@ -6,6 +6,7 @@
  * 0.8 (Debian 12).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { execa } from 'execa';
 import { findBinary } from '../../../engines/find-binary';
 
@@ -36,6 +37,7 @@ export function probeSandbox(env: NodeJS.ProcessEnv = process.env, fresh = false
 
 async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
   if (process.platform !== 'linux') return { kind: 'none', reason: `bubblewrap runs only on Linux (this is ${process.platform})` };
+  if (env.VERDICT_BWRAP && !isExecutable(env.VERDICT_BWRAP)) return { kind: 'none', reason: `VERDICT_BWRAP=${env.VERDICT_BWRAP} is not an executable file` };
   const binary = env.VERDICT_BWRAP || findBinary('bwrap', env.PATH ?? '');
   if (!binary) return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap (Fedora)' };
   try {
@@ -51,7 +53,89 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
   }
 }
 
-/** True when `p` exists (used for optional engine state paths). */
-export function exists(p: string): boolean {
-  return fs.existsSync(p);
+/**
+ * One step's sandbox: bubblewrap at `binary`, a new PID namespace (`--unshare-pid`) that is gone with the step
+ * (`--die-with-parent`: bwrap's init is the namespace's PID 1; when it dies the kernel kills every process in the
+ * namespace, `setsid` or not), the whole filesystem read-only (`--ro-bind / /`), fresh `/proc` and `/dev`, and
+ * read-write binds of exactly `writable`.
+ */
+export interface BwrapPlan {
+  binary: string;
+  /** Absolute folders the step may write; each must exist. Nested folders are fine (bound outermost first). */
+  writable: string[];
+  /** false: a new, empty network namespace (`--unshare-net`: loopback only, down). */
+  network: boolean;
+  /**
+   * Private copies of state files that their CLI replaces by rename (claude's ~/.claude.json): the folder holding
+   * each becomes a writable tmpfs that shows the real folder's entries read-only, with a writable copy of the file
+   * (changes to the copy are dropped with the sandbox). Absolute paths; a file that does not exist is skipped.
+   */
+  privateFiles?: string[];
+}
+
+/**
+ * The argv that runs `file args` (cwd `cwd`) inside `plan`: `[plan.binary, ...]`. `fds` receives the extra file
+ * descriptors bwrap reads private copies from (`--file FD DEST`): pass them to the spawn as stdio 3, 4, … in order.
+ */
+export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], fds: number[] = []): { file: string; args: string[] } {
+  const out = ['--die-with-parent', '--unshare-pid'];
+  if (!plan.network) out.push('--unshare-net');
+  out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
+  for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
+    // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
+    out.push('--tmpfs', dir);
+    for (const entry of safeReaddir(dir)) {
+      const abs = path.join(dir, entry);
+      if ((plan.privateFiles ?? []).includes(abs)) continue;
+      out.push('--ro-bind', abs, abs);
+    }
+    for (const f of plan.privateFiles ?? []) {
+      if (path.dirname(f) !== dir || !fs.existsSync(f)) continue;
+      fds.push(fs.openSync(f, 'r'));
+      out.push('--file', String(2 + fds.length), f);
+    }
+  }
+  for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', dir, dir);
+  out.push('--chdir', cwd, '--', file, ...args);
+  return { file: plan.binary, args: out };
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function privateFileDirs(files: string[]): string[] {
+  return [...new Set(files.filter((f) => fs.existsSync(f)).map((f) => path.dirname(f)))];
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Expands an engine's declared state path: `~` at the start is `home`, `${VAR:-fallback}` is VAR when set and
+ * non-empty else the fallback (itself expanded), `$VAR` / `${VAR}` is VAR. Returns null when a variable without a
+ * fallback is unset (the path is then not declared for this environment).
+ */
+export function expandStatePath(template: string, env: NodeJS.ProcessEnv, home: string): string | null {
+  let missing = false;
+  const expanded = template.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, braced: string | undefined, fallback: string | undefined, bare: string | undefined) => {
+    const value = env[(braced ?? bare) as string];
+    if (value) return value;
+    if (fallback !== undefined) return expandStatePath(fallback, env, home) ?? '';
+    missing = true;
+    return '';
+  });
+  if (missing || !expanded) return null;
+  const withHome = expanded === '~' ? home : expanded.startsWith('~/') ? path.join(home, expanded.slice(2)) : expanded;
+  return path.isAbsolute(withHome) ? path.resolve(withHome) : null;
 }

@@ -1,6 +1,8 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { execa } from 'execa';
 import { RingBuffer } from './ring-buffer';
+import { bwrapCommand, type BwrapPlan } from './sandbox';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
 export const KILL_GRACE_MS = 5000;
@@ -34,7 +36,29 @@ export interface SuperviseOptions {
    * still running `graceMs` later, the group is stopped and the receipt says `stoppedAfterFinal` (judged normally).
    */
   finalEvent?: { seen: () => boolean; graceMs: number };
+  /**
+   * Run inside this bubblewrap sandbox (see sandbox.ts): when the step ends, so does everything it started. Absent or
+   * null: unsandboxed; descendants are then found by {@link STEP_COOKIE_VAR} and killed when the leader exits or the
+   * step is stopped.
+   */
+  sandbox?: BwrapPlan | null;
+  /** Output pipes are closed this long after the leader exits, ms (default PIPE_GRACE_MS). */
+  pipeGraceMs?: number;
 }
+
+/**
+ * How long the output pipes may stay open after the step's leader is gone and its descendants were killed, ms; then
+ * they are closed on our side, so a process that escaped everything still cannot keep the run waiting.
+ */
+export const PIPE_GRACE_MS = 2000;
+
+/**
+ * The environment variable that marks every process of an unsandboxed step (inherited by all its descendants, whatever
+ * process group or session they move to), so they can be found in /proc and ended. The technique is Jenkins'
+ * ProcessTreeKiller (BUILD_ID cookie); a process that scrubs its own environment escapes it, which is why bubblewrap
+ * is the default.
+ */
+export const STEP_COOKIE_VAR = 'VERDICT_STEP_COOKIE';
 
 /** How often the watchdog and the final-event guard look, ms. */
 const GUARD_TICK_MS = 250;
@@ -90,20 +114,22 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   let outputBytes = 0;
   let killTimer: NodeJS.Timeout | undefined;
 
-  const child = execa(opts.file, opts.args, {
+  const cookie = crypto.randomBytes(12).toString('hex');
+  const fds: number[] = [];
+  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, opts.file, opts.args, fds) : { file: opts.file, args: opts.args };
+  const child = execa(command.file, command.args, {
     cwd: opts.cwd,
     // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-    env: { ...opts.env, PWD: opts.cwd },
+    env: { ...opts.env, PWD: opts.cwd, ...(opts.sandbox ? {} : { [STEP_COOKIE_VAR]: cookie }) },
     extendEnv: true,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
+    stdio: ['ignore', 'pipe', 'pipe', ...fds] as unknown as ['ignore', 'pipe', 'pipe'],
     detached: true,
     reject: false,
     buffer: false,
     cleanup: false,
     windowsHide: true,
   });
+  for (const fd of fds) fs.closeSync(fd);
   const pid = child.pid ?? null;
   const startTime = pid === null ? null : processStartTime(pid);
   if (pid !== null) opts.onSpawn?.(pid);
@@ -118,10 +144,18 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
 
+  /** Unsandboxed: every process carrying this step's cookie, wherever it moved. */
+  const killDescendants = (sig: NodeJS.Signals) => {
+    if (!opts.sandbox) killByCookie(cookie, sig);
+  };
   const stopGroup = () => {
     if (pid === null || killTimer) return;
     signalGroup(pid, 'SIGTERM');
-    killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), grace);
+    killDescendants('SIGTERM');
+    killTimer = setTimeout(() => {
+      signalGroup(pid, 'SIGKILL');
+      killDescendants('SIGKILL');
+    }, grace);
   };
   const timer = setTimeout(() => {
     timedOut = true;
@@ -147,12 +181,21 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     : undefined;
   if (opts.signal?.aborted) onAbort();
   opts.signal?.addEventListener('abort', onAbort);
-  // The leader is gone: end what it left behind in its group, or the pipes it holds would keep us waiting.
+  // The leader is gone: end what it left behind (its group; unsandboxed, everything with its cookie), or the pipes
+  // they hold would keep us waiting. Whatever still holds a pipe after the grace is cut off on our side.
+  let pipeTimer: NodeJS.Timeout | undefined;
   child.on('exit', () => {
     if (pid !== null) signalGroup(pid, 'SIGKILL');
+    killDescendants('SIGKILL');
+    pipeTimer = setTimeout(() => {
+      killDescendants('SIGKILL');
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    }, opts.pipeGraceMs ?? PIPE_GRACE_MS);
   });
 
   const result = await child;
+  clearTimeout(pipeTimer);
   clearTimeout(timer);
   clearInterval(guard);
   if (killTimer) clearTimeout(killTimer);
@@ -193,6 +236,38 @@ export function processStartTime(pid: number): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Sends `sig` to every process of this user whose environment holds `STEP_COOKIE_VAR=cookie` (Linux /proc; elsewhere
+ * nothing is found). Returns how many were signalled. Never throws.
+ */
+export function killByCookie(cookie: string, sig: NodeJS.Signals = 'SIGKILL'): number {
+  const needle = Buffer.from(`${STEP_COOKIE_VAR}=${cookie}\0`);
+  let hits = 0;
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let environ: Buffer;
+    try {
+      environ = fs.readFileSync(`/proc/${entry}/environ`);
+    } catch {
+      continue;
+    }
+    if (environ.indexOf(needle) === -1) continue;
+    try {
+      process.kill(Number(entry), sig);
+      hits++;
+    } catch {
+      // already gone
+    }
+  }
+  return hits;
 }
 
 /** Sends `sig` to process group `pgid`; a group that is already gone is not an error. */

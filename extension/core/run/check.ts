@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { supervise, type Receipt } from '../process/supervisor';
+import type { BwrapPlan } from '../process/sandbox';
 
 /** The marker appended when a failing check printed nothing, so a retry prompt never shows an empty output. */
 export const SILENT_CHECK_MARKER = '[verdict] the check failed and printed nothing; its exit code is the only evidence';
@@ -18,11 +19,12 @@ export interface CheckResult {
 }
 
 /**
- * Runs `check` with `bash -c` in the task dir, in its own process group with its own timeout, output appended to
+ * Runs `check` with `bash -c` in the task dir, in its own sandbox (`sandbox`; unsandboxed: its own process group)
+ * with its own timeout, output appended to
  * `logFile`, then judges expect_files (after the check, so a check may export deliverables): each must exist and
  * be non-empty, and may not point outside the task dir. PASS needs exit 0 and every file.
  */
-export async function runCheck(opts: { check: string; taskDir: string; logFile: string; timeoutMs: number; env: Record<string, string>; expectFiles: string[]; signal?: AbortSignal }): Promise<CheckResult> {
+export async function runCheck(opts: { check: string; taskDir: string; logFile: string; timeoutMs: number; env: Record<string, string>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
   const { receipt, tail } = await supervise({
     file: 'bash',
     args: ['-c', opts.check],
@@ -32,6 +34,7 @@ export async function runCheck(opts: { check: string; taskDir: string; logFile: 
     timeoutMs: opts.timeoutMs,
     signal: opts.signal,
     tailBytes: 256 * 1024,
+    sandbox: opts.sandbox,
   });
   let output = tail;
   const notes: string[] = [];

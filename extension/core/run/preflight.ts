@@ -4,6 +4,9 @@ import type { EngineSpec } from '../../../engines/types';
 import { findBinary } from '../../../engines';
 import { inspectRepo, type RepoInfo } from '../git/worktree';
 import type { Manifest } from '../manifest/types';
+import { probeSandbox, type SandboxMode } from '../process/sandbox';
+import { decideContainment, type RunContainment } from './containment';
+import { fullAccessProblems } from './full-access';
 
 /** Thrown when a run cannot start; `problems` has one line per problem. Nothing was created on disk. */
 export class PreflightError extends Error {
@@ -19,17 +22,31 @@ export interface Preflight {
   repo: RepoInfo | null;
   /** Engine name → absolute path of its binary. */
   binaries: Map<string, string>;
+  /** The run's containment (bubblewrap, or none when the user turned it off). */
+  containment: RunContainment;
+}
+
+/** What the user allows, from flags, config and settings (see RunOptions). */
+export interface RunPolicy {
+  sandbox: SandboxMode;
+  allowFullAccess: boolean;
+  /** Where `allow_full_access` would be set: the config file read, or the default path; named in the refusal. */
+  configSource: string;
 }
 
 /**
  * Everything that can be known wrong before any task starts: unknown engines, missing engine binaries (naming the
  * binary and how to install it), worktree mode outside a git repository or with a base_ref that names no commit,
- * include files that do not exist, a plain-mode workdir or a VERDICT_HOME (`home`) that cannot be written. Creates
- * nothing.
+ * include files that do not exist, a plain-mode workdir or a VERDICT_HOME (`home`) that cannot be written, no
+ * sandbox where `policy` wants one, a task with full_access that `policy` does not allow. Creates nothing.
  * @throws PreflightError listing every problem found
  */
-export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env, home?: string): Promise<Preflight> {
+export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env, home?: string, policy: RunPolicy = DEFAULT_POLICY): Promise<Preflight> {
   const problems: string[] = [];
+  const decided = decideContainment(policy.sandbox, await probeSandbox(env));
+  const containment: RunContainment | null = typeof decided === 'string' ? null : decided;
+  if (typeof decided === 'string') problems.push(decided);
+  problems.push(...fullAccessProblems(manifest, policy.allowFullAccess, policy.configSource));
   if (home) {
     const problem = writableFolderProblem('VERDICT_HOME', home);
     if (problem) problems.push(problem);
@@ -59,9 +76,12 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     const problem = writableFolderProblem('workdir', manifest.workdir);
     if (problem) problems.push(problem);
   }
-  if (problems.length) throw new PreflightError(problems);
-  return { repo, binaries };
+  if (problems.length || !containment) throw new PreflightError(problems);
+  return { repo, binaries, containment };
 }
+
+/** The defaults: sandboxed, no full access. */
+export const DEFAULT_POLICY: RunPolicy = { sandbox: 'auto', allowFullAccess: false, configSource: 'your Verdict config file (~/.config/verdict/config.json)' };
 
 /** Why `dir` (called `label` in the message) cannot be created or written, or null when it can. Creates nothing. */
 function writableFolderProblem(label: string, dir: string): string | null {

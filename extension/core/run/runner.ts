@@ -4,18 +4,19 @@ import path from 'node:path';
 import type { EngineSpec, UsageReport } from '../../../engines/types';
 import { expandArgv } from '../../../engines';
 import { attemptDir, evalLogPath, runDir, worktreePath } from '../config/home';
-import { addWorktree, commitWorktree, copyIncludes, taskBranch } from '../git/worktree';
+import { addWorktree, advanceBranch, copyIncludes, sealWorktree, taskBranch, worktreeStepAccess, type Seal, type WorktreeLinks } from '../git/worktree';
 import { StateFile, shortHost, type AttemptState, type RunState, type TaskState } from '../live/state';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import { RingBuffer } from '../process/ring-buffer';
 import { processStartTime, supervise, type Receipt } from '../process/supervisor';
-import type { SandboxMode } from '../process/sandbox';
+import type { Containment, SandboxMode } from '../process/sandbox';
+import { engineState, removeTaskScratch, scratchEnv, stepPlan, stepScratch, taskContainment } from './containment';
 import { appendEvalRow } from '../store/eval-log';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } from '../store/eval-row';
 import { runCheck } from './check';
 import { reservePort } from './ports';
-import { preflight } from './preflight';
+import { DEFAULT_POLICY, preflight } from './preflight';
 import { writeFrozenManifest } from './frozen-manifest';
 import { failureText, retryPrompt } from './prompt';
 import { Scheduler } from './scheduler';
@@ -64,6 +65,8 @@ export interface RunOptions {
    * engine's own sandbox flags off.
    */
   allowFullAccess?: boolean;
+  /** Where `allow_full_access` is set (the config file in force, or its default path); named when refusing. */
+  configSource?: string;
 }
 
 /**
@@ -96,6 +99,8 @@ export type RunEvent =
   /** The task was not run: SKIPPED by --baseline, or BUDGET_EXCEEDED (see TaskSummary.verdict). */
   | { type: 'task-skipped'; key: string; reason: string }
   | { type: 'task-note'; key: string; note: string }
+  /** A fact about the whole run, said once before any task starts (its containment). */
+  | { type: 'run-note'; note: string }
   | { type: 'run-finished'; summary: RunSummary };
 
 /** One task's outcome. */
@@ -173,6 +178,10 @@ interface TaskRuntime {
   engine: EngineSpec;
   state: TaskState;
   prepared: boolean;
+  /** Worktree mode: the links git wrote for the task's worktree (restored before every git call of ours there). */
+  links: WorktreeLinks | null;
+  /** What contains this task's steps: bwrap, or none (unsandboxed run, or an allowed full_access task). */
+  containment: Containment;
   /** Real attempts used (rate limits do not count). */
   used: number;
   rateLimited: number;
@@ -190,7 +199,11 @@ interface TaskRuntime {
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
-  const pre = await preflight(manifest, opts.engines, env, home);
+  const pre = await preflight(manifest, opts.engines, env, home, {
+    sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
+    allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
+    configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
+  });
   const runId = newRunId();
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
@@ -208,6 +221,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       engine,
       abort: new AbortController(),
       prepared: false,
+      links: null,
+      containment: taskContainment(pre.containment, spec.fullAccess),
       used: 0,
       rateLimited: 0,
       failure: null,
@@ -232,6 +247,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     repo: pre.repo?.root ?? null,
     baseRef: manifest.worktrees ? manifest.baseRef : null,
     baseSha: pre.repo?.baseSha ?? null,
+    containment: pre.containment.summary,
     ...(opts.resumedFrom ? { resumedFrom: opts.resumedFrom } : {}),
     tasks: tasks.map((t) => t.state),
   };
@@ -240,6 +256,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   stateFile.start();
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
+  emit({ type: 'run-note', note: pre.containment.summary });
+  for (const t of tasks) {
+    if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
+  }
 
   /** A task that ends without (another) attempt because it or the run was stopped. */
   const markCancelled = (task: TaskRuntime) => {
@@ -250,7 +270,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, emit, spend, recordErrors: [] };
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [] };
   /** Per-engine concurrency: halved for the rest of the run each time that engine is rate-limited. */
   const engineLimits = new Map<string, number>();
   const scheduler = new Scheduler<TaskRuntime>(
@@ -297,6 +317,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   for (const t of tasks) scheduler.push(t);
   await scheduler.idle();
   opts.signal?.removeEventListener('abort', onAbort);
+  for (const t of tasks) removeTaskScratch(home, runId, t.spec.key);
 
   const cancelled = opts.signal?.aborted === true;
   state.status = cancelled ? 'cancelled' : 'finished';
@@ -325,6 +346,8 @@ interface AttemptContext {
   stateFile: StateFile;
   binaries: Map<string, string>;
   repo: Awaited<ReturnType<typeof preflight>>['repo'];
+  /** bubblewrap's path when the run is sandboxed, else null. */
+  bwrap: string | null;
   emit: (e: RunEvent) => void;
   spend: RunSpend;
   /** Records that failed to write, reported in the summary. */
@@ -371,6 +394,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   let checkOutput = '';
   let checkReceipt: Receipt | null = null;
   let workerTail = '';
+  let seal: Seal | null = null;
   const prompt = task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec;
   fs.writeFileSync(files.prompt, prompt);
 
@@ -380,7 +404,11 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       task.prepared = true;
     }
     if (task.abort.signal.aborted) throw new Cancelled();
-    const workerEnv: Record<string, string> = { ...engine.env, ...taskEnv() };
+    const boxed = task.containment === 'bwrap';
+    const gitAccess = task.links && boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
+    const workerScratch = stepScratch(opts.home, runId, spec.key, n, 'worker');
+    const state = engineState(engine, ctx.env);
+    const workerEnv: Record<string, string> = { ...engine.env, ...taskEnv(), ...(boxed ? scratchEnv(workerScratch) : {}), ...gitAccess.env };
     if (task.failure) {
       fs.writeFileSync(files.failure, task.failure);
       workerEnv.VERDICT_FAILURE_FILE = files.failure;
@@ -406,6 +434,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
+      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, workerScratch, ...state.dirs, ...gitAccess.writable], spec.network, state.files),
     });
     const res = await run;
     worker = res.receipt;
@@ -426,11 +455,26 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       verdict = 'TIMEOUT';
       reason = `the worker ran out of time after ${Math.round(spec.timeoutMs / 1000)} s and was stopped`;
     } else {
+      // Seal: nothing of the worker is alive (its sandbox is gone); the commit records the tree the check will judge.
+      if (task.links && task.state.branch) {
+        seal = await sealWorktree(task.links, task.state.branch, path.join(recDir, 'seal.index'), `verdict: ${spec.key} (run ${runId}, attempt ${n})\n\n${spec.verified ?? ''}`.trim(), ctx.repo?.identityArgs ?? []);
+        fs.rmSync(path.join(recDir, 'seal.index'), { force: true });
+      }
       task.state.status = 'checking';
       attempt.phase = 'checking';
       ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: n });
       void stateFile.save();
-      const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: files.check, timeoutMs: spec.checkTimeoutMs, env: taskEnv(), expectFiles: spec.expectFiles, signal: task.abort.signal });
+      const checkScratch = stepScratch(opts.home, runId, spec.key, n, 'check');
+      const check = await runCheck({
+        check: spec.check,
+        taskDir: task.state.dir,
+        logFile: files.check,
+        timeoutMs: spec.checkTimeoutMs,
+        env: { ...taskEnv(), ...(boxed ? scratchEnv(checkScratch) : {}), ...gitAccess.env },
+        expectFiles: spec.expectFiles,
+        signal: task.abort.signal,
+        sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, checkScratch], spec.network),
+      });
       checkReceipt = check.receipt;
       checkExit = check.receipt.exitCode;
       checkOutput = check.output;
@@ -450,11 +494,12 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
         reason = check.reason + (exitNote ? `; ${exitNote}${errorClass ? ` (${errorClass})` : ''}` : '');
       }
     }
-    if (verdict === 'PASS' && ctx.repo) {
-      const { sha, committed } = await commitWorktree(task.state.dir, `verdict: ${spec.key} (run ${runId}, attempt ${n})\n\n${spec.verified ?? ''}`.trim(), ctx.repo.identityArgs);
-      task.state.commit = sha;
-      task.summary.commit = sha;
-      if (!committed) reason = 'the check passed but the worker changed no files; the branch stays at base_ref';
+    if (verdict === 'PASS' && seal && task.links && task.state.branch) {
+      // The branch moves to exactly the tree the check judged; files the check wrote are not in it.
+      await advanceBranch(task.links, task.state.branch, seal);
+      task.state.commit = seal.sha;
+      task.summary.commit = seal.sha;
+      if (!seal.changed) reason = 'the check passed but the worker changed no files; the branch stays at base_ref';
     }
   } catch (e) {
     if (e instanceof Cancelled || task.abort.signal.aborted) {
@@ -482,7 +527,8 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
   attempt.endedAt = endedAt;
   attempt.checkExitCode = checkExit;
   attempt.notes = reason;
-  fs.writeFileSync(files.receipt, JSON.stringify({ worker, check: checkReceipt, verdict, reason, usage }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker, check: checkReceipt, verdict, reason, usage, sandbox: task.containment, seal }, null, 2));
+  for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${n}-${step}`), { recursive: true, force: true });
   const tokens = usage && usage.tokensIn !== null && usage.tokensOut !== null ? usage.tokensIn + usage.tokensOut : null;
   const row: EvalRow = {
     run_id: runId,
@@ -503,6 +549,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
     reported_model: usage?.reportedModel ?? null,
     access_plan: accessPlanOf(ctx.env),
     reasoning_effort: reasoningEffortOf(spec.engineArgs),
+    sandbox: task.containment,
     tokens_in: usage?.tokensIn ?? null,
     tokens_out: usage?.tokensOut ?? null,
     tokens_cached: usage?.tokensCached ?? null,
@@ -576,7 +623,18 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
   try {
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
     task.prepared = true;
-    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: env(), expectFiles: task.spec.expectFiles, signal: task.abort.signal });
+    const scratch = stepScratch(opts.home, ctx.runId, task.spec.key, 0, 'check');
+    const boxed = task.containment === 'bwrap';
+    const check = await runCheck({
+      check: task.spec.check,
+      taskDir: task.state.dir,
+      logFile: path.join(dir, 'check.log'),
+      timeoutMs: task.spec.checkTimeoutMs,
+      env: { ...env(), ...(boxed ? scratchEnv(scratch) : {}) },
+      expectFiles: task.spec.expectFiles,
+      signal: task.abort.signal,
+      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch], task.spec.network),
+    });
     if (!check.passed) return false;
     status = 'SKIPPED';
     reason = 'baseline: the check already passes on the untouched tree, so it cannot prove a worker did anything; the task was not run';
@@ -598,7 +656,7 @@ async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: str
   const { manifest } = ctx.opts;
   task.state.port = await reservePort();
   if (ctx.repo && task.state.branch) {
-    await addWorktree(ctx.repo, task.state.dir, task.state.branch, { signal: task.abort.signal });
+    task.links = await addWorktree(ctx.repo, task.state.dir, task.state.branch, { signal: task.abort.signal });
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
   } else {
     const moved = moveAsidePrevious(task.state.dir, ctx.runId);
@@ -606,7 +664,19 @@ async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: str
     fs.mkdirSync(task.state.dir, { recursive: true });
   }
   if (manifest.setup) {
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', manifest.setup], cwd: task.state.dir, env: taskEnv(), logFile: setupLog, timeoutMs: task.spec.checkTimeoutMs, signal: task.abort.signal, killGraceMs: ctx.opts.killGraceMs });
+    const scratch = stepScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup');
+    const boxed = task.containment === 'bwrap';
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', manifest.setup],
+      cwd: task.state.dir,
+      env: { ...taskEnv(), ...(boxed ? scratchEnv(scratch) : {}) },
+      logFile: setupLog,
+      timeoutMs: task.spec.checkTimeoutMs,
+      signal: task.abort.signal,
+      killGraceMs: ctx.opts.killGraceMs,
+      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch], task.spec.network),
+    });
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.exitCode !== 0) {
       throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);

@@ -33,6 +33,11 @@ export interface EvalRow {
   access_plan: string | null;
   /** The reasoning effort asked for in engine_args (see model-identity.ts), null when none. */
   reasoning_effort: string | null;
+  /**
+   * The containment the attempt's steps ran under: `bwrap` (bubblewrap: own PID namespace, read-only filesystem but
+   * the task's own dirs), `none` (--no-sandbox, or an allowed full_access task); null when unknown (reconciled rows).
+   */
+  sandbox: 'bwrap' | 'none' | null;
   tokens_in: number | null;
   tokens_out: number | null;
   tokens_cached: number | null;

@@ -1,0 +1,96 @@
+/**
+ * How the steps of one run are contained: which sandbox each step gets (bubblewrap, or none when the user said
+ * --no-sandbox or a task has allowed full_access), the per-step scratch folders and the environment that points
+ * temporary files and package caches there. Mount rules: core/process/sandbox.ts.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { EngineSpec } from '../../../engines/types';
+import { expandStatePath, type BwrapPlan, type Containment, type SandboxMode, type SandboxProbe } from '../process/sandbox';
+
+/** The containment decided for a run before it starts. */
+export interface RunContainment {
+  /** bubblewrap at this path for every sandboxed step; null when the run is unsandboxed. */
+  bwrap: string | null;
+  /** One line for the run's output and state: what contains the steps, or why nothing does. */
+  summary: string;
+}
+
+/**
+ * Decides a run's containment from the user's mode and what the machine offers. `auto` without a working bubblewrap
+ * is refused before anything starts (never silently unsandboxed): the result is then a string, the one line that
+ * names the reason and the way to go on anyway.
+ */
+export function decideContainment(mode: SandboxMode, probe: SandboxProbe): RunContainment | string {
+  if (mode === 'off') {
+    return { bwrap: null, summary: `sandbox: off (--no-sandbox): workers and checks can write anywhere you can${probe.kind === 'none' ? `; ${probe.reason}` : ''}` };
+  }
+  if (probe.kind === 'none') {
+    return `no sandbox: ${probe.reason}. Nothing ran. To run without one anyway (workers can then write anywhere you can): --no-sandbox, "sandbox": false in the config, or the VS Code setting verdict.sandbox`;
+  }
+  return { bwrap: probe.binary, summary: `sandbox: bwrap ${probe.version}: each step in its own PID namespace, the filesystem read-only but the task dir, a scratch dir and the engine's state dirs` };
+}
+
+/** The containment a task's steps run under: none for an (allowed) full_access task or an unsandboxed run. */
+export function taskContainment(run: RunContainment, fullAccess: boolean): Containment {
+  return run.bwrap && !fullAccess ? 'bwrap' : 'none';
+}
+
+/**
+ * A fresh scratch folder for one step: `<home>/scratch/<runId>/<key>/<attempt>-<step>/` with `tmp/` inside (removed
+ * first if a crashed run left it). Removed with {@link removeTaskScratch}.
+ */
+export function stepScratch(home: string, runId: string, key: string, attempt: number, step: 'setup' | 'worker' | 'check'): string {
+  const dir = path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(path.join(dir, 'tmp'), { recursive: true });
+  return dir;
+}
+
+/** Removes a task's scratch folders (nothing of the task is alive then). Never throws. */
+export function removeTaskScratch(home: string, runId: string, key: string): void {
+  try {
+    fs.rmSync(path.join(home, 'scratch', runId, key), { recursive: true, force: true });
+    fs.rmdirSync(path.join(home, 'scratch', runId));
+  } catch {
+    // other tasks' scratch is still there, or nothing to remove
+  }
+}
+
+/**
+ * Environment of a sandboxed step: temporary files and the common package caches in its scratch folder (the rest
+ * of the filesystem is read-only, and a shared cache would let one task plant files for another).
+ */
+export function scratchEnv(scratch: string): Record<string, string> {
+  const tmp = path.join(scratch, 'tmp');
+  return { TMPDIR: tmp, TMP: tmp, TEMP: tmp, npm_config_cache: path.join(scratch, 'npm-cache'), PIP_CACHE_DIR: path.join(scratch, 'pip-cache') };
+}
+
+/**
+ * An engine's declared state paths, expanded for `env` (`~` is env.HOME, else the OS home); state dirs are created
+ * when missing (bubblewrap can only bind what exists). Never throws for a dir it cannot create: that dir is left out,
+ * and the engine then gets the OS's read-only error.
+ */
+export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs: string[]; files: string[] } {
+  const home = env.HOME || os.homedir();
+  const dirs: string[] = [];
+  for (const t of engine.stateDirs) {
+    const dir = expandStatePath(t, env, home);
+    if (!dir) continue;
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+      dirs.push(dir);
+    } catch {
+      // left out: read-only inside the sandbox
+    }
+  }
+  const files = engine.stateFiles.map((t) => expandStatePath(t, env, home)).filter((f): f is string => f !== null);
+  return { dirs, files };
+}
+
+/** The sandbox of one step, or null when the step runs unsandboxed. */
+export function stepPlan(bwrap: string | null, containment: Containment, writable: string[], network: boolean, privateFiles: string[] = []): BwrapPlan | null {
+  if (containment !== 'bwrap' || !bwrap) return null;
+  return { binary: bwrap, writable, network, privateFiles };
+}

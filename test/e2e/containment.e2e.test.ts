@@ -1,0 +1,249 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { probeSandbox } from '../../extension/core/process/sandbox';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+// Hostile workers against the real containment: bubblewrap (the default) and the fallback without it
+// (--no-sandbox: process group + environment cookie + pipes cut after a grace). Every case is one a worker did to an
+// earlier Verdict and got a wrong PASS, a hung run or an escaped process from (issue 10).
+
+/** Pids of live processes whose command line contains `marker` (markers are unique per test: sleep 3600.NNN). */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+let markerSeq = 0;
+/** A `sleep` argument no other process on the machine uses. */
+function marker(): string {
+  markerSeq++;
+  return `3600.${process.pid}${markerSeq}`;
+}
+
+/** Runs `verdict run` with a private HOME (so a write to $HOME is visible) and the given extra flags. */
+async function run(file: string, home: string, userHome: string, flags: string[] = [], env: Record<string, string> = {}) {
+  fs.mkdirSync(userHome, { recursive: true });
+  const started = Date.now();
+  const r = await cli(['run', file, '--home', home, '--no-dashboard', ...flags], { env: { HOME: userHome, ...env } });
+  return { ...r, ms: Date.now() - started };
+}
+
+const MODES: { name: string; flags: string[] }[] = [
+  { name: 'bwrap', flags: [] },
+  { name: 'no sandbox (fallback)', flags: ['--no-sandbox'] },
+];
+
+describe('containment: nothing a worker starts outlives its step, nothing it writes lands outside its dirs', function () {
+  this.timeout(120000);
+
+  before(async function () {
+    const probe = await probeSandbox(process.env, true);
+    if (probe.kind === 'none') {
+      // A laptop without user namespaces skips, saying why; CI must have the sandbox, so there it fails.
+      if (process.env.CI) throw new Error(`CI has no sandbox: ${probe.reason}`);
+      this.skip();
+    }
+  });
+
+  for (const mode of MODES) {
+    describe(mode.name, () => {
+      it('a setsid child holding the output pipe: the run ends within timeout + grace, the child is gone', async () => {
+        const dir = tempDir();
+        const m = marker();
+        // The worker's leader keeps running; its setsid child holds stdout open. timeout_s 2 must end both.
+        const spec = `echo hello > out.txt; setsid sleep ${m} & sleep ${m}`;
+        const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('hold', spec, 'cat out.txt', { timeout_s: 2, max_attempts: 1 })] });
+        const r = await run(file, path.join(dir, 'home'), path.join(dir, 'user-home'), mode.flags);
+        assert.equal(r.exitCode, 1, r.all);
+        assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => row.verdict), ['TIMEOUT']);
+        // timeout 2 s + kill grace 5 s + pipe grace 2 s, with room for a loaded machine; the escaped child slept an hour.
+        assert.ok(r.ms < 30000, `the run took ${r.ms} ms`);
+        assert.deepEqual(processesWith(m), [], 'the setsid child outlived its attempt');
+      });
+
+      it('a setsid child of a worker that exits at once: PASS without waiting for it, the child is gone', async () => {
+        const dir = tempDir();
+        const m = marker();
+        const spec = `echo hello > out.txt; setsid sleep ${m} & exit 0`;
+        const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('quick', spec, 'cat out.txt', { timeout_s: 30 })] });
+        const r = await run(file, path.join(dir, 'home'), path.join(dir, 'user-home'), mode.flags);
+        assert.equal(r.exitCode, 0, r.all);
+        assert.ok(r.ms < 25000, `the run took ${r.ms} ms`);
+        assert.deepEqual(processesWith(m), []);
+      });
+
+      it('a setsid daemon that rewrites the deliverable after the worker exits: the commit holds what the check saw', async () => {
+        const dir = tempDir();
+        const repo = makeRepo(path.join(dir, 'repo'));
+        const spec = `echo hello > out.txt; setsid bash -c 'sleep 1; echo evil > out.txt; sleep 1; echo evil > out.txt' </dev/null >/dev/null 2>&1 & exit 0`;
+        // The check takes 3 s, long enough for the daemon to strike twice if it were alive.
+        const check = 'sleep 3; echo "out.txt: $(cat out.txt)"; [ "$(cat out.txt)" = hello ]';
+        const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('daemon', spec, check, { max_attempts: 1 })] });
+        const home = path.join(dir, 'home');
+        const r = await run(file, home, path.join(dir, 'user-home'), mode.flags);
+        assert.equal(r.exitCode, 0, r.all);
+        const [row] = readRows(home);
+        assert.match(String(row?.check_output), /out\.txt: hello/);
+        assert.equal(git(repo, 'show', `${String(row?.branch)}:out.txt`), 'hello');
+        assert.equal(git(repo, 'rev-parse', String(row?.branch)), row?.commit);
+        assert.equal(row?.sandbox, mode.flags.length ? 'none' : 'bwrap');
+      });
+    });
+  }
+
+  it('writes outside the task dir are refused: a sibling task, the main checkout, the main .git, $HOME; the sibling PASSes', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'original\n' });
+    const userHome = path.join(dir, 'user-home');
+    const mainBefore = git(repo, 'rev-parse', 'main');
+    const spec = [
+      'try() { if eval "$1" 2>>attempts.log; then echo "WROTE: $1" >> attempts.log; else echo "refused: $1" >> attempts.log; fi; }',
+      // the sibling's worktree, the user's checkout, the main repository's refs, hooks and objects, $HOME
+      `try 'echo sabotage > "$VERDICT_TASK_DIR/../victim/out.txt"'`,
+      `try 'echo pwned > ${repo}/README.md'`,
+      `try 'git -C ${repo} update-ref refs/heads/main HEAD~0^{tree} 2>/dev/null || echo x > ${repo}/.git/refs/heads/main'`,
+      `try 'printf "#!/bin/sh\\ntouch ${dir}/hook-ran\\n" > ${repo}/.git/hooks/pre-commit && chmod +x ${repo}/.git/hooks/pre-commit'`,
+      `try 'echo x > ${repo}/.git/config'`,
+      `try 'echo pwned > "$HOME/pwned.txt"'`,
+      `try 'echo pwned > /tmp/verdict-pwned-${process.pid}'`,
+      // git still works inside its own worktree: the worker may commit (to its own HEAD, never to a branch)
+      'echo mine > mine.txt',
+      'git add mine.txt && git -c user.name=w -c user.email=w@x commit -q -m mine && echo "commit ok" >> attempts.log',
+    ].join('\n');
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 2,
+      tasks: [
+        scriptTask('victim', 'sleep 2; echo mine > out.txt', '[ "$(cat out.txt)" = mine ] || { echo "out.txt: $(cat out.txt)"; exit 1; }', { max_attempts: 1 }),
+        scriptTask('attacker', spec, 'cat attempts.log; test -s mine.txt', { max_attempts: 1 }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, userHome);
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    const byKey = Object.fromEntries(rows.map((row) => [row.task_key, row]));
+    assert.equal(byKey.victim?.verdict, 'PASS');
+    const log = String(byKey.attacker?.check_output);
+    assert.doesNotMatch(log, /WROTE:/, log);
+    assert.equal((log.match(/refused:/g) ?? []).length, 7, log);
+    assert.match(log, /commit ok/);
+    assert.match(fs.readFileSync(String(byKey.attacker?.worker_log), 'utf8') + log, /Read-only file system/);
+    // Nothing outside changed.
+    assert.equal(fs.readFileSync(path.join(repo, 'README.md'), 'utf8'), 'original\n');
+    assert.equal(git(repo, 'rev-parse', 'main'), mainBefore);
+    assert.equal(fs.existsSync(path.join(repo, '.git', 'hooks', 'pre-commit')), false);
+    assert.equal(fs.existsSync(path.join(userHome, 'pwned.txt')), false);
+    assert.equal(fs.existsSync(`/tmp/verdict-pwned-${process.pid}`), false);
+    assert.equal(fs.existsSync(path.join(dir, 'hook-ran')), false);
+    // The attacker's branch holds its work, sealed by the orchestrator on top of base (not the worker's own commit).
+    const branch = String(byKey.attacker?.branch);
+    assert.equal(git(repo, 'show', `${branch}:mine.txt`), 'mine');
+    assert.equal(git(repo, 'rev-parse', `${branch}^`), mainBefore);
+    assert.match(git(repo, 'log', '-1', '--format=%s', branch), /^verdict: attacker/);
+  });
+
+  it('a worker that points its .git at a config of its own: the orchestrator never runs that config', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const evil = path.join(dir, 'evil-marker');
+    // Inside the sandbox the worker may write its own worktree (and its admin dir): it plants a git dir whose config
+    // names an fsmonitor, then redirects .git and the admin dir's commondir to it.
+    const spec = [
+      'mkdir -p evilgit && git init -q --bare evilgit',
+      `printf '[core]\\n\\tfsmonitor = touch ${evil}\\n' >> evilgit/config`,
+      'admin=$(sed "s/^gitdir: //" .git)',
+      'echo "$PWD/evilgit" > "$admin/commondir" || true',
+      'echo "gitdir: $PWD/evilgit" > .git',
+      'echo work > work.txt',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('redirect', spec, 'test -s work.txt', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(fs.existsSync(evil), false, 'the worker-planted fsmonitor ran');
+    const [row] = readRows(home);
+    assert.equal(git(repo, 'show', `${String(row?.branch)}:work.txt`), 'work');
+  });
+
+  it('"network": false: the worker cannot reach even 127.0.0.1 outside; with the default it can', async () => {
+    const server = net.createServer((c) => c.end('pong\n'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const dir = tempDir();
+      const spec = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3 > reply.txt || echo unreachable > reply.txt`;
+      const check = 'cat reply.txt; grep pong reply.txt';
+      const file = writeManifest(dir, {
+        workdir: 'w',
+        tasks: [scriptTask('online', spec, check, { max_attempts: 1 }), scriptTask('offline', spec, check, { max_attempts: 1, network: false })],
+      });
+      const home = path.join(dir, 'home');
+      const r = await run(file, home, path.join(dir, 'user-home'));
+      assert.equal(r.exitCode, 1, r.all);
+      const byKey = Object.fromEntries(readRows(home).map((row) => [row.task_key, row]));
+      assert.equal(byKey.online?.verdict, 'PASS');
+      assert.equal(byKey.offline?.verdict, 'FAIL');
+      assert.match(String(byKey.offline?.check_output), /unreachable/);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('full_access without allow_full_access: refused before anything runs; with it: unsandboxed, and the row says so', async () => {
+    const dir = tempDir();
+    const outside = path.join(dir, 'outside.txt');
+    const spec = `echo hi > out.txt; echo written > ${outside}`;
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('full', spec, 'test -s out.txt', { full_access: true, max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const userHome = path.join(dir, 'user-home');
+    const refused = await run(file, home, userHome, [], { XDG_CONFIG_HOME: path.join(userHome, '.config') });
+    assert.equal(refused.exitCode, 2, refused.all);
+    assert.match(refused.all ?? '', /task "full" sets full_access: true/);
+    assert.match(refused.all ?? '', /allow_full_access/);
+    assert.equal(fs.existsSync(path.join(dir, 'w')), false, 'nothing may be created for a refused run');
+    assert.deepEqual(readRows(home), []);
+
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ allow_full_access: true }));
+    const allowed = await run(file, home, userHome, ['--config', config]);
+    assert.equal(allowed.exitCode, 0, allowed.all);
+    assert.match(allowed.all ?? '', /full_access/);
+    const [row] = readRows(home);
+    assert.equal(row?.sandbox, 'none');
+    assert.equal(fs.readFileSync(outside, 'utf8'), 'written\n');
+  });
+
+  it('no bubblewrap: the run refuses in one line naming the reason; --no-sandbox runs it and every row says none', async () => {
+    const dir = tempDir();
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'echo hi > out.txt', 'cat out.txt')] });
+    const home = path.join(dir, 'home');
+    const env = { VERDICT_BWRAP: path.join(dir, 'no-such-bwrap') };
+    const refused = await run(file, home, path.join(dir, 'user-home'), [], env);
+    assert.equal(refused.exitCode, 2, refused.all);
+    const lines = (refused.all ?? '').split('\n').filter((l) => /no sandbox/.test(l));
+    assert.equal(lines.length, 1, refused.all);
+    assert.match(lines[0] as string, /no-such-bwrap/);
+    assert.match(lines[0] as string, /--no-sandbox/);
+    assert.deepEqual(readRows(home), []);
+
+    const ran = await run(file, home, path.join(dir, 'user-home'), ['--no-sandbox'], env);
+    assert.equal(ran.exitCode, 0, ran.all);
+    assert.match(ran.all ?? '', /sandbox: off/);
+    assert.deepEqual(readRows(home).map((row) => row.sandbox), ['none']);
+  });
+});
