@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
+import { gitFor } from '../core/git/safe-git';
 import { resolveHome } from '../core/config/home';
 import type { Io } from './io';
 import { packageRoot } from './package-root';
@@ -36,8 +36,8 @@ async function ensureDemoRepo(repo: string): Promise<void> {
   if (fs.existsSync(path.join(repo, '.git'))) return;
   fs.mkdirSync(repo, { recursive: true });
   fs.writeFileSync(path.join(repo, 'README.md'), '# Verdict demo repository\n\nTask branches `verdict/<run>/<task>` hold what each worker proved.\n');
-  const git = simpleGit({ baseDir: repo, config: ['user.name=Verdict demo', 'user.email=demo@verdict.invalid'] });
+  const git = gitFor(repo, { trusted: true });
   await git.init();
   await git.add('README.md');
-  await git.commit('demo: initial commit');
+  await git.raw(['-c', 'user.name=Verdict demo', '-c', 'user.email=demo@verdict.invalid', 'commit', '--quiet', '-m', 'demo: initial commit']);
 }

@@ -1,4 +1,4 @@
-import { simpleGit } from 'simple-git';
+import { gitFor } from '../core/git/safe-git';
 
 /** One file a task changed relative to its base: git's status letter (A, M, D, R…) and the path. */
 export interface ChangedFile {
@@ -10,7 +10,8 @@ const cache = new Map<string, ChangedFile[]>();
 
 /**
  * Files that differ between `base` and `head` in `repo` (`git diff --name-status`); cached per commit pair, since
- * commits never change. Empty when either commit is unknown to the repository.
+ * commits never change. Empty when either commit is unknown to the repository. Names only: git reads no file content,
+ * so it runs untrusted (no filter, no diff program; safe-git.ts) whether or not the workspace is trusted.
  */
 export async function changedFiles(repo: string, base: string, head: string): Promise<ChangedFile[]> {
   const key = `${repo}\0${base}\0${head}`;
@@ -18,7 +19,7 @@ export async function changedFiles(repo: string, base: string, head: string): Pr
   if (hit) return hit;
   let out: string;
   try {
-    out = await simpleGit(repo).raw(['diff', '--name-status', '--no-renames', base, head]);
+    out = await gitFor(repo, { trusted: false }).raw(['diff', '--name-status', '--no-renames', base, head]);
   } catch {
     return [];
   }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { simpleGit } from 'simple-git';
+import { gitFor } from '../core/git/safe-git';
 import { resolveHome } from '../core/config/home';
 import { mergeQueue, type MergeOutcome } from '../core/git/merge';
 import { loadFrozenManifest } from '../core/run/frozen-manifest';
@@ -181,7 +181,7 @@ async function discardTask(ctx: CommandContext, ref?: TaskRef, opts?: { confirme
       const answer = await vscode.window.showWarningMessage(`Discard ${ref.key}? This removes its worktree and deletes branch ${branch}${found.task.commit ? ', which holds committed work' : ''}.`, { modal: true }, 'Discard');
       if (answer !== 'Discard') return false;
     }
-    const git = simpleGit(repo);
+    const git = gitFor(repo, { trusted: vscode.workspace.isTrusted });
     await git.raw(['worktree', 'remove', '--force', found.task.dir]).catch(() => undefined);
     await git.raw(['worktree', 'prune']);
     await git.raw(['branch', '-D', branch]).catch((e: Error) => {

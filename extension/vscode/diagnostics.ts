@@ -22,7 +22,9 @@ const severity: Record<Finding['severity'], vscode.DiagnosticSeverity> = {
 
 /**
  * Lints manifests on open and on change (debounced) into the "verdict" DiagnosticCollection (the Problems panel),
- * and offers the linter's quick fixes as code actions. Lint only reads: it works in untrusted workspaces too.
+ * and offers the linter's quick fixes as code actions. Lint works in untrusted workspaces too, but there it starts
+ * no process (no git: the .gitignore check is skipped with an info finding); every manifest is linted again when the
+ * workspace becomes trusted.
  */
 export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeActionProvider {
   static readonly providedCodeActionKinds = [vscode.CodeActionKind.QuickFix];
@@ -42,12 +44,13 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
       vscode.workspace.onDidOpenTextDocument((d) => this.schedule(d, 0)),
       vscode.workspace.onDidChangeTextDocument((e) => this.schedule(e.document, LINT_DEBOUNCE_MS)),
       vscode.workspace.onDidCloseTextDocument((d) => this.forget(d.uri)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.refreshAll()),
       vscode.languages.registerCodeActionsProvider([{ language: 'json' }, { language: 'jsonc' }], this, { providedCodeActionKinds: ManifestDiagnostics.providedCodeActionKinds }),
     );
     for (const doc of vscode.workspace.textDocuments) this.schedule(doc, 0);
   }
 
-  /** Lints every open manifest again (after a settings change). */
+  /** Lints every open manifest again (after a settings change, or when the workspace becomes trusted). */
   refreshAll(): void {
     for (const doc of vscode.workspace.textDocuments) this.schedule(doc, 0);
   }
@@ -64,7 +67,7 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
     this.versions.set(key, version);
     let findings: Finding[];
     try {
-      findings = await lintManifestText(doc.getText(), doc.uri.fsPath, { engines: this.engines(), allowFullAccess: this.allowFullAccess() });
+      findings = await lintManifestText(doc.getText(), doc.uri.fsPath, { engines: this.engines(), allowFullAccess: this.allowFullAccess(), trusted: vscode.workspace.isTrusted });
     } catch (e) {
       this.log.error(`lint of ${doc.uri.fsPath} failed: ${(e as Error).stack ?? e}`);
       return [];

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
 import { listRuns, readState, type RunLiveness } from '../live/registry';
 import { explainGitFailure } from './git-errors';
 import { withLock } from './lock';
+import { gitFor } from './safe-git';
 
 /** What `verdict clean` should remove. */
 export interface CleanOptions {
@@ -127,14 +127,14 @@ async function cleanOneRun(run: RunCandidate, opts: CleanOptions, actions: Clean
   }
   for (const repo of repos) {
     if (!fs.existsSync(repo)) continue;
-    if (!opts.dryRun) await simpleGit(repo).raw(['worktree', 'prune']).catch(() => undefined);
+    if (!opts.dryRun) await gitFor(repo, { trusted: true }).raw(['worktree', 'prune']).catch(() => undefined);
     await handleBranches(repo, run.runId, opts, actions);
   }
 }
 
 /** Deletes (with --branches) or reports the run's task branches in `repo`. */
 async function handleBranches(repo: string, runId: string, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
-  const git = simpleGit(repo);
+  const git = gitFor(repo, { trusted: true });
   const prefix = `refs/heads/verdict/${runId}/`;
   const listed = await git.raw(['for-each-ref', '--format=%(refname) %(objectname)', prefix]).catch(() => '');
   for (const line of listed.split('\n').filter(Boolean)) {
@@ -159,7 +159,7 @@ async function handleBranches(repo: string, runId: string, opts: CleanOptions, a
 
 /** True when `sha` is reachable from some ref outside `prefix` (another branch, a tag, a remote branch). */
 async function reachableElsewhere(repo: string, sha: string, prefix: string): Promise<boolean> {
-  const refs = await simpleGit(repo).raw(['for-each-ref', '--contains', sha, '--format=%(refname)']).catch(() => '');
+  const refs = await gitFor(repo, { trusted: true }).raw(['for-each-ref', '--contains', sha, '--format=%(refname)']).catch(() => '');
   return refs.split('\n').some((r) => r && !r.startsWith(prefix) && r !== 'refs/stash');
 }
 
@@ -170,9 +170,10 @@ async function reachableElsewhere(repo: string, sha: string, prefix: string): Pr
  */
 async function removeWorktree(repo: string | null, dir: string): Promise<void> {
   if (repo && fs.existsSync(repo)) {
-    const commonDir = path.resolve(repo, (await simpleGit(repo).revparse(['--git-common-dir'])).trim());
+    const git = gitFor(repo, { trusted: true });
+    const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
     await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
-      await simpleGit(repo).raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
+      await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
     });
   }
   fs.rmSync(dir, { recursive: true, force: true });
@@ -196,7 +197,7 @@ function repoOfWorktree(dir: string): string | null {
 async function uncommittedFiles(dir: string): Promise<number> {
   // Without its own .git, git would walk up and report some enclosing repository instead.
   if (!fs.existsSync(path.join(dir, '.git'))) return 0;
-  const out = await simpleGit(dir).raw(['status', '--porcelain']).catch(() => '');
+  const out = await gitFor(dir, { trusted: true }).raw(['status', '--porcelain']).catch(() => '');
   return out.split('\n').filter(Boolean).length;
 }
 

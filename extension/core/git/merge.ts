@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
+import type { SimpleGit } from 'simple-git';
 import { runCheck } from '../run/check';
 import { reservePort } from '../run/ports';
 import { fallbackIdentityArgs } from './identity';
 import { withLock } from './lock';
 import { explainGitFailure } from './git-errors';
+import { gitFor } from './safe-git';
 
 /** One passed task to merge into the repository's current branch. */
 export interface MergeRequest {
@@ -50,7 +51,7 @@ export class DirtyTreeError extends Error {
  * @throws DirtyTreeError, or Error when HEAD is detached
  */
 export async function mergeTarget(repo: string): Promise<string> {
-  const git = simpleGit(repo);
+  const git = gitFor(repo, { trusted: true });
   const dirty = (await git.raw(['status', '--porcelain', '--untracked-files=no'])).split('\n').filter(Boolean).map((l) => l.slice(3));
   if (dirty.length) throw new DirtyTreeError(repo, dirty);
   const branch = (await git.raw(['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '')).trim();
@@ -61,7 +62,8 @@ export async function mergeTarget(repo: string): Promise<string> {
 /**
  * The merge queue: one task at a time, in order — rebase its branch onto the current branch, run its check on the
  * result, then fast-forward the current branch. A conflict or a failing re-check stops that task only; the queue goes
- * on. The working tree is checked before every task; once dirty, the rest are REFUSED.
+ * on. The working tree is checked before every task; once dirty, the rest are REFUSED. Git runs through gitFor as
+ * trusted (merging is reached only from the CLI or a trusted workspace; the rebase checks files out, so filters stay on).
  * @throws DirtyTreeError (or a detached-HEAD Error) before the first task, touching nothing
  */
 export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeOutcome) => void = () => undefined): Promise<MergeOutcome[]> {
@@ -85,7 +87,7 @@ export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeO
  * @throws DirtyTreeError when the working tree is dirty; Error for a detached HEAD
  */
 export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
-  const git = simpleGit(req.repo);
+  const git = gitFor(req.repo, { trusted: true });
   await mergeTarget(req.repo);
   if (!(await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim()) {
     return { key: req.key, status: 'MISSING', reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched` };
@@ -93,7 +95,7 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
   const target = (await git.revparse(['HEAD'])).trim();
   const { dir, temporary } = await worktreeFor(git, req);
   try {
-    const wt = simpleGit(dir);
+    const wt = gitFor(dir, { trusted: true });
     if ((await wt.raw(['status', '--porcelain'])).trim()) {
       return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `the task worktree ${dir} has uncommitted changes; commit or discard them first` };
     }
@@ -121,7 +123,7 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
 /** The task's own worktree when it still exists on its branch, else a temporary worktree checked out on it. */
 async function worktreeFor(git: SimpleGit, req: MergeRequest): Promise<{ dir: string; temporary: boolean }> {
   if (req.worktree && fs.existsSync(req.worktree)) {
-    const head = (await simpleGit(req.worktree).raw(['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '')).trim();
+    const head = (await gitFor(req.worktree, { trusted: true }).raw(['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '')).trim();
     if (head === req.branch) return { dir: req.worktree, temporary: false };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `verdict-merge-${req.key}-`));

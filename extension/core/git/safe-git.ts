@@ -1,39 +1,236 @@
-import { simpleGit, type SimpleGit } from 'simple-git';
+/**
+ * The one place Verdict decides which programs a repository may make git run. A repository's config (its
+ * `.git/config`, files it includes, and the user's global config) can name programs that git starts during
+ * ordinary local commands: an fsmonitor, hooks, diff and merge drivers, filters, a pager, an editor, a signing
+ * program. Verdict needs none of them except clean/smudge filters in a trusted workspace (file contents depend on
+ * them: git-lfs), so every git command Verdict runs on a user's repository switches the rest off with `-c`. Git's
+ * `-c` outranks every config file (git-config(1) "FILES": the command line is read last), so a hostile
+ * `.git/config` cannot undo it.
+ *
+ * Sources: git-config(1) (each key cited below), githooks(5), gitattributes(5) "Defining a custom merge driver" /
+ * "filter" / "Performing text diffs of binary files", and simple-git's vulnerability categories
+ * (@simple-git/argv-parser `VulnerabilityCategoryFlags`).
+ */
+import { execFileSync } from 'node:child_process';
+import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
 
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
 export interface SafeGitOptions {
   /**
-   * The repository belongs to a trusted workspace (or the user ran the CLI on it). Clean/smudge filters (git-lfs)
-   * stay on only then, because file contents depend on them; every other repository-supplied program is off always.
+   * The repository belongs to a trusted workspace (or the user ran the CLI on it); absent means true. Clean/smudge
+   * filters (git-lfs) stay on only then, because file contents depend on them; every other repository-supplied
+   * program is off always. Pass false from anything that can run in an untrusted workspace.
    */
   trusted?: boolean;
   /**
-   * gitFor only: the whole environment of every git it runs (nothing is inherited then; include PATH and HOME).
-   * Its GIT_* keys pass simple-git's environment guard only if listed in {@link GIT_ENV_ALLOWED}.
+   * For {@link safeGitConfigArgs} (raw spawns): the folder git will run in, whose configured driver names
+   * (merge, diff, filter, pager, submodule) are read and overridden one by one. Without it only the overrides that
+   * need no name are returned. {@link gitFor} always reads its `baseDir`.
+   */
+  repo?: string;
+  /**
+   * Environment for git: only the keys in {@link GIT_ENV_KEYS} (a worktree sealed without trusting its `.git`
+   * file). simple-git strips every other ambient `GIT_*` variable, and so does the config read here.
    */
   env?: Record<string, string>;
 }
 
-/** The git environment variables Verdict sets itself: to seal a worktree without trusting its `.git` file. */
-export const GIT_ENV_ALLOWED = ['GIT_DIR', 'GIT_COMMON_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE'] as const;
+/** The environment variables {@link SafeGitOptions.env} may set; simple-git's environment guard lets exactly these through. */
+export const GIT_ENV_KEYS = ['GIT_DIR', 'GIT_COMMON_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE'] as const;
 
 /**
- * `-c key=value` argv pairs that switch off the programs a repository's own config may name and that Verdict never
- * needs: core.fsmonitor, every hook (core.hooksPath=/dev/null), diff.external. Git's `-c` outranks every config
- * file (git-config(1) "FILES": command-line options are read last), so a hostile `.git/config` cannot undo them.
- * Pass them before the subcommand: `git [...safeGitConfigArgs()] <subcommand> …`.
+ * Flags for every `git diff`, `git log -p` and `git show <commit>` whose output has file contents: no external
+ * diff (`diff.external`, `diff.<driver>.command`) and no textconv. Calls that list names only (`--name-only`,
+ * `--name-status`) and `git show <rev>:<path>` of a blob run neither. The config backstops below make a forgotten
+ * flag fail (external diff) or convert nothing (textconv) instead of running a repository's program.
  */
-export function safeGitConfigArgs(opts: SafeGitOptions = {}): string[] {
-  void opts;
-  return ['-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'diff.external='];
+export const NO_DIFF_PROGRAMS: readonly string[] = ['--no-ext-diff', '--no-textconv'];
+
+/**
+ * Overrides that need no driver name, always on. Each pair: key, value.
+ * - core.fsmonitor=false: git-config(1) core.fsmonitor; the program runs on status, diff, add, check-ignore…
+ * - core.hooksPath=/dev/null: githooks(5); every hook (post-checkout on `worktree add`, reference-transaction on any
+ *   ref update, pre-commit/commit-msg/post-commit, post-rewrite/pre-rebase on rebase, post-merge,
+ *   post-index-change, pre-auto-gc…) is looked up as `/dev/null/<hook>`, which never exists.
+ * - diff.external=false: git-config(1) diff.external (used by `git diff` unless --no-ext-diff); an empty value does
+ *   not disable it (git tries to run "" and fails), so a forgotten NO_DIFF_PROGRAMS fails visibly with `false`.
+ * - core.pager=cat: git-config(1) core.pager; git starts a pager only on a terminal, which Verdict never gives git,
+ *   so this is a backstop (pager.<cmd> below likewise).
+ * - core.editor=: and sequence.editor=: — git-config(1) core.editor / sequence.editor; `:` is git's own "do not
+ *   launch an editor" value (a commit without -m then aborts, an amend keeps its message).
+ * - commit.gpgSign, tag.gpgSign, log.showSignature, merge.verifySignatures = false: git-config(1); each would run
+ *   gpg.program (or gpg.<format>.program) on a commit, rebase, merge or log.
+ * - gpg.program, gpg.openpgp.program, gpg.ssh.program, gpg.x509.program = false: a signing or verifying request that
+ *   still comes (a caller's --gpg-sign) fails instead of running the repository's program.
+ */
+const ALWAYS: readonly (readonly [string, string])[] = [
+  ['core.fsmonitor', 'false'],
+  ['core.hooksPath', '/dev/null'],
+  ['diff.external', 'false'],
+  ['core.pager', 'cat'],
+  ['core.editor', ':'],
+  ['sequence.editor', ':'],
+  ['commit.gpgSign', 'false'],
+  ['tag.gpgSign', 'false'],
+  ['log.showSignature', 'false'],
+  ['merge.verifySignatures', 'false'],
+  ['gpg.program', 'false'],
+  ['gpg.openpgp.program', 'false'],
+  ['gpg.ssh.program', 'false'],
+  ['gpg.x509.program', 'false'],
+];
+
+/**
+ * Untrusted only: submodule.recurse=false (git-config(1) submodule.recurse), so no command walks into a submodule,
+ * whose own config was never read here.
+ */
+const UNTRUSTED: readonly (readonly [string, string])[] = [['submodule.recurse', 'false']];
+
+/**
+ * The builtin 3-way text merge as a merge driver (gitattributes(5) "Defining a custom merge driver": the result is
+ * left in %A, exit 0 when clean, non-zero on conflicts). A file whose attributes name a configured driver merges as
+ * it would with `merge=text`; the repository's driver never runs.
+ */
+const TEXT_MERGE_DRIVER = 'git merge-file --marker-size=%L %A %O %B';
+
+/**
+ * Thrown when a repository's config defines a driver whose name cannot be written on git's command line (a `=` in
+ * the name: `-c` splits at the first `=`), so its program could not be switched off. Verdict then runs no git there.
+ */
+export class UnsafeRepositoryConfigError extends Error {
+  constructor(readonly dir: string, readonly key: string) {
+    super(`${dir}: the git config key ${JSON.stringify(key)} names a program Verdict cannot switch off (its name contains "="); Verdict runs no git in this repository until it is renamed`);
+    this.name = 'UnsafeRepositoryConfigError';
+  }
 }
 
 /**
- * The one way Verdict opens a git repository: simple-git in `baseDir` with {@link safeGitConfigArgs}. simple-git
- * refuses some of these `-c` options unless its matching `unsafe` allowances are set; they are set here, deliberately.
+ * `-c key=value` argv pairs that switch off the programs a repository's config may name and that Verdict never
+ * needs (see ALWAYS above), and, when `opts.repo` is given, every configured driver by name:
+ * - merge.<driver>.driver → the builtin text merge (git-config(1) merge.<driver>.driver; an empty value makes the
+ *   whole merge fail, measured on git 2.39);
+ * - diff.<driver>.textconv → cat, diff.<driver>.cachetextconv → false (git-config(1) diff.<driver>.textconv; an
+ *   empty value fails every content diff of such a file); diff.<driver>.command → false (as diff.external);
+ * - pager.<cmd> → false; submodule.<name>.update of the `!command` form → checkout (git-config(1));
+ * - untrusted only: filter.<driver>.clean/smudge/process → empty (git-config(1) filter.<driver>: an empty command is
+ *   no filter, measured on git 2.39) and filter.<driver>.required → false (else the empty filter is fatal).
+ * Pass them before the subcommand: `git [...safeGitConfigArgs({ repo })] <subcommand> …`.
+ * @throws UnsafeRepositoryConfigError when a configured driver name contains `=`
+ */
+export function safeGitConfigArgs(opts: SafeGitOptions = {}): string[] {
+  return configPairs(opts).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+}
+
+/**
+ * The one way Verdict opens a git repository: simple-git in `baseDir` with {@link safeGitConfigArgs} for
+ * `baseDir` (its driver names are read once, here, with `git config --get-regexp`: reading config runs nothing;
+ * about 2 ms). simple-git refuses these `-c` options unless its matching `unsafe` allowances are set; they are set
+ * here and nowhere else. They also lift simple-git's check on the caller's own argv, so callers never pass `-c` or
+ * options before the subcommand taken from user input. `opts.env` goes to git through simple-git's environment
+ * guard, which lets exactly GIT_ENV_KEYS through.
+ * @throws Error when `opts.env` names a key outside GIT_ENV_KEYS; UnsafeRepositoryConfigError as safeGitConfigArgs
  */
 export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
-  const pairs = safeGitConfigArgs(opts).filter((_, i) => i % 2 === 1);
-  const git = simpleGit({ baseDir, config: pairs, unsafe: { allowUnsafeHooksPath: true, allowUnsafeDiffExternal: true, allowUnsafeFsMonitor: true }, allowEnvironment: opts.env ? [...GIT_ENV_ALLOWED] : [] });
-  return opts.env ? git.env(opts.env) : git;
+  const extra = Object.keys(opts.env ?? {}).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
+  if (extra.length) throw new Error(`gitFor: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
+  const pairs = configPairs({ ...opts, repo: baseDir });
+  const options: Partial<SimpleGitOptions> = {
+    baseDir,
+    config: pairs.map(([k, v]) => `${k}=${v}`),
+    allowEnvironment: GIT_ENV_KEYS,
+    unsafe: {
+      allowUnsafeFsMonitor: true, // core.fsmonitor
+      allowUnsafeHooksPath: true, // core.hooksPath
+      allowUnsafeDiffExternal: true, // diff.external, diff.<driver>.command
+      allowUnsafeDiffTextConv: true, // diff.<driver>.textconv
+      allowUnsafeMergeDriver: true, // merge.<driver>.driver
+      allowUnsafeFilter: true, // filter.<driver>.clean/smudge/process (untrusted)
+      allowUnsafePager: true, // core.pager, pager.<cmd>
+      allowUnsafeEditor: true, // core.editor, sequence.editor
+      allowUnsafeGpgProgram: true, // gpg.program, gpg.<format>.program
+      allowUnsafeSubmodule: true, // submodule.<name>.update
+    },
+  };
+  const git = simpleGit(options);
+  return opts.env ? git.env(gitEnv(opts.env)) : git;
+}
+
+function configPairs(opts: SafeGitOptions): [string, string][] {
+  const trusted = opts.trusted !== false;
+  const pairs: [string, string][] = [...ALWAYS, ...(trusted ? [] : UNTRUSTED)].map(([k, v]) => [k, v]);
+  if (opts.repo === undefined) return pairs;
+  for (const [key, value] of configuredDrivers(opts.repo, opts.env)) {
+    const m = /^(diff|merge|filter|pager|submodule)\.(.+)$/.exec(key);
+    if (!m) continue;
+    const [, section, rest] = m as unknown as [string, string, string];
+    if (section === 'pager') {
+      pairs.push([key, 'false']); // pager.<cmd>: only ever started on a terminal; a backstop
+      continue;
+    }
+    const dot = rest.lastIndexOf('.');
+    if (dot < 0) continue;
+    const name = rest.slice(0, dot);
+    const override = overrideFor(section, rest.slice(dot + 1), value, trusted);
+    if (!override) continue;
+    if (name.includes('=')) throw new UnsafeRepositoryConfigError(opts.repo, key);
+    for (const [v, val] of override) pairs.push([`${section}.${name}.${v}`, val]);
+  }
+  return dedupe(pairs);
+}
+
+/** The overrides for one configured `<section>.<name>.<variable>`, as (variable, value) pairs; null for none. */
+function overrideFor(section: string, variable: string, value: string | null, trusted: boolean): [string, string][] | null {
+  if (section === 'merge' && variable === 'driver') return [['driver', TEXT_MERGE_DRIVER]];
+  if (section === 'diff' && variable === 'textconv') return [['textconv', 'cat'], ['cachetextconv', 'false']];
+  if (section === 'diff' && variable === 'command') return [['command', 'false']];
+  if (section === 'submodule' && variable === 'update' && value?.startsWith('!')) return [['update', 'checkout']];
+  if (section === 'filter' && !trusted && ['clean', 'smudge', 'process', 'required'].includes(variable)) {
+    return [['clean', ''], ['smudge', ''], ['process', ''], ['required', 'false']];
+  }
+  return null;
+}
+
+/**
+ * `<key, value>` of every config entry in the sections that can name a program, as git sees them in `dir`
+ * (includes followed; value null for a bare boolean key). Empty when git finds none or cannot read the config (a
+ * command there would then fail on the same config).
+ */
+function configuredDrivers(dir: string, env: Record<string, string> | undefined): [string, string | null][] {
+  let out: string;
+  try {
+    out = execFileSync('git', [...ALWAYS.flatMap(([k, v]) => ['-c', `${k}=${v}`]), 'config', '--null', '--get-regexp', '^(diff|merge|filter|pager|submodule)\\.'], {
+      cwd: dir,
+      env: gitEnv(env ?? {}),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 16 * 1024 * 1024,
+    });
+  } catch {
+    return []; // exit 1: no such key; anything else: git cannot read this config and will refuse the real command too
+  }
+  return out.split('\0').filter(Boolean).map((entry) => {
+    const nl = entry.indexOf('\n');
+    return nl < 0 ? [entry, null] : [entry.slice(0, nl), entry.slice(nl + 1)];
+  });
+}
+
+/**
+ * The process environment as simple-git's environment guard leaves it (no `GIT_*`, EDITOR, PAGER, VISUAL, PREFIX,
+ * SSH_ASKPASS: a guarded key passed explicitly would make it throw) plus `env`.
+ */
+function gitEnv(env: Record<string, string>): Record<string, string> {
+  const guarded = new Set(['editor', 'pager', 'prefix', 'ssh_askpass', 'visual']);
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    const lower = k.toLowerCase();
+    if (v !== undefined && !lower.startsWith('git_') && !guarded.has(lower)) out[k] = v;
+  }
+  return { ...out, ...env };
+}
+
+/** Keeps the last value of each key, in first-seen order (a driver can appear under several variables). */
+function dedupe(pairs: [string, string][]): [string, string][] {
+  const map = new Map<string, string>();
+  for (const [k, v] of pairs) map.set(k, v);
+  return [...map];
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
 import { supervise } from '../process/supervisor';
+import { gitFor, safeGitConfigArgs } from './safe-git';
 
 /** Time limit for initialising one worktree's submodules, ms. */
 export const SUBMODULE_TIMEOUT_MS = 300_000;
@@ -21,13 +21,16 @@ export interface SubmoduleOptions {
  * that the main repository already has: for each submodule path in the worktree's `.gitmodules`,
  * `git submodule update --init --recursive --reference <root>/<path> -- <path>` (the reference only when that
  * checkout exists in the main working tree; otherwise git clones from the recorded URL). Each git runs supervised
- * in its own process group; all of them share `timeoutMs`. Returns the submodule paths initialised ([] when the
- * repository has no `.gitmodules`).
- * @throws Error naming the submodule, the time limit or git's exit code, and the log file
+ * in its own process group, with the repository's programs off except filters (safe-git.ts: the checkouts need
+ * them; git passes the `-c` overrides on to the git processes it starts for each submodule); all of them share
+ * `timeoutMs`. Returns the submodule paths initialised ([] when the repository has no `.gitmodules`).
+ * @throws Error naming the submodule, the time limit or git's exit code, and the log file;
+ *   UnsafeRepositoryConfigError (safe-git.ts) before any git runs
  */
 export async function initSubmodules(root: string, worktree: string, opts: SubmoduleOptions): Promise<string[]> {
   if (!fs.existsSync(path.join(worktree, '.gitmodules'))) return [];
   const paths = await submodulePaths(worktree);
+  const safe = safeGitConfigArgs({ trusted: true, repo: worktree });
   const deadline = Date.now() + (opts.timeoutMs ?? SUBMODULE_TIMEOUT_MS);
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
   for (const sub of paths) {
@@ -36,7 +39,7 @@ export async function initSubmodules(root: string, worktree: string, opts: Submo
     const args = ['submodule', 'update', '--init', '--recursive', ...reference, '--', sub];
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new Error(`submodules of ${worktree}: the time limit of ${limitText(opts)} ran out before ${sub}; see ${opts.logFile}`);
-    const { receipt } = await supervise({ file: 'git', args, cwd: worktree, logFile: opts.logFile, timeoutMs: remaining, signal: opts.signal, killGraceMs: 1000 });
+    const { receipt } = await supervise({ file: 'git', args: [...safe, ...args], cwd: worktree, logFile: opts.logFile, timeoutMs: remaining, signal: opts.signal, killGraceMs: 1000 });
     if (receipt.spawnError) throw new Error(`git could not start to initialise submodule ${sub}: ${receipt.spawnError}`);
     if (receipt.timedOut) throw new Error(`submodule ${sub} in ${worktree} was not initialised within ${limitText(opts)} (git was stopped); see ${opts.logFile}`);
     if (receipt.cancelled) throw new Error(`initialising submodule ${sub} in ${worktree} was cancelled`);
@@ -47,7 +50,7 @@ export async function initSubmodules(root: string, worktree: string, opts: Submo
 
 /** Submodule paths listed in `<dir>/.gitmodules`, in file order. */
 async function submodulePaths(dir: string): Promise<string[]> {
-  const out = await simpleGit(dir)
+  const out = await gitFor(dir, { trusted: true })
     .raw(['config', '--file', '.gitmodules', '--get-regexp', '^submodule\\..*\\.path$'])
     .catch(() => '');
   return out

@@ -4,7 +4,7 @@
  * The loader's problems come first (load.ts: syntax, schema, keys, engines); then, whenever the text is valid
  * JSONC, the rules in ./rules read the tree (also when the schema failed: each rule skips values of the wrong
  * type, so a half-typed manifest still gets every finding that can be made). Pure: no vscode; the only outside
- * call is `git check-ignore` (deliverable-lost, worktree mode).
+ * call is `git check-ignore` (deliverable-lost, worktree mode), made only for a trusted workspace.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -13,7 +13,8 @@ import { parseManifest } from './load';
 import { LineIndex } from './positions';
 import type { Finding, RuleId } from './findings';
 import type { ManifestProblem, ProblemCode } from './types';
-import { lintDocument, type LintContext, type Rule } from './rules/document';
+import { lintDocument, type LintContext, type LintDocument, type Rule } from './rules/document';
+import { placeOf } from './rules/task-paths';
 import { checkCannotFail } from './rules/check-cannot-fail';
 import { checkSilent } from './rules/check-silent';
 import { hardCodedPort } from './rules/hard-coded-port';
@@ -27,6 +28,17 @@ import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
 
 export type { LintContext } from './rules/document';
+
+/** What lint is told beyond the rules' context: whether the manifest's folder may make anything run. */
+export interface LintOptions extends LintContext {
+  /**
+   * The workspace is trusted (VS Code Workspace Trust); absent means true, as for the CLI, which the user ran on
+   * their own files. False: lint starts no process, because any git command in a foreign repository can run a
+   * program its config names; the rule part that needs git (deliverable-lost's .gitignore check) is skipped and
+   * one info finding says so.
+   */
+  trusted?: boolean;
+}
 
 /** The rules run on a parsed manifest, in no particular order (findings are sorted afterwards). */
 const RULES: Rule[] = [
@@ -63,18 +75,21 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
  * right place plus whatever the rules can still tell.
  * @param text the manifest as in the editor (need not be saved)
  * @param file its absolute path: named in findings; relative `workdir`/`repo` resolve against its folder
- * @param ctx the engines that exist and the user's full-access choice (see LintContext)
+ * @param ctx the engines that exist, the user's full-access choice and whether the workspace is trusted (LintOptions)
  * @returns findings sorted by position (offset, then rule id); findings without a range first
  */
-export async function lintManifestText(text: string, file: string, ctx: LintContext): Promise<Finding[]> {
+export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
   const { problems, tree } = parseManifest(text, file, { engines: new Set(ctx.engines.keys()) });
   const index = new LineIndex(text);
   const findings = problems.map((p) => problemFinding(p, index, tree ? (i) => taskKeyAt(tree, i) : () => null));
   if (tree) {
     const doc = lintDocument(text, file, tree, index);
+    const untrusted = ctx.trusted === false && ctx.useGit !== false;
+    const rulesCtx: LintContext = untrusted ? { ...ctx, useGit: false } : ctx;
     for (const rule of RULES) {
-      for (const r of await rule(doc, ctx)) findings.push({ ...r, file });
+      for (const r of await rule(doc, rulesCtx)) findings.push({ ...r, file });
     }
+    if (untrusted && needsGit(doc)) findings.push(gitSkipped(doc, tree, index, file));
   }
   return findings.sort(byPosition);
 }
@@ -84,7 +99,7 @@ export async function lintManifestText(text: string, file: string, ctx: LintCont
  * @param file path of the manifest (resolved against the cwd)
  * @returns as lintManifestText; an unreadable file is one `invalid-manifest` error with a null range
  */
-export async function lintManifestFile(file: string, ctx: LintContext): Promise<Finding[]> {
+export async function lintManifestFile(file: string, ctx: LintOptions): Promise<Finding[]> {
   const abs = path.resolve(file);
   let text: string;
   try {
@@ -93,6 +108,24 @@ export async function lintManifestFile(file: string, ctx: LintContext): Promise<
     return [{ rule: 'invalid-manifest', severity: 'error', message: `cannot read the manifest: ${(e as Error).message}`, file: abs, range: null, taskKey: null }];
   }
   return lintManifestText(text, abs, ctx);
+}
+
+/** deliverable-lost would ask git: worktree mode and an expected file inside the task dir. */
+function needsGit(doc: LintDocument): boolean {
+  return doc.worktrees && doc.tasks.some((t) => (t.expectFiles ?? []).some((f) => placeOf(f.value) === 'inside'));
+}
+
+/** The info finding that says the .gitignore check was skipped, on the `worktrees` value. */
+function gitSkipped(doc: LintDocument, tree: Node, index: LineIndex, file: string): Finding {
+  const node = findNodeAtLocation(tree, ['worktrees']);
+  return {
+    rule: 'deliverable-lost',
+    severity: 'info',
+    message: `Not checked whether ${doc.repo}'s .gitignore drops expected files: this workspace is untrusted, and any git command there could run a program the repository's config names. Trust the workspace to check.`,
+    file,
+    range: node ? index.range(node.offset, node.length) : index.range(0, 0),
+    taskKey: null,
+  };
 }
 
 function problemFinding(p: ManifestProblem, index: LineIndex, keyOf: (taskIndex: number) => string | null): Finding {

@@ -4,12 +4,13 @@
  * while the files git reads them from are unchanged (mtime and size of every `.gitignore` on the paths' way
  * down from the top folder, `info/exclude`, the index, and the default global excludes file
  * `$XDG_CONFIG_HOME/git/ignore`). A `core.excludesFile` elsewhere is not watched: edits to it show after the
- * next change to one of those files or a restart.
+ * next change to one of those files or a restart. Git runs through gitFor untrusted (check-ignore needs no filter;
+ * the repository's fsmonitor, hooks and filters stay off); in an untrusted workspace lint does not call this at all.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
+import { gitFor } from '../../git/safe-git';
 
 interface Repo {
   top: string;
@@ -33,7 +34,7 @@ export async function ignoredPaths(dir: string, paths: string[]): Promise<Set<st
   if (cached && cached.fingerprint === fingerprint) return cached.ignored;
   let ignored: Set<string>;
   try {
-    ignored = new Set(await simpleGit(repo.top).checkIgnore(paths));
+    ignored = new Set(await gitFor(repo.top, { trusted: false }).checkIgnore(paths));
   } catch {
     return new Set();
   }
@@ -47,7 +48,7 @@ async function findRepo(dir: string): Promise<Repo | null> {
   if (known) return known;
   if (!fs.existsSync(dir)) return null;
   try {
-    const [top, gitDir] = (await simpleGit(dir).revparse(['--show-toplevel', '--absolute-git-dir'])).trim().split('\n');
+    const [top, gitDir] = (await gitFor(dir, { trusted: false }).revparse(['--show-toplevel', '--absolute-git-dir'])).trim().split('\n');
     if (!top || !gitDir) return null;
     const repo = { top, gitDir };
     repos.set(dir, repo);
