@@ -26,6 +26,8 @@ export interface ArgvValues {
   engineArgs: string[];
   /** The task's `full_access`: picks fullAccessArgv or sandboxArgv for `{access}`. */
   fullAccess: boolean;
+  /** The worker runs inside Verdict's own sandbox: `{access}` also gets the engine's `nestedSandboxArgv`. */
+  nested?: boolean;
 }
 
 /** One thing wrong with a template: where (`argv[3]`, `argv[4][1]`) and what. */
@@ -114,7 +116,7 @@ export function expandArgv(spec: EngineSpec, values: ArgvValues): string[] {
     } else if (element === '{engine_args}') {
       argv.push(...values.engineArgs);
     } else if (element === '{access}') {
-      argv.push(...(values.fullAccess ? spec.fullAccessArgv : spec.sandboxArgv));
+      argv.push(...(values.fullAccess ? spec.fullAccessArgv : [...spec.sandboxArgv, ...(values.nested ? spec.nestedSandboxArgv : [])]));
     } else if (!hasAllValues(element, known)) {
       throw new Error(`engine "${spec.name}": argv[${i}] "${element}" needs a value that is not set (no model given and no default model)`);
     } else {

@@ -75,6 +75,7 @@ export const claudeEngine: EngineSpec = {
   argv: ['-p', '--output-format', 'stream-json', '--verbose', '{access}', ['--model', '{model}'], '{engine_args}', '--', '{spec}'],
   fullAccessArgv: ['--dangerously-skip-permissions'],
   sandboxArgv: ['--allowedTools', 'Bash,Write,Edit'],
+  nestedSandboxArgv: [],
   env: { DISABLE_AUTOUPDATER: '1' },
   stateDirs: ['${CLAUDE_CONFIG_DIR:-~/.claude}'],
   stateFiles: ['~/.claude.json'],

@@ -58,8 +58,13 @@ export const codexEngine: EngineSpec = {
   argv: ['exec', '--json', '--skip-git-repo-check', '{access}', ['-m', '{model}'], '{engine_args}', '--', '{spec}'],
   fullAccessArgv: ['--dangerously-bypass-approvals-and-sandbox'],
   sandboxArgv: ['-s', 'workspace-write'],
+  // codex makes /tmp a writable root and bind-mounts over /tmp/.git in its own sandbox, which fails on a read-only /tmp
+  // ("bwrap: Can't mkdir /tmp/.git"); inside ours /tmp is read-only anyway and $TMPDIR is the writable scratch dir.
+  nestedSandboxArgv: ['-c', 'sandbox_workspace_write.exclude_slash_tmp=true'],
   env: {},
-  stateDirs: ['${CODEX_HOME:-~/.codex}'],
+  // codex's own Linux sandbox is bubblewrap too; it keeps its synthetic mount targets and a lock in this fixed folder
+  // (not $TMPDIR), and its daemon socket in /tmp/codex-daemon-<uid>: both must be writable for codex's sandbox to start inside ours.
+  stateDirs: ['${CODEX_HOME:-~/.codex}', '/tmp/codex-bwrap-synthetic-mount-targets-${UID}', '/tmp/codex-daemon-${UID}'],
   stateFiles: [],
   defaultModel: null,
   retryContext: 'prompt',

@@ -23,6 +23,7 @@ export interface CustomEngineConfig {
   install?: string;
   full_access_argv?: string[];
   sandbox_argv?: string[];
+  nested_sandbox_argv?: string[];
   output?: 'codex' | 'claude' | 'opencode' | 'gemini' | 'grok' | 'none';
   harness?: string;
   retry_context?: 'prompt' | 'file';
@@ -103,6 +104,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     argv: json.argv,
     fullAccessArgv: json.full_access_argv ?? [],
     sandboxArgv: json.sandbox_argv ?? [],
+    nestedSandboxArgv: json.nested_sandbox_argv ?? [],
     env: json.env ?? {},
     // A CLI whose output is codex's is most likely codex under another name: its state lives where codex's does.
     stateDirs: json.state_dirs ?? reader.stateDirs,

@@ -60,6 +60,7 @@ export const geminiEngine: EngineSpec = {
   argv: ['--prompt={spec}', '--output-format', 'stream-json', '--skip-trust', '{access}', ['--model', '{model}'], '{engine_args}'],
   fullAccessArgv: ['--yolo'],
   sandboxArgv: ['--yolo'],
+  nestedSandboxArgv: [],
   env: {},
   stateDirs: ['~/.gemini'],
   stateFiles: [],

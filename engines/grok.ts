@@ -65,6 +65,7 @@ export const grokEngine: EngineSpec = {
   argv: ['--prompt={spec}', '--directory', '{taskdir}', '{access}', ['--model', '{model}'], '{engine_args}'],
   fullAccessArgv: [],
   sandboxArgv: [],
+  nestedSandboxArgv: [],
   env: {},
   stateDirs: ['~/.grok'],
   stateFiles: [],

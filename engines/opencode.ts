@@ -76,6 +76,7 @@ export const opencodeEngine: EngineSpec = {
   argv: ['run', '--format', 'json', '--dir', '{taskdir}', '{access}', ['--model', '{model}'], '{engine_args}', '--', '{spec}'],
   fullAccessArgv: ['--auto'],
   sandboxArgv: [],
+  nestedSandboxArgv: [],
   env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
   stateDirs: ['${XDG_DATA_HOME:-~/.local/share}/opencode', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode', '${XDG_STATE_HOME:-~/.local/state}/opencode'],
   stateFiles: [],

@@ -20,6 +20,7 @@ export const scriptEngine: EngineSpec = {
   argv: ['-c', '{spec}'],
   fullAccessArgv: [],
   sandboxArgv: [],
+  nestedSandboxArgv: [],
   env: {},
   stateDirs: [],
   stateFiles: [],

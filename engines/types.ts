@@ -55,6 +55,11 @@ export interface EngineSpec {
   fullAccessArgv: string[];
   /** Extra argv inserted where the template says `{access}`: for ordinary tasks (workspace-write sandbox). */
   sandboxArgv: string[];
+  /**
+   * Added after sandboxArgv when the worker runs inside Verdict's sandbox, where / (and so /tmp) is read-only: what the
+   * engine's own sandbox needs to start there (codex: leave /tmp out of its writable roots; $TMPDIR is writable).
+   */
+  nestedSandboxArgv: string[];
   /** Environment variables added to the worker's environment (the parent environment is inherited). */
   env: Record<string, string>;
   /**

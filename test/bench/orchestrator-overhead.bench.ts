@@ -8,7 +8,8 @@
  * files, max_parallel 8. Floor: the same work done directly — per task `git worktree add -b` (serialized per
  * repository, as git requires), a worker spawn and a check spawn, 8 at a time — with no records, state or commits.
  * Each side runs BENCH_ROUNDS times (default 3), alternating, on fresh repositories deleted after each round; the best
- * of each is compared. Target: ≤ 1.3×.
+ * of each is compared. Target: ≤ 1.3×. A third side runs Verdict with `sandbox: 'off'`: the ratio of the sandboxed run
+ * (the default: setup, worker and check each in bubblewrap) to it is the per-task cost of the sandbox.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,6 +18,7 @@ import { promisify } from 'node:util';
 import { resolveEngines } from '../../engines';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
+import type { SandboxMode } from '../../extension/core/process/sandbox';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
 
 const run = promisify(execFile);
@@ -53,7 +55,7 @@ async function floor(root: string): Promise<number> {
   return performance.now() - t0;
 }
 
-async function verdict(root: string): Promise<number> {
+async function verdict(root: string, sandbox: SandboxMode = 'auto'): Promise<number> {
   const repo = generatedRepo(path.join(root, 'repo'));
   const tasks = Array.from({ length: TASKS }, (_, i) => ({ key: `t${i}`, engine: 'script', spec: 'true', check: 'true' }));
   const file = path.join(repo, 'bench.swarm.json');
@@ -61,7 +63,7 @@ async function verdict(root: string): Promise<number> {
   const { manifest } = parseManifest(text, file);
   if (!manifest) throw new Error('bench manifest invalid');
   const t0 = performance.now();
-  const summary = await runManifest({ manifest, home: path.join(root, 'home'), identity: 'bench', engines: resolveEngines() });
+  const summary = await runManifest({ manifest, home: path.join(root, 'home'), identity: 'bench', engines: resolveEngines(), sandbox });
   const ms = performance.now() - t0;
   const rows = fs.readFileSync(path.join(root, 'home', 'runs.jsonl'), 'utf8').trim().split('\n').length;
   if (!summary.allPassed || rows !== TASKS) throw new Error(`bench run incomplete: ${rows} rows, allPassed=${summary.allPassed}`);
@@ -72,6 +74,7 @@ async function verdict(root: string): Promise<number> {
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const floors: number[] = [];
 const verdicts: number[] = [];
+const unsandboxed: number[] = [];
 /** Measures one side in a fresh folder, then deletes it (untimed), so earlier rounds' files do not load the disk. */
 async function measure(prefix: string, fn: (root: string) => Promise<number>): Promise<number> {
   const root = tempDir(prefix);
@@ -83,11 +86,15 @@ async function measure(prefix: string, fn: (root: string) => Promise<number>): P
 }
 for (let round = 0; round < ROUNDS; round++) {
   floors.push(await measure('verdict-bench-floor-', floor));
-  verdicts.push(await measure('verdict-bench-run-', verdict));
+  verdicts.push(await measure('verdict-bench-run-', (root) => verdict(root)));
+  unsandboxed.push(await measure('verdict-bench-nosandbox-', (root) => verdict(root, 'off')));
 }
+const u = Math.min(...unsandboxed);
 const f = Math.min(...floors);
 const v = Math.min(...verdicts);
 console.log(`tasks ${TASKS}, files ${FILES}, max_parallel ${PARALLEL}`);
 console.log(`floor   (worktree add + worker + check, direct): ${floors.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(f / TASKS).toFixed(1)} ms/task`);
 console.log(`verdict (runManifest, records, state, commits):  ${verdicts.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(v / TASKS).toFixed(1)} ms/task`);
+console.log(`verdict --no-sandbox:                             ${unsandboxed.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(u / TASKS).toFixed(1)} ms/task`);
 console.log(`overhead ratio: ${(v / f).toFixed(2)}× (target ≤ 1.3×)`);
+console.log(`sandbox cost: ${(v / u).toFixed(2)}× the unsandboxed run, ${((v - u) / TASKS).toFixed(1)} ms/task`);

@@ -123,10 +123,12 @@ function safeReaddir(dir: string): string[] {
 
 /**
  * Expands an engine's declared state path: `~` at the start is `home`, `${VAR:-fallback}` is VAR when set and
- * non-empty else the fallback (itself expanded), `$VAR` / `${VAR}` is VAR. Returns null when a variable without a
- * fallback is unset (the path is then not declared for this environment).
+ * non-empty else the fallback (itself expanded), `$VAR` / `${VAR}` is VAR; `UID` is this process's user id when the
+ * environment does not set it (shells do not export it). Returns null when a variable without a fallback is unset
+ * (the path is then not declared for this environment).
  */
 export function expandStatePath(template: string, env: NodeJS.ProcessEnv, home: string): string | null {
+  if (env.UID === undefined && process.getuid) env = { ...env, UID: String(process.getuid()) };
   let missing = false;
   const expanded = template.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, braced: string | undefined, fallback: string | undefined, bare: string | undefined) => {
     const value = env[(braced ?? bare) as string];

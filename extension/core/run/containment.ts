@@ -69,7 +69,7 @@ export function scratchEnv(scratch: string): Record<string, string> {
 
 /**
  * An engine's declared state paths, expanded for `env` (`~` is env.HOME, else the OS home); state dirs are created
- * when missing (bubblewrap can only bind what exists). Never throws for a dir it cannot create: that dir is left out,
+ * when missing, mode 0700 (bubblewrap can only bind what exists). Never throws for a dir it cannot create: that dir is left out,
  * and the engine then gets the OS's read-only error.
  */
 export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs: string[]; files: string[] } {
@@ -79,7 +79,8 @@ export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs:
     const dir = expandStatePath(t, env, home);
     if (!dir) continue;
     try {
-      fs.mkdirSync(dir, { recursive: true });
+      // Private (0700), as the CLIs make them themselves; codex refuses a socket dir with any other mode.
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       dirs.push(dir);
     } catch {
       // left out: read-only inside the sandbox

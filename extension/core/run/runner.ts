@@ -413,7 +413,7 @@ async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ req
       fs.writeFileSync(files.failure, task.failure);
       workerEnv.VERDICT_FAILURE_FILE = files.failure;
     }
-    const argv = expandArgv(engine, { spec: prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess });
+    const argv = expandArgv(engine, { spec: prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess, nested: boxed });
     task.state.status = 'running';
     attempt.phase = 'running';
     const recent = new RingBuffer(256 * 1024);
