@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { probeSandbox } from '../../extension/core/process/sandbox';
-import { cli } from '../helpers/cli';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
 // Hostile workers against the real containment: bubblewrap (the default) and the fallback without it
@@ -25,6 +26,8 @@ function processesWith(marker: string): number[] {
   }
   return found;
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let markerSeq = 0;
 /** A `sleep` argument no other process on the machine uses. */
@@ -103,6 +106,36 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
       });
     });
   }
+
+  it('the orchestrator is killed with SIGKILL: every sandboxed worker dies with it (no reconcile needed)', async () => {
+    const dir = tempDir();
+    const m = marker();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const spec = `(trap '' TERM; setsid sleep ${m}) & trap '' TERM; sleep ${m}`;
+    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('a', spec, 'true'), scriptTask('b', spec, 'true')] });
+    const child = execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    for (let i = 0; i < 200 && processesWith(m).length < 4; i++) await sleep(50);
+    assert.equal(processesWith(m).length, 4, 'two workers and their setsid children are running');
+    child.kill('SIGKILL');
+    await child;
+    for (let i = 0; i < 40 && processesWith(m).length; i++) await sleep(50);
+    assert.deepEqual(processesWith(m), [], 'a sandboxed worker outlived its orchestrator');
+  });
+
+  it('Ctrl-C: running attempts CANCELLED at once, nothing of them left, even what ignores SIGTERM or left the group', async () => {
+    const dir = tempDir();
+    const m = marker();
+    const spec = `(trap '' TERM; setsid sleep ${m}) & trap '' TERM; sleep ${m}`;
+    const file = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'true')) });
+    const home = path.join(dir, 'home');
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    for (let i = 0; i < 200 && processesWith(m).length < 4; i++) await sleep(50);
+    child.kill('SIGINT');
+    const r = await child;
+    assert.equal(r.exitCode, 1, r.all);
+    assert.deepEqual(readRows(home).map((row) => row.verdict), ['CANCELLED', 'CANCELLED']);
+    assert.deepEqual(processesWith(m), []);
+  });
 
   it('writes outside the task dir are refused: a sibling task, the main checkout, the main .git, $HOME; the sibling PASSes', async () => {
     const dir = tempDir();

@@ -20,7 +20,9 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     const spec = `if [ -f ${marks}/$VERDICT_TASK_KEY ]; then echo done > out.txt; else echo $$ > ${marks}/$VERDICT_TASK_KEY; (sleep 300) & echo $! >> ${marks}/pids; echo $$ >> ${marks}/pids; sleep 300; fi`;
     const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt || { echo out.txt missing; exit 1; }', { expect_files: ['out.txt'] }));
     const manifest = writeManifest(repo, { worktrees: true, max_parallel: 3, tasks });
-    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard'], { reject: false, stdin: 'ignore' });
+    // Unsandboxed: reconcile's kill of orphaned worker groups is what is tested (in bubblewrap the workers die with
+    // their orchestrator: containment.e2e.test.ts), and the workers keep their marks outside their task dirs.
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { reject: false, stdin: 'ignore' });
     const pidsFile = path.join(marks, 'pids');
     for (let i = 0; i < 300 && (fs.existsSync(pidsFile) ? fs.readFileSync(pidsFile, 'utf8').trim().split('\n').length : 0) < 6; i++) await sleep(50);
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
@@ -32,7 +34,7 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     assert.equal(orphans.length, 6);
     assert.ok(orphans.every(alive), 'the workers outlived their orchestrator (as they would after a crash)');
 
-    const r = await cli(['resume', runId, '--home', home, '--no-dashboard']);
+    const r = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.stderr, new RegExp(`reconciled run ${runId} .*3 unfinished task\\(s\\) marked INTERRUPTED, 3 orphaned worker group\\(s\\) killed`));
     await sleep(200);
@@ -48,7 +50,7 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     assert.deepEqual(resumed.map((x) => [x.task_key, x.verdict]).sort(), [['a', 'PASS'], ['b', 'PASS'], ['c', 'PASS']]);
     assert.match(r.stdout, /resuming 3 task\(s\) of run/);
 
-    const again = await cli(['resume', runId, '--home', home, '--no-dashboard']);
+    const again = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(again.exitCode, 0);
     assert.doesNotMatch(again.stderr, /reconciled/, 'a run is reconciled once');
     assert.match(again.stdout, new RegExp(`run ${runId} was already resumed as run `));

@@ -24,6 +24,9 @@ function onlyState(home: string): { status: string; tasks: { key: string; status
 
 describe('faults: nothing is lost, nothing is left running', function () {
   this.timeout(120000);
+  // The daemon and never-ending-check cases run unsandboxed: they prove the fallback supervisor (process group,
+  // environment cookie, pipes cut after a grace) ends everything, by pids written outside the task dirs, which
+  // bubblewrap would refuse. The same cases in the sandbox: containment.e2e.test.ts.
 
   it('a worker that forks daemons (nohup … &, a double fork): none survives the run', async () => {
     const dir = tempDir();
@@ -34,7 +37,7 @@ describe('faults: nothing is lost, nothing is left running', function () {
     ].join('\n');
     const file = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: [scriptTask('a', spec, 'test -s out.txt || exit 1'), scriptTask('b', spec, 'test -s out.txt || exit 1')] });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+    const r = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(r.exitCode, 0, r.all);
     const pids = pidsIn(path.join(dir, 'w'), 'daemons.pid');
     assert.equal(pids.length, 4);
@@ -47,7 +50,7 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const check = 'echo $$ >> ../check.pid; sleep 300 & echo $! >> ../check.pid; wait';
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('hang', 'echo hi > hi.txt', check, { check_timeout_s: 1 })] });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+    const r = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
     assert.deepEqual(rows.map((row) => [row.verdict, row.attempt]), [['FAIL', 1], ['FAIL', 2]]);
@@ -73,7 +76,8 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const tasks = ['t1', 't2', 't3'].map((k) => scriptTask(k, 'echo ok > ok.txt', 'test -s ok.txt || exit 1', { engine: 'vanishing' }));
     const file = writeManifest(dir, { workdir: 'w', max_parallel: 1, tasks });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { PATH: `${bin}:${process.env.PATH}` } });
+    // Unsandboxed: in the sandbox the agent could not delete itself (its folder is read-only there).
+    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env: { PATH: `${bin}:${process.env.PATH}` } });
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
     assert.deepEqual(rows.map((row) => [row.task_key, row.verdict]), [['t1', 'PASS'], ['t2', 'ERROR'], ['t3', 'ERROR']]);

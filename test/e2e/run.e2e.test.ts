@@ -119,17 +119,22 @@ describe('verdict run, plain mode and max_parallel', function () {
   this.timeout(60000);
   it('runs each task in <workdir>/<key> with exactly max_parallel at once', async () => {
     const dir = tempDir();
-    const trace = path.join(dir, 'trace.log');
-    // Each worker appends "+" when it starts and "-" when it ends; the running count must reach 2 and never exceed it.
-    const spec = `echo + >> ${trace}; sleep 0.4; echo - >> ${trace}; pwd > where.txt`;
+    // Each worker records when it started and ended (ns) in its own task dir; the overlap must reach 2, never 3.
+    const spec = 'date +%s%N > started; sleep 0.4; date +%s%N > ended; pwd > where.txt';
     const tasks = ['a', 'b', 'c', 'd', 'e'].map((k) => scriptTask(k, spec, 'test -s where.txt', { expect_files: ['where.txt'] }));
     const manifest = writeManifest(dir, { workdir: 'work', max_parallel: 2, tasks });
     const r = await cli(['run', manifest, '--home', path.join(dir, 'home')]);
     assert.equal(r.exitCode, 0, r.all);
+    const events: [bigint, number][] = [];
+    for (const k of ['a', 'b', 'c', 'd', 'e']) {
+      events.push([BigInt(fs.readFileSync(path.join(dir, 'work', k, 'started'), 'utf8').trim()), 1]);
+      events.push([BigInt(fs.readFileSync(path.join(dir, 'work', k, 'ended'), 'utf8').trim()), -1]);
+    }
+    events.sort((x, y) => (x[0] === y[0] ? x[1] - y[1] : x[0] < y[0] ? -1 : 1));
     let running = 0;
     let peak = 0;
-    for (const c of fs.readFileSync(trace, 'utf8').trim().split('\n')) {
-      running += c === '+' ? 1 : -1;
+    for (const [, delta] of events) {
+      running += delta;
       peak = Math.max(peak, running);
     }
     assert.equal(peak, 2);

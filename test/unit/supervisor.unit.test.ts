@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { supervise } from '../../extension/core/process/supervisor';
+import { probeSandbox } from '../../extension/core/process/sandbox';
 import { RingBuffer } from '../../extension/core/process/ring-buffer';
 import { alive, tempDir } from '../helpers/fixtures';
 
@@ -79,6 +80,59 @@ describe('supervisor', function () {
     assert.ok(tail.endsWith('line 20000\n'));
     assert.equal(fs.statSync(log).size, receipt.outputBytes);
     assert.ok(receipt.outputBytes > 100000);
+  });
+});
+
+describe('supervisor: escaped descendants', function () {
+  this.timeout(30000);
+  let dir: string;
+  beforeEach(() => {
+    dir = tempDir();
+  });
+
+  it('unsandboxed: a setsid grandchild holding the pipe is killed by its cookie and the pipes are not waited on', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const t0 = Date.now();
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', `setsid bash -c 'echo $$ > ${pidFile}; sleep 300' & sleep 0.3; exit 0`], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 20000 });
+    assert.equal(receipt.exitCode, 0);
+    assert.ok(Date.now() - t0 < 10000, 'the run waited for the escaped child');
+    await sleep(100);
+    assert.equal(alive(Number(fs.readFileSync(pidFile, 'utf8'))), false, 'the setsid grandchild survived');
+  });
+
+  it('unsandboxed: a child that scrubbed its environment still cannot hold the run past the pipe grace', async () => {
+    const t0 = Date.now();
+    const { receipt } = await supervise({ file: 'bash', args: ['-c', `env -i setsid sleep 5 & exit 0`], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 20000, pipeGraceMs: 500 });
+    assert.equal(receipt.exitCode, 0);
+    assert.ok(Date.now() - t0 < 4000, `waited ${Date.now() - t0} ms`);
+  });
+
+  it('sandboxed: a missing command is a spawn error, as it is unsandboxed', async function () {
+    const probe = await probeSandbox();
+    if (probe.kind === 'none') return this.skip();
+    const { receipt } = await supervise({ file: 'verdict-no-such-binary', args: [], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 1000, sandbox: { binary: probe.binary, writable: [dir], network: true } });
+    assert.match(receipt.spawnError ?? '', /spawn verdict-no-such-binary ENOENT/);
+  });
+
+  it('sandboxed: the task dir is writable, everything else read-only, and nothing outlives the step', async function () {
+    const probe = await probeSandbox();
+    if (probe.kind === 'none') return this.skip();
+    const task = path.join(dir, 'task');
+    fs.mkdirSync(task);
+    const { receipt, tail } = await supervise({
+      file: 'bash',
+      args: ['-c', `echo ok > out.txt; echo no > ${dir}/outside.txt; setsid sleep 300 & echo "pid:$$"`],
+      cwd: task,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 10000,
+      sandbox: { binary: probe.binary, writable: [task], network: true },
+    });
+    assert.equal(receipt.exitCode, 0);
+    assert.equal(fs.readFileSync(path.join(task, 'out.txt'), 'utf8'), 'ok\n');
+    assert.equal(fs.existsSync(path.join(dir, 'outside.txt')), false);
+    assert.match(tail, /Read-only file system/);
+    // bwrap is PID 1 of the step's own PID namespace and the command PID 2: nothing else of the machine is visible.
+    assert.ok(Number(/pid:(\d+)/.exec(tail)?.[1]) <= 2, tail);
   });
 });
 

@@ -114,6 +114,13 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   let outputBytes = 0;
   let killTimer: NodeJS.Timeout | undefined;
 
+  // In a sandbox a missing command is bwrap's exit 1, not a spawn error: say it the way an unsandboxed spawn would.
+  const missing = opts.sandbox ? missingCommand(opts.file, { ...process.env, ...opts.env }) : null;
+  if (missing) {
+    fs.closeSync(log);
+    const now = Date.now();
+    return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError: missing, outputBytes: 0 }, tail: '' };
+  }
   const cookie = crypto.randomBytes(12).toString('hex');
   const fds: number[] = [];
   const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, opts.file, opts.args, fds) : { file: opts.file, args: opts.args };
@@ -277,6 +284,20 @@ export function signalGroup(pgid: number, sig: NodeJS.Signals): void {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
   }
+}
+
+/** `spawn <file> ENOENT` (as Node says it) when `file` is not an executable file here or on PATH, else null. */
+function missingCommand(file: string, env: NodeJS.ProcessEnv): string | null {
+  const candidates = file.includes('/') ? [file] : (env.PATH ?? '').split(':').filter(Boolean).map((dir) => `${dir}/${file}`);
+  for (const candidate of candidates) {
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return null;
+    } catch {
+      // not here
+    }
+  }
+  return `spawn ${file} ENOENT`;
 }
 
 function shortError(result: { originalMessage?: string; message?: string; shortMessage?: string }): string {
