@@ -9,6 +9,7 @@ import { appendEvalRow } from '../store/eval-log';
 import { labOf, type EvalRow } from '../store/eval-row';
 import { listRuns, readState } from './registry';
 import { shortHost, type RunState, type TaskState } from './state';
+import { statusInfo } from '../../../schemas/status';
 
 /** What reconciling one dead run did. */
 export interface ReconcileReport {
@@ -22,8 +23,6 @@ export interface ReconcileReport {
   interrupted: string[];
 }
 
-/** Task statuses that are final; anything else was cut short when the orchestrator died. */
-const FINAL = new Set(['PASS', 'FAIL', 'TIMEOUT', 'STALLED', 'ERROR', 'CANCELLED', 'INTERRUPTED', 'SKIPPED', 'BUDGET_EXCEEDED']);
 
 /**
  * Reconciles every run under `home` whose orchestrator died (still "running", heartbeat stale, pid gone): kills its
@@ -55,7 +54,8 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
   const specs = frozenSpecs(home, state);
   const now = Date.now();
   for (const task of state.tasks) {
-    if (FINAL.has(task.status)) continue;
+    // Anything not final was cut short when the orchestrator died.
+    if (statusInfo(task.status).final) continue;
     report.interrupted.push(task.key);
     const attempt = task.attempts.find((a) => a.phase !== 'done');
     if (attempt) {

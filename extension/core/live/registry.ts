@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { HEARTBEAT_MS, shortHost, type RunState, type TaskState } from './state';
+import { statusInfo, type StatusBucket } from '../../../schemas/status';
 
 /** How a run looks from outside its orchestrator. */
 export type RunLiveness = 'running' | 'finished' | 'cancelled' | 'interrupted' | 'orchestrator-died';
@@ -88,25 +89,8 @@ export function describeRun(state: RunState, stateFile: string, now = Date.now()
   return { state, liveness: liveness(state, now), stateFile, counts, tokens, costMicroUsd: cost };
 }
 
-function bucket(t: TaskState): 'queued' | 'active' | 'passed' | 'failed' | 'other' {
-  switch (t.status) {
-    case 'queued':
-      return 'queued';
-    case 'preparing':
-    case 'baseline':
-    case 'running':
-    case 'checking':
-    case 'retry_queued':
-      return 'active';
-    case 'PASS':
-      return 'passed';
-    case 'FAIL':
-    case 'TIMEOUT':
-    case 'ERROR':
-      return 'failed';
-    default:
-      return 'other';
-  }
+function bucket(t: TaskState): StatusBucket {
+  return statusInfo(t.status).bucket;
 }
 
 /**

@@ -1,12 +1,12 @@
 import os from 'node:os';
 import writeFileAtomic from 'write-file-atomic';
-import type { Verdict } from '../store/eval-row';
+import type { TaskStatus, Verdict } from '../../../schemas/status';
 
 /**
- * Where a task is in its life; a final verdict once it is done. SKIPPED: with --baseline, the check already passed on
- * the untouched tree, so no worker ran (a check that cannot fail there proves nothing).
+ * Where a task is in its life; a final verdict once it is done (the table of what each means: schemas/status.ts).
+ * SKIPPED: with --baseline, the check already passed on the untouched tree, so no worker ran.
  */
-export type TaskStatus = 'queued' | 'preparing' | 'baseline' | 'running' | 'checking' | 'retry_queued' | Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED';
+export type { TaskStatus };
 
 /** One attempt as shown live. Times epoch ms. */
 export interface AttemptState {

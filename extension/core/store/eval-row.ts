@@ -1,5 +1,7 @@
-/** Verdicts of one attempt. Source: DESIGN.md "One attempt" step 4. */
-export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'STALLED' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
+import type { Verdict } from '../../../schemas/status';
+
+/** Verdicts of one attempt: schemas/status.ts (the status table). */
+export type { Verdict };
 
 /**
  * One row of runs.jsonl: one attempt. Ringer's columns first (run_id … notes), kept with their names and meaning

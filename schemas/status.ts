@@ -1,0 +1,65 @@
+// The one table of task and attempt statuses, read by the runner, reconcile, resume, the CLI, the runs view, the
+// registry and the dashboard (through schemas/protocol.ts). Data and pure lookups only: no Node, no DOM, no vscode.
+// Issue 11: before it, six places held their own Sets and switches and disagreed (STALLED shown as "other" though
+// retried like a FAIL; RATE_LIMITED final in one place and not in another).
+
+/** The verdict of one attempt. Source: DESIGN.md "One attempt" step 5. */
+export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'STALLED' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
+
+/** Where a task ended without (another) attempt: SKIPPED by --baseline, BUDGET_EXCEEDED by budget_usd. */
+export type TaskOutcome = Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED';
+
+/** A task on its way: not yet decided. */
+export type TaskPhase = 'queued' | 'preparing' | 'baseline' | 'running' | 'checking' | 'retry_queued';
+
+/** Every status a task can show. */
+export type TaskStatus = TaskPhase | TaskOutcome;
+
+/** How the views count a status: the run's progress bar, the live list's counters, the colour of a verdict. */
+export type StatusBucket = 'queued' | 'active' | 'passed' | 'failed' | 'other';
+
+/** What one status means. */
+export interface StatusInfo {
+  /** The task will not run again in this run (its state is settled). */
+  final: boolean;
+  /** As an attempt's verdict: retried with the failure injected while attempts remain. */
+  retryable: boolean;
+  /** As an attempt's verdict: requeued after a backoff without using an attempt. */
+  requeued: boolean;
+  /** A check (or the time limit) judged the worker's work: counts in pass rates; the rest are kept out of them. */
+  judged: boolean;
+  /** `verdict resume` runs the task again (everything final that did not pass and was not skipped). */
+  resumable: boolean;
+  bucket: StatusBucket;
+}
+
+const phase = (bucket: StatusBucket): StatusInfo => ({ final: false, retryable: false, requeued: false, judged: false, resumable: true, bucket });
+
+/** The table. Every status of TaskStatus has exactly one row (the compiler checks it). */
+export const STATUS: Readonly<Record<TaskStatus, StatusInfo>> = {
+  queued: phase('queued'),
+  preparing: phase('active'),
+  baseline: phase('active'),
+  running: phase('active'),
+  checking: phase('active'),
+  retry_queued: phase('active'),
+  PASS: { final: true, retryable: false, requeued: false, judged: true, resumable: false, bucket: 'passed' },
+  FAIL: { final: true, retryable: true, requeued: false, judged: true, resumable: true, bucket: 'failed' },
+  TIMEOUT: { final: true, retryable: true, requeued: false, judged: true, resumable: true, bucket: 'failed' },
+  STALLED: { final: true, retryable: true, requeued: false, judged: true, resumable: true, bucket: 'failed' },
+  ERROR: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'failed' },
+  // A task's status is RATE_LIMITED only once its requeues are spent (until then it is retry_queued).
+  RATE_LIMITED: { final: true, retryable: false, requeued: true, judged: false, resumable: true, bucket: 'failed' },
+  INTERRUPTED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'failed' },
+  CANCELLED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' },
+  BUDGET_EXCEEDED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' },
+  SKIPPED: { final: true, retryable: false, requeued: false, judged: false, resumable: false, bucket: 'other' },
+};
+
+/** The row of `status`; an unknown status (a newer or damaged record) reads as an unfinished, unjudged one. */
+export function statusInfo(status: string): StatusInfo {
+  return (STATUS as Record<string, StatusInfo>)[status] ?? phase('other');
+}
+
+/** Every verdict an attempt can have, in the table's order. */
+export const VERDICTS: readonly Verdict[] = ['PASS', 'FAIL', 'TIMEOUT', 'STALLED', 'ERROR', 'RATE_LIMITED', 'CANCELLED', 'INTERRUPTED'];
