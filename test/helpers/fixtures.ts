@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import type { EvalRow } from '../../extension/core/store/eval-row';
 
 const created: string[] = [];
 // Temporary folders go when the test process exits; VERDICT_KEEP_TMP=1 keeps them for a post-mortem.
@@ -67,4 +68,9 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A complete, schema-valid eval row (schemas/eval-row.schema.json) with `over` applied. */
+export function sampleRow(over: Partial<EvalRow> = {}): EvalRow {
+  return { run_id: 'r', task_key: 't', spec: 's', worker_engine: 'script', verdict: 'PASS', duration_ms: 10, worker_tokens: null, model: null, task_type: null, retry: false, identity: 'me', notes: '', attempt: 1, harness: 'script', lab: null, reported_model: null, access_plan: null, reasoning_effort: null, sandbox: 'bwrap', tokens_in: null, tokens_out: null, tokens_cached: null, tokens_reasoning: null, cost_microusd: null, check_exit_code: 0, check_output: '', worker_exit_code: 0, run_name: 'r', host: 'h', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:00:01Z', branch: null, commit: null, prompt_path: '', worker_log: '', check_log: '', receipt_path: '', ...over };
 }

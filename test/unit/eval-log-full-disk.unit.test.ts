@@ -3,8 +3,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { appendEvalRow } from '../../extension/core/store/eval-log';
-import type { EvalRow } from '../../extension/core/store/eval-row';
-import { tempDir } from '../helpers/fixtures';
+import { sampleRow, tempDir } from '../helpers/fixtures';
 
 describe('eval log on a disk that fills up mid-row', function () {
   let mountPoint: string | null = null;
@@ -26,7 +25,7 @@ describe('eval log on a disk that fills up mid-row', function () {
 
   it('the failing row is cut back out: a clear error, only whole lines remain', async () => {
     const log = path.join(mountPoint as string, 'runs.jsonl');
-    const row = (n: number) => ({ run_id: 'r', task_key: `t${n}`, attempt: 1, spec: 'x'.repeat(3000) }) as unknown as EvalRow;
+    const row = (n: number) => sampleRow({ run_id: 'r', task_key: `t${n}`, attempt: 1, spec: 'x'.repeat(3000) });
     let n = 0;
     let error: Error | null = null;
     while (!error && n < 1000) {

@@ -3,23 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
 import { loadManifest } from '../../extension/core/manifest/load';
-import { rateLimitBackoffMs, runManifest, type RunEvent } from '../../extension/core/run/runner';
+import { runManifest, type RunEvent } from '../../extension/core/run/runner';
 import { readRows, tempDir, writeManifest } from '../helpers/fixtures';
 
 describe('rate limits', function () {
   this.timeout(60000);
-
-  it('honours Retry-After and otherwise backs off exponentially with jitter', () => {
-    for (let i = 0; i < 50; i++) {
-      const b1 = rateLimitBackoffMs(1, 'no hint here', 100);
-      assert.ok(b1 >= 100 && b1 < 200, String(b1));
-      const b3 = rateLimitBackoffMs(3, '', 100);
-      assert.ok(b3 >= 400 && b3 < 800, String(b3));
-    }
-    assert.equal(rateLimitBackoffMs(1, 'HTTP 429 Too Many Requests\nretry-after: 7\n', 100), 7000);
-    assert.equal(rateLimitBackoffMs(1, '{"error":{"code":429,"retry_after":2.5}}', 100), 2500);
-    assert.ok(rateLimitBackoffMs(5, 'Retry-After: 1', 1000) >= 16000, 'a larger computed backoff wins over a small hint');
-  });
 
   it('requeues a rate-limited attempt without using the retry, halves that engine\'s concurrency, keeps results in', async () => {
     const dir = tempDir();

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
@@ -6,10 +5,10 @@ import { withLock } from '../git/lock';
 import { loadFrozenManifest } from '../run/frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
-import { labOf, type EvalRow } from '../store/eval-row';
 import { listRuns, readState } from './registry';
-import { shortHost, type RunState, type TaskState } from './state';
+import type { RunState } from './state';
 import { statusInfo } from '../../../schemas/status';
+import { attemptView, evalRow, recordFromView } from '../run/attempt-record';
 
 /** What reconciling one dead run did. */
 export interface ReconcileReport {
@@ -66,11 +65,13 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
           report.killed.push(attempt.workerPid);
         } else if (processStartTime(attempt.workerPid) !== null) report.spared.push(attempt.workerPid);
       }
-      attempt.phase = 'done';
-      attempt.verdict = 'INTERRUPTED';
-      attempt.endedAt = now;
-      attempt.notes = 'the orchestrator died during this attempt; reconciled by a later start';
-      await appendEvalRow(evalLogPath(home), interruptedRow(state, task, attempt.attempt, attempt.dir, attempt.startedAt, now, specs.get(task.key) ?? '', engines));
+      const rec = recordFromView(state, task, attempt, specs.get(task.key) ?? '', engines.get(task.engine)?.harness ?? task.engine);
+      rec.phase = 'done';
+      rec.verdict = 'INTERRUPTED';
+      rec.endedAt = now;
+      rec.reason = 'the orchestrator died during this attempt; reconciled by a later start';
+      task.attempts[task.attempts.indexOf(attempt)] = attemptView(rec);
+      await appendEvalRow(evalLogPath(home), evalRow(rec));
     }
     task.status = 'INTERRUPTED';
   }
@@ -89,44 +90,3 @@ function frozenSpecs(home: string, state: RunState): Map<string, string> {
   }
 }
 
-function interruptedRow(state: RunState, task: TaskState, attempt: number, attemptDir: string, startedAt: number, endedAt: number, spec: string, engines: ReadonlyMap<string, EngineSpec>): EvalRow {
-  return {
-    run_id: state.runId,
-    task_key: task.key,
-    spec,
-    worker_engine: task.engine,
-    verdict: 'INTERRUPTED',
-    duration_ms: endedAt - startedAt,
-    worker_tokens: null,
-    model: task.model,
-    task_type: task.taskType,
-    retry: attempt > 1,
-    identity: state.identity,
-    notes: 'the orchestrator died during this attempt; reconciled by a later start',
-    attempt,
-    harness: engines.get(task.engine)?.harness ?? task.engine,
-    lab: labOf(task.model),
-    access_plan: null,
-    sandbox: null,
-    reasoning_effort: null,
-    reported_model: null,
-    tokens_in: null,
-    tokens_out: null,
-    tokens_cached: null,
-    tokens_reasoning: null,
-    cost_microusd: null,
-    check_exit_code: null,
-    check_output: '',
-    worker_exit_code: null,
-    run_name: state.runName,
-    host: shortHost(),
-    started_at: new Date(startedAt).toISOString(),
-    ended_at: new Date(endedAt).toISOString(),
-    branch: task.branch,
-    commit: null,
-    prompt_path: path.join(attemptDir, 'prompt.md'),
-    worker_log: path.join(attemptDir, 'worker.log'),
-    check_log: path.join(attemptDir, 'check.log'),
-    receipt_path: path.join(attemptDir, 'receipt.json'),
-  };
-}

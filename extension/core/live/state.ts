@@ -1,6 +1,7 @@
 import os from 'node:os';
 import writeFileAtomic from 'write-file-atomic';
-import type { TaskStatus, Verdict } from '../../../schemas/status';
+import type { StepName, TaskStatus, Verdict } from '../../../schemas/status';
+import type { Containment } from '../process/sandbox';
 
 /**
  * Where a task is in its life; a final verdict once it is done (the table of what each means: schemas/status.ts).
@@ -29,6 +30,12 @@ export interface AttemptState {
   /** Folder with prompt.md, worker.log, check.log, receipt.json. */
   dir: string;
   notes: string;
+  /** A retry: an attempt after a judged one (absent in older state files). */
+  retry?: boolean;
+  /** The containment of the attempt's steps (absent in older state files). */
+  sandbox?: Containment | null;
+  /** The step the attempt is in or ended in (schemas/status.ts StepName); null before the first. */
+  step?: StepName | null;
 }
 
 /** One task as shown live. */

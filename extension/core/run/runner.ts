@@ -1,26 +1,25 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { EngineSpec, UsageReport } from '../../../engines/types';
-import { expandArgv } from '../../../engines';
-import { attemptDir, evalLogPath, runDir, worktreePath } from '../config/home';
-import { addWorktree, advanceBranch, copyIncludes, sealWorktree, taskBranch, worktreeStepAccess, type Seal, type WorktreeLinks } from '../git/worktree';
-import { StateFile, shortHost, type AttemptState, type RunState, type TaskState } from '../live/state';
-import type { Manifest, TaskSpec } from '../manifest/types';
-import { RingBuffer } from '../process/ring-buffer';
-import { processStartTime, supervise, type Receipt } from '../process/supervisor';
-import type { Containment, SandboxMode } from '../process/sandbox';
-import { engineState, removeTaskScratch, scratchEnv, stepPlan, stepScratch, taskContainment } from './containment';
-import { appendEvalRow } from '../store/eval-log';
-import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
-import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type Verdict } from '../store/eval-row';
+import type { EngineSpec } from '../../../engines/types';
+import { runDir, worktreePath } from '../config/home';
+import { taskBranch } from '../git/worktree';
+import { StateFile, shortHost, type RunState } from '../live/state';
+import type { Manifest } from '../manifest/types';
+import type { SandboxMode } from '../process/sandbox';
+import type { TaskOutcome, Verdict } from '../../../schemas/status';
+import { removeTaskScratch, stepScratch, taskContainment } from './containment';
 import { runCheck } from './check';
-import { reservePort } from './ports';
 import { DEFAULT_POLICY, preflight } from './preflight';
 import { writeFrozenManifest } from './frozen-manifest';
-import { failureText, retryPrompt } from './prompt';
 import { Scheduler } from './scheduler';
 import { RunSpend, type RunSpendReport } from './spend';
+import { runAttempt } from './attempt';
+import { prepareTask } from './steps/prepare';
+import { checkEnvironment } from './steps/check';
+import type { AttemptContext, TaskRuntime } from './steps/context';
+
+export { FINAL_EVENT_GRACE_MS } from './steps/work';
 
 /** Options of {@link runManifest}. */
 export interface RunOptions {
@@ -110,7 +109,7 @@ export interface TaskSummary {
    * The last attempt's verdict; SKIPPED when --baseline found the check already passing; BUDGET_EXCEEDED when an
    * attempt was not started because it could pass the manifest's budget_usd.
    */
-  verdict: Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED';
+  verdict: TaskOutcome;
   attempts: number;
   /** Sum over attempts, ms. */
   durationMs: number;
@@ -139,54 +138,6 @@ export interface RunSummary {
   recordErrors: string[];
   /** Spend (micro-USD), budget and Postgres outbox state: see RunSpendReport. */
   spend: RunSpendReport;
-}
-
-/** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
-const MAX_RATE_LIMIT_REQUEUES = 5;
-const RATE_LIMIT_BASE_MS = 2000;
-/**
- * Wait before requeueing a rate-limited attempt, ms: exponential from `baseMs` (×2 per rate limit of this task) with
- * full jitter on top, and never less than a Retry-After the engine printed (seconds, as HTTP's header;
- * RFC 9110 §10.2.3).
- */
-export function rateLimitBackoffMs(count: number, logTail: string, baseMs: number): number {
-  const exp = baseMs * 2 ** Math.max(0, count - 1);
-  const backoff = exp + Math.floor(Math.random() * exp);
-  const hinted = [...logTail.matchAll(/retry[-_ ]after["'\s:=]+(\d+(?:\.\d+)?)/gi)].pop()?.[1];
-  return hinted ? Math.max(backoff, Math.ceil(Number(hinted) * 1000)) : backoff;
-}
-
-/** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
-export const FINAL_EVENT_GRACE_MS = 30_000;
-
-/** Whether the engine's recent output holds its final event; parses only when new output arrived. */
-function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
-  let checkedBytes = -1;
-  let seen = false;
-  return () => {
-    if (seen || recent.totalBytes === checkedBytes) return seen;
-    checkedBytes = recent.totalBytes;
-    seen = engine.parseOutput(recent.text()).finalStatus !== null;
-    return seen;
-  };
-}
-
-interface TaskRuntime {
-  spec: TaskSpec;
-  /** Aborted to stop this task alone (RunControl.stopTask) or with the whole run. */
-  abort: AbortController;
-  engine: EngineSpec;
-  state: TaskState;
-  prepared: boolean;
-  /** Worktree mode: the links git wrote for the task's worktree (restored before every git call of ours there). */
-  links: WorktreeLinks | null;
-  /** What contains this task's steps: bwrap, or none (unsandboxed run, or an allowed full_access task). */
-  containment: Containment;
-  /** Real attempts used (rate limits do not count). */
-  used: number;
-  rateLimited: number;
-  failure: string | null;
-  summary: TaskSummary;
 }
 
 /**
@@ -226,6 +177,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       used: 0,
       rateLimited: 0,
       failure: null,
+      records: [],
       state: { key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [] },
       summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '', checkOutput: '' },
     };
@@ -339,263 +291,6 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   return summary;
 }
 
-interface AttemptContext {
-  opts: RunOptions;
-  env: NodeJS.ProcessEnv;
-  runId: string;
-  stateFile: StateFile;
-  binaries: Map<string, string>;
-  repo: Awaited<ReturnType<typeof preflight>>['repo'];
-  /** bubblewrap's path when the run is sandboxed, else null. */
-  bwrap: string | null;
-  emit: (e: RunEvent) => void;
-  spend: RunSpend;
-  /** Records that failed to write, reported in the summary. */
-  recordErrors: string[];
-}
-
-/** Runs one attempt of `task` and records it. Returns when (and after how long) the task should run again. */
-async function runAttempt(ctx: AttemptContext, task: TaskRuntime): Promise<{ requeueAfterMs: number | null; costMicroUsd: number | null; rateLimited: boolean }> {
-  const { opts, runId, stateFile } = ctx;
-  const { spec, engine } = task;
-  const n = task.used + task.rateLimited + 1;
-  /** A retry is an attempt after a judged one; an attempt after a rate limit alone is not. */
-  const isRetry = task.used > 0;
-  const recDir = attemptDir(opts.home, runId, spec.key, n);
-  fs.mkdirSync(recDir, { recursive: true });
-  const files = {
-    prompt: path.join(recDir, 'prompt.md'),
-    worker: path.join(recDir, 'worker.log'),
-    check: path.join(recDir, 'check.log'),
-    receipt: path.join(recDir, 'receipt.json'),
-    failure: path.join(recDir, 'failure.md'),
-    setup: path.join(recDir, 'setup.log'),
-  };
-  const startedAt = Date.now();
-  const attempt: AttemptState = { attempt: n, phase: 'preparing', verdict: null, startedAt, endedAt: null, workerPid: null, workerStartTime: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: recDir, notes: '' };
-  task.state.attempts.push(attempt);
-  task.state.status = 'preparing';
-  ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: spec.engine, model: task.state.model });
-  void stateFile.save();
-
-  const taskEnv = (): Record<string, string> => ({
-    PORT: String(task.state.port),
-    VERDICT_RUN_ID: runId,
-    VERDICT_TASK_KEY: spec.key,
-    VERDICT_TASK_DIR: task.state.dir,
-    VERDICT_ATTEMPT: String(n),
-  });
-
-  let verdict: Verdict;
-  let reason = '';
-  let worker: Receipt | null = null;
-  let usage: UsageReport | null = null;
-  let checkExit: number | null = null;
-  let checkOutput = '';
-  let checkReceipt: Receipt | null = null;
-  let workerTail = '';
-  let seal: Seal | null = null;
-  const prompt = task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec;
-  fs.writeFileSync(files.prompt, prompt);
-
-  try {
-    if (!task.prepared) {
-      await prepareTask(ctx, task, files.setup, taskEnv);
-      task.prepared = true;
-    }
-    if (task.abort.signal.aborted) throw new Cancelled();
-    const boxed = task.containment === 'bwrap';
-    const gitAccess = task.links && boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
-    const workerScratch = stepScratch(opts.home, runId, spec.key, n, 'worker');
-    const state = engineState(engine, ctx.env);
-    const workerEnv: Record<string, string> = { ...engine.env, ...taskEnv(), ...(boxed ? scratchEnv(workerScratch) : {}), ...gitAccess.env };
-    if (task.failure) {
-      fs.writeFileSync(files.failure, task.failure);
-      workerEnv.VERDICT_FAILURE_FILE = files.failure;
-    }
-    const argv = expandArgv(engine, { spec: prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess, nested: boxed });
-    task.state.status = 'running';
-    attempt.phase = 'running';
-    const recent = new RingBuffer(256 * 1024);
-    const run = supervise({
-      file: ctx.binaries.get(spec.engine) ?? engine.binary,
-      args: argv,
-      cwd: task.state.dir,
-      env: workerEnv,
-      logFile: files.worker,
-      timeoutMs: spec.timeoutMs,
-      signal: task.abort.signal,
-      killGraceMs: opts.killGraceMs,
-      onSpawn: (pid) => {
-        attempt.workerPid = pid;
-        attempt.workerStartTime = processStartTime(pid);
-        void stateFile.save();
-      },
-      idleTimeoutMs: spec.watchdogMs ?? undefined,
-      finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
-      onOutput: (chunk) => recent.push(chunk),
-      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, workerScratch, ...state.dirs, ...gitAccess.writable], spec.network, state.files),
-    });
-    const res = await run;
-    worker = res.receipt;
-    workerTail = res.tail;
-    usage = engine.parseOutput(readLog(files.worker));
-    attempt.tokensIn = usage.tokensIn;
-    attempt.tokensOut = usage.tokensOut;
-    attempt.costMicroUsd = usage.costMicroUsd;
-
-    if (worker.cancelled) throw new Cancelled();
-    if (worker.spawnError) {
-      verdict = 'ERROR';
-      reason = `the worker could not start: ${worker.spawnError}`;
-    } else if (worker.stalled) {
-      verdict = 'STALLED';
-      reason = `the worker printed nothing for ${Math.round((spec.watchdogMs ?? 0) / 1000)} s and was stopped`;
-    } else if (worker.timedOut) {
-      verdict = 'TIMEOUT';
-      reason = `the worker ran out of time after ${Math.round(spec.timeoutMs / 1000)} s and was stopped`;
-    } else {
-      // Seal: nothing of the worker is alive (its sandbox is gone); the commit records the tree the check will judge.
-      if (task.links && task.state.branch) {
-        seal = await sealWorktree(task.links, task.state.branch, path.join(recDir, 'seal.index'), `verdict: ${spec.key} (run ${runId}, attempt ${n})\n\n${spec.verified ?? ''}`.trim(), ctx.repo?.identityArgs ?? []);
-        fs.rmSync(path.join(recDir, 'seal.index'), { force: true });
-      }
-      task.state.status = 'checking';
-      attempt.phase = 'checking';
-      ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: n });
-      void stateFile.save();
-      const checkScratch = stepScratch(opts.home, runId, spec.key, n, 'check');
-      const check = await runCheck({
-        check: spec.check,
-        taskDir: task.state.dir,
-        logFile: files.check,
-        timeoutMs: spec.checkTimeoutMs,
-        env: { ...taskEnv(), ...(boxed ? scratchEnv(checkScratch) : {}), ...gitAccess.env },
-        expectFiles: spec.expectFiles,
-        signal: task.abort.signal,
-        sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, checkScratch], spec.network),
-      });
-      checkReceipt = check.receipt;
-      checkExit = check.receipt.exitCode;
-      checkOutput = check.output;
-      if (check.receipt.cancelled) throw new Cancelled();
-      const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? engine.classifyError(workerTail) : null;
-      const exitNote = worker.stoppedAfterFinal
-        ? `the engine printed its final event but kept running; it was stopped after ${Math.round((opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS) / 1000)} s`
-        : worker.exitCode !== 0 ? `the worker exited ${worker.exitCode ?? worker.signal}` : '';
-      if (check.passed) {
-        verdict = 'PASS';
-        if (exitNote) reason = `${exitNote}, but the check passed`;
-      } else if (errorClass === 'rate_limit') {
-        verdict = 'RATE_LIMITED';
-        reason = `the engine was rate-limited (${check.reason})`;
-      } else {
-        verdict = 'FAIL';
-        reason = check.reason + (exitNote ? `; ${exitNote}${errorClass ? ` (${errorClass})` : ''}` : '');
-      }
-    }
-    if (verdict === 'PASS' && seal && task.links && task.state.branch) {
-      // The branch moves to exactly the tree the check judged; files the check wrote are not in it.
-      await advanceBranch(task.links, task.state.branch, seal);
-      task.state.commit = seal.sha;
-      task.summary.commit = seal.sha;
-      if (!seal.changed) reason = 'the check passed but the worker changed no files; the branch stays at base_ref';
-    }
-  } catch (e) {
-    if (e instanceof Cancelled || task.abort.signal.aborted) {
-      verdict = 'CANCELLED';
-      reason = 'the run was cancelled';
-    } else {
-      verdict = 'ERROR';
-      reason = (e as Error).message;
-    }
-  }
-
-  const endedAt = Date.now();
-  const durationMs = endedAt - startedAt;
-  const rateLimited = verdict === 'RATE_LIMITED' && task.rateLimited < MAX_RATE_LIMIT_REQUEUES;
-  if (rateLimited) task.rateLimited++;
-  else task.used++;
-  const retryable = verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED';
-  const willRetry = rateLimited || (retryable && task.used < spec.maxAttempts && !task.abort.signal.aborted);
-  if (retryable) {
-    task.failure = failureText({ attempt: n, verdict, check: spec.check, checkExitCode: checkExit, checkOutput, workerTail, reason });
-  }
-
-  attempt.phase = 'done';
-  attempt.verdict = verdict;
-  attempt.endedAt = endedAt;
-  attempt.checkExitCode = checkExit;
-  attempt.notes = reason;
-  fs.writeFileSync(files.receipt, JSON.stringify({ worker, check: checkReceipt, verdict, reason, usage, sandbox: task.containment, seal }, null, 2));
-  for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${n}-${step}`), { recursive: true, force: true });
-  const tokens = usage && usage.tokensIn !== null && usage.tokensOut !== null ? usage.tokensIn + usage.tokensOut : null;
-  const row: EvalRow = {
-    run_id: runId,
-    task_key: spec.key,
-    spec: spec.spec,
-    worker_engine: spec.engine,
-    verdict,
-    duration_ms: durationMs,
-    worker_tokens: tokens,
-    model: task.state.model,
-    task_type: spec.taskType,
-    retry: isRetry,
-    identity: opts.identity,
-    notes: reason,
-    attempt: n,
-    harness: engine.harness,
-    lab: labOf(task.state.model),
-    reported_model: usage?.reportedModel ?? null,
-    access_plan: accessPlanOf(ctx.env),
-    reasoning_effort: reasoningEffortOf(spec.engineArgs),
-    sandbox: task.containment,
-    tokens_in: usage?.tokensIn ?? null,
-    tokens_out: usage?.tokensOut ?? null,
-    tokens_cached: usage?.tokensCached ?? null,
-    tokens_reasoning: usage?.tokensReasoning ?? null,
-    cost_microusd: ctx.spend.cost(usage, task.state.model),
-    check_exit_code: checkExit,
-    check_output: tailBytes(checkOutput, CHECK_OUTPUT_ROW_BYTES),
-    worker_exit_code: worker?.exitCode ?? null,
-    run_name: opts.manifest.runName,
-    host: shortHost(),
-    started_at: new Date(startedAt).toISOString(),
-    ended_at: new Date(endedAt).toISOString(),
-    branch: task.state.branch,
-    commit: verdict === 'PASS' ? task.state.commit : null,
-    prompt_path: files.prompt,
-    worker_log: files.worker,
-    check_log: files.check,
-    receipt_path: files.receipt,
-  };
-  try {
-    await appendEvalRow(evalLogPath(opts.home), row);
-    ctx.spend.rowWritten();
-  } catch (e) {
-    // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
-    const message = `the eval row of ${spec.key} attempt ${n} (${verdict}) could not be written: ${(e as Error).message}`;
-    ctx.recordErrors.push(message);
-    ctx.emit({ type: 'task-note', key: spec.key, note: message });
-  }
-
-  const s = task.summary;
-  s.attempts = n;
-  s.durationMs += durationMs;
-  s.tokens = s.tokens === null || tokens === null ? null : s.tokens + tokens;
-  s.verdict = verdict;
-  s.reason = verdict === 'PASS' ? '' : reason;
-  s.checkOutput = row.check_output;
-  task.state.status = willRetry ? 'retry_queued' : verdict;
-  ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: n, verdict, reason, durationMs, tokens, willRetry });
-  void stateFile.save();
-  const costMicroUsd = row.cost_microusd;
-  if (!willRetry) return { requeueAfterMs: null, costMicroUsd, rateLimited: verdict === 'RATE_LIMITED' };
-  if (rateLimited) return { requeueAfterMs: rateLimitBackoffMs(task.rateLimited, workerTail, opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS), costMicroUsd, rateLimited: true };
-  return { requeueAfterMs: 0, costMicroUsd, rateLimited: false };
-}
-
-class Cancelled extends Error {}
 
 /** Ends a task BUDGET_EXCEEDED: its next attempt was not started (no eval row: no worker ran). */
 function budgetExceeded(ctx: AttemptContext, task: TaskRuntime, reason: string): void {
@@ -622,19 +317,9 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
   let status: 'SKIPPED' | 'ERROR';
   try {
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
-    task.prepared = true;
     const scratch = stepScratch(opts.home, ctx.runId, task.spec.key, 0, 'check');
-    const boxed = task.containment === 'bwrap';
-    const check = await runCheck({
-      check: task.spec.check,
-      taskDir: task.state.dir,
-      logFile: path.join(dir, 'check.log'),
-      timeoutMs: task.spec.checkTimeoutMs,
-      env: { ...env(), ...(boxed ? scratchEnv(scratch) : {}) },
-      expectFiles: task.spec.expectFiles,
-      signal: task.abort.signal,
-      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch], task.spec.network),
-    });
+    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env() });
+    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
     if (!check.passed) return false;
     status = 'SKIPPED';
     reason = 'baseline: the check already passes on the untouched tree, so it cannot prove a worker did anything; the task was not run';
@@ -649,75 +334,6 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
   ctx.emit({ type: 'task-skipped', key: task.spec.key, reason });
   void stateFile.save();
   return true;
-}
-
-/** Creates the task dir (plain folder or worktree + includes), assigns PORT, runs `setup` once. */
-async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: string, taskEnv: () => Record<string, string>): Promise<void> {
-  const { manifest } = ctx.opts;
-  task.state.port = await reservePort();
-  if (ctx.repo && task.state.branch) {
-    task.links = await addWorktree(ctx.repo, task.state.dir, task.state.branch, { signal: task.abort.signal });
-    copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
-  } else {
-    const moved = moveAsidePrevious(task.state.dir, ctx.runId);
-    if (moved) ctx.emit({ type: 'task-note', key: task.spec.key, note: `the task dir held files from an earlier run; they were moved to ${moved} so they cannot pass this run's check` });
-    fs.mkdirSync(task.state.dir, { recursive: true });
-  }
-  if (manifest.setup) {
-    const scratch = stepScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup');
-    const boxed = task.containment === 'bwrap';
-    const { receipt } = await supervise({
-      file: 'bash',
-      args: ['-c', manifest.setup],
-      cwd: task.state.dir,
-      env: { ...taskEnv(), ...(boxed ? scratchEnv(scratch) : {}) },
-      logFile: setupLog,
-      timeoutMs: task.spec.checkTimeoutMs,
-      signal: task.abort.signal,
-      killGraceMs: ctx.opts.killGraceMs,
-      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch], task.spec.network),
-    });
-    if (receipt.cancelled) throw new Cancelled();
-    if (receipt.exitCode !== 0) {
-      throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
-    }
-  }
-}
-
-/**
- * Plain mode reuses `<workdir>/<key>`: files an earlier run left there could make this run's check pass with no work
- * done. A non-empty dir is renamed to `<workdir>/.verdict-previous/<runId>/<key>` (nothing is deleted).
- * Returns the new path, or null when there was nothing to move.
- */
-function moveAsidePrevious(dir: string, runId: string): string | null {
-  let entries: string[];
-  try {
-    entries = fs.readdirSync(dir);
-  } catch {
-    return null;
-  }
-  if (!entries.length) return null;
-  const target = path.join(path.dirname(dir), '.verdict-previous', runId, path.basename(dir));
-  fs.mkdirSync(path.dirname(target), { recursive: true });
-  fs.renameSync(dir, target);
-  return target;
-}
-
-/** Worker logs above this size are parsed from their last bytes only, bytes. */
-const MAX_PARSED_LOG_BYTES = 32 * 1024 * 1024;
-
-function readLog(file: string): string {
-  try {
-    const size = fs.statSync(file).size;
-    if (size <= MAX_PARSED_LOG_BYTES) return fs.readFileSync(file, 'utf8');
-    const fd = fs.openSync(file, 'r');
-    const buf = Buffer.alloc(MAX_PARSED_LOG_BYTES);
-    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
-    fs.closeSync(fd);
-    return buf.toString('utf8');
-  } catch {
-    return '';
-  }
 }
 
 /** `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex): sortable by start time, unique across processes. */

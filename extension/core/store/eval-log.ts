@@ -1,16 +1,32 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../git/lock';
+import Ajv, { type ErrorObject } from 'ajv';
+import rowSchema from '../../../schemas/eval-row.schema.json';
 import type { EvalRow } from './eval-row';
+
+const validateRow = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/ } }).compile<EvalRow>(rowSchema);
+
+/**
+ * Problems of `row` against schemas/eval-row.schema.json, one line each (`field: what is wrong`); empty when valid.
+ * `date-time` is checked as ISO 8601 with a zone (what Date.toISOString writes).
+ */
+export function evalRowProblems(row: unknown): string[] {
+  if (validateRow(row)) return [];
+  return (validateRow.errors ?? []).map((e: ErrorObject) => `${e.instancePath.slice(1) || (e.params as { missingProperty?: string; additionalProperty?: string }).missingProperty || (e.params as { additionalProperty?: string }).additionalProperty || '(row)'}: ${e.message ?? 'is invalid'}`);
+}
 
 /**
  * Appends one row to the eval log (runs.jsonl) as one line, under a cross-process lock so concurrent writers
  * never interleave or tear lines. Creates the file and its folder if needed. When the write fails part-way (a full
  * disk), the file is truncated back to its length before this row, so no torn line stays behind.
- * @throws Error naming the log, the row (run_id/task_key attempt n) and the cause, e.g. "no space left on device";
- *   the row is then not in the log — callers report it, never retry blindly
+ * The row is validated against schemas/eval-row.schema.json first: a row that does not match is never written.
+ * @throws Error naming the log, the row (run_id/task_key attempt n) and the cause, e.g. "no space left on device" or
+ *   the fields that do not match the schema; the row is then not in the log — callers report it, never retry blindly
  */
 export async function appendEvalRow(logFile: string, row: EvalRow): Promise<void> {
+  const problems = evalRowProblems(row);
+  if (problems.length) throw new Error(`the eval row of ${row.run_id}/${row.task_key} attempt ${row.attempt} does not match schemas/eval-row.schema.json (${problems.join('; ')}); it was not written to ${logFile}`);
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const line = Buffer.from(JSON.stringify(row) + '\n');
   await withLock(logFile, async () => {

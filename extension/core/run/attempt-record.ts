@@ -1,0 +1,241 @@
+/**
+ * One record per attempt, and the three projections of it (issue 11, "one record, many projections"): the attempt as
+ * state.json shows it (attemptView), the eval row (evalRow, schemas/eval-row.schema.json) and the task's line of the
+ * run summary (summarize). The runner and reconcile build records and call these same functions, so the cost, the
+ * retry flag and every other fact appear once and agree everywhere.
+ */
+import path from 'node:path';
+import type { UsageReport } from '../../../engines/types';
+import type { StepName, Verdict } from '../../../schemas/status';
+import type { Containment } from '../process/sandbox';
+import type { Receipt } from '../process/supervisor';
+import type { Seal } from '../git/worktree';
+import type { AttemptState, RunState, TaskState } from '../live/state';
+import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow } from '../store/eval-row';
+
+export type { StepName };
+
+/** One step as it happened. Times epoch ms. */
+export interface StepRecord {
+  step: StepName;
+  startedAt: number;
+  endedAt: number;
+  /** What the step did, one line (e.g. the sealed commit, or why it stopped the attempt). */
+  note: string;
+}
+
+/** What the check left: its receipt, verbatim output (tail) and exit code. */
+export interface CheckRecord {
+  receipt: Receipt;
+  output: string;
+  exitCode: number | null;
+}
+
+/**
+ * One attempt, appended to by each step. Fixed at the start: who, what, where. Filled as it runs: the steps, the
+ * worker's receipt and usage, the seal, the check. Settled at the end: verdict, reason, cost, commit.
+ * Times epoch ms; cost integer micro-USD, null when unknown (never 0 for unknown).
+ */
+export interface AttemptRecord {
+  runId: string;
+  runName: string;
+  identity: string;
+  host: string;
+  taskKey: string;
+  /** The task's spec as written (the prompt may add the failure of the previous attempt). */
+  spec: string;
+  engine: string;
+  harness: string;
+  model: string | null;
+  taskType: string | null;
+  reasoningEffort: string | null;
+  accessPlan: string | null;
+  /** What contained the attempt's steps; null when unknown (an attempt reconciled from an older state file). */
+  sandbox: Containment | null;
+  attempt: number;
+  /** An attempt after a judged one; an attempt after a rate limit alone is not a retry. */
+  retry: boolean;
+  branch: string | null;
+  /** The attempt's records folder: prompt.md, worker.log, check.log, receipt.json. */
+  dir: string;
+  startedAt: number;
+  phase: AttemptState['phase'];
+  steps: StepRecord[];
+  workerPid: number | null;
+  workerStartTime: string | null;
+  worker: Receipt | null;
+  usage: UsageReport | null;
+  seal: Seal | null;
+  check: CheckRecord | null;
+  verdict: Verdict | null;
+  reason: string;
+  endedAt: number | null;
+  /** Priced once (the CLI's own cost, else the catalog's price): what state.json, the summary and the row all show. */
+  costMicroUsd: number | null;
+  /** The commit holding the work after a PASS (worktree mode), else null. */
+  commit: string | null;
+}
+
+/** Tokens in + out, or null when either is unknown. */
+export function recordTokens(rec: AttemptRecord): number | null {
+  const u = rec.usage;
+  return u && u.tokensIn !== null && u.tokensOut !== null ? u.tokensIn + u.tokensOut : null;
+}
+
+/** The attempt's record files. */
+export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; receipt: string; failure: string; setup: string } {
+  return {
+    prompt: path.join(rec.dir, 'prompt.md'),
+    worker: path.join(rec.dir, 'worker.log'),
+    check: path.join(rec.dir, 'check.log'),
+    receipt: path.join(rec.dir, 'receipt.json'),
+    failure: path.join(rec.dir, 'failure.md'),
+    setup: path.join(rec.dir, 'setup.log'),
+  };
+}
+
+/** Projection 1: the attempt as state.json shows it (and as reconcile later reads it back). */
+export function attemptView(rec: AttemptRecord): AttemptState {
+  return {
+    attempt: rec.attempt,
+    phase: rec.phase,
+    verdict: rec.verdict,
+    startedAt: rec.startedAt,
+    endedAt: rec.endedAt,
+    workerPid: rec.workerPid,
+    workerStartTime: rec.workerStartTime,
+    tokensIn: rec.usage?.tokensIn ?? null,
+    tokensOut: rec.usage?.tokensOut ?? null,
+    costMicroUsd: rec.costMicroUsd,
+    checkExitCode: rec.check?.exitCode ?? null,
+    dir: rec.dir,
+    notes: rec.reason,
+    retry: rec.retry,
+    sandbox: rec.sandbox,
+    step: rec.steps[rec.steps.length - 1]?.step ?? null,
+  };
+}
+
+/**
+ * Projection 2: the eval row (schemas/eval-row.schema.json). Only a settled record has one.
+ * @throws Error when the record has no verdict yet
+ */
+export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
+  if (rec.verdict === null || rec.endedAt === null) throw new Error(`attempt ${rec.attempt} of ${rec.taskKey} is not settled: no eval row yet`);
+  const files = recordFiles(rec);
+  const u = rec.usage;
+  return {
+    run_id: rec.runId,
+    task_key: rec.taskKey,
+    spec,
+    worker_engine: rec.engine,
+    verdict: rec.verdict,
+    duration_ms: rec.endedAt - rec.startedAt,
+    worker_tokens: recordTokens(rec),
+    model: rec.model,
+    task_type: rec.taskType,
+    retry: rec.retry,
+    identity: rec.identity,
+    notes: rec.reason,
+    attempt: rec.attempt,
+    harness: rec.harness,
+    lab: labOf(rec.model),
+    reported_model: u?.reportedModel ?? null,
+    access_plan: rec.accessPlan,
+    reasoning_effort: rec.reasoningEffort,
+    sandbox: rec.sandbox,
+    tokens_in: u?.tokensIn ?? null,
+    tokens_out: u?.tokensOut ?? null,
+    tokens_cached: u?.tokensCached ?? null,
+    tokens_reasoning: u?.tokensReasoning ?? null,
+    cost_microusd: rec.costMicroUsd,
+    check_exit_code: rec.check?.exitCode ?? null,
+    check_output: tailBytes(rec.check?.output ?? '', CHECK_OUTPUT_ROW_BYTES),
+    worker_exit_code: rec.worker?.exitCode ?? null,
+    run_name: rec.runName,
+    host: rec.host,
+    started_at: new Date(rec.startedAt).toISOString(),
+    ended_at: new Date(rec.endedAt).toISOString(),
+    branch: rec.branch,
+    commit: rec.verdict === 'PASS' ? rec.commit : null,
+    prompt_path: files.prompt,
+    worker_log: files.worker,
+    check_log: files.check,
+    receipt_path: files.receipt,
+  };
+}
+
+/** A task's line in the run summary, as far as its attempts tell (see TaskSummary in runner.ts). */
+export interface AttemptsSummary {
+  attempts: number;
+  /** Sum over attempts, ms. */
+  durationMs: number;
+  /** Sum over attempts of tokens in + out; null when any attempt's usage is unknown. */
+  tokens: number | null;
+  verdict: Verdict;
+  /** Why the last attempt did not pass; empty on PASS. */
+  reason: string;
+  /** The last attempt's check output, the row's tail. */
+  checkOutput: string;
+  commit: string | null;
+}
+
+/**
+ * Projection 3: a task's summary from its settled attempts, in order.
+ * @throws Error when `records` is empty or holds an unsettled attempt
+ */
+export function summarize(records: AttemptRecord[]): AttemptsSummary {
+  const last = records[records.length - 1];
+  if (!last) throw new Error('summarize: no attempts');
+  let durationMs = 0;
+  let tokens: number | null = 0;
+  for (const rec of records) {
+    const row = evalRow(rec);
+    durationMs += row.duration_ms;
+    tokens = tokens === null || row.worker_tokens === null ? null : tokens + row.worker_tokens;
+  }
+  const row = evalRow(last);
+  return { attempts: last.attempt, durationMs, tokens, verdict: row.verdict, reason: row.verdict === 'PASS' ? '' : row.notes, checkOutput: row.check_output, commit: row.commit };
+}
+
+/**
+ * Rebuilds the record of an attempt from what state.json kept of it (reconcile, after the orchestrator died): the
+ * identity facts from the run and the task, the usage and cost the view held. `spec` comes from the frozen manifest,
+ * `harness` from the engine table; the host is the one that wrote the state.
+ */
+export function recordFromView(run: RunState, task: TaskState, view: AttemptState, spec: string, harness: string): AttemptRecord {
+  return {
+    runId: run.runId,
+    runName: run.runName,
+    identity: run.identity,
+    host: run.host,
+    taskKey: task.key,
+    spec,
+    engine: task.engine,
+    harness,
+    model: task.model,
+    taskType: task.taskType,
+    reasoningEffort: null,
+    accessPlan: null,
+    sandbox: view.sandbox ?? null,
+    attempt: view.attempt,
+    // Older state files lack the flag; an attempt after the first was then most likely a retry.
+    retry: view.retry ?? view.attempt > 1,
+    branch: task.branch,
+    dir: view.dir,
+    startedAt: view.startedAt,
+    phase: view.phase,
+    steps: [],
+    workerPid: view.workerPid,
+    workerStartTime: view.workerStartTime ?? null,
+    worker: null,
+    usage: view.tokensIn === null && view.tokensOut === null ? null : { tokensIn: view.tokensIn, tokensOut: view.tokensOut, tokensCached: null, tokensReasoning: null, costMicroUsd: null, reportedModel: null, finalStatus: null, finalError: null },
+    seal: null,
+    check: null,
+    verdict: view.verdict,
+    reason: view.notes,
+    endedAt: view.endedAt,
+    costMicroUsd: view.costMicroUsd,
+    commit: null,
+  };
+}

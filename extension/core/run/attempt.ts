@@ -1,0 +1,164 @@
+/**
+ * One attempt of one task: a record, the steps run over it in order by one small loop, then the record settled —
+ * verdict, what happens next (decide.ts nextStep), receipt, eval row, summary and state, all projections of the one
+ * record (attempt-record.ts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { attemptDir, evalLogPath } from '../config/home';
+import { shortHost } from '../live/state';
+import { appendEvalRow } from '../store/eval-log';
+import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
+import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
+import { nextStep, retryAfterSeconds } from './decide';
+import { failureText, retryPrompt } from './prompt';
+import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
+import { DEFAULT_STEPS } from './steps';
+
+/** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
+export const MAX_RATE_LIMIT_REQUEUES = 5;
+/** First rate-limit backoff, ms; doubles per rate limit of a task. */
+export const RATE_LIMIT_BASE_MS = 2000;
+
+/** When the task runs again (ms from now), or null when it is done; the attempt's cost for the budget. */
+export interface AttemptOutcome {
+  requeueAfterMs: number | null;
+  costMicroUsd: number | null;
+  rateLimited: boolean;
+}
+
+/**
+ * Runs the next attempt of `task` through `steps` and records it: state.json as it goes, then receipt.json, one eval
+ * row in runs.jsonl (an unwritable row is reported in recordErrors, never thrown) and the task's summary.
+ * Never throws for what a step does: a step's error ends the attempt ERROR with its message, a stop ends it CANCELLED.
+ */
+export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: readonly Step[] = DEFAULT_STEPS): Promise<AttemptOutcome> {
+  const { opts, runId } = ctx;
+  const { spec, engine } = task;
+  const n = task.used + task.rateLimited + 1;
+  const dir = attemptDir(opts.home, runId, spec.key, n);
+  fs.mkdirSync(dir, { recursive: true });
+  const rec: AttemptRecord = {
+    runId,
+    runName: opts.manifest.runName,
+    identity: opts.identity,
+    host: shortHost(),
+    taskKey: spec.key,
+    spec: spec.spec,
+    engine: spec.engine,
+    harness: engine.harness,
+    model: task.state.model,
+    taskType: spec.taskType,
+    reasoningEffort: reasoningEffortOf(spec.engineArgs),
+    accessPlan: accessPlanOf(ctx.env),
+    sandbox: task.containment,
+    attempt: n,
+    retry: task.used > 0,
+    branch: task.state.branch,
+    dir,
+    startedAt: Date.now(),
+    phase: 'preparing',
+    steps: [],
+    workerPid: null,
+    workerStartTime: null,
+    worker: null,
+    usage: null,
+    seal: null,
+    check: null,
+    verdict: null,
+    reason: '',
+    endedAt: null,
+    costMicroUsd: null,
+    commit: null,
+  };
+  const slot = task.state.attempts.push(attemptView(rec)) - 1;
+  const sync = () => {
+    task.state.attempts[slot] = attemptView(rec);
+    void ctx.stateFile.save();
+  };
+  task.state.status = 'preparing';
+  ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: spec.engine, model: task.state.model });
+  sync();
+
+  const files = recordFiles(rec);
+  const prompt = task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec;
+  fs.writeFileSync(files.prompt, prompt);
+  const io: AttemptIo = {
+    prompt,
+    boxed: task.containment === 'bwrap',
+    workerTail: '',
+    sync,
+    taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n) }),
+  };
+
+  for (const step of steps) {
+    if (!step.when(rec, task)) continue;
+    const startedAt = Date.now();
+    let note = '';
+    try {
+      if (task.abort.signal.aborted) throw new Cancelled();
+      const judged = await step.run(ctx, task, rec, io);
+      if (judged) {
+        rec.verdict = judged.verdict;
+        rec.reason = judged.reason;
+        note = judged.verdict;
+      }
+    } catch (e) {
+      const stopped = e instanceof Cancelled || task.abort.signal.aborted;
+      rec.verdict = stopped ? 'CANCELLED' : 'ERROR';
+      rec.reason = stopped ? 'the run was cancelled' : (e as Error).message;
+      note = rec.reason;
+    }
+    rec.steps.push({ step: step.name, startedAt, endedAt: Date.now(), note });
+    if (rec.verdict !== null && rec.verdict !== 'PASS') break;
+  }
+  return settle(ctx, task, rec, io);
+}
+
+/** Ends the attempt: decides what is next, writes the receipt and the eval row, updates summary and state. */
+async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<AttemptOutcome> {
+  const { opts, runId } = ctx;
+  const { spec } = task;
+  // A record the steps left without a verdict (no step judged it) is a bug, not a PASS.
+  if (rec.verdict === null) {
+    rec.verdict = 'ERROR';
+    rec.reason = 'internal error: no step judged this attempt';
+  }
+  const verdict = rec.verdict;
+  rec.endedAt = Date.now();
+  rec.phase = 'done';
+  const next = nextStep(
+    { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted },
+    { maxAttempts: spec.maxAttempts, maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES, rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS, retryAfterS: retryAfterSeconds(io.workerTail), random: Math.random() },
+  );
+  if (next.kind === 'requeue') task.rateLimited++;
+  else task.used++;
+  if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason });
+  }
+  const files = recordFiles(rec);
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps }, null, 2));
+  for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${rec.attempt}-${step}`), { recursive: true, force: true });
+
+  const row = evalRow(rec);
+  try {
+    await appendEvalRow(evalLogPath(opts.home), row);
+    ctx.spend.rowWritten();
+  } catch (e) {
+    // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
+    const message = `the eval row of ${spec.key} attempt ${rec.attempt} (${verdict}) could not be written: ${(e as Error).message}`;
+    ctx.recordErrors.push(message);
+    ctx.emit({ type: 'task-note', key: spec.key, note: message });
+  }
+
+  task.records.push(rec);
+  Object.assign(task.summary, summarize(task.records));
+  const willRetry = next.kind !== 'done';
+  task.state.status = willRetry ? 'retry_queued' : verdict;
+  ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
+  io.sync();
+  const outcome = { costMicroUsd: rec.costMicroUsd, rateLimited: verdict === 'RATE_LIMITED' };
+  if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
+  if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };
+  return { ...outcome, requeueAfterMs: null };
+}

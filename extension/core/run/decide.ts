@@ -1,0 +1,129 @@
+/**
+ * The attempt's decisions as pure functions (no I/O, no clock, no randomness of their own): what the verdict is,
+ * and what happens to the task next. The runner and the tests call the same functions; the status table they lean on
+ * is schemas/status.ts.
+ */
+import { STATUS, type Verdict } from '../../../schemas/status';
+import type { EngineErrorClass } from '../../../engines/types';
+
+/** What judge() needs of the worker's receipt (core/process/supervisor.ts Receipt). */
+export interface WorkerOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  stalled: boolean;
+  stoppedAfterFinal: boolean;
+  spawnError: string | null;
+}
+
+/** What judge() needs of the check (core/run/check.ts CheckResult), or null when no check ran. */
+export interface CheckOutcome {
+  passed: boolean;
+  cancelled: boolean;
+  /** One line: why it did not pass (empty on a pass). */
+  reason: string;
+}
+
+/** The limits judge() names in its reasons, ms. */
+export interface JudgeLimits {
+  timeoutMs: number;
+  watchdogMs: number | null;
+  finalGraceMs: number;
+}
+
+/** A verdict and the one line that says why (empty for a plain PASS). */
+export interface Judgement {
+  verdict: Verdict;
+  reason: string;
+}
+
+const seconds = (ms: number): number => Math.round(ms / 1000);
+
+/**
+ * The verdict of the work step alone, or null when the check must decide: a worker that was cancelled, could not
+ * start, stalled or ran out of time is judged without a check (its tree is not sealed or checked).
+ */
+export function judgeWork(worker: WorkerOutcome, limits: JudgeLimits): Judgement | null {
+  if (worker.cancelled) return { verdict: 'CANCELLED', reason: 'the run was cancelled' };
+  if (worker.spawnError) return { verdict: 'ERROR', reason: `the worker could not start: ${worker.spawnError}` };
+  if (worker.stalled) return { verdict: 'STALLED', reason: `the worker printed nothing for ${seconds(limits.watchdogMs ?? 0)} s and was stopped` };
+  if (worker.timedOut) return { verdict: 'TIMEOUT', reason: `the worker ran out of time after ${seconds(limits.timeoutMs)} s and was stopped` };
+  return null;
+}
+
+/**
+ * The attempt's verdict. Only the check decides PASS: the worker's exit code never does (one that exits 1 having done
+ * the work passes; one that exits 0 having done nothing fails). A failed check after the engine said it was
+ * rate-limited is RATE_LIMITED (requeued, not a retry). `errorClass` is the engine's reading of a non-zero exit
+ * (engines/*: classifyError), null when it exited 0, was stopped after its final event, or said nothing recognisable.
+ */
+export function judge(worker: WorkerOutcome, check: CheckOutcome | null, errorClass: EngineErrorClass | null, limits: JudgeLimits): Judgement {
+  const early = judgeWork(worker, limits);
+  if (early) return early;
+  if (!check) return { verdict: 'ERROR', reason: 'no check ran' };
+  if (check.cancelled) return { verdict: 'CANCELLED', reason: 'the run was cancelled' };
+  const exitNote = worker.stoppedAfterFinal
+    ? `the engine printed its final event but kept running; it was stopped after ${seconds(limits.finalGraceMs)} s`
+    : worker.exitCode !== 0 ? `the worker exited ${worker.exitCode ?? worker.signal}` : '';
+  if (check.passed) return { verdict: 'PASS', reason: exitNote ? `${exitNote}, but the check passed` : '' };
+  if (errorClass === 'rate_limit') return { verdict: 'RATE_LIMITED', reason: `the engine was rate-limited (${check.reason})` };
+  return { verdict: 'FAIL', reason: check.reason + (exitNote ? `; ${exitNote}${errorClass ? ` (${errorClass})` : ''}` : '') };
+}
+
+/** What a task has been through before the attempt just judged. */
+export interface TaskHistory {
+  /** The verdict of the attempt just judged. */
+  verdict: Verdict;
+  /** Earlier attempts that counted against max_attempts (rate limits that were requeued do not). */
+  used: number;
+  /** Earlier requeues after a rate limit. */
+  rateLimited: number;
+  /** The task or the run was stopped. */
+  stopped: boolean;
+}
+
+/** The rules nextStep() applies. */
+export interface RetryPolicy {
+  maxAttempts: number;
+  /** Requeues after rate limits allowed per task. */
+  maxRateLimitRequeues: number;
+  /** First rate-limit backoff, ms; doubles per rate limit of the task. */
+  rateLimitBaseMs: number;
+  /** A Retry-After the engine printed, seconds (RFC 9110 §10.2.3), or null. */
+  retryAfterS: number | null;
+  /** A number in [0, 1) for the jitter (Math.random in the runner; fixed in tests). */
+  random: number;
+}
+
+/**
+ * What happens to the task next. `requeue` does not use an attempt (the caller counts a rate limit instead); `retry`
+ * and `done` do.
+ */
+export type NextStep =
+  | { kind: 'retry' }
+  | { kind: 'requeue'; afterMs: number }
+  | { kind: 'done' };
+
+/**
+ * After an attempt: nothing more once the task is stopped; requeue a rate-limited task while requeues remain, after
+ * an exponential backoff (×2 per rate limit of this task) with full jitter that never undercuts a Retry-After; retry
+ * a retryable verdict (FAIL, TIMEOUT, STALLED: schemas/status.ts) while attempts remain; else done.
+ */
+export function nextStep(history: TaskHistory, policy: RetryPolicy): NextStep {
+  if (history.stopped) return { kind: 'done' };
+  const info = STATUS[history.verdict];
+  if (info.requeued && history.rateLimited < policy.maxRateLimitRequeues) {
+    const exp = policy.rateLimitBaseMs * 2 ** history.rateLimited;
+    const backoff = exp + Math.floor(policy.random * exp);
+    return { kind: 'requeue', afterMs: policy.retryAfterS === null ? backoff : Math.max(backoff, Math.ceil(policy.retryAfterS * 1000)) };
+  }
+  if (info.retryable && history.used + 1 < policy.maxAttempts) return { kind: 'retry' };
+  return { kind: 'done' };
+}
+
+/** The last Retry-After an engine printed (`retry-after: 7`, `"retry_after": 2.5`), seconds, or null. */
+export function retryAfterSeconds(logTail: string): number | null {
+  const hinted = [...logTail.matchAll(/retry[-_ ]after["'\s:=]+(\d+(?:\.\d+)?)/gi)].pop()?.[1];
+  return hinted === undefined ? null : Number(hinted);
+}

@@ -1,0 +1,46 @@
+/**
+ * Step `check`: the task's check on the sealed tree, in its own sandbox with its own time limit, then expect_files;
+ * judge() turns the worker's receipt, the check and the engine's error class into the attempt's verdict.
+ */
+import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
+import type { Containment } from '../../process/sandbox';
+import type { BwrapPlan } from '../../process/sandbox';
+import { runCheck } from '../check';
+import { scratchEnv, stepPlan, stepScratch } from '../containment';
+import { judge } from '../decide';
+import { recordFiles } from '../attempt-record';
+import { FINAL_EVENT_GRACE_MS } from './work';
+import type { Step } from './context';
+
+export const checkStep: Step = {
+  name: 'check',
+  when: (rec) => rec.verdict === null,
+  async run(ctx, task, rec, io) {
+    const { spec } = task;
+    task.state.status = 'checking';
+    rec.phase = 'checking';
+    ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
+    io.sync();
+    const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, 'check');
+    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv() });
+    const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
+    const worker = rec.worker!;
+    const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
+    return judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
+  },
+};
+
+/**
+ * Where and with what a check runs — the one recipe for the attempt's check and the baseline: the task's variables,
+ * a scratch dir for temporary files when sandboxed, read access to the worker's git objects in worktree mode, and a
+ * sandbox whose only writable places are the task dir and that scratch dir.
+ */
+export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string> }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+  const boxed = o.containment === 'bwrap' && o.bwrap !== null;
+  const git = o.links && boxed ? worktreeStepAccess(o.links).env : {};
+  return {
+    env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git },
+    sandbox: stepPlan(o.bwrap, o.containment, [o.taskDir, o.scratch], o.network),
+  };
+}

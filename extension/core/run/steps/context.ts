@@ -1,0 +1,82 @@
+/**
+ * What the steps of an attempt share: the run's context (one per run) and the task's runtime (one per task), plus
+ * the Step contract. A step is one module under run/steps/; the loop that runs them is run/attempt.ts.
+ */
+import type { EngineSpec } from '../../../../engines/types';
+import type { WorktreeLinks, RepoInfo } from '../../git/worktree';
+import type { TaskState, StateFile } from '../../live/state';
+import type { TaskSpec } from '../../manifest/types';
+import type { Containment } from '../../process/sandbox';
+import type { AttemptRecord, StepName } from '../attempt-record';
+import type { Judgement } from '../decide';
+import type { RunEvent, RunOptions, TaskSummary } from '../runner';
+import type { RunSpend } from '../spend';
+
+/** One per run: what every attempt of it needs. */
+export interface AttemptContext {
+  opts: RunOptions;
+  env: NodeJS.ProcessEnv;
+  runId: string;
+  stateFile: StateFile;
+  /** Engine name → absolute path of its binary (found in preflight). */
+  binaries: Map<string, string>;
+  /** Worktree mode: the repository; null in plain mode. */
+  repo: RepoInfo | null;
+  /** bubblewrap's path when the run is sandboxed, else null. */
+  bwrap: string | null;
+  emit: (e: RunEvent) => void;
+  spend: RunSpend;
+  /** Records that failed to write, reported in the summary. */
+  recordErrors: string[];
+}
+
+/** One per task: its spec, live state and what its attempts so far have left. */
+export interface TaskRuntime {
+  spec: TaskSpec;
+  /** Aborted to stop this task alone (RunControl.stopTask) or with the whole run. */
+  abort: AbortController;
+  engine: EngineSpec;
+  state: TaskState;
+  /** The task dir exists and `setup` ran (prepared once per task, by its first attempt or the baseline). */
+  prepared: boolean;
+  /** Worktree mode: the links git wrote for the task's worktree (restored before every git call of ours there). */
+  links: WorktreeLinks | null;
+  /** What contains this task's steps: bwrap, or none (unsandboxed run, or an allowed full_access task). */
+  containment: Containment;
+  /** Attempts that counted against max_attempts (rate limits that were requeued do not). */
+  used: number;
+  rateLimited: number;
+  /** The failure text of the last judged attempt, injected into the next one. */
+  failure: string | null;
+  /** The task's settled attempts, in order. */
+  records: AttemptRecord[];
+  summary: TaskSummary;
+}
+
+/** What one attempt's steps share besides the record: its prompt, environment and sandbox choice. */
+export interface AttemptIo {
+  /** The worker's prompt: the spec, plus the previous failure for engines that take it in the prompt. */
+  prompt: string;
+  /** PORT, VERDICT_RUN_ID, VERDICT_TASK_KEY, VERDICT_TASK_DIR, VERDICT_ATTEMPT. */
+  taskEnv: () => Record<string, string>;
+  /** The steps run in bubblewrap. */
+  boxed: boolean;
+  /** The worker's retained output tail (for the engine's error class and the failure text). */
+  workerTail: string;
+  /** Projects the record into state.json's view and saves it (coalesced). */
+  sync: () => void;
+}
+
+/**
+ * One step of an attempt. `when` says whether it runs for this record (e.g. seal only in worktree mode, deliver only
+ * after a PASS); `run` does it, appending what it learnt to the record, and returns a judgement to settle the
+ * attempt's verdict (a verdict other than PASS ends the attempt) or null to go on.
+ */
+export interface Step {
+  name: StepName;
+  when(rec: AttemptRecord, task: TaskRuntime): boolean;
+  run(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<Judgement | null>;
+}
+
+/** Thrown by a step when the task was stopped while it ran; the attempt is then CANCELLED. */
+export class Cancelled extends Error {}

@@ -1,0 +1,77 @@
+/**
+ * Step `prepare`: once per task, make its directory — a worktree on the task branch (plus `include` files) or a plain
+ * `<workdir>/<key>/` — reserve its PORT and run the manifest's `setup` there, sandboxed like the worker.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { addWorktree, copyIncludes } from '../../git/worktree';
+import { supervise } from '../../process/supervisor';
+import { scratchEnv, stepPlan, stepScratch } from '../containment';
+import { reservePort } from '../ports';
+import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
+
+export const prepareStep: Step = {
+  name: 'prepare',
+  when: (rec, task) => rec.verdict === null && !task.prepared,
+  async run(ctx, task, rec, io) {
+    await prepareTask(ctx, task, path.join(rec.dir, 'setup.log'), io.taskEnv);
+    return null;
+  },
+};
+
+/**
+ * Creates the task dir (worktree + includes, or a plain folder with an earlier run's files moved aside), assigns
+ * PORT, runs `setup` once. Marks the task prepared.
+ * @throws Cancelled when the task was stopped; Error naming the git failure or the setup's exit and log
+ */
+export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupLog: string, taskEnv: () => Record<string, string>): Promise<void> {
+  const { manifest } = ctx.opts;
+  task.state.port = await reservePort();
+  if (ctx.repo && task.state.branch) {
+    task.links = await addWorktree(ctx.repo, task.state.dir, task.state.branch, { signal: task.abort.signal });
+    copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
+  } else {
+    const moved = moveAsidePrevious(task.state.dir, ctx.runId);
+    if (moved) ctx.emit({ type: 'task-note', key: task.spec.key, note: `the task dir held files from an earlier run; they were moved to ${moved} so they cannot pass this run's check` });
+    fs.mkdirSync(task.state.dir, { recursive: true });
+  }
+  if (manifest.setup) {
+    const scratch = stepScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup');
+    const boxed = task.containment === 'bwrap';
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', manifest.setup],
+      cwd: task.state.dir,
+      env: { ...taskEnv(), ...(boxed ? scratchEnv(scratch) : {}) },
+      logFile: setupLog,
+      timeoutMs: task.spec.checkTimeoutMs,
+      signal: task.abort.signal,
+      killGraceMs: ctx.opts.killGraceMs,
+      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch], task.spec.network),
+    });
+    if (receipt.cancelled) throw new Cancelled();
+    if (receipt.exitCode !== 0) {
+      throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
+    }
+  }
+  task.prepared = true;
+}
+
+/**
+ * Plain mode reuses `<workdir>/<key>`: files an earlier run left there could make this run's check pass with no work
+ * done. A non-empty dir is renamed to `<workdir>/.verdict-previous/<runId>/<key>` (nothing is deleted).
+ * Returns the new path, or null when there was nothing to move.
+ */
+function moveAsidePrevious(dir: string, runId: string): string | null {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(dir);
+  } catch {
+    return null;
+  }
+  if (!entries.length) return null;
+  const target = path.join(path.dirname(dir), '.verdict-previous', runId, path.basename(dir));
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  fs.renameSync(dir, target);
+  return target;
+}

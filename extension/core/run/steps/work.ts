@@ -1,0 +1,93 @@
+/**
+ * Step `work`: the worker — the engine's argv (the spec one argv element), in its sandbox, with its time limit,
+ * no-output watchdog and final-event grace. Judged here when it was cancelled, could not start, stalled or timed out.
+ */
+import fs from 'node:fs';
+import { expandArgv } from '../../../../engines';
+import type { EngineSpec } from '../../../../engines/types';
+import { worktreeStepAccess } from '../../git/worktree';
+import { RingBuffer } from '../../process/ring-buffer';
+import { processStartTime, supervise } from '../../process/supervisor';
+import { engineState, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { judgeWork } from '../decide';
+import { recordFiles } from '../attempt-record';
+import type { Step } from './context';
+
+/** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
+export const FINAL_EVENT_GRACE_MS = 30_000;
+
+export const workStep: Step = {
+  name: 'work',
+  when: (rec) => rec.verdict === null,
+  async run(ctx, task, rec, io) {
+    const { opts } = ctx;
+    const { spec, engine } = task;
+    const files = recordFiles(rec);
+    const gitAccess = task.links && io.boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
+    const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker');
+    const state = engineState(engine, ctx.env);
+    const env: Record<string, string> = { ...engine.env, ...io.taskEnv(), ...(io.boxed ? scratchEnv(scratch) : {}), ...gitAccess.env };
+    if (task.failure) {
+      fs.writeFileSync(files.failure, task.failure);
+      env.VERDICT_FAILURE_FILE = files.failure;
+    }
+    const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess, nested: io.boxed });
+    task.state.status = 'running';
+    rec.phase = 'running';
+    io.sync();
+    const recent = new RingBuffer(256 * 1024);
+    const { receipt, tail } = await supervise({
+      file: ctx.binaries.get(spec.engine) ?? engine.binary,
+      args: argv,
+      cwd: task.state.dir,
+      env,
+      logFile: files.worker,
+      timeoutMs: spec.timeoutMs,
+      signal: task.abort.signal,
+      killGraceMs: opts.killGraceMs,
+      onSpawn: (pid) => {
+        rec.workerPid = pid;
+        rec.workerStartTime = processStartTime(pid);
+        io.sync();
+      },
+      idleTimeoutMs: spec.watchdogMs ?? undefined,
+      finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+      onOutput: (chunk) => recent.push(chunk),
+      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch, ...state.dirs, ...gitAccess.writable], spec.network, state.files),
+    });
+    rec.worker = receipt;
+    io.workerTail = tail;
+    rec.usage = engine.parseOutput(readLog(files.worker));
+    rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model);
+    return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
+  },
+};
+
+/** Whether the engine's recent output holds its final event; parses only when new output arrived. */
+function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
+  let checkedBytes = -1;
+  let seen = false;
+  return () => {
+    if (seen || recent.totalBytes === checkedBytes) return seen;
+    checkedBytes = recent.totalBytes;
+    seen = engine.parseOutput(recent.text()).finalStatus !== null;
+    return seen;
+  };
+}
+
+/** Worker logs above this size are parsed from their last bytes only, bytes. */
+const MAX_PARSED_LOG_BYTES = 32 * 1024 * 1024;
+
+function readLog(file: string): string {
+  try {
+    const size = fs.statSync(file).size;
+    if (size <= MAX_PARSED_LOG_BYTES) return fs.readFileSync(file, 'utf8');
+    const fd = fs.openSync(file, 'r');
+    const buf = Buffer.alloc(MAX_PARSED_LOG_BYTES);
+    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+    fs.closeSync(fd);
+    return buf.toString('utf8');
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { judge, judgeWork, nextStep, retryAfterSeconds, type CheckOutcome, type RetryPolicy, type WorkerOutcome } from '../../extension/core/run/decide';
+import { STATUS, VERDICTS, statusInfo, type TaskStatus } from '../../schemas/status';
+
+const LIMITS = { timeoutMs: 900_000, watchdogMs: 60_000, finalGraceMs: 30_000 };
+const ok: WorkerOutcome = { exitCode: 0, signal: null, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, spawnError: null };
+const passed: CheckOutcome = { passed: true, cancelled: false, reason: '' };
+const failed: CheckOutcome = { passed: false, cancelled: false, reason: 'the check exited 1: 3 tests failed' };
+
+describe('judge: the verdict from receipts, the check and the engine error class', () => {
+  const cases: { name: string; worker: Partial<WorkerOutcome>; check: CheckOutcome | null; errorClass?: 'rate_limit' | 'auth' | 'engine_error' | null; verdict: string; reason: RegExp }[] = [
+    { name: 'check passes, worker exit 0', worker: {}, check: passed, verdict: 'PASS', reason: /^$/ },
+    { name: 'check passes, worker exit 1 (only the check decides)', worker: { exitCode: 1 }, check: passed, verdict: 'PASS', reason: /^the worker exited 1, but the check passed$/ },
+    { name: 'check fails, worker exit 0 ("done" does not mean working)', worker: {}, check: failed, verdict: 'FAIL', reason: /^the check exited 1: 3 tests failed$/ },
+    { name: 'check fails after a rate limit', worker: { exitCode: 1 }, check: failed, errorClass: 'rate_limit', verdict: 'RATE_LIMITED', reason: /^the engine was rate-limited \(the check exited 1/ },
+    { name: 'check fails after an auth error', worker: { exitCode: 1 }, check: failed, errorClass: 'auth', verdict: 'FAIL', reason: /; the worker exited 1 \(auth\)$/ },
+    { name: 'stopped after its final event, check passes', worker: { exitCode: null, signal: 'SIGTERM', stoppedAfterFinal: true }, check: passed, verdict: 'PASS', reason: /final event but kept running; it was stopped after 30 s, but the check passed/ },
+    { name: 'timed out: no check', worker: { timedOut: true, exitCode: null, signal: 'SIGKILL' }, check: null, verdict: 'TIMEOUT', reason: /ran out of time after 900 s/ },
+    { name: 'stalled: no check', worker: { stalled: true }, check: null, verdict: 'STALLED', reason: /printed nothing for 60 s/ },
+    { name: 'could not start', worker: { spawnError: 'spawn codex ENOENT', exitCode: null }, check: null, verdict: 'ERROR', reason: /could not start: spawn codex ENOENT/ },
+    { name: 'cancelled during work', worker: { cancelled: true }, check: null, verdict: 'CANCELLED', reason: /cancelled/ },
+    { name: 'cancelled during the check', worker: {}, check: { passed: false, cancelled: true, reason: '' }, verdict: 'CANCELLED', reason: /cancelled/ },
+    { name: 'a rate-limit class with a passing check is still PASS', worker: { exitCode: 1 }, check: passed, errorClass: 'rate_limit', verdict: 'PASS', reason: /but the check passed/ },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const j = judge({ ...ok, ...c.worker }, c.check, c.errorClass ?? null, LIMITS);
+      assert.equal(j.verdict, c.verdict);
+      assert.match(j.reason, c.reason);
+    });
+  }
+
+  it('judgeWork leaves a worker that ended normally to the check', () => {
+    assert.equal(judgeWork(ok, LIMITS), null);
+    assert.equal(judgeWork({ ...ok, exitCode: 2 }, LIMITS), null);
+  });
+});
+
+describe('nextStep: retry, requeue after a backoff, or done', () => {
+  const policy: RetryPolicy = { maxAttempts: 2, maxRateLimitRequeues: 5, rateLimitBaseMs: 1000, retryAfterS: null, random: 0 };
+  const cases: { name: string; history: { verdict: (typeof VERDICTS)[number]; used: number; rateLimited: number; stopped?: boolean }; policy?: Partial<RetryPolicy>; next: string; afterMs?: number }[] = [
+    { name: 'PASS is done', history: { verdict: 'PASS', used: 0, rateLimited: 0 }, next: 'done' },
+    { name: 'first FAIL retries', history: { verdict: 'FAIL', used: 0, rateLimited: 0 }, next: 'retry' },
+    { name: 'second FAIL is done (max_attempts 2)', history: { verdict: 'FAIL', used: 1, rateLimited: 0 }, next: 'done' },
+    { name: 'TIMEOUT retries like a FAIL', history: { verdict: 'TIMEOUT', used: 0, rateLimited: 0 }, next: 'retry' },
+    { name: 'STALLED retries like a FAIL', history: { verdict: 'STALLED', used: 0, rateLimited: 0 }, next: 'retry' },
+    { name: 'ERROR is not retried', history: { verdict: 'ERROR', used: 0, rateLimited: 0 }, next: 'done' },
+    { name: 'max_attempts 1: a FAIL is done', history: { verdict: 'FAIL', used: 0, rateLimited: 0 }, policy: { maxAttempts: 1 }, next: 'done' },
+    { name: 'a stopped task is done even after a FAIL', history: { verdict: 'FAIL', used: 0, rateLimited: 0, stopped: true }, next: 'done' },
+    { name: 'first rate limit: requeue after the base', history: { verdict: 'RATE_LIMITED', used: 0, rateLimited: 0 }, next: 'requeue', afterMs: 1000 },
+    { name: 'third rate limit: base × 4', history: { verdict: 'RATE_LIMITED', used: 0, rateLimited: 2 }, next: 'requeue', afterMs: 4000 },
+    { name: 'full jitter doubles at most', history: { verdict: 'RATE_LIMITED', used: 0, rateLimited: 0 }, policy: { random: 0.999 }, next: 'requeue', afterMs: 1999 },
+    { name: 'a Retry-After longer than the backoff wins', history: { verdict: 'RATE_LIMITED', used: 0, rateLimited: 0 }, policy: { retryAfterS: 7 }, next: 'requeue', afterMs: 7000 },
+    { name: 'a shorter Retry-After does not undercut the backoff', history: { verdict: 'RATE_LIMITED', used: 0, rateLimited: 4 }, policy: { retryAfterS: 1 }, next: 'requeue', afterMs: 16000 },
+    { name: 'rate limits past the requeue allowance: done', history: { verdict: 'RATE_LIMITED', used: 0, rateLimited: 5 }, next: 'done' },
+    { name: 'a requeue does not depend on attempts left', history: { verdict: 'RATE_LIMITED', used: 1, rateLimited: 0 }, policy: { maxAttempts: 1 }, next: 'requeue', afterMs: 1000 },
+    { name: 'CANCELLED is done', history: { verdict: 'CANCELLED', used: 0, rateLimited: 0 }, next: 'done' },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const next = nextStep({ stopped: false, ...c.history }, { ...policy, ...c.policy });
+      assert.equal(next.kind, c.next);
+      if (c.afterMs !== undefined) assert.equal(next.kind === 'requeue' ? next.afterMs : null, c.afterMs);
+    });
+  }
+
+  it('reads Retry-After as engines print it', () => {
+    assert.equal(retryAfterSeconds('HTTP 429 Too Many Requests\nretry-after: 7\n'), 7);
+    assert.equal(retryAfterSeconds('{"error":{"code":429,"retry_after":2.5}}'), 2.5);
+    assert.equal(retryAfterSeconds('no hint here'), null);
+  });
+});
+
+describe('the status table', () => {
+  it('holds one row per status, and the retryable verdicts are exactly FAIL, TIMEOUT, STALLED', () => {
+    assert.deepEqual(VERDICTS.filter((v) => STATUS[v].retryable), ['FAIL', 'TIMEOUT', 'STALLED']);
+    assert.deepEqual(VERDICTS.filter((v) => STATUS[v].requeued), ['RATE_LIMITED']);
+  });
+
+  const rows: [TaskStatus, boolean, boolean, string][] = [
+    // status, final, judged, bucket
+    ['queued', false, false, 'queued'],
+    ['running', false, false, 'active'],
+    ['retry_queued', false, false, 'active'],
+    ['PASS', true, true, 'passed'],
+    ['FAIL', true, true, 'failed'],
+    ['TIMEOUT', true, true, 'failed'],
+    ['STALLED', true, true, 'failed'],
+    ['ERROR', true, false, 'failed'],
+    ['RATE_LIMITED', true, false, 'failed'],
+    ['INTERRUPTED', true, false, 'failed'],
+    ['CANCELLED', true, false, 'other'],
+    ['SKIPPED', true, false, 'other'],
+    ['BUDGET_EXCEEDED', true, false, 'other'],
+  ];
+  for (const [status, final, judged, bucket] of rows) {
+    it(`${status}: final ${final}, judged ${judged}, bucket ${bucket}`, () => {
+      assert.equal(STATUS[status].final, final);
+      assert.equal(STATUS[status].judged, judged);
+      assert.equal(STATUS[status].bucket, bucket);
+    });
+  }
+
+  it('resume runs again everything final but PASS and SKIPPED', () => {
+    const resumed = (Object.keys(STATUS) as TaskStatus[]).filter((s) => STATUS[s].final && STATUS[s].resumable);
+    assert.deepEqual(resumed.sort(), ['BUDGET_EXCEEDED', 'CANCELLED', 'ERROR', 'FAIL', 'INTERRUPTED', 'RATE_LIMITED', 'STALLED', 'TIMEOUT']);
+  });
+
+  it('an unknown status (a newer record) reads as unfinished, never as passed', () => {
+    assert.deepEqual(statusInfo('SOMETHING_NEW'), { final: false, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' });
+  });
+});
