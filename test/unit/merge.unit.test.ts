@@ -57,6 +57,30 @@ describe('merge queue', function () {
     assert.equal(git(repo, 'show', `${state.tasks[1]?.branch}:shared.txt`), 'from-task');
   });
 
+  it('the re-check runs on a fresh checkout of the branch, not on what the worker left untracked or ignored', async () => {
+    fs.writeFileSync(path.join(repo, '.gitignore'), 'build/\n');
+    git(repo, 'add', '.gitignore');
+    git(repo, 'commit', '-qm', 'ignore build');
+    // The worker's deliverable lands in an ignored folder: its check passes in the worktree, but the branch lacks it.
+    const state = await run(repo, home, [scriptTask('ignored', 'mkdir -p build && echo out > build/out.txt && echo x > note.txt', 'cat build/out.txt')]);
+    assert.equal(state.tasks[0]?.status, 'PASS');
+    const [outcome] = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.equal(outcome?.status, 'CHECK_FAILED', JSON.stringify(outcome));
+    assert.match((outcome as { output: string }).output, /build\/out\.txt: No such file or directory/);
+    assert.equal(fs.existsSync(path.join(repo, 'note.txt')), false, 'nothing was merged');
+  });
+
+  it('the re-check is sandboxed like the attempt: what the worker wrote cannot write outside at merge time', async function () {
+    const marker = path.join(dir, 'escaped.txt');
+    // The worker ships a test script that misbehaves only when it finds itself outside the attempt (at merge time).
+    const spec = `printf '#!/bin/bash\n[ "$VERDICT_ATTEMPT" = merge ] && echo pwned > ${marker}\nexit 0\n' > run-tests.sh`;
+    const state = await run(repo, home, [scriptTask('tests', spec, 'bash run-tests.sh && test -s run-tests.sh')]);
+    assert.equal(state.tasks[0]?.status, 'PASS');
+    const [outcome] = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.equal(outcome?.status, 'MERGED', JSON.stringify(outcome));
+    assert.equal(fs.existsSync(marker), false, 'the merge-time check wrote outside its checkout');
+  });
+
   it('refuses a dirty working tree before touching anything', async () => {
     const state = await run(repo, home, [scriptTask('add-a', 'echo a > a.txt', 'test -s a.txt || exit 1')]);
     fs.writeFileSync(path.join(repo, 'README.md'), 'uncommitted edit\n');

@@ -185,7 +185,11 @@ describe('safe git: a repository cannot make Verdict run its programs', function
     plainGit(control, 'rebase', 'verdict/r1/a');
     for (const m of ['merge-driver', 'hook-pre-rebase', 'hook-post-checkout']) assert.ok(h.seen().includes(m), `control ran ${m}: ${h.seen()}`);
     h.clear();
-    const outcome = await mergeTask({ key: 'a', repo: h.repo, branch: 'verdict/r1/a', worktree: null, check: 'grep -x ONE data.tc && grep -x FIVE data.tc', checkTimeoutMs: 20000, checkLog: path.join(dir, 'check.log') });
+    const recheck = async (d: string) => {
+      const ok = spawnSync('bash', ['-c', 'grep -x ONE data.tc && grep -x FIVE data.tc'], { cwd: d }).status === 0;
+      return { passed: ok, output: '', reason: ok ? '' : 'data.tc lacks ONE or FIVE' };
+    };
+    const outcome = await mergeTask({ key: 'a', repo: h.repo, branch: 'verdict/r1/a', recheck });
     assert.equal(outcome.status, 'MERGED', JSON.stringify(outcome));
     assert.equal(fs.readFileSync(path.join(h.repo, 'data.tc'), 'utf8'), 'ONE\ntwo\nthree\nfour\nFIVE\n');
     assert.deepEqual(h.seen().filter((m) => !FILTERS.has(m)), []);

@@ -106,7 +106,8 @@ async function cleanOneRun(run: RunCandidate, opts: CleanOptions, actions: Clean
   const runDir = path.join(opts.home, 'worktrees', run.runId);
   const repos = new Set<string>();
   if (run.repo) repos.add(run.repo);
-  for (const key of readDir(runDir)) {
+  // Keys never start with a dot: `.objects/` (the workers' git objects, see worktreeStepAccess) is not a worktree.
+  for (const key of readDir(runDir).filter((n) => !n.startsWith('.'))) {
     const dir = path.join(runDir, key);
     if (!fs.statSync(dir).isDirectory()) continue;
     const repo = run.repo ?? repoOfWorktree(dir);
@@ -120,9 +121,10 @@ async function cleanOneRun(run: RunCandidate, opts: CleanOptions, actions: Clean
         continue;
       }
     }
+    if (!opts.dryRun) fs.rmSync(path.join(runDir, '.objects', key), { recursive: true, force: true });
     actions.push({ kind: 'worktree-removed', runId: run.runId, dir, uncommittedFiles: uncommitted });
   }
-  if (!opts.dryRun && fs.existsSync(runDir) && !readDir(runDir).some((n) => fs.statSync(path.join(runDir, n)).isDirectory())) {
+  if (!opts.dryRun && fs.existsSync(runDir) && !readDir(runDir).some((n) => !n.startsWith('.') && fs.statSync(path.join(runDir, n)).isDirectory())) {
     fs.rmSync(runDir, { recursive: true, force: true });
   }
   for (const repo of repos) {

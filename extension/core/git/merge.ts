@@ -2,8 +2,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
-import { runCheck } from '../run/check';
-import { reservePort } from '../run/ports';
 import { fallbackIdentityArgs } from './identity';
 import { withLock } from './lock';
 import { explainGitFailure } from './git-errors';
@@ -16,14 +14,20 @@ export interface MergeRequest {
   repo: string;
   /** The task branch, `verdict/<run_id>/<key>`. */
   branch: string;
-  /** The task's worktree if it still exists; otherwise a temporary one is made for the rebase. */
-  worktree: string | null;
-  /** The task's check, run again on the rebased result. */
-  check: string;
-  /** ms */
-  checkTimeoutMs: number;
-  /** Where the re-check's log goes. */
-  checkLog: string;
+  /**
+   * The task's check, run again on the rebased result in `dir` (a fresh checkout of the rebased branch, never the
+   * worker's own worktree). The caller decides how it runs (its sandbox, environment and log: run/merge-plan.ts).
+   */
+  recheck: (dir: string) => Promise<RecheckResult>;
+}
+
+/** What the re-check after the rebase said. */
+export interface RecheckResult {
+  passed: boolean;
+  /** Verbatim output (tail). */
+  output: string;
+  /** One line: why it did not pass. */
+  reason: string;
 }
 
 /**
@@ -93,11 +97,11 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
     return { key: req.key, status: 'MISSING', reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched` };
   }
   const target = (await git.revparse(['HEAD'])).trim();
-  const { dir, temporary } = await worktreeFor(git, req);
+  const dir = await checkoutForMerge(git, req);
   try {
     const wt = gitFor(dir, { trusted: true });
     if ((await wt.raw(['status', '--porcelain'])).trim()) {
-      return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `the task worktree ${dir} has uncommitted changes; commit or discard them first` };
+      return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `a fresh checkout of ${req.branch} is not clean (a filter or line-ending rule changes its files), so it cannot be rebased safely` };
     }
     try {
       await wt.raw([...(await fallbackIdentityArgs(wt)), 'rebase', '--quiet', target]);
@@ -106,8 +110,7 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
       await wt.raw(['rebase', '--abort']).catch(() => undefined);
       return { key: req.key, status: 'BLOCKED', conflicts, reason: conflicts.length ? `rebase onto the current branch conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}` };
     }
-    fs.mkdirSync(path.dirname(req.checkLog), { recursive: true });
-    const check = await runCheck({ check: req.check, taskDir: dir, logFile: req.checkLog, timeoutMs: req.checkTimeoutMs, env: { PORT: String(await reservePort()) }, expectFiles: [] });
+    const check = await req.recheck(dir);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
     try {
       await git.raw(['merge', '--ff-only', '--quiet', req.branch]);
@@ -116,18 +119,19 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
     }
     return { key: req.key, status: 'MERGED', sha: (await git.revparse(['HEAD'])).trim() };
   } finally {
-    if (temporary) await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
+    await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
   }
 }
 
-/** The task's own worktree when it still exists on its branch, else a temporary worktree checked out on it. */
-async function worktreeFor(git: SimpleGit, req: MergeRequest): Promise<{ dir: string; temporary: boolean }> {
-  if (req.worktree && fs.existsSync(req.worktree)) {
-    const head = (await gitFor(req.worktree, { trusted: true }).raw(['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '')).trim();
-    if (head === req.branch) return { dir: req.worktree, temporary: false };
-  }
+/**
+ * A temporary worktree checked out on the task branch: the rebase and the re-check see exactly what the branch holds,
+ * never files the worker or the check left untracked (or ignored) in the task's own worktree, and never git files the
+ * worker could write there.
+ */
+async function checkoutForMerge(git: SimpleGit, req: MergeRequest): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `verdict-merge-${req.key}-`));
   const commonDir = path.resolve(req.repo, (await git.revparse(['--git-common-dir'])).trim());
-  await withLock(path.join(commonDir, 'verdict-worktree'), () => git.raw(['worktree', 'add', '--quiet', dir, req.branch]));
-  return { dir, temporary: true };
+  // The task's own worktree may still have the branch checked out; `--force` lets a second worktree check it out.
+  await withLock(path.join(commonDir, 'verdict-worktree'), () => git.raw(['worktree', 'add', '--quiet', '--force', dir, req.branch]));
+  return dir;
 }

@@ -143,10 +143,11 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
  * What a sandboxed step needs to use git inside its worktree and nothing more: the worktree's admin dir (its HEAD,
  * index, logs) writable, and a per-task object directory where new objects go, with the repository's objects as
  * read-only alternates (git(1) ENVIRONMENT: GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES). The objects
- * folder `<dir>.objects` is created here and lives beside the worktree (verdict clean removes both).
+ * folder `<worktrees>/<run>/.objects/<key>` is created here beside the worktrees (a key never starts with a dot, so it
+ * cannot collide with one; verdict clean removes it with its worktree).
  */
 export function worktreeStepAccess(links: WorktreeLinks): { writable: string[]; env: Record<string, string> } {
-  const objects = `${links.dir}.objects`;
+  const objects = path.join(path.dirname(links.dir), '.objects', path.basename(links.dir));
   fs.mkdirSync(path.join(objects, 'info'), { recursive: true });
   fs.mkdirSync(path.join(objects, 'pack'), { recursive: true });
   return {

@@ -1,8 +1,15 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import type { MergeRequest } from '../git/merge';
+import type { MergeRequest, RecheckResult } from '../git/merge';
 import { loadFrozenManifest } from './frozen-manifest';
 import type { RunState } from '../live/state';
 import { runDir } from '../config/home';
+import type { TaskSpec } from '../manifest/types';
+import { probeSandbox } from '../process/sandbox';
+import { runCheck } from './check';
+import { stepScratch } from './containment';
+import { reservePort } from './ports';
+import { checkEnvironment } from './steps/check';
 
 /**
  * The merge requests for a worktree-mode run's PASSed tasks (all, or only `keys`), in manifest order, with each
@@ -18,14 +25,30 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
       const spec = specs.get(t.key);
       // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.
       if (!spec) throw new Error(`task ${t.key} of run ${state.runId} is not in its frozen manifest; it cannot be re-checked, so it is not merged`);
-      return {
-        key: t.key,
-        repo: state.repo as string,
-        branch: t.branch as string,
-        worktree: t.dir,
-        check: spec.check,
-        checkTimeoutMs: spec.checkTimeoutMs,
-        checkLog: path.join(runDir(home, state.runId), 'tasks', t.key, 'merge-check.log'),
-      };
+      return { key: t.key, repo: state.repo as string, branch: t.branch as string, recheck: recheckFor(home, state, spec) };
     });
+}
+
+/**
+ * The re-check of one task after its rebase: the task's check in the checkout `dir`, with the task's variables
+ * (a fresh PORT, VERDICT_ATTEMPT=merge) and, where bubblewrap runs, in the same sandbox as the attempt's check — the
+ * check runs what the worker wrote (its tests, its scripts), which must not get the user's full rights at merge time.
+ * The log goes to `runs/<run>/tasks/<key>/merge-check.log`.
+ */
+export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir: string) => Promise<RecheckResult> {
+  return async (dir) => {
+    const probe = await probeSandbox();
+    const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
+    const logFile = path.join(runDir(home, state.runId), 'tasks', spec.key, 'merge-check.log');
+    fs.mkdirSync(path.dirname(logFile), { recursive: true });
+    const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
+    const taskEnv = { PORT: String(await reservePort()), VERDICT_RUN_ID: state.runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: 'merge' };
+    const where = checkEnvironment({ bwrap, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv });
+    try {
+      const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox });
+      return { passed: check.passed, output: check.output, reason: check.reason };
+    } finally {
+      fs.rmSync(scratch, { recursive: true, force: true });
+    }
+  };
 }
