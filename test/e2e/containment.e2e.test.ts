@@ -56,7 +56,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const probe = await probeSandbox(process.env, true);
     if (probe.kind === 'none') {
       // A laptop without user namespaces skips, saying why; CI must have the sandbox, so there it fails.
-      if (process.env.CI) throw new Error(`CI has no sandbox: ${probe.reason}`);
+      if (process.env.CI || process.env.VERDICT_REQUIRE_SANDBOX) throw new Error(`the sandbox is required here (CI / VERDICT_REQUIRE_SANDBOX) but cannot run: ${probe.reason}`);
       this.skip();
     }
   });
