@@ -43,7 +43,26 @@ describe('check judging', function () {
     const bad = await check('true', ['empty.txt', 'absent.txt', '../outside.txt']);
     assert.equal(bad.passed, false);
     assert.deepEqual(bad.missingFiles, ['empty.txt', 'absent.txt', '../outside.txt']);
-    assert.equal(bad.reason, 'expected files missing or empty: empty.txt, absent.txt, ../outside.txt');
+    assert.equal(bad.reason, 'expected files missing or not real files in the task dir: empty.txt (empty), absent.txt (missing), ../outside.txt (outside the task dir)');
+  });
+
+  it('a symlinked deliverable is not a deliverable: a link out, a link through a folder, even a link inside', async () => {
+    fs.symlinkSync('/etc/passwd', path.join(dir, 'out.txt'));
+    fs.symlinkSync('/etc', path.join(dir, 'etc'));
+    fs.writeFileSync(path.join(dir, 'real.txt'), 'real\n');
+    fs.symlinkSync('real.txt', path.join(dir, 'alias.txt'));
+    const r = await check('true', ['out.txt', 'etc/passwd', 'alias.txt', 'real.txt']);
+    assert.equal(r.passed, false);
+    assert.deepEqual(r.missingFiles, ['out.txt', 'etc/passwd', 'alias.txt']);
+    assert.match(r.reason, /out\.txt \(a symlink to \/etc\/passwd, outside the task dir\)/);
+    assert.match(r.reason, /etc\/passwd \(reached through the symlinked folder etc to \/etc, outside the task dir\)/);
+    assert.match(r.reason, /alias\.txt \(a symlink to .*real\.txt\)/);
+  });
+
+  it('runs with pipefail: a failing command piped into tee or tail fails the check', async () => {
+    assert.equal((await check('false | tee t.log')).passed, false);
+    assert.equal((await check('(echo 3 tests failed; exit 1) | tail -5')).passed, false);
+    assert.equal((await check('echo ok | tail -1')).passed, true);
   });
 
   it('times out a check that never ends and notes it in the output', async () => {

@@ -12,22 +12,23 @@ export interface CheckResult {
   /** Verbatim output (tail, bounded), plus the silent marker or the timeout note when they apply. */
   output: string;
   passed: boolean;
-  /** Expected files that are missing or empty after the check. */
+  /** Expected files that are missing, empty, or not real files inside the task dir after the check. */
   missingFiles: string[];
   /** One line for notes and retry prompts when not passed. */
   reason: string;
 }
 
 /**
- * Runs `check` with `bash -c` in the task dir, in its own sandbox (`sandbox`; unsandboxed: its own process group)
- * with its own timeout, output appended to
- * `logFile`, then judges expect_files (after the check, so a check may export deliverables): each must exist and
- * be non-empty, and may not point outside the task dir. PASS needs exit 0 and every file.
+ * Runs `check` with `bash -o pipefail -c` in the task dir (so `tests | tee log` fails when the tests do), in its own
+ * sandbox (`sandbox`; unsandboxed: its own process group) with its own timeout, output appended to `logFile`, then
+ * judges expect_files (after the check, so a check may export deliverables): each must be a real, non-empty file
+ * inside the task dir — not a symlink out of it, not reached through a symlinked folder. PASS needs exit 0 and every
+ * file.
  */
 export async function runCheck(opts: { check: string; taskDir: string; logFile: string; timeoutMs: number; env: Record<string, string>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
   const { receipt, tail } = await supervise({
     file: 'bash',
-    args: ['-c', opts.check],
+    args: ['-o', 'pipefail', '-c', opts.check],
     cwd: opts.taskDir,
     env: opts.env,
     logFile: opts.logFile,
@@ -44,26 +45,59 @@ export async function runCheck(opts: { check: string; taskDir: string; logFile: 
     fs.appendFileSync(opts.logFile, notes.join('\n') + '\n');
     output += (output && !output.endsWith('\n') ? '\n' : '') + notes.join('\n') + '\n';
   }
-  const missingFiles = opts.expectFiles.filter((f) => !nonEmptyFileInside(opts.taskDir, f));
+  const problems = opts.expectFiles.map((f) => ({ file: f, problem: expectedFileProblem(opts.taskDir, f) })).filter((p) => p.problem !== null);
+  const missingFiles = problems.map((p) => p.file);
   const exitOk = receipt.exitCode === 0 && !receipt.timedOut;
   const passed = exitOk && missingFiles.length === 0;
   let reason = '';
   if (receipt.spawnError) reason = `the check could not start: ${receipt.spawnError}`;
   else if (receipt.timedOut) reason = `the check timed out after ${Math.round(opts.timeoutMs / 1000)} s`;
   else if (!exitOk) reason = `the check exited ${receipt.exitCode ?? receipt.signal}${lastLine(tail) ? `: ${lastLine(tail)}` : ''}`;
-  else if (missingFiles.length) reason = `expected files missing or empty: ${missingFiles.join(', ')}`;
+  else if (problems.length) reason = `expected files missing or not real files in the task dir: ${problems.map((p) => `${p.file} (${p.problem})`).join(', ')}`;
   return { receipt, output, passed, missingFiles, reason };
 }
 
-function nonEmptyFileInside(dir: string, rel: string): boolean {
+/**
+ * Why `rel` is not a deliverable of the task dir `dir`, or null when it is: a regular, non-empty file whose real path
+ * (symlinks resolved) is inside the task dir and that is reached through no symlink (a link to a file elsewhere, or a
+ * linked folder, would let a worker "deliver" /etc/passwd).
+ */
+export function expectedFileProblem(dir: string, rel: string): string | null {
   const abs = path.resolve(dir, rel);
-  if (abs !== dir && !abs.startsWith(dir + path.sep)) return false;
-  try {
-    const st = fs.statSync(abs);
-    return st.isFile() && st.size > 0;
-  } catch {
-    return false;
+  if (abs !== dir && !abs.startsWith(dir + path.sep)) return 'outside the task dir';
+  // Walk from the task dir down: no component may be a symlink.
+  let at = dir;
+  for (const part of path.relative(dir, abs).split(path.sep)) {
+    at = path.join(at, part);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(at);
+    } catch {
+      return 'missing';
+    }
+    if (st.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = fs.realpathSync(at);
+      } catch {
+        target = fs.readlinkSync(at);
+      }
+      return `${at === abs ? 'a symlink' : `reached through the symlinked folder ${path.relative(dir, at)}`} to ${target}${isInside(dir, target) ? '' : ', outside the task dir'}`;
+    }
   }
+  const st = fs.statSync(abs);
+  if (!st.isFile()) return 'not a regular file';
+  return st.size > 0 ? null : 'empty';
+}
+
+function isInside(dir: string, target: string): boolean {
+  let real = dir;
+  try {
+    real = fs.realpathSync(dir);
+  } catch {
+    // keep dir
+  }
+  return target === real || target.startsWith(real + path.sep);
 }
 
 /** The last non-empty line of the output, at most 160 characters, for one-line reasons. */
