@@ -5,6 +5,7 @@ import { ManifestError } from '../core/manifest/types';
 import { catalogCommand } from './catalog-command';
 import { cleanCommand } from './clean-command';
 import { demoCommand } from './demo';
+import { doctorCommand } from './doctor-command';
 import { hudCommand } from './hud/hud-command';
 import { InputError, processIo, UsageError, type Io } from './io';
 import { lintCommand } from './lint-command';
@@ -26,12 +27,17 @@ commands:
   catalog            the model catalog (OpenRouter format): snapshot, refresh, change log
   clean              remove the worktrees of finished runs (task branches only with --branches)
   hud                serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)
+  doctor             what this machine offers a run: sandbox (and why not), git, node, engine binaries on PATH,
+                     VERDICT_HOME, the config file in force (exit 0: a run can start with the defaults)
 
 options:
   --max-parallel N   attempts at once (overrides the manifest)
   --identity NAME    who is running (default: VERDICT_IDENTITY, .fleet-agent, config, hostname)
   --home DIR         records folder (default: VERDICT_HOME or ~/.verdict)
-  --config FILE      JSON config: custom engines, default identity, allow_full_access
+  --config FILE      JSON config: custom engines, default identity, max_parallel, sandbox, allow_full_access
+                     (default: VERDICT_CONFIG, else $XDG_CONFIG_HOME/verdict/config.json or
+                     ~/.config/verdict/config.json when it exists)
+  --no-sandbox       run, resume, demo: run every step without bubblewrap (said once; recorded in every row)
   --baseline         run: first run every check on the untouched tree; a check that already passes proves
                      nothing, and its task is not run
   --no-dashboard     run: do not reuse, start or open the dashboard (it is never started without a display)
@@ -44,7 +50,7 @@ options:
   --since DATE       models: only attempts that ended at or after DATE (YYYY-MM-DD or ISO 8601)
   --log FILE         models: read this eval log instead of <home>/runs.jsonl (Ringer's runs.jsonl too)
   --pg               models: aggregate every machine's rows in Postgres (VERDICT_PG_URL or config postgres_url)
-  --json             lint, models, catalog: print JSON
+  --json             lint, models, catalog, doctor: print JSON
   --refresh          catalog: fetch the catalog now and record what changed
   --source URL|PATH  catalog: where --refresh fetches (default: the last source, else openrouter.ai)
   --file PATH        catalog: show this OpenRouter-format file instead of the snapshot
@@ -73,6 +79,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
         baseline: { type: 'boolean' },
         json: { type: 'boolean' },
         'no-dashboard': { type: 'boolean' },
+        'no-sandbox': { type: 'boolean' },
         port: { type: 'string' },
         'no-open': { type: 'boolean' },
         'idle-exit-s': { type: 'string' },
@@ -105,7 +112,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.out(USAGE);
       return values.help ? 0 : 2;
     }
-    const flags = { maxParallel: values['max-parallel'], identity: values.identity, home: values.home, config: values.config, baseline: values.baseline, dashboard: values['no-dashboard'] !== true };
+    const flags = { maxParallel: values['max-parallel'], identity: values.identity, home: values.home, config: values.config, baseline: values.baseline, dashboard: values['no-dashboard'] !== true, noSandbox: values['no-sandbox'] === true };
     switch (command) {
       case 'run': {
         if (rest.length !== 1) throw new UsageError('verdict run takes exactly one manifest path');
@@ -113,8 +120,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       }
       case 'lint': {
         if (!rest.length) throw new UsageError('verdict lint takes one or more manifest paths');
-        const { engines, config } = loadEngines(values.config);
-        return await lintCommand(rest, values.json === true, engines, config.allow_full_access === true, io);
+        const { engines, settings } = loadEngines(values.config);
+        return await lintCommand(rest, values.json === true, engines, settings.allowFullAccess, io);
       }
       case 'resume': {
         if (rest.length !== 1) throw new UsageError('verdict resume takes exactly one run id');
@@ -123,6 +130,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       case 'demo':
         if (rest.length) throw new UsageError('verdict demo takes no arguments');
         return await demoCommand(flags, io);
+      case 'doctor':
+        if (rest.length) throw new UsageError('verdict doctor takes no arguments');
+        return await doctorCommand({ home: values.home, config: values.config, json: values.json === true }, io);
       case 'hud':
         if (rest.length) throw new UsageError('verdict hud takes no arguments');
         return await hudCommand({ home: resolveHome(values.home), port: values.port, open: values['no-open'] !== true, idleExitS: values['idle-exit-s'] }, io);

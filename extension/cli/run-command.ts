@@ -1,4 +1,5 @@
-import { loadConfig, postgresUrlOf } from '../core/config/config';
+import { loadUserConfig, postgresUrlOf } from '../core/config/config';
+import { containmentChoice, settingsFromConfig } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/identity';
 import { loadManifest } from '../core/manifest/load';
@@ -25,6 +26,8 @@ export interface RunFlags {
   resumedFrom?: string;
   /** Reuse (or, with a display, start and open) the dashboard; false with --no-dashboard. Default true. */
   dashboard?: boolean;
+  /** --no-sandbox: every step runs unsandboxed whatever the config says (see containmentChoice). */
+  noSandbox?: boolean;
 }
 
 /**
@@ -39,7 +42,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     maxParallel = Number(flags.maxParallel);
     if (!Number.isInteger(maxParallel) || maxParallel < 1) throw new UsageError(`--max-parallel must be an integer ≥ 1, got "${flags.maxParallel}"`);
   }
-  const { config, engines } = loadEngines(flags.config);
+  const { config, settings, engines } = loadEngines(flags.config);
   let manifest: Manifest;
   try {
     if (typeof source === 'string') {
@@ -56,11 +59,11 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   }
   adjust?.(manifest);
   await reconcileAndReport(resolveHome(flags.home), engines, io);
-  const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: config.allow_full_access === true })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
+  const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
   for (const f of findings) io.err(`lint: ${formatFinding(f)}`);
-  if (maxParallel === undefined && config.max_parallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = config.max_parallel;
+  if (maxParallel === undefined && settings.maxParallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = settings.maxParallel;
   const home = resolveHome(flags.home);
-  const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: config.identity });
+  const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: settings.identity });
 
   if (flags.dashboard !== false) await dashboardForRun(home, io);
 
@@ -86,6 +89,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       baseline: flags.baseline === true,
       resumedFrom: flags.resumedFrom,
       postgresUrl: postgresUrlOf(config),
+      ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {
         const line = eventLine(e);
         if (line) io.out(line);
@@ -115,11 +119,15 @@ export async function reconcileAndReport(home: string, engines: ReadonlyMap<stri
   }
 }
 
-/** Loads the config file and the engines it defines. @throws InputError naming the file and field */
+/**
+ * Loads the config file in force (`--config` > $VERDICT_CONFIG > the default file, see locateConfig), its settings
+ * and the engines it defines. `configFile` is null when no file is in force.
+ * @throws InputError naming the file and field
+ */
 export function loadEngines(configPath: string | undefined) {
   try {
-    const { config, file: configFile } = loadConfig(configPath);
-    return { config, configFile, engines: resolveEngines(config.engines, configFile ?? undefined) };
+    const { config, file: configFile, shown } = loadUserConfig(configPath);
+    return { config, configFile, settings: settingsFromConfig(config, shown), engines: resolveEngines(config.engines, configFile ?? undefined) };
   } catch (e) {
     throw new InputError((e as Error).message);
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { LineIndex } from '../manifest/positions';
@@ -11,8 +12,13 @@ export interface VerdictConfig {
   identity?: string;
   /** Default max_parallel when the manifest gives none. */
   max_parallel?: number;
-  /** The user means it when a task sets full_access (engines run without their sandbox); the linter warns otherwise. */
+  /**
+   * The user means it when a task sets full_access: such a task runs without Verdict's sandbox and with its engine's
+   * own sandbox flags off. Without it, a run with such a task is refused before it starts.
+   */
   allow_full_access?: boolean;
+  /** false: every step runs unsandboxed (as `--no-sandbox`). Absent or true: bubblewrap, or the run refuses to start. */
+  sandbox?: boolean;
   /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
   postgres_url?: string;
 }
@@ -20,6 +26,49 @@ export interface VerdictConfig {
 /** The Postgres URL eval rows are mirrored to: $VERDICT_PG_URL > the config's postgres_url > none (null). */
 export function postgresUrlOf(config: VerdictConfig, env: NodeJS.ProcessEnv = process.env): string | null {
   return env.VERDICT_PG_URL || config.postgres_url || null;
+}
+
+/**
+ * The config file read when neither `--config` nor $VERDICT_CONFIG names one:
+ * `$XDG_CONFIG_HOME/verdict/config.json`, else `~/.config/verdict/config.json`. Absolute; it may not exist.
+ */
+export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(os.homedir(), '.config');
+  return path.join(base, 'verdict', 'config.json');
+}
+
+/** Which config file is in force and why. */
+export interface ConfigLocation {
+  /** The file to read (absolute), or null when none was named and the default file does not exist. */
+  file: string | null;
+  /** The file named in messages: `file`, or the default path it would be read from. */
+  shown: string;
+  /** What chose it: `--config`, `$VERDICT_CONFIG`, or `default`. */
+  via: '--config' | '$VERDICT_CONFIG' | 'default';
+}
+
+/**
+ * Where the config comes from: `--config FILE` > $VERDICT_CONFIG > the default file ({@link defaultConfigPath}) when
+ * it exists. A file named by the flag or the variable must exist (loadConfig says so); the default one is optional.
+ * Never throws.
+ */
+export function locateConfig(flag?: string | null, env: NodeJS.ProcessEnv = process.env): ConfigLocation {
+  if (flag) return { file: path.resolve(flag), shown: path.resolve(flag), via: '--config' };
+  if (env.VERDICT_CONFIG) return { file: path.resolve(env.VERDICT_CONFIG), shown: path.resolve(env.VERDICT_CONFIG), via: '$VERDICT_CONFIG' };
+  const fallback = defaultConfigPath(env);
+  return { file: fs.existsSync(fallback) ? fallback : null, shown: fallback, via: 'default' };
+}
+
+/**
+ * The user's config, from the place {@link locateConfig} picks.
+ * @returns the config (empty when no file is in force), the file read (null: none) and `shown` (the file, or the
+ *   default path it would be read from: the place to tell the user to edit)
+ * @throws Error naming the file (and line:column or field) when the file cannot be read or is invalid
+ */
+export function loadUserConfig(flag?: string | null, env: NodeJS.ProcessEnv = process.env): { config: VerdictConfig; file: string | null; shown: string } {
+  const where = locateConfig(flag, env);
+  if (where.via === '$VERDICT_CONFIG' && !fs.existsSync(where.shown)) throw new Error(`${where.shown}: the config file named by $VERDICT_CONFIG does not exist`);
+  return { ...loadConfig(where.file), shown: where.shown };
 }
 
 /**
@@ -53,6 +102,8 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
     throw new Error(`${abs}: postgres_url: must be a postgres:// or postgresql:// URL`);
   }
-  if (c.allow_full_access !== undefined && typeof c.allow_full_access !== 'boolean') throw new Error(`${abs}: allow_full_access: must be true or false`);
+  for (const field of ['allow_full_access', 'sandbox'] as const) {
+    if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${abs}: ${field}: must be true or false, got ${JSON.stringify(c[field])}`);
+  }
   return { config: c as VerdictConfig, file: abs };
 }

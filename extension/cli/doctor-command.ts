@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { findBinary, resolveEngines } from '../../engines';
+import { loadUserConfig, locateConfig } from '../core/config/config';
+import { resolveHome } from '../core/config/home';
+import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
+import { containmentLine } from '../core/process/containment-line';
+import { probeSandbox, type SandboxProbe } from '../core/process/sandbox';
+import type { Io } from './io';
+
+/** What `verdict doctor` found; `--json` prints exactly this object. */
+export interface DoctorReport {
+  /** True when `verdict run` could start here with the config in force and no flags; `problems` says why not. */
+  ok: boolean;
+  /** One line each: what stops a run from starting with the defaults. */
+  problems: string[];
+  /** The containment on this machine (probeSandbox), the mode the config asks for, and the line describing both. */
+  sandbox: SandboxProbe & { mode: ContainmentChoice['sandbox']; line: string };
+  /** `git --version` and where git is; version null when git is missing. */
+  git: { binary: string | null; version: string | null };
+  node: { binary: string; version: string };
+  /** Every engine (built-ins and the config's), with its binary on PATH or null and how to install it. */
+  engines: { name: string; binary: string; found: string | null; install: string }[];
+  /** VERDICT_HOME and whether records can be written there (`exists` false: it will be created). */
+  home: { path: string; exists: boolean; writable: boolean };
+  /**
+   * The config file in force: `file` null when none (built-in defaults), `shown` the file or the default path it
+   * would be read from, `via` what chose it, `error` why it does not load (then runs stop with exit 2).
+   */
+  config: { file: string | null; shown: string; via: string; error: string | null; sandbox: boolean; allowFullAccess: boolean };
+}
+
+/** Options of {@link doctorReport}. `env` defaults to process.env (PATH, VERDICT_BWRAP, VERDICT_CONFIG…). */
+export interface DoctorOptions {
+  home?: string;
+  config?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/**
+ * Finds out what this machine offers a run: containment (probed fresh), git, node, engine binaries, VERDICT_HOME
+ * and the config file in force. Never throws: a failure is a problem in the report.
+ */
+export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorReport> {
+  const env = options.env ?? process.env;
+  const problems: string[] = [];
+  const where = locateConfig(options.config, env);
+  let config: DoctorReport['config'] = { file: where.file, shown: where.shown, via: where.via, error: null, sandbox: true, allowFullAccess: false };
+  let customEngines: Record<string, unknown> = {};
+  try {
+    const loaded = loadUserConfig(options.config, env);
+    const settings = settingsFromConfig(loaded.config, loaded.shown);
+    config = { ...config, file: loaded.file, sandbox: settings.sandbox, allowFullAccess: settings.allowFullAccess };
+    customEngines = settings.engines;
+  } catch (e) {
+    config.error = (e as Error).message;
+    problems.push(`config: ${config.error}`);
+  }
+
+  const probe = await probeSandbox(env, true);
+  const mode = containmentChoice(config).sandbox;
+  if (probe.kind === 'none' && mode === 'auto') problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
+
+  const gitBinary = findBinary('git', env.PATH ?? '');
+  let gitVersion: string | null = null;
+  if (gitBinary) {
+    const r = await execa(gitBinary, ['--version'], { reject: false, timeout: 10_000, stdin: 'ignore', env: { ...env, GIT_CONFIG_NOSYSTEM: '1' } });
+    gitVersion = r.exitCode === 0 ? String(r.stdout).trim().replace(/^git version\s*/, '') : null;
+  }
+  if (!gitVersion) problems.push(gitBinary ? `git: ${gitBinary} --version failed` : 'git: not found on PATH (worktree-mode runs and the seal need it)');
+
+  let engines: DoctorReport['engines'] = [];
+  try {
+    engines = [...resolveEngines(customEngines, where.shown).values()].map((e) => ({ name: e.name, binary: e.binary, found: findBinary(e.binary, env.PATH ?? ''), install: e.install }));
+  } catch (e) {
+    problems.push(`engines: ${(e as Error).message}`);
+  }
+
+  const homePath = resolveHome(options.home, env);
+  const home = { path: homePath, exists: fs.existsSync(homePath), writable: writableOrCreatable(homePath) };
+  if (!home.writable) problems.push(`home: ${homePath} is not writable (set VERDICT_HOME or --home to a folder you can write)`);
+
+  return {
+    ok: problems.length === 0,
+    problems,
+    sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
+    git: { binary: gitBinary, version: gitVersion },
+    node: { binary: process.execPath, version: process.version },
+    engines,
+    home,
+    config,
+  };
+}
+
+/** True when `dir` is a writable folder, or does not exist and its nearest existing ancestor is one. */
+function writableOrCreatable(dir: string): boolean {
+  let at = dir;
+  while (!fs.existsSync(at)) {
+    const up = path.dirname(at);
+    if (up === at) return false;
+    at = up;
+  }
+  try {
+    if (!fs.statSync(at).isDirectory()) return false;
+    fs.accessSync(at, fs.constants.W_OK | fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `verdict doctor`: prints the report (text, or one JSON object with `--json`).
+ * Returns 0 when a run could start here with the defaults, 1 otherwise (the problems are listed).
+ */
+export async function doctorCommand(options: DoctorOptions & { json?: boolean }, io: Io): Promise<number> {
+  const r = await doctorReport(options);
+  if (options.json) {
+    io.out(JSON.stringify(r, null, 2));
+    return r.ok ? 0 : 1;
+  }
+  io.out(r.sandbox.line);
+  io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
+  io.out(`node: ${r.node.version} (${r.node.binary})`);
+  io.out('engines:');
+  const width = Math.max(0, ...r.engines.map((e) => e.name.length));
+  for (const e of r.engines) io.out(`  ${e.name.padEnd(width)}  ${e.found ?? `${e.binary} not on PATH — ${e.install}`}`);
+  io.out(`home: ${r.home.path} (${r.home.writable ? (r.home.exists ? 'writable' : 'will be created') : 'NOT writable'})`);
+  const c = r.config;
+  const chosen = c.via === 'default' ? (c.file ? 'the default file' : 'absent: built-in defaults') : `from ${c.via}`;
+  io.out(`config: ${c.file ?? c.shown} (${chosen})${c.error ? '' : `: sandbox ${c.sandbox ? 'on' : 'off'}, allow_full_access ${c.allowFullAccess}`}`);
+  io.out('');
+  if (r.ok) io.out('a run can start here with the defaults');
+  else {
+    io.out('a run cannot start here with the defaults:');
+    for (const p of r.problems) io.out(`  ${p}`);
+  }
+  return r.ok ? 0 : 1;
+}

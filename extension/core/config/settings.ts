@@ -1,0 +1,67 @@
+/**
+ * Verdict's user settings: one shape, two readers. The CLI reads them from the config file (snake_case JSON, see
+ * config.ts: {@link settingsFromConfig}); the extension from the `verdict.*` settings (extension/vscode/settings.ts),
+ * over the same config file for the fields the user did not set there. Pattern: vscode-eslint's `$shared/settings.ts`.
+ */
+import type { SandboxMode } from '../process/sandbox';
+import type { VerdictConfig } from './config';
+
+/** The settings both sides use. Absent optional fields: the built-in default applies. */
+export interface VerdictSettings {
+  /** Default identity (below flag, environment and .fleet-agent). */
+  identity: string | undefined;
+  /** Custom engines or overrides of built-ins, by name (schemas/engine.schema.json). */
+  engines: Record<string, unknown>;
+  /** Default max_parallel when a manifest gives none. */
+  maxParallel: number | undefined;
+  /** Tasks with `full_access: true` may run (without Verdict's sandbox, engine sandbox flags off). */
+  allowFullAccess: boolean;
+  /** false: every step runs unsandboxed. true (default): bubblewrap, or the run refuses to start. */
+  sandbox: boolean;
+  /** Postgres URL for the shared eval table ($VERDICT_PG_URL wins; see postgresUrlOf). */
+  postgresUrl: string | undefined;
+  /**
+   * Where the user can change `allowFullAccess` and `sandbox`, named in messages: the config file read, or the
+   * default path it would be read from.
+   */
+  configFile: string;
+}
+
+/** The CLI's reader: a loaded config file (`shown`: the file, or the default path, see loadUserConfig). */
+export function settingsFromConfig(config: VerdictConfig, shown: string): VerdictSettings {
+  return {
+    identity: config.identity,
+    engines: (config.engines as Record<string, unknown> | undefined) ?? {},
+    maxParallel: config.max_parallel,
+    allowFullAccess: config.allow_full_access === true,
+    sandbox: config.sandbox !== false,
+    postgresUrl: config.postgres_url,
+    configFile: shown,
+  };
+}
+
+/**
+ * The settings the user set in the editor, laid over those of the config file: a field the user set in VS Code
+ * (`set`, undefined = not set) wins; otherwise the config file's value (or its default) stays.
+ */
+export function overlaySettings(base: VerdictSettings, set: Partial<Omit<VerdictSettings, 'configFile'>>): VerdictSettings {
+  const out: VerdictSettings = { ...base };
+  for (const [k, v] of Object.entries(set)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
+  return out;
+}
+
+/** What a run is told about containment (RunOptions.sandbox / allowFullAccess). */
+export interface ContainmentChoice {
+  sandbox: SandboxMode;
+  allowFullAccess: boolean;
+}
+
+/**
+ * The one precedence for containment: `--no-sandbox` (CLI) > the settings (`verdict.sandbox` in the editor, else the
+ * config file's `"sandbox"`) > the default `auto`. There is no flag that turns the sandbox back on: `--no-sandbox`
+ * only ever lowers it. Full access is allowed only by the settings (`verdict.allowFullAccess`, else the config
+ * file's `"allow_full_access"`); no flag allows it.
+ */
+export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
+  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess };
+}

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { defaultConfigPath, loadConfig, loadUserConfig, locateConfig } from '../../extension/core/config/config';
+import { containmentChoice, overlaySettings, settingsFromConfig } from '../../extension/core/config/settings';
+import { parseManifest } from '../../extension/core/manifest/load';
+import { fullAccessProblems } from '../../extension/core/run/full-access';
+import { tempDir } from '../helpers/fixtures';
+
+/** The config file in force: --config > $VERDICT_CONFIG > the default file (XDG_CONFIG_HOME or ~/.config) when it exists. */
+describe('config: location and precedence', () => {
+  let dir: string;
+  let xdg: string;
+  const write = (file: string, value: unknown) => {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, typeof value === 'string' ? value : JSON.stringify(value));
+    return file;
+  };
+  beforeEach(() => {
+    dir = tempDir();
+    xdg = path.join(dir, 'xdg');
+  });
+
+  it('default path: $XDG_CONFIG_HOME/verdict/config.json, else ~/.config/verdict/config.json', () => {
+    assert.equal(defaultConfigPath({ XDG_CONFIG_HOME: xdg }), path.join(xdg, 'verdict', 'config.json'));
+    assert.equal(defaultConfigPath({}), path.join(os.homedir(), '.config', 'verdict', 'config.json'));
+    // A relative XDG_CONFIG_HOME is invalid per the XDG spec and ignored.
+    assert.equal(defaultConfigPath({ XDG_CONFIG_HOME: 'rel' }), path.join(os.homedir(), '.config', 'verdict', 'config.json'));
+  });
+
+  it('no flag, no variable, no default file: empty config, shown as the default path it would be read from', () => {
+    const env = { XDG_CONFIG_HOME: xdg };
+    assert.deepEqual(locateConfig(undefined, env), { file: null, shown: path.join(xdg, 'verdict', 'config.json'), via: 'default' });
+    assert.deepEqual(loadUserConfig(undefined, env), { config: {}, file: null, shown: path.join(xdg, 'verdict', 'config.json') });
+  });
+
+  it('the default file is read when it exists; $VERDICT_CONFIG beats it; --config beats both', () => {
+    const dflt = write(path.join(xdg, 'verdict', 'config.json'), { identity: 'default' });
+    const fromEnv = write(path.join(dir, 'env.json'), { identity: 'env' });
+    const fromFlag = write(path.join(dir, 'flag.json'), { identity: 'flag' });
+    assert.equal(loadUserConfig(undefined, { XDG_CONFIG_HOME: xdg }).config.identity, 'default');
+    assert.equal(loadUserConfig(undefined, { XDG_CONFIG_HOME: xdg, VERDICT_CONFIG: fromEnv }).config.identity, 'env');
+    const both = loadUserConfig(fromFlag, { XDG_CONFIG_HOME: xdg, VERDICT_CONFIG: fromEnv });
+    assert.equal(both.config.identity, 'flag');
+    assert.equal(both.file, fromFlag);
+    assert.equal(both.shown, fromFlag);
+    assert.equal(locateConfig(fromFlag, { VERDICT_CONFIG: fromEnv }).via, '--config');
+    assert.equal(locateConfig(undefined, { VERDICT_CONFIG: fromEnv }).via, '$VERDICT_CONFIG');
+    assert.equal(loadUserConfig(undefined, { XDG_CONFIG_HOME: xdg }).file, dflt);
+  });
+
+  it('a file named by --config or $VERDICT_CONFIG must exist; the error names it', () => {
+    const missing = path.join(dir, 'missing.json');
+    assert.throws(() => loadUserConfig(missing, {}), new RegExp(`^Error: ${missing}: cannot read the config file`));
+    assert.throws(() => loadUserConfig(undefined, { VERDICT_CONFIG: missing }), new RegExp(`^Error: ${missing}: the config file named by \\$VERDICT_CONFIG does not exist`));
+  });
+
+  it('sandbox and allow_full_access: booleans, a wrong type names file and field', () => {
+    const bad = write(path.join(dir, 'bad.json'), { sandbox: 'no' });
+    assert.throws(() => loadConfig(bad), new RegExp(`${bad}: sandbox: must be true or false, got "no"`));
+    const bad2 = write(path.join(dir, 'bad2.json'), { allow_full_access: 1 });
+    assert.throws(() => loadConfig(bad2), new RegExp(`${bad2}: allow_full_access: must be true or false, got 1`));
+    const good = write(path.join(dir, 'good.jsonc'), '{ // comments are fine\n "sandbox": false, "allow_full_access": true, }');
+    assert.deepEqual(loadConfig(good).config, { sandbox: false, allow_full_access: true });
+  });
+});
+
+/** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
+describe('settings: one type, containment precedence', () => {
+  it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, postgresUrl: undefined, configFile: '/c.json' });
+    const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x' }, '/c.json');
+    assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl], ['me', 3, true, false, 'postgres://x']);
+  });
+
+  it('editor settings the user set win over the config file; unset ones leave it', () => {
+    const base = settingsFromConfig({ sandbox: false, allow_full_access: true, identity: 'file' }, '/c.json');
+    const s = overlaySettings(base, { sandbox: true, allowFullAccess: undefined, identity: undefined });
+    assert.equal(s.sandbox, true);
+    assert.equal(s.allowFullAccess, true);
+    assert.equal(s.identity, 'file');
+    assert.equal(s.configFile, '/c.json');
+  });
+
+  it('--no-sandbox > settings > auto; only settings allow full access', () => {
+    const on = settingsFromConfig({}, '/c.json');
+    const off = settingsFromConfig({ sandbox: false }, '/c.json');
+    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false });
+    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false });
+    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false });
+    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false }, 'no flag turns the sandbox back on');
+    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true });
+  });
+});
+
+describe('full_access refusal (fullAccessProblems)', () => {
+  const manifest = (tasks: object[]) => {
+    const { manifest: m, problems } = parseManifest(JSON.stringify({ tasks }), '/w/t.swarm.json', { engines: new Set(['script']) });
+    assert.ok(m, JSON.stringify(problems));
+    return m;
+  };
+  const t = (key: string, extra: object = {}) => ({ key, spec: 'x', check: 'true', engine: 'script', ...extra });
+
+  it('one line per task with full_access when not allowed, naming the config file and the setting', () => {
+    const m = manifest([t('a', { full_access: true }), t('b'), t('c', { full_access: true }), t('d', { full_access: false })]);
+    assert.deepEqual(fullAccessProblems(m, false, '/home/u/.config/verdict/config.json'), [
+      'task "a" sets full_access: true (run its engine without any sandbox); refused: set "allow_full_access": true in /home/u/.config/verdict/config.json or the VS Code setting verdict.allowFullAccess',
+      'task "c" sets full_access: true (run its engine without any sandbox); refused: set "allow_full_access": true in /home/u/.config/verdict/config.json or the VS Code setting verdict.allowFullAccess',
+    ]);
+  });
+
+  it('nothing when allowed, or when no task asks for it', () => {
+    assert.deepEqual(fullAccessProblems(manifest([t('a', { full_access: true })]), true, '/c.json'), []);
+    assert.deepEqual(fullAccessProblems(manifest([t('a'), t('b')]), false, '/c.json'), []);
+  });
+});
