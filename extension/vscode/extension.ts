@@ -1,7 +1,10 @@
 import * as vscode from 'vscode';
 import { resolveHome } from '../core/config/home';
-import { reconcileDeadRuns } from '../core/live/reconcile';
+import { containmentChoice } from '../core/config/settings';
+import { reconcileDeadRuns } from '../core/run/reconcile';
 import { lintManifestFile } from '../core/manifest/lint';
+import { containmentLine } from '../core/process/containment-line';
+import { probeSandbox } from '../core/process/sandbox';
 import type { VerdictApi } from './api';
 import { registerCommands } from './commands';
 import { registerDashboard } from './dashboard/register';
@@ -28,6 +31,11 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const sessions = new RunSessions();
   const statusBar = new RunsStatusBar();
   tree.onRuns((runs) => statusBar.update(runs));
+  // The probe runs bwrap once (cached for the process); never awaited here, so activation never waits for it.
+  const showContainment = () => void probeSandbox().then((probe) => {
+    const mode = containmentChoice(readSettings()).sandbox;
+    statusBar.setContainment(containmentLine(probe, mode), probe.kind === 'none' && mode === 'auto');
+  });
   context.subscriptions.push(
     log,
     diagnostics,
@@ -40,6 +48,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
       if (!e.affectsConfiguration('verdict')) return;
       diagnostics.refreshAll();
       tree.setHome(resolveHome(readSettings().home));
+      showContainment();
     }),
     ...registerCommands({ log, diagnostics, tree, sessions }),
     ...registerDashboard(context, { log }),
@@ -47,6 +56,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   );
   // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
   setTimeout(() => {
+    showContainment();
     void reconcileDeadRuns(resolveHome(readSettings().home), editorEngines(log)).then((reports) => {
       for (const r of reports) log.warn(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed`);
       if (reports.length) tree.refresh();

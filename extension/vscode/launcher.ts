@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
 import { postgresUrlOf } from '../core/config/config';
 import { resolveHome } from '../core/config/home';
-import { resolveIdentity } from '../core/identity';
+import { containmentChoice } from '../core/config/settings';
+import { resolveIdentity } from '../core/host/identity';
 import { loadManifest } from '../core/manifest/load';
 import type { Manifest } from '../core/manifest/types';
 import { runManifest, type RunEvent, type RunSummary } from '../core/run/runner';
@@ -37,7 +38,8 @@ export function requireTrust(what: string): void {
 /**
  * Loads a manifest and runs it (all tasks or `only`), registering the run in `sessions` so it can be cancelled and
  * its tasks stopped from the runs tree.
- * @throws UntrustedWorkspaceError, ManifestError (file:line:column), PreflightError, Error for unknown task keys
+ * @throws UntrustedWorkspaceError, ManifestError (file:line:column), PreflightError, Error for unknown task keys or
+ *   a config file that does not load (its message names the file and field)
  */
 export async function launchManifest(file: string, sessions: RunSessions, log: vscode.LogOutputChannel, options: LaunchOptions = {}): Promise<RunSummary> {
   requireTrust('run a manifest');
@@ -50,13 +52,14 @@ export async function launchManifest(file: string, sessions: RunSessions, log: v
 export async function launchLoaded(manifest: Manifest, sessions: RunSessions, log: vscode.LogOutputChannel, options: LaunchOptions = {}): Promise<RunSummary> {
   requireTrust('run a manifest');
   const s = readSettings();
+  if (s.configError) throw new Error(s.configError);
   if (options.only) {
     const unknown = options.only.filter((k) => !manifest.tasks.some((t) => t.key === k));
     if (unknown.length) throw new Error(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')}`);
     manifest = { ...manifest, tasks: manifest.tasks.filter((t) => options.only?.includes(t.key)) };
   }
   const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(manifest.file))?.uri.fsPath ?? process.cwd();
-  const { identity } = resolveIdentity({ flag: options.identity ?? s.identity, cwd: folder });
+  const { identity } = resolveIdentity({ flag: options.identity ?? s.identityFlag, cwd: folder, configDefault: s.identity });
   const { abort, control } = sessions.create();
   const cancel = options.token?.onCancellationRequested(() => abort.abort());
   let runId: string | null = null;
@@ -69,6 +72,7 @@ export async function launchLoaded(manifest: Manifest, sessions: RunSessions, lo
       maxParallel: options.maxParallel ?? ('max_parallel' in (manifest.raw as object) ? undefined : s.maxParallel),
       baseline: options.baseline,
       postgresUrl: postgresUrlOf({ postgres_url: s.postgresUrl }),
+      ...containmentChoice(s),
       signal: abort.signal,
       control,
       onEvent: (e) => {

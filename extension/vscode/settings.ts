@@ -1,28 +1,63 @@
+import fs from 'node:fs';
 import * as vscode from 'vscode';
+import { loadUserConfig, locateConfig, type VerdictConfig } from '../core/config/config';
+import { overlaySettings, settingsFromConfig, type VerdictSettings } from '../core/config/settings';
 
-/** The `verdict.*` settings (contributes.configuration in package.json), read fresh on every call. */
-export interface VerdictSettings {
+/**
+ * The editor's reader of {@link VerdictSettings} (the CLI's is settingsFromConfig): the `verdict.*` settings
+ * (contributes.configuration in package.json) the user set, over the user's config file ($VERDICT_CONFIG, else
+ * ~/.config/verdict/config.json; see loadUserConfig) for the fields not set in the editor. Read fresh on every call.
+ */
+export interface EditorSettings extends VerdictSettings {
   /** VERDICT_HOME override; undefined → $VERDICT_HOME or ~/.verdict. */
   home: string | undefined;
-  identity: string | undefined;
-  /** Custom engines by name (schemas/engine.schema.json). */
-  engines: Record<string, unknown>;
-  allowFullAccess: boolean;
-  /** Default max_parallel when a manifest gives none. */
-  maxParallel: number | undefined;
-  /** Postgres connection string for the shared eval table (`verdict.eval.postgres`); VERDICT_PG_URL wins. */
-  postgresUrl: string | undefined;
+  /** `verdict.identity`: acts as `--identity` (beats VERDICT_IDENTITY); `identity` stays the config file's default. */
+  identityFlag: string | undefined;
+  /** Why the config file could not be read (file and field), or null; a run refuses to start while it is set. */
+  configError: string | null;
 }
 
-/** Reads the settings. */
-export function readSettings(): VerdictSettings {
+/**
+ * Reads the settings. Never throws: a bad config file is reported in `configError` and ignored.
+ * `engines` comes from `verdict.engines` only (editorEngines names that setting in its errors).
+ * `sandbox` and `allowFullAccess` count only from the user's own settings (machine scope), never from a
+ * workspace's .vscode/settings.json: a cloned repository cannot turn the sandbox off or allow full access.
+ */
+export function readSettings(): EditorSettings {
   const c = vscode.workspace.getConfiguration('verdict');
-  return {
-    home: c.get<string>('home') || undefined,
-    identity: c.get<string>('identity') || undefined,
-    engines: c.get<Record<string, unknown>>('engines') ?? {},
-    allowFullAccess: c.get<boolean>('allowFullAccess') === true,
-    maxParallel: c.get<number>('maxParallel') || undefined,
+  const { config, shown, error } = userConfig();
+  const base = settingsFromConfig(config, shown);
+  const merged = overlaySettings(base, {
+    maxParallel: explicit<number>(c, 'maxParallel'),
     postgresUrl: c.get<string>('eval.postgres') || undefined,
-  };
+    allowFullAccess: c.inspect<boolean>('allowFullAccess')?.globalValue,
+    sandbox: c.inspect<boolean>('sandbox')?.globalValue,
+  });
+  return { ...merged, engines: c.get<Record<string, unknown>>('engines') ?? {}, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error };
+}
+
+/** The value the user set at any level (folder > workspace > user), or undefined when only the default applies. */
+function explicit<T>(c: vscode.WorkspaceConfiguration, key: string): T | undefined {
+  const i = c.inspect<T>(key);
+  return i?.workspaceFolderValue ?? i?.workspaceValue ?? i?.globalValue;
+}
+
+type UserConfig = { config: VerdictConfig; shown: string; error: string | null };
+let cache: { key: string; value: UserConfig } | null = null;
+
+/** The user's config file, parsed again only when its path, size or mtime changed. */
+function userConfig(): UserConfig {
+  const where = locateConfig();
+  const st = fs.statSync(where.shown, { throwIfNoEntry: false });
+  const key = `${where.via}\0${where.shown}\0${st?.size ?? -1}\0${st?.mtimeMs ?? -1}`;
+  if (cache?.key === key) return cache.value;
+  let value: UserConfig;
+  try {
+    const loaded = loadUserConfig();
+    value = { config: loaded.config, shown: loaded.shown, error: null };
+  } catch (e) {
+    value = { config: {}, shown: where.shown, error: (e as Error).message };
+  }
+  cache = { key, value };
+  return value;
 }
