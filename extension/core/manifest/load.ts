@@ -141,6 +141,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     verified: str(t.verified),
     fullAccess: t.full_access === true,
     network: t.network !== false,
+    protect: (t.protect as string[] | undefined) ?? (data.protect as string[] | undefined) ?? null,
     maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
   }));
   return {

@@ -27,6 +27,8 @@ export interface TaskSpec {
   fullAccess: boolean;
   /** false: setup, worker and check run without network (sandboxed runs only; `"network": false`). */
   network: boolean;
+  /** `protect` globs (task's, else the run's); null: the default set; []: none (see run/protect.ts). */
+  protect: string[] | null;
   /** Attempts allowed, ≥ 1 (2 = one retry). */
   maxAttempts: number;
 }

@@ -71,6 +71,12 @@ export interface BwrapPlan {
    * (changes to the copy are dropped with the sandbox). Absolute paths; a file that does not exist is skipped.
    */
   privateFiles?: string[];
+  /**
+   * Files inside writable folders that stay read-only (a task's protected check inputs): bound read-only over
+   * themselves after the writable binds, so writing, deleting or renaming them fails (EROFS / EBUSY). Absolute; a path
+   * that does not exist is skipped.
+   */
+  readOnly?: string[];
 }
 
 /**
@@ -96,6 +102,9 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
     }
   }
   for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', dir, dir);
+  for (const f of plan.readOnly ?? []) {
+    if (fs.existsSync(f)) out.push('--ro-bind', f, f);
+  }
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
 }

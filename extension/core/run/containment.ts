@@ -91,7 +91,7 @@ export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs:
 }
 
 /** The sandbox of one step, or null when the step runs unsandboxed. */
-export function stepPlan(bwrap: string | null, containment: Containment, writable: string[], network: boolean, privateFiles: string[] = []): BwrapPlan | null {
+export function stepPlan(bwrap: string | null, containment: Containment, writable: string[], network: boolean, privateFiles: string[] = [], readOnly: string[] = []): BwrapPlan | null {
   if (containment !== 'bwrap' || !bwrap) return null;
-  return { binary: bwrap, writable, network, privateFiles };
+  return { binary: bwrap, writable, network, privateFiles, readOnly };
 }

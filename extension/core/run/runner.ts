@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import { runDir, worktreePath } from '../config/home';
 import { taskBranch } from '../git/worktree';
-import { StateFile, shortHost, type RunState } from '../live/state';
+import { shortHost } from '../host/hostname';
+import { StateFile, type RunState } from '../live/state';
 import type { Manifest } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
@@ -173,6 +174,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       abort: new AbortController(),
       prepared: false,
       links: null,
+      protected: null,
       containment: taskContainment(pre.containment, spec.fullAccess),
       used: 0,
       rateLimited: 0,

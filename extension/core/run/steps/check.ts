@@ -10,7 +10,7 @@ import { scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
-import type { Step } from './context';
+import { protectedPaths, type Step } from './context';
 
 export const checkStep: Step = {
   name: 'check',
@@ -22,7 +22,7 @@ export const checkStep: Step = {
     ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
     io.sync();
     const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, 'check');
-    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv() });
+    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task) });
     const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
     rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
     const worker = rec.worker!;
@@ -34,13 +34,14 @@ export const checkStep: Step = {
 /**
  * Where and with what a check runs — the one recipe for the attempt's check and the baseline: the task's variables,
  * a scratch dir for temporary files when sandboxed, read access to the worker's git objects in worktree mode, and a
- * sandbox whose only writable places are the task dir and that scratch dir.
+ * sandbox whose only writable places are the task dir and that scratch dir (and, in it, `readOnly` files — the
+ * protected check inputs — stay read-only: the check runs code the worker wrote).
  */
-export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string> }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const boxed = o.containment === 'bwrap' && o.bwrap !== null;
   const git = o.links && boxed ? worktreeStepAccess(o.links).env : {};
   return {
     env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git },
-    sandbox: stepPlan(o.bwrap, o.containment, [o.taskDir, o.scratch], o.network),
+    sandbox: stepPlan(o.bwrap, o.containment, [o.taskDir, o.scratch], o.network, [], o.readOnly ?? []),
   };
 }

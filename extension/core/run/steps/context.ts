@@ -9,6 +9,7 @@ import type { TaskSpec } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
 import type { AttemptRecord, StepName } from '../attempt-record';
 import type { Judgement } from '../decide';
+import type { ProtectedSet } from '../protect';
 import type { RunEvent, RunOptions, TaskSummary } from '../runner';
 import type { RunSpend } from '../spend';
 
@@ -43,6 +44,8 @@ export interface TaskRuntime {
   links: WorktreeLinks | null;
   /** What contains this task's steps: bwrap, or none (unsandboxed run, or an allowed full_access task). */
   containment: Containment;
+  /** The check inputs the worker may not change (run/protect.ts), taken when the task was prepared. */
+  protected: ProtectedSet | null;
   /** Attempts that counted against max_attempts (rate limits that were requeued do not). */
   used: number;
   rateLimited: number;
@@ -80,3 +83,8 @@ export interface Step {
 
 /** Thrown by a step when the task was stopped while it ran; the attempt is then CANCELLED. */
 export class Cancelled extends Error {}
+
+/** Absolute paths of the task's protected files, for the sandbox's read-only binds. */
+export function protectedPaths(task: TaskRuntime): string[] {
+  return task.protected ? [...task.protected.files.keys()].map((rel) => `${task.state.dir}/${rel}`) : [];
+}

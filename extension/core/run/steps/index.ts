@@ -1,9 +1,10 @@
-/** The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, check, deliver. */
+/** The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, guard, check, deliver. */
 import type { Step } from './context';
 import { prepareStep } from './prepare';
 import { workStep } from './work';
 import { sealStep } from './seal';
 import { checkStep } from './check';
+import { guardStep } from './guard';
 import { deliverStep } from './deliver';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, checkStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, guardStep, checkStep, deliverStep];

@@ -8,6 +8,8 @@ import { addWorktree, copyIncludes } from '../../git/worktree';
 import { supervise } from '../../process/supervisor';
 import { scratchEnv, stepPlan, stepScratch } from '../containment';
 import { reservePort } from '../ports';
+import { protectedSet } from '../protect';
+import { runDir } from '../../config/home';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
 
 export const prepareStep: Step = {
@@ -54,6 +56,8 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
       throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
     }
   }
+  task.protected = protectedSet(task.state.dir, task.spec.check, task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
+  if (task.protected.files.size) ctx.emit({ type: 'task-note', key: task.spec.key, note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})` });
   task.prepared = true;
 }
 

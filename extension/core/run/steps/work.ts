@@ -11,7 +11,8 @@ import { processStartTime, supervise } from '../../process/supervisor';
 import { engineState, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judgeWork } from '../decide';
 import { recordFiles } from '../attempt-record';
-import type { Step } from './context';
+import { protectedPaths, type Step } from './context';
+import { restoreProtected } from '../protect';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
@@ -23,6 +24,9 @@ export const workStep: Step = {
     const { opts } = ctx;
     const { spec, engine } = task;
     const files = recordFiles(rec);
+    // A retry starts from the check's own inputs: whatever an earlier attempt did to them is put back first.
+    const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
+    if (restored.length) ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
     const gitAccess = task.links && io.boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
     const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker');
     const state = engineState(engine, ctx.env);
@@ -53,7 +57,7 @@ export const workStep: Step = {
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
-      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch, ...state.dirs, ...gitAccess.writable], spec.network, state.files),
+      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch, ...state.dirs, ...gitAccess.writable], spec.network, state.files, protectedPaths(task)),
     });
     rec.worker = receipt;
     io.workerTail = tail;

@@ -1,0 +1,180 @@
+/**
+ * Protected check inputs (issue 12): the files a worker may not change or delete, because the check relies on them.
+ * A worker that rewrites `run-tests.sh` to `exit 0`, or deletes the tests, must FAIL, not PASS.
+ *
+ * The default set, taken from the task tree as prepared (after checkout, include and setup, before any worker):
+ * - what the check runs: a script it executes (`./run-tests.sh`, `bash run-tests.sh`) and every file under a folder it
+ *   names (`pytest tests/`); not the files it only reads as data (`grep x out.txt`: usually the deliverable);
+ * - every existing file at a conventional test place: `test/`, `tests/`, `spec/`, `__tests__/`, `*_test.*`, `*.test.*`,
+ *   `*.spec.*`.
+ * A task's (or the run's) `protect` globs widen it (`"fixtures/**"`) or narrow it (`"!tests/snapshots/**"`);
+ * `"protect": []` turns protection off. Adding new files stays allowed everywhere.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { parse as shellParse } from 'shell-quote';
+
+/** Conventional places of tests (relative globs, matched against paths relative to the task dir). */
+export const CONVENTIONAL_TEST_GLOBS = ['test/**', 'tests/**', 'spec/**', '**/__tests__/**', '**/*_test.*', '**/*.test.*', '**/*.spec.*'];
+
+/** Folders never walked for protected files: git's own, and dependency trees. */
+const SKIP_DIRS = new Set(['.git', 'node_modules']);
+
+/** The protected files of a task and the content each had when the task was prepared. */
+export interface ProtectedSet {
+  /** Path relative to the task dir → `<x|->sha256` of its content (hex, with the executable bit), or `symlink:<target>`. */
+  files: Map<string, string>;
+  /** A copy of each protected file as it was (same relative paths), to restore before a retry; null when not kept. */
+  snapshotDir: string | null;
+}
+
+/**
+ * The files to protect in `taskDir` as it is now, for a task whose check is `check` and whose `protect` setting is
+ * `protect` (null: the default set; [] : none; otherwise default ∪ globs − `!`globs). The task's `deliverables`
+ * (expect_files, relative) are never protected. With `snapshotDir`, a copy of each protected file is kept there.
+ */
+export function protectedSet(taskDir: string, check: string, protect: readonly string[] | null, snapshotDir: string | null = null, deliverables: readonly string[] = []): ProtectedSet {
+  const files = new Map<string, string>();
+  if (protect !== null && protect.length === 0) return { files, snapshotDir: null };
+  const all = listFiles(taskDir);
+  const named = namedPaths(check, taskDir);
+  const positive = (protect ?? []).filter((g) => !g.startsWith('!'));
+  const negative = (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1));
+  const isConventional = picomatch(CONVENTIONAL_TEST_GLOBS, { dot: true });
+  const isExtra = positive.length ? picomatch(positive, { dot: true }) : () => false;
+  const isExcluded = negative.length ? picomatch(negative, { dot: true }) : () => false;
+  for (const rel of all) {
+    const chosen = named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel);
+    // A deliverable (expect_files) is the worker's to write, whatever else says.
+    if (chosen && !isExcluded(rel) && !deliverables.includes(rel)) files.set(rel, fingerprint(path.join(taskDir, rel)));
+  }
+  if (snapshotDir) {
+    for (const rel of files.keys()) {
+      fs.mkdirSync(path.dirname(path.join(snapshotDir, rel)), { recursive: true });
+      fs.cpSync(path.join(taskDir, rel), path.join(snapshotDir, rel), { verbatimSymlinks: true });
+    }
+  }
+  return { files, snapshotDir };
+}
+
+/**
+ * Puts every changed or deleted protected file back as it was (from the snapshot), so a retry starts from the
+ * check's own inputs. Returns the paths restored. Never throws for one file: it is left and named by the next check.
+ */
+export function restoreProtected(taskDir: string, set: ProtectedSet): string[] {
+  if (!set.snapshotDir) return [];
+  const restored: string[] = [];
+  for (const entry of protectedChanges(taskDir, set)) {
+    const rel = entry.replace(/ \((changed|deleted)\)$/, '');
+    const abs = path.join(taskDir, rel);
+    try {
+      fs.rmSync(abs, { recursive: true, force: true });
+      fs.mkdirSync(path.dirname(abs), { recursive: true });
+      fs.cpSync(path.join(set.snapshotDir, rel), abs, { verbatimSymlinks: true });
+      restored.push(rel);
+    } catch {
+      // left as the worker made it; the next guard names it again
+    }
+  }
+  return restored;
+}
+
+/**
+ * The protected files that were changed or deleted since `set` was taken, each as `path (changed)` or
+ * `path (deleted)`, sorted; empty when none.
+ */
+export function protectedChanges(taskDir: string, set: ProtectedSet): string[] {
+  const out: string[] = [];
+  for (const [rel, before] of set.files) {
+    const abs = path.join(taskDir, rel);
+    let now: string | null;
+    try {
+      now = fingerprint(abs);
+    } catch {
+      now = null;
+    }
+    if (now === null) out.push(`${rel} (deleted)`);
+    else if (now !== before) out.push(`${rel} (changed)`);
+  }
+  return out.sort();
+}
+
+/** Commands whose first non-option argument is a script they run. */
+const INTERPRETERS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'python', 'python3', 'node', 'ruby', 'perl', 'php', 'deno', 'bun', 'tsx', 'source', '.']);
+
+/**
+ * Paths the check runs or names as folders, existing in the task dir (relative, without a trailing slash): a command
+ * word that is a file (`./run-tests.sh`), the script an interpreter runs (`bash run-tests.sh`, `python check.py`), and
+ * any folder (`pytest tests/`). Files the check only reads as data (`grep x out.txt`) are not taken: they are
+ * usually the deliverable itself; name such inputs in `protect`.
+ */
+function namedPaths(check: string, taskDir: string): string[] {
+  let tokens: ReturnType<typeof shellParse>;
+  try {
+    tokens = shellParse(check);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const existing = (w: string): { rel: string; dir: boolean } | null => {
+    if (!w || w.startsWith('-') || w.includes('$') || path.isAbsolute(w)) return null;
+    const rel = path.normalize(w).replace(/\/+$/, '');
+    if (rel === '.' || rel.startsWith('..')) return null;
+    try {
+      return { rel, dir: fs.statSync(path.join(taskDir, rel)).isDirectory() };
+    } catch {
+      return null;
+    }
+  };
+  let commandWord = true;
+  let scriptNext = false;
+  for (const t of tokens) {
+    if (typeof t !== 'string') {
+      // an operator (&&, ||, ;, |, (, …) starts a new command
+      commandWord = true;
+      scriptNext = false;
+      continue;
+    }
+    const hit = existing(t);
+    if (commandWord) {
+      if (hit && !hit.dir) out.push(hit.rel);
+      scriptNext = INTERPRETERS.has(path.basename(t));
+      commandWord = false;
+      continue;
+    }
+    if (scriptNext && !t.startsWith('-')) {
+      if (hit) out.push(hit.rel);
+      scriptNext = false;
+      continue;
+    }
+    if (hit?.dir) out.push(hit.rel);
+  }
+  return out;
+}
+
+/** Every file under `dir` (relative paths, `/`-separated), not following symlinked folders. */
+function listFiles(dir: string, rel = ''): string[] {
+  const out: string[] = [];
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(path.join(dir, rel), { withFileTypes: true });
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    const child = rel ? `${rel}/${e.name}` : e.name;
+    if (e.isDirectory()) {
+      if (!SKIP_DIRS.has(e.name)) out.push(...listFiles(dir, child));
+    } else if (e.isFile() || e.isSymbolicLink()) out.push(child);
+  }
+  return out;
+}
+
+function fingerprint(abs: string): string {
+  const st = fs.lstatSync(abs);
+  if (st.isSymbolicLink()) return `symlink:${fs.readlinkSync(abs)}`;
+  const mode = (st.mode & 0o111) !== 0 ? 'x' : '-';
+  return `${mode}${crypto.createHash('sha256').update(fs.readFileSync(abs)).digest('hex')}`;
+}

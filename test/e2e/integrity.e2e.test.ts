@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+// Hostile and careless workers against the integrity rules (issue 12): the committed work is exactly what the check
+// passed, and a worker cannot pass by rewriting what the check runs.
+
+/** A repository whose tests fail until `feature.txt` says "done": run-tests.sh runs every tests/*.sh. */
+function repoWithTests(dir: string): string {
+  return makeRepo(path.join(dir, 'repo'), {
+    'run-tests.sh': 'n=0; for t in tests/*.sh; do n=$((n+1)); bash "$t" || { echo "FAIL $t"; exit 1; }; done; echo "ran $n tests"\n',
+    'tests/t1.sh': 'grep -qx done feature.txt\n',
+    'README.md': '# repo\n',
+  });
+}
+
+async function run(file: string, home: string, flags: string[] = []) {
+  return cli(['run', file, '--home', home, '--no-dashboard', ...flags], { env: { HOME: path.join(path.dirname(home), 'user-home') } });
+}
+
+describe('integrity: a PASS only for the work the check judged, on the check inputs as they were', function () {
+  this.timeout(120000);
+
+  for (const mode of [{ name: 'sandboxed', flags: [] as string[] }, { name: 'unsandboxed', flags: ['--no-sandbox'] }]) {
+    it(`${mode.name}: a worker that rewrites the test runner and a test to pass FAILs, naming them; the retry starts from the real tests`, async () => {
+      const dir = tempDir();
+      const repo = repoWithTests(dir);
+      // Attempt 1 cheats; attempt 2 does the work (it finds the tests as they were).
+      const spec = [
+        'if [ "$VERDICT_ATTEMPT" = 1 ]; then',
+        '  echo "exit 0" > run-tests.sh 2>/dev/null; echo "exit 0" > tests/t1.sh 2>/dev/null; echo cheated',
+        'else',
+        '  cat tests/t1.sh; echo done > feature.txt',
+        'fi',
+      ].join('\n');
+      const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('feature', spec, 'bash run-tests.sh')] });
+      const home = path.join(dir, 'home');
+      const r = await run(file, home, mode.flags);
+      assert.equal(r.exitCode, 0, r.all);
+      const rows = readRows(home);
+      assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'PASS']);
+      if (mode.flags.length) {
+        // Unsandboxed the rewrite lands; the guard names both files.
+        assert.match(String(rows[0]?.notes), /changed protected check inputs: run-tests\.sh \(changed\), tests\/t1\.sh \(changed\)/);
+      } else {
+        // Sandboxed the rewrite never lands (read-only); the real tests fail instead.
+        assert.match(String(rows[0]?.notes), /the check exited 1: FAIL tests\/t1\.sh/);
+        assert.match(fs.readFileSync(String(rows[0]?.worker_log), 'utf8'), /Read-only file system/);
+      }
+      // The retry saw the real test, and the branch holds the real tests plus the work.
+      assert.match(fs.readFileSync(String(rows[1]?.worker_log), 'utf8'), /grep -qx done feature\.txt/);
+      const branch = String(rows[1]?.branch);
+      assert.equal(git(repo, 'show', `${branch}:tests/t1.sh`), 'grep -qx done feature.txt');
+      assert.equal(git(repo, 'show', `${branch}:feature.txt`), 'done');
+    });
+  }
+
+  it('a worker that deletes the tests ("ran 0 tests") FAILs naming them; adding new tests is allowed', async () => {
+    const dir = tempDir();
+    const repo = repoWithTests(dir);
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 2,
+      tasks: [
+        scriptTask('delete', 'git rm -q tests/t1.sh', 'bash run-tests.sh', { max_attempts: 1 }),
+        scriptTask('add', 'echo done > feature.txt; echo "test -s feature.txt" > tests/t2.sh', 'bash run-tests.sh', { max_attempts: 1 }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, ['--no-sandbox']);
+    assert.equal(r.exitCode, 1, r.all);
+    const byKey = Object.fromEntries(readRows(home).map((row) => [row.task_key, row]));
+    assert.equal(byKey.delete?.verdict, 'FAIL');
+    assert.match(String(byKey.delete?.notes), /tests\/t1\.sh \(deleted\)/);
+    assert.equal(byKey.add?.verdict, 'PASS');
+    assert.match(String(byKey.add?.check_output), /ran 2 tests/);
+  });
+
+  it('"protect": [] lets a test-hardening task change the tests', async () => {
+    const dir = tempDir();
+    const repo = repoWithTests(dir);
+    const spec = 'echo done > feature.txt; printf "grep -qx done feature.txt\\ntest -s README.md\\n" > tests/t1.sh';
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('harden', spec, 'bash run-tests.sh', { protect: [], task_type: 'test-hardening' })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(git(repo, 'show', `${String(readRows(home)[0]?.branch)}:tests/t1.sh`), /test -s README\.md/);
+  });
+
+  it('a worker that moves HEAD (its own branch, a detached main, its own commits): the PASS lands on the task branch', async () => {
+    const dir = tempDir();
+    const repo = repoWithTests(dir);
+    const spec = [
+      'git checkout -q -b mine 2>&1 || git checkout -q --detach 2>&1',
+      'echo done > feature.txt',
+      'git add feature.txt && git -c user.name=w -c user.email=w@x commit -q -m "my own commit"',
+      'git checkout -q --detach HEAD~1 2>&1 || true',
+      'echo done > feature.txt',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('wander', spec, 'bash run-tests.sh')] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    const [row] = readRows(home);
+    const branch = String(row?.branch);
+    assert.equal(git(repo, 'rev-parse', branch), row?.commit, 'the branch holds the commit the run reported');
+    assert.equal(git(repo, 'show', `${branch}:feature.txt`), 'done');
+    assert.equal(git(repo, 'rev-parse', `${branch}^`), git(repo, 'rev-parse', 'main'), 'sealed on base, not on the worker\'s commit');
+    // verdict clean (worktrees and all) cannot lose it: the branch still holds it.
+    const clean = await cli(['clean', '--home', home]);
+    assert.equal(clean.exitCode, 0, clean.all);
+    assert.equal(git(repo, 'show', `${branch}:feature.txt`), 'done');
+  });
+
+  it('a symlinked deliverable and a test piped into tee both FAIL', async () => {
+    const dir = tempDir();
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 2,
+      tasks: [
+        scriptTask('link', 'ln -s /etc/passwd out.txt', 'test -s out.txt && echo "out.txt is there"', { expect_files: ['out.txt'], max_attempts: 1 }),
+        scriptTask('tee', 'echo "exit 1" > tests.sh', 'bash tests.sh | tee test.log', { max_attempts: 1 }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const byKey = Object.fromEntries(readRows(home).map((row) => [row.task_key, row]));
+    assert.equal(byKey.link?.verdict, 'FAIL');
+    assert.match(String(byKey.link?.notes), /out\.txt \(a symlink to \/etc\/passwd, outside the task dir\)/);
+    assert.equal(byKey.tee?.verdict, 'FAIL');
+  });
+});

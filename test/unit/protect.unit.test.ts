@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { protectedChanges, protectedSet, restoreProtected } from '../../extension/core/run/protect';
+import { tempDir } from '../helpers/fixtures';
+
+function tree(files: Record<string, string>): string {
+  const dir = tempDir();
+  for (const [rel, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+    fs.writeFileSync(path.join(dir, rel), text);
+  }
+  return dir;
+}
+
+const FILES = {
+  'run-tests.sh': 'x', 'check.py': 'x', 'out.txt': 'old', 'src/lib.ts': 'x', 'src/lib.test.ts': 'x', 'pkg/a_test.go': 'x',
+  'tests/t1.sh': 'x', 'tests/fixtures/expected.txt': 'x', 'spec/s.rb': 'x', 'golden/expected.txt': 'x', 'web/__tests__/x.js': 'x',
+};
+
+/** Narrows away every conventional test place, leaving what the check itself names. */
+const NOT_CONVENTIONAL = ['!tests/**', '!**/*.test.*', '!**/*_test.*', '!spec/**', '!**/__tests__/**'];
+
+describe('protected check inputs: the default set and the protect setting', () => {
+  const cases: { name: string; check: string; protect?: string[] | null; deliverables?: string[]; want: string[] }[] = [
+    { name: 'the script bash runs, and every conventional test file', check: 'bash run-tests.sh', want: ['pkg/a_test.go', 'run-tests.sh', 'spec/s.rb', 'src/lib.test.ts', 'tests/fixtures/expected.txt', 'tests/t1.sh', 'web/__tests__/x.js'] },
+    { name: 'a script run as a command word and by python; a data file grep reads is not taken', check: './run-tests.sh && python3 -u check.py && grep -x new out.txt', protect: NOT_CONVENTIONAL, want: ['check.py', 'run-tests.sh'] },
+    { name: 'a folder the check names: every file under it', check: 'diff -r golden/ out', protect: NOT_CONVENTIONAL, want: ['golden/expected.txt'] },
+    { name: 'protect widens', check: 'true', protect: ['src/lib.ts'], want: ['pkg/a_test.go', 'spec/s.rb', 'src/lib.test.ts', 'src/lib.ts', 'tests/fixtures/expected.txt', 'tests/t1.sh', 'web/__tests__/x.js'] },
+    { name: 'protect narrows with !', check: 'bash run-tests.sh', protect: ['!tests/fixtures/**', '!**/*_test.*', '!spec/**', '!**/__tests__/**', '!**/*.test.*'], want: ['run-tests.sh', 'tests/t1.sh'] },
+    { name: '"protect": [] turns it off', check: 'bash run-tests.sh', protect: [], want: [] },
+    { name: 'a deliverable is never protected', check: 'bash run-tests.sh', deliverables: ['tests/t1.sh'], want: ['pkg/a_test.go', 'run-tests.sh', 'spec/s.rb', 'src/lib.test.ts', 'tests/fixtures/expected.txt', 'web/__tests__/x.js'] },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const dir = tree(FILES);
+      const set = protectedSet(dir, c.check, c.protect ?? null, null, c.deliverables ?? []);
+      assert.deepEqual([...set.files.keys()].sort(), c.want);
+    });
+  }
+
+  it('names a changed and a deleted file (adding files is fine), and restores both from the snapshot', () => {
+    const dir = tree(FILES);
+    const snap = path.join(tempDir(), 'snap');
+    const set = protectedSet(dir, 'bash run-tests.sh', null, snap);
+    fs.writeFileSync(path.join(dir, 'run-tests.sh'), 'exit 0');
+    fs.rmSync(path.join(dir, 'tests/t1.sh'));
+    fs.writeFileSync(path.join(dir, 'tests/t2.sh'), 'new test');
+    fs.chmodSync(path.join(dir, 'spec/s.rb'), 0o755);
+    assert.deepEqual(protectedChanges(dir, set), ['run-tests.sh (changed)', 'spec/s.rb (changed)', 'tests/t1.sh (deleted)']);
+    assert.deepEqual(restoreProtected(dir, set).sort(), ['run-tests.sh', 'spec/s.rb', 'tests/t1.sh']);
+    assert.deepEqual(protectedChanges(dir, set), []);
+    assert.equal(fs.readFileSync(path.join(dir, 'tests/t2.sh'), 'utf8'), 'new test');
+  });
+});
