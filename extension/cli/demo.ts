@@ -5,10 +5,12 @@ import { resolveHome } from '../core/config/home';
 import type { Io } from './io';
 import { packageRoot } from './package-root';
 import { runCommand, type RunFlags } from './run-command';
+import { probeSandbox } from '../core/process/sandbox';
 
 /**
  * `verdict demo`: makes a small git repository under `<home>/demo/repo` (once; later runs reuse it) and runs
  * examples/demo/demo.swarm.json on it in worktree mode with the script engine — no model, account or key.
+ * Sandboxed where bubblewrap runs; elsewhere it says so in one line and runs its own bundled workers without one.
  * One task's worker lies on purpose, so its FAIL is the expected outcome: exit 0 when the run ends with exactly
  * the verdicts the demo is built to show, 1 otherwise, 2 on bad input.
  */
@@ -18,7 +20,15 @@ export async function demoCommand(flags: RunFlags, io: Io): Promise<number> {
   await ensureDemoRepo(repo);
   const manifest = path.join(packageRoot(), 'examples', 'demo', 'demo.swarm.json');
   io.out(`verdict demo: ${manifest}\n  repository: ${repo}\n`);
-  const { code, summary } = await runCommand(manifest, { ...flags, home }, io, (m) => {
+  // The demo's workers are its own bundled scripts, so where no sandbox can run it still shows what Verdict does —
+  // saying so in one line. Your own runs refuse to start there until bubblewrap works or you pass --no-sandbox.
+  const probe = await probeSandbox();
+  let noSandbox = flags.noSandbox;
+  if (probe.kind === 'none' && !noSandbox) {
+    io.err(`demo: no sandbox here (${probe.reason}); the demo's own scripted workers run without one. Your runs will refuse to start until bubblewrap works or you pass --no-sandbox (see verdict doctor).`);
+    noSandbox = true;
+  }
+  const { code, summary } = await runCommand(manifest, { ...flags, home, noSandbox }, io, (m) => {
     m.repo = repo;
   });
   if (!summary) return code;

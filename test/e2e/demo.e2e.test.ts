@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
+import { probeSandbox } from '../../extension/core/process/sandbox';
 import { git, readRows, tempDir } from '../helpers/fixtures';
 
 describe('verdict demo', function () {
@@ -21,5 +22,22 @@ describe('verdict demo', function () {
     const repo = path.join(home, 'demo', 'repo');
     const runId = String(rows[0]?.run_id);
     assert.match(git(repo, 'show', `verdict/${runId}/fizzbuzz:fizzbuzz.sh`), /FizzBuzz/);
+  });
+
+  it('where no sandbox can run, the demo says so in one line and still shows what Verdict does (its own scripts)', async () => {
+    const dir = tempDir();
+    const r = await cli(['demo', '--home', path.join(dir, 'home')], { env: { VERDICT_BWRAP: path.join(dir, 'no-bwrap') } });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal((r.stderr.match(/^demo: no sandbox here/gm) ?? []).length, 1, r.stderr);
+    assert.match(r.stderr, /no-bwrap is not an executable file/);
+    assert.deepEqual([...new Set(readRows(path.join(dir, 'home')).map((row) => row.sandbox))], ['none']);
+  });
+
+  it('sandboxed where bubblewrap runs: every row says bwrap', async function () {
+    if ((await probeSandbox()).kind === 'none') return this.skip();
+    const home = path.join(tempDir(), 'home');
+    const r = await cli(['demo', '--home', home]);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.deepEqual([...new Set(readRows(home).map((row) => row.sandbox))], ['bwrap']);
   });
 });
