@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { CLI } from '../helpers/cli';
+import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+/** Runs the built CLI with exactly `env` (no inherited PATH), node by its absolute path. */
+const run = (args: string[], env: Record<string, string>) =>
+  execa(process.execPath, [CLI, ...args], { env, extendEnv: false, reject: false, all: true, stdin: 'ignore' });
+
+/** `verdict doctor` and the config plumbing, through the built CLI (npm run build first). */
+describe('verdict doctor and the config file (CLI)', function () {
+  this.timeout(60000);
+  let dir: string;
+  let env: Record<string, string>;
+  beforeEach(() => {
+    dir = tempDir();
+    env = { PATH: process.env.PATH ?? '', HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'xdg'), VERDICT_HOME: path.join(dir, 'home') };
+  });
+
+  it('bubblewrap here: the bwrap line; exit 0', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const r = await run(['doctor'], env);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stdout, /^sandbox: bwrap \S+ \(\S+\): every step runs in its own PID namespace/m);
+    assert.match(r.stdout, /^a run can start here with the defaults$/m);
+  });
+
+  it('VERDICT_BWRAP naming a missing file: the reason, exit 1; --json says the same', async () => {
+    const missing = path.join(dir, 'no-bwrap');
+    const r = await run(['doctor'], { ...env, VERDICT_BWRAP: missing });
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.stdout, /^sandbox: none — .+; runs refuse to start unless --no-sandbox$/m);
+    assert.match(r.stdout, /^a run cannot start here with the defaults:$/m);
+    const j = await run(['doctor', '--json'], { ...env, VERDICT_BWRAP: missing });
+    assert.equal(j.exitCode, 1);
+    const report = JSON.parse(j.stdout);
+    assert.equal(report.ok, false);
+    assert.equal(report.sandbox.kind, 'none');
+    assert.ok(report.sandbox.reason.length > 0);
+    assert.match(report.problems[0], /^sandbox: /);
+  });
+
+  it('a PATH without bwrap: "not installed" with how to install it, exit 1; "sandbox": false in the config makes it 0', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    for (const tool of ['git', 'bash']) {
+      const found = (process.env.PATH ?? '').split(':').map((d) => path.join(d, tool)).find((f) => fs.existsSync(f));
+      if (found) fs.symlinkSync(found, path.join(bin, tool));
+    }
+    const noBwrap = { ...env, PATH: bin };
+    const r = await run(['doctor'], noBwrap);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.stdout, /^sandbox: none — bubblewrap \(bwrap\) is not installed: apt-get install bubblewrap.*; runs refuse to start unless --no-sandbox$/m);
+    assert.match(r.stdout, new RegExp(`^ {2}sandbox: .*set "sandbox": false in ${path.join(dir, 'xdg', 'verdict', 'config.json')}`, 'm'));
+
+    fs.mkdirSync(path.join(dir, 'xdg', 'verdict'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'xdg', 'verdict', 'config.json'), '{ "sandbox": false }');
+    const off = await run(['doctor'], noBwrap);
+    assert.equal(off.exitCode, 0, off.all);
+    assert.match(off.stdout, /^sandbox: off .*every step runs unsandboxed; none here either: bubblewrap \(bwrap\) is not installed/m);
+    assert.match(off.stdout, /^config: \S+config\.json \(the default file\): sandbox off, allow_full_access false$/m);
+  });
+
+  it('the config file in force: --config > VERDICT_CONFIG > the default file', async () => {
+    const write = (name: string, identity: string) => {
+      const f = path.join(dir, name);
+      fs.mkdirSync(path.dirname(f), { recursive: true });
+      fs.writeFileSync(f, JSON.stringify({ identity }));
+      return f;
+    };
+    const dflt = write('xdg/verdict/config.json', 'd');
+    const fromEnv = write('env.json', 'e');
+    const fromFlag = write('flag.json', 'f');
+    const shown = async (args: string[], e: Record<string, string>) => JSON.parse((await run(['doctor', '--json', ...args], e)).stdout).config;
+    assert.deepEqual([(await shown([], env)).file, (await shown([], env)).via], [dflt, 'default']);
+    assert.deepEqual([(await shown([], { ...env, VERDICT_CONFIG: fromEnv })).file, (await shown([], { ...env, VERDICT_CONFIG: fromEnv })).via], [fromEnv, '$VERDICT_CONFIG']);
+    const f = await shown(['--config', fromFlag], { ...env, VERDICT_CONFIG: fromEnv });
+    assert.deepEqual([f.file, f.via], [fromFlag, '--config']);
+  });
+
+  it('verdict run: a bad "sandbox" in the default config file is exit 2 naming file and field; VERDICT_CONFIG naming a missing file too', async () => {
+    const manifest = writeManifest(dir, { tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
+    const cfg = path.join(dir, 'xdg', 'verdict', 'config.json');
+    fs.mkdirSync(path.dirname(cfg), { recursive: true });
+    fs.writeFileSync(cfg, '{ "sandbox": "no" }');
+    const r = await run(['run', manifest, '--no-dashboard'], env);
+    assert.equal(r.exitCode, 2, r.all);
+    assert.match(r.stderr, new RegExp(`verdict: ${cfg}: sandbox: must be true or false, got "no"`));
+    const missing = path.join(dir, 'missing.json');
+    const m = await run(['run', manifest, '--no-dashboard'], { ...env, VERDICT_CONFIG: missing });
+    assert.equal(m.exitCode, 2, m.all);
+    assert.match(m.stderr, new RegExp(`verdict: ${missing}: the config file named by \\$VERDICT_CONFIG does not exist`));
+    assert.equal(fs.existsSync(path.join(dir, 'home', 'runs')), false);
+  });
+
+  it('--no-sandbox is a flag of run, resume and demo (and listed in the help)', async () => {
+    const help = await run(['--help'], env);
+    assert.match(help.stdout, /--no-sandbox {7}run, resume, demo: run every step without bubblewrap/);
+    assert.match(help.stdout, /^ {2}doctor {13}what this machine offers a run/m);
+    const manifest = writeManifest(dir, { tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
+    const r = await run(['run', manifest, '--no-sandbox', '--no-dashboard'], env);
+    assert.equal(r.exitCode, 0, r.all);
+  });
+});
