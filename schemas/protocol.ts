@@ -7,11 +7,10 @@
 // The host validates every PageToHost message with extension/core/dashboard/validate.ts (a malformed or unknown
 // message is rejected and logged, never acted on). Types only: no DOM, no vscode, no Node, so both sides import it.
 
-import type { RunLiveness } from '../extension/core/live/registry';
+import type { AttemptState, RunLiveness, TaskState } from './run-state';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
 export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type TaskStatus, type Verdict } from './status';
-import type { AttemptState, TaskState } from '../extension/core/live/state';
 
 /** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
 export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;

@@ -1,4 +1,4 @@
-import { cleanRuns, type CleanAction } from '../core/git/clean';
+import { cleanRuns, type CleanAction } from '../core/run/clean';
 import { InputError, UsageError, type Io } from './io';
 
 /** Flags of `verdict clean`, as parsed (strings unvalidated). */

@@ -1,13 +1,13 @@
 import { loadUserConfig, postgresUrlOf } from '../core/config/config';
 import { containmentChoice, settingsFromConfig } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
-import { resolveIdentity } from '../core/identity';
+import { resolveIdentity } from '../core/host/identity';
 import { loadManifest } from '../core/manifest/load';
 import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
 import { PreflightError } from '../core/run/preflight';
 import { runManifest, type RunSummary } from '../core/run/runner';
 import { resolveEngines, type EngineSpec } from '../../engines';
-import { reconcileDeadRuns } from '../core/live/reconcile';
+import { reconcileDeadRuns } from '../core/run/reconcile';
 import { eventLine, verdictTable } from './format';
 import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';

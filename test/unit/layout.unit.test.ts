@@ -10,7 +10,41 @@ function sources(dir: string): string[] {
     .map((e) => path.join(e.parentPath, e.name));
 }
 
-const importsOf = (file: string) => [...fs.readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|require\(\s*)['"]([^'"]+)['"]/g)].map((m) => m[1] as string);
+/** What `file` imports: `from '…'` (imports and re-exports), side-effect `import '…'`, `import('…')`, `require('…')`. */
+const importsOf = (file: string) => [...fs.readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+|require\(\s*)['"]([^'"]+)['"]/g)].map((m) => m[1] as string);
+
+/** The project files `file` imports (relative imports resolved from the repository root); packages left out. */
+const projectImportsOf = (file: string) => importsOf(file).filter((i) => i.startsWith('.')).map((i) => path.normalize(path.join(path.dirname(file), i)));
+
+/**
+ * The layer of a file: `core/<folder>` for extension/core/<folder>/**, `schemas`, `engines`, `webview`,
+ * `extension/cli`, `extension/vscode`, `test`; `core` for a file directly in extension/core.
+ */
+function layerOf(file: string): string {
+  const parts = file.split(path.sep);
+  if (parts[0] === 'extension' && parts[1] === 'core') return parts.length > 3 ? `core/${parts[2]}` : 'core';
+  if (parts[0] === 'extension') return `extension/${parts[1]}`;
+  return parts[0] as string;
+}
+
+/** Files under `dirs` that import a project file whose layer is one of `forbidden`, as "file -> import". */
+function strayImports(dirs: string[], forbidden: (layer: string) => boolean): string[] {
+  return dirs.flatMap(sources).flatMap((f) => projectImportsOf(f).filter((i) => forbidden(layerOf(i))).map((i) => `${f} -> ${i}`));
+}
+
+/** Every folder-to-folder import of extension/core, schemas and engines, as a map from layer to the layers it imports. */
+function layerGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const f of ['extension/core', 'schemas', 'engines'].flatMap(sources)) {
+    const from = layerOf(f);
+    for (const to of projectImportsOf(f).map(layerOf)) {
+      if (to === from) continue;
+      if (!graph.has(from)) graph.set(from, new Set());
+      graph.get(from)!.add(to);
+    }
+  }
+  return graph;
+}
 
 /** The layout rule of DESIGN.md: `vscode` only in extension/vscode and test/integration; core and engines stay pure. */
 describe('layout: import rules', () => {
@@ -40,7 +74,41 @@ describe('layout: import rules', () => {
     assert.deepEqual(offenders, []);
   });
 
+  it('keeps git/ and store/ below run/ and live/: neither imports them', () => {
+    assert.deepEqual(strayImports(['extension/core/git', 'extension/core/store'], (l) => l === 'core/run' || l === 'core/live'), []);
+  });
+
+  it('keeps live/ (state files, registry, watch) below run/ and dashboard/', () => {
+    assert.deepEqual(strayImports(['extension/core/live'], (l) => l === 'core/run' || l === 'core/dashboard'), []);
+  });
+
+  it('keeps schemas/ self-contained: it imports nothing from extension/ (or engines/)', () => {
+    assert.deepEqual(strayImports(['schemas'], (l) => l !== 'schemas'), []);
+  });
+
+  it('keeps core/fs and core/host at the bottom: they import nothing of the project but each other', () => {
+    assert.deepEqual(strayImports(['extension/core/fs'], (l) => l !== 'core/fs'), []);
+    assert.deepEqual(strayImports(['extension/core/host'], (l) => l !== 'core/host' && l !== 'core/fs'), []);
+  });
+
+  it('has no arrow running back up: the folder import graph of core, schemas and engines has no cycle', () => {
+    const graph = layerGraph();
+    const cycles: string[] = [];
+    const walk = (node: string, pathSoFar: string[]) => {
+      for (const next of graph.get(node) ?? []) {
+        if (next === pathSoFar[0]) cycles.push([...pathSoFar, next].join(' -> '));
+        else if (!pathSoFar.includes(next) && next > pathSoFar[0]!) walk(next, [...pathSoFar, next]);
+      }
+    };
+    for (const node of [...graph.keys()].sort()) walk(node, [node]);
+    assert.deepEqual(cycles, []);
+  });
+
   it('finds the sources it checks (the rule cannot pass vacuously)', () => {
+    assert.ok(sources('extension/core/git').length > 3 && sources('extension/core/store').length > 3 && sources('schemas').length > 2);
+    assert.ok(sources('extension/core/fs').length > 0 && sources('extension/core/host').length > 0);
+    // The checker sees a real edge (run/ imports live/), so an import it should catch is not resolved away.
+    assert.ok(layerGraph().get('core/run')?.has('core/live'));
     assert.ok(sources('extension/core').length > 10);
     assert.ok(sources('extension/vscode').some((f) => importsOf(f).includes('vscode')));
   });

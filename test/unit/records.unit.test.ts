@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { labOf, tailBytes } from '../../extension/core/store/eval-row';
-import { resolveIdentity } from '../../extension/core/identity';
+import { resolveIdentity } from '../../extension/core/host/identity';
 import { StateFile, type RunState } from '../../extension/core/live/state';
 import { newRunId } from '../../extension/core/run/runner';
 import { tempDir } from '../helpers/fixtures';

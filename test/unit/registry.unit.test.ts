@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { listRuns, STALE_HEARTBEAT_MS } from '../../extension/core/live/registry';
-import { shortHost, type RunState, type TaskState } from '../../extension/core/live/state';
+import { shortHost } from '../../extension/core/host/hostname';
+import type { RunState, TaskState } from '../../extension/core/live/state';
 import { tempDir } from '../helpers/fixtures';
 
 function task(key: string, status: TaskState['status']): TaskState {

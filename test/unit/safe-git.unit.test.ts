@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { builtinEngines } from '../../engines';
 import { lintCommand } from '../../extension/cli/lint-command';
-import { cleanRuns } from '../../extension/core/git/clean';
+import { cleanRuns } from '../../extension/core/run/clean';
 import { mergeTask } from '../../extension/core/git/merge';
 import { GIT_ENV_KEYS, gitFor, NO_DIFF_PROGRAMS, safeGitConfigArgs, UnsafeRepositoryConfigError } from '../../extension/core/git/safe-git';
 import { lintManifestFile } from '../../extension/core/manifest/lint';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { withLock } from '../git/lock';
+import { withLock } from '../fs/lock';
 import { CatalogShapeError, parseCatalog, type OpenRouterModel } from './openrouter';
 import { readSnapshotQuietly, snapshotPath, writeSnapshot, type CatalogChange } from './snapshot';
 

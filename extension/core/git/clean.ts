@@ -1,14 +1,33 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { listRuns, readState, type RunLiveness } from '../live/registry';
+import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
-import { withLock } from './lock';
 import { gitFor } from './safe-git';
+
+/**
+ * One run as clean sees it, supplied by the caller (run/clean.ts reads the run registry): git/ knows nothing of
+ * state files or liveness.
+ */
+export interface CleanCandidate {
+  runId: string;
+  /**
+   * 'live': its worktrees are in use (a running orchestrator, or a state file that cannot be read: not proof the
+   * run is over), never touched; 'resumable': its orchestrator died and `verdict resume` needs its worktrees,
+   * cleaned only when named with `runId`; 'over': finished, cancelled, interrupted, or only a worktrees folder left.
+   */
+  use: 'live' | 'resumable' | 'over';
+  /** The repository's main working tree (state.json `repo`); null: taken from each worktree's `.git` file. */
+  repo: string | null;
+  /** Epoch ms: end, else last heartbeat, else the worktree folder's mtime. */
+  lastActiveAt: number;
+}
 
 /** What `verdict clean` should remove. */
 export interface CleanOptions {
   /** VERDICT_HOME, absolute. */
   home: string;
+  /** Every run with a state file or a worktrees folder (see {@link CleanCandidate}). */
+  runs: CleanCandidate[];
   /** Only this run; it is cleaned even when its orchestrator died (a resume then has nothing to resume from). */
   runId?: string;
   /** Only runs that ended (or last beat) more than this many days ago. */
@@ -39,12 +58,11 @@ export interface CleanReport {
 const DAY_MS = 86_400_000;
 
 /**
- * Removes the worktrees Verdict made under `<home>/worktrees/<run_id>/` for every finished run selected by
- * `opts`: each is removed from its repository with `git worktree remove --force` (falling back to deleting the
- * folder), then `git worktree prune`, under the same per-repository lock runs use to create worktrees. The
- * repository comes from `runs/<run_id>/state.json` (`repo`), else from the worktree's own `.git` file. A live run
- * (liveness 'running') is never touched; a run whose orchestrator died is skipped unless named with `runId`
- * (`verdict resume` needs its worktrees). Task branches `verdict/<run_id>/*` are deleted only with `branches`;
+ * Removes the worktrees Verdict made under `<home>/worktrees/<run_id>/` for every finished run of `opts.runs`
+ * selected by `opts`: each is removed from its repository with `git worktree remove --force` (falling back to
+ * deleting the folder), then `git worktree prune`, under the same per-repository lock runs use to create worktrees.
+ * The repository is the candidate's `repo`, else the worktree's own `.git` file. A live run is never touched; a
+ * resumable one (its orchestrator died) is skipped unless named with `runId` (`verdict resume` needs its worktrees). Task branches `verdict/<run_id>/*` are deleted only with `branches`;
  * every branch is reported with whether its commit is reachable from any ref outside that run (`unmerged` when
  * not). Run records (`runs/<run_id>/`) and the eval log are never touched.
  * @throws Error when `runId` names no run under `home`, or `olderThanDays` is negative or not a number
@@ -52,7 +70,7 @@ const DAY_MS = 86_400_000;
 export async function cleanRuns(opts: CleanOptions): Promise<CleanReport> {
   const now = opts.now ?? Date.now();
   if (opts.olderThanDays !== undefined && !(opts.olderThanDays >= 0)) throw new Error(`--older-than must be a number of days ≥ 0, got ${opts.olderThanDays}`);
-  const candidates = collectRuns(opts.home, now);
+  const candidates = [...opts.runs].sort((a, b) => a.runId.localeCompare(b.runId));
   let selected = candidates;
   if (opts.runId !== undefined) {
     selected = candidates.filter((c) => c.runId === opts.runId);
@@ -62,11 +80,11 @@ export async function cleanRuns(opts: CleanOptions): Promise<CleanReport> {
 
   const actions: CleanAction[] = [];
   for (const run of selected) {
-    if (run.liveness === 'running') {
+    if (run.use === 'live') {
       actions.push({ kind: 'run-skipped', runId: run.runId, reason: 'still running; its worktrees are in use' });
       continue;
     }
-    if (run.liveness === 'orchestrator-died' && opts.runId === undefined) {
+    if (run.use === 'resumable' && opts.runId === undefined) {
       actions.push({ kind: 'run-skipped', runId: run.runId, reason: `its orchestrator died; \`verdict resume ${run.runId}\` needs its worktrees (name it with --run to clean it anyway)` });
       continue;
     }
@@ -75,34 +93,7 @@ export async function cleanRuns(opts: CleanOptions): Promise<CleanReport> {
   return { actions, runs: selected.length };
 }
 
-interface RunCandidate {
-  runId: string;
-  /** 'unknown' when only a worktrees/<run_id> folder is left. */
-  liveness: RunLiveness | 'unknown';
-  repo: string | null;
-  /** Epoch ms: end, else last heartbeat, else the worktree folder's mtime. */
-  lastActiveAt: number;
-}
-
-/** Every run with a state file or a worktrees folder. */
-function collectRuns(home: string, now: number): RunCandidate[] {
-  const byId = new Map<string, RunCandidate>();
-  for (const info of listRuns(home, now).runs) {
-    const s = info.state;
-    byId.set(s.runId, { runId: s.runId, liveness: info.liveness, repo: s.repo, lastActiveAt: s.endedAt ?? s.heartbeatAt ?? s.startedAt });
-  }
-  for (const id of readDir(path.join(home, 'worktrees'))) {
-    if (byId.has(id)) continue;
-    const stateFile = path.join(home, 'runs', id, 'state.json');
-    const read = readState(stateFile);
-    // A state file that cannot be read is not proof the run is over: leave it alone.
-    const liveness = 'reason' in read && read.reason !== 'missing' ? 'running' : 'unknown';
-    byId.set(id, { runId: id, liveness, repo: null, lastActiveAt: fs.statSync(path.join(home, 'worktrees', id)).mtimeMs });
-  }
-  return [...byId.values()].sort((a, b) => a.runId.localeCompare(b.runId));
-}
-
-async function cleanOneRun(run: RunCandidate, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
+async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
   const runDir = path.join(opts.home, 'worktrees', run.runId);
   const repos = new Set<string>();
   if (run.repo) repos.add(run.repo);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { fallbackIdentityArgs } from './identity';
-import { withLock } from './lock';
+import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
 import { gitFor } from './safe-git';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
-import { withLock } from './lock';
+import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
 import { gitFor } from './safe-git';
 

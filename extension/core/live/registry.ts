@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { HEARTBEAT_MS, shortHost, type RunState, type TaskState } from './state';
+import { shortHost } from '../host/hostname';
+import { HEARTBEAT_MS, type RunState, type TaskState } from './state';
+import type { RunLiveness } from '../../../schemas/run-state';
 import { statusInfo, type StatusBucket } from '../../../schemas/status';
 
-/** How a run looks from outside its orchestrator. */
-export type RunLiveness = 'running' | 'finished' | 'cancelled' | 'interrupted' | 'orchestrator-died';
+/** How a run looks from outside its orchestrator (declared in schemas/run-state.ts, for the dashboard too). */
+export type { RunLiveness };
 
 /** One run as listed for views: its state plus liveness and counts. Times epoch ms. */
 export interface RunInfo {

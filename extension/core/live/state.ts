@@ -1,87 +1,8 @@
-import os from 'node:os';
 import writeFileAtomic from 'write-file-atomic';
-import type { StepName, TaskStatus, Verdict } from '../../../schemas/status';
-import type { Containment } from '../process/sandbox';
+import type { RunState } from '../../../schemas/run-state';
 
-/**
- * Where a task is in its life; a final verdict once it is done (the table of what each means: schemas/status.ts).
- * SKIPPED: with --baseline, the check already passed on the untouched tree, so no worker ran.
- */
-export type { TaskStatus };
-
-/** One attempt as shown live. Times epoch ms. */
-export interface AttemptState {
-  attempt: number;
-  phase: 'preparing' | 'running' | 'checking' | 'done';
-  verdict: Verdict | null;
-  startedAt: number;
-  endedAt: number | null;
-  /** Worker process group id while running. */
-  workerPid: number | null;
-  /**
-   * The worker's start time (/proc/<pid>/stat field 22): a reconciler kills the group only if it still matches.
-   * Absent in state files written before it existed.
-   */
-  workerStartTime?: string | null;
-  tokensIn: number | null;
-  tokensOut: number | null;
-  costMicroUsd: number | null;
-  checkExitCode: number | null;
-  /** Folder with prompt.md, worker.log, check.log, receipt.json. */
-  dir: string;
-  notes: string;
-  /** A retry: an attempt after a judged one (absent in older state files). */
-  retry?: boolean;
-  /** The containment of the attempt's steps (absent in older state files). */
-  sandbox?: Containment | null;
-  /** The step the attempt is in or ended in (schemas/status.ts StepName); null before the first. */
-  step?: StepName | null;
-}
-
-/** One task as shown live. */
-export interface TaskState {
-  key: string;
-  engine: string;
-  model: string | null;
-  taskType: string | null;
-  verified: string | null;
-  status: TaskStatus;
-  /** The task directory (plain folder or worktree). */
-  dir: string;
-  branch: string | null;
-  /** Worktree mode, after PASS: the commit holding the work. */
-  commit: string | null;
-  port: number | null;
-  attempts: AttemptState[];
-}
-
-/** runs/<run_id>/state.json. Every change rewrites it whole, atomically. Times epoch ms. */
-export interface RunState {
-  version: 1;
-  runId: string;
-  runName: string;
-  manifestFile: string;
-  identity: string;
-  host: string;
-  /** The orchestrator's pid; with a stale heartbeat and a dead pid, the run is "orchestrator died". */
-  pid: number;
-  /** `interrupted`: its orchestrator died and a later start reconciled it (unfinished attempts INTERRUPTED). */
-  status: 'running' | 'finished' | 'cancelled' | 'interrupted';
-  startedAt: number;
-  heartbeatAt: number;
-  endedAt: number | null;
-  maxParallel: number;
-  worktrees: boolean;
-  repo: string | null;
-  baseRef: string | null;
-  /** Set when this run resumes an earlier one (`verdict resume`): that run's id. */
-  resumedFrom?: string;
-  /** Worktree mode: base_ref resolved to the commit every task branch starts from. */
-  baseSha: string | null;
-  /** One line: what contains the run's steps (bwrap and its version, or off and why); absent in older records. */
-  containment?: string;
-  tasks: TaskState[];
-}
+/** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
+export type { AttemptState, RunState, TaskState, TaskStatus } from '../../../schemas/run-state';
 
 /** Heartbeat period of a live run, ms. A heartbeat older than 3 periods is stale. */
 export const HEARTBEAT_MS = 5000;
@@ -136,9 +57,4 @@ export class StateFile {
     this.timer = null;
     await this.save();
   }
-}
-
-/** The short host name recorded in state files and rows. */
-export function shortHost(): string {
-  return os.hostname().split('.')[0] || 'unknown';
 }

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { attemptDir, evalLogPath } from '../config/home';
-import { shortHost } from '../live/state';
+import { shortHost } from '../host/hostname';
 import { appendEvalRow } from '../store/eval-log';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { withLock } from '../git/lock';
+import { withLock } from '../fs/lock';
 import Ajv, { type ErrorObject } from 'ajv';
 import rowSchema from '../../../schemas/eval-row.schema.json';
 import type { EvalRow } from './eval-row';

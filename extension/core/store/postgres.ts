@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import writeFileAtomic from 'write-file-atomic';
-import { withLock } from '../git/lock';
+import { withLock } from '../fs/lock';
 import { toIndexRow, type IndexRow } from './index-row';
 import { readCompleteLines } from './log-lines';
 import { ATTEMPT_COLUMNS } from './sqlite-index';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Database } from 'sql.js';
 import writeFileAtomic from 'write-file-atomic';
-import { withLock } from '../git/lock';
+import { withLock } from '../fs/lock';
 import { toIndexRow, RowError, type IndexRow } from './index-row';
 import { fileSize, readCompleteLines } from './log-lines';
 import { loadSqlJs } from './sqljs';

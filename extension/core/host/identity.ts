@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { shortHost } from './live/state';
+import { shortHost } from './hostname';
 
 /** Where an identity came from, for messages. */
 export type IdentitySource = 'flag' | 'env' | 'file' | 'config' | 'hostname';

@@ -1,14 +1,14 @@
 import writeFileAtomic from 'write-file-atomic';
 import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
-import { withLock } from '../git/lock';
-import { loadFrozenManifest } from '../run/frozen-manifest';
+import { withLock } from '../fs/lock';
+import { loadFrozenManifest } from './frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
-import { listRuns, readState } from './registry';
-import type { RunState } from './state';
+import { listRuns, readState } from '../live/registry';
+import type { RunState } from '../live/state';
 import { statusInfo } from '../../../schemas/status';
-import { attemptView, evalRow, recordFromView } from '../run/attempt-record';
+import { attemptView, evalRow, recordFromView } from './attempt-record';
 
 /** What reconciling one dead run did. */
 export interface ReconcileReport {

@@ -1,0 +1,94 @@
+// The shape of runs/<run_id>/state.json, the file a run's orchestrator rewrites (extension/core/live/state.ts) and
+// every view reads: the registry, the runs tree, `verdict resume`, reconcile and, through schemas/protocol.ts, the
+// dashboard. Types only: no Node, no DOM, no vscode, and nothing from extension/.
+
+import type { StepName, TaskStatus, Verdict } from './status';
+
+/**
+ * Where a task is in its life; a final verdict once it is done (the table of what each means: schemas/status.ts).
+ * SKIPPED: with --baseline, the check already passed on the untouched tree, so no worker ran.
+ */
+export type { TaskStatus };
+
+/** One attempt as shown live. Times epoch ms. */
+export interface AttemptState {
+  attempt: number;
+  phase: 'preparing' | 'running' | 'checking' | 'done';
+  verdict: Verdict | null;
+  startedAt: number;
+  endedAt: number | null;
+  /** Worker process group id while running. */
+  workerPid: number | null;
+  /**
+   * The worker's start time (/proc/<pid>/stat field 22): a reconciler kills the group only if it still matches.
+   * Absent in state files written before it existed.
+   */
+  workerStartTime?: string | null;
+  tokensIn: number | null;
+  tokensOut: number | null;
+  costMicroUsd: number | null;
+  checkExitCode: number | null;
+  /** Folder with prompt.md, worker.log, check.log, receipt.json. */
+  dir: string;
+  notes: string;
+  /** A retry: an attempt after a judged one (absent in older state files). */
+  retry?: boolean;
+  /**
+   * The containment of the attempt's steps (absent in older state files): `bwrap` or `none`, the values of
+   * extension/core/process/sandbox.ts `Containment` (declared here so schemas/ imports nothing from extension/).
+   */
+  sandbox?: 'bwrap' | 'none' | null;
+  /** The step the attempt is in or ended in (schemas/status.ts StepName); null before the first. */
+  step?: StepName | null;
+}
+
+/** One task as shown live. */
+export interface TaskState {
+  key: string;
+  engine: string;
+  model: string | null;
+  taskType: string | null;
+  verified: string | null;
+  status: TaskStatus;
+  /** The task directory (plain folder or worktree). */
+  dir: string;
+  branch: string | null;
+  /** Worktree mode, after PASS: the commit holding the work. */
+  commit: string | null;
+  port: number | null;
+  attempts: AttemptState[];
+}
+
+/** runs/<run_id>/state.json. Every change rewrites it whole, atomically. Times epoch ms. */
+export interface RunState {
+  version: 1;
+  runId: string;
+  runName: string;
+  manifestFile: string;
+  identity: string;
+  host: string;
+  /** The orchestrator's pid; with a stale heartbeat and a dead pid, the run is "orchestrator died". */
+  pid: number;
+  /** `interrupted`: its orchestrator died and a later start reconciled it (unfinished attempts INTERRUPTED). */
+  status: 'running' | 'finished' | 'cancelled' | 'interrupted';
+  startedAt: number;
+  heartbeatAt: number;
+  endedAt: number | null;
+  maxParallel: number;
+  worktrees: boolean;
+  repo: string | null;
+  baseRef: string | null;
+  /** Set when this run resumes an earlier one (`verdict resume`): that run's id. */
+  resumedFrom?: string;
+  /** Worktree mode: base_ref resolved to the commit every task branch starts from. */
+  baseSha: string | null;
+  /** One line: what contains the run's steps (bwrap and its version, or off and why); absent in older records. */
+  containment?: string;
+  tasks: TaskState[];
+}
+
+/**
+ * How a run looks from outside its orchestrator (extension/core/live/registry.ts decides it): its state file's
+ * status, or `orchestrator-died` when it still says running but its pid is gone or its heartbeat stale.
+ */
+export type RunLiveness = 'running' | 'finished' | 'cancelled' | 'interrupted' | 'orchestrator-died';
