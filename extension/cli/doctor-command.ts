@@ -61,7 +61,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const probe = await probeSandbox(env, true);
   // probeSandbox keeps one answer per process: a probe of another environment must not become this process's answer.
   if (env !== process.env) void probeSandbox(process.env, true);
-  const mode = containmentChoice(config).sandbox;
+  const mode = containmentChoice({ ...config, configFile: where.shown }).sandbox;
   if (probe.kind === 'none' && mode === 'auto') problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
 
   const gitBinary = findBinary('git', env.PATH ?? '');

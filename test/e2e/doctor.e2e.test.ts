@@ -104,4 +104,20 @@ describe('verdict doctor and the config file (CLI)', function () {
     const r = await run(['run', manifest, '--no-sandbox', '--no-dashboard'], env);
     assert.equal(r.exitCode, 0, r.all);
   });
+  it('full_access: refused naming the config file in force (or the default path), until "allow_full_access": true', async () => {
+    const manifest = writeManifest(dir, { tasks: [scriptTask('fa', 'echo hi > a.txt', 'test -s a.txt', { full_access: true }), scriptTask('plain', 'echo hi > b.txt', 'test -s b.txt')] });
+    const dflt = path.join(dir, 'xdg', 'verdict', 'config.json');
+    const refused = await run(['run', manifest, '--no-dashboard'], env);
+    assert.equal(refused.exitCode, 2, refused.all);
+    assert.match(refused.stderr, new RegExp(`task "fa" sets full_access: true \\(run its engine without any sandbox\\); refused: set "allow_full_access": true in ${dflt} or the VS Code setting verdict\\.allowFullAccess`));
+    assert.doesNotMatch(refused.stderr, /task "plain"/);
+    const named = path.join(dir, 'named.json');
+    fs.writeFileSync(named, '{}');
+    const viaFlag = await run(['run', manifest, '--no-dashboard', '--config', named], env);
+    assert.equal(viaFlag.exitCode, 2, viaFlag.all);
+    assert.match(viaFlag.stderr, new RegExp(`refused: set "allow_full_access": true in ${named} or`));
+    fs.writeFileSync(named, '{ "allow_full_access": true }');
+    const allowed = await run(['run', manifest, '--no-dashboard', '--config', named], env);
+    assert.equal(allowed.exitCode, 0, allowed.all);
+  });
 });

@@ -86,11 +86,11 @@ describe('settings: one type, containment precedence', () => {
   it('--no-sandbox > settings > auto; only settings allow full access', () => {
     const on = settingsFromConfig({}, '/c.json');
     const off = settingsFromConfig({ sandbox: false }, '/c.json');
-    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false });
-    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false });
-    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false });
-    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false }, 'no flag turns the sandbox back on');
-    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true });
+    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false, configSource: '/c.json' });
+    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json' });
+    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json' });
+    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json' }, 'no flag turns the sandbox back on');
+    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true, configSource: '/c.json' });
   });
 });
 

@@ -50,10 +50,12 @@ export function overlaySettings(base: VerdictSettings, set: Partial<Omit<Verdict
   return out;
 }
 
-/** What a run is told about containment (RunOptions.sandbox / allowFullAccess). */
+/** What a run is told about containment (RunOptions.sandbox / allowFullAccess / configSource). */
 export interface ContainmentChoice {
   sandbox: SandboxMode;
   allowFullAccess: boolean;
+  /** Where to set `"allow_full_access": true`, named when a full_access task is refused (VerdictSettings.configFile). */
+  configSource: string;
 }
 
 /**
@@ -62,6 +64,6 @@ export interface ContainmentChoice {
  * only ever lowers it. Full access is allowed only by the settings (`verdict.allowFullAccess`, else the config
  * file's `"allow_full_access"`); no flag allows it.
  */
-export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
-  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess };
+export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
+  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess, configSource: settings.configFile };
 }
