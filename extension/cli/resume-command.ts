@@ -5,9 +5,9 @@ import type { Manifest } from '../core/manifest/types';
 import { loadFrozenManifest } from '../core/run/frozen-manifest';
 import { InputError, type Io } from './io';
 import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
+import { statusInfo } from '../../schemas/status';
 
 /** Task statuses that need no second run. */
-const DONE = new Set(['PASS', 'SKIPPED']);
 
 /**
  * `verdict resume RUN_ID`: reconciles dead runs, then starts a new run of the given run's unfinished tasks (every
@@ -35,7 +35,7 @@ export async function resumeCommand(runId: string, flags: RunFlags, io: Io): Pro
   } catch (e) {
     throw new InputError((e as Error).message);
   }
-  const left = read.state.tasks.filter((t) => !DONE.has(t.status)).map((t) => t.key);
+  const left = read.state.tasks.filter((t) => statusInfo(t.status).resumable).map((t) => t.key);
   if (!left.length) {
     io.out(`run ${runId}: every task passed; nothing to resume`);
     return 0;

@@ -24,15 +24,21 @@ export type SandboxProbe =
  */
 export type SandboxMode = 'auto' | 'off';
 
-let cached: Promise<SandboxProbe> | null = null;
+const cached = new Map<string, Promise<SandboxProbe>>();
 
 /**
  * Finds out whether bubblewrap works here by running it once as a step would (new PID namespace, / read-only,
- * /proc and /dev). Cached for the process; `fresh` probes again. Never throws: the failure is the reason.
+ * /proc and /dev). Cached for the process per VERDICT_BWRAP and PATH (what decides which bwrap is found); `fresh`
+ * probes again. Never throws: the failure is the reason.
  */
 export function probeSandbox(env: NodeJS.ProcessEnv = process.env, fresh = false): Promise<SandboxProbe> {
-  if (!cached || fresh) cached = probe(env);
-  return cached;
+  const key = `${env.VERDICT_BWRAP ?? ''}\0${env.PATH ?? ''}`;
+  let p = cached.get(key);
+  if (!p || fresh) {
+    p = probe(env);
+    cached.set(key, p);
+  }
+  return p;
 }
 
 async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
