@@ -7,8 +7,6 @@ import { InputError, type Io } from './io';
 import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
 import { statusInfo } from '../../schemas/status';
 
-/** Task statuses that need no second run. */
-
 /**
  * `verdict resume RUN_ID`: reconciles dead runs, then starts a new run of the given run's unfinished tasks (every
  * task that did not PASS), from its frozen manifest — so it works even when the manifest file changed or is gone.
