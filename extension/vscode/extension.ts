@@ -65,7 +65,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const activationMs = performance.now() - t0;
   return {
     runManifest: (file, options = {}) => launchManifest(file, sessions, log, options),
-    lint: (file) => lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess }),
+    lint: (file) => lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess, trusted: vscode.workspace.isTrusted }),
     runs: () => {
       tree.refresh();
       return tree.runs();
