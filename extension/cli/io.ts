@@ -4,10 +4,27 @@ export interface Io {
   err(line: string): void;
 }
 
+/** Set once the reader of stdout / stderr went away (`verdict demo | head -3`): later lines are dropped. */
+const closed = { out: false, err: false };
+
+/**
+ * Makes a closed pipe harmless: EPIPE on stdout or stderr stops further writes there instead of crashing the process
+ * (which would leave a run `running` and its workers unrecorded); the run goes on and finishes its records.
+ * Call once, at startup.
+ */
+export function guardPipes(): void {
+  for (const [name, stream] of [['out', process.stdout], ['err', process.stderr]] as const) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE') throw e;
+      closed[name] = true;
+    });
+  }
+}
+
 /** The process's own stdout/stderr. */
 export const processIo: Io = {
-  out: (line) => process.stdout.write(line + '\n'),
-  err: (line) => process.stderr.write(line + '\n'),
+  out: (line) => void (closed.out || process.stdout.write(line + '\n')),
+  err: (line) => void (closed.err || process.stderr.write(line + '\n')),
 };
 
 /** A mistake in how the command was called: printed with the usage, exit code 2. */

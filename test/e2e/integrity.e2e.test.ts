@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli } from '../helpers/cli';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
 // Hostile and careless workers against the integrity rules (issue 12): the committed work is exactly what the check
@@ -132,5 +133,17 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.equal(byKey.link?.verdict, 'FAIL');
     assert.match(String(byKey.link?.notes), /out\.txt \(a symlink to \/etc\/passwd, outside the task dir\)/);
     assert.equal(byKey.tee?.verdict, 'FAIL');
+  });
+
+  it('`verdict demo | head -3`: a closed pipe does not crash the run; it finishes with every row', async () => {
+    const home = path.join(tempDir(), 'home');
+    const r = await execa('bash', ['-c', `node ${CLI} demo --home ${home} | head -3`], { reject: false, all: true });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.doesNotMatch(r.all ?? '', /EPIPE|Error:/);
+    for (let i = 0; i < 100 && readRows(home).length < 6; i++) await new Promise((res) => setTimeout(res, 100));
+    assert.equal(readRows(home).length, 6);
+    const [runId] = fs.readdirSync(path.join(home, 'runs'));
+    for (let i = 0; i < 100 && JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status === 'running'; i++) await new Promise((res) => setTimeout(res, 100));
+    assert.equal(JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status, 'finished');
   });
 });
