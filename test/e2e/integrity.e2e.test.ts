@@ -146,4 +146,34 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     for (let i = 0; i < 100 && JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status === 'running'; i++) await new Promise((res) => setTimeout(res, 100));
     assert.equal(JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status, 'finished');
   });
+
+  it('two plain-mode runs on one workdir: the second is refused naming the first; nothing of the first is touched', async () => {
+    const dir = tempDir();
+    const first = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('slow', 'sleep 3; echo mine > out.txt', 'grep -x mine out.txt')] }, 'first.swarm.json');
+    const lazy = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('slow', 'echo All done!', 'grep -x mine out.txt', { max_attempts: 1 })] }, 'second.swarm.json');
+    const home = path.join(dir, 'home');
+    const a = execa('node', [CLI, 'run', first, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+    for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'w', '.verdict-run.json')); i++) await new Promise((res) => setTimeout(res, 50));
+    const holder = JSON.parse(fs.readFileSync(path.join(dir, 'w', '.verdict-run.json'), 'utf8')) as { runId: string; pid: number };
+    const b = await cli(['run', lazy, '--home', home, '--no-dashboard']);
+    assert.equal(b.exitCode, 2, b.all);
+    assert.match(b.all ?? '', new RegExp(`in use by run ${holder.runId} \\(pid ${holder.pid}, identity`));
+    const ra = await a;
+    assert.equal(ra.exitCode, 0, ra.all);
+    assert.deepEqual(readRows(home).map((row) => [row.task_key, row.verdict]), [['slow', 'PASS']], 'the refused run started nothing');
+    assert.equal(fs.existsSync(path.join(dir, 'w', '.verdict-previous')), false, 'nothing of the first run was moved aside');
+    // Once the first run is over the workdir is free again (and its leftovers are moved aside, as before).
+    const later = await cli(['run', lazy, '--home', home, '--no-dashboard']);
+    assert.equal(later.exitCode, 1, later.all);
+  });
+
+  it('a repository with uncommitted changes: one line says which base the worktrees start from and that N changes are not in them', async () => {
+    const dir = tempDir();
+    const repo = repoWithTests(dir);
+    fs.writeFileSync(path.join(repo, 'README.md'), '# changed, not committed\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('feature', 'echo done > feature.txt', 'bash run-tests.sh')] });
+    const r = await run(file, path.join(dir, 'home'));
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.all ?? '', new RegExp(`worktrees start from ${git(repo, 'rev-parse', 'HEAD').slice(0, 10)} \\(base_ref HEAD\\); 1 uncommitted change\\(s\\) in ${repo} are not in them`));
+  });
 });

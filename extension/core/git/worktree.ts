@@ -17,6 +17,8 @@ export interface RepoInfo {
   baseSha: string;
   /** `-c user.name=… -c user.email=…` when the repository has no committer identity, else empty (read once). */
   identityArgs: string[];
+  /** Tracked files with uncommitted changes in the main working tree: not in any worktree (they start at baseSha). */
+  uncommitted: number;
 }
 
 /** The branch a task's work lands on: `verdict/<runId>/<key>`. */
@@ -46,7 +48,8 @@ export async function inspectRepo(repo: string, baseRef: string): Promise<RepoIn
     baseSha = '';
   }
   if (!baseSha) throw new Error(`base_ref "${baseRef}" does not name a commit in ${root} (try \`git -C ${root} log --oneline -1 ${baseRef}\`)`);
-  return { root, commonDir, baseSha, identityArgs: await fallbackIdentityArgs(git) };
+  const uncommitted = (await git.raw(['status', '--porcelain', '--untracked-files=no']).catch(() => '')).split('\n').filter(Boolean).length;
+  return { root, commonDir, baseSha, identityArgs: await fallbackIdentityArgs(git), uncommitted };
 }
 
 /** Options of {@link addWorktree}. */

@@ -11,7 +11,8 @@ import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
 import { removeTaskScratch, stepScratch, taskContainment } from './containment';
 import { runCheck } from './check';
-import { DEFAULT_POLICY, preflight } from './preflight';
+import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
+import { lockWorkdir, WorkdirBusyError } from './workdir-lock';
 import { writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
 import { RunSpend, type RunSpendReport } from './spend';
@@ -157,6 +158,16 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
   });
   const runId = newRunId();
+  // Plain mode: the workdir is this run's alone (refused before anything is created when another run holds it).
+  let releaseWorkdir: (() => Promise<void>) | null = null;
+  if (!manifest.worktrees) {
+    try {
+      releaseWorkdir = await lockWorkdir(manifest.workdir, { runId, pid: process.pid, identity: opts.identity, host: shortHost(), since: Date.now() });
+    } catch (e) {
+      if (e instanceof WorkdirBusyError) throw new PreflightError([e.message]);
+      throw e;
+    }
+  }
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
   writeFrozenManifest(home, runId, manifest);
@@ -211,6 +222,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
   emit({ type: 'run-note', note: pre.containment.summary });
+  if (pre.repo && pre.repo.uncommitted > 0) {
+    emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
+  }
   for (const t of tasks) {
     if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
   }
@@ -277,6 +291,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   state.status = cancelled ? 'cancelled' : 'finished';
   state.endedAt = Date.now();
   await stateFile.close();
+  await releaseWorkdir?.();
   const summaries = tasks.map((t) => t.summary);
   const summary: RunSummary = {
     runId,
