@@ -176,4 +176,32 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.all ?? '', new RegExp(`worktrees start from ${git(repo, 'rev-parse', 'HEAD').slice(0, 10)} \\(base_ref HEAD\\); 1 uncommitted change\\(s\\) in ${repo} are not in them`));
   });
+
+  it('work inside a submodule is never reported PASS with nothing kept: changed, new and committed files there FAIL naming it', async () => {
+    const dir = tempDir();
+    const lib = makeRepo(path.join(dir, 'lib'), { 'lib.txt': 'v1\n' });
+    const repo = makeRepo(path.join(dir, 'repo'));
+    git(repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib, 'vendor/lib');
+    git(repo, 'commit', '-q', '-m', 'add submodule');
+    const check = 'test -s vendor/lib/lib.txt';
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 3,
+      tasks: [
+        scriptTask('edit', 'echo v2 > vendor/lib/lib.txt', check, { max_attempts: 1 }),
+        scriptTask('add', 'echo new > vendor/lib/new.txt', check, { max_attempts: 1 }),
+        scriptTask('commit', 'cd vendor/lib && echo v3 > lib.txt && git -c user.name=w -c user.email=w@x commit -qam v3', check, { max_attempts: 1 }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home'), GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'protocol.file.allow', GIT_CONFIG_VALUE_0: 'always' } });
+    assert.equal(r.exitCode, 1, r.all);
+    const rows = readRows(home);
+    assert.equal(rows.length, 3, r.all);
+    for (const row of rows) {
+      assert.equal(row.verdict, 'FAIL', `${String(row.task_key)}: ${String(row.notes)}`);
+      assert.match(String(row.notes), /inside submodule\(s\) vendor\/lib/);
+    }
+  });
 });

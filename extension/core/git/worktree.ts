@@ -167,6 +167,11 @@ export interface Seal {
   parent: string;
   /** False when the tree equals the parent's: the worker changed nothing (that git tracks). */
   changed: boolean;
+  /**
+   * Submodules whose checkout differs from what the task branch can keep: changed or new files inside them, or a new
+   * commit that exists only in this worktree's copy of the submodule. Their work would be lost, so the attempt FAILs.
+   */
+  submodules: string[];
 }
 
 /**
@@ -189,10 +194,11 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
   const tree = (await git.raw(['write-tree'])).trim();
+  const submodules = await changedSubmodules(git, parent);
   const parentTree = (await git.raw(['rev-parse', `${parent}^{tree}`])).trim();
-  if (tree === parentTree) return { sha: parent, parent, changed: false };
+  if (tree === parentTree) return { sha: parent, parent, changed: false, submodules };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
-  return { sha, parent, changed: true };
+  return { sha, parent, changed: true, submodules };
 }
 
 /**
@@ -207,6 +213,28 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
   if (seal.changed) await git.raw(['update-ref', '-m', 'verdict: sealed and checked', `refs/heads/${branch}`, seal.sha, seal.parent]);
   await git.raw(['symbolic-ref', 'HEAD', `refs/heads/${branch}`]);
   await git.raw(['read-tree', `refs/heads/${branch}`]);
+}
+
+/**
+ * Submodules (paths) with work the task branch cannot hold: `git status --porcelain=v2` marks a submodule entry
+ * `S<c><m><u>` (git-status(1) "Porcelain Format Version 2": c = its commit changed, m = tracked changes, u = untracked
+ * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch.
+ */
+async function changedSubmodules(git: SimpleGit, parent: string): Promise<string[]> {
+  const out = await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '');
+  const paths: string[] = [];
+  for (const line of out.split('\n')) {
+    const fields = line.split(' ');
+    if ((fields[0] !== '1' && fields[0] !== '2') || !fields[2]?.startsWith('S')) continue;
+    const sub = fields[2];
+    if (sub.slice(1).replace(/\./g, '') !== '') paths.push(fields[fields[0] === '1' ? 8 : 9]?.split('\t')[0] ?? '?');
+  }
+  // A gitlink the seal index moved (a commit made inside the submodule) shows as a staged change against the branch.
+  for (const line of (await git.raw(['diff-index', '--cached', parent]).catch(() => '')).split('\n')) {
+    const m = /^:160000 160000 [0-9a-f]+ [0-9a-f]+ M\t(.+)$/.exec(line);
+    if (m?.[1] && !paths.includes(m[1])) paths.push(m[1]);
+  }
+  return paths.sort();
 }
 
 /** Git on a worktree that trusts none of its link files. */

@@ -20,6 +20,9 @@ export const sealStep: Step = {
     } finally {
       fs.rmSync(index, { force: true });
     }
+    if (rec.seal.submodules.length) {
+      return { verdict: 'FAIL', reason: `the worker changed files inside submodule(s) ${rec.seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules` };
+    }
     return null;
   },
 };
