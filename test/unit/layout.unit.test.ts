@@ -32,6 +32,23 @@ function strayImports(dirs: string[], forbidden: (layer: string) => boolean): st
   return dirs.flatMap(sources).flatMap((f) => projectImportsOf(f).filter((i) => forbidden(layerOf(i))).map((i) => `${f} -> ${i}`));
 }
 
+/**
+ * The layers of docs/architecture.md, top row first: a folder imports only folders in rows below its own (never
+ * one in its own row), so a picture of the imports has no arrow running back up.
+ */
+const LAYERS: string[][] = [
+  ['core/dashboard'],
+  ['core/run'],
+  ['core/scoreboard'],
+  ['core/config'],
+  ['core/manifest', 'core/cost'],
+  ['core/git', 'core/store', 'core/catalog', 'core/live'],
+  ['core/process'],
+  ['core/host', 'engines'],
+  ['core/fs'],
+  ['schemas'],
+];
+
 /** Every folder-to-folder import of extension/core, schemas and engines, as a map from layer to the layers it imports. */
 function layerGraph(): Map<string, Set<string>> {
   const graph = new Map<string, Set<string>>();
@@ -46,7 +63,7 @@ function layerGraph(): Map<string, Set<string>> {
   return graph;
 }
 
-/** The layout rule of DESIGN.md: `vscode` only in extension/vscode and test/integration; core and engines stay pure. */
+/** The layout rules of DESIGN.md and docs/architecture.md: `vscode` only in extension/vscode and test/integration; core and engines stay pure; the layers import only downwards. */
 describe('layout: import rules', () => {
   it('imports vscode only in extension/vscode/** (and test/integration/**)', () => {
     const offenders = ['extension', 'engines', 'schemas', 'webview']
@@ -89,6 +106,14 @@ describe('layout: import rules', () => {
   it('keeps core/fs and core/host at the bottom: they import nothing of the project but each other', () => {
     assert.deepEqual(strayImports(['extension/core/fs'], (l) => l !== 'core/fs'), []);
     assert.deepEqual(strayImports(['extension/core/host'], (l) => l !== 'core/host' && l !== 'core/fs'), []);
+  });
+
+  it('follows the layer table of docs/architecture.md: each folder imports only rows below its own', () => {
+    const rank = new Map(LAYERS.flatMap((row, i) => row.map((layer) => [layer, LAYERS.length - i] as const)));
+    const unknown = [...layerGraph().keys()].filter((l) => !rank.has(l));
+    assert.deepEqual(unknown, [], 'a folder with no row in LAYERS (add it there and in docs/architecture.md)');
+    const upward = [...layerGraph()].flatMap(([from, tos]) => [...tos].filter((to) => (rank.get(to) ?? Infinity) >= rank.get(from)!).map((to) => `${from} -> ${to}`));
+    assert.deepEqual(upward, []);
   });
 
   it('has no arrow running back up: the folder import graph of core, schemas and engines has no cycle', () => {
