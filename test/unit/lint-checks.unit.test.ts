@@ -16,6 +16,11 @@ describe('lint: check-cannot-fail', () => {
     ['npm test || echo "tests failed"', '|| echo \\"tests failed\\"'],
     ['pytest -q | tee test.log; :', '; :'],
     ['make check && make lint || :', '|| :'],
+    ['if grep -q x f; then echo good; fi', 'if grep -q x f; then echo good; fi'],
+    ['npm test\nif npm run lint; then echo clean; else echo dirty; fi', 'if npm run lint; then echo clean; else echo dirty; fi'],
+    ['if test -s out.txt; then :; elif grep -q x f; then echo x; fi 2>/dev/null', 'if test -s out.txt; then :; elif grep -q x f; then echo x; fi 2>/dev/null'],
+    ['bash run-tests.sh &', 'bash run-tests.sh &'],
+    ['npm run build && npm test &', 'npm run build && npm test &'],
   ];
   for (const [check, culprit] of cases) {
     it(`trips on ${JSON.stringify(check)} and points at ${culprit}`, async () => {
@@ -39,6 +44,12 @@ describe('lint: check-cannot-fail', () => {
     'grep -q x f || false',
     'if npm test; then echo ok; else exit 1; fi',
     '! grep -rn TODO src',
+    'if grep -q TODO src/a.ts; then echo "remove the TODO"; exit 1; fi',
+    'if grep -q x f; then echo good; else echo "x missing from f"; exit 1; fi',
+    'if [ -f a.txt ]; then npm test; fi',
+    'set -e\nif grep -q x f; then echo good; fi\nnpm test',
+    'npm start & sleep 2; npm test',
+    'npm test 2>&1 | tail -n 20',
   ]) {
     it(`does not trip on ${JSON.stringify(check)}`, async () => {
       assert.deepEqual(await findingsOf('check-cannot-fail', manifest([task('a', { check })])), []);
@@ -51,6 +62,21 @@ describe('lint: check-cannot-fail', () => {
     assert.ok(text.includes('"check":"echo \\"building\\"\\nnpm test || true"'));
     const [f] = await findingsOf('check-cannot-fail', text);
     assertRange(text, f, 4, col(t, '|| true'), '|| true');
+  });
+
+  it('names the if that cannot fail and says how to make it fail', async () => {
+    const [f] = await findingsOf('check-cannot-fail', manifest([task('a', { check: 'if grep -q x f; then echo good; fi' })]));
+    assert.match(f?.message ?? '', /`if grep -q x f; then \.\.\. fi` exits 0 whichever way it goes \(its branch cannot fail, and with no `else` a false condition exits 0 too\)/);
+    assert.match(f?.message ?? '', /`exit 1`/);
+  });
+
+  it('a trailing & says the status is never seen; the quick fix drops it and the rule no longer trips', async () => {
+    const text = manifest([task('a', { check: 'bash run-tests.sh  &' })]);
+    const [f] = await findingsOf('check-cannot-fail', text);
+    assert.match(f?.message ?? '', /`bash run-tests.sh  &` runs in the background: bash does not wait for it/);
+    const after = applyFix(text, f);
+    assert.equal(after, manifest([task('a', { check: 'bash run-tests.sh' })]));
+    assert.deepEqual(await findingsOf('check-cannot-fail', after), []);
   });
 
   it('says why and how in the message', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseTree } from 'jsonc-parser';
 import { parseShell } from '../../extension/core/manifest/rules/shell';
-import { scriptOutcome } from '../../extension/core/manifest/rules/check-outcome';
+import { RINGER_CHECK_FLAGS, scriptOutcome } from '../../extension/core/manifest/rules/check-outcome';
 import { JsonString } from '../../extension/core/manifest/rules/json-string';
 import { LineIndex } from '../../extension/core/manifest/positions';
 
@@ -39,10 +39,47 @@ describe('lint: shell reader', () => {
     assert.equal(fails('npm test; true'), false);
     assert.equal(fails('set -e; npm test; true'), true);
     assert.equal(fails('set -o pipefail; npm test | true'), true);
-    assert.equal(fails('npm test | true'), false);
+    assert.equal(fails('npm test | true'), true, 'Verdict runs checks with pipefail');
+    assert.equal(scriptOutcome(parseShell('npm test | true'), RINGER_CHECK_FLAGS).canFail, false, 'Ringer ran them without');
+    assert.equal(scriptOutcome(parseShell('set +o pipefail; npm test | true')).canFail, false);
     assert.equal(fails('! true'), true);
     assert.equal(fails('a && b || { echo no; exit 1; }'), true);
     assert.equal(fails('(exit 0)'), false);
+  });
+
+  it('reads an if into its clauses: conditions, then-branches, else, and whether fi closed it', () => {
+    const src = 'if grep -q a f; then echo a; elif test -s g; then exit 1; else { echo none; }; fi >log';
+    const [list] = parseShell(src);
+    const command = list?.pipelines[0]?.commands[0];
+    assert.equal(command?.kind, 'compound');
+    assert.equal(src.slice(command?.start, command?.end), src);
+    const parts = command?.ifParts;
+    assert.ok(parts);
+    const text = (lists: { start: number; end: number }[]) => src.slice(lists[0]?.start, lists[lists.length - 1]?.end);
+    assert.deepEqual(parts.clauses.map((c) => [text(c.condition), text(c.body)]), [['grep -q a f', 'echo a'], ['test -s g', 'exit 1']]);
+    assert.equal(text(parts.elseBody ?? []), '{ echo none; }');
+    assert.equal(parts.closed, true);
+    assert.equal(parseShell('if a; then b')[0]?.pipelines[0]?.commands[0]?.ifParts?.closed, false);
+  });
+
+  it('evaluates an if: no else means a false condition exits 0; a failing branch makes it able to fail', () => {
+    const fails = (src: string) => scriptOutcome(parseShell(src)).canFail;
+    assert.equal(fails('if grep -q x f; then echo good; fi'), false);
+    assert.equal(fails('if npm test; then echo pass; else echo fail; fi'), false);
+    assert.equal(fails('if grep -q x f; then echo good; else exit 1; fi'), true);
+    assert.equal(fails('if grep -q TODO f; then echo "remove it"; exit 1; fi'), true);
+    assert.equal(fails('if true; then :; else exit 1; fi'), false, 'the else never runs');
+    assert.equal(fails('if false; then :; elif npm test; then :; fi'), false);
+    assert.equal(fails('if a; then if b; then exit 1; fi; fi'), true, 'nested');
+    assert.equal(fails('if a; then b'), true, 'half-typed: unknown');
+  });
+
+  it('marks a chain ended by & as backgrounded; its status is never seen', () => {
+    const lists = parseShell('server & sleep 1; npm test &');
+    assert.deepEqual(lists.map((l) => l.background?.op ?? null), ['&', null, '&']);
+    assert.equal(scriptOutcome(lists).canFail, false);
+    assert.equal(scriptOutcome(parseShell('npm start & npm test')).canFail, true);
+    assert.deepEqual(parseShell('npm test 2>&1 &>/dev/null').map((l) => l.background), [null]);
   });
 });
 

@@ -1,5 +1,7 @@
 import type { Rule, RuleFinding } from './document';
-import { simpleCommands, type ShellList } from './shell';
+import type { JsonString } from './json-string';
+import type { QuickFix } from '../findings';
+import { simpleCommands, type ShellCommand, type ShellList } from './shell';
 import { commandName, scriptOutcome } from './check-outcome';
 
 const TRIVIAL = new Set(['true', ':', 'exit', 'echo', 'printf']);
@@ -9,8 +11,10 @@ const TRIVIAL = new Set(['true', ':', 'exit', 'echo', 'printf']);
  * proves nothing. Found by evaluating the check's structure (check-outcome.ts), not by matching text: `true`,
  * `:`, `exit 0`, only echo/printf, a chain ending in `|| true` / `|| echo ...` / `|| exit 0`, or a last command
  * after `;` that always succeeds (`; true`, `; exit 0`, `; echo done`), unless `set -e` makes earlier failures
- * count. The range is the part that swallows the failure (e.g. `|| true`), or the whole check when all of it is
- * trivial.
+ * count; an `if` none of whose branches can fail (`if grep -q x f; then echo good; fi`: a false condition with no
+ * `else` exits 0 too); a check ending with `&` (backgrounded: bash does not wait, its status is never seen; quick
+ * fix: drop the `&`). Checks are read as Verdict runs them, with pipefail. The range is the part that swallows the
+ * failure (e.g. `|| true`, the `if ... fi`, `cmd &`), or the whole check when all of it is trivial.
  */
 export const checkCannotFail: Rule = (doc) => {
   const out: RuleFinding[] = [];
@@ -19,6 +23,11 @@ export const checkCannotFail: Rule = (doc) => {
     const lists = task.checkScript;
     if (!check || !lists) continue;
     if (scriptOutcome(lists).canFail) continue;
+    const structural = backgrounded(lists, check) ?? lastIf(lists, check);
+    if (structural) {
+      out.push({ rule: 'check-cannot-fail', severity: 'error', taskKey: task.key, ...structural });
+      continue;
+    }
     const names = [...simpleCommands(lists)].map(commandName);
     const trivial = names.every((n) => n === null || TRIVIAL.has(n));
     const culprit = trivial ? null : swallowingTail(lists);
@@ -35,6 +44,40 @@ export const checkCannotFail: Rule = (doc) => {
   }
   return out;
 };
+
+type Structural = Pick<RuleFinding, 'message' | 'range' | 'fix'>;
+
+/** The check ends with `cmd &`: the range covers `cmd &`; the fix removes the `&` and the blanks before it. */
+function backgrounded(lists: ShellList[], check: JsonString): Structural | null {
+  const last = lists[lists.length - 1];
+  const amp = last?.background;
+  if (!last || !amp) return null;
+  const text = check.value.slice(last.start, amp.end);
+  const fix: QuickFix = { title: 'Remove the trailing `&`', range: check.rangeOf(last.end, amp.end), newText: '' };
+  return {
+    message: `\`${text}\` runs in the background: bash does not wait for it, so the check exits 0 at once whatever it ends with, and the task PASSes. Remove the trailing \`&\`.`,
+    range: check.rangeOf(last.start, amp.end),
+    fix,
+  };
+}
+
+/** The check's status is that of a closing `if ... fi` none of whose branches can fail: the range covers the `if`. */
+function lastIf(lists: ShellList[], check: JsonString): Structural | null {
+  const last = lists[lists.length - 1];
+  const pipeline = last?.ops.length === 0 && last.pipelines.length === 1 ? last.pipelines[0] : undefined;
+  const command: ShellCommand | undefined = pipeline && !pipeline.negated && pipeline.commands.length === 1 ? pipeline.commands[0] : undefined;
+  const parts = command?.ifParts;
+  if (!command || !parts) return null;
+  const condition = parts.clauses[0]?.condition ?? [];
+  const conditionText = condition.length ? check.value.slice(condition[0]?.start, condition[condition.length - 1]?.end) : '...';
+  const why = parts.elseBody
+    ? 'none of its branches can fail'
+    : 'its branch cannot fail, and with no `else` a false condition exits 0 too';
+  return {
+    message: `\`if ${conditionText}; then ... fi\` exits 0 whichever way it goes (${why}), so the task PASSes whatever the worker did. End the branch for the bad case with \`exit 1\` (e.g. \`else echo 'why it failed'; exit 1; fi\`), or make the condition itself the check.`,
+    range: check.rangeOf(command.start, command.end),
+  };
+}
 
 function describe(names: (string | null)[]): string {
   const real = names.filter((n): n is string => n !== null);

@@ -3,7 +3,7 @@
  * succeed or fail, how `&&`/`||` chains combine them, and what `set -e` / `set -o pipefail` change.
  * Shared by check-cannot-fail and check-silent.
  */
-import { commandWords, unquote, type ShellCommand, type ShellList, type ShellPipeline } from './shell';
+import { commandWords, unquote, type ShellCommand, type ShellIf, type ShellList, type ShellPipeline } from './shell';
 
 /** The exit statuses a command (or chain) can end with: zero, non-zero, or both when it depends. */
 export interface Outcome {
@@ -18,6 +18,11 @@ export interface ShellFlags {
   /** `set -o pipefail`: a pipeline fails when any of its commands does. */
   pipefail: boolean;
 }
+
+/** How Verdict runs a check: `bash -o pipefail -c CHECK` (extension/core/run/check.ts). */
+export const VERDICT_CHECK_FLAGS: ShellFlags = { errexit: false, pipefail: true };
+/** How Ringer ran a check: plain `bash -c CHECK`. */
+export const RINGER_CHECK_FLAGS: ShellFlags = { errexit: false, pipefail: false };
 
 const UNKNOWN: Outcome = { canSucceed: true, canFail: true };
 const SUCCEEDS: Outcome = { canSucceed: true, canFail: false };
@@ -47,14 +52,19 @@ export function updateFlags(flags: ShellFlags, list: ShellList): ShellFlags {
   return next;
 }
 
-/** The outcome of a whole script (or a group's inside): the last chain decides, and under `set -e` every chain. */
-export function scriptOutcome(lists: ShellList[], flags: ShellFlags = { errexit: false, pipefail: false }): Outcome {
+/**
+ * The outcome of a whole script (or a group's inside): the last chain decides, and under `set -e` every chain. A
+ * chain ended by `&` runs in the background and its status is never seen: it counts as 0 (bash(1), Lists).
+ * `flags` default to how Verdict runs a check (with pipefail).
+ */
+export function scriptOutcome(lists: ShellList[], flags: ShellFlags = VERDICT_CHECK_FLAGS): Outcome {
   if (!lists.length) return SUCCEEDS; // `bash -c ''` exits 0
   let canFail = false;
   let last: Outcome = SUCCEEDS;
   lists.forEach((list, i) => {
     flags = updateFlags(flags, list);
-    last = listOutcome(list, flags);
+    last = list.background ? SUCCEEDS : listOutcome(list, flags);
+    if (list.background) return;
     // Under errexit a chain's failure ends the script, except failures before its last && / || (bash(1), set -e).
     const tail = list.pipelines[list.pipelines.length - 1];
     if (flags.errexit && i < lists.length - 1 && tail && pipelineOutcome(tail, flags).canFail) canFail = true;
@@ -89,7 +99,7 @@ export function pipelineOutcome(pipeline: ShellPipeline, flags: ShellFlags): Out
 /** `true`, `:`, `exit 0`, echo and printf succeed; `false` and `exit N` fail; a group is its inside; else either. */
 export function commandOutcome(command: ShellCommand, flags: ShellFlags): Outcome {
   if (command.kind === 'group') return scriptOutcome(command.inner, flags);
-  if (command.kind === 'compound') return UNKNOWN;
+  if (command.kind === 'compound') return command.ifParts ? ifOutcome(command.ifParts, flags) : UNKNOWN;
   const words = commandWords(command).map((w) => unquote(w.raw));
   const name = words[0];
   if (name === undefined) return command.words.length ? SUCCEEDS : UNKNOWN; // only assignments
@@ -97,4 +107,31 @@ export function commandOutcome(command: ShellCommand, flags: ShellFlags): Outcom
   if (name === 'false') return FAILS;
   if (name === 'exit' && words[1] !== undefined && /^\d+$/.test(words[1])) return Number(words[1]) === 0 ? SUCCEEDS : FAILS;
   return UNKNOWN;
+}
+
+/**
+ * An `if`'s outcome: the branch that runs decides; with no `else`, a false condition makes it exit 0 (bash(1):
+ * "zero if no condition tested true"). Conditions are read without errexit, which bash ignores there.
+ */
+export function ifOutcome(parts: ShellIf, flags: ShellFlags): Outcome {
+  if (!parts.closed || !parts.clauses.length) return UNKNOWN;
+  let canSucceed = false;
+  let canFail = false;
+  let reached = true; // whether some run gets past every condition so far
+  for (const clause of parts.clauses) {
+    if (!reached) break;
+    const condition = scriptOutcome(clause.condition, { ...flags, errexit: false });
+    if (condition.canSucceed) {
+      const body = scriptOutcome(clause.body, flags);
+      canSucceed ||= body.canSucceed;
+      canFail ||= body.canFail;
+    }
+    reached = condition.canFail;
+  }
+  if (reached) {
+    const otherwise = parts.elseBody ? scriptOutcome(parts.elseBody, flags) : SUCCEEDS;
+    canSucceed ||= otherwise.canSucceed;
+    canFail ||= otherwise.canFail;
+  }
+  return { canSucceed, canFail };
 }

@@ -3,7 +3,7 @@ import type { Rule, RuleFinding } from './document';
 import { jsonEscape, type JsonString } from './json-string';
 import type { QuickFix } from '../findings';
 import { commandWords, unquote, type ShellCommand, type ShellList, type ShellPipeline, type ShellWord } from './shell';
-import { commandName, updateFlags, type ShellFlags } from './check-outcome';
+import { VERDICT_CHECK_FLAGS, commandName, updateFlags, type ShellFlags } from './check-outcome';
 
 /** `test`/`[` operators that ask about a file. */
 const FILE_TESTS = new Set(['-e', '-f', '-s', '-d', '-r', '-w', '-x', '-L', '-h', '-p', '-S', '-b', '-c']);
@@ -36,7 +36,7 @@ export const checkSilent: Rule = (doc) => {
   for (const task of doc.tasks) {
     const check = task.check;
     if (!check || !task.checkScript) continue;
-    for (const { command, braced } of silentFailures(task.checkScript, check.value, { errexit: false, pipefail: false })) {
+    for (const { command, braced } of silentFailures(task.checkScript, check.value, VERDICT_CHECK_FLAGS)) {
       const quiet = quietCommand(command, check.value);
       if (!quiet) continue;
       const finding: RuleFinding = {

@@ -23,14 +23,27 @@ export interface ShellWord {
 
 /**
  * One command of a pipeline. `simple`: words; `group`: `{ ...; }` or `( ... )`, whose inside is `inner`;
- * `compound`: if/for/while/until/case/select, kept opaque (words only).
+ * `compound`: if/for/while/until/case/select, kept opaque (words only), except that an `if` is also read into its
+ * clauses (`ifParts`).
  */
 export interface ShellCommand {
   kind: 'simple' | 'group' | 'compound';
   words: ShellWord[];
   inner: ShellList[];
+  /** For `if ... fi`: its conditions and branches; absent for every other command. */
+  ifParts?: ShellIf;
   start: number;
   end: number;
+}
+
+/** The parts of `if C1; then B1; elif C2; then B2; else B3; fi`. */
+export interface ShellIf {
+  /** One per `if`/`elif`, in order: the condition and the `then` branch. */
+  clauses: { condition: ShellList[]; body: ShellList[] }[];
+  /** The `else` branch; null when there is none (then a false condition makes the `if` exit 0, bash(1)). */
+  elseBody: ShellList[] | null;
+  /** Whether the closing `fi` was found (false: half-typed, nothing can be concluded). */
+  closed: boolean;
 }
 
 /** Commands joined by `|`; `negated` for a leading `!`. */
@@ -50,6 +63,8 @@ export interface ShellList {
   ops: ShellOp[];
   /** The `;`, `&` or newline before this chain; null for the first. */
   separatorBefore: ShellOp | null;
+  /** The `&` right after this chain: bash runs it in the background and does not wait for its status. */
+  background: ShellOp | null;
   start: number;
   end: number;
 }
@@ -177,6 +192,9 @@ function skipParens(src: string, i: number): number {
   return i;
 }
 
+const NO_WORDS: ReadonlySet<string> = new Set();
+/** The reserved words that end a part of an `if`. */
+const IF_WORDS: ReadonlySet<string> = new Set(['then', 'elif', 'else', 'fi']);
 const COMPOUND_OPENERS = new Set(['if', 'for', 'while', 'until', 'case', 'select']);
 const COMPOUND_CLOSERS = new Set(['fi', 'done', 'esac']);
 /** Words after which the next word is in command position inside a compound command. */
@@ -204,19 +222,24 @@ class Parser {
     return t?.kind === 'op' && ops.includes(t.op);
   }
 
-  /** And-or chains up to the end, or to `close` (`)` or `}`) in command position, which is not consumed. */
-  lists(close: ')' | '}' | null): ShellList[] {
+  /**
+   * And-or chains up to the end, or to `close` (`)` or `}`) or one of the reserved words `until` in command position,
+   * which is not consumed.
+   */
+  lists(close: ')' | '}' | null, until: ReadonlySet<string> = NO_WORDS): ShellList[] {
     const out: ShellList[] = [];
     let separator: ShellOp | null = null;
     for (;;) {
       const t = this.peek();
       if (!t) break;
       if (t.kind === 'op' && this.isOp(t, ';', '\n', '&', ';;')) {
+        const previous = out[out.length - 1];
+        if (t.op === '&' && previous && separator === null) previous.background = { op: t.op, start: t.start, end: t.end };
         separator = { op: t.op, start: t.start, end: t.end };
         this.pos++;
         continue;
       }
-      if ((t.kind === 'op' && t.op === ')') || (t.kind === 'word' && t.raw === '}' && close === '}')) break;
+      if ((t.kind === 'op' && t.op === ')') || (t.kind === 'word' && (t.raw === '}' && close === '}' || until.has(t.raw)))) break;
       if (this.isOp(t, '&&', '||', '|', '|&')) {
         this.pos++; // an operator with nothing before it: half-typed, skip
         continue;
@@ -241,7 +264,7 @@ class Parser {
     }
     const first = pipelines[0] as ShellPipeline;
     const last = pipelines[pipelines.length - 1] as ShellPipeline;
-    return { pipelines, ops, separatorBefore, start: first.start, end: last.end };
+    return { pipelines, ops, separatorBefore, background: null, start: first.start, end: last.end };
   }
 
   private startsCommand(): boolean {
@@ -273,6 +296,7 @@ class Parser {
     if (!t) return { kind: 'simple', words: [], inner: [], start: 0, end: 0 };
     if (t.kind === 'op' && t.op === '(') return this.group(')');
     if (t.kind === 'word' && t.raw === '{') return this.group('}');
+    if (t.kind === 'word' && t.raw === 'if') return this.ifCommand();
     if (t.kind === 'word' && COMPOUND_OPENERS.has(t.raw)) return this.compound();
     const words: ShellWord[] = [];
     while (this.peek()?.kind === 'word') {
@@ -323,6 +347,44 @@ class Parser {
     }
     end = this.trailingWords(end);
     return { kind: 'compound', words, inner: [], start, end };
+  }
+
+  /** `if C; then B; [elif C; then B;]... [else B;] fi`, read into its clauses (bash(1), Compound Commands). */
+  private ifCommand(): ShellCommand {
+    const first = this.pos;
+    const start = (this.peek() as Token).start;
+    const clauses: ShellIf['clauses'] = [];
+    let elseBody: ShellList[] | null = null;
+    let closed = false;
+    let keyword = 'if';
+    while (!this.done()) {
+      this.pos++; // `if`, `elif` or `else`
+      if (keyword === 'else') {
+        elseBody = this.lists(null, IF_WORDS);
+      } else {
+        const condition = this.lists(null, IF_WORDS);
+        if (!this.atWord('then')) break;
+        this.pos++;
+        clauses.push({ condition, body: this.lists(null, IF_WORDS) });
+      }
+      const next = this.peek();
+      if (next?.kind !== 'word' || !IF_WORDS.has(next.raw) || next.raw === 'then' || (keyword === 'else' && next.raw !== 'fi')) break;
+      if (next.raw === 'fi') {
+        this.pos++;
+        closed = true;
+        break;
+      }
+      keyword = next.raw;
+    }
+    const words: ShellWord[] = [];
+    for (const t of this.tokens.slice(first, this.pos)) if (t.kind === 'word') words.push({ raw: t.raw, start: t.start, end: t.end });
+    const end = this.trailingWords(this.tokens[this.pos - 1]?.end ?? start);
+    return { kind: 'compound', words, inner: [], ifParts: { clauses, elseBody, closed }, start, end };
+  }
+
+  private atWord(raw: string): boolean {
+    const t = this.peek();
+    return t?.kind === 'word' && t.raw === raw;
   }
 
   /** Redirections after a group or compound command (`} >/dev/null`) belong to it. */
