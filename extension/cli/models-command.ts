@@ -1,4 +1,4 @@
-import { loadConfig, postgresUrlOf } from '../core/config/config';
+import { loadUserConfig, postgresUrlOf } from '../core/config/config';
 import { loadScoreboard } from '../core/scoreboard/load';
 import type { ScoreboardFilters, ScoreboardView } from '../core/scoreboard/view';
 import { formatUsd } from '../core/cost/pricing';
@@ -74,12 +74,13 @@ export async function modelsCommand(flags: ModelsFlags, io: Io): Promise<number>
 }
 
 /**
- * The database of `verdict models --pg`: $VERDICT_PG_URL, else the config file's postgres_url; null when neither.
- * @throws InputError naming the config file and field when it is malformed
+ * The database of `verdict models --pg`: $VERDICT_PG_URL, else the postgres_url of the config file in force
+ * (`configPath` > $VERDICT_CONFIG > the default file, see loadUserConfig); null when neither.
+ * @throws InputError naming the config file and field when it is malformed, or the file $VERDICT_CONFIG names is missing
  */
-export function postgresUrlFor(configPath: string | undefined): string | null {
+export function postgresUrlFor(configPath: string | undefined, env: NodeJS.ProcessEnv = process.env): string | null {
   try {
-    return postgresUrlOf(loadConfig(configPath).config);
+    return postgresUrlOf(loadUserConfig(configPath, env).config, env);
   } catch (e) {
     throw new InputError((e as Error).message);
   }

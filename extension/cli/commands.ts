@@ -1,0 +1,161 @@
+import { resolveHome } from '../core/config/home';
+import { catalogCommand } from './catalog-command';
+import { cleanCommand } from './clean-command';
+import { command, type AnyCommand, type FlagSpec, type FlagValues } from './command-line';
+import { demoCommand } from './demo';
+import { doctorCommand } from './doctor-command';
+import { hudCommand } from './hud/hud-command';
+import { lintCommand } from './lint-command';
+import { modelsCommand, postgresUrlFor } from './models-command';
+import { resumeCommand } from './resume-command';
+import { loadEngines, runCommand, type RunFlags } from './run-command';
+
+/**
+ * Every `verdict` subcommand, one entry each: name, positionals, its own flags, summary, exit codes and handler.
+ * `verdict --help`, `verdict <command> --help`, the README's usage block (checked by test/unit/cli-table.unit.test.ts)
+ * and the flag validation all come from this table. To add a command, add an entry (see command-line.ts's
+ * CommandSpec); the handler adapts the parsed flags to the command module's function.
+ */
+
+const home = { type: 'string', value: 'DIR', help: 'records folder', default: 'VERDICT_HOME or ~/.verdict' } as const satisfies FlagSpec;
+const config = {
+  type: 'string',
+  value: 'FILE',
+  help: 'JSON config: engines, identity, max_parallel, sandbox, allow_full_access, postgres_url',
+  default: 'VERDICT_CONFIG, else <$XDG_CONFIG_HOME or ~/.config>/verdict/config.json if it exists',
+} as const satisfies FlagSpec;
+const json = { type: 'boolean', help: 'print JSON' } as const satisfies FlagSpec;
+
+/** The flags of every command that runs a manifest: run, resume, demo. */
+const runFlags = {
+  'max-parallel': { type: 'string', value: 'N', help: 'attempts at once (overrides the manifest)' },
+  identity: { type: 'string', value: 'NAME', help: 'who is running', default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname' },
+  home,
+  config,
+  baseline: { type: 'boolean', help: 'first run every check on the untouched tree: a task whose check already passes is not run' },
+  'no-sandbox': { type: 'boolean', help: 'run every step without bubblewrap (said once; recorded in every row)' },
+  'no-dashboard': { type: 'boolean', help: 'do not reuse, start or open the dashboard (it is never started without a display)' },
+} as const satisfies Record<string, FlagSpec>;
+
+const runFlagsOf = (f: FlagValues<typeof runFlags>): RunFlags => ({
+  maxParallel: f['max-parallel'],
+  identity: f.identity,
+  home: f.home,
+  config: f.config,
+  baseline: f.baseline,
+  dashboard: !f['no-dashboard'],
+  noSandbox: f['no-sandbox'],
+});
+
+export const COMMANDS: readonly AnyCommand[] = [
+  command({
+    name: 'run',
+    args: [{ name: 'MANIFEST' }],
+    flags: runFlags,
+    summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
+    exit: '0 every task passed, 1 some task did not, 2 bad input (manifest, config or flags: nothing is created)',
+    run: async ({ args: [manifest], flags }, io) => (await runCommand(manifest as string, runFlagsOf(flags), io)).code,
+  }),
+  command({
+    name: 'resume',
+    args: [{ name: 'RUN_ID' }],
+    flags: runFlags,
+    summary: 'run again the tasks of a run that did not pass (after a crash: its INTERRUPTED tasks)',
+    exit: '0 every resumed task passed (or nothing was left to do), 1 some did not, 2 bad input',
+    run: ({ args: [runId], flags }, io) => resumeCommand(runId as string, runFlagsOf(flags), io),
+  }),
+  command({
+    name: 'lint',
+    args: [{ name: 'MANIFEST', repeat: true }],
+    flags: { json, config },
+    summary: 'check manifests for mistakes that waste a swarm (exit 1 on any error)',
+    exit: '0 no finding is an error, 1 some is, 2 bad input',
+    run: ({ args, flags }, io) => {
+      const { engines, settings } = loadEngines(flags.config);
+      return lintCommand(args, flags.json, engines, settings.allowFullAccess, io);
+    },
+  }),
+  command({
+    name: 'demo',
+    args: [],
+    flags: runFlags,
+    summary: 'run the bundled demo (script engine: no model, account or key)',
+    exit: '0 the demo ended with the verdicts it is built to show, 1 it did not, 2 bad input',
+    run: ({ flags }, io) => demoCommand(runFlagsOf(flags), io),
+  }),
+  command({
+    name: 'models',
+    args: [],
+    flags: {
+      explore: { type: 'boolean', help: 'add untested catalog models (text→text, ≥ 32k context, free first, ≤ 10)' },
+      'task-type': { type: 'string', value: 'T', help: 'only task type T' },
+      model: { type: 'string', value: 'M', help: 'only models whose id contains M' },
+      engine: { type: 'string', value: 'E', help: 'only attempts run by engine E' },
+      since: { type: 'string', value: 'DATE', help: 'only attempts that ended at or after DATE (YYYY-MM-DD or ISO 8601)' },
+      log: { type: 'string', value: 'FILE', help: "read this eval log instead of <home>/runs.jsonl (Ringer's runs.jsonl too)" },
+      pg: { type: 'boolean', help: "aggregate every machine's rows in Postgres (VERDICT_PG_URL or the config's postgres_url)" },
+      json,
+      home,
+      config,
+    },
+    summary: 'the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)',
+    exit: '0 the scoreboard was shown, 2 bad flags or input (--pg without a database)',
+    run: ({ flags }, io) => {
+      const filters = { taskType: flags['task-type'], model: flags.model, engine: flags.engine, since: flags.since };
+      const pg = flags.pg ? postgresUrlFor(flags.config) : undefined;
+      return modelsCommand({ home: resolveHome(flags.home), explore: flags.explore, filters, log: flags.log, json: flags.json, pg }, io);
+    },
+  }),
+  command({
+    name: 'catalog',
+    args: [],
+    flags: {
+      refresh: { type: 'boolean', help: 'fetch the catalog now and record what changed' },
+      source: { type: 'string', value: 'URL|PATH', help: 'where --refresh fetches', default: 'the last source, else openrouter.ai' },
+      file: { type: 'string', value: 'PATH', help: 'show this OpenRouter-format file instead of the snapshot' },
+      free: { type: 'boolean', help: 'only free models' },
+      changes: { type: 'boolean', help: 'the change log (added, removed, price_change, went_free, went_paid)' },
+      json,
+      home,
+    },
+    summary: 'the model catalog (OpenRouter format): snapshot, refresh, change log',
+    exit: '0 shown, 1 no snapshot yet, 2 bad input (a source of the wrong shape: the previous snapshot is kept)',
+    run: ({ flags }, io) =>
+      catalogCommand({ home: resolveHome(flags.home), refresh: flags.refresh, source: flags.source, file: flags.file, free: flags.free, changes: flags.changes, json: flags.json }, io),
+  }),
+  command({
+    name: 'clean',
+    args: [],
+    flags: {
+      run: { type: 'string', value: 'ID', help: 'only this run (also one whose orchestrator died)' },
+      'older-than': { type: 'string', value: 'DAYS', help: 'only runs that ended more than DAYS days ago' },
+      branches: { type: 'boolean', help: 'also delete the task branches verdict/<run_id>/* (says which held unmerged work)' },
+      'dry-run': { type: 'boolean', help: 'print what would be removed, change nothing' },
+      home,
+    },
+    summary: 'remove the worktrees of finished runs (task branches only with --branches)',
+    exit: '0 cleaned, 1 something could not be removed, 2 bad input (--run naming no run)',
+    run: ({ flags }, io) => cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io),
+  }),
+  command({
+    name: 'hud',
+    args: [],
+    flags: {
+      port: { type: 'string', value: 'N', help: 'port on 127.0.0.1 (0: any free port)', default: '8700, or a free port when it is taken' },
+      'no-open': { type: 'boolean', help: 'print the URL, do not open a browser' },
+      'idle-exit-s': { type: 'string', value: 'S', help: 'exit after S seconds with no page open and no run running (`verdict run` starts one with 600)' },
+      home,
+    },
+    summary: 'serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)',
+    exit: '0 a clean stop (Ctrl-C), 2 bad flags or a taken --port',
+    run: ({ flags }, io) => hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'] }, io),
+  }),
+  command({
+    name: 'doctor',
+    args: [],
+    flags: { json, home, config },
+    summary: 'what this machine offers a run: sandbox (or why not), git, node, engines, home, config file',
+    exit: '0 a run can start here with the defaults, 1 it cannot (the problems are listed)',
+    run: ({ flags }, io) => doctorCommand({ home: flags.home, config: flags.config, json: flags.json }, io),
+  }),
+];
