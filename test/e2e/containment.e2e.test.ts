@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { probeSandbox } from '../../extension/core/process/sandbox';
+import { requireSandbox } from '../helpers/sandbox-env';
 import { execa } from 'execa';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
@@ -52,13 +52,9 @@ const MODES: { name: string; flags: string[] }[] = [
 describe('containment: nothing a worker starts outlives its step, nothing it writes lands outside its dirs', function () {
   this.timeout(120000);
 
+  // A laptop without user namespaces skips, saying why; CI must have the sandbox, so there it fails.
   before(async function () {
-    const probe = await probeSandbox(process.env, true);
-    if (probe.kind === 'none') {
-      // A laptop without user namespaces skips, saying why; CI must have the sandbox, so there it fails.
-      if (process.env.CI || process.env.VERDICT_REQUIRE_SANDBOX) throw new Error(`the sandbox is required here (CI / VERDICT_REQUIRE_SANDBOX) but cannot run: ${probe.reason}`);
-      this.skip();
-    }
+    await requireSandbox(this);
   });
 
   for (const mode of MODES) {

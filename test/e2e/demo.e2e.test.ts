@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
-import { probeSandbox } from '../../extension/core/process/sandbox';
+import { requireSandbox } from '../helpers/sandbox-env';
 import { git, readRows, tempDir } from '../helpers/fixtures';
 
 describe('verdict demo', function () {
@@ -34,7 +34,7 @@ describe('verdict demo', function () {
   });
 
   it('sandboxed where bubblewrap runs: every row says bwrap', async function () {
-    if ((await probeSandbox()).kind === 'none') return this.skip();
+    await requireSandbox(this);
     const home = path.join(tempDir(), 'home');
     const r = await cli(['demo', '--home', home]);
     assert.equal(r.exitCode, 0, r.all);

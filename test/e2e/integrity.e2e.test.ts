@@ -4,6 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile and careless workers against the integrity rules (issue 12): the committed work is exactly what the check
 // passed, and a worker cannot pass by rewriting what the check runs.
@@ -25,7 +26,8 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
   this.timeout(120000);
 
   for (const mode of [{ name: 'sandboxed', flags: [] as string[] }, { name: 'unsandboxed', flags: ['--no-sandbox'] }]) {
-    it(`${mode.name}: a worker that rewrites the test runner and a test to pass FAILs, naming them; the retry starts from the real tests`, async () => {
+    it(`${mode.name}: a worker that rewrites the test runner and a test to pass FAILs, naming them; the retry starts from the real tests`, async function () {
+      if (!mode.flags.length) await requireSandbox(this);
       const dir = tempDir();
       const repo = repoWithTests(dir);
       // Attempt 1 cheats; attempt 2 does the work (it finds the tests as they were).

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { applyFix, assertRange, col, findingsOf, manifest, task } from './lint-helpers';
 
 /** The check rules: check-cannot-fail, check-silent, hard-coded-port (ranges inside the check string). */
@@ -206,5 +207,113 @@ describe('lint: hard-coded-port', () => {
     const text = manifest([task('a', { check: "curl -sf 'http://localhost:3000/health'" })]);
     const after = applyFix(text, (await findingsOf('hard-coded-port', text))[0]);
     assert.equal(after, manifest([task('a', { check: `curl -sf 'http://localhost:'"$PORT"'/health'` })]));
+  });
+});
+
+describe('lint: check-pipefail', () => {
+  const ranged = (text: string, f: { range: { offset: number; length: number } | null } | undefined) => text.slice(f?.range?.offset, (f?.range?.offset ?? 0) + (f?.range?.length ?? 0));
+
+  const differs: [check: string, pipeline: string][] = [
+    ['bash run-tests.sh | tee log', 'bash run-tests.sh | tee log'],
+    ['npm test 2>&1 | tail -n 20', 'npm test 2>&1 | tail -n 20'],
+    ['npm run build && npm test | grep -v noise', 'npm test | grep -v noise'],
+    ['set -e\npytest | tee test.log\necho done', 'pytest | tee test.log'],
+    ['npm run lint; { npm test | tee log; }', 'npm test | tee log'],
+    ['if [ -f package.json ]; then npm test | tee log; else exit 1; fi', 'npm test | tee log'],
+    ['npm test | tee log | tail -3', 'npm test | tee log | tail -3'],
+    ['grep -c TODO src/a.ts | wc -l', 'grep -c TODO src/a.ts | wc -l'],
+    ['npm test | tee log || { echo "tests failed"; exit 1; }', 'npm test | tee log'],
+  ];
+  for (const [check, pipeline] of differs) {
+    it(`notes that ${JSON.stringify(check)} behaves differently from Ringer, at ${JSON.stringify(pipeline)}`, async () => {
+      const t = task('a', { check });
+      const text = manifest([t]);
+      const found = await findingsOf('check-pipefail', text);
+      assert.equal(found.length, 1);
+      assert.equal(found[0]?.severity, 'info');
+      assert.equal(found[0]?.taskKey, 'a');
+      const raw = JSON.stringify(pipeline).slice(1, -1);
+      assertRange(text, found[0], 4, col(t, raw, '"check":'), raw);
+    });
+  }
+
+  it('names the pipeline, the command that now decides, and the way back', async () => {
+    const [f] = await findingsOf('check-pipefail', manifest([task('a', { check: 'bash run-tests.sh | tee log' })]));
+    assert.equal(f?.message, 'Verdict runs checks with pipefail: `bash run-tests.sh | tee log` now fails when `bash run-tests.sh` fails; under Ringer (plain `bash -c`) only `tee log` decided, so it passed. Usually what you want; to keep the old behaviour start the check with `set +o pipefail;`.');
+  });
+
+  for (const check of [
+    'npm test',
+    'set -o pipefail; npm test | tee log',
+    'set -euo pipefail\nnpm test | tee log',
+    'set +o pipefail; npm test | head -5',
+    'echo "$PATH" | grep -q node',
+    'printf "%s\\n" a b | head -1',
+    'npm test | tee log; npm run lint',
+    'test "$(npm test | tail -n 1)" = ok',
+    'npm test | tee log &\nnpm run lint',
+    'if npm test | tee log; then echo ok; fi\nnpm run lint',
+  ]) {
+    it(`says nothing about ${JSON.stringify(check)}`, async () => {
+      assert.deepEqual(await findingsOf('check-pipefail', manifest([task('a', { check })])), []);
+    });
+  }
+
+  const sigpipe: [check: string, reader: string, fixed: string | null][] = [
+    ['npm test | head -5', 'head -5', 'sed -n 1,5p'],
+    ['npm test 2>&1 | head -n 3', 'head -n 3', 'sed -n 1,3p'],
+    ['npm test | head', 'head', 'sed -n 1,10p'],
+    ['npm test | head --lines=7 | tee log', 'head --lines=7', 'sed -n 1,7p'],
+    ['npm test | head -c 100', 'head -c 100', null],
+    ['npm test 2>&1 | grep -q passing', 'grep -q passing', null],
+    ['npm test | grep -m1 "0 failing"', 'grep -m1 \\"0 failing\\"', null],
+    ['yes | sed 5q', 'sed 5q', null],
+    ["cat build.log | awk '/ERROR/ { exit 1 }'", "awk '/ERROR/ { exit 1 }'", null],
+    ['set -o pipefail; npm test | head -5', 'head -5', 'sed -n 1,5p'],
+  ];
+  for (const [check, reader, fixed] of sigpipe) {
+    it(`warns that ${JSON.stringify(check)} can fail at random (SIGPIPE), at ${reader}`, async () => {
+      const t = task('a', { check });
+      const text = manifest([t]);
+      const found = await findingsOf('check-pipefail', text);
+      assert.equal(found.length, 1);
+      assert.equal(found[0]?.severity, 'warning');
+      assertRange(text, found[0], 4, col(t, reader, '"check":'), reader);
+      assert.match(found[0]?.message ?? '', /killed by SIGPIPE \(status 141\).* fails at random/);
+      if (fixed === null) {
+        assert.equal(found[0]?.fix, undefined);
+        return;
+      }
+      assert.match(found[0]?.message ?? '', new RegExp(`Use \`${fixed}\` instead`));
+      const after = applyFix(text, found[0]);
+      assert.equal(after, manifest([task('a', { check: check.replace(reader, fixed) })]));
+      assert.ok(!(await findingsOf('check-pipefail', after)).some((f) => f.severity === 'warning'));
+      assert.equal(ranged(after, (await findingsOf('check-cannot-fail', after))[0]), '');
+    });
+  }
+
+  it('a manifest naming the Verdict schema was written for Verdict: no Ringer note, the SIGPIPE warning stays', async () => {
+    const run = { $schema: '../../schemas/manifest.schema.json', run_name: 't' };
+    assert.deepEqual(await findingsOf('check-pipefail', manifest([task('a', { check: 'bash run-tests.sh | tee log' })], run)), []);
+    const found = await findingsOf('check-pipefail', manifest([task('a', { check: 'npm test | head -5' })], run));
+    assert.deepEqual(found.map((f) => f.severity), ['warning']);
+  });
+
+  it('head -n -5 reads all its input: no SIGPIPE warning, only the Ringer note', async () => {
+    const found = await findingsOf('check-pipefail', manifest([task('a', { check: 'npm test | head -n -5' })]));
+    assert.deepEqual(found.map((f) => f.severity), ['info']);
+  });
+
+  it('the sed replacement really reads everything: the producer is not killed and the check passes', () => {
+    const run = (check: string) => {
+      try {
+        execFileSync('bash', ['-o', 'pipefail', '-c', check], { stdio: 'pipe' });
+        return 0;
+      } catch (e) {
+        return (e as { status: number }).status;
+      }
+    };
+    assert.equal(run('seq 1 200000 | head -5'), 141);
+    assert.equal(run('seq 1 200000 | sed -n 1,5p'), 0);
   });
 });

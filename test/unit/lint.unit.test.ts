@@ -130,6 +130,7 @@ describe('lint: Ringer-format manifests written by a team', () => {
       'check-silent parse-json-lines',
       'missing-verified summary-report',
       'check-cannot-fail summary-report',
+      'check-pipefail cli-entrypoint',
       'check-silent cli-entrypoint',
       'model-not-routable cli-entrypoint',
     ]);
@@ -142,6 +143,7 @@ describe('lint: Ringer-format manifests written by a team', () => {
       'serial-fan-out',
       'underspecified-spec login-route',
       'hard-coded-port login-route',
+      'check-pipefail login-route',
       'hard-coded-port login-route',
       'missing-expect-files logout-route',
       'missing-task-type logout-route',

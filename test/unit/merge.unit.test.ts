@@ -9,13 +9,14 @@ import { parseManifest } from '../../extension/core/manifest/load';
 import { mergeRequestsForRun } from '../../extension/core/run/merge-plan';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, scriptTask, tempDir } from '../helpers/fixtures';
+import { requireSandbox, testSandboxMode } from '../helpers/sandbox-env';
 
 /** Runs a worktree-mode manifest on `repo` with the script engine; returns the final state. */
 async function run(repo: string, home: string, tasks: Record<string, unknown>[]): Promise<RunState> {
   const file = path.join(repo, 'm.swarm.json');
   const { manifest } = parseManifest(JSON.stringify({ worktrees: true, max_parallel: 4, tasks }), file);
   assert.ok(manifest);
-  const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines() });
+  const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines(), sandbox: testSandboxMode() });
   const read = readState(summary.stateFile);
   assert.ok('state' in read);
   return read.state;
@@ -71,6 +72,7 @@ describe('merge queue', function () {
   });
 
   it('the re-check is sandboxed like the attempt: what the worker wrote cannot write outside at merge time', async function () {
+    await requireSandbox(this);
     const marker = path.join(dir, 'escaped.txt');
     // The worker ships a test script that misbehaves only when it finds itself outside the attempt (at merge time).
     const spec = `printf '#!/bin/bash\n[ "$VERDICT_ATTEMPT" = merge ] && echo pwned > ${marker}\nexit 0\n' > run-tests.sh`;

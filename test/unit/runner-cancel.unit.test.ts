@@ -5,6 +5,7 @@ import { resolveEngines } from '../../engines';
 import { loadManifest } from '../../extension/core/manifest/load';
 import { RunControl, runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { testSandboxMode } from '../helpers/sandbox-env';
 
 describe('runner: stopping and vanishing inputs', function () {
   this.timeout(60000);
@@ -15,7 +16,7 @@ describe('runner: stopping and vanishing inputs', function () {
     const tasks = Array.from({ length: 8 }, (_, i) => scriptTask(`t${i}`, 'echo x > x.txt', 'test -s x.txt || exit 1'));
     const { manifest } = loadManifest(writeManifest(repo, { worktrees: true, max_parallel: 8, tasks }));
     const abort = new AbortController();
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), signal: abort.signal, onEvent: (e) => {
+    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), signal: abort.signal, onEvent: (e) => {
       if (e.type === 'attempt-started' && e.key === 't0') abort.abort();
     } });
     assert.equal(summary.cancelled, true);
@@ -35,7 +36,7 @@ describe('runner: stopping and vanishing inputs', function () {
     const control = new RunControl();
     const tasks = [scriptTask('slow', 'sleep 30', 'true', { max_attempts: 2 }), scriptTask('quick', 'sleep 0.5; echo ok > ok.txt', 'test -s ok.txt || exit 1')];
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', tasks }));
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), control, killGraceMs: 200, onEvent: (e) => {
+    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), control, killGraceMs: 200, onEvent: (e) => {
       if (e.type === 'attempt-started' && e.key === 'slow') setTimeout(() => control.stopTask('slow'), 200);
     } });
     assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict, t.attempts]), [['slow', 'CANCELLED', 1], ['quick', 'PASS', 1]]);
@@ -46,7 +47,7 @@ describe('runner: stopping and vanishing inputs', function () {
     const dir = tempDir();
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'sleep 0.5; echo a > a.txt', 'test -s a.txt || exit 1')] });
     const { manifest } = loadManifest(file);
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), onEvent: (e) => {
+    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), onEvent: (e) => {
       if (e.type === 'attempt-started') fs.rmSync(file);
     } });
     assert.equal(fs.existsSync(file), false);

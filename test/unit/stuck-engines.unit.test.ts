@@ -5,6 +5,7 @@ import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { alive, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import fs from 'node:fs';
+import { testSandboxMode } from '../helpers/sandbox-env';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -33,7 +34,7 @@ describe('stuck engines', function () {
   it('a worker silent for longer than the watchdog is stopped as STALLED and retried like a timeout', async () => {
     const dir = tempDir();
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', tasks: [scriptTask('silent', 'echo starting; sleep 300', 'true', { watchdog_s: 0.5 })] }));
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), killGraceMs: 200 });
+    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), killGraceMs: 200 });
     assert.equal(summary.tasks[0]?.verdict, 'STALLED');
     const rows = readRows(path.join(dir, 'home'));
     assert.deepEqual(rows.map((r) => r.verdict), ['STALLED', 'STALLED']);
@@ -43,7 +44,7 @@ describe('stuck engines', function () {
   it('a worker that keeps printing is not stalled by the watchdog', async () => {
     const dir = tempDir();
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', tasks: [scriptTask('chatty', 'for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.2; done; echo ok > ok.txt', 'test -s ok.txt || exit 1', { watchdog_s: 0.6 })] }));
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines() });
+    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode() });
     assert.equal(summary.tasks[0]?.verdict, 'PASS');
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { supervise } from '../../extension/core/process/supervisor';
-import { probeSandbox } from '../../extension/core/process/sandbox';
+import { requireSandbox } from '../helpers/sandbox-env';
 import { RingBuffer } from '../../extension/core/process/ring-buffer';
 import { alive, tempDir } from '../helpers/fixtures';
 
@@ -108,13 +108,13 @@ describe('supervisor: escaped descendants', function () {
   });
 
   it('sandboxed: a missing command is a spawn error, as it is unsandboxed', async function () {
-    const probe = await sandboxOrSkip(this);
+    const probe = await requireSandbox(this);
     const { receipt } = await supervise({ file: 'verdict-no-such-binary', args: [], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 1000, sandbox: { binary: probe.binary, writable: [dir], network: true } });
     assert.match(receipt.spawnError ?? '', /spawn verdict-no-such-binary ENOENT/);
   });
 
   it('sandboxed: the task dir is writable, everything else read-only, and nothing outlives the step', async function () {
-    const probe = await sandboxOrSkip(this);
+    const probe = await requireSandbox(this);
     const task = path.join(dir, 'task');
     fs.mkdirSync(task);
     const { receipt, tail } = await supervise({
@@ -133,16 +133,6 @@ describe('supervisor: escaped descendants', function () {
     assert.ok(Number(/pid:(\d+)/.exec(tail)?.[1]) <= 2, tail);
   });
 });
-
-/** The working bubblewrap, or the test skips saying why; where the sandbox is required (CI) it fails instead. */
-async function sandboxOrSkip(ctx: Mocha.Context): Promise<{ binary: string }> {
-  const probe = await probeSandbox();
-  if (probe.kind === 'bwrap') return probe;
-  const why = probe.reason;
-  if (process.env.CI || process.env.VERDICT_REQUIRE_SANDBOX) throw new Error(`the sandbox is required here but cannot run: ${why}`);
-  ctx.skip();
-  throw new Error(`skipped: ${why}`);
-}
 
 describe('ring buffer', () => {
   it('keeps only the last capacity bytes', () => {

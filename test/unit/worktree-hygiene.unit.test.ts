@@ -6,6 +6,7 @@ import { addWorktree, inspectRepo, taskBranch } from '../../extension/core/git/w
 import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { testSandboxMode } from '../helpers/sandbox-env';
 
 /** Branch names under verdict/ in `repo`. */
 function verdictBranches(repo: string): string[] {
@@ -32,7 +33,7 @@ describe('worktree hygiene', function () {
     const tasks = Array.from({ length: 16 }, (_, i) => scriptTask(`t${i}`, `echo ${i} > out.txt`, 'test -s out.txt || { echo out.txt missing; exit 1; }'));
     const { manifest } = loadManifest(writeManifest(repo, { worktrees: true, max_parallel: 16, tasks }));
     const home = path.join(dir, 'home');
-    const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines() });
+    const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines(), sandbox: testSandboxMode() });
     assert.deepEqual(summary.tasks.filter((t) => t.verdict !== 'PASS').map((t) => [t.key, t.reason]), []);
     assert.equal(readRows(home).length, 16);
     assert.equal(verdictBranches(repo).length, 16);
