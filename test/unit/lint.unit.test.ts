@@ -134,6 +134,8 @@ describe('lint: Ringer-format manifests written by a team', () => {
       'check-silent cli-entrypoint',
       'model-not-routable cli-entrypoint',
     ]);
+    const sigpipe = found.find((f) => f.rule === 'check-pipefail');
+    assert.equal(sigpipe?.severity, 'warning', '`… | grep -q` can kill the producer with SIGPIPE under pipefail');
   });
 
   it('auth-feature.json: accepted; finds serial fan-out, a pointer spec, hard-coded ports, silent tests, a lost deliverable', async () => {

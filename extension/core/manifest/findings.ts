@@ -9,6 +9,7 @@ export type RuleId =
   | 'unknown-field'
   | 'check-cannot-fail'
   | 'check-silent'
+  | 'check-pipefail'
   | 'worker-commits'
   | 'deliverable-lost'
   | 'serial-fan-out'

@@ -17,6 +17,7 @@ import { lintDocument, type LintContext, type LintDocument, type Rule } from './
 import { placeOf } from './rules/task-paths';
 import { checkCannotFail } from './rules/check-cannot-fail';
 import { checkSilent } from './rules/check-silent';
+import { checkPipefail } from './rules/check-pipefail';
 import { hardCodedPort } from './rules/hard-coded-port';
 import { workerCommits } from './rules/worker-commits';
 import { underspecifiedSpec } from './rules/underspecified-spec';
@@ -44,6 +45,7 @@ export interface LintOptions extends LintContext {
 const RULES: Rule[] = [
   checkCannotFail,
   checkSilent,
+  checkPipefail,
   hardCodedPort,
   workerCommits,
   underspecifiedSpec,

@@ -72,15 +72,19 @@ export function scriptOutcome(lists: ShellList[], flags: ShellFlags = VERDICT_CH
   return { canSucceed: last.canSucceed, canFail: canFail || last.canFail };
 }
 
-/** Left-to-right fold of `a && b || c`: && runs the next pipeline on success, || on failure. */
-export function listOutcome(list: ShellList, flags: ShellFlags): Outcome {
-  let out = list.pipelines[0] ? pipelineOutcome(list.pipelines[0], flags) : SUCCEEDS;
+/**
+ * Left-to-right fold of `a && b || c`: && runs the next pipeline on success, || on failure. `failing`: the index of
+ * a pipeline to take as failing whatever it is (to ask whether that pipeline's failure can fail the chain).
+ */
+export function listOutcome(list: ShellList, flags: ShellFlags, failing = -1): Outcome {
+  const outcomeOf = (i: number, p: ShellPipeline) => (i === failing ? FAILS : pipelineOutcome(p, flags));
+  let out = list.pipelines[0] ? outcomeOf(0, list.pipelines[0]) : SUCCEEDS;
   list.ops.forEach((op, i) => {
     const next = list.pipelines[i + 1];
     if (!next) return;
     const runs = op.op === '&&' ? out.canSucceed : out.canFail;
     if (!runs) return;
-    const then = pipelineOutcome(next, flags);
+    const then = outcomeOf(i + 1, next);
     out = op.op === '&&'
       ? { canSucceed: then.canSucceed, canFail: out.canFail || then.canFail }
       : { canSucceed: out.canSucceed || then.canSucceed, canFail: then.canFail };
