@@ -85,7 +85,7 @@ const flagText = (name: string, f: FlagSpec) => (f.type === 'string' ? `--${name
 
 /** `verdict run MANIFEST [--max-parallel N] …`: the command, its positionals and every flag, on one line. */
 export function usageLine(c: AnyCommand): string {
-  return ['verdict', c.name, ...c.args.map(argText), ...Object.entries(c.flags as Record<string, FlagSpec>).map(([n, f]) => `[${flagText(n, f)}]`)].join(' ');
+  return ['verdict', c.name, ...c.args.map(argText), ...Object.entries(c.flags).map(([n, f]) => `[${flagText(n, f)}]`)].join(' ');
 }
 
 /** The usage lines of every command, then help and version: the README's block "The `verdict` command". */
@@ -111,7 +111,7 @@ export function mainHelp(table: readonly AnyCommand[]): string {
 
 /** `verdict <command> --help`: its usage line, summary, flags (with defaults) and exit codes. */
 export function commandHelp(c: AnyCommand): string {
-  const flags = Object.entries(c.flags as Record<string, FlagSpec>).map(([n, f]) => {
+  const flags = Object.entries(c.flags).map(([n, f]) => {
     const line = row(flagText(n, f), f.default ? `${f.help} (default: ${f.default})` : f.help);
     return f.default && line.length > WIDTH ? `${row(flagText(n, f), f.help)}\n${row('', `(default: ${f.default})`)}` : line;
   });
@@ -145,7 +145,7 @@ export function parseCommandLine(table: readonly AnyCommand[], argv: readonly st
   const c = table.find((t) => t.name === first);
   if (!c) throw new UsageError(`unknown command "${first}"`);
 
-  const specs = c.flags as Record<string, FlagSpec>;
+  const specs = c.flags;
   const options: ParseOptions = { help: { type: 'boolean', short: 'h' } };
   for (const [name, f] of Object.entries(specs)) options[name] = { type: f.type };
   let parsed;
@@ -170,7 +170,7 @@ function unknownOption(table: readonly AnyCommand[], c: AnyCommand, argv: readon
   const { tokens } = parseArgs({ args: [...argv], options, allowPositionals: true, strict: false, tokens: true });
   const token = tokens.find((t) => t.kind === 'option' && !Object.hasOwn(options, t.name));
   const raw = token?.kind === 'option' ? token.rawName : '?';
-  const takes = Object.entries(c.flags as Record<string, FlagSpec>).map(([n]) => `--${n}`);
+  const takes = Object.entries(c.flags).map(([n]) => `--${n}`);
   const others = token?.kind === 'option' ? ownerOf(table, token.name) : [];
   const elsewhere = others.length ? `; ${raw} is an option of ${others.join(', ')}` : '';
   return new CommandUsageError(c, `unknown option ${raw} (${c.name} takes: ${takes.length ? takes.join(', ') : 'no options'}${elsewhere})`);
