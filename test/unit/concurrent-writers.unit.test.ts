@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
+import { rowHash } from '../../extension/core/store/chain';
+import { verifyEvalLog } from '../../extension/core/store/verify-log';
 import { tempDir } from '../helpers/fixtures';
 
 const WRITERS = path.resolve('test/fixtures/writers');
@@ -14,9 +16,10 @@ function writer(script: string, args: string[]) {
 describe('concurrent writers to one VERDICT_HOME', function () {
   this.timeout(240000);
 
-  it('8 processes × 1,000 rows through appendEvalRow: 8,000 whole lines, each (writer, seq) once', async () => {
+  it('8 processes × 1,000 rows through appendEvalRow: 8,000 whole lines, each (writer, seq) once, chains intact', async () => {
     const log = path.join(tempDir(), 'home', 'runs.jsonl');
-    const results = await Promise.all(Array.from({ length: 8 }, (_, w) => writer('append-rows.ts', [log, String(w), '1000'])));
+    // Writers 0-3 on host "h", 4-7 on host "h2": two chains interleaved in one log, each with 4 processes appending.
+    const results = await Promise.all(Array.from({ length: 8 }, (_, w) => writer('append-rows.ts', [log, String(w), '1000', w < 4 ? 'h' : 'h2'])));
     for (const r of results) assert.equal(r.exitCode, 0, r.all);
     const text = fs.readFileSync(log, 'utf8');
     assert.ok(text.endsWith('\n'), 'the log ends with a whole line');
@@ -36,6 +39,13 @@ describe('concurrent writers to one VERDICT_HOME', function () {
       seen.add(id);
     }
     for (let w = 0; w < 8; w++) for (let s = 0; s < 1000; s++) assert.ok(seen.has(`writer-${w}/${s}`), `writer-${w}/${s} lost`);
+    // The hash chains: every row links to the one before it of its host, and the heads match the log.
+    const v = await verifyEvalLog(log);
+    assert.equal(v.intact, true, JSON.stringify(v.findings.slice(0, 3)));
+    assert.deepEqual(v.notes, []);
+    assert.deepEqual(Object.fromEntries(Object.entries(v.chains).map(([h, c]) => [h, c.rows])), { h: 4000, h2: 4000 });
+    const last = JSON.parse(lines[lines.length - 1] as string) as { host: string };
+    assert.equal(v.chains[last.host]?.hash, rowHash(last));
   });
 
   it('StateFile saves from 4 processes × 3 instances on one state.json: no shared temp name, never a torn file', async () => {

@@ -4,7 +4,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { appendEvalRow } from '../../extension/core/store/eval-log';
 import type { EvalRow } from '../../extension/core/store/eval-row';
-import { PostgresMirror, syncToPostgres } from '../../extension/core/store/postgres';
+import { PostgresMirror, readPostgresChainHeads, syncToPostgres } from '../../extension/core/store/postgres';
+import { chainHeadPath, readChainHeads } from '../../extension/core/store/chain';
+import { verifyEvalLog } from '../../extension/core/store/verify-log';
 import { loadScoreboard } from '../../extension/core/scoreboard/load';
 import { tempDir } from '../helpers/fixtures';
 import { postgresBinDir, TestPostgres } from '../helpers/postgres';
@@ -71,5 +73,36 @@ describe('postgres mirror (unit, a real PostgreSQL on 127.0.0.1)', function () {
     const byModel = Object.fromEntries(view.rows.map((r) => [r.model, [r.tasks, r.passed, r.first_try]]));
     // m1 from the first machine: t1–t3 PASS; t4 FAIL then PASS; t5, t6 FAIL. m2 from this one.
     assert.deepEqual(byModel, { m1: [6, 4, 3], m2: [2, 2, 2] });
+  });
+
+  it('keeps each chain head in verdict_chain_heads, moved only by rows inserted; verify-log --pg sees a cut the home cannot', async () => {
+    const home = tempDir();
+    const log = path.join(home, 'runs.jsonl');
+    for (let i = 1; i <= 4; i++) await appendEvalRow(log, { ...evalRow('run-c', `c${i}`, 1, 'PASS', 'm3'), host: i % 2 ? 'hc' : 'hd' });
+    await syncToPostgres(home, server.url);
+    const local = readChainHeads(log);
+    assert.ok(local);
+    assert.deepEqual(await readPostgresChainHeads(server.url, local.log_id), local.chains);
+    // Sent again from byte 0 (cursor lost): the heads do not move twice.
+    fs.rmSync(path.join(home, 'postgres-outbox.json'));
+    await syncToPostgres(home, server.url);
+    assert.deepEqual(await readPostgresChainHeads(server.url, local.log_id), local.chains);
+    assert.equal((await verifyEvalLog(log, { pgUrl: server.url })).intact, true);
+    // Rows lag in the outbox: not a finding.
+    await appendEvalRow(log, { ...evalRow('run-c', 'c5', 1, 'PASS', 'm3'), host: 'hc' });
+    const lag = await verifyEvalLog(log, { pgUrl: server.url });
+    assert.equal(lag.intact, true, JSON.stringify(lag.findings));
+    assert.match(lag.notes.join('\n'), /Postgres verdict_chain_heads has 2 of host hc's 3 rows/);
+    // The last two rows cut, and the local head rewritten to match: Postgres still knows.
+    await syncToPostgres(home, server.url);
+    const text = fs.readFileSync(log, 'utf8').split('\n');
+    fs.writeFileSync(log, text.slice(0, 3).join('\n') + '\n');
+    const heads = JSON.parse(fs.readFileSync(chainHeadPath(log), 'utf8')) as { chains: Record<string, unknown>; log_bytes: number };
+    heads.chains = {};
+    heads.log_bytes = 0;
+    fs.writeFileSync(chainHeadPath(log), JSON.stringify({ ...heads, version: 1 }));
+    const v = await verifyEvalLog(log, { pgUrl: server.url });
+    assert.equal(v.intact, false);
+    assert.ok(v.findings.some((f) => f.kind === 'cut' && /Postgres verdict_chain_heads records 3 rows for host hc, the log has 2/.test(f.message)), JSON.stringify(v.findings));
   });
 });

@@ -162,6 +162,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     worker_log: files.worker,
     check_log: files.check,
     receipt_path: files.receipt,
+    prev_hash: null, // set by appendEvalRow under the log's lock
   };
 }
 

@@ -3,7 +3,11 @@ import path from 'node:path';
 import { withLock } from '../fs/lock';
 import Ajv, { type ErrorObject } from 'ajv';
 import rowSchema from '../../../schemas/eval-row.schema.json';
+import { appendChained } from './chain';
 import type { EvalRow } from './eval-row';
+
+/** A row as a caller hands it to appendEvalRow: prev_hash is set there, under the lock (a value given is replaced). */
+export type EvalRowInput = Omit<EvalRow, 'prev_hash'> & { prev_hash?: string | null };
 
 const validateRow = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/ } }).compile<EvalRow>(rowSchema);
 
@@ -21,15 +25,18 @@ export function evalRowProblems(row: unknown): string[] {
  * never interleave or tear lines. Creates the file and its folder if needed. When the write fails part-way (a full
  * disk), the file is truncated back to its length before this row, so no torn line stays behind.
  * The row is validated against schemas/eval-row.schema.json first: a row that does not match is never written.
+ * Under the same lock its `prev_hash` is set to the hash of the last row of its host's chain (extension/core/store/
+ * chain.ts), and the chain heads beside the log (`<home>/runs.chain.json`) are updated after the row is written.
+ * @returns the row as written, prev_hash included
  * @throws Error naming the log, the row (run_id/task_key attempt n) and the cause, e.g. "no space left on device" or
  *   the fields that do not match the schema; the row is then not in the log — callers report it, never retry blindly
  */
-export async function appendEvalRow(logFile: string, row: EvalRow): Promise<void> {
+export async function appendEvalRow(logFile: string, input: EvalRowInput): Promise<EvalRow> {
+  const row: EvalRow = { ...input, prev_hash: null };
   const problems = evalRowProblems(row);
   if (problems.length) throw new Error(`the eval row of ${row.run_id}/${row.task_key} attempt ${row.attempt} does not match schemas/eval-row.schema.json (${problems.join('; ')}); it was not written to ${logFile}`);
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
-  const line = Buffer.from(JSON.stringify(row) + '\n');
-  await withLock(logFile, async () => {
+  return withLock(logFile, async () => appendChained(logFile, row, (line) => {
     const fd = fs.openSync(logFile, 'a');
     let before: number | null = null;
     try {
@@ -51,5 +58,5 @@ export async function appendEvalRow(logFile: string, row: EvalRow): Promise<void
     } finally {
       fs.closeSync(fd);
     }
-  });
+  }));
 }

@@ -61,6 +61,12 @@ export interface EvalRow {
   worker_log: string;
   check_log: string;
   receipt_path: string;
+  /**
+   * SHA-256 (hex) of the canonical form (extension/core/store/chain.ts canonicalJson) of the previous row of this
+   * host's chain in the log, null for the first row of a chain. appendEvalRow sets it under the log's lock, whatever
+   * the caller put here; rows from before the chain (Ringer's) have no such field.
+   */
+  prev_hash: string | null;
 }
 
 /** Bytes of check output kept in an eval row. */

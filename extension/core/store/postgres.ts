@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import writeFileAtomic from 'write-file-atomic';
 import { withLock } from '../fs/lock';
+import { chainKey, isChained, readChainHeads, rowHash, type ChainHead } from './chain';
 import { toIndexRow, type IndexRow } from './index-row';
 import { readCompleteLines } from './log-lines';
 import { ATTEMPT_COLUMNS } from './sqlite-index';
@@ -19,6 +20,16 @@ export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT,
   verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
   identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now())`;
+
+/**
+ * Table verdict_chain_heads: the head of every host's hash chain of one log (extension/core/store/chain.ts), kept
+ * apart from the machine that writes the log. `log_id` is the random id in the log's head file
+ * (`<home>/runs.chain.json`). A head moves only as rows are inserted into swarm_runs, one row at a time, so it never
+ * takes a head from the machine's own files: rows later cut from the log, or edited, no longer match it.
+ */
+export const CHAIN_HEADS_DDL = `CREATE TABLE IF NOT EXISTS verdict_chain_heads (
+  log_id TEXT NOT NULL, host TEXT NOT NULL, hash TEXT NOT NULL, rows BIGINT NOT NULL,
+  updated_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (log_id, host))`;
 
 /** Rows per INSERT statement. */
 const BATCH_ROWS = 500;
@@ -91,24 +102,27 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
   fs.mkdirSync(home, { recursive: true });
   return withLock(cursorPath(home), async () => {
     const cursor = readCursor(home, target);
-    const pending: { key: string; row: IndexRow; text: string; end: number; line: number }[] = [];
+    const pending: { key: string; row: IndexRow; text: string; end: number; line: number; chained: Record<string, unknown> | null }[] = [];
     let corrupt = 0;
     let line = cursor.lines;
     const end = readCompleteLines(logFile, cursor.offset, ({ text, offset }) => {
       line++;
       if (!text.trim()) return;
       try {
-        const row = toIndexRow(JSON.parse(text), line);
-        pending.push({ key: rowKey(row, text), row, text, end: offset + Buffer.byteLength(text) + 1, line });
+        const parsed: unknown = JSON.parse(text);
+        const row = toIndexRow(parsed, line);
+        pending.push({ key: rowKey(row, text), row, text, end: offset + Buffer.byteLength(text) + 1, line, chained: isChained(parsed) ? parsed : null });
       } catch {
         corrupt++;
       }
     });
     const result: SyncResult = { inserted: 0, sent: 0, corrupt };
     if (end === cursor.offset) return result;
+    const logId = readChainHeads(logFile)?.log_id ?? null;
     const client = await connectPostgres(url);
     try {
       await client.query(SWARM_RUNS_DDL);
+      if (logId) await client.query(CHAIN_HEADS_DDL);
       const cols = ['row_key', ...ATTEMPT_COLUMNS, 'row'];
       for (let i = 0; i < pending.length; i += BATCH_ROWS) {
         const batch = pending.slice(i, i + BATCH_ROWS);
@@ -119,7 +133,8 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
           return `(${cols.map((_, j) => `$${base + j + 1}`).join(', ')})`;
         });
         await client.query('BEGIN');
-        const res = await client.query(`INSERT INTO swarm_runs (${cols.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (row_key) DO NOTHING`, values);
+        const res = await client.query(`INSERT INTO swarm_runs (${cols.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (row_key) DO NOTHING RETURNING row_key`, values);
+        if (logId) await advanceChainHeads(client, logId, batch, new Set(res.rows.map((r: { row_key: string }) => r.row_key)));
         await client.query('COMMIT');
         result.inserted += res.rowCount ?? 0;
         result.sent += batch.length;
@@ -133,6 +148,41 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
     }
     return result;
   });
+}
+
+/**
+ * Moves the Postgres chain heads of `logId` over the chained rows of `batch` that were inserted now (in log order),
+ * in the caller's transaction. Rows already in swarm_runs (a batch sent again) do not move a head twice.
+ */
+async function advanceChainHeads(client: pg.Client, logId: string, batch: { key: string; chained: Record<string, unknown> | null }[], inserted: Set<string>): Promise<void> {
+  const rows = batch.filter((p) => p.chained && inserted.has(p.key)).map((p) => p.chained as Record<string, unknown>);
+  if (!rows.length) return;
+  const hosts = [...new Set(rows.map(chainKey))];
+  const res = await client.query('SELECT host, hash, rows FROM verdict_chain_heads WHERE log_id = $1 AND host = ANY($2) FOR UPDATE', [logId, hosts]);
+  const heads = new Map<string, ChainHead>(res.rows.map((r: { host: string; hash: string; rows: string }) => [r.host, { hash: r.hash, rows: Number(r.rows) }]));
+  for (const row of rows) {
+    const host = chainKey(row);
+    heads.set(host, { hash: rowHash(row), rows: (heads.get(host)?.rows ?? 0) + 1 });
+  }
+  for (const host of hosts) {
+    const h = heads.get(host) as ChainHead;
+    await client.query(
+      'INSERT INTO verdict_chain_heads (log_id, host, hash, rows) VALUES ($1, $2, $3, $4) ON CONFLICT (log_id, host) DO UPDATE SET hash = EXCLUDED.hash, rows = EXCLUDED.rows, updated_at = now()',
+      [logId, host, h.hash, h.rows],
+    );
+  }
+}
+
+/** The Postgres chain heads of the log whose head file has `logId`, by host (empty when the table is missing). */
+export async function readPostgresChainHeads(url: string, logId: string): Promise<Record<string, ChainHead>> {
+  const client = await connectPostgres(url);
+  try {
+    await client.query(CHAIN_HEADS_DDL);
+    const res = await client.query('SELECT host, hash, rows FROM verdict_chain_heads WHERE log_id = $1', [logId]);
+    return Object.fromEntries(res.rows.map((r: { host: string; hash: string; rows: string }) => [r.host, { hash: r.hash, rows: Number(r.rows) }]));
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /** Rows of swarm_runs as attempts-table rows (ATTEMPT_COLUMNS order), for aggregating every machine's evidence. */
