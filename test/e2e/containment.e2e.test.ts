@@ -275,4 +275,77 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.match(ran.all ?? '', /sandbox: off/);
     assert.deepEqual(readRows(home).map((row) => row.sandbox), ['none']);
   });
+
+  it('a worker that times out after pointing .git at its own git dir with a filter: verdict clean runs nothing of it', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f(): return 0\n' });
+    const pwned = path.join(dir, 'PWNED');
+    const spec = [
+      'unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES',
+      'D=$PWD; mkdir -p .evil && git init -q --bare .evil/g',
+      `printf '#!/bin/sh\\necho pwned >> ${pwned}\\ncat\\n' > .evil/pwn.sh; chmod +x .evil/pwn.sh`,
+      'git --git-dir=.evil/g config core.bare false; git --git-dir=.evil/g config core.worktree "$D"',
+      'git --git-dir=.evil/g config filter.x.clean "$D/.evil/pwn.sh"',
+      "echo '* filter=x' > .gitattributes",
+      'git --git-dir=.evil/g --work-tree="$D" add app.py; echo changed >> app.py',
+      'echo "gitdir: $D/.evil/g" > .git',
+      'sleep 100',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'true', { timeout_s: 2, max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 1, r.all);
+    assert.deepEqual(readRows(home).map((row) => row.verdict), ['TIMEOUT']);
+    for (const flags of [['--dry-run'], []]) {
+      const c = await cli(['clean', '--home', home, ...flags], { env: { HOME: path.join(dir, 'user-home') } });
+      assert.equal(c.exitCode, 0, c.all);
+    }
+    assert.equal(fs.existsSync(pwned), false, 'the worker-planted filter ran outside the sandbox');
+  });
+
+  it('a worker-planted config.worktree (repository with extensions.worktreeConfig): the seal runs none of its filters', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f(): return 0\n' });
+    git(repo, 'config', 'core.repositoryformatversion', '1');
+    git(repo, 'config', 'extensions.worktreeConfig', 'true');
+    const pwned = path.join(dir, 'PWNED');
+    const spec = [
+      'A=$(sed "s/gitdir: //" .git)',
+      `printf '#!/bin/sh\\necho pwned >> ${pwned}\\ncat\\n' > .pwn.sh; chmod +x .pwn.sh`,
+      `printf '[filter "x"]\\n\\tclean = %s/.pwn.sh\\n' "$PWD" > "$A/config.worktree"`,
+      "echo '* filter=x' > .gitattributes",
+      'echo changed >> app.py',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'grep -q changed app.py', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(fs.existsSync(pwned), false, 'the worker-planted filter ran in the orchestrator');
+    assert.match(git(repo, 'show', `${String(readRows(home)[0]?.branch)}:app.py`), /changed/);
+  });
+
+  it('work the branch would not hold FAILs: an ignored deliverable, a nested repository; a check sees the branch as HEAD', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'test.sh': 'exit 1\n' });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 3,
+      tasks: [
+        scriptTask('ign', "mkdir -p sub; printf 'sol.py\\n' > sub/.gitignore; echo 'print(42)' > sub/sol.py", 'test -f sub/sol.py', { expect_files: ['sub/sol.py'], max_attempts: 1 }),
+        scriptTask('nested', 'unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES; mkdir lib && cd lib && git init -q && echo SOLVED > impl.txt && git add . && git -c user.email=a@b -c user.name=x commit -qm x', 'grep SOLVED lib/impl.txt', { max_attempts: 1 }),
+        scriptTask('head', "echo 'exit 0' > test.sh; git add -A; git -c user.email=a@b -c user.name=w commit -qm w", 'git diff --exit-code HEAD -- test.sh && bash test.sh', { max_attempts: 1, protect: [] }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 1, r.all);
+    const byKey = Object.fromEntries(readRows(home).map((row) => [row.task_key, row]));
+    assert.equal(byKey.ign?.verdict, 'FAIL');
+    assert.match(String(byKey.ign?.notes), /sub\/sol\.py are not in the sealed commit/);
+    assert.equal(byKey.nested?.verdict, 'FAIL');
+    assert.match(String(byKey.nested?.notes), /made lib a git repository of its own/);
+    assert.equal(byKey.head?.verdict, 'FAIL', 'the check compared test.sh with the worker\'s own commit');
+    assert.match(String(byKey.head?.check_output), /exit 0/);
+  });
 });

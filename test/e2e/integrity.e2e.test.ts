@@ -206,4 +206,18 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
       assert.match(String(row.notes), /inside submodule\(s\) vendor\/lib/);
     }
   });
+
+  it('a worker that leaves a file too big to seal: the seal stops at check_timeout_s (ERROR), the run does not hang', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('huge', 'truncate -s 8G big.bin', 'true', { check_timeout_s: 2, max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const started = Date.now();
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const [row] = readRows(home);
+    assert.equal(row?.verdict, 'ERROR');
+    assert.match(String(row?.notes), /sealing the worktree took longer than 2 s/);
+    assert.ok(Date.now() - started < 30000, `the run took ${Date.now() - started} ms`);
+  });
 });

@@ -60,7 +60,7 @@ describe('verdict run, worktree mode, end to end', function () {
     assert.equal(fail.check_output, 'RAW-CHECK-OUTPUT: banana.txt not found\n');
     assert.equal(fail.check_exit_code, 7);
     assert.match(String(fail.notes), /the check exited 7/);
-    assert.match(String(by('empty-file')[0]?.notes), /expected files missing or empty: empty\.txt/);
+    assert.match(String(by('empty-file')[0]?.notes), /expected files missing or not real files in the task dir: empty\.txt \(empty\)/);
     for (const r of rows) {
       assert.equal(r.identity, 'e2e-tester');
       assert.equal(r.worker_engine, 'script');

@@ -190,7 +190,9 @@ function repoOfWorktree(dir: string): string | null {
 async function uncommittedFiles(dir: string): Promise<number> {
   // Without its own .git, git would walk up and report some enclosing repository instead.
   if (!fs.existsSync(path.join(dir, '.git'))) return 0;
-  const out = await gitFor(dir, { trusted: true }).raw(['status', '--porcelain']).catch(() => '');
+  // Untrusted: a worker could have left the worktree pointing at a git dir of its own (an orchestrator that died mid-run
+  // never restored it), whose config names filters; with trusted false every driver it names is switched off.
+  const out = await gitFor(dir, { trusted: false }).raw(['status', '--porcelain']).catch(() => '');
   return out.split('\n').filter(Boolean).length;
 }
 

@@ -33,6 +33,11 @@ export interface SafeGitOptions {
    * file). simple-git strips every other ambient `GIT_*` variable, and so does the config read here.
    */
   env?: Record<string, string>;
+  /**
+   * gitFor only: each git it runs is killed when it has printed nothing for this long, ms (simple-git's `timeout.block`):
+   * a worker-made tree (a 30 GB sparse file) must not hold the orchestrator past every limit.
+   */
+  timeoutMs?: number;
 }
 
 /** The environment variables {@link SafeGitOptions.env} may set; simple-git's environment guard lets exactly these through. */
@@ -151,6 +156,7 @@ export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
       allowUnsafeSubmodule: true, // submodule.<name>.update
     },
   };
+  if (opts.timeoutMs) options.timeout = { block: opts.timeoutMs };
   const git = simpleGit(options);
   return opts.env ? git.env(gitEnv(opts.env)) : git;
 }

@@ -113,6 +113,8 @@ export interface WorktreeLinks {
   dotGit: string;
   commondirFile: string;
   gitdirFile: string;
+  /** Whether git made `<adminDir>/config.worktree` itself; one that appears later is the worker's and is removed. */
+  worktreeConfig: boolean;
 }
 
 /**
@@ -130,11 +132,19 @@ export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks
     dotGit,
     commondirFile: fs.readFileSync(path.join(adminDir, 'commondir'), 'utf8'),
     gitdirFile: fs.readFileSync(path.join(adminDir, 'gitdir'), 'utf8'),
+    worktreeConfig: fs.existsSync(path.join(adminDir, 'config.worktree')),
   };
 }
 
-/** Rewrites the three link files to what git wrote (a symlink or folder put in their place is removed first). */
+/**
+ * Rewrites the three link files to what git wrote (a symlink or folder put in their place is removed first), removes
+ * a `config.worktree` the worker planted (read by git when the repository has extensions.worktreeConfig: it could
+ * name a filter program that the orchestrator's own git would run) and lock files it left in the admin dir. Called
+ * after every work step, whatever its verdict, before any git of ours touches the worktree.
+ */
 export function restoreWorktreeLinks(links: WorktreeLinks): void {
+  if (!links.worktreeConfig) fs.rmSync(path.join(links.adminDir, 'config.worktree'), { recursive: true, force: true });
+  for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock']) fs.rmSync(path.join(links.adminDir, lock), { recursive: true, force: true });
   for (const [file, text] of [[path.join(links.dir, '.git'), links.dotGit], [path.join(links.adminDir, 'commondir'), links.commondirFile], [path.join(links.adminDir, 'gitdir'), links.gitdirFile]] as const) {
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
@@ -172,6 +182,10 @@ export interface Seal {
    * commit that exists only in this worktree's copy of the submodule. Their work would be lost, so the attempt FAILs.
    */
   submodules: string[];
+  /** Folders the worker made into git repositories of their own: the branch would hold only a dangling gitlink. */
+  nested: string[];
+  /** Expected files (as asked) that are not in the sealed commit: ignored by git, or not there at all. */
+  unsealed: string[];
 }
 
 /**
@@ -181,10 +195,10 @@ export interface Seal {
  * orchestrator with `identityArgs`. The branch does not move here: see advanceBranch, after the check passed.
  * @throws Error with git's message
  */
-export async function sealWorktree(links: WorktreeLinks, branch: string, indexFile: string, message: string, identityArgs: string[]): Promise<Seal> {
+export async function sealWorktree(links: WorktreeLinks, branch: string, indexFile: string, message: string, identityArgs: string[], opts: { timeoutMs?: number; expectFiles?: string[] } = {}): Promise<Seal> {
   restoreWorktreeLinks(links);
   fs.rmSync(indexFile, { force: true });
-  const git = sealGit(links, indexFile);
+  const git = sealGit(links, indexFile, opts.timeoutMs);
   const parent = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])).trim();
   if (!parent) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
   try {
@@ -194,11 +208,31 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
   const tree = (await git.raw(['write-tree'])).trim();
-  const submodules = await changedSubmodules(git, parent);
+  const { changed: submodules, added: nested } = await changedSubmodules(git, parent);
+  const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
   const parentTree = (await git.raw(['rev-parse', `${parent}^{tree}`])).trim();
-  if (tree === parentTree) return { sha: parent, parent, changed: false, submodules };
+  if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
-  return { sha, parent, changed: true, submodules };
+  return { sha, parent, changed: true, submodules, nested, unsealed };
+}
+
+/** The `files` (paths relative to the worktree) that the tree `tree` does not hold. */
+async function notInTree(git: SimpleGit, tree: string, files: string[]): Promise<string[]> {
+  if (!files.length) return [];
+  const held = new Set((await git.raw(['ls-tree', '-r', '--name-only', '-z', tree, '--', ...files]).catch(() => '')).split('\0').filter(Boolean));
+  return files.filter((f) => !held.has(path.normalize(f)));
+}
+
+/**
+ * Points the worktree's HEAD (detached) and index at `sha` before the check, so a check that asks git (`git diff
+ * HEAD`, `git status`) compares the worker's files with the task branch, not with commits or index tricks of the
+ * worker's own (assume-unchanged, a HEAD it moved).
+ */
+export async function pointHeadAt(links: WorktreeLinks, sha: string): Promise<void> {
+  restoreWorktreeLinks(links);
+  const git = sealGit(links, path.join(links.adminDir, 'index'));
+  await git.raw(['update-ref', '--no-deref', 'HEAD', sha]);
+  await git.raw(['read-tree', sha]);
 }
 
 /**
@@ -220,7 +254,7 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
  * `S<c><m><u>` (git-status(1) "Porcelain Format Version 2": c = its commit changed, m = tracked changes, u = untracked
  * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch.
  */
-async function changedSubmodules(git: SimpleGit, parent: string): Promise<string[]> {
+async function changedSubmodules(git: SimpleGit, parent: string): Promise<{ changed: string[]; added: string[] }> {
   const out = await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '');
   const paths: string[] = [];
   for (const line of out.split('\n')) {
@@ -229,17 +263,21 @@ async function changedSubmodules(git: SimpleGit, parent: string): Promise<string
     const sub = fields[2];
     if (sub.slice(1).replace(/\./g, '') !== '') paths.push(fields[fields[0] === '1' ? 8 : 9]?.split('\t')[0] ?? '?');
   }
-  // A gitlink the seal index moved (a commit made inside the submodule) shows as a staged change against the branch.
+  // A gitlink the seal index moved (a commit made inside the submodule) shows as a staged change against the branch;
+  // a new gitlink is a folder the worker made into a repository of its own.
+  const added: string[] = [];
   for (const line of (await git.raw(['diff-index', '--cached', parent]).catch(() => '')).split('\n')) {
-    const m = /^:160000 160000 [0-9a-f]+ [0-9a-f]+ M\t(.+)$/.exec(line);
-    if (m?.[1] && !paths.includes(m[1])) paths.push(m[1]);
+    const moved = /^:160000 160000 [0-9a-f]+ [0-9a-f]+ M\t(.+)$/.exec(line);
+    if (moved?.[1] && !paths.includes(moved[1])) paths.push(moved[1]);
+    const nested = /^:000000 160000 [0-9a-f]+ [0-9a-f]+ A\t(.+)$/.exec(line);
+    if (nested?.[1]) added.push(nested[1]);
   }
-  return paths.sort();
+  return { changed: paths.sort(), added: added.sort() };
 }
 
 /** Git on a worktree that trusts none of its link files. */
-function sealGit(links: WorktreeLinks, indexFile: string): SimpleGit {
-  return gitFor(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile } });
+function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): SimpleGit {
+  return gitFor(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, timeoutMs });
 }
 
 async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void> {

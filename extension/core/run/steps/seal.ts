@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { sealWorktree } from '../../git/worktree';
+import { pointHeadAt, sealWorktree } from '../../git/worktree';
 import type { Step } from './context';
 
 export const sealStep: Step = {
@@ -16,13 +16,19 @@ export const sealStep: Step = {
     const index = path.join(rec.dir, 'seal.index');
     const message = `verdict: ${spec.key} (run ${ctx.runId}, attempt ${rec.attempt})\n\n${spec.verified ?? ''}`.trim();
     try {
-      rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? []);
+      rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], { timeoutMs: spec.checkTimeoutMs, expectFiles: spec.expectFiles });
+    } catch (e) {
+      if (/block timeout/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
+      throw e;
     } finally {
       fs.rmSync(index, { force: true });
     }
-    if (rec.seal.submodules.length) {
-      return { verdict: 'FAIL', reason: `the worker changed files inside submodule(s) ${rec.seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules` };
-    }
-    return null;
+    // The check compares with the task branch, whatever HEAD or index the worker left.
+    await pointHeadAt(task.links!, rec.seal.parent);
+    const problems: string[] = [];
+    if (rec.seal.submodules.length) problems.push(`the worker changed files inside submodule(s) ${rec.seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`);
+    if (rec.seal.nested.length) problems.push(`the worker made ${rec.seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
+    if (rec.seal.unsealed.length) problems.push(`expected file(s) ${rec.seal.unsealed.join(', ')} are not in the sealed commit (ignored by git, or missing), so the task branch would not deliver them`);
+    return problems.length ? { verdict: 'FAIL', reason: problems.join('; ') } : null;
   },
 };

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
-import { worktreeStepAccess } from '../../git/worktree';
+import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
 import { engineState, scratchEnv, stepPlan, stepScratch } from '../containment';
@@ -61,6 +61,9 @@ export const workStep: Step = {
     });
     rec.worker = receipt;
     io.workerTail = tail;
+    // Whatever the verdict (a TIMEOUT skips the seal), nothing of ours may later run git through links the worker
+    // rewrote (`.git` pointing at a git dir of its own, with filters or an fsmonitor in its config).
+    if (task.links) restoreWorktreeLinks(task.links);
     rec.usage = engine.parseOutput(readLog(files.worker));
     rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model);
     return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
