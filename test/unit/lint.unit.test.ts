@@ -171,3 +171,17 @@ describe('lint: Ringer-format manifests written by a team', () => {
     assert.deepEqual(await lintManifestFile(path.resolve('examples/demo/demo.swarm.json'), { ...ctx, useGit: true }), []);
   });
 });
+
+describe('lint: task keys git cannot use in a branch name', () => {
+  it('unsafe-key (error) on "foo." and "bar.lock", on the key, saying why', async () => {
+    const dot = task('foo.');
+    const lock = task('bar.lock');
+    const text = manifest([dot, lock]);
+    const found = await findingsOf('unsafe-key', text);
+    assert.deepEqual(found.map((f) => [f.severity, f.taskKey]), [['error', 'foo.'], ['error', 'bar.lock']]);
+    assertRange(text, found[0], 4, col(dot, '"foo."'), '"foo."');
+    assertRange(text, found[1], 5, col(lock, '"bar.lock"'), '"bar.lock"');
+    assert.match(found[0]?.message ?? '', /^tasks\[0\]\.key: task key "foo\." cannot be part of a git branch name: it ends with "\."/);
+    assert.match(found[1]?.message ?? '', /it ends with "\.lock" \(git writes <ref>\.lock while it updates a ref\)/);
+  });
+});

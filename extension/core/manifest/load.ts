@@ -5,6 +5,7 @@ import Ajv, { type ErrorObject } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
+import { refComponentProblem } from './ref-name';
 import { ManifestError, type Manifest, type ManifestProblem, type ProblemCode, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -64,7 +65,8 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   if (!validateSchema(raw)) {
     for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
-      error(isUnsafeKey(e) ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: ajvMessage(e) });
+      const unsafe = isUnsafeKey(e);
+      error(unsafe ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e) });
     }
   }
   // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
@@ -208,7 +210,30 @@ function simplifyAjvErrors(errors: ErrorObject[]): ErrorObject[] {
   return out;
 }
 
-/** A task key that fails the key's pattern (letters, digits, `.`, `_`, `-`; no leading dot; never `..`). */
+/**
+ * Why a task key the schema refused is refused: the characters allowed, or else the git-check-ref-format(1) rule it
+ * breaks (the key is the last component of the branch `verdict/<run_id>/<key>`), with a key that would do.
+ */
+function keyMessage(key: unknown): string {
+  const generic = 'a task key becomes a directory and a branch name: use only letters, digits, ".", "_" and "-", do not start with a dot, and never use ".." (no "/" or "\\")';
+  if (typeof key !== 'string' || !/^[A-Za-z0-9._-]+$/.test(key)) return generic;
+  const reason = refComponentProblem(key);
+  if (!reason) return generic;
+  let better = key;
+  while (/(\.lock|\.)$/.test(better)) better = better.replace(/(\.lock|\.)$/, '');
+  better = better.replace(/\.{2,}/g, '.').replace(/^\.+/, '');
+  const instead = better && !refComponentProblem(better) ? ` (e.g. "${better}")` : '';
+  return `task key "${key}" cannot be part of a git branch name: ${reason}, which git-check-ref-format(1) forbids in every component, and the key becomes the branch verdict/<run_id>/${key}. Rename it${instead}.`;
+}
+
+/** The value at a JSON path of parsed data, or undefined. */
+function valueAt(data: unknown, jsonPath: (string | number)[]): unknown {
+  let at = data;
+  for (const seg of jsonPath) at = typeof at === 'object' && at !== null ? (at as Record<string | number, unknown>)[seg] : undefined;
+  return at;
+}
+
+/** A task key that fails the key's pattern (letters, digits, `.`, `_`, `-`; no leading dot; never `..`; not ending with `.` or `.lock`). */
 function isUnsafeKey(e: ErrorObject): boolean {
   return /^\/tasks\/\d+\/key$/.test(e.instancePath) && (e.keyword === 'pattern' || e.keyword === 'not');
 }
@@ -216,9 +241,7 @@ function isUnsafeKey(e: ErrorObject): boolean {
 function ajvMessage(e: ErrorObject): string {
   const field = e.instancePath.split('/').pop();
   if (e.keyword === 'required') return `missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
-  if (field === 'key' && (e.keyword === 'pattern' || e.keyword === 'not')) {
-    return 'a task key becomes a directory and a branch name: use only letters, digits, ".", "_" and "-", do not start with a dot, and never use ".." (no "/" or "\\")';
-  }
+  if (field === 'key' && (e.keyword === 'pattern' || e.keyword === 'not')) return 'the task key is refused';
   if (e.keyword === 'type') return `must be ${(e.params as { type: string }).type}`;
   return e.message ?? `fails ${e.keyword}`;
 }
