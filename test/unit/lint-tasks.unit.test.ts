@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { lintManifestText } from '../../extension/core/manifest/lint';
 import { SPEC, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
 
@@ -254,5 +254,89 @@ describe('lint: full-access-not-enabled', () => {
   it('does not trip once allowed, nor on full_access: false', async () => {
     assert.deepEqual(await findingsOf('full-access-not-enabled', manifest([task('a', { full_access: true })]), { allowFullAccess: true }), []);
     assert.deepEqual(await findingsOf('full-access-not-enabled', manifest([task('a', { full_access: false })])), []);
+  });
+});
+
+describe('lint: spec-too-long', () => {
+  const pad = (bytes: number) => SPEC + ' '.repeat(bytes - SPEC.length);
+
+  it('a 2,000,000-byte spec is an error on the spec, naming the limit and the size', async () => {
+    const t = task('a', { spec: pad(2_000_000) });
+    const text = manifest([t]);
+    const found = await findingsOf('spec-too-long', text);
+    assert.equal(found.length, 1);
+    assert.equal(found[0]?.severity, 'error');
+    assert.equal(found[0]?.taskKey, 'a');
+    assert.ok(found[0]?.message.startsWith('spec is 2,000,000 bytes; one argument may be at most 131,072 bytes on Linux (execve(2) MAX_ARG_STRLEN'), found[0]?.message);
+    const r = found[0]?.range;
+    assert.equal(text.slice(r?.offset, (r?.offset ?? 0) + (r?.length ?? 0)), JSON.stringify(t.spec));
+  });
+
+  it('the limit is exact: 131,071 bytes fit (with the NUL), 131,072 do not; bytes, not characters', async () => {
+    const once = { max_attempts: 1 };
+    assert.deepEqual(await findingsOf('spec-too-long', manifest([task('a', { spec: pad(131_071), ...once })])), []);
+    assert.equal((await findingsOf('spec-too-long', manifest([task('a', { spec: pad(131_072), ...once })])))[0]?.severity, 'error');
+    const accents = SPEC + 'é'.repeat(65_536); // 2 bytes each in UTF-8
+    assert.ok(accents.length < 131_072);
+    assert.equal((await findingsOf('spec-too-long', manifest([task('a', { spec: accents, ...once })])))[0]?.severity, 'error');
+  });
+
+  it('really is the Linux limit: execve refuses one byte more', function () {
+    if (process.platform !== 'linux') this.skip();
+    const run = (bytes: number) => spawnSync('/bin/true', ['x'.repeat(bytes)]).error?.message ?? 'ok';
+    assert.equal(run(131_071), 'ok');
+    assert.match(run(131_072), /E2BIG/);
+  });
+
+  it('warns within 64 KiB of the limit when a retry appends to the spec; not for max_attempts 1 or the script engine', async () => {
+    const near = pad(100_000);
+    const [f] = await findingsOf('spec-too-long', manifest([task('a', { spec: near })]));
+    assert.equal(f?.severity, 'warning');
+    assert.match(f?.message ?? '', /^spec is 100,000 bytes, within 64 KiB of the limit: .* A retry appends the previous failure/);
+    assert.deepEqual(await findingsOf('spec-too-long', manifest([task('a', { spec: near, max_attempts: 1 })])), []);
+    assert.deepEqual(await findingsOf('spec-too-long', manifest([task('a', { spec: near, engine: 'script' })])), []);
+    assert.deepEqual(await findingsOf('spec-too-long', manifest([task('a', { spec: pad(60_000) })])), []);
+  });
+
+  it('says nothing for an engine that takes the spec another way', async () => {
+    const engines = new Map(ctx.engines);
+    const codex = engines.get('codex');
+    assert.ok(codex);
+    engines.set('stdin-codex', { ...codex, name: 'stdin-codex', argv: ['exec', '-'] });
+    const text = manifest([task('a', { spec: pad(2_000_000), engine: 'stdin-codex' })]);
+    assert.deepEqual(await findingsOf('spec-too-long', text, { engines }), []);
+  });
+});
+
+describe('lint: tests-protected', () => {
+  it('notes a test-hardening task that keeps the default protection, on its task_type', async () => {
+    const t = task('a', { task_type: 'test-hardening' });
+    const text = manifest([t]);
+    const found = await findingsOf('tests-protected', text);
+    assert.equal(found.length, 1);
+    assert.equal(found[0]?.severity, 'info');
+    assertRange(text, found[0], 4, col(t, '"test-hardening"'), '"test-hardening"');
+    assert.match(found[0]?.message ?? '', /is a test-hardening task but keeps the default protection: existing tests .* read-only to its worker/);
+    assert.match(found[0]?.message ?? '', /"protect": \[\]/);
+  });
+
+  it('notes a spec that says it edits or adds tests, on those words', async () => {
+    for (const words of ['Update the existing tests', 'strengthen the weak tests', 'Extend the unit tests', 'rewrite test cases', 'existing test suites']) {
+      const t = task('a', { spec: `${SPEC} ${words} in tests/test_csv.py.` });
+      const text = manifest([t]);
+      const found = await findingsOf('tests-protected', text);
+      assert.equal(found.length, 1, words);
+      assertRange(text, found[0], 4, col(t, words), words);
+    }
+  });
+
+  it('says nothing when protect is set (task or run), the spec says not to touch tests, or the task is not about tests', async () => {
+    const hardening = { task_type: 'test-hardening' };
+    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { ...hardening, protect: [] })])), []);
+    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { ...hardening, protect: ['!tests/**'] })])), []);
+    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', hardening)], { run_name: 't', protect: [] })), []);
+    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { spec: `${SPEC} Do not edit the tests.` })])), []);
+    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a')])), []);
+    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { spec: `${SPEC} Add tests/test_csv.py with at least 8 cases.` })])), [], 'new test files are allowed');
   });
 });

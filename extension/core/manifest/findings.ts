@@ -15,6 +15,8 @@ export type RuleId =
   | 'serial-fan-out'
   | 'write-collision'
   | 'underspecified-spec'
+  | 'spec-too-long'
+  | 'tests-protected'
   | 'missing-verified'
   | 'missing-task-type'
   | 'missing-expect-files'

@@ -21,6 +21,8 @@ import { checkPipefail } from './rules/check-pipefail';
 import { hardCodedPort } from './rules/hard-coded-port';
 import { workerCommits } from './rules/worker-commits';
 import { underspecifiedSpec } from './rules/underspecified-spec';
+import { specTooLong } from './rules/spec-too-long';
+import { testsProtected } from './rules/tests-protected';
 import { deliverableLost } from './rules/deliverable-lost';
 import { writeCollision } from './rules/write-collision';
 import { serialFanOut } from './rules/serial-fan-out';
@@ -49,6 +51,8 @@ const RULES: Rule[] = [
   hardCodedPort,
   workerCommits,
   underspecifiedSpec,
+  specTooLong,
+  testsProtected,
   deliverableLost,
   writeCollision,
   serialFanOut,
