@@ -342,10 +342,27 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(r.exitCode, 1, r.all);
     const byKey = Object.fromEntries(readRows(home).map((row) => [row.task_key, row]));
     assert.equal(byKey.ign?.verdict, 'FAIL');
-    assert.match(String(byKey.ign?.notes), /sub\/sol\.py are not in the sealed commit/);
+    assert.match(String(byKey.ign?.notes), /sub\/sol\.py are ignored by git, so the sealed commit and the task branch do not hold them/);
     assert.equal(byKey.nested?.verdict, 'FAIL');
     assert.match(String(byKey.nested?.notes), /made lib a git repository of its own/);
     assert.equal(byKey.head?.verdict, 'FAIL', 'the check compared test.sh with the worker\'s own commit');
     assert.match(String(byKey.head?.check_output), /exit 0/);
+  });
+
+  it('a worker cannot see the run records or the other tasks (their dirs, their ports): only its own dirs', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const spy = [
+      `ls ${home}/runs/*/state.json > seen.txt 2>&1 || echo "no records" >> seen.txt`,
+      `ls ${dir}/w/other >> seen.txt 2>&1 || echo "no sibling" >> seen.txt`,
+      'echo done > out.txt',
+    ].join('\n');
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 2,
+      tasks: [scriptTask('spy', spy, 'cat seen.txt; grep -q "no records" seen.txt && grep -q "no sibling" seen.txt'), scriptTask('other', 'sleep 1; echo x > secret.txt', 'test -s secret.txt')],
+    });
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 0, r.all);
   });
 });

@@ -83,6 +83,11 @@ export interface BwrapPlan {
    * that does not exist is skipped.
    */
   readOnly?: string[];
+  /**
+   * Folders whose contents the step must not even see (other tasks' worktrees and records, their ports in state.json):
+   * each becomes an empty tmpfs before the writable binds, so the step's own folders inside them are bound back.
+   */
+  hidden?: string[];
 }
 
 /**
@@ -106,6 +111,9 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
       fds.push(fs.openSync(f, 'r'));
       out.push('--file', String(2 + fds.length), f);
     }
+  }
+  for (const dir of [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
+    if (fs.existsSync(dir)) out.push('--tmpfs', dir);
   }
   for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', dir, dir);
   for (const f of plan.readOnly ?? []) {

@@ -90,8 +90,16 @@ export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs:
   return { dirs, files };
 }
 
-/** The sandbox of one step, or null when the step runs unsandboxed. */
-export function stepPlan(bwrap: string | null, containment: Containment, writable: string[], network: boolean, privateFiles: string[] = [], readOnly: string[] = []): BwrapPlan | null {
+/** The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields. */
+export function stepPlan(bwrap: string | null, containment: Containment, plan: Omit<BwrapPlan, 'binary'>): BwrapPlan | null {
   if (containment !== 'bwrap' || !bwrap) return null;
-  return { binary: bwrap, writable, network, privateFiles, readOnly };
+  return { binary: bwrap, ...plan };
+}
+
+/**
+ * What a step of a run must not see: VERDICT_HOME (other tasks' worktrees, records and ports) and, in plain mode, the
+ * workdir (other tasks' dirs). The step's own task dir, scratch dir and records are bound back inside.
+ */
+export function hiddenFromSteps(home: string, workdir: string | null): string[] {
+  return workdir ? [home, workdir] : [home];
 }

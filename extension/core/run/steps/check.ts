@@ -6,10 +6,11 @@ import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck } from '../check';
-import { scratchEnv, stepPlan, stepScratch } from '../containment';
+import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
+import { sealProblems } from './seal';
 import { protectedPaths, type Step } from './context';
 
 export const checkStep: Step = {
@@ -22,12 +23,16 @@ export const checkStep: Step = {
     ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
     io.sync();
     const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, 'check');
-    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task) });
+    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) });
     const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
     rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
     const worker = rec.worker!;
     const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
-    return judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
+    const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
+    const problems = rec.seal ? sealProblems(rec.seal, task.state.dir) : [];
+    // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
+    if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
+    return judged;
   },
 };
 
@@ -37,11 +42,12 @@ export const checkStep: Step = {
  * sandbox whose only writable places are the task dir and that scratch dir (and, in it, `readOnly` files — the
  * protected check inputs — stay read-only: the check runs code the worker wrote).
  */
-export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const boxed = o.containment === 'bwrap' && o.bwrap !== null;
-  const git = o.links && boxed ? worktreeStepAccess(o.links).env : {};
+  // The worker's git objects (and its worktree admin dir) stay readable to the check, read-only.
+  const git = o.links && boxed ? worktreeStepAccess(o.links) : { env: {}, writable: [] };
   return {
-    env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git },
-    sandbox: stepPlan(o.bwrap, o.containment, [o.taskDir, o.scratch], o.network, [], o.readOnly ?? []),
+    env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git.env },
+    sandbox: stepPlan(o.bwrap, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.writable, ...(o.readOnly ?? [])], hidden: o.hidden ?? [] }),
   };
 }

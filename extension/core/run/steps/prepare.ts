@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { addWorktree, copyIncludes } from '../../git/worktree';
 import { supervise } from '../../process/supervisor';
-import { scratchEnv, stepPlan, stepScratch } from '../containment';
+import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { reservePort } from '../ports';
 import { protectedSet } from '../protect';
 import { runDir } from '../../config/home';
@@ -49,7 +49,7 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
       timeoutMs: task.spec.checkTimeoutMs,
       signal: task.abort.signal,
       killGraceMs: ctx.opts.killGraceMs,
-      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch], task.spec.network),
+      sandbox: stepPlan(ctx.bwrap, task.containment, { writable: [task.state.dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
     });
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.exitCode !== 0) {

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { pointHeadAt, sealWorktree } from '../../git/worktree';
+import { pointHeadAt, sealWorktree, type Seal } from '../../git/worktree';
 import type { Step } from './context';
 
 export const sealStep: Step = {
@@ -25,10 +25,21 @@ export const sealStep: Step = {
     }
     // The check compares with the task branch, whatever HEAD or index the worker left.
     await pointHeadAt(task.links!, rec.seal.parent);
-    const problems: string[] = [];
-    if (rec.seal.submodules.length) problems.push(`the worker changed files inside submodule(s) ${rec.seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`);
-    if (rec.seal.nested.length) problems.push(`the worker made ${rec.seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
-    if (rec.seal.unsealed.length) problems.push(`expected file(s) ${rec.seal.unsealed.join(', ')} are not in the sealed commit (ignored by git, or missing), so the task branch would not deliver them`);
-    return problems.length ? { verdict: 'FAIL', reason: problems.join('; ') } : null;
+    // What the branch could not hold is judged after the check (whose output a retry needs): see sealProblems.
+    return null;
   },
 };
+
+/**
+ * Why the sealed commit cannot stand for the work the check is about to judge, one line each (empty when it can):
+ * work inside a submodule, a folder made into a repository of its own, an expected file that exists but that git
+ * ignores (a missing one is the check's and expect_files' to report). A PASS with any of these is a FAIL.
+ */
+export function sealProblems(seal: Seal, taskDir: string): string[] {
+  const problems: string[] = [];
+  if (seal.submodules.length) problems.push(`the worker changed files inside submodule(s) ${seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`);
+  if (seal.nested.length) problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
+  const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)));
+  if (ignored.length) problems.push(`expected file(s) ${ignored.join(', ')} are ignored by git, so the sealed commit and the task branch do not hold them`);
+  return problems;
+}

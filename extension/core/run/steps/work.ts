@@ -8,7 +8,7 @@ import type { EngineSpec } from '../../../../engines/types';
 import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
-import { engineState, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { engineState, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judgeWork } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
@@ -57,7 +57,14 @@ export const workStep: Step = {
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
-      sandbox: stepPlan(ctx.bwrap, task.containment, [task.state.dir, scratch, ...state.dirs, ...gitAccess.writable], spec.network, state.files, protectedPaths(task)),
+      sandbox: stepPlan(ctx.bwrap, task.containment, {
+        writable: [task.state.dir, scratch, ...state.dirs, ...gitAccess.writable],
+        network: spec.network,
+        privateFiles: state.files,
+        // the failure file of the previous attempt is the only record the worker may read
+        readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : [])],
+        hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
+      }),
     });
     rec.worker = receipt;
     io.workerTail = tail;
