@@ -24,8 +24,8 @@ interface Quiet {
  * check-silent (warning): a command whose failure prints nothing decides the check's status, so a FAIL comes
  * with empty output: the retry prompt (which quotes the check output) and the reviewer get nothing to go on.
  * Flags `test -f`/`[ -f ]` (any file test), `grep -q`, `cmp -s`, `diff -q`, `git diff --quiet` when the command
- * is what fails the check: in the last chain (or any chain under `set -e`), last in its pipeline (any position
- * under pipefail), not negated, and with no later `||` fallback that prints something. Commands inside
+ * is what fails the check: in the last chain (or any chain under `set -e`), anywhere in its pipeline (checks run
+ * with pipefail; only last after `set +o pipefail`), not negated, and with no later `||` fallback that prints something. Commands inside
  * if/while/case are left alone (they are conditions); `{ ...; }` and `( ... )` groups are looked into.
  * Quick fixes: `diff -q` → `diff`, `cmp -s` → `cmp`, `git diff --quiet` → `git diff --exit-code --stat`,
  * `grep -q P F` → `grep P F || { echo 'missing P in F'; exit 1; }`, `test -f F` → `test -f F || { echo 'F is
