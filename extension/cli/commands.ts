@@ -8,6 +8,9 @@ import { hudCommand } from './hud/hud-command';
 import { lintCommand } from './lint-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
 import { resumeCommand } from './resume-command';
+import { archiveCommand } from './archive-command';
+import { verifyArchiveCommand } from './verify-archive-command';
+import { verifyLogCommand } from './verify-log-command';
 import { loadEngines, runCommand, type RunFlags } from './run-command';
 
 /**
@@ -157,5 +160,39 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'what this machine offers a run: sandbox (or why not), git, node, engines, home, config file',
     exit: '0 a run can start here with the defaults, 1 it cannot (the problems are listed)',
     run: ({ flags }, io) => doctorCommand({ home: flags.home, config: flags.config, json: flags.json }, io),
+  }),
+  command({
+    name: 'verify-log',
+    args: [],
+    flags: {
+      log: { type: 'string', value: 'FILE', help: 'check this eval log (its heads are read from beside it)', default: '<home>/runs.jsonl' },
+      pg: { type: 'boolean', help: "also check against the chain heads in Postgres (VERDICT_PG_URL or the config's postgres_url)" },
+      json,
+      home,
+      config,
+    },
+    summary: "check the eval log's hash chains: the first row edited, removed or reordered; rows cut",
+    exit: '0 intact, 1 tampered (the first bad row: line, run_id/task_key, attempt), 2 bad input (no log, no database)',
+    run: ({ flags }, io) => verifyLogCommand({ log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, config: flags.config }, io),
+  }),
+  command({
+    name: 'archive',
+    args: [{ name: 'RUN_ID' }],
+    flags: {
+      out: { type: 'string', value: 'FILE', help: 'the archive to write (never overwritten)', default: './verdict-<run_id>.tar' },
+      json,
+      home,
+    },
+    summary: "one tar of a run's evidence; its SHA-256 manifest's hash recorded in archives.jsonl",
+    exit: '0 written, 2 bad input (no such run, --out exists, a git error)',
+    run: ({ args: [runId], flags }, io) => archiveCommand(runId as string, { home: flags.home, out: flags.out, json: flags.json }, io),
+  }),
+  command({
+    name: 'verify-archive',
+    args: [{ name: 'FILE' }],
+    flags: { json, home },
+    summary: 'check an archive against its SHA256SUMS and the hash recorded for it',
+    exit: '0 intact, 1 tampered (or recorded in no archives.jsonl of this home), 2 not a Verdict archive',
+    run: ({ args: [file], flags }, io) => verifyArchiveCommand(file as string, { home: flags.home, json: flags.json }, io),
   }),
 ];
