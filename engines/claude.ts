@@ -79,6 +79,7 @@ export const claudeEngine: EngineSpec = {
   env: { DISABLE_AUTOUPDATER: '1' },
   stateDirs: ['${CLAUDE_CONFIG_DIR:-~/.claude}'],
   stateFiles: ['~/.claude.json'],
+  stateGuarded: ['${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.local.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/CLAUDE.md', '${CLAUDE_CONFIG_DIR:-~/.claude}/agents', '${CLAUDE_CONFIG_DIR:-~/.claude}/commands', '${CLAUDE_CONFIG_DIR:-~/.claude}/hooks', '${CLAUDE_CONFIG_DIR:-~/.claude}/skills'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseClaudeOutput,

@@ -29,9 +29,10 @@ export interface CustomEngineConfig {
   retry_context?: 'prompt' | 'file';
   state_dirs?: string[];
   state_files?: string[];
+  state_guarded?: string[];
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'stateDirs' | 'stateFiles'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'stateDirs' | 'stateFiles' | 'stateGuarded'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -39,7 +40,7 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   opencode: opencodeEngine,
   gemini: geminiEngine,
   grok: grokEngine,
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), stateDirs: [], stateFiles: [] },
+  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), stateDirs: [], stateFiles: [], stateGuarded: [] },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.
@@ -109,6 +110,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     // A CLI whose output is codex's is most likely codex under another name: its state lives where codex's does.
     stateDirs: json.state_dirs ?? reader.stateDirs,
     stateFiles: json.state_files ?? reader.stateFiles,
+    stateGuarded: json.state_guarded ?? reader.stateGuarded,
     defaultModel: json.model ?? null,
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,

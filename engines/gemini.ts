@@ -64,6 +64,7 @@ export const geminiEngine: EngineSpec = {
   env: {},
   stateDirs: ['~/.gemini'],
   stateFiles: [],
+  stateGuarded: ['~/.gemini/settings.json', '~/.gemini/GEMINI.md', '~/.gemini/commands', '~/.gemini/extensions'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGeminiOutput,

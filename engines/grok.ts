@@ -69,6 +69,7 @@ export const grokEngine: EngineSpec = {
   env: {},
   stateDirs: ['~/.grok'],
   stateFiles: [],
+  stateGuarded: ['~/.grok/user-settings.json', '~/.grok/settings.json'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGrokOutput,

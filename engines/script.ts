@@ -24,6 +24,7 @@ export const scriptEngine: EngineSpec = {
   env: {},
   stateDirs: [],
   stateFiles: [],
+  stateGuarded: [],
   defaultModel: null,
   retryContext: 'file',
   parseOutput: parseScriptOutput,

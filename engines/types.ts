@@ -73,6 +73,12 @@ export interface EngineSpec {
    * the sandbox gives the worker a private writable copy; its changes are dropped when the attempt ends.
    */
   stateFiles: string[];
+  /**
+   * Paths inside the state dirs that the user's own, unsandboxed sessions of this CLI obey (settings with hooks,
+   * instructions, agents, commands): a worker may not leave them changed or created; they are put back after the work
+   * step (run/state-guard.ts). Same templates as stateDirs.
+   */
+  stateGuarded: string[];
   /** Model used when the task names none; null when the CLI picks its own default. */
   defaultModel: string | null;
   /**

@@ -68,11 +68,11 @@ export function scratchEnv(scratch: string): Record<string, string> {
 }
 
 /**
- * An engine's declared state paths, expanded for `env` (`~` is env.HOME, else the OS home); state dirs are created
+ * An engine's declared state paths (dirs, private-copy files, guarded settings), expanded for `env` (`~` is env.HOME, else the OS home); state dirs are created
  * when missing, mode 0700 (bubblewrap can only bind what exists). Never throws for a dir it cannot create: that dir is left out,
  * and the engine then gets the OS's read-only error.
  */
-export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs: string[]; files: string[] } {
+export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs: string[]; files: string[]; guarded: string[] } {
   const home = env.HOME || os.homedir();
   const dirs: string[] = [];
   for (const t of engine.stateDirs) {
@@ -87,7 +87,8 @@ export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs:
     }
   }
   const files = engine.stateFiles.map((t) => expandStatePath(t, env, home)).filter((f): f is string => f !== null);
-  return { dirs, files };
+  const guarded = engine.stateGuarded.map((t) => expandStatePath(t, env, home)).filter((f): f is string => f !== null);
+  return { dirs, files, guarded };
 }
 
 /** The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields. */

@@ -3,6 +3,8 @@
  * no-output watchdog and final-event grace. Judged here when it was cancelled, could not start, stalled or timed out.
  */
 import fs from 'node:fs';
+import path from 'node:path';
+import { restoreState, snapshotState } from '../state-guard';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
 import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
@@ -40,6 +42,8 @@ export const workStep: Step = {
     rec.phase = 'running';
     io.sync();
     const recent = new RingBuffer(256 * 1024);
+    // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
+    const guard = io.boxed && state.guarded.length ? snapshotState(state.guarded, path.join(rec.dir, 'state-guard')) : null;
     const { receipt, tail } = await supervise({
       file: ctx.binaries.get(spec.engine) ?? engine.binary,
       args: argv,
@@ -68,6 +72,11 @@ export const workStep: Step = {
     });
     rec.worker = receipt;
     io.workerTail = tail;
+    const putBack = guard ? restoreState(guard) : [];
+    if (putBack.length) {
+      ctx.emit({ type: 'task-note', key: spec.key, note: `the worker changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
+      rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note: `engine settings put back: ${putBack.join(', ')}` });
+    }
     // Whatever the verdict (a TIMEOUT skips the seal), nothing of ours may later run git through links the worker
     // rewrote (`.git` pointing at a git dir of its own, with filters or an fsmonitor in its config).
     if (task.links) restoreWorktreeLinks(task.links);

@@ -1,0 +1,83 @@
+/**
+ * Engine settings a worker must not leave changed. An engine's state dirs (~/.claude, ~/.codex…) are writable in the
+ * sandbox because the CLI keeps its sessions and logs there, but the same dirs hold what the user's next, unsandboxed
+ * session of that CLI obeys — settings with hooks, instructions, agents, commands. A worker that plants a hook there
+ * escapes its sandbox later. Each engine names those paths (`stateGuarded`); they are copied before the work step and
+ * put back after it: a changed one restored, a new one removed.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** What was there before the step. */
+export interface StateSnapshot {
+  /** Absolute guarded path → fingerprint before, or null when it did not exist. */
+  before: Map<string, string | null>;
+  /** Copies of the paths that existed, under this folder (by index). */
+  dir: string;
+}
+
+/** Copies each guarded path (files or folders) that exists into `dir`. Never throws for one path. */
+export function snapshotState(paths: string[], dir: string): StateSnapshot {
+  const before = new Map<string, string | null>();
+  fs.mkdirSync(dir, { recursive: true });
+  paths.forEach((p, i) => {
+    const print = fingerprint(p);
+    before.set(p, print);
+    if (print !== null) {
+      try {
+        fs.cpSync(p, path.join(dir, String(i)), { recursive: true, verbatimSymlinks: true });
+      } catch {
+        before.set(p, null);
+      }
+    }
+  });
+  return { before, dir };
+}
+
+/**
+ * Puts every guarded path back as it was: changed → restored from the copy, created → removed. Returns the paths it
+ * put back (empty when the worker left them alone). Never throws.
+ */
+export function restoreState(snap: StateSnapshot): string[] {
+  const restored: string[] = [];
+  [...snap.before.entries()].forEach(([p, was], i) => {
+    const now = fingerprint(p);
+    if (now === was) return;
+    try {
+      fs.rmSync(p, { recursive: true, force: true });
+      if (was !== null) fs.cpSync(path.join(snap.dir, String(i)), p, { recursive: true, verbatimSymlinks: true });
+      restored.push(p);
+    } catch {
+      // named anyway: the caller reports it
+      restored.push(p);
+    }
+  });
+  fs.rmSync(snap.dir, { recursive: true, force: true });
+  return restored;
+}
+
+/** A hash of a file or a folder tree (names, modes, contents, link targets); null when nothing is there. */
+function fingerprint(p: string): string | null {
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(p);
+  } catch {
+    return null;
+  }
+  const h = crypto.createHash('sha256');
+  const walk = (abs: string, rel: string, s: fs.Stats) => {
+    h.update(`${rel}\0${s.mode}\0`);
+    if (s.isSymbolicLink()) h.update(fs.readlinkSync(abs));
+    else if (s.isFile()) h.update(fs.readFileSync(abs));
+    else if (s.isDirectory()) {
+      for (const name of fs.readdirSync(abs).sort()) walk(path.join(abs, name), `${rel}/${name}`, fs.lstatSync(path.join(abs, name)));
+    }
+  };
+  try {
+    walk(p, '', st);
+  } catch {
+    return 'unreadable';
+  }
+  return h.digest('hex');
+}
