@@ -220,4 +220,15 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.match(String(row?.notes), /sealing the worktree took longer than 2 s/);
     assert.ok(Date.now() - started < 30000, `the run took ${Date.now() - started} ms`);
   });
+
+  it('a change that keeps size and mtime (touch -r) is still sealed: the commit holds what the check saw', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'value.txt': 'old\n' });
+    const spec = 'cp -p value.txt /dev/null; touch -r value.txt "$TMPDIR/stamp" 2>/dev/null || touch -r value.txt stamp.tmp; printf "new\\n" > value.txt; touch -r "$TMPDIR/stamp" value.txt 2>/dev/null || touch -r stamp.tmp value.txt; rm -f stamp.tmp';
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('same-stat', spec, 'grep -x new value.txt', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(git(repo, 'show', `${String(readRows(home)[0]?.branch)}:value.txt`), 'new');
+  });
 });

@@ -112,7 +112,10 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
         continue;
       }
     }
-    if (!opts.dryRun) fs.rmSync(path.join(runDir, '.objects', key), { recursive: true, force: true });
+    if (!opts.dryRun) {
+      fs.rmSync(path.join(runDir, '.objects', key), { recursive: true, force: true });
+      fs.rmSync(path.join(runDir, '.index', key), { force: true });
+    }
     actions.push({ kind: 'worktree-removed', runId: run.runId, dir, uncommittedFiles: uncommitted });
   }
   if (!opts.dryRun && fs.existsSync(runDir) && !readDir(runDir).some((n) => !n.startsWith('.') && fs.statSync(path.join(runDir, n)).isDirectory())) {

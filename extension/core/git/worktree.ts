@@ -96,7 +96,16 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       await git.raw(['branch', '-D', branch]).catch(() => undefined);
       throw e;
     }
-    return readWorktreeLinks(dir, repo.commonDir);
+    const links = readWorktreeLinks(dir, repo.commonDir);
+    // Kept before any worker runs, where no step can reach it (VERDICT_HOME is hidden from steps).
+    const baseIndex = path.join(path.dirname(dir), '.index', path.basename(dir));
+    try {
+      fs.mkdirSync(path.dirname(baseIndex), { recursive: true });
+      fs.copyFileSync(path.join(links.adminDir, 'index'), baseIndex);
+      return { ...links, baseIndex, baseSha: repo.baseSha };
+    } catch {
+      return { ...links, baseSha: repo.baseSha };
+    }
   });
 }
 
@@ -115,6 +124,16 @@ export interface WorktreeLinks {
   gitdirFile: string;
   /** Whether git made `<adminDir>/config.worktree` itself; one that appears later is the worker's and is removed. */
   worktreeConfig: boolean;
+  /**
+   * A copy of the index git wrote when it checked the worktree out (`<worktrees>/<run>/.index/<key>`, out of every
+   * step's sight): its stat data is trusted, so a seal starting from it hashes only the files that changed. Null when
+   * it could not be kept (the seal then hashes everything).
+   */
+  baseIndex: string | null;
+  /** The commit the worktree was checked out at (the one baseIndex describes). */
+  baseSha: string | null;
+  /** The checkout had a `.gitmodules`: submodule work must then be looked for at every seal. */
+  hasSubmodules: boolean;
 }
 
 /**
@@ -133,6 +152,9 @@ export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks
     commondirFile: fs.readFileSync(path.join(adminDir, 'commondir'), 'utf8'),
     gitdirFile: fs.readFileSync(path.join(adminDir, 'gitdir'), 'utf8'),
     worktreeConfig: fs.existsSync(path.join(adminDir, 'config.worktree')),
+    baseIndex: null,
+    baseSha: null,
+    hasSubmodules: fs.existsSync(path.join(dir, '.gitmodules')),
   };
 }
 
@@ -199,18 +221,20 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   restoreWorktreeLinks(links);
   fs.rmSync(indexFile, { force: true });
   const git = sealGit(links, indexFile, opts.timeoutMs);
-  const parent = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])).trim();
-  if (!parent) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
+  const [parent, parentTree] = (await git.raw(['rev-parse', `refs/heads/${branch}^{commit}`, `refs/heads/${branch}^{tree}`]).catch(() => '')).trim().split('\n');
+  if (!parent || !parentTree) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
   try {
-    await git.raw(['read-tree', parent]);
-    await git.raw(['add', '-A']);
+    // From the checkout's own index (trusted stat data: only changed files are hashed again), else from the tree.
+    if (links.baseIndex && links.baseSha === parent && fs.existsSync(links.baseIndex)) fs.copyFileSync(links.baseIndex, indexFile);
+    else await git.raw(['read-tree', parent]);
+    // ctime cannot be set from user space: with it (and the full stat check) a changed file is always hashed again.
+    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A']);
   } catch (e) {
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
   const tree = (await git.raw(['write-tree'])).trim();
-  const { changed: submodules, added: nested } = await changedSubmodules(git, parent);
+  const { changed: submodules, added: nested } = await changedSubmodules(git, parent, links.hasSubmodules);
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
-  const parentTree = (await git.raw(['rev-parse', `${parent}^{tree}`])).trim();
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
   return { sha, parent, changed: true, submodules, nested, unsealed };
@@ -254,8 +278,9 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
  * `S<c><m><u>` (git-status(1) "Porcelain Format Version 2": c = its commit changed, m = tracked changes, u = untracked
  * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch.
  */
-async function changedSubmodules(git: SimpleGit, parent: string): Promise<{ changed: string[]; added: string[] }> {
-  const out = await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '');
+async function changedSubmodules(git: SimpleGit, parent: string, hasSubmodules: boolean): Promise<{ changed: string[]; added: string[] }> {
+  // Only a checkout that had submodules can have work inside one (a new gitlink is found by diff-index below).
+  const out = hasSubmodules ? await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '') : '';
   const paths: string[] = [];
   for (const line of out.split('\n')) {
     const fields = line.split(' ');
