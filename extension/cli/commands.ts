@@ -11,7 +11,7 @@ import { resumeCommand } from './resume-command';
 import { archiveCommand } from './archive-command';
 import { verifyArchiveCommand } from './verify-archive-command';
 import { verifyLogCommand } from './verify-log-command';
-import { loadEngines, runCommand, type RunFlags } from './run-command';
+import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
 
 /**
  * Every `verdict` subcommand, one entry each: name, positionals, its own flags, summary, exit codes and handler.
@@ -138,7 +138,11 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'remove the worktrees of finished runs (task branches only with --branches)',
     exit: '0 cleaned, 1 something could not be removed, 2 bad input (--run naming no run)',
-    run: ({ flags }, io) => cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io),
+    run: async ({ flags }, io) => {
+      // A run whose orchestrator died is reconciled first (orphaned workers killed), as every starting command does.
+      await reconcileAndReport(resolveHome(flags.home), loadEngines(undefined).engines, io);
+      return cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io);
+    },
   }),
   command({
     name: 'hud',
@@ -151,7 +155,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)',
     exit: '0 a clean stop (Ctrl-C), 2 bad flags or a taken --port',
-    run: ({ flags }, io) => hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'] }, io),
+    run: async ({ flags }, io) => {
+      await reconcileAndReport(resolveHome(flags.home), loadEngines(undefined).engines, io);
+      return hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'] }, io);
+    },
   }),
   command({
     name: 'doctor',

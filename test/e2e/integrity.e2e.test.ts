@@ -231,4 +231,28 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.equal(r.exitCode, 0, r.all);
     assert.equal(git(repo, 'show', `${String(readRows(home)[0]?.branch)}:value.txt`), 'new');
   });
+
+  it('verdict clean never removes a worktree a live process works in, and reconciles a dead run first', async () => {
+    const dir = tempDir();
+    const repo = repoWithTests(dir);
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('feature', 'echo done > feature.txt', 'bash run-tests.sh')] });
+    const home = path.join(dir, 'home');
+    assert.equal((await run(file, home)).exitCode, 0);
+    const [row] = readRows(home);
+    const worktree = path.join(home, 'worktrees', String(row?.run_id), 'feature');
+    // Someone's shell (here: a sleep) works in the finished run's worktree.
+    const shell = execa('sleep', ['30'], { cwd: worktree, reject: false });
+    try {
+      const c = await cli(['clean', '--home', home]);
+      assert.equal(c.exitCode, 1, c.all);
+      assert.match(c.all ?? '', /kept: a live process works in it \(pid \d+ sleep\)/);
+      assert.ok(fs.existsSync(path.join(worktree, 'feature.txt')), 'the worktree is still there');
+    } finally {
+      shell.kill('SIGKILL');
+      await shell;
+    }
+    const again = await cli(['clean', '--home', home]);
+    assert.equal(again.exitCode, 0, again.all);
+    assert.equal(fs.existsSync(worktree), false);
+  });
 });

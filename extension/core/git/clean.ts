@@ -3,6 +3,7 @@ import path from 'node:path';
 import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
 import { gitFor } from './safe-git';
+import { processesIn } from '../process/in-use';
 
 /**
  * One run as clean sees it, supplied by the caller (run/clean.ts reads the run registry): git/ knows nothing of
@@ -103,6 +104,12 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
     if (!fs.statSync(dir).isDirectory()) continue;
     const repo = run.repo ?? repoOfWorktree(dir);
     if (repo) repos.add(repo);
+    // Never delete a folder a live process works in (an orphaned worker, a user's shell, an editor's terminal).
+    const inside = processesIn(dir);
+    if (inside.length) {
+      actions.push({ kind: 'failed', runId: run.runId, what: dir, reason: `kept: a live process works in it (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}${inside.length > 3 ? ', …' : ''})` });
+      continue;
+    }
     const uncommitted = await uncommittedFiles(dir);
     if (!opts.dryRun) {
       try {
