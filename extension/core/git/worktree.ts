@@ -71,22 +71,24 @@ export interface AddWorktreeOptions {
  */
 export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<WorktreeLinks> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
-  return withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
-    const git = gitFor(repo.root);
+  const git = gitFor(repo.root);
+  // The branch first, outside the repository lock (creating one ref takes only that ref's own lock in git): git
+  // refuses an existing branch before anything is made. The worktree then gets a detached HEAD: a sandboxed worker can
+  // commit (its HEAD lives in the worktree's own admin dir) without write access to any ref; only the orchestrator
+  // moves the task branch (sealWorktree, advanceBranch).
+  try {
+    await git.raw(['branch', '--no-track', branch, repo.baseSha]);
+  } catch (e) {
+    throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+  }
+  const links = await withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
     const dirExisted = fs.existsSync(dir);
     try {
-      // The branch first (git refuses an existing one before anything is made), then the worktree with a detached
-      // HEAD: a sandboxed worker can then commit (its HEAD lives in the worktree's own admin dir) without any
-      // write access to the repository's refs; only the orchestrator moves the task branch (sealWorktree).
-      await git.raw(['branch', '--no-track', branch, repo.baseSha]);
       await git.raw(['worktree', 'add', '--quiet', '--detach', dir, repo.baseSha]);
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
-      // git refuses `-b` for a branch that exists before it creates anything; any other failure may leave the new
-      // branch behind. (Asked after the fact, so the lock is not held for an extra git call on every success.)
-      const branchExisted = /a branch named .* already exists/.test((e as Error).message);
-      if (!branchExisted) await git.raw(['branch', '-D', branch]).catch(() => undefined);
+      await git.raw(['branch', '-D', branch]).catch(() => undefined);
       throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
     }
     try {
@@ -96,17 +98,17 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       await git.raw(['branch', '-D', branch]).catch(() => undefined);
       throw e;
     }
-    const links = readWorktreeLinks(dir, repo.commonDir);
-    // Kept before any worker runs, where no step can reach it (VERDICT_HOME is hidden from steps).
-    const baseIndex = path.join(path.dirname(dir), '.index', path.basename(dir));
-    try {
-      fs.mkdirSync(path.dirname(baseIndex), { recursive: true });
-      fs.copyFileSync(path.join(links.adminDir, 'index'), baseIndex);
-      return { ...links, baseIndex, baseSha: repo.baseSha };
-    } catch {
-      return { ...links, baseSha: repo.baseSha };
-    }
+    return readWorktreeLinks(dir, repo.commonDir);
   });
+  // Kept before any worker runs, where no step can reach it (VERDICT_HOME is hidden from steps).
+  const baseIndex = path.join(path.dirname(dir), '.index', path.basename(dir));
+  try {
+    fs.mkdirSync(path.dirname(baseIndex), { recursive: true });
+    fs.copyFileSync(path.join(links.adminDir, 'index'), baseIndex);
+    return { ...links, baseIndex, baseSha: repo.baseSha };
+  } catch {
+    return { ...links, baseSha: repo.baseSha };
+  }
 }
 
 /**
@@ -254,23 +256,46 @@ async function notInTree(git: SimpleGit, tree: string, files: string[]): Promise
  */
 export async function pointHeadAt(links: WorktreeLinks, sha: string): Promise<void> {
   restoreWorktreeLinks(links);
+  if (links.baseIndex && links.baseSha === sha && fs.existsSync(links.baseIndex)) {
+    // The worktree's own files, written the way git writes them (gitrepository-layout(5): a detached HEAD holds the
+    // object name): no git process needed for the common case.
+    writeAdminFile(links, 'HEAD', `${sha}\n`);
+    copyAdminFile(links, links.baseIndex, 'index');
+    return;
+  }
   const git = sealGit(links, path.join(links.adminDir, 'index'));
   await git.raw(['update-ref', '--no-deref', 'HEAD', sha]);
   await git.raw(['read-tree', sha]);
 }
 
+/** Replaces `<adminDir>/<name>` atomically (write beside, rename over). */
+function writeAdminFile(links: WorktreeLinks, name: string, text: string): void {
+  const tmp = path.join(links.adminDir, `.${name}.verdict-${process.pid}`);
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, path.join(links.adminDir, name));
+}
+
+/** Copies `from` over `<adminDir>/<name>` atomically. */
+function copyAdminFile(links: WorktreeLinks, from: string, name: string): void {
+  const tmp = path.join(links.adminDir, `.${name}.verdict-${process.pid}`);
+  fs.copyFileSync(from, tmp);
+  fs.renameSync(tmp, path.join(links.adminDir, name));
+}
+
 /**
  * Points the task branch at a sealed commit (compare-and-swap against `seal.parent`: git refuses if the branch moved
- * meanwhile), then attaches the worktree's HEAD to the branch with an index that matches it, so the worktree shows
- * the passed work as committed.
+ * meanwhile), then attaches the worktree's HEAD to the branch with an index that matches it (`sealIndex`, the index
+ * the seal was built with, when it is still there), so the worktree shows the passed work as committed.
  * @throws Error with git's message when the branch moved or cannot be updated
  */
-export async function advanceBranch(links: WorktreeLinks, branch: string, seal: Seal): Promise<void> {
+export async function advanceBranch(links: WorktreeLinks, branch: string, seal: Seal, sealIndex?: string): Promise<void> {
   restoreWorktreeLinks(links);
   const git = sealGit(links, path.join(links.adminDir, 'index'));
   if (seal.changed) await git.raw(['update-ref', '-m', 'verdict: sealed and checked', `refs/heads/${branch}`, seal.sha, seal.parent]);
-  await git.raw(['symbolic-ref', 'HEAD', `refs/heads/${branch}`]);
-  await git.raw(['read-tree', `refs/heads/${branch}`]);
+  // HEAD becomes the branch (a symref, as git writes it); the index is the seal's own, which holds exactly its tree.
+  writeAdminFile(links, 'HEAD', `ref: refs/heads/${branch}\n`);
+  if (sealIndex && fs.existsSync(sealIndex)) copyAdminFile(links, sealIndex, 'index');
+  else await git.raw(['read-tree', `refs/heads/${branch}`]);
 }
 
 /**

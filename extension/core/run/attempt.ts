@@ -35,7 +35,8 @@ export interface AttemptOutcome {
 export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: readonly Step[] = DEFAULT_STEPS): Promise<AttemptOutcome> {
   const { opts, runId } = ctx;
   const { spec, engine } = task;
-  const n = task.used + task.rateLimited + 1;
+  // Every attempt begun so far has its view in the state (a task rerun through the control channel keeps its earlier ones).
+  const n = task.state.attempts.length + 1;
   const dir = attemptDir(opts.home, runId, spec.key, n);
   fs.mkdirSync(dir, { recursive: true });
   const rec: AttemptRecord = {
@@ -139,6 +140,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const files = recordFiles(rec);
   fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps }, null, 2));
   for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${rec.attempt}-${step}`), { recursive: true, force: true });
+  fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
 
   const row = evalRow(rec);
   try {

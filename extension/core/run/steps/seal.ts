@@ -18,11 +18,11 @@ export const sealStep: Step = {
     try {
       rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], { timeoutMs: spec.checkTimeoutMs, expectFiles: spec.expectFiles });
     } catch (e) {
+      fs.rmSync(index, { force: true });
       if (/block timeout/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
       throw e;
-    } finally {
-      fs.rmSync(index, { force: true });
     }
+    // The seal's index stays for deliver (it holds exactly the sealed tree); settle removes it.
     // The check compares with the task branch, whatever HEAD or index the worker left.
     await pointHeadAt(task.links!, rec.seal.parent);
     // What the branch could not hold is judged after the check (whose output a retry needs): see sealProblems.
