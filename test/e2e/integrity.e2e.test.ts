@@ -255,4 +255,24 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.equal(again.exitCode, 0, again.all);
     assert.equal(fs.existsSync(worktree), false);
   });
+
+  it('VERDICT_HOME fills up mid-run (a small tmpfs; root only): no crash, no stack trace, one line per task saying so', async function () {
+    if (process.getuid?.() !== 0) return this.skip();
+    const dir = tempDir();
+    const home = path.join(dir, 'small-home');
+    fs.mkdirSync(home);
+    const mounted = await execa('mount', ['-t', 'tmpfs', '-o', 'size=120k', 'tmpfs', home], { reject: false });
+    if (mounted.exitCode !== 0) return this.skip();
+    try {
+      const spec = 'head -c 20000 /dev/urandom | base64; echo ok > out.txt';
+      const file = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: Array.from({ length: 8 }, (_, i) => scriptTask(`t${i}`, spec, 'cat out.txt')) });
+      const r = await cli(['run', file, '--home', path.join(home, 'h'), '--no-dashboard']);
+      assert.equal(r.exitCode, 1, r.all);
+      assert.doesNotMatch(r.all ?? '', /\n\s+at |Node\.js v/, 'a stack trace was printed');
+      assert.match(r.all ?? '', /no space left on the device of/);
+      assert.match(r.all ?? '', /passed in/, 'the run printed its table');
+    } finally {
+      await execa('umount', [home], { reject: false });
+    }
+  });
 });

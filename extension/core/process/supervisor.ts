@@ -83,8 +83,10 @@ export interface Receipt {
   startTime: string | null;
   /** Set when the process could not be started (missing binary, bad cwd): the OS error message. */
   spawnError: string | null;
-  /** Bytes of output written to the log. */
+  /** Bytes of output the process printed (all of it reached the log unless logError says otherwise). */
   outputBytes: number;
+  /** Why the log stopped being written (a full disk), or null when it holds everything. */
+  logError?: string | null;
 }
 
 /** A receipt plus the retained tail of the output. */
@@ -117,7 +119,11 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   // In a sandbox a missing command is bwrap's exit 1, not a spawn error: say it the way an unsandboxed spawn would.
   const missing = opts.sandbox ? missingCommand(opts.file, { ...process.env, ...opts.env }) : null;
   if (missing) {
+    try {
     fs.closeSync(log);
+  } catch {
+    // a full disk can fail the close too; logError already says what was lost
+  }
     const now = Date.now();
     return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError: missing, outputBytes: 0 }, tail: '' };
   }
@@ -141,10 +147,20 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const startTime = pid === null ? null : processStartTime(pid);
   if (pid !== null) opts.onSpawn?.(pid);
 
+  // A log that cannot be written (a full disk) must not crash the orchestrator: the step goes on, its output is kept
+  // in the in-memory tail, and the receipt says what was lost.
+  let logError: string | null = null;
   const onData = (chunk: Buffer) => {
     lastOutputAt = Date.now();
     outputBytes += chunk.length;
-    fs.writeSync(log, chunk);
+    if (logError === null) {
+      try {
+        fs.writeSync(log, chunk);
+      } catch (e) {
+        const err = e as NodeJS.ErrnoException;
+        logError = `${opts.logFile}: ${err.code === 'ENOSPC' ? 'no space left on device' : err.message}; output after ${outputBytes - chunk.length} bytes was not logged`;
+      }
+    }
     tail.push(chunk);
     opts.onOutput?.(chunk);
   };
@@ -207,7 +223,11 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   clearInterval(guard);
   if (killTimer) clearTimeout(killTimer);
   opts.signal?.removeEventListener('abort', onAbort);
-  fs.closeSync(log);
+  try {
+    fs.closeSync(log);
+  } catch {
+    // a full disk can fail the close too; logError already says what was lost
+  }
 
   const endedAt = Date.now();
   const spawnError = result.failed && result.exitCode === undefined && !result.signal ? shortError(result) : null;
@@ -226,6 +246,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       startTime,
       spawnError,
       outputBytes,
+      logError,
     },
     tail: tail.text(),
   };

@@ -6,6 +6,8 @@ import { runDir, worktreePath } from '../config/home';
 import { taskBranch } from '../git/worktree';
 import { shortHost } from '../host/hostname';
 import { StateFile, type RunState } from '../live/state';
+import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
+import { statusInfo } from '../../../schemas/status';
 import type { Manifest } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
@@ -22,6 +24,9 @@ import { checkEnvironment } from './steps/check';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
+
+/** How often a live run reads its control file (runs/<id>/control.jsonl), ms. */
+export const CONTROL_POLL_MS = 250;
 
 /** Options of {@link runManifest}. */
 export interface RunOptions {
@@ -214,6 +219,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     baseSha: pre.repo?.baseSha ?? null,
     containment: pre.containment.summary,
     ...(opts.resumedFrom ? { resumedFrom: opts.resumedFrom } : {}),
+    paused: false,
+    draining: false,
+    control: [],
     tasks: tasks.map((t) => t.state),
   };
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);
@@ -232,8 +240,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   /** A task that ends without (another) attempt because it or the run was stopped. */
   const markCancelled = (task: TaskRuntime) => {
     task.state.status = 'CANCELLED';
+    task.state.reason ??= state.draining ? 'drained' : 'stopped before this task finished';
     task.summary.verdict = 'CANCELLED';
-    task.summary.reason = 'stopped before this task finished';
+    task.summary.reason = task.state.reason;
     emit({ type: 'task-cancelled', key: task.spec.key });
     void stateFile.save();
   };
@@ -246,16 +255,24 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     async (task) => {
       try {
         await runJob(task);
+        taskSettled(task);
       } catch (e) {
         // A bug or an unwritable record must not leave the task looking CANCELLED: it ends ERROR, saying why.
         task.state.status = 'ERROR';
         task.summary.verdict = 'ERROR';
-        task.summary.reason = `internal error: ${(e as Error).message}`;
+        const err = e as NodeJS.ErrnoException;
+        task.summary.reason = err.code === 'ENOSPC'
+          ? `the task's records could not be written: no space left on the device of ${home} (free some, then: verdict resume ${runId})`
+          : `internal error: ${err.message}`;
         emit({ type: 'task-note', key: task.spec.key, note: task.summary.reason });
         void stateFile.save();
+        taskSettled(task);
       }
     },
-    (task) => markCancelled(task),
+    (task) => {
+      markCancelled(task);
+      taskSettled(task);
+    },
     { groupOf: (task) => task.spec.engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
   );
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
@@ -275,19 +292,115 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     }
     if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
   }
+  let cancelled = false;
   const onAbort = () => {
+    cancelled = true;
     scheduler.close();
     for (const t of tasks) t.abort.abort();
   };
+
+  // The control channel (docs/architecture.md "Controlling a live run"): commands read by byte offset, each acknowledged
+  // in state.json once its effect happened (or refused, saying why).
+  /** Callbacks waiting for a task to be final (a stop's acknowledgment, a rerun of a task still running). */
+  const whenFinal = new Map<TaskRuntime, (() => void)[]>();
+  /** Acknowledgments given when the run ends (a cancel is done once every attempt is recorded). */
+  const atEnd: (() => void)[] = [];
+  let ending = false;
+  function taskSettled(task: TaskRuntime): void {
+    if (!statusInfo(task.state.status).final) return;
+    const waiting = whenFinal.get(task);
+    whenFinal.delete(task);
+    for (const fn of waiting ?? []) fn();
+  }
+  const waitFinal = (task: TaskRuntime, fn: () => void) => whenFinal.set(task, [...(whenFinal.get(task) ?? []), fn]);
+  const ack = (c: ControlCommand | BadControlLine, result: 'done' | 'refused', reason: string) => {
+    (state.control ??= []).push({ id: c.id, verb: c.verb, task: c.task ?? null, by: c.by, host: c.host, at: c.at, ackAt: Date.now(), result, reason });
+    emit({ type: 'run-note', note: `control: ${c.verb}${c.task ? ` ${c.task}` : ''} from ${c.by}@${c.host}: ${result}${reason ? ` (${reason})` : ''}` });
+    void stateFile.save();
+  };
+  const refuseStart = (): string | null => (cancelled ? 'the run is being cancelled' : state.draining ? 'the run is draining: nothing more starts' : null);
+  const rerun = (c: ControlCommand, task: TaskRuntime) => {
+    const why = refuseStart();
+    if (why) return ack(c, 'refused', why);
+    task.abort = new AbortController();
+    task.used = 0;
+    task.rateLimited = 0;
+    task.failure = null;
+    task.state.status = 'queued';
+    delete task.state.reason;
+    scheduler.push(task);
+    ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)`);
+  };
+  function handle(c: ControlCommand | BadControlLine): void {
+    if (!isCommand(c)) return ack(c, 'refused', c.reason);
+    if (ending) return ack(c, 'refused', 'the run had already ended');
+    const task = c.task ? tasks.find((t) => t.spec.key === c.task) : undefined;
+    if (c.task && !task) return ack(c, 'refused', `run ${runId} has no task ${c.task}`);
+    switch (c.verb) {
+      case 'cancel':
+        atEnd.push(() => ack(c, 'done', 'the run was cancelled: running attempts stopped and recorded CANCELLED, queued tasks never started'));
+        if (!cancelled) onAbort();
+        return;
+      case 'pause': {
+        const why = refuseStart();
+        if (why) return ack(c, 'refused', why);
+        if (state.paused) return ack(c, 'done', 'already paused');
+        state.paused = true;
+        scheduler.pause();
+        return ack(c, 'done', 'paused: no new attempt starts; running ones go on');
+      }
+      case 'resume':
+        if (!state.paused) return ack(c, 'done', 'not paused');
+        state.paused = false;
+        scheduler.resume();
+        return ack(c, 'done', 'resumed: attempts start again');
+      case 'drain': {
+        if (cancelled) return ack(c, 'refused', 'the run is being cancelled');
+        if (state.draining) return ack(c, 'done', 'already draining');
+        state.draining = true;
+        state.paused = false;
+        const queued = tasks.filter((t) => t.state.status === 'queued' || t.state.status === 'retry_queued').length;
+        scheduler.close();
+        const running = tasks.filter((t) => !statusInfo(t.state.status).final).length;
+        return ack(c, 'done', `draining: ${queued} waiting task(s) CANCELLED (drained); ${running} running go on, then the run ends`);
+      }
+      case 'stop': {
+        const t = task as TaskRuntime;
+        if (statusInfo(t.state.status).final) return ack(c, 'refused', `${t.spec.key} is already final (${t.state.status})`);
+        t.state.reason = `stopped by ${c.by}`;
+        waitFinal(t, () => ack(c, 'done', `${t.spec.key} ended ${t.state.status}`));
+        t.abort.abort();
+        scheduler.drop(t);
+        return;
+      }
+      case 'rerun': {
+        const t = task as TaskRuntime;
+        const why = refuseStart();
+        if (why) return ack(c, 'refused', why);
+        if (statusInfo(t.state.status).final) return rerun(c, t);
+        waitFinal(t, () => rerun(c, t));
+        return;
+      }
+    }
+  }
+  const reader = new ControlReader(controlFile(dir));
+  const pollControl = () => {
+    for (const c of reader.read()) handle(c);
+  };
+  const poller = setInterval(pollControl, CONTROL_POLL_MS);
+
   for (const t of tasks) opts.control?.bind(t.spec.key, () => t.abort.abort());
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort);
   for (const t of tasks) scheduler.push(t);
   await scheduler.idle();
   opts.signal?.removeEventListener('abort', onAbort);
+  clearInterval(poller);
+  ending = true;
+  pollControl();
+  for (const fn of atEnd) fn();
   for (const t of tasks) removeTaskScratch(home, runId, t.spec.key);
 
-  const cancelled = opts.signal?.aborted === true;
   state.status = cancelled ? 'cancelled' : 'finished';
   state.endedAt = Date.now();
   await stateFile.close();
