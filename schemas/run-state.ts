@@ -57,6 +57,31 @@ export interface TaskState {
   commit: string | null;
   port: number | null;
   attempts: AttemptState[];
+  /** Why a task ended without (another) attempt: e.g. `drained`, `stopped by <who>` (absent in older state files). */
+  reason?: string;
+}
+
+/** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */
+export type ControlVerb = 'stop' | 'cancel' | 'pause' | 'resume' | 'drain' | 'rerun';
+
+/**
+ * One control command as its orchestrator acknowledged it in state.json: `done` once its effect happened (a stopped
+ * task is final, a cancelled run has ended, a rerun task is queued again), `refused` with the reason. Times epoch ms.
+ */
+export interface ControlAck {
+  /** The command's id, as the sender wrote it (a malformed line gets `line@<byte offset>`). */
+  id: string;
+  /** The verb as sent (an unknown one is kept verbatim and refused). */
+  verb: string;
+  task: string | null;
+  /** The sender's identity and host. */
+  by: string;
+  host: string;
+  /** When it was sent and when it was acknowledged. */
+  at: number;
+  ackAt: number;
+  result: 'done' | 'refused';
+  reason: string;
 }
 
 /** runs/<run_id>/state.json. Every change rewrites it whole, atomically. Times epoch ms. */
@@ -84,6 +109,12 @@ export interface RunState {
   baseSha: string | null;
   /** One line: what contains the run's steps (bwrap and its version, or off and why); absent in older records. */
   containment?: string;
+  /** Set by `pause` (no new attempt starts; running ones go on), cleared by `resume`; absent in older records. */
+  paused?: boolean;
+  /** Set by `drain`: nothing more starts, the run ends when what runs has finished; absent in older records. */
+  draining?: boolean;
+  /** Every control command read from runs/<run_id>/control.jsonl, acknowledged, in the order read. */
+  control?: ControlAck[];
   tasks: TaskState[];
 }
 

@@ -8,6 +8,7 @@ import { hudCommand } from './hud/hud-command';
 import { lintCommand } from './lint-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
 import { resumeCommand } from './resume-command';
+import { discardCommand, liveRun, mergeCommand, rerunCommand, runsCommand, sendControl, resolveRun, stopCommand } from './control-command';
 import { archiveCommand } from './archive-command';
 import { verifyArchiveCommand } from './verify-archive-command';
 import { verifyLogCommand } from './verify-log-command';
@@ -28,6 +29,14 @@ const config = {
   default: 'VERDICT_CONFIG, else <$XDG_CONFIG_HOME or ~/.config>/verdict/config.json if it exists',
 } as const satisfies FlagSpec;
 const json = { type: 'boolean', help: 'print JSON' } as const satisfies FlagSpec;
+const noWait = { type: 'boolean', help: 'return once the command is sent, without waiting for its acknowledgment' } as const satisfies FlagSpec;
+/** The flags of the control verbs (stop, pause, drain, rerun). */
+const controlFlags = {
+  identity: { type: 'string', value: 'NAME', help: 'who sends it (recorded with the acknowledgment)', default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname' },
+  'no-wait': noWait,
+  home,
+} as const satisfies Record<string, FlagSpec>;
+const controlExit = '0 done, 1 refused or not acknowledged within 15 s, 2 bad input (no such run, not live, no such task)';
 
 /** The flags of every command that runs a manifest: run, resume, demo. */
 const runFlags = {
@@ -61,11 +70,72 @@ export const COMMANDS: readonly AnyCommand[] = [
   }),
   command({
     name: 'resume',
-    args: [{ name: 'RUN_ID' }],
-    flags: runFlags,
-    summary: 'run again the tasks of a run that did not pass (after a crash: its INTERRUPTED tasks)',
-    exit: '0 every resumed task passed (or nothing was left to do), 1 some did not, 2 bad input',
-    run: ({ args: [runId], flags }, io) => resumeCommand(runId as string, runFlagsOf(flags), io),
+    args: [{ name: 'RUN' }],
+    flags: { ...runFlags, 'no-wait': noWait },
+    summary: 'a paused live run: go on; a finished or dead one: run again its tasks that did not pass',
+    exit: '0 unpaused, or every resumed task passed (or nothing was left to do), 1 some did not, 2 bad input',
+    run: async ({ args: [run], flags }, io) => {
+      const home = resolveHome(flags.home);
+      const live = liveRun(home, run as string);
+      if (live) return sendControl(live, 'resume', undefined, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
+      return resumeCommand(resolveRun(home, run as string).state.runId, runFlagsOf(flags), io);
+    },
+  }),
+  command({
+    name: 'stop',
+    args: [{ name: 'RUN' }, { name: 'TASK', optional: true }],
+    flags: controlFlags,
+    summary: 'stop one task of a live run (recorded CANCELLED, not retried); without TASK, cancel the run',
+    exit: controlExit,
+    run: ({ args: [run, task], flags }, io) => stopCommand(run as string, task, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+  }),
+  command({
+    name: 'pause',
+    args: [{ name: 'RUN' }],
+    flags: controlFlags,
+    summary: 'a live run starts no new attempt (running ones go on) until `verdict resume RUN`',
+    exit: controlExit,
+    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'pause', undefined, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+  }),
+  command({
+    name: 'drain',
+    args: [{ name: 'RUN' }],
+    flags: controlFlags,
+    summary: 'a live run finishes what runs, starts nothing more (queued tasks CANCELLED "drained") and ends',
+    exit: controlExit,
+    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'drain', undefined, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+  }),
+  command({
+    name: 'rerun',
+    args: [{ name: 'RUN' }, { name: 'TASK' }],
+    flags: controlFlags,
+    summary: 'give one task of a live run new attempts (once it is final); a finished run: use resume',
+    exit: controlExit,
+    run: ({ args: [run, task], flags }, io) => rerunCommand(run as string, task as string, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+  }),
+  command({
+    name: 'merge',
+    args: [{ name: 'RUN' }, { name: 'TASK', repeat: true, optional: true }],
+    flags: { home },
+    summary: 'merge passed task branches into the current branch: rebase, re-check, fast-forward, one at a time',
+    exit: '0 every task merged, 1 some did not (conflict, failed re-check, not passed, dirty tree), 2 bad input',
+    run: ({ args: [run, ...tasks], flags }, io) => mergeCommand(run as string, tasks, { home: resolveHome(flags.home) }, io),
+  }),
+  command({
+    name: 'discard',
+    args: [{ name: 'RUN' }, { name: 'TASK' }],
+    flags: { home },
+    summary: "remove a task's worktree and delete its branch, asking nothing (not while a live run works on it)",
+    exit: '0 discarded, 1 a live process works in its worktree, 2 bad input (no such run or task, plain mode, running)',
+    run: ({ args: [run, task], flags }, io) => discardCommand(run as string, task as string, { home: resolveHome(flags.home) }, io),
+  }),
+  command({
+    name: 'runs',
+    args: [],
+    flags: { json, home },
+    summary: 'every run in VERDICT_HOME, live first: id, name, identity, started, state, passed/total',
+    exit: '0 listed',
+    run: async ({ flags }, io) => runsCommand({ home: resolveHome(flags.home), json: flags.json }, io),
   }),
   command({
     name: 'lint',

@@ -24,6 +24,9 @@ async function verdict(...argv: string[]) {
 }
 
 const flagsOf = (c: AnyCommand) => Object.keys(c.flags);
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A positional as the usage shows it: NAME, NAME..., [NAME], [NAME...]. */
+const argShown = (a: AnyCommand['args'][number]) => (a.optional ? `[${a.name}${a.repeat ? '...' : ''}]` : `${a.name}${a.repeat ? '...' : ''}`);
 /** Placeholder positionals that satisfy `c.args`, so only the flag under test can be wrong. */
 const argsFor = (c: AnyCommand) => c.args.filter((a) => !a.optional).map((a) => `some-${a.name.toLowerCase()}`);
 
@@ -58,7 +61,7 @@ describe('CLI command table', () => {
   it('verdict --help lists every command from the table; -V prints the version; no command: the help and exit 2', async () => {
     const help = await verdict('--help');
     assert.equal(help.code, 0);
-    for (const c of COMMANDS) assert.match(help.stdout, new RegExp(`^ {2}${[c.name, ...c.args.map((a) => a.name)].join(' ')}(?:.* |\n {21})${c.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+    for (const c of COMMANDS) assert.match(help.stdout, new RegExp(`^ {2}${escape([c.name, ...c.args.map(argShown)].join(' '))}(?:.* |\n {21})${c.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
     assert.equal((await verdict('-h')).stdout, help.stdout);
     for (const v of ['-V', '--version']) assert.match((await verdict(v)).stdout, /^verdict \d+\.\d+\.\d+/);
     const none = await verdict();
@@ -111,7 +114,11 @@ describe('CLI command table', () => {
       const extra = await verdict(c.name, ...argsFor(c), 'one', 'two', ...(c.args.some((a) => a.repeat) ? ['--frobnicate'] : []));
       assert.equal(extra.code, 2);
       if (c.args.some((a) => a.repeat)) assert.match(extra.stderr, /unknown option --frobnicate/);
-      else if (c.args.length) assert.match(extra.stderr, new RegExp(`^verdict ${c.name}: unexpected argument "one" "two" \\(takes ${c.args.map((a) => a.name).join(' ')}\\)`));
+      else if (c.args.length) {
+        // An optional positional takes "one"; only what is left over is unexpected.
+        const left = c.args.some((a) => a.optional) ? '"two"' : '"one" "two"';
+        assert.match(extra.stderr, new RegExp(`^verdict ${c.name}: unexpected argument ${left} \\(takes ${escape(c.args.map(argShown).join(' '))}\\)`));
+      }
       else assert.match(extra.stderr, new RegExp(`^verdict ${c.name}: takes no arguments, got "one" "two"\n\nusage: ${usageLine(c).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
       const required = c.args.find((a) => !a.optional);
       if (required) {

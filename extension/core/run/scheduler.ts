@@ -10,7 +10,8 @@ export interface GroupLimits<T> {
  * Keeps exactly `limit` jobs running while work remains: a job is started the moment a slot frees, and a job may
  * enqueue follow-up jobs (retries), optionally after a delay (backoff). With `groups`, a job also waits while its
  * group is at its own cap; jobs of other groups pass it. `idle()` resolves when nothing is queued, delayed or
- * running. After `close()`, queued and delayed jobs are handed to `onDropped` instead of running.
+ * running. After `close()`, queued and delayed jobs are handed to `onDropped` instead of running. While paused, nothing
+ * starts (and idle() waits: queued jobs are still work).
  */
 export class Scheduler<T> {
   private readonly queue: T[] = [];
@@ -18,6 +19,7 @@ export class Scheduler<T> {
   private active = 0;
   private readonly activeByGroup = new Map<string, number>();
   private closed = false;
+  private paused = false;
   private idleWaiters: (() => void)[] = [];
   /** Highest number of jobs that ran at once; for tests and benchmarks. */
   peakActive = 0;
@@ -59,6 +61,35 @@ export class Scheduler<T> {
     this.checkIdle();
   }
 
+  /** Starts no job until resume(); running ones go on, pushes queue up. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Undoes pause(): queued jobs start as slots allow. */
+  resume(): void {
+    this.paused = false;
+    this.pump();
+  }
+
+  /** Takes a queued or delayed job out and hands it to `onDropped`; false when it was neither (running, or unknown). */
+  drop(job: T): boolean {
+    for (const [t, j] of this.delayed) {
+      if (j !== job) continue;
+      clearTimeout(t);
+      this.delayed.delete(t);
+      this.onDropped(job);
+      this.checkIdle();
+      return true;
+    }
+    const index = this.queue.indexOf(job);
+    if (index < 0) return false;
+    this.queue.splice(index, 1);
+    this.onDropped(job);
+    this.checkIdle();
+    return true;
+  }
+
   /** Resolves once no job is queued, delayed or running. */
   idle(): Promise<void> {
     return new Promise((resolve) => {
@@ -68,7 +99,7 @@ export class Scheduler<T> {
   }
 
   private pump(): void {
-    while (!this.closed && this.active < this.limit) {
+    while (!this.closed && !this.paused && this.active < this.limit) {
       const index = this.queue.findIndex((job) => this.groupHasRoom(job));
       if (index < 0) return;
       const [job] = this.queue.splice(index, 1) as [T];

@@ -1,0 +1,219 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { runDir } from '../core/config/home';
+import { discardTaskWorktree } from '../core/git/discard';
+import { DirtyTreeError, mergeQueue, type MergeOutcome } from '../core/git/merge';
+import { shortHost } from '../core/host/hostname';
+import { resolveIdentity } from '../core/host/identity';
+import { appendControl, type ControlVerb } from '../core/live/control';
+import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
+import { mergeRequestsForRun } from '../core/run/merge-plan';
+import { statusInfo } from '../../schemas/status';
+import { InputError, type Io } from './io';
+import { loadEngines } from './run-command';
+
+/**
+ * The CLI side of a run's control channel (docs/architecture.md "Controlling a live run") and the commands that act
+ * on one run's tasks: stop, pause, drain, resume (live), rerun, merge, discard, and the runs listing.
+ */
+
+/** How long a control verb waits for its acknowledgment in state.json, ms (a cancel waits for the run to end). */
+export const ACK_WAIT_MS = 15_000;
+
+/**
+ * The run a RUN argument names: its exact id, or a prefix of exactly one run id under `<home>/runs`.
+ * @throws InputError when none or several match, or its state file is unreadable
+ */
+export function resolveRun(home: string, arg: string): RunInfo {
+  let ids: string[];
+  try {
+    ids = fs.readdirSync(path.join(home, 'runs'));
+  } catch {
+    ids = [];
+  }
+  const matches = ids.includes(arg) ? [arg] : ids.filter((id) => id.startsWith(arg)).sort();
+  if (!matches.length) throw new InputError(`no run ${arg} under ${home}`);
+  if (matches.length > 1) throw new InputError(`"${arg}" is the start of ${matches.length} run ids (${matches.slice(0, 4).join(', ')}${matches.length > 4 ? ', …' : ''}); give more of it`);
+  const stateFile = path.join(runDir(home, matches[0] as string), 'state.json');
+  const read = readState(stateFile);
+  if (!('state' in read)) throw new InputError(`run ${matches[0]}: ${read.reason === 'missing' ? 'no state file' : read.reason}`);
+  return describeRun(read.state, stateFile);
+}
+
+/** Options of a control verb. */
+export interface ControlOptions {
+  home: string;
+  identity?: string;
+  /** Return once the command is appended, without waiting for its acknowledgment. */
+  noWait?: boolean;
+  /** Test hook: how long to wait for the acknowledgment, ms (default ACK_WAIT_MS). */
+  waitMs?: number;
+}
+
+/**
+ * Sends one command to a live run through its control file and (unless noWait) waits for its acknowledgment in
+ * state.json, printing it. Returns 0 done (or sent, with noWait), 1 refused or not acknowledged in time.
+ * @throws InputError when the run is unknown or not live
+ */
+export async function sendControl(info: RunInfo, verb: ControlVerb, task: string | undefined, opts: ControlOptions, io: Io): Promise<number> {
+  const { state } = info;
+  if (info.liveness !== 'running') throw new InputError(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run`);
+  if (task !== undefined && !state.tasks.some((t) => t.key === task)) throw new InputError(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
+  const by = resolveIdentity({ flag: opts.identity, cwd: process.cwd(), configDefault: loadEngines(undefined).settings.identity }).identity;
+  const cmd = await appendControl(path.dirname(info.stateFile), { verb, ...(task !== undefined ? { task } : {}), by, host: shortHost() });
+  const what = `${verb}${task !== undefined ? ` ${task}` : ''}`;
+  if (opts.noWait) {
+    io.out(`sent ${what} to run ${state.runId} (command ${cmd.id}); its acknowledgment will be in ${info.stateFile} (control)`);
+    return 0;
+  }
+  const deadline = Date.now() + (opts.waitMs ?? ACK_WAIT_MS);
+  for (;;) {
+    const read = readState(info.stateFile);
+    if ('state' in read) {
+      const a = read.state.control?.find((c) => c.id === cmd.id);
+      if (a) {
+        io.out(`${what}: ${a.result}${a.reason ? ` — ${a.reason}` : ''} (run ${state.runId}, acknowledged after ${a.ackAt - cmd.at} ms)`);
+        return a.result === 'done' ? 0 : 1;
+      }
+      const now = describeRun(read.state, info.stateFile).liveness;
+      if (now !== 'running') {
+        io.err(`${what}: run ${state.runId} ended (${now}) without acknowledging command ${cmd.id}`);
+        return 1;
+      }
+    }
+    if (Date.now() > deadline) {
+      io.err(`${what}: sent to run ${state.runId} (command ${cmd.id}) but not acknowledged within ${Math.round((opts.waitMs ?? ACK_WAIT_MS) / 1000)} s; see control in ${info.stateFile}`);
+      return 1;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** `verdict stop RUN [TASK]`: stops one task of a live run, or (without TASK) cancels the run. */
+export function stopCommand(run: string, task: string | undefined, opts: ControlOptions, io: Io): Promise<number> {
+  return sendControl(resolveRun(opts.home, run), task === undefined ? 'cancel' : 'stop', task, opts, io);
+}
+
+/** `verdict rerun RUN TASK`: new attempts for one task of a live run; a finished run is refused, naming resume. */
+export function rerunCommand(run: string, task: string, opts: ControlOptions, io: Io): Promise<number> {
+  const info = resolveRun(opts.home, run);
+  if (info.liveness !== 'running') {
+    throw new InputError(`run ${info.state.runId} is not live (${info.liveness}): rerun gives new attempts to a task of a running run. To run again every task of it that did not pass, use: verdict resume ${info.state.runId}`);
+  }
+  return sendControl(info, 'rerun', task, opts, io);
+}
+
+/** One line per run, live ones first (`verdict runs`). */
+export function runsCommand(opts: { home: string; json: boolean }, io: Io): number {
+  const { runs, skipped } = listRuns(opts.home);
+  const rows = runs.map((r) => ({
+    runId: r.state.runId,
+    runName: r.state.runName,
+    identity: r.state.identity,
+    host: r.state.host,
+    startedAt: new Date(r.state.startedAt).toISOString(),
+    endedAt: r.state.endedAt === null ? null : new Date(r.state.endedAt).toISOString(),
+    state: r.liveness,
+    paused: r.state.paused === true,
+    draining: r.state.draining === true,
+    passed: r.counts.passed,
+    total: r.counts.total,
+  }));
+  if (opts.json) {
+    io.out(JSON.stringify(rows, null, 2));
+    return 0;
+  }
+  for (const s of skipped) io.err(`skipped ${s.stateFile}: ${s.reason}`);
+  if (!rows.length) {
+    io.out(`no runs under ${opts.home}`);
+    return 0;
+  }
+  const table = [['RUN', 'NAME', 'IDENTITY', 'STARTED', 'STATE', 'PASSED']];
+  for (const r of rows) {
+    const state = r.state + (r.paused ? ' (paused)' : '') + (r.draining ? ' (draining)' : '');
+    table.push([r.runId, r.runName, `${r.identity}@${r.host}`, localTime(new Date(r.startedAt)), state, `${r.passed}/${r.total}`]);
+  }
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
+  return 0;
+}
+
+function localTime(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/**
+ * `verdict merge RUN [TASK...]`: the merge queue (rebase, re-check, fast-forward) for the named tasks, or every task
+ * that passed, into the repository's current branch; one line per task. Returns 0 when every one merged, else 1.
+ * @throws InputError for an unknown run or a run not in worktree mode
+ */
+export async function mergeCommand(run: string, keys: string[], opts: { home: string }, io: Io): Promise<number> {
+  const { state } = resolveRun(opts.home, run);
+  if (!state.worktrees || !state.repo) throw new InputError(`run ${state.runId} is not a worktree-mode run; there are no task branches to merge`);
+  let failed = false;
+  for (const key of keys) {
+    const t = state.tasks.find((x) => x.key === key);
+    if (!t) throw new InputError(`run ${state.runId} has no task ${key} (tasks: ${state.tasks.map((x) => x.key).join(', ')})`);
+    if (t.status !== 'PASS') {
+      io.out(`${key}: NOT MERGED — it is ${t.status}; only a task that passed has work on its branch to merge`);
+      failed = true;
+    }
+  }
+  if (!keys.length) for (const t of state.tasks.filter((x) => x.status !== 'PASS')) io.out(`${t.key}: not merged — ${t.status}`);
+  let requests;
+  try {
+    requests = mergeRequestsForRun(opts.home, state, keys.length ? keys : undefined);
+  } catch (e) {
+    throw new InputError((e as Error).message);
+  }
+  if (!requests.length) {
+    if (!keys.length) io.out(`nothing to merge: no task of run ${state.runId} passed`);
+    return 1;
+  }
+  try {
+    const outcomes = await mergeQueue(requests, (o) => io.out(mergeLine(o)));
+    return failed || outcomes.some((o) => o.status !== 'MERGED') ? 1 : 0;
+  } catch (e) {
+    if (e instanceof DirtyTreeError) {
+      io.err(e.message);
+      return 1;
+    }
+    throw new InputError((e as Error).message);
+  }
+}
+
+function mergeLine(o: MergeOutcome): string {
+  if (o.status === 'MERGED') return `${o.key}: MERGED (now ${o.sha.slice(0, 10)})`;
+  return `${o.key}: ${o.status} — ${o.reason}`;
+}
+
+/**
+ * `verdict discard RUN TASK`: removes the task's worktree and deletes its branch (worktree mode), asking nothing.
+ * Refused for a task a live run is still working on. Returns 0 discarded, 1 a live process works in the worktree.
+ * @throws InputError for an unknown run or task, a plain-mode run, or a task still running
+ */
+export async function discardCommand(run: string, key: string, opts: { home: string }, io: Io): Promise<number> {
+  const info = resolveRun(opts.home, run);
+  const { state } = info;
+  const task = state.tasks.find((t) => t.key === key);
+  if (!task) throw new InputError(`run ${state.runId} has no task ${key} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
+  if (!state.worktrees || !state.repo || !task.branch) throw new InputError(`run ${state.runId} is a plain-mode run: ${key} has no worktree or branch (its folder is ${task.dir})`);
+  if (info.liveness === 'running' && !statusInfo(task.status).final) {
+    throw new InputError(`${key} of run ${state.runId} is ${task.status} in a live run; stop it first (verdict stop ${state.runId} ${key})`);
+  }
+  try {
+    const r = await discardTaskWorktree(state.repo, task.dir, task.branch);
+    io.out(`discarded ${key}: ${r.worktreeRemoved ? `worktree ${task.dir} removed` : 'no worktree left'}; ${r.branchDeleted ? `branch ${task.branch} deleted (it held ${r.sha}; recover with: git branch ${task.branch} ${r.sha})` : `branch ${task.branch} was already gone`}`);
+    return 0;
+  } catch (e) {
+    io.err(`${key}: ${(e as Error).message}`);
+    return 1;
+  }
+}
+
+/** The run a `verdict resume` names, when it is live (resume then unpauses it); null when it is not. */
+export function liveRun(home: string, arg: string): RunInfo | null {
+  const info = resolveRun(home, arg);
+  return info.liveness === 'running' ? info : null;
+}

@@ -1,0 +1,47 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { withLock } from '../fs/lock';
+import { processesIn } from '../process/in-use';
+import { explainGitFailure } from './git-errors';
+import { gitFor } from './safe-git';
+
+/** What discarding one task did. */
+export interface DiscardReport {
+  /** The worktree folder was there and is gone. */
+  worktreeRemoved: boolean;
+  /** The branch existed and was deleted; `sha` is the commit it held (so it can be recovered: `git branch B sha`). */
+  branchDeleted: boolean;
+  sha: string | null;
+}
+
+/**
+ * Discards one task of a worktree-mode run: removes its worktree `dir` from `repo` (`git worktree remove --force
+ * --force` under the per-repository worktree lock, then the folder itself, its per-task object dir and index), prunes,
+ * and deletes `branch`, merged or not. Asks nothing: the caller decided (the CLI is told so; the extension asks first).
+ * @throws Error when a live process works in `dir` (nothing is touched then), or git refuses to delete the branch
+ */
+export async function discardTaskWorktree(repo: string, dir: string, branch: string): Promise<DiscardReport> {
+  const inside = fs.existsSync(dir) ? processesIn(dir) : [];
+  if (inside.length) throw new Error(`kept: a live process works in ${dir} (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}${inside.length > 3 ? ', …' : ''})`);
+  const git = gitFor(repo, { trusted: true });
+  const existed = fs.existsSync(dir);
+  const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
+  await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
+    await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+    await git.raw(['worktree', 'prune']).catch(() => undefined);
+  });
+  // Keys never start with a dot: the run's worktrees folder holds `.objects/<key>` and `.index/<key>` beside them.
+  const key = path.basename(dir);
+  fs.rmSync(path.join(path.dirname(dir), '.objects', key), { recursive: true, force: true });
+  fs.rmSync(path.join(path.dirname(dir), '.index', key), { force: true });
+  const sha = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
+  if (sha) {
+    try {
+      await git.raw(['branch', '-D', branch]);
+    } catch (e) {
+      throw new Error(explainGitFailure((e as Error).message, { root: repo, branch }));
+    }
+  }
+  return { worktreeRemoved: existed, branchDeleted: sha !== null, sha };
+}
