@@ -390,4 +390,15 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(fs.existsSync(path.join(claudeHome, 'agents')), false);
     assert.equal(fs.readFileSync(path.join(claudeHome, 'projects', 's.jsonl'), 'utf8'), 'session\n', 'its sessions are its own to keep');
   });
+
+  it('a root worker that chmods the device nodes bound into its sandbox: the host\'s are put back', async function () {
+    if (process.getuid?.() !== 0) return this.skip();
+    const dir = tempDir();
+    const before = fs.statSync('/dev/null').mode & 0o7777;
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('dev', 'chmod 600 /dev/null /dev/zero; echo ok > out.txt', 'test -s out.txt')] });
+    const r = await run(file, path.join(dir, 'home'), path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(fs.statSync('/dev/null').mode & 0o7777, before);
+    assert.equal(fs.statSync('/dev/zero').mode & 0o7777, 0o666);
+  });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
+import { treeHash } from '../../extension/core/run/tree-hash';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
@@ -224,7 +225,7 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
   it('a change that keeps size and mtime (touch -r) is still sealed: the commit holds what the check saw', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'value.txt': 'old\n' });
-    const spec = 'cp -p value.txt /dev/null; touch -r value.txt "$TMPDIR/stamp" 2>/dev/null || touch -r value.txt stamp.tmp; printf "new\\n" > value.txt; touch -r "$TMPDIR/stamp" value.txt 2>/dev/null || touch -r stamp.tmp value.txt; rm -f stamp.tmp';
+    const spec = 'touch -r value.txt "$TMPDIR/stamp"; printf "new\\n" > value.txt; touch -r "$TMPDIR/stamp" value.txt';
     const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('same-stat', spec, 'grep -x new value.txt', { max_attempts: 1 })] });
     const home = path.join(dir, 'home');
     const r = await run(file, home);
@@ -274,5 +275,21 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     } finally {
       await execa('umount', [home], { reject: false });
     }
+  });
+
+  it('every row names what its check judged: the sealed commit, or the plain task dir\'s tree hash (before the check wrote)', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const wt = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('w', 'echo a > a.txt', 'cat a.txt')] }, 'wt.swarm.json');
+    const plain = writeManifest(dir, { workdir: 'p', tasks: [scriptTask('p', 'echo a > a.txt', 'cat a.txt && echo by-check > check-wrote.txt')] }, 'plain.swarm.json');
+    const home = path.join(dir, 'home');
+    assert.equal((await run(wt, home)).exitCode, 0);
+    assert.equal((await run(plain, home)).exitCode, 0);
+    const [w, p] = readRows(home);
+    assert.equal(w?.sealed, w?.commit);
+    assert.match(String(p?.sealed), /^sha256:[0-9a-f]{64}$/);
+    // The hash is of the dir the check saw: without the file the check wrote afterwards.
+    fs.rmSync(path.join(dir, 'p', 'p', 'check-wrote.txt'));
+    assert.equal(p?.sealed, treeHash(path.join(dir, 'p', 'p')));
   });
 });

@@ -164,3 +164,40 @@ export function expandStatePath(template: string, env: NodeJS.ProcessEnv, home: 
   const withHome = expanded === '~' ? home : expanded.startsWith('~/') ? path.join(home, expanded.slice(2)) : expanded;
   return path.isAbsolute(withHome) ? path.resolve(withHome) : null;
 }
+
+/**
+ * The device nodes bubblewrap's `--dev` binds from the host into every sandbox. They are the host's own inodes, and a
+ * step running as root owns them: `chmod 600 /dev/null` inside would change the host's (bubblewrap 0.8 can bind them
+ * read-only only without device access). Their modes and owners are read once and put back after every sandboxed
+ * step ({@link restoreDevNodes}).
+ */
+const DEV_NODES = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty'];
+const devModes = new Map<string, { mode: number; uid: number; gid: number }>();
+for (const node of DEV_NODES) {
+  try {
+    const st = fs.statSync(node);
+    // Every one of them is read-write for all on a sound system; a node already damaged is not taken as the reference.
+    devModes.set(node, { mode: (st.mode & 0o7777) | 0o666, uid: st.uid, gid: st.gid });
+  } catch {
+    // absent here
+  }
+}
+
+/**
+ * Puts the host's device nodes back as they were before any step ran, when a step changed their mode or owner (only
+ * a step running as root can). Returns the nodes it repaired. Never throws.
+ */
+export function restoreDevNodes(): string[] {
+  const repaired: string[] = [];
+  for (const [node, want] of devModes) {
+    try {
+      const st = fs.statSync(node);
+      if ((st.mode & 0o7777) !== want.mode) fs.chmodSync(node, want.mode);
+      if (st.uid !== want.uid || st.gid !== want.gid) fs.chownSync(node, want.uid, want.gid);
+      if ((st.mode & 0o7777) !== want.mode || st.uid !== want.uid || st.gid !== want.gid) repaired.push(node);
+    } catch {
+      // not ours to repair
+    }
+  }
+  return repaired;
+}

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { execa } from 'execa';
 import { RingBuffer } from './ring-buffer';
-import { bwrapCommand, type BwrapPlan } from './sandbox';
+import { bwrapCommand, restoreDevNodes, type BwrapPlan } from './sandbox';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
 export const KILL_GRACE_MS = 5000;
@@ -218,6 +218,8 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   });
 
   const result = await child;
+  // A root step can chmod the host's device nodes bound into its sandbox: put them back (see restoreDevNodes).
+  if (opts.sandbox && process.getuid?.() === 0) restoreDevNodes();
   clearTimeout(pipeTimer);
   clearTimeout(timer);
   clearInterval(guard);

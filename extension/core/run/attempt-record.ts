@@ -74,6 +74,8 @@ export interface AttemptRecord {
   costMicroUsd: number | null;
   /** The commit holding the work after a PASS (worktree mode), else null. */
   commit: string | null;
+  /** What the check judged: the sealed commit, or the plain task dir's tree hash; null before the seal. */
+  sealed: string | null;
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -163,6 +165,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     check_log: files.check,
     receipt_path: files.receipt,
     prev_hash: null, // set by appendEvalRow under the log's lock
+    sealed: rec.check ? rec.sealed : null,
   };
 }
 
@@ -238,5 +241,6 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     endedAt: view.endedAt,
     costMicroUsd: view.costMicroUsd,
     commit: null,
+    sealed: null,
   };
 }

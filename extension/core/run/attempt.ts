@@ -71,6 +71,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     endedAt: null,
     costMicroUsd: null,
     commit: null,
+    sealed: null,
   };
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
   const sync = () => {

@@ -67,6 +67,11 @@ export interface EvalRow {
    * the caller put here; rows from before the chain (Ringer's) have no such field.
    */
   prev_hash: string | null;
+  /**
+   * What the check judged: the sealed commit (worktree mode) or `sha256:<hex>` of the task dir's content (plain mode,
+   * run/tree-hash.ts); null when no check ran.
+   */
+  sealed: string | null;
 }
 
 /** Bytes of check output kept in an eval row. */

@@ -7,12 +7,18 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { pointHeadAt, sealWorktree, type Seal } from '../../git/worktree';
 import type { Step } from './context';
+import { treeHash } from '../tree-hash';
 
 export const sealStep: Step = {
   name: 'seal',
-  when: (rec, task) => rec.verdict === null && task.links !== null && task.state.branch !== null,
+  when: (rec) => rec.verdict === null,
   async run(ctx, task, rec) {
     const { spec } = task;
+    if (!task.links || !task.state.branch) {
+      // Plain mode: the record of what the check is about to judge is a hash of the task dir.
+      rec.sealed = treeHash(task.state.dir);
+      return null;
+    }
     const index = path.join(rec.dir, 'seal.index');
     const message = `verdict: ${spec.key} (run ${ctx.runId}, attempt ${rec.attempt})\n\n${spec.verified ?? ''}`.trim();
     try {
@@ -22,6 +28,7 @@ export const sealStep: Step = {
       if (/block timeout/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
       throw e;
     }
+    rec.sealed = rec.seal.sha;
     // The seal's index stays for deliver (it holds exactly the sealed tree); settle removes it.
     // The check compares with the task branch, whatever HEAD or index the worker left.
     await pointHeadAt(task.links!, rec.seal.parent);

@@ -1,0 +1,42 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The plain-mode seal: `sha256:<hex>` over every entry of `dir` in sorted order — its relative path, its kind and mode
+ * bits, and its content's SHA-256 (a symlink: its target) — so a row can name exactly the tree its check judged.
+ * Folders named `.git` are left out (a worker's own repository is not the deliverable). Never throws: an entry that
+ * cannot be read is hashed as `unreadable`.
+ */
+export function treeHash(dir: string): string {
+  const h = crypto.createHash('sha256');
+  const walk = (rel: string) => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(path.join(dir, rel), { withFileTypes: true });
+    } catch {
+      h.update(`${rel}\0unreadable\n`);
+      return;
+    }
+    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const child = rel ? `${rel}/${e.name}` : e.name;
+      const abs = path.join(dir, child);
+      try {
+        const st = fs.lstatSync(abs);
+        if (st.isDirectory()) {
+          if (e.name === '.git') continue;
+          h.update(`${child}\0dir\0${st.mode & 0o7777}\n`);
+          walk(child);
+        } else if (st.isSymbolicLink()) {
+          h.update(`${child}\0link\0${fs.readlinkSync(abs)}\n`);
+        } else if (st.isFile()) {
+          h.update(`${child}\0file\0${st.mode & 0o7777}\0${crypto.createHash('sha256').update(fs.readFileSync(abs)).digest('hex')}\n`);
+        } else h.update(`${child}\0other\n`);
+      } catch {
+        h.update(`${child}\0unreadable\n`);
+      }
+    }
+  };
+  walk('');
+  return `sha256:${h.digest('hex')}`;
+}
