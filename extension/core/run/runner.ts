@@ -328,8 +328,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     task.failure = null;
     task.state.status = 'queued';
     delete task.state.reason;
-    scheduler.push(task);
+    // Acknowledged first: pushing may start the attempt at once.
     ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)`);
+    scheduler.push(task);
   };
   function handle(c: ControlCommand | BadControlLine): void {
     if (!isCommand(c)) return ack(c, 'refused', c.reason);
@@ -352,8 +353,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       case 'resume':
         if (!state.paused) return ack(c, 'done', 'not paused');
         state.paused = false;
-        scheduler.resume();
-        return ack(c, 'done', 'resumed: attempts start again');
+        ack(c, 'done', 'resumed: attempts start again');
+        return scheduler.resume();
       case 'drain': {
         if (cancelled) return ack(c, 'refused', 'the run is being cancelled');
         if (state.draining) return ack(c, 'done', 'already draining');

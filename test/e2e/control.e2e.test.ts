@@ -1,0 +1,198 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { CLI, cli } from '../helpers/cli';
+import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import type { RunState, TaskState } from '../../extension/core/live/state';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const env = { VERDICT_IDENTITY: 'tester' };
+
+/** A run started as its own process (`verdict run`), its home and id, and its state as read now. */
+interface LiveRun {
+  child: ResultPromise<{ reject: false; all: true; stdin: 'ignore' }>;
+  home: string;
+  repo: string;
+  runId: string;
+  state: () => RunState;
+  task: (key: string) => TaskState;
+}
+
+async function startRun(tasks: Record<string, unknown>[], maxParallel: number): Promise<LiveRun> {
+  const dir = tempDir();
+  const home = path.join(dir, 'home');
+  const repo = makeRepo(path.join(dir, 'repo'));
+  const manifest = writeManifest(repo, { run_name: 'controlled', worktrees: true, max_parallel: maxParallel, tasks });
+  const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+  let runId = '';
+  for (let i = 0; i < 400 && !runId; i++) {
+    await sleep(50);
+    runId = fs.existsSync(path.join(home, 'runs')) ? (fs.readdirSync(path.join(home, 'runs'))[0] ?? '') : '';
+    if (runId && !fs.existsSync(path.join(home, 'runs', runId, 'state.json'))) runId = '';
+  }
+  assert.ok(runId, 'the run started');
+  const state = () => JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as RunState;
+  return { child, home, repo, runId, state, task: (key) => state().tasks.find((t) => t.key === key) as TaskState };
+}
+
+async function until(what: string, ok: () => boolean, ms = 60000): Promise<void> {
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) {
+    try {
+      if (ok()) return;
+    } catch {
+      // the state file is being replaced: read it again
+    }
+  }
+  assert.fail(`timed out waiting until ${what}`);
+}
+
+const running = (t: TaskState) => t.attempts.some((a) => a.phase === 'running');
+
+describe('controlling a live run from another process (runs/<id>/control.jsonl)', function () {
+  this.timeout(120000);
+
+  it('pause: no attempt starts while paused (running ones finish); resume: attempts start again; both acknowledged', async () => {
+    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')), 1);
+    await until('a starts', () => run.task('a').attempts.length > 0);
+    const pause = await cli(['pause', run.runId.slice(0, 17), '--home', run.home], { env });
+    assert.equal(pause.exitCode, 0, pause.all);
+    assert.match(pause.stdout, /^pause: done — paused: no new attempt starts; running ones go on/);
+    assert.equal(run.state().paused, true);
+    await until('a passes', () => run.task('a').status === 'PASS');
+    await sleep(1500);
+    assert.equal(run.task('b').attempts.length, 0, 'nothing started while paused');
+    const resume = await cli(['resume', run.runId, '--home', run.home], { env });
+    assert.equal(resume.exitCode, 0, resume.all);
+    assert.match(resume.stdout, /^resume: done — resumed/);
+    const r = await run.child;
+    assert.equal(r.exitCode, 0, r.all);
+    const s = run.state();
+    assert.equal(s.paused, false);
+    assert.deepEqual(s.tasks.map((t) => t.status), ['PASS', 'PASS', 'PASS']);
+    const [p, q] = s.control ?? [];
+    assert.deepEqual([p?.verb, p?.result, p?.by, q?.verb, q?.result, q?.by], ['pause', 'done', 'tester', 'resume', 'done', 'tester']);
+    assert.ok(p && q && p.ackAt >= p.at && q.ackAt >= q.at);
+    const aEnded = s.tasks[0]?.attempts[0]?.endedAt as number;
+    const bStarted = s.tasks[1]?.attempts[0]?.startedAt as number;
+    assert.ok(bStarted >= q.ackAt, `b started (${bStarted}) only after the resume was acknowledged (${q.ackAt})`);
+    assert.ok(bStarted - aEnded >= 1400, `b started ${bStarted - aEnded} ms after a ended: not while paused`);
+    assert.match(r.all ?? '', /control: pause from tester@\S+: done/);
+  });
+
+  it('drain: the running task finishes, queued ones end CANCELLED "drained", the run ends', async () => {
+    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')), 1);
+    await until('a runs', () => running(run.task('a')));
+    const drain = await cli(['drain', run.runId, '--home', run.home], { env });
+    assert.equal(drain.exitCode, 0, drain.all);
+    assert.match(drain.stdout, /drain: done — draining: 2 waiting task\(s\) CANCELLED \(drained\); 1 running go on/);
+    const r = await run.child;
+    assert.equal(r.exitCode, 1, r.all);
+    const s = run.state();
+    assert.equal(s.status, 'finished');
+    assert.equal(s.draining, true);
+    assert.deepEqual(s.tasks.map((t) => [t.key, t.status, t.reason ?? null, t.attempts.length]), [['a', 'PASS', null, 1], ['b', 'CANCELLED', 'drained', 0], ['c', 'CANCELLED', 'drained', 0]]);
+    assert.deepEqual(s.control?.map((c) => [c.verb, c.result, c.by]), [['drain', 'done', 'tester']]);
+  });
+
+  it('stop one task (running, then a queued one), rerun it on the live run; a stop of a final task is refused', async () => {
+    const tasks = [
+      scriptTask('a', 'if [ "$VERDICT_ATTEMPT" = 1 ]; then sleep 300; fi; echo ok > a.txt', 'test -s a.txt'),
+      scriptTask('b', 'sleep 10; echo ok > b.txt', 'test -s b.txt'),
+      scriptTask('c', 'echo ok > c.txt', 'test -s c.txt'),
+    ];
+    const run = await startRun(tasks, 2);
+    await until('a and b run', () => running(run.task('a')) && running(run.task('b')));
+    const stopC = await cli(['stop', run.runId, 'c', '--home', run.home], { env });
+    assert.equal(stopC.exitCode, 0, stopC.all);
+    assert.match(stopC.stdout, /^stop c: done — c ended CANCELLED/);
+    assert.equal(run.task('c').attempts.length, 0, 'a queued task stopped never starts');
+    const stopA = await cli(['stop', run.runId, 'a', '--home', run.home], { env });
+    assert.equal(stopA.exitCode, 0, stopA.all);
+    assert.match(stopA.stdout, /^stop a: done — a ended CANCELLED/);
+    const a = run.task('a');
+    assert.deepEqual([a.status, a.reason, a.attempts.map((x) => x.verdict)], ['CANCELLED', 'stopped by tester', ['CANCELLED']]);
+    const rerun = await cli(['rerun', run.runId, 'a', '--home', run.home], { env });
+    assert.equal(rerun.exitCode, 0, rerun.all);
+    assert.match(rerun.stdout, /^rerun a: done — a is queued again: attempt 2 next/);
+    await until('a passes', () => run.task('a').status === 'PASS');
+    const again = await cli(['stop', run.runId, 'a', '--home', run.home], { env });
+    assert.equal(again.exitCode, 1, again.all);
+    assert.match(again.stdout, /^stop a: refused — a is already final \(PASS\)/);
+    const r = await run.child;
+    assert.equal(r.exitCode, 1, r.all);
+    const s = run.state();
+    assert.deepEqual(s.tasks.map((t) => [t.key, t.status, t.attempts.map((x) => x.verdict)]), [['a', 'PASS', ['CANCELLED', 'PASS']], ['b', 'PASS', ['PASS']], ['c', 'CANCELLED', []]]);
+    assert.deepEqual(s.control?.map((c) => [c.verb, c.task, c.result, c.by]), [['stop', 'c', 'done', 'tester'], ['stop', 'a', 'done', 'tester'], ['rerun', 'a', 'done', 'tester'], ['stop', 'a', 'refused', 'tester']]);
+  });
+
+  it('cancel from another process (verdict stop RUN): acknowledged once the run ended; an unknown verb is refused with a reason', async () => {
+    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 300', 'true')), 2);
+    await until('a and b run', () => running(run.task('a')) && running(run.task('b')));
+    fs.appendFileSync(path.join(run.home, 'runs', run.runId, 'control.jsonl'), JSON.stringify({ id: 'bogus', verb: 'explode', by: 'mallory', host: 'h', pid: 1, at: Date.now() }) + '\n');
+    await until('the unknown verb is refused', () => (run.state().control ?? []).some((c) => c.id === 'bogus'));
+    const stop = await cli(['stop', run.runId, '--home', run.home], { env });
+    assert.equal(stop.exitCode, 0, stop.all);
+    assert.match(stop.stdout, /^cancel: done — the run was cancelled/);
+    const r = await run.child;
+    assert.equal(r.exitCode, 1, r.all);
+    const s = run.state();
+    assert.equal(s.status, 'cancelled');
+    assert.deepEqual(s.tasks.map((t) => t.status), ['CANCELLED', 'CANCELLED', 'CANCELLED']);
+    const [bogus, cancel] = s.control ?? [];
+    assert.deepEqual([bogus?.result, bogus?.by], ['refused', 'mallory']);
+    assert.match(bogus?.reason ?? '', /^unknown verb "explode"/);
+    assert.deepEqual([cancel?.verb, cancel?.result, cancel?.by], ['cancel', 'done', 'tester']);
+    assert.ok((cancel?.ackAt ?? 0) >= Math.max(...s.tasks.flatMap((t) => t.attempts.map((x) => x.endedAt ?? 0))), 'acknowledged after every attempt was recorded');
+    const late = await cli(['pause', run.runId, '--home', run.home], { env });
+    assert.equal(late.exitCode, 2);
+    assert.match(late.stderr, /is not live \(cancelled\); pause acts on a running run/);
+  });
+});
+
+describe('verdict merge, discard, runs and rerun on a finished worktree-mode run', function () {
+  this.timeout(120000);
+
+  it('runs lists it; merge a task (exit 0); discard another (worktree and branch gone); merge of it and of a failed task: exit 1', async () => {
+    const tasks = [scriptTask('a', 'echo a > a.txt', 'test -s a.txt'), scriptTask('b', 'echo b > b.txt', 'test -s b.txt'), scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 })];
+    const run = await startRun(tasks, 3);
+    const done = await run.child;
+    assert.equal(done.exitCode, 1, done.all);
+    const { home, repo, runId } = run;
+
+    const listed = await cli(['runs', '--json', '--home', home], { env });
+    assert.equal(listed.exitCode, 0, listed.all);
+    const rows = JSON.parse(listed.stdout) as Record<string, unknown>[];
+    assert.deepEqual(rows.map((x) => [x.runId, x.runName, x.state, x.passed, x.total, x.paused]), [[runId, 'controlled', 'finished', 2, 3, false]]);
+    const text = await cli(['runs', '--home', home], { env });
+    assert.match(text.stdout, /^RUN +NAME +IDENTITY +STARTED +STATE +PASSED$/m);
+    assert.match(text.stdout, new RegExp(`^${runId}  controlled  \\S+@\\S+ +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d  finished  2/3$`, 'm'));
+
+    const merge = await cli(['merge', runId.slice(0, 17), 'a', '--home', home], { env });
+    assert.equal(merge.exitCode, 0, merge.all);
+    assert.match(merge.stdout, /^a: MERGED \(now [0-9a-f]{10}\)$/m);
+    assert.equal(git(repo, 'show', 'HEAD:a.txt'), 'a');
+
+    const wt = path.join(home, 'worktrees', runId, 'b');
+    assert.ok(fs.existsSync(wt));
+    const discard = await cli(['discard', runId, 'b', '--home', home], { env });
+    assert.equal(discard.exitCode, 0, discard.all);
+    assert.match(discard.stdout, new RegExp(`^discarded b: worktree ${wt} removed; branch verdict/${runId}/b deleted \\(it held [0-9a-f]{40}`));
+    assert.equal(fs.existsSync(wt), false);
+    assert.equal(git(repo, 'branch', '--list', `verdict/${runId}/b`), '');
+
+    const gone = await cli(['merge', runId, 'b', '--home', home], { env });
+    assert.equal(gone.exitCode, 1, gone.all);
+    assert.match(gone.stdout, /^b: MISSING — branch .* no longer exists/m);
+    const failed = await cli(['merge', runId, 'c', '--home', home], { env });
+    assert.equal(failed.exitCode, 1, failed.all);
+    assert.match(failed.stdout, /^c: NOT MERGED — it is FAIL/m);
+
+    const rerun = await cli(['rerun', runId, 'c', '--home', home], { env });
+    assert.equal(rerun.exitCode, 2);
+    assert.match(rerun.stderr, new RegExp(`is not live \\(finished\\).*use: verdict resume ${runId}`));
+    const unknown = await cli(['discard', 'nope', 'a', '--home', home], { env });
+    assert.equal(unknown.exitCode, 2);
+    assert.match(unknown.stderr, /no run nope under/);
+  });
+});
