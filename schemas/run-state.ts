@@ -40,6 +40,9 @@ export interface AttemptState {
   sandbox?: 'bwrap' | 'none' | null;
   /** The step the attempt is in or ended in (schemas/status.ts StepName); null before the first. */
   step?: StepName | null;
+  /** The engine and model this attempt ran on (a `fallback` retry runs on another); absent in older state files: the task's. */
+  engine?: string;
+  model?: string | null;
 }
 
 /** One task as shown live. */
@@ -57,8 +60,10 @@ export interface TaskState {
   commit: string | null;
   port: number | null;
   attempts: AttemptState[];
-  /** Why a task ended without (another) attempt: e.g. `drained`, `stopped by <who>` (absent in older state files). */
+  /** Why a task ended without (another) attempt: e.g. `drained`, `stopped by <who>`, BLOCKED's prerequisite (absent in older state files). */
   reason?: string;
+  /** The keys of the tasks this one waits for (`after`); absent when none. */
+  after?: string[];
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */

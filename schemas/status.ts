@@ -6,8 +6,11 @@
 /** The verdict of one attempt. Source: DESIGN.md "One attempt" step 5. */
 export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'STALLED' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
 
-/** Where a task ended without (another) attempt: SKIPPED by --baseline, BUDGET_EXCEEDED by budget_usd. */
-export type TaskOutcome = Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED';
+/**
+ * Where a task ended without (another) attempt: SKIPPED by --baseline, BUDGET_EXCEEDED by budget_usd, BLOCKED when a
+ * task it comes `after` did not PASS (it never started; its reason names the prerequisite and that one's verdict).
+ */
+export type TaskOutcome = Verdict | 'SKIPPED' | 'BUDGET_EXCEEDED' | 'BLOCKED';
 
 /** A task on its way: not yet decided. */
 export type TaskPhase = 'queued' | 'preparing' | 'baseline' | 'running' | 'checking' | 'retry_queued';
@@ -53,6 +56,10 @@ export const STATUS: Readonly<Record<TaskStatus, StatusInfo>> = {
   INTERRUPTED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'failed' },
   CANCELLED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' },
   BUDGET_EXCEEDED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' },
+  // No worker ran and nothing was judged: the failure is counted once, at the prerequisite; resume runs it again
+  // after that prerequisite (bucket `other` like CANCELLED and BUDGET_EXCEEDED, so pass rates and failure counts
+  // do not count one failed prerequisite once per dependent).
+  BLOCKED: { final: true, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' },
   SKIPPED: { final: true, retryable: false, requeued: false, judged: false, resumable: false, bucket: 'other' },
 };
 

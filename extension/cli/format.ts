@@ -6,7 +6,7 @@ export function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
 }
 
-const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?', BUDGET_EXCEEDED: '$' };
+const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?', BUDGET_EXCEEDED: '$', BLOCKED: '⊘' };
 
 /** One line for a run event, prefixed with the local time; null for events that print nothing. */
 export function eventLine(e: RunEvent, now = new Date()): string | null {
@@ -31,6 +31,8 @@ export function eventLine(e: RunEvent, now = new Date()): string | null {
       return `${t}  ${e.note}`;
     case 'task-skipped':
       return `${t}  ○ ${e.key}  ${e.reason}`;
+    case 'task-blocked':
+      return `${t}  ⊘ ${e.key}  BLOCKED — ${e.reason}`;
     case 'run-finished':
       return null;
   }

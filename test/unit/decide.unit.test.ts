@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { judge, judgeWork, nextStep, retryAfterSeconds, type CheckOutcome, type RetryPolicy, type WorkerOutcome } from '../../extension/core/run/decide';
+import { attemptEngine, graphGate, judge, judgeWork, nextStep, retryAfterSeconds, type CheckOutcome, type RetryPolicy, type WorkerOutcome } from '../../extension/core/run/decide';
 import { STATUS, VERDICTS, statusInfo, type TaskStatus } from '../../schemas/status';
 
 const LIMITS = { timeoutMs: 900_000, watchdogMs: 60_000, finalGraceMs: 30_000 };
@@ -92,6 +92,7 @@ describe('the status table', () => {
     ['CANCELLED', true, false, 'other'],
     ['SKIPPED', true, false, 'other'],
     ['BUDGET_EXCEEDED', true, false, 'other'],
+    ['BLOCKED', true, false, 'other'],
   ];
   for (const [status, final, judged, bucket] of rows) {
     it(`${status}: final ${final}, judged ${judged}, bucket ${bucket}`, () => {
@@ -103,10 +104,56 @@ describe('the status table', () => {
 
   it('resume runs again everything final but PASS and SKIPPED', () => {
     const resumed = (Object.keys(STATUS) as TaskStatus[]).filter((s) => STATUS[s].final && STATUS[s].resumable);
-    assert.deepEqual(resumed.sort(), ['BUDGET_EXCEEDED', 'CANCELLED', 'ERROR', 'FAIL', 'INTERRUPTED', 'RATE_LIMITED', 'STALLED', 'TIMEOUT']);
+    assert.deepEqual(resumed.sort(), ['BLOCKED', 'BUDGET_EXCEEDED', 'CANCELLED', 'ERROR', 'FAIL', 'INTERRUPTED', 'RATE_LIMITED', 'STALLED', 'TIMEOUT']);
+  });
+
+  it('BLOCKED is never retried or requeued: it is released only by its prerequisite (resume, rerun)', () => {
+    assert.equal(STATUS.BLOCKED.retryable, false);
+    assert.equal(STATUS.BLOCKED.requeued, false);
   });
 
   it('an unknown status (a newer record) reads as unfinished, never as passed', () => {
     assert.deepEqual(statusInfo('SOMETHING_NEW'), { final: false, retryable: false, requeued: false, judged: false, resumable: true, bucket: 'other' });
   });
+});
+
+describe('attemptEngine: which engine and model attempt N runs on (fallback)', () => {
+  const defaults: Record<string, string | null> = { codex: 'gpt-5-codex', opencode: 'oc-default', claude: 'sonnet', script: null };
+  const def = (e: string) => defaults[e] ?? null;
+  const primary = { engine: 'codex', model: 'gpt-5-mini' };
+  const chain = [{ engine: 'opencode', model: null }, { engine: 'claude', model: 'opus' }];
+  const rows: { name: string; n: number; fallback: { engine: string; model: string | null }[]; want: { engine: string; model: string | null } }[] = [
+    { name: 'attempt 1 runs on the task\'s own engine and model', n: 1, fallback: chain, want: { engine: 'codex', model: 'gpt-5-mini' } },
+    { name: 'attempt 2 runs on the first entry, its default model when none is given', n: 2, fallback: chain, want: { engine: 'opencode', model: 'oc-default' } },
+    { name: 'attempt 3 runs on the second entry with its model', n: 3, fallback: chain, want: { engine: 'claude', model: 'opus' } },
+    { name: 'past the list the last entry goes on', n: 5, fallback: chain, want: { engine: 'claude', model: 'opus' } },
+    { name: 'no fallback: every attempt on the task\'s engine', n: 3, fallback: [], want: { engine: 'codex', model: 'gpt-5-mini' } },
+    { name: 'an engine without a default model gives null', n: 2, fallback: [{ engine: 'script', model: null }], want: { engine: 'script', model: null } },
+    { name: 'attempt 0 (nothing counted yet) is the first', n: 0, fallback: chain, want: { engine: 'codex', model: 'gpt-5-mini' } },
+  ];
+  for (const r of rows) it(r.name, () => assert.deepEqual(attemptEngine(r.n, primary, r.fallback, def), r.want));
+  it('a task without a model gets its engine\'s default on attempt 1', () => {
+    assert.deepEqual(attemptEngine(1, { engine: 'codex', model: null }, chain, def), { engine: 'codex', model: 'gpt-5-codex' });
+  });
+});
+
+describe('graphGate: may a task with `after` start', () => {
+  const rows: { name: string; pre: { key: string; status: string; where?: string }[]; kind: string; reason?: RegExp }[] = [
+    { name: 'no prerequisites: ready', pre: [], kind: 'ready' },
+    { name: 'all passed: ready', pre: [{ key: 'a', status: 'PASS' }, { key: 'b', status: 'PASS' }], kind: 'ready' },
+    { name: 'one still running: wait', pre: [{ key: 'a', status: 'PASS' }, { key: 'b', status: 'running' }], kind: 'wait' },
+    { name: 'one retrying: wait', pre: [{ key: 'a', status: 'retry_queued' }], kind: 'wait' },
+    { name: 'one FAIL: blocked, naming it and its verdict', pre: [{ key: 'a', status: 'PASS' }, { key: 'b', status: 'FAIL' }], kind: 'blocked', reason: /^prerequisite b ended FAIL, not PASS/ },
+    { name: 'a final failure blocks even while another runs', pre: [{ key: 'a', status: 'running' }, { key: 'b', status: 'ERROR' }], kind: 'blocked', reason: /prerequisite b ended ERROR/ },
+    { name: 'a blocked prerequisite blocks (the chain goes on)', pre: [{ key: 'b', status: 'BLOCKED' }], kind: 'blocked', reason: /prerequisite b ended BLOCKED/ },
+    { name: 'SKIPPED is not PASS', pre: [{ key: 'a', status: 'SKIPPED', where: 'in run r1' }], kind: 'blocked', reason: /^prerequisite a \(in run r1\) ended SKIPPED/ },
+    { name: 'CANCELLED is not PASS', pre: [{ key: 'a', status: 'CANCELLED' }], kind: 'blocked', reason: /ended CANCELLED/ },
+  ];
+  for (const r of rows) {
+    it(r.name, () => {
+      const g = graphGate(r.pre);
+      assert.equal(g.kind, r.kind);
+      if (r.reason) assert.match((g as { reason: string }).reason, r.reason);
+    });
+  }
 });

@@ -25,7 +25,8 @@ export type RuleId =
   | 'model-not-routable'
   | 'full-access-not-enabled'
   | 'duplicate-key'
-  | 'unsafe-key';
+  | 'unsafe-key'
+  | 'task-graph';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -74,6 +74,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   'unsafe-key': 'unsafe-key',
   'unknown-engine': 'unknown-engine',
   'unknown-field': 'unknown-field',
+  'task-graph': 'task-graph',
 };
 
 /**

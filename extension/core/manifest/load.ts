@@ -6,7 +6,8 @@ import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';
-import { ManifestError, type Manifest, type ManifestProblem, type ProblemCode, type TaskSpec } from './types';
+import { taskGraphProblems } from './rules/task-graph';
+import { ManifestError, type EngineChoice, type Manifest, type ManifestProblem, type ProblemCode, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
@@ -95,6 +96,14 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
       error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
     }
+    if (Array.isArray(t.fallback) && options.engines) {
+      t.fallback.forEach((entry, j) => {
+        const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
+        if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
+        const at = typeof entry === 'string' ? ['tasks', i, 'fallback', j] : ['tasks', i, 'fallback', j, 'engine'];
+        error('unknown-engine', { range: rangeOfPath(root, at, index), path: `tasks[${i}].fallback[${j}]`, message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+      });
+    }
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
@@ -102,6 +111,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       }
     }
   });
+  for (const g of taskGraphProblems(taskList)) {
+    error('task-graph', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
+  }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
 
@@ -145,6 +157,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     network: t.network !== false,
     protect: (t.protect as string[] | undefined) ?? (data.protect as string[] | undefined) ?? null,
     maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
+    fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) })),
+    after: (t.after as string[] | undefined) ?? [],
   }));
   return {
     file,

@@ -31,6 +31,19 @@ export interface TaskSpec {
   protect: string[] | null;
   /** Attempts allowed, ≥ 1 (2 = one retry). */
   maxAttempts: number;
+  /**
+   * `fallback`: the engines of attempts 2, 3, … in order (model null: that engine's default); past the list the last
+   * entry goes on. Empty: every attempt runs on `engine`. See run/decide.ts attemptEngine.
+   */
+  fallback: EngineChoice[];
+  /** `after`: keys of the tasks this one waits for; it starts once all of them PASS, else it ends BLOCKED. */
+  after: string[];
+}
+
+/** An engine and the model asked of it (null: the engine's default). */
+export interface EngineChoice {
+  engine: string;
+  model: string | null;
 }
 
 /** A loaded, validated manifest. All paths are absolute. */
@@ -58,7 +71,8 @@ export interface Manifest {
  * What kind of loader problem this is, so the linter maps problems to rule ids without reading messages:
  * `syntax` (malformed JSON), `schema` (fails schemas/manifest.schema.json), `duplicate-property` (one object
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
- * `engine-args` (shell operators in a string engine_args), `unreadable` (the file could not be read).
+ * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
+ * `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -69,6 +83,7 @@ export type ProblemCode =
   | 'unknown-engine'
   | 'unknown-field'
   | 'engine-args'
+  | 'task-graph'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */

@@ -115,6 +115,8 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     retry: rec.retry,
     sandbox: rec.sandbox,
     step: rec.steps[rec.steps.length - 1]?.step ?? null,
+    engine: rec.engine,
+    model: rec.model,
   };
 }
 
@@ -215,9 +217,9 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     host: run.host,
     taskKey: task.key,
     spec,
-    engine: task.engine,
+    engine: view.engine ?? task.engine,
     harness,
-    model: task.model,
+    model: view.model === undefined ? task.model : view.model,
     taskType: task.taskType,
     reasoningEffort: null,
     accessPlan: null,

@@ -46,11 +46,12 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     host: shortHost(),
     taskKey: spec.key,
     spec: spec.spec,
-    engine: spec.engine,
+    // The engine of this attempt (a fallback retry runs on another than the task's first; the runner chose it).
+    engine: task.state.engine,
     harness: engine.harness,
     model: task.state.model,
     taskType: spec.taskType,
-    reasoningEffort: reasoningEffortOf(spec.engineArgs),
+    reasoningEffort: task.state.engine === spec.engine ? reasoningEffortOf(spec.engineArgs) : null,
     accessPlan: accessPlanOf(ctx.env),
     sandbox: task.containment,
     attempt: n,
@@ -79,7 +80,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     void ctx.stateFile.save();
   };
   task.state.status = 'preparing';
-  ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: spec.engine, model: task.state.model });
+  ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: task.state.engine, model: task.state.model });
   sync();
 
   const files = recordFiles(rec);

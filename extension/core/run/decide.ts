@@ -127,3 +127,40 @@ export function retryAfterSeconds(logTail: string): number | null {
   const hinted = [...logTail.matchAll(/retry[-_ ]after["'\s:=]+(\d+(?:\.\d+)?)/gi)].pop()?.[1];
   return hinted === undefined ? null : Number(hinted);
 }
+
+/**
+ * The engine and model of attempt `n` (1-based, counting the attempts that count against max_attempts) of a task:
+ * attempt 1 runs on the task's own engine and model, attempt 2 on the first `fallback` entry, attempt 3 on the
+ * second, and so on; past the end of the list the last entry goes on (the chain escalates, so its last engine is the
+ * one to keep trying). A fallback entry without a model runs on that engine's default (`defaultModel` of it).
+ */
+export function attemptEngine(
+  n: number,
+  primary: { engine: string; model: string | null },
+  fallback: readonly { engine: string; model: string | null }[],
+  defaultModel: (engine: string) => string | null,
+): { engine: string; model: string | null } {
+  const choice = n <= 1 || !fallback.length ? primary : fallback[Math.min(n - 2, fallback.length - 1)]!;
+  return { engine: choice.engine, model: choice.model ?? defaultModel(choice.engine) };
+}
+
+/** How a task's prerequisites stand: `wait` while one is not final, `blocked` by the first that did not PASS, else `ready`. */
+export type GraphGate =
+  | { kind: 'ready' }
+  | { kind: 'wait' }
+  | { kind: 'blocked'; by: string; status: string; reason: string };
+
+/**
+ * Whether a task may start, from its prerequisites' statuses in `after` order (pure; the status table decides what
+ * is final). A prerequisite that ended in anything but PASS blocks it, named with its verdict in the reason.
+ */
+export function graphGate(prerequisites: readonly { key: string; status: string; where?: string }[]): GraphGate {
+  for (const p of prerequisites) {
+    if (p.status === 'PASS') continue;
+    if (!STATUS_FINAL(p.status)) continue;
+    return { kind: 'blocked', by: p.key, status: p.status, reason: `prerequisite ${p.key}${p.where ? ` (${p.where})` : ''} ended ${p.status}, not PASS; this task did not start` };
+  }
+  return prerequisites.every((p) => p.status === 'PASS') ? { kind: 'ready' } : { kind: 'wait' };
+}
+
+const STATUS_FINAL = (status: string): boolean => (STATUS as Record<string, { final: boolean }>)[status]?.final ?? false;

@@ -65,7 +65,7 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
           report.killed.push(attempt.workerPid);
         } else if (processStartTime(attempt.workerPid) !== null) report.spared.push(attempt.workerPid);
       }
-      const rec = recordFromView(state, task, attempt, specs.get(task.key) ?? '', engines.get(task.engine)?.harness ?? task.engine);
+      const rec = recordFromView(state, task, attempt, specs.get(task.key) ?? '', engines.get(attempt.engine ?? task.engine)?.harness ?? attempt.engine ?? task.engine);
       rec.phase = 'done';
       rec.verdict = 'INTERRUPTED';
       rec.endedAt = now;

@@ -17,8 +17,10 @@ import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockWorkdir, WorkdirBusyError } from './workdir-lock';
 import { writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
+import { priorTasks } from './prior';
 import { RunSpend, type RunSpendReport } from './spend';
 import { runAttempt } from './attempt';
+import { attemptEngine, graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
 import { checkEnvironment } from './steps/check';
 import type { AttemptContext, TaskRuntime } from './steps/context';
@@ -73,6 +75,22 @@ export interface RunOptions {
   allowFullAccess?: boolean;
   /** Where `allow_full_access` is set (the config file in force, or its default path); named when refusing. */
   configSource?: string;
+  /**
+   * Tasks of earlier runs this one continues (`verdict resume`), by key (default: read from `resumedFrom`'s chain of
+   * runs, run/prior.ts): an `after` naming a task that is not in
+   * this run is settled by its entry here (a PASS releases the dependent, from its commit in worktree mode;
+   * anything else blocks it). A key in neither blocks its dependents.
+   */
+  prior?: ReadonlyMap<string, PriorTask>;
+}
+
+/** A task of an earlier run that a resumed run's tasks may come after. */
+export interface PriorTask {
+  status: string;
+  /** The run it ended in. */
+  runId: string;
+  /** Worktree mode, after a PASS: the commit of its task branch. */
+  commit: string | null;
 }
 
 /**
@@ -105,6 +123,8 @@ export type RunEvent =
   /** The task was not run: SKIPPED by --baseline, or BUDGET_EXCEEDED (see TaskSummary.verdict). */
   | { type: 'task-skipped'; key: string; reason: string }
   | { type: 'task-note'; key: string; note: string }
+  /** The task will not start: a task it comes `after` did not PASS (reason names it and its verdict). */
+  | { type: 'task-blocked'; key: string; reason: string }
   /** A fact about the whole run, said once before any task starts (its containment). */
   | { type: 'run-note'; note: string }
   | { type: 'run-finished'; summary: RunSummary };
@@ -196,7 +216,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       rateLimited: 0,
       failure: null,
       records: [],
-      state: { key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [] },
+      startFrom: [],
+      state: { key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [], ...(spec.after.length ? { after: spec.after } : {}) },
       summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '', checkOutput: '' },
     };
   });
@@ -248,6 +269,15 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
   const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [] };
+  /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
+  const choiceOf = (task: TaskRuntime) => attemptEngine(task.used + 1, { engine: task.spec.engine, model: task.spec.model }, task.spec.fallback, (name) => opts.engines.get(name)?.defaultModel ?? null);
+  /** Points the task (its engine, and state.json's engine and model) at the engine of its next attempt. */
+  const chooseEngine = (task: TaskRuntime) => {
+    const choice = choiceOf(task);
+    task.engine = opts.engines.get(choice.engine) as EngineSpec;
+    task.state.engine = choice.engine;
+    task.state.model = choice.model;
+  };
   /** Per-engine concurrency: halved for the rest of the run each time that engine is rate-limited. */
   const engineLimits = new Map<string, number>();
   const scheduler = new Scheduler<TaskRuntime>(
@@ -273,28 +303,86 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       markCancelled(task);
       taskSettled(task);
     },
-    { groupOf: (task) => task.spec.engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
+    { groupOf: (task) => choiceOf(task).engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
   );
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
   async function runJob(task: TaskRuntime): Promise<void> {
     if (task.abort.signal.aborted) return markCancelled(task);
     if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
+    chooseEngine(task);
     // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
-    const reservation = spend.admit(task.spec.engine, task.state.model);
+    const reservation = spend.admit(task.state.engine, task.state.model);
     if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
     const outcome = await runAttempt(ctx, task);
     spend.settle(reservation, outcome.costMicroUsd);
     if (outcome.rateLimited) {
-      const before = engineLimits.get(task.spec.engine) ?? maxParallel;
+      const before = engineLimits.get(task.state.engine) ?? maxParallel;
       const after = Math.max(1, Math.floor(before / 2));
-      engineLimits.set(task.spec.engine, after);
-      if (after < before) emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.spec.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
+      engineLimits.set(task.state.engine, after);
+      if (after < before) emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.state.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
     }
-    if (outcome.requeueAfterMs !== null) scheduler.push(task, outcome.requeueAfterMs);
+    if (outcome.requeueAfterMs !== null) {
+      if (task.used > 0 && outcome.requeueAfterMs === 0) {
+        const next = choiceOf(task);
+        if (next.engine !== task.state.engine || next.model !== task.state.model) emit({ type: 'task-note', key: task.spec.key, note: `attempt ${task.state.attempts.length + 1} falls back to ${next.engine}${next.model ? `/${next.model}` : ''}` });
+      }
+      scheduler.push(task, outcome.requeueAfterMs);
+    }
   }
+
+  // The task graph (`after`): a task with prerequisites waits outside the scheduler until they are final; then it is
+  // pushed (all passed) or ends BLOCKED (one did not), which in turn settles its own dependents.
+  const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
+  const parkedTasks = new Set<TaskRuntime>();
+  const prior = opts.prior ?? (opts.resumedFrom ? priorTasks(home, opts.resumedFrom) : new Map<string, PriorTask>());
+  const gateOf = (task: TaskRuntime): GraphGate => {
+    const missing = task.spec.after.find((k) => !byKey.has(k) && !prior.has(k));
+    if (missing) return { kind: 'blocked', by: missing, status: 'absent', reason: `prerequisite ${missing} is not part of this run and did not pass in the run it continues; this task did not start` };
+    return graphGate(task.spec.after.map((k) => {
+      const t = byKey.get(k);
+      if (t) return { key: k, status: t.state.status };
+      const p = prior.get(k) as PriorTask;
+      return { key: k, status: p.status, where: `in run ${p.runId}` };
+    }));
+  };
+  /** Starts the task now, or parks it until its prerequisites are final (then release() decides). */
+  const enqueue = (task: TaskRuntime) => {
+    if (!task.spec.after.length) return scheduler.push(task);
+    parkedTasks.add(task);
+    release(task);
+  };
+  /** A waiting task whose prerequisites are all final: pushed when they passed, BLOCKED when one did not. */
+  function release(task: TaskRuntime): void {
+    if (!parkedTasks.has(task)) return;
+    const gate = gateOf(task);
+    if (gate.kind === 'wait') return;
+    parkedTasks.delete(task);
+    if (gate.kind === 'ready') {
+      task.startFrom = task.spec.after.map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null })).filter((p): p is { key: string; commit: string } => p.commit !== null);
+      return scheduler.push(task);
+    }
+    task.state.status = 'BLOCKED';
+    task.state.reason = gate.reason;
+    task.summary.verdict = 'BLOCKED';
+    task.summary.reason = gate.reason;
+    emit({ type: 'task-blocked', key: task.spec.key, reason: gate.reason });
+    void stateFile.save();
+    taskSettled(task);
+  }
+  /** Cancels every waiting task (the run is cancelled or drained: nothing more starts). */
+  const cancelWaiting = () => {
+    const parked = [...parkedTasks];
+    parkedTasks.clear();
+    for (const t of parked) {
+      markCancelled(t);
+      taskSettled(t);
+    }
+    return parked.length;
+  };
   let cancelled = false;
   const onAbort = () => {
     cancelled = true;
+    cancelWaiting();
     scheduler.close();
     for (const t of tasks) t.abort.abort();
   };
@@ -308,6 +396,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   let ending = false;
   function taskSettled(task: TaskRuntime): void {
     if (!statusInfo(task.state.status).final) return;
+    for (const t of parkedTasks) if (t.spec.after.includes(task.spec.key)) release(t);
     const waiting = whenFinal.get(task);
     whenFinal.delete(task);
     for (const fn of waiting ?? []) fn();
@@ -328,9 +417,22 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     task.failure = null;
     task.state.status = 'queued';
     delete task.state.reason;
+    // Its dependents that ended BLOCKED wait for it again (and theirs for them).
+    const unblocked: TaskRuntime[] = [];
+    const unblock = (key: string) => {
+      for (const t of tasks) {
+        if (t.state.status !== 'BLOCKED' || !t.spec.after.includes(key) || unblocked.includes(t)) continue;
+        t.state.status = 'queued';
+        delete t.state.reason;
+        unblocked.push(t);
+        unblock(t.spec.key);
+      }
+    };
+    unblock(task.spec.key);
     // Acknowledged first: pushing may start the attempt at once.
-    ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)`);
-    scheduler.push(task);
+    ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}`);
+    for (const t of unblocked) parkedTasks.add(t);
+    enqueue(task);
   };
   function handle(c: ControlCommand | BadControlLine): void {
     if (!isCommand(c)) return ack(c, 'refused', c.reason);
@@ -361,6 +463,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         state.draining = true;
         state.paused = false;
         const queued = tasks.filter((t) => t.state.status === 'queued' || t.state.status === 'retry_queued').length;
+        cancelWaiting();
         scheduler.close();
         const running = tasks.filter((t) => !statusInfo(t.state.status).final).length;
         return ack(c, 'done', `draining: ${queued} waiting task(s) CANCELLED (drained); ${running} running go on, then the run ends`);
@@ -371,6 +474,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         t.state.reason = `stopped by ${c.by}`;
         waitFinal(t, () => ack(c, 'done', `${t.spec.key} ended ${t.state.status}`));
         t.abort.abort();
+        if (parkedTasks.delete(t)) {
+          markCancelled(t);
+          return taskSettled(t);
+        }
         scheduler.drop(t);
         return;
       }
@@ -393,8 +500,14 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   for (const t of tasks) opts.control?.bind(t.spec.key, () => t.abort.abort());
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort);
-  for (const t of tasks) scheduler.push(t);
+  for (const t of tasks) {
+    // A task BLOCKED by an earlier one in this loop is already final.
+    if (!statusInfo(t.state.status).final) enqueue(t);
+  }
   await scheduler.idle();
+  // Nothing runs and nothing is queued: a task still waiting can never start (not expected; said, not hung on).
+  for (const t of [...parkedTasks]) t.state.reason = 'its prerequisites never ended';
+  cancelWaiting();
   opts.signal?.removeEventListener('abort', onAbort);
   clearInterval(poller);
   ending = true;

@@ -12,6 +12,7 @@ import type { Judgement } from '../decide';
 import type { ProtectedSet } from '../protect';
 import type { RunEvent, RunOptions, TaskSummary } from '../runner';
 import type { RunSpend } from '../spend';
+import type { PassedPrerequisite } from '../start-point';
 
 /** One per run: what every attempt of it needs. */
 export interface AttemptContext {
@@ -53,6 +54,11 @@ export interface TaskRuntime {
   failure: string | null;
   /** The task's settled attempts, in order. */
   records: AttemptRecord[];
+  /**
+   * Worktree mode: the passed prerequisites (`after`) whose commits the task branch starts from, set by the runner
+   * when the task is released; empty: base_ref.
+   */
+  startFrom: PassedPrerequisite[];
   summary: TaskSummary;
 }
 

@@ -8,6 +8,7 @@ import { addWorktree, copyIncludes } from '../../git/worktree';
 import { supervise } from '../../process/supervisor';
 import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { reservePort } from '../ports';
+import { startPoint } from '../start-point';
 import { protectedSet } from '../protect';
 import { runDir } from '../../config/home';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
@@ -30,7 +31,10 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   const { manifest } = ctx.opts;
   task.state.port = await reservePort();
   if (ctx.repo && task.state.branch) {
-    task.links = await addWorktree(ctx.repo, task.state.dir, task.state.branch, { signal: task.abort.signal });
+    // A task with `after` starts from what its prerequisites delivered (start-point.ts), not from base_ref.
+    const from = await startPoint(ctx.repo, task.spec.key, task.startFrom);
+    if (from !== ctx.repo.baseSha) ctx.emit({ type: 'task-note', key: task.spec.key, note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref` });
+    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal });
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
   } else {
     const moved = moveAsidePrevious(task.state.dir, ctx.runId);

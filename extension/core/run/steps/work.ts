@@ -37,7 +37,8 @@ export const workStep: Step = {
       fs.writeFileSync(files.failure, task.failure);
       env.VERDICT_FAILURE_FILE = files.failure;
     }
-    const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: spec.engineArgs, fullAccess: spec.fullAccess, nested: io.boxed });
+    // engine_args are written for the task's own engine; a fallback engine runs without them.
+    const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [], fullAccess: spec.fullAccess, nested: io.boxed });
     task.state.status = 'running';
     rec.phase = 'running';
     io.sync();
@@ -45,7 +46,7 @@ export const workStep: Step = {
     // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
     const guard = io.boxed && state.guarded.length ? snapshotState(state.guarded, path.join(rec.dir, 'state-guard')) : null;
     const { receipt, tail } = await supervise({
-      file: ctx.binaries.get(spec.engine) ?? engine.binary,
+      file: ctx.binaries.get(task.state.engine) ?? engine.binary,
       args: argv,
       cwd: task.state.dir,
       env,
