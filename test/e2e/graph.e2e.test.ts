@@ -16,7 +16,7 @@ function states(home: string): StateJson[] {
 }
 
 /** Two custom engines: `lazy` prints and changes nothing, `good` runs the spec with bash. */
-function twoEngines(dir: string): { config: string; env: NodeJS.ProcessEnv } {
+function twoEngines(dir: string): { config: string; env: Record<string, string> } {
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin);
   fs.writeFileSync(path.join(bin, 'agent-lazy'), '#!/bin/bash\necho "lazy: not doing $1"\n', { mode: 0o755 });
