@@ -485,6 +485,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         const t = task as TaskRuntime;
         const why = refuseStart();
         if (why) return ack(c, 'refused', why);
+        if (t.state.status === 'BLOCKED') {
+          const gate = gateOf(t);
+          if (gate.kind === 'blocked') return ack(c, 'refused', `${t.spec.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${t.spec.key} runs again once it passes`);
+        }
         if (statusInfo(t.state.status).final) return rerun(c, t);
         waitFinal(t, () => rerun(c, t));
         return;
