@@ -55,6 +55,24 @@ async function floor(root: string): Promise<number> {
   return performance.now() - t0;
 }
 
+/** Mean duration per step (ms) over every receipt of the run in `home`. */
+function stepMeans(home: string): Record<string, number> {
+  const sums = new Map<string, { ms: number; n: number }>();
+  for (const rel of fs.readdirSync(path.join(home, 'runs'), { recursive: true }) as string[]) {
+    if (path.basename(rel) !== 'receipt.json') continue;
+    const { steps } = JSON.parse(fs.readFileSync(path.join(home, 'runs', rel), 'utf8')) as { steps: { step: string; startedAt: number; endedAt: number }[] };
+    for (const s of steps) {
+      const acc = sums.get(s.step) ?? { ms: 0, n: 0 };
+      acc.ms += s.endedAt - s.startedAt;
+      acc.n++;
+      sums.set(s.step, acc);
+    }
+  }
+  return Object.fromEntries([...sums].map(([k, v]) => [k, Math.round(v.ms / v.n)]));
+}
+
+const stepsOf = new Map<number, Record<string, number>>();
+
 async function verdict(root: string, sandbox: SandboxMode = 'auto'): Promise<number> {
   const repo = generatedRepo(path.join(root, 'repo'));
   const tasks = Array.from({ length: TASKS }, (_, i) => ({ key: `t${i}`, engine: 'script', spec: 'true', check: 'true' }));
@@ -68,6 +86,7 @@ async function verdict(root: string, sandbox: SandboxMode = 'auto'): Promise<num
   const rows = fs.readFileSync(path.join(root, 'home', 'runs.jsonl'), 'utf8').trim().split('\n').length;
   if (!summary.allPassed || rows !== TASKS) throw new Error(`bench run incomplete: ${rows} rows, allPassed=${summary.allPassed}`);
   if (git(repo, 'worktree', 'list').split('\n').length !== TASKS + 1) throw new Error('worktree count mismatch');
+  stepsOf.set(ms, stepMeans(path.join(root, 'home')));
   return ms;
 }
 
@@ -96,5 +115,8 @@ console.log(`tasks ${TASKS}, files ${FILES}, max_parallel ${PARALLEL}`);
 console.log(`floor   (worktree add + worker + check, direct): ${floors.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(f / TASKS).toFixed(1)} ms/task`);
 console.log(`verdict (runManifest, records, state, commits):  ${verdicts.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(v / TASKS).toFixed(1)} ms/task`);
 console.log(`verdict --no-sandbox:                             ${unsandboxed.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(u / TASKS).toFixed(1)} ms/task`);
+const means = (ms: number): string => Object.entries(stepsOf.get(ms) ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
+console.log(`mean ms per step, best sandboxed run:   ${means(v)}`);
+console.log(`mean ms per step, best unsandboxed run: ${means(u)}`);
 console.log(`overhead ratio: ${(v / f).toFixed(2)}× (target ≤ 1.3×)`);
 console.log(`sandbox cost: ${(v / u).toFixed(2)}× the unsandboxed run, ${((v - u) / TASKS).toFixed(1)} ms/task`);

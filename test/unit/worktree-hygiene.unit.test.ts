@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { addWorktree, inspectRepo, taskBranch } from '../../extension/core/git/worktree';
+import { addWorktree, inspectRepo, pointHeadAt, sealWorktree, taskBranch } from '../../extension/core/git/worktree';
 import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
@@ -25,6 +25,59 @@ describe('worktree hygiene', function () {
     assert.equal(verdictBranches(repo.root).length, 16);
     for (const k of keys) assert.ok(fs.existsSync(path.join(dir, 'wt', k, 'README.md')), k);
     assert.doesNotMatch(git(repo.root, 'worktree', 'list', '--porcelain'), /prunable/);
+  });
+
+  it('the checkout made outside the lock: files, a clean index with stat data, kept as baseIndex', async () => {
+    const dir = tempDir();
+    const repo = await inspectRepo(makeRepo(path.join(dir, 'repo'), { 'a.txt': 'a\n', 'src/b.txt': 'b\n' }), 'HEAD');
+    const wt = path.join(dir, 'wt', 'a');
+    const links = await addWorktree(repo, wt, 'verdict/r1/a');
+    assert.equal(fs.readFileSync(path.join(wt, 'src', 'b.txt'), 'utf8'), 'b\n');
+    assert.equal(git(wt, 'rev-parse', 'HEAD'), repo.baseSha);
+    assert.equal(git(wt, 'status', '--porcelain'), '');
+    // the index git wrote for this checkout: every entry has real stat data (nothing left to refresh)
+    assert.equal(git(wt, 'diff-files', '--name-only'), '');
+    assert.ok(links.baseIndex && fs.readFileSync(links.baseIndex).equals(fs.readFileSync(path.join(links.adminDir, 'index'))));
+    assert.equal(links.hasSubmodules, false);
+  });
+
+  it('a file rewritten (same size, mtime put back) in the second it was checked out is still sealed and seen by git diff', async () => {
+    const dir = tempDir();
+    const repo = await inspectRepo(makeRepo(path.join(dir, 'repo'), { 'test.sh': 'exit 1\n' }), 'HEAD');
+    // git compares stat times in whole seconds: only the index's own timestamp (racy-git) makes it look at the content,
+    // and only while the index copy keeps the checkout's timestamp (the seal and the check run in a later second)
+    let exercised = 0;
+    for (let i = 0; i < 5 && exercised < 2; i++) {
+      const wt = path.join(dir, 'wt', `t${i}`);
+      const branch = `verdict/r1/t${i}`;
+      const links = await addWorktree(repo, wt, branch);
+      const file = path.join(wt, 'test.sh');
+      const { atime, mtime, ctimeMs } = fs.statSync(file);
+      fs.writeFileSync(file, 'exit 0\n');
+      fs.utimesSync(file, atime, mtime);
+      if (Math.floor(fs.statSync(file).ctimeMs / 1000) !== Math.floor(ctimeMs / 1000)) continue; // crossed a second
+      exercised++;
+      while (Math.floor(Date.now() / 1000) === Math.floor(ctimeMs / 1000)) await new Promise((r) => setTimeout(r, 20));
+      const seal = await sealWorktree(links, branch, path.join(dir, `t${i}.index`), 'seal', repo.identityArgs);
+      assert.equal(seal.changed, true);
+      assert.equal(git(repo.root, 'show', `${seal.sha}:test.sh`), 'exit 0');
+      await pointHeadAt(links, seal.parent);
+      assert.equal(git(wt, 'diff', '--name-only', 'HEAD'), 'test.sh');
+    }
+    assert.ok(exercised > 0, 'every rewrite crossed a second boundary');
+  });
+
+  it('a checkout that fails (outside the lock): no worktree, registration or branch left', async () => {
+    const dir = tempDir();
+    const root = makeRepo(path.join(dir, 'repo'), { '.gitattributes': '*.bin filter=broken\n', 'x.bin': 'x\n' });
+    git(root, 'config', 'filter.broken.smudge', 'false');
+    git(root, 'config', 'filter.broken.required', 'true');
+    const repo = await inspectRepo(root, 'HEAD');
+    const wt = path.join(dir, 'wt', 'a');
+    await assert.rejects(addWorktree(repo, wt, 'verdict/r1/a'), /checking out .*wt\/a failed/);
+    assert.equal(fs.existsSync(wt), false);
+    assert.deepEqual(verdictBranches(root), []);
+    assert.equal(git(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
   });
 
   it('16 worktree tasks at max_parallel 16 through runManifest: 16 PASS, 16 rows, 16 branches', async () => {

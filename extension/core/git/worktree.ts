@@ -61,17 +61,21 @@ export interface AddWorktreeOptions {
 }
 
 /**
- * Creates worktree `dir` on a new branch `branch` at `baseSha`, serialized per repository by a lock on the git
- * common dir (git's own index, ref and config locks fail under concurrent `worktree add`). When the repository has
- * submodules they are initialised from the main working tree's checkouts (see initSubmodules; git's output goes to
- * `<dir>.submodules.log`). On failure nothing half-made remains: the worktree, and the branch when this call created
- * it, are removed before the error is thrown; a folder or branch that existed before is never touched.
+ * Creates worktree `dir` on a new branch `branch` at `baseSha`. Only the registration (`git worktree add
+ * --no-checkout`, a few ms) is serialized per repository, by a lock on the git common dir (git's own index, ref and
+ * config locks fail under concurrent `worktree add`); the checkout (`git read-tree -u --reset`, which touches only the
+ * new worktree's own admin dir and folder) runs outside it, so checkouts of several tasks run in parallel. When the
+ * checkout has submodules they are initialised from the main working tree's checkouts under the lock again (`submodule
+ * update --init` writes the shared config; see initSubmodules; git's output goes to `<dir>.submodules.log`). On
+ * failure nothing half-made remains: the worktree, and the branch when this call created it, are removed (under the
+ * lock) before the error is thrown; a folder or branch that existed before is never touched.
  * @throws Error naming the cause and the command that fixes it (a leftover .lock file, a branch or folder left by an
  *   earlier run, a registered worktree whose folder is missing: see explainGitFailure), or the submodule failure
  */
 export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<WorktreeLinks> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const git = gitFor(repo.root);
+  const lock = path.join(repo.commonDir, 'verdict-worktree');
   // The branch first, outside the repository lock (creating one ref takes only that ref's own lock in git): git
   // refuses an existing branch before anything is made. The worktree then gets a detached HEAD: a sandboxed worker can
   // commit (its HEAD lives in the worktree's own admin dir) without write access to any ref; only the orchestrator
@@ -81,30 +85,44 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   } catch (e) {
     throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
   }
-  const links = await withLock(path.join(repo.commonDir, 'verdict-worktree'), async () => {
+  await withLock(lock, async () => {
     const dirExisted = fs.existsSync(dir);
     try {
-      await git.raw(['worktree', 'add', '--quiet', '--detach', dir, repo.baseSha]);
+      await git.raw(['worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]);
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
       await git.raw(['branch', '-D', branch]).catch(() => undefined);
       throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
     }
+  });
+  const undo = (): Promise<void> => withLock(lock, async () => {
+    await removeWorktreeQuietly(git, dir);
+    await git.raw(['branch', '-D', branch]).catch(() => undefined);
+  });
+  let links: WorktreeLinks;
+  try {
+    links = readWorktreeLinks(dir, repo.commonDir);
+    // HEAD is already baseSha (detached); this writes the files and the worktree's own index, with their stat data.
+    await sealGit(links, path.join(links.adminDir, 'index')).raw(['read-tree', '-u', '--reset', repo.baseSha]);
+    links.hasSubmodules = fs.existsSync(path.join(dir, '.gitmodules'));
+  } catch (e) {
+    await undo();
+    throw new Error(`checking out ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+  }
+  if (links.hasSubmodules) {
     try {
-      await initSubmodules(repo.root, dir, { logFile: `${dir}.submodules.log`, timeoutMs: opts.submoduleTimeoutMs, signal: opts.signal });
+      await withLock(lock, () => initSubmodules(repo.root, dir, { logFile: `${dir}.submodules.log`, timeoutMs: opts.submoduleTimeoutMs, signal: opts.signal }));
     } catch (e) {
-      await removeWorktreeQuietly(git, dir);
-      await git.raw(['branch', '-D', branch]).catch(() => undefined);
+      await undo();
       throw e;
     }
-    return readWorktreeLinks(dir, repo.commonDir);
-  });
+  }
   // Kept before any worker runs, where no step can reach it (VERDICT_HOME is hidden from steps).
   const baseIndex = path.join(path.dirname(dir), '.index', path.basename(dir));
   try {
     fs.mkdirSync(path.dirname(baseIndex), { recursive: true });
-    fs.copyFileSync(path.join(links.adminDir, 'index'), baseIndex);
+    copyIndex(path.join(links.adminDir, 'index'), baseIndex);
     return { ...links, baseIndex, baseSha: repo.baseSha };
   } catch {
     return { ...links, baseSha: repo.baseSha };
@@ -227,7 +245,7 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   if (!parent || !parentTree) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
   try {
     // From the checkout's own index (trusted stat data: only changed files are hashed again), else from the tree.
-    if (links.baseIndex && links.baseSha === parent && fs.existsSync(links.baseIndex)) fs.copyFileSync(links.baseIndex, indexFile);
+    if (links.baseIndex && links.baseSha === parent && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, indexFile);
     else await git.raw(['read-tree', parent]);
     // ctime cannot be set from user space: with it (and the full stat check) a changed file is always hashed again.
     await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A']);
@@ -275,11 +293,24 @@ function writeAdminFile(links: WorktreeLinks, name: string, text: string): void 
   fs.renameSync(tmp, path.join(links.adminDir, name));
 }
 
-/** Copies `from` over `<adminDir>/<name>` atomically. */
+/** Copies the index `from` over `<adminDir>/<name>` atomically (see copyIndex). */
 function copyAdminFile(links: WorktreeLinks, from: string, name: string): void {
   const tmp = path.join(links.adminDir, `.${name}.verdict-${process.pid}`);
-  fs.copyFileSync(from, tmp);
+  copyIndex(from, tmp);
   fs.renameSync(tmp, path.join(links.adminDir, name));
+}
+
+/**
+ * Copies an index file keeping its timestamp (rounded down to the second), which git's racy-entry check needs: git
+ * compares stat times in whole seconds (unless built with USE_NSEC), so a file rewritten with the same size in the
+ * second it was checked out looks unchanged by stat. Git then compares the content of every entry whose mtime is not
+ * older than the index file itself (Documentation/technical/racy-git.txt); a copy stamped "now" would hide such an
+ * entry from the seal and from a check's `git diff`. Rounding down only makes more entries racy (content-checked).
+ */
+function copyIndex(from: string, to: string): void {
+  const { atime, mtimeMs } = fs.statSync(from);
+  fs.copyFileSync(from, to);
+  fs.utimesSync(to, atime, Math.floor(mtimeMs / 1000));
 }
 
 /**
