@@ -63,10 +63,10 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'run',
     args: [{ name: 'MANIFEST' }],
-    flags: runFlags,
+    flags: { ...runFlags, only: { type: 'string', value: 'KEYS', help: 'run only these tasks (comma-separated task keys)' } },
     summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
     exit: '0 every task passed, 1 some task did not, 2 bad input (manifest, config or flags: nothing is created)',
-    run: async ({ args: [manifest], flags }, io) => (await runCommand(manifest as string, runFlagsOf(flags), io)).code,
+    run: async ({ args: [manifest], flags }, io) => (await runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only }, io)).code,
   }),
   command({
     name: 'resume',

@@ -28,6 +28,8 @@ export interface RunFlags {
   dashboard?: boolean;
   /** --no-sandbox: every step runs unsandboxed whatever the config says (see containmentChoice). */
   noSandbox?: boolean;
+  /** --only: comma-separated task keys; the run has only these tasks (the editor's Test Explorer and Rerun Task). */
+  only?: string;
 }
 
 /**
@@ -58,6 +60,13 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     throw e;
   }
   adjust?.(manifest);
+  if (flags.only !== undefined) {
+    const keys = flags.only.split(',').map((k) => k.trim()).filter(Boolean);
+    const unknown = keys.filter((k) => !manifest.tasks.some((t) => t.key === k));
+    if (!keys.length) throw new UsageError('--only needs at least one task key');
+    if (unknown.length) throw new InputError(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')} (tasks: ${manifest.tasks.map((t) => t.key).join(', ')})`);
+    manifest.tasks = manifest.tasks.filter((t) => keys.includes(t.key));
+  }
   await reconcileAndReport(resolveHome(flags.home), engines, io);
   const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
   for (const f of findings) io.err(`lint: ${formatFinding(f)}`);

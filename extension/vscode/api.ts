@@ -19,9 +19,11 @@ export interface ApiRunOptions {
  */
 export interface VerdictApi {
   /**
-   * Runs a manifest (absolute path) like the Run Manifest command, without UI, and resolves with its summary.
+   * Runs a manifest (absolute path) like the Run Manifest command, without UI: starts `verdict run` as a detached
+   * process (it outlives this window) and resolves with its summary once its state.json is final (summary read from
+   * state.json and the eval rows; `recordErrors` is always empty, the orchestrator's log has them).
    * @throws UntrustedWorkspaceError in an untrusted workspace; ManifestError (file:line:column) for a bad manifest;
-   *   PreflightError when it cannot start (missing engine binary, not a git repository…)
+   *   LaunchError when it cannot start (missing engine binary, not a git repository…: the orchestrator's log tail)
    */
   runManifest(path: string, options?: ApiRunOptions): Promise<RunSummary>;
   /** Lints a manifest file; never throws (an unreadable file is one `invalid-manifest` finding). */

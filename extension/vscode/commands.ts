@@ -4,15 +4,16 @@ import * as vscode from 'vscode';
 import { gitFor } from '../core/git/safe-git';
 import { resolveHome } from '../core/config/home';
 import { mergeQueue, type MergeOutcome } from '../core/git/merge';
-import { loadFrozenManifest } from '../core/run/frozen-manifest';
+import type { ControlAck, ControlVerb } from '../core/live/control';
+import type { RunInfo } from '../core/live/registry';
+import { sendControlAndWait } from '../core/run/run-launch';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import type { RunSummary } from '../core/run/runner';
 import { changedFiles } from './changed-files';
 import type { ManifestDiagnostics } from './diagnostics';
 import { isManifestDocument } from './diagnostics';
-import { launchLoaded, launchManifest, requireTrust } from './launcher';
+import { editorIdentity, requireTrust, type RunLauncher } from './launcher';
 import { diffArguments, type LogKind, type RunsTreeProvider, type TaskRef } from './runs-tree';
-import type { RunSessions } from './sessions';
 import { readSettings } from './settings';
 
 /** What the commands share. */
@@ -20,7 +21,7 @@ export interface CommandContext {
   log: vscode.LogOutputChannel;
   diagnostics: ManifestDiagnostics;
   tree: RunsTreeProvider;
-  sessions: RunSessions;
+  launcher: RunLauncher;
 }
 
 /** A run as commands receive it: a tree node or `{ runId }`. */
@@ -73,7 +74,7 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown): Promis
       return refuse(`${vscode.workspace.asRelativePath(uri)} has ${errors.length} error(s); see the Problems panel`);
     }
     return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${vscode.workspace.asRelativePath(uri)}`, cancellable: true }, async (progress, token) => {
-      const summary = await launchManifest(uri.fsPath, ctx.sessions, ctx.log, {
+      const summary = await ctx.launcher.run(uri.fsPath, {
         token,
         onEvent: (e) => {
           if (e.type === 'attempt-finished') progress.report({ message: `${e.key}: ${e.verdict}` });
@@ -86,40 +87,60 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown): Promis
   });
 }
 
-/** Cancel Run: a run of this window is aborted; a run of another process on this machine gets SIGINT (its Ctrl-C). */
-async function cancelRun(ctx: CommandContext, ref?: RunRef): Promise<boolean> {
-  const info = ctx.tree.runs().find((r) => r.state.runId === ref?.runId) ?? ctx.tree.runs().find((r) => r.liveness === 'running');
-  if (!info) return refuse('no live run to cancel') ?? false;
-  const own = ctx.sessions.get(info.state.runId);
-  if (own) {
-    own.abort.abort();
-    return true;
+/**
+ * Sends one command to a live run's control channel (core/live/control.ts) and waits for its acknowledgment in
+ * state.json: works for every run under VERDICT_HOME, whoever started it (this window, another, the CLI). Resolves
+ * with the acknowledgment (a refusal is shown), or undefined when the run is not live or did not acknowledge in time.
+ */
+async function control(ctx: CommandContext, info: RunInfo, verb: ControlVerb, task?: string): Promise<ControlAck | undefined> {
+  const what = `${verb}${task ? ` ${task}` : ''}`;
+  if (info.liveness !== 'running') return refuse(`run ${info.state.runId} is not live (${info.liveness}); ${what} acts on a running run`);
+  if (task !== undefined && !info.state.tasks.some((t) => t.key === task)) return refuse(`run ${info.state.runId} has no task ${task}`);
+  const { command, ack } = await sendControlAndWait(info.stateFile, { verb, ...(task !== undefined ? { task } : {}), by: editorIdentity() });
+  if (!ack) {
+    ctx.log.warn(`${what}: sent to run ${info.state.runId} (command ${command.id}), not acknowledged yet; see control in ${info.stateFile}`);
+    void vscode.window.showWarningMessage(`Verdict: ${what} sent to run ${info.state.runId}; not acknowledged yet`);
+    return undefined;
   }
-  if (info.liveness !== 'running') return refuse(`run ${info.state.runId} is not running (${info.liveness})`) ?? false;
-  try {
-    process.kill(info.state.pid, 'SIGINT');
-    ctx.log.info(`sent SIGINT to the orchestrator of ${info.state.runId} (pid ${info.state.pid})`);
-    return true;
-  } catch (e) {
-    return refuse(`cannot signal the orchestrator of ${info.state.runId} (pid ${info.state.pid}, host ${info.state.host}): ${(e as Error).message}`) ?? false;
-  }
+  ctx.log.info(`${what}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''} (run ${info.state.runId}, acknowledged after ${ack.ackAt - command.at} ms)`);
+  if (ack.result === 'refused') return refuse(`${what} refused by run ${info.state.runId}: ${ack.reason}`);
+  ctx.tree.refresh();
+  return ack;
 }
 
-/** Stop Task: only for runs of this window (another process's worker would be retried by its own orchestrator). */
-function stopTask(ctx: CommandContext, ref?: TaskRef): boolean {
-  const own = ref && ctx.sessions.get(ref.runId);
-  if (!ref || !own) return refuse(`that run was not started in this window; cancel the whole run instead (Verdict: Cancel Run)`) ?? false;
-  return own.control.stopTask(ref.key) || (refuse(`run ${ref.runId} has no task ${ref.key}`) ?? false);
+/** The run a reference names, read fresh (a run of any process); without a reference, the first live run. */
+function runOf(ctx: CommandContext, runId: string | undefined): RunInfo | undefined {
+  ctx.tree.refresh();
+  return runId ? ctx.tree.runs().find((r) => r.state.runId === runId) : ctx.tree.runs().find((r) => r.liveness === 'running');
 }
 
-/** Rerun Task: a new run of that one task, from the run's frozen manifest (so it works after the file changed). */
-async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<RunSummary | undefined> {
+/** Cancel Run: a `cancel` through the run's control channel, acknowledged once the run has ended. */
+async function cancelRun(ctx: CommandContext, ref?: RunRef): Promise<ControlAck | undefined> {
+  const info = runOf(ctx, ref?.runId);
+  if (!info) return refuse(ref?.runId ? `no run ${ref.runId}` : 'no live run to cancel');
+  return control(ctx, info, 'cancel');
+}
+
+/** Stop Task: a `stop` through the run's control channel (the task ends CANCELLED and is not retried). */
+async function stopTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck | undefined> {
+  const info = ref && runOf(ctx, ref.runId);
+  if (!ref?.key || !info) return refuse('pick a task of a live run in the Verdict runs view');
+  return control(ctx, info, 'stop', ref.key);
+}
+
+/**
+ * Rerun Task: in a live run, a `rerun` through its control channel (new attempts in the same run); for a run that
+ * ended, a new run of that one task from the run's manifest file.
+ */
+async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck | RunSummary | undefined> {
   return guarded(ctx, async () => {
     requireTrust('rerun a task');
     const found = taskOf(ctx, ref);
     if (!found || !ref) return refuse('pick a task in the Verdict runs view');
-    const manifest = loadFrozenManifest(resolveHome(readSettings().home), found.info.state);
-    return launchLoaded(manifest, ctx.sessions, ctx.log, { only: [ref.key] });
+    if (found.info.liveness === 'running') return control(ctx, found.info, 'rerun', ref.key);
+    const file = found.info.state.manifestFile;
+    if (!fs.existsSync(file)) return refuse(`the manifest of run ${ref.runId} (${file}) is gone; resume the run instead (verdict resume ${ref.runId})`);
+    return ctx.launcher.run(file, { only: [ref.key] });
   });
 }
 

@@ -11,9 +11,8 @@ import { registerDashboard } from './dashboard/register';
 import { ManifestDiagnostics } from './diagnostics';
 import { editorEngines } from './engines';
 import { GIT_SCHEME, GitContentProvider } from './git-content';
-import { launchManifest } from './launcher';
+import { RunLauncher } from './launcher';
 import { RunsTreeProvider } from './runs-tree';
-import { RunSessions } from './sessions';
 import { readSettings } from './settings';
 import { RunsStatusBar } from './status-bar';
 import { ManifestTestController } from './test-controller';
@@ -28,7 +27,8 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const log = vscode.window.createOutputChannel('Verdict', { log: true });
   const diagnostics = new ManifestDiagnostics(() => editorEngines(log), () => readSettings().allowFullAccess, log);
   const tree = new RunsTreeProvider(resolveHome(readSettings().home), log);
-  const sessions = new RunSessions();
+  // Runs are detached `verdict run` processes of the bundled CLI: they outlive this window (see RunLauncher).
+  const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
   tree.onRuns((runs) => statusBar.update(runs));
   // The probe runs bwrap once (cached for the process); never awaited here, so activation never waits for it.
@@ -41,7 +41,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     diagnostics,
     tree,
     statusBar,
-    new ManifestTestController(sessions, log),
+    new ManifestTestController(launcher, log),
     vscode.window.createTreeView('verdict.runs', { treeDataProvider: tree, showCollapseAll: true }),
     vscode.workspace.registerTextDocumentContentProvider(GIT_SCHEME, new GitContentProvider()),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -50,9 +50,9 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
       tree.setHome(resolveHome(readSettings().home));
       showContainment();
     }),
-    ...registerCommands({ log, diagnostics, tree, sessions }),
+    ...registerCommands({ log, diagnostics, tree, launcher }),
     ...registerDashboard(context, { log }),
-    { dispose: () => sessions.cancelAll() },
+    launcher,
   );
   // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
   setTimeout(() => {
@@ -64,7 +64,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   }, 0);
   const activationMs = performance.now() - t0;
   return {
-    runManifest: (file, options = {}) => launchManifest(file, sessions, log, options),
+    runManifest: (file, options = {}) => launcher.run(file, options),
     lint: (file) => lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess, trusted: vscode.workspace.isTrusted }),
     runs: () => {
       tree.refresh();

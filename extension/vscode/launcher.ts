@@ -1,25 +1,32 @@
+import path from 'node:path';
 import * as vscode from 'vscode';
-import { postgresUrlOf } from '../core/config/config';
+import type { VerdictConfig } from '../core/config/config';
 import { resolveHome } from '../core/config/home';
-import { containmentChoice } from '../core/config/settings';
 import { resolveIdentity } from '../core/host/identity';
+import type { RunInfo } from '../core/live/registry';
+import { followRun, launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart, type DetachedRun } from '../core/run/run-launch';
+import type { RunState } from '../core/live/state';
 import { loadManifest } from '../core/manifest/load';
-import type { Manifest } from '../core/manifest/types';
-import { runManifest, type RunEvent, type RunSummary } from '../core/run/runner';
+import type { RunSummary } from '../core/run/runner';
+import type { Verdict } from '../../schemas/status';
 import { editorEngines } from './engines';
-import type { RunSessions } from './sessions';
-import { readSettings } from './settings';
+import { readSettings, type EditorSettings } from './settings';
 
-/** Options of a run started from the editor (command, API, Test Explorer). */
+/** What a caller of a run started from the editor is told, derived from the run's state.json. */
+export type LaunchEvent =
+  | { type: 'run-started'; runId: string; stateFile: string; pid: number; logFile: string }
+  | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string };
+
+/** Options of a run started from the editor (command, API, Test Explorer, Rerun Task). */
 export interface LaunchOptions {
   /** Run only these task keys. */
   only?: readonly string[];
   maxParallel?: number;
   identity?: string;
   baseline?: boolean;
-  /** Cancels the run. */
+  /** Cancels the run (a `cancel` through its control channel). */
   token?: vscode.CancellationToken;
-  onEvent?: (e: RunEvent) => void;
+  onEvent?: (e: LaunchEvent) => void;
 }
 
 /** Thrown when something would execute in an untrusted workspace. */
@@ -36,58 +43,113 @@ export function requireTrust(what: string): void {
 }
 
 /**
- * Loads a manifest and runs it (all tasks or `only`), registering the run in `sessions` so it can be cancelled and
- * its tasks stopped from the runs tree.
- * @throws UntrustedWorkspaceError, ManifestError (file:line:column), PreflightError, Error for unknown task keys or
- *   a config file that does not load (its message names the file and field)
+ * The settings as a config file for the orchestrator (`verdict run --config`): the editor's effective settings
+ * (readSettings: `verdict.*` over the user's config file), so the CLI applies the same precedence. Engines are the
+ * editor's (`verdict.engines`), as the editor's diagnostics see them.
  */
-export async function launchManifest(file: string, sessions: RunSessions, log: vscode.LogOutputChannel, options: LaunchOptions = {}): Promise<RunSummary> {
-  requireTrust('run a manifest');
-  const engines = editorEngines(log);
-  const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
-  return launchLoaded(manifest, sessions, log, options);
+export function configForRun(s: EditorSettings): VerdictConfig {
+  const c: VerdictConfig = { engines: s.engines, allow_full_access: s.allowFullAccess, sandbox: s.sandbox };
+  if (s.identity !== undefined) c.identity = s.identity;
+  if (s.maxParallel !== undefined) c.max_parallel = s.maxParallel;
+  if (s.postgresUrl !== undefined) c.postgres_url = s.postgresUrl;
+  return c;
 }
 
-/** Runs an already loaded manifest (see launchManifest). */
-export async function launchLoaded(manifest: Manifest, sessions: RunSessions, log: vscode.LogOutputChannel, options: LaunchOptions = {}): Promise<RunSummary> {
-  requireTrust('run a manifest');
+/** Who the editor says it is when it sends a control command (same rule as a run's identity). */
+export function editorIdentity(): string {
   const s = readSettings();
-  if (s.configError) throw new Error(s.configError);
-  if (options.only) {
-    const unknown = options.only.filter((k) => !manifest.tasks.some((t) => t.key === k));
-    if (unknown.length) throw new Error(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')}`);
-    manifest = { ...manifest, tasks: manifest.tasks.filter((t) => options.only?.includes(t.key)) };
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
+  return resolveIdentity({ flag: s.identityFlag, cwd: folder, configDefault: s.identity }).identity;
+}
+
+/**
+ * Starts runs as detached `verdict run` processes (the bundled CLI on this host's Node) and follows them through
+ * VERDICT_HOME. The orchestrators are not this window's: disposing the launcher (window reload or close) stops
+ * following them, and they go on; any window, the CLI or the dashboard controls them through their control channel.
+ */
+export class RunLauncher implements vscode.Disposable {
+  private readonly stop = new AbortController();
+  private readonly started = new Map<string, DetachedRun>();
+
+  /** @param cli the bundled CLI, `<extension>/dist/cli.js` */
+  constructor(private readonly cli: string, private readonly log: vscode.LogOutputChannel) {}
+
+  /** The orchestrators this window started, by run id (pid and log). */
+  launched(): ReadonlyMap<string, Pick<DetachedRun, 'pid' | 'logFile'>> {
+    return this.started;
   }
-  const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(manifest.file))?.uri.fsPath ?? process.cwd();
-  const { identity } = resolveIdentity({ flag: options.identity ?? s.identityFlag, cwd: folder, configDefault: s.identity });
-  const { abort, control } = sessions.create();
-  const cancel = options.token?.onCancellationRequested(() => abort.abort());
-  let runId: string | null = null;
-  try {
-    return await runManifest({
-      manifest,
-      home: resolveHome(s.home),
+
+  /**
+   * Validates the manifest in the editor (so a bad one fails here with file:line:column), then starts its
+   * orchestrator detached and resolves once its run exists.
+   * @throws UntrustedWorkspaceError, ManifestError, LaunchError (the orchestrator ended before its run started: bad
+   *   config, preflight; its log's tail is in the message), Error for unknown task keys or a bad config file
+   */
+  async start(file: string, options: LaunchOptions = {}): Promise<RunInfo> {
+    requireTrust('run a manifest');
+    const s = readSettings();
+    if (s.configError) throw new Error(s.configError);
+    const { manifest } = loadManifest(file, { engines: new Set(editorEngines(this.log).keys()) });
+    if (options.only) {
+      const unknown = options.only.filter((k) => !manifest.tasks.some((t) => t.key === k));
+      if (unknown.length) throw new Error(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')}`);
+    }
+    const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(manifest.file))?.uri.fsPath ?? path.dirname(manifest.file);
+    const { identity } = resolveIdentity({ flag: options.identity ?? s.identityFlag, cwd: folder, configDefault: s.identity });
+    const home = resolveHome(s.home);
+    const run = launchDetached({
+      cli: this.cli,
+      manifest: manifest.file,
+      home,
+      cwd: folder,
+      config: configForRun(s),
       identity,
-      engines: editorEngines(log),
-      maxParallel: options.maxParallel ?? ('max_parallel' in (manifest.raw as object) ? undefined : s.maxParallel),
+      maxParallel: options.maxParallel,
       baseline: options.baseline,
-      postgresUrl: postgresUrlOf({ postgres_url: s.postgresUrl }),
-      ...containmentChoice(s),
-      signal: abort.signal,
-      control,
-      onEvent: (e) => {
-        if (e.type === 'run-started') {
-          runId = e.runId;
-          sessions.register({ runId, abort, control });
-          log.info(`run ${e.runId} (${manifest.runName}) started; state ${e.stateFile}`);
-        } else if (e.type === 'attempt-finished') {
-          log.info(`${e.key} attempt ${e.attempt}: ${e.verdict}${e.reason ? ` — ${e.reason}` : ''}`);
-        }
-        options.onEvent?.(e);
-      },
+      only: options.only,
+      noSandbox: !s.sandbox,
     });
-  } finally {
-    cancel?.dispose();
-    if (runId) sessions.end(runId);
+    this.log.info(`started verdict run ${manifest.file} (pid ${run.pid}, detached; log ${run.logFile})`);
+    const info = await waitForRunStart(home, run);
+    this.started.set(info.state.runId, run);
+    this.log.info(`run ${info.state.runId} (${info.state.runName}) started by pid ${run.pid}; state ${info.stateFile}; log ${run.logFile}`);
+    options.onEvent?.({ type: 'run-started', runId: info.state.runId, stateFile: info.stateFile, pid: run.pid, logFile: run.logFile });
+    return info;
+  }
+
+  /**
+   * Starts a run (see start) and follows it to its end; resolves with its summary from state.json and the eval rows.
+   * The token cancels it through its control channel. When the launcher is disposed first, rejects (the run goes on).
+   */
+  async run(file: string, options: LaunchOptions = {}): Promise<RunSummary> {
+    const info = await this.start(file, options);
+    const home = resolveHome(readSettings().home);
+    const cancel = options.token?.onCancellationRequested(() => {
+      void sendControlAndWait(info.stateFile, { verb: 'cancel', by: editorIdentity() }).then(({ ack }) => this.log.info(`cancel run ${info.state.runId}: ${ack ? ack.result : 'sent'}`));
+    });
+    const seen = new Set<string>();
+    const onState = (state: RunState) => {
+      for (const t of state.tasks) {
+        for (const a of t.attempts) {
+          const id = `${t.key}#${a.attempt}`;
+          if (!a.verdict || seen.has(id)) continue;
+          seen.add(id);
+          this.log.info(`${t.key} attempt ${a.attempt}: ${a.verdict}${a.notes ? ` — ${a.notes}` : ''}`);
+          options.onEvent?.({ type: 'attempt-finished', key: t.key, attempt: a.attempt, verdict: a.verdict, reason: a.notes });
+        }
+      }
+    };
+    try {
+      const end = await followRun(info.stateFile, onState, { signal: this.stop.signal });
+      if (end.liveness === 'running') throw new Error(`stopped following run ${info.state.runId}: the window is closing (the run goes on)`);
+      return summaryFromRecords(home, end);
+    } finally {
+      cancel?.dispose();
+    }
+  }
+
+  /** Stops following runs; their orchestrators go on. */
+  dispose(): void {
+    this.stop.abort();
   }
 }

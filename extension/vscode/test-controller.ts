@@ -1,7 +1,6 @@
 import * as vscode from 'vscode';
 import { parseManifest } from '../core/manifest/load';
-import { launchManifest } from './launcher';
-import type { RunSessions } from './sessions';
+import type { RunLauncher } from './launcher';
 
 const MANIFEST_GLOB = '**/*.swarm.{json,jsonc}';
 
@@ -14,7 +13,7 @@ export class ManifestTestController implements vscode.Disposable {
   readonly controller = vscode.tests.createTestController('verdict', 'Verdict');
   private readonly disposables: vscode.Disposable[] = [this.controller];
 
-  constructor(private readonly sessions: RunSessions, private readonly log: vscode.LogOutputChannel) {
+  constructor(private readonly launcher: RunLauncher, private readonly log: vscode.LogOutputChannel) {
     this.controller.resolveHandler = async (item) => {
       if (!item) await this.discover();
     };
@@ -81,7 +80,7 @@ export class ManifestTestController implements vscode.Disposable {
         if (token.isCancellationRequested) break;
         for (const t of tests) run.started(t);
         try {
-          const summary = await launchManifest(uri.fsPath, this.sessions, this.log, {
+          const summary = await this.launcher.run(uri.fsPath, {
             only: tests.map((t) => t.label),
             token,
             onEvent: (e) => {
@@ -103,6 +102,7 @@ export class ManifestTestController implements vscode.Disposable {
             }
           }
         } catch (e) {
+          this.log.error(`Test Explorer run of ${uri.fsPath}: ${(e as Error).message}`);
           for (const t of tests) run.errored(t, new vscode.TestMessage((e as Error).message));
         }
       }

@@ -49,6 +49,8 @@ try {
 } catch (e) {
   console.error('integration infrastructure error:', e?.stack || e);
   code = 2;
+} finally {
+  killOutlivingRun();
 }
 if (fs.existsSync(testLog)) process.stdout.write(fs.readFileSync(testLog, 'utf8'));
 if (code === 0) fs.rmSync(tmp, { recursive: true, force: true });
@@ -120,6 +122,16 @@ async function viaCodeServer(untrusted) {
     await browser?.close().catch(() => undefined);
     try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
   }
+}
+
+// window-reload.integration.test.ts starts a detached orchestrator in the first session and hands it to the second
+// in outlive.json; whatever happened, it does not outlive the tests.
+function killOutlivingRun() {
+  try {
+    const { pid } = JSON.parse(fs.readFileSync(path.join(tmp, 'outlive.json'), 'utf8'));
+    process.kill(-pid, 'SIGKILL');
+    console.error(`killed the orchestrator the tests left running (process group ${pid})`);
+  } catch { /* no hand-over, or already gone */ }
 }
 
 function freePort() {
