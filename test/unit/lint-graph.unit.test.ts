@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { parseManifest } from '../../extension/core/manifest/load';
-import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { FILE, SPEC, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+
+const SPEC_PREFIX = SPEC;
 
 const engines = new Set(ctx.engines.keys());
 
@@ -70,5 +72,16 @@ describe('lint: task-graph (after) and fallback engines', () => {
   it('a malformed fallback entry is a schema error', async () => {
     const text = manifest([task('a', { fallback: [{ model: 'x' }] })]);
     assert.ok((await findingsOf('invalid-manifest', text)).length >= 1);
+  });
+});
+
+describe('lint: rules that know the task graph', () => {
+  it('write-collision (worktree mode) stays quiet for tasks ordered by after, directly or through another', async () => {
+    const spec = `${SPEC_PREFIX} Edit src/app.ts and keep its exports.`;
+    const run = { run_name: 't', worktrees: true };
+    const unordered = manifest([task('a', { spec }), task('b', { spec })], run);
+    assert.ok((await findingsOf('write-collision', unordered)).some((f) => f.message.includes('src/app.ts')));
+    const chained = manifest([task('a', { spec }), task('m', { after: ['a'] }), task('b', { spec, after: ['m'] })], run);
+    assert.deepEqual(await findingsOf('write-collision', chained), []);
   });
 });

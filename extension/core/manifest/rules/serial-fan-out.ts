@@ -15,7 +15,7 @@ export const serialFanOut: Rule = (doc) => {
   return [{
     rule: 'serial-fan-out',
     severity: 'warning',
-    message: `max_parallel 1 runs these ${doc.tasks.length} tasks one after another, so the swarm takes as long as all of them together. Raise max_parallel (e.g. 4); if the tasks must run in order, make them one task.`,
+    message: `max_parallel 1 runs these ${doc.tasks.length} tasks one after another, so the swarm takes as long as all of them together. Raise max_parallel (e.g. 4); if some tasks must wait for others, say so with \`after\` instead.`,
     range: doc.index.range(node.offset, node.length),
     taskKey: null,
   }];

@@ -68,3 +68,30 @@ export function taskGraphProblems(tasks: readonly unknown[]): GraphProblem[] {
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/**
+ * Whether one of two tasks waits for the other, directly or through others (`after`), on the raw task objects;
+ * such tasks never run at the same time, and in worktree mode the later one starts from the earlier one's branch.
+ */
+export function ordered(tasks: readonly unknown[], a: string, b: string): boolean {
+  const after = new Map<string, string[]>();
+  for (const t of tasks) {
+    if (isObject(t) && typeof t.key === 'string' && Array.isArray(t.after)) after.set(t.key, t.after.filter((x): x is string => typeof x === 'string'));
+  }
+  const reaches = (from: string, to: string): boolean => {
+    const seen = new Set<string>();
+    const stack = [from];
+    while (stack.length) {
+      const k = stack.pop() as string;
+      for (const dep of after.get(k) ?? []) {
+        if (dep === to) return true;
+        if (!seen.has(dep)) {
+          seen.add(dep);
+          stack.push(dep);
+        }
+      }
+    }
+    return false;
+  };
+  return reaches(a, b) || reaches(b, a);
+}

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Rule, RuleFinding, LintTask } from './document';
 import type { SourceRange } from '../positions';
 import { normalizeRelative, pathsInSpec, placeOf } from './task-paths';
+import { ordered } from './task-graph';
 
 /** Stands for the folder that holds the worktrees (under VERDICT_HOME, unknown to the linter): task dirs are its children. */
 const WORKTREES_ROOT = path.resolve('/', '<verdict worktrees>');
@@ -13,7 +14,8 @@ const WORKTREES_ROOT = path.resolve('/', '<verdict worktrees>');
  * `<workdir>/<key>/<file>` paths cannot collide. (2) Worktree mode: the same repository file named by two tasks,
  * in their specs (path-like tokens with a file extension, see pathsInSpec) or expect_files: each task works on
  * its own branch, so both changing it is a merge conflict waiting to happen. Reported on the later task's
- * mention, naming the first task.
+ * mention, naming the first task. Two tasks ordered by `after` (directly or not) are not reported in (2): the later
+ * one's branch starts from the earlier one's.
  */
 export const writeCollision: Rule = (doc) => {
   const out: RuleFinding[] = [];
@@ -55,7 +57,8 @@ export const writeCollision: Rule = (doc) => {
     for (const [rel, range] of mentions) {
       const first = repoOwners.get(rel);
       if (!first) repoOwners.set(rel, task);
-      else report(task, first, rel, range, 'each task works on its own branch, so if both change it their branches conflict at merge. Give the file to one task, or merge the two tasks.');
+      // A task that comes after the other (`after`) starts from its branch: both changing a file is no conflict.
+      else if (!(first.key && task.key && ordered(doc.tasks.map((t) => t.raw), first.key, task.key))) report(task, first, rel, range, 'each task works on its own branch, so if both change it their branches conflict at merge. Give the file to one task, merge the two tasks, or put one after the other (`after`).');
     }
   }
   return out;
