@@ -67,6 +67,27 @@ describe('worktree hygiene', function () {
     assert.ok(exercised > 0, 'every rewrite crossed a second boundary');
   });
 
+  it('the seal: nothing changed → the parent itself; a nested repository is found whatever the config hides', async () => {
+    const dir = tempDir();
+    const root = makeRepo(path.join(dir, 'repo'), { 'a.txt': 'a\n' });
+    git(root, 'config', 'diff.ignoreSubmodules', 'all');
+    const repo = await inspectRepo(root, 'HEAD');
+    const same = await addWorktree(repo, path.join(dir, 'wt', 'same'), 'verdict/r1/same');
+    const kept = await sealWorktree(same, 'verdict/r1/same', path.join(dir, 'same.index'), 'seal', repo.identityArgs, { expectFiles: ['a.txt', 'b.txt'] });
+    assert.deepEqual({ ...kept }, { sha: repo.baseSha, parent: repo.baseSha, changed: false, submodules: [], nested: [], unsealed: ['b.txt'] });
+    const wt = path.join(dir, 'wt', 'nested');
+    const links = await addWorktree(repo, wt, 'verdict/r1/nested');
+    fs.mkdirSync(path.join(wt, 'lib'));
+    git(path.join(wt, 'lib'), 'init', '-q');
+    fs.writeFileSync(path.join(wt, 'lib', 'impl.txt'), 'SOLVED\n');
+    git(path.join(wt, 'lib'), 'add', '.');
+    git(path.join(wt, 'lib'), 'commit', '-q', '-m', 'x');
+    const seal = await sealWorktree(links, 'verdict/r1/nested', path.join(dir, 'nested.index'), 'seal', repo.identityArgs);
+    assert.equal(seal.changed, true);
+    assert.deepEqual(seal.nested, ['lib']);
+    assert.equal(git(root, 'cat-file', '-t', `${seal.sha}^{tree}`), 'tree');
+  });
+
   it('a checkout that fails (outside the lock): no worktree, registration or branch left', async () => {
     const dir = tempDir();
     const root = makeRepo(path.join(dir, 'repo'), { '.gitattributes': '*.bin filter=broken\n', 'x.bin': 'x\n' });

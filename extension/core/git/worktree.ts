@@ -252,8 +252,12 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   } catch (e) {
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
-  const tree = (await git.raw(['write-tree'])).trim();
-  const { changed: submodules, added: nested } = await changedSubmodules(git, parent, links.hasSubmodules);
+  // Everything the index holds that the branch does not, gitlinks included whatever .gitmodules or the config say
+  // (`submodule.<name>.ignore`, `diff.ignoreSubmodules`): no output means the index holds exactly the parent's tree,
+  // so no tree needs writing (and the worker changed nothing git tracks).
+  const staged = await git.raw(['diff-index', '--cached', '--ignore-submodules=none', parent]);
+  const { changed: submodules, added: nested } = await changedSubmodules(git, staged, links.hasSubmodules);
+  const tree = staged.trim() ? (await git.raw(['write-tree'])).trim() : parentTree;
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
@@ -332,9 +336,10 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
 /**
  * Submodules (paths) with work the task branch cannot hold: `git status --porcelain=v2` marks a submodule entry
  * `S<c><m><u>` (git-status(1) "Porcelain Format Version 2": c = its commit changed, m = tracked changes, u = untracked
- * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch.
+ * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch. `staged` is
+ * `git diff-index --cached --ignore-submodules=none <parent>` of the seal's index.
  */
-async function changedSubmodules(git: SimpleGit, parent: string, hasSubmodules: boolean): Promise<{ changed: string[]; added: string[] }> {
+async function changedSubmodules(git: SimpleGit, staged: string, hasSubmodules: boolean): Promise<{ changed: string[]; added: string[] }> {
   // Only a checkout that had submodules can have work inside one (a new gitlink is found by diff-index below).
   const out = hasSubmodules ? await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '') : '';
   const paths: string[] = [];
@@ -347,7 +352,7 @@ async function changedSubmodules(git: SimpleGit, parent: string, hasSubmodules: 
   // A gitlink the seal index moved (a commit made inside the submodule) shows as a staged change against the branch;
   // a new gitlink is a folder the worker made into a repository of its own.
   const added: string[] = [];
-  for (const line of (await git.raw(['diff-index', '--cached', parent]).catch(() => '')).split('\n')) {
+  for (const line of staged.split('\n')) {
     const moved = /^:160000 160000 [0-9a-f]+ [0-9a-f]+ M\t(.+)$/.exec(line);
     if (moved?.[1] && !paths.includes(moved[1])) paths.push(moved[1]);
     const nested = /^:000000 160000 [0-9a-f]+ [0-9a-f]+ A\t(.+)$/.exec(line);
