@@ -121,6 +121,30 @@ async function cancelRun(ctx: CommandContext, ref?: RunRef): Promise<ControlAck 
   return control(ctx, info, 'cancel');
 }
 
+/** Pause Run / Drain Run: `pause` (no new attempt until resumed) or `drain` (finish what runs, then end). */
+async function pauseOrDrain(ctx: CommandContext, verb: 'pause' | 'drain', ref?: RunRef): Promise<ControlAck | undefined> {
+  const info = runOf(ctx, ref?.runId);
+  if (!info) return refuse(ref?.runId ? `no run ${ref.runId}` : `no live run to ${verb}`);
+  return control(ctx, info, verb);
+}
+
+/**
+ * Resume Run: a paused live run goes on (`resume` through its control channel); a run that ended or whose
+ * orchestrator died gets a new detached orchestrator (`verdict resume RUN`) for its tasks that did not pass.
+ */
+async function resumeRun(ctx: CommandContext, ref?: RunRef): Promise<ControlAck | RunInfo | undefined> {
+  return guarded(ctx, async () => {
+    ctx.tree.refresh();
+    const info = ref?.runId ? ctx.tree.runs().find((r) => r.state.runId === ref.runId) : ctx.tree.runs().find((r) => r.liveness === 'running' && r.state.paused);
+    if (!info) return refuse(ref?.runId ? `no run ${ref.runId}` : 'no paused run to resume');
+    if (info.liveness === 'running') return control(ctx, info, 'resume');
+    const resumed = await ctx.launcher.resume(info.state.runId, info.state.manifestFile);
+    void vscode.window.showInformationMessage(`Verdict: run ${info.state.runId} resumed as run ${resumed.state.runId}`);
+    ctx.tree.refresh();
+    return resumed;
+  });
+}
+
 /** Stop Task: a `stop` through the run's control channel (the task ends CANCELLED and is not retried). */
 async function stopTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck | undefined> {
   const info = ref && runOf(ctx, ref.runId);
@@ -238,6 +262,9 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const table: Record<string, (...args: never[]) => unknown> = {
     'verdict.runManifest': (uri?: unknown) => runManifestCommand(ctx, uri),
     'verdict.cancelRun': (ref?: RunRef) => cancelRun(ctx, ref),
+    'verdict.pauseRun': (ref?: RunRef) => pauseOrDrain(ctx, 'pause', ref),
+    'verdict.drainRun': (ref?: RunRef) => pauseOrDrain(ctx, 'drain', ref),
+    'verdict.resumeRun': (ref?: RunRef) => resumeRun(ctx, ref),
     'verdict.stopTask': (ref?: TaskRef) => stopTask(ctx, ref),
     'verdict.rerunTask': (ref?: TaskRef) => rerunTask(ctx, ref),
     'verdict.reviewTask': (ref?: TaskRef) => reviewTask(ctx, ref),

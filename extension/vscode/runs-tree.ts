@@ -184,10 +184,13 @@ function runItem(info: RunInfo): vscode.TreeItem {
   item.id = `run:${s.runId}`;
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
-  item.description = `${c.passed}/${c.total} passed · ${liveness} · ${s.identity}`;
+  item.description = `${c.passed}/${c.total} passed · ${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''} · ${s.identity}`;
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens} tokens`;
   item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : c.passed === c.total ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
-  item.contextValue = `run.${info.liveness}${s.worktrees ? '.worktrees' : ''}`;
+  // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
+  const live = info.liveness === 'running';
+  const resumable = live ? s.paused === true : c.passed < c.total;
+  item.contextValue = `run.${info.liveness}${live ? (s.paused ? '.paused' : '.active') : ''}${resumable ? '.resumable' : ''}${s.worktrees ? '.worktrees' : ''}`;
   return item;
 }
 

@@ -19,11 +19,13 @@ import type { RunState } from '../live/state';
  * acknowledgment is awaited in state.json. No vscode here: extension/vscode/launcher.ts is the editor's caller.
  */
 
-/** What to start: `verdict run MANIFEST` with these flags, from `cwd`. */
+/** What to start: `verdict run MANIFEST` (or `verdict resume RUN`) with these flags, from `cwd`. */
 export interface DetachedRunSpec {
   /** The bundled CLI (dist/cli.js). */
   cli: string;
   manifest: string;
+  /** Start `verdict resume RUN` of this run instead of `verdict run MANIFEST` (`manifest` and `only` are unused). */
+  resume?: string;
   /** VERDICT_HOME, absolute (passed as --home). */
   home: string;
   cwd: string;
@@ -62,11 +64,11 @@ export function nodeCommand(versions: NodeJS.ProcessVersions = process.versions,
 
 /** The arguments of `verdict run` for a spec (without the node binary and the CLI path). */
 export function runArguments(spec: DetachedRunSpec, configFile: string): string[] {
-  const args = ['run', spec.manifest, '--no-dashboard', '--home', spec.home, '--config', configFile];
+  const args = [...(spec.resume ? ['resume', spec.resume] : ['run', spec.manifest]), '--no-dashboard', '--home', spec.home, '--config', configFile];
   if (spec.identity) args.push('--identity', spec.identity);
   if (spec.maxParallel !== undefined) args.push('--max-parallel', String(spec.maxParallel));
   if (spec.baseline) args.push('--baseline');
-  if (spec.only?.length) args.push('--only', spec.only.join(','));
+  if (spec.only?.length && !spec.resume) args.push('--only', spec.only.join(','));
   if (spec.noSandbox) args.push('--no-sandbox');
   return args;
 }
@@ -130,7 +132,10 @@ export function logTail(file: string, maxLines = 20): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The run whose state.json names `pid` on this host and started at or after `since` - 1 s, or undefined. */
+/**
+ * The run whose state.json names `pid` on this host and that started, or was last written, since `since` (a run an
+ * orchestrator took over keeps its startedAt), or undefined.
+ */
 export function findRunByPid(home: string, pid: number, since: number): RunInfo | undefined {
   let ids: string[];
   try {
@@ -144,7 +149,7 @@ export function findRunByPid(home: string, pid: number, since: number): RunInfo 
     const read = readState(stateFile);
     if (!('state' in read)) continue;
     const s = read.state;
-    if (s.pid === pid && s.host === host && s.startedAt >= since - 1000) return describeRun(s, stateFile);
+    if (s.pid === pid && s.host === host && (s.startedAt >= since - 1000 || s.heartbeatAt >= since)) return describeRun(s, stateFile);
   }
   return undefined;
 }

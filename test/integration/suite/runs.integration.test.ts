@@ -7,6 +7,7 @@ import type { VerdictApi } from '../../../extension/vscode/api';
 import type { RunsNode } from '../../../extension/vscode/runs-tree';
 import type { MergeOutcome } from '../../../extension/core/git/merge';
 import type { RunSummary } from '../../../extension/core/run/runner';
+import type { RunInfo } from '../../../extension/core/live/registry';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], { cwd, encoding: 'utf8' }).trim();
@@ -141,6 +142,16 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     const [uri] = await vscode.workspace.findFiles('ok.swarm.json');
     const result = await vscode.commands.executeCommand<RunSummary>('verdict.runManifest', uri);
     assert.deepEqual(result.tasks.map((t) => t.verdict), ['PASS']);
+  });
+
+  it('Resume Run of a run that ended starts a detached `verdict resume`: a new run of the task that did not pass', async () => {
+    const info = await vscode.commands.executeCommand<RunInfo | undefined>('verdict.resumeRun', { runId: summary.runId });
+    assert.ok(info, 'a new run started');
+    assert.equal(info.state.resumedFrom, summary.runId);
+    assert.notEqual(info.state.pid, process.pid, 'its orchestrator is not the extension host');
+    assert.deepEqual(info.state.tasks.map((t) => t.key), ['fails']);
+    const end = await until('the resumed run, finished', () => api.runs().find((r) => r.state.runId === info.state.runId && r.liveness === 'finished'), 30000);
+    assert.deepEqual(end.state.tasks.map((t) => [t.key, t.status]), [['fails', 'FAIL']]);
   });
 
   it('discards a task: its worktree and branch go (after confirmation)', async () => {

@@ -106,6 +106,20 @@ describe('a run outlives the window that started it', function () {
         const node = roots.find((n) => n.runId === h?.runId);
         return node && / · running · /.test(String(api.runsView.getTreeItem(node).description)) ? node : undefined;
       });
+      // Pause and resume from the tree: acknowledged in state.json, shown on the run's row.
+      const paused = await vscode.commands.executeCommand<ControlAck | undefined>('verdict.pauseRun', runNode);
+      assert.equal(paused?.result, 'done', `pause acknowledged: ${JSON.stringify(paused)}`);
+      assert.equal(readState(h.stateFile).paused, true);
+      const pausedRow = await until('the paused run in the tree', async () => {
+        const node = (await api.runsView.getChildren()).find((n) => n.runId === h?.runId);
+        const item = node && api.runsView.getTreeItem(node);
+        return item && /running \(paused\)/.test(String(item.description)) ? item : undefined;
+      });
+      assert.match(String(pausedRow.contextValue), /^run\.running\.paused\.resumable/, 'Resume Run is offered on it');
+      const resumed = await vscode.commands.executeCommand<ControlAck | undefined>('verdict.resumeRun', runNode);
+      assert.equal(resumed?.result, 'done', `resume acknowledged: ${JSON.stringify(resumed)}`);
+      assert.equal(readState(h.stateFile).paused, false);
+
       const tasks = await api.runsView.getChildren(runNode);
       const stopMe = tasks.find((t) => t.kind === 'task' && t.key === 'stop-me') as RunsNode;
       assert.ok(stopMe);
