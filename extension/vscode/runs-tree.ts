@@ -184,7 +184,7 @@ function runItem(info: RunInfo): vscode.TreeItem {
   item.id = `run:${s.runId}`;
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
-  item.description = `${c.passed}/${c.total} passed · ${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''} · ${s.identity}`;
+  item.description = `${c.passed}/${c.total} passed · ${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''} · ${s.identity} · ${startedLabel(s.startedAt)}`;
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens} tokens`;
   item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : c.passed === c.total ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
   // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
@@ -205,6 +205,14 @@ function taskItem(t: TaskState): vscode.TreeItem {
   item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
   item.contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}`;
   return item;
+}
+
+/** When a run started, for telling runs apart: the time today, else the date and time. */
+function startedLabel(at: number, now = new Date()): string {
+  const d = new Date(at);
+  const p = (n: number) => String(n).padStart(2, '0');
+  const time = `${p(d.getHours())}:${p(d.getMinutes())}`;
+  return d.toDateString() === now.toDateString() ? time : `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${time}`;
 }
 
 function seconds(ms: number): string {

@@ -73,7 +73,7 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     const run = roots.find((n) => n.runId === summary.runId) as RunsNode;
     const runItem = api.runsView.getTreeItem(run);
     assert.equal(runItem.label, 'integration-runs');
-    assert.match(String(runItem.description), /^2\/3 passed · finished · /);
+    assert.match(String(runItem.description), /^2\/3 passed · finished · [^·]+ · \d\d:\d\d$/, 'verdicts, state, identity, start time');
     const tasks = await api.runsView.getChildren(run);
     assert.deepEqual(tasks.map((t) => [api.runsView.getTreeItem(t).label, String(api.runsView.getTreeItem(t).description).split(' · ')[0]]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL']]);
     const addA = tasks[0] as RunsNode;
