@@ -66,7 +66,7 @@ export const codexEngine: EngineSpec = {
   // (not $TMPDIR), and its daemon socket in /tmp/codex-daemon-<uid>: both must be writable for codex's sandbox to start inside ours.
   stateDirs: ['${CODEX_HOME:-~/.codex}', '/tmp/codex-bwrap-synthetic-mount-targets-${UID}', '/tmp/codex-daemon-${UID}'],
   stateFiles: [],
-  stateGuarded: ['${CODEX_HOME:-~/.codex}/config.toml', '${CODEX_HOME:-~/.codex}/AGENTS.md', '${CODEX_HOME:-~/.codex}/AGENTS.override.md', '${CODEX_HOME:-~/.codex}/hooks.json', '${CODEX_HOME:-~/.codex}/prompts'],
+  stateGuarded: ['${CODEX_HOME:-~/.codex}/config.toml', '${CODEX_HOME:-~/.codex}/AGENTS.md', '${CODEX_HOME:-~/.codex}/AGENTS.override.md', '${CODEX_HOME:-~/.codex}/hooks.json', '${CODEX_HOME:-~/.codex}/prompts', '${CODEX_HOME:-~/.codex}/rules'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseCodexOutput,

@@ -80,7 +80,7 @@ export const opencodeEngine: EngineSpec = {
   env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
   stateDirs: ['${XDG_DATA_HOME:-~/.local/share}/opencode', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode', '${XDG_STATE_HOME:-~/.local/state}/opencode'],
   stateFiles: [],
-  stateGuarded: ['${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.json', '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.jsonc', '${XDG_CONFIG_HOME:-~/.config}/opencode/AGENTS.md', '${XDG_CONFIG_HOME:-~/.config}/opencode/agent', '${XDG_CONFIG_HOME:-~/.config}/opencode/command', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugin'],
+  stateGuarded: ['${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.json', '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.jsonc', '${XDG_CONFIG_HOME:-~/.config}/opencode/AGENTS.md', '${XDG_CONFIG_HOME:-~/.config}/opencode/agent', '${XDG_CONFIG_HOME:-~/.config}/opencode/command', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugin', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugins', '${XDG_CONFIG_HOME:-~/.config}/opencode/tools', '${XDG_CONFIG_HOME:-~/.config}/opencode/tool'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseOpencodeOutput,

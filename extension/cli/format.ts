@@ -8,8 +8,22 @@ export function seconds(ms: number): string {
 
 const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?', BUDGET_EXCEEDED: '$', BLOCKED: '⊘' };
 
+/**
+ * `text` without terminal control characters (C0 but tab, DEL, C1), each shown as `?`: a check's output or a worker's
+ * message reaches the terminal in notes and reasons, and an escape sequence in it could rewrite the screen ("all good")
+ * or the clipboard (OSC 52).
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, '?');
+}
+
 /** One line for a run event, prefixed with the local time; null for events that print nothing. */
 export function eventLine(e: RunEvent, now = new Date()): string | null {
+  const line = eventText(e, now);
+  return line === null ? null : line.split('\n').map(printable).join('\n');
+}
+
+function eventText(e: RunEvent, now: Date): string | null {
   const t = now.toTimeString().slice(0, 8);
   switch (e.type) {
     case 'run-started':
@@ -40,7 +54,7 @@ export function eventLine(e: RunEvent, now = new Date()): string | null {
 
 /** The final verdict table: task, verdict, attempts, duration, tokens, and what the check proves. */
 export function verdictTable(s: RunSummary): string {
-  const rows = s.tasks.map((t) => [t.key, t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), t.verdict === 'PASS' ? t.verified ?? '' : t.reason]);
+  const rows = s.tasks.map((t) => [t.key, t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), printable(t.verdict === 'PASS' ? t.verified ?? '' : t.reason)]);
   const head = ['task', 'verdict', 'attempts', 'duration', 'tokens', 'verified / why not'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();

@@ -401,4 +401,57 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(fs.statSync('/dev/null').mode & 0o7777, before);
     assert.equal(fs.statSync('/dev/zero').mode & 0o7777, 0o666);
   });
+
+  it('a root worker keeps no capability outside its sandbox: remounting / read-write does not make the host writable', async function () {
+    if (process.getuid?.() !== 0) return this.skip();
+    const dir = tempDir();
+    const outside = path.join(dir, 'outside.txt');
+    const spec = `mount -o remount,rw / 2>&1 | tail -1; echo x > ${outside} 2>&1 | tail -1; ip link add verdict0 type dummy 2>&1 | tail -1; echo ok > out.txt`;
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('caps', spec, 'test -s out.txt')] });
+    const r = await run(file, path.join(dir, 'home'), path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(fs.existsSync(outside), false, 'a root worker remounted / and wrote outside');
+  });
+
+  it('the user\'s own sockets are out of reach: a socket in /tmp/ssh-*, and SSH_AUTH_SOCK is not passed on', async function () {
+    const dir = tempDir();
+    const sockDir = fs.mkdtempSync('/tmp/ssh-verdicttest');
+    const sock = path.join(sockDir, 'agent.sock');
+    let reached = 0;
+    const server = net.createServer((c) => {
+      reached++;
+      c.end('hello\n');
+    });
+    await new Promise<void>((resolve) => server.listen(sock, resolve));
+    try {
+      const spec = [
+        `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('${sock}'); print(s.recv(10))" > reach.txt 2>&1 || echo unreachable >> reach.txt`,
+        'echo "agent=${SSH_AUTH_SOCK:-none}" >> reach.txt',
+      ].join('\n');
+      const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('sock', spec, 'cat reach.txt; grep -q unreachable reach.txt && grep -q agent=none reach.txt')] });
+      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home'), SSH_AUTH_SOCK: sock } });
+      assert.equal(r.exitCode, 0, r.all);
+      assert.equal(reached, 0, 'the worker connected to the socket');
+    } finally {
+      server.close();
+      fs.rmSync(sockDir, { recursive: true, force: true });
+    }
+  });
+
+  it('a plain workdir is never used where Verdict did not make the task dir, nor inside VERDICT_HOME', async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'mine', 'bin'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'mine', 'bin', 'tool'), 'the user\'s own\n');
+    const file = writeManifest(dir, { workdir: 'mine', tasks: [scriptTask('bin', 'echo planted > git', 'test -s git')] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.all ?? '', /already holds files that no Verdict run made there/);
+    assert.equal(fs.readFileSync(path.join(dir, 'mine', 'bin', 'tool'), 'utf8'), 'the user\'s own\n');
+    assert.equal(fs.existsSync(path.join(dir, 'mine', 'bin', 'git')), false);
+    const inside = writeManifest(dir, { workdir: 'home', tasks: [scriptTask('runs', 'echo x > y', 'test -s y')] }, 'inside.swarm.json');
+    const r2 = await run(inside, home, path.join(dir, 'user-home'));
+    assert.equal(r2.exitCode, 2, r2.all);
+    assert.match(r2.all ?? '', /is inside VERDICT_HOME/);
+  });
 });

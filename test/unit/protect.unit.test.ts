@@ -53,3 +53,15 @@ describe('protected check inputs: the default set and the protect setting', () =
     assert.equal(fs.readFileSync(path.join(dir, 'tests/t2.sh'), 'utf8'), 'new test');
   });
 });
+
+describe('protected check inputs: the runner\'s own files', () => {
+  it('`make test` protects the Makefile; `pytest` forbids a new conftest.py (it rewrites what pytest reports)', () => {
+    const dir = tree({ 'Makefile': 'test:\n\tbash t.sh\n', 't.sh': 'exit 1\n', 'src/a.py': 'x = 1\n' });
+    assert.deepEqual([...protectedSet(dir, 'make test', null).files.keys()], ['Makefile']);
+    const set = protectedSet(dir, 'python3 -m pytest -q', null);
+    fs.writeFileSync(path.join(dir, 'src', 'conftest.py'), 'def pytest_runtest_makereport(): pass\n');
+    assert.deepEqual(protectedChanges(dir, set), ['src/conftest.py (new: it changes what the test runner reports)']);
+    assert.deepEqual(restoreProtected(dir, set), ['src/conftest.py']);
+    assert.equal(fs.existsSync(path.join(dir, 'src', 'conftest.py')), false);
+  });
+});

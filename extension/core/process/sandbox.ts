@@ -48,7 +48,7 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
   if (!binary) return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap (Fedora)' };
   try {
     const version = await execa(binary, ['--version'], { reject: false, timeout: 5000, stdin: 'ignore' });
-    const trial = await execa(binary, ['--die-with-parent', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], { reject: false, timeout: 10_000, stdin: 'ignore', all: true });
+    const trial = await execa(binary, ['--die-with-parent', '--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], { reject: false, timeout: 10_000, stdin: 'ignore', all: true });
     if (trial.exitCode !== 0) {
       const why = String(trial.all ?? '').trim().split('\n').pop() || `exit ${trial.exitCode ?? trial.signal}`;
       return { kind: 'none', reason: `bubblewrap is installed (${binary}) but cannot make a sandbox here: ${why} (user namespaces disabled, or an AppArmor/container policy forbids them)` };
@@ -60,7 +60,8 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
 }
 
 /**
- * One step's sandbox: bubblewrap at `binary`, a new PID namespace (`--unshare-pid`) that is gone with the step
+ * One step's sandbox: bubblewrap at `binary`, its own user namespace (`--unshare-user`: even a root step's capabilities
+ * end at its sandbox), a new PID namespace (`--unshare-pid`) that is gone with the step
  * (`--die-with-parent`: bwrap's init is the namespace's PID 1; when it dies the kernel kills every process in the
  * namespace, `setsid` or not), the whole filesystem read-only (`--ro-bind / /`), fresh `/proc` and `/dev`, and
  * read-write binds of exactly `writable`.
@@ -95,9 +96,15 @@ export interface BwrapPlan {
  * descriptors bwrap reads private copies from (`--file FD DEST`): pass them to the spawn as stdio 3, 4, … in order.
  */
 export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], fds: number[] = []): { file: string; args: string[] } {
-  const out = ['--die-with-parent', '--unshare-pid'];
+  // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
+  // remount / read-write, change the host's network or device nodes (a root step had CapEff all ones before).
+  const out = ['--die-with-parent', '--unshare-user', '--unshare-pid'];
   if (!plan.network) out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
+  // A read-only mount does not stop connect(): the user's own sockets (tmux, ssh-agent, the session bus, X11, docker)
+  // would let a step run commands outside. Their folders become empty; socket files are covered.
+  for (const dir of hostSocketDirs()) out.push('--tmpfs', dir);
+  for (const sock of hostSocketFiles()) out.push('--ro-bind', '/dev/null', sock);
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
     out.push('--tmpfs', dir);
@@ -131,6 +138,41 @@ function isExecutable(file: string): boolean {
     return false;
   }
 }
+
+/** Socket files of system services a step must not reach (a docker socket is root on the host). */
+const HOST_SOCKET_FILES = ['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock'];
+
+/** The socket files above that exist, and every socket lying directly in /tmp (PostgreSQL's, VS Code's…). */
+function hostSocketFiles(): string[] {
+  const files = HOST_SOCKET_FILES.filter((f) => fs.existsSync(f));
+  for (const name of safeReaddir('/tmp')) {
+    try {
+      if (fs.lstatSync(path.join('/tmp', name)).isSocket()) files.push(path.join('/tmp', name));
+    } catch {
+      // gone
+    }
+  }
+  return files;
+}
+
+/** Folders that hold the user's own sockets: per-user runtime dirs, X11/ICE, tmux, ssh-agent, screen. */
+function hostSocketDirs(): string[] {
+  const dirs = ['/run/user', '/tmp/.X11-unix', '/tmp/.ICE-unix', '/run/screen', '/var/run/screen'];
+  for (const name of safeReaddir('/tmp')) if (/^(tmux-\d+|ssh-[^/]+)$/.test(name)) dirs.push(path.join('/tmp', name));
+  return dirs.filter((d) => {
+    try {
+      return fs.lstatSync(d).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Environment variables that point a step at the user's own agents and sessions (ssh-agent, the D-Bus session bus,
+ * tmux, VS Code's IPC, the display): removed from every sandboxed step's environment.
+ */
+export const SESSION_ENV = ['SSH_AUTH_SOCK', 'SSH_AGENT_PID', 'DBUS_SESSION_BUS_ADDRESS', 'TMUX', 'TMUX_PANE', 'STY', 'VSCODE_IPC_HOOK', 'VSCODE_IPC_HOOK_CLI', 'VSCODE_GIT_IPC_HANDLE', 'DISPLAY', 'WAYLAND_DISPLAY', 'XAUTHORITY', 'GPG_AGENT_INFO', 'XDG_RUNTIME_DIR', 'DOCKER_HOST'];
 
 function privateFileDirs(files: string[]): string[] {
   return [...new Set(files.filter((f) => fs.existsSync(f)).map((f) => path.dirname(f)))];

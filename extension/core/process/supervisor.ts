@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { execa } from 'execa';
 import { RingBuffer } from './ring-buffer';
-import { bwrapCommand, restoreDevNodes, type BwrapPlan } from './sandbox';
+import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
 export const KILL_GRACE_MS = 5000;
@@ -133,8 +133,8 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const child = execa(command.file, command.args, {
     cwd: opts.cwd,
     // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-    env: { ...opts.env, PWD: opts.cwd, ...(opts.sandbox ? {} : { [STEP_COOKIE_VAR]: cookie }) },
-    extendEnv: true,
+    env: opts.sandbox ? sandboxEnv({ ...process.env, ...opts.env, PWD: opts.cwd }) : { ...opts.env, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie },
+    extendEnv: !opts.sandbox,
     stdio: ['ignore', 'pipe', 'pipe', ...fds] as unknown as ['ignore', 'pipe', 'pipe'],
     detached: true,
     reject: false,
@@ -321,6 +321,13 @@ function missingCommand(file: string, env: NodeJS.ProcessEnv): string | null {
     }
   }
   return `spawn ${file} ENOENT`;
+}
+
+/** A sandboxed step's whole environment: ours and the step's, without what reaches the user's own sessions. */
+function sandboxEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SESSION_ENV.includes(k)) out[k] = v;
+  return out;
 }
 
 function shortError(result: { originalMessage?: string; message?: string; shortMessage?: string }): string {

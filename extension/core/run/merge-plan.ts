@@ -39,6 +39,8 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir:
   return async (dir) => {
     const probe = await probeSandbox();
     const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
+    // Never silently unsandboxed: the re-check runs what the worker wrote (its tests, its scripts).
+    if (!bwrap && !spec.fullAccess) return { passed: false, output: '', reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the re-check would run code the worker wrote with your full rights, so it did not run` };
     const logFile = path.join(runDir(home, state.runId), 'tasks', spec.key, 'merge-check.log');
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');

@@ -76,6 +76,8 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
   } else {
     const problem = writableFolderProblem('workdir', manifest.workdir);
     if (problem) problems.push(problem);
+    // Task dirs inside VERDICT_HOME would move the records aside (a key named "runs").
+    if (home && isWithin(path.resolve(manifest.workdir), path.resolve(home))) problems.push(`workdir ${manifest.workdir} is inside VERDICT_HOME (${home}), where the run records live; choose a workdir outside it`);
   }
   if (problems.length || !containment) throw new PreflightError(problems);
   return { repo, binaries, containment };
@@ -95,4 +97,9 @@ function writableFolderProblem(label: string, dir: string): string | null {
   } catch (e) {
     return `${label} ${dir} cannot be written: ${(e as Error).message}`;
   }
+}
+
+/** `p` is `dir` or inside it. */
+function isWithin(p: string, dir: string): boolean {
+  return p === dir || p.startsWith(dir + path.sep);
 }

@@ -28,6 +28,8 @@ export interface ProtectedSet {
   files: Map<string, string>;
   /** A copy of each protected file as it was (same relative paths), to restore before a retry; null when not kept. */
   snapshotDir: string | null;
+  /** Globs of files the worker may not add (a new conftest.py rewrites what pytest reports); empty when none. */
+  forbidNew?: string[];
 }
 
 /**
@@ -50,13 +52,15 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
     // A deliverable (expect_files) is the worker's to write, whatever else says.
     if (chosen && !isExcluded(rel) && !deliverables.includes(rel)) files.set(rel, fingerprint(path.join(taskDir, rel)));
   }
+  // Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds.
+  const forbidNew = /\bpytest\b|\bpy\.test\b/.test(check) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
   if (snapshotDir) {
     for (const rel of files.keys()) {
       fs.mkdirSync(path.dirname(path.join(snapshotDir, rel)), { recursive: true });
       fs.cpSync(path.join(taskDir, rel), path.join(snapshotDir, rel), { verbatimSymlinks: true });
     }
   }
-  return { files, snapshotDir };
+  return { files, snapshotDir, forbidNew };
 }
 
 /**
@@ -64,11 +68,16 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
  * check's own inputs. Returns the paths restored. Never throws for one file: it is left and named by the next check.
  */
 export function restoreProtected(taskDir: string, set: ProtectedSet): string[] {
-  if (!set.snapshotDir) return [];
   const restored: string[] = [];
   for (const entry of protectedChanges(taskDir, set)) {
-    const rel = entry.replace(/ \((changed|deleted)\)$/, '');
+    const rel = entry.replace(/ \((changed|deleted|new: .*)\)$/, '');
     const abs = path.join(taskDir, rel);
+    if (/ \(new: /.test(entry)) {
+      fs.rmSync(abs, { force: true });
+      restored.push(rel);
+      continue;
+    }
+    if (!set.snapshotDir) continue;
     try {
       fs.rmSync(abs, { recursive: true, force: true });
       fs.mkdirSync(path.dirname(abs), { recursive: true });
@@ -98,6 +107,10 @@ export function protectedChanges(taskDir: string, set: ProtectedSet): string[] {
     if (now === null) out.push(`${rel} (deleted)`);
     else if (now !== before) out.push(`${rel} (changed)`);
   }
+  if (set.forbidNew?.length) {
+    const forbidden = picomatch(set.forbidNew, { dot: true });
+    for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel)) out.push(`${rel} (new: it changes what the test runner reports)`);
+  }
   return out.sort();
 }
 
@@ -110,6 +123,9 @@ const INTERPRETERS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'python', 'pyt
  * any folder (`pytest tests/`). Files the check only reads as data (`grep x out.txt`) are not taken: they are
  * usually the deliverable itself; name such inputs in `protect`.
  */
+/** Build tools whose own file decides what `make test` runs. */
+const RUNNER_FILES: Record<string, string[]> = { make: ['Makefile', 'makefile', 'GNUmakefile'] };
+
 function namedPaths(check: string, taskDir: string): string[] {
   let tokens: ReturnType<typeof shellParse>;
   try {
@@ -140,6 +156,7 @@ function namedPaths(check: string, taskDir: string): string[] {
     const hit = existing(t);
     if (commandWord) {
       if (hit && !hit.dir) out.push(hit.rel);
+      for (const f of RUNNER_FILES[path.basename(t)] ?? []) if (fs.existsSync(path.join(taskDir, f))) out.push(f);
       scriptNext = INTERPRETERS.has(path.basename(t));
       commandWord = false;
       continue;

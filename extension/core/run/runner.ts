@@ -268,7 +268,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [] };
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [], stateBaselines: new Map() };
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
   const choiceOf = (task: TaskRuntime) => attemptEngine(task.used + 1, { engine: task.spec.engine, model: task.spec.model }, task.spec.fallback, (name) => opts.engines.get(name)?.defaultModel ?? null);
   /** Points the task (its engine, and state.json's engine and model) at the engine of its next attempt. */
@@ -518,6 +518,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   pollControl();
   for (const fn of atEnd) fn();
   for (const t of tasks) removeTaskScratch(home, runId, t.spec.key);
+  // The engines' settings copies (run/state-guard.ts) may hold keys: they do not outlive the run.
+  fs.rmSync(path.join(dir, 'engine-state'), { recursive: true, force: true });
 
   state.status = cancelled ? 'cancelled' : 'finished';
   state.endedAt = Date.now();

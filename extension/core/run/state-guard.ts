@@ -37,7 +37,9 @@ export function snapshotState(paths: string[], dir: string): StateSnapshot {
 
 /**
  * Puts every guarded path back as it was: changed → restored from the copy, created → removed. Returns the paths it
- * put back (empty when the worker left them alone). Never throws.
+ * put back (empty when the worker left them alone). The snapshot stays usable: a run takes one per engine before its
+ * first worker and restores to it after every work step (a snapshot taken later could hold what a parallel worker of
+ * the same engine planted meanwhile). Never throws.
  */
 export function restoreState(snap: StateSnapshot): string[] {
   const restored: string[] = [];
@@ -53,7 +55,6 @@ export function restoreState(snap: StateSnapshot): string[] {
       restored.push(p);
     }
   });
-  fs.rmSync(snap.dir, { recursive: true, force: true });
   return restored;
 }
 

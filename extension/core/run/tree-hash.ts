@@ -5,9 +5,12 @@ import path from 'node:path';
 /**
  * The plain-mode seal: `sha256:<hex>` over every entry of `dir` in sorted order — its relative path, its kind and mode
  * bits, and its content's SHA-256 (a symlink: its target) — so a row can name exactly the tree its check judged.
- * Folders named `.git` are left out (a worker's own repository is not the deliverable). Never throws: an entry that
- * cannot be read is hashed as `unreadable`.
+ * Folders named `.git` are left out (a worker's own repository is not the deliverable). A file larger than
+ * TREE_HASH_CONTENT_BYTES is hashed by its size and mtime (a worker's 20 × 2 GB of sparse files must not hold the
+ * orchestrator for minutes). Never throws: an entry that cannot be read is hashed as `unreadable`.
  */
+export const TREE_HASH_CONTENT_BYTES = 16 * 1024 * 1024;
+
 export function treeHash(dir: string): string {
   const h = crypto.createHash('sha256');
   const walk = (rel: string) => {
@@ -29,6 +32,8 @@ export function treeHash(dir: string): string {
           walk(child);
         } else if (st.isSymbolicLink()) {
           h.update(`${child}\0link\0${fs.readlinkSync(abs)}\n`);
+        } else if (st.isFile() && st.size > TREE_HASH_CONTENT_BYTES) {
+          h.update(`${child}\0big\0${st.mode & 0o7777}\0${st.size}\0${st.mtimeMs}\n`);
         } else if (st.isFile()) {
           h.update(`${child}\0file\0${st.mode & 0o7777}\0${crypto.createHash('sha256').update(fs.readFileSync(abs)).digest('hex')}\n`);
         } else h.update(`${child}\0other\n`);

@@ -10,6 +10,7 @@ import type { Containment } from '../../process/sandbox';
 import type { AttemptRecord, StepName } from '../attempt-record';
 import type { Judgement } from '../decide';
 import type { ProtectedSet } from '../protect';
+import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunOptions, TaskSummary } from '../runner';
 import type { RunSpend } from '../spend';
 import type { PassedPrerequisite } from '../start-point';
@@ -30,6 +31,8 @@ export interface AttemptContext {
   spend: RunSpend;
   /** Records that failed to write, reported in the summary. */
   recordErrors: string[];
+  /** Per engine: its guarded settings as they were before the run's first worker of that engine (run/state-guard.ts). */
+  stateBaselines: Map<string, StateSnapshot>;
 }
 
 /** One per task: its spec, live state and what its attempts so far have left. */

@@ -40,6 +40,7 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     const moved = moveAsidePrevious(task.state.dir, ctx.runId);
     if (moved) ctx.emit({ type: 'task-note', key: task.spec.key, note: `the task dir held files from an earlier run; they were moved to ${moved} so they cannot pass this run's check` });
     fs.mkdirSync(task.state.dir, { recursive: true });
+    markMade(task.state.dir);
   }
   if (manifest.setup) {
     const scratch = stepScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup');
@@ -65,10 +66,22 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   task.prepared = true;
 }
 
+/** `<workdir>/.verdict-made/<key>`: Verdict made `<workdir>/<key>` (out of every step's sight: the workdir is hidden). */
+function madeMarker(dir: string): string {
+  return path.join(path.dirname(dir), '.verdict-made', path.basename(dir));
+}
+
+function markMade(dir: string): void {
+  fs.mkdirSync(path.dirname(madeMarker(dir)), { recursive: true });
+  fs.writeFileSync(madeMarker(dir), '');
+}
+
 /**
  * Plain mode reuses `<workdir>/<key>`: files an earlier run left there could make this run's check pass with no work
- * done. A non-empty dir is renamed to `<workdir>/.verdict-previous/<runId>/<key>` (nothing is deleted).
+ * done. A non-empty dir that an earlier run made is renamed to `<workdir>/.verdict-previous/<runId>/<key>` (nothing is
+ * deleted). One Verdict did not make (a manifest whose workdir is `~/.local` and key `bin`) is never touched.
  * Returns the new path, or null when there was nothing to move.
+ * @throws Error when the dir holds files Verdict did not put there
  */
 function moveAsidePrevious(dir: string, runId: string): string | null {
   let entries: string[];
@@ -78,6 +91,9 @@ function moveAsidePrevious(dir: string, runId: string): string | null {
     return null;
   }
   if (!entries.length) return null;
+  if (!fs.existsSync(madeMarker(dir))) {
+    throw new Error(`the task dir ${dir} already holds files that no Verdict run made there; they are left alone — give this manifest another "workdir", or move them away yourself`);
+  }
   const target = path.join(path.dirname(dir), '.verdict-previous', runId, path.basename(dir));
   fs.mkdirSync(path.dirname(target), { recursive: true });
   fs.renameSync(dir, target);

@@ -4,7 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { restoreState, snapshotState } from '../state-guard';
+import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
+import { runDir } from '../../config/home';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
 import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
@@ -44,7 +45,11 @@ export const workStep: Step = {
     io.sync();
     const recent = new RingBuffer(256 * 1024);
     // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
-    const guard = io.boxed && state.guarded.length ? snapshotState(state.guarded, path.join(rec.dir, 'state-guard')) : null;
+    let guard: StateSnapshot | null = null;
+    if (io.boxed && state.guarded.length) {
+      guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
+      ctx.stateBaselines.set(engine.name, guard);
+    }
     const { receipt, tail } = await supervise({
       file: ctx.binaries.get(task.state.engine) ?? engine.binary,
       args: argv,
@@ -67,7 +72,8 @@ export const workStep: Step = {
         network: spec.network,
         privateFiles: state.files,
         // the failure file of the previous attempt is the only record the worker may read
-        readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : [])],
+        // Submodules' git dirs live in the worktree's admin dir: their config is what the seal's own git reads there.
+        readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? [path.join(task.links.adminDir, 'modules')] : [])],
         hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
       }),
     });
