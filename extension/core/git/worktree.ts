@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
@@ -292,16 +293,25 @@ export async function pointHeadAt(links: WorktreeLinks, sha: string): Promise<vo
 
 /** Replaces `<adminDir>/<name>` atomically (write beside, rename over). */
 function writeAdminFile(links: WorktreeLinks, name: string, text: string): void {
-  const tmp = path.join(links.adminDir, `.${name}.verdict-${process.pid}`);
-  fs.writeFileSync(tmp, text);
+  const tmp = adminTemp(links, name);
+  fs.writeFileSync(tmp, text, { flag: 'wx' });
   fs.renameSync(tmp, path.join(links.adminDir, name));
 }
 
 /** Copies the index `from` over `<adminDir>/<name>` atomically (see copyIndex). */
 function copyAdminFile(links: WorktreeLinks, from: string, name: string): void {
-  const tmp = path.join(links.adminDir, `.${name}.verdict-${process.pid}`);
+  const tmp = adminTemp(links, name);
+  fs.closeSync(fs.openSync(tmp, 'wx'));
   copyIndex(from, tmp);
   fs.renameSync(tmp, path.join(links.adminDir, name));
+}
+
+/**
+ * A fresh temporary name in the admin dir (the worker could write there): random, and created with O_EXCL (`wx`), so a
+ * symlink the worker planted under a name it guessed is never followed — the write fails instead.
+ */
+function adminTemp(links: WorktreeLinks, name: string): string {
+  return path.join(links.adminDir, `.${name}.verdict-${crypto.randomBytes(8).toString('hex')}`);
 }
 
 /**
@@ -381,10 +391,24 @@ async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void>
  * @throws Error naming the first file that is missing in the repository
  */
 export function copyIncludes(repoRoot: string, worktree: string, include: string[]): void {
+  const root = fs.realpathSync(repoRoot);
   for (const rel of include) {
+    if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..')) throw new Error(`include ${rel}: must be a path inside the repository (no absolute path, no ..)`);
     const from = path.join(repoRoot, rel);
     if (!fs.existsSync(from)) throw new Error(`include file ${rel} does not exist in ${repoRoot}`);
-    fs.cpSync(from, path.join(worktree, rel), { recursive: true });
+    const real = fs.realpathSync(from);
+    if (real !== root && !real.startsWith(root + path.sep)) throw new Error(`include ${rel}: resolves to ${real}, outside the repository`);
+    // The destination is the worktree's checkout, which base_ref decides: a symlinked folder there would carry the copy
+    // out of the worktree (onto ~/.bashrc). Every component must be a real folder or not exist yet.
+    let at = worktree;
+    for (const part of path.dirname(path.normalize(rel)).split(path.sep).filter((p) => p && p !== '.')) {
+      at = path.join(at, part);
+      const st = fs.lstatSync(at, { throwIfNoEntry: false });
+      if (st && !st.isDirectory()) throw new Error(`include ${rel}: ${path.relative(worktree, at)} in the worktree is ${st.isSymbolicLink() ? 'a symlink' : 'not a folder'}; the copy would not stay inside the worktree`);
+    }
+    const dest = path.join(worktree, rel);
+    if (fs.lstatSync(dest, { throwIfNoEntry: false })?.isSymbolicLink()) fs.rmSync(dest);
+    fs.cpSync(from, dest, { recursive: true });
   }
 }
 

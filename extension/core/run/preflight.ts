@@ -68,7 +68,8 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     try {
       repo = await inspectRepo(manifest.repo, manifest.baseRef);
       for (const rel of manifest.include) {
-        if (!fs.existsSync(path.join(repo.root, rel))) problems.push(`include: ${rel} does not exist in ${repo.root}`);
+        if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..')) problems.push(`include: ${rel} must be a path inside the repository (no absolute path, no ..)`);
+        else if (!fs.existsSync(path.join(repo.root, rel))) problems.push(`include: ${rel} does not exist in ${repo.root}`);
       }
     } catch (e) {
       problems.push((e as Error).message);
