@@ -29,15 +29,7 @@ export interface ControlCommand {
 }
 
 /** A line that is not a command the orchestrator can act on: acknowledged as refused with `reason`. */
-export interface BadControlLine {
-  id: string;
-  verb: string;
-  task: string | null;
-  by: string;
-  host: string;
-  at: number;
-  reason: string;
-}
+export type BadControlLine = Pick<ControlAck, 'id' | 'verb' | 'task' | 'by' | 'host' | 'at' | 'reason'>;
 
 /** The control file of the run whose records are in `runDir`. */
 export function controlFile(runDir: string): string {
