@@ -36,6 +36,11 @@ const controlFlags = {
   'no-wait': noWait,
   home,
 } as const satisfies Record<string, FlagSpec>;
+/** The options every control verb takes from its flags. */
+function controlOptions(flags: { home?: string; identity?: string; 'no-wait': boolean }): { home: string; identity?: string; noWait: boolean } {
+  return { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] };
+}
+
 const controlExit = '0 done, 1 refused or not acknowledged within 15 s, 2 bad input (no such run, not live, no such task)';
 
 /** The flags of every command that runs a manifest: run, resume, demo. */
@@ -87,7 +92,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'stop one task of a live run (recorded CANCELLED, not retried); without TASK, cancel the run',
     exit: controlExit,
-    run: ({ args: [run, task], flags }, io) => stopCommand(run as string, task, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+    run: ({ args: [run, task], flags }, io) => stopCommand(run as string, task, controlOptions(flags), io),
   }),
   command({
     name: 'pause',
@@ -95,7 +100,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'a live run starts no new attempt (running ones go on) until `verdict resume RUN`',
     exit: controlExit,
-    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'pause', undefined, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'pause', undefined, controlOptions(flags), io),
   }),
   command({
     name: 'drain',
@@ -103,7 +108,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'a live run finishes what runs, starts nothing more (queued tasks CANCELLED "drained") and ends',
     exit: controlExit,
-    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'drain', undefined, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'drain', undefined, controlOptions(flags), io),
   }),
   command({
     name: 'rerun',
@@ -111,7 +116,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'give one task of a live run new attempts (once it is final); a finished run: use resume',
     exit: controlExit,
-    run: ({ args: [run, task], flags }, io) => rerunCommand(run as string, task as string, { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] }, io),
+    run: ({ args: [run, task], flags }, io) => rerunCommand(run as string, task as string, controlOptions(flags), io),
   }),
   command({
     name: 'merge',

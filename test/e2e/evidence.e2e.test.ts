@@ -1,35 +1,9 @@
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { extract, pack } from 'tar-stream';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-
-async function readTar(file: string): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>();
-  const ex = extract();
-  const reading = (async () => {
-    for await (const entry of ex) {
-      const chunks: Buffer[] = [];
-      for await (const c of entry) chunks.push(Buffer.from(c as Uint8Array));
-      out.set(entry.header.name, Buffer.concat(chunks));
-    }
-  })();
-  await Promise.all([pipeline(fs.createReadStream(file), ex), reading]);
-  return out;
-}
-
-async function writeTar(file: string, members: Map<string, Buffer>): Promise<void> {
-  const p = pack();
-  const done = pipeline(p, fs.createWriteStream(file));
-  for (const [name, data] of members) p.entry({ name, size: data.length }, data);
-  p.finalize();
-  await done;
-}
-
-const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
+import { readTar, sha, writeTar } from '../helpers/tar';
 
 describe('evidence that cannot be quietly edited: verify-log, archive, verify-archive (built CLI, script engine)', function () {
   this.timeout(180_000);

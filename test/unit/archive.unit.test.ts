@@ -1,44 +1,18 @@
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { extract, pack } from 'tar-stream';
 import { archiveCommand } from '../../extension/cli/archive-command';
 import { InputError } from '../../extension/cli/io';
 import { verifyArchiveCommand } from '../../extension/cli/verify-archive-command';
 import { archivesLogPath, verifyArchive } from '../../extension/core/store/archive';
 import { appendEvalRow } from '../../extension/core/store/eval-log';
 import { git, makeRepo, sampleRow, tempDir } from '../helpers/fixtures';
+import { readTar, sha, writeTar } from '../helpers/tar';
 
 function collector() {
   const out: string[] = [];
   return { io: { out: (l: string) => out.push(l), err: (l: string) => out.push(l) }, text: () => out.join('\n') };
 }
-
-async function readTar(file: string): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>();
-  const ex = extract();
-  const reading = (async () => {
-    for await (const entry of ex) {
-      const chunks: Buffer[] = [];
-      for await (const c of entry) chunks.push(Buffer.from(c as Uint8Array));
-      out.set(entry.header.name, Buffer.concat(chunks));
-    }
-  })();
-  await Promise.all([pipeline(fs.createReadStream(file), ex), reading]);
-  return out;
-}
-
-async function writeTar(file: string, members: Map<string, Buffer>): Promise<void> {
-  const p = pack();
-  const done = pipeline(p, fs.createWriteStream(file));
-  for (const [name, data] of members) p.entry({ name, size: data.length }, data);
-  p.finalize();
-  await done;
-}
-
-const sha = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 
 /** A home holding run r1 in worktree mode: task a passed on its branch, task b has no branch commits. */
 async function fixture(): Promise<{ home: string; repo: string; dir: string }> {
