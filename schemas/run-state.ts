@@ -64,6 +64,9 @@ export interface TaskState {
   reason?: string;
   /** The keys of the tasks this one waits for (`after`); absent when none. */
   after?: string[];
+  /** Workflow group (e.g. the best-of-N task a candidate belongs to) and candidate number (1…N); absent outside a workflow. */
+  group?: string;
+  candidate?: number;
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */

@@ -12,7 +12,7 @@ import { tempDir } from '../helpers/fixtures';
 import { postgresBinDir, TestPostgres } from '../helpers/postgres';
 
 function evalRow(run: string, key: string, attempt: number, verdict: EvalRow['verdict'], model: string): EvalRow {
-  return { run_id: run, task_key: key, spec: 's', worker_engine: 'script', verdict, duration_ms: 10 * attempt, worker_tokens: 100, model, task_type: 'pg', retry: attempt > 1, identity: 'me', notes: '', attempt, harness: 'script', lab: null, reported_model: null, access_plan: null, reasoning_effort: null, sandbox: 'bwrap', tokens_in: 50, tokens_out: 50, tokens_cached: null, tokens_reasoning: null, cost_microusd: 7, check_exit_code: 0, check_output: '', worker_exit_code: 0, run_name: 'pg', host: 'h', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:00:01Z', branch: null, commit: null, prompt_path: '', worker_log: '', check_log: '', receipt_path: '', prev_hash: null, sealed: null };
+  return { run_id: run, task_key: key, spec: 's', worker_engine: 'script', verdict, duration_ms: 10 * attempt, worker_tokens: 100, model, task_type: 'pg', retry: attempt > 1, identity: 'me', notes: '', attempt, harness: 'script', lab: null, reported_model: null, access_plan: null, reasoning_effort: null, sandbox: 'bwrap', tokens_in: 50, tokens_out: 50, tokens_cached: null, tokens_reasoning: null, cost_microusd: 7, check_exit_code: 0, check_output: '', worker_exit_code: 0, run_name: 'pg', host: 'h', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:00:01Z', branch: null, commit: null, prompt_path: '', worker_log: '', check_log: '', receipt_path: '', prev_hash: null, sealed: null, step: 'work', group: null, candidate: null };
 }
 
 async function keys(url: string): Promise<string[]> {

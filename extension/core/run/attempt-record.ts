@@ -76,6 +76,11 @@ export interface AttemptRecord {
   commit: string | null;
   /** What the check judged: the sealed commit, or the plain task dir's tree hash; null before the seal. */
   sealed: string | null;
+  /** The row's kind (eval row `step`): `work` for a worker's attempt. */
+  rowStep: string;
+  /** Workflow group and candidate number (eval row `group`, `candidate`); null outside a workflow. */
+  group: string | null;
+  candidate: number | null;
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -168,6 +173,9 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     receipt_path: files.receipt,
     prev_hash: null, // set by appendEvalRow under the log's lock
     sealed: rec.check ? rec.sealed : null,
+    step: rec.rowStep,
+    group: rec.group,
+    candidate: rec.candidate,
   };
 }
 
@@ -244,5 +252,8 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     costMicroUsd: view.costMicroUsd,
     commit: null,
     sealed: null,
+    rowStep: 'work',
+    group: task.group ?? null,
+    candidate: task.candidate ?? null,
   };
 }

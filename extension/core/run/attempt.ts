@@ -73,6 +73,9 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     costMicroUsd: null,
     commit: null,
     sealed: null,
+    rowStep: 'work',
+    group: task.state.group ?? null,
+    candidate: task.state.candidate ?? null,
   };
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
   const sync = () => {

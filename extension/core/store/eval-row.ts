@@ -72,6 +72,15 @@ export interface EvalRow {
    * run/tree-hash.ts); null when no check ran.
    */
   sealed: string | null;
+  /**
+   * What the row is about: `work` (a worker's attempt: counted and credited to its model by the scoreboard) or another
+   * step a model performed and is credited for on a row of its own (`review`). Rows from before the field: `work`.
+   */
+  step: string;
+  /** The workflow group the task belongs to (a best-of-N task's key); null outside a workflow. */
+  group: string | null;
+  /** The candidate's number within its group (1…N); null outside a workflow. */
+  candidate: number | null;
 }
 
 /** Bytes of check output kept in an eval row. */
