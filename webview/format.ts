@@ -1,8 +1,9 @@
 // Display formatting: durations (ms), token counts, micro-USD, dates. Unknown (null) shows as "—", never 0.
 
-/** 65_000 → "1m 05s". */
+/** 65_000 → "1m 05s"; under 10 s one decimal (950 → "0.9s", 1_200 → "1.2s"), so a short run never shows "0s". */
 export function duration(ms: number | null): string {
   if (ms === null || !Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 10_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
@@ -41,4 +42,9 @@ export function percent(rate: number | null): string {
 /** A run's token total, or "—" when no attempt reported usage (unknown is not 0). */
 export function runTokens(run: { tokens: number; tasks: { attempts: { tokensIn: number | null }[] }[] }): string {
   return run.tasks.some((t) => t.attempts.some((a) => a.tokensIn !== null)) ? tokens(run.tokens) : '—';
+}
+
+/** Who ran a run: `identity@host`, or just the host when the identity is the host name (the default: "vm", not "vm@vm"). */
+export function who(identity: string, host: string): string {
+  return identity === host || !host ? identity : `${identity}@${host}`;
 }

@@ -3,7 +3,8 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { gitFor } from '../core/git/safe-git';
 import { resolveHome } from '../core/config/home';
-import { mergeQueue, type MergeOutcome } from '../core/git/merge';
+import { mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
+import { attemptNotice, mergeNotice } from '../core/run/notices';
 import type { ControlAck, ControlVerb } from '../core/live/control';
 import type { RunInfo } from '../core/live/registry';
 import { sendControlAndWait } from '../core/run/run-launch';
@@ -77,7 +78,7 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown): Promis
       const summary = await ctx.launcher.run(uri.fsPath, {
         token,
         onEvent: (e) => {
-          if (e.type === 'attempt-finished') progress.report({ message: `${e.key}: ${e.verdict}` });
+          if (e.type === 'attempt-finished') progress.report({ message: attemptNotice(e) });
         },
       });
       const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
@@ -195,16 +196,16 @@ async function merge(ctx: CommandContext, runId: string | undefined, keys?: stri
     if (!info) return refuse('pick a run or a task in the Verdict runs view');
     const requests = mergeRequestsForRun(resolveHome(readSettings().home), info.state, keys);
     if (!requests.length) return refuse(`nothing to merge: ${keys ? keys.join(', ') : 'no task'} of run ${info.state.runId} passed with committed work`);
-    const outcomes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Verdict: merging' }, (progress) =>
+    // The branch merged into, for the message (a dirty tree makes mergeQueue throw its own explanation).
+    const target = requests[0] ? await mergeTarget(requests[0].repo).catch(() => null) : null;
+    const outcomes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: merging into ${target ?? 'the current branch'}` }, (progress) =>
       mergeQueue(requests, (o) => {
         ctx.log.info(`merge ${o.key}: ${o.status}${'reason' in o ? ` — ${o.reason}` : ''}`);
-        progress.report({ message: `${o.key}: ${o.status}` });
+        progress.report({ message: `${o.key} (${requests.find((r) => r.key === o.key)?.branch ?? 'no branch'}): ${o.status}` });
       }),
     );
-    const merged = outcomes.filter((o) => o.status === 'MERGED').length;
-    const others = outcomes.filter((o) => o.status !== 'MERGED').map((o) => `${o.key} ${o.status}${o.status === 'BLOCKED' && o.conflicts.length ? ` (${o.conflicts.join(', ')})` : ''}`);
-    const text = `Verdict: merged ${merged}/${outcomes.length}${others.length ? `; ${others.join('; ')}` : ''}`;
-    if (others.length) void vscode.window.showWarningMessage(text);
+    const text = `Verdict: ${mergeNotice(outcomes, new Map(requests.map((r) => [r.key, r.branch])), target)}`;
+    if (outcomes.some((o) => o.status !== 'MERGED')) void vscode.window.showWarningMessage(text);
     else void vscode.window.showInformationMessage(text);
     return outcomes;
   });

@@ -8,14 +8,15 @@ import { followRun, launchDetached, sendControlAndWait, summaryFromRecords, wait
 import type { RunState } from '../core/live/state';
 import { loadManifest } from '../core/manifest/load';
 import type { RunSummary } from '../core/run/runner';
-import type { Verdict } from '../../schemas/status';
+import { statusInfo, type Verdict } from '../../schemas/status';
 import { editorEngines } from './engines';
 import { readSettings, type EditorSettings } from './settings';
 
 /** What a caller of a run started from the editor is told, derived from the run's state.json. */
 export type LaunchEvent =
   | { type: 'run-started'; runId: string; stateFile: string; pid: number; logFile: string }
-  | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string };
+  /** willRetry: the task is not settled after this attempt (another follows); branch: the task branch, null in plain mode. */
+  | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string; willRetry: boolean; branch: string | null };
 
 /** Options of a run started from the editor (command, API, Test Explorer, Rerun Task). */
 export interface LaunchOptions {
@@ -155,7 +156,8 @@ export class RunLauncher implements vscode.Disposable {
           if (!a.verdict || seen.has(id)) continue;
           seen.add(id);
           this.log.info(`${t.key} attempt ${a.attempt}: ${a.verdict}${a.notes ? ` — ${a.notes}` : ''}`);
-          options.onEvent?.({ type: 'attempt-finished', key: t.key, attempt: a.attempt, verdict: a.verdict, reason: a.notes });
+          const last = a === t.attempts[t.attempts.length - 1];
+          options.onEvent?.({ type: 'attempt-finished', key: t.key, attempt: a.attempt, verdict: a.verdict, reason: a.notes, willRetry: !last || !statusInfo(t.status).final, branch: t.branch });
         }
       }
     };

@@ -58,11 +58,20 @@ else console.error(`integration tests failed (exit ${code}); files kept in ${tmp
 process.exit(code);
 
 async function viaElectron(untrusted) {
-  const { runTests } = await import('@vscode/test-electron');
+  const { runTests, downloadAndUnzipVSCode } = await import('@vscode/test-electron');
+  // The download (first use; cached in .vscode-test after) is infrastructure: failing it is exit 2, not a test failure.
+  let vscodeExecutablePath;
+  try {
+    vscodeExecutablePath = await downloadAndUnzipVSCode({ cachePath: path.join(process.cwd(), '.vscode-test') });
+  } catch (e) {
+    console.error(`integration infrastructure error: VS Code could not be downloaded (${e?.message || e}).\n` +
+      'On a machine without internet, install the code-server host once (bash test/integration/host/install.sh) and run again: it is used instead.');
+    return 2;
+  }
   try {
     const trust = untrusted ? [] : ['--disable-workspace-trust'];
     const workspace = freshWorkspace(untrusted ? 'untrusted' : 'trusted');
-    await runTests({ extensionDevelopmentPath: repo, extensionTestsPath: path.join(out, 'index.js'), launchArgs: [workspace, '--disable-extensions', ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')], extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' } });
+    await runTests({ vscodeExecutablePath, extensionDevelopmentPath: repo, extensionTestsPath: path.join(out, 'index.js'), launchArgs: [workspace, '--disable-extensions', ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')], extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' } });
     return 0;
   } catch (e) {
     console.error(e?.message || e);
