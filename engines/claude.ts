@@ -48,6 +48,25 @@ function readResult(result: LogEvent, report: UsageReport): void {
   report.finalError = failed ? (stringAt(result, 'result') ?? stringAt(result, 'subtype')) : null;
 }
 
+/**
+ * The final message: the last `result` event's `result` text (Claude Code's final answer, claude.jsonl), or when no
+ * result was printed, the text blocks of the last real assistant message; null when the last result is an error
+ * (`is_error`: its `result` is the error, not an answer) or nothing was said. Never throws.
+ */
+export function claudeFinalMessage(log: string): string | null {
+  let fromResult: string | null | undefined;
+  let fromAssistant: string | null = null;
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'result') fromResult = at(event, 'is_error') === true ? null : stringAt(event, 'result');
+    if (event.type === 'assistant' && stringAt(event, 'message', 'model') !== SYNTHETIC_MODEL) {
+      const content = at(event, 'message', 'content');
+      const texts = Array.isArray(content) ? content.filter((b) => stringAt(b, 'type') === 'text').map((b) => stringAt(b, 'text') ?? '') : [];
+      if (texts.length) fromAssistant = texts.join('');
+    }
+  }
+  return fromResult === undefined ? fromAssistant : fromResult;
+}
+
 function claudeFatalErrors(events: LogEvent[]): string[] {
   const texts: string[] = [];
   for (const event of events) {
@@ -83,5 +102,6 @@ export const claudeEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseClaudeOutput,
+  finalMessage: claudeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, claudeFatalErrors),
 };

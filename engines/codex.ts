@@ -38,6 +38,20 @@ export function parseCodexOutput(log: string): UsageReport {
   return report;
 }
 
+/**
+ * The final message: the text of the last `item.completed` whose item is an `agent_message` (codex prints each
+ * assistant message as one such item; see codex.jsonl, `"Done: created alpha.txt"`), or null when there is none or
+ * a `turn.failed` / `error` came after it. Never throws.
+ */
+export function codexFinalMessage(log: string): string | null {
+  let text: string | null = null;
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'item.completed' && stringAt(event, 'item', 'type') === 'agent_message') text = stringAt(event, 'item', 'text');
+    else if (event.type === 'turn.failed' || event.type === 'error') text = null;
+  }
+  return text;
+}
+
 function codexErrorMessage(event: LogEvent): string | null {
   return stringAt(event, 'error', 'message') ?? stringAt(event, 'message');
 }
@@ -70,5 +84,6 @@ export const codexEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseCodexOutput,
+  finalMessage: codexFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, codexFatalErrors),
 };

@@ -6,6 +6,7 @@ import Ajv, { type ErrorObject } from 'ajv';
 import engineSchema from '../schemas/engine.schema.json';
 import { emptyUsage, type ArgvTemplateElement, type EngineSpec } from './types';
 import { templateProblems } from './argv';
+import { lastLineMessage } from './final-message';
 import { classifyLogTail } from './error-class';
 import { codexEngine } from './codex';
 import { claudeEngine } from './claude';
@@ -32,7 +33,7 @@ export interface CustomEngineConfig {
   state_guarded?: string[];
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'stateDirs' | 'stateFiles' | 'stateGuarded'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -40,7 +41,7 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   opencode: opencodeEngine,
   gemini: geminiEngine,
   grok: grokEngine,
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), stateDirs: [], stateFiles: [], stateGuarded: [] },
+  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [] },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.
@@ -115,5 +116,6 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,
     classifyError: reader.classifyError,
+    finalMessage: reader.finalMessage,
   };
 }

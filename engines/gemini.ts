@@ -36,6 +36,29 @@ export function parseGeminiOutput(log: string): UsageReport {
   return report;
 }
 
+/**
+ * The final message: the last run of assistant `message` events (gemini streams an answer as `delta: true` pieces;
+ * gemini.jsonl), joined; a tool call, a tool result or a user message between them starts a new answer. Null when
+ * the assistant said nothing or the final `result` is not a success. Never throws.
+ */
+export function geminiFinalMessage(log: string): string | null {
+  let parts: string[] = [];
+  let open = false;
+  let failed = false;
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'message' && event.role === 'assistant') {
+      if (!open || event.delta !== true) parts = [];
+      parts.push(stringAt(event, 'content') ?? '');
+      open = event.delta === true;
+    } else if (event.type === 'tool_use' || event.type === 'tool_result' || event.type === 'message') {
+      open = false;
+    } else if (event.type === 'result') {
+      failed = event.status !== 'success';
+    }
+  }
+  return parts.length && !failed ? parts.join('') : null;
+}
+
 function geminiFatalErrors(events: LogEvent[]): string[] {
   return events
     .filter((e) => e.type === 'result' && e.status !== 'success')
@@ -68,5 +91,6 @@ export const geminiEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGeminiOutput,
+  finalMessage: geminiFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, geminiFatalErrors, geminiWarnings),
 };

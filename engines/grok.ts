@@ -51,6 +51,17 @@ export function parseGrokOutput(log: string): UsageReport {
   return report;
 }
 
+/**
+ * The final message: the content of the last message when it is an assistant answer without tool calls that does
+ * not report a failure (grok.jsonl ends with `{"role":"assistant","content":"Done: created alpha.txt"}`), else null.
+ * Never throws.
+ */
+export function grokFinalMessage(log: string): string | null {
+  const last = jsonEvents(log).filter((e) => typeof e.role === 'string').at(-1);
+  if (!last || last.role !== 'assistant' || last.tool_calls !== undefined || grokFailure(last) !== null) return null;
+  return stringAt(last, 'content');
+}
+
 function grokFatalErrors(events: LogEvent[]): string[] {
   return events.map(grokFailure).filter((text): text is string => text !== null);
 }
@@ -73,5 +84,6 @@ export const grokEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGrokOutput,
+  finalMessage: grokFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, grokFatalErrors),
 };

@@ -47,6 +47,30 @@ export function parseOpencodeOutput(log: string): UsageReport {
   return report;
 }
 
+/**
+ * The final message: the `text` parts of the last message that printed text, joined in order (opencode prints an
+ * answer as `text` events whose `part.messageID` names the message; opencode.jsonl), or null when none was printed
+ * or an `error` event came after it. Never throws.
+ */
+export function opencodeFinalMessage(log: string): string | null {
+  let messageId: string | null = null;
+  let parts: string[] = [];
+  for (const event of jsonEvents(log)) {
+    if (event.type === 'error') {
+      messageId = null;
+      parts = [];
+    }
+    if (event.type !== 'text') continue;
+    const id = stringAt(event, 'part', 'messageID');
+    if (id !== messageId) {
+      messageId = id;
+      parts = [];
+    }
+    parts.push(stringAt(event, 'part', 'text') ?? '');
+  }
+  return parts.length ? parts.join('') : null;
+}
+
 function opencodeErrorMessage(event: LogEvent): string {
   return stringAt(event, 'error', 'data', 'message') ?? stringAt(event, 'error', 'name') ?? 'opencode reported an error';
 }
@@ -84,5 +108,6 @@ export const opencodeEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseOpencodeOutput,
+  finalMessage: opencodeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, opencodeFatalErrors),
 };

@@ -2,9 +2,10 @@
  * The script engine: the task's spec is a bash script and no model is involved (no key, no tokens). Used for
  * deterministic workers, demos and tests. On a retry the spec stays the same script; the runner sets
  * VERDICT_ATTEMPT (1-based) and VERDICT_FAILURE_FILE (a file holding the previous attempt's log tail and check
- * output) so the script can read them.
+ * output) so the script can read them. Its final message (what a reviewer answers) is its last non-empty output line.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+import { lastLineMessage } from './final-message';
 
 /** A script prints no structured output: nothing is known, and there is no final event. */
 export function parseScriptOutput(_log: string): UsageReport {
@@ -28,5 +29,7 @@ export const scriptEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'file',
   parseOutput: parseScriptOutput,
+  // A script's final message is the last non-empty line it printed (engines/final-message.ts).
+  finalMessage: lastLineMessage,
   classifyError: () => null,
 };

@@ -90,6 +90,12 @@ export interface EngineSpec {
   parseOutput(log: string): UsageReport;
   /** Classifies a failed run from the tail of its log; null when nothing recognisable. Never throws. */
   classifyError(logTail: string): EngineErrorClass | null;
+  /**
+   * The text of the engine's final answer (its last assistant message) read from the whole raw log, or null when the
+   * log holds none (the run failed, or was cut off before answering). Read by the review step (a reviewer answers in
+   * its final message). Never throws.
+   */
+  finalMessage(log: string): string | null;
 }
 
 /** A usage report with nothing known. */
