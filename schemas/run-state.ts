@@ -64,9 +64,18 @@ export interface TaskState {
   reason?: string;
   /** The keys of the tasks this one waits for (`after`); absent when none. */
   after?: string[];
-  /** Workflow group (e.g. the best-of-N task a candidate belongs to) and candidate number (1…N); absent outside a workflow. */
+  /**
+   * Workflow group (e.g. the best-of-N task a candidate belongs to) and candidate number (1…N); absent outside a
+   * workflow. A best-of-N task's own entry (no worker runs for it; its `after` lists its candidates) has `group` equal
+   * to its key, no `candidate`, and `select`; once decided, PASS with the winner's commit and `winner`, or BLOCKED
+   * when no candidate passed (docs/workflows.md).
+   */
   group?: string;
   candidate?: number;
+  /** On a best-of-N task's own entry: how its winner is chosen. */
+  select?: 'first-pass' | 'all';
+  /** On a best-of-N task's own entry, once one passed: the winning candidate's key. */
+  winner?: string;
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */

@@ -160,7 +160,8 @@ export async function mergeCommand(run: string, keys: string[], opts: { home: st
       failed = true;
     }
   }
-  if (!keys.length) for (const t of state.tasks.filter((x) => x.status !== 'PASS')) io.out(`${t.key}: not merged — ${t.status}`);
+  // A best-of-N candidate is merged through its task (the winner), or when named.
+  if (!keys.length) for (const t of state.tasks.filter((x) => x.status !== 'PASS' && x.candidate === undefined)) io.out(`${t.key}: not merged — ${t.status}`);
   let requests;
   try {
     requests = mergeRequestsForRun(opts.home, state, keys.length ? keys : undefined);

@@ -33,7 +33,9 @@ export async function resumeCommand(runId: string, flags: RunFlags, io: Io): Pro
   } catch (e) {
     throw new InputError((e as Error).message);
   }
-  const left = read.state.tasks.filter((t) => statusInfo(t.status).resumable).map((t) => t.key);
+  // A best-of-N candidate whose task passed (another candidate won) stays as it ended.
+  const won = new Set(read.state.tasks.filter((t) => t.select && t.status === 'PASS').map((t) => t.key));
+  const left = read.state.tasks.filter((t) => statusInfo(t.status).resumable && !(t.candidate !== undefined && t.group !== undefined && won.has(t.group))).map((t) => t.key);
   if (!left.length) {
     io.out(`run ${runId}: every task passed; nothing to resume`);
     return 0;

@@ -65,7 +65,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     const unknown = keys.filter((k) => !manifest.tasks.some((t) => t.key === k));
     if (!keys.length) throw new UsageError('--only needs at least one task key');
     if (unknown.length) throw new InputError(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')} (tasks: ${manifest.tasks.map((t) => t.key).join(', ')})`);
-    manifest.tasks = manifest.tasks.filter((t) => keys.includes(t.key));
+    // A best-of-N task brings its candidates.
+    manifest.tasks = manifest.tasks.filter((t) => keys.includes(t.key) || (t.candidate !== undefined && t.group !== undefined && keys.includes(t.group)));
   }
   await reconcileAndReport(resolveHome(flags.home), engines, io);
   const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');

@@ -26,7 +26,8 @@ export type RuleId =
   | 'full-access-not-enabled'
   | 'duplicate-key'
   | 'unsafe-key'
-  | 'task-graph';
+  | 'task-graph'
+  | 'repeat';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -75,6 +75,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   'unknown-engine': 'unknown-engine',
   'unknown-field': 'unknown-field',
   'task-graph': 'task-graph',
+  repeat: 'repeat',
 };
 
 /**

@@ -7,6 +7,8 @@ import manifestSchema from '../../../schemas/manifest.schema.json';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
+import { repeatProblems } from './rules/repeat';
+import { compileRepeat } from './repeat';
 import { ManifestError, type EngineChoice, type Manifest, type ManifestProblem, type ProblemCode, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -104,6 +106,13 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
         error('unknown-engine', { range: rangeOfPath(root, at, index), path: `tasks[${i}].fallback[${j}]`, message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
       });
     }
+    if (Array.isArray(t.candidates) && options.engines) {
+      t.candidates.forEach((entry, j) => {
+        const name = isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
+        if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
+        error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, 'candidates', j, 'engine'], index), path: `tasks[${i}].candidates[${j}].engine`, message: `unknown engine "${name}" (candidate ${j + 1} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+      });
+    }
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
@@ -113,6 +122,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   });
   for (const g of taskGraphProblems(taskList)) {
     error('task-graph', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
+  }
+  for (const r of repeatProblems(taskList)) {
+    error('repeat', { range: rangeOfPath(root, r.path, index), path: formatPath(r.path), message: r.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
@@ -171,7 +183,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     budgetUsd: (data.budget_usd as number | undefined) ?? null,
     setup: str(data.setup),
     include: (data.include as string[] | undefined) ?? [],
-    tasks,
+    tasks: compileRepeat(tasks, data.tasks),
     raw: data,
   };
 }

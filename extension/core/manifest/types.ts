@@ -38,7 +38,23 @@ export interface TaskSpec {
   fallback: EngineChoice[];
   /** `after`: keys of the tasks this one waits for; it starts once all of them PASS, else it ends BLOCKED. */
   after: string[];
+  /**
+   * Best-of-N (manifest/repeat.ts compiles `repeat`/`candidates` into ordinary tasks): on a candidate, the key of the
+   * task it is a candidate of; on that task's own entry (the group, which runs no worker), its own key. Absent
+   * outside a workflow.
+   */
+  group?: string;
+  /** On a candidate: its number, 1…N (the worker's VERDICT_CANDIDATE). */
+  candidate?: number;
+  /** On a group's own entry: how its winner is chosen (its `after` lists its candidates). */
+  select?: SelectMode;
 }
+
+/**
+ * How a best-of-N group picks its winner: `first-pass` (the first candidate to PASS; the others are stopped) or
+ * `all` (every candidate runs to its end; the lowest-numbered one that passed). `ranked` is refused by the loader.
+ */
+export type SelectMode = 'first-pass' | 'all';
 
 /** An engine and the model asked of it (null: the engine's default). */
 export interface EngineChoice {
@@ -72,7 +88,7 @@ export interface Manifest {
  * `syntax` (malformed JSON), `schema` (fails schemas/manifest.schema.json), `duplicate-property` (one object
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
- * `unreadable` (the file could not be read).
+ * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -84,6 +100,7 @@ export type ProblemCode =
   | 'unknown-field'
   | 'engine-args'
   | 'task-graph'
+  | 'repeat'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */

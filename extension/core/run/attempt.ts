@@ -94,7 +94,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     boxed: task.containment === 'bwrap',
     workerTail: '',
     sync,
-    taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n) }),
+    taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n), ...(spec.candidate ? { VERDICT_CANDIDATE: String(spec.candidate) } : {}) }),
   };
 
   for (const step of steps) {
@@ -130,6 +130,8 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     rec.verdict = 'ERROR';
     rec.reason = 'internal error: no step judged this attempt';
   }
+  // A task stopped on its own (a stop command, a best-of-N candidate beaten by another) says why, in every record.
+  if (rec.verdict === 'CANCELLED' && typeof task.abort.signal.reason === 'string') rec.reason = task.abort.signal.reason;
   const verdict = rec.verdict;
   rec.endedAt = Date.now();
   rec.phase = 'done';

@@ -14,13 +14,15 @@ import { checkEnvironment } from './steps/check';
 /**
  * The merge requests for a worktree-mode run's PASSed tasks (all, or only `keys`), in manifest order, with each
  * task's check taken from the run's frozen manifest (so a manifest edited or deleted since still merges as it ran).
+ * A best-of-N task merges its winner only (its branch holds the winner's commit): without `keys` its candidates are
+ * left out; a candidate is merged only when `keys` names it.
  * @throws Error when the run is not in worktree mode or its frozen manifest is unreadable
  */
 export function mergeRequestsForRun(home: string, state: RunState, keys?: readonly string[]): MergeRequest[] {
   if (!state.worktrees || !state.repo) throw new Error(`run ${state.runId} is not a worktree-mode run; there are no task branches to merge`);
   const specs = new Map(loadFrozenManifest(home, state).tasks.map((t) => [t.key, t]));
   return state.tasks
-    .filter((t) => t.status === 'PASS' && t.branch && (!keys || keys.includes(t.key)))
+    .filter((t) => t.status === 'PASS' && t.branch && (keys ? keys.includes(t.key) : t.candidate === undefined))
     .map((t) => {
       const spec = specs.get(t.key);
       // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import { runDir, worktreePath } from '../config/home';
 import { taskBranch } from '../git/worktree';
+import { createBranchAt } from '../git/branch';
 import { shortHost } from '../host/hostname';
 import { StateFile, type RunState } from '../live/state';
 import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
@@ -24,6 +25,7 @@ import { attemptEngine, graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
 import { checkEnvironment } from './steps/check';
 import type { AttemptContext, TaskRuntime } from './steps/context';
+import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
 
@@ -159,7 +161,7 @@ export interface RunSummary {
   cancelled: boolean;
   durationMs: number;
   tasks: TaskSummary[];
-  /** True when every task passed. */
+  /** True when every task passed (a best-of-N candidate counts through its task: the others need not pass). */
   allPassed: boolean;
   /** Records that could not be written (e.g. eval rows on a full disk); empty when every record is on disk. */
   recordErrors: string[];
@@ -217,7 +219,13 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       failure: null,
       records: [],
       startFrom: [],
-      state: { key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [], ...(spec.after.length ? { after: spec.after } : {}) },
+      state: {
+        key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [],
+        ...(spec.after.length ? { after: spec.after } : {}),
+        ...(spec.group !== undefined ? { group: spec.group } : {}),
+        ...(spec.candidate !== undefined ? { candidate: spec.candidate } : {}),
+        ...(spec.select !== undefined ? { select: spec.select } : {}),
+      },
       summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '', checkOutput: '' },
     };
   });
@@ -354,6 +362,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   /** A waiting task whose prerequisites are all final: pushed when they passed, BLOCKED when one did not. */
   function release(task: TaskRuntime): void {
     if (!parkedTasks.has(task)) return;
+    if (task.spec.select) return releaseGroup(task);
     const gate = gateOf(task);
     if (gate.kind === 'wait') return;
     parkedTasks.delete(task);
@@ -361,13 +370,69 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       task.startFrom = task.spec.after.map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null })).filter((p): p is { key: string; commit: string } => p.commit !== null);
       return scheduler.push(task);
     }
+    block(task, gate.reason);
+  }
+  /** Ends a task that will not start BLOCKED, saying why, and settles its dependents. */
+  function block(task: TaskRuntime, reason: string): void {
     task.state.status = 'BLOCKED';
-    task.state.reason = gate.reason;
+    task.state.reason = reason;
     task.summary.verdict = 'BLOCKED';
-    task.summary.reason = gate.reason;
-    emit({ type: 'task-blocked', key: task.spec.key, reason: gate.reason });
+    task.summary.reason = reason;
+    emit({ type: 'task-blocked', key: task.spec.key, reason });
     void stateFile.save();
     taskSettled(task);
+  }
+
+  // Best-of-N (docs/workflows.md): a group's own entry waits, like any `after` dependent, for its candidates; no worker
+  // runs for it. Once decided it is PASS with the winner's commit (and, in worktree mode, its branch created there), or
+  // BLOCKED when none passed; its dependents then go on as after any task.
+  /** Branch creations of decided groups, awaited before the run ends. */
+  const groupBranches = new Set<Promise<void>>();
+  const candidateOf = (key: string, n: number): CandidateStatus => ({ key, candidate: n, status: byKey.get(key)?.state.status ?? prior.get(key)?.status ?? 'CANCELLED' });
+  function releaseGroup(group: TaskRuntime): void {
+    const gate = groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => candidateOf(k, i + 1)));
+    if (gate.kind === 'wait') return;
+    parkedTasks.delete(group);
+    if (gate.kind === 'lost') return block(group, gate.reason);
+    const { winner } = gate;
+    const w = byKey.get(winner.key);
+    const commit = w?.state.commit ?? prior.get(winner.key)?.commit ?? null;
+    const reason = `winner: candidate ${winner.candidate} (${winner.key}${w ? `, ${w.state.engine}${w.state.model ? `/${w.state.model}` : ''}` : ''})`;
+    Object.assign(group.state, { status: 'PASS', commit, winner: winner.key, reason });
+    Object.assign(group.summary, { verdict: 'PASS', commit, reason });
+    emit({ type: 'task-note', key: group.spec.key, note: reason });
+    if (ctx.repo && commit && group.state.branch) {
+      const branch = group.state.branch;
+      const made: Promise<void> = createBranchAt(ctx.repo.root, branch, commit, `verdict: ${winner.key} won ${group.spec.key}`)
+        .catch((e: Error) => {
+          const message = `the branch ${branch} of ${group.spec.key} could not be created at its winner's commit ${commit.slice(0, 10)} (${winner.key}'s branch holds it): ${e.message}`;
+          ctx.recordErrors.push(message);
+          emit({ type: 'task-note', key: group.spec.key, note: message });
+        })
+        .finally(() => groupBranches.delete(made));
+      groupBranches.add(made);
+    }
+    if (group.spec.select === 'first-pass') {
+      for (const k of group.spec.after) {
+        const c = byKey.get(k);
+        if (c && !statusInfo(c.state.status).final) stopTask(c, beatenReason(winner));
+      }
+    }
+    void stateFile.save();
+    taskSettled(group);
+  }
+  /**
+   * Stops one task, as the `stop` verb does: its running attempt ends CANCELLED with `reason` (in its state, summary
+   * and eval row) and is not retried; a queued or waiting task never starts.
+   */
+  function stopTask(t: TaskRuntime, reason: string): void {
+    t.state.reason = reason;
+    t.abort.abort(reason);
+    if (parkedTasks.delete(t)) {
+      markCancelled(t);
+      return taskSettled(t);
+    }
+    scheduler.drop(t);
   }
   /** Cancels every waiting task (the run is cancelled or drained: nothing more starts). */
   const cancelWaiting = () => {
@@ -471,20 +536,20 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       case 'stop': {
         const t = task as TaskRuntime;
         if (statusInfo(t.state.status).final) return ack(c, 'refused', `${t.spec.key} is already final (${t.state.status})`);
-        t.state.reason = `stopped by ${c.by}`;
         waitFinal(t, () => ack(c, 'done', `${t.spec.key} ended ${t.state.status}`));
-        t.abort.abort();
-        if (parkedTasks.delete(t)) {
-          markCancelled(t);
-          return taskSettled(t);
+        stopTask(t, `stopped by ${c.by}`);
+        // A best-of-N task: its candidates stop with it.
+        if (t.spec.select) for (const k of t.spec.after) {
+          const cand = byKey.get(k);
+          if (cand && !statusInfo(cand.state.status).final) stopTask(cand, `stopped by ${c.by}`);
         }
-        scheduler.drop(t);
         return;
       }
       case 'rerun': {
         const t = task as TaskRuntime;
         const why = refuseStart();
         if (why) return ack(c, 'refused', why);
+        if (t.spec.select) return ack(c, 'refused', `${t.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${t.spec.after.join(', ')})`);
         if (t.state.status === 'BLOCKED') {
           const gate = gateOf(t);
           if (gate.kind === 'blocked') return ack(c, 'refused', `${t.spec.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${t.spec.key} runs again once it passes`);
@@ -509,6 +574,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (!statusInfo(t.state.status).final) enqueue(t);
   }
   await scheduler.idle();
+  await Promise.all([...groupBranches]);
   // Nothing runs and nothing is queued: a task still waiting can never start (not expected; said, not hung on).
   for (const t of [...parkedTasks]) t.state.reason = 'its prerequisites never ended';
   cancelWaiting();
@@ -533,7 +599,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     cancelled,
     durationMs: state.endedAt - startedAt,
     tasks: summaries,
-    allPassed: summaries.every((s) => s.verdict === 'PASS'),
+    // A best-of-N task stands for its candidates: the run passed when the task did, whatever its other candidates did.
+    allPassed: summaries.every((s) => s.verdict === 'PASS' || byKey.get(s.key)?.spec.candidate !== undefined),
     recordErrors: ctx.recordErrors,
     spend: await spend.finish(),
   };

@@ -69,7 +69,7 @@ export interface TaskRuntime {
 export interface AttemptIo {
   /** The worker's prompt: the spec, plus the previous failure for engines that take it in the prompt. */
   prompt: string;
-  /** PORT, VERDICT_RUN_ID, VERDICT_TASK_KEY, VERDICT_TASK_DIR, VERDICT_ATTEMPT. */
+  /** PORT, VERDICT_RUN_ID, VERDICT_TASK_KEY, VERDICT_TASK_DIR, VERDICT_ATTEMPT, and VERDICT_CANDIDATE (1…N) for a best-of-N candidate. */
   taskEnv: () => Record<string, string>;
   /** The steps run in bubblewrap. */
   boxed: boolean;

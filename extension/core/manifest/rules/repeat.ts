@@ -1,0 +1,49 @@
+/**
+ * repeat (error): a best-of-N task (`repeat`, `candidates`, `select`) must compile into ordinary tasks
+ * (manifest/repeat.ts): `select` only with candidates, `ranked` not yet supported, `repeat` and `candidates` agreeing
+ * on N, and no candidate key (`<key>--c<N>`) taken by another task. Pure, on the parsed data: the loader reports these
+ * as problems of code `repeat` (so it refuses the manifest) and the linter shows them under rule `repeat`, each at the
+ * offending value.
+ */
+import { candidateKey } from '../repeat';
+
+/** One problem: the JSON path of the offending value and what is wrong. */
+export interface RepeatProblem {
+  path: (string | number)[];
+  message: string;
+}
+
+/** The problems of every best-of-N task; values of the wrong type are skipped (the schema reports them). */
+export function repeatProblems(tasks: readonly unknown[]): RepeatProblem[] {
+  const out: RepeatProblem[] = [];
+  const keys = new Map<string, number>();
+  tasks.forEach((t, i) => {
+    if (isObject(t) && typeof t.key === 'string' && !keys.has(t.key)) keys.set(t.key, i);
+  });
+  tasks.forEach((t, i) => {
+    if (!isObject(t)) return;
+    const repeat = typeof t.repeat === 'number' && Number.isInteger(t.repeat) ? t.repeat : null;
+    const candidates = Array.isArray(t.candidates) ? t.candidates.length : null;
+    if (t.select === 'ranked') {
+      out.push({ path: ['tasks', i, 'select'], message: '"select": "ranked" is not supported yet (reviewers scoring the candidates is a later workflow); use "first-pass" (the first candidate to PASS wins, the others are cancelled) or "all" (every candidate runs to its end)' });
+    } else if (t.select !== undefined && repeat === null && candidates === null) {
+      out.push({ path: ['tasks', i, 'select'], message: '"select" chooses among best-of-N candidates, but this task has neither "repeat" nor "candidates"; add "repeat": N, or remove "select"' });
+    }
+    if (repeat !== null && candidates !== null && repeat !== candidates) {
+      out.push({ path: ['tasks', i, 'repeat'], message: `"repeat" is ${repeat} but "candidates" lists ${candidates} engine(s): candidate N runs on entry N, so the two must agree (or drop "repeat": N is then the list's length)` });
+    }
+    const n = repeat ?? candidates;
+    if (n === null || typeof t.key !== 'string') return;
+    for (let c = 1; c <= n; c++) {
+      const key = candidateKey(t.key, c);
+      const other = keys.get(key);
+      if (other === undefined) continue;
+      out.push({ path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'], message: `candidate ${c} of "${t.key}" would be the task "${key}", but tasks[${other}] already has that key; rename one of them` });
+    }
+  });
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

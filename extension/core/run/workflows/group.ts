@@ -1,0 +1,39 @@
+/**
+ * A best-of-N group's decision (docs/workflows.md "Best-of-N"; the group and its candidates are ordinary tasks
+ * compiled by manifest/repeat.ts). Pure: the runner asks it each time a candidate becomes final, exactly as it gates
+ * an `after` dependent (decide.ts graphGate), and acts on the answer.
+ */
+import { statusInfo } from '../../../../schemas/status';
+import type { SelectMode } from '../../manifest/types';
+
+/** One candidate as the gate sees it: its key, number and current status (in this run, or the run it continues). */
+export interface CandidateStatus {
+  key: string;
+  candidate: number;
+  status: string;
+}
+
+/**
+ * `wait`: no decision yet. `won`: the group passes with `winner` (for `first-pass` the runner stops the candidates
+ * that are not final). `lost`: no candidate passed (every one is final); the group ends BLOCKED with `reason`.
+ */
+export type GroupGate = { kind: 'wait' } | { kind: 'won'; winner: CandidateStatus } | { kind: 'lost'; reason: string };
+
+/**
+ * The group's outcome so far. `first-pass`: won as soon as a candidate passed (the lowest-numbered, if several passed
+ * already — which only happens when a resumed run finds them passed); `all`: nothing is decided until every candidate
+ * is final, then the lowest-numbered one that passed wins. Either way, lost when every candidate is final and none
+ * passed; the reason lists each candidate's status.
+ */
+export function groupGate(select: SelectMode, candidates: readonly CandidateStatus[]): GroupGate {
+  const passed = candidates.filter((c) => c.status === 'PASS').sort((a, b) => a.candidate - b.candidate);
+  const allFinal = candidates.every((c) => statusInfo(c.status).final);
+  if (passed[0] && (select === 'first-pass' || allFinal)) return { kind: 'won', winner: passed[0] };
+  if (!allFinal) return { kind: 'wait' };
+  return { kind: 'lost', reason: `no candidate passed (${candidates.map((c) => `${c.key} ${c.status}`).join(', ')})` };
+}
+
+/** The reason a first-pass loser is stopped with (its state, summary and eval row say it). */
+export function beatenReason(winner: CandidateStatus): string {
+  return `cancelled: candidate ${winner.candidate} (${winner.key}) passed first`;
+}

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { readRows, tempDir } from '../helpers/fixtures';
+
+/** The worked examples of docs/workflows.md: each ```jsonc block right after an `<!-- example: NAME -->` line. */
+function examples(): Map<string, string> {
+  const text = fs.readFileSync(path.resolve('docs/workflows.md'), 'utf8');
+  const out = new Map<string, string>();
+  for (const m of text.matchAll(/<!-- example: ([\w-]+) -->\n```jsonc\n([\s\S]*?)\n```/g)) out.set(m[1] as string, m[2] as string);
+  return out;
+}
+
+interface StateJson {
+  tasks: { key: string; status: string; reason?: string; winner?: string }[];
+}
+
+/** Writes the example to a temp folder, lints it (no error, no warning) and runs it; returns the run's state and rows. */
+async function runExample(name: string): Promise<{ code: number; out: string; state: StateJson; rows: Record<string, unknown>[] }> {
+  const text = examples().get(name);
+  assert.ok(text, `docs/workflows.md has no example "${name}"`);
+  const dir = tempDir();
+  const file = path.join(dir, `${name}.swarm.jsonc`);
+  fs.writeFileSync(file, text);
+  const lint = await cli(['lint', file]);
+  assert.match(lint.all, / 0 error\(s\), 0 warning\(s\)/, lint.all);
+  const home = path.join(dir, 'home');
+  const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+  const [id] = fs.readdirSync(path.join(home, 'runs'));
+  const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as StateJson;
+  return { code: r.exitCode ?? -1, out: r.all, state, rows: readRows(home) };
+}
+
+describe('docs/workflows.md: every worked example runs as written', function () {
+  this.timeout(240000);
+
+  it('lists the examples this file runs', () => {
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n']);
+  });
+
+  it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
+    const { code, out, state, rows } = await runExample('best-of-n');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['slug', 'PASS'], ['slug--c1', 'FAIL'], ['slug--c2', 'PASS'], ['slug--c3', 'CANCELLED']]);
+    assert.equal(state.tasks[0]?.winner, 'slug--c2');
+    assert.match(state.tasks[0]?.reason ?? '', /^winner: candidate 2 \(slug--c2, script/);
+    assert.equal(state.tasks[3]?.reason, 'cancelled: candidate 2 (slug--c2) passed first');
+    assert.deepEqual(rows.map((r) => [r.task_key, r.verdict]), [['slug--c1', 'FAIL'], ['slug--c2', 'PASS']]);
+  });
+});
