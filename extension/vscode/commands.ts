@@ -6,6 +6,7 @@ import { resolveHome } from '../core/config/home';
 import { mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
 import { attemptNotice, mergeNotice } from '../core/run/notices';
 import type { ControlAck, ControlVerb } from '../core/live/control';
+import type { Finding } from '../core/manifest/findings';
 import type { RunInfo } from '../core/live/registry';
 import { sendControlAndWait } from '../core/run/run-launch';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
@@ -15,6 +16,7 @@ import type { ManifestDiagnostics } from './diagnostics';
 import { isManifestDocument } from './diagnostics';
 import { editorIdentity, requireTrust, type RunLauncher } from './launcher';
 import { diffArguments, type LogKind, type RunsTreeProvider, type TaskRef } from './runs-tree';
+import { treatAsManifest } from './manifest-files';
 import { readSettings } from './settings';
 
 /** What the commands share. */
@@ -258,6 +260,16 @@ async function lintManifestCommand(ctx: CommandContext, target?: unknown): Promi
   ctx.log.info(`${vscode.workspace.asRelativePath(uri)}: ${findings.length} finding(s)`);
 }
 
+/** Treat as a Verdict Manifest: lists the file in `verdict.manifestFiles`, then lints it; resolves with its findings. */
+async function treatAsManifestCommand(ctx: CommandContext, target?: unknown): Promise<Finding[] | undefined> {
+  const glob = await treatAsManifest(target);
+  if (!glob) return undefined;
+  const uri = target instanceof vscode.Uri ? target : vscode.window.activeTextEditor?.document.uri;
+  if (!uri) return undefined;
+  ctx.log.info(`${glob} added to verdict.manifestFiles: linted as a Verdict manifest from now on`);
+  return ctx.diagnostics.lintNow(await vscode.workspace.openTextDocument(uri));
+}
+
 /** The command table: every command of package.json's contributes.commands (but the dashboard's), in one loop. */
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   const table: Record<string, (...args: never[]) => unknown> = {
@@ -275,6 +287,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     'verdict.openLog': (ref?: TaskRef & { attempt?: number; log?: LogKind; file?: string }) => openLog(ctx, ref),
     'verdict.lintManifest': (uri?: unknown) => lintManifestCommand(ctx, uri),
     'verdict.refreshRuns': () => ctx.tree.refresh(),
+    'verdict.treatAsManifest': (uri?: unknown) => treatAsManifestCommand(ctx, uri),
   };
   return Object.entries(table).map(([id, fn]) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown));
 }

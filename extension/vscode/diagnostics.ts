@@ -1,16 +1,26 @@
+import path from 'node:path';
 import * as vscode from 'vscode';
 import type { EngineSpec } from '../../engines/types';
 import type { Finding } from '../core/manifest/findings';
 import { lintManifestText } from '../core/manifest/lint';
+import { looksLikeRingerManifest } from '../core/manifest/sniff';
+import { isListedManifest } from './manifest-files';
 
 /** Debounce between a keystroke and the next lint, ms. */
 const LINT_DEBOUNCE_MS = 300;
 
-/** A manifest: `*.swarm.json` / `*.swarm.jsonc`, or a JSON document whose `$schema` names the manifest schema. */
+/**
+ * A manifest: `*.swarm.json` / `*.swarm.jsonc`; a JSON document listed in `verdict.manifestFiles` (or added there by
+ * "Treat as a Verdict Manifest"); a `manifest.json` with Ringer's shape; or a JSON document whose `$schema` names the
+ * manifest schema.
+ */
 export function isManifestDocument(doc: vscode.TextDocument): boolean {
   if (doc.uri.scheme !== 'file' && doc.uri.scheme !== 'untitled') return false;
   if (/\.swarm\.jsonc?$/.test(doc.fileName)) return true;
   if (doc.languageId !== 'json' && doc.languageId !== 'jsonc') return false;
+  if (isListedManifest(doc.uri)) return true;
+  // Ringer's manifests are named manifest.json: recognised by their shape, never by the name alone (manifest-files.ts).
+  if (path.basename(doc.fileName) === 'manifest.json' && looksLikeRingerManifest(doc.getText())) return true;
   return /"\$schema"\s*:\s*"[^"]*manifest\.schema\.json"/.test(doc.getText(new vscode.Range(0, 0, 50, 0)));
 }
 

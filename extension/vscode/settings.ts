@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import * as vscode from 'vscode';
 import { loadUserConfig, locateConfig, type VerdictConfig } from '../core/config/config';
+import { ringerConfigPath } from '../core/config/ringer-config';
 import { overlaySettings, settingsFromConfig, type VerdictSettings } from '../core/config/settings';
 
 /**
@@ -49,7 +50,8 @@ let cache: { key: string; value: UserConfig } | null = null;
 function userConfig(): UserConfig {
   const where = locateConfig();
   const st = fs.statSync(where.shown, { throwIfNoEntry: false });
-  const key = `${where.via}\0${where.shown}\0${st?.size ?? -1}\0${st?.mtimeMs ?? -1}`;
+  const ringer = fs.statSync(ringerConfigPath(), { throwIfNoEntry: false });
+  const key = `${where.via}\0${where.shown}\0${st?.size ?? -1}\0${st?.mtimeMs ?? -1}\0${ringer?.size ?? -1}\0${ringer?.mtimeMs ?? -1}`;
   if (cache?.key === key) return cache.value;
   let value: UserConfig;
   try {

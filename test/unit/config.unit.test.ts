@@ -32,7 +32,7 @@ describe('config: location and precedence', () => {
   it('no flag, no variable, no default file: empty config, shown as the default path it would be read from', () => {
     const env = { XDG_CONFIG_HOME: xdg };
     assert.deepEqual(locateConfig(undefined, env), { file: null, shown: path.join(xdg, 'verdict', 'config.json'), via: 'default' });
-    assert.deepEqual(loadUserConfig(undefined, env), { config: {}, file: null, shown: path.join(xdg, 'verdict', 'config.json') });
+    assert.deepEqual(loadUserConfig(undefined, env), { config: {}, file: null, shown: path.join(xdg, 'verdict', 'config.json'), ringer: { file: null, notes: [] } });
   });
 
   it('the default file is read when it exists; $VERDICT_CONFIG beats it; --config beats both', () => {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { LineIndex } from '../manifest/positions';
+import { loadRingerConfig } from './ringer-config';
 
 /** The user's Verdict config file (JSON or JSONC). Every field is optional. */
 export interface VerdictConfig {
@@ -60,15 +61,22 @@ export function locateConfig(flag?: string | null, env: NodeJS.ProcessEnv = proc
 }
 
 /**
- * The user's config, from the place {@link locateConfig} picks.
- * @returns the config (empty when no file is in force), the file read (null: none) and `shown` (the file, or the
- *   default path it would be read from: the place to tell the user to edit)
- * @throws Error naming the file (and line:column or field) when the file cannot be read or is invalid
+ * The user's config, from the place {@link locateConfig} picks, over Ringer's config.toml when one exists
+ * (ringer-config.ts: identity_default, allow_full_access, [engines.NAME]): each field of Verdict's file wins, and
+ * engines merge by name (Verdict's entry wins).
+ * @returns the config (empty when no file is in force), the file read (null: none), `shown` (the file, or the
+ *   default path it would be read from: the place to tell the user to edit) and `ringer` (the Ringer file read, or
+ *   null, and notes on what was not taken over)
+ * @throws Error naming the file (and line:column or field) when either file cannot be read or is invalid
  */
-export function loadUserConfig(flag?: string | null, env: NodeJS.ProcessEnv = process.env): { config: VerdictConfig; file: string | null; shown: string } {
+export function loadUserConfig(flag?: string | null, env: NodeJS.ProcessEnv = process.env): { config: VerdictConfig; file: string | null; shown: string; ringer: { file: string | null; notes: string[] } } {
   const where = locateConfig(flag, env);
   if (where.via === '$VERDICT_CONFIG' && !fs.existsSync(where.shown)) throw new Error(`${where.shown}: the config file named by $VERDICT_CONFIG does not exist`);
-  return { ...loadConfig(where.file), shown: where.shown };
+  const own = loadConfig(where.file);
+  const ringer = loadRingerConfig(env);
+  const config: VerdictConfig = { ...ringer.config, ...own.config };
+  if (ringer.config.engines && own.config.engines) config.engines = { ...ringer.config.engines, ...own.config.engines };
+  return { config, file: own.file, shown: where.shown, ringer: { file: ringer.file, notes: ringer.notes } };
 }
 
 /**

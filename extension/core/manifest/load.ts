@@ -149,6 +149,11 @@ export function loadManifest(file: string, options: ParseOptions = {}): { manife
   return { manifest, warnings: problems.filter((p) => p.severity === 'warning') };
 }
 
+/** A string field where Ringer reads "" (or blanks) as unset (its Task.from_json strips model and task_type): trimmed, or null. */
+function blankAsNull(v: unknown): string | null {
+  return typeof v === 'string' && v.trim() ? v.trim() : null;
+}
+
 function toManifest(data: Record<string, unknown> & { tasks: Record<string, unknown>[] }, file: string): Manifest {
   const dir = path.dirname(file);
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -158,8 +163,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     check: t.check as string,
     expectFiles: (t.expect_files as string[] | undefined) ?? [],
     engine: str(t.engine) ?? DEFAULT_ENGINE,
-    model: str(t.model),
-    taskType: str(t.task_type),
+    model: blankAsNull(t.model),
+    taskType: blankAsNull(t.task_type),
     timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
     checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),
     watchdogMs: typeof t.watchdog_s === 'number' ? Math.round(t.watchdog_s * 1000) : null,

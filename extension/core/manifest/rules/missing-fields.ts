@@ -17,12 +17,12 @@ export const missingVerified: Rule = (doc) =>
     }));
 
 /**
- * missing-task-type (info): a task without `task_type`, so the scoreboard cannot say which model to trust with
+ * missing-task-type (info): a task without `task_type` (or with Ringer's empty one), so the scoreboard cannot say which model to trust with
  * this kind of work. Not for the `script` engine (no model to score). The range is the task's key.
  */
 export const missingTaskType: Rule = (doc, ctx) =>
   doc.tasks
-    .filter((t) => typeof t.raw.task_type !== 'string' && harnessOf(t, ctx) !== 'script')
+    .filter((t) => !(typeof t.raw.task_type === 'string' && t.raw.task_type.trim()) && harnessOf(t, ctx) !== 'script')
     .map((task): RuleFinding => ({
       rule: 'missing-task-type',
       severity: 'info',
