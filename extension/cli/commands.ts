@@ -238,10 +238,10 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'doctor',
     args: [],
-    flags: { json, home, config },
-    summary: 'what this machine offers a run: sandbox (or why not), git, node, engines, home, config file',
+    flags: { json, home, config, probe: { type: 'boolean', help: 'also send each installed, logged-in engine a one-line prompt (a real model call: a few tokens each)' } },
+    summary: 'what this machine offers a run: sandbox, git, node, engines (version, login), home, config, Postgres',
     exit: '0 a run can start here with the defaults, 1 it cannot (the problems are listed)',
-    run: ({ flags }, io) => doctorCommand({ home: flags.home, config: flags.config, json: flags.json }, io),
+    run: ({ flags }, io) => doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe }, io),
   }),
   command({
     name: 'verify-log',

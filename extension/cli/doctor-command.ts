@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { findBinary, resolveEngines } from '../../engines';
-import { loadUserConfig, locateConfig } from '../core/config/config';
+import { loadUserConfig, locateConfig, postgresUrlOf, type VerdictConfig } from '../core/config/config';
+import { engineHealth, type EngineHealth } from './doctor-engines';
 import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
@@ -20,15 +21,23 @@ export interface DoctorReport {
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
-  /** Every engine (built-ins and the config's), with its binary on PATH or null and how to install it. */
-  engines: { name: string; binary: string; found: string | null; install: string }[];
+  /**
+   * Every engine (built-ins and the config's): its binary on PATH or null, version, login, the probe's answer (with
+   * --probe) and the command that fixes what is wrong. An engine's trouble stops only the tasks that use it, so it
+   * is listed in `fixes`, not `problems`.
+   */
+  engines: EngineHealth[];
+  /** Postgres (postgres_url or VERDICT_PG_URL), when configured: reachable or why not (the URL without its password). */
+  postgres: { url: string; reachable: boolean; error: string | null } | null;
+  /** One line each: something that does not stop a run but will bite (an engine not installed or logged out, Postgres down), with the command that fixes it. */
+  fixes: string[];
   /** VERDICT_HOME and whether records can be written there (`exists` false: it will be created). */
   home: { path: string; exists: boolean; writable: boolean };
   /**
    * The config file in force: `file` null when none (built-in defaults), `shown` the file or the default path it
    * would be read from, `via` what chose it, `error` why it does not load (then runs stop with exit 2).
    */
-  config: { file: string | null; shown: string; via: string; error: string | null; sandbox: boolean; allowFullAccess: boolean };
+  config: { file: string | null; shown: string; via: string; error: string | null; sandbox: boolean; allowFullAccess: boolean; ringer: string | null };
 }
 
 /** Options of {@link doctorReport}. `env` defaults to process.env (PATH, VERDICT_BWRAP, VERDICT_CONFIG…). */
@@ -36,6 +45,8 @@ export interface DoctorOptions {
   home?: string;
   config?: string;
   env?: NodeJS.ProcessEnv;
+  /** Send each installed, not logged-out engine a one-line prompt (a real model call: a few tokens each). */
+  probe?: boolean;
 }
 
 /**
@@ -46,13 +57,17 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const env = options.env ?? process.env;
   const problems: string[] = [];
   const where = locateConfig(options.config, env);
-  let config: DoctorReport['config'] = { file: where.file, shown: where.shown, via: where.via, error: null, sandbox: true, allowFullAccess: false };
+  let config: DoctorReport['config'] = { file: where.file, shown: where.shown, via: where.via, error: null, sandbox: true, allowFullAccess: false, ringer: null };
   let customEngines: Record<string, unknown> = {};
+  let loadedConfig: VerdictConfig = {};
+  const fixes: string[] = [];
   try {
     const loaded = loadUserConfig(options.config, env);
     const settings = settingsFromConfig(loaded.config, loaded.shown);
-    config = { ...config, file: loaded.file, sandbox: settings.sandbox, allowFullAccess: settings.allowFullAccess };
+    config = { ...config, file: loaded.file, sandbox: settings.sandbox, allowFullAccess: settings.allowFullAccess, ringer: loaded.ringer.file };
     customEngines = settings.engines;
+    loadedConfig = loaded.config;
+    fixes.push(...loaded.ringer.notes);
   } catch (e) {
     config.error = (e as Error).message;
     problems.push(`config: ${config.error}`);
@@ -74,10 +89,17 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
 
   let engines: DoctorReport['engines'] = [];
   try {
-    engines = [...resolveEngines(customEngines, where.shown).values()].map((e) => ({ name: e.name, binary: e.binary, found: findBinary(e.binary, env.PATH ?? ''), install: e.install }));
+    engines = await Promise.all([...resolveEngines(customEngines, where.shown).values()].map((e) => engineHealth(e, env, options.probe === true)));
   } catch (e) {
     problems.push(`engines: ${(e as Error).message}`);
   }
+  for (const e of engines) {
+    if (!e.found) fixes.push(`${e.name}: ${e.binary} is not installed — ${e.install}`);
+    else if (e.login === 'no') fixes.push(`${e.name}: not logged in (${e.loginDetail}) — ${e.fix}`);
+    else if (e.probe && !e.probe.ok) fixes.push(`${e.name}: installed${e.login === 'yes' ? ' and logged in' : ''}, but did not answer: ${e.probe.detail}`);
+  }
+  const postgres = await postgresCheck(postgresUrlOf(loadedConfig, env));
+  if (postgres && !postgres.reachable) fixes.push(`postgres: ${postgres.url} is not reachable (${postgres.error}) — rows wait in runs.jsonl and are sent once it is; check the server, or unset VERDICT_PG_URL / postgres_url`);
 
   const homePath = resolveHome(options.home, env);
   const home = { path: homePath, exists: fs.existsSync(homePath), writable: writableOrCreatable(homePath) };
@@ -90,9 +112,50 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
     engines,
+    postgres,
+    fixes,
     home,
     config,
   };
+}
+
+/** Connects to Postgres and runs `select 1` (5 s limit); null when no URL is configured. Never throws. */
+async function postgresCheck(url: string | null): Promise<DoctorReport['postgres']> {
+  if (!url) return null;
+  const shown = redactPassword(url);
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000, query_timeout: 5000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return { url: shown, reachable: true, error: null };
+  } catch (e) {
+    return { url: shown, reachable: false, error: (e as Error).message.split('\n')[0] ?? String(e) };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** A connection URL with its password replaced by `***`. */
+function redactPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  }
+}
+
+/** One engine's line: where, version, login, probe; or how to install it. */
+function engineLine(e: EngineHealth): string {
+  if (!e.found) return `${e.binary} not on PATH — ${e.install}`;
+  const parts = [`${e.found}${e.version ? ` (${e.version})` : ''}`];
+  if (e.login === 'yes') parts.push(`logged in (${e.loginDetail})`);
+  else if (e.login === 'no') parts.push(`NOT logged in — ${e.fix}`);
+  else if (e.login === 'unknown') parts.push('login unknown');
+  if (e.probe) parts.push(e.probe.ok ? `answers: ${e.probe.detail}` : `does NOT answer: ${e.probe.detail}`);
+  return parts.join(', ');
 }
 
 /** True when `dir` is a writable folder, or does not exist and its nearest existing ancestor is one. */
@@ -127,12 +190,19 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
   io.out(`node: ${r.node.version} (${r.node.binary})`);
   io.out('engines:');
   const width = Math.max(0, ...r.engines.map((e) => e.name.length));
-  for (const e of r.engines) io.out(`  ${e.name.padEnd(width)}  ${e.found ?? `${e.binary} not on PATH — ${e.install}`}`);
+  for (const e of r.engines) io.out(`  ${e.name.padEnd(width)}  ${engineLine(e)}`);
+  if (r.postgres) io.out(`postgres: ${r.postgres.url} ${r.postgres.reachable ? 'reachable' : `NOT reachable (${r.postgres.error})`}`);
   io.out(`home: ${r.home.path} (${r.home.writable ? (r.home.exists ? 'writable' : 'will be created') : 'NOT writable'})`);
   const c = r.config;
   const chosen = c.via === 'default' ? (c.file ? 'the default file' : 'absent: built-in defaults') : `from ${c.via}`;
   io.out(`config: ${c.file ?? c.shown} (${chosen})${c.error ? '' : `: sandbox ${c.sandbox ? 'on' : 'off'}, allow_full_access ${c.allowFullAccess}`}`);
+  if (c.ringer) io.out(`ringer config: ${c.ringer} (read below the config above)`);
   io.out('');
+  if (r.fixes.length) {
+    io.out('to fix:');
+    for (const f of r.fixes) io.out(`  ${f}`);
+    io.out('');
+  }
   if (r.ok) io.out('a run can start here with the defaults');
   else {
     io.out('a run cannot start here with the defaults:');

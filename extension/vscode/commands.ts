@@ -16,6 +16,7 @@ import type { ManifestDiagnostics } from './diagnostics';
 import { isManifestDocument } from './diagnostics';
 import { editorIdentity, requireTrust, type RunLauncher } from './launcher';
 import { diffArguments, type LogKind, type RunsTreeProvider, type TaskRef } from './runs-tree';
+import { runDoctor } from './doctor';
 import { treatAsManifest } from './manifest-files';
 import { readSettings } from './settings';
 
@@ -288,6 +289,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     'verdict.lintManifest': (uri?: unknown) => lintManifestCommand(ctx, uri),
     'verdict.refreshRuns': () => ctx.tree.refresh(),
     'verdict.treatAsManifest': (uri?: unknown) => treatAsManifestCommand(ctx, uri),
+    'verdict.doctor': (opts?: { probe?: boolean; show?: boolean }) => runDoctor(ctx.launcher.cli, ctx.log, opts),
   };
   return Object.entries(table).map(([id, fn]) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown));
 }

@@ -73,7 +73,7 @@ export class RunLauncher implements vscode.Disposable {
   private readonly started = new Map<string, DetachedRun>();
 
   /** @param cli the bundled CLI, `<extension>/dist/cli.js` */
-  constructor(private readonly cli: string, private readonly log: vscode.LogOutputChannel) {}
+  constructor(readonly cli: string, private readonly log: vscode.LogOutputChannel) {}
 
   /** The orchestrators this window started, by run id (pid and log). */
   launched(): ReadonlyMap<string, Pick<DetachedRun, 'pid' | 'logFile'>> {

@@ -124,3 +124,79 @@ describe('verdict doctor and the config file (CLI)', function () {
     assert.equal(allowed.exitCode, 0, allowed.all);
   });
 });
+
+/** `verdict doctor` per engine: installed (version), logged in, answering (--probe); Postgres; each problem with its fix. */
+describe('verdict doctor: engines and Postgres (CLI)', function () {
+  this.timeout(60000);
+  let dir: string;
+  let bin: string;
+  let env: Record<string, string>;
+  /** A fake CLI on PATH: a shell script. */
+  const fake = (name: string, body: string) => {
+    const file = path.join(bin, name);
+    fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    return file;
+  };
+  beforeEach(() => {
+    dir = tempDir();
+    bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // No credential variables from this machine: exactly PATH, HOME and the XDG folders.
+    env = { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'xdg'), XDG_DATA_HOME: path.join(dir, 'data'), VERDICT_HOME: path.join(dir, 'home') };
+  });
+
+  it('an engine installed but not logged in: its version, NOT logged in, and the command that fixes it', async () => {
+    const codex = fake('codex', 'case "$1" in --version) echo "codex-cli 9.9.9-fake";; login) echo "Not logged in" >&2; exit 1;; *) echo "unexpected: $*" >&2; exit 3;; esac');
+    const r = await run(['doctor'], env);
+    assert.match(r.stdout, new RegExp(`^ {2}codex +${codex} \\(codex-cli 9\\.9\\.9-fake\\), NOT logged in — codex login`, 'm'), r.all);
+    assert.match(r.stdout, /^to fix:$/m);
+    assert.match(r.stdout, /^ {2}codex: not logged in \(codex login status: Not logged in\) — codex login/m);
+    // Not installed: the install command.
+    assert.match(r.stdout, /^ {2}gemini: gemini is not installed — npm i -g @google\/gemini-cli/m);
+    const j = JSON.parse((await run(['doctor', '--json'], env)).stdout);
+    // An engine's trouble stops only its own tasks: a fix to list, not a reason to say a run cannot start.
+    assert.deepEqual(j.problems.filter((p: string) => /codex|gemini/.test(p)), []);
+    const c = j.engines.find((e: { name: string }) => e.name === 'codex');
+    assert.deepEqual([c.found, c.version, c.login, c.fix], [codex, 'codex-cli 9.9.9-fake', 'no', 'codex login   (or set OPENAI_API_KEY)']);
+    assert.equal(j.engines.find((e: { name: string }) => e.name === 'script').login, 'n/a');
+    // The same CLI with a key in the environment: logged in, and nothing to fix for it.
+    const k = JSON.parse((await run(['doctor', '--json'], { ...env, OPENAI_API_KEY: 'sk-test' })).stdout);
+    assert.deepEqual([k.engines.find((e: { name: string }) => e.name === 'codex').login, k.engines.find((e: { name: string }) => e.name === 'codex').loginDetail], ['yes', '$OPENAI_API_KEY is set']);
+    assert.ok(!k.fixes.some((f: string) => f.startsWith('codex:')), k.fixes.join('\n'));
+  });
+
+  it('a credentials file counts as logged in; an empty one does not', async () => {
+    fake('opencode', 'echo 1.0.0-fake');
+    const auth = path.join(dir, 'data', 'opencode', 'auth.json');
+    fs.mkdirSync(path.dirname(auth), { recursive: true });
+    fs.writeFileSync(auth, '{}');
+    const opencode = async () => JSON.parse((await run(['doctor', '--json'], env)).stdout).engines.find((e: { name: string }) => e.name === 'opencode');
+    assert.equal((await opencode()).login, 'no');
+    fs.writeFileSync(auth, '{ "openrouter": { "type": "api", "key": "k" } }');
+    assert.deepEqual([(await opencode()).login, (await opencode()).loginDetail], ['yes', auth]);
+  });
+
+  it('--probe: a one-line prompt through the engine\'s own command; an engine that answers and one that does not', async () => {
+    fake('answers', 'echo OK');
+    fake('broken', 'echo "Error: 401 Unauthorized: invalid api key" >&2; exit 1');
+    const cfg = path.join(dir, 'xdg', 'verdict', 'config.json');
+    fs.mkdirSync(path.dirname(cfg), { recursive: true });
+    fs.writeFileSync(cfg, JSON.stringify({ engines: { answers: { binary: 'answers', argv: ['{spec}'] }, broken: { binary: 'broken', argv: ['{spec}'] } } }));
+    const plain = JSON.parse((await run(['doctor', '--json'], env)).stdout);
+    assert.equal(plain.engines.find((e: { name: string }) => e.name === 'answers').probe, null, 'no model call without --probe');
+    const r = await run(['doctor', '--probe'], env);
+    assert.match(r.stdout, /^ {2}answers .*login unknown, answers: answered$/m, r.all);
+    assert.match(r.stdout, /^ {2}broken .*does NOT answer: auth \(exit 1\): Error: 401 Unauthorized: invalid api key$/m);
+    assert.match(r.stdout, /^ {2}broken: installed, but did not answer: auth/m);
+  });
+
+  it('Postgres configured but not reachable: said, with the password hidden; a run can still start', async function () {
+    const r = await run(['doctor'], { ...env, VERDICT_PG_URL: 'postgres://verdict:s3cret@127.0.0.1:9/verdict' });
+    assert.match(r.stdout, /^postgres: postgres:\/\/verdict:\*\*\*@127\.0\.0\.1:9\/verdict NOT reachable \(.+\)$/m, r.all);
+    assert.match(r.stdout, /^ {2}postgres: .* is not reachable .* rows wait in runs\.jsonl/m);
+    assert.doesNotMatch(r.all ?? '', /s3cret/);
+    const j = JSON.parse((await run(['doctor', '--json'], { ...env, VERDICT_PG_URL: 'postgres://verdict:s3cret@127.0.0.1:9/verdict' })).stdout);
+    assert.equal(j.postgres.reachable, false);
+    assert.deepEqual(j.problems.filter((p: string) => /postgres/.test(p)), [], 'an outage never fails a run: not a problem, a fix');
+  });
+});

@@ -30,7 +30,7 @@ describe('verdict doctor (command function)', () => {
     assert.match(text, /^sandbox: bwrap \S+ \(\/\S*bwrap\): every step runs in its own PID namespace, filesystem read-only except the task dir, a scratch dir and the engine's state dirs$/m);
     assert.match(text, /^git: \d+\.\d+\S* \(\/\S+\/git\)$/m);
     assert.match(text, new RegExp(`^node: ${process.version.replace(/\./g, '\\.')} `, 'm'));
-    assert.match(text, /^ {2}script +\/\S+\/bash$/m);
+    assert.match(text, /^ {2}script +\/\S+\/bash \(.*\)$/m);
     assert.match(text, /^ {2}codex +(\/\S+|codex not on PATH — npm i -g @openai\/codex)$/m);
     assert.match(text, new RegExp(`^home: ${path.join(dir, 'home')} \\(will be created\\)$`, 'm'));
     assert.match(text, new RegExp(`^config: ${path.join(dir, 'xdg', 'verdict', 'config.json')} \\(absent: built-in defaults\\): sandbox on, allow_full_access false$`, 'm'));
