@@ -10,7 +10,9 @@
 import type { AttemptState, RunLiveness, TaskState } from './run-state';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
-export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type TaskStatus, type Verdict } from './status';
+export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type StepName, type TaskStatus, type Verdict } from './status';
+/** The order every view lists tasks in (the task graph's). */
+export { afterLabel, graphOrder } from './task-order';
 
 /** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
 export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
@@ -34,6 +36,9 @@ export interface RunView {
   heartbeatAt: number;
   maxParallel: number;
   worktrees: boolean;
+  /** The run is paused (no new attempt starts) or draining (nothing more starts); false in older records. */
+  paused: boolean;
+  draining: boolean;
   counts: { total: number; queued: number; active: number; passed: number; failed: number; other: number };
   /** Tokens in + out over attempts with known usage. */
   tokens: number;
@@ -78,6 +83,19 @@ export interface OutputChunk {
   totalBytes: number;
 }
 
+/**
+ * What a page may ask its host to do to one task (buttons of the run document): `stop` and `rerun` go through the
+ * run's control channel (as `verdict stop|rerun`), `merge` through the merge queue (as `verdict merge`), `open-diff`
+ * opens VS Code's diff editor (the VS Code host only; the browser host serves the diff as text at `diff?run=&task=`).
+ */
+export type TaskAction = 'stop' | 'rerun' | 'merge' | 'open-diff';
+
+/** Every TaskAction, for validators. */
+export const TASK_ACTIONS = ['stop', 'rerun', 'merge', 'open-diff'] as const satisfies readonly TaskAction[];
+
+/** Most bytes of a task's diff the browser host's `diff` endpoint returns; a longer diff is cut and says so. */
+export const DIFF_MAX_BYTES = 512 * 1024;
+
 /** What a `load-artifact` request may ask for. */
 export type ArtifactKind = 'manifest' | 'prompt' | 'check-output' | 'worker-log';
 
@@ -90,7 +108,9 @@ export type PageToHost =
   /** Asks for one file of a run; `key`/`attempt` are required for every kind but `manifest`. Reply: did-load-artifact. */
   | { type: 'load-artifact'; seq: number; runId: string; artifact: ArtifactKind; key?: string; attempt?: number }
   /** Asks for the scoreboard. Reply: did-load-scoreboard. */
-  | { type: 'load-scoreboard'; seq: number };
+  | { type: 'load-scoreboard'; seq: number }
+  /** Asks the host to act on one task of a run (see TaskAction). Reply: did-act, once the action is done or refused. */
+  | { type: 'task-action'; seq: number; runId: string; key: string; action: TaskAction };
 
 /** Messages from the host to the page. */
 export type HostToPage =
@@ -108,13 +128,19 @@ export type HostToPage =
   | { type: 'did-load-artifact'; replyTo: number; runId: string; artifact: ArtifactKind; key: string | null; attempt: number | null; text: string | null; truncatedBytes: number; error: string | null }
   /** Reply to load-scoreboard. `source` names the module the rows came from. */
   | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; source: string; error: string | null }
+  /**
+   * Reply to task-action. `done`: it happened (a stop or rerun acknowledged in state.json, the branch merged, the diff
+   * opened); `refused`: it did not, `message` says why (a refusal of the run, a conflict, a failing re-check…);
+   * `sent`: a control command was appended but not acknowledged in time. `message` is one line for the page.
+   */
+  | { type: 'did-act'; replyTo: number; runId: string; key: string; action: TaskAction; result: 'done' | 'refused' | 'sent'; message: string }
   /** The host refused a message from the page (it was logged there too). */
   | { type: 'did-reject'; reason: string }
   /** The user asked the host for a view (VS Code: "Verdict: Show Scoreboard"); the page navigates there. */
   | { type: 'show-view'; view: 'live' | 'library' | 'scoreboard' };
 
 /** Every `type` of PageToHost, for validators and exhaustive switches. */
-export const PAGE_TO_HOST_TYPES = ['ready', 'select-run', 'load-artifact', 'load-scoreboard'] as const satisfies readonly PageToHost['type'][];
+export const PAGE_TO_HOST_TYPES = ['ready', 'select-run', 'load-artifact', 'load-scoreboard', 'task-action'] as const satisfies readonly PageToHost['type'][];
 
 /** Bytes of worker output a host keeps and sends per worker (the ring); the page keeps the same. */
 export const OUTPUT_RING_BYTES = 16 * 1024;

@@ -10,6 +10,11 @@ export interface Host {
   post(message: PageToHost): void;
   /** `onMessage` gets every host message; `onConnect` runs each time a (new) connection is up: send `ready` then. */
   start(onMessage: (m: HostToPage) => void, onConnect: () => void, onDisconnect: () => void): void;
+  /**
+   * GETs a read-only resource of the browser host relative to the page (e.g. `diff?run=…&task=…`): its status and text.
+   * Absent in VS Code, whose host answers messages only.
+   */
+  getText?(relative: string): Promise<{ status: number; text: string }>;
   /** UI state kept across reloads of the page (VS Code: the panel's state; browser: memory only). */
   getState<T>(): T | undefined;
   setState<T>(state: T): void;
@@ -62,6 +67,8 @@ function browserHost(): Host {
         onDisconnect();
       };
     },
+    // Relative URL: under /t/<token>/ like every other request of the page.
+    getText: (relative) => fetch(relative).then(async (r) => ({ status: r.status, text: await r.text() })),
     getState: <T>() => memory as T | undefined,
     setState: (s) => {
       memory = s;

@@ -1,6 +1,6 @@
 // The page's state: what the host sent (runs, outputs, replies) and where the user is (view, run, filters).
 // Host messages are applied in one exhaustive switch; only navigation is persisted through the host.
-import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type RunView, type ScoreRow, type SkippedView } from '../schemas/protocol';
+import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type RunView, type ScoreRow, type SkippedView, type TaskAction } from '../schemas/protocol';
 import { host } from './host';
 
 /** The views of the app. */
@@ -31,6 +31,21 @@ export interface ArtifactState {
   error: string | null;
 }
 
+/** The last action asked for on a task (its buttons): pending until the host's did-act. */
+export interface ActState {
+  action: TaskAction;
+  pending: boolean;
+  result: 'done' | 'refused' | 'sent' | null;
+  message: string;
+}
+
+/** A task's diff as the browser host served it (its diff endpoint). */
+export interface DiffState {
+  loading: boolean;
+  text: string | null;
+  error: string | null;
+}
+
 const saved = host.getState<Navigation>();
 
 /** Everything the views render. */
@@ -42,6 +57,8 @@ export const app = $state({
   outputs: {} as Record<string, OutputTail>,
   artifacts: {} as Record<string, ArtifactState>,
   scoreboard: null as { rows: ScoreRow[]; source: string; error: string | null } | null,
+  acts: {} as Record<string, ActState>,
+  diffs: {} as Record<string, DiffState>,
   rejected: [] as string[],
   nav: (saved ?? { view: 'live', runId: null, library: { name: '', identity: '', from: '', to: '' }, scoreboard: { taskType: '', model: '' } }) as Navigation,
   /** Page clock, ticks every second for elapsed times. */
@@ -81,6 +98,31 @@ export function loadArtifact(runId: string, artifact: ArtifactKind, key: string 
   send(key === null || attempt === null ? { type: 'load-artifact', seq: seq++, runId, artifact } : { type: 'load-artifact', seq: seq++, runId, artifact, key, attempt });
 }
 
+/** Key of a task's action state and diff: run and task. */
+export const taskKey = (runId: string, key: string) => `${runId}/${key}`;
+
+/**
+ * Asks the host to act on a task (its buttons). In the browser, `open-diff` reads the host's diff endpoint and the
+ * page shows the text; in VS Code the extension opens its diff editor.
+ */
+export function act(runId: string, key: string, action: TaskAction): void {
+  const id = taskKey(runId, key);
+  if (action === 'open-diff' && host.getText) {
+    if (app.diffs[id]?.text) {
+      delete app.diffs[id];
+      return;
+    }
+    app.diffs[id] = { loading: true, text: null, error: null };
+    host.getText(`diff?run=${encodeURIComponent(runId)}&task=${encodeURIComponent(key)}`).then(
+      (r) => (app.diffs[id] = r.status === 200 ? { loading: false, text: r.text, error: null } : { loading: false, text: null, error: r.text.trim() || `HTTP ${r.status}` }),
+      (e: Error) => (app.diffs[id] = { loading: false, text: null, error: e.message }),
+    );
+    return;
+  }
+  app.acts[id] = { action, pending: true, result: null, message: '' };
+  send({ type: 'task-action', seq: seq++, runId, key, action });
+}
+
 /** Applies one host message. */
 export function apply(m: HostToPage): void {
   switch (m.type) {
@@ -90,6 +132,8 @@ export function apply(m: HostToPage): void {
       app.skipped = m.skipped;
       app.outputs = {};
       app.artifacts = {};
+      app.acts = {};
+      app.diffs = {};
       break;
     case 'did-change-run': {
       const old = app.runs[m.run.runId];
@@ -122,6 +166,9 @@ export function apply(m: HostToPage): void {
       break;
     case 'did-load-scoreboard':
       app.scoreboard = { rows: m.rows, source: m.source, error: m.error };
+      break;
+    case 'did-act':
+      app.acts[taskKey(m.runId, m.key)] = { action: m.action, pending: false, result: m.result, message: m.message };
       break;
     case 'did-reject':
       app.rejected = [...app.rejected.slice(-4), m.reason];

@@ -26,9 +26,9 @@ export interface HudProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `node dist/cli.js hud --no-open --port 0 --home <home>` and waits for its URL (at most 20 s). */
-export async function startHudProcess(home: string): Promise<HudProcess> {
-  const child = execa('node', [CLI, 'hud', '--no-open', '--port', '0', '--home', home], { reject: false, stdin: 'ignore', buffer: false });
+/** Starts `node dist/cli.js hud --no-open --port 0 --home <home>` (with `env` added) and waits for its URL (at most 20 s). */
+export async function startHudProcess(home: string, env: Record<string, string> = {}): Promise<HudProcess> {
+  const child = execa('node', [CLI, 'hud', '--no-open', '--port', '0', '--home', home], { reject: false, stdin: 'ignore', buffer: false, env });
   let out = '';
   let err = '';
   child.stderr?.on('data', (c: Buffer) => (err += c.toString()));

@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { localActions } from '../../core/dashboard/actions';
 import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
+import { resolveIdentity } from '../../core/host/identity';
 import { listRuns } from '../../core/live/registry';
 import type { DashboardLog } from '../../core/dashboard/source';
-import type { Io } from '../io';
-import { UsageError } from '../io';
+import { loadUserConfig } from '../../core/config/config';
+import { InputError, UsageError, type Io } from '../io';
 import { packageRoot } from '../package-root';
 import { canOpenBrowser, openInBrowser } from './browser';
 import { findRunningHud, removeHudRecord, writeHudRecord } from './hud-file';
@@ -42,16 +44,25 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   }
   const log: DashboardLog = { info: (m) => io.err(`${new Date().toISOString()} ${m}`), warn: (m) => io.err(`${new Date().toISOString()} ${m}`) };
   const scoreboard = () => dashboardScoreboard(flags.home);
+  // The page's stop and rerun are acknowledged in the run's state.json as sent by whoever runs this hud.
+  let configIdentity: string | undefined;
+  try {
+    configIdentity = loadUserConfig(undefined).config.identity;
+  } catch (e) {
+    throw new InputError((e as Error).message);
+  }
+  const by = resolveIdentity({ cwd: process.cwd(), configDefault: configIdentity }).identity;
+  const actions = localActions(flags.home, by);
   let hud: Hud;
   try {
-    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard });
+    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     if (explicit) {
       io.err(`verdict: port ${port} on 127.0.0.1 is taken; pick another with --port (0: any free port)`);
       return 2;
     }
-    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard });
+    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions });
     io.err(`port ${port} is taken; serving on ${hud.port} instead`);
   }
   writeHudRecord(flags.home, { pid: process.pid, port: hud.port, url: hud.url, home: flags.home, startedAt: Date.now() });

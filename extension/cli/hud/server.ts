@@ -3,6 +3,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { DIFF_MAX_BYTES, SAFE_ID } from '../../../schemas/protocol';
+import type { DashboardActions } from '../../core/dashboard/actions';
+import { taskDiff } from '../../core/dashboard/diff';
 import { DashboardSession, type ScoreboardProvider } from '../../core/dashboard/session';
 import { DashboardSource, type DashboardLog } from '../../core/dashboard/source';
 import { newNonce, pageHtml, WEBVIEW_FILES } from '../../core/dashboard/page-html';
@@ -31,6 +34,8 @@ export interface HudOptions {
   assets: string;
   log: DashboardLog;
   scoreboard: ScoreboardProvider;
+  /** What the page's stop, rerun and merge buttons do (core/dashboard/actions.ts localActions); absent: refused. */
+  actions?: DashboardActions;
 }
 
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
@@ -40,7 +45,11 @@ const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8',
  * (as the first path segment under /t/; 32 bytes from crypto.randomBytes) and a Host header naming this server
  * (127.0.0.1:<port> or localhost:<port>, against DNS rebinding); anything else gets 403. The page receives
  * server-sent events (`events`) and sends messages with POST (`message?client=<id>`), each validated by its
- * DashboardSession. @throws the listen error (EADDRINUSE…)
+ * DashboardSession. A POST must also come from the page itself: its Origin header must be this server's
+ * (http://127.0.0.1:<port> or http://localhost:<port>) and its body `application/json`, so a page of another origin
+ * cannot make the hud stop, rerun or merge anything even if it learnt the token (a cross-origin fetch sends its own
+ * Origin, and a form or `no-cors` request cannot send JSON). `diff?run=<id>&task=<key>` (GET) returns a task's diff
+ * as text (core/dashboard/diff.ts). @throws the listen error (EADDRINUSE…)
  */
 export async function startHud(opts: HudOptions): Promise<Hud> {
   const token = crypto.randomBytes(32).toString('base64url');
@@ -79,9 +88,30 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
       return;
     }
     if (req.method === 'GET' && sub === '/events') return openEvents(res);
+    if (req.method === 'GET' && sub === '/diff') return serveDiff(url.searchParams.get('run') ?? '', url.searchParams.get('task') ?? '', send);
+    if (req.method === 'POST') {
+      const origin = req.headers.origin ?? '';
+      if (origin !== `http://127.0.0.1:${port}` && origin !== `http://localhost:${port}`) {
+        opts.log.warn(`hud: 403 for a POST from origin "${origin.slice(0, 80)}" (only the page itself may post)`);
+        req.resume();
+        return send(403, 'forbidden: only the dashboard page itself may post\n');
+      }
+      if (!/^application\/json(;|$)/i.test(req.headers['content-type'] ?? '')) {
+        req.resume();
+        return send(415, 'messages are application/json\n');
+      }
+    }
     if (req.method === 'POST' && sub === '/message') return receive(req, url.searchParams.get('client') ?? '', send);
     return send(404, 'not found\n');
   });
+
+  function serveDiff(runId: string, key: string, send: (status: number, body: string) => void): void {
+    if (!SAFE_ID.test(runId) || !SAFE_ID.test(key)) return send(400, 'diff needs run=<run id>&task=<task key>\n');
+    void taskDiff(source.run(runId), key).then((d) => {
+      if (!d.ok) return send(d.status, `${d.reason}\n`);
+      send(200, d.truncated ? `${d.text}\n… the diff is longer than ${DIFF_MAX_BYTES} bytes; the rest is not shown (git diff on the task branch shows it all)\n` : d.text);
+    });
+  }
 
   function openEvents(res: http.ServerResponse): void {
     const id = crypto.randomBytes(12).toString('base64url');
@@ -90,7 +120,7 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
     const session = new DashboardSession(
       source,
       { post: (msg) => void res.write(`data: ${JSON.stringify(msg)}\n\n`), busy: () => res.writableLength > SSE_BUSY_BYTES },
-      { host: 'browser', log: opts.log, scoreboard: opts.scoreboard, name: `client ${id}` },
+      { host: 'browser', log: opts.log, scoreboard: opts.scoreboard, actions: opts.actions, name: `client ${id}` },
     );
     // A comment line now and then keeps proxies and idle timers from closing the stream.
     const ping = setInterval(() => res.write(': ping\n\n'), 15000);

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { OUTPUT_RING_BYTES, PATCH_INTERVAL_MS, type HostToPage, type OutputChunk, type PageToHost, type ScoreRow } from '../../../schemas/protocol';
+import type { DashboardActions } from './actions';
 import { loadArtifact } from './artifacts';
 import { LogTail } from './log-tail';
 import type { DashboardLog, DashboardSource, RunPatch } from './source';
@@ -41,7 +42,8 @@ export class DashboardSession {
   constructor(
     private readonly source: DashboardSource,
     private readonly transport: PageTransport,
-    private readonly opts: { host: 'vscode' | 'browser'; log: DashboardLog; scoreboard: ScoreboardProvider; name?: string },
+    /** `actions`: what the host does for `task-action` (absent: every one is refused). */
+    private readonly opts: { host: 'vscode' | 'browser'; log: DashboardLog; scoreboard: ScoreboardProvider; actions?: DashboardActions; name?: string },
   ) {}
 
   /** Handles one message from the page, after validating it. Returns false when it was rejected. */
@@ -105,6 +107,31 @@ export class DashboardSession {
           (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], source: '', error: e.message }),
         );
         return true;
+      case 'task-action': {
+        const reply = (result: 'done' | 'refused' | 'sent', message: string) =>
+          this.transport.post({ type: 'did-act', replyTo: m.seq, runId: m.runId, key: m.key, action: m.action, result, message });
+        const info = this.source.run(m.runId);
+        if (!info || !info.state.tasks.some((t) => t.key === m.key)) {
+          reply('refused', `no task ${m.key} in run ${m.runId}`);
+          return true;
+        }
+        if (!this.opts.actions) {
+          reply('refused', 'this dashboard host does not act on tasks');
+          return true;
+        }
+        this.opts.log.info(`dashboard${this.opts.name ? ` ${this.opts.name}` : ''}: ${m.action} ${m.key} of run ${m.runId} asked by the page`);
+        this.opts.actions(m.action, info, m.key).then(
+          (r) => {
+            this.opts.log.info(`dashboard: ${m.action} ${m.key} of run ${m.runId}: ${r.result} — ${r.message}`);
+            reply(r.result, r.message);
+          },
+          (e: Error) => {
+            this.opts.log.warn(`dashboard: ${m.action} ${m.key} of run ${m.runId} failed: ${e.message}`);
+            reply('refused', e.message.split('\n')[0] ?? String(e));
+          },
+        );
+        return true;
+      }
       default: {
         const never: never = m;
         return this.reject(`unhandled ${JSON.stringify(never)}`);

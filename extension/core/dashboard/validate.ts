@@ -1,5 +1,5 @@
 import Ajv, { type JSONSchemaType } from 'ajv';
-import { SAFE_ID, type PageToHost } from '../../../schemas/protocol';
+import { SAFE_ID, TASK_ACTIONS, type PageToHost } from '../../../schemas/protocol';
 
 // One JSON Schema per message type; additionalProperties false, so an unknown field is as wrong as an unknown type.
 const id = { type: 'string', pattern: SAFE_ID.source } as const;
@@ -29,6 +29,12 @@ const schemas: Record<PageToHost['type'], object> = {
     then: { required: ['key', 'attempt'] },
   },
   'load-scoreboard': { type: 'object', properties: { type: { const: 'load-scoreboard' }, seq }, required: ['type', 'seq'], additionalProperties: false },
+  'task-action': {
+    type: 'object',
+    properties: { type: { const: 'task-action' }, seq, runId: id, key: id, action: { enum: [...TASK_ACTIONS] } },
+    required: ['type', 'seq', 'runId', 'key', 'action'],
+    additionalProperties: false,
+  },
 };
 
 const ajv = new Ajv({ allErrors: false, strict: false });

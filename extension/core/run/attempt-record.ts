@@ -61,6 +61,8 @@ export interface AttemptRecord {
   startedAt: number;
   phase: AttemptState['phase'];
   steps: StepRecord[];
+  /** The step running now (absent between steps): state.json's `step` shows it, so views see where the attempt is. */
+  currentStep?: StepName;
   workerPid: number | null;
   workerStartTime: string | null;
   worker: Receipt | null;
@@ -119,7 +121,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     notes: rec.reason,
     retry: rec.retry,
     sandbox: rec.sandbox,
-    step: rec.steps[rec.steps.length - 1]?.step ?? null,
+    step: rec.currentStep ?? rec.steps[rec.steps.length - 1]?.step ?? null,
     engine: rec.engine,
     model: rec.model,
   };

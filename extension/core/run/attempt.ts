@@ -101,6 +101,8 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     if (!step.when(rec, task)) continue;
     const startedAt = Date.now();
     let note = '';
+    rec.currentStep = step.name;
+    sync();
     try {
       if (task.abort.signal.aborted) throw new Cancelled();
       const judged = await step.run(ctx, task, rec, io);
@@ -116,6 +118,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
       note = rec.reason;
     }
     rec.steps.push({ step: step.name, startedAt, endedAt: Date.now(), note });
+    delete rec.currentStep;
     if (rec.verdict !== null && rec.verdict !== 'PASS') break;
   }
   return settle(ctx, task, rec, io);

@@ -3,6 +3,7 @@ import { newNonce, pageHtml, WEBVIEW_FILES } from '../../core/dashboard/page-htm
 import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { DashboardSession } from '../../core/dashboard/session';
 import { DashboardSource } from '../../core/dashboard/source';
+import { editorActions } from './actions';
 
 /** The webview panel type; also the serializer's key (package.json: activationEvents onWebviewPanel:verdict.dashboard). */
 export const DASHBOARD_VIEW_TYPE = 'verdict.dashboard';
@@ -54,7 +55,7 @@ export class DashboardPanel implements vscode.Disposable {
         },
         busy: () => this.inFlight > MAX_IN_FLIGHT,
       },
-      { host: 'vscode', log, scoreboard: () => dashboardScoreboard(home), name: 'panel' },
+      { host: 'vscode', log, scoreboard: () => dashboardScoreboard(home), actions: editorActions, name: 'panel' },
     );
     this.subscriptions.push(
       webview.onDidReceiveMessage((m: unknown) => this.session.receive(m)),

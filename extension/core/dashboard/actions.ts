@@ -1,0 +1,58 @@
+import type { TaskAction } from '../../../schemas/protocol';
+import { mergeQueue } from '../git/merge';
+import type { RunInfo } from '../live/registry';
+import { mergeRequestsForRun } from '../run/merge-plan';
+import { sendControlAndWait } from '../run/run-launch';
+
+/** How an action on a task ended, as the page is told (protocol `did-act`): one line in `message`. */
+export interface ActionReply {
+  result: 'done' | 'refused' | 'sent';
+  message: string;
+}
+
+/**
+ * What a dashboard host does when its page asks to act on one task of a run (`task-action`). The session has already
+ * checked the run and the task exist. Resolves with the reply; a rejection is reported to the page as refused.
+ */
+export type DashboardActions = (action: TaskAction, info: RunInfo, key: string) => Promise<ActionReply>;
+
+/**
+ * The actions of a host that acts itself (`verdict hud`), the way the CLI verbs do: `stop` and `rerun` append to the
+ * run's control channel and wait (up to `ackWaitMs`, default 15 s) for the orchestrator's acknowledgment in state.json
+ * (`by` names the sender there), exactly as `verdict stop|rerun`; `merge` runs the merge queue for that one task as
+ * `verdict merge RUN TASK` (rebase onto the repository's current branch, re-check in the sandbox, fast-forward), one
+ * merge at a time however many pages ask; `open-diff` is refused (a browser reads the diff endpoint instead).
+ */
+export function localActions(home: string, by: string, opts: { ackWaitMs?: number } = {}): DashboardActions {
+  let merging: Promise<unknown> = Promise.resolve();
+  return async (action, info, key) => {
+    const runId = info.state.runId;
+    switch (action) {
+      case 'stop':
+      case 'rerun': {
+        if (info.liveness !== 'running') {
+          return { result: 'refused', message: `run ${runId} is not live (${info.liveness}); ${action} acts on a running run${action === 'rerun' ? `: to run again what did not pass, use verdict resume ${runId}` : ''}` };
+        }
+        const { command, ack } = await sendControlAndWait(info.stateFile, { verb: action, task: key, by }, opts.ackWaitMs);
+        if (!ack) return { result: 'sent', message: `${action} ${key}: sent (command ${command.id}), not acknowledged yet` };
+        return { result: ack.result, message: `${action} ${key}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''}` };
+      }
+      case 'merge': {
+        const run = async (): Promise<ActionReply> => {
+          const requests = mergeRequestsForRun(home, info.state, [key]);
+          const task = info.state.tasks.find((t) => t.key === key);
+          if (!requests.length) return { result: 'refused', message: `${key} is ${task?.status ?? 'unknown'}: only a task that passed has work on its branch to merge` };
+          const [o] = await mergeQueue(requests);
+          if (!o) return { result: 'refused', message: `${key}: nothing merged` };
+          if (o.status === 'MERGED') return { result: 'done', message: `${key}: MERGED (now ${o.sha.slice(0, 10)})` };
+          return { result: 'refused', message: `${key}: ${o.status} — ${o.reason}` };
+        };
+        const done = merging.then(run, run);
+        merging = done.catch(() => undefined);
+        return done;
+      }
+      case 'open-diff':
+        return { result: 'refused', message: 'this host shows the diff as text (its diff endpoint); it opens no editor' };
+    }
+  };
+}

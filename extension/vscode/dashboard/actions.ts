@@ -1,0 +1,36 @@
+import * as vscode from 'vscode';
+import type { ActionReply, DashboardActions } from '../../core/dashboard/actions';
+import type { MergeOutcome } from '../../core/git/merge';
+import type { ControlAck } from '../../core/live/control';
+
+/** The reply when a command returned nothing: it refused and said why in a notification (commands.ts `refuse`). */
+const SEE_NOTIFICATION: ActionReply = { result: 'refused', message: 'not done; the notification says why' };
+
+/**
+ * The dashboard webview's task buttons, done by the extension's own commands (so trust, confirmations and messages are
+ * the runs tree's): stop → Stop Task, rerun → Rerun Task (of a live run: the control channel), merge → Merge Task
+ * (the merge queue), open-diff → Review Task (VS Code's diff editor).
+ */
+export const editorActions: DashboardActions = async (action, info, key) => {
+  const ref = { runId: info.state.runId, key };
+  switch (action) {
+    case 'stop':
+    case 'rerun': {
+      // A finished run's Rerun Task starts a new run; from a dashboard button, resume is the way (as in the browser).
+      if (action === 'rerun' && info.liveness !== 'running') return { result: 'refused', message: `run ${ref.runId} is not live (${info.liveness}); Resume Run runs again what did not pass` };
+      const ack = await vscode.commands.executeCommand<ControlAck | undefined>(action === 'stop' ? 'verdict.stopTask' : 'verdict.rerunTask', ref);
+      if (!ack) return SEE_NOTIFICATION;
+      return { result: ack.result, message: `${action} ${key}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''}` };
+    }
+    case 'merge': {
+      const outcomes = await vscode.commands.executeCommand<MergeOutcome[] | undefined>('verdict.mergeTask', ref);
+      const o = outcomes?.[0];
+      if (!o) return SEE_NOTIFICATION;
+      return o.status === 'MERGED' ? { result: 'done', message: `${key}: MERGED (now ${o.sha.slice(0, 10)})` } : { result: 'refused', message: `${key}: ${o.status} — ${o.reason}` };
+    }
+    case 'open-diff': {
+      const files = await vscode.commands.executeCommand<number | undefined>('verdict.reviewTask', ref);
+      return files === undefined ? SEE_NOTIFICATION : { result: 'done', message: `${key}: ${files} changed file${files === 1 ? '' : 's'} in the diff editor` };
+    }
+  }
+};

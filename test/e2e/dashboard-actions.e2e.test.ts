@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { execa, type ResultPromise } from 'execa';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CLI } from '../helpers/cli';
+import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { CHROMIUM, CHROMIUM_ARGS, findChromium, startHudProcess, type HudProcess } from '../helpers/hud';
+import { requireSandbox } from '../helpers/sandbox-env';
+import type { RunState } from '../../extension/core/live/state';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const IMAGES = path.resolve(process.env.VERDICT_UPDATE_SCREENSHOTS === '1' ? 'docs/images' : 'out/screenshots');
+
+/** A client id of the hud's event stream, taken the way a page gets one (its `hello` event). */
+async function clientId(url: string): Promise<{ client: string; close: () => void }> {
+  const ac = new AbortController();
+  const res = await fetch(new URL('events', url), { signal: ac.signal });
+  const reader = res.body!.getReader();
+  let text = '';
+  for (;;) {
+    const { value } = await reader.read();
+    text += Buffer.from(value ?? new Uint8Array()).toString('utf8');
+    const m = /event: hello\ndata: (\{.*\})/.exec(text);
+    if (m?.[1]) return { client: (JSON.parse(m[1]) as { client: string }).client, close: () => ac.abort() };
+  }
+}
+
+describe('dashboard buttons in a browser: stop, merge and diff through verdict hud; a foreign origin cannot act', function () {
+  this.timeout(240000);
+  let dir: string;
+  let home: string;
+  let repo: string;
+  let hud: HudProcess;
+  let browser: Browser;
+  let page: Page;
+  let run: ResultPromise | undefined;
+  let runId = '';
+  const consoleErrors: string[] = [];
+  const state = () => JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as RunState;
+
+  before(async function () {
+    if (!findChromium()) {
+      console.log('    skipped: no Chromium or Chrome found; set CHROMIUM=/path/to/chrome to run the dashboard browser tests');
+      this.skip();
+    }
+    // The merge re-checks the task in the sandbox, and refuses without one.
+    await requireSandbox(this);
+    dir = tempDir();
+    home = path.join(dir, 'home');
+    repo = makeRepo(path.join(dir, 'repo'));
+    hud = await startHudProcess(home, { VERDICT_IDENTITY: 'hud-user' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await page.goto(hud.url);
+    // Listed dependent first: every view shows it after its prerequisite anyway.
+    const manifest = writeManifest(repo, {
+      run_name: 'buttons',
+      worktrees: true,
+      max_parallel: 4,
+      tasks: [
+        { ...scriptTask('blocked', 'echo never', 'true'), after: ['fails'] },
+        scriptTask('sleeper', 'echo sleeping until stopped; sleep 600', 'true'),
+        scriptTask('writer', 'echo hello > hello.txt', 'test -s hello.txt'),
+        scriptTask('fails', 'echo nothing', 'echo "hello.txt is missing"; exit 1', { max_attempts: 1 }),
+      ],
+    });
+    run = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+    for (let i = 0; i < 400 && !runId; i++) {
+      await sleep(50);
+      const ids = fs.existsSync(path.join(home, 'runs')) ? fs.readdirSync(path.join(home, 'runs')) : [];
+      runId = ids.find((id) => fs.existsSync(path.join(home, 'runs', id, 'state.json'))) ?? '';
+    }
+    assert.ok(runId, 'the run started');
+  });
+
+  after(async () => {
+    await browser?.close();
+    await hud?.stop();
+    if (run) {
+      run.kill('SIGINT');
+      await run;
+    }
+  });
+
+  it('shows the run in graph order with each task\'s step, its prerequisites and BLOCKED with the reason', async () => {
+    await page.locator('.run-row', { hasText: 'buttons' }).locator('.run-open').click();
+    const blocked = page.locator('.deliverable[data-key="blocked"]');
+    await blocked.locator('[data-verdict="BLOCKED"]').waitFor({ timeout: 60000 });
+    assert.match(await blocked.getByTestId('task-reason').innerText(), /^BLOCKED: .*fails/);
+    assert.equal(await blocked.getByTestId('after').innerText(), 'after fails');
+    assert.deepEqual(await page.locator('.deliverable').evaluateAll((els) => els.map((e) => e.getAttribute('data-key'))), ['sleeper', 'writer', 'fails', 'blocked']);
+    // The sleeper is in its work step; the failed task says where its attempt ended.
+    await page.locator('.deliverable[data-key="sleeper"] [data-testid="step"]', { hasText: 'attempt 1 · work' }).waitFor({ timeout: 30000 });
+    assert.match(await page.locator('.deliverable[data-key="fails"] .attempt-line').innerText(), /FAIL at check/);
+    await page.locator('.deliverable[data-key="writer"] .deliverable-head [data-verdict="PASS"]').waitFor({ timeout: 60000 });
+  });
+
+  it('refuses a stop posted by a page of another origin, even one holding the token and a client id: nothing reaches the run', async () => {
+    const { client, close } = await clientId(hud.url);
+    const target = new URL(`message?client=${client}`, hud.url).toString();
+    const body = JSON.stringify({ type: 'task-action', seq: 1, runId, key: 'sleeper', action: 'stop' });
+    // The hostile page: a server on another port of 127.0.0.1 is another origin.
+    const evil = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<!doctype html><form id="f" method="POST" enctype="text/plain" action="${target}"><input name='${body.slice(0, -2)}' value='"}'></form>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    try {
+      const hostile = await browser.newPage();
+      await hostile.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+      const outcome = (await hostile.evaluate(`(async () => {
+        const out = [];
+        // A simple request (no preflight): sent, but refused for its Origin; the page cannot read the answer.
+        out.push(await fetch(${JSON.stringify(target)}, { method: 'POST', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body: ${JSON.stringify(body)} }).then((r) => r.type, (e) => 'error ' + e.message));
+        // JSON needs a preflight, which the hud never allows.
+        out.push(await fetch(${JSON.stringify(target)}, { method: 'POST', headers: { 'content-type': 'application/json' }, body: ${JSON.stringify(body)} }).then((r) => 'status ' + r.status, () => 'blocked'));
+        return out;
+      })()`)) as string[];
+      assert.deepEqual(outcome, ['opaque', 'blocked']);
+      // A form posted across origins (a navigation) carries the hostile Origin too.
+      await Promise.all([hostile.waitForNavigation(), hostile.evaluate('document.getElementById("f").submit()')]);
+      assert.match(await hostile.content(), /forbidden: only the dashboard page itself may post/);
+      await hostile.close();
+    } finally {
+      evil.close();
+      close();
+    }
+    // From outside any browser, a POST without the page's Origin is refused the same way.
+    const bare = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(bare.status, 403);
+    await sleep(1000);
+    assert.equal(fs.existsSync(path.join(home, 'runs', runId, 'control.jsonl')), false, 'no control command was appended');
+    assert.equal(state().tasks.find((t) => t.key === 'sleeper')?.status, 'running');
+    assert.match(hud.log(), /403 for a POST from origin "http:\/\/127\.0\.0\.1:\d+"/);
+  });
+
+  it('shows a passed task\'s diff as text (the hud\'s read-only diff endpoint)', async () => {
+    await page.locator('vscode-button[data-action="open-diff"][data-key="writer"]').click();
+    const diff = page.locator('pre[data-testid="diff-text"][data-key="writer"]');
+    await diff.waitFor({ timeout: 20000 });
+    const text = await diff.innerText();
+    assert.match(text, /^diff --git a\/hello\.txt b\/hello\.txt/m);
+    assert.match(text, /^\+hello$/m);
+  });
+
+  it('stops the sleeping task with its Stop button: acknowledged in state.json, the task CANCELLED, the run ends', async () => {
+    await page.screenshot({ path: path.join(IMAGES, 'dashboard-buttons.png'), fullPage: true });
+    await page.locator('vscode-button[data-action="stop"][data-key="sleeper"]').click();
+    const result = page.locator('[data-testid="act-result"][data-key="sleeper"]');
+    await result.and(page.locator('[data-result="done"], [data-result="refused"], [data-result="sent"]')).waitFor({ timeout: 30000 });
+    assert.match(await result.innerText(), /^stop sleeper: done/);
+    const ack = state().control?.find((c) => c.verb === 'stop');
+    assert.ok(ack, 'the stop is acknowledged in state.json');
+    assert.deepEqual([ack.task, ack.result, ack.by], ['sleeper', 'done', 'hud-user']);
+    assert.ok(ack.ackAt >= ack.at);
+    assert.equal(state().tasks.find((t) => t.key === 'sleeper')?.status, 'CANCELLED');
+    const end = await run!;
+    run = undefined;
+    assert.equal(end.exitCode, 1, String(end.all));
+    await page.locator('[data-liveness="finished"]').first().waitFor({ timeout: 20000 });
+  });
+
+  it('merges the passed task with its Merge button: its branch lands on the base branch', async () => {
+    const before = git(repo, 'rev-parse', 'main');
+    assert.equal(fs.existsSync(path.join(repo, 'hello.txt')), false);
+    await page.locator('vscode-button[data-action="merge"][data-key="writer"]').click();
+    const result = page.locator('[data-testid="act-result"][data-key="writer"]');
+    await result.and(page.locator('[data-result="done"], [data-result="refused"]')).waitFor({ timeout: 60000 });
+    assert.match(await result.innerText(), /^writer: MERGED \(now [0-9a-f]{10}\)/);
+    assert.notEqual(git(repo, 'rev-parse', 'main'), before);
+    assert.equal(git(repo, 'show', 'main:hello.txt'), 'hello');
+    assert.equal(fs.readFileSync(path.join(repo, 'hello.txt'), 'utf8'), 'hello\n', 'the checkout of the base branch has it');
+    // A failed task has no Merge button, and a merge asked for anyway is refused by the host.
+    assert.equal(await page.locator('vscode-button[data-action="merge"][data-key="fails"]').count(), 0);
+  });
+
+  it('ran under its CSP without a violation or a page error', () => {
+    assert.deepEqual(consoleErrors, []);
+  });
+});
