@@ -39,6 +39,10 @@ export function scoreboardText(v: ScoreboardView): string[] {
     out.push('', 'kept out of the rates (engine errors and rate limits):');
     out.push(...table(['model', 'task_type', 'errors', 'rate limits', 'engines'], v.errors.map((e) => [e.model ?? '(no model)', e.task_type ?? '-', String(e.errors), String(e.rate_limits), e.engines.join(',')])).map((l) => `  ${l}`));
   }
+  if (v.reviews.length) {
+    out.push('', 'reviews (rows with step review, per reviewing model; not attempts: never in the rates above):');
+    out.push(...table(['model', 'reviews', 'approve', 'changes', 'reject', 'error', 'engines', 'last seen'], v.reviews.map((r) => [r.model ?? '(no model)', String(r.reviews), String(r.approve), String(r.changes), String(r.reject), String(r.errors), r.engines.join(','), r.last_seen?.slice(0, 10) ?? '-'])).map((l) => `  ${l}`));
+  }
   if (v.quarantined.length) {
     out.push('', `quarantined: ${v.totals.quarantined_attempts} attempt(s) with no stamped model (not credited to any model):`);
     out.push(...v.quarantined.map((q) => `  task_type ${q.task_type ?? '-'}: ${q.tasks} task(s), ${q.passed} passed, engines ${q.engines.join(',')}`));

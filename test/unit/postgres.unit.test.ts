@@ -105,4 +105,42 @@ describe('postgres mirror (unit, a real PostgreSQL on 127.0.0.1)', function () {
     assert.equal(v.intact, false);
     assert.ok(v.findings.some((f) => f.kind === 'cut' && /Postgres verdict_chain_heads records 3 rows for host hc, the log has 2/.test(f.message)), JSON.stringify(v.findings));
   });
+
+  it('review rows land beside their attempt\'s work row, each once, in a table made before the step columns; --pg keeps them out of the attempts', async () => {
+    const c = new pg.Client({ connectionString: server.url });
+    await c.connect();
+    try {
+      // swarm_runs as the previous version made it (no step, reviewer, review_verdict), with one row in it.
+      await c.query('DROP TABLE swarm_runs');
+      await c.query(`CREATE TABLE swarm_runs (row_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER, ord BIGINT NOT NULL, model TEXT, task_type TEXT NOT NULL,
+        engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT, verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
+        identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
+      await c.query(`INSERT INTO swarm_runs (row_key, run_id, task_key, attempt, ord, model, task_type, engine, verdict, format, row) VALUES ('old/t/1', 'old', 't', 1, 1, 'm9', 'pg', 'script', 'PASS', 'verdict', '{}')`);
+      const home = tempDir();
+      const log = path.join(home, 'runs.jsonl');
+      const review = (attempt: number, reviewer: number, verdict: 'approve' | 'changes' | null): EvalRow => ({ ...evalRow('run-r', 'k', attempt, verdict === 'approve' ? 'PASS' : verdict ? 'FAIL' : 'ERROR', `rev${reviewer}`), worker_engine: 'claude', step: 'review', review: { reviewer, verdict, concerns: verdict === 'changes' ? ['x'] : [] } });
+      await appendEvalRow(log, evalRow('run-r', 'k', 1, 'FAIL', 'm4'));
+      await appendEvalRow(log, review(1, 1, 'changes'));
+      await appendEvalRow(log, review(1, 2, null));
+      await appendEvalRow(log, evalRow('run-r', 'k', 2, 'PASS', 'm4'));
+      await appendEvalRow(log, review(2, 1, 'approve'));
+      const sent = await syncToPostgres(home, server.url);
+      assert.deepEqual([sent.sent, sent.inserted], [5, 5]);
+      assert.deepEqual(await keys(server.url), ['old/t/1', 'run-r/k/1', 'run-r/k/1/review/1', 'run-r/k/1/review/2', 'run-r/k/2', 'run-r/k/2/review/1']);
+      const cols = (await c.query("SELECT row_key, step, reviewer, review_verdict FROM swarm_runs WHERE row_key LIKE 'old/%' OR row_key LIKE 'run-r/k/1%' ORDER BY row_key")).rows;
+      assert.deepEqual(cols.map((r: Record<string, unknown>) => [r.row_key, r.step, r.reviewer, r.review_verdict]), [
+        ['old/t/1', 'work', null, null],
+        ['run-r/k/1', 'work', null, null],
+        ['run-r/k/1/review/1', 'review', 1, 'changes'],
+        ['run-r/k/1/review/2', 'review', 2, null],
+      ]);
+      const { view } = await loadScoreboard({ home, postgresUrl: server.url });
+      const m4 = view.rows.find((r) => r.model === 'm4');
+      assert.deepEqual([m4?.tasks, m4?.attempts, m4?.passed, m4?.first_try], [1, 2, 1, 0]);
+      assert.ok(!view.rows.some((r) => r.model?.startsWith('rev')), 'a reviewer is not credited with attempts');
+      assert.deepEqual(view.reviews.map((r) => [r.model, r.reviews, r.approve, r.changes, r.errors]), [['rev1', 2, 1, 1, 0], ['rev2', 1, 0, 0, 1]]);
+    } finally {
+      await c.end();
+    }
+  });
 });

@@ -166,6 +166,41 @@ describe('scoreboard (unit)', () => {
     index.close();
   });
 
+  it('review rows are not attempts: the figures do not move; each reviewing model gets its own line of verdicts', async () => {
+    const home = tempDir();
+    const review = (base: ReturnType<typeof row>, engine: string, model: string | null, reviewer: number, verdict: 'approve' | 'changes' | 'reject' | null) => ({
+      ...base, worker_engine: engine, harness: engine, model, step: 'review', verdict: verdict === 'approve' ? 'PASS' : verdict === null ? 'ERROR' : 'FAIL', review: { reviewer, verdict, concerns: verdict === 'approve' || verdict === null ? [] : ['x'] },
+    });
+    const rows = generatedLog();
+    const withReviews: object[] = [];
+    clock = 100;
+    for (const r of rows as ReturnType<typeof row>[]) {
+      withReviews.push({ ...r, step: 'work' });
+      if (r.verdict !== 'PASS' && r.verdict !== 'FAIL') continue;
+      // Two reviewers of every judged attempt: claude approves a PASS and asks changes of a FAIL; gemini errs on r2.
+      withReviews.push(review(row(r.run_id, r.task_key, r.attempt, '', null, r.task_type, '', 5, 7, 11), 'claude', 'rev/claude', 1, r.verdict === 'PASS' ? 'approve' : 'changes'));
+      withReviews.push(review(row(r.run_id, r.task_key, r.attempt, '', null, r.task_type, '', 5, 7, 11), 'gemini', 'rev/gemini', 2, r.run_id === 'r2' ? null : 'reject'));
+    }
+    writeLog(path.join(home, 'runs.jsonl'), withReviews);
+    const { view, source } = await loadScoreboard({ home });
+    const plain = tempDir();
+    writeLog(path.join(plain, 'runs.jsonl'), generatedLog());
+    const expected = (await loadScoreboard({ home: plain })).view;
+    // Every figure as without the reviews (last_seen aside: the review rows came later).
+    const strip = (v: typeof view) => ({ ...v, rows: v.rows.map((r) => ({ ...r, last_seen: null })), quarantined: v.quarantined.map((r) => ({ ...r, last_seen: null })), reviews: [] });
+    assert.deepEqual(strip(view), strip(expected));
+    assert.equal(source.rows, 14);
+    assert.deepEqual(view.reviews.map((r) => [r.model, r.reviews, r.approve, r.changes, r.reject, r.errors, r.engines]), [
+      ['rev/claude', 11, 8, 3, 0, 0, ['claude']],
+      ['rev/gemini', 11, 0, 0, 6, 5, ['gemini']],
+    ]);
+    // From the cache (unchanged log) and filtered by engine and model, the same way.
+    assert.deepEqual((await loadScoreboard({ home })).view.reviews, view.reviews);
+    assert.deepEqual((await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.reviews.map((r) => r.model), ['rev/gemini']);
+    assert.deepEqual((await loadScoreboard({ home, filters: { model: 'claude' } })).view.reviews.map((r) => r.model), ['rev/claude']);
+    assert.deepEqual((await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.rows, []);
+  });
+
   it('an incremental update gives the same figures as a rebuild', async () => {
     const home = tempDir();
     const log = path.join(home, 'runs.jsonl');

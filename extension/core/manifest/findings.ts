@@ -27,7 +27,8 @@ export type RuleId =
   | 'duplicate-key'
   | 'unsafe-key'
   | 'task-graph'
-  | 'repeat';
+  | 'repeat'
+  | 'self-review';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

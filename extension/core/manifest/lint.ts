@@ -29,6 +29,7 @@ import { serialFanOut } from './rules/serial-fan-out';
 import { missingExpectFiles, missingTaskType, missingVerified } from './rules/missing-fields';
 import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
+import { selfReview } from './rules/self-review';
 
 export type { LintContext } from './rules/document';
 
@@ -61,6 +62,7 @@ const RULES: Rule[] = [
   missingExpectFiles,
   modelNotRoutable,
   fullAccessNotEnabled,
+  selfReview,
 ];
 
 /** The rule each loader problem is reported under. */

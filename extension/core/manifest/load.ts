@@ -9,7 +9,7 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { repeatProblems } from './rules/repeat';
 import { compileRepeat } from './repeat';
-import { ManifestError, type EngineChoice, type Manifest, type ManifestProblem, type ProblemCode, type TaskSpec } from './types';
+import { ManifestError, type EngineChoice, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
@@ -80,6 +80,17 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
     }
   }
+  // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task).
+  const unknownReviewers = (entries: unknown, at: (string | number)[], where: string) => {
+    if (!Array.isArray(entries) || !options.engines) return;
+    entries.forEach((entry, j) => {
+      const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
+      if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
+      const path = typeof entry === 'string' ? [...at, 'engines', j] : [...at, 'engines', j, 'engine'];
+      error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `unknown reviewer engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+    });
+  };
+  if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
   const seen = new Map<string, number>();
   taskList.forEach((t, i) => {
     if (!isObject(t)) return;
@@ -113,6 +124,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
         error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, 'candidates', j, 'engine'], index), path: `tasks[${i}].candidates[${j}].engine`, message: `unknown engine "${name}" (candidate ${j + 1} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
       });
     }
+    if (isObject(t.review)) unknownReviewers(t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
@@ -176,6 +188,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
     fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) })),
     after: (t.after as string[] | undefined) ?? [],
+    review: t.review === false ? null : reviewPolicy(isObject(t.review) ? t.review : data.review),
   }));
   return {
     file,
@@ -190,6 +203,15 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     include: (data.include as string[] | undefined) ?? [],
     tasks: compileRepeat(tasks, data.tasks),
     raw: data,
+  };
+}
+
+/** A schema-valid `review` object as a ReviewPolicy (`require` defaults to all); null when there is none. */
+function reviewPolicy(v: unknown): ReviewPolicy | null {
+  if (!isObject(v) || !Array.isArray(v.engines)) return null;
+  return {
+    engines: v.engines.map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof f.model === 'string' ? f.model : null })),
+    require: v.require === 'majority' || v.require === 'any' ? v.require : 'all',
   };
 }
 

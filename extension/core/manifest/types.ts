@@ -48,6 +48,19 @@ export interface TaskSpec {
   candidate?: number;
   /** On a group's own entry: how its winner is chosen (its `after` lists its candidates). */
   select?: SelectMode;
+  /** `review` (the task's, else the run's): reviewers that must approve a passed check; null for none. */
+  review: ReviewPolicy | null;
+}
+
+/**
+ * Who reviews a task's work after its check passed, and how many approvals it needs (run/steps/review.ts,
+ * run/review-verdict.ts).
+ */
+export interface ReviewPolicy {
+  /** The reviewers, in order (model null: that engine's default). */
+  engines: EngineChoice[];
+  /** Approvals needed: every reviewer, more than half, or one. */
+  require: 'all' | 'majority' | 'any';
 }
 
 /**

@@ -12,6 +12,7 @@ import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
 import type { AttemptState, RunState, TaskState } from '../live/state';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow } from '../store/eval-row';
+import type { ReviewRecord } from './review-record';
 
 export type { StepName };
 
@@ -83,6 +84,8 @@ export interface AttemptRecord {
   /** Workflow group and candidate number (eval row `group`, `candidate`); null outside a workflow. */
   group: string | null;
   candidate: number | null;
+  /** The reviews of this attempt (step `review`, run/review-record.ts), one per reviewer that ran; absent: none. */
+  reviews?: ReviewRecord[];
 }
 
 /** Tokens in + out, or null when either is unknown. */

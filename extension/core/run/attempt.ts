@@ -12,6 +12,7 @@ import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
 import { nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
+import { reviewConcerns, reviewRow } from './review-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import { DEFAULT_STEPS } from './steps';
 
@@ -145,22 +146,25 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   if (next.kind === 'requeue') task.rateLimited++;
   else task.used++;
   if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason });
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) });
   }
   const files = recordFiles(rec);
-  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.reviews ? { reviews: rec.reviews } : {}) }, null, 2));
   for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${rec.attempt}-${step}`), { recursive: true, force: true });
   fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
 
   const row = evalRow(rec);
-  try {
-    await appendEvalRow(evalLogPath(opts.home), row);
-    ctx.spend.rowWritten();
-  } catch (e) {
-    // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
-    const message = `the eval row of ${spec.key} attempt ${rec.attempt} (${verdict}) could not be written: ${(e as Error).message}`;
-    ctx.recordErrors.push(message);
-    ctx.emit({ type: 'task-note', key: spec.key, note: message });
+  // The work row, then one row per review of this attempt (step review, credited to the reviewer).
+  for (const r of [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review))]) {
+    try {
+      await appendEvalRow(evalLogPath(opts.home), r);
+      ctx.spend.rowWritten();
+    } catch (e) {
+      // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
+      const message = `the ${r.step === 'work' ? 'eval row' : `${r.step} row of ${r.worker_engine}`} of ${spec.key} attempt ${rec.attempt} (${r.verdict}) could not be written: ${(e as Error).message}`;
+      ctx.recordErrors.push(message);
+      ctx.emit({ type: 'task-note', key: spec.key, note: message });
+    }
   }
 
   task.records.push(rec);
@@ -169,7 +173,9 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   task.state.status = willRetry ? 'retry_queued' : verdict;
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
-  const outcome = { costMicroUsd: rec.costMicroUsd, rateLimited: verdict === 'RATE_LIMITED' };
+  // The reviewers' known costs count against the budget with the worker's.
+  const reviewCost = (rec.reviews ?? []).reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
+  const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED' };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };
   return { ...outcome, requeueAfterMs: null };

@@ -52,8 +52,9 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     if (problem) problems.push(problem);
   }
   const binaries = new Map<string, string>();
-  // Every engine a task may run on: its own and each of its fallback engines (a retry must not fail for a missing binary).
-  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine)]))) {
+  // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
+  // and its reviewers.
+  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine), ...(t.review?.engines ?? []).map((r) => r.engine)]))) {
     const engine = engines.get(name);
     if (!engine) {
       problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);

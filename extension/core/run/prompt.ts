@@ -14,16 +14,30 @@ export interface FailureContext {
   workerTail: string;
   /** One line, e.g. "the worker ran out of time after 900 s". */
   reason: string;
+  /**
+   * The check passed but reviewers did not approve: one entry per reviewer that asked for changes or rejected, with
+   * its concerns (run/steps/review.ts). Absent or empty: no review section.
+   */
+  review?: { who: string; verdict: 'changes' | 'reject'; concerns: string[] }[];
 }
+
+/** Bytes of reviewers' concerns injected into a retry. */
+export const RETRY_REVIEW_BYTES = 8 * 1024;
 
 /**
  * The failure text handed to a retry: why the last attempt failed, the check command and the verbatim tail of its
- * output, and the tail of the worker's own log. Bounded: at most RETRY_CHECK_BYTES + RETRY_WORKER_BYTES of output.
+ * output, and the tail of the worker's own log; after a review that did not approve, first the reviewers' concerns.
+ * Bounded: at most RETRY_REVIEW_BYTES + RETRY_CHECK_BYTES + RETRY_WORKER_BYTES of output.
  */
 export function failureText(f: FailureContext): string {
+  const review = (f.review ?? []).flatMap((r) => [
+    `${r.who} ${r.verdict === 'reject' ? 'rejected the work as a whole: rethink the approach' : 'asked for these changes'}:`,
+    ...r.concerns.map((c) => `- ${c}`),
+  ]);
   return [
     `Attempt ${f.attempt} was judged ${f.verdict}: ${f.reason}.`,
     '',
+    ...(review.length ? ['The check passed, but the reviewers did not approve the work. Address every concern below; the check must still pass.', cutHead(review.join('\n'), RETRY_REVIEW_BYTES), ''] : []),
     `The check command (run with bash -c in your working directory; exit 0 is the only pass):`,
     '```sh',
     f.check,
@@ -37,6 +51,13 @@ export function failureText(f: FailureContext): string {
     tailBytes(f.workerTail, RETRY_WORKER_BYTES).trimEnd() || '(no output)',
     '```',
   ].join('\n');
+}
+
+/** The first `maxBytes` bytes of `text` (UTF-8, cut on a character boundary). */
+function cutHead(text: string, maxBytes: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= maxBytes) return text;
+  return `${buf.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '')}\n(cut)`;
 }
 
 /** The retry prompt: the original spec, then the failure text and a request to fix it in place. */

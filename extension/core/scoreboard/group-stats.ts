@@ -60,11 +60,12 @@ function median(col: string): string {
 }
 
 /**
- * The aggregation, in SQL over the attempts table (extension/core/store/sqlite-index.ts), for the rows `where`
- * selects (a SQL condition on attempts' columns; '1' for all). Columns in {@link GROUP_COLUMNS} order.
+ * The aggregation, in SQL over the attempts table (extension/core/store/sqlite-index.ts), for the work rows `where`
+ * selects (a SQL condition on attempts' columns; '1' for all): only `step = 'work'` rows are attempts (a review row is
+ * the reviewer's, counted by review-stats.ts). Columns in {@link GROUP_COLUMNS} order.
  */
 export function groupStatsSql(where: string): string {
-  return `WITH a AS (SELECT * FROM attempts WHERE ${where}),
+  return `WITH a AS (SELECT * FROM attempts WHERE step = 'work' AND (${where})),
   t AS (SELECT model, task_type,
           MIN(CASE WHEN ${JUDGED} THEN ord END) AS first_judged,
           MIN(CASE WHEN verdict = 'PASS' THEN ord END) AS first_pass

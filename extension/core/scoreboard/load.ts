@@ -9,13 +9,14 @@ import writeFileAtomic from 'write-file-atomic';
 import { fileSize } from '../store/log-lines';
 import { ATTEMPT_COLUMNS, EvalIndex, headOf, INDEX_SCHEMA_VERSION, openCurrentIndex, type CorruptLine } from '../store/sqlite-index';
 import { GROUP_STATS_TABLE, GROUP_COLUMNS, groupStatsSql, queryGroupStats, refreshGroupStats, type GroupStats } from './group-stats';
+import { queryReviewStats, type ReviewerStats } from './review-stats';
 import { scoreboardView, type ScoreboardFilters, type ScoreboardView } from './view';
 
 /** Where the evidence came from, for the footer of `verdict models` and the panel. */
 export interface ScoreboardSource {
   /** runs.jsonl read (absolute), or the Postgres table. */
   from: string;
-  /** Attempts in the evidence (all verdicts, before filters). */
+  /** Attempts in the evidence (work rows, all verdicts, before filters; review rows are counted in view.reviews). */
   rows: number;
   /** Corrupt lines of runs.jsonl skipped (never fatal), with the first few. */
   corrupt: number;
@@ -117,7 +118,7 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
       insert.free();
       const { where, params } = aggregationWhere(filters);
       const stats = queryGroupStats(index.db, groupStatsSql(where), params);
-      return { view: scoreboardView(stats, catalog, filters), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError } };
+      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError } };
     } finally {
       index.close();
     }
@@ -127,13 +128,15 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   const cacheFile = indexFileFor(opts.home, logFile) + '.groups.json';
   if (unfiltered) {
     const cached = readGroupsCache(cacheFile, logFile);
-    if (cached) return { view: scoreboardView(cached.stats, catalog, filters), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
+    if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
   }
   const index = await openScoreboardIndex(opts.home, logFile);
   try {
     const stats = indexGroupStats(index, filters);
-    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), stats } satisfies GroupsCache));
-    return { view: scoreboardView(stats, catalog, filters), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
+    const { where, params } = aggregationWhere(filters);
+    const reviews = queryReviewStats(index.db, where, params);
+    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), stats, reviews } satisfies GroupsCache));
+    return { view: scoreboardView(stats, catalog, filters, reviews), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
   } finally {
     index.close();
   }
@@ -150,13 +153,14 @@ interface GroupsCache {
   corrupt: number;
   samples: CorruptLine[];
   stats: GroupStats[];
+  reviews: ReviewerStats[];
 }
 
 /** The cache when it describes the log as it is now (same size and head), else null. */
 function readGroupsCache(file: string, logFile: string): GroupsCache | null {
   try {
     const c = JSON.parse(fs.readFileSync(file, 'utf8')) as GroupsCache;
-    if (c.version === INDEX_SCHEMA_VERSION && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
+    if (c.version === INDEX_SCHEMA_VERSION && Array.isArray(c.reviews) && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
   } catch {
     // no cache, or a damaged one: the index answers
   }

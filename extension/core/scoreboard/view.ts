@@ -1,5 +1,6 @@
 import { isFree, isTextToText, microUsdPerToken, type OpenRouterModel } from '../catalog/openrouter';
 import type { GroupStats } from './group-stats';
+import type { ReviewerStats } from './review-stats';
 
 /** Filters of the scoreboard (`verdict models` flags; the panel's controls). All optional. */
 export interface ScoreboardFilters {
@@ -73,6 +74,8 @@ export interface ScoreboardView {
   /** Every task type and model in the evidence before the taskType/model filters: the panel's filter choices. */
   task_types: string[];
   models: string[];
+  /** Per reviewing model, its reviews (step `review` rows), apart from the attempts; the model filter applies. */
+  reviews: ReviewerStats[];
 }
 
 /** The tier of one group with evidence. */
@@ -109,8 +112,10 @@ export function untestedModels(catalog: readonly OpenRouterModel[], seen: readon
  * applied to `stats`), untested suggestions from `catalog`, errors and quarantine apart. Pure: no I/O.
  * @param stats one entry per (model, task_type), as extension/core/scoreboard/group-stats.ts computes them
  * @param catalog OpenRouter models, or null for no untested suggestions
+ * @param reviews per reviewing model, as extension/core/scoreboard/review-stats.ts computes them (engine and since
+ *   applied)
  */
-export function scoreboardView(stats: readonly GroupStats[], catalog: readonly OpenRouterModel[] | null, filters: ScoreboardFilters = {}): ScoreboardView {
+export function scoreboardView(stats: readonly GroupStats[], catalog: readonly OpenRouterModel[] | null, filters: ScoreboardFilters = {}, reviews: readonly ReviewerStats[] = []): ScoreboardView {
   const mf = filters.model?.toLowerCase();
   const keep = (s: GroupStats) => (!filters.taskType || s.task_type === filters.taskType) && (!mf || (s.model ?? '').toLowerCase().includes(mf));
   const selected = stats.filter(keep);
@@ -139,5 +144,6 @@ export function scoreboardView(stats: readonly GroupStats[], catalog: readonly O
     },
     task_types: [...new Set(stats.map((s) => s.task_type).filter((t): t is string => t !== null))].sort(),
     models: seen,
+    reviews: reviews.filter((r) => !mf || (r.model ?? '').toLowerCase().includes(mf)),
   };
 }

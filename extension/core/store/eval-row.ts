@@ -81,6 +81,15 @@ export interface EvalRow {
   group: string | null;
   /** The candidate's number within its group (1…N); null outside a workflow. */
   candidate: number | null;
+  /** Only on `step: "review"` rows: which reviewer and what it answered (run/review-record.ts). */
+  review?: ReviewColumn;
+}
+
+/** A review row's answer: the reviewer's 1-based position in `review.engines`; verdict null when it gave no valid one. */
+export interface ReviewColumn {
+  reviewer: number;
+  verdict: 'approve' | 'changes' | 'reject' | null;
+  concerns: string[];
 }
 
 /** Bytes of check output kept in an eval row. */

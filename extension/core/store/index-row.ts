@@ -36,6 +36,15 @@ export interface IndexRow {
   identity: string | null;
   host: string | null;
   format: 'verdict' | 'ringer';
+  /**
+   * What the row is about (eval row `step`): `work` (a worker's attempt: what the scoreboard's rates count; rows
+   * without the field are work) or `review` (one reviewer's review of the attempt `attempt`).
+   */
+  step: string;
+  /** Review rows: the reviewer's 1-based position in the task's `review.engines`; null on work rows. */
+  reviewer: number | null;
+  /** Review rows: approve, changes or reject; null when the reviewer gave no valid answer (verdict ERROR) and on work rows. */
+  review_verdict: string | null;
 }
 
 /** Verdicts that judge the model: they count in the pass rates. ERROR and RATE_LIMITED are shown apart. */
@@ -105,5 +114,17 @@ export function toIndexRow(value: unknown, line: number): IndexRow {
     identity: str(o, 'identity', false),
     host: str(o, 'host', false),
     format: attempt !== null && typeof o.harness === 'string' ? 'verdict' : 'ringer',
+    step: str(o, 'step', false) || 'work',
+    ...reviewColumns(o.review),
+  };
+}
+
+/** The `review` object of a review row as the reviewer and review_verdict columns (nulls when absent or malformed). */
+function reviewColumns(v: unknown): { reviewer: number | null; review_verdict: string | null } {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return { reviewer: null, review_verdict: null };
+  const o = v as Obj;
+  return {
+    reviewer: typeof o.reviewer === 'number' && Number.isInteger(o.reviewer) && o.reviewer >= 1 ? o.reviewer : null,
+    review_verdict: typeof o.verdict === 'string' ? o.verdict : null,
   };
 }

@@ -11,15 +11,20 @@ import { ATTEMPT_COLUMNS } from './sqlite-index';
 
 /**
  * Table swarm_runs: every machine's eval rows, so one scoreboard covers them all. `row_key` makes a row land once:
- * `run_id/task_key/attempt` (run ids are unique across machines), or `sha256:<line>` for Ringer rows, which have no
- * attempt number. `row` holds the whole eval row as written to runs.jsonl.
+ * `run_id/task_key/attempt` for work rows (run ids are unique across machines), `run_id/task_key/attempt/<step>/<n>`
+ * for a step's rows of an attempt (review n of it), or `sha256:<line>` for Ringer rows, which have no attempt number.
+ * `row` holds the whole eval row as written to runs.jsonl. A table made before the step columns gets them (ALTER …
+ * IF NOT EXISTS; its rows are work rows).
  */
 export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   row_key TEXT PRIMARY KEY,
   run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER, ord BIGINT NOT NULL, model TEXT, task_type TEXT NOT NULL,
   engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT,
   verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
-  identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now())`;
+  identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT);
+ALTER TABLE swarm_runs ADD COLUMN IF NOT EXISTS step TEXT NOT NULL DEFAULT 'work', ADD COLUMN IF NOT EXISTS reviewer INTEGER,
+  ADD COLUMN IF NOT EXISTS review_verdict TEXT`;
 
 /**
  * Table verdict_chain_heads: the head of every host's hash chain of one log (extension/core/store/chain.ts), kept
@@ -53,7 +58,9 @@ export function cursorPath(home: string): string {
 
 /** The idempotency key of one row; see SWARM_RUNS_DDL. */
 export function rowKey(row: IndexRow, line: string): string {
-  return row.attempt !== null ? `${row.run_id}/${row.task_key}/${row.attempt}` : `sha256:${crypto.createHash('sha256').update(line).digest('hex')}`;
+  if (row.attempt === null) return `sha256:${crypto.createHash('sha256').update(line).digest('hex')}`;
+  const attempt = `${row.run_id}/${row.task_key}/${row.attempt}`;
+  return row.step === 'work' ? attempt : `${attempt}/${row.step}/${row.reviewer ?? 0}`;
 }
 
 function readCursor(home: string, target: string): Cursor {

@@ -1,4 +1,7 @@
-/** The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, guard, check, deliver. */
+/**
+ * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, guard, check, review (only
+ * for tasks with `review`), deliver.
+ */
 import type { Step } from './context';
 import { prepareStep } from './prepare';
 import { workStep } from './work';
@@ -6,5 +9,6 @@ import { sealStep } from './seal';
 import { checkStep } from './check';
 import { guardStep } from './guard';
 import { deliverStep } from './deliver';
+import { reviewStep } from './review';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, guardStep, checkStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, guardStep, checkStep, reviewStep, deliverStep];

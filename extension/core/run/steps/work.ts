@@ -93,8 +93,8 @@ export const workStep: Step = {
   },
 };
 
-/** Whether the engine's recent output holds its final event; parses only when new output arrived. */
-function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
+/** Whether the engine's recent output holds its final event; parses only when new output arrived (work and review). */
+export function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
   let checkedBytes = -1;
   let seen = false;
   return () => {
@@ -108,7 +108,8 @@ function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
 /** Worker logs above this size are parsed from their last bytes only, bytes. */
 const MAX_PARSED_LOG_BYTES = 32 * 1024 * 1024;
 
-function readLog(file: string): string {
+/** A raw log, or its last MAX_PARSED_LOG_BYTES when larger; '' when unreadable. Never throws. */
+export function readLog(file: string): string {
   try {
     const size = fs.statSync(file).size;
     if (size <= MAX_PARSED_LOG_BYTES) return fs.readFileSync(file, 'utf8');

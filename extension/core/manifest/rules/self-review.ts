@@ -1,0 +1,40 @@
+import { findNodeAtLocation, type Node } from 'jsonc-parser';
+import type { Rule, RuleFinding } from './document';
+
+/**
+ * self-review (warning): a reviewer (the task's `review.engines`, else the run's `review.engines`) that is the task's
+ * own engine with the same model — the model that did the work judging it, which tends to approve its own mistakes.
+ * Models compare as written (absent: the engine's default, so two absent models are the same). Only the first
+ * attempt's engine is compared (a `fallback` attempt's reviewer may well be that engine). The range is the entry.
+ */
+export const selfReview: Rule = (doc) => {
+  const out: RuleFinding[] = [];
+  const runEngines = findNodeAtLocation(doc.root, ['review', 'engines']);
+  for (const task of doc.tasks) {
+    if (task.raw.review === false) continue;
+    const own = findNodeAtLocation(task.node, ['review', 'engines']);
+    const engines = own ?? runEngines;
+    if (engines?.type !== 'array') continue;
+    const model = task.model?.value ?? null;
+    for (const entry of engines.children ?? []) {
+      const { engine, model: reviewerModel } = choiceOf(entry);
+      if (engine !== task.engine || reviewerModel !== model) continue;
+      out.push({
+        rule: 'self-review',
+        severity: 'warning',
+        message: `This reviewer is the task's own engine and model (${engine}${model ? `/${model}` : ''}${own ? '' : ', from the run-level review'}): the model that did the work would judge it. Review with another model or engine.`,
+        range: doc.index.range(entry.offset, entry.length),
+        taskKey: task.key,
+      });
+    }
+  }
+  return out;
+};
+
+/** A review entry's engine and model (null: the engine's default). */
+function choiceOf(entry: Node): { engine: string | null; model: string | null } {
+  if (entry.type === 'string') return { engine: String(entry.value), model: null };
+  const engine = findNodeAtLocation(entry, ['engine']);
+  const model = findNodeAtLocation(entry, ['model']);
+  return { engine: engine?.type === 'string' ? String(engine.value) : null, model: model?.type === 'string' ? String(model.value) : null };
+}
