@@ -28,7 +28,7 @@ describe('manifest loader', () => {
     assert.equal(manifest.worktrees, false);
     assert.deepEqual(manifest.tasks[0], {
       key: 'a', spec: 'do a', check: 'true', expectFiles: ['a.txt'], engine: 'codex', model: 'gpt-5-mini', taskType: 'parser',
-      timeoutMs: 60000, checkTimeoutMs: 300000, watchdogMs: null, engineArgs: ['--x', '1'], verified: 'a works', fullAccess: true, network: true, protect: null, maxAttempts: 3, fallback: [], after: [],
+      timeoutMs: 60000, checkTimeoutMs: 300000, watchdogMs: null, engineArgs: ['--x', '1'], verified: 'a works', fullAccess: true, network: true, protect: null, maxAttempts: 3, fallback: [], after: [], review: null,
     });
     const b = manifest.tasks[1];
     assert.ok(b);
