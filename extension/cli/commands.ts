@@ -8,7 +8,7 @@ import { hudCommand } from './hud/hud-command';
 import { lintCommand } from './lint-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
 import { resumeCommand } from './resume-command';
-import { discardCommand, liveRun, mergeCommand, rerunCommand, runsCommand, sendControl, resolveRun, stopCommand } from './control-command';
+import { discardCommand, liveRun, mergeCommand, rerunCommand, runsCommand, runTasksCommand, sendControl, resolveRun, stopCommand } from './control-command';
 import { archiveCommand } from './archive-command';
 import { verifyArchiveCommand } from './verify-archive-command';
 import { verifyLogCommand } from './verify-log-command';
@@ -136,11 +136,11 @@ export const COMMANDS: readonly AnyCommand[] = [
   }),
   command({
     name: 'runs',
-    args: [],
+    args: [{ name: 'RUN', optional: true }],
     flags: { json, home },
-    summary: 'every run in VERDICT_HOME, live first: id, name, identity, started, state, passed/total',
-    exit: '0 listed',
-    run: async ({ flags }, io) => runsCommand({ home: resolveHome(flags.home), json: flags.json }, io),
+    summary: 'every run, live first (id, name, identity, started, state, passed/total); RUN: its tasks and steps',
+    exit: '0 listed, 2 no such run',
+    run: async ({ args: [run], flags }, io) => (run === undefined ? runsCommand({ home: resolveHome(flags.home), json: flags.json }, io) : runTasksCommand(run, { home: resolveHome(flags.home), json: flags.json }, io)),
   }),
   command({
     name: 'lint',

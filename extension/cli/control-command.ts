@@ -9,6 +9,9 @@ import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import { statusInfo } from '../../schemas/status';
+import { attemptLabel } from '../../schemas/attempt-label';
+import { graphOrder } from '../../schemas/task-order';
+import { printable } from './format';
 import { InputError, type Io } from './io';
 import { loadEngines } from './run-command';
 
@@ -135,6 +138,33 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
   }
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
+  return 0;
+}
+
+/**
+ * `verdict runs RUN`: one run's tasks in the graph's order (a task after its prerequisites), one line each: the task,
+ * its status with the step its latest attempt is in or ended in (`running (check)`, `FAIL at check`), what it waits
+ * for, its attempts, and why it ended as it did (a BLOCKED task names its prerequisite). Returns 0.
+ * @throws InputError for an unknown run (see resolveRun)
+ */
+export function runTasksCommand(run: string, opts: { home: string; json: boolean }, io: Io): number {
+  const info = resolveRun(opts.home, run);
+  const s = info.state;
+  const rows = graphOrder(s.tasks).map((t) => {
+    const last = t.attempts.at(-1);
+    // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
+    const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
+    return { key: t.key, status: t.status, label, step: last?.step ?? null, after: t.after ?? [], attempts: t.attempts.length, reason: t.reason ?? (last && t.status !== 'PASS' ? last.notes : '') };
+  });
+  if (opts.json) {
+    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, tasks: rows.map(({ label: _label, ...r }) => r) }, null, 2));
+    return 0;
+  }
+  io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}, ${info.counts.passed}/${info.counts.total} passed`);
+  const table = [['TASK', 'STATUS', 'AFTER', 'ATTEMPTS', 'WHY']];
+  for (const r of rows) table.push([r.key, r.label, r.after.join(', ') || '—', String(r.attempts), printable(r.reason.split('\n')[0] ?? '')]);
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
   return 0;
 }
 

@@ -1,5 +1,8 @@
 import { formatUsd } from '../core/cost/pricing';
+import type { RunState } from '../core/live/state';
 import type { RunEvent, RunSummary } from '../core/run/runner';
+import { attemptLabel } from '../../schemas/attempt-label';
+import { afterLabel, graphOrder } from '../../schemas/task-order';
 
 /** Seconds with one decimal from ms: 1234 → "1.2s". */
 export function seconds(ms: number): string {
@@ -52,10 +55,21 @@ function eventText(e: RunEvent, now: Date): string | null {
   }
 }
 
-/** The final verdict table: task, verdict, attempts, duration, tokens, and what the check proves. */
-export function verdictTable(s: RunSummary): string {
-  const rows = s.tasks.map((t) => [t.key, t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), printable(t.verdict === 'PASS' ? t.verified ?? '' : t.reason)]);
-  const head = ['task', 'verdict', 'attempts', 'duration', 'tokens', 'verified / why not'];
+/**
+ * The final verdict table: task, verdict (with the step a failed attempt ended in, from `state`: `FAIL at check`),
+ * what the task waited for (`after a, b`, when any task did), attempts, duration, tokens, and what the check proves or
+ * why it did not pass. Tasks in the graph's order (a task after its prerequisites), as every view lists them.
+ */
+export function verdictTable(s: RunSummary, state?: RunState | null): string {
+  const live = new Map((state?.tasks ?? []).map((t) => [t.key, t]));
+  const tasks = graphOrder(s.tasks.map((t) => ({ ...t, after: live.get(t.key)?.after })));
+  const graph = tasks.some((t) => t.after?.length);
+  const verdictOf = (t: (typeof tasks)[number]) => {
+    const last = live.get(t.key)?.attempts.at(-1);
+    return last?.verdict === t.verdict ? attemptLabel(last) : t.verdict;
+  };
+  const rows = tasks.map((t) => [t.key, verdictOf(t), ...(graph ? [afterLabel(t) || '—'] : []), String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), printable(t.verdict === 'PASS' ? t.verified ?? '' : t.reason)]);
+  const head = ['task', 'verdict', ...(graph ? ['after'] : []), 'attempts', 'duration', 'tokens', 'verified / why not'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
   const passed = s.tasks.filter((t) => t.verdict === 'PASS').length;

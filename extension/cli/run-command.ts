@@ -9,6 +9,7 @@ import { runManifest, type RunSummary } from '../core/run/runner';
 import { resolveEngines, type EngineSpec } from '../../engines';
 import { reconcileDeadRuns } from '../core/run/reconcile';
 import { eventLine, verdictTable } from './format';
+import { readState } from '../core/live/registry';
 import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
@@ -106,7 +107,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       },
     });
     io.out('');
-    io.out(verdictTable(summary));
+    const read = readState(summary.stateFile);
+    io.out(verdictTable(summary, 'state' in read ? read.state : null));
     for (const e of summary.recordErrors) io.err(`error: ${e}`);
     return { code: summary.allPassed && !summary.recordErrors.length ? 0 : 1, summary };
   } catch (e) {

@@ -4,6 +4,8 @@ import { attemptDir } from '../core/config/home';
 import { listRuns, type RunInfo } from '../core/live/registry';
 import type { AttemptState, TaskState } from '../core/live/state';
 import { RunsWatcher } from '../core/live/watch';
+import { attemptLabel } from '../../schemas/attempt-label';
+import { afterLabel, graphOrder } from '../../schemas/task-order';
 import { changedFiles } from './changed-files';
 import { gitFileUri } from './git-content';
 
@@ -36,6 +38,7 @@ const taskIcon: Record<string, [string, string?]> = {
   INTERRUPTED: ['debug-disconnect', 'testing.iconErrored'],
   RATE_LIMITED: ['clock'],
   SKIPPED: ['circle-large-outline'],
+  BLOCKED: ['lock', 'disabledForeground'],
   queued: ['circle-outline'],
   retry_queued: ['history'],
 };
@@ -102,7 +105,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
     if (!node) return this.snapshot.map((info) => ({ kind: 'run', runId: info.state.runId, info }));
     switch (node.kind) {
       case 'run':
-        return node.info.state.tasks.map((task) => ({ kind: 'task', runId: node.runId, key: task.key, task, info: node.info }));
+        // The task graph's order: a task after its prerequisites (as in the dashboard and the CLI).
+        return graphOrder(node.info.state.tasks).map((task) => ({ kind: 'task', runId: node.runId, key: task.key, task, info: node.info }));
       case 'task': {
         const children: RunsNode[] = node.task.attempts.map((attempt) => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt }));
         if (node.task.commit && node.info.state.baseSha) children.push({ kind: 'changes', runId: node.runId, key: node.key, task: node.task, info: node.info });
@@ -126,7 +130,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
       case 'attempt': {
         const a = node.attempt;
         const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
-        item.description = `${a.verdict ?? a.phase}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}`;
+        item.description = `${attemptLabel(a)}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}`;
         item.tooltip = a.notes || undefined;
         item.contextValue = 'attempt';
         return item;
@@ -199,8 +203,9 @@ function taskItem(t: TaskState): vscode.TreeItem {
   const last = t.attempts[t.attempts.length - 1];
   const duration = t.attempts.reduce((ms, a) => ms + ((a.endedAt ?? Date.now()) - a.startedAt), 0);
   const tokens = t.attempts.every((a) => a.tokensIn !== null && a.tokensOut !== null) && t.attempts.length ? t.attempts.reduce((n, a) => n + (a.tokensIn ?? 0) + (a.tokensOut ?? 0), 0) : null;
-  item.description = [t.status, `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`].filter(Boolean).join(' · ');
-  item.tooltip = [t.verified, last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
+  const live = last && last.phase !== 'done' && last.step ? `${t.status} (${last.step})` : t.status;
+  item.description = [live, afterLabel(t), `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`, t.status === 'BLOCKED' ? t.reason : ''].filter(Boolean).join(' · ');
+  item.tooltip = [t.verified, t.reason, last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
   const [icon, color] = taskIcon[t.status] ?? ['loading~spin'];
   item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
   item.contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}`;
