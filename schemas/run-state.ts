@@ -101,6 +101,39 @@ export interface ControlAck {
   reason: string;
 }
 
+/**
+ * One time an orchestrator took a run over again (`verdict resume RUN` of a run that had ended or whose orchestrator
+ * died, or `verdict rerun RUN TASK` of one that had ended): who, from where, when, and which tasks it ran again.
+ * Times epoch ms.
+ */
+export interface RunResume {
+  /** `resume` (every task that did not pass) or `rerun` (one task and its BLOCKED dependents). */
+  verb: 'resume' | 'rerun';
+  by: string;
+  host: string;
+  /** The new orchestrator's pid. */
+  pid: number;
+  at: number;
+  /** The run's status before (finished, cancelled, interrupted). */
+  from: string;
+  /** The tasks run again. */
+  tasks: string[];
+}
+
+/**
+ * An engine waiting for its quota (a usage limit with a reset time the engine named, e.g. "usage limit reached …
+ * try again at 14:05"): no attempt on it starts before `until`; a resumed orchestrator reads it back. Times epoch ms.
+ */
+export interface EngineWait {
+  /** When its attempts may start again. */
+  until: number;
+  /** The engine's own words (one line), and where they were read: `<task> attempt <n>`. */
+  reason: string;
+  since: number;
+  task: string;
+  attempt: number;
+}
+
 /** runs/<run_id>/state.json. Every change rewrites it whole, atomically. Times epoch ms. */
 export interface RunState {
   version: 1;
@@ -120,7 +153,10 @@ export interface RunState {
   worktrees: boolean;
   repo: string | null;
   baseRef: string | null;
-  /** Set when this run resumes an earlier one (`verdict resume`): that run's id. */
+  /**
+   * Set in runs that resumed an earlier one as a new run (`verdict resume` before resume kept the run id): that run's
+   * id. Still read (run/prior.ts) so such chains keep working; no new run sets it.
+   */
   resumedFrom?: string;
   /** Worktree mode: base_ref resolved to the commit every task branch starts from. */
   baseSha: string | null;
@@ -132,6 +168,10 @@ export interface RunState {
   draining?: boolean;
   /** Every control command read from runs/<run_id>/control.jsonl, acknowledged, in the order read. */
   control?: ControlAck[];
+  /** Each time an orchestrator took this run over again after it ended, oldest first; absent when never. */
+  resumes?: RunResume[];
+  /** Engines waiting for a quota reset, by engine name (an entry whose `until` passed is stale); absent when none. */
+  waits?: Record<string, EngineWait>;
   tasks: TaskState[];
 }
 

@@ -7,8 +7,9 @@ import { doctorCommand } from './doctor-command';
 import { hudCommand } from './hud/hud-command';
 import { lintCommand } from './lint-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
-import { resumeCommand } from './resume-command';
-import { discardCommand, liveRun, mergeCommand, rerunCommand, runsCommand, runTasksCommand, sendControl, resolveRun, stopCommand } from './control-command';
+import { continueCommand } from './resume-command';
+import { InputError } from './io';
+import { discardCommand, liveRun, mergeCommand, runsCommand, runTasksCommand, sendControl, stopCommand, resolveRun } from './control-command';
 import { archiveCommand } from './archive-command';
 import { verifyArchiveCommand } from './verify-archive-command';
 import { verifyLogCommand } from './verify-log-command';
@@ -30,7 +31,7 @@ const config = {
 } as const satisfies FlagSpec;
 const json = { type: 'boolean', help: 'print JSON' } as const satisfies FlagSpec;
 const noWait = { type: 'boolean', help: 'return once the command is sent, without waiting for its acknowledgment' } as const satisfies FlagSpec;
-/** The flags of the control verbs (stop, pause, drain, rerun). */
+/** The flags of the control verbs (stop, pause, drain). */
 const controlFlags = {
   identity: { type: 'string', value: 'NAME', help: 'who sends it (recorded with the acknowledgment)', default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname' },
   'no-wait': noWait,
@@ -77,13 +78,17 @@ export const COMMANDS: readonly AnyCommand[] = [
     name: 'resume',
     args: [{ name: 'RUN' }],
     flags: { ...runFlags, 'no-wait': noWait },
-    summary: 'a paused live run: go on; a finished or dead one: run again its tasks that did not pass',
-    exit: '0 unpaused, or every resumed task passed (or nothing was left to do), 1 some did not, 2 bad input',
+    summary: 'a paused live run: go on; one that ended: the same run runs again its tasks that did not pass',
+    exit: '0 unpaused, or every task passed (or none was left), 1 some did not, 2 bad input or the run is busy',
     run: async ({ args: [run], flags }, io) => {
       const home = resolveHome(flags.home);
       const live = liveRun(home, run as string);
+      if (live && !live.state.paused) {
+        const s = live.state;
+        throw new InputError(`run ${s.runId} is live (its orchestrator is pid ${s.pid} on ${s.host}, identity ${s.identity}) and not paused: nothing to resume`);
+      }
       if (live) return sendControl(live, 'resume', undefined, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return resumeCommand(resolveRun(home, run as string).state.runId, runFlagsOf(flags), io);
+      return continueCommand(run as string, 'resume', undefined, runFlagsOf(flags), io);
     },
   }),
   command({
@@ -113,10 +118,15 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'rerun',
     args: [{ name: 'RUN' }, { name: 'TASK' }],
-    flags: controlFlags,
-    summary: 'give one task of a live run new attempts (once it is final); a finished run: use resume',
-    exit: controlExit,
-    run: ({ args: [run, task], flags }, io) => rerunCommand(run as string, task as string, controlOptions(flags), io),
+    flags: { ...runFlags, 'no-wait': noWait },
+    summary: 'give one task new attempts (a run that ended: the same run runs it and its BLOCKED dependents)',
+    exit: 'live: 0 done, 1 refused or not acked in 15 s; ended: 0 all passed, 1 some did not; 2 bad input or busy',
+    run: async ({ args: [run, task], flags }, io) => {
+      const home = resolveHome(flags.home);
+      const live = liveRun(home, run as string);
+      if (live) return sendControl(live, 'rerun', task, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
+      return continueCommand(run as string, 'rerun', task, runFlagsOf(flags), io);
+    },
   }),
   command({
     name: 'merge',

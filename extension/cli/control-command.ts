@@ -97,15 +97,6 @@ export function stopCommand(run: string, task: string | undefined, opts: Control
   return sendControl(resolveRun(opts.home, run), task === undefined ? 'cancel' : 'stop', task, opts, io);
 }
 
-/** `verdict rerun RUN TASK`: new attempts for one task of a live run; a finished run is refused, naming resume. */
-export function rerunCommand(run: string, task: string, opts: ControlOptions, io: Io): Promise<number> {
-  const info = resolveRun(opts.home, run);
-  if (info.liveness !== 'running') {
-    throw new InputError(`run ${info.state.runId} is not live (${info.liveness}): rerun gives new attempts to a task of a running run. To run again every task of it that did not pass, use: verdict resume ${info.state.runId}`);
-  }
-  return sendControl(info, 'rerun', task, opts, io);
-}
-
 /** One line per run, live ones first (`verdict runs`). */
 export function runsCommand(opts: { home: string; json: boolean }, io: Io): number {
   const { runs, skipped } = listRuns(opts.home);

@@ -8,6 +8,7 @@ import { PreflightError } from '../core/run/preflight';
 import { runManifest, type RunSummary } from '../core/run/runner';
 import { resolveEngines, type EngineSpec } from '../../engines';
 import { reconcileDeadRuns } from '../core/run/reconcile';
+import type { ContinueRequest } from '../core/run/resume';
 import { eventLine, verdictTable } from './format';
 import { readState } from '../core/live/registry';
 import { formatFinding } from './lint-command';
@@ -23,8 +24,8 @@ export interface RunFlags {
   config?: string;
   /** Run every check on the untouched tree first; tasks whose check already passes are not run. */
   baseline?: boolean;
-  /** Recorded in the new run's state: the run it resumes. */
-  resumedFrom?: string;
+  /** Continue this run (verdict resume / rerun of a run that is not live) instead of starting a new one. */
+  continueRun?: ContinueRequest;
   /** Reuse (or, with a display, start and open) the dashboard; false with --no-dashboard. Default true. */
   dashboard?: boolean;
   /** --no-sandbox: every step runs unsandboxed whatever the config says (see containmentChoice). */
@@ -70,7 +71,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     manifest.tasks = manifest.tasks.filter((t) => keys.includes(t.key) || (t.candidate !== undefined && t.group !== undefined && keys.includes(t.group)));
   }
   await reconcileAndReport(resolveHome(flags.home), engines, io);
-  const findings = (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
+  // A continued run runs its frozen manifest, linted when the run started; the file may have changed since.
+  const findings = flags.continueRun ? [] : (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
   for (const f of findings) io.err(`lint: ${formatFinding(f)}`);
   if (maxParallel === undefined && settings.maxParallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = settings.maxParallel;
   const home = resolveHome(flags.home);
@@ -98,7 +100,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       maxParallel,
       signal: controller.signal,
       baseline: flags.baseline === true,
-      resumedFrom: flags.resumedFrom,
+      continueRun: flags.continueRun,
       postgresUrl: postgresUrlOf(config),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {
@@ -113,7 +115,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     return { code: summary.allPassed && !summary.recordErrors.length ? 0 : 1, summary };
   } catch (e) {
     if (e instanceof PreflightError) {
-      io.err(`cannot start ${manifest.file}:`);
+      io.err(flags.continueRun ? `cannot ${flags.continueRun.verb} run ${flags.continueRun.runId}:` : `cannot start ${manifest.file}:`);
       for (const p of e.problems) io.err(`  ${p}`);
       return { code: 2, summary: null };
     }

@@ -134,7 +134,8 @@ async function pauseOrDrain(ctx: CommandContext, verb: 'pause' | 'drain', ref?: 
 
 /**
  * Resume Run: a paused live run goes on (`resume` through its control channel); a run that ended or whose
- * orchestrator died gets a new detached orchestrator (`verdict resume RUN`) for its tasks that did not pass.
+ * orchestrator died is taken over by a detached orchestrator (`verdict resume RUN`): the same run runs its tasks that
+ * did not pass again.
  */
 async function resumeRun(ctx: CommandContext, ref?: RunRef): Promise<ControlAck | RunInfo | undefined> {
   return guarded(ctx, async () => {
@@ -143,7 +144,7 @@ async function resumeRun(ctx: CommandContext, ref?: RunRef): Promise<ControlAck 
     if (!info) return refuse(ref?.runId ? `no run ${ref.runId}` : 'no paused run to resume');
     if (info.liveness === 'running') return control(ctx, info, 'resume');
     const resumed = await ctx.launcher.resume(info.state.runId, info.state.manifestFile);
-    void vscode.window.showInformationMessage(`Verdict: run ${info.state.runId} resumed as run ${resumed.state.runId}`);
+    void vscode.window.showInformationMessage(`Verdict: run ${info.state.runId} resumed (${resumed.state.resumes?.at(-1)?.tasks.join(', ') ?? 'its tasks that did not pass'})`);
     ctx.tree.refresh();
     return resumed;
   });
@@ -158,17 +159,17 @@ async function stopTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck 
 
 /**
  * Rerun Task: in a live run, a `rerun` through its control channel (new attempts in the same run); for a run that
- * ended, a new run of that one task from the run's manifest file.
+ * ended, a detached `verdict rerun RUN TASK`: the same run runs that task (and its BLOCKED dependents) again.
  */
-async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck | RunSummary | undefined> {
+async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck | RunInfo | undefined> {
   return guarded(ctx, async () => {
     requireTrust('rerun a task');
     const found = taskOf(ctx, ref);
     if (!found || !ref) return refuse('pick a task in the Verdict runs view');
     if (found.info.liveness === 'running') return control(ctx, found.info, 'rerun', ref.key);
-    const file = found.info.state.manifestFile;
-    if (!fs.existsSync(file)) return refuse(`the manifest of run ${ref.runId} (${file}) is gone; resume the run instead (verdict resume ${ref.runId})`);
-    return ctx.launcher.run(file, { only: [ref.key] });
+    const info = await ctx.launcher.resume(ref.runId, found.info.state.manifestFile, ref.key);
+    ctx.tree.refresh();
+    return info;
   });
 }
 

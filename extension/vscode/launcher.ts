@@ -119,22 +119,24 @@ export class RunLauncher implements vscode.Disposable {
   }
 
   /**
-   * `verdict resume RUN` of a run that is not live, detached like a run (see start): the orchestrator that runs again
-   * its tasks that did not pass. Resolves once that orchestrator's run exists.
+   * `verdict resume RUN` (or, with `task`, `verdict rerun RUN TASK`) of a run that is not live, detached like a run
+   * (see start): the orchestrator that takes the same run over and runs again its tasks that did not pass (or that
+   * task and its BLOCKED dependents). Resolves once it has taken the run over (state.json names its pid).
    * @throws UntrustedWorkspaceError, LaunchError (e.g. nothing left to resume: the CLI's message), Error for a bad config file
    */
-  async resume(runId: string, manifestFile: string): Promise<RunInfo> {
+  async resume(runId: string, manifestFile: string, task?: string): Promise<RunInfo> {
     requireTrust('resume a run');
     const s = readSettings();
     if (s.configError) throw new Error(s.configError);
     const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(manifestFile))?.uri.fsPath ?? path.dirname(manifestFile);
     const { identity } = resolveIdentity({ flag: s.identityFlag, cwd: folder, configDefault: s.identity });
     const home = resolveHome(s.home);
-    const run = launchDetached({ cli: this.cli, manifest: manifestFile, resume: runId, home, cwd: folder, config: configForRun(s), identity, noSandbox: !s.sandbox });
-    this.log.info(`started verdict resume ${runId} (pid ${run.pid}, detached; log ${run.logFile})`);
+    const run = launchDetached({ cli: this.cli, manifest: manifestFile, resume: runId, ...(task !== undefined ? { rerun: task } : {}), home, cwd: folder, config: configForRun(s), identity, noSandbox: !s.sandbox });
+    const what = task !== undefined ? `verdict rerun ${runId} ${task}` : `verdict resume ${runId}`;
+    this.log.info(`started ${what} (pid ${run.pid}, detached; log ${run.logFile})`);
     const info = await waitForRunStart(home, run);
     this.started.set(info.state.runId, run);
-    this.log.info(`run ${info.state.runId} (${info.state.runName}) resumes ${runId}, pid ${run.pid}; log ${run.logFile}`);
+    this.log.info(`run ${info.state.runId} (${info.state.runName}) taken over by pid ${run.pid} (${what}); log ${run.logFile}`);
     return info;
   }
 

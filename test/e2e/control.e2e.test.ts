@@ -188,9 +188,12 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
     assert.equal(failed.exitCode, 1, failed.all);
     assert.match(failed.stdout, /^c: NOT MERGED — it is FAIL/m);
 
-    const rerun = await cli(['rerun', runId, 'c', '--home', home], { env });
-    assert.equal(rerun.exitCode, 2);
-    assert.match(rerun.stderr, new RegExp(`is not live \\(finished\\).*use: verdict resume ${runId}`));
+    // rerun of a finished run: the same run runs c again (attempt 2, same run id); it fails again, so exit 1.
+    const rerun = await cli(['rerun', runId, 'c', '--home', home, '--no-dashboard'], { env });
+    assert.equal(rerun.exitCode, 1, rerun.all);
+    assert.match(rerun.stdout, new RegExp(`running again 1 task\\(s\\) of run ${runId} \\(same run\\): c`));
+    assert.deepEqual(run.state().tasks.find((t) => t.key === 'c')?.attempts.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL'], [2, 'FAIL']]);
+    assert.equal(fs.readdirSync(path.join(home, 'runs')).length, 1, 'no new run');
     const unknown = await cli(['discard', 'nope', 'a', '--home', home], { env });
     assert.equal(unknown.exitCode, 2);
     assert.match(unknown.stderr, /no run nope under/);

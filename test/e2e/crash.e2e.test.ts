@@ -40,20 +40,20 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     await sleep(200);
     for (const p of orphans) assert.equal(alive(p), false, `process ${p} survived the reconcile`);
 
+    // The same run went on: its INTERRUPTED attempts have rows (reconciled first), then attempt 2 of each passed.
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-    assert.equal(state.status, 'interrupted');
-    assert.deepEqual(state.tasks.map((t) => t.status), ['INTERRUPTED', 'INTERRUPTED', 'INTERRUPTED']);
-    for (const t of state.tasks) assert.ok(fs.existsSync(t.dir), `worktree ${t.dir} is kept`);
+    assert.equal(state.status, 'finished');
+    assert.deepEqual(state.tasks.map((t) => [t.status, t.attempts.map((a) => a.verdict)]), [['PASS', ['INTERRUPTED', 'PASS']], ['PASS', ['INTERRUPTED', 'PASS']], ['PASS', ['INTERRUPTED', 'PASS']]]);
+    assert.deepEqual(state.resumes?.map((x) => [x.verb, x.from, x.tasks]), [['resume', 'interrupted', ['a', 'b', 'c']]]);
     const rows = readRows(home);
-    assert.deepEqual(rows.filter((x) => x.run_id === runId).map((x) => x.verdict), ['INTERRUPTED', 'INTERRUPTED', 'INTERRUPTED']);
-    const resumed = rows.filter((x) => x.run_id !== runId);
-    assert.deepEqual(resumed.map((x) => [x.task_key, x.verdict]).sort(), [['a', 'PASS'], ['b', 'PASS'], ['c', 'PASS']]);
-    assert.match(r.stdout, /resuming 3 task\(s\) of run/);
+    assert.ok(rows.every((x) => x.run_id === runId), 'every row has the run id');
+    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict]).sort(), [['a', 1, 'INTERRUPTED'], ['a', 2, 'PASS'], ['b', 1, 'INTERRUPTED'], ['b', 2, 'PASS'], ['c', 1, 'INTERRUPTED'], ['c', 2, 'PASS']]);
+    assert.match(r.stdout, /resuming 3 task\(s\) of run .* \(same run\)/);
 
     const again = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(again.exitCode, 0);
     assert.doesNotMatch(again.stderr, /reconciled/, 'a run is reconciled once');
-    assert.match(again.stdout, new RegExp(`run ${runId} was already resumed as run `));
+    assert.match(again.stdout, new RegExp(`run ${runId}: every task of run ${runId} passed; nothing to resume`));
     assert.equal(readRows(home).length, rows.length, 'a second resume runs nothing again');
   });
 });

@@ -97,14 +97,21 @@ describe('fallback engines and the task graph', function () {
     fs.writeFileSync(marker, '');
     const again = await cli(['resume', s1?.runId as string, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(again.exitCode, 0, again.all);
-    const [, s2] = states(home);
-    assert.equal(s2?.resumedFrom, s1?.runId);
-    assert.deepEqual(s2?.tasks.map((t) => [t.key, t.status]), [['b', 'PASS'], ['c', 'PASS']]);
-    // a is kept: not run again; b started from a's commit, c from b's.
-    assert.deepEqual(readRows(home).map((row) => [row.task_key, row.verdict]), [['a', 'PASS'], ['b', 'FAIL'], ['b', 'PASS'], ['c', 'PASS']]);
+    // The same run goes on: no new run, the same state file.
+    const all = states(home);
+    assert.equal(all.length, 1);
+    const s2 = all[0];
+    assert.equal(s2?.runId, s1?.runId);
+    assert.equal(s2?.resumedFrom, undefined);
+    assert.deepEqual(s2?.tasks.map((t) => [t.key, t.status]), [['a', 'PASS'], ['b', 'PASS'], ['c', 'PASS']]);
+    // a is kept (not run again, same commit); b's attempt 2 follows its attempt 1; c started from b's commit.
+    assert.deepEqual(readRows(home).map((row) => [row.run_id, row.task_key, row.attempt, row.verdict]), [
+      [s1?.runId, 'a', 1, 'PASS'], [s1?.runId, 'b', 1, 'FAIL'], [s1?.runId, 'b', 2, 'PASS'], [s1?.runId, 'c', 1, 'PASS'],
+    ]);
     const aCommit = s1?.tasks[0]?.commit as string;
-    const bCommit = s2?.tasks[0]?.commit as string;
-    const cCommit = s2?.tasks[1]?.commit as string;
+    assert.equal(s2?.tasks[0]?.commit, aCommit);
+    const bCommit = s2?.tasks[1]?.commit as string;
+    const cCommit = s2?.tasks[2]?.commit as string;
     assert.equal(git(repo, 'rev-parse', `${bCommit}~1`), aCommit);
     assert.equal(git(repo, 'rev-parse', `${cCommit}~1`), bCommit);
     assert.deepEqual(git(repo, 'ls-tree', '--name-only', cCommit).split('\n').sort(), ['README.md', 'a.txt', 'b.txt', 'c.txt']);

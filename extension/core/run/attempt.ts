@@ -15,6 +15,7 @@ import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import { DEFAULT_STEPS } from './steps';
+import { statusInfo } from '../../../schemas/status';
 
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
 export const MAX_RATE_LIMIT_REQUEUES = 5;
@@ -56,7 +57,8 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     accessPlan: accessPlanOf(ctx.env),
     sandbox: task.containment,
     attempt: n,
-    retry: task.used > 0,
+    // After a judged attempt, also one before a rerun or resume (which give the task a fresh max_attempts).
+    retry: task.used > 0 || task.state.attempts.some((a) => a.verdict !== null && statusInfo(a.verdict).judged),
     branch: task.state.branch,
     dir,
     startedAt: Date.now(),

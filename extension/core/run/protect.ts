@@ -52,8 +52,7 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
     // A deliverable (expect_files) is the worker's to write, whatever else says.
     if (chosen && !isExcluded(rel) && !deliverables.includes(rel)) files.set(rel, fingerprint(path.join(taskDir, rel)));
   }
-  // Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds.
-  const forbidNew = /\bpytest\b|\bpy\.test\b/.test(check) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
+  const forbidNew = forbidNewFor(check);
   if (snapshotDir) {
     for (const rel of files.keys()) {
       fs.mkdirSync(path.dirname(path.join(snapshotDir, rel)), { recursive: true });
@@ -61,6 +60,24 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
     }
   }
   return { files, snapshotDir, forbidNew };
+}
+
+/** Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds. */
+function forbidNewFor(check: string): string[] {
+  return /\bpytest\b|\bpy\.test\b/.test(check) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
+}
+
+/**
+ * The protected set a task was prepared with, rebuilt from its snapshot folder alone (a later orchestrator of the same
+ * run, `verdict resume`): every file there is a protected file as it was before any worker ran, so neither the list
+ * nor the contents come from the task dir a worker may have changed. No snapshot folder: nothing was protected.
+ * `protect` is the task's setting, as for protectedSet.
+ */
+export function protectedSetFromSnapshot(snapshotDir: string, check: string, protect: readonly string[] | null): ProtectedSet {
+  if (protect !== null && protect.length === 0) return { files: new Map(), snapshotDir: null };
+  if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, forbidNew: forbidNewFor(check) };
+  const files = new Map(listFiles(snapshotDir).map((rel) => [rel, fingerprint(path.join(snapshotDir, rel))]));
+  return { files, snapshotDir, forbidNew: forbidNewFor(check) };
 }
 
 /**

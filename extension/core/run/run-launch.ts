@@ -26,6 +26,8 @@ export interface DetachedRunSpec {
   manifest: string;
   /** Start `verdict resume RUN` of this run instead of `verdict run MANIFEST` (`manifest` and `only` are unused). */
   resume?: string;
+  /** With `resume`: start `verdict rerun RUN TASK` of this task instead (the run has ended: it runs it again). */
+  rerun?: string;
   /** VERDICT_HOME, absolute (passed as --home). */
   home: string;
   cwd: string;
@@ -64,7 +66,8 @@ export function nodeCommand(versions: NodeJS.ProcessVersions = process.versions,
 
 /** The arguments of `verdict run` for a spec (without the node binary and the CLI path). */
 export function runArguments(spec: DetachedRunSpec, configFile: string): string[] {
-  const args = [...(spec.resume ? ['resume', spec.resume] : ['run', spec.manifest]), '--no-dashboard', '--home', spec.home, '--config', configFile];
+  const verb = spec.resume ? (spec.rerun !== undefined ? ['rerun', spec.resume, spec.rerun] : ['resume', spec.resume]) : ['run', spec.manifest];
+  const args = [...verb, '--no-dashboard', '--home', spec.home, '--config', configFile];
   if (spec.identity) args.push('--identity', spec.identity);
   if (spec.maxParallel !== undefined) args.push('--max-parallel', String(spec.maxParallel));
   if (spec.baseline) args.push('--baseline');

@@ -15,7 +15,8 @@ import type { TaskOutcome, Verdict } from '../../../schemas/status';
 import { removeTaskScratch, stepScratch, taskContainment } from './containment';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
-import { lockWorkdir, WorkdirBusyError } from './workdir-lock';
+import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
+import { ContinueError, reopenState, takeOverTasks, takeRun, type ContinueRequest, type RunContinuation } from './resume';
 import { writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
 import { priorTasks } from './prior';
@@ -53,8 +54,12 @@ export interface RunOptions {
   finalGraceMs?: number;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
-  /** This run resumes the run with this id (recorded in state.json). */
-  resumedFrom?: string;
+  /**
+   * Continue this existing run instead of starting a new one (`verdict resume RUN`, `verdict rerun RUN TASK` of a run
+   * that is not live; run/resume.ts): same run id, state.json, records, branches and worktrees; the manifest is the
+   * run's frozen one.
+   */
+  continueRun?: ContinueRequest;
   /** Lets a caller stop single tasks while the run goes on. */
   control?: RunControl;
   /**
@@ -78,8 +83,8 @@ export interface RunOptions {
   /** Where `allow_full_access` is set (the config file in force, or its default path); named when refusing. */
   configSource?: string;
   /**
-   * Tasks of earlier runs this one continues (`verdict resume`), by key (default: read from `resumedFrom`'s chain of
-   * runs, run/prior.ts): an `after` naming a task that is not in
+   * Tasks of earlier runs this one continues (a run that resumed another as a new run), by key (default: read from
+   * `resumedFrom`'s chain of runs, run/prior.ts): an `after` naming a task that is not in
    * this run is settled by its entry here (a PASS releases the dependent, from its commit in worktree mode;
    * anything else blocks it). A key in neither blocks its dependents.
    */
@@ -184,28 +189,43 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
     configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
   });
-  const runId = newRunId();
+  // One orchestrator per run: a continued run is taken over under its folder lock (refused while another holds it).
+  let cont: RunContinuation | null = null;
+  try {
+    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines) : null;
+  } catch (e) {
+    if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
+    throw e;
+  }
+  const runId = cont?.state.runId ?? newRunId();
+  const releaseRun = cont?.release ?? (await lockRun(runDir(home, runId), selfHolder(runId, opts.identity)));
   // Plain mode: the workdir is this run's alone (refused before anything is created when another run holds it).
   let releaseWorkdir: (() => Promise<void>) | null = null;
   if (!manifest.worktrees) {
     try {
-      releaseWorkdir = await lockWorkdir(manifest.workdir, { runId, pid: process.pid, identity: opts.identity, host: shortHost(), since: Date.now() });
+      releaseWorkdir = await lockWorkdir(manifest.workdir, selfHolder(runId, opts.identity));
     } catch (e) {
+      await releaseRun();
       if (e instanceof WorkdirBusyError) throw new PreflightError([e.message]);
       throw e;
     }
   }
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
-  writeFrozenManifest(home, runId, manifest);
+  if (!cont) writeFrozenManifest(home, runId, manifest);
+  // A continued run's task branches start where the run's did, whatever base_ref names now.
+  const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
   const maxParallel = opts.maxParallel ?? manifest.maxParallel;
-  const startedAt = Date.now();
+  const startedAt = cont?.state.startedAt ?? Date.now();
 
   const tasks: TaskRuntime[] = manifest.tasks.map((spec) => {
     const engine = opts.engines.get(spec.engine) as EngineSpec;
     const branch = manifest.worktrees ? taskBranch(runId, spec.key) : null;
     const taskDir = manifest.worktrees ? worktreePath(home, runId, spec.key) : path.join(manifest.workdir, spec.key);
     const model = spec.model ?? engine.defaultModel;
+    // A continued run's task keeps its state object (attempts, branch, commit); one run again is queued by reopenState.
+    const earlier = cont?.state.tasks.find((t) => t.key === spec.key);
+    const kept = earlier && !cont?.again.has(spec.key) ? cont?.kept.get(spec.key) : undefined;
     return {
       spec,
       engine,
@@ -219,17 +239,17 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       failure: null,
       records: [],
       startFrom: [],
-      state: {
+      state: earlier ?? {
         key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [],
         ...(spec.after.length ? { after: spec.after } : {}),
         ...(spec.group !== undefined ? { group: spec.group } : {}),
         ...(spec.candidate !== undefined ? { candidate: spec.candidate } : {}),
         ...(spec.select !== undefined ? { select: spec.select } : {}),
       },
-      summary: { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: null, reason: '', checkOutput: '' },
+      summary: kept ?? { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: earlier?.commit ?? null, reason: '', checkOutput: '' },
     };
   });
-  const state: RunState = {
+  const state: RunState = cont ? reopenState(cont, pre.containment.summary) : {
     version: 1,
     runId,
     runName: manifest.runName,
@@ -247,7 +267,6 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     baseRef: manifest.worktrees ? manifest.baseRef : null,
     baseSha: pre.repo?.baseSha ?? null,
     containment: pre.containment.summary,
-    ...(opts.resumedFrom ? { resumedFrom: opts.resumedFrom } : {}),
     paused: false,
     draining: false,
     control: [],
@@ -259,7 +278,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
   emit({ type: 'run-note', note: pre.containment.summary });
-  if (pre.repo && pre.repo.uncommitted > 0) {
+  if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
     emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
   }
   for (const t of tasks) {
@@ -276,7 +295,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [], stateBaselines: new Map() };
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [], stateBaselines: new Map() };
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
   const choiceOf = (task: TaskRuntime) => attemptEngine(task.used + 1, { engine: task.spec.engine, model: task.spec.model }, task.spec.fallback, (name) => opts.engines.get(name)?.defaultModel ?? null);
   /** Points the task (its engine, and state.json's engine and model) at the engine of its next attempt. */
@@ -342,7 +361,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   // pushed (all passed) or ends BLOCKED (one did not), which in turn settles its own dependents.
   const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
   const parkedTasks = new Set<TaskRuntime>();
-  const prior = opts.prior ?? (opts.resumedFrom ? priorTasks(home, opts.resumedFrom) : new Map<string, PriorTask>());
+  // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
+  const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
   const gateOf = (task: TaskRuntime): GraphGate => {
     const missing = task.spec.after.find((k) => !byKey.has(k) && !prior.has(k));
     if (missing) return { kind: 'blocked', by: missing, status: 'absent', reason: `prerequisite ${missing} is not part of this run and did not pass in the run it continues; this task did not start` };
@@ -566,6 +586,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   };
   const poller = setInterval(pollControl, CONTROL_POLL_MS);
 
+  if (cont) {
+    await takeOverTasks(ctx, tasks.filter((t) => cont.again.has(t.spec.key)));
+    await stateFile.save();
+  }
   for (const t of tasks) opts.control?.bind(t.spec.key, () => t.abort.abort());
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort);
@@ -591,6 +615,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   state.endedAt = Date.now();
   await stateFile.close();
   await releaseWorkdir?.();
+  await releaseRun();
   const summaries = tasks.map((t) => t.summary);
   const summary: RunSummary = {
     runId,

@@ -1,21 +1,29 @@
 /**
- * One run per plain-mode workdir at a time (issue 12): two runs sharing `<workdir>` would see each other's files (a
- * lying worker passing on the other run's output) and the second would move the first one's task dirs aside. The
- * lock is proper-lockfile's (`<workdir>/.verdict-run.lock`, refreshed while the run lives, stale 30 s after its
- * orchestrator stops refreshing it), with who holds it in `<workdir>/.verdict-run.json`. Task keys never start with a
- * dot, so neither name can be a task dir.
+ * Folders one orchestrator holds at a time, with proper-lockfile (`<folder>/.verdict-run.lock`, refreshed while the run
+ * lives, stale 30 s after its orchestrator stops refreshing it) and who holds it in `<folder>/.verdict-run.json`:
+ * - a plain-mode workdir (issue 12): two runs sharing `<workdir>` would see each other's files (a lying worker passing
+ *   on the other run's output) and the second would move the first one's task dirs aside. Task keys never start with
+ *   a dot, so neither name can be a task dir;
+ * - a run's own folder `runs/<run_id>/` (issue 13): `verdict resume` and `verdict rerun` of a run that ended start an
+ *   orchestrator on the same run id, and two of them at once would run every task twice.
+ * A holder on this host whose process is gone (its pid dead, or reused: the start time differs) does not hold the
+ * folder any more, even before the lock goes stale: an orchestrator killed with SIGKILL is resumed at once.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
+import { shortHost } from '../host/hostname';
+import { processStartTime } from '../process/supervisor';
 
-/** Who holds a workdir. Times epoch ms. */
+/** Who holds a folder. Times epoch ms. */
 export interface WorkdirHolder {
   runId: string;
   pid: number;
   identity: string;
   host: string;
   since: number;
+  /** The holder's start time (/proc/<pid>/stat field 22), to tell a reused pid; absent in older files. */
+  startTime?: string | null;
 }
 
 /** The workdir is in use by another run; the message names it, its pid, identity and host. Nothing was touched. */
@@ -30,32 +38,67 @@ export class WorkdirBusyError extends Error {
   }
 }
 
+/** Another orchestrator works on this run now; the message names its pid, identity, host and since when. */
+export class RunBusyError extends Error {
+  constructor(readonly runId: string, readonly holder: WorkdirHolder | null) {
+    super(
+      holder
+        ? `run ${runId} is being orchestrated by pid ${holder.pid} (identity ${holder.identity}, host ${holder.host}, since ${new Date(holder.since).toISOString()}); one orchestrator per run: control that one (verdict pause|drain|stop|rerun ${runId}) or wait for it to end`
+        : `run ${runId} is being orchestrated by another process (its lock is held); wait for it to end`,
+    );
+    this.name = 'RunBusyError';
+  }
+}
+
 /**
  * Takes `workdir` for this run (creating the folder). Returns the release function (idempotent, never throws).
  * @throws WorkdirBusyError when another live run holds it; Error when the folder cannot be created
  */
-export async function lockWorkdir(workdir: string, holder: WorkdirHolder): Promise<() => Promise<void>> {
-  fs.mkdirSync(workdir, { recursive: true });
-  const info = path.join(workdir, '.verdict-run.json');
+export function lockWorkdir(workdir: string, holder: WorkdirHolder): Promise<() => Promise<void>> {
+  return lockFolder(workdir, holder, (held) => new WorkdirBusyError(workdir, held));
+}
+
+/**
+ * Takes the run's folder `runs/<run_id>/` for this orchestrator (every `verdict run`, `resume` and `rerun` holds it
+ * while it runs). Returns the release function (idempotent, never throws).
+ * @throws RunBusyError when another live orchestrator holds it
+ */
+export function lockRun(runFolder: string, holder: WorkdirHolder): Promise<() => Promise<void>> {
+  return lockFolder(runFolder, holder, (held) => new RunBusyError(holder.runId, held));
+}
+
+/** This process as a holder: pid and its start time. */
+export function selfHolder(runId: string, identity: string): WorkdirHolder {
+  return { runId, pid: process.pid, identity, host: shortHost(), since: Date.now(), startTime: processStartTime(process.pid) };
+}
+
+async function lockFolder(folder: string, holder: WorkdirHolder, busy: (held: WorkdirHolder | null) => Error): Promise<() => Promise<void>> {
+  fs.mkdirSync(folder, { recursive: true });
+  const info = path.join(folder, '.verdict-run.json');
+  const lockPath = path.join(folder, '.verdict-run.lock');
+  const take = () => lockfile.lock(folder, {
+    lockfilePath: lockPath,
+    stale: 30_000,
+    update: 10_000,
+    realpath: false,
+    // A lost refresh (a machine that slept) must not crash the run: the records are still ours to finish.
+    onCompromised: () => undefined,
+  });
   let release: () => Promise<void>;
   try {
-    release = await lockfile.lock(workdir, {
-      lockfilePath: path.join(workdir, '.verdict-run.lock'),
-      stale: 30_000,
-      update: 10_000,
-      realpath: false,
-      // A lost refresh (a machine that slept) must not crash the run: the records are still ours to finish.
-      onCompromised: () => undefined,
-    });
+    release = await take();
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') throw e;
-    let held: WorkdirHolder | null = null;
+    const held = readHolder(info);
+    if (!held || !holderGone(held)) throw busy(held);
+    // Its holder died on this host (SIGKILL leaves the lock fresh for up to 30 s): the folder is free.
+    fs.rmSync(lockPath, { recursive: true, force: true });
     try {
-      held = JSON.parse(fs.readFileSync(info, 'utf8')) as WorkdirHolder;
-    } catch {
-      // the holder has not written who it is yet
+      release = await take();
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code !== 'ELOCKED') throw again;
+      throw busy(readHolder(info));
     }
-    throw new WorkdirBusyError(workdir, held);
   }
   fs.writeFileSync(info, JSON.stringify(holder, null, 1));
   let released = false;
@@ -65,4 +108,30 @@ export async function lockWorkdir(workdir: string, holder: WorkdirHolder): Promi
     fs.rmSync(info, { force: true });
     await release().catch(() => undefined);
   };
+}
+
+function readHolder(info: string): WorkdirHolder | null {
+  try {
+    return JSON.parse(fs.readFileSync(info, 'utf8')) as WorkdirHolder;
+  } catch {
+    return null; // the holder has not written who it is yet
+  }
+}
+
+/** A holder on this host whose process no longer exists (or whose pid now names another process). */
+function holderGone(held: WorkdirHolder): boolean {
+  if (held.host !== shortHost()) return false;
+  const now = processStartTime(held.pid);
+  // No /proc entry: gone, unless the system has no /proc (then only the signal-0 probe can tell).
+  if (now === null) return !pidExists(held.pid);
+  return held.startTime != null && held.startTime !== now;
+}
+
+function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

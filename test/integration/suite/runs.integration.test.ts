@@ -144,14 +144,14 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.deepEqual(result.tasks.map((t) => t.verdict), ['PASS']);
   });
 
-  it('Resume Run of a run that ended starts a detached `verdict resume`: a new run of the task that did not pass', async () => {
+  it('Resume Run of a run that ended starts a detached `verdict resume`: the same run runs its task that did not pass again', async () => {
     const info = await vscode.commands.executeCommand<RunInfo | undefined>('verdict.resumeRun', { runId: summary.runId });
-    assert.ok(info, 'a new run started');
-    assert.equal(info.state.resumedFrom, summary.runId);
+    assert.ok(info, 'the run was taken over');
+    assert.equal(info.state.runId, summary.runId, 'the same run id');
     assert.notEqual(info.state.pid, process.pid, 'its orchestrator is not the extension host');
-    assert.deepEqual(info.state.tasks.map((t) => t.key), ['fails']);
-    const end = await until('the resumed run, finished', () => api.runs().find((r) => r.state.runId === info.state.runId && r.liveness === 'finished'), 30000);
-    assert.deepEqual(end.state.tasks.map((t) => [t.key, t.status]), [['fails', 'FAIL']]);
+    assert.deepEqual(info.state.resumes?.map((r) => [r.verb, r.tasks]), [['resume', ['fails']]]);
+    const end = await until('the resumed run, finished', () => api.runs().find((r) => r.state.runId === summary.runId && r.liveness === 'finished' && (r.state.resumes?.length ?? 0) > 0), 30000);
+    assert.deepEqual(end.state.tasks.map((t) => [t.key, t.status, t.attempts.length]), [['add-a', 'PASS', 1], ['edit-shared', 'PASS', 1], ['fails', 'FAIL', 2]]);
   });
 
   it('discards a task: its worktree and branch go (after confirmation)', async () => {

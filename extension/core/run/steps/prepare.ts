@@ -11,6 +11,7 @@ import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
 import { protectedSet } from '../protect';
 import { runDir } from '../../config/home';
+import { linksFile, saveLinks } from '../reattach';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
 
 export const prepareStep: Step = {
@@ -35,6 +36,8 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     const from = await startPoint(ctx.repo, task.spec.key, task.startFrom);
     if (from !== ctx.repo.baseSha) ctx.emit({ type: 'task-note', key: task.spec.key, note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref` });
     task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal });
+    // Read back by a later orchestrator of this run (verdict resume), before any worker could change them.
+    saveLinks(linksFile(ctx.opts.home, ctx.runId, task.spec.key), task.links);
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
   } else {
     const moved = moveAsidePrevious(task.state.dir, ctx.runId);

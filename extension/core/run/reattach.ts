@@ -1,0 +1,75 @@
+/**
+ * Taking over a task dir an earlier orchestrator of the same run prepared (`verdict resume`, `verdict rerun` of a run
+ * that ended): the worktree or plain folder is used as its last attempt left it, as a retry in the same process would
+ * be. What the first orchestrator kept in memory is read back from where no step can write (VERDICT_HOME is hidden
+ * from every step): the worktree's link files (`runs/<id>/tasks/<key>/worktree-links.json`, written by prepare) and the
+ * protected check inputs (their snapshot folder `runs/<id>/tasks/<key>/protected/`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { runDir } from '../config/home';
+import { readWorktreeLinks, restoreWorktreeLinks, type WorktreeLinks } from '../git/worktree';
+import { reservePort } from './ports';
+import { protectedSetFromSnapshot } from './protect';
+import type { AttemptContext, TaskRuntime } from './steps/context';
+
+/** `runs/<runId>/tasks/<key>/worktree-links.json`. */
+export function linksFile(home: string, runId: string, key: string): string {
+  return path.join(runDir(home, runId), 'tasks', key, 'worktree-links.json');
+}
+
+/** Keeps a fresh worktree's links (as git wrote them) for a later orchestrator of the run. Never throws. */
+export function saveLinks(file: string, links: WorktreeLinks): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(links, null, 1));
+  } catch {
+    // a later resume falls back to checking the links as they are (trustedLinks)
+  }
+}
+
+/**
+ * The worktree's links to trust: the ones saved when it was made, or (a run from before they were saved) the ones on
+ * disk, accepted only in the exact form git writes them (`.git` naming an admin dir of this repository whose `gitdir`
+ * names `<dir>/.git` back and whose `commondir` leads to the repository).
+ * @throws Error naming the file that is not in git's form
+ */
+export function trustedLinks(file: string, dir: string, commonDir: string): WorktreeLinks {
+  try {
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as WorktreeLinks;
+    if (saved.dir === dir && saved.commonDir === commonDir) return saved;
+  } catch {
+    // not saved (an older run): check the ones on disk
+  }
+  const links = readWorktreeLinks(dir, commonDir);
+  const altered = (what: string) => new Error(`${what} is not as git wrote it (a worker may have changed it before its orchestrator died); discard the task (verdict discard) and resume again`);
+  if (path.resolve(links.adminDir, links.gitdirFile.trim()) !== path.join(dir, '.git')) throw altered(path.join(links.adminDir, 'gitdir'));
+  if (path.resolve(links.adminDir, links.commondirFile.trim()) !== commonDir) throw altered(path.join(links.adminDir, 'commondir'));
+  return { ...links, worktreeConfig: false };
+}
+
+/**
+ * Takes the task dir over when it exists (true): links restored (worktree mode), a fresh PORT, the protected set read
+ * back from its snapshot; the task counts as prepared (setup is not run again). False when there is no task dir (the
+ * task never started: prepare makes it as for a new task).
+ * @throws Error when the worktree's links cannot be trusted, or its folder is gone while its branch remains
+ */
+export async function reattachTask(ctx: AttemptContext, task: TaskRuntime, branchExists: boolean): Promise<boolean> {
+  const { home } = ctx.opts;
+  const key = task.spec.key;
+  if (!fs.existsSync(task.state.dir)) {
+    if (ctx.repo && task.state.branch && branchExists) {
+      throw new Error(`its worktree ${task.state.dir} is gone (verdict clean?) while its branch ${task.state.branch} remains; discard the task (verdict discard ${ctx.runId} ${key}) and resume again to start it afresh`);
+    }
+    return false;
+  }
+  if (ctx.repo && task.state.branch) {
+    const links = trustedLinks(linksFile(home, ctx.runId, key), task.state.dir, ctx.repo.commonDir);
+    restoreWorktreeLinks(links);
+    task.links = links;
+  }
+  task.state.port = await reservePort();
+  task.protected = protectedSetFromSnapshot(path.join(runDir(home, ctx.runId), 'tasks', key, 'protected'), task.spec.check, task.spec.protect);
+  task.prepared = true;
+  return true;
+}

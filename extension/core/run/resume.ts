@@ -1,0 +1,168 @@
+/**
+ * `verdict resume RUN` and `verdict rerun RUN TASK` of a run that is not live (issue 13): the same run goes on — same
+ * run id, state.json, records folder, task branches and worktrees — under a new orchestrator. Tasks that passed keep
+ * their status, branch and records; the others are queued again with fresh attempts numbered after their earlier ones,
+ * and their eval rows carry the same run_id. One orchestrator per run: the new one holds the run's folder lock
+ * (run/workdir-lock.ts lockRun) from before it reads the state until the run has ended.
+ */
+import path from 'node:path';
+import { runDir } from '../config/home';
+import { gitFor } from '../git/safe-git';
+import { shortHost } from '../host/hostname';
+import { describeRun, readState } from '../live/registry';
+import type { RunState } from '../live/state';
+import type { RunResume } from '../../../schemas/run-state';
+import { statusInfo } from '../../../schemas/status';
+import type { EngineSpec } from '../../../engines/types';
+import { graphGate } from './decide';
+import { reattachTask } from './reattach';
+import { reconcileDeadRuns } from './reconcile';
+import { summaryFromRecords } from './run-launch';
+import type { TaskSummary } from './runner';
+import type { AttemptContext, TaskRuntime } from './steps/context';
+import { lockRun, selfHolder } from './workdir-lock';
+
+/** What to continue: `resume` (every task that did not pass) or `rerun` of one task. */
+export interface ContinueRequest {
+  runId: string;
+  verb: 'resume' | 'rerun';
+  /** `rerun`: the task to run again (its BLOCKED dependents follow it). */
+  task?: string;
+}
+
+/** A run taken over by this process (see takeRun): the runner continues it. */
+export interface RunContinuation {
+  /** The run's state as read under its lock (reconciled first); the runner takes this object over. */
+  state: RunState;
+  /** The tasks to run again; the others keep their status, records and branches. */
+  again: ReadonlySet<string>;
+  /** Summaries of every task as the records tell (for the tasks kept). */
+  kept: ReadonlyMap<string, TaskSummary>;
+  /** Appended to state.json's `resumes` once the runner owns the state. */
+  resume: RunResume;
+  /** Releases the run's lock (the runner calls it when the run has ended). */
+  release: () => Promise<void>;
+}
+
+/**
+ * Which tasks of `state` run again: for `resume` every task whose status is resumable (schemas/status.ts: all but
+ * PASS and SKIPPED, BLOCKED included) except the candidates of a best-of-N task that already passed; for `rerun` the
+ * task and, transitively, its dependents that ended BLOCKED (a best-of-N task's own entry among them when it had no
+ * winner).
+ * Returns the keys in manifest order, or why nothing can run.
+ */
+export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'verb' | 'task'>): { again: string[] } | { refused: string } {
+  if (req.verb === 'resume') {
+    // A best-of-N candidate whose task passed (another candidate won) stays as it ended.
+    const won = new Set(state.tasks.filter((t) => t.select && t.status === 'PASS').map((t) => t.key));
+    const again = state.tasks.filter((t) => statusInfo(t.status).resumable && !(t.candidate !== undefined && t.group !== undefined && won.has(t.group))).map((t) => t.key);
+    return again.length ? { again } : { refused: `every task of run ${state.runId} passed; nothing to resume` };
+  }
+  const task = state.tasks.find((t) => t.key === req.task);
+  if (!task) return { refused: `run ${state.runId} has no task ${req.task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})` };
+  if (task.select) return { refused: `${task.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${(task.after ?? []).join(', ')})` };
+  if (task.status === 'BLOCKED') {
+    const gate = graphGate((task.after ?? []).map((k) => ({ key: k, status: state.tasks.find((t) => t.key === k)?.status ?? 'absent' })));
+    if (gate.kind === 'blocked') return { refused: `${task.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${task.key} runs again once it passes` };
+  }
+  const again = new Set([task.key]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const t of state.tasks) {
+      if (again.has(t.key) || t.status !== 'BLOCKED' || !(t.after ?? []).some((k) => again.has(k))) continue;
+      again.add(t.key);
+      grew = true;
+    }
+  }
+  return { again: state.tasks.filter((t) => again.has(t.key)).map((t) => t.key) };
+}
+
+/** Why a run cannot be continued now (live elsewhere, nothing to run, unreadable); the message says which. */
+export class ContinueError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ContinueError';
+  }
+}
+
+/**
+ * Takes run `req.runId` over for this process: its folder lock first (a second `verdict resume` of the same run is
+ * refused here, naming the orchestrator that holds it), then reconciles it if its orchestrator died (its unfinished
+ * attempts get INTERRUPTED rows), then reads its state and decides the tasks to run again.
+ * @throws RunBusyError (run/workdir-lock.ts) when another orchestrator holds the run; ContinueError when it is live
+ *   under an orchestrator that holds no lock, its state cannot be read, or nothing is left to run
+ */
+export async function takeRun(home: string, req: ContinueRequest, identity: string, engines: ReadonlyMap<string, EngineSpec>): Promise<RunContinuation> {
+  const release = await lockRun(runDir(home, req.runId), selfHolder(req.runId, identity));
+  try {
+    await reconcileDeadRuns(home, engines);
+    const stateFile = path.join(runDir(home, req.runId), 'state.json');
+    const read = readState(stateFile);
+    if (!('state' in read)) throw new ContinueError(`run ${req.runId}: ${read.reason === 'missing' ? 'no state file' : read.reason}`);
+    const info = describeRun(read.state, stateFile);
+    if (info.liveness === 'running') throw new ContinueError(`run ${req.runId} is live (pid ${read.state.pid} on ${read.state.host}); ${req.verb} of a live run goes through its control channel`);
+    const plan = tasksToRunAgain(read.state, req);
+    if ('refused' in plan) throw new ContinueError(plan.refused);
+    const kept = new Map(summaryFromRecords(home, info).tasks.map((t) => [t.key, t]));
+    const resume: RunResume = { verb: req.verb, by: identity, host: shortHost(), pid: process.pid, at: Date.now(), from: info.liveness, tasks: plan.again };
+    return { state: read.state, again: new Set(plan.again), kept, resume, release };
+  } catch (e) {
+    await release();
+    throw e;
+  }
+}
+
+/**
+ * The run's state, taken over: this orchestrator's pid and host, running again (not paused, not draining), the
+ * containment now in force, the tasks to run again queued (their earlier attempts kept, so numbering continues), the
+ * resume noted in `resumes`. Mutates and returns `cont.state`.
+ */
+export function reopenState(cont: RunContinuation, containment: string): RunState {
+  const s = cont.state;
+  s.pid = process.pid;
+  s.host = shortHost();
+  s.status = 'running';
+  s.endedAt = null;
+  s.heartbeatAt = Date.now();
+  s.paused = false;
+  s.draining = false;
+  s.containment = containment;
+  s.control ??= [];
+  s.resumes = [...(s.resumes ?? []), cont.resume];
+  for (const t of s.tasks) {
+    if (!cont.again.has(t.key)) continue;
+    t.status = 'queued';
+    delete t.reason;
+  }
+  return s;
+}
+
+/**
+ * Before the run goes on: each task to run again takes over its task dir (run/reattach.ts), or is left to prepare
+ * afresh when it never had one. A task whose dir cannot be taken over ends ERROR, saying why (its dependents are then
+ * BLOCKED by it, as in any run). Never throws.
+ */
+export async function takeOverTasks(ctx: AttemptContext, tasks: readonly TaskRuntime[]): Promise<void> {
+  for (const task of tasks) {
+    try {
+      const branchExists = ctx.repo && task.state.branch ? await hasBranch(ctx.repo.root, task.state.branch) : false;
+      if (await reattachTask(ctx, task, branchExists)) ctx.emit({ type: 'task-note', key: task.spec.key, note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)` });
+    } catch (e) {
+      const reason = `cannot take the task over: ${(e as Error).message}`;
+      task.state.status = 'ERROR';
+      task.state.reason = reason;
+      task.summary.verdict = 'ERROR';
+      task.summary.reason = reason;
+      ctx.emit({ type: 'task-note', key: task.spec.key, note: reason });
+    }
+  }
+}
+
+async function hasBranch(repo: string, branch: string): Promise<boolean> {
+  try {
+    // --quiet: a missing branch prints nothing (simple-git may then resolve with empty output rather than reject).
+    return (await gitFor(repo).raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).trim() !== '';
+  } catch {
+    return false;
+  }
+}

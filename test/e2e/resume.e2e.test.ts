@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
+import type { RunState } from '../../extension/core/live/state';
+
+const env = { VERDICT_IDENTITY: 'tester' };
+
+/** The one run under `home`: its id and state now (a resume never makes a second run). */
+function onlyRun(home: string): { runId: string; state: RunState } {
+  const ids = fs.readdirSync(path.join(home, 'runs'));
+  assert.equal(ids.length, 1, `one run under ${home}, found ${ids.join(', ')}`);
+  return { runId: ids[0] as string, state: JSON.parse(fs.readFileSync(path.join(home, 'runs', ids[0] as string, 'state.json'), 'utf8')) as RunState };
+}
+
+const taskOf = (s: RunState, key: string) => s.tasks.find((t) => t.key === key);
+
+describe('resume and rerun continue the same run (same id, attempts numbered on)', function () {
+  this.timeout(180000);
+
+  /**
+   * a passes; b fails twice (its worker appends its attempt number to notes.txt in its worktree, and makes b.txt only
+   * once `marker` exists); c comes after b (BLOCKED); d fails on its own.
+   */
+  async function failedRun(): Promise<{ dir: string; home: string; repo: string; marker: string; runId: string; first: RunState }> {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const marker = path.join(dir, 'b-may-pass');
+    const manifest = writeManifest(repo, {
+      run_name: 'resumable',
+      worktrees: true,
+      max_parallel: 3,
+      tasks: [
+        scriptTask('a', 'echo a > a.txt', 'test -s a.txt'),
+        scriptTask('b', `echo "attempt $VERDICT_ATTEMPT" >> notes.txt; if [ -f ${marker} ]; then echo b > b.txt; fi`, 'test -s b.txt || { echo "b.txt missing"; exit 1; }', { max_attempts: 2 }),
+        scriptTask('c', 'echo c > c.txt', 'test -s b.txt && test -s c.txt', { after: ['b'] }),
+        scriptTask('d', 'true', 'echo "d never passes"; exit 1', { max_attempts: 1 }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', manifest, '--home', home, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 1, r.all);
+    const { runId, state } = onlyRun(home);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.length]), [['a', 'PASS', 1], ['b', 'FAIL', 2], ['c', 'BLOCKED', 0], ['d', 'FAIL', 1]]);
+    return { dir, home, repo, marker, runId, first: state };
+  }
+
+  it('resume of a finished run: same id and state file, attempt 3 after 2 in the failed worktree, BLOCKED after it, passed work untouched', async function () {
+    await requireSandbox(this);
+    const { home, repo, marker, runId, first } = await failedRun();
+    const aBranch = `verdict/${runId}/a`;
+    const aHead = git(repo, 'rev-parse', aBranch);
+    const bWorktree = taskOf(first, 'b')?.dir as string;
+    fs.writeFileSync(marker, '');
+
+    const r = await cli(['resume', runId.slice(0, 17), '--home', home, '--no-dashboard'], { env: { VERDICT_IDENTITY: 'resumer' } });
+    assert.equal(r.exitCode, 1, r.all); // d fails again
+    assert.match(r.stdout, new RegExp(`resuming 3 task\\(s\\) of run ${runId} \\(same run\\): b, c, d`));
+    const { state } = onlyRun(home);
+    assert.equal(state.runId, runId);
+    assert.equal(state.status, 'finished');
+    assert.equal(state.startedAt, first.startedAt, 'the run keeps its start');
+    assert.deepEqual(state.resumes?.map((x) => [x.verb, x.by, x.from, x.tasks]), [['resume', 'resumer', 'finished', ['b', 'c', 'd']]]);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]), [
+      ['a', 'PASS', [[1, 'PASS']]],
+      ['b', 'PASS', [[1, 'FAIL'], [2, 'FAIL'], [3, 'PASS']]],
+      ['c', 'PASS', [[1, 'PASS']]],
+      ['d', 'FAIL', [[1, 'FAIL'], [2, 'FAIL']]],
+    ]);
+    // a: not run again, its branch and commit as they were.
+    assert.deepEqual(taskOf(state, 'a'), taskOf(first, 'a'));
+    assert.equal(git(repo, 'rev-parse', aBranch), aHead);
+    // b went on in its worktree as attempt 2 left it: attempt 3's notes follow 1 and 2's, and are in its commit.
+    const bCommit = taskOf(state, 'b')?.commit as string;
+    assert.equal(taskOf(state, 'b')?.dir, bWorktree);
+    assert.equal(git(repo, 'show', `${bCommit}:notes.txt`), 'attempt 1\nattempt 2\nattempt 3');
+    assert.equal(git(repo, 'rev-parse', `verdict/${runId}/b`), bCommit);
+    // c started from b's commit.
+    assert.equal(git(repo, 'rev-parse', `${taskOf(state, 'c')?.commit}~1`), bCommit);
+    // Every row carries the run id; attempts numbered on; the resumed attempts after judged ones are retries.
+    const rows = readRows(home);
+    assert.ok(rows.every((x) => x.run_id === runId));
+    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict, x.retry, x.identity]).sort(), [
+      ['a', 1, 'PASS', false, 'tester'],
+      ['b', 1, 'FAIL', false, 'tester'],
+      ['b', 2, 'FAIL', true, 'tester'],
+      ['b', 3, 'PASS', true, 'resumer'],
+      ['c', 1, 'PASS', false, 'resumer'],
+      ['d', 1, 'FAIL', false, 'tester'],
+      ['d', 2, 'FAIL', true, 'resumer'],
+    ]);
+    // The records of attempt 3 sit beside attempts 1 and 2.
+    assert.ok(fs.existsSync(path.join(home, 'runs', runId, 'tasks', 'b', 'attempt-3', 'receipt.json')));
+  });
+
+  it('rerun RUN TASK of a finished run: that task and its BLOCKED dependent run again, nothing else; a BLOCKED task alone is refused', async function () {
+    await requireSandbox(this);
+    const { home, marker, runId } = await failedRun();
+    const blocked = await cli(['rerun', runId, 'c', '--home', home, '--no-dashboard'], { env });
+    assert.equal(blocked.exitCode, 2, blocked.all);
+    assert.match(blocked.stderr, /c is BLOCKED by b \(FAIL\): rerun b, and c runs again once it passes/);
+    const unknown = await cli(['rerun', runId, 'zz', '--home', home, '--no-dashboard'], { env });
+    assert.equal(unknown.exitCode, 2, unknown.all);
+    assert.match(unknown.stderr, new RegExp(`run ${runId} has no task zz`));
+
+    fs.writeFileSync(marker, '');
+    const r = await cli(['rerun', runId, 'b', '--home', home, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 1, r.all); // d is still FAIL: not every task of the run passed
+    assert.match(r.stdout, new RegExp(`running again 2 task\\(s\\) of run ${runId} \\(same run\\): b, c`));
+    const { state } = onlyRun(home);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.length]), [['a', 'PASS', 1], ['b', 'PASS', 3], ['c', 'PASS', 1], ['d', 'FAIL', 1]]);
+    assert.deepEqual(state.resumes?.map((x) => [x.verb, x.tasks]), [['rerun', ['b', 'c']]]);
+    assert.deepEqual(readRows(home).filter((x) => x.task_key === 'd').length, 1, 'd did not run again');
+  });
+
+  it('two `verdict resume RUN` at once: one orchestrator runs the run, the other is refused (exit 2) naming it', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const marker = path.join(dir, 'may-pass');
+    const manifest = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('slow', `if [ -f ${marker} ]; then sleep 3; echo ok > ok.txt; fi`, 'test -s ok.txt', { max_attempts: 1 })],
+    });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
+    assert.equal(r.exitCode, 1, r.all);
+    const { runId } = onlyRun(home);
+    fs.writeFileSync(marker, '');
+    const start = () => execa('node', [CLI, 'resume', runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
+    const one = start();
+    const two = start();
+    const [x, y] = await Promise.all([one, two]);
+    const ran = x.exitCode === 0 ? x : y;
+    const refused = ran === x ? y : x;
+    assert.equal(ran.exitCode, 0, `${x.all}\n----\n${y.all}`);
+    assert.equal(refused.exitCode, 2, `${x.all}\n----\n${y.all}`);
+    const ranPid = (ran === x ? one : two).pid as number;
+    // Refused either at the run's lock or, once the winner's state says it runs, as a live run: both name its pid.
+    assert.match(refused.stderr, new RegExp(`(is being orchestrated by pid ${ranPid} |its orchestrator is pid ${ranPid} )`));
+    const { state } = onlyRun(home);
+    assert.deepEqual(state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'FAIL'], [2, 'PASS']], 'the task ran once more, not twice');
+    assert.equal(state.resumes?.length, 1);
+    assert.equal(readRows(home).length, 2);
+  });
+});
