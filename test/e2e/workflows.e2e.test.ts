@@ -169,8 +169,11 @@ describe('workflows: best-of-N', function () {
     fs.writeFileSync(marker, '');
     const again = await cli(['resume', s1?.runId as string, '--home', home, '--no-dashboard']);
     assert.equal(again.exitCode, 0, again.all);
-    const [, s2] = states(home);
-    assert.deepEqual(s2?.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'FAIL'], ['fix--c2', 'PASS'], ['next', 'PASS']]);
+    // The same run goes on (resume keeps the run id).
+    const all = states(home);
+    assert.equal(all.length, 1);
+    assert.equal(all[0]?.runId, s1?.runId);
+    assert.deepEqual(all[0]?.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'FAIL'], ['fix--c2', 'PASS'], ['next', 'PASS']]);
   });
 
   it('resume after a task won: its cancelled losers stay as they ended; only what did not pass runs again', async () => {
@@ -192,8 +195,9 @@ describe('workflows: best-of-N', function () {
     fs.writeFileSync(marker, '');
     const again = await cli(['resume', s1?.runId as string, '--home', home, '--no-dashboard']);
     assert.equal(again.exitCode, 0, again.all);
-    assert.match(again.all, /resuming 1 task\(s\) of run \S+: other\n/);
-    const [, s2] = states(home);
-    assert.deepEqual(s2?.tasks.map((t) => [t.key, t.status]), [['other', 'PASS']]);
+    assert.match(again.all, /resuming 1 task\(s\) of run \S+ \(same run\): other\n/);
+    const all = states(home);
+    assert.equal(all.length, 1);
+    assert.deepEqual(all[0]?.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'CANCELLED'], ['other', 'PASS']]);
   });
 });
