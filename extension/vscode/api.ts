@@ -1,6 +1,7 @@
 import type { Finding } from '../core/manifest/findings';
 import type { RunInfo } from '../core/live/registry';
 import type { RunSummary } from '../core/run/runner';
+import type { LaunchEvent } from './launcher';
 import type { RunsNode } from './runs-tree';
 
 /** Options of {@link VerdictApi.runManifest}. */
@@ -11,6 +12,11 @@ export interface ApiRunOptions {
   identity?: string;
   /** Run every check on the untouched tree first; a task whose check already passes is SKIPPED. */
   baseline?: boolean;
+  /**
+   * Told as the run goes (from its state.json): its start, and each finished attempt with its verdict, whether
+   * another attempt follows (`willRetry`) and the task branch — what the progress notification shows.
+   */
+  onEvent?: (e: LaunchEvent) => void;
 }
 
 /**

@@ -30,6 +30,13 @@ describe('the .vsix (npm run package)', function () {
     assert.doesNotMatch(built.output, /⚠️|WARNING|warn/i);
   });
 
+  it('a development build (node esbuild.mjs) prints one line of sizes, no esbuild ⚠️ either', async () => {
+    const dev = await execa(process.execPath, ['esbuild.mjs'], { cwd: built.dir, reject: false, all: true, stdin: 'ignore' });
+    assert.equal(dev.exitCode, 0, dev.all);
+    assert.match(dev.all ?? '', /^built dist\/extension\.js [\d.]+ [kM]B, dist\/cli\.js [\d.]+ [kM]B, .* \(development: source maps; --production minifies\)$/m);
+    assert.doesNotMatch(dev.all ?? '', /⚠️/);
+  });
+
   it(`is at most 2 MB and holds only the allow-listed files, and every required one`, () => {
     const size = fs.statSync(built.vsix).size;
     assert.ok(size <= MAX_BYTES, `${size} bytes`);

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { attemptNotice, type AttemptNoticeInput } from '../../../extension/core/run/notices';
 
 // The suite is bundled into <repo>/out/integration: the repository's fixtures are two folders up.
 const REPO = path.resolve(__dirname, '../..');
@@ -82,5 +84,33 @@ describe('manifests open clean (issue 17)', () => {
     assert.ok(findings && findings.length > 0, 'linted as a manifest now');
     assert.deepEqual(vscode.workspace.getConfiguration('verdict').get('manifestFiles'), ['webext/manifest.json']);
     await until(doc.uri, (d) => d.some((x) => x.source === 'verdict' && x.severity === vscode.DiagnosticSeverity.Error), 'verdict errors (no tasks) after Treat as a Verdict Manifest');
+  });
+});
+
+describe('run notices name the task, its branch, and whether a retry comes (issue 17)', function () {
+  this.timeout(120000);
+  it('a task that fails once then passes: "retrying (attempt 2)", then PASS on its branch', async () => {
+    const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as {
+      runManifest(file: string, o: { onEvent(e: { type: string } & Partial<AttemptNoticeInput>): void }): Promise<{ tasks: { verdict: string }[] }>;
+    };
+    const repo = path.join(process.env.VERDICT_TEST_TMP as string, 'notice-repo');
+    fs.mkdirSync(repo, { recursive: true });
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: repo });
+    git('init', '-q', '-b', 'main');
+    fs.writeFileSync(path.join(repo, 'README.md'), 'x\n');
+    git('add', '.');
+    git('commit', '-qm', 'base');
+    const manifest = path.join(repo, 'notice.swarm.json');
+    // The script engine's retry gets the failure in $VERDICT_FAILURE_FILE: the first attempt writes the wrong word.
+    const spec = 'if [ -n "$VERDICT_FAILURE_FILE" ] && [ -s "$VERDICT_FAILURE_FILE" ]; then echo right > w.txt; else echo wrong > w.txt; fi';
+    fs.writeFileSync(manifest, JSON.stringify({ run_name: 'notices', worktrees: true, tasks: [{ key: 'flaky', engine: 'script', task_type: 'script', verified: 'w.txt says right', spec, check: 'grep -x right w.txt || { echo "w.txt says $(cat w.txt)"; exit 1; }' }] }));
+    git('add', '.');
+    git('commit', '-qm', 'manifest');
+    const notices: string[] = [];
+    const summary = await api.runManifest(manifest, { onEvent: (e) => { if (e.type === 'attempt-finished') notices.push(attemptNotice(e as AttemptNoticeInput)); } });
+    assert.equal(summary.tasks[0]?.verdict, 'PASS');
+    assert.equal(notices.length, 2, notices.join('\n'));
+    assert.match(notices[0] ?? '', /^flaky, attempt 1: FAIL \(.+\) — retrying \(attempt 2\)$/);
+    assert.match(notices[1] ?? '', /^flaky, attempt 2: PASS — work on branch verdict\/\S+\/flaky$/);
   });
 });
