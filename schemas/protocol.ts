@@ -70,6 +70,19 @@ export interface ScoreRow {
   lastSeen: string | null;
 }
 
+/** One reviewing model's reviews (eval rows with step `review`): counts of its answers; never attempts. */
+export interface ReviewerRow {
+  /** The reviewer's model; `(no model)` when its engine named none. */
+  model: string;
+  reviews: number;
+  approve: number;
+  changes: number;
+  reject: number;
+  /** Reviews with no valid answer. */
+  errors: number;
+  engines: string[];
+}
+
 /**
  * New output of one worker (its worker.log). `reset`: replace what the page holds (first read, a new attempt, or
  * bytes were dropped because the worker wrote faster than the ring keeps). `text` is at most OUTPUT_RING_BYTES.
@@ -127,7 +140,7 @@ export type HostToPage =
   /** Reply to load-artifact: the file's text (its last `maxBytes` when longer; `truncatedBytes` says how much was cut). */
   | { type: 'did-load-artifact'; replyTo: number; runId: string; artifact: ArtifactKind; key: string | null; attempt: number | null; text: string | null; truncatedBytes: number; error: string | null }
   /** Reply to load-scoreboard. `source` names the module the rows came from. */
-  | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; source: string; error: string | null }
+  | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; error: string | null }
   /**
    * Reply to task-action. `done`: it happened (a stop or rerun acknowledged in state.json, the branch merged, the diff
    * opened); `refused`: it did not, `message` says why (a refusal of the run, a conflict, a failing re-check…);

@@ -1,6 +1,6 @@
 // The page's state: what the host sent (runs, outputs, replies) and where the user is (view, run, filters).
 // Host messages are applied in one exhaustive switch; only navigation is persisted through the host.
-import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type RunView, type ScoreRow, type SkippedView, type TaskAction } from '../schemas/protocol';
+import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type ReviewerRow, type RunView, type ScoreRow, type SkippedView, type TaskAction } from '../schemas/protocol';
 import { host } from './host';
 
 /** The views of the app. */
@@ -56,7 +56,7 @@ export const app = $state({
   skipped: [] as SkippedView[],
   outputs: {} as Record<string, OutputTail>,
   artifacts: {} as Record<string, ArtifactState>,
-  scoreboard: null as { rows: ScoreRow[]; source: string; error: string | null } | null,
+  scoreboard: null as { rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; error: string | null } | null,
   acts: {} as Record<string, ActState>,
   diffs: {} as Record<string, DiffState>,
   rejected: [] as string[],
@@ -165,7 +165,7 @@ export function apply(m: HostToPage): void {
       app.artifacts[artifactKey(m.runId, m.artifact, m.key, m.attempt)] = { loading: false, text: m.text, truncatedBytes: m.truncatedBytes, error: m.error };
       break;
     case 'did-load-scoreboard':
-      app.scoreboard = { rows: m.rows, source: m.source, error: m.error };
+      app.scoreboard = { rows: m.rows, reviews: m.reviews, source: m.source, error: m.error };
       break;
     case 'did-act':
       app.acts[taskKey(m.runId, m.key)] = { action: m.action, pending: false, result: m.result, message: m.message };

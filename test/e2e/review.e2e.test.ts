@@ -4,6 +4,8 @@ import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
+import { chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, findChromium, startHudProcess } from '../helpers/hud';
 
 // The review step (issue 11): reviewer engines read the work after its check passed and answer in their final
 // message. The reviewers here are custom engines whose binary is a bash script (`output: none`: the final message is
@@ -39,6 +41,8 @@ function credits(rows: Record<string, unknown>[]): unknown[][] {
 
 describe('review: reviewers approve, ask for changes or reject the work after its check', function () {
   this.timeout(180000);
+  /** VERDICT_HOME of the first test's run (changes and reject, then approval), for the dashboard test. */
+  let reviewedHome = '';
 
   it('changes and reject, then approval on the retry: the concerns reach the worker, rows credited to worker and reviewers', async () => {
     const dir = tempDir();
@@ -59,6 +63,7 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
+    reviewedHome = home;
     const rows = readRows(home);
     assert.deepEqual(credits(rows), [
       ['work', 1, 'script', null, 'FAIL', null],
@@ -101,6 +106,24 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     const text = await cli(['models', '--home', home]);
     assert.match(text.stdout, /reviews \(rows with step review, per reviewing model; not attempts: never in the rates above\):\n\s+model\s+reviews\s+approve\s+changes\s+reject\s+error\s+engines\s+last seen\n\s+differ-2\s+2\s+1\s+1\s+0\s+0\s+differ/);
     assert.match(text.stdout, /^2 attempt\(s\) from /m);
+  });
+
+  it('the dashboard\'s scoreboard shows each reviewing model\'s verdicts apart (verdict hud in Chromium)', async function () {
+    if (!findChromium() || !reviewedHome) this.skip();
+    const hud = await startHudProcess(reviewedHome);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    try {
+      const page = await browser.newPage();
+      await page.goto(hud.url);
+      await page.locator('vscode-button[data-view="scoreboard"]').click();
+      const table = page.getByTestId('reviews');
+      await table.waitFor({ timeout: 30000 });
+      const lines = (await table.locator('tbody tr').allInnerTexts()).map((t) => t.split('\t').map((c) => c.trim()));
+      assert.deepEqual(lines, [['differ-2', '2', '1', '1', '0', '0', 'differ'], ['strict-1', '2', '1', '0', '1', '0', 'strict']]);
+    } finally {
+      await browser.close();
+      await hud.stop();
+    }
   });
 
   it('a reviewer whose answer is not JSON is its own ERROR row: with require all the attempt is ERROR (not FAIL, not retried); with require any another approval passes', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadScoreboard, openScoreboardIndex } from '../../extension/core/scoreboard/load';
+import { dashboardScoreboard } from '../../extension/core/dashboard/scoreboard';
 import { scoreboardView, tierOf } from '../../extension/core/scoreboard/view';
 import { parseCatalog } from '../../extension/core/catalog/openrouter';
 import { EvalIndex } from '../../extension/core/store/sqlite-index';
@@ -199,6 +200,13 @@ describe('scoreboard (unit)', () => {
     assert.deepEqual((await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.reviews.map((r) => r.model), ['rev/gemini']);
     assert.deepEqual((await loadScoreboard({ home, filters: { model: 'claude' } })).view.reviews.map((r) => r.model), ['rev/claude']);
     assert.deepEqual((await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.rows, []);
+    // The dashboard gets the same lines (protocol ReviewerRow).
+    const dash = await dashboardScoreboard(home);
+    assert.deepEqual(dash.reviews, [
+      { model: 'rev/claude', reviews: 11, approve: 8, changes: 3, reject: 0, errors: 0, engines: ['claude'] },
+      { model: 'rev/gemini', reviews: 11, approve: 0, changes: 0, reject: 6, errors: 5, engines: ['gemini'] },
+    ]);
+    assert.match(dash.source, /\(14 attempts\)/);
   });
 
   it('an incremental update gives the same figures as a rebuild', async () => {

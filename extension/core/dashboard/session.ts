@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { OUTPUT_RING_BYTES, PATCH_INTERVAL_MS, type HostToPage, type OutputChunk, type PageToHost, type ScoreRow } from '../../../schemas/protocol';
+import { OUTPUT_RING_BYTES, PATCH_INTERVAL_MS, type HostToPage, type OutputChunk, type PageToHost, type ReviewerRow, type ScoreRow } from '../../../schemas/protocol';
 import type { DashboardActions } from './actions';
 import { loadArtifact } from './artifacts';
 import { LogTail } from './log-tail';
@@ -17,8 +17,8 @@ export interface PageTransport {
   busy?(): boolean;
 }
 
-/** Where the scoreboard rows come from: the rows and the name of the module that made them. */
-export type ScoreboardProvider = () => Promise<{ rows: ScoreRow[]; source: string }>;
+/** Where the scoreboard rows come from: the rows (and the reviewers' rows, none when absent) and the name of the module that made them. */
+export type ScoreboardProvider = () => Promise<{ rows: ScoreRow[]; reviews?: ReviewerRow[]; source: string }>;
 
 /**
  * One page (a webview panel or a browser tab) talking to its host. Validates every message the page sends
@@ -103,8 +103,8 @@ export class DashboardSession {
       }
       case 'load-scoreboard':
         this.opts.scoreboard().then(
-          ({ rows, source }) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows, source, error: null }),
-          (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], source: '', error: e.message }),
+          ({ rows, reviews, source }) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows, reviews: reviews ?? [], source, error: null }),
+          (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', error: e.message }),
         );
         return true;
       case 'task-action': {
