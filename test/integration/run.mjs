@@ -96,7 +96,8 @@ async function viaElectron(untrusted) {
     if (vsix) {
       const dir = path.join(tmp, untrusted ? 'ext-untrusted' : 'ext');
       const { resolveCliArgsFromVSCodeExecutablePath } = await import('@vscode/test-electron');
-      const [cli, ...args] = resolveCliArgsFromVSCodeExecutablePath(vscodeExecutablePath);
+      // reuseMachineInstall: only the CLI's path, without test-electron's default --extensions-dir/--user-data-dir.
+      const [cli, ...args] = resolveCliArgsFromVSCodeExecutablePath(vscodeExecutablePath, { reuseMachineInstall: true });
       const installed = spawnSync(cli, [...args, '--extensions-dir', dir, '--install-extension', vsix], { encoding: 'utf8', shell: process.platform === 'win32' });
       if (installed.status !== 0) { console.error(`--install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`); return 1; }
       extensions = ['--extensions-dir', dir];
