@@ -340,3 +340,22 @@ describe('lint: tests-protected', () => {
     assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { spec: `${SPEC} Add tests/test_csv.py with at least 8 cases.` })])), [], 'new test files are allowed');
   });
 });
+
+describe('lint: allow-paths and deps-not-allowed', () => {
+  it('allow-paths: an expected file outside the task\'s (or the run\'s) allow_paths is an error at the entry', async () => {
+    const text = manifest([task('a', { expect_files: ['src/parser/a.ts', 'docs/a.md'], allow_paths: ['src/parser'] }), task('b', { expect_files: ['lib/b.ts'] })], { allow_paths: ['src/**'] });
+    const found = await findingsOf('allow-paths', text);
+    assert.deepEqual(found.map((f) => [f.taskKey, f.severity]), [['a', 'error'], ['b', 'error']]);
+    assert.match(found[0]?.message ?? '', /docs\/a\.md is outside allow_paths \(src\/parser\)/);
+    assert.deepEqual(await findingsOf('allow-paths', manifest([task('a', { expect_files: ['src/a.ts'] })], { allow_paths: ['src/**'] })), []);
+  });
+
+  it('deps-not-allowed: a spec asking for a package with nothing allowed warns; allow_deps or the guard off silences it', async () => {
+    const spec = `${SPEC} Use zod for validation: run npm install zod first.`;
+    assert.equal((await findingsOf('deps-not-allowed', manifest([task('a', { spec })]))).length, 1);
+    assert.deepEqual(await findingsOf('deps-not-allowed', manifest([task('a', { spec, allow_deps: ['zod'] })])), []);
+    assert.deepEqual(await findingsOf('deps-not-allowed', manifest([task('a', { spec, guard: { deps: false } })])), []);
+    assert.deepEqual(await findingsOf('deps-not-allowed', manifest([task('a', { spec })], { allow_deps: true })), []);
+    assert.deepEqual(await findingsOf('deps-not-allowed', manifest([task('a')])), []);
+  });
+});

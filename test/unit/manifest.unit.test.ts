@@ -29,6 +29,7 @@ describe('manifest loader', () => {
     assert.deepEqual(manifest.tasks[0], {
       key: 'a', spec: 'do a', check: 'true', expectFiles: ['a.txt'], engine: 'codex', model: 'gpt-5-mini', taskType: 'parser',
       timeoutMs: 60000, checkTimeoutMs: 300000, watchdogMs: null, engineArgs: ['--x', '1'], verified: 'a works', fullAccess: true, network: true, protect: null, maxAttempts: 3, fallback: [], after: [], review: null,
+      guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: [], allowPaths: null,
     });
     const b = manifest.tasks[1];
     assert.ok(b);
@@ -105,6 +106,28 @@ describe('manifest loader', () => {
     assert.ok(manifest);
     assert.deepEqual(problems.map((p) => [p.severity, p.path]), [['warning', 'owner'], ['warning', 'tasks[0].colour']]);
     assert.equal(problems[1]?.range?.start.column, 66);
+  });
+
+  it('guard, allow_deps and allow_paths: task keys over run keys over all-on; false turns every guard off; bad shapes are errors', () => {
+    const text = JSON.stringify({
+      guard: { stubs: false },
+      allow_deps: ['zod'],
+      allow_paths: ['src/**'],
+      tasks: [
+        { key: 'a', spec: 's', check: 'true' },
+        { key: 'b', spec: 's', check: 'true', guard: { stubs: true, deps: false }, allow_deps: true, allow_paths: ['lib/'] },
+        { key: 'c', spec: 's', check: 'true', guard: false, allow_deps: false },
+      ],
+    });
+    const tasks = parseManifest(text, FILE, { engines }).manifest?.tasks ?? [];
+    assert.deepEqual(tasks.map((t) => [t.guard, t.allowDeps, t.allowPaths]), [
+      [{ secrets: true, stubs: false, deps: true, paths: true }, ['zod'], ['src/**']],
+      [{ secrets: true, stubs: true, deps: false, paths: true }, true, ['lib/']],
+      [{ secrets: false, stubs: false, deps: false, paths: false }, [], ['src/**']],
+    ]);
+    const bad = errors(JSON.stringify({ tasks: [{ key: 'a', spec: 's', check: 'true', guard: { stub: false }, allow_paths: [] }] }));
+    assert.deepEqual([...new Set(bad.map((p) => p.path))], ['tasks[0].guard', 'tasks[0].allow_paths']);
+    assert.ok(bad.some((p) => /additional properties/.test(p.message)), 'the unknown guard name is the reason');
   });
 
   it('splits a string engine_args like a shell, and refuses shell operators in it', () => {

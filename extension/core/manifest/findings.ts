@@ -28,7 +28,9 @@ export type RuleId =
   | 'unsafe-key'
   | 'task-graph'
   | 'repeat'
-  | 'self-review';
+  | 'self-review'
+  | 'allow-paths'
+  | 'deps-not-allowed';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -30,6 +30,7 @@ import { missingExpectFiles, missingTaskType, missingVerified } from './rules/mi
 import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
 import { selfReview } from './rules/self-review';
+import { allowPathsRule, depsNotAllowed } from './rules/guard-settings';
 
 export type { LintContext } from './rules/document';
 
@@ -63,6 +64,8 @@ const RULES: Rule[] = [
   modelNotRoutable,
   fullAccessNotEnabled,
   selfReview,
+  allowPathsRule,
+  depsNotAllowed,
 ];
 
 /** The rule each loader problem is reported under. */

@@ -9,7 +9,7 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { repeatProblems } from './rules/repeat';
 import { compileRepeat } from './repeat';
-import { ManifestError, type EngineChoice, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
+import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
@@ -189,6 +189,9 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) })),
     after: (t.after as string[] | undefined) ?? [],
     review: t.review === false ? null : reviewPolicy(isObject(t.review) ? t.review : data.review),
+    guard: guardSwitches(data.guard, t.guard),
+    allowDeps: allowDeps(t.allow_deps ?? data.allow_deps),
+    allowPaths: (t.allow_paths as string[] | undefined) ?? (data.allow_paths as string[] | undefined) ?? null,
   }));
   return {
     file,
@@ -213,6 +216,22 @@ function reviewPolicy(v: unknown): ReviewPolicy | null {
     engines: v.engines.map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof f.model === 'string' ? f.model : null })),
     require: v.require === 'majority' || v.require === 'any' ? v.require : 'all',
   };
+}
+
+/** The `guard` switches: all on, then the run's value, then the task's (`false` turns all off; an object, the ones it names). */
+function guardSwitches(run: unknown, task: unknown): GuardSwitches {
+  const out: GuardSwitches = { secrets: true, stubs: true, deps: true, paths: true };
+  for (const v of [run, task]) {
+    if (typeof v === 'boolean') for (const k of Object.keys(out) as (keyof GuardSwitches)[]) out[k] = v;
+    else if (isObject(v)) for (const k of Object.keys(out) as (keyof GuardSwitches)[]) if (typeof v[k] === 'boolean') out[k] = v[k] as boolean;
+  }
+  return out;
+}
+
+/** `allow_deps`: true allows any; a list, those; absent or false, none. */
+function allowDeps(v: unknown): true | string[] {
+  if (v === true) return true;
+  return Array.isArray(v) ? (v as string[]) : [];
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

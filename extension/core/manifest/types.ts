@@ -50,6 +50,20 @@ export interface TaskSpec {
   select?: SelectMode;
   /** `review` (the task's, else the run's): reviewers that must approve a passed check; null for none. */
   review: ReviewPolicy | null;
+  /** `guard`: which built-in guards run on the worker's work (run/guards; all true unless turned off). */
+  guard: GuardSwitches;
+  /** `allow_deps`: dependencies the worker may add — true: any; else names or globs (empty: none). */
+  allowDeps: true | string[];
+  /** `allow_paths`: globs of the only paths the worker may change; null: anywhere. */
+  allowPaths: string[] | null;
+}
+
+/** The built-in guards of a task, each on or off (the manifest's `guard`, task keys over run keys over true). */
+export interface GuardSwitches {
+  secrets: boolean;
+  stubs: boolean;
+  deps: boolean;
+  paths: boolean;
 }
 
 /**

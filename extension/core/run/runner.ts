@@ -233,6 +233,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       prepared: false,
       links: null,
       protected: null,
+      guardBase: null,
       containment: taskContainment(pre.containment, spec.fullAccess),
       used: 0,
       rateLimited: 0,

@@ -10,6 +10,7 @@ import type { Containment } from '../../process/sandbox';
 import type { AttemptRecord, StepName } from '../attempt-record';
 import type { Judgement } from '../decide';
 import type { ProtectedSet } from '../protect';
+import type { DirSnapshot } from '../dir-snapshot';
 import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunOptions, TaskSummary } from '../runner';
 import type { RunSpend } from '../spend';
@@ -50,6 +51,8 @@ export interface TaskRuntime {
   containment: Containment;
   /** The check inputs the worker may not change (run/protect.ts), taken when the task was prepared. */
   protected: ProtectedSet | null;
+  /** Plain mode: the task dir as prepared (after setup), the base the guards judge the worker's changes against. */
+  guardBase: DirSnapshot | null;
   /** Attempts that counted against max_attempts (rate limits that were requeued do not). */
   used: number;
   rateLimited: number;

@@ -10,6 +10,8 @@ import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containme
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
 import { protectedSet } from '../protect';
+import { takeSnapshot } from '../dir-snapshot';
+import { guardsOn } from '../guards';
 import { runDir } from '../../config/home';
 import { linksFile, saveLinks } from '../reattach';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
@@ -66,6 +68,8 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   }
   task.protected = protectedSet(task.state.dir, task.spec.check, task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
   if (task.protected.files.size) ctx.emit({ type: 'task-note', key: task.spec.key, note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})` });
+  // Plain mode has no commit to diff against: the guards judge the dir against this record of it.
+  if (!ctx.repo && guardsOn(task.spec)) task.guardBase = takeSnapshot(task.state.dir, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'guard-base'));
   task.prepared = true;
 }
 

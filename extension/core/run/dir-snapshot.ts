@@ -1,0 +1,172 @@
+/**
+ * A plain-mode task dir as it was at one moment (no git there to ask): every entry's kind, mode and content hash,
+ * and a copy of the content of each file up to SNAPSHOT_FILE_BYTES (while the copies stay under
+ * SNAPSHOT_STORE_BYTES), kept out of every step's sight (under VERDICT_HOME). Used for the guard's base (the dir
+ * after `setup`: what the worker changed since) and to put the dir back after a check (what the check wrote is
+ * discarded before a retry). Folders named `.git` and `node_modules` are recorded but not walked: git's own files
+ * and dependency trees (setup's `npm ci`) are neither the worker's work nor something to copy at every attempt.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Folders recorded but never walked into. */
+export const SNAPSHOT_OPAQUE_DIRS = new Set(['.git', 'node_modules']);
+/** Files larger than this are hashed but not copied, bytes. */
+export const SNAPSHOT_FILE_BYTES = 2 * 1024 * 1024;
+/** Copies stop once they reach this total, bytes (later files are hashed only). */
+export const SNAPSHOT_STORE_BYTES = 128 * 1024 * 1024;
+
+/** One entry of a snapshot. */
+export interface SnapshotEntry {
+  kind: 'file' | 'symlink' | 'dir' | 'other';
+  /** Permission bits (`mode & 0o7777`). */
+  mode: number;
+  /** Files: SHA-256 of the content, hex. */
+  sha?: string;
+  /** Symlinks: the target as written. */
+  target?: string;
+  /** Files: a copy is in the store (`<store>/<sha>`). */
+  kept?: boolean;
+}
+
+/** A dir as it was: relative path (`/`-separated) → entry; `store` holds the copies (null: none were kept). */
+export interface DirSnapshot {
+  entries: Map<string, SnapshotEntry>;
+  store: string | null;
+}
+
+/**
+ * Records `dir` now; with `store`, keeps copies of file contents there (content-addressed, so a file is stored once).
+ * Never throws for one entry: an unreadable one is recorded as `other`.
+ */
+export function takeSnapshot(dir: string, store: string | null): DirSnapshot {
+  const entries = new Map<string, SnapshotEntry>();
+  let stored = 0;
+  if (store) fs.mkdirSync(store, { recursive: true });
+  walk(dir, (rel, abs, st) => {
+    const mode = st.mode & 0o7777;
+    entries.set(rel, { kind: 'other', mode });
+    if (st.isSymbolicLink()) entries.set(rel, { kind: 'symlink', mode, target: fs.readlinkSync(abs) });
+    else if (st.isDirectory()) entries.set(rel, { kind: 'dir', mode });
+    else if (st.isFile()) {
+      const content = fs.readFileSync(abs);
+      const sha = crypto.createHash('sha256').update(content).digest('hex');
+      let kept = false;
+      if (store && content.length <= SNAPSHOT_FILE_BYTES && stored + content.length <= SNAPSHOT_STORE_BYTES) {
+        const copy = path.join(store, sha);
+        if (!fs.existsSync(copy)) {
+          fs.writeFileSync(copy, content);
+          stored += content.length;
+        }
+        kept = true;
+      }
+      entries.set(rel, { kind: 'file', mode, sha, kept });
+    } else entries.set(rel, { kind: 'other', mode });
+  });
+  return { entries, store };
+}
+
+/** The kept content of a snapshot's file entry, or null when no copy was kept. */
+export function keptContent(snap: DirSnapshot, entry: SnapshotEntry): Buffer | null {
+  if (!entry.kept || !entry.sha || !snap.store) return null;
+  try {
+    return fs.readFileSync(path.join(snap.store, entry.sha));
+  } catch {
+    return null;
+  }
+}
+
+/** Whether two entries differ in what a check or a worker could change (kind, mode, content, target). */
+export function entryChanged(a: SnapshotEntry, b: SnapshotEntry): boolean {
+  return a.kind !== b.kind || a.mode !== b.mode || a.sha !== b.sha || a.target !== b.target;
+}
+
+/** What {@link restoreSnapshot} did. */
+export interface RestoreReport {
+  /** Entries that were not in the snapshot, removed (a new folder counts once). */
+  removed: string[];
+  /** Entries changed or deleted since, put back. */
+  restored: string[];
+  /** Entries changed or deleted since that could not be put back (no copy was kept). */
+  lost: string[];
+}
+
+/**
+ * Puts `dir` back as `snap` recorded it: removes what is new, puts back what changed or went missing from the kept
+ * copies (a file without a copy is named in `lost` and left as it is). Opaque folders (`.git`, `node_modules`) that
+ * existed are left alone inside. Never throws for one entry (it is named in `lost`).
+ */
+export function restoreSnapshot(dir: string, snap: DirSnapshot): RestoreReport {
+  const report: RestoreReport = { removed: [], restored: [], lost: [] };
+  const now = takeSnapshot(dir, null).entries;
+  for (const [rel, entry] of [...now].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (snap.entries.has(rel)) continue;
+    // Under a folder already removed: gone with it.
+    if (report.removed.some((r) => rel.startsWith(`${r}/`))) continue;
+    try {
+      fs.rmSync(path.join(dir, rel), { recursive: entry.kind === 'dir', force: true });
+      report.removed.push(rel);
+    } catch {
+      report.lost.push(rel);
+    }
+  }
+  for (const [rel, entry] of [...snap.entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const cur = now.get(rel);
+    if (cur && !entryChanged(cur, entry)) continue;
+    const abs = path.join(dir, rel);
+    try {
+      if (entry.kind === 'dir') {
+        if (cur?.kind !== 'dir') {
+          if (cur) fs.rmSync(abs, { recursive: true, force: true });
+          fs.mkdirSync(abs, { recursive: true });
+        }
+        fs.chmodSync(abs, entry.mode);
+        report.restored.push(rel);
+        continue;
+      }
+      const content = entry.kind === 'file' ? keptContent(snap, entry) : null;
+      if (entry.kind === 'other' || (entry.kind === 'file' && content === null)) {
+        report.lost.push(rel);
+        continue;
+      }
+      if (cur) fs.rmSync(abs, { recursive: true, force: true });
+      fs.mkdirSync(path.dirname(abs), { recursive: true });
+      if (entry.kind === 'symlink') fs.symlinkSync(entry.target as string, abs);
+      else {
+        fs.writeFileSync(abs, content as Buffer);
+        fs.chmodSync(abs, entry.mode);
+      }
+      report.restored.push(rel);
+    } catch {
+      report.lost.push(rel);
+    }
+  }
+  return report;
+}
+
+/** Calls `visit` for every entry under `dir` (sorted, lstat: symlinks not followed); opaque folders are not entered. */
+function walk(dir: string, visit: (rel: string, abs: string, st: fs.Stats) => void, rel = ''): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(path.join(dir, rel)).sort();
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const child = rel ? `${rel}/${name}` : name;
+    const abs = path.join(dir, child);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      continue;
+    }
+    try {
+      visit(child, abs, st);
+    } catch {
+      // unreadable: recorded as nothing more than its existence
+    }
+    if (st.isDirectory() && !SNAPSHOT_OPAQUE_DIRS.has(name)) walk(dir, visit, child);
+  }
+}
