@@ -94,7 +94,7 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     assert.match(failure, /The check passed, but the reviewers did not approve the work/);
     assert.match(failure, /strict\/strict-1 rejected the work as a whole: rethink the approach:\n- no tests were added/);
     const receipt = JSON.parse(fs.readFileSync(path.join(runDir, 'attempt-1', 'receipt.json'), 'utf8')) as { steps: { step: string }[]; reviews: unknown[] };
-    assert.deepEqual(receipt.steps.map((s) => s.step), ['prepare', 'work', 'seal', 'check', 'review']);
+    assert.deepEqual(receipt.steps.map((s) => s.step), ['prepare', 'work', 'seal', 'guard', 'check', 'review']);
     assert.equal(receipt.reviews.length, 2);
     // The scoreboard: two work attempts (the script engine names no model: quarantined), the reviews apart.
     const models = await cli(['models', '--home', home, '--json']);
