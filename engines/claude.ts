@@ -11,7 +11,7 @@
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { at, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
 import { usdToMicroUsd } from './tally';
-import { classifyLogTail } from './error-class';
+import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 // Claude Code's placeholder model on messages it makes up itself (API errors), not a model that answered.
 const SYNTHETIC_MODEL = '<synthetic>';
@@ -104,4 +104,5 @@ export const claudeEngine: EngineSpec = {
   parseOutput: parseClaudeOutput,
   finalMessage: claudeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, claudeFatalErrors),
+  quotaReset: (tail, now) => quotaResetOfTail(tail, now, claudeFatalErrors),
 };

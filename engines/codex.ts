@@ -9,7 +9,7 @@
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
-import { classifyLogTail } from './error-class';
+import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage (the thread total of the last `turn.completed`) and the final status (the last of
@@ -86,4 +86,5 @@ export const codexEngine: EngineSpec = {
   parseOutput: parseCodexOutput,
   finalMessage: codexFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, codexFatalErrors),
+  quotaReset: (tail, now) => quotaResetOfTail(tail, now, codexFatalErrors),
 };

@@ -7,7 +7,7 @@ import engineSchema from '../schemas/engine.schema.json';
 import { emptyUsage, type ArgvTemplateElement, type EngineSpec } from './types';
 import { templateProblems } from './argv';
 import { lastLineMessage } from './final-message';
-import { classifyLogTail } from './error-class';
+import { classifyLogTail, quotaResetOfTail } from './error-class';
 import { codexEngine } from './codex';
 import { claudeEngine } from './claude';
 import { opencodeEngine } from './opencode';
@@ -33,7 +33,7 @@ export interface CustomEngineConfig {
   state_guarded?: string[];
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -41,7 +41,7 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   opencode: opencodeEngine,
   gemini: geminiEngine,
   grok: grokEngine,
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [] },
+  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), quotaReset: (tail, now) => quotaResetOfTail(tail, now, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [] },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.
@@ -116,6 +116,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,
     classifyError: reader.classifyError,
+    quotaReset: reader.quotaReset,
     finalMessage: reader.finalMessage,
   };
 }

@@ -1,5 +1,6 @@
 import type { EngineErrorClass } from './types';
 import { jsonEvents, plainLines, type LogEvent } from './jsonl';
+import { isQuotaMessage, quotaResetIn, type QuotaReset } from './quota-reset';
 
 // An HTTP status standing alone: not part of a longer number, a decimal or a `file.js:429:12` stack position.
 const status = (code: number) => new RegExp(`(?<![\\d:.])${code}(?![\\d:.])`);
@@ -35,14 +36,15 @@ export interface ErrorEvidence {
 }
 
 /**
- * Classifies error evidence: `rate_limit` when any text names HTTP 429 / a rate, usage or quota limit;
+ * Classifies error evidence: `rate_limit` when any text names HTTP 429 / a rate, usage or quota limit, or a used-up
+ * quota with its reset time (engines/quota-reset.ts);
  * else `auth` for HTTP 401/403, an invalid or missing key or a login request; else `engine_error` when the CLI
  * reported a failure (a structured error, or a plain `Error: ...` line); else null. Rate limit wins over auth
  * because a rate-limited run must be requeued rather than counted as a failure.
  */
 export function classifyEvidence(evidence: ErrorEvidence): EngineErrorClass | null {
   const texts = [...evidence.fatal, ...evidence.hints];
-  if (texts.some((text) => RATE_LIMIT.some((re) => re.test(text)))) return 'rate_limit';
+  if (texts.some((text) => RATE_LIMIT.some((re) => re.test(text)) || isQuotaMessage(text, Date.now()))) return 'rate_limit';
   if (texts.some((text) => AUTH.some((re) => re.test(text)))) return 'auth';
   if (evidence.fatal.length > 0) return 'engine_error';
   if (evidence.hints.some((text) => ERROR_LINE.test(text))) return 'engine_error';
@@ -61,4 +63,19 @@ export function classifyLogTail(
 ): EngineErrorClass | null {
   const events = jsonEvents(tail);
   return classifyEvidence({ fatal: fatalOf(events), hints: [...hintsOf(events), ...plainLines(tail)] });
+}
+
+/**
+ * The quota reset a log tail names (engines/quota-reset.ts), read from the same texts as classifyLogTail: the
+ * engine's error events and the plain-text lines, never its other JSON events (a spec or tool output that quotes a
+ * usage-limit message cannot make the engine wait). Null when none.
+ */
+export function quotaResetOfTail(
+  tail: string,
+  now: number,
+  fatalOf: (events: LogEvent[]) => string[],
+  hintsOf: (events: LogEvent[]) => string[] = () => [],
+): QuotaReset | null {
+  const events = jsonEvents(tail);
+  return quotaResetIn([...fatalOf(events), ...hintsOf(events), ...plainLines(tail)], now);
 }

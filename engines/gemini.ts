@@ -9,7 +9,7 @@
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, numberAt, objectAt, stringAt, type LogEvent } from './jsonl';
-import { classifyLogTail } from './error-class';
+import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage from the last `result` event's `stats`, the model (the single key of `stats.models` when there is
@@ -93,4 +93,5 @@ export const geminiEngine: EngineSpec = {
   parseOutput: parseGeminiOutput,
   finalMessage: geminiFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, geminiFatalErrors, geminiWarnings),
+  quotaReset: (tail, now) => quotaResetOfTail(tail, now, geminiFatalErrors, geminiWarnings),
 };

@@ -17,7 +17,7 @@
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, stringAt, type LogEvent } from './jsonl';
-import { classifyLogTail } from './error-class';
+import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 const FAILURE_PREFIXES = ['Sorry, I encountered an error: ', 'Error: '];
 const ROUNDS_EXHAUSTED = 'Maximum tool execution rounds reached';
@@ -86,4 +86,5 @@ export const grokEngine: EngineSpec = {
   parseOutput: parseGrokOutput,
   finalMessage: grokFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, grokFatalErrors),
+  quotaReset: (tail, now) => quotaResetOfTail(tail, now, grokFatalErrors),
 };

@@ -13,7 +13,7 @@
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
 import { addCount, usdToMicroUsd } from './tally';
-import { classifyLogTail } from './error-class';
+import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage and cost summed over every `step_finish`, and the final status: `error` when an `error` event
@@ -110,4 +110,5 @@ export const opencodeEngine: EngineSpec = {
   parseOutput: parseOpencodeOutput,
   finalMessage: opencodeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, opencodeFatalErrors),
+  quotaReset: (tail, now) => quotaResetOfTail(tail, now, opencodeFatalErrors),
 };

@@ -2,6 +2,7 @@
  * The contract every worker engine module fulfils. Pure TypeScript: no vscode, no process spawning here;
  * the supervisor in extension/core/process spawns what an engine describes.
  */
+import type { QuotaReset } from './quota-reset';
 
 /**
  * One element of an argv template. A string may contain the placeholders `{spec}` (the full prompt given to
@@ -90,6 +91,12 @@ export interface EngineSpec {
   parseOutput(log: string): UsageReport;
   /** Classifies a failed run from the tail of its log; null when nothing recognisable. Never throws. */
   classifyError(logTail: string): EngineErrorClass | null;
+  /**
+   * The quota reset the tail of a rate-limited run's log names ("usage limit reached … try again at 14:05": the engine
+   * waits until then, engines/quota-reset.ts), or null (a short rate limit, or nothing recognisable). `now` epoch ms.
+   * Absent: the engine's rate limits are never quota waits. Never throws.
+   */
+  quotaReset?(logTail: string, now: number): QuotaReset | null;
   /**
    * The text of the engine's final answer (its last assistant message) read from the whole raw log, or null when the
    * log holds none (the run failed, or was cut off before answering). Read by the review step (a reviewer answers in

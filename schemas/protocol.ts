@@ -39,6 +39,11 @@ export interface RunView {
   /** The run is paused (no new attempt starts) or draining (nothing more starts); false in older records. */
   paused: boolean;
   draining: boolean;
+  /**
+   * Engines waiting for a quota reset (no attempt on them starts before `until`, epoch ms; `reason` is the engine's own
+   * words), only those not yet over: show "waiting for <engine> until 14:05". Absent in hosts older than the field.
+   */
+  waits?: Record<string, { until: number; reason: string }>;
   counts: { total: number; queued: number; active: number; passed: number; failed: number; other: number };
   /** Tokens in + out over attempts with known usage. */
   tokens: number;

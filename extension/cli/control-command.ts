@@ -8,6 +8,7 @@ import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
+import { waitsLine } from '../core/run/quota-wait';
 import { statusInfo } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { graphOrder } from '../../schemas/task-order';
@@ -110,6 +111,9 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
     state: r.liveness,
     paused: r.state.paused === true,
     draining: r.state.draining === true,
+    // Engines waiting for a quota reset (a resumed run honours them too): wake-up time ISO 8601 and the engine's words.
+    waits: Object.fromEntries(Object.entries(r.state.waits ?? {}).filter(([, w]) => w.until > Date.now()).map(([e, w]) => [e, { until: new Date(w.until).toISOString(), reason: w.reason }])),
+    waiting: waitsLine(r.state),
     passed: r.counts.passed,
     total: r.counts.total,
   }));
@@ -124,7 +128,7 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
   }
   const table = [['RUN', 'NAME', 'IDENTITY', 'STARTED', 'STATE', 'PASSED']];
   for (const r of rows) {
-    const state = r.state + (r.paused ? ' (paused)' : '') + (r.draining ? ' (draining)' : '');
+    const state = r.state + (r.paused ? ' (paused)' : '') + (r.draining ? ' (draining)' : '') + (r.waiting ? ` (${r.waiting})` : '');
     table.push([r.runId, r.runName, `${r.identity}@${r.host}`, localTime(new Date(r.startedAt)), state, `${r.passed}/${r.total}`]);
   }
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
@@ -151,7 +155,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     io.out(JSON.stringify({ runId: s.runId, state: info.liveness, tasks: rows.map(({ label: _label, ...r }) => r) }, null, 2));
     return 0;
   }
-  io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}, ${info.counts.passed}/${info.counts.total} passed`);
+  io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${info.counts.passed}/${info.counts.total} passed`);
   const table = [['TASK', 'STATUS', 'AFTER', 'ATTEMPTS', 'WHY']];
   for (const r of rows) table.push([r.key, r.label, r.after.join(', ') || '—', String(r.attempts), printable(r.reason.split('\n')[0] ?? '')]);
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));

@@ -145,4 +145,57 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(state.resumes?.length, 1);
     assert.equal(readRows(home).length, 2);
   });
+
+  it('a quota wait survives kill -9 and resume: no attempt is spent while the engine waits, and none starts before its wake-up', async () => {
+    const dir = tempDir();
+    // q's first attempt prints the engine's usage-limit message with a reset 8 s ahead (claude's form, epoch seconds).
+    const quota = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "Claude AI usage limit reached|$(( $(date +%s) + 8 ))"; exit 1; fi; echo ok > out.txt';
+    const manifest = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 1,
+      tasks: [
+        scriptTask('q', quota, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { max_attempts: 1 }),
+        scriptTask('r', 'echo ok > out.txt', 'test -s out.txt'),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
+    let waiting: RunState | null = null;
+    for (let i = 0; i < 600 && !waiting; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      try {
+        const { state } = onlyRun(home);
+        if (state.waits?.script) waiting = state;
+      } catch {
+        // not started yet, or the state file is being replaced
+      }
+    }
+    assert.ok(waiting, 'the engine went into a quota wait');
+    const wait = waiting.waits?.script;
+    // While it waits: q's rate-limited attempt is its only one, r (same engine) has not started.
+    assert.deepEqual(waiting.tasks.map((t) => [t.key, t.attempts.map((a) => a.verdict)]), [['q', ['RATE_LIMITED']], ['r', []]]);
+    assert.deepEqual([wait?.task, wait?.attempt], ['q', 1]);
+    assert.match(wait?.reason ?? '', /^Claude AI usage limit reached\|\d{10}$/);
+    const listed = JSON.parse((await cli(['runs', '--json', '--home', home], { env })).stdout) as { waits: Record<string, { until: string }>; waiting: string }[];
+    assert.equal(listed[0]?.waits.script?.until, new Date(wait?.until as number).toISOString());
+    assert.match(listed[0]?.waiting ?? '', /^waiting for script until \d\d:\d\d$/);
+
+    child.kill('SIGKILL');
+    await child;
+    const killed = onlyRun(home).state;
+    assert.deepEqual(killed.tasks.map((t) => [t.key, t.attempts.length]), [['q', 1], ['r', 0]], 'killed during the wait: nothing else ran');
+    assert.deepEqual(killed.waits?.script, wait, 'the wait is in state.json');
+
+    const r = await cli(['resume', killed.runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stdout, /engine script waits for its quota until \d\d:\d\d \(q attempt 1: "Claude AI usage limit reached\|\d+"\); no attempt on it starts before then/);
+    const { state } = onlyRun(home);
+    assert.equal(state.runId, killed.runId);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]), [['q', 'PASS', [[1, 'RATE_LIMITED'], [2, 'PASS']]], ['r', 'PASS', [[1, 'PASS']]]]);
+    // One row per attempt: the wait spent none, and the interrupted wait left no INTERRUPTED row (no attempt was running).
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict, x.retry]), [['q', 1, 'RATE_LIMITED', false], ['q', 2, 'PASS', false], ['r', 1, 'PASS', false]]);
+    // The resumed orchestrator honoured the wake-up: no attempt on the engine started before it.
+    for (const row of rows.slice(1)) assert.ok(Date.parse(row.started_at as string) >= (wait?.until as number), `${row.task_key} attempt ${row.attempt} started at ${row.started_at}, before the wake-up ${new Date(wait?.until as number).toISOString()}`);
+  });
 });

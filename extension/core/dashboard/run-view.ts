@@ -19,6 +19,7 @@ export function runView(info: RunInfo): RunView {
     worktrees: s.worktrees,
     paused: s.paused === true,
     draining: s.draining === true,
+    waits: Object.fromEntries(Object.entries(s.waits ?? {}).filter(([, w]) => w.until > Date.now()).map(([engine, w]) => [engine, { until: w.until, reason: w.reason }])),
     counts: info.counts,
     tokens: info.tokens,
     costMicroUsd: info.costMicroUsd,

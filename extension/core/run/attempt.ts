@@ -15,6 +15,7 @@ import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import { DEFAULT_STEPS } from './steps';
+import type { QuotaReset } from '../../../engines/quota-reset';
 import { statusInfo } from '../../../schemas/status';
 
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
@@ -27,6 +28,8 @@ export interface AttemptOutcome {
   requeueAfterMs: number | null;
   costMicroUsd: number | null;
   rateLimited: boolean;
+  /** A RATE_LIMITED attempt whose engine named when its quota resets (the engine's quotaReset); else null. */
+  quota: QuotaReset | null;
 }
 
 /**
@@ -177,7 +180,8 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   io.sync();
   // The reviewers' known costs count against the budget with the worker's.
   const reviewCost = (rec.reviews ?? []).reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
-  const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED' };
+  const quota = verdict === 'RATE_LIMITED' ? (task.engine.quotaReset?.(io.workerTail, Date.now()) ?? null) : null;
+  const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED', quota };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };
   return { ...outcome, requeueAfterMs: null };

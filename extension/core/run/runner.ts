@@ -16,6 +16,7 @@ import { removeTaskScratch, stepScratch, taskContainment } from './containment';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
+import { EngineWaits, wakeTime } from './quota-wait';
 import { ContinueError, reopenState, takeOverTasks, takeRun, type ContinueRequest, type RunContinuation } from './resume';
 import { writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
@@ -274,6 +275,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     tasks: tasks.map((t) => t.state),
   };
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);
+  const waits = new EngineWaits(state);
   await stateFile.save();
   stateFile.start();
   const emit = (e: RunEvent) => opts.onEvent?.(e);
@@ -281,6 +283,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   emit({ type: 'run-note', note: pre.containment.summary });
   if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
     emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
+  }
+  for (const [engine, w] of waits.active(Date.now())) {
+    emit({ type: 'run-note', note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then` });
   }
   for (const t of tasks) {
     if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
@@ -336,6 +341,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
   async function runJob(task: TaskRuntime): Promise<void> {
     if (task.abort.signal.aborted) return markCancelled(task);
+    // Its engine waits for a quota reset (run/quota-wait.ts): back in the queue until then; no attempt is spent.
+    const waitMs = waits.remaining(choiceOf(task).engine, Date.now());
+    if (waitMs > 0) return scheduler.push(task, waitMs);
     if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
     chooseEngine(task);
     // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
@@ -343,6 +351,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
     const outcome = await runAttempt(ctx, task);
     spend.settle(reservation, outcome.costMicroUsd);
+    if (outcome.quota && waits.set(task.state.engine, { until: outcome.quota.until, reason: outcome.quota.text, since: Date.now(), task: task.spec.key, attempt: task.state.attempts.length })) {
+      emit({ type: 'run-note', note: `engine ${task.state.engine} reached its usage limit (${task.spec.key} attempt ${task.state.attempts.length}): no attempt on it starts before ${wakeTime(outcome.quota.until)} — "${outcome.quota.text}"` });
+      void stateFile.save();
+    }
     if (outcome.rateLimited) {
       const before = engineLimits.get(task.state.engine) ?? maxParallel;
       const after = Math.max(1, Math.floor(before / 2));

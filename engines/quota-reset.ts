@@ -1,0 +1,158 @@
+/**
+ * Quota resets: an engine that says its usage limit (quota) is used up and when it resets. Unlike a short rate limit
+ * (HTTP 429 with a Retry-After of seconds: requeued with backoff, run/decide.ts), a quota reset is a wait the run keeps
+ * in its state (seed AgentForeman: "recognized quota resets become persistent waiting periods without model calls
+ * during the wait"; an arbitrary failure is never taken for one). Recognised only when one text names a usage / session
+ * limit or a used-up quota AND a reset time. The forms, as the CLIs print them (quoted in their public issue trackers):
+ * - codex: "You've hit your usage limit. Upgrade to Pro (…) or try again in 5 days 22 hours 11 minutes." and "… try
+ *   again at Jul 5th, 2026 8:19 PM."; its API's `{"type":"usage_limit_reached", "resets_at": 1775317531,
+ *   "resets_in_seconds": 602705}`;
+ * - claude: "Claude AI usage limit reached|1766502000" (epoch seconds), "Claude usage limit reached. Your limit will
+ *   reset at 9am (America/Chicago).", "You've hit your session limit · resets 12:50am (America/Los_Angeles)";
+ * - gemini: "Usage limit reached for gemini-3-flash-preview. Access resets at 10:57 PM GMT-3.", and quota errors with
+ *   "Please retry in 23.5s".
+ * A clock time without a zone is this machine's local time (the CLI runs here); with an IANA zone or GMT±h, that zone.
+ * Pure: no I/O; `now` is passed in.
+ */
+
+/** A recognised reset: when the engine may be used again (epoch ms) and the text that said so (one line). */
+export interface QuotaReset {
+  until: number;
+  text: string;
+}
+
+/** A reset further away than this is not believed (a misread date), ms: 8 days (codex's weekly limit is 7). */
+export const MAX_QUOTA_WAIT_MS = 8 * 24 * 3600_000;
+
+const LIMIT = /usage[ _-]?limit|session limit|weekly limit|hit your (?:\w+ )?limit|limit (?:has been )?reached|quota (?:exceeded|exhausted|reached)|exceeded your (?:current )?quota|exhausted your (?:\w+ )?(?:quota|capacity)/i;
+
+const UNITS: Record<string, number> = { d: 86400_000, h: 3600_000, m: 60_000, s: 1000 };
+const DURATION = /^\s*(?:(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])[\s,]*(?:and\s+)?)+/i;
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+
+/**
+ * The first quota reset any of `texts` names (see the module comment), or null. `timeZone` is the zone of a clock time
+ * that names none (default: this process's local zone). A reset in the past, or more than MAX_QUOTA_WAIT_MS ahead, is
+ * not one.
+ */
+export function quotaResetIn(texts: readonly string[], now: number, timeZone?: string): QuotaReset | null {
+  for (const text of texts) {
+    if (!LIMIT.test(text)) continue;
+    const until = resetTime(text, now, timeZone);
+    if (until !== null && until > now && until - now <= MAX_QUOTA_WAIT_MS) return { until, text: oneLine(text) };
+  }
+  return null;
+}
+
+/** True when `text` reads as a quota message with a reset time (the engines classify it as a rate limit). */
+export function isQuotaMessage(text: string, now: number): boolean {
+  return quotaResetIn([text], now) !== null;
+}
+
+function oneLine(text: string): string {
+  const line = text.split('\n').find((l) => LIMIT.test(l)) ?? text;
+  return line.trim().slice(0, 300);
+}
+
+function resetTime(text: string, now: number, timeZone: string | undefined): number | null {
+  const epoch = /limit reached\|(\d{10})\b/i.exec(text)?.[1] ?? /"resets_at"\s*:\s*(\d{10})\b/.exec(text)?.[1];
+  if (epoch) return Number(epoch) * 1000;
+  const inSeconds = /"resets_in_seconds"\s*:\s*(\d+)/.exec(text)?.[1];
+  if (inSeconds) return now + Number(inSeconds) * 1000;
+  const relative = /\b(?:try again in|retry in|resets? in|resets? after|available again in)\b(.*)/i.exec(text)?.[1];
+  if (relative !== undefined) {
+    const ms = durationMs(relative);
+    if (ms !== null) return now + ms;
+  }
+  const at = /\b(?:try again at|resets? at|resets|reset at)\s+(.*)/i.exec(text)?.[1];
+  return at === undefined ? null : clockTime(at, now, timeZone);
+}
+
+/** `5 days 22 hours 11 minutes`, `4hr 29min`, `2h13m5s`, `23.5s` → ms; null when none leads the text. */
+function durationMs(text: string): number | null {
+  const lead = DURATION.exec(text)?.[0];
+  if (!lead) return null;
+  let ms = 0;
+  for (const m of lead.matchAll(/(\d+(?:\.\d+)?)\s*([a-z]+)/gi)) ms += Number(m[1]) * (UNITS[(m[2] as string)[0]!.toLowerCase()] ?? 0);
+  return ms > 0 ? ms : null;
+}
+
+/**
+ * `9am (America/Chicago)`, `12:50am (America/Los_Angeles)`, `10:57 PM GMT-3`, `Jul 5th, 2026 8:19 PM`, `14:05` → the
+ * epoch ms of that wall-clock time in its zone: on the date named, else the next such time (today, or tomorrow when
+ * it passed more than an hour ago: a reset a few minutes past is "now", not a day away). Null when none leads.
+ */
+function clockTime(text: string, now: number, timeZone: string | undefined): number | null {
+  const date = /^([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+(?:at\s+)?/.exec(text);
+  const rest = date ? text.slice(date[0].length) : text;
+  const clock = /^(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?=[\s.,)·]|$)\s*(?:\(([A-Za-z_]+(?:\/[A-Za-z_+-]+)+|UTC|GMT)\)|(UTC|GMT)([+-]\d{1,2})?(?::?(\d{2}))?)?/i.exec(rest);
+  if (!clock) return null;
+  let hour = Number(clock[1]);
+  const minute = Number(clock[2] ?? 0);
+  const meridiem = clock[3]?.toLowerCase().replace(/\./g, '');
+  if (!clock[2] && !meridiem) return null; // a bare number is not a time
+  if (meridiem) {
+    if (hour < 1 || hour > 12) return null;
+    hour = (hour % 12) + (meridiem === 'pm' ? 12 : 0);
+  }
+  if (hour > 23 || minute > 59) return null;
+  let zone: Zone;
+  if (clock[4]) zone = { name: clock[4] === 'GMT' ? 'UTC' : clock[4] };
+  else if (clock[5]) zone = { offsetMs: (clock[6] ? Number(clock[6]) * 60 + Math.sign(Number(clock[6]) || 1) * Number(clock[7] ?? 0) : 0) * 60_000 };
+  else zone = { name: timeZone };
+  let day: { y: number; m: number; d: number };
+  if (date) {
+    const month = MONTHS.indexOf((date[1] as string).toLowerCase());
+    if (month < 0) return null;
+    day = { y: Number(date[3]), m: month, d: Number(date[2]) };
+  } else {
+    const today = wallDate(now, zone);
+    if (today === null) return null;
+    day = today;
+  }
+  const at = zonedTime(day, hour, minute, zone);
+  if (at === null || date) return at;
+  return at < now - 3600_000 ? zonedTime(nextDay(day), hour, minute, zone) : at;
+}
+
+/** A zone: an IANA name (undefined: the local zone) or a fixed offset east of UTC. */
+type Zone = { name?: string; offsetMs?: undefined } | { offsetMs: number; name?: undefined };
+
+function offsetAt(zone: Zone, at: number): number | null {
+  if (zone.offsetMs !== undefined) return zone.offsetMs;
+  const parts = partsIn(zone.name, at);
+  if (!parts) return null;
+  return Date.UTC(parts.y, parts.m, parts.d, parts.h, parts.min, parts.s) - Math.floor(at / 1000) * 1000;
+}
+
+function partsIn(timeZone: string | undefined, at: number): { y: number; m: number; d: number; h: number; min: number; s: number } | null {
+  let parts: Intl.DateTimeFormatPart[];
+  try {
+    parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(at);
+  } catch {
+    return null; // an unknown zone name
+  }
+  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value);
+  return { y: get('year'), m: get('month') - 1, d: get('day'), h: get('hour'), min: get('minute'), s: get('second') };
+}
+
+function wallDate(at: number, zone: Zone): { y: number; m: number; d: number } | null {
+  const offset = offsetAt(zone, at);
+  if (offset === null) return null;
+  const wall = new Date(at + offset);
+  return { y: wall.getUTCFullYear(), m: wall.getUTCMonth(), d: wall.getUTCDate() };
+}
+
+function nextDay(day: { y: number; m: number; d: number }): { y: number; m: number; d: number } {
+  const t = new Date(Date.UTC(day.y, day.m, day.d + 1));
+  return { y: t.getUTCFullYear(), m: t.getUTCMonth(), d: t.getUTCDate() };
+}
+
+/** The instant a wall-clock time in `zone` names (the offset taken at that instant, so DST days come out right). */
+function zonedTime(day: { y: number; m: number; d: number }, hour: number, minute: number, zone: Zone): number | null {
+  const wall = Date.UTC(day.y, day.m, day.d, hour, minute);
+  const first = offsetAt(zone, wall);
+  if (first === null) return null;
+  const second = offsetAt(zone, wall - first);
+  return second === null ? null : wall - second;
+}
