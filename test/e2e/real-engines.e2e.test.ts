@@ -112,7 +112,7 @@ interface RealRun {
 }
 
 /** Writes a one-task manifest for `engine`, runs it with `verdict run`, and collects what happened. */
-async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 'plain', serverOpts: ModelServerOptions = {}): Promise<RealRun> {
+async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 'plain', serverOpts: ModelServerOptions = {}, taskExtra: Record<string, unknown> = {}): Promise<RealRun> {
   const server = await startModelServer(serverOpts);
   const dir = tempDir(`verdict-real-${engine}-`);
   const home = path.join(dir, 'verdict-home');
@@ -128,6 +128,7 @@ async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 
     timeout_s: 240,
     // One real attempt: a retry would hide a first attempt that did nothing.
     max_attempts: 1,
+    ...taskExtra,
   };
   const manifest =
     mode === 'worktree'
@@ -233,6 +234,64 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       const pass = limited.rows[1] as Record<string, unknown>;
       // 429 answers carry no usage, so the passing attempt accounts for everything the server sent.
       assert.deepEqual([pass.tokens_in, pass.tokens_out], [limited.server.usageSent.input, limited.server.usageSent.output]);
+    });
+  });
+
+  describe('codex as a reviewer (worktree mode)', function () {
+    let run: RealRun;
+    const ANSWER = '{"verdict": "approve", "concerns": []}';
+    before(async function () {
+      this.timeout(600000);
+      const binDir = await ensureCli('codex');
+      // Both the worker and the reviewer get the server's script: a tool call (the reviewer's lands in its own scratch
+      // dir), then the final text, here the review answer.
+      run = await runReal('codex', binDir, 'worktree', { finalText: ANSWER }, { review: { engines: [{ engine: 'codex', model: 'stub-model' }] } });
+    });
+
+    it('reads the answer from codex\'s real final message: a review row credited to codex, with its own exact usage', () => {
+      assert.equal(run.result.exitCode, 0, explain(run));
+      assert.deepEqual(run.rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]), [
+        ['work', 1, 'codex', 'stub-model', 'PASS', null],
+        ['review', 1, 'codex', 'stub-model', 'PASS', 'approve'],
+      ], explain(run));
+      const [work, review] = run.rows as Record<string, unknown>[];
+      assert.equal(review?.sandbox, process.env.VERDICT_TEST_UNSANDBOXED ? 'none' : 'bwrap');
+      assert.equal(review?.sealed, work?.commit, 'the reviewer judged the commit that was delivered');
+      // Every token the server sent is on exactly one of the two rows.
+      const sent = run.server.usageSent;
+      assert.equal(Number(work?.tokens_in) + Number(review?.tokens_in), sent.input, explain(run));
+      assert.equal(Number(work?.tokens_out) + Number(review?.tokens_out), sent.output);
+      assert.ok(Number(review?.tokens_in) > 0);
+      // The reviewer's prompt reached the model with the diff in it.
+      assert.ok(run.server.requests.some((r) => JSON.stringify(r.body).includes('+alpha ready')), 'a model request carried the diff');
+      if (process.env.VERDICT_CAPTURE_REVIEW) fs.copyFileSync(String(review?.worker_log), `${process.env.VERDICT_CAPTURE_REVIEW}/codex-review.jsonl`);
+    });
+  });
+
+  describe('opencode as a reviewer asking for changes (plain mode)', function () {
+    let run: RealRun;
+    const ANSWER = '```json\n{"verdict": "changes", "concerns": ["alpha.txt: say \'alpha done\'"]}\n```';
+    before(async function () {
+      this.timeout(600000);
+      const binDir = await ensureCli('opencode');
+      run = await runReal('opencode', binDir, 'plain', { finalText: ANSWER }, { review: { engines: [{ engine: 'opencode', model: 'verdict-test/stub-model' }] } });
+    });
+
+    it('reads a fenced answer from opencode\'s real final message: the attempt FAILs with the concern, the review row is opencode\'s', () => {
+      assert.equal(run.result.exitCode, 1, explain(run));
+      assert.deepEqual(run.rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]), [
+        ['work', 1, 'opencode', 'verdict-test/stub-model', 'FAIL', null],
+        ['review', 1, 'opencode', 'verdict-test/stub-model', 'FAIL', 'changes'],
+      ], explain(run));
+      const [work, review] = run.rows as Record<string, unknown>[];
+      assert.equal(work?.check_exit_code, 0);
+      assert.match(String(work?.notes), /asked for changes: \(1\) alpha\.txt: say 'alpha done'/);
+      assert.deepEqual((review?.review as { concerns: string[] }).concerns, ["alpha.txt: say 'alpha done'"]);
+      const sent = run.server.usageSent;
+      assert.equal(Number(work?.tokens_in) + Number(review?.tokens_in), sent.input, explain(run));
+      // The reviewer's own tool call wrote into its scratch dir, not into the reviewed task dir (read-only to it).
+      assert.equal(fs.readFileSync(path.join(run.dir, 'work', KEY, 'alpha.txt'), 'utf8'), 'alpha ready\n');
+      if (process.env.VERDICT_CAPTURE_REVIEW) fs.copyFileSync(String(review?.worker_log), `${process.env.VERDICT_CAPTURE_REVIEW}/opencode-review.jsonl`);
     });
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { builtinEngines, customEngineFromConfig } from '../../../engines';
 import { engineFixture } from './fixture';
+import { parseReviewAnswer } from '../../../extension/core/run/review-verdict';
 
 // The captured runs (test/fixtures/engines, real CLIs against the scripted model server) end with the model's final
 // text "Done: created alpha.txt" after a tool call; the error captures end in HTTP 429 / 401 with no answer.
@@ -15,6 +16,13 @@ describe('engines: the final message on real CLI output', () => {
       assert.equal(finalOf(engine, `${engine}-auth`), null);
     });
   }
+
+  it('a reviewer\'s real log (the review step, captured): the answer read from the final message', () => {
+    assert.deepEqual(parseReviewAnswer(finalOf('codex', 'codex-review')), { ok: true, answer: { verdict: 'approve', concerns: [] } });
+    // opencode answered in a fenced json block.
+    assert.match(finalOf('opencode', 'opencode-review') ?? '', /^```json\n/);
+    assert.deepEqual(parseReviewAnswer(finalOf('opencode', 'opencode-review')), { ok: true, answer: { verdict: 'changes', concerns: ["alpha.txt: say 'alpha done'"] } });
+  });
 
   it('codex: the last agent_message, not a tool command or an earlier message; a later turn.failed cancels it', () => {
     const log = engineFixture('codex');
