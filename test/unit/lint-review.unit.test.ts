@@ -38,6 +38,15 @@ describe('manifest: review', () => {
     assert.deepEqual(unknown[1]?.range?.start, { line: 4, column: col(t, '"nosuch"') });
   });
 
+  it('the script engine cannot review (it would run the prompt, the worker\'s files in it, as bash): an error at the entry', () => {
+    const t = task('a', { engine: 'script', review: { engines: ['claude', { engine: 'script' }] } });
+    const { manifest: m, problems } = parseManifest(manifest([t], { run_name: 't', review: { engines: ['script'] } }), FILE, { engines });
+    assert.equal(m, null);
+    const refused = problems.filter((p) => /script engine cannot review/.test(p.message));
+    assert.deepEqual(refused.map((p) => p.path), ['review.engines[0]', 'tasks[0].review.engines[1]']);
+    assert.deepEqual(refused[1]?.range?.start, { line: 4, column: col(t, '"script"}') });
+  });
+
   it('lint self-review: the task\'s own engine and model as a reviewer is a warning at the entry; another model or engine is not', async () => {
     const t = task('a', { engine: 'codex', model: 'gpt-5', review: { engines: ['claude', { engine: 'codex', model: 'gpt-5' }, { engine: 'codex', model: 'o3' }] } });
     const text = manifest([t]);

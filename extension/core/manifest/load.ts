@@ -80,13 +80,19 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
     }
   }
-  // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task).
+  // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task). The
+  // script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
+  // line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it.
   const unknownReviewers = (entries: unknown, at: (string | number)[], where: string) => {
-    if (!Array.isArray(entries) || !options.engines) return;
+    if (!Array.isArray(entries)) return;
     entries.forEach((entry, j) => {
       const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
-      if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
       const path = typeof entry === 'string' ? [...at, 'engines', j] : [...at, 'engines', j, 'engine'];
+      if (name === 'script') {
+        error('schema', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: 'the script engine cannot review: it runs its prompt as a bash script, and a reviewer\'s prompt holds the worker\'s files, which would then run and could answer for it; review with a model engine (a custom engine works too, if it reads its prompt as text)' });
+        return;
+      }
+      if (name === null || !options.engines || options.engines.has(name)) return;
       error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `unknown reviewer engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
     });
   };
