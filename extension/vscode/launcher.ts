@@ -46,7 +46,7 @@ export function requireTrust(what: string): void {
 /**
  * The settings as a config file for the orchestrator (`verdict run --config`): the editor's effective settings
  * (readSettings: `verdict.*` over the user's config file), so the CLI applies the same precedence. Engines are the
- * editor's (`verdict.engines`), as the editor's diagnostics see them.
+ * editor's (the config file's under `verdict.engines`), as the editor's diagnostics see them.
  */
 export function configForRun(s: EditorSettings): VerdictConfig {
   const c: VerdictConfig = { engines: s.engines, allow_full_access: s.allowFullAccess, sandbox: s.sandbox };

@@ -20,7 +20,8 @@ export interface EditorSettings extends VerdictSettings {
 
 /**
  * Reads the settings. Never throws: a bad config file is reported in `configError` and ignored.
- * `engines` comes from `verdict.engines` only (editorEngines names that setting in its errors).
+ * `engines`: the config file's (and Ringer's config.toml's, below it) by name, each replaced by a `verdict.engines`
+ * entry of the same name, so a manifest naming an engine from either lints and runs in the editor as in the CLI.
  * `sandbox` and `allowFullAccess` count only from the user's own settings (machine scope), never from a
  * workspace's .vscode/settings.json: a cloned repository cannot turn the sandbox off or allow full access.
  */
@@ -34,7 +35,7 @@ export function readSettings(): EditorSettings {
     allowFullAccess: c.inspect<boolean>('allowFullAccess')?.globalValue,
     sandbox: c.inspect<boolean>('sandbox')?.globalValue,
   });
-  return { ...merged, engines: c.get<Record<string, unknown>>('engines') ?? {}, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error };
+  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error };
 }
 
 /** The value the user set at any level (folder > workspace > user), or undefined when only the default applies. */

@@ -75,6 +75,19 @@ describe('manifests open clean (issue 17)', () => {
     assert.ok(diags.some((x) => /task_type/.test(x.message)), 'the empty task_type gets the missing-task-type hint');
   });
 
+  it("an engine from Ringer's config.toml is known to the editor's lint, as to the CLI", async () => {
+    const doc = await openCopy('ringer-engine/uses-aider.swarm.json', JSON.stringify({ tasks: [{ key: 'a', engine: 'aider', task_type: 'docs', verified: 'a.md exists', expect_files: ['a.md'], spec: 'Write a.md: one paragraph on what this folder is for, for a new reader.', check: 'test -s a.md || { echo "a.md is missing"; exit 1; }' }] }));
+    const api = ext.exports as { lint(file: string): Promise<{ rule: string; message: string }[]> };
+    const unknown = async () => (await api.lint(doc.uri.fsPath)).filter((f) => /unknown engine/.test(f.message));
+    assert.equal((await unknown()).length, 1, 'without the Ringer config, aider is unknown');
+    process.env.RINGER_CONFIG = path.join(REPO, 'test/fixtures/ringer/config.toml');
+    try {
+      assert.deepEqual(await unknown(), []);
+    } finally {
+      delete process.env.RINGER_CONFIG;
+    }
+  });
+
   it('a browser extension manifest.json is left alone until "Treat as a Verdict Manifest"', async () => {
     const doc = await openCopy('webext/manifest.json', JSON.stringify({ manifest_version: 3, name: 'x', version: '1.0' }, null, 2));
     const api = ext.exports as { lint(file: string): Promise<unknown[]> };
