@@ -55,6 +55,10 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
   it('pause: no attempt starts while paused (running ones finish); resume: attempts start again; both acknowledged', async () => {
     const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')), 1);
     await until('a starts', () => run.task('a').attempts.length > 0);
+    // A live run that is not paused: nothing to resume; refused (exit 2) naming its orchestrator.
+    const early = await cli(['resume', run.runId, '--home', run.home], { env });
+    assert.equal(early.exitCode, 2, early.all);
+    assert.match(early.all, new RegExp(`run ${run.runId} is live \\(its orchestrator is pid ${run.child.pid} on \\S+, identity \\S+\\) and not paused: nothing to resume`));
     const pause = await cli(['pause', run.runId.slice(0, 17), '--home', run.home], { env });
     assert.equal(pause.exitCode, 0, pause.all);
     assert.match(pause.stdout, /^pause: done — paused: no new attempt starts; running ones go on/);
@@ -78,6 +82,11 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
     assert.ok(bStarted >= q.ackAt, `b started (${bStarted}) only after the resume was acknowledged (${q.ackAt})`);
     assert.ok(bStarted - aEnded >= 1400, `b started ${bStarted - aEnded} ms after a ended: not while paused`);
     assert.match(r.all ?? '', /control: pause from tester@\S+: done/);
+    // The same run throughout: one run under the home, its id, one orchestrator (no takeover), rows with its id.
+    assert.deepEqual(fs.readdirSync(path.join(run.home, 'runs')), [run.runId]);
+    assert.equal(s.runId, run.runId);
+    assert.equal(s.resumes, undefined);
+    assert.ok(fs.readFileSync(path.join(run.home, 'runs.jsonl'), 'utf8').trim().split('\n').every((l) => (JSON.parse(l) as { run_id: string }).run_id === run.runId));
   });
 
   it('drain: the running task finishes, queued ones end CANCELLED "drained", the run ends', async () => {

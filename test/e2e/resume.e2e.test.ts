@@ -198,4 +198,28 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     // The resumed orchestrator honoured the wake-up: no attempt on the engine started before it.
     for (const row of rows.slice(1)) assert.ok(Date.parse(row.started_at as string) >= (wait?.until as number), `${row.task_key} attempt ${row.attempt} started at ${row.started_at}, before the wake-up ${new Date(wait?.until as number).toISOString()}`);
   });
+
+  it('hostile: a check script a failed attempt rewrote to `exit 0` is put back after resume (the protected inputs come from their snapshot, not the worktree)', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# r\n', 'run-tests.sh': 'test -s out.txt || { echo "out.txt missing"; exit 1; }\n' });
+    // Attempt 1 rewrites the check's script (unsandboxed, nothing stops the write; the guard sees it); later attempts do nothing.
+    const manifest = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('t', 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "exit 0" > run-tests.sh; fi', 'bash run-tests.sh', { max_attempts: 1 })],
+    });
+    const home = path.join(dir, 'home');
+    const first = await cli(['run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
+    assert.equal(first.exitCode, 1, first.all);
+    const { runId, state: s1 } = onlyRun(home);
+    assert.match(s1.tasks[0]?.attempts[0]?.notes ?? '', /run-tests\.sh/);
+    assert.equal(fs.readFileSync(path.join(s1.tasks[0]?.dir as string, 'run-tests.sh'), 'utf8'), 'exit 0\n', 'the failed worktree is left as the attempt left it');
+
+    const r = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
+    assert.equal(r.exitCode, 1, r.all);
+    const { state } = onlyRun(home);
+    assert.deepEqual(state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'FAIL'], [2, 'FAIL']]);
+    assert.match(state.tasks[0]?.attempts[1]?.notes ?? '', /out\.txt missing|exit/);
+    assert.equal(fs.readFileSync(path.join(state.tasks[0]?.dir as string, 'run-tests.sh'), 'utf8'), 'test -s out.txt || { echo "out.txt missing"; exit 1; }\n');
+    assert.ok(readRows(home).every((x) => x.verdict !== 'PASS'));
+  });
 });
