@@ -48,3 +48,16 @@ export function runTokens(run: { tokens: number; tasks: { attempts: { tokensIn: 
 export function who(identity: string, host: string): string {
   return identity === host || !host ? identity : `${identity}@${host}`;
 }
+
+/** Epoch ms → "14:05" (local time), for a wait's wake-up. */
+export function clock(ms: number): string {
+  const d = new Date(ms);
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+}
+
+/** The waits (RunView `waits`, by engine) still ahead of `now` (ms), each with its line "waiting for codex until 14:05". */
+export function activeWaits(waits: Record<string, { until: number; reason: string }> | undefined, now: number): { engine: string; reason: string; text: string }[] {
+  return Object.entries(waits ?? {})
+    .filter(([, w]) => w.until > now)
+    .map(([engine, w]) => ({ engine, reason: w.reason, text: `waiting for ${engine} until ${clock(w.until)}` }));
+}

@@ -3,6 +3,7 @@ import type { RunInfo } from '../core/live/registry';
 import type { RunSummary } from '../core/run/runner';
 import type { LaunchEvent } from './launcher';
 import type { RunsNode } from './runs-tree';
+import type { PublishedItem, PublishedResult } from './run-test-results';
 
 /** Options of {@link VerdictApi.runManifest}. */
 export interface ApiRunOptions {
@@ -40,6 +41,14 @@ export interface VerdictApi {
   readonly runsView: {
     getChildren(node?: RunsNode): RunsNode[] | Promise<RunsNode[]>;
     getTreeItem(node: RunsNode): import('vscode').TreeItem;
+  };
+  /**
+   * What the Test Explorer shows of the runs under VERDICT_HOME: the items under "Verdict runs" (runs → tasks, read
+   * fresh) and every result published since activation (attempts passed, failed with their message and log, skipped).
+   */
+  readonly testExplorer: {
+    items(): PublishedItem[];
+    results(): readonly PublishedResult[];
   };
   /** Time spent inside activate(), ms (measured with performance.now). */
   readonly activationMs: number;

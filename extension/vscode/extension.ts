@@ -16,6 +16,7 @@ import { RunsTreeProvider } from './runs-tree';
 import { readSettings } from './settings';
 import { RunsStatusBar } from './status-bar';
 import { ManifestTestController } from './test-controller';
+import { RunTestResults } from './run-test-results';
 
 /**
  * Wires the extension: the log, manifest diagnostics, the runs view and status bar, diffs over git objects, the
@@ -31,6 +32,10 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
   tree.onRuns((runs) => statusBar.update(runs));
+  // The Test Explorer: manifests in the workspace as suites, and every run under VERDICT_HOME with its results.
+  const tests = new ManifestTestController(launcher, log);
+  const testResults = new RunTestResults(tests.controller, () => resolveHome(readSettings().home), context.workspaceState);
+  tree.onRuns((runs) => testResults.update(runs));
   // The probe runs bwrap once (cached for the process); never awaited here, so activation never waits for it.
   const showContainment = () => void probeSandbox().then((probe) => {
     const mode = containmentChoice(readSettings()).sandbox;
@@ -41,7 +46,8 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     diagnostics,
     tree,
     statusBar,
-    new ManifestTestController(launcher, log),
+    testResults,
+    tests,
     vscode.window.createTreeView('verdict.runs', { treeDataProvider: tree, showCollapseAll: true }),
     vscode.workspace.registerTextDocumentContentProvider(GIT_SCHEME, new GitContentProvider()),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -71,6 +77,13 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
       return tree.runs();
     },
     runsView: { getChildren: (node) => tree.getChildren(node), getTreeItem: (node) => tree.getTreeItem(node) },
+    testExplorer: {
+      items: () => {
+        tree.refresh();
+        return testResults.items();
+      },
+      results: () => testResults.results(),
+    },
     activationMs,
   };
 }

@@ -4,6 +4,7 @@ import { attemptDir } from '../core/config/home';
 import { listRuns, type RunInfo } from '../core/live/registry';
 import type { AttemptState, TaskState } from '../core/live/state';
 import { RunsWatcher } from '../core/live/watch';
+import { waitsLine } from '../core/run/quota-wait';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { afterLabel, graphOrder } from '../../schemas/task-order';
 import { changedFiles } from './changed-files';
@@ -188,7 +189,7 @@ function runItem(info: RunInfo): vscode.TreeItem {
   item.id = `run:${s.runId}`;
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
-  item.description = `${c.passed}/${c.total} passed · ${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''} · ${s.identity} · ${startedLabel(s.startedAt)}`;
+  item.description = [`${c.passed}/${c.total} passed`, `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens} tokens`;
   item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : c.passed === c.total ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
   // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
@@ -203,8 +204,9 @@ function taskItem(t: TaskState): vscode.TreeItem {
   const last = t.attempts[t.attempts.length - 1];
   const duration = t.attempts.reduce((ms, a) => ms + ((a.endedAt ?? Date.now()) - a.startedAt), 0);
   const tokens = t.attempts.every((a) => a.tokensIn !== null && a.tokensOut !== null) && t.attempts.length ? t.attempts.reduce((n, a) => n + (a.tokensIn ?? 0) + (a.tokensOut ?? 0), 0) : null;
-  const live = last && last.phase !== 'done' && last.step ? `${t.status} (${last.step})` : t.status;
-  item.description = [live, afterLabel(t), `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`, t.status === 'BLOCKED' ? t.reason : ''].filter(Boolean).join(' · ');
+  // The latest attempt's label while it runs or when it made the task's status (`running (check)`, `FAIL at check`).
+  const state = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
+  item.description = [state, afterLabel(t), `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`, t.status === 'BLOCKED' ? t.reason : ''].filter(Boolean).join(' · ');
   item.tooltip = [t.verified, t.reason, last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
   const [icon, color] = taskIcon[t.status] ?? ['loading~spin'];
   item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
@@ -213,7 +215,7 @@ function taskItem(t: TaskState): vscode.TreeItem {
 }
 
 /** When a run started, for telling runs apart: the time today, else the date and time. */
-function startedLabel(at: number, now = new Date()): string {
+export function startedLabel(at: number, now = new Date()): string {
   const d = new Date(at);
   const p = (n: number) => String(n).padStart(2, '0');
   const time = `${p(d.getHours())}:${p(d.getMinutes())}`;

@@ -10,6 +10,7 @@ import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fi
 import { CHROMIUM, CHROMIUM_ARGS, findChromium, startHudProcess, type HudProcess } from '../helpers/hud';
 import { requireSandbox } from '../helpers/sandbox-env';
 import type { RunState } from '../../extension/core/live/state';
+import { shortHost } from '../../extension/core/host/hostname';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const IMAGES = path.resolve(process.env.VERDICT_UPDATE_SCREENSHOTS === '1' ? 'docs/images' : 'out/screenshots');
@@ -179,6 +180,31 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     assert.equal(fs.readFileSync(path.join(repo, 'hello.txt'), 'utf8'), 'hello\n', 'the checkout of the base branch has it');
     // A failed task has no Merge button, and a merge asked for anyway is refused by the host.
     assert.equal(await page.locator('vscode-button[data-action="merge"][data-key="fails"]').count(), 0);
+  });
+
+  it('reruns a failed task of the ended run with its Rerun button: the same run goes on under a new orchestrator', async () => {
+    await page.locator('vscode-button[data-action="rerun"][data-key="fails"]').click();
+    const result = page.locator('[data-testid="act-result"][data-key="fails"]');
+    await result.and(page.locator('[data-result="done"], [data-result="refused"], [data-result="sent"]')).waitFor({ timeout: 60000 });
+    assert.match(await result.innerText(), new RegExp(`^rerun fails: run ${runId} goes on under a new orchestrator`));
+    for (let i = 0; i < 600 && !(state().status !== 'running' && state().tasks.find((t) => t.key === 'fails')?.attempts.length === 2); i++) await sleep(100);
+    const fails = state().tasks.find((t) => t.key === 'fails');
+    assert.equal(fails?.attempts.length, 2, 'a second attempt, numbered on, in the same run');
+    assert.equal(fails?.status, 'FAIL');
+    assert.equal(state().tasks.find((t) => t.key === 'writer')?.status, 'PASS', 'what passed is kept');
+  });
+
+  it('shows an engine waiting for its quota: "waiting for <engine> until HH:MM" in the live list', async () => {
+    // A live run (this process is its orchestrator) whose codex waits an hour for a usage-limit reset.
+    const until = Date.now() + 3600_000;
+    const waiting: RunState = { ...state(), runId: 'waiting-run', runName: 'quota-wait', status: 'running', pid: process.pid, host: shortHost(), heartbeatAt: Date.now(), endedAt: null, control: [], waits: { codex: { until, reason: 'usage limit reached; try again at 3pm', since: Date.now(), task: 'writer', attempt: 1 } } };
+    fs.mkdirSync(path.join(home, 'runs', 'waiting-run'), { recursive: true });
+    fs.writeFileSync(path.join(home, 'runs', 'waiting-run', 'state.json'), JSON.stringify(waiting));
+    await page.locator('vscode-button[data-view="live"]').click();
+    const hhmm = `${String(new Date(until).getHours()).padStart(2, '0')}:${String(new Date(until).getMinutes()).padStart(2, '0')}`;
+    const wait = page.locator('.run-row[data-run-id="waiting-run"] [data-testid="wait"]');
+    await wait.waitFor({ timeout: 20000 });
+    assert.equal(await wait.innerText(), `waiting for codex until ${hhmm}`);
   });
 
   it('ran under its CSP without a violation or a page error', () => {

@@ -1,7 +1,8 @@
 // Lets an integration test look inside a webview (code-server route only). The test runs in the extension host and
 // cannot reach the workbench page; Playwright can. The test writes <dir>/request-<n>.json {"text": "..."}; this
 // finds that text inside the active webview (the frameLocator route of shared/recipes) and writes
-// <dir>/response-<n>.json {"found": bool, "error": string|null}. The folder exists only while a probe serves it, so
+// <dir>/response-<n>.json {"found": bool, "error": string|null}. `"where": "workbench"` looks in the workbench itself
+// instead (a view such as Testing, which the extension host cannot read either). The folder exists only while a probe serves it, so
 // a test that finds no folder (the @vscode/test-electron route) knows nobody will answer.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,9 +21,9 @@ export function serveWebviewProbe(page, dir) {
         let found = false;
         let error = null;
         try {
-          const { text } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
-          const webview = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
-          await webview.getByText(text).first().waitFor({ timeout: 30000 });
+          const { text, where } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+          const scope = where === 'workbench' ? page : page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+          await scope.getByText(text).first().waitFor({ timeout: 30000 });
           found = true;
         } catch (e) {
           error = String(e?.message || e).split('\n')[0];

@@ -108,7 +108,7 @@ describe('dashboard protocol: task-action', () => {
     }
   });
 
-  it('the hud\'s actions: stop of a run that is not live, rerun of a finished run and merge of a task that did not pass are refused; nothing is written', async () => {
+  it('the hud\'s actions: stop of a run that is not live, rerun of a finished run (no CLI given) and merge of a task that did not pass are refused; nothing is written', async () => {
     const home = tempDir();
     const repo = makeRepo(path.join(tempDir(), 'repo'));
     const s = state('r2', [task('a', { status: 'FAIL', branch: 'verdict/r2/a' })], { status: 'finished', endedAt: Date.now(), worktrees: true, repo });
@@ -116,7 +116,7 @@ describe('dashboard protocol: task-action', () => {
     const info = describeRun(s, file);
     const act = localActions(home, 'tester', { ackWaitMs: 500 });
     assert.deepEqual(await act('stop', info, 'a'), { result: 'refused', message: 'run r2 is not live (finished); stop acts on a running run' });
-    assert.match((await act('rerun', info, 'a')).message, /not live \(finished\).*verdict resume r2/);
+    assert.deepEqual(await act('rerun', info, 'a'), { result: 'refused', message: 'run r2 is not live (finished); rerun acts on a running run' }, 'without a CLI to start, a finished run is not rerun');
     await assert.rejects(act('merge', info, 'a'), /frozen manifest|ENOENT|manifest/, 'no frozen manifest: the merge cannot re-check, so it does not merge');
     assert.equal(fs.existsSync(path.join(home, 'runs', 'r2', 'control.jsonl')), false, 'no control command was sent');
     assert.equal((await act('open-diff', info, 'a')).result, 'refused');

@@ -5,7 +5,7 @@ import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { resolveIdentity } from '../../core/host/identity';
 import { listRuns } from '../../core/live/registry';
 import type { DashboardLog } from '../../core/dashboard/source';
-import { loadUserConfig } from '../../core/config/config';
+import { loadUserConfig, type VerdictConfig } from '../../core/config/config';
 import { InputError, UsageError, type Io } from '../io';
 import { packageRoot } from '../package-root';
 import { canOpenBrowser, openInBrowser } from './browser';
@@ -45,14 +45,15 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   const log: DashboardLog = { info: (m) => io.err(`${new Date().toISOString()} ${m}`), warn: (m) => io.err(`${new Date().toISOString()} ${m}`) };
   const scoreboard = () => dashboardScoreboard(flags.home);
   // The page's stop and rerun are acknowledged in the run's state.json as sent by whoever runs this hud.
-  let configIdentity: string | undefined;
+  let config: VerdictConfig;
   try {
-    configIdentity = loadUserConfig(undefined).config.identity;
+    config = loadUserConfig(undefined).config;
   } catch (e) {
     throw new InputError((e as Error).message);
   }
-  const by = resolveIdentity({ cwd: process.cwd(), configDefault: configIdentity }).identity;
-  const actions = localActions(flags.home, by);
+  const by = resolveIdentity({ cwd: process.cwd(), configDefault: config.identity }).identity;
+  // Rerun of a run that ended starts `verdict rerun` detached with this CLI and the config in force here.
+  const actions = localActions(flags.home, by, { cli: process.argv[1], config });
   let hud: Hud;
   try {
     hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions });

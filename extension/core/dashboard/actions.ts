@@ -2,7 +2,9 @@ import type { TaskAction } from '../../../schemas/protocol';
 import { mergeQueue } from '../git/merge';
 import type { RunInfo } from '../live/registry';
 import { mergeRequestsForRun } from '../run/merge-plan';
-import { sendControlAndWait } from '../run/run-launch';
+import path from 'node:path';
+import type { VerdictConfig } from '../config/config';
+import { launchDetached, sendControlAndWait, waitForRunStart } from '../run/run-launch';
 
 /** How an action on a task ended, as the page is told (protocol `did-act`): one line in `message`. */
 export interface ActionReply {
@@ -17,22 +19,28 @@ export interface ActionReply {
 export type DashboardActions = (action: TaskAction, info: RunInfo, key: string) => Promise<ActionReply>;
 
 /**
- * The actions of a host that acts itself (`verdict hud`), the way the CLI verbs do: `stop` and `rerun` append to the
- * run's control channel and wait (up to `ackWaitMs`, default 15 s) for the orchestrator's acknowledgment in state.json
- * (`by` names the sender there), exactly as `verdict stop|rerun`; `merge` runs the merge queue for that one task as
+ * The actions of a host that acts itself (`verdict hud`), the way the CLI verbs do: `stop` and `rerun` of a live run
+ * append to the run's control channel and wait (up to `ackWaitMs`, default 15 s) for the orchestrator's acknowledgment
+ * in state.json (`by` names the sender there), exactly as `verdict stop|rerun`; `rerun` of a run that ended starts
+ * `verdict rerun RUN TASK` detached (`cli`, the bundled CLI, with `config` as its generated config file: the same run
+ * id goes on under a new orchestrator) and answers once that orchestrator has taken the run over; `merge` runs the merge queue for that one task as
  * `verdict merge RUN TASK` (rebase onto the repository's current branch, re-check in the sandbox, fast-forward), one
  * merge at a time however many pages ask; `open-diff` is refused (a browser reads the diff endpoint instead).
  */
-export function localActions(home: string, by: string, opts: { ackWaitMs?: number } = {}): DashboardActions {
+export function localActions(home: string, by: string, opts: { ackWaitMs?: number; cli?: string; config?: VerdictConfig } = {}): DashboardActions {
   let merging: Promise<unknown> = Promise.resolve();
   return async (action, info, key) => {
     const runId = info.state.runId;
     switch (action) {
       case 'stop':
       case 'rerun': {
-        if (info.liveness !== 'running') {
-          return { result: 'refused', message: `run ${runId} is not live (${info.liveness}); ${action} acts on a running run${action === 'rerun' ? `: to run again what did not pass, use verdict resume ${runId}` : ''}` };
+        if (info.liveness !== 'running' && action === 'rerun' && opts.cli) {
+          const file = info.state.manifestFile;
+          const run = launchDetached({ cli: opts.cli, manifest: file, resume: runId, rerun: key, home, cwd: path.dirname(file), config: opts.config ?? {}, identity: by });
+          const taken = await waitForRunStart(home, run);
+          return { result: 'done', message: `rerun ${key}: run ${taken.state.runId} goes on under a new orchestrator (pid ${run.pid})` };
         }
+        if (info.liveness !== 'running') return { result: 'refused', message: `run ${runId} is not live (${info.liveness}); ${action} acts on a running run` };
         const { command, ack } = await sendControlAndWait(info.stateFile, { verb: action, task: key, by }, opts.ackWaitMs);
         if (!ack) return { result: 'sent', message: `${action} ${key}: sent (command ${command.id}), not acknowledged yet` };
         return { result: ack.result, message: `${action} ${key}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''}` };

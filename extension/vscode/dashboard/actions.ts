@@ -2,13 +2,15 @@ import * as vscode from 'vscode';
 import type { ActionReply, DashboardActions } from '../../core/dashboard/actions';
 import type { MergeOutcome } from '../../core/git/merge';
 import type { ControlAck } from '../../core/live/control';
+import type { RunInfo } from '../../core/live/registry';
 
 /** The reply when a command returned nothing: it refused and said why in a notification (commands.ts `refuse`). */
 const SEE_NOTIFICATION: ActionReply = { result: 'refused', message: 'not done; the notification says why' };
 
 /**
  * The dashboard webview's task buttons, done by the extension's own commands (so trust, confirmations and messages are
- * the runs tree's): stop → Stop Task, rerun → Rerun Task (of a live run: the control channel), merge → Merge Task
+ * the runs tree's): stop → Stop Task, rerun → Rerun Task (a live run: the control channel; one that ended: a detached
+ * `verdict rerun`), merge → Merge Task
  * (the merge queue), open-diff → Review Task (VS Code's diff editor).
  */
 export const editorActions: DashboardActions = async (action, info, key) => {
@@ -16,10 +18,10 @@ export const editorActions: DashboardActions = async (action, info, key) => {
   switch (action) {
     case 'stop':
     case 'rerun': {
-      // A finished run's Rerun Task starts a new run; from a dashboard button, resume is the way (as in the browser).
-      if (action === 'rerun' && info.liveness !== 'running') return { result: 'refused', message: `run ${ref.runId} is not live (${info.liveness}); Resume Run runs again what did not pass` };
-      const ack = await vscode.commands.executeCommand<ControlAck | undefined>(action === 'stop' ? 'verdict.stopTask' : 'verdict.rerunTask', ref);
+      // Rerun Task of a run that ended starts `verdict rerun` detached and returns the run it took over.
+      const ack = await vscode.commands.executeCommand<ControlAck | RunInfo | undefined>(action === 'stop' ? 'verdict.stopTask' : 'verdict.rerunTask', ref);
       if (!ack) return SEE_NOTIFICATION;
+      if ('state' in ack) return { result: 'done', message: `rerun ${key}: run ${ack.state.runId} goes on under a new orchestrator` };
       return { result: ack.result, message: `${action} ${key}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''}` };
     }
     case 'merge': {
