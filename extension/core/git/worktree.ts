@@ -231,6 +231,9 @@ export interface Seal {
   unsealed: string[];
 }
 
+/** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
 /**
  * Seals a worktree once nothing of the worker is alive: restores its git links, then builds a commit of everything
  * in it (`add -A`, so .gitignore is respected) on top of the task branch, with a private index and explicit
@@ -243,7 +246,7 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   fs.rmSync(indexFile, { force: true });
   const git = sealGit(links, indexFile, opts.timeoutMs);
   const [parent, parentTree] = (await git.raw(['rev-parse', `refs/heads/${branch}^{commit}`, `refs/heads/${branch}^{tree}`]).catch(() => '')).trim().split('\n');
-  if (!parent || !parentTree) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
+  if (!parent || !parentTree || !OBJECT_ID.test(parent) || !OBJECT_ID.test(parentTree)) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
   try {
     // From the checkout's own index (trusted stat data: only changed files are hashed again), else from the tree.
     if (links.baseIndex && links.baseSha === parent && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, indexFile);
@@ -262,6 +265,8 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
+  // Never hand an empty or garbled id on (update-ref would fail with git's bare "fatal: : not a valid SHA1").
+  if (!OBJECT_ID.test(sha) || !OBJECT_ID.test(tree)) throw new Error(`sealing ${links.dir} failed: git gave no commit id (tree "${tree.slice(0, 80)}", commit "${sha.slice(0, 80)}")`);
   return { sha, parent, changed: true, submodules, nested, unsealed };
 }
 
