@@ -66,6 +66,13 @@ describe('review decisions: judgeReviews and approvalsNeeded', () => {
     assert.equal(j.reason, 'review: 0 of 3 reviewer(s) approved, all needed. C asked for changes: (1) add.py:3 subtracts (2) no test; R rejected the work: (1) wrong approach; E gave no valid answer (not JSON)');
   });
 
+  it('long concerns are cut in the reason (the rows keep them whole): at most 2,000 characters', () => {
+    const j = judgeReviews([{ ...c, concerns: Array.from({ length: 20 }, (_, i) => `${i}: ${'x'.repeat(1990)}`) }], 'all');
+    assert.equal(j.reason.length, 2000);
+    assert.match(j.reason, /\(1\) 0: x{296}… \(2\) 1: x/);
+    assert.equal(parseReviewAnswer(JSON.stringify({ verdict: 'changes', concerns: Array.from({ length: 21 }, () => 'x') })).ok, false);
+  });
+
   it('an ERROR names the reviewers that gave no valid answer', () => {
     assert.equal(judgeReviews([a, e], 'all').reason, 'review undecided: 1 of 2 reviewer(s) approved, all needed; E gave no valid answer (not JSON)');
   });

@@ -85,7 +85,8 @@ export function approvalsNeeded(n: number, require: ReviewRequire): number {
  * - ERROR when they do not, but would have with the reviewers that errored: the worker is not failed for a
  *   reviewer that gave no valid answer (with `all`, one errored reviewer and the rest approving is an ERROR);
  * - FAIL otherwise: the valid answers alone deny approval. The reason names each reviewer that asked for changes or
- *   rejected, with its concerns, and the ones that errored.
+ *   rejected, with its concerns (each cut at 300 characters, the reason at 2,000: the review rows and the retry's
+ *   failure text keep them whole), and the ones that errored.
  * An empty list (no reviewer) is a PASS.
  */
 export function judgeReviews(outcomes: readonly ReviewOutcome[], require: ReviewRequire): Judgement {
@@ -98,6 +99,14 @@ export function judgeReviews(outcomes: readonly ReviewOutcome[], require: Review
   if (approvals + errors.length >= need) return { verdict: 'ERROR', reason: `review undecided: ${tally}; ${errored.join('; ')}` };
   const denied = outcomes
     .filter((o) => o.verdict === 'changes' || o.verdict === 'reject')
-    .map((o) => `${o.who} ${o.verdict === 'reject' ? 'rejected the work' : 'asked for changes'}: ${o.concerns.map((c, i) => `(${i + 1}) ${c.replace(/\s+/g, ' ').trim()}`).join(' ')}`);
-  return { verdict: 'FAIL', reason: `review: ${tally}. ${[...denied, ...errored].join('; ')}` };
+    .map((o) => `${o.who} ${o.verdict === 'reject' ? 'rejected the work' : 'asked for changes'}: ${o.concerns.map((c, i) => `(${i + 1}) ${clip(c.replace(/\s+/g, ' ').trim(), REASON_CONCERN_CHARS)}`).join(' ')}`);
+  return { verdict: 'FAIL', reason: clip(`review: ${tally}. ${[...denied, ...errored].join('; ')}`, REASON_CHARS) };
+}
+
+/** Characters of one concern, and of the whole reason, in a judgement's reason (the rows and failure.md keep them whole). */
+const REASON_CONCERN_CHARS = 300;
+const REASON_CHARS = 2000;
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
