@@ -222,4 +222,30 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(fs.readFileSync(path.join(state.tasks[0]?.dir as string, 'run-tests.sh'), 'utf8'), 'test -s out.txt || { echo "out.txt missing"; exit 1; }\n');
     assert.ok(readRows(home).every((x) => x.verdict !== 'PASS'));
   });
+
+  it('a task whose worktree was removed since (verdict clean) gets a new one on its own branch', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const marker = path.join(dir, 'may-pass');
+    const manifest = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('t', `echo "attempt $VERDICT_ATTEMPT" >> notes.txt; if [ -f ${marker} ]; then echo ok > ok.txt; fi`, 'test -s ok.txt', { max_attempts: 1 })],
+    });
+    const home = path.join(dir, 'home');
+    assert.equal((await cli(['run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { env })).exitCode, 1);
+    const { runId, state: s1 } = onlyRun(home);
+    const wt = s1.tasks[0]?.dir as string;
+    const start = git(repo, 'rev-parse', `verdict/${runId}/t`);
+    git(repo, 'worktree', 'remove', '--force', wt);
+    fs.writeFileSync(marker, '');
+    const r = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stdout, new RegExp(`its worktree was removed: a new one on its branch verdict/${runId}/t \\(${start.slice(0, 10)}\\)`));
+    const { state } = onlyRun(home);
+    const commit = state.tasks[0]?.commit as string;
+    assert.deepEqual(state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'FAIL'], [2, 'PASS']]);
+    // Made afresh from the branch (its start point): attempt 1's uncommitted notes went with the removed worktree.
+    assert.equal(git(repo, 'show', `${commit}:notes.txt`), 'attempt 2');
+    assert.equal(git(repo, 'rev-parse', `${commit}~1`), start);
+  });
 });

@@ -9,3 +9,17 @@ import { gitFor } from './safe-git';
 export async function createBranchAt(root: string, branch: string, sha: string, message: string): Promise<void> {
   await gitFor(root).raw(['update-ref', '-m', message, `refs/heads/${branch}`, sha, '']);
 }
+
+/**
+ * The commit branch `branch` points at in the repository at `root`, or null when there is no such branch.
+ * @throws never (a git failure reads as no branch)
+ */
+export async function branchHead(root: string, branch: string): Promise<string | null> {
+  try {
+    // --quiet: a missing branch prints nothing (simple-git may then resolve with empty output rather than reject).
+    const sha = (await gitFor(root).raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`])).trim();
+    return sha || null;
+  } catch {
+    return null;
+  }
+}

@@ -59,6 +59,11 @@ export interface AddWorktreeOptions {
   submoduleTimeoutMs?: number;
   /** Aborting stops a running submodule initialisation. */
   signal?: AbortSignal;
+  /**
+   * The branch exists already and `repo.baseSha` is its head (a continued run's task whose worktree was removed): it is
+   * neither created nor, on failure, deleted.
+   */
+  existingBranch?: boolean;
 }
 
 /**
@@ -81,11 +86,14 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   // refuses an existing branch before anything is made. The worktree then gets a detached HEAD: a sandboxed worker can
   // commit (its HEAD lives in the worktree's own admin dir) without write access to any ref; only the orchestrator
   // moves the task branch (sealWorktree, advanceBranch).
-  try {
-    await git.raw(['branch', '--no-track', branch, repo.baseSha]);
-  } catch (e) {
-    throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+  if (!opts.existingBranch) {
+    try {
+      await git.raw(['branch', '--no-track', branch, repo.baseSha]);
+    } catch (e) {
+      throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+    }
   }
+  const dropBranch = () => (opts.existingBranch ? Promise.resolve() : git.raw(['branch', '-D', branch]).then(() => undefined, () => undefined));
   await withLock(lock, async () => {
     const dirExisted = fs.existsSync(dir);
     try {
@@ -93,13 +101,13 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
-      await git.raw(['branch', '-D', branch]).catch(() => undefined);
+      await dropBranch();
       throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
     }
   });
   const undo = (): Promise<void> => withLock(lock, async () => {
     await removeWorktreeQuietly(git, dir);
-    await git.raw(['branch', '-D', branch]).catch(() => undefined);
+    await dropBranch();
   });
   let links: WorktreeLinks;
   try {

@@ -51,18 +51,14 @@ export function trustedLinks(file: string, dir: string, commonDir: string): Work
 /**
  * Takes the task dir over when it exists (true): links restored (worktree mode), a fresh PORT, the protected set read
  * back from its snapshot; the task counts as prepared (setup is not run again). False when there is no task dir (the
- * task never started: prepare makes it as for a new task).
- * @throws Error when the worktree's links cannot be trusted, or its folder is gone while its branch remains
+ * task never started, or its worktree was removed: prepare makes it, run/steps/prepare.ts).
+ * @throws Error when the worktree's links cannot be trusted
  */
-export async function reattachTask(ctx: AttemptContext, task: TaskRuntime, branchExists: boolean): Promise<boolean> {
+export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Promise<boolean> {
   const { home } = ctx.opts;
   const key = task.spec.key;
-  if (!fs.existsSync(task.state.dir)) {
-    if (ctx.repo && task.state.branch && branchExists) {
-      throw new Error(`its worktree ${task.state.dir} is gone (verdict clean?) while its branch ${task.state.branch} remains; discard the task (verdict discard ${ctx.runId} ${key}) and resume again to start it afresh`);
-    }
-    return false;
-  }
+  // No task dir (it never started, or its worktree was removed): prepare makes one (on the task's branch when it has one).
+  if (!fs.existsSync(task.state.dir)) return false;
   if (ctx.repo && task.state.branch) {
     const links = trustedLinks(linksFile(home, ctx.runId, key), task.state.dir, ctx.repo.commonDir);
     restoreWorktreeLinks(links);

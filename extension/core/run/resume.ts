@@ -7,7 +7,6 @@
  */
 import path from 'node:path';
 import { runDir } from '../config/home';
-import { gitFor } from '../git/safe-git';
 import { shortHost } from '../host/hostname';
 import { describeRun, readState } from '../live/registry';
 import type { RunState } from '../live/state';
@@ -145,8 +144,7 @@ export function reopenState(cont: RunContinuation, containment: string): RunStat
 export async function takeOverTasks(ctx: AttemptContext, tasks: readonly TaskRuntime[]): Promise<void> {
   for (const task of tasks) {
     try {
-      const branchExists = ctx.repo && task.state.branch ? await hasBranch(ctx.repo.root, task.state.branch) : false;
-      if (await reattachTask(ctx, task, branchExists)) ctx.emit({ type: 'task-note', key: task.spec.key, note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)` });
+      if (await reattachTask(ctx, task)) ctx.emit({ type: 'task-note', key: task.spec.key, note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)` });
     } catch (e) {
       const reason = `cannot take the task over: ${(e as Error).message}`;
       task.state.status = 'ERROR';
@@ -155,14 +153,5 @@ export async function takeOverTasks(ctx: AttemptContext, tasks: readonly TaskRun
       task.summary.reason = reason;
       ctx.emit({ type: 'task-note', key: task.spec.key, note: reason });
     }
-  }
-}
-
-async function hasBranch(repo: string, branch: string): Promise<boolean> {
-  try {
-    // --quiet: a missing branch prints nothing (simple-git may then resolve with empty output rather than reject).
-    return (await gitFor(repo).raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`])).trim() !== '';
-  } catch {
-    return false;
   }
 }

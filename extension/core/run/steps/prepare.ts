@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { addWorktree, copyIncludes } from '../../git/worktree';
+import { branchHead } from '../../git/branch';
 import { supervise } from '../../process/supervisor';
 import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { reservePort } from '../ports';
@@ -34,10 +35,14 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   const { manifest } = ctx.opts;
   task.state.port = await reservePort();
   if (ctx.repo && task.state.branch) {
+    // A task of a continued run (verdict resume) whose worktree was removed since gets a new one on its own branch:
+    // its head is the task's start point or its last PASS (only those ever move it).
+    const own = task.state.attempts.length > 1 ? await branchHead(ctx.repo.root, task.state.branch) : null;
     // A task with `after` starts from what its prerequisites delivered (start-point.ts), not from base_ref.
-    const from = await startPoint(ctx.repo, task.spec.key, task.startFrom);
-    if (from !== ctx.repo.baseSha) ctx.emit({ type: 'task-note', key: task.spec.key, note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref` });
-    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal });
+    const from = own ?? (await startPoint(ctx.repo, task.spec.key, task.startFrom));
+    if (own) ctx.emit({ type: 'task-note', key: task.spec.key, note: `its worktree was removed: a new one on its branch ${task.state.branch} (${own.slice(0, 10)})` });
+    else if (from !== ctx.repo.baseSha) ctx.emit({ type: 'task-note', key: task.spec.key, note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref` });
+    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal, existingBranch: own !== null });
     // Read back by a later orchestrator of this run (verdict resume), before any worker could change them.
     saveLinks(linksFile(ctx.opts.home, ctx.runId, task.spec.key), task.links);
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
