@@ -76,6 +76,8 @@ export interface TaskState {
   select?: 'first-pass' | 'all';
   /** On a best-of-N task's own entry, once one passed: the winning candidate's key. */
   winner?: string;
+  /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
+  generated?: string[];
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */

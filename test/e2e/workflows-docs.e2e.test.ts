@@ -36,7 +36,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'generated']);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
@@ -47,5 +47,13 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.match(state.tasks[0]?.reason ?? '', /^winner: candidate 2 \(slug--c2, script/);
     assert.equal(state.tasks[3]?.reason, 'cancelled: candidate 2 (slug--c2) passed first');
     assert.deepEqual(rows.map((r) => [r.task_key, r.verdict]), [['slug--c1', 'FAIL'], ['slug--c2', 'PASS']]);
+  });
+
+  it('generated: the planner passes, its two tasks join the run and pass', async () => {
+    const { code, out, state, rows } = await runExample('generated');
+    assert.equal(code, 0, out);
+    assert.match(out, /2 generated task\(s\) joined the run: words, digits/);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['plan', 'PASS'], ['words', 'PASS'], ['digits', 'PASS']]);
+    assert.deepEqual(rows.map((r) => r.task_key).sort(), ['digits', 'plan', 'words']);
   });
 });

@@ -11,7 +11,7 @@ describe('templates/', () => {
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.swarm.jsonc')).sort();
 
   it('holds a template per workflow', () => {
-    assert.deepEqual(files, ['best-of-n.swarm.jsonc']);
+    assert.deepEqual(files, ['best-of-n.swarm.jsonc', 'generated.swarm.jsonc']);
   });
 
   for (const f of files) {

@@ -30,7 +30,8 @@ export type RuleId =
   | 'repeat'
   | 'self-review'
   | 'allow-paths'
-  | 'deps-not-allowed';
+  | 'deps-not-allowed'
+  | 'generate';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

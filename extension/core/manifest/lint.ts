@@ -43,6 +43,8 @@ export interface LintOptions extends LintContext {
    * one info finding says so.
    */
   trusted?: boolean;
+  /** Keys of tasks outside the text that its tasks join (a planner's generated file: the run's); see ParseOptions. */
+  existingKeys?: ReadonlySet<string>;
 }
 
 /** The rules run on a parsed manifest, in no particular order (findings are sorted afterwards). */
@@ -81,6 +83,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   'unknown-field': 'unknown-field',
   'task-graph': 'task-graph',
   repeat: 'repeat',
+  generate: 'generate',
 };
 
 /**
@@ -92,7 +95,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
  * @returns findings sorted by position (offset, then rule id); findings without a range first
  */
 export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
-  const { problems, tree } = parseManifest(text, file, { engines: new Set(ctx.engines.keys()) });
+  const { problems, tree } = parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys });
   const index = new LineIndex(text);
   const findings = problems.map((p) => problemFinding(p, index, tree ? (i) => taskKeyAt(tree, i) : () => null));
   if (tree) {

@@ -8,6 +8,7 @@ import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './posit
 import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { repeatProblems } from './rules/repeat';
+import { generateProblems } from './rules/generate';
 import { compileRepeat } from './repeat';
 import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
 
@@ -28,6 +29,11 @@ const taskFields = new Set(Object.keys(manifestSchema.definitions.task.propertie
 export interface ParseOptions {
   /** Engine names that exist; a task naming another is an error listing these. Unchecked when absent. */
   engines?: ReadonlySet<string>;
+  /**
+   * Keys of tasks outside this text that its tasks join (a generated file's: the run's compiled keys): a task may come
+   * `after` one of them, and taking one as its own key is a duplicate-key error.
+   */
+  existingKeys?: ReadonlySet<string>;
 }
 
 /** The outcome of parsing: the manifest when there were no errors, and every problem found. */
@@ -106,7 +112,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       }
     }
     const key = t.key;
-    if (typeof key === 'string') {
+    if (typeof key === 'string' && options.existingKeys?.has(key)) {
+      error('duplicate-key', { range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `the run already has a task "${key}"; keys name directories and branches, so they must be unique` });
+    } else if (typeof key === 'string') {
       const first = seen.get(key);
       if (first === undefined) seen.set(key, i);
       else error('duplicate-key', { range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
@@ -138,11 +146,14 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       }
     }
   });
-  for (const g of taskGraphProblems(taskList)) {
+  for (const g of taskGraphProblems(taskList, options.existingKeys)) {
     error('task-graph', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
   }
-  for (const r of repeatProblems(taskList)) {
+  for (const r of repeatProblems(taskList, options.existingKeys)) {
     error('repeat', { range: rangeOfPath(root, r.path, index), path: formatPath(r.path), message: r.message });
+  }
+  for (const g of generateProblems(taskList)) {
+    error('generate', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
@@ -178,8 +189,9 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
   const tasks: TaskSpec[] = data.tasks.map((t) => ({
     key: t.key as string,
     spec: t.spec as string,
-    check: t.check as string,
-    expectFiles: (t.expect_files as string[] | undefined) ?? [],
+    // A planner without a check of its own: its file must at least be there (the generate step then judges its content).
+    check: (t.check as string | undefined) ?? plannerCheck((t.generate as { file: string }).file),
+    expectFiles: withPlannerFile((t.expect_files as string[] | undefined) ?? [], t.generate),
     engine: str(t.engine) ?? DEFAULT_ENGINE,
     model: blankAsNull(t.model),
     taskType: blankAsNull(t.task_type),
@@ -198,6 +210,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     guard: guardSwitches(data.guard, t.guard),
     allowDeps: allowDeps(t.allow_deps ?? data.allow_deps),
     allowPaths: (t.allow_paths as string[] | undefined) ?? (data.allow_paths as string[] | undefined) ?? null,
+    ...(isObject(t.generate) ? { generate: { file: t.generate.file as string, maxTasks: t.generate.max_tasks as number } } : {}),
   }));
   return {
     file,
@@ -238,6 +251,18 @@ function guardSwitches(run: unknown, task: unknown): GuardSwitches {
 function allowDeps(v: unknown): true | string[] {
   if (v === true) return true;
   return Array.isArray(v) ? (v as string[]) : [];
+}
+
+/** The check of a planner that has none: its tasks file exists and is not empty (bash, the path single-quoted). */
+function plannerCheck(file: string): string {
+  const quoted = `'${file.replace(/'/g, `'\\''`)}'`;
+  return `test -s ${quoted} || { echo ${quoted}" is missing or empty: the planner must write its tasks there"; exit 1; }`;
+}
+
+/** A planner's expect_files with its tasks file added (a real, non-empty file, not a symlink: run/check.ts). */
+function withPlannerFile(expect: string[], generate: unknown): string[] {
+  const file = isObject(generate) && typeof generate.file === 'string' ? generate.file : null;
+  return file && !expect.includes(file) ? [...expect, file] : expect;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

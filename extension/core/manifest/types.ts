@@ -56,6 +56,11 @@ export interface TaskSpec {
   allowDeps: true | string[];
   /** `allow_paths`: globs of the only paths the worker may change; null: anywhere. */
   allowPaths: string[] | null;
+  /**
+   * A planner (`generate`): its worker writes `file` (relative to the task dir), a JSON array of at most `maxTasks`
+   * tasks that join the run once the planner passes (run/steps/generate.ts, run/workflows/generate.ts).
+   */
+  generate?: { file: string; maxTasks: number };
 }
 
 /** The built-in guards of a task, each on or off (the manifest's `guard`, task keys over run keys over true). */
@@ -115,7 +120,8 @@ export interface Manifest {
  * `syntax` (malformed JSON), `schema` (fails schemas/manifest.schema.json), `duplicate-property` (one object
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
- * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `unreadable` (the file could not be read).
+ * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
+ * that breaks the rules of rules/generate.ts), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -128,6 +134,7 @@ export type ProblemCode =
   | 'engine-args'
   | 'task-graph'
   | 'repeat'
+  | 'generate'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */

@@ -60,6 +60,7 @@ export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'ver
   const task = state.tasks.find((t) => t.key === req.task);
   if (!task) return { refused: `run ${state.runId} has no task ${req.task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})` };
   if (task.select) return { refused: `${task.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${(task.after ?? []).join(', ')})` };
+  if (task.generated?.length) return { refused: `${task.key} is a planner whose tasks already joined the run (${task.generated.join(', ')}); rerun those instead` };
   if (task.status === 'BLOCKED') {
     const gate = graphGate((task.after ?? []).map((k) => ({ key: k, status: state.tasks.find((t) => t.key === k)?.status ?? 'absent' })));
     if (gate.kind === 'blocked') return { refused: `${task.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${task.key} runs again once it passes` };

@@ -9,7 +9,7 @@ import { shortHost } from '../host/hostname';
 import { StateFile, type RunState } from '../live/state';
 import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
 import { statusInfo } from '../../../schemas/status';
-import type { Manifest } from '../manifest/types';
+import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
 import { removeTaskScratch, stepScratch, taskContainment } from './containment';
@@ -18,7 +18,7 @@ import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
 import { EngineWaits, wakeTime } from './quota-wait';
 import { ContinueError, reopenState, takeOverTasks, takeRun, type ContinueRequest, type RunContinuation } from './resume';
-import { writeFrozenManifest } from './frozen-manifest';
+import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
 import { priorTasks } from './prior';
 import { RunSpend, type RunSpendReport } from './spend';
@@ -28,6 +28,7 @@ import { prepareTask } from './steps/prepare';
 import { checkEnvironment } from './steps/check';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
+import { freezeGenerated } from './workflows/generate';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
 
@@ -219,7 +220,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const maxParallel = opts.maxParallel ?? manifest.maxParallel;
   const startedAt = cont?.state.startedAt ?? Date.now();
 
-  const tasks: TaskRuntime[] = manifest.tasks.map((spec) => {
+  const runtimeOf = (spec: TaskSpec): TaskRuntime => {
     const engine = opts.engines.get(spec.engine) as EngineSpec;
     const branch = manifest.worktrees ? taskBranch(runId, spec.key) : null;
     const taskDir = manifest.worktrees ? worktreePath(home, runId, spec.key) : path.join(manifest.workdir, spec.key);
@@ -250,7 +251,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       },
       summary: kept ?? { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: earlier?.commit ?? null, reason: '', checkOutput: '' },
     };
-  });
+  };
+  const tasks: TaskRuntime[] = manifest.tasks.map(runtimeOf);
   const state: RunState = cont ? reopenState(cont, pre.containment.summary) : {
     version: 1,
     runId,
@@ -301,7 +303,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [], stateBaselines: new Map() };
+  // Every key of the run's frozen manifest (a resumed run holds only some of them) and of the tasks planners added.
+  const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, emit, spend, recordErrors: [], stateBaselines: new Map(), taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
   const choiceOf = (task: TaskRuntime) => attemptEngine(task.used + 1, { engine: task.spec.engine, model: task.spec.model }, task.spec.fallback, (name) => opts.engines.get(name)?.defaultModel ?? null);
   /** Points the task (its engine, and state.json's engine and model) at the engine of its next attempt. */
@@ -454,6 +458,36 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
     taskSettled(group);
   }
+  // Generated (docs/workflows.md): a planner that passed brings the tasks its step `generate` validated. They join the
+  // frozen manifest (a new version) and the state, and wait for the planner like any `after` dependent.
+  function addGenerated(planner: TaskRuntime): void {
+    const raw = planner.generated as Record<string, unknown>[];
+    planner.generated = null;
+    let specs: TaskSpec[];
+    try {
+      specs = freezeGenerated(home, state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(opts.engines.keys()));
+    } catch (e) {
+      const reason = `its generated tasks could not join the run: ${(e as Error).message}`;
+      Object.assign(planner.state, { status: 'ERROR', reason });
+      Object.assign(planner.summary, { verdict: 'ERROR', reason });
+      ctx.recordErrors.push(`${planner.spec.key}: ${reason}`);
+      emit({ type: 'task-note', key: planner.spec.key, note: reason });
+      void stateFile.save();
+      return;
+    }
+    const added = specs.map(runtimeOf);
+    for (const t of added) {
+      tasks.push(t);
+      state.tasks.push(t.state);
+      byKey.set(t.spec.key, t);
+      frozenKeys.add(t.spec.key);
+      opts.control?.bind(t.spec.key, () => t.abort.abort());
+    }
+    planner.state.generated = added.map((t) => t.spec.key);
+    emit({ type: 'task-note', key: planner.spec.key, note: `${added.length} generated task(s) joined the run: ${added.map((t) => t.spec.key).join(', ')}` });
+    void stateFile.save();
+    for (const t of added) if (!statusInfo(t.state.status).final) enqueue(t);
+  }
   /**
    * Stops one task, as the `stop` verb does: its running attempt ends CANCELLED with `reason` (in its state, summary
    * and eval row) and is not retried; a queued or waiting task never starts.
@@ -494,6 +528,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   let ending = false;
   function taskSettled(task: TaskRuntime): void {
     if (!statusInfo(task.state.status).final) return;
+    if (task.state.status === 'PASS' && task.generated) addGenerated(task);
     for (const t of parkedTasks) if (t.spec.after.includes(task.spec.key)) release(t);
     const waiting = whenFinal.get(task);
     whenFinal.delete(task);
@@ -582,6 +617,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         const t = task as TaskRuntime;
         const why = refuseStart();
         if (why) return ack(c, 'refused', why);
+        // A planner whose tasks joined the run (state.json `generated`): running it again would add them twice.
+        if (t.state.generated?.length) return ack(c, 'refused', `${t.spec.key} is a planner whose tasks already joined the run (${t.state.generated.join(', ')}); rerun those instead`);
         if (t.spec.select) return ack(c, 'refused', `${t.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${t.spec.after.join(', ')})`);
         if (t.state.status === 'BLOCKED') {
           const gate = gateOf(t);

@@ -39,7 +39,8 @@ export const missingTaskType: Rule = (doc, ctx) =>
 export const missingExpectFiles: Rule = (doc) => {
   if (doc.worktrees) return [];
   return doc.tasks
-    .filter((t) => !Array.isArray(t.raw.expect_files) || t.raw.expect_files.length === 0)
+    // A planner's tasks file is always expected (`generate`: manifest/load.ts adds it).
+    .filter((t) => (!Array.isArray(t.raw.expect_files) || t.raw.expect_files.length === 0) && t.raw.generate === undefined)
     .map((task): RuleFinding => {
       const empty = findNodeAtLocation(task.node, ['expect_files']);
       return {

@@ -13,8 +13,11 @@ export interface RepeatProblem {
   message: string;
 }
 
-/** The problems of every best-of-N task; values of the wrong type are skipped (the schema reports them). */
-export function repeatProblems(tasks: readonly unknown[]): RepeatProblem[] {
+/**
+ * The problems of every best-of-N task; values of the wrong type are skipped (the schema reports them). `external`:
+ * keys of tasks outside `tasks` (the run's, for a generated file) that a candidate key must not take either.
+ */
+export function repeatProblems(tasks: readonly unknown[], external: ReadonlySet<string> = new Set()): RepeatProblem[] {
   const out: RepeatProblem[] = [];
   const keys = new Map<string, number>();
   tasks.forEach((t, i) => {
@@ -36,6 +39,10 @@ export function repeatProblems(tasks: readonly unknown[]): RepeatProblem[] {
     if (n === null || typeof t.key !== 'string') return;
     for (let c = 1; c <= n; c++) {
       const key = candidateKey(t.key, c);
+      if (external.has(key)) {
+        out.push({ path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'], message: `candidate ${c} of "${t.key}" would be the task "${key}", but the run already has a task with that key; rename "${t.key}"` });
+        continue;
+      }
       const other = keys.get(key);
       if (other === undefined) continue;
       out.push({ path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'], message: `candidate ${c} of "${t.key}" would be the task "${key}", but tasks[${other}] already has that key; rename one of them` });

@@ -11,8 +11,12 @@ export interface GraphProblem {
   message: string;
 }
 
-/** Unknown keys and cycles in the tasks' `after` lists; values of the wrong type are skipped (the schema reports them). */
-export function taskGraphProblems(tasks: readonly unknown[]): GraphProblem[] {
+/**
+ * Unknown keys and cycles in the tasks' `after` lists; values of the wrong type are skipped (the schema reports them).
+ * `external`: keys of tasks outside `tasks` that an `after` may name too (a generated file's tasks may wait for the
+ * run's); none of those waits for a task of `tasks`, so no cycle runs through them.
+ */
+export function taskGraphProblems(tasks: readonly unknown[], external: ReadonlySet<string> = new Set()): GraphProblem[] {
   const out: GraphProblem[] = [];
   const keyOf = (t: unknown): string | null => (isObject(t) && typeof t.key === 'string' ? t.key : null);
   const keys = new Map<string, number>();
@@ -28,8 +32,9 @@ export function taskGraphProblems(tasks: readonly unknown[]): GraphProblem[] {
     const list: [string, number][] = [];
     t.after.forEach((dep, j) => {
       if (typeof dep !== 'string' || !dep) return;
+      if (external.has(dep) && !keys.has(dep)) return;
       if (!keys.has(dep)) {
-        const known = [...keys.keys()].filter((k) => k !== key);
+        const known = [...keys.keys(), ...external].filter((k) => k !== key);
         out.push({ path: ['tasks', i, 'after', j], message: `no task has the key "${dep}"${known.length ? `; keys in this manifest: ${known.join(', ')}` : ''}` });
       } else if (dep === key) {
         out.push({ path: ['tasks', i, 'after', j], message: `task "${key}" waits for itself, so it would never start; remove "${dep}" from its after` });

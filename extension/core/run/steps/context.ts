@@ -34,6 +34,8 @@ export interface AttemptContext {
   recordErrors: string[];
   /** Per engine: its guarded settings as they were before the run's first worker of that engine (run/state-guard.ts). */
   stateBaselines: Map<string, StateSnapshot>;
+  /** Every task key the run has now (generated tasks included); absent: the manifest's. Read by step `generate`. */
+  taskKeys?: () => string[];
 }
 
 /** One per task: its spec, live state and what its attempts so far have left. */
@@ -66,6 +68,8 @@ export interface TaskRuntime {
    */
   startFrom: PassedPrerequisite[];
   summary: TaskSummary;
+  /** A planner's validated tasks (raw, as a manifest holds them), set by step `generate`; the runner adds them once it is PASS. */
+  generated?: Record<string, unknown>[] | null;
 }
 
 /** What one attempt's steps share besides the record: its prompt, environment and sandbox choice. */

@@ -1,6 +1,6 @@
 /**
- * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, guard, check, review (only
- * for tasks with `review`), deliver.
+ * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, guard, check, generate
+ * (planners only: docs/workflows.md), review (only for tasks with `review`), deliver.
  */
 import type { Step } from './context';
 import { prepareStep } from './prepare';
@@ -10,5 +10,6 @@ import { checkStep } from './check';
 import { guardStep } from './guard';
 import { deliverStep } from './deliver';
 import { reviewStep } from './review';
+import { generateStep } from './generate';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, guardStep, checkStep, reviewStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, guardStep, checkStep, generateStep, reviewStep, deliverStep];

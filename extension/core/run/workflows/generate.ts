@@ -1,0 +1,47 @@
+/**
+ * A planner's generated tasks joining its run (docs/workflows.md "Generated"): they are appended to the run's frozen
+ * manifest as a new version, so rerun, resume and merge read them like the tasks the run started with, and the runner
+ * gets them compiled (best-of-N included) as ordinary tasks. The tasks come validated (manifest/generated.ts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+import { runDir } from '../../config/home';
+import type { RunState } from '../../live/state';
+import { parseManifest } from '../../manifest/load';
+import { formatProblem, type TaskSpec } from '../../manifest/types';
+import { frozenManifestPath } from '../frozen-manifest';
+
+/** runs/<run_id>/manifest.json: the frozen manifest, with its version and what planners added (absent before version 2). */
+interface FrozenFile {
+  source: string;
+  manifest: { tasks: unknown[] } & Record<string, unknown>;
+  /** 1 when absent: the manifest as the run started. */
+  version?: number;
+  /** One entry per planner whose tasks joined, in order. Times epoch ms. */
+  generated?: { by: string; file: string; keys: string[]; at: number }[];
+}
+
+/**
+ * Appends `tasks` (raw, validated) to the run's frozen manifest as version N+1, keeping version N beside it as
+ * `manifest.v<N>.json`; the new file is written atomically and only once it loads.
+ * @param planner the planner's key; `file` its tasks file (as in its `generate`)
+ * @returns the added tasks compiled (a best-of-N task as its entry and its candidates), in file order
+ * @throws Error when the frozen manifest cannot be read, or would no longer load with the tasks added (nothing written)
+ */
+export function freezeGenerated(home: string, state: RunState, planner: string, file: string, tasks: Record<string, unknown>[], engines: ReadonlySet<string>): TaskSpec[] {
+  const frozenPath = frozenManifestPath(home, state.runId);
+  const frozen = JSON.parse(fs.readFileSync(frozenPath, 'utf8')) as FrozenFile;
+  const version = frozen.version ?? 1;
+  const manifest = { ...frozen.manifest, tasks: [...frozen.manifest.tasks, ...tasks] };
+  const before = parseManifest(JSON.stringify(frozen.manifest), state.manifestFile, { engines }).manifest;
+  const after = parseManifest(JSON.stringify(manifest), state.manifestFile, { engines });
+  if (!before || !after.manifest) {
+    throw new Error(`the frozen manifest would no longer load with the generated tasks: ${after.problems.filter((p) => p.severity === 'error').map(formatProblem).join('; ')}`);
+  }
+  fs.copyFileSync(frozenPath, path.join(runDir(home, state.runId), `manifest.v${version}.json`));
+  const next: FrozenFile = { ...frozen, manifest, version: version + 1, generated: [...(frozen.generated ?? []), { by: planner, file, keys: tasks.map((t) => String(t.key)), at: Date.now() }] };
+  writeFileAtomic.sync(frozenPath, JSON.stringify(next, null, 2));
+  const known = new Set(before.tasks.map((t) => t.key));
+  return after.manifest.tasks.filter((t) => !known.has(t.key));
+}
