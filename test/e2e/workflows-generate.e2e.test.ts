@@ -129,8 +129,12 @@ describe('workflows: generated tasks', function () {
     fs.writeFileSync(marker, '');
     const again = await cli(['resume', s1.runId, '--home', home, '--no-dashboard']);
     assert.equal(again.exitCode, 0, again.all);
-    assert.match(again.all, /resuming 1 task\(s\) of run \S+: g\n/);
+    assert.match(again.all, /resuming 1 task\(s\) of run \S+ \(same run\): g\n/);
     assert.deepEqual(readRows(home).map((row) => [row.task_key, row.verdict]), [['plan', 'PASS'], ['g', 'FAIL'], ['g', 'PASS']]);
+    // Running the planner again would add its tasks twice.
+    const rerun = await cli(['rerun', s1.runId, 'plan', '--home', home, '--no-dashboard']);
+    assert.notEqual(rerun.exitCode, 0, rerun.all);
+    assert.match(rerun.all, /plan is a planner whose tasks already joined the run \(g\); rerun those instead/);
   });
 
   it('a file over 1 MiB is refused before it is parsed', async () => {
