@@ -63,6 +63,8 @@ fs.mkdirSync('dist', { recursive: true });
 fs.writeFileSync('dist/package.json', JSON.stringify({ type: 'commonjs' }) + '\n');
 // sql.js (the eval index) loads its wasm at run time; extension/core/store/sqljs.ts looks beside the bundle first.
 fs.copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
+// The spawn helper runs as its own small Node process (core/process/spawner.ts looks beside the bundle first).
+fs.copyFileSync('extension/core/process/spawn-helper.cjs', 'dist/spawn-helper.cjs');
 
 if (watch) {
   for (const t of targets) await (await esbuild.context(t)).watch();

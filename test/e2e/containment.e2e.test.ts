@@ -11,14 +11,18 @@ import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../
 // (--no-sandbox: process group + environment cookie + pipes cut after a grace). Every case is one a worker did to an
 // earlier Verdict and got a wrong PASS, a hung run or an escaped process from (issue 10).
 
-/** Pids of live processes whose command line contains `marker` (markers are unique per test: sleep 3600.NNN). */
-function processesWith(marker: string): number[] {
+/**
+ * Pids of live processes whose command line contains `marker` (markers are unique per test: sleep 3600.NNN); with
+ * `comm`, only those whose command name is `comm` (bubblewrap's own processes carry the worker's command in theirs).
+ */
+function processesWith(marker: string, comm?: string): number[] {
   const found: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (comm && stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
       if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(Number(entry));
     } catch {
       // gone
@@ -110,8 +114,8 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const spec = `(trap '' TERM; setsid sleep ${m}) & trap '' TERM; sleep ${m}`;
     const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('a', spec, 'true'), scriptTask('b', spec, 'true')] });
     const child = execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
-    for (let i = 0; i < 200 && processesWith(m).length < 4; i++) await sleep(50);
-    assert.equal(processesWith(m).length, 4, 'two workers and their setsid children are running');
+    for (let i = 0; i < 200 && processesWith(m, 'sleep').length < 4; i++) await sleep(50);
+    assert.equal(processesWith(m, 'sleep').length, 4, 'two workers and their setsid children are running');
     child.kill('SIGKILL');
     await child;
     for (let i = 0; i < 40 && processesWith(m).length; i++) await sleep(50);

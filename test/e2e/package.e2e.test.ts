@@ -7,9 +7,9 @@ import { extractZip, packageVsix, zipEntries } from '../helpers/package-vsix.mjs
 import { tempDir } from '../helpers/fixtures';
 
 /** What the .vsix may hold under extension/ (the allow-list of .vscodeignore, as vsce names the files). */
-const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png'];
+const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png'];
 /** What it must hold: the bundles, the wasm, the schemas, the demo, the icon, the legal and user docs. */
-const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/sql-wasm.wasm', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png'];
+const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png'];
 const MAX_BYTES = 2 * 1024 * 1024;
 
 /** `npm run package`: the production build and the .vsix a user installs (issue 17). */
@@ -57,6 +57,13 @@ describe('the .vsix (npm run package)', function () {
     const lint = await execa(process.execPath, [path.join(ext, 'dist/cli.js'), 'lint', path.join(ext, 'examples/demo/demo.swarm.json')], { reject: false, all: true, stdin: 'ignore' });
     assert.equal(lint.exitCode, 0, lint.all);
     assert.match(lint.stdout, /0 error\(s\), 0 warning\(s\), 0 note\(s\)/);
+    // A run from the package alone: its steps are started by the spawn helper shipped beside the bundle.
+    const work = tempDir();
+    const manifest = path.join(work, 'one.swarm.json');
+    fs.writeFileSync(manifest, JSON.stringify({ workdir: 'w', tasks: [{ key: 't', engine: 'script', spec: 'echo ok > out.txt', check: 'test -s out.txt', verified: 'out.txt written' }] }));
+    const run = await execa(process.execPath, [path.join(ext, 'dist/cli.js'), 'run', manifest, '--home', path.join(work, 'home'), '--no-dashboard', '--no-sandbox'], { reject: false, all: true, stdin: 'ignore' });
+    assert.equal(run.exitCode, 0, run.all);
+    assert.match(run.stdout, /1\/1 passed/);
     // README links are kept relative (--no-rewrite-relative-links): each must name a file in the package.
     const readme = fs.readFileSync(path.join(ext, 'readme.md'), 'utf8');
     const links = [...readme.matchAll(/\]\(([^)#\s]+)\)/g)].map((m) => m[1] as string).filter((l) => !/^[a-z]+:/i.test(l));

@@ -92,10 +92,10 @@ export interface BwrapPlan {
 }
 
 /**
- * The argv that runs `file args` (cwd `cwd`) inside `plan`: `[plan.binary, ...]`. `fds` receives the extra file
- * descriptors bwrap reads private copies from (`--file FD DEST`): pass them to the spawn as stdio 3, 4, … in order.
+ * The argv that runs `file args` (cwd `cwd`) inside `plan`: `[plan.binary, ...]`. `files` receives the files bwrap
+ * reads private copies from (`--file FD DEST`): the spawn opens them read-only as the child's fds 3, 4, … in order.
  */
-export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], fds: number[] = []): { file: string; args: string[] } {
+export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = []): { file: string; args: string[] } {
   // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
   // remount / read-write, change the host's network or device nodes (a root step had CapEff all ones before).
   const out = ['--die-with-parent', '--unshare-user', '--unshare-pid'];
@@ -103,8 +103,9 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // A read-only mount does not stop connect(): the user's own sockets (tmux, ssh-agent, the session bus, X11, docker)
   // would let a step run commands outside. Their folders become empty; socket files are covered.
-  for (const dir of hostSocketDirs()) out.push('--tmpfs', dir);
-  for (const sock of hostSocketFiles()) out.push('--ro-bind', '/dev/null', sock);
+  const tmp = tmpEntries();
+  for (const dir of hostSocketDirs(tmp.dirs)) out.push('--tmpfs', dir);
+  for (const sock of hostSocketFiles(tmp.sockets)) out.push('--ro-bind', '/dev/null', sock);
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
     out.push('--tmpfs', dir);
@@ -115,8 +116,8 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
     }
     for (const f of plan.privateFiles ?? []) {
       if (path.dirname(f) !== dir || !fs.existsSync(f)) continue;
-      fds.push(fs.openSync(f, 'r'));
-      out.push('--file', String(2 + fds.length), f);
+      files.push(f);
+      out.push('--file', String(2 + files.length), f);
     }
   }
   for (const dir of [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
@@ -142,23 +143,14 @@ function isExecutable(file: string): boolean {
 /** Socket files of system services a step must not reach (a docker socket is root on the host). */
 const HOST_SOCKET_FILES = ['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock'];
 
-/** The socket files above that exist, and every socket lying directly in /tmp (PostgreSQL's, VS Code's…). */
-function hostSocketFiles(): string[] {
-  const files = HOST_SOCKET_FILES.filter((f) => fs.existsSync(f));
-  for (const name of safeReaddir('/tmp')) {
-    try {
-      if (fs.lstatSync(path.join('/tmp', name)).isSocket()) files.push(path.join('/tmp', name));
-    } catch {
-      // gone
-    }
-  }
-  return files;
+/** The socket files above that exist, and `tmpSockets` (every socket lying directly in /tmp: PostgreSQL's, VS Code's…). */
+function hostSocketFiles(tmpSockets: string[]): string[] {
+  return [...HOST_SOCKET_FILES.filter((f) => fs.existsSync(f)), ...tmpSockets];
 }
 
-/** Folders that hold the user's own sockets: per-user runtime dirs, X11/ICE, tmux, ssh-agent, screen. */
-function hostSocketDirs(): string[] {
-  const dirs = ['/run/user', '/tmp/.X11-unix', '/tmp/.ICE-unix', '/run/screen', '/var/run/screen'];
-  for (const name of safeReaddir('/tmp')) if (/^(tmux-\d+|ssh-[^/]+)$/.test(name)) dirs.push(path.join('/tmp', name));
+/** Folders that hold the user's own sockets: per-user runtime dirs, X11/ICE, screen, and `tmpDirs` (tmux, ssh-agent). */
+function hostSocketDirs(tmpDirs: string[]): string[] {
+  const dirs = ['/run/user', '/tmp/.X11-unix', '/tmp/.ICE-unix', '/run/screen', '/var/run/screen', ...tmpDirs];
   return dirs.filter((d) => {
     try {
       return fs.lstatSync(d).isDirectory();
@@ -166,6 +158,53 @@ function hostSocketDirs(): string[] {
       return false;
     }
   });
+}
+
+let tmpSeen: { mtimeMs: number; ctimeMs: number; sockets: string[]; dirs: string[] } | null = null;
+
+/**
+ * The sockets lying directly in /tmp and its tmux/ssh-agent folders. /tmp can hold thousands of entries and every
+ * sandboxed step needs this: the list is read again only when /tmp itself changed (its mtime moves whenever an entry
+ * is added, removed or renamed) or was changing when last read, and the entry types come from the directory listing
+ * (d_type), not a stat each.
+ */
+function tmpEntries(): { sockets: string[]; dirs: string[] } {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync('/tmp');
+  } catch {
+    return { sockets: [], dirs: [] };
+  }
+  if (tmpSeen && tmpSeen.mtimeMs === st.mtimeMs && tmpSeen.ctimeMs === st.ctimeMs) return tmpSeen;
+  // File times tick coarsely (a few ms): an entry added in the same tick as a listing would leave the mtime unchanged.
+  // A listing is reused only when /tmp had not changed for a second when it was made.
+  const settled = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > 1000;
+  const sockets: string[] = [];
+  const dirs: string[] = [];
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync('/tmp', { withFileTypes: true });
+  } catch {
+    // unreadable: nothing to cover
+  }
+  for (const e of entries) {
+    const abs = path.join('/tmp', e.name);
+    // A filesystem without d_type reports "unknown": ask lstat then.
+    const socket = e.isSocket() || (!e.isFile() && !e.isDirectory() && !e.isSymbolicLink() && isSocketFile(abs));
+    if (socket) sockets.push(abs);
+    if (/^(tmux-\d+|ssh-[^/]+)$/.test(e.name)) dirs.push(abs);
+  }
+  const found = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, sockets, dirs };
+  tmpSeen = settled ? found : null;
+  return found;
+}
+
+function isSocketFile(file: string): boolean {
+  try {
+    return fs.lstatSync(file).isSocket();
+  } catch {
+    return false;
+  }
 }
 
 /**

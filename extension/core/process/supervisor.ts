@@ -1,15 +1,16 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { execa } from 'execa';
+import path from 'node:path';
 import { RingBuffer } from './ring-buffer';
 import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { spawnViaHelper, type Spawned } from './spawner';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
 export const KILL_GRACE_MS = 5000;
 
 /** What to run and how to watch it. */
 export interface SuperviseOptions {
-  /** Executable (looked up on PATH) and its argv; never passed through a shell. */
+  /** Executable (a bare name is looked up on PATH once per run: resolveCommand) and its argv; never passed through a shell. */
   file: string;
   args: string[];
   cwd: string;
@@ -42,13 +43,14 @@ export interface SuperviseOptions {
    * step is stopped.
    */
   sandbox?: BwrapPlan | null;
-  /** Output pipes are closed this long after the leader exits, ms (default PIPE_GRACE_MS). */
+  /** Unsandboxed: the cookie sweep after the leader's exit is repeated this long later, ms (default PIPE_GRACE_MS). */
   pipeGraceMs?: number;
 }
 
 /**
- * How long the output pipes may stay open after the step's leader is gone and its descendants were killed, ms; then
- * they are closed on our side, so a process that escaped everything still cannot keep the run waiting.
+ * Unsandboxed steps: how long after the leader's exit the search for processes carrying the step's cookie is made a
+ * second time (a descendant forked while the first search ran), ms. Nothing waits for it: output goes to the log file
+ * directly, so no pipe can keep a run waiting.
  */
 export const PIPE_GRACE_MS = 2000;
 
@@ -96,14 +98,23 @@ export interface SupervisedResult {
   tail: string;
 }
 
+/** How often the output of a watched step (live view, watchdog, final event) is read from its log, ms. */
+export const TAIL_POLL_MS = 100;
+
+/** Log bytes read per read call, bytes. */
+const READ_CHUNK_BYTES = 256 * 1024;
+
 /**
- * Runs one process in its own process group with stdin = /dev/null, stdout+stderr appended to `logFile` and kept in a
- * bounded tail. On timeout or abort the whole group gets SIGTERM, then SIGKILL after the grace period. When the
- * leader exits, whatever it left running in its group is killed too, so no grandchild outlives its attempt.
+ * Runs one process in its own process group and session with stdin = /dev/null and stdout+stderr appended to
+ * `logFile` (the file itself, opened by the spawn helper: see spawner.ts; no output passes through this process), and
+ * keeps a bounded tail of what it wrote there, read from the log in order (every TAIL_POLL_MS while the step is
+ * watched: `onOutput`, `idleTimeoutMs`, `finalEvent`; else once at the end). On timeout or abort the whole group gets
+ * SIGTERM, then SIGKILL after the grace period. When the leader exits, whatever it left running in its group
+ * (unsandboxed: anything with its cookie) is killed too, so no grandchild outlives its attempt.
  * Never throws for process failures: they are in the receipt. Throws only when the log file cannot be opened.
  */
 export async function supervise(opts: SuperviseOptions): Promise<SupervisedResult> {
-  const log = fs.openSync(opts.logFile, 'a');
+  const log = fs.openSync(opts.logFile, fs.constants.O_RDONLY | fs.constants.O_CREAT, 0o644);
   const tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
   const grace = opts.killGraceMs ?? KILL_GRACE_MS;
   const startedAt = Date.now();
@@ -113,66 +124,75 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   let stoppedAfterFinal = false;
   let lastOutputAt = startedAt;
   let finalSeenAt: number | null = null;
-  let outputBytes = 0;
   let killTimer: NodeJS.Timeout | undefined;
-
-  // In a sandbox a missing command is bwrap's exit 1, not a spawn error: say it the way an unsandboxed spawn would.
-  const missing = opts.sandbox ? missingCommand(opts.file, { ...process.env, ...opts.env }) : null;
-  if (missing) {
+  const startOffset = fs.fstatSync(log).size;
+  let offset = startOffset;
+  const closeLog = () => {
     try {
-    fs.closeSync(log);
-  } catch {
-    // a full disk can fail the close too; logError already says what was lost
-  }
-    const now = Date.now();
-    return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError: missing, outputBytes: 0 }, tail: '' };
-  }
-  const cookie = crypto.randomBytes(12).toString('hex');
-  const fds: number[] = [];
-  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, opts.file, opts.args, fds) : { file: opts.file, args: opts.args };
-  const child = execa(command.file, command.args, {
-    cwd: opts.cwd,
-    // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-    env: opts.sandbox ? sandboxEnv({ ...process.env, ...opts.env, PWD: opts.cwd }) : { ...opts.env, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie },
-    extendEnv: !opts.sandbox,
-    stdio: ['ignore', 'pipe', 'pipe', ...fds] as unknown as ['ignore', 'pipe', 'pipe'],
-    detached: true,
-    reject: false,
-    buffer: false,
-    cleanup: false,
-    windowsHide: true,
-  });
-  for (const fd of fds) fs.closeSync(fd);
-  const pid = child.pid ?? null;
-  const startTime = pid === null ? null : processStartTime(pid);
-  if (pid !== null) opts.onSpawn?.(pid);
-
-  // A log that cannot be written (a full disk) must not crash the orchestrator: the step goes on, its output is kept
-  // in the in-memory tail, and the receipt says what was lost.
-  let logError: string | null = null;
-  const onData = (chunk: Buffer) => {
-    lastOutputAt = Date.now();
-    outputBytes += chunk.length;
-    if (logError === null) {
-      try {
-        fs.writeSync(log, chunk);
-      } catch (e) {
-        const err = e as NodeJS.ErrnoException;
-        logError = `${opts.logFile}: ${err.code === 'ENOSPC' ? 'no space left on device' : err.message}; output after ${outputBytes - chunk.length} bytes was not logged`;
-      }
+      fs.closeSync(log);
+    } catch {
+      // already closed
     }
-    tail.push(chunk);
-    opts.onOutput?.(chunk);
   };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
+  const notStarted = (spawnError: string): SupervisedResult => {
+    closeLog();
+    const now = Date.now();
+    return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError, outputBytes: 0 }, tail: '' };
+  };
+
+  const merged = { ...process.env, ...opts.env };
+  // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
+  // command would be bwrap's exit 1, not a spawn error: it is said the way an unsandboxed spawn says it.
+  const file = resolveCommand(opts.file, merged.PATH ?? '');
+  if (file === null) return notStarted(`spawn ${opts.file} ENOENT`);
+  const cookie = crypto.randomBytes(12).toString('hex');
+  const files: string[] = [];
+  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files) : { file, args: opts.args };
+  let spawned: Spawned;
+  try {
+    spawned = await spawnViaHelper({
+      file: command.file,
+      args: command.args,
+      cwd: opts.cwd,
+      // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
+      env: opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie }),
+      log: opts.logFile,
+      files,
+      ...(opts.sandbox ? { dieWithHelper: true } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
+    });
+  } catch (e) {
+    return notStarted((e as Error).message);
+  }
+  const { pid, startTime } = spawned;
+  opts.onSpawn?.(pid);
+
+  const readBuf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+  /** Reads what the step appended since the last read, in order, into the tail and the live view. */
+  const readNew = (keep: boolean) => {
+    for (;;) {
+      let n: number;
+      try {
+        n = fs.readSync(log, readBuf, 0, readBuf.length, offset);
+      } catch {
+        return;
+      }
+      if (n <= 0) return;
+      offset += n;
+      lastOutputAt = Date.now();
+      if (!keep) continue;
+      const chunk = Buffer.from(readBuf.subarray(0, n));
+      tail.push(chunk);
+      opts.onOutput?.(chunk);
+    }
+  };
 
   /** Unsandboxed: every process carrying this step's cookie, wherever it moved. */
   const killDescendants = (sig: NodeJS.Signals) => {
     if (!opts.sandbox) killByCookie(cookie, sig);
   };
+  let ended = false;
   const stopGroup = () => {
-    if (pid === null || killTimer) return;
+    if (ended || killTimer) return;
     signalGroup(pid, 'SIGTERM');
     killDescendants('SIGTERM');
     killTimer = setTimeout(() => {
@@ -183,11 +203,13 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const timer = setTimeout(() => {
     timedOut = true;
     stopGroup();
-  }, opts.timeoutMs);
+  }, Math.max(0, opts.timeoutMs - (Date.now() - startedAt)));
   const onAbort = () => {
     cancelled = true;
     stopGroup();
   };
+  const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
+  const poll = watched ? setInterval(() => readNew(true), TAIL_POLL_MS) : undefined;
   const guard = opts.idleTimeoutMs || opts.finalEvent
     ? setInterval(() => {
         const now = Date.now();
@@ -204,40 +226,35 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     : undefined;
   if (opts.signal?.aborted) onAbort();
   opts.signal?.addEventListener('abort', onAbort);
-  // The leader is gone: end what it left behind (its group; unsandboxed, everything with its cookie), or the pipes
-  // they hold would keep us waiting. Whatever still holds a pipe after the grace is cut off on our side.
-  let pipeTimer: NodeJS.Timeout | undefined;
-  child.on('exit', () => {
-    if (pid !== null) signalGroup(pid, 'SIGKILL');
-    killDescendants('SIGKILL');
-    pipeTimer = setTimeout(() => {
-      killDescendants('SIGKILL');
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-    }, opts.pipeGraceMs ?? PIPE_GRACE_MS);
-  });
 
-  const result = await child;
+  // The helper reports the exit after it killed what the leader left in its group (unsandboxed: under its cookie).
+  const exit = await spawned.exited;
+  ended = true;
+  if (exit.lost) {
+    // The helper died under the step: a sandboxed step died with it; an unsandboxed one is ended from here.
+    signalGroup(pid, 'SIGKILL');
+    killDescendants('SIGKILL');
+  }
   // A root step can chmod the host's device nodes bound into its sandbox: put them back (see restoreDevNodes).
   if (opts.sandbox && process.getuid?.() === 0) restoreDevNodes();
-  clearTimeout(pipeTimer);
   clearTimeout(timer);
   clearInterval(guard);
+  clearInterval(poll);
   if (killTimer) clearTimeout(killTimer);
   opts.signal?.removeEventListener('abort', onAbort);
-  try {
-    fs.closeSync(log);
-  } catch {
-    // a full disk can fail the close too; logError already says what was lost
-  }
+  // The rest of the log, in order. Unwatched, only the part the tail can hold is read.
+  const end = safeSize(log, offset);
+  if (!watched) offset = Math.max(offset, end - tail.capacityBytes);
+  readNew(true);
+  const outputBytes = offset - startOffset;
+  closeLog();
 
   const endedAt = Date.now();
-  const spawnError = result.failed && result.exitCode === undefined && !result.signal ? shortError(result) : null;
   return {
     receipt: {
       pid,
-      exitCode: result.exitCode ?? null,
-      signal: result.signal ?? null,
+      exitCode: exit.code,
+      signal: exit.lost ? 'SIGKILL' : exit.signal,
       startedAt,
       endedAt,
       durationMs: endedAt - startedAt,
@@ -246,12 +263,69 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       stalled,
       stoppedAfterFinal,
       startTime,
-      spawnError,
+      spawnError: null,
       outputBytes,
-      logError,
+      logError: logProblem(opts.logFile, exit.lost),
     },
     tail: tail.text(),
   };
+}
+
+/** The size of an open file, or `fallback` when it cannot be read. */
+function safeSize(fd: number, fallback: number): number {
+  try {
+    return fs.fstatSync(fd).size;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * Why the log may not hold everything the step printed, or null: the helper died under the step, or the log's
+ * filesystem is full (the step's own writes then failed with ENOSPC; this process never saw them).
+ */
+function logProblem(logFile: string, lost: string | undefined): string | null {
+  if (lost) return `${lost}; the step was killed`;
+  try {
+    const st = fs.statfsSync(path.dirname(logFile));
+    if (st.bavail === 0) return `${logFile}: no space left on device; output may be missing from the log`;
+  } catch {
+    // no statfs here: nothing known
+  }
+  return null;
+}
+
+const resolved = new Map<string, string>();
+
+/**
+ * The absolute path a bare command name resolves to on `pathEnv`, remembered per (name, PATH) and checked again (one
+ * access call) on each use, so a binary removed mid-run is reported. A name with a slash is returned as it is when it
+ * names an executable file. Null when nothing executable is found.
+ */
+export function resolveCommand(file: string, pathEnv: string): string | null {
+  if (file.includes('/')) return isExecutable(file) ? file : null;
+  const key = `${file}\0${pathEnv}`;
+  const known = resolved.get(key);
+  if (known && isExecutable(known)) return known;
+  resolved.delete(key);
+  for (const dir of pathEnv.split(':')) {
+    if (!dir) continue;
+    const candidate = path.resolve(dir, file);
+    if (isExecutable(candidate)) {
+      resolved.set(key, candidate);
+      return candidate;
+    }
+  }
+  return null;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -309,20 +383,6 @@ export function signalGroup(pgid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** `spawn <file> ENOENT` (as Node says it) when `file` is not an executable file here or on PATH, else null. */
-function missingCommand(file: string, env: NodeJS.ProcessEnv): string | null {
-  const candidates = file.includes('/') ? [file] : (env.PATH ?? '').split(':').filter(Boolean).map((dir) => `${dir}/${file}`);
-  for (const candidate of candidates) {
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return null;
-    } catch {
-      // not here
-    }
-  }
-  return `spawn ${file} ENOENT`;
-}
-
 /** A sandboxed step's whole environment: ours and the step's, without what reaches the user's own sessions. */
 function sandboxEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
@@ -330,6 +390,9 @@ function sandboxEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
-function shortError(result: { originalMessage?: string; message?: string; shortMessage?: string }): string {
-  return result.originalMessage || result.shortMessage || result.message || 'the process could not be started';
+/** The environment without unset entries. */
+function definedEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
 }
