@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli } from '../helpers/cli';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { chromium } from 'playwright-core';
@@ -210,6 +211,50 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     assert.deepEqual(credits(rows), [['work', 1, 'script', null, 'ERROR', null], ['review', 1, 'hostile', 'h-1', 'ERROR', null]]);
     assert.match(String(rows[0]?.notes), /reviewer 1 \(hostile\/h-1\) changed the task dir during its review; what the check judged is no longer what is there/);
     assert.equal(rows[1]?.notes, 'the reviewer changed the task dir during its review');
+  });
+
+  it('a task stopped during its review ends CANCELLED: the reviewer\'s processes are gone, no review row, nothing delivered', async () => {
+    const dir = tempDir();
+    const { config, env } = reviewers(dir, [{ name: 'slow', model: 's-1', body: `echo reviewing; sleep 3017\n${APPROVE}` }]);
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const file = writeManifest(repo, { worktrees: true, tasks: [scriptTask('add', 'echo ok > add.txt', 'test -s add.txt', { review: { engines: ['slow'] } })] });
+    const home = path.join(dir, 'home');
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { ...process.env, ...env }, reject: false, all: true, stdin: 'ignore' });
+    const reviewing = (): string | null => {
+      const runs = fs.existsSync(path.join(home, 'runs')) ? fs.readdirSync(path.join(home, 'runs')) : [];
+      const runId = runs[0];
+      if (!runId) return null;
+      try {
+        const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { attempts: { step?: string | null }[] }[] };
+        const log = path.join(home, 'runs', runId, 'tasks', 'add', 'attempt-1', 'review-1.log');
+        return state.tasks[0]?.attempts[0]?.step === 'review' && fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('reviewing') ? runId : null;
+      } catch {
+        return null; // the state file is being replaced
+      }
+    };
+    let runId: string | null = null;
+    for (let i = 0; i < 1200 && !runId; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      runId = reviewing();
+    }
+    assert.ok(runId, 'the reviewer started');
+    const stop = await cli(['stop', runId, 'add', '--home', home], { env });
+    assert.equal(stop.exitCode, 0, stop.all);
+    const r = await child;
+    assert.equal(r.exitCode, 1, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(credits(rows), [['work', 1, 'script', null, 'CANCELLED', null]]);
+    assert.equal(rows[0]?.commit, null);
+    const sleepers = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('sleep\u00003017');
+      } catch {
+        return false;
+      }
+    });
+    assert.deepEqual(sleepers, [], 'the reviewer\'s sleep is gone with its sandbox');
+    const branch = `verdict/${runId}/add`;
+    assert.equal(git(repo, 'rev-parse', branch), git(repo, 'rev-parse', 'main'), 'the branch did not move');
   });
 
   it('lint and preflight: an unknown reviewer engine is an error with its position; a missing reviewer binary stops the run', async () => {
