@@ -248,4 +248,35 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(git(repo, 'show', `${commit}:notes.txt`), 'attempt 2');
     assert.equal(git(repo, 'rev-parse', `${commit}~1`), start);
   });
+
+  it('a quota wait in a live run: the waiting engine starts nothing until its wake-up, another engine goes on meanwhile', async () => {
+    const dir = tempDir();
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    fs.writeFileSync(path.join(bin, 'agent-lim'), '#!/bin/bash\nbash -c "$1"\n', { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { lim: { binary: 'agent-lim', argv: ['{spec}'], install: 'a test fixture', output: 'none' } } }));
+    // A usage-limit line on stderr with its reset 8 s ahead (claude's form: epoch seconds).
+    const quota = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "Claude AI usage limit reached|$(( $(date +%s) + 8 ))" >&2; exit 1; fi; echo ok > out.txt';
+    const manifest = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 1,
+      tasks: [
+        scriptTask('q', quota, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'lim', max_attempts: 1 }),
+        scriptTask('s', 'echo ok > out.txt', 'test -s out.txt'),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', manifest, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stdout, /engine lim reached its usage limit \(q attempt 1\): no attempt on it starts before \d\d:\d\d/);
+    const { state } = onlyRun(home);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((x) => [x.task_key, x.worker_engine, x.attempt, x.verdict]), [['q', 'lim', 1, 'RATE_LIMITED'], ['s', 'script', 1, 'PASS'], ['q', 'lim', 2, 'PASS']]);
+    // s (another engine) started during the wait, q's attempt 2 only once the engine's reset time had come.
+    const resetAt = Number(/limit reached\|(\d+)/.exec(fs.readFileSync(path.join(home, 'runs', state.runId, 'tasks', 'q', 'attempt-1', 'worker.log'), 'utf8'))?.[1]) * 1000;
+    assert.ok(resetAt > Date.parse(String(rows[0]?.started_at)), 'the reset time is in attempt 1\'s log');
+    assert.ok(Date.parse(String(rows[1]?.started_at)) < resetAt, 's did not wait for lim');
+    assert.ok(Date.parse(String(rows[2]?.started_at)) >= resetAt, 'q attempt 2 started before the reset');
+  });
 });

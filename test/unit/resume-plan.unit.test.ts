@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { tasksToRunAgain } from '../../extension/core/run/resume';
+import type { RunState, TaskState } from '../../extension/core/live/state';
+
+const task = (key: string, status: string, extra: Partial<TaskState> = {}): TaskState =>
+  ({ key, engine: 'script', model: null, taskType: null, verified: null, status, dir: `/w/${key}`, branch: null, commit: null, port: null, attempts: [], ...extra }) as TaskState;
+const run = (tasks: TaskState[]): RunState => ({ runId: 'r1', tasks }) as RunState;
+
+describe('which tasks a resume or rerun of a run that ended runs again (run/resume.ts tasksToRunAgain)', () => {
+  // a PASS; b FAIL; c after b BLOCKED; d after c BLOCKED; e after a PASS; f CANCELLED; g SKIPPED; h INTERRUPTED.
+  const graph = run([
+    task('a', 'PASS'), task('b', 'FAIL'), task('c', 'BLOCKED', { after: ['b'] }), task('d', 'BLOCKED', { after: ['c'] }),
+    task('e', 'PASS', { after: ['a'] }), task('f', 'CANCELLED'), task('g', 'SKIPPED'), task('h', 'INTERRUPTED'),
+  ]);
+
+  it('resume: every task that did not pass (BLOCKED included), in manifest order; PASS and SKIPPED stay', () => {
+    assert.deepEqual(tasksToRunAgain(graph, { verb: 'resume' }), { again: ['b', 'c', 'd', 'f', 'h'] });
+  });
+
+  it('resume: nothing left is said, not run', () => {
+    assert.deepEqual(tasksToRunAgain(run([task('a', 'PASS'), task('g', 'SKIPPED')]), { verb: 'resume' }), { refused: 'every task of run r1 passed; nothing to resume' });
+  });
+
+  it('rerun: the task and, transitively, its BLOCKED dependents; a PASS task may be rerun; its PASS dependents stay', () => {
+    assert.deepEqual(tasksToRunAgain(graph, { verb: 'rerun', task: 'b' }), { again: ['b', 'c', 'd'] });
+    assert.deepEqual(tasksToRunAgain(graph, { verb: 'rerun', task: 'a' }), { again: ['a'] });
+    assert.deepEqual(tasksToRunAgain(graph, { verb: 'rerun', task: 'f' }), { again: ['f'] });
+  });
+
+  it('rerun: a task BLOCKED by a prerequisite that did not pass is refused, naming it; an unknown task too', () => {
+    assert.deepEqual(tasksToRunAgain(graph, { verb: 'rerun', task: 'c' }), { refused: 'c is BLOCKED by b (FAIL): rerun b, and c runs again once it passes' });
+    assert.match((tasksToRunAgain(graph, { verb: 'rerun', task: 'zz' }) as { refused: string }).refused, /^run r1 has no task zz \(tasks: a, b, c/);
+  });
+
+  it('best-of-N: candidates of a task that won stay; the task entry itself is not rerun (its candidates are)', () => {
+    const won = run([
+      task('fix', 'PASS', { group: 'fix', select: 'first-pass', after: ['fix--c1', 'fix--c2'] }),
+      task('fix--c1', 'PASS', { group: 'fix', candidate: 1 }), task('fix--c2', 'CANCELLED', { group: 'fix', candidate: 2 }), task('o', 'FAIL'),
+    ]);
+    assert.deepEqual(tasksToRunAgain(won, { verb: 'resume' }), { again: ['o'] });
+    assert.match((tasksToRunAgain(won, { verb: 'rerun', task: 'fix' }) as { refused: string }).refused, /^fix is a best-of-N task and runs no worker itself/);
+    const lost = run([
+      task('fix', 'BLOCKED', { group: 'fix', select: 'first-pass', after: ['fix--c1', 'fix--c2'] }),
+      task('fix--c1', 'FAIL', { group: 'fix', candidate: 1 }), task('fix--c2', 'FAIL', { group: 'fix', candidate: 2 }),
+    ]);
+    assert.deepEqual(tasksToRunAgain(lost, { verb: 'rerun', task: 'fix--c2' }), { again: ['fix', 'fix--c2'] });
+  });
+});
