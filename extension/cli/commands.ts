@@ -6,6 +6,7 @@ import { demoCommand } from './demo';
 import { doctorCommand } from './doctor-command';
 import { hudCommand } from './hud/hud-command';
 import { lintCommand } from './lint-command';
+import { mcpCommand } from './mcp/mcp-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
 import { continueCommand } from './resume-command';
 import { InputError } from './io';
@@ -252,6 +253,19 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'what this machine offers a run: sandbox, git, node, engines (version, login), home, config, Postgres',
     exit: '0 a run can start here with the defaults, 1 it cannot (the problems are listed)',
     run: ({ flags }, io) => doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe }, io),
+  }),
+  command({
+    name: 'mcp',
+    args: [],
+    flags: {
+      workspace: { type: 'string', value: 'DIR', help: 'the folder manifests must be in (paths outside it are refused)', default: 'the current folder' },
+      identity: { type: 'string', value: 'NAME', help: 'who starts and controls runs', default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname' },
+      home,
+      config,
+    },
+    summary: 'an MCP server on stdio for agents: lint, run, status, control, merge, scoreboard',
+    exit: '0 the client disconnected, 2 bad input (no such workspace)',
+    run: ({ flags }, io) => mcpCommand({ home: flags.home, config: flags.config, workspace: flags.workspace, identity: flags.identity }, io),
   }),
   command({
     name: 'verify-log',

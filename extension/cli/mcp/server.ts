@@ -1,0 +1,261 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod';
+import { loadUserConfig } from '../../core/config/config';
+import { resolveIdentity } from '../../core/host/identity';
+import { CONTROL_VERBS, type ControlVerb } from '../../core/live/control';
+import { listRuns } from '../../core/live/registry';
+import { lintManifestFile } from '../../core/manifest/lint';
+import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
+import { loadScoreboard } from '../../core/scoreboard/load';
+import { resolveRun, mergeCommand } from '../control-command';
+import { loadEngines } from '../run-command';
+import { scoreboardText } from '../models-command';
+import { packageRoot } from '../package-root';
+import type { Io } from '../io';
+import { Workspace } from './workspace';
+
+/**
+ * Verdict's Model Context Protocol server (`verdict mcp`): the tools an orchestrating agent drives Verdict with (lint,
+ * run, follow, control, merge, scoreboard) and the manifest schema and templates as resources. Every tool answers
+ * JSON text; every failure (bad arguments, a path outside the workspace, no such run, a refused command) is a tool
+ * result with isError set and a message naming what and where, never a thrown protocol error or a crash.
+ * Transport-free: mcp-command.ts connects it to stdio.
+ */
+
+/** Where the server keeps and finds things; fixed when it starts, never taken from a tool call. */
+export interface McpServerOptions {
+  /** VERDICT_HOME, absolute. */
+  home: string;
+  /** The folder manifests must be in (see Workspace). */
+  workspace: Workspace;
+  /** --config of the server (undefined: VERDICT_CONFIG or the default file). */
+  config?: string;
+  /** Who sends control commands and starts runs (--identity; else the usual order). */
+  identity?: string;
+  /** The CLI to start detached runs with (dist/cli.js). */
+  cli: string;
+  /** The package version reported to clients. */
+  version: string;
+}
+
+/** Longest check output a task's result carries, characters (the tail is kept: a failing check says why last). */
+export const CHECK_OUTPUT_MAX = 8000;
+
+const RUN_ID = z.string().min(1).max(200).regex(/^[A-Za-z0-9._-]+$/, 'a run id (or its start): letters, digits, . _ -');
+const TASK_KEY = z.string().min(1).max(200);
+
+/** A tool's JSON answer. */
+function ok(value: unknown): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }] };
+}
+
+/** A tool's refusal: the message, isError set. */
+function fail(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/** Runs a tool body; any exception becomes a tool error with its message (never a crash, never a stack on stdout). */
+async function guarded(body: () => Promise<CallToolResult> | CallToolResult): Promise<CallToolResult> {
+  try {
+    return await body();
+  } catch (e) {
+    return fail(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/** An Io that keeps the lines a CLI command prints, for a tool's answer. */
+function collector(): Io & { lines: string[] } {
+  const lines: string[] = [];
+  return { lines, out: (l) => void lines.push(l), err: (l) => void lines.push(l) };
+}
+
+const tail = (s: string, max: number) => (s.length > max ? `…(${s.length - max} characters cut)\n${s.slice(-max)}` : s);
+
+/** The files under templates/ of the package (name → absolute path); empty when there is none. */
+export function templateFiles(root = packageRoot()): Map<string, string> {
+  const dir = path.join(root, 'templates');
+  const out = new Map<string, string>();
+  try {
+    for (const name of fs.readdirSync(dir).sort()) if (fs.statSync(path.join(dir, name)).isFile()) out.set(name, path.join(dir, name));
+  } catch {
+    // no templates shipped
+  }
+  return out;
+}
+
+/** Builds the server with its tools and resources (not connected). */
+export function createMcpServer(opts: McpServerOptions): McpServer {
+  const server = new McpServer({ name: 'verdict', version: opts.version }, { instructions: 'Verdict runs swarms of coding-agent CLIs against executed checks. Lint a manifest, start a run, poll run_status until it is no longer running, read each task\'s verdict and check output, then merge what passed. The scoreboard ranks models per task type.' });
+  const root = opts.workspace.root;
+  const identity = () => resolveIdentity({ flag: opts.identity, cwd: root, configDefault: loadEngines(opts.config).settings.identity }).identity;
+
+  server.registerTool(
+    'lint_manifest',
+    {
+      title: 'Lint a manifest',
+      description: 'Checks a Verdict manifest (*.swarm.json / *.swarm.jsonc, or Ringer\'s manifest.json) for mistakes that waste a swarm. Returns the findings (rule, severity, message, line, column, task) and whether any is an error. The path is relative to the workspace.',
+      inputSchema: { manifest: z.string().describe('manifest path, relative to the workspace (or absolute inside it)') },
+    },
+    ({ manifest }) =>
+      guarded(async () => {
+        const file = opts.workspace.file(manifest, 'manifest');
+        const { engines, settings } = loadEngines(opts.config);
+        const findings = await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess });
+        const rows = findings.map((f) => ({ rule: f.rule, severity: f.severity, message: f.message, line: f.range?.start.line ?? null, column: f.range?.start.column ?? null, task_key: f.taskKey }));
+        return ok({ file, errors: rows.filter((r) => r.severity === 'error').length, findings: rows });
+      }),
+  );
+
+  server.registerTool(
+    'start_run',
+    {
+      title: 'Start a run',
+      description: 'Starts `verdict run MANIFEST` detached (it outlives this server) and returns its run id once the run exists. Follow it with run_status. A manifest that does not load or a failed preflight is an error with the orchestrator\'s words.',
+      inputSchema: {
+        manifest: z.string().describe('manifest path, relative to the workspace'),
+        only: z.array(TASK_KEY).optional().describe('run only these task keys'),
+        max_parallel: z.number().int().min(1).max(64).optional().describe('attempts at once'),
+        baseline: z.boolean().optional().describe('first run every check on the untouched tree; a task whose check already passes is not run'),
+      },
+    },
+    ({ manifest, only, max_parallel, baseline }) =>
+      guarded(async () => {
+        const file = opts.workspace.file(manifest, 'manifest');
+        const { config } = loadUserConfig(opts.config);
+        const run = launchDetached({ cli: opts.cli, manifest: file, home: opts.home, cwd: root, config, identity: identity(), maxParallel: max_parallel, baseline, only, noSandbox: config.sandbox === false });
+        const info = await waitForRunStart(opts.home, run);
+        return ok({ run_id: info.state.runId, run_name: info.state.runName, state: info.liveness, tasks: info.state.tasks.map((t) => t.key), orchestrator_pid: run.pid, log: run.logFile });
+      }),
+  );
+
+  server.registerTool(
+    'list_runs',
+    { title: 'List runs', description: 'Every run in this Verdict home, live first: id, name, state (running, finished, cancelled, orchestrator died), passed/total.', inputSchema: {} },
+    () =>
+      guarded(() => {
+        const { runs } = listRuns(opts.home);
+        return ok(runs.map((r) => ({ run_id: r.state.runId, run_name: r.state.runName, state: r.liveness, paused: r.state.paused === true, started_at: new Date(r.state.startedAt).toISOString(), passed: r.counts.passed, total: r.counts.total })));
+      }),
+  );
+
+  server.registerTool(
+    'run_status',
+    {
+      title: 'A run\'s state and task results',
+      description: 'A run\'s state (running, finished, cancelled, orchestrator died) and, per task: status, attempts, the step running or failed, why it did not pass, its branch and commit, and the last attempt\'s check output (its tail). Poll until state is not running.',
+      inputSchema: { run: RUN_ID.describe('run id (or its unique start)') },
+    },
+    ({ run }) =>
+      guarded(() => {
+        const info = resolveRun(opts.home, run);
+        const summary = summaryFromRecords(opts.home, info);
+        const byKey = new Map(summary.tasks.map((t) => [t.key, t]));
+        const tasks = info.state.tasks.map((t) => {
+          const s = byKey.get(t.key);
+          const last = t.attempts.at(-1);
+          return {
+            key: t.key,
+            status: t.status,
+            engine: t.engine,
+            model: t.model,
+            task_type: t.taskType,
+            attempts: t.attempts.length,
+            step: last?.step ?? null,
+            after: t.after ?? [],
+            reason: s?.reason ?? t.reason ?? '',
+            branch: t.branch,
+            commit: t.commit,
+            check_output: tail(s?.checkOutput ?? '', CHECK_OUTPUT_MAX),
+          };
+        });
+        return ok({ run_id: info.state.runId, run_name: info.state.runName, state: info.liveness, paused: info.state.paused === true, passed: info.counts.passed, total: info.counts.total, worktrees: info.state.worktrees, tasks });
+      }),
+  );
+
+  server.registerTool(
+    'control_run',
+    {
+      title: 'Stop, pause, resume, drain, rerun',
+      description: 'Sends a control command to a run. Live run: stop TASK (recorded CANCELLED), cancel (the whole run), pause, resume, drain, rerun TASK; the answer is the orchestrator\'s acknowledgment (done or refused, with why). A run that ended: resume (its tasks that did not pass run again) and rerun TASK start a new orchestrator for the same run.',
+      inputSchema: { run: RUN_ID, verb: z.enum(CONTROL_VERBS as [ControlVerb, ...ControlVerb[]]), task: TASK_KEY.optional().describe('stop and rerun: the task') },
+    },
+    ({ run, verb, task }) =>
+      guarded(async () => {
+        const info = resolveRun(opts.home, run);
+        const { state } = info;
+        if ((verb === 'stop' || verb === 'rerun') && task === undefined) return fail(`${verb} needs a task (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
+        if (verb !== 'stop' && verb !== 'rerun' && task !== undefined) return fail(`${verb} acts on the whole run; it takes no task`);
+        if (task !== undefined && !state.tasks.some((t) => t.key === task)) return fail(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
+        if (info.liveness === 'running') {
+          if (verb === 'resume' && !state.paused) return fail(`run ${state.runId} is live and not paused: nothing to resume`);
+          const { command, ack } = await sendControlAndWait(info.stateFile, { verb, task, by: identity() });
+          if (!ack) return fail(`${verb}${task ? ` ${task}` : ''}: sent to run ${state.runId} (command ${command.id}) but not acknowledged (the run ended or did not answer in 15 s)`);
+          return ack.result === 'done' ? ok({ run_id: state.runId, verb, task: task ?? null, result: 'done' }) : fail(`${verb}${task ? ` ${task}` : ''} refused by run ${state.runId}: ${ack.reason}`);
+        }
+        if (verb !== 'resume' && verb !== 'rerun') return fail(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run`);
+        const { config } = loadUserConfig(opts.config);
+        const launched = launchDetached({ cli: opts.cli, manifest: state.manifestFile, resume: state.runId, ...(verb === 'rerun' ? { rerun: task } : {}), home: opts.home, cwd: root, config, identity: identity(), noSandbox: config.sandbox === false });
+        const now = await waitForRunStart(opts.home, launched);
+        return ok({ run_id: now.state.runId, verb, task: task ?? null, result: 'started', state: now.liveness, orchestrator_pid: launched.pid, log: launched.logFile });
+      }),
+  );
+
+  server.registerTool(
+    'merge_run',
+    {
+      title: 'Merge passed tasks',
+      description: 'The merge queue for a worktree-mode run: each passed task\'s branch (or the named ones) is rebased onto the repository\'s current branch, its check run again, and fast-forwarded, one at a time. Returns one line per task (MERGED, or why not). The run\'s repository must be inside the workspace.',
+      inputSchema: { run: RUN_ID, tasks: z.array(TASK_KEY).optional().describe('only these tasks (default: every task that passed)') },
+    },
+    ({ run, tasks }) =>
+      guarded(async () => {
+        const info = resolveRun(opts.home, run);
+        if (info.state.repo) {
+          let real = info.state.repo;
+          try {
+            real = fs.realpathSync(real);
+          } catch {
+            // the repository is gone: mergeCommand says so
+          }
+          if (!opts.workspace.contains(real)) return fail(`run ${info.state.runId}'s repository ${info.state.repo} is outside the workspace ${root}`);
+        }
+        const io = collector();
+        const code = await mergeCommand(info.state.runId, tasks ?? [], { home: opts.home }, io);
+        return code === 0 ? ok({ run_id: info.state.runId, merged: true, lines: io.lines }) : fail(io.lines.join('\n') || 'not merged');
+      }),
+  );
+
+  server.registerTool(
+    'scoreboard',
+    {
+      title: 'The scoreboard',
+      description: 'Per model and task type: tasks, attempts, pass rate, first-try pass rate, median time, tokens and cost, and the tier (proven: at least 3 tasks and a first-try pass rate of at least 67%; else probation). Engine errors and reviews are apart. Use it to route a task type to the cheapest proven model.',
+      inputSchema: {
+        task_type: z.string().max(200).optional(),
+        model: z.string().max(200).optional().describe('only models whose id contains this'),
+        engine: z.string().max(200).optional(),
+        since: z.string().max(40).optional().describe('YYYY-MM-DD or ISO 8601'),
+      },
+    },
+    ({ task_type, model, engine, since }) =>
+      guarded(async () => {
+        if (since !== undefined && Number.isNaN(Date.parse(since))) return fail(`since: "${since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
+        const { view, source } = await loadScoreboard({ home: opts.home, filters: { taskType: task_type, model, engine, since } });
+        return { content: [{ type: 'text', text: JSON.stringify({ rows: view.rows, errors: view.errors, reviews: view.reviews, quarantined: view.quarantined, totals: view.totals, source: { from: source.from, rows: source.rows, corrupt: source.corrupt } }, null, 2) }, { type: 'text', text: scoreboardText(view).join('\n') }] };
+      }),
+  );
+
+  const schemaFile = path.join(packageRoot(), 'schemas', 'manifest.schema.json');
+  server.registerResource('manifest-schema', 'verdict://schemas/manifest.schema.json', { title: 'Verdict manifest JSON Schema', mimeType: 'application/schema+json', description: 'The JSON Schema of *.swarm.json manifests' }, (uri) => ({
+    contents: [{ uri: uri.href, mimeType: 'application/schema+json', text: fs.readFileSync(schemaFile, 'utf8') }],
+  }));
+  for (const [name, file] of templateFiles()) {
+    server.registerResource(`template-${name}`, `verdict://templates/${name}`, { title: `Manifest template ${name}`, mimeType: 'application/json', description: 'A manifest to copy and adapt' }, (uri) => ({
+      contents: [{ uri: uri.href, mimeType: 'application/json', text: fs.readFileSync(file, 'utf8') }],
+    }));
+  }
+  return server;
+}

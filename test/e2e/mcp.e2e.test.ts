@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CLI } from '../helpers/cli';
+import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A client connected to `verdict mcp` over stdio (the SDK's own client), with every transport error it saw. */
+async function connect(home: string, workspace: string): Promise<{ client: Client; errors: Error[]; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', '--home', home, '--workspace', workspace],
+    cwd: workspace,
+    env: { ...(process.env as Record<string, string>), VERDICT_IDENTITY: 'mcp-tester' },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const client = new Client({ name: 'verdict-test', version: '0.0.0' });
+  const errors: Error[] = [];
+  client.onerror = (e) => void errors.push(e);
+  await client.connect(transport);
+  return { client, errors, stderr: () => stderr };
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult & { json: any; text: string }> {
+  const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const text = r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+  let json: unknown = null;
+  try {
+    json = JSON.parse((r.content[0] as { text: string }).text);
+  } catch {
+    // an error message, not JSON
+  }
+  return { ...r, json, text };
+}
+
+describe('verdict mcp: the MCP server over stdio, driven by the SDK client', function () {
+  this.timeout(180000);
+
+  it('lints, starts a run, polls it to its end, reads each task\'s verdict and check output, merges, and reads the scoreboard', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    writeManifest(repo, {
+      run_name: 'mcp-driven',
+      worktrees: true,
+      tasks: [
+        scriptTask('good', 'echo hello > out.txt', 'grep -q hello out.txt'),
+        scriptTask('bad', 'echo nope > other.txt', 'echo "the check wants yes" >&2; grep -q yes other.txt'),
+      ],
+    });
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'manifest');
+    const { client, errors, stderr } = await connect(home, repo);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name).sort();
+      assert.deepEqual(tools, ['control_run', 'lint_manifest', 'list_runs', 'merge_run', 'run_status', 'scoreboard', 'start_run']);
+      const resources = (await client.listResources()).resources.map((r) => r.uri);
+      assert.ok(resources.includes('verdict://schemas/manifest.schema.json'), resources.join(', '));
+      const schema = await client.readResource({ uri: 'verdict://schemas/manifest.schema.json' });
+      assert.ok((schema.contents[0] as { text: string }).text.includes('"tasks"'));
+      assert.ok(resources.some((u) => u.startsWith('verdict://templates/')), 'the templates are resources');
+
+      const lint = await call(client, 'lint_manifest', { manifest: 'test.swarm.json' });
+      assert.ok(!lint.isError, lint.text);
+      assert.equal(lint.json.errors, 0, lint.text);
+
+      const started = await call(client, 'start_run', { manifest: 'test.swarm.json' });
+      assert.ok(!started.isError, started.text);
+      const runId = started.json.run_id as string;
+      assert.deepEqual(started.json.tasks, ['good', 'bad']);
+
+      let status: any;
+      for (let i = 0; i < 600; i++) {
+        status = (await call(client, 'run_status', { run: runId })).json;
+        if (status.state !== 'running') break;
+        await sleep(200);
+      }
+      assert.equal(status.state, 'finished', JSON.stringify(status));
+      const good = status.tasks.find((t: any) => t.key === 'good');
+      const bad = status.tasks.find((t: any) => t.key === 'bad');
+      assert.equal(good.status, 'PASS');
+      assert.match(good.branch, /^verdict\//);
+      assert.equal(bad.status, 'FAIL');
+      assert.match(bad.check_output, /the check wants yes/);
+
+      // The live-run verbs on a run that ended are refused with why; rerun of an unknown task names the tasks.
+      const paused = await call(client, 'control_run', { run: runId, verb: 'pause' });
+      assert.ok(paused.isError);
+      assert.match(paused.text, /not live/);
+      const unknown = await call(client, 'control_run', { run: runId, verb: 'rerun', task: 'nope' });
+      assert.ok(unknown.isError);
+      assert.match(unknown.text, /no task nope \(tasks: good, bad\)/);
+
+      const merged = await call(client, 'merge_run', { run: runId, tasks: ['good'] });
+      assert.ok(!merged.isError, merged.text);
+      assert.equal(fs.readFileSync(path.join(repo, 'out.txt'), 'utf8'), 'hello\n', 'the passed work is on the current branch');
+
+      const board = await call(client, 'scoreboard', {});
+      assert.ok(!board.isError, board.text);
+      // The script engine stamps no model: its attempts are quarantined (credited to no model), not ranked.
+      assert.deepEqual(board.json.quarantined.map((q: any) => [q.task_type, q.tasks, q.passed]), [['test', 2, 1]], board.text);
+      assert.match(board.text, /quarantined: \d+ attempt\(s\) with no stamped model/);
+
+      assert.deepEqual(errors, [], 'no transport error: stdout carried only protocol messages');
+    } finally {
+      await client.close();
+    }
+    assert.match(stderr(), /serving on stdio/);
+  });
+
+  it('refuses hostile and malformed calls with a clear tool error and goes on serving', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const outside = writeManifest(dir, { run_name: 'outside', tasks: [scriptTask('x', 'true', 'true')] });
+    fs.symlinkSync(outside, path.join(repo, 'link.swarm.json'));
+    const { client, errors } = await connect(home, repo);
+    try {
+      for (const manifest of [outside, '../test.swarm.json', 'link.swarm.json']) {
+        for (const tool of ['lint_manifest', 'start_run']) {
+          const r = await call(client, tool, { manifest });
+          assert.ok(r.isError, `${tool} ${manifest}: ${r.text}`);
+          assert.match(r.text, /outside the workspace/);
+        }
+      }
+      assert.ok(!fs.existsSync(path.join(home, 'runs')), 'no run was started');
+      const missing = await call(client, 'lint_manifest', { manifest: 'nope.swarm.json' });
+      assert.ok(missing.isError);
+      assert.match(missing.text, /does not exist/);
+      // Malformed arguments: the SDK's validation answers; the server lives on.
+      for (const [tool, args] of [
+        ['lint_manifest', { manifest: 42 }],
+        ['lint_manifest', {}],
+        ['run_status', { run: '../../etc' }],
+        ['control_run', { run: 'x', verb: 'explode' }],
+        ['start_run', { manifest: 'test.swarm.json', max_parallel: -1 }],
+      ] as const) {
+        let answered: string;
+        try {
+          const r = await call(client, tool, args as Record<string, unknown>);
+          assert.ok(r.isError, `${tool} ${JSON.stringify(args)} was accepted: ${r.text}`);
+          answered = r.text;
+        } catch (e) {
+          answered = (e as Error).message;
+        }
+        assert.match(answered, /invalid|expected|required|run id|option/i, `${tool}: ${answered}`);
+      }
+      const noRun = await call(client, 'run_status', { run: 'nosuchrun' });
+      assert.ok(noRun.isError);
+      assert.match(noRun.text, /no run nosuchrun/);
+      const alive = await call(client, 'list_runs', {});
+      assert.ok(!alive.isError);
+      assert.deepEqual(alive.json, []);
+      assert.deepEqual(errors, []);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('writes nothing but JSON-RPC on stdout, even for a line that is not JSON', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const lines = [
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }),
+      JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      'this is not json',
+      JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'lint_manifest', arguments: { manifest: '/etc/passwd' } } }),
+      JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }),
+      JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/list' }),
+    ];
+    const r = await execa(process.execPath, [CLI, 'mcp', '--home', path.join(dir, 'home'), '--workspace', repo], { input: lines.join('\n') + '\n', reject: false });
+    assert.equal(r.exitCode, 0, r.stderr);
+    const out = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { jsonrpc: string; id?: number; result?: any; error?: any });
+    assert.ok(out.every((m) => m.jsonrpc === '2.0'));
+    const byId = new Map(out.map((m) => [m.id, m]));
+    assert.match(JSON.stringify(byId.get(2)), /outside the workspace/);
+    assert.ok(byId.get(3)?.error || byId.get(3)?.result?.isError, JSON.stringify(byId.get(3)));
+    assert.equal(byId.get(4)?.result.tools.length, 7);
+  });
+
+  it('verdict mcp --workspace naming no folder is bad input (exit 2), before any protocol', async () => {
+    const r = await execa(process.execPath, [CLI, 'mcp', '--workspace', path.join(tempDir(), 'missing')], { input: '', reject: false });
+    assert.equal(r.exitCode, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /--workspace: .*does not exist/);
+  });
+});
