@@ -8,8 +8,10 @@
  * the answers into the attempt's verdict under the task's `require`. Each review is kept on the record
  * (rec.reviews) and becomes an eval row of its own when the attempt settles (run/review-record.ts).
  *
- * The task dir is hashed before the first reviewer and after each: a reviewer that changed it (only possible
- * unsandboxed) makes the attempt ERROR — what the check judged is no longer what is there, so nothing is delivered.
+ * Unsandboxed (--no-sandbox, a full_access task), the task dir is hashed before the first reviewer and after each: a
+ * reviewer that changed it makes the attempt ERROR — what the check judged is no longer what is there, so nothing is
+ * delivered. In the sandbox the task dir is mounted read-only (a write fails with EROFS), so it is not hashed: the
+ * hash reads every file, twice per reviewer.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -42,13 +44,13 @@ export const reviewStep: Step = {
     io.sync();
     const material = task.links && rec.seal ? await diffMaterial(task.links, rec.seal, spec.checkTimeoutMs) : filesMaterial(task.state.dir);
     fs.writeFileSync(path.join(rec.dir, 'review-material.txt'), material.text);
-    const before = treeHash(task.state.dir);
+    const before = io.boxed ? null : treeHash(task.state.dir);
     const reviews: ReviewRecord[] = (rec.reviews = []);
     for (const [i, choice] of policy.engines.entries()) {
       const review = await runReviewer(ctx, task, rec, io, i + 1, choice, material);
       reviews.push(review);
       ctx.emit({ type: 'task-note', key: spec.key, note: `review ${i + 1}/${policy.engines.length} by ${reviewerName(review)}: ${review.verdict ?? `ERROR (${review.error})`}` });
-      if (treeHash(task.state.dir) !== before) {
+      if (before !== null && treeHash(task.state.dir) !== before) {
         review.verdict = null;
         review.concerns = [];
         review.error = 'the reviewer changed the task dir during its review';
