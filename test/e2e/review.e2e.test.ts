@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
+import { followRun, summaryFromRecords } from '../../extension/core/run/run-launch';
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, findChromium, startHudProcess } from '../helpers/hud';
 
@@ -107,6 +108,9 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     const text = await cli(['models', '--home', home]);
     assert.match(text.stdout, /reviews \(rows with step review, per reviewing model; not attempts: never in the rates above\):\n\s+model\s+reviews\s+approve\s+changes\s+reject\s+error\s+engines\s+last seen\n\s+differ-2\s+2\s+1\s+1\s+0\s+0\s+differ/);
     assert.match(text.stdout, /^2 attempt\(s\) from /m);
+    // The editor's summary of a run it did not start (from state.json and the rows) counts the work rows only.
+    const summary = summaryFromRecords(home, await followRun(path.join(home, 'runs', String(w1?.run_id), 'state.json'), undefined, { pollMs: 50 }));
+    assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict, t.attempts, t.durationMs]), [['add', 'PASS', 2, Number(w1?.duration_ms) + Number(w2?.duration_ms)]]);
   });
 
   it('the dashboard\'s scoreboard shows each reviewing model\'s verdicts apart (verdict hud in Chromium)', async function () {

@@ -217,7 +217,7 @@ export async function followRun(stateFile: string, onState?: (s: RunState) => vo
   }
 }
 
-/** The eval rows of a run (runs.jsonl), by task key, in attempt order. */
+/** The work rows of a run (runs.jsonl; a reviewer's `step: "review"` rows left out), by task key, in attempt order. */
 export function evalRowsOf(home: string, runId: string): Map<string, EvalRow[]> {
   const out = new Map<string, EvalRow[]>();
   let text: string;
@@ -231,7 +231,8 @@ export function evalRowsOf(home: string, runId: string): Map<string, EvalRow[]> 
     if (!line.includes(needle)) continue;
     try {
       const row = JSON.parse(line) as EvalRow;
-      if (row.run_id !== runId) continue;
+      // A review row is the reviewer's, not an attempt: its duration, tokens and notes are not the task's.
+      if (row.run_id !== runId || (row.step ?? 'work') !== 'work') continue;
       const rows = out.get(row.task_key) ?? [];
       rows.push(row);
       out.set(row.task_key, rows);
