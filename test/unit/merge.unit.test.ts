@@ -83,6 +83,45 @@ describe('merge queue', function () {
     assert.equal(fs.existsSync(marker), false, 'the merge-time check wrote outside its checkout');
   });
 
+  it('the re-check runs with the base\'s versions of protected check inputs: a branch that changed a test fails on the real one, and one that passes it is still not merged', async function () {
+    await requireSandbox(this);
+    fs.mkdirSync(path.join(repo, 'tests'));
+    fs.writeFileSync(path.join(repo, 'run-tests.sh'), 'for t in tests/*.sh; do bash "$t" || { echo "FAIL $t"; exit 1; }; done; echo "tests pass"\n');
+    fs.writeFileSync(path.join(repo, 'tests', 't1.sh'), 'grep -qx done feature.txt\n');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'tests');
+    const state = await run(repo, home, [
+      scriptTask('broken', 'echo done > feature.txt', 'bash run-tests.sh'),
+      scriptTask('honest', 'echo done > feature.txt', 'bash run-tests.sh'),
+      scriptTask('untouched', 'echo done > feature.txt', 'bash run-tests.sh'),
+    ]);
+    assert.deepEqual(state.tasks.map((t) => t.status), ['PASS', 'PASS', 'PASS']);
+    // Somehow (a commit made before protection, a rebase, a hand edit) two branches now change the protected test.
+    const commitOn = (key: string, edit: () => void) => {
+      const t = state.tasks.find((x) => x.key === key);
+      assert.ok(t?.branch);
+      git(t.dir, 'checkout', '-q', t.branch);
+      edit();
+      git(t.dir, 'commit', '-qam', 'tests, loosened');
+    };
+    commitOn('broken', () => {
+      const d = state.tasks[0]!.dir;
+      fs.writeFileSync(path.join(d, 'tests', 't1.sh'), 'exit 0\n');
+      fs.writeFileSync(path.join(d, 'feature.txt'), 'not done\n');
+    });
+    commitOn('honest', () => fs.writeFileSync(path.join(state.tasks[1]!.dir, 'tests', 't1.sh'), 'true\n'));
+    const head = git(repo, 'rev-parse', 'HEAD');
+    const outcomes = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.deepEqual(outcomes.map((o) => `${o.key}:${o.status}`), ['broken:CHECK_FAILED', 'honest:CHECK_FAILED', 'untouched:MERGED']);
+    const [broken, honest] = outcomes as { reason: string; output: string }[];
+    assert.match(String(broken?.output), /FAIL tests\/t1\.sh/, 'the real test ran and failed');
+    assert.match(String(broken?.reason), /with the base's versions of the protected check inputs the branch changes: tests\/t1\.sh/);
+    assert.match(String(honest?.output), /tests pass/);
+    assert.match(String(honest?.reason), /the branch changes protected check inputs \(tests\/t1\.sh\); the check passed with the base's versions/);
+    assert.equal(git(repo, 'show', 'HEAD:tests/t1.sh'), 'grep -qx done feature.txt', 'the loosened test never reached the current branch');
+    assert.equal(git(repo, 'rev-parse', 'HEAD~1'), head, 'only the untouched task was merged');
+  });
+
   it('refuses a dirty working tree before touching anything', async () => {
     const state = await run(repo, home, [scriptTask('add-a', 'echo a > a.txt', 'test -s a.txt || exit 1')]);
     fs.writeFileSync(path.join(repo, 'README.md'), 'uncommitted edit\n');

@@ -16,9 +16,10 @@ export interface MergeRequest {
   branch: string;
   /**
    * The task's check, run again on the rebased result in `dir` (a fresh checkout of the rebased branch, never the
-   * worker's own worktree). The caller decides how it runs (its sandbox, environment and log: run/merge-plan.ts).
+   * worker's own worktree); `base` is the commit it was rebased onto (the current branch's head). The caller decides
+   * how it runs (its sandbox, environment, log, and the base's versions of the check's inputs: run/merge-plan.ts).
    */
-  recheck: (dir: string) => Promise<RecheckResult>;
+  recheck: (dir: string, base: string) => Promise<RecheckResult>;
 }
 
 /** What the re-check after the rebase said. */
@@ -110,7 +111,7 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
       await wt.raw(['rebase', '--abort']).catch(() => undefined);
       return { key: req.key, status: 'BLOCKED', conflicts, reason: conflicts.length ? `rebase onto the current branch conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}` };
     }
-    const check = await req.recheck(dir);
+    const check = await req.recheck(dir, target);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
     try {
       await git.raw(['merge', '--ff-only', '--quiet', req.branch]);

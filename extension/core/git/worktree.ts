@@ -334,7 +334,7 @@ function adminTemp(links: WorktreeLinks, name: string): string {
  * older than the index file itself (Documentation/technical/racy-git.txt); a copy stamped "now" would hide such an
  * entry from the seal and from a check's `git diff`. Rounding down only makes more entries racy (content-checked).
  */
-function copyIndex(from: string, to: string): void {
+export function copyIndex(from: string, to: string): void {
   const { atime, mtimeMs } = fs.statSync(from);
   fs.copyFileSync(from, to);
   fs.utimesSync(to, atime, Math.floor(mtimeMs / 1000));
@@ -385,7 +385,7 @@ async function changedSubmodules(git: SimpleGit, staged: string, hasSubmodules: 
 }
 
 /** Git on a worktree that trusts none of its link files. */
-function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): SimpleGit {
+export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): SimpleGit {
   return gitFor(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, timeoutMs });
 }
 

@@ -170,3 +170,23 @@ function walk(dir: string, visit: (rel: string, abs: string, st: fs.Stats) => vo
     if (st.isDirectory() && !SNAPSHOT_OPAQUE_DIRS.has(name)) walk(dir, visit, child);
   }
 }
+
+/** Keeps `snap` in `file` (JSON) for a later orchestrator of the run (resume). Never throws. */
+export function saveSnapshot(snap: DirSnapshot, file: string): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ store: snap.store, entries: [...snap.entries] }));
+  } catch {
+    // a resumed run then takes the base afresh (and says so)
+  }
+}
+
+/** A snapshot kept by {@link saveSnapshot}, or null when there is none or it is unreadable. */
+export function loadSnapshot(file: string): DirSnapshot | null {
+  try {
+    const data = JSON.parse(fs.readFileSync(file, 'utf8')) as { store: string | null; entries: [string, SnapshotEntry][] };
+    return { store: data.store, entries: new Map(data.entries) };
+  } catch {
+    return null;
+  }
+}

@@ -10,6 +10,9 @@ import { runCheck } from './check';
 import { stepScratch } from './containment';
 import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
+import { forbidNewFor, protectedPaths } from './protect';
+import { gitFor } from '../git/safe-git';
+import picomatch from 'picomatch';
 
 /**
  * The merge requests for a worktree-mode run's PASSed tasks (all, or only `keys`), in manifest order, with each
@@ -35,14 +38,17 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
  * The re-check of one task after its rebase: the task's check in the checkout `dir`, with the task's variables
  * (a fresh PORT, VERDICT_ATTEMPT=merge) and, where bubblewrap runs, in the same sandbox as the attempt's check — the
  * check runs what the worker wrote (its tests, its scripts), which must not get the user's full rights at merge time.
- * The log goes to `runs/<run>/tasks/<key>/merge-check.log`.
+ * It runs with the base's versions of the protected check inputs (issue 12; baseCheckInputs): a branch that changed
+ * one is judged by the real tests, and even when it passes them it is not merged, since merging would bring the
+ * changed inputs along. The log goes to `runs/<run>/tasks/<key>/merge-check.log`.
  */
-export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir: string) => Promise<RecheckResult> {
-  return async (dir) => {
+export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir: string, base: string) => Promise<RecheckResult> {
+  return async (dir, base) => {
     const probe = await probeSandbox();
     const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
     // Never silently unsandboxed: the re-check runs what the worker wrote (its tests, its scripts).
     if (!bwrap && !spec.fullAccess) return { passed: false, output: '', reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the re-check would run code the worker wrote with your full rights, so it did not run` };
+    const tampered = await baseCheckInputs(dir, base, spec);
     const logFile = path.join(runDir(home, state.runId), 'tasks', spec.key, 'merge-check.log');
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
@@ -50,9 +56,43 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir:
     const where = checkEnvironment({ bwrap, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv });
     try {
       const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox });
-      return { passed: check.passed, output: check.output, reason: check.reason };
+      const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
+      if (!check.passed) return { passed: false, output: check.output, reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason };
+      if (tampered.length) return { passed: false, output: check.output, reason: `the branch changes protected check inputs (${list}); the check passed with the base's versions of them, but merging would bring the branch's along (a task meant to change them says "protect": [])` };
+      return { passed: true, output: check.output, reason: check.reason };
     } finally {
       fs.rmSync(scratch, { recursive: true, force: true });
     }
   };
+}
+
+/**
+ * Puts the base's versions of the task's protected check inputs into the merge checkout `dir` (whose HEAD is the
+ * rebased branch): the protected set is computed on the base's tree by the attempt's rules (run/protect.ts
+ * protectedPaths: the check's scripts and named folders, existing tests at conventional places, `protect`), every
+ * one the branch changed or deleted is checked out from the base, and a file the branch added that the test runner
+ * would load (`forbidNew`: a new conftest.py under pytest) is removed. Returns those paths (with " (new)" for the
+ * removed ones), sorted; empty when the branch left every check input alone.
+ * @throws Error with git's message
+ */
+export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec): Promise<string[]> {
+  const git = gitFor(dir, { trusted: true });
+  const files = (await git.raw(['ls-tree', '-r', '-z', '--name-only', base])).split('\0').filter(Boolean);
+  const fileSet = new Set(files);
+  const dirs = new Set(files.flatMap((f) => f.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+  const kindOf = (rel: string): 'file' | 'dir' | null => (fileSet.has(rel) ? 'file' : dirs.has(rel) ? 'dir' : null);
+  const guarded = new Set(protectedPaths(files, kindOf, spec.check, spec.protect, spec.expectFiles.map((f) => path.normalize(f))));
+  const forbidden = spec.protect !== null && spec.protect.length === 0 ? [] : forbidNewFor(spec.check);
+  const isForbidden = forbidden.length ? picomatch(forbidden, { dot: true }) : () => false;
+  const diff = (await git.raw(['diff', '--name-status', '-z', '--no-renames', base, 'HEAD'])).split('\0').filter(Boolean);
+  const changed: string[] = [];
+  const added: string[] = [];
+  for (let i = 0; i + 1 < diff.length; i += 2) {
+    const [status, file] = [diff[i] as string, diff[i + 1] as string];
+    if (guarded.has(file)) changed.push(file);
+    else if (status === 'A' && isForbidden(file)) added.push(file);
+  }
+  for (let i = 0; i < changed.length; i += 200) await git.raw(['checkout', base, '--', ...changed.slice(i, i + 200).map((f) => `:(literal)${f}`)]);
+  for (const f of added) fs.rmSync(path.join(dir, f), { force: true });
+  return [...changed, ...added.map((f) => `${f} (new)`)].sort();
 }

@@ -40,18 +40,14 @@ export interface ProtectedSet {
 export function protectedSet(taskDir: string, check: string, protect: readonly string[] | null, snapshotDir: string | null = null, deliverables: readonly string[] = []): ProtectedSet {
   const files = new Map<string, string>();
   if (protect !== null && protect.length === 0) return { files, snapshotDir: null };
-  const all = listFiles(taskDir);
-  const named = namedPaths(check, taskDir);
-  const positive = (protect ?? []).filter((g) => !g.startsWith('!'));
-  const negative = (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1));
-  const isConventional = picomatch(CONVENTIONAL_TEST_GLOBS, { dot: true });
-  const isExtra = positive.length ? picomatch(positive, { dot: true }) : () => false;
-  const isExcluded = negative.length ? picomatch(negative, { dot: true }) : () => false;
-  for (const rel of all) {
-    const chosen = named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel);
-    // A deliverable (expect_files) is the worker's to write, whatever else says.
-    if (chosen && !isExcluded(rel) && !deliverables.includes(rel)) files.set(rel, fingerprint(path.join(taskDir, rel)));
-  }
+  const kindOf = (rel: string): 'file' | 'dir' | null => {
+    try {
+      return fs.statSync(path.join(taskDir, rel)).isDirectory() ? 'dir' : 'file';
+    } catch {
+      return null;
+    }
+  };
+  for (const rel of protectedPaths(listFiles(taskDir), kindOf, check, protect, deliverables)) files.set(rel, fingerprint(path.join(taskDir, rel)));
   const forbidNew = forbidNewFor(check);
   if (snapshotDir) {
     for (const rel of files.keys()) {
@@ -62,8 +58,25 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
   return { files, snapshotDir, forbidNew };
 }
 
+/**
+ * Which of `all` (paths relative to a tree, `/`-separated) are protected, by the rules of protectedSet; `kindOf` says
+ * whether a path is a file or a folder of that tree (null: neither). Pure: the tree may be a dir or a commit (the merge
+ * queue's re-check takes it from the base it rebased onto).
+ */
+export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 'file' | 'dir' | null, check: string, protect: readonly string[] | null, deliverables: readonly string[] = []): string[] {
+  if (protect !== null && protect.length === 0) return [];
+  const named = namedPaths(check, kindOf);
+  const positive = (protect ?? []).filter((g) => !g.startsWith('!'));
+  const negative = (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1));
+  const isConventional = picomatch(CONVENTIONAL_TEST_GLOBS, { dot: true });
+  const isExtra = positive.length ? picomatch(positive, { dot: true }) : () => false;
+  const isExcluded = negative.length ? picomatch(negative, { dot: true }) : () => false;
+  // A deliverable (expect_files) is the worker's to write, whatever else says.
+  return all.filter((rel) => (named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel)) && !isExcluded(rel) && !deliverables.includes(rel));
+}
+
 /** Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds. */
-function forbidNewFor(check: string): string[] {
+export function forbidNewFor(check: string): string[] {
   return /\bpytest\b|\bpy\.test\b/.test(check) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
 }
 
@@ -143,7 +156,7 @@ const INTERPRETERS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'python', 'pyt
 /** Build tools whose own file decides what `make test` runs. */
 const RUNNER_FILES: Record<string, string[]> = { make: ['Makefile', 'makefile', 'GNUmakefile'] };
 
-function namedPaths(check: string, taskDir: string): string[] {
+function namedPaths(check: string, kindOf: (rel: string) => 'file' | 'dir' | null): string[] {
   let tokens: ReturnType<typeof shellParse>;
   try {
     tokens = shellParse(check);
@@ -155,11 +168,8 @@ function namedPaths(check: string, taskDir: string): string[] {
     if (!w || w.startsWith('-') || w.includes('$') || path.isAbsolute(w)) return null;
     const rel = path.normalize(w).replace(/\/+$/, '');
     if (rel === '.' || rel.startsWith('..')) return null;
-    try {
-      return { rel, dir: fs.statSync(path.join(taskDir, rel)).isDirectory() };
-    } catch {
-      return null;
-    }
+    const kind = kindOf(rel);
+    return kind ? { rel, dir: kind === 'dir' } : null;
   };
   let commandWord = true;
   let scriptNext = false;
@@ -173,7 +183,7 @@ function namedPaths(check: string, taskDir: string): string[] {
     const hit = existing(t);
     if (commandWord) {
       if (hit && !hit.dir) out.push(hit.rel);
-      for (const f of RUNNER_FILES[path.basename(t)] ?? []) if (fs.existsSync(path.join(taskDir, f))) out.push(f);
+      for (const f of RUNNER_FILES[path.basename(t)] ?? []) if (kindOf(f) === 'file') out.push(f);
       scriptNext = INTERPRETERS.has(path.basename(t));
       commandWord = false;
       continue;

@@ -11,6 +11,9 @@ import { runDir } from '../config/home';
 import { readWorktreeLinks, restoreWorktreeLinks, type WorktreeLinks } from '../git/worktree';
 import { reservePort } from './ports';
 import { protectedSetFromSnapshot } from './protect';
+import { loadSnapshot, saveSnapshot, takeSnapshot, type DirSnapshot } from './dir-snapshot';
+import { loadSealedState, sealedStateFile } from './check-writes';
+import { guardsOn } from './guards';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 
 /** `runs/<runId>/tasks/<key>/worktree-links.json`. */
@@ -66,6 +69,18 @@ export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Prom
   }
   task.state.port = await reservePort();
   task.protected = protectedSetFromSnapshot(path.join(runDir(home, ctx.runId), 'tasks', key, 'protected'), task.spec.check, task.spec.protect);
+  // The guards' base (plain mode) and the tree the last attempt sealed, as the first orchestrator kept them.
+  const taskRun = path.join(runDir(home, ctx.runId), 'tasks', key);
+  if (!ctx.repo && guardsOn(task.spec)) task.guardBase = loadSnapshot(path.join(taskRun, 'guard-base.json')) ?? baseFromNow(ctx, task, taskRun);
+  task.sealedState = loadSealedState(sealedStateFile(taskRun));
   task.prepared = true;
   return true;
+}
+
+/** A plain task dir whose guard base was not kept (a run from before it was): judged from now on, and said so. */
+function baseFromNow(ctx: AttemptContext, task: TaskRuntime, taskRun: string): DirSnapshot {
+  ctx.emit({ type: 'task-note', key: task.spec.key, note: 'no record of the task dir after setup was kept; the guards judge only what changes from now on' });
+  const base = takeSnapshot(task.state.dir, path.join(taskRun, 'guard-base'));
+  saveSnapshot(base, path.join(taskRun, 'guard-base.json'));
+  return base;
 }

@@ -236,6 +236,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       links: null,
       protected: null,
       guardBase: null,
+      sealedState: null,
       containment: taskContainment(pre.containment, spec.fullAccess),
       used: 0,
       rateLimited: 0,

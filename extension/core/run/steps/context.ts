@@ -11,6 +11,7 @@ import type { AttemptRecord, StepName } from '../attempt-record';
 import type { Judgement } from '../decide';
 import type { ProtectedSet } from '../protect';
 import type { DirSnapshot } from '../dir-snapshot';
+import type { SealedState } from '../check-writes';
 import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunOptions, TaskSummary } from '../runner';
 import type { RunSpend } from '../spend';
@@ -55,6 +56,8 @@ export interface TaskRuntime {
   protected: ProtectedSet | null;
   /** Plain mode: the task dir as prepared (after setup), the base the guards judge the worker's changes against. */
   guardBase: DirSnapshot | null;
+  /** The tree the last attempt sealed: the task dir is put back to it before the next attempt (run/check-writes.ts). */
+  sealedState: SealedState | null;
   /** Attempts that counted against max_attempts (rate limits that were requeued do not). */
   used: number;
   rateLimited: number;

@@ -11,7 +11,7 @@ import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containme
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
 import { protectedSet } from '../protect';
-import { takeSnapshot } from '../dir-snapshot';
+import { saveSnapshot, takeSnapshot } from '../dir-snapshot';
 import { guardsOn } from '../guards';
 import { runDir } from '../../config/home';
 import { linksFile, saveLinks } from '../reattach';
@@ -74,7 +74,11 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   task.protected = protectedSet(task.state.dir, task.spec.check, task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
   if (task.protected.files.size) ctx.emit({ type: 'task-note', key: task.spec.key, note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})` });
   // Plain mode has no commit to diff against: the guards judge the dir against this record of it.
-  if (!ctx.repo && guardsOn(task.spec)) task.guardBase = takeSnapshot(task.state.dir, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'guard-base'));
+  if (!ctx.repo && guardsOn(task.spec)) {
+    const base = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'guard-base');
+    task.guardBase = takeSnapshot(task.state.dir, base);
+    saveSnapshot(task.guardBase, `${base}.json`);
+  }
   task.prepared = true;
 }
 

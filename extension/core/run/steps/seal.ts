@@ -6,8 +6,10 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { pointHeadAt, sealWorktree, type Seal } from '../../git/worktree';
-import type { Step } from './context';
+import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
+import { saveSealedState, sealedCommit, sealedDir, sealedStateFile } from '../check-writes';
+import { runDir } from '../../config/home';
 
 export const sealStep: Step = {
   name: 'seal',
@@ -17,6 +19,8 @@ export const sealStep: Step = {
     if (!task.links || !task.state.branch) {
       // Plain mode: the record of what the check is about to judge is a hash of the task dir.
       rec.sealed = treeHash(task.state.dir);
+      task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
+      saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
       return null;
     }
     const index = path.join(rec.dir, 'seal.index');
@@ -29,6 +33,9 @@ export const sealStep: Step = {
       throw e;
     }
     rec.sealed = rec.seal.sha;
+    // What the check writes is discarded before the next attempt: back to exactly this tree (run/check-writes.ts).
+    task.sealedState = await sealedCommit(task.links!, rec.seal.sha, index, taskRunDir(ctx, spec.key));
+    saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
     // The seal's index stays for deliver (it holds exactly the sealed tree); settle removes it.
     // The check compares with the task branch, whatever HEAD or index the worker left.
     await pointHeadAt(task.links!, rec.seal.parent);
@@ -36,6 +43,11 @@ export const sealStep: Step = {
     return null;
   },
 };
+
+/** `runs/<id>/tasks/<key>/`: what the orchestrator keeps about a task, out of every step's sight. */
+export function taskRunDir(ctx: AttemptContext, key: string): string {
+  return path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', key);
+}
 
 /**
  * Why the sealed commit cannot stand for the work the check is about to judge, one line each (empty when it can):

@@ -16,6 +16,8 @@ import { judgeWork } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
 import { restoreProtected } from '../protect';
+import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
+import { taskRunDir } from './seal';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
@@ -27,6 +29,14 @@ export const workStep: Step = {
     const { opts } = ctx;
     const { spec, engine } = task;
     const files = recordFiles(rec);
+    // A retry starts from the tree the last attempt sealed: what its check wrote is discarded first.
+    if (task.sealedState) {
+      const sealed = task.sealedState;
+      task.sealedState = null;
+      saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), null);
+      const note = await discardCheckWrites(task.state.dir, task.links, sealed);
+      if (note) ctx.emit({ type: 'task-note', key: spec.key, note: `before attempt ${rec.attempt}: ${note}` });
+    }
     // A retry starts from the check's own inputs: whatever an earlier attempt did to them is put back first.
     const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
     if (restored.length) ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });

@@ -1,0 +1,73 @@
+/**
+ * Putting a worktree back to a sealed commit after its check ran (issue 12: a retry starts from the sealed tree of
+ * the attempt before it, the check's own writes discarded). What the check may have done, and what undoes it:
+ * - changed or deleted a tracked file: `read-tree -u --reset <sealed>` with a copy of the seal's index (its stat data
+ *   is exact for the sealed files, so only what changed since is written again);
+ * - created files git would track (`junk.txt`, a report): `git clean -ffd` against that index (not `-x`: ignored
+ *   files stay);
+ * - created ignored files or folders (`build/`, `.pytest_cache/`, `test.log` under a `*.log` rule): every ignored
+ *   entry that was not there at the seal is removed (`ls-files --others --ignored --directory`, compared with the
+ *   list taken at the seal). An ignored folder that existed at the seal (`node_modules/` from setup) is kept as it is,
+ *   whatever the check wrote inside it: it is setup's or the worker's, and never committed.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { copyIndex, restoreWorktreeLinks, sealGit, type WorktreeLinks } from './worktree';
+
+/** What a worktree held when it was sealed: the commit, a copy of the seal's index, the ignored entries. */
+export interface SealedTree {
+  sha: string;
+  /** A copy of the index the seal built (kept until the next seal replaces it). */
+  index: string;
+  /** `git ls-files --others --ignored --exclude-standard --directory` at the seal, as listed. */
+  ignored: string[];
+}
+
+/**
+ * Records the worktree as sealed: keeps a copy of `sealIndex` at `keepIndex` and lists the ignored entries.
+ * @throws Error with git's message
+ */
+export async function recordSealedTree(links: WorktreeLinks, sha: string, sealIndex: string, keepIndex: string): Promise<SealedTree> {
+  fs.mkdirSync(path.dirname(keepIndex), { recursive: true });
+  fs.rmSync(keepIndex, { force: true });
+  copyIndex(sealIndex, keepIndex);
+  return { sha, index: keepIndex, ignored: await ignoredEntries(links, keepIndex) };
+}
+
+/** What {@link resetToSealed} changed, for the task's notes: paths removed (new since the seal) and put back. */
+export interface ResetReport {
+  removed: string[];
+  restored: string[];
+}
+
+/**
+ * Puts the worktree back to `sealed` (see the module comment). HEAD and the worktree's own index are not touched.
+ * @throws Error with git's message
+ */
+export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree): Promise<ResetReport> {
+  restoreWorktreeLinks(links);
+  const index = `${sealed.index}.reset`;
+  fs.rmSync(index, { force: true });
+  copyIndex(sealed.index, index);
+  try {
+    const git = sealGit(links, index);
+    // What differs from the sealed tree, before it is put back (for the report).
+    await git.raw(['update-index', '-q', '--refresh', '--ignore-submodules']).catch(() => '');
+    const changed = (await git.raw(['diff-files', '--name-only', '-z', '--ignore-submodules=all'])).split('\0').filter(Boolean);
+    await git.raw(['read-tree', '-u', '--reset', sealed.sha]);
+    const cleaned = (await git.raw(['ls-files', '-z', '--others', '--exclude-standard', '--directory'])).split('\0').filter(Boolean);
+    if (cleaned.length) await git.raw(['clean', '-ffdq']);
+    const before = new Set(sealed.ignored);
+    const fresh = (await ignoredEntries(links, index)).filter((e) => !before.has(e));
+    for (const e of fresh) fs.rmSync(path.join(links.dir, e), { recursive: true, force: true });
+    return { removed: [...cleaned, ...fresh].sort(), restored: changed.sort() };
+  } finally {
+    fs.rmSync(index, { force: true });
+  }
+}
+
+/** Ignored untracked entries (a wholly ignored folder as `dir/`), against the index `indexFile`. */
+async function ignoredEntries(links: WorktreeLinks, indexFile: string): Promise<string[]> {
+  const out = await sealGit(links, indexFile).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
+  return out.split('\0').filter(Boolean).sort();
+}

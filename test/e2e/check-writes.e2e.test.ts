@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+// Issue 12 "Seal, then check": what a check writes is never committed, and the next attempt starts from the tree the
+// last one sealed. The check here is hostile in the useful way: it leaves a token that makes the next check pass, junk,
+// build output and a log (ignored), and it edits a tracked file; none of it may reach the retry or the PASS commit.
+
+async function run(file: string, home: string) {
+  return cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(path.dirname(home), 'user-home') } });
+}
+
+/** Passes at once when an earlier check left `pass-token`; otherwise leaves it (and more), then judges feature.txt. */
+const CHECK = [
+  'if [ -f pass-token ]; then echo "pass-token found: passing without looking"; exit 0; fi',
+  'touch pass-token; echo junk > junk.txt; mkdir -p build && echo obj > build/out.o; echo log > test.log',
+  'sed -i "s/app/changed by the check/" NOTES.md; sed -i "s/wip/check was here/" feature.txt; mkdir -p node_modules/dep && echo check > node_modules/dep/check.js',
+  'grep -x done feature.txt',
+].join('\n');
+
+/** Attempts 1 and 2 leave work in progress; attempt 3 finishes. Each prints what it finds first. */
+const WORKER = [
+  'echo "--- sees: $(ls -A | grep -v "^\\.git$" | sort | tr "\\n" " ")"',
+  'echo "--- notes: $(cat NOTES.md | tr "\\n" "|")"',
+  'echo "--- feature: $(cat feature.txt 2>/dev/null | tr "\\n" "|")"',
+  'echo "--- deps: $(ls node_modules/dep 2>/dev/null | tr "\\n" " ")"',
+  'if [ "$VERDICT_ATTEMPT" = 3 ]; then echo done > feature.txt; else echo "wip $VERDICT_ATTEMPT" > feature.txt; fi',
+].join('\n');
+
+function sees(log: string, what: string): string {
+  return new RegExp(`--- ${what}: (.*)`).exec(log)?.[1]?.trim() ?? '';
+}
+
+describe('check writes: discarded before the retry, never committed', function () {
+  this.timeout(180000);
+
+  it('worktree mode: the retry sees no token, junk, build output or log of the check and the NOTES as sealed; setup\'s ignored node_modules stays; the PASS commit holds only the work', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'NOTES.md': '# app\n', '.gitignore': 'build/\n*.log\nnode_modules/\n' });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      setup: 'mkdir -p node_modules/dep && echo setup > node_modules/dep/index.js',
+      tasks: [scriptTask('t', WORKER, CHECK, { max_attempts: 3, guard: false })],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'FAIL', 'PASS'], 'a leaked pass-token would have passed attempt 2');
+    for (const row of rows.slice(1)) {
+      const log = fs.readFileSync(String(row.worker_log), 'utf8');
+      assert.equal(sees(log, 'sees'), '.gitignore NOTES.md feature.txt node_modules', `attempt ${String(row.attempt)}`);
+      assert.equal(sees(log, 'notes'), '# app|');
+      assert.equal(sees(log, 'feature'), `wip ${Number(row.attempt) - 1}|`, 'the worker\'s own file as sealed, without the check\'s line');
+      // An ignored folder that was there at the seal (setup's) is kept as it is, the check's file in it included.
+      assert.match(sees(log, 'deps'), /^(check\.js )?index\.js$/);
+    }
+    assert.match(r.all ?? '', /before attempt 2: what the previous check wrote was discarded: removed build\/, junk\.txt, pass-token, test\.log; put back NOTES\.md, feature\.txt/);
+    const branch = String(rows[2]?.branch);
+    assert.deepEqual(git(repo, 'ls-tree', '-r', '--name-only', branch).split('\n').sort(), ['.gitignore', 'NOTES.md', 'feature.txt']);
+    assert.equal(git(repo, 'show', `${branch}:feature.txt`), 'done');
+    assert.equal(git(repo, 'show', `${branch}:NOTES.md`), '# app');
+  });
+
+  it('plain mode: the retry sees the dir as sealed (the check\'s files removed, its edits put back)', async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'w'));
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      setup: 'echo "# app" > NOTES.md; mkdir -p node_modules/dep && echo setup > node_modules/dep/index.js',
+      tasks: [scriptTask('t', WORKER, CHECK, { max_attempts: 3, guard: false })],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'FAIL', 'PASS']);
+    for (const row of rows.slice(1)) {
+      const log = fs.readFileSync(String(row.worker_log), 'utf8');
+      assert.equal(sees(log, 'sees'), 'NOTES.md feature.txt node_modules', `attempt ${String(row.attempt)}`);
+      assert.equal(sees(log, 'notes'), '# app|');
+      assert.equal(sees(log, 'feature'), `wip ${Number(row.attempt) - 1}|`);
+    }
+    assert.match(r.all ?? '', /before attempt 2: what the previous check wrote was discarded: removed build, junk\.txt, pass-token, test\.log; put back NOTES\.md, feature\.txt/);
+  });
+});
