@@ -159,6 +159,10 @@ describe('guards: new dependencies', () => {
     assert.equal(found.length, 1);
     assert.match(String(found[0]?.message), /no longer parses/);
   });
+  it('a manifest replaced by a symlink (to a file of another name) is a finding', () => {
+    const found = findNewDependencies([{ path: 'package.json', status: 'modified', kind: 'symlink', target: 'deps.json', before: pkg({}), after: null }], []);
+    assert.deepEqual(found.map((f) => f.message), ['a dependency manifest that is a symlink (to deps.json), so its new dependencies cannot be ruled out']);
+  });
   it('a renamed manifest is compared with what it was', () => {
     assert.deepEqual(findNewDependencies([{ ...change('app/package.json', pkg({ a: '1' }), pkg({ a: '1' })), status: 'renamed', from: 'package.json' }], []), []);
   });

@@ -12,6 +12,8 @@ import { GUARD_TEXT_BYTES, isText, type Change } from './types';
 
 /** More changed files than this are not read line by line (their paths are still judged). */
 export const GUARD_MAX_READ_FILES = 5000;
+/** Contents read for one attempt stop at this total, bytes (a worker's 5000 files of 2 MiB must not fill memory). */
+export const GUARD_MAX_READ_BYTES = 256 * 1024 * 1024;
 
 /**
  * The changes from commit `from` to commit `to` in the repository whose git dir is `commonDir`
@@ -72,10 +74,12 @@ export function dirChanges(base: DirSnapshot, dir: string): Change[] {
   const now = takeSnapshot(dir, null).entries;
   const out: Change[] = [];
   let read = 0;
+  let budget = GUARD_MAX_READ_BYTES;
   const content = (abs: string): { text: string | null; unreadable?: 'binary' | 'large' } => {
     if (++read > GUARD_MAX_READ_FILES) return { text: null, unreadable: 'large' };
     try {
-      if (fs.statSync(abs).size > GUARD_TEXT_BYTES) return { text: null, unreadable: 'large' };
+      const size = fs.statSync(abs).size;
+      if (size > GUARD_TEXT_BYTES || (budget -= size) < 0) return { text: null, unreadable: 'large' };
       const b = fs.readFileSync(abs);
       return isText(b) ? { text: b.toString('utf8') } : { text: null, unreadable: 'binary' };
     } catch {
@@ -109,7 +113,8 @@ async function readBlobs(commonDir: string, shas: string[]): Promise<Map<string,
   const out = new Map<string, Buffer>();
   if (!shas.length) return out;
   const check = await git(commonDir, ['cat-file', '--batch-check'], shas.join('\n') + '\n');
-  const small = check.split('\n').map((l) => l.split(' ')).filter(([, type, size]) => type === 'blob' && Number(size) <= GUARD_TEXT_BYTES).map(([sha]) => sha as string);
+  let budget = GUARD_MAX_READ_BYTES;
+  const small = check.split('\n').map((l) => l.split(' ')).filter(([, type, size]) => type === 'blob' && Number(size) <= GUARD_TEXT_BYTES && (budget -= Number(size)) >= 0).map(([sha]) => sha as string);
   if (!small.length) return out;
   const { stdout } = await execa('git', [...safeGitConfigArgs(), '--git-dir', commonDir, 'cat-file', '--batch'], { input: small.join('\n') + '\n', encoding: 'buffer', env: gitEnv(), extendEnv: false, stripFinalNewline: false, maxBuffer: 1024 * 1024 * 1024 });
   const buf = Buffer.from(stdout);

@@ -74,7 +74,12 @@ export function findNewDependencies(changes: readonly Change[], allow: readonly 
   const out: GuardFinding[] = [];
   for (const c of changes) {
     const kind = manifestKind(c.path);
-    if (!kind || c.status === 'deleted' || c.kind !== 'file') continue;
+    if (!kind || c.status === 'deleted') continue;
+    if (c.kind !== 'file') {
+      // A manifest made a link (to a file of another name) would declare whatever that file holds, unread.
+      out.push({ guard: 'deps', file: c.path, line: null, message: `a dependency manifest that is ${c.kind === 'symlink' ? `a symlink (to ${c.target ?? '?'})` : 'not a regular file'}, so its new dependencies cannot be ruled out` });
+      continue;
+    }
     if (c.after === null) {
       out.push({ guard: 'deps', file: c.path, line: null, message: `a dependency manifest that is ${c.unreadable === 'large' ? 'too large' : 'not text'}, so its new dependencies cannot be ruled out` });
       continue;
