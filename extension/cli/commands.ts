@@ -6,6 +6,9 @@ import { demoCommand } from './demo';
 import { doctorCommand } from './doctor-command';
 import { hudCommand } from './hud/hud-command';
 import { lintCommand } from './lint-command';
+import { agentHookCommand } from './agent/nudge';
+import { agentTargets, installAgent, uninstallAgent } from './agent/install';
+import { verdictLaunch } from './mcp/mcp-command';
 import { mcpCommand } from './mcp/mcp-command';
 import { modelsCommand, postgresUrlFor } from './models-command';
 import { continueCommand } from './resume-command';
@@ -266,6 +269,30 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'an MCP server on stdio for agents: lint, run, status, control, merge, scoreboard',
     exit: '0 the client disconnected, 2 bad input (no such workspace)',
     run: ({ flags }, io) => mcpCommand({ home: flags.home, config: flags.config, workspace: flags.workspace, identity: flags.identity }, io),
+  }),
+  command({
+    name: 'install-agent',
+    args: [],
+    flags: { project: { type: 'boolean', help: 'write into this folder (.claude/, .mcp.json) instead of your user settings' } },
+    summary: 'give Claude Code (and Codex) the Verdict skill, two nudge hooks and the MCP server',
+    exit: '0 installed (or already), 2 a settings file is not a JSON object (nothing written)',
+    run: async ({ flags }, io) => (installAgent(agentTargets(flags.project), verdictLaunch(), io), 0),
+  }),
+  command({
+    name: 'uninstall-agent',
+    args: [],
+    flags: { project: { type: 'boolean', help: 'remove what install-agent --project wrote in this folder' } },
+    summary: 'remove what install-agent wrote; your other skills, hooks and settings stay as they are',
+    exit: '0 removed (or nothing was there), 2 a settings file is not a JSON object',
+    run: async ({ flags }, io) => (uninstallAgent(agentTargets(flags.project), io), 0),
+  }),
+  command({
+    name: 'agent-hook',
+    args: [{ name: 'MODE' }],
+    flags: { home },
+    summary: 'the hook install-agent registers (pre-bash, post-edit): reads Claude Code\'s JSON on stdin',
+    exit: '0 always: a hook never blocks',
+    run: ({ args: [mode], flags }, io) => agentHookCommand(mode as string, resolveHome(flags.home), io.out),
   }),
   command({
     name: 'verify-log',

@@ -17,11 +17,17 @@ export interface McpFlags {
   identity?: string;
 }
 
-/** The CLI a detached run is started with: this process's own script when it is dist/cli.js, else the package's. */
-function cliPath(): string {
+/** The CLI a detached run (or a registered hook or server) is started with: this process's own script when it is
+ * dist/cli.js, else the package's. */
+export function cliPath(): string {
   const self = process.argv[1] ? path.resolve(process.argv[1]) : '';
   if (self.endsWith('cli.js') && fs.existsSync(self)) return self;
   return path.join(packageRoot(), 'dist', 'cli.js');
+}
+
+/** This Node and this CLI, absolute: how install-agent's hooks and MCP registration start Verdict. */
+export function verdictLaunch(): { node: string; cli: string } {
+  return { node: process.execPath, cli: cliPath() };
 }
 
 /**
