@@ -1,8 +1,7 @@
 import { formatUsd } from '../core/cost/pricing';
 import type { RunState } from '../core/live/state';
 import type { RunEvent, RunSummary } from '../core/run/runner';
-import { attemptLabel } from '../../schemas/attempt-label';
-import { afterLabel, graphOrder } from '../../schemas/task-order';
+import { graphOrder } from '../../schemas/task-order';
 
 /** Seconds with one decimal from ms: 1234 → "1.2s". */
 export function seconds(ms: number): string {
@@ -56,20 +55,22 @@ function eventText(e: RunEvent, now: Date): string | null {
 }
 
 /**
- * The final verdict table: task, verdict (with the step a failed attempt ended in, from `state`: `FAIL at check`),
- * what the task waited for (`after a, b`, when any task did), attempts, duration, tokens, and what the check proves or
- * why it did not pass. Tasks in the graph's order (a task after its prerequisites), as every view lists them.
+ * The final verdict table: task, verdict, attempts, duration, tokens, the step a task that did not pass ended in (from
+ * `state`: `check`, `work`…; shown when any did), what the task waited for (`a, b`, when any task did), and what the
+ * check proves or why it did not pass. Tasks in the graph's order (a task after its prerequisites), as every view
+ * lists them.
  */
 export function verdictTable(s: RunSummary, state?: RunState | null): string {
   const live = new Map((state?.tasks ?? []).map((t) => [t.key, t]));
   const tasks = graphOrder(s.tasks.map((t) => ({ ...t, after: live.get(t.key)?.after })));
-  const graph = tasks.some((t) => t.after?.length);
-  const verdictOf = (t: (typeof tasks)[number]) => {
+  const stepOf = (t: (typeof tasks)[number]) => {
     const last = live.get(t.key)?.attempts.at(-1);
-    return last?.verdict === t.verdict ? attemptLabel(last) : t.verdict;
+    return t.verdict !== 'PASS' && last?.verdict === t.verdict && last.step ? last.step : '';
   };
-  const rows = tasks.map((t) => [t.key, verdictOf(t), ...(graph ? [afterLabel(t) || '—'] : []), String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), printable(t.verdict === 'PASS' ? t.verified ?? '' : t.reason)]);
-  const head = ['task', 'verdict', ...(graph ? ['after'] : []), 'attempts', 'duration', 'tokens', 'verified / why not'];
+  const steps = tasks.some((t) => stepOf(t));
+  const graph = tasks.some((t) => t.after?.length);
+  const rows = tasks.map((t) => [t.key, t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), ...(steps ? [stepOf(t) || '—'] : []), ...(graph ? [t.after?.join(', ') || '—'] : []), printable(t.verdict === 'PASS' ? t.verified ?? '' : t.reason)]);
+  const head = ['task', 'verdict', 'attempts', 'duration', 'tokens', ...(steps ? ['ended at'] : []), ...(graph ? ['after'] : []), 'verified / why not'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
   const passed = s.tasks.filter((t) => t.verdict === 'PASS').length;

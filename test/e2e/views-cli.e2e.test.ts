@@ -23,10 +23,10 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
     assert.equal(run.exitCode, 1, run.all);
     const table = run.stdout.slice(run.stdout.indexOf('\ntask '));
     const lines = table.trim().split('\n');
-    assert.match(lines[0] ?? '', /^task\s+verdict\s+after\s+attempts\s+duration\s+tokens\s+verified \/ why not$/);
-    assert.match(lines[1] ?? '', /^fetch\s+PASS\s+—\s+1\s/);
-    assert.match(lines[2] ?? '', /^build\s+FAIL at check\s+after fetch\s+1\s/);
-    assert.match(lines[3] ?? '', /^report\s+BLOCKED\s+after build\s+0\s.*build/);
+    assert.match(lines[0] ?? '', /^task\s+verdict\s+attempts\s+duration\s+tokens\s+ended at\s+after\s+verified \/ why not$/);
+    assert.match(lines[1] ?? '', /^fetch\s+PASS\s+1\s+\S+\s+\?\s+—\s+—\s+fetch works$/);
+    assert.match(lines[2] ?? '', /^build\s+FAIL\s+1\s+\S+\s+\?\s+check\s+fetch\s+the check exited 1/);
+    assert.match(lines[3] ?? '', /^report\s+BLOCKED\s+0\s+\S+\s+\S+\s+—\s+build\s+.*build/);
 
     const runId = /run (\d{8}-\d{6}-\w+)/.exec(run.stdout)?.[1];
     assert.ok(runId, run.stdout);

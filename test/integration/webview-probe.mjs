@@ -2,7 +2,8 @@
 // cannot reach the workbench page; Playwright can. The test writes <dir>/request-<n>.json {"text": "..."}; this
 // finds that text inside the active webview (the frameLocator route of shared/recipes) and writes
 // <dir>/response-<n>.json {"found": bool, "error": string|null}. `"where": "workbench"` looks in the workbench itself
-// instead (a view such as Testing, which the extension host cannot read either). The folder exists only while a probe serves it, so
+// instead (a view such as Testing, which the extension host cannot read either); `{"click": "<css selector>"}` clicks
+// that element instead of looking for text (a button inside the webview, as a user would). The folder exists only while a probe serves it, so
 // a test that finds no folder (the @vscode/test-electron route) knows nobody will answer.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,9 +22,10 @@ export function serveWebviewProbe(page, dir) {
         let found = false;
         let error = null;
         try {
-          const { text, where } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+          const { text, where, click } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
           const scope = where === 'workbench' ? page : page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
-          await scope.getByText(text).first().waitFor({ timeout: 30000 });
+          if (click) await scope.locator(click).first().click({ timeout: 30000 });
+          else await scope.getByText(text).first().waitFor({ timeout: 30000 });
           found = true;
         } catch (e) {
           error = String(e?.message || e).split('\n')[0];

@@ -26,6 +26,14 @@ describe('one attempt record, three projections', () => {
     assert.equal(row.lab, 'openai');
   });
 
+  it('state.json shows the step running now, and a verdict only once the attempt is settled', () => {
+    const running = record({ phase: 'checking', verdict: 'PASS', endedAt: null, steps: [{ step: 'work', startedAt: 1, endedAt: 2, note: '' }, { step: 'check', startedAt: 2, endedAt: 3, note: 'PASS' }], currentStep: 'deliver' });
+    assert.deepEqual([attemptView(running).step, attemptView(running).verdict], ['deliver', null], 'a PASS from the check is not the attempt\'s verdict until it settles');
+    const { currentStep: _current, ...between } = running;
+    assert.equal(attemptView(between).step, 'check', 'between steps: the last one');
+    assert.deepEqual([attemptView(record({})).verdict, attemptView(record({})).step], ['FAIL', null]);
+  });
+
   it('state.json shows the same cost and retry flag as the row (they used to disagree)', () => {
     const rec = record({ attempt: 2, retry: true });
     const view = attemptView(rec);

@@ -1,9 +1,10 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { TaskAction } from '../../../schemas/protocol';
+import type { VerdictConfig } from '../config/config';
 import { mergeQueue } from '../git/merge';
 import type { RunInfo } from '../live/registry';
 import { mergeRequestsForRun } from '../run/merge-plan';
-import path from 'node:path';
-import type { VerdictConfig } from '../config/config';
 import { launchDetached, sendControlAndWait, waitForRunStart } from '../run/run-launch';
 
 /** How an action on a task ended, as the page is told (protocol `did-act`): one line in `message`. */
@@ -36,7 +37,9 @@ export function localActions(home: string, by: string, opts: { ackWaitMs?: numbe
       case 'rerun': {
         if (info.liveness !== 'running' && action === 'rerun' && opts.cli) {
           const file = info.state.manifestFile;
-          const run = launchDetached({ cli: opts.cli, manifest: file, resume: runId, rerun: key, home, cwd: path.dirname(file), config: opts.config ?? {}, identity: by });
+          // From the manifest's folder, as the editor starts it; the run's frozen manifest is what runs, so a folder gone since is no reason to refuse.
+          const cwd = fs.existsSync(path.dirname(file)) ? path.dirname(file) : process.cwd();
+          const run = launchDetached({ cli: opts.cli, manifest: file, resume: runId, rerun: key, home, cwd, config: opts.config ?? {}, identity: by });
           const taken = await waitForRunStart(home, run);
           return { result: 'done', message: `rerun ${key}: run ${taken.state.runId} goes on under a new orchestrator (pid ${run.pid})` };
         }

@@ -111,7 +111,9 @@ export function attemptView(rec: AttemptRecord): AttemptState {
   return {
     attempt: rec.attempt,
     phase: rec.phase,
-    verdict: rec.verdict,
+    // Only a settled attempt has a verdict to show: a step's judgement can still change (a later step's error) and the
+    // task's status follows only at settle, so a reader never sees a verdict beside a status that says otherwise.
+    verdict: rec.phase === 'done' ? rec.verdict : null,
     startedAt: rec.startedAt,
     endedAt: rec.endedAt,
     workerPid: rec.workerPid,

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import type { VerdictApi } from '../../../extension/vscode/api';
+import type { RunState } from '../../../extension/core/live/state';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = fn();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+let n = 200;
+/** Asks the workbench-side probe (test/integration/webview-probe.mjs) to find text in, or click an element of, the webview. */
+async function probe(dir: string, request: { text?: string; click?: string }): Promise<{ found: boolean; error: string | null }> {
+  const i = n++;
+  fs.writeFileSync(path.join(dir, `request-${i}.json`), JSON.stringify(request));
+  const response = path.join(dir, `response-${i}.json`);
+  for (let k = 0; k < 200 && !fs.existsSync(response); k++) await sleep(200);
+  assert.ok(fs.existsSync(response), 'the webview probe did not answer in 40 s');
+  return JSON.parse(fs.readFileSync(response, 'utf8')) as { found: boolean; error: string | null };
+}
+
+describe('dashboard buttons in the VS Code webview: the webview asks the extension', function () {
+  this.timeout(120000);
+
+  it('stops a task of a run the CLI started with its Stop button: acknowledged in state.json, the answer shown in the page', async function () {
+    const probeDir = path.join(process.env.VERDICT_TEST_TMP as string, 'webview-probe');
+    if (!fs.existsSync(probeDir)) this.skip(); // @vscode/test-electron route: nobody can click inside the webview
+    const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
+    const tmp = process.env.VERDICT_TEST_TMP as string;
+    const manifest = path.join(tmp, 'buttons.swarm.json');
+    fs.writeFileSync(manifest, JSON.stringify({ run_name: 'webview-buttons', workdir: 'buttons-work', tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo sleeping until stopped; sleep 600', check: 'true' }] }));
+    const child = spawn('node', [path.resolve(__dirname, '../../dist/cli.js'), 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore' });
+    try {
+      const info = await until('the sleeper running', () => api.runs().find((r) => r.state.pid === child.pid && r.liveness === 'running' && r.state.tasks[0]?.status === 'running'));
+      const state = () => JSON.parse(fs.readFileSync(info.stateFile, 'utf8')) as RunState;
+      await vscode.commands.executeCommand('verdict.openDashboard');
+      assert.ok((await probe(probeDir, { click: `.run-row[data-run-id="${info.state.runId}"] .run-open` })).found, 'the run opens in the webview');
+      const clicked = await probe(probeDir, { click: 'vscode-button[data-action="stop"][data-key="sleeper"]' });
+      assert.ok(clicked.found, `the Stop button: ${clicked.error}`);
+      const ack = await until('the stop acknowledged', () => state().control?.find((c) => c.verb === 'stop' && c.task === 'sleeper'));
+      assert.equal(ack.result, 'done', ack.reason);
+      await until('the task CANCELLED', () => state().tasks[0]?.status === 'CANCELLED');
+      const shown = await probe(probeDir, { text: 'stop sleeper: done' });
+      assert.ok(shown.found, `the answer shows in the page: ${shown.error}`);
+    } finally {
+      child.kill('SIGINT');
+    }
+  });
+});
