@@ -43,6 +43,8 @@ export interface AttemptState {
   /** The engine and model this attempt ran on (a `fallback` retry runs on another); absent in older state files: the task's. */
   engine?: string;
   model?: string | null;
+  /** The machine the attempt runs on (a pool worker's host on a pool run); absent in older state files: the run's host. */
+  host?: string;
 }
 
 /** One task as shown live. */

@@ -14,6 +14,7 @@ import { modelsCommand, postgresUrlFor } from './models-command';
 import { continueCommand } from './resume-command';
 import { InputError } from './io';
 import { discardCommand, liveRun, mergeCommand, runsCommand, runTasksCommand, sendControl, stopCommand, resolveRun } from './control-command';
+import { poolCommand } from './pool-command';
 import { archiveCommand } from './archive-command';
 import { verifyArchiveCommand } from './verify-archive-command';
 import { verifyLogCommand } from './verify-log-command';
@@ -73,10 +74,32 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'run',
     args: [{ name: 'MANIFEST' }],
-    flags: { ...runFlags, only: { type: 'string', value: 'KEYS', help: 'run only these tasks (comma-separated task keys)' } },
+    flags: {
+      ...runFlags,
+      only: { type: 'string', value: 'KEYS', help: 'run only these tasks (comma-separated task keys)' },
+      pool: { type: 'string', value: 'URL', help: "run the attempts on the worker pool of this Postgres (`verdict pool worker`; docs/scale.md)", default: "the manifest's pool" },
+      remote: { type: 'string', value: 'GIT', help: 'pool runs: the git remote every worker fetches from and pushes to', default: "the manifest's remote" },
+    },
     summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
     exit: '0 every task passed, 1 some task did not, 2 bad input (manifest, config or flags: nothing is created)',
-    run: async ({ args: [manifest], flags }, io) => (await runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only }, io)).code,
+    run: async ({ args: [manifest], flags }, io) => (await runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only, pool: flags.pool, remote: flags.remote }, io)).code,
+  }),
+  command({
+    name: 'pool',
+    args: [{ name: 'ACTION' }],
+    flags: {
+      db: { type: 'string', value: 'URL', help: "the pool's Postgres", default: 'VERDICT_POOL_URL' },
+      slots: { type: 'string', value: 'N', help: 'worker: attempts at once', default: '1' },
+      engines: { type: 'string', value: 'NAMES', help: 'worker: the engines it takes attempts of (comma-separated)', default: 'every engine whose command is on PATH' },
+      host: { type: 'string', value: 'NAME', help: 'worker: its name in rows and status', default: 'the short hostname' },
+      'no-sandbox': runFlags['no-sandbox'],
+      json,
+      home,
+      config,
+    },
+    summary: "worker: run pool runs' attempts here until Ctrl-C (drains); status: the pool's workers and queues",
+    exit: '0 drained or printed, 2 bad input or the database cannot be reached',
+    run: ({ args: [action], flags }, io) => poolCommand(action as string, { db: flags.db, slots: flags.slots, engines: flags.engines, host: flags.host, home: flags.home, config: flags.config, noSandbox: flags['no-sandbox'], json: flags.json }, io),
   }),
   command({
     name: 'resume',

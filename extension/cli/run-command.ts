@@ -15,6 +15,8 @@ import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 import { dashboardForRun } from './hud/hud-command';
+import { PoolDispatcher } from '../core/pool/dispatch';
+import { hidePassword } from '../core/pool/schema';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
 export interface RunFlags {
@@ -32,6 +34,10 @@ export interface RunFlags {
   noSandbox?: boolean;
   /** --only: comma-separated task keys; the run has only these tasks (the editor's Test Explorer and Rerun Task). */
   only?: string;
+  /** --pool URL: the attempts run on pool workers (core/pool) through this Postgres; needs a git remote (--remote). */
+  pool?: string;
+  /** --remote: the git remote every pool worker fetches from and pushes to (a URL, or a path on a shared filesystem). */
+  remote?: string;
 }
 
 /**
@@ -80,6 +86,9 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
 
   if (flags.dashboard !== false) await dashboardForRun(home, io);
 
+  const pool = await openPool(manifest, flags, io);
+  if (typeof pool === 'number') return { code: pool, summary: null };
+
   const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {
@@ -101,7 +110,9 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       signal: controller.signal,
       baseline: flags.baseline === true,
       continueRun: flags.continueRun,
-      postgresUrl: postgresUrlOf(config),
+      // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
+      postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
+      ...(pool ? { attemptSteps: [pool.step()] } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {
         const line = eventLine(e);
@@ -123,7 +134,38 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   } finally {
     process.off('SIGINT', onSigint);
     process.off('SIGTERM', onSigint);
+    await pool?.close();
   }
+}
+
+/**
+ * The pool of a `--pool` run (or the manifest's `pool`), started; null for a local run; an exit code (2) when the
+ * pool cannot be used (said on stderr).
+ */
+async function openPool(manifest: Manifest, flags: RunFlags, io: Io): Promise<PoolDispatcher | null | number> {
+  const url = flags.pool ?? manifest.pool ?? null;
+  if (!url) return null;
+  const remote = flags.remote ?? manifest.remote ?? null;
+  const problems: string[] = [];
+  if (!manifest.worktrees) problems.push('a pool run needs worktree mode ("worktrees": true): base commits and task branches travel through a git remote');
+  if (!remote) problems.push('a pool run needs a git remote every worker can fetch: --remote URL (or "remote" in the manifest)');
+  const planners = manifest.tasks.filter((t) => t.generate).map((t) => t.key);
+  if (planners.length) problems.push(`planners (\`generate\`: ${planners.join(', ')}) do not run on the pool yet: run them locally`);
+  if (manifest.include.length) problems.push('"include" copies files from this machine, which pool workers do not have: commit them to the remote instead');
+  if (problems.length) {
+    io.err(`cannot start ${manifest.file} on the pool:`);
+    for (const p of problems) io.err(`  ${p}`);
+    return 2;
+  }
+  const pool = new PoolDispatcher({ url, remote: remote as string });
+  try {
+    await pool.start();
+  } catch (e) {
+    await pool.close();
+    io.err(`cannot start ${manifest.file} on the pool: its database ${hidePassword(url)} cannot be reached: ${(e as Error).message}`);
+    return 2;
+  }
+  return pool;
 }
 
 /** Reconciles runs whose orchestrator died (see reconcileDeadRuns) and says what it did, on stderr. */

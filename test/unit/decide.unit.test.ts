@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { attemptEngine, graphGate, judge, judgeWork, nextStep, retryAfterSeconds, type CheckOutcome, type RetryPolicy, type WorkerOutcome } from '../../extension/core/run/decide';
+import { attemptEngine, graphGate, judge, judgeWork, MAX_LOST_WORKER_REQUEUES, nextStep, retryAfterSeconds, type CheckOutcome, type RetryPolicy, type WorkerOutcome } from '../../extension/core/run/decide';
 import { STATUS, VERDICTS, statusInfo, type TaskStatus } from '../../schemas/status';
 
 const LIMITS = { timeoutMs: 900_000, watchdogMs: 60_000, finalGraceMs: 30_000 };
@@ -63,6 +63,16 @@ describe('nextStep: retry, requeue after a backoff, or done', () => {
       if (c.afterMs !== undefined) assert.equal(next.kind === 'requeue' ? next.afterMs : null, c.afterMs);
     });
   }
+
+  it('a lost pool worker: INTERRUPTED requeues at once without an attempt, at most MAX_LOST_WORKER_REQUEUES times; a local INTERRUPTED is done', () => {
+    const lost = (n: number, extra: Partial<RetryPolicy> = {}) => nextStep({ verdict: 'INTERRUPTED', used: 0, rateLimited: 0, stopped: false, lostWorker: { lostRequeues: n } }, { ...policy, maxAttempts: 1, ...extra });
+    assert.deepEqual(lost(0), { kind: 'requeue', afterMs: 0, lostWorker: true });
+    assert.deepEqual(lost(MAX_LOST_WORKER_REQUEUES - 1), { kind: 'requeue', afterMs: 0, lostWorker: true });
+    assert.deepEqual(lost(MAX_LOST_WORKER_REQUEUES), { kind: 'done' });
+    assert.deepEqual(lost(1, { maxLostWorkerRequeues: 1 }), { kind: 'done' });
+    assert.deepEqual(nextStep({ verdict: 'INTERRUPTED', used: 0, rateLimited: 0, stopped: false }, policy), { kind: 'done' });
+    assert.deepEqual(nextStep({ verdict: 'INTERRUPTED', used: 0, rateLimited: 0, stopped: true, lostWorker: { lostRequeues: 0 } }, policy), { kind: 'done' });
+  });
 
   it('reads Retry-After as engines print it', () => {
     assert.equal(retryAfterSeconds('HTTP 429 Too Many Requests\nretry-after: 7\n'), 7);

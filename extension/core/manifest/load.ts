@@ -223,6 +223,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     budgetUsd: (data.budget_usd as number | undefined) ?? null,
     setup: str(data.setup),
     include: (data.include as string[] | undefined) ?? [],
+    pool: str(data.pool),
+    remote: str(data.remote)?.startsWith('.') ? path.resolve(dir, str(data.remote) as string) : str(data.remote),
     tasks: compileRepeat(tasks, data.tasks),
     raw: data,
   };

@@ -110,6 +110,10 @@ export interface Manifest {
   setup: string | null;
   /** Worktree mode: repo-relative paths copied into each worktree. */
   include: string[];
+  /** `pool`: the Postgres URL of the worker pool the attempts run on (docs/scale.md); absent: they run here. */
+  pool?: string | null;
+  /** `remote`: the git remote of a pool run (a URL, or an absolute path); absent when not given. */
+  remote?: string | null;
   tasks: TaskSpec[];
   /** The manifest as written (parsed JSONC), frozen into the run's records. */
   raw: unknown;

@@ -86,6 +86,8 @@ export interface AttemptRecord {
   candidate: number | null;
   /** The reviews of this attempt (step `review`, run/review-record.ts), one per reviewer that ran; absent: none. */
   reviews?: ReviewRecord[];
+  /** Pool runs (core/pool): the worker that held this attempt and was lost (its heartbeat expired); the attempt is INTERRUPTED. */
+  lostWorker?: string;
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -129,6 +131,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     step: rec.currentStep ?? rec.steps[rec.steps.length - 1]?.step ?? null,
     engine: rec.engine,
     model: rec.model,
+    host: rec.host,
   };
 }
 

@@ -145,11 +145,12 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   rec.endedAt = Date.now();
   rec.phase = 'done';
   const next = nextStep(
-    { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted },
+    { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted, ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}) },
     { maxAttempts: spec.maxAttempts, maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES, rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS, retryAfterS: retryAfterSeconds(io.workerTail), random: Math.random() },
   );
-  if (next.kind === 'requeue') task.rateLimited++;
-  else task.used++;
+  if (next.kind === 'requeue') {
+    if (!next.lostWorker) task.rateLimited++;
+  } else task.used++;
   if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
     task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) });
   }

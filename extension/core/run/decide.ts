@@ -81,6 +81,11 @@ export interface TaskHistory {
   rateLimited: number;
   /** The task or the run was stopped. */
   stopped: boolean;
+  /**
+   * The attempt just judged was INTERRUPTED because the pool worker running it was lost (core/pool: its heartbeat
+   * expired); `lostRequeues` counts the earlier such requeues of the task. Absent on a local run.
+   */
+  lostWorker?: { lostRequeues: number };
 }
 
 /** The rules nextStep() applies. */
@@ -94,7 +99,12 @@ export interface RetryPolicy {
   retryAfterS: number | null;
   /** A number in [0, 1) for the jitter (Math.random in the runner; fixed in tests). */
   random: number;
+  /** Requeues allowed per task after a lost pool worker (default MAX_LOST_WORKER_REQUEUES). */
+  maxLostWorkerRequeues?: number;
 }
+
+/** A task whose pool worker was lost is run again at most this many times without using an attempt. */
+export const MAX_LOST_WORKER_REQUEUES = 3;
 
 /**
  * What happens to the task next. `requeue` does not use an attempt (the caller counts a rate limit instead); `retry`
@@ -102,7 +112,7 @@ export interface RetryPolicy {
  */
 export type NextStep =
   | { kind: 'retry' }
-  | { kind: 'requeue'; afterMs: number }
+  | { kind: 'requeue'; afterMs: number; lostWorker?: true }
   | { kind: 'done' };
 
 /**
@@ -112,6 +122,11 @@ export type NextStep =
  */
 export function nextStep(history: TaskHistory, policy: RetryPolicy): NextStep {
   if (history.stopped) return { kind: 'done' };
+  // A lost pool worker says nothing of the work: the attempt runs again elsewhere, a bounded number of times (a task
+  // that kills every worker it lands on must end).
+  if (history.verdict === 'INTERRUPTED' && history.lostWorker && history.lostWorker.lostRequeues < (policy.maxLostWorkerRequeues ?? MAX_LOST_WORKER_REQUEUES)) {
+    return { kind: 'requeue', afterMs: 0, lostWorker: true };
+  }
   const info = STATUS[history.verdict];
   if (info.requeued && history.rateLimited < policy.maxRateLimitRequeues) {
     const exp = policy.rateLimitBaseMs * 2 ** history.rateLimited;

@@ -32,6 +32,8 @@ export interface RunPolicy {
   allowFullAccess: boolean;
   /** Where `allow_full_access` would be set: the config file read, or the default path; named in the refusal. */
   configSource: string;
+  /** The attempts run on other machines (a pool run): engines must be known, but need not be installed here. */
+  enginesElsewhere?: boolean;
 }
 
 /**
@@ -60,6 +62,7 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
       problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);
       continue;
     }
+    if (policy.enginesElsewhere) continue;
     const found = findBinary(engine.binary, env.PATH ?? '');
     if (found) binaries.set(name, found);
     else problems.push(`engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH. Install it: ${engine.install}`);

@@ -26,7 +26,7 @@ import { runAttempt } from './attempt';
 import { attemptEngine, graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
 import { checkEnvironment } from './steps/check';
-import type { AttemptContext, TaskRuntime } from './steps/context';
+import type { AttemptContext, Step, TaskRuntime } from './steps/context';
 import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
 import { freezeGenerated } from './workflows/generate';
 
@@ -91,6 +91,12 @@ export interface RunOptions {
    * anything else blocks it). A key in neither blocks its dependents.
    */
   prior?: ReadonlyMap<string, PriorTask>;
+  /**
+   * The steps of every attempt, instead of the local ones (steps/index.ts DEFAULT_STEPS): a pool run's one step that
+   * runs the attempt on a pool worker (core/pool/dispatch.ts). Every decision stays this runner's. With them, the
+   * engines need not be installed on this machine.
+   */
+  attemptSteps?: readonly Step[];
 }
 
 /** A task of an earlier run that a resumed run's tasks may come after. */
@@ -190,6 +196,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
     allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
     configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
+    enginesElsewhere: opts.attemptSteps !== undefined,
   });
   // One orchestrator per run: a continued run is taken over under its folder lock (refused while another holds it).
   let cont: RunContinuation | null = null;
@@ -354,7 +361,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
     const reservation = spend.admit(task.state.engine, task.state.model);
     if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
-    const outcome = await runAttempt(ctx, task);
+    const outcome = await runAttempt(ctx, task, opts.attemptSteps);
     spend.settle(reservation, outcome.costMicroUsd);
     if (outcome.quota && waits.set(task.state.engine, { until: outcome.quota.until, reason: outcome.quota.text, since: Date.now(), task: task.spec.key, attempt: task.state.attempts.length })) {
       emit({ type: 'run-note', note: `engine ${task.state.engine} reached its usage limit (${task.spec.key} attempt ${task.state.attempts.length}): no attempt on it starts before ${wakeTime(outcome.quota.until)} — "${outcome.quota.text}"` });

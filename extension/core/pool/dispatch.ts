@@ -1,0 +1,289 @@
+/**
+ * The orchestrator's side of the pool (`verdict run --pool URL`): a Step that, in place of the local steps, enqueues
+ * the attempt on its engine's queue, waits for a worker's record of it and copies that record into the attempt. The
+ * runner's loop, decisions (retry, fallback, graph, budget) and records stay exactly those of a local run: only where
+ * the steps run changes. A worker that stops renewing its heartbeat for the lease loses the attempt: it is recorded
+ * INTERRUPTED with `lostWorker`, which decide.ts requeues without using one of the task's attempts.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type pg from 'pg';
+import PgBoss from 'pg-boss';
+import { gitFor } from '../git/safe-git';
+import { recordFiles, type AttemptRecord } from '../run/attempt-record';
+import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from '../run/steps/context';
+import type { Judgement } from '../run/decide';
+import { ensurePoolSchema, leaseMs, poolDb } from './schema';
+import { JOB_VERSION, queueOf, type AttemptJob } from './payload';
+
+/** How often the orchestrator looks at its attempts' rows, ms. */
+export const DISPATCH_POLL_MS = 250;
+/** pg-boss's own expiry of a claimed job (a backstop: the heartbeat decides first), s: the task's limits plus this. */
+const EXPIRY_MARGIN_S = 600;
+
+/** Where the pool is. */
+export interface PoolTarget {
+  /** The pool's Postgres (queue and tables). */
+  url: string;
+  /** The git remote every worker fetches from and pushes to. */
+  remote: string;
+}
+
+/** The worker's record of an attempt as stored in verdict_pool_attempts.record (AttemptRecord without local paths). */
+export type RemoteRecord = Omit<AttemptRecord, 'dir'> & { workerId?: string; logDir?: string };
+
+/** Fields of the worker's record that become the attempt's; the rest (who, what, which attempt) stays the orchestrator's. */
+const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews'];
+
+/**
+ * Sends a run's attempts to the pool. One per run: `start()` before the run, `step()` as the run's only step,
+ * `close()` after it.
+ */
+export class PoolDispatcher {
+  private readonly db: pg.Pool;
+  private readonly boss: PgBoss;
+  private readonly queues = new Set<string>();
+  private baseRef: Promise<void> | null = null;
+  /** Since when (epoch ms) every query of ours has succeeded; null while the database is unreachable. */
+  private healthySince: number | null = null;
+  private readonly lease: number;
+
+  constructor(readonly target: PoolTarget, env: NodeJS.ProcessEnv = process.env) {
+    this.db = poolDb(target.url);
+    this.boss = new PgBoss({ connectionString: target.url, schedule: false, max: 4 });
+    this.boss.on('error', () => undefined);
+    this.lease = leaseMs(env);
+  }
+
+  /**
+   * Creates the pool's tables and pg-boss's schema when missing.
+   * @throws Error when the database cannot be reached (nothing of the run is started then)
+   */
+  async start(): Promise<void> {
+    await ensurePoolSchema(this.db);
+    await this.boss.start();
+    this.healthySince = Date.now();
+  }
+
+  /** Stops the queue's connections. */
+  async close(): Promise<void> {
+    await this.boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+    await this.db.end().catch(() => undefined);
+  }
+
+  /** The step that runs an attempt on the pool (named `work`: it is the work, seal, check and deliver of a worker). */
+  step(): Step {
+    return { name: 'work', when: (rec) => rec.verdict === null, run: (ctx, task, rec, io) => this.runRemote(ctx, task, rec, io) };
+  }
+
+  private async runRemote(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string; sync: () => void }): Promise<Judgement> {
+    if (!ctx.repo) throw new Error('a pool run needs worktree mode (a git repository and a remote)');
+    const repo = ctx.repo;
+    await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
+    const job = jobOf(ctx, task, rec, this.target.remote);
+    const queue = queueOf(job.engine);
+    await this.ensureQueue(queue, task);
+    const jobId = uuidOf(`${job.runId}/${job.key}/${job.attempt}`);
+    // Idempotent on run/task/attempt: a repeated send (after an outage hid whether the first one landed) adds nothing.
+    await this.query(`INSERT INTO verdict_pool_attempts (run_id, task_key, attempt, engine, queue, job_id) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, [job.runId, job.key, job.attempt, job.engine, queue, jobId], task);
+    await this.untilDone(() => this.boss.send(queue, job, { id: jobId, retryLimit: 2, expireInSeconds: Math.ceil((job.timeoutMs + job.checkTimeoutMs) / 1000) + EXPIRY_MARGIN_S }), task);
+    ctx.emit({ type: 'task-note', key: job.key, note: `attempt ${job.attempt} queued on ${queue}` });
+
+    let host: string | null = null;
+    let cancelSent = false;
+    for (;;) {
+      const row = await this.poll(job, task);
+      if (row) {
+        if (row.record) return this.settleFrom(ctx, task, rec, io, row.record, row.log_tail ?? '', row.log_dir);
+        if (row.host && row.host !== host) {
+          host = row.host;
+          rec.host = host;
+          io.sync();
+          ctx.emit({ type: 'task-note', key: job.key, note: `attempt ${job.attempt} runs on ${host}` });
+        }
+        if (task.abort.signal.aborted && !cancelSent) {
+          cancelSent = true;
+          await this.query(`UPDATE verdict_pool_attempts SET cancel_requested = true WHERE run_id = $1 AND task_key = $2 AND attempt = $3`, [job.runId, job.key, job.attempt], null).catch(() => undefined);
+          if (!row.worker_id) {
+            // Not claimed yet: withdrawn from the queue and settled here.
+            await this.boss.cancel(queue, jobId).catch(() => undefined);
+            if (await this.settleHere(job, { verdict: 'CANCELLED', reason: 'the run was cancelled' })) throw new Cancelled();
+          }
+        }
+        const lost = row.worker_id && row.lost && this.healthySince !== null && Date.now() - this.healthySince >= this.lease;
+        if (lost) {
+          const reason = `the pool worker ${row.worker_id} (host ${row.host}) stopped renewing its heartbeat for ${Math.round(this.lease / 1000)} s while running this attempt; it runs again elsewhere`;
+          if (await this.settleHere(job, { verdict: 'INTERRUPTED', reason, host: row.host ?? rec.host })) {
+            await this.boss.cancel(queue, jobId).catch(() => undefined);
+            rec.lostWorker = row.worker_id ?? undefined;
+            return { verdict: 'INTERRUPTED', reason };
+          }
+        }
+      }
+      await sleep(DISPATCH_POLL_MS);
+    }
+  }
+
+  /** Settles the attempt's row from here (the first settlement wins); true when this one did. */
+  private async settleHere(job: AttemptJob, record: { verdict: string; reason: string; host?: string }): Promise<boolean> {
+    const r = await this.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL RETURNING attempt`, [job.runId, job.key, job.attempt, JSON.stringify({ ...record, settledBy: 'orchestrator' })], null);
+    return (r?.rowCount ?? 0) > 0;
+  }
+
+  /** The attempt's row joined with its worker's heartbeat, or null when the database did not answer. */
+  private async poll(job: AttemptJob, task: TaskRuntime): Promise<PollRow | null> {
+    const r = await this.query(
+      `SELECT a.record, a.worker_id, a.host, a.log_tail, a.log_dir, (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - ($4::double precision * interval '1 millisecond')) AS lost
+       FROM verdict_pool_attempts a LEFT JOIN verdict_pool_workers w ON w.worker_id = a.worker_id
+       WHERE a.run_id = $1 AND a.task_key = $2 AND a.attempt = $3`,
+      [job.runId, job.key, job.attempt, this.lease],
+      task,
+    );
+    return (r?.rows[0] as PollRow | undefined) ?? null;
+  }
+
+  /**
+   * Copies the worker's record into the attempt and judges it. A PASS counts only once its commit is here: fetched
+   * from the remote's attempt ref and matching the record; the task branch is then set here and on the remote.
+   */
+  private async settleFrom(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string }, remote: RemoteRecord & { settledBy?: string }, tail: string, logDir: string | null): Promise<Judgement> {
+    if (remote.settledBy === 'orchestrator') {
+      // Settled here before a worker's result arrived (cancelled before it was claimed, or its worker was lost).
+      if (remote.verdict === 'CANCELLED') throw new Cancelled();
+      return { verdict: remote.verdict ?? 'ERROR', reason: remote.reason };
+    }
+    for (const f of TAKEN) (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
+    io.workerTail = tail;
+    const files = recordFiles(rec);
+    fs.writeFileSync(files.worker, tail);
+    if (rec.check) fs.writeFileSync(files.check, rec.check.output);
+    fs.writeFileSync(path.join(rec.dir, 'pool.json'), JSON.stringify({ host: remote.host, worker: remote.workerId ?? null, logs: logDir, note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`' }, null, 2));
+    const verdict = remote.verdict ?? 'ERROR';
+    if (verdict === 'PASS' && rec.commit && task.state.branch && ctx.repo) {
+      const ref = `refs/verdict/${ctx.runId}/${task.spec.key}/${rec.attempt}`;
+      try {
+        const git = gitFor(ctx.repo.root);
+        await retrying(() => git.raw(['fetch', '--no-tags', '--quiet', this.target.remote, `+${ref}:${ref}`]));
+        const got = (await git.revparse([ref])).trim();
+        if (got !== rec.commit) throw new Error(`${ref} on the remote is ${got}, not the recorded ${rec.commit}`);
+        await git.raw(['update-ref', `refs/heads/${task.state.branch}`, rec.commit]);
+        await retrying(() => push(ctx.repo!.root, this.target.remote, rec.commit!, `refs/heads/${task.state.branch}`, true));
+        task.state.commit = rec.commit;
+      } catch (e) {
+        rec.commit = null;
+        return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS, but its commit could not be taken from the remote, so the work is not counted: ${(e as Error).message}` };
+      }
+    }
+    return { verdict, reason: remote.reason };
+  }
+
+  private async ensureQueue(queue: string, task: TaskRuntime): Promise<void> {
+    if (this.queues.has(queue)) return;
+    await this.untilDone(() => ensureQueue(this.boss, queue), task);
+    this.queues.add(queue);
+  }
+
+  /** A query that waits out an outage (retrying every second while `task` is not stopped; `null`: once). */
+  private async query(sql: string, params: unknown[], task: TaskRuntime | null): Promise<pg.QueryResult | null> {
+    return this.untilDone(() => this.db.query(sql, params), task);
+  }
+
+  private async untilDone<T>(fn: () => Promise<T>, task: TaskRuntime | null): Promise<T> {
+    for (;;) {
+      try {
+        const r = await fn();
+        this.healthySince ??= Date.now();
+        return r;
+      } catch (e) {
+        this.healthySince = null;
+        if (!task) throw e;
+        await sleep(1000);
+      }
+    }
+  }
+}
+
+interface PollRow {
+  record: (RemoteRecord & { settledBy?: string }) | null;
+  worker_id: string | null;
+  host: string | null;
+  log_tail: string | null;
+  log_dir: string | null;
+  lost: boolean;
+}
+
+/** The payload of an attempt: the task as the manifest states it, nothing of this machine's environment. */
+export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, remote: string): AttemptJob {
+  const { spec } = task;
+  return {
+    v: JOB_VERSION,
+    runId: ctx.runId,
+    runName: ctx.opts.manifest.runName,
+    identity: ctx.opts.identity,
+    key: spec.key,
+    attempt: rec.attempt,
+    retry: rec.retry,
+    engine: task.state.engine,
+    model: task.state.model,
+    taskType: spec.taskType,
+    spec: spec.spec,
+    failure: task.failure,
+    check: spec.check,
+    expectFiles: spec.expectFiles,
+    timeoutMs: spec.timeoutMs,
+    checkTimeoutMs: spec.checkTimeoutMs,
+    watchdogMs: spec.watchdogMs,
+    // A fallback attempt runs on another engine, without the first engine's arguments (as a local run does).
+    engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [],
+    verified: spec.verified,
+    network: spec.network,
+    protect: spec.protect,
+    setup: ctx.opts.manifest.setup,
+    remote,
+    baseSha: ctx.repo!.baseSha,
+    branch: task.state.branch!,
+    startFrom: task.startFrom.map((p) => ({ key: p.key, commit: p.commit })),
+    group: spec.group ?? null,
+    candidate: spec.candidate ?? null,
+    review: spec.review,
+    guard: spec.guard,
+    allowDeps: spec.allowDeps,
+    allowPaths: spec.allowPaths,
+  };
+}
+
+/** `git push` of `sha` to `ref` on `remote` (forced: a task branch may be rerun from its start point). */
+export async function push(root: string, remote: string, sha: string, ref: string, force = false): Promise<void> {
+  await gitFor(root).raw(['push', '--quiet', remote, `${force ? '+' : ''}${sha}:${ref}`]);
+}
+
+/** Creates pg-boss queue `queue` unless it exists (another process may create it at the same time). */
+export async function ensureQueue(boss: PgBoss, queue: string): Promise<void> {
+  if (await boss.getQueue(queue)) return;
+  await boss.createQueue(queue).catch(async (e) => {
+    if (!(await boss.getQueue(queue))) throw e;
+  });
+}
+
+/** A job id pg-boss accepts (a UUID), derived from run/task/attempt so a repeated send is the same job. */
+export function uuidOf(name: string): string {
+  const h = crypto.createHash('sha256').update(name).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Runs `fn` until it succeeds, 5 tries, 1 s apart (git and the queue across a short outage). */
+async function retrying<T>(fn: () => Promise<T>, tries = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (i >= tries) throw e;
+      await sleep(1000);
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

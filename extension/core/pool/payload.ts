@@ -1,0 +1,132 @@
+/**
+ * What travels through the queue for one attempt: the task as the manifest states it and where its code is — never
+ * a key, a token, an environment variable or a path on the orchestrator's machine (a worker machine keeps its own
+ * logins and must learn nothing of the orchestrator's). A worker accepts a payload only after {@link parseJob}:
+ * every field typed, nothing unknown, and the names that become paths (run id, task key) safe.
+ */
+import { taskBranch } from '../git/worktree';
+import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
+
+/** Payload format version; a worker refuses another. */
+export const JOB_VERSION = 1;
+
+/** One attempt to run. Times ms. */
+export interface AttemptJob {
+  v: typeof JOB_VERSION;
+  runId: string;
+  runName: string;
+  /** Who started the run (recorded in the eval row as on a local run). */
+  identity: string;
+  key: string;
+  attempt: number;
+  /** An attempt after a judged one. */
+  retry: boolean;
+  engine: string;
+  model: string | null;
+  taskType: string | null;
+  /** The task's spec as written (the eval row's `spec`). */
+  spec: string;
+  /** The previous attempt's failure text, injected into this one as on a local run (run/prompt.ts), or null. */
+  failure: string | null;
+  check: string;
+  expectFiles: string[];
+  timeoutMs: number;
+  checkTimeoutMs: number;
+  watchdogMs: number | null;
+  engineArgs: string[];
+  verified: string | null;
+  network: boolean;
+  protect: string[] | null;
+  setup: string | null;
+  /** The git remote every worker fetches from and pushes to (a URL, or a path on a shared filesystem). */
+  remote: string;
+  /** The run's base commit (on the remote as refs/verdict/<runId>/base). */
+  baseSha: string;
+  /** The task branch, `verdict/<runId>/<key>`. */
+  branch: string;
+  /** Passed prerequisites: their commits are on the remote's task branches. */
+  startFrom: { key: string; commit: string }[];
+  group: string | null;
+  candidate: number | null;
+  /** `review`: reviewers that must approve a passed check (they run on the worker: it needs their engines too). */
+  review: ReviewPolicy | null;
+  /** `guard`, `allow_deps`, `allow_paths` as the manifest states them (run/guards). */
+  guard: GuardSwitches;
+  allowDeps: true | string[];
+  allowPaths: string[] | null;
+}
+
+/** A payload a worker will not run, and why (recorded as the attempt's ERROR). */
+export class BadJobError extends Error {}
+
+const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
+/** The manifest's rule for task keys (safe as a folder and a branch name). */
+const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+const SHA = /^[0-9a-f]{40,64}$/;
+const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths'];
+
+/**
+ * Checks a payload taken from the queue.
+ * @throws BadJobError naming the first field that is missing, mistyped, unknown or unsafe
+ */
+export function parseJob(data: unknown): AttemptJob {
+  if (!data || typeof data !== 'object' || Array.isArray(data)) throw new BadJobError('the payload is not an object');
+  const d = data as Record<string, unknown>;
+  const unknown = Object.keys(d).filter((k) => !(FIELDS as string[]).includes(k));
+  if (unknown.length) throw new BadJobError(`the payload has field(s) a worker does not take: ${unknown.join(', ')}`);
+  const bad = (field: string, want: string): never => {
+    throw new BadJobError(`payload field ${field}: expected ${want}, got ${JSON.stringify(d[field])?.slice(0, 80)}`);
+  };
+  const str = (f: string) => (typeof d[f] === 'string' ? (d[f] as string) : bad(f, 'a string'));
+  const strOrNull = (f: string) => (d[f] === null || typeof d[f] === 'string' ? (d[f] as string | null) : bad(f, 'a string or null'));
+  const posInt = (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 ? (d[f] as number) : bad(f, 'a positive integer'));
+  const strings = (f: string) => (Array.isArray(d[f]) && (d[f] as unknown[]).every((s) => typeof s === 'string') ? (d[f] as string[]) : bad(f, 'an array of strings'));
+  const bool = (f: string) => (typeof d[f] === 'boolean' ? (d[f] as boolean) : bad(f, 'true or false'));
+  if (d.v !== JOB_VERSION) bad('v', String(JOB_VERSION));
+  const runId = str('runId');
+  if (!RUN_ID.test(runId)) bad('runId', 'a run id (YYYYMMDD-HHMMSS-xxxx)');
+  const key = str('key');
+  if (!KEY.test(key) || key.includes('..')) bad('key', 'a task key ([A-Za-z0-9._-], no leading dot, no ..)');
+  const baseSha = str('baseSha');
+  if (!SHA.test(baseSha)) bad('baseSha', 'a commit sha');
+  const branch = str('branch');
+  if (branch !== taskBranch(runId, key)) bad('branch', `${taskBranch(runId, key)}`);
+  const startFrom = Array.isArray(d.startFrom) ? (d.startFrom as unknown[]) : bad('startFrom', 'an array');
+  for (const p of startFrom) {
+    const ok = p && typeof p === 'object' && typeof (p as { key?: unknown }).key === 'string' && KEY.test((p as { key: string }).key) && typeof (p as { commit?: unknown }).commit === 'string' && SHA.test((p as { commit: string }).commit) && Object.keys(p).length === 2;
+    if (!ok) bad('startFrom', 'entries {key, commit}');
+  }
+  const remote = str('remote');
+  // A remote starting with '-' would be read by git as an option.
+  if (!remote || remote.startsWith('-')) bad('remote', 'a git URL or path');
+  const watchdogMs = d.watchdogMs === null ? null : posInt('watchdogMs');
+  const protect = d.protect === null ? null : strings('protect');
+  const candidate = d.candidate === null ? null : posInt('candidate');
+  const guard = d.guard as Record<string, unknown> | null;
+  const switches = ['secrets', 'stubs', 'deps', 'paths'];
+  if (!guard || typeof guard !== 'object' || Object.keys(guard).length !== 4 || !switches.every((k) => typeof guard[k] === 'boolean')) bad('guard', '{secrets, stubs, deps, paths} each true or false');
+  const allowDeps = d.allowDeps === true ? true : strings('allowDeps');
+  const allowPaths = d.allowPaths === null ? null : strings('allowPaths');
+  const review = d.review === null ? null : reviewOf(d.review, bad);
+  return {
+    v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
+    engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
+    check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: posInt('timeoutMs'), checkTimeoutMs: posInt('checkTimeoutMs'), watchdogMs,
+    engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
+    remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
+    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths,
+  };
+}
+
+function reviewOf(v: unknown, bad: (field: string, want: string) => never): ReviewPolicy {
+  const r = v as { engines?: unknown; require?: unknown };
+  const engines = Array.isArray(r?.engines) ? (r.engines as unknown[]) : bad('review', '{engines, require}');
+  const okEngine = (e: unknown) => !!e && typeof e === 'object' && typeof (e as EngineChoice).engine === 'string' && ((e as EngineChoice).model === null || typeof (e as EngineChoice).model === 'string') && Object.keys(e).length === 2;
+  if (!engines.length || !engines.every(okEngine) || !['all', 'majority', 'any'].includes(r.require as string) || Object.keys(r).length !== 2) bad('review', '{engines: [{engine, model}], require: all|majority|any}');
+  return { engines: engines as EngineChoice[], require: r.require as ReviewPolicy['require'] };
+}
+
+/** The pg-boss queue of an engine's attempts: `verdict-attempt-<engine>` (characters pg-boss refuses become `_`). */
+export function queueOf(engine: string): string {
+  return `verdict-attempt-${engine.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+}

@@ -1,0 +1,301 @@
+/**
+ * `verdict pool worker`: takes attempts of the engines this machine has from the pool's queues and runs each exactly
+ * as a local attempt runs (run/attempt.ts runAttempt over the default steps: its own checkout of the run's remote, the
+ * sandbox, the seal, the guard, the check, deliver), then pushes the sealed commit to the remote and settles the
+ * attempt's row. Its heartbeat row is renewed every HEARTBEAT_MS; a drain (Ctrl-C) claims nothing new and lets
+ * running attempts finish. The engines' logins stay on this machine: nothing of its environment enters the queue.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import PgBoss from 'pg-boss';
+import { simpleGit } from 'simple-git';
+import type { EngineSpec } from '../../../engines/types';
+import { runDir, worktreePath } from '../config/home';
+import { withLock } from '../fs/lock';
+import { gitFor } from '../git/safe-git';
+import { StateFile, type AttemptState } from '../live/state';
+import type { Manifest, TaskSpec } from '../manifest/types';
+import type { SandboxMode } from '../process/sandbox';
+import { runAttempt } from '../run/attempt';
+import { recordFiles, type AttemptRecord } from '../run/attempt-record';
+import { taskContainment } from '../run/containment';
+import { preflight } from '../run/preflight';
+import { RunSpend } from '../run/spend';
+import type { AttemptContext, TaskRuntime } from '../run/steps/context';
+import { ensureQueue, push } from './dispatch';
+import { BadJobError, parseJob, queueOf, type AttemptJob } from './payload';
+import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb } from './schema';
+
+/** How long an idle slot waits before asking the queues again, ms. */
+export const IDLE_POLL_MS = 500;
+/** Bytes of the worker's log kept in Postgres (the full log stays on the worker, named in the row's log_dir). */
+export const LOG_TAIL_BYTES = 16 * 1024;
+
+/** Options of {@link runPoolWorker}. */
+export interface PoolWorkerOptions {
+  url: string;
+  /** This machine's VERDICT_HOME (see workerHome). */
+  home: string;
+  /** The name this worker shows in rows and `pool status` (default: the short hostname). */
+  host: string;
+  slots: number;
+  /** The engines this worker takes attempts of (their binaries are checked before each attempt, as on a local run). */
+  engines: ReadonlyMap<string, EngineSpec>;
+  env: NodeJS.ProcessEnv;
+  sandbox: SandboxMode;
+  /** Aborting drains: nothing new is claimed, running attempts finish, then the worker ends. */
+  signal: AbortSignal;
+  /** One line per event (claimed, finished, outage). */
+  log: (line: string) => void;
+}
+
+/**
+ * Runs the worker until `signal` aborts and its running attempts are settled.
+ * @throws Error when the database cannot be reached at start
+ */
+export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
+  const db = poolDb(opts.url);
+  await ensurePoolSchema(db);
+  const boss = new PgBoss({ connectionString: opts.url, schedule: false, max: Math.max(2, opts.slots + 1) });
+  boss.on('error', () => undefined);
+  await boss.start();
+  const engines = [...opts.engines.keys()];
+  for (const e of engines) await ensureQueue(boss, queueOf(e));
+  const workerId = `${opts.host}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
+  await db.query(`INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, $2, $3, $4, $5)`, [workerId, opts.host, process.pid, opts.slots, engines]);
+  opts.log(`worker ${workerId}: ${opts.slots} slot(s), engines ${engines.join(', ')}`);
+  const running = new Map<string, TaskRuntime>();
+  let down = false;
+  const beat = async () => {
+    try {
+      await db.query(`UPDATE verdict_pool_workers SET heartbeat_at = now(), draining = $2, running = $3 WHERE worker_id = $1`, [workerId, opts.signal.aborted, [...running.keys()]]);
+      const stop = await db.query(`SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE worker_id = $1 AND record IS NULL AND cancel_requested`, [workerId]);
+      for (const r of stop.rows as { run_id: string; task_key: string; attempt: number }[]) running.get(`${r.run_id}/${r.task_key}/${r.attempt}`)?.abort.abort();
+      if (down) opts.log('the pool database answers again');
+      down = false;
+    } catch (e) {
+      if (!down) opts.log(`the pool database does not answer (${(e as Error).message}); running attempts go on, their results wait`);
+      down = true;
+    }
+  };
+  const heartbeat = setInterval(() => void beat(), Math.min(HEARTBEAT_MS, Math.floor(leaseMs(opts.env) / 3)));
+  const wake = () => undefined;
+  opts.signal.addEventListener('abort', wake);
+
+  const slot = async () => {
+    let turn = 0;
+    while (!opts.signal.aborted) {
+      const queue = queueOf(engines[turn++ % engines.length]!);
+      const [job] = await boss.fetch<unknown>(queue, { batchSize: 1 }).catch(() => []);
+      if (!job) {
+        if (turn % engines.length === 0) await sleep(IDLE_POLL_MS, opts.signal);
+        continue;
+      }
+      await handle(queue, job);
+    }
+  };
+
+  /** Claims, runs and settles one job; completes it in the queue once its row is settled (by this worker or before). */
+  const handle = async (queue: string, job: PgBoss.Job<unknown>) => {
+    let parsed: AttemptJob;
+    try {
+      parsed = parseJob(job.data);
+      if (!opts.engines.has(parsed.engine)) throw new BadJobError(`engine ${parsed.engine} is not one of this worker's (${engines.join(', ')})`);
+      if (queueOf(parsed.engine) !== queue) throw new BadJobError(`a ${parsed.engine} attempt in queue ${queue}`);
+    } catch (e) {
+      // Refused, and recorded where the orchestrator looks (when the payload names a row): never run.
+      const d = (job.data ?? {}) as Record<string, unknown>;
+      opts.log(`refused job ${job.id}: ${(e as Error).message}`);
+      await db.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now(), worker_id = $5, host = $6 WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`, [String(d.runId), String(d.key), Number(d.attempt) || 0, JSON.stringify({ verdict: 'ERROR', reason: `refused by the pool worker on ${opts.host}: ${(e as Error).message}`, settledBy: 'orchestrator', host: opts.host }), workerId, opts.host]).catch(() => undefined);
+      // Cancelled, not failed: a refused payload is never retried.
+      await boss.cancel(queue, job.id).catch(() => undefined);
+      return;
+    }
+    const id = `${parsed.runId}/${parsed.key}/${parsed.attempt}`;
+    // Claimed here unless settled already, or held by a live worker (a retried job of a lost one is taken over).
+    const claim = await db.query(
+      `UPDATE verdict_pool_attempts a SET worker_id = $4, host = $5, claimed_at = now()
+       WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL AND NOT cancel_requested
+         AND (a.worker_id IS NULL OR a.worker_id = $4 OR NOT EXISTS (SELECT 1 FROM verdict_pool_workers w WHERE w.worker_id = a.worker_id AND w.heartbeat_at > now() - ($6::double precision * interval '1 millisecond')))
+       RETURNING attempt`,
+      [parsed.runId, parsed.key, parsed.attempt, workerId, opts.host, leaseMs(opts.env)],
+    ).catch(() => null);
+    if (!claim || !claim.rowCount) {
+      if (claim) await boss.complete(queue, job.id, { skipped: 'settled or held elsewhere' }).catch(() => undefined);
+      return;
+    }
+    opts.log(`claimed ${id} (${parsed.engine})`);
+    const task = taskOf(parsed, opts);
+    running.set(id, task);
+    let result: { record: Record<string, unknown>; tail: string; logDir: string | null };
+    try {
+      result = await runJob(parsed, task, opts);
+    } catch (e) {
+      result = { record: { verdict: 'ERROR', reason: `the pool worker on ${opts.host} could not run it: ${(e as Error).message}`, host: opts.host, workerId }, tail: '', logDir: null };
+    }
+    result.record.workerId = workerId;
+    // Settled once, retried through an outage: the record is never lost and never written twice.
+    for (;;) {
+      try {
+        const done = await db.query(`UPDATE verdict_pool_attempts SET record = $5, log_tail = $6, log_dir = $7, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND worker_id = $4 AND record IS NULL RETURNING attempt`, [parsed.runId, parsed.key, parsed.attempt, workerId, JSON.stringify(result.record), result.tail, result.logDir]);
+        opts.log(`${id}: ${String(result.record.verdict)}${done.rowCount ? '' : ' (already settled elsewhere: not recorded)'}`);
+        await boss.complete(queue, job.id).catch(() => undefined);
+        break;
+      } catch {
+        await sleep(1000);
+      }
+    }
+    running.delete(id);
+  };
+
+  await beat();
+  await Promise.all(Array.from({ length: opts.slots }, slot));
+  // Draining: every slot has finished its attempt.
+  clearInterval(heartbeat);
+  await db.query(`UPDATE verdict_pool_workers SET stopped_at = now(), draining = true, running = '{}' WHERE worker_id = $1`, [workerId]).catch(() => undefined);
+  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+  await db.end().catch(() => undefined);
+  opts.log(`worker ${workerId} drained and stopped`);
+}
+
+/**
+ * Where the worker keeps its records: its VERDICT_HOME itself (attempt records under runs/<run>/tasks/<key>/, worktrees,
+ * its own runs.jsonl; the clones of remotes under pool/checkouts/), hidden from every step as on a local run. A pool
+ * run's folder here has no state.json (the run lives on its orchestrator), so this machine's views list no such run.
+ */
+export function workerHome(home: string): string {
+  return home;
+}
+
+/** The task as the attempt's steps see it, built from the payload alone. */
+function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
+  const spec: TaskSpec = {
+    key: job.key, spec: job.spec, check: job.check, expectFiles: job.expectFiles, engine: job.engine, model: job.model, taskType: job.taskType,
+    timeoutMs: job.timeoutMs, checkTimeoutMs: job.checkTimeoutMs, watchdogMs: job.watchdogMs, engineArgs: job.engineArgs, verified: job.verified,
+    // A payload never turns the sandbox off: full access is not a field a worker takes.
+    fullAccess: false,
+    network: job.network, protect: job.protect, maxAttempts: 1, fallback: [], after: [],
+    review: job.review, guard: job.guard, allowDeps: job.allowDeps, allowPaths: job.allowPaths,
+    ...(job.group !== null ? { group: job.group } : {}),
+    ...(job.candidate !== null ? { candidate: job.candidate } : {}),
+  };
+  const wHome = workerHome(opts.home);
+  // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
+  const earlier: AttemptState[] = Array.from({ length: job.attempt - 1 }, (_, i) => ({ attempt: i + 1, phase: 'done', verdict: null, startedAt: 0, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: '', notes: 'ran on another pool worker' }));
+  return {
+    spec,
+    engine: opts.engines.get(job.engine)!,
+    abort: new AbortController(),
+    prepared: false,
+    links: null,
+    protected: null,
+    guardBase: null,
+    sealedState: null,
+    containment: 'bwrap',
+    used: job.retry ? 1 : 0,
+    rateLimited: 0,
+    failure: job.failure,
+    records: [],
+    startFrom: job.startFrom,
+    state: { key: job.key, engine: job.engine, model: job.model, taskType: job.taskType, verified: job.verified, status: 'queued', dir: worktreePath(wHome, job.runId, job.key), branch: job.branch, commit: null, port: null, attempts: earlier },
+    summary: { key: job.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: job.verified, branch: job.branch, commit: null, reason: '', checkOutput: '' },
+  };
+}
+
+/** Runs one attempt here and pushes its sealed commit; returns the record for the row, the log tail and the logs' folder. */
+async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOptions): Promise<{ record: Record<string, unknown>; tail: string; logDir: string }> {
+  const wHome = workerHome(opts.home);
+  const checkout = await syncCheckout(wHome, job);
+  // A task dir left by an earlier attempt of this task on this worker: removed (its records stay in the attempt dirs).
+  await dropTaskDir(checkout, task.state.dir, job.branch);
+  const manifest: Manifest = {
+    file: `pool:${job.runId}`, runName: job.runName, workdir: wHome, maxParallel: 1, worktrees: true, repo: checkout, baseRef: job.baseSha,
+    budgetUsd: null, setup: job.setup, include: [], tasks: [task.spec], raw: {},
+  };
+  const pre = await preflight(manifest, opts.engines, opts.env, wHome, { sandbox: opts.sandbox, allowFullAccess: false, configSource: 'a pool worker never allows full_access' });
+  task.containment = taskContainment(pre.containment, false);
+  fs.mkdirSync(path.join(runDir(wHome, job.runId), 'tasks', job.key), { recursive: true });
+  const stateFile = new StateFile(path.join(runDir(wHome, job.runId), 'tasks', job.key, `state-${job.attempt}.json`), {
+    version: 1, runId: job.runId, runName: job.runName, manifestFile: manifest.file, identity: job.identity, host: opts.host, pid: process.pid, status: 'running',
+    startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: true, repo: checkout, baseRef: job.baseSha, baseSha: job.baseSha,
+    containment: pre.containment.summary, paused: false, draining: false, control: [], tasks: [task.state],
+  });
+  const spend = new RunSpend(wHome, null, null);
+  const ctx: AttemptContext = {
+    opts: { manifest, home: wHome, identity: job.identity, engines: opts.engines, env: opts.env, sandbox: opts.sandbox },
+    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap,
+    emit: () => undefined, spend, recordErrors: [], stateBaselines: new Map(),
+  };
+  try {
+    await runAttempt(ctx, task);
+  } finally {
+    await spend.finish().catch(() => undefined);
+    stateFile.state.status = 'finished';
+    stateFile.state.endedAt = Date.now();
+    await stateFile.save().catch(() => undefined);
+  }
+  const rec = task.records[0] as AttemptRecord;
+  rec.host = opts.host;
+  // Every sealed attempt's commit goes to the remote (refs/verdict/<run>/<key>/<n>); a PASS's also to the task branch.
+  if (rec.seal) {
+    const ref = `refs/verdict/${job.runId}/${job.key}/${job.attempt}`;
+    await push(checkout, job.remote, rec.seal.sha, ref, true);
+    if (rec.verdict === 'PASS' && rec.commit) await push(checkout, job.remote, rec.commit, `refs/heads/${job.branch}`, true);
+  }
+  await dropTaskDir(checkout, task.state.dir, job.branch);
+  const { dir, ...record } = rec;
+  return { record: { ...record, logDir: dir }, tail: tailOf(recordFiles(rec).worker), logDir: dir };
+}
+
+/**
+ * This worker's clone of the run's remote (`<home>/pool/checkouts/<sha of the remote>`), fetched for the job: the
+ * run's base and the task branches of its passed prerequisites. Serialized per clone.
+ */
+async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
+  const dir = path.join(wHome, 'pool', 'checkouts', crypto.createHash('sha256').update(job.remote).digest('hex').slice(0, 16));
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  return withLock(`${dir}.lock`, async () => {
+    if (!fs.existsSync(path.join(dir, '.git'))) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await simpleGit().clone(job.remote, dir, ['--no-checkout', '--quiet']);
+    }
+    const refs = [`+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`, ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`)];
+    await gitFor(dir).raw(['fetch', '--no-tags', '--quiet', '--', job.remote, ...refs]);
+    for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit)]) {
+      await gitFor(dir).raw(['cat-file', '-e', `${sha}^{commit}`]).catch(() => {
+        throw new Error(`commit ${sha} is not on the remote ${job.remote}`);
+      });
+    }
+    return dir;
+  });
+}
+
+/** Removes the task's worktree and local branch, when there (the work is on the remote). */
+async function dropTaskDir(checkout: string, dir: string, branch: string): Promise<void> {
+  const git = gitFor(checkout);
+  if (fs.existsSync(dir)) await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
+  await git.raw(['worktree', 'prune']).catch(() => undefined);
+  await git.raw(['branch', '-D', branch]).catch(() => undefined);
+}
+
+function tailOf(file: string): string {
+  try {
+    const buf = fs.readFileSync(file);
+    return buf.subarray(Math.max(0, buf.length - LOG_TAIL_BYTES)).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done);
+  });
+}

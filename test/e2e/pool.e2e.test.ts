@@ -1,0 +1,275 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { CLI, cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { postgresBinDir, TestPostgres } from '../helpers/postgres';
+import { requireSandbox } from '../helpers/sandbox-env';
+
+/** Lease for these tests, ms: a silent worker loses its attempt after this. */
+const LEASE_MS = '3000';
+const unsandboxed = process.env.VERDICT_TEST_UNSANDBOXED ? ['--no-sandbox'] : [];
+
+interface Worker {
+  proc: ResultPromise;
+  home: string;
+  out: () => string;
+}
+
+/** Engines of one machine: `agent` runs its spec with bash (or hangs, on a machine whose agent never ends), `good` too. */
+function machine(dir: string, agent: 'bash' | 'hang'): { config: string; env: Record<string, string> } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  fs.writeFileSync(path.join(bin, 'agent-run'), agent === 'bash' ? '#!/bin/bash\nbash -c "$1"\n' : '#!/bin/bash\necho "working"; sleep 600\n', { mode: 0o755 });
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({
+    engines: {
+      agent: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'agent-1' },
+      good: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'good-1' },
+    },
+  }));
+  return { config, env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } };
+}
+
+function startWorker(url: string, name: string, engines: string, agent: 'bash' | 'hang' = 'bash', slots = 2): Worker {
+  const dir = tempDir(`verdict-pool-${name}-`);
+  const { config, env } = machine(dir, agent);
+  const home = path.join(dir, 'home');
+  let out = '';
+  const proc = execa('node', [CLI, 'pool', 'worker', '--db', url, '--home', home, '--config', config, '--host', name, '--slots', String(slots), '--engines', engines, ...unsandboxed], { env, reject: false, all: true, stdin: 'ignore' });
+  proc.all?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  return { proc, home, out: () => out };
+}
+
+async function until(what: string, fn: () => boolean | Promise<boolean>, limitMs = 120_000): Promise<void> {
+  const end = Date.now() + limitMs;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function drain(w: Worker): Promise<void> {
+  w.proc.kill('SIGINT');
+  await w.proc;
+}
+
+/** A repository to run in and a bare repository as the remote every worker fetches from. */
+function repoAndRemote(dir: string): { repo: string; remote: string } {
+  const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# pool\n' });
+  const remote = path.join(dir, 'remote.git');
+  git(dir, 'init', '-q', '--bare', remote);
+  return { repo, remote };
+}
+
+async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(sql, params);
+  } finally {
+    await c.end();
+  }
+}
+
+describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', function () {
+  this.timeout(300_000);
+  const bin = postgresBinDir();
+  let server: TestPostgres | undefined;
+  const workers: Worker[] = [];
+
+  before(async function () {
+    if (!bin) {
+      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
+      this.skip();
+    }
+    server = await TestPostgres.create(bin as string);
+  });
+  afterEach(async () => {
+    for (const w of workers.splice(0)) {
+      w.proc.kill('SIGKILL');
+      await w.proc;
+    }
+  });
+  after(() => server?.stop());
+
+  it('20 tasks split across two workers: one row each, with its host; every task branch on the remote; Ctrl-C drains', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const a = startWorker(url, 'w1', 'script');
+    const b = startWorker(url, 'w2', 'script');
+    workers.push(a, b);
+    await until('both workers up', () => /slot/.test(a.out()) && /slot/.test(b.out()));
+    const tasks = Array.from({ length: 20 }, (_, i) => scriptTask(`t${i}`, `sleep 0.5; echo "task ${i}" > out.txt`, `grep -qx "task ${i}" out.txt`));
+    const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 20, tasks });
+    const home = path.join(dir, 'home');
+    // A key of the orchestrator's machine: it must reach no worker.
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { OPENAI_API_KEY: 'sk-orchestrator-secret-4242', VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.equal(rows.length, 20);
+    assert.deepEqual(new Set(rows.map((row) => row.verdict)), new Set(['PASS']));
+    assert.deepEqual(rows.map((row) => row.task_key).sort(), tasks.map((t) => t.key).sort());
+    const hosts = new Set(rows.map((row) => row.host));
+    assert.deepEqual([...hosts].sort(), ['w1', 'w2'], 'both workers ran attempts');
+    for (const row of rows) {
+      assert.equal(git(remote, 'rev-parse', `refs/heads/${String(row.branch)}`), row.commit, `${String(row.task_key)}'s branch on the remote holds its PASS`);
+      assert.equal(git(remote, 'show', `${String(row.commit)}:out.txt`), `task ${String(row.task_key).slice(1)}`);
+      // The orchestrator's repository has the branch too (merge works as after a local run).
+      assert.equal(git(repo, 'rev-parse', `refs/heads/${String(row.branch)}`), row.commit);
+    }
+    // Postgres: one attempt row and one mirrored eval row per attempt.
+    const runId = String(rows[0]?.run_id);
+    assert.equal((await query(url, 'SELECT count(*)::int AS n FROM verdict_pool_attempts WHERE run_id = $1', [runId])).rows[0].n, 20);
+    assert.equal((await query(url, "SELECT count(*)::int AS n FROM swarm_runs WHERE run_id = $1 AND verdict = 'PASS'", [runId])).rows[0].n, 20);
+    // The state shows which host ran each task.
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { attempts: { host?: string }[] }[] };
+    assert.ok(state.tasks.every((t) => t.attempts[0]?.host === 'w1' || t.attempts[0]?.host === 'w2'));
+    // Nothing of the orchestrator's environment travelled through the queue.
+    const leaked = await query(url, "SELECT count(*)::int AS n FROM pgboss.job WHERE data::text LIKE '%sk-orchestrator-secret%'");
+    assert.equal(leaked.rows[0].n, 0);
+    // Each worker kept the full logs of what it ran.
+    const own = [...readRows(a.home), ...readRows(b.home)];
+    assert.equal(own.length, 20);
+    // Status names both workers; Ctrl-C drains them.
+    const status = await cli(['pool', 'status', '--db', url, '--json']);
+    const s = JSON.parse(status.stdout) as { workers: { host: string; state: string; engines: string[] }[] };
+    assert.deepEqual(s.workers.filter((w) => w.state === 'live').map((w) => w.host).sort(), ['w1', 'w2']);
+    await Promise.all([drain(a), drain(b)]);
+    assert.match(a.out(), /drained and stopped/);
+    workers.splice(0);
+  });
+
+  it('kill -9 of a worker mid-attempt: INTERRUPTED on it, then the attempt runs on the other, without using a retry', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    // The first machine's agent never ends; the second's does the work.
+    const a = startWorker(url, 'dies', 'agent', 'hang', 1);
+    workers.push(a);
+    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'victim', engine: 'agent', spec: 'echo done > out.txt', check: 'test -s out.txt', max_attempts: 1 }] });
+    const home = path.join(dir, 'home');
+    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    await until('the first worker claims the attempt', () => /claimed .*victim\/1/.test(a.out()));
+    await new Promise((r) => setTimeout(r, 500));
+    a.proc.kill('SIGKILL');
+    await a.proc;
+    const b = startWorker(url, 'lives', 'agent', 'bash', 1);
+    workers.push(b);
+    const r = await run;
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => [row.attempt, row.verdict, row.host, row.retry]), [
+      [1, 'INTERRUPTED', 'dies', false],
+      [2, 'PASS', 'lives', false],
+    ]);
+    assert.match(String(rows[0]?.notes), /stopped renewing its heartbeat/);
+    assert.equal(git(remote, 'rev-parse', 'refs/heads/' + String(rows[1]?.branch)), rows[1]?.commit);
+  });
+
+  it('a two-task graph over the pool; a task for an engine only one worker has runs on that worker', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const a = startWorker(url, 'plain', 'script', 'bash', 2);
+    const b = startWorker(url, 'rich', 'script,good', 'bash', 2);
+    workers.push(a, b);
+    const file = writeManifest(dir, {
+      worktrees: true, repo, remote,
+      tasks: [
+        scriptTask('first', 'echo base > first.txt', 'test -s first.txt'),
+        { key: 'second', engine: 'good', after: ['first'], spec: 'cat first.txt > second.txt; echo more >> second.txt', check: 'grep -qx base second.txt && grep -qx more second.txt' },
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => [row.task_key, row.verdict]), [['first', 'PASS'], ['second', 'PASS']]);
+    assert.equal(rows[1]?.host, 'rich', 'only the worker with engine good may run it');
+    assert.doesNotMatch(a.out(), /claimed .*second/);
+    // The dependent started from its prerequisite's commit, fetched from the remote.
+    assert.equal(git(remote, 'show', `${String(rows[1]?.commit)}:first.txt`), 'base');
+  });
+
+  it('Postgres restarted mid-run: work waits, nothing is lost, nothing is recorded twice', async () => {
+    const pgs = server as TestPostgres;
+    const url = pgs.url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const a = startWorker(url, 'r1', 'script', 'bash', 2);
+    const b = startWorker(url, 'r2', 'script', 'bash', 2);
+    workers.push(a, b);
+    const tasks = Array.from({ length: 6 }, (_, i) => scriptTask(`p${i}`, `sleep 2; echo ${i} > out.txt`, `grep -qx ${i} out.txt`));
+    const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 6, tasks });
+    const home = path.join(dir, 'home');
+    const run = cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    await until('attempts claimed', () => /claimed/.test(a.out() + b.out()));
+    pgs.stop();
+    await new Promise((r) => setTimeout(r, 6000));
+    pgs.start();
+    const r = await run;
+    assert.equal(r.exitCode, 0, r.all);
+    // The workers saw the outage and went on after it.
+    assert.match(a.out() + b.out(), /the pool database does not answer/);
+    assert.match(a.out() + b.out(), /the pool database answers again/);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => row.verdict), Array(6).fill('PASS'));
+    assert.deepEqual(rows.map((row) => row.task_key).sort(), tasks.map((t) => t.key).sort());
+    const runId = String(rows[0]?.run_id);
+    assert.equal((await query(url, 'SELECT count(*)::int AS n FROM verdict_pool_attempts WHERE run_id = $1', [runId])).rows[0].n, 6);
+  });
+
+  it('a task cannot leave its sandbox on a pool worker: the worker\'s home and the rest of the machine stay untouched', async function () {
+    await requireSandbox(this);
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const a = startWorker(url, 'boxed', 'script', 'bash', 1);
+    workers.push(a);
+    const outside = path.join(dir, 'outside.txt');
+    const file = writeManifest(dir, {
+      worktrees: true, repo, remote,
+      tasks: [scriptTask('escape', `echo x > ${outside}; echo x > ${a.home}/pwned; ls ${a.home} > seen.txt 2>&1; echo done > out.txt`, 'test -s out.txt')],
+    });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard'], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const [row] = readRows(home);
+    assert.equal(row?.sandbox, 'bwrap');
+    assert.ok(!fs.existsSync(outside), 'the task wrote outside its task dir');
+    assert.ok(!fs.existsSync(path.join(a.home, 'pwned')), "the task wrote into the worker's VERDICT_HOME");
+    // The worker's home was hidden from the task (an empty folder with only what the step needs bound back): its
+    // records and eval log were not there to read or change.
+    const seen = git(remote, 'show', `${String(row?.commit)}:seen.txt`);
+    assert.doesNotMatch(seen, /runs/);
+    assert.ok(fs.existsSync(path.join(a.home, 'runs.jsonl')));
+  });
+
+  it('hostile payloads: a key that escapes, an unknown field (full access) are refused unrun', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const a = startWorker(url, 'guarded', 'script', 'bash', 1);
+    workers.push(a);
+    await until('worker up', () => /slot/.test(a.out()));
+    const boss = new PgBoss({ connectionString: url, schedule: false, supervise: false });
+    boss.on('error', () => undefined);
+    await boss.start();
+    const base = { v: 1, runId: '20260101-000000-abcd', runName: 'x', identity: 'x', attempt: 1, retry: false, engine: 'script', model: null, taskType: null, spec: `touch ${dir}/pwned`, failure: null, check: 'true', expectFiles: [], timeoutMs: 60000, checkTimeoutMs: 60000, watchdogMs: null, engineArgs: [], verified: null, network: true, protect: null, setup: null, remote: path.join(dir, 'none.git'), baseSha: 'a'.repeat(40), startFrom: [], group: null, candidate: null, review: null, guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: true, allowPaths: null };
+    const escaping = await boss.send('verdict-attempt-script', { ...base, key: '../../escape', branch: 'verdict/20260101-000000-abcd/../../escape' });
+    const fullAccess = await boss.send('verdict-attempt-script', { ...base, key: 'ok', branch: 'verdict/20260101-000000-abcd/ok', fullAccess: true });
+    await until('both refused', () => (a.out().match(/refused job/g) ?? []).length === 2, 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}; the worker said:\n${a.out()}`);
+    });
+    assert.match(a.out(), new RegExp(`refused job ${escaping}: payload field key`));
+    assert.match(a.out(), new RegExp(`refused job ${fullAccess}: the payload has field\\(s\\) a worker does not take: fullAccess`));
+    assert.ok(!fs.existsSync(path.join(dir, 'pwned')), 'no refused payload ran');
+    await boss.stop({ graceful: false });
+  });
+});
