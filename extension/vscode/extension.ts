@@ -12,6 +12,7 @@ import { ManifestDiagnostics } from './diagnostics';
 import { editorEngines } from './engines';
 import { GIT_SCHEME, GitContentProvider } from './git-content';
 import { RunLauncher } from './launcher';
+import { registerMcpProvider } from './mcp-provider';
 import { RunsTreeProvider } from './runs-tree';
 import { readSettings } from './settings';
 import { RunsStatusBar } from './status-bar';
@@ -58,6 +59,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     }),
     ...registerCommands({ log, diagnostics, tree, launcher }),
     ...registerDashboard(context, { log }),
+    ...registerMcpProvider(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, String(context.extension.packageJSON.version ?? ''), log),
     launcher,
   );
   // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
