@@ -8,8 +8,8 @@ import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../
 // last one sealed. The check here is hostile in the useful way: it leaves a token that makes the next check pass, junk,
 // build output and a log (ignored), and it edits a tracked file; none of it may reach the retry or the PASS commit.
 
-async function run(file: string, home: string) {
-  return cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(path.dirname(home), 'user-home') } });
+async function run(file: string, home: string, flags: string[] = []) {
+  return cli(['run', file, '--home', home, '--no-dashboard', ...flags], { env: { HOME: path.join(path.dirname(home), 'user-home') } });
 }
 
 /** Passes at once when an earlier check left `pass-token`; otherwise leaves it (and more), then judges feature.txt. */
@@ -85,5 +85,20 @@ describe('check writes: discarded before the retry, never committed', function (
       assert.equal(sees(log, 'feature'), `wip ${Number(row.attempt) - 1}|`);
     }
     assert.match(r.all ?? '', /before attempt 2: what the previous check wrote was discarded: removed build, junk\.txt, pass-token, test\.log; put back NOTES\.md, feature\.txt/);
+  });
+
+  it('--baseline: what the baseline\'s check writes reaches neither attempt 1 nor its seal (worktree and plain mode)', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'NOTES.md': '# app\n', '.gitignore': 'build/\n*.log\nnode_modules/\n' });
+    const wt = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', WORKER, CHECK, { max_attempts: 1, guard: false })] }, 'wt.swarm.json');
+    const plain = writeManifest(dir, { workdir: 'w', setup: 'echo "# app" > NOTES.md', tasks: [scriptTask('p', WORKER, CHECK, { max_attempts: 1, guard: false })] }, 'plain.swarm.json');
+    const home = path.join(dir, 'home');
+    assert.equal((await run(wt, home, ['--baseline'])).exitCode, 1);
+    assert.equal((await run(plain, home, ['--baseline'])).exitCode, 1);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'FAIL'], 'a pass-token left by the baseline would have passed attempt 1');
+    assert.equal(sees(fs.readFileSync(String(rows[0]?.worker_log), 'utf8'), 'sees'), '.gitignore NOTES.md');
+    assert.equal(sees(fs.readFileSync(String(rows[1]?.worker_log), 'utf8'), 'sees'), 'NOTES.md');
+    assert.equal(sees(fs.readFileSync(String(rows[0]?.worker_log), 'utf8'), 'notes'), '# app|');
   });
 });

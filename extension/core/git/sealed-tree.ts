@@ -16,6 +16,7 @@ import { copyIndex, restoreWorktreeLinks, sealGit, type WorktreeLinks } from './
 
 /** What a worktree held when it was sealed: the commit, a copy of the seal's index, the ignored entries. */
 export interface SealedTree {
+  /** The sealed commit (or, before any worker, the tree: see recordWorktreeTree). */
   sha: string;
   /** A copy of the index the seal built (kept until the next seal replaces it). */
   index: string;
@@ -32,6 +33,24 @@ export async function recordSealedTree(links: WorktreeLinks, sha: string, sealIn
   fs.rmSync(keepIndex, { force: true });
   copyIndex(sealIndex, keepIndex);
   return { sha, index: keepIndex, ignored: await ignoredEntries(links, keepIndex) };
+}
+
+/**
+ * Records a worktree as it is now without a commit (before any worker: after checkout and setup): its tree is written
+ * with a private index kept at `keepIndex` (from the checkout's own index when there is one, so only files setup
+ * changed are hashed), and the ignored entries are listed. {@link resetToSealed} takes it like a sealed commit.
+ * @throws Error with git's message
+ */
+export async function recordWorktreeTree(links: WorktreeLinks, keepIndex: string): Promise<SealedTree> {
+  restoreWorktreeLinks(links);
+  fs.mkdirSync(path.dirname(keepIndex), { recursive: true });
+  fs.rmSync(keepIndex, { force: true });
+  const git = sealGit(links, keepIndex);
+  if (links.baseIndex && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, keepIndex);
+  else await git.raw(['read-tree', links.baseSha ?? 'HEAD']);
+  await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A']);
+  const tree = (await git.raw(['write-tree'])).trim();
+  return { sha: tree, index: keepIndex, ignored: await ignoredEntries(links, keepIndex) };
 }
 
 /** What {@link resetToSealed} changed, for the task's notes: paths removed (new since the seal) and put back. */

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { recordSealedTree, resetToSealed, type SealedTree } from '../git/sealed-tree';
+import { recordSealedTree, recordWorktreeTree, resetToSealed, type SealedTree } from '../git/sealed-tree';
 import type { WorktreeLinks } from '../git/worktree';
 import { restoreSnapshot, takeSnapshot, type DirSnapshot, type SnapshotEntry } from './dir-snapshot';
 
@@ -24,6 +24,17 @@ export async function sealedCommit(links: WorktreeLinks, sha: string, sealIndex:
 /** Records a plain task dir as sealed, with copies of its files under `<taskRunDir>/sealed/`. */
 export function sealedDir(dir: string, taskRunDir: string): SealedState {
   return { kind: 'dir', snapshot: takeSnapshot(dir, path.join(taskRunDir, 'sealed')) };
+}
+
+/**
+ * Records a task dir as prepared, before any worker (for `--baseline`, whose check runs there first: what it writes
+ * must not reach attempt 1 nor its seal). Worktree mode writes the tree (not a commit) with a private index kept at
+ * `<taskRunDir>/prepared.index`.
+ * @throws Error with git's message
+ */
+export async function preparedState(dir: string, links: WorktreeLinks | null, taskRunDir: string): Promise<SealedState> {
+  if (links) return { kind: 'commit', tree: await recordWorktreeTree(links, path.join(taskRunDir, 'prepared.index')) };
+  return sealedDir(dir, taskRunDir);
 }
 
 /**

@@ -25,6 +25,7 @@ import { RunSpend, type RunSpendReport } from './spend';
 import { runAttempt } from './attempt';
 import { attemptEngine, graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
+import { preparedState } from './check-writes';
 import { checkEnvironment } from './steps/check';
 import type { AttemptContext, Step, TaskRuntime } from './steps/context';
 import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
@@ -719,8 +720,13 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
     const scratch = stepScratch(opts.home, ctx.runId, task.spec.key, 0, 'check');
     const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env() });
+    // What the baseline's check writes is discarded before attempt 1, as any check's is before a retry.
+    const prepared = await preparedState(task.state.dir, task.links, path.dirname(dir));
     const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
-    if (!check.passed) return false;
+    if (!check.passed) {
+      task.sealedState = prepared;
+      return false;
+    }
     status = 'SKIPPED';
     reason = 'baseline: the check already passes on the untouched tree, so it cannot prove a worker did anything; the task was not run';
   } catch (e) {
