@@ -176,7 +176,7 @@ export function spawnViaHelper(req: SpawnRequest): Promise<Spawned> {
   return helper.request(req);
 }
 
-/** The running helper's pid, or null (for tests and `verdict doctor`). */
+/** The running helper's pid, or null when none runs (tests look at it). */
 export function spawnHelperPid(): number | null {
   return helper && !helper.dead ? (helper.pid ?? null) : null;
 }

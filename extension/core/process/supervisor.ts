@@ -102,7 +102,7 @@ export interface SupervisedResult {
 export const TAIL_POLL_MS = 100;
 
 /** Log bytes read per read call, bytes. */
-const READ_CHUNK_BYTES = 256 * 1024;
+const READ_CHUNK_BYTES = 64 * 1024;
 
 /**
  * Runs one process in its own process group and session with stdin = /dev/null and stdout+stderr appended to
@@ -168,7 +168,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
 
   const readBuf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
   /** Reads what the step appended since the last read, in order, into the tail and the live view. */
-  const readNew = (keep: boolean) => {
+  const readNew = () => {
     for (;;) {
       let n: number;
       try {
@@ -179,7 +179,6 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       if (n <= 0) return;
       offset += n;
       lastOutputAt = Date.now();
-      if (!keep) continue;
       const chunk = Buffer.from(readBuf.subarray(0, n));
       tail.push(chunk);
       opts.onOutput?.(chunk);
@@ -209,7 +208,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     stopGroup();
   };
   const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
-  const poll = watched ? setInterval(() => readNew(true), TAIL_POLL_MS) : undefined;
+  const poll = watched ? setInterval(readNew, TAIL_POLL_MS) : undefined;
   const guard = opts.idleTimeoutMs || opts.finalEvent
     ? setInterval(() => {
         const now = Date.now();
@@ -245,7 +244,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   // The rest of the log, in order. Unwatched, only the part the tail can hold is read.
   const end = safeSize(log, offset);
   if (!watched) offset = Math.max(offset, end - tail.capacityBytes);
-  readNew(true);
+  readNew();
   const outputBytes = offset - startOffset;
   closeLog();
 
