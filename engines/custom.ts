@@ -2,7 +2,7 @@
  * Engines defined in configuration: any headless CLI, described by an entry that follows
  * schemas/engine.schema.json. Its output can be read by one of the built-in readers (`output`).
  */
-import Ajv, { type ErrorObject } from 'ajv';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import engineSchema from '../schemas/engine.schema.json';
 import { emptyUsage, type ArgvTemplateElement, type EngineSpec } from './types';
 import { templateProblems } from './argv';
@@ -47,7 +47,9 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
 // Same rule as a task key: the name ends up in paths and eval rows.
 const ENGINE_NAME = /^[A-Za-z0-9._-]+$/;
 
-const validateEntry = new Ajv({ allErrors: true, strict: false }).compile<CustomEngineConfig>(engineSchema);
+let entryValidator: ValidateFunction<CustomEngineConfig> | null = null;
+/** The engine entry schema's validator, compiled on first use (not at import: every CLI start loads this module). */
+const validateEntry = (): ValidateFunction<CustomEngineConfig> => (entryValidator ??= new Ajv({ allErrors: true, strict: false }).compile<CustomEngineConfig>(engineSchema));
 
 /** `/argv/2` under engine `aider` → `aider.argv[2]`. */
 function fieldPath(name: string, instancePath: string, child?: string): string {
@@ -90,8 +92,9 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
   if (!ENGINE_NAME.test(name)) {
     throw new Error(`${where}: engine name ${JSON.stringify(name)} may only contain letters, digits, '.', '_' and '-'`);
   }
-  if (!validateEntry(json)) {
-    throw new Error(`${where}: ${schemaErrors(name, validateEntry.errors ?? []).join('; ')}`);
+  const validate = validateEntry();
+  if (!validate(json)) {
+    throw new Error(`${where}: ${schemaErrors(name, validate.errors ?? []).join('; ')}`);
   }
   const problems = templateProblems(json.argv);
   if (problems.length > 0) {

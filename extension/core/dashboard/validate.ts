@@ -1,4 +1,4 @@
-import Ajv, { type JSONSchemaType } from 'ajv';
+import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
 import { SAFE_ID, TASK_ACTIONS, type PageToHost } from '../../../schemas/protocol';
 
 // One JSON Schema per message type; additionalProperties false, so an unknown field is as wrong as an unknown type.
@@ -37,8 +37,15 @@ const schemas: Record<PageToHost['type'], object> = {
   },
 };
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-const validators = new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema as JSONSchemaType<PageToHost>)]));
+let validators: Map<string, ValidateFunction<PageToHost>> | null = null;
+/** The page messages' validators, compiled on first use (not at import: every CLI start loads this module). */
+function pageValidators(): Map<string, ValidateFunction<PageToHost>> {
+  if (!validators) {
+    const ajv = new Ajv({ allErrors: false, strict: false });
+    validators = new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema as JSONSchemaType<PageToHost>)]));
+  }
+  return validators;
+}
 
 /** Largest message a host accepts from a page, bytes of JSON. */
 export const MAX_PAGE_MESSAGE_BYTES = 16 * 1024;
@@ -51,7 +58,7 @@ export const MAX_PAGE_MESSAGE_BYTES = 16 * 1024;
 export function parsePageMessage(raw: unknown): { ok: true; message: PageToHost } | { ok: false; reason: string } {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, reason: 'not a JSON object' };
   const type = (raw as { type?: unknown }).type;
-  const validate = typeof type === 'string' ? validators.get(type) : undefined;
+  const validate = typeof type === 'string' ? pageValidators().get(type) : undefined;
   if (!validate) return { ok: false, reason: `unknown message type ${JSON.stringify(type)?.slice(0, 60) ?? 'undefined'}` };
   if (!validate(raw)) {
     const e = validate.errors?.[0];

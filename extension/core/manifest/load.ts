@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, getNodeValue, type Node, type ParseError } from 'jsonc-parser';
-import Ajv, { type ErrorObject } from 'ajv';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
@@ -19,8 +19,12 @@ const DEFAULT_MAX_ATTEMPTS = 2;
 /** The engine a task without `engine` runs on. */
 export const DEFAULT_ENGINE = 'codex';
 
-const ajv = new Ajv({ allErrors: true, strict: false });
-const validateSchema = ajv.compile(manifestSchema);
+let compiled: ValidateFunction | null = null;
+/** The manifest schema's validator, compiled on first use (compiling at import cost every CLI start ~100 ms). */
+function validateSchema(raw: unknown): boolean {
+  compiled ??= new Ajv({ allErrors: true, strict: false }).compile(manifestSchema);
+  return compiled(raw);
+}
 
 const runFields = new Set(Object.keys(manifestSchema.properties));
 const taskFields = new Set(Object.keys(manifestSchema.definitions.task.properties));
@@ -72,7 +76,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
 
   const raw = getNodeValue(root) as unknown;
   if (!validateSchema(raw)) {
-    for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
+    for (const e of simplifyAjvErrors(compiled?.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
       const unsafe = isUnsafeKey(e);
       error(unsafe ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e) });

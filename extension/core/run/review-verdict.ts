@@ -3,7 +3,7 @@
  * schemas/review-answer.schema.json) and turning the reviewers' answers into the attempt's verdict under the task's
  * `require` rule. No I/O; the step that runs the reviewers is run/steps/review.ts.
  */
-import Ajv from 'ajv';
+import Ajv, { type ValidateFunction } from 'ajv';
 import answerSchema from '../../../schemas/review-answer.schema.json';
 import type { Judgement } from './decide';
 
@@ -20,7 +20,9 @@ export interface ReviewAnswer {
 /** How many approvals a task needs: every reviewer, more than half of them, or one. */
 export type ReviewRequire = 'all' | 'majority' | 'any';
 
-const validateAnswer = new Ajv({ allErrors: true, strict: false }).compile<ReviewAnswer>(answerSchema);
+let answerValidator: ValidateFunction<ReviewAnswer> | null = null;
+/** The answer schema's validator, compiled on first use (not at import: every CLI start loads this module). */
+const validateAnswer = (): ValidateFunction<ReviewAnswer> => (answerValidator ??= new Ajv({ allErrors: true, strict: false }).compile<ReviewAnswer>(answerSchema));
 
 /** The answer in `message`, or why there is none (one line: that is the reviewer's ERROR). */
 export type ParsedAnswer = { ok: true; answer: ReviewAnswer } | { ok: false; error: string };
@@ -42,8 +44,9 @@ export function parseReviewAnswer(message: string | null): ParsedAnswer {
     if (found === undefined) return { ok: false, error: `the reviewer's final message is not JSON: ${preview(message)}` };
     value = found;
   }
-  if (!validateAnswer(value)) {
-    const problems = (validateAnswer.errors ?? []).filter((e) => e.keyword !== 'if').map((e) => `${e.instancePath || '(answer)'} ${e.message ?? 'is invalid'}${e.keyword === 'enum' ? ` (${(e.params.allowedValues as string[]).join(', ')})` : ''}`);
+  const validate = validateAnswer();
+  if (!validate(value)) {
+    const problems = (validate.errors ?? []).filter((e) => e.keyword !== 'if').map((e) => `${e.instancePath || '(answer)'} ${e.message ?? 'is invalid'}${e.keyword === 'enum' ? ` (${(e.params.allowedValues as string[]).join(', ')})` : ''}`);
     return { ok: false, error: `the reviewer's answer does not match schemas/review-answer.schema.json: ${[...new Set(problems)].join('; ')}` };
   }
   return { ok: true, answer: { verdict: value.verdict, concerns: [...value.concerns] } };

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
-import Ajv, { type ErrorObject } from 'ajv';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import rowSchema from '../../../schemas/eval-row.schema.json';
 import { appendChained } from './chain';
 import type { EvalRow } from './eval-row';
@@ -9,15 +9,18 @@ import type { EvalRow } from './eval-row';
 /** A row as a caller hands it to appendEvalRow: prev_hash is set there, under the lock (a value given is replaced). */
 export type EvalRowInput = Omit<EvalRow, 'prev_hash'> & { prev_hash?: string | null };
 
-const validateRow = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/ } }).compile<EvalRow>(rowSchema);
+let rowValidator: ValidateFunction<EvalRow> | null = null;
+/** The eval-row schema's validator, compiled on first use (not at import: every CLI start loads this module). */
+const validateRow = (): ValidateFunction<EvalRow> => (rowValidator ??= new Ajv({ allErrors: true, strict: false, formats: { 'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/ } }).compile<EvalRow>(rowSchema));
 
 /**
  * Problems of `row` against schemas/eval-row.schema.json, one line each (`field: what is wrong`); empty when valid.
  * `date-time` is checked as ISO 8601 with a zone (what Date.toISOString writes).
  */
 export function evalRowProblems(row: unknown): string[] {
-  if (validateRow(row)) return [];
-  return (validateRow.errors ?? []).map((e: ErrorObject) => `${e.instancePath.slice(1) || (e.params as { missingProperty?: string; additionalProperty?: string }).missingProperty || (e.params as { additionalProperty?: string }).additionalProperty || '(row)'}: ${e.message ?? 'is invalid'}`);
+  const validate = validateRow();
+  if (validate(row)) return [];
+  return (validate.errors ?? []).map((e: ErrorObject) => `${e.instancePath.slice(1) || (e.params as { missingProperty?: string; additionalProperty?: string }).missingProperty || (e.params as { additionalProperty?: string }).additionalProperty || '(row)'}: ${e.message ?? 'is invalid'}`);
 }
 
 /**
