@@ -154,7 +154,11 @@ export class RunTestResults implements vscode.Disposable {
         this.record({ runId: s.runId, key: t.key, attempt: null, state: 'skipped', message: `BLOCKED — ${t.reason ?? ''}`, log: null });
       }
     }
-    if (batch && !isLive) batch.end();
+    if (batch && !isLive) {
+      // The run ended: its test run ends with what it published last (update() ends only those of runs gone from view).
+      batch.end();
+      this.live.delete(s.runId);
+    }
   }
 
   private result(run: vscode.TestRun, test: vscode.TestItem, runId: string, t: TaskState, a: AttemptState): void {

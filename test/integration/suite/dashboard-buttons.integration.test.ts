@@ -54,6 +54,9 @@ describe('dashboard buttons in the VS Code webview: the webview asks the extensi
       assert.ok(shown.found, `the answer shows in the page: ${shown.error}`);
     } finally {
       child.kill('SIGINT');
+      // The next suite opens its own dashboard on the live list: close this one, which shows a run document.
+      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard'));
+      await vscode.window.tabGroups.close(tabs);
     }
   });
 });
