@@ -5,6 +5,7 @@ import { command, type AnyCommand, type FlagSpec, type FlagValues } from './comm
 import { demoCommand } from './demo';
 import { doctorCommand } from './doctor-command';
 import { hudCommand } from './hud/hud-command';
+import { initCommand } from './init-command';
 import { lintCommand } from './lint-command';
 import { agentHookCommand } from './agent/nudge';
 import { agentTargets, installAgent, uninstallAgent } from './agent/install';
@@ -189,6 +190,18 @@ export const COMMANDS: readonly AnyCommand[] = [
       const { engines, settings } = loadEngines(flags.config);
       return lintCommand(args, flags.json, engines, settings.allowFullAccess, io);
     },
+  }),
+  command({
+    name: 'init',
+    args: [],
+    flags: {
+      template: { type: 'string', value: 'T', help: 'the template to write (`--list` names them)', default: 'fan-out' },
+      dir: { type: 'string', value: 'DIR', help: 'the folder to write into (created when missing)', default: 'the current folder' },
+      list: { type: 'boolean', help: 'list the templates with a line each; write nothing' },
+    },
+    summary: 'write a manifest from a template (`--list` shows them) into a folder; never overwrites a file',
+    exit: '0 written or listed, 1 a file it would write exists (nothing written), 2 bad input (no such template)',
+    run: async ({ flags }, io) => initCommand({ template: flags.template, dir: flags.dir, list: flags.list }, io),
   }),
   command({
     name: 'demo',

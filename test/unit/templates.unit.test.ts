@@ -3,23 +3,97 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lintManifestFile } from '../../extension/core/manifest/lint';
 import { loadManifest } from '../../extension/core/manifest/load';
+import { freeManifestName, listTemplates, planTemplate, writeTemplate, type Template } from '../../extension/core/manifest/templates';
+import { tempDir } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
 
-/** The workflow templates (docs/workflows.md): every one loads and lints without an error or a warning. */
+/** templates/ (issue 17 item 3, docs/workflows.md): every template loads and lints without an error, warning or note. */
 describe('templates/', () => {
-  const dir = path.resolve('templates');
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.swarm.jsonc')).sort();
+  const templates = listTemplates(path.resolve('templates'));
 
-  it('holds a template per workflow', () => {
-    assert.deepEqual(files, ['best-of-n.swarm.jsonc', 'generated.swarm.jsonc']);
+  it('holds the patterns that pay, each a folder with a manifest and a README', () => {
+    assert.deepEqual(templates.map((t) => t.id), ['best-of-n', 'code-review', 'docs-sweep', 'fan-out', 'generated', 'migration', 'model-bakeoff', 'research', 'test-hardening']);
+    for (const t of templates) assert.ok(t.readme, `${t.id} has a README.md`);
   });
 
-  for (const f of files) {
-    it(`${f} loads and lints clean`, async () => {
-      const file = path.join(dir, f);
-      assert.ok(loadManifest(file, { engines: new Set(ctx.engines.keys()) }).manifest.tasks.length > 0);
-      const findings = (await lintManifestFile(file, ctx)).filter((x) => x.severity !== 'info');
-      assert.deepEqual(findings.map((x) => `${x.rule}: ${x.message}`), []);
+  for (const t of templates) {
+    it(`${t.id} loads and lints clean`, async () => {
+      assert.ok(loadManifest(t.manifest, { engines: new Set(ctx.engines.keys()) }).manifest.tasks.length > 0);
+      const findings = await lintManifestFile(t.manifest, ctx);
+      assert.deepEqual(findings.map((x) => `${x.severity} ${x.rule}: ${x.message}`), []);
+    });
+
+    it(`${t.id}: its README says when to use it, what to change and how the check proves the work`, () => {
+      const text = fs.readFileSync(t.readme as string, 'utf8');
+      for (const h of ['## When to use it', '## What to change', '## How the check proves the work']) assert.ok(text.includes(`\n${h}\n`), `${t.id}/README.md lacks "${h}"`);
+      assert.ok(t.description.length >= 40 && t.description.length <= 160, `${t.id}: the one-line description is ${t.description.length} characters`);
+    });
+
+    it(`${t.id}: no task runs on the script engine (the template is for real engines) and every check script it names ships with it`, () => {
+      const { manifest } = loadManifest(t.manifest, { engines: new Set(ctx.engines.keys()) });
+      for (const task of manifest.tasks) {
+        assert.notEqual(task.engine, 'script', `${t.id}: ${task.key}`);
+        for (const m of (task.check ?? '').matchAll(/bash (checks\/[\w.-]+)/g)) assert.ok(t.files.includes(m[1] as string), `${t.id}: ${m[1]} is not in the template`);
+      }
     });
   }
+});
+
+describe('templates: writing one into a folder', () => {
+  const t = listTemplates(path.resolve('templates')).find((x) => x.id === 'test-hardening') as Template;
+
+  it('writes the manifest and its support files, not the README, keeping the bytes', () => {
+    const dir = tempDir();
+    const plan = planTemplate(t, dir);
+    assert.deepEqual(plan.conflicts, []);
+    const written = writeTemplate(t, dir, plan);
+    assert.deepEqual(written.map((f) => path.relative(dir, f)), ['test-hardening.swarm.json', 'checks/mutants.sh', 'checks/mutants.txt']);
+    assert.ok(!fs.existsSync(path.join(dir, 'README.md')));
+    assert.ok(fs.readFileSync(path.join(dir, 'checks/mutants.sh')).equals(fs.readFileSync(path.join(t.root, 'checks/mutants.sh'))));
+  });
+
+  it('never overwrites: a manifest or support file with other contents is a conflict and nothing is written; identical support files are kept', () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'checks'));
+    fs.writeFileSync(path.join(dir, 'checks/mutants.txt'), 's/mine/theirs/\n');
+    fs.copyFileSync(path.join(t.root, 'checks/mutants.sh'), path.join(dir, 'checks/mutants.sh'));
+    fs.writeFileSync(path.join(dir, 'test-hardening.swarm.json'), '{"mine": true}');
+    const plan = planTemplate(t, dir);
+    assert.deepEqual(plan.conflicts, ['test-hardening.swarm.json', 'checks/mutants.txt']);
+    assert.deepEqual(plan.same, ['checks/mutants.sh']);
+    assert.throws(() => writeTemplate(t, dir, plan), /test-hardening\.swarm\.json, .*checks\/mutants\.txt already exist/);
+    assert.equal(fs.readFileSync(path.join(dir, 'test-hardening.swarm.json'), 'utf8'), '{"mine": true}');
+    assert.equal(fs.readFileSync(path.join(dir, 'checks/mutants.txt'), 'utf8'), 's/mine/theirs/\n');
+  });
+
+  it('a new manifest name: the first free one; a symlink in the way counts as taken and is never followed', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'test-hardening.swarm.json'), '{}');
+    const outside = path.join(tempDir(), 'victim');
+    fs.symlinkSync(outside, path.join(dir, 'test-hardening-2.swarm.json'));
+    const name = freeManifestName(t, dir);
+    assert.equal(name, 'test-hardening-3.swarm.json');
+    const written = writeTemplate(t, dir, planTemplate(t, dir, name));
+    assert.equal(path.basename(written[0] as string), name);
+    assert.ok(!fs.existsSync(outside), 'nothing written through the link');
+    assert.deepEqual(planTemplate(t, dir, 'test-hardening-2.swarm.json').conflicts, ['test-hardening-2.swarm.json']);
+  });
+
+  it('a file that appears between plan and write is not overwritten (exclusive create)', () => {
+    const dir = tempDir();
+    const plan = planTemplate(t, dir);
+    fs.mkdirSync(path.join(dir, 'checks'));
+    fs.writeFileSync(path.join(dir, 'checks/mutants.sh'), 'mine');
+    assert.throws(() => writeTemplate(t, dir, plan), /EEXIST/);
+    assert.equal(fs.readFileSync(path.join(dir, 'checks/mutants.sh'), 'utf8'), 'mine');
+  });
+
+  it('reads the single-file shape too: a templates/<id>.swarm.jsonc whose leading comment is the description', () => {
+    const dir = tempDir();
+    fs.writeFileSync(path.join(dir, 'council.swarm.jsonc'), '// Council: several models answer. Then a chair.\n{"tasks": []}\n');
+    fs.mkdirSync(path.join(dir, 'not-a-template'));
+    fs.writeFileSync(path.join(dir, 'not-a-template', 'notes.md'), 'x');
+    assert.deepEqual(listTemplates(dir).map((x) => [x.id, x.description, x.files]), [['council', 'Council: several models answer.', ['council.swarm.jsonc']]]);
+    assert.deepEqual(listTemplates(path.join(dir, 'missing')), []);
+  });
 });

@@ -8,6 +8,7 @@ import { resolveIdentity } from '../../core/host/identity';
 import { CONTROL_VERBS, type ControlVerb } from '../../core/live/control';
 import { listRuns } from '../../core/live/registry';
 import { lintManifestFile } from '../../core/manifest/lint';
+import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
 import { resolveRun, mergeCommand } from '../control-command';
@@ -74,16 +75,9 @@ function collector(): Io & { lines: string[] } {
 
 const tail = (s: string, max: number) => (s.length > max ? `…(${s.length - max} characters cut)\n${s.slice(-max)}` : s);
 
-/** The files under templates/ of the package (name → absolute path); empty when there is none. */
+/** The manifests of the templates under templates/ of the package (file name → absolute path); empty when there is none. */
 export function templateFiles(root = packageRoot()): Map<string, string> {
-  const dir = path.join(root, 'templates');
-  const out = new Map<string, string>();
-  try {
-    for (const name of fs.readdirSync(dir).sort()) if (fs.statSync(path.join(dir, name)).isFile()) out.set(name, path.join(dir, name));
-  } catch {
-    // no templates shipped
-  }
-  return out;
+  return new Map(listTemplates(path.join(root, 'templates')).map((t) => [path.basename(t.manifest), t.manifest]));
 }
 
 /** Builds the server with its tools and resources (not connected). */
