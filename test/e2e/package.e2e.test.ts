@@ -7,9 +7,9 @@ import { extractZip, packageVsix, zipEntries } from '../helpers/package-vsix.mjs
 import { tempDir } from '../helpers/fixtures';
 
 /** What the .vsix may hold under extension/ (the allow-list of .vscodeignore, as vsce names the files). */
-const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png'];
+const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png', 'templates/**'];
 /** What it must hold: the bundles, the wasm, the schemas, the demo, the icon, the legal and user docs. */
-const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png'];
+const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png', 'templates/fan-out/fan-out.swarm.json', 'templates/test-hardening/checks/mutants.sh'];
 const MAX_BYTES = 2 * 1024 * 1024;
 
 /** `npm run package`: the production build and the .vsix a user installs (issue 17). */
@@ -57,6 +57,10 @@ describe('the .vsix (npm run package)', function () {
     const lint = await execa(process.execPath, [path.join(ext, 'dist/cli.js'), 'lint', path.join(ext, 'examples/demo/demo.swarm.json')], { reject: false, all: true, stdin: 'ignore' });
     assert.equal(lint.exitCode, 0, lint.all);
     assert.match(lint.stdout, /0 error\(s\), 0 warning\(s\), 0 note\(s\)/);
+    // The templates ship where `verdict init` reads them.
+    const init = await execa(process.execPath, [path.join(ext, 'dist/cli.js'), 'init', '--list'], { reject: false, all: true, stdin: 'ignore' });
+    assert.equal(init.exitCode, 0, init.all);
+    assert.ok(init.stdout.split('\n').length >= 8, init.stdout);
     // A run from the package alone: its steps are started by the spawn helper shipped beside the bundle.
     const work = tempDir();
     const manifest = path.join(work, 'one.swarm.json');

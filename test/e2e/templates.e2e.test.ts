@@ -1,0 +1,296 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'jsonc-parser';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, tempDir } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
+
+// Every template (templates/<id>/) runs end to end with the script engine: `verdict init` writes it into a fixture
+// repository, each task's engine becomes `script` and its spec a script that does the work (every task PASSes) or
+// one that does not (every task FAILs on the template's own check). Reviewers become custom engines (the script engine
+// cannot review). Only the engines and specs change: the checks, paths and guards are the template's.
+
+type Specs = Record<string, string>;
+interface Fixture {
+  /** Files of the project the template is written into (path → content). */
+  files: Record<string, string>;
+  /** Task key → script that does the work. */
+  good: Specs;
+  /** Task key → script that does not; the template's check must fail on it. */
+  bad: Specs;
+}
+
+const file = (p: string, body: string) => `mkdir -p "$(dirname ${p})" && cat > ${p} <<'EOF'\n${body}\nEOF`;
+const nodeTest = (imports: string, body: string) => `import test from 'node:test';\nimport assert from 'node:assert/strict';\n${imports}\ntest('t', () => {\n${body}\n});\n`;
+
+const MONEY = `export function splitCents(total, parts) {
+  if (!Number.isInteger(total) || total < 0) throw new RangeError('total: ' + total);
+  if (!Number.isInteger(parts) || parts < 1) throw new RangeError('parts: ' + parts);
+  const base = Math.floor(total / parts);
+  const rest = total % parts;
+  return Array.from({ length: parts }, (_, i) => base + (i < rest ? 1 : 0));
+}`;
+
+const AUTH = `export function authenticate(req) {
+  const token = req.headers.authorization;
+  if (!token) return null;
+  return lookupSession(token.replace('Bearer ', ''));
+}
+export function allowed(user, action) {
+  return user.roles.includes('admin') || user.grants.includes(action);
+}`;
+
+const REPORT = (citations: string[]) => `# Auth flow\n\n## Answer\n\nauthenticate() reads the bearer token; allowed() checks roles.\n\n## Evidence\n\n${citations.join('\n')}\n\n## Open questions\n\nWhere sessions expire.\n`;
+
+const FIXTURES: Record<string, Fixture> = {
+  'fan-out': {
+    files: {
+      'test/slugify.test.mjs': nodeTest("import { slugify } from '../src/slugify.mjs';", "  assert.equal(slugify(' Hello, World! '), 'hello-world');"),
+      'test/parse-duration.test.mjs': nodeTest("import { parseDuration } from '../src/parse-duration.mjs';", "  assert.equal(parseDuration('1h30m'), 5400000);\n  assert.throws(() => parseDuration('soon'), RangeError);"),
+      'test/format-bytes.test.mjs': nodeTest("import { formatBytes } from '../src/format-bytes.mjs';", "  assert.equal(formatBytes(1536), '1.5 KiB');"),
+    },
+    good: {
+      slugify: file('src/slugify.mjs', "export const slugify = (t) => t.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');"),
+      'parse-duration': file('src/parse-duration.mjs', "export function parseDuration(t) {\n  const m = /^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s)?$/.exec(t);\n  if (!m || t === '') throw new RangeError('not a duration: ' + t);\n  return ((+(m[1] ?? 0) * 60 + +(m[2] ?? 0)) * 60 + +(m[3] ?? 0)) * 1000;\n}"),
+      'format-bytes': file('src/format-bytes.mjs', "export function formatBytes(n) {\n  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];\n  let i = 0;\n  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }\n  return (Math.round(n * 10) / 10) + ' ' + u[i];\n}"),
+    },
+    bad: {
+      slugify: file('src/slugify.mjs', 'export const slugify = (t) => t.toLowerCase();'),
+      'parse-duration': file('src/parse-duration.mjs', 'export const parseDuration = (t) => 0;'),
+      'format-bytes': 'echo "I could not find the file"',
+    },
+  },
+  'test-hardening': {
+    files: { 'src/money.mjs': MONEY },
+    good: {
+      'money-edge-tests': file('test/money.edge.test.mjs', nodeTest("import { splitCents } from '../src/money.mjs';", "  assert.deepEqual(splitCents(5, 2), [3, 2]);\n  assert.throws(() => splitCents(-1, 2), RangeError);\n  assert.throws(() => splitCents(5, 0), RangeError);")),
+    },
+    // Passes on the code, but checks too little: most mutants survive.
+    bad: { 'money-edge-tests': file('test/money.edge.test.mjs', nodeTest("import { splitCents } from '../src/money.mjs';", '  assert.deepEqual(splitCents(4, 2), [2, 2]);')) },
+  },
+  'docs-sweep': {
+    files: {
+      'src/strings.mjs': "export function capitalize(s) {\n  return s.charAt(0).toUpperCase() + s.slice(1);\n}\nexport const WORD_SEP = ' ';\n",
+      'src/dates.mjs': 'export function isoDay(d) {\n  return d.toISOString().slice(0, 10);\n}\n',
+    },
+    good: {
+      'doc-strings': file('docs/api/strings.md', '# strings\n\n## capitalize(s)\n\nUpper-cases the first character.\n\n## `WORD_SEP`\n\nA space.'),
+      'doc-dates': file('docs/api/dates.md', '# dates\n\n## isoDay(d)\n\nThe date part of d.toISOString().'),
+    },
+    bad: {
+      // An invented API and a missing export.
+      'doc-strings': file('docs/api/strings.md', '# strings\n\n## capitalize(s)\n\nUpper-cases.\n\n## truncate(s, n)\n\nCuts s.'),
+      // An empty section.
+      'doc-dates': file('docs/api/dates.md', '# dates\n\n## isoDay(d)\n'),
+    },
+  },
+  migration: {
+    files: {
+      'src/http.mjs': "export async function get(url) {\n  return 'body:' + url;\n}\n",
+      'src/legacy.mjs': "export function legacyFetch(url, cb) {\n  cb(null, 'body:' + url);\n}\n",
+      'src/api/users.mjs': "import { legacyFetch } from '../legacy.mjs';\nexport function fetchUser(id, cb) {\n  legacyFetch('/users/' + id, cb);\n}\n",
+      'src/jobs/sync.mjs': "import { legacyFetch } from '../legacy.mjs';\nexport function syncAll(cb) {\n  legacyFetch('/sync', cb);\n}\n",
+      'test/api/users.test.mjs': nodeTest("import { fetchUser } from '../../src/api/users.mjs';", "  return fetchUser(1).then((b) => assert.equal(b, 'body:/users/1'));"),
+      'test/jobs/sync.test.mjs': nodeTest("import { syncAll } from '../../src/jobs/sync.mjs';", "  return syncAll().then((b) => assert.equal(b, 'body:/sync'));"),
+    },
+    good: {
+      'migrate-api': file('src/api/users.mjs', "import * as http from '../http.mjs';\nexport async function fetchUser(id) {\n  return http.get('/users/' + id);\n}"),
+      'migrate-jobs': file('src/jobs/sync.mjs', "import * as http from '../http.mjs';\nexport async function syncAll() {\n  return http.get('/sync');\n}"),
+    },
+    bad: {
+      // Passes the tests by wrapping the old call: the old form is still there.
+      'migrate-api': file('src/api/users.mjs', "import { legacyFetch } from '../legacy.mjs';\nexport const fetchUser = (id) => new Promise((ok, no) => legacyFetch('/users/' + id, (e, b) => (e ? no(e) : ok(b))));"),
+      // Removes the call and the behaviour with it.
+      'migrate-jobs': file('src/jobs/sync.mjs', 'export async function syncAll() {\n  return null;\n}'),
+    },
+  },
+  'code-review': {
+    files: {
+      'test/rate-limiter.test.mjs': nodeTest("import { RateLimiter } from '../src/rate-limiter.mjs';", '  const r = new RateLimiter({ perSecond: 2 });\n  assert.deepEqual([r.tryTake(0), r.tryTake(10), r.tryTake(20), r.tryTake(1001)], [true, true, false, true]);'),
+      'test/lru-cache.test.mjs': nodeTest("import { LruCache } from '../src/lru-cache.mjs';", "  const c = new LruCache(2);\n  c.set('a', 1); c.set('b', 2); c.get('a'); c.set('c', 3);\n  assert.deepEqual([c.get('a'), c.get('b'), c.get('c'), c.size], [1, undefined, 3, 2]);"),
+    },
+    good: {
+      'rate-limiter': file('src/rate-limiter.mjs', 'export class RateLimiter {\n  constructor({ perSecond }) { this.n = perSecond; this.times = []; }\n  tryTake(now) {\n    this.times = this.times.filter((t) => now - t < 1000);\n    if (this.times.length >= this.n) return false;\n    this.times.push(now);\n    return true;\n  }\n}'),
+      'lru-cache': file('src/lru-cache.mjs', 'export class LruCache {\n  constructor(capacity) { this.cap = capacity; this.m = new Map(); }\n  get(k) { if (!this.m.has(k)) return undefined; const v = this.m.get(k); this.m.delete(k); this.m.set(k, v); return v; }\n  set(k, v) { this.m.delete(k); this.m.set(k, v); if (this.m.size > this.cap) this.m.delete(this.m.keys().next().value); }\n  get size() { return this.m.size; }\n}'),
+    },
+    bad: {
+      'rate-limiter': file('src/rate-limiter.mjs', 'export class RateLimiter {\n  tryTake() { return true; }\n}'),
+      'lru-cache': file('src/lru-cache.mjs', 'export class LruCache {\n  constructor() { this.m = new Map(); }\n  get(k) { return this.m.get(k); }\n  set(k, v) { this.m.set(k, v); }\n  get size() { return this.m.size; }\n}'),
+    },
+  },
+  'model-bakeoff': {
+    files: {
+      'test/csv.test.mjs': nodeTest("import { parseCsv } from '../src/csv.mjs';", "  assert.deepEqual(parseCsv('a,\"b,c\"\\r\\n1,2\\n'), [['a', 'b,c'], ['1', '2']]);"),
+      'test/intervals.test.mjs': nodeTest("import { mergeIntervals } from '../src/intervals.mjs';", '  assert.deepEqual(mergeIntervals([[2, 3], [1, 2], [5, 6]]), [[1, 3], [5, 6]]);\n  assert.throws(() => mergeIntervals([[3, 1]]), RangeError);'),
+    },
+    good: {
+      'csv-parser': file('src/csv.mjs', "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n' || c === '\\r') { if (c === '\\r' && text[i + 1] === '\\n') i++; row.push(f); rows.push(row); row = []; f = ''; }\n    else f += c;\n  }\n  if (f !== '' || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}"),
+      'interval-merge': file('src/intervals.mjs', "export function mergeIntervals(list) {\n  for (const [a, b] of list) if (a > b) throw new RangeError('bad pair ' + a + ',' + b);\n  const s = [...list].sort((x, y) => x[0] - y[0]);\n  const out = [];\n  for (const [a, b] of s) { const l = out[out.length - 1]; if (l && a <= l[1]) l[1] = Math.max(l[1], b); else out.push([a, b]); }\n  return out;\n}"),
+    },
+    bad: {
+      'csv-parser': file('src/csv.mjs', "export const parseCsv = (t) => t.trim().split(/\\r?\\n/).map((l) => l.split(','));"),
+      'interval-merge': file('src/intervals.mjs', 'export const mergeIntervals = (l) => l;'),
+    },
+  },
+  research: {
+    files: { 'src/auth.mjs': AUTH },
+    good: {
+      'auth-flow': file('research/auth-flow.md', REPORT([
+        '- `src/auth.mjs:2` "const token = req.headers.authorization"',
+        '- `src/auth.mjs:3` "if (!token) return null"',
+        "- `src/auth.mjs:4` \"lookupSession(token.replace('Bearer ', ''))\"",
+        '- `src/auth.mjs:6` "export function allowed(user, action)"',
+        "- `src/auth.mjs:7` \"user.roles.includes('admin')\"",
+      ])),
+    },
+    // Five citations, one of them invented (line 3 does not hold that text).
+    bad: {
+      'auth-flow': file('research/auth-flow.md', REPORT([
+        '- `src/auth.mjs:2` "const token = req.headers.authorization"',
+        '- `src/auth.mjs:3` "if (!token) throw new AuthError()"',
+        "- `src/auth.mjs:4` \"lookupSession(token.replace('Bearer ', ''))\"",
+        '- `src/auth.mjs:6` "export function allowed(user, action)"',
+        "- `src/auth.mjs:7` \"user.roles.includes('admin')\"",
+      ])),
+    },
+  },
+  'best-of-n': {
+    files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
+    good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
+    bad: { 'fix-parser': "echo '// unchanged' >> src/parser.ts" },
+  },
+  generated: {
+    files: { 'docs/roadmap.md': '# Roadmap\n\n1. words.txt\n' },
+    good: { plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "grep -x alpha words.txt", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF` },
+    // A generated task whose check cannot fail: a lint error in tasks.json, so the planner FAILs.
+    bad: { plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "true", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF` },
+  },
+};
+
+interface Task {
+  key: string;
+  engine?: string;
+  spec: string;
+  candidates?: { engine: string }[];
+  review?: { engines: unknown[] };
+}
+
+/** A config with two reviewer engines that approve whatever they read (the script engine cannot review). */
+function reviewerConfig(dir: string): { config: string; env: Record<string, string> } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  const engines: Record<string, unknown> = {};
+  for (const name of ['rev-a', 'rev-b']) {
+    fs.writeFileSync(path.join(bin, name), `#!/bin/bash\ntest -s "$VERDICT_REVIEW_MATERIAL" || exit 3\necho '{"verdict": "approve", "concerns": []}'\n`, { mode: 0o755 });
+    engines[name] = { binary: name, argv: ['{spec}'], install: 'a test fixture', output: 'none', model: `${name}-1` };
+  }
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({ engines }));
+  return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
+}
+
+interface StateJson {
+  tasks: { key: string; status: string; reason?: string }[];
+}
+
+/** Writes template `id` into a fixture repo with `verdict init`, swaps engines and specs, runs it; returns state and rows. */
+async function runTemplate(id: string, which: 'good' | 'bad') {
+  const fx = FIXTURES[id] as Fixture;
+  const dir = tempDir();
+  const repo = makeRepo(path.join(dir, 'repo'), fx.files);
+  const init = await cli(['init', '--template', id, '--dir', repo]);
+  assert.equal(init.exitCode, 0, init.all);
+  const manifestFile = /^wrote (.*\.swarm\.jsonc?)$/m.exec(init.stdout)?.[1] as string;
+  const m = parse(fs.readFileSync(manifestFile, 'utf8')) as { tasks: Task[]; review?: { engines: unknown[] } };
+  const specs = fx[which];
+  assert.deepEqual(m.tasks.map((t) => t.key).sort(), Object.keys(specs).sort(), `the fixture covers every task of ${id}`);
+  for (const t of m.tasks) {
+    t.spec = specs[t.key] as string;
+    if (t.engine) t.engine = 'script';
+    if (t.candidates) t.candidates = t.candidates.map(() => ({ engine: 'script' }));
+    if (t.review) t.review.engines = ['rev-a', 'rev-b'];
+    if (m.review) m.review.engines = ['rev-a', 'rev-b'];
+  }
+  fs.writeFileSync(manifestFile, JSON.stringify(m, null, 2));
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', `template ${id}`);
+  const { config, env } = reviewerConfig(dir);
+  const home = path.join(dir, 'home');
+  const r = await cli(['run', manifestFile, '--home', home, '--config', config, '--no-dashboard'], { env });
+  const [run] = fs.readdirSync(path.join(home, 'runs'));
+  const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', run as string, 'state.json'), 'utf8')) as StateJson;
+  return { code: r.exitCode, out: r.all, state, rows: readRows(home), keys: Object.keys(specs) };
+}
+
+describe('templates: each runs end to end with the script engine; its check passes real work and fails the rest', function () {
+  this.timeout(300000);
+  before(async function () {
+    await requireSandbox(this);
+  });
+
+  it('covers every template', async () => {
+    const list = await cli(['init', '--list']);
+    assert.deepEqual(list.stdout.split('\n').map((l) => l.split(' ')[0]).sort(), Object.keys(FIXTURES).sort());
+  });
+
+  for (const id of Object.keys(FIXTURES)) {
+    it(`${id}: the work done, every task PASSes`, async () => {
+      const { code, out, state, rows } = await runTemplate(id, 'good');
+      assert.equal(code, 0, out);
+      // A first-pass candidate that lost is CANCELLED naming the winner; every other task PASSes.
+      for (const t of state.tasks) assert.ok(t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')), `${t.key}: ${t.status} ${t.reason}\n${out}`);
+      if (id === 'code-review') assert.deepEqual(rows.filter((r) => r.step === 'review').map((r) => r.verdict), ['PASS', 'PASS', 'PASS', 'PASS'], 'both reviewers approved both tasks');
+      if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
+    });
+
+    it(`${id}: the work not done, the template's check fails every task`, async () => {
+      const { code, out, state, rows } = await runTemplate(id, 'bad');
+      assert.equal(code, 1, out);
+      const work = rows.filter((r) => r.step !== 'review');
+      assert.ok(work.length > 0);
+      for (const r of work) {
+        assert.equal(r.verdict, 'FAIL', `${r.task_key}: ${r.notes}\n${out}`);
+        // The template's own check said no (the planner's check is its file's validation).
+        if (id !== 'generated') assert.ok(typeof r.check_exit_code === 'number' && r.check_exit_code !== 0, `${r.task_key}: check exit ${r.check_exit_code}: ${r.notes}`);
+      }
+      const ended = state.tasks.filter((t) => !t.key.includes('--c'));
+      for (const t of ended) assert.notEqual(t.status, 'PASS', `${t.key} must not pass`);
+    });
+  }
+});
+
+describe('verdict init', () => {
+  it('writes the template and prints what it wrote and the next command', async () => {
+    const dir = path.join(tempDir(), 'new');
+    const r = await cli(['init', '--template', 'research', '--dir', dir]);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.deepEqual(fs.readdirSync(dir, { recursive: true }).map(String).sort(), ['checks', 'checks/report.sh', 'research.swarm.json']);
+    assert.match(r.stdout, new RegExp(`^wrote ${dir}/research\\.swarm\\.json$`, 'm'));
+    assert.match(r.stdout, /verdict lint .*research\.swarm\.json && verdict run .*research\.swarm\.json/);
+    const lint = await cli(['lint', path.join(dir, 'research.swarm.json')]);
+    assert.equal(lint.exitCode, 0, lint.all);
+  });
+
+  it('refuses to overwrite: exit 1 naming the file, nothing written, the existing file intact', async () => {
+    const dir = tempDir();
+    fs.mkdirSync(path.join(dir, 'checks'));
+    fs.writeFileSync(path.join(dir, 'checks/no-match.sh'), 'echo mine');
+    const r = await cli(['init', '--template', 'migration', '--dir', dir]);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.stderr, /checks\/no-match\.sh already exists: not overwritten/);
+    assert.equal(fs.readFileSync(path.join(dir, 'checks/no-match.sh'), 'utf8'), 'echo mine');
+    assert.ok(!fs.existsSync(path.join(dir, 'migration.swarm.json')), 'nothing written');
+  });
+
+  it('a second init of the same template refuses its manifest; an unknown template is exit 2 listing the others', async () => {
+    const dir = tempDir();
+    assert.equal((await cli(['init', '--dir', dir])).exitCode, 0);
+    assert.ok(fs.existsSync(path.join(dir, 'fan-out.swarm.json')), 'fan-out is the default');
+    const again = await cli(['init', '--dir', dir]);
+    assert.equal(again.exitCode, 1);
+    const bad = await cli(['init', '--template', 'nope', '--dir', dir]);
+    assert.equal(bad.exitCode, 2);
+    assert.match(bad.all, /no template "nope" \(there are: best-of-n, code-review/);
+  });
+});
