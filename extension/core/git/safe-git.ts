@@ -157,6 +157,9 @@ export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
     },
   };
   if (opts.timeoutMs) options.timeout = { block: opts.timeoutMs };
+  // simple-git counts a git that ended without an exit code (killed by a signal) and printed nothing on stderr as a
+  // success with empty output; an empty object id must never pass for a result (see sealWorktree).
+  options.errors = (error, result) => error ?? (result.exitCode === null ? new Error('git was killed by a signal before it finished') : undefined);
   const git = simpleGit(options);
   return opts.env ? git.env(gitEnv(opts.env)) : git;
 }
