@@ -269,3 +269,28 @@ describe('safe git: a repository cannot make Verdict run its programs', function
     assert.deepEqual(h.seen(), []);
   });
 });
+
+describe('gitFor: a git that did not finish is never a result', () => {
+  it('a git killed by a signal rejects (simple-git alone resolves it with empty output)', async () => {
+    const repo = makeRepo(path.join(tempDir(), 'repo'));
+    // cat-file --batch waits on its stdin, so it is alive until killed.
+    const pending = gitFor(repo).raw(['cat-file', '--batch']);
+    let child: number | null = null;
+    for (let i = 0; i < 200 && child === null; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      for (const entry of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(entry)) continue;
+        try {
+          const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+          const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          if (Number(fields[1]) === process.pid && stat.includes('(git)')) child = Number(entry);
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+    assert.ok(child, 'the git child was found');
+    process.kill(child, 'SIGKILL');
+    await assert.rejects(pending, /killed by a signal/);
+  });
+});
