@@ -73,6 +73,9 @@ export interface ScoreRow {
   /** Attempts that ended ERROR or RATE_LIMITED: kept out of the rates. */
   engineErrors: number;
   lastSeen: string | null;
+  /** Best-of-N groups the model had a candidate in, and how many its candidate won (the "won" column). */
+  groups: number;
+  won: number;
 }
 
 /** One reviewing model's reviews (eval rows with step `review`): counts of its answers; never attempts. */

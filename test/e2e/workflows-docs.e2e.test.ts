@@ -46,7 +46,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.equal(state.tasks[0]?.winner, 'slug--c2');
     assert.match(state.tasks[0]?.reason ?? '', /^winner: candidate 2 \(slug--c2, script/);
     assert.equal(state.tasks[3]?.reason, 'cancelled: candidate 2 (slug--c2) passed first');
-    assert.deepEqual(rows.map((r) => [r.task_key, r.verdict]), [['slug--c1', 'FAIL'], ['slug--c2', 'PASS']]);
+    assert.deepEqual(rows.map((r) => [r.task_key, r.step, r.verdict]), [['slug--c1', 'work', 'FAIL'], ['slug--c2', 'work', 'PASS'], ['slug', 'select', 'PASS']]);
   });
 
   it('generated: the planner passes, its two tasks join the run and pass', async () => {

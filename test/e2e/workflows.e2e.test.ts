@@ -70,12 +70,15 @@ describe('workflows: best-of-N', function () {
     assert.match(group.reason ?? '', /winner: candidate 2 \(fix--c2, script/);
     for (const k of ['fix--c1', 'fix--c3']) assert.equal(byKey(s, k).reason, 'cancelled: candidate 2 (fix--c2) passed first');
 
-    // Rows: one per candidate attempt (none for the group, which runs no worker), each with its group and number.
+    // Rows: one per candidate attempt (no work row for the group, which runs no worker), each with its group and number.
     const rows = readRows(home);
-    const cand = rows.filter((row) => row.group === 'fix').sort((a, b) => Number(a.candidate) - Number(b.candidate));
+    const cand = rows.filter((row) => row.group === 'fix' && row.step === 'work').sort((a, b) => Number(a.candidate) - Number(b.candidate));
     assert.deepEqual(cand.map((row) => [row.task_key, row.candidate, row.verdict]), [['fix--c1', 1, 'CANCELLED'], ['fix--c2', 2, 'PASS'], ['fix--c3', 3, 'CANCELLED']]);
     for (const row of [cand[0], cand[2]]) assert.equal(row?.notes, 'cancelled: candidate 2 (fix--c2) passed first');
-    assert.ok(!rows.some((row) => row.task_key === 'fix'));
+    // The group's decision is one `select` row credited to the winner (the scoreboard's "won" column counts it).
+    assert.deepEqual(rows.filter((row) => row.task_key === 'fix').map((row) => [row.step, row.group, row.candidate, row.verdict, row.worker_engine, row.commit, row.duration_ms, row.cost_microusd]), [
+      ['select', 'fix', 2, 'PASS', 'script', byKey(s, 'fix--c2').commit, 0, null],
+    ]);
     assert.deepEqual(rows.find((row) => row.task_key === 'next')?.group, null);
 
     // Branches: every candidate's stays for review; the task's holds exactly the winner's commit.
@@ -113,7 +116,7 @@ describe('workflows: best-of-N', function () {
     // Each candidate in its own task dir.
     assert.equal(fs.readFileSync(path.join(dir, 'w', 'fix--c3', 'out.txt'), 'utf8'), 'c3\n');
     assert.deepEqual(readRows(home).map((row) => [row.task_key, row.group, row.candidate, row.verdict]), [
-      ['fix--c1', 'fix', 1, 'FAIL'], ['fix--c2', 'fix', 2, 'PASS'], ['fix--c3', 'fix', 3, 'PASS'],
+      ['fix--c1', 'fix', 1, 'FAIL'], ['fix--c2', 'fix', 2, 'PASS'], ['fix--c3', 'fix', 3, 'PASS'], ['fix', 'fix', 2, 'PASS'],
     ]);
   });
 
@@ -142,8 +145,13 @@ describe('workflows: best-of-N', function () {
     const [s] = states(home);
     assert.deepEqual(s?.tasks.map((t) => [t.key, t.status, t.engine, t.model]), [['fix', 'PASS', 'lazy', 'lazy-1'], ['fix--c1', 'FAIL', 'lazy', 'lazy-1'], ['fix--c2', 'PASS', 'good', 'good-2']]);
     assert.deepEqual(readRows(home).map((row) => [row.task_key, row.worker_engine, row.model, row.verdict, row.candidate]), [
-      ['fix--c1', 'lazy', 'lazy-1', 'FAIL', 1], ['fix--c2', 'good', 'good-2', 'PASS', 2],
+      ['fix--c1', 'lazy', 'lazy-1', 'FAIL', 1], ['fix--c2', 'good', 'good-2', 'PASS', 2], ['fix', 'good', 'good-2', 'PASS', 2],
     ]);
+    // verdict models: good-2 won the one group it took part in, lazy-1 none of its one.
+    const models = await cli(['models', '--home', home]);
+    assert.equal(models.exitCode, 0, models.all);
+    assert.match(models.stdout, /good-2\s.*\s1\/1\s/);
+    assert.match(models.stdout, /lazy-1\s.*\s0\/1\s/);
     assert.equal(fs.readFileSync(path.join(dir, 'w', 'fix--c2', 'out.txt'), 'utf8'), '2\n');
   });
 

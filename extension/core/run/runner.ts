@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
-import { runDir, worktreePath } from '../config/home';
+import { evalLogPath, runDir, worktreePath } from '../config/home';
 import { taskBranch } from '../git/worktree';
 import { createBranchAt } from '../git/branch';
 import { shortHost } from '../host/hostname';
@@ -30,6 +30,8 @@ import { checkEnvironment } from './steps/check';
 import type { AttemptContext, Step, TaskRuntime } from './steps/context';
 import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
 import { freezeGenerated } from './workflows/generate';
+import { selectRow } from './workflows/select-row';
+import { appendEvalRow } from '../store/eval-log';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
 
@@ -457,6 +459,19 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         })
         .finally(() => groupBranches.delete(made));
       groupBranches.add(made);
+    }
+    // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads.
+    const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1);
+    if (won) {
+      const written: Promise<void> = appendEvalRow(evalLogPath(home), selectRow(won, group.spec.key, reason, Date.now()))
+        .then(() => spend.rowWritten())
+        .catch((e: Error) => {
+          const message = `the select row of ${group.spec.key} (${winner.key} won) could not be written: ${e.message}`;
+          ctx.recordErrors.push(message);
+          emit({ type: 'task-note', key: group.spec.key, note: message });
+        })
+        .finally(() => groupBranches.delete(written));
+      groupBranches.add(written);
     }
     if (group.spec.select === 'first-pass') {
       for (const k of group.spec.after) {

@@ -10,6 +10,7 @@ import { fileSize } from '../store/log-lines';
 import { ATTEMPT_COLUMNS, EvalIndex, headOf, INDEX_SCHEMA_VERSION, openCurrentIndex, type CorruptLine } from '../store/sqlite-index';
 import { GROUP_STATS_TABLE, GROUP_COLUMNS, groupStatsSql, queryGroupStats, refreshGroupStats, type GroupStats } from './group-stats';
 import { queryReviewStats, type ReviewerStats } from './review-stats';
+import { queryWonStats, type WonStats } from './won-stats';
 import { scoreboardView, type ScoreboardFilters, type ScoreboardView } from './view';
 
 /** Where the evidence came from, for the footer of `verdict models` and the panel. */
@@ -118,7 +119,7 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
       insert.free();
       const { where, params } = aggregationWhere(filters);
       const stats = queryGroupStats(index.db, groupStatsSql(where), params);
-      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError } };
+      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError } };
     } finally {
       index.close();
     }
@@ -128,15 +129,16 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   const cacheFile = indexFileFor(opts.home, logFile) + '.groups.json';
   if (unfiltered) {
     const cached = readGroupsCache(cacheFile, logFile);
-    if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
+    if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews, cached.won), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
   }
   const index = await openScoreboardIndex(opts.home, logFile);
   try {
     const stats = indexGroupStats(index, filters);
     const { where, params } = aggregationWhere(filters);
     const reviews = queryReviewStats(index.db, where, params);
-    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), stats, reviews } satisfies GroupsCache));
-    return { view: scoreboardView(stats, catalog, filters, reviews), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
+    const won = queryWonStats(index.db, where, params);
+    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), stats, reviews, won } satisfies GroupsCache));
+    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
   } finally {
     index.close();
   }
@@ -154,13 +156,14 @@ interface GroupsCache {
   samples: CorruptLine[];
   stats: GroupStats[];
   reviews: ReviewerStats[];
+  won: WonStats[];
 }
 
 /** The cache when it describes the log as it is now (same size and head), else null. */
 function readGroupsCache(file: string, logFile: string): GroupsCache | null {
   try {
     const c = JSON.parse(fs.readFileSync(file, 'utf8')) as GroupsCache;
-    if (c.version === INDEX_SCHEMA_VERSION && Array.isArray(c.reviews) && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
+    if (c.version === INDEX_SCHEMA_VERSION && Array.isArray(c.reviews) && Array.isArray(c.won) && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
   } catch {
     // no cache, or a damaged one: the index answers
   }

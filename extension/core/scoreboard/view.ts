@@ -1,6 +1,7 @@
 import { isFree, isTextToText, microUsdPerToken, type OpenRouterModel } from '../catalog/openrouter';
 import type { GroupStats } from './group-stats';
 import type { ReviewerStats } from './review-stats';
+import type { WonStats } from './won-stats';
 
 /** Filters of the scoreboard (`verdict models` flags; the panel's controls). All optional. */
 export interface ScoreboardFilters {
@@ -34,6 +35,10 @@ export const UNTESTED_MIN_CONTEXT = 32_000;
 export interface ScoreboardRow extends GroupStats {
   model: string;
   tier: 'proven' | 'probation';
+  /** Best-of-N groups (one run's task with candidates) the model had a candidate in (scoreboard/won-stats.ts). */
+  groups: number;
+  /** Of those, the groups its candidate won (was chosen): the "won" column. */
+  won: number;
 }
 
 /** A catalog model worth a first try: text→text, ≥ 32k context, never seen in the log. */
@@ -114,14 +119,17 @@ export function untestedModels(catalog: readonly OpenRouterModel[], seen: readon
  * @param catalog OpenRouter models, or null for no untested suggestions
  * @param reviews per reviewing model, as extension/core/scoreboard/review-stats.ts computes them (engine and since
  *   applied)
+ * @param won per (model, task_type), best-of-N groups taken part in and won (scoreboard/won-stats.ts; engine and
+ *   since applied)
  */
-export function scoreboardView(stats: readonly GroupStats[], catalog: readonly OpenRouterModel[] | null, filters: ScoreboardFilters = {}, reviews: readonly ReviewerStats[] = []): ScoreboardView {
+export function scoreboardView(stats: readonly GroupStats[], catalog: readonly OpenRouterModel[] | null, filters: ScoreboardFilters = {}, reviews: readonly ReviewerStats[] = [], won: readonly WonStats[] = []): ScoreboardView {
+  const wonOf = (s: GroupStats) => won.find((w) => w.model === s.model && w.task_type === s.task_type);
   const mf = filters.model?.toLowerCase();
   const keep = (s: GroupStats) => (!filters.taskType || s.task_type === filters.taskType) && (!mf || (s.model ?? '').toLowerCase().includes(mf));
   const selected = stats.filter(keep);
   const rows: ScoreboardRow[] = selected
     .filter((s): s is GroupStats & { model: string } => s.model !== null && s.tasks > 0)
-    .map((s) => ({ ...s, tier: tierOf(s) }))
+    .map((s) => ({ ...s, tier: tierOf(s), groups: wonOf(s)?.groups ?? 0, won: wonOf(s)?.won ?? 0 }))
     .sort((a, b) => (a.tier === b.tier ? 0 : a.tier === 'proven' ? -1 : 1) || (b.first_try_pass_rate ?? 0) - (a.first_try_pass_rate ?? 0) || (b.pass_rate ?? 0) - (a.pass_rate ?? 0) || b.tasks - a.tasks || a.model.localeCompare(b.model) || (a.task_type ?? '').localeCompare(b.task_type ?? ''));
   const quarantined = selected.filter((s) => s.model === null);
   const errors: ErrorLine[] = selected

@@ -74,7 +74,8 @@ export interface EvalRow {
   sealed: string | null;
   /**
    * What the row is about: `work` (a worker's attempt: counted and credited to its model by the scoreboard) or another
-   * step a model performed and is credited for on a row of its own (`review`). Rows from before the field: `work`.
+   * step a model performed and is credited for on a row of its own (`review`), or a best-of-N group's decision (`select`:
+   * run/workflows/select-row.ts, credited to the winner's model). Rows from before the field: `work`.
    */
   step: string;
   /** The workflow group the task belongs to (a best-of-N task's key); null outside a workflow. */

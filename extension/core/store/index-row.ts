@@ -45,6 +45,10 @@ export interface IndexRow {
   reviewer: number | null;
   /** Review rows: approve, changes or reject; null when the reviewer gave no valid answer (verdict ERROR) and on work rows. */
   review_verdict: string | null;
+  /** Eval row `group`: the workflow group (a best-of-N task's key) the row belongs to; null outside one. */
+  group_key: string | null;
+  /** Eval row `candidate`: the candidate's number within the group; null outside one. */
+  candidate: number | null;
 }
 
 /** Verdicts that judge the model: they count in the pass rates. ERROR and RATE_LIMITED are shown apart. */
@@ -116,6 +120,8 @@ export function toIndexRow(value: unknown, line: number): IndexRow {
     format: attempt !== null && typeof o.harness === 'string' ? 'verdict' : 'ringer',
     step: str(o, 'step', false) || 'work',
     ...reviewColumns(o.review),
+    group_key: typeof o.group === 'string' && o.group ? o.group : null,
+    candidate: typeof o.candidate === 'number' && Number.isInteger(o.candidate) && o.candidate >= 1 ? o.candidate : null,
   };
 }
 

@@ -14,7 +14,8 @@ import { ATTEMPT_COLUMNS } from './sqlite-index';
  * `run_id/task_key/attempt` for work rows (run ids are unique across machines), `run_id/task_key/attempt/<step>/<n>`
  * for a step's rows of an attempt (review n of it), or `sha256:<line>` for Ringer rows, which have no attempt number.
  * `row` holds the whole eval row as written to runs.jsonl. A table made before the step columns gets them (ALTER …
- * IF NOT EXISTS; its rows are work rows).
+ * IF NOT EXISTS; its rows are work rows), and the group columns (rows inserted before them have none: their
+ * candidates do not count in the "won" column).
  */
 export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   row_key TEXT PRIMARY KEY,
@@ -22,9 +23,9 @@ export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT,
   verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
   identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-  step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT);
+  step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER);
 ALTER TABLE swarm_runs ADD COLUMN IF NOT EXISTS step TEXT NOT NULL DEFAULT 'work', ADD COLUMN IF NOT EXISTS reviewer INTEGER,
-  ADD COLUMN IF NOT EXISTS review_verdict TEXT`;
+  ADD COLUMN IF NOT EXISTS review_verdict TEXT, ADD COLUMN IF NOT EXISTS group_key TEXT, ADD COLUMN IF NOT EXISTS candidate INTEGER`;
 
 /**
  * Table verdict_chain_heads: the head of every host's hash chain of one log (extension/core/store/chain.ts), kept
