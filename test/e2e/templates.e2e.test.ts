@@ -241,7 +241,7 @@ describe('templates: each runs end to end with the script engine; its check pass
       // A first-pass candidate that lost is CANCELLED naming the winner; every other task PASSes.
       for (const t of state.tasks) assert.ok(t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')), `${t.key}: ${t.status} ${t.reason}\n${out}`);
       if (id === 'code-review') assert.deepEqual(rows.filter((r) => r.step === 'review').map((r) => r.verdict), ['PASS', 'PASS', 'PASS', 'PASS'], 'both reviewers approved both tasks');
-      if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
+      if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
     });
 
     it(`${id}: the work not done, the template's check fails every task`, async () => {
