@@ -1,4 +1,5 @@
 import { loadUserConfig, postgresUrlOf } from '../core/config/config';
+import { driverNotesFor } from '../core/run/steering';
 import { containmentChoice, settingsFromConfig } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/host/identity';
@@ -82,6 +83,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   for (const f of findings) io.err(`lint: ${formatFinding(f)}`);
   if (maxParallel === undefined && settings.maxParallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = settings.maxParallel;
   const home = resolveHome(flags.home);
+  // The steering profiles' driver rules for the run's models (core/run/steering.ts), for whoever writes the specs.
+  for (const line of driverNotesFor(home, manifest.tasks.map((t) => t.model))) io.err(line);
   const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: settings.identity });
 
   if (flags.dashboard !== false) await dashboardForRun(home, io);

@@ -11,6 +11,8 @@ import { lintManifestFile } from '../../core/manifest/lint';
 import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
+import { loadManifest } from '../../core/manifest/load';
+import { driverNotesFor } from '../../core/run/steering';
 import { resolveRun, mergeCommand } from '../control-command';
 import { loadEngines } from '../run-command';
 import { scoreboardText } from '../models-command';
@@ -119,9 +121,15 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
       guarded(async () => {
         const file = opts.workspace.file(manifest, 'manifest');
         const { config } = loadUserConfig(opts.config);
+        let steering: string[] = [];
+        try {
+          steering = driverNotesFor(opts.home, loadManifest(file, { engines: new Set(loadEngines(opts.config).engines.keys()) }).manifest.tasks.map((t) => t.model));
+        } catch {
+          // a manifest that does not load: the orchestrator says why below
+        }
         const run = launchDetached({ cli: opts.cli, manifest: file, home: opts.home, cwd: root, config, identity: identity(), maxParallel: max_parallel, baseline, only, noSandbox: config.sandbox === false });
         const info = await waitForRunStart(opts.home, run);
-        return ok({ run_id: info.state.runId, run_name: info.state.runName, state: info.liveness, tasks: info.state.tasks.map((t) => t.key), orchestrator_pid: run.pid, log: run.logFile });
+        return ok({ run_id: info.state.runId, run_name: info.state.runName, state: info.liveness, tasks: info.state.tasks.map((t) => t.key), orchestrator_pid: run.pid, log: run.logFile, steering_notes: steering });
       }),
   );
 

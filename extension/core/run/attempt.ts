@@ -13,6 +13,7 @@ import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from
 import { nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
+import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import { DEFAULT_STEPS } from './steps';
 import type { QuotaReset } from '../../../engines/quota-reset';
@@ -93,7 +94,9 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   sync();
 
   const files = recordFiles(rec);
-  const prompt = task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec;
+  // The model's worker steering rules (steering.ts; fail-open) go in front of the first prompt and every retry alike
+  // (not the script engine's: its spec is a program, and it runs no model).
+  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(rec, engine.harness === 'script' ? null : task.state.model, task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec);
   fs.writeFileSync(files.prompt, prompt);
   const io: AttemptIo = {
     prompt,
@@ -173,6 +176,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     }
   }
 
+  steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, { run_id: row.run_id, run_name: row.run_name, task_key: row.task_key, task_type: row.task_type, engine: row.worker_engine, model: row.model, attempt: row.attempt, retry: row.retry, verdict: row.verdict, duration_ms: row.duration_ms, worker_tokens: row.worker_tokens, check_excerpt: row.check_output.slice(0, 500) });
   task.records.push(rec);
   Object.assign(task.summary, summarize(task.records));
   const willRetry = next.kind !== 'done';
