@@ -17,6 +17,7 @@ import { isManifestDocument } from './diagnostics';
 import { editorIdentity, requireTrust, type RunLauncher } from './launcher';
 import { diffArguments, type LogKind, type RunsTreeProvider, type TaskRef } from './runs-tree';
 import { runDoctor } from './doctor';
+import { newManifest, type NewManifestArgs } from './new-manifest';
 import { treatAsManifest } from './manifest-files';
 import { readSettings } from './settings';
 
@@ -291,6 +292,8 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     'verdict.refreshRuns': () => ctx.tree.refresh(),
     'verdict.treatAsManifest': (uri?: unknown) => treatAsManifestCommand(ctx, uri),
     'verdict.doctor': (opts?: { probe?: boolean; show?: boolean }) => runDoctor(ctx.launcher.cli, ctx.log, opts),
+    // The templates ship beside dist/ (…/dist/cli.js → …/templates).
+    'verdict.newManifest': (target?: unknown, args?: NewManifestArgs) => guarded(ctx, () => newManifest(path.join(path.dirname(path.dirname(ctx.launcher.cli)), 'templates'), ctx.log, target, args)),
   };
   return Object.entries(table).map(([id, fn]) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown));
 }

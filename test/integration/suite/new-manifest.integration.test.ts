@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as vscode from 'vscode';
+
+type Result = { written: string[] } | { refused: string } | undefined;
+
+/** Verdict: New Manifest with preset answers (template id, folder, what to do on a taken name): no quick pick. */
+describe('Verdict: New Manifest', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-new-manifest-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('writes the template from the installed extension and opens the manifest; it lints clean', async () => {
+    await vscode.extensions.getExtension('verdict-dev.verdict')?.activate();
+    const r = await vscode.commands.executeCommand<Result>('verdict.newManifest', undefined, { template: 'test-hardening', folder: dir });
+    assert.ok(r && 'written' in r, JSON.stringify(r));
+    assert.deepEqual(r.written.map((f) => path.relative(dir, f)), ['test-hardening.swarm.json', 'checks/mutants.sh', 'checks/mutants.txt']);
+    assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, path.join(dir, 'test-hardening.swarm.json'));
+    await vscode.commands.executeCommand('verdict.lintManifest', vscode.Uri.file(r.written[0] as string));
+    const errors = vscode.languages.getDiagnostics(vscode.Uri.file(r.written[0] as string)).filter((d) => d.severity <= vscode.DiagnosticSeverity.Warning);
+    assert.deepEqual(errors.map((d) => d.message), []);
+  });
+
+  it('never overwrites: a taken manifest name gets the next free one, the user\'s file stays; "cancel" writes nothing', async () => {
+    fs.writeFileSync(path.join(dir, 'test-hardening.swarm.json'), '{"mine": true}');
+    const cancelled = await vscode.commands.executeCommand<Result>('verdict.newManifest', undefined, { template: 'test-hardening', folder: dir, onConflict: 'cancel' });
+    assert.ok(cancelled && 'refused' in cancelled);
+    assert.ok(!fs.existsSync(path.join(dir, 'test-hardening-2.swarm.json')));
+    const renamed = await vscode.commands.executeCommand<Result>('verdict.newManifest', undefined, { template: 'test-hardening', folder: dir, onConflict: 'rename' });
+    assert.ok(renamed && 'written' in renamed, JSON.stringify(renamed));
+    assert.deepEqual(renamed.written.map((f) => path.relative(dir, f)), ['test-hardening-2.swarm.json'], 'identical check scripts are kept, not rewritten');
+    assert.equal(fs.readFileSync(path.join(dir, 'test-hardening.swarm.json'), 'utf8'), '{"mine": true}');
+  });
+
+  it('refuses when a check script the manifest names exists with other contents', async () => {
+    fs.writeFileSync(path.join(dir, 'checks', 'mutants.txt'), 's/a/b/\n');
+    const r = await vscode.commands.executeCommand<Result>('verdict.newManifest', undefined, { template: 'test-hardening', folder: dir, onConflict: 'rename' });
+    assert.ok(r && 'refused' in r && /mutants\.txt already exist/.test(r.refused), JSON.stringify(r));
+    assert.equal(fs.readFileSync(path.join(dir, 'checks', 'mutants.txt'), 'utf8'), 's/a/b/\n');
+  });
+
+  it('offers the workflow templates too (best-of-n, generated) and names the choices for an unknown id', async () => {
+    const r = await vscode.commands.executeCommand<Result>('verdict.newManifest', undefined, { template: 'nope', folder: dir });
+    assert.ok(r && 'refused' in r);
+    assert.match(r.refused, /there are: best-of-n, code-review, .*generated/);
+  });
+});
