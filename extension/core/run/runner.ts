@@ -525,15 +525,20 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     }
     scheduler.drop(t);
   }
-  /** Cancels every waiting task (the run is cancelled or drained: nothing more starts). */
-  const cancelWaiting = () => {
-    const parked = [...parkedTasks];
-    parkedTasks.clear();
+  /**
+   * Cancels every waiting task (the run is cancelled or drained: nothing more starts). `keepDecidable` (drain): a
+   * best-of-N task with a candidate still running keeps waiting, so that candidate's PASS still decides it.
+   * @returns how many waiting tasks were kept
+   */
+  const cancelWaiting = (keepDecidable = false) => {
+    const kept = keepDecidable ? [...parkedTasks].filter((t) => t.spec.select && t.spec.after.some((k) => byKey.get(k)?.state.status !== 'queued' && !statusInfo(byKey.get(k)?.state.status ?? 'queued').final)) : [];
+    const parked = [...parkedTasks].filter((t) => !kept.includes(t));
+    for (const t of parked) parkedTasks.delete(t);
     for (const t of parked) {
       markCancelled(t);
       taskSettled(t);
     }
-    return parked.length;
+    return kept.length;
   };
   let cancelled = false;
   const onAbort = () => {
@@ -619,8 +624,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         if (state.draining) return ack(c, 'done', 'already draining');
         state.draining = true;
         state.paused = false;
-        const queued = tasks.filter((t) => t.state.status === 'queued' || t.state.status === 'retry_queued').length;
-        cancelWaiting();
+        const queued = tasks.filter((t) => t.state.status === 'queued' || t.state.status === 'retry_queued').length - cancelWaiting(true);
         scheduler.close();
         const running = tasks.filter((t) => !statusInfo(t.state.status).final).length;
         return ack(c, 'done', `draining: ${queued} waiting task(s) CANCELLED (drained); ${running} running go on, then the run ends`);
