@@ -144,7 +144,8 @@ describe('workflows: best-of-N', function () {
     assert.equal(r.exitCode, 0, r.all);
     const [s] = states(home);
     assert.deepEqual(s?.tasks.map((t) => [t.key, t.status, t.engine, t.model]), [['fix', 'PASS', 'lazy', 'lazy-1'], ['fix--c1', 'FAIL', 'lazy', 'lazy-1'], ['fix--c2', 'PASS', 'good', 'good-2']]);
-    assert.deepEqual(readRows(home).map((row) => [row.task_key, row.worker_engine, row.model, row.verdict, row.candidate]), [
+    // Both run at once: rows in candidate order, whichever finished first (the select row comes after its winner's).
+    assert.deepEqual(readRows(home).sort((a, b) => Number(a.candidate) - Number(b.candidate)).map((row) => [row.task_key, row.worker_engine, row.model, row.verdict, row.candidate]), [
       ['fix--c1', 'lazy', 'lazy-1', 'FAIL', 1], ['fix--c2', 'good', 'good-2', 'PASS', 2], ['fix', 'good', 'good-2', 'PASS', 2],
     ]);
     // verdict models: good-2 won the one group it took part in, lazy-1 none of its one.
