@@ -7,6 +7,7 @@ import { doctorCommand } from './doctor-command';
 import { hudCommand } from './hud/hud-command';
 import { initCommand } from './init-command';
 import { lintCommand } from './lint-command';
+import { backfillCommand } from './backfill-command';
 import { agentHookCommand } from './agent/nudge';
 import { agentTargets, installAgent, uninstallAgent } from './agent/install';
 import { verdictLaunch } from './mcp/mcp-command';
@@ -329,6 +330,21 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'the hook install-agent registers (pre-bash, post-edit): reads Claude Code\'s JSON on stdin',
     exit: '0 always: a hook never blocks',
     run: ({ args: [mode], flags }, io) => agentHookCommand(mode as string, resolveHome(flags.home), io.out),
+  }),
+  command({
+    name: 'backfill',
+    args: [],
+    flags: {
+      mapping: { type: 'string', value: 'FILE', help: 'JSON object: "run_id:task_key", "run_id" or "name:prefix" to task_type' },
+      log: { type: 'string', value: 'FILE', help: "the eval log to fill (Ringer's runs.jsonl too)", default: '<home>/runs.jsonl' },
+      'runs-dir': { type: 'string', value: 'DIR', help: "where run states are: <DIR>/<run_id>/state.json or Ringer's <DIR>/<run_id>.json", default: '<home>/runs' },
+      'dry-run': { type: 'boolean', help: 'print what would change, write nothing' },
+      json,
+      home,
+    },
+    summary: "fill old eval rows' missing task_type (mapping) and model (run state); the chain is recomputed",
+    exit: '0 done or nothing to do, 2 bad input: no --mapping, no log, a mapping of the wrong shape',
+    run: ({ flags }, io) => backfillCommand({ home: resolveHome(flags.home), log: flags.log, runsDir: flags['runs-dir'], mapping: flags.mapping, dryRun: flags['dry-run'], json: flags.json }, io),
   }),
   command({
     name: 'verify-log',
