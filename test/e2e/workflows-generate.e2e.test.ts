@@ -137,6 +137,23 @@ describe('workflows: generated tasks', function () {
     assert.match(rerun.all, /plan is a planner whose tasks already joined the run \(g\); rerun those instead/);
   });
 
+  it('a tasks file that is a symlink (to valid tasks) is refused, worktree and plain mode alike; nothing joins', async () => {
+    const valid = JSON.stringify([scriptTask('t', 'echo t > t.txt', 'test -s t.txt || exit 1')]);
+    const spec = `cat > real.json <<'E'\n${valid}\nE\nln -s real.json tasks.json`;
+    for (const worktrees of [true, false]) {
+      const dir = tempDir();
+      const repo = makeRepo(path.join(dir, 'repo'));
+      const file = writeManifest(repo, { worktrees, workdir: 'w', tasks: [{ key: 'plan', engine: 'script', spec, generate: { file: 'tasks.json', max_tasks: 3 }, max_attempts: 1 }] });
+      const home = path.join(dir, 'home');
+      const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+      assert.equal(r.exitCode, 1, r.all);
+      const s = onlyState(home);
+      assert.deepEqual(s.tasks.map((t) => [t.key, t.status]), [['plan', 'FAIL']], `worktrees ${worktrees}`);
+      assert.match(String(readRows(home)[0]?.notes), /tasks\.json \(a symlink to /, `worktrees ${worktrees}`);
+      assert.equal(frozen(home, s.runId).version, undefined);
+    }
+  });
+
   it('a file over 1 MiB is refused before it is parsed', async () => {
     const dir = tempDir();
     const spec = "{ printf '['; for i in $(seq 1 20000); do printf '%060d,' 0; done; printf '0]'; } > tasks.json";
