@@ -96,12 +96,12 @@ describe('verdict doctor and the config file (CLI)', function () {
     assert.equal(fs.existsSync(path.join(dir, 'home', 'runs')), false);
   });
 
-  it('--no-sandbox is a flag of run, resume, rerun and demo (and listed in their help)', async () => {
+  it('--no-sandbox is a flag of run, pool, resume, rerun and demo (and listed in their help)', async () => {
     for (const command of ['run', 'resume', 'rerun', 'demo']) {
       const help = await run([command, '--help'], env);
       assert.match(help.stdout, /^ {2}--no-sandbox {7}run every step without bubblewrap/m, command);
     }
-    assert.match((await run(['doctor', '--no-sandbox'], env)).stderr, /^verdict doctor: unknown option --no-sandbox \(doctor takes: .*; --no-sandbox is an option of run, resume, rerun, demo\)/);
+    assert.match((await run(['doctor', '--no-sandbox'], env)).stderr, /^verdict doctor: unknown option --no-sandbox \(doctor takes: .*; --no-sandbox is an option of run, pool, resume, rerun, demo\)/);
     assert.match((await run(['--help'], env)).stdout, /^ {2}doctor {13}what this machine offers a run/m);
     const manifest = writeManifest(dir, { tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
     const r = await run(['run', manifest, '--no-sandbox', '--no-dashboard'], env);
