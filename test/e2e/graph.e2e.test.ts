@@ -86,7 +86,7 @@ describe('fallback engines and the task graph', function () {
     const first = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(first.exitCode, 1, first.all);
     assert.match(first.all, /⊘ c {2}BLOCKED — prerequisite b ended FAIL, not PASS/);
-    assert.match(first.all, /\nc +BLOCKED +after b +0 .*prerequisite b ended FAIL/);
+    assert.match(first.all, /\nc +BLOCKED +0 +0\.0s +0 +— +b +prerequisite b ended FAIL/);
     const [s1] = states(home);
     assert.deepEqual(s1?.tasks.map((t) => [t.key, t.status, t.after ?? []]), [['a', 'PASS', []], ['b', 'FAIL', ['a']], ['c', 'BLOCKED', ['b']]]);
     assert.match(s1?.tasks[2]?.reason ?? '', /prerequisite b ended FAIL/);
