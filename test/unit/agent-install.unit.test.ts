@@ -163,20 +163,20 @@ describe('the nudge hooks (verdict agent-hook)', () => {
   it('pre-bash: a provider call or harness script outside a live run is nudged once per session; other commands never', () => {
     const home = temp('verdict-hook-');
     const curl = payload('PreToolUse', 's1', 'Bash', { command: 'curl -s https://api.openai.com/v1/chat/completions -d @req.json', description: 'call' });
-    const first = hookAnswer('pre-bash', curl, home);
+    const first = hookAnswer('pre-bash', curl, home, {});
     assert.deepEqual(JSON.parse(first!), { hookSpecificOutput: { hookEventName: 'PreToolUse', additionalContext: NUDGE_TEXT } });
-    assert.equal(hookAnswer('pre-bash', curl, home), null, 'once per session');
-    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 's1', 'Bash', { command: 'python3 scripts/eval_persona.py' }), home), null, 'once per session, whatever the command');
-    assert.ok(hookAnswer('pre-bash', payload('PreToolUse', 's2', 'Bash', { command: 'node tools/smoke-test.mjs --all' }), home), 'a new session is nudged again');
+    assert.equal(hookAnswer('pre-bash', curl, home, {}), null, 'once per session');
+    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 's1', 'Bash', { command: 'python3 scripts/eval_persona.py' }), home, {}), null, 'once per session, whatever the command');
+    assert.ok(hookAnswer('pre-bash', payload('PreToolUse', 's2', 'Bash', { command: 'node tools/smoke-test.mjs --all' }), home, {}), 'a new session is nudged again');
     for (const command of ['ls -la', 'npm test', 'git diff', 'verdict run x.swarm.json', 'node dist/cli.js run probe.swarm.json', 'cat eval.py']) {
-      assert.equal(hookAnswer('pre-bash', payload('PreToolUse', `s-${command}`, 'Bash', { command }), home), null, command);
+      assert.equal(hookAnswer('pre-bash', payload('PreToolUse', `s-${command}`, 'Bash', { command }), home, {}), null, command);
     }
-    for (const junk of ['', 'not json', '[]', 'null', '{"tool_input": 5}', JSON.stringify({ session_id: 's9', tool_input: { command: 42 } })]) assert.equal(hookAnswer('pre-bash', junk, home), null, junk);
+    for (const junk of ['', 'not json', '[]', 'null', '{"tool_input": 5}', JSON.stringify({ session_id: 's9', tool_input: { command: 42 } })]) assert.equal(hookAnswer('pre-bash', junk, home, {}), null, junk);
   });
 
   it('post-edit: the edit loop (8 edits over 3 files) is nudged once; fewer files or edits are not', () => {
     const home = temp('verdict-hook-');
-    const edit = (session: string, file: string) => hookAnswer('post-edit', payload('PostToolUse', session, 'Edit', { file_path: file, old_string: 'a', new_string: 'b' }), home);
+    const edit = (session: string, file: string) => hookAnswer('post-edit', payload('PostToolUse', session, 'Edit', { file_path: file, old_string: 'a', new_string: 'b' }), home, {});
     for (let i = 0; i < 20; i++) assert.equal(edit('one-file', '/w/a.ts'), null, 'many edits of one file are not a loop across files');
     const answers = Array.from({ length: EDIT_LOOP_EDITS + 3 }, (_, i) => edit('loop', `/w/f${i % 3}.ts`));
     assert.deepEqual(answers.map((a) => a !== null), answers.map((_, i) => i === EDIT_LOOP_EDITS - 1));
@@ -190,10 +190,12 @@ describe('the nudge hooks (verdict agent-hook)', () => {
     const now = Date.now();
     fs.writeFileSync(path.join(dir, 'state.json'), JSON.stringify({ version: 1, runId: 'r1', runName: 'live', manifestFile: '/m', identity: 'me', host: shortHost(), pid: process.pid, status: 'running', startedAt: now, heartbeatAt: now, endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null, tasks: [] }));
     const curl = payload('PreToolUse', 'live', 'Bash', { command: 'curl https://api.anthropic.com/v1/messages' });
-    assert.equal(hookAnswer('pre-bash', curl, home), null);
-    for (let i = 0; i < 10; i++) assert.equal(hookAnswer('post-edit', payload('PostToolUse', 'live', 'Write', { file_path: `/w/${i}`, content: '' }), home), null);
+    assert.equal(hookAnswer('pre-bash', curl, home, {}), null);
+    // A run's worker (Claude Code as an engine reads the same user hooks; its sandbox hides VERDICT_HOME): never nudged.
+    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 'worker', 'Bash', { command: 'curl https://api.anthropic.com/v1/messages' }), temp('verdict-hook-'), { VERDICT_RUN_ID: 'r1' }), null);
+    for (let i = 0; i < 10; i++) assert.equal(hookAnswer('post-edit', payload('PostToolUse', 'live', 'Write', { file_path: `/w/${i}`, content: '' }), home, {}), null);
     const file = path.join(temp('verdict-hook-'), 'a-file');
     fs.writeFileSync(file, '');
-    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 'x', 'Bash', { command: 'curl https://openrouter.ai/api/v1/chat/completions' }), file), null);
+    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 'x', 'Bash', { command: 'curl https://openrouter.ai/api/v1/chat/completions' }), file, {}), null);
   });
 });

@@ -90,8 +90,12 @@ function countEdit(home: string, session: unknown, file: unknown): { edits: numb
  * The hook's answer to one payload: the JSON text to print, or null for nothing. Never throws (any error: null).
  * @param payloadText the hook's stdin
  * @param home VERDICT_HOME, where live runs are found and the per-session state is kept (`agent/sessions/`)
+ * @param env the hook's environment: VERDICT_RUN_ID set (a run's worker or reviewer) means no nudge
  */
-export function hookAnswer(mode: HookMode, payloadText: string, home: string): string | null {
+export function hookAnswer(mode: HookMode, payloadText: string, home: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  // A worker or reviewer of a Verdict run (its engine may be Claude Code reading these same user settings) is in a
+  // live run by definition, even where the sandbox hides VERDICT_HOME from it: never nudged.
+  if (env.VERDICT_RUN_ID) return null;
   try {
     const payload = JSON.parse(payloadText) as { session_id?: unknown; tool_input?: { command?: unknown; file_path?: unknown } };
     if (!payload || typeof payload !== 'object') return null;
