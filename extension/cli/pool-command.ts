@@ -60,6 +60,7 @@ export async function poolCommand(action: string, flags: PoolFlags, io: Io): Pro
       host: flags.host ?? shortHost(),
       slots,
       engines,
+      known: all,
       env: process.env,
       sandbox: containmentChoice(settings, { noSandbox: flags.noSandbox }).sandbox ?? 'auto',
       signal: controller.signal,

@@ -24,11 +24,14 @@ function machine(dir: string, agent: 'bash' | 'hang'): { config: string; env: Re
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin, { recursive: true });
   fs.writeFileSync(path.join(bin, 'agent-run'), agent === 'bash' ? '#!/bin/bash\nbash -c "$1"\n' : '#!/bin/bash\necho "working"; sleep 600\n', { mode: 0o755 });
+  // A reviewer: rejects attempt 1 naming what is missing, approves attempt 2.
+  fs.writeFileSync(path.join(bin, 'review-strict'), `#!/bin/bash\nif [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"verdict":"reject","concerns":["tests.txt is missing"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi\n`, { mode: 0o755 });
   const config = path.join(dir, 'config.json');
   fs.writeFileSync(config, JSON.stringify({
     engines: {
       agent: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'agent-1' },
       good: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'good-1' },
+      strict: { binary: 'review-strict', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'strict-1' },
     },
   }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } };
@@ -196,6 +199,47 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     assert.doesNotMatch(a.out(), /claimed .*second/);
     // The dependent started from its prerequisite's commit, fetched from the remote.
     assert.equal(git(remote, 'show', `${String(rows[1]?.commit)}:first.txt`), 'base');
+  });
+
+  it('a task with a review step over the pool: rejected, the concerns reach the retry on the pool, approved', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const a = startWorker(url, 'reviewing', 'agent', 'bash', 1);
+    workers.push(a);
+    const spec = 'echo work > work.txt; if [ -n "$VERDICT_FAILURE_FILE" ] && grep -q "tests.txt is missing" "$VERDICT_FAILURE_FILE"; then echo ok > tests.txt; fi';
+    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'reviewed', engine: 'agent', spec, check: 'test -s work.txt', max_attempts: 2, review: { engines: ['strict'], require: 'all' } }] });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => [row.step, row.attempt, row.worker_engine, row.verdict, row.host]), [
+      ['work', 1, 'agent', 'FAIL', 'reviewing'],
+      ['review', 1, 'strict', 'FAIL', 'reviewing'],
+      ['work', 2, 'agent', 'PASS', 'reviewing'],
+      ['review', 2, 'strict', 'PASS', 'reviewing'],
+    ]);
+    assert.equal(git(remote, 'show', `${String(rows[2]?.commit)}:tests.txt`), 'ok');
+  });
+
+  it('verdict stop of a task running on a pool worker: the worker stops it, CANCELLED, not retried', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const a = startWorker(url, 'stoppable', 'agent', 'hang', 1);
+    workers.push(a);
+    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'long', engine: 'agent', spec: 'true', check: 'true', max_attempts: 3 }] });
+    const home = path.join(dir, 'home');
+    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    await until('the worker claims it', () => /claimed .*long\/1/.test(a.out()));
+    const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
+    const stop = await cli(['stop', runId, 'long', '--home', home]);
+    assert.equal(stop.exitCode, 0, stop.all);
+    const r = await run;
+    assert.equal(r.exitCode, 1, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => [row.attempt, row.verdict, row.host]), [[1, 'CANCELLED', 'stoppable']]);
+    assert.match(a.out(), /long\/1: CANCELLED/);
   });
 
   it('Postgres restarted mid-run: work waits, nothing is lost, nothing is recorded twice', async () => {

@@ -19,6 +19,8 @@ import { JOB_VERSION, queueOf, type AttemptJob } from './payload';
 
 /** How often the orchestrator looks at its attempts' rows, ms. */
 export const DISPATCH_POLL_MS = 250;
+/** pg-boss's retries of a job that was taken and never settled (expired, or failed back by the orchestrator). */
+export const QUEUE_RETRIES = 5;
 /** pg-boss's own expiry of a claimed job (a backstop: the heartbeat decides first), s: the task's limits plus this. */
 const EXPIRY_MARGIN_S = 600;
 
@@ -87,11 +89,13 @@ export class PoolDispatcher {
     const jobId = uuidOf(`${job.runId}/${job.key}/${job.attempt}`);
     // Idempotent on run/task/attempt: a repeated send (after an outage hid whether the first one landed) adds nothing.
     await this.query(`INSERT INTO verdict_pool_attempts (run_id, task_key, attempt, engine, queue, job_id) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, [job.runId, job.key, job.attempt, job.engine, queue, jobId], task);
-    await this.untilDone(() => this.boss.send(queue, job, { id: jobId, retryLimit: 2, expireInSeconds: Math.ceil((job.timeoutMs + job.checkTimeoutMs) / 1000) + EXPIRY_MARGIN_S }), task);
+    await this.untilDone(() => this.boss.send(queue, job, { id: jobId, retryLimit: QUEUE_RETRIES, expireInSeconds: Math.ceil((job.timeoutMs + job.checkTimeoutMs) / 1000) + EXPIRY_MARGIN_S }), task);
     ctx.emit({ type: 'task-note', key: job.key, note: `attempt ${job.attempt} queued on ${queue}` });
 
     let host: string | null = null;
     let cancelSent = false;
+    /** When (local ms) the job was first seen taken from the queue while no worker had claimed its row. */
+    let orphanSince: number | null = null;
     for (;;) {
       const row = await this.poll(job, task);
       if (row) {
@@ -109,6 +113,22 @@ export class PoolDispatcher {
             // Not claimed yet: withdrawn from the queue and settled here.
             await this.boss.cancel(queue, jobId).catch(() => undefined);
             if (await this.settleHere(job, { verdict: 'CANCELLED', reason: 'the run was cancelled' })) throw new Cancelled();
+          }
+        }
+        if (!row.worker_id && Number(row.waiting_ms) > this.lease) {
+          // Taken from the queue by a worker that never claimed the row (it died, or the database went away, between
+          // the two): after a lease the job is failed back to the queue, and pg-boss's retry hands it out again.
+          const state = (await this.boss.getJobById(queue, jobId).catch(() => null))?.state;
+          if (state === 'failed') {
+            const reason = `the queue gave the attempt up: taken ${QUEUE_RETRIES + 1} times and never claimed by a worker`;
+            if (await this.settleHere(job, { verdict: 'ERROR', reason })) return { verdict: 'ERROR', reason };
+          }
+          if (state !== 'active') orphanSince = null;
+          else if (orphanSince === null) orphanSince = Date.now();
+          else if (Date.now() - orphanSince > this.lease) {
+            await this.boss.fail(queue, jobId, { reason: 'taken from the queue but never claimed' }).catch(() => undefined);
+            ctx.emit({ type: 'task-note', key: job.key, note: `attempt ${job.attempt} was taken from the queue but no worker claimed it: queued again` });
+            orphanSince = null;
           }
         }
         const lost = row.worker_id && row.lost && this.healthySince !== null && Date.now() - this.healthySince >= this.lease;
@@ -134,7 +154,7 @@ export class PoolDispatcher {
   /** The attempt's row joined with its worker's heartbeat, or null when the database did not answer. */
   private async poll(job: AttemptJob, task: TaskRuntime): Promise<PollRow | null> {
     const r = await this.query(
-      `SELECT a.record, a.worker_id, a.host, a.log_tail, a.log_dir, (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - ($4::double precision * interval '1 millisecond')) AS lost
+      `SELECT a.record, a.worker_id, a.host, a.log_tail, a.log_dir, extract(epoch from (now() - a.enqueued_at)) * 1000 AS waiting_ms, (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - ($4::double precision * interval '1 millisecond')) AS lost
        FROM verdict_pool_attempts a LEFT JOIN verdict_pool_workers w ON w.worker_id = a.worker_id
        WHERE a.run_id = $1 AND a.task_key = $2 AND a.attempt = $3`,
       [job.runId, job.key, job.attempt, this.lease],
@@ -153,7 +173,8 @@ export class PoolDispatcher {
       if (remote.verdict === 'CANCELLED') throw new Cancelled();
       return { verdict: remote.verdict ?? 'ERROR', reason: remote.reason };
     }
-    for (const f of TAKEN) (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
+    // What the worker's record holds (a worker that could not run the attempt sends only its verdict and reason).
+    for (const f of TAKEN) if ((remote as unknown as Record<string, unknown>)[f] !== undefined) (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
     io.workerTail = tail;
     const files = recordFiles(rec);
     fs.writeFileSync(files.worker, tail);
@@ -210,6 +231,8 @@ interface PollRow {
   host: string | null;
   log_tail: string | null;
   log_dir: string | null;
+  /** ms since the attempt was enqueued (the database's clock). */
+  waiting_ms: string | number;
   lost: boolean;
 }
 

@@ -42,6 +42,8 @@ export interface PoolWorkerOptions {
   slots: number;
   /** The engines this worker takes attempts of (their binaries are checked before each attempt, as on a local run). */
   engines: ReadonlyMap<string, EngineSpec>;
+  /** Every engine its config defines: a task's reviewers may be others than the engines it claims by (default: engines). */
+  known?: ReadonlyMap<string, EngineSpec>;
   env: NodeJS.ProcessEnv;
   sandbox: SandboxMode;
   /** Aborting drains: nothing new is claimed, running attempts finish, then the worker ends. */
@@ -113,16 +115,27 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
       return;
     }
     const id = `${parsed.runId}/${parsed.key}/${parsed.attempt}`;
-    // Claimed here unless settled already, or held by a live worker (a retried job of a lost one is taken over).
-    const claim = await db.query(
-      `UPDATE verdict_pool_attempts a SET worker_id = $4, host = $5, claimed_at = now()
-       WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL AND NOT cancel_requested
-         AND (a.worker_id IS NULL OR a.worker_id = $4 OR NOT EXISTS (SELECT 1 FROM verdict_pool_workers w WHERE w.worker_id = a.worker_id AND w.heartbeat_at > now() - ($6::double precision * interval '1 millisecond')))
-       RETURNING attempt`,
-      [parsed.runId, parsed.key, parsed.attempt, workerId, opts.host, leaseMs(opts.env)],
-    ).catch(() => null);
-    if (!claim || !claim.rowCount) {
-      if (claim) await boss.complete(queue, job.id, { skipped: 'settled or held elsewhere' }).catch(() => undefined);
+    // Claimed here unless settled already, or held by a live worker (a retried job of a lost one is taken over). The
+    // job is ours in the queue now: through an outage the claim is retried until the database answers, or the job
+    // would sit claimed in the queue with nobody running it.
+    let claimed = false;
+    for (;;) {
+      try {
+        const claim = await db.query(
+          `UPDATE verdict_pool_attempts a SET worker_id = $4, host = $5, claimed_at = now()
+           WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL AND NOT cancel_requested
+             AND (a.worker_id IS NULL OR a.worker_id = $4 OR NOT EXISTS (SELECT 1 FROM verdict_pool_workers w WHERE w.worker_id = a.worker_id AND w.heartbeat_at > now() - ($6::double precision * interval '1 millisecond')))
+           RETURNING attempt`,
+          [parsed.runId, parsed.key, parsed.attempt, workerId, opts.host, leaseMs(opts.env)],
+        );
+        claimed = (claim.rowCount ?? 0) > 0;
+        break;
+      } catch {
+        await sleep(1000);
+      }
+    }
+    if (!claimed) {
+      await boss.complete(queue, job.id, { skipped: 'settled or held elsewhere' }).catch(() => undefined);
       return;
     }
     opts.log(`claimed ${id} (${parsed.engine})`);
@@ -213,7 +226,8 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
     file: `pool:${job.runId}`, runName: job.runName, workdir: wHome, maxParallel: 1, worktrees: true, repo: checkout, baseRef: job.baseSha,
     budgetUsd: null, setup: job.setup, include: [], tasks: [task.spec], raw: {},
   };
-  const pre = await preflight(manifest, opts.engines, opts.env, wHome, { sandbox: opts.sandbox, allowFullAccess: false, configSource: 'a pool worker never allows full_access' });
+  const known = opts.known ?? opts.engines;
+  const pre = await preflight(manifest, known, opts.env, wHome, { sandbox: opts.sandbox, allowFullAccess: false, configSource: 'a pool worker never allows full_access' });
   task.containment = taskContainment(pre.containment, false);
   fs.mkdirSync(path.join(runDir(wHome, job.runId), 'tasks', job.key), { recursive: true });
   const stateFile = new StateFile(path.join(runDir(wHome, job.runId), 'tasks', job.key, `state-${job.attempt}.json`), {
@@ -223,7 +237,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   });
   const spend = new RunSpend(wHome, null, null);
   const ctx: AttemptContext = {
-    opts: { manifest, home: wHome, identity: job.identity, engines: opts.engines, env: opts.env, sandbox: opts.sandbox },
+    opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
     env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap,
     emit: () => undefined, spend, recordErrors: [], stateBaselines: new Map(),
   };
