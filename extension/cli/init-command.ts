@@ -45,9 +45,11 @@ export function initCommand(opts: InitOptions, io: Io): number {
   const written = writeTemplate(t, dir, plan);
   for (const f of written) io.out(`wrote ${f}`);
   for (const f of plan.same) io.out(`kept ${path.join(dir, f)} (already there, same contents)`);
-  const manifest = path.relative(process.cwd(), written[0] ?? path.join(dir, t.files[0] as string)) || (t.files[0] as string);
+  const full = written[0] ?? path.join(dir, t.files[0] as string);
+  const rel = path.relative(process.cwd(), full);
+  const manifest = rel.startsWith('..') || path.isAbsolute(rel) ? full : rel;
   io.out(`template ${t.id}: ${t.title}`);
-  io.out(`next: adapt ${manifest} (tasks, checks, engines; its README: verdict init --list, or templates/${t.id}/README.md in Verdict's package), then`);
+  io.out(`next: adapt ${manifest} (tasks, checks, engines${t.readme ? `; how: ${t.readme}` : ''}), then`);
   io.out(`  verdict lint ${manifest} && verdict run ${manifest}`);
   return 0;
 }

@@ -17,9 +17,16 @@ describe('Verdict: New Manifest', () => {
     assert.ok(r && 'written' in r, JSON.stringify(r));
     assert.deepEqual(r.written.map((f) => path.relative(dir, f)), ['test-hardening.swarm.json', 'checks/mutants.sh', 'checks/mutants.txt']);
     assert.equal(vscode.window.activeTextEditor?.document.uri.fsPath, path.join(dir, 'test-hardening.swarm.json'));
-    await vscode.commands.executeCommand('verdict.lintManifest', vscode.Uri.file(r.written[0] as string));
-    const errors = vscode.languages.getDiagnostics(vscode.Uri.file(r.written[0] as string)).filter((d) => d.severity <= vscode.DiagnosticSeverity.Warning);
-    assert.deepEqual(errors.map((d) => d.message), []);
+    const problems = async (file: string) => {
+      await vscode.commands.executeCommand('verdict.lintManifest', vscode.Uri.file(file));
+      return vscode.languages.getDiagnostics(vscode.Uri.file(file)).filter((d) => d.severity <= vscode.DiagnosticSeverity.Warning).map((d) => d.message);
+    };
+    // The control: the same manifest with a check that cannot fail has an error here, so an empty list means clean.
+    const broken = path.join(dir, 'broken.swarm.json');
+    fs.writeFileSync(broken, fs.readFileSync(r.written[0] as string, 'utf8').replace(/"check": "[^"]*"/, '"check": "true"'));
+    assert.ok((await problems(broken)).some((m) => /cannot fail|always/i.test(m)), 'the control manifest has its error');
+    fs.rmSync(broken);
+    assert.deepEqual(await problems(r.written[0] as string), []);
   });
 
   it('never overwrites: a taken manifest name gets the next free one, the user\'s file stays; "cancel" writes nothing', async () => {
