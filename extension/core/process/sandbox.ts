@@ -131,7 +131,8 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   return { file: plan.binary, args: out };
 }
 
-function isExecutable(file: string): boolean {
+/** True when `file` is a regular file this process may execute. */
+export function isExecutable(file: string): boolean {
   try {
     fs.accessSync(file, fs.constants.X_OK);
     return fs.statSync(file).isFile();

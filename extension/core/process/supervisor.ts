@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RingBuffer } from './ring-buffer';
-import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { bwrapCommand, isExecutable, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
 import { spawnViaHelper, type Spawned } from './spawner';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
@@ -318,14 +318,6 @@ export function resolveCommand(file: string, pathEnv: string): string | null {
   return null;
 }
 
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /**
  * A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or null when it is gone or /proc is

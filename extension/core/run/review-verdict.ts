@@ -52,7 +52,8 @@ export function parseReviewAnswer(message: string | null): ParsedAnswer {
   return { ok: true, answer: { verdict: value.verdict, concerns: [...value.concerns] } };
 }
 
-function tryJson(text: string): unknown {
+/** `text` parsed as JSON, or undefined when it is not JSON. */
+export function tryJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -61,7 +62,7 @@ function tryJson(text: string): unknown {
 }
 
 /** The first 200 characters of `text`, on one line. */
-function preview(text: string): string {
+export function preview(text: string): string {
   const line = text.trim().replace(/\s+/g, ' ');
   return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }

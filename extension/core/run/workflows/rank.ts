@@ -14,6 +14,7 @@
 import crypto from 'node:crypto';
 import Ajv from 'ajv';
 import answerSchema from '../../../../schemas/rank-answer.schema.json';
+import { preview, tryJson } from '../review-verdict';
 
 /** The most candidates a ranking shows (one capital letter each). */
 export const MAX_RANKED = 26;
@@ -175,15 +176,3 @@ function fmt(n: number): string {
   return String(Math.round(n * 100) / 100);
 }
 
-function tryJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function preview(text: string): string {
-  const line = text.trim().replace(/\s+/g, ' ');
-  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
-}
