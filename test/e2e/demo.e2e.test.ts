@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { requireSandbox } from '../helpers/sandbox-env';
@@ -21,6 +22,11 @@ describe('verdict demo', function () {
     assert.equal(rows.length, 2 * (1 + 2 + 1 + 2));
     const repo = path.join(home, 'demo', 'repo');
     const runId = String(rows[0]?.run_id);
+    // The greeting's retry shows what the README says: the check's diff, injected through the failure file.
+    const retry = rows.find((row) => row.task_key === 'greeting' && row.attempt === 2);
+    const retryLog = fs.readFileSync(String(retry?.worker_log), 'utf8');
+    assert.match(retryLog, /worker: the check said:\n```\n--- /, retryLog);
+    assert.match(retryLog, /^\+Helo, world$/m, retryLog);
     assert.match(git(repo, 'show', `verdict/${runId}/fizzbuzz:fizzbuzz.sh`), /FizzBuzz/);
   });
 
