@@ -147,8 +147,11 @@ export type HostToPage =
   | { type: 'did-append-output'; runId: string; chunks: OutputChunk[] }
   /** Reply to load-artifact: the file's text (its last `maxBytes` when longer; `truncatedBytes` says how much was cut). */
   | { type: 'did-load-artifact'; replyTo: number; runId: string; artifact: ArtifactKind; key: string | null; attempt: number | null; text: string | null; truncatedBytes: number; error: string | null }
-  /** Reply to load-scoreboard. `source` names the module the rows came from. */
-  | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; error: string | null }
+  /**
+   * Reply to load-scoreboard. `source` names the module the rows came from; `quarantined` counts the attempts set
+   * aside because no model was stamped on them (the script engine, a custom engine that names none).
+   */
+  | { type: 'did-load-scoreboard'; replyTo: number; rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; quarantined: number; error: string | null }
   /**
    * Reply to task-action. `done`: it happened (a stop or rerun acknowledged in state.json, the branch merged, the diff
    * opened); `refused`: it did not, `message` says why (a refusal of the run, a conflict, a failing re-check…);

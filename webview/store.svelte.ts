@@ -56,7 +56,7 @@ export const app = $state({
   skipped: [] as SkippedView[],
   outputs: {} as Record<string, OutputTail>,
   artifacts: {} as Record<string, ArtifactState>,
-  scoreboard: null as { rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; error: string | null } | null,
+  scoreboard: null as { rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; quarantined: number; error: string | null } | null,
   acts: {} as Record<string, ActState>,
   diffs: {} as Record<string, DiffState>,
   rejected: [] as string[],
@@ -165,7 +165,7 @@ export function apply(m: HostToPage): void {
       app.artifacts[artifactKey(m.runId, m.artifact, m.key, m.attempt)] = { loading: false, text: m.text, truncatedBytes: m.truncatedBytes, error: m.error };
       break;
     case 'did-load-scoreboard':
-      app.scoreboard = { rows: m.rows, reviews: m.reviews, source: m.source, error: m.error };
+      app.scoreboard = { rows: m.rows, reviews: m.reviews, source: m.source, quarantined: m.quarantined, error: m.error };
       break;
     case 'did-act':
       app.acts[taskKey(m.runId, m.key)] = { action: m.action, pending: false, result: m.result, message: m.message };

@@ -6,7 +6,8 @@ import { dashboardScoreboard } from '../../extension/core/dashboard/scoreboard';
 import { scoreboardView, tierOf } from '../../extension/core/scoreboard/view';
 import { parseCatalog } from '../../extension/core/catalog/openrouter';
 import { EvalIndex } from '../../extension/core/store/sqlite-index';
-import { tempDir } from '../helpers/fixtures';
+import { appendEvalRow } from '../../extension/core/store/eval-log';
+import { sampleRow, tempDir } from '../helpers/fixtures';
 
 const FIXTURES = path.resolve('test/fixtures/scoreboard');
 const catalogA = () => parseCatalog(JSON.parse(fs.readFileSync(path.join(FIXTURES, 'catalog-a.json'), 'utf8')), 'catalog-a.json');
@@ -224,5 +225,21 @@ describe('scoreboard (unit)', () => {
     const mem = await EvalIndex.open(log, null);
     assert.equal(mem.update().added, 14);
     mem.close();
+  });
+});
+
+describe('dashboard scoreboard over rows with no stamped model', () => {
+  it('an empty scoreboard over a full log says how many attempts were set aside (the demo\'s script rows)', async () => {
+    const home = tempDir();
+    const log = path.join(home, 'runs.jsonl');
+    for (let i = 1; i <= 3; i++) await appendEvalRow(log, sampleRow({ run_id: 'r1', task_key: `t${i}`, model: null, verdict: i === 3 ? 'FAIL' : 'PASS' }));
+    const dash = await dashboardScoreboard(home);
+    assert.deepEqual(dash.rows, []);
+    assert.equal(dash.quarantined, 3);
+    // One attempt with a model is scored; the others stay set aside.
+    await appendEvalRow(log, sampleRow({ run_id: 'r2', task_key: 'm', model: 'openai/gpt-5-mini', worker_engine: 'codex' }));
+    const again = await dashboardScoreboard(home);
+    assert.deepEqual(again.rows.map((r) => r.model), ['openai/gpt-5-mini']);
+    assert.equal(again.quarantined, 3);
   });
 });

@@ -18,7 +18,7 @@ export interface PageTransport {
 }
 
 /** Where the scoreboard rows come from: the rows (and the reviewers' rows, none when absent) and the name of the module that made them. */
-export type ScoreboardProvider = () => Promise<{ rows: ScoreRow[]; reviews?: ReviewerRow[]; source: string }>;
+export type ScoreboardProvider = () => Promise<{ rows: ScoreRow[]; reviews?: ReviewerRow[]; source: string; quarantined?: number }>;
 
 /**
  * One page (a webview panel or a browser tab) talking to its host. Validates every message the page sends
@@ -103,8 +103,8 @@ export class DashboardSession {
       }
       case 'load-scoreboard':
         this.opts.scoreboard().then(
-          ({ rows, reviews, source }) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows, reviews: reviews ?? [], source, error: null }),
-          (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', error: e.message }),
+          ({ rows, reviews, source, quarantined }) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows, reviews: reviews ?? [], source, quarantined: quarantined ?? 0, error: null }),
+          (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', quarantined: 0, error: e.message }),
         );
         return true;
       case 'task-action': {
