@@ -89,7 +89,7 @@ async function lockFolder(folder: string, holder: WorkdirHolder, busy: (held: Wo
     release = await take();
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') throw e;
-    const held = readHolder(info);
+    const held = await awaitHolder(info);
     if (!held || !holderGone(held)) throw busy(held);
     // Its holder died on this host (SIGKILL leaves the lock fresh for up to 30 s): the folder is free.
     fs.rmSync(lockPath, { recursive: true, force: true });
@@ -100,7 +100,10 @@ async function lockFolder(folder: string, holder: WorkdirHolder, busy: (held: Wo
       throw busy(readHolder(info));
     }
   }
-  fs.writeFileSync(info, JSON.stringify(holder, null, 1));
+  // Written beside, then renamed: a process refused meanwhile reads the whole holder or none.
+  const tmp = `${info}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(holder, null, 1));
+  fs.renameSync(tmp, info);
   let released = false;
   return async () => {
     if (released) return;
@@ -108,6 +111,19 @@ async function lockFolder(folder: string, holder: WorkdirHolder, busy: (held: Wo
     fs.rmSync(info, { force: true });
     await release().catch(() => undefined);
   };
+}
+
+/** How long a refused process waits for the lock's new holder to say who it is, ms (it writes that just after taking it). */
+const HOLDER_WAIT_MS = 2000;
+
+/** The holder of a lock that was just found held: waits up to HOLDER_WAIT_MS for it to write who it is; null if it never does. */
+async function awaitHolder(info: string): Promise<WorkdirHolder | null> {
+  const until = Date.now() + HOLDER_WAIT_MS;
+  for (;;) {
+    const held = readHolder(info);
+    if (held || Date.now() >= until) return held;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 function readHolder(info: string): WorkdirHolder | null {
