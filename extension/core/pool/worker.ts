@@ -22,7 +22,7 @@ import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { taskContainment } from '../run/containment';
 import { preflight } from '../run/preflight';
 import { RunSpend } from '../run/spend';
-import type { AttemptContext, TaskRuntime } from '../run/steps/context';
+import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
 import { ensureQueue, push } from './dispatch';
 import { BadJobError, parseJob, queueOf, type AttemptJob } from './payload';
 import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb } from './schema';
@@ -197,19 +197,12 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
   const earlier: AttemptState[] = Array.from({ length: job.attempt - 1 }, (_, i) => ({ attempt: i + 1, phase: 'done', verdict: null, startedAt: 0, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: '', notes: 'ran on another pool worker' }));
   return {
+    ...freshRuntime(),
     spec,
     engine: opts.engines.get(job.engine)!,
-    abort: new AbortController(),
-    prepared: false,
-    links: null,
-    protected: null,
-    guardBase: null,
-    sealedState: null,
     containment: 'bwrap',
     used: job.retry ? 1 : 0,
-    rateLimited: 0,
     failure: job.failure,
-    records: [],
     startFrom: job.startFrom,
     state: { key: job.key, engine: job.engine, model: job.model, taskType: job.taskType, verified: job.verified, status: 'queued', dir: worktreePath(wHome, job.runId, job.key), branch: job.branch, commit: null, port: null, attempts: earlier },
     summary: { key: job.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: job.verified, branch: job.branch, commit: null, reason: '', checkOutput: '' },

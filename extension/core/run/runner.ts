@@ -27,7 +27,7 @@ import { attemptEngine, graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
 import { preparedState } from './check-writes';
 import { checkEnvironment } from './steps/check';
-import type { AttemptContext, Step, TaskRuntime } from './steps/context';
+import { freshRuntime, type AttemptContext, type Step, type TaskRuntime } from './steps/context';
 import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
 import { freezeGenerated } from './workflows/generate';
 import { selectRow } from './workflows/select-row';
@@ -239,19 +239,12 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     const earlier = cont?.state.tasks.find((t) => t.key === spec.key);
     const kept = earlier && !cont?.again.has(spec.key) ? cont?.kept.get(spec.key) : undefined;
     return {
+      ...freshRuntime(),
       spec,
       engine,
-      abort: new AbortController(),
-      prepared: false,
-      links: null,
-      protected: null,
-      guardBase: null,
-      sealedState: null,
       containment: taskContainment(pre.containment, spec.fullAccess),
       used: 0,
-      rateLimited: 0,
       failure: null,
-      records: [],
       startFrom: [],
       state: earlier ?? {
         key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [],

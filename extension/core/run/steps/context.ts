@@ -75,6 +75,11 @@ export interface TaskRuntime {
   generated?: Record<string, unknown>[] | null;
 }
 
+/** The part of a TaskRuntime every new task starts with, whoever runs it (the runner, a pool worker): nothing prepared, sealed or recorded yet. */
+export function freshRuntime(): Pick<TaskRuntime, 'abort' | 'prepared' | 'links' | 'protected' | 'guardBase' | 'sealedState' | 'rateLimited' | 'records'> {
+  return { abort: new AbortController(), prepared: false, links: null, protected: null, guardBase: null, sealedState: null, rateLimited: 0, records: [] };
+}
+
 /** What one attempt's steps share besides the record: its prompt, environment and sandbox choice. */
 export interface AttemptIo {
   /** The worker's prompt: the spec, plus the previous failure for engines that take it in the prompt. */
