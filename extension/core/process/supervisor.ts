@@ -365,8 +365,13 @@ export function killByCookie(cookie: string, sig: NodeJS.Signals = 'SIGKILL'): n
   return hits;
 }
 
-/** Sends `sig` to process group `pgid`; a group that is already gone is not an error. */
+/**
+ * Sends `sig` to process group `pgid`; a group that is already gone is not an error. A pgid that is not an integer
+ * above 1 is ignored: kill(2) reads -1 as "every process this user may signal" and 0 as "this process's own group", so
+ * a pid read from a file (a state file a repository or another user planted) must never reach it as 1 or 0.
+ */
 export function signalGroup(pgid: number, sig: NodeJS.Signals): void {
+  if (!Number.isInteger(pgid) || pgid <= 1) return;
   try {
     process.kill(-pgid, sig);
   } catch (e) {
