@@ -80,6 +80,20 @@ export interface TaskState {
   winner?: string;
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
   generated?: string[];
+  /** A task with `inputs`, once its last attempt copied them: where, and which prerequisite each name stands for. */
+  inputs?: TaskInputsState;
+}
+
+/**
+ * The record of a task's inputs (docs/workflows.md "Inputs"): the folder its steps saw as VERDICT_INPUTS, each name in
+ * it and the prerequisite (and the commit, in worktree mode) it holds, the prerequisites left out on purpose (a
+ * council reviewer's own answer) and the files left out with why (size caps, special files).
+ */
+export interface TaskInputsState {
+  dir: string;
+  entries: { name: string; path: string; key: string; member: string; source: string }[];
+  excluded: string[];
+  omitted: { path: string; reason: string }[];
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */
@@ -176,6 +190,11 @@ export interface RunState {
   resumes?: RunResume[];
   /** Engines waiting for a quota reset, by engine name (an entry whose `until` passed is stale); absent when none. */
   waits?: Record<string, EngineWait>;
+  /**
+   * Anonymous input names (docs/workflows.md "Inputs"), by scope (a task's key, or a council's): member key → its
+   * letter, drawn at random the first time a task of the scope ran. Absent when no task read anonymous inputs.
+   */
+  inputNames?: Record<string, Record<string, string>>;
   tasks: TaskState[];
 }
 

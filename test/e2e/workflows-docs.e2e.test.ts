@@ -13,7 +13,8 @@ function examples(): Map<string, string> {
 }
 
 interface StateJson {
-  tasks: { key: string; status: string; reason?: string; winner?: string }[];
+  inputNames?: Record<string, Record<string, string>>;
+  tasks: { key: string; status: string; reason?: string; winner?: string; dir: string; inputs?: { entries: { name: string; key: string }[] } }[];
 }
 
 /** Writes the example to a temp folder, lints it (no error, no warning) and runs it; returns the run's state and rows. */
@@ -36,7 +37,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'generated']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'generated', 'inputs']);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
@@ -55,5 +56,17 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.match(out, /2 generated task\(s\) joined the run: words, digits/);
     assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['plan', 'PASS'], ['words', 'PASS'], ['digits', 'PASS']]);
     assert.deepEqual(rows.map((r) => r.task_key).sort(), ['digits', 'plan', 'words']);
+  });
+
+  it('inputs: the reader sees the two drafts as A and B, mapped in state.json', async () => {
+    const { code, out, state } = await runExample('inputs');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['draft-1', 'PASS'], ['draft-2', 'PASS'], ['digest', 'PASS']]);
+    const map = state.inputNames?.digest ?? {};
+    assert.deepEqual(Object.values(map).sort(), ['A', 'B']);
+    const digest = state.tasks[2] as StateJson['tasks'][number];
+    const lines = fs.readFileSync(path.join(digest.dir, 'digest.txt'), 'utf8');
+    assert.ok(lines.includes(`${map['draft-1']}: tabs are better`) && lines.includes(`${map['draft-2']}: spaces are better`), lines);
+    assert.deepEqual(digest.inputs?.entries.map((e) => [e.key, e.name]), [['draft-1', map['draft-1']], ['draft-2', map['draft-2']]]);
   });
 });

@@ -31,7 +31,8 @@ export type RuleId =
   | 'self-review'
   | 'allow-paths'
   | 'deps-not-allowed'
-  | 'generate';
+  | 'generate'
+  | 'inputs';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -84,6 +84,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   'task-graph': 'task-graph',
   repeat: 'repeat',
   generate: 'generate',
+  inputs: 'inputs',
 };
 
 /**

@@ -9,6 +9,7 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { repeatProblems } from './rules/repeat';
 import { generateProblems } from './rules/generate';
+import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { compileRepeat } from './repeat';
 import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
 
@@ -159,6 +160,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   for (const g of generateProblems(taskList)) {
     error('generate', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
   }
+  for (const p of inputsProblems(taskList)) {
+    error('inputs', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
+  }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
 
@@ -215,6 +219,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     allowDeps: allowDeps(t.allow_deps ?? data.allow_deps),
     allowPaths: (t.allow_paths as string[] | undefined) ?? (data.allow_paths as string[] | undefined) ?? null,
     ...(isObject(t.generate) ? { generate: { file: t.generate.file as string, maxTasks: t.generate.max_tasks as number } } : {}),
+    ...inputsOf(t.inputs),
   }));
   return {
     file,
@@ -235,6 +240,12 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
 }
 
 /** A schema-valid `review` object as a ReviewPolicy (`require` defaults to all); null when there is none. */
+/** `inputs` as written → TaskSpec.inputs (each key a source named after itself, or anonymous); {} when absent. */
+function inputsOf(v: unknown): Pick<TaskSpec, 'inputs'> {
+  const parsed = inputKeysOf(v);
+  return parsed ? { inputs: { from: parsed.keys.map((key) => ({ key })), anonymous: parsed.anonymous } } : {};
+}
+
 function reviewPolicy(v: unknown): ReviewPolicy | null {
   if (!isObject(v) || !Array.isArray(v.engines)) return null;
   return {

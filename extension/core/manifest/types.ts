@@ -61,6 +61,36 @@ export interface TaskSpec {
    * tasks that join the run once the planner passes (run/steps/generate.ts, run/workflows/generate.ts).
    */
   generate?: { file: string; maxTasks: number };
+  /**
+   * `inputs`: prerequisites whose sealed work this task reads, as read-only copies under `$VERDICT_INPUTS/<name>/`
+   * (run/inputs.ts, run/steps/inputs.ts; docs/workflows.md "Inputs"). Absent: none.
+   */
+  inputs?: TaskInputs;
+}
+
+/**
+ * What a task reads of its prerequisites' sealed work (every `from` key is in its `after`). Each source is copied to
+ * `$VERDICT_INPUTS/[<folder>/]<name>/`, where name is the member's key, or — `anonymous` — a capital letter drawn at
+ * random once per run and `scope`, recorded in state.json (so tasks of one scope name each member alike).
+ */
+export interface TaskInputs {
+  from: InputSource[];
+  /** true: names are letters (A, B, …) that say nothing of the task key, engine or model; false: the member's key. */
+  anonymous: boolean;
+  /** Anonymous names are drawn once per run and scope; tasks sharing a scope (one council) share the letters. Default: the task's key. */
+  scope?: string;
+  /** Keys (or members) never copied, whatever `from` says: a council reviewer's own answer. Dropped ones are recorded. */
+  exclude?: string[];
+}
+
+/** One prerequisite whose sealed tree is copied (a best-of-N task's: its winner's). */
+export interface InputSource {
+  /** The prerequisite's task key (one of the task's `after`). */
+  key: string;
+  /** Whom the name stands for (default `key`): a council's review is named after the member that wrote it. */
+  member?: string;
+  /** A subfolder of `$VERDICT_INPUTS` the copy goes in (`answers`, `reviews`); absent: at the top. */
+  folder?: string;
 }
 
 /** The built-in guards of a task, each on or off (the manifest's `guard`, task keys over run keys over true). */
@@ -125,7 +155,7 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
- * that breaks the rules of rules/generate.ts), `unreadable` (the file could not be read).
+ * that breaks the rules of rules/generate.ts), `inputs` (rules/inputs.ts), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -139,6 +169,7 @@ export type ProblemCode =
   | 'task-graph'
   | 'repeat'
   | 'generate'
+  | 'inputs'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */

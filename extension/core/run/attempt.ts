@@ -103,7 +103,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     boxed: task.containment === 'bwrap',
     workerTail: '',
     sync,
-    taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n), ...(spec.candidate ? { VERDICT_CANDIDATE: String(spec.candidate) } : {}) }),
+    taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n), ...(spec.candidate ? { VERDICT_CANDIDATE: String(spec.candidate) } : {}), ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}) }),
   };
 
   for (const step of steps) {

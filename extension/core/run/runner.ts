@@ -31,6 +31,7 @@ import { freshRuntime, type AttemptContext, type Step, type TaskRuntime } from '
 import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
 import { freezeGenerated } from './workflows/generate';
 import { selectRow } from './workflows/select-row';
+import { readsAsInput } from './inputs';
 import { appendEvalRow } from '../store/eval-log';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
@@ -408,7 +409,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (gate.kind === 'wait') return;
     parkedTasks.delete(task);
     if (gate.kind === 'ready') {
-      task.startFrom = task.spec.after.map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null })).filter((p): p is { key: string; commit: string } => p.commit !== null);
+      // A prerequisite the task reads as an input (its `inputs`) is not merged into its tree: it is copied beside it.
+      task.startFrom = task.spec.after.filter((k) => !readsAsInput(task.spec, k)).map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null })).filter((p): p is { key: string; commit: string } => p.commit !== null);
       return scheduler.push(task);
     }
     block(task, gate.reason);

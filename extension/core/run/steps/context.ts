@@ -73,6 +73,8 @@ export interface TaskRuntime {
   summary: TaskSummary;
   /** A planner's validated tasks (raw, as a manifest holds them), set by step `generate`; the runner adds them once it is PASS. */
   generated?: Record<string, unknown>[] | null;
+  /** A task with `inputs`: the folder its prerequisites' sealed work was copied to (VERDICT_INPUTS), set by step `inputs`. */
+  inputsDir?: string | null;
 }
 
 /** The part of a TaskRuntime every new task starts with, whoever runs it (the runner, a pool worker): nothing prepared, sealed or recorded yet. */
@@ -84,7 +86,7 @@ export function freshRuntime(): Pick<TaskRuntime, 'abort' | 'prepared' | 'links'
 export interface AttemptIo {
   /** The worker's prompt: the spec, plus the previous failure for engines that take it in the prompt. */
   prompt: string;
-  /** PORT, VERDICT_RUN_ID, VERDICT_TASK_KEY, VERDICT_TASK_DIR, VERDICT_ATTEMPT, and VERDICT_CANDIDATE (1…N) for a best-of-N candidate. */
+  /** PORT, VERDICT_RUN_ID, VERDICT_TASK_KEY, VERDICT_TASK_DIR, VERDICT_ATTEMPT, VERDICT_CANDIDATE (1…N) for a best-of-N candidate, VERDICT_INPUTS for a task with inputs. */
   taskEnv: () => Record<string, string>;
   /** The steps run in bubblewrap. */
   boxed: boolean;
@@ -108,7 +110,9 @@ export interface Step {
 /** Thrown by a step when the task was stopped while it ran; the attempt is then CANCELLED. */
 export class Cancelled extends Error {}
 
-/** Absolute paths of the task's protected files, for the sandbox's read-only binds. */
+/** Absolute paths of the task's protected files and of its inputs folder, for the sandbox's read-only binds. */
 export function protectedPaths(task: TaskRuntime): string[] {
-  return task.protected ? [...task.protected.files.keys()].map((rel) => `${task.state.dir}/${rel}`) : [];
+  const files = task.protected ? [...task.protected.files.keys()].map((rel) => `${task.state.dir}/${rel}`) : [];
+  // The task's inputs (its prerequisites' sealed work) are read-only to its worker and its check alike.
+  return task.inputsDir ? [...files, task.inputsDir] : files;
 }

@@ -1,5 +1,5 @@
 /**
- * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, work, seal, guard, check, generate
+ * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, generate
  * (planners only: docs/workflows.md), review (only for tasks with `review`), deliver.
  */
 import type { Step } from './context';
@@ -11,5 +11,6 @@ import { guardStep } from './guard';
 import { deliverStep } from './deliver';
 import { reviewStep } from './review';
 import { generateStep } from './generate';
+import { inputsStep } from './inputs';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, workStep, sealStep, guardStep, checkStep, generateStep, reviewStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, generateStep, reviewStep, deliverStep];
