@@ -11,8 +11,8 @@ import type { AttemptState, RunLiveness, TaskState } from './run-state';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
 export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type StepName, type TaskStatus, type Verdict } from './status';
-/** The order every view lists tasks in (the task graph's). */
-export { afterLabel, graphOrder } from './task-order';
+/** The order every view lists tasks in (the task graph's), best-of-N candidates grouped under their task. */
+export { afterLabel, candidateLabel, graphOrder, groupedOrder, oneLine, rowAfter, selectLines, type CandidateRow, type TaskRow } from './task-order';
 
 /** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
 export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;

@@ -75,7 +75,14 @@ export interface TaskState {
   group?: string;
   candidate?: number;
   /** On a best-of-N task's own entry: how its winner is chosen. */
-  select?: 'first-pass' | 'all';
+  select?: 'first-pass' | 'all' | 'ranked';
+  /**
+   * On a `select: "ranked"` entry once decided: each ranked candidate's aggregate score by candidate key (absent when
+   * no ranking decided it), the tie at the top and the reviewers' disagreement as said (null or absent: none).
+   */
+  scores?: Record<string, number>;
+  tie?: string | null;
+  disagreement?: string | null;
   /** On a best-of-N task's own entry, once one passed: the winning candidate's key. */
   winner?: string;
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */

@@ -7,11 +7,12 @@ import { shortHost } from '../core/host/hostname';
 import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
+import type { TaskState } from '../core/live/state';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import { waitsLine } from '../core/run/quota-wait';
 import { statusInfo } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
-import { graphOrder } from '../../schemas/task-order';
+import { candidateLabel, groupedOrder, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 import { printable } from './format';
 import { InputError, type Io } from './io';
 import { loadEngines } from './run-command';
@@ -139,25 +140,43 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
 /**
  * `verdict runs RUN`: one run's tasks in the graph's order (a task after its prerequisites), one line each: the task,
  * its status with the step its latest attempt is in or ended in (`running (check)`, `FAIL at check`), what it waits
- * for, its attempts, and why it ended as it did (a BLOCKED task names its prerequisite). Returns 0.
+ * for, its attempts, and why it ended as it did (a BLOCKED task names its prerequisite). A best-of-N task's candidates
+ * follow it, indented, each with its number, `winner` and its score on a ranked task, and its engine; the task's line
+ * says how it was decided (`select …`, the winner or why none passed, a tie, a disagreement). `--json`: the same rows,
+ * the task with `select`, `winner`, `scores`, `tie`, `disagreement`, each candidate with `group`, `candidate`, `won`
+ * and `score`. Keys and reasons are printed as one line without control characters. Returns 0.
  * @throws InputError for an unknown run (see resolveRun)
  */
 export function runTasksCommand(run: string, opts: { home: string; json: boolean }, io: Io): number {
   const info = resolveRun(opts.home, run);
   const s = info.state;
-  const rows = graphOrder(s.tasks).map((t) => {
+  const line = (t: TaskState, after: readonly string[], workflow: Record<string, unknown>, why: string | null) => {
     const last = t.attempts.at(-1);
     // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
     const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
-    return { key: t.key, status: t.status, label, step: last?.step ?? null, after: t.after ?? [], attempts: t.attempts.length, reason: t.reason ?? (last && t.status !== 'PASS' ? last.notes : '') };
+    const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
+    return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, reason, ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
+  };
+  // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown.
+  const rows = groupedOrder(s.tasks).flatMap((row) => {
+    const t = row.task;
+    if (!row.candidates.length) return [{ ...line(t, t.after ?? [], {}, null), indent: false }];
+    const decision = { select: t.select ?? 'first-pass', winner: t.winner ?? null, ...(t.scores ? { scores: t.scores } : {}), ...(t.tie ? { tie: t.tie } : {}), ...(t.disagreement ? { disagreement: t.disagreement } : {}) };
+    return [
+      { ...line(t, rowAfter(row).after ?? [], decision, selectLines(t).join('; ')), indent: false },
+      ...row.candidates.map((c) => {
+        const reason = line(c.task, [], {}, null).why;
+        return { ...line(c.task, [], { group: t.key, candidate: c.number, won: c.winner, score: c.score }, [candidateLabel(c), `${c.task.engine}${c.task.model ? `/${c.task.model}` : ''}`, c.task.status === 'PASS' ? '' : reason].filter(Boolean).join(' · ')), indent: true };
+      }),
+    ];
   });
   if (opts.json) {
-    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, tasks: rows.map(({ label: _label, ...r }) => r) }, null, 2));
+    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
     return 0;
   }
   io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${info.counts.passed}/${info.counts.total} passed`);
   const table = [['TASK', 'STATUS', 'AFTER', 'ATTEMPTS', 'WHY']];
-  for (const r of rows) table.push([r.key, r.label, r.after.join(', ') || '—', String(r.attempts), printable(r.reason.split('\n')[0] ?? '')]);
+  for (const r of rows) table.push([`${r.indent ? '  ' : ''}${oneLine(r.key)}`, r.label, r.after.map(oneLine).join(', ') || '—', String(r.attempts), printable(r.why)]);
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
   return 0;

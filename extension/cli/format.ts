@@ -1,7 +1,7 @@
 import { formatUsd } from '../core/cost/pricing';
 import type { RunState } from '../core/live/state';
 import type { RunEvent, RunSummary } from '../core/run/runner';
-import { graphOrder } from '../../schemas/task-order';
+import { candidateLabel, groupedOrder, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 
 /** Seconds with one decimal from ms: 1234 → "1.2s". */
 export function seconds(ms: number): string {
@@ -62,14 +62,23 @@ function eventText(e: RunEvent, now: Date): string | null {
  */
 export function verdictTable(s: RunSummary, state?: RunState | null): string {
   const live = new Map((state?.tasks ?? []).map((t) => [t.key, t]));
-  const tasks = graphOrder(s.tasks.map((t) => ({ ...t, after: live.get(t.key)?.after })));
-  const stepOf = (t: (typeof tasks)[number]) => {
+  // A best-of-N task's candidates are listed under it (indented), with the winner, scores and the select decision.
+  const grouped = groupedOrder(s.tasks.map((t) => {
+    const { after, group, candidate, select, winner, scores, tie, disagreement, reason } = live.get(t.key) ?? {};
+    return { ...t, after, group, candidate, select, winner, scores, tie, disagreement, stateReason: reason };
+  }));
+  type Row = (typeof grouped)[number]['task'];
+  const stepOf = (t: Row) => {
     const last = live.get(t.key)?.attempts.at(-1);
     return t.verdict !== 'PASS' && last?.verdict === t.verdict && last.step ? last.step : '';
   };
-  const steps = tasks.some((t) => stepOf(t));
-  const graph = tasks.some((t) => t.after?.length);
-  const rows = tasks.map((t) => [t.key, t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), ...(steps ? [stepOf(t) || '—'] : []), ...(graph ? [t.after?.join(', ') || '—'] : []), printable(t.verdict === 'PASS' ? t.verified ?? '' : t.reason)]);
+  const lines = grouped.flatMap((row) => [
+    { t: row.task, key: row.task.key, after: rowAfter(row).after ?? [], why: row.candidates.length ? selectLines({ ...row.task, reason: row.task.stateReason ?? row.task.reason }).join('; ') : row.task.verdict === 'PASS' ? row.task.verified ?? '' : row.task.reason },
+    ...row.candidates.map((c) => ({ t: c.task, key: `  ${c.task.key}`, after: [] as string[], why: [candidateLabel(c), live.get(c.task.key)?.engine ?? '', c.task.verdict === 'PASS' ? '' : c.task.reason].filter(Boolean).join(' · ') })),
+  ]);
+  const steps = lines.some((l) => stepOf(l.t));
+  const graph = lines.some((l) => l.after.length);
+  const rows = lines.map(({ t, key, after, why }) => [oneLine(key), t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), ...(steps ? [stepOf(t) || '—'] : []), ...(graph ? [after.join(', ') || '—'] : []), printable(why)]);
   const head = ['task', 'verdict', 'attempts', 'duration', 'tokens', ...(steps ? ['ended at'] : []), ...(graph ? ['after'] : []), 'verified / why not'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();

@@ -8,6 +8,7 @@ import { attemptNotice, mergeNotice } from '../core/run/notices';
 import type { ControlAck, ControlVerb } from '../core/live/control';
 import type { Finding } from '../core/manifest/findings';
 import type { RunInfo } from '../core/live/registry';
+import type { TaskState } from '../core/live/state';
 import { sendControlAndWait } from '../core/run/run-launch';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import type { RunSummary } from '../core/run/runner';
@@ -178,18 +179,53 @@ async function rerunTask(ctx: CommandContext, ref?: TaskRef): Promise<ControlAck
 async function reviewTask(ctx: CommandContext, ref?: TaskRef): Promise<number | undefined> {
   const found = taskOf(ctx, ref);
   if (!found || !ref) return refuse('pick a task in the Verdict runs view');
-  const { repo, baseSha } = found.info.state;
-  const head = found.task.commit;
-  if (!repo || !baseSha || !head) return refuse(`${ref.key} has no committed work to review (only passed worktree-mode tasks do)`);
+  return showChanges(found.info, found.task);
+}
+
+/**
+ * Opens a task's changes (base_ref against its committed work) in the active editor group: one file in the diff
+ * editor, several in the multi-file diff editor. Returns how many files, or undefined (with a message) when there is
+ * no committed work or no change.
+ */
+async function showChanges(info: RunInfo, task: TaskState): Promise<number | undefined> {
+  const { repo, baseSha } = info.state;
+  const head = task.commit;
+  if (!repo || !baseSha || !head) return refuse(`${task.key} has no committed work to review (only passed worktree-mode tasks do)`);
   const files = await changedFiles(repo, baseSha, head);
-  if (!files.length) return refuse(`${ref.key} changed no files`);
+  if (!files.length) return refuse(`${task.key} changed no files`);
   const resources = files.map((f) => {
-    const [left, right] = diffArguments({ repo, base: baseSha, head, path: f.path, key: ref.key });
+    const [left, right] = diffArguments({ repo, base: baseSha, head, path: f.path, key: task.key });
     return [vscode.Uri.file(path.join(repo, f.path)), left, right];
   });
-  if (files.length === 1) await vscode.commands.executeCommand('vscode.diff', ...diffArguments({ repo, base: baseSha, head, path: files[0]?.path ?? '', key: ref.key }));
-  else await vscode.commands.executeCommand('vscode.changes', `${ref.key}: ${files.length} files`, resources);
+  if (files.length === 1) await vscode.commands.executeCommand('vscode.diff', ...diffArguments({ repo, base: baseSha, head, path: files[0]?.path ?? '', key: task.key }));
+  else await vscode.commands.executeCommand('vscode.changes', `${task.key}: ${files.length} files`, resources);
   return files.length;
+}
+
+/**
+ * Compare with Winner: a best-of-N candidate's changes beside its task's winner's — the winner's in the first editor
+ * group, the candidate's in the second (created when missing), each base_ref against its committed work. Refused
+ * for a task that is not a candidate, a candidate of a task with no winner (yet), the winner itself, and a candidate
+ * without committed work (only one that passed has any). Resolves with the winner's key and both files counts.
+ */
+async function compareWithWinner(ctx: CommandContext, ref?: TaskRef): Promise<{ winner: string; winnerFiles: number; candidateFiles: number } | undefined> {
+  const found = taskOf(ctx, ref);
+  if (!found || !ref) return refuse('pick a candidate of a best-of-N task in the Verdict runs view');
+  const { task, info } = found;
+  if (task.candidate === undefined || !task.group) return refuse(`${ref.key} is not a best-of-N candidate`);
+  const entry = info.state.tasks.find((t) => t.key === task.group);
+  const winner = entry?.winner ? info.state.tasks.find((t) => t.key === entry.winner) : undefined;
+  if (!winner) return refuse(`${task.group} has no winner${entry ? ` (it is ${entry.status})` : ''}: there is nothing to compare ${ref.key} with`);
+  if (winner.key === task.key) return refuse(`${ref.key} is the winner of ${task.group}; pick another candidate to compare with it`);
+  if (!task.commit) return refuse(`${ref.key} has no committed work to compare (it is ${task.status}; only a candidate that passed has)`);
+  await vscode.commands.executeCommand('workbench.action.focusFirstEditorGroup');
+  const winnerFiles = await showChanges(info, winner);
+  if (winnerFiles === undefined) return undefined;
+  // The second group (VS Code creates it to the right when there is only one): the candidate beside the winner.
+  await vscode.commands.executeCommand('workbench.action.focusSecondEditorGroup');
+  const candidateFiles = await showChanges(info, task);
+  if (candidateFiles === undefined) return undefined;
+  return { winner: winner.key, winnerFiles, candidateFiles };
 }
 
 /** Merge Task / Merge All Passed: the merge queue, one task at a time, outcomes in a message and the log. */
@@ -284,6 +320,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     'verdict.stopTask': (ref?: TaskRef) => stopTask(ctx, ref),
     'verdict.rerunTask': (ref?: TaskRef) => rerunTask(ctx, ref),
     'verdict.reviewTask': (ref?: TaskRef) => reviewTask(ctx, ref),
+    'verdict.compareWithWinner': (ref?: TaskRef) => compareWithWinner(ctx, ref),
     'verdict.mergeTask': (ref?: TaskRef) => merge(ctx, ref?.runId, ref?.key ? [ref.key] : undefined),
     'verdict.mergeAllPassed': (ref?: RunRef) => merge(ctx, ref?.runId),
     'verdict.discardTask': (ref?: TaskRef, opts?: { confirmed?: boolean }) => discardTask(ctx, ref, opts),

@@ -6,7 +6,7 @@ import type { AttemptState, TaskState } from '../core/live/state';
 import { RunsWatcher } from '../core/live/watch';
 import { waitsLine } from '../core/run/quota-wait';
 import { attemptLabel } from '../../schemas/attempt-label';
-import { afterLabel, graphOrder } from '../../schemas/task-order';
+import { afterLabel, candidateLabel, groupedOrder, oneLine, rowAfter, selectLines, type CandidateRow, type TaskRow } from '../../schemas/task-order';
 import { changedFiles } from './changed-files';
 import { gitFileUri } from './git-content';
 
@@ -22,7 +22,7 @@ export type LogKind = 'prompt' | 'worker' | 'check';
 /** One row of the runs tree. */
 export type RunsNode =
   | { kind: 'run'; runId: string; info: RunInfo }
-  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo }
+  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState> }
   | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState }
   | { kind: 'log'; runId: string; key: string; attempt: number; log: LogKind; file: string }
   | { kind: 'changes'; runId: string; key: string; task: TaskState; info: RunInfo }
@@ -106,10 +106,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
     if (!node) return this.snapshot.map((info) => ({ kind: 'run', runId: info.state.runId, info }));
     switch (node.kind) {
       case 'run':
-        // The task graph's order: a task after its prerequisites (as in the dashboard and the CLI).
-        return graphOrder(node.info.state.tasks).map((task) => ({ kind: 'task', runId: node.runId, key: task.key, task, info: node.info }));
+        // The task graph's order: a task after its prerequisites, a best-of-N task's candidates under it (as in the
+        // dashboard and the CLI).
+        return groupedOrder(node.info.state.tasks).map((row) => ({ kind: 'task', runId: node.runId, key: row.task.key, task: row.task, info: node.info, row }));
       case 'task': {
-        const children: RunsNode[] = node.task.attempts.map((attempt) => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt }));
+        const children: RunsNode[] = (node.row?.candidates ?? []).map((candidate) => ({ kind: 'task', runId: node.runId, key: candidate.task.key, task: candidate.task, info: node.info, candidate }));
+        children.push(...node.task.attempts.map((attempt): RunsNode => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt })));
         if (node.task.commit && node.info.state.baseSha) children.push({ kind: 'changes', runId: node.runId, key: node.key, task: node.task, info: node.info });
         return children;
       }
@@ -127,7 +129,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
       case 'run':
         return runItem(node.info);
       case 'task':
-        return taskItem(node.task);
+        return taskItem(node.task, node.row, node.candidate);
       case 'attempt': {
         const a = node.attempt;
         const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
@@ -199,18 +201,31 @@ function runItem(info: RunInfo): vscode.TreeItem {
   return item;
 }
 
-function taskItem(t: TaskState): vscode.TreeItem {
-  const item = new vscode.TreeItem(t.key, vscode.TreeItemCollapsibleState.Collapsed);
+/**
+ * A task's row. A best-of-N task's entry (`row` with candidates) says how it was decided and lists its candidates; a
+ * candidate's row says its number, `winner` and a ranked task's score, and its engine. Labels are one line of plain
+ * text (state files and worker output can hold anything).
+ */
+function taskItem(t: TaskState, row?: TaskRow<TaskState>, candidate?: CandidateRow<TaskState>): vscode.TreeItem {
+  const item = new vscode.TreeItem(oneLine(t.key), vscode.TreeItemCollapsibleState.Collapsed);
   const last = t.attempts[t.attempts.length - 1];
   const duration = t.attempts.reduce((ms, a) => ms + ((a.endedAt ?? Date.now()) - a.startedAt), 0);
   const tokens = t.attempts.every((a) => a.tokensIn !== null && a.tokensOut !== null) && t.attempts.length ? t.attempts.reduce((n, a) => n + (a.tokensIn ?? 0) + (a.tokensOut ?? 0), 0) : null;
   // The latest attempt's label while it runs or when it made the task's status (`running (check)`, `FAIL at check`).
   const state = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
-  item.description = [state, afterLabel(t), `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`, t.status === 'BLOCKED' ? t.reason : ''].filter(Boolean).join(' · ');
-  item.tooltip = [t.verified, t.reason, last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
+  const decision = row?.candidates.length ? selectLines(t) : [];
+  const work = decision.length
+    ? [`${row?.candidates.length} candidates`, ...decision.slice(0, 2)]
+    : [candidate ? `${candidateLabel(candidate)} · ${t.engine}${t.model ? `/${t.model}` : ''}` : '', `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`, t.status === 'BLOCKED' ? t.reason ?? '' : ''];
+  item.description = oneLine([state, candidate ? '' : afterLabel(row ? rowAfter(row) : t), ...work].filter(Boolean).join(' · '));
+  item.tooltip = [t.verified, ...(decision.length ? decision : [t.reason]), last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
   const [icon, color] = taskIcon[t.status] ?? ['loading~spin'];
   item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
-  item.contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}`;
+  // task.<passed|done|active>[.worktree][.compare]: `.compare` on a candidate with committed work that did not win a
+  // task that has a winner (Compare with Winner).
+  const compare = candidate && !candidate.winner && t.commit ? '.compare' : '';
+  item.contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}${compare}`;
+  if (candidate?.winner) item.iconPath = new vscode.ThemeIcon('star-full', new vscode.ThemeColor('testing.iconPassed'));
   return item;
 }
 

@@ -111,8 +111,11 @@ interface RealRun {
   state: RunState;
 }
 
-/** Writes a one-task manifest for `engine`, runs it with `verdict run`, and collects what happened. */
-async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 'plain', serverOpts: ModelServerOptions = {}, taskExtra: Record<string, unknown> = {}): Promise<RealRun> {
+/**
+ * Writes a one-task manifest for `engine`, runs it with `verdict run`, and collects what happened. `binDir` may list
+ * several folders (path.delimiter); `alsoEngines` are configured too (a best-of-N task whose candidates run on them).
+ */
+async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 'plain', serverOpts: ModelServerOptions = {}, taskExtra: Record<string, unknown> = {}, alsoEngines: AgentCliName[] = []): Promise<RealRun> {
   const server = await startModelServer(serverOpts);
   const dir = tempDir(`verdict-real-${engine}-`);
   const home = path.join(dir, 'verdict-home');
@@ -134,7 +137,7 @@ async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 
     mode === 'worktree'
       ? writeManifest(makeRepo(path.join(dir, 'repo')), { run_name: `real-${engine}`, worktrees: true, max_parallel: 1, tasks: [task] })
       : writeManifest(dir, { run_name: `real-${engine}`, workdir: 'work', max_parallel: 1, tasks: [task] });
-  const env = { ...engineEnv(engine, dir, server), PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`, PWD: dir };
+  const env = { ...Object.assign({}, ...alsoEngines.map((e) => engineEnv(e, dir, server))), ...engineEnv(engine, dir, server), PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`, PWD: dir };
   const verdict = [CLI, 'run', manifest, '--home', home, '--identity', 'real-engines-e2e'];
   let socket: net.Server | null = null;
   let result: RealRun['result'];
@@ -292,6 +295,47 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       // The reviewer's own tool call wrote into its scratch dir, not into the reviewed task dir (read-only to it).
       assert.equal(fs.readFileSync(path.join(run.dir, 'work', KEY, 'alpha.txt'), 'utf8'), 'alpha ready\n');
       if (process.env.VERDICT_CAPTURE_REVIEW) fs.copyFileSync(String(review?.worker_log), `${process.env.VERDICT_CAPTURE_REVIEW}/opencode-review.jsonl`);
+    });
+  });
+
+  describe('best-of-2 across codex and opencode (worktree mode, select all)', function () {
+    let run: RealRun;
+    before(async function () {
+      this.timeout(600000);
+      const binDirs = [await ensureCli('codex'), await ensureCli('opencode')].join(path.delimiter);
+      const candidates = [{ engine: 'codex', model: 'stub-model' }, { engine: 'opencode', model: 'verdict-test/stub-model' }];
+      run = await runReal('codex', binDirs, 'worktree', {}, { candidates, select: 'all' }, ['opencode']);
+    });
+
+    it('runs both candidates, each row credited to its own engine; the select row names the winner; the task branch is at its commit', () => {
+      assert.equal(run.result.exitCode, 0, explain(run));
+      const work = run.rows.filter((r) => r.step === 'work');
+      const byCandidate = (n: number) => work.find((r) => r.candidate === n) as Record<string, unknown>;
+      assert.deepEqual(
+        [1, 2].map((n) => [byCandidate(n)?.task_key, byCandidate(n)?.group, byCandidate(n)?.worker_engine, byCandidate(n)?.harness, byCandidate(n)?.model, byCandidate(n)?.verdict]),
+        [
+          [`${KEY}--c1`, KEY, 'codex', 'codex-cli', 'stub-model', 'PASS'],
+          [`${KEY}--c2`, KEY, 'opencode', 'opencode', 'verdict-test/stub-model', 'PASS'],
+        ],
+        explain(run),
+      );
+      assert.equal(work.length, 2, 'one attempt per candidate, none for the task itself');
+      // Every token the server sent is on exactly one candidate's row: each engine's own usage output was read.
+      const sent = run.server.usageSent;
+      assert.equal(work.reduce((n, r) => n + Number(r.tokens_in), 0), sent.input, explain(run));
+      assert.equal(work.reduce((n, r) => n + Number(r.tokens_out), 0), sent.output);
+      for (const r of work) assert.ok(Number(r.tokens_in) > 0, `${String(r.task_key)} read its engine's usage`);
+      // select all: both ran to their end; the lowest-numbered pass (codex's) wins, in one select row credited to it.
+      const select = run.rows.filter((r) => r.step === 'select');
+      assert.deepEqual(select.map((r) => [r.task_key, r.candidate, r.worker_engine, r.model, r.verdict, r.commit]), [[KEY, 1, 'codex', 'stub-model', 'PASS', byCandidate(1).commit]]);
+      const group = run.state.tasks.find((t) => t.key === KEY);
+      assert.deepEqual([group?.status, group?.winner, group?.select, group?.commit], ['PASS', `${KEY}--c1`, 'all', byCandidate(1).commit]);
+      const repo = path.join(run.dir, 'repo');
+      const runId = run.state.runId;
+      assert.equal(git(repo, 'rev-parse', `verdict/${runId}/${KEY}`), byCandidate(1).commit, 'the task branch is at the winner\'s commit');
+      assert.equal(git(repo, 'rev-parse', `verdict/${runId}/${KEY}--c2`), byCandidate(2).commit, 'the other candidate\'s branch stays for review');
+      for (const n of [1, 2]) assert.equal(git(repo, 'show', `verdict/${runId}/${KEY}--c${n}:alpha.txt`), 'alpha ready');
+      assert.match(String(run.result.all), new RegExp(`^${KEY}\\s+PASS\\b`, 'm'), explain(run));
     });
   });
 

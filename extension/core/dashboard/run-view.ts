@@ -36,6 +36,12 @@ export function runView(info: RunInfo): RunView {
       ...(t.after?.length ? { after: t.after } : {}),
       ...(t.group !== undefined ? { group: t.group } : {}),
       ...(t.candidate !== undefined ? { candidate: t.candidate } : {}),
+      // A best-of-N task's decision: how, who won, and a ranked task's scores, tie and disagreement.
+      ...(t.select !== undefined ? { select: t.select } : {}),
+      ...(t.winner !== undefined ? { winner: t.winner } : {}),
+      ...(t.scores !== undefined ? { scores: t.scores } : {}),
+      ...(t.tie != null ? { tie: t.tie } : {}),
+      ...(t.disagreement != null ? { disagreement: t.disagreement } : {}),
       attempts: t.attempts.map(({ dir: _dir, workerPid: _pid, workerStartTime: _start, ...a }) => a),
     })),
   };
