@@ -2,8 +2,8 @@
  * Engines defined in configuration: any headless CLI, described by an entry that follows
  * schemas/engine.schema.json. Its output can be read by one of the built-in readers (`output`).
  */
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import engineSchema from '../schemas/engine.schema.json';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { validateEngineEntry } from '../schemas/validators.generated.js';
 import { emptyUsage, type ArgvTemplateElement, type EngineSpec } from './types';
 import { templateProblems } from './argv';
 import { lastLineMessage } from './final-message';
@@ -47,9 +47,8 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
 // Same rule as a task key: the name ends up in paths and eval rows.
 const ENGINE_NAME = /^[A-Za-z0-9._-]+$/;
 
-let entryValidator: ValidateFunction<CustomEngineConfig> | null = null;
-/** The engine entry schema's validator, compiled on first use (not at import: every CLI start loads this module). */
-const validateEntry = (): ValidateFunction<CustomEngineConfig> => (entryValidator ??= new Ajv({ allErrors: true, strict: false }).compile<CustomEngineConfig>(engineSchema));
+/** The engine entry schema's validator, compiled at build time (schemas/validators.build.mjs). */
+const validateEntry = (): ValidateFunction<CustomEngineConfig> => validateEngineEntry as ValidateFunction<CustomEngineConfig>;
 
 /** `/argv/2` under engine `aider` → `aider.argv[2]`. */
 function fieldPath(name: string, instancePath: string, child?: string): string {

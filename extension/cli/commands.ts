@@ -1,27 +1,11 @@
 import { resolveHome } from '../core/config/home';
-import { catalogCommand } from './catalog-command';
-import { cleanCommand } from './clean-command';
 import { command, type AnyCommand, type FlagSpec, type FlagValues } from './command-line';
-import { demoCommand } from './demo';
-import { doctorCommand } from './doctor-command';
-import { hudCommand } from './hud/hud-command';
-import { initCommand } from './init-command';
-import { lintCommand } from './lint-command';
-import { backfillCommand } from './backfill-command';
-import { agentHookCommand } from './agent/nudge';
-import { agentTargets, installAgent, uninstallAgent } from './agent/install';
-import { verdictLaunch } from './mcp/mcp-command';
-import { mcpCommand } from './mcp/mcp-command';
-import { modelsCommand, postgresUrlFor } from './models-command';
-import { continueCommand } from './resume-command';
 import { InputError } from './io';
-import { discardCommand, liveRun, mergeCommand, runsCommand, runTasksCommand, sendControl, stopCommand, resolveRun } from './control-command';
-import { poolCommand } from './pool-command';
-import { archiveCommand } from './archive-command';
-import { verifyArchiveCommand } from './verify-archive-command';
-import { verifyLogCommand } from './verify-log-command';
-import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
+import type { RunFlags } from './run-command';
 
+// Only the table is loaded at start: each handler imports its command's module when it runs (esbuild splits them into
+// chunks, docs/architecture.md "Start-up"), so `verdict --version` or `verdict lint` never loads the runner, sql.js,
+// pg, pg-boss or the hud server.
 /**
  * Every `verdict` subcommand, one entry each: name, positionals, its own flags, summary, exit codes and handler.
  * `verdict --help`, `verdict <command> --help`, the README's usage block (checked by test/unit/cli-table.unit.test.ts)
@@ -47,6 +31,12 @@ const controlFlags = {
 /** The options every control verb takes from its flags. */
 function controlOptions(flags: { home?: string; identity?: string; 'no-wait': boolean }): { home: string; identity?: string; noWait: boolean } {
   return { home: resolveHome(flags.home), identity: flags.identity, noWait: flags['no-wait'] };
+}
+
+/** What every starting command does first: reconcile runs whose orchestrator died (orphaned workers killed). */
+async function reconcileAtStart(homeFlag: string | undefined, io: Parameters<AnyCommand['run']>[1]): Promise<void> {
+  const { reconcileAndReport } = await import('./run-command');
+  await reconcileAndReport(resolveHome(homeFlag), (await import('./load-engines')).loadEngines(undefined).engines, io);
 }
 
 const controlExit = '0 done, 1 refused or not acknowledged within 15 s, 2 bad input (no such run, not live, no such task)';
@@ -84,7 +74,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
     exit: '0 every task passed, 1 some task did not, 2 bad input (manifest, config or flags: nothing is created)',
-    run: async ({ args: [manifest], flags }, io) => (await runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only, pool: flags.pool, remote: flags.remote }, io)).code,
+    run: async ({ args: [manifest], flags }, io) => (await (await import('./run-command')).runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only, pool: flags.pool, remote: flags.remote }, io)).code,
   }),
   command({
     name: 'pool',
@@ -101,7 +91,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "worker: run pool runs' attempts here until Ctrl-C (drains); status: the pool's workers and queues",
     exit: '0 drained or printed, 2 bad input or the database cannot be reached',
-    run: ({ args: [action], flags }, io) => poolCommand(action as string, { db: flags.db, slots: flags.slots, engines: flags.engines, host: flags.host, home: flags.home, config: flags.config, noSandbox: flags['no-sandbox'], json: flags.json }, io),
+    run: async ({ args: [action], flags }, io) => (await import('./pool-command')).poolCommand(action as string, { db: flags.db, slots: flags.slots, engines: flags.engines, host: flags.host, home: flags.home, config: flags.config, noSandbox: flags['no-sandbox'], json: flags.json }, io),
   }),
   command({
     name: 'resume',
@@ -111,13 +101,14 @@ export const COMMANDS: readonly AnyCommand[] = [
     exit: '0 unpaused, or every task passed (or none was left), 1 some did not, 2 bad input or the run is busy',
     run: async ({ args: [run], flags }, io) => {
       const home = resolveHome(flags.home);
+      const { liveRun, sendControl } = await import('./control-command');
       const live = liveRun(home, run as string);
       if (live && !live.state.paused) {
         const s = live.state;
         throw new InputError(`run ${s.runId} is live (its orchestrator is pid ${s.pid} on ${s.host}, identity ${s.identity}) and not paused: nothing to resume`);
       }
       if (live) return sendControl(live, 'resume', undefined, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return continueCommand(run as string, 'resume', undefined, runFlagsOf(flags), io);
+      return (await import('./resume-command')).continueCommand(run as string, 'resume', undefined, runFlagsOf(flags), io);
     },
   }),
   command({
@@ -126,7 +117,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'stop one task of a live run (recorded CANCELLED, not retried); without TASK, cancel the run',
     exit: controlExit,
-    run: ({ args: [run, task], flags }, io) => stopCommand(run as string, task, controlOptions(flags), io),
+    run: async ({ args: [run, task], flags }, io) => (await import('./control-command')).stopCommand(run as string, task, controlOptions(flags), io),
   }),
   command({
     name: 'pause',
@@ -134,7 +125,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'a live run starts no new attempt (running ones go on) until `verdict resume RUN`',
     exit: controlExit,
-    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'pause', undefined, controlOptions(flags), io),
+    run: async ({ args: [run], flags }, io) => {
+      const { resolveRun, sendControl } = await import('./control-command');
+      return sendControl(resolveRun(resolveHome(flags.home), run as string), 'pause', undefined, controlOptions(flags), io);
+    },
   }),
   command({
     name: 'drain',
@@ -142,7 +136,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: 'a live run finishes what runs, starts nothing more (queued tasks CANCELLED "drained") and ends',
     exit: controlExit,
-    run: async ({ args: [run], flags }, io) => sendControl(resolveRun(resolveHome(flags.home), run as string), 'drain', undefined, controlOptions(flags), io),
+    run: async ({ args: [run], flags }, io) => {
+      const { resolveRun, sendControl } = await import('./control-command');
+      return sendControl(resolveRun(resolveHome(flags.home), run as string), 'drain', undefined, controlOptions(flags), io);
+    },
   }),
   command({
     name: 'rerun',
@@ -152,9 +149,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     exit: 'live: 0 done, 1 refused or not acked in 15 s; ended: 0 all passed, 1 some did not; 2 bad input or busy',
     run: async ({ args: [run, task], flags }, io) => {
       const home = resolveHome(flags.home);
+      const { liveRun, sendControl } = await import('./control-command');
       const live = liveRun(home, run as string);
       if (live) return sendControl(live, 'rerun', task, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return continueCommand(run as string, 'rerun', task, runFlagsOf(flags), io);
+      return (await import('./resume-command')).continueCommand(run as string, 'rerun', task, runFlagsOf(flags), io);
     },
   }),
   command({
@@ -163,7 +161,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { home },
     summary: 'merge passed task branches into the current branch: rebase, re-check, fast-forward, one at a time',
     exit: '0 every task merged, 1 some did not (conflict, failed re-check, not passed, dirty tree), 2 bad input',
-    run: ({ args: [run, ...tasks], flags }, io) => mergeCommand(run as string, tasks, { home: resolveHome(flags.home) }, io),
+    run: async ({ args: [run, ...tasks], flags }, io) => (await import('./control-command')).mergeCommand(run as string, tasks, { home: resolveHome(flags.home) }, io),
   }),
   command({
     name: 'discard',
@@ -171,7 +169,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { home },
     summary: "remove a task's worktree and delete its branch, asking nothing (not while a live run works on it)",
     exit: '0 discarded, 1 a live process works in its worktree, 2 bad input (no such run or task, plain mode, running)',
-    run: ({ args: [run, task], flags }, io) => discardCommand(run as string, task as string, { home: resolveHome(flags.home) }, io),
+    run: async ({ args: [run, task], flags }, io) => (await import('./control-command')).discardCommand(run as string, task as string, { home: resolveHome(flags.home) }, io),
   }),
   command({
     name: 'runs',
@@ -179,7 +177,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { json, home },
     summary: 'every run, live first (id, name, identity, started, state, passed/total); RUN: its tasks and steps',
     exit: '0 listed, 2 no such run',
-    run: async ({ args: [run], flags }, io) => (run === undefined ? runsCommand({ home: resolveHome(flags.home), json: flags.json }, io) : runTasksCommand(run, { home: resolveHome(flags.home), json: flags.json }, io)),
+    run: async ({ args: [run], flags }, io) => {
+      const { runsCommand, runTasksCommand } = await import('./control-command');
+      return run === undefined ? runsCommand({ home: resolveHome(flags.home), json: flags.json }, io) : runTasksCommand(run, { home: resolveHome(flags.home), json: flags.json }, io);
+    },
   }),
   command({
     name: 'lint',
@@ -187,9 +188,9 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { json, config },
     summary: 'check manifests for mistakes that waste a swarm (exit 1 on any error)',
     exit: '0 no finding is an error, 1 some is, 2 bad input',
-    run: ({ args, flags }, io) => {
-      const { engines, settings } = loadEngines(flags.config);
-      return lintCommand(args, flags.json, engines, settings.allowFullAccess, io);
+    run: async ({ args, flags }, io) => {
+      const { engines, settings } = (await import('./load-engines')).loadEngines(flags.config);
+      return (await import('./lint-command')).lintCommand(args, flags.json, engines, settings.allowFullAccess, io);
     },
   }),
   command({
@@ -202,7 +203,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'write a manifest from a template (`--list` shows them) into a folder; never overwrites a file',
     exit: '0 written or listed, 1 a file it would write exists (nothing written), 2 bad input (no such template)',
-    run: async ({ flags }, io) => initCommand({ template: flags.template, dir: flags.dir, list: flags.list }, io),
+    run: async ({ flags }, io) => (await import('./init-command')).initCommand({ template: flags.template, dir: flags.dir, list: flags.list }, io),
   }),
   command({
     name: 'demo',
@@ -210,7 +211,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: runFlags,
     summary: 'run the bundled demo (script engine: no model, account or key)',
     exit: '0 the demo ended with the verdicts it is built to show, 1 it did not, 2 bad input',
-    run: ({ flags }, io) => demoCommand(runFlagsOf(flags), io),
+    run: async ({ flags }, io) => (await import('./demo')).demoCommand(runFlagsOf(flags), io),
   }),
   command({
     name: 'models',
@@ -229,7 +230,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)',
     exit: '0 the scoreboard was shown, 2 bad flags or input (--pg without a database)',
-    run: ({ flags }, io) => {
+    run: async ({ flags }, io) => {
+      const { modelsCommand, postgresUrlFor } = await import('./models-command');
       const filters = { taskType: flags['task-type'], model: flags.model, engine: flags.engine, since: flags.since };
       const pg = flags.pg ? postgresUrlFor(flags.config) : undefined;
       return modelsCommand({ home: resolveHome(flags.home), explore: flags.explore, filters, log: flags.log, json: flags.json, pg }, io);
@@ -249,8 +251,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'the model catalog (OpenRouter format): snapshot, refresh, change log',
     exit: '0 shown, 1 no snapshot yet, 2 bad input (a source of the wrong shape: the previous snapshot is kept)',
-    run: ({ flags }, io) =>
-      catalogCommand({ home: resolveHome(flags.home), refresh: flags.refresh, source: flags.source, file: flags.file, free: flags.free, changes: flags.changes, json: flags.json }, io),
+    run: async ({ flags }, io) =>
+      (await import('./catalog-command')).catalogCommand({ home: resolveHome(flags.home), refresh: flags.refresh, source: flags.source, file: flags.file, free: flags.free, changes: flags.changes, json: flags.json }, io),
   }),
   command({
     name: 'clean',
@@ -266,8 +268,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     exit: '0 cleaned, 1 something could not be removed, 2 bad input (--run naming no run)',
     run: async ({ flags }, io) => {
       // A run whose orchestrator died is reconciled first (orphaned workers killed), as every starting command does.
-      await reconcileAndReport(resolveHome(flags.home), loadEngines(undefined).engines, io);
-      return cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io);
+      await reconcileAtStart(flags.home, io);
+      return (await import('./clean-command')).cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io);
     },
   }),
   command({
@@ -282,8 +284,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)',
     exit: '0 a clean stop (Ctrl-C), 2 bad flags or a taken --port',
     run: async ({ flags }, io) => {
-      await reconcileAndReport(resolveHome(flags.home), loadEngines(undefined).engines, io);
-      return hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'] }, io);
+      await reconcileAtStart(flags.home, io);
+      return (await import('./hud/hud-command')).hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'] }, io);
     },
   }),
   command({
@@ -292,7 +294,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { json, home, config, probe: { type: 'boolean', help: 'also send each installed, logged-in engine a one-line prompt (a real model call: a few tokens each)' } },
     summary: 'what this machine offers a run: sandbox, git, node, engines (version, login), home, config, Postgres',
     exit: '0 a run can start here with the defaults, 1 it cannot (the problems are listed)',
-    run: ({ flags }, io) => doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe }, io),
+    run: async ({ flags }, io) => (await import('./doctor-command')).doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe }, io),
   }),
   command({
     name: 'mcp',
@@ -305,7 +307,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'an MCP server on stdio for agents: lint, run, status, control, merge, scoreboard',
     exit: '0 the client disconnected, 2 bad input (no such workspace)',
-    run: ({ flags }, io) => mcpCommand({ home: flags.home, config: flags.config, workspace: flags.workspace, identity: flags.identity }, io),
+    run: async ({ flags }, io) => (await import('./mcp/mcp-command')).mcpCommand({ home: flags.home, config: flags.config, workspace: flags.workspace, identity: flags.identity }, io),
   }),
   command({
     name: 'install-agent',
@@ -313,7 +315,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { project: { type: 'boolean', help: 'write into this folder (.claude/, .mcp.json) instead of your user settings' } },
     summary: 'give Claude Code (and Codex) the Verdict skill, two nudge hooks and the MCP server',
     exit: '0 installed (or already), 2 a settings file is not a JSON object (nothing written)',
-    run: async ({ flags }, io) => (installAgent(agentTargets(flags.project), verdictLaunch(), io), 0),
+    run: async ({ flags }, io) => {
+      const { agentTargets, installAgent } = await import('./agent/install');
+      return (installAgent(agentTargets(flags.project), (await import('./mcp/mcp-command')).verdictLaunch(), io), 0);
+    },
   }),
   command({
     name: 'uninstall-agent',
@@ -321,7 +326,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { project: { type: 'boolean', help: 'remove what install-agent --project wrote in this folder' } },
     summary: 'remove what install-agent wrote; your other skills, hooks and settings stay as they are',
     exit: '0 removed (or nothing was there), 2 a settings file is not a JSON object',
-    run: async ({ flags }, io) => (uninstallAgent(agentTargets(flags.project), io), 0),
+    run: async ({ flags }, io) => {
+      const { agentTargets, uninstallAgent } = await import('./agent/install');
+      return (uninstallAgent(agentTargets(flags.project), io), 0);
+    },
   }),
   command({
     name: 'agent-hook',
@@ -329,7 +337,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { home },
     summary: 'the hook install-agent registers (pre-bash, post-edit): reads Claude Code\'s JSON on stdin',
     exit: '0 always: a hook never blocks',
-    run: ({ args: [mode], flags }, io) => agentHookCommand(mode as string, resolveHome(flags.home), io.out),
+    run: async ({ args: [mode], flags }, io) => (await import('./agent/nudge')).agentHookCommand(mode as string, resolveHome(flags.home), io.out),
   }),
   command({
     name: 'backfill',
@@ -344,7 +352,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "fill old eval rows' missing task_type (mapping) and model (run state); the chain is recomputed",
     exit: '0 done or nothing to do, 2 bad input: no --mapping, no log, a mapping of the wrong shape',
-    run: ({ flags }, io) => backfillCommand({ home: resolveHome(flags.home), log: flags.log, runsDir: flags['runs-dir'], mapping: flags.mapping, dryRun: flags['dry-run'], json: flags.json }, io),
+    run: async ({ flags }, io) => (await import('./backfill-command')).backfillCommand({ home: resolveHome(flags.home), log: flags.log, runsDir: flags['runs-dir'], mapping: flags.mapping, dryRun: flags['dry-run'], json: flags.json }, io),
   }),
   command({
     name: 'verify-log',
@@ -358,7 +366,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "check the eval log's hash chains: the first row edited, removed or reordered; rows cut",
     exit: '0 intact, 1 tampered (the first bad row: line, run_id/task_key, attempt), 2 bad input (no log, no database)',
-    run: ({ flags }, io) => verifyLogCommand({ log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, config: flags.config }, io),
+    run: async ({ flags }, io) => (await import('./verify-log-command')).verifyLogCommand({ log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, config: flags.config }, io),
   }),
   command({
     name: 'archive',
@@ -370,7 +378,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "one tar of a run's evidence; its SHA-256 manifest's hash recorded in archives.jsonl",
     exit: '0 written, 2 bad input (no such run, --out exists, a git error)',
-    run: ({ args: [runId], flags }, io) => archiveCommand(runId as string, { home: flags.home, out: flags.out, json: flags.json }, io),
+    run: async ({ args: [runId], flags }, io) => (await import('./archive-command')).archiveCommand(runId as string, { home: flags.home, out: flags.out, json: flags.json }, io),
   }),
   command({
     name: 'verify-archive',
@@ -378,6 +386,6 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { json, home },
     summary: 'check an archive against its SHA256SUMS and the hash recorded for it',
     exit: '0 intact, 1 tampered (or recorded in no archives.jsonl of this home), 2 not a Verdict archive',
-    run: ({ args: [file], flags }, io) => verifyArchiveCommand(file as string, { home: flags.home, json: flags.json }, io),
+    run: async ({ args: [file], flags }, io) => (await import('./verify-archive-command')).verifyArchiveCommand(file as string, { home: flags.home, json: flags.json }, io),
   }),
 ];

@@ -15,7 +15,7 @@ import { attemptLabel } from '../../schemas/attempt-label';
 import { candidateLabel, groupedOrder, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 import { printable } from './format';
 import { InputError, type Io } from './io';
-import { loadEngines } from './run-command';
+import { loadEngines } from './load-engines';
 
 /**
  * The CLI side of a run's control channel (docs/architecture.md "Controlling a live run") and the commands that act

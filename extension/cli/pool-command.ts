@@ -5,7 +5,7 @@ import { poolStatus, formatPoolStatus } from '../core/pool/status';
 import { runPoolWorker } from '../core/pool/worker';
 import { hidePassword } from '../core/pool/schema';
 import { findBinary } from '../../engines';
-import { loadEngines } from './run-command';
+import { loadEngines } from './load-engines';
 import { InputError, UsageError, type Io } from './io';
 
 /** Flags of `verdict pool`. */

@@ -5,7 +5,8 @@ import { loadFrozenManifest } from '../core/run/frozen-manifest';
 import { tasksToRunAgain } from '../core/run/resume';
 import { InputError, type Io } from './io';
 import { resolveRun } from './control-command';
-import { loadEngines, reconcileAndReport, runCommand, type RunFlags } from './run-command';
+import { reconcileAndReport, runCommand, type RunFlags } from './run-command';
+import { loadEngines } from './load-engines';
 
 /**
  * `verdict resume RUN` / `verdict rerun RUN TASK` of a run that is not live: reconciles dead runs, then continues the

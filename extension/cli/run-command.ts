@@ -1,13 +1,14 @@
-import { loadUserConfig, postgresUrlOf } from '../core/config/config';
+import { postgresUrlOf } from '../core/config/config';
 import { driverNotesFor } from '../core/run/steering';
-import { containmentChoice, settingsFromConfig } from '../core/config/settings';
+import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/host/identity';
 import { loadManifest } from '../core/manifest/load';
 import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
 import { PreflightError } from '../core/run/preflight';
 import { runManifest, type RunSummary } from '../core/run/runner';
-import { resolveEngines, type EngineSpec } from '../../engines';
+import type { EngineSpec } from '../../engines';
+import { loadEngines } from './load-engines';
 import { reconcileDeadRuns } from '../core/run/reconcile';
 import type { ContinueRequest } from '../core/run/resume';
 import { eventLine, verdictTable } from './format';
@@ -178,16 +179,3 @@ export async function reconcileAndReport(home: string, engines: ReadonlyMap<stri
   }
 }
 
-/**
- * Loads the config file in force (`--config` > $VERDICT_CONFIG > the default file, see locateConfig), its settings
- * and the engines it defines. `configFile` is null when no file is in force.
- * @throws InputError naming the file and field
- */
-export function loadEngines(configPath: string | undefined) {
-  try {
-    const { config, file: configFile, shown } = loadUserConfig(configPath);
-    return { config, configFile, settings: settingsFromConfig(config, shown), engines: resolveEngines(config.engines, configFile ?? undefined) };
-  } catch (e) {
-    throw new InputError((e as Error).message);
-  }
-}

@@ -14,7 +14,7 @@ import { loadScoreboard } from '../../core/scoreboard/load';
 import { loadManifest } from '../../core/manifest/load';
 import { driverNotesFor } from '../../core/run/steering';
 import { resolveRun, mergeCommand } from '../control-command';
-import { loadEngines } from '../run-command';
+import { loadEngines } from '../load-engines';
 import { scoreboardText } from '../models-command';
 import { packageRoot } from '../package-root';
 import type { Io } from '../io';

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseTree, printParseErrorCode, getNodeValue, type Node, type ParseError } from 'jsonc-parser';
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
+import { validateManifest } from '../../../schemas/validators.generated.js';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
@@ -20,12 +21,8 @@ const DEFAULT_MAX_ATTEMPTS = 2;
 /** The engine a task without `engine` runs on. */
 export const DEFAULT_ENGINE = 'codex';
 
-let compiled: ValidateFunction | null = null;
-/** The manifest schema's validator, compiled on first use (compiling at import cost every CLI start ~100 ms). */
-function validateSchema(raw: unknown): boolean {
-  compiled ??= new Ajv({ allErrors: true, strict: false }).compile(manifestSchema);
-  return compiled(raw);
-}
+/** The manifest schema's validator, compiled at build time (schemas/validators.build.mjs); errors in `.errors`. */
+const validateSchema = validateManifest;
 
 const runFields = new Set(Object.keys(manifestSchema.properties));
 const taskFields = new Set(Object.keys(manifestSchema.definitions.task.properties));
@@ -77,7 +74,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
 
   const raw = getNodeValue(root) as unknown;
   if (!validateSchema(raw)) {
-    for (const e of simplifyAjvErrors(compiled?.errors ?? [])) {
+    for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
       const unsafe = isUnsafeKey(e);
       error(unsafe ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e) });

@@ -3,8 +3,8 @@
  * schemas/review-answer.schema.json) and turning the reviewers' answers into the attempt's verdict under the task's
  * `require` rule. No I/O; the step that runs the reviewers is run/steps/review.ts.
  */
-import Ajv, { type ValidateFunction } from 'ajv';
-import answerSchema from '../../../schemas/review-answer.schema.json';
+import type { ValidateFunction } from 'ajv';
+import { validateReviewAnswer } from '../../../schemas/validators.generated.js';
 import type { Judgement } from './decide';
 
 /** What a reviewer may answer. */
@@ -20,9 +20,8 @@ export interface ReviewAnswer {
 /** How many approvals a task needs: every reviewer, more than half of them, or one. */
 export type ReviewRequire = 'all' | 'majority' | 'any';
 
-let answerValidator: ValidateFunction<ReviewAnswer> | null = null;
-/** The answer schema's validator, compiled on first use (not at import: every CLI start loads this module). */
-const validateAnswer = (): ValidateFunction<ReviewAnswer> => (answerValidator ??= new Ajv({ allErrors: true, strict: false }).compile<ReviewAnswer>(answerSchema));
+/** The answer schema's validator, compiled at build time (schemas/validators.build.mjs). */
+const validateAnswer = (): ValidateFunction<ReviewAnswer> => validateReviewAnswer as ValidateFunction<ReviewAnswer>;
 
 /** The answer in `message`, or why there is none (one line: that is the reviewer's ERROR). */
 export type ParsedAnswer = { ok: true; answer: ReviewAnswer } | { ok: false; error: string };

@@ -1,17 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import rowSchema from '../../../schemas/eval-row.schema.json';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { validateEvalRow } from '../../../schemas/validators.generated.js';
 import { appendChained } from './chain';
 import type { EvalRow } from './eval-row';
 
 /** A row as a caller hands it to appendEvalRow: prev_hash is set there, under the lock (a value given is replaced). */
 export type EvalRowInput = Omit<EvalRow, 'prev_hash'> & { prev_hash?: string | null };
 
-let rowValidator: ValidateFunction<EvalRow> | null = null;
-/** The eval-row schema's validator, compiled on first use (not at import: every CLI start loads this module). */
-const validateRow = (): ValidateFunction<EvalRow> => (rowValidator ??= new Ajv({ allErrors: true, strict: false, formats: { 'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/ } }).compile<EvalRow>(rowSchema));
+/** The eval-row schema's validator, compiled at build time (schemas/validators.build.mjs, which defines date-time). */
+const validateRow = (): ValidateFunction<EvalRow> => validateEvalRow as ValidateFunction<EvalRow>;
 
 /**
  * Problems of `row` against schemas/eval-row.schema.json, one line each (`field: what is wrong`); empty when valid.

@@ -12,8 +12,8 @@
  * runs the ranking reviewers in their read-only sandbox and writes their `rank` rows is still to come.
  */
 import crypto from 'node:crypto';
-import Ajv from 'ajv';
-import answerSchema from '../../../../schemas/rank-answer.schema.json';
+import type { ValidateFunction } from 'ajv';
+import { validateRankAnswer } from '../../../../schemas/validators.generated.js';
 import { preview, tryJson } from '../review-verdict';
 
 /** The most candidates a ranking shows (one capital letter each). */
@@ -79,7 +79,8 @@ export function rankPrompt(p: RankPromptInput): string {
   ].join('\n');
 }
 
-const validateAnswer = new Ajv({ allErrors: true, strict: false }).compile<{ scores: Record<string, number>; reasons?: Record<string, string> }>(answerSchema);
+/** schemas/rank-answer.schema.json's validator, compiled at build time (schemas/validators.build.mjs). */
+const validateAnswer = validateRankAnswer as ValidateFunction<{ scores: Record<string, number>; reasons?: Record<string, string> }>;
 
 /** A ranking reviewer's valid answer: a score per neutral name (reasons optional). */
 export interface RankAnswer {
