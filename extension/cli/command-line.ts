@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { UsageError, type Io } from './io';
+import { isErrorOf, UsageError, type Io } from './io';
 
 /**
  * The shape of a CLI command table (the table itself is commands.ts) and what is derived from it: the usage text,
@@ -208,7 +208,7 @@ export async function runCommandLine(table: readonly AnyCommand[], argv: readonl
         return await p.command.run({ args: p.args, flags: p.flags }, io);
       } catch (e) {
         // A handler's own flag check (`--port must be 0..65535`) is a mistake in how this command was called.
-        if (e instanceof UsageError && !(e instanceof CommandUsageError)) throw new CommandUsageError(p.command, e.message);
+        if (isErrorOf(e, UsageError) && !(e instanceof CommandUsageError)) throw new CommandUsageError(p.command, e.message);
         throw e;
       }
   }

@@ -36,3 +36,13 @@ export class UsageError extends Error {
 export class InputError extends Error {
   override name = 'InputError';
 }
+
+/**
+ * True when `e` is an error of class `type`, or of a class of the same name. The command modules are loaded with
+ * `import()` when they run (commands.ts); a loader that runs them apart from the table (tsx under mocha loads the
+ * table as CommonJS and each imported command as ESM, so this module exists twice) would make instanceof alone miss
+ * a command's UsageError and turn bad input into an "internal error". The bundle holds one copy of each class.
+ */
+export function isErrorOf<T extends Error>(e: unknown, type: abstract new (...args: never[]) => T): e is T {
+  return e instanceof type || (e instanceof Error && e.name === type.name);
+}

@@ -2,7 +2,7 @@ import pkg from '../../package.json';
 import { ManifestError } from '../core/manifest/types';
 import { CommandUsageError, mainHelp, runCommandLine, usageLine } from './command-line';
 import { COMMANDS } from './commands';
-import { InputError, processIo, UsageError, type Io } from './io';
+import { InputError, isErrorOf, processIo, UsageError, type Io } from './io';
 
 /** The package version, inlined by esbuild from package.json. */
 const VERSION: string = pkg.version;
@@ -19,11 +19,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`verdict ${e.command.name}: ${e.message}\n\nusage: ${usageLine(e.command)}\n(verdict ${e.command.name} --help: what each option does)`);
       return 2;
     }
-    if (e instanceof UsageError) {
+    if (isErrorOf(e, UsageError)) {
       io.err(`verdict: ${e.message}\n\n${mainHelp(COMMANDS)}`);
       return 2;
     }
-    if (e instanceof ManifestError || e instanceof InputError) {
+    if (isErrorOf(e, ManifestError) || isErrorOf(e, InputError)) {
       io.err(`verdict: ${e.message}`);
       return 2;
     }
