@@ -166,6 +166,28 @@ const FIXTURES: Record<string, Fixture> = {
     // A generated task whose check cannot fail: a lint error in tasks.json, so the planner FAILs.
     bad: { plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "true", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF` },
   },
+  validated: {
+    files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -q "export function sortWords" src/sort-words.ts' } }) },
+    good: {
+      'sort-words': file('src/sort-words.ts', 'export function sortWords(text: string): string[] {\n  return text.split(/\\s+/).filter(Boolean).sort((a, b) => a.localeCompare(b, undefined, { sensitivity: "base" }));\n}'),
+      // The validator: one judgement per worker folder it was given, then a verdict naming one.
+      'sort-words:validator': 'for d in "$VERDICT_INPUTS"/*/; do echo "$(basename "$d"): keep — exports sortWords"; done > validation.md; echo "verdict: A" >> validation.md',
+    },
+    bad: { 'sort-words': "echo '// nothing yet' > src/sort-words.ts", 'sort-words:validator': 'echo "verdict: A" > validation.md' },
+  },
+  council: {
+    files: { 'src/api.ts': 'export const handler = () => "ok";\n', 'docs/architecture.md': '# Architecture\n' },
+    good: {
+      'cache-strategy': "printf '## Reasoning\\nsrc/api.ts:1 is cheap.\\n## Recommendation\\nnot at all\\n' > answer.md",
+      'cache-strategy:review': 'for d in "$VERDICT_INPUTS"/answers/*/; do echo "$(basename "$d"): agrees"; done > review.md',
+      'cache-strategy:chair': "printf '## Recommendation\\nnot at all\\n## Unresolved disagreements\\nnone\\n' > synthesis.md",
+    },
+    bad: {
+      'cache-strategy': "printf '## Reasoning\\nunsure\\n' > answer.md",
+      'cache-strategy:review': 'echo reviewed > review.md',
+      'cache-strategy:chair': "printf '## Recommendation\\nnot at all\\n' > synthesis.md",
+    },
+  },
 };
 
 interface Task {
@@ -174,6 +196,8 @@ interface Task {
   spec: string;
   candidates?: { engine: string }[];
   review?: { engines: unknown[] };
+  validate?: { engines?: unknown[]; engine?: string; spec?: string };
+  council?: { members: unknown[]; review?: { spec?: string }; chair: { engine?: string; spec?: string } };
 }
 
 /** A config with two reviewer engines that approve whatever they read (the script engine cannot review). */
@@ -204,9 +228,20 @@ async function runTemplate(id: string, which: 'good' | 'bad') {
   const manifestFile = /^wrote (.*\.swarm\.jsonc?)$/m.exec(init.stdout)?.[1] as string;
   const m = parse(fs.readFileSync(manifestFile, 'utf8')) as { tasks: Task[]; review?: { engines: unknown[] } };
   const specs = fx[which];
-  assert.deepEqual(m.tasks.map((t) => t.key).sort(), Object.keys(specs).sort(), `the fixture covers every task of ${id}`);
+  // `<key>:validator`, `<key>:review`, `<key>:chair`: the scripts of a workflow's own steps.
+  assert.deepEqual(m.tasks.map((t) => t.key).sort(), Object.keys(specs).filter((k) => !k.includes(':')).sort(), `the fixture covers every task of ${id}`);
   for (const t of m.tasks) {
     t.spec = specs[t.key] as string;
+    if (t.validate) {
+      if (t.validate.engines) t.validate.engines = t.validate.engines.map((_, i) => ({ engine: 'script', model: `w${i + 1}` }));
+      t.validate.engine = 'script';
+      t.validate.spec = specs[`${t.key}:validator`] as string;
+    }
+    if (t.council) {
+      t.council.members = t.council.members.map((_, i) => ({ engine: 'script', model: `m${i + 1}` }));
+      t.council.review = { ...t.council.review, spec: specs[`${t.key}:review`] as string };
+      t.council.chair = { ...t.council.chair, engine: 'script', spec: specs[`${t.key}:chair`] as string };
+    }
     if (t.engine) t.engine = 'script';
     if (t.candidates) t.candidates = t.candidates.map(() => ({ engine: 'script' }));
     if (t.review) t.review.engines = ['rev-a', 'rev-b'];
@@ -220,7 +255,7 @@ async function runTemplate(id: string, which: 'good' | 'bad') {
   const r = await cli(['run', manifestFile, '--home', home, '--config', config, '--no-dashboard'], { env });
   const [run] = fs.readdirSync(path.join(home, 'runs'));
   const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', run as string, 'state.json'), 'utf8')) as StateJson;
-  return { code: r.exitCode, out: r.all, state, rows: readRows(home), keys: Object.keys(specs) };
+  return { code: r.exitCode, out: r.all, state, rows: readRows(home), keys: Object.keys(specs).filter((k) => !k.includes(':')) };
 }
 
 describe('templates: each runs end to end with the script engine; its check passes real work and fails the rest', function () {

@@ -37,7 +37,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'generated', 'inputs']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'generated', 'inputs', 'validated']);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
@@ -68,5 +68,27 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     const lines = fs.readFileSync(path.join(digest.dir, 'digest.txt'), 'utf8');
     assert.ok(lines.includes(`${map['draft-1']}: tabs are better`) && lines.includes(`${map['draft-2']}: spaces are better`), lines);
     assert.deepEqual(digest.inputs?.entries.map((e) => [e.key, e.name]), [['draft-1', map['draft-1']], ['draft-2', map['draft-2']]]);
+  });
+
+  it('validated: both workers pass, the validator judges both from its inputs', async () => {
+    const { code, out, state, rows } = await runExample('validated');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['sort--w1', 'PASS'], ['sort--w2', 'PASS'], ['sort', 'PASS']]);
+    const v = state.tasks[2] as StateJson['tasks'][number];
+    assert.equal(fs.readFileSync(path.join(v.dir, 'report.md'), 'utf8'), 'A: keep\nB: keep\n');
+    assert.deepEqual(Object.values(state.inputNames?.sort ?? {}).sort(), ['A', 'B']);
+    assert.deepEqual(rows.map((r) => r.task_key).sort(), ['sort', 'sort--w1', 'sort--w2']);
+  });
+
+  it('council: the m1 reviewers read only the m2 answer; the synthesis keeps the disagreement', async () => {
+    const { code, out, state, rows } = await runExample('council');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), ['a1', 'a2', 'a3', 'r1', 'r2', 'r3'].map((k) => [`indent--${k}`, 'PASS']).concat([['indent', 'PASS']]));
+    const dirOf = (k: string) => (state.tasks.find((t) => t.key === k) as StateJson['tasks'][number]).dir;
+    const letter = state.inputNames?.indent?.['indent--a2'];
+    for (const k of ['indent--r1', 'indent--r3']) assert.equal(fs.readFileSync(path.join(dirOf(k), 'review.md'), 'utf8'), `${letter} recommends tabs\n`);
+    assert.equal(fs.readFileSync(path.join(dirOf('indent--r2'), 'review.md'), 'utf8').split('\n').filter(Boolean).length, 2);
+    assert.equal(fs.readFileSync(path.join(dirOf('indent'), 'synthesis.md'), 'utf8'), '## Recommendation\nspaces\n## Unresolved disagreements\nthe answers differ: spaces tabs \n');
+    assert.deepEqual(rows.map((r) => [r.task_key, r.model]).sort(), [['indent', 'chair'], ['indent--a1', 'm1'], ['indent--a2', 'm2'], ['indent--a3', 'm1'], ['indent--r1', 'm1'], ['indent--r2', 'm2'], ['indent--r3', 'm1']]);
   });
 });

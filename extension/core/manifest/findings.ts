@@ -32,7 +32,9 @@ export type RuleId =
   | 'allow-paths'
   | 'deps-not-allowed'
   | 'generate'
-  | 'inputs';
+  | 'inputs'
+  | 'validate'
+  | 'council';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -85,6 +85,8 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   repeat: 'repeat',
   generate: 'generate',
   inputs: 'inputs',
+  validate: 'validate',
+  council: 'council',
 };
 
 /**

@@ -11,7 +11,9 @@ import { taskGraphProblems } from './rules/task-graph';
 import { repeatProblems } from './rules/repeat';
 import { generateProblems } from './rules/generate';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
-import { compileRepeat } from './repeat';
+import { validateProblems } from './rules/validate';
+import { councilProblems } from './rules/council';
+import { compileWorkflows } from './workflows';
 import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -141,6 +143,20 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       });
     }
     if (isObject(t.review)) unknownReviewers(t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
+    // The engines of a workflow's compiled tasks (validate: workers and validator; council: members and chair).
+    const workflowEngines: [(string | number)[], unknown, string][] = [];
+    if (isObject(t.validate)) {
+      workflowEngines.push([['validate', 'engine'], t.validate.engine, 'the validator']);
+      if (Array.isArray(t.validate.engines)) t.validate.engines.forEach((e, j) => workflowEngines.push([['validate', 'engines', j, 'engine'], isObject(e) ? e.engine : undefined, `worker ${j + 1}`]));
+    }
+    if (isObject(t.council)) {
+      if (isObject(t.council.chair)) workflowEngines.push([['council', 'chair', 'engine'], t.council.chair.engine, 'the chair']);
+      if (Array.isArray(t.council.members)) t.council.members.forEach((e, j) => workflowEngines.push([['council', 'members', j, 'engine'], isObject(e) ? e.engine : undefined, `member ${j + 1}`]));
+    }
+    for (const [at, name, who] of workflowEngines) {
+      if (typeof name !== 'string' || !options.engines || options.engines.has(name)) continue;
+      error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, ...at], index), path: formatPath(['tasks', i, ...at]), message: `unknown engine "${name}" (${who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
+    }
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
@@ -159,6 +175,12 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   }
   for (const p of inputsProblems(taskList)) {
     error('inputs', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
+  }
+  for (const p of validateProblems(taskList, options.existingKeys)) {
+    error('validate', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
+  }
+  for (const p of councilProblems(taskList, options.existingKeys)) {
+    error('council', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
@@ -231,7 +253,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     include: (data.include as string[] | undefined) ?? [],
     pool: str(data.pool),
     remote: str(data.remote)?.startsWith('.') ? path.resolve(dir, str(data.remote) as string) : str(data.remote),
-    tasks: compileRepeat(tasks, data.tasks),
+    tasks: compileWorkflows(tasks, data.tasks),
     raw: data,
   };
 }

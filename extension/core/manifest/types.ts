@@ -155,7 +155,7 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
- * that breaks the rules of rules/generate.ts), `inputs` (rules/inputs.ts), `unreadable` (the file could not be read).
+ * that breaks the rules of rules/generate.ts), `inputs`, `validate`, `council` (rules/inputs.ts, rules/validate.ts, rules/council.ts), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -170,6 +170,8 @@ export type ProblemCode =
   | 'repeat'
   | 'generate'
   | 'inputs'
+  | 'validate'
+  | 'council'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */
