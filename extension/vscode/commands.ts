@@ -198,7 +198,8 @@ async function showChanges(info: RunInfo, task: TaskState): Promise<number | und
     return [vscode.Uri.file(path.join(repo, f.path)), left, right];
   });
   if (files.length === 1) await vscode.commands.executeCommand('vscode.diff', ...diffArguments({ repo, base: baseSha, head, path: files[0]?.path ?? '', key: task.key }));
-  else await vscode.commands.executeCommand('vscode.changes', `${task.key}: ${files.length} files`, resources);
+  // VS Code adds the count: "<key>: changes (2 files)".
+  else await vscode.commands.executeCommand('vscode.changes', `${task.key}: changes`, resources);
   return files.length;
 }
 
