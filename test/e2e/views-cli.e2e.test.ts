@@ -39,11 +39,6 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
     assert.match(rows[2] ?? '', /^fetch\s+PASS\s+—\s+1$/);
     assert.match(rows[3] ?? '', /^build\s+FAIL at check\s+fetch\s+1\s+.*exited 1/);
     assert.match(rows[4] ?? '', /^report\s+BLOCKED\s+build\s+0\s+.*build ended FAIL/);
-    // The control: the escapes did reach the run's records (the reason in state.json), so the tables had to clean them.
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; reason?: string; attempts: { notes: string }[] }[] };
-    const c1 = state.tasks.find((t) => t.key === 'fix--c1');
-    assert.match(`${c1?.reason ?? ''}${c1?.attempts[0]?.notes ?? ''}`, /\u001b\[2J/, 'the hostile output is in the record');
-    assert.match(listed.stdout, /<b>ALL GOOD<\/b>\?\[2J\?\]52;c;cm0gLXJm\?/, 'shown as text, each control character a ?');
     const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: { key: string; status: string; step: string | null; after: string[] }[] };
     assert.deepEqual(json.tasks.map((t) => [t.key, t.status, t.step, t.after]), [['fetch', 'PASS', 'check', []], ['build', 'FAIL', 'check', ['fetch']], ['report', 'BLOCKED', null, ['build']]]);
     const unknown = await cli(['runs', 'nope', '--home', home]);
@@ -93,6 +88,11 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
       assert.doesNotMatch(out, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'no escape or control character is printed');
       assert.doesNotMatch(out, /^fix--c1\s+PASS/m, 'the hostile output does not become a row of its own');
     }
+    // The control: the escapes did reach the run's records (the reason in state.json), so the tables had to clean them.
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; reason?: string; attempts: { notes: string }[] }[] };
+    const c1 = state.tasks.find((t) => t.key === 'fix--c1');
+    assert.match(`${c1?.reason ?? ''}${c1?.attempts[0]?.notes ?? ''}`, /\u001b\[2J/, 'the hostile output is in the record');
+    assert.match(listed.stdout, /<b>ALL GOOD<\/b>\?\[2J\?\]52;c;cm0gLXJm\?/, 'shown as text, each control character a ?');
     const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: Record<string, unknown>[] };
     assert.deepEqual(json.tasks.map((t) => [t.key, t.status, t.select ?? null, t.winner ?? null, t.group ?? null, t.candidate ?? null, t.won ?? null, t.score === undefined ? 'absent' : t.score]), [
       ['fix', 'PASS', 'all', 'fix--c2', null, null, null, 'absent'],
