@@ -76,15 +76,18 @@ export interface TaskState {
   candidate?: number;
   /** On a best-of-N task's own entry: how its winner is chosen. */
   select?: 'first-pass' | 'all' | 'ranked';
-  /**
-   * On a `select: "ranked"` entry once decided: each ranked candidate's aggregate score by candidate key (absent when
-   * no ranking decided it), the tie at the top and the reviewers' disagreement as said (null or absent: none).
-   */
-  scores?: Record<string, number>;
-  tie?: string | null;
-  disagreement?: string | null;
   /** On a best-of-N task's own entry, once one passed: the winning candidate's key. */
   winner?: string;
+  /**
+   * On a `select: "ranked"` task's own entry, once ranked (docs/workflows.md "Ranked"): each passing candidate's mean
+   * score (0–10) over the valid rankings, by candidate key; `{}` when no ranking was valid (the winner was then chosen
+   * unranked) or when only one candidate passed (it wins without a ranking). `reason` says the decision in words.
+   */
+  scores?: Record<string, number>;
+  /** With `scores`: the tie at the top, said (the lowest-numbered of the tied wins); null when there is none. */
+  tie?: string | null;
+  /** With `scores`: the ranking reviewers whose top picks differ, said; null when they agree. */
+  disagreement?: string | null;
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
   generated?: string[];
   /** A task with `inputs`, once its last attempt copied them: where, and which prerequisite each name stands for. */

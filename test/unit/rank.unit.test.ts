@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
-import { decideRanking, neutralNames, parseRankAnswer, rankPrompt, type NamedCandidate } from '../../extension/core/run/workflows/rank';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { decideRanking, neutralNames, parseRankAnswer, rankPrompt, RANK_PROMPT_MATERIAL_BYTES, type NamedCandidate } from '../../extension/core/run/workflows/rank';
+import { rankRow, type RankRecord, type RankRowContext } from '../../extension/core/run/workflows/rank-record';
+import { copyFiles, redact } from '../../extension/core/run/workflows/rank-material';
+import { evalRowProblems } from '../../extension/core/store/eval-log';
 
 describe('ranked best-of-N: the pure decisions (unit)', () => {
   it('neutral names: deterministic for a seed, a permutation unrelated to the numbers, recorded A… in order', () => {
@@ -78,5 +84,55 @@ describe('ranked best-of-N: the pure decisions (unit)', () => {
     const none = decideRanking(named, [{ who: 'r1', scores: null, error: 'not JSON' }]);
     assert.deepEqual([none.kind, none.winner, none.means], ['unranked', 1, {}]);
     assert.equal(none.reason, 'no valid ranking (r1 gave no valid ranking (not JSON)): candidate 1, the lowest-numbered that passed, is chosen unranked');
+  });
+});
+
+describe('ranked best-of-N: the rows and the material (unit)', () => {
+  const rowCtx: RankRowContext = { runId: '20260101-000000-abcd', runName: 'r', identity: 'me', host: 'h', taskKey: 'fix', spec: 'do it', taskType: 't', branch: null, sandbox: 'bwrap', round: 2, dir: '/home/v/runs/x/tasks/fix/rank-2', names: { A: 2, B: 1 } };
+  const rec = (over: Partial<RankRecord>): RankRecord => ({ reviewer: 1, engine: 'claude', harness: 'claude-code', model: 'opus', startedAt: 1000, endedAt: 4000, receipt: null, usage: null, costMicroUsd: null, scores: null, reasons: {}, error: null, cancelled: false, ...over });
+
+  it('a rank row is a valid eval row credited to the reviewer: PASS with its scores, ERROR or CANCELLED without', () => {
+    const ok = rankRow(rowCtx, rec({ scores: { A: 7, B: 3.5 }, reasons: { A: 'short' } }));
+    assert.deepEqual(evalRowProblems(ok), []);
+    assert.deepEqual([ok.step, ok.task_key, ok.group, ok.candidate, ok.attempt, ok.worker_engine, ok.model, ok.verdict, ok.duration_ms], ['rank', 'fix', 'fix', null, 2, 'claude', 'opus', 'PASS', 3000]);
+    assert.deepEqual(ok.rank, { reviewer: 1, names: { A: 2, B: 1 }, scores: { A: 7, B: 3.5 }, reasons: { A: 'short' } });
+    assert.equal(ok.notes, 'scores: A (candidate 2) 7, B (candidate 1) 3.5');
+    assert.equal(ok.prompt_path, '/home/v/runs/x/tasks/fix/rank-2/reviewer-1.prompt.md');
+    const bad = rankRow(rowCtx, rec({ reviewer: 2, error: 'not JSON' }));
+    assert.deepEqual(evalRowProblems(bad), []);
+    assert.deepEqual([bad.verdict, bad.notes, bad.rank?.scores], ['ERROR', 'not JSON', null]);
+    assert.equal(rankRow(rowCtx, rec({ cancelled: true, error: 'stopped' })).verdict, 'CANCELLED');
+    // Out-of-range scores cannot be written (the schema holds them to 0…10).
+    assert.notDeepEqual(evalRowProblems(rankRow(rowCtx, rec({ scores: { A: 11, B: 0 } }))), []);
+  });
+
+  it('redaction: candidate dirs and keys become [candidate]; copies leave out links, .git, the engines\' folders and binaries naming a candidate', () => {
+    const r = { dirs: ['/w/fix--c2', '/w/fix--c1'], group: 'fix', engines: ['claude', 'codex'] };
+    assert.equal(redact('in /w/fix--c2/src, key fix--c12 and fix--cx and prefix--c1', r), 'in [candidate]/src, key [candidate] and fix--cx and pre[candidate]');
+    const src = fs.mkdtempSync(path.join(os.tmpdir(), 'rank-src-'));
+    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'rank-other-'));
+    fs.writeFileSync(path.join(other, 'secret.txt'), 'other candidate');
+    fs.mkdirSync(path.join(src, 'sub'));
+    fs.mkdirSync(path.join(src, '.git'));
+    fs.mkdirSync(path.join(src, '.claude'));
+    fs.writeFileSync(path.join(src, '.git', 'HEAD'), 'ref');
+    fs.writeFileSync(path.join(src, '.claude', 'settings.local.json'), '{}');
+    fs.writeFileSync(path.join(src, 'sub', 'a.txt'), 'made in /w/fix--c2 by fix--c2\n');
+    fs.writeFileSync(path.join(src, 'cache.bin'), Buffer.concat([Buffer.from([0, 1]), Buffer.from('/w/fix--c2/x.py')]));
+    fs.writeFileSync(path.join(src, 'plain.bin'), Buffer.from([0, 1, 2]));
+    fs.symlinkSync(other, path.join(src, 'peek'));
+    const dest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rank-dest-')), 'A');
+    assert.equal(copyFiles(src, dest, r), 1, 'the binary naming a candidate is left out');
+    assert.deepEqual(fs.readdirSync(dest, { recursive: true }).map(String).sort(), ['plain.bin', 'sub', 'sub/a.txt']);
+    assert.equal(fs.readFileSync(path.join(dest, 'sub', 'a.txt'), 'utf8'), 'made in [candidate] by [candidate]\n');
+  });
+
+  it('the prompt cuts each solution to its share and names the copies in the working directory', () => {
+    const big = 'x'.repeat(80 * 1024).replace(/(.{100})/g, '$1\n');
+    const prompt = rankPrompt({ spec: 's', check: 'c', rubric: 'r', work: [{ name: 'A', text: big }, { name: 'B', text: 'small\n' }], files: ['A.diff', 'B.diff'] });
+    assert.ok(Buffer.byteLength(prompt) < RANK_PROMPT_MATERIAL_BYTES, `${Buffer.byteLength(prompt)} bytes`);
+    assert.match(prompt, /Some are cut here; the whole of each is also in your working directory: A\.diff, B\.diff\./);
+    assert.match(prompt, /\[… cut here\]\n<\/solution>/);
+    assert.match(prompt, /<solution name="B">\nsmall\n<\/solution>/);
   });
 });

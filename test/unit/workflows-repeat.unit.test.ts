@@ -33,15 +33,50 @@ describe('best-of-N: compiled into ordinary tasks', () => {
 });
 
 describe('lint: repeat', () => {
-  it('"select": "ranked" is an error (not supported yet) at the value; the loader refuses it', async () => {
+  it('"select": "ranked" without a "rank" section is an error at the value; "rank" without "ranked" too; the loader refuses both', async () => {
     const t = task('fix', { repeat: 2, select: 'ranked' });
     const text = manifest([t]);
     const found = await findingsOf('repeat', text);
     assert.equal(found.length, 1);
     assert.equal(found[0]?.severity, 'error');
     assertRange(text, found[0], 4, col(t, '"ranked"'), '"ranked"');
-    assert.match(found[0]?.message ?? '', /"ranked" is not supported yet/);
+    assert.match(found[0]?.message ?? '', /"select": "ranked" needs a "rank" section/);
     assert.equal(parseManifest(text, FILE, { engines }).manifest, null);
+    const stray = task('fix', { repeat: 2, select: 'all', rank: { rubric: 'short', engines: ['claude'] } });
+    const strayText = manifest([stray]);
+    const strayFound = await findingsOf('repeat', strayText);
+    assert.deepEqual(strayFound.map((f) => [f.severity, f.range?.start.line, f.range?.start.column]), [['error', 4, col(stray, '{"rubric"')]]);
+    assert.match(strayFound[0]?.message ?? '', /"rank" is read only with "select": "ranked"/);
+    assert.equal(parseManifest(strayText, FILE, { engines }).manifest, null);
+  });
+
+  it('ranked: a rank without its rubric or reviewers, a blank rubric, and the script engine as a ranker are errors at their paths', async () => {
+    const noRubric = task('fix', { repeat: 2, select: 'ranked', rank: { engines: ['claude'] } });
+    const blank = task('blank', { repeat: 2, select: 'ranked', rank: { rubric: '  ', engines: ['claude'] } });
+    const noEngines = task('bare', { repeat: 2, select: 'ranked', rank: { rubric: 'shortest wins' } });
+    const script = task('scr', { repeat: 2, select: 'ranked', rank: { rubric: 'shortest wins', engines: ['claude', { engine: 'script' }] } });
+    const unknown = task('unk', { repeat: 2, select: 'ranked', rank: { rubric: 'shortest wins', engines: ['nope'] } });
+    const text = manifest([noRubric, blank, noEngines, script, unknown]);
+    const { manifest: m, problems } = parseManifest(text, FILE, { engines });
+    assert.equal(m, null);
+    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.path}: ${p.message}`);
+    assert.deepEqual(errors.length, 5, errors.join('\n'));
+    assert.match(errors[0] ?? '', /^tasks\[0\]\.rank: missing required field "rubric"/);
+    assert.match(errors[1] ?? '', /^tasks\[1\]\.rank\.rubric: /);
+    assert.match(errors[2] ?? '', /^tasks\[2\]\.rank: missing required field "engines"/);
+    assert.match(errors[3] ?? '', /^tasks\[3\]\.rank\.engines\[1\]: the script engine cannot rank: it runs its prompt as a bash script/);
+    assert.match(errors[4] ?? '', /^tasks\[4\]\.rank\.engines\[0\]: unknown ranking reviewer engine "nope"/);
+  });
+
+  it('ranked compiles: the group carries select ranked and its rank; candidates do not', () => {
+    const text = manifest([task('fix', { candidates: [{ engine: 'codex' }, { engine: 'claude' }], select: 'ranked', rank: { rubric: 'the smallest diff wins', engines: ['claude', { engine: 'codex', model: 'gpt-5' }] } })]);
+    const { manifest: m, problems } = parseManifest(text, FILE, { engines });
+    assert.deepEqual(problems.filter((p) => p.severity === 'error'), []);
+    assert.deepEqual(m?.tasks.map((t) => [t.key, t.select ?? null, t.rank ?? null]), [
+      ['fix', 'ranked', { rubric: 'the smallest diff wins', engines: [{ engine: 'claude', model: null }, { engine: 'codex', model: 'gpt-5' }] }],
+      ['fix--c1', null, null],
+      ['fix--c2', null, null],
+    ]);
   });
 
   it('a candidate key taken by another task, select without candidates, repeat and candidates disagreeing', async () => {
@@ -78,6 +113,12 @@ describe('best-of-N: the group gate', () => {
     assert.deepEqual(groupGate('first-pass', [c(1, 'PASS'), c(2, 'PASS')]), { kind: 'won', winner: c(1, 'PASS') });
     assert.deepEqual(groupGate('first-pass', [c(1, 'FAIL'), c(2, 'TIMEOUT')]), { kind: 'lost', reason: 'no candidate passed (fix--c1 FAIL, fix--c2 TIMEOUT)' });
     assert.equal(beatenReason(c(2, 'PASS')), 'cancelled: candidate 2 (fix--c2) passed first');
+  });
+  it('ranked: nothing is decided while one runs; then one pass wins alone, two or more are ranked, none is lost', () => {
+    assert.deepEqual(groupGate('ranked', [c(1, 'PASS'), c(2, 'running'), c(3, 'PASS')]), { kind: 'wait' });
+    assert.deepEqual(groupGate('ranked', [c(1, 'FAIL'), c(2, 'PASS'), c(3, 'CANCELLED')]), { kind: 'won', winner: c(2, 'PASS') });
+    assert.deepEqual(groupGate('ranked', [c(3, 'PASS'), c(1, 'PASS'), c(2, 'FAIL')]), { kind: 'rank', passed: [c(1, 'PASS'), c(3, 'PASS')] });
+    assert.equal(groupGate('ranked', [c(1, 'FAIL'), c(2, 'ERROR')]).kind, 'lost');
   });
   it('all: nothing is decided while one runs, even after a pass', () => {
     assert.deepEqual(groupGate('all', [c(1, 'PASS'), c(2, 'retry_queued')]), { kind: 'wait' });

@@ -20,7 +20,7 @@ export interface CommitDiff {
  * @param timeoutMs git is killed after this long, ms
  * @throws Error with git's message when it fails (unknown commit), or when it ran out of time
  */
-export function commitDiff(links: WorktreeLinks, from: string, to: string, maxBytes: number, timeoutMs: number): Promise<CommitDiff> {
+export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, from: string, to: string, maxBytes: number, timeoutMs: number): Promise<CommitDiff> {
   const args = [...safeGitConfigArgs({ repo: links.dir, trusted: false }), 'diff', ...NO_DIFF_PROGRAMS, '--no-color', '--stat', '--patch', from, to, '--'];
   // Only what git needs: no ambient GIT_* variable reaches it.
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LC_ALL: 'C', GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_CONFIG_NOSYSTEM: '1' };

@@ -93,17 +93,19 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task). The
   // script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
   // line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it.
-  const unknownReviewers = (entries: unknown, at: (string | number)[], where: string) => {
+  // The same holds for the ranking reviewers of `rank` (their prompt holds every passing candidate's work).
+  const unknownReviewers = (entries: unknown, at: (string | number)[], where: string, verb: 'review' | 'rank' = 'review') => {
     if (!Array.isArray(entries)) return;
     entries.forEach((entry, j) => {
       const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
       const path = typeof entry === 'string' ? [...at, 'engines', j] : [...at, 'engines', j, 'engine'];
       if (name === 'script') {
-        error('schema', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: 'the script engine cannot review: it runs its prompt as a bash script, and a reviewer\'s prompt holds the worker\'s files, which would then run and could answer for it; review with a model engine (a custom engine works too, if it reads its prompt as text)' });
+        const whose = verb === 'review' ? 'a reviewer\'s prompt holds the worker\'s files' : 'a ranking reviewer\'s prompt holds the candidates\' work';
+        error('schema', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)` });
         return;
       }
       if (name === null || !options.engines || options.engines.has(name)) return;
-      error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `unknown reviewer engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+      error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `unknown ${verb === 'review' ? 'reviewer' : 'ranking reviewer'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
     });
   };
   if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
@@ -143,6 +145,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       });
     }
     if (isObject(t.review)) unknownReviewers(t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
+    if (isObject(t.rank)) unknownReviewers(t.rank.engines, ['tasks', i, 'rank'], `tasks[${i}].rank`, 'rank');
     // The engines of a workflow's compiled tasks (validate: workers and validator; council: members and chair).
     const workflowEngines: [(string | number)[], unknown, string][] = [];
     if (isObject(t.validate)) {
@@ -239,6 +242,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     allowPaths: (t.allow_paths as string[] | undefined) ?? (data.allow_paths as string[] | undefined) ?? null,
     ...(isObject(t.generate) ? { generate: { file: t.generate.file as string, maxTasks: t.generate.max_tasks as number } } : {}),
     ...inputsOf(t.inputs),
+    ...(isObject(t.rank) && Array.isArray(t.rank.engines) ? { rank: { rubric: t.rank.rubric as string, engines: engineChoices(t.rank.engines) } } : {}),
   }));
   return {
     file,
@@ -268,9 +272,14 @@ function inputsOf(v: unknown): Pick<TaskSpec, 'inputs'> {
 function reviewPolicy(v: unknown): ReviewPolicy | null {
   if (!isObject(v) || !Array.isArray(v.engines)) return null;
   return {
-    engines: v.engines.map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof f.model === 'string' ? f.model : null })),
+    engines: engineChoices(v.engines),
     require: v.require === 'majority' || v.require === 'any' ? v.require : 'all',
   };
+}
+
+/** Schema-valid reviewer entries (an engine name, or `{engine, model}`) as EngineChoices. */
+function engineChoices(entries: unknown[]): EngineChoice[] {
+  return entries.map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof (f as { model?: unknown }).model === 'string' ? ((f as { model: string }).model) : null }));
 }
 
 /** The `guard` switches: all on, then the run's value, then the task's (`false` turns all off; an object, the ones it names). */

@@ -2,8 +2,8 @@
  * Best-of-N compiled into ordinary tasks (issue 14, docs/workflows.md "Best-of-N"): a task with `repeat: N` (or
  * `candidates`) becomes
  * - its own entry, the group: no worker runs for it; its `after` lists its candidates and its `select` says how the
- *   runner picks the winner (run/workflows/group.ts); it carries the task's check, so `verdict merge KEY` re-checks
- *   the winner with it;
+ *   runner picks the winner (run/workflows/group.ts; `ranked`: with its `rank` reviewers); it carries the task's
+ *   check, so `verdict merge KEY` re-checks the winner with it;
  * - N candidates `<key>--c1` … `<key>--cN`: copies of the task (same spec, check and `after`), candidate N on entry N
  *   of `candidates` (else the task's own engine and model), each with its own task dir and branch.
  * The loader applies this to every manifest it loads, the frozen one included, so a run, its resume and its merge see
@@ -26,12 +26,13 @@ export function compileRepeat(tasks: readonly TaskSpec[], raw: readonly Record<s
     const t = raw[i] ?? {};
     const choices = candidateChoices(spec, t);
     if (!choices) return [spec];
-    const select: SelectMode = t.select === 'all' ? 'all' : 'first-pass';
+    const select: SelectMode = t.select === 'all' || t.select === 'ranked' ? t.select : 'first-pass';
     const keys = choices.map((_, n) => candidateKey(spec.key, n + 1));
     const first = choices[0] as EngineChoice;
     const group: TaskSpec = { ...spec, engine: first.engine, model: first.model, group: spec.key, select, after: keys };
+    const { rank: _rank, ...candidate } = spec;
     const candidates = choices.map((choice, n): TaskSpec => ({
-      ...spec,
+      ...candidate,
       key: keys[n] as string,
       engine: choice.engine,
       model: choice.model,

@@ -48,6 +48,8 @@ export interface TaskSpec {
   candidate?: number;
   /** On a group's own entry: how its winner is chosen (its `after` lists its candidates). */
   select?: SelectMode;
+  /** On a group's own entry with `select: "ranked"`: who scores the passing candidates, against what. */
+  rank?: RankPolicy;
   /** `review` (the task's, else the run's): reviewers that must approve a passed check; null for none. */
   review: ReviewPolicy | null;
   /** `guard`: which built-in guards run on the worker's work (run/guards; all true unless turned off). */
@@ -113,10 +115,20 @@ export interface ReviewPolicy {
 }
 
 /**
- * How a best-of-N group picks its winner: `first-pass` (the first candidate to PASS; the others are stopped) or
- * `all` (every candidate runs to its end; the lowest-numbered one that passed). `ranked` is refused by the loader.
+ * How a best-of-N group picks its winner: `first-pass` (the first candidate to PASS; the others are stopped), `all`
+ * (every candidate runs to its end; the lowest-numbered one that passed) or `ranked` (every candidate runs to its end;
+ * the `rank` reviewers score those that passed: run/workflows/rank.ts).
  */
-export type SelectMode = 'first-pass' | 'all';
+export type SelectMode = 'first-pass' | 'all' | 'ranked';
+
+/**
+ * `rank` of a `select: "ranked"` task: the reviewers that score its passing candidates (one after the other; model
+ * null: that engine's default) and the rubric they score against (run/workflows/ranking.ts).
+ */
+export interface RankPolicy {
+  rubric: string;
+  engines: EngineChoice[];
+}
 
 /** An engine and the model asked of it (null: the engine's default). */
 export interface EngineChoice {

@@ -16,6 +16,8 @@ export interface SuperviseOptions {
   cwd: string;
   /** Added to the inherited environment. */
   env?: Record<string, string>;
+  /** Names removed from the inherited environment (before `env` is added), e.g. VERDICT_HOME for a ranking reviewer. */
+  unsetEnv?: readonly string[];
   /** Raw log: stdout+stderr interleaved, appended (created if missing). Must lie outside the task dir. */
   logFile: string;
   /** Wall-clock limit, ms; then SIGTERM to the group, KILL_GRACE_MS grace, SIGKILL. */
@@ -140,7 +142,9 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError, outputBytes: 0 }, tail: '' };
   };
 
-  const merged = { ...process.env, ...opts.env };
+  const inherited = { ...process.env };
+  for (const name of opts.unsetEnv ?? []) delete inherited[name];
+  const merged = { ...inherited, ...opts.env };
   // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
   // command would be bwrap's exit 1, not a spawn error: it is said the way an unsandboxed spawn says it.
   const file = resolveCommand(opts.file, merged.PATH ?? '');

@@ -29,7 +29,7 @@ export interface ReviewMaterial {
  * Worktree mode: the diff `seal.parent..seal.sha` (empty when the worker changed nothing).
  * @throws Error from git
  */
-export async function diffMaterial(links: WorktreeLinks, seal: Seal, timeoutMs: number): Promise<ReviewMaterial> {
+export async function diffMaterial(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, seal: Pick<Seal, 'parent' | 'sha' | 'changed'>, timeoutMs: number): Promise<ReviewMaterial> {
   const kind = `the diff of the work (git diff --stat --patch ${seal.parent.slice(0, 12)} ${seal.sha.slice(0, 12)}: the task's start point → the sealed commit the check passed)`;
   if (!seal.changed) return { kind, text: '(no changes: the worker changed no file git tracks)\n', truncated: false };
   const d = await commitDiff(links, seal.parent, seal.sha, REVIEW_MATERIAL_BYTES, timeoutMs);

@@ -2,9 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
-import { evalLogPath, runDir, worktreePath } from '../config/home';
+import { runDir, worktreePath } from '../config/home';
 import { taskBranch } from '../git/worktree';
-import { createBranchAt } from '../git/branch';
 import { shortHost } from '../host/hostname';
 import { StateFile, type RunState } from '../live/state';
 import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
@@ -28,11 +27,9 @@ import { prepareTask } from './steps/prepare';
 import { preparedState } from './check-writes';
 import { checkEnvironment } from './steps/check';
 import { freshRuntime, type AttemptContext, type Step, type TaskRuntime } from './steps/context';
-import { beatenReason, groupGate, type CandidateStatus } from './workflows/group';
+import { BestOfN } from './workflows/best-of-n';
 import { freezeGenerated } from './workflows/generate';
-import { selectRow } from './workflows/select-row';
 import { readsAsInput } from './inputs';
-import { appendEvalRow } from '../store/eval-log';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
 
@@ -404,7 +401,12 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   /** A waiting task whose prerequisites are all final: pushed when they passed, BLOCKED when one did not. */
   function release(task: TaskRuntime): void {
     if (!parkedTasks.has(task)) return;
-    if (task.spec.select) return releaseGroup(task);
+    if (task.spec.select) {
+      const decided = groups.gate(task);
+      if (decided.kind === 'wait') return;
+      parkedTasks.delete(task);
+      return groups.decide(task, decided);
+    }
     const gate = gateOf(task);
     if (gate.kind === 'wait') return;
     parkedTasks.delete(task);
@@ -426,57 +428,20 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     taskSettled(task);
   }
 
-  // Best-of-N (docs/workflows.md): a group's own entry waits, like any `after` dependent, for its candidates; no worker
-  // runs for it. Once decided it is PASS with the winner's commit (and, in worktree mode, its branch created there), or
-  // BLOCKED when none passed; its dependents then go on as after any task.
-  /** Branch creations of decided groups, awaited before the run ends. */
-  const groupBranches = new Set<Promise<void>>();
-  const candidateOf = (key: string, n: number): CandidateStatus => ({ key, candidate: n, status: byKey.get(key)?.state.status ?? prior.get(key)?.status ?? 'CANCELLED' });
-  function releaseGroup(group: TaskRuntime): void {
-    const gate = groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => candidateOf(k, i + 1)));
-    if (gate.kind === 'wait') return;
-    parkedTasks.delete(group);
-    if (gate.kind === 'lost') return block(group, gate.reason);
-    const { winner } = gate;
-    const w = byKey.get(winner.key);
-    const commit = w?.state.commit ?? prior.get(winner.key)?.commit ?? null;
-    const reason = `winner: candidate ${winner.candidate} (${winner.key}${w ? `, ${w.state.engine}${w.state.model ? `/${w.state.model}` : ''}` : ''})`;
-    Object.assign(group.state, { status: 'PASS', commit, winner: winner.key, reason });
-    Object.assign(group.summary, { verdict: 'PASS', commit, reason });
-    emit({ type: 'task-note', key: group.spec.key, note: reason });
-    if (ctx.repo && commit && group.state.branch) {
-      const branch = group.state.branch;
-      const made: Promise<void> = createBranchAt(ctx.repo.root, branch, commit, `verdict: ${winner.key} won ${group.spec.key}`)
-        .catch((e: Error) => {
-          const message = `the branch ${branch} of ${group.spec.key} could not be created at its winner's commit ${commit.slice(0, 10)} (${winner.key}'s branch holds it): ${e.message}`;
-          ctx.recordErrors.push(message);
-          emit({ type: 'task-note', key: group.spec.key, note: message });
-        })
-        .finally(() => groupBranches.delete(made));
-      groupBranches.add(made);
-    }
-    // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads.
-    const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1);
-    if (won) {
-      const written: Promise<void> = appendEvalRow(evalLogPath(home), selectRow(won, group.spec.key, reason, Date.now()))
-        .then(() => spend.rowWritten())
-        .catch((e: Error) => {
-          const message = `the select row of ${group.spec.key} (${winner.key} won) could not be written: ${e.message}`;
-          ctx.recordErrors.push(message);
-          emit({ type: 'task-note', key: group.spec.key, note: message });
-        })
-        .finally(() => groupBranches.delete(written));
-      groupBranches.add(written);
-    }
-    if (group.spec.select === 'first-pass') {
-      for (const k of group.spec.after) {
-        const c = byKey.get(k);
-        if (c && !statusInfo(c.state.status).final) stopTask(c, beatenReason(winner));
-      }
-    }
-    void stateFile.save();
-    taskSettled(group);
-  }
+  // Best-of-N (docs/workflows.md): a group's own entry waits for its candidates and is decided by
+  // workflows/best-of-n.ts (ranked: after its ranking reviewers).
+  const groups = new BestOfN({
+    ctx,
+    task: (key) => byKey.get(key),
+    prior: (key) => prior.get(key),
+    block,
+    stop: stopTask,
+    cancel: (t) => {
+      markCancelled(t);
+      taskSettled(t);
+    },
+    settled: taskSettled,
+  });
   // Generated (docs/workflows.md): a planner that passed brings the tasks its step `generate` validated. They join the
   // frozen manifest (a new version) and the state, and wait for the planner like any `after` dependent.
   function addGenerated(planner: TaskRuntime): void {
@@ -671,7 +636,11 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (!statusInfo(t.state.status).final) enqueue(t);
   }
   await scheduler.idle();
-  await Promise.all([...groupBranches]);
+  // A ranking decides its group after the scheduler went idle; the group's dependents then run.
+  while (groups.busy()) {
+    await groups.idle();
+    await scheduler.idle();
+  }
   // Nothing runs and nothing is queued: a task still waiting can never start (not expected; said, not hung on).
   for (const t of [...parkedTasks]) t.state.reason = 'its prerequisites never ended';
   cancelWaiting();

@@ -74,7 +74,7 @@ export interface EvalRow {
   sealed: string | null;
   /**
    * What the row is about: `work` (a worker's attempt: counted and credited to its model by the scoreboard) or another
-   * step a model performed and is credited for on a row of its own (`review`), or a best-of-N group's decision (`select`:
+   * step a model performed and is credited for on a row of its own (`review`, `rank`), or a best-of-N group's decision (`select`:
    * run/workflows/select-row.ts, credited to the winner's model). Rows from before the field: `work`.
    */
   step: string;
@@ -84,6 +84,29 @@ export interface EvalRow {
   candidate: number | null;
   /** Only on `step: "review"` rows: which reviewer and what it answered (run/review-record.ts). */
   review?: ReviewColumn;
+  /** Only on `step: "rank"` rows: which ranking reviewer, the names it saw and its scores (run/workflows/rank-record.ts). */
+  rank?: RankColumn;
+  /** Only on the `select` row of a ranked group: what decided it (run/workflows/select-row.ts). */
+  ranking?: RankingColumn;
+}
+
+/**
+ * A rank row's answer: the reviewer's 1-based position in `rank.engines`, each neutral name shown and the candidate
+ * number it stood for, the scores (0–10) by name, null when the reviewer gave no valid ranking.
+ */
+export interface RankColumn {
+  reviewer: number;
+  names: Record<string, number>;
+  scores: Record<string, number> | null;
+  reasons?: Record<string, string>;
+}
+
+/** A ranked group's decision on its select row: mean scores by candidate key (empty when not ranked), tie, disagreement. */
+export interface RankingColumn {
+  ranked: boolean;
+  scores: Record<string, number>;
+  tie: string | null;
+  disagreement: string | null;
 }
 
 /** A review row's answer: the reviewer's 1-based position in `review.engines`; verdict null when it gave no valid one. */

@@ -38,10 +38,11 @@ export interface IndexRow {
   format: 'verdict' | 'ringer';
   /**
    * What the row is about (eval row `step`): `work` (a worker's attempt: what the scoreboard's rates count; rows
-   * without the field are work) or `review` (one reviewer's review of the attempt `attempt`).
+   * without the field are work), `review` (one reviewer's review of the attempt `attempt`), `rank` (one ranking
+   * reviewer's scores of a ranked group, round `attempt`) or `select` (a best-of-N group's decision).
    */
   step: string;
-  /** Review rows: the reviewer's 1-based position in the task's `review.engines`; null on work rows. */
+  /** Review and rank rows: the reviewer's 1-based position in the task's `review.engines` / `rank.engines`; null on work rows. */
   reviewer: number | null;
   /** Review rows: approve, changes or reject; null when the reviewer gave no valid answer (verdict ERROR) and on work rows. */
   review_verdict: string | null;
@@ -119,13 +120,17 @@ export function toIndexRow(value: unknown, line: number): IndexRow {
     host: str(o, 'host', false),
     format: attempt !== null && typeof o.harness === 'string' ? 'verdict' : 'ringer',
     step: str(o, 'step', false) || 'work',
-    ...reviewColumns(o.review),
+    ...reviewColumns(o.review ?? o.rank),
     group_key: typeof o.group === 'string' && o.group ? o.group : null,
     candidate: typeof o.candidate === 'number' && Number.isInteger(o.candidate) && o.candidate >= 1 ? o.candidate : null,
   };
 }
 
-/** The `review` object of a review row as the reviewer and review_verdict columns (nulls when absent or malformed). */
+/**
+ * The `review` object of a review row (or the `rank` object of a rank row: its reviewer, no verdict) as the reviewer
+ * and review_verdict columns (nulls when absent or malformed). The reviewer keeps each reviewer's row apart in
+ * Postgres' row_key.
+ */
 function reviewColumns(v: unknown): { reviewer: number | null; review_verdict: string | null } {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return { reviewer: null, review_verdict: null };
   const o = v as Obj;

@@ -1,7 +1,8 @@
 /**
  * repeat (error): a best-of-N task (`repeat`, `candidates`, `select`) must compile into ordinary tasks
- * (manifest/repeat.ts): `select` only with candidates, `ranked` not yet supported, `repeat` and `candidates` agreeing
- * on N, and no candidate key (`<key>--c<N>`) taken by another task. Pure, on the parsed data: the loader reports these
+ * (manifest/repeat.ts): `select` only with candidates, `ranked` with a `rank` section (and `rank` only with
+ * `ranked`; its rubric and reviewers are the schema's to require), `repeat` and `candidates` agreeing on N, and no
+ * candidate key (`<key>--c<N>`) taken by another task. Pure, on the parsed data: the loader reports these
  * as problems of code `repeat` (so it refuses the manifest) and the linter shows them under rule `repeat`, each at the
  * offending value.
  */
@@ -27,10 +28,13 @@ export function repeatProblems(tasks: readonly unknown[], external: ReadonlySet<
     if (!isObject(t)) return;
     const repeat = typeof t.repeat === 'number' && Number.isInteger(t.repeat) ? t.repeat : null;
     const candidates = Array.isArray(t.candidates) ? t.candidates.length : null;
-    if (t.select === 'ranked') {
-      out.push({ path: ['tasks', i, 'select'], message: '"select": "ranked" is not supported yet (reviewers scoring the candidates is a later workflow); use "first-pass" (the first candidate to PASS wins, the others are cancelled) or "all" (every candidate runs to its end)' });
-    } else if (t.select !== undefined && repeat === null && candidates === null) {
+    if (t.select !== undefined && repeat === null && candidates === null) {
       out.push({ path: ['tasks', i, 'select'], message: '"select" chooses among best-of-N candidates, but this task has neither "repeat" nor "candidates"; add "repeat": N, or remove "select"' });
+    } else if (t.select === 'ranked' && t.rank === undefined) {
+      out.push({ path: ['tasks', i, 'select'], message: '"select": "ranked" needs a "rank" section saying who scores the passing candidates and against what: "rank": {"rubric": "…", "engines": ["claude"]}' });
+    }
+    if (t.rank !== undefined && t.select !== 'ranked') {
+      out.push({ path: ['tasks', i, 'rank'], message: '"rank" is read only with "select": "ranked" (the reviewers score the candidates that passed); add "select": "ranked", or remove "rank"' });
     }
     if (repeat !== null && candidates !== null && repeat !== candidates) {
       out.push({ path: ['tasks', i, 'repeat'], message: `"repeat" is ${repeat} but "candidates" lists ${candidates} engine(s): candidate N runs on entry N, so the two must agree (or drop "repeat": N is then the list's length)` });

@@ -15,19 +15,23 @@ export interface CandidateStatus {
 
 /**
  * `wait`: no decision yet. `won`: the group passes with `winner` (for `first-pass` the runner stops the candidates
- * that are not final). `lost`: no candidate passed (every one is final); the group ends BLOCKED with `reason`.
+ * that are not final). `rank`: every candidate is final and two or more passed (`passed`, by number): the ranking
+ * reviewers decide (run/workflows/ranking.ts). `lost`: no candidate passed (every one is final); the group ends
+ * BLOCKED with `reason`.
  */
-export type GroupGate = { kind: 'wait' } | { kind: 'won'; winner: CandidateStatus } | { kind: 'lost'; reason: string };
+export type GroupGate = { kind: 'wait' } | { kind: 'won'; winner: CandidateStatus } | { kind: 'rank'; passed: CandidateStatus[] } | { kind: 'lost'; reason: string };
 
 /**
  * The group's outcome so far. `first-pass`: won as soon as a candidate passed (the lowest-numbered, if several passed
  * already — which only happens when a resumed run finds them passed); `all`: nothing is decided until every candidate
- * is final, then the lowest-numbered one that passed wins. Either way, lost when every candidate is final and none
- * passed; the reason lists each candidate's status.
+ * is final, then the lowest-numbered one that passed wins; `ranked`: nothing is decided until every candidate is final,
+ * then the one that passed wins, or, when several did, they are ranked. Either way, lost when every candidate is final
+ * and none passed; the reason lists each candidate's status.
  */
 export function groupGate(select: SelectMode, candidates: readonly CandidateStatus[]): GroupGate {
   const passed = candidates.filter((c) => c.status === 'PASS').sort((a, b) => a.candidate - b.candidate);
   const allFinal = candidates.every((c) => statusInfo(c.status).final);
+  if (select === 'ranked' && allFinal && passed.length > 1) return { kind: 'rank', passed };
   if (passed[0] && (select === 'first-pass' || allFinal)) return { kind: 'won', winner: passed[0] };
   if (!allFinal) return { kind: 'wait' };
   return { kind: 'lost', reason: `no candidate passed (${candidates.map((c) => `${c.key} ${c.status}`).join(', ')})` };

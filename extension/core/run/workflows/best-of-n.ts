@@ -1,0 +1,235 @@
+/**
+ * Deciding best-of-N groups in a running run (docs/workflows.md "Best-of-N", "Ranked"): a group's own entry waits,
+ * like any `after` dependent, for its candidates; no worker runs for it. The runner asks {@link BestOfN.gate} each
+ * time a candidate becomes final (the pure decision: group.ts groupGate) and hands the answer to
+ * {@link BestOfN.decide}: the group ends PASS with the winner's commit (in worktree mode its branch created there, and
+ * a `select` eval row written), BLOCKED when none passed, or — `ranked` with two or more passing — its ranking
+ * reviewers run first (ranking.ts) and decideRanking (rank.ts) picks the winner. Its dependents then go on as after
+ * any task.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { evalLogPath, runDir } from '../../config/home';
+import { createBranchAt } from '../../git/branch';
+import { shortHost } from '../../host/hostname';
+import { appendEvalRow } from '../../store/eval-log';
+import type { EvalRow, RankingColumn } from '../../store/eval-row';
+import { statusInfo } from '../../../../schemas/status';
+import type { AttemptContext, TaskRuntime } from '../steps/context';
+import { beatenReason, groupGate, type CandidateStatus, type GroupGate } from './group';
+import { decideRanking, neutralNames, type RankOutcome } from './rank';
+import { candidateMaterial, type CandidateSource } from './rank-material';
+import { rankDir, rankerName, rankRow, type RankRecord, type RankRowContext } from './rank-record';
+import { runRankers } from './ranking';
+import { selectRow } from './select-row';
+
+/** What deciding a group needs of the runner. */
+export interface GroupHost {
+  ctx: AttemptContext;
+  /** A task of this run, by key. */
+  task(key: string): TaskRuntime | undefined;
+  /** A task of the earlier run this one continues (a resumed run), by key. */
+  prior(key: string): { status: string; commit: string | null } | undefined;
+  /** Ends a task that will not start BLOCKED, saying why, and settles its dependents. */
+  block(task: TaskRuntime, reason: string): void;
+  /** Stops a task as the `stop` verb does, with `reason`. */
+  stop(task: TaskRuntime, reason: string): void;
+  /** Ends a task CANCELLED (its reason, if set, kept) and settles its dependents. */
+  cancel(task: TaskRuntime): void;
+  /** A task became final: its dependents may go on. */
+  settled(task: TaskRuntime): void;
+}
+
+/** One run's best-of-N groups being decided. */
+export class BestOfN {
+  /** Branch creations, eval rows and rankings still under way; awaited before the run ends. */
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(private readonly host: GroupHost) {}
+
+  /** The group's outcome so far, from its candidates' statuses (in this run, or the run it continues). */
+  gate(group: TaskRuntime): GroupGate {
+    return groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => this.candidate(k, i + 1)));
+  }
+
+  /** Acts on a gate that is not `wait` (the group has left the runner's waiting tasks). */
+  decide(group: TaskRuntime, gate: Exclude<GroupGate, { kind: 'wait' }>): void {
+    if (gate.kind === 'lost') return this.host.block(group, gate.reason);
+    if (gate.kind === 'won') {
+      // A ranked group with a single passing candidate: it wins without a ranking.
+      const ranking = group.spec.select === 'ranked' ? { reason: 'the only candidate that passed: no ranking needed', column: { ranked: false, scores: {}, tie: null, disagreement: null } } : undefined;
+      return this.win(group, gate.winner, ranking);
+    }
+    this.track(this.rank(group, gate.passed).catch((e: Error) => this.fail(group, `its ranking failed: ${e.message}`)));
+  }
+
+  /** Ends the group ERROR (a record of its ranking could not be written): its candidates' branches keep their work. */
+  private fail(group: TaskRuntime, reason: string): void {
+    const { ctx } = this.host;
+    Object.assign(group.state, { status: 'ERROR', reason });
+    Object.assign(group.summary, { verdict: 'ERROR', reason });
+    ctx.recordErrors.push(`${group.spec.key}: ${reason}`);
+    ctx.emit({ type: 'task-note', key: group.spec.key, note: reason });
+    void ctx.stateFile.save();
+    this.host.settled(group);
+  }
+
+  /** True while a branch, a row or a ranking is under way. */
+  busy(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /** Resolves once nothing is under way (what is started meanwhile is waited for too). */
+  async idle(): Promise<void> {
+    while (this.pending.size) await Promise.all([...this.pending]);
+  }
+
+  private candidate(key: string, n: number): CandidateStatus {
+    return { key, candidate: n, status: this.host.task(key)?.state.status ?? this.host.prior(key)?.status ?? 'CANCELLED' };
+  }
+
+  private track(p: Promise<void>): void {
+    const tracked: Promise<void> = p.finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  /** Appends an eval row in the background; a row that cannot be written is said and counted, never thrown. */
+  private writeRow(group: TaskRuntime, row: EvalRow, what: string): void {
+    const { ctx } = this.host;
+    this.track(
+      appendEvalRow(evalLogPath(ctx.opts.home), row)
+        .then(() => ctx.spend.rowWritten())
+        .catch((e: Error) => {
+          const message = `the ${what} of ${group.spec.key} could not be written: ${e.message}`;
+          ctx.recordErrors.push(message);
+          ctx.emit({ type: 'task-note', key: group.spec.key, note: message });
+        }),
+    );
+  }
+
+  /**
+   * The group passes with `winner`: state (PASS, the winner's commit, `winner`, the reason; for a ranked group
+   * `scores`, `tie`, `disagreement`), the task branch at the winner's commit, the `select` row; a `first-pass` group's
+   * other candidates are stopped.
+   */
+  private win(group: TaskRuntime, winner: CandidateStatus, ranking?: { reason: string; column: RankingColumn }): void {
+    const { ctx } = this.host;
+    const w = this.host.task(winner.key);
+    const commit = w?.state.commit ?? this.host.prior(winner.key)?.commit ?? null;
+    const who = `winner: candidate ${winner.candidate} (${winner.key}${w ? `, ${w.state.engine}${w.state.model ? `/${w.state.model}` : ''}` : ''})`;
+    const reason = ranking ? `${who}; ${ranking.reason}` : who;
+    Object.assign(group.state, { status: 'PASS', commit, winner: winner.key, reason });
+    if (ranking) Object.assign(group.state, { scores: ranking.column.scores, tie: ranking.column.tie, disagreement: ranking.column.disagreement });
+    Object.assign(group.summary, { verdict: 'PASS', commit, reason });
+    ctx.emit({ type: 'task-note', key: group.spec.key, note: reason });
+    if (ctx.repo && commit && group.state.branch) {
+      const branch = group.state.branch;
+      this.track(
+        createBranchAt(ctx.repo.root, branch, commit, `verdict: ${winner.key} won ${group.spec.key}`).catch((e: Error) => {
+          const message = `the branch ${branch} of ${group.spec.key} could not be created at its winner's commit ${commit.slice(0, 10)} (${winner.key}'s branch holds it): ${e.message}`;
+          ctx.recordErrors.push(message);
+          ctx.emit({ type: 'task-note', key: group.spec.key, note: message });
+        }),
+      );
+    }
+    // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads.
+    const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1);
+    if (won) this.writeRow(group, selectRow(won, group.spec.key, reason, Date.now(), ranking?.column), `select row (${winner.key} won)`);
+    if (group.spec.select === 'first-pass') {
+      for (const k of group.spec.after) {
+        const c = this.host.task(k);
+        if (c && !statusInfo(c.state.status).final) this.host.stop(c, beatenReason(winner));
+      }
+    }
+    void ctx.stateFile.save();
+    this.host.settled(group);
+  }
+
+  /**
+   * Ranks the passing candidates (two or more; every candidate is final): one round of the group's `rank` reviewers on
+   * copies of their work under neutral names, one `rank` row per reviewer, then the winner by decideRanking. Stopped
+   * meanwhile, the group ends CANCELLED (a resumed run ranks it again).
+   * @throws Error only when its records cannot be written (the caller ends the group ERROR)
+   */
+  private async rank(group: TaskRuntime, passed: CandidateStatus[]): Promise<void> {
+    const { ctx } = this.host;
+    const { spec } = group;
+    const records = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', spec.key);
+    const round = nextRound(records);
+    const dir = rankDir(records, round);
+    fs.mkdirSync(dir, { recursive: true });
+    // A secret in the seed: a reviewer that learns the run id and the key still cannot derive which name is which.
+    const nonce = crypto.randomBytes(16).toString('hex');
+    const named = neutralNames(passed.map((c) => c.candidate), `${ctx.runId}/${spec.key}/${nonce}`);
+    const keyOf = (n: number) => (passed.find((c) => c.candidate === n) as CandidateStatus).key;
+    const names = Object.fromEntries(named.map((n) => [n.name, n.candidate]));
+    Object.assign(group.state, { status: 'checking', reason: `ranking ${passed.length} passing candidates (${passed.map((c) => c.key).join(', ')}) by ${spec.rank?.engines.length ?? 0} reviewer(s)` });
+    ctx.emit({ type: 'task-note', key: spec.key, note: group.state.reason as string });
+    void ctx.stateFile.save();
+    const rowCtx: RankRowContext = { runId: ctx.runId, runName: ctx.opts.manifest.runName, identity: ctx.opts.identity, host: shortHost(), taskKey: spec.key, spec: spec.spec, taskType: spec.taskType, branch: group.state.branch, sandbox: ctx.bwrap ? 'bwrap' : 'none', round, dir, names };
+    let rankings: RankRecord[] = [];
+    let outcomes: RankOutcome[];
+    try {
+      const work = await Promise.all(named.map(async (n) => {
+        const source = this.sourceOf(keyOf(n.candidate));
+        return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs) };
+      }));
+      const redaction = { dirs: spec.after.map((k) => this.host.task(k)?.state.dir).filter((d): d is string => !!d), group: spec.key, engines: [...ctx.opts.engines.keys()] };
+      rankings = await runRankers(ctx, { group, round, dir, work, redaction }, (r) => {
+        ctx.emit({ type: 'task-note', key: spec.key, note: `ranking ${r.reviewer}/${spec.rank?.engines.length ?? 0} by ${rankerName(r)}: ${r.scores ? Object.entries(r.scores).map(([k, v]) => `${k} ${v}`).join(', ') : `${r.cancelled ? 'CANCELLED' : 'ERROR'} (${r.error})`}` });
+        this.writeRow(group, rankRow(rowCtx, r), `rank row of ${r.engine}`);
+      });
+      outcomes = rankings.filter((r) => !r.cancelled).map((r) => ({ who: rankerName(r), scores: r.scores, error: r.error }));
+    } catch (e) {
+      outcomes = [{ who: 'the ranking', scores: null, error: `the candidates' work could not be read: ${(e as Error).message}` }];
+    }
+    if (group.abort.signal.aborted) {
+      fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision: null }, null, 2));
+      return this.host.cancel(group);
+    }
+    const decision = decideRanking(named, outcomes);
+    fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision }, null, 2));
+    const scores = Object.fromEntries(named.filter((n) => decision.means[n.name] !== undefined).map((n) => [keyOf(n.candidate), decision.means[n.name] as number]));
+    const winner = passed.find((c) => c.candidate === decision.winner) as CandidateStatus;
+    this.win(group, winner, { reason: decision.reason, column: { ranked: decision.kind === 'ranked', scores, tie: decision.tie, disagreement: decision.disagreement } });
+  }
+
+  /**
+   * Where a passing candidate's work is read: worktree mode, its sealed commit against the head it was built on (the
+   * PASS record of this process, else the receipt its orchestrator wrote); plain mode, its task dir.
+   * @throws Error when no seal of its PASS is on record
+   */
+  private sourceOf(key: string): CandidateSource {
+    const { ctx } = this.host;
+    const t = this.host.task(key);
+    if (!t) throw new Error(`${key} is not part of this run`);
+    if (!ctx.repo) return { mode: 'plain', dir: t.state.dir };
+    const git = { dir: ctx.repo.root, adminDir: ctx.repo.commonDir, commonDir: ctx.repo.commonDir };
+    const seal = t.records.filter((r) => r.verdict === 'PASS').at(-1)?.seal ?? receiptSeal(t);
+    if (!seal) throw new Error(`no sealed commit of ${key}'s PASS is on record`);
+    return { mode: 'worktree', git, seal };
+  }
+}
+
+/** The next ranking round of a group: one more than the rounds whose folders are in its records. */
+function nextRound(records: string): number {
+  let last = 0;
+  for (const name of fs.existsSync(records) ? fs.readdirSync(records) : []) {
+    const m = /^rank-(\d+)$/.exec(name);
+    if (m) last = Math.max(last, Number(m[1]));
+  }
+  return last + 1;
+}
+
+/** The seal in the receipt of the task's last PASS attempt (written by its orchestrator), or null. */
+function receiptSeal(t: TaskRuntime): { parent: string; sha: string; changed: boolean } | null {
+  const pass = t.state.attempts.filter((a) => a.verdict === 'PASS').at(-1);
+  if (!pass) return null;
+  try {
+    const seal = (JSON.parse(fs.readFileSync(path.join(pass.dir, 'receipt.json'), 'utf8')) as { seal?: { parent?: unknown; sha?: unknown; changed?: unknown } }).seal;
+    return seal && typeof seal.parent === 'string' && typeof seal.sha === 'string' ? { parent: seal.parent, sha: seal.sha, changed: seal.changed !== false } : null;
+  } catch {
+    return null;
+  }
+}

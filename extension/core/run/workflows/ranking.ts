@@ -1,0 +1,143 @@
+/**
+ * The ranking reviewers of a `select: "ranked"` best-of-N group (docs/workflows.md "Ranked"), one after the other. Each
+ * runs like a reviewer of run/steps/review.ts — its own scratch dir as its working directory, the rest of the
+ * filesystem read-only, its engine's guarded settings put back after it — but sees less: no task dir at all. Its
+ * scratch holds copies of the passing candidates' work under their neutral names (rank-material.ts); VERDICT_HOME
+ * (the candidates' worktrees, records and state), the plain-mode workdir (their dirs) and the repository's git dir
+ * (their branches `…--c<N>`) are hidden from its sandbox, and its environment holds no VERDICT_* variable. It answers
+ * per schemas/rank-answer.schema.json (rank.ts parseRankAnswer).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { expandArgv } from '../../../../engines';
+import type { EngineSpec } from '../../../../engines/types';
+import { runDir } from '../../config/home';
+import type { EngineChoice } from '../../manifest/types';
+import { RingBuffer } from '../../process/ring-buffer';
+import { supervise } from '../../process/supervisor';
+import { engineState, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
+import type { AttemptContext, TaskRuntime } from '../steps/context';
+import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from '../steps/work';
+import { parseRankAnswer, rankPrompt } from './rank';
+import { rankFiles, type RankRecord } from './rank-record';
+import { redact, writeRankMaterial, type CandidateSource, type Redaction } from './rank-material';
+import type { ReviewMaterial } from '../review-material';
+
+/** Inherited environment variables a ranking reviewer never gets (they name Verdict's home, the run or its identity). */
+const PRIVATE_ENV = /^(VERDICT|RINGER|FLEET)_/;
+
+/** One round of ranking: the group, its round's records folder and what the reviewers are shown. */
+export interface RankingRound {
+  group: TaskRuntime;
+  round: number;
+  /** The round's records folder (rank-record.ts rankDir): prompts and logs, out of every reviewer's sight. */
+  dir: string;
+  /** The passing candidates' work under their names, in name order. */
+  work: { name: string; source: CandidateSource; material: ReviewMaterial }[];
+  redaction: Redaction;
+}
+
+/**
+ * Runs every reviewer of the group's `rank` on the round, one after the other, handing each record to `onRecord` as it
+ * ends. Stops early when the group is stopped (the stopped reviewer's record is `cancelled`). Never throws.
+ */
+export async function runRankers(ctx: AttemptContext, r: RankingRound, onRecord: (rec: RankRecord) => void): Promise<RankRecord[]> {
+  const records: RankRecord[] = [];
+  const engines = r.group.spec.rank?.engines ?? [];
+  for (const [i, choice] of engines.entries()) {
+    if (r.group.abort.signal.aborted) break;
+    const rec = await runRanker(ctx, r, i + 1, choice);
+    records.push(rec);
+    onRecord(rec);
+    if (rec.cancelled) break;
+  }
+  return records;
+}
+
+/** Runs ranking reviewer `n` (1-based) and reads its answer. Never throws. */
+async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice: EngineChoice): Promise<RankRecord> {
+  const { opts } = ctx;
+  const { spec } = r.group;
+  const engine = opts.engines.get(choice.engine) as EngineSpec;
+  const model = choice.model ?? engine.defaultModel;
+  const startedAt = Date.now();
+  const rec: RankRecord = { reviewer: n, engine: engine.name, harness: engine.harness, model, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, scores: null, reasons: {}, error: null, cancelled: false };
+  // Its known cost counts against budget_usd like an attempt's; past the budget it does not start.
+  const reservation = ctx.spend.admit(engine.name, model);
+  if (typeof reservation === 'string') {
+    rec.error = `not started: ${reservation}`;
+    return rec;
+  }
+  const files = rankFiles(r.dir, n);
+  const scratch = stepScratch(opts.home, ctx.runId, spec.key, r.round, `rank-${n}`);
+  const boxed = ctx.bwrap !== null;
+  try {
+    const written = writeRankMaterial(scratch, r.work, r.redaction);
+    const names = r.work.map((w) => w.name);
+    const prompt = rankPrompt({ spec: spec.spec, check: spec.check, rubric: spec.rank?.rubric ?? '', work: r.work.map((w) => ({ name: w.name, text: redact(w.material.text, r.redaction) })), files: written });
+    fs.writeFileSync(files.prompt, prompt);
+    const state = engineState(engine, ctx.env);
+    const argv = expandArgv(engine, { spec: prompt, taskdir: scratch, model, engineArgs: [], fullAccess: false, nested: boxed });
+    let guard: StateSnapshot | null = null;
+    if (boxed && state.guarded.length) {
+      guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
+      ctx.stateBaselines.set(engine.name, guard);
+    }
+    const recent = new RingBuffer(256 * 1024);
+    const { receipt, tail } = await supervise({
+      file: ctx.binaries.get(engine.name) ?? engine.binary,
+      args: argv,
+      cwd: scratch,
+      env: { ...engine.env, ...(boxed ? scratchEnv(scratch) : {}) },
+      unsetEnv: Object.keys(process.env).filter((k) => PRIVATE_ENV.test(k)),
+      logFile: files.log,
+      timeoutMs: spec.timeoutMs,
+      signal: r.group.abort.signal,
+      killGraceMs: opts.killGraceMs,
+      idleTimeoutMs: spec.watchdogMs ?? undefined,
+      finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+      onOutput: (chunk) => recent.push(chunk),
+      // Sandboxed whatever the task's full_access: a ranking reviewer needs nothing but its scratch and engine state.
+      sandbox: stepPlan(ctx.bwrap, boxed ? 'bwrap' : 'none', {
+        writable: [scratch, ...state.dirs],
+        network: spec.network,
+        privateFiles: state.files,
+        readOnly: [],
+        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...(ctx.repo ? [ctx.repo.commonDir] : [])],
+      }),
+    });
+    const putBack = guard ? restoreState(guard) : [];
+    if (putBack.length) ctx.emit({ type: 'task-note', key: spec.key, note: `ranking reviewer ${n} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
+    const log = readLog(files.log);
+    rec.receipt = receipt;
+    rec.usage = engine.parseOutput(log);
+    rec.costMicroUsd = ctx.spend.cost(rec.usage, model);
+    const seconds = (ms: number) => Math.round(ms / 1000);
+    if (receipt.cancelled) {
+      rec.cancelled = true;
+      const why: unknown = r.group.abort.signal.reason;
+      rec.error = `stopped before it answered (${typeof why === 'string' ? why : 'the run was cancelled'})`;
+    } else if (receipt.spawnError) rec.error = `the ranking reviewer could not start: ${receipt.spawnError}`;
+    else if (receipt.stalled) rec.error = `the ranking reviewer printed nothing for ${seconds(spec.watchdogMs ?? 0)} s and was stopped`;
+    else if (receipt.timedOut) rec.error = `the ranking reviewer ran out of time after ${seconds(spec.timeoutMs)} s and was stopped`;
+    else {
+      const parsed = parseRankAnswer(engine.finalMessage(log), names);
+      if (parsed.ok) {
+        rec.scores = parsed.answer.scores;
+        rec.reasons = parsed.answer.reasons;
+      } else {
+        const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
+        rec.error = parsed.error + (receipt.exitCode !== 0 ? `; the ranking reviewer exited ${receipt.exitCode ?? receipt.signal}${errorClass ? ` (${errorClass})` : ''}` : '');
+      }
+    }
+  } catch (e) {
+    rec.cancelled = r.group.abort.signal.aborted;
+    rec.error = `the ranking reviewer could not run: ${(e as Error).message}`;
+  } finally {
+    rec.endedAt = Date.now();
+    ctx.spend.settle(reservation, rec.costMicroUsd);
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+  return rec;
+}
