@@ -137,7 +137,8 @@ describe('workflows: ranked best-of-N', function () {
     // The views: `verdict runs RUN` shows the decision on the task's line.
     const runs = await cli(['runs', s.runId, '--home', home]);
     assert.equal(runs.exitCode, 0, runs.all);
-    assert.match(runs.stdout, /^fix\s+PASS\s+fix--c1, fix--c2, fix--c3\s+0\s+winner: candidate 2 \(fix--c2, script\); ranked: candidate 2/m);
+    assert.match(runs.stdout, /^fix\s+PASS\s+—\s+0\s+select ranked; winner: candidate 2 \(fix--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 9/m);
+    assert.match(runs.stdout, /^ {2}fix--c2\s+PASS\s+—\s+1\s+candidate 2 · winner · score 9 · script$/m);
     // A merge takes the winner.
     assert.match(r.all, /ranking 2 passing candidates \(fix--c1, fix--c2\) by 3 reviewer\(s\)/);
   });
