@@ -3,7 +3,6 @@ import path from 'node:path';
 import type { SqlValue } from 'sql.js';
 import { readSnapshot } from '../catalog/snapshot';
 import { evalLogPath } from '../config/home';
-import { readSwarmRuns, syncToPostgres } from '../store/postgres';
 import fs from 'node:fs';
 import writeFileAtomic from 'write-file-atomic';
 import { fileSize } from '../store/log-lines';
@@ -12,6 +11,8 @@ import { GROUP_STATS_TABLE, GROUP_COLUMNS, groupStatsSql, queryGroupStats, refre
 import { queryReviewStats, type ReviewerStats } from './review-stats';
 import { queryWonStats, type WonStats } from './won-stats';
 import { scoreboardView, type ScoreboardFilters, type ScoreboardView } from './view';
+import { columnsFromIndex, readColumns, writeColumns, type StoredColumns } from './columns';
+import { filteredStats } from './filtered-stats';
 
 /** Where the evidence came from, for the footer of `verdict models` and the panel. */
 export interface ScoreboardSource {
@@ -102,6 +103,8 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   if (filters.since && Number.isNaN(Date.parse(filters.since))) throw new Error(`since: "${filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
   const catalog = opts.explore ? readSnapshot(opts.home)?.data ?? [] : null;
   if (opts.postgresUrl) {
+    // pg is loaded only here: a scoreboard of the local log never needs it.
+    const { readSwarmRuns, syncToPostgres } = await import('../store/postgres');
     let outboxError: string | null = null;
     try {
       await syncToPostgres(opts.home, opts.postgresUrl);
@@ -130,6 +133,11 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   if (unfiltered) {
     const cached = readGroupsCache(cacheFile, logFile);
     if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews, cached.won), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
+  }
+  if (!unfiltered) {
+    const columns = await currentColumns(opts.home, logFile);
+    const { stats, reviews, won } = filteredStats(columns, { engine: filters.engine, sinceIso: filters.since ? new Date(filters.since).toISOString() : null });
+    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: columns.corrupt, corruptSamples: columns.corruptSamples, outboxError: null } };
   }
   const index = await openScoreboardIndex(opts.home, logFile);
   try {
@@ -168,4 +176,29 @@ function readGroupsCache(file: string, logFile: string): GroupsCache | null {
     // no cache, or a damaged one: the index answers
   }
   return null;
+}
+
+/**
+ * The attempts' columns for the filtered scoreboard (columns.ts), current with the log: read from `<index>.columns`
+ * when it describes the log as it is now (same size and head: the index is not even opened), else the index is
+ * brought up to date and the rows it got since the file was written are appended (all rows when the log was
+ * replaced), and the file rewritten.
+ */
+async function currentColumns(home: string, logFile: string): Promise<StoredColumns> {
+  const file = indexFileFor(home, logFile) + '.columns';
+  const size = fileSize(logFile);
+  const cached = readColumns(file);
+  if (cached && cached.offset === size && cached.head === headOf(logFile, size)) return cached;
+  const index = await openScoreboardIndex(home, logFile);
+  try {
+    const head = index.meta('head') ?? '';
+    const base = readColumns(file, true);
+    // Rows can only be appended to a base whose log bytes are still the start of the log (the index kept them too).
+    const extend = base && base.offset <= index.offset && base.head === headOf(logFile, base.offset) ? base : null;
+    const columns = columnsFromIndex(index.db, extend, index.offset, head, index.corruptCount, index.corruptSamples());
+    await writeColumns(file, columns);
+    return columns;
+  } finally {
+    index.close();
+  }
 }

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadScoreboard } from '../../extension/core/scoreboard/load';
+import type { ScoreboardFilters } from '../../extension/core/scoreboard/view';
+import { tempDir } from '../helpers/fixtures';
+
+/** A seeded generator (the same rows every run). */
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+}
+
+const DAY = 86_400_000;
+const START = Date.UTC(2026, 0, 1);
+
+/**
+ * Random eval rows: several engines per task (fallbacks), tasks whose attempts span days, every verdict, unknown
+ * durations, tokens and costs, review and select rows, best-of-N candidates, and ended_at in other forms than
+ * toISOString's (no milliseconds, an offset) or missing.
+ */
+function randomRows(n: number, seed: number): Record<string, unknown>[] {
+  const r = rng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const rows: Record<string, unknown>[] = [];
+  for (let i = 0; i < n; i++) {
+    const model = pick(['a/m1', 'a/m2', 'b/m3', 'zeta', null]);
+    const ms = START + Math.floor(r() * 10 * DAY);
+    const iso = new Date(ms).toISOString();
+    const endedForm = r();
+    const ended_at = endedForm < 0.05 ? null : endedForm < 0.1 ? iso.replace(/\.\d{3}Z$/, 'Z') : endedForm < 0.13 ? iso.replace(/\.\d{3}Z$/, '+01:00') : iso;
+    const stepDraw = r();
+    const step = stepDraw < 0.85 ? 'work' : stepDraw < 0.95 ? 'review' : 'select';
+    const row: Record<string, unknown> = {
+      run_id: `r${Math.floor(r() * 20)}`,
+      task_key: `t${Math.floor(r() * 30)}`,
+      spec: 's',
+      worker_engine: pick(['codex', 'opencode', 'claude']),
+      verdict: pick(['PASS', 'PASS', 'FAIL', 'TIMEOUT', 'ERROR', 'RATE_LIMITED', 'CANCELLED']),
+      duration_ms: r() < 0.1 ? null : Math.floor(r() * 100_000),
+      worker_tokens: r() < 0.15 ? null : Math.floor(r() * 50_000),
+      model,
+      task_type: pick(['parser', 'ui', null]),
+      retry: false,
+      identity: 'me',
+      notes: '',
+      attempt: 1 + Math.floor(r() * 3),
+      harness: 'h',
+      lab: model?.includes('/') ? model.split('/')[0] : r() < 0.5 ? 'x' : null,
+      reported_model: null,
+      cost_microusd: r() < 0.3 ? null : Math.floor(r() * 10_000),
+      ended_at,
+      step,
+    };
+    if (step === 'review') row.review = { reviewer: 1, verdict: pick(['approve', 'changes', 'reject', undefined]) };
+    if (step !== 'review' && r() < 0.3) row.group = `g${Math.floor(r() * 4)}`;
+    if (step === 'work' && row.group && r() < 0.8) row.candidate = 1 + Math.floor(r() * 3);
+    rows.push(row);
+  }
+  return rows;
+}
+
+const writeLog = (home: string, rows: object[]) => fs.writeFileSync(path.join(home, 'runs.jsonl'), rows.map((x) => JSON.stringify(x) + '\n').join(''));
+
+/** The filter applied to the raw rows, as the issue defines it: the exact engine, ended_at at or after the date. */
+function keep(row: Record<string, unknown>, f: ScoreboardFilters): boolean {
+  if (f.engine && row.worker_engine !== f.engine) return false;
+  if (f.since) {
+    const ended = row.ended_at as string | null;
+    if (ended === null || ended < new Date(f.since).toISOString()) return false;
+  }
+  return true;
+}
+
+/** The unfiltered scoreboard of a log holding only the rows the filter keeps: the brute-force answer. */
+async function bruteForce(rows: Record<string, unknown>[], f: ScoreboardFilters) {
+  const home = tempDir();
+  writeLog(home, rows.filter((x) => keep(x, f)));
+  const { view, source } = await loadScoreboard({ home });
+  return { view: { ...view, filters: f }, rows: source.rows };
+}
+
+const FILTERS: ScoreboardFilters[] = [
+  { engine: 'codex' },
+  { engine: 'opencode' },
+  { engine: 'nobody' },
+  { since: '2026-01-04' },
+  { since: '2026-01-05T12:34:56.789Z' },
+  { since: '2026-01-06T00:00:00+01:00' },
+  { since: '2027-01-01' },
+  { engine: 'claude', since: '2026-01-03' },
+  { engine: 'codex', since: '2026-01-07T08:00:00.000Z' },
+];
+
+describe('scoreboard filters (--engine, --since) over the columns cache', function () {
+  this.timeout(120000);
+
+  it('equal, figure for figure (medians exact), the unfiltered scoreboard of the rows the filter keeps: 3,000 random rows', async () => {
+    const rows = randomRows(3000, 7);
+    const home = tempDir();
+    writeLog(home, rows);
+    for (const f of FILTERS) {
+      const fast = await loadScoreboard({ home, filters: f });
+      const slow = await bruteForce(rows, f);
+      assert.deepEqual(fast.view, slow.view, `filters ${JSON.stringify(f)}`);
+      assert.equal(fast.source.rows, slow.rows, `attempt count, filters ${JSON.stringify(f)}`);
+      if (f.engine !== 'nobody' && f.since !== '2027-01-01') assert.ok(fast.view.rows.length > 0, `filters ${JSON.stringify(f)} selected nothing: the test would prove little`);
+    }
+    // The second time the columns come from their file (the index is not opened): the same answers.
+    for (const f of FILTERS.slice(0, 3)) assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(rows, f)).view);
+    assert.ok(fs.existsSync(path.join(home, 'verdict.sqlite.columns')));
+  });
+
+  it('after rows are appended the columns are extended, and after the log is replaced they are rebuilt: still equal', async () => {
+    const rows = randomRows(1500, 11);
+    const home = tempDir();
+    writeLog(home, rows);
+    const f: ScoreboardFilters = { engine: 'codex', since: '2026-01-03' };
+    await loadScoreboard({ home, filters: f });
+    const more = randomRows(700, 12);
+    fs.appendFileSync(path.join(home, 'runs.jsonl'), more.map((x) => JSON.stringify(x) + '\n').join(''));
+    assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce([...rows, ...more], f)).view);
+    const other = randomRows(900, 13);
+    writeLog(home, other);
+    assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(other, f)).view);
+  });
+
+  it('a damaged columns file is only a cache: rebuilt from the index, same answer', async () => {
+    const rows = randomRows(800, 21);
+    const home = tempDir();
+    writeLog(home, rows);
+    const f: ScoreboardFilters = { engine: 'opencode' };
+    await loadScoreboard({ home, filters: f });
+    fs.writeFileSync(path.join(home, 'verdict.sqlite.columns'), 'garbage');
+    assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(rows, f)).view);
+  });
+});
