@@ -6,6 +6,8 @@ import { copySnapshot, drawNames, inputMembers, placeInputs, readsAsInput, INPUT
 import { inputsNote } from '../../extension/core/run/steps/inputs';
 import { inputsProblems } from '../../extension/core/manifest/rules/inputs';
 import { parseManifest } from '../../extension/core/manifest/load';
+import { preflight, PreflightError } from '../../extension/core/run/preflight';
+import { builtinEngines } from '../../engines';
 import { takeSnapshot, type DirSnapshot, type SnapshotEntry } from '../../extension/core/run/dir-snapshot';
 
 describe('inputs: names, placement and copies', () => {
@@ -100,5 +102,17 @@ describe('inputs: names, placement and copies', () => {
     assert.deepEqual(manifest?.tasks.map((t) => t.inputs), [undefined, { from: [{ key: 'a' }], anonymous: true }, { from: [{ key: 'a' }], anonymous: false }]);
     const bad = parseManifest(JSON.stringify({ tasks: [{ key: 'a', engine: 'script', spec: 'true', check: 'true', inputs: { from: ['a'], names: 'x' } }] }), '/m.json');
     assert.ok(bad.problems.some((p) => p.code === 'schema' && p.path.startsWith('tasks[0].inputs')), JSON.stringify(bad.problems));
+  });
+
+  it('a pool run refuses tasks with inputs in preflight (its payload cannot carry them), naming them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-inputs-pool-'));
+    const { manifest } = parseManifest(JSON.stringify({ workdir: 'w', tasks: [
+      { key: 'a', engine: 'script', spec: 'true', check: 'true' },
+      { key: 'b', engine: 'script', spec: 'true', check: 'true', after: ['a'], inputs: ['a'] },
+    ] }), path.join(dir, 'm.json'));
+    const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test', enginesElsewhere: true };
+    await assert.rejects(preflight(manifest!, builtinEngines(), process.env, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^b read their prerequisites' work as inputs/m.test(e.message));
+    const plain = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'a', engine: 'script', spec: 'true', check: 'true' }] }), path.join(dir, 'm.json')).manifest!;
+    await preflight(plain, builtinEngines(), process.env, path.join(dir, 'home'), policy);
   });
 });
