@@ -52,6 +52,8 @@ function actionLine(a: CleanAction, would: string): string {
       return `${a.runId}: kept branch ${a.branch} (${a.sha.slice(0, 12)}${a.unmerged ? ', merged nowhere else' : ''})`;
     case 'run-skipped':
       return `${a.runId}: skipped: ${a.reason}`;
+    case 'overlay-unmounted':
+      return `${a.runId}: unmounted overlay ${a.dir}${a.detached ? ' (busy: detached; freed when its last user closes it)' : ''}`;
     case 'failed':
       return `${a.runId}: could not remove ${a.what}: ${a.reason}`;
   }

@@ -8,6 +8,7 @@ import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
 import { probeSandbox, type SandboxProbe } from '../core/process/sandbox';
+import { probeOverlay } from '../core/git/overlay';
 import type { Io } from './io';
 
 /** What `verdict doctor` found; `--json` prints exactly this object. */
@@ -31,6 +32,11 @@ export interface DoctorReport {
   postgres: { url: string; reachable: boolean; error: string | null } | null;
   /** One line each: something that does not stop a run but will bite (an engine not installed or logged out, Postgres down), with the command that fixes it. */
   fixes: string[];
+  /**
+   * The `tree` choices this machine supports (docs/manifest.md "Trees"): worktree and sparse wherever git runs;
+   * overlay when a real overlay mount works here (probed: root, kernel support), else `overlayReason` says why not.
+   */
+  trees: { supported: Array<'worktree' | 'sparse' | 'overlay'>; overlayReason: string | null };
   /** VERDICT_HOME and whether records can be written there (`exists` false: it will be created). */
   home: { path: string; exists: boolean; writable: boolean };
   /**
@@ -105,8 +111,15 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const home = { path: homePath, exists: fs.existsSync(homePath), writable: writableOrCreatable(homePath) };
   if (!home.writable) problems.push(`home: ${homePath} is not writable (set VERDICT_HOME or --home to a folder you can write)`);
 
+  const overlay = await probeOverlay();
+  const trees: DoctorReport['trees'] = {
+    supported: [...(gitVersion ? (['worktree', 'sparse'] as const) : []), ...(overlay.ok ? (['overlay'] as const) : [])],
+    overlayReason: overlay.ok ? null : overlay.reason,
+  };
+
   return {
     ok: problems.length === 0,
+    trees,
     problems,
     sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
     git: { binary: gitBinary, version: gitVersion },
@@ -188,6 +201,7 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
   io.out(r.sandbox.line);
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
+  io.out(`trees: ${r.trees.supported.join(', ') || 'none (no git)'}${r.trees.overlayReason ? `; not overlay: ${r.trees.overlayReason}` : ''}`);
   io.out('engines:');
   const width = Math.max(0, ...r.engines.map((e) => e.name.length));
   for (const e of r.engines) io.out(`  ${e.name.padEnd(width)}  ${engineLine(e)}`);

@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { releaseOverlays } from './overlay-tree';
+import { unmountOverlay } from './overlay';
 import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
 import { gitFor } from './safe-git';
@@ -47,6 +49,8 @@ export type CleanAction =
   | { kind: 'branch-deleted'; runId: string; branch: string; unmerged: boolean; sha: string }
   | { kind: 'branch-kept'; runId: string; branch: string; unmerged: boolean; sha: string }
   | { kind: 'run-skipped'; runId: string; reason: string }
+  /** An overlay tree's mount (docs/architecture.md "Trees") was unmounted; `detached`: busy, so lazily (`umount -l`). */
+  | { kind: 'overlay-unmounted'; runId: string; dir: string; detached: boolean }
   | { kind: 'failed'; runId: string; what: string; reason: string };
 
 /** The result of {@link cleanRuns}: actions in order, per run. */
@@ -113,6 +117,9 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
     const uncommitted = await uncommittedFiles(dir);
     if (!opts.dryRun) {
       try {
+        // An overlay tree (a crashed run's, still mounted): unmounted first, so nothing below is deleted through it.
+        const how = await unmountOverlay(dir);
+        if (how !== 'not-mounted') actions.push({ kind: 'overlay-unmounted', runId: run.runId, dir, detached: how === 'detached' });
         await removeWorktree(repo, dir);
       } catch (e) {
         actions.push({ kind: 'failed', runId: run.runId, what: dir, reason: (e as Error).message });
@@ -126,7 +133,13 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
     actions.push({ kind: 'worktree-removed', runId: run.runId, dir, uncommittedFiles: uncommitted });
   }
   if (!opts.dryRun && fs.existsSync(runDir) && !readDir(runDir).some((n) => !n.startsWith('.') && fs.statSync(path.join(runDir, n)).isDirectory())) {
-    fs.rmSync(runDir, { recursive: true, force: true });
+    try {
+      // Overlay lower and upper layers, and any mount left under them, before the folder goes.
+      for (const dir of await releaseOverlays(runDir)) actions.push({ kind: 'overlay-unmounted', runId: run.runId, dir, detached: false });
+      fs.rmSync(runDir, { recursive: true, force: true });
+    } catch (e) {
+      actions.push({ kind: 'failed', runId: run.runId, what: runDir, reason: (e as Error).message });
+    }
   }
   for (const repo of repos) {
     if (!fs.existsSync(repo)) continue;

@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { copyIndex, restoreWorktreeLinks, sealGit, type WorktreeLinks } from './worktree';
+import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, type WorktreeLinks } from './worktree';
 
 /** What a worktree held when it was sealed: the commit, a copy of the seal's index, the ignored entries. */
 export interface SealedTree {
@@ -48,7 +48,7 @@ export async function recordWorktreeTree(links: WorktreeLinks, keepIndex: string
   const git = sealGit(links, keepIndex);
   if (links.baseIndex && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, keepIndex);
   else await git.raw(['read-tree', links.baseSha ?? 'HEAD']);
-  await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A']);
+  await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', ...sealPathspecs(links)]);
   const tree = (await git.raw(['write-tree'])).trim();
   return { sha: tree, index: keepIndex, ignored: await ignoredEntries(links, keepIndex) };
 }

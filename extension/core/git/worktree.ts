@@ -7,6 +7,8 @@ import { explainGitFailure } from './git-errors';
 import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
 import { gitFor } from './safe-git';
+import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
+import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -64,7 +66,15 @@ export interface AddWorktreeOptions {
    * neither created nor, on failure, deleted.
    */
   existingBranch?: boolean;
+  /** How the tree is made (docs/architecture.md "Trees"); absent: a full checkout. */
+  tree?: TreeChoice;
 }
+
+/**
+ * A task's tree: a full checkout; a sparse checkout of `cone` (git/sparse-cone.ts; `['']` is the whole tree); or an
+ * overlay on the shared checkout `lower` (git/overlay-tree.ts), its upper layer under `<worktrees>/<run>/.overlay/<key>/`.
+ */
+export type TreeChoice = { kind: 'worktree' } | { kind: 'sparse'; cone: string[] } | { kind: 'overlay'; lower: { dir: string; index: string } };
 
 /**
  * Creates worktree `dir` on a new branch `branch` at `baseSha`. Only the registration (`git worktree add
@@ -112,10 +122,11 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   let links: WorktreeLinks;
   try {
     links = readWorktreeLinks(dir, repo.commonDir);
-    // HEAD is already baseSha (detached); this writes the files and the worktree's own index, with their stat data.
-    await sealGit(links, path.join(links.adminDir, 'index')).raw(['read-tree', '-u', '--reset', repo.baseSha]);
+    await checkOut(links, repo.baseSha, opts.tree ?? { kind: 'worktree' });
     links.hasSubmodules = fs.existsSync(path.join(dir, '.gitmodules'));
+    if (links.hasSubmodules && links.overlay) throw new Error('overlay trees do not take submodules (their checkouts live in the worktree\'s own git dir); use "tree": "worktree" for this repository');
   } catch (e) {
+    await unmountQuietly(dir);
     await undo();
     throw new Error(`checking out ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
   }
@@ -131,7 +142,10 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   const baseIndex = path.join(path.dirname(dir), '.index', path.basename(dir));
   try {
     fs.mkdirSync(path.dirname(baseIndex), { recursive: true });
-    copyIndex(path.join(links.adminDir, 'index'), baseIndex);
+    fs.rmSync(baseIndex, { force: true });
+    // An overlay's index is the shared checkout's: one hard link, no copy (neither is ever written in place).
+    if (opts.tree?.kind === 'overlay') fs.linkSync(opts.tree.lower.index, baseIndex);
+    else copyIndex(path.join(links.adminDir, 'index'), baseIndex);
     return { ...links, baseIndex, baseSha: repo.baseSha };
   } catch {
     return { ...links, baseSha: repo.baseSha };
@@ -163,6 +177,10 @@ export interface WorktreeLinks {
   baseSha: string | null;
   /** The checkout had a `.gitmodules`: submodule work must then be looked for at every seal. */
   hasSubmodules: boolean;
+  /** A sparse tree: its cone folders (git/sparse-cone.ts); the seal commits changes only under them. Absent: the whole tree. */
+  cone?: string[] | null;
+  /** An overlay tree: its layers, mounted on `dir`. Absent: an ordinary folder. */
+  overlay?: OverlayLayers | null;
 }
 
 /**
@@ -260,7 +278,8 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
     if (links.baseIndex && links.baseSha === parent && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, indexFile);
     else await git.raw(['read-tree', parent]);
     // ctime cannot be set from user space: with it (and the full stat check) a changed file is always hashed again.
-    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A']);
+    // A sparse tree: only changes under its cone folders; everything else stays as the branch has it.
+    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', ...sealPathspecs(links)]);
   } catch (e) {
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
@@ -276,6 +295,71 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   // Never hand an empty or garbled id on (update-ref would fail with git's bare "fatal: : not a valid SHA1").
   if (!OBJECT_ID.test(sha) || !OBJECT_ID.test(tree)) throw new Error(`sealing ${links.dir} failed: git gave no commit id (tree "${tree.slice(0, 80)}", commit "${sha.slice(0, 80)}")`);
   return { sha, parent, changed: true, submodules, nested, unsealed };
+}
+
+/** `-- <cone pathspecs>` for a sparse tree, else nothing (the whole tree). */
+export function sealPathspecs(links: WorktreeLinks): string[] {
+  const specs = links.cone ? conePathspecs(links.cone) : [];
+  return specs.length ? ['--', ...specs] : [];
+}
+
+/**
+ * Writes the files of `sha` into the fresh worktree `links.dir` and its own index (HEAD is already `sha`, detached),
+ * as `tree` says: all of them (`read-tree -u --reset`, with their stat data); a sparse checkout (git's cone mode, the
+ * pattern file in the worktree's own git dir, the settings given on the command line so no config file changes: the
+ * index marks the rest skip-worktree), with every cone folder made a real folder; or an overlay mount of the shared
+ * checkout with a copy of its index.
+ * @throws Error with git's or mount's message, or naming a cone folder that the commit holds as a file or symlink
+ */
+async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Promise<void> {
+  const index = path.join(links.adminDir, 'index');
+  if (tree.kind === 'overlay') {
+    const root = path.join(path.dirname(links.dir), '.overlay', path.basename(links.dir));
+    fs.rmSync(root, { recursive: true, force: true });
+    const layers: OverlayLayers = { lower: tree.lower.dir, upper: path.join(root, 'upper'), work: path.join(root, 'work') };
+    fs.mkdirSync(layers.upper, { recursive: true });
+    fs.mkdirSync(layers.work, { recursive: true });
+    // The mount hides the folder's own `.git` file: the upper layer carries it.
+    fs.copyFileSync(path.join(links.dir, '.git'), path.join(layers.upper, '.git'));
+    await mountOverlay(layers, links.dir);
+    links.overlay = layers;
+    copyIndex(tree.lower.index, index);
+    return;
+  }
+  if (tree.kind === 'sparse' && !coneIsWhole(tree.cone)) {
+    fs.mkdirSync(path.join(links.adminDir, 'info'), { recursive: true });
+    fs.writeFileSync(path.join(links.adminDir, 'info', 'sparse-checkout'), conePatterns(tree.cone));
+    await sealGit(links, index).raw(['-c', 'core.sparseCheckout=true', '-c', 'core.sparseCheckoutCone=true', 'read-tree', '-u', '--reset', sha]);
+    links.cone = tree.cone;
+    coneFolders(links);
+    return;
+  }
+  await sealGit(links, index).raw(['read-tree', '-u', '--reset', sha]);
+}
+
+/**
+ * The absolute cone folders of a sparse worktree (empty for a full one), each made a real folder when missing. Called
+ * before every step that binds them writable: a cone folder must never be a symlink (bubblewrap would bind its target).
+ * @throws Error naming the folder when a part of its path is a symlink or a file
+ */
+export function coneFolders(links: WorktreeLinks): string[] {
+  if (!links.cone || coneIsWhole(links.cone)) return [];
+  return links.cone.map((rel) => {
+    let at = links.dir;
+    for (const part of rel.split('/')) {
+      at = path.join(at, part);
+      const st = fs.lstatSync(at, { throwIfNoEntry: false });
+      if (!st) fs.mkdirSync(at);
+      else if (!st.isDirectory()) throw new Error(`sparse folder ${rel}: ${path.relative(links.dir, at)} is ${st.isSymbolicLink() ? 'a symlink' : 'a file'} in the tree, not a folder`);
+    }
+    return at;
+  });
+}
+
+/** Unmounts `dir` when it is an overlay mount of ours; never throws (an undo path). */
+async function unmountQuietly(dir: string): Promise<void> {
+  if ((await unmountOverlay(dir).catch(() => 'failed')) === 'failed') return;
+  fs.rmSync(path.join(path.dirname(dir), '.overlay', path.basename(dir)), { recursive: true, force: true });
 }
 
 /** The `files` (paths relative to the worktree) that the tree `tree` does not hold. */

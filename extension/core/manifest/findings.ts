@@ -31,6 +31,7 @@ export type RuleId =
   | 'self-review'
   | 'allow-paths'
   | 'deps-not-allowed'
+  | 'sparse-outside'
   | 'generate'
   | 'inputs'
   | 'validate'

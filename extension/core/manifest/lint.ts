@@ -31,6 +31,7 @@ import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
 import { selfReview } from './rules/self-review';
 import { allowPathsRule, depsNotAllowed } from './rules/guard-settings';
+import { sparseOutside } from './rules/sparse-cone';
 
 export type { LintContext } from './rules/document';
 
@@ -68,6 +69,7 @@ const RULES: Rule[] = [
   selfReview,
   allowPathsRule,
   depsNotAllowed,
+  sparseOutside,
 ];
 
 /** The rule each loader problem is reported under. */

@@ -14,7 +14,7 @@ import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { validateProblems } from './rules/validate';
 import { councilProblems } from './rules/council';
 import { compileWorkflows } from './workflows';
-import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec } from './types';
+import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec, type TreeKind } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
@@ -240,6 +240,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     guard: guardSwitches(data.guard, t.guard),
     allowDeps: allowDeps(t.allow_deps ?? data.allow_deps),
     allowPaths: (t.allow_paths as string[] | undefined) ?? (data.allow_paths as string[] | undefined) ?? null,
+    sparse: (t.sparse as string[] | undefined) ?? (data.sparse as string[] | undefined) ?? null,
     ...(isObject(t.generate) ? { generate: { file: t.generate.file as string, maxTasks: t.generate.max_tasks as number } } : {}),
     ...inputsOf(t.inputs),
     ...(isObject(t.rank) && Array.isArray(t.rank.engines) ? { rank: { rubric: t.rank.rubric as string, engines: engineChoices(t.rank.engines) } } : {}),
@@ -250,6 +251,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     workdir: path.resolve(dir, str(data.workdir) ?? '.verdict-work'),
     maxParallel: (data.max_parallel as number | undefined) ?? DEFAULT_MAX_PARALLEL,
     worktrees: data.worktrees === true,
+    tree: (data.tree as TreeKind | undefined) ?? 'worktree',
     repo: path.resolve(dir, str(data.repo) ?? '.'),
     baseRef: str(data.base_ref) ?? 'HEAD',
     budgetUsd: (data.budget_usd as number | undefined) ?? null,

@@ -58,6 +58,8 @@ export interface TaskSpec {
   allowDeps: true | string[];
   /** `allow_paths`: globs of the only paths the worker may change; null: anywhere. */
   allowPaths: string[] | null;
+  /** `sparse` (the task's, else the run's): folders or globs of a `tree: "sparse"` checkout (git/sparse-cone.ts); null: none. */
+  sparse?: string[] | null;
   /**
    * A planner (`generate`): its worker writes `file` (relative to the task dir), a JSON array of at most `maxTasks`
    * tasks that join the run once the planner passes (run/steps/generate.ts, run/workflows/generate.ts).
@@ -136,6 +138,9 @@ export interface EngineChoice {
   model: string | null;
 }
 
+/** `tree`: a full worktree per task, a sparse (cone) checkout, or an overlay on one shared checkout. */
+export type TreeKind = 'worktree' | 'sparse' | 'overlay';
+
 /** A loaded, validated manifest. All paths are absolute. */
 export interface Manifest {
   /** Absolute path of the manifest file. */
@@ -145,6 +150,8 @@ export interface Manifest {
   workdir: string;
   maxParallel: number;
   worktrees: boolean;
+  /** Worktree mode: how each task's tree is made (`tree`; docs/manifest.md "Trees"). */
+  tree?: TreeKind;
   /** Worktree mode: absolute path of the repository. */
   repo: string;
   baseRef: string;

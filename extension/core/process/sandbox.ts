@@ -85,6 +85,11 @@ export interface BwrapPlan {
    */
   readOnly?: string[];
   /**
+   * Folders bound read-only after the hidden tmpfs and before the writable binds, so writable folders inside them stay
+   * writable (a sparse tree: the task dir read-only, its cone folders writable). Absolute; must exist.
+   */
+  readOnlyDirs?: string[];
+  /**
    * Folders whose contents the step must not even see (other tasks' worktrees and records, their ports in state.json):
    * each becomes an empty tmpfs before the writable binds, so the step's own folders inside them are bound back.
    */
@@ -123,6 +128,7 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const dir of [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
     if (fs.existsSync(dir)) out.push('--tmpfs', dir);
   }
+  for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--ro-bind', dir, dir);
   for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', dir, dir);
   for (const f of plan.readOnly ?? []) {
     if (fs.existsSync(f)) out.push('--ro-bind', f, f);

@@ -7,6 +7,7 @@ import type { Manifest } from '../manifest/types';
 import { probeSandbox, type SandboxMode } from '../process/sandbox';
 import { decideContainment, type RunContainment } from './containment';
 import { fullAccessProblems } from './full-access';
+import { treeProblems } from './trees';
 
 /** Thrown when a run cannot start; `problems` has one line per problem. Nothing was created on disk. */
 export class PreflightError extends Error {
@@ -81,7 +82,9 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     } catch (e) {
       problems.push((e as Error).message);
     }
+    problems.push(...(await treeProblems(manifest)));
   } else {
+    if ((manifest.tree ?? 'worktree') !== 'worktree') problems.push(...(await treeProblems(manifest)));
     const problem = writableFolderProblem('workdir', manifest.workdir);
     if (problem) problems.push(problem);
     // Task dirs inside VERDICT_HOME would move the records aside (a key named "runs").

@@ -12,6 +12,7 @@ import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
 import { removeTaskScratch, stepScratch, taskContainment } from './containment';
+import { releaseTrees } from './trees';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
@@ -650,6 +651,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   pollControl();
   for (const fn of atEnd) fn();
   for (const t of tasks) removeTaskScratch(home, runId, t.spec.key);
+  // Overlay trees are unmounted and removed with the run (their branches stay): run/trees.ts.
+  for (const note of await releaseTrees(ctx, tasks)) emit({ type: 'run-note', note: `overlay trees: ${note}` });
   // The engines' settings copies (run/state-guard.ts) may hold keys: they do not outlive the run.
   fs.rmSync(path.join(dir, 'engine-state'), { recursive: true, force: true });
 

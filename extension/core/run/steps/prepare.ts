@@ -10,6 +10,7 @@ import { supervise } from '../../process/supervisor';
 import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
+import { treeChoice } from '../trees';
 import { protectedSet } from '../protect';
 import { saveSnapshot, takeSnapshot } from '../dir-snapshot';
 import { guardsOn } from '../guards';
@@ -42,7 +43,8 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     const from = own ?? (await startPoint(ctx.repo, task.spec.key, task.startFrom));
     if (own) ctx.emit({ type: 'task-note', key: task.spec.key, note: `its worktree was removed: a new one on its branch ${task.state.branch} (${own.slice(0, 10)})` });
     else if (from !== ctx.repo.baseSha) ctx.emit({ type: 'task-note', key: task.spec.key, note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref` });
-    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal, existingBranch: own !== null });
+    const tree = await treeChoice(ctx, task, from);
+    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal, existingBranch: own !== null, tree });
     // Read back by a later orchestrator of this run (verdict resume), before any worker could change them.
     saveLinks(linksFile(ctx.opts.home, ctx.runId, task.spec.key), task.links);
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);

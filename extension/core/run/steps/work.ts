@@ -9,6 +9,7 @@ import { runDir } from '../../config/home';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
 import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
+import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
 import { engineState, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
@@ -41,6 +42,8 @@ export const workStep: Step = {
     const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
     if (restored.length) ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
     const gitAccess = task.links && io.boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
+    // A sparse tree: only its cone folders are writable (run/trees.ts).
+    const tree = workerTreeAccess(task);
     const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker');
     const state = engineState(engine, ctx.env);
     const env: Record<string, string> = { ...engine.env, ...io.taskEnv(), ...(io.boxed ? scratchEnv(scratch) : {}), ...gitAccess.env };
@@ -78,7 +81,8 @@ export const workStep: Step = {
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
       sandbox: stepPlan(ctx.bwrap, task.containment, {
-        writable: [task.state.dir, scratch, ...state.dirs, ...gitAccess.writable],
+        writable: [...tree.writable, scratch, ...state.dirs, ...gitAccess.writable],
+        readOnlyDirs: tree.readOnlyDirs,
         network: spec.network,
         privateFiles: state.files,
         // the failure file of the previous attempt is the only record the worker may read

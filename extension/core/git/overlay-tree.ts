@@ -1,0 +1,86 @@
+/**
+ * The shared lower layer of a run's overlay trees and the end of a task's overlay (docs/architecture.md "Trees").
+ * The lower layer of commit C is `<worktrees>/<run>/.lower/<C>/`: one checkout of C, written once (`read-tree -u
+ * --reset` with an index of its own, `.lower/<C>.index`, whose stat data every task's index starts from) and never
+ * written again — overlayfs writes only to the upper layers, and VERDICT_HOME is hidden from every step.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { withLock } from '../fs/lock';
+import { gitFor } from './safe-git';
+import { unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
+
+/** A lower layer: the checkout and its index (absolute paths). */
+export interface LowerLayer {
+  dir: string;
+  index: string;
+}
+
+/** Lower layers being made by this process, by folder: tasks starting together wait for the one checkout. */
+const making = new Map<string, Promise<LowerLayer>>();
+
+/**
+ * The lower layer of `sha` under `runRoot` (`<worktrees>/<run>`), made when it is not there yet (a `.done` marker
+ * says it is complete; a half-made one is made again). Safe to call from many tasks at once, in one process or
+ * several (a file lock per layer).
+ * @throws Error with git's message; or when the commit has a `.gitmodules` (submodules need a worktree of their own)
+ */
+export function lowerLayer(commonDir: string, sha: string, runRoot: string): Promise<LowerLayer> {
+  const dir = path.join(runRoot, '.lower', sha);
+  const layer = { dir, index: `${dir}.index` };
+  const known = making.get(dir);
+  if (known) return known;
+  const made = (async () => {
+    fs.mkdirSync(path.dirname(dir), { recursive: true });
+    await withLock(`${dir}.lock`, async () => {
+      if (fs.existsSync(`${dir}.done`)) return;
+      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(layer.index, { force: true });
+      fs.mkdirSync(dir);
+      const git = gitFor(dir, { env: { GIT_DIR: commonDir, GIT_COMMON_DIR: commonDir, GIT_WORK_TREE: dir, GIT_INDEX_FILE: layer.index } });
+      await git.raw(['read-tree', '-u', '--reset', sha]);
+      if (fs.existsSync(path.join(dir, '.gitmodules'))) throw new Error(`overlay trees do not take submodules, and ${sha.slice(0, 10)} has a .gitmodules; use "tree": "worktree" for this repository`);
+      fs.writeFileSync(`${dir}.done`, '');
+    });
+    return layer;
+  })();
+  making.set(dir, made);
+  made.catch(() => making.delete(dir));
+  return made;
+}
+
+/**
+ * Ends a task's overlay tree once nothing of it runs: unmounts `dir`, removes its upper layer, its worktree
+ * registration (under the repository's worktree lock) and the folder. The task branch stays; what the worker left
+ * unsealed goes with the upper layer. Returns what happened to the mount.
+ * @throws Error when the mount cannot be unmounted (the folder is then left alone)
+ */
+export async function removeOverlayTree(repoRoot: string | null, commonDir: string | null, dir: string): Promise<'unmounted' | 'detached' | 'not-mounted'> {
+  const how = await unmountOverlay(dir);
+  fs.rmSync(path.join(path.dirname(dir), '.overlay', path.basename(dir)), { recursive: true, force: true });
+  if (repoRoot && commonDir && fs.existsSync(repoRoot)) {
+    const git = gitFor(repoRoot, { trusted: true });
+    await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
+      await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
+    });
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  // The task's index link and the worker's own git objects (see addWorktree, worktreeStepAccess).
+  fs.rmSync(path.join(path.dirname(dir), '.index', path.basename(dir)), { force: true });
+  fs.rmSync(path.join(path.dirname(dir), '.objects', path.basename(dir)), { recursive: true, force: true });
+  return how;
+}
+
+/**
+ * Unmounts every overlay mount under `runRoot` (a crashed run's, found in /proc/self/mountinfo), then removes the
+ * run's lower layers and upper layers. Returns the mount points unmounted.
+ * @throws Error naming the mount point that could not be unmounted (nothing is removed then)
+ */
+export async function releaseOverlays(runRoot: string): Promise<string[]> {
+  const points = overlayMountsUnder(readMountInfo(), runRoot);
+  for (const p of points) await unmountOverlay(p);
+  if (overlayMountsUnder(readMountInfo(), runRoot).length) throw new Error(`overlay mounts under ${runRoot} are still there after unmounting`);
+  fs.rmSync(path.join(runRoot, '.overlay'), { recursive: true, force: true });
+  fs.rmSync(path.join(runRoot, '.lower'), { recursive: true, force: true });
+  return points;
+}
