@@ -29,7 +29,7 @@ describe('manifest loader', () => {
     assert.deepEqual(manifest.tasks[0], {
       key: 'a', spec: 'do a', check: 'true', expectFiles: ['a.txt'], engine: 'codex', model: 'gpt-5-mini', taskType: 'parser',
       timeoutMs: 60000, checkTimeoutMs: 300000, watchdogMs: null, engineArgs: ['--x', '1'], verified: 'a works', fullAccess: true, network: true, protect: null, maxAttempts: 3, fallback: [], after: [], review: null,
-      guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: [], allowPaths: null,
+      guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: [], allowPaths: null, sparse: null,
     });
     const b = manifest.tasks[1];
     assert.ok(b);
