@@ -5,6 +5,8 @@
  * from every step): the worktree's link files (`runs/<id>/tasks/<key>/worktree-links.json`, written by prepare) and the
  * protected check inputs (their snapshot folder `runs/<id>/tasks/<key>/protected/`).
  */
+import { overlayMountsUnder, readMountInfo } from '../git/overlay';
+import { removeOverlayTree } from '../git/overlay-tree';
 import fs from 'node:fs';
 import path from 'node:path';
 import { runDir } from '../config/home';
@@ -64,6 +66,12 @@ export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Prom
   if (!fs.existsSync(task.state.dir)) return false;
   if (ctx.repo && task.state.branch) {
     const links = trustedLinks(linksFile(home, ctx.runId, key), task.state.dir, ctx.repo.commonDir);
+    // An overlay tree no longer mounted (the machine restarted): the folder holds only `.git`, and sealing it would
+    // commit every file as deleted. It is removed; prepare makes a new one from the task's branch.
+    if (links.overlay && !overlayMountsUnder(readMountInfo(), task.state.dir).includes(path.resolve(task.state.dir))) {
+      await removeOverlayTree(ctx.repo.root, ctx.repo.commonDir, task.state.dir);
+      return false;
+    }
     restoreWorktreeLinks(links);
     task.links = links;
   }

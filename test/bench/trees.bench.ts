@@ -1,0 +1,162 @@
+/**
+ * Benchmark (not a test): what one task's tree costs with each `tree` choice (docs/manifest.md "Trees") on a generated
+ * monorepo, as ratios to `worktree` measured in the same run.
+ *
+ *   npm run bench:trees      (env: BENCH_FILES=50000 BENCH_TASKS=20 BENCH_FILE_BYTES=4000 BENCH_PARALLEL=4)
+ *
+ * Repository: BENCH_FILES files of ~BENCH_FILE_BYTES bytes each (distinct contents), in 50 packages
+ * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
+ * Part 1, the tree alone: BENCH_TASKS calls of addWorktree (core/git/worktree.ts: branch, registration, checkout, the
+ * task's index) one after another, per tree: per-task time (median and max, ms) and per-task disk (du of the task's
+ * own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer, the
+ * admin dir with the task's index, and the base index, a hard link to the shared one). Overlay's lower layer (one per
+ * run and start commit) is timed and sized apart. Sparse tasks each take one package (`packages/p<i>/**`).
+ * Part 2, whole runs: runManifest with BENCH_TASKS instant tasks (`echo ok > packages/p<i>/src/out.txt`, check `test
+ * -s`), worktree mode, max_parallel BENCH_PARALLEL, sandbox on and off, commits made by the seal: wall time.
+ * Goals (issue 15): overlay ≤ 50 ms and ≤ 1 MB per task; sparse ≤ 0.2 s per task.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { resolveEngines } from '../../engines';
+import { parseManifest } from '../../extension/core/manifest/load';
+import { runManifest } from '../../extension/core/run/runner';
+import { addWorktree, inspectRepo, taskBranch, type TreeChoice } from '../../extension/core/git/worktree';
+import { lowerLayer, releaseOverlays } from '../../extension/core/git/overlay-tree';
+import { probeOverlay } from '../../extension/core/git/overlay';
+import type { SandboxMode } from '../../extension/core/process/sandbox';
+import type { TreeKind } from '../../extension/core/manifest/types';
+import { tempDir } from '../helpers/fixtures';
+
+const FILES = Number(process.env.BENCH_FILES ?? 50000);
+const TASKS = Number(process.env.BENCH_TASKS ?? 20);
+const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 4000);
+const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 4);
+const PACKAGES = 50;
+
+/** A repository of FILES distinct files, written by git fast-import, then checked out once. */
+function generatedRepo(dir: string): string {
+  fs.mkdirSync(dir, { recursive: true });
+  execFileSync('git', ['init', '-q', '-b', 'main', dir]);
+  const chunks: Buffer[] = [];
+  const line = 'export const value = "the quick brown fox jumps over the lazy dog";\n';
+  const body = line.repeat(Math.max(1, Math.ceil(FILE_BYTES / line.length)));
+  chunks.push(Buffer.from(`commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\ndata 5\nbench\n`));
+  for (let i = 0; i < FILES; i++) {
+    const content = Buffer.from(`// file ${i}\n${body}`);
+    chunks.push(Buffer.from(`M 100644 inline packages/p${i % PACKAGES}/src/f${i}.ts\ndata ${content.length}\n`), content, Buffer.from('\n'));
+  }
+  execFileSync('git', ['fast-import', '--quiet'], { cwd: dir, input: Buffer.concat(chunks), maxBuffer: 1 << 30 });
+  execFileSync('git', ['reset', '-q', '--hard', 'main'], { cwd: dir });
+  return dir;
+}
+
+/** Disk used by `paths` (du -sk, one count per hard-linked inode), bytes. */
+function diskBytes(paths: string[]): number {
+  const existing = paths.filter((p) => fs.existsSync(p));
+  if (!existing.length) return 0;
+  const out = spawnSync('du', ['-skc', ...existing], { encoding: 'utf8' }).stdout.trim().split('\n').pop() ?? '0';
+  return Number(out.split(/\s+/)[0]) * 1024;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
+}
+
+interface TreeFigures {
+  kind: TreeKind;
+  medianMs: number;
+  maxMs: number;
+  diskPerTask: number;
+  /** Overlay: the lower layer, made once (ms, bytes). */
+  shared?: { ms: number; bytes: number };
+}
+
+/** Part 1: TASKS trees of `kind`, one after another, on `repo`. */
+async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<TreeFigures> {
+  const info = await inspectRepo(repo, 'main');
+  const runRoot = path.join(root, `trees-${kind}`);
+  let shared: TreeFigures['shared'];
+  let lower: { dir: string; index: string } | null = null;
+  if (kind === 'overlay') {
+    const t0 = performance.now();
+    lower = await lowerLayer(info.commonDir, info.baseSha, runRoot);
+    shared = { ms: performance.now() - t0, bytes: diskBytes([lower.dir, lower.index]) };
+  }
+  const times: number[] = [];
+  const disks: number[] = [];
+  for (let i = 0; i < TASKS; i++) {
+    const key = `t${i}`;
+    const dir = path.join(runRoot, key);
+    const tree: TreeChoice = kind === 'sparse' ? { kind, cone: [`packages/p${i % PACKAGES}`] } : kind === 'overlay' ? { kind, lower: lower! } : { kind: 'worktree' };
+    const t0 = performance.now();
+    const links = await addWorktree(info, dir, taskBranch(`bench-${kind}`, key), { tree });
+    times.push(performance.now() - t0);
+    const own = [links.adminDir, path.join(runRoot, '.index', key), kind === 'overlay' ? path.join(runRoot, '.overlay', key) : dir];
+    disks.push(diskBytes(own));
+  }
+  if (kind === 'overlay') await releaseOverlays(runRoot);
+  execFileSync('git', ['worktree', 'prune'], { cwd: repo });
+  fs.rmSync(runRoot, { recursive: true, force: true });
+  execFileSync('git', ['worktree', 'prune'], { cwd: repo });
+  return { kind, medianMs: median(times), maxMs: Math.max(...times), diskPerTask: median(disks), shared };
+}
+
+/** Part 2: one whole run of TASKS instant tasks with `tree`, sandbox `mode`: wall ms. */
+async function wholeRun(repo: string, kind: TreeKind, mode: SandboxMode, root: string): Promise<number> {
+  const home = path.join(root, `home-${kind}-${mode}`);
+  const tasks = Array.from({ length: TASKS }, (_, i) => {
+    const rel = `packages/p${i % PACKAGES}/src/out-${i}.txt`;
+    return { key: `t${i}`, engine: 'script', spec: `echo ok > ${rel}`, check: `test -s ${rel}`, task_type: 'bench', verified: 'v', ...(kind === 'sparse' ? { sparse: [`packages/p${i % PACKAGES}/**`] } : {}) };
+  });
+  const file = path.join(root, `bench-${kind}-${mode}.swarm.json`);
+  const text = JSON.stringify({ run_name: `trees-${kind}`, worktrees: true, repo, base_ref: 'main', tree: kind, max_parallel: PARALLEL, tasks });
+  fs.writeFileSync(file, text);
+  const { manifest } = parseManifest(text, file);
+  if (!manifest) throw new Error('bench manifest did not load');
+  const t0 = performance.now();
+  const summary = await runManifest({ manifest, engines: resolveEngines(), home, sandbox: mode, identity: 'bench' });
+  const ms = performance.now() - t0;
+  const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
+  if (passed !== TASKS) throw new Error(`${kind}/${mode}: ${passed} of ${TASKS} passed`);
+  // The worktree and sparse runs keep their worktrees (as any run does): remove them before the next run.
+  for (const dir of fs.readdirSync(path.join(home, 'worktrees'))) fs.rmSync(path.join(home, 'worktrees', dir), { recursive: true, force: true });
+  execFileSync('git', ['worktree', 'prune'], { cwd: repo });
+  return ms;
+}
+
+const fmtMs = (ms: number) => `${ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(2)} s`}`;
+const fmtBytes = (b: number) => (b < 1 << 20 ? `${(b / 1024).toFixed(0)} KB` : `${(b / (1 << 20)).toFixed(1)} MB`);
+
+async function main(): Promise<void> {
+  const root = tempDir('verdict-bench-trees-');
+  const t0 = performance.now();
+  const repo = generatedRepo(path.join(root, 'repo'));
+  console.log(`repository: ${FILES} files of ~${FILE_BYTES} bytes, ${fmtBytes(diskBytes([path.join(repo)]) - diskBytes([path.join(repo, '.git')]))} checked out (made in ${fmtMs(performance.now() - t0)}); ${TASKS} tasks`);
+  const overlay = await probeOverlay();
+  const kinds: TreeKind[] = ['worktree', 'sparse', ...(overlay.ok ? (['overlay'] as const) : [])];
+  if (!overlay.ok) console.log(`overlay: not measured here (${overlay.reason})`);
+
+  console.log('\npart 1: the tree alone (addWorktree, one task after another)');
+  const figures: TreeFigures[] = [];
+  for (const kind of kinds) figures.push(await treesAlone(repo, kind, root));
+  const base = figures[0] as TreeFigures;
+  for (const f of figures) {
+    const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)}, ${fmtBytes(f.shared.bytes)}` : '';
+    console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}), ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of worktree${shared}`);
+  }
+
+  console.log(`\npart 2: whole runs (${TASKS} instant tasks, max_parallel ${PARALLEL}, commits by the seal)`);
+  for (const mode of ['auto', 'off'] as SandboxMode[]) {
+    const walls: Array<[TreeKind, number]> = [];
+    for (const kind of kinds) walls.push([kind, await wholeRun(repo, kind, mode, root)]);
+    const w = walls[0]?.[1] as number;
+    console.log(`  sandbox ${mode === 'auto' ? 'on ' : 'off'}: ${walls.map(([k, ms]) => `${k} ${fmtMs(ms)} (${(ms / w).toFixed(2)}×)`).join(', ')}`);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
