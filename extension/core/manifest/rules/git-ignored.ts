@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { gitFor } from '../../git/safe-git';
+import type { gitFor as GitFor } from '../../git/safe-git';
 
 interface Repo {
   top: string;
@@ -34,7 +34,7 @@ export async function ignoredPaths(dir: string, paths: string[]): Promise<Set<st
   if (cached && cached.fingerprint === fingerprint) return cached.ignored;
   let ignored: Set<string>;
   try {
-    ignored = new Set(await gitFor(repo.top, { trusted: false }).checkIgnore(paths));
+    ignored = new Set(await (await safeGit())(repo.top, { trusted: false }).checkIgnore(paths));
   } catch {
     return new Set();
   }
@@ -48,7 +48,7 @@ async function findRepo(dir: string): Promise<Repo | null> {
   if (known) return known;
   if (!fs.existsSync(dir)) return null;
   try {
-    const [top, gitDir] = (await gitFor(dir, { trusted: false }).revparse(['--show-toplevel', '--absolute-git-dir'])).trim().split('\n');
+    const [top, gitDir] = (await (await safeGit())(dir, { trusted: false }).revparse(['--show-toplevel', '--absolute-git-dir'])).trim().split('\n');
     if (!top || !gitDir) return null;
     const repo = { top, gitDir };
     repos.set(dir, repo);
@@ -77,4 +77,9 @@ function fingerprintOf(repo: Repo, paths: string[]): string {
     const s = fs.statSync(f, { throwIfNoEntry: false });
     return s ? `${s.mtimeMs}:${s.size}` : '-';
   }).join('|');
+}
+
+/** git/safe-git.ts's gitFor, imported on first use: simple-git is loaded only when a lint has git to ask. */
+async function safeGit(): Promise<typeof GitFor> {
+  return (await import('../../git/safe-git')).gitFor;
 }
