@@ -160,6 +160,11 @@ const FIXTURES: Record<string, Fixture> = {
     good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
     bad: { 'fix-parser': "echo '// unchanged' >> src/parser.ts" },
   },
+  ranked: {
+    files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
+    good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
+    bad: { 'fix-parser': "echo '// unchanged' >> src/parser.ts" },
+  },
   generated: {
     files: { 'docs/roadmap.md': '# Roadmap\n\n1. words.txt\n' },
     good: { plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "grep -x alpha words.txt", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF` },
@@ -196,11 +201,15 @@ interface Task {
   spec: string;
   candidates?: { engine: string }[];
   review?: { engines: unknown[] };
+  rank?: { engines: unknown[] };
   validate?: { engines?: unknown[]; engine?: string; spec?: string };
   council?: { members: unknown[]; review?: { spec?: string }; chair: { engine?: string; spec?: string } };
 }
 
-/** A config with two reviewer engines that approve whatever they read (the script engine cannot review). */
+/**
+ * A config with two reviewer engines that approve whatever they read (the script engine cannot review), and a ranking
+ * reviewer that scores every solution in its working directory 5 (so the candidates tie).
+ */
 function reviewerConfig(dir: string): { config: string; env: Record<string, string> } {
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin, { recursive: true });
@@ -209,6 +218,8 @@ function reviewerConfig(dir: string): { config: string; env: Record<string, stri
     fs.writeFileSync(path.join(bin, name), `#!/bin/bash\ntest -s "$VERDICT_REVIEW_MATERIAL" || exit 3\necho '{"verdict": "approve", "concerns": []}'\n`, { mode: 0o755 });
     engines[name] = { binary: name, argv: ['{spec}'], install: 'a test fixture', output: 'none', model: `${name}-1` };
   }
+  fs.writeFileSync(path.join(bin, 'rank-a'), `#!/bin/bash\ns=''; for n in A B C D E F; do { [ -s "$n.diff" ] || [ -s "$n.txt" ]; } || continue; s="$s\${s:+, }\\"$n\\": 5"; done\n[ -n "$s" ] || exit 3\necho "{\\"scores\\": {$s}}"\n`, { mode: 0o755 });
+  engines['rank-a'] = { binary: 'rank-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'rank-a-1' };
   const config = path.join(dir, 'config.json');
   fs.writeFileSync(config, JSON.stringify({ engines }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
@@ -245,6 +256,7 @@ async function runTemplate(id: string, which: 'good' | 'bad') {
     if (t.engine) t.engine = 'script';
     if (t.candidates) t.candidates = t.candidates.map(() => ({ engine: 'script' }));
     if (t.review) t.review.engines = ['rev-a', 'rev-b'];
+    if (t.rank) t.rank.engines = ['rank-a'];
     if (m.review) m.review.engines = ['rev-a', 'rev-b'];
   }
   fs.writeFileSync(manifestFile, JSON.stringify(m, null, 2));
@@ -276,13 +288,14 @@ describe('templates: each runs end to end with the script engine; its check pass
       // A first-pass candidate that lost is CANCELLED naming the winner; every other task PASSes.
       for (const t of state.tasks) assert.ok(t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')), `${t.key}: ${t.status} ${t.reason}\n${out}`);
       if (id === 'code-review') assert.deepEqual(rows.filter((r) => r.step === 'review').map((r) => r.verdict), ['PASS', 'PASS', 'PASS', 'PASS'], 'both reviewers approved both tasks');
+      if (id === 'ranked') assert.deepEqual([rows.filter((r) => r.step === 'rank').map((r) => r.verdict), state.tasks.find((t) => t.key === 'fix-parser')?.reason?.match(/tie between/)?.[0]], [['PASS'], 'tie between'], 'the ranking reviewer scored both candidates (a tie)');
       if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
     });
 
     it(`${id}: the work not done, the template's check fails every task`, async () => {
       const { code, out, state, rows } = await runTemplate(id, 'bad');
       assert.equal(code, 1, out);
-      const work = rows.filter((r) => r.step !== 'review');
+      const work = rows.filter((r) => r.step !== 'review' && r.step !== 'rank');
       assert.ok(work.length > 0);
       for (const r of work) {
         assert.equal(r.verdict, 'FAIL', `${r.task_key}: ${r.notes}\n${out}`);

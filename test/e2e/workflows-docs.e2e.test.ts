@@ -14,20 +14,32 @@ function examples(): Map<string, string> {
 
 interface StateJson {
   inputNames?: Record<string, Record<string, string>>;
-  tasks: { key: string; status: string; reason?: string; winner?: string; dir: string; inputs?: { entries: { name: string; key: string }[] } }[];
+  tasks: { key: string; status: string; reason?: string; winner?: string; scores?: Record<string, number>; dir: string; inputs?: { entries: { name: string; key: string }[] } }[];
 }
 
-/** Writes the example to a temp folder, lints it (no error, no warning) and runs it; returns the run's state and rows. */
+/** The config an example runs with (its custom engines): the ```json block right after `<!-- example-config: NAME -->`. */
+function exampleConfig(name: string): string | null {
+  const text = fs.readFileSync(path.resolve('docs/workflows.md'), 'utf8');
+  return new RegExp(`<!-- example-config: ${name} -->\n\`\`\`json\n([\\s\\S]*?)\n\`\`\``).exec(text)?.[1] ?? null;
+}
+
+/**
+ * Writes the example (and its config, if it has one) to a temp folder, lints it (no error, no warning) and runs it;
+ * returns the run's state and rows.
+ */
 async function runExample(name: string): Promise<{ code: number; out: string; state: StateJson; rows: Record<string, unknown>[] }> {
   const text = examples().get(name);
   assert.ok(text, `docs/workflows.md has no example "${name}"`);
   const dir = tempDir();
   const file = path.join(dir, `${name}.swarm.jsonc`);
   fs.writeFileSync(file, text);
-  const lint = await cli(['lint', file]);
+  const configText = exampleConfig(name);
+  const config = configText === null ? [] : ['--config', path.join(dir, 'config.json')];
+  if (configText !== null) fs.writeFileSync(path.join(dir, 'config.json'), configText);
+  const lint = await cli(['lint', file, ...config]);
   assert.match(lint.all, / 0 error\(s\), 0 warning\(s\)/, lint.all);
   const home = path.join(dir, 'home');
-  const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+  const r = await cli(['run', file, '--home', home, ...config, '--no-dashboard']);
   const [id] = fs.readdirSync(path.join(home, 'runs'));
   const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as StateJson;
   return { code: r.exitCode ?? -1, out: r.all, state, rows: readRows(home) };
@@ -37,7 +49,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'generated', 'inputs', 'validated']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'generated', 'inputs', 'ranked', 'validated']);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
@@ -48,6 +60,17 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.match(state.tasks[0]?.reason ?? '', /^winner: candidate 2 \(slug--c2, script/);
     assert.equal(state.tasks[3]?.reason, 'cancelled: candidate 2 (slug--c2) passed first');
     assert.deepEqual(rows.map((r) => [r.task_key, r.step, r.verdict]), [['slug--c1', 'work', 'FAIL'], ['slug--c2', 'work', 'PASS'], ['slug', 'select', 'PASS']]);
+  });
+
+  it('ranked: candidates 1 and 2 pass, 3 fails; the stand-in reviewer scores the shorter script higher, so candidate 2 wins', async () => {
+    const { code, out, state, rows } = await runExample('ranked');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['slug', 'PASS'], ['slug--c1', 'PASS'], ['slug--c2', 'PASS'], ['slug--c3', 'FAIL']]);
+    assert.equal(state.tasks[0]?.winner, 'slug--c2');
+    assert.deepEqual(state.tasks[0]?.scores, { 'slug--c1': 3, 'slug--c2': 10 });
+    assert.match(state.tasks[0]?.reason ?? '', /^winner: candidate 2 \(slug--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 10 over 1 ranking\(s\)/);
+    assert.match(out, /ranking 2 passing candidates \(slug--c1, slug--c2\) by 1 reviewer\(s\)/);
+    assert.deepEqual(rows.filter((r) => r.step !== 'work').map((r) => [r.task_key, r.step, r.worker_engine, r.verdict]), [['slug', 'rank', 'shortest', 'PASS'], ['slug', 'select', 'script', 'PASS']]);
   });
 
   it('generated: the planner passes, its two tasks join the run and pass', async () => {
