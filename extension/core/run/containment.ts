@@ -104,3 +104,14 @@ export function stepPlan(bwrap: string | null, containment: Containment, plan: O
 export function hiddenFromSteps(home: string, workdir: string | null): string[] {
   return workdir ? [home, workdir] : [home];
 }
+
+/**
+ * What a task that reads anonymous inputs (a council's reviews and chair, a validator) must not see besides: in
+ * worktree mode, the repository's git dir (`commonDir`), whose branches (`verdict/<run>/<key>`), commit messages
+ * (`verdict: <key> …`) and objects hold the very trees it is shown under letters, so matching a copy against them
+ * would say whose each letter is. Its steps then run without git in their worktree (the seal runs outside them).
+ * Empty for any other task.
+ */
+export function hiddenForAnonymity(inputs: { anonymous?: boolean } | undefined, commonDir: string | null): string[] {
+  return inputs?.anonymous && commonDir ? [commonDir] : [];
+}

@@ -6,7 +6,7 @@ import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck } from '../check';
-import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { hiddenForAnonymity, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
@@ -23,7 +23,7 @@ export const checkStep: Step = {
     ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
     io.sync();
     const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, 'check');
-    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) });
+    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)] });
     const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
     rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
     const worker = rec.worker!;

@@ -53,7 +53,10 @@ export async function copyInputs(ctx: AttemptContext, task: TaskRuntime): Promis
   const budget: CopyBudget = { bytes: 0, entries: 0 };
   const omitted: Omitted[] = [];
   const entries: TaskInputsState['entries'] = [];
-  for (const p of placed) {
+  // Copied in the order of their paths, never of `from` (the members' order): files written one after the other get
+  // growing mtimes and inode numbers, which would otherwise tell an anonymous reader which letter is which member.
+  const byPath = [...placed].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  for (const p of byPath) {
     const prereq = state.tasks.find((t) => t.key === p.key);
     if (!prereq || prereq.status !== 'PASS') throw new Error(`inputs: ${p.key} has not passed in this run (${prereq?.status ?? 'no such task'}); its sealed work cannot be read`);
     // A best-of-N task's own entry ran no worker: its sealed work is its winner's.
@@ -74,6 +77,8 @@ export async function copyInputs(ctx: AttemptContext, task: TaskRuntime): Promis
     }
     entries.push({ name: p.name, path: p.rel, key: p.key, member: p.member, source });
   }
+  // The record keeps the manifest's order.
+  entries.sort((a, b) => placed.findIndex((p) => p.rel === a.path) - placed.findIndex((p) => p.rel === b.path));
   return { dir, entries, excluded, omitted };
 }
 

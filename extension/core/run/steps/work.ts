@@ -12,7 +12,7 @@ import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
-import { engineState, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { engineState, hiddenForAnonymity, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judgeWork } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
@@ -41,7 +41,9 @@ export const workStep: Step = {
     // A retry starts from the check's own inputs: whatever an earlier attempt did to them is put back first.
     const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
     if (restored.length) ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
-    const gitAccess = task.links && io.boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
+    // A reader of anonymous inputs gets no git at all: the repository's git dir would name their authors.
+    const gitHidden = hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null);
+    const gitAccess = task.links && io.boxed && !gitHidden.length ? worktreeStepAccess(task.links) : { writable: [], env: {} };
     // A sparse tree: only its cone folders are writable (run/trees.ts).
     const tree = workerTreeAccess(task);
     const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker');
@@ -88,7 +90,7 @@ export const workStep: Step = {
         // the failure file of the previous attempt is the only record the worker may read
         // Submodules' git dirs live in the worktree's admin dir: their config is what the seal's own git reads there.
         readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? [path.join(task.links.adminDir, 'modules')] : [])],
-        hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
+        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden],
       }),
     });
     rec.worker = receipt;
