@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { copySnapshot, drawNames, inputMembers, placeInputs, readsAsInput, INPUTS_FILE_BYTES } from '../../extension/core/run/inputs';
+import { execFileSync } from 'node:child_process';
+import { copyCommitTree, copySnapshot, drawNames, inputMembers, placeInputs, readsAsInput, INPUTS_FILE_BYTES } from '../../extension/core/run/inputs';
 import { inputsNote } from '../../extension/core/run/steps/inputs';
 import { inputsProblems } from '../../extension/core/manifest/rules/inputs';
 import { parseManifest } from '../../extension/core/manifest/load';
@@ -114,5 +115,34 @@ describe('inputs: names, placement and copies', () => {
     await assert.rejects(preflight(manifest!, builtinEngines(), process.env, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^b read their prerequisites' work as inputs/m.test(e.message));
     const plain = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'a', engine: 'script', spec: 'true', check: 'true' }] }), path.join(dir, 'm.json')).manifest!;
     await preflight(plain, builtinEngines(), process.env, path.join(dir, 'home'), policy);
+  });
+
+  it('copyCommitTree: from git objects; a crafted tree (a link `a` and a folder `a/` holding `b`) never writes through the link; an over-long link target is left out', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-inputs-git-'));
+    const repo = path.join(root, 'repo');
+    const victim = path.join(root, 'victim');
+    fs.mkdirSync(victim);
+    const git = (args: string[], input?: string) => execFileSync('git', args, { cwd: repo, input, encoding: 'utf8' }).trim();
+    fs.mkdirSync(repo);
+    git(['init', '-q']);
+    const blob = git(['hash-object', '-w', '--stdin'], 'planted\n');
+    const exe = git(['hash-object', '-w', '--stdin'], '#!/bin/sh\n');
+    const link = git(['hash-object', '-w', '--stdin'], victim);
+    const longLink = git(['hash-object', '-w', '--stdin'], 'x'.repeat(5000));
+    const sub = git(['mktree'], `100644 blob ${blob}\tb\n`);
+    const tree = git(['mktree'], `120000 blob ${link}\ta\n040000 tree ${sub}\ta\n100755 blob ${exe}\trun.sh\n120000 blob ${longLink}\tlong\n`);
+    const commit = git(['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit-tree', tree, '-m', 'crafted']);
+    const dest = path.join(root, 'dest');
+    fs.mkdirSync(dest);
+    const omitted = await copyCommitTree(repo, commit, dest, { bytes: 0, entries: 0 }, 'A');
+    assert.equal(fs.readlinkSync(path.join(dest, 'a')), victim);
+    assert.deepEqual(fs.readdirSync(victim), [], 'nothing was written through the link');
+    assert.equal(fs.statSync(path.join(dest, 'run.sh')).mode & 0o777, 0o755);
+    assert.ok(!fs.existsSync(path.join(dest, 'long')));
+    assert.deepEqual(omitted.map((o) => [o.path, o.reason.split(':')[0]]), [
+      ['A/a', 'the path is there twice'],
+      ['A/a/b', 'its parent is not a folder of the copy'],
+      ['A/long', 'a link whose target is empty, holds a NUL or is longer than 4095 bytes'],
+    ]);
   });
 });

@@ -112,7 +112,14 @@ export interface CopyBudget {
 }
 
 /** One tree entry to write: a folder, a regular file (executable or not) or a symlink (its target as written). */
-type TreeEntry = { rel: string; kind: 'dir' } | { rel: string; kind: 'file'; exec: boolean; size: number; read: () => Promise<Buffer | null> } | { rel: string; kind: 'symlink'; target: string };
+type TreeEntry =
+  | { rel: string; kind: 'dir' }
+  /** `missing`: why a file whose content `read` cannot give is left out. */
+  | { rel: string; kind: 'file'; exec: boolean; size: number; read: () => Promise<Buffer | null>; missing: string }
+  | { rel: string; kind: 'symlink'; target: string };
+
+/** A symlink whose target is longer than this is left out (no file system takes one), bytes. */
+export const INPUTS_LINK_BYTES = 4095;
 
 /**
  * Writes `entries` under `dest` (which must exist and be empty), never following a link: each path's parents must be
@@ -139,11 +146,14 @@ async function writeTree(dest: string, entries: readonly TreeEntry[], budget: Co
       const rel = parts.slice(0, i).join('/');
       if (made.has(rel)) continue;
       const abs = path.join(dest, rel);
-      const st = fs.lstatSync(abs, { throwIfNoEntry: false });
-      if (st) ok = false;
-      else {
-        fs.mkdirSync(abs);
-        made.add(rel);
+      try {
+        if (fs.lstatSync(abs, { throwIfNoEntry: false })) ok = false;
+        else {
+          fs.mkdirSync(abs);
+          made.add(rel);
+        }
+      } catch {
+        ok = false;
       }
     }
     if (!ok) {
@@ -155,37 +165,53 @@ async function writeTree(dest: string, entries: readonly TreeEntry[], budget: Co
       omit(e.rel, 'the path is there twice');
       continue;
     }
-    if (e.kind === 'dir') {
-      fs.mkdirSync(abs);
-      made.add(e.rel);
-    } else if (e.kind === 'symlink') {
-      fs.symlinkSync(e.target, abs);
-    } else {
-      if (e.size > INPUTS_FILE_BYTES) {
-        omit(e.rel, `too large: ${e.size} bytes (at most ${INPUTS_FILE_BYTES} per file)`);
-        continue;
-      }
-      if (budget.bytes + e.size > INPUTS_TOTAL_BYTES) {
-        omit(e.rel, `the inputs reached their cap of ${INPUTS_TOTAL_BYTES} bytes`);
-        continue;
-      }
-      const content = await e.read();
-      if (content === null) {
-        omit(e.rel, 'no copy of it was kept when it was sealed (plain mode keeps files up to 2 MiB, 128 MiB in all)');
-        continue;
-      }
-      // Created exclusively and without following a link: nothing already there (or planted since) is written through.
-      const fd = fs.openSync(abs, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, e.exec ? 0o755 : 0o644);
-      try {
-        fs.writeFileSync(fd, content);
-      } finally {
-        fs.closeSync(fd);
-      }
-      budget.bytes += content.length;
+    try {
+      if (!(await writeEntry(e, abs, budget, omit))) continue;
+    } catch (err) {
+      // One entry the file system refuses (a name too long, a full disk) is left out, said; the others go on.
+      omit(e.rel, `it could not be written: ${(err as Error).message}`);
+      continue;
     }
+    if (e.kind === 'dir') made.add(e.rel);
     budget.entries++;
   }
   return omitted;
+}
+
+/** Writes one entry at `abs` (its parents exist); false when it was left out (`omit` was told why). */
+async function writeEntry(e: TreeEntry, abs: string, budget: CopyBudget, omit: (rel: string, reason: string) => void): Promise<boolean> {
+  if (e.kind === 'dir') {
+    fs.mkdirSync(abs);
+  } else if (e.kind === 'symlink') {
+    if (Buffer.byteLength(e.target) > INPUTS_LINK_BYTES || e.target.includes('\0') || !e.target) {
+      omit(e.rel, `a link whose target is empty, holds a NUL or is longer than ${INPUTS_LINK_BYTES} bytes`);
+      return false;
+    }
+    fs.symlinkSync(e.target, abs);
+  } else {
+    if (e.size > INPUTS_FILE_BYTES) {
+      omit(e.rel, `too large: ${e.size} bytes (at most ${INPUTS_FILE_BYTES} per file)`);
+      return false;
+    }
+    if (budget.bytes + e.size > INPUTS_TOTAL_BYTES) {
+      omit(e.rel, `the inputs reached their cap of ${INPUTS_TOTAL_BYTES} bytes`);
+      return false;
+    }
+    const content = await e.read();
+    if (content === null) {
+      omit(e.rel, e.missing);
+      return false;
+    }
+    // Created exclusively and without following a link: nothing already there (or planted since) is written through.
+    const fd = fs.openSync(abs, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, e.exec ? 0o755 : 0o644);
+    try {
+      fs.writeFileSync(fd, content);
+    } finally {
+      fs.closeSync(fd);
+    }
+    budget.bytes += content.length;
+  }
+  return true;
 }
 
 /**
@@ -195,26 +221,33 @@ async function writeTree(dest: string, entries: readonly TreeEntry[], budget: Co
  */
 export async function copyCommitTree(root: string, commit: string, dest: string, budget: CopyBudget, label: string): Promise<Omitted[]> {
   const listing = await gitFor(root).raw(['ls-tree', '-r', '-t', '-z', '-l', '--full-tree', commit]);
-  const entries: TreeEntry[] = [];
   const omitted: Omitted[] = [];
-  const blobs: { rel: string; sha: string; size: number; exec: boolean }[] = [];
+  // In listing order (a folder before what it holds): folders, and blobs whose content is read below.
+  const listed: ({ rel: string; dir: true } | { rel: string; dir: false; sha: string; size: number; exec: boolean; link: boolean })[] = [];
   // `<mode> SP <type> SP <object> SP+ <size> TAB <path>`, NUL-terminated (git-ls-tree(1) --long).
   for (const line of listing.split('\0')) {
     const m = /^(\d+) (\w+) ([0-9a-f]+) +(-|\d+)\t(.+)$/s.exec(line);
     if (!m) continue;
     const [, mode, type, sha, size, rel] = m as unknown as [string, string, string, string, string, string];
-    if (type === 'tree') entries.push({ rel, kind: 'dir' });
+    if (type === 'tree') listed.push({ rel, dir: true });
     else if (type === 'commit') omitted.push({ path: `${label}/${rel}`, reason: 'a submodule' });
-    else if (mode === '120000') blobs.push({ rel, sha, size: -1, exec: false });
-    else blobs.push({ rel, sha, size: Number(size), exec: mode === '100755' });
+    else listed.push({ rel, dir: false, sha, size: Number(size), exec: mode === '100755', link: mode === '120000' });
   }
-  // Contents are read in one `git cat-file --batch` for the blobs that fit (symlink targets included).
-  const wanted = blobs.filter((b) => b.size <= INPUTS_FILE_BYTES);
-  const contents = await catFileBatch(root, wanted.map((b) => b.sha), INPUTS_TOTAL_BYTES + wanted.length * 4096);
-  for (const b of blobs) {
-    if (b.size === -1) entries.push({ rel: b.rel, kind: 'symlink', target: (contents.get(b.sha) ?? Buffer.from('')).toString('utf8') });
-    else entries.push({ rel: b.rel, kind: 'file', exec: b.exec, size: b.size, read: async () => contents.get(b.sha) ?? null });
+  // Contents are read in one `git cat-file --batch`, only for what the copy will write: link targets that fit, and the
+  // files that fit the per-file cap and, in order, the total left (the same greedy choice writeTree makes).
+  const wanted: string[] = [];
+  let room = INPUTS_TOTAL_BYTES - budget.bytes;
+  for (const b of listed) {
+    if (b.dir || (b.link ? b.size > INPUTS_LINK_BYTES : b.size > INPUTS_FILE_BYTES || b.size > room)) continue;
+    wanted.push(b.sha);
+    if (!b.link) room -= b.size;
   }
+  const contents = await catFileBatch(root, wanted, INPUTS_TOTAL_BYTES + wanted.length * (INPUTS_LINK_BYTES + 128));
+  const entries = listed.map((b): TreeEntry => {
+    if (b.dir) return { rel: b.rel, kind: 'dir' };
+    if (b.link) return { rel: b.rel, kind: 'symlink', target: contents.get(b.sha)?.toString('utf8') ?? '' };
+    return { rel: b.rel, kind: 'file', exec: b.exec, size: b.size, read: async () => contents.get(b.sha) ?? null, missing: 'git could not read its content' };
+  });
   return [...omitted, ...(await writeTree(dest, entries, budget, label))];
 }
 
@@ -273,7 +306,7 @@ export async function copySnapshot(snap: DirSnapshot, dest: string, budget: Copy
     else if (e.kind === 'symlink') entries.push({ rel, kind: 'symlink', target: e.target ?? '' });
     else if (e.kind === 'file') {
       const size = e.kept && snap.store && e.sha ? (fs.statSync(path.join(snap.store, e.sha), { throwIfNoEntry: false })?.size ?? 0) : 0;
-      entries.push({ rel, kind: 'file', exec: (e.mode & 0o111) !== 0, size, read: async () => keptContent(snap, e) });
+      entries.push({ rel, kind: 'file', exec: (e.mode & 0o111) !== 0, size, read: async () => keptContent(snap, e), missing: 'no copy of it was kept when it was sealed (plain mode keeps files up to 2 MiB, 128 MiB in all)' });
     } else omitted.push({ path: `${label}/${rel}`, reason: 'not a file, folder or link' });
   }
   return [...omitted, ...(await writeTree(dest, entries, budget, label))];
