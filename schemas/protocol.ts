@@ -8,6 +8,10 @@
 // message is rejected and logged, never acted on). Types only: no DOM, no vscode, no Node, so both sides import it.
 
 import type { AttemptState, RunLiveness, TaskState } from './run-state';
+import type { PoolView } from './pool-view';
+
+/** The worker pool's view model (one for the CLI, the dashboard and the runs tree). */
+export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
 export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type StepName, type TaskStatus, type Verdict } from './status';
@@ -135,8 +139,14 @@ export type PageToHost =
 
 /** Messages from the host to the page. */
 export type HostToPage =
-  /** Every run on the machine, the state files skipped, the records folder and which host this is. */
-  | { type: 'snapshot'; runs: RunView[]; skipped: SkippedView[]; home: string; host: 'vscode' | 'browser' }
+  /**
+   * Every run on the machine, the state files skipped, the records folder and which host this is; `pool`: the worker
+   * pool this host follows (`verdict hud --pool`, the setting `verdict.pool`), null when it follows none or has not
+   * read it yet (absent from hosts older than the field).
+   */
+  | { type: 'snapshot'; runs: RunView[]; skipped: SkippedView[]; home: string; host: 'vscode' | 'browser'; pool?: PoolView | null }
+  /** The pool was read again (every few seconds while a pool is followed); null: the host follows no pool any more. */
+  | { type: 'did-change-pool'; pool: PoolView | null }
   /** A run appeared or changed (whole run; runs are small). */
   | { type: 'did-change-run'; run: RunView }
   /** A run's folder went away. */

@@ -1,6 +1,6 @@
 // The page's state: what the host sent (runs, outputs, replies) and where the user is (view, run, filters).
 // Host messages are applied in one exhaustive switch; only navigation is persisted through the host.
-import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type ReviewerRow, type RunView, type ScoreRow, type SkippedView, type TaskAction } from '../schemas/protocol';
+import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type PoolView, type ReviewerRow, type RunView, type ScoreRow, type SkippedView, type TaskAction } from '../schemas/protocol';
 import { host } from './host';
 
 /** The views of the app. */
@@ -54,6 +54,8 @@ export const app = $state({
   home: '',
   runs: {} as Record<string, RunView>,
   skipped: [] as SkippedView[],
+  /** The worker pool the host follows, null: none. */
+  pool: null as PoolView | null,
   outputs: {} as Record<string, OutputTail>,
   artifacts: {} as Record<string, ArtifactState>,
   scoreboard: null as { rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; quarantined: number; error: string | null } | null,
@@ -130,6 +132,7 @@ export function apply(m: HostToPage): void {
       app.home = m.home;
       app.runs = Object.fromEntries(m.runs.map((r) => [r.runId, r]));
       app.skipped = m.skipped;
+      app.pool = m.pool ?? null;
       app.outputs = {};
       app.artifacts = {};
       app.acts = {};
@@ -147,6 +150,9 @@ export function apply(m: HostToPage): void {
       break;
     case 'did-change-skipped':
       app.skipped = m.skipped;
+      break;
+    case 'did-change-pool':
+      app.pool = m.pool;
       break;
     case 'did-append-output':
       for (const c of m.chunks) {

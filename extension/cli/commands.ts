@@ -69,7 +69,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: {
       ...runFlags,
       only: { type: 'string', value: 'KEYS', help: 'run only these tasks (comma-separated task keys)' },
-      pool: { type: 'string', value: 'URL', help: "run the attempts on the worker pool of this Postgres (`verdict pool worker`; docs/scale.md)", default: "the manifest's pool" },
+      pool: { type: 'string', value: 'URL', help: "run the attempts on the worker pool of this Postgres (`verdict pool worker`; docs/scale.md)", default: "the manifest's pool, else the config's \"pool\"" },
       remote: { type: 'string', value: 'GIT', help: 'pool runs: the git remote every worker fetches from and pushes to', default: "the manifest's remote" },
     },
     summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
@@ -279,13 +279,14 @@ export const COMMANDS: readonly AnyCommand[] = [
       port: { type: 'string', value: 'N', help: 'port on 127.0.0.1 (0: any free port)', default: '8700, or a free port when it is taken' },
       'no-open': { type: 'boolean', help: 'print the URL, do not open a browser' },
       'idle-exit-s': { type: 'string', value: 'S', help: 'exit after S seconds with no page open and no run running (`verdict run` starts one with 600)' },
+      pool: { type: 'string', value: 'URL', help: "also show this worker pool's workers (default $VERDICT_POOL_URL, else the config's \"pool\")" },
       home,
     },
     summary: 'serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)',
     exit: '0 a clean stop (Ctrl-C), 2 bad flags or a taken --port',
     run: async ({ flags }, io) => {
       await reconcileAtStart(flags.home, io);
-      return (await import('./hud/hud-command')).hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'] }, io);
+      return (await import('./hud/hud-command')).hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'], pool: flags.pool }, io);
     },
   }),
   command({

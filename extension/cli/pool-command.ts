@@ -1,7 +1,8 @@
 import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { shortHost } from '../core/host/hostname';
-import { poolStatus, formatPoolStatus } from '../core/pool/status';
+import { poolStatus } from '../core/pool/status';
+import { poolLines, poolView } from '../../schemas/pool-view';
 import { runPoolWorker } from '../core/pool/worker';
 import { hidePassword } from '../core/pool/schema';
 import { findBinary } from '../../engines';
@@ -33,7 +34,7 @@ export async function poolCommand(action: string, flags: PoolFlags, io: Io): Pro
       throw new InputError(`the pool database ${hidePassword(url)} cannot be read: ${e.message}`);
     });
     if (flags.json) io.out(JSON.stringify(status, null, 2));
-    else for (const line of formatPoolStatus(status)) io.out(line);
+    else for (const line of poolLines(poolView(status, { url: hidePassword(url), readAt: Date.now() }))) io.out(line);
     return 0;
   }
   if (action !== 'worker') throw new UsageError(`unknown pool action "${action}": worker or status`);

@@ -90,7 +90,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
 
   if (flags.dashboard !== false) await dashboardForRun(home, io);
 
-  const pool = await openPool(manifest, flags, io);
+  const pool = await openPool(manifest, flags, settings.poolUrl, io);
   if (typeof pool === 'number') return { code: pool, summary: null };
 
   const controller = new AbortController();
@@ -143,12 +143,14 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
 }
 
 /**
- * The pool of a `--pool` run (or the manifest's `pool`), started; null for a local run; an exit code (2) when the
- * pool cannot be used (said on stderr).
+ * The pool of a run, started: `--pool` > the manifest's `pool` > the settings' (config `pool`, the editor's
+ * `verdict.pool`); null for a local run; an exit code (2) when the pool cannot be used (said on stderr, naming where
+ * the pool came from).
  */
-async function openPool(manifest: Manifest, flags: RunFlags, io: Io): Promise<PoolDispatcher | null | number> {
-  const url = flags.pool ?? manifest.pool ?? null;
+async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: string | undefined, io: Io): Promise<PoolDispatcher | null | number> {
+  const url = flags.pool ?? manifest.pool ?? settingsPool ?? null;
   if (!url) return null;
+  const from = flags.pool ? '--pool' : manifest.pool ? `"pool" in ${manifest.file}` : 'the settings ("pool" in the config file, or verdict.pool in VS Code)';
   const remote = flags.remote ?? manifest.remote ?? null;
   const problems: string[] = [];
   if (!manifest.worktrees) problems.push('a pool run needs worktree mode ("worktrees": true): base commits and task branches travel through a git remote');
@@ -157,7 +159,7 @@ async function openPool(manifest: Manifest, flags: RunFlags, io: Io): Promise<Po
   if (planners.length) problems.push(`planners (\`generate\`: ${planners.join(', ')}) do not run on the pool yet: run them locally`);
   if (manifest.include.length) problems.push('"include" copies files from this machine, which pool workers do not have: commit them to the remote instead');
   if (problems.length) {
-    io.err(`cannot start ${manifest.file} on the pool:`);
+    io.err(`cannot start ${manifest.file} on the pool (named by ${from}):`);
     for (const p of problems) io.err(`  ${p}`);
     return 2;
   }
@@ -166,7 +168,7 @@ async function openPool(manifest: Manifest, flags: RunFlags, io: Io): Promise<Po
     await pool.start();
   } catch (e) {
     await pool.close();
-    io.err(`cannot start ${manifest.file} on the pool: its database ${hidePassword(url)} cannot be reached: ${(e as Error).message}`);
+    io.err(`cannot start ${manifest.file} on the pool (named by ${from}): its database ${hidePassword(url)} cannot be reached: ${(e as Error).message}`);
     return 2;
   }
   return pool;

@@ -14,6 +14,7 @@ import { GIT_SCHEME, GitContentProvider } from './git-content';
 import { RunLauncher } from './launcher';
 import { registerMcpProvider } from './mcp-provider';
 import { RunsTreeProvider } from './runs-tree';
+import { PoolMonitor } from '../core/pool/monitor';
 import { readSettings } from './settings';
 import { RunsStatusBar } from './status-bar';
 import { ManifestTestController } from './test-controller';
@@ -28,7 +29,10 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const t0 = performance.now();
   const log = vscode.window.createOutputChannel('Verdict', { log: true });
   const diagnostics = new ManifestDiagnostics(() => editorEngines(log), () => readSettings().allowFullAccess, log);
-  const tree = new RunsTreeProvider(resolveHome(readSettings().home), log);
+  // The worker pool of `verdict.pool` (or the config file's "pool"), read every 2 s for the runs tree and the dashboard.
+  const pool = new PoolMonitor();
+  void pool.follow(readSettings().poolUrl ?? null);
+  const tree = new RunsTreeProvider(resolveHome(readSettings().home), log, pool);
   // Runs are detached `verdict run` processes of the bundled CLI: they outlive this window (see RunLauncher).
   const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
@@ -55,12 +59,14 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
       if (!e.affectsConfiguration('verdict')) return;
       diagnostics.refreshAll();
       tree.setHome(resolveHome(readSettings().home));
+      void pool.follow(readSettings().poolUrl ?? null);
       showContainment();
     }),
     ...registerCommands({ log, diagnostics, tree, launcher }),
-    ...registerDashboard(context, { log }),
+    ...registerDashboard(context, { log, pool }),
     ...registerMcpProvider(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, String(context.extension.packageJSON.version ?? ''), log),
     launcher,
+    { dispose: () => void pool.close() },
   );
   // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
   setTimeout(() => {

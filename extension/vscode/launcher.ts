@@ -53,6 +53,7 @@ export function configForRun(s: EditorSettings): VerdictConfig {
   if (s.identity !== undefined) c.identity = s.identity;
   if (s.maxParallel !== undefined) c.max_parallel = s.maxParallel;
   if (s.postgresUrl !== undefined) c.postgres_url = s.postgresUrl;
+  if (s.poolUrl !== undefined) c.pool = s.poolUrl;
   return c;
 }
 

@@ -7,6 +7,8 @@ import { RunsWatcher } from '../core/live/watch';
 import { waitsLine } from '../core/run/quota-wait';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { afterLabel, candidateLabel, groupedOrder, oneLine, rowAfter, selectLines, type CandidateRow, type TaskRow } from '../../schemas/task-order';
+import { poolSummary, type PoolAttemptRef, type PoolView, type PoolWorkerView } from '../../schemas/pool-view';
+import type { PoolFeed } from '../core/dashboard/source';
 import { changedFiles } from './changed-files';
 import { gitFileUri } from './git-content';
 
@@ -23,10 +25,14 @@ export type LogKind = 'prompt' | 'worker' | 'check';
 export type RunsNode =
   | { kind: 'run'; runId: string; info: RunInfo }
   | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState> }
-  | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState }
+  | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState; info: RunInfo }
   | { kind: 'log'; runId: string; key: string; attempt: number; log: LogKind; file: string }
   | { kind: 'changes'; runId: string; key: string; task: TaskState; info: RunInfo }
-  | { kind: 'file'; runId: string; key: string; repo: string; base: string; head: string; status: string; path: string };
+  | { kind: 'file'; runId: string; key: string; repo: string; base: string; head: string; status: string; path: string }
+  /** The worker pool of `verdict.pool` (first row, when set), its workers, and what each runs (no run of its own: runId undefined). */
+  | { kind: 'pool'; runId?: undefined }
+  | { kind: 'pool-worker'; runId?: undefined; worker: PoolWorkerView }
+  | { kind: 'pool-attempt'; runId: string; ref: PoolAttemptRef };
 
 const LOG_FILES: Record<LogKind, string> = { prompt: 'prompt.md', worker: 'worker.log', check: 'check.log' };
 
@@ -47,7 +53,8 @@ const taskIcon: Record<string, [string, string?]> = {
 /**
  * The `verdict.runs` view: every run under VERDICT_HOME (live first, whichever process writes it, CLI runs included)
  * → tasks (verdict icon, attempts, duration, tokens) → attempts (prompt, worker log, check log) and changed files.
- * It polls the run folder (RunsWatcher), so a state change shows within half a second.
+ * It polls the run folder (RunsWatcher), so a state change shows within half a second. With a pool followed
+ * (`verdict.pool`), its first row is the pool: workers (host, state, slots, engines, heartbeat) → the attempts each runs.
  */
 export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<RunsNode | undefined>();
@@ -55,9 +62,20 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   private watcher: RunsWatcher;
   private snapshot: RunInfo[] = [];
   private readonly listeners: ((runs: RunInfo[]) => void)[] = [];
+  /** The one pool row (the same object each time, so a pool read redraws only it). */
+  private readonly poolNode: RunsNode = { kind: 'pool' };
+  private pool: PoolView | null = null;
+  private readonly unsubscribePool: () => void;
 
-  constructor(private home: string, private readonly log: vscode.LogOutputChannel) {
+  /** `pool`: the worker pool to show as the first row (core/pool/monitor.ts); absent: none. */
+  constructor(private home: string, private readonly log: vscode.LogOutputChannel, poolFeed?: PoolFeed) {
     this.watcher = new RunsWatcher(home, () => this.refresh());
+    this.pool = poolFeed?.current() ?? null;
+    this.unsubscribePool = poolFeed?.subscribe((v) => {
+      const appeared = (v === null) !== (this.pool === null);
+      this.pool = v;
+      this.changed.fire(appeared ? undefined : this.poolNode);
+    }) ?? (() => undefined);
     this.refresh();
   }
 
@@ -103,15 +121,19 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   }
 
   getChildren(node?: RunsNode): RunsNode[] | Promise<RunsNode[]> {
-    if (!node) return this.snapshot.map((info) => ({ kind: 'run', runId: info.state.runId, info }));
+    if (!node) return [...(this.pool ? [this.poolNode] : []), ...this.snapshot.map((info): RunsNode => ({ kind: 'run', runId: info.state.runId, info }))];
     switch (node.kind) {
+      case 'pool':
+        return (this.pool?.workers ?? []).map((worker) => ({ kind: 'pool-worker', worker }));
+      case 'pool-worker':
+        return node.worker.running.map((ref) => ({ kind: 'pool-attempt', runId: ref.runId, ref }));
       case 'run':
         // The task graph's order: a task after its prerequisites, a best-of-N task's candidates under it (as in the
         // dashboard and the CLI).
         return groupedOrder(node.info.state.tasks).map((row) => ({ kind: 'task', runId: node.runId, key: row.task.key, task: row.task, info: node.info, row }));
       case 'task': {
         const children: RunsNode[] = (node.row?.candidates ?? []).map((candidate) => ({ kind: 'task', runId: node.runId, key: candidate.task.key, task: candidate.task, info: node.info, candidate }));
-        children.push(...node.task.attempts.map((attempt): RunsNode => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt })));
+        children.push(...node.task.attempts.map((attempt): RunsNode => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt, info: node.info })));
         if (node.task.commit && node.info.state.baseSha) children.push({ kind: 'changes', runId: node.runId, key: node.key, task: node.task, info: node.info });
         return children;
       }
@@ -133,7 +155,9 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
       case 'attempt': {
         const a = node.attempt;
         const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
-        item.description = `${attemptLabel(a)}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}`;
+        // The machine it runs on, when not the run's own (a pool worker).
+        const elsewhere = a.host && a.host !== node.info.state.host ? ` · on ${a.host}` : '';
+        item.description = `${attemptLabel(a)}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}${elsewhere}`;
         item.tooltip = a.notes || undefined;
         item.contextValue = 'attempt';
         return item;
@@ -149,6 +173,27 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
         const item = new vscode.TreeItem('changed files', vscode.TreeItemCollapsibleState.Collapsed);
         item.iconPath = new vscode.ThemeIcon('diff');
         item.contextValue = 'changes';
+        return item;
+      }
+      case 'pool': {
+        const item = new vscode.TreeItem('Worker pool', vscode.TreeItemCollapsibleState.Expanded);
+        item.id = 'pool';
+        item.description = this.pool ? poolSummary(this.pool) : '';
+        item.tooltip = this.pool ? `${this.pool.url}\nread ${new Date(this.pool.readAt).toLocaleTimeString()}` : undefined;
+        item.iconPath = new vscode.ThemeIcon(this.pool?.error ? 'warning' : 'server-environment', this.pool?.error ? new vscode.ThemeColor('problemsWarningIcon.foreground') : undefined);
+        item.contextValue = 'pool';
+        return item;
+      }
+      case 'pool-worker':
+        return poolWorkerItem(node.worker);
+      case 'pool-attempt': {
+        const { runId, taskKey, attempt } = node.ref;
+        const run = this.snapshot.find((r) => r.state.runId === runId);
+        const item = new vscode.TreeItem(`${run?.state.runName ?? runId} / ${taskKey}`, vscode.TreeItemCollapsibleState.None);
+        item.description = `attempt ${attempt}`;
+        item.tooltip = `${runId}/${taskKey}/${attempt}`;
+        item.iconPath = new vscode.ThemeIcon('loading~spin');
+        item.contextValue = 'poolAttempt';
         return item;
       }
       case 'file': {
@@ -175,6 +220,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   }
 
   dispose(): void {
+    this.unsubscribePool();
     this.watcher.close();
     this.changed.dispose();
   }
@@ -183,6 +229,24 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
 /** Arguments of `vscode.diff` for a changed file: base version, task version, title. */
 export function diffArguments(node: { repo: string; base: string; head: string; path: string; key: string }): [vscode.Uri, vscode.Uri, string] {
   return [gitFileUri(node.repo, node.base, node.path), gitFileUri(node.repo, node.head, node.path), `${node.path} (base ↔ ${node.key})`];
+}
+
+const poolStateIcon: Record<PoolWorkerView['state'], [string, string?]> = {
+  live: ['vm-active', 'testing.iconPassed'],
+  draining: ['vm-outline', 'charts.yellow'],
+  stopped: ['vm-outline', 'disabledForeground'],
+  lost: ['vm-connect', 'errorForeground'],
+};
+
+function poolWorkerItem(w: PoolWorkerView): vscode.TreeItem {
+  const item = new vscode.TreeItem(w.host, w.running.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+  item.id = `pool-worker:${w.workerId}`;
+  item.description = w.detail;
+  item.tooltip = `${w.workerId} (pid ${w.pid})\nstarted ${new Date(w.startedAt).toLocaleString()}`;
+  const [icon, color] = poolStateIcon[w.state];
+  item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
+  item.contextValue = `poolWorker.${w.state}`;
+  return item;
 }
 
 function runItem(info: RunInfo): vscode.TreeItem {

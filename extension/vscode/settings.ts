@@ -32,10 +32,12 @@ export function readSettings(): EditorSettings {
   const merged = overlaySettings(base, {
     maxParallel: explicit<number>(c, 'maxParallel'),
     postgresUrl: c.get<string>('eval.postgres') || undefined,
+    poolUrl: c.get<string>('pool') || undefined,
     allowFullAccess: c.inspect<boolean>('allowFullAccess')?.globalValue,
     sandbox: c.inspect<boolean>('sandbox')?.globalValue,
   });
-  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error };
+  const poolError = merged.poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(merged.poolUrl) ? `verdict.pool: must be a postgres:// or postgresql:// URL` : null;
+  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError };
 }
 
 /** The value the user set at any level (folder > workspace > user), or undefined when only the default applies. */

@@ -61,6 +61,8 @@ describe('config: location and precedence', () => {
     assert.throws(() => loadConfig(bad), new RegExp(`${bad}: sandbox: must be true or false, got "no"`));
     const bad2 = write(path.join(dir, 'bad2.json'), { allow_full_access: 1 });
     assert.throws(() => loadConfig(bad2), new RegExp(`${bad2}: allow_full_access: must be true or false, got 1`));
+    const bad3 = write(path.join(dir, 'bad3.json'), { pool: 'mysql://db' });
+    assert.throws(() => loadConfig(bad3), new RegExp(`${bad3}: pool: must be a postgres:// or postgresql:// URL`));
     const good = write(path.join(dir, 'good.jsonc'), '{ // comments are fine\n "sandbox": false, "allow_full_access": true, }');
     assert.deepEqual(loadConfig(good).config, { sandbox: false, allow_full_access: true });
   });
@@ -69,9 +71,9 @@ describe('config: location and precedence', () => {
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, postgresUrl: undefined, configFile: '/c.json' });
-    const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x' }, '/c.json');
-    assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl], ['me', 3, true, false, 'postgres://x']);
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, postgresUrl: undefined, poolUrl: undefined, configFile: '/c.json' });
+    const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
+    assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl], ['me', 3, true, false, 'postgres://x', 'postgres://pool']);
   });
 
   it('editor settings the user set win over the config file; unset ones leave it', () => {

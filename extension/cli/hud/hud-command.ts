@@ -11,6 +11,7 @@ import { packageRoot } from '../package-root';
 import { canOpenBrowser, openInBrowser } from './browser';
 import { findRunningHud, removeHudRecord, writeHudRecord } from './hud-file';
 import { startHud, type Hud } from './server';
+import { PoolMonitor } from '../../core/pool/monitor';
 
 /** The hud's usual port. */
 export const DEFAULT_HUD_PORT = 8700;
@@ -23,6 +24,8 @@ export interface HudFlags {
   open: boolean;
   /** Exit after this many seconds with no page connected and no run running (a hud `verdict run` started). */
   idleExitS?: string;
+  /** --pool URL: the worker pool to show (default $VERDICT_POOL_URL, else the config's `pool`). */
+  pool?: string;
 }
 
 /**
@@ -54,16 +57,21 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   const by = resolveIdentity({ cwd: process.cwd(), configDefault: config.identity }).identity;
   // Rerun of a run that ended starts `verdict rerun` detached with this CLI and the config in force here.
   const actions = localActions(flags.home, by, { cli: process.argv[1], config });
+  const poolUrl = flags.pool ?? (process.env.VERDICT_POOL_URL || config.pool);
+  if (poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(poolUrl)) throw new UsageError(`--pool must be a postgres:// or postgresql:// URL, got "${poolUrl}"`);
+  // The first read is not awaited: a pool database that is down shows as such in the page, the hud still serves.
+  const pool = poolUrl ? new PoolMonitor() : undefined;
+  void pool?.follow(poolUrl ?? null);
   let hud: Hud;
   try {
-    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions });
+    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions, pool });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     if (explicit) {
       io.err(`verdict: port ${port} on 127.0.0.1 is taken; pick another with --port (0: any free port)`);
       return 2;
     }
-    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions });
+    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions, pool });
     io.err(`port ${port} is taken; serving on ${hud.port} instead`);
   }
   writeHudRecord(flags.home, { pid: process.pid, port: hud.port, url: hud.url, home: flags.home, startedAt: Date.now() });
@@ -93,6 +101,7 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   });
   removeHudRecord(flags.home);
   await hud.close();
+  await pool?.close();
   return 0;
 }
 

@@ -7,7 +7,7 @@ import { DIFF_MAX_BYTES, SAFE_ID } from '../../../schemas/protocol';
 import type { DashboardActions } from '../../core/dashboard/actions';
 import { taskDiff } from '../../core/dashboard/diff';
 import { DashboardSession, type ScoreboardProvider } from '../../core/dashboard/session';
-import { DashboardSource, type DashboardLog } from '../../core/dashboard/source';
+import { DashboardSource, type DashboardLog, type PoolFeed } from '../../core/dashboard/source';
 import { newNonce, pageHtml, WEBVIEW_FILES } from '../../core/dashboard/page-html';
 import { MAX_PAGE_MESSAGE_BYTES, parsePageMessageText } from '../../core/dashboard/validate';
 
@@ -36,6 +36,8 @@ export interface HudOptions {
   scoreboard: ScoreboardProvider;
   /** What the page's stop, rerun and merge buttons do (core/dashboard/actions.ts localActions); absent: refused. */
   actions?: DashboardActions;
+  /** The worker pool shown beside the runs (core/pool/monitor.ts); absent: none. */
+  pool?: PoolFeed;
 }
 
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
@@ -53,7 +55,7 @@ const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8',
  */
 export async function startHud(opts: HudOptions): Promise<Hud> {
   const token = crypto.randomBytes(32).toString('base64url');
-  const source = new DashboardSource(opts.home, opts.log);
+  const source = new DashboardSource(opts.home, opts.log, opts.pool ? { pool: opts.pool } : {});
   const clients = new Map<string, { session: DashboardSession; res: http.ServerResponse; ping: NodeJS.Timeout }>();
   let port = 0;
 

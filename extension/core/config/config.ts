@@ -22,6 +22,11 @@ export interface VerdictConfig {
   sandbox?: boolean;
   /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
   postgres_url?: string;
+  /**
+   * A worker pool's Postgres URL: runs whose manifest names no `pool` run their attempts there (docs/scale.md; the
+   * manifest still needs a `remote`), and the dashboard shows that pool. `--pool` and the manifest's `pool` win.
+   */
+  pool?: string;
 }
 
 /** The Postgres URL eval rows are mirrored to: $VERDICT_PG_URL > the config's postgres_url > none (null). */
@@ -109,6 +114,9 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   }
   if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
     throw new Error(`${abs}: postgres_url: must be a postgres:// or postgresql:// URL`);
+  }
+  if (c.pool !== undefined && !(typeof c.pool === 'string' && /^postgres(ql)?:\/\//.test(c.pool))) {
+    throw new Error(`${abs}: pool: must be a postgres:// or postgresql:// URL`);
   }
   for (const field of ['allow_full_access', 'sandbox'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${abs}: ${field}: must be true or false, got ${JSON.stringify(c[field])}`);

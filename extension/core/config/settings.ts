@@ -20,6 +20,8 @@ export interface VerdictSettings {
   sandbox: boolean;
   /** Postgres URL for the shared eval table ($VERDICT_PG_URL wins; see postgresUrlOf). */
   postgresUrl: string | undefined;
+  /** The worker pool's Postgres URL (config `pool`, setting `verdict.pool`): the default pool of a run and the pool the views show. */
+  poolUrl: string | undefined;
   /**
    * Where the user can change `allowFullAccess` and `sandbox`, named in messages: the config file read, or the
    * default path it would be read from.
@@ -36,6 +38,7 @@ export function settingsFromConfig(config: VerdictConfig, shown: string): Verdic
     allowFullAccess: config.allow_full_access === true,
     sandbox: config.sandbox !== false,
     postgresUrl: config.postgres_url,
+    poolUrl: config.pool,
     configFile: shown,
   };
 }

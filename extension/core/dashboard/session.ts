@@ -33,6 +33,7 @@ export class DashboardSession {
   private timer: NodeJS.Timeout | null = null;
   private pendingRuns = new Map<string, RunPatch>();
   private pendingSkipped: RunPatch | null = null;
+  private pendingPool: RunPatch | null = null;
   private selected: string | null = null;
   /** Tails of the selected run's workers, by `key#attempt`; `done` once read after the attempt ended. */
   private tails = new Map<string, { tail: LogTail; key: string; attempt: number; done: boolean }>();
@@ -84,6 +85,7 @@ export class DashboardSession {
         this.tails.clear();
         this.pendingRuns.clear();
         this.pendingSkipped = null;
+        this.pendingPool = null;
         this.unsubscribe ??= this.source.subscribe((p) => this.queue(p));
         this.transport.post({ type: 'snapshot', ...this.source.snapshot(), home: this.source.home, host: this.opts.host });
         this.timer ??= setInterval(() => this.tick(), PATCH_INTERVAL_MS);
@@ -141,6 +143,7 @@ export class DashboardSession {
 
   private queue(p: RunPatch): void {
     if (p.type === 'did-change-skipped') this.pendingSkipped = p;
+    else if (p.type === 'did-change-pool') this.pendingPool = p;
     else this.pendingRuns.set(p.type === 'did-change-run' ? p.run.runId : p.runId, p);
   }
 
@@ -149,6 +152,8 @@ export class DashboardSession {
     if (!this.ready) return;
     if (this.pendingSkipped) this.transport.post(this.pendingSkipped);
     this.pendingSkipped = null;
+    if (this.pendingPool) this.transport.post(this.pendingPool);
+    this.pendingPool = null;
     for (const p of this.pendingRuns.values()) this.transport.post(p);
     this.pendingRuns.clear();
     if (this.selected === null || this.transport.busy?.()) return;

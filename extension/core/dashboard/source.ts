@@ -1,10 +1,17 @@
 import { describeRun, listRuns, type RunInfo } from '../live/registry';
 import { RunsWatcher } from '../live/watch';
-import type { HostToPage, RunView, SkippedView } from '../../../schemas/protocol';
+import type { HostToPage, PoolView, RunView, SkippedView } from '../../../schemas/protocol';
 import { runView, skippedView } from './run-view';
 
 /** A change a source tells its sessions about: one of the run patches of the protocol. */
-export type RunPatch = Extract<HostToPage, { type: 'did-change-run' | 'did-remove-run' | 'did-change-skipped' }>;
+export type RunPatch = Extract<HostToPage, { type: 'did-change-run' | 'did-remove-run' | 'did-change-skipped' | 'did-change-pool' }>;
+
+/** A worker pool the dashboard follows (core/pool/monitor.ts's PoolMonitor): its last view and its updates. */
+export interface PoolFeed {
+  current(): PoolView | null;
+  /** `fn` gets every read, and null when the feed stops following a pool. */
+  subscribe(fn: (v: PoolView | null) => void): () => void;
+}
 
 /** Where a source says what it noticed (a state file skipped, and why). */
 export interface DashboardLog {
@@ -28,17 +35,26 @@ export class DashboardSource {
   private readonly listeners = new Set<(p: RunPatch) => void>();
   private readonly watcher: RunsWatcher;
   private readonly ticker: NodeJS.Timeout;
+  private pool: { feed: PoolFeed; unsubscribe: () => void } | null = null;
 
-  constructor(readonly home: string, private readonly log: DashboardLog, opts: { pollMs?: number } = {}) {
+  /** `pool`: the worker pool to show beside the runs (see setPool). */
+  constructor(readonly home: string, private readonly log: DashboardLog, opts: { pollMs?: number; pool?: PoolFeed } = {}) {
+    if (opts.pool) this.setPool(opts.pool);
     this.refresh();
     this.watcher = new RunsWatcher(home, () => this.refresh(), opts.pollMs ?? 200);
     this.ticker = setInterval(() => this.rejudge(), LIVENESS_TICK_MS);
     this.ticker.unref();
   }
 
-  /** Every run now (live first, then newest) and the skipped state files. */
-  snapshot(): { runs: RunView[]; skipped: SkippedView[] } {
-    return { runs: [...this.infos.values()].map(runView), skipped: this.skipped };
+  /** Every run now (live first, then newest), the skipped state files and the pool's last view (null: none followed or not read yet). */
+  snapshot(): { runs: RunView[]; skipped: SkippedView[]; pool: PoolView | null } {
+    return { runs: [...this.infos.values()].map(runView), skipped: this.skipped, pool: this.pool?.feed.current() ?? null };
+  }
+
+  /** Follows another pool (null: none); each of its reads goes to subscribers as `did-change-pool`. */
+  setPool(feed: PoolFeed | null): void {
+    this.pool?.unsubscribe();
+    this.pool = feed ? { feed, unsubscribe: feed.subscribe((pool) => this.emit({ type: 'did-change-pool', pool })) } : null;
   }
 
   /** The registry's view of one run (with its attempt folders), or undefined. */
@@ -80,6 +96,7 @@ export class DashboardSource {
   close(): void {
     this.watcher.close();
     clearInterval(this.ticker);
+    this.setPool(null);
     this.listeners.clear();
   }
 

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { newNonce, pageHtml, WEBVIEW_FILES } from '../../core/dashboard/page-html';
 import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { DashboardSession } from '../../core/dashboard/session';
-import { DashboardSource } from '../../core/dashboard/source';
+import { DashboardSource, type PoolFeed } from '../../core/dashboard/source';
 import { editorActions } from './actions';
 
 /** The webview panel type; also the serializer's key (package.json: activationEvents onWebviewPanel:verdict.dashboard). */
@@ -16,6 +16,8 @@ export interface DashboardDeps {
   log: vscode.LogOutputChannel;
   /** VERDICT_HOME now (settings may change it between panels). */
   home: () => string;
+  /** The worker pool of the setting `verdict.pool` (extension-wide; the runs tree shows the same). */
+  pool?: PoolFeed;
 }
 
 /**
@@ -41,7 +43,7 @@ export class DashboardPanel implements vscode.Disposable {
     const uri = (f: string) => webview.asWebviewUri(vscode.Uri.joinPath(assets, f)).toString();
     webview.html = pageHtml({ csp, nonce, scriptSrc: uri(WEBVIEW_FILES.script), styleHrefs: [uri(WEBVIEW_FILES.style)], title: 'Verdict' });
     const log = { info: (m: string) => deps.log.info(m), warn: (m: string) => deps.log.warn(m) };
-    this.source = new DashboardSource(home, log);
+    this.source = new DashboardSource(home, log, deps.pool ? { pool: deps.pool } : {});
     this.session = new DashboardSession(
       this.source,
       {

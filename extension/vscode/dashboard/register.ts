@@ -1,16 +1,17 @@
 import * as vscode from 'vscode';
 import { resolveHome } from '../../core/config/home';
 import { readSettings } from '../settings';
+import type { PoolFeed } from '../../core/dashboard/source';
 import { DASHBOARD_VIEW_TYPE, DashboardPanel } from './panel';
 
 /**
  * The dashboard's part of the extension: the `verdict.openDashboard` and `verdict.showScoreboard` commands, and
  * the serializer that restores the panel after a window reload (the page then says `ready` and gets a fresh
  * snapshot; only its navigation state was kept). One panel at a time, on the records folder of the `verdict.home`
- * setting. Returns what to dispose with the extension.
+ * setting, with the pool of `verdict.pool` (when set). Returns what to dispose with the extension.
  */
-export function registerDashboard(context: vscode.ExtensionContext, { log }: { log: vscode.LogOutputChannel }): vscode.Disposable[] {
-  const deps = { log, home: () => resolveHome(readSettings().home) };
+export function registerDashboard(context: vscode.ExtensionContext, { log, pool }: { log: vscode.LogOutputChannel; pool?: PoolFeed }): vscode.Disposable[] {
+  const deps = { log, home: () => resolveHome(readSettings().home), pool };
   let current: DashboardPanel | undefined;
   const attach = (panel: vscode.WebviewPanel) => {
     current = new DashboardPanel(panel, context.extensionUri, deps, () => {
