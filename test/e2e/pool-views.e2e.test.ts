@@ -129,6 +129,8 @@ describe('the worker pool in the dashboard (verdict hud --pool) from a real Post
       for (const t of run.tasks) assert.equal(t.attempts[0]?.host, hostOf.get(t.key), `${t.key}'s attempt names its host`);
 
       // `verdict pool status` prints the same model: each worker's line but the heartbeat age.
+      // (Once the dashboard too has read the pool at rest: a read during the run's last settle may still hold an attempt.)
+      await until('the pool at rest on the page', () => poolViews(events.messages).at(-1)?.totals.busy === 0, 30_000);
       const status = await cli(['pool', 'status', '--db', url]);
       assert.equal(status.exitCode, 0, status.all);
       const last = poolViews(events.messages).at(-1) as PoolView;
