@@ -70,6 +70,11 @@ describe('pool view: one model for `verdict pool status`, the dashboard and the 
   });
 });
 
+/** Waits for the session's next flushes (every PATCH_INTERVAL_MS) until `done` holds; no time limit but mocha's. */
+async function flushed(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 20));
+}
+
 describe('pool view in a dashboard session', () => {
   it('is in the snapshot and each new read reaches the page as did-change-pool (coalesced per flush)', async () => {
     let listener: ((v: PoolView | null) => void) | null = null;
@@ -88,13 +93,14 @@ describe('pool view in a dashboard session', () => {
       current = poolView({ workers: [worker('w1', { running: ['r/k/1'] })], queues: [] }, { url: 'x', readAt: 2 });
       (listener as unknown as (v: PoolView | null) => void)(poolView({ workers: [], queues: [] }, { url: 'x', readAt: 2 }));
       (listener as unknown as (v: PoolView | null) => void)(current);
-      await new Promise((r) => setTimeout(r, 120));
+      // Both reads came in the same turn, before any flush: the next flush carries the newer.
+      await flushed(() => posted.some((m) => m.type === 'did-change-pool'));
       const changes = posted.filter((m) => m.type === 'did-change-pool');
       assert.equal(changes.length, 1);
       assert.ok(changes[0]?.type === 'did-change-pool' && changes[0].pool?.readAt === 2 && changes[0].pool.workers[0]?.running[0]?.taskKey === 'k');
       // A host that stops following the pool says so (null), and the source lets go of the feed when closed.
       listener!(null);
-      await new Promise((r) => setTimeout(r, 120));
+      await flushed(() => posted.filter((m) => m.type === 'did-change-pool').length === 2);
       assert.deepEqual(posted.filter((m) => m.type === 'did-change-pool').at(-1), { type: 'did-change-pool', pool: null });
     } finally {
       session.dispose();
