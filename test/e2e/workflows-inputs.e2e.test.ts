@@ -114,6 +114,20 @@ describe('inputs: a task reads its prerequisites\' sealed work, read-only, under
     assert.equal(fs.readFileSync(path.join(dir, 'w', 'reader', 'leaks.txt'), 'utf8').trim(), '0');
   });
 
+  it('a best-of-N prerequisite is read as its winner\'s sealed work (plain mode: the winner\'s snapshot)', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const pick = scriptTask('pick', 'echo "made by $VERDICT_CANDIDATE" > made.txt; [ "$VERDICT_CANDIDATE" = 2 ]', 'grep -qx "made by 2" made.txt || { echo "not candidate 2"; exit 1; }', { repeat: 2, select: 'all', max_attempts: 1 });
+    const reader = scriptTask('reader', 'cp "$VERDICT_INPUTS/pick/made.txt" seen.txt', 'test -s seen.txt || { echo "seen.txt missing"; exit 1; }', { after: ['pick'], inputs: ['pick'] });
+    const file = writeManifest(dir, { workdir: 'w', max_parallel: 1, tasks: [pick, reader] });
+    const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+    assert.equal(r.exitCode, 0, r.all);
+    const state = stateOf(home);
+    assert.equal(state.tasks.find((t) => t.key === 'reader')?.status, 'PASS');
+    assert.equal(fs.readFileSync(path.join(dir, 'w', 'reader', 'seen.txt'), 'utf8'), 'made by 2\n');
+    assert.deepEqual(state.tasks.find((t) => t.key === 'reader')?.inputs?.entries.map((e) => [e.key, e.source]), [['pick', 'snapshot of pick--c2']]);
+  });
+
   it('lint and the loader refuse an input that is not a prerequisite, with its position', async () => {
     const dir = tempDir();
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'true', 'true'), scriptTask('b', 'true', 'true', { inputs: ['a'] })] });
