@@ -90,6 +90,8 @@ export interface TaskState {
   disagreement?: string | null;
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
   generated?: string[];
+  /** A task with `critique`, once a round ran: its loop (docs/workflows.md "Critique loop"). */
+  critique?: CritiqueState;
   /** A task with `inputs`, once its last attempt copied them: where, and which prerequisite each name stands for. */
   inputs?: TaskInputsState;
 }
@@ -104,6 +106,21 @@ export interface TaskInputsState {
   entries: { name: string; path: string; key: string; member: string; source: string }[];
   excluded: string[];
   omitted: { path: string; reason: string }[];
+}
+
+/**
+ * A task's critique loop in state.json: the report's path (runs/<run_id>/tasks/<key>/critique.md), rounds run,
+ * revisions asked, criticisms verified and dropped (pointed at nothing checkable) in all, those unresolved at the end,
+ * and why the loop stopped (null while it goes on).
+ */
+export interface CritiqueState {
+  report: string;
+  rounds: number;
+  revisions: number;
+  verified: number;
+  dropped: number;
+  unresolved: number;
+  stopped: string | null;
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */

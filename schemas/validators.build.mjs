@@ -19,6 +19,7 @@ export const SCHEMAS = {
   validateEngineEntry: 'engine.schema.json',
   validateReviewAnswer: 'review-answer.schema.json',
   validateRankAnswer: 'rank-answer.schema.json',
+  validateCritiqueAnswer: 'critique-answer.schema.json',
 };
 
 /**

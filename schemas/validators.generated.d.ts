@@ -10,3 +10,5 @@ export declare const validateEngineEntry: ValidateFunction;
 export declare const validateReviewAnswer: ValidateFunction;
 /** Validates against schemas/rank-answer.schema.json (Ajv standalone code; errors in `.errors`). */
 export declare const validateRankAnswer: ValidateFunction;
+/** Validates against schemas/critique-answer.schema.json (Ajv standalone code; errors in `.errors`). */
+export declare const validateCritiqueAnswer: ValidateFunction;

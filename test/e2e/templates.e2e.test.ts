@@ -155,6 +155,11 @@ const FIXTURES: Record<string, Fixture> = {
       ])),
     },
   },
+  'critique-loop': {
+    files: { 'test/csv.test.mjs': nodeTest("import { parseCsv } from '../src/csv.mjs';", "  assert.deepEqual(parseCsv('a,\"b,c\"\\r\\nd,\"e\"\"f\"\\n'), [['a', 'b,c'], ['d', 'e\"f']]);") },
+    good: { 'csv-parser': file('src/csv.mjs', "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n') { row.push(f); rows.push(row); row = []; f = ''; }\n    else if (c !== '\\r') f += c;\n  }\n  if (f || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}") },
+    bad: { 'csv-parser': file('src/csv.mjs', "export const parseCsv = (t) => t.split('\\n').map((l) => l.split(','));") },
+  },
   'best-of-n': {
     files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
     good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
@@ -204,11 +209,13 @@ interface Task {
   rank?: { engines: unknown[] };
   validate?: { engines?: unknown[]; engine?: string; spec?: string };
   council?: { members: unknown[]; review?: { spec?: string }; chair: { engine?: string; spec?: string } };
+  critique?: { critics: unknown[] };
 }
 
 /**
- * A config with two reviewer engines that approve whatever they read (the script engine cannot review), and a ranking
- * reviewer that scores every solution in its working directory 5 (so the candidates tie).
+ * A config with two reviewer engines that approve whatever they read (the script engine cannot review), a ranking
+ * reviewer that scores every solution in its working directory 5 (so the candidates tie), and a critic that finds
+ * nothing (the script engine cannot criticise either).
  */
 function reviewerConfig(dir: string): { config: string; env: Record<string, string> } {
   const bin = path.join(dir, 'bin');
@@ -220,6 +227,8 @@ function reviewerConfig(dir: string): { config: string; env: Record<string, stri
   }
   fs.writeFileSync(path.join(bin, 'rank-a'), `#!/bin/bash\ns=''; for n in A B C D E F; do { [ -s "$n.diff" ] || [ -s "$n.txt" ]; } || continue; s="$s\${s:+, }\\"$n\\": 5"; done\n[ -n "$s" ] || exit 3\necho "{\\"scores\\": {$s}}"\n`, { mode: 0o755 });
   engines['rank-a'] = { binary: 'rank-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'rank-a-1' };
+  fs.writeFileSync(path.join(bin, 'crit-a'), `#!/bin/bash\ntest -d "$VERDICT_TASK_DIR" || exit 3\necho '{"criticisms": []}'\n`, { mode: 0o755 });
+  engines['crit-a'] = { binary: 'crit-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'crit-a-1' };
   const config = path.join(dir, 'config.json');
   fs.writeFileSync(config, JSON.stringify({ engines }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
@@ -257,6 +266,7 @@ async function runTemplate(id: string, which: 'good' | 'bad') {
     if (t.candidates) t.candidates = t.candidates.map(() => ({ engine: 'script' }));
     if (t.review) t.review.engines = ['rev-a', 'rev-b'];
     if (t.rank) t.rank.engines = ['rank-a'];
+    if (t.critique) t.critique.critics = ['crit-a'];
     if (m.review) m.review.engines = ['rev-a', 'rev-b'];
   }
   fs.writeFileSync(manifestFile, JSON.stringify(m, null, 2));
@@ -289,6 +299,7 @@ describe('templates: each runs end to end with the script engine; its check pass
       for (const t of state.tasks) assert.ok(t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')), `${t.key}: ${t.status} ${t.reason}\n${out}`);
       if (id === 'code-review') assert.deepEqual(rows.filter((r) => r.step === 'review').map((r) => r.verdict), ['PASS', 'PASS', 'PASS', 'PASS'], 'both reviewers approved both tasks');
       if (id === 'ranked') assert.deepEqual([rows.filter((r) => r.step === 'rank').map((r) => r.verdict), state.tasks.find((t) => t.key === 'fix-parser')?.reason?.match(/tie between/)?.[0]], [['PASS'], 'tie between'], 'the ranking reviewer scored both candidates (a tie)');
+      if (id === 'critique-loop') assert.deepEqual(rows.map((r) => [r.step, r.worker_engine, r.verdict]), [['work', 'script', 'PASS'], ['critique', 'crit-a', 'PASS']], 'the critic found nothing: the loop ended after round 1');
       if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
     });
 

@@ -14,7 +14,7 @@ function examples(): Map<string, string> {
 
 interface StateJson {
   inputNames?: Record<string, Record<string, string>>;
-  tasks: { key: string; status: string; reason?: string; winner?: string; scores?: Record<string, number>; dir: string; inputs?: { entries: { name: string; key: string }[] } }[];
+  tasks: { key: string; status: string; reason?: string; winner?: string; scores?: Record<string, number>; dir: string; inputs?: { entries: { name: string; key: string }[] }; critique?: { rounds: number; revisions: number; verified: number; dropped: number; unresolved: number; stopped: string | null } }[];
 }
 
 /** The config an example runs with (its custom engines): the ```json block right after `<!-- example-config: NAME -->`. */
@@ -49,7 +49,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'generated', 'inputs', 'ranked', 'validated']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'critique', 'generated', 'inputs', 'ranked', 'validated']);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
@@ -113,5 +113,14 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.equal(fs.readFileSync(path.join(dirOf('indent--r2'), 'review.md'), 'utf8').split('\n').filter(Boolean).length, 2);
     assert.equal(fs.readFileSync(path.join(dirOf('indent'), 'synthesis.md'), 'utf8'), '## Recommendation\nspaces\n## Unresolved disagreements\nthe answers differ: spaces tabs \n');
     assert.deepEqual(rows.map((r) => [r.task_key, r.model]).sort(), [['indent', 'chair'], ['indent--a1', 'm1'], ['indent--a2', 'm2'], ['indent--a3', 'm1'], ['indent--r1', 'm1'], ['indent--r2', 'm2'], ['indent--r3', 'm1']]);
+  });
+
+  it('critique: the critic\'s command shows the bug, the revision fixes it, round 2 verifies nothing', async () => {
+    const { code, out, state, rows } = await runExample('critique');
+    assert.equal(code, 0, out);
+    assert.match(out, /critique stopped: no verified criticism remains; 0 unresolved/);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['slug', 'PASS']]);
+    assert.deepEqual(state.tasks[0]?.critique && { ...state.tasks[0].critique, stopped: state.tasks[0].critique.stopped }, { report: (state.tasks[0]?.critique as { report?: string }).report, rounds: 2, revisions: 1, verified: 1, dropped: 0, unresolved: 0, stopped: 'no verified criticism remains' });
+    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.worker_engine, r.verdict]), [['work', 1, 'script', 'PASS'], ['critique', 1, 'slug-critic', 'PASS'], ['work', 2, 'script', 'PASS'], ['critique', 2, 'slug-critic', 'PASS']]);
   });
 });

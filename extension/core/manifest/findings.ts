@@ -35,7 +35,8 @@ export type RuleId =
   | 'generate'
   | 'inputs'
   | 'validate'
-  | 'council';
+  | 'council'
+  | 'critique';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

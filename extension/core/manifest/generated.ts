@@ -88,6 +88,7 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     if (Array.isArray(t.candidates)) t.candidates.forEach((c, j) => engines.push([['candidates', j, 'engine'], isObject(c) ? c.engine : undefined]));
     if (Array.isArray(t.fallback)) t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
     if (isObject(t.rank) && Array.isArray(t.rank.engines)) t.rank.engines.forEach((r, j) => engines.push([typeof r === 'string' ? ['rank', 'engines', j] : ['rank', 'engines', j, 'engine'], typeof r === 'string' ? r : isObject(r) ? r.engine : undefined]));
+    if (isObject(t.critique) && Array.isArray(t.critique.critics)) t.critique.critics.forEach((c, j) => engines.push([['critique', 'critics', j], typeof c === 'string' ? c : isObject(c) ? c.engine : undefined]));
     for (const [path, engine] of engines) {
       if (typeof engine !== 'string' || ctx.allowedEngines.has(engine)) continue;
       err(t.engine === undefined && path[0] === 'engine' ? [] : path, `engine "${engine}" is not one this run started with (${[...ctx.allowedEngines].sort().join(', ')}): generated tasks may use only those`);

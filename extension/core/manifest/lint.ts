@@ -89,6 +89,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   inputs: 'inputs',
   validate: 'validate',
   council: 'council',
+  critique: 'critique',
 };
 
 /**

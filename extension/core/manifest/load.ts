@@ -13,8 +13,9 @@ import { generateProblems } from './rules/generate';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { validateProblems } from './rules/validate';
 import { councilProblems } from './rules/council';
+import { critiqueProblems } from './rules/critique';
 import { compileWorkflows } from './workflows';
-import { ManifestError, type EngineChoice, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec, type TreeKind } from './types';
+import { ManifestError, type EngineChoice, type CritiquePolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec, type TreeKind } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
@@ -93,19 +94,20 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task). The
   // script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
   // line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it.
-  // The same holds for the ranking reviewers of `rank` (their prompt holds every passing candidate's work).
-  const unknownReviewers = (entries: unknown, at: (string | number)[], where: string, verb: 'review' | 'rank' = 'review') => {
+  // The same holds for the ranking reviewers of `rank` (their prompt holds every passing candidate's work), and for
+  // critics (`critique.critics`: their prompt holds the proposal).
+  const unknownReviewers = (entries: unknown, at: (string | number)[], where: string, verb: 'review' | 'rank' | 'criticise' = 'review', list = 'engines') => {
     if (!Array.isArray(entries)) return;
     entries.forEach((entry, j) => {
       const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
-      const path = typeof entry === 'string' ? [...at, 'engines', j] : [...at, 'engines', j, 'engine'];
+      const path = typeof entry === 'string' ? [...at, list, j] : [...at, list, j, 'engine'];
       if (name === 'script') {
-        const whose = verb === 'review' ? 'a reviewer\'s prompt holds the worker\'s files' : 'a ranking reviewer\'s prompt holds the candidates\' work';
-        error('schema', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)` });
+        const whose = verb === 'review' ? 'a reviewer\'s prompt holds the worker\'s files' : verb === 'rank' ? 'a ranking reviewer\'s prompt holds the candidates\' work' : 'a critic\'s prompt holds the worker\'s files';
+        error('schema', { range: rangeOfPath(root, path, index), path: `${where}.${list}[${j}]`, message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)` });
         return;
       }
       if (name === null || !options.engines || options.engines.has(name)) return;
-      error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.engines[${j}]`, message: `unknown ${verb === 'review' ? 'reviewer' : 'ranking reviewer'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+      error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.${list}[${j}]`, message: `unknown ${verb === 'review' ? 'reviewer' : verb === 'rank' ? 'ranking reviewer' : 'critic'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
     });
   };
   if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
@@ -160,6 +162,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       if (typeof name !== 'string' || !options.engines || options.engines.has(name)) continue;
       error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, ...at], index), path: formatPath(['tasks', i, ...at]), message: `unknown engine "${name}" (${who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
     }
+    if (isObject(t.critique)) unknownReviewers(t.critique.critics, ['tasks', i, 'critique'], `tasks[${i}].critique`, 'criticise', 'critics');
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
@@ -184,6 +187,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   }
   for (const p of councilProblems(taskList, options.existingKeys)) {
     error('council', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
+  }
+  for (const c of critiqueProblems(taskList)) {
+    error('critique', { range: rangeOfPath(root, c.path, index), path: formatPath(c.path), message: c.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
@@ -244,6 +250,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     ...(isObject(t.generate) ? { generate: { file: t.generate.file as string, maxTasks: t.generate.max_tasks as number } } : {}),
     ...inputsOf(t.inputs),
     ...(isObject(t.rank) && Array.isArray(t.rank.engines) ? { rank: { rubric: t.rank.rubric as string, engines: engineChoices(t.rank.engines) } } : {}),
+    ...(isObject(t.critique) ? { critique: critiquePolicy(t.critique) } : {}),
   }));
   return {
     file,
@@ -282,6 +289,15 @@ function reviewPolicy(v: unknown): ReviewPolicy | null {
 /** Schema-valid reviewer entries (an engine name, or `{engine, model}`) as EngineChoices. */
 function engineChoices(entries: unknown[]): EngineChoice[] {
   return entries.map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof (f as { model?: unknown }).model === 'string' ? ((f as { model: string }).model) : null }));
+}
+
+/** A schema-valid `critique` object as a CritiquePolicy (`rounds` defaults to 2, no time limit). */
+function critiquePolicy(v: Record<string, unknown>): CritiquePolicy {
+  return {
+    critics: engineChoices(v.critics as unknown[]),
+    rounds: typeof v.rounds === 'number' ? v.rounds : 2,
+    timeLimitMs: typeof v.time_limit_s === 'number' ? Math.round(v.time_limit_s * 1000) : null,
+  };
 }
 
 /** The `guard` switches: all on, then the run's value, then the task's (`false` turns all off; an object, the ones it names). */

@@ -65,6 +65,8 @@ export interface TaskSpec {
    * tasks that join the run once the planner passes (run/steps/generate.ts, run/workflows/generate.ts).
    */
   generate?: { file: string; maxTasks: number };
+  /** `critique`: a critique loop after the check passes (run/steps/critique.ts, docs/workflows.md "Critique loop"). */
+  critique?: CritiquePolicy;
   /**
    * `inputs`: prerequisites whose sealed work this task reads, as read-only copies under `$VERDICT_INPUTS/<name>/`
    * (run/inputs.ts, run/steps/inputs.ts; docs/workflows.md "Inputs"). Absent: none.
@@ -95,6 +97,16 @@ export interface InputSource {
   member?: string;
   /** A subfolder of `$VERDICT_INPUTS` the copy goes in (`answers`, `reviews`); absent: at the top. */
   folder?: string;
+}
+
+/** Who criticises a task's passed proposals, and how long the loop may go on. */
+export interface CritiquePolicy {
+  /** The critics, in order (model null: that engine's default). */
+  critics: EngineChoice[];
+  /** The most revisions (≥ 1). */
+  rounds: number;
+  /** No revision is asked once this long has passed since the first round began, ms; null: no time limit. */
+  timeLimitMs: number | null;
 }
 
 /** The built-in guards of a task, each on or off (the manifest's `guard`, task keys over run keys over true). */
@@ -174,7 +186,8 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
- * that breaks the rules of rules/generate.ts), `inputs`, `validate`, `council` (rules/inputs.ts, rules/validate.ts, rules/council.ts), `unreadable` (the file could not be read).
+ * that breaks the rules of rules/generate.ts), `inputs`, `validate`, `council`, `critique` (rules/inputs.ts, rules/validate.ts,
+ * rules/council.ts, rules/critique.ts), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -191,6 +204,7 @@ export type ProblemCode =
   | 'inputs'
   | 'validate'
   | 'council'
+  | 'critique'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */

@@ -12,6 +12,9 @@ import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
 import { nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
+import { revisionPrompt } from './critique-loop';
+import { critiqueRow } from './critique-record';
+import { endCritique, pendingCritique } from './steps/critique';
 import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
@@ -96,7 +99,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   const files = recordFiles(rec);
   // The model's worker steering rules (steering.ts; fail-open) go in front of the first prompt and every retry alike
   // (not the script engine's: its spec is a program, and it runs no model).
-  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(rec, engine.harness === 'script' ? null : task.state.model, task.failure && engine.retryContext === 'prompt' ? retryPrompt(spec.spec, task.failure) : spec.spec);
+  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(rec, engine.harness === 'script' ? null : task.state.model, task.failure && engine.retryContext === 'prompt' ? (task.revising ? revisionPrompt(spec.spec, task.failure) : retryPrompt(spec.spec, task.failure)) : spec.spec);
   fs.writeFileSync(files.prompt, prompt);
   const io: AttemptIo = {
     prompt,
@@ -147,24 +150,34 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const verdict = rec.verdict;
   rec.endedAt = Date.now();
   rec.phase = 'done';
-  const next = nextStep(
+  // A critique's revision (run/steps/critique.ts) follows a PASS without spending the retry budget; a stopped or
+  // draining run asks none (the loop ends there, its report says why).
+  const revise = verdict === 'PASS' && rec.revision !== undefined && !task.abort.signal.aborted && !ctx.stateFile.state.draining;
+  if (verdict === 'PASS' && rec.revision !== undefined && !revise) endCritique(task, task.abort.signal.aborted ? 'the task was stopped before its revision' : 'the run was drained before the revision');
+  const next = revise ? ({ kind: 'retry' } as const) : nextStep(
     { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted, ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}) },
     { maxAttempts: spec.maxAttempts, maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES, rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS, retryAfterS: retryAfterSeconds(io.workerTail), random: Math.random() },
   );
   if (next.kind === 'requeue') {
     if (!next.lostWorker) task.rateLimited++;
-  } else task.used++;
-  if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) });
+  } else if (!revise) task.used++;
+  if (revise) {
+    task.failure = rec.revision as string;
+    task.revising = true;
+  } else if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) }) + pendingCritique(task);
+    task.revising = false;
   }
   const files = recordFiles(rec);
-  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.reviews ? { reviews: rec.reviews } : {}) }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}) }, null, 2));
   for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${rec.attempt}-${step}`), { recursive: true, force: true });
   fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
 
+  // A task with a critique loop names its report in every row once a round ran, the final row too.
+  rec.critiqueReport ??= task.state.critique?.report;
   const row = evalRow(rec);
-  // The work row, then one row per review of this attempt (step review, credited to the reviewer).
-  for (const r of [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review))]) {
+  // The work row, then one row per review and per critic of this attempt (steps review and critique, credited to them).
+  for (const r of [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...(rec.critiques ?? []).map((c) => critiqueRow(rec, c))]) {
     try {
       await appendEvalRow(evalLogPath(opts.home), r);
       ctx.spend.rowWritten();
@@ -183,8 +196,8 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   task.state.status = willRetry ? 'retry_queued' : verdict;
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
-  // The reviewers' known costs count against the budget with the worker's.
-  const reviewCost = (rec.reviews ?? []).reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
+  // The reviewers' and critics' known costs count against the budget with the worker's.
+  const reviewCost = [...(rec.reviews ?? []), ...(rec.critiques ?? [])].reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
   const quota = verdict === 'RATE_LIMITED' ? (task.engine.quotaReset?.(io.workerTail, Date.now()) ?? null) : null;
   const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED', quota };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };

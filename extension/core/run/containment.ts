@@ -41,7 +41,7 @@ export function taskContainment(run: RunContainment, fullAccess: boolean): Conta
  * A fresh scratch folder for one step: `<home>/scratch/<runId>/<key>/<attempt>-<step>/` with `tmp/` inside (removed
  * first if a crashed run left it). Removed with {@link removeTaskScratch}.
  */
-export function stepScratch(home: string, runId: string, key: string, attempt: number, step: 'setup' | 'worker' | 'check' | `review-${number}` | `rank-${number}`): string {
+export function stepScratch(home: string, runId: string, key: string, attempt: number, step: 'setup' | 'worker' | 'check' | `review-${number}` | `rank-${number}` | `critique-${number}` | `critique-${number}-${number}`): string {
   const dir = path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(path.join(dir, 'tmp'), { recursive: true });

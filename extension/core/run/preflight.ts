@@ -57,10 +57,12 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     const problem = writableFolderProblem('VERDICT_HOME', home);
     if (problem) problems.push(problem);
   }
+  // A critique loop keeps its rounds in this orchestrator, between attempts that a pool would run elsewhere.
+  if (policy.enginesElsewhere) for (const t of manifest.tasks.filter((x) => x.critique)) problems.push(`task ${t.key}: a critique loop does not run over a worker pool yet (its revisions are decided between attempts, here); run it without "pool"`);
   const binaries = new Map<string, string>();
   // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
-  // and its reviewers (a ranked best-of-N task's ranking reviewers too).
-  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine), ...(t.review?.engines ?? []).map((r) => r.engine), ...(t.rank?.engines ?? []).map((r) => r.engine)]))) {
+  // and its reviewers (a ranked best-of-N task's ranking reviewers too) and critics.
+  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine), ...(t.review?.engines ?? []).map((r) => r.engine), ...(t.rank?.engines ?? []).map((r) => r.engine), ...(t.critique?.critics ?? []).map((c) => c.engine)]))) {
     const engine = engines.get(name);
     if (!engine) {
       problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);

@@ -74,8 +74,9 @@ export interface EvalRow {
   sealed: string | null;
   /**
    * What the row is about: `work` (a worker's attempt: counted and credited to its model by the scoreboard) or another
-   * step a model performed and is credited for on a row of its own (`review`, `rank`), or a best-of-N group's decision (`select`:
-   * run/workflows/select-row.ts, credited to the winner's model). Rows from before the field: `work`.
+   * step a model performed and is credited for on a row of its own (`review`, `rank`; `critique`: one critic's criticisms
+   * of a proposal, run/critique-record.ts), or a best-of-N group's decision (`select`: run/workflows/select-row.ts, credited
+   * to the winner's model). Rows from before the field: `work`.
    */
   step: string;
   /** The workflow group the task belongs to (a best-of-N task's key); null outside a workflow. */
@@ -84,6 +85,13 @@ export interface EvalRow {
   candidate: number | null;
   /** Only on `step: "review"` rows: which reviewer and what it answered (run/review-record.ts). */
   review?: ReviewColumn;
+  /** Only on `step: "critique"` rows: which critic, which round, and its criticisms as checked (run/critique-record.ts). */
+  critique?: CritiqueColumn;
+  /**
+   * On the work and critique rows of a task with `critique` once a round ran: the loop's report (markdown, in the
+   * task's records: `runs/<run_id>/tasks/<key>/critique.md`, rewritten each round; every round stays in it).
+   */
+  critique_report?: string;
   /** Only on `step: "rank"` rows: which ranking reviewer, the names it saw and its scores (run/workflows/rank-record.ts). */
   rank?: RankColumn;
   /** Only on the `select` row of a ranked group: what decided it (run/workflows/select-row.ts). */
@@ -107,6 +115,15 @@ export interface RankingColumn {
   scores: Record<string, number>;
   tie: string | null;
   disagreement: string | null;
+}
+
+/** A critique row's answer, as checked: each criticism verified (evidence) or dropped (why, in `evidence`). */
+export interface CritiqueColumn {
+  critic: number;
+  round: number;
+  verified: number;
+  dropped: number;
+  criticisms: { file?: string; line?: number; command?: string; claim: string; verified: boolean; evidence: string }[];
 }
 
 /** A review row's answer: the reviewer's 1-based position in `review.engines`; verdict null when it gave no valid one. */

@@ -6,23 +6,35 @@ import type { Rule, RuleFinding } from './document';
  * own engine with the same model — the model that did the work judging it, which tends to approve its own mistakes.
  * Models compare as written (absent: the engine's default, so two absent models are the same). Only the first
  * attempt's engine is compared (a `fallback` attempt's reviewer may well be that engine). The range is the entry.
+ * The task's critics (`critique.critics`) are held to the same rule.
  */
 export const selfReview: Rule = (doc) => {
   const out: RuleFinding[] = [];
   const runEngines = findNodeAtLocation(doc.root, ['review', 'engines']);
   for (const task of doc.tasks) {
-    if (task.raw.review === false) continue;
-    const own = findNodeAtLocation(task.node, ['review', 'engines']);
-    const engines = own ?? runEngines;
-    if (engines?.type !== 'array') continue;
     const model = task.model?.value ?? null;
-    for (const entry of engines.children ?? []) {
+    const own = findNodeAtLocation(task.node, ['review', 'engines']);
+    const engines = task.raw.review === false ? undefined : (own ?? runEngines);
+    for (const entry of engines?.type === 'array' ? (engines.children ?? []) : []) {
       const { engine, model: reviewerModel } = choiceOf(entry);
       if (engine !== task.engine || reviewerModel !== model) continue;
       out.push({
         rule: 'self-review',
         severity: 'warning',
         message: `This reviewer is the task's own engine and model (${engine}${model ? `/${model}` : ''}${own ? '' : ', from the run-level review'}): the model that did the work would judge it. Review with another model or engine.`,
+        range: doc.index.range(entry.offset, entry.length),
+        taskKey: task.key,
+      });
+    }
+    // A critic that is the worker's own engine and model criticises its own work, as such a reviewer would.
+    const critics = findNodeAtLocation(task.node, ['critique', 'critics']);
+    for (const entry of critics?.type === 'array' ? (critics.children ?? []) : []) {
+      const { engine, model: criticModel } = choiceOf(entry);
+      if (engine !== task.engine || criticModel !== model) continue;
+      out.push({
+        rule: 'self-review',
+        severity: 'warning',
+        message: `This critic is the task's own engine and model (${engine}${model ? `/${model}` : ''}): the model that did the work would criticise it. Criticise with another model or engine.`,
         range: doc.index.range(entry.offset, entry.length),
         taskKey: task.key,
       });

@@ -16,6 +16,7 @@ import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunOptions, TaskSummary } from '../runner';
 import type { RunSpend } from '../spend';
 import type { PassedPrerequisite } from '../start-point';
+import type { CritiqueLoop } from '../critique-loop';
 
 /** One per run: what every attempt of it needs. */
 export interface AttemptContext {
@@ -75,6 +76,10 @@ export interface TaskRuntime {
   generated?: Record<string, unknown>[] | null;
   /** A task with `inputs`: the folder its prerequisites' sealed work was copied to (VERDICT_INPUTS), set by step `inputs`. */
   inputsDir?: string | null;
+  /** A task with `critique`: its loop, begun by the first attempt that passed its check (run/critique-loop.ts). */
+  critique?: CritiqueLoop;
+  /** The next attempt is a critique's revision: `failure` holds the verified criticisms, not a failure. */
+  revising?: boolean;
 }
 
 /** The part of a TaskRuntime every new task starts with, whoever runs it (the runner, a pool worker): nothing prepared, sealed or recorded yet. */

@@ -6,10 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { gitFor } from '../../git/safe-git';
 import { formatGeneratedFinding, GENERATED_MAX_BYTES, validateGenerated } from '../../manifest/generated';
-import type { AttemptRecord } from '../attempt-record';
-import type { AttemptContext, Step, TaskRuntime } from './context';
+import { readSealedFile } from '../sealed-file';
+import type { Step } from './context';
 
 export const generateStep: Step = {
   name: 'generate',
@@ -20,7 +19,7 @@ export const generateStep: Step = {
     task.generated = null;
     let text: string;
     try {
-      text = await readSealed(ctx, task, rec, gen.file);
+      text = await readSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, gen.file, GENERATED_MAX_BYTES, `a generated tasks file may have at most ${GENERATED_MAX_BYTES}`);
     } catch (e) {
       return { verdict: 'FAIL', reason: `${gen.file}: ${(e as Error).message}; no task joined the run` };
     }
@@ -42,42 +41,3 @@ export const generateStep: Step = {
     return null;
   },
 };
-
-/**
- * The planner's file as the check judged it: in worktree mode from the sealed commit (a blob of a regular file, found
- * through the tree objects: no pathspec, no symlink followed), in plain mode from the task dir (a regular file, not a
- * symlink, inside the task dir). At most GENERATED_MAX_BYTES.
- * @throws Error saying why the file cannot be read (missing, a symlink, too big)
- */
-async function readSealed(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, rel: string): Promise<string> {
-  const tooBig = (n: number) => new Error(`the file is ${n} bytes; a generated tasks file may have at most ${GENERATED_MAX_BYTES}`);
-  if (ctx.repo && rec.seal) {
-    const git = gitFor(ctx.repo.root);
-    const dir = path.posix.dirname(path.posix.normalize(rel));
-    const name = path.posix.basename(rel);
-    const treeish = dir === '.' ? `${rec.seal.sha}^{tree}` : `${rec.seal.sha}:${dir}`;
-    const listing = await git.raw(['ls-tree', '-z', treeish]).catch(() => '');
-    // `<mode> SP <type> SP <object> TAB <name>` per entry, NUL-terminated (git-ls-tree(1)).
-    const entry = listing.split('\0').map((l) => /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(l)).find((m) => m?.[4] === name);
-    if (!entry) throw new Error('the file is not in the sealed commit');
-    if (entry[1] !== '100644' && entry[1] !== '100755') throw new Error(`the file is not a regular file in the sealed commit (git mode ${entry[1]}${entry[1] === '120000' ? ', a symlink' : ''})`);
-    const size = Number((await git.raw(['cat-file', '-s', entry[3] as string])).trim());
-    if (size > GENERATED_MAX_BYTES) throw tooBig(size);
-    return git.raw(['cat-file', 'blob', entry[3] as string]);
-  }
-  const file = path.join(task.state.dir, rel);
-  const st = fs.lstatSync(file, { throwIfNoEntry: false });
-  if (!st) throw new Error('the file does not exist');
-  if (!st.isFile()) throw new Error('the file is not a regular file (a symlink, a folder or a device)');
-  const real = fs.realpathSync(file);
-  if (!real.startsWith(fs.realpathSync(task.state.dir) + path.sep)) throw new Error('the file is reached through a symlink out of the task dir');
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  try {
-    const opened = fs.fstatSync(fd);
-    if (!opened.isFile()) throw new Error('the file is not a regular file');
-    if (opened.size > GENERATED_MAX_BYTES) throw tooBig(opened.size);
-    return fs.readFileSync(fd, 'utf8');
-  } finally {
-    fs.closeSync(fd);
-  }
-}

@@ -1,6 +1,7 @@
 /**
  * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, generate
- * (planners only: docs/workflows.md), review (only for tasks with `review`), deliver.
+ * (planners only: docs/workflows.md), review (only for tasks with `review`), critique (only for tasks with `critique`),
+ * deliver.
  */
 import type { Step } from './context';
 import { prepareStep } from './prepare';
@@ -12,5 +13,6 @@ import { deliverStep } from './deliver';
 import { reviewStep } from './review';
 import { generateStep } from './generate';
 import { inputsStep } from './inputs';
+import { critiqueStep } from './critique';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, generateStep, reviewStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, generateStep, reviewStep, critiqueStep, deliverStep];

@@ -1,0 +1,205 @@
+/**
+ * Step `critique` (tasks with `critique`, after a passed check and review, before deliver; docs/workflows.md
+ * "Critique loop"): one round of the task's loop (run/critique-loop.ts) over this attempt's proposal.
+ * 1. A revision that sealed the very tree it was asked to revise changed nothing: the loop stops, no critic runs.
+ * 2. Each critic, one after the other, reads the proposal read-only (run/steps/reader.ts) and answers
+ *    `{"criticisms": […]}` (run/critique-verdict.ts). Each criticism is checked against the proposal: a file and line
+ *    must exist in the sealed tree (run/sealed-file.ts); a command must exit non-zero when run in the task dir,
+ *    read-only (in the sandbox; unsandboxed, in a copy), under the check's time limit and network setting. The others
+ *    are dropped and counted.
+ * 3. decideRound: a revision (rec.revision, which settle hands to the next attempt without spending the retry budget),
+ *    or the end of the loop with what stays unresolved.
+ * The report (`runs/<run_id>/tasks/<key>/critique.md`) is rewritten after every round and named in state.json and the
+ * rows. The attempt's verdict stays the check's: this step never judges.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EngineSpec } from '../../../../engines/types';
+import { worktreeStepAccess } from '../../git/worktree';
+import type { EngineChoice } from '../../manifest/types';
+import { runCheck } from '../check';
+import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { commandEvidence, criticismTarget, decideRound, loopView, newLoop, noChange, renderReport, revisionText, type CheckedCriticism, type CritiqueLoop, type RoundDecision } from '../critique-loop';
+import { critiquePrompt } from '../critique-prompt';
+import { critiqueFiles, criticName, type CritiqueRecord } from '../critique-record';
+import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism } from '../critique-verdict';
+import { diffMaterial, filesMaterial, type ReviewMaterial } from '../review-material';
+import { readSealedFile } from '../sealed-file';
+import type { AttemptRecord } from '../attempt-record';
+import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
+import { runReader } from './reader';
+
+/** A criticised file larger than this is not read (its criticism is dropped, saying so), bytes. */
+const MAX_CRITICISED_FILE_BYTES = 8 * 1024 * 1024;
+
+export const critiqueStep: Step = {
+  name: 'critique',
+  when: (rec, task) => rec.verdict === 'PASS' && task.spec.critique !== undefined && (task.critique?.stopped ?? null) === null,
+  async run(ctx, task, rec, io) {
+    const policy = task.spec.critique!;
+    const loop = (task.critique ??= newLoop());
+    const report = path.join(path.dirname(rec.dir), 'critique.md');
+    rec.critiqueReport = report;
+    const unchanged = noChange(loop, rec.sealed);
+    if (unchanged) {
+      end(ctx, task, loop, unchanged, report);
+      return null;
+    }
+    loop.startedAt ??= Date.now();
+    task.state.status = 'checking';
+    rec.phase = 'checking';
+    io.sync();
+    const round = loop.rounds.length + 1;
+    // What the critics read: the whole work since the task's start point (not only the revision's own diff).
+    loop.base ??= rec.seal?.parent ?? null;
+    const material = task.links && rec.seal ? await diffMaterial(task.links, { ...rec.seal, parent: loop.base ?? rec.seal.parent, changed: (loop.base ?? rec.seal.parent) !== rec.seal.sha }, task.spec.checkTimeoutMs) : filesMaterial(task.state.dir);
+    const records: CritiqueRecord[] = (rec.critiques = []);
+    for (const [i, choice] of policy.critics.entries()) {
+      const r = await runCritic(ctx, task, rec, io, { n: i + 1, round, choice, material, previous: loop.pending ? loop.open : [] });
+      records.push(r);
+      const verified = r.criticisms.filter((c) => c.verified).length;
+      ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique round ${round}, critic ${i + 1}/${policy.critics.length} (${criticName(r)}): ${r.error ? `ERROR (${r.error})` : `${verified} verified, ${r.criticisms.length - verified} dropped`}` });
+    }
+    const criticisms = records.flatMap((r) => r.criticisms);
+    // Two critics pointing at the same target make one point for the revision (the rows keep both).
+    const seen = new Set<string>();
+    const verified = criticisms.filter((c) => c.verified && !seen.has(criticismTarget(c)) && seen.add(criticismTarget(c)));
+    loop.dropped += criticisms.filter((c) => !c.verified).length;
+    const decision = decideRound({ verified, revisions: loop.revisions, rounds: policy.rounds, elapsedMs: Date.now() - loop.startedAt, timeLimitMs: policy.timeLimitMs });
+    loop.rounds.push({ round, attempt: rec.attempt, sealed: rec.sealed, criticisms, criticErrors: records.flatMap((r) => (r.error ? [`critic ${r.critic} (${criticName(r)}) gave no valid answer: ${r.error}`] : [])), decision: decision.kind === 'revise' ? `revision ${loop.revisions + 1} asked` : `stopped (${decision.why})` });
+    if (decision.kind === 'revise') {
+      loop.revisions++;
+      loop.pending = true;
+      loop.lastSealed = rec.sealed;
+      loop.open = verified;
+      rec.revision = revisionText(round, verified);
+      writeReport(task, loop, report);
+      ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique round ${round}: ${verified.length} verified criticism(s); revision ${loop.revisions} of at most ${policy.rounds} next (report: ${report})` });
+      return null;
+    }
+    end(ctx, task, loop, decision, report);
+    return null;
+  },
+};
+
+/** Ends the loop: what stays unresolved, the report, state.json's view, a note. */
+function end(ctx: AttemptContext, task: TaskRuntime, loop: CritiqueLoop, decision: Extract<RoundDecision, { kind: 'stop' }>, report: string): void {
+  loop.stopped = decision.why;
+  loop.unresolved = decision.unresolved;
+  loop.pending = false;
+  writeReport(task, loop, report);
+  ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique stopped: ${decision.why}; ${loop.unresolved.length} unresolved, ${loop.dropped} dropped in all (report: ${report})` });
+}
+
+/**
+ * Ends a task's loop from outside a round (the revision it asked will not run: the task was stopped, the run drained),
+ * keeping what the revision was handed as unresolved. Nothing when the task has no loop or it already ended.
+ */
+export function endCritique(task: TaskRuntime, why: string): void {
+  const loop = task.critique;
+  const report = task.state.critique?.report;
+  if (!loop || loop.stopped !== null || !report) return;
+  loop.stopped = why;
+  loop.unresolved = loop.open;
+  loop.pending = false;
+  writeReport(task, loop, report);
+}
+
+/**
+ * What a retry after a failed revision is handed besides its failure: the criticisms the revision was asked to
+ * address, still open; '' when no revision is pending.
+ */
+export function pendingCritique(task: TaskRuntime): string {
+  const loop = task.critique;
+  if (!loop?.pending || !loop.open.length) return '';
+  return `\n\nThis attempt was a revision after critique; the points it was to address are still open:\n${revisionText(loop.rounds.length, loop.open)}`;
+}
+
+/** Writes the report whole (beside, then renamed) and points state.json's view at it. */
+function writeReport(task: TaskRuntime, loop: CritiqueLoop, report: string): void {
+  const tmp = `${report}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, renderReport(task.spec.key, loop));
+  fs.renameSync(tmp, report);
+  task.state.critique = loopView(loop, report);
+}
+
+/** Runs critic `o.n` (1-based) on the attempt and checks each of its criticisms. Never throws but Cancelled. */
+async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, o: { n: number; round: number; choice: EngineChoice; material: ReviewMaterial; previous: readonly CheckedCriticism[] }): Promise<CritiqueRecord> {
+  const { opts } = ctx;
+  const { spec } = task;
+  const engine = opts.engines.get(o.choice.engine) as EngineSpec;
+  const startedAt = Date.now();
+  const r: CritiqueRecord = { critic: o.n, round: o.round, engine: engine.name, harness: engine.harness, model: o.choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, criticisms: [], error: null };
+  const files = critiqueFiles(rec, o.n);
+  const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, `critique-${o.n}`);
+  try {
+    // The critic's own copy of the material, inside its sandbox (the attempt's records are hidden from it).
+    const materialFile = path.join(scratch, 'critique-material.txt');
+    fs.writeFileSync(materialFile, o.material.text);
+    const prompt = critiquePrompt({ spec: spec.spec, check: spec.check, verified: spec.verified, checkOutput: rec.check?.output ?? '', material: o.material, materialFile, taskDir: task.state.dir, round: o.round, previous: o.previous, commandTimeoutS: Math.round(spec.checkTimeoutMs / 1000) });
+    fs.writeFileSync(files.prompt, prompt);
+    const run = await runReader(ctx, task, io, { choice: o.choice, role: `critic ${o.n}`, prompt, scratch, logFile: files.log, env: { VERDICT_CRITIC: String(o.n), VERDICT_CRITIQUE_ROUND: String(o.round), VERDICT_CRITIQUE_MATERIAL: materialFile } });
+    r.receipt = run.receipt;
+    r.usage = run.usage;
+    r.costMicroUsd = run.costMicroUsd;
+    if (run.failure) r.error = run.failure;
+    else {
+      const parsed = parseCritiqueAnswer(run.message);
+      if (!parsed.ok) r.error = parsed.error + run.exitNote;
+      else {
+        for (const [i, c] of parsed.answer.criticisms.entries()) r.criticisms.push({ ...c, critic: o.n, ...(await checkCriticism(ctx, task, rec, io, c, { critic: o.n, index: i + 1, log: files.command(i + 1) })) });
+      }
+    }
+  } catch (e) {
+    if (e instanceof Cancelled || task.abort.signal.aborted) throw e instanceof Cancelled ? e : new Cancelled();
+    r.error = `the critic could not run: ${(e as Error).message}`;
+  } finally {
+    r.endedAt = Date.now();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+  return r;
+}
+
+/**
+ * Whether criticism `c` points at something checkable in this attempt's proposal, with the evidence or why not.
+ * @throws Cancelled when the task was stopped while its command ran
+ */
+async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, c: Criticism, o: { critic: number; index: number; log: string }): Promise<{ verified: boolean; evidence: string }> {
+  if (!isCommand(c)) {
+    const p = proposalPath(c.file);
+    if (!p.ok) return { verified: false, evidence: p.why };
+    let text: string;
+    try {
+      text = await readSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, p.rel, MAX_CRITICISED_FILE_BYTES);
+    } catch (e) {
+      return { verified: false, evidence: `${p.rel}: ${(e as Error).message}` };
+    }
+    const lines = lineCount(text);
+    if (c.line > lines) return { verified: false, evidence: `${p.rel} has ${lines} line(s), not ${c.line}` };
+    const shown = (text.split('\n')[c.line - 1] ?? '').trim();
+    return { verified: true, evidence: `${p.rel}:${c.line}: ${shown.length > 200 ? `${shown.slice(0, 199)}…` : shown}` };
+  }
+  const { spec } = task;
+  const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, `critique-${o.critic}-${o.index}`);
+  try {
+    let dir = task.state.dir;
+    if (!io.boxed) {
+      // No sandbox to make the task dir read-only: the command runs in a copy of it (without .git), discarded after.
+      dir = path.join(scratch, 'proposal');
+      fs.cpSync(task.state.dir, dir, { recursive: true, verbatimSymlinks: true, filter: (src) => path.basename(src) !== '.git' });
+    }
+    const git = task.links && io.boxed ? worktreeStepAccess(task.links) : { env: {}, writable: [] };
+    const sandbox = stepPlan(ctx.bwrap, task.containment, { writable: [scratch], network: spec.network, readOnly: [task.state.dir, ...git.writable], hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) });
+    const env = { ...io.taskEnv(), VERDICT_TASK_DIR: dir, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...git.env };
+    const result = await runCheck({ check: c.command, taskDir: dir, logFile: o.log, timeoutMs: spec.checkTimeoutMs, env, expectFiles: [], signal: task.abort.signal, sandbox });
+    const receipt = result.receipt;
+    if (receipt.cancelled) throw new Cancelled();
+    if (receipt.spawnError) return { verified: false, evidence: `the command could not start: ${receipt.spawnError}` };
+    if (receipt.timedOut) return { verified: false, evidence: `the command ran out of time after ${Math.round(spec.checkTimeoutMs / 1000)} s: a criticism's command must fail on its own` };
+    if (receipt.exitCode === 0) return { verified: false, evidence: 'the command passed (exit 0) on the proposal: it points at nothing' };
+    if (receipt.exitCode === null) return { verified: false, evidence: `the command was ended by ${receipt.signal ?? 'a signal'}` };
+    return { verified: true, evidence: commandEvidence(receipt.exitCode, result.output) };
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
