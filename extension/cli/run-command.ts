@@ -16,9 +16,8 @@ import { readState } from '../core/live/registry';
 import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
-import { dashboardForRun } from './hud/hud-command';
-import { PoolDispatcher } from '../core/pool/dispatch';
-import { hidePassword } from '../core/pool/schema';
+import { dashboardForRun } from './hud/dashboard-for-run';
+import type { PoolDispatcher } from '../core/pool/dispatch';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
 export interface RunFlags {
@@ -163,6 +162,8 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
     for (const p of problems) io.err(`  ${p}`);
     return 2;
   }
+  // pg and pg-boss are loaded only for a pool run.
+  const [{ PoolDispatcher }, { hidePassword }] = await Promise.all([import('../core/pool/dispatch'), import('../core/pool/schema')]);
   const pool = new PoolDispatcher({ url, remote: remote as string });
   try {
     await pool.start();

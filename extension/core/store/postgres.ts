@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import writeFileAtomic from 'write-file-atomic';
 import { withLock } from '../fs/lock';
 import { chainKey, isChained, readChainHeads, rowHash, type ChainHead } from './chain';
@@ -86,7 +86,9 @@ export interface SyncResult {
 
 /** A client connected to `url` with Verdict's timeouts; the caller ends it. */
 export async function connectPostgres(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  // pg is imported on first use: a run without Postgres never loads it.
+  const { default: driver } = await import('pg');
+  const client = new driver.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   client.on('error', () => undefined); // a dropped connection surfaces on the next query instead of crashing
   try {
     await client.connect();

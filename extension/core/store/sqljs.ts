@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import initSqlJs, { type SqlJsStatic } from 'sql.js';
+import type { SqlJsStatic } from 'sql.js';
 
 /** The wasm file sql.js needs, as esbuild.mjs copies it next to the bundles in dist/. */
 export const SQL_WASM_FILE = 'sql-wasm.wasm';
@@ -27,8 +27,11 @@ export function sqlWasmPath(): string {
   return found;
 }
 
-/** sql.js (SQLite compiled to wasm), loaded once per process. */
+/**
+ * sql.js (SQLite compiled to wasm), loaded once per process, and only when asked for: its module is imported here,
+ * so a scoreboard answered from its caches (groups.json, the columns) never loads it.
+ */
 export function loadSqlJs(): Promise<SqlJsStatic> {
-  loading ??= initSqlJs({ wasmBinary: fs.readFileSync(sqlWasmPath()) as unknown as ArrayBuffer });
+  loading ??= import('sql.js').then(({ default: initSqlJs }) => initSqlJs({ wasmBinary: fs.readFileSync(sqlWasmPath()) as unknown as ArrayBuffer }));
   return loading;
 }
