@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { cli } from '../helpers/cli';
+import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
@@ -198,6 +198,56 @@ describe('workflows: ranked best-of-N', function () {
     assert.doesNotMatch(probed, /pick--c|state\.json|VERDICT_/);
     const runs = await cli(['runs', s.runId, '--home', home]);
     assert.match(runs.stdout, /^pick\s+PASS\s+.*tie between .* reviewers disagree/m);
+  });
+
+  it('stop while it ranks: the task ends CANCELLED with the running ranker\'s CANCELLED row; resume ranks it again (round 2) and decides', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const go = path.join(dir, 'go');
+    // The ranker waits for a file only the test writes (after the stop), then scores by GOOD.
+    const { config, env } = rankers(dir, home, [{ name: 'slow', model: 's-1', answer: `until [ -f '${go}' ]; do sleep 0.1; done\n${BY_GOOD}` }]);
+    const file = writeManifest(dir, {
+      workdir: 'work',
+      tasks: [scriptTask('pick', 'if [ "$VERDICT_CANDIDATE" = 1 ]; then echo GOOD > out.txt; else echo GOOD GOOD > out.txt; fi', 'grep -q GOOD out.txt || { echo "no GOOD"; exit 1; }', { repeat: 2, select: 'ranked', max_attempts: 1, timeout_s: 120, rank: { rubric: 'More GOOD is better.', engines: ['slow'] } })],
+    });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { ...env, VERDICT_IDENTITY: 'tester' }, reject: false, all: true, stdin: 'ignore' });
+    let s: { runId: string; tasks: TaskJson[] } | null = null;
+    for (let i = 0; i < 1200 && !(s && task(s, 'pick').status === 'checking'); i++) {
+      await new Promise((res) => setTimeout(res, 50));
+      try {
+        s = state(home);
+      } catch {
+        s = null; // not written yet, or being replaced
+      }
+    }
+    assert.equal(s && task(s, 'pick').status, 'checking', 'the ranking started');
+    const runId = (s as { runId: string }).runId;
+    const stop = await cli(['stop', runId, 'pick', '--home', home], { env: { VERDICT_IDENTITY: 'tester' } });
+    assert.equal(stop.exitCode, 0, stop.all);
+    const r = await child;
+    assert.equal(r.exitCode, 1, r.all);
+    const stopped = task(state(home), 'pick');
+    assert.deepEqual([stopped.status, stopped.reason, stopped.winner], ['CANCELLED', 'stopped by tester', undefined]);
+    const first = readRows(home).filter((x) => x.step !== 'work');
+    assert.deepEqual(first.map((x) => [x.step, x.attempt, x.verdict]), [['rank', 1, 'CANCELLED']]);
+    assert.match(String(first[0]?.notes), /stopped before it answered \(stopped by tester\)/);
+
+    fs.writeFileSync(go, '');
+    const resumed = await cli(['resume', runId, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.equal(resumed.exitCode, 0, resumed.all);
+    const after = state(home);
+    assert.deepEqual(after.tasks.map((t) => [t.key, t.status]), [['pick', 'PASS'], ['pick--c1', 'PASS'], ['pick--c2', 'PASS']]);
+    assert.deepEqual([task(after, 'pick').winner, task(after, 'pick').scores], ['pick--c2', { 'pick--c1': 3, 'pick--c2': 6 }]);
+    // The candidates did not run again; the ranking did, as round 2.
+    const rows = readRows(home);
+    assert.equal(rows.filter((x) => x.step === 'work').length, 2);
+    assert.deepEqual(rows.filter((x) => x.step !== 'work').map((x) => [x.step, x.attempt, x.verdict]), [['rank', 1, 'CANCELLED'], ['rank', 2, 'PASS'], ['select', 1, 'PASS']]);
+    assert.ok(fs.existsSync(path.join(home, 'runs', runId, 'tasks', 'pick', 'rank-2', 'receipt.json')));
+    // The winner passed under the first orchestrator: its select row is rebuilt from state.json, credited to it.
+    const select = rows.find((x) => x.step === 'select');
+    assert.deepEqual([select?.task_key, select?.candidate, select?.worker_engine, select?.commit, (select?.ranking as { ranked?: boolean } | undefined)?.ranked], ['pick', 2, 'script', null, true]);
+    // The resumed orchestrator did not act again on the stop the first one acknowledged.
+    assert.doesNotMatch(resumed.all, /control: stop pick/);
   });
 
   it('one passing candidate wins without a ranking; no valid ranking at all chooses the lowest-numbered, unranked, and says why', async () => {

@@ -620,8 +620,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     }
   }
   const reader = new ControlReader(controlFile(dir));
+  // A continued run reads the file from its start: what an earlier orchestrator acknowledged is not done again.
+  const acknowledged = new Set((state.control ?? []).map((a) => a.id));
   const pollControl = () => {
-    for (const c of reader.read()) handle(c);
+    for (const c of reader.read()) if (!acknowledged.has(c.id)) handle(c);
   };
   const poller = setInterval(pollControl, CONTROL_POLL_MS);
 

@@ -15,6 +15,8 @@ import { createBranchAt } from '../../git/branch';
 import { shortHost } from '../../host/hostname';
 import { appendEvalRow } from '../../store/eval-log';
 import type { EvalRow, RankingColumn } from '../../store/eval-row';
+import type { RunState } from '../../live/state';
+import { recordFromView, type AttemptRecord } from '../attempt-record';
 import { statusInfo } from '../../../../schemas/status';
 import type { AttemptContext, TaskRuntime } from '../steps/context';
 import { beatenReason, groupGate, type CandidateStatus, type GroupGate } from './group';
@@ -133,8 +135,9 @@ export class BestOfN {
         }),
       );
     }
-    // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads.
-    const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1);
+    // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads. A
+    // winner that passed under an earlier orchestrator (a resumed run) has its record rebuilt from state.json.
+    const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1) ?? (w ? passFromState(ctx.stateFile.state, w) : undefined);
     if (won) this.writeRow(group, selectRow(won, group.spec.key, reason, Date.now(), ranking?.column), `select row (${winner.key} won)`);
     if (group.spec.select === 'first-pass') {
       for (const k of group.spec.after) {
@@ -210,6 +213,12 @@ export class BestOfN {
     if (!seal) throw new Error(`no sealed commit of ${key}'s PASS is on record`);
     return { mode: 'worktree', git, seal };
   }
+}
+
+/** The record of the task's last PASS as state.json keeps it (its commit the task's), or undefined. */
+function passFromState(run: RunState, t: TaskRuntime): AttemptRecord | undefined {
+  const view = t.state.attempts.filter((a) => a.verdict === 'PASS').at(-1);
+  return view && view.endedAt !== null ? { ...recordFromView(run, t.state, view, t.spec.spec, t.engine.harness), commit: t.state.commit } : undefined;
 }
 
 /** The next ranking round of a group: one more than the rounds whose folders are in its records. */
