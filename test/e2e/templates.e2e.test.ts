@@ -160,6 +160,17 @@ const FIXTURES: Record<string, Fixture> = {
     good: { 'csv-parser': file('src/csv.mjs', "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n') { row.push(f); rows.push(row); row = []; f = ''; }\n    else if (c !== '\\r') f += c;\n  }\n  if (f || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}") },
     bad: { 'csv-parser': file('src/csv.mjs', "export const parseCsv = (t) => t.split('\\n').map((l) => l.split(','));") },
   },
+  phases: {
+    files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, type: 'module' }) },
+    // One script for every file ({file} is replaced per implement task): each module exports one function.
+    good: { 'stats-helpers': `f={file}; mkdir -p src; case $(basename $f .mjs) in
+zscore) printf '%s\\n' 'export function zscore(xs) { if (!xs.length) throw new RangeError("empty"); const m = xs.reduce((a, b) => a + b, 0) / xs.length; const sd = Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / xs.length); return xs.map((x) => (x - m) / sd); }' > $f ;;
+winsorize) printf '%s\\n' 'export function winsorize(xs, lo = -Infinity, hi = Infinity) { if (!xs.length) throw new RangeError("empty"); return xs.map((x) => Math.min(hi, Math.max(lo, x))); }' > $f ;;
+ewma) printf '%s\\n' 'export function ewma(xs, a = 0.5) { if (!xs.length) throw new RangeError("empty"); const out = [xs[0]]; for (let i = 1; i < xs.length; i++) out.push(a * xs[i] + (1 - a) * out[i - 1]); return out; }' > $f ;;
+esac` },
+    // Two exports per file: the template's own check fails every implementer (and the test phase never runs).
+    bad: { 'stats-helpers': "f={file}; mkdir -p src; printf '%s\\n' 'export const a = 1;' 'export const b = 2;' > $f" },
+  },
   'best-of-n': {
     files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
     good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
@@ -210,6 +221,7 @@ interface Task {
   validate?: { engines?: unknown[]; engine?: string; spec?: string };
   council?: { members: unknown[]; review?: { spec?: string }; chair: { engine?: string; spec?: string } };
   critique?: { critics: unknown[] };
+  phases?: { test: { engine: string }; review?: { engines: unknown[] } };
 }
 
 /**
@@ -227,6 +239,10 @@ function reviewerConfig(dir: string): { config: string; env: Record<string, stri
   }
   fs.writeFileSync(path.join(bin, 'rank-a'), `#!/bin/bash\ns=''; for n in A B C D E F; do { [ -s "$n.diff" ] || [ -s "$n.txt" ]; } || continue; s="$s\${s:+, }\\"$n\\": 5"; done\n[ -n "$s" ] || exit 3\necho "{\\"scores\\": {$s}}"\n`, { mode: 0o755 });
   engines['rank-a'] = { binary: 'rank-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'rank-a-1' };
+  // The phases template's test writer (another engine than the implementers'): tests for its three helpers.
+  const statsTest = `import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { zscore } from '../src/zscore.mjs';\nimport { winsorize } from '../src/winsorize.mjs';\nimport { ewma } from '../src/ewma.mjs';\ntest('helpers', () => {\n  assert.deepEqual(zscore([1, 3]), [-1, 1]);\n  assert.deepEqual(winsorize([1, 5, 9], 2, 8), [2, 5, 8]);\n  assert.deepEqual(ewma([2, 4]), [2, 3]);\n  for (const f of [zscore, winsorize, ewma]) assert.throws(() => f([]), RangeError);\n});\n`;
+  fs.writeFileSync(path.join(bin, 'tester-a'), `#!/bin/bash\nmkdir -p test && cat > test/stats.test.mjs <<'EOF'\n${statsTest}EOF\n`, { mode: 0o755 });
+  engines['tester-a'] = { binary: 'tester-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'tester-a-1' };
   fs.writeFileSync(path.join(bin, 'crit-a'), `#!/bin/bash\ntest -d "$VERDICT_TASK_DIR" || exit 3\necho '{"criticisms": []}'\n`, { mode: 0o755 });
   engines['crit-a'] = { binary: 'crit-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'crit-a-1' };
   const config = path.join(dir, 'config.json');
@@ -267,6 +283,10 @@ async function runTemplate(id: string, which: 'good' | 'bad') {
     if (t.review) t.review.engines = ['rev-a', 'rev-b'];
     if (t.rank) t.rank.engines = ['rank-a'];
     if (t.critique) t.critique.critics = ['crit-a'];
+    if (t.phases) {
+      t.phases.test.engine = 'tester-a';
+      if (t.phases.review) t.phases.review.engines = ['rev-a', 'rev-b'];
+    }
     if (m.review) m.review.engines = ['rev-a', 'rev-b'];
   }
   fs.writeFileSync(manifestFile, JSON.stringify(m, null, 2));
@@ -299,6 +319,7 @@ describe('templates: each runs end to end with the script engine; its check pass
       for (const t of state.tasks) assert.ok(t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')), `${t.key}: ${t.status} ${t.reason}\n${out}`);
       if (id === 'code-review') assert.deepEqual(rows.filter((r) => r.step === 'review').map((r) => r.verdict), ['PASS', 'PASS', 'PASS', 'PASS'], 'both reviewers approved both tasks');
       if (id === 'ranked') assert.deepEqual([rows.filter((r) => r.step === 'rank').map((r) => r.verdict), state.tasks.find((t) => t.key === 'fix-parser')?.reason?.match(/tie between/)?.[0]], [['PASS'], 'tie between'], 'the ranking reviewer scored both candidates (a tie)');
+      if (id === 'phases') assert.deepEqual(rows.map((r) => [r.task_key, r.step, r.worker_engine]).filter((r) => r[1] === 'work').sort(), [['stats-helpers', 'work', 'tester-a'], ['stats-helpers--impl-1', 'work', 'script'], ['stats-helpers--impl-2', 'work', 'script'], ['stats-helpers--impl-3', 'work', 'script']], 'three implementers, then the tests by another engine');
       if (id === 'critique-loop') assert.deepEqual(rows.map((r) => [r.step, r.worker_engine, r.verdict]), [['work', 'script', 'PASS'], ['critique', 'crit-a', 'PASS']], 'the critic found nothing: the loop ended after round 1');
       if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
     });

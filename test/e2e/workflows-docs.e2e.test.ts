@@ -49,7 +49,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'critique', 'generated', 'inputs', 'ranked', 'validated']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'critique', 'generated', 'inputs', 'phases', 'ranked', 'validated']);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {
@@ -122,5 +122,12 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['slug', 'PASS']]);
     assert.deepEqual(state.tasks[0]?.critique && { ...state.tasks[0].critique, stopped: state.tasks[0].critique.stopped }, { report: (state.tasks[0]?.critique as { report?: string }).report, rounds: 2, revisions: 1, verified: 1, dropped: 0, unresolved: 0, stopped: 'no verified criticism remains' });
     assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.worker_engine, r.verdict]), [['work', 1, 'script', 'PASS'], ['critique', 1, 'slug-critic', 'PASS'], ['work', 2, 'script', 'PASS'], ['critique', 2, 'slug-critic', 'PASS']]);
+  });
+
+  it('phases: one implementer per file, then another engine\'s tests pass on both', async () => {
+    const { code, out, state, rows } = await runExample('phases');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['case--impl-1', 'PASS'], ['case--impl-2', 'PASS'], ['case', 'PASS']]);
+    assert.deepEqual(rows.map((r) => [r.task_key, r.worker_engine]).sort(), [['case', 'case-tester'], ['case--impl-1', 'script'], ['case--impl-2', 'script']]);
   });
 });

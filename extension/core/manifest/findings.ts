@@ -36,7 +36,8 @@ export type RuleId =
   | 'inputs'
   | 'validate'
   | 'council'
-  | 'critique';
+  | 'critique'
+  | 'phases';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -90,6 +90,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   validate: 'validate',
   council: 'council',
   critique: 'critique',
+  phases: 'phases',
 };
 
 /**

@@ -14,6 +14,7 @@ import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { validateProblems } from './rules/validate';
 import { councilProblems } from './rules/council';
 import { critiqueProblems } from './rules/critique';
+import { phasesProblems } from './rules/phases';
 import { compileWorkflows } from './workflows';
 import { ManifestError, type EngineChoice, type CritiquePolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec, type TreeKind } from './types';
 
@@ -162,6 +163,15 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       if (typeof name !== 'string' || !options.engines || options.engines.has(name)) continue;
       error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, ...at], index), path: formatPath(['tasks', i, ...at]), message: `unknown engine "${name}" (${who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
     }
+    if (isObject(t.phases)) {
+      if (isObject(t.phases.review)) unknownReviewers(t.phases.review.engines, ['tasks', i, 'phases', 'review'], `tasks[${i}].phases.review`);
+      for (const [field, who] of [['implement', 'the implementer'], ['test', 'the test phase']] as const) {
+        const entry = t.phases[field];
+        const name = isObject(entry) ? entry.engine : undefined;
+        if (typeof name !== 'string' || !options.engines || options.engines.has(name)) continue;
+        error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, 'phases', field, 'engine'], index), path: `tasks[${i}].phases.${field}.engine`, message: `unknown engine "${name}" (${who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
+      }
+    }
     if (isObject(t.critique)) unknownReviewers(t.critique.critics, ['tasks', i, 'critique'], `tasks[${i}].critique`, 'criticise', 'critics');
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
@@ -187,6 +197,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   }
   for (const p of councilProblems(taskList, options.existingKeys)) {
     error('council', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
+  }
+  for (const p of phasesProblems(taskList, DEFAULT_ENGINE, options.existingKeys)) {
+    error('phases', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
   }
   for (const c of critiqueProblems(taskList)) {
     error('critique', { range: rangeOfPath(root, c.path, index), path: formatPath(c.path), message: c.message });
@@ -266,7 +279,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     include: (data.include as string[] | undefined) ?? [],
     pool: str(data.pool),
     remote: str(data.remote)?.startsWith('.') ? path.resolve(dir, str(data.remote) as string) : str(data.remote),
-    tasks: compileWorkflows(tasks, data.tasks),
+    tasks: compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true }),
     raw: data,
   };
 }

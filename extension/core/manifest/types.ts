@@ -186,8 +186,8 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
- * that breaks the rules of rules/generate.ts), `inputs`, `validate`, `council`, `critique` (rules/inputs.ts, rules/validate.ts,
- * rules/council.ts, rules/critique.ts), `unreadable` (the file could not be read).
+ * that breaks the rules of rules/generate.ts), `inputs`, `validate`, `council`, `critique`, `phases` (rules/inputs.ts,
+ * rules/validate.ts, rules/council.ts, rules/critique.ts, rules/phases.ts), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'
@@ -205,6 +205,7 @@ export type ProblemCode =
   | 'validate'
   | 'council'
   | 'critique'
+  | 'phases'
   | 'unreadable';
 
 /** A problem found while loading: where it is and what is wrong. */
