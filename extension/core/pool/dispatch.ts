@@ -21,6 +21,20 @@ import { JOB_VERSION, queueOf, type AttemptJob } from './payload';
 export const DISPATCH_POLL_MS = 250;
 /** pg-boss's retries of a job that was taken and never settled (expired, or failed back by the orchestrator). */
 export const QUEUE_RETRIES = 5;
+/**
+ * After the run is cancelled (Ctrl-C, `verdict stop`), how long the orchestrator keeps trying to reach an unreachable
+ * database to withdraw or cancel an attempt before it gives up and records the attempt INTERRUPTED, ms.
+ */
+export const CANCEL_GRACE_MS = 10_000;
+
+/** The pool's database stayed unreachable for CANCEL_GRACE_MS after the run was cancelled. */
+export class PoolUnreachable extends Error {
+  constructor(cause: string) {
+    super(`the pool's database stayed unreachable for ${CANCEL_GRACE_MS / 1000} s after the run was cancelled (${cause})`);
+    this.name = 'PoolUnreachable';
+  }
+}
+
 /** pg-boss's own expiry of a claimed job (a backstop: the heartbeat decides first), s: the task's limits plus this. */
 const EXPIRY_MARGIN_S = 600;
 
@@ -79,7 +93,24 @@ export class PoolDispatcher {
     return { name: 'work', when: (rec) => rec.verdict === null, run: (ctx, task, rec, io) => this.runRemote(ctx, task, rec, io) };
   }
 
+  /**
+   * Runs the attempt on the pool. Cancelled while the database cannot be reached (see untilDone), it does not wait
+   * for the database: the attempt is recorded INTERRUPTED (resumable), since a worker may still be running it.
+   */
   private async runRemote(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string; sync: () => void }): Promise<Judgement> {
+    try {
+      return await this.dispatch(ctx, task, rec, io);
+    } catch (e) {
+      if (e instanceof Cancelled || !task.abort.signal.aborted) throw e;
+      const ref = `refs/verdict/${ctx.runId}/${task.spec.key}/${rec.attempt}`;
+      return {
+        verdict: 'INTERRUPTED',
+        reason: `the run was cancelled while ${e instanceof PoolUnreachable ? e.message : `the pool's database could not be reached (${(e as Error).message})`}: whether a pool worker still runs attempt ${rec.attempt} is unknown; a result it reports stays in the pool's database (verdict_pool_attempts) and its sealed commit on the remote as ${ref}; \`verdict resume ${ctx.runId}\` runs the task again`,
+      };
+    }
+  }
+
+  private async dispatch(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string; sync: () => void }): Promise<Judgement> {
     if (!ctx.repo) throw new Error('a pool run needs worktree mode (a git repository and a remote)');
     const repo = ctx.repo;
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
@@ -205,12 +236,18 @@ export class PoolDispatcher {
     this.queues.add(queue);
   }
 
-  /** A query that waits out an outage (retrying every second while `task` is not stopped; `null`: once). */
+  /** A query that waits out an outage (see untilDone; `null`: once). */
   private async query(sql: string, params: unknown[], task: TaskRuntime | null): Promise<pg.QueryResult | null> {
     return this.untilDone(() => this.db.query(sql, params), task);
   }
 
+  /**
+   * `fn` until it succeeds, every second (`task` null: once). An outage delays work and loses none; but once the
+   * task is stopped (the run cancelled) an outage is waited out for CANCEL_GRACE_MS at most.
+   * @throws PoolUnreachable when it is still failing CANCEL_GRACE_MS after the task was stopped; `fn`'s error when `task` is null
+   */
   private async untilDone<T>(fn: () => Promise<T>, task: TaskRuntime | null): Promise<T> {
+    let failingSince: number | null = null;
     for (;;) {
       try {
         const r = await fn();
@@ -219,6 +256,10 @@ export class PoolDispatcher {
       } catch (e) {
         this.healthySince = null;
         if (!task) throw e;
+        if (task.abort.signal.aborted) {
+          failingSince ??= Date.now();
+          if (Date.now() - failingSince >= CANCEL_GRACE_MS) throw new PoolUnreachable((e as Error).message || String(e));
+        }
         await sleep(1000);
       }
     }
