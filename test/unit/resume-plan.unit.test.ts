@@ -27,6 +27,17 @@ describe('which tasks a resume or rerun of a run that ended runs again (run/resu
     assert.deepEqual(tasksToRunAgain(graph, { verb: 'rerun', task: 'f' }), { again: ['f'] });
   });
 
+  it('rerun: a dependent that read it as an input runs again whatever it ended (its verdict judged the work being replaced), transitively; a dependent that did not read it stays', () => {
+    const read = (...keys: string[]) => ({ inputs: { dir: '/i', entries: keys.map((k, i) => ({ name: String.fromCharCode(65 + i), path: String.fromCharCode(65 + i), key: k, member: k, source: 'c0ffee' })), excluded: [], omitted: [] } });
+    const council = run([
+      task('q--a1', 'PASS'), task('q--a2', 'PASS'),
+      task('q--r1', 'PASS', { after: ['q--a1', 'q--a2'], ...read('q--a2') }), task('q--r2', 'FAIL', { after: ['q--a1', 'q--a2'], ...read('q--a1') }),
+      task('q', 'PASS', { after: ['q--a1', 'q--a2', 'q--r1', 'q--r2'], ...read('q--a1', 'q--a2', 'q--r1') }), task('later', 'PASS', { after: ['q'] }),
+    ]);
+    assert.deepEqual(tasksToRunAgain(council, { verb: 'rerun', task: 'q--a2' }), { again: ['q--a2', 'q--r1', 'q'] });
+    assert.deepEqual(tasksToRunAgain(council, { verb: 'rerun', task: 'q--r2' }), { again: ['q--r2'] });
+  });
+
   it('rerun: a task BLOCKED by a prerequisite that did not pass is refused, naming it; an unknown task too', () => {
     assert.deepEqual(tasksToRunAgain(graph, { verb: 'rerun', task: 'c' }), { refused: 'c is BLOCKED by b (FAIL): rerun b, and c runs again once it passes' });
     assert.match((tasksToRunAgain(graph, { verb: 'rerun', task: 'zz' }) as { refused: string }).refused, /^run r1 has no task zz \(tasks: a, b, c/);

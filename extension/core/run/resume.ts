@@ -47,7 +47,7 @@ export interface RunContinuation {
  * Which tasks of `state` run again: for `resume` every task whose status is resumable (schemas/status.ts: all but
  * PASS and SKIPPED, BLOCKED included) except the candidates of a best-of-N task that already passed; for `rerun` the
  * task and, transitively, its dependents that ended BLOCKED (a best-of-N task's own entry among them when it had no
- * winner).
+ * winner) or that read one of them as an input (state.json `inputs.entries`), whatever they ended.
  * Returns the keys in manifest order, or why nothing can run.
  */
 export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'verb' | 'task'>): { again: string[] } | { refused: string } {
@@ -69,7 +69,11 @@ export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'ver
   for (let grew = true; grew; ) {
     grew = false;
     for (const t of state.tasks) {
-      if (again.has(t.key) || t.status !== 'BLOCKED' || !(t.after ?? []).some((k) => again.has(k))) continue;
+      if (again.has(t.key) || !(t.after ?? []).some((k) => again.has(k))) continue;
+      // A task that read one of them as an input (a validator, a council's reviews and chair) judged work that is
+      // about to be replaced: it runs again too, whatever it ended, or its verdict would stand over work it never saw.
+      const readIt = t.inputs?.entries.some((e) => again.has(e.key)) ?? false;
+      if (t.status !== 'BLOCKED' && !readIt) continue;
       again.add(t.key);
       grew = true;
     }
