@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseManifest } from '../../extension/core/manifest/load';
+import { preflight, PreflightError } from '../../extension/core/run/preflight';
+import { builtinEngines } from '../../engines';
 import { groupGate, beatenReason } from '../../extension/core/run/workflows/group';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
 
@@ -66,6 +71,16 @@ describe('lint: repeat', () => {
     assert.match(errors[2] ?? '', /^tasks\[2\]\.rank: missing required field "engines"/);
     assert.match(errors[3] ?? '', /^tasks\[3\]\.rank\.engines\[1\]: the script engine cannot rank: it runs its prompt as a bash script/);
     assert.match(errors[4] ?? '', /^tasks\[4\]\.rank\.engines\[0\]: unknown ranking reviewer engine "nope"/);
+  });
+
+  it('ranked on a pool run is refused in preflight, naming the task (its rankers run on the orchestrator\'s machine)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-ranked-pool-'));
+    const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test', enginesElsewhere: true };
+    const ranked = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }] }), path.join(dir, 'm.json')).manifest;
+    assert.ok(ranked);
+    await assert.rejects(preflight(ranked, builtinEngines(), process.env, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /task fix: "select": "ranked" does not run over a worker pool yet/.test(e.message));
+    const all = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'all' }] }), path.join(dir, 'm.json')).manifest;
+    await preflight(all as NonNullable<typeof all>, builtinEngines(), process.env, path.join(dir, 'home'), policy);
   });
 
   it('ranked compiles: the group carries select ranked and its rank; candidates do not', () => {

@@ -57,6 +57,8 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     const problem = writableFolderProblem('VERDICT_HOME', home);
     if (problem) problems.push(problem);
   }
+  // A ranking runs its reviewers here, on copies of the candidates' sealed work that a pool's workers keep elsewhere.
+  if (policy.enginesElsewhere) for (const t of manifest.tasks.filter((x) => x.select === 'ranked')) problems.push(`task ${t.key}: "select": "ranked" does not run over a worker pool yet (its ranking reviewers run here, on the candidates' sealed work); run it without "pool", or use "select": "all"`);
   // A critique loop keeps its rounds in this orchestrator, between attempts that a pool would run elsewhere.
   if (policy.enginesElsewhere) for (const t of manifest.tasks.filter((x) => x.critique)) problems.push(`task ${t.key}: a critique loop does not run over a worker pool yet (its revisions are decided between attempts, here); run it without "pool"`);
   const binaries = new Map<string, string>();
