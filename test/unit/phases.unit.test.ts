@@ -56,3 +56,15 @@ describe('phases: lint', () => {
     assert.deepEqual(errors({ phases: { files: ['a'], test: { engine: 'claude' } } }).map((e) => e.slice(0, 2)), [['schema', 'tasks[0].phases.test']]);
   });
 });
+
+describe('phases: in a generated tasks file', () => {
+  it('a phases task counts its implement tasks and test phase against max_tasks, and its engines must be the run\'s', async () => {
+    const { validateGenerated } = await import('../../extension/core/manifest/generated');
+    const planner = parseManifest(JSON.stringify({ tasks: [{ key: 'plan', engine: 'codex', spec: 's', generate: { file: 'tasks.json', max_tasks: 3 } }] }), '/m.swarm.json', { engines }).manifest!.tasks[0]!;
+    const text = JSON.stringify([{ key: 'u', engine: 'codex', spec: 'Write {file}', check: 'node --check {file}', task_type: 't', verified: 'v', phases: { files: ['a.mjs', 'b.mjs', 'c.mjs'], test: { engine: 'gemini', check: 'node --test' } } }], null, 2);
+    const r = await validateGenerated(text, '/w/tasks.json', { planner, existingKeys: new Set(['plan']), allowedEngines: new Set(['codex', 'claude']), lint: { engines: builtinEngines(), allowFullAccess: false }, worktrees: false });
+    const errors = r.findings.filter((f) => f.severity === 'error').map((f) => f.message);
+    assert.ok(errors.some((m) => /more tasks than "max_tasks": 3 .*with its 4 implement and test tasks/.test(m)), errors.join('\n'));
+    assert.ok(errors.some((m) => /phases\.test\.engine: engine "gemini" is not one this run started with/.test(m)), errors.join('\n'));
+  });
+});

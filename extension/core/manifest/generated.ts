@@ -69,9 +69,9 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     if (!isObject(t)) return;
     const key = typeof t.key === 'string' ? t.key : null;
     const err = (path: (string | number)[], message: string) => findings.push(finding('error', `[${i}]${path.length ? `.${path.join('.')}` : ''}: ${message}`, at(root, [i, ...path]), key));
-    const n = typeof t.repeat === 'number' ? t.repeat : Array.isArray(t.candidates) ? t.candidates.length : 1;
+    const n = compiledCount(t);
     if (workers <= ctx.planner.generate!.maxTasks && workers + n > ctx.planner.generate!.maxTasks) {
-      err([], `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} candidates` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`);
+      err([], `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${isObject(t.phases) ? 'implement and test tasks' : 'candidates'}` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`);
     }
     workers += n;
     if (t.generate !== undefined) err(['generate'], 'a generated task cannot generate tasks itself (no recursion); write its tasks into this file instead');
@@ -88,6 +88,7 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     if (Array.isArray(t.candidates)) t.candidates.forEach((c, j) => engines.push([['candidates', j, 'engine'], isObject(c) ? c.engine : undefined]));
     if (Array.isArray(t.fallback)) t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
     if (isObject(t.rank) && Array.isArray(t.rank.engines)) t.rank.engines.forEach((r, j) => engines.push([typeof r === 'string' ? ['rank', 'engines', j] : ['rank', 'engines', j, 'engine'], typeof r === 'string' ? r : isObject(r) ? r.engine : undefined]));
+    if (isObject(t.phases)) for (const field of ['implement', 'test'] as const) if (isObject(t.phases[field])) engines.push([['phases', field, 'engine'], (t.phases[field] as Record<string, unknown>).engine]);
     if (isObject(t.critique) && Array.isArray(t.critique.critics)) t.critique.critics.forEach((c, j) => engines.push([['critique', 'critics', j], typeof c === 'string' ? c : isObject(c) ? c.engine : undefined]));
     for (const [path, engine] of engines) {
       if (typeof engine !== 'string' || ctx.allowedEngines.has(engine)) continue;
@@ -113,7 +114,15 @@ export function formatGeneratedFinding(f: Finding): string {
 }
 
 function countWorkers(data: unknown[]): number {
-  return data.reduce<number>((n, t) => n + (isObject(t) ? (typeof t.repeat === 'number' ? t.repeat : Array.isArray(t.candidates) ? t.candidates.length : 1) : 1), 0);
+  return data.reduce<number>((n, t) => n + (isObject(t) ? compiledCount(t) : 1), 0);
+}
+
+/** The tasks one generated entry compiles into: its candidates (best-of-N), its implement tasks and test phase (phases), else 1. */
+function compiledCount(t: Record<string, unknown>): number {
+  if (typeof t.repeat === 'number') return t.repeat;
+  if (Array.isArray(t.candidates)) return t.candidates.length;
+  if (isObject(t.phases) && Array.isArray(t.phases.files)) return t.phases.files.length + 1;
+  return 1;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
