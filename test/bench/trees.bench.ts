@@ -2,14 +2,15 @@
  * Benchmark (not a test): what one task's tree costs with each `tree` choice (docs/manifest.md "Trees") on a generated
  * monorepo, as ratios to `worktree` measured in the same run.
  *
- *   npm run bench:trees      (env: BENCH_FILES=50000 BENCH_TASKS=20 BENCH_FILE_BYTES=4000 BENCH_PARALLEL=4)
+ *   npm run bench:trees      (env: BENCH_FILES=50000 BENCH_TASKS=20 BENCH_FILE_BYTES=4000 BENCH_PARALLEL=4;
+ *                             BENCH_WHOLE=0 skips part 2)
  *
  * Repository: BENCH_FILES files of ~BENCH_FILE_BYTES bytes each (distinct contents), in 50 packages
  * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
  * Part 1, the tree alone: BENCH_TASKS calls of addWorktree (core/git/worktree.ts: branch, registration, checkout, the
  * task's index) one after another, per tree: per-task time (median and max, ms) and per-task disk (du of the task's
  * own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer, the
- * admin dir with the task's index, and the base index, a hard link to the shared one). Overlay's lower layer (one per
+ * admin dir with the task's index; its base index is a hard link to the shared one, not counted). Overlay's lower layer (one per
  * run and start commit) is timed and sized apart. Sparse tasks each take one package (`packages/p<i>/**`).
  * Part 2, whole runs: runManifest with BENCH_TASKS instant tasks (`echo ok > packages/p<i>/src/out.txt`, check `test
  * -s`), worktree mode, max_parallel BENCH_PARALLEL, sandbox on and off, commits made by the seal: wall time.
@@ -93,7 +94,8 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
     const t0 = performance.now();
     const links = await addWorktree(info, dir, taskBranch(`bench-${kind}`, key), { tree });
     times.push(performance.now() - t0);
-    const own = [links.adminDir, path.join(runRoot, '.index', key), kind === 'overlay' ? path.join(runRoot, '.overlay', key) : dir];
+    // Overlay's base index is a hard link to the lower layer's: no blocks of its own, so not counted.
+    const own = kind === 'overlay' ? [links.adminDir, path.join(runRoot, '.overlay', key)] : [links.adminDir, path.join(runRoot, '.index', key), dir];
     disks.push(diskBytes(own));
   }
   if (kind === 'overlay') await releaseOverlays(runRoot);
@@ -139,13 +141,14 @@ async function main(): Promise<void> {
   if (!overlay.ok) console.log(`overlay: not measured here (${overlay.reason})`);
 
   console.log('\npart 1: the tree alone (addWorktree, one task after another)');
-  const figures: TreeFigures[] = [];
-  for (const kind of kinds) figures.push(await treesAlone(repo, kind, root));
-  const base = figures[0] as TreeFigures;
-  for (const f of figures) {
+  let base: TreeFigures | null = null;
+  for (const kind of kinds) {
+    const f = await treesAlone(repo, kind, root);
+    base ??= f;
     const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)}, ${fmtBytes(f.shared.bytes)}` : '';
     console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}), ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of worktree${shared}`);
   }
+  if (process.env.BENCH_WHOLE === '0') return;
 
   console.log(`\npart 2: whole runs (${TASKS} instant tasks, max_parallel ${PARALLEL}, commits by the seal)`);
   for (const mode of ['auto', 'off'] as SandboxMode[]) {
