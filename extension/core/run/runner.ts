@@ -540,11 +540,15 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     task.failure = null;
     task.state.status = 'queued';
     delete task.state.reason;
-    // Its dependents that ended BLOCKED wait for it again (and theirs for them).
+    // Its dependents that ended BLOCKED wait for it again (and theirs for them); so do those that ended having read it
+    // as an input (a validator, a council's reviews and chair): their verdict judged the work about to be replaced.
     const unblocked: TaskRuntime[] = [];
     const unblock = (key: string) => {
       for (const t of tasks) {
-        if (t.state.status !== 'BLOCKED' || !t.spec.after.includes(key) || unblocked.includes(t)) continue;
+        if (t === task || !t.spec.after.includes(key) || unblocked.includes(t)) continue;
+        const readIt = statusInfo(t.state.status).final && (t.state.inputs?.entries.some((e) => e.key === key) ?? false);
+        if (t.state.status !== 'BLOCKED' && !readIt) continue;
+        if (readIt) Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null });
         t.state.status = 'queued';
         delete t.state.reason;
         unblocked.push(t);
