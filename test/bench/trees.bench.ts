@@ -3,7 +3,8 @@
  * monorepo, as ratios to `worktree` measured in the same run.
  *
  *   npm run bench:trees      (env: BENCH_FILES=50000 BENCH_TASKS=20 BENCH_FILE_BYTES=4000 BENCH_PARALLEL=4;
- *                             BENCH_WHOLE=0 skips part 2)
+ *                             BENCH_WHOLE=0 skips part 2; BENCH_KINDS=sparse,overlay measures only those, and the
+ *                             ratios are then to the first one listed)
  *
  * Repository: BENCH_FILES files of ~BENCH_FILE_BYTES bytes each (distinct contents), in 50 packages
  * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
@@ -137,7 +138,8 @@ async function main(): Promise<void> {
   const repo = generatedRepo(path.join(root, 'repo'));
   console.log(`repository: ${FILES} files of ~${FILE_BYTES} bytes, ${fmtBytes(diskBytes([path.join(repo)]) - diskBytes([path.join(repo, '.git')]))} checked out (made in ${fmtMs(performance.now() - t0)}); ${TASKS} tasks`);
   const overlay = await probeOverlay();
-  const kinds: TreeKind[] = ['worktree', 'sparse', ...(overlay.ok ? (['overlay'] as const) : [])];
+  const only = process.env.BENCH_KINDS?.split(',') as TreeKind[] | undefined;
+  const kinds: TreeKind[] = (['worktree', 'sparse', ...(overlay.ok ? (['overlay'] as const) : [])] as TreeKind[]).filter((k) => !only || only.includes(k));
   if (!overlay.ok) console.log(`overlay: not measured here (${overlay.reason})`);
 
   console.log('\npart 1: the tree alone (addWorktree, one task after another)');
@@ -146,7 +148,7 @@ async function main(): Promise<void> {
     const f = await treesAlone(repo, kind, root);
     base ??= f;
     const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)}, ${fmtBytes(f.shared.bytes)}` : '';
-    console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}), ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of worktree${shared}`);
+    console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}), ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`);
   }
   if (process.env.BENCH_WHOLE === '0') return;
 
