@@ -40,9 +40,11 @@ export interface ParseOptions {
    * `after` one of them, and taking one as its own key is a duplicate-key error.
    */
   existingKeys?: ReadonlySet<string>;
+  /** Only the problems and the tree are wanted (lint): `manifest` stays null, the Manifest is not built. */
+  problemsOnly?: boolean;
 }
 
-/** The outcome of parsing: the manifest when there were no errors, and every problem found. */
+/** The outcome of parsing: the manifest when there were no errors (and `problemsOnly` was not asked), and every problem found. */
 export interface ParseResult {
   manifest: Manifest | null;
   problems: ManifestProblem[];
@@ -205,7 +207,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     error('critique', { range: rangeOfPath(root, c.path, index), path: formatPath(c.path), message: c.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
-  if (problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
+  if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
 
   return { manifest: toManifest(data, file), problems, tree: root };
 }
@@ -347,7 +349,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function duplicateProperties(root: Node): { node: Node; path: (string | number)[]; name: string }[] {
   const out: { node: Node; path: (string | number)[]; name: string }[] = [];
-  const walk = (node: Node, p: (string | number)[]) => {
+  // One path stack for the whole walk (copied only for a duplicate): a 1,000-task manifest has ~10,000 values.
+  const p: (string | number)[] = [];
+  const walk = (node: Node) => {
     if (node.type === 'object') {
       const names = new Set<string>();
       for (const prop of node.children ?? []) {
@@ -356,13 +360,22 @@ function duplicateProperties(root: Node): { node: Node; path: (string | number)[
         if (names.has(name) && nameNode) out.push({ node: nameNode, path: [...p, name], name });
         names.add(name);
         const value = prop.children?.[1];
-        if (value) walk(value, [...p, name]);
+        if (value && (value.type === 'object' || value.type === 'array')) {
+          p.push(name);
+          walk(value);
+          p.pop();
+        }
       }
     } else if (node.type === 'array') {
-      node.children?.forEach((c, i) => walk(c, [...p, i]));
+      node.children?.forEach((c, i) => {
+        if (c.type !== 'object' && c.type !== 'array') return;
+        p.push(i);
+        walk(c);
+        p.pop();
+      });
     }
   };
-  walk(root, []);
+  walk(root);
   return out;
 }
 

@@ -36,7 +36,10 @@ export interface LintTask {
   engine: string;
   spec: JsonString | null;
   check: JsonString | null;
-  /** The check read as bash (rules/shell.ts), parsed once for every rule. */
+  /**
+   * The check read as bash (rules/shell.ts), parsed once for every rule and shared by every task of the document with
+   * the same check text (offsets index into the check, so they hold for each); rules only read it.
+   */
   checkScript: ShellList[] | null;
   model: JsonString | null;
   /** Each string entry of expect_files, in order; null when the field is absent or not an array. */
@@ -78,6 +81,13 @@ export function lintDocument(text: string, file: string, root: Node, index: Line
   const tasksNode = findNodeAtLocation(root, ['tasks']);
   const tasksRaw = Array.isArray(raw.tasks) ? (raw.tasks as unknown[]) : [];
   const tasks: LintTask[] = [];
+  // 1,000 tasks usually share a few checks: each distinct text is read once.
+  const scripts = new Map<string, ShellList[]>();
+  const scriptOf = (check: string): ShellList[] => {
+    let lists = scripts.get(check);
+    if (!lists) scripts.set(check, (lists = parseShell(check)));
+    return lists;
+  };
   if (tasksNode?.type === 'array') {
     (tasksNode.children ?? []).forEach((node, i) => {
       if (node.type !== 'object') return;
@@ -96,7 +106,7 @@ export function lintDocument(text: string, file: string, root: Node, index: Line
         engine: str(taskRaw.engine) ?? DEFAULT_ENGINE,
         spec: string('spec'),
         check,
-        checkScript: check ? parseShell(check.value) : null,
+        checkScript: check ? scriptOf(check.value) : null,
         model: string('model'),
         expectFiles: filesNode?.type === 'array' ? (filesNode.children ?? []).filter((c) => c.type === 'string').map((c) => new JsonString(c, text, index)) : null,
         engineArgs: Array.isArray(args) ? args.filter((a): a is string => typeof a === 'string') : typeof args === 'string' ? args.split(/\s+/).filter(Boolean) : [],
