@@ -4,27 +4,17 @@
  * criticised attempt's number. The work attempt's row (attempt-record.ts evalRow) stays the worker's.
  */
 import path from 'node:path';
-import type { UsageReport } from '../../../engines/types';
-import type { Receipt } from '../process/supervisor';
-import { labOf, type CritiqueColumn, type EvalRow } from '../store/eval-row';
+import type { CritiqueColumn, EvalRow } from '../store/eval-row';
 import { recordFiles, type AttemptRecord } from './attempt-record';
 import type { CheckedCriticism } from './critique-loop';
+import { readerColumns, readerName, type ReaderRun } from './reader-record';
 
 /** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */
-export interface CritiqueRecord {
+export interface CritiqueRecord extends ReaderRun {
   /** 1-based position of the critic in the task's `critique.critics`. */
   critic: number;
   /** The loop's round (1-based). */
   round: number;
-  engine: string;
-  harness: string;
-  /** The model asked for (the entry's, else the engine's default); null when the engine chose. */
-  model: string | null;
-  startedAt: number;
-  endedAt: number;
-  receipt: Receipt | null;
-  usage: UsageReport | null;
-  costMicroUsd: number | null;
   /** Its criticisms, each checked (verified or dropped, with the evidence or why). */
   criticisms: CheckedCriticism[];
   /** Why the critic gave no valid answer; null when it gave one. */
@@ -41,9 +31,7 @@ export function critiqueFiles(rec: Pick<AttemptRecord, 'dir'>, critic: number): 
 }
 
 /** `engine/model` (or the engine alone), how reasons and notes name a critic. */
-export function criticName(r: Pick<CritiqueRecord, 'engine' | 'model'>): string {
-  return r.model ? `${r.engine}/${r.model}` : r.engine;
-}
+export const criticName = readerName;
 
 /**
  * The eval row of one critic's answer (schemas/eval-row.schema.json): verdict ERROR when it gave no valid answer, FAIL
@@ -53,7 +41,6 @@ export function criticName(r: Pick<CritiqueRecord, 'engine' | 'model'>): string 
  */
 export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
   if (rec.verdict === null || rec.endedAt === null) throw new Error(`attempt ${rec.attempt} of ${rec.taskKey} is not settled: no critique rows yet`);
-  const u = r.usage;
   const files = critiqueFiles(rec, r.critic);
   const verified = r.criticisms.filter((c) => c.verified).length;
   const dropped = r.criticisms.length - verified;
@@ -65,44 +52,25 @@ export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
     criticisms: r.criticisms.map((c) => ({ ...('command' in c ? { command: c.command } : { file: c.file, line: c.line }), claim: c.claim, verified: c.verified, evidence: c.evidence })),
   };
   return {
+    ...readerColumns(r),
     run_id: rec.runId,
     task_key: rec.taskKey,
     spec: rec.spec,
-    worker_engine: r.engine,
     verdict: r.error !== null ? 'ERROR' : dropped > 0 ? 'FAIL' : 'PASS',
-    duration_ms: Math.max(0, r.endedAt - r.startedAt),
-    worker_tokens: u && u.tokensIn !== null && u.tokensOut !== null ? u.tokensIn + u.tokensOut : null,
-    model: r.model,
     task_type: rec.taskType,
     retry: rec.retry,
     identity: rec.identity,
     notes: r.error ?? `round ${r.round}: ${verified} verified, ${dropped} dropped (pointed at nothing checkable)`,
     attempt: rec.attempt,
-    harness: r.harness,
-    lab: labOf(r.model),
-    reported_model: u?.reportedModel ?? null,
     access_plan: rec.accessPlan,
-    reasoning_effort: null,
     sandbox: rec.sandbox,
-    tokens_in: u?.tokensIn ?? null,
-    tokens_out: u?.tokensOut ?? null,
-    tokens_cached: u?.tokensCached ?? null,
-    tokens_reasoning: u?.tokensReasoning ?? null,
-    cost_microusd: r.costMicroUsd,
-    check_exit_code: null,
-    check_output: '',
-    worker_exit_code: r.receipt?.exitCode ?? null,
     run_name: rec.runName,
     host: rec.host,
-    started_at: new Date(r.startedAt).toISOString(),
-    ended_at: new Date(r.endedAt).toISOString(),
     branch: rec.branch,
-    commit: null,
     prompt_path: files.prompt,
     worker_log: files.log,
     check_log: recordFiles(rec).check,
     receipt_path: recordFiles(rec).receipt,
-    prev_hash: null, // set by appendEvalRow under the log's lock
     sealed: rec.sealed,
     step: 'critique',
     group: rec.group,

@@ -4,24 +4,14 @@
  * group's ranking round. Pure.
  */
 import path from 'node:path';
-import type { UsageReport } from '../../../../engines/types';
 import type { Containment } from '../../process/sandbox';
-import type { Receipt } from '../../process/supervisor';
-import { labOf, type EvalRow } from '../../store/eval-row';
+import type { EvalRow } from '../../store/eval-row';
+import { readerColumns, readerName, type ReaderRun } from '../reader-record';
 
 /** One ranking reviewer's ranking. Times epoch ms; cost integer micro-USD, null when unknown. */
-export interface RankRecord {
+export interface RankRecord extends ReaderRun {
   /** 1-based position of the reviewer in the task's `rank.engines`. */
   reviewer: number;
-  engine: string;
-  harness: string;
-  /** The model asked for (the entry's, else the engine's default); null when the engine chose. */
-  model: string | null;
-  startedAt: number;
-  endedAt: number;
-  receipt: Receipt | null;
-  usage: UsageReport | null;
-  costMicroUsd: number | null;
   /** The valid ranking's scores by neutral name, or null (then `error` says why). */
   scores: Record<string, number> | null;
   reasons: Record<string, string>;
@@ -41,9 +31,7 @@ export function rankFiles(dir: string, reviewer: number): { prompt: string; log:
 }
 
 /** `engine/model` (or the engine alone), how reasons and notes name a ranking reviewer. */
-export function rankerName(r: Pick<RankRecord, 'engine' | 'model'>): string {
-  return r.model ? `${r.engine}/${r.model}` : r.engine;
-}
+export const rankerName = readerName;
 
 /** The facts of the run and the group a rank row repeats. */
 export interface RankRowContext {
@@ -70,48 +58,28 @@ export interface RankRowContext {
  * reviewer was stopped, ERROR otherwise; `rank` holds the names and scores; the check's columns are empty.
  */
 export function rankRow(c: RankRowContext, r: RankRecord): EvalRow {
-  const u = r.usage;
   const files = rankFiles(c.dir, r.reviewer);
   const scored = r.scores ? Object.keys(c.names).map((n) => `${n} (candidate ${c.names[n]}) ${r.scores?.[n]}`).join(', ') : '';
   return {
+    ...readerColumns(r),
     run_id: c.runId,
     task_key: c.taskKey,
     spec: c.spec,
-    worker_engine: r.engine,
     verdict: r.scores ? 'PASS' : r.cancelled ? 'CANCELLED' : 'ERROR',
-    duration_ms: Math.max(0, r.endedAt - r.startedAt),
-    worker_tokens: u && u.tokensIn !== null && u.tokensOut !== null ? u.tokensIn + u.tokensOut : null,
-    model: r.model,
     task_type: c.taskType,
     retry: false,
     identity: c.identity,
     notes: r.error ?? `scores: ${scored}`,
     attempt: c.round,
-    harness: r.harness,
-    lab: labOf(r.model),
-    reported_model: u?.reportedModel ?? null,
     access_plan: null,
-    reasoning_effort: null,
     sandbox: c.sandbox,
-    tokens_in: u?.tokensIn ?? null,
-    tokens_out: u?.tokensOut ?? null,
-    tokens_cached: u?.tokensCached ?? null,
-    tokens_reasoning: u?.tokensReasoning ?? null,
-    cost_microusd: r.costMicroUsd,
-    check_exit_code: null,
-    check_output: '',
-    worker_exit_code: r.receipt?.exitCode ?? null,
     run_name: c.runName,
     host: c.host,
-    started_at: new Date(r.startedAt).toISOString(),
-    ended_at: new Date(r.endedAt).toISOString(),
     branch: c.branch,
-    commit: null,
     prompt_path: files.prompt,
     worker_log: files.log,
     check_log: '',
     receipt_path: files.receipt,
-    prev_hash: null, // set by appendEvalRow under the log's lock
     sealed: null,
     step: 'rank',
     group: c.taskKey,
