@@ -442,6 +442,71 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     }
   });
 
+  it('no socket in /tmp is reachable: not one made after the step started, even named in its script; none is listed', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const late = `/tmp/verdict-late-${process.pid}.sock`;
+    const early = fs.mkdtempSync('/tmp/verdict-sockdir-');
+    let reached = 0;
+    const servers = [0, 1].map(() => net.createServer((c) => {
+      reached++;
+      c.end('hello\n');
+    }));
+    await new Promise<void>((resolve) => servers[0]?.listen(path.join(early, 'svc.sock'), resolve));
+    try {
+      const spec = [
+        'touch started',
+        'while [ ! -e go ]; do sleep 0.1; done',
+        `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('${late}'); print(s.recv(10))" > reach.txt 2>&1 || echo unreachable >> reach.txt`,
+        'find /tmp -type s > socks.txt 2>/dev/null; true',
+      ].join('\n');
+      const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('late', spec, 'cat reach.txt socks.txt; grep -q unreachable reach.txt && ! test -s socks.txt', { max_attempts: 1 })] });
+      const taskDir = path.join(dir, 'w', 'late');
+      const running = cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
+      while (!fs.existsSync(path.join(taskDir, 'started'))) await sleep(100);
+      await new Promise<void>((resolve) => servers[1]?.listen(late, resolve));
+      fs.writeFileSync(path.join(taskDir, 'go'), '');
+      const r = await running;
+      assert.equal(r.exitCode, 0, r.all);
+      assert.equal(readRows(path.join(dir, 'home'))[0]?.verdict, 'PASS');
+      assert.equal(reached, 0, 'the worker connected to a socket in /tmp');
+    } finally {
+      for (const s of servers) s.close();
+      fs.rmSync(late, { force: true });
+      fs.rmSync(early, { recursive: true, force: true });
+    }
+  });
+
+  it('"network": false: an abstract unix socket of the host is out of reach (with the network on, the same probe reaches it)', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const name = `verdict-abstract-${process.pid}`;
+    // Node cannot listen on an abstract name (libuv takes the path up to its NUL): a python server counts connections.
+    const count = path.join(dir, 'connections');
+    const serverCode = `import socket\ns=socket.socket(socket.AF_UNIX)\ns.bind(b'\\0${name}')\ns.listen(8)\nopen('${count}.ready','w').close()\nwhile True:\n  c,_=s.accept()\n  open('${count}','a').write('x')\n  c.sendall(b'hello')\n  c.close()\n`;
+    const server = execa('python3', ['-c', serverCode], { reject: false });
+    while (!fs.existsSync(`${count}.ready`)) await sleep(50);
+    const reached = () => (fs.existsSync(count) ? fs.readFileSync(count, 'utf8').length : 0);
+    try {
+      const spec = `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect(b'\\0${name}'); print(s.recv(10))" > reach.txt 2>&1 || echo unreachable >> reach.txt`;
+      const file = writeManifest(dir, {
+        workdir: 'w',
+        tasks: [
+          scriptTask('offline', spec, 'cat reach.txt; grep -q unreachable reach.txt', { max_attempts: 1, network: false }),
+          // The control: the probe works, so the offline task's "unreachable" is the sandbox's doing.
+          scriptTask('online', spec, "cat reach.txt; grep -q hello reach.txt", { max_attempts: 1 }),
+        ],
+      });
+      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
+      assert.equal(r.exitCode, 0, r.all);
+      assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => `${row.task_key}:${row.verdict}`).sort(), ['offline:PASS', 'online:PASS']);
+      assert.equal(reached(), 1, 'only the online task reached the abstract socket');
+    } finally {
+      server.kill('SIGKILL');
+      await server;
+    }
+  });
+
   it('a plain workdir is never used where Verdict did not make the task dir, nor inside VERDICT_HOME', async () => {
     const dir = tempDir();
     fs.mkdirSync(path.join(dir, 'mine', 'bin'), { recursive: true });

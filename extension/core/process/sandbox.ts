@@ -97,20 +97,27 @@ export interface BwrapPlan {
 }
 
 /**
- * The argv that runs `file args` (cwd `cwd`) inside `plan`: `[plan.binary, ...]`. `files` receives the files bwrap
+ * The argv that runs `file args` (cwd `cwd`, environment `env`) inside `plan`: `[plan.binary, ...]`. /tmp is an empty,
+ * read-only tmpfs showing (read-only, unless the plan binds them writable) only the /tmp entries that the plan, `cwd`,
+ * `file`, `args` or a value of `env` name — never a socket nor a tmux / ssh-agent / X11 / ICE folder. `files` receives the files bwrap
  * reads private copies from (`--file FD DEST`): the spawn opens them read-only as the child's fds 3, 4, … in order.
  */
-export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = []): { file: string; args: string[] } {
+export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}): { file: string; args: string[] } {
   // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
   // remount / read-write, change the host's network or device nodes (a root step had CapEff all ones before).
   const out = ['--die-with-parent', '--unshare-user', '--unshare-pid'];
   if (!plan.network) out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // A read-only mount does not stop connect(): the user's own sockets (tmux, ssh-agent, the session bus, X11, docker)
-  // would let a step run commands outside. Their folders become empty; socket files are covered.
-  const tmp = tmpEntries();
-  for (const dir of hostSocketDirs(tmp.dirs)) out.push('--tmpfs', dir);
-  for (const sock of hostSocketFiles(tmp.sockets)) out.push('--ro-bind', '/dev/null', sock);
+  // would let a step run commands outside. /tmp becomes an empty tmpfs (read-only once the mounts are made) with back
+  // only the entries the step names; the other socket folders become empty; system socket files are covered.
+  const tmpBack = tmpEntriesNamed(plan, cwd, file, args, env);
+  if (tmpBack) {
+    out.push('--tmpfs', '/tmp');
+    for (const e of tmpBack) out.push(...(e.link === null ? ['--ro-bind', e.path, e.path] : ['--symlink', e.link, e.path]));
+  }
+  for (const dir of hostSocketDirs()) out.push('--tmpfs', dir);
+  for (const sock of HOST_SOCKET_FILES.filter((f) => fs.existsSync(f))) out.push('--ro-bind', '/dev/null', sock);
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
     out.push('--tmpfs', dir);
@@ -133,6 +140,7 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const f of plan.readOnly ?? []) {
     if (fs.existsSync(f)) out.push('--ro-bind', f, f);
   }
+  if (tmpBack) out.push('--remount-ro', '/tmp');
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
 }
@@ -150,15 +158,9 @@ export function isExecutable(file: string): boolean {
 /** Socket files of system services a step must not reach (a docker socket is root on the host). */
 const HOST_SOCKET_FILES = ['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock'];
 
-/** The socket files above that exist, and `tmpSockets` (every socket lying directly in /tmp: PostgreSQL's, VS Code's…). */
-function hostSocketFiles(tmpSockets: string[]): string[] {
-  return [...HOST_SOCKET_FILES.filter((f) => fs.existsSync(f)), ...tmpSockets];
-}
-
-/** Folders that hold the user's own sockets: per-user runtime dirs, X11/ICE, screen, and `tmpDirs` (tmux, ssh-agent). */
-function hostSocketDirs(tmpDirs: string[]): string[] {
-  const dirs = ['/run/user', '/tmp/.X11-unix', '/tmp/.ICE-unix', '/run/screen', '/var/run/screen', ...tmpDirs];
-  return dirs.filter((d) => {
+/** Folders that hold the user's own sockets outside /tmp: per-user runtime dirs, screen's. */
+function hostSocketDirs(): string[] {
+  return ['/run/user', '/run/screen', '/var/run/screen'].filter((d) => {
     try {
       return fs.lstatSync(d).isDirectory();
     } catch {
@@ -167,51 +169,64 @@ function hostSocketDirs(tmpDirs: string[]): string[] {
   });
 }
 
-let tmpSeen: { mtimeMs: number; ctimeMs: number; sockets: string[]; dirs: string[] } | null = null;
+/** /tmp entries never shown to a step even when named: the user's tmux, ssh-agent, X11 and ICE socket folders. */
+const TMP_SOCKET_DIRS = /^(tmux-\d+|ssh-.+|\.X11-unix|\.ICE-unix)$/;
+/** A /tmp entry's name inside an absolute path in free text (a script, PATH, GIT_DIR=…). */
+const TMP_NAMED = /(?:^|[^\w.\/-])\/tmp\/([^\/\s'"`;:$|&<>(){}*?\\]+)/g;
 
 /**
- * The sockets lying directly in /tmp and its tmux/ssh-agent folders. /tmp can hold thousands of entries and every
- * sandboxed step needs this: the list is read again only when /tmp itself changed (its mtime moves whenever an entry
- * is added, removed or renamed) or was changing when last read, and the entry types come from the directory listing
- * (d_type), not a stat each.
+ * The /tmp entries a step names, to show it over the empty /tmp: `/tmp/<name>` for every absolute path under /tmp in
+ * the plan, `cwd`, `file`, `args` and `env`'s values (and, for a symbolic link among them, a link to its target,
+ * whose own entry is shown too). Never a socket, an entry that does not exist, nor a user's socket folder
+ * ({@link TMP_SOCKET_DIRS}). Null when /tmp is not a directory here (nothing to hide). One lstat per named entry; no
+ * listing of /tmp, so the cost does not grow with what else lies there.
  */
-function tmpEntries(): { sockets: string[]; dirs: string[] } {
-  let st: fs.Stats;
+function tmpEntriesNamed(plan: BwrapPlan, cwd: string, file: string, args: string[], env: NodeJS.ProcessEnv): { path: string; link: string | null }[] | null {
   try {
-    st = fs.statSync('/tmp');
+    if (!fs.lstatSync('/tmp').isDirectory()) return null;
   } catch {
-    return { sockets: [], dirs: [] };
+    return null;
   }
-  if (tmpSeen && tmpSeen.mtimeMs === st.mtimeMs && tmpSeen.ctimeMs === st.ctimeMs) return tmpSeen;
-  // File times tick coarsely (a few ms): an entry added in the same tick as a listing would leave the mtime unchanged.
-  // A listing is reused only when /tmp had not changed for a second when it was made.
-  const settled = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > 1000;
-  const sockets: string[] = [];
-  const dirs: string[] = [];
-  let entries: fs.Dirent[] = [];
-  try {
-    entries = fs.readdirSync('/tmp', { withFileTypes: true });
-  } catch {
-    // unreadable: nothing to cover
-  }
-  for (const e of entries) {
-    const abs = path.join('/tmp', e.name);
-    // A filesystem without d_type reports "unknown": ask lstat then.
-    const socket = e.isSocket() || (!e.isFile() && !e.isDirectory() && !e.isSymbolicLink() && isSocketFile(abs));
-    if (socket) sockets.push(abs);
-    if (/^(tmux-\d+|ssh-[^/]+)$/.test(e.name)) dirs.push(abs);
-  }
-  const found = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, sockets, dirs };
-  tmpSeen = settled ? found : null;
-  return found;
-}
-
-function isSocketFile(file: string): boolean {
-  try {
-    return fs.lstatSync(file).isSocket();
-  } catch {
-    return false;
-  }
+  const names = new Set<string>();
+  const scan = (text: string) => {
+    for (const m of `${text}`.matchAll(TMP_NAMED)) names.add(m[1] as string);
+  };
+  for (const p of [...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.readOnly ?? []), ...(plan.privateFiles ?? []), ...(plan.hidden ?? []), cwd, file]) scan(path.resolve(p));
+  for (const a of args) scan(a);
+  for (const v of Object.values(env)) if (v) scan(v);
+  const out: { path: string; link: string | null }[] = [];
+  const seen = new Set<string>();
+  const add = (name: string) => {
+    if (seen.has(name) || name === '.' || name === '..' || TMP_SOCKET_DIRS.test(name)) return;
+    seen.add(name);
+    const abs = path.join('/tmp', name);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      return;
+    }
+    if (st.isSocket()) return;
+    if (st.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = fs.readlinkSync(abs);
+      } catch {
+        return;
+      }
+      out.push({ path: abs, link: target });
+      try {
+        const real = fs.realpathSync(abs);
+        if (real.startsWith('/tmp/')) add(real.slice(5).split('/')[0] as string);
+      } catch {
+        // a dangling link: shown as the link alone
+      }
+      return;
+    }
+    out.push({ path: abs, link: null });
+  };
+  for (const name of names) add(name);
+  return out;
 }
 
 /**

@@ -151,15 +151,16 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   if (file === null) return notStarted(`spawn ${opts.file} ENOENT`);
   const cookie = crypto.randomBytes(12).toString('hex');
   const files: string[] = [];
-  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files) : { file, args: opts.args };
+  // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
+  const env = opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
+  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env) : { file, args: opts.args };
   let spawned: Spawned;
   try {
     spawned = await spawnViaHelper({
       file: command.file,
       args: command.args,
       cwd: opts.cwd,
-      // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-      env: opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie }),
+      env,
       log: opts.logFile,
       files,
       ...(opts.sandbox ? { dieWithHelper: true } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
