@@ -19,10 +19,15 @@ export function printable(text: string): string {
   return text.replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/g, '?');
 }
 
-/** One line for a run event, prefixed with the local time; null for events that print nothing. */
+/**
+ * One line for a run event, prefixed with the local time; null for events that print nothing. Only `run-started` spans
+ * lines (its own two); in every other event a newline is shown as `?` like any control character: a reason or note can
+ * carry a name a worker chose (a file named `x\n12:00:00  ✓ t  attempt 9  PASS` would otherwise print a forged line).
+ */
 export function eventLine(e: RunEvent, now = new Date()): string | null {
   const line = eventText(e, now);
-  return line === null ? null : line.split('\n').map(printable).join('\n');
+  if (line === null) return null;
+  return e.type === 'run-started' ? line.split('\n').map(printable).join('\n') : printable(line);
 }
 
 function eventText(e: RunEvent, now: Date): string | null {
