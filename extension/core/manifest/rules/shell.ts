@@ -96,7 +96,8 @@ export function commandWords(command: ShellCommand): ShellWord[] {
 
 /**
  * A word's value after shell quote removal (`'a b'` → `a b`); variables stay as `$NAME`. Same result as shell-quote's
- * `parse` (which it calls for anything but the plainest words), and throws where that throws (`${}`).
+ * `parse` (which it calls for anything but the plainest words); a word shell-quote cannot read (`${}`: "Bad
+ * substitution") is returned as written, so a rule judges it as unknown text. Never throws.
  */
 export function unquote(raw: string): string {
   if (!/[\\'"$`*?[{~#]/.test(raw)) return raw; // nothing to remove or expand: most words
@@ -107,8 +108,13 @@ export function unquote(raw: string): string {
   if (raw.length >= 2 && raw[0] === '"' && raw.indexOf('"', 1) === raw.length - 1 && !raw.includes('\\') && !raw.includes('${')) return raw.slice(1, -1);
   const known = unquoted.get(raw);
   if (known !== undefined) return known;
-  const parts = shellParse(raw, (name) => `$${name}`);
-  const value = parts.every((p) => typeof p === 'string') ? parts.join(' ') : raw;
+  let value = raw;
+  try {
+    const parts = shellParse(raw, (name) => `$${name}`);
+    if (parts.every((p) => typeof p === 'string')) value = parts.join(' ');
+  } catch {
+    // shell-quote refuses it (bash would too, at run time): the word as written.
+  }
   if (unquoted.size >= UNQUOTED_MAX) unquoted.clear();
   unquoted.set(raw, value);
   return value;
