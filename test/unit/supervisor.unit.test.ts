@@ -30,6 +30,21 @@ describe('supervisor', function () {
     assert.equal(tail, `${dir}\n${dir}\n`);
   });
 
+  it("never passes Verdict's Postgres URLs (eval mirror, worker pool) on to a step: a worker could forge rows with them", async () => {
+    const saved = { pg: process.env.VERDICT_PG_URL, pool: process.env.VERDICT_POOL_URL };
+    process.env.VERDICT_PG_URL = 'postgres://verdict:secret@127.0.0.1:5/evals';
+    process.env.VERDICT_POOL_URL = 'postgres://verdict:secret@127.0.0.1:5/pool';
+    try {
+      const { tail } = await supervise({ file: 'bash', args: ['-c', 'echo "pg=${VERDICT_PG_URL-unset} pool=${VERDICT_POOL_URL-unset} home=${HOME:+set}"; env | grep -c secret || true'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
+      assert.equal(tail, 'pg=unset pool=unset home=set\n0\n');
+    } finally {
+      for (const [name, value] of [['VERDICT_PG_URL', saved.pg], ['VERDICT_POOL_URL', saved.pool]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
   it('puts the process in its own process group', async () => {
     const { tail } = await supervise({ file: 'bash', args: ['-c', 'ps -o pgid= -p $$; echo $$'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
     const [pgid, pid] = tail.trim().split(/\s+/);

@@ -107,6 +107,13 @@ export const TAIL_POLL_MS = 100;
 const READ_CHUNK_BYTES = 64 * 1024;
 
 /**
+ * Verdict's own credentials, never inherited by a step (setup, worker, check, reviewer…): the eval mirror's and the
+ * worker pool's Postgres URLs carry a password, and a worker holding them could write eval rows or settle pool jobs
+ * itself, faking a verdict in the shared scoreboard. A task that needs a database gets its own through the manifest.
+ */
+export const CREDENTIAL_ENV: readonly string[] = ['VERDICT_PG_URL', 'VERDICT_POOL_URL'];
+
+/**
  * Runs one process in its own process group and session with stdin = /dev/null and stdout+stderr appended to
  * `logFile` (the file itself, opened by the spawn helper: see spawner.ts; no output passes through this process), and
  * keeps a bounded tail of what it wrote there, read from the log in order (every TAIL_POLL_MS while the step is
@@ -143,7 +150,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   };
 
   const inherited = { ...process.env };
-  for (const name of opts.unsetEnv ?? []) delete inherited[name];
+  for (const name of [...CREDENTIAL_ENV, ...(opts.unsetEnv ?? [])]) delete inherited[name];
   const merged = { ...inherited, ...opts.env };
   // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
   // command would be bwrap's exit 1, not a spawn error: it is said the way an unsandboxed spawn says it.
