@@ -4,6 +4,7 @@
  * own scratch dir (project files the worker wrote there — AGENTS.md, CLAUDE.md, .claude/settings.json with hooks,
  * opencode.json, .codex/ — must not configure or instruct it; it reads the task dir by its path), with its engine's
  * guarded settings put back after it, as after a worker. What it answers is read from its final message by the caller.
+ * superviseReadOnly, the supervised run itself, is shared with the ranking reviewers (run/workflows/ranking.ts).
  */
 import path from 'node:path';
 import { expandArgv } from '../../../../engines';
@@ -13,6 +14,7 @@ import { RingBuffer } from '../../process/ring-buffer';
 import { supervise, type Receipt } from '../../process/supervisor';
 import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
+import type { Containment } from '../../process/sandbox';
 import { engineState, hiddenFromSteps, scratchEnv, stepPlan } from '../containment';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
@@ -58,39 +60,23 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   const { spec } = task;
   const engine = opts.engines.get(req.choice.engine) as EngineSpec;
   const model = req.choice.model ?? engine.defaultModel;
-  const state = engineState(engine, ctx.env);
   const gitAccess = task.links && io.boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
-  const env: Record<string, string> = { ...engine.env, ...io.taskEnv(), ...(io.boxed ? scratchEnv(req.scratch) : {}), ...gitAccess.env, ...req.env };
-  const argv = expandArgv(engine, { spec: req.prompt, taskdir: req.scratch, model, engineArgs: [], fullAccess: false, nested: io.boxed });
-  let guard: StateSnapshot | null = null;
-  if (io.boxed && state.guarded.length) {
-    guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
-    ctx.stateBaselines.set(engine.name, guard);
-  }
-  const recent = new RingBuffer(256 * 1024);
-  const { receipt, tail } = await supervise({
-    file: ctx.binaries.get(engine.name) ?? engine.binary,
-    args: argv,
-    cwd: req.scratch,
-    env,
+  const { receipt, tail } = await superviseReadOnly(ctx, {
+    engine,
+    model,
+    prompt: req.prompt,
+    scratch: req.scratch,
     logFile: req.logFile,
-    timeoutMs: spec.timeoutMs,
+    env: { ...engine.env, ...io.taskEnv(), ...(io.boxed ? scratchEnv(req.scratch) : {}), ...gitAccess.env, ...req.env },
+    timeouts: spec,
     signal: task.abort.signal,
-    killGraceMs: opts.killGraceMs,
-    idleTimeoutMs: spec.watchdogMs ?? undefined,
-    finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
-    onOutput: (chunk) => recent.push(chunk),
-    sandbox: stepPlan(ctx.bwrap, task.containment, {
-      // Read-only: the task dir (bound back over the hidden workdir / VERDICT_HOME) and the worktree's git objects.
-      writable: [req.scratch, ...state.dirs],
-      network: spec.network,
-      privateFiles: state.files,
-      readOnly: [task.state.dir, ...gitAccess.writable],
-      hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
-    }),
+    containment: task.containment,
+    // Read-only: the task dir (bound back over the hidden workdir / VERDICT_HOME) and the worktree's git objects.
+    readOnly: [task.state.dir, ...gitAccess.writable],
+    hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
+    noteKey: spec.key,
+    role: req.role,
   });
-  const putBack = guard ? restoreState(guard) : [];
-  if (putBack.length) ctx.emit({ type: 'task-note', key: spec.key, note: `${req.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
   if (task.links) restoreWorktreeLinks(task.links);
   if (receipt.cancelled) throw new Cancelled();
   const log = readLog(req.logFile);
@@ -114,3 +100,73 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   };
 }
 
+
+/** One read-only engine run as review, critique and ranking make it (see {@link superviseReadOnly}). */
+export interface ReadOnlyRun {
+  engine: EngineSpec;
+  model: string | null;
+  prompt: string;
+  /** Its working directory and only writable dir besides the engine's own state dirs. */
+  scratch: string;
+  logFile: string;
+  /** The whole environment added to the inherited one (engine.env included). */
+  env: Record<string, string>;
+  /** Inherited variables it must not get (a ranking reviewer: every VERDICT_*). */
+  unsetEnv?: readonly string[];
+  /** The task's limits: ms, and whether it has the network. */
+  timeouts: { timeoutMs: number; watchdogMs: number | null; network: boolean };
+  signal: AbortSignal;
+  /** 'bwrap' sandboxes it (when bubblewrap is here); 'none' runs it as it is. */
+  containment: Containment;
+  /** Shown read-only inside the sandbox (bound back over `hidden`). */
+  readOnly: string[];
+  /** Hidden from it (tmpfs). */
+  hidden: string[];
+  /** The task a note about put-back engine settings is on, and who it names (`reviewer 2`). */
+  noteKey: string;
+  role: string;
+}
+
+/**
+ * Supervises one read-only engine run: its argv for the prompt, started in `scratch` under the task's time limit and
+ * watchdog, sandboxed (scratch and the engine's state dirs writable, its private files copied), with its engine's
+ * guarded settings put back after it (a note says what was). Returns the receipt and the output's tail; the log is in
+ * `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking reviewers).
+ */
+export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): Promise<{ receipt: Receipt; tail: string }> {
+  const { opts } = ctx;
+  const { engine } = run;
+  const boxed = run.containment === 'bwrap';
+  const state = engineState(engine, ctx.env);
+  const argv = expandArgv(engine, { spec: run.prompt, taskdir: run.scratch, model: run.model, engineArgs: [], fullAccess: false, nested: boxed });
+  let guard: StateSnapshot | null = null;
+  if (boxed && state.guarded.length) {
+    guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
+    ctx.stateBaselines.set(engine.name, guard);
+  }
+  const recent = new RingBuffer(256 * 1024);
+  const result = await supervise({
+    file: ctx.binaries.get(engine.name) ?? engine.binary,
+    args: argv,
+    cwd: run.scratch,
+    env: run.env,
+    ...(run.unsetEnv ? { unsetEnv: run.unsetEnv } : {}),
+    logFile: run.logFile,
+    timeoutMs: run.timeouts.timeoutMs,
+    signal: run.signal,
+    killGraceMs: opts.killGraceMs,
+    idleTimeoutMs: run.timeouts.watchdogMs ?? undefined,
+    finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+    onOutput: (chunk) => recent.push(chunk),
+    sandbox: stepPlan(ctx.bwrap, run.containment, {
+      writable: [run.scratch, ...state.dirs],
+      network: run.timeouts.network,
+      privateFiles: state.files,
+      readOnly: run.readOnly,
+      hidden: run.hidden,
+    }),
+  });
+  const putBack = guard ? restoreState(guard) : [];
+  if (putBack.length) ctx.emit({ type: 'task-note', key: run.noteKey, note: `${run.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
+  return result;
+}

@@ -8,17 +8,12 @@
  * per schemas/rank-answer.schema.json (rank.ts parseRankAnswer).
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
-import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
-import { RingBuffer } from '../../process/ring-buffer';
-import { supervise } from '../../process/supervisor';
-import { engineState, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
-import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
+import { hiddenFromSteps, scratchEnv, stepScratch } from '../containment';
 import type { AttemptContext, TaskRuntime } from '../steps/context';
-import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from '../steps/work';
+import { superviseReadOnly } from '../steps/reader';
+import { readLog } from '../steps/work';
 import { parseRankAnswer, rankPrompt } from './rank';
 import { rankFiles, type RankRecord } from './rank-record';
 import { redact, writeRankMaterial, type CandidateSource, type Redaction } from './rank-material';
@@ -77,38 +72,23 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     const names = r.work.map((w) => w.name);
     const prompt = rankPrompt({ spec: spec.spec, check: spec.check, rubric: spec.rank?.rubric ?? '', work: r.work.map((w) => ({ name: w.name, text: redact(w.material.text, r.redaction) })), files: written });
     fs.writeFileSync(files.prompt, prompt);
-    const state = engineState(engine, ctx.env);
-    const argv = expandArgv(engine, { spec: prompt, taskdir: scratch, model, engineArgs: [], fullAccess: false, nested: boxed });
-    let guard: StateSnapshot | null = null;
-    if (boxed && state.guarded.length) {
-      guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
-      ctx.stateBaselines.set(engine.name, guard);
-    }
-    const recent = new RingBuffer(256 * 1024);
-    const { receipt, tail } = await supervise({
-      file: ctx.binaries.get(engine.name) ?? engine.binary,
-      args: argv,
-      cwd: scratch,
+    const { receipt, tail } = await superviseReadOnly(ctx, {
+      engine,
+      model,
+      prompt,
+      scratch,
+      logFile: files.log,
       env: { ...engine.env, ...(boxed ? scratchEnv(scratch) : {}) },
       unsetEnv: Object.keys(process.env).filter((k) => PRIVATE_ENV.test(k)),
-      logFile: files.log,
-      timeoutMs: spec.timeoutMs,
+      timeouts: spec,
       signal: r.group.abort.signal,
-      killGraceMs: opts.killGraceMs,
-      idleTimeoutMs: spec.watchdogMs ?? undefined,
-      finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
-      onOutput: (chunk) => recent.push(chunk),
       // Sandboxed whatever the task's full_access: a ranking reviewer needs nothing but its scratch and engine state.
-      sandbox: stepPlan(ctx.bwrap, boxed ? 'bwrap' : 'none', {
-        writable: [scratch, ...state.dirs],
-        network: spec.network,
-        privateFiles: state.files,
-        readOnly: [],
-        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...(ctx.repo ? [ctx.repo.commonDir] : [])],
-      }),
+      containment: boxed ? 'bwrap' : 'none',
+      readOnly: [],
+      hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...(ctx.repo ? [ctx.repo.commonDir] : [])],
+      noteKey: spec.key,
+      role: `ranking reviewer ${n}`,
     });
-    const putBack = guard ? restoreState(guard) : [];
-    if (putBack.length) ctx.emit({ type: 'task-note', key: spec.key, note: `ranking reviewer ${n} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
     const log = readLog(files.log);
     rec.receipt = receipt;
     rec.usage = engine.parseOutput(log);
