@@ -99,6 +99,8 @@ export const claudeEngine: EngineSpec = {
   stateDirs: ['${CLAUDE_CONFIG_DIR:-~/.claude}'],
   stateFiles: ['~/.claude.json'],
   stateGuarded: ['${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.local.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/CLAUDE.md', '${CLAUDE_CONFIG_DIR:-~/.claude}/agents', '${CLAUDE_CONFIG_DIR:-~/.claude}/commands', '${CLAUDE_CONFIG_DIR:-~/.claude}/hooks', '${CLAUDE_CONFIG_DIR:-~/.claude}/skills'],
+  // The login and the user's settings; projects/ (the sessions), history.jsonl, todos/, shell-snapshots/ and file-history/ are not.
+  stateShared: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/.claude.json'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseClaudeOutput,

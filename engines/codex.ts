@@ -81,6 +81,8 @@ export const codexEngine: EngineSpec = {
   stateDirs: ['${CODEX_HOME:-~/.codex}', '/tmp/codex-bwrap-synthetic-mount-targets-${UID}', '/tmp/codex-daemon-${UID}'],
   stateFiles: [],
   stateGuarded: ['${CODEX_HOME:-~/.codex}/config.toml', '${CODEX_HOME:-~/.codex}/AGENTS.md', '${CODEX_HOME:-~/.codex}/AGENTS.override.md', '${CODEX_HOME:-~/.codex}/hooks.json', '${CODEX_HOME:-~/.codex}/prompts', '${CODEX_HOME:-~/.codex}/rules'],
+  // The login and the user's settings; sessions/, archived_sessions/, history.jsonl, log/ and the state databases are not.
+  stateShared: ['${CODEX_HOME:-~/.codex}/auth.json', '${CODEX_HOME:-~/.codex}/config.toml'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseCodexOutput,

@@ -31,9 +31,10 @@ export interface CustomEngineConfig {
   state_dirs?: string[];
   state_files?: string[];
   state_guarded?: string[];
+  state_shared?: string[];
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -41,7 +42,7 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   opencode: opencodeEngine,
   gemini: geminiEngine,
   grok: grokEngine,
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), quotaReset: (tail, now) => quotaResetOfTail(tail, now, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [] },
+  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), quotaReset: (tail, now) => quotaResetOfTail(tail, now, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [], stateShared: [] },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.
@@ -114,6 +115,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     stateDirs: json.state_dirs ?? reader.stateDirs,
     stateFiles: json.state_files ?? reader.stateFiles,
     stateGuarded: json.state_guarded ?? reader.stateGuarded,
+    stateShared: json.state_shared ?? reader.stateShared,
     defaultModel: json.model ?? null,
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,

@@ -88,6 +88,8 @@ export const geminiEngine: EngineSpec = {
   stateDirs: ['~/.gemini'],
   stateFiles: [],
   stateGuarded: ['~/.gemini/settings.json', '~/.gemini/GEMINI.md', '~/.gemini/commands', '~/.gemini/extensions'],
+  // The login and the user's settings; tmp/ (the chats, checkpoints and shell history of every project) is not.
+  stateShared: ['~/.gemini/oauth_creds.json', '~/.gemini/google_accounts.json', '~/.gemini/mcp-oauth-tokens.json', '~/.gemini/installation_id', '~/.gemini/user_id', '~/.gemini/settings.json'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGeminiOutput,

@@ -81,6 +81,8 @@ export const grokEngine: EngineSpec = {
   stateDirs: ['~/.grok'],
   stateFiles: [],
   stateGuarded: ['~/.grok/user-settings.json', '~/.grok/settings.json'],
+  // The login (the API key lives in user-settings.json) and the settings; anything else it keeps there is not.
+  stateShared: ['~/.grok/user-settings.json', '~/.grok/settings.json'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseGrokOutput,

@@ -105,6 +105,9 @@ export const opencodeEngine: EngineSpec = {
   stateDirs: ['${XDG_DATA_HOME:-~/.local/share}/opencode', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode', '${XDG_STATE_HOME:-~/.local/state}/opencode'],
   stateFiles: [],
   stateGuarded: ['${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.json', '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.jsonc', '${XDG_CONFIG_HOME:-~/.config}/opencode/AGENTS.md', '${XDG_CONFIG_HOME:-~/.config}/opencode/agent', '${XDG_CONFIG_HOME:-~/.config}/opencode/command', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugin', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugins', '${XDG_CONFIG_HOME:-~/.config}/opencode/tools', '${XDG_CONFIG_HOME:-~/.config}/opencode/tool'],
+  // The login, the config folder, the provider packages it installed (cache) and the tools it downloaded (bin/); its
+  // sessions (storage/, opencode.db), logs, snapshots and prompt history (state) are not.
+  stateShared: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json', '${XDG_DATA_HOME:-~/.local/share}/opencode/bin', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode'],
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseOpencodeOutput,

@@ -31,6 +31,7 @@ export const scriptEngine: EngineSpec = {
   stateDirs: [],
   stateFiles: [],
   stateGuarded: [],
+  stateShared: [],
   defaultModel: null,
   retryContext: 'file',
   parseOutput: parseScriptOutput,

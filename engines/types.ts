@@ -80,6 +80,15 @@ export interface EngineSpec {
    * step (run/state-guard.ts). Same templates as stateDirs.
    */
   stateGuarded: string[];
+  /**
+   * Paths inside the state dirs that a read-only reader (reviewer, critic, ranking reviewer, a task with `inputs`)
+   * shares with every other run: the login (credential files), the user's settings, caches that hold no session. Such
+   * a reader sees each state dir as its own empty folder with only these bound back (read-write, so a token refresh is
+   * saved), never the sessions, histories and logs other runs left there (a codex ranker could otherwise read which
+   * candidate is whose from codex's session logs). A state dir named here itself is shared whole. Same templates as
+   * stateDirs; a path that does not exist is skipped.
+   */
+  stateShared: string[];
   /** Model used when the task names none; null when the CLI picks its own default. */
   defaultModel: string | null;
   /**

@@ -94,6 +94,17 @@ export interface BwrapPlan {
    * each becomes an empty tmpfs before the writable binds, so the step's own folders inside them are bound back.
    */
   hidden?: string[];
+  /**
+   * Folders the step sees as its own, empty: each becomes a writable tmpfs (mode 0700, as the CLIs make their state
+   * dirs) after the writable binds, gone with the sandbox (a read-only reader's engine state dirs: the sessions other
+   * runs left there are not in it). Absolute; each must exist.
+   */
+  privateDirs?: string[];
+  /**
+   * Paths inside `privateDirs` bound back read-write from the host after them (an engine's login and settings). Absolute;
+   * a path that does not exist is skipped.
+   */
+  sharedPaths?: string[];
 }
 
 /**
@@ -137,6 +148,10 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   }
   for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--ro-bind', dir, dir);
   for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', dir, dir);
+  for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--perms', '0700', '--tmpfs', dir);
+  for (const p of [...new Set((plan.sharedPaths ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
+    if (fs.existsSync(p)) out.push('--bind', p, p);
+  }
   for (const f of plan.readOnly ?? []) {
     if (fs.existsSync(f)) out.push('--ro-bind', f, f);
   }
@@ -191,7 +206,7 @@ function tmpEntriesNamed(plan: BwrapPlan, cwd: string, file: string, args: strin
   const scan = (text: string) => {
     for (const m of `${text}`.matchAll(TMP_NAMED)) names.add(m[1] as string);
   };
-  for (const p of [...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.readOnly ?? []), ...(plan.privateFiles ?? []), ...(plan.hidden ?? []), cwd, file]) scan(path.resolve(p));
+  for (const p of [...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.readOnly ?? []), ...(plan.privateFiles ?? []), ...(plan.hidden ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? []), cwd, file]) scan(path.resolve(p));
   for (const a of args) scan(a);
   for (const v of Object.values(env)) if (v) scan(v);
   const out: { path: string; link: string | null }[] = [];

@@ -67,12 +67,24 @@ export function scratchEnv(scratch: string): Record<string, string> {
   return { TMPDIR: tmp, TMP: tmp, TEMP: tmp, npm_config_cache: path.join(scratch, 'npm-cache'), PIP_CACHE_DIR: path.join(scratch, 'pip-cache') };
 }
 
+/** An engine's state paths expanded for one environment (see EngineSpec stateDirs, stateFiles, stateGuarded, stateShared). */
+export interface EngineState {
+  /** Its state dirs, each existing. */
+  dirs: string[];
+  /** Files it gets private writable copies of. */
+  files: string[];
+  /** Settings put back after a step. */
+  guarded: string[];
+  /** What a read-only reader shares with other runs (login, settings). */
+  shared: string[];
+}
+
 /**
- * An engine's declared state paths (dirs, private-copy files, guarded settings), expanded for `env` (`~` is env.HOME, else the OS home); state dirs are created
+ * An engine's declared state paths (dirs, private-copy files, guarded settings, shared paths), expanded for `env` (`~` is env.HOME, else the OS home); state dirs are created
  * when missing, mode 0700 (bubblewrap can only bind what exists). Never throws for a dir it cannot create: that dir is left out,
  * and the engine then gets the OS's read-only error.
  */
-export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs: string[]; files: string[]; guarded: string[] } {
+export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): EngineState {
   const home = env.HOME || os.homedir();
   const dirs: string[] = [];
   for (const t of engine.stateDirs) {
@@ -88,7 +100,23 @@ export function engineState(engine: EngineSpec, env: NodeJS.ProcessEnv): { dirs:
   }
   const files = engine.stateFiles.map((t) => expandStatePath(t, env, home)).filter((f): f is string => f !== null);
   const guarded = engine.stateGuarded.map((t) => expandStatePath(t, env, home)).filter((f): f is string => f !== null);
-  return { dirs, files, guarded };
+  const shared = engine.stateShared.map((t) => expandStatePath(t, env, home)).filter((f): f is string => f !== null);
+  return { dirs, files, guarded, shared };
+}
+
+/**
+ * How a read-only reader (a reviewer, critic or ranking reviewer; a task with `inputs`: council reviewers and chair,
+ * validators) sees its engine's state: every state dir is its own empty folder (`privateDirs`, a tmpfs) with only the
+ * shared paths inside bound back (`sharedPaths`: the login, the settings), so no session, history or log another run
+ * or task left there is visible — a codex ranking reviewer cannot read a codex candidate's session to learn whose work
+ * a name stands for. A state dir that is itself shared stays writable whole (`writable`). Pure.
+ */
+export function readerStateView(state: EngineState): { writable: string[]; privateDirs: string[]; sharedPaths: string[] } {
+  const shared = new Set(state.shared);
+  const writable = state.dirs.filter((d) => shared.has(d));
+  const privateDirs = state.dirs.filter((d) => !shared.has(d));
+  const sharedPaths = state.shared.filter((p) => privateDirs.some((d) => p.startsWith(`${d}${path.sep}`)));
+  return { writable, privateDirs, sharedPaths };
 }
 
 /** The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields. */

@@ -15,7 +15,7 @@ import { supervise, type Receipt } from '../../process/supervisor';
 import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
-import { engineState, hiddenFromSteps, scratchEnv, stepPlan } from '../containment';
+import { engineState, hiddenFromSteps, readerStateView, scratchEnv, stepPlan } from '../containment';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
@@ -106,7 +106,7 @@ export interface ReadOnlyRun {
   engine: EngineSpec;
   model: string | null;
   prompt: string;
-  /** Its working directory and only writable dir besides the engine's own state dirs. */
+  /** Its working directory and only writable dir besides its own view of the engine's state (readerStateView). */
   scratch: string;
   logFile: string;
   /** The whole environment added to the inherited one (engine.env included). */
@@ -129,7 +129,8 @@ export interface ReadOnlyRun {
 
 /**
  * Supervises one read-only engine run: its argv for the prompt, started in `scratch` under the task's time limit and
- * watchdog, sandboxed (scratch and the engine's state dirs writable, its private files copied), with its engine's
+ * watchdog, sandboxed (scratch writable; the engine's state dirs its own empty folders with only the login and settings
+ * shared, containment.ts readerStateView; its private files copied), with its engine's
  * guarded settings put back after it (a note says what was). Returns the receipt and the output's tail; the log is in
  * `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking reviewers).
  */
@@ -138,6 +139,7 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
   const { engine } = run;
   const boxed = run.containment === 'bwrap';
   const state = engineState(engine, ctx.env);
+  const view = readerStateView(state);
   const argv = expandArgv(engine, { spec: run.prompt, taskdir: run.scratch, model: run.model, engineArgs: [], fullAccess: false, nested: boxed });
   let guard: StateSnapshot | null = null;
   if (boxed && state.guarded.length) {
@@ -159,11 +161,13 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
     finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
     onOutput: (chunk) => recent.push(chunk),
     sandbox: stepPlan(ctx.bwrap, run.containment, {
-      writable: [run.scratch, ...state.dirs],
+      writable: [run.scratch, ...view.writable],
       network: run.timeouts.network,
       privateFiles: state.files,
       readOnly: run.readOnly,
       hidden: run.hidden,
+      privateDirs: view.privateDirs,
+      sharedPaths: view.sharedPaths,
     }),
   });
   const putBack = guard ? restoreState(guard) : [];

@@ -12,7 +12,7 @@ import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
-import { engineState, hiddenForAnonymity, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { engineState, hiddenForAnonymity, hiddenFromSteps, readerStateView, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judgeWork } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
@@ -48,6 +48,9 @@ export const workStep: Step = {
     const tree = workerTreeAccess(task);
     const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker');
     const state = engineState(engine, ctx.env);
+    // A reader of inputs (council reviewers and chair, validators) sees no session another task left in the engine's
+    // state (it would say whose work an input is); other workers share the state dirs whole (docs/sandbox.md).
+    const view = spec.inputs ? readerStateView(state) : { writable: state.dirs, privateDirs: [], sharedPaths: [] };
     const env: Record<string, string> = { ...engine.env, ...io.taskEnv(), ...(io.boxed ? scratchEnv(scratch) : {}), ...gitAccess.env };
     if (task.failure) {
       fs.writeFileSync(files.failure, task.failure);
@@ -83,7 +86,9 @@ export const workStep: Step = {
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
       sandbox: stepPlan(ctx.bwrap, task.containment, {
-        writable: [...tree.writable, scratch, ...state.dirs, ...gitAccess.writable],
+        writable: [...tree.writable, scratch, ...view.writable, ...gitAccess.writable],
+        privateDirs: view.privateDirs,
+        sharedPaths: view.sharedPaths,
         readOnlyDirs: tree.readOnlyDirs,
         network: spec.network,
         privateFiles: state.files,

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
+
+// A read-only reader must not learn whose work it judges from its engine's session logs (docs/architecture.md "Engine
+// sessions"). The engine here, `fake`, plays a CLI with a state dir (~/.fake: a login, auth.json, and sessions/ where
+// every run leaves a session file naming its task, as codex's ~/.codex/sessions holds a candidate's transcript). The
+// workers and the readers are all `fake`; every reader looks everywhere it can for a session naming a task and for
+// its login, and says what it found.
+
+/** The binary of engine `fake`: a worker's spec is a bash script; a ranking reviewer is recognised by its A.diff. */
+const FAKE = [
+  '#!/bin/bash',
+  'login=$(cat ~/.fake/auth.json 2>/dev/null)',
+  'probe() {',
+  '  echo "login: ${login:-none}"',
+  '  echo "sessions: $(ls -A ~/.fake/sessions 2>/dev/null | tr "\\n" " ")"',
+  // every file under the home and /tmp that names a task key (fix--c1, q--a2): a session another run left
+  '  for f in $(grep -rlE -e "(fix--c|q--a)[0-9]" ~ /tmp 2>/dev/null | head -5); do echo "LEAK: $f: $(head -c 100 "$f")"; done',
+  '}',
+  'mkdir -p ~/.fake/sessions',
+  'if [ -e A.diff ]; then',
+  '  probe',
+  '  echo "session of a ranking reviewer" > ~/.fake/sessions/reader-$$.jsonl',
+  '  echo \'{"scores": {"A": 5, "B": 5}}\'',
+  'else',
+  '  echo "session of $VERDICT_TASK_KEY" > ~/.fake/sessions/"$VERDICT_TASK_KEY"-$$.jsonl',
+  '  export -f probe; export login',
+  '  exec bash -c "$1"',
+  'fi',
+].join('\n');
+
+function fakeEngine(dir: string): { config: string; env: Record<string, string>; userHome: string } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  fs.writeFileSync(path.join(bin, 'fake-engine'), `${FAKE}\n`, { mode: 0o755 });
+  const userHome = path.join(dir, 'user');
+  fs.mkdirSync(path.join(userHome, '.fake'), { recursive: true });
+  fs.writeFileSync(path.join(userHome, '.fake', 'auth.json'), 'token-7');
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({ engines: { fake: { binary: 'fake-engine', argv: ['{spec}'], install: 'a test fixture', output: 'none', state_dirs: ['~/.fake'], state_shared: ['~/.fake/auth.json'] } } }));
+  return { config, env: { PATH: `${bin}:${process.env.PATH}`, HOME: userHome }, userHome };
+}
+
+function sessionsLeft(userHome: string): string[] {
+  return fs.readdirSync(path.join(userHome, '.fake', 'sessions')).map((f) => f.replace(/-\d+\.jsonl$/, '')).sort();
+}
+
+describe('readers do not see the engine sessions of the work they judge', function () {
+  this.timeout(240000);
+  before(async function () {
+    await requireSandbox(this);
+  });
+
+  it('ranked: a ranking reviewer on the candidates\' own engine finds its login and no candidate\'s session', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const { config, env, userHome } = fakeEngine(dir);
+    const file = writeManifest(repo, {
+      worktrees: true,
+      max_parallel: 2,
+      tasks: [scriptTask('fix', 'echo "work of $VERDICT_CANDIDATE" > out.txt', 'test -s out.txt', { repeat: 2, candidates: [{ engine: 'fake', model: 'm1' }, { engine: 'fake', model: 'm2' }], select: 'ranked', max_attempts: 1, rank: { rubric: 'Any.', engines: [{ engine: 'fake', model: 'judge' }] } })],
+    });
+    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    // The candidates did leave their sessions in the shared state dir (so there was something to find) …
+    assert.deepEqual(sessionsLeft(userHome), ['fix--c1', 'fix--c2']);
+    const rank = readRows(home).filter((x) => x.step === 'rank');
+    assert.equal(rank.length, 1);
+    const log = fs.readFileSync(String(rank[0]?.worker_log), 'utf8');
+    // … and the ranker saw its login, an empty sessions folder, nothing naming a candidate; its own session is gone.
+    assert.match(log, /^login: token-7$/m, log);
+    assert.match(log, /^sessions: $/m, log);
+    assert.doesNotMatch(log, /LEAK/, log);
+    assert.equal(rank[0]?.verdict, 'PASS', log);
+  });
+
+  it('council: the reviewers and the chair, on the members\' own engine, find their login and no member\'s session', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const { config, env, userHome } = fakeEngine(dir);
+    const file = writeManifest(repo, {
+      worktrees: true,
+      max_parallel: 2,
+      tasks: [scriptTask('q', 'echo "answer $RANDOM" > answer.md', 'test -s answer.md', {
+        council: {
+          members: [{ engine: 'fake', model: 'm1' }, { engine: 'fake', model: 'm2' }],
+          review: { spec: 'probe > review.md' },
+          chair: { engine: 'fake', model: 'chair', spec: 'probe > synthesis.md', check: 'grep -q "^login: token-7$" synthesis.md && ! grep -q LEAK synthesis.md' },
+        },
+      })],
+    });
+    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    const [id] = fs.readdirSync(path.join(home, 'runs'));
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string }[] };
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]).sort(), [['q', 'PASS'], ['q--a1', 'PASS'], ['q--a2', 'PASS'], ['q--r1', 'PASS'], ['q--r2', 'PASS']]);
+    // Every member left a session; the reviewers and the chair (tasks with inputs) saw none of them, and theirs are gone.
+    assert.deepEqual(sessionsLeft(userHome), ['q--a1', 'q--a2']);
+    for (const [key, out] of [['q--r1', 'review.md'], ['q--r2', 'review.md'], ['q', 'synthesis.md']] as const) {
+      const seen = fs.readFileSync(path.join(state.tasks.find((t) => t.key === key)!.dir, out), 'utf8');
+      assert.match(seen, /^login: token-7$/m, `${key}: ${seen}`);
+      // its own session only (the engine writes one for every run), which is gone after it
+      assert.match(seen, new RegExp(`^sessions: (${key}-\\d+\\.jsonl )?$`, 'm'), `${key}: ${seen}`);
+      assert.doesNotMatch(seen, /LEAK/, `${key}: ${seen}`);
+    }
+  });
+});
