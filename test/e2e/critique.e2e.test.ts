@@ -129,6 +129,61 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     assert.equal(task.commit, rows[2]!.commit, 'the revision is delivered');
   });
 
+  it('a command that fails on anything (`false`, `exit 1`, `test -f /nonexistent`, `grep -q x /dev/null`) is dropped and counted, not verified; the loop ends on "nothing verified"', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const spec = 'echo "tr A-Z a-z" > slug.sh';
+    const { code, out, state, rows, runDir } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 3 } })], [
+      {
+        name: 'crit',
+        model: 'crit-1',
+        body: answer([
+          { command: 'false', claim: 'fails on anything' },
+          { command: 'exit 1', claim: 'fails on anything' },
+          { command: 'test -f /nonexistent', claim: 'fails on anything' },
+          { command: 'grep -q x /dev/null', claim: 'fails on anything' },
+        ]),
+      },
+    ]);
+    assert.equal(code, 0, out);
+    const task = state.tasks[0]!;
+    // No revision: one proposal, one critique row (FAIL: its criticisms were dropped).
+    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'FAIL']]);
+    const c = rows[1]!.critique as { verified: number; dropped: number; criticisms: { verified: boolean; evidence: string }[] };
+    assert.deepEqual([c.verified, c.dropped], [0, 4]);
+    assert.match(c.criticisms[0]!.evidence, /can never exit 0/);
+    assert.match(c.criticisms[1]!.evidence, /can never exit 0/);
+    assert.match(c.criticisms[2]!.evidence, /fails on an empty tree too \(exited 1\) and names no file of the proposal/);
+    assert.match(c.criticisms[3]!.evidence, /fails on an empty tree too \(exited 1\) and names no file of the proposal/);
+    assert.equal(task.critique?.stopped, 'no verified criticism remains');
+    assert.deepEqual([task.critique?.verified, task.critique?.dropped, task.critique?.unresolved, task.critique?.revisions], [0, 4, 0, 0]);
+    // The statically dropped ones never ran; the others ran on the proposal and on the empty control.
+    const records = path.join(runDir, 'tasks', 'slug', 'attempt-1');
+    assert.ok(!fs.existsSync(path.join(records, 'critique-1.command-1.log')), '`false` was not run');
+    assert.ok(fs.existsSync(path.join(records, 'critique-1.command-3.control.log')), 'test -f /nonexistent ran on the control');
+    assert.match(fs.readFileSync(task.critique!.report, 'utf8'), /Unresolved: none\.[\s\S]*Dropped in all: 4\./);
+  });
+
+  it('a command about the proposal counts: one naming its file, one passing on the empty control; each drives a revision', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    // Attempt 1 leaves a debugging line and keeps spaces; the revision fixes what it was handed.
+    const spec = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then printf "echo debugging >&2\\ntr A-Z a-z\\n" > slug.sh; else echo "tr A-Z a-z | tr \' \' -" > slug.sh; fi';
+    const todo = '! grep -rq debugging .';
+    const spaces = 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b';
+    const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 2 } })], [
+      { name: 'crit', model: 'crit-1', body: `cd "$VERDICT_TASK_DIR" || exit 3\nif [ "$VERDICT_CRITIQUE_ROUND" = 1 ]; then\n${answer([{ command: todo, claim: 'a debugging line is left' }, { command: spaces, claim: 'a b must become a-b' }])}\nelse\n${answer([])}\nfi` },
+    ]);
+    assert.equal(code, 0, out);
+    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'PASS'], ['work', 2, 'PASS'], ['critique', 2, 'PASS']]);
+    const c = rows[1]!.critique as { verified: number; criticisms: { verified: boolean; evidence: string }[] };
+    assert.equal(c.verified, 2);
+    assert.match(c.criticisms[0]!.evidence, /^exited 1 \(it passes on an empty tree\)/);
+    assert.match(c.criticisms[1]!.evidence, /^exited 1 \(it reads slug\.sh, a file of the proposal\)/);
+    assert.equal(state.tasks[0]!.critique?.stopped, 'no verified criticism remains');
+    assert.equal(git(repo, 'show', `${state.tasks[0]!.branch}:slug.sh`), "tr A-Z a-z | tr ' ' -");
+  });
+
   it('stops at the round limit with what is still verified unresolved', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -173,8 +228,8 @@ describe('critique: criticism → revision → re-check, only criticisms that po
       const dir = tempDir();
       const repo = makeRepo(path.join(dir, 'repo'));
       const spec = 'echo "tr A-Z a-z" > slug.sh';
-      // The command tries to plant a file and to rewrite slug.sh, then fails (so it counts as verified).
-      const planted = 'echo planted > planted.txt; echo "exit 0" > slug.sh; false';
+      // The command tries to plant a file and to rewrite slug.sh, then fails reading slug.sh (so it counts as verified).
+      const planted = 'echo planted > planted.txt; echo "exit 0" > slug.sh; grep -q hyphen slug.sh';
       const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 1 } })], [
         { name: 'crit', model: 'crit-1', body: answer([{ command: planted, claim: 'plants a file' }]) },
       ], { worktrees: false, args: sandboxed ? [] : ['--no-sandbox'] });

@@ -114,10 +114,10 @@ export function revisionPrompt(spec: string, critique: string): string {
   return `${spec}\n\n---\nYour previous proposal for this task passed its check and was then criticised. Its files are still in your working directory.\n${critique}`;
 }
 
-/** A verified command's evidence: its exit code and the tail of what it printed. */
-export function commandEvidence(exit: number | string, output: string): string {
+/** A verified command's evidence: its exit code on the proposal, why it counts (run/critique-command.ts), and the tail of what it printed. */
+export function commandEvidence(exit: number | string, output: string, why?: string): string {
   const tail = tailBytes(output, EVIDENCE_BYTES).trimEnd();
-  return `exited ${exit}${tail ? `: ${tail}` : ' (no output)'}`;
+  return `exited ${exit}${why ? ` (${why})` : ''}${tail ? `: ${tail}` : ' (no output)'}`;
 }
 
 /** state.json's view of a loop (TaskState.critique). */

@@ -43,7 +43,7 @@ export function critiquePrompt(p: CritiquePromptInput): string {
     '',
     'Find what is wrong with the proposal: bugs, cases the task asks for that it misses, cheating (a weakened check, hard-coded results, stubs). Every criticism must point at something checkable, or it is dropped and counted against you:',
     '- {"file": "<path relative to the proposal\'s root>", "line": <1-based>, "claim": "…"}: the file must exist in the proposal and have that line;',
-    `- {"command": "<shell command>", "claim": "…"}: run with bash -o pipefail -c in the proposal's root (read-only; TMPDIR is writable), at most ${p.commandTimeoutS} s; it must exit non-zero on the proposal as it is (and pass once the problem is fixed). A command that passes is dropped.`,
+    `- {"command": "<shell command>", "claim": "…"}: run with bash -o pipefail -c in the proposal's root (read-only; TMPDIR is writable), at most ${p.commandTimeoutS} s; it must exit non-zero on the proposal as it is (and pass once the problem is fixed). A command that passes is dropped, and so is one that fails on anything: it must name the proposal's file it is about (e.g. \`bash tests/edge.sh\`, \`grep -q parse src/cli.ts\`) or else pass on an empty folder (\`false\`, \`exit 1\`, \`npm test\` alone, \`test -f /missing\` are dropped).`,
     'Answer with one JSON object as your final message and nothing else:',
     '{"criticisms": [ … ]}',
     'At most 20 criticisms, one sentence of claim each; an empty list when you find nothing wrong.',

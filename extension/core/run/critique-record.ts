@@ -21,12 +21,16 @@ export interface CritiqueRecord extends ReaderRun {
   error: string | null;
 }
 
-/** A critic's files in the attempt's records folder: the prompt, its raw log, and the log of criticism `i`'s command. */
-export function critiqueFiles(rec: Pick<AttemptRecord, 'dir'>, critic: number): { prompt: string; log: string; command: (i: number) => string } {
+/**
+ * A critic's files in the attempt's records folder: the prompt, its raw log, the log of criticism `i`'s command on the
+ * proposal and, when it ran there, on the empty control tree (run/critique-command.ts).
+ */
+export function critiqueFiles(rec: Pick<AttemptRecord, 'dir'>, critic: number): { prompt: string; log: string; command: (i: number) => string; control: (i: number) => string } {
   return {
     prompt: path.join(rec.dir, `critique-${critic}.prompt.md`),
     log: path.join(rec.dir, `critique-${critic}.log`),
     command: (i) => path.join(rec.dir, `critique-${critic}.command-${i}.log`),
+    control: (i) => path.join(rec.dir, `critique-${critic}.command-${i}.control.log`),
   };
 }
 

@@ -49,3 +49,33 @@ export async function readSealedFile(repoRoot: string | null, seal: Seal | null,
     fs.closeSync(fd);
   }
 }
+
+/**
+ * The first of `rels` (relative to the task dir, already normalized by the caller) that is a regular file of the
+ * attempt's work as sealed, or null when none is. Worktree mode: one `git ls-tree` of the sealed commit for all of them
+ * (literal pathspecs, no symlink followed: a symlink's entry has mode 120000 and is not a regular file); plain mode: a
+ * regular file inside the task dir, not reached through a symlink. Never throws.
+ */
+export async function firstSealedFile(repoRoot: string | null, seal: Seal | null, taskDir: string, rels: readonly string[]): Promise<string | null> {
+  if (!rels.length) return null;
+  if (repoRoot && seal) {
+    const listing = await gitFor(repoRoot).raw(['--literal-pathspecs', 'ls-tree', '-z', seal.sha, '--', ...rels]).catch(() => '');
+    const files = new Set(listing.split('\0').map((l) => /^(100644|100755) blob [0-9a-f]+\t(.*)$/s.exec(l)?.[2]).filter((f): f is string => f !== undefined));
+    return rels.find((r) => files.has(r)) ?? null;
+  }
+  let root: string;
+  try {
+    root = fs.realpathSync(taskDir);
+  } catch {
+    return null;
+  }
+  for (const rel of rels) {
+    try {
+      const file = path.join(taskDir, rel);
+      if (fs.lstatSync(file, { throwIfNoEntry: false })?.isFile() && fs.realpathSync(file).startsWith(root + path.sep)) return rel;
+    } catch {
+      // not a file of the proposal
+    }
+  }
+  return null;
+}

@@ -24,7 +24,8 @@ import { critiquePrompt } from '../critique-prompt';
 import { critiqueFiles, criticName, type CritiqueRecord } from '../critique-record';
 import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism } from '../critique-verdict';
 import { diffMaterial, filesMaterial, type ReviewMaterial } from '../review-material';
-import { readSealedFile } from '../sealed-file';
+import { firstSealedFile, readSealedFile } from '../sealed-file';
+import { cannotPass, commandCounts, namedPaths, type ControlRun } from '../critique-command';
 import type { AttemptRecord } from '../attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { runReader } from './reader';
@@ -147,7 +148,7 @@ async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRec
       const parsed = parseCritiqueAnswer(run.message);
       if (!parsed.ok) r.error = parsed.error + run.exitNote;
       else {
-        for (const [i, c] of parsed.answer.criticisms.entries()) r.criticisms.push({ ...c, critic: o.n, ...(await checkCriticism(ctx, task, rec, io, c, { critic: o.n, index: i + 1, log: files.command(i + 1) })) });
+        for (const [i, c] of parsed.answer.criticisms.entries()) r.criticisms.push({ ...c, critic: o.n, ...(await checkCriticism(ctx, task, rec, io, c, { critic: o.n, index: i + 1, log: files.command(i + 1), controlLog: files.control(i + 1) })) });
       }
     }
   } catch (e) {
@@ -164,7 +165,7 @@ async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRec
  * Whether criticism `c` points at something checkable in this attempt's proposal, with the evidence or why not.
  * @throws Cancelled when the task was stopped while its command ran
  */
-async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, c: Criticism, o: { critic: number; index: number; log: string }): Promise<{ verified: boolean; evidence: string }> {
+async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, c: Criticism, o: { critic: number; index: number; log: string; controlLog: string }): Promise<{ verified: boolean; evidence: string }> {
   if (!isCommand(c)) {
     const p = proposalPath(c.file);
     if (!p.ok) return { verified: false, evidence: p.why };
@@ -179,6 +180,9 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
     const shown = (text.split('\n')[c.line - 1] ?? '').trim();
     return { verified: true, evidence: `${p.rel}:${c.line}: ${shown.length > 200 ? `${shown.slice(0, 199)}…` : shown}` };
   }
+  // A command that can never exit 0 fails on anything: dropped without running it.
+  const never = cannotPass(c.command);
+  if (never) return { verified: false, evidence: never };
   const { spec } = task;
   const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, `critique-${o.critic}-${o.index}`);
   try {
@@ -189,16 +193,28 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
       fs.cpSync(task.state.dir, dir, { recursive: true, verbatimSymlinks: true, filter: (src) => path.basename(src) !== '.git' });
     }
     const git = task.links && io.boxed ? worktreeStepAccess(task.links) : { env: {}, writable: [] };
-    const sandbox = stepPlan(ctx.bwrap, task.containment, { writable: [scratch], network: spec.network, readOnly: [task.state.dir, ...git.writable], hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) });
-    const env = { ...io.taskEnv(), VERDICT_TASK_DIR: dir, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...git.env };
-    const result = await runCheck({ check: c.command, taskDir: dir, logFile: o.log, timeoutMs: spec.checkTimeoutMs, env, expectFiles: [], signal: task.abort.signal, sandbox });
+    const run = (where: string, readOnly: string[], log: string, env: Record<string, string>) =>
+      runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx.bwrap, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }) });
+    const result = await run(dir, [task.state.dir, ...git.writable], o.log, git.env);
     const receipt = result.receipt;
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.spawnError) return { verified: false, evidence: `the command could not start: ${receipt.spawnError}` };
     if (receipt.timedOut) return { verified: false, evidence: `the command ran out of time after ${Math.round(spec.checkTimeoutMs / 1000)} s: a criticism's command must fail on its own` };
     if (receipt.exitCode === 0) return { verified: false, evidence: 'the command passed (exit 0) on the proposal: it points at nothing' };
     if (receipt.exitCode === null) return { verified: false, evidence: `the command was ended by ${receipt.signal ?? 'a signal'}` };
-    return { verified: true, evidence: commandEvidence(receipt.exitCode, result.output) };
+    // It failed on the proposal; it counts only if that failure is about the proposal (run/critique-command.ts).
+    const named = await firstSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, namedPaths(c.command));
+    let control: ControlRun | null = null;
+    if (named === null) {
+      // The control: an empty tree, read-only like the proposal (sandboxed), writable like its copy (unsandboxed).
+      const empty = path.join(scratch, 'control');
+      fs.mkdirSync(empty);
+      const ran = await run(empty, [empty], o.controlLog, {});
+      if (ran.receipt.cancelled) throw new Cancelled();
+      control = ran.receipt.exitCode === 0 ? { passed: true } : { passed: false, how: ran.receipt.timedOut ? 'it ran out of time' : ran.receipt.spawnError ? 'it could not start' : ran.receipt.exitCode === null ? `ended by ${ran.receipt.signal ?? 'a signal'}` : `exited ${ran.receipt.exitCode}` };
+    }
+    const counts = commandCounts(named, control);
+    return counts.verified ? { verified: true, evidence: commandEvidence(receipt.exitCode, result.output, counts.why) } : { verified: false, evidence: counts.why };
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
