@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { decideRanking, neutralNames, parseRankAnswer, rankPrompt, RANK_PROMPT_MATERIAL_BYTES, type NamedCandidate } from '../../extension/core/run/workflows/rank';
 import { rankRow, type RankRecord, type RankRowContext } from '../../extension/core/run/workflows/rank-record';
-import { copyFiles, redact } from '../../extension/core/run/workflows/rank-material';
+import { candidateMaterial, copyFiles, redact } from '../../extension/core/run/workflows/rank-material';
+import { addWorktree, inspectRepo, sealWorktree } from '../../extension/core/git/worktree';
+import { makeRepo, tempDir } from '../helpers/fixtures';
 import { evalRowProblems } from '../../extension/core/store/eval-log';
 
 describe('ranked best-of-N: the pure decisions (unit)', () => {
@@ -125,6 +127,38 @@ describe('ranked best-of-N: the rows and the material (unit)', () => {
     assert.equal(copyFiles(src, dest, r), 1, 'the binary naming a candidate is left out');
     assert.deepEqual(fs.readdirSync(dest, { recursive: true }).map(String).sort(), ['plain.bin', 'sub', 'sub/a.txt']);
     assert.equal(fs.readFileSync(path.join(dest, 'sub', 'a.txt'), 'utf8'), 'made in [candidate] by [candidate]\n');
+  });
+
+  it('the material a ranker reads leaves out the engines\' own folders at the top (.claude/, .codex/…), as the copies do: worktree diff and plain listing', async function () {
+    this.timeout(60000);
+    const engines = ['claude', 'codex', 'script'];
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'a.txt': 'one\n' });
+    const links = await addWorktree(await inspectRepo(repo, 'HEAD'), path.join(dir, 'wt'), 'verdict/r/fix--c1');
+    const write = (root: string) => {
+      fs.writeFileSync(path.join(root, 'a.txt'), 'one\ntwo\n');
+      fs.mkdirSync(path.join(root, '.claude'), { recursive: true });
+      fs.writeFileSync(path.join(root, '.claude', 'settings.local.json'), '{"made by": "claude, model opus"}\n');
+      fs.mkdirSync(path.join(root, '.codex', 'sessions'), { recursive: true });
+      fs.writeFileSync(path.join(root, '.codex', 'sessions', 's.jsonl'), 'codex session\n');
+      // a folder of the work that only looks like a tool's: kept (only the top level is the engines')
+      fs.mkdirSync(path.join(root, 'docs', '.claude'), { recursive: true });
+      fs.writeFileSync(path.join(root, 'docs', '.claude', 'notes.md'), 'kept\n');
+    };
+    write(links.dir);
+    const seal = await sealWorktree(links, 'verdict/r/fix--c1', path.join(dir, 'seal.index'), 'seal', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid']);
+    const diff = await candidateMaterial({ mode: 'worktree', git: links, seal }, 30000, engines);
+    assert.match(diff.text, /^\+two$/m);
+    assert.match(diff.text, /docs\/\.claude\/notes\.md/);
+    assert.doesNotMatch(diff.text, /claude, model opus|codex session|settings\.local\.json|sessions\/s\.jsonl/, diff.text);
+    // The seal itself keeps them (the merge is the user's business): only the ranker's view leaves them out.
+    assert.match((await candidateMaterial({ mode: 'worktree', git: links, seal }, 30000, [])).text, /claude, model opus/);
+    const plainDir = path.join(dir, 'plain');
+    fs.mkdirSync(plainDir);
+    write(plainDir);
+    const files = await candidateMaterial({ mode: 'plain', dir: plainDir }, 30000, engines);
+    assert.match(files.text, /^2 file\(s\):\n  a\.txt .*\n  docs\/\.claude\/notes\.md/);
+    assert.doesNotMatch(files.text, /claude, model opus|codex session/, files.text);
   });
 
   it('the prompt cuts each solution to its share and names the copies in the working directory', () => {

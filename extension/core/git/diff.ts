@@ -18,10 +18,11 @@ export interface CommitDiff {
 /**
  * `git diff --stat --patch from to` in the worktree's repository, read up to `maxBytes` (git is stopped there).
  * @param timeoutMs git is killed after this long, ms
+ * @param leaveOut paths relative to the top of the tree (files or folders) left out of the diff, taken literally
  * @throws Error with git's message when it fails (unknown commit), or when it ran out of time
  */
-export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, from: string, to: string, maxBytes: number, timeoutMs: number): Promise<CommitDiff> {
-  const args = [...safeGitConfigArgs({ repo: links.dir, trusted: false }), 'diff', ...NO_DIFF_PROGRAMS, '--no-color', '--stat', '--patch', from, to, '--'];
+export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, from: string, to: string, maxBytes: number, timeoutMs: number, leaveOut: readonly string[] = []): Promise<CommitDiff> {
+  const args = [...safeGitConfigArgs({ repo: links.dir, trusted: false }), 'diff', ...NO_DIFF_PROGRAMS, '--no-color', '--stat', '--patch', from, to, '--', ...leaveOut.map((p) => `:(top,exclude,literal)${p}`)];
   // Only what git needs: no ambient GIT_* variable reaches it.
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LC_ALL: 'C', GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_CONFIG_NOSYSTEM: '1' };
   return new Promise((resolve, reject) => {

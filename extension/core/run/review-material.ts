@@ -26,18 +26,27 @@ export interface ReviewMaterial {
 }
 
 /**
- * Worktree mode: the diff `seal.parent..seal.sha` (empty when the worker changed nothing).
+ * Worktree mode: the diff `seal.parent..seal.sha` (empty when the worker changed nothing), without the top-level
+ * entries named in `leaveOut` (a ranking reviewer's: the engines' own folders, rank-material.ts engineFolders).
  * @throws Error from git
  */
-export async function diffMaterial(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, seal: Pick<Seal, 'parent' | 'sha' | 'changed'>, timeoutMs: number): Promise<ReviewMaterial> {
-  const kind = `the diff of the work (git diff --stat --patch ${seal.parent.slice(0, 12)} ${seal.sha.slice(0, 12)}: the task's start point → the sealed commit the check passed)`;
+export async function diffMaterial(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, seal: Pick<Seal, 'parent' | 'sha' | 'changed'>, timeoutMs: number, leaveOut: readonly string[] = []): Promise<ReviewMaterial> {
+  const kind = `the diff of the work (git diff --stat --patch ${seal.parent.slice(0, 12)} ${seal.sha.slice(0, 12)}: the task's start point → the sealed commit the check passed${leftOutNote(leaveOut)})`;
   if (!seal.changed) return { kind, text: '(no changes: the worker changed no file git tracks)\n', truncated: false };
-  const d = await commitDiff(links, seal.parent, seal.sha, REVIEW_MATERIAL_BYTES, timeoutMs);
+  const d = await commitDiff(links, seal.parent, seal.sha, REVIEW_MATERIAL_BYTES, timeoutMs, leaveOut);
   return { kind, ...d };
 }
 
-/** Plain mode: the task dir's files (no `.git`), listed with sizes, then the text ones shown. Never throws. */
-export function filesMaterial(dir: string): ReviewMaterial {
+/** `; without <a>/, <b>/ at the top` for a material kind line; '' when nothing is left out. */
+function leftOutNote(leaveOut: readonly string[]): string {
+  return leaveOut.length ? `; without ${leaveOut.map((p) => `${p}/`).join(', ')} at the top (the engines' own folders)` : '';
+}
+
+/**
+ * Plain mode: the task dir's files (no `.git`, nor the top-level entries named in `leaveOut`), listed with sizes, then
+ * the text ones shown. Never throws.
+ */
+export function filesMaterial(dir: string, leaveOut: readonly string[] = []): ReviewMaterial {
   const files: { rel: string; size: number }[] = [];
   const walk = (rel: string) => {
     let entries: fs.Dirent[];
@@ -49,6 +58,7 @@ export function filesMaterial(dir: string): ReviewMaterial {
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       if (files.length >= MAX_LISTED_FILES) return;
       const child = rel ? `${rel}/${e.name}` : e.name;
+      if (!rel && leaveOut.includes(e.name)) continue;
       if (e.isDirectory()) {
         if (e.name !== '.git') walk(child);
       } else if (e.isFile()) {
@@ -79,7 +89,7 @@ export function filesMaterial(dir: string): ReviewMaterial {
     parts.push(block);
     bytes += Buffer.byteLength(block);
   }
-  return { kind: 'the files of the task dir as the check judged them (plain mode: no history to diff against), then the contents of its text files', text: parts.join('\n'), truncated };
+  return { kind: `the files of the task dir as the check judged them (plain mode: no history to diff against), then the contents of its text files${leftOutNote(leaveOut)}`, text: parts.join('\n'), truncated };
 }
 
 function safeReadlink(p: string): string {

@@ -176,7 +176,7 @@ export class BestOfN {
     try {
       const work = await Promise.all(named.map(async (n) => {
         const source = this.sourceOf(keyOf(n.candidate));
-        return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs) };
+        return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs, [...ctx.opts.engines.keys()]) };
       }));
       const redaction = { dirs: spec.after.map((k) => this.host.task(k)?.state.dir).filter((d): d is string => !!d), group: spec.key, engines: [...ctx.opts.engines.keys()] };
       rankings = await runRankers(ctx, { group, round, dir, work, redaction }, (r) => {

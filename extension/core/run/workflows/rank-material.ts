@@ -21,12 +21,24 @@ export type CandidateSource =
   | { mode: 'plain'; dir: string };
 
 /**
- * One candidate's material: the diff (worktree mode) or the listing and text of its files (plain mode).
+ * One candidate's material: the diff (worktree mode) or the listing and text of its files (plain mode), both without
+ * the engines' own folders at the top of its tree (engineFolders of `engines`), as its copied files are.
  * @param timeoutMs git's limit, ms
+ * @param engines names of the run's engines
  * @throws Error from git (worktree mode)
  */
-export async function candidateMaterial(source: CandidateSource, timeoutMs: number): Promise<ReviewMaterial> {
-  return source.mode === 'worktree' ? diffMaterial(source.git, source.seal, timeoutMs) : filesMaterial(source.dir);
+export async function candidateMaterial(source: CandidateSource, timeoutMs: number, engines: readonly string[]): Promise<ReviewMaterial> {
+  const leaveOut = engineFolders(engines);
+  return source.mode === 'worktree' ? diffMaterial(source.git, source.seal, timeoutMs, leaveOut) : filesMaterial(source.dir, leaveOut);
+}
+
+/**
+ * The engines' own project folders at the top of a candidate's tree (`.claude`, `.codex`, `.opencode`… one per engine
+ * of the run, `.<name>`): a tool writes them (settings, sessions, caches), and they name the engine, so a ranking
+ * reviewer's material and copies never hold them. Pure.
+ */
+export function engineFolders(engines: readonly string[]): string[] {
+  return engines.map((e) => `.${e}`);
 }
 
 /**
@@ -78,7 +90,7 @@ export function writeRankMaterial(scratch: string, work: readonly { name: string
  * out. Unreadable entries are skipped. Never throws but for `dest`.
  */
 export function copyFiles(src: string, dest: string, r: Redaction): number {
-  const engineDirs = new Set(r.engines.map((e) => `.${e}`));
+  const engineDirs = new Set(engineFolders(r.engines));
   fs.mkdirSync(dest, { recursive: true });
   let bytes = 0;
   let files = 0;
