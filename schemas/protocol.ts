@@ -15,8 +15,11 @@ export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
 export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type StepName, type TaskStatus, type Verdict } from './status';
-/** The order every view lists tasks in (the task graph's), best-of-N candidates grouped under their task. */
-export { afterLabel, candidateLabel, graphOrder, groupedOrder, oneLine, rowAfter, selectLines, type CandidateRow, type TaskRow } from './task-order';
+/**
+ * The order every view lists tasks in (the task graph's), best-of-N candidates grouped under their task, validated,
+ * council and phases members under their lead.
+ */
+export { afterLabel, candidateLabel, graphOrder, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines, type CandidateRow, type MemberRow, type TaskRow } from './task-order';
 
 /** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
 export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
@@ -53,6 +56,11 @@ export interface RunView {
   tokens: number;
   /** Known costs summed, micro-USD; null when no attempt reported one (unknown is never 0). */
   costMicroUsd: number | null;
+  /**
+   * Anonymous input names (state.json `inputNames`: scope → member key → letter), so the page shows which worker or
+   * council member each letter stood for; the page is the user's, never a worker's. Absent when none were drawn.
+   */
+  inputNames?: Record<string, Record<string, string>>;
   tasks: TaskView[];
 }
 

@@ -74,6 +74,11 @@ export interface TaskState {
    */
   group?: string;
   candidate?: number;
+  /**
+   * A validated, council or phases task's place in its workflow (WorkflowPlace), as the frozen manifest compiled it;
+   * absent outside those workflows (best-of-N uses `group` and `candidate`) and in older state files.
+   */
+  workflow?: WorkflowPlace;
   /** On a best-of-N task's own entry: how its winner is chosen. */
   select?: 'first-pass' | 'all' | 'ranked';
   /** On a best-of-N task's own entry, once one passed: the winning candidate's key. */
@@ -94,6 +99,27 @@ export interface TaskState {
   critique?: CritiqueState;
   /** A task with `inputs`, once its last attempt copied them: where, and which prerequisite each name stands for. */
   inputs?: TaskInputsState;
+}
+
+/**
+ * What a task is in a validated, council or phases workflow (docs/workflows.md): the task as written becomes a lead
+ * under its own key — the `validator`, the council's `chair`, the `test` phase — and members: `worker` N
+ * (`<key>--w<N>`), `answer` N and `review` N (`<key>--a<N>`, `<key>--r<N>`; review N is member N's review of the
+ * others), `implement` N (`<key>--impl-<N>`).
+ */
+export type WorkflowRole = 'validator' | 'worker' | 'chair' | 'answer' | 'review' | 'test' | 'implement';
+
+/**
+ * A task's place in its workflow, set only by the compiler (extension/core/manifest/validate.ts, council.ts,
+ * phases.ts), never read from a manifest as written: the views group by it (schemas/task-order.ts groupedOrder),
+ * never by the shape of a key, so a task the user named `x--w1` is not taken for a worker of `x`.
+ */
+export interface WorkflowPlace {
+  /** The lead's key (the task as written); on the lead itself, its own key. */
+  lead: string;
+  role: WorkflowRole;
+  /** A member's number, 1…N (worker N, answer N, review N, implement N); absent on the lead. */
+  member?: number;
 }
 
 /**

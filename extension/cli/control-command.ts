@@ -12,7 +12,7 @@ import { mergeRequestsForRun } from '../core/run/merge-plan';
 import { waitsLine } from '../core/run/quota-wait';
 import { statusInfo } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
-import { candidateLabel, groupedOrder, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
+import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 import { printable } from './format';
 import { InputError, type Io } from './io';
 import { loadEngines } from './load-engines';
@@ -142,9 +142,12 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
  * its status with the step its latest attempt is in or ended in (`running (check)`, `FAIL at check`), what it waits
  * for, its attempts, and why it ended as it did (a BLOCKED task names its prerequisite). A best-of-N task's candidates
  * follow it, indented, each with its number, `winner` and its score on a ranked task, and its engine; the task's line
- * says how it was decided (`select …`, the winner or why none passed, a tie, a disagreement). `--json`: the same rows,
- * the task with `select`, `winner`, `scores`, `tie`, `disagreement`, each candidate with `group`, `candidate`, `won`
- * and `score`. Keys and reasons are printed as one line without control characters. Returns 0.
+ * says how it was decided (`select …`, the winner or why none passed, a tie, a disagreement). A validated, council or
+ * phases task's lead (validator, chair, test phase) is followed by its members, indented, each with its role, number,
+ * anonymous letter and engine; the lead's line says what it is over and, when BLOCKED, which members blocked it.
+ * `--json`: the same rows, each with `engine` and `model`; the task with `select`, `winner`, `scores`, `tie`,
+ * `disagreement`, each candidate with `group`, `candidate`, `won` and `score`; a lead with `role` and `blockedBy` (member
+ * keys), each member with `lead`, `role`, `member`, `letter` (null when none) and `blocking`. Keys and reasons are printed as one line without control characters. Returns 0.
  * @throws InputError for an unknown run (see resolveRun)
  */
 export function runTasksCommand(run: string, opts: { home: string; json: boolean }, io: Io): number {
@@ -155,11 +158,23 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
     const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
     const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
-    return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, reason, ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
+    return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
   };
-  // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown.
-  const rows = groupedOrder(s.tasks).flatMap((row) => {
+  // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown. A
+  // validated, council or phases task's lead, then its members: role, number, letter, and those that blocked it.
+  const rows = groupedOrder(s.tasks, s.inputNames).flatMap((row) => {
     const t = row.task;
+    if (row.role !== null) {
+      const own = line(t, [], {}, null).why;
+      return [
+        { ...line(t, rowAfter(row).after ?? [], { role: row.role, blockedBy: row.blockedBy.map((m) => m.task.key) }, [...leadLines(row), own].filter(Boolean).join('; ')), indent: false },
+        ...row.members.map((m) => {
+          const reason = line(m.task, [], {}, null).why;
+          const place = { lead: t.key, role: m.role, member: m.number, letter: m.letter, blocking: m.blocking };
+          return { ...line(m.task, [], place, [memberLabel(m), `${m.task.engine}${m.task.model ? `/${m.task.model}` : ''}`, m.task.status === 'PASS' ? '' : reason].filter(Boolean).join(' · ')), indent: true };
+        }),
+      ];
+    }
     if (!row.candidates.length) return [{ ...line(t, t.after ?? [], {}, null), indent: false }];
     const decision = { select: t.select ?? 'first-pass', winner: t.winner ?? null, ...(t.scores ? { scores: t.scores } : {}), ...(t.tie ? { tie: t.tie } : {}), ...(t.disagreement ? { disagreement: t.disagreement } : {}) };
     return [

@@ -1,7 +1,7 @@
 import { formatUsd } from '../core/cost/pricing';
 import type { RunState } from '../core/live/state';
 import type { RunEvent, RunSummary } from '../core/run/runner';
-import { candidateLabel, groupedOrder, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
+import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 
 /** Seconds with one decimal from ms: 1234 → "1.2s". */
 export function seconds(ms: number): string {
@@ -67,19 +67,25 @@ function eventText(e: RunEvent, now: Date): string | null {
  */
 export function verdictTable(s: RunSummary, state?: RunState | null): string {
   const live = new Map((state?.tasks ?? []).map((t) => [t.key, t]));
-  // A best-of-N task's candidates are listed under it (indented), with the winner, scores and the select decision.
+  // A best-of-N task's candidates are listed under it (indented), with the winner, scores and the select decision; a
+  // validated, council or phases task's members under its lead, with their role, number and letter.
   const grouped = groupedOrder(s.tasks.map((t) => {
-    const { after, group, candidate, select, winner, scores, tie, disagreement, reason } = live.get(t.key) ?? {};
-    return { ...t, after, group, candidate, select, winner, scores, tie, disagreement, stateReason: reason };
-  }));
+    const { after, group, candidate, select, winner, scores, tie, disagreement, workflow, reason } = live.get(t.key) ?? {};
+    return { ...t, status: t.verdict, after, group, candidate, select, winner, scores, tie, disagreement, workflow, stateReason: reason };
+  }), state?.inputNames);
   type Row = (typeof grouped)[number]['task'];
   const stepOf = (t: Row) => {
     const last = live.get(t.key)?.attempts.at(-1);
     return t.verdict !== 'PASS' && last?.verdict === t.verdict && last.step ? last.step : '';
   };
+  const engineOf = (key: string) => {
+    const t = live.get(key);
+    return t ? `${t.engine}${t.model ? `/${t.model}` : ''}` : '';
+  };
   const lines = grouped.flatMap((row) => [
-    { t: row.task, key: row.task.key, after: rowAfter(row).after ?? [], why: row.candidates.length ? selectLines({ ...row.task, reason: row.task.stateReason ?? row.task.reason }).join('; ') : row.task.verdict === 'PASS' ? row.task.verified ?? '' : row.task.reason },
+    { t: row.task, key: row.task.key, after: rowAfter(row).after ?? [], why: row.candidates.length ? selectLines({ ...row.task, reason: row.task.stateReason ?? row.task.reason }).join('; ') : [...leadLines(row), row.task.verdict === 'PASS' ? row.task.verified ?? '' : row.task.reason].filter(Boolean).join('; ') },
     ...row.candidates.map((c) => ({ t: c.task, key: `  ${c.task.key}`, after: [] as string[], why: [candidateLabel(c), live.get(c.task.key)?.engine ?? '', c.task.verdict === 'PASS' ? '' : c.task.reason].filter(Boolean).join(' · ') })),
+    ...row.members.map((m) => ({ t: m.task, key: `  ${m.task.key}`, after: [] as string[], why: [memberLabel(m), engineOf(m.task.key), m.task.verdict === 'PASS' ? '' : m.task.reason].filter(Boolean).join(' · ') })),
   ]);
   const steps = lines.some((l) => stepOf(l.t));
   const graph = lines.some((l) => l.after.length);

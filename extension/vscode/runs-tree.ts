@@ -6,7 +6,8 @@ import type { AttemptState, TaskState } from '../core/live/state';
 import { RunsWatcher } from '../core/live/watch';
 import { waitsLine } from '../core/run/quota-wait';
 import { attemptLabel } from '../../schemas/attempt-label';
-import { afterLabel, candidateLabel, groupedOrder, oneLine, rowAfter, selectLines, type CandidateRow, type TaskRow } from '../../schemas/task-order';
+import { groupedOrder, type CandidateRow, type MemberRow, type TaskRow } from '../../schemas/task-order';
+import { taskRowText, type TaskPlace } from './task-row-text';
 import { poolSummary, type PoolAttemptRef, type PoolView, type PoolWorkerView } from '../../schemas/pool-view';
 import type { PoolFeed } from '../core/dashboard/source';
 import { changedFiles } from './changed-files';
@@ -24,7 +25,7 @@ export type LogKind = 'prompt' | 'worker' | 'check';
 /** One row of the runs tree. */
 export type RunsNode =
   | { kind: 'run'; runId: string; info: RunInfo }
-  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState> }
+  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState>; member?: MemberRow<TaskState> }
   | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState; info: RunInfo }
   | { kind: 'log'; runId: string; key: string; attempt: number; log: LogKind; file: string }
   | { kind: 'changes'; runId: string; key: string; task: TaskState; info: RunInfo }
@@ -35,20 +36,6 @@ export type RunsNode =
   | { kind: 'pool-attempt'; runId: string; ref: PoolAttemptRef };
 
 const LOG_FILES: Record<LogKind, string> = { prompt: 'prompt.md', worker: 'worker.log', check: 'check.log' };
-
-const taskIcon: Record<string, [string, string?]> = {
-  PASS: ['pass', 'testing.iconPassed'],
-  FAIL: ['error', 'testing.iconFailed'],
-  TIMEOUT: ['watch', 'testing.iconFailed'],
-  ERROR: ['warning', 'problemsWarningIcon.foreground'],
-  CANCELLED: ['circle-slash'],
-  INTERRUPTED: ['debug-disconnect', 'testing.iconErrored'],
-  RATE_LIMITED: ['clock'],
-  SKIPPED: ['circle-large-outline'],
-  BLOCKED: ['lock', 'disabledForeground'],
-  queued: ['circle-outline'],
-  retry_queued: ['history'],
-};
 
 /**
  * The `verdict.runs` view: every run under VERDICT_HOME (live first, whichever process writes it, CLI runs included)
@@ -128,11 +115,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
       case 'pool-worker':
         return node.worker.running.map((ref) => ({ kind: 'pool-attempt', runId: ref.runId, ref }));
       case 'run':
-        // The task graph's order: a task after its prerequisites, a best-of-N task's candidates under it (as in the
-        // dashboard and the CLI).
-        return groupedOrder(node.info.state.tasks).map((row) => ({ kind: 'task', runId: node.runId, key: row.task.key, task: row.task, info: node.info, row }));
+        // The task graph's order: a task after its prerequisites, a best-of-N task's candidates under it, a validated,
+        // council or phases task's members under its lead (as in the dashboard and the CLI).
+        return groupedOrder(node.info.state.tasks, node.info.state.inputNames).map((row) => ({ kind: 'task', runId: node.runId, key: row.task.key, task: row.task, info: node.info, row }));
       case 'task': {
         const children: RunsNode[] = (node.row?.candidates ?? []).map((candidate) => ({ kind: 'task', runId: node.runId, key: candidate.task.key, task: candidate.task, info: node.info, candidate }));
+        children.push(...(node.row?.members ?? []).map((member): RunsNode => ({ kind: 'task', runId: node.runId, key: member.task.key, task: member.task, info: node.info, member })));
         children.push(...node.task.attempts.map((attempt): RunsNode => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt, info: node.info })));
         if (node.task.commit && node.info.state.baseSha) children.push({ kind: 'changes', runId: node.runId, key: node.key, task: node.task, info: node.info });
         return children;
@@ -151,7 +139,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
       case 'run':
         return runItem(node.info);
       case 'task':
-        return taskItem(node.task, node.row, node.candidate);
+        return taskItem(node.task, node);
       case 'attempt': {
         const a = node.attempt;
         const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
@@ -265,31 +253,15 @@ function runItem(info: RunInfo): vscode.TreeItem {
   return item;
 }
 
-/**
- * A task's row. A best-of-N task's entry (`row` with candidates) says how it was decided and lists its candidates; a
- * candidate's row says its number, `winner` and a ranked task's score, and its engine. Labels are one line of plain
- * text (state files and worker output can hold anything).
- */
-function taskItem(t: TaskState, row?: TaskRow<TaskState>, candidate?: CandidateRow<TaskState>): vscode.TreeItem {
-  const item = new vscode.TreeItem(oneLine(t.key), vscode.TreeItemCollapsibleState.Collapsed);
-  const last = t.attempts[t.attempts.length - 1];
-  const duration = t.attempts.reduce((ms, a) => ms + ((a.endedAt ?? Date.now()) - a.startedAt), 0);
-  const tokens = t.attempts.every((a) => a.tokensIn !== null && a.tokensOut !== null) && t.attempts.length ? t.attempts.reduce((n, a) => n + (a.tokensIn ?? 0) + (a.tokensOut ?? 0), 0) : null;
-  // The latest attempt's label while it runs or when it made the task's status (`running (check)`, `FAIL at check`).
-  const state = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
-  const decision = row?.candidates.length ? selectLines(t) : [];
-  const work = decision.length
-    ? [`${row?.candidates.length} candidates`, ...decision.slice(0, 2)]
-    : [candidate ? `${candidateLabel(candidate)} · ${t.engine}${t.model ? `/${t.model}` : ''}` : '', `${t.attempts.length} attempt${t.attempts.length === 1 ? '' : 's'}`, t.attempts.length ? seconds(duration) : '', tokens === null ? '' : `${tokens} tokens`, t.status === 'BLOCKED' ? t.reason ?? '' : ''];
-  item.description = oneLine([state, candidate ? '' : afterLabel(row ? rowAfter(row) : t), ...work].filter(Boolean).join(' · '));
-  item.tooltip = [t.verified, ...(decision.length ? decision : [t.reason]), last?.notes, t.branch, t.dir].filter(Boolean).join('\n');
-  const [icon, color] = taskIcon[t.status] ?? ['loading~spin'];
+/** A task's row (its text: task-row-text.ts). */
+function taskItem(t: TaskState, place: TaskPlace): vscode.TreeItem {
+  const text = taskRowText(t, place);
+  const item = new vscode.TreeItem(text.label, vscode.TreeItemCollapsibleState.Collapsed);
+  item.description = text.description;
+  item.tooltip = text.tooltip;
+  const [icon, color] = text.icon;
   item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
-  // task.<passed|done|active>[.worktree][.compare]: `.compare` on a candidate with committed work that did not win a
-  // task that has a winner (Compare with Winner).
-  const compare = candidate && !candidate.winner && t.commit ? '.compare' : '';
-  item.contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}${compare}`;
-  if (candidate?.winner) item.iconPath = new vscode.ThemeIcon('star-full', new vscode.ThemeColor('testing.iconPassed'));
+  item.contextValue = text.contextValue;
   return item;
 }
 

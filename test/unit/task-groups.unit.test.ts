@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { candidateLabel, groupedOrder, oneLine, rowAfter, selectLines, type GroupedTask } from '../../schemas/task-order';
+import { parseManifest } from '../../extension/core/manifest/load';
+import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines, type GroupedTask, type TaskRow } from '../../schemas/task-order';
 
 // The one grouping every view uses (runs tree, dashboard, CLI): best-of-N candidates under their task's entry.
 
@@ -10,6 +11,7 @@ function group(key: string, n: number, entry: Partial<GroupedTask> = {}, after: 
 }
 
 const shape = (rows: ReturnType<typeof groupedOrder<GroupedTask>>) => rows.map((r) => [r.task.key, r.candidates.map((c) => [c.task.key, c.number, c.winner, c.score])]);
+
 
 describe('groupedOrder: best-of-N candidates under their task', () => {
   it('nests each group\'s candidates by number under its entry, in graph order; a dependent of the task comes after it', () => {
@@ -82,5 +84,108 @@ describe('groupedOrder: best-of-N candidates under their task', () => {
     assert.equal(oneLine('a\nb\u001b[31mc\u009bd\te'), 'a?b?[31mc?d?e');
     // Markup stays text for the renderer to escape (Svelte and TreeItem labels do): nothing is interpreted here.
     assert.match(selectLines(rows[0]?.task as GroupedTask)[1] ?? '', /<img src=x onerror=alert\(1\)>\?PASS/);
+  });
+});
+
+/** A manifest's tasks as the loader compiles them, then as state.json lists them (the runner copies these fields). */
+function compiled(tasks: Record<string, unknown>[], status: Record<string, string> = {}): GroupedTask[] {
+  const { manifest, problems } = parseManifest(JSON.stringify({ tasks }), '/m.json');
+  assert.deepEqual(problems.filter((p) => p.severity === 'error'), []);
+  return (manifest?.tasks ?? []).map((t) => ({
+    key: t.key,
+    ...(t.after.length ? { after: t.after } : {}),
+    ...(t.group !== undefined ? { group: t.group } : {}),
+    ...(t.candidate !== undefined ? { candidate: t.candidate } : {}),
+    ...(t.select !== undefined ? { select: t.select } : {}),
+    ...(t.workflow !== undefined ? { workflow: t.workflow } : {}),
+    status: status[t.key] ?? 'PASS',
+  }));
+}
+
+const task = (key: string, extra: Record<string, unknown> = {}) => ({ key, engine: 'script', spec: 'echo x > x.txt', check: 'test -s x.txt', ...extra });
+const members = (rows: TaskRow<GroupedTask>[]) => rows.map((r) => [r.task.key, r.role, r.members.map((m) => [m.task.key, m.role, m.number, m.letter, m.blocking])]);
+
+describe('groupedOrder: validated, council and phases members under their lead, from the compiled structure', () => {
+  it('validate: the workers under the validator by number with their letters; a blocked validator names the worker that blocked it', () => {
+    const tasks = compiled([task('prep'), task('sort', { after: ['prep'], validate: { workers: 3, check: 'test -s validation.md' } }), task('ship', { after: ['sort'] })], { 'sort--w2': 'FAIL', sort: 'BLOCKED' });
+    // Listed out of order in the state file: still the lead's place, members by number.
+    const rows = groupedOrder([...tasks].reverse(), { sort: { 'sort--w1': 'B', 'sort--w2': 'A', 'sort--w3': 'C' } });
+    assert.deepEqual(members(rows), [
+      ['prep', null, []],
+      ['sort', 'validator', [['sort--w1', 'worker', 1, 'B', false], ['sort--w2', 'worker', 2, 'A', true], ['sort--w3', 'worker', 3, 'C', false]]],
+      ['ship', null, []],
+    ]);
+    const sort = rows[1] as TaskRow<GroupedTask>;
+    assert.deepEqual(sort.blockedBy.map((m) => m.task.key), ['sort--w2']);
+    assert.deepEqual(leadLines(sort), ['validator of 3 workers', 'blocked by worker 2 · A (sort--w2 FAIL)']);
+    assert.deepEqual(sort.members.map((m) => memberLabel(m)), ['worker 1 · B', 'worker 2 · A', 'worker 3 · C']);
+    // The validator's row waits for what the task waits for, not for its workers.
+    assert.deepEqual(rowAfter(sort).after, ['prep']);
+    assert.deepEqual(rowAfter(rows[2] as TaskRow<GroupedTask>).after, ['sort']);
+    // Not blocked: no member blocks, even one that failed; without inputNames, no letters.
+    const passed = groupedOrder(compiled([task('sort', { validate: { workers: 2, check: 'true' } })], { 'sort--w1': 'FAIL', sort: 'queued' }));
+    assert.deepEqual(members(passed), [['sort', 'validator', [['sort--w1', 'worker', 1, null, false], ['sort--w2', 'worker', 2, null, false]]]]);
+    assert.deepEqual(leadLines(passed[0] as TaskRow<GroupedTask>), ['validator of 2 workers']);
+  });
+
+  it('council: answers, then reviews, under the chair; a review bears its author\'s answer letter', () => {
+    const tasks = compiled([task('q', { check: 'test -s answer.md', council: { members: [{ engine: 'script', model: 'm1' }, { engine: 'script', model: 'm2' }], chair: { check: 'test -s synthesis.md' } } })]);
+    const rows = groupedOrder(tasks, { q: { 'q--a1': 'B', 'q--a2': 'A' } });
+    assert.deepEqual(members(rows), [['q', 'chair', [
+      ['q--a1', 'answer', 1, 'B', false], ['q--a2', 'answer', 2, 'A', false],
+      ['q--r1', 'review', 1, 'B', false], ['q--r2', 'review', 2, 'A', false],
+    ]]]);
+    assert.deepEqual(leadLines(rows[0] as TaskRow<GroupedTask>), ['chair of 2 answers, 2 reviews']);
+    assert.equal(rowAfter(rows[0] as TaskRow<GroupedTask>).after, undefined, 'the council waits for nothing the task did not');
+  });
+
+  it('phases: the implement tasks under the test phase; the test phase waits for what the task waits for', () => {
+    const tasks = compiled([task('lib'), task('case', { after: ['lib'], spec: 'echo {file}', check: 'test -s {file}', expect_files: ['{file}'], phases: { files: ['a.sh', 'b.sh'], test: { engine: 'codex', check: 'bash t.sh' } } })], { 'case--impl-1': 'FAIL', case: 'BLOCKED' });
+    const rows = groupedOrder(tasks);
+    assert.deepEqual(members(rows), [['lib', null, []], ['case', 'test', [['case--impl-1', 'implement', 1, null, true], ['case--impl-2', 'implement', 2, null, false]]]]);
+    assert.deepEqual(leadLines(rows[1] as TaskRow<GroupedTask>), ['test phase of 2 implement tasks', 'blocked by implement 1 (case--impl-1 FAIL)']);
+    assert.deepEqual(rowAfter(rows[1] as TaskRow<GroupedTask>).after, ['lib']);
+  });
+
+  it('look-alike keys: tasks the user named like members are never grouped; only the compiled structure groups', () => {
+    // `x--w1` with no validated `x`, `y--a1`/`y--r1` beside a plain `y`, `z--impl-1` after a plain `z`, and a
+    // validated `v` of 2 workers beside a plain `v--w3` that failed.
+    const tasks = compiled([
+      task('x--w1'), task('y'), task('y--a1'), task('y--r1', { after: ['y--a1'] }), task('z'), task('z--impl-1', { after: ['z'] }),
+      task('v', { validate: { workers: 2, check: 'test -s validation.md' } }), // `v--w3` even writes the field the compiler sets: the loader never reads it from a manifest.
+      task('v--w3', { workflow: { lead: 'v', role: 'worker', member: 3 } }), task('x', { after: ['x--w1'] }),
+    ], { v: 'BLOCKED', 'v--w3': 'FAIL' });
+    const rows = groupedOrder(tasks, { v: { 'v--w1': 'A', 'v--w2': 'B', 'v--w3': 'C' }, y: { 'y--a1': 'A' } });
+    assert.deepEqual(members(rows), [
+      ['x--w1', null, []], ['y', null, []], ['y--a1', null, []], ['y--r1', null, []], ['z', null, []], ['z--impl-1', null, []],
+      ['v', 'validator', [['v--w1', 'worker', 1, 'A', false], ['v--w2', 'worker', 2, 'B', false]]],
+      ['v--w3', null, []], ['x', null, []],
+    ]);
+    assert.deepEqual((rows[6] as TaskRow<GroupedTask>).blockedBy, [], 'a look-alike that failed does not block the validator');
+  });
+
+  it('a damaged or forged state: a member whose lead is missing, of another role, or does not wait for it stays a row of its own', () => {
+    const tasks: GroupedTask[] = [
+      { key: 'lost', workflow: { lead: 'gone', role: 'worker', member: 1 } },
+      { key: 'v', after: ['w'], workflow: { lead: 'v', role: 'validator' } },
+      { key: 'w', workflow: { lead: 'v', role: 'worker', member: 1 } },
+      { key: 'a', workflow: { lead: 'v', role: 'answer', member: 1 } },
+      { key: 'n', workflow: { lead: 'v', role: 'worker', member: 2 } },
+      { key: 'z', workflow: { lead: 'v', role: 'worker', member: 0 } },
+      { key: 'self', workflow: { lead: 'self', role: 'worker', member: 1 } },
+      { key: 'odd', workflow: { lead: 'odd', role: 'stranger' } },
+    ];
+    assert.deepEqual(members(groupedOrder(tasks)), [
+      ['lost', null, []], ['v', 'validator', [['w', 'worker', 1, null, false]]], ['a', null, []], ['n', null, []], ['z', null, []], ['self', null, []], ['odd', null, []],
+    ]);
+    // A letters map with an inherited name gives no letter.
+    const rows = groupedOrder(tasks, JSON.parse('{"v": {"__proto__": {"w": "Q"}}}'));
+    assert.equal(rows[1]?.members[0]?.letter, null);
+  });
+
+  it('hostile keys in a lead\'s lines come out as one line', () => {
+    const evil = 'v\u001b[2J\nPASS';
+    const tasks: GroupedTask[] = [{ key: evil, status: 'BLOCKED', after: [`${evil}--w1`], workflow: { lead: evil, role: 'validator' } }, { key: `${evil}--w1`, status: 'FAIL', workflow: { lead: evil, role: 'worker', member: 1 } }];
+    for (const line of leadLines(groupedOrder(tasks)[0] as TaskRow<GroupedTask>)) assert.doesNotMatch(line, /[\u0000-\u001f\u007f-\u009f]/);
   });
 });

@@ -23,6 +23,7 @@ export function runView(info: RunInfo): RunView {
     counts: info.counts,
     tokens: info.tokens,
     costMicroUsd: info.costMicroUsd,
+    ...(s.inputNames ? { inputNames: s.inputNames } : {}),
     tasks: s.tasks.map((t) => ({
       key: t.key,
       engine: t.engine,
@@ -42,6 +43,8 @@ export function runView(info: RunInfo): RunView {
       ...(t.scores !== undefined ? { scores: t.scores } : {}),
       ...(t.tie != null ? { tie: t.tie } : {}),
       ...(t.disagreement != null ? { disagreement: t.disagreement } : {}),
+      // A validated, council or phases task's place: lead or member (the page groups by it, never by the key).
+      ...(t.workflow !== undefined ? { workflow: t.workflow } : {}),
       attempts: t.attempts.map(({ dir: _dir, workerPid: _pid, workerStartTime: _start, ...a }) => a),
     })),
   };

@@ -66,6 +66,7 @@ export function compileCouncil(spec: TaskSpec, c: Record<string, unknown>): Task
     spec: m.engine === 'script' ? spec.spec : `${spec.spec}\n\nWrite your answer to ${answerFile}.`,
     expectFiles: [...new Set([...spec.expectFiles, answerFile])],
     review: null,
+    workflow: { lead: spec.key, role: 'answer', member: i + 1 },
   }));
   const reviewTasks = members.map((m, i): TaskSpec => {
     const n = i + 1;
@@ -91,6 +92,7 @@ export function compileCouncil(spec: TaskSpec, c: Record<string, unknown>): Task
       allowPaths: [reviewFile],
       inputs,
       review: null,
+      workflow: { lead: spec.key, role: 'review', member: n },
     };
   });
   const chairEngine = typeof chair.engine === 'string' ? chair.engine : spec.engine;
@@ -111,6 +113,7 @@ export function compileCouncil(spec: TaskSpec, c: Record<string, unknown>): Task
       anonymous: true,
       scope: spec.key,
     },
+    workflow: { lead: spec.key, role: 'chair' },
   };
   delete chairTask.generate;
   return [...answerTasks, ...reviewTasks, chairTask];

@@ -53,6 +53,7 @@ export function compilePhases(spec: TaskSpec, p: Record<string, unknown>, worktr
     model: implementer.model,
     engineArgs: implementer.engine === spec.engine ? spec.engineArgs : [],
     review,
+    workflow: { lead: spec.key, role: 'implement', member: n + 1 },
   }));
   const t = p.test as Record<string, unknown>;
   const testEngine = t.engine as string;
@@ -72,6 +73,7 @@ export function compilePhases(spec: TaskSpec, p: Record<string, unknown>, worktr
     allowPaths: null,
     review: null,
     ...(worktrees ? {} : { inputs: { from: keys.map((key) => ({ key })), anonymous: false } }),
+    workflow: { lead: spec.key, role: 'test' },
   };
   delete test.generate;
   delete test.critique;

@@ -1,3 +1,4 @@
+import type { WorkflowPlace } from '../../../schemas/run-state';
 import type { SourceRange } from './positions';
 
 /** One task of a loaded manifest, with defaults applied and paths left as written. */
@@ -48,6 +49,11 @@ export interface TaskSpec {
   candidate?: number;
   /** On a group's own entry: how its winner is chosen (its `after` lists its candidates). */
   select?: SelectMode;
+  /**
+   * Validated, council, phases: the task's place in its workflow (lead or member N), set by the compiler only
+   * (manifest/validate.ts, council.ts, phases.ts); state.json carries it for the views. Absent outside them.
+   */
+  workflow?: WorkflowPlace;
   /** On a group's own entry with `select: "ranked"`: who scores the passing candidates, against what. */
   rank?: RankPolicy;
   /** `review` (the task's, else the run's): reviewers that must approve a passed check; null for none. */

@@ -43,6 +43,7 @@ export function compileValidate(spec: TaskSpec, v: Record<string, unknown>): Tas
     engine: choice.engine,
     model: choice.model,
     engineArgs: choice.engine === spec.engine ? spec.engineArgs : [],
+    workflow: { lead: spec.key, role: 'worker', member: n + 1 },
   }));
   const report = typeof v.report === 'string' ? v.report : DEFAULT_REPORT;
   const engine = typeof v.engine === 'string' ? v.engine : spec.engine;
@@ -61,6 +62,7 @@ export function compileValidate(spec: TaskSpec, v: Record<string, unknown>): Tas
     allowPaths: [report],
     inputs: { from: keys.map((key) => ({ key })), anonymous: v.anonymous !== false, scope: spec.key },
     review: null,
+    workflow: { lead: spec.key, role: 'validator' },
   };
   delete validator.generate;
   return [...workers, validator];

@@ -237,6 +237,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     // A continued run's task keeps its state object (attempts, branch, commit); one run again is queued by reopenState.
     const earlier = cont?.state.tasks.find((t) => t.key === spec.key);
     const kept = earlier && !cont?.again.has(spec.key) ? cont?.kept.get(spec.key) : undefined;
+    // A run started before state.json carried it gets the task's workflow place from the frozen manifest it compiles.
+    if (earlier && spec.workflow && !earlier.workflow) earlier.workflow = spec.workflow;
     return {
       ...freshRuntime(),
       spec,
@@ -251,6 +253,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         ...(spec.group !== undefined ? { group: spec.group } : {}),
         ...(spec.candidate !== undefined ? { candidate: spec.candidate } : {}),
         ...(spec.select !== undefined ? { select: spec.select } : {}),
+        ...(spec.workflow !== undefined ? { workflow: spec.workflow } : {}),
       },
       summary: kept ?? { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: earlier?.commit ?? null, reason: '', checkOutput: '' },
     };
