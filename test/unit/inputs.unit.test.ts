@@ -7,7 +7,7 @@ import { copyCommitTree, copySnapshot, drawNames, inputMembers, placeInputs, rea
 import { inputsNote, quotedPath } from '../../extension/core/run/steps/inputs';
 import { inputsProblems } from '../../extension/core/manifest/rules/inputs';
 import { parseManifest } from '../../extension/core/manifest/load';
-import { preflight, PreflightError } from '../../extension/core/run/preflight';
+import { preflight } from '../../extension/core/run/preflight';
 import { builtinEngines } from '../../engines';
 import { takeSnapshot, type DirSnapshot, type SnapshotEntry } from '../../extension/core/run/dir-snapshot';
 
@@ -114,16 +114,15 @@ describe('inputs: names, placement and copies', () => {
     assert.ok(bad.problems.some((p) => p.code === 'schema' && p.path.startsWith('tasks[0].inputs')), JSON.stringify(bad.problems));
   });
 
-  it('a pool run refuses tasks with inputs in preflight (its payload cannot carry them), naming them', async () => {
+  it('a pool run takes tasks with inputs in preflight (its payload carries them as names and commits: test/e2e/pool-workflows)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-inputs-pool-'));
     const { manifest } = parseManifest(JSON.stringify({ workdir: 'w', tasks: [
       { key: 'a', engine: 'script', spec: 'true', check: 'true' },
       { key: 'b', engine: 'script', spec: 'true', check: 'true', after: ['a'], inputs: ['a'] },
     ] }), path.join(dir, 'm.json'));
     const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test', enginesElsewhere: true };
-    await assert.rejects(preflight(manifest!, builtinEngines(), process.env, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^b read their prerequisites' work as inputs/m.test(e.message));
-    const plain = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'a', engine: 'script', spec: 'true', check: 'true' }] }), path.join(dir, 'm.json')).manifest!;
-    await preflight(plain, builtinEngines(), process.env, path.join(dir, 'home'), policy);
+    const pre = await preflight(manifest!, builtinEngines(), process.env, path.join(dir, 'home'), policy);
+    assert.equal(pre.repo, null);
   });
 
   it('copyCommitTree: from git objects; a crafted tree (a link `a` and a folder `a/` holding `b`) never writes through the link; an over-long link target is left out', async () => {

@@ -3,16 +3,21 @@ import { BadJobError, parseJob, queueOf, type AttemptJob } from '../../extension
 import { uuidOf } from '../../extension/core/pool/dispatch';
 
 const job: AttemptJob = {
-  v: 1, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
+  v: 2, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
   spec: 'do it', failure: 'it failed', check: 'npm test', expectFiles: [], timeoutMs: 1000, checkTimeoutMs: 1000, watchdogMs: null, engineArgs: [],
   verified: null, network: true, protect: null, setup: null, remote: '/srv/git/app.git', baseSha: 'a'.repeat(40), branch: 'verdict/20260101-120000-ab12/t1',
   startFrom: [{ key: 'dep', commit: 'b'.repeat(40) }], group: null, candidate: null,
   review: { engines: [{ engine: 'claude', model: null }], require: 'all' }, guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: true, allowPaths: null,
+  inputs: { anonymous: true, entries: [{ path: 'answers/A', commit: 'c'.repeat(40) }, { path: 'answers/B', commit: 'd'.repeat(40) }] },
 };
 
 describe('pool payload: what a worker accepts from the queue', () => {
   it('takes a well-formed attempt as it is', () => {
     assert.deepEqual(parseJob(JSON.parse(JSON.stringify(job))), job);
+    assert.deepEqual(parseJob({ ...job, inputs: null }).inputs, null);
+    // Named inputs (not anonymous) keep their key names, in a folder or not.
+    const named = { anonymous: false, entries: [{ path: 'impl-1', commit: 'c'.repeat(40) }, { path: 'answers/b_2.x', commit: 'e'.repeat(64) }] };
+    assert.deepEqual(parseJob({ ...job, inputs: named }).inputs, named);
   });
 
   const refused: [string, Record<string, unknown>, RegExp][] = [
@@ -26,9 +31,24 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ['a base that is not a sha', { baseSha: 'HEAD' }, /field baseSha/],
     ['a start point that is not a commit', { startFrom: [{ key: 'dep', commit: 'main' }] }, /field startFrom/],
     ['a zero attempt', { attempt: 0 }, /field attempt/],
-    ['another payload version', { v: 2 }, /field v/],
+    ['another payload version', { v: 1 }, /field v/],
     ['a guard switch that is not a boolean', { guard: { secrets: 'no', stubs: true, deps: true, paths: true } }, /field guard/],
     ['a review with an extra field', { review: { engines: [{ engine: 'claude', model: null }], require: 'all', run: 'x' } }, /field review/],
+    // Inputs: a worker copies what a payload names into a folder its sandbox shows; a hostile payload must not make it
+    // read or write elsewhere, run git with an option, or tell an anonymous reader whose work is whose.
+    ['no inputs field (an older payload)', { inputs: undefined }, /field inputs/],
+    ['an input path that climbs out of the inputs folder', { inputs: { anonymous: false, entries: [{ path: '../../etc', commit: 'c'.repeat(40) }] } }, /field inputs/],
+    ['an input path with ..', { inputs: { anonymous: false, entries: [{ path: 'answers/..', commit: 'c'.repeat(40) }] } }, /field inputs/],
+    ['an absolute input path', { inputs: { anonymous: false, entries: [{ path: '/home/me/repo', commit: 'c'.repeat(40) }] } }, /field inputs/],
+    ['an input path three deep', { inputs: { anonymous: false, entries: [{ path: 'a/b/c', commit: 'c'.repeat(40) }] } }, /field inputs/],
+    ['a hidden input name', { inputs: { anonymous: false, entries: [{ path: '.git', commit: 'c'.repeat(40) }] } }, /field inputs/],
+    ['an input commit read as a git option', { inputs: { anonymous: false, entries: [{ path: 'a', commit: '--upload-pack=touch /tmp/x' }] } }, /field inputs/],
+    ['an input commit that is a ref, not a sha', { inputs: { anonymous: false, entries: [{ path: 'a', commit: 'refs/heads/main' }] } }, /field inputs/],
+    ['an anonymous input named by its task key', { inputs: { anonymous: true, entries: [{ path: 'answers/agent--c1', commit: 'c'.repeat(40) }] } }, /anonymous names are one capital letter/],
+    ['an input path twice', { inputs: { anonymous: true, entries: [{ path: 'A', commit: 'c'.repeat(40) }, { path: 'A', commit: 'd'.repeat(40) }] } }, /there twice/],
+    ['an input entry with a source path', { inputs: { anonymous: false, entries: [{ path: 'a', commit: 'c'.repeat(40), dir: '/home/me/.verdict/runs' }] } }, /field inputs/],
+    ['inputs with an extra field', { inputs: { anonymous: false, entries: [], gitDir: '/home/me/repo/.git' } }, /field inputs/],
+    ['inputs that are a list', { inputs: [{ path: 'a', commit: 'c'.repeat(40) }] }, /field inputs/],
   ];
   for (const [name, change, message] of refused) {
     it(`refuses ${name}`, () => {

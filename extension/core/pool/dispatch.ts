@@ -15,7 +15,8 @@ import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb } from './schema';
-import { JOB_VERSION, queueOf, type AttemptJob } from './payload';
+import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs } from './payload';
+import { resolveInputs } from '../run/steps/inputs';
 
 /** How often the orchestrator looks at its attempts' rows, ms. */
 export const DISPATCH_POLL_MS = 250;
@@ -47,7 +48,10 @@ export interface PoolTarget {
 }
 
 /** The worker's record of an attempt as stored in verdict_pool_attempts.record (AttemptRecord without local paths). */
-export type RemoteRecord = Omit<AttemptRecord, 'dir'> & { workerId?: string; logDir?: string };
+export type RemoteRecord = Omit<AttemptRecord, 'dir'> & { workerId?: string; logDir?: string; inputs?: { dir: string; omitted: { path: string; reason: string }[] } };
+
+/** state.json's `inputs.dir` of a pool attempt until its worker says where it copied them. */
+export const INPUTS_ON_WORKER = "(on the pool worker: its VERDICT_HOME's runs/<run_id>/tasks/<key>/inputs)";
 
 /** Fields of the worker's record that become the attempt's; the rest (who, what, which attempt) stays the orchestrator's. */
 const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews'];
@@ -114,7 +118,8 @@ export class PoolDispatcher {
     if (!ctx.repo) throw new Error('a pool run needs worktree mode (a git repository and a remote)');
     const repo = ctx.repo;
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
-    const job = jobOf(ctx, task, rec, this.target.remote);
+    const inputs = task.spec.inputs ? await this.sendInputs(ctx, task, io) : null;
+    const job = jobOf(ctx, task, rec, this.target.remote, inputs);
     const queue = queueOf(job.engine);
     await this.ensureQueue(queue, task);
     const jobId = uuidOf(`${job.runId}/${job.key}/${job.attempt}`);
@@ -176,6 +181,26 @@ export class PoolDispatcher {
     }
   }
 
+  /**
+   * A task with `inputs`: resolves them here (names drawn and kept in state.json, as on a local run), pushes each
+   * sealed commit to the remote (payload.ts sealedRef) for the worker to fetch, and records them in the task's state
+   * (the keys behind the names stay here). Returns the payload's `inputs`: names and commits only.
+   * @throws Error naming a prerequisite that did not pass, or git's error when a commit cannot be pushed
+   */
+  private async sendInputs(ctx: AttemptContext, task: TaskRuntime, io: { sync: () => void }): Promise<JobInputs> {
+    const { placed, excluded } = resolveInputs(ctx, task);
+    const commits = [...new Set(placed.map((p) => p.commit as string))];
+    for (const c of commits) await retrying(() => push(ctx.repo!.root, this.target.remote, c, sealedRef(ctx.runId, c), true));
+    task.state.inputs = {
+      dir: INPUTS_ON_WORKER,
+      entries: placed.map((p) => ({ name: p.name, path: p.rel, key: p.key, member: p.member, source: p.commit as string })),
+      excluded,
+      omitted: [],
+    };
+    io.sync();
+    return { anonymous: task.spec.inputs!.anonymous, entries: placed.map((p) => ({ path: p.rel, commit: p.commit as string })) };
+  }
+
   /** Settles the attempt's row from here (the first settlement wins); true when this one did. */
   private async settleHere(job: AttemptJob, record: { verdict: string; reason: string; host?: string }): Promise<boolean> {
     const r = await this.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL RETURNING attempt`, [job.runId, job.key, job.attempt, JSON.stringify({ ...record, settledBy: 'orchestrator' })], null);
@@ -211,6 +236,8 @@ export class PoolDispatcher {
     fs.writeFileSync(files.worker, tail);
     if (rec.check) fs.writeFileSync(files.check, rec.check.output);
     fs.writeFileSync(path.join(rec.dir, 'pool.json'), JSON.stringify({ host: remote.host, worker: remote.workerId ?? null, logs: logDir, note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`' }, null, 2));
+    // Where the worker copied the inputs and what it left out (size caps, special files): its own record of them.
+    if (task.state.inputs && remote.inputs) task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
     const verdict = remote.verdict ?? 'ERROR';
     if (verdict === 'PASS' && rec.commit && task.state.branch && ctx.repo) {
       const ref = `refs/verdict/${ctx.runId}/${task.spec.key}/${rec.attempt}`;
@@ -278,7 +305,7 @@ interface PollRow {
 }
 
 /** The payload of an attempt: the task as the manifest states it, nothing of this machine's environment. */
-export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, remote: string): AttemptJob {
+export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, remote: string, inputs: JobInputs | null = null): AttemptJob {
   const { spec } = task;
   return {
     v: JOB_VERSION,
@@ -314,6 +341,7 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     guard: spec.guard,
     allowDeps: spec.allowDeps,
     allowPaths: spec.allowPaths,
+    inputs,
   };
 }
 

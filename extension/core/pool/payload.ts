@@ -7,8 +7,8 @@
 import { taskBranch } from '../git/worktree';
 import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
 
-/** Payload format version; a worker refuses another. */
-export const JOB_VERSION = 1;
+/** Payload format version; a worker refuses another (2: `inputs`). */
+export const JOB_VERSION = 2;
 
 /** One attempt to run. Times ms. */
 export interface AttemptJob {
@@ -54,6 +54,29 @@ export interface AttemptJob {
   guard: GuardSwitches;
   allowDeps: true | string[];
   allowPaths: string[] | null;
+  /**
+   * A task with `inputs` (validate, council, phases' test phase): what it reads, as resolved by the orchestrator —
+   * each a path under VERDICT_INPUTS (`[<folder>/]<name>`; anonymous: the name is the scope's letter) and the sealed
+   * commit it holds, on the remote as `refs/verdict-sealed/<runId>/<commit>`. Never a key of the orchestrator's
+   * (anonymous), a path of its machine or a git dir: the worker copies each commit's tree from its own checkout, as
+   * run/inputs.ts does locally. null: the task has no inputs.
+   */
+  inputs: JobInputs | null;
+}
+
+/** The payload's `inputs`. */
+export interface JobInputs {
+  /** The names are letters (A…Z) that say nothing of whose work each is; the step hides the checkout's git dir. */
+  anonymous: boolean;
+  entries: { path: string; commit: string }[];
+}
+
+/** At most this many inputs in one payload. */
+export const MAX_JOB_INPUTS = 256;
+
+/** The ref a sealed input commit is pushed to on the run's remote, for workers to fetch. */
+export function sealedRef(runId: string, commit: string): string {
+  return `refs/verdict-sealed/${runId}/${commit}`;
 }
 
 /** A payload a worker will not run, and why (recorded as the attempt's ERROR). */
@@ -63,7 +86,7 @@ const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
 /** The manifest's rule for task keys (safe as a folder and a branch name). */
 const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA = /^[0-9a-f]{40,64}$/;
-const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths'];
+const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs'];
 
 /**
  * Checks a payload taken from the queue.
@@ -108,13 +131,14 @@ export function parseJob(data: unknown): AttemptJob {
   const allowDeps = d.allowDeps === true ? true : strings('allowDeps');
   const allowPaths = d.allowPaths === null ? null : strings('allowPaths');
   const review = d.review === null ? null : reviewOf(d.review, bad);
+  const inputs = d.inputs === null ? null : inputsOf(d.inputs, bad);
   return {
     v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
     engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
     check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: posInt('timeoutMs'), checkTimeoutMs: posInt('checkTimeoutMs'), watchdogMs,
     engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
-    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths,
+    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs,
   };
 }
 
@@ -124,6 +148,31 @@ function reviewOf(v: unknown, bad: (field: string, want: string) => never): Revi
   const okEngine = (e: unknown) => !!e && typeof e === 'object' && typeof (e as EngineChoice).engine === 'string' && ((e as EngineChoice).model === null || typeof (e as EngineChoice).model === 'string') && Object.keys(e).length === 2;
   if (!engines.length || !engines.every(okEngine) || !['all', 'majority', 'any'].includes(r.require as string) || Object.keys(r).length !== 2) bad('review', '{engines: [{engine, model}], require: all|majority|any}');
   return { engines: engines as EngineChoice[], require: r.require as ReviewPolicy['require'] };
+}
+
+/**
+ * The payload's `inputs`, checked: exactly {anonymous, entries}; each entry exactly {path, commit}; a path of one or
+ * two names (a folder and a name), each safe as a folder name (no `..`, no leading dot or dash, no slash but the one);
+ * an anonymous entry's name one capital letter; no path twice; a commit a full sha (never read as an option).
+ */
+function inputsOf(v: unknown, bad: (field: string, want: string) => never): JobInputs {
+  const want = '{anonymous, entries: [{path, commit}]}';
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return bad('inputs', want);
+  const r = v as Record<string, unknown>;
+  if (Object.keys(r).length !== 2 || typeof r.anonymous !== 'boolean' || !Array.isArray(r.entries)) return bad('inputs', want);
+  if (r.entries.length > MAX_JOB_INPUTS) return bad('inputs', `at most ${MAX_JOB_INPUTS} entries`);
+  const seen = new Set<string>();
+  for (const e of r.entries as unknown[]) {
+    const entry = e as Record<string, unknown> | null;
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry) || Object.keys(entry).length !== 2 || typeof entry.path !== 'string' || typeof entry.commit !== 'string') return bad('inputs', want);
+    const parts = entry.path.split('/');
+    if (parts.length > 2 || !parts.every((p) => KEY.test(p) && !p.includes('..'))) bad('inputs', `entry paths "[folder/]name", each part [A-Za-z0-9._-] with no leading dot and no .. (got ${JSON.stringify(entry.path).slice(0, 80)})`);
+    if (r.anonymous && !/^[A-Z]$/.test(parts.at(-1) as string)) bad('inputs', `anonymous names are one capital letter (got ${JSON.stringify(entry.path).slice(0, 80)})`);
+    if (seen.has(entry.path)) bad('inputs', `each path once (${entry.path} is there twice)`);
+    seen.add(entry.path);
+    if (!SHA.test(entry.commit)) bad('inputs', `entry commits are full commit shas (got ${JSON.stringify(entry.commit).slice(0, 80)})`);
+  }
+  return { anonymous: r.anonymous, entries: (r.entries as { path: string; commit: string }[]).map((e) => ({ path: e.path, commit: e.commit })) };
 }
 
 /** The pg-boss queue of an engine's attempts: `verdict-attempt-<engine>` (characters pg-boss refuses become `_`). */

@@ -24,7 +24,7 @@ import { preflight } from '../run/preflight';
 import { RunSpend } from '../run/spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
 import { ensureQueue, push } from './dispatch';
-import { BadJobError, parseJob, queueOf, type AttemptJob } from './payload';
+import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob } from './payload';
 import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb } from './schema';
 
 /** How long an idle slot waits before asking the queues again, ms. */
@@ -192,6 +192,8 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     review: job.review, guard: job.guard, allowDeps: job.allowDeps, allowPaths: job.allowPaths,
     ...(job.group !== null ? { group: job.group } : {}),
     ...(job.candidate !== null ? { candidate: job.candidate } : {}),
+    // What to copy is the payload's (task.inputSources); the spec says only whether the names are anonymous.
+    ...(job.inputs ? { inputs: { from: [], anonymous: job.inputs.anonymous } } : {}),
   };
   const wHome = workerHome(opts.home);
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
@@ -204,6 +206,7 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     used: job.retry ? 1 : 0,
     failure: job.failure,
     startFrom: job.startFrom,
+    ...(job.inputs ? { inputSources: job.inputs.entries } : {}),
     state: { key: job.key, engine: job.engine, model: job.model, taskType: job.taskType, verified: job.verified, status: 'queued', dir: worktreePath(wHome, job.runId, job.key), branch: job.branch, commit: null, port: null, attempts: earlier },
     summary: { key: job.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: job.verified, branch: job.branch, commit: null, reason: '', checkOutput: '' },
   };
@@ -252,7 +255,8 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   }
   await dropTaskDir(checkout, task.state.dir, job.branch);
   const { dir, ...record } = rec;
-  return { record: { ...record, logDir: dir }, tail: tailOf(recordFiles(rec).worker), logDir: dir };
+  const inputs = task.state.inputs ? { dir: task.state.inputs.dir, omitted: task.state.inputs.omitted } : undefined;
+  return { record: { ...record, logDir: dir, ...(inputs ? { inputs } : {}) }, tail: tailOf(recordFiles(rec).worker), logDir: dir };
 }
 
 /**
@@ -267,9 +271,10 @@ async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
       fs.rmSync(dir, { recursive: true, force: true });
       await simpleGit().clone(job.remote, dir, ['--no-checkout', '--quiet']);
     }
-    const refs = [`+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`, ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`)];
+    const inputs = [...new Set((job.inputs?.entries ?? []).map((e) => sealedRef(job.runId, e.commit)))];
+    const refs = [`+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`, ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`), ...inputs.map((r) => `+${r}:${r}`)];
     await gitFor(dir).raw(['fetch', '--no-tags', '--quiet', '--', job.remote, ...refs]);
-    for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit)]) {
+    for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit), ...(job.inputs?.entries ?? []).map((e) => e.commit)]) {
       await gitFor(dir).raw(['cat-file', '-e', `${sha}^{commit}`]).catch(() => {
         throw new Error(`commit ${sha} is not on the remote ${job.remote}`);
       });

@@ -50,9 +50,6 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
   const containment: RunContainment | null = typeof decided === 'string' ? null : decided;
   if (typeof decided === 'string') problems.push(decided);
   problems.push(...fullAccessProblems(manifest, policy.allowFullAccess, policy.configSource));
-  // A pool attempt's payload carries no inputs (their copies live in this VERDICT_HOME): refused, never run without them.
-  const withInputs = policy.enginesElsewhere ? manifest.tasks.filter((t) => t.inputs).map((t) => t.key) : [];
-  if (withInputs.length) problems.push(`${withInputs.join(', ')} read their prerequisites' work as inputs (validate, council or "inputs"), which a pool run cannot carry to its workers yet; run this manifest without "pool"`);
   if (home) {
     const problem = writableFolderProblem('VERDICT_HOME', home);
     if (problem) problems.push(problem);

@@ -76,6 +76,11 @@ export interface TaskRuntime {
   generated?: Record<string, unknown>[] | null;
   /** A task with `inputs`: the folder its prerequisites' sealed work was copied to (VERDICT_INPUTS), set by step `inputs`. */
   inputsDir?: string | null;
+  /**
+   * On a pool worker, a task with `inputs`: what its payload names to copy, each a path under VERDICT_INPUTS (the
+   * neutral name, in its folder) and the sealed commit it holds (pool/payload.ts); absent elsewhere.
+   */
+  inputSources?: { path: string; commit: string }[];
   /** A task with `critique`: its loop, begun by the first attempt that passed its check (run/critique-loop.ts). */
   critique?: CritiqueLoop;
   /** The next attempt is a critique's revision: `failure` holds the verified criticisms, not a failure. */

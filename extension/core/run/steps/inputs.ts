@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { recordFiles } from '../attempt-record';
 import { loadSealedState, sealedStateFile } from '../check-writes';
-import { copyCommitTree, copySnapshot, drawNames, inputMembers, placeInputs, type CopyBudget, type Omitted } from '../inputs';
+import { copyCommitTree, copySnapshot, drawNames, inputMembers, placeInputs, type CopyBudget, type Omitted, type PlacedInput } from '../inputs';
 import { taskRunDir } from './seal';
 import type { AttemptContext, Step, TaskRuntime } from './context';
 import type { TaskInputsState } from '../../../../schemas/run-state';
@@ -33,11 +33,21 @@ export const inputsStep: Step = {
   },
 };
 
+/** One input to copy: where it goes (PlacedInput) and the sealed work it holds. */
+export interface ResolvedInput extends PlacedInput {
+  /** Worktree mode: the prerequisite's PASS commit; null in plain mode. */
+  commit: string | null;
+  /** Plain mode: the task whose sealed snapshot is copied (a best-of-N task's winner). */
+  sealedBy: string;
+}
+
 /**
- * Copies the task's inputs afresh (what an earlier attempt's copy held is removed first) and returns their record.
- * @throws Error naming a prerequisite that did not pass in this run or whose sealed work is not on record
+ * Which prerequisite goes where, and which sealed work each holds, for `task` in this run: the scope's letters drawn
+ * (and kept in state.json `inputNames`) when anonymous. Copies nothing. Used by the local step and by a pool run's
+ * orchestrator, which sends each input to its worker as (name, commit) (pool/payload.ts `inputs`).
+ * @throws Error naming a prerequisite that did not pass in this run, or passed without a commit in worktree mode
  */
-export async function copyInputs(ctx: AttemptContext, task: TaskRuntime): Promise<TaskInputsState> {
+export function resolveInputs(ctx: AttemptContext, task: TaskRuntime): { placed: ResolvedInput[]; excluded: string[] } {
   const inputs = task.spec.inputs!;
   const state = ctx.stateFile.state;
   let names: Record<string, string> = {};
@@ -47,6 +57,35 @@ export async function copyInputs(ctx: AttemptContext, task: TaskRuntime): Promis
     state.inputNames = { ...(state.inputNames ?? {}), [scope]: names };
   }
   const { placed, excluded } = placeInputs(inputs, task.spec.key, names);
+  const resolved = placed.map((p): ResolvedInput => {
+    const prereq = state.tasks.find((t) => t.key === p.key);
+    if (!prereq || prereq.status !== 'PASS') throw new Error(`inputs: ${p.key} has not passed in this run (${prereq?.status ?? 'no such task'}); its sealed work cannot be read`);
+    if (ctx.repo && !prereq.commit) throw new Error(`inputs: ${p.key} passed but no commit holds its work`);
+    // A best-of-N task's own entry ran no worker: its sealed work is its winner's.
+    return { ...p, commit: ctx.repo ? prereq.commit : null, sealedBy: prereq.winner ?? p.key };
+  });
+  return { placed: resolved, excluded };
+}
+
+/**
+ * The inputs of a pool worker's attempt, from its payload: each (path, commit) as the orchestrator resolved it. The
+ * worker knows no prerequisite's key: each entry's key and member are its neutral name.
+ */
+function fromPayload(sources: readonly { path: string; commit: string }[]): { placed: ResolvedInput[]; excluded: string[] } {
+  const placed = sources.map((s): ResolvedInput => {
+    const name = s.path.split('/').at(-1) as string;
+    return { key: name, member: name, name, rel: s.path, commit: s.commit, sealedBy: name };
+  });
+  return { placed, excluded: [] };
+}
+
+/**
+ * Copies the task's inputs afresh (what an earlier attempt's copy held is removed first) and returns their record.
+ * On a pool worker (`task.inputSources`, from the payload) the commits named there are copied from its checkout.
+ * @throws Error naming a prerequisite that did not pass in this run or whose sealed work is not on record
+ */
+export async function copyInputs(ctx: AttemptContext, task: TaskRuntime): Promise<TaskInputsState> {
+  const { placed, excluded } = task.inputSources ? fromPayload(task.inputSources) : resolveInputs(ctx, task);
   const dir = path.join(taskRunDir(ctx, task.spec.key), 'inputs');
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
@@ -57,23 +96,18 @@ export async function copyInputs(ctx: AttemptContext, task: TaskRuntime): Promis
   // growing mtimes and inode numbers, which would otherwise tell an anonymous reader which letter is which member.
   const byPath = [...placed].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
   for (const p of byPath) {
-    const prereq = state.tasks.find((t) => t.key === p.key);
-    if (!prereq || prereq.status !== 'PASS') throw new Error(`inputs: ${p.key} has not passed in this run (${prereq?.status ?? 'no such task'}); its sealed work cannot be read`);
-    // A best-of-N task's own entry ran no worker: its sealed work is its winner's.
-    const sealedBy = prereq.winner ?? p.key;
     const dest = path.join(dir, ...p.rel.split('/'));
     fs.mkdirSync(dest, { recursive: true });
     let source: string;
     if (ctx.repo) {
-      const commit = prereq.commit;
-      if (!commit) throw new Error(`inputs: ${p.key} passed but no commit holds its work`);
-      omitted.push(...(await copyCommitTree(ctx.repo.root, commit, dest, budget, p.rel)));
-      source = commit;
+      if (!p.commit) throw new Error(`inputs: ${p.key} passed but no commit holds its work`);
+      omitted.push(...(await copyCommitTree(ctx.repo.root, p.commit, dest, budget, p.rel)));
+      source = p.commit;
     } else {
-      const sealed = loadSealedState(sealedStateFile(taskRunDir(ctx, sealedBy)));
-      if (!sealed || sealed.kind !== 'dir') throw new Error(`inputs: the sealed snapshot of ${sealedBy} is not on record (runs/${ctx.runId}/tasks/${sealedBy}/sealed.json)`);
+      const sealed = loadSealedState(sealedStateFile(taskRunDir(ctx, p.sealedBy)));
+      if (!sealed || sealed.kind !== 'dir') throw new Error(`inputs: the sealed snapshot of ${p.sealedBy} is not on record (runs/${ctx.runId}/tasks/${p.sealedBy}/sealed.json)`);
       omitted.push(...(await copySnapshot(sealed.snapshot, dest, budget, p.rel)));
-      source = `snapshot of ${sealedBy}`;
+      source = `snapshot of ${p.sealedBy}`;
     }
     entries.push({ name: p.name, path: p.rel, key: p.key, member: p.member, source });
   }

@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { postgresBinDir, TestPostgres } from '../helpers/postgres';
+import { LEASE_MS, startPoolWorker as startWorker, until, unsandboxed, type PoolWorker as Worker } from '../helpers/pool-workers';
+
+// Workflows whose tasks read their prerequisites' sealed work (validate, council: `inputs`) and ranked best-of-N, run
+// over a worker pool (docs/scale.md "Workflows on the pool"): the payload carries each input as (name, commit), the
+// worker copies it from the remote as a local run does; the ranking reviewers run on the orchestrator.
+
+interface InputsState {
+  dir: string;
+  entries: { name: string; path: string; key: string; member: string; source: string }[];
+  excluded: string[];
+}
+interface StateJson {
+  runId: string;
+  inputNames?: Record<string, Record<string, string>>;
+  tasks: { key: string; status: string; reason?: string; commit: string | null; model: string | null; winner?: string; inputs?: InputsState }[];
+}
+
+function stateOf(home: string): StateJson {
+  const [id] = fs.readdirSync(path.join(home, 'runs'));
+  return JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as StateJson;
+}
+
+function repoAndRemote(dir: string): { repo: string; remote: string } {
+  const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# pool\n' });
+  const remote = path.join(dir, 'remote.git');
+  git(dir, 'init', '-q', '--bare', remote);
+  return { repo, remote };
+}
+
+/** The payloads the orchestrator queued for `runId` (pg-boss's job table), as JSON text. */
+async function payloads(url: string, runId: string): Promise<{ key: string; text: string }[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query(`SELECT data FROM pgboss.job WHERE data->>'runId' = $1`, [runId]);
+    return (r.rows as { data: { key: string } }[]).map((row) => ({ key: row.data.key, text: JSON.stringify(row.data) }));
+  } finally {
+    await c.end();
+  }
+}
+
+describe('workflows over the worker pool (validate, council, ranked)', function () {
+  this.timeout(300_000);
+  const bin = postgresBinDir();
+  let server: TestPostgres | undefined;
+  const workers: Worker[] = [];
+
+  before(async function () {
+    if (!bin) {
+      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
+      this.skip();
+    }
+    server = await TestPostgres.create(bin as string);
+  });
+  afterEach(async () => {
+    for (const w of workers.splice(0)) {
+      w.proc.kill('SIGKILL');
+      await w.proc;
+    }
+  });
+  after(() => server?.stop());
+
+  /** Two workers (script engine) on the pool; returns them once both are up. */
+  async function twoWorkers(url: string): Promise<[Worker, Worker]> {
+    const a = startWorker(url, 'w1', 'script');
+    const b = startWorker(url, 'w2', 'script');
+    workers.push(a, b);
+    await until('both workers up', () => /slot/.test(a.out()) && /slot/.test(b.out()));
+    return [a, b];
+  }
+
+  it('validate: two workers\' sealed work reaches the validator on a pool worker under letters, from the remote; the payload names no key and no path of the orchestrator', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    await twoWorkers(url);
+    // Worker 2's sort.sh is wrong: the validator must say so of its folder, whatever its letter.
+    const spec = 'if [ "$VERDICT_TASK_KEY" = sort--w2 ]; then printf "cat\\n# by %s\\n" "$VERDICT_TASK_KEY" > sort.sh; else printf "sort\\n# by %s\\n" "$VERDICT_TASK_KEY" > sort.sh; fi';
+    const validator = [
+      'for d in "$VERDICT_INPUTS"/*/; do n=$(basename "$d"); cp "$d/sort.sh" "$TMPDIR/$n.sh";',
+      '  out=$(printf "b\\na\\n" | bash "$TMPDIR/$n.sh" | head -n 2 | tr "\\n" " ");',
+      '  if [ "$out" = "a b " ]; then echo "$n: keep"; else echo "$n: reject"; fi; done > report.md',
+      'echo "inputs: $VERDICT_INPUTS" >> report.md',
+      // An anonymous reader's git dir is hidden: no branch or commit message can say whose each letter is.
+      'git log --all --oneline >/dev/null 2>&1 && echo "git: readable" >> report.md || echo "git: hidden" >> report.md',
+    ].join('\n');
+    const task = scriptTask('sort', spec, 'test -s sort.sh', {
+      max_attempts: 1,
+      validate: { engines: [{ engine: 'script', model: 'm1' }, { engine: 'script', model: 'm2' }], model: 'judge', spec: validator, report: 'report.md', check: 'test "$(grep -c \': keep$\' report.md)" = 1 && test "$(grep -c \': reject$\' report.md)" = 1 || { cat report.md; exit 1; }' },
+    });
+    const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 2, tasks: [task] });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const state = stateOf(home);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['sort--w1', 'PASS'], ['sort--w2', 'PASS'], ['sort', 'PASS']]);
+    const names = state.inputNames?.sort ?? {};
+    assert.deepEqual(Object.values(names).sort(), ['A', 'B']);
+    const validator_ = state.tasks.find((t) => t.key === 'sort');
+    const w = (k: string) => state.tasks.find((t) => t.key === k)?.commit as string;
+    // The orchestrator keeps whose each letter is, and which commit it held; the worker says where it copied them.
+    assert.deepEqual(validator_?.inputs?.entries.map((e) => [e.key, e.name, e.source]), [['sort--w1', names['sort--w1'], w('sort--w1')], ['sort--w2', names['sort--w2'], w('sort--w2')]]);
+    assert.match(validator_?.inputs?.dir ?? '', /^w[12]:.*\/runs\/.*\/tasks\/sort\/inputs$/);
+    // The report (from the remote: the validator ran on a worker) judged each folder by its content.
+    const report = git(remote, 'show', `${validator_?.commit as string}:report.md`);
+    assert.match(report, new RegExp(`^${names['sort--w1']}: keep$`, 'm'));
+    assert.match(report, new RegExp(`^${names['sort--w2']}: reject$`, 'm'));
+    assert.match(report, /^git: hidden$/m);
+    // VERDICT_INPUTS is the worker's folder, never a path of the orchestrator's machine.
+    assert.doesNotMatch(report, new RegExp(home.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    // The validator's branch holds its report, not the workers' work (inputs are read beside the tree, not merged).
+    assert.deepEqual(git(remote, 'ls-tree', '--name-only', validator_?.commit as string).split('\n').sort(), ['README.md', 'report.md']);
+    // Each input commit is on the remote under refs/verdict-sealed/<run>/<commit>.
+    for (const k of ['sort--w1', 'sort--w2']) assert.equal(git(remote, 'rev-parse', `refs/verdict-sealed/${state.runId}/${w(k)}`), w(k));
+    // The validator's payload: letters and commits; no worker key, no path of this machine.
+    const sent = (await payloads(url, state.runId)).filter((p) => p.key === 'sort');
+    assert.equal(sent.length, 1);
+    assert.doesNotMatch(sent[0]?.text ?? '', /sort--w|"dir"/);
+    assert.doesNotMatch(sent[0]?.text ?? '', new RegExp(dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '/(home|repo)'));
+    const inputs = JSON.parse(sent[0]?.text ?? '{}').inputs as { anonymous: boolean; entries: { path: string; commit: string }[] };
+    assert.deepEqual(new Set(inputs.entries.map((e) => `${e.path}=${e.commit}`)), new Set(['sort--w1', 'sort--w2'].map((k) => `${names[k]}=${w(k)}`)));
+    assert.equal(inputs.anonymous, true);
+    // Rows: the workers' and the validator's, each on a pool host.
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => [row.task_key, row.model, row.verdict]).sort(), [['sort', 'judge', 'PASS'], ['sort--w1', 'm1', 'PASS'], ['sort--w2', 'm2', 'PASS']]);
+    for (const row of rows) assert.match(String(row.host), /^w[12]$/);
+  });
+
+  it('council: answers, non-self anonymous reviews and the chair all run on pool workers; each reviewer read only the others\' answers', async () => {
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    await twoWorkers(url);
+    const question = 'echo "answer from $VERDICT_TASK_KEY" > answer.md';
+    const review = '{ echo "names: $(ls "$VERDICT_INPUTS/answers" | tr "\\n" " ")"; cat "$VERDICT_INPUTS"/answers/*/answer.md; } > review.md';
+    const chair = '{ for d in "$VERDICT_INPUTS"/answers/*/; do echo "answer $(basename "$d"): $(cat "$d/answer.md")"; done; for r in "$VERDICT_INPUTS"/reviews/*/; do echo "reviewer $(basename "$r") read $(grep -c "answer from" "$r/review.md")"; done; } > synthesis.md';
+    const task = scriptTask('q', question, 'grep -q "^answer from " answer.md', {
+      council: {
+        members: [{ engine: 'script', model: 'm1' }, { engine: 'script', model: 'm2' }, { engine: 'script', model: 'm3' }],
+        review: { spec: review },
+        chair: { engine: 'script', model: 'chair-model', spec: chair, check: 'test "$(grep -c "^reviewer . read 2$" synthesis.md)" = 3 || { cat synthesis.md; exit 1; }' },
+      },
+    });
+    const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 3, tasks: [task] });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const state = stateOf(home);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['q--a1', 'PASS'], ['q--a2', 'PASS'], ['q--a3', 'PASS'], ['q--r1', 'PASS'], ['q--r2', 'PASS'], ['q--r3', 'PASS'], ['q', 'PASS']]);
+    const letters = state.inputNames?.q ?? {};
+    assert.deepEqual(Object.values(letters).sort(), ['A', 'B', 'C']);
+    const t = (k: string) => state.tasks.find((x) => x.key === k) as StateJson['tasks'][number];
+    const show = (k: string, f: string) => git(remote, 'show', `${t(k).commit as string}:${f}`);
+    for (const n of [1, 2, 3]) {
+      const others = [1, 2, 3].filter((m) => m !== n).map((m) => `q--a${m}`);
+      assert.deepEqual(t(`q--r${n}`).inputs?.entries.map((e) => e.key), others);
+      assert.deepEqual(t(`q--r${n}`).inputs?.excluded, [`q--a${n}`]);
+      const seen = show(`q--r${n}`, 'review.md');
+      // It saw the others' answers under their letters, never its own.
+      assert.equal(seen.split('\n')[0], `names: ${others.map((k) => letters[k]).sort().join(' ')} `);
+      assert.deepEqual((seen.match(/answer from q--a\d/g) ?? []).sort(), others.map((k) => `answer from ${k}`));
+    }
+    const synthesis = show('q', 'synthesis.md');
+    for (const n of [1, 2, 3]) assert.match(synthesis, new RegExp(`^answer ${letters[`q--a${n}`]}: answer from q--a${n}$`, 'm'));
+    // No payload names a member's key (the anonymous names are letters) beyond the task's own key.
+    for (const p of await payloads(url, state.runId)) {
+      const body = JSON.parse(p.text) as { key: string; inputs: unknown; branch: string };
+      const { key: _k, branch: _b, ...rest } = body;
+      assert.doesNotMatch(JSON.stringify(rest), /q--[ar]\d/, `${p.key}'s payload names no member key`);
+    }
+    const rows = readRows(home);
+    assert.equal(rows.length, 7);
+    assert.deepEqual(new Set(rows.map((row) => row.verdict)), new Set(['PASS']));
+    for (const row of rows) assert.match(String(row.host), /^w[12]$/);
+  });
+});
