@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli } from '../helpers/cli';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
@@ -220,6 +221,59 @@ describe('critique: criticism → revision → re-check, only criticisms that po
       assert.equal(task.status, 'FAIL', out);
       assert.match(String(rows.at(-1)?.notes), /tests\/edge\.sh/);
     }
+  });
+
+  it('SIGKILL of the orchestrator between rounds: `verdict resume` goes on with the next round (no round repeated, the time limit from the real start, at most `rounds` revisions); no worker can write the kept loop', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    // Attempt 1 keeps spaces; attempt 2 (the revision) tries to reset the kept loop, says it started and hangs until the
+    // kill; attempt 3 (after resume) fixes slug.sh only if it is handed the criticism, as a revision is.
+    const loopFile = `${home}/runs/$VERDICT_RUN_ID/tasks/slug/critique-loop.json`;
+    const spec = [
+      'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "tr A-Z a-z" > slug.sh',
+      `elif [ "$VERDICT_ATTEMPT" = 2 ]; then echo '{"version":1}' > "${loopFile}"; rm -f "${loopFile}"; touch started; sleep 300`,
+      'else rm -f started; if grep -q a-b "$VERDICT_FAILURE_FILE"; then echo "tr A-Z a-z | tr \' \' -" > slug.sh; fi; fi',
+    ].join('\n');
+    const cmd = 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b';
+    // The critic always points at line 1 (verified while slug.sh exists), and at the spaces while they are kept.
+    const body = `cd "$VERDICT_TASK_DIR" || exit 3\nif ${cmd}; then\n${answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }])}\nelse\n${answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }, { command: cmd, claim: 'a b must become a-b' }])}\nfi`;
+    const { config, env } = critics(dir, [{ name: 'crit', model: 'crit-1', body }]);
+    const manifest = writeManifest(repo, { worktrees: true, tasks: [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 1, time_limit_s: 3600 } })] });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--config', config, '--no-dashboard'], { env, reject: false, all: true, stdin: 'ignore' });
+    let runId = '';
+    for (let i = 0; i < 1200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      runId = fs.existsSync(path.join(home, 'runs')) ? (fs.readdirSync(path.join(home, 'runs'))[0] ?? '') : '';
+      if (runId && fs.existsSync(path.join(home, 'worktrees', runId, 'slug', 'started'))) break;
+    }
+    assert.ok(runId && fs.existsSync(path.join(home, 'worktrees', runId, 'slug', 'started')), 'the revision started');
+    child.kill('SIGKILL');
+    const first = await child;
+    const kept = path.join(home, 'runs', runId, 'tasks', 'slug', 'critique-loop.json');
+    // The revision's worker could not touch the kept loop (VERDICT_HOME is hidden from every step).
+    const before = JSON.parse(fs.readFileSync(kept, 'utf8')) as { startedAt: number; revisions: number; pending: boolean; rounds: unknown[] };
+    assert.deepEqual([before.revisions, before.pending, before.rounds.length], [1, true, 1], first.all);
+    assert.deepEqual(readRows(home).map((r) => [r.step, r.attempt, r.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'PASS']]);
+
+    const r = await cli(['resume', runId, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.all, /critique goes on: round 2 next, 1 of at most 1 revision\(s\) done \(revision 1 asked again, handed 2 point\(s\)\)/);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((x) => [x.step, x.attempt, x.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'PASS'], ['work', 2, 'INTERRUPTED'], ['work', 3, 'PASS'], ['critique', 3, 'PASS']]);
+    // Each round once: round 2 criticised the resumed revision; it is the last (1 revision at most), its point unresolved.
+    assert.deepEqual(rows.filter((x) => x.step === 'critique').map((x) => (x.critique as { round: number }).round), [1, 2]);
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as StateJson;
+    const task = state.tasks[0]!;
+    assert.equal(task.status, 'PASS');
+    assert.deepEqual({ ...task.critique, report: undefined }, { report: undefined, rounds: 2, revisions: 1, verified: 3, dropped: 0, unresolved: 1, stopped: 'round limit: 1 revision(s) done' });
+    // The revision was the one asked before the kill (handed the points), and the time limit counts from round 1.
+    assert.equal(git(repo, 'show', `${task.branch}:slug.sh`), "tr A-Z a-z | tr ' ' -");
+    const after = JSON.parse(fs.readFileSync(kept, 'utf8')) as { startedAt: number };
+    assert.equal(after.startedAt, before.startedAt);
+    const report = fs.readFileSync(task.critique!.report, 'utf8');
+    assert.deepEqual([...report.matchAll(/^## Round (\d+) \(attempt (\d+)/gm)].map((m) => [m[1], m[2]]), [['1', '1'], ['2', '3']]);
   });
 
   for (const sandboxed of [true, false]) {

@@ -32,7 +32,7 @@ export interface CritiqueRound {
   decision: string;
 }
 
-/** A task's loop, kept on its runtime across attempts (not across `verdict resume`: a resumed task starts anew). */
+/** A task's loop, kept on its runtime across attempts and in critique-loop.json across orchestrators (run/critique-state.ts). */
 export interface CritiqueLoop {
   /** When the first round began, epoch ms; null before it. */
   startedAt: number | null;

@@ -21,6 +21,8 @@ import { runCheck } from '../check';
 import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { commandEvidence, criticismTarget, decideRound, loopView, newLoop, noChange, renderReport, revisionText, type CheckedCriticism, type CritiqueLoop, type RoundDecision } from '../critique-loop';
 import { critiquePrompt } from '../critique-prompt';
+import { critiqueLoopFile, loadLoop, saveLoop } from '../critique-state';
+import { runDir } from '../../config/home';
 import { critiqueFiles, criticName, type CritiqueRecord } from '../critique-record';
 import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism } from '../critique-verdict';
 import { diffMaterial, filesMaterial, type ReviewMaterial } from '../review-material';
@@ -47,12 +49,14 @@ export const critiqueStep: Step = {
       return null;
     }
     loop.startedAt ??= Date.now();
+    // What the critics read: the whole work since the task's start point (not only the revision's own diff).
+    loop.base ??= rec.seal?.parent ?? null;
+    // Kept before any critic runs, so a resumed loop counts its time limit from here even if this round is cut short.
+    saveLoop(critiqueLoopFile(path.dirname(report)), loop);
     task.state.status = 'checking';
     rec.phase = 'checking';
     io.sync();
     const round = loop.rounds.length + 1;
-    // What the critics read: the whole work since the task's start point (not only the revision's own diff).
-    loop.base ??= rec.seal?.parent ?? null;
     const material = task.links && rec.seal ? await diffMaterial(task.links, { ...rec.seal, parent: loop.base ?? rec.seal.parent, changed: (loop.base ?? rec.seal.parent) !== rec.seal.sha }, task.spec.checkTimeoutMs) : filesMaterial(task.state.dir);
     const records: CritiqueRecord[] = (rec.critiques = []);
     for (const [i, choice] of policy.critics.entries()) {
@@ -116,8 +120,37 @@ export function pendingCritique(task: TaskRuntime): string {
   return `\n\nThis attempt was a revision after critique; the points it was to address are still open:\n${revisionText(loop.rounds.length, loop.open)}`;
 }
 
-/** Writes the report whole (beside, then renamed) and points state.json's view at it. */
+/**
+ * Restores a task's loop for `verdict resume` / `verdict rerun` of a run an earlier orchestrator left (run/resume.ts
+ * takeOverTasks), from its critique-loop.json (run/critique-state.ts): the next round is numbered after the kept ones,
+ * the time limit counts from the loop's first round, the revisions done count toward `rounds`, and a revision that was
+ * asked and not criticised yet is asked again (the next attempt is handed its points, spending no retry). A loop that
+ * ended stays ended: no critique runs on the task again. Nothing for a task without `critique` or without a kept loop.
+ * @throws Error naming the file and field when the kept loop cannot be read
+ */
+export function restoreCritique(ctx: AttemptContext, task: TaskRuntime): void {
+  const policy = task.spec.critique;
+  if (!policy) return;
+  const taskRun = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key);
+  const loop = loadLoop(critiqueLoopFile(taskRun));
+  if (!loop) return;
+  task.critique = loop;
+  task.state.critique = loopView(loop, path.join(taskRun, 'critique.md'));
+  if (loop.stopped !== null) {
+    ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique ended before (${loop.stopped}); no critique runs on this task again` });
+    return;
+  }
+  if (loop.pending) {
+    task.failure = revisionText(loop.rounds.length, loop.open);
+    task.revising = true;
+  }
+  const since = loop.startedAt === null ? '' : `, time counted since ${new Date(loop.startedAt).toISOString()}`;
+  ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique goes on: round ${loop.rounds.length + 1} next, ${loop.revisions} of at most ${policy.rounds} revision(s) done${loop.pending ? ` (revision ${loop.revisions} asked again, handed ${loop.open.length} point(s))` : ''}${since}` });
+}
+
+/** Keeps the loop (critique-loop.json), writes the report whole (beside, then renamed) and points state.json's view at it. */
 function writeReport(task: TaskRuntime, loop: CritiqueLoop, report: string): void {
+  saveLoop(critiqueLoopFile(path.dirname(report)), loop);
   const tmp = `${report}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, renderReport(task.spec.key, loop));
   fs.renameSync(tmp, report);
