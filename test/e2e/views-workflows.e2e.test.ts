@@ -87,6 +87,19 @@ describe('the CLI tables: validated and council members under their lead', funct
     assert.deepEqual(order.slice(order.indexOf('sort'), order.indexOf('sort') + 3), ['sort', 'sort--w1', 'sort--w2'], 'the workers follow their validator');
     assert.ok(order.indexOf('sort--w3') < order.indexOf('sort'), 'the look-alike keeps its own place, before the validated task');
     for (const k of ['sort--w3', 'x--w1']) assert.deepEqual([byKey.get(k)?.lead, byKey.get(k)?.role, byKey.get(k)?.member], [undefined, undefined, undefined], `${k} is not a member`);
+
+    // A state file written before it carried `workflow` (stripped here): `verdict resume` takes the places from the
+    // frozen manifest it compiles, so the views group the run again.
+    const stateFile = path.join(home, 'runs', runId, 'state.json');
+    const old = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { tasks: Record<string, unknown>[] };
+    for (const t of old.tasks) delete t.workflow;
+    fs.writeFileSync(stateFile, JSON.stringify(old));
+    const flat = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: JsonRow[] };
+    assert.ok(flat.tasks.every((t) => t.role === undefined), 'without the places nothing is grouped (no guessing from keys)');
+    const resumed = await cli(['resume', runId, '--home', home, '--no-dashboard']);
+    assert.equal(resumed.exitCode, 1, resumed.all);
+    const again = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: JsonRow[] };
+    assert.deepEqual(again.tasks.filter((t) => t.role).map((t) => [t.key, t.role, t.member, t.status]), [['sort', 'validator', undefined, 'BLOCKED'], ['sort--w1', 'worker', 1, 'PASS'], ['sort--w2', 'worker', 2, 'FAIL']]);
   });
 
   it('council: answers and reviews under the chair, each with its role, number, letter and verdict', async () => {
