@@ -72,4 +72,4 @@ export function statusInfo(status: string): StatusInfo {
 export const VERDICTS: readonly Verdict[] = ['PASS', 'FAIL', 'TIMEOUT', 'STALLED', 'ERROR', 'RATE_LIMITED', 'CANCELLED', 'INTERRUPTED'];
 
 /** The steps of an attempt, in the order they run (DESIGN.md "One attempt"; run/steps/ holds one module each). */
-export type StepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'generate' | 'review' | 'critique' | 'deliver';
+export type StepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'red' | 'generate' | 'review' | 'critique' | 'deliver';

@@ -37,7 +37,8 @@ export type RuleId =
   | 'validate'
   | 'council'
   | 'critique'
-  | 'phases';
+  | 'phases'
+  | 'phases-red-off';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

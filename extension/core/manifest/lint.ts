@@ -29,6 +29,7 @@ import { serialFanOut } from './rules/serial-fan-out';
 import { missingExpectFiles, missingTaskType, missingVerified } from './rules/missing-fields';
 import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
+import { phasesRedOff } from './rules/phases-red-off';
 import { selfReview } from './rules/self-review';
 import { allowPathsRule, depsNotAllowed } from './rules/guard-settings';
 import { sparseOutside } from './rules/sparse-cone';
@@ -66,6 +67,7 @@ const RULES: Rule[] = [
   missingExpectFiles,
   modelNotRoutable,
   fullAccessNotEnabled,
+  phasesRedOff,
   selfReview,
   allowPathsRule,
   depsNotAllowed,

@@ -10,7 +10,9 @@
  *   on `phases.test`'s engine and model — another writer than the implementer (lint rule `phases`) — writing tests that
  *   `phases.test.check` runs. In worktree mode its branch starts from the merge of the implementations, which it may
  *   not change (they are protected check inputs: read-only to it, guarded); in plain mode it reads them as inputs
- *   (`$VERDICT_INPUTS/<key>--impl-<N>/`, run/steps/inputs.ts).
+ *   (`$VERDICT_INPUTS/<key>--impl-<N>/`, run/steps/inputs.ts). Red before green (unless `phases.test.red` is false):
+ *   once its check passes, the same check runs on the tree without the implementation and must fail there (`red`,
+ *   run/steps/red.ts).
  * Pure.
  */
 import type { EngineChoice, ReviewPolicy, TaskSpec } from './types';
@@ -74,6 +76,8 @@ export function compilePhases(spec: TaskSpec, p: Record<string, unknown>, worktr
     review: null,
     ...(worktrees ? {} : { inputs: { from: keys.map((key) => ({ key })), anonymous: false } }),
     workflow: { lead: spec.key, role: 'test' },
+    // Red before green: the tests must fail on the tree without the implementation (run/steps/red.ts).
+    ...(t.red === false ? {} : { red: files.map((file, n) => ({ file, implement: keys[n] as string })) }),
   };
   delete test.generate;
   delete test.critique;

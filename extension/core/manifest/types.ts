@@ -78,6 +78,12 @@ export interface TaskSpec {
    * (run/inputs.ts, run/steps/inputs.ts; docs/workflows.md "Inputs"). Absent: none.
    */
   inputs?: TaskInputs;
+  /**
+   * The test phase of `phases` ("red before green", run/steps/red.ts): the phase files, each with the implement task
+   * that owns it. Once the check passed, it runs again on the tree without them (each put back as it was before its
+   * implement task ran) and must fail there. Absent on every other task, and with `phases.test.red: false`.
+   */
+  red?: { file: string; implement: string }[];
 }
 
 /**

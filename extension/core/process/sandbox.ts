@@ -105,6 +105,12 @@ export interface BwrapPlan {
    * a path that does not exist is skipped.
    */
   sharedPaths?: string[];
+  /**
+   * Folders the step sees at another path (the red run of a phases test check, run/red.ts: a throwaway tree shown at
+   * the task dir's own path): every bind of the plan (`writable`, `readOnlyDirs`, `readOnly`) whose destination is
+   * `at` or inside it takes its source from the same relative place under `source`. Absolute; the first match wins.
+   */
+  substitute?: { source: string; at: string }[];
 }
 
 /**
@@ -146,18 +152,30 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const dir of [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
     if (fs.existsSync(dir)) out.push('--tmpfs', dir);
   }
-  for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--ro-bind', dir, dir);
-  for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', dir, dir);
+  const from = (dest: string) => bindSource(plan.substitute ?? [], dest);
+  for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--ro-bind', from(dir), dir);
+  for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', from(dir), dir);
   for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--perms', '0700', '--tmpfs', dir);
   for (const p of [...new Set((plan.sharedPaths ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
     if (fs.existsSync(p)) out.push('--bind', p, p);
   }
   for (const f of plan.readOnly ?? []) {
-    if (fs.existsSync(f)) out.push('--ro-bind', f, f);
+    if (fs.existsSync(from(f))) out.push('--ro-bind', from(f), f);
   }
   if (tmpBack) out.push('--remount-ro', '/tmp');
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
+}
+
+/** Where a bind to `dest` takes its source from: `dest` itself, or its place under the first substitute that holds it. Pure. */
+export function bindSource(substitute: readonly { source: string; at: string }[], dest: string): string {
+  const abs = path.resolve(dest);
+  for (const s of substitute) {
+    const at = path.resolve(s.at);
+    if (abs === at) return path.resolve(s.source);
+    if (abs.startsWith(at + path.sep)) return path.join(path.resolve(s.source), abs.slice(at.length + 1));
+  }
+  return abs;
 }
 
 /** True when `file` is a regular file this process may execute. */

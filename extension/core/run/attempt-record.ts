@@ -33,6 +33,11 @@ export interface CheckRecord {
   exitCode: number | null;
 }
 
+/** The red run of a phases test check (step `red`): the files it ran without, and the check's receipt and output there. */
+export interface RedRecord extends CheckRecord {
+  files: string[];
+}
+
 /**
  * One attempt, appended to by each step. Fixed at the start: who, what, where. Filled as it runs: the steps, the
  * worker's receipt and usage, the seal, the check. Settled at the end: verdict, reason, cost, commit.
@@ -71,6 +76,8 @@ export interface AttemptRecord {
   usage: UsageReport | null;
   seal: Seal | null;
   check: CheckRecord | null;
+  /** The test phase of `phases`: the check's run on the tree without the implementation (step `red`); absent: none ran. */
+  red?: RedRecord;
   verdict: Verdict | null;
   reason: string;
   endedAt: number | null;
@@ -107,11 +114,12 @@ export function recordTokens(rec: AttemptRecord): number | null {
 }
 
 /** The attempt's record files. */
-export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; receipt: string; failure: string; setup: string } {
+export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; red: string; receipt: string; failure: string; setup: string } {
   return {
     prompt: path.join(rec.dir, 'prompt.md'),
     worker: path.join(rec.dir, 'worker.log'),
     check: path.join(rec.dir, 'check.log'),
+    red: path.join(rec.dir, 'red.log'),
     receipt: path.join(rec.dir, 'receipt.json'),
     failure: path.join(rec.dir, 'failure.md'),
     setup: path.join(rec.dir, 'setup.log'),
@@ -197,6 +205,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     group: rec.group,
     candidate: rec.candidate,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
+    ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
   };
 }
 

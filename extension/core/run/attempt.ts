@@ -165,11 +165,13 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     task.failure = rec.revision as string;
     task.revising = true;
   } else if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: rec.check?.exitCode ?? null, checkOutput: rec.check?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) }) + pendingCritique(task);
+    // A red run that passed is what failed the attempt: its output is the one to show (run/steps/red.ts).
+    const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : rec.check;
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) }) + pendingCritique(task);
     task.revising = false;
   }
   const files = recordFiles(rec);
-  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}) }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}) }, null, 2));
   for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${rec.attempt}-${step}`), { recursive: true, force: true });
   fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
 

@@ -23,9 +23,10 @@ export interface CheckResult {
  * sandbox (`sandbox`; unsandboxed: its own process group) with its own timeout, output appended to `logFile`, then
  * judges expect_files (after the check, so a check may export deliverables): each must be a real, non-empty file
  * inside the task dir — not a symlink out of it, not reached through a symlinked folder. PASS needs exit 0 and every
- * file.
+ * file. `judgeDir` (default `taskDir`): where expect_files are looked for, when the sandbox shows another folder at
+ * `taskDir` (a phases test phase's check tree, run/red.ts).
  */
-export async function runCheck(opts: { check: string; taskDir: string; logFile: string; timeoutMs: number; env: Record<string, string>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
+export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
   const { receipt, tail } = await supervise({
     file: 'bash',
     args: ['-o', 'pipefail', '-c', opts.check],
@@ -45,7 +46,7 @@ export async function runCheck(opts: { check: string; taskDir: string; logFile: 
     fs.appendFileSync(opts.logFile, notes.join('\n') + '\n');
     output += (output && !output.endsWith('\n') ? '\n' : '') + notes.join('\n') + '\n';
   }
-  const problems = opts.expectFiles.map((f) => ({ file: f, problem: expectedFileProblem(opts.taskDir, f) })).filter((p) => p.problem !== null);
+  const problems = opts.expectFiles.map((f) => ({ file: f, problem: expectedFileProblem(opts.judgeDir ?? opts.taskDir, f) })).filter((p) => p.problem !== null);
   const missingFiles = problems.map((p) => p.file);
   const exitOk = receipt.exitCode === 0 && !receipt.timedOut;
   const passed = exitOk && missingFiles.length === 0;

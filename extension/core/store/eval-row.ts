@@ -92,6 +92,11 @@ export interface EvalRow {
    * task's records: `runs/<run_id>/tasks/<key>/critique.md`, rewritten each round; every round stays in it).
    */
   critique_report?: string;
+  /**
+   * On the work row of a phases test phase whose check passed ("red before green", run/steps/red.ts): the same check
+   * on the tree without `files` (the implementation); `exit_code` 0 (not timed out) made the attempt FAIL.
+   */
+  red?: { files: string[]; exit_code: number | null; timed_out: boolean; check_log: string };
   /** Only on `step: "rank"` rows: which ranking reviewer, the names it saw and its scores (run/workflows/rank-record.ts). */
   rank?: RankColumn;
   /** Only on the `select` row of a ranked group: what decided it (run/workflows/select-row.ts). */

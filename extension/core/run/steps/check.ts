@@ -5,13 +5,15 @@
 import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
-import { runCheck } from '../check';
+import { runCheck, type CheckResult } from '../check';
 import { hiddenForAnonymity, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
 import { sealProblems } from './seal';
-import { protectedPaths, type Step } from './context';
+import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
+import { copyCheckTree, removeCheckTree, type CheckTree } from '../red';
+import { taskRunDir } from './seal';
 
 export const checkStep: Step = {
   name: 'check',
@@ -22,9 +24,16 @@ export const checkStep: Step = {
     rec.phase = 'checking';
     ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
     io.sync();
-    const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, rec.attempt, 'check');
-    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)] });
-    const check = await runCheck({ check: spec.check, taskDir: task.state.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    // Red before green (a phases test phase): this check runs on a fresh copy of the sealed tree, as the red run will
+    // (run/red.ts), so the two differ in the phase files alone.
+    const tree = spec.red ? await copyCheckTree(taskRunDir(ctx, spec.key), task.state.dir, task.inputsDir ?? null) : null;
+    let check: CheckResult;
+    try {
+      const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
+      check = await runCheck({ check: spec.check, taskDir: tree && !where.sandbox ? tree.dir : task.state.dir, judgeDir: tree?.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    } finally {
+      if (tree) await removeCheckTree(tree.root);
+    }
     rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
     const worker = rec.worker!;
     const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
@@ -37,17 +46,32 @@ export const checkStep: Step = {
 };
 
 /**
+ * The task's check environment (a fresh scratch dir at the same path every time). With `tree` (a phases test phase,
+ * run/red.ts): sandboxed, the copies are bound at the task dir's and the inputs folder's own paths, so every run
+ * sees the same paths, variables and sandbox; unsandboxed (nothing can be bound), the variables that name the task dir
+ * and the inputs name the copies, which are at one path for every run of the task.
+ */
+export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, attempt: number, io: AttemptIo, tree: CheckTree | null): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+  const { spec } = task;
+  const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, attempt, 'check');
+  const substitute = tree ? [{ source: tree.dir, at: task.state.dir }, ...(tree.inputs && task.inputsDir ? [{ source: tree.inputs, at: task.inputsDir }] : [])] : [];
+  const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)], substitute });
+  if (!tree || where.sandbox) return where;
+  return { sandbox: null, env: { ...where.env, VERDICT_TASK_DIR: tree.dir, ...(tree.inputs ? { VERDICT_INPUTS: tree.inputs } : {}) } };
+}
+
+/**
  * Where and with what a check runs — the one recipe for the attempt's check and the baseline: the task's variables,
  * a scratch dir for temporary files when sandboxed, read access to the worker's git objects in worktree mode, and a
  * sandbox whose only writable places are the task dir and that scratch dir (and, in it, `readOnly` files — the
  * protected check inputs — stay read-only: the check runs code the worker wrote).
  */
-export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const boxed = o.containment === 'bwrap' && o.bwrap !== null;
   // The worker's git objects (and its worktree admin dir) stay readable to the check, read-only.
   const git = o.links && boxed ? worktreeStepAccess(o.links) : { env: {}, writable: [] };
   return {
     env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git.env },
-    sandbox: stepPlan(o.bwrap, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.writable, ...(o.readOnly ?? [])], hidden: o.hidden ?? [] }),
+    sandbox: stepPlan(o.bwrap, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.writable, ...(o.readOnly ?? [])], hidden: o.hidden ?? [], ...(o.substitute?.length ? { substitute: o.substitute } : {}) }),
   };
 }

@@ -1,5 +1,6 @@
 /**
- * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, generate
+ * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, red
+ * (a phases test phase only: the check on the tree without the implementation must fail), generate
  * (planners only: docs/workflows.md), review (only for tasks with `review`), critique (only for tasks with `critique`),
  * deliver.
  */
@@ -14,5 +15,6 @@ import { reviewStep } from './review';
 import { generateStep } from './generate';
 import { inputsStep } from './inputs';
 import { critiqueStep } from './critique';
+import { redStep } from './red';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, generateStep, reviewStep, critiqueStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, redStep, generateStep, reviewStep, critiqueStep, deliverStep];

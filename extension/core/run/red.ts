@@ -1,0 +1,157 @@
+/**
+ * The check trees of a phases test phase ("red before green", docs/workflows.md "Phases"). Both its check runs — on
+ * the tree as sealed ("green") and on the red tree — run on a fresh copy of the task dir as sealed (with what git
+ * ignores: setup's `node_modules`, `include` files) made the same way at the same path just before each, so that
+ * neither can tell the other by inode numbers, change times or its folder: only the phase files differ. The red copy
+ * has every phase file put back as it was before its implement task ran — the file at that task's start commit
+ * (worktree mode) or in its dir as prepared (plain mode) — or removed where it was not there. In plain mode the test
+ * phase reads the implementations as inputs, so the inputs folder is copied (and, red, put back) the same way. The
+ * copies live under the run's records (`runs/<run_id>/tasks/<key>/check-tree/`, out of every step's sight) and are
+ * removed after each run; the task's own dir, branch and inputs are never written by either check.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { gitFor } from '../git/safe-git';
+import { keptContent, loadSnapshot } from './dir-snapshot';
+
+/** A phase file as it was before its implementation: its bytes and mode, a symbolic link's target, or absent (null). */
+export type StartContent = { kind: 'file'; content: Buffer; mode: number } | { kind: 'symlink'; target: string } | null;
+
+/** Where a check tree's copies are: the task dir's copy and, in plain mode, the inputs folder's. */
+export interface CheckTree {
+  /** `runs/<run_id>/tasks/<key>/check-tree/`, removed with {@link removeCheckTree}. */
+  root: string;
+  /** The copy of the task dir. */
+  dir: string;
+  /** The copy of the inputs folder (plain mode), else null. */
+  inputs: string | null;
+}
+
+/**
+ * Copies the task dir (and its inputs folder, when it has one) to a fresh check tree `<taskRunDir>/check-tree/` (one
+ * path for every copy of the task: the copy's folder never says which run it is) with `cp -a`: modes, symbolic links
+ * and modification times kept, so a file's mtime reads as it does in the task dir.
+ * @throws Error when a copy fails (disk full, unreadable entry), naming cp's message
+ */
+export async function copyCheckTree(taskRunDir: string, taskDir: string, inputsDir: string | null): Promise<CheckTree> {
+  const root = path.join(taskRunDir, 'check-tree');
+  await removeCheckTree(root);
+  fs.mkdirSync(root, { recursive: true });
+  const tree: CheckTree = { root, dir: path.join(root, 'tree'), inputs: inputsDir ? path.join(root, 'inputs') : null };
+  for (const [from, to] of [[taskDir, tree.dir], ...(inputsDir && tree.inputs ? [[inputsDir, tree.inputs]] : [])] as [string, string][]) {
+    const r = await execa('cp', ['-a', '--', `${from}/.`, to], { reject: false, all: true, stdin: 'ignore' });
+    if (r.exitCode !== 0) throw new Error(`red before green: copying ${from} for the check failed: ${String(r.all).trim().split('\n').slice(-3).join('; ')}`);
+  }
+  return tree;
+}
+
+/** Removes a check tree (read-only folders the inputs copy kept are made writable first). Never throws. */
+export async function removeCheckTree(root: string): Promise<void> {
+  if (!fs.existsSync(root)) return;
+  await execa('chmod', ['-R', 'u+rwx', '--', root], { reject: false, stdin: 'ignore' });
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
+/**
+ * Puts `rel` under `dir` back to `start`: written with its mode, made a symbolic link, or removed (then the folders
+ * that only held it are removed too, as git has no empty folders and the start had none of them). What it touches
+ * keeps the times and modes the copy had — the folders on the way (made writable for the change: an inputs copy keeps
+ * the read-only modes of the original) and the file itself when it was there — so neither says which run this is.
+ * @throws Error when `rel` leaves `dir`
+ */
+export function putBack(dir: string, rel: string, start: StartContent): void {
+  const abs = path.resolve(dir, rel);
+  if (!abs.startsWith(dir + path.sep)) throw new Error(`red before green: ${rel} is outside the task dir`);
+  const folders: { dir: string; stat: fs.Stats }[] = [];
+  for (let d = path.dirname(abs); ; d = path.dirname(d)) {
+    try {
+      const stat = fs.statSync(d);
+      folders.push({ dir: d, stat });
+      fs.chmodSync(d, stat.mode | 0o700);
+    } catch {
+      // made below
+    }
+    if (d === dir || !d.startsWith(dir)) break;
+  }
+  let was: fs.Stats | null = null;
+  try {
+    was = fs.lstatSync(abs);
+  } catch {
+    // not there
+  }
+  fs.rmSync(abs, { recursive: true, force: true });
+  if (start === null) {
+    for (let d = path.dirname(abs); d !== dir && d.startsWith(dir); d = path.dirname(d)) {
+      try {
+        fs.rmdirSync(d);
+      } catch {
+        break; // not empty: the folders above stay
+      }
+    }
+  } else {
+    fs.mkdirSync(path.dirname(abs), { recursive: true });
+    if (start.kind === 'symlink') fs.symlinkSync(start.target, abs);
+    else {
+      fs.writeFileSync(abs, start.content, { mode: start.mode });
+      fs.chmodSync(abs, start.mode);
+      if (was) fs.utimesSync(abs, was.atime, was.mtime);
+    }
+  }
+  for (const f of folders) {
+    if (!fs.existsSync(f.dir)) continue;
+    fs.chmodSync(f.dir, f.stat.mode & 0o7777);
+    fs.utimesSync(f.dir, f.stat.atime, f.stat.mtime);
+  }
+}
+
+/**
+ * Worktree mode: the commit an implement task's branch started from — down the first parents of its PASS commit, the
+ * first that is not one of its own seals (their subject is `verdict: <key> (run <runId>, attempt <n>)`, written by the
+ * orchestrator, never by a worker: run/steps/seal.ts). A rerun's PASS sits on the earlier PASS, so every seal of the
+ * key in this run is passed over.
+ * @throws Error when no such commit is found in the first 10,000
+ */
+export async function implementStart(repoRoot: string, commit: string, implementKey: string, runId: string): Promise<string> {
+  const out = await gitFor(repoRoot).raw(['log', '--first-parent', '-n', '10000', '--format=%H %s', commit]);
+  const own = `verdict: ${implementKey} (run ${runId}, attempt `;
+  for (const line of out.split('\n').filter(Boolean)) {
+    const sha = line.slice(0, line.indexOf(' '));
+    if (!line.slice(sha.length + 1).startsWith(own)) return sha;
+  }
+  throw new Error(`red before green: the start of ${implementKey} is not found below its commit ${commit.slice(0, 10)}`);
+}
+
+/** Worktree mode: `file` at `commit`, or null when the commit does not hold it as a file or link. */
+export async function startContentAt(repoRoot: string, commit: string, file: string): Promise<StartContent> {
+  const git = gitFor(repoRoot);
+  const listed = await git.raw(['ls-tree', '-z', commit, '--', file]);
+  const entry = listed.split('\0').find((l) => l.endsWith(`\t${file}`));
+  if (!entry) return null;
+  const [mode, type, sha] = entry.slice(0, entry.indexOf('\t')).split(' ') as [string, string, string];
+  if (type !== 'blob') return null;
+  const content = await git.binaryCatFile(['blob', sha]);
+  if (mode === '120000') return { kind: 'symlink', target: content.toString('utf8') };
+  return { kind: 'file', content, mode: mode === '100755' ? 0o755 : 0o644 };
+}
+
+/**
+ * Plain mode: `file` in an implement task's dir as it was prepared (its guard base, `guard-base.json` in its records),
+ * or null when it was not there (or no base was kept: the dir then started empty but for setup).
+ * @throws Error when the base holds the file but kept no copy of it (larger than the snapshot's copy limit)
+ */
+export function startContentInBase(implementRunDir: string, file: string): StartContent {
+  const base = loadSnapshot(path.join(implementRunDir, 'guard-base.json'));
+  const entry = base?.entries.get(file.split(path.sep).join('/'));
+  if (!base || !entry) return null;
+  if (entry.kind === 'symlink' && entry.target !== undefined) return { kind: 'symlink', target: entry.target };
+  if (entry.kind !== 'file') return null;
+  const content = keptContent(base, entry);
+  if (!content) throw new Error(`red before green: ${file} was in the dir of its implement task before it ran, but too large for Verdict to have kept a copy to put back`);
+  return { kind: 'file', content, mode: entry.mode };
+}
+
+/** The failing judgement's reason when the check passed on the red tree. Pure. */
+export function redPassedReason(check: string, files: readonly string[]): string {
+  return `the tests pass without the implementation: \`${check}\` exited 0 on the tree without ${files.join(', ')} (each put back as it was before its implement task ran); tests must fail when the code they test is missing`;
+}

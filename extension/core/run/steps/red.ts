@@ -1,0 +1,63 @@
+/**
+ * Step `red` (the test phase of `phases` only: docs/workflows.md "Phases", "red before green"): once the check passed
+ * on the sealed tree, the same check runs once more on the red tree (run/red.ts: the sealed tree with every phase file
+ * put back as it was before its implement task ran) and must fail there. Tests that pass without the code test nothing
+ * of it: the attempt is then FAIL with that reason, retried like any check failure.
+ *
+ * The red run is made as like the check as Verdict can: both run on a fresh copy of the sealed tree made the same way
+ * at the same path (run/red.ts), bound (sandboxed) at the task dir's own path, with the same variables, sandbox plan,
+ * a fresh scratch dir at the same path and the same time limit. What still tells them apart is written in
+ * docs/workflows.md.
+ */
+import path from 'node:path';
+import { runCheck } from '../check';
+import { copyCheckTree, implementStart, putBack, redPassedReason, removeCheckTree, startContentAt, startContentInBase, type StartContent } from '../red';
+import { recordFiles } from '../attempt-record';
+import { taskCheckEnvironment } from './check';
+import { taskRunDir } from './seal';
+import { Cancelled, type AttemptContext, type Step } from './context';
+
+export const redStep: Step = {
+  name: 'red',
+  when: (rec, task) => rec.verdict === 'PASS' && task.spec.red !== undefined && rec.check !== null,
+  async run(ctx, task, rec, io) {
+    const { spec } = task;
+    const files = spec.red!;
+    // What to put back is read first, so the copy is as fresh when the red run starts as the check's was.
+    const starts: StartContent[] = [];
+    for (const f of files) starts.push(await startOf(ctx, f.implement, f.file));
+    // A fresh copy of the sealed tree at the path the check's copy had (the task dir was never written by the check).
+    const tree = await copyCheckTree(taskRunDir(ctx, spec.key), task.state.dir, task.inputsDir ?? null);
+    try {
+      for (const [n, f] of files.entries()) {
+        const start = starts[n] as StartContent;
+        if (ctx.repo) putBack(tree.dir, f.file, start);
+        else {
+          const entry = task.state.inputs?.entries.find((e) => e.key === f.implement);
+          if (!entry || !tree.inputs) throw new Error(`red before green: ${f.implement} is not among the inputs of ${spec.key}`);
+          putBack(path.join(tree.inputs, ...entry.path.split('/')), f.file, start);
+        }
+      }
+      const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
+      const logFile = recordFiles(rec).red;
+      const check = await runCheck({ check: spec.check, taskDir: where.sandbox ? task.state.dir : tree.dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox });
+      if (check.receipt.cancelled) throw new Cancelled();
+      if (check.receipt.spawnError) throw new Error(`red before green: the check could not start on the tree without the implementation: ${check.receipt.spawnError}`);
+      const names = files.map((f) => f.file);
+      rec.red = { files: names, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
+      if (check.receipt.exitCode === 0 && !check.receipt.timedOut) return { verdict: 'FAIL', reason: redPassedReason(spec.check, names) };
+      ctx.emit({ type: 'task-note', key: spec.key, note: `red before green: the check ${check.receipt.timedOut ? 'timed out' : `exited ${check.receipt.exitCode ?? check.receipt.signal}`} on the tree without ${names.join(', ')}, as it must` });
+      return null;
+    } finally {
+      await removeCheckTree(tree.root);
+    }
+  },
+};
+
+/** A phase file as it was before its implement task ran (run/red.ts). */
+async function startOf(ctx: AttemptContext, implement: string, file: string): Promise<StartContent> {
+  if (!ctx.repo) return startContentInBase(taskRunDir(ctx, implement), file);
+  const commit = ctx.stateFile.state.tasks.find((t) => t.key === implement)?.commit;
+  if (!commit) throw new Error(`red before green: ${implement} has no passed commit in this run`);
+  return startContentAt(ctx.repo.root, await implementStart(ctx.repo.root, commit, implement, ctx.runId), file);
+}

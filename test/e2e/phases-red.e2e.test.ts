@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
+
+// Red before green (docs/workflows.md "Phases"): once the test phase's check passes, it runs again on the tree without
+// the implementation (the phase files put back as before their implement tasks) and must fail there.
+
+/** A config with the test writer `tester` (its bash body gets the prompt as $1), and the PATH that finds it. */
+function tester(dir: string, body: string): { config: string; env: Record<string, string> } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  fs.writeFileSync(path.join(bin, 'tester'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({ engines: { tester: { binary: 'tester', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'tester-1' } } }));
+  return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
+}
+
+const IMPLEMENT = `case {file} in upper.sh) echo 'tr a-z A-Z' > upper.sh ;; lower.sh) echo 'tr A-Z a-z' > lower.sh ;; esac`;
+
+/** Tests of the implementation; `at` is where the files are (worktree: the task dir; plain: the inputs). */
+function realTests(at: { upper: string; lower: string }): string {
+  return `mkdir -p tests && cat > tests/test.sh <<'EOF'
+test "$(echo aB | bash ${at.upper})" = AB || { echo "upper.sh is wrong"; exit 1; }
+test "$(echo aB | bash ${at.lower})" = ab || { echo "lower.sh is wrong"; exit 1; }
+EOF`;
+}
+const WORKTREE_FILES = { upper: 'upper.sh', lower: 'lower.sh' };
+const INPUT_FILES = { upper: '"$VERDICT_INPUTS/case--impl-1/upper.sh"', lower: '"$VERDICT_INPUTS/case--impl-2/lower.sh"' };
+
+/** Writes `exit 0` tests first; real ones once its prompt carries the red-before-green failure. */
+function lazyThenReal(at: { upper: string; lower: string }): string {
+  return `if printf '%s' "$1" | grep -q 'pass without the implementation'; then
+${realTests(at)}
+else mkdir -p tests && echo 'exit 0' > tests/test.sh; fi`;
+}
+
+interface StateJson {
+  tasks: { key: string; status: string; branch: string | null; commit: string | null; dir: string }[];
+}
+
+async function run(dir: string, testerBody: string, o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean }) {
+  const test: Record<string, unknown> = { engine: 'tester', check: 'bash tests/test.sh', expect_files: ['tests/test.sh'], ...(o.red === false ? { red: false } : {}) };
+  const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', { verified: '{file} is a bash script', max_attempts: o.maxAttempts ?? 1, phases: { files: ['upper.sh', 'lower.sh'], test } });
+  const repo = o.worktrees ? makeRepo(path.join(dir, 'repo')) : null;
+  const file = repo ? writeManifest(repo, { worktrees: true, tasks: [task] }) : writeManifest(dir, { workdir: 'work', tasks: [task] });
+  const { config, env } = tester(dir, testerBody);
+  const home = path.join(dir, 'home');
+  const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', ...(o.noSandbox ? ['--no-sandbox'] : [])], { env });
+  const [id] = fs.readdirSync(path.join(home, 'runs'));
+  const runDir = path.join(home, 'runs', id as string);
+  const state = JSON.parse(fs.readFileSync(path.join(runDir, 'state.json'), 'utf8')) as StateJson;
+  const rows = readRows(home).filter((row) => row.task_key === 'case');
+  return { repo, runDir, code: r.exitCode, out: r.all, state, rows };
+}
+
+type Red = { files: string[]; exit_code: number | null; timed_out: boolean; check_log: string } | undefined;
+
+describe('phases: red before green (the tests must fail without the implementation)', function () {
+  this.timeout(300000);
+
+  it('worktree mode: `exit 0` tests FAIL with the reason, the retry is told why, and real tests then PASS; the tree and branch stay whole', async () => {
+    const { repo, runDir, code, out, state, rows } = await run(tempDir(), lazyThenReal(WORKTREE_FILES), { worktrees: true, maxAttempts: 2 });
+    assert.equal(code, 0, out);
+    assert.deepEqual(rows.map((r) => r.verdict), ['FAIL', 'PASS'], out);
+    assert.match(String(rows[0]!.notes), /the tests pass without the implementation: `bash tests\/test\.sh` exited 0 on the tree without upper\.sh, lower\.sh/);
+    assert.deepEqual(rows[0]!.red as Red, { files: ['upper.sh', 'lower.sh'], exit_code: 0, timed_out: false, check_log: path.join(runDir, 'tasks', 'case', 'attempt-1', 'red.log') });
+    // The real tests fail there: bash cannot open upper.sh.
+    assert.equal((rows[1]!.red as Red)?.exit_code, 1);
+    assert.match(fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-2', 'red.log'), 'utf8'), /upper\.sh/);
+    // The retry's prompt carries the reason.
+    assert.match(fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-2', 'prompt.md'), 'utf8'), /pass without the implementation/);
+    // Nothing of the red run is left, and the task's tree and branch hold the implementation and the tests.
+    assert.equal(fs.existsSync(path.join(runDir, 'tasks', 'case', 'check-tree')), false);
+    const t = state.tasks.find((x) => x.key === 'case')!;
+    assert.equal(fs.readFileSync(path.join(t.dir, 'upper.sh'), 'utf8'), 'tr a-z A-Z\n');
+    assert.equal(fs.readFileSync(path.join(t.dir, 'lower.sh'), 'utf8'), 'tr A-Z a-z\n');
+    assert.equal(git(t.dir, 'status', '--porcelain'), '', 'the checks wrote nothing in the task dir');
+    assert.equal(git(repo!, 'show', `${t.commit}:upper.sh`), 'tr a-z A-Z');
+    assert.equal(git(repo!, 'show', `${t.commit}:lower.sh`), 'tr A-Z a-z');
+    assert.match(git(repo!, 'show', `${t.branch}:tests/test.sh`), /lower\.sh/);
+  });
+
+  it('plain mode: `exit 0` tests FAIL, tests of the inputs PASS (the red run reads inputs without the implementation)', async () => {
+    const lazy = await run(tempDir(), 'mkdir -p tests && echo "exit 0" > tests/test.sh', { worktrees: false });
+    assert.equal(lazy.code, 1, lazy.out);
+    assert.equal(lazy.rows.at(-1)?.verdict, 'FAIL');
+    assert.match(String(lazy.rows.at(-1)?.notes), /pass without the implementation/);
+    const real = await run(tempDir(), realTests(INPUT_FILES), { worktrees: false });
+    assert.equal(real.code, 0, real.out);
+    assert.equal(real.rows.at(-1)?.verdict, 'PASS');
+    assert.equal((real.rows.at(-1)!.red as Red)?.exit_code, 1);
+    // The inputs and the task dir were never changed.
+    const t = real.state.tasks.find((x) => x.key === 'case')!;
+    assert.deepEqual(fs.readdirSync(t.dir).sort(), ['tests']);
+    assert.equal(fs.existsSync(path.join(real.runDir, 'tasks', 'case', 'check-tree')), false);
+  });
+
+  it('tests of a copy of the code: the copy is not the implementation, so the tests pass without it and FAIL', async () => {
+    const copying = `mkdir -p tests && cp upper.sh tests/u.sh && cp lower.sh tests/l.sh && cat > tests/test.sh <<'EOF'
+test "$(echo aB | bash tests/u.sh)" = AB && test "$(echo aB | bash tests/l.sh)" = ab
+EOF`;
+    const { code, out, rows } = await run(tempDir(), copying, { worktrees: true });
+    assert.equal(code, 1, out);
+    assert.match(String(rows.at(-1)?.notes), /pass without the implementation/);
+  });
+
+  it('hostile tester: a test that looks for the red run (paths, variables, .git, times, listings, markers left by the first run) finds nothing and FAILs', async function () {
+    await requireSandbox(this);
+    // At work time the tester records what it can see; its tests exit 1 ("red") when any of it differs or when a
+    // marker from an earlier run is found, and 0 otherwise — with no test of upper.sh or lower.sh at all.
+    const hostile = `mkdir -p tests
+fp() {
+  printf 'pwd=%s\\n' "$(pwd)" "$(pwd -P)" "$PWD"
+  printf 'env=%s\\n' "$VERDICT_TASK_DIR" "$VERDICT_RUN_ID" "$VERDICT_TASK_KEY" "$VERDICT_ATTEMPT" "$PORT" "$HOME" "$PATH"
+  printf 'git=%s\\n' "$(cat .git 2>&1)"
+  printf 'mtime=%s\\n' "$(stat -c %Y . tests)"
+  printf 'ls=%s\\n' "$(ls -A | grep -v -e '^upper.sh$' -e '^lower.sh$' | tr '\\n' ' ')"
+  printf 'head=%s\\n' "$(git rev-parse HEAD 2>&1)"
+}
+touch tests/fingerprint
+cat > tests/test.sh <<'EOF'
+fp() {
+  printf 'pwd=%s\\n' "$(pwd)" "$(pwd -P)" "$PWD"
+  printf 'env=%s\\n' "$VERDICT_TASK_DIR" "$VERDICT_RUN_ID" "$VERDICT_TASK_KEY" "$VERDICT_ATTEMPT" "$PORT" "$HOME" "$PATH"
+  printf 'git=%s\\n' "$(cat .git 2>&1)"
+  printf 'mtime=%s\\n' "$(stat -c %Y . tests)"
+  printf 'ls=%s\\n' "$(ls -A | grep -v -e '^upper.sh$' -e '^lower.sh$' | tr '\\n' ' ')"
+  printf 'head=%s\\n' "$(git rev-parse HEAD 2>&1)"
+}
+marks=("$VERDICT_TASK_DIR/.seen" ./.seen "$TMPDIR/.seen" "$TMPDIR/../../.seen" "$HOME/.seen-$VERDICT_RUN_ID" /tmp/.seen /dev/shm/.seen /var/tmp/.seen "$(git rev-parse --git-dir 2>/dev/null)/.seen" "$GIT_OBJECT_DIRECTORY/.seen" "$(dirname "$PWD")/.seen")
+if ! diff <(fp) tests/fingerprint; then echo "red: the fingerprint differs"; exit 1; fi
+for m in "\${marks[@]}"; do if [ -e "$m" ]; then echo "red: marker $m"; exit 1; fi; done
+for m in "\${marks[@]}"; do touch "$m" 2>/dev/null; done
+echo "green"
+exit 0
+EOF
+fp > tests/fingerprint`;
+    const { code, out, rows } = await run(tempDir(), hostile, { worktrees: true });
+    assert.equal(code, 1, out);
+    const last = rows.at(-1)!;
+    // The check passed (the fingerprint matched: its detection holds on the sealed tree)…
+    assert.equal(last.check_exit_code, 0, String(last.check_output));
+    // …and it passed again on the tree without the implementation: nothing told the red run apart.
+    assert.match(String(last.notes), /the tests pass without the implementation/);
+    const red = last.red as Red;
+    assert.equal(red?.exit_code, 0);
+    assert.match(fs.readFileSync(red!.check_log, 'utf8'), /^green$/m);
+  });
+
+  it('"red": false turns it off: `exit 0` tests PASS (and lint warns phases-red-off)', async () => {
+    const dir = tempDir();
+    const { code, out, rows } = await run(dir, 'mkdir -p tests && echo "exit 0" > tests/test.sh', { worktrees: true, red: false });
+    assert.equal(code, 0, out);
+    assert.equal(rows.at(-1)?.verdict, 'PASS');
+    assert.equal(rows.at(-1)?.red, undefined);
+    const lint = await cli(['lint', path.join(dir, 'repo', 'test.swarm.json'), '--config', path.join(dir, 'config.json')]);
+    assert.match(lint.all, /phases-red-off/);
+  });
+
+  it('unsandboxed: the red run still runs, on the copy (`exit 0` tests FAIL)', async () => {
+    const { code, out, rows } = await run(tempDir(), 'mkdir -p tests && echo "exit 0" > tests/test.sh', { worktrees: true, noSandbox: true });
+    assert.equal(code, 1, out);
+    assert.match(String(rows.at(-1)?.notes), /pass without the implementation/);
+  });
+});
