@@ -5,12 +5,14 @@
  * 2. Each critic, one after the other, reads the proposal read-only (run/steps/reader.ts) and answers
  *    `{"criticisms": […]}` (run/critique-verdict.ts). Each criticism is checked against the proposal: a file and line
  *    must exist in the sealed tree (run/sealed-file.ts); a command must exit non-zero when run in the task dir,
- *    read-only (in the sandbox; unsandboxed, in a copy), under the check's time limit and network setting. The others
- *    are dropped and counted.
+ *    read-only (in the sandbox; unsandboxed, in a copy), under the check's time limit and network setting, and be
+ *    about the proposal (run/critique-command.ts: able to exit 0, and naming a file of the proposal or else passing in
+ *    an empty folder run the same way). The others are dropped and counted.
  * 3. decideRound: a revision (rec.revision, which settle hands to the next attempt without spending the retry budget),
  *    or the end of the loop with what stays unresolved.
  * The report (`runs/<run_id>/tasks/<key>/critique.md`) is rewritten after every round and named in state.json and the
- * rows. The attempt's verdict stays the check's: this step never judges.
+ * rows; the loop itself is kept beside it (critique-loop.json, run/critique-state.ts) for `verdict resume`
+ * (restoreCritique). The attempt's verdict stays the check's: this step never judges.
  */
 import fs from 'node:fs';
 import path from 'node:path';
