@@ -5,6 +5,7 @@ import pg from 'pg';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { postgresBinDir, TestPostgres } from '../helpers/postgres';
+import { requireSandbox } from '../helpers/sandbox-env';
 import { LEASE_MS, startPoolWorker as startWorker, until, unsandboxed, type PoolWorker as Worker } from '../helpers/pool-workers';
 
 // Workflows whose tasks read their prerequisites' sealed work (validate, council: `inputs`) and ranked best-of-N, run
@@ -19,7 +20,7 @@ interface InputsState {
 interface StateJson {
   runId: string;
   inputNames?: Record<string, Record<string, string>>;
-  tasks: { key: string; status: string; reason?: string; commit: string | null; model: string | null; winner?: string; inputs?: InputsState }[];
+  tasks: { key: string; status: string; reason?: string; commit: string | null; model: string | null; winner?: string; scores?: Record<string, number>; inputs?: InputsState }[];
 }
 
 function stateOf(home: string): StateJson {
@@ -179,5 +180,62 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     assert.equal(rows.length, 7);
     assert.deepEqual(new Set(rows.map((row) => row.verdict)), new Set(['PASS']));
     for (const row of rows) assert.match(String(row.host), /^w[12]$/);
+  });
+
+  it('ranked best-of-2: candidates on pool workers, the ranking reviewer here on their sealed commits fetched from the remote, under neutral names; a dependent on the pool starts from the winner', async function () {
+    await requireSandbox(this);
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const home = path.join(dir, 'home');
+    await twoWorkers(url);
+    // The ranking reviewer, installed on this machine only: it fails loudly (LEAK, exit 7) on a candidate key in what
+    // it sees or a readable VERDICT_HOME, then scores each solution 3 per GOOD in its diff.
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    fs.writeFileSync(path.join(bin, 'rank-judge'), [
+      '#!/bin/bash',
+      'leak() { echo "LEAK: $*"; exit 7; }',
+      'env | grep -q "^VERDICT_" && leak environment',
+      'printf "%s" "$1" | grep -q -e "--c[0-9]" && leak "the prompt names a candidate key"',
+      'found=$(grep -rl -e "--c[0-9]" . 2>/dev/null | head -3); [ -z "$found" ] || leak "material names a candidate key: $found"',
+      `for p in runs runs.jsonl worktrees; do [ -e '${home}'/$p ] && leak "VERDICT_HOME/$p is readable"; done`,
+      'json=""; for n in A B; do [ -e "$n.diff" ] || leak "no $n.diff"; s=$(( $(grep -o GOOD "$n.diff" | wc -l) * 3 )); [ $s -gt 10 ] && s=10; json="$json${json:+, }\\"$n\\": $s"; done',
+      'echo "{\\"scores\\": {$json}}"',
+      '',
+    ].join('\n'), { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { judge: { binary: 'rank-judge', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'judge-1' } } }));
+    const spec = 'case "$VERDICT_CANDIDATE" in 1) echo "GOOD" > out.txt;; 2) echo "GOOD GOOD GOOD" > out.txt;; esac';
+    const file = writeManifest(dir, {
+      worktrees: true, repo, remote, max_parallel: 2,
+      tasks: [
+        scriptTask('fix', spec, 'grep -q GOOD out.txt', { repeat: 2, select: 'ranked', max_attempts: 1, rank: { rubric: 'More GOOD is better.', engines: ['judge'] } }),
+        scriptTask('use', 'cp out.txt used.txt', 'grep -qx "GOOD GOOD GOOD" used.txt || { cat used.txt; exit 1; }', { after: ['fix'] }),
+      ],
+    });
+    // Without the reviewer's binary here, the run is refused before it starts (it does not run on the workers).
+    const refused = await cli(['run', file, '--home', home, '--config', config, '--pool', url, '--no-dashboard']);
+    assert.equal(refused.exitCode, 2, refused.all);
+    assert.match(refused.all, /engine "judge" needs the `rank-judge` command, which is not on PATH \(ranking reviewers run on this machine, even on a pool run\)/);
+    const r = await cli(['run', file, '--home', home, '--config', config, '--pool', url, '--no-dashboard'], { env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const state = stateOf(home);
+    const t = (k: string) => state.tasks.find((x) => x.key === k) as StateJson['tasks'][number];
+    assert.deepEqual(state.tasks.map((x) => [x.key, x.status]).sort(), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'PASS'], ['use', 'PASS']]);
+    assert.equal(t('fix').winner, 'fix--c2');
+    assert.deepEqual(t('fix').scores, { 'fix--c1': 3, 'fix--c2': 9 });
+    const rows = readRows(home);
+    // The candidates and the dependent ran on pool workers; the ranking here (no host of a worker).
+    for (const k of ['fix--c1', 'fix--c2', 'use']) assert.match(String(rows.find((x) => x.task_key === k)?.host), /^w[12]$/, k);
+    const rank = rows.filter((x) => x.step === 'rank');
+    assert.deepEqual(rank.map((x) => [x.worker_engine, x.model, x.verdict]), [['judge', 'judge-1', 'PASS']]);
+    assert.doesNotMatch(fs.readFileSync(String(rank[0]?.worker_log), 'utf8'), /LEAK/);
+    const prompt = fs.readFileSync(String(rank[0]?.prompt_path), 'utf8');
+    assert.match(prompt, /<solution name="A">[\s\S]*\+GOOD[\s\S]*<solution name="B">/);
+    assert.doesNotMatch(prompt, /--c\d|verdict\//);
+    // The winner's commit is the group's branch here; the dependent, on a worker, started from it (fetched from the remote).
+    assert.equal(git(repo, 'rev-parse', `verdict/${state.runId}/fix`), t('fix--c2').commit);
+    assert.equal(git(remote, 'show', `${t('use').commit as string}:used.txt`), 'GOOD GOOD GOOD');
   });
 });

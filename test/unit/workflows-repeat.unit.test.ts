@@ -73,14 +73,17 @@ describe('lint: repeat', () => {
     assert.match(errors[4] ?? '', /^tasks\[4\]\.rank\.engines\[0\]: unknown ranking reviewer engine "nope"/);
   });
 
-  it('ranked on a pool run is refused in preflight, naming the task (its rankers run on the orchestrator\'s machine)', async () => {
+  it('ranked on a pool run: its rankers run on the orchestrator\'s machine, so their binaries must be here (the candidates\' need not)', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-ranked-pool-'));
     const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test', enginesElsewhere: true };
     const ranked = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }] }), path.join(dir, 'm.json')).manifest;
     assert.ok(ranked);
-    await assert.rejects(preflight(ranked, builtinEngines(), process.env, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /task fix: "select": "ranked" does not run over a worker pool yet/.test(e.message));
-    const all = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'all' }] }), path.join(dir, 'm.json')).manifest;
-    await preflight(all as NonNullable<typeof all>, builtinEngines(), process.env, path.join(dir, 'home'), policy);
+    // No binary on PATH: the ranker (claude) is named; the candidates' engine (codex, on the workers) is not.
+    const codexRanked = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }] }), path.join(dir, 'm.json')).manifest;
+    await assert.rejects(preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers run on this machine, even on a pool run\)/.test(e.message) && !/codex/.test(e.message));
+    // select all: nothing runs here, no binary needed.
+    const all = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'all' }] }), path.join(dir, 'm.json')).manifest;
+    await preflight(all as NonNullable<typeof all>, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy);
   });
 
   it('ranked compiles: the group carries select ranked and its rank; candidates do not', () => {

@@ -120,6 +120,9 @@ export class PoolDispatcher {
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
     const inputs = task.spec.inputs ? await this.sendInputs(ctx, task, io) : null;
     const job = jobOf(ctx, task, rec, this.target.remote, inputs);
+    // A prerequisite's commit may be on no ref of its own key there (a best-of-N group's is its winner's): it goes
+    // to the remote under a ref named after the commit, which the worker fetches.
+    for (const p of job.startFrom) await retrying(() => push(repo.root, this.target.remote, p.commit, sealedRef(job.runId, p.commit), true));
     const queue = queueOf(job.engine);
     await this.ensureQueue(queue, task);
     const jobId = uuidOf(`${job.runId}/${job.key}/${job.attempt}`);

@@ -271,7 +271,7 @@ async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
       fs.rmSync(dir, { recursive: true, force: true });
       await simpleGit().clone(job.remote, dir, ['--no-checkout', '--quiet']);
     }
-    const inputs = [...new Set((job.inputs?.entries ?? []).map((e) => sealedRef(job.runId, e.commit)))];
+    const inputs = [...new Set([...job.startFrom, ...(job.inputs?.entries ?? [])].map((e) => sealedRef(job.runId, e.commit)))];
     const refs = [`+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`, ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`), ...inputs.map((r) => `+${r}:${r}`)];
     await gitFor(dir).raw(['fetch', '--no-tags', '--quiet', '--', job.remote, ...refs]);
     for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit), ...(job.inputs?.entries ?? []).map((e) => e.commit)]) {
