@@ -199,9 +199,12 @@ export function selectLines(t: GroupedTask): string[] {
   return [`select ${t.select ?? 'first-pass'}`, reason, ...extra].filter(Boolean).map(oneLine);
 }
 
-/** A member's short label: `worker 2 · B`, `review 1 · A`, `implement 3` (its letter when one was drawn). */
+/**
+ * A member's short label: `worker 2 · B`, `answer 1 · A`, `implement 3`, and a review with its author's letter,
+ * `review 1 · by A` (the letter when one was drawn).
+ */
 export function memberLabel(m: MemberRow<GroupedTask>): string {
-  return [`${m.role} ${m.number}`, m.letter ?? ''].filter(Boolean).join(' · ');
+  return [`${m.role} ${m.number}`, m.letter === null ? '' : m.role === 'review' ? `by ${m.letter}` : m.letter].filter(Boolean).join(' · ');
 }
 
 const MEMBER_NOUN: Readonly<Record<string, string>> = { worker: 'workers', answer: 'answers', review: 'reviews', implement: 'implement tasks' };

@@ -129,7 +129,7 @@ describe('the CLI tables: validated and council members under their lead', funct
     assert.match(table[chair] ?? '', /chair of 2 answers, 2 reviews/);
     assert.deepEqual(table.slice(chair + 1, chair + 5).map((l) => l.replace(/\s+PASS\s.*? (answer|review)/, ' $1')), [
       `  indent--a1 answer 1 · ${l1} · script/m1`, `  indent--a2 answer 2 · ${l2} · script/m2`,
-      `  indent--r1 review 1 · ${l1} · script/m1`, `  indent--r2 review 2 · ${l2} · script/m2`,
+      `  indent--r1 review 1 · by ${l1} · script/m1`, `  indent--r2 review 2 · by ${l2} · script/m2`,
     ]);
 
     const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: JsonRow[] };
@@ -141,6 +141,6 @@ describe('the CLI tables: validated and council members under their lead', funct
       ['indent--r2', 'PASS', 'review', 'indent', 2, l2, 'm2'],
     ]);
     const listed = await cli(['runs', runId, '--home', home]);
-    assert.match(listed.stdout, new RegExp(`\\n {2}indent--r2\\s+PASS\\s+—\\s+1\\s+review 2 · ${l2} · script/m2(\\n|$)`));
+    assert.match(listed.stdout, new RegExp(`\\n {2}indent--r2\\s+PASS\\s+—\\s+1\\s+review 2 · by ${l2} · script/m2(\\n|$)`));
   });
 });

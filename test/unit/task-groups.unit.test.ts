@@ -136,6 +136,7 @@ describe('groupedOrder: validated, council and phases members under their lead, 
       ['q--r1', 'review', 1, 'B', false], ['q--r2', 'review', 2, 'A', false],
     ]]]);
     assert.deepEqual(leadLines(rows[0] as TaskRow<GroupedTask>), ['chair of 2 answers, 2 reviews']);
+    assert.deepEqual(rows[0]?.members.map((m) => memberLabel(m)), ['answer 1 · B', 'answer 2 · A', 'review 1 · by B', 'review 2 · by A']);
     assert.equal(rowAfter(rows[0] as TaskRow<GroupedTask>).after, undefined, 'the council waits for nothing the task did not');
   });
 
