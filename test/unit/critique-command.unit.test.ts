@@ -17,6 +17,9 @@ describe('critique: a command criticism must be about the proposal (run/critique
     assert.deepEqual(namedPaths('bash "$VERDICT_TASK_DIR/tests/edge.sh"'), ['bash', 'VERDICT_TASK_DIR/tests/edge.sh', 'tests/edge.sh', 'edge.sh']);
     assert.deepEqual(namedPaths('./run.sh -v ../x .git/config /dev/null'), ['run.sh', 'x', 'config', 'dev/null', 'null']);
     assert.deepEqual(namedPaths('grep -rq --include=x TODO 123 .'), ['grep', 'x', 'TODO']);
+    // Comments name nothing: a file named there does not make the command about it.
+    assert.deepEqual(namedPaths('test -f /nonexistent # slug.sh\n# tests/edge.sh'), ['test', 'nonexistent']);
+    assert.deepEqual(namedPaths('for f in a.txt b.txt; do test -s "$f"; done'), ['for', 'f', 'in', 'a.txt', 'b.txt', 'do', 'test', 'done']);
     assert.equal(namedPaths(Array.from({ length: 100 }, (_, i) => `f${i}`).join(' ')).length, MAX_NAMED_PATHS);
   });
 

@@ -28,7 +28,8 @@ export function cannotPass(command: string): string | null {
 export const MAX_NAMED_PATHS = 64;
 
 /**
- * The relative paths a command may name, in order, to be looked up in the proposal: every run of path characters
+ * The relative paths a command may name, in order, to be looked up in the proposal: in the command's text outside
+ * comments (`test -f /x # slug.sh` names no slug.sh; read with lint's shell reader), every run of path characters
  * (`[A-Za-z0-9._+@~/-]`) holding a letter, and each tail after one of its `/` (so `$VERDICT_TASK_DIR/slug.sh` and
  * `./tests/edge.sh` yield `slug.sh` and `tests/edge.sh`); those proposalPath refuses (absolute, `..`, `.git`) are
  * left out. At most MAX_NAMED_PATHS, no duplicates. A loose reading on purpose: a path it finds that is not in the
@@ -36,7 +37,8 @@ export const MAX_NAMED_PATHS = 64;
  */
 export function namedPaths(command: string): string[] {
   const out = new Set<string>();
-  for (const m of command.matchAll(/[A-Za-z0-9._+@~/-]+/g)) {
+  const text = parseShell(command).map((l) => command.slice(l.start, l.end)).join('\n');
+  for (const m of text.matchAll(/[A-Za-z0-9._+@~/-]+/g)) {
     const token = m[0];
     const tails = [token, ...[...token.matchAll(/\//g)].map((s) => token.slice((s.index ?? 0) + 1))];
     for (const t of tails) {
