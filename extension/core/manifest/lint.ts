@@ -104,11 +104,11 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
  * @returns findings sorted by position (offset, then rule id); findings without a range first
  */
 export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
-  const { problems, tree } = parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true });
+  const { problems, tree, value } = parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true });
   const index = new LineIndex(text);
   const findings = problems.map((p) => problemFinding(p, index, tree ? (i) => taskKeyAt(tree, i) : () => null));
   if (tree) {
-    const doc = lintDocument(text, file, tree, index);
+    const doc = lintDocument(text, file, tree, index, value);
     const untrusted = ctx.trusted === false && ctx.useGit !== false;
     const rulesCtx: LintContext = untrusted ? { ...ctx, useGit: false } : ctx;
     for (const rule of RULES) {

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseTree, printParseErrorCode, getNodeValue, type Node, type ParseError } from 'jsonc-parser';
+import { printParseErrorCode, type Node } from 'jsonc-parser';
 import type { ErrorObject } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
 import { validateManifest } from '../../../schemas/validators.generated.js';
+import { parseJsonc } from './json-tree';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
@@ -50,6 +51,11 @@ export interface ParseResult {
   problems: ManifestProblem[];
   /** The JSONC tree (offsets into the text) when the text had no syntax errors, else null. */
   tree: Node | null;
+  /**
+   * The text's value when it had no syntax errors (objects without a prototype, as jsonc-parser's getNodeValue makes
+   * them: json-tree.ts), else undefined. Read only: `manifest.raw` is part of it.
+   */
+  value: unknown;
 }
 
 /**
@@ -64,21 +70,19 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   const problems: ManifestProblem[] = [];
   const error = (code: ProblemCode, p: Omit<ManifestProblem, 'file' | 'severity' | 'code'>) => problems.push({ severity: 'error', code, file, ...p });
 
-  const parseErrors: ParseError[] = [];
-  const root = parseTree(text, parseErrors, { allowTrailingComma: true, disallowComments: false });
+  const { root, errors: parseErrors, value: raw, repeated } = parseJsonc(text);
   for (const e of parseErrors) {
     error('syntax', { range: index.range(e.offset, e.length), path: '(syntax)', message: `malformed JSON: ${describeParseError(printParseErrorCode(e.error))}` });
   }
   if (parseErrors.length || !root) {
     if (!root && !parseErrors.length) error('syntax', { range: null, path: '(root)', message: 'the file is empty' });
-    return { manifest: null, problems, tree: null };
+    return { manifest: null, problems, tree: null, value: undefined };
   }
 
-  for (const dup of duplicateProperties(root)) {
+  for (const dup of repeated) {
     error('duplicate-property', { range: index.range(dup.node.offset, dup.node.length), path: formatPath(dup.path), message: `property "${dup.name}" appears more than once; the later one would silently win` });
   }
 
-  const raw = getNodeValue(root) as unknown;
   if (!validateSchema(raw)) {
     for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
@@ -207,9 +211,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     error('critique', { range: rangeOfPath(root, c.path, index), path: formatPath(c.path), message: c.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
-  if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root };
+  if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };
 
-  return { manifest: toManifest(data, file), problems, tree: root };
+  return { manifest: toManifest(data, file), problems, tree: root, value: raw };
 }
 
 /**
@@ -345,38 +349,6 @@ function withPlannerFile(expect: string[], generate: unknown): string[] {
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function duplicateProperties(root: Node): { node: Node; path: (string | number)[]; name: string }[] {
-  const out: { node: Node; path: (string | number)[]; name: string }[] = [];
-  // One path stack for the whole walk (copied only for a duplicate): a 1,000-task manifest has ~10,000 values.
-  const p: (string | number)[] = [];
-  const walk = (node: Node) => {
-    if (node.type === 'object') {
-      const names = new Set<string>();
-      for (const prop of node.children ?? []) {
-        const nameNode = prop.children?.[0];
-        const name = String(nameNode?.value);
-        if (names.has(name) && nameNode) out.push({ node: nameNode, path: [...p, name], name });
-        names.add(name);
-        const value = prop.children?.[1];
-        if (value && (value.type === 'object' || value.type === 'array')) {
-          p.push(name);
-          walk(value);
-          p.pop();
-        }
-      }
-    } else if (node.type === 'array') {
-      node.children?.forEach((c, i) => {
-        if (c.type !== 'object' && c.type !== 'array') return;
-        p.push(i);
-        walk(c);
-        p.pop();
-      });
-    }
-  };
-  walk(root);
-  return out;
 }
 
 function instancePathToJsonPath(instancePath: string): (string | number)[] {

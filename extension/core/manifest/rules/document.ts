@@ -73,9 +73,12 @@ export type RuleFinding = Omit<Finding, 'file'>;
 /** A lint rule: reads the document, returns its findings in any order. */
 export type Rule = (doc: LintDocument, ctx: LintContext) => RuleFinding[] | Promise<RuleFinding[]>;
 
-/** Builds the rules' view of a manifest from its parsed tree. */
-export function lintDocument(text: string, file: string, root: Node, index: LineIndex): LintDocument {
-  const raw = root.type === 'object' ? (nodeValue(root) as Record<string, unknown>) : {};
+/**
+ * Builds the rules' view of a manifest from its parsed tree and value.
+ * @param value the text's value as parseManifest returns it (json-tree.ts: objects without a prototype); read only
+ */
+export function lintDocument(text: string, file: string, root: Node, index: LineIndex, value: unknown): LintDocument {
+  const raw = root.type === 'object' ? (value as Record<string, unknown>) : {};
   const dir = path.dirname(file);
   const str = (v: unknown) => (typeof v === 'string' && v ? v : null);
   const tasksNode = findNodeAtLocation(root, ['tasks']);
@@ -141,22 +144,4 @@ export function harnessOf(task: LintTask, ctx: LintContext): string | null {
 /** Where to point at a task as a whole (a missing field): its key's value, else the task object. */
 export function taskAnchor(doc: LintDocument, task: LintTask): SourceRange {
   return rangeAt(doc, task.node, ['key']) ?? doc.index.range(task.node.offset, task.node.length);
-}
-
-/** getNodeValue without its throw on malformed subtrees. */
-function nodeValue(node: Node): unknown {
-  switch (node.type) {
-    case 'object': {
-      const out: Record<string, unknown> = {};
-      for (const prop of node.children ?? []) {
-        const [name, value] = prop.children ?? [];
-        if (name && value) out[String(name.value)] = nodeValue(value);
-      }
-      return out;
-    }
-    case 'array':
-      return (node.children ?? []).map(nodeValue);
-    default:
-      return node.value;
-  }
 }
