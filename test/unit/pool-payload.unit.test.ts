@@ -3,18 +3,20 @@ import { BadJobError, parseJob, queueOf, type AttemptJob } from '../../extension
 import { uuidOf } from '../../extension/core/pool/dispatch';
 
 const job: AttemptJob = {
-  v: 2, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
+  v: 3, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
   spec: 'do it', failure: 'it failed', check: 'npm test', expectFiles: [], timeoutMs: 1000, checkTimeoutMs: 1000, watchdogMs: null, engineArgs: [],
   verified: null, network: true, protect: null, setup: null, remote: '/srv/git/app.git', baseSha: 'a'.repeat(40), branch: 'verdict/20260101-120000-ab12/t1',
   startFrom: [{ key: 'dep', commit: 'b'.repeat(40) }], group: null, candidate: null,
   review: { engines: [{ engine: 'claude', model: null }], require: 'all' }, guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: true, allowPaths: null,
   inputs: { anonymous: true, entries: [{ path: 'answers/A', commit: 'c'.repeat(40) }, { path: 'answers/B', commit: 'd'.repeat(40) }] },
+  red: [{ file: 'src/a.mjs', implement: 't1--impl-1', start: 'e'.repeat(40) }],
 };
 
 describe('pool payload: what a worker accepts from the queue', () => {
   it('takes a well-formed attempt as it is', () => {
     assert.deepEqual(parseJob(JSON.parse(JSON.stringify(job))), job);
     assert.deepEqual(parseJob({ ...job, inputs: null }).inputs, null);
+    assert.deepEqual(parseJob({ ...job, red: null }).red, null);
     // Named inputs (not anonymous) keep their key names, in a folder or not.
     const named = { anonymous: false, entries: [{ path: 'impl-1', commit: 'c'.repeat(40) }, { path: 'answers/b_2.x', commit: 'e'.repeat(64) }] };
     assert.deepEqual(parseJob({ ...job, inputs: named }).inputs, named);
@@ -49,6 +51,14 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ['an input entry with a source path', { inputs: { anonymous: false, entries: [{ path: 'a', commit: 'c'.repeat(40), dir: '/home/me/.verdict/runs' }] } }, /field inputs/],
     ['inputs with an extra field', { inputs: { anonymous: false, entries: [], gitDir: '/home/me/repo/.git' } }, /field inputs/],
     ['inputs that are a list', { inputs: [{ path: 'a', commit: 'c'.repeat(40) }] }, /field inputs/],
+    // Red before green: the worker writes what a payload's start commit holds at `file` in its red copy; a hostile
+    // payload must not make it write outside that copy, run git with an option, or skip the red run unseen.
+    ['no red field (an older payload: the red run would be skipped)', { red: undefined }, /field red/],
+    ['a red file that climbs out of the task dir', { red: [{ file: '../../x', implement: 't1--impl-1', start: 'e'.repeat(40) }] }, /field red/],
+    ['an absolute red file', { red: [{ file: '/etc/passwd', implement: 't1--impl-1', start: 'e'.repeat(40) }] }, /field red/],
+    ['a red start read as a git option', { red: [{ file: 'a', implement: 't1--impl-1', start: '--output=/tmp/x' }] }, /field red/],
+    ['a red entry with an extra field', { red: [{ file: 'a', implement: 't1--impl-1', start: 'e'.repeat(40), dir: '/x' }] }, /field red/],
+    ['an empty red list', { red: [] }, /field red/],
   ];
   for (const [name, change, message] of refused) {
     it(`refuses ${name}`, () => {

@@ -81,9 +81,10 @@ export interface TaskSpec {
   /**
    * The test phase of `phases` ("red before green", run/steps/red.ts): the phase files, each with the implement task
    * that owns it. Once the check passed, it runs again on the tree without them (each put back as it was before its
-   * implement task ran) and must fail there. Absent on every other task, and with `phases.test.red: false`.
+   * implement task ran) and must fail there. Absent on every other task, and with `phases.test.red: false`. `start`:
+   * the commit the implement task started from, when resolved elsewhere (a pool job: the orchestrator's).
    */
-  red?: { file: string; implement: string }[];
+  red?: { file: string; implement: string; start?: string }[];
 }
 
 /**

@@ -15,7 +15,8 @@ import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb } from './schema';
-import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs } from './payload';
+import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs, type JobRed } from './payload';
+import { redStarts } from '../run/steps/red';
 import { resolveInputs } from '../run/steps/inputs';
 
 /** How often the orchestrator looks at its attempts' rows, ms. */
@@ -54,7 +55,7 @@ export type RemoteRecord = Omit<AttemptRecord, 'dir'> & { workerId?: string; log
 export const INPUTS_ON_WORKER = "(on the pool worker: its VERDICT_HOME's runs/<run_id>/tasks/<key>/inputs)";
 
 /** Fields of the worker's record that become the attempt's; the rest (who, what, which attempt) stays the orchestrator's. */
-const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews'];
+const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews', 'red'];
 
 /**
  * Sends a run's attempts to the pool. One per run: `start()` before the run, `step()` as the run's only step,
@@ -119,7 +120,7 @@ export class PoolDispatcher {
     const repo = ctx.repo;
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
     const inputs = task.spec.inputs ? await this.sendInputs(ctx, task, io) : null;
-    const job = jobOf(ctx, task, rec, this.target.remote, inputs);
+    const job = jobOf(ctx, task, rec, this.target.remote, inputs, task.spec.red ? await redStarts(ctx, task.spec.red) : null);
     // A prerequisite's commit may be on no ref of its own key there (a best-of-N group's is its winner's): it goes
     // to the remote under a ref named after the commit, which the worker fetches.
     for (const p of job.startFrom) await retrying(() => push(repo.root, this.target.remote, p.commit, sealedRef(job.runId, p.commit), true));
@@ -238,6 +239,7 @@ export class PoolDispatcher {
     const files = recordFiles(rec);
     fs.writeFileSync(files.worker, tail);
     if (rec.check) fs.writeFileSync(files.check, rec.check.output);
+    if (rec.red) fs.writeFileSync(files.red, rec.red.output);
     fs.writeFileSync(path.join(rec.dir, 'pool.json'), JSON.stringify({ host: remote.host, worker: remote.workerId ?? null, logs: logDir, note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`' }, null, 2));
     // Where the worker copied the inputs and what it left out (size caps, special files): its own record of them.
     if (task.state.inputs && remote.inputs) task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
@@ -308,7 +310,7 @@ interface PollRow {
 }
 
 /** The payload of an attempt: the task as the manifest states it, nothing of this machine's environment. */
-export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, remote: string, inputs: JobInputs | null = null): AttemptJob {
+export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, remote: string, inputs: JobInputs | null = null, red: JobRed[] | null = null): AttemptJob {
   const { spec } = task;
   return {
     v: JOB_VERSION,
@@ -345,6 +347,7 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     allowDeps: spec.allowDeps,
     allowPaths: spec.allowPaths,
     inputs,
+    red,
   };
 }
 

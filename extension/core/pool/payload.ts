@@ -7,8 +7,8 @@
 import { taskBranch } from '../git/worktree';
 import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
 
-/** Payload format version; a worker refuses another (2: `inputs`). */
-export const JOB_VERSION = 2;
+/** Payload format version; a worker refuses another (2: `inputs`; 3: `red`). */
+export const JOB_VERSION = 3;
 
 /** One attempt to run. Times ms. */
 export interface AttemptJob {
@@ -62,6 +62,20 @@ export interface AttemptJob {
    * run/inputs.ts does locally. null: the task has no inputs.
    */
   inputs: JobInputs | null;
+  /**
+   * A phases test phase (red before green, run/steps/red.ts): each phase file and the commit its implement task
+   * started from, resolved by the orchestrator (an ancestor of a `startFrom` commit, so the worker's fetch holds it).
+   * null: no red run.
+   */
+  red: JobRed[] | null;
+}
+
+/** One entry of the payload's `red`. */
+export interface JobRed {
+  file: string;
+  /** The implement task's key (for the record's words only). */
+  implement: string;
+  start: string;
 }
 
 /** The payload's `inputs`. */
@@ -86,7 +100,7 @@ const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
 /** The manifest's rule for task keys (safe as a folder and a branch name). */
 const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA = /^[0-9a-f]{40,64}$/;
-const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs'];
+const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red'];
 
 /**
  * Checks a payload taken from the queue.
@@ -132,13 +146,14 @@ export function parseJob(data: unknown): AttemptJob {
   const allowPaths = d.allowPaths === null ? null : strings('allowPaths');
   const review = d.review === null ? null : reviewOf(d.review, bad);
   const inputs = d.inputs === null ? null : inputsOf(d.inputs, bad);
+  const red = d.red === null ? null : redOf(d.red, bad);
   return {
     v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
     engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
     check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: posInt('timeoutMs'), checkTimeoutMs: posInt('checkTimeoutMs'), watchdogMs,
     engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
-    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs,
+    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red,
   };
 }
 
@@ -173,6 +188,25 @@ function inputsOf(v: unknown, bad: (field: string, want: string) => never): JobI
     if (!SHA.test(entry.commit)) bad('inputs', `entry commits are full commit shas (got ${JSON.stringify(entry.commit).slice(0, 80)})`);
   }
   return { anonymous: r.anonymous, entries: (r.entries as { path: string; commit: string }[]).map((e) => ({ path: e.path, commit: e.commit })) };
+}
+
+/**
+ * The payload's `red`, checked: at most 50 entries (the manifest's limit of phase files), each exactly
+ * {file, implement, start}; a file a relative path inside the task dir (no `..`, no absolute path, no empty part), an
+ * implement key as the manifest's keys are, a start a full commit sha.
+ */
+function redOf(v: unknown, bad: (field: string, want: string) => never): JobRed[] {
+  const want = '[{file, implement, start}] (at most 50)';
+  if (!Array.isArray(v) || !v.length || v.length > 50) return bad('red', want);
+  for (const e of v as unknown[]) {
+    const entry = e as Record<string, unknown> | null;
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry) || Object.keys(entry).length !== 3 || typeof entry.file !== 'string' || typeof entry.implement !== 'string' || typeof entry.start !== 'string') return bad('red', want);
+    if (!KEY.test(entry.implement) || entry.implement.includes('..')) bad('red', `implement keys as task keys are (got ${JSON.stringify(entry.implement).slice(0, 80)})`);
+    const parts = entry.file.split('/');
+    if (entry.file.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..')) bad('red', `files inside the task dir (got ${JSON.stringify(entry.file).slice(0, 80)})`);
+    if (!SHA.test(entry.start)) bad('red', `start commits are full commit shas (got ${JSON.stringify(entry.start).slice(0, 80)})`);
+  }
+  return (v as JobRed[]).map((e) => ({ file: e.file, implement: e.implement, start: e.start }));
 }
 
 /** The pg-boss queue of an engine's attempts: `verdict-attempt-<engine>` (characters pg-boss refuses become `_`). */

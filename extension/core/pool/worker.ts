@@ -194,6 +194,8 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     ...(job.candidate !== null ? { candidate: job.candidate } : {}),
     // What to copy is the payload's (task.inputSources); the spec says only whether the names are anonymous.
     ...(job.inputs ? { inputs: { from: [], anonymous: job.inputs.anonymous } } : {}),
+    // Red before green: the start commits are the payload's (the orchestrator resolved them; run/steps/red.ts).
+    ...(job.red ? { red: job.red.map((r) => ({ file: r.file, implement: r.implement, start: r.start })) } : {}),
   };
   const wHome = workerHome(opts.home);
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
@@ -274,7 +276,7 @@ async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
     const inputs = [...new Set([...job.startFrom, ...(job.inputs?.entries ?? [])].map((e) => sealedRef(job.runId, e.commit)))];
     const refs = [`+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`, ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`), ...inputs.map((r) => `+${r}:${r}`)];
     await gitFor(dir).raw(['fetch', '--no-tags', '--quiet', '--', job.remote, ...refs]);
-    for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit), ...(job.inputs?.entries ?? []).map((e) => e.commit)]) {
+    for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit), ...(job.inputs?.entries ?? []).map((e) => e.commit), ...(job.red ?? []).map((r) => r.start)]) {
       await gitFor(dir).raw(['cat-file', '-e', `${sha}^{commit}`]).catch(() => {
         throw new Error(`commit ${sha} is not on the remote ${job.remote}`);
       });

@@ -25,7 +25,7 @@ export const redStep: Step = {
     const files = spec.red!;
     // What to put back is read first, so the copy is as fresh when the red run starts as the check's was.
     const starts: StartContent[] = [];
-    for (const f of files) starts.push(await startOf(ctx, f.implement, f.file));
+    for (const f of files) starts.push(await startOf(ctx, f));
     // A fresh copy of the sealed tree at the path the check's copy had (the task dir was never written by the check).
     const tree = await copyCheckTree(taskRunDir(ctx, spec.key), task.state.dir, task.inputsDir ?? null);
     try {
@@ -55,9 +55,25 @@ export const redStep: Step = {
 };
 
 /** A phase file as it was before its implement task ran (run/red.ts). */
-async function startOf(ctx: AttemptContext, implement: string, file: string): Promise<StartContent> {
-  if (!ctx.repo) return startContentInBase(taskRunDir(ctx, implement), file);
+async function startOf(ctx: AttemptContext, f: { file: string; implement: string; start?: string }): Promise<StartContent> {
+  if (!ctx.repo) return startContentInBase(taskRunDir(ctx, f.implement), f.file);
+  return startContentAt(ctx.repo.root, f.start ?? (await implementStartOf(ctx, f.implement)), f.file);
+}
+
+/**
+ * Worktree mode: the commit the implement task `implement` started from (run/red.ts implementStart), from its passed
+ * commit in this run's state.
+ * @throws Error when it has no passed commit in this run
+ */
+async function implementStartOf(ctx: AttemptContext, implement: string): Promise<string> {
   const commit = ctx.stateFile.state.tasks.find((t) => t.key === implement)?.commit;
   if (!commit) throw new Error(`red before green: ${implement} has no passed commit in this run`);
-  return startContentAt(ctx.repo.root, await implementStart(ctx.repo.root, commit, implement, ctx.runId), file);
+  return implementStart(ctx.repo!.root, commit, implement, ctx.runId);
+}
+
+/** A pool job's `red` (core/pool/payload.ts): each phase file with its implement task's start commit, resolved here. */
+export async function redStarts(ctx: AttemptContext, red: readonly { file: string; implement: string; start?: string }[]): Promise<{ file: string; implement: string; start: string }[]> {
+  const out: { file: string; implement: string; start: string }[] = [];
+  for (const f of red) out.push({ file: f.file, implement: f.implement, start: f.start ?? (await implementStartOf(ctx, f.implement)) });
+  return out;
 }
