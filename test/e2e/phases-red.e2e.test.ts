@@ -41,11 +41,11 @@ interface StateJson {
   tasks: { key: string; status: string; branch: string | null; commit: string | null; dir: string }[];
 }
 
-async function run(dir: string, testerBody: string, o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean }) {
+async function run(dir: string, testerBody: string, o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean; base?: Record<string, string>; setup?: string }) {
   const test: Record<string, unknown> = { engine: 'tester', check: 'bash tests/test.sh', expect_files: ['tests/test.sh'], ...(o.red === false ? { red: false } : {}) };
   const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', { verified: '{file} is a bash script', max_attempts: o.maxAttempts ?? 1, phases: { files: ['upper.sh', 'lower.sh'], test } });
-  const repo = o.worktrees ? makeRepo(path.join(dir, 'repo')) : null;
-  const file = repo ? writeManifest(repo, { worktrees: true, tasks: [task] }) : writeManifest(dir, { workdir: 'work', tasks: [task] });
+  const repo = o.worktrees ? makeRepo(path.join(dir, 'repo'), o.base) : null;
+  const file = repo ? writeManifest(repo, { worktrees: true, tasks: [task] }) : writeManifest(dir, { workdir: 'work', ...(o.setup ? { setup: o.setup } : {}), tasks: [task] });
   const { config, env } = tester(dir, testerBody);
   const home = path.join(dir, 'home');
   const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', ...(o.noSandbox ? ['--no-sandbox'] : [])], { env });
@@ -96,6 +96,29 @@ describe('phases: red before green (the tests must fail without the implementati
     const t = real.state.tasks.find((x) => x.key === 'case')!;
     assert.deepEqual(fs.readdirSync(t.dir).sort(), ['tests']);
     assert.equal(fs.existsSync(path.join(real.runDir, 'tasks', 'case', 'check-tree')), false);
+  });
+
+  it('a phase file the start commit had is put back as it was, not removed: tests that only look for the file FAIL, tests of its behaviour PASS', async () => {
+    // base_ref holds stubs of both scripts (`cat`): the red tree has the stubs, so "the file exists" proves nothing.
+    const base = { 'README.md': '# fixture\n', 'upper.sh': 'cat\n', 'lower.sh': 'cat\n' };
+    const exists = await run(tempDir(), "mkdir -p tests && echo 'test -s upper.sh && test -s lower.sh' > tests/test.sh", { worktrees: true, base });
+    assert.equal(exists.code, 1, exists.out);
+    assert.match(String(exists.rows.at(-1)?.notes), /pass without the implementation/);
+    const real = await run(tempDir(), realTests(WORKTREE_FILES), { worktrees: true, base });
+    assert.equal(real.code, 0, real.out);
+    // On the stubs the tests ran and failed on what the scripts print, not on a missing file.
+    assert.match(fs.readFileSync(path.join(real.runDir, 'tasks', 'case', 'attempt-1', 'red.log'), 'utf8'), /upper\.sh is wrong/);
+    assert.equal(git(real.repo!, 'show', 'HEAD:upper.sh'), 'cat', 'the base branch is untouched');
+  });
+
+  it('plain mode: a phase file setup made is put back in the inputs as the implement task\'s dir had it before its work', async () => {
+    const setup = "printf 'cat\\n' > upper.sh; printf 'cat\\n' > lower.sh";
+    const exists = await run(tempDir(), `mkdir -p tests && echo 'test -s "$VERDICT_INPUTS/case--impl-1/upper.sh" && test -s "$VERDICT_INPUTS/case--impl-2/lower.sh"' > tests/test.sh`, { worktrees: false, setup });
+    assert.equal(exists.code, 1, exists.out);
+    assert.match(String(exists.rows.at(-1)?.notes), /pass without the implementation/);
+    const real = await run(tempDir(), realTests(INPUT_FILES), { worktrees: false, setup });
+    assert.equal(real.code, 0, real.out);
+    assert.match(fs.readFileSync(path.join(real.runDir, 'tasks', 'case', 'attempt-1', 'red.log'), 'utf8'), /upper\.sh is wrong/);
   });
 
   it('tests of a copy of the code: the copy is not the implementation, so the tests pass without it and FAIL', async () => {
