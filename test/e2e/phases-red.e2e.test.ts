@@ -173,6 +173,28 @@ fp > tests/fingerprint`;
     assert.match(fs.readFileSync(red!.check_log, 'utf8'), /^green$/m);
   });
 
+  it('the two runs see one environment: variables, paths, mount table, listings, processes, limits print the same in both', async function () {
+    await requireSandbox(this);
+    // The check prints what a test could look at and exits 0, so both runs happen and their outputs can be compared.
+    // Left out: the phase files' own lines (listing, its total, read-only mounts and binds, git status) and the clock (`..` is a
+    // folder the sandbox makes, dated when it starts) — docs/workflows.md says both remain.
+    const survey = `mkdir -p tests && cat > tests/test.sh <<'EOF'
+echo "== env"; env | sort
+echo "== paths"; pwd; pwd -P; readlink -f .; ls -la --time-style=+%s . tests | grep -v -e ' upper.sh$' -e ' lower.sh$' -e '^total ' -e ' \\.\\.$'
+echo "== mounts"; awk '{$1=$2=$3=""; print}' /proc/self/mountinfo | grep -v -e '/upper.sh ' -e '/lower.sh '
+echo "== git"; cat .git; git status --porcelain 2>&1 | grep -v -e 'upper.sh' -e 'lower.sh'; git rev-parse HEAD 2>&1
+echo "== processes"; echo "$$ $PPID"; tr '\\0' ' ' < /proc/1/cmdline | sed -E 's# --ro-bind [^ ]+/(upper|lower)\\.sh [^ ]+/(upper|lower)\\.sh##g'; echo
+echo "== self"; id; umask; ulimit -a; hostname; cat /proc/self/cgroup; ls -la "$TMPDIR"
+exit 0
+EOF`;
+    const { out, runDir, rows } = await run(tempDir(), survey, { worktrees: true });
+    assert.match(String(rows.at(-1)?.notes), /pass without the implementation/, out);
+    const green = fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-1', 'check.log'), 'utf8');
+    const red = fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-1', 'red.log'), 'utf8');
+    assert.match(green, /== mounts[\s\S]*== processes/);
+    assert.equal(red, green);
+  });
+
   it('"red": false turns it off: `exit 0` tests PASS (and lint warns phases-red-off)', async () => {
     const dir = tempDir();
     const { code, out, rows } = await run(dir, 'mkdir -p tests && echo "exit 0" > tests/test.sh', { worktrees: true, red: false });
