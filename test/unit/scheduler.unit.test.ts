@@ -51,6 +51,28 @@ describe('scheduler', () => {
     assert.deepEqual(dropped.sort(), [2, 3]);
   });
 
+  it('withdraw takes a queued or delayed job back without dropping it; a running one is not withdrawn', async () => {
+    const ran: number[] = [];
+    const dropped: number[] = [];
+    let release: () => void = () => undefined;
+    const s = new Scheduler<number>(1, async (n) => {
+      if (n === 1) await new Promise<void>((r) => (release = r));
+      ran.push(n);
+    }, (n) => dropped.push(n));
+    s.push(1);
+    s.push(2);
+    s.push(3, 30);
+    assert.equal(s.withdraw(1), false, 'running');
+    assert.equal(s.withdraw(2), true);
+    assert.equal(s.withdraw(3), true);
+    assert.equal(s.withdraw(2), false, 'already out');
+    release();
+    await s.idle();
+    await sleep(50);
+    assert.deepEqual(ran, [1]);
+    assert.deepEqual(dropped, []);
+  });
+
   it('refuses a limit below 1', () => {
     assert.throws(() => new Scheduler(0, async () => undefined), /max_parallel must be an integer ≥ 1/);
   });

@@ -152,13 +152,17 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   rec.phase = 'done';
   // A critique's revision (run/steps/critique.ts) follows a PASS without spending the retry budget; a stopped or
   // draining run asks none (the loop ends there, its report says why).
-  const revise = verdict === 'PASS' && rec.revision !== undefined && !task.abort.signal.aborted && !ctx.stateFile.state.draining;
+  // Stopped because an input it reads is rerun (TaskRuntime.restart): not counted, no retry; the runner queues it again.
+  const restart = task.restart ?? null;
+  const revise = restart === null && verdict === 'PASS' && rec.revision !== undefined && !task.abort.signal.aborted && !ctx.stateFile.state.draining;
   if (verdict === 'PASS' && rec.revision !== undefined && !revise) endCritique(task, task.abort.signal.aborted ? 'the task was stopped before its revision' : 'the run was drained before the revision');
   const next = revise ? ({ kind: 'retry' } as const) : nextStep(
     { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted, ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}) },
     { maxAttempts: spec.maxAttempts, maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES, rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS, retryAfterS: retryAfterSeconds(io.workerTail), random: Math.random() },
   );
-  if (next.kind === 'requeue') {
+  if (restart !== null) {
+    // nothing spent: the attempt judged inputs that were replaced under it
+  } else if (next.kind === 'requeue') {
     if (!next.lostWorker) task.rateLimited++;
   } else if (!revise) task.used++;
   if (revise) {
@@ -194,14 +198,15 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, { run_id: row.run_id, run_name: row.run_name, task_key: row.task_key, task_type: row.task_type, engine: row.worker_engine, model: row.model, attempt: row.attempt, retry: row.retry, verdict: row.verdict, duration_ms: row.duration_ms, worker_tokens: row.worker_tokens, check_excerpt: row.check_output.slice(0, 500) });
   task.records.push(rec);
   Object.assign(task.summary, summarize(task.records));
-  const willRetry = next.kind !== 'done';
-  task.state.status = willRetry ? 'retry_queued' : verdict;
+  const willRetry = restart !== null || next.kind !== 'done';
+  task.state.status = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
   // The reviewers' and critics' known costs count against the budget with the worker's.
   const reviewCost = [...(rec.reviews ?? []), ...(rec.critiques ?? [])].reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
   const quota = verdict === 'RATE_LIMITED' ? (task.engine.quotaReset?.(io.workerTail, Date.now()) ?? null) : null;
   const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED', quota };
+  if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };
   return { ...outcome, requeueAfterMs: null };

@@ -350,7 +350,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   );
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
   async function runJob(task: TaskRuntime): Promise<void> {
-    if (task.abort.signal.aborted) return markCancelled(task);
+    if (task.abort.signal.aborted) return task.restart ? waitForInputsAgain(task) : markCancelled(task);
     // Its engine waits for a quota reset (run/quota-wait.ts): back in the queue until then; no attempt is spent.
     const waitMs = waits.remaining(choiceOf(task).engine, Date.now());
     if (waitMs > 0) return scheduler.push(task, waitMs);
@@ -361,6 +361,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
     const outcome = await runAttempt(ctx, task, opts.attemptSteps);
     spend.settle(reservation, outcome.costMicroUsd);
+    if (task.restart) return waitForInputsAgain(task);
     if (outcome.quota && waits.set(task.state.engine, { until: outcome.quota.until, reason: outcome.quota.text, since: Date.now(), task: task.spec.key, attempt: task.state.attempts.length })) {
       emit({ type: 'run-note', note: `engine ${task.state.engine} reached its usage limit (${task.spec.key} attempt ${task.state.attempts.length}): no attempt on it starts before ${wakeTime(outcome.quota.until)} — "${outcome.quota.text}"` });
       void stateFile.save();
@@ -445,6 +446,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       taskSettled(t);
     },
     settled: taskSettled,
+    again: (t) => waitForInputsAgain(t),
   });
   // Generated (docs/workflows.md): a planner that passed brings the tasks its step `generate` validated. They join the
   // frozen manifest (a new version) and the state, and wait for the planner like any `after` dependent.
@@ -481,6 +483,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
    * and eval row) and is not retried; a queued or waiting task never starts.
    */
   function stopTask(t: TaskRuntime, reason: string): void {
+    // A stop wins over a restart for a rerun input: the task ends CANCELLED.
+    t.restart = null;
     t.state.reason = reason;
     t.abort.abort(reason);
     if (parkedTasks.delete(t)) {
@@ -509,7 +513,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     cancelled = true;
     cancelWaiting();
     scheduler.close();
-    for (const t of tasks) t.abort.abort();
+    for (const t of tasks) {
+      t.restart = null;
+      t.abort.abort();
+    }
   };
 
   // The control channel (docs/architecture.md "Controlling a live run"): commands read by byte offset, each acknowledged
@@ -534,6 +541,28 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const refuseStart = (): string | null => (cancelled ? 'the run is being cancelled' : state.draining ? 'the run is draining: nothing more starts' : null);
+  /**
+   * A reader (a task with `inputs`) not yet final when one of its inputs is rerun: it would judge work that no longer
+   * stands. Queued, it is taken back; running, its attempt is stopped with the reason (TaskRuntime.restart: recorded
+   * CANCELLED, not counted). Either way it then waits for its inputs again (waitForInputsAgain).
+   */
+  const restartReader = (t: TaskRuntime, input: string) => {
+    const reason = `its input ${input} is being rerun: stopped before judging work that no longer stands (not counted); it runs again once ${input} has settled`;
+    t.restart = reason;
+    t.state.reason = reason;
+    emit({ type: 'task-note', key: t.spec.key, note: reason });
+    if (scheduler.withdraw(t)) return waitForInputsAgain(t);
+    t.abort.abort(reason);
+  };
+  /** A reader stopped by restartReader: fresh (nothing spent), waiting for its inputs as a new task does. */
+  function waitForInputsAgain(t: TaskRuntime): void {
+    t.restart = null;
+    Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null, revising: false });
+    t.state.status = 'queued';
+    void stateFile.save();
+    parkedTasks.add(t);
+    release(t);
+  }
   const rerun = (c: ControlCommand, task: TaskRuntime) => {
     const why = refuseStart();
     if (why) return ack(c, 'refused', why);
@@ -546,9 +575,18 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     // Its dependents that ended BLOCKED wait for it again (and theirs for them); so do those that ended having read it
     // as an input (a validator, a council's reviews and chair): their verdict judged the work about to be replaced.
     const unblocked: TaskRuntime[] = [];
+    const restarted: TaskRuntime[] = [];
     const unblock = (key: string) => {
       for (const t of tasks) {
-        if (t === task || !t.spec.after.includes(key) || unblocked.includes(t)) continue;
+        if (t === task || !t.spec.after.includes(key) || unblocked.includes(t) || restarted.includes(t)) continue;
+        // A reader of it that is running or waiting for a slot is stopped and waits for it again (one still waiting for
+        // its prerequisites, parked, waits anyway); so is a best-of-N group ranking it (not final, not parked: ranking).
+        if (!statusInfo(t.state.status).final && (readsAsInput(t.spec, key) || t.spec.select !== undefined) && !parkedTasks.has(t)) {
+          restarted.push(t);
+          restartReader(t, key);
+          unblock(t.spec.key);
+          continue;
+        }
         const readIt = statusInfo(t.state.status).final && (t.state.inputs?.entries.some((e) => e.key === key) ?? false);
         if (t.state.status !== 'BLOCKED' && !readIt) continue;
         if (readIt) Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null });
@@ -560,7 +598,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     };
     unblock(task.spec.key);
     // Acknowledged first: pushing may start the attempt at once.
-    ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}`);
+    ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}${restarted.length ? `; ${restarted.map((t) => t.spec.key).join(', ')} (reading it) stopped, to run again after it` : ''}`);
     for (const t of unblocked) parkedTasks.add(t);
     enqueue(task);
   };

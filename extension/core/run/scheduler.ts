@@ -90,6 +90,23 @@ export class Scheduler<T> {
     return true;
   }
 
+  /**
+   * Takes a queued or delayed job out without handing it to `onDropped` (the caller keeps it: a reader whose input is
+   * rerun waits for it again); false when it was neither. Idle waiters are not woken here: the caller pushes or settles.
+   */
+  withdraw(job: T): boolean {
+    for (const [t, j] of this.delayed) {
+      if (j !== job) continue;
+      clearTimeout(t);
+      this.delayed.delete(t);
+      return true;
+    }
+    const index = this.queue.indexOf(job);
+    if (index < 0) return false;
+    this.queue.splice(index, 1);
+    return true;
+  }
+
   /** Resolves once no job is queued, delayed or running. */
   idle(): Promise<void> {
     return new Promise((resolve) => {

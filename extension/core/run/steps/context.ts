@@ -85,6 +85,12 @@ export interface TaskRuntime {
   critique?: CritiqueLoop;
   /** The next attempt is a critique's revision: `failure` holds the verified criticisms, not a failure. */
   revising?: boolean;
+  /**
+   * Why this task's attempt is being stopped to run again (an input it reads was rerun while it ran: it would judge
+   * work that no longer stands), set by the runner; the attempt then ends CANCELLED with this reason, is not counted
+   * against max_attempts, and the task waits for its inputs again. Null or absent otherwise.
+   */
+  restart?: string | null;
 }
 
 /** The part of a TaskRuntime every new task starts with, whoever runs it (the runner, a pool worker): nothing prepared, sealed or recorded yet. */

@@ -41,6 +41,8 @@ export interface GroupHost {
   cancel(task: TaskRuntime): void;
   /** A task became final: its dependents may go on. */
   settled(task: TaskRuntime): void;
+  /** A task stopped to run again (TaskRuntime.restart: a candidate it ranks is rerun): waits for its candidates again. */
+  again(task: TaskRuntime): void;
 }
 
 /** One run's best-of-N groups being decided. */
@@ -152,7 +154,8 @@ export class BestOfN {
   /**
    * Ranks the passing candidates (two or more; every candidate is final): one round of the group's `rank` reviewers on
    * copies of their work under neutral names, one `rank` row per reviewer, then the winner by decideRanking. Stopped
-   * meanwhile, the group ends CANCELLED (a resumed run ranks it again).
+   * meanwhile, the group ends CANCELLED (a resumed run ranks it again), or, stopped because a candidate is rerun,
+   * waits for its candidates and ranks them again in a new round.
    * @throws Error only when its records cannot be written (the caller ends the group ERROR)
    */
   private async rank(group: TaskRuntime, passed: CandidateStatus[]): Promise<void> {
@@ -189,7 +192,8 @@ export class BestOfN {
     }
     if (group.abort.signal.aborted) {
       fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision: null }, null, 2));
-      return this.host.cancel(group);
+      // A candidate being ranked was rerun: this round judged work that no longer stands; the next one reads the new.
+      return group.restart ? this.host.again(group) : this.host.cancel(group);
     }
     const decision = decideRanking(named, outcomes);
     fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision }, null, 2));
