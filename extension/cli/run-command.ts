@@ -156,6 +156,8 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
   if (!remote) problems.push('a pool run needs a git remote every worker can fetch: --remote URL (or "remote" in the manifest)');
   const planners = manifest.tasks.filter((t) => t.generate).map((t) => t.key);
   if (planners.length) problems.push(`planners (\`generate\`: ${planners.join(', ')}) do not run on the pool yet: run them locally`);
+  // Whichever names the pool (--pool, the settings, the manifest): a worker builds a full worktree, never a sparse or overlay one.
+  if ((manifest.tree ?? 'worktree') !== 'worktree') problems.push(`"tree": "${manifest.tree}" is not supported on a worker pool yet (a worker builds a full worktree per attempt): use "tree": "worktree"`);
   if (manifest.include.length) problems.push('"include" copies files from this machine, which pool workers do not have: commit them to the remote instead');
   if (problems.length) {
     io.err(`cannot start ${manifest.file} on the pool (named by ${from}):`);

@@ -238,4 +238,16 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     assert.equal(git(repo, 'rev-parse', `verdict/${state.runId}/fix`), t('fix--c2').commit);
     assert.equal(git(remote, 'show', `${t('use').commit as string}:used.txt`), 'GOOD GOOD GOOD');
   });
+
+  it('"tree": "sparse" or "overlay" is refused before the run starts whichever names the pool (--pool here): a worker would build a full worktree', async () => {
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    for (const tree of ['sparse', 'overlay']) {
+      const file = writeManifest(dir, { worktrees: true, repo, remote, tree, tasks: [scriptTask('t', 'echo x > src/x.txt', 'test -s src/x.txt', { sparse: ['src'] })] });
+      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--pool', (server as TestPostgres).url, '--no-dashboard', ...unsandboxed]);
+      assert.equal(r.exitCode, 2, r.all);
+      assert.match(r.stderr, new RegExp(`"tree": "${tree}" is not supported on a worker pool yet`));
+      assert.ok(!fs.existsSync(path.join(dir, 'home', 'runs')), 'no run was started');
+    }
+  });
 });
