@@ -195,6 +195,24 @@ EOF`;
     assert.equal(red, green);
   });
 
+  it('hostile tester: access times do not tell the red run (the copy made second read the files the first copy read)', async function () {
+    await requireSandbox(this);
+    // A file git ignores is read by no step before the checks' copies; its access time is set far back at work time.
+    // Copied with its times kept, the first copy shows it unread, and the copy made after it would show it read by
+    // that copy (relatime) — unless the copies' access times are made alike. The tests test nothing of the code.
+    const hostile = `mkdir -p tests && printf 'probe\\n' > tests/.gitignore && echo data > tests/probe && touch -a -d @1000000000 tests/probe
+cat > tests/test.sh <<'EOF'
+if [ "$(stat -c %X tests/probe)" -ge 1500000000 ]; then echo "red: tests/probe was read since work"; exit 1; fi
+echo green
+EOF`;
+    const { code, out, rows } = await run(tempDir(), hostile, { worktrees: true });
+    assert.equal(code, 1, out);
+    const last = rows.at(-1)!;
+    assert.equal(last.check_exit_code, 0, String(last.check_output));
+    assert.match(String(last.notes), /the tests pass without the implementation/);
+    assert.match(fs.readFileSync((last.red as Red)!.check_log, 'utf8'), /^green$/m);
+  });
+
   it('"red": false turns it off: `exit 0` tests PASS (and lint warns phases-red-off)', async () => {
     const dir = tempDir();
     const { code, out, rows } = await run(dir, 'mkdir -p tests && echo "exit 0" > tests/test.sh', { worktrees: true, red: false });

@@ -31,7 +31,7 @@ export interface CheckTree {
 /**
  * Copies the task dir (and its inputs folder, when it has one) to a fresh check tree `<taskRunDir>/check-tree/` (one
  * path for every copy of the task: the copy's folder never says which run it is) with `cp -a`: modes, symbolic links
- * and modification times kept, so a file's mtime reads as it does in the task dir.
+ * and modification times kept, so a file's mtime reads as it does in the task dir; every access time is the epoch.
  * @throws Error when a copy fails (disk full, unreadable entry), naming cp's message
  */
 export async function copyCheckTree(taskRunDir: string, taskDir: string, inputsDir: string | null): Promise<CheckTree> {
@@ -42,6 +42,11 @@ export async function copyCheckTree(taskRunDir: string, taskDir: string, inputsD
   for (const [from, to] of [[taskDir, tree.dir], ...(inputsDir && tree.inputs ? [[inputsDir, tree.inputs]] : [])] as [string, string][]) {
     const r = await execa('cp', ['-a', '--', `${from}/.`, to], { reject: false, all: true, stdin: 'ignore' });
     if (r.exitCode !== 0) throw new Error(`red before green: copying ${from} for the check failed: ${String(r.all).trim().split('\n').slice(-3).join('; ')}`);
+    // Access times are not kept: each copy reads the source, which (relatime) marks what had not been read since it
+    // was written, so a copy made after another would show as read what the first showed unread. Every entry of
+    // every copy gets one access time (the epoch); the check's own reads then change its copy alike in both runs.
+    const t = await execa('find', [to, '-exec', 'touch', '-a', '-h', '-c', '-d', '@0', '--', '{}', '+'], { reject: false, all: true, stdin: 'ignore' });
+    if (t.exitCode !== 0) throw new Error(`red before green: setting the access times of the copy of ${from} failed: ${String(t.all).trim().split('\n').slice(-3).join('; ')}`);
   }
   return tree;
 }
