@@ -75,6 +75,8 @@ describe('a reader still running when its input is rerun', function () {
     assert.equal(r.exitCode, 0, r.all);
     const s = run.state();
     assert.deepEqual(s.tasks.map((t) => [t.key, t.status]).sort(), [['sort', 'PASS'], ['sort--w1', 'PASS'], ['sort--w2', 'PASS']], r.all);
+    assert.doesNotMatch(s.tasks.find((t) => t.key === 'sort')?.reason ?? '', /being rerun/, 'the PASS does not carry the stopped attempt\'s reason');
+    assert.match(String(s.tasks.find((t) => t.key === 'sort')?.attempts[0]?.notes), /its input sort--w2 is being rerun/);
     const report = fs.readFileSync(path.join(s.tasks.find((t) => t.key === 'sort')!.dir, 'report.md'), 'utf8');
     assert.match(report, /: v2$/m, `the validator judged the old copy:\n${report}`);
     assert.match(report, /: v1$/m);

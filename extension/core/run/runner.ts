@@ -559,6 +559,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     t.restart = null;
     Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null, revising: false });
     t.state.status = 'queued';
+    // Why it stopped stays with the stopped attempt (its record, row and receipt), not with the task that goes on.
+    delete t.state.reason;
     void stateFile.save();
     parkedTasks.add(t);
     release(t);
