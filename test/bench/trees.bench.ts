@@ -4,15 +4,18 @@
  *
  *   npm run bench:trees      (env: BENCH_FILES=50000 BENCH_TASKS=20 BENCH_FILE_BYTES=4000 BENCH_PARALLEL=4;
  *                             BENCH_WHOLE=0 skips part 2; BENCH_KINDS=sparse,overlay measures only those, and the
- *                             ratios are then to the first one listed)
+ *                             ratios are then to the first one listed; BENCH_REPO=<dir> keeps the generated
+ *                             repository there and reuses it when it is already there)
  *
  * Repository: BENCH_FILES files of ~BENCH_FILE_BYTES bytes each (distinct contents), in 50 packages
  * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
  * Part 1, the tree alone: BENCH_TASKS calls of addWorktree (core/git/worktree.ts: branch, registration, checkout, the
  * task's index) one after another, per tree: per-task time (median and max, ms) and per-task disk (du of the task's
- * own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer, the
- * admin dir with the task's index; its base index is a hard link to the shared one, not counted). Overlay's lower layer (one per
- * run and start commit) is timed and sized apart. Sparse tasks each take one package (`packages/p<i>/**`).
+ * own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer and
+ * the admin dir with the task's index. Blocks shared with the lower layer are not counted: overlay's base index and the
+ * shared base of its split index are hard links to the lower layer's files — a copy, where the two are on different
+ * file systems, would be counted). Overlay's lower layer (one per run and start commit: the checkout, its index and
+ * that index's shared base) is timed and sized apart. Sparse tasks each take one package (`packages/p<i>/**`).
  * Part 2, whole runs: runManifest with BENCH_TASKS instant tasks (`echo ok > packages/p<i>/src/out.txt`, check `test
  * -s`), worktree mode, max_parallel BENCH_PARALLEL, sandbox on and off, commits made by the seal: wall time.
  * Goals (issue 15): overlay ≤ 50 ms and ≤ 1 MB per task; sparse ≤ 0.2 s per task.
@@ -24,7 +27,7 @@ import { resolveEngines } from '../../engines';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { addWorktree, inspectRepo, taskBranch, type TreeChoice } from '../../extension/core/git/worktree';
-import { lowerLayer, releaseOverlays } from '../../extension/core/git/overlay-tree';
+import { lowerLayer, releaseOverlays, type LowerLayer } from '../../extension/core/git/overlay-tree';
 import { probeOverlay } from '../../extension/core/git/overlay';
 import type { SandboxMode } from '../../extension/core/process/sandbox';
 import type { TreeKind } from '../../extension/core/manifest/types';
@@ -36,8 +39,10 @@ const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 4000);
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 4);
 const PACKAGES = 50;
 
-/** A repository of FILES distinct files, written by git fast-import, then checked out once. */
+/** A repository of FILES distinct files, written by git fast-import, then checked out once (kept: BENCH_REPO). */
 function generatedRepo(dir: string): string {
+  if (fs.existsSync(path.join(dir, '.git', 'verdict-bench-done'))) return dir;
+  fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   execFileSync('git', ['init', '-q', '-b', 'main', dir]);
   const chunks: Buffer[] = [];
@@ -50,15 +55,20 @@ function generatedRepo(dir: string): string {
   }
   execFileSync('git', ['fast-import', '--quiet'], { cwd: dir, input: Buffer.concat(chunks), maxBuffer: 1 << 30 });
   execFileSync('git', ['reset', '-q', '--hard', 'main'], { cwd: dir });
+  fs.writeFileSync(path.join(dir, '.git', 'verdict-bench-done'), `${FILES} ${FILE_BYTES}\n`);
   return dir;
 }
 
-/** Disk used by `paths` (du -sk, one count per hard-linked inode), bytes. */
-function diskBytes(paths: string[]): number {
+/**
+ * Disk used by `paths` (du -sk, one count per hard-linked inode), bytes; blocks of inodes that `shared` also holds (hard
+ * links to them) are not counted.
+ */
+function diskBytes(paths: string[], shared: string[] = []): number {
   const existing = paths.filter((p) => fs.existsSync(p));
   if (!existing.length) return 0;
-  const out = spawnSync('du', ['-skc', ...existing], { encoding: 'utf8' }).stdout.trim().split('\n').pop() ?? '0';
-  return Number(out.split(/\s+/)[0]) * 1024;
+  const du = (ps: string[]) => (ps.length ? Number((spawnSync('du', ['-skc', ...ps], { encoding: 'utf8' }).stdout.trim().split('\n').pop() ?? '0').split(/\s+/)[0]) * 1024 : 0);
+  const base = shared.filter((p) => fs.existsSync(p));
+  return du([...base, ...existing]) - du(base);
 }
 
 function median(xs: number[]): number {
@@ -80,11 +90,11 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
   const info = await inspectRepo(repo, 'main');
   const runRoot = path.join(root, `trees-${kind}`);
   let shared: TreeFigures['shared'];
-  let lower: { dir: string; index: string } | null = null;
+  let lower: LowerLayer | null = null;
   if (kind === 'overlay') {
     const t0 = performance.now();
     lower = await lowerLayer(info.commonDir, info.baseSha, runRoot);
-    shared = { ms: performance.now() - t0, bytes: diskBytes([lower.dir, lower.index]) };
+    shared = { ms: performance.now() - t0, bytes: diskBytes([lower.dir, lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])]) };
   }
   const times: number[] = [];
   const disks: number[] = [];
@@ -95,9 +105,9 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
     const t0 = performance.now();
     const links = await addWorktree(info, dir, taskBranch(`bench-${kind}`, key), { tree });
     times.push(performance.now() - t0);
-    // Overlay's base index is a hard link to the lower layer's: no blocks of its own, so not counted.
+    // Overlay's base index and its split index's shared base are hard links to the lower layer's files: not counted.
     const own = kind === 'overlay' ? [links.adminDir, path.join(runRoot, '.overlay', key)] : [links.adminDir, path.join(runRoot, '.index', key), dir];
-    disks.push(diskBytes(own));
+    disks.push(diskBytes(own, lower ? [lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])] : []));
   }
   if (kind === 'overlay') await releaseOverlays(runRoot);
   execFileSync('git', ['worktree', 'prune'], { cwd: repo });
@@ -135,7 +145,7 @@ const fmtBytes = (b: number) => (b < 1 << 20 ? `${(b / 1024).toFixed(0)} KB` : `
 async function main(): Promise<void> {
   const root = tempDir('verdict-bench-trees-');
   const t0 = performance.now();
-  const repo = generatedRepo(path.join(root, 'repo'));
+  const repo = generatedRepo(process.env.BENCH_REPO ? path.resolve(process.env.BENCH_REPO) : path.join(root, 'repo'));
   console.log(`repository: ${FILES} files of ~${FILE_BYTES} bytes, ${fmtBytes(diskBytes([path.join(repo)]) - diskBytes([path.join(repo, '.git')]))} checked out (made in ${fmtMs(performance.now() - t0)}); ${TASKS} tasks`);
   const overlay = await probeOverlay();
   const only = process.env.BENCH_KINDS?.split(',') as TreeKind[] | undefined;

@@ -65,6 +65,9 @@ describe('trees: sparse', function () {
       'echo hacked > root.txt || echo "root.txt refused"',
       'mkdir -p lib && echo hacked > lib/z.txt || echo "lib refused"',
       'ln -s ../../src/b src/a/out-link; echo hacked > src/a/out-link/y.txt || echo "link refused"',
+      // The pattern file the seal's own sparse git reads: one that leaves the cone out would make it skip the work.
+      'printf "/*\\n!/*/\\n" > "$(git rev-parse --git-dir)/info/sparse-checkout" && echo "patterns rewritten"',
+      'git status --porcelain --untracked-files=all | sed "s/^/status: /"',
       'ls src; true',
     ].join('\n');
     const file = writeManifest(dir, {
@@ -90,6 +93,9 @@ describe('trees: sparse', function () {
     assert.match(log, /root\.txt refused/);
     assert.match(log, /lib refused/);
     assert.match(log, /link refused/);
+    assert.match(log, /patterns rewritten/);
+    // Its own git, on the sparse index: exactly its changes (the link it made too).
+    assert.deepEqual(log.split('\n').filter((l) => l.startsWith('status: ')).sort(), ['status:  D src/a/x.txt', 'status: ?? src/a/new.txt', 'status: ?? src/a/out-link']);
     assert.match(log, /^a$/m, 'src/ holds only the cone folder');
     assert.doesNotMatch(log, /^b$/m);
     const wt = path.join(home, 'worktrees', runId, 'cone');
@@ -137,6 +143,14 @@ describe('trees: overlay', function () {
       'ln -s ../other other-link; echo pwned > other-link/root.txt || echo "other link refused"',
       // A whiteout by hand, and deletions in its own tree (a lower file, a lower folder).
       'mknod fake-whiteout c 0 0 || echo "mknod refused"',
+      // The shared base of every task's split index: in its own admin dir (read-only there) and in the lower layer.
+      'G=$(git rev-parse --git-dir); S=$(cd "$G" && ls | grep "^sharedindex\\." | head -1); echo "shared base: $S"',
+      'echo garbage > "$G/$S" || echo "base write refused"',
+      'truncate -s 0 "$G/$S" || echo "base truncate refused"',
+      'rm -f "$G/$S" || echo "base delete refused"',
+      'cp "$G/index" "$G/forged" && mv -f "$G/forged" "$G/$S" || echo "base replace refused"',
+      'ln "$G/$S" base-link || echo "base link refused"',
+      'echo garbage > "$L.git/$S" || echo "lower base write refused"',
       'rm shared.txt; rm -r lib',
       // Its protected check input.
       'echo "exit 0" > checks/ok.sh || echo "check input refused"',
@@ -149,7 +163,7 @@ describe('trees: overlay', function () {
       max_parallel: 1,
       tasks: [
         scriptTask('evil', evil, 'bash checks/ok.sh', { expect_files: ['out.txt'] }),
-        scriptTask('other', 'cat shared.txt root.txt lib/z.txt > seen.txt; test -e lower-link && echo "lower-link leaked"; echo done > out.txt', 'grep -qx shared shared.txt && grep -qx root root.txt && test -s out.txt || { echo "the lower layer changed"; exit 1; }'),
+        scriptTask('other', 'cat shared.txt root.txt lib/z.txt > seen.txt; test -e lower-link && echo "lower-link leaked"; echo done > out.txt; git status --porcelain --untracked-files=all | sed "s/^/status: /"', 'grep -qx shared shared.txt && grep -qx root root.txt && test -s out.txt || { echo "the lower layer changed"; exit 1; }'),
         scriptTask('retry', RETRY_SPEC.replace(/DIR\//g, ''), RETRY_CHECK.replace(/DIR\//g, '')),
       ],
     });
@@ -164,6 +178,11 @@ describe('trees: overlay', function () {
 
     const log = fs.readFileSync(String(rows.find((x) => x.task_key === 'evil')?.worker_log), 'utf8');
     for (const refused of ['lower write refused', 'lower delete refused', 'lower link refused', 'other link refused', 'mknod refused', 'check input refused']) assert.match(log, new RegExp(refused));
+    assert.match(log, /shared base: sharedindex\.[0-9a-f]{40}/);
+    for (const refused of ['base write refused', 'base truncate refused', 'base delete refused', 'base replace refused', 'base link refused', 'lower base write refused']) assert.match(log, new RegExp(refused));
+    // The other task's git saw its own changes only, through the split index on that same base.
+    const otherLog = fs.readFileSync(String(rows.find((x) => x.task_key === 'other')?.worker_log), 'utf8');
+    assert.deepEqual(otherLog.split('\n').filter((l) => l.startsWith('status: ')).sort(), ['status: ?? out.txt', 'status: ?? seen.txt']);
     // The other task saw the base exactly, and none of the evil task's links.
     const oBranch = `verdict/${runId}/other`;
     assert.equal(git(repo, 'show', `${oBranch}:seen.txt`), 'shared\nroot\nz');

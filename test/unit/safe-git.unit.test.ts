@@ -6,7 +6,7 @@ import { builtinEngines } from '../../engines';
 import { lintCommand } from '../../extension/cli/lint-command';
 import { cleanRuns } from '../../extension/core/run/clean';
 import { mergeTask } from '../../extension/core/git/merge';
-import { GIT_ENV_KEYS, gitFor, NO_DIFF_PROGRAMS, safeGitConfigArgs, UnsafeRepositoryConfigError } from '../../extension/core/git/safe-git';
+import { GIT_ENV_KEYS, gitFor, gitRunner, NO_DIFF_PROGRAMS, runGit, safeGitConfigArgs, UnsafeRepositoryConfigError } from '../../extension/core/git/safe-git';
 import { lintManifestFile } from '../../extension/core/manifest/lint';
 import { changedFiles } from '../../extension/vscode/changed-files';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
@@ -267,6 +267,44 @@ describe('safe git: a repository cannot make Verdict run its programs', function
     assert.equal((await g.raw(['rev-parse', 'HEAD'])).trim(), git(h.repo, 'rev-parse', 'HEAD'));
     await g.raw(['status', '--porcelain']);
     assert.deepEqual(h.seen(), []);
+  });
+});
+
+describe('runGit: gitFor\'s git without simple-git', function () {
+  this.timeout(60000);
+
+  it('runs none of a hostile repository\'s programs: registration and refs without driver names, a checkout with them (smudge only when trusted)', async () => {
+    const dir = tempDir();
+    const h = hostileRepo(dir);
+    git(h.repo, 'branch', 'gone');
+    h.clear();
+    await runGit(h.repo, ['branch', '--no-track', 'quick', 'HEAD'], { noDrivers: true });
+    await runGit(h.repo, ['worktree', 'add', '--quiet', '--no-checkout', '--detach', path.join(dir, 'wt1'), 'HEAD'], { noDrivers: true });
+    await runGit(h.repo, ['branch', '-D', 'gone'], { noDrivers: true });
+    assert.deepEqual(h.seen(), []);
+    const env = { GIT_DIR: path.join(h.repo, '.git', 'worktrees', 'wt1'), GIT_COMMON_DIR: path.join(h.repo, '.git'), GIT_WORK_TREE: path.join(dir, 'wt1'), GIT_INDEX_FILE: path.join(dir, 'wt1.index') };
+    await runGit(path.join(dir, 'wt1'), ['read-tree', '-u', '--reset', 'HEAD'], { env, trusted: false });
+    assert.equal(await runGit(path.join(dir, 'wt1'), ['status', '--porcelain'], { env, trusted: false }), '');
+    assert.deepEqual(h.seen(), [], 'untrusted: not even the smudge filter');
+    await runGit(path.join(dir, 'wt1'), ['read-tree', '-u', '--reset', 'HEAD'], { env: { ...env, GIT_INDEX_FILE: path.join(dir, 'wt1.trusted') }, trusted: true });
+    fs.rmSync(path.join(dir, 'wt1', 'big.fl'));
+    await runGit(path.join(dir, 'wt1'), ['checkout-index', '-f', 'big.fl'], { env: { ...env, GIT_INDEX_FILE: path.join(dir, 'wt1.trusted') }, trusted: true });
+    assert.deepEqual(h.seen(), ['smudge'], 'trusted: the smudge filter, nothing else');
+    assert.equal(fs.readFileSync(path.join(dir, 'wt1', 'big.fl'), 'utf8'), 'stored\n');
+  });
+
+  it('resolves to stdout as printed; rejects with git\'s message, on a disallowed variable, and when its time limit ends it', async () => {
+    const repo = makeRepo(path.join(tempDir(), 'repo'));
+    assert.equal(await runGit(repo, ['rev-parse', 'HEAD']), `${git(repo, 'rev-parse', 'HEAD')}\n`);
+    await assert.rejects(runGit(repo, ['rev-parse', '--verify', 'no-such-ref']), /Needed a single revision/);
+    await assert.rejects(runGit(repo, ['rev-parse', 'HEAD'], { env: { GIT_EXEC_PATH: '/tmp' } as Record<string, string> }), /GIT_EXEC_PATH is not allowed/);
+    assert.throws(() => gitRunner(repo, { env: { GIT_CONFIG_GLOBAL: '/tmp/x' } as Record<string, string> }), /GIT_CONFIG_GLOBAL is not allowed/);
+    // cat-file --batch waits on its stdin, which runGit closes: it ends at once.
+    assert.equal(await runGit(repo, ['cat-file', '--batch']), '');
+    // A command that outlives its limit: hash-object of a FIFO nobody writes to blocks in open(2).
+    const fifo = path.join(tempDir(), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    await assert.rejects(runGit(repo, ['hash-object', fifo], { timeoutMs: 300 }), /git hash-object timed out after 300 ms/);
   });
 });
 

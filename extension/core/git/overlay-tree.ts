@@ -2,18 +2,24 @@
  * The shared lower layer of a run's overlay trees and the end of a task's overlay (docs/architecture.md "Trees").
  * The lower layer of commit C is `<worktrees>/<run>/.lower/<C>/`: one checkout of C, written once (`read-tree -u
  * --reset` with an index of its own, `.lower/<C>.index`, whose stat data every task's index starts from) and never
- * written again — overlayfs writes only to the upper layers, and VERDICT_HOME is hidden from every step.
+ * written again — overlayfs writes only to the upper layers, and VERDICT_HOME is hidden from every step. That index is
+ * split (git-update-index(1) "SPLIT INDEX"): `.lower/<C>.index` holds a few KB, its shared base
+ * `.lower/<C>.git/sharedindex.<id>` every entry; each task's index is a copy of the first, its admin dir gets a hard
+ * link to the second (worktree.ts WorktreeLinks.sharedIndex). `.lower/<C>.git/` is a git dir of its own (a HEAD;
+ * GIT_COMMON_DIR names the repository), so the base never lands in the repository's own `.git`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
-import { gitFor } from './safe-git';
+import { gitFor, runGit } from './safe-git';
 import { unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
 
 /** A lower layer: the checkout and its index (absolute paths). */
 export interface LowerLayer {
   dir: string;
   index: string;
+  /** The index's shared base (`sharedindex.<id>`); null when git wrote the index whole. */
+  sharedIndex: string | null;
 }
 
 /** Lower layers being made by this process, by folder: tasks starting together wait for the one checkout. */
@@ -27,22 +33,24 @@ const making = new Map<string, Promise<LowerLayer>>();
  */
 export function lowerLayer(commonDir: string, sha: string, runRoot: string): Promise<LowerLayer> {
   const dir = path.join(runRoot, '.lower', sha);
-  const layer = { dir, index: `${dir}.index` };
+  const gitDir = `${dir}.git`;
+  const index = `${dir}.index`;
   const known = making.get(dir);
   if (known) return known;
   const made = (async () => {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
     await withLock(`${dir}.lock`, async () => {
       if (fs.existsSync(`${dir}.done`)) return;
-      fs.rmSync(dir, { recursive: true, force: true });
-      fs.rmSync(layer.index, { force: true });
+      for (const p of [dir, gitDir, index]) fs.rmSync(p, { recursive: true, force: true });
       fs.mkdirSync(dir);
-      const git = gitFor(dir, { env: { GIT_DIR: commonDir, GIT_COMMON_DIR: commonDir, GIT_WORK_TREE: dir, GIT_INDEX_FILE: layer.index } });
-      await git.raw(['read-tree', '-u', '--reset', sha]);
+      fs.mkdirSync(gitDir);
+      fs.writeFileSync(path.join(gitDir, 'HEAD'), `${sha}\n`);
+      await runGit(dir, ['read-tree', '-u', '--reset', sha], { env: { GIT_DIR: gitDir, GIT_COMMON_DIR: commonDir, GIT_WORK_TREE: dir, GIT_INDEX_FILE: index }, config: ['core.splitIndex=true'] });
       if (fs.existsSync(path.join(dir, '.gitmodules'))) throw new Error(`overlay trees do not take submodules, and ${sha.slice(0, 10)} has a .gitmodules; use "tree": "worktree" for this repository`);
       fs.writeFileSync(`${dir}.done`, '');
     });
-    return layer;
+    const shared = fs.readdirSync(gitDir).filter((f) => /^sharedindex\.[0-9a-f]+$/.test(f));
+    return { dir, index, sharedIndex: shared.length === 1 ? path.join(gitDir, shared[0] as string) : null };
   })();
   making.set(dir, made);
   made.catch(() => making.delete(dir));

@@ -164,6 +164,67 @@ export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
   return opts.env ? git.env(gitEnv(opts.env)) : git;
 }
 
+/** Options of {@link runGit}. */
+export interface RunGitOptions extends SafeGitOptions {
+  /**
+   * The command runs nothing a repository's config names by driver (no checkout, diff, merge or filter: `branch`,
+   * `update-ref`, `worktree add --no-checkout`): the driver names are not read (one git process less); the overrides
+   * that need no name still apply.
+   */
+  noDrivers?: boolean;
+  /** Extra `-c key=value` pairs, after the overrides (never one of theirs: those stay in force). */
+  config?: readonly string[];
+}
+
+/** The one-method face of a git runner that the worktree code needs (simple-git's `raw` has this shape too). */
+export interface RawGit {
+  /** Runs `git <args>`; resolves to its stdout as printed. @throws Error with git's stderr */
+  raw(args: readonly string[]): Promise<string>;
+}
+
+/**
+ * A git runner for `baseDir` that behaves as {@link gitFor}'s git (the same `-c` overrides, read once here; the same
+ * environment guard, GIT_ENV_KEYS only; abbreviated options refused as simple-git's guard does), but without
+ * simple-git, whose completion plugin waits 50 ms after every command that printed nothing (simple-git 3-4,
+ * `completionDetectionPlugin`: `deferClose`) — 50 ms for each `branch`, `update-ref`, `read-tree`, `add`.
+ * `opts.timeoutMs` limits each whole command (SIGKILL when it runs out).
+ * @throws Error as gitFor for a disallowed `opts.env` key; UnsafeRepositoryConfigError as safeGitConfigArgs. Its
+ *   `raw` throws Error with git's stderr, or how git ended ("timed out …" when the time limit ended it)
+ */
+export function gitRunner(baseDir: string, opts: RunGitOptions = {}): RawGit {
+  const extra = Object.keys(opts.env ?? {}).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
+  if (extra.length) throw new Error(`gitRunner: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
+  const pairs = configPairs(opts.noDrivers ? { ...opts, repo: undefined } : { ...opts, repo: baseDir });
+  const head = [...pairs.flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...(opts.config ?? []).flatMap((c) => ['-c', c])];
+  const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
+  return {
+    async raw(args) {
+      const { execa } = await import('execa');
+      const r = await execa('git', [...head, ...args], {
+        cwd: baseDir,
+        env,
+        extendEnv: false,
+        stdin: 'ignore',
+        reject: false,
+        stripFinalNewline: false,
+        maxBuffer: 1024 * 1024 * 1024,
+        ...(opts.timeoutMs ? { timeout: opts.timeoutMs, killSignal: 'SIGKILL' as const } : {}),
+      });
+      const what = `git ${args[0] ?? ''}`;
+      if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
+      if (r.exitCode === 0) return String(r.stdout ?? '');
+      const stderr = String(r.stderr ?? '').trim();
+      if (stderr) throw new Error(stderr);
+      throw new Error(r.signal ? `${what} was killed by ${r.signal}` : r.exitCode === undefined ? `${what} could not start: ${r.originalMessage ?? r.shortMessage}` : `${what} exited ${r.exitCode}`);
+    },
+  };
+}
+
+/** Runs one git command through {@link gitRunner}. */
+export async function runGit(baseDir: string, args: readonly string[], opts: RunGitOptions = {}): Promise<string> {
+  return gitRunner(baseDir, opts).raw(args);
+}
+
 function configPairs(opts: SafeGitOptions): [string, string][] {
   const trusted = opts.trusted !== false;
   const pairs: [string, string][] = [...ALWAYS, ...(trusted ? [] : UNTRUSTED)].map(([k, v]) => [k, v]);

@@ -1,12 +1,11 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { SimpleGit } from 'simple-git';
 import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
 import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
-import { gitFor } from './safe-git';
+import { gitFor, gitRunner, runGit, type RawGit } from './safe-git';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
 
@@ -74,7 +73,7 @@ export interface AddWorktreeOptions {
  * A task's tree: a full checkout; a sparse checkout of `cone` (git/sparse-cone.ts; `['']` is the whole tree); or an
  * overlay on the shared checkout `lower` (git/overlay-tree.ts), its upper layer under `<worktrees>/<run>/.overlay/<key>/`.
  */
-export type TreeChoice = { kind: 'worktree' } | { kind: 'sparse'; cone: string[] } | { kind: 'overlay'; lower: { dir: string; index: string } };
+export type TreeChoice = { kind: 'worktree' } | { kind: 'sparse'; cone: string[] } | { kind: 'overlay'; lower: { dir: string; index: string; sharedIndex: string | null } };
 
 /**
  * Creates worktree `dir` on a new branch `branch` at `baseSha`. Only the registration (`git worktree add
@@ -90,7 +89,9 @@ export type TreeChoice = { kind: 'worktree' } | { kind: 'sparse'; cone: string[]
  */
 export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<WorktreeLinks> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
-  const git = gitFor(repo.root);
+  // `branch`, `worktree add --no-checkout` and `branch -D` run nothing a driver names: no config read, no simple-git
+  // (see runGit); `worktree remove` on a failure path still goes through gitFor.
+  const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true }) };
   const lock = path.join(repo.commonDir, 'verdict-worktree');
   // The branch first, outside the repository lock (creating one ref takes only that ref's own lock in git): git
   // refuses an existing branch before anything is made. The worktree then gets a detached HEAD: a sandboxed worker can
@@ -110,13 +111,13 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       await git.raw(['worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]);
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
-      if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(git, dir);
+      if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(repo.root, dir);
       await dropBranch();
       throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
     }
   });
   const undo = (): Promise<void> => withLock(lock, async () => {
-    await removeWorktreeQuietly(git, dir);
+    await removeWorktreeQuietly(repo.root, dir);
     await dropBranch();
   });
   let links: WorktreeLinks;
@@ -181,6 +182,25 @@ export interface WorktreeLinks {
   cone?: string[] | null;
   /** An overlay tree: its layers, mounted on `dir`. Absent: an ordinary folder. */
   overlay?: OverlayLayers | null;
+  /**
+   * An overlay tree's index is split (git's split index, git-update-index(1) "SPLIT INDEX"): `<adminDir>/index` and
+   * every index the orchestrator builds from it hold only what differs from a shared base, `<adminDir>/<name>`, a hard
+   * link to the lower layer's `file` (a copy when the two are on different file systems). Git does not verify the
+   * shared base's checksum when it reads it, so no step may write it: the work step binds it read-only, every other
+   * step sees the admin dir read-only, and {@link restoreWorktreeLinks} puts it back when its entry is not `ino`.
+   * Absent: the index holds every entry itself.
+   */
+  sharedIndex?: SharedIndex | null;
+}
+
+/** A worktree's shared index base (see WorktreeLinks.sharedIndex). */
+export interface SharedIndex {
+  /** The base as the lower layer keeps it (absolute, out of every step's sight). */
+  file: string;
+  /** Its name in the admin dir: `sharedindex.<object id>`, as git looks it up (gitformat-index(5) "link" extension). */
+  name: string;
+  /** The inode of `<adminDir>/<name>` as made. */
+  ino: number;
 }
 
 /**
@@ -219,6 +239,51 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
     if (!st || !fs.existsSync(file)) fs.writeFileSync(file, text);
   }
+  if (links.sharedIndex) {
+    const at = path.join(links.adminDir, links.sharedIndex.name);
+    const st = fs.lstatSync(at, { throwIfNoEntry: false });
+    // Gone with its lower layer (the run released its trees): git then fails on the index, naming the file.
+    if ((!st || !st.isFile() || st.ino !== links.sharedIndex.ino) && fs.existsSync(links.sharedIndex.file)) links.sharedIndex = placeSharedIndex(links.adminDir, links.sharedIndex.file);
+  }
+  // A sparse tree's patterns steer the orchestrator's own sparse git (sealGit): always the cone's, in a real folder.
+  if (links.cone && !coneIsWhole(links.cone)) {
+    const info = path.join(links.adminDir, 'info');
+    const st = fs.lstatSync(info, { throwIfNoEntry: false });
+    if (st && !st.isDirectory()) fs.rmSync(info, { recursive: true, force: true });
+    fs.mkdirSync(info, { recursive: true });
+    const file = path.join(info, 'sparse-checkout');
+    const text = conePatterns(links.cone);
+    const cur = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (!cur || !cur.isFile() || fs.readFileSync(file, 'utf8') !== text) writeAdminFile(links, path.join('info', 'sparse-checkout'), text);
+  }
+}
+
+/**
+ * Puts the shared index base `file` into `adminDir` under git's name for it: a hard link (no copy: the base is never
+ * written in place, by git or by any step), or a copy when the two folders are on different file systems. Whatever
+ * stood under that name is removed first.
+ * @throws Error from the file system
+ */
+function placeSharedIndex(adminDir: string, file: string): SharedIndex {
+  const name = path.basename(file);
+  const at = path.join(adminDir, name);
+  fs.rmSync(at, { recursive: true, force: true });
+  try {
+    fs.linkSync(file, at);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
+    fs.copyFileSync(file, at);
+  }
+  return { file, name, ino: fs.statSync(at).ino };
+}
+
+/**
+ * Files in the admin dir that stay read-only to a step that may write the admin dir (the work step): the submodules'
+ * git dirs (their config is what the seal's own git reads there) and the shared index base (see
+ * WorktreeLinks.sharedIndex). Absolute; those that do not exist are skipped by the sandbox.
+ */
+export function adminReadOnly(links: WorktreeLinks): string[] {
+  return [path.join(links.adminDir, 'modules'), ...(links.sharedIndex ? [path.join(links.adminDir, links.sharedIndex.name)] : [])];
 }
 
 /**
@@ -306,9 +371,9 @@ export function sealPathspecs(links: WorktreeLinks): string[] {
 /**
  * Writes the files of `sha` into the fresh worktree `links.dir` and its own index (HEAD is already `sha`, detached),
  * as `tree` says: all of them (`read-tree -u --reset`, with their stat data); a sparse checkout (git's cone mode, the
- * pattern file in the worktree's own git dir, the settings given on the command line so no config file changes: the
- * index marks the rest skip-worktree), with every cone folder made a real folder; or an overlay mount of the shared
- * checkout with a copy of its index.
+ * pattern file in the worktree's own git dir, the settings given on the command line so no config file changes: a
+ * sparse index, whose entries outside the cone are one skip-worktree entry per folder), with every cone folder made a
+ * real folder; or an overlay mount of the shared checkout with a copy of its (split) index.
  * @throws Error with git's or mount's message, or naming a cone folder that the commit holds as a file or symlink
  */
 async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Promise<void> {
@@ -323,14 +388,17 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
     fs.copyFileSync(path.join(links.dir, '.git'), path.join(layers.upper, '.git'));
     await mountOverlay(layers, links.dir);
     links.overlay = layers;
+    // The lower layer's index: split (a few KB on its shared base, linked in beside it), or whole where git made none.
     copyIndex(tree.lower.index, index);
+    if (tree.lower.sharedIndex) links.sharedIndex = placeSharedIndex(links.adminDir, tree.lower.sharedIndex);
     return;
   }
   if (tree.kind === 'sparse' && !coneIsWhole(tree.cone)) {
     fs.mkdirSync(path.join(links.adminDir, 'info'), { recursive: true });
     fs.writeFileSync(path.join(links.adminDir, 'info', 'sparse-checkout'), conePatterns(tree.cone));
-    await sealGit(links, index).raw(['-c', 'core.sparseCheckout=true', '-c', 'core.sparseCheckoutCone=true', 'read-tree', '-u', '--reset', sha]);
+    // sealGit's sparse settings: a sparse index (the cone's entries, one entry per folder outside it).
     links.cone = tree.cone;
+    await sealGit(links, index).raw(['read-tree', '-u', '--reset', sha]);
     coneFolders(links);
     return;
   }
@@ -363,7 +431,7 @@ async function unmountQuietly(dir: string): Promise<void> {
 }
 
 /** The `files` (paths relative to the worktree) that the tree `tree` does not hold. */
-async function notInTree(git: SimpleGit, tree: string, files: string[]): Promise<string[]> {
+async function notInTree(git: RawGit, tree: string, files: string[]): Promise<string[]> {
   if (!files.length) return [];
   const held = new Set((await git.raw(['ls-tree', '-r', '--name-only', '-z', tree, '--', ...files]).catch(() => '')).split('\0').filter(Boolean));
   return files.filter((f) => !held.has(path.normalize(f)));
@@ -408,7 +476,7 @@ function copyAdminFile(links: WorktreeLinks, from: string, name: string): void {
  * symlink the worker planted under a name it guessed is never followed — the write fails instead.
  */
 function adminTemp(links: WorktreeLinks, name: string): string {
-  return path.join(links.adminDir, `.${name}.verdict-${crypto.randomBytes(8).toString('hex')}`);
+  return path.join(links.adminDir, path.dirname(name), `.${path.basename(name)}.verdict-${crypto.randomBytes(8).toString('hex')}`);
 }
 
 /**
@@ -446,7 +514,7 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
  * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch. `staged` is
  * `git diff-index --cached --ignore-submodules=none <parent>` of the seal's index.
  */
-async function changedSubmodules(git: SimpleGit, staged: string, hasSubmodules: boolean): Promise<{ changed: string[]; added: string[] }> {
+async function changedSubmodules(git: RawGit, staged: string, hasSubmodules: boolean): Promise<{ changed: string[]; added: string[] }> {
   // Only a checkout that had submodules can have work inside one (a new gitlink is found by diff-index below).
   const out = hasSubmodules ? await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '') : '';
   const paths: string[] = [];
@@ -468,12 +536,28 @@ async function changedSubmodules(git: SimpleGit, staged: string, hasSubmodules: 
   return { changed: paths.sort(), added: added.sort() };
 }
 
-/** Git on a worktree that trusts none of its link files. */
-export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): SimpleGit {
-  return gitFor(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, timeoutMs });
+/**
+ * Git on a worktree that trusts none of its link files, with the index `indexFile`. How its indexes are kept:
+ * - an overlay tree (links.sharedIndex): split, on the shared base, and never a new base
+ *   (`splitIndex.maxPercentChange=100`, git-config(1)): a base git wrote into the admin dir could be rewritten there
+ *   by the next worker, and git reads a base without checking it;
+ * - a sparse tree: git's sparse index (`index.sparse`, with the cone mode the patterns in `<adminDir>/info` say,
+ *   restored by restoreWorktreeLinks before any git of ours): out-of-cone folders are one entry each;
+ * - otherwise never split (`core.splitIndex=false`, whatever the repository's config says), for the same reason.
+ */
+export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): RawGit {
+  return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, timeoutMs, config: indexConfig(links) });
 }
 
-async function removeWorktreeQuietly(git: SimpleGit, dir: string): Promise<void> {
+/** The `-c` settings of sealGit's index (see there). */
+function indexConfig(links: WorktreeLinks): string[] {
+  if (links.sharedIndex) return ['splitIndex.maxPercentChange=100'];
+  const sparse = links.cone && !coneIsWhole(links.cone) ? ['core.sparseCheckout=true', 'core.sparseCheckoutCone=true', 'index.sparse=true'] : [];
+  return ['core.splitIndex=false', ...sparse];
+}
+
+async function removeWorktreeQuietly(root: string, dir: string): Promise<void> {
+  const git = gitFor(root);
   try {
     await git.raw(['worktree', 'remove', '--force', '--force', dir]);
   } catch {

@@ -29,7 +29,7 @@ export const sealStep: Step = {
       rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], { timeoutMs: spec.checkTimeoutMs, expectFiles: spec.expectFiles });
     } catch (e) {
       fs.rmSync(index, { force: true });
-      if (/block timeout/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
+      if (/timed out after \d+ ms/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
       throw e;
     }
     rec.sealed = rec.seal.sha;

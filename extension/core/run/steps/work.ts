@@ -8,7 +8,7 @@ import { restoreState, snapshotState, type StateSnapshot } from '../state-guard'
 import { runDir } from '../../config/home';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
-import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
+import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
@@ -93,8 +93,9 @@ export const workStep: Step = {
         network: spec.network,
         privateFiles: state.files,
         // the failure file of the previous attempt is the only record the worker may read
-        // Submodules' git dirs live in the worktree's admin dir: their config is what the seal's own git reads there.
-        readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? [path.join(task.links.adminDir, 'modules')] : [])],
+        // In the writable admin dir: the submodules' git dirs (their config is what the seal's own git reads there) and
+        // an overlay's shared index base.
+        readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? adminReadOnly(task.links) : [])],
         hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden],
       }),
     });
