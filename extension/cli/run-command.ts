@@ -17,6 +17,8 @@ import { formatFinding } from './lint-command';
 import { lintManifestFile } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 import { dashboardForRun } from './hud/dashboard-for-run';
+import { probeSandbox } from '../core/process/sandbox';
+import { startSpawnHelper } from '../core/process/spawner';
 import type { PoolDispatcher } from '../core/pool/dispatch';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
@@ -54,6 +56,11 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     if (!Number.isInteger(maxParallel) || maxParallel < 1) throw new UsageError(`--max-parallel must be an integer ≥ 1, got "${flags.maxParallel}"`);
   }
   const { config, settings, engines } = loadEngines(flags.config);
+  // The spawn helper and the sandbox probe start now, so their start-up (a Node process; two bubblewrap runs) overlaps
+  // loading, linting and reconciling on this one instead of delaying the first attempt. preflight awaits the probe's
+  // cached answer.
+  startSpawnHelper();
+  if (containmentChoice(settings, { noSandbox: flags.noSandbox }).sandbox !== 'off') void probeSandbox();
   let manifest: Manifest;
   try {
     if (typeof source === 'string') {

@@ -77,4 +77,42 @@ describe('records', () => {
     assert.equal((JSON.parse(fs.readFileSync(file, 'utf8')) as RunState).tasks.length, 200);
     assert.ok(renames >= 1 && renames <= 2, `${renames} writes for 200 saves`);
   });
+
+  it('a save soon after a write waits for its turn (the gap between writes), and close() writes it at once', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'state.json');
+    const state = { version: 1, tasks: [] as unknown[], runId: 'r' } as unknown as RunState;
+    // A gap no test run reaches: the second save can only be written by close().
+    const sf = new StateFile(file, state, 3_600_000);
+    (state.tasks as unknown[]).push('first');
+    await sf.save();
+    assert.deepEqual((JSON.parse(fs.readFileSync(file, 'utf8')) as RunState).tasks, ['first']);
+    (state.tasks as unknown[]).push('second');
+    let written = false;
+    const second = sf.save().then(() => (written = true));
+    (state.tasks as unknown[]).push('third');
+    const third = sf.save();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(written, false, 'the second write waits for the gap');
+    assert.deepEqual((JSON.parse(fs.readFileSync(file, 'utf8')) as RunState).tasks, ['first']);
+    await sf.close();
+    await Promise.all([second, third]);
+    assert.deepEqual((JSON.parse(fs.readFileSync(file, 'utf8')) as RunState).tasks, ['first', 'second', 'third']);
+    assert.deepEqual(fs.readdirSync(dir), ['state.json']);
+  });
+
+  it('an urgent save (a worker\'s pid) does not wait for the gap, even behind a save that waits', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'state.json');
+    const state = { version: 1, tasks: [] as unknown[], runId: 'r' } as unknown as RunState;
+    const sf = new StateFile(file, state, 3_600_000);
+    await sf.save();
+    (state.tasks as unknown[]).push('queued');
+    const waiting = sf.save();
+    (state.tasks as unknown[]).push('pid');
+    await sf.save(true);
+    await waiting;
+    assert.deepEqual((JSON.parse(fs.readFileSync(file, 'utf8')) as RunState).tasks, ['queued', 'pid']);
+    await sf.close();
+  });
 });

@@ -1,4 +1,4 @@
-import writeFileAtomic from 'write-file-atomic';
+import fs from 'node:fs';
 import type { RunState } from '../../../schemas/run-state';
 
 /** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
@@ -8,17 +8,34 @@ export type { AttemptState, RunState, TaskState, TaskStatus } from '../../../sch
 export const HEARTBEAT_MS = 5000;
 
 /**
- * Owns one state.json: every write puts the whole state in a unique temp file and renames it over the old one
- * (write-file-atomic), so readers never see half a file. Saves coalesce: at most one write is in flight and one
- * waits, and the waiting one serialises the state when it starts, so a burst of changes costs two writes and memory
- * stays flat however large the run. A heartbeat timer saves every HEARTBEAT_MS while the run lives.
+ * Shortest time between the starts of two state.json writes, ms. Readers poll the file every 400 ms (live/watch.ts
+ * RUNS_POLL_MS), so a change reaches them as soon as before; a run whose events come faster (100 instant tasks end in a
+ * second, each attempt changing its state ~10 times) writes the whole file ~10 times a second instead of back to back.
+ */
+export const STATE_WRITE_GAP_MS = 100;
+
+/**
+ * Owns one state.json: every write puts the whole state in a unique temp file, flushed to disk, and renames it over
+ * the old one (replaceFile), so readers never see half a file. Saves coalesce: at most one write is in flight and one
+ * waits, the waiting one starts no sooner than `gapMs` after the one before it began and serialises the state when it
+ * starts, so a burst of changes costs at most two writes, a steady stream one write per `gapMs`, and memory stays flat
+ * however large the run. A heartbeat timer saves every HEARTBEAT_MS while the run lives; `close()` writes at once.
  */
 export class StateFile {
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
+  /** When the last write began (epoch ms), to keep `gapMs` between writes. */
+  private lastStart = -Infinity;
+  /** The wait of the queued write for its turn; cleared by close(), which writes without waiting. */
+  private gapTimer: { timeout: NodeJS.Timeout; go: () => void } | null = null;
+  /** Set by close(): from then on no write waits for its turn. */
+  private closing = false;
+  /** Set by an urgent save until its write begins: the queued write does not wait for its turn. */
+  private urgent = false;
 
-  constructor(readonly file: string, readonly state: RunState) {}
+  /** @param gapMs shortest time between the starts of two writes, ms (default STATE_WRITE_GAP_MS) */
+  constructor(readonly file: string, readonly state: RunState, private readonly gapMs = STATE_WRITE_GAP_MS) {}
 
   /** Starts the heartbeat. */
   start(): void {
@@ -28,22 +45,46 @@ export class StateFile {
 
   /**
    * Writes the current state; resolves once a write that began after this call is on disk (so it holds every change
-   * made before the call). Write errors are reported as process warnings, not thrown.
+   * made before the call). `urgent` (a worker's pid, which crash recovery needs to find it) skips the gap between
+   * writes: the write begins as soon as the one in flight, if any, is done. Write errors are reported as process
+   * warnings, not thrown.
    */
-  save(): Promise<void> {
+  save(urgent = false): Promise<void> {
+    if (urgent) {
+      this.urgent = true;
+      this.gapTimer?.go();
+    }
     if (this.queued) return this.queued;
-    if (!this.writing) return this.startWrite();
-    this.queued = this.writing.then(() => {
-      this.queued = null;
-      return this.startWrite();
-    });
+    if (!this.writing && (urgent || Date.now() - this.lastStart >= this.gapMs)) return this.startWrite();
+    this.queued = (this.writing ?? Promise.resolve())
+      .then(() => this.gap())
+      .then(() => {
+        this.queued = null;
+        return this.startWrite();
+      });
     return this.queued;
   }
 
+  /** Resolves when `gapMs` have passed since the last write began (at once after close()). */
+  private gap(): Promise<void> {
+    const wait = this.lastStart + this.gapMs - Date.now();
+    if (wait <= 0 || this.closing || this.urgent) return Promise.resolve();
+    return new Promise((resolve) => {
+      const go = () => {
+        if (this.gapTimer) clearTimeout(this.gapTimer.timeout);
+        this.gapTimer = null;
+        resolve();
+      };
+      this.gapTimer = { timeout: setTimeout(go, wait), go };
+    });
+  }
+
   private startWrite(): Promise<void> {
-    this.state.heartbeatAt = Date.now();
+    this.urgent = false;
+    this.lastStart = Date.now();
+    this.state.heartbeatAt = this.lastStart;
     const text = JSON.stringify(this.state, null, 1);
-    this.writing = writeFileAtomic(this.file, text)
+    this.writing = replaceFile(this.file, text)
       .catch((e: Error) => process.emitWarning(`cannot write ${this.file}: ${e.message}`))
       .finally(() => {
         this.writing = null;
@@ -51,10 +92,56 @@ export class StateFile {
     return this.writing;
   }
 
-  /** Stops the heartbeat and writes the final state. */
+  /** Stops the heartbeat and writes the final state (a write waiting for its turn goes at once). */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.closing = true;
+    this.gapTimer?.go();
     await this.save();
   }
+}
+
+let tmpCounter = 0;
+
+/**
+ * Replaces `file` with `text` atomically: a unique temp file beside it (`<file>.<pid>.<n>.tmp`), written, fsynced and
+ * renamed over `file`; on failure the temp file is removed and the promise rejects. What write-file-atomic does for a
+ * plain path, without its per-write realpath (an lstat per path component, each a trip through the thread pool) and
+ * ownership lookup: the state file is written many times a run at a path Verdict made. Only the fsync leaves this
+ * thread; the small writes before and the rename after it are synchronous.
+ * @throws (rejects with) the filesystem's error (ENOSPC, EACCES…); `file` is then unchanged
+ */
+export function replaceFile(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${tmpCounter++}.tmp`;
+  let fd: number;
+  try {
+    fd = fs.openSync(tmp, 'wx', 0o644);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  const fail = (e: unknown): Promise<never> => {
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // already closed
+    }
+    fs.rmSync(tmp, { force: true });
+    return Promise.reject(e);
+  };
+  try {
+    fs.writeFileSync(fd, text, 'utf8');
+  } catch (e) {
+    return fail(e);
+  }
+  return new Promise<void>((resolve) => fs.fsync(fd, (err) => resolve(err ? Promise.reject(err) : undefined)))
+    .then(() => {
+      try {
+        fs.closeSync(fd);
+        fs.renameSync(tmp, file);
+      } catch (e) {
+        fs.rmSync(tmp, { force: true });
+        throw e;
+      }
+    }, fail);
 }

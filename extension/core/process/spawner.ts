@@ -176,6 +176,14 @@ export function spawnViaHelper(req: SpawnRequest): Promise<Spawned> {
   return helper.request(req);
 }
 
+/**
+ * Starts the helper now if none runs, so its start-up (a Node process) overlaps other work instead of delaying the
+ * first spawn. Idle, it keeps nothing alive: the orchestrator's exit ends it.
+ */
+export function startSpawnHelper(): void {
+  if (!helper || helper.dead) helper = new SpawnHelper();
+}
+
 /** The running helper's pid, or null when none runs (tests look at it). */
 export function spawnHelperPid(): number | null {
   return helper && !helper.dead ? (helper.pid ?? null) : null;

@@ -88,9 +88,9 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     candidate: task.state.candidate ?? null,
   };
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
-  const sync = () => {
+  const sync = (urgent = false) => {
     task.state.attempts[slot] = attemptView(rec);
-    void ctx.stateFile.save();
+    void ctx.stateFile.save(urgent);
   };
   task.state.status = 'preparing';
   ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: task.state.engine, model: task.state.model });

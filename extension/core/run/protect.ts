@@ -68,11 +68,30 @@ export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 
   const named = namedPaths(check, kindOf);
   const positive = (protect ?? []).filter((g) => !g.startsWith('!'));
   const negative = (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1));
-  const isConventional = picomatch(CONVENTIONAL_TEST_GLOBS, { dot: true });
-  const isExtra = positive.length ? picomatch(positive, { dot: true }) : () => false;
-  const isExcluded = negative.length ? picomatch(negative, { dot: true }) : () => false;
+  const isConventional = globMatcher(CONVENTIONAL_TEST_GLOBS);
+  const isExtra = globMatcher(positive);
+  const isExcluded = globMatcher(negative);
   // A deliverable (expect_files) is the worker's to write, whatever else says.
   return all.filter((rel) => (named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel)) && !isExcluded(rel) && !deliverables.includes(rel));
+}
+
+const matchers = new Map<string, (rel: string) => boolean>();
+
+/**
+ * A picomatch matcher (dot files included) for `globs`, compiled once per set of globs for the process: every task of
+ * a run has the same conventional globs and usually the same `protect`, and compiling them costs more than matching.
+ * No glob: matches nothing.
+ */
+function globMatcher(globs: readonly string[]): (rel: string) => boolean {
+  if (!globs.length) return () => false;
+  const key = JSON.stringify(globs);
+  let m = matchers.get(key);
+  if (!m) {
+    m = picomatch([...globs], { dot: true });
+    if (matchers.size >= 256) matchers.clear();
+    matchers.set(key, m);
+  }
+  return m;
 }
 
 /** Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds. */
@@ -138,7 +157,7 @@ export function protectedChanges(taskDir: string, set: ProtectedSet): string[] {
     else if (now !== before) out.push(`${rel} (changed)`);
   }
   if (set.forbidNew?.length) {
-    const forbidden = picomatch(set.forbidNew, { dot: true });
+    const forbidden = globMatcher(set.forbidNew);
     for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel)) out.push(`${rel} (new: it changes what the test runner reports)`);
   }
   return out.sort();

@@ -22,6 +22,7 @@ import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
 import { priorTasks } from './prior';
 import { RunSpend, type RunSpendReport } from './spend';
+import { startSpawnHelper } from '../process/spawner';
 import { runAttempt } from './attempt';
 import { attemptEngine, graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
@@ -194,6 +195,8 @@ export interface RunSummary {
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
+  // Its Node start-up overlaps preflight instead of delaying the first attempt (a no-op when it already runs).
+  if (!opts.attemptSteps) startSpawnHelper();
   const pre = await preflight(manifest, opts.engines, env, home, {
     sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
     allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,

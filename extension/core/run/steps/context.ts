@@ -108,8 +108,8 @@ export interface AttemptIo {
   boxed: boolean;
   /** The worker's retained output tail (for the engine's error class and the failure text). */
   workerTail: string;
-  /** Projects the record into state.json's view and saves it (coalesced). */
-  sync: () => void;
+  /** Projects the record into state.json's view and saves it (coalesced; `urgent`: see StateFile.save). */
+  sync: (urgent?: boolean) => void;
 }
 
 /**

@@ -80,7 +80,8 @@ export const workStep: Step = {
       onSpawn: (pid) => {
         rec.workerPid = pid;
         rec.workerStartTime = processStartTime(pid);
-        io.sync();
+        // Crash recovery finds the worker by this pid: written without waiting for the gap between state writes.
+        io.sync(true);
       },
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
