@@ -41,11 +41,11 @@ interface StateJson {
   tasks: { key: string; status: string; branch: string | null; commit: string | null; dir: string }[];
 }
 
-async function run(dir: string, testerBody: string, o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean; base?: Record<string, string>; setup?: string }) {
+async function run(dir: string, testerBody: string, o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean; base?: Record<string, string>; setup?: string; tree?: string }) {
   const test: Record<string, unknown> = { engine: 'tester', check: 'bash tests/test.sh', expect_files: ['tests/test.sh'], ...(o.red === false ? { red: false } : {}) };
   const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', { verified: '{file} is a bash script', max_attempts: o.maxAttempts ?? 1, phases: { files: ['upper.sh', 'lower.sh'], test } });
   const repo = o.worktrees ? makeRepo(path.join(dir, 'repo'), o.base) : null;
-  const file = repo ? writeManifest(repo, { worktrees: true, tasks: [task] }) : writeManifest(dir, { workdir: 'work', ...(o.setup ? { setup: o.setup } : {}), tasks: [task] });
+  const file = repo ? writeManifest(repo, { worktrees: true, ...(o.tree ? { tree: o.tree } : {}), tasks: [task] }) : writeManifest(dir, { workdir: 'work', ...(o.setup ? { setup: o.setup } : {}), tasks: [task] });
   const { config, env } = tester(dir, testerBody);
   const home = path.join(dir, 'home');
   const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', ...(o.noSandbox ? ['--no-sandbox'] : [])], { env });
@@ -119,6 +119,16 @@ describe('phases: red before green (the tests must fail without the implementati
     const real = await run(tempDir(), realTests(INPUT_FILES), { worktrees: false, setup });
     assert.equal(real.code, 0, real.out);
     assert.match(fs.readFileSync(path.join(real.runDir, 'tasks', 'case', 'attempt-1', 'red.log'), 'utf8'), /upper\.sh is wrong/);
+  });
+
+  it('an overlay tree: the copies are of what the check sees (the merged tree); `exit 0` tests FAIL, real tests PASS', async function () {
+    const lazy = await run(tempDir(), 'mkdir -p tests && echo "exit 0" > tests/test.sh', { worktrees: true, tree: 'overlay' });
+    if (/overlay/.test(lazy.out) && /cannot|not supported|needs/.test(lazy.out) && lazy.rows.length === 0) this.skip();
+    assert.equal(lazy.code, 1, lazy.out);
+    assert.match(String(lazy.rows.at(-1)?.notes), /pass without the implementation/);
+    const real = await run(tempDir(), realTests(WORKTREE_FILES), { worktrees: true, tree: 'overlay' });
+    assert.equal(real.code, 0, real.out);
+    assert.equal((real.rows.at(-1)!.red as Red)?.exit_code, 1);
   });
 
   it('tests of a copy of the code: the copy is not the implementation, so the tests pass without it and FAIL', async () => {
