@@ -85,7 +85,7 @@ const targets = [
   },
 ];
 
-// The JSON Schemas' validators, compiled ahead of time (Ajv standalone code) into schemas/validators.generated.js,
+// The JSON Schemas' validators, compiled ahead of time (Ajv standalone code) into schemas/generated/<name>.js (one each),
 // which the bundles import: no process compiles a schema at run time. Rewritten only when a schema changed.
 writeValidators();
 

@@ -3,7 +3,7 @@
  * schemas/engine.schema.json. Its output can be read by one of the built-in readers (`output`).
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { validateEngineEntry } from '../schemas/validators.generated.js';
+import { validateEngineEntry } from '../schemas/generated/validateEngineEntry.js';
 import { emptyUsage, type ArgvTemplateElement, type EngineSpec } from './types';
 import { templateProblems } from './argv';
 import { lastLineMessage } from './final-message';

@@ -3,9 +3,11 @@
 export declare const SCHEMAS: Record<string, string>;
 /** The date-time format of eval rows (ISO 8601 with a zone). */
 export declare const DATE_TIME: RegExp;
-/** The generated module's text (`js`) and its declarations (`dts`). @throws Error when a schema does not compile */
-export declare function generateValidators(): { js: string; dts: string };
-/** Absolute paths of the generated files. */
-export declare const GENERATED: { js: string; dts: string };
+/** A copy of a schema without its annotation keywords (title, description, examples, default, $comment). */
+export declare function withoutAnnotations(schema: unknown): unknown;
+/** Each generated module's text (`js`) and declarations (`dts`), by export name. @throws Error when a schema does not compile */
+export declare function generateValidators(): Record<string, { js: string; dts: string }>;
+/** Absolute path of schemas/generated/, which holds <export name>.js and .d.ts. */
+export declare const GENERATED_DIR: string;
 /** Writes the generated files when their text changed. */
 export declare function writeValidators(): void;

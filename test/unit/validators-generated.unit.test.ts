@@ -1,24 +1,41 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import Ajv from 'ajv';
-import { DATE_TIME, GENERATED, SCHEMAS, generateValidators } from '../../schemas/validators.build.mjs';
-import * as generated from '../../schemas/validators.generated.js';
+import { DATE_TIME, GENERATED_DIR, SCHEMAS, generateValidators, withoutAnnotations } from '../../schemas/validators.build.mjs';
+
+/** Every generated module, by export name (each exports only its own validator). */
+const generated: Record<string, Record<string, unknown>> = {};
+before(async () => {
+  for (const name of Object.keys(SCHEMAS)) generated[name] = (await import(path.join(GENERATED_DIR, `${name}.js`))) as Record<string, unknown>;
+});
 
 /**
- * The validators compiled at build time (schemas/validators.build.mjs → schemas/validators.generated.js, committed so
- * type-checking and these tests work from a clean clone before any build) must be those of today's schemas.
+ * The validators compiled at build time (schemas/validators.build.mjs → schemas/generated/<name>.js, one module per
+ * schema, committed so type-checking and these tests work from a clean clone before any build) must be those of
+ * today's schemas.
  */
-describe('schemas/validators.generated.js (Ajv standalone code)', () => {
+describe('schemas/generated/*.js (Ajv standalone code, one module per schema)', () => {
   it('is what schemas/validators.build.mjs generates from the schemas as they are now (else: run node esbuild.mjs)', () => {
-    const { js, dts } = generateValidators();
-    const stale = 'stale: a schema in schemas/ changed since the validators were generated; run `node esbuild.mjs` and commit schemas/validators.generated.*';
-    assert.ok(fs.readFileSync(GENERATED.js, 'utf8') === js, stale);
-    assert.ok(fs.readFileSync(GENERATED.dts, 'utf8') === dts, stale);
+    const stale = 'stale: a schema in schemas/ changed since the validators were generated; run `node esbuild.mjs` and commit schemas/generated/*';
+    const modules = generateValidators();
+    assert.deepEqual(Object.keys(modules).sort(), Object.keys(SCHEMAS).sort());
+    for (const [name, { js, dts }] of Object.entries(modules)) {
+      assert.ok(fs.readFileSync(path.join(GENERATED_DIR, `${name}.js`), 'utf8') === js, `${name}.js ${stale}`);
+      assert.ok(fs.readFileSync(path.join(GENERATED_DIR, `${name}.d.ts`), 'utf8') === dts, `${name}.d.ts ${stale}`);
+    }
+    const extra = fs.readdirSync(GENERATED_DIR).filter((f) => !(f.replace(/\.d\.ts$|\.js$/, '') in SCHEMAS));
+    assert.deepEqual(extra, [], 'schemas/generated/ holds files of no schema');
+  });
+
+  it('leaves out annotations only where they are keywords (a property named "title" or "default" stays)', () => {
+    const schema = { title: 't', description: 'd', type: 'object', properties: { title: { type: 'string', description: 'x' }, default: { type: 'number', default: 1 } }, items: [{ examples: [1], type: 'number' }], definitions: { a: { $comment: 'c', enum: ['description'] } } };
+    assert.deepEqual(withoutAnnotations(schema), { type: 'object', properties: { title: { type: 'string' }, default: { type: 'number' } }, items: [{ type: 'number' }], definitions: { a: { enum: ['description'] } } });
   });
 
   it('exports one validator per schema, each judging a document as Ajv compiling the schema at run time does', () => {
     const samples: Record<string, unknown[]> = {
-      validateManifest: [{ tasks: [{ key: 'a', spec: 's', check: 'true' }] }, { tasks: [{ key: 'a/b', spec: 's', check: 'true' }] }, { tasks: 'no' }, { tasks: [{ key: 'ok', spec: '', check: 'true', max_attempts: 0 }] }],
+      validateManifest: [{ tasks: [{ key: 'a', spec: 's', check: 'true' }] }, { tasks: [{ key: 'a/b', spec: 's', check: 'true' }] }, { tasks: 'no' }, { tasks: [{ key: 'ok', spec: '', check: 'true', max_attempts: 0 }] }, { tree: 'nope', max_parallel: 'x', tasks: [{ key: 'a', spec: 's', check: 'true', select: 'x', validate: { bogus: 1 }, review: { engines: [] } }] }],
       validateEvalRow: [{}, { run_id: 'r', ended_at: '2026-01-01T00:00:00Z' }, { run_id: 'r', ended_at: 'yesterday' }],
       validateEngineEntry: [{ argv: ['x', '{spec}'] }, { argv: 'x' }, {}],
       validateReviewAnswer: [{ verdict: 'approve', concerns: [] }, { verdict: 'changes', concerns: [] }, { verdict: 'maybe' }],
@@ -26,8 +43,9 @@ describe('schemas/validators.generated.js (Ajv standalone code)', () => {
     };
     for (const [name, file] of Object.entries(SCHEMAS)) {
       const runtime = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': DATE_TIME } }).compile(JSON.parse(fs.readFileSync(`schemas/${file}`, 'utf8')));
-      const built = (generated as Record<string, typeof runtime>)[name];
-      assert.ok(built, `${name} is not exported`);
+      const built = generated[name]?.[name] as typeof runtime | undefined;
+      assert.ok(built, `${name} is not exported by schemas/generated/${name}.js`);
+      assert.deepEqual(Object.keys(generated[name] ?? {}), [name], `schemas/generated/${name}.js exports only ${name}`);
       for (const doc of samples[name] ?? []) {
         assert.equal(built(doc), runtime(doc), `${name} on ${JSON.stringify(doc)}`);
         assert.deepEqual(built.errors ?? null, runtime.errors ?? null, `${name}'s errors on ${JSON.stringify(doc)}`);
@@ -36,8 +54,8 @@ describe('schemas/validators.generated.js (Ajv standalone code)', () => {
   });
 
   it('counts maxLength in code points, as Ajv does (its ucs2length runtime helper is imported, not lost)', () => {
-    const src = fs.readFileSync(GENERATED.js, 'utf8');
+    const src = fs.readFileSync(path.join(GENERATED_DIR, 'validateManifest.js'), 'utf8');
     assert.match(src, /import ucs2lengthModule from 'ajv\/dist\/runtime\/ucs2length\.js'/);
-    assert.doesNotMatch(src, /require\(/);
+    for (const name of Object.keys(SCHEMAS)) assert.doesNotMatch(fs.readFileSync(path.join(GENERATED_DIR, `${name}.js`), 'utf8'), /require\(/);
   });
 });

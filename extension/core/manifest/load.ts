@@ -4,7 +4,7 @@ import { printParseErrorCode, type Node } from 'jsonc-parser';
 import type { ErrorObject } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
-import { validateManifest } from '../../../schemas/validators.generated.js';
+import { validateManifest } from '../../../schemas/generated/validateManifest.js';
 import { parseJsonc } from './json-tree';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
-import { validateCritiqueAnswer } from '../../../schemas/validators.generated.js';
+import { validateCritiqueAnswer } from '../../../schemas/generated/validateCritiqueAnswer.js';
 import { preview, tryJson } from './review-verdict';
 
 /** A criticism that points at a file and line of the proposal. */

@@ -4,7 +4,7 @@
  * `require` rule. No I/O; the step that runs the reviewers is run/steps/review.ts.
  */
 import type { ValidateFunction } from 'ajv';
-import { validateReviewAnswer } from '../../../schemas/validators.generated.js';
+import { validateReviewAnswer } from '../../../schemas/generated/validateReviewAnswer.js';
 import type { Judgement } from './decide';
 
 /** What a reviewer may answer. */

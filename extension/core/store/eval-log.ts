@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { validateEvalRow } from '../../../schemas/validators.generated.js';
+import { validateEvalRow } from '../../../schemas/generated/validateEvalRow.js';
 import { appendChained } from './chain';
 import type { EvalRow } from './eval-row';
 

@@ -13,7 +13,7 @@
  */
 import crypto from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
-import { validateRankAnswer } from '../../../../schemas/validators.generated.js';
+import { validateRankAnswer } from '../../../../schemas/generated/validateRankAnswer.js';
 import { preview, tryJson } from '../review-verdict';
 
 /** The most candidates a ranking shows (one capital letter each). */
