@@ -41,7 +41,8 @@ export const checkPipefail: Rule = (doc) => {
   const forVerdict = typeof schema === 'string' && /(^|[/\\])manifest\.schema\.json$/.test(schema);
   for (const task of doc.tasks) {
     const check = task.check;
-    if (!check || !task.checkScript) continue;
+    // Only a pipeline of two commands or more is reported, and it needs a `|`: most checks have none.
+    if (!check || !task.checkScript || !check.value.includes('|')) continue;
     for (const { pipeline, verdict, ringer } of decidingPipelines(task.checkScript, VERDICT_CHECK_FLAGS, RINGER_CHECK_FLAGS)) {
       if (pipeline.commands.length < 2 || !verdict.pipefail) continue;
       const canFail = (c: ShellCommand) => commandOutcome(c, verdict).canFail;

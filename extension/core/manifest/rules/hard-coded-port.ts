@@ -8,6 +8,8 @@ const PORT_PATTERNS = [
   /\bPORT=(\d{2,5})(?!\d)/g, // PORT=3000 npm start
   /[A-Za-z0-9\]]:(\d{2,5})(?=\/)/g, // http://host:8000/
 ];
+/** What every PORT_PATTERNS match contains: a check without it is not searched (most checks; one native test each). */
+const MAY_NAME_PORT = /:\d|--(?:listen-)?port|PORT=/;
 
 /**
  * hard-coded-port (warning): the check names a literal port (`localhost:3000`, `127.0.0.1:8080`, `--port 5173`,
@@ -20,7 +22,7 @@ export const hardCodedPort: Rule = (doc) => {
   const out: RuleFinding[] = [];
   for (const task of doc.tasks) {
     const check = task.check;
-    if (!check) continue;
+    if (!check || !MAY_NAME_PORT.test(check.value)) continue;
     const seen = new Set<number>();
     for (const pattern of PORT_PATTERNS) {
       for (const m of check.value.matchAll(pattern)) {

@@ -4,8 +4,15 @@ import path from 'node:path';
 /** Where an expect_files entry points, judged relative to the task dir. */
 export type ExpectedPlace = 'inside' | 'absolute' | 'escapes';
 
+/**
+ * A relative path already in normal form (no backslash, no leading or trailing `/`, no empty, `.` or `..` segment, no
+ * drive letter): inside the task dir and its own normalized spelling, told by one native test (most expect_files).
+ */
+const PLAIN_RELATIVE = /^(?![A-Za-z]:)(?!\.\.?(?:\/|$))[^/\\]+(?:\/(?!\.\.?(?:\/|$))[^/\\]+)*$/;
+
 /** `inside` the task dir, `absolute`, or `escapes` it with `..`. */
 export function placeOf(file: string): ExpectedPlace {
+  if (PLAIN_RELATIVE.test(file)) return 'inside';
   if (path.posix.isAbsolute(file) || path.win32.isAbsolute(file)) return 'absolute';
   const norm = normalizeRelative(file);
   return norm === '..' || norm.startsWith('../') ? 'escapes' : 'inside';
@@ -13,6 +20,7 @@ export function placeOf(file: string): ExpectedPlace {
 
 /** A relative path in one spelling: forward slashes, no `./`, no `a/../`. */
 export function normalizeRelative(file: string): string {
+  if (PLAIN_RELATIVE.test(file)) return file;
   return path.posix.normalize(file.replace(/\\/g, '/')).replace(/\/$/, '');
 }
 
