@@ -6,12 +6,12 @@
  *
  * Each round runs, one after the other, `node -e 0`, `verdict --version` and `verdict lint` of a generated
  * 1,000-task manifest (and the baseline's of both), so a machine busy with other work slows every side of a round
- * alike; medians over the rounds are compared. Goals: `--version` ≤ 1.5× `node -e 0`; `lint` ≤ 300 ms whole-process.
+ * alike; medians over the rounds are compared, of wall time and of CPU time (cpu-time.ts). Goals: `--version` ≤ 1.5× `node -e 0`; `lint` ≤ 300 ms whole-process.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { median, timeNode, type ProcessTimes } from './cpu-time';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 15);
 const TASKS = 1000;
@@ -45,20 +45,19 @@ if (process.env.BENCH_BASELINE) {
   sides[`baseline lint (${TASKS} tasks)`] = [base, 'lint', big];
 }
 
-const times: Record<string, number[]> = {};
+const times: Record<string, ProcessTimes[]> = {};
+const loadBefore = os.loadavg()[0] as number;
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, args] of Object.entries(sides)) {
-    const t0 = performance.now();
-    execFileSync(process.execPath, args, { stdio: 'ignore' });
-    (times[name] ??= []).push(performance.now() - t0);
-  }
+  for (const [name, args] of Object.entries(sides)) (times[name] ??= []).push(timeNode(args));
 }
 fs.rmSync(dir, { recursive: true, force: true });
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-const floor = median(times['node -e 0'] ?? []);
-console.log(`${ROUNDS} paired rounds on ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-for (const [name, xs] of Object.entries(times)) {
+const floor = median((times['node -e 0'] ?? []).map((x) => x.wallMs));
+const floorCpu = median((times['node -e 0'] ?? []).map((x) => x.cpuMs));
+console.log(`${ROUNDS} paired rounds on ${os.cpus().length} cores, load average ${loadBefore.toFixed(1)} before, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} after`);
+for (const [name, runs] of Object.entries(times)) {
   const goal = name.includes('--version') ? 'goal ≤ 1.5×' : name.includes('lint') ? 'goal ≤ 300 ms' : 'the floor';
-  console.log(`${name.padEnd(28)} median ${median(xs).toFixed(0).padStart(5)} ms = ${(median(xs) / floor).toFixed(2)}× node -e 0 (${goal})`);
+  const wall = median(runs.map((x) => x.wallMs));
+  const cpu = median(runs.map((x) => x.cpuMs));
+  console.log(`${name.padEnd(28)} median ${wall.toFixed(0).padStart(5)} ms wall = ${(wall / floor).toFixed(2)}× node -e 0, ${cpu.toFixed(0).padStart(4)} ms CPU = ${(cpu / floorCpu).toFixed(2)}× (${goal})`);
 }
