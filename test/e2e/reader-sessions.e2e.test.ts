@@ -21,13 +21,14 @@ const FAKE = [
   // every file under the home and /tmp that names a task key (fix--c1, q--a2): a session another run left
   '  for f in $(grep -rlE -e "(fix--c|q--a)[0-9]" ~ /tmp 2>/dev/null | head -5); do echo "LEAK: $f: $(head -c 100 "$f")"; done',
   '}',
-  'mkdir -p ~/.fake/sessions',
+  'mkdir -p ~/.fake/sessions ~/.other/sessions',
   'if [ -e A.diff ]; then',
   '  probe',
   '  echo "session of a ranking reviewer" > ~/.fake/sessions/reader-$$.jsonl',
   '  echo \'{"scores": {"A": 5, "B": 5}}\'',
   'else',
   '  echo "session of $VERDICT_TASK_KEY" > ~/.fake/sessions/"$VERDICT_TASK_KEY"-$$.jsonl',
+  '  echo "session of $VERDICT_TASK_KEY" > ~/.other/sessions/"$VERDICT_TASK_KEY"-$$.jsonl',
   '  export -f probe; export login',
   '  exec bash -c "$1"',
   'fi',
@@ -41,7 +42,9 @@ function fakeEngine(dir: string): { config: string; env: Record<string, string>;
   fs.mkdirSync(path.join(userHome, '.fake'), { recursive: true });
   fs.writeFileSync(path.join(userHome, '.fake', 'auth.json'), 'token-7');
   const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ engines: { fake: { binary: 'fake-engine', argv: ['{spec}'], install: 'a test fixture', output: 'none', state_dirs: ['~/.fake'], state_shared: ['~/.fake/auth.json'] } } }));
+  // `other`: the same CLI under another engine name, with its own state dir (~/.other), as claude is to codex.
+  const fake = { binary: 'fake-engine', argv: ['{spec}'], install: 'a test fixture', output: 'none', state_dirs: ['~/.fake'], state_shared: ['~/.fake/auth.json'] };
+  fs.writeFileSync(config, JSON.stringify({ engines: { fake, other: { ...fake, state_dirs: ['~/.other'], state_shared: [] } } }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}`, HOME: userHome }, userHome };
 }
 
@@ -107,6 +110,36 @@ describe('readers do not see the engine sessions of the work they judge', functi
       assert.match(seen, /^login: token-7$/m, `${key}: ${seen}`);
       // its own session only (the engine writes one for every run), which is gone after it
       assert.match(seen, new RegExp(`^sessions: (${key}-\\d+\\.jsonl )?$`, 'm'), `${key}: ${seen}`);
+      assert.doesNotMatch(seen, /LEAK/, `${key}: ${seen}`);
+    }
+  });
+
+  it('council over two engines: a reviewer finds no session the other engine\'s member left in that engine\'s state dir', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const { config, env, userHome } = fakeEngine(dir);
+    const file = writeManifest(repo, {
+      worktrees: true,
+      max_parallel: 2,
+      tasks: [scriptTask('q', 'echo "answer $RANDOM" > answer.md', 'test -s answer.md', {
+        council: {
+          members: [{ engine: 'fake', model: 'm1' }, { engine: 'other', model: 'm2' }],
+          review: { spec: 'probe > review.md' },
+          chair: { engine: 'fake', model: 'chair', spec: 'probe > synthesis.md', check: 'test -s synthesis.md' },
+        },
+      })],
+    });
+    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    const [id] = fs.readdirSync(path.join(home, 'runs'));
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string }[] };
+    // The `other` member left its session in ~/.other (the fake binary writes one there whatever its engine) …
+    assert.ok(fs.readdirSync(path.join(userHome, '.other', 'sessions')).some((f) => f.startsWith('q--a2-')));
+    // … and no reviewer nor the chair, whatever its engine, saw a member's session in the other engine's state dir.
+    for (const [key, out] of [['q--r1', 'review.md'], ['q--r2', 'review.md'], ['q', 'synthesis.md']] as const) {
+      const seen = fs.readFileSync(path.join(state.tasks.find((t) => t.key === key)!.dir, out), 'utf8');
+      assert.match(seen, /^sessions: /m, `${key}: ${seen}`);
       assert.doesNotMatch(seen, /LEAK/, `${key}: ${seen}`);
     }
   });

@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import { builtinEngines } from '../../engines';
 import { customEngineFromConfig } from '../../engines/custom';
 import { bwrapCommand, expandStatePath } from '../../extension/core/process/sandbox';
-import { engineState, readerStateView } from '../../extension/core/run/containment';
+import { engineState, otherEnginesState, readerStateView } from '../../extension/core/run/containment';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // What a read-only reader (ranking reviewer, council reviewer, validator…) sees of its engine's state
@@ -109,5 +109,29 @@ describe('sandbox: a reader\'s own view of its engine\'s state', () => {
     assert.ok(fs.existsSync(path.join(home, '.eng', 'sessions', 'other-run.jsonl')));
     assert.ok(!fs.existsSync(path.join(home, '.eng', 'sessions', 'reader.jsonl')));
     assert.equal(fs.readFileSync(path.join(home, '.eng', 'auth.json'), 'utf8'), 'token-2\n');
+  });
+});
+
+describe('sandbox: a reader does not see the other engines\' state dirs', () => {
+  it('lists the other engines\' existing state dirs, never its own, one that does not exist, nor one holding a kept path', () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-others-'));
+    try {
+      for (const d of ['.own', '.other', '.wide/inner']) fs.mkdirSync(path.join(home, d), { recursive: true });
+      const base = builtinEngines().get('script')!;
+      const own = { ...base, name: 'own', stateDirs: ['~/.own'] };
+      const engines = [
+        own,
+        { ...base, name: 'other', stateDirs: ['~/.other', '~/.missing'] },
+        { ...base, name: 'wide', stateDirs: ['~/.wide', '~'] },
+        { ...base, name: 'same', stateDirs: ['~/.own'] },
+      ];
+      const env = { HOME: home };
+      // ~/.wide holds the kept task dir, ~ is the home, ~/.own is the reader's own: none of them is hidden.
+      assert.deepEqual(otherEnginesState(engines, own, env, [path.join(home, '.own'), path.join(home, '.wide', 'inner', 'task')]), [path.join(home, '.other')]);
+      // without the kept task dir inside it, ~/.wide is another engine's state too
+      assert.deepEqual(otherEnginesState(engines, own, env, [path.join(home, '.own')]).sort(), [path.join(home, '.other'), path.join(home, '.wide')]);
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 });

@@ -119,6 +119,30 @@ export function readerStateView(state: EngineState): { writable: string[]; priva
   return { writable, privateDirs, sharedPaths };
 }
 
+/**
+ * The state dirs of the run's other engines, as a read-only reader must not see them (hidden: an empty tmpfs each):
+ * a claude council reviewer could otherwise read ~/.codex/sessions, where the codex members left their transcripts,
+ * and say which letter is whose. Only dirs that exist, and none that holds or is one of `keep` (the reader's own state
+ * dirs, its working dir, the home) — those stay as they are. Never throws.
+ */
+export function otherEnginesState(engines: Iterable<EngineSpec>, own: EngineSpec, env: NodeJS.ProcessEnv, keep: readonly string[]): string[] {
+  const home = env.HOME || os.homedir();
+  const kept = [...keep, home].map((k) => path.resolve(k));
+  const out = new Set<string>();
+  for (const engine of engines) {
+    if (engine.name === own.name) continue;
+    for (const t of engine.stateDirs) {
+      const dir = expandStatePath(t, env, home);
+      if (!dir) continue;
+      const abs = path.resolve(dir);
+      if (abs === '/' || abs === '/tmp') continue;
+      if (kept.some((k) => k === abs || k.startsWith(`${abs}${path.sep}`))) continue;
+      if (fs.existsSync(abs)) out.add(abs);
+    }
+  }
+  return [...out];
+}
+
 /** The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields. */
 export function stepPlan(bwrap: string | null, containment: Containment, plan: Omit<BwrapPlan, 'binary'>): BwrapPlan | null {
   if (containment !== 'bwrap' || !bwrap) return null;

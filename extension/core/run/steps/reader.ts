@@ -15,7 +15,7 @@ import { supervise, type Receipt } from '../../process/supervisor';
 import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
-import { engineState, hiddenFromSteps, readerStateView, scratchEnv, stepPlan } from '../containment';
+import { engineState, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepPlan } from '../containment';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
@@ -165,7 +165,8 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
       network: run.timeouts.network,
       privateFiles: state.files,
       readOnly: run.readOnly,
-      hidden: run.hidden,
+      // Nor the sessions other engines left (they would say whose work it reads).
+      hidden: [...run.hidden, ...otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, run.scratch])],
       privateDirs: view.privateDirs,
       sharedPaths: view.sharedPaths,
     }),

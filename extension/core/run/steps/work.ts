@@ -12,7 +12,7 @@ import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../g
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
-import { engineState, hiddenForAnonymity, hiddenFromSteps, readerStateView, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepPlan, stepScratch } from '../containment';
 import { judgeWork } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
@@ -97,7 +97,8 @@ export const workStep: Step = {
         // In the writable admin dir: the submodules' git dirs (their config is what the seal's own git reads there) and
         // an overlay's shared index base.
         readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? adminReadOnly(task.links) : [])],
-        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden],
+        // A reader of inputs sees no other engine's state dirs either (another engine's member left its session there).
+        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden, ...(spec.inputs ? otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, task.state.dir, scratch]) : [])],
       }),
     });
     rec.worker = receipt;
