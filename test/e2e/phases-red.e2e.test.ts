@@ -71,7 +71,9 @@ describe('phases: red before green (the tests must fail without the implementati
     assert.equal((rows[1]!.red as Red)?.exit_code, 1);
     assert.match(fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-2', 'red.log'), 'utf8'), /upper\.sh/);
     // The retry's prompt carries the reason.
-    assert.match(fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-2', 'prompt.md'), 'utf8'), /pass without the implementation/);
+    const retry = fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-2', 'prompt.md'), 'utf8');
+    assert.match(retry, /pass without the implementation/);
+    assert.match(retry, /Its exit code on the tree without the implementation was 0\./);
     // Nothing of the red run is left, and the task's tree and branch hold the implementation and the tests.
     assert.equal(fs.existsSync(path.join(runDir, 'tasks', 'case', 'check-tree')), false);
     const t = state.tasks.find((x) => x.key === 'case')!;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { bindSource, bwrapCommand } from '../../extension/core/process/sandbox';
 import { putBack, redPassedReason } from '../../extension/core/run/red';
+import { failureText } from '../../extension/core/run/prompt';
 import { findingsOf, manifest as lintManifest, task as lintTask } from './lint-helpers';
 
 // Red before green (docs/workflows.md "Phases"): the pure parts — what the test phase is told to run without, how the
@@ -29,6 +30,14 @@ describe('phases: red before green', () => {
     assert.match(found[0]!.message, /pass without the implementation/);
     const on = lintManifest([lintTask('util', { engine: 'codex', phases: { files: ['a.mjs'], test: { engine: 'claude', check: 'node --test', red: true } } })]);
     assert.deepEqual(await findingsOf('phases-red-off', on), []);
+  });
+
+  it('the retry is told that its tests passed without the code, and whose output it sees', () => {
+    const text = failureText({ attempt: 1, verdict: 'FAIL', check: 'bash t.sh', checkExitCode: 0, checkOutput: 'ok', workerTail: '', reason: redPassedReason('bash t.sh', ['a.sh']), redFiles: ['a.sh'] });
+    assert.match(text, /ran again on the same tree without the implementation \(a\.sh as they were before it was written\) and passed there too/);
+    assert.match(text, /Its exit code on the tree without the implementation was 0\./);
+    const plain = failureText({ attempt: 1, verdict: 'FAIL', check: 'bash t.sh', checkExitCode: 1, checkOutput: 'x', workerTail: '', reason: 'the check exited 1' });
+    assert.doesNotMatch(plain, /without the implementation/);
   });
 
   it('the reason names the check and the files', () => {

@@ -171,7 +171,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   } else if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
     // A red run that passed is what failed the attempt: its output is the one to show (run/steps/red.ts).
     const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : rec.check;
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec) }) + pendingCritique(task);
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + pendingCritique(task);
     task.revising = false;
   }
   const files = recordFiles(rec);

@@ -19,6 +19,11 @@ export interface FailureContext {
    * its concerns (run/steps/review.ts). Absent or empty: no review section.
    */
   review?: { who: string; verdict: 'changes' | 'reject'; concerns: string[] }[];
+  /**
+   * The check passed, and passed again on the tree without the implementation (red before green, run/steps/red.ts):
+   * `checkExitCode` and `checkOutput` are that run's. Absent: they are the check's.
+   */
+  redFiles?: string[];
 }
 
 /** Bytes of reviewers' concerns injected into a retry. */
@@ -38,11 +43,12 @@ export function failureText(f: FailureContext): string {
     `Attempt ${f.attempt} was judged ${f.verdict}: ${f.reason}.`,
     '',
     ...(review.length ? ['The check passed, but the reviewers did not approve the work. Address every concern below; the check must still pass.', cutHead(review.join('\n'), RETRY_REVIEW_BYTES), ''] : []),
+    ...(f.redFiles?.length ? [`The check passed on your work, then ran again on the same tree without the implementation (${f.redFiles.join(', ')} as they were before it was written) and passed there too, so your tests do not depend on the code they are meant to test. Write tests that exercise it and fail when it is missing or wrong.`, ''] : []),
     `The check command (run with bash -c in your working directory; exit 0 is the only pass):`,
     '```sh',
     f.check,
     '```',
-    `Its exit code was ${f.checkExitCode ?? 'none (it did not run to completion)'}. The end of its output, verbatim:`,
+    `Its exit code${f.redFiles?.length ? ' on the tree without the implementation' : ''} was ${f.checkExitCode ?? 'none (it did not run to completion)'}. The end of its output, verbatim:`,
     '```',
     tailBytes(f.checkOutput, RETRY_CHECK_BYTES).trimEnd() || '(no output)',
     '```',
