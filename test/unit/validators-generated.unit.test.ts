@@ -4,6 +4,15 @@ import path from 'node:path';
 import Ajv from 'ajv';
 import { DATE_TIME, GENERATED_DIR, SCHEMAS, generateValidators, withoutAnnotations } from '../../schemas/validators.build.mjs';
 
+/**
+ * Manifests whose lengths count differently in code points and UTF-16 units (maxLength 255 on validate.report, 100
+ * on generate-less names; minLength 1 everywhere): astral characters, a lone high surrogate, a high surrogate last.
+ */
+function astralSamples(): unknown[] {
+  const task = (report: string, spec: string) => ({ tasks: [{ key: 'a', spec, check: 'true', validate: { check: 'true', report } }] });
+  return [task('😀'.repeat(255), '😀'), task('😀'.repeat(256), '\uD83D'), task(`${'😀'.repeat(254)}a\uD83D`, 'x\uD83D'), task('\uDE00'.repeat(256), '\uDE00'), task('é'.repeat(255), '')];
+}
+
 /** Every generated module, by export name (each exports only its own validator). */
 const generated: Record<string, Record<string, unknown>> = {};
 before(async () => {
@@ -35,7 +44,7 @@ describe('schemas/generated/*.js (Ajv standalone code, one module per schema)', 
 
   it('exports one validator per schema, each judging a document as Ajv compiling the schema at run time does', () => {
     const samples: Record<string, unknown[]> = {
-      validateManifest: [{ tasks: [{ key: 'a', spec: 's', check: 'true' }] }, { tasks: [{ key: 'a/b', spec: 's', check: 'true' }] }, { tasks: 'no' }, { tasks: [{ key: 'ok', spec: '', check: 'true', max_attempts: 0 }] }, { tree: 'nope', max_parallel: 'x', tasks: [{ key: 'a', spec: 's', check: 'true', select: 'x', validate: { bogus: 1 }, review: { engines: [] } }] }],
+      validateManifest: [{ tasks: [{ key: 'a', spec: 's', check: 'true' }] }, { tasks: [{ key: 'a/b', spec: 's', check: 'true' }] }, { tasks: 'no' }, { tasks: [{ key: 'ok', spec: '', check: 'true', max_attempts: 0 }] }, { tree: 'nope', max_parallel: 'x', tasks: [{ key: 'a', spec: 's', check: 'true', select: 'x', validate: { bogus: 1 }, review: { engines: [] } }] }, ...astralSamples()],
       validateEvalRow: [{}, { run_id: 'r', ended_at: '2026-01-01T00:00:00Z' }, { run_id: 'r', ended_at: 'yesterday' }],
       validateEngineEntry: [{ argv: ['x', '{spec}'] }, { argv: 'x' }, {}],
       validateReviewAnswer: [{ verdict: 'approve', concerns: [] }, { verdict: 'changes', concerns: [] }, { verdict: 'maybe' }],
