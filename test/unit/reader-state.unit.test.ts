@@ -130,6 +130,10 @@ describe('sandbox: a reader does not see the other engines\' state dirs', () => 
       assert.deepEqual(otherEnginesState(engines, own, env, [path.join(home, '.own'), path.join(home, '.wide', 'inner', 'task')]), [path.join(home, '.other')]);
       // without the kept task dir inside it, ~/.wide is another engine's state too
       assert.deepEqual(otherEnginesState(engines, own, env, [path.join(home, '.own')]).sort(), [path.join(home, '.other'), path.join(home, '.wide')]);
+      // nor one that holds the reader's binary, named or where its link leads (a relative name is no path)
+      fs.writeFileSync(path.join(home, '.other', 'cli'), '');
+      fs.symlinkSync(path.join(home, '.other', 'cli'), path.join(home, 'cli-link'));
+      assert.deepEqual(otherEnginesState(engines, own, env, [path.join(home, '.own'), path.join(home, 'cli-link'), 'cli']), [path.join(home, '.wide')]);
     } finally {
       fs.rmSync(home, { recursive: true, force: true });
     }

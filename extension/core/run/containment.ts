@@ -122,12 +122,14 @@ export function readerStateView(state: EngineState): { writable: string[]; priva
 /**
  * The state dirs of the run's other engines, as a read-only reader must not see them (hidden: an empty tmpfs each):
  * a claude council reviewer could otherwise read ~/.codex/sessions, where the codex members left their transcripts,
- * and say which letter is whose. Only dirs that exist, and none that holds or is one of `keep` (the reader's own state
- * dirs, its working dir, the home) — those stay as they are. Never throws.
+ * and say which letter is whose. Only dirs that exist, and none that holds or is one of `keep` (absolute paths: the
+ * reader's own state dirs, its working dir, its binary; and the home), as named or resolved — those stay as they are.
+ * Never throws.
  */
 export function otherEnginesState(engines: Iterable<EngineSpec>, own: EngineSpec, env: NodeJS.ProcessEnv, keep: readonly string[]): string[] {
   const home = env.HOME || os.homedir();
-  const kept = [...keep, home].map((k) => path.resolve(k));
+  // A kept path counts where it is named and where it leads (an engine binary is often a link into a versions folder).
+  const kept = [...keep, home].filter((k) => path.isAbsolute(k)).flatMap((k) => [path.resolve(k), realPathOr(k)]);
   const out = new Set<string>();
   for (const engine of engines) {
     if (engine.name === own.name) continue;
@@ -141,6 +143,14 @@ export function otherEnginesState(engines: Iterable<EngineSpec>, own: EngineSpec
     }
   }
   return [...out];
+}
+
+function realPathOr(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
 }
 
 /** The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields. */

@@ -166,7 +166,7 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
       privateFiles: state.files,
       readOnly: run.readOnly,
       // Nor the sessions other engines left (they would say whose work it reads).
-      hidden: [...run.hidden, ...otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, run.scratch])],
+      hidden: [...run.hidden, ...otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, run.scratch, ctx.binaries.get(engine.name) ?? engine.binary])],
       privateDirs: view.privateDirs,
       sharedPaths: view.sharedPaths,
     }),

@@ -98,7 +98,7 @@ export const workStep: Step = {
         // an overlay's shared index base.
         readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? adminReadOnly(task.links) : [])],
         // A reader of inputs sees no other engine's state dirs either (another engine's member left its session there).
-        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden, ...(spec.inputs ? otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, task.state.dir, scratch]) : [])],
+        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden, ...(spec.inputs ? otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, task.state.dir, scratch, ctx.binaries.get(task.state.engine) ?? engine.binary]) : [])],
       }),
     });
     rec.worker = receipt;
