@@ -20,6 +20,7 @@ import { dashboardForRun } from './hud/dashboard-for-run';
 import { probeSandbox } from '../core/process/sandbox';
 import { startSpawnHelper } from '../core/process/spawner';
 import type { PoolDispatcher } from '../core/pool/dispatch';
+import { critiqueHereStep } from '../core/pool/critique-here';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
 export interface RunFlags {
@@ -122,7 +123,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       continueRun: flags.continueRun,
       // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
-      ...(pool ? { attemptSteps: [pool.step()] } : {}),
+      ...(pool ? { attemptSteps: [pool.step(), critiqueHereStep()] } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {
         const line = eventLine(e);

@@ -217,7 +217,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     // Without the reviewer's binary here, the run is refused before it starts (it does not run on the workers).
     const refused = await cli(['run', file, '--home', home, '--config', config, '--pool', url, '--no-dashboard']);
     assert.equal(refused.exitCode, 2, refused.all);
-    assert.match(refused.all, /engine "judge" needs the `rank-judge` command, which is not on PATH \(ranking reviewers run on this machine, even on a pool run\)/);
+    assert.match(refused.all, /engine "judge" needs the `rank-judge` command, which is not on PATH \(ranking reviewers and critics run on this machine, even on a pool run\)/);
     const r = await cli(['run', file, '--home', home, '--config', config, '--pool', url, '--no-dashboard'], { env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } });
     assert.equal(r.exitCode, 0, r.all);
     const state = stateOf(home);
@@ -249,5 +249,47 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
       assert.match(r.stderr, new RegExp(`"tree": "${tree}" is not supported on a worker pool yet`));
       assert.ok(!fs.existsSync(path.join(dir, 'home', 'runs')), 'no run was started');
     }
+  });
+
+  it('critique: the proposal runs on a pool worker, its critic here on the sealed commit fetched from the remote; the revision is dispatched to the pool and starts from the proposal', async function () {
+    await requireSandbox(this);
+    const url = (server as TestPostgres).url;
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const home = path.join(dir, 'home');
+    await twoWorkers(url);
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // Round 1: a file-and-line criticism and a command that fails on the proposal; round 2: nothing.
+    const criticisms = [{ file: 'slug.sh', line: 1, claim: 'spaces are not turned into hyphens' }, { command: 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b', claim: 'a b must become a-b' }];
+    fs.writeFileSync(path.join(bin, 'critic-crit'), `#!/bin/bash\nif [ "$VERDICT_CRITIQUE_ROUND" = 1 ]; then cat <<'JSON'\n${JSON.stringify({ criticisms })}\nJSON\nelse echo '{"criticisms": []}'; fi\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { crit: { binary: 'critic-crit', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'crit-1' } } }));
+    // The revision only edits what the proposal wrote: started anywhere but from the proposal, it has nothing to edit.
+    const spec = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "tr A-Z a-z" > slug.sh; else test -s slug.sh && sed -i "s/\\$/ | tr \\" \\" -/" slug.sh; fi';
+    const check = 'out=$(echo Hello | bash slug.sh); test "$out" = hello || { echo "slug.sh printed $out"; exit 1; }';
+    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [scriptTask('slug', spec, check, { max_attempts: 1, expect_files: ['slug.sh'], critique: { critics: [{ engine: 'crit' }], rounds: 2 } })] });
+    const r = await cli(['run', file, '--home', home, '--config', config, '--pool', url, '--no-dashboard'], { env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    assert.equal(r.exitCode, 0, r.all);
+    const state = stateOf(home) as StateJson & { tasks: { critique?: { rounds: number; revisions: number; verified: number; stopped: string | null } }[] };
+    const task = state.tasks[0] as StateJson['tasks'][number] & { critique?: { rounds: number; revisions: number; verified: number; stopped: string | null } };
+    assert.equal(task.status, 'PASS', r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((x) => [x.step, x.attempt, x.worker_engine]), [['work', 1, 'script'], ['critique', 1, 'crit'], ['work', 2, 'script'], ['critique', 2, 'crit']]);
+    assert.deepEqual(rows.filter((x) => x.step === 'work').map((x) => x.verdict), ['PASS', 'PASS']);
+    for (const x of rows.filter((y) => y.step === 'work')) assert.match(String(x.host), /^w[12]$/);
+    // Both criticisms were checked here against the proposal and verified.
+    const c = rows[1]?.critique as { verified: number; dropped: number; criticisms: { verified: boolean; evidence: string }[] };
+    assert.deepEqual([c.verified, c.dropped], [2, 0]);
+    assert.match(c.criticisms[0]?.evidence ?? '', /^slug\.sh:1: tr A-Z a-z$/);
+    assert.match(c.criticisms[1]?.evidence ?? '', /^exited 1/);
+    assert.equal(task.critique?.revisions, 1);
+    // The revision started from the proposal (its commit's parent) and is the task's branch, here and on the remote.
+    const proposal = String(rows[0]?.commit);
+    assert.equal(git(remote, 'show', `${task.commit as string}:slug.sh`), 'tr A-Z a-z | tr " " -');
+    assert.equal(git(remote, 'rev-parse', `${task.commit as string}^`), proposal);
+    assert.equal(git(repo, 'rev-parse', `verdict/${state.runId}/slug`), task.commit);
+    // The round's worktree here was removed.
+    assert.equal(git(repo, 'worktree', 'list').split('\n').length, 1);
   });
 });

@@ -3,13 +3,14 @@ import { BadJobError, parseJob, queueOf, type AttemptJob } from '../../extension
 import { uuidOf } from '../../extension/core/pool/dispatch';
 
 const job: AttemptJob = {
-  v: 3, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
+  v: 4, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
   spec: 'do it', failure: 'it failed', check: 'npm test', expectFiles: [], timeoutMs: 1000, checkTimeoutMs: 1000, watchdogMs: null, engineArgs: [],
   verified: null, network: true, protect: null, setup: null, remote: '/srv/git/app.git', baseSha: 'a'.repeat(40), branch: 'verdict/20260101-120000-ab12/t1',
   startFrom: [{ key: 'dep', commit: 'b'.repeat(40) }], group: null, candidate: null,
   review: { engines: [{ engine: 'claude', model: null }], require: 'all' }, guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: true, allowPaths: null,
   inputs: { anonymous: true, entries: [{ path: 'answers/A', commit: 'c'.repeat(40) }, { path: 'answers/B', commit: 'd'.repeat(40) }] },
   red: [{ file: 'src/a.mjs', implement: 't1--impl-1', start: 'e'.repeat(40) }],
+  revising: false,
 };
 
 describe('pool payload: what a worker accepts from the queue', () => {
@@ -33,7 +34,9 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ['a base that is not a sha', { baseSha: 'HEAD' }, /field baseSha/],
     ['a start point that is not a commit', { startFrom: [{ key: 'dep', commit: 'main' }] }, /field startFrom/],
     ['a zero attempt', { attempt: 0 }, /field attempt/],
-    ['another payload version', { v: 1 }, /field v/],
+    ['another payload version', { v: 3 }, /field v/],
+    ['a revision flag that is not a boolean', { revising: 'yes' }, /field revising/],
+    ['no revision flag (an older payload)', { revising: undefined }, /field revising/],
     ['a guard switch that is not a boolean', { guard: { secrets: 'no', stubs: true, deps: true, paths: true } }, /field guard/],
     ['a review with an extra field', { review: { engines: [{ engine: 'claude', model: null }], require: 'all', run: 'x' } }, /field review/],
     // Inputs: a worker copies what a payload names into a folder its sandbox shows; a hostile payload must not make it

@@ -80,7 +80,7 @@ describe('lint: repeat', () => {
     assert.ok(ranked);
     // No binary on PATH: the ranker (claude) is named; the candidates' engine (codex, on the workers) is not.
     const codexRanked = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }] }), path.join(dir, 'm.json')).manifest;
-    await assert.rejects(preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers run on this machine, even on a pool run\)/.test(e.message) && !/codex/.test(e.message));
+    await assert.rejects(preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers and critics run on this machine, even on a pool run\)/.test(e.message) && !/codex/.test(e.message));
     // select all: nothing runs here, no binary needed.
     const all = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'all' }] }), path.join(dir, 'm.json')).manifest;
     await preflight(all as NonNullable<typeof all>, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy);

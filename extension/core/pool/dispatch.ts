@@ -339,7 +339,8 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     remote,
     baseSha: ctx.repo!.baseSha,
     branch: task.state.branch!,
-    startFrom: task.startFrom.map((p) => ({ key: p.key, commit: p.commit })),
+    // A revision (and a retry while one is pending) starts from the proposal, as it goes on in the same dir locally.
+    startFrom: revisingFrom(task) ?? task.startFrom.map((p) => ({ key: p.key, commit: p.commit })),
     group: spec.group ?? null,
     candidate: spec.candidate ?? null,
     review: spec.review,
@@ -348,7 +349,13 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     allowPaths: spec.allowPaths,
     inputs,
     red,
+    revising: task.revising === true,
   };
+}
+
+/** The proposal a critique's pending revision starts from (the task's last passed commit), or null. */
+function revisingFrom(task: TaskRuntime): { key: string; commit: string }[] | null {
+  return task.critique?.pending && task.state.commit ? [{ key: task.spec.key, commit: task.state.commit }] : null;
 }
 
 /** `git push` of `sha` to `ref` on `remote` (forced: a task branch may be rerun from its start point). */

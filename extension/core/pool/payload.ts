@@ -7,8 +7,8 @@
 import { taskBranch } from '../git/worktree';
 import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
 
-/** Payload format version; a worker refuses another (2: `inputs`; 3: `red`). */
-export const JOB_VERSION = 3;
+/** Payload format version; a worker refuses another (2: `inputs`; 3: `red`; 4: `revising`). */
+export const JOB_VERSION = 4;
 
 /** One attempt to run. Times ms. */
 export interface AttemptJob {
@@ -68,6 +68,11 @@ export interface AttemptJob {
    * null: no red run.
    */
   red: JobRed[] | null;
+  /**
+   * A critique's revision (or a retry while one is pending): `failure` holds the verified criticisms, and `startFrom`
+   * is the proposal's commit (pool/critique-here.ts). The worker's prompt says so, as a local revision's does.
+   */
+  revising: boolean;
 }
 
 /** One entry of the payload's `red`. */
@@ -100,7 +105,7 @@ const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
 /** The manifest's rule for task keys (safe as a folder and a branch name). */
 const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA = /^[0-9a-f]{40,64}$/;
-const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red'];
+const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red', 'revising'];
 
 /**
  * Checks a payload taken from the queue.
@@ -153,7 +158,7 @@ export function parseJob(data: unknown): AttemptJob {
     check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: posInt('timeoutMs'), checkTimeoutMs: posInt('checkTimeoutMs'), watchdogMs,
     engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
-    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red,
+    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red, revising: bool('revising'),
   };
 }
 

@@ -207,6 +207,7 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     containment: 'bwrap',
     used: job.retry ? 1 : 0,
     failure: job.failure,
+    revising: job.revising,
     startFrom: job.startFrom,
     ...(job.inputs ? { inputSources: job.inputs.entries } : {}),
     state: { key: job.key, engine: job.engine, model: job.model, taskType: job.taskType, verified: job.verified, status: 'queued', dir: worktreePath(wHome, job.runId, job.key), branch: job.branch, commit: null, port: null, attempts: earlier },

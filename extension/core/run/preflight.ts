@@ -54,10 +54,8 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     const problem = writableFolderProblem('VERDICT_HOME', home);
     if (problem) problems.push(problem);
   }
-  // A critique loop keeps its rounds in this orchestrator, between attempts that a pool would run elsewhere.
-  if (policy.enginesElsewhere) for (const t of manifest.tasks.filter((x) => x.critique)) problems.push(`task ${t.key}: a critique loop does not run over a worker pool yet (its revisions are decided between attempts, here); run it without "pool"`);
-  // Ranking reviewers run here even on a pool run (on the candidates' sealed commits, fetched from the remote).
-  const here = new Set(manifest.tasks.flatMap((t) => (t.select === 'ranked' ? (t.rank?.engines ?? []).map((r) => r.engine) : [])));
+  // Ranking reviewers and critics run here even on a pool run (on sealed commits fetched from the remote).
+  const here = new Set(manifest.tasks.flatMap((t) => [...(t.select === 'ranked' ? (t.rank?.engines ?? []).map((r) => r.engine) : []), ...(t.critique?.critics ?? []).map((c) => c.engine)]));
   const binaries = new Map<string, string>();
   // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
   // and its reviewers (a ranked best-of-N task's ranking reviewers too) and critics.
@@ -70,7 +68,7 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     if (policy.enginesElsewhere && !here.has(name)) continue;
     const found = findBinary(engine.binary, env.PATH ?? '');
     if (found) binaries.set(name, found);
-    else problems.push(`engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH${policy.enginesElsewhere ? ' (ranking reviewers run on this machine, even on a pool run)' : ''}. Install it: ${engine.install}`);
+    else problems.push(`engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH${policy.enginesElsewhere ? ' (ranking reviewers and critics run on this machine, even on a pool run)' : ''}. Install it: ${engine.install}`);
   }
   let repo: RepoInfo | null = null;
   if (manifest.worktrees) {
