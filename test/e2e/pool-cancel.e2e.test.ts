@@ -1,21 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { LEASE_MS, startPoolWorker, unsandboxed, until, type PoolWorker } from '../helpers/pool-workers';
-import { postgresBinDir, TestPostgres } from '../helpers/postgres';
-
-async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(sql, params);
-  } finally {
-    await c.end();
-  }
-}
+import { LEASE_MS, poolSuite, query, startPoolWorker, unsandboxed, until, workersUp } from '../helpers/pool-workers';
 
 /** Processes whose command line names `text` (read from /proc; nothing is signalled). */
 function processesNaming(text: string): string[] {
@@ -33,27 +21,10 @@ function processesNaming(text: string): string[] {
 
 describe('Ctrl-C of `verdict run --pool` while Postgres is down', function () {
   this.timeout(300_000);
-  const bin = postgresBinDir();
-  let server: TestPostgres | undefined;
-  const workers: PoolWorker[] = [];
-
-  before(async function () {
-    if (!bin) {
-      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
-      this.skip();
-    }
-    server = await TestPostgres.create(bin as string);
-  });
-  after(async () => {
-    for (const w of workers.splice(0)) {
-      w.proc.kill('SIGKILL');
-      await w.proc;
-    }
-    server?.stop();
-  });
+  const { server: poolServer, workers } = poolSuite('all');
 
   it('stops cleanly: the attempt INTERRUPTED (resumable), the run ended, no process left; the worker\'s result is kept and `verdict resume` finishes the task', async () => {
-    const pgServer = server as TestPostgres;
+    const pgServer = poolServer();
     const url = pgServer.url;
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# cancel\n' });
@@ -61,7 +32,7 @@ describe('Ctrl-C of `verdict run --pool` while Postgres is down', function () {
     git(dir, 'init', '-q', '--bare', remote);
     const w = startPoolWorker(url, 'steady', 'script', 'bash', 1);
     workers.push(w);
-    await until('the worker up', () => /slot/.test(w.out()));
+    await workersUp([w]);
     const home = path.join(dir, 'orchestrator-home');
     // The pool named by the settings (as VS Code's verdict.pool passes it), so `verdict resume` finds it too.
     const config = path.join(dir, 'config.json');

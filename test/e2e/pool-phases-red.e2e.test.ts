@@ -3,8 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { postgresBinDir, TestPostgres } from '../helpers/postgres';
-import { LEASE_MS, startPoolWorker, until, unsandboxed, type PoolWorker } from '../helpers/pool-workers';
+import { LEASE_MS, poolSuite, startPoolWorker, unsandboxed, workersUp } from '../helpers/pool-workers';
 
 // Red before green over a worker pool (docs/workflows.md "Phases"): the orchestrator resolves each phase file's start
 // commit and sends it in the payload (`red`); the worker runs the red check on its own copy, as a local run does.
@@ -14,34 +13,17 @@ const REAL_TESTS = `mkdir -p tests && printf '%s\\n' 'test "$(echo aB | bash upp
 
 describe('phases over the worker pool: red before green', function () {
   this.timeout(300_000);
-  const bin = postgresBinDir();
-  let server: TestPostgres | undefined;
-  const workers: PoolWorker[] = [];
-
-  before(async function () {
-    if (!bin) {
-      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
-      this.skip();
-    }
-    server = await TestPostgres.create(bin as string);
-  });
-  afterEach(async () => {
-    for (const w of workers.splice(0)) {
-      w.proc.kill('SIGKILL');
-      await w.proc;
-    }
-  });
-  after(() => server?.stop());
+  const { url: poolUrl, workers } = poolSuite();
 
   async function runOnPool(testSpec: string) {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# pool\n' });
     const remote = path.join(dir, 'remote.git');
     git(dir, 'init', '-q', '--bare', remote);
     const w = startPoolWorker(url, 'w1', 'script');
     workers.push(w);
-    await until('the worker up', () => /slot/.test(w.out()));
+    await workersUp([w]);
     // The test phase is the script engine too, under another model: another writer than the implementers.
     const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', { max_attempts: 1, phases: { files: ['upper.sh', 'lower.sh'], test: { engine: 'script', model: 'tester', spec: testSpec, check: 'bash tests/test.sh', expect_files: ['tests/test.sh'] } } });
     const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [task] });

@@ -6,8 +6,7 @@ import type { HostToPage, PoolView, RunView } from '../../schemas/protocol';
 import { cli } from '../helpers/cli';
 import { makeRepo, git, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { CHROMIUM, CHROMIUM_ARGS, findChromium, startHudProcess, type HudProcess } from '../helpers/hud';
-import { drain, LEASE_MS, startPoolWorker, unsandboxed, until, type PoolWorker } from '../helpers/pool-workers';
-import { postgresBinDir, TestPostgres } from '../helpers/postgres';
+import { drain, LEASE_MS, poolSuite, startPoolWorker, unsandboxed, until, workersUp } from '../helpers/pool-workers';
 
 /** The hud's data endpoint as a page sees it: server-sent events after `ready`, every message kept. */
 async function openEvents(hud: HudProcess): Promise<{ messages: HostToPage[]; close: () => void }> {
@@ -48,34 +47,17 @@ const poolViews = (messages: HostToPage[]): PoolView[] =>
 
 describe('the worker pool in the dashboard (verdict hud --pool) from a real Postgres with two workers', function () {
   this.timeout(300_000);
-  const bin = postgresBinDir();
-  let server: TestPostgres | undefined;
   let hud: HudProcess | undefined;
-  const workers: PoolWorker[] = [];
-
-  before(async function () {
-    if (!bin) {
-      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
-      this.skip();
-    }
-    server = await TestPostgres.create(bin as string);
-  });
-  after(async () => {
-    await hud?.stop();
-    for (const w of workers.splice(0)) {
-      w.proc.kill('SIGKILL');
-      await w.proc;
-    }
-    server?.stop();
-  });
+  after(async () => hud?.stop());
+  const { url: poolUrl, workers } = poolSuite('all');
 
   it('shows both workers (host, slots, engines, heartbeat) and what each runs of a run on the pool of the settings; the run shows which host ran which task; `verdict pool status` prints the same model', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const a = startPoolWorker(url, 'w1', 'script', 'bash', 2);
     const b = startPoolWorker(url, 'w2', 'script,agent', 'bash', 1);
     workers.push(a, b);
-    await until('both workers up', () => /slot/.test(a.out()) && /slot/.test(b.out()));
+    await workersUp([a, b]);
     const home = path.join(dir, 'home');
     hud = await startHudProcess(home, { VERDICT_POOL_URL: url, VERDICT_POOL_LEASE_MS: LEASE_MS });
     const events = await openEvents(hud);

@@ -3,10 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { cli } from '../helpers/cli';
-import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { postgresBinDir, TestPostgres } from '../helpers/postgres';
+import { git, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { LEASE_MS, startPoolWorker as startWorker, until, unsandboxed, type PoolWorker as Worker } from '../helpers/pool-workers';
+import { LEASE_MS, poolSuite, type PoolWorker as Worker, repoAndRemote, startPoolWorker as startWorker, unsandboxed, workersUp } from '../helpers/pool-workers';
 
 // Workflows whose tasks read their prerequisites' sealed work (validate, council: `inputs`) and ranked best-of-N, run
 // over a worker pool (docs/scale.md "Workflows on the pool"): the payload carries each input as (name, commit), the
@@ -28,13 +27,6 @@ function stateOf(home: string): StateJson {
   return JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as StateJson;
 }
 
-function repoAndRemote(dir: string): { repo: string; remote: string } {
-  const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# pool\n' });
-  const remote = path.join(dir, 'remote.git');
-  git(dir, 'init', '-q', '--bare', remote);
-  return { repo, remote };
-}
-
 /** The payloads the orchestrator queued for `runId` (pg-boss's job table), as JSON text. */
 async function payloads(url: string, runId: string): Promise<{ key: string; text: string }[]> {
   const c = new pg.Client({ connectionString: url });
@@ -49,36 +41,19 @@ async function payloads(url: string, runId: string): Promise<{ key: string; text
 
 describe('workflows over the worker pool (validate, council, ranked)', function () {
   this.timeout(300_000);
-  const bin = postgresBinDir();
-  let server: TestPostgres | undefined;
-  const workers: Worker[] = [];
-
-  before(async function () {
-    if (!bin) {
-      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
-      this.skip();
-    }
-    server = await TestPostgres.create(bin as string);
-  });
-  afterEach(async () => {
-    for (const w of workers.splice(0)) {
-      w.proc.kill('SIGKILL');
-      await w.proc;
-    }
-  });
-  after(() => server?.stop());
+  const { url: poolUrl, workers } = poolSuite();
 
   /** Two workers (script engine) on the pool; returns them once both are up. */
   async function twoWorkers(url: string): Promise<[Worker, Worker]> {
     const a = startWorker(url, 'w1', 'script');
     const b = startWorker(url, 'w2', 'script');
     workers.push(a, b);
-    await until('both workers up', () => /slot/.test(a.out()) && /slot/.test(b.out()));
+    await workersUp([a, b]);
     return [a, b];
   }
 
   it('validate: two workers\' sealed work reaches the validator on a pool worker under letters, from the remote; the payload names no key and no path of the orchestrator', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     await twoWorkers(url);
@@ -135,7 +110,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
   });
 
   it('council: answers, non-self anonymous reviews and the chair all run on pool workers; each reviewer read only the others\' answers', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     await twoWorkers(url);
@@ -184,7 +159,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
 
   it('ranked best-of-2: candidates on pool workers, the ranking reviewer here on their sealed commits fetched from the remote, under neutral names; a dependent on the pool starts from the winner', async function () {
     await requireSandbox(this);
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const home = path.join(dir, 'home');
@@ -244,7 +219,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     const { repo, remote } = repoAndRemote(dir);
     for (const tree of ['sparse', 'overlay']) {
       const file = writeManifest(dir, { worktrees: true, repo, remote, tree, tasks: [scriptTask('t', 'echo x > src/x.txt', 'test -s src/x.txt', { sparse: ['src'] })] });
-      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--pool', (server as TestPostgres).url, '--no-dashboard', ...unsandboxed]);
+      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--pool', poolUrl(), '--no-dashboard', ...unsandboxed]);
       assert.equal(r.exitCode, 2, r.all);
       assert.match(r.stderr, new RegExp(`"tree": "${tree}" is not supported on a worker pool yet`));
       assert.ok(!fs.existsSync(path.join(dir, 'home', 'runs')), 'no run was started');
@@ -253,7 +228,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
 
   it('critique: the proposal runs on a pool worker, its critic here on the sealed commit fetched from the remote; the revision is dispatched to the pool and starts from the proposal', async function () {
     await requireSandbox(this);
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const home = path.join(dir, 'home');

@@ -1,61 +1,24 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { cli } from '../helpers/cli';
-import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { postgresBinDir, TestPostgres } from '../helpers/postgres';
+import { git, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { drain, LEASE_MS, poolMachine as machine, startPoolWorker as startWorker, unsandboxed, until, type PoolWorker as Worker } from '../helpers/pool-workers';
-
-/** A repository to run in and a bare repository as the remote every worker fetches from. */
-function repoAndRemote(dir: string): { repo: string; remote: string } {
-  const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# pool\n' });
-  const remote = path.join(dir, 'remote.git');
-  git(dir, 'init', '-q', '--bare', remote);
-  return { repo, remote };
-}
-
-async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await c.query(sql, params);
-  } finally {
-    await c.end();
-  }
-}
+import { drain, LEASE_MS, poolMachine as machine, poolSuite, query, repoAndRemote, startPoolWorker as startWorker, unsandboxed, until, workersUp } from '../helpers/pool-workers';
 
 describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', function () {
   this.timeout(300_000);
-  const bin = postgresBinDir();
-  let server: TestPostgres | undefined;
-  const workers: Worker[] = [];
-
-  before(async function () {
-    if (!bin) {
-      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
-      this.skip();
-    }
-    server = await TestPostgres.create(bin as string);
-  });
-  afterEach(async () => {
-    for (const w of workers.splice(0)) {
-      w.proc.kill('SIGKILL');
-      await w.proc;
-    }
-  });
-  after(() => server?.stop());
+  const { url: poolUrl, server: poolServer, workers } = poolSuite();
 
   it('20 tasks split across two workers: one row each, with its host; every task branch on the remote; Ctrl-C drains', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const a = startWorker(url, 'w1', 'script');
     const b = startWorker(url, 'w2', 'script');
     workers.push(a, b);
-    await until('both workers up', () => /slot/.test(a.out()) && /slot/.test(b.out()));
+    await workersUp([a, b]);
     const tasks = Array.from({ length: 20 }, (_, i) => scriptTask(`t${i}`, `sleep 0.5; echo "task ${i}" > out.txt`, `grep -qx "task ${i}" out.txt`));
     const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 20, tasks });
     const home = path.join(dir, 'home');
@@ -97,7 +60,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
   });
 
   it('kill -9 of a worker mid-attempt: INTERRUPTED on it, then the attempt runs on the other, without using a retry', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     // The first machine's agent never ends; the second's does the work.
@@ -124,7 +87,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
   });
 
   it('a two-task graph over the pool; a task for an engine only one worker has runs on that worker', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const a = startWorker(url, 'plain', 'script', 'bash', 2);
@@ -149,7 +112,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
   });
 
   it('a task with a review step over the pool: rejected, the concerns reach the retry on the pool, approved', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const a = startWorker(url, 'reviewing', 'agent', 'bash', 1);
@@ -170,7 +133,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
   });
 
   it('verdict stop of a task running on a pool worker: the worker stops it, CANCELLED, not retried', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const a = startWorker(url, 'stoppable', 'agent', 'hang', 1);
@@ -190,7 +153,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
   });
 
   it('Postgres restarted mid-run: work waits, nothing is lost, nothing is recorded twice', async () => {
-    const pgs = server as TestPostgres;
+    const pgs = poolServer();
     const url = pgs.url;
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
@@ -219,7 +182,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
 
   it('a task cannot leave its sandbox on a pool worker: the worker\'s home and the rest of the machine stay untouched', async function () {
     await requireSandbox(this);
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
     const a = startWorker(url, 'boxed', 'script', 'bash', 1);
@@ -244,11 +207,11 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
   });
 
   it('hostile payloads: a key that escapes, an unknown field (full access) are refused unrun', async () => {
-    const url = (server as TestPostgres).url;
+    const url = poolUrl();
     const dir = tempDir();
     const a = startWorker(url, 'guarded', 'script', 'bash', 1);
     workers.push(a);
-    await until('worker up', () => /slot/.test(a.out()));
+    await workersUp([a]);
     const boss = new PgBoss({ connectionString: url, schedule: false, supervise: false });
     boss.on('error', () => undefined);
     await boss.start();

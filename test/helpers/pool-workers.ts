@@ -2,8 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import pg from 'pg';
 import { CLI } from './cli';
-import { tempDir } from './fixtures';
+import { git, makeRepo, tempDir } from './fixtures';
+import { postgresBinDir, TestPostgres } from './postgres';
 
 /** Lease for these tests, ms: a silent worker loses its attempt after this. */
 export const LEASE_MS = '3000';
@@ -57,9 +59,75 @@ export async function until(what: string, fn: () => boolean | Promise<boolean>, 
   }
 }
 
+/**
+ * Waits until every worker in `ws` said it took its slots (its first "slot" line).
+ * @throws after limitMs, with each worker's output so far (why a worker never came up: a refused database, a crash)
+ */
+export async function workersUp(ws: readonly PoolWorker[], limitMs = 120_000): Promise<void> {
+  try {
+    await until(ws.length === 1 ? 'the worker up' : `${ws.length} workers up`, () => ws.every((w) => /slot/.test(w.out())), limitMs);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}; their output:\n${ws.map((w, i) => `--- worker ${i + 1}\n${w.out()}`).join('\n')}`);
+  }
+}
+
 /** Ctrl-C of a worker (it drains), then waits for it to end. */
 export async function drain(w: PoolWorker): Promise<void> {
   w.proc.kill('SIGINT');
   await w.proc;
 }
 
+
+/** A repository to run in (`<dir>/repo`, one commit) and a bare repository as the remote every worker fetches from. */
+export function repoAndRemote(dir: string): { repo: string; remote: string } {
+  const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# pool\n' });
+  const remote = path.join(dir, 'remote.git');
+  git(dir, 'init', '-q', '--bare', remote);
+  return { repo, remote };
+}
+
+/** One SQL statement on the pool's database (a fresh connection, closed after). @throws what pg throws */
+export async function query(url: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(sql, params);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * The mocha hooks of a pool suite; call it inside `describe`. Before the suite: a throwaway Postgres (the suite is
+ * skipped, saying why, on a machine without PostgreSQL binaries). After each test (`kill: 'each'`) or after the suite
+ * (`'all'`): every worker pushed onto `workers` is SIGKILLed and awaited. After the suite: the server stops.
+ * `url()` is the server's connection URL (valid once the suite's `before` ran); `server()` the server itself.
+ */
+export function poolSuite(kill: 'each' | 'all' = 'each'): { url: () => string; server: () => TestPostgres; workers: PoolWorker[] } {
+  const bin = postgresBinDir();
+  let pgServer: TestPostgres | undefined;
+  const workers: PoolWorker[] = [];
+  const killAll = async (): Promise<void> => {
+    for (const w of workers.splice(0)) {
+      w.proc.kill('SIGKILL');
+      await w.proc;
+    }
+  };
+  before(async function () {
+    if (!bin) {
+      console.log("    skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin); .ci/run installs Debian's postgresql");
+      this.skip();
+    }
+    pgServer = await TestPostgres.create(bin as string);
+  });
+  if (kill === 'each') afterEach(killAll);
+  after(async () => {
+    await killAll();
+    pgServer?.stop();
+  });
+  const server = (): TestPostgres => {
+    if (!pgServer) throw new Error('poolSuite: the server is made in the suite\'s before hook');
+    return pgServer;
+  };
+  return { url: () => server().url, server, workers };
+}
