@@ -1,4 +1,4 @@
-import fs from 'node:fs';
+import writeFileAtomic from 'write-file-atomic';
 import type { RunState } from '../../../schemas/run-state';
 
 /** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
@@ -16,7 +16,7 @@ export const STATE_WRITE_GAP_MS = 100;
 
 /**
  * Owns one state.json: every write puts the whole state in a unique temp file, flushed to disk, and renames it over
- * the old one (replaceFile), so readers never see half a file. Saves coalesce: at most one write is in flight and one
+ * the old one (write-file-atomic), so readers never see half a file. Saves coalesce: at most one write is in flight and one
  * waits, the waiting one starts no sooner than `gapMs` after the one before it began and serialises the state when it
  * starts, so a burst of changes costs at most two writes, a steady stream one write per `gapMs`, and memory stays flat
  * however large the run. A heartbeat timer saves every HEARTBEAT_MS while the run lives; `close()` writes at once.
@@ -84,7 +84,7 @@ export class StateFile {
     this.lastStart = Date.now();
     this.state.heartbeatAt = this.lastStart;
     const text = JSON.stringify(this.state, null, 1);
-    this.writing = replaceFile(this.file, text)
+    this.writing = writeFileAtomic(this.file, text)
       .catch((e: Error) => process.emitWarning(`cannot write ${this.file}: ${e.message}`))
       .finally(() => {
         this.writing = null;
@@ -100,48 +100,4 @@ export class StateFile {
     this.gapTimer?.go();
     await this.save();
   }
-}
-
-let tmpCounter = 0;
-
-/**
- * Replaces `file` with `text` atomically: a unique temp file beside it (`<file>.<pid>.<n>.tmp`), written, fsynced and
- * renamed over `file`; on failure the temp file is removed and the promise rejects. What write-file-atomic does for a
- * plain path, without its per-write realpath (an lstat per path component, each a trip through the thread pool) and
- * ownership lookup: the state file is written many times a run at a path Verdict made. Only the fsync leaves this
- * thread; the small writes before and the rename after it are synchronous.
- * @throws (rejects with) the filesystem's error (ENOSPC, EACCES…); `file` is then unchanged
- */
-export function replaceFile(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.${tmpCounter++}.tmp`;
-  let fd: number;
-  try {
-    fd = fs.openSync(tmp, 'wx', 0o644);
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  const fail = (e: unknown): Promise<never> => {
-    try {
-      fs.closeSync(fd);
-    } catch {
-      // already closed
-    }
-    fs.rmSync(tmp, { force: true });
-    return Promise.reject(e);
-  };
-  try {
-    fs.writeFileSync(fd, text, 'utf8');
-  } catch (e) {
-    return fail(e);
-  }
-  return new Promise<void>((resolve) => fs.fsync(fd, (err) => resolve(err ? Promise.reject(err) : undefined)))
-    .then(() => {
-      try {
-        fs.closeSync(fd);
-        fs.renameSync(tmp, file);
-      } catch (e) {
-        fs.rmSync(tmp, { force: true });
-        throw e;
-      }
-    }, fail);
 }
