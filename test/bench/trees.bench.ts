@@ -10,7 +10,8 @@
  * Repository: BENCH_FILES files of ~BENCH_FILE_BYTES bytes each (distinct contents), in 50 packages
  * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
  * Part 1, the tree alone: BENCH_TASKS calls of addWorktree (core/git/worktree.ts: branch, registration, checkout, the
- * task's index) one after another, per tree: per-task time (median and max, ms) and per-task disk (du of the task's
+ * task's index; the first call of a run also marks the run's folder for ext4, process/top-dir.ts) one after another,
+ * per tree: per-task time (median and max, ms) and per-task disk (du of the task's
  * own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer and
  * the admin dir with the task's index. Blocks shared with the lower layer are not counted: overlay's base index and the
  * shared base of its split index are hard links to the lower layer's files — a copy, where the two are on different

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { addWorktree, inspectRepo, restoreWorktreeLinks, sealWorktree, type WorktreeLinks } from '../../extension/core/git/worktree';
+import { markTopDir } from '../../extension/core/process/top-dir';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
+import { execFileSync, spawnSync } from 'node:child_process';
 
 // The indexes the orchestrator's own git keeps for a task (docs/architecture.md "Trees"): never split on a base in the
 // admin dir a worker can write (git reads a shared index without checking its checksum), an overlay's shared base put
@@ -109,7 +111,6 @@ describe('tree indexes', function () {
     const branch = 'verdict/r1/t';
     const links = await addWorktree(repo, wt, branch, { tree: { kind: 'sparse', cone: ['src/a'] } });
     const env = { ...process.env, GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: wt, GIT_INDEX_FILE: links.baseIndex as string };
-    const { execFileSync } = await import('node:child_process');
     const sparseEntries = execFileSync('git', ['-c', 'core.sparseCheckout=true', '-c', 'core.sparseCheckoutCone=true', '-c', 'index.sparse=true', 'ls-files', '--sparse'], { cwd: wt, env, encoding: 'utf8' }).split('\n').filter(Boolean);
     assert.deepEqual(sparseEntries, ['lib/', 'root.txt', 'src/a/gone.txt', 'src/a/x.txt', 'src/b/'], 'the index holds the cone and one entry per folder outside it');
     assert.equal(git(wt, 'status', '--porcelain'), '', 'the worker\'s git (no sparse settings) reads it');
@@ -127,5 +128,20 @@ describe('tree indexes', function () {
     assert.deepEqual(git(root, 'diff', '--name-status', repo.baseSha, seal.sha).split('\n'), ['D\tsrc/a/gone.txt', 'A\tsrc/a/new.txt', 'M\tsrc/a/x.txt']);
     assert.equal(git(root, 'show', `${seal.sha}:lib/z.txt`), 'z', 'outside the cone the commit is the base\'s');
     assert.ok(fs.statSync(path.join(dir, 'seal.index')).size < fs.statSync(path.join(root, '.git', 'index')).size, 'the seal\'s index stayed sparse');
+  });
+
+  it('the folder of a run\'s trees is marked a top directory for ext4 (chattr +T): its task dirs spread over block groups', async function () {
+    const dir = tempDir();
+    const probe = path.join(dir, 'probe');
+    fs.mkdirSync(probe);
+    if (spawnSync('chattr', ['+T', probe]).status !== 0) {
+      console.log('      skipped: this file system (or machine) takes no chattr +T');
+      this.skip();
+    }
+    const root = makeRepo(path.join(dir, 'repo'), { 'a.txt': 'a\n' });
+    const repo = await inspectRepo(root, 'HEAD');
+    await addWorktree(repo, path.join(dir, 'worktrees', 'run1', 't'), 'verdict/run1/t');
+    assert.match(execFileSync('lsattr', ['-d', path.join(dir, 'worktrees', 'run1')], { encoding: 'utf8' }).split(' ')[0] as string, /T/);
+    assert.equal(await markTopDir(path.join(dir, 'no-such-folder')), false, 'a folder that is not there: false, no throw');
   });
 });

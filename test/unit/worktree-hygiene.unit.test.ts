@@ -125,6 +125,7 @@ describe('worktree hygiene', function () {
       });
       assert.deepEqual(verdictBranches(repo.root), ['verdict/r1/a'], 'the existing branch is untouched');
       assert.equal(fs.existsSync(path.join(dir, 'wt', 'a')), false);
+      assert.equal(git(repo.root, 'worktree', 'list').split('\n').length, 1, 'the registration made meanwhile is gone too');
     });
 
     it('a folder that already exists: kept as it was, and the branch git made is removed', async () => {

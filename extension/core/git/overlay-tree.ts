@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
 import { gitFor, runGit } from './safe-git';
+import { markTopDir } from '../process/top-dir';
 import { unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
 
 /** A lower layer: the checkout and its index (absolute paths). */
@@ -39,6 +40,7 @@ export function lowerLayer(commonDir: string, sha: string, runRoot: string): Pro
   if (known) return known;
   const made = (async () => {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
+    await markTopDir(path.dirname(dir));
     await withLock(`${dir}.lock`, async () => {
       if (fs.existsSync(`${dir}.done`)) return;
       for (const p of [dir, gitDir, index]) fs.rmSync(p, { recursive: true, force: true });

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
+import { runCaptured, type Captured } from '../process/run-captured';
 
 /** The folders of one overlay mount (absolute). */
 export interface OverlayLayers {
@@ -31,12 +31,17 @@ export async function mountOverlay(layers: OverlayLayers, target: string): Promi
     if (/[,:\\\n]/.test(p)) throw new Error(`overlay tree: the path ${p} holds a comma, colon or backslash, which overlay mount options cannot say; use a VERDICT_HOME without them`);
   }
   const options = `lowerdir=${layers.lower},upperdir=${layers.upper},workdir=${layers.work},index=off,metacopy=off,xino=off`;
-  try {
-    await execa('mount', ['-t', 'overlay', 'overlay', '-o', options, target], { stdin: 'ignore', timeout: 30_000 });
-  } catch (e) {
-    const err = e as { stderr?: string; shortMessage?: string; message: string };
-    throw new Error(`overlay tree: mounting ${target} failed: ${(err.stderr || err.shortMessage || err.message).trim()}`);
-  }
+  const r = await runCaptured('mount', ['-t', 'overlay', 'overlay', '-o', options, target], { env: process.env, timeoutMs: 30_000 });
+  if (!succeeded(r)) throw new Error(`overlay tree: mounting ${target} failed: ${failure(r)}`);
+}
+
+function succeeded(r: Captured): boolean {
+  return r.exitCode === 0 && !r.error;
+}
+
+/** What a failed mount(8) or umount(8) said, or how it ended. */
+function failure(r: Captured): string {
+  return r.stderr.trim() || r.error?.message || (r.timedOut ? 'timed out after 30 s' : r.signal ? `killed by ${r.signal}` : `exited ${r.exitCode}`);
 }
 
 /**
@@ -46,18 +51,10 @@ export async function mountOverlay(layers: OverlayLayers, target: string): Promi
  */
 export async function unmountOverlay(target: string): Promise<'unmounted' | 'detached' | 'not-mounted'> {
   if (!overlayMountsUnder(readMountInfo(), target).includes(path.resolve(target))) return 'not-mounted';
-  try {
-    await execa('umount', [target], { stdin: 'ignore', timeout: 30_000 });
-    return 'unmounted';
-  } catch (e) {
-    try {
-      await execa('umount', ['-l', target], { stdin: 'ignore', timeout: 30_000 });
-      return 'detached';
-    } catch {
-      const err = e as { stderr?: string; message: string };
-      throw new Error(`overlay tree: unmounting ${target} failed: ${(err.stderr || err.message).trim()}`);
-    }
-  }
+  const r = await runCaptured('umount', [target], { env: process.env, timeoutMs: 30_000 });
+  if (succeeded(r)) return 'unmounted';
+  if (succeeded(await runCaptured('umount', ['-l', target], { env: process.env, timeoutMs: 30_000 }))) return 'detached';
+  throw new Error(`overlay tree: unmounting ${target} failed: ${failure(r)}`);
 }
 
 /** This process's `/proc/self/mountinfo` ('' where there is none). */

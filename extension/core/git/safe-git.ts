@@ -13,6 +13,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
+import { runCaptured } from '../process/run-captured';
 
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
 export interface SafeGitOptions {
@@ -186,7 +187,8 @@ export interface RawGit {
  * A git runner for `baseDir` that behaves as {@link gitFor}'s git (the same `-c` overrides, read once here; the same
  * environment guard, GIT_ENV_KEYS only; abbreviated options refused as simple-git's guard does), but without
  * simple-git, whose completion plugin waits 50 ms after every command that printed nothing (simple-git 3-4,
- * `completionDetectionPlugin`: `deferClose`) — 50 ms for each `branch`, `update-ref`, `read-tree`, `add`.
+ * `completionDetectionPlugin`: `deferClose`) — 50 ms for each `branch`, `update-ref`, `read-tree`, `add` — and
+ * without execa (process/run-captured.ts).
  * `opts.timeoutMs` limits each whole command (SIGKILL when it runs out).
  * @throws Error as gitFor for a disallowed `opts.env` key; UnsafeRepositoryConfigError as safeGitConfigArgs. Its
  *   `raw` throws Error with git's stderr, or how git ended ("timed out …" when the time limit ended it)
@@ -199,23 +201,14 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): RawGit {
   const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
   return {
     async raw(args) {
-      const { execa } = await import('execa');
-      const r = await execa('git', [...head, ...args], {
-        cwd: baseDir,
-        env,
-        extendEnv: false,
-        stdin: 'ignore',
-        reject: false,
-        stripFinalNewline: false,
-        maxBuffer: 1024 * 1024 * 1024,
-        ...(opts.timeoutMs ? { timeout: opts.timeoutMs, killSignal: 'SIGKILL' as const } : {}),
-      });
+      const r = await runCaptured('git', [...head, ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs });
       const what = `git ${args[0] ?? ''}`;
       if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
-      if (r.exitCode === 0) return String(r.stdout ?? '');
-      const stderr = String(r.stderr ?? '').trim();
+      if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);
+      if (r.exitCode === 0 && !r.error) return r.stdout;
+      const stderr = r.stderr.trim();
       if (stderr) throw new Error(stderr);
-      throw new Error(r.signal ? `${what} was killed by ${r.signal}` : r.exitCode === undefined ? `${what} could not start: ${r.originalMessage ?? r.shortMessage}` : `${what} exited ${r.exitCode}`);
+      throw new Error(r.error ? `${what}: ${r.error.message}` : r.signal ? `${what} was killed by ${r.signal}` : `${what} exited ${r.exitCode}`);
     },
   };
 }

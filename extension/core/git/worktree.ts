@@ -8,6 +8,7 @@ import { initSubmodules } from './submodules';
 import { gitFor, gitRunner, runGit, type RawGit } from './safe-git';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
+import { markTopDir } from '../process/top-dir';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -89,37 +90,47 @@ export type TreeChoice = { kind: 'worktree' } | { kind: 'sparse'; cone: string[]
  */
 export async function addWorktree(repo: RepoInfo, dir: string, branch: string, opts: AddWorktreeOptions = {}): Promise<WorktreeLinks> {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
+  // Each task dir in a block group of its own (ext4): see process/top-dir.ts.
+  await markTopDir(path.dirname(dir));
   // `branch`, `worktree add --no-checkout` and `branch -D` run nothing a driver names: no config read, no simple-git
   // (see runGit); `worktree remove` on a failure path still goes through gitFor.
   const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true }) };
   const lock = path.join(repo.commonDir, 'verdict-worktree');
-  // The branch first, outside the repository lock (creating one ref takes only that ref's own lock in git): git
-  // refuses an existing branch before anything is made. The worktree then gets a detached HEAD: a sandboxed worker can
-  // commit (its HEAD lives in the worktree's own admin dir) without write access to any ref; only the orchestrator
-  // moves the task branch (sealWorktree, advanceBranch).
-  if (!opts.existingBranch) {
-    try {
-      await git.raw(['branch', '--no-track', branch, repo.baseSha]);
-    } catch (e) {
-      throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
-    }
+  const failed = (e: Error) => new Error(`git worktree add ${dir} failed: ${explainGitFailure(e.message, { root: repo.root, worktree: dir, branch })}`);
+  // The branch is made outside the repository lock (creating one ref takes only that ref's own lock in git), while the
+  // worktree is registered: git refuses an existing branch, and then nothing of this call is left. Into a folder
+  // that is already there (git takes an empty one) nothing is registered before the branch is made, so a refused
+  // branch never costs the user that folder. The worktree gets a detached HEAD: a sandboxed worker can commit (its
+  // HEAD lives in the worktree's own admin dir) without write access to any ref; only the orchestrator moves the task
+  // branch (sealWorktree, advanceBranch).
+  const dirExisted = fs.existsSync(dir);
+  const branchMade: Promise<Error | null> = opts.existingBranch ? Promise.resolve(null) : git.raw(['branch', '--no-track', branch, repo.baseSha]).then(() => null, (e: Error) => e);
+  if (dirExisted) {
+    const refused = await branchMade;
+    if (refused) throw failed(refused);
   }
-  const dropBranch = () => (opts.existingBranch ? Promise.resolve() : git.raw(['branch', '-D', branch]).then(() => undefined, () => undefined));
+  const dropBranch = async () => {
+    if (!opts.existingBranch && !(await branchMade)) await git.raw(['branch', '-D', branch]).catch(() => undefined);
+  };
   await withLock(lock, async () => {
-    const dirExisted = fs.existsSync(dir);
     try {
       await git.raw(['worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]);
     } catch (e) {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(repo.root, dir);
       await dropBranch();
-      throw new Error(`git worktree add ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+      throw failed((await branchMade) ?? (e as Error));
     }
   });
   const undo = (): Promise<void> => withLock(lock, async () => {
     await removeWorktreeQuietly(repo.root, dir);
     await dropBranch();
   });
+  const refused = await branchMade;
+  if (refused) {
+    await withLock(lock, () => removeWorktreeQuietly(repo.root, dir));
+    throw failed(refused);
+  }
   let links: WorktreeLinks;
   try {
     links = readWorktreeLinks(dir, repo.commonDir);
@@ -381,6 +392,8 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
   if (tree.kind === 'overlay') {
     const root = path.join(path.dirname(links.dir), '.overlay', path.basename(links.dir));
     fs.rmSync(root, { recursive: true, force: true });
+    fs.mkdirSync(path.dirname(root), { recursive: true });
+    await markTopDir(path.dirname(root));
     const layers: OverlayLayers = { lower: tree.lower.dir, upper: path.join(root, 'upper'), work: path.join(root, 'work') };
     fs.mkdirSync(layers.upper, { recursive: true });
     fs.mkdirSync(layers.work, { recursive: true });
