@@ -11,8 +11,8 @@
  * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
  * Part 1, the tree alone: BENCH_TASKS calls of addWorktree (core/git/worktree.ts: branch, registration, checkout, the
  * task's index; the first call of a run also marks the run's folder for ext4, process/top-dir.ts) one after another,
- * per tree: per-task time (median and max, ms) and per-task disk (du of the task's
- * own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer and
+ * per tree, each kind's trees kept until every kind is measured (see removeTrees): per-task time (median and max, ms)
+ * and per-task disk (du of the task's own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer and
  * the admin dir with the task's index. Blocks shared with the lower layer are not counted: overlay's base index and the
  * shared base of its split index are hard links to the lower layer's files — a copy, where the two are on different
  * file systems, would be counted). Overlay's lower layer (one per run and start commit: the checkout, its index and
@@ -90,6 +90,9 @@ interface TreeFigures {
 async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<TreeFigures> {
   const info = await inspectRepo(repo, 'main');
   const runRoot = path.join(root, `trees-${kind}`);
+  // A kept repository (BENCH_REPO) still has the branches of an earlier bench run.
+  const old = execFileSync('git', ['for-each-ref', '--format=%(refname:short)', `refs/heads/verdict/bench-${kind}/`], { cwd: repo, encoding: 'utf8' }).split('\n').filter(Boolean);
+  if (old.length) execFileSync('git', ['branch', '-D', '-q', ...old], { cwd: repo });
   let shared: TreeFigures['shared'];
   let lower: LowerLayer | null = null;
   if (kind === 'overlay') {
@@ -110,11 +113,21 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
     const own = kind === 'overlay' ? [links.adminDir, path.join(runRoot, '.overlay', key)] : [links.adminDir, path.join(runRoot, '.index', key), dir];
     disks.push(diskBytes(own, lower ? [lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])] : []));
   }
-  if (kind === 'overlay') await releaseOverlays(runRoot);
-  execFileSync('git', ['worktree', 'prune'], { cwd: repo });
-  fs.rmSync(runRoot, { recursive: true, force: true });
-  execFileSync('git', ['worktree', 'prune'], { cwd: repo });
   return { kind, medianMs: median(times), maxMs: Math.max(...times), diskPerTask: median(disks), shared };
+}
+
+/**
+ * Removes part 1's trees, once every kind is measured: on ext4 without a journal (this machine's), inodes freed in the
+ * last minute or more are passed over when a new one is allocated (fs/ext4/ialloc.c `recently_deleted`), so removing
+ * one kind's million files right before the next kind made every file the next one created several times dearer.
+ */
+async function removeTrees(repo: string, root: string, kinds: readonly TreeKind[]): Promise<void> {
+  for (const kind of kinds) {
+    const runRoot = path.join(root, `trees-${kind}`);
+    if (kind === 'overlay') await releaseOverlays(runRoot);
+    fs.rmSync(runRoot, { recursive: true, force: true });
+  }
+  execFileSync('git', ['worktree', 'prune'], { cwd: repo });
 }
 
 /** Part 2: one whole run of TASKS instant tasks with `tree`, sandbox `mode`: wall ms. */
@@ -161,6 +174,8 @@ async function main(): Promise<void> {
     const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)}, ${fmtBytes(f.shared.bytes)}` : '';
     console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}), ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`);
   }
+  await removeTrees(repo, root, kinds);
+  console.log(`  (load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')})`);
   if (process.env.BENCH_WHOLE === '0') return;
 
   console.log(`\npart 2: whole runs (${TASKS} instant tasks, max_parallel ${PARALLEL}, commits by the seal)`);
