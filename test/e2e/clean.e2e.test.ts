@@ -49,6 +49,27 @@ describe('verdict clean', function () {
     assert.deepEqual(verdictBranches(repo), []);
   });
 
+  it('a worktree whose index a worker left with a gitlink to a repository of its own: clean runs none of its programs', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const runId = await worktreeRun(repo, home, 'one');
+    const wt = path.join(home, 'worktrees', runId, 'fail');
+    // What a crashed run leaves: the worker's index as it wrote it (here, a gitlink to a repository it made, whose
+    // config names a clean filter and whose file's stat no longer matches its own index).
+    const mine = path.join(wt, 'mine');
+    const marker = path.join(dir, 'PWNED');
+    makeRepo(mine, { 'f.txt': 'f\n', '.gitattributes': '* filter=evil\n' });
+    git(mine, 'config', 'filter.evil.clean', `sh -c 'echo ran > ${marker}; cat'`);
+    const old = new Date(Date.now() - 86400_000);
+    fs.utimesSync(path.join(mine, 'f.txt'), old, old);
+    git(wt, 'update-index', '--add', '--cacheinfo', `160000,${git(mine, 'rev-parse', 'HEAD')},mine`);
+    const clean = await cli(['clean', '--home', home]);
+    assert.equal(clean.exitCode, 0, clean.all);
+    assert.equal(fs.existsSync(marker), false, 'verdict clean ran the worker\'s filter');
+    assert.equal(fs.existsSync(wt), false);
+  });
+
   it('never touches a live run; --older-than and --run select; bad flags are named', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));

@@ -215,7 +215,10 @@ async function uncommittedFiles(dir: string): Promise<number> {
   if (!fs.existsSync(path.join(dir, '.git'))) return 0;
   // Untrusted: a worker could have left the worktree pointing at a git dir of its own (an orchestrator that died mid-run
   // never restored it), whose config names filters; with trusted false every driver it names is switched off.
-  const out = await gitFor(dir, { trusted: false }).raw(['status', '--porcelain']).catch(() => '');
+  // Submodules by their commit only (`dirty`): git answers "is its checkout changed?" by running git inside it with its
+  // own config, which a worker can have written (a git dir of its own in a submodule's place), and that config is not
+  // read here, so a filter it names would run (git/submodule-trust.ts).
+  const out = await gitFor(dir, { trusted: false }).raw(['status', '--porcelain', '--ignore-submodules=dirty']).catch(() => '');
   return out.split('\n').filter(Boolean).length;
 }
 

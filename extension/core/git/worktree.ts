@@ -6,6 +6,7 @@ import { explainGitFailure } from './git-errors';
 import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
 import { gitFor, gitRunner, runGit, type RawGit } from './safe-git';
+import { untrustedGitlinks } from './submodule-trust';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
 import { markTopDir } from '../process/top-dir';
@@ -355,7 +356,10 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
     else await git.raw(['read-tree', parent]);
     // ctime cannot be set from user space: with it (and the full stat check) a changed file is always hashed again.
     // A sparse tree: only changes under its cone folders; everything else stays as the branch has it.
-    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', ...sealPathspecs(links)]);
+    // `add` asks git inside each submodule whether its checkout changed: not inside one the worker made its own
+    // (git/submodule-trust.ts), whose gitlink then stays as the branch has it and is named (changedSubmodules).
+    const untrusted = links.hasSubmodules ? await untrustedGitlinks(links.dir, links.adminDir, indexFile, links.commonDir) : [];
+    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', ...sealPathspecs(links, untrusted)]);
   } catch (e) {
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
@@ -363,7 +367,7 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   // (`submodule.<name>.ignore`, `diff.ignoreSubmodules`): no output means the index holds exactly the parent's tree,
   // so no tree needs writing (and the worker changed nothing git tracks).
   const staged = await git.raw(['diff-index', '--cached', '--ignore-submodules=none', parent]);
-  const { changed: submodules, added: nested } = await changedSubmodules(git, staged, links.hasSubmodules);
+  const { changed: submodules, added: nested } = await changedSubmodules(git, staged, links, indexFile);
   const tree = staged.trim() ? (await git.raw(['write-tree'])).trim() : parentTree;
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
@@ -373,10 +377,15 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   return { sha, parent, changed: true, submodules, nested, unsealed };
 }
 
-/** `-- <cone pathspecs>` for a sparse tree, else nothing (the whole tree). */
-export function sealPathspecs(links: WorktreeLinks): string[] {
+/**
+ * `-- <cone pathspecs>` for a sparse tree, else nothing (the whole tree); the paths `leaveOut` (relative, taken
+ * literally) excluded from either.
+ */
+export function sealPathspecs(links: WorktreeLinks, leaveOut: readonly string[] = []): string[] {
   const specs = links.cone ? conePathspecs(links.cone) : [];
-  return specs.length ? ['--', ...specs] : [];
+  const out = leaveOut.map((p) => `:(exclude,literal)${p}`);
+  if (!specs.length && !out.length) return [];
+  return ['--', ...(specs.length ? specs : ['.']), ...out];
 }
 
 /**
@@ -527,9 +536,13 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
  * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch. `staged` is
  * `git diff-index --cached --ignore-submodules=none <parent>` of the seal's index.
  */
-async function changedSubmodules(git: RawGit, staged: string, hasSubmodules: boolean): Promise<{ changed: string[]; added: string[] }> {
+async function changedSubmodules(git: RawGit, staged: string, links: WorktreeLinks, indexFile: string): Promise<{ changed: string[]; added: string[] }> {
   // Only a checkout that had submodules can have work inside one (a new gitlink is found by diff-index below).
-  const out = hasSubmodules ? await git.raw(['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no']).catch(() => '') : '';
+  // Git answers by running git inside each submodule with its own config: only in those whose git dir is Verdict's
+  // (git/submodule-trust.ts); any other is the worker's doing, so its work cannot be on the branch either.
+  const untrusted = links.hasSubmodules ? await untrustedGitlinks(links.dir, links.adminDir, indexFile, links.commonDir) : [];
+  const statusArgs = ['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no', '--', '.', ...untrusted.map((p) => `:(exclude,literal)${p}`)];
+  const out = links.hasSubmodules ? await git.raw(statusArgs).catch(() => '') : '';
   const paths: string[] = [];
   for (const line of out.split('\n')) {
     const fields = line.split(' ');
@@ -546,6 +559,7 @@ async function changedSubmodules(git: RawGit, staged: string, hasSubmodules: boo
     const nested = /^:000000 160000 [0-9a-f]+ [0-9a-f]+ A\t(.+)$/.exec(line);
     if (nested?.[1]) added.push(nested[1]);
   }
+  for (const p of untrusted) if (!added.includes(p) && !paths.includes(p)) paths.push(p);
   return { changed: paths.sort(), added: added.sort() };
 }
 
