@@ -240,12 +240,14 @@ export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks
 /**
  * Rewrites the three link files to what git wrote (a symlink or folder put in their place is removed first), removes
  * a `config.worktree` the worker planted (read by git when the repository has extensions.worktreeConfig: it could
- * name a filter program that the orchestrator's own git would run) and lock files it left in the admin dir. Called
+ * name a filter program that the orchestrator's own git would run) and lock files (and a `locked`) it left in the admin dir. Called
  * after every work step, whatever its verdict, before any git of ours touches the worktree.
  */
 export function restoreWorktreeLinks(links: WorktreeLinks): void {
   if (!links.worktreeConfig) fs.rmSync(path.join(links.adminDir, 'config.worktree'), { recursive: true, force: true });
-  for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock']) fs.rmSync(path.join(links.adminDir, lock), { recursive: true, force: true });
+  // `locked` too (Verdict never locks a task's worktree): `git worktree list` opens every worktree's, and a FIFO there
+  // would hold it forever.
+  for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock', 'locked']) fs.rmSync(path.join(links.adminDir, lock), { recursive: true, force: true });
   for (const [file, text] of [[path.join(links.dir, '.git'), links.dotGit], [path.join(links.adminDir, 'commondir'), links.commondirFile], [path.join(links.adminDir, 'gitdir'), links.gitdirFile]] as const) {
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
@@ -291,11 +293,13 @@ function placeSharedIndex(adminDir: string, file: string): SharedIndex {
 
 /**
  * Files in the admin dir that stay read-only to a step that may write the admin dir (the work step): the submodules'
- * git dirs (their config is what the seal's own git reads there) and the shared index base (see
- * WorktreeLinks.sharedIndex). Absolute; those that do not exist are skipped by the sandbox.
+ * git dirs (their config is what the seal's own git reads there), the shared index base (see
+ * WorktreeLinks.sharedIndex), and `gitdir`, which every `git worktree add` / `remove` / `prune` / `list` in the
+ * repository opens and reads for each registered worktree: a FIFO put in its place would hold the next task's
+ * `worktree add` (and the repository lock with it) forever. Absolute; those that do not exist are skipped by the sandbox.
  */
 export function adminReadOnly(links: WorktreeLinks): string[] {
-  return [path.join(links.adminDir, 'modules'), ...(links.sharedIndex ? [path.join(links.adminDir, links.sharedIndex.name)] : [])];
+  return [path.join(links.adminDir, 'modules'), path.join(links.adminDir, 'gitdir'), ...(links.sharedIndex ? [path.join(links.adminDir, links.sharedIndex.name)] : [])];
 }
 
 /**
