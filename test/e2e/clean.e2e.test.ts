@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
@@ -68,6 +69,21 @@ describe('verdict clean', function () {
     assert.equal(clean.exitCode, 0, clean.all);
     assert.equal(fs.existsSync(marker), false, 'verdict clean ran the worker\'s filter');
     assert.equal(fs.existsSync(wt), false);
+  });
+
+  it('a worktree whose index a worker left a FIFO (a crashed run): clean reads none and removes it', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const runId = await worktreeRun(repo, home, 'one');
+    const wt = path.join(home, 'worktrees', runId, 'fail');
+    const admin = path.resolve(wt, fs.readFileSync(path.join(wt, '.git'), 'utf8').replace(/^gitdir: /, '').trim());
+    fs.rmSync(path.join(admin, 'index'));
+    execFileSync('mkfifo', [path.join(admin, 'index')]);
+    const clean = await cli(['clean', '--home', home]);
+    assert.equal(clean.exitCode, 0, clean.all);
+    assert.equal(fs.existsSync(wt), false);
+    assert.equal(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
   });
 
   it('never touches a live run; --older-than and --run select; bad flags are named', async () => {

@@ -209,17 +209,30 @@ function repoOfWorktree(dir: string): string | null {
   }
 }
 
+/** Longest a worktree's `git status` may go without printing, ms: a crashed run's worker may have left a FIFO that git opens. */
+const STATUS_TIMEOUT_MS = 60_000;
+
 /** Files `git status --porcelain` lists in a worktree (0 when it is not a readable worktree). */
 async function uncommittedFiles(dir: string): Promise<number> {
   // Without its own .git, git would walk up and report some enclosing repository instead.
   if (!fs.existsSync(path.join(dir, '.git'))) return 0;
+  // A crashed run's worker could leave its .git, or the index it names, a FIFO, whose open never returns: not read.
+  if (!regularFile(path.join(dir, '.git'))) return 0;
+  const gitdir = /^gitdir: (.+)$/m.exec(fs.readFileSync(path.join(dir, '.git'), 'utf8'))?.[1]?.trim();
+  const index = gitdir ? path.join(path.resolve(dir, gitdir), 'index') : null;
+  if (index && fs.existsSync(index) && !regularFile(index)) return 0;
   // Untrusted: a worker could have left the worktree pointing at a git dir of its own (an orchestrator that died mid-run
   // never restored it), whose config names filters; with trusted false every driver it names is switched off.
   // Submodules by their commit only (`dirty`): git answers "is its checkout changed?" by running git inside it with its
   // own config, which a worker can have written (a git dir of its own in a submodule's place), and that config is not
   // read here, so a filter it names would run (git/submodule-trust.ts).
-  const out = await gitFor(dir, { trusted: false }).raw(['status', '--porcelain', '--ignore-submodules=dirty']).catch(() => '');
+  const out = await gitFor(dir, { trusted: false, timeoutMs: STATUS_TIMEOUT_MS }).raw(['status', '--porcelain', '--ignore-submodules=dirty']).catch(() => '');
   return out.split('\n').filter(Boolean).length;
+}
+
+/** Whether `file` is a regular file itself (not a symlink, FIFO or folder). */
+function regularFile(file: string): boolean {
+  return fs.lstatSync(file, { throwIfNoEntry: false })?.isFile() === true;
 }
 
 function readDir(dir: string): string[] {
