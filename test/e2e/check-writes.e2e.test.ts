@@ -102,3 +102,23 @@ describe('check writes: discarded before the retry, never committed', function (
     assert.equal(sees(fs.readFileSync(String(rows[0]?.worker_log), 'utf8'), 'notes'), '# app|');
   });
 });
+
+describe('check writes: special files the check leaves', function () {
+  this.timeout(120000);
+
+  // A FIFO named .gitignore blocks git's open of it until something writes to it, which nothing does: `git clean`
+  // (a new folder) and any walk of a tracked folder (update-index, ls-files) waited forever, and the run with them.
+  it('a check that leaves FIFOs named .gitignore (in a new folder and in a tracked one) and a socket: the retry runs, the run ends, they are reported removed', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'src/a.txt': 'a\n' });
+    const check = 'mkdir -p new; mkfifo new/.gitignore src/.gitignore src/.gitattributes; python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'sock\')" 2>/dev/null; exit 1';
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', 'echo work > out.txt', check, { max_attempts: 2, guard: false })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((row) => [row.attempt, row.verdict]), [[1, 'FAIL'], [2, 'FAIL']], r.all);
+    const line = /before attempt 2: what the previous check wrote was discarded: removed (.*)/.exec(r.all ?? '')?.[1] ?? '';
+    for (const f of ['src/.gitignore', 'src/.gitattributes', 'new/.gitignore']) assert.ok(line.includes(f), `${f} in: ${line}\n${r.all}`);
+  });
+});

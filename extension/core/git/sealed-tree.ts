@@ -60,33 +60,73 @@ export interface ResetReport {
 }
 
 /**
- * Puts the worktree back to `sealed` (see the module comment). HEAD and the worktree's own index are not touched.
- * @throws Error with git's message
+ * Longest any one git command of {@link resetToSealed} may run, ms. The tree holds what a check wrote: a FIFO named
+ * `.gitignore` in a tracked folder blocks git's open of it forever, which must end the attempt, not hang the run.
  */
-export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree): Promise<ResetReport> {
+export const RESET_GIT_TIMEOUT_MS = 300_000;
+
+/**
+ * Puts the worktree back to `sealed` (see the module comment). HEAD and the worktree's own index are not touched.
+ * First every FIFO, socket and device file in the tree is removed (git cannot hold them, and git's open of a
+ * `.gitignore` or `.gitattributes` the check made a FIFO waits forever). New untracked entries are removed by Verdict
+ * from git's list, as `git clean -ffd` would remove them; each git command stops after `timeoutMs`.
+ * @param timeoutMs limit of each git command, ms (default RESET_GIT_TIMEOUT_MS)
+ * @throws Error with git's message, or saying which command ran out of time
+ */
+export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree, timeoutMs = RESET_GIT_TIMEOUT_MS): Promise<ResetReport> {
   restoreWorktreeLinks(links);
+  const special = removeSpecialFiles(links.dir);
   const index = `${sealed.index}.reset`;
   fs.rmSync(index, { force: true });
   copyIndex(sealed.index, index);
   try {
-    const git = sealGit(links, index);
+    const git = sealGit(links, index, timeoutMs);
     // What differs from the sealed tree, before it is put back (for the report).
     await git.raw(['update-index', '-q', '--refresh', '--ignore-submodules']).catch(() => '');
     const changed = (await git.raw(['diff-files', '--name-only', '-z', '--ignore-submodules=all'])).split('\0').filter(Boolean);
     await git.raw(['read-tree', '-u', '--reset', sealed.sha]);
     const cleaned = (await git.raw(['ls-files', '-z', '--others', '--exclude-standard', '--directory'])).split('\0').filter(Boolean);
-    if (cleaned.length) await git.raw(['clean', '-ffdq']);
+    // git's own paths, relative to the worktree (an untracked folder as `dir/`, a nested repository too): what
+    // `git clean -ffd` would remove, removed without git opening anything inside them.
+    for (const e of cleaned) fs.rmSync(path.join(links.dir, e), { recursive: true, force: true });
     const before = new Set(sealed.ignored);
-    const fresh = (await ignoredEntries(links, index)).filter((e) => !before.has(e));
+    const fresh = (await ignoredEntries(links, index, timeoutMs)).filter((e) => !before.has(e));
     for (const e of fresh) fs.rmSync(path.join(links.dir, e), { recursive: true, force: true });
-    return { removed: [...cleaned, ...fresh].sort(), restored: changed.sort() };
+    return { removed: [...special, ...cleaned, ...fresh].sort(), restored: changed.sort() };
   } finally {
     fs.rmSync(index, { force: true });
   }
 }
 
+/**
+ * Removes every FIFO, socket and block or character device under `dir` (never following a symbolic link; the
+ * worktree's `.git` file is a regular file) and returns their paths relative to `dir`, `/`-separated. What a check
+ * left that git could never commit, removed before git walks the tree. Entries that vanish meanwhile are skipped.
+ */
+export function removeSpecialFiles(dir: string): string[] {
+  const removed: string[] = [];
+  const walk = (abs: string, rel: string): void => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(abs, { withFileTypes: true });
+    } catch {
+      return; // gone, or unreadable: git will say so
+    }
+    for (const e of entries) {
+      const childRel = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(path.join(abs, e.name), childRel);
+      else if (e.isFIFO() || e.isSocket() || e.isBlockDevice() || e.isCharacterDevice()) {
+        fs.rmSync(path.join(abs, e.name), { force: true });
+        removed.push(childRel);
+      }
+    }
+  };
+  walk(dir, '');
+  return removed;
+}
+
 /** Ignored untracked entries (a wholly ignored folder as `dir/`), against the index `indexFile`. */
-async function ignoredEntries(links: WorktreeLinks, indexFile: string): Promise<string[]> {
-  const out = await sealGit(links, indexFile).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
+async function ignoredEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number): Promise<string[]> {
+  const out = await sealGit(links, indexFile, timeoutMs).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
   return out.split('\0').filter(Boolean).sort();
 }
