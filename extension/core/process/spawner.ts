@@ -58,10 +58,10 @@ interface Waiter {
   pid: number | null;
 }
 
-/** The helper program: beside the bundle (dist/, where esbuild.mjs copies it), else beside this source file. */
+/** The helper program: beside the bundle (dist/, where esbuild.mjs copies it), else beside this source file (seen from the sources, or from a bundle one or two folders below the root: out/integration). */
 function helperProgram(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const candidate of [path.join(here, 'spawn-helper.cjs'), path.join(here, '..', 'extension', 'core', 'process', 'spawn-helper.cjs')]) {
+  for (const candidate of [path.join(here, 'spawn-helper.cjs'), path.join(here, '..', 'extension', 'core', 'process', 'spawn-helper.cjs'), path.join(here, '..', '..', 'extension', 'core', 'process', 'spawn-helper.cjs')]) {
     if (fs.existsSync(candidate)) return candidate;
   }
   throw new Error(`the spawn helper (spawn-helper.cjs) is missing beside ${here}; rebuild with \`node esbuild.mjs\``);

@@ -195,8 +195,15 @@ export interface RunSummary {
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
-  // Its Node start-up overlaps preflight instead of delaying the first attempt (a no-op when it already runs).
-  if (!opts.attemptSteps) startSpawnHelper();
+  // Its Node start-up overlaps preflight instead of delaying the first attempt (a no-op when it already runs). Only a
+  // head start: when it cannot start, the first step's spawn says why, as it did before.
+  if (!opts.attemptSteps) {
+    try {
+      startSpawnHelper();
+    } catch {
+      // reported by the first spawn
+    }
+  }
   const pre = await preflight(manifest, opts.engines, env, home, {
     sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
     allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
