@@ -2,21 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
-import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { bashEngine, git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Red before green (docs/workflows.md "Phases"): once the test phase's check passes, it runs again on the tree without
 // the implementation (the phase files put back as before their implement tasks) and must fail there.
 
 /** A config with the test writer `tester` (its bash body gets the prompt as $1), and the PATH that finds it. */
-function tester(dir: string, body: string): { config: string; env: Record<string, string> } {
-  const bin = path.join(dir, 'bin');
-  fs.mkdirSync(bin, { recursive: true });
-  fs.writeFileSync(path.join(bin, 'tester'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
-  const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ engines: { tester: { binary: 'tester', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'tester-1' } } }));
-  return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
-}
+const tester = (dir: string, body: string) => bashEngine(dir, 'tester', body);
 
 const IMPLEMENT = `case {file} in upper.sh) echo 'tr a-z A-Z' > upper.sh ;; lower.sh) echo 'tr A-Z a-z' > lower.sh ;; esac`;
 

@@ -2,20 +2,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
-import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { bashEngine, git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
 // Phases (issue 14 item 7, docs/workflows.md "Phases"): implement → guard → review → test over a list of files. The
 // implementers are script-engine tasks; the test writer is a custom engine (a bash script), another engine than theirs.
 
 /** A config with the test writer `tester` (its bash body gets the prompt as $1), and the PATH that finds it. */
-function tester(dir: string, body: string): { config: string; env: Record<string, string> } {
-  const bin = path.join(dir, 'bin');
-  fs.mkdirSync(bin, { recursive: true });
-  fs.writeFileSync(path.join(bin, 'tester'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
-  const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ engines: { tester: { binary: 'tester', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'tester-1' } } }));
-  return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
-}
+const tester = (dir: string, body: string) => bashEngine(dir, 'tester', body);
 
 /** The tests the tester writes: each file's behaviour, as the task asks. */
 const WRITE_TESTS = `mkdir -p tests && cat > tests/test.sh <<'EOF'

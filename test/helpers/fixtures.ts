@@ -74,3 +74,16 @@ export function alive(pid: number): boolean {
 export function sampleRow(over: Partial<EvalRow> = {}): EvalRow {
   return { run_id: 'r', task_key: 't', spec: 's', worker_engine: 'script', verdict: 'PASS', duration_ms: 10, worker_tokens: null, model: null, task_type: null, retry: false, identity: 'me', notes: '', attempt: 1, harness: 'script', lab: null, reported_model: null, access_plan: null, reasoning_effort: null, sandbox: 'bwrap', tokens_in: null, tokens_out: null, tokens_cached: null, tokens_reasoning: null, cost_microusd: null, check_exit_code: 0, check_output: '', worker_exit_code: 0, run_name: 'r', host: 'h', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:00:01Z', branch: null, commit: null, prompt_path: '', worker_log: '', check_log: '', receipt_path: '', prev_hash: null, sealed: null, step: 'work', group: null, candidate: null, ...over };
 }
+
+/**
+ * A custom engine `name` whose binary is a bash script (`body`; the prompt is its $1), written under `<dir>/bin`, and
+ * the config file that declares it (model `model`). Returns the config's path and the PATH that finds the binary.
+ */
+export function bashEngine(dir: string, name: string, body: string, model = `${name}-1`): { config: string; env: Record<string, string> } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  fs.writeFileSync(path.join(bin, name), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({ engines: { [name]: { binary: name, argv: ['{spec}'], install: 'a test fixture', output: 'none', model } } }));
+  return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
+}
