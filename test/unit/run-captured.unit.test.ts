@@ -21,4 +21,12 @@ describe('runCaptured', () => {
     const killed = await runCaptured('sh', ['-c', 'kill -TERM $$'], { env: process.env });
     assert.deepEqual([killed.exitCode, killed.signal, killed.error], [null, 'SIGTERM', null]);
   });
+  it('a time limit holds even when a child of the command keeps its output open (it does not wait for the child)', async () => {
+    const held = await runCaptured('bash', ['-c', 'sleep 60 & echo $!; wait'], { env: process.env, timeoutMs: 300 });
+    assert.equal(held.timedOut, true);
+    assert.equal(held.signal, 'SIGKILL');
+    const pid = Number(held.stdout.trim());
+    assert.ok(pid > 0, held.stdout);
+    process.kill(pid, 'SIGKILL'); // the left child, which the test owns
+  });
 });

@@ -69,6 +69,14 @@ export function runCaptured(file: string, args: readonly string[], opts: RunCapt
     child.on('error', (e) => {
       error ??= e;
     });
+    // Once this process is gone, a child of its own may still hold the pipes (`sh -c '…; sleep 30'` killed by the time
+    // limit): 'close' would wait for it. After a kill of ours the streams are closed here, so the limit holds.
+    child.on('exit', () => {
+      if (timedOut || error) {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }
+    });
     child.on('close', (code, signal) => {
       if (timer) clearTimeout(timer);
       // A command that never started closes with the errno as its "code" (-2 for ENOENT): no exit code at all.
