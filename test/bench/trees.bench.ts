@@ -3,6 +3,7 @@
  * monorepo, as ratios to `worktree` measured in the same run.
  *
  *   npm run bench:trees      (env: BENCH_FILES=50000 BENCH_TASKS=20 BENCH_FILE_BYTES=4000 BENCH_PARALLEL=4;
+ *                             BENCH_ROUNDS=1 (part 1 measured that many times over, each round on new tasks);
  *                             BENCH_WHOLE=0 skips part 2; BENCH_KINDS=sparse,overlay measures only those, and the
  *                             ratios are then to the first one listed; BENCH_REPO=<dir> keeps the generated
  *                             repository there and reuses it when it is already there)
@@ -11,8 +12,9 @@
  * `packages/p<N>/src/…` (1,000 files each at the default size); one commit, made with git fast-import.
  * Part 1, the tree alone: BENCH_TASKS calls of addWorktree (core/git/worktree.ts: branch, registration, checkout, the
  * task's index; the first call of a run also marks the run's folder for ext4, process/top-dir.ts) one after another,
- * per tree, each kind's trees kept until every kind is measured (see removeTrees): per-task time (median and max, ms)
- * and per-task disk (du of the task's own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer and
+ * per tree, each kind's trees kept until every kind is measured (see removeTrees): per-task time (median and max, ms;
+ * each round's median), CPU per task (the bench process and its children, git and mount: see cpuMs; what a machine
+ * shared with other work inflates least) and per-task disk (du of the task's own folders: for worktree and sparse the task dir, its admin dir and its base index; for overlay the upper layer and
  * the admin dir with the task's index. Blocks shared with the lower layer are not counted: overlay's base index and the
  * shared base of its split index are hard links to the lower layer's files — a copy, where the two are on different
  * file systems, would be counted). Overlay's lower layer (one per run and start commit: the checkout, its index and
@@ -38,6 +40,7 @@ const FILES = Number(process.env.BENCH_FILES ?? 50000);
 const TASKS = Number(process.env.BENCH_TASKS ?? 20);
 const FILE_BYTES = Number(process.env.BENCH_FILE_BYTES ?? 4000);
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const PACKAGES = 50;
 
 /** A repository of FILES distinct files, written by git fast-import, then checked out once (kept: BENCH_REPO). */
@@ -72,6 +75,19 @@ function diskBytes(paths: string[], shared: string[] = []): number {
   return du([...base, ...existing]) - du(base);
 }
 
+/**
+ * CPU time used so far by this process and its finished children (user + system, ms): process.cpuUsage() for this
+ * one, `cutime + cstime` of /proc/self/stat (proc(5), fields 16 and 17, clock ticks of 10 ms) for the children (git,
+ * mount) it waited for. On a machine shared with other work this is what changes least from run to run.
+ */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const children = (Number(fields[13]) + Number(fields[14])) * 10;
+  return (user + system) / 1000 + children;
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
@@ -79,14 +95,19 @@ function median(xs: number[]): number {
 
 interface TreeFigures {
   kind: TreeKind;
+  /** Per-task wall time over every round's tasks, median and max: ms. */
   medianMs: number;
   maxMs: number;
+  /** Each round's median per-task wall time: ms. */
+  roundMedians: number[];
+  /** Each round's CPU per task (this process and its children, see cpuMs), mean over its tasks: ms. */
+  roundCpu: number[];
   diskPerTask: number;
   /** Overlay: the lower layer, made once (ms, bytes). */
   shared?: { ms: number; bytes: number };
 }
 
-/** Part 1: TASKS trees of `kind`, one after another, on `repo`. */
+/** Part 1: ROUNDS × TASKS trees of `kind`, one after another, on `repo` (none removed before every kind is measured). */
 async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<TreeFigures> {
   const info = await inspectRepo(repo, 'main');
   const runRoot = path.join(root, `trees-${kind}`);
@@ -102,18 +123,30 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
   }
   const times: number[] = [];
   const disks: number[] = [];
-  for (let i = 0; i < TASKS; i++) {
-    const key = `t${i}`;
-    const dir = path.join(runRoot, key);
-    const tree: TreeChoice = kind === 'sparse' ? { kind, cone: [`packages/p${i % PACKAGES}`] } : kind === 'overlay' ? { kind, lower: lower! } : { kind: 'worktree' };
-    const t0 = performance.now();
-    const links = await addWorktree(info, dir, taskBranch(`bench-${kind}`, key), { tree });
-    times.push(performance.now() - t0);
-    // Overlay's base index and its split index's shared base are hard links to the lower layer's files: not counted.
-    const own = kind === 'overlay' ? [links.adminDir, path.join(runRoot, '.overlay', key)] : [links.adminDir, path.join(runRoot, '.index', key), dir];
-    disks.push(diskBytes(own, lower ? [lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])] : []));
+  const roundMedians: number[] = [];
+  const roundCpu: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const roundTimes: number[] = [];
+    let cpu = 0;
+    for (let n = 0; n < TASKS; n++) {
+      const i = round * TASKS + n;
+      const key = `t${i}`;
+      const dir = path.join(runRoot, key);
+      const tree: TreeChoice = kind === 'sparse' ? { kind, cone: [`packages/p${i % PACKAGES}`] } : kind === 'overlay' ? { kind, lower: lower! } : { kind: 'worktree' };
+      const c0 = cpuMs();
+      const t0 = performance.now();
+      const links = await addWorktree(info, dir, taskBranch(`bench-${kind}`, key), { tree });
+      roundTimes.push(performance.now() - t0);
+      cpu += cpuMs() - c0;
+      // Overlay's base index and its split index's shared base are hard links to the lower layer's files: not counted.
+      const own = kind === 'overlay' ? [links.adminDir, path.join(runRoot, '.overlay', key)] : [links.adminDir, path.join(runRoot, '.index', key), dir];
+      disks.push(diskBytes(own, lower ? [lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])] : []));
+    }
+    times.push(...roundTimes);
+    roundMedians.push(median(roundTimes));
+    roundCpu.push(cpu / TASKS);
   }
-  return { kind, medianMs: median(times), maxMs: Math.max(...times), diskPerTask: median(disks), shared };
+  return { kind, medianMs: median(times), maxMs: Math.max(...times), roundMedians, roundCpu, diskPerTask: median(disks), shared };
 }
 
 /**
@@ -154,6 +187,8 @@ async function wholeRun(repo: string, kind: TreeKind, mode: SandboxMode, root: s
 }
 
 const fmtMs = (ms: number) => `${ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(2)} s`}`;
+/** `; rounds a / b / c` when there was more than one. */
+const rounds = (xs: number[]) => (xs.length > 1 ? `; rounds ${xs.map(fmtMs).join(' / ')}` : '');
 const fmtBytes = (b: number) => (b < 1 << 20 ? `${(b / 1024).toFixed(0)} KB` : `${(b / (1 << 20)).toFixed(1)} MB`);
 
 async function main(): Promise<void> {
@@ -172,7 +207,7 @@ async function main(): Promise<void> {
     const f = await treesAlone(repo, kind, root);
     base ??= f;
     const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)}, ${fmtBytes(f.shared.bytes)}` : '';
-    console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}), ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`);
+    console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}${rounds(f.roundMedians)}), CPU ${f.roundCpu.map(fmtMs).join(' / ')}, ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`);
   }
   await removeTrees(repo, root, kinds);
   console.log(`  (load average ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')})`);

@@ -424,11 +424,22 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
     fs.writeFileSync(path.join(links.adminDir, 'info', 'sparse-checkout'), conePatterns(tree.cone));
     // sealGit's sparse settings: a sparse index (the cone's entries, one entry per folder outside it).
     links.cone = tree.cone;
-    await sealGit(links, index).raw(['read-tree', '-u', '--reset', sha]);
+    await checkoutGit(links, index).raw(['read-tree', '-u', '--reset', sha]);
     coneFolders(links);
     return;
   }
-  await sealGit(links, index).raw(['read-tree', '-u', '--reset', sha]);
+  await checkoutGit(links, index).raw(['read-tree', '-u', '--reset', sha]);
+}
+
+/**
+ * sealGit for a fresh tree's `read-tree -u --reset <commit>` alone: the same git dirs, index and index settings, but
+ * the repository's driver names are not read (git/safe-git.ts `noDrivers`). That command merges nothing, diffs
+ * nothing, starts no pager and updates no submodule, so no override by driver name could apply; the filters it runs
+ * (smudge, process) are the repository's own, which a trusted runner keeps either way. Saves one `git config`
+ * process per tree, run synchronously on the orchestrator's event loop.
+ */
+function checkoutGit(links: WorktreeLinks, indexFile: string): RawGit {
+  return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, config: indexConfig(links), noDrivers: true });
 }
 
 /**
