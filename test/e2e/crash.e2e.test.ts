@@ -56,4 +56,40 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     assert.match(again.stdout, new RegExp(`run ${runId}: every task of run ${runId} passed; nothing to resume`));
     assert.equal(readRows(home).length, rows.length, 'a second resume runs nothing again');
   });
+
+  it('a worker started after the last state write is still found: the worker journal gives reconcile its pid', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const marks = path.join(dir, 'marks');
+    fs.mkdirSync(marks);
+    const spec = `echo $$ >> ${marks}/pids; (sleep 300) & echo $! >> ${marks}/pids; sleep 300`;
+    const manifest = writeManifest(dir, { max_parallel: 3, workdir: 'w', tasks: ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'true')) });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { reject: false, stdin: 'ignore' });
+    const pidsFile = path.join(marks, 'pids');
+    for (let i = 0; i < 300 && (fs.existsSync(pidsFile) ? fs.readFileSync(pidsFile, 'utf8').trim().split('\n').length : 0) < 6; i++) await sleep(50);
+    const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
+    const stateFile = path.join(home, 'runs', runId, 'state.json');
+    const journal = path.join(home, 'runs', runId, 'workers.jsonl');
+    for (let i = 0; i < 100 && !(fs.existsSync(journal) && fs.readFileSync(journal, 'utf8').trim().split('\n').length === 3); i++) await sleep(50);
+    child.kill('SIGKILL');
+    await child;
+    // As if the orchestrator died before state.json took the spawns: a's attempt is not in it, b's and c's lack the pid.
+    const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
+    for (const t of state.tasks) {
+      if (t.key === 'a') {
+        t.attempts = [];
+        t.status = 'preparing';
+      } else for (const a of t.attempts) Object.assign(a, { workerPid: null, workerStartTime: null, phase: 'preparing' });
+    }
+    fs.writeFileSync(stateFile, JSON.stringify(state));
+    const orphans = fs.readFileSync(pidsFile, 'utf8').trim().split('\n').map(Number);
+    assert.equal(orphans.length, 6);
+    assert.ok(orphans.every(alive), 'the workers outlived their orchestrator');
+
+    const r = await cli(['clean', '--dry-run', '--home', home]);
+    assert.match(r.stderr, /3 orphaned worker group\(s\) killed/, r.all);
+    await sleep(200);
+    for (const p of orphans) assert.equal(alive(p), false, `process ${p} survived the reconcile`);
+    assert.deepEqual(readRows(home).map((x) => [x.task_key, x.attempt, x.verdict]).sort(), [['a', 1, 'INTERRUPTED'], ['b', 1, 'INTERRUPTED'], ['c', 1, 'INTERRUPTED']]);
+  });
 });

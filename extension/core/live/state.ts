@@ -1,5 +1,6 @@
 import writeFileAtomic from 'write-file-atomic';
-import type { RunState } from '../../../schemas/run-state';
+import type { AttemptState, RunState } from '../../../schemas/run-state';
+import { appendWorker, workerJournalFile } from './worker-journal';
 
 /** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
 export type { AttemptState, RunState, TaskState, TaskStatus } from '../../../schemas/run-state';
@@ -45,7 +46,7 @@ export class StateFile {
 
   /**
    * Writes the current state; resolves once a write that began after this call is on disk (so it holds every change
-   * made before the call). `urgent` (a worker's pid, which crash recovery needs to find it) skips the gap between
+   * made before the call). `urgent` (a worker's pid that the journal could not take: recordWorker) skips the gap between
    * writes: the write begins as soon as the one in flight, if any, is done. Write errors are reported as process
    * warnings, not thrown.
    */
@@ -90,6 +91,20 @@ export class StateFile {
         this.writing = null;
       });
     return this.writing;
+  }
+
+  /**
+   * Records a worker the moment it started, for crash recovery: its attempt's view (pid and start time) appended to
+   * the worker journal beside the state file (live/worker-journal.ts, read back by reconcile), then a save on the usual
+   * schedule. When the journal cannot be written, the state is written at once instead (an urgent save).
+   */
+  recordWorker(key: string, view: AttemptState): void {
+    try {
+      appendWorker(workerJournalFile(this.file), { key, view });
+      void this.save();
+    } catch {
+      void this.save(true);
+    }
   }
 
   /** Stops the heartbeat and writes the final state (a write waiting for its turn goes at once). */

@@ -19,6 +19,7 @@ import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import { DEFAULT_STEPS } from './steps';
+import { removeStepScratch } from './containment';
 import type { QuotaReset } from '../../../engines/quota-reset';
 import { statusInfo } from '../../../schemas/status';
 
@@ -88,9 +89,9 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     candidate: task.state.candidate ?? null,
   };
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
-  const sync = (urgent = false) => {
+  const sync = () => {
     task.state.attempts[slot] = attemptView(rec);
-    void ctx.stateFile.save(urgent);
+    void ctx.stateFile.save();
   };
   task.state.status = 'preparing';
   ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: task.state.engine, model: task.state.model });
@@ -176,8 +177,9 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   }
   const files = recordFiles(rec);
   fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}) }, null, 2));
-  for (const step of ['worker', 'check'] as const) fs.rmSync(path.join(opts.home, 'scratch', runId, spec.key, `${rec.attempt}-${step}`), { recursive: true, force: true });
-  fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
+  for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
+  // Worktree mode's seal index (kept for deliver); plain mode makes none.
+  if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
 
   // A task with a critique loop names its report in every row once a round ran, the final row too.
   rec.critiqueReport ??= task.state.critique?.report;

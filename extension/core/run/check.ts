@@ -26,12 +26,13 @@ export interface CheckResult {
  * file. `judgeDir` (default `taskDir`): where expect_files are looked for, when the sandbox shows another folder at
  * `taskDir` (a phases test phase's check tree, run/red.ts).
  */
-export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
+export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; inherit?: Readonly<NodeJS.ProcessEnv>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
   const { receipt, tail } = await supervise({
     file: 'bash',
     args: ['-o', 'pipefail', '-c', opts.check],
     cwd: opts.taskDir,
     env: opts.env,
+    inherit: opts.inherit,
     logFile: opts.logFile,
     timeoutMs: opts.timeoutMs,
     signal: opts.signal,

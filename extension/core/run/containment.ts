@@ -41,11 +41,42 @@ export function taskContainment(run: RunContainment, fullAccess: boolean): Conta
  * A fresh scratch folder for one step: `<home>/scratch/<runId>/<key>/<attempt>-<step>/` with `tmp/` inside (removed
  * first if a crashed run left it). Removed with {@link removeTaskScratch}.
  */
-export function stepScratch(home: string, runId: string, key: string, attempt: number, step: 'setup' | 'worker' | 'check' | `review-${number}` | `rank-${number}` | `critique-${number}` | `critique-${number}-${number}`): string {
+export function stepScratch(home: string, runId: string, key: string, attempt: number, step: ScratchStep): string {
   const dir = path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(path.join(dir, 'tmp'), { recursive: true });
   return dir;
+}
+
+/** The steps that get a scratch folder (its name: `<attempt>-<step>`). */
+export type ScratchStep = 'setup' | 'worker' | 'check' | `review-${number}` | `rank-${number}` | `critique-${number}` | `critique-${number}-${number}`;
+
+/**
+ * The scratch folder of a step whose only use of it is its sandbox (setup, worker, check: TMPDIR and the caches inside,
+ * bound writable): made fresh ({@link stepScratch}) when `boxed`, else only named — an unsandboxed step is given
+ * neither the variables nor the bind, so the folder would be made and removed for nothing at every attempt.
+ */
+export function sandboxScratch(home: string, runId: string, key: string, attempt: number, step: 'setup' | 'worker' | 'check', boxed: boolean): string {
+  return boxed ? stepScratch(home, runId, key, attempt, step) : path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
+}
+
+/**
+ * Removes one step's scratch folder, when there is one: the common case — only its empty `tmp/` inside — in two
+ * rmdir calls, anything a step left there recursively. Never throws.
+ */
+export function removeStepScratch(home: string, runId: string, key: string, attempt: number, step: ScratchStep): void {
+  const dir = path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
+  try {
+    fs.rmdirSync(path.join(dir, 'tmp'));
+    fs.rmdirSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !fs.existsSync(dir)) return;
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // left for removeTaskScratch at the run's end
+    }
+  }
 }
 
 /** Removes a task's scratch folders (nothing of the task is alive then). Never throws. */

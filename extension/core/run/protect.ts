@@ -175,13 +175,26 @@ const INTERPRETERS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'python', 'pyt
 /** Build tools whose own file decides what `make test` runs. */
 const RUNNER_FILES: Record<string, string[]> = { make: ['Makefile', 'makefile', 'GNUmakefile'] };
 
-function namedPaths(check: string, kindOf: (rel: string) => 'file' | 'dir' | null): string[] {
-  let tokens: ReturnType<typeof shellParse>;
-  try {
-    tokens = shellParse(check);
-  } catch {
-    return [];
+const parsedChecks = new Map<string, ReturnType<typeof shellParse> | null>();
+
+/** The shell words and operators of `check` (null: it does not parse), parsed once per check text for the process: the tasks of a run often share one check. */
+function checkTokens(check: string): ReturnType<typeof shellParse> | null {
+  let tokens = parsedChecks.get(check);
+  if (tokens === undefined) {
+    try {
+      tokens = shellParse(check);
+    } catch {
+      tokens = null;
+    }
+    if (parsedChecks.size >= 256) parsedChecks.clear();
+    parsedChecks.set(check, tokens);
   }
+  return tokens;
+}
+
+function namedPaths(check: string, kindOf: (rel: string) => 'file' | 'dir' | null): string[] {
+  const tokens = checkTokens(check);
+  if (!tokens) return [];
   const out: string[] = [];
   const existing = (w: string): { rel: string; dir: boolean } | null => {
     if (!w || w.startsWith('-') || w.includes('$') || path.isAbsolute(w)) return null;

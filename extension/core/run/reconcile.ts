@@ -6,6 +6,7 @@ import { loadFrozenManifest } from './frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
 import { listRuns, readState } from '../live/registry';
+import { mergeWorkerJournal, readWorkerJournal, workerJournalFile } from '../live/worker-journal';
 import type { RunState } from '../live/state';
 import { statusInfo } from '../../../schemas/status';
 import { attemptView, evalRow, recordFromView } from './attempt-record';
@@ -38,6 +39,8 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
       const report = await withLock(info.stateFile, async () => {
         const read = readState(info.stateFile);
         if (!('state' in read) || read.state.status !== 'running') return null; // someone else got here first
+        // Workers started after the state's last write are in the journal (live/worker-journal.ts).
+        mergeWorkerJournal(read.state, readWorkerJournal(workerJournalFile(info.stateFile)));
         return reconcileRun(home, read.state, info.stateFile, engines);
       });
       if (report) reports.push(report);

@@ -6,7 +6,7 @@ import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck, type CheckResult } from '../check';
-import { hiddenForAnonymity, hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan } from '../containment';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
@@ -30,7 +30,7 @@ export const checkStep: Step = {
     let check: CheckResult;
     try {
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
-      check = await runCheck({ check: spec.check, taskDir: tree && !where.sandbox ? tree.dir : task.state.dir, judgeDir: tree?.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+      check = await runCheck({ check: spec.check, taskDir: tree && !where.sandbox ? tree.dir : task.state.dir, judgeDir: tree?.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
     } finally {
       if (tree) await removeCheckTree(tree.root);
     }
@@ -53,7 +53,7 @@ export const checkStep: Step = {
  */
 export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, attempt: number, io: AttemptIo, tree: CheckTree | null): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const { spec } = task;
-  const scratch = stepScratch(ctx.opts.home, ctx.runId, spec.key, attempt, 'check');
+  const scratch = sandboxScratch(ctx.opts.home, ctx.runId, spec.key, attempt, 'check', task.containment === 'bwrap' && ctx.bwrap !== null);
   const substitute = tree ? [{ source: tree.dir, at: task.state.dir }, ...(tree.inputs && task.inputsDir ? [{ source: tree.inputs, at: task.inputsDir }] : [])] : [];
   const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)], substitute });
   if (!tree || where.sandbox) return where;

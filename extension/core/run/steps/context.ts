@@ -36,6 +36,11 @@ export interface AttemptContext {
   recordErrors: string[];
   /** Per engine: its guarded settings as they were before the run's first worker of that engine (run/state-guard.ts). */
   stateBaselines: Map<string, StateSnapshot>;
+  /**
+   * The environment every step inherits (supervise's `inherit`): process.env as the run found it at its start, copied
+   * once; absent: process.env at each spawn.
+   */
+  inheritedEnv?: Readonly<NodeJS.ProcessEnv>;
   /** Every task key the run has now (generated tasks included); absent: the manifest's. Read by step `generate`. */
   taskKeys?: () => string[];
 }
@@ -108,8 +113,8 @@ export interface AttemptIo {
   boxed: boolean;
   /** The worker's retained output tail (for the engine's error class and the failure text). */
   workerTail: string;
-  /** Projects the record into state.json's view and saves it (coalesced; `urgent`: see StateFile.save). */
-  sync: (urgent?: boolean) => void;
+  /** Projects the record into state.json's view and saves it (coalesced: see StateFile.save). */
+  sync: () => void;
 }
 
 /**

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { addWorktree, copyIncludes } from '../../git/worktree';
 import { branchHead } from '../../git/branch';
 import { supervise } from '../../process/supervisor';
-import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan } from '../containment';
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
 import { treeChoice } from '../trees';
@@ -55,13 +55,14 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     markMade(task.state.dir);
   }
   if (manifest.setup) {
-    const scratch = stepScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup');
     const boxed = task.containment === 'bwrap';
+    const scratch = sandboxScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup', boxed);
     const { receipt } = await supervise({
       file: 'bash',
       args: ['-c', manifest.setup],
       cwd: task.state.dir,
       env: { ...taskEnv(), ...(boxed ? scratchEnv(scratch) : {}) },
+      inherit: ctx.inheritedEnv,
       logFile: setupLog,
       timeoutMs: task.spec.checkTimeoutMs,
       signal: task.abort.signal,

@@ -12,9 +12,9 @@ import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../g
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { processStartTime, supervise } from '../../process/supervisor';
-import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, sandboxScratch, scratchEnv, stepPlan } from '../containment';
 import { judgeWork } from '../decide';
-import { recordFiles } from '../attempt-record';
+import { attemptView, recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
 import { restoreProtected } from '../protect';
 import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
@@ -46,7 +46,7 @@ export const workStep: Step = {
     const gitAccess = task.links && io.boxed && !gitHidden.length ? worktreeStepAccess(task.links) : { writable: [], env: {} };
     // A sparse tree: only its cone folders are writable (run/trees.ts).
     const tree = workerTreeAccess(task);
-    const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker');
+    const scratch = sandboxScratch(opts.home, ctx.runId, spec.key, rec.attempt, 'worker', io.boxed);
     const state = engineState(engine, ctx.env);
     // A reader of inputs (council reviewers and chair, validators) sees no session another task left in the engine's
     // state (it would say whose work an input is); other workers share the state dirs whole (docs/sandbox.md).
@@ -73,6 +73,7 @@ export const workStep: Step = {
       args: argv,
       cwd: task.state.dir,
       env,
+      inherit: ctx.inheritedEnv,
       logFile: files.worker,
       timeoutMs: spec.timeoutMs,
       signal: task.abort.signal,
@@ -80,8 +81,9 @@ export const workStep: Step = {
       onSpawn: (pid) => {
         rec.workerPid = pid;
         rec.workerStartTime = processStartTime(pid);
-        // Crash recovery finds the worker by this pid: written without waiting for the gap between state writes.
-        io.sync(true);
+        io.sync();
+        // Crash recovery finds the worker by this pid: in the worker journal at once, in state.json on its schedule.
+        ctx.stateFile.recordWorker(spec.key, attemptView(rec));
       },
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },

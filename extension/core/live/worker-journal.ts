@@ -1,0 +1,78 @@
+/**
+ * The worker journal: `workers.jsonl` beside a state file, one line per worker started — the task key and the attempt's
+ * state view at its spawn (pid and start time included) — appended at once, before the orchestrator does anything else.
+ *
+ * Why not state.json itself: crash recovery needs the pid of every live worker on disk the moment it exists, and
+ * state.json holds every task of the run, so writing it at each spawn cost the main thread time in proportion to the
+ * run's size at every attempt (300 tasks: ~2 ms of JSON per write, the run quadratic). One appended line costs the
+ * same for any run; state.json is then written on its usual schedule (≤ 1 write per STATE_WRITE_GAP_MS) and holds the
+ * pid ≤ 100 ms later. A reconciler reads both: {@link mergeWorkerJournal} puts back what state.json had not got yet.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AttemptState, RunState } from '../../../schemas/run-state';
+
+/** One journal line: the attempt's view as it was right after its worker started. */
+export interface WorkerEntry {
+  key: string;
+  view: AttemptState;
+}
+
+/** `<dir of stateFile>/workers.jsonl`. */
+export function workerJournalFile(stateFile: string): string {
+  return path.join(path.dirname(stateFile), 'workers.jsonl');
+}
+
+/**
+ * Appends one entry (a single write of one line, O_APPEND: concurrent appends of this process never interleave).
+ * No fsync: the journal only matters while the machine is up (after a reboot no recorded worker is alive).
+ * @throws Error from the filesystem; the caller then writes the state at once instead
+ */
+export function appendWorker(file: string, entry: WorkerEntry): void {
+  fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+}
+
+/** The journal's entries in order; [] when there is none. A line that is not a whole entry (cut by a crash) is skipped. */
+export function readWorkerJournal(file: string): WorkerEntry[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: WorkerEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    try {
+      const e = JSON.parse(line) as WorkerEntry;
+      if (typeof e?.key === 'string' && e.view && Number.isInteger(e.view.attempt) && typeof e.view.workerPid === 'number') out.push(e);
+    } catch {
+      // a line cut short (a full disk): its writer fell back to writing the state at once
+    }
+  }
+  return out;
+}
+
+/**
+ * Puts into `state` (in place) what the journal knows and state.json did not yet: a worker whose attempt state.json
+ * shows without a pid (the write was still waiting for its turn) gets the journal's view of that attempt; an attempt
+ * state.json has not recorded at all is added to its task. An attempt state.json already shows with a pid, or done,
+ * is newer than its journal line and kept. Returns how many attempts it changed.
+ */
+export function mergeWorkerJournal(state: RunState, entries: readonly WorkerEntry[]): number {
+  let changed = 0;
+  for (const { key, view } of entries) {
+    const task = state.tasks.find((t) => t.key === key);
+    if (!task) continue;
+    const i = task.attempts.findIndex((a) => a.attempt === view.attempt);
+    if (i === -1) {
+      task.attempts.push(view);
+      task.attempts.sort((a, b) => a.attempt - b.attempt);
+      changed++;
+    } else if (task.attempts[i]!.phase !== 'done' && !task.attempts[i]!.workerPid) {
+      task.attempts[i] = view;
+      changed++;
+    }
+  }
+  return changed;
+}
