@@ -96,7 +96,9 @@ fs.mkdirSync('dist', { recursive: true });
 fs.writeFileSync('dist/package.json', JSON.stringify({ type: 'commonjs' }) + '\n');
 // sql.js (the eval index) loads its wasm at run time; extension/core/store/sqljs.ts looks beside the bundle first.
 fs.copyFileSync('node_modules/sql.js/dist/sql-wasm.wasm', 'dist/sql-wasm.wasm');
-// The spawn helper runs as its own small Node process (core/process/spawner.ts looks beside the bundle first).
+// The spawn helper runs as its own small perl (or, without perl, Node) process (core/process/spawner.ts looks beside
+// the bundle first).
+fs.copyFileSync('extension/core/process/spawn-helper.pl', 'dist/spawn-helper.pl');
 fs.copyFileSync('extension/core/process/spawn-helper.cjs', 'dist/spawn-helper.cjs');
 // The CLI's chunks are named by content hash: a one-shot build removes the previous build's, so dist/ holds exactly
 // the chunks dist/cli.mjs imports (the .vsix ships dist/*.mjs).

@@ -8,6 +8,7 @@ import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
 import { probeSandbox, type SandboxProbe } from '../core/process/sandbox';
+import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
 import { probeOverlay } from '../core/git/overlay';
 import type { Io } from './io';
 
@@ -22,6 +23,11 @@ export interface DoctorReport {
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
+  /**
+   * The spawn helper this process starts (docs/architecture.md "Spawning"): perl, or Node with the reason perl is not
+   * used; null when none could start (then nothing can run: a problem).
+   */
+  spawnHelper: HelperInfo | null;
   /**
    * Every engine (built-ins and the config's): its binary on PATH or null, version, login, the probe's answer (with
    * --probe) and the command that fixes what is wrong. An engine's trouble stops only the tasks that use it, so it
@@ -111,6 +117,9 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const home = { path: homePath, exists: fs.existsSync(homePath), writable: writableOrCreatable(homePath) };
   if (!home.writable) problems.push(`home: ${homePath} is not writable (set VERDICT_HOME or --home to a folder you can write)`);
 
+  const spawnHelper = await spawnHelperInfo();
+  if (!spawnHelper) problems.push('spawn helper: neither spawn-helper.pl nor spawn-helper.cjs could start (rebuild with `node esbuild.mjs`)');
+
   const overlay = await probeOverlay();
   const trees: DoctorReport['trees'] = {
     supported: [...(gitVersion ? (['worktree', 'sparse'] as const) : []), ...(overlay.ok ? (['overlay'] as const) : [])],
@@ -124,6 +133,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
+    spawnHelper,
     engines,
     postgres,
     fixes,
@@ -201,6 +211,8 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
   io.out(r.sandbox.line);
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
+  const h = r.spawnHelper;
+  io.out(`spawn helper: ${h ? `${h.kind} ${h.version} (${h.binary}${h.fallback ? `; ${h.fallback}` : ''})` : 'none could start'}`);
   io.out(`trees: ${r.trees.supported.join(', ') || 'none (no git)'}${r.trees.overlayReason ? `; not overlay: ${r.trees.overlayReason}` : ''}`);
   io.out('engines:');
   const width = Math.max(0, ...r.engines.map((e) => e.name.length));

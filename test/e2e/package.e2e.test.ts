@@ -7,9 +7,9 @@ import { extractZip, packageVsix, zipEntries } from '../helpers/package-vsix.mjs
 import { tempDir } from '../helpers/fixtures';
 
 /** What the .vsix may hold under extension/ (the allow-list of .vscodeignore, as vsce names the files). */
-const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/cli.mjs', 'dist/cli-*.mjs', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png', 'templates/**'];
+const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/cli.mjs', 'dist/cli-*.mjs', 'dist/package.json', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/spawn-helper.pl', 'dist/webview/*.{js,css}', 'schemas/*.json', 'extension/vscode/media/*.{svg,png}', 'examples/demo/*', 'docs/*.md', 'docs/images/*.png', 'templates/**'];
 /** What it must hold: the bundles, the wasm, the schemas, the demo, the icon, the legal and user docs. */
-const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/cli.mjs', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png', 'templates/fan-out/fan-out.swarm.json', 'templates/test-hardening/checks/mutants.sh'];
+const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/cli.mjs', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/spawn-helper.pl', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png', 'templates/fan-out/fan-out.swarm.json', 'templates/test-hardening/checks/mutants.sh'];
 const MAX_BYTES = 2 * 1024 * 1024;
 
 /** `npm run package`: the production build and the .vsix a user installs (issue 17). */

@@ -5,6 +5,7 @@ import { execa } from 'execa';
 import { CLI } from '../helpers/cli';
 import { alive, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
+import { describeEachHelper } from '../helpers/spawn-helpers';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -25,7 +26,7 @@ function processes(): { pid: number; ppid: number; comm: string; cmdline: string
   return out;
 }
 
-describe('the spawn helper between the orchestrator and its workers', function () {
+describeEachHelper('the spawn helper between the orchestrator and its workers', function (kind) {
   this.timeout(120000);
   let cleanup: (() => void) | null = null;
   afterEach(() => {
@@ -60,6 +61,7 @@ describe('the spawn helper between the orchestrator and its workers', function (
     let helper: number | undefined;
     for (let i = 0; i < 200 && !helper; i++, await sleep(50)) helper = processes().find((p) => p.ppid === orchestrator && p.cmdline.includes('spawn-helper'))?.pid;
     assert.ok(helper, 'the orchestrator started its spawn helper');
+    assert.ok(processes().find((p) => p.pid === helper)?.cmdline.includes(`spawn-helper.${kind === 'perl' ? 'pl' : 'cjs'}`), `the ${kind} helper runs`);
     fs.writeFileSync(helperFile, `${helper}\n`);
     const attacked = (): string[] => {
       const runs = fs.existsSync(path.join(home, 'runs')) ? fs.readdirSync(path.join(home, 'runs')) : [];
@@ -102,6 +104,7 @@ describe('the spawn helper between the orchestrator and its workers', function (
       worker = all.find((p) => p.comm === 'sleep' && p.cmdline.includes(marker))?.pid;
     }
     assert.ok(helper && worker);
+    assert.ok(processes().find((p) => p.pid === helper)?.cmdline.includes(`spawn-helper.${kind === 'perl' ? 'pl' : 'cjs'}`), `the ${kind} helper runs`);
     child.kill('SIGKILL');
     await child;
     for (let i = 0; i < 60 && alive(helper); i++) await sleep(50);

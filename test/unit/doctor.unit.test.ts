@@ -30,6 +30,8 @@ describe('verdict doctor (command function)', () => {
     assert.match(text, /^sandbox: bwrap \S+ \(\/\S*bwrap\): every step runs in its own PID namespace, filesystem read-only except the task dir, a scratch dir and the engine's state dirs$/m);
     assert.match(text, /^git: \d+\.\d+\S* \(\/\S+\/git\)$/m);
     assert.match(text, new RegExp(`^node: ${process.version.replace(/\./g, '\\.')} `, 'm'));
+    // perl is on PATH here (git needs it): the perl helper, unless the suite forces the Node one.
+    assert.match(text, process.env.VERDICT_SPAWN_HELPER === 'node' ? /^spawn helper: node v\S+ \(\S+; VERDICT_SPAWN_HELPER=node\)$/m : /^spawn helper: perl v5\.\d+\.\d+ \(\/\S*perl\)$/m);
     assert.match(text, /^ {2}script +\/\S+\/bash \(.*\)$/m);
     assert.match(text, /^ {2}codex +(\/\S+|codex not on PATH — npm i -g @openai\/codex)$/m);
     assert.match(text, new RegExp(`^home: ${path.join(dir, 'home')} \\(will be created\\)$`, 'm'));

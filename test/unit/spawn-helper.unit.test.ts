@@ -6,6 +6,7 @@ import { spawnHelperPid } from '../../extension/core/process/spawner';
 import { LogTail } from '../../extension/core/dashboard/log-tail';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { alive, tempDir } from '../helpers/fixtures';
+import { describeEachHelper } from '../helpers/spawn-helpers';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -18,7 +19,7 @@ async function until(cond: () => boolean, what: string, tries = 200): Promise<vo
   assert.fail(`never happened: ${what}`);
 }
 
-describe('spawn helper: steps started by a small helper process, output straight to the log', function () {
+describeEachHelper('spawn helper: steps started by a small helper process, output straight to the log', function () {
   this.timeout(30000);
   let dir: string;
   beforeEach(() => {

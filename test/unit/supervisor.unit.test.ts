@@ -5,10 +5,11 @@ import { supervise } from '../../extension/core/process/supervisor';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { RingBuffer } from '../../extension/core/process/ring-buffer';
 import { alive, tempDir } from '../helpers/fixtures';
+import { describeEachHelper } from '../helpers/spawn-helpers';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('supervisor', function () {
+describeEachHelper('supervisor', function () {
   this.timeout(20000);
   let dir: string;
   beforeEach(() => {
@@ -98,7 +99,7 @@ describe('supervisor', function () {
   });
 });
 
-describe('supervisor: escaped descendants', function () {
+describeEachHelper('supervisor: escaped descendants', function () {
   this.timeout(30000);
   let dir: string;
   beforeEach(() => {

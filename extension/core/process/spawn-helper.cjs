@@ -1,44 +1,68 @@
 'use strict';
 /*
- * The spawn helper (see spawner.ts and docs/architecture.md "Spawning"): a small Node process started once per
- * orchestrator that starts every step's process for it, so the orchestrator's event loop never forks its own large
- * address space. Plain JavaScript with no dependencies, run as `node spawn-helper.cjs`: nothing to build at install.
+ * The spawn helper in Node (see spawner.ts and docs/architecture.md "Spawning"): the fallback of spawn-helper.pl, used
+ * where there is no `perl` or no pidfd_open. A small process started once per orchestrator that starts every step's
+ * process for it, so the orchestrator's event loop never forks its own large address space. Plain JavaScript with no
+ * dependencies, run as `node spawn-helper.cjs`: nothing to build at install.
  *
- * Protocol: one JSON object per line on stdin (requests) and stdout (replies).
- *   → {"id", "file", "args", "cwd", "env", "log", "files"?, "cookie"?, "sweepAgainMs"?, "dieWithHelper"?}
- *   ← {"id", "pid", "startTime"}            the process exists (its own session and process group, stdin /dev/null,
- *                                            stdout and stderr appended to `log`, `files` opened read-only as fds 3…)
- *   ← {"id", "error"}                        it could not be started (the OS error, as Node words it)
- *   ← {"id", "exit", "signal"}               it ended; what it left in its group is killed first, and unsandboxed
- *                                            (`cookie` given) every process carrying the step's cookie too
- * When stdin ends (the orchestrator exited or was killed) the helper exits at once; sandboxed steps (bubblewrap with
- * --die-with-parent, whose parent is this helper) die with it.
+ * It speaks the protocol described at the top of spawn-helper.pl (length-prefixed, NUL-separated requests; one reply
+ * line each for the start, the error or the exit), with the same semantics: each child in its own session and process
+ * group, stdin /dev/null, stdout and stderr appended to the log, `files` read-only as fds 3…, its group killed when it
+ * exits, unsandboxed (a cookie given) every process carrying the cookie too, once at once and again `sweepAgainMs`
+ * later. When stdin ends or the parent changes, the groups of the `dieWithHelper` steps are killed and it exits.
  */
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 
 const COOKIE_VAR = 'VERDICT_STEP_COOKIE';
+
+/**
+ * Descriptors the orchestrator itself inherited without close-on-exec (from a terminal, a CI runner) would reach every
+ * step through this process: they are closed once, at start (Node's own descriptors all have close-on-exec).
+ */
+function closeInherited() {
+  let fds = [];
+  try {
+    fds = fs.readdirSync('/proc/self/fd');
+  } catch {
+    return;
+  }
+  for (const entry of fds) {
+    const fd = Number(entry);
+    if (!(fd > 2)) continue;
+    try {
+      const flags = /^flags:\s*([0-7]+)/m.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'));
+      if (flags && !(parseInt(flags[1], 8) & 0o2000000)) fs.closeSync(fd);
+    } catch {
+      // gone already
+    }
+  }
+}
+closeInherited();
 
 /** Process groups of running sandboxed steps (`dieWithHelper`): they end with the helper. */
 const boxed = new Set();
 
-function send(msg) {
-  process.stdout.write(`${JSON.stringify(msg)}\n`);
+function send(line) {
+  process.stdout.write(`${line}\n`);
+}
+
+/** An error reply: one line whatever the message holds (a path may hold a newline). */
+function fail(id, message) {
+  send(`${id} error ${message.replace(/\n/g, '\\n')}`);
 }
 
 function startTime(pid) {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || null;
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] || '-';
   } catch {
-    return null;
+    return '-';
   }
 }
 
-/**
- * SIGKILL to every process whose environment holds one of `cookies` (the supervisor's killByCookie, off its loop): one
- * pass over /proc for all of them.
- */
+/** SIGKILL to every process whose environment holds one of `cookies`: one pass over /proc for all of them. */
 function killByCookies(cookies) {
   const needles = cookies.map((c) => Buffer.from(`${COOKIE_VAR}=${c}\0`));
   let entries = [];
@@ -48,10 +72,11 @@ function killByCookies(cookies) {
     return;
   }
   for (const entry of entries) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const pid = Number(entry);
+    if (!(pid > 0) || pid === process.pid) continue;
     try {
       const environ = fs.readFileSync(`/proc/${entry}/environ`);
-      if (needles.some((n) => environ.indexOf(n) !== -1)) process.kill(Number(entry), 'SIGKILL');
+      if (needles.some((n) => environ.indexOf(n) !== -1)) process.kill(pid, 'SIGKILL');
     } catch {
       // gone, or not ours
     }
@@ -92,59 +117,70 @@ function closeAll(fds) {
   }
 }
 
-function start(req) {
+/** One request's fields (spawn-helper.pl's layout): starts the process and answers. */
+function start(fields) {
+  const [id, file, cwd, log, cookie, again, dieWithHelper] = fields;
+  let at = 7;
+  const list = () => {
+    const n = Number(fields[at]);
+    const out = fields.slice(at + 1, at + 1 + n);
+    at += 1 + n;
+    return out;
+  };
+  const args = list();
+  const envEntries = list();
+  const files = list();
+  const env = {};
+  for (const e of envEntries) {
+    const eq = e.indexOf('=');
+    if (eq > 0) env[e.slice(0, eq)] = e.slice(eq + 1);
+  }
   const fds = [];
   try {
-    fds.push(fs.openSync(req.log, 'a'));
-    for (const f of req.files || []) fds.push(fs.openSync(f, 'r'));
+    fds.push(fs.openSync(log, 'a'));
+    for (const f of files) fds.push(fs.openSync(f, 'r'));
   } catch (e) {
     closeAll(fds);
-    send({ id: req.id, error: e.message });
+    fail(id, e.message);
     return;
   }
   let child;
   try {
-    child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, stdio: ['ignore', fds[0], fds[0], ...fds.slice(1)], detached: true });
+    child = spawn(file, args, { cwd, env, stdio: ['ignore', fds[0], fds[0], ...fds.slice(1)], detached: true });
   } catch (e) {
     closeAll(fds);
-    send({ id: req.id, error: e.message });
+    fail(id, e.message);
     return;
   }
   closeAll(fds);
   const pid = child.pid;
   if (pid === undefined) {
-    child.once('error', (e) => send({ id: req.id, error: e.message }));
+    child.once('error', (e) => fail(id, e.message));
     return;
   }
-  send({ id: req.id, pid, startTime: startTime(pid) });
-  if (req.dieWithHelper) boxed.add(pid);
+  send(`${id} pid ${pid} ${startTime(pid)}`);
+  if (dieWithHelper) boxed.add(pid);
   child.once('exit', (code, signal) => {
     boxed.delete(pid);
     killGroup(pid);
-    const report = () => send({ id: req.id, exit: code, signal });
-    if (!req.cookie) return report();
-    sweep(req.cookie, report);
+    const line = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
+    if (!cookie) return send(line);
+    sweep(cookie, () => send(line));
     // A descendant forked while the first sweep ran is caught by the second.
-    if (req.sweepAgainMs) setTimeout(() => sweep(req.cookie, () => undefined), req.sweepAgainMs).unref();
+    if (again) setTimeout(() => sweep(cookie, () => undefined), Number(again)).unref();
   });
 }
 
-let pending = '';
+let pending = Buffer.alloc(0);
 process.stdin.on('data', (chunk) => {
-  pending += chunk.toString('utf8');
-  let nl;
-  while ((nl = pending.indexOf('\n')) !== -1) {
-    const line = pending.slice(0, nl);
-    pending = pending.slice(nl + 1);
-    if (!line) continue;
-    let req;
-    try {
-      req = JSON.parse(line);
-    } catch {
-      process.stderr.write(`verdict spawn helper: a request that is not JSON: ${line.slice(0, 200)}\n`);
-      continue;
-    }
-    start(req);
+  pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+  for (;;) {
+    const nl = pending.indexOf(10);
+    if (nl === -1) break;
+    const len = Number(pending.latin1Slice(0, nl));
+    if (pending.length < nl + 1 + len) break;
+    start(pending.toString('utf8', nl + 1, nl + 1 + len).split('\0'));
+    pending = pending.subarray(nl + 1 + len);
   }
 });
 /**
@@ -164,3 +200,4 @@ const parent = process.ppid;
 setInterval(() => {
   if (process.ppid !== parent) orphaned();
 }, 1000).unref();
+send(`ready node ${process.version}`);

@@ -1,15 +1,19 @@
 /**
- * The orchestrator's side of the spawn helper (spawn-helper.cjs; docs/architecture.md "Spawning"). libuv starts a
- * child with fork on Linux, synchronously on the event loop, and the cost of a fork grows with the forking process's
- * memory: every step's spawn used to stall the orchestrator (a large process) for milliseconds. Instead one small
- * helper process, started on the first spawn and living as long as the orchestrator, starts every step's process; the
- * orchestrator only writes a request line and later reads the replies. The child's stdout and stderr are the log file
- * itself (opened by the helper), so no output passes through the orchestrator; the supervisor tails the file.
+ * The orchestrator's side of the spawn helper (spawn-helper.pl, or spawn-helper.cjs where there is no perl;
+ * docs/architecture.md "Spawning"). libuv starts a child with fork on Linux, synchronously on the event loop, and the
+ * cost of a fork grows with the forking process's memory: every step's spawn used to stall the orchestrator (a large
+ * process) for milliseconds. Instead one small helper process, started on the first spawn and living as long as the
+ * orchestrator, starts every step's process; the orchestrator only writes a request and later reads the replies. The
+ * child's stdout and stderr are the log file itself (opened by the helper), so no output passes through the
+ * orchestrator; the supervisor tails the file. The protocol (described in spawn-helper.pl) is encoded and decoded here
+ * only: {@link encodeRequest}, {@link parseReply}.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findBinary } from '../../../engines/find-binary';
 
 /** What to start. */
 export interface SpawnRequest {
@@ -51,6 +55,72 @@ export interface Spawned {
   exited: Promise<SpawnExit>;
 }
 
+/** Which helper program runs: `perl` (spawn-helper.pl, the default where perl and pidfd_open exist) or `node`. */
+export type HelperKind = 'perl' | 'node';
+
+/** What the running helper said about itself (its first line), and why it is not the perl one when it is not. */
+export interface HelperInfo {
+  kind: HelperKind;
+  /** The interpreter's version (`v5.36.0`, `v20.20.2`). */
+  version: string;
+  /** The interpreter's path. */
+  binary: string;
+  /** Why the Node helper runs instead of the perl one (no perl on PATH, no pidfd_open, VERDICT_SPAWN_HELPER), or null. */
+  fallback: string | null;
+}
+
+/**
+ * One request on the wire: `<bytes>\n` then the NUL-separated fields (spawn-helper.pl's header says their order).
+ * @throws Error naming the field when a string holds a NUL byte (no argv, environment or path can carry one)
+ */
+export function encodeRequest(id: number, req: SpawnRequest): string {
+  const env = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
+  const files = req.files ?? [];
+  const fields = [String(id), req.file, req.cwd, req.log, req.cookie ?? '', req.sweepAgainMs === undefined ? '' : String(Math.round(req.sweepAgainMs)), req.dieWithHelper ? '1' : '', String(req.args.length), ...req.args, String(env.length), ...env, String(files.length), ...files];
+  const payload = fields.join('\0');
+  if (payload.split('\0').length !== fields.length) {
+    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['args', req.args], ['env', env], ['files', files]] as const;
+    for (const [name, values] of where) {
+      const i = values.findIndex((v) => v.includes('\0'));
+      if (i !== -1) throw new Error(`spawn ${req.file}: a NUL byte in ${name}${values.length > 1 || name === 'args' || name === 'env' || name === 'files' ? `[${i}]` : ''}`);
+    }
+    throw new Error(`spawn ${req.file}: a NUL byte in the cookie`);
+  }
+  return `${Buffer.byteLength(payload)}\n${payload}`;
+}
+
+const SIGNAL_NAMES = new Map<number, string>(Object.entries(os.constants.signals).map(([name, n]) => [n, name]));
+
+/** One reply line from a helper, decoded; null for a line that is none of them. */
+export type Reply =
+  | { type: 'ready'; kind: HelperKind; version: string }
+  | { type: 'unsupported'; reason: string }
+  | { type: 'pid'; id: number; pid: number; startTime: string | null }
+  | { type: 'error'; id: number; message: string }
+  | { type: 'exit'; id: number; code: number | null; signal: string | null };
+
+/** Decodes one reply line (without its newline). Pure. Signal numbers become Node's names (9 → "SIGKILL"). */
+export function parseReply(line: string): Reply | null {
+  const sp = line.indexOf(' ');
+  const head = sp === -1 ? line : line.slice(0, sp);
+  const rest = sp === -1 ? '' : line.slice(sp + 1);
+  if (head === 'ready') {
+    const [kind, version = ''] = rest.split(' ');
+    return kind === 'perl' || kind === 'node' ? { type: 'ready', kind, version } : null;
+  }
+  if (head === 'unsupported') return { type: 'unsupported', reason: rest };
+  const id = Number(head);
+  if (!Number.isInteger(id)) return null;
+  const sp2 = rest.indexOf(' ');
+  const kind = sp2 === -1 ? rest : rest.slice(0, sp2);
+  const more = sp2 === -1 ? '' : rest.slice(sp2 + 1);
+  if (kind === 'error') return { type: 'error', id, message: more };
+  const [a = '-', b = '-'] = more.split(' ');
+  if (kind === 'pid') return { type: 'pid', id, pid: Number(a), startTime: b === '-' ? null : b };
+  if (kind === 'exit') return { type: 'exit', id, code: a === '-' ? null : Number(a), signal: b === '-' ? null : (SIGNAL_NAMES.get(Number(b)) ?? `signal ${b}`) };
+  return null;
+}
+
 interface Waiter {
   started: (s: { pid: number; startTime: string | null }) => void;
   failed: (message: string) => void;
@@ -58,40 +128,97 @@ interface Waiter {
   pid: number | null;
 }
 
-/** The helper program: beside the bundle (dist/, where esbuild.mjs copies it), else beside this source file (seen from the sources, or from a bundle one or two folders below the root: out/integration). */
-function helperProgram(): string {
+/** A helper program: beside the bundle (dist/, where esbuild.mjs copies it), else beside this source file (seen from the sources, or from a bundle one or two folders below the root: out/integration). */
+function helperProgram(name: string): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const candidate of [path.join(here, 'spawn-helper.cjs'), path.join(here, '..', 'extension', 'core', 'process', 'spawn-helper.cjs'), path.join(here, '..', '..', 'extension', 'core', 'process', 'spawn-helper.cjs')]) {
+  for (const candidate of [path.join(here, name), path.join(here, '..', 'extension', 'core', 'process', name), path.join(here, '..', '..', 'extension', 'core', 'process', name)]) {
     if (fs.existsSync(candidate)) return candidate;
   }
-  throw new Error(`the spawn helper (spawn-helper.cjs) is missing beside ${here}; rebuild with \`node esbuild.mjs\``);
+  throw new Error(`the spawn helper (${name}) is missing beside ${here}; rebuild with \`node esbuild.mjs\``);
+}
+
+/**
+ * Which helper to start: `VERDICT_SPAWN_HELPER=node|perl` forces one; else perl when it is on PATH (perl-base is
+ * Essential on Debian and Ubuntu and ships with macOS), else Node. Returns the interpreter's path and why not perl.
+ */
+function chooseHelper(env: NodeJS.ProcessEnv): { kind: HelperKind; binary: string; fallback: string | null } {
+  const forced = env.VERDICT_SPAWN_HELPER;
+  if (forced === 'node') return { kind: 'node', binary: process.execPath, fallback: 'VERDICT_SPAWN_HELPER=node' };
+  const perl = findBinary('perl', env.PATH ?? '');
+  if (perl) return { kind: 'perl', binary: perl, fallback: null };
+  return { kind: 'node', binary: process.execPath, fallback: 'no perl on PATH' };
 }
 
 class SpawnHelper {
-  private readonly child: ChildProcess;
+  private child!: ChildProcess;
   private readonly waiters = new Map<number, Waiter>();
+  /** Requests written before the helper said it is ready: sent again to the Node helper if the perl one cannot run. */
+  private early: string[] | null = [];
   private nextId = 1;
   private buffered = '';
+  private choice: { kind: HelperKind; binary: string; fallback: string | null };
+  private readonly readyWaiters: Array<(info: HelperInfo | null) => void> = [];
+  info: HelperInfo | null = null;
   dead: string | null = null;
 
   constructor() {
+    this.choice = chooseHelper(process.env);
+    this.launch();
+  }
+
+  private launch(): void {
+    const { kind, binary } = this.choice;
     // Its own session: a Ctrl-C in the terminal reaches the orchestrator (which stops the steps in order), not the
-    // helper. Under VS Code's Electron, process.execPath runs as plain Node only with ELECTRON_RUN_AS_NODE.
-    this.child = spawn(process.execPath, [helperProgram()], {
+    // helper. Under VS Code's Electron, process.execPath runs as plain Node only with ELECTRON_RUN_AS_NODE. Perl gets
+    // no PERL5OPT / PERL5LIB of the user's (each step's environment travels in its request).
+    const child = spawn(binary, [helperProgram(kind === 'perl' ? 'spawn-helper.pl' : 'spawn-helper.cjs')], {
       stdio: ['pipe', 'pipe', 'inherit'],
       detached: true,
-      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      env: kind === 'perl' ? { PATH: process.env.PATH ?? '', LC_ALL: 'C' } : { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
     });
-    this.child.stdout?.on('data', (chunk: Buffer) => this.onData(chunk));
-    this.child.stdin?.on('error', () => undefined);
-    this.child.on('error', (e) => this.die(`the spawn helper could not start: ${e.message}`));
-    this.child.on('exit', (code, signal) => this.die(`the spawn helper exited (${signal ?? `exit ${code}`}) while the step ran`));
-    this.idle();
+    this.child = child;
+    this.buffered = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (child === this.child) this.onData(chunk);
+    });
+    child.stdin?.on('error', () => undefined);
+    child.on('error', (e) => {
+      if (child !== this.child) return;
+      if (this.perlFailed(`perl could not start: ${e.message}`)) return;
+      this.die(`the spawn helper could not start: ${e.message}`);
+    });
+    child.on('exit', (code, signal) => {
+      if (child !== this.child) return;
+      const how = signal ?? `exit ${code}`;
+      // Before it said it is ready, what it printed last (`unsupported …`) is read first: its stdout closes after the exit.
+      if (this.choice.kind === 'perl' && !this.info) child.once('close', () => child === this.child && this.perlFailed(`perl exited before it was ready (${how})`));
+      else this.die(`the spawn helper exited (${how}) while the step ran`);
+    });
+    for (const line of this.early ?? []) child.stdin?.write(line);
+    // Until it has said it is ready, the helper keeps the orchestrator's event loop alive (a few ms).
+    this.busy();
+  }
+
+  /**
+   * The perl helper cannot run here (no pidfd_open, a broken perl) and has not said it is ready: the Node one takes
+   * over, the requests written so far included. False when it is not that case.
+   */
+  private perlFailed(reason: string): boolean {
+    if (this.choice.kind !== 'perl' || this.info) return false;
+    this.choice = { kind: 'node', binary: process.execPath, fallback: reason };
+    this.launch();
+    return true;
   }
 
   request(req: SpawnRequest): Promise<Spawned> {
     if (this.dead) return Promise.reject(new Error(this.dead));
     const id = this.nextId++;
+    let line: string;
+    try {
+      line = encodeRequest(id, req);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
     let ended!: (e: SpawnExit) => void;
     const exited = new Promise<SpawnExit>((resolve) => (ended = resolve));
     const started = new Promise<Spawned>((resolve, reject) => {
@@ -103,36 +230,49 @@ class SpawnHelper {
       });
     });
     this.busy();
-    this.child.stdin?.write(`${JSON.stringify({ id, ...req })}\n`);
+    this.early?.push(line);
+    this.child.stdin?.write(line);
     return started;
+  }
+
+  /** Resolves with what the helper said about itself once it has (null when it died first). */
+  ready(): Promise<HelperInfo | null> {
+    if (this.info || this.dead) return Promise.resolve(this.info);
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
   }
 
   private onData(chunk: Buffer): void {
     this.buffered += chunk.toString('utf8');
     let nl: number;
     while ((nl = this.buffered.indexOf('\n')) !== -1) {
-      const line = this.buffered.slice(0, nl);
+      const msg = parseReply(this.buffered.slice(0, nl));
       this.buffered = this.buffered.slice(nl + 1);
-      let msg: { id: number; pid?: number; startTime?: string | null; error?: string; exit?: number | null; signal?: string | null };
-      try {
-        msg = JSON.parse(line) as typeof msg;
-      } catch {
+      if (!msg) continue;
+      if (msg.type === 'unsupported') {
+        this.perlFailed(`perl: ${msg.reason}`);
+        return;
+      }
+      if (msg.type === 'ready') {
+        this.early = null;
+        this.info = { kind: msg.kind, version: msg.version, binary: this.choice.binary, fallback: this.choice.fallback };
+        for (const r of this.readyWaiters.splice(0)) r(this.info);
+        if (this.waiters.size === 0) this.idle();
         continue;
       }
       const w = this.waiters.get(msg.id);
       if (!w) continue;
-      if (msg.error !== undefined) {
+      if (msg.type === 'error') {
         this.waiters.delete(msg.id);
-        w.failed(msg.error);
-      } else if (msg.pid !== undefined) {
+        w.failed(msg.message);
+      } else if (msg.type === 'pid') {
         w.pid = msg.pid;
-        w.started({ pid: msg.pid, startTime: msg.startTime ?? null });
-      } else if ('exit' in msg) {
+        w.started({ pid: msg.pid, startTime: msg.startTime });
+      } else {
         this.waiters.delete(msg.id);
-        w.ended({ code: msg.exit ?? null, signal: msg.signal ?? null });
+        w.ended({ code: msg.code, signal: msg.signal });
       }
     }
-    if (this.waiters.size === 0) this.idle();
+    if (this.waiters.size === 0 && this.info) this.idle();
   }
 
   private die(reason: string): void {
@@ -143,10 +283,11 @@ class SpawnHelper {
       else w.ended({ code: null, signal: null, lost: reason });
     }
     this.waiters.clear();
+    for (const r of this.readyWaiters.splice(0)) r(null);
     if (helper === this) helper = null;
   }
 
-  /** While a request is outstanding the helper's pipe keeps the orchestrator's event loop alive. */
+  /** While a request is outstanding, or the helper has not yet said it is ready, its pipe keeps the orchestrator's event loop alive. */
   private busy(): void {
     this.child.ref();
     (this.child.stdout as unknown as { ref?: () => void } | null)?.ref?.();
@@ -159,6 +300,12 @@ class SpawnHelper {
     (this.child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   }
 
+  /** Ends this helper (its stdin closes; it kills its sandboxed steps' groups and exits). */
+  stop(): void {
+    this.die('the spawn helper was stopped');
+    this.child.stdin?.end();
+  }
+
   get pid(): number | undefined {
     return this.child.pid;
   }
@@ -168,8 +315,8 @@ let helper: SpawnHelper | null = null;
 
 /**
  * Starts a process through the helper (started on first use, restarted if it died). Resolves once the process exists.
- * @throws Error with the OS error when it could not be started (`spawn FILE ENOENT`, a log that cannot be opened),
- *   or the reason the helper is gone
+ * @throws Error with the OS error when it could not be started (`spawn FILE ENOENT`, a log that cannot be opened:
+ *   `ENOENT: no such file or directory, open 'LOG'`), a NUL byte in a field, or the reason the helper is gone
  */
 export function spawnViaHelper(req: SpawnRequest): Promise<Spawned> {
   if (!helper || helper.dead) helper = new SpawnHelper();
@@ -177,11 +324,26 @@ export function spawnViaHelper(req: SpawnRequest): Promise<Spawned> {
 }
 
 /**
- * Starts the helper now if none runs, so its start-up (a Node process) overlaps other work instead of delaying the
- * first spawn. Idle, it keeps nothing alive: the orchestrator's exit ends it.
+ * Starts the helper now if none runs, so its start-up overlaps other work instead of delaying the first spawn. Idle,
+ * it keeps nothing alive: the orchestrator's exit ends it.
  */
 export function startSpawnHelper(): void {
   if (!helper || helper.dead) helper = new SpawnHelper();
+}
+
+/**
+ * Which helper runs (starting one if none does), once it has said so: for `verdict doctor` and the run's header.
+ * Null when it could not start.
+ */
+export async function spawnHelperInfo(): Promise<HelperInfo | null> {
+  startSpawnHelper();
+  return (helper as SpawnHelper).ready();
+}
+
+/** Ends the running helper, if any; the next spawn starts a new one (chosen again from VERDICT_SPAWN_HELPER and PATH). */
+export function stopSpawnHelper(): void {
+  helper?.stop();
+  helper = null;
 }
 
 /** The running helper's pid, or null when none runs (tests look at it). */

@@ -1,0 +1,277 @@
+# The spawn helper in Perl (see spawner.ts and docs/architecture.md "Spawning"): a small process started once per
+# orchestrator that starts every step's process for it. Used when `perl` is on PATH and the kernel has pidfd_open
+# (Linux >= 5.3); spawn-helper.cjs (Node) is the fallback. A fork of this process copies about 5 MB instead of a Node
+# process's 40, which is most of what a spawn costs. Core modules only (POSIX, Fcntl, Time::HiRes): perl-base suffices.
+#
+# The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
+#   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
+#        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
+#        then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
+#   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
+#   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null, stdout and
+#                                            stderr appended to the log, `files` read-only as fds 3, 4, ...
+#   <- "<id> error <message>\n"             it could not be started (the OS error, worded as Node words it)
+#   <- "<id> exit <code|-> <signal|->\n"    it ended (signal as a number); its group was killed first and, when a
+#                                            cookie was given, every process carrying the cookie too
+# When stdin ends or the parent changes (the orchestrator is gone) the helper kills the groups of the `dieWithHelper`
+# steps and exits.
+use strict;
+use warnings;
+use POSIX ();
+use Fcntl ();
+use Time::HiRes ();
+
+my $PIDFD_OPEN = 434;    # the same number on every architecture (the unified syscall table, Linux >= 5.3)
+my $COOKIE_VAR = 'VERDICT_STEP_COOKIE';
+
+$SIG{PIPE} = 'IGNORE';    # a closed stdout is the orchestrator gone: seen as a failed write, not a signal
+my $out = '';             # replies of this turn, written at its end
+my $parent = getppid();
+my %running;              # pidfd => { id, pid, cookie, again }
+my %boxed;                # pid => 1: process groups that end with the helper
+my @later;                # [due (s), cookie]: second cookie sweeps
+
+# Descriptors the orchestrator itself inherited without close-on-exec (from a terminal, a CI runner) would reach every
+# step through this process: they are closed once, here.
+if (opendir(my $fds, '/proc/self/fd')) {
+  my @inherited = grep { /^[0-9]+$/ && $_ > 2 } readdir $fds;
+  closedir $fds;
+  for my $fd (@inherited) {
+    open(my $info, '<', "/proc/self/fdinfo/$fd") or next;
+    my ($flags) = join('', <$info>) =~ /^flags:\s*([0-7]+)/m;
+    close $info;
+    POSIX::close($fd) if defined $flags && !(oct($flags) & 02000000);    # O_CLOEXEC
+  }
+}
+open(my $devnull, '<', '/dev/null') or die "verdict spawn helper: /dev/null: $!\n";
+
+my $probe = syscall($PIDFD_OPEN, $$ + 0, 0);
+if ($probe < 0) {
+  syswrite(STDOUT, "unsupported pidfd_open: $!\n");
+  exit 0;
+}
+POSIX::close($probe);
+reply("ready perl $^V");
+flush_out();
+
+# The errno name of $n (ENOENT), as Node names OS errors.
+sub errno_name {
+  my ($n) = @_;
+  local $! = $n;
+  for my $name (keys %!) {
+    return $name if $!{$name};
+  }
+  return "E$n";
+}
+
+# An OS error worded as Node's fs functions word it: "ENOENT: no such file or directory, open '/x'".
+sub fs_error {
+  my ($n, $syscall, $path) = @_;
+  local $! = $n;
+  return errno_name($n) . ': ' . lcfirst("$!") . ", $syscall '$path'";
+}
+
+sub reply { $out .= "$_[0]\n" }
+
+# An error reply: one line whatever the message holds (a path may hold a newline).
+sub fail {
+  my ($id, $message) = @_;
+  $message =~ s/\n/\\n/g;
+  reply("$id error $message");
+}
+
+sub flush_out {
+  while (length $out) {
+    my $n = syswrite(STDOUT, $out);
+    if (!defined $n) {
+      next if $!{EINTR};
+      orphaned();
+    }
+    substr($out, 0, $n) = '';
+  }
+}
+
+# /proc/<pid>/stat field 22 (the start time in clock ticks since boot), or "-".
+sub start_time {
+  my ($pid) = @_;
+  open(my $fh, '<', "/proc/$pid/stat") or return '-';
+  my $stat = <$fh>;
+  close $fh;
+  return '-' unless defined $stat;
+  my @f = split / /, substr($stat, rindex($stat, ')') + 2);
+  return $f[19] // '-';
+}
+
+sub kill_group { kill 'KILL', -$_[0] }
+
+# SIGKILL to every process whose environment holds one of the cookies: one pass over /proc for all of them.
+sub kill_by_cookies {
+  my @needles = map { "$COOKIE_VAR=$_\0" } @_;
+  opendir(my $dir, '/proc') or return;
+  for my $entry (readdir $dir) {
+    next unless $entry =~ /^[0-9]+$/ && $entry != $$;
+    sysopen(my $fh, "/proc/$entry/environ", Fcntl::O_RDONLY()) or next;
+    my $environ = '';
+    1 while sysread($fh, $environ, 65536, length $environ);
+    close $fh;
+    for my $needle (@needles) {
+      if (index($environ, $needle) >= 0) {
+        kill 'KILL', $entry;
+        last;
+      }
+    }
+  }
+  closedir $dir;
+}
+
+# In the child, after fork: never returns. $sources are the handles that become fds 0, 1, 2, 3... On failure it tells
+# the parent (errno and what failed) through $report.
+sub child {
+  no warnings 'exec';    # a failed exec is reported to the parent, not printed into the step's log
+  my ($report, $file, $cwd, $args, $env, $sources) = @_;
+  my $stage = 'setsid';
+  $SIG{PIPE} = 'DEFAULT';
+  if (POSIX::setsid() >= 0) {
+    # The sources move above every target and every source first (F_DUPFD takes the lowest free fd from there), so no
+    # dup2 overwrites a source not yet moved. The moved copies lack close-on-exec: they are closed before the exec.
+    my $above = @$sources;
+    for (@$sources) { $above = fileno($_) + 1 if fileno($_) >= $above }
+    my @high = map { fcntl($_, Fcntl::F_DUPFD(), $above) } @$sources;
+    $stage = 'dup2';
+    my $ok = 1;
+    for my $i (0 .. $#high) {
+      $ok &&= defined $high[$i] && defined POSIX::dup2($high[$i], $i);
+    }
+    for (@high) { POSIX::close($_) if defined }
+    if ($ok) {
+      $stage = 'chdir';
+      if (chdir $cwd) {
+        %ENV = ();
+        for (@$env) {
+          my $eq = index($_, '=');
+          $ENV{ substr($_, 0, $eq) } = substr($_, $eq + 1) if $eq > 0;
+        }
+        $stage = 'exec';
+        exec { $file } $file, @$args;
+      }
+    }
+  }
+  syswrite($report, ($! + 0) . " $stage");
+  POSIX::_exit(127);
+}
+
+sub start {
+  my @f = split /\0/, $_[0], -1;
+  my ($id, $file, $cwd, $log, $cookie, $again, $boxed) = splice(@f, 0, 7);
+  my @args = splice(@f, 0, shift @f);
+  my @env = splice(@f, 0, shift @f);
+  my @files = splice(@f, 0, shift @f);
+  my @handles;
+  for my $want ([ '>>', $log ], map { [ '<', $_ ] } @files) {
+    my $fh;
+    if (!open($fh, $want->[0], $want->[1])) {
+      return fail($id, fs_error($! + 0, 'open', $want->[1]));
+    }
+    push @handles, $fh;
+  }
+  my ($logfh, @filefhs) = @handles;
+  my $report;
+  my $pid;
+  if (pipe(my $read, $report)) {
+    $pid = fork;
+    if (defined $pid && $pid == 0) {
+      close $read;
+      child($report, $file, $cwd, \@args, \@env, [ $devnull, $logfh, $logfh, @filefhs ]);
+    }
+    close $report;
+    if (defined $pid) {
+      # Blocks until the child has exec'd (the pipe closes on exec) or failed (it writes why): as libuv does.
+      my $failed = '';
+      1 while sysread($read, $failed, 64, length $failed);
+      if (length $failed) {
+        waitpid($pid, 0);
+        my ($errno, $stage) = split / /, $failed;
+        return fail($id, $stage eq 'exec' || $stage eq 'chdir' ? "spawn $file " . errno_name($errno) : "spawn $file: $stage: " . errno_name($errno));
+      }
+    }
+  }
+  return fail($id, "spawn $file: " . errno_name($! + 0)) unless defined $pid;
+  my $pidfd = syscall($PIDFD_OPEN, $pid + 0, 0);
+  if ($pidfd < 0) {
+    # Cannot happen for our own unreaped child; if it does, the step must not run unwatched.
+    kill_group($pid);
+    waitpid($pid, 0);
+    return fail($id, "spawn $file: pidfd_open: " . errno_name($! + 0));
+  }
+  $running{$pidfd} = { id => $id, pid => $pid, cookie => $cookie, again => $again };
+  $boxed{$pid} = 1 if $boxed;
+  reply("$id pid $pid " . start_time($pid));
+}
+
+# The orchestrator is gone: so is the helper, and with it every sandboxed step (bwrap's --die-with-parent would end
+# them when the helper exits, but not one still starting). Unsandboxed steps are left for the next start's reconcile.
+sub orphaned {
+  kill_group($_) for keys %boxed;
+  POSIX::_exit(0);
+}
+
+my $in = '';
+for (;;) {
+  my $rin = '';
+  vec($rin, 0, 1) = 1;
+  vec($rin, $_, 1) = 1 for keys %running;
+  my $now = Time::HiRes::time();
+  my $wait = 1;    # the parent is looked at least once a second
+  for (@later) {
+    my $d = $_->[0] - $now;
+    $wait = $d < 0 ? 0 : $d if $d < $wait;
+  }
+  my $ready = select(my $rout = $rin, undef, undef, $wait);
+  if ($ready < 0) {
+    next if $!{EINTR};
+    die "verdict spawn helper: select: $!\n";
+  }
+  orphaned() if getppid() != $parent;
+  my @sweep;
+  my @reports;
+  if ($ready > 0) {
+    for my $fd (keys %running) {
+      next unless vec($rout, $fd, 1);
+      my $s = delete $running{$fd};
+      POSIX::close($fd);
+      waitpid($s->{pid}, 0);
+      my $status = $?;
+      delete $boxed{ $s->{pid} };
+      kill_group($s->{pid});
+      my $line = "$s->{id} exit " . (($status & 127) ? '- ' . ($status & 127) : ($status >> 8) . ' -');
+      if ($s->{cookie} eq '') {
+        reply($line);
+        next;
+      }
+      push @sweep, $s->{cookie};
+      push @reports, $line;
+      push @later, [ Time::HiRes::time() + $s->{again} / 1000, $s->{cookie} ] if length $s->{again};
+    }
+    if (vec($rout, 0, 1)) {
+      my $n = sysread(STDIN, $in, 262144, length $in);
+      orphaned() if defined $n ? $n == 0 : !$!{EINTR};
+      for (;;) {
+        my $nl = index($in, "\n");
+        last if $nl < 0;
+        my $len = substr($in, 0, $nl);
+        last if length($in) < $nl + 1 + $len;
+        start(substr($in, $nl + 1, $len));
+        substr($in, 0, $nl + 1 + $len) = '';
+      }
+    }
+  }
+  if (@later) {
+    my $now = Time::HiRes::time();
+    push @sweep, map { $_->[1] } grep { $_->[0] <= $now } @later;
+    @later = grep { $_->[0] > $now } @later;
+  }
+  # Steps that ended together (50 workers whose `sleep 1` ends at once) cost one pass over /proc, not one each.
+  kill_by_cookies(@sweep) if @sweep;
+  reply($_) for @reports;
+  flush_out();
+}

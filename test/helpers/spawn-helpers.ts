@@ -1,0 +1,34 @@
+// Runs a suite once per spawn helper (extension/core/process/spawn-helper.pl and spawn-helper.cjs): both must keep the
+// same semantics (docs/architecture.md "Spawning"). The perl one is skipped, saying why, only where no perl is on PATH;
+// with CI set it is required.
+import { findBinary } from '../../engines/find-binary';
+import { stopSpawnHelper, type HelperKind } from '../../extension/core/process/spawner';
+
+export const HELPER_KINDS: HelperKind[] = ['perl', 'node'];
+
+/**
+ * `describe(title + ' (perl helper)')` and `(node helper)`: each runs `body` with VERDICT_SPAWN_HELPER set to its kind
+ * and a fresh helper (the one before it is stopped first and after).
+ */
+export function describeEachHelper(title: string, body: (this: Mocha.Suite, kind: HelperKind) => void): void {
+  for (const kind of HELPER_KINDS) {
+    describe(`${title} (${kind} helper)`, function () {
+      let saved: string | undefined;
+      before(function () {
+        if (kind === 'perl' && !findBinary('perl', process.env.PATH ?? '')) {
+          if (process.env.CI) throw new Error('no perl on PATH: the perl spawn helper cannot be tested (CI requires it)');
+          this.skip();
+        }
+        saved = process.env.VERDICT_SPAWN_HELPER;
+        process.env.VERDICT_SPAWN_HELPER = kind;
+        stopSpawnHelper();
+      });
+      after(() => {
+        if (saved === undefined) delete process.env.VERDICT_SPAWN_HELPER;
+        else process.env.VERDICT_SPAWN_HELPER = saved;
+        stopSpawnHelper();
+      });
+      body.call(this, kind);
+    });
+  }
+}

@@ -1,0 +1,229 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { encodeRequest, parseReply, spawnHelperInfo, spawnHelperPid, spawnViaHelper, stopSpawnHelper, type SpawnRequest } from '../../extension/core/process/spawner';
+import { STEP_COOKIE_VAR } from '../../extension/core/process/supervisor';
+import { alive, tempDir } from '../helpers/fixtures';
+import { describeEachHelper } from '../helpers/spawn-helpers';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `cond` holds, polling; fails naming `what` after `tries` × 50 ms. */
+async function until(cond: () => boolean, what: string, tries = 200): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (cond()) return;
+    await sleep(50);
+  }
+  assert.fail(`never happened: ${what}`);
+}
+
+/** A request for `bash -c script` in `dir`, logging to `dir/log`, with the test's own environment. */
+function bash(dir: string, script: string, more: Partial<SpawnRequest> = {}): SpawnRequest {
+  return { file: '/bin/bash', args: ['-c', script], cwd: dir, env: { ...(process.env as Record<string, string>) }, log: path.join(dir, 'log'), ...more };
+}
+
+const HELPERS = {
+  perl: path.resolve('extension/core/process/spawn-helper.pl'),
+  node: path.resolve('extension/core/process/spawn-helper.cjs'),
+};
+
+describeEachHelper('spawn helper semantics', function () {
+  this.timeout(30000);
+  let dir: string;
+  beforeEach(() => {
+    dir = tempDir();
+  });
+
+  it('the helper in force is the one asked for, and says its version', async function () {
+    const kind = process.env.VERDICT_SPAWN_HELPER;
+    const info = await spawnHelperInfo();
+    assert.equal(info?.kind, kind);
+    assert.match(info?.version ?? '', /^v\d+\.\d+/);
+    assert.ok(info?.binary && fs.existsSync(info.binary));
+  });
+
+  it('each child leads its own session and process group; stdin is /dev/null; stdout and stderr are the log, appended', async () => {
+    fs.writeFileSync(path.join(dir, 'log'), 'before\n');
+    const s = await spawnViaHelper(bash(dir, 'echo "sid=$(ps -o sid= -p $$ | tr -d " ") pgid=$(ps -o pgid= -p $$ | tr -d " ") pid=$$"; readlink /proc/self/fd/0; echo err >&2'));
+    const exit = await s.exited;
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `before\nsid=${s.pid} pgid=${s.pid} pid=${s.pid}\n/dev/null\nerr\n`);
+  });
+
+  it('`files` are the child\'s fds 3, 4 … in order, read-only, and it holds no other descriptor of the helper', async () => {
+    fs.writeFileSync(path.join(dir, 'a'), 'A');
+    fs.writeFileSync(path.join(dir, 'b'), 'B');
+    const s = await spawnViaHelper(bash(dir, 'cat <&3; cat <&4; echo; { echo x >&3; } 2>/dev/null || echo ro; exec ls -l /proc/self/fd/', { files: [path.join(dir, 'a'), path.join(dir, 'b')] }));
+    await s.exited;
+    const [content, ro, ...listing] = fs.readFileSync(path.join(dir, 'log'), 'utf8').split('\n');
+    assert.equal(content, 'AB');
+    assert.equal(ro, 'ro');
+    // Exactly stdin, the log twice and the two files — no descriptor the orchestrator itself inherited without
+    // close-on-exec either — besides ls's own handle on the folder it lists.
+    const fds = listing.map((l) => / (\d+) -> (.*)$/.exec(l)).filter((m) => m && !/^\/proc\/\d+\/fd$/.test(m[2] as string)).map((m) => `${m?.[1]} ${m?.[2]}`);
+    assert.deepEqual(fds, ['0 /dev/null', `1 ${path.join(dir, 'log')}`, `2 ${path.join(dir, 'log')}`, `3 ${path.join(dir, 'a')}`, `4 ${path.join(dir, 'b')}`]);
+  });
+
+  it('the pid reply carries the kernel start time; the exit reply the code, or the signal by name', async () => {
+    const s = await spawnViaHelper(bash(dir, 'cut -d" " -f22 /proc/$$/stat; exit 7'));
+    assert.deepEqual(await s.exited, { code: 7, signal: null });
+    assert.equal(`${s.startTime}\n`, fs.readFileSync(path.join(dir, 'log'), 'utf8'));
+    const k = await spawnViaHelper(bash(dir, 'kill -USR1 $$'));
+    assert.deepEqual(await k.exited, { code: null, signal: 'SIGUSR1' });
+  });
+
+  it('a child that closes its stdout, stderr and stdin is still seen to exit, and its group is killed after it', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const s = await spawnViaHelper(bash(dir, `sleep 300 & echo $! > ${pidFile}; exec 0<&- 1>&- 2>&-; sleep 0.2; exit 3`));
+    assert.deepEqual(await s.exited, { code: 3, signal: null });
+    await until(() => !alive(Number(fs.readFileSync(pidFile, 'utf8'))), 'the child left in the group is killed', 40);
+  });
+
+  it('a hostile child forking a setsid daemon: with a cookie the daemon is killed when the leader exits, the reply comes after', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const cookie = `c${process.pid}x${Date.now()}`;
+    const env = { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie };
+    const s = await spawnViaHelper(bash(dir, `setsid bash -c 'echo $$ > ${pidFile}; exec sleep 300' & while [ ! -s ${pidFile} ]; do sleep 0.02; done; exit 0`, { env, cookie, sweepAgainMs: 500 }));
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    // The exit reply is sent after the sweep; the daemon may be a zombie for a moment until its new parent reaps it.
+    await until(() => !alive(pid), 'the setsid daemon is killed by its cookie', 20);
+  });
+
+  it('the second sweep kills a cookie holder that appeared after the first', async () => {
+    const cookie = `late${process.pid}x${Date.now()}`;
+    const s = await spawnViaHelper(bash(dir, 'exit 0', { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, sweepAgainMs: 700 }));
+    await s.exited;
+    // Not a descendant of the step: started after the first sweep, carrying the step's cookie.
+    const late = spawn('sleep', ['300'], { env: { ...process.env, [STEP_COOKIE_VAR]: cookie }, stdio: 'ignore' });
+    const lateExit = new Promise<string | null>((r) => late.once('exit', (_c, sig) => r(sig)));
+    assert.equal(await lateExit, 'SIGKILL');
+  });
+
+  it('steps ending together each get their exit, with one sweep for all (unsandboxed, 20 at once)', async () => {
+    const steps = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => {
+        const cookie = `many${i}x${process.pid}`;
+        return spawnViaHelper(bash(dir, `exit ${i}`, { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, log: path.join(dir, `log${i}`) }));
+      }),
+    );
+    const exits = await Promise.all(steps.map((s) => s.exited));
+    assert.deepEqual(exits.map((e) => e.code), Array.from({ length: 20 }, (_, i) => i));
+  });
+
+  it('a log that cannot be opened, a file that does not exist, a missing cwd or program: an error naming it, and the helper goes on', async () => {
+    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log: path.join(dir, 'no', 'such', 'log') })), (e: Error) => e.message === `ENOENT: no such file or directory, open '${path.join(dir, 'no', 'such', 'log')}'`);
+    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log: dir })), /^Error: EISDIR: illegal operation on a directory, open|^Error: EISDIR: is a directory, open/);
+    await assert.rejects(spawnViaHelper(bash(dir, 'true', { files: [path.join(dir, 'missing')] })), (e: Error) => e.message === `ENOENT: no such file or directory, open '${path.join(dir, 'missing')}'`);
+    await assert.rejects(spawnViaHelper(bash(path.join(dir, 'gone'), 'true', { log: path.join(dir, 'log') })), /^Error: spawn \/bin\/bash ENOENT$/);
+    await assert.rejects(spawnViaHelper({ ...bash(dir, 'true'), file: path.join(dir, 'no-such-program') }), new RegExp(`^Error: spawn ${path.join(dir, 'no-such-program')} ENOENT$`));
+    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log: path.join(dir, 'a\nb', 'log') })), (e: Error) => e.message.includes("open '") && !e.message.includes('\n'));
+    await assert.rejects(spawnViaHelper(bash(dir, 'echo a\0b')), /a NUL byte in args\[1\]/);
+    const s = await spawnViaHelper(bash(dir, 'echo still here'));
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), 'still here\n');
+  });
+
+  it('arguments and environment values with newlines, spaces and non-ASCII reach the child byte for byte', async () => {
+    const odd = 'line one\nline two  é ✓ \t$HOME `x` \'q\' "dq"';
+    const s = await spawnViaHelper({ file: '/bin/bash', args: ['-c', 'printf %s "$1"; printf "|%s" "$ODD"', 'bash', odd], cwd: dir, env: { PATH: process.env.PATH ?? '', ODD: odd, 'WITH=EQUALS': 'v' }, log: path.join(dir, 'log') });
+    await s.exited;
+    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `${odd}|${odd}`);
+  });
+
+  it('the orchestrator gone (the helper\'s stdin ends): dieWithHelper groups are killed, unsandboxed ones are left for reconcile', async () => {
+    const boxedPid = path.join(dir, 'boxed');
+    const freePid = path.join(dir, 'free');
+    const boxed = await spawnViaHelper(bash(dir, `sleep 300 & echo $! > ${boxedPid}; wait`, { dieWithHelper: true }));
+    const free = await spawnViaHelper(bash(dir, `sleep 300 & echo $! > ${freePid}; wait`, { log: path.join(dir, 'log2') }));
+    await until(() => fs.existsSync(boxedPid) && fs.existsSync(freePid) && fs.readFileSync(freePid, 'utf8').endsWith('\n') && fs.readFileSync(boxedPid, 'utf8').endsWith('\n'), 'both steps started their child');
+    const helper = spawnHelperPid() as number;
+    stopSpawnHelper();
+    await until(() => !alive(helper), 'the helper exits when its stdin ends', 60);
+    await until(() => !alive(boxed.pid) && !alive(Number(fs.readFileSync(boxedPid, 'utf8'))), 'the dieWithHelper group is gone', 40);
+    assert.ok(alive(free.pid) && alive(Number(fs.readFileSync(freePid, 'utf8'))), 'an unsandboxed step is left running');
+    process.kill(-free.pid, 'SIGKILL');
+  });
+
+  it('its parent gone while stdin stays open (the pipe inherited elsewhere): the helper sees the new parent and exits, killing dieWithHelper groups', async function () {
+    const kind = process.env.VERDICT_SPAWN_HELPER as 'perl' | 'node';
+    // The helper's parent is a `sleep 1` (sh's pid, exec'd); this test holds the helper's stdin (given as fd 3: an
+    // asynchronous list's stdin is /dev/null) and reads its stdout.
+    const sh = spawn('/bin/sh', ['-c', `exec 3<&0; "$0" "$1" <&3 3<&- & exec sleep 1`, kind === 'perl' ? 'perl' : process.execPath, HELPERS[kind]], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+    let out = '';
+    sh.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const pidFile = path.join(dir, 'pid');
+    sh.stdin.write(encodeRequest(1, bash(dir, `sleep 300 & echo $! > ${pidFile}; wait`, { dieWithHelper: true })));
+    await until(() => /^1 pid \d+/m.test(out) && fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n'), 'the step started');
+    const step = Number(/^1 pid (\d+)/m.exec(out)?.[1]);
+    const grandchild = Number(fs.readFileSync(pidFile, 'utf8'));
+    assert.ok(alive(step) && alive(grandchild));
+    await until(() => !alive(step) && !alive(grandchild), 'the helper noticed its parent is gone and killed the group', 100);
+    sh.stdin.end();
+  });
+});
+
+describe('spawn helper protocol (spawner.ts)', () => {
+  it('encodes a request as its byte length and NUL-separated fields, and decodes every reply', () => {
+    const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true });
+    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
+    assert.equal(line, `${Buffer.byteLength(payload)}\n${payload}`);
+    assert.deepEqual(parseReply('ready perl v5.36.0'), { type: 'ready', kind: 'perl', version: 'v5.36.0' });
+    assert.deepEqual(parseReply('unsupported pidfd_open: Function not implemented'), { type: 'unsupported', reason: 'pidfd_open: Function not implemented' });
+    assert.deepEqual(parseReply('3 pid 42 12345'), { type: 'pid', id: 3, pid: 42, startTime: '12345' });
+    assert.deepEqual(parseReply('3 pid 42 -'), { type: 'pid', id: 3, pid: 42, startTime: null });
+    assert.deepEqual(parseReply("3 error ENOENT: no such file or directory, open '/a b'"), { type: 'error', id: 3, message: "ENOENT: no such file or directory, open '/a b'" });
+    assert.deepEqual(parseReply('3 exit 0 -'), { type: 'exit', id: 3, code: 0, signal: null });
+    assert.deepEqual(parseReply('3 exit - 9'), { type: 'exit', id: 3, code: null, signal: 'SIGKILL' });
+    assert.equal(parseReply('garbage'), null);
+  });
+
+  for (const [what, script, fallback] of [
+    ['no pidfd_open', 'echo "unsupported pidfd_open: Function not implemented"', 'perl: pidfd_open: Function not implemented'],
+    ['a broken perl', 'exit 3', 'perl exited before it was ready (exit 3)'],
+  ] as const) {
+    it(`a perl that cannot run the perl helper (${what}) hands over to the Node helper, requests included`, async function () {
+      this.timeout(30000);
+      const dir = tempDir();
+      const bin = path.join(dir, 'bin');
+      fs.mkdirSync(bin);
+      fs.writeFileSync(path.join(bin, 'perl'), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+      const saved = { path: process.env.PATH, kind: process.env.VERDICT_SPAWN_HELPER };
+      process.env.PATH = `${bin}:${process.env.PATH}`;
+      delete process.env.VERDICT_SPAWN_HELPER;
+      stopSpawnHelper();
+      try {
+        const s = await spawnViaHelper(bash(dir, 'echo handed over'));
+        assert.deepEqual(await s.exited, { code: 0, signal: null });
+        assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), 'handed over\n');
+        const info = await spawnHelperInfo();
+        assert.equal(info?.kind, 'node');
+        assert.equal(info?.fallback, fallback);
+      } finally {
+        process.env.PATH = saved.path;
+        if (saved.kind === undefined) delete process.env.VERDICT_SPAWN_HELPER;
+        else process.env.VERDICT_SPAWN_HELPER = saved.kind;
+        stopSpawnHelper();
+      }
+    });
+  }
+
+  it('no perl on PATH: the Node helper, saying why', async function () {
+    this.timeout(30000);
+    const dir = tempDir();
+    const saved = { path: process.env.PATH, kind: process.env.VERDICT_SPAWN_HELPER };
+    process.env.PATH = dir;
+    delete process.env.VERDICT_SPAWN_HELPER;
+    stopSpawnHelper();
+    try {
+      const info = await spawnHelperInfo();
+      assert.deepEqual([info?.kind, info?.fallback], ['node', 'no perl on PATH']);
+    } finally {
+      process.env.PATH = saved.path;
+      if (saved.kind === undefined) delete process.env.VERDICT_SPAWN_HELPER;
+      else process.env.VERDICT_SPAWN_HELPER = saved.kind;
+      stopSpawnHelper();
+    }
+  });
+});
