@@ -1,7 +1,8 @@
 # The spawn helper in Perl (see spawner.ts and docs/architecture.md "Spawning"): a small process started once per
 # orchestrator that starts every step's process for it. Used when `perl` is on PATH and the kernel has pidfd_open
-# (Linux >= 5.3); spawn-helper.cjs (Node) is the fallback. A fork of this process copies about 5 MB instead of a Node
-# process's 40, which is most of what a spawn costs. Core modules only (POSIX, Fcntl, Time::HiRes): perl-base suffices.
+# (Linux >= 5.3); spawn-helper.cjs (Node) is the fallback. A fork and its copy-on-write faults are most of what a spawn
+# costs the helper, and they grow with its memory: about 8 MB resident (2.5 MB anonymous) here against a Node process's
+# 40 MB (12 MB). Core modules only (POSIX, Fcntl, Time::HiRes): perl-base suffices.
 #
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
@@ -45,6 +46,10 @@ if (opendir(my $fds, '/proc/self/fd')) {
 }
 open(my $devnull, '<', '/dev/null') or die "verdict spawn helper: /dev/null: $!\n";
 
+if ($^O ne 'linux') {
+  syswrite(STDOUT, "unsupported not Linux ($^O): no pidfd_open\n");
+  exit 0;
+}
 my $probe = syscall($PIDFD_OPEN, $$ + 0, 0);
 if ($probe < 0) {
   syswrite(STDOUT, "unsupported pidfd_open: $!\n");

@@ -138,12 +138,14 @@ function helperProgram(name: string): string {
 }
 
 /**
- * Which helper to start: `VERDICT_SPAWN_HELPER=node|perl` forces one; else perl when it is on PATH (perl-base is
- * Essential on Debian and Ubuntu and ships with macOS), else Node. Returns the interpreter's path and why not perl.
+ * Which helper to start: `VERDICT_SPAWN_HELPER=node` forces the Node one; else perl on Linux when it is on PATH
+ * (perl-base is Essential on Debian and Ubuntu, git needs it on most distributions), else Node. Returns the
+ * interpreter's path and why not perl.
  */
 function chooseHelper(env: NodeJS.ProcessEnv): { kind: HelperKind; binary: string; fallback: string | null } {
   const forced = env.VERDICT_SPAWN_HELPER;
   if (forced === 'node') return { kind: 'node', binary: process.execPath, fallback: 'VERDICT_SPAWN_HELPER=node' };
+  if (process.platform !== 'linux') return { kind: 'node', binary: process.execPath, fallback: `the perl helper needs Linux (pidfd_open), not ${process.platform}` };
   const perl = findBinary('perl', env.PATH ?? '');
   if (perl) return { kind: 'perl', binary: perl, fallback: null };
   return { kind: 'node', binary: process.execPath, fallback: 'no perl on PATH' };
