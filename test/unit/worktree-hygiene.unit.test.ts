@@ -153,6 +153,8 @@ describe('worktree hygiene', function () {
         return true;
       });
       assert.deepEqual(verdictBranches(repo.root), []);
+      // The empty folder addWorktree made for git (process/top-dir.ts makeFreshDir) is gone again, with no sibling left.
+      assert.deepEqual(fs.readdirSync(path.dirname(wt)), []);
     });
 
     it('a leftover ref lock → its path and rm', async () => {

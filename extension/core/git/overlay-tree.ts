@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
 import { gitFor, runGit } from './safe-git';
-import { markTopDir } from '../process/top-dir';
+import { makeFreshDir, markTopDir } from '../process/top-dir';
 import { unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
 
 /** A lower layer: the checkout and its index (absolute paths). */
@@ -44,7 +44,8 @@ export function lowerLayer(commonDir: string, sha: string, runRoot: string): Pro
     await withLock(`${dir}.lock`, async () => {
       if (fs.existsSync(`${dir}.done`)) return;
       for (const p of [dir, gitDir, index]) fs.rmSync(p, { recursive: true, force: true });
-      fs.mkdirSync(dir);
+      // Its name is the commit's, the same in every run: a fresh one for the allocator (see makeFreshDir).
+      makeFreshDir(dir);
       fs.mkdirSync(gitDir);
       fs.writeFileSync(path.join(gitDir, 'HEAD'), `${sha}\n`);
       await runGit(dir, ['read-tree', '-u', '--reset', sha], { env: { GIT_DIR: gitDir, GIT_COMMON_DIR: commonDir, GIT_WORK_TREE: dir, GIT_INDEX_FILE: index }, config: ['core.splitIndex=true'] });

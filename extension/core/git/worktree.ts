@@ -9,7 +9,7 @@ import { gitFor, gitRunner, runGit, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
-import { markTopDir } from '../process/top-dir';
+import { makeFreshDir, markTopDir } from '../process/top-dir';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -105,6 +105,8 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   // HEAD lives in the worktree's own admin dir) without write access to any ref; only the orchestrator moves the task
   // branch (sealWorktree, advanceBranch).
   const dirExisted = fs.existsSync(dir);
+  // Made here under a fresh name (git takes an empty folder): see makeFreshDir. Removed on every failure path below.
+  if (!dirExisted) makeFreshDir(dir);
   const branchMade: Promise<Error | null> = opts.existingBranch ? Promise.resolve(null) : git.raw(['branch', '--no-track', branch, repo.baseSha]).then(() => null, (e: Error) => e);
   if (dirExisted) {
     const refused = await branchMade;
@@ -117,8 +119,10 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     try {
       await git.raw(['worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]);
     } catch (e) {
-      // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop.
+      // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop; the empty
+      // folder made above goes, so the folder stays missing as git's message says.
       if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(repo.root, dir);
+      else if (!dirExisted) removeEmptyDir(dir);
       await dropBranch();
       throw failed((await branchMade) ?? (e as Error));
     }
@@ -407,9 +411,10 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
     fs.rmSync(root, { recursive: true, force: true });
     fs.mkdirSync(path.dirname(root), { recursive: true });
     await markTopDir(path.dirname(root));
+    makeFreshDir(root);
     const layers: OverlayLayers = { lower: tree.lower.dir, upper: path.join(root, 'upper'), work: path.join(root, 'work') };
-    fs.mkdirSync(layers.upper, { recursive: true });
-    fs.mkdirSync(layers.work, { recursive: true });
+    fs.mkdirSync(layers.upper);
+    fs.mkdirSync(layers.work);
     // The mount hides the folder's own `.git` file: the upper layer carries it.
     fs.copyFileSync(path.join(links.dir, '.git'), path.join(layers.upper, '.git'));
     await mountOverlay(layers, links.dir);
@@ -596,6 +601,15 @@ function indexConfig(links: WorktreeLinks): string[] {
   if (links.sharedIndex) return ['splitIndex.maxPercentChange=100'];
   const sparse = links.cone && !coneIsWhole(links.cone) ? ['core.sparseCheckout=true', 'core.sparseCheckoutCone=true', 'index.sparse=true'] : [];
   return ['core.splitIndex=false', ...sparse];
+}
+
+/** Removes `dir` when it is an empty folder; anything else is left as it is. */
+function removeEmptyDir(dir: string): void {
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    // not empty, or gone: not ours to remove
+  }
 }
 
 async function removeWorktreeQuietly(root: string, dir: string): Promise<void> {
