@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { appendWorker, mergeWorkerJournal, readWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
+import { appendWorker, mergeWorkerJournal, openWorkerJournal, readWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
 import type { AttemptState, RunState, TaskState } from '../../extension/core/live/state';
 
 function view(attempt: number, over: Partial<AttemptState> = {}): AttemptState {
@@ -23,8 +23,10 @@ describe('worker journal (live/worker-journal.ts)', () => {
     const file = workerJournalFile(path.join(dir, 'state.json'));
     assert.equal(file, path.join(dir, 'workers.jsonl'));
     assert.deepEqual(readWorkerJournal(file), []);
-    appendWorker(file, { key: 'a', view: view(1) });
-    appendWorker(file, { key: 'b', view: view(2, { workerPid: 7 }) });
+    const fd = openWorkerJournal(file);
+    appendWorker(fd, { key: 'a', view: view(1) });
+    appendWorker(fd, { key: 'b', view: view(2, { workerPid: 7 }) });
+    fs.closeSync(fd);
     fs.appendFileSync(file, '{"key":"c","view":{"attem');
     assert.deepEqual(readWorkerJournal(file).map((e) => [e.key, e.view.attempt, e.view.workerPid]), [['a', 1, 4242], ['b', 2, 7]]);
   });

@@ -1,6 +1,7 @@
 import writeFileAtomic from 'write-file-atomic';
 import type { AttemptState, RunState } from '../../../schemas/run-state';
-import { appendWorker, workerJournalFile } from './worker-journal';
+import fs from 'node:fs';
+import { appendWorker, openWorkerJournal, workerJournalFile } from './worker-journal';
 
 /** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
 export type { AttemptState, RunState, TaskState, TaskStatus } from '../../../schemas/run-state';
@@ -34,6 +35,8 @@ export class StateFile {
   private closing = false;
   /** Set by an urgent save until its write begins: the queued write does not wait for its turn. */
   private urgent = false;
+  /** The worker journal, open for appending once a worker was recorded (recordWorker); closed by close(). */
+  private journal: number | null = null;
 
   /** @param gapMs shortest time between the starts of two writes, ms (default STATE_WRITE_GAP_MS) */
   constructor(readonly file: string, readonly state: RunState, private readonly gapMs = STATE_WRITE_GAP_MS) {}
@@ -100,17 +103,26 @@ export class StateFile {
    */
   recordWorker(key: string, view: AttemptState): void {
     try {
-      appendWorker(workerJournalFile(this.file), { key, view });
+      this.journal ??= openWorkerJournal(workerJournalFile(this.file));
+      appendWorker(this.journal, { key, view });
       void this.save();
     } catch {
       void this.save(true);
     }
   }
 
-  /** Stops the heartbeat and writes the final state (a write waiting for its turn goes at once). */
+  /** Stops the heartbeat, closes the worker journal and writes the final state (a write waiting for its turn goes at once). */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (this.journal !== null) {
+      try {
+        fs.closeSync(this.journal);
+      } catch {
+        // already closed
+      }
+      this.journal = null;
+    }
     this.closing = true;
     this.gapTimer?.go();
     await this.save();

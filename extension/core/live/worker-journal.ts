@@ -24,12 +24,22 @@ export function workerJournalFile(stateFile: string): string {
 }
 
 /**
- * Appends one entry (a single write of one line, O_APPEND: concurrent appends of this process never interleave).
+ * Opens the journal for appending (created if missing); the writer keeps the descriptor for the run.
+ * @throws Error from the filesystem
+ */
+export function openWorkerJournal(file: string): number {
+  return fs.openSync(file, 'a');
+}
+
+/**
+ * Appends one entry to the journal open at `fd` (one line; O_APPEND: it lands after everything written before).
  * No fsync: the journal only matters while the machine is up (after a reboot no recorded worker is alive).
  * @throws Error from the filesystem; the caller then writes the state at once instead
  */
-export function appendWorker(file: string, entry: WorkerEntry): void {
-  fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+export function appendWorker(fd: number, entry: WorkerEntry): void {
+  const line = Buffer.from(`${JSON.stringify(entry)}\n`);
+  let written = 0;
+  while (written < line.length) written += fs.writeSync(fd, line, written);
 }
 
 /** The journal's entries in order; [] when there is none. A line that is not a whole entry (cut by a crash) is skipped. */

@@ -246,7 +246,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
     await spend.finish().catch(() => undefined);
     stateFile.state.status = 'finished';
     stateFile.state.endedAt = Date.now();
-    await stateFile.save().catch(() => undefined);
+    await stateFile.close().catch(() => undefined);
   }
   const rec = task.records[0] as AttemptRecord;
   rec.host = opts.host;

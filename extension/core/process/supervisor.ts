@@ -36,8 +36,8 @@ export interface SuperviseOptions {
   onOutput?: (chunk: Buffer) => void;
   /** Grace after SIGTERM, ms (default KILL_GRACE_MS). */
   killGraceMs?: number;
-  /** Called once the process exists, with its pid (= its process group id). */
-  onSpawn?: (pid: number) => void;
+  /** Called once the process exists, with its pid (= its process group id) and its start time (Receipt.startTime). */
+  onSpawn?: (pid: number, startTime: string | null) => void;
   /** No-output watchdog: stop the group when nothing was printed for this long, ms; the receipt says `stalled`. */
   idleTimeoutMs?: number;
   /**
@@ -183,7 +183,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     return notStarted((e as Error).message);
   }
   const { pid, startTime } = spawned;
-  opts.onSpawn?.(pid);
+  opts.onSpawn?.(pid, startTime);
 
   const readBuf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
   /** Reads what the step appended since the last read, in order, into the tail and the live view. */

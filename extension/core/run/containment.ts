@@ -66,11 +66,12 @@ export function sandboxScratch(home: string, runId: string, key: string, attempt
  */
 export function removeStepScratch(home: string, runId: string, key: string, attempt: number, step: ScratchStep): void {
   const dir = path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
+  // An unsandboxed step made none (sandboxScratch): no error object for that.
+  if (!fs.existsSync(dir)) return;
   try {
     fs.rmdirSync(path.join(dir, 'tmp'));
     fs.rmdirSync(dir);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !fs.existsSync(dir)) return;
     try {
       fs.rmSync(dir, { recursive: true, force: true });
     } catch {
@@ -79,13 +80,23 @@ export function removeStepScratch(home: string, runId: string, key: string, atte
   }
 }
 
-/** Removes a task's scratch folders (nothing of the task is alive then). Never throws. */
+/** Removes a task's scratch folders (nothing of the task is alive then), when it has any. Never throws. */
 export function removeTaskScratch(home: string, runId: string, key: string): void {
+  const dir = path.join(home, 'scratch', runId, key);
+  if (!fs.existsSync(dir)) return;
   try {
-    fs.rmSync(path.join(home, 'scratch', runId, key), { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // left as it is: nothing of it is read again
+  }
+}
+
+/** Removes the run's scratch folder once no task's is left in it. Never throws. */
+export function removeRunScratch(home: string, runId: string): void {
+  try {
     fs.rmdirSync(path.join(home, 'scratch', runId));
   } catch {
-    // other tasks' scratch is still there, or nothing to remove
+    // a task's scratch is still there (it could not be removed), or there was none
   }
 }
 

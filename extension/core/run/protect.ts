@@ -42,7 +42,9 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
   if (protect !== null && protect.length === 0) return { files, snapshotDir: null };
   const kindOf = (rel: string): 'file' | 'dir' | null => {
     try {
-      return fs.statSync(path.join(taskDir, rel)).isDirectory() ? 'dir' : 'file';
+      // Most words of a check name nothing in the tree: no error object is made for them (throwIfNoEntry).
+      const st = fs.statSync(path.join(taskDir, rel), { throwIfNoEntry: false });
+      return st ? (st.isDirectory() ? 'dir' : 'file') : null;
     } catch {
       return null;
     }

@@ -11,7 +11,7 @@ import { statusInfo } from '../../../schemas/status';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
-import { removeTaskScratch, stepScratch, taskContainment } from './containment';
+import { removeRunScratch, removeTaskScratch, stepScratch, taskContainment } from './containment';
 import { releaseTrees } from './trees';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
@@ -710,6 +710,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   pollControl();
   for (const fn of atEnd) fn();
   for (const t of tasks) removeTaskScratch(home, runId, t.spec.key);
+  removeRunScratch(home, runId);
   // Overlay trees are unmounted and removed with the run (their branches stay): run/trees.ts.
   for (const note of await releaseTrees(ctx, tasks)) emit({ type: 'run-note', note: `overlay trees: ${note}` });
   // The engines' settings copies (run/state-guard.ts) may hold keys: they do not outlive the run.

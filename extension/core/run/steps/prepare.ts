@@ -103,6 +103,8 @@ function markMade(dir: string): void {
  * @throws Error when the dir holds files Verdict did not put there
  */
 function moveAsidePrevious(dir: string, runId: string): string | null {
+  // The common case, a task dir not made yet, without the cost of an error object.
+  if (!fs.existsSync(dir)) return null;
   let entries: string[];
   try {
     entries = fs.readdirSync(dir);

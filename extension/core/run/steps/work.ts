@@ -11,7 +11,7 @@ import type { EngineSpec } from '../../../../engines/types';
 import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
-import { processStartTime, supervise } from '../../process/supervisor';
+import { supervise } from '../../process/supervisor';
 import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, sandboxScratch, scratchEnv, stepPlan } from '../containment';
 import { judgeWork } from '../decide';
 import { attemptView, recordFiles } from '../attempt-record';
@@ -78,9 +78,9 @@ export const workStep: Step = {
       timeoutMs: spec.timeoutMs,
       signal: task.abort.signal,
       killGraceMs: opts.killGraceMs,
-      onSpawn: (pid) => {
+      onSpawn: (pid, startTime) => {
         rec.workerPid = pid;
-        rec.workerStartTime = processStartTime(pid);
+        rec.workerStartTime = startTime;
         io.sync();
         // Crash recovery finds the worker by this pid: in the worker journal at once, in state.json on its schedule.
         ctx.stateFile.recordWorker(spec.key, attemptView(rec));
