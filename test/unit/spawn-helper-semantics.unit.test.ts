@@ -91,6 +91,26 @@ describeEachHelper('spawn helper semantics', function () {
     await until(() => !alive(pid), 'the setsid daemon is killed by its cookie', 20);
   });
 
+  it('a cookie holder whose environment is larger than one read (300 KB before the cookie) is still found', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const cookie = `big${process.pid}x${Date.now()}`;
+    const big = 'x'.repeat(100_000);
+    const env = { ...(process.env as Record<string, string>), B1: big, B2: big, B3: big, [STEP_COOKIE_VAR]: cookie };
+    // env -i sets its arguments in order: the three big values first, the cookie after them.
+    const daemon = `env -i B1="$B1" B2="$B2" B3="$B3" ${STEP_COOKIE_VAR}="$${STEP_COOKIE_VAR}" sh -c 'echo $$ > ${pidFile}; exec sleep 300'`;
+    // The layout, seen on a copy the test starts itself: the cookie lies past 300 KB of the environment.
+    const copy = spawn('/bin/bash', ['-c', `exec ${daemon}`], { env, stdio: 'ignore' });
+    await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n'), 'the copy started');
+    await until(() => fs.readFileSync(`/proc/${copy.pid}/cmdline`, 'latin1').startsWith('sleep'), 'the copy exec\'d sleep');
+    assert.ok(fs.readFileSync(`/proc/${copy.pid}/environ`, 'latin1').indexOf(`${STEP_COOKIE_VAR}=${cookie}`) > 300_000);
+    copy.kill('SIGKILL');
+    fs.rmSync(pidFile);
+    const s = await spawnViaHelper(bash(dir, `setsid ${daemon} & while [ ! -s ${pidFile} ]; do sleep 0.02; done; exit 0`, { env, cookie }));
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    await until(() => !alive(pid), 'the daemon is killed by its cookie', 20);
+  });
+
   it('the second sweep kills a cookie holder that appeared after the first', async () => {
     const cookie = `late${process.pid}x${Date.now()}`;
     const s = await spawnViaHelper(bash(dir, 'exit 0', { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, sweepAgainMs: 700 }));

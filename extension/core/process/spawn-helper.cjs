@@ -9,7 +9,8 @@
  * line each for the start, the error or the exit), with the same semantics: each child in its own session and process
  * group, stdin /dev/null, stdout and stderr appended to the log, `files` read-only as fds 3…, its group killed when it
  * exits, unsandboxed (a cookie given) every process carrying the cookie too, once at once and again `sweepAgainMs`
- * later. When stdin ends or the parent changes, the groups of the `dieWithHelper` steps are killed and it exits.
+ * later (rounded up to a whole second of the clock). When stdin ends or the parent changes, the groups of the
+ * `dieWithHelper` steps are killed and it exits.
  */
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -62,6 +63,27 @@ function startTime(pid) {
   }
 }
 
+/** One buffer for every /proc/<pid>/environ read (grown when an environment does not fit). */
+let environBuf = Buffer.allocUnsafe(256 * 1024);
+
+/** /proc/<pid>/environ's bytes (a view of environBuf, valid until the next call): open, one read when it fits, close. */
+function readEnviron(entry) {
+  const fd = fs.openSync(`/proc/${entry}/environ`, 'r');
+  try {
+    let n = 0;
+    for (;;) {
+      const got = fs.readSync(fd, environBuf, n, environBuf.length - n, null);
+      n += got;
+      if (n < environBuf.length) return environBuf.subarray(0, n);
+      const bigger = Buffer.allocUnsafe(environBuf.length * 2);
+      environBuf.copy(bigger);
+      environBuf = bigger;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** SIGKILL to every process whose environment holds one of `cookies`: one pass over /proc for all of them. */
 function killByCookies(cookies) {
   const needles = cookies.map((c) => Buffer.from(`${COOKIE_VAR}=${c}\0`));
@@ -75,7 +97,7 @@ function killByCookies(cookies) {
     const pid = Number(entry);
     if (!(pid > 0) || pid === process.pid) continue;
     try {
-      const environ = fs.readFileSync(`/proc/${entry}/environ`);
+      const environ = readEnviron(entry);
       if (needles.some((n) => environ.indexOf(n) !== -1)) process.kill(pid, 'SIGKILL');
     } catch {
       // gone, or not ours
@@ -166,8 +188,9 @@ function start(fields) {
     const line = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
     if (!cookie) return send(line);
     sweep(cookie, () => send(line));
-    // A descendant forked while the first sweep ran is caught by the second.
-    if (again) setTimeout(() => sweep(cookie, () => undefined), Number(again)).unref();
+    // A descendant forked while the first sweep ran is caught by the second, at a whole second of the clock: the
+    // second sweeps of steps that ended within the same second are one pass.
+    if (again) setTimeout(() => sweep(cookie, () => undefined), Math.ceil((Date.now() + Number(again)) / 1000) * 1000 - Date.now()).unref();
   });
 }
 

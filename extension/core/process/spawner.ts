@@ -29,7 +29,8 @@ export interface SpawnRequest {
   files?: string[];
   /**
    * Unsandboxed steps: when the child exits, every process whose environment carries `VERDICT_STEP_COOKIE=<cookie>`
-   * is killed (by the helper, off the orchestrator's event loop), again `sweepAgainMs` later when given.
+   * is killed (by the helper, off the orchestrator's event loop), again `sweepAgainMs` later when given (rounded up to
+   * a whole second of the clock, so the second sweeps of steps that ended within the same second are one pass over /proc).
    */
   cookie?: string;
   sweepAgainMs?: number;
