@@ -70,7 +70,7 @@ export interface BwrapPlan {
   binary: string;
   /** Absolute folders the step may write; each must exist. Nested folders are fine (bound outermost first). */
   writable: string[];
-  /** false: a new, empty network namespace (`--unshare-net`: loopback only, down). */
+  /** false: a new network namespace of the step's own (`--unshare-net`: only its own loopback, 127.0.0.1 and ::1). */
   network: boolean;
   /**
    * Private copies of state files that their CLI replaces by rename (claude's ~/.claude.json): the folder holding
@@ -118,6 +118,24 @@ export interface BwrapPlan {
  * read-only tmpfs showing (read-only, unless the plan binds them writable) only the /tmp entries that the plan, `cwd`,
  * `file`, `args` or a value of `env` name — never a socket nor a tmux / ssh-agent / X11 / ICE folder. `files` receives the files bwrap
  * reads private copies from (`--file FD DEST`): the spawn opens them read-only as the child's fds 3, 4, … in order.
+ * A read-only bind of a path onto itself that `--ro-bind / /` already shows the same way is left out
+ * ({@link shownReadOnlyByRoot}); the host's socket places are covered at their real paths, once ({@link hostSocketCovers}).
+ *
+ * What a sandbox costs (bubblewrap 0.8; test/bench/sandbox.bench.ts, a 2-core VM with 20 mounts): a worker or check
+ * sandbox ~6–7 ms of CPU, against ~1.4 ms for a bare `bash -c true`. About 3 ms is bubblewrap itself (its exec, two
+ * forks, the user, PID and mount namespaces, two pivot_roots, the teardown). Every bind costs ~0.2 ms more (bubblewrap
+ * re-reads and parses all of /proc/self/mountinfo for it, so hosts with more mounts pay more); a tmpfs ~0.05 ms. Kept,
+ * measured and why:
+ * - `--dev /dev`, ~1 ms (six of those binds: null, zero, full, random, urandom, tty): bubblewrap 0.8 has no other way to
+ *   a devpts of the step's own (/dev/pts, /dev/ptmx); the host's /dev/pts would let a step type into the user's
+ *   terminals (TIOCSTI), the host's /dev shows every device, and fewer binds would need device nodes made with mknod
+ *   (root only).
+ * - `--proc /proc` (~0–0.3 ms; as root two more binds, /proc/irq and /proc/bus read-only): the host's /proc would show
+ *   the host's processes.
+ * - `--unshare-net` (network: false), ~0.3–0.6 ms plus ~1 ms in the kernel's own threads (the namespace's cleanup): a
+ *   new namespace per step; one reused or shared by steps would be a channel between a worker and another task's check.
+ * - The init process: `--as-pid-1` would save a fork (~0.4 ms) but make the step's own command PID 1 and the holder of
+ *   the parent-death signal, which it can clear (prctl) before leaving its process group: it then outlives its bwrap.
  */
 export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}): { file: string; args: string[] } {
   // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
@@ -125,46 +143,92 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   const out = ['--die-with-parent', '--unshare-user', '--unshare-pid'];
   if (!plan.network) out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
+  // Every mount after those, with its destination, so that a read-only bind repeating what `--ro-bind / /` already
+  // shows can be left out once all of them are known (see shownReadOnlyByRoot).
+  const ops: Mount[] = [];
+  const mount = (dest: string, ...op: string[]) => ops.push({ dest, op, elidable: false });
   // A read-only mount does not stop connect(): the user's own sockets (tmux, ssh-agent, the session bus, X11, docker)
   // would let a step run commands outside. /tmp becomes an empty tmpfs (read-only once the mounts are made) with back
   // only the entries the step names; the other socket folders become empty; system socket files are covered.
   const tmpBack = tmpEntriesNamed(plan, cwd, file, args, env);
   if (tmpBack) {
-    out.push('--tmpfs', '/tmp');
-    for (const e of tmpBack) out.push(...(e.link === null ? ['--ro-bind', e.path, e.path] : ['--symlink', e.link, e.path]));
+    mount('/tmp', '--tmpfs', '/tmp');
+    for (const e of tmpBack) mount(e.path, ...(e.link === null ? ['--ro-bind', e.path, e.path] : ['--symlink', e.link, e.path]));
   }
-  for (const dir of hostSocketDirs()) out.push('--tmpfs', dir);
-  for (const sock of HOST_SOCKET_FILES.filter((f) => fs.existsSync(f))) out.push('--ro-bind', '/dev/null', sock);
+  const sockets = hostSocketCovers();
+  for (const dir of sockets.dirs) mount(dir, '--tmpfs', dir);
+  for (const sock of sockets.files) mount(sock, '--ro-bind', '/dev/null', sock);
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
-    out.push('--tmpfs', dir);
+    mount(dir, '--tmpfs', dir);
     for (const entry of safeReaddir(dir)) {
       const abs = path.join(dir, entry);
       if ((plan.privateFiles ?? []).includes(abs)) continue;
-      out.push('--ro-bind', abs, abs);
+      mount(abs, '--ro-bind', abs, abs);
     }
     for (const f of plan.privateFiles ?? []) {
       if (path.dirname(f) !== dir || !fs.existsSync(f)) continue;
       files.push(f);
-      out.push('--file', String(2 + files.length), f);
+      mount(f, '--file', String(2 + files.length), f);
     }
   }
   for (const dir of [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
-    if (fs.existsSync(dir)) out.push('--tmpfs', dir);
+    if (fs.existsSync(dir)) mount(dir, '--tmpfs', dir);
   }
   const from = (dest: string) => bindSource(plan.substitute ?? [], dest);
-  for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--ro-bind', from(dir), dir);
-  for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--bind', from(dir), dir);
-  for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) out.push('--perms', '0700', '--tmpfs', dir);
+  const readOnlyBind = (dest: string) => ops.push({ dest, op: ['--ro-bind', from(dest), dest], elidable: from(dest) === dest });
+  for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) readOnlyBind(dir);
+  for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) mount(dir, '--bind', from(dir), dir);
+  for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) mount(dir, '--perms', '0700', '--tmpfs', dir);
   for (const p of [...new Set((plan.sharedPaths ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
-    if (fs.existsSync(p)) out.push('--bind', p, p);
+    if (fs.existsSync(p)) mount(p, '--bind', p, p);
   }
   for (const f of plan.readOnly ?? []) {
-    if (fs.existsSync(from(f))) out.push('--ro-bind', from(f), f);
+    if (fs.existsSync(from(f))) readOnlyBind(path.resolve(f));
   }
-  if (tmpBack) out.push('--remount-ro', '/tmp');
+  if (tmpBack) mount('/tmp', '--remount-ro', '/tmp');
+  const dests = ops.map((o) => o.dest);
+  for (const o of ops) {
+    if (o.elidable && shownReadOnlyByRoot(o.dest, dests)) continue;
+    out.push(...o.op);
+  }
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
+}
+
+/** One mount operation of a sandbox: bwrap's arguments for it and the path it mounts at. */
+interface Mount {
+  dest: string;
+  op: string[];
+  /** A read-only bind of a path onto itself: left out when `--ro-bind / /` already shows that path the same way. */
+  elidable: boolean;
+}
+
+/**
+ * True when a read-only bind of `dest` onto itself would only repeat `--ro-bind / /`: `dest` is its own real path (no
+ * symbolic link on the way, so the path names the same object inside and out) and no other mount of the sandbox
+ * (`dests`: /dev, /proc, /tmp, a hidden or writable folder, a tmpfs, another bind…) is at it, above it (it would
+ * change what `dest` shows) or inside it (the bind, made after it, would cover it). `/` shows every host mount
+ * read-only, nosuid and nodev, exactly as the bind of `dest` would; each bind costs bubblewrap a re-read of the whole
+ * mount table (~0.2 ms of CPU on a host with 20 mounts, more with more). Never throws: a path it cannot resolve keeps
+ * its bind.
+ */
+export function shownReadOnlyByRoot(dest: string, dests: readonly string[]): boolean {
+  const abs = path.resolve(dest);
+  if (abs === '/') return false;
+  try {
+    if (fs.realpathSync(abs) !== abs) return false;
+  } catch {
+    return false;
+  }
+  const related = (a: string, b: string) => a === b || a.startsWith(b === '/' ? '/' : `${b}/`) || b.startsWith(`${a}/`);
+  let self = 0;
+  for (const d of ['/dev', '/proc', ...dests]) {
+    const other = path.resolve(d);
+    if (other === abs && self++ === 0) continue; // its own entry, once
+    if (related(abs, other)) return false;
+  }
+  return true;
 }
 
 /** Where a bind to `dest` takes its source from: `dest` itself, or its place under the first substitute that holds it. Pure. */
@@ -190,16 +254,29 @@ export function isExecutable(file: string): boolean {
 
 /** Socket files of system services a step must not reach (a docker socket is root on the host). */
 const HOST_SOCKET_FILES = ['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock'];
-
 /** Folders that hold the user's own sockets outside /tmp: per-user runtime dirs, screen's. */
-function hostSocketDirs(): string[] {
-  return ['/run/user', '/run/screen', '/var/run/screen'].filter((d) => {
+const HOST_SOCKET_DIRS = ['/run/user', '/run/screen', '/var/run/screen'];
+
+/**
+ * The host's socket folders (each to become an empty tmpfs) and socket files (each covered by /dev/null) that exist
+ * here, as the places to mount at: each at its real path, once. bubblewrap cannot make a mount point through a
+ * symbolic link (/var/run is one to /run almost everywhere: `--ro-bind /dev/null /var/run/docker.sock` failed every
+ * step on a host with docker, "Can't create file at /var/run/docker.sock"), and one mount covers every name of a
+ * place; a file inside a covered folder needs nothing more. Never throws.
+ */
+export function hostSocketCovers(dirs: readonly string[] = HOST_SOCKET_DIRS, files: readonly string[] = HOST_SOCKET_FILES): { dirs: string[]; files: string[] } {
+  const real = (p: string, want: (st: fs.Stats) => boolean): string | null => {
     try {
-      return fs.lstatSync(d).isDirectory();
+      const r = fs.realpathSync(p);
+      return want(fs.statSync(r)) ? r : null;
     } catch {
-      return false;
+      return null;
     }
-  });
+  };
+  const outDirs = [...new Set(dirs.map((d) => real(d, (st) => st.isDirectory())).filter((d): d is string => d !== null))];
+  const inside = (f: string) => outDirs.some((d) => f.startsWith(`${d}/`));
+  const outFiles = [...new Set(files.map((f) => real(f, () => true)).filter((f): f is string => f !== null && !inside(f)))];
+  return { dirs: outDirs, files: outFiles };
 }
 
 /** /tmp entries never shown to a step even when named: the user's tmux, ssh-agent, X11 and ICE socket folders. */

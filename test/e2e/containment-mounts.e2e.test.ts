@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { requireSandbox } from '../helpers/sandbox-env';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, writeManifest } from '../helpers/fixtures';
+
+// The check's sandbox no longer binds the worktree's admin folder read-only when `--ro-bind / /` already shows it so
+// (core/process/sandbox.ts shownReadOnlyByRoot: one re-read of the mount table less per check). A hostile check must
+// still find it read-only. The repository lies under /var/tmp: under /tmp (a tmpfs of its own in a sandbox) the bind
+// is kept, and nothing would be tested.
+describe('containment: a check cannot write the worktree admin folder whose read-only bind was left out', function () {
+  this.timeout(120000);
+  const made: string[] = [];
+  after(() => {
+    for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('HEAD, a new file, config.worktree, the folder itself: all refused (Read-only file system); no mount of its own', async function () {
+    await requireSandbox(this);
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join('/var/tmp', 'verdict-e2e-mounts-')));
+    made.push(dir);
+    const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'original\n' });
+    const check = [
+      'gd=$(git rev-parse --absolute-git-dir)',
+      'echo "admin: $gd"',
+      'echo "mounts at it: $(grep -c " $gd " /proc/self/mountinfo)"',
+      'try() { if eval "$1" 2>>attempts.log; then echo "WROTE: $1"; else echo "refused: $1"; fi; }',
+      'try \'echo "ref: refs/heads/evil" > "$gd/HEAD"\'',
+      'try \'touch "$gd/planted"\'',
+      'try \'printf "[core]\\n\\tfsmonitor = touch /var/tmp/pwned\\n" > "$gd/config.worktree"\'',
+      'try \'mv "$gd" "$gd.moved"\'',
+      'cat attempts.log',
+      'test -s out.txt',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t1', 'echo ok > out.txt', check, { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const userHome = path.join(dir, 'user-home');
+    fs.mkdirSync(userHome);
+    const admin = path.join(repo, '.git', 'worktrees');
+    const r = await cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: userHome } });
+    assert.equal(r.exitCode, 0, r.all);
+    const row = readRows(home)[0];
+    const out = String(row?.check_output);
+    assert.equal(row?.verdict, 'PASS', out);
+    assert.match(out, new RegExp(`admin: ${admin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/t1`), out);
+    assert.match(out, /mounts at it: 0/, out);
+    assert.doesNotMatch(out, /WROTE:/, out);
+    assert.equal((out.match(/refused:/g) ?? []).length, 4, out);
+    assert.match(out, /Read-only file system/, out);
+    assert.equal(fs.existsSync(path.join(admin, 't1', 'planted')), false);
+    assert.equal(fs.existsSync(path.join(admin, 't1', 'config.worktree')), false);
+    assert.equal(fs.existsSync('/var/tmp/pwned'), false);
+    assert.match(String(row?.branch), /t1$/);
+    assert.equal(git(repo, 'show', `${String(row?.branch)}:out.txt`), 'ok');
+  });
+});
