@@ -2,7 +2,7 @@
 # orchestrator that starts every step's process for it. Used when `perl` is on PATH and the kernel has pidfd_open
 # (Linux >= 5.3); spawn-helper.cjs (Node) is the fallback. A fork and its copy-on-write faults are most of what a spawn
 # costs the helper, and they grow with its memory: about 8 MB resident (2.5 MB anonymous) here against a Node process's
-# 40 MB (12 MB). Core modules only (POSIX, Fcntl, Time::HiRes): perl-base suffices.
+# 40 MB (12 MB). One core module (POSIX): perl-base suffices, and every module more is more memory to fork.
 #
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
@@ -14,14 +14,12 @@
 #   <- "<id> error <message>\n"             it could not be started (the OS error, worded as Node words it)
 #   <- "<id> exit <code|-> <signal|->\n"    it ended (signal as a number); its group was killed first and, when a
 #                                            cookie was given, every process carrying the cookie too (and again
-#                                            sweepAgainMs later, rounded up to a whole second of the clock)
+#                                            at least sweepAgainMs later, on a whole second of the clock)
 # When stdin ends or the parent changes (the orchestrator is gone) the helper kills the groups of the `dieWithHelper`
 # steps and exits.
 use strict;
 use warnings;
 use POSIX ();
-use Fcntl ();
-use Time::HiRes ();
 
 my $PIDFD_OPEN = 434;    # the same number on every architecture (the unified syscall table, Linux >= 5.3)
 my $COOKIE_VAR = 'VERDICT_STEP_COOKIE';
@@ -149,7 +147,7 @@ sub child {
     # dup2 overwrites a source not yet moved. The moved copies lack close-on-exec: they are closed before the exec.
     my $above = @$sources;
     for (@$sources) { $above = fileno($_) + 1 if fileno($_) >= $above }
-    my @high = map { fcntl($_, Fcntl::F_DUPFD(), $above) } @$sources;
+    my @high = map { fcntl($_, POSIX::F_DUPFD(), $above) } @$sources;
     $stage = 'dup2';
     my $ok = 1;
     for my $i (0 .. $#high) {
@@ -233,7 +231,7 @@ for (;;) {
   my $rin = '';
   vec($rin, 0, 1) = 1;
   vec($rin, $_, 1) = 1 for keys %running;
-  my $now = Time::HiRes::time();
+  my $now = time;
   my $wait = 1;    # the parent is looked at least once a second
   for (@later) {
     my $d = $_->[0] - $now;
@@ -263,8 +261,9 @@ for (;;) {
       }
       push @sweep, $s->{cookie};
       push @reports, $line;
-      # Rounded up to a whole second: the second sweeps of steps that ended within the same second are one pass.
-      push @later, [ POSIX::ceil(Time::HiRes::time() + $s->{again} / 1000), $s->{cookie} ] if length $s->{again};
+      # On a whole second of the clock, at least `again` ms from now: the second sweeps of steps that ended within the
+      # same second are one pass.
+      push @later, [ time + POSIX::ceil($s->{again} / 1000) + 1, $s->{cookie} ] if length $s->{again};
     }
     if (vec($rout, 0, 1)) {
       my $n = sysread(STDIN, $in, 262144, length $in);
@@ -280,7 +279,7 @@ for (;;) {
     }
   }
   if (@later) {
-    my $now = Time::HiRes::time();
+    my $now = time;
     push @sweep, map { $_->[1] } grep { $_->[0] <= $now } @later;
     @later = grep { $_->[0] > $now } @later;
   }

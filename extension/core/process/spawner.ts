@@ -29,7 +29,7 @@ export interface SpawnRequest {
   files?: string[];
   /**
    * Unsandboxed steps: when the child exits, every process whose environment carries `VERDICT_STEP_COOKIE=<cookie>`
-   * is killed (by the helper, off the orchestrator's event loop), again `sweepAgainMs` later when given (rounded up to
+   * is killed (by the helper, off the orchestrator's event loop), again at least `sweepAgainMs` later when given (on
    * a whole second of the clock, so the second sweeps of steps that ended within the same second are one pass over /proc).
    */
   cookie?: string;
