@@ -103,8 +103,8 @@ interface TreeFigures {
   /** Each round's CPU per task (this process and its children, see cpuMs), mean over its tasks: ms. */
   roundCpu: number[];
   diskPerTask: number;
-  /** Overlay: the lower layer, made once (ms, bytes). */
-  shared?: { ms: number; bytes: number };
+  /** Overlay: the lower layer, made once (wall and CPU ms, bytes). */
+  shared?: { ms: number; cpuMs: number; bytes: number };
 }
 
 /** Part 1: ROUNDS × TASKS trees of `kind`, one after another, on `repo` (none removed before every kind is measured). */
@@ -117,9 +117,10 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
   let shared: TreeFigures['shared'];
   let lower: LowerLayer | null = null;
   if (kind === 'overlay') {
+    const c0 = cpuMs();
     const t0 = performance.now();
     lower = await lowerLayer(info.commonDir, info.baseSha, runRoot);
-    shared = { ms: performance.now() - t0, bytes: diskBytes([lower.dir, lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])]) };
+    shared = { ms: performance.now() - t0, cpuMs: cpuMs() - c0, bytes: diskBytes([lower.dir, lower.index, ...(lower.sharedIndex ? [lower.sharedIndex] : [])]) };
   }
   const times: number[] = [];
   const disks: number[] = [];
@@ -206,7 +207,7 @@ async function main(): Promise<void> {
   for (const kind of kinds) {
     const f = await treesAlone(repo, kind, root);
     base ??= f;
-    const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)}, ${fmtBytes(f.shared.bytes)}` : '';
+    const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)} (CPU ${fmtMs(f.shared.cpuMs)}), ${fmtBytes(f.shared.bytes)}` : '';
     console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}${rounds(f.roundMedians)}), CPU ${f.roundCpu.map(fmtMs).join(' / ')}, ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`);
   }
   await removeTrees(repo, root, kinds);
