@@ -1,5 +1,6 @@
 import writeFileAtomic from 'write-file-atomic';
-import type { AttemptState, RunState } from '../../../schemas/run-state';
+import type { AttemptState, RunState, TaskState } from '../../../schemas/run-state';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { appendWorker, openWorkerJournal, workerJournalFile } from './worker-journal';
 
@@ -22,6 +23,12 @@ export const STATE_WRITE_GAP_MS = 100;
  * waits, the waiting one starts no sooner than `gapMs` after the one before it began and serialises the state when it
  * starts, so a burst of changes costs at most two writes, a steady stream one write per `gapMs`, and memory stays flat
  * however large the run. A heartbeat timer saves every HEARTBEAT_MS while the run lives; `close()` writes at once.
+ *
+ * Each task's part of the text is kept from the write before and made again only when the task may have changed: a
+ * `saveTask(task)` (an attempt's own sync: it changes only its task) marks that task, any other save every task (the
+ * runner, control, the heartbeat: they may change any). So a write at the end of one attempt serialises that attempt's
+ * task, not the whole run (300 tasks: ~1 ms of JSON per write, ten writes a second, for the run's whole length). The
+ * text is exactly `JSON.stringify(state, null, 1)`.
  */
 export class StateFile {
   private timer: NodeJS.Timeout | null = null;
@@ -37,6 +44,13 @@ export class StateFile {
   private urgent = false;
   /** The worker journal, open for appending once a worker was recorded (recordWorker); closed by close(). */
   private journal: number | null = null;
+  /** Each task's part of the last text written (indented as it stands in the file), while the task is unchanged. */
+  private taskText = new WeakMap<TaskState, string>();
+  /** Tasks changed since the last write began (saveTask); `allChanged`: any task may have changed (save). */
+  private changed = new Set<TaskState>();
+  private allChanged = true;
+  /** Stands for the tasks array while the rest of the state is serialised: unique to this file, never in a state. */
+  private readonly tasksMarker = JSON.stringify(`\u0000tasks-${crypto.randomUUID()}`);
 
   /** @param gapMs shortest time between the starts of two writes, ms (default STATE_WRITE_GAP_MS) */
   constructor(readonly file: string, readonly state: RunState, private readonly gapMs = STATE_WRITE_GAP_MS) {}
@@ -54,6 +68,17 @@ export class StateFile {
    * warnings, not thrown.
    */
   save(urgent = false): Promise<void> {
+    this.allChanged = true;
+    return this.schedule(urgent);
+  }
+
+  /** Saves after a change to `task` alone (an attempt's sync): as save(), serialising only the tasks that changed. */
+  saveTask(task: TaskState): Promise<void> {
+    this.changed.add(task);
+    return this.schedule(false);
+  }
+
+  private schedule(urgent: boolean): Promise<void> {
     if (urgent) {
       this.urgent = true;
       this.gapTimer?.go();
@@ -87,7 +112,7 @@ export class StateFile {
     this.urgent = false;
     this.lastStart = Date.now();
     this.state.heartbeatAt = this.lastStart;
-    const text = JSON.stringify(this.state, null, 1);
+    const text = this.serialize();
     this.writing = writeFileAtomic(this.file, text)
       .catch((e: Error) => process.emitWarning(`cannot write ${this.file}: ${e.message}`))
       .finally(() => {
@@ -96,16 +121,36 @@ export class StateFile {
     return this.writing;
   }
 
+  /** `JSON.stringify(this.state, null, 1)`, with the part of each task that did not change since the last write reused. */
+  private serialize(): string {
+    const all = this.allChanged;
+    const changed = this.changed;
+    this.allChanged = false;
+    this.changed = new Set();
+    const parts = this.state.tasks.map((task) => {
+      const keep = typeof task === 'object' && task !== null;
+      let text = all || !keep || changed.has(task) ? undefined : this.taskText.get(task);
+      if (text === undefined) {
+        // An element of the root's "tasks" array: two levels deep, so every line indented by two more spaces.
+        text = `  ${String(JSON.stringify(task, null, 1)).replaceAll('\n', '\n  ')}`;
+        if (keep) this.taskText.set(task, text);
+      }
+      return text;
+    });
+    const rest = JSON.stringify({ ...this.state, tasks: JSON.parse(this.tasksMarker) as string }, null, 1);
+    return rest.replace(this.tasksMarker, () => (parts.length ? `[\n${parts.join(',\n')}\n ]` : '[]'));
+  }
+
   /**
    * Records a worker the moment it started, for crash recovery: its attempt's view (pid and start time) appended to
-   * the worker journal beside the state file (live/worker-journal.ts, read back by reconcile), then a save on the usual
-   * schedule. When the journal cannot be written, the state is written at once instead (an urgent save).
+   * the worker journal beside the state file (live/worker-journal.ts, read back by reconcile); state.json takes it with
+   * the caller's save (saveTask) on the usual schedule. When the journal cannot be written, the state is written at
+   * once instead (an urgent save).
    */
   recordWorker(key: string, view: AttemptState): void {
     try {
       this.journal ??= openWorkerJournal(workerJournalFile(this.file));
       appendWorker(this.journal, { key, view });
-      void this.save();
     } catch {
       void this.save(true);
     }

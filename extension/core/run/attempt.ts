@@ -91,7 +91,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
   const sync = () => {
     task.state.attempts[slot] = attemptView(rec);
-    void ctx.stateFile.save();
+    void ctx.stateFile.saveTask(task.state);
   };
   task.state.status = 'preparing';
   ctx.emit({ type: 'attempt-started', key: spec.key, attempt: n, engine: task.state.engine, model: task.state.model });

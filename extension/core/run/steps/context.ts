@@ -113,7 +113,7 @@ export interface AttemptIo {
   boxed: boolean;
   /** The worker's retained output tail (for the engine's error class and the failure text). */
   workerTail: string;
-  /** Projects the record into state.json's view and saves it (coalesced: see StateFile.save). */
+  /** Projects the record into state.json's view and saves it (coalesced, this task's part alone: see StateFile.saveTask). It changes nothing but this task's state. */
   sync: () => void;
 }
 
