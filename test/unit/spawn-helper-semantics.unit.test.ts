@@ -197,6 +197,10 @@ describe('spawn helper protocol (spawner.ts)', () => {
     assert.deepEqual(parseReply('3 exit 0 -'), { type: 'exit', id: 3, code: 0, signal: null });
     assert.deepEqual(parseReply('3 exit - 9'), { type: 'exit', id: 3, code: null, signal: 'SIGKILL' });
     assert.equal(parseReply('garbage'), null);
+    const base = { file: 'f', args: ['a'], cwd: '/c', env: { K: 'v', L: 'w' }, log: '/l' };
+    assert.throws(() => encodeRequest(1, { ...base, env: { K: 'v', L: 'w\0x' } }), /^Error: spawn f: a NUL byte in env\[1\]$/);
+    assert.throws(() => encodeRequest(1, { ...base, cwd: '/c\0d' }), /^Error: spawn f: a NUL byte in cwd$/);
+    assert.throws(() => encodeRequest(1, { ...base, files: ['/ok', '/x\0'] }), /^Error: spawn f: a NUL byte in files\[1\]$/);
   });
 
   for (const [what, script, fallback] of [

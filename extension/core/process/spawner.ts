@@ -75,17 +75,24 @@ export interface HelperInfo {
  * @throws Error naming the field when a string holds a NUL byte (no argv, environment or path can carry one)
  */
 export function encodeRequest(id: number, req: SpawnRequest): string {
-  const env = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
   const files = req.files ?? [];
-  const fields = [String(id), req.file, req.cwd, req.log, req.cookie ?? '', req.sweepAgainMs === undefined ? '' : String(Math.round(req.sweepAgainMs)), req.dieWithHelper ? '1' : '', String(req.args.length), ...req.args, String(env.length), ...env, String(files.length), ...files];
-  const payload = fields.join('\0');
-  if (payload.split('\0').length !== fields.length) {
-    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['args', req.args], ['env', env], ['files', files]] as const;
+  const keys = Object.keys(req.env);
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.args.length}`;
+  for (const a of req.args) payload += `\0${a}`;
+  payload += `\0${keys.length}`;
+  for (const k of keys) payload += `\0${k}=${req.env[k]}`;
+  payload += `\0${files.length}`;
+  for (const f of files) payload += `\0${f}`;
+  // As many NULs as separators, or a value holds one: found and named (the slow path, for the error only).
+  let nuls = 0;
+  for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
+  if (nuls !== 9 + req.args.length + keys.length + files.length) {
+    const env = keys.map((k) => `${k}=${req.env[k]}`);
+    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
     for (const [name, values] of where) {
       const i = values.findIndex((v) => v.includes('\0'));
-      if (i !== -1) throw new Error(`spawn ${req.file}: a NUL byte in ${name}${values.length > 1 || name === 'args' || name === 'env' || name === 'files' ? `[${i}]` : ''}`);
+      if (i !== -1) throw new Error(`spawn ${req.file}: a NUL byte in ${name}${name === 'args' || name === 'env' || name === 'files' ? `[${i}]` : ''}`);
     }
-    throw new Error(`spawn ${req.file}: a NUL byte in the cookie`);
   }
   return `${Buffer.byteLength(payload)}\n${payload}`;
 }
