@@ -121,21 +121,22 @@ export interface BwrapPlan {
  * A read-only bind of a path onto itself that `--ro-bind / /` already shows the same way is left out
  * ({@link shownReadOnlyByRoot}); the host's socket places are covered at their real paths, once ({@link hostSocketCovers}).
  *
- * What a sandbox costs (bubblewrap 0.8; test/bench/sandbox.bench.ts, a 2-core VM with 20 mounts): a worker or check
- * sandbox ~6–7 ms of CPU, against ~1.4 ms for a bare `bash -c true`. About 3 ms is bubblewrap itself (its exec, two
- * forks, the user, PID and mount namespaces, two pivot_roots, the teardown). Every bind costs ~0.2 ms more (bubblewrap
- * re-reads and parses all of /proc/self/mountinfo for it, so hosts with more mounts pay more); a tmpfs ~0.05 ms. Kept,
- * measured and why:
- * - `--dev /dev`, ~1 ms (six of those binds: null, zero, full, random, urandom, tty): bubblewrap 0.8 has no other way to
- *   a devpts of the step's own (/dev/pts, /dev/ptmx); the host's /dev/pts would let a step type into the user's
+ * What a sandbox costs (bubblewrap 0.8; test/bench/sandbox.bench.ts, CPU of every process, a 2-core VM with 20
+ * mounts): a worktree worker or check sandbox around `bash -c true` ~6 ms, against ~1.4 ms for the bare bash; bwrap
+ * with only its user and PID namespaces and `--ro-bind / /` ~3.6 ms. Each bind costs ~0.2 ms more (bubblewrap re-reads
+ * and parses all of /proc/self/mountinfo for it, so hosts with more mounts pay more); a tmpfs ~0.1 ms. Leaving out the
+ * check's repeated bind saved ~0.1 ms (1–2%, inside the noise). Kept, measured and why:
+ * - `--dev /dev`, ~1.1 ms (six of those binds: null, zero, full, random, urandom, tty): bubblewrap 0.8 has no other way
+ *   to a devpts of the step's own (/dev/pts, /dev/ptmx); the host's /dev/pts would let a step type into the user's
  *   terminals (TIOCSTI), the host's /dev shows every device, and fewer binds would need device nodes made with mknod
  *   (root only).
- * - `--proc /proc` (~0–0.3 ms; as root two more binds, /proc/irq and /proc/bus read-only): the host's /proc would show
+ * - `--proc /proc`, ~0.4 ms (as root two more binds, /proc/irq and /proc/bus read-only): the host's /proc would show
  *   the host's processes.
- * - `--unshare-net` (network: false), ~0.3–0.6 ms plus ~1 ms in the kernel's own threads (the namespace's cleanup): a
+ * - `--unshare-net` (network: false), ~0.7 ms plus ~0.6 ms in the kernel's own threads (the namespace's cleanup): a
  *   new namespace per step; one reused or shared by steps would be a channel between a worker and another task's check.
- * - The init process: `--as-pid-1` would save a fork (~0.4 ms) but make the step's own command PID 1 and the holder of
- *   the parent-death signal, which it can clear (prctl) before leaving its process group: it then outlives its bwrap.
+ * - bwrap's init as PID 1: `--as-pid-1` would save a fork (~0.4 ms) but make the step's own command PID 1 and the
+ *   holder of the parent-death signal, which it can clear (prctl) before leaving its process group: it then outlives
+ *   its bwrap (seen).
  */
 export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}): { file: string; args: string[] } {
   // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
