@@ -12,7 +12,8 @@
  * - plain: `/bin/true`, as a sandboxed step is asked for (dieWithHelper, no cookie);
  * - bwrap: `/bin/true` inside the real sandbox arguments of sandbox.ts (skipped where bubblewrap cannot run);
  * - cookie: `/bin/true` unsandboxed, with its cookie: a pass over /proc/*\/environ after each exit (batched) and again
- *   100 ms later, so the figure grows with the number of processes on the machine.
+ *   at least 100 ms later on a whole second (shared by the steps that ended within it), so the figure grows with the
+ *   number of processes on the machine.
  * The floors: a perl loop doing fork, setsid, the log as stdout and stderr, exec, waitpid; a Node loop doing
  * `child_process.spawn` with the same stdio, detached. Goal: ≤ 0.5 ms per spawn. Rounds alternate the helpers; the
  * median is printed with every round, since the machine is shared.
@@ -69,8 +70,8 @@ async function helperRound(kind: 'perl' | 'node', mode: Mode, wave: number, dir:
   const pid = spawnHelperPid() as number;
   const before = cpuMs(pid);
   await waves(SPAWNS);
-  // The last second sweeps are part of the cost.
-  if (mode === 'cookie') await new Promise((r) => setTimeout(r, 300));
+  // The last second sweeps (on the next whole second or the one after) are part of the cost.
+  if (mode === 'cookie') await new Promise((r) => setTimeout(r, 2100));
   return (cpuMs(pid) - before) / SPAWNS;
 }
 
