@@ -43,7 +43,8 @@ export function taskContainment(run: RunContainment, fullAccess: boolean): Conta
  */
 export function stepScratch(home: string, runId: string, key: string, attempt: number, step: ScratchStep): string {
   const dir = path.join(home, 'scratch', runId, key, `${attempt}-${step}`);
-  fs.rmSync(dir, { recursive: true, force: true });
+  // Usually there is none (only a crashed run leaves one): rmSync would make an error object to find that out.
+  if (fs.existsSync(dir)) fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(path.join(dir, 'tmp'), { recursive: true });
   return dir;
 }
