@@ -68,10 +68,11 @@ export async function commitChanges(commonDir: string, from: string, to: string)
 
 /**
  * The changes in `dir` since `base` was taken (plain mode). A changed file whose base copy was not kept has
- * `before` null: all its lines count as the worker's.
+ * `before` null: all its lines count as the worker's. `current`: a snapshot of `dir` as it is now, when the caller
+ * has one (the seal's, taken just before with nothing run since); absent: taken here.
  */
-export function dirChanges(base: DirSnapshot, dir: string): Change[] {
-  const now = takeSnapshot(dir, null).entries;
+export function dirChanges(base: DirSnapshot, dir: string, current?: DirSnapshot): Change[] {
+  const now = (current ?? takeSnapshot(dir, null)).entries;
   const out: Change[] = [];
   let read = 0;
   let budget = GUARD_MAX_READ_BYTES;

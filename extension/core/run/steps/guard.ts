@@ -30,7 +30,11 @@ export const guardStep: Step = {
     if (task.links && rec.seal) {
       const from = task.links.baseSha ?? rec.seal.parent;
       changes = from === rec.seal.sha ? [] : await commitChanges(task.links.commonDir, from, rec.seal.sha);
-    } else if (task.guardBase) changes = dirChanges(task.guardBase, task.state.dir);
+    } else if (task.guardBase) {
+      // The plain seal of this attempt (step seal, just before: nothing ran since) already walked and hashed the dir.
+      const sealed = rec.sealed !== null && !rec.seal && task.sealedState?.kind === 'dir' ? task.sealedState.snapshot : undefined;
+      changes = dirChanges(task.guardBase, task.state.dir, sealed);
+    }
     else return null;
     const findings = runGuards(changes, guardSettings(task.spec));
     return findings.length ? { verdict: 'FAIL', reason: guardReason(findings) } : null;
