@@ -267,8 +267,11 @@ const HOST_SOCKET_DIRS = ['/run/user', '/run/screen', '/var/run/screen'];
  */
 export function hostSocketCovers(dirs: readonly string[] = HOST_SOCKET_DIRS, files: readonly string[] = HOST_SOCKET_FILES): { dirs: string[]; files: string[] } {
   const real = (p: string, want: (st: fs.Stats) => boolean): string | null => {
+    // Most of these places do not exist: existsSync answers without building an error (an exception per missing
+    // place was most of this function's cost, and it runs for every step).
+    if (!fs.existsSync(p)) return null;
     try {
-      const r = fs.realpathSync(p);
+      const r = fs.realpathSync.native(p);
       return want(fs.statSync(r)) ? r : null;
     } catch {
       return null;
