@@ -10,6 +10,8 @@
  *   script doing only the unavoidable work, 8 lanes (xargs -P 8): per task `mkdir`, the worker and the check, each a
  *   `bash -c`. Goal: ≤ 3× the floor.
  * - sleep: 200 × `sleep 1`, check `true`, plain dirs, max_parallel 50. Ideal: 200 / 50 × 1 s = 4 s. Goal: ≤ 1.15×.
+ * Both workloads also time `floor + bwrap` (BENCH_SANDBOX_FLOOR=0 leaves it out): the bash floor with the worker and the
+ * check each in a bubblewrap sandbox, so the sandboxed run's ratio can be read against the sandbox's own cost too.
  * Rounds alternate the sides (floor, verdict, verdict --no-sandbox, and the baseline CLI's two when given); the median
  * of each side is compared. The machine is shared: read the spread (every round is printed), not one figure.
  */
@@ -22,6 +24,8 @@ import { tempDir } from '../helpers/fixtures';
 const run = promisify(execFile);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CLI = path.resolve('dist/cli.js');
+/** The bash floor again with each worker and check in a bubblewrap sandbox (where bwrap is installed). */
+const SANDBOX_FLOOR = process.env.BENCH_SANDBOX_FLOOR !== '0' && fs.existsSync('/usr/bin/bwrap');
 const BASELINE = process.env.BENCH_BASELINE ? path.resolve(process.env.BENCH_BASELINE) : null;
 
 interface Workload {
@@ -40,8 +44,15 @@ const WORKLOADS: Workload[] = [
   { name: 'sleep', tasks: 200, parallel: 50, spec: 'sleep 1', check: 'true', idealMs: (200 / 50) * 1000, goal: 1.15 },
 ];
 
-async function floor(w: Workload, root: string): Promise<number> {
-  const script = `work() { mkdir -p "$1" && cd "$1" && bash -c '${w.spec}' && bash -c '${w.check}'; }; export -f work; seq 1 ${w.tasks} | xargs -P ${w.parallel} -I{} bash -c 'work ${root}/w/t{}'`;
+/**
+ * The bash floor: per task `mkdir`, the worker and the check, 8 (or `parallel`) lanes. With `sandboxed`, the worker and
+ * the check each run in a bubblewrap sandbox with the flags every Verdict step has (user and PID namespaces, / read-only,
+ * fresh /dev and /proc, an empty /tmp, the task dir writable): the floor of a sandboxed run, to tell the sandbox's own
+ * cost from Verdict's.
+ */
+async function floor(w: Workload, root: string, sandboxed = false): Promise<number> {
+  const box = sandboxed ? 'bwrap --die-with-parent --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$1" "$1" --remount-ro /tmp --chdir "$1" -- ' : '';
+  const script = `work() { mkdir -p "$1" && cd "$1" && ${box}bash -c '${w.spec}' && ${box}bash -c '${w.check}'; }; export -f work; seq 1 ${w.tasks} | xargs -P ${w.parallel} -I{} bash -c 'work ${root}/w/t{}'`;
   const t0 = performance.now();
   await run('bash', ['-c', script]);
   return performance.now() - t0;
@@ -80,6 +91,7 @@ for (const w of WORKLOADS) {
   const add = (name: string, ms: number) => (sides[name] ??= []).push(ms);
   for (let round = 0; round < ROUNDS; round++) {
     if (w.idealMs === null) add('floor', await measure((root) => floor(w, root)));
+    if (SANDBOX_FLOOR) add('floor + bwrap', await measure((root) => floor(w, root, true)));
     add('verdict', await measure((root) => verdict(w, root, CLI, true)));
     add('verdict --no-sandbox', await measure((root) => verdict(w, root, CLI, false)));
     if (BASELINE) {
@@ -92,4 +104,6 @@ for (const w of WORKLOADS) {
   for (const [name, xs] of Object.entries(sides)) {
     console.log(`  ${name.padEnd(22)} ${xs.map((x) => (x / 1000).toFixed(2)).join(' / ')} s → median ${(median(xs) / 1000).toFixed(2)} s = ${(median(xs) / reference).toFixed(2)}× (goal ≤ ${w.goal}×)`);
   }
+  const boxedFloor = sides['floor + bwrap'];
+  if (boxedFloor && sides.verdict) console.log(`  verdict (sandboxed) = ${(median(sides.verdict) / median(boxedFloor)).toFixed(2)}× the sandboxed floor`);
 }
