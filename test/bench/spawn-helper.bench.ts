@@ -50,8 +50,8 @@ async function helperRound(kind: 'perl' | 'node', mode: Mode, wave: number, dir:
     const log = path.join(dir, `log${n++ % 16}`);
     if (mode === 'bwrap') {
       const files: string[] = [];
-      const command = bwrapCommand({ binary: bwrap as string, writable: [dir], network: true }, dir, '/bin/true', [], files, env);
-      return { file: command.file, args: command.args, cwd: dir, env, log, files, dieWithHelper: true };
+      const command = bwrapCommand({ binary: bwrap as string, writable: [dir], network: true }, dir, '/bin/true', [], files, env, true);
+      return { file: command.file, args: command.args, cwd: dir, env, log, files, dieWithHelper: true, sandboxInit: true };
     }
     if (mode === 'cookie') {
       const cookie = `bench${process.pid}x${n}`;

@@ -166,6 +166,48 @@ describeEachHelper('spawn helper semantics', function () {
     process.kill(-free.pid, 'SIGKILL');
   });
 
+  /**
+   * A stand-in for bubblewrap with `--info-fd 3` (sandboxInit): it starts `init` (a bash command whose pid it names),
+   * writes bwrap's JSON to fd 3 naming `named` (default: that child), waits until the helper has read it all (the bytes
+   * left in the pipe, FIONREAD, or unread on the Node helper's socket, TIOCOUTQ: no sleep decides), writes the pid
+   * it named to `dir/init`, and exits 3.
+   */
+  function fakeBwrap(init: string, named = '$!', extra = ''): SpawnRequest {
+    const drained = `perl -e 'open(my $h, ">&=", 3) or die "fd 3: $!"; my $req = -S $h ? 0x5411 : 0x541B; for (;;) { my $n = pack("i", 0); ioctl($h, $req, $n) or die "ioctl: $!"; last unless unpack("i", $n); select(undef, undef, undef, 0.01) }'`;
+    return bash(dir, `${init} & printf '${extra}{\n    "child-pid": %s,\n    "cgroup-namespace": 4026531835\n}\n' "${named}" >&3; ${drained}; echo "${named}" > ${path.join(dir, 'init')}; exit 3`, { dieWithHelper: true, sandboxInit: true });
+  }
+
+  it('sandboxInit: the init named on the info fd, out of the group (setsid), is killed before the exit is reported', async () => {
+    const s = await spawnViaHelper(fakeBwrap('setsid sleep 300'));
+    assert.deepEqual(await s.exited, { code: 3, signal: null });
+    const init = Number(fs.readFileSync(path.join(dir, 'init'), 'utf8'));
+    assert.ok(init > 1);
+    assert.equal(alive(init), false, `the init ${init} outlived its bwrap`);
+  });
+
+  it('sandboxInit: a pid that is not the child\'s own child (a reused or foreign pid) is never killed', async () => {
+    const foreign = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
+    try {
+      const s = await spawnViaHelper(fakeBwrap('setsid sleep 0.1', String(foreign.pid)));
+      assert.deepEqual(await s.exited, { code: 3, signal: null });
+      assert.ok(alive(foreign.pid as number), 'a process that is not the sandbox\'s init was killed');
+    } finally {
+      foreign.kill('SIGKILL');
+    }
+  });
+
+  it('sandboxInit: garbage, an oversized write or nothing on the info fd: the exit is reported as it was, the helper goes on', async () => {
+    const junk = 'x'.repeat(5000);
+    const s1 = await spawnViaHelper(fakeBwrap('true', '$!', junk));
+    assert.deepEqual(await s1.exited, { code: 3, signal: null });
+    const s2 = await spawnViaHelper(bash(dir, 'exec 3>&-; exit 4', { dieWithHelper: true, sandboxInit: true }));
+    assert.deepEqual(await s2.exited, { code: 4, signal: null });
+    const s3 = await spawnViaHelper(bash(dir, 'printf "{ \\"child-pid\\": 1 }" >&3; printf "{ \\"child-pid\\": %s }" $$ >&3; exit 5', { dieWithHelper: true, sandboxInit: true }));
+    assert.deepEqual(await s3.exited, { code: 5, signal: null });
+    const s4 = await spawnViaHelper(bash(dir, 'exit 6'));
+    assert.deepEqual(await s4.exited, { code: 6, signal: null });
+  });
+
   it('its parent gone while stdin stays open (the pipe inherited elsewhere): the helper sees the new parent and exits, killing dieWithHelper groups', async function () {
     const kind = process.env.VERDICT_SPAWN_HELPER as 'perl' | 'node';
     // The helper's parent is a `sleep 1` (sh's pid, exec'd); this test holds the helper's stdin (given as fd 3: an
@@ -186,8 +228,8 @@ describeEachHelper('spawn helper semantics', function () {
 
 describe('spawn helper protocol (spawner.ts)', () => {
   it('encodes a request as its byte length and NUL-separated fields, and decodes every reply', () => {
-    const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true });
-    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
+    const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true, sandboxInit: true });
+    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
     assert.equal(line, `${Buffer.byteLength(payload)}\n${payload}`);
     assert.deepEqual(parseReply('ready perl v5.36.0'), { type: 'ready', kind: 'perl', version: 'v5.36.0' });
     assert.deepEqual(parseReply('unsupported pidfd_open: Function not implemented'), { type: 'unsupported', reason: 'pidfd_open: Function not implemented' });

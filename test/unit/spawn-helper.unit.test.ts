@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { supervise } from '../../extension/core/process/supervisor';
@@ -19,7 +20,21 @@ async function until(cond: () => boolean, what: string, tries = 200): Promise<vo
   assert.fail(`never happened: ${what}`);
 }
 
-describeEachHelper('spawn helper: steps started by a small helper process, output straight to the log', function () {
+/** The pid of a child of `parent` (bwrap's init, its only child), or 0. */
+function childOf(parent: number): number {
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  return 0;
+}
+
+describeEachHelper('spawn helper: steps started by a small helper process, output straight to the log', function (kind) {
   this.timeout(30000);
   let dir: string;
   beforeEach(() => {
@@ -122,5 +137,25 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
     assert.ok(alive(helper), 'the helper survived the worker');
     assert.equal(spawnHelperPid(), helper);
     assert.equal(receipt.spawnError, null);
+  });
+
+  it('sandboxed: bwrap\'s init is dead when each step\'s exit is reported; the perl helper (a subreaper) has reaped it, no zombie is left (8 steps)', async function () {
+    const probe = await requireSandbox(this);
+    const task = path.join(dir, 'task');
+    fs.mkdirSync(task);
+    for (let i = 0; i < 8; i++) {
+      const fifo = path.join(task, `go${i}`);
+      execFileSync('mkfifo', [fifo]);
+      let bwrap = 0;
+      const done = supervise({ file: 'bash', args: ['-c', `cat ${fifo}`], cwd: task, logFile: path.join(dir, `l${i}`), timeoutMs: 20000, sandbox: { binary: probe.binary, writable: [task], network: true }, onSpawn: (pid) => (bwrap = pid) });
+      await until(() => bwrap > 0 && childOf(bwrap) > 0, 'bwrap started its init');
+      const init = childOf(bwrap);
+      fs.writeFileSync(fifo, 'go\n');
+      const { receipt } = await done;
+      assert.equal(receipt.exitCode, 0, receipt.spawnError ?? '');
+      assert.equal(alive(init), false, `step ${i}: the init ${init} is alive after the exit was reported`);
+      // A zombie still has its /proc entry: under the perl helper none may be left (the Node one cannot be a subreaper).
+      if (kind === 'perl') assert.equal(fs.existsSync(`/proc/${init}`), false, `step ${i}: the init ${init} is a zombie nobody reaped`);
+    }
   });
 });

@@ -118,6 +118,10 @@ export interface BwrapPlan {
  * read-only tmpfs showing (read-only, unless the plan binds them writable) only the /tmp entries that the plan, `cwd`,
  * `file`, `args` or a value of `env` name — never a socket nor a tmux / ssh-agent / X11 / ICE folder. `files` receives the files bwrap
  * reads private copies from (`--file FD DEST`): the spawn opens them read-only as the child's fds 3, 4, … in order.
+ * With `infoFd`, bwrap also gets `--info-fd <3 + files.length>` (the fd after the files, a pipe the spawn helper
+ * makes: SpawnRequest.sandboxInit) and writes its init's host pid there; the helper kills that init when bwrap exits,
+ * so nothing of the step outlives it even if the step traced the init (ptrace) and cleared its parent-death signal.
+ * Without a process that supplies that fd (an `execa` of the argv) leave it false: bwrap would fail writing to it.
  * A read-only bind of a path onto itself that `--ro-bind / /` already shows the same way is left out
  * ({@link shownReadOnlyByRoot}); the host's socket places are covered at their real paths, once ({@link hostSocketCovers}).
  *
@@ -138,7 +142,7 @@ export interface BwrapPlan {
  *   holder of the parent-death signal, which it can clear (prctl) before leaving its process group: it then outlives
  *   its bwrap (seen).
  */
-export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}): { file: string; args: string[] } {
+export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}, infoFd = false): { file: string; args: string[] } {
   // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
   // remount / read-write, change the host's network or device nodes (a root step had CapEff all ones before).
   const out = ['--die-with-parent', '--unshare-user', '--unshare-pid'];
@@ -193,6 +197,8 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
     if (o.elidable && shownReadOnlyByRoot(o.dest, dests)) continue;
     out.push(...o.op);
   }
+  // The fd after the files: the spawn helper's pipe (SpawnRequest.sandboxInit), from which it learns the init's pid.
+  if (infoFd) out.push('--info-fd', String(3 + files.length));
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
 }

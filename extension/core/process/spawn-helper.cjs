@@ -11,6 +11,14 @@
  * exits, unsandboxed (a cookie given) every process carrying the cookie too, once at once and again `sweepAgainMs`
  * later (rounded up to a whole second of the clock). When stdin ends or the parent changes, the groups of the
  * `dieWithHelper` steps are killed and it exits.
+ *
+ * `sandboxInit` (bubblewrap with `--info-fd`): the pipe after the files carries bwrap's init pid, taken while bwrap
+ * runs (only when that pid is bwrap's child) with its /proc start time; when bwrap exits (and the pipe is read to its
+ * end, or 20 ms later) the init is SIGKILLed if the
+ * pid still has that start time (Node has no pidfd: this check is what keeps a reused pid safe), and the exit is
+ * reported once it is gone (dead or a zombie: its PID namespace is then empty). Node cannot call prctl, so this helper
+ * is no child subreaper: an init whose bwrap exited is reaped by whatever reaper the system gives it (PID 1), which
+ * may leave zombies where PID 1 does not reap; the kill is what keeps the step from outliving its bwrap.
  */
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -53,6 +61,78 @@ function send(line) {
 function fail(id, message) {
   send(`${id} error ${message.replace(/\n/g, '\\n')}`);
 }
+
+/** /proc/<pid>/stat's state, parent pid and start time (clock ticks since boot), or null when there is no such pid. */
+function procStat(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: f[0], ppid: Number(f[1]), start: f[19] };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Follows bwrap's `--info-fd` pipe: `w.pid` and `w.start` are set once the init's pid is read and found to be bwrap's
+ * (`parent`) child; `w.done` resolves at the pipe's end (bwrap closed it, or exited).
+ */
+function watchInit(stream, parent) {
+  const w = { pid: 0, start: '', done: null };
+  let buf = '';
+  let seen = false;
+  // At the pipe's end; or, once bwrap has exited (`w.exited()`), after a short bound: what bwrap wrote before exiting
+  // is in the socket already and read within a turn or two of the event loop, and a writer that kept the pipe open
+  // (bwrap closes it in its child before the step runs: never the step) must not hold the exit reply back.
+  let ended;
+  w.done = new Promise((resolve) => {
+    ended = resolve;
+    stream.on('close', resolve);
+    stream.on('error', () => undefined);
+  });
+  w.exited = () => {
+    setTimeout(() => {
+      ended();
+      stream.destroy();
+    }, 20).unref();
+    return w.done;
+  };
+  stream.on('data', (chunk) => {
+    if (seen) return;
+    buf += chunk.toString('latin1');
+    const m = /"child-pid"\s*:\s*([0-9]+)/.exec(buf);
+    if (m) {
+      seen = true;
+      const n = Number(m[1]);
+      const st = n > 1 && n !== process.pid ? procStat(n) : null;
+      if (st && st.ppid === parent) {
+        w.pid = n;
+        w.start = st.start;
+      }
+    } else if (buf.length > 4096) seen = true;
+  });
+  return w;
+}
+
+/** SIGKILL to the init `w` names if its pid still has its start time; `then` once it is dead, a zombie or gone. */
+function killInit(w, then) {
+  const st = w.pid ? procStat(w.pid) : null;
+  if (!st || st.start !== w.start) return then();
+  try {
+    process.kill(w.pid, 'SIGKILL');
+  } catch {
+    return then();
+  }
+  const poll = () => {
+    const now = procStat(w.pid);
+    if (!now || now.start !== w.start || now.state === 'Z' || now.state === 'X') then();
+    else setTimeout(poll, 1);
+  };
+  poll();
+}
+
+/** Inits of running sandboxed steps (watchInit's records): killed too when the helper ends. */
+const inits = new Set();
 
 function startTime(pid) {
   try {
@@ -141,8 +221,8 @@ function closeAll(fds) {
 
 /** One request's fields (spawn-helper.pl's layout): starts the process and answers. */
 function start(fields) {
-  const [id, file, cwd, log, cookie, again, dieWithHelper] = fields;
-  let at = 7;
+  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit] = fields;
+  let at = 8;
   const list = () => {
     const n = Number(fields[at]);
     const out = fields.slice(at + 1, at + 1 + n);
@@ -168,7 +248,7 @@ function start(fields) {
   }
   let child;
   try {
-    child = spawn(file, args, { cwd, env, stdio: ['ignore', fds[0], fds[0], ...fds.slice(1)], detached: true });
+    child = spawn(file, args, { cwd, env, stdio: ['ignore', fds[0], fds[0], ...fds.slice(1), ...(sandboxInit ? ['pipe'] : [])], detached: true });
   } catch (e) {
     closeAll(fds);
     fail(id, e.message);
@@ -182,10 +262,23 @@ function start(fields) {
   }
   send(`${id} pid ${pid} ${startTime(pid)}`);
   if (dieWithHelper) boxed.add(pid);
+  const init = sandboxInit ? watchInit(child.stdio[fds.length + 2], pid) : null;
+  if (init) inits.add(init);
   child.once('exit', (code, signal) => {
     boxed.delete(pid);
     killGroup(pid);
     const line = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
+    if (init) {
+      // What bwrap wrote is read to the pipe's end, then its init (and with it the PID namespace) is killed.
+      init.exited().then(() =>
+        killInit(init, () => {
+          inits.delete(init);
+          if (!cookie) send(line);
+          else sweep(cookie, () => send(line));
+        }),
+      );
+      return;
+    }
     if (!cookie) return send(line);
     sweep(cookie, () => send(line));
     // A descendant forked while the first sweep ran is caught by the second, at a whole second of the clock: the
@@ -214,6 +307,14 @@ process.stdin.on('data', (chunk) => {
  */
 function orphaned() {
   for (const pgid of boxed) killGroup(pgid);
+  for (const w of inits) {
+    const st = w.pid ? procStat(w.pid) : null;
+    try {
+      if (st && st.start === w.start) process.kill(w.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
   process.exit(0);
 }
 process.stdin.on('end', orphaned);

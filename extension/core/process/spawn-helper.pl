@@ -7,7 +7,7 @@
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
 #        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
-#        then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
+#        sandboxInit ("1" or ""), then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
 #   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
 #   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null, stdout and
 #                                            stderr appended to the log, `files` read-only as fds 3, 4, ...
@@ -15,6 +15,15 @@
 #   <- "<id> exit <code|-> <signal|->\n"    it ended (signal as a number); its group was killed first and, when a
 #                                            cookie was given, every process carrying the cookie too (and again
 #                                            at least sweepAgainMs later, on a whole second of the clock)
+# sandboxInit: the child is bubblewrap run with `--info-fd <3 + number of files>`; the helper makes that fd the write
+# end of a pipe and reads bwrap's JSON from it ({"child-pid": N}: the sandbox's init, PID 1 of its PID namespace). It
+# takes a pidfd of the init at once (when N is bwrap's child, or an orphaned namespace init reparented to this helper)
+# and, when bwrap exits, SIGKILLs the init through that pidfd (pidfd_send_signal) and reports the exit only once the
+# init has exited, which is after every process of its namespace is gone: a step that traced its init and cleared its
+# parent-death signal cannot outlive its bwrap. bwrap closes the info fd in its child before anything of the step
+# runs, so no step can write to it; the pid is written before the step starts (docs/architecture.md "Containment").
+# The helper is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, x86_64 and aarch64): orphaned inits are reparented to
+# it and reaped (waitpid(-1), keeping the status of its own children for their exit replies), not left as zombies.
 # When stdin ends or the parent changes (the orchestrator is gone) the helper kills the groups of the `dieWithHelper`
 # steps and exits.
 use strict;
@@ -22,13 +31,20 @@ use warnings;
 use POSIX ();
 
 my $PIDFD_OPEN = 434;    # the same number on every architecture (the unified syscall table, Linux >= 5.3)
+my $PIDFD_SEND_SIGNAL = 424;    # likewise (Linux >= 5.1)
+my %PRCTL = (x86_64 => 157, aarch64 => 167);    # prctl's number differs per architecture (asm/unistd.h)
+my $PR_SET_CHILD_SUBREAPER = 36;
 my $COOKIE_VAR = 'VERDICT_STEP_COOKIE';
 
 $SIG{PIPE} = 'IGNORE';    # a closed stdout is the orchestrator gone: seen as a failed write, not a signal
 my $out = '';             # replies of this turn, written at its end
 my $parent = getppid();
-my %running;              # pidfd => { id, pid, cookie, again }
+my %running;              # pidfd => { id, pid, cookie, again, info (handle), buf, init ({ fd, pid }) }
 my %boxed;                # pid => 1: process groups that end with the helper
+my %own;                  # pid => its step: the children this helper started and has not reaped
+my %reaped;               # pid => wait status: own children reaped by reap_strays before their pidfd was read
+my %infos;                # fileno => step: bwrap --info-fd pipes not yet read to the end
+my %ending;               # init pidfd => [step, exit line]: bwrap has exited, its init is killed, not yet gone
 my @later;                # [due (s), cookie]: second cookie sweeps
 
 # Descriptors the orchestrator itself inherited without close-on-exec (from a terminal, a CI runner) would reach every
@@ -55,6 +71,10 @@ if ($probe < 0) {
   exit 0;
 }
 POSIX::close($probe);
+# A subreaper: an orphaned descendant (a sandbox's init whose bwrap exited) becomes this helper's child, reaped here
+# instead of a zombie under a PID 1 that may never reap it. Skipped on other architectures (prctl's number unknown).
+my $machine = (POSIX::uname())[4];
+syscall($PRCTL{$machine}, $PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) if exists $PRCTL{$machine};
 reply("ready perl $^V");
 flush_out();
 
@@ -107,6 +127,72 @@ sub start_time {
 }
 
 sub kill_group { kill 'KILL', -$_[0] }
+
+# /proc/<pid>/status's PPid and the last NSpid entry (1 for a PID namespace's init), and the NSpid count.
+sub parent_and_nspid {
+  my ($pid) = @_;
+  open(my $fh, '<', "/proc/$pid/status") or return;
+  my ($ppid, @ns);
+  while (<$fh>) {
+    $ppid = $1 if /^PPid:\s*(\d+)/;
+    @ns = split ' ', $1 if /^NSpid:\s*(.*)/;
+  }
+  close $fh;
+  return ($ppid // -1, $ns[-1] // -1, scalar @ns);
+}
+
+# The sandbox's init named by bwrap (--info-fd): a pidfd of it, held from now on, so a later kill never reaches a
+# reused pid. Taken only when the process under that pid is bwrap's child (bwrap still running, the init not reaped)
+# or, bwrap gone, an orphaned PID-namespace init reparented to this helper (never one of the helper's own steps).
+sub adopt_init {
+  my ($s, $pid) = @_;
+  return if $s->{init} || $pid <= 1 || $pid == $$ || $own{$pid};
+  my $fd = syscall($PIDFD_OPEN, $pid + 0, 0);
+  return if $fd < 0;
+  my ($ppid, $nspid, $levels) = parent_and_nspid($pid);
+  if (defined $ppid && ($ppid == $s->{pid} || ($ppid == $$ && $levels >= 2 && $nspid == 1))) {
+    $s->{init} = { fd => $fd, pid => $pid };
+  } else {
+    POSIX::close($fd);
+  }
+}
+
+# Reads what bwrap wrote on the info pipe (non-blocking), taking the init's pid as soon as it is there; closes the pipe
+# at its end only (bwrap writes more after the pid and would die of SIGPIPE).
+sub read_info {
+  my ($s) = @_;
+  my $fh = $s->{info} // return;
+  for (;;) {
+    my $n = sysread($fh, my $chunk, 4096);
+    if (!defined $n) {
+      next if $!{EINTR};
+      return if $!{EAGAIN};
+    }
+    if (!$n) {
+      delete $infos{ fileno $fh };
+      close $fh;
+      delete $s->{info};
+      return;
+    }
+    next if defined $s->{seen};
+    $s->{buf} .= $chunk;
+    if ($s->{buf} =~ /"child-pid"\s*:\s*([0-9]+)/) {
+      $s->{seen} = $1;
+      adopt_init($s, $1);
+    }
+    $s->{seen} = '' if length $s->{buf} > 4096;    # not bwrap's: ignored
+  }
+}
+
+# Children this helper did not start (orphans reparented to it as a subreaper) are reaped; its own children's
+# statuses are kept for their exit replies.
+sub reap_strays {
+  for (;;) {
+    my $pid = waitpid(-1, POSIX::WNOHANG());
+    last if $pid <= 0;
+    $reaped{$pid} = $? if $own{$pid};
+  }
+}
 
 # SIGKILL to every process whose environment holds one of the cookies: one pass over /proc for all of them. Raw
 # descriptors (POSIX::open/read): three system calls per process instead of a PerlIO handle's eight; one read returns
@@ -173,7 +259,7 @@ sub child {
 
 sub start {
   my @f = split /\0/, $_[0], -1;
-  my ($id, $file, $cwd, $log, $cookie, $again, $boxed) = splice(@f, 0, 7);
+  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init) = splice(@f, 0, 8);
   my @args = splice(@f, 0, shift @f);
   my @env = splice(@f, 0, shift @f);
   my @files = splice(@f, 0, shift @f);
@@ -186,6 +272,17 @@ sub start {
     push @handles, $fh;
   }
   my ($logfh, @filefhs) = @handles;
+  # bwrap's --info-fd: the write end becomes the child's fd after its files; the read end (close-on-exec, as every
+  # descriptor perl opens above 2) is read without blocking.
+  my ($info, $info_w);
+  if ($sandbox_init) {
+    if (!pipe($info, $info_w)) {
+      return fail($id, "spawn $file: pipe: " . errno_name($! + 0));
+    }
+    my $flags = fcntl($info, POSIX::F_GETFL(), 0);
+    fcntl($info, POSIX::F_SETFL(), $flags | POSIX::O_NONBLOCK());
+    push @filefhs, $info_w;
+  }
   my $report;
   my $pid;
   if (pipe(my $read, $report)) {
@@ -195,6 +292,7 @@ sub start {
       child($report, $file, $cwd, \@args, \@env, [ $devnull, $logfh, $logfh, @filefhs ]);
     }
     close $report;
+    close $info_w if $info_w;
     if (defined $pid) {
       # Blocks until the child has exec'd (the pipe closes on exec) or failed (it writes why): as libuv does.
       my $failed = '';
@@ -214,7 +312,14 @@ sub start {
     waitpid($pid, 0);
     return fail($id, "spawn $file: pidfd_open: " . errno_name($! + 0));
   }
-  $running{$pidfd} = { id => $id, pid => $pid, cookie => $cookie, again => $again };
+  my $s = { id => $id, pid => $pid, cookie => $cookie, again => $again };
+  $running{$pidfd} = $s;
+  $own{$pid} = $s;
+  if ($info) {
+    $s->{info} = $info;
+    $s->{buf} = '';
+    $infos{ fileno $info } = $s;
+  }
   $boxed{$pid} = 1 if $boxed;
   reply("$id pid $pid " . start_time($pid));
 }
@@ -223,6 +328,9 @@ sub start {
 # them when the helper exits, but not one still starting). Unsandboxed steps are left for the next start's reconcile.
 sub orphaned {
   kill_group($_) for keys %boxed;
+  for my $s (values %own) {
+    syscall($PIDFD_SEND_SIGNAL, $s->{init}{fd}, 9, 0, 0) if $s->{init};
+  }
   POSIX::_exit(0);
 }
 
@@ -230,7 +338,7 @@ my $in = '';
 for (;;) {
   my $rin = '';
   vec($rin, 0, 1) = 1;
-  vec($rin, $_, 1) = 1 for keys %running;
+  vec($rin, $_, 1) = 1 for keys %running, keys %infos, keys %ending;
   my $now = time;
   my $wait = 1;    # the parent is looked at least once a second
   for (@later) {
@@ -246,15 +354,39 @@ for (;;) {
   my @sweep;
   my @reports;
   if ($ready > 0) {
+    for my $fd (keys %infos) {
+      read_info($infos{$fd}) if vec($rout, $fd, 1);
+    }
     for my $fd (keys %running) {
       next unless vec($rout, $fd, 1);
       my $s = delete $running{$fd};
       POSIX::close($fd);
-      waitpid($s->{pid}, 0);
-      my $status = $?;
+      my $status;
+      if (exists $reaped{ $s->{pid} }) {
+        $status = delete $reaped{ $s->{pid} };
+      } else {
+        waitpid($s->{pid}, 0);
+        $status = $?;
+      }
+      delete $own{ $s->{pid} };
       delete $boxed{ $s->{pid} };
       kill_group($s->{pid});
       my $line = "$s->{id} exit " . (($status & 127) ? '- ' . ($status & 127) : ($status >> 8) . ' -');
+      if ($s->{info}) {
+        # bwrap is gone, and so is every writer of the pipe: what it wrote is read to the end now.
+        read_info($s);
+        if ($s->{info}) {
+          delete $infos{ fileno $s->{info} };
+          close delete $s->{info};
+        }
+      }
+      if ($s->{init}) {
+        # The init (PID 1 of the sandbox) is killed, and the exit reported once it is gone (its pidfd readable): the
+        # kernel has then killed and reaped every process of its namespace.
+        syscall($PIDFD_SEND_SIGNAL, $s->{init}{fd}, 9, 0, 0);
+        $ending{ $s->{init}{fd} } = [ $s, $line ];
+        next;
+      }
       if ($s->{cookie} eq '') {
         reply($line);
         next;
@@ -264,6 +396,16 @@ for (;;) {
       # On a whole second of the clock, at least `again` ms from now: the second sweeps of steps that ended within the
       # same second are one pass.
       push @later, [ time + POSIX::ceil($s->{again} / 1000) + 1, $s->{cookie} ] if length $s->{again};
+    }
+    for my $fd (keys %ending) {
+      next unless vec($rout, $fd, 1);
+      my ($s, $line) = @{ delete $ending{$fd} };
+      POSIX::close($fd);
+      my $init = $s->{init}{pid};
+      # Reparented to this helper (bwrap exited first), it is a zombie child here; else bwrap reaped it. A pid this
+      # helper started is never waited for here.
+      waitpid($init, POSIX::WNOHANG()) unless $own{$init};
+      reply($line);
     }
     if (vec($rout, 0, 1)) {
       my $n = sysread(STDIN, $in, 262144, length $in);
@@ -287,4 +429,5 @@ for (;;) {
   kill_by_cookies(@sweep) if @sweep;
   reply($_) for @reports;
   flush_out();
+  reap_strays();
 }

@@ -36,6 +36,13 @@ export interface SpawnRequest {
   sweepAgainMs?: number;
   /** A sandboxed step: its process group is killed when the helper ends (the orchestrator died). */
   dieWithHelper?: boolean;
+  /**
+   * `file` is bubblewrap run with `--info-fd <3 + files.length>` ({@link bwrapCommand}'s `infoFd`): the helper makes
+   * that fd a pipe, reads the sandbox's init pid from it while bwrap runs, and when bwrap exits kills that init (and so
+   * every process of the sandbox's PID namespace) before it reports the exit. The perl helper holds a pidfd of the
+   * init; the Node helper checks its /proc start time before the kill. docs/architecture.md "Containment".
+   */
+  sandboxInit?: boolean;
 }
 
 /** How a started process ended: Node's (code, signal) pair; `lost` when the helper died before it could say. */
@@ -77,7 +84,7 @@ export interface HelperInfo {
 export function encodeRequest(id: number, req: SpawnRequest): string {
   const files = req.files ?? [];
   const keys = Object.keys(req.env);
-  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.args.length}`;
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.args.length}`;
   for (const a of req.args) payload += `\0${a}`;
   payload += `\0${keys.length}`;
   for (const k of keys) payload += `\0${k}=${req.env[k]}`;
@@ -86,7 +93,7 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
   // As many NULs as separators, or a value holds one: found and named (the slow path, for the error only).
   let nuls = 0;
   for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
-  if (nuls !== 9 + req.args.length + keys.length + files.length) {
+  if (nuls !== 10 + req.args.length + keys.length + files.length) {
     const env = keys.map((k) => `${k}=${req.env[k]}`);
     const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
     for (const [name, values] of where) {

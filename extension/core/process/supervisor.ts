@@ -167,7 +167,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const files: string[] = [];
   // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
   const env = opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
-  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env) : { file, args: opts.args };
+  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
   let spawned: Spawned;
   try {
     spawned = await spawnViaHelper({
@@ -177,7 +177,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       env,
       log: opts.logFile,
       files,
-      ...(opts.sandbox ? { dieWithHelper: true } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
+      ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
   } catch (e) {
     return notStarted((e as Error).message);
