@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { conePathspecs, conePatterns, inCone, sparseCone, visibleInCone } from '../../extension/core/git/sparse-cone';
-import { overlayMountsUnder } from '../../extension/core/git/overlay';
+import { overlayIdentity, overlayMountsUnder } from '../../extension/core/git/overlay';
 import { findingsOf, manifest, task } from './lint-helpers';
 
 // The pure parts of `tree` (docs/manifest.md "Trees"): the sparse cone from globs, git's cone pattern file, what is
@@ -56,6 +56,21 @@ describe('trees: overlay mounts in mountinfo', () => {
     ].join('\n');
     assert.deepEqual(overlayMountsUnder(info, '/home/u/.verdict/worktrees/r1'), ['/home/u/.verdict/worktrees/r1/a/sub', '/home/u/.verdict/worktrees/r1/b c', '/home/u/.verdict/worktrees/r1/a']);
     assert.deepEqual(overlayMountsUnder(info, '/nowhere'), []);
+  });
+
+  it('names an overlay by its device and super options, the same in a sandbox\'s copy at another path and flags', () => {
+    const host = [
+      '44 27 0:39 / /h/worktrees/r1/a rw,relatime - overlay overlay rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a',
+      '45 27 0:40 / /h/worktrees/r1/b\\040c rw - overlay overlay rw,lowerdir=/h/l,upperdir=/h/u/b,workdir=/h/w/b',
+      '46 27 0:41 / /h/worktrees/r1/t rw - tmpfs tmpfs rw',
+    ].join('\n');
+    const a = overlayIdentity(host, '/h/worktrees/r1/a/');
+    assert.equal(a, '0:39 rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a');
+    assert.equal(overlayIdentity(host, '/h/worktrees/r1/b c'), '0:40 rw,lowerdir=/h/l,upperdir=/h/u/b,workdir=/h/w/b');
+    assert.equal(overlayIdentity(host, '/h/worktrees/r1/t'), null, 'a tmpfs is no overlay');
+    assert.equal(overlayIdentity(host, '/h/worktrees/r1'), null);
+    const sandbox = '131 111 0:39 / /newroot/h/worktrees/r1/a ro,nosuid,nodev,relatime - overlay overlay rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a';
+    assert.equal(overlayIdentity(sandbox, '/newroot/h/worktrees/r1/a'), a);
   });
 });
 

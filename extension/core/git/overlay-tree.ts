@@ -63,7 +63,8 @@ export function lowerLayer(commonDir: string, sha: string, runRoot: string): Pro
 /**
  * Ends a task's overlay tree once nothing of it runs: unmounts `dir`, removes its upper layer, its worktree
  * registration (under the repository's worktree lock) and the folder. The task branch stays; what the worker left
- * unsealed goes with the upper layer. Returns what happened to the mount.
+ * unsealed goes with the upper layer. Nothing is removed before every sandbox that copied the mount has started
+ * (unmountOverlay: removing the mount point would fail their start). Returns what happened to the mount.
  * @throws Error when the mount cannot be unmounted (the folder is then left alone)
  */
 export async function removeOverlayTree(repoRoot: string | null, commonDir: string | null, dir: string): Promise<'unmounted' | 'detached' | 'not-mounted'> {

@@ -46,15 +46,126 @@ function failure(r: Captured): string {
 
 /**
  * Unmounts `target` when it is a mount point; when it is busy (a process still has a file open there), detaches it
- * lazily (`umount -l`: gone from the tree at once, freed when the last user closes it). Returns what it did.
+ * lazily (`umount -l`: gone from the tree at once, freed when the last user closes it). Then waits, at most
+ * {@link SETUP_WAIT_MS}, until no sandbox that copied the mount is still starting ({@link awaitSandboxSetups}), so the
+ * caller may remove the folder. Returns what it did.
  * @throws Error with umount(8)'s message when neither works
  */
 export async function unmountOverlay(target: string): Promise<'unmounted' | 'detached' | 'not-mounted'> {
-  if (!overlayMountsUnder(readMountInfo(), target).includes(path.resolve(target))) return 'not-mounted';
+  const info = readMountInfo();
+  if (!overlayMountsUnder(info, target).includes(path.resolve(target))) return 'not-mounted';
+  const identity = overlayIdentity(info, target);
   const r = await runCaptured('umount', [target], { env: process.env, timeoutMs: 30_000 });
-  if (succeeded(r)) return 'unmounted';
-  if (succeeded(await runCaptured('umount', ['-l', target], { env: process.env, timeoutMs: 30_000 }))) return 'detached';
-  throw new Error(`overlay tree: unmounting ${target} failed: ${failure(r)}`);
+  let how: 'unmounted' | 'detached' = 'unmounted';
+  if (!succeeded(r)) {
+    if (!succeeded(await runCaptured('umount', ['-l', target], { env: process.env, timeoutMs: 30_000 }))) throw new Error(`overlay tree: unmounting ${target} failed: ${failure(r)}`);
+    how = 'detached';
+  }
+  if (identity) await awaitSandboxSetups(identity);
+  return how;
+}
+
+/** How long {@link awaitSandboxSetups} waits at most for sandboxes to finish starting, ms. */
+export const SETUP_WAIT_MS = 5_000;
+
+/**
+ * Waits until no other mount namespace holds a writable copy of the overlay `identity` (see {@link overlayIdentity}),
+ * polling every 10 ms for at most `timeoutMs`. Called between unmounting an overlay and removing its mount point:
+ * a sandbox starting (bubblewrap 0.8, `--ro-bind / /` and every other recursive bind) copies the host's mounts, then
+ * remounts each copy read-only by the path it parsed from its own /proc/self/mountinfo; removing the mount point on
+ * the host detaches those copies in every namespace (Linux ≥ 3.18, fs/namespace.c `__detach_mounts`), and a
+ * bubblewrap between its parse and its remount then fails ("Unable to apply mount flags: remount …: No such file or
+ * directory"). Until its setup ends bubblewrap keeps the host's tree, writable copies included, under /oldroot; a
+ * started sandbox holds only read-only copies (or its own task's tree, never one being removed). So once no writable
+ * copy is left outside this namespace, no sandbox that saw the overlay is still setting up, and every sandbox started
+ * after the unmount never saw it. Returns false when the time ran out (a namespace that is no sandbox, e.g. an
+ * `unshare -m` shell, may hold a writable copy for good; removing the folder then is no worse than before).
+ */
+export async function awaitSandboxSetups(identity: string, timeoutMs = SETUP_WAIT_MS): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (writableCopies(identity).length > 0) {
+    if (Date.now() >= until) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}
+
+/**
+ * The identity of the overlay mounted at `target` in `mountinfo`: its device (major:minor, proc(5) field 3) and its
+ * super options (lowerdir, upperdir, workdir…, as the kernel prints them), the same text in every namespace's copy.
+ * Null when no overlay is mounted there.
+ */
+export function overlayIdentity(mountinfo: string, target: string): string | null {
+  const want = path.resolve(target);
+  let found: string | null = null;
+  for (const m of parseMountInfo(mountinfo)) if (m.fstype === 'overlay' && m.point === want) found = m.identity;
+  return found;
+}
+
+/**
+ * The mount namespaces other than this process's that hold a copy of overlay `identity` mounted read-write, one pid
+ * of each (a scan of /proc: ~1 ms of CPU per 100 processes).
+ */
+export function writableCopies(identity: string): number[] {
+  const self = nsOf('self');
+  const seen = new Set<string>([self ?? '']);
+  const pids: number[] = [];
+  for (const pid of safeReaddir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const ns = nsOf(pid);
+    if (ns === null || seen.has(ns)) continue;
+    seen.add(ns);
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (!text.includes(identity.slice(identity.indexOf(' ') + 1))) continue;
+    if (parseMountInfo(text).some((m) => m.identity === identity && m.options.includes('rw'))) pids.push(Number(pid));
+  }
+  return pids;
+}
+
+function nsOf(pid: string): string | null {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/ns/mnt`);
+  } catch {
+    return null;
+  }
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** One line of /proc/<pid>/mountinfo (proc(5)). */
+interface MountLine {
+  /** The mount point, unescaped. */
+  point: string;
+  /** Per-mount options (field 6). */
+  options: string[];
+  fstype: string;
+  /** `<major:minor> <super options>`: the same file system in any namespace. */
+  identity: string;
+}
+
+function parseMountInfo(mountinfo: string): MountLine[] {
+  const out: MountLine[] = [];
+  for (const line of mountinfo.split('\n')) {
+    const sep = line.indexOf(' - ');
+    if (sep < 0) continue;
+    const fields = line.slice(0, sep).split(' ');
+    const tail = line.slice(sep + 3).split(' ');
+    if (fields.length < 6) continue;
+    const point = (fields[4] ?? '').replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    out.push({ point, options: (fields[5] ?? '').split(','), fstype: tail[0] ?? '', identity: `${fields[2]} ${tail[2] ?? ''}` });
+  }
+  return out;
 }
 
 /** This process's `/proc/self/mountinfo` ('' where there is none). */
@@ -73,16 +184,7 @@ export function readMountInfo(): string {
  */
 export function overlayMountsUnder(mountinfo: string, root: string): string[] {
   const base = path.resolve(root);
-  const out: string[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const sep = line.indexOf(' - ');
-    if (sep < 0) continue;
-    const fields = line.slice(0, sep).split(' ');
-    const fstype = line.slice(sep + 3).split(' ')[0];
-    if (fstype !== 'overlay' || fields.length < 5) continue;
-    const point = (fields[4] ?? '').replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-    if (point === base || point.startsWith(base + path.sep)) out.push(point);
-  }
+  const out = parseMountInfo(mountinfo).filter((m) => m.fstype === 'overlay' && (m.point === base || m.point.startsWith(base + path.sep))).map((m) => m.point);
   return [...new Set(out)].sort((a, b) => b.length - a.length);
 }
 
