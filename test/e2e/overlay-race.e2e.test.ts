@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fs from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { awaitSandboxSetups, mountOverlay, overlayIdentity, probeOverlay, readMountInfo, writableCopies } from '../../extension/core/git/overlay';
+import { awaitSandboxSetups, isolateRunRoot, mountOverlay, overlayIdentity, probeOverlay, readMountInfo, writableCopies } from '../../extension/core/git/overlay';
 import { releaseOverlays, removeOverlayTree } from '../../extension/core/git/overlay-tree';
 import { bwrapCommand } from '../../extension/core/process/sandbox';
 
@@ -58,17 +58,26 @@ function descendsFrom(pid: number, ancestor: number): boolean {
   return false;
 }
 
+/** The mountinfo lines of mounts at `dir` exactly. */
+function mountsAt(dir: string): string[] {
+  const real = fs.realpathSync(dir);
+  return readMountInfo().split('\n').filter((l) => l.split(' ')[4] === real);
+}
+
 describe('overlay trees and starting sandboxes', function () {
   this.timeout(600000);
 
-  it('no sandbox fails to start while other tasks\' overlay trees are mounted and removed', async function () {
-    const { binary } = await requireSandbox(this);
-    await requireOverlay(this);
-    const home = path.join(tempDir(), 'home');
+  /**
+   * Starts 400 sandboxes (two at a time) while 40 trees stand and three lanes mount and remove trees under
+   * `<home>/worktrees/run-race`, as prepare and the end of a run do. Returns bubblewrap's message of each that failed.
+   */
+  async function race(binary: string, home: string): Promise<string[]> {
     const runRoot = path.join(home, 'worktrees', 'run-race');
     const lower = path.join(runRoot, '.lower', 'c0');
     fs.mkdirSync(lower, { recursive: true });
     fs.writeFileSync(path.join(lower, 'f.txt'), 'lower\n');
+    // As lowerLayer does before the run's first mount.
+    await isolateRunRoot(runRoot);
     const own = path.join(home, 'own-task');
     fs.mkdirSync(own, { recursive: true });
     // Standing trees (tasks still working) lengthen each sandbox's remount list; churning ones end and start again.
@@ -97,11 +106,101 @@ describe('overlay trees and starting sandboxes', function () {
       stop = true;
       await Promise.allSettled(lanes);
       await releaseOverlays(runRoot);
-      fs.rmSync(path.dirname(home), { recursive: true, force: true });
     }
     console.log(`      ${SANDBOXES} sandboxes while ${churned} overlay trees ended: ${failures.length} failed to start`);
     assert.ok(churned > 10, `the trees churned (${churned})`);
-    assert.deepEqual(failures, [], `sandboxes that failed to start:\n${failures.slice(0, 5).join('\n')}`);
+    assert.equal(mountsAt(runRoot).length, 0, 'nothing stays mounted at the run folder');
+    return failures;
+  }
+
+  it('no sandbox fails to start while other tasks\' overlay trees are mounted and removed', async function () {
+    const { binary } = await requireSandbox(this);
+    await requireOverlay(this);
+    const dir = tempDir();
+    try {
+      const failures = await race(binary, path.join(dir, 'home'));
+      assert.deepEqual(failures, [], `sandboxes that failed to start:\n${failures.slice(0, 5).join('\n')}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the same where the host\'s mounts are shared (systemd): the run folder is made private, unmounts reach no sandbox', async function () {
+    const { binary } = await requireSandbox(this);
+    await requireOverlay(this);
+    // A folder with peers, as / is under systemd: bwrap's copies become its slaves, so unmounts below it reach them.
+    const dir = tempDir();
+    execFileSync('mount', ['--bind', dir, dir]);
+    execFileSync('mount', ['--make-shared', dir]);
+    try {
+      assert.match(readMountInfo(), new RegExp(`${dir} [^\n]* shared:`), 'the folder has peers');
+      const failures = await race(binary, path.join(dir, 'home'));
+      assert.deepEqual(failures, [], `sandboxes that failed to start:\n${failures.slice(0, 5).join('\n')}`);
+    } finally {
+      execFileSync('umount', ['-R', dir]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the run folder is made private once, only where it has peers, never through a symlink, unseen by sandboxes started before; the run\'s end undoes it', async function () {
+    await requireOverlay(this);
+    const dir = tempDir();
+    try {
+      // Private already (no peers): nothing is mounted.
+      const plain = path.join(dir, 'plain', 'worktrees', 'r1');
+      fs.mkdirSync(plain, { recursive: true });
+      if (!/ shared:/.test(readMountInfo().split('\n').find((l) => l.split(' ')[4] === '/') ?? '')) {
+        await isolateRunRoot(plain);
+        assert.deepEqual(mountsAt(plain), [], 'no bind where the holding mount has no peers');
+      }
+      const shared = path.join(dir, 'shared');
+      fs.mkdirSync(shared);
+      execFileSync('mount', ['--bind', shared, shared]);
+      execFileSync('mount', ['--make-shared', shared]);
+      const runRoot = path.join(shared, 'worktrees', 'r1');
+      fs.mkdirSync(runRoot, { recursive: true });
+      fs.writeFileSync(path.join(runRoot, 'kept.txt'), 'kept\n');
+      // Hostile: a sandbox that started before (and hides no VERDICT_HOME of this run) receives what propagates.
+      const { binary } = await requireSandbox(this);
+      const early = path.join(dir, 'early');
+      fs.mkdirSync(early);
+      const cmd = bwrapCommand({ binary, writable: [early], network: false }, early, '/bin/sh', ['-c', `while [ ! -e ${early}/go ]; do sleep 0.05; done; ls -A ${runRoot} > ${early}/seen.txt; { echo evil > ${runRoot}/evil.txt; } 2> ${early}/err.txt; touch ${early}/done; sleep 600`]);
+      const step = spawn(cmd.file, cmd.args, { stdio: 'ignore' });
+      try {
+        await Promise.all([isolateRunRoot(runRoot), isolateRunRoot(runRoot), isolateRunRoot(runRoot)]);
+        const at = mountsAt(runRoot);
+        assert.equal(at.length, 2, 'one tmpfs and the folder on it, however many tasks asked');
+        assert.ok(at.every((l) => !/ shared:/.test(l)), 'private');
+        assert.equal(fs.readFileSync(path.join(runRoot, 'kept.txt'), 'utf8'), 'kept\n', 'the folder shows what it held');
+        fs.writeFileSync(path.join(runRoot, 'later.txt'), 'later\n');
+        fs.writeFileSync(path.join(early, 'go'), '');
+        while (!fs.existsSync(path.join(early, 'done'))) await sleep(20);
+        assert.equal(fs.readFileSync(path.join(early, 'seen.txt'), 'utf8'), '', 'the earlier sandbox sees an empty folder');
+        assert.match(fs.readFileSync(path.join(early, 'err.txt'), 'utf8'), /Read-only file system/);
+        assert.equal(fs.existsSync(path.join(runRoot, 'evil.txt')), false);
+      } finally {
+        step.kill('SIGKILL');
+      }
+      await releaseOverlays(runRoot);
+      assert.equal(fs.readFileSync(path.join(runRoot, 'later.txt'), 'utf8'), 'later\n', 'what was written through it is in the folder');
+      assert.deepEqual(mountsAt(runRoot), [], 'the end of the run unmounts it');
+      // Hostile: the run folder replaced by a symlink to elsewhere; the bind must not follow it.
+      const elsewhere = path.join(shared, 'elsewhere');
+      fs.mkdirSync(elsewhere);
+      fs.rmSync(runRoot, { recursive: true });
+      fs.symlinkSync(elsewhere, runRoot);
+      await assert.rejects(isolateRunRoot(runRoot), /is a symlink/);
+      assert.deepEqual(mountsAt(elsewhere), [], 'nothing is mounted at the symlink\'s target');
+    } finally {
+      for (const p of [path.join(dir, 'shared', 'worktrees', 'r1'), path.join(dir, 'shared')]) {
+        try {
+          execFileSync('umount', ['-R', p], { stdio: 'ignore' });
+        } catch {
+          // not mounted
+        }
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a namespace that keeps a writable copy for good only delays the removal; then the tree is gone', async function () {

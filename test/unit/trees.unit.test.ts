@@ -65,8 +65,8 @@ describe('trees: overlay mounts in mountinfo', () => {
       '46 27 0:41 / /h/worktrees/r1/t rw - tmpfs tmpfs rw',
     ].join('\n');
     const a = overlayIdentity(host, '/h/worktrees/r1/a/');
-    assert.equal(a, '0:39 rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a');
-    assert.equal(overlayIdentity(host, '/h/worktrees/r1/b c'), '0:40 rw,lowerdir=/h/l,upperdir=/h/u/b,workdir=/h/w/b');
+    assert.equal(a, '0:39 / rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a');
+    assert.equal(overlayIdentity(host, '/h/worktrees/r1/b c'), '0:40 / rw,lowerdir=/h/l,upperdir=/h/u/b,workdir=/h/w/b');
     assert.equal(overlayIdentity(host, '/h/worktrees/r1/t'), null, 'a tmpfs is no overlay');
     assert.equal(overlayIdentity(host, '/h/worktrees/r1'), null);
     const sandbox = '131 111 0:39 / /newroot/h/worktrees/r1/a ro,nosuid,nodev,relatime - overlay overlay rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a';

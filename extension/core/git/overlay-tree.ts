@@ -13,7 +13,7 @@ import path from 'node:path';
 import { withLock } from '../fs/lock';
 import { gitFor, runGit } from './safe-git';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
-import { unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
+import { isolateRunRoot, releaseRunRoot, unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
 
 /** A lower layer: the checkout and its index (absolute paths). */
 export interface LowerLayer {
@@ -40,6 +40,8 @@ export function lowerLayer(commonDir: string, sha: string, runRoot: string): Pro
   if (known) return known;
   const made = (async () => {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
+    // Before any overlay of the run is mounted below it (see isolateRunRoot).
+    await isolateRunRoot(runRoot);
     await markTopDir(path.dirname(dir));
     await withLock(`${dir}.lock`, async () => {
       if (fs.existsSync(`${dir}.done`)) return;
@@ -85,7 +87,8 @@ export async function removeOverlayTree(repoRoot: string | null, commonDir: stri
 
 /**
  * Unmounts every overlay mount under `runRoot` (a crashed run's, found in /proc/self/mountinfo), then removes the
- * run's lower layers and upper layers. Returns the mount points unmounted.
+ * run's lower layers and upper layers and unmounts the run folder's private bind (isolateRunRoot), if any. Returns the
+ * overlay mount points unmounted.
  * @throws Error naming the mount point that could not be unmounted (nothing is removed then)
  */
 export async function releaseOverlays(runRoot: string): Promise<string[]> {
@@ -94,5 +97,6 @@ export async function releaseOverlays(runRoot: string): Promise<string[]> {
   if (overlayMountsUnder(readMountInfo(), runRoot).length) throw new Error(`overlay mounts under ${runRoot} are still there after unmounting`);
   fs.rmSync(path.join(runRoot, '.overlay'), { recursive: true, force: true });
   fs.rmSync(path.join(runRoot, '.lower'), { recursive: true, force: true });
+  await releaseRunRoot(runRoot);
   return points;
 }

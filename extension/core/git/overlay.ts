@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCaptured, type Captured } from '../process/run-captured';
+import { withLock } from '../fs/lock';
 
 /** The folders of one overlay mount (absolute). */
 export interface OverlayLayers {
@@ -91,15 +92,91 @@ export async function awaitSandboxSetups(identity: string, timeoutMs = SETUP_WAI
 }
 
 /**
- * The identity of the overlay mounted at `target` in `mountinfo`: its device (major:minor, proc(5) field 3) and its
- * super options (lowerdir, upperdir, workdir…, as the kernel prints them), the same text in every namespace's copy.
- * Null when no overlay is mounted there.
+ * The identity of the overlay mounted at `target` in `mountinfo`: its device (major:minor, proc(5) field 3), root
+ * (field 4) and super options (lowerdir, upperdir, workdir…, as the kernel prints them), the same text in every
+ * namespace's copy. Null when no overlay is mounted there.
  */
 export function overlayIdentity(mountinfo: string, target: string): string | null {
+  return mountIdentity(mountinfo, target, 'overlay');
+}
+
+/** As {@link overlayIdentity}, for the topmost mount at `target` of any type (or of `fstype`). */
+function mountIdentity(mountinfo: string, target: string, fstype?: string): string | null {
   const want = path.resolve(target);
   let found: string | null = null;
-  for (const m of parseMountInfo(mountinfo)) if (m.fstype === 'overlay' && m.point === want) found = m.identity;
+  for (const m of parseMountInfo(mountinfo)) if ((!fstype || m.fstype === fstype) && m.point === want) found = m.identity;
   return found;
+}
+
+/** Run folders being made private by this process (see isolateRunRoot). */
+const isolating = new Map<string, Promise<void>>();
+
+/**
+ * Makes `runRoot` (a run's folder of trees, `<worktrees>/<run>`) a mount point of private propagation when the mount
+ * holding it has peers (systemd makes / shared): an empty read-only tmpfs made private, with the folder bound on top. Overlays mounted
+ * below it then reach no other namespace, and unmounting one reaches no sandbox: bubblewrap makes its copies of the
+ * host's mounts slaves, and with a shared parent the unmount itself removed a copy between a sandbox's mountinfo
+ * parse and its remount (the start failed as in {@link awaitSandboxSetups}). Where the holding mount has no peers
+ * (no `shared:` tag in mountinfo; containers) nothing is done. Idempotent, safe from many tasks at once; undone by
+ * {@link releaseRunRoot}.
+ * @throws Error when `runRoot` is not a folder of its own (a symlink would move the bind elsewhere), or mount(8) fails
+ */
+export function isolateRunRoot(runRoot: string): Promise<void> {
+  const key = path.resolve(runRoot);
+  const known = isolating.get(key);
+  if (known) return known;
+  const made = withLock(`${key}.isolate`, async () => {
+    const st = fs.lstatSync(key, { throwIfNoEntry: false });
+    if (!st?.isDirectory()) throw new Error(`overlay trees: ${key} is ${st ? (st.isSymbolicLink() ? 'a symlink' : 'not a folder') : 'missing'}; the run's trees are mounted only in a folder of its own`);
+    const real = fs.realpathSync(key);
+    const mounts = parseMountInfo(readMountInfo());
+    const holding = mounts.filter((m) => real === m.point || real.startsWith(m.point === '/' ? '/' : m.point + path.sep)).pop();
+    if (!holding?.shared) return;
+    if (holding.point === real) return mountOrThrow(['--make-private', real], real);
+    // What the peers receive (the new mount propagates before it can be made private): an empty read-only tmpfs, not
+    // a writable view of the folder (a sandbox that started earlier and hides no VERDICT_HOME of this run would get
+    // one: mount(8) 2.38 makes a bind, then remounts it). Then the folder itself, bound from below that tmpfs
+    // through an fd opened first, on top of it: a mount under a private one, which reaches no other namespace.
+    const fd = fs.openSync(real, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    try {
+      await mountOrThrow(['-t', 'tmpfs', '-o', 'ro,mode=0755,size=4k', 'verdict-run', real], real);
+      await mountOrThrow(['--make-private', real], real);
+      // --no-canonicalize: mount(8) would resolve the fd's link to the path, now the tmpfs. A bind joins its source's
+      // peer group: made private too, before anything is mounted below it.
+      await mountOrThrow(['--no-canonicalize', '--bind', `/proc/${process.pid}/fd/${fd}`, real], real);
+      await mountOrThrow(['--make-private', real], real);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+  isolating.set(key, made);
+  made.catch(() => isolating.delete(key));
+  return made;
+}
+
+async function mountOrThrow(args: string[], target: string): Promise<void> {
+  const r = await runCaptured('mount', args, { env: process.env, timeoutMs: 30_000 });
+  if (!succeeded(r)) throw new Error(`overlay trees: mount ${args.join(' ')} failed for ${target}: ${failure(r)}`);
+}
+
+/**
+ * Undoes {@link isolateRunRoot} once the run's overlays are unmounted: unmounts the bind and the tmpfs at `runRoot`
+ * (private ones: the unmounts reach no sandbox), then waits as {@link unmountOverlay} does before the folder may be
+ * removed. Returns whether there was anything.
+ * @throws Error with umount(8)'s message
+ */
+export async function releaseRunRoot(runRoot: string): Promise<boolean> {
+  isolating.delete(path.resolve(runRoot));
+  if (!fs.existsSync(runRoot)) return false;
+  const real = fs.realpathSync(runRoot);
+  const released: string[] = [];
+  for (let identity = mountIdentity(readMountInfo(), real); identity && !identity.includes('lowerdir='); identity = mountIdentity(readMountInfo(), real)) {
+    const r = await runCaptured('umount', [real], { env: process.env, timeoutMs: 30_000 });
+    if (!succeeded(r)) throw new Error(`overlay trees: unmounting ${real} failed: ${failure(r)}`);
+    released.push(identity);
+  }
+  for (const identity of released) await awaitSandboxSetups(identity);
+  return released.length > 0;
 }
 
 /**
@@ -121,7 +198,7 @@ export function writableCopies(identity: string): number[] {
     } catch {
       continue;
     }
-    if (!text.includes(identity.slice(identity.indexOf(' ') + 1))) continue;
+    if (!text.includes(identity.slice(identity.lastIndexOf(' ') + 1))) continue;
     if (parseMountInfo(text).some((m) => m.identity === identity && m.options.includes('rw'))) pids.push(Number(pid));
   }
   return pids;
@@ -150,8 +227,10 @@ interface MountLine {
   /** Per-mount options (field 6). */
   options: string[];
   fstype: string;
-  /** `<major:minor> <super options>`: the same file system in any namespace. */
+  /** `<major:minor> <root> <super options>`: the same mounted tree in any namespace. */
   identity: string;
+  /** It has peers (a `shared:N` tag): mounts and unmounts below it reach them. */
+  shared: boolean;
 }
 
 function parseMountInfo(mountinfo: string): MountLine[] {
@@ -163,7 +242,7 @@ function parseMountInfo(mountinfo: string): MountLine[] {
     const tail = line.slice(sep + 3).split(' ');
     if (fields.length < 6) continue;
     const point = (fields[4] ?? '').replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-    out.push({ point, options: (fields[5] ?? '').split(','), fstype: tail[0] ?? '', identity: `${fields[2]} ${tail[2] ?? ''}` });
+    out.push({ point, options: (fields[5] ?? '').split(','), fstype: tail[0] ?? '', identity: `${fields[2]} ${fields[3]} ${tail[2] ?? ''}`, shared: fields.slice(6).some((f) => f.startsWith('shared:')) });
   }
   return out;
 }
