@@ -128,17 +128,26 @@ sub start_time {
 
 sub kill_group { kill 'KILL', -$_[0] }
 
-# /proc/<pid>/status's PPid and the last NSpid entry (1 for a PID namespace's init), and the NSpid count.
-sub parent_and_nspid {
+# /proc/<pid>/stat's parent pid (field 4), or -1. Raw descriptors: one read.
+sub parent_of {
   my ($pid) = @_;
-  open(my $fh, '<', "/proc/$pid/status") or return;
-  my ($ppid, @ns);
+  my $fd = POSIX::open("/proc/$pid/stat", POSIX::O_RDONLY()) // return -1;
+  my $n = POSIX::read($fd, my $stat, 1024);
+  POSIX::close($fd);
+  return -1 unless $n;
+  return (split / /, substr($stat, rindex($stat, ')') + 2), 3)[1] // -1;
+}
+
+# True when <pid> is the init (PID 1) of a PID namespace below this helper's: /proc/<pid>/status's NSpid ends in 1.
+sub namespace_init {
+  my ($pid) = @_;
+  open(my $fh, '<', "/proc/$pid/status") or return 0;
   while (<$fh>) {
-    $ppid = $1 if /^PPid:\s*(\d+)/;
-    @ns = split ' ', $1 if /^NSpid:\s*(.*)/;
+    next unless /^NSpid:\s*(.*)/;
+    my @ns = split ' ', $1;
+    return @ns >= 2 && $ns[-1] == 1;
   }
-  close $fh;
-  return ($ppid // -1, $ns[-1] // -1, scalar @ns);
+  return 0;
 }
 
 # The sandbox's init named by bwrap (--info-fd): a pidfd of it, held from now on, so a later kill never reaches a
@@ -149,8 +158,8 @@ sub adopt_init {
   return if $s->{init} || $pid <= 1 || $pid == $$ || $own{$pid};
   my $fd = syscall($PIDFD_OPEN, $pid + 0, 0);
   return if $fd < 0;
-  my ($ppid, $nspid, $levels) = parent_and_nspid($pid);
-  if (defined $ppid && ($ppid == $s->{pid} || ($ppid == $$ && $levels >= 2 && $nspid == 1))) {
+  my $ppid = parent_of($pid);
+  if ($ppid == $s->{pid} || ($ppid == $$ && namespace_init($pid))) {
     $s->{init} = { fd => $fd, pid => $pid };
   } else {
     POSIX::close($fd);
@@ -158,7 +167,8 @@ sub adopt_init {
 }
 
 # Reads what bwrap wrote on the info pipe (non-blocking), taking the init's pid as soon as it is there; closes the pipe
-# at its end only (bwrap writes more after the pid and would die of SIGPIPE).
+# at its end only (bwrap writes more after the pid and would die of SIGPIPE). Once the pid is taken the pipe is no
+# longer watched (fewer turns of the loop): the rest of bwrap's JSON waits in it until bwrap exits.
 sub read_info {
   my ($s) = @_;
   my $fh = $s->{info} // return;
@@ -179,6 +189,8 @@ sub read_info {
     if ($s->{buf} =~ /"child-pid"\s*:\s*([0-9]+)/) {
       $s->{seen} = $1;
       adopt_init($s, $1);
+      delete $infos{ fileno $fh };
+      return;
     }
     $s->{seen} = '' if length $s->{buf} > 4096;    # not bwrap's: ignored
   }
