@@ -10,7 +10,9 @@
  * its CPU is the sum over its threads of /proc/<pid>/task/<tid>/schedstat's first field (ns on a CPU), read before
  * and after. What the children cost is not counted (it is theirs). Workloads:
  * - plain: `/bin/true`, as a sandboxed step is asked for (dieWithHelper, no cookie);
- * - bwrap: `/bin/true` inside the real sandbox arguments of sandbox.ts (skipped where bubblewrap cannot run);
+ * - bwrap: `/bin/true` inside the real sandbox arguments of sandbox.ts, as a step is asked for (sandboxInit: the
+ *   info fd read, the init killed and waited for); bwrap-no-init: the same without `--info-fd` and sandboxInit, what
+ *   the init's kill costs (both skipped where bubblewrap cannot run);
  * - cookie: `/bin/true` unsandboxed, with its cookie: a pass over /proc/*\/environ after each exit (batched) and again
  *   at least 100 ms later on a whole second (shared by the steps that ended within it), so the figure grows with the
  *   number of processes on the machine.
@@ -37,7 +39,7 @@ function cpuMs(pid: number): number {
   return ns / 1e6;
 }
 
-type Mode = 'plain' | 'bwrap' | 'cookie';
+type Mode = 'plain' | 'bwrap' | 'bwrap-no-init' | 'cookie';
 
 async function helperRound(kind: 'perl' | 'node', mode: Mode, wave: number, dir: string, bwrap: string | null): Promise<number> {
   process.env.VERDICT_SPAWN_HELPER = kind;
@@ -48,10 +50,11 @@ async function helperRound(kind: 'perl' | 'node', mode: Mode, wave: number, dir:
   let n = 0;
   const request = (): SpawnRequest => {
     const log = path.join(dir, `log${n++ % 16}`);
-    if (mode === 'bwrap') {
+    if (mode === 'bwrap' || mode === 'bwrap-no-init') {
       const files: string[] = [];
-      const command = bwrapCommand({ binary: bwrap as string, writable: [dir], network: true }, dir, '/bin/true', [], files, env, true);
-      return { file: command.file, args: command.args, cwd: dir, env, log, files, dieWithHelper: true, sandboxInit: true };
+      const init = mode === 'bwrap';
+      const command = bwrapCommand({ binary: bwrap as string, writable: [dir], network: true }, dir, '/bin/true', [], files, env, init);
+      return { file: command.file, args: command.args, cwd: dir, env, log, files, dieWithHelper: true, sandboxInit: init };
     }
     if (mode === 'cookie') {
       const cookie = `bench${process.pid}x${n}`;
@@ -99,7 +102,7 @@ const saved = process.env.VERDICT_SPAWN_HELPER;
 const probe = await probeSandbox();
 const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
 if (!bwrap) console.log(`bwrap workload skipped: ${probe.kind === 'none' ? probe.reason : 'no sandbox'}`);
-const modes: Mode[] = bwrap ? ['plain', 'bwrap', 'cookie'] : ['plain', 'cookie'];
+const modes: Mode[] = bwrap ? ['plain', 'bwrap', 'bwrap-no-init', 'cookie'] : ['plain', 'cookie'];
 const sides: Record<string, number[]> = {};
 const add = (name: string, ms: number) => (sides[name] ??= []).push(ms);
 const dir = tempDir('verdict-bench-helper-');

@@ -173,8 +173,9 @@ describeEachHelper('spawn helper semantics', function () {
    * it named to `dir/init`, and exits 3.
    */
   function fakeBwrap(init: string, named = '$!', extra = ''): SpawnRequest {
-    const drained = `perl -e 'open(my $h, ">&=", 3) or die "fd 3: $!"; my $req = -S $h ? 0x5411 : 0x541B; for (;;) { my $n = pack("i", 0); ioctl($h, $req, $n) or die "ioctl: $!"; last unless unpack("i", $n); select(undef, undef, undef, 0.01) }'`;
-    return bash(dir, `${init} & printf '${extra}{\n    "child-pid": %s,\n    "cgroup-namespace": 4026531835\n}\n' "${named}" >&3; ${drained}; echo "${named}" > ${path.join(dir, 'init')}; exit 3`, { dieWithHelper: true, sandboxInit: true });
+    // One write (atomic, below PIPE_BUF), as bwrap writes the pid's part; then the wait until it was read.
+    const write = `perl -e 'open(my $h, ">&=", 3) or die "fd 3: $!"; syswrite($h, "${extra}{\\n    \\"child-pid\\": $ARGV[0],\\n    \\"cgroup-namespace\\": 4026531835\\n}\\n") or die "write: $!"; my $req = -S $h ? 0x5411 : 0x541B; for (;;) { my $n = pack("i", 0); ioctl($h, $req, $n) or die "ioctl: $!"; last unless unpack("i", $n); select(undef, undef, undef, 0.01) }' "${named}"`;
+    return bash(dir, `${init} & ${write}; echo "${named}" > ${path.join(dir, 'init')}; exit 3`, { dieWithHelper: true, sandboxInit: true });
   }
 
   it('sandboxInit: the init named on the info fd, out of the group (setsid), is killed before the exit is reported', async () => {

@@ -196,6 +196,14 @@ sub read_info {
   }
 }
 
+# The init of step $s has exited: its pidfd is closed and, reparented to this helper (bwrap exited first), it is reaped
+# here; else bwrap reaped it. A pid this helper started is never waited for here.
+sub init_gone {
+  my ($s) = @_;
+  POSIX::close($s->{init}{fd});
+  waitpid($s->{init}{pid}, POSIX::WNOHANG()) unless $own{ $s->{init}{pid} };
+}
+
 # Children this helper did not start (orphans reparented to it as a subreaper) are reaped; its own children's
 # statuses are kept for their exit replies.
 sub reap_strays {
@@ -394,10 +402,18 @@ for (;;) {
       }
       if ($s->{init}) {
         # The init (PID 1 of the sandbox) is killed, and the exit reported once it is gone (its pidfd readable): the
-        # kernel has then killed and reaped every process of its namespace.
-        syscall($PIDFD_SEND_SIGNAL, $s->{init}{fd}, 9, 0, 0);
-        $ending{ $s->{init}{fd} } = [ $s, $line ];
-        next;
+        # kernel has then killed and reaped every process of its namespace. Mostly it is gone already (bwrap's
+        # --die-with-parent killed it as bwrap exited): then in this same turn.
+        my $ifd = $s->{init}{fd};
+        syscall($PIDFD_SEND_SIGNAL, $ifd, 9, 0, 0);
+        my $gone = '';
+        vec($gone, $ifd, 1) = 1;
+        if (select($gone, undef, undef, 0) > 0) {
+          init_gone($s);
+        } else {
+          $ending{$ifd} = [ $s, $line ];
+          next;
+        }
       }
       if ($s->{cookie} eq '') {
         reply($line);
@@ -412,11 +428,7 @@ for (;;) {
     for my $fd (keys %ending) {
       next unless vec($rout, $fd, 1);
       my ($s, $line) = @{ delete $ending{$fd} };
-      POSIX::close($fd);
-      my $init = $s->{init}{pid};
-      # Reparented to this helper (bwrap exited first), it is a zombie child here; else bwrap reaped it. A pid this
-      # helper started is never waited for here.
-      waitpid($init, POSIX::WNOHANG()) unless $own{$init};
+      init_gone($s);
       reply($line);
     }
     if (vec($rout, 0, 1)) {
