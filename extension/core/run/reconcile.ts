@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
@@ -8,7 +10,8 @@ import { appendEvalRow } from '../store/eval-log';
 import { listRuns, readState } from '../live/registry';
 import { mergeWorkerJournal, readWorkerJournal, workerJournalFile } from '../live/worker-journal';
 import type { RunState } from '../live/state';
-import { statusInfo } from '../../../schemas/status';
+import { statusInfo, VERDICTS } from '../../../schemas/status';
+import type { Verdict } from '../../../schemas/status';
 import { attemptView, evalRow, recordFromView } from './attempt-record';
 
 /** What reconciling one dead run did. */
@@ -59,8 +62,14 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
     // Anything not final was cut short when the orchestrator died.
     if (statusInfo(task.status).final) continue;
     report.interrupted.push(task.key);
-    const attempt = task.attempts.find((a) => a.phase !== 'done');
-    if (attempt) {
+    for (const attempt of task.attempts.filter((a) => a.phase !== 'done')) {
+      // An attempt that settled (its receipt is written before its eval row and its state) while the state on disk
+      // still showed it running: a later attempt's journal line can be all that shows it ended. Its row is in the log.
+      const settled = settledReceipt(attempt.dir);
+      if (settled) {
+        task.attempts[task.attempts.indexOf(attempt)] = { ...attempt, phase: 'done', verdict: settled.verdict, notes: settled.reason, endedAt: attempt.endedAt ?? now };
+        continue;
+      }
       if (attempt.workerPid) {
         const same = attempt.workerStartTime != null && processStartTime(attempt.workerPid) === attempt.workerStartTime;
         if (same) {
@@ -82,6 +91,20 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
   state.endedAt = now;
   await writeFileAtomic(stateFile, JSON.stringify(state, null, 1));
   return report;
+}
+
+/**
+ * The verdict and reason of the attempt whose folder is `dir`, from its receipt.json (run/attempt.ts settle writes it
+ * before the attempt's eval row and its state); null when there is no readable receipt with a verdict.
+ */
+function settledReceipt(dir: string): { verdict: Verdict; reason: string } | null {
+  try {
+    const receipt = JSON.parse(fs.readFileSync(path.join(dir, 'receipt.json'), 'utf8')) as { verdict?: unknown; reason?: unknown };
+    if (typeof receipt.verdict !== 'string' || !(VERDICTS as readonly string[]).includes(receipt.verdict)) return null;
+    return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '' };
+  } catch {
+    return null;
+  }
 }
 
 /** Each task's spec from the run's frozen manifest; empty when it cannot be read (the rows then carry no spec). */
