@@ -188,7 +188,7 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
 /** Reconciles runs whose orchestrator died (see reconcileDeadRuns) and says what it did, on stderr. */
 export async function reconcileAndReport(home: string, engines: ReadonlyMap<string, EngineSpec>, io: Io): Promise<void> {
   for (const r of await reconcileDeadRuns(home, engines)) {
-    io.err(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}. Resume with: verdict resume ${r.runId}`);
+    io.err(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}. Resume with: verdict resume ${r.runId}`);
   }
 }
 

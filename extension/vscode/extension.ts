@@ -72,7 +72,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   setTimeout(() => {
     showContainment();
     void reconcileDeadRuns(resolveHome(readSettings().home), editorEngines(log)).then((reports) => {
-      for (const r of reports) log.warn(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed`);
+      for (const r of reports) log.warn(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}`);
       if (reports.length) tree.refresh();
     });
   }, 0);

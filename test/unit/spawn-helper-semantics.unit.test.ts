@@ -178,20 +178,26 @@ describeEachHelper('spawn helper semantics', function () {
     return bash(dir, `${init} & ${write}; echo "${named}" > ${path.join(dir, 'init')}; exit 3`, { dieWithHelper: true, sandboxInit: true });
   }
 
-  it('sandboxInit: the init named on the info fd, out of the group (setsid), is killed before the exit is reported', async () => {
-    const s = await spawnViaHelper(fakeBwrap('setsid sleep 300'));
+  it('sandboxInit: the init named on the info fd, out of the group (setsid), is reported (onInit: pid and start time) and killed before the exit is reported', async () => {
+    const seen: { pid: number; startTime: string | null }[] = [];
+    const s = await spawnViaHelper({ ...fakeBwrap('setsid sleep 300'), onInit: (init) => seen.push(init) });
     assert.deepEqual(await s.exited, { code: 3, signal: null });
     const init = Number(fs.readFileSync(path.join(dir, 'init'), 'utf8'));
     assert.ok(init > 1);
     assert.equal(alive(init), false, `the init ${init} outlived its bwrap`);
+    assert.equal(seen.length, 1, JSON.stringify(seen));
+    assert.equal(seen[0]!.pid, init);
+    assert.match(String(seen[0]!.startTime), /^[0-9]+$/);
   });
 
   it('sandboxInit: a pid that is not the child\'s own child (a reused or foreign pid) is never killed', async () => {
     const foreign = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
     try {
-      const s = await spawnViaHelper(fakeBwrap('setsid sleep 0.1', String(foreign.pid)));
+      const seen: unknown[] = [];
+      const s = await spawnViaHelper({ ...fakeBwrap('setsid sleep 0.1', String(foreign.pid)), onInit: (init) => seen.push(init) });
       assert.deepEqual(await s.exited, { code: 3, signal: null });
       assert.ok(alive(foreign.pid as number), 'a process that is not the sandbox\'s init was killed');
+      assert.deepEqual(seen, [], 'a pid that is not the init was reported as one (reconcile would kill it)');
     } finally {
       foreign.kill('SIGKILL');
     }
@@ -236,6 +242,7 @@ describe('spawn helper protocol (spawner.ts)', () => {
     assert.deepEqual(parseReply('unsupported pidfd_open: Function not implemented'), { type: 'unsupported', reason: 'pidfd_open: Function not implemented' });
     assert.deepEqual(parseReply('3 pid 42 12345'), { type: 'pid', id: 3, pid: 42, startTime: '12345' });
     assert.deepEqual(parseReply('3 pid 42 -'), { type: 'pid', id: 3, pid: 42, startTime: null });
+    assert.deepEqual(parseReply('3 init 43 12346'), { type: 'init', id: 3, pid: 43, startTime: '12346' });
     assert.deepEqual(parseReply("3 error ENOENT: no such file or directory, open '/a b'"), { type: 'error', id: 3, message: "ENOENT: no such file or directory, open '/a b'" });
     assert.deepEqual(parseReply('3 exit 0 -'), { type: 'exit', id: 3, code: 0, signal: null });
     assert.deepEqual(parseReply('3 exit - 9'), { type: 'exit', id: 3, code: null, signal: 'SIGKILL' });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { appendWorker, mergeWorkerJournal, openWorkerJournal, readWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
+import { appendWorker, mergeWorkerJournal, openWorkerJournal, readSandboxInits, readWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
 import type { AttemptState, RunState, TaskState } from '../../extension/core/live/state';
 
 function view(attempt: number, over: Partial<AttemptState> = {}): AttemptState {
@@ -26,9 +26,13 @@ describe('worker journal (live/worker-journal.ts)', () => {
     const fd = openWorkerJournal(file);
     appendWorker(fd, { key: 'a', view: view(1) });
     appendWorker(fd, { key: 'b', view: view(2, { workerPid: 7 }) });
+    appendWorker(fd, { init: { pid: 99, startTime: '1234' } });
     fs.closeSync(fd);
+    fs.appendFileSync(file, '{"init":{"pid":1,"startTime":"5"}}\n{"init":{"pid":"7","startTime":"5"}}\n');
     fs.appendFileSync(file, '{"key":"c","view":{"attem');
     assert.deepEqual(readWorkerJournal(file).map((e) => [e.key, e.view.attempt, e.view.workerPid]), [['a', 1, 4242], ['b', 2, 7]]);
+    // Init lines, without the workers' (and never PID 1 or a pid that is not a number).
+    assert.deepEqual(readSandboxInits(file), [{ pid: 99, startTime: '1234' }]);
   });
 
   it('gives the state what it had not got yet, and never overrides a newer view', () => {

@@ -2,7 +2,7 @@ import writeFileAtomic from 'write-file-atomic';
 import type { AttemptState, RunState, TaskState } from '../../../schemas/run-state';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { appendWorker, openWorkerJournal, workerJournalFile } from './worker-journal';
+import { appendWorker, openWorkerJournal, workerJournalFile, type SandboxInit } from './worker-journal';
 
 /** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
 export type { AttemptState, RunState, TaskState, TaskStatus } from '../../../schemas/run-state';
@@ -153,6 +153,21 @@ export class StateFile {
       appendWorker(this.journal, { key, view });
     } catch {
       void this.save(true);
+    }
+  }
+
+  /**
+   * Records a sandbox's init (PID 1 of a step's PID namespace) the moment the spawn helper holds it: a line of the
+   * worker journal, read back by reconcile, which SIGKILLs an init still alive with this pid and start time. Needed
+   * because a step that traced its init can clear its parent-death signal; if the helper (which kills the init when
+   * bwrap exits) is SIGKILLed too, nothing else would. A line that cannot be written is reported as a warning.
+   */
+  recordSandboxInit(init: SandboxInit): void {
+    try {
+      this.journal ??= openWorkerJournal(workerJournalFile(this.file));
+      appendWorker(this.journal, { init });
+    } catch (e) {
+      process.emitWarning(`cannot record a sandbox's init (pid ${init.pid}) in ${workerJournalFile(this.file)}: ${(e as Error).message}`);
     }
   }
 

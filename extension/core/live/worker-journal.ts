@@ -1,6 +1,8 @@
 /**
  * The worker journal: `workers.jsonl` beside a state file, one line per worker started — the task key and the attempt's
- * state view at its spawn (pid and start time included) — appended at once, before the orchestrator does anything else.
+ * state view at its spawn (pid and start time included) — appended at once, before the orchestrator does anything else;
+ * and one line per sandbox init the spawn helper holds (`{"init":{pid,startTime}}`, any step's: worker, check, critic),
+ * which reconcile kills if it outlived the orchestrator and the helper.
  *
  * Why not state.json itself: crash recovery needs the pid of every live worker on disk the moment it exists, and
  * state.json holds every task of the run, so writing it at each spawn cost the main thread time in proportion to the
@@ -16,6 +18,17 @@ import type { AttemptState, RunState } from '../../../schemas/run-state';
 export interface WorkerEntry {
   key: string;
   view: AttemptState;
+}
+
+/** A sandbox's init (PID 1 of a step's PID namespace, as the host sees it): its pid and /proc start time (field 22). */
+export interface SandboxInit {
+  pid: number;
+  startTime: string | null;
+}
+
+/** The other kind of journal line: a sandbox's init, recorded once the spawn helper holds it (StateFile.recordSandboxInit). */
+export interface InitEntry {
+  init: SandboxInit;
 }
 
 /** `<dir of stateFile>/workers.jsonl`. */
@@ -36,7 +49,7 @@ export function openWorkerJournal(file: string): number {
  * No fsync: the journal only matters while the machine is up (after a reboot no recorded worker is alive).
  * @throws Error from the filesystem; the caller then writes the state at once instead
  */
-export function appendWorker(fd: number, entry: WorkerEntry): void {
+export function appendWorker(fd: number, entry: WorkerEntry | InitEntry): void {
   const line = Buffer.from(`${JSON.stringify(entry)}\n`);
   let written = 0;
   while (written < line.length) written += fs.writeSync(fd, line, written);
@@ -58,6 +71,29 @@ export function readWorkerJournal(file: string): WorkerEntry[] {
       if (typeof e?.key === 'string' && e.view && Number.isInteger(e.view.attempt) && typeof e.view.workerPid === 'number') out.push(e);
     } catch {
       // a line cut short (a full disk): its writer fell back to writing the state at once
+    }
+  }
+  return out;
+}
+
+/**
+ * The sandbox inits the journal names, in order; [] when there is none. Lines of workers, and lines cut short, are skipped.
+ */
+export function readSandboxInits(file: string): SandboxInit[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const out: SandboxInit[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{"init"')) continue;
+    try {
+      const { init } = JSON.parse(line) as InitEntry;
+      if (Number.isInteger(init?.pid) && init.pid > 1 && (typeof init.startTime === 'string' || init.startTime === null)) out.push({ pid: init.pid, startTime: init.startTime });
+    } catch {
+      // cut short by a crash
     }
   }
   return out;

@@ -68,6 +68,11 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
  */
 export interface BwrapPlan {
   binary: string;
+  /**
+   * Called once the spawn helper holds the sandbox's init (pid and /proc start time): a run records it in its worker
+   * journal, so that reconcile can kill an init that outlived both its bwrap and the helper (SpawnRequest.onInit).
+   */
+  onInit?: (init: { pid: number; startTime: string | null }) => void;
   /** Absolute folders the step may write; each must exist. Nested folders are fine (bound outermost first). */
   writable: string[];
   /** false: a new network namespace of the step's own (`--unshare-net`: only its own loopback, 127.0.0.1 and ::1). */

@@ -74,10 +74,11 @@ function procStat(pid) {
 }
 
 /**
- * Follows bwrap's `--info-fd` pipe: `w.pid` and `w.start` are set once the init's pid is read and found to be bwrap's
- * (`parent`) child; `w.done` resolves at the pipe's end (bwrap closed it, or exited).
+ * Follows bwrap's `--info-fd` pipe: `w.pid` and `w.start` are set, and the `<id> init <pid> <startTime>` reply sent,
+ * once the init's pid is read and found to be bwrap's (`parent`) child; `w.done` resolves at the pipe's end (bwrap
+ * closed it, or exited).
  */
-function watchInit(stream, parent) {
+function watchInit(stream, parent, id) {
   const w = { pid: 0, start: '', done: null };
   let buf = '';
   let seen = false;
@@ -108,6 +109,7 @@ function watchInit(stream, parent) {
       if (st && st.ppid === parent) {
         w.pid = n;
         w.start = st.start;
+        send(`${id} init ${n} ${st.start}`);
       }
     } else if (buf.length > 4096) seen = true;
   });
@@ -262,7 +264,7 @@ function start(fields) {
   }
   send(`${id} pid ${pid} ${startTime(pid)}`);
   if (dieWithHelper) boxed.add(pid);
-  const init = sandboxInit ? watchInit(child.stdio[fds.length + 2], pid) : null;
+  const init = sandboxInit ? watchInit(child.stdio[fds.length + 2], pid, id) : null;
   if (init) inits.add(init);
   child.once('exit', (code, signal) => {
     boxed.delete(pid);

@@ -11,6 +11,8 @@
 #   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
 #   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null, stdout and
 #                                            stderr appended to the log, `files` read-only as fds 3, 4, ...
+#   <- "<id> init <pid> <startTime>\n"      sandboxInit only, after "pid": the sandbox's init (see below) was found and
+#                                            is held; the orchestrator records it for crash recovery (run/reconcile.ts)
 #   <- "<id> error <message>\n"             it could not be started (the OS error, worded as Node words it)
 #   <- "<id> exit <code|-> <signal|->\n"    it ended (signal as a number); its group was killed first and, when a
 #                                            cookie was given, every process carrying the cookie too (and again
@@ -161,6 +163,7 @@ sub adopt_init {
   my $ppid = parent_of($pid);
   if ($ppid == $s->{pid} || ($ppid == $$ && namespace_init($pid))) {
     $s->{init} = { fd => $fd, pid => $pid };
+    reply("$s->{id} init $pid " . start_time($pid));
   } else {
     POSIX::close($fd);
   }

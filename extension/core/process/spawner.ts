@@ -43,6 +43,12 @@ export interface SpawnRequest {
    * init; the Node helper checks its /proc start time before the kill. docs/architecture.md "Containment".
    */
   sandboxInit?: boolean;
+  /**
+   * With `sandboxInit`: called once the helper has found the sandbox's init and holds it (its pid and /proc start
+   * time), so the caller can record it where crash recovery finds it (a SIGKILL of the helper itself leaves nothing
+   * else to kill an init whose step cleared its parent-death signal: run/reconcile.ts). Not sent to the helper.
+   */
+  onInit?: (init: { pid: number; startTime: string | null }) => void;
 }
 
 /** How a started process ended: Node's (code, signal) pair; `lost` when the helper died before it could say. */
@@ -111,6 +117,7 @@ export type Reply =
   | { type: 'ready'; kind: HelperKind; version: string }
   | { type: 'unsupported'; reason: string }
   | { type: 'pid'; id: number; pid: number; startTime: string | null }
+  | { type: 'init'; id: number; pid: number; startTime: string | null }
   | { type: 'error'; id: number; message: string }
   | { type: 'exit'; id: number; code: number | null; signal: string | null };
 
@@ -131,7 +138,7 @@ export function parseReply(line: string): Reply | null {
   const more = sp2 === -1 ? '' : rest.slice(sp2 + 1);
   if (kind === 'error') return { type: 'error', id, message: more };
   const [a = '-', b = '-'] = more.split(' ');
-  if (kind === 'pid') return { type: 'pid', id, pid: Number(a), startTime: b === '-' ? null : b };
+  if (kind === 'pid' || kind === 'init') return { type: kind, id, pid: Number(a), startTime: b === '-' ? null : b };
   if (kind === 'exit') return { type: 'exit', id, code: a === '-' ? null : Number(a), signal: b === '-' ? null : (SIGNAL_NAMES.get(Number(b)) ?? `signal ${b}`) };
   return null;
 }
@@ -140,6 +147,7 @@ interface Waiter {
   started: (s: { pid: number; startTime: string | null }) => void;
   failed: (message: string) => void;
   ended: (e: SpawnExit) => void;
+  init?: (init: { pid: number; startTime: string | null }) => void;
   pid: number | null;
 }
 
@@ -243,6 +251,7 @@ class SpawnHelper {
         started: (s) => resolve({ ...s, exited }),
         failed: (message) => reject(new Error(message)),
         ended,
+        ...(req.onInit ? { init: req.onInit } : {}),
         pid: null,
       });
     });
@@ -281,6 +290,8 @@ class SpawnHelper {
       if (msg.type === 'error') {
         this.waiters.delete(msg.id);
         w.failed(msg.message);
+      } else if (msg.type === 'init') {
+        w.init?.({ pid: msg.pid, startTime: msg.startTime });
       } else if (msg.type === 'pid') {
         w.pid = msg.pid;
         w.started({ pid: msg.pid, startTime: msg.startTime });

@@ -177,7 +177,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       env,
       log: opts.logFile,
       files,
-      ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
+      ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
   } catch (e) {
     return notStarted((e as Error).message);

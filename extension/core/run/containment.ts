@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
+import type { StateFile } from '../live/state';
+import type { SandboxInit } from '../live/worker-journal';
 import { expandStatePath, type BwrapPlan, type Containment, type SandboxMode, type SandboxProbe } from '../process/sandbox';
 
 /** The containment decided for a run before it starts. */
@@ -196,10 +198,24 @@ function realPathOr(p: string): string {
   }
 }
 
-/** The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields. */
-export function stepPlan(bwrap: string | null, containment: Containment, plan: Omit<BwrapPlan, 'binary'>): BwrapPlan | null {
-  if (containment !== 'bwrap' || !bwrap) return null;
-  return { binary: bwrap, ...plan };
+/**
+ * The sandbox of one step, or null when the step runs unsandboxed. See BwrapPlan for the fields; its init is recorded
+ * in the run's worker journal as soon as the spawn helper holds it (StateFile.recordSandboxInit).
+ */
+export function stepPlan(run: SandboxedRun, containment: Containment, plan: Omit<BwrapPlan, 'binary' | 'onInit'>): BwrapPlan | null {
+  if (containment !== 'bwrap' || !run.bwrap) return null;
+  const { stateFile } = run;
+  return { binary: run.bwrap, ...plan, ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}) };
+}
+
+/**
+ * What {@link stepPlan} needs of a run (an AttemptContext has it): bubblewrap's path (null: unsandboxed) and the state
+ * file whose worker journal records each sandbox's init for crash recovery (run/reconcile.ts). Without a state file
+ * (`verdict merge`'s re-check, which belongs to no live run) only the living spawn helper kills the init.
+ */
+export interface SandboxedRun {
+  bwrap: string | null;
+  stateFile?: Pick<StateFile, 'recordSandboxInit'>;
 }
 
 /**

@@ -8,7 +8,7 @@ import { loadFrozenManifest } from './frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
 import { appendEvalRow } from '../store/eval-log';
 import { listRuns, readState } from '../live/registry';
-import { mergeWorkerJournal, readWorkerJournal, workerJournalFile } from '../live/worker-journal';
+import { mergeWorkerJournal, readSandboxInits, readWorkerJournal, workerJournalFile, type SandboxInit } from '../live/worker-journal';
 import type { RunState } from '../live/state';
 import { statusInfo, VERDICTS } from '../../../schemas/status';
 import type { Verdict } from '../../../schemas/status';
@@ -24,11 +24,18 @@ export interface ReconcileReport {
   spared: number[];
   /** Tasks that had not finished: their running attempts were recorded INTERRUPTED. */
   interrupted: string[];
+  /**
+   * Sandbox inits (PID 1 of a step's PID namespace) still alive with their recorded pid and start time, SIGKILLed
+   * (which ends every process of their namespace). Only a step that traced its init and cleared its parent-death
+   * signal, with the spawn helper SIGKILLed too, leaves one.
+   */
+  killedInits: number[];
 }
 
 
 /**
- * Reconciles every run under `home` whose orchestrator died (still "running", heartbeat stale, pid gone): kills its
+ * Reconciles every run under `home` whose orchestrator died (still "running", heartbeat stale, pid gone): kills the
+ * sandbox inits its worker journal names that are still alive (same pid and start time), kills its
  * recorded worker process groups that are still the same processes (pid and start time both match, so a reused pid
  * is never killed), records each unfinished attempt as INTERRUPTED (state and an eval row), marks unfinished tasks
  * INTERRUPTED and the run `interrupted`. Worktrees and branches are kept; `verdict resume` runs the tasks again.
@@ -42,9 +49,12 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
       const report = await withLock(info.stateFile, async () => {
         const read = readState(info.stateFile);
         if (!('state' in read) || read.state.status !== 'running') return null; // someone else got here first
+        const journal = workerJournalFile(info.stateFile);
+        // First what outlived its sandbox's bwrap and the spawn helper: it could still write a task dir.
+        const killedInits = killSandboxInits(readSandboxInits(journal));
         // Workers started after the state's last write are in the journal (live/worker-journal.ts).
-        mergeWorkerJournal(read.state, readWorkerJournal(workerJournalFile(info.stateFile)));
-        return reconcileRun(home, read.state, info.stateFile, engines);
+        mergeWorkerJournal(read.state, readWorkerJournal(journal));
+        return { ...(await reconcileRun(home, read.state, info.stateFile, engines)), killedInits };
       });
       if (report) reports.push(report);
     } catch (e) {
@@ -55,7 +65,7 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
 }
 
 async function reconcileRun(home: string, state: RunState, stateFile: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ReconcileReport> {
-  const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [] };
+  const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [], killedInits: [] };
   const specs = frozenSpecs(home, state);
   const now = Date.now();
   for (const task of state.tasks) {
@@ -91,6 +101,25 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
   state.endedAt = now;
   await writeFileAtomic(stateFile, JSON.stringify(state, null, 1));
   return report;
+}
+
+/**
+ * SIGKILLs each recorded sandbox init that is still the same process (pid and /proc start time both match; a reused
+ * pid is never touched, an init recorded without a start time is never killed). The kernel then kills every process
+ * of its PID namespace. Returns the pids killed.
+ */
+function killSandboxInits(inits: readonly SandboxInit[]): number[] {
+  const killed: number[] = [];
+  for (const init of inits) {
+    if (init.startTime === null || processStartTime(init.pid) !== init.startTime) continue;
+    try {
+      process.kill(init.pid, 'SIGKILL');
+      killed.push(init.pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return killed;
 }
 
 /**

@@ -765,7 +765,7 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
   try {
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
     const scratch = stepScratch(opts.home, ctx.runId, task.spec.key, 0, 'check');
-    const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env() });
+    const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env() });
     // What the baseline's check writes is discarded before attempt 1, as any check's is before a retry.
     const prepared = await preparedState(task.state.dir, task.links, path.dirname(dir));
     const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });

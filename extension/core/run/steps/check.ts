@@ -6,7 +6,7 @@ import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck, type CheckResult } from '../check';
-import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan } from '../containment';
+import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan, type SandboxedRun } from '../containment';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
@@ -55,7 +55,7 @@ export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, att
   const { spec } = task;
   const scratch = sandboxScratch(ctx.opts.home, ctx.runId, spec.key, attempt, 'check', task.containment === 'bwrap' && ctx.bwrap !== null);
   const substitute = tree ? [{ source: tree.dir, at: task.state.dir }, ...(tree.inputs && task.inputsDir ? [{ source: tree.inputs, at: task.inputsDir }] : [])] : [];
-  const where = checkEnvironment({ bwrap: ctx.bwrap, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)], substitute });
+  const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)], substitute });
   if (!tree || where.sandbox) return where;
   return { sandbox: null, env: { ...where.env, VERDICT_TASK_DIR: tree.dir, ...(tree.inputs ? { VERDICT_INPUTS: tree.inputs } : {}) } };
 }
@@ -66,12 +66,12 @@ export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, att
  * sandbox whose only writable places are the task dir and that scratch dir (and, in it, `readOnly` files — the
  * protected check inputs — stay read-only: the check runs code the worker wrote).
  */
-export function checkEnvironment(o: { bwrap: string | null; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
-  const boxed = o.containment === 'bwrap' && o.bwrap !== null;
+export function checkEnvironment(o: { run: SandboxedRun; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+  const boxed = o.containment === 'bwrap' && o.run.bwrap !== null;
   // The worker's git objects (and its worktree admin dir) stay readable to the check, read-only.
   const git = o.links && boxed ? worktreeStepAccess(o.links) : { env: {}, writable: [] };
   return {
     env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git.env },
-    sandbox: stepPlan(o.bwrap, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.writable, ...(o.readOnly ?? [])], hidden: o.hidden ?? [], ...(o.substitute?.length ? { substitute: o.substitute } : {}) }),
+    sandbox: stepPlan(o.run, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.writable, ...(o.readOnly ?? [])], hidden: o.hidden ?? [], ...(o.substitute?.length ? { substitute: o.substitute } : {}) }),
   };
 }

@@ -229,7 +229,7 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
     }
     const git = task.links && io.boxed ? worktreeStepAccess(task.links) : { env: {}, writable: [] };
     const run = (where: string, readOnly: string[], log: string, env: Record<string, string>) =>
-      runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx.bwrap, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }) });
+      runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }) });
     const result = await run(dir, [task.state.dir, ...git.writable], o.log, git.env);
     const receipt = result.receipt;
     if (receipt.cancelled) throw new Cancelled();

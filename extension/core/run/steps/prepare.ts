@@ -67,7 +67,7 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
       timeoutMs: task.spec.checkTimeoutMs,
       signal: task.abort.signal,
       killGraceMs: ctx.opts.killGraceMs,
-      sandbox: stepPlan(ctx.bwrap, task.containment, { writable: [task.state.dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
+      sandbox: stepPlan(ctx, task.containment, { writable: [task.state.dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
     });
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.exitCode !== 0) {

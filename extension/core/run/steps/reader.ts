@@ -160,7 +160,7 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
     idleTimeoutMs: run.timeouts.watchdogMs ?? undefined,
     finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
     onOutput: (chunk) => recent.push(chunk),
-    sandbox: stepPlan(ctx.bwrap, run.containment, {
+    sandbox: stepPlan(ctx, run.containment, {
       writable: [run.scratch, ...view.writable],
       network: run.timeouts.network,
       privateFiles: state.files,

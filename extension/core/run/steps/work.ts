@@ -88,7 +88,7 @@ export const workStep: Step = {
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
-      sandbox: stepPlan(ctx.bwrap, task.containment, {
+      sandbox: stepPlan(ctx, task.containment, {
         writable: [...tree.writable, scratch, ...view.writable, ...gitAccess.writable],
         privateDirs: view.privateDirs,
         sharedPaths: view.sharedPaths,
