@@ -342,18 +342,46 @@ export function headFileSource(logFile: string): HeadSource | null {
  * @returns the row as written (with prev_hash)
  */
 export function appendChained<T extends object>(logFile: string, row: T, write: (line: Buffer) => void): T & { prev_hash: string | null } {
+  const [result] = appendChainedAll(logFile, [row], write);
+  if (!result || 'error' in result) throw result?.error;
+  return result.row;
+}
+
+/** What {@link appendChainedAll} did with one row: written (with its prev_hash), or the error its write threw. */
+export type ChainedAppend<T> = { row: T & { prev_hash: string | null } } | { error: unknown };
+
+/**
+ * Appends rows in order to a chained log (call under the log's lock), as {@link appendChained} does for each, with
+ * one read of the chain heads before the first and one write of the head file after the last: each row's prev_hash
+ * is the hash of the row before it in its host's chain, the rows written before it in this call included. A row whose
+ * write throws is left out of the chain (the next row of its host links to the row before it) and reported in its
+ * result; the others are written all the same.
+ * @param write writes one line; throws when it could not (that row is then not in the log)
+ * @returns one result per row, in order
+ */
+export function appendChainedAll<T extends object>(logFile: string, rows: readonly T[], write: (line: Buffer) => void): ChainedAppend<T>[] {
   const heads = currentChainHeads(logFile);
-  const host = chainKey(row);
-  const head = heads.chains[host];
-  const chained = { ...row, prev_hash: head?.hash ?? null };
-  const line = Buffer.from(JSON.stringify(chained) + '\n');
-  write(line);
-  heads.chains[host] = { hash: rowHash(chained), rows: (head?.rows ?? 0) + 1 };
-  heads.log_bytes = fileSize(logFile);
-  try {
-    writeChainHeads(logFile, heads);
-  } catch {
-    // the row is written; the next append brings the head up to date
+  const results: ChainedAppend<T>[] = [];
+  for (const row of rows) {
+    const host = chainKey(row);
+    const head = heads.chains[host];
+    const chained = { ...row, prev_hash: head?.hash ?? null };
+    try {
+      write(Buffer.from(JSON.stringify(chained) + '\n'));
+    } catch (error) {
+      results.push({ error });
+      continue;
+    }
+    heads.chains[host] = { hash: rowHash(chained), rows: (head?.rows ?? 0) + 1 };
+    results.push({ row: chained });
   }
-  return chained;
+  if (results.some((r) => 'row' in r)) {
+    heads.log_bytes = fileSize(logFile);
+    try {
+      writeChainHeads(logFile, heads);
+    } catch {
+      // the rows are written; the next append brings the head up to date
+    }
+  }
+  return results;
 }
