@@ -145,6 +145,12 @@ describeEachHelper('spawn helper semantics', function () {
     assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), 'still here\n');
   });
 
+  it('an error reply longer than a pipe chunk, with 3-byte characters across the chunk boundary, is decoded whole', async () => {
+    // 40,000 × "✓" (3 bytes): the reply spans several 64 KiB reads, and 65,536 is not a multiple of 3.
+    const log = path.join(dir, `x${'✓'.repeat(40000)}`);
+    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log })), (e: Error) => !e.message.includes('\uFFFD') && e.message.endsWith(`open '${log}'`));
+  });
+
   it('arguments and environment values with newlines, spaces and non-ASCII reach the child byte for byte', async () => {
     const odd = 'line one\nline two  é ✓ \t$HOME `x` \'q\' "dq"';
     const s = await spawnViaHelper({ file: '/bin/bash', args: ['-c', 'printf %s "$1"; printf "|%s" "$ODD"', 'bash', odd], cwd: dir, env: { PATH: process.env.PATH ?? '', ODD: odd, 'WITH=EQUALS': 'v' }, log: path.join(dir, 'log') });

@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { findBinary } from '../../../engines/find-binary';
 
@@ -181,6 +182,7 @@ class SpawnHelper {
   private early: string[] | null = [];
   private nextId = 1;
   private buffered = '';
+  private decoder = new StringDecoder('utf8');
   private choice: { kind: HelperKind; binary: string; fallback: string | null };
   private readonly readyWaiters: Array<(info: HelperInfo | null) => void> = [];
   info: HelperInfo | null = null;
@@ -203,6 +205,7 @@ class SpawnHelper {
     });
     this.child = child;
     this.buffered = '';
+    this.decoder = new StringDecoder('utf8');
     child.stdout?.on('data', (chunk: Buffer) => {
       if (child === this.child) this.onData(chunk);
     });
@@ -268,7 +271,8 @@ class SpawnHelper {
   }
 
   private onData(chunk: Buffer): void {
-    this.buffered += chunk.toString('utf8');
+    // A character split across two chunks (a non-ASCII path in an error reply) is decoded whole.
+    this.buffered += this.decoder.write(chunk);
     let nl: number;
     while ((nl = this.buffered.indexOf('\n')) !== -1) {
       const msg = parseReply(this.buffered.slice(0, nl));
