@@ -6,6 +6,9 @@ import { reconcileDeadRuns } from '../../extension/core/run/reconcile';
 import { appendWorker, openWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
 import { attemptDir, evalLogPath } from '../../extension/core/config/home';
 import type { AttemptState, RunState } from '../../extension/core/live/state';
+import { appendEvalRow } from '../../extension/core/store/eval-log';
+import { verifyEvalLog } from '../../extension/core/store/verify-log';
+import { sampleRow } from '../helpers/fixtures';
 
 function view(dir: string, attempt: number, over: Partial<AttemptState> = {}): AttemptState {
   // A pid that is never a live process of this test's (pid_max is far below it), so reconcile has nothing to kill.
@@ -56,5 +59,43 @@ describe('reconcile (run/reconcile.ts)', () => {
     await reconcileDeadRuns(home, new Map());
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
     assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED']]);
+  });
+
+  it('a settled attempt whose rows never reached the log (killed between its receipt and its rows) gets them from its receipt, each once', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
+    const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { phase: 'checking' })]);
+    const dir1 = attemptDir(home, 'r1', 't', 1);
+    fs.mkdirSync(dir1, { recursive: true });
+    const work = sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, verdict: 'PASS', step: 'work', prev_hash: null });
+    const review = sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, verdict: 'PASS', step: 'review', worker_engine: 'claude', prev_hash: null });
+    // The review row made it to the log before the kill; the work row did not.
+    await appendEvalRow(evalLogPath(home), sampleRow({ run_id: 'other', task_key: 'x', attempt: 1 }));
+    await appendEvalRow(evalLogPath(home), review);
+    fs.writeFileSync(path.join(dir1, 'receipt.json'), JSON.stringify({ verdict: 'PASS', reason: 'check passed', rows: [work, review] }));
+
+    await reconcileDeadRuns(home, new Map());
+    const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
+    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'PASS']]);
+    const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { run_id: string; attempt: number; verdict: string; step: string });
+    assert.deepEqual(rows.map((r) => [r.run_id, r.attempt, r.step, r.verdict]), [['other', 1, 'work', 'PASS'], ['r1', 1, 'review', 'PASS'], ['r1', 1, 'work', 'PASS']]);
+    assert.deepEqual({ ...rows[2], prev_hash: null }, { ...work, prev_hash: null }, 'the row is the one the receipt kept');
+    const v = await verifyEvalLog(evalLogPath(home));
+    assert.equal(v.intact, true, JSON.stringify(v.findings));
+  });
+
+  it('a receipt older than the attempt (its folder reused after a crash and a resume) is not that attempt\'s: it is INTERRUPTED', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
+    const startedAt = Date.now();
+    const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { startedAt })]);
+    const receipt = path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json');
+    fs.mkdirSync(path.dirname(receipt), { recursive: true });
+    fs.writeFileSync(receipt, JSON.stringify({ verdict: 'PASS', reason: 'check passed', rows: [sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, prev_hash: null })] }));
+    const before = new Date(startedAt - 60_000);
+    fs.utimesSync(receipt, before, before);
+    await reconcileDeadRuns(home, new Map());
+    const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
+    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED']]);
+    const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { verdict: string });
+    assert.deepEqual(rows.map((r) => r.verdict), ['INTERRUPTED']);
   });
 });

@@ -175,17 +175,19 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + pendingCritique(task);
     task.revising = false;
   }
-  const files = recordFiles(rec);
-  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}) }, null, 2));
-  for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
-  // Worktree mode's seal index (kept for deliver); plain mode makes none.
-  if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
-
   // A task with a critique loop names its report in every row once a round ran, the final row too.
   rec.critiqueReport ??= task.state.critique?.report;
   const row = evalRow(rec);
   // The work row, then one row per review and per critic of this attempt (steps review and critique, credited to them).
-  for (const r of [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...(rec.critiques ?? []).map((c) => critiqueRow(rec, c))]) {
+  const rows = [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...(rec.critiques ?? []).map((c) => critiqueRow(rec, c))];
+  const files = recordFiles(rec);
+  // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to append.
+  fs.writeFileSync(files.receipt, JSON.stringify({ worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
+  for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
+  // Worktree mode's seal index (kept for deliver); plain mode makes none.
+  if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
+
+  for (const r of rows) {
     try {
       await appendEvalRow(evalLogPath(opts.home), r);
       ctx.spend.rowWritten();

@@ -6,7 +6,9 @@ import { evalLogPath } from '../config/home';
 import { withLock } from '../fs/lock';
 import { loadFrozenManifest } from './frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
-import { appendEvalRow } from '../store/eval-log';
+import { appendEvalRow, type EvalRowInput } from '../store/eval-log';
+import { canonicalJson } from '../store/chain';
+import { readCompleteLines } from '../store/log-lines';
 import { listRuns, readState } from '../live/registry';
 import { mergeWorkerJournal, readSandboxInits, readWorkerJournal, workerJournalFile, type SandboxInit } from '../live/worker-journal';
 import type { RunState } from '../live/state';
@@ -68,16 +70,28 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
   const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [], killedInits: [] };
   const specs = frozenSpecs(home, state);
   const now = Date.now();
+  // The run's rows already in the eval log (rowKey), read once when a receipt's rows must be checked against them.
+  let logged: Set<string> | null = null;
   for (const task of state.tasks) {
     // Anything not final was cut short when the orchestrator died.
     if (statusInfo(task.status).final) continue;
     report.interrupted.push(task.key);
     for (const attempt of task.attempts.filter((a) => a.phase !== 'done')) {
       // An attempt that settled (its receipt is written before its eval row and its state) while the state on disk
-      // still showed it running: a later attempt's journal line can be all that shows it ended. Its row is in the log.
-      const settled = settledReceipt(attempt.dir);
+      // still showed it running: a later attempt's journal line can be all that shows it ended. Its rows are in the
+      // log, or, when the orchestrator died before they got there, in the receipt: those are appended now.
+      const settled = settledReceipt(attempt.dir, attempt.startedAt);
       if (settled) {
         task.attempts[task.attempts.indexOf(attempt)] = { ...attempt, phase: 'done', verdict: settled.verdict, notes: settled.reason, endedAt: attempt.endedAt ?? now };
+        logged ??= loggedRows(evalLogPath(home), state.runId);
+        for (const row of settled.rows) {
+          if (logged.has(rowKey(row))) continue;
+          try {
+            await appendEvalRow(evalLogPath(home), row);
+          } catch (e) {
+            process.emitWarning(`cannot append the eval row kept in ${path.join(attempt.dir, 'receipt.json')}: ${(e as Error).message}`);
+          }
+        }
         continue;
       }
       if (attempt.workerPid) {
@@ -123,17 +137,43 @@ function killSandboxInits(inits: readonly SandboxInit[]): number[] {
 }
 
 /**
- * The verdict and reason of the attempt whose folder is `dir`, from its receipt.json (run/attempt.ts settle writes it
- * before the attempt's eval row and its state); null when there is no readable receipt with a verdict.
+ * The verdict, reason and eval rows (`rows`, written by run/attempt.ts settle before it appends them; [] in receipts
+ * of older versions) of the attempt whose folder is `dir` and which started at `startedAt` (epoch ms), from its
+ * receipt.json; null when there is no readable receipt with a verdict, or when the receipt is older than the attempt
+ * (a folder reused by a later attempt of the same number: one a crash kept out of the state, then a resume).
  */
-function settledReceipt(dir: string): { verdict: Verdict; reason: string } | null {
+function settledReceipt(dir: string, startedAt: number): { verdict: Verdict; reason: string; rows: EvalRowInput[] } | null {
   try {
-    const receipt = JSON.parse(fs.readFileSync(path.join(dir, 'receipt.json'), 'utf8')) as { verdict?: unknown; reason?: unknown };
+    const file = path.join(dir, 'receipt.json');
+    if (fs.statSync(file).mtimeMs < startedAt) return null;
+    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as { verdict?: unknown; reason?: unknown; rows?: unknown };
     if (typeof receipt.verdict !== 'string' || !(VERDICTS as readonly string[]).includes(receipt.verdict)) return null;
-    return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '' };
+    const rows = Array.isArray(receipt.rows) ? (receipt.rows.filter((r) => r && typeof r === 'object' && !Array.isArray(r)) as EvalRowInput[]) : [];
+    return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '', rows };
   } catch {
     return null;
   }
+}
+
+/** A row as it is whatever chain it joined: its canonical form with prev_hash null. */
+function rowKey(row: object): string {
+  return canonicalJson({ ...row, prev_hash: null });
+}
+
+/** The {@link rowKey} of every row of run `runId` in the eval log (only lines that name the run are parsed). */
+function loggedRows(logFile: string, runId: string): Set<string> {
+  const keys = new Set<string>();
+  const needle = JSON.stringify(runId);
+  readCompleteLines(logFile, 0, ({ text }) => {
+    if (!text.includes(needle)) return;
+    try {
+      const row = JSON.parse(text) as unknown;
+      if (row && typeof row === 'object' && (row as { run_id?: unknown }).run_id === runId) keys.add(rowKey(row));
+    } catch {
+      // a corrupt line is no row
+    }
+  });
+  return keys;
 }
 
 /** Each task's spec from the run's frozen manifest; empty when it cannot be read (the rows then carry no spec). */
