@@ -50,4 +50,34 @@ describe('eval log: rows handed in together are written under one lock (group co
       execFileSync('umount', [dir]);
     }
   });
+
+  it('a last line left without its newline (a writer killed inside its write) swallows no later row: it stays a line of its own', async () => {
+    const log = path.join(tempDir(), 'runs.jsonl');
+    await appendEvalRow(log, sampleRow({ run_id: 'r', task_key: 'a', attempt: 1 }));
+    // What a write(2) stopped by SIGKILL between pages leaves: the first bytes of a row, no newline.
+    fs.appendFileSync(log, JSON.stringify(sampleRow({ run_id: 'r', task_key: 'torn', attempt: 1 })).slice(0, 100));
+    await Promise.all(['b', 'c'].map((k) => appendEvalRow(log, sampleRow({ run_id: 'r', task_key: k, attempt: 1 }))));
+    const keys = fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => {
+      try {
+        return (JSON.parse(l) as { task_key: string }).task_key;
+      } catch {
+        return '(torn)';
+      }
+    });
+    assert.deepEqual(keys, ['a', '(torn)', 'b', 'c']);
+    const v = await verifyEvalLog(log);
+    assert.equal(v.intact, true, JSON.stringify(v.findings.slice(0, 3)));
+    assert.deepEqual(v.corrupt, [2]);
+  });
+
+  it('a row cut just before its newline is whole again after the next append, and stays in its chain', async () => {
+    const log = path.join(tempDir(), 'runs.jsonl');
+    await appendEvalRow(log, sampleRow({ run_id: 'r', task_key: 'a', attempt: 1 }));
+    const text = fs.readFileSync(log, 'utf8');
+    fs.writeFileSync(log, text.slice(0, -1)); // the head file still says the longer size: as after a crash before the disk had it all
+    await appendEvalRow(log, sampleRow({ run_id: 'r', task_key: 'b', attempt: 1 }));
+    const lines = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { task_key: string; prev_hash: string | null });
+    assert.deepEqual(lines.map((l) => l.task_key), ['a', 'b']);
+    assert.equal(lines[1]!.prev_hash, rowHash(lines[0]));
+  });
 });

@@ -74,8 +74,15 @@ const batches = new Map<string, Pending[]>();
 function writeBatch(logFile: string, batch: readonly Pending[]): void {
   let fd: number;
   try {
-    fd = fs.openSync(logFile, 'a');
+    fd = fs.openSync(logFile, 'a+');
   } catch (e) {
+    for (const p of batch) p.reject(appendError(logFile, p.row, e));
+    return;
+  }
+  try {
+    endTornLine(fd);
+  } catch (e) {
+    fs.closeSync(fd);
     for (const p of batch) p.reject(appendError(logFile, p.row, e));
     return;
   }
@@ -112,6 +119,21 @@ function writeBatch(logFile: string, batch: readonly Pending[]): void {
     if (r && 'row' in r) p.resolve(r.row);
     else p.reject(r?.error);
   });
+}
+
+/**
+ * Ends with a newline a last line left without one (call under the log's lock, so no append is under way): what a
+ * writer killed inside its write(2) leaves (the kernel stops a write to a file between pages on SIGKILL), or a crash
+ * before the disk had the whole line. Appended to as it is, that fragment would swallow the next row into one corrupt
+ * line; ended, it stays a corrupt line of its own (verify-log counts it) — or, cut just before its newline, a whole row.
+ * @throws Error from the filesystem
+ */
+function endTornLine(fd: number): void {
+  const stat = fs.fstatSync(fd);
+  if (!stat.isFile() || stat.size === 0) return;
+  const size = stat.size;
+  const last = Buffer.alloc(1);
+  if (fs.readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) fs.writeSync(fd, '\n');
 }
 
 /** The error of a row that could not be appended. */
