@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -97,5 +98,24 @@ describe('reconcile (run/reconcile.ts)', () => {
     assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED']]);
     const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { verdict: string });
     assert.deepEqual(rows.map((r) => r.verdict), ['INTERRUPTED']);
+  });
+
+  it('a run of another host: no pid its journal or state names is signalled here (they are that host\'s pids), even one with a matching start time', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
+    // A process of this host whose pid and start time the other host's records happen to name.
+    const local = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const stat = fs.readFileSync(`/proc/${local.pid}/stat`, 'utf8');
+      const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] as string;
+      const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { workerPid: local.pid!, workerStartTime: start })]);
+      const fd = openWorkerJournal(workerJournalFile(stateFile));
+      appendWorker(fd, { init: { pid: local.pid!, startTime: start } });
+      fs.closeSync(fd);
+      const [report] = await reconcileDeadRuns(home, new Map());
+      assert.deepEqual([report?.killed, report?.killedInits, report?.interrupted], [[], [], ['t']]);
+      assert.equal(local.exitCode ?? local.signalCode, null, 'a process of this host was killed for another host\'s run');
+    } finally {
+      local.kill('SIGKILL');
+    }
   });
 });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
+import { shortHost } from '../host/hostname';
 import { withLock } from '../fs/lock';
 import { loadFrozenManifest } from './frozen-manifest';
 import { processStartTime, signalGroup } from '../process/supervisor';
@@ -39,7 +40,7 @@ export interface ReconcileReport {
  * Reconciles every run under `home` whose orchestrator died (still "running", heartbeat stale, pid gone): kills the
  * sandbox inits its worker journal names that are still alive (same pid and start time), kills its
  * recorded worker process groups that are still the same processes (pid and start time both match, so a reused pid
- * is never killed), records each unfinished attempt as INTERRUPTED (state and an eval row), marks unfinished tasks
+ * is never killed; both only for a run of this host: another's pids are not this machine's), records each unfinished attempt as INTERRUPTED (state and an eval row), marks unfinished tasks
  * INTERRUPTED and the run `interrupted`. Worktrees and branches are kept; `verdict resume` runs the tasks again.
  * Safe to call from several processes at once: each run is reconciled under a lock on its state file, once.
  * Never throws for one broken run; the others are still reconciled.
@@ -52,11 +53,13 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
         const read = readState(info.stateFile);
         if (!('state' in read) || read.state.status !== 'running') return null; // someone else got here first
         const journal = workerJournalFile(info.stateFile);
-        // First what outlived its sandbox's bwrap and the spawn helper: it could still write a task dir.
-        const killedInits = killSandboxInits(readSandboxInits(journal));
+        // First what outlived its sandbox's bwrap and the spawn helper: it could still write a task dir. Only on the
+        // run's own host: another host's pids (a shared home) name unrelated processes here.
+        const here = read.state.host === shortHost();
+        const killedInits = here ? killSandboxInits(readSandboxInits(journal)) : [];
         // Workers started after the state's last write are in the journal (live/worker-journal.ts).
         mergeWorkerJournal(read.state, readWorkerJournal(journal));
-        return { ...(await reconcileRun(home, read.state, info.stateFile, engines)), killedInits };
+        return { ...(await reconcileRun(home, read.state, info.stateFile, engines, here)), killedInits };
       });
       if (report) reports.push(report);
     } catch (e) {
@@ -66,7 +69,8 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
   return reports;
 }
 
-async function reconcileRun(home: string, state: RunState, stateFile: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ReconcileReport> {
+/** `here`: the run's host is this one (its recorded worker pids are this machine's; else none is signalled). */
+async function reconcileRun(home: string, state: RunState, stateFile: string, engines: ReadonlyMap<string, EngineSpec>, here: boolean): Promise<ReconcileReport> {
   const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [], killedInits: [] };
   const specs = frozenSpecs(home, state);
   const now = Date.now();
@@ -94,7 +98,7 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
         }
         continue;
       }
-      if (attempt.workerPid) {
+      if (attempt.workerPid && here) {
         const same = attempt.workerStartTime != null && processStartTime(attempt.workerPid) === attempt.workerStartTime;
         if (same) {
           signalGroup(attempt.workerPid, 'SIGKILL');
