@@ -87,17 +87,21 @@ describe('reconcile (run/reconcile.ts)', () => {
   it('a receipt older than the attempt (its folder reused after a crash and a resume) is not that attempt\'s: it is INTERRUPTED', async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     const startedAt = Date.now();
-    const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { startedAt })]);
+    const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { startedAt }), view(dir(2), 2, { startedAt })]);
     const receipt = path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json');
     fs.mkdirSync(path.dirname(receipt), { recursive: true });
     fs.writeFileSync(receipt, JSON.stringify({ verdict: 'PASS', reason: 'check passed', rows: [sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, prev_hash: null })] }));
     const before = new Date(startedAt - 60_000);
     fs.utimesSync(receipt, before, before);
+    // And one that names its attempt's start: another's, though written after this attempt began.
+    const receipt2 = path.join(attemptDir(home, 'r1', 't', 2), 'receipt.json');
+    fs.mkdirSync(path.dirname(receipt2), { recursive: true });
+    fs.writeFileSync(receipt2, JSON.stringify({ startedAt: startedAt - 1, verdict: 'PASS', reason: 'check passed' }));
     await reconcileDeadRuns(home, new Map());
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED']]);
+    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED'], [2, 'INTERRUPTED']]);
     const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { verdict: string });
-    assert.deepEqual(rows.map((r) => r.verdict), ['INTERRUPTED']);
+    assert.deepEqual(rows.map((r) => r.verdict), ['INTERRUPTED', 'INTERRUPTED']);
   });
 
   it('a run of another host: no pid its journal or state names is signalled here (they are that host\'s pids), even one with a matching start time', async () => {

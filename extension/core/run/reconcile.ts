@@ -143,14 +143,16 @@ function killSandboxInits(inits: readonly SandboxInit[]): number[] {
 /**
  * The verdict, reason and eval rows (`rows`, written by run/attempt.ts settle before it appends them; [] in receipts
  * of older versions) of the attempt whose folder is `dir` and which started at `startedAt` (epoch ms), from its
- * receipt.json; null when there is no readable receipt with a verdict, or when the receipt is older than the attempt
- * (a folder reused by a later attempt of the same number: one a crash kept out of the state, then a resume).
+ * receipt.json; null when there is no readable receipt with a verdict, or when the receipt is another attempt's (a
+ * folder reused by a later attempt of the same number: one a crash kept out of the state, then a resume): its
+ * `startedAt` differs, or, in a receipt of an older version without one, it was written before the attempt began.
  */
 function settledReceipt(dir: string, startedAt: number): { verdict: Verdict; reason: string; rows: EvalRowInput[] } | null {
   try {
     const file = path.join(dir, 'receipt.json');
-    if (fs.statSync(file).mtimeMs < startedAt) return null;
-    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as { verdict?: unknown; reason?: unknown; rows?: unknown };
+    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as { startedAt?: unknown; verdict?: unknown; reason?: unknown; rows?: unknown };
+    // The receipt names its attempt's start; one of an older version is judged by its time of writing.
+    if (typeof receipt.startedAt === 'number' ? receipt.startedAt !== startedAt : fs.statSync(file).mtimeMs < startedAt) return null;
     if (typeof receipt.verdict !== 'string' || !(VERDICTS as readonly string[]).includes(receipt.verdict)) return null;
     const rows = Array.isArray(receipt.rows) ? (receipt.rows.filter((r) => r && typeof r === 'object' && !Array.isArray(r)) as EvalRowInput[]) : [];
     return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '', rows };
