@@ -24,6 +24,7 @@ import { preflight } from '../run/preflight';
 import { RunSpend } from '../run/spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
 import { ensureQueue, push } from './dispatch';
+import { killOrphanedSandboxes } from './orphans';
 import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob } from './payload';
 import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb } from './schema';
 
@@ -57,6 +58,9 @@ export interface PoolWorkerOptions {
  * @throws Error when the database cannot be reached at start
  */
 export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
+  // What a worker of this home that died with its spawn helper left running (pool/orphans.ts), before any new step.
+  const orphans = killOrphanedSandboxes(workerHome(opts.home), opts.host);
+  if (orphans.length) opts.log(`killed ${orphans.length} sandbox(es) that outlived a pool worker of this home (pid ${orphans.join(', ')})`);
   const db = poolDb(opts.url);
   await ensurePoolSchema(db);
   const boss = new PgBoss({ connectionString: opts.url, schedule: false, max: Math.max(2, opts.slots + 1) });

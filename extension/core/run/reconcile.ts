@@ -126,7 +126,7 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
  * pid is never touched, an init recorded without a start time is never killed). The kernel then kills every process
  * of its PID namespace. Returns the pids killed.
  */
-function killSandboxInits(inits: readonly SandboxInit[]): number[] {
+export function killSandboxInits(inits: readonly SandboxInit[]): number[] {
   const killed: number[] = [];
   for (const init of inits) {
     if (init.startTime === null || processStartTime(init.pid) !== init.startTime) continue;
