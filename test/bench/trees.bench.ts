@@ -23,7 +23,8 @@
  * -s`), worktree mode, max_parallel BENCH_PARALLEL, sandbox on and off, commits made by the seal: wall time.
  * Goals (issue 15): overlay ≤ 50 ms and ≤ 1 MB per task; sparse ≤ 0.2 s per task.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
@@ -43,24 +44,47 @@ const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const PACKAGES = 50;
 
-/** A repository of FILES distinct files, written by git fast-import, then checked out once (kept: BENCH_REPO). */
-function generatedRepo(dir: string): string {
+/**
+ * A repository of FILES distinct files, written by git fast-import, then checked out once (kept: BENCH_REPO).
+ * The fast-import stream is written to git's stdin file by file, never held whole: the bench measures in this same
+ * process, and every child it starts (git, mount) is forked from it, at a CPU cost that grows with its resident memory
+ * (see residentMb). Built whole (~200 MB of buffers, 510 MB resident after), it made the first run over a just-generated
+ * repository 3-4× dearer per overlay task than a run over a kept one (docs/architecture.md "Trees", "Cost").
+ */
+async function generatedRepo(dir: string): Promise<string> {
   if (fs.existsSync(path.join(dir, '.git', 'verdict-bench-done'))) return dir;
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   execFileSync('git', ['init', '-q', '-b', 'main', dir]);
-  const chunks: Buffer[] = [];
   const line = 'export const value = "the quick brown fox jumps over the lazy dog";\n';
   const body = line.repeat(Math.max(1, Math.ceil(FILE_BYTES / line.length)));
-  chunks.push(Buffer.from(`commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\ndata 5\nbench\n`));
+  const fastImport = spawn('git', ['fast-import', '--quiet'], { cwd: dir, stdio: ['pipe', 'ignore', 'inherit'] });
+  const ended = new Promise<number | null>((resolve, reject) => fastImport.on('error', reject).on('close', resolve));
+  const write = async (text: string) => {
+    if (!fastImport.stdin.write(text)) await once(fastImport.stdin, 'drain');
+  };
+  await write(`commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\ndata 5\nbench\n`);
   for (let i = 0; i < FILES; i++) {
-    const content = Buffer.from(`// file ${i}\n${body}`);
-    chunks.push(Buffer.from(`M 100644 inline packages/p${i % PACKAGES}/src/f${i}.ts\ndata ${content.length}\n`), content, Buffer.from('\n'));
+    const content = `// file ${i}\n${body}`;
+    await write(`M 100644 inline packages/p${i % PACKAGES}/src/f${i}.ts\ndata ${Buffer.byteLength(content)}\n${content}\n`);
   }
-  execFileSync('git', ['fast-import', '--quiet'], { cwd: dir, input: Buffer.concat(chunks), maxBuffer: 1 << 30 });
+  fastImport.stdin.end();
+  const code = await ended;
+  if (code !== 0) throw new Error(`git fast-import exited ${code}`);
   execFileSync('git', ['reset', '-q', '--hard', 'main'], { cwd: dir });
   fs.writeFileSync(path.join(dir, '.git', 'verdict-bench-done'), `${FILES} ${FILE_BYTES}\n`);
   return dir;
+}
+
+/**
+ * This process's resident memory (VmRSS of /proc/self/status), MB. Every child process is started by fork (libuv on
+ * Linux), whose CPU cost, the parent's and the child's, grows with it: ~0.1 ms per MB per spawn measured here (a spawn
+ * of /bin/true from this bench: 4.4-4.8 ms of CPU at 113-124 MB resident, 24 ms at 322 MB, 45 ms at 514 MB). Printed
+ * with the figures it inflates.
+ */
+function residentMb(): number {
+  const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 /**
@@ -195,14 +219,14 @@ const fmtBytes = (b: number) => (b < 1 << 20 ? `${(b / 1024).toFixed(0)} KB` : `
 async function main(): Promise<void> {
   const root = tempDir('verdict-bench-trees-');
   const t0 = performance.now();
-  const repo = generatedRepo(process.env.BENCH_REPO ? path.resolve(process.env.BENCH_REPO) : path.join(root, 'repo'));
+  const repo = await generatedRepo(process.env.BENCH_REPO ? path.resolve(process.env.BENCH_REPO) : path.join(root, 'repo'));
   console.log(`repository: ${FILES} files of ~${FILE_BYTES} bytes, ${fmtBytes(diskBytes([path.join(repo)]) - diskBytes([path.join(repo, '.git')]))} checked out (made in ${fmtMs(performance.now() - t0)}); ${TASKS} tasks`);
   const overlay = await probeOverlay();
   const only = process.env.BENCH_KINDS?.split(',') as TreeKind[] | undefined;
   const kinds: TreeKind[] = (['worktree', 'sparse', ...(overlay.ok ? (['overlay'] as const) : [])] as TreeKind[]).filter((k) => !only || only.includes(k));
   if (!overlay.ok) console.log(`overlay: not measured here (${overlay.reason})`);
 
-  console.log('\npart 1: the tree alone (addWorktree, one task after another)');
+  console.log(`\npart 1: the tree alone (addWorktree, one task after another; this process resident: ${residentMb().toFixed(0)} MB)`);
   let base: TreeFigures | null = null;
   for (const kind of kinds) {
     const f = await treesAlone(repo, kind, root);
