@@ -14,6 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
 import { runCaptured } from '../process/run-captured';
+import { runQuiet } from '../process/run-quiet';
 
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
 export interface SafeGitOptions {
@@ -175,6 +176,12 @@ export interface RunGitOptions extends SafeGitOptions {
   noDrivers?: boolean;
   /** Extra `-c key=value` pairs, after the overrides (never one of theirs: those stay in force). */
   config?: readonly string[];
+  /**
+   * The command's stdout is not wanted (it prints nothing when it succeeds: `branch`, `worktree add --quiet`,
+   * `read-tree`): it is started by the spawn helper, not forked from this process (process/run-quiet.ts: a fork's cost
+   * grows with the forking process's memory), and `raw` resolves to ''. Its error message is its whole output.
+   */
+  quiet?: boolean;
 }
 
 /** The one-method face of a git runner that the worktree code needs (simple-git's `raw` has this shape too). */
@@ -201,7 +208,7 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): RawGit {
   const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
   return {
     async raw(args) {
-      const r = await runCaptured('git', [...head, ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs });
+      const r = await (opts.quiet ? runQuiet : runCaptured)('git', [...head, ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs });
       const what = `git ${args[0] ?? ''}`;
       if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
       if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);

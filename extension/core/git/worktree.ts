@@ -95,7 +95,8 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   await markTopDir(path.dirname(dir));
   // `branch`, `worktree add --no-checkout` and `branch -D` run nothing a driver names: no config read, no simple-git
   // (see runGit); `worktree remove` on a failure path still goes through gitFor.
-  const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true }) };
+  // Started by the spawn helper (`quiet`: none prints anything wanted), not forked from the orchestrator.
+  const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true, quiet: true }) };
   const lock = path.join(repo.commonDir, 'verdict-worktree');
   const failed = (e: Error) => new Error(`git worktree add ${dir} failed: ${explainGitFailure(e.message, { root: repo.root, worktree: dir, branch })}`);
   // The branch is made outside the repository lock (creating one ref takes only that ref's own lock in git), while the
@@ -444,7 +445,7 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
  * process per tree, run synchronously on the orchestrator's event loop.
  */
 function checkoutGit(links: WorktreeLinks, indexFile: string): RawGit {
-  return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, config: indexConfig(links), noDrivers: true });
+  return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, config: indexConfig(links), noDrivers: true, quiet: true });
 }
 
 /**
