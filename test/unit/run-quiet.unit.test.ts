@@ -36,7 +36,7 @@ describeEachHelper('runQuiet: a command started by the spawn helper, its output 
     const state = () => {
       try {
         const stat = fs.readFileSync(`/proc/${child}/stat`, 'utf8');
-        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+        return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] ?? 'gone';
       } catch {
         return 'gone';
       }
