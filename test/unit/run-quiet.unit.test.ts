@@ -19,6 +19,12 @@ describeEachHelper('runQuiet: a command started by the spawn helper, its output 
     assert.deepEqual({ ...r }, { exitCode: 3, signal: null, stdout: '', stderr: 'out\nerr given nohome', timedOut: false, error: null });
     const ok = await runQuiet('true', [], { env: { PATH: process.env.PATH } });
     assert.deepEqual([ok.exitCode, ok.error, ok.stderr], [0, null, '']);
+    // The output file sits in a folder only this user can enter, gone once no command runs.
+    const where = await runQuiet('sh', ['-c', 'p=$(readlink /proc/$$/fd/1); stat -c %a "${p%/*}"; echo "$p"'], { env: { PATH: process.env.PATH } });
+    const [mode, file] = where.stderr.trim().split('\n') as [string, string];
+    assert.equal(mode, '700', where.stderr);
+    assert.match(file, /verdict-quiet-[^/]+\/\d+\.log$/);
+    assert.equal(fs.existsSync(path.dirname(file)), false, 'the folder is removed after the last command');
   });
 
   it('a command that cannot start, one killed by its time limit (with what it started), one killed by a signal, one past maxBuffer', async () => {

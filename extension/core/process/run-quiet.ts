@@ -23,17 +23,29 @@ export interface RunQuietOptions {
   maxBuffer?: number;
 }
 
-/** This process's folder for the commands' output files (mode 0700), made on first use, removed at exit. */
+/**
+ * This process's folder for the commands' output files (mode 0700): made when a command starts and none is there,
+ * removed when the last running one has ended (and at exit), so a process killed between commands leaves nothing.
+ */
 let outputDir: string | null = null;
+let running = 0;
 let serial = 0;
+let exitHook = false;
 
 function outputFile(): string {
   if (!outputDir || !fs.existsSync(outputDir)) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-quiet-'));
-    if (!outputDir) process.once('exit', () => outputDir && fs.rmSync(outputDir, { recursive: true, force: true }));
-    outputDir = dir;
+    outputDir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-quiet-'));
+    if (!exitHook) process.once('exit', () => outputDir && fs.rmSync(outputDir, { recursive: true, force: true }));
+    exitHook = true;
   }
   return path.join(outputDir, `${++serial}.log`);
+}
+
+/** One command has ended and its file is removed: the folder goes with the last one. */
+function ended(): void {
+  if (--running > 0 || !outputDir) return;
+  fs.rmSync(outputDir, { recursive: true, force: true });
+  outputDir = null;
 }
 
 /**
@@ -48,6 +60,7 @@ export async function runQuiet(file: string, args: readonly string[], opts: RunQ
   let log: string;
   try {
     log = outputFile();
+    running++;
   } catch {
     // No temporary folder to write to (a read-only /tmp): forked from this process as before.
     const r = await runCaptured(file, args, { cwd: opts.cwd, env: opts.env, timeoutMs: opts.timeoutMs, maxBuffer: opts.maxBuffer });
@@ -61,6 +74,7 @@ export async function runQuiet(file: string, args: readonly string[], opts: RunQ
     spawned = await spawnViaHelper({ file, args: [...args], cwd: opts.cwd ?? process.cwd(), env, log });
   } catch (e) {
     fs.rmSync(log, { force: true });
+    ended();
     return { ...none, error: e as Error };
   }
   let timedOut = false;
@@ -93,5 +107,6 @@ export async function runQuiet(file: string, args: readonly string[], opts: RunQ
     error ??= e as Error;
   }
   fs.rmSync(log, { force: true });
+  ended();
   return { exitCode: exit.code, signal: (exit.signal as NodeJS.Signals | null) ?? null, stdout: '', stderr: output, timedOut, error };
 }
