@@ -55,46 +55,40 @@ export function appendWorker(fd: number, entry: WorkerEntry | InitEntry): void {
   while (written < line.length) written += fs.writeSync(fd, line, written);
 }
 
-/** The journal's entries in order; [] when there is none. A line that is not a whole entry (cut by a crash) is skipped. */
-export function readWorkerJournal(file: string): WorkerEntry[] {
+/** Each line of the journal parsed as JSON, in order; [] when there is none. A line cut short (a crash, a full disk) is skipped. */
+function journalLines(file: string): unknown[] {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch {
     return [];
   }
-  const out: WorkerEntry[] = [];
+  const out: unknown[] = [];
   for (const line of text.split('\n')) {
     if (!line) continue;
     try {
-      const e = JSON.parse(line) as WorkerEntry;
-      if (typeof e?.key === 'string' && e.view && Number.isInteger(e.view.attempt) && typeof e.view.workerPid === 'number') out.push(e);
+      out.push(JSON.parse(line));
     } catch {
-      // a line cut short (a full disk): its writer fell back to writing the state at once
+      // a line cut short: its writer fell back to writing the state at once (a worker) or warned (an init)
     }
   }
   return out;
 }
 
-/**
- * The sandbox inits the journal names, in order; [] when there is none. Lines of workers, and lines cut short, are skipped.
- */
+/** The journal's worker entries in order; [] when there is none. A line that is not a whole entry is skipped. */
+export function readWorkerJournal(file: string): WorkerEntry[] {
+  return journalLines(file).filter((e): e is WorkerEntry => {
+    const w = e as Partial<WorkerEntry> | null;
+    return typeof w?.key === 'string' && !!w.view && Number.isInteger(w.view.attempt) && typeof w.view.workerPid === 'number';
+  });
+}
+
+/** The sandbox inits the journal names, in order; [] when there is none. Worker lines, and lines cut short, are skipped. */
 export function readSandboxInits(file: string): SandboxInit[] {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return [];
-  }
   const out: SandboxInit[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('{"init"')) continue;
-    try {
-      const { init } = JSON.parse(line) as InitEntry;
-      if (Number.isInteger(init?.pid) && init.pid > 1 && (typeof init.startTime === 'string' || init.startTime === null)) out.push({ pid: init.pid, startTime: init.startTime });
-    } catch {
-      // cut short by a crash
-    }
+  for (const e of journalLines(file)) {
+    const init = (e as Partial<InitEntry> | null)?.init;
+    if (init && Number.isInteger(init.pid) && init.pid > 1 && (typeof init.startTime === 'string' || init.startTime === null)) out.push({ pid: init.pid, startTime: init.startTime });
   }
   return out;
 }
