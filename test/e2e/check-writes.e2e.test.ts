@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
 
 // Issue 12 "Seal, then check": what a check writes is never committed, and the next attempt starts from the tree the
 // last one sealed. The check here is hostile in the useful way: it leaves a token that makes the next check pass, junk,
@@ -85,6 +86,25 @@ describe('check writes: discarded before the retry, never committed', function (
       assert.equal(sees(log, 'feature'), `wip ${Number(row.attempt) - 1}|`);
     }
     assert.match(r.all ?? '', /before attempt 2: what the previous check wrote was discarded: removed build, junk\.txt, pass-token, test\.log; put back NOTES\.md, feature\.txt/);
+  });
+
+  it('--baseline, sandboxed: the baseline\'s check sees neither VERDICT_HOME nor a plain run\'s workdir, as no check does', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    // Passes only where it sees nothing of VERDICT_HOME's records (other runs' rows, other tasks' worktrees) or the workdir.
+    const look = (...where: string[]) => `${where.map((w) => `if ls ${w} >/dev/null 2>&1; then echo "sees ${w}"; exit 1; fi; `).join('')}test -s out.txt`;
+    const wt = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', 'echo ok > out.txt', look(path.join(home, 'runs')), { max_attempts: 1 })] }, 'wt.swarm.json');
+    const plain = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('p', 'echo ok > out.txt', look(path.join(home, 'runs'), path.join(dir, 'w', '.verdict-made')), { max_attempts: 1 })] }, 'plain.swarm.json');
+    for (const file of [wt, plain]) {
+      const r = await run(file, home, ['--baseline']);
+      assert.equal(r.exitCode, 0, r.all);
+    }
+    const baselineLogs = fs.readdirSync(path.join(home, 'runs')).flatMap((id) => ['t', 'p'].map((k) => path.join(home, 'runs', id, 'tasks', k, 'baseline', 'check.log'))).filter((f) => fs.existsSync(f));
+    assert.equal(baselineLogs.length, 2);
+    for (const f of baselineLogs) assert.doesNotMatch(fs.readFileSync(f, 'utf8'), /sees /, f);
+    assert.deepEqual(readRows(home).map((x) => x.verdict), ['PASS', 'PASS']);
   });
 
   it('--baseline: what the baseline\'s check writes reaches neither attempt 1 nor its seal (worktree and plain mode)', async () => {

@@ -11,7 +11,7 @@ import { statusInfo } from '../../../schemas/status';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
-import { removeRunScratch, removeTaskScratch, stepScratch, taskContainment } from './containment';
+import { hiddenFromSteps, removeRunScratch, removeTaskScratch, stepScratch, taskContainment } from './containment';
 import { releaseTrees } from './trees';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
@@ -765,7 +765,8 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
   try {
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
     const scratch = stepScratch(opts.home, ctx.runId, task.spec.key, 0, 'check');
-    const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env() });
+    // VERDICT_HOME (other tasks' worktrees and records) and a plain run's workdir hidden, as from every check.
+    const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env(), hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir) });
     // What the baseline's check writes is discarded before attempt 1, as any check's is before a retry.
     const prepared = await preparedState(task.state.dir, task.links, path.dirname(dir));
     const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
