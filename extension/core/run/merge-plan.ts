@@ -7,7 +7,7 @@ import { runDir } from '../config/home';
 import type { TaskSpec } from '../manifest/types';
 import { probeSandbox } from '../process/sandbox';
 import { runCheck } from './check';
-import { stepScratch } from './containment';
+import { hiddenFromSteps, stepScratch } from './containment';
 import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
 import { forbidNewFor, protectedPaths } from './protect';
@@ -53,7 +53,8 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir:
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
     const taskEnv = { PORT: String(await reservePort()), VERDICT_RUN_ID: state.runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: 'merge' };
-    const where = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv });
+    // VERDICT_HOME hidden as from the attempt's check (the checkout and the scratch dir are bound back).
+    const where = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
     try {
       const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox });
       const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
