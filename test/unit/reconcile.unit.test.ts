@@ -122,4 +122,18 @@ describe('reconcile (run/reconcile.ts)', () => {
       local.kill('SIGKILL');
     }
   });
+
+  it('a settled PASS that ended its task (the receipt\'s taskStatus) makes the task PASS with its commit; one followed by a retry or revision does not', async () => {
+    for (const [taskStatus, expected] of [['PASS', ['PASS', 'c0ffee']], ['retry_queued', ['INTERRUPTED', null]], [null, ['INTERRUPTED', null]]] as const) {
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
+      const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { phase: 'checking' })]);
+      fs.mkdirSync(attemptDir(home, 'r1', 't', 1), { recursive: true });
+      const row = sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, verdict: 'PASS', commit: 'c0ffee', prev_hash: null });
+      fs.writeFileSync(path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json'), JSON.stringify({ startedAt: 1, taskStatus, verdict: 'PASS', reason: 'check passed', rows: [row] }));
+      const [report] = await reconcileDeadRuns(home, new Map());
+      const task = (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState).tasks[0]!;
+      assert.deepEqual([task.status, task.commit], expected, String(taskStatus));
+      assert.deepEqual(report?.interrupted, expected[0] === 'PASS' ? [] : ['t']);
+    }
+  });
 });

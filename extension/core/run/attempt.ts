@@ -180,9 +180,12 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const row = evalRow(rec);
   // The work row, then one row per review and per critic of this attempt (steps review and critique, credited to them).
   const rows = [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...(rec.critiques ?? []).map((c) => critiqueRow(rec, c))];
+  const willRetry = restart !== null || next.kind !== 'done';
+  const taskStatus = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
   const files = recordFiles(rec);
-  // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to append.
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
+  // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
+  // append; so does the status the task takes (null for a planner whose tasks have still to join the run).
+  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: task.generated ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
   for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
   // Worktree mode's seal index (kept for deliver); plain mode makes none.
   if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
@@ -202,8 +205,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, { run_id: row.run_id, run_name: row.run_name, task_key: row.task_key, task_type: row.task_type, engine: row.worker_engine, model: row.model, attempt: row.attempt, retry: row.retry, verdict: row.verdict, duration_ms: row.duration_ms, worker_tokens: row.worker_tokens, check_excerpt: row.check_output.slice(0, 500) });
   task.records.push(rec);
   Object.assign(task.summary, summarize(task.records));
-  const willRetry = restart !== null || next.kind !== 'done';
-  task.state.status = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
+  task.state.status = taskStatus;
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
   // The reviewers' and critics' known costs count against the budget with the worker's.

@@ -79,7 +79,7 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
   for (const task of state.tasks) {
     // Anything not final was cut short when the orchestrator died.
     if (statusInfo(task.status).final) continue;
-    report.interrupted.push(task.key);
+    let passed: string | null | undefined; // the commit of a settled PASS that ended the task (null: plain mode)
     for (const attempt of task.attempts.filter((a) => a.phase !== 'done')) {
       // An attempt that settled (its receipt is written before its eval row and its state) while the state on disk
       // still showed it running: a later attempt's journal line can be all that shows it ended. Its rows are in the
@@ -87,6 +87,8 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
       const settled = settledReceipt(attempt.dir, attempt.startedAt);
       if (settled) {
         task.attempts[task.attempts.indexOf(attempt)] = { ...attempt, phase: 'done', verdict: settled.verdict, notes: settled.reason, endedAt: attempt.endedAt ?? now };
+        const last = attempt.attempt === Math.max(...task.attempts.map((a) => a.attempt));
+        if (last && settled.taskStatus === 'PASS') passed = (settled.rows.find((r) => r.step === 'work')?.commit as string | null | undefined) ?? task.commit ?? null;
         logged ??= loggedRows(evalLogPath(home), state.runId);
         for (const row of settled.rows) {
           if (logged.has(rowKey(row))) continue;
@@ -113,6 +115,13 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
       task.attempts[task.attempts.indexOf(attempt)] = attemptView(rec);
       await appendEvalRow(evalLogPath(home), evalRow(rec));
     }
+    // Its last attempt passed and ended the task (deliver had run): the task passed; resume leaves it as it is.
+    if (passed !== undefined) {
+      task.status = 'PASS';
+      task.commit = passed;
+      continue;
+    }
+    report.interrupted.push(task.key);
     task.status = 'INTERRUPTED';
   }
   state.status = 'interrupted';
@@ -141,21 +150,21 @@ export function killSandboxInits(inits: readonly SandboxInit[]): number[] {
 }
 
 /**
- * The verdict, reason and eval rows (`rows`, written by run/attempt.ts settle before it appends them; [] in receipts
- * of older versions) of the attempt whose folder is `dir` and which started at `startedAt` (epoch ms), from its
+ * The verdict, reason, eval rows (`rows`, written by run/attempt.ts settle before it appends them; [] in receipts
+ * of older versions) and the status settle gave the task (`taskStatus`; null when unknown) of the attempt whose folder is `dir` and which started at `startedAt` (epoch ms), from its
  * receipt.json; null when there is no readable receipt with a verdict, or when the receipt is another attempt's (a
  * folder reused by a later attempt of the same number: one a crash kept out of the state, then a resume): its
  * `startedAt` differs, or, in a receipt of an older version without one, it was written before the attempt began.
  */
-function settledReceipt(dir: string, startedAt: number): { verdict: Verdict; reason: string; rows: EvalRowInput[] } | null {
+function settledReceipt(dir: string, startedAt: number): { verdict: Verdict; reason: string; rows: EvalRowInput[]; taskStatus: string | null } | null {
   try {
     const file = path.join(dir, 'receipt.json');
-    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as { startedAt?: unknown; verdict?: unknown; reason?: unknown; rows?: unknown };
+    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as { startedAt?: unknown; taskStatus?: unknown; verdict?: unknown; reason?: unknown; rows?: unknown };
     // The receipt names its attempt's start; one of an older version is judged by its time of writing.
     if (typeof receipt.startedAt === 'number' ? receipt.startedAt !== startedAt : fs.statSync(file).mtimeMs < startedAt) return null;
     if (typeof receipt.verdict !== 'string' || !(VERDICTS as readonly string[]).includes(receipt.verdict)) return null;
     const rows = Array.isArray(receipt.rows) ? (receipt.rows.filter((r) => r && typeof r === 'object' && !Array.isArray(r)) as EvalRowInput[]) : [];
-    return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '', rows };
+    return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '', rows, taskStatus: typeof receipt.taskStatus === 'string' ? receipt.taskStatus : null };
   } catch {
     return null;
   }
