@@ -6,30 +6,11 @@ import { requireSandbox } from '../helpers/sandbox-env';
 import { execa } from 'execa';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { processesWith } from '../helpers/procs';
 
 // Hostile workers against the real containment: bubblewrap (the default) and the fallback without it
 // (--no-sandbox: process group + environment cookie + pipes cut after a grace). Every case is one a worker did to an
 // earlier Verdict and got a wrong PASS, a hung run or an escaped process from (issue 10).
-
-/**
- * Pids of live processes whose command line contains `marker` (markers are unique per test: sleep 3600.NNN); with
- * `comm`, only those whose command name is `comm` (bubblewrap's own processes carry the worker's command in theirs).
- */
-function processesWith(marker: string, comm?: string): number[] {
-  const found: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (comm && stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== comm) continue;
-      if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

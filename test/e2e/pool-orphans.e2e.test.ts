@@ -7,34 +7,7 @@ import { CLI, cli } from '../helpers/cli';
 import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { LEASE_MS, poolMachine, poolSuite, repoAndRemote, until, type PoolWorker } from '../helpers/pool-workers';
-
-/** Live (not zombie) processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
-
-/** The direct children of `pid`. */
-function childrenOf(pid: number): number[] {
-  return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).flatMap((e) => {
-    try {
-      const stat = fs.readFileSync(`/proc/${e}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid ? [Number(e)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
+import { childrenOf, processesWith } from '../helpers/procs';
 
 // The init-tracing attack (test/e2e/sandbox-init.e2e.test.ts) on a pool worker: the worker and its spawn helper
 // SIGKILLed together while a step's traced init lives. Its init is in the journal beside the attempt's state file, which

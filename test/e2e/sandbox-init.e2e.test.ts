@@ -7,6 +7,7 @@ import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { describeEachHelper } from '../helpers/spawn-helpers';
+import { childrenOf, processesWith } from '../helpers/procs';
 
 // A hostile worker against bubblewrap's init (docs/architecture.md "Containment"): the init, PID 1 of the sandbox's
 // PID namespace, runs as the worker's user and is dumpable, so the worker traces it with gdb, clears its parent-death
@@ -24,22 +25,6 @@ function attackUnavailable(): string | null {
     // no Yama: ptrace is open to the same user
   }
   return null;
-}
-
-/** Live (not zombie) processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (cmdline.includes(marker) && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') found.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return found;
 }
 
 describeEachHelper("containment: a worker that traces bubblewrap's init cannot outlive its step", function () {
@@ -141,17 +126,3 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Pids whose parent is `pid`. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
