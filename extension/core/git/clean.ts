@@ -6,6 +6,7 @@ import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
 import { gitFor } from './safe-git';
 import { processesIn } from '../process/in-use';
+import { readDirOrEmpty } from '../fs/read-dir';
 
 /**
  * One run as clean sees it, supplied by the caller (run/clean.ts reads the run registry): git/ knows nothing of
@@ -103,7 +104,7 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
   const repos = new Set<string>();
   if (run.repo) repos.add(run.repo);
   // Keys never start with a dot: `.objects/` (the workers' git objects, see worktreeStepAccess) is not a worktree.
-  for (const key of readDir(runDir).filter((n) => !n.startsWith('.'))) {
+  for (const key of readDirOrEmpty(runDir).filter((n) => !n.startsWith('.'))) {
     const dir = path.join(runDir, key);
     if (!fs.statSync(dir).isDirectory()) continue;
     const repo = run.repo ?? repoOfWorktree(dir);
@@ -132,7 +133,7 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
     }
     actions.push({ kind: 'worktree-removed', runId: run.runId, dir, uncommittedFiles: uncommitted });
   }
-  if (!opts.dryRun && fs.existsSync(runDir) && !readDir(runDir).some((n) => !n.startsWith('.') && fs.statSync(path.join(runDir, n)).isDirectory())) {
+  if (!opts.dryRun && fs.existsSync(runDir) && !readDirOrEmpty(runDir).some((n) => !n.startsWith('.') && fs.statSync(path.join(runDir, n)).isDirectory())) {
     try {
       // Overlay lower and upper layers, and any mount left under them, before the folder goes.
       for (const dir of await releaseOverlays(runDir)) actions.push({ kind: 'overlay-unmounted', runId: run.runId, dir, detached: false });
@@ -233,12 +234,4 @@ async function uncommittedFiles(dir: string): Promise<number> {
 /** Whether `file` is a regular file itself (not a symlink, FIFO or folder). */
 function regularFile(file: string): boolean {
   return fs.lstatSync(file, { throwIfNoEntry: false })?.isFile() === true;
-}
-
-function readDir(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
 }

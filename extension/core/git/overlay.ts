@@ -11,6 +11,7 @@ import path from 'node:path';
 import { runCaptured, type Captured } from '../process/run-captured';
 import { runQuiet } from '../process/run-quiet';
 import { withLock } from '../fs/lock';
+import { readDirOrEmpty } from '../fs/read-dir';
 
 /** The folders of one overlay mount (absolute). */
 export interface OverlayLayers {
@@ -189,7 +190,7 @@ export function writableCopies(identity: string): number[] {
   const self = nsOf('self');
   const seen = new Set<string>([self ?? '']);
   const pids: number[] = [];
-  for (const pid of safeReaddir('/proc')) {
+  for (const pid of readDirOrEmpty('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const ns = nsOf(pid);
     if (ns === null || seen.has(ns)) continue;
@@ -211,14 +212,6 @@ function nsOf(pid: string): string | null {
     return fs.readlinkSync(`/proc/${pid}/ns/mnt`);
   } catch {
     return null;
-  }
-}
-
-function safeReaddir(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
   }
 }
 

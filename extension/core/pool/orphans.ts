@@ -12,6 +12,7 @@ import { runDir } from '../config/home';
 import { pidAlive } from '../live/registry';
 import { readSandboxInits, workerJournalFile } from '../live/worker-journal';
 import { killSandboxInits } from '../run/reconcile';
+import { readDirOrEmpty } from '../fs/read-dir';
 
 /**
  * SIGKILLs the recorded sandbox inits still alive in the task folders of `home` whose attempt states (`state-<n>.json`)
@@ -21,10 +22,10 @@ import { killSandboxInits } from '../run/reconcile';
  */
 export function killOrphanedSandboxes(home: string, host: string): number[] {
   const killed: number[] = [];
-  for (const run of list(path.join(home, 'runs'))) {
-    for (const key of list(path.join(runDir(home, run), 'tasks'))) {
+  for (const run of readDirOrEmpty(path.join(home, 'runs'))) {
+    for (const key of readDirOrEmpty(path.join(runDir(home, run), 'tasks'))) {
       const dir = path.join(runDir(home, run), 'tasks', key);
-      const states = list(dir).filter((f) => /^state-\d+\.json$/.test(f)).map((f) => readAttemptState(path.join(dir, f)));
+      const states = readDirOrEmpty(dir).filter((f) => /^state-\d+\.json$/.test(f)).map((f) => readAttemptState(path.join(dir, f)));
       const orphaned = states.some((s) => s?.status === 'running' && s.host === host && !pidAlive(s.pid));
       const busy = states.some((s) => s === null || (s.status === 'running' && (s.host !== host || pidAlive(s.pid))));
       if (!orphaned || busy) continue;
@@ -32,14 +33,6 @@ export function killOrphanedSandboxes(home: string, host: string): number[] {
     }
   }
   return killed;
-}
-
-function list(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
 
 /** The fields read of an attempt's state file; null when unreadable (being written: the folder is then left alone). */

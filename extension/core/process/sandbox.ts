@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { findBinary } from '../../../engines/find-binary';
+import { readDirOrEmpty } from '../fs/read-dir';
 
 /** The containment a step ran under, as recorded in every eval row (`sandbox`). */
 export type Containment = 'bwrap' | 'none';
@@ -171,7 +172,7 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
     mount(dir, '--tmpfs', dir);
-    for (const entry of safeReaddir(dir)) {
+    for (const entry of readDirOrEmpty(dir)) {
       const abs = path.join(dir, entry);
       if ((plan.privateFiles ?? []).includes(abs)) continue;
       mount(abs, '--ro-bind', abs, abs);
@@ -362,14 +363,6 @@ export const SESSION_ENV = ['SSH_AUTH_SOCK', 'SSH_AGENT_PID', 'DBUS_SESSION_BUS_
 
 function privateFileDirs(files: string[]): string[] {
   return [...new Set(files.filter((f) => fs.existsSync(f)).map((f) => path.dirname(f)))];
-}
-
-function safeReaddir(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
 
 /**

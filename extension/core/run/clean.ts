@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cleanRuns as cleanWorktrees, type CleanCandidate, type CleanOptions, type CleanReport } from '../git/clean';
 import { listRuns, readState } from '../live/registry';
+import { readDirOrEmpty } from '../fs/read-dir';
 
 export type { CleanAction, CleanCandidate, CleanReport } from '../git/clean';
 
@@ -27,7 +28,7 @@ export function cleanCandidates(home: string, now = Date.now()): CleanCandidate[
     const use = info.liveness === 'running' ? 'live' : info.liveness === 'orchestrator-died' ? 'resumable' : 'over';
     byId.set(s.runId, { runId: s.runId, use, repo: s.repo, lastActiveAt: s.endedAt ?? s.heartbeatAt ?? s.startedAt });
   }
-  for (const id of readDir(path.join(home, 'worktrees'))) {
+  for (const id of readDirOrEmpty(path.join(home, 'worktrees'))) {
     if (byId.has(id)) continue;
     const read = readState(path.join(home, 'runs', id, 'state.json'));
     // A state file that cannot be read is not proof the run is over: leave it alone.
@@ -35,12 +36,4 @@ export function cleanCandidates(home: string, now = Date.now()): CleanCandidate[
     byId.set(id, { runId: id, use, repo: null, lastActiveAt: fs.statSync(path.join(home, 'worktrees', id)).mtimeMs });
   }
   return [...byId.values()];
-}
-
-function readDir(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
