@@ -14,7 +14,7 @@ import { gitFor } from '../git/safe-git';
 import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
-import { ensurePoolSchema, leaseMs, poolDb } from './schema';
+import { ensurePoolSchema, leaseMs, poolDb, withPoolSetupLock } from './schema';
 import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs, type JobRed } from './payload';
 import { redStarts } from '../run/steps/red';
 import { resolveInputs } from '../run/steps/inputs';
@@ -83,7 +83,7 @@ export class PoolDispatcher {
    */
   async start(): Promise<void> {
     await ensurePoolSchema(this.db);
-    await this.boss.start();
+    await withPoolSetupLock(this.db, () => this.boss.start());
     this.healthySince = Date.now();
   }
 
@@ -264,7 +264,7 @@ export class PoolDispatcher {
 
   private async ensureQueue(queue: string, task: TaskRuntime): Promise<void> {
     if (this.queues.has(queue)) return;
-    await this.untilDone(() => ensureQueue(this.boss, queue), task);
+    await this.untilDone(() => withPoolSetupLock(this.db, () => ensureQueue(this.boss, queue)), task);
     this.queues.add(queue);
   }
 

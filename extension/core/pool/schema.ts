@@ -40,16 +40,28 @@ export function poolDb(url: string): pg.Pool {
   return db;
 }
 
-/** Creates the pool's tables when missing (idempotent; safe from several processes: an advisory lock orders them). */
-export async function ensurePoolSchema(db: pg.Pool): Promise<void> {
+/**
+ * Runs `fn` holding the pool's setup lock (a session advisory lock, key 7216001) on one connection of `db`, which `fn`
+ * is given: processes setting up the same database (tables, pg-boss's schema, its queues) take turns instead of
+ * running DDL at once, which Postgres can end with "deadlock detected" (seen: two workers creating a queue together).
+ * @throws Error from the database or from `fn`
+ */
+export async function withPoolSetupLock<T>(db: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();
   try {
     await client.query('SELECT pg_advisory_lock(7216001)');
-    for (const ddl of POOL_DDL) await client.query(ddl);
+    return await fn(client);
   } finally {
     await client.query('SELECT pg_advisory_unlock(7216001)').catch(() => undefined);
     client.release();
   }
+}
+
+/** Creates the pool's tables when missing (idempotent; safe from several processes: the setup lock orders them). */
+export async function ensurePoolSchema(db: pg.Pool): Promise<void> {
+  await withPoolSetupLock(db, async (client) => {
+    for (const ddl of POOL_DDL) await client.query(ddl);
+  });
 }
 
 /** The lease in force: `VERDICT_POOL_LEASE_MS` when set to a positive integer, else LEASE_MS. */

@@ -26,7 +26,7 @@ import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/step
 import { ensureQueue, push } from './dispatch';
 import { killOrphanedSandboxes } from './orphans';
 import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob } from './payload';
-import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb } from './schema';
+import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb, withPoolSetupLock } from './schema';
 
 /** How long an idle slot waits before asking the queues again, ms. */
 export const IDLE_POLL_MS = 500;
@@ -65,9 +65,12 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
   await ensurePoolSchema(db);
   const boss = new PgBoss({ connectionString: opts.url, schedule: false, max: Math.max(2, opts.slots + 1) });
   boss.on('error', () => undefined);
-  await boss.start();
   const engines = [...opts.engines.keys()];
-  for (const e of engines) await ensureQueue(boss, queueOf(e));
+  // pg-boss's schema and the queues, one process at a time (workers often start together).
+  await withPoolSetupLock(db, async () => {
+    await boss.start();
+    for (const e of engines) await ensureQueue(boss, queueOf(e));
+  });
   const workerId = `${opts.host}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
   await db.query(`INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, $2, $3, $4, $5)`, [workerId, opts.host, process.pid, opts.slots, engines]);
   opts.log(`worker ${workerId}: ${opts.slots} slot(s), engines ${engines.join(', ')}`);
