@@ -43,7 +43,8 @@ export function poolDb(url: string): pg.Pool {
 /**
  * Runs `fn` holding the pool's setup lock (a session advisory lock, key 7216001) on one connection of `db`, which `fn`
  * is given: processes setting up the same database (tables, pg-boss's schema, its queues) take turns instead of
- * running DDL at once, which Postgres can end with "deadlock detected" (seen: two workers creating a queue together).
+ * running DDL at once, which Postgres can end with "deadlock detected" (seen in CI: a pool worker starting beside
+ * another stopped with it during its set-up).
  * @throws Error from the database or from `fn`
  */
 export async function withPoolSetupLock<T>(db: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
