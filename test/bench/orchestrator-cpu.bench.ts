@@ -4,6 +4,7 @@
  *
  *   node esbuild.mjs && node --import=tsx test/bench/orchestrator-cpu.bench.ts
  *   env: BENCH_SMALL=100 BENCH_LARGE=300 BENCH_ROUNDS=3 BENCH_PARALLEL=8 BENCH_BASE_CLI=/path/to/other/dist/cli.js
+ *        BENCH_TREE=worktree (worktree mode instead of plain dirs)
  *
  * Workload: `verdict run` (the built dist/cli.js, a process of its own) of instant plain tasks (`echo ok > out.txt`,
  * check `test -s out.txt`), max_parallel 8, sandboxed and unsandboxed, on tmpfs when /dev/shm exists (disk writeback
@@ -29,13 +30,16 @@ const LARGE = Number(process.env.BENCH_LARGE ?? 300);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 8);
 const TMP = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+/** `worktree`: the tasks run in worktree mode (a 50-file repository made per run, a commit sealed per attempt). */
+const WORKTREES = process.env.BENCH_TREE === 'worktree';
 
 /** One `verdict run` of `n` instant tasks; returns the main thread's and the whole process's CPU, ms. */
 function runOnce(cli: string, n: number, sandbox: boolean): { main: number; proc: number } {
   const dir = fs.mkdtempSync(path.join(TMP, 'verdict-bench-orch-'));
   try {
     const tasks = Array.from({ length: n }, (_, i) => ({ key: `t${i}`, engine: 'script', spec: 'echo ok > out.txt', check: 'test -s out.txt', verified: 'bench' }));
-    fs.writeFileSync(path.join(dir, 'b.swarm.json'), JSON.stringify({ run_name: 'bench', workdir: 'w', max_parallel: PARALLEL, tasks }));
+    const where = WORKTREES ? { worktrees: true, repo: makeRepo(path.join(dir, 'repo')) } : { workdir: 'w' };
+    fs.writeFileSync(path.join(dir, 'b.swarm.json'), JSON.stringify({ run_name: 'bench', ...where, max_parallel: PARALLEL, tasks }));
     const cpuFile = path.join(dir, 'cpu');
     execFileSync(process.execPath, ['-r', PRELOAD, cli, 'run', 'b.swarm.json', '--home', 'H', '--no-dashboard', ...(sandbox ? [] : ['--no-sandbox'])], { cwd: dir, stdio: 'ignore', env: { ...process.env, BENCH_CPU_FILE: cpuFile } });
     const rows = fs.readFileSync(path.join(dir, 'H', 'runs.jsonl'), 'utf8').trim().split('\n').length;
@@ -45,6 +49,17 @@ function runOnce(cli: string, n: number, sandbox: boolean): { main: number; proc
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A repository of 50 small files in one commit; returns its path. */
+function makeRepo(repo: string): string {
+  fs.mkdirSync(repo);
+  for (let i = 0; i < 50; i++) fs.writeFileSync(path.join(repo, `f${i}.txt`), `${i}\n`);
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', ...args], { cwd: repo, stdio: 'ignore' });
+  git('init', '-q');
+  git('add', '.');
+  git('commit', '-qm', 'base');
+  return repo;
 }
 
 const clis = BASE ? [['this', CLI], ['base', BASE]] as const : [['this', CLI]] as const;

@@ -105,7 +105,7 @@ function diskBytes(paths: string[], shared: string[] = []): number {
  * CPU time used so far by this process and its finished children (user + system, ms): process.cpuUsage() for this
  * one, `cutime + cstime` of /proc/self/stat (proc(5), fields 16 and 17, clock ticks of 10 ms) for the children it
  * waited for (git, mount), and the same four fields of the spawn helper (process/spawner.ts), which starts a tree's git
- * and mount commands (process/run-quiet.ts) and waits for them. On a machine shared with other work this is what
+ * and mount commands (process/run-captured.ts runQuiet) and waits for them. On a machine shared with other work this is what
  * changes least from run to run.
  */
 function cpuMs(): number {

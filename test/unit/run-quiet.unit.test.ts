@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runQuiet } from '../../extension/core/process/run-quiet';
+import { runQuiet } from '../../extension/core/process/run-captured';
 import { spawnHelperPid } from '../../extension/core/process/spawner';
 import { addWorktree, inspectRepo } from '../../extension/core/git/worktree';
 import { runGit } from '../../extension/core/git/safe-git';
@@ -23,8 +23,10 @@ describeEachHelper('runQuiet: a command started by the spawn helper, its output 
     const where = await runQuiet('sh', ['-c', 'p=$(readlink /proc/$$/fd/1); stat -c %a "${p%/*}"; echo "$p"'], { env: { PATH: process.env.PATH } });
     const [mode, file] = where.stderr.trim().split('\n') as [string, string];
     assert.equal(mode, '700', where.stderr);
-    assert.match(file, /verdict-quiet-[^/]+\/\d+\.log$/);
-    assert.equal(fs.existsSync(path.dirname(file)), false, 'the folder is removed after the last command');
+    assert.match(file, /verdict-run-[^/]+\/\d+\.out$/);
+    assert.equal(fs.existsSync(file), false, "the command's file is removed once it has ended");
+    for (let i = 0; i < 150 && fs.existsSync(path.dirname(file)); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(fs.existsSync(path.dirname(file)), false, 'the folder is removed once no command has run for a second');
   });
 
   it('a command that cannot start, one killed by its time limit (with what it started), one killed by a signal, one past maxBuffer', async () => {

@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCaptured, type Captured } from '../process/run-captured';
-import { runQuiet } from '../process/run-quiet';
+import { runCaptured, runQuiet, type Captured } from '../process/run-captured';
+
 import { withLock } from '../fs/lock';
 import { readDirOrEmpty } from '../fs/read-dir';
 
@@ -34,7 +34,7 @@ export async function mountOverlay(layers: OverlayLayers, target: string): Promi
     if (/[,:\\\n]/.test(p)) throw new Error(`overlay tree: the path ${p} holds a comma, colon or backslash, which overlay mount options cannot say; use a VERDICT_HOME without them`);
   }
   const options = `lowerdir=${layers.lower},upperdir=${layers.upper},workdir=${layers.work},index=off,metacopy=off,xino=off`;
-  // Through the spawn helper (run-quiet.ts): one per task, and mount(8) prints nothing when it succeeds.
+  // Through the spawn helper (process/run-captured.ts runQuiet): one per task, and mount(8) prints nothing when it succeeds.
   const r = await runQuiet('mount', ['-t', 'overlay', 'overlay', '-o', options, target], { env: process.env, timeoutMs: 30_000 });
   if (!succeeded(r)) throw new Error(`overlay tree: mounting ${target} failed: ${failure(r)}`);
 }

@@ -13,8 +13,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
-import { runCaptured } from '../process/run-captured';
-import { runQuiet } from '../process/run-quiet';
+import { runCaptured, runQuiet } from '../process/run-captured';
+
 
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
 export interface SafeGitOptions {
@@ -125,7 +125,7 @@ export class UnsafeRepositoryConfigError extends Error {
  * @throws UnsafeRepositoryConfigError when a configured driver name contains `=`
  */
 export function safeGitConfigArgs(opts: SafeGitOptions = {}): string[] {
-  return configPairs(opts).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+  return configPairs(opts, opts.repo === undefined ? [] : configuredDriversSync(opts.repo, opts.env)).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
 }
 
 /**
@@ -140,7 +140,7 @@ export function safeGitConfigArgs(opts: SafeGitOptions = {}): string[] {
 export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
   const extra = Object.keys(opts.env ?? {}).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
   if (extra.length) throw new Error(`gitFor: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
-  const pairs = configPairs({ ...opts, repo: baseDir });
+  const pairs = configPairs({ ...opts, repo: baseDir }, configuredDriversSync(baseDir, opts.env));
   const options: Partial<SimpleGitOptions> = {
     baseDir,
     config: pairs.map(([k, v]) => `${k}=${v}`),
@@ -178,7 +178,7 @@ export interface RunGitOptions extends SafeGitOptions {
   config?: readonly string[];
   /**
    * The command's stdout is not wanted (it prints nothing when it succeeds: `branch`, `worktree add --quiet`,
-   * `read-tree`): it is started by the spawn helper, not forked from this process (process/run-quiet.ts: a fork's cost
+   * `read-tree`): it is started by the spawn helper, not forked from this process (process/run-captured.ts runQuiet: a fork's cost
    * grows with the forking process's memory), and `raw` resolves to ''. Its error message is its whole output.
    */
   quiet?: boolean;
@@ -196,19 +196,26 @@ export interface RawGit {
  * simple-git, whose completion plugin waits 50 ms after every command that printed nothing (simple-git 3-4,
  * `completionDetectionPlugin`: `deferClose`) — 50 ms for each `branch`, `update-ref`, `read-tree`, `add` — and
  * without execa (process/run-captured.ts).
- * `opts.timeoutMs` limits each whole command (SIGKILL when it runs out).
- * @throws Error as gitFor for a disallowed `opts.env` key; UnsafeRepositoryConfigError as safeGitConfigArgs. Its
- *   `raw` throws Error with git's stderr, or how git ended ("timed out …" when the time limit ended it)
+ * Every command, and the read of the driver names before the first one, is started by the spawn helper
+ * (process/run-captured.ts), not forked from this process. `opts.timeoutMs` limits each whole command (SIGKILL of its
+ * process group when it runs out).
+ * @throws Error as gitFor for a disallowed `opts.env` key. Its `raw` rejects with UnsafeRepositoryConfigError as
+ *   safeGitConfigArgs throws it, or an Error with git's stderr, or how git ended ("timed out …" when the time limit
+ *   ended it)
  */
 export function gitRunner(baseDir: string, opts: RunGitOptions = {}): RawGit {
   const extra = Object.keys(opts.env ?? {}).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
   if (extra.length) throw new Error(`gitRunner: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
-  const pairs = configPairs(opts.noDrivers ? { ...opts, repo: undefined } : { ...opts, repo: baseDir });
-  const head = [...pairs.flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...(opts.config ?? []).flatMap((c) => ['-c', c])];
+  // The driver names are read (through the spawn helper, like the commands) before the first command, once.
+  let head: Promise<string[]> | null = null;
+  const heads = async (): Promise<string[]> => {
+    const pairs = opts.noDrivers ? configPairs({ ...opts, repo: undefined }, []) : configPairs({ ...opts, repo: baseDir }, await configuredDrivers(baseDir, opts.env));
+    return [...pairs.flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...(opts.config ?? []).flatMap((c) => ['-c', c])];
+  };
   const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
   return {
     async raw(args) {
-      const r = await (opts.quiet ? runQuiet : runCaptured)('git', [...head, ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs });
+      const r = await (opts.quiet ? runQuiet : runCaptured)('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs });
       const what = `git ${args[0] ?? ''}`;
       if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
       if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);
@@ -225,11 +232,16 @@ export async function runGit(baseDir: string, args: readonly string[], opts: Run
   return gitRunner(baseDir, opts).raw(args);
 }
 
-function configPairs(opts: SafeGitOptions): [string, string][] {
+/**
+ * The `-c` pairs for `opts`: ALWAYS (and UNTRUSTED), then the overrides of `drivers` (configuredDrivers' entries of
+ * `opts.repo`; ignored without a repo). Pure.
+ * @throws UnsafeRepositoryConfigError when a driver name contains `=`
+ */
+function configPairs(opts: SafeGitOptions, drivers: readonly [string, string | null][]): [string, string][] {
   const trusted = opts.trusted !== false;
   const pairs: [string, string][] = [...ALWAYS, ...(trusted ? [] : UNTRUSTED)].map(([k, v]) => [k, v]);
   if (opts.repo === undefined) return pairs;
-  for (const [key, value] of configuredDrivers(opts.repo, opts.env)) {
+  for (const [key, value] of drivers) {
     const m = /^(diff|merge|filter|pager|submodule)\.(.+)$/.exec(key);
     if (!m) continue;
     const [, section, rest] = m as unknown as [string, string, string];
@@ -260,24 +272,33 @@ function overrideFor(section: string, variable: string, value: string | null, tr
   return null;
 }
 
+/** `git config` arguments that list every entry in the sections that can name a program (reading config runs nothing). */
+const DRIVER_QUERY = [...ALWAYS.flatMap(([k, v]) => ['-c', `${k}=${v}`]), 'config', '--null', '--get-regexp', '^(diff|merge|filter|pager|submodule)\\.'];
+
 /**
  * `<key, value>` of every config entry in the sections that can name a program, as git sees them in `dir`
- * (includes followed; value null for a bare boolean key). Empty when git finds none or cannot read the config (a
- * command there would then fail on the same config).
+ * (includes followed; value null for a bare boolean key), read through the spawn helper. Empty when git finds none or
+ * cannot read the config (a command there would then fail on the same config). Never throws.
  */
-function configuredDrivers(dir: string, env: Record<string, string> | undefined): [string, string | null][] {
+async function configuredDrivers(dir: string, env: Record<string, string> | undefined): Promise<[string, string | null][]> {
+  const r = await runCaptured('git', DRIVER_QUERY, { cwd: dir, env: gitEnv(env ?? {}), maxBuffer: 16 * 1024 * 1024 });
+  // exit 1: no such key; anything else: git cannot read this config and will refuse the real command too
+  return r.exitCode === 0 && !r.error ? parseDrivers(r.stdout) : [];
+}
+
+/** {@link configuredDrivers} forked synchronously, for the callers that must answer at once (gitFor, safeGitConfigArgs). */
+function configuredDriversSync(dir: string, env: Record<string, string> | undefined): [string, string | null][] {
   let out: string;
   try {
-    out = execFileSync('git', [...ALWAYS.flatMap(([k, v]) => ['-c', `${k}=${v}`]), 'config', '--null', '--get-regexp', '^(diff|merge|filter|pager|submodule)\\.'], {
-      cwd: dir,
-      env: gitEnv(env ?? {}),
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    out = execFileSync('git', DRIVER_QUERY, { cwd: dir, env: gitEnv(env ?? {}), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 * 1024 * 1024 });
   } catch {
-    return []; // exit 1: no such key; anything else: git cannot read this config and will refuse the real command too
+    return [];
   }
+  return parseDrivers(out);
+}
+
+/** `git config --null --get-regexp` output as (key, value) pairs: entries end with NUL, key and value split by newline. */
+function parseDrivers(out: string): [string, string | null][] {
   return out.split('\0').filter(Boolean).map((entry) => {
     const nl = entry.indexOf('\n');
     return nl < 0 ? [entry, null] : [entry.slice(0, nl), entry.slice(nl + 1)];

@@ -1,86 +1,199 @@
 /**
- * A short command whose output is wanted (git plumbing, mount): spawned straight with child_process, stdin closed,
- * stdout and stderr collected. No execa: its option handling costs the orchestrator about as much CPU again as the
- * spawn itself (issue 15; ~2.5 ms more per call measured here), and a tree's preparation is a few such calls.
+ * Short commands (git plumbing, mount), started by the spawn helper (process/spawner.ts) instead of forked from the
+ * orchestrator. libuv forks the calling process for every child, synchronously on the event loop, and a fork's CPU,
+ * the parent's and the child's, grows with the parent's resident memory (~0.1 ms per MB per spawn measured on the
+ * development machine: 4.4 ms at 120 MB, 45 ms at 514 MB); the helper forks from a few MB. An attempt in worktree
+ * mode runs about a dozen such git commands (docs/architecture.md "Spawning").
+ *
+ * The helper writes a command's stdout and stderr to files in a private temporary folder of this process (mode 0700,
+ * `verdict-run-*` in os.tmpdir()), and gives it its `input` from a file there; they are read back and removed once it
+ * has ended, the folder a second after the last command. Where no such folder can be made (a read-only /tmp) the
+ * command is forked from this process instead (process/run-forked.ts), with the same result.
  */
-import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveCommand } from './resolve-command';
+import { runForked, type CapturedBytes, type RunCapturedOptions } from './run-forked';
+import { spawnViaHelper, type SpawnExit } from './spawner';
 
-/** How a {@link runCaptured} command ended. */
-export interface Captured {
-  /** Exit code; null when a signal ended it or it never started. */
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
+export type { CapturedBytes, RunCapturedOptions } from './run-forked';
+
+/** How a command ended, its output decoded as UTF-8. */
+export interface Captured extends Omit<CapturedBytes, 'stdout' | 'stderr'> {
   stdout: string;
   stderr: string;
-  /** The time limit ended it (SIGKILL). */
-  timedOut: boolean;
-  /** It could not start (ENOENT, EACCES…), or its output passed maxBuffer (it was then killed). */
-  error: Error | null;
 }
 
-/** Options of {@link runCaptured}. */
-export interface RunCapturedOptions {
-  cwd?: string;
-  /** The whole environment (nothing of process.env is added). */
-  env?: NodeJS.ProcessEnv;
-  /** Kill it (SIGKILL) after this long, ms. */
-  timeoutMs?: number;
-  /** Most bytes kept of stdout (and of stderr); past it the command is killed. Default 1 GiB. */
-  maxBuffer?: number;
-}
-
-/** Runs `file args` to its end and says how it ended; never throws (see Captured.error). */
-export function runCaptured(file: string, args: readonly string[], opts: RunCapturedOptions = {}): Promise<Captured> {
+/**
+ * Runs `file args` to its end through the spawn helper and says how it ended, its output as bytes; never throws. The
+ * command runs in its own session and process group (a time limit kills the group), stdin its `input` or /dev/null;
+ * a `file` without a slash is looked up on `env.PATH` (once per name and PATH: resolveCommand).
+ * @returns CapturedBytes: `error` when it could not start (`spawn FILE ENOENT`, worded as Node words it), when the
+ *   helper died while it ran, or when stdout or stderr passed `maxBuffer` (default 1 GiB; its process group is then
+ *   killed, within 250 ms, and what was kept is cut at maxBuffer)
+ */
+export async function runCapturedBytes(file: string, args: readonly string[], opts: RunCapturedOptions = {}): Promise<CapturedBytes> {
   const maxBuffer = opts.maxBuffer ?? 1024 * 1024 * 1024;
-  return new Promise((resolve) => {
-    let child;
+  const files = outputFiles(opts.input !== undefined);
+  if (!files) return runForked(file, args, opts);
+  try {
+    if (opts.input !== undefined) fs.writeFileSync(files.input as string, opts.input, { mode: 0o600 });
+    const ended = await runInHelper(file, args, opts, maxBuffer, { log: files.out, errLog: files.err, stdin: files.input });
+    const out = readBack(files.out, maxBuffer, file);
+    const err = readBack(files.err, maxBuffer, file);
+    return { ...ended, stdout: out.bytes, stderr: err.bytes, error: ended.error ?? out.error ?? err.error };
+  } catch (e) {
+    // The input file could not be written (a full disk): nothing was started.
+    return { exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, error: e as Error };
+  } finally {
+    release(files);
+  }
+}
+
+/** {@link runCapturedBytes} with stdout and stderr decoded as UTF-8. Never throws. */
+export async function runCaptured(file: string, args: readonly string[], opts: RunCapturedOptions = {}): Promise<Captured> {
+  const r = await runCapturedBytes(file, args, opts);
+  return { ...r, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
+}
+
+/**
+ * A command whose stdout is not wanted (it prints nothing when it succeeds: `git branch`, `git worktree add --quiet`,
+ * `git read-tree`, `mount`), run as {@link runCaptured} runs one, with stdout and stderr joined in one file (so
+ * their order is kept) and read back as `stderr`; `stdout` is always empty. `maxBuffer` defaults to 1 MiB here.
+ * Never throws.
+ */
+export async function runQuiet(file: string, args: readonly string[], opts: Omit<RunCapturedOptions, 'input'> = {}): Promise<Captured> {
+  const maxBuffer = opts.maxBuffer ?? 1024 * 1024;
+  const files = outputFiles(false);
+  if (!files) {
+    const r = await runForked(file, args, { ...opts, maxBuffer });
+    return { ...r, stdout: '', stderr: r.stdout.toString('utf8') + r.stderr.toString('utf8') };
+  }
+  try {
+    const ended = await runInHelper(file, args, opts, maxBuffer, { log: files.out });
+    const out = readBack(files.out, maxBuffer, file);
+    return { ...ended, stdout: '', stderr: out.bytes.toString('utf8'), error: ended.error ?? out.error };
+  } finally {
+    release(files);
+  }
+}
+
+/** How a command started by {@link runInHelper} ended (its output still in its files). */
+type Ended = Omit<CapturedBytes, 'stdout' | 'stderr'>;
+
+async function runInHelper(file: string, args: readonly string[], opts: RunCapturedOptions, maxBuffer: number, io: { log: string; errLog?: string; stdin?: string }): Promise<Ended> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
+  let spawned;
+  try {
+    spawned = await spawnViaHelper({ file: resolveCommand(file, env.PATH ?? '') ?? file, args: [...args], cwd: opts.cwd ?? process.cwd(), env, ...io });
+  } catch (e) {
+    return { exitCode: null, signal: null, timedOut: false, error: e as Error };
+  }
+  const kill = () => {
     try {
-      child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (e) {
-      resolve({ exitCode: null, signal: null, stdout: '', stderr: '', timedOut: false, error: e as Error });
-      return;
+      process.kill(-spawned.pid, 'SIGKILL');
+    } catch {
+      // It has ended meanwhile.
     }
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let outBytes = 0;
-    let errBytes = 0;
-    let timedOut = false;
-    let error: Error | null = null;
-    const tooMuch = () => {
-      error ??= new Error(`${file} printed more than ${maxBuffer} bytes`);
-      child.kill('SIGKILL');
-    };
-    child.stdout.on('data', (b: Buffer) => {
-      outBytes += b.length;
-      if (outBytes > maxBuffer) tooMuch();
-      else out.push(b);
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      errBytes += b.length;
-      if (errBytes > maxBuffer) tooMuch();
-      else err.push(b);
-    });
-    const timer = opts.timeoutMs
-      ? setTimeout(() => {
-          timedOut = true;
-          child.kill('SIGKILL');
-        }, opts.timeoutMs)
-      : null;
-    child.on('error', (e) => {
-      error ??= e;
-    });
-    // Once this process is gone, a child of its own may still hold the pipes (`sh -c '…; sleep 30'` killed by the time
-    // limit): 'close' would wait for it. After a kill of ours the streams are closed here, so the limit holds.
-    child.on('exit', () => {
-      if (timedOut || error) {
-        child.stdout.destroy();
-        child.stderr.destroy();
-      }
-    });
-    child.on('close', (code, signal) => {
-      if (timer) clearTimeout(timer);
-      // A command that never started closes with the errno as its "code" (-2 for ENOENT): no exit code at all.
-      resolve({ exitCode: child.pid === undefined ? null : code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut, error });
-    });
-  });
+  };
+  let timedOut = false;
+  let error: Error | null = null;
+  const timer = opts.timeoutMs
+    ? setTimeout(() => {
+        timedOut = true;
+        kill();
+      }, opts.timeoutMs)
+    : null;
+  // Output past maxBuffer stops the command, as a pipe's reader would, so a runaway cannot fill the temporary folder.
+  const outputs = [io.log, io.errLog].filter((f): f is string => f !== undefined);
+  const watch = setInterval(() => {
+    if (error || !outputs.some((f) => (fs.statSync(f, { throwIfNoEntry: false })?.size ?? 0) > maxBuffer)) return;
+    error = new Error(`${file} printed more than ${maxBuffer} bytes`);
+    kill();
+  }, OUTPUT_WATCH_MS);
+  const exit: SpawnExit = await spawned.exited;
+  if (timer) clearTimeout(timer);
+  clearInterval(watch);
+  return { exitCode: exit.code, signal: (exit.signal as NodeJS.Signals | null) ?? null, timedOut, error: exit.lost ? new Error(exit.lost) : error };
+}
+
+/** How often a running command's output files are measured against maxBuffer, ms. */
+const OUTPUT_WATCH_MS = 250;
+
+/** At most `maxBuffer` bytes of `file` (missing: none), and an error when it holds more. */
+function readBack(file: string, maxBuffer: number, command: string): { bytes: Buffer; error: Error | null } {
+  let fd;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? { bytes: Buffer.alloc(0), error: null } : { bytes: Buffer.alloc(0), error: e as Error };
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const buf = Buffer.allocUnsafe(Math.min(size, maxBuffer));
+    let n = 0;
+    while (n < buf.length) {
+      const got = fs.readSync(fd, buf, n, buf.length - n, n);
+      if (!got) break;
+      n += got;
+    }
+    return { bytes: buf.subarray(0, n), error: size > maxBuffer ? new Error(`${command} printed more than ${maxBuffer} bytes`) : null };
+  } catch (e) {
+    return { bytes: Buffer.alloc(0), error: e as Error };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** One command's files in this process's output folder. */
+interface OutputFiles {
+  out: string;
+  err: string;
+  input?: string;
+}
+
+/**
+ * This process's folder for the commands' files (mode 0700): made when a command starts and none is there, removed
+ * once no command has run for KEEP_IDLE_MS (and at exit), so a process killed while idle leaves nothing. It is kept
+ * between the commands of a burst: a folder's mkdir and rmdir cost ~0.8 ms on ext4 here, its files' ~0.09 ms.
+ */
+let outputDir: string | null = null;
+let running = 0;
+let serial = 0;
+let exitHook = false;
+let idleTimer: NodeJS.Timeout | null = null;
+/** How long the output folder outlives the last command, ms. */
+const KEEP_IDLE_MS = 1000;
+
+/** Names the next command's files (and counts it running), or null when no folder can be made in os.tmpdir(). */
+function outputFiles(withInput: boolean): OutputFiles | null {
+  try {
+    if (!outputDir || !fs.existsSync(outputDir)) {
+      outputDir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-run-'));
+      if (!exitHook) process.once('exit', () => outputDir && fs.rmSync(outputDir, { recursive: true, force: true }));
+      exitHook = true;
+    }
+  } catch {
+    return null;
+  }
+  running++;
+  const base = path.join(outputDir, String(++serial));
+  return { out: `${base}.out`, err: `${base}.err`, ...(withInput ? { input: `${base}.in` } : {}) };
+}
+
+/** One command has ended: its files are removed, and the folder once no command has run for KEEP_IDLE_MS. */
+function release(files: OutputFiles): void {
+  for (const f of [files.out, files.err, files.input]) if (f) fs.rmSync(f, { force: true });
+  if (--running > 0 || !outputDir || idleTimer) return;
+  idleTimer = setTimeout(removeWhenIdle, KEEP_IDLE_MS);
+  idleTimer.unref();
+}
+
+function removeWhenIdle(): void {
+  idleTimer = null;
+  if (running > 0 || !outputDir) return; // a command runs: the next release schedules this again
+  fs.rmSync(outputDir, { recursive: true, force: true });
+  outputDir = null;
 }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { findBinary } from '../../../engines/find-binary';
 import { readDirOrEmpty } from '../fs/read-dir';
+import { isExecutable } from './resolve-command';
 
 /** The containment a step ran under, as recorded in every eval row (`sandbox`). */
 export type Containment = 'bwrap' | 'none';
@@ -253,16 +254,6 @@ export function bindSource(substitute: readonly { source: string; at: string }[]
     if (abs.startsWith(at + path.sep)) return path.join(path.resolve(s.source), abs.slice(at.length + 1));
   }
   return abs;
-}
-
-/** True when `file` is a regular file this process may execute. */
-export function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }
 
 /** Socket files of system services a step must not reach (a docker socket is root on the host). */

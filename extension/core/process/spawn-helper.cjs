@@ -7,7 +7,8 @@
  *
  * It speaks the protocol described at the top of spawn-helper.pl (length-prefixed, NUL-separated requests; one reply
  * line each for the start, the error or the exit), with the same semantics: each child in its own session and process
- * group, stdin /dev/null, stdout and stderr appended to the log, `files` read-only as fds 3…, its group killed when it
+ * group, stdin /dev/null (or the `stdin` file), stdout and stderr appended to the log (stderr to `errLog` when
+ * given), `files` read-only as fds 3…, its group killed when it
  * exits, unsandboxed (a cookie given) every process carrying the cookie too, once at once and again `sweepAgainMs`
  * later (rounded up to a whole second of the clock). When stdin ends or the parent changes, the groups of the
  * `dieWithHelper` steps are killed and it exits.
@@ -223,8 +224,8 @@ function closeAll(fds) {
 
 /** One request's fields (spawn-helper.pl's layout): starts the process and answers. */
 function start(fields) {
-  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit] = fields;
-  let at = 8;
+  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin] = fields;
+  let at = 10;
   const list = () => {
     const n = Number(fields[at]);
     const out = fields.slice(at + 1, at + 1 + n);
@@ -240,23 +241,30 @@ function start(fields) {
     if (eq > 0) env[e.slice(0, eq)] = e.slice(eq + 1);
   }
   const fds = [];
+  const streams = [];
   try {
     fds.push(fs.openSync(log, 'a'));
     for (const f of files) fds.push(fs.openSync(f, 'r'));
+    if (errLog) streams.push(fs.openSync(errLog, 'a'));
+    if (stdin) streams.unshift(fs.openSync(stdin, 'r'));
   } catch (e) {
     closeAll(fds);
+    closeAll(streams);
     fail(id, e.message);
     return;
   }
+  const stdio = [stdin ? streams[0] : 'ignore', fds[0], errLog ? streams[streams.length - 1] : fds[0], ...fds.slice(1), ...(sandboxInit ? ['pipe'] : [])];
   let child;
   try {
-    child = spawn(file, args, { cwd, env, stdio: ['ignore', fds[0], fds[0], ...fds.slice(1), ...(sandboxInit ? ['pipe'] : [])], detached: true });
+    child = spawn(file, args, { cwd, env, stdio, detached: true });
   } catch (e) {
     closeAll(fds);
+    closeAll(streams);
     fail(id, e.message);
     return;
   }
   closeAll(fds);
+  closeAll(streams);
   const pid = child.pid;
   if (pid === undefined) {
     child.once('error', (e) => fail(id, e.message));

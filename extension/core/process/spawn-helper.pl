@@ -7,10 +7,12 @@
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
 #        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
-#        sandboxInit ("1" or ""), then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
+#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), then three counted lists: <n> args...,
+#        <n> env entries "NAME=value"..., <n> files...
 #   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
-#   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null, stdout and
-#                                            stderr appended to the log, `files` read-only as fds 3, 4, ...
+#   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null (or the
+#                                            stdin file, read-only), stdout and stderr appended to the log (stderr to
+#                                            errLog when given), `files` read-only as fds 3, 4, ...
 #   <- "<id> init <pid> <startTime>\n"      sandboxInit only, after "pid": the sandbox's init (see below) was found and
 #                                            is held; the orchestrator records it for crash recovery (run/reconcile.ts)
 #   <- "<id> error <message>\n"             it could not be started (the OS error, worded as Node words it)
@@ -282,19 +284,23 @@ sub child {
 
 sub start {
   my @f = split /\0/, $_[0], -1;
-  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init) = splice(@f, 0, 8);
+  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin) = splice(@f, 0, 10);
   my @args = splice(@f, 0, shift @f);
   my @env = splice(@f, 0, shift @f);
   my @files = splice(@f, 0, shift @f);
   my @handles;
-  for my $want ([ '>>', $log ], map { [ '<', $_ ] } @files) {
+  for my $want ([ '>>', $log ], [ '>>', $err ], [ '<', $stdin ], map { [ '<', $_ ] } @files) {
     my $fh;
+    if (!length $want->[1]) {
+      push @handles, undef;    # errLog or stdin not given
+      next;
+    }
     if (!open($fh, $want->[0], $want->[1])) {
       return fail($id, fs_error($! + 0, 'open', $want->[1]));
     }
     push @handles, $fh;
   }
-  my ($logfh, @filefhs) = @handles;
+  my ($logfh, $errfh, $infh, @filefhs) = @handles;
   # bwrap's --info-fd: the write end becomes the child's fd after its files; the read end (close-on-exec, as every
   # descriptor perl opens above 2) is read without blocking.
   my ($info, $info_w);
@@ -312,7 +318,7 @@ sub start {
     $pid = fork;
     if (defined $pid && $pid == 0) {
       close $read;
-      child($report, $file, $cwd, \@args, \@env, [ $devnull, $logfh, $logfh, @filefhs ]);
+      child($report, $file, $cwd, \@args, \@env, [ $infh // $devnull, $logfh, $errfh // $logfh, @filefhs ]);
     }
     close $report;
     close $info_w if $info_w;

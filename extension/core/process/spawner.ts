@@ -26,6 +26,10 @@ export interface SpawnRequest {
   env: Record<string, string>;
   /** stdout and stderr are this file, opened for appending (created if missing). */
   log: string;
+  /** stderr is this file instead of `log`, opened for appending (created if missing): output that is parsed. */
+  errLog?: string;
+  /** stdin is this file, opened read-only, instead of /dev/null: a command's input (`git cat-file --batch`). */
+  stdin?: string;
   /** Files opened read-only as the child's fds 3, 4, … in this order (bubblewrap's `--file FD`). */
   files?: string[];
   /**
@@ -91,7 +95,7 @@ export interface HelperInfo {
 export function encodeRequest(id: number, req: SpawnRequest): string {
   const files = req.files ?? [];
   const keys = Object.keys(req.env);
-  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.args.length}`;
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.args.length}`;
   for (const a of req.args) payload += `\0${a}`;
   payload += `\0${keys.length}`;
   for (const k of keys) payload += `\0${k}=${req.env[k]}`;
@@ -100,9 +104,9 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
   // As many NULs as separators, or a value holds one: found and named (the slow path, for the error only).
   let nuls = 0;
   for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
-  if (nuls !== 10 + req.args.length + keys.length + files.length) {
+  if (nuls !== 12 + req.args.length + keys.length + files.length) {
     const env = keys.map((k) => `${k}=${req.env[k]}`);
-    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
+    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['errLog', [req.errLog ?? '']], ['stdin', [req.stdin ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
     for (const [name, values] of where) {
       const i = values.findIndex((v) => v.includes('\0'));
       if (i !== -1) throw new Error(`spawn ${req.file}: a NUL byte in ${name}${name === 'args' || name === 'env' || name === 'files' ? `[${i}]` : ''}`);

@@ -2,7 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { RingBuffer } from './ring-buffer';
-import { bwrapCommand, isExecutable, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { resolveCommand } from './resolve-command';
+import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
 import { spawnViaHelper, type Spawned } from './spawner';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
@@ -313,29 +314,6 @@ function logProblem(logFile: string, lost: string | undefined): string | null {
   return null;
 }
 
-const resolved = new Map<string, string>();
-
-/**
- * The absolute path a bare command name resolves to on `pathEnv`, remembered per (name, PATH) and checked again (one
- * access call) on each use, so a binary removed mid-run is reported. A name with a slash is returned as it is when it
- * names an executable file. Null when nothing executable is found.
- */
-export function resolveCommand(file: string, pathEnv: string): string | null {
-  if (file.includes('/')) return isExecutable(file) ? file : null;
-  const key = `${file}\0${pathEnv}`;
-  const known = resolved.get(key);
-  if (known && isExecutable(known)) return known;
-  resolved.delete(key);
-  for (const dir of pathEnv.split(':')) {
-    if (!dir) continue;
-    const candidate = path.resolve(dir, file);
-    if (isExecutable(candidate)) {
-      resolved.set(key, candidate);
-      return candidate;
-    }
-  }
-  return null;
-}
 
 
 /**

@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import { safeGitConfigArgs } from '../../git/safe-git';
+import { runCapturedBytes } from '../../process/run-captured';
 import { entryChanged, keptContent, takeSnapshot, type DirSnapshot, type SnapshotEntry } from '../dir-snapshot';
 import { GUARD_TEXT_BYTES, isText, type Change } from './types';
 
@@ -21,7 +21,7 @@ export const GUARD_MAX_READ_BYTES = 256 * 1024 * 1024;
  * @throws Error with git's message
  */
 export async function commitChanges(commonDir: string, from: string, to: string): Promise<Change[]> {
-  const raw = await git(commonDir, ['diff-tree', '-r', '-z', '-M', '--no-commit-id', '--raw', from, to]);
+  const raw = (await git(commonDir, ['diff-tree', '-r', '-z', '-M', '--no-commit-id', '--raw', from, to])).toString('utf8');
   const tokens = raw.split('\0');
   const rows: { oldMode: string; newMode: string; oldSha: string; newSha: string; status: string; from?: string; path: string }[] = [];
   for (let i = 0; i < tokens.length; i++) {
@@ -113,12 +113,11 @@ export function dirChanges(base: DirSnapshot, dir: string, current?: DirSnapshot
 async function readBlobs(commonDir: string, shas: string[]): Promise<Map<string, Buffer>> {
   const out = new Map<string, Buffer>();
   if (!shas.length) return out;
-  const check = await git(commonDir, ['cat-file', '--batch-check'], shas.join('\n') + '\n');
+  const check = (await git(commonDir, ['cat-file', '--batch-check'], shas.join('\n') + '\n')).toString('utf8');
   let budget = GUARD_MAX_READ_BYTES;
   const small = check.split('\n').map((l) => l.split(' ')).filter(([, type, size]) => type === 'blob' && Number(size) <= GUARD_TEXT_BYTES && (budget -= Number(size)) >= 0).map(([sha]) => sha as string);
   if (!small.length) return out;
-  const { stdout } = await execa('git', [...safeGitConfigArgs(), '--git-dir', commonDir, 'cat-file', '--batch'], { input: small.join('\n') + '\n', encoding: 'buffer', env: gitEnv(), extendEnv: false, stripFinalNewline: false, maxBuffer: 1024 * 1024 * 1024 });
-  const buf = Buffer.from(stdout);
+  const buf = await git(commonDir, ['cat-file', '--batch'], small.join('\n') + '\n', 1024 * 1024 * 1024);
   let at = 0;
   while (at < buf.length) {
     const nl = buf.indexOf(10, at);
@@ -132,9 +131,16 @@ async function readBlobs(commonDir: string, shas: string[]): Promise<Map<string,
   return out;
 }
 
-async function git(commonDir: string, args: string[], input?: string): Promise<string> {
-  const { stdout } = await execa('git', [...safeGitConfigArgs(), '--git-dir', commonDir, ...args], { input, env: gitEnv(), extendEnv: false, stripFinalNewline: false, maxBuffer: 256 * 1024 * 1024 });
-  return stdout;
+/**
+ * `git --git-dir <commonDir> <args>` with `input` as its stdin (else /dev/null), started by the spawn helper (process/run-captured.ts);
+ * its stdout as bytes.
+ * @throws Error with git's stderr, or how it ended, when it did not exit 0
+ */
+async function git(commonDir: string, args: string[], input?: string, maxBuffer = 256 * 1024 * 1024): Promise<Buffer> {
+  const r = await runCapturedBytes('git', [...safeGitConfigArgs(), '--git-dir', commonDir, ...args], { input, env: gitEnv(), maxBuffer });
+  if (r.exitCode === 0 && !r.error) return r.stdout;
+  const why = r.stderr.toString('utf8').trim() || r.error?.message || (r.signal ? `killed by ${r.signal}` : `exit ${r.exitCode}`);
+  throw new Error(`git ${args[0]} failed: ${why}`);
 }
 
 /** The process environment without any GIT_* variable (the git dir is given on the command line). */
