@@ -9,6 +9,7 @@ import { gitFor, gitRunner, runGit, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
+import { parseRawZ, writeSealedBytes, type RawChange } from './sealed-bytes';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
@@ -341,6 +342,12 @@ export interface Seal {
   nested: string[];
   /** Expected files (as asked) that are not in the sealed commit: ignored by git, or not there at all. */
   unsealed: string[];
+  /**
+   * Changed files whose bytes git converted when it added them (their attributes: `ident`, `text`/`eol`, a clean
+   * filter), written again as a checkout of the sealed commit writes them before the check (git/sealed-bytes.ts).
+   * Absent when there were none.
+   */
+  rewritten?: string[];
 }
 
 /** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
@@ -375,15 +382,18 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   // Everything the index holds that the branch does not, gitlinks included whatever .gitmodules or the config say
   // (`submodule.<name>.ignore`, `diff.ignoreSubmodules`): no output means the index holds exactly the parent's tree,
   // so no tree needs writing (and the worker changed nothing git tracks).
-  const staged = await git.raw(['diff-index', '--cached', '--ignore-submodules=none', parent]);
+  const raw = await git.raw(['diff-index', '--cached', '-z', '--ignore-submodules=none', parent]);
+  const staged = parseRawZ(raw);
   const { changed: submodules, added: nested } = await changedSubmodules(git, staged, links, indexFile);
-  const tree = staged.trim() ? (await git.raw(['write-tree'])).trim() : parentTree;
+  const tree = raw ? (await git.raw(['write-tree'])).trim() : parentTree;
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
   // Never hand an empty or garbled id on (update-ref would fail with git's bare "fatal: : not a valid SHA1").
   if (!OBJECT_ID.test(sha) || !OBJECT_ID.test(tree)) throw new Error(`sealing ${links.dir} failed: git gave no commit id (tree "${tree.slice(0, 80)}", commit "${sha.slice(0, 80)}")`);
-  return { sha, parent, changed: true, submodules, nested, unsealed };
+  // The check reads the files as the commit holds them: what git converted on the way in is written again.
+  const rewritten = await writeSealedBytes(git, links.dir, staged);
+  return { sha, parent, changed: true, submodules, nested, unsealed, ...(rewritten.length ? { rewritten } : {}) };
 }
 
 /**
@@ -555,9 +565,9 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
  * Submodules (paths) with work the task branch cannot hold: `git status --porcelain=v2` marks a submodule entry
  * `S<c><m><u>` (git-status(1) "Porcelain Format Version 2": c = its commit changed, m = tracked changes, u = untracked
  * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch. `staged` is
- * `git diff-index --cached --ignore-submodules=none <parent>` of the seal's index.
+ * `git diff-index --cached -z --ignore-submodules=none <parent>` of the seal's index, parsed.
  */
-async function changedSubmodules(git: RawGit, staged: string, links: WorktreeLinks, indexFile: string): Promise<{ changed: string[]; added: string[] }> {
+async function changedSubmodules(git: RawGit, staged: readonly RawChange[], links: WorktreeLinks, indexFile: string): Promise<{ changed: string[]; added: string[] }> {
   // Only a checkout that had submodules can have work inside one (a new gitlink is found by diff-index below).
   // Git answers by running git inside each submodule with its own config: only in those whose git dir is Verdict's
   // (git/submodule-trust.ts); any other is the worker's doing, so its work cannot be on the branch either.
@@ -574,11 +584,9 @@ async function changedSubmodules(git: RawGit, staged: string, links: WorktreeLin
   // A gitlink the seal index moved (a commit made inside the submodule) shows as a staged change against the branch;
   // a new gitlink is a folder the worker made into a repository of its own.
   const added: string[] = [];
-  for (const line of staged.split('\n')) {
-    const moved = /^:160000 160000 [0-9a-f]+ [0-9a-f]+ M\t(.+)$/.exec(line);
-    if (moved?.[1] && !paths.includes(moved[1])) paths.push(moved[1]);
-    const nested = /^:000000 160000 [0-9a-f]+ [0-9a-f]+ A\t(.+)$/.exec(line);
-    if (nested?.[1]) added.push(nested[1]);
+  for (const c of staged) {
+    if (c.srcMode === '160000' && c.dstMode === '160000' && c.status === 'M' && !paths.includes(c.path)) paths.push(c.path);
+    if (c.srcMode === '000000' && c.dstMode === '160000' && c.status === 'A') added.push(c.path);
   }
   for (const p of untrusted) if (!added.includes(p) && !paths.includes(p)) paths.push(p);
   return { changed: paths.sort(), added: added.sort() };

@@ -33,6 +33,10 @@ export const sealStep: Step = {
       throw e;
     }
     rec.sealed = rec.seal.sha;
+    if (rec.seal.rewritten?.length) {
+      const list = rec.seal.rewritten;
+      ctx.emit({ type: 'task-note', key: spec.key, note: `git converted ${list.slice(0, 5).join(', ')}${list.length > 5 ? `, … (${list.length})` : ''} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so` });
+    }
     // What the check writes is discarded before the next attempt: back to exactly this tree (run/check-writes.ts).
     task.sealedState = await sealedCommit(task.links!, rec.seal.sha, index, taskRunDir(ctx, spec.key));
     saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);

@@ -1,0 +1,213 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { processesWith } from '../helpers/procs';
+import { requireSandbox } from '../helpers/sandbox-env';
+import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension/core/git/overlay';
+
+// Hostile workers against the `sparse` and `overlay` trees (issue 15 item 3; docs/architecture.md "Trees"), with real
+// `verdict run` processes of the script engine. Each test asserts the safe outcome: a FAIL, a refusal, nothing lost.
+// What each attack found is said at the task:
+// - WORKED before the fix (a wrong PASS), kept as the fix's test: a `.gitattributes` the worker writes (`ident`, `text`)
+//   made `git add` commit other bytes than the file the check read (`$Id: the answer is 42 $` checked, `$Id$`
+//   delivered). Fixed by git/sealed-bytes.ts: what git converted is written again as the commit holds it before the
+//   check. The same in worktree mode (last test).
+// - Did not work (regression tests): every other attack below.
+
+/** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
+async function requireOverlay(ctx: Mocha.Context): Promise<void> {
+  const probe = await probeOverlay();
+  if (probe.ok) return;
+  if (process.env.CI) throw new Error(`overlay mounts are required here (CI is set) but do not work: ${probe.reason}`);
+  console.log(`      skipped: ${probe.reason}`);
+  ctx.skip();
+}
+
+function fixture(dir: string): string {
+  return makeRepo(path.join(dir, 'repo'), {
+    'root.txt': 'root\n',
+    'shared.txt': 'shared\n',
+    'src/a/x.txt': 'x\n',
+    'src/b/y.txt': 'y\n',
+    'lib/z.txt': 'z\n',
+  });
+}
+
+async function run(file: string, home: string) {
+  return cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(path.dirname(home), 'user-home') } });
+}
+
+function verdicts(home: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const r of readRows(home)) (out[String(r.task_key)] ??= []).push(String(r.verdict));
+  return out;
+}
+
+function workerLog(home: string, key: string): string {
+  return fs.readFileSync(String(readRows(home).find((r) => r.task_key === key)?.worker_log), 'utf8');
+}
+
+/** `git diff --name-status base..branch`, one `X\tpath` per change, sorted, leaving out paths under `skip/`. */
+function changes(repo: string, branch: string, skip?: string): string[] {
+  return git(repo, 'diff', '--name-status', 'main', branch).split('\n').filter((l) => l && !(skip && l.split('\t')[1]?.startsWith(`${skip}/`))).sort();
+}
+
+/**
+ * The `.gitattributes` attacks: `ident` collapses `$Id: … $` when git adds the file, `text` drops the CR of CRLF. The
+ * check reads the working file; only the conversion's victim would pass it. `at` is the folder the worker may write.
+ */
+function attributeTasks(at: string, extra: Record<string, unknown> = {}): Record<string, unknown>[] {
+  const p = at ? `${at}/` : '';
+  return [
+    scriptTask('ident', `printf 'out.txt ident\\n' > ${p}.gitattributes; printf '$Id: the answer is 42 $\\n' > ${p}out.txt`, `grep 'answer is 42' ${p}out.txt`, { max_attempts: 1, ...extra }),
+    scriptTask('crlf', `printf '*.txt text\\n' > ${p}.gitattributes; printf 'a\\r\\n' > ${p}out.txt`, `grep -c $'\\r' ${p}out.txt`, { max_attempts: 1, ...extra }),
+  ];
+}
+
+/** The attribute tasks FAILed, and their branches never moved (nothing was delivered). */
+function assertAttributesFailed(home: string, repo: string, all: string): void {
+  const v = verdicts(home);
+  assert.deepEqual(v.ident, ['FAIL'], `the check read "$Id: the answer is 42 $", the commit holds "$Id$"\n${all}`);
+  assert.deepEqual(v.crlf, ['FAIL'], `the check read CRLF, the commit holds LF\n${all}`);
+  assert.match(all, /ident +git converted .*out\.txt when sealing/);
+  const runId = String(readRows(home)[0]?.run_id);
+  for (const key of ['ident', 'crlf']) assert.deepEqual(changes(repo, `verdict/${runId}/${key}`), [], `${key}: its branch stays at the base`);
+}
+
+describe('hostile trees: sparse', function () {
+  this.timeout(120000);
+
+  it('patterns, config.worktree, its own index and HEAD, writes outside the cone or into the main checkout: only its cone changes; a .gitattributes conversion FAILs', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const repo = fixture(dir);
+    const home = path.join(dir, 'home');
+    const marker = path.join(dir, 'pwned');
+    // Did not work: the seal's own git reads neither the worker's patterns (written again from the cone), nor its
+    // config.worktree (removed), nor its index or HEAD (the seal starts from its own copy of the checkout's index and
+    // the branch); every write outside the cone or into the main checkout is refused by the read-only binds.
+    const gitconf = [
+      'G=$(git rev-parse --git-dir); C=$(git rev-parse --git-common-dir)',
+      `printf '[core]\\n\\tsparseCheckout = false\\n\\tfsmonitor = "touch ${marker}; true"\\n' > "$G/config.worktree" && echo "config.worktree written"`,
+      'printf "/*\\n" > "$G/info/sparse-checkout" && echo "patterns widened"',
+      'git rm -q --cached --sparse root.txt shared.txt && git -c user.name=w -c user.email=w@w commit -qm "drop root files" && echo "own commit made"',
+      'echo evil > "$C/../root.txt" || echo "main checkout refused"',
+      'echo evil > "$G/../../../lib/z.txt" || echo "main lib refused"',
+      'echo evil > root.txt || echo "root file refused"',
+      '{ mkdir -p src/b && echo evil > src/b/y.txt; } || echo "src/b refused"',
+      'echo good > src/a/out.txt',
+    ].join('\n');
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tree: 'sparse',
+      sparse: ['src/a/**'],
+      max_parallel: 3,
+      tasks: [scriptTask('gitconf', gitconf, 'grep -qx good src/a/out.txt || { echo "no good out.txt"; exit 1; }', { max_attempts: 1 }), ...attributeTasks('src/a')],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.deepEqual(verdicts(home).gitconf, ['PASS'], r.all);
+    const log = workerLog(home, 'gitconf');
+    for (const said of ['config.worktree written', 'patterns widened', 'own commit made', 'main checkout refused', 'main lib refused', 'root file refused', 'src/b refused']) assert.match(log, new RegExp(said), log);
+    const runId = String(readRows(home)[0]?.run_id);
+    const branch = `verdict/${runId}/gitconf`;
+    // Its work only: the root files its own commit dropped, and everything outside the cone, as the base has them.
+    assert.deepEqual(changes(repo, branch), ['A\tsrc/a/out.txt']);
+    assert.equal(fs.existsSync(marker), false, 'no git of ours ran the worker\'s fsmonitor');
+    assert.equal(fs.readFileSync(path.join(repo, 'root.txt'), 'utf8'), 'root\n');
+    assert.equal(git(repo, 'status', '--porcelain'), '', 'the main checkout is untouched');
+
+    assertAttributesFailed(home, repo, r.all ?? '');
+
+    const merged = await cli(['merge', runId, 'gitconf', '--home', home]);
+    assert.equal(merged.exitCode, 0, merged.all);
+    assert.deepEqual(git(repo, 'ls-tree', '-r', '--name-only', 'main').split('\n').sort(), ['lib/z.txt', 'root.txt', 'shared.txt', 'src/a/out.txt', 'src/a/x.txt', 'src/b/y.txt']);
+    assert.equal(git(repo, 'show', 'main:lib/z.txt'), 'z');
+  });
+});
+
+describe('hostile trees: overlay', function () {
+  this.timeout(120000);
+
+  it('a repointed .git, a garbage index, assume-unchanged, an opaque folder, symlinks out, a daemon: sealed as they are, nothing outside reached, nothing left mounted or running; a .gitattributes conversion FAILs', async function () {
+    await requireSandbox(this);
+    await requireOverlay(this);
+    const dir = tempDir();
+    const repo = fixture(dir);
+    const home = path.join(dir, 'home');
+    const marker = path.join(dir, 'pwned');
+    const precious = path.join(dir, 'precious');
+    fs.mkdirSync(precious);
+    fs.writeFileSync(path.join(precious, 'keep.txt'), 'keep\n');
+    const daemon = `hostile-trees-daemon-${path.basename(dir)}`;
+    // Did not work: the seal starts from its own index (the garbage and the assume-unchanged mark are the worker's
+    // index only), `.git` is written back before any git of ours (the fsmonitor of the git dir it named never ran), the
+    // opaque folder and the deletion are sealed as deletions, the symlinks are committed as symlinks and never
+    // followed when the trees are removed, and the daemon dies with the sandbox (so no process holds the mount).
+    const evil = [
+      'G=$(git rev-parse --git-dir)',
+      'git update-index --assume-unchanged shared.txt && echo changed > shared.txt && echo "assume-unchanged set"',
+      `git init -q --bare fakegit && printf '[core]\\n\\tfsmonitor = "touch ${marker}; true"\\n' >> fakegit/config`,
+      'printf "gitdir: %s/fakegit\\n" "$PWD" > .git && echo ".git repointed"',
+      'echo garbage > "$G/index" && echo "index garbaged"',
+      `ln -s ${precious} out-link; ln -s ../../.. up-link`,
+      'rm -rf lib && mkdir lib && echo n > lib/n.txt',
+      `(cd lib && setsid nohup bash -c 'exec -a ${daemon} sleep 600' >/dev/null 2>&1 &); echo "daemon started"`,
+      'echo done > out.txt',
+    ].join('\n');
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tree: 'overlay',
+      max_parallel: 1,
+      tasks: [
+        scriptTask('evil', evil, 'test -s out.txt || { echo "no out.txt"; exit 1; }', { max_attempts: 1 }),
+        ...attributeTasks(''),
+        // After the hostile task, on the same lower layer: the base exactly.
+        scriptTask('other', 'cat shared.txt root.txt lib/z.txt > seen.txt', 'test -s seen.txt || { echo "no seen.txt"; exit 1; }', { max_attempts: 1 }),
+      ],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const v = verdicts(home);
+    assert.deepEqual([v.evil, v.other], [['PASS'], ['PASS']], r.all);
+    const log = workerLog(home, 'evil');
+    for (const said of ['assume-unchanged set', '.git repointed', 'index garbaged', 'daemon started']) assert.match(log, new RegExp(said), log);
+    const runId = String(readRows(home)[0]?.run_id);
+    const branch = `verdict/${runId}/evil`;
+    assert.deepEqual(changes(repo, branch, 'fakegit'), ['A\tlib/n.txt', 'A\tout-link', 'A\tout.txt', 'A\tup-link', 'D\tlib/z.txt', 'M\tshared.txt']);
+    assert.equal(git(repo, 'show', `${branch}:shared.txt`), 'changed');
+    assert.equal(git(repo, 'show', `verdict/${runId}/other:seen.txt`), 'shared\nroot\nz');
+    assert.equal(fs.existsSync(marker), false, 'no git of ours ran the fsmonitor of the git dir the worker named');
+    assert.deepEqual(processesWith(daemon), [], 'the daemon died with its sandbox');
+    assert.deepEqual(overlayMountsUnder(readMountInfo(), home), []);
+    assertAttributesFailed(home, repo, r.all ?? '');
+
+    const merged = await cli(['merge', runId, 'evil', '--home', home]);
+    assert.equal(merged.exitCode, 0, merged.all);
+    assert.equal(git(repo, 'show', 'main:root.txt'), 'root');
+    assert.equal(git(repo, 'show', 'main:lib/n.txt'), 'n');
+    assert.equal(git(repo, 'ls-tree', '--name-only', 'main', 'lib/z.txt'), '', 'the deletion merged as a deletion');
+    const cleaned = await cli(['clean', '--run', runId, '--home', home]);
+    assert.equal(cleaned.exitCode, 0, cleaned.all);
+    assert.equal(fs.readFileSync(path.join(precious, 'keep.txt'), 'utf8'), 'keep\n', 'what the symlink named is untouched');
+    assert.equal(fs.existsSync(path.join(home, 'worktrees', runId)), false);
+  });
+});
+
+describe('hostile trees: worktree (the same conversion attack)', function () {
+  this.timeout(60000);
+
+  it('a .gitattributes conversion FAILs in a full worktree too', async function () {
+    const dir = tempDir();
+    const repo = fixture(dir);
+    const home = path.join(dir, 'home');
+    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: attributeTasks('') });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    assertAttributesFailed(home, repo, r.all ?? '');
+  });
+});
