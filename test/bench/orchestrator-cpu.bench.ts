@@ -77,7 +77,7 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
 }
-console.log(`instant plain tasks, max_parallel ${PARALLEL}, ${ROUNDS} rounds, medians; CPU of the orchestrator's main thread (whole process in brackets), ms`);
+console.log(`instant tasks (${WORKTREES ? "worktree mode" : "plain dirs"}), max_parallel ${PARALLEL}, ${ROUNDS} rounds, medians; CPU of the orchestrator's main thread (whole process in brackets), ms`);
 const perAttempt = new Map<string, number>();
 for (const sandbox of ['unsandboxed', 'sandboxed']) {
   for (const [name] of clis) {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { runCaptured, runCapturedBytes } from '../../extension/core/process/run-captured';
@@ -108,5 +109,29 @@ describe('runForked', () => {
     const loud = await runForked('sh', ['-c', 'yes | head -c 100000; sleep 30'], { env: process.env, maxBuffer: 1000 });
     assert.match(String(loud.error?.message), /printed more than 1000 bytes/);
     assert.equal(loud.signal, 'SIGKILL');
+  });
+});
+
+describe('runCaptured output folders left by killed processes', () => {
+  it('the first command of a process removes those of gone pids unchanged for a minute, and no other', function () {
+    this.timeout(60000);
+    const tmp = tempDir();
+    const dead = spawnSync('true').pid as number; // ended and reaped: its pid names no process
+    const old = new Date(Date.now() - 5 * 60_000);
+    const make = (name: string, mtime: Date | null) => {
+      const dir = path.join(tmp, name);
+      fs.mkdirSync(dir);
+      fs.writeFileSync(path.join(dir, '7.out'), 'left');
+      if (mtime) fs.utimesSync(dir, mtime, mtime);
+      return dir;
+    };
+    const orphan = make(`verdict-run-${dead}-aaaaaa`, old);
+    const recent = make(`verdict-run-${dead}-bbbbbb`, null); // could be a live process's of another PID namespace
+    const alive = make(`verdict-run-${process.pid}-cccccc`, old); // this test's own pid is alive
+    const other = make('verdict-runner-1-x', old);
+    const script = `import { runCaptured } from ${JSON.stringify(path.resolve('extension/core/process/run-captured.ts'))};\nconst r = await runCaptured('true', [], { env: { PATH: process.env.PATH } });\nif (r.exitCode !== 0) throw new Error(String(r.error));`;
+    const r = spawnSync(process.execPath, ['--import=tsx', '--input-type=module', '-e', script], { env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual([orphan, recent, alive, other].map((d) => fs.existsSync(d)), [false, true, true, true]);
   });
 });

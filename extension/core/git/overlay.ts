@@ -9,7 +9,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCaptured, runQuiet, type Captured } from '../process/run-captured';
-
 import { withLock } from '../fs/lock';
 import { readDirOrEmpty } from '../fs/read-dir';
 

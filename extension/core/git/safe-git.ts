@@ -15,7 +15,6 @@ import { execFileSync } from 'node:child_process';
 import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
 import { runCaptured, runQuiet } from '../process/run-captured';
 
-
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
 export interface SafeGitOptions {
   /**

@@ -6,7 +6,7 @@
  * mode runs about a dozen such git commands (docs/architecture.md "Spawning").
  *
  * The helper writes a command's stdout and stderr to files in a private temporary folder of this process (mode 0700,
- * `verdict-run-*` in os.tmpdir()), and gives it its `input` from a file there; they are read back and removed once it
+ * `verdict-run-<pid>-*` in os.tmpdir()), and gives it its `input` from a file there; they are read back and removed once it
  * has ended, the folder a second after the last command. Where no such folder can be made (a read-only /tmp) the
  * command is forked from this process instead (process/run-forked.ts), with the same result.
  */
@@ -156,8 +156,8 @@ interface OutputFiles {
 
 /**
  * This process's folder for the commands' files (mode 0700): made when a command starts and none is there, removed
- * once no command has run for KEEP_IDLE_MS (and at exit), so a process killed while idle leaves nothing. It is kept
- * between the commands of a burst: a folder's mkdir and rmdir cost ~0.8 ms on ext4 here, its files' ~0.09 ms.
+ * once no command has run for KEEP_IDLE_MS (and at exit), so a process killed while idle leaves nothing (one killed
+ * while it held one leaves it to the next process's removeOrphanedFolders). It is kept between the commands of a burst: a folder's mkdir and rmdir cost ~0.8 ms on ext4 here, its files' ~0.09 ms.
  */
 let outputDir: string | null = null;
 let running = 0;
@@ -171,7 +171,8 @@ const KEEP_IDLE_MS = 1000;
 function outputFiles(withInput: boolean): OutputFiles | null {
   try {
     if (!outputDir || !fs.existsSync(outputDir)) {
-      outputDir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-run-'));
+      if (!exitHook) removeOrphanedFolders(os.tmpdir());
+      outputDir = fs.mkdtempSync(path.join(os.tmpdir(), `${FOLDER_PREFIX}${process.pid}-`));
       if (!exitHook) process.once('exit', () => outputDir && fs.rmSync(outputDir, { recursive: true, force: true }));
       exitHook = true;
     }
@@ -181,6 +182,33 @@ function outputFiles(withInput: boolean): OutputFiles | null {
   running++;
   const base = path.join(outputDir, String(++serial));
   return { out: `${base}.out`, err: `${base}.err`, ...(withInput ? { input: `${base}.in` } : {}) };
+}
+
+const FOLDER_PREFIX = 'verdict-run-';
+
+/**
+ * Removes the output folders (`verdict-run-<pid>-*`) that processes of this user killed while they held one left in
+ * `tmp`: the pid is gone and the folder has not changed for a minute (a pid of another PID namespace sharing /tmp is
+ * not seen here: its live folder changes with every command). Once per process, before its first folder. Never throws.
+ */
+function removeOrphanedFolders(tmp: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(tmp);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^verdict-run-(\d+)-/.exec(name);
+    if (!m || Number(m[1]) === process.pid) continue;
+    try {
+      const st = fs.lstatSync(path.join(tmp, name));
+      if (!st.isDirectory() || st.uid !== process.getuid?.() || Date.now() - st.mtimeMs < 60_000) continue;
+      process.kill(Number(m[1]), 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') fs.rmSync(path.join(tmp, name), { recursive: true, force: true });
+    }
+  }
 }
 
 /** One command has ended: its files are removed, and the folder once no command has run for KEEP_IDLE_MS. */
