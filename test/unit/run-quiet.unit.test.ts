@@ -53,9 +53,11 @@ describeEachHelper('runQuiet: a command started by the spawn helper, its output 
     assert.ok(['gone', 'Z'].includes(state()), `the command's own child ${child} was killed with its group (state ${state()})`);
     const killed = await runQuiet('sh', ['-c', 'kill -TERM $$'], { env: { PATH: process.env.PATH } });
     assert.deepEqual([killed.exitCode, killed.signal, killed.error], [null, 'SIGTERM', null]);
-    const loud = await runQuiet('sh', ['-c', 'yes | head -c 5000'], { env: { PATH: process.env.PATH }, maxBuffer: 1000 });
+    // Long output is cut where it is read back; the command is not stopped for it (it ran to its end: exit 0).
+    const loud = await runQuiet('sh', ['-c', 'yes | head -c 5000; sleep 0.5; echo done > done'], { cwd: dir, env: { PATH: process.env.PATH }, maxBuffer: 1000 });
     assert.match(String(loud.error?.message), /printed more than 1000 bytes/);
     assert.equal(loud.stderr.length, 1000);
+    assert.deepEqual([loud.exitCode, fs.existsSync(path.join(dir, 'done'))], [0, true]);
   });
 
   it("git's refusal comes back as its message; a tree's git commands are the helper's children, not this process's", async () => {

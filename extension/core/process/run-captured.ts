@@ -60,8 +60,8 @@ export async function runCaptured(file: string, args: readonly string[], opts: R
 /**
  * A command whose stdout is not wanted (it prints nothing when it succeeds: `git branch`, `git worktree add --quiet`,
  * `git read-tree`, `mount`), run as {@link runCaptured} runs one, with stdout and stderr joined in one file (so
- * their order is kept) and read back as `stderr`; `stdout` is always empty. `maxBuffer` defaults to 1 MiB here.
- * Never throws.
+ * their order is kept) and read back as `stderr`; `stdout` is always empty. `maxBuffer` defaults to 1 MiB here, and
+ * output past it is only cut where it is read back (`error` says so): the command is not stopped for it. Never throws.
  */
 export async function runQuiet(file: string, args: readonly string[], opts: Omit<RunCapturedOptions, 'input'> = {}): Promise<Captured> {
   const maxBuffer = opts.maxBuffer ?? 1024 * 1024;
@@ -71,7 +71,8 @@ export async function runQuiet(file: string, args: readonly string[], opts: Omit
     return { ...r, stdout: '', stderr: r.stdout.toString('utf8') + r.stderr.toString('utf8') };
   }
   try {
-    const ended = await runInHelper(file, args, opts, maxBuffer, { log: files.out });
+    // Not stopped for its output's size (a checkout's warnings can be long): only what is read back is cut.
+    const ended = await runInHelper(file, args, opts, null, { log: files.out });
     const out = readBack(files.out, maxBuffer, file);
     return { ...ended, stdout: '', stderr: out.bytes.toString('utf8'), error: ended.error ?? out.error };
   } finally {
@@ -82,7 +83,8 @@ export async function runQuiet(file: string, args: readonly string[], opts: Omit
 /** How a command started by {@link runInHelper} ended (its output still in its files). */
 type Ended = Omit<CapturedBytes, 'stdout' | 'stderr'>;
 
-async function runInHelper(file: string, args: readonly string[], opts: RunCapturedOptions, maxBuffer: number, io: { log: string; errLog?: string; stdin?: string }): Promise<Ended> {
+/** Starts the command through the helper and waits for its end; with `maxBuffer`, output past it kills its group. */
+async function runInHelper(file: string, args: readonly string[], opts: RunCapturedOptions, maxBuffer: number | null, io: { log: string; errLog?: string; stdin?: string }): Promise<Ended> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
   let spawned;
@@ -108,14 +110,17 @@ async function runInHelper(file: string, args: readonly string[], opts: RunCaptu
     : null;
   // Output past maxBuffer stops the command, as a pipe's reader would, so a runaway cannot fill the temporary folder.
   const outputs = [io.log, io.errLog].filter((f): f is string => f !== undefined);
-  const watch = setInterval(() => {
-    if (error || !outputs.some((f) => (fs.statSync(f, { throwIfNoEntry: false })?.size ?? 0) > maxBuffer)) return;
-    error = new Error(`${file} printed more than ${maxBuffer} bytes`);
-    kill();
-  }, OUTPUT_WATCH_MS);
+  const watch =
+    maxBuffer === null
+      ? null
+      : setInterval(() => {
+          if (error || !outputs.some((f) => (fs.statSync(f, { throwIfNoEntry: false })?.size ?? 0) > maxBuffer)) return;
+          error = new Error(`${file} printed more than ${maxBuffer} bytes`);
+          kill();
+        }, OUTPUT_WATCH_MS);
   const exit: SpawnExit = await spawned.exited;
   if (timer) clearTimeout(timer);
-  clearInterval(watch);
+  if (watch) clearInterval(watch);
   return { exitCode: exit.code, signal: (exit.signal as NodeJS.Signals | null) ?? null, timedOut, error: exit.lost ? new Error(exit.lost) : error };
 }
 
