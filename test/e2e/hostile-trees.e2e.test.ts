@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli } from '../helpers/cli';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { processesWith } from '../helpers/procs';
 import { requireSandbox } from '../helpers/sandbox-env';
@@ -14,6 +18,8 @@ import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension
 //   made `git add` commit other bytes than the file the check read (`$Id: the answer is 42 $` checked, `$Id$`
 //   delivered). Fixed by git/sealed-bytes.ts: what git converted is written again as the commit holds it before the
 //   check. The same in worktree mode (last test).
+// - WORKED before the fix: a process holding a failed task's overlay at the run's end (a user's shell) did not stop the
+//   run from removing the tree and what was written there. Fixed in run/trees.ts releaseTrees (third test).
 // - Did not work (regression tests): every other attack below.
 
 /** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
@@ -195,6 +201,65 @@ describe('hostile trees: overlay', function () {
     assert.equal(cleaned.exitCode, 0, cleaned.all);
     assert.equal(fs.readFileSync(path.join(precious, 'keep.txt'), 'utf8'), 'keep\n', 'what the symlink named is untouched');
     assert.equal(fs.existsSync(path.join(home, 'worktrees', runId)), false);
+  });
+});
+
+describe('hostile trees: overlay, a process holding a tree at the run\'s end', function () {
+  this.timeout(120000);
+
+  // WORKED before the fix: the run's end unmounted (lazily: busy) and removed the tree of a failed task while a user's
+  // shell worked in it, deleting what the user had written there; `verdict clean` never removes such a folder. Now the
+  // run keeps it mounted and says so, clean keeps it while the process is there and removes it after.
+  it('a failed task\'s tree a user works in is kept mounted with its files; verdict clean removes it once it is left', async function () {
+    await requireSandbox(this);
+    await requireOverlay(this);
+    const dir = tempDir();
+    const repo = fixture(dir);
+    const home = path.join(dir, 'home');
+    const go = path.join(dir, 'go');
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tree: 'overlay',
+      max_parallel: 2,
+      tasks: [
+        scriptTask('failed', 'echo wip > notes.txt', 'echo "not yet"; exit 1', { max_attempts: 1 }),
+        // Holds the run open until the user's shell is in the failed task's tree.
+        scriptTask('slow', `while [ ! -e ${go} ]; do sleep 0.05; done; echo done > out.txt`, 'test -s out.txt', { max_attempts: 1 }),
+      ],
+    });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    let shell: ChildProcess | null = null;
+    try {
+      for (let i = 0; i < 1200 && !readRows(home).some((r) => r.task_key === 'failed'); i++) await sleep(50);
+      assert.deepEqual(verdicts(home).failed, ['FAIL']);
+      const runId = String(readRows(home)[0]?.run_id);
+      const tree = path.join(home, 'worktrees', runId, 'failed');
+      fs.writeFileSync(path.join(tree, 'by-hand.txt'), 'the user fixing it\n');
+      shell = spawn('sleep', ['600'], { cwd: tree, stdio: 'ignore' });
+      fs.writeFileSync(go, '');
+      const r = await child;
+      assert.equal(r.exitCode, 1, r.all);
+      assert.match(r.all ?? '', /failed: kept mounted at .*a live process works in it \(pid \d+ sleep\)/);
+      assert.equal(fs.readFileSync(path.join(tree, 'by-hand.txt'), 'utf8'), 'the user fixing it\n', 'what the user wrote there is still there');
+      assert.equal(fs.readFileSync(path.join(tree, 'notes.txt'), 'utf8'), 'wip\n');
+      assert.deepEqual(overlayMountsUnder(readMountInfo(), home), [tree], 'only the tree in use stays mounted');
+
+      const busy = await cli(['clean', '--run', runId, '--home', home]);
+      assert.match(busy.all ?? '', /kept: a live process works in it/);
+      assert.equal(fs.readFileSync(path.join(tree, 'by-hand.txt'), 'utf8'), 'the user fixing it\n');
+      shell.kill('SIGKILL');
+      await once(shell, 'exit');
+      shell = null;
+      const cleaned = await cli(['clean', '--run', runId, '--home', home]);
+      assert.equal(cleaned.exitCode, 0, cleaned.all);
+      assert.deepEqual(overlayMountsUnder(readMountInfo(), home), []);
+      assert.equal(fs.existsSync(path.join(home, 'worktrees', runId)), false);
+    } finally {
+      shell?.kill('SIGKILL');
+      fs.writeFileSync(go, '');
+      await child;
+    }
   });
 });
 

@@ -8,6 +8,7 @@ import { coneFolders, type TreeChoice } from '../git/worktree';
 import { sparseCone } from '../git/sparse-cone';
 import { lowerLayer, releaseOverlays, removeOverlayTree } from '../git/overlay-tree';
 import { probeOverlay, type OverlayProbe } from '../git/overlay';
+import { processesIn } from '../process/in-use';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 
 let probed: Promise<OverlayProbe> | null = null;
@@ -67,13 +68,22 @@ export function workerTreeAccess(task: TaskRuntime): { writable: string[]; readO
 
 /**
  * At the end of a run with overlay trees: each task's overlay is unmounted and removed with its worktree registration
- * (its branch stays), then the lower layers. Returns one note per problem; never throws.
+ * (its branch stays), then the lower layers. A tree a live process works in (a user's shell or editor in a task that
+ * failed) is kept mounted with its layers, as `verdict clean` keeps it, and said so: removing it would delete what was
+ * written there. Returns one note per problem or kept tree; never throws.
  */
 export async function releaseTrees(ctx: AttemptContext, tasks: readonly TaskRuntime[]): Promise<string[]> {
   if ((ctx.opts.manifest.tree ?? 'worktree') !== 'overlay') return [];
   const notes: string[] = [];
+  const kept = new Set<string>();
   for (const t of tasks) {
     if (!t.links?.overlay) continue;
+    const inside = processesIn(t.state.dir);
+    if (inside.length) {
+      kept.add(path.dirname(t.state.dir));
+      notes.push(`${t.spec.key}: kept mounted at ${t.state.dir}: a live process works in it (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}); \`verdict clean --run ${ctx.runId}\` removes it once it is left`);
+      continue;
+    }
     try {
       await removeOverlayTree(ctx.repo?.root ?? null, ctx.repo?.commonDir ?? null, t.state.dir);
       t.links = null;
@@ -83,6 +93,7 @@ export async function releaseTrees(ctx: AttemptContext, tasks: readonly TaskRunt
   }
   // The lower layers, and any mount a task that never finished preparing left.
   for (const root of new Set(tasks.map((t) => path.dirname(t.state.dir)))) {
+    if (kept.has(root)) continue;
     try {
       await releaseOverlays(root);
     } catch (e) {
