@@ -1,4 +1,4 @@
-import { gitFor } from '../core/git/safe-git';
+import { runGit } from '../core/git/safe-git';
 
 /** One file a task changed relative to its base: git's status letter (A, M, D, R…) and the path. */
 export interface ChangedFile {
@@ -11,7 +11,8 @@ const cache = new Map<string, ChangedFile[]>();
 /**
  * Files that differ between `base` and `head` in `repo` (`git diff --name-status`); cached per commit pair, since
  * commits never change. Empty when either commit is unknown to the repository. Names only: git reads no file content,
- * so it runs untrusted (no filter, no diff program; safe-git.ts) whether or not the workspace is trusted.
+ * so it runs untrusted (no filter, no diff program; safe-git.ts) whether or not the workspace is trusted. Started by
+ * the spawn helper (`runGit`), not forked from the extension host, whose fork costs with its memory.
  */
 export async function changedFiles(repo: string, base: string, head: string): Promise<ChangedFile[]> {
   const key = `${repo}\0${base}\0${head}`;
@@ -19,7 +20,7 @@ export async function changedFiles(repo: string, base: string, head: string): Pr
   if (hit) return hit;
   let out: string;
   try {
-    out = await gitFor(repo, { trusted: false }).raw(['diff', '--name-status', '--no-renames', base, head]);
+    out = await runGit(repo, ['diff', '--name-status', '--no-renames', base, head], { trusted: false });
   } catch {
     return [];
   }

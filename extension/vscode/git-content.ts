@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { gitFor } from '../core/git/safe-git';
+import { runGit } from '../core/git/safe-git';
 
 /** URI scheme of read-only file versions read from git objects. */
 export const GIT_SCHEME = 'verdict-git';
@@ -13,13 +13,14 @@ export function gitFileUri(repo: string, ref: string, file: string): vscode.Uri 
  * Serves `git show <ref>:<path>` for verdict-git: URIs, so diffs compare two commits without touching any working
  * tree; the documents are read-only by construction. A path absent at that ref reads as empty (an added or deleted
  * file diffs against nothing). `git show <rev>:<path>` prints the stored blob, running no filter or textconv, so git
- * runs untrusted here in any workspace (safe-git.ts).
+ * runs untrusted here in any workspace (safe-git.ts), started by the spawn helper (`runGit`), not forked from the
+ * extension host.
  */
 export class GitContentProvider implements vscode.TextDocumentContentProvider {
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const { repo, ref } = JSON.parse(uri.query) as { repo: string; ref: string };
     try {
-      return await gitFor(repo, { trusted: false }).show([`${ref}:${uri.path.slice(1)}`]);
+      return await runGit(repo, ['show', `${ref}:${uri.path.slice(1)}`], { trusted: false });
     } catch {
       return '';
     }
