@@ -20,6 +20,10 @@ import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension
 //   check. The same in worktree mode (last test).
 // - WORKED before the fix: a process holding a failed task's overlay at the run's end (a user's shell) did not stop the
 //   run from removing the tree and what was written there. Fixed in run/trees.ts releaseTrees (third test).
+// - WORKED before the fix (a wrong PASS): a loose object the worker planted in its own object directory under the id
+//   of a base blob, holding its changed text, made the check's `git diff --exit-code HEAD -- shared.txt` find no change
+//   (git reads an object without checking it against its id). Fixed by git/worktree.ts worktreeReadAccess: the check,
+//   reviewers and critics' commands see the repository's objects only. On every tree.
 // - Did not work (regression tests): every other attack below.
 
 /** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
@@ -72,6 +76,33 @@ function attributeTasks(at: string, extra: Record<string, unknown> = {}): Record
   ];
 }
 
+/**
+ * The planted-object attack: the worker changes `file` and writes a loose object under the id of its base blob, holding
+ * the changed text, into its own object directory (GIT_OBJECT_DIRECTORY). Git does not check an object against its id
+ * when it reads one, so a check whose git looked there found the file unchanged (`git diff --exit-code HEAD`).
+ */
+function objectsTask(file: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const plant = [
+    `echo changed > ${file}`,
+    `OID=$(git rev-parse HEAD:${file})`,
+    'python3 - "$OID" <<\'PY\'',
+    'import os, sys, zlib',
+    "d, oid, data = os.environ['GIT_OBJECT_DIRECTORY'], sys.argv[1], b'changed\\n'",
+    'os.makedirs(os.path.join(d, oid[:2]), exist_ok=True)',
+    "open(os.path.join(d, oid[:2], oid[2:]), 'wb').write(zlib.compress(b'blob %d\\0' % len(data) + data))",
+    "print('planted', oid)",
+    'PY',
+  ].join('\n');
+  return scriptTask('objects', plant, `git diff --exit-code HEAD -- ${file}`, { max_attempts: 1, ...extra });
+}
+
+/** The planted object was written, and the check's git did not take it for the base blob: FAIL, the branch unmoved. */
+function assertObjectsFailed(home: string, repo: string, all: string): void {
+  assert.match(workerLog(home, 'objects'), /^planted [0-9a-f]{40}$/m, 'the attack ran');
+  assert.deepEqual(verdicts(home).objects, ['FAIL'], `the check's git read the worker's object for the base blob\n${all}`);
+  assert.deepEqual(changes(repo, `verdict/${String(readRows(home)[0]?.run_id)}/objects`), []);
+}
+
 /** The attribute tasks FAILed, and their branches never moved (nothing was delivered). */
 function assertAttributesFailed(home: string, repo: string, all: string): void {
   const v = verdicts(home);
@@ -111,7 +142,7 @@ describe('hostile trees: sparse', function () {
       tree: 'sparse',
       sparse: ['src/a/**'],
       max_parallel: 3,
-      tasks: [scriptTask('gitconf', gitconf, 'grep -qx good src/a/out.txt || { echo "no good out.txt"; exit 1; }', { max_attempts: 1 }), ...attributeTasks('src/a')],
+      tasks: [scriptTask('gitconf', gitconf, 'grep -qx good src/a/out.txt || { echo "no good out.txt"; exit 1; }', { max_attempts: 1 }), ...attributeTasks('src/a'), objectsTask('src/a/x.txt')],
     });
     const r = await run(file, home);
     assert.equal(r.exitCode, 1, r.all);
@@ -127,6 +158,7 @@ describe('hostile trees: sparse', function () {
     assert.equal(git(repo, 'status', '--porcelain'), '', 'the main checkout is untouched');
 
     assertAttributesFailed(home, repo, r.all ?? '');
+    assertObjectsFailed(home, repo, r.all ?? '');
 
     const merged = await cli(['merge', runId, 'gitconf', '--home', home]);
     assert.equal(merged.exitCode, 0, merged.all);
@@ -172,6 +204,7 @@ describe('hostile trees: overlay', function () {
       tasks: [
         scriptTask('evil', evil, 'test -s out.txt || { echo "no out.txt"; exit 1; }', { max_attempts: 1 }),
         ...attributeTasks(''),
+        objectsTask('shared.txt'),
         // After the hostile task, on the same lower layer: the base exactly.
         scriptTask('other', 'cat shared.txt root.txt lib/z.txt > seen.txt', 'test -s seen.txt || { echo "no seen.txt"; exit 1; }', { max_attempts: 1 }),
       ],
@@ -191,6 +224,7 @@ describe('hostile trees: overlay', function () {
     assert.deepEqual(processesWith(daemon), [], 'the daemon died with its sandbox');
     assert.deepEqual(overlayMountsUnder(readMountInfo(), home), []);
     assertAttributesFailed(home, repo, r.all ?? '');
+    assertObjectsFailed(home, repo, r.all ?? '');
 
     const merged = await cli(['merge', runId, 'evil', '--home', home]);
     assert.equal(merged.exitCode, 0, merged.all);
@@ -263,16 +297,18 @@ describe('hostile trees: overlay, a process holding a tree at the run\'s end', f
   });
 });
 
-describe('hostile trees: worktree (the same conversion attack)', function () {
+describe('hostile trees: worktree (the same conversion and object attacks)', function () {
   this.timeout(60000);
 
-  it('a .gitattributes conversion FAILs in a full worktree too', async function () {
+  it('a .gitattributes conversion and a planted object FAIL in a full worktree too', async function () {
+    await requireSandbox(this);
     const dir = tempDir();
     const repo = fixture(dir);
     const home = path.join(dir, 'home');
-    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: attributeTasks('') });
+    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 3, tasks: [...attributeTasks(''), objectsTask('shared.txt')] });
     const r = await run(file, home);
     assert.equal(r.exitCode, 1, r.all);
     assertAttributesFailed(home, repo, r.all ?? '');
+    assertObjectsFailed(home, repo, r.all ?? '');
   });
 });

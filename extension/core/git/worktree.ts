@@ -309,7 +309,7 @@ export function adminReadOnly(links: WorktreeLinks): string[] {
 }
 
 /**
- * What a sandboxed step needs to use git inside its worktree and nothing more: the worktree's admin dir (its HEAD,
+ * What the work step needs to use git inside its worktree and nothing more: the worktree's admin dir (its HEAD,
  * index, logs) writable, and a per-task object directory where new objects go, with the repository's objects as
  * read-only alternates (git(1) ENVIRONMENT: GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES). The objects
  * folder `<worktrees>/<run>/.objects/<key>` is created here beside the worktrees (a key never starts with a dot, so it
@@ -323,6 +323,18 @@ export function worktreeStepAccess(links: WorktreeLinks): { writable: string[]; 
     writable: [links.adminDir, objects],
     env: { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(links.commonDir, 'objects') },
   };
+}
+
+/**
+ * What a step that only reads the worktree (the check, a reviewer, a critic's command) needs to use git there: the
+ * admin dir, read-only, and the repository's own objects only — never the worker's object directory
+ * ({@link worktreeStepAccess}). Git does not verify an object against its id when it reads one, and the worker's
+ * directory comes first: a loose object it planted under the id of a base blob made a check's `git diff --exit-code
+ * HEAD -- shared.txt` find no change in a file it had changed. Nothing a read-only step needs is there: HEAD, the
+ * index and the sealed commit name only the repository's objects (the seal writes there).
+ */
+export function worktreeReadAccess(links: WorktreeLinks): { readOnly: string[]; env: Record<string, string> } {
+  return { readOnly: [links.adminDir], env: {} };
 }
 
 /** What {@link sealWorktree} recorded. */

@@ -2,7 +2,7 @@
  * Step `check`: the task's check on the sealed tree, in its own sandbox with its own time limit, then expect_files;
  * judge() turns the worker's receipt, the check and the engine's error class into the attempt's verdict.
  */
-import { worktreeStepAccess, type WorktreeLinks } from '../../git/worktree';
+import { worktreeReadAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck, type CheckResult } from '../check';
@@ -68,10 +68,11 @@ export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, att
  */
 export function checkEnvironment(o: { run: SandboxedRun; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const boxed = o.containment === 'bwrap' && o.run.bwrap !== null;
-  // The worker's git objects (and its worktree admin dir) stay readable to the check, read-only.
-  const git = o.links && boxed ? worktreeStepAccess(o.links) : { env: {}, writable: [] };
+  // The worktree's admin dir stays readable to the check, read-only; the worker's own git objects do not (see
+  // worktreeReadAccess: one it planted could stand in for a base blob).
+  const git = o.links && boxed ? worktreeReadAccess(o.links) : { env: {}, readOnly: [] };
   return {
     env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git.env },
-    sandbox: stepPlan(o.run, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.writable, ...(o.readOnly ?? [])], hidden: o.hidden ?? [], ...(o.substitute?.length ? { substitute: o.substitute } : {}) }),
+    sandbox: stepPlan(o.run, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.readOnly, ...(o.readOnly ?? [])], hidden: o.hidden ?? [], ...(o.substitute?.length ? { substitute: o.substitute } : {}) }),
   };
 }

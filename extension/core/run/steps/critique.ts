@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { EngineSpec } from '../../../../engines/types';
-import { worktreeStepAccess } from '../../git/worktree';
+import { worktreeReadAccess } from '../../git/worktree';
 import type { EngineChoice } from '../../manifest/types';
 import { runCheck } from '../check';
 import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
@@ -227,10 +227,10 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
       dir = path.join(scratch, 'proposal');
       fs.cpSync(task.state.dir, dir, { recursive: true, verbatimSymlinks: true, filter: (src) => path.basename(src) !== '.git' });
     }
-    const git = task.links && io.boxed ? worktreeStepAccess(task.links) : { env: {}, writable: [] };
+    const git = task.links && io.boxed ? worktreeReadAccess(task.links) : { env: {}, readOnly: [] };
     const run = (where: string, readOnly: string[], log: string, env: Record<string, string>) =>
       runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }) });
-    const result = await run(dir, [task.state.dir, ...git.writable], o.log, git.env);
+    const result = await run(dir, [task.state.dir, ...git.readOnly], o.log, git.env);
     const receipt = result.receipt;
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.spawnError) return { verified: false, evidence: `the command could not start: ${receipt.spawnError}` };

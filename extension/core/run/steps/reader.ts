@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec, UsageReport } from '../../../../engines/types';
-import { restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
+import { restoreWorktreeLinks, worktreeReadAccess } from '../../git/worktree';
 import { RingBuffer } from '../../process/ring-buffer';
 import { supervise, type Receipt } from '../../process/supervisor';
 import { runDir } from '../../config/home';
@@ -60,7 +60,7 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   const { spec } = task;
   const engine = opts.engines.get(req.choice.engine) as EngineSpec;
   const model = req.choice.model ?? engine.defaultModel;
-  const gitAccess = task.links && io.boxed ? worktreeStepAccess(task.links) : { writable: [], env: {} };
+  const gitAccess = task.links && io.boxed ? worktreeReadAccess(task.links) : { readOnly: [], env: {} };
   const { receipt, tail } = await superviseReadOnly(ctx, {
     engine,
     model,
@@ -71,8 +71,9 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
     timeouts: spec,
     signal: task.abort.signal,
     containment: task.containment,
-    // Read-only: the task dir (bound back over the hidden workdir / VERDICT_HOME) and the worktree's git objects.
-    readOnly: [task.state.dir, ...gitAccess.writable],
+    // Read-only: the task dir (bound back over the hidden workdir / VERDICT_HOME) and the worktree's admin dir; the
+    // repository's objects only, never the worker's (worktreeReadAccess): the reviewer's own git shows the real diff.
+    readOnly: [task.state.dir, ...gitAccess.readOnly],
     hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
     noteKey: spec.key,
     role: req.role,
