@@ -243,8 +243,9 @@ describe('hostile trees: overlay, a process holding a tree at the run\'s end', f
 
   // WORKED before the fix: the run's end unmounted (lazily: busy) and removed the tree of a failed task while a user's
   // shell worked in it, deleting what the user had written there; `verdict clean` never removes such a folder. Now the
-  // run keeps it mounted and says so, clean keeps it while the process is there and removes it after.
-  it('a failed task\'s tree a user works in is kept mounted with its files; verdict clean removes it once it is left', async function () {
+  // run keeps it mounted and says so, clean keeps it while the process is there; once it is left, `verdict discard`
+  // removes it (which failed on any mounted tree before: EBUSY on the mount point, a second fix) and clean the rest.
+  it('a failed task\'s tree a user works in is kept mounted with its files; once it is left, verdict discard and clean remove it', async function () {
     await requireSandbox(this);
     await requireOverlay(this);
     const dir = tempDir();
@@ -285,6 +286,13 @@ describe('hostile trees: overlay, a process holding a tree at the run\'s end', f
       shell.kill('SIGKILL');
       await once(shell, 'exit');
       shell = null;
+      // Discarding the kept tree unmounts it first (its mount point could not be removed: EBUSY before).
+      const discarded = await cli(['discard', runId, 'failed', '--home', home]);
+      assert.equal(discarded.exitCode, 0, discarded.all);
+      assert.deepEqual(overlayMountsUnder(readMountInfo(), home), []);
+      assert.equal(fs.existsSync(tree), false);
+      assert.equal(fs.existsSync(path.join(home, 'worktrees', runId, '.overlay', 'failed')), false, 'its upper layer went with it');
+      assert.equal(git(repo, 'branch', '--list', `verdict/${runId}/failed`), '');
       const cleaned = await cli(['clean', '--run', runId, '--home', home]);
       assert.equal(cleaned.exitCode, 0, cleaned.all);
       assert.deepEqual(overlayMountsUnder(readMountInfo(), home), []);
@@ -293,6 +301,8 @@ describe('hostile trees: overlay, a process holding a tree at the run\'s end', f
       shell?.kill('SIGKILL');
       fs.writeFileSync(go, '');
       await child;
+      // A failed assertion must not leave a mount behind under the temporary folder.
+      for (const p of overlayMountsUnder(readMountInfo(), home)) await execa('umount', ['-l', p], { reject: false });
     }
   });
 });

@@ -4,6 +4,7 @@ import { withLock } from '../fs/lock';
 import { processesIn } from '../process/in-use';
 import { explainGitFailure } from './git-errors';
 import { gitFor } from './safe-git';
+import { unmountOverlay } from './overlay';
 
 /** What discarding one task did. */
 export interface DiscardReport {
@@ -16,15 +17,19 @@ export interface DiscardReport {
 
 /**
  * Discards one task of a worktree-mode run: removes its worktree `dir` from `repo` (`git worktree remove --force
- * --force` under the per-repository worktree lock, then the folder itself, its per-task object dir and index), prunes,
- * and deletes `branch`, merged or not. Asks nothing: the caller decided (the CLI is told so; the extension asks first).
- * @throws Error when a live process works in `dir` (nothing is touched then), or git refuses to delete the branch
+ * --force` under the per-repository worktree lock, then the folder itself, its per-task object dir and index; an
+ * overlay tree is unmounted first and its upper layer removed), prunes, and deletes `branch`, merged or not. Asks nothing: the caller decided (the CLI is told so; the extension asks first).
+ * @throws Error when a live process works in `dir` (nothing is touched then), an overlay mounted there cannot be
+ *   unmounted, or git refuses to delete the branch
  */
 export async function discardTaskWorktree(repo: string, dir: string, branch: string): Promise<DiscardReport> {
   const inside = fs.existsSync(dir) ? processesIn(dir) : [];
   if (inside.length) throw new Error(`kept: a live process works in ${dir} (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}${inside.length > 3 ? ', …' : ''})`);
   const git = gitFor(repo, { trusted: true });
   const existed = fs.existsSync(dir);
+  // An overlay tree still mounted (kept at its run's end while someone worked in it, or left by a crash): unmounted
+  // first, since its mount point cannot be removed (EBUSY); its upper layer goes with it below.
+  await unmountOverlay(dir);
   const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
   await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
     await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
@@ -35,6 +40,7 @@ export async function discardTaskWorktree(repo: string, dir: string, branch: str
   const key = path.basename(dir);
   fs.rmSync(path.join(path.dirname(dir), '.objects', key), { recursive: true, force: true });
   fs.rmSync(path.join(path.dirname(dir), '.index', key), { force: true });
+  fs.rmSync(path.join(path.dirname(dir), '.overlay', key), { recursive: true, force: true });
   const sha = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
   if (sha) {
     try {
