@@ -1,7 +1,7 @@
 /**
  * The diff between two commits of a task's worktree, as a reviewer reads it: `git diff --stat --patch`, read by the
- * orchestrator's own git (explicit GIT_DIR / GIT_COMMON_DIR: nothing the worker left in `.git` is followed; no
- * external diff, no textconv: safe-git.ts) and cut at a byte limit (a worker's 2 GB text file must not fill memory).
+ * orchestrator's own git (explicit GIT_DIR, the repository's own, and no work tree: nothing the worker left in `.git`
+ * is followed, none of its `.gitattributes` is read; no external diff, no textconv: safe-git.ts) and cut at a byte limit (a worker's 2 GB text file must not fill memory).
  */
 import { spawn } from 'node:child_process';
 import { NO_DIFF_PROGRAMS, safeGitConfigArgs } from './safe-git';
@@ -22,11 +22,14 @@ export interface CommitDiff {
  * @throws Error with git's message when it fails (unknown commit), or when it ran out of time
  */
 export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, from: string, to: string, maxBytes: number, timeoutMs: number, leaveOut: readonly string[] = []): Promise<CommitDiff> {
-  const args = [...safeGitConfigArgs({ repo: links.dir, trusted: false }), 'diff', ...NO_DIFF_PROGRAMS, '--no-color', '--stat', '--patch', from, to, '--', ...leaveOut.map((p) => `:(top,exclude,literal)${p}`)];
+  // With no work tree (`core.bare`, the repository's own git dir): git then reads no `.gitattributes` of the tree, so
+  // a worker's `* -diff` cannot turn its changes into "Binary files differ" for the reviewer (git 2.39 attr.c reads
+  // in-tree attributes only with a work tree). Binary files are still found by their content.
+  const args = [...safeGitConfigArgs({ repo: links.dir, trusted: false }), '-c', 'core.bare=true', 'diff', ...NO_DIFF_PROGRAMS, '--no-color', '--stat', '--patch', from, to, '--', ...leaveOut.map((p) => `:(top,exclude,literal)${p}`)];
   // Only what git needs: no ambient GIT_* variable reaches it.
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LC_ALL: 'C', GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_CONFIG_NOSYSTEM: '1' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LC_ALL: 'C', GIT_DIR: links.commonDir, GIT_CONFIG_NOSYSTEM: '1' };
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { cwd: links.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('git', args, { cwd: links.commonDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
     let bytes = 0;
     let truncated = false;
