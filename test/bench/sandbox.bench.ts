@@ -54,7 +54,7 @@ if (checkNow.includes(admin)) throw new Error(`the check still binds ${admin}: $
 const at = checkNow.indexOf('--remount-ro');
 const checkBefore = [...checkNow.slice(0, at), '--ro-bind', admin, admin, ...checkNow.slice(at)];
 
-const base = [bwrap, '--die-with-parent', '--unshare-user', '--unshare-pid', '--ro-bind', '/', '/'];
+const base = [bwrap, '--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL', '--ro-bind', '/', '/'];
 const bash = ['--', '/usr/bin/bash', '-c', 'true'];
 const VARIANTS: Record<string, string[]> = {
   'bash -c true (no sandbox)': ['/usr/bin/bash', '-c', 'true'],

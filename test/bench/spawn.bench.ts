@@ -47,12 +47,12 @@ const WORKLOADS: Workload[] = [
 
 /**
  * The bash floor: per task `mkdir`, the worker and the check, 8 (or `parallel`) lanes. With `sandboxed`, the worker and
- * the check each run in a bubblewrap sandbox with the flags every Verdict step has (user and PID namespaces, / read-only,
- * fresh /dev and /proc, an empty /tmp, the task dir writable): the floor of a sandboxed run, to tell the sandbox's own
- * cost from Verdict's.
+ * the check each run in a bubblewrap sandbox with the flags every Verdict step has (user and PID namespaces, no
+ * capability, / read-only, fresh /dev and /proc, an empty /tmp, the task dir writable): the floor of a sandboxed run, to
+ * tell the sandbox's own cost from Verdict's.
  */
 async function floor(w: Workload, root: string, sandboxed = false): Promise<number> {
-  const box = sandboxed ? 'bwrap --die-with-parent --unshare-user --unshare-pid --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$1" "$1" --remount-ro /tmp --chdir "$1" -- ' : '';
+  const box = sandboxed ? 'bwrap --die-with-parent --unshare-user --unshare-pid --cap-drop ALL --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$1" "$1" --remount-ro /tmp --chdir "$1" -- ' : '';
   const script = `work() { mkdir -p "$1" && cd "$1" && ${box}bash -c '${w.spec}' && ${box}bash -c '${w.check}'; }; export -f work; seq 1 ${w.tasks} | xargs -P ${w.parallel} -I{} bash -c 'work ${root}/w/t{}'`;
   const t0 = performance.now();
   await run('bash', ['-c', script]);

@@ -171,6 +171,40 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.match(git(repo, 'log', '-1', '--format=%s', branch), /^verdict: attacker/);
   });
 
+  it('a root worker cannot remount its read-only binds writable or lift the /tmp cover: no capability in its sandbox', async function () {
+    await requireSandbox(this);
+    // Run as root (CI, most containers), bubblewrap left the step every capability inside its user namespace, which owns
+    // the sandbox's mount namespace: `mount -o remount,rw,bind /` then wrote /etc and the user's checkout (seen). As
+    // another user bubblewrap grants none anyway; the attempts below must fail either way.
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'original\n' });
+    const userHome = path.join(dir, 'user-home');
+    const secret = `/tmp/verdict-secret-${process.pid}`;
+    fs.writeFileSync(secret, 'host /tmp\n');
+    const spec = [
+      'try() { if eval "$1" 2>>attempts.log; then echo "WROTE: $1" >> attempts.log; else echo "refused: $1" >> attempts.log; fi; }',
+      'grep CapEff /proc/self/status >> attempts.log',
+      `try 'mount -o remount,rw,bind / && echo pwned > ${repo}/README.md'`,
+      `try 'mount -o remount,rw,bind ${repo} && echo pwned > ${repo}/README.md'`,
+      `try 'umount -l /tmp && cat ${secret}'`,
+      `try 'mount -t tmpfs none ${repo}'`,
+      'echo done > out.txt',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('root', spec, 'cat attempts.log; test -s out.txt', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    try {
+      const r = await run(file, home, userHome);
+      assert.equal(r.exitCode, 0, r.all);
+      const log = String(readRows(home).at(-1)?.check_output);
+      assert.match(log, /CapEff:\s+0000000000000000/, log);
+      assert.doesNotMatch(log, /WROTE:/, log);
+      assert.equal((log.match(/refused:/g) ?? []).length, 4, log);
+      assert.equal(fs.readFileSync(path.join(repo, 'README.md'), 'utf8'), 'original\n');
+    } finally {
+      fs.rmSync(secret, { force: true });
+    }
+  });
+
   it('a worker that points its .git at a config of its own: the orchestrator never runs that config', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));

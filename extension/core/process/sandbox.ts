@@ -50,7 +50,7 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
   if (!binary) return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap (Fedora)' };
   try {
     const version = await execa(binary, ['--version'], { reject: false, timeout: 5000, stdin: 'ignore' });
-    const trial = await execa(binary, ['--die-with-parent', '--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], { reject: false, timeout: 10_000, stdin: 'ignore', all: true });
+    const trial = await execa(binary, ['--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], { reject: false, timeout: 10_000, stdin: 'ignore', all: true });
     if (trial.exitCode !== 0) {
       const why = String(trial.all ?? '').trim().split('\n').pop() || `exit ${trial.exitCode ?? trial.signal}`;
       return { kind: 'none', reason: `bubblewrap is installed (${binary}) but cannot make a sandbox here: ${why} (user namespaces disabled, or an AppArmor/container policy forbids them)` };
@@ -62,8 +62,8 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
 }
 
 /**
- * One step's sandbox: bubblewrap at `binary`, its own user namespace (`--unshare-user`: even a root step's capabilities
- * end at its sandbox), a new PID namespace (`--unshare-pid`) that is gone with the step
+ * One step's sandbox: bubblewrap at `binary`, its own user namespace (`--unshare-user`) and no capability in it
+ * (`--cap-drop ALL`: a root step could otherwise remount its read-only binds writable), a new PID namespace (`--unshare-pid`) that is gone with the step
  * (`--die-with-parent`: bwrap's init is the namespace's PID 1; when it dies the kernel kills every process in the
  * namespace, `setsid` or not), the whole filesystem read-only (`--ro-bind / /`), fresh `/proc` and `/dev`, and
  * read-write binds of exactly `writable`.
@@ -150,9 +150,12 @@ export interface BwrapPlan {
  *   its bwrap (seen).
  */
 export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}, infoFd = false): { file: string; args: string[] } {
-  // --unshare-user: a step started by root keeps its capabilities only inside its own user namespace, so it cannot
-  // remount / read-write, change the host's network or device nodes (a root step had CapEff all ones before).
-  const out = ['--die-with-parent', '--unshare-user', '--unshare-pid'];
+  // --unshare-user: a step started by root keeps no capability outside its own user namespace (the host's network,
+  // device nodes, other processes). Inside it, though, bubblewrap leaves a root caller's capabilities in place, and the
+  // sandbox's mount namespace belongs to that user namespace: with CAP_SYS_ADMIN a root step ran `mount -o
+  // remount,rw,bind /` and wrote /etc, the user's checkout, anything (seen; `umount /tmp` showed the host's /tmp).
+  // --cap-drop ALL: every step runs with no capability, as bubblewrap runs any other user's.
+  const out = ['--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL'];
   if (!plan.network) out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // Every mount after those, with its destination, so that a read-only bind repeating what `--ro-bind / /` already
