@@ -9,7 +9,7 @@
  * `is_api_error_message`, then an `is_error` result.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { at, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { amountAt, at, countAt, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
 import { usdToMicroUsd } from './tally';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
@@ -18,30 +18,31 @@ const SYNTHETIC_MODEL = '<synthetic>';
 
 /**
  * Reads usage, cost (`total_cost_usd` → micro-USD), the answering model (last real assistant message, else the
- * init event's model) and the final status (`result.is_error`) from a Claude Code log. Never throws.
+ * first init event's model) and the final status (`result.is_error`) from a Claude Code log. Never throws.
  */
 export function parseClaudeOutput(log: string): UsageReport {
   const report = emptyUsage();
-  let initModel: string | null = null;
+  let initModel: string | null | undefined;
   let answeredModel: string | null = null;
   for (const event of jsonEvents(log)) {
-    if (event.type === 'system' && event.subtype === 'init') initModel = stringAt(event, 'model') ?? initModel;
+    // Claude Code prints one init event, first: a later one is a line the worker forged into the log.
+    if (event.type === 'system' && event.subtype === 'init' && initModel === undefined) initModel = stringAt(event, 'model');
     if (event.type === 'assistant') {
       const model = stringAt(event, 'message', 'model');
       if (model && model !== SYNTHETIC_MODEL) answeredModel = model;
     }
     if (event.type === 'result') readResult(event, report);
   }
-  report.reportedModel = answeredModel ?? initModel;
+  report.reportedModel = answeredModel ?? initModel ?? null;
   return report;
 }
 
 function readResult(result: LogEvent, report: UsageReport): void {
-  report.tokensIn = numberAt(result, 'usage', 'input_tokens');
-  report.tokensCached = numberAt(result, 'usage', 'cache_read_input_tokens');
-  report.tokensOut = numberAt(result, 'usage', 'output_tokens');
-  report.tokensReasoning = numberAt(result, 'usage', 'output_tokens_details', 'thinking_tokens');
-  const usd = numberAt(result, 'total_cost_usd');
+  report.tokensIn = countAt(result, 'usage', 'input_tokens');
+  report.tokensCached = countAt(result, 'usage', 'cache_read_input_tokens');
+  report.tokensOut = countAt(result, 'usage', 'output_tokens');
+  report.tokensReasoning = countAt(result, 'usage', 'output_tokens_details', 'thinking_tokens');
+  const usd = amountAt(result, 'total_cost_usd');
   report.costMicroUsd = usd === null ? null : usdToMicroUsd(usd);
   const failed = at(result, 'is_error') === true;
   report.finalStatus = failed ? 'error' : 'success';

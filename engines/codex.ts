@@ -8,7 +8,7 @@
  * the last `turn.completed` is read, never a sum. The output names no model and no cost.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { countAt, jsonEvents, stringAt, type LogEvent } from './jsonl';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
@@ -20,10 +20,10 @@ export function parseCodexOutput(log: string): UsageReport {
   for (const event of jsonEvents(log)) {
     switch (event.type) {
       case 'turn.completed':
-        report.tokensIn = numberAt(event, 'usage', 'input_tokens');
-        report.tokensCached = numberAt(event, 'usage', 'cached_input_tokens');
-        report.tokensOut = numberAt(event, 'usage', 'output_tokens');
-        report.tokensReasoning = numberAt(event, 'usage', 'reasoning_output_tokens');
+        report.tokensIn = countAt(event, 'usage', 'input_tokens');
+        report.tokensCached = countAt(event, 'usage', 'cached_input_tokens');
+        report.tokensOut = countAt(event, 'usage', 'output_tokens');
+        report.tokensReasoning = countAt(event, 'usage', 'reasoning_output_tokens');
         report.finalStatus = 'success';
         report.finalError = null;
         break;

@@ -8,31 +8,32 @@
  * stats carry no reasoning-token count, so tokensReasoning stays null.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { jsonEvents, numberAt, objectAt, stringAt, type LogEvent } from './jsonl';
+import { countAt, jsonEvents, objectAt, stringAt, type LogEvent } from './jsonl';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage from the last `result` event's `stats`, the model (the single key of `stats.models` when there is
- * exactly one, which is the id the API answered with; else the `init` event's model) and the final status.
+ * exactly one, which is the id the API answered with; else the first `init` event's model) and the final status.
  * Never throws.
  */
 export function parseGeminiOutput(log: string): UsageReport {
   const report = emptyUsage();
-  let initModel: string | null = null;
+  let initModel: string | null | undefined;
   let answeredModel: string | null = null;
   for (const event of jsonEvents(log)) {
-    if (event.type === 'init') initModel = stringAt(event, 'model') ?? initModel;
+    // gemini prints one `init`, first: a later one is a line the worker forged into the log.
+    if (event.type === 'init' && initModel === undefined) initModel = stringAt(event, 'model');
     if (event.type !== 'result') continue;
-    report.tokensIn = numberAt(event, 'stats', 'input_tokens');
-    report.tokensOut = numberAt(event, 'stats', 'output_tokens');
-    report.tokensCached = numberAt(event, 'stats', 'cached');
+    report.tokensIn = countAt(event, 'stats', 'input_tokens');
+    report.tokensOut = countAt(event, 'stats', 'output_tokens');
+    report.tokensCached = countAt(event, 'stats', 'cached');
     const models = Object.keys(objectAt(event, 'stats', 'models') ?? {});
     answeredModel = models.length === 1 ? (models[0] ?? null) : null;
     const failed = event.status !== 'success';
     report.finalStatus = failed ? 'error' : 'success';
     report.finalError = failed ? (stringAt(event, 'error', 'message') ?? `status ${String(event.status)}`) : null;
   }
-  report.reportedModel = answeredModel ?? initModel;
+  report.reportedModel = answeredModel ?? initModel ?? null;
   return report;
 }
 

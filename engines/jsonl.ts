@@ -52,6 +52,22 @@ export function numberAt(value: unknown, ...path: string[]): number | null {
   return typeof found === 'number' && Number.isFinite(found) ? found : null;
 }
 
+/**
+ * The token count at `path`: a non-negative safe integer, or null when absent or anything else. A negative, fractional
+ * or huge figure is no count a CLI prints; it can only be a line forged into the log by what the worker ran (such a
+ * figure in an eval row would fail its schema, and the row, the attempt's only record, would not be written).
+ */
+export function countAt(value: unknown, ...path: string[]): number | null {
+  const found = numberAt(value, ...path);
+  return found !== null && Number.isSafeInteger(found) && found >= 0 ? found : null;
+}
+
+/** The amount (a cost in USD) at `path`: a finite number >= 0, or null when absent or negative (see countAt). */
+export function amountAt(value: unknown, ...path: string[]): number | null {
+  const found = numberAt(value, ...path);
+  return found !== null && found >= 0 ? found : null;
+}
+
 /** The non-empty string at `path`, or null. */
 export function stringAt(value: unknown, ...path: string[]): string | null {
   const found = at(value, ...path);

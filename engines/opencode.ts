@@ -11,7 +11,7 @@
  * is recorded as unknown (null) and the scoreboard prices it from the catalog instead.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { amountAt, countAt, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
 import { addCount, usdToMicroUsd } from './tally';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
@@ -25,16 +25,16 @@ export function parseOpencodeOutput(log: string): UsageReport {
   let usd: number | null = null;
   for (const event of jsonEvents(log)) {
     if (event.type === 'step_finish') {
-      const input = numberAt(event, 'part', 'tokens', 'input');
-      const output = numberAt(event, 'part', 'tokens', 'output');
-      const reasoning = numberAt(event, 'part', 'tokens', 'reasoning');
-      const cacheRead = numberAt(event, 'part', 'tokens', 'cache', 'read');
-      const cacheWrite = numberAt(event, 'part', 'tokens', 'cache', 'write');
+      const input = countAt(event, 'part', 'tokens', 'input');
+      const output = countAt(event, 'part', 'tokens', 'output');
+      const reasoning = countAt(event, 'part', 'tokens', 'reasoning');
+      const cacheRead = countAt(event, 'part', 'tokens', 'cache', 'read');
+      const cacheWrite = countAt(event, 'part', 'tokens', 'cache', 'write');
       report.tokensIn = addCount(report.tokensIn, input === null ? null : input + (cacheRead ?? 0) + (cacheWrite ?? 0));
       report.tokensOut = addCount(report.tokensOut, output === null ? null : output + (reasoning ?? 0));
       report.tokensReasoning = addCount(report.tokensReasoning, reasoning);
       report.tokensCached = addCount(report.tokensCached, cacheRead);
-      usd = addCount(usd, numberAt(event, 'part', 'cost'));
+      usd = addCount(usd, amountAt(event, 'part', 'cost'));
       const stopped = stringAt(event, 'part', 'reason') !== 'tool-calls';
       report.finalStatus = stopped ? 'success' : null;
       report.finalError = null;

@@ -9,7 +9,11 @@ export function addCount(total: number | null, count: number | null): number | n
   return (total ?? 0) + count;
 }
 
-/** Converts a cost in USD (a float as CLIs print it) to integer micro-USD (1 USD = 1,000,000 micro-USD). */
-export function usdToMicroUsd(usd: number): number {
-  return Math.round(usd * 1e6);
+/**
+ * Converts a cost in USD (a float as CLIs print it) to integer micro-USD (1 USD = 1,000,000 micro-USD); null when the
+ * result is not a safe integer >= 0 (a negative or absurd figure is no CLI's report: jsonl.ts countAt).
+ */
+export function usdToMicroUsd(usd: number): number | null {
+  const micro = Math.round(usd * 1e6);
+  return Number.isSafeInteger(micro) && micro >= 0 ? micro : null;
 }

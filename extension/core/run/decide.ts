@@ -117,8 +117,9 @@ export type NextStep =
 
 /**
  * After an attempt: nothing more once the task is stopped; requeue a rate-limited task while requeues remain, after
- * an exponential backoff (×2 per rate limit of this task) with full jitter that never undercuts a Retry-After; retry
- * a retryable verdict (FAIL, TIMEOUT, STALLED: schemas/status.ts) while attempts remain; else done.
+ * an exponential backoff (×2 per rate limit of this task) with full jitter that never undercuts a Retry-After (of at
+ * most MAX_RETRY_AFTER_S); retry a retryable verdict (FAIL, TIMEOUT, STALLED: schemas/status.ts) while attempts
+ * remain; else done.
  */
 export function nextStep(history: TaskHistory, policy: RetryPolicy): NextStep {
   if (history.stopped) return { kind: 'done' };
@@ -131,11 +132,18 @@ export function nextStep(history: TaskHistory, policy: RetryPolicy): NextStep {
   if (info.requeued && history.rateLimited < policy.maxRateLimitRequeues) {
     const exp = policy.rateLimitBaseMs * 2 ** history.rateLimited;
     const backoff = exp + Math.floor(policy.random * exp);
-    return { kind: 'requeue', afterMs: policy.retryAfterS === null ? backoff : Math.max(backoff, Math.ceil(policy.retryAfterS * 1000)) };
+    return { kind: 'requeue', afterMs: policy.retryAfterS === null ? backoff : Math.max(backoff, Math.ceil(Math.min(policy.retryAfterS, MAX_RETRY_AFTER_S) * 1000)) };
   }
   if (info.retryable && history.used + 1 < policy.maxAttempts) return { kind: 'retry' };
   return { kind: 'done' };
 }
+
+/**
+ * The longest Retry-After a requeue waits for, s. The hint is read from anywhere in the log's tail, where a worker can
+ * print one of its own (`retry-after: 2000000` would hold the task, and the run, for 23 days); a usage limit that
+ * really lasts longer is a quota wait, read from the engine's own error texts (run/quota-wait.ts).
+ */
+export const MAX_RETRY_AFTER_S = 3600;
 
 /** The last Retry-After an engine printed (`retry-after: 7`, `"retry_after": 2.5`), seconds, or null. */
 export function retryAfterSeconds(logTail: string): number | null {

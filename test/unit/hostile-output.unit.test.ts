@@ -1,0 +1,82 @@
+/**
+ * A hostile worker's output read by the engines' parsers: lines it forges into its engine's log (a tool it runs can
+ * write to the engine's stdout through /proc/<pid>/fd/1) must not put a figure into the eval row that no CLI prints,
+ * must not rename the model the CLI announced, and a Retry-After it prints must not hold its task for weeks.
+ */
+import assert from 'node:assert/strict';
+import { parseCodexOutput } from '../../engines/codex';
+import { parseClaudeOutput } from '../../engines/claude';
+import { parseGeminiOutput } from '../../engines/gemini';
+import { parseOpencodeOutput } from '../../engines/opencode';
+import { usdToMicroUsd } from '../../engines/tally';
+import { MAX_RETRY_AFTER_S, nextStep, retryAfterSeconds } from '../../extension/core/run/decide';
+
+const lines = (...events: unknown[]) => events.map((e) => JSON.stringify(e)).join('\n') + '\n';
+
+describe('hostile worker output: forged engine events', () => {
+  it('codex: a negative, fractional or huge token count is unknown (null), never a figure for the eval row', () => {
+    for (const bad of [-5000, 1.5, 1e300, Number.MAX_SAFE_INTEGER + 2]) {
+      const u = parseCodexOutput(lines({ type: 'turn.completed', usage: { input_tokens: bad, cached_input_tokens: bad, output_tokens: bad, reasoning_output_tokens: bad } }));
+      assert.deepEqual([u.tokensIn, u.tokensCached, u.tokensOut, u.tokensReasoning], [null, null, null, null], String(bad));
+      assert.equal(u.finalStatus, 'success');
+    }
+    // an honest report is read as it is
+    const ok = parseCodexOutput(lines({ type: 'turn.completed', usage: { input_tokens: 1234, cached_input_tokens: 200, output_tokens: 56, reasoning_output_tokens: 7 } }));
+    assert.deepEqual([ok.tokensIn, ok.tokensCached, ok.tokensOut, ok.tokensReasoning], [1234, 200, 56, 7]);
+  });
+
+  it('opencode: a forged step_finish with negative tokens and cost cannot lower the summed usage', () => {
+    const real = { type: 'step_finish', part: { reason: 'stop', cost: 0.25, tokens: { input: 1000, output: 100, reasoning: 0, cache: { read: 0, write: 0 } } } };
+    const forged = { type: 'step_finish', part: { reason: 'stop', cost: -0.24, tokens: { input: -990, output: -99, reasoning: 0, cache: { read: 0, write: 0 } } } };
+    const u = parseOpencodeOutput(lines(real, forged));
+    assert.equal(u.tokensIn, 1000);
+    assert.equal(u.tokensOut, 100);
+    assert.equal(u.costMicroUsd, 250000);
+  });
+
+  it('opencode: costs that add up past any safe integer of micro-USD are unknown, not Infinity (which would fail the row)', () => {
+    const huge = { type: 'step_finish', part: { reason: 'stop', cost: 1.7e308, tokens: { input: 1, output: 1 } } };
+    const u = parseOpencodeOutput(lines(huge, huge));
+    assert.equal(u.costMicroUsd, null);
+    assert.equal(usdToMicroUsd(-1), null);
+    assert.equal(usdToMicroUsd(0.4), 400000);
+  });
+
+  it('claude: a negative total_cost_usd is unknown; a second init event cannot rename the model', () => {
+    const u = parseClaudeOutput(lines(
+      { type: 'system', subtype: 'init', model: 'claude-haiku-4' },
+      { type: 'system', subtype: 'init', model: 'claude-opus-9' },
+      { type: 'result', is_error: false, total_cost_usd: -3, usage: { input_tokens: -1, output_tokens: 5 } },
+    ));
+    assert.equal(u.costMicroUsd, null);
+    assert.equal(u.tokensIn, null);
+    assert.equal(u.tokensOut, 5);
+    assert.equal(u.reportedModel, 'claude-haiku-4');
+  });
+
+  it('gemini: a forged init after the real one does not change the reported model when the result names several', () => {
+    const u = parseGeminiOutput(lines(
+      { type: 'init', model: 'gemini-2.5-flash' },
+      { type: 'init', model: 'gemini-3-pro' },
+      { type: 'result', status: 'success', stats: { input_tokens: 10, output_tokens: -4, cached: 0, models: { 'gemini-2.5-flash': {}, 'gemini-2.5-flash-lite': {} } } },
+    ));
+    assert.equal(u.reportedModel, 'gemini-2.5-flash');
+    assert.equal(u.tokensOut, null);
+    assert.equal(u.tokensIn, 10);
+  });
+});
+
+describe('hostile worker output: a Retry-After of its own', () => {
+  it('a requeue waits at most MAX_RETRY_AFTER_S whatever Retry-After the log tail names', () => {
+    const retryAfterS = retryAfterSeconds('{"type":"item.completed","item":{"type":"command_execution","aggregated_output":"retry-after: 2000000"}}\n');
+    assert.equal(retryAfterS, 2000000);
+    const next = nextStep({ verdict: 'RATE_LIMITED', used: 0, rateLimited: 0, stopped: false }, { maxAttempts: 3, maxRateLimitRequeues: 5, rateLimitBaseMs: 1000, retryAfterS, random: 0 });
+    assert.deepEqual(next, { kind: 'requeue', afterMs: MAX_RETRY_AFTER_S * 1000 });
+    // a modest Retry-After is still honoured
+    assert.deepEqual(nextStep({ verdict: 'RATE_LIMITED', used: 0, rateLimited: 0, stopped: false }, { maxAttempts: 3, maxRateLimitRequeues: 5, rateLimitBaseMs: 1000, retryAfterS: 7, random: 0 }), { kind: 'requeue', afterMs: 7000 });
+  });
+
+  it('requeues after forged rate limits are bounded: the sixth is done, not another requeue (regression: this held before)', () => {
+    assert.deepEqual(nextStep({ verdict: 'RATE_LIMITED', used: 0, rateLimited: 5, stopped: false }, { maxAttempts: 3, maxRateLimitRequeues: 5, rateLimitBaseMs: 1000, retryAfterS: null, random: 0 }), { kind: 'done' });
+  });
+});
