@@ -25,6 +25,8 @@ import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension
 //   (git reads an object without checking it against its id). Fixed by git/worktree.ts worktreeReadAccess: the check,
 //   reviewers and critics' commands see the repository's objects only. On every tree.
 // - WORKED before the fix: a `* -diff` .gitattributes hid the worker's patch from the reviewer (fourth test).
+// - WORKED before the fix: FIFOs in the worktree's admin dir (HEAD, BISECT_START…) left by a worker that timed out
+//   blocked `git worktree list` and the next run's `worktree add` forever (fifth test).
 // - Did not work (regression tests): every other attack below.
 
 /** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
@@ -333,6 +335,44 @@ describe('hostile trees: the reviewer sees the real diff', function () {
     const work = readRows(home).filter((x) => x.task_key === 'hidden' && x.step !== 'review');
     assert.deepEqual(work.map((x) => x.verdict), ['FAIL'], r.all);
     assert.match(String(work[0]?.notes), /eyes\/eyes-1 rejected the work: \(1\) impl\.py:1 runs curl evil/);
+  });
+});
+
+describe('hostile trees: FIFOs in the worktree\'s admin dir', function () {
+  this.timeout(120000);
+
+  // WORKED before the fix: a worker that made its admin dir's HEAD (and the files git reads for every worktree when it
+  // lists them: BISECT_START, rebase-merge/head-name) FIFOs, then ran out of time (no seal rewrote HEAD), left the
+  // repository with `git worktree list`, `git branch -D` and the next run's `worktree add` (under the repository lock)
+  // blocked forever. Fixed in git/worktree.ts restoreWorktreeLinks: anything but files and folders goes from the admin
+  // dir after every work step, and a HEAD that is no file is written again.
+  it('worktree, sparse and overlay: after a worker that leaves FIFOs there and times out, git and the next run go on', async function () {
+    await requireSandbox(this);
+    await requireOverlay(this);
+    const spec = [
+      'G=$(git rev-parse --git-dir)',
+      'rm -f "$G/HEAD" && mkfifo "$G/HEAD" && echo "HEAD is a FIFO"',
+      'mkdir -p "$G/rebase-merge" && mkfifo "$G/rebase-merge/head-name" "$G/fifo" && ln -s "$G/fifo" "$G/BISECT_START" && echo "more FIFOs"',
+      'sleep 30',
+    ].join('\n');
+    for (const tree of ['worktree', 'sparse', 'overlay']) {
+      const dir = tempDir();
+      const repo = fixture(dir);
+      const home = path.join(dir, 'home');
+      const file = writeManifest(dir, { worktrees: true, repo, tree, sparse: ['src/a'], tasks: [scriptTask('fifo', spec, 'true', { max_attempts: 1, timeout_s: 1 })] });
+      const r = await run(file, home);
+      assert.equal(r.exitCode, 1, r.all);
+      assert.deepEqual(verdicts(home).fifo, ['TIMEOUT'], r.all);
+      assert.match(workerLog(home, 'fifo'), /HEAD is a FIFO\nmore FIFOs/, `${tree}: the attack ran`);
+      // A hang fails here (after 30 s) instead of holding the test.
+      for (const args of [['worktree', 'list'], ['branch', '-D', 'no-such-branch']]) {
+        const g = await execa('git', args, { cwd: repo, reject: false, timeout: 30_000 });
+        assert.equal(g.timedOut, false, `${tree}: git ${args.join(' ')} hung`);
+      }
+      const next = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('next', 'echo x > out.txt', 'test -s out.txt')] }, 'next.swarm.json');
+      const r2 = await execa('node', [CLI, 'run', next, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore', timeout: 60_000, env: { HOME: path.join(dir, 'user-home') } });
+      assert.equal(r2.exitCode, 0, `${tree}: the next run: ${r2.all}`);
+    }
   });
 });
 

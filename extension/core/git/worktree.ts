@@ -254,6 +254,13 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
   // `locked` too (Verdict never locks a task's worktree): `git worktree list` opens every worktree's, and a FIFO there
   // would hold it forever.
   for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock', 'locked']) fs.rmSync(path.join(links.adminDir, lock), { recursive: true, force: true });
+  // Git opens more of every worktree's admin dir whenever it looks at the repository's worktrees (`worktree add`,
+  // `branch -d`, `worktree list`: HEAD, rebase-merge/head-name, BISECT_START…), and HEAD to take the admin dir for a
+  // git dir at all: a FIFO there, or a symlink to one, held each such command — the next run's `worktree add` under the
+  // repository lock, the seal — forever. Git writes only files and folders there; anything else is removed, and a HEAD
+  // that is no regular file is written again, detached at the commit the worktree was made at.
+  removeNonRegular(links.adminDir, new Set(adminReadOnly(links)));
+  if (!fs.lstatSync(path.join(links.adminDir, 'HEAD'), { throwIfNoEntry: false })?.isFile() && links.baseSha) writeAdminFile(links, 'HEAD', `${links.baseSha}\n`);
   for (const [file, text] of [[path.join(links.dir, '.git'), links.dotGit], [path.join(links.adminDir, 'commondir'), links.commondirFile], [path.join(links.adminDir, 'gitdir'), links.gitdirFile]] as const) {
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
@@ -275,6 +282,26 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
     const text = conePatterns(links.cone);
     const cur = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!cur || !cur.isFile() || fs.readFileSync(file, 'utf8') !== text) writeAdminFile(links, path.join('info', 'sparse-checkout'), text);
+  }
+}
+
+/**
+ * Removes every entry under `dir` that is neither a regular file nor a folder (FIFOs, sockets, devices, symlinks),
+ * never following a symlink and not entering `skip` (absolute paths: the read-only binds, which no step can change).
+ * Entries that vanish meanwhile are skipped.
+ */
+function removeNonRegular(dir: string, skip: ReadonlySet<string>): void {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const at = path.join(dir, e.name);
+    if (skip.has(at)) continue;
+    if (e.isDirectory()) removeNonRegular(at, skip);
+    else if (!e.isFile()) fs.rmSync(at, { force: true });
   }
 }
 
