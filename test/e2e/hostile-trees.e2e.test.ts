@@ -26,7 +26,8 @@ import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension
 //   reviewers and critics' commands see the repository's objects only. On every tree.
 // - WORKED before the fix: a `* -diff` .gitattributes hid the worker's patch from the reviewer (fourth test).
 // - WORKED before the fix: FIFOs in the worktree's admin dir (HEAD, BISECT_START…) left by a worker that timed out
-//   blocked `git worktree list` and the next run's `worktree add` forever (fifth test).
+//   blocked `git worktree list` and the next run's `worktree add` forever; a HEAD attached to `main` kept `main` from
+//   the user (fifth test).
 // - Did not work (regression tests): every other attack below.
 
 /** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
@@ -346,7 +347,7 @@ describe('hostile trees: FIFOs in the worktree\'s admin dir', function () {
   // repository with `git worktree list`, `git branch -D` and the next run's `worktree add` (under the repository lock)
   // blocked forever. Fixed in git/worktree.ts restoreWorktreeLinks: anything but files and folders goes from the admin
   // dir after every work step, and a HEAD that is no file is written again.
-  it('worktree, sparse and overlay: after a worker that leaves FIFOs there and times out, git and the next run go on', async function () {
+  it('worktree, sparse and overlay: after a worker that leaves FIFOs there (or its HEAD on main) and times out, git and the next run go on', async function () {
     await requireSandbox(this);
     await requireOverlay(this);
     const spec = [
@@ -359,10 +360,14 @@ describe('hostile trees: FIFOs in the worktree\'s admin dir', function () {
       const dir = tempDir();
       const repo = fixture(dir);
       const home = path.join(dir, 'home');
-      const file = writeManifest(dir, { worktrees: true, repo, tree, sparse: ['src/a'], tasks: [scriptTask('fifo', spec, 'true', { max_attempts: 1, timeout_s: 1 })] });
+      // And one that attaches its HEAD to the user's branch: git would refuse `main` to the user while it is there.
+      const attach = 'printf "ref: refs/heads/main\\n" > "$(git rev-parse --git-dir)/HEAD" && echo attached; sleep 30';
+      const file = writeManifest(dir, { worktrees: true, repo, tree, sparse: ['src/a'], tasks: [scriptTask('fifo', spec, 'true', { max_attempts: 1, timeout_s: 1 }), scriptTask('attach', attach, 'true', { max_attempts: 1, timeout_s: 1 })] });
       const r = await run(file, home);
       assert.equal(r.exitCode, 1, r.all);
-      assert.deepEqual(verdicts(home).fifo, ['TIMEOUT'], r.all);
+      assert.deepEqual([verdicts(home).fifo, verdicts(home).attach], [['TIMEOUT'], ['TIMEOUT']], r.all);
+      assert.match(workerLog(home, 'attach'), /^attached$/m);
+      assert.deepEqual(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l === 'branch refs/heads/main'), ['branch refs/heads/main'], `${tree}: main is checked out in the main worktree only`);
       assert.match(workerLog(home, 'fifo'), /HEAD is a FIFO\nmore FIFOs/, `${tree}: the attack ran`);
       // A hang fails here (after 30 s) instead of holding the test.
       for (const args of [['worktree', 'list'], ['branch', '-D', 'no-such-branch']]) {

@@ -259,8 +259,10 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
   // git dir at all: a FIFO there, or a symlink to one, held each such command — the next run's `worktree add` under the
   // repository lock, the seal — forever. Git writes only files and folders there; anything else is removed, and a HEAD
   // that is no regular file is written again, detached at the commit the worktree was made at.
+  // A HEAD attached to a branch other than a task branch (`ref: refs/heads/main`) makes git refuse that branch to the
+  // user (`checkout main`: "already used by worktree", `branch -D`): the worker's commits only ever go on a detached HEAD.
   removeNonRegular(links.adminDir, new Set(adminReadOnly(links)));
-  if (!fs.lstatSync(path.join(links.adminDir, 'HEAD'), { throwIfNoEntry: false })?.isFile() && links.baseSha) writeAdminFile(links, 'HEAD', `${links.baseSha}\n`);
+  if (links.baseSha && !headIsOurs(links)) writeAdminFile(links, 'HEAD', `${links.baseSha}\n`);
   for (const [file, text] of [[path.join(links.dir, '.git'), links.dotGit], [path.join(links.adminDir, 'commondir'), links.commondirFile], [path.join(links.adminDir, 'gitdir'), links.gitdirFile]] as const) {
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
@@ -283,6 +285,19 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
     const cur = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!cur || !cur.isFile() || fs.readFileSync(file, 'utf8') !== text) writeAdminFile(links, path.join('info', 'sparse-checkout'), text);
   }
+}
+
+/**
+ * Whether the worktree's HEAD is one Verdict or the worker's own git may leave: a regular file holding a detached
+ * object id, or attached to the task's own branch (`<worktrees>/<run>/<key>` → `verdict/<run>/<key>`, as deliver
+ * attaches it).
+ */
+function headIsOurs(links: WorktreeLinks): boolean {
+  const file = path.join(links.adminDir, 'HEAD');
+  const st = fs.lstatSync(file, { throwIfNoEntry: false });
+  if (!st?.isFile() || st.size > 512) return false;
+  const text = fs.readFileSync(file, 'utf8').trim();
+  return OBJECT_ID.test(text) || text === `ref: refs/heads/${taskBranch(path.basename(path.dirname(links.dir)), path.basename(links.dir))}`;
 }
 
 /**
