@@ -28,6 +28,11 @@ export interface ArgvValues {
   fullAccess: boolean;
   /** The worker runs inside Verdict's own sandbox: `{access}` also gets the engine's `nestedSandboxArgv`. */
   nested?: boolean;
+  /**
+   * With `nested`: Verdict runs as root, so its sandbox leaves the worker no capability and the engine's own sandbox
+   * cannot start inside it; `{access}` is the engine's `rootNestedArgv` when it has one (EngineSpec).
+   */
+  root?: boolean;
 }
 
 /** One thing wrong with a template: where (`argv[3]`, `argv[4][1]`) and what. */
@@ -116,7 +121,7 @@ export function expandArgv(spec: EngineSpec, values: ArgvValues): string[] {
     } else if (element === '{engine_args}') {
       argv.push(...values.engineArgs);
     } else if (element === '{access}') {
-      argv.push(...(values.fullAccess ? spec.fullAccessArgv : [...spec.sandboxArgv, ...(values.nested ? spec.nestedSandboxArgv : [])]));
+      argv.push(...accessArgv(spec, values));
     } else if (!hasAllValues(element, known)) {
       throw new Error(`engine "${spec.name}": argv[${i}] "${element}" needs a value that is not set (no model given and no default model)`);
     } else {
@@ -124,4 +129,11 @@ export function expandArgv(spec: EngineSpec, values: ArgvValues): string[] {
     }
   });
   return argv;
+}
+
+/** What `{access}` stands for: full access, the engine's own sandbox (nested in Verdict's or not), or, nested under root, rootNestedArgv. */
+function accessArgv(spec: EngineSpec, values: ArgvValues): string[] {
+  if (values.fullAccess) return spec.fullAccessArgv;
+  if (values.nested && values.root && spec.rootNestedArgv) return spec.rootNestedArgv;
+  return [...spec.sandboxArgv, ...(values.nested ? spec.nestedSandboxArgv : [])];
 }

@@ -62,7 +62,7 @@ function codexFatalErrors(events: LogEvent[]): string[] {
     .map((e) => codexErrorMessage(e) ?? String(e.type));
 }
 
-/** The Codex CLI engine. Sandbox mode is codex's own `workspace-write` sandbox; full access bypasses it. */
+/** The Codex CLI engine. Sandbox mode is codex's own `workspace-write` sandbox (as root inside Verdict's, Verdict's alone); full access bypasses it. */
 export const codexEngine: EngineSpec = {
   name: 'codex',
   harness: 'codex-cli',
@@ -75,6 +75,9 @@ export const codexEngine: EngineSpec = {
   // codex makes /tmp a writable root and bind-mounts over /tmp/.git in its own sandbox, which fails on a read-only /tmp
   // ("bwrap: Can't mkdir /tmp/.git"); inside ours /tmp is read-only anyway and $TMPDIR is the writable scratch dir.
   nestedSandboxArgv: ['-c', 'sandbox_workspace_write.exclude_slash_tmp=true'],
+  // As root inside Verdict's sandbox codex's bubblewrap cannot start (types.ts rootNestedArgv); every command it ran
+  // failed ("bwrap: Can't mount proc"). Verdict's sandbox contains it instead.
+  rootNestedArgv: ['--dangerously-bypass-approvals-and-sandbox'],
   env: {},
   // codex's own Linux sandbox is bubblewrap too; it keeps its synthetic mount targets and a lock in this fixed folder
   // (not $TMPDIR), and its daemon socket in /tmp/codex-daemon-<uid>: both must be writable for codex's sandbox to start inside ours.

@@ -61,6 +61,13 @@ export interface EngineSpec {
    * engine's own sandbox needs to start there (codex: leave /tmp out of its writable roots; $TMPDIR is writable).
    */
   nestedSandboxArgv: string[];
+  /**
+   * Replaces sandboxArgv and nestedSandboxArgv when the worker runs inside Verdict's sandbox and Verdict runs as root:
+   * its steps then have no capability (sandbox.ts `--cap-drop ALL`), and a sandbox of the engine's own made of user
+   * namespaces cannot start there (mapping uid 0 needs CAP_SETFCAP; bubblewrap started by root covers /proc/irq and
+   * /proc/bus, so no nested /proc can be mounted). Verdict's sandbox alone then contains the worker. Absent: unchanged.
+   */
+  rootNestedArgv?: string[];
   /** Environment variables added to the worker's environment (the parent environment is inherited). */
   env: Record<string, string>;
   /**

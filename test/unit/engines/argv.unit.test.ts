@@ -18,6 +18,17 @@ describe('expandArgv', () => {
     assert.deepEqual(expandArgv(codex, values()), ['exec', '--json', '--skip-git-repo-check', '-s', 'workspace-write', '--', 'Create alpha.txt']);
   });
 
+  it("nested in Verdict's sandbox: codex's own sandbox gets its nested options; as root Verdict's sandbox alone contains it", () => {
+    const nested = ['exec', '--json', '--skip-git-repo-check', '-s', 'workspace-write', '-c', 'sandbox_workspace_write.exclude_slash_tmp=true', '--', 'Create alpha.txt'];
+    assert.deepEqual(expandArgv(codex, values({ nested: true })), nested);
+    assert.deepEqual(expandArgv(codex, values({ nested: true, root: true })), ['exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--', 'Create alpha.txt']);
+    // Only nested: a root run without Verdict's sandbox keeps codex's own.
+    assert.deepEqual(expandArgv(codex, values({ root: true })), ['exec', '--json', '--skip-git-repo-check', '-s', 'workspace-write', '--', 'Create alpha.txt']);
+    // An engine without rootNestedArgv is unchanged as root.
+    const plain = withArgv(['{access}', '{spec}'], { sandboxArgv: ['--safe'], nestedSandboxArgv: ['--nested'], rootNestedArgv: undefined });
+    assert.deepEqual(expandArgv(plain, values({ nested: true, root: true })), ['--safe', '--nested', 'Create alpha.txt']);
+  });
+
   it('keeps the model group when a model is set and picks the full-access argv', () => {
     assert.deepEqual(expandArgv(codex, values({ model: 'gpt-5-codex', fullAccess: true })), [
       'exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', 'gpt-5-codex', '--', 'Create alpha.txt',

@@ -141,7 +141,7 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
   const boxed = run.containment === 'bwrap';
   const state = engineState(engine, ctx.env);
   const view = readerStateView(state);
-  const argv = expandArgv(engine, { spec: run.prompt, taskdir: run.scratch, model: run.model, engineArgs: [], fullAccess: false, nested: boxed });
+  const argv = expandArgv(engine, { spec: run.prompt, taskdir: run.scratch, model: run.model, engineArgs: [], fullAccess: false, nested: boxed, root: process.getuid?.() === 0 });
   let guard: StateSnapshot | null = null;
   if (boxed && state.guarded.length) {
     guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));

@@ -57,7 +57,7 @@ export const workStep: Step = {
       env.VERDICT_FAILURE_FILE = files.failure;
     }
     // engine_args are written for the task's own engine; a fallback engine runs without them.
-    const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [], fullAccess: spec.fullAccess, nested: io.boxed });
+    const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [], fullAccess: spec.fullAccess, nested: io.boxed, root: process.getuid?.() === 0 });
     task.state.status = 'running';
     rec.phase = 'running';
     io.sync();
