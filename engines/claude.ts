@@ -9,7 +9,7 @@
  * `is_api_error_message`, then an `is_error` result.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { amountAt, at, countAt, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { amountAt, at, countAt, forgedFinalReport, jsonEvents, numberAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { usdToMicroUsd } from './tally';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
@@ -18,13 +18,16 @@ const SYNTHETIC_MODEL = '<synthetic>';
 
 /**
  * Reads usage, cost (`total_cost_usd` → micro-USD), the answering model (last real assistant message, else the
- * first init event's model) and the final status (`result.is_error`) from a Claude Code log. Never throws.
+ * first init event's model) and the final status (`result.is_error`) from a Claude Code log; nothing after the
+ * `result`, and nothing at all when there are two (forgedFinalReport: a forged line). Never throws.
  */
 export function parseClaudeOutput(log: string): UsageReport {
+  const events = upToSoleFinal(jsonEvents(log), isClaudeFinal);
+  if (!events) return forgedFinalReport('result');
   const report = emptyUsage();
   let initModel: string | null | undefined;
   let answeredModel: string | null = null;
-  for (const event of jsonEvents(log)) {
+  for (const event of events) {
     // Claude Code prints one init event, first: a later one is a line the worker forged into the log.
     if (event.type === 'system' && event.subtype === 'init' && initModel === undefined) initModel = stringAt(event, 'model');
     if (event.type === 'assistant') {
@@ -52,12 +55,15 @@ function readResult(result: LogEvent, report: UsageReport): void {
 /**
  * The final message: the last `result` event's `result` text (Claude Code's final answer, claude.jsonl), or when no
  * result was printed, the text blocks of the last real assistant message; null when the last result is an error
- * (`is_error`: its `result` is the error, not an answer) or nothing was said. Never throws.
+ * (`is_error`: its `result` is the error, not an answer), nothing was said, or the log holds two `result` events
+ * (jsonl.ts upToSoleFinal). Never throws.
  */
 export function claudeFinalMessage(log: string): string | null {
   let fromResult: string | null | undefined;
   let fromAssistant: string | null = null;
-  for (const event of jsonEvents(log)) {
+  const events = upToSoleFinal(jsonEvents(log), isClaudeFinal);
+  if (!events) return null;
+  for (const event of events) {
     if (event.type === 'result') fromResult = at(event, 'is_error') === true ? null : stringAt(event, 'result');
     if (event.type === 'assistant' && stringAt(event, 'message', 'model') !== SYNTHETIC_MODEL) {
       const content = at(event, 'message', 'content');
@@ -66,6 +72,11 @@ export function claudeFinalMessage(log: string): string | null {
     }
   }
   return fromResult === undefined ? fromAssistant : fromResult;
+}
+
+/** `claude -p` answers one prompt: it prints one `result` (jsonl.ts upToSoleFinal). */
+function isClaudeFinal(event: LogEvent): boolean {
+  return event.type === 'result';
 }
 
 function claudeFatalErrors(events: LogEvent[]): string[] {

@@ -8,16 +8,19 @@
  * the last `turn.completed` is read, never a sum. The output names no model and no cost.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { countAt, jsonEvents, stringAt, type LogEvent } from './jsonl';
+import { countAt, forgedFinalReport, jsonEvents, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage (the thread total of the last `turn.completed`) and the final status (the last of
- * `turn.completed` / `turn.failed` / `error`) from a codex log. Never throws.
+ * `turn.completed` / `turn.failed` / `error`) from a codex log; nothing after the turn's end, and nothing at all when
+ * it ended twice (forgedFinalReport: a forged line). Never throws.
  */
 export function parseCodexOutput(log: string): UsageReport {
+  const events = upToSoleFinal(jsonEvents(log), isCodexFinal);
+  if (!events) return forgedFinalReport('turn.completed / turn.failed');
   const report = emptyUsage();
-  for (const event of jsonEvents(log)) {
+  for (const event of events) {
     switch (event.type) {
       case 'turn.completed':
         report.tokensIn = countAt(event, 'usage', 'input_tokens');
@@ -41,15 +44,20 @@ export function parseCodexOutput(log: string): UsageReport {
 /**
  * The final message: the text of the last `item.completed` whose item is an `agent_message` (codex prints each
  * assistant message as one such item; see codex.jsonl, `"Done: created alpha.txt"`), or null when there is none or
- * a `turn.failed` / `error` came after it. Never throws.
+ * a `turn.failed` / `error` came after it, or the log ends its turn twice (jsonl.ts upToSoleFinal). Never throws.
  */
 export function codexFinalMessage(log: string): string | null {
   let text: string | null = null;
-  for (const event of jsonEvents(log)) {
+  for (const event of upToSoleFinal(jsonEvents(log), isCodexFinal) ?? []) {
     if (event.type === 'item.completed' && stringAt(event, 'item', 'type') === 'agent_message') text = stringAt(event, 'item', 'text');
     else if (event.type === 'turn.failed' || event.type === 'error') text = null;
   }
   return text;
+}
+
+/** codex exec runs one turn: it ends with one `turn.completed` or `turn.failed` (jsonl.ts upToSoleFinal). */
+function isCodexFinal(event: LogEvent): boolean {
+  return event.type === 'turn.completed' || event.type === 'turn.failed';
 }
 
 function codexErrorMessage(event: LogEvent): string | null {

@@ -8,19 +8,21 @@
  * stats carry no reasoning-token count, so tokensReasoning stays null.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { countAt, jsonEvents, objectAt, stringAt, type LogEvent } from './jsonl';
+import { countAt, forgedFinalReport, jsonEvents, objectAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage from the last `result` event's `stats`, the model (the single key of `stats.models` when there is
- * exactly one, which is the id the API answered with; else the first `init` event's model) and the final status.
- * Never throws.
+ * exactly one, which is the id the API answered with; else the first `init` event's model) and the final status;
+ * nothing after the `result`, and nothing at all when there are two (forgedFinalReport: a forged line). Never throws.
  */
 export function parseGeminiOutput(log: string): UsageReport {
+  const events = upToSoleFinal(jsonEvents(log), isGeminiFinal);
+  if (!events) return forgedFinalReport('result');
   const report = emptyUsage();
   let initModel: string | null | undefined;
   let answeredModel: string | null = null;
-  for (const event of jsonEvents(log)) {
+  for (const event of events) {
     // gemini prints one `init`, first: a later one is a line the worker forged into the log.
     if (event.type === 'init' && initModel === undefined) initModel = stringAt(event, 'model');
     if (event.type !== 'result') continue;
@@ -40,13 +42,16 @@ export function parseGeminiOutput(log: string): UsageReport {
 /**
  * The final message: the last run of assistant `message` events (gemini streams an answer as `delta: true` pieces;
  * gemini.jsonl), joined; a tool call, a tool result or a user message between them starts a new answer. Null when
- * the assistant said nothing or the final `result` is not a success. Never throws.
+ * the assistant said nothing, the final `result` is not a success, or the log holds two `result` events (jsonl.ts
+ * upToSoleFinal). Never throws.
  */
 export function geminiFinalMessage(log: string): string | null {
   let parts: string[] = [];
   let open = false;
   let failed = false;
-  for (const event of jsonEvents(log)) {
+  const events = upToSoleFinal(jsonEvents(log), isGeminiFinal);
+  if (!events) return null;
+  for (const event of events) {
     if (event.type === 'message' && event.role === 'assistant') {
       if (!open || event.delta !== true) parts = [];
       parts.push(stringAt(event, 'content') ?? '');
@@ -58,6 +63,11 @@ export function geminiFinalMessage(log: string): string | null {
     }
   }
   return parts.length && !failed ? parts.join('') : null;
+}
+
+/** `gemini -p` answers one prompt: it prints one `result` (jsonl.ts upToSoleFinal). */
+function isGeminiFinal(event: LogEvent): boolean {
+  return event.type === 'result';
 }
 
 function geminiFatalErrors(events: LogEvent[]): string[] {

@@ -2,6 +2,7 @@
  * Reading structured events out of a raw worker log. The log is stdout and stderr interleaved, so JSON event
  * lines sit between plain-text lines (warnings, stack traces) and a log tail may start in the middle of a line.
  */
+import { emptyUsage, type UsageReport } from './types';
 
 /** One JSON object that a CLI printed on one line of its log. */
 export type LogEvent = Record<string, unknown>;
@@ -29,6 +30,26 @@ export function jsonEvents(log: string): LogEvent[] {
     if (event) events.push(event);
   }
   return events;
+}
+
+/**
+ * The events a one-turn CLI's usage and answer are read from (codex exec, claude -p, gemini -p print exactly one final
+ * event): every event up to and including its final event (`isFinal`), all of them when it printed none (cut off), or
+ * null when the log holds more than one. A second final event is a line forged into the log (a tool the worker ran can
+ * write to its engine's stdout through /proc/<pid>/fd/1): one written after the real one, in the moment before the
+ * engine exits, would otherwise be read as the engine's last word (its usage, or a reviewer's answer). Lines after the
+ * final event are never read, for the same reason.
+ */
+export function upToSoleFinal(events: LogEvent[], isFinal: (event: LogEvent) => boolean): LogEvent[] | null {
+  const finals = events.filter(isFinal).length;
+  if (finals > 1) return null;
+  const at = events.findIndex(isFinal);
+  return at < 0 ? events : events.slice(0, at + 1);
+}
+
+/** The report of a log that holds more than one final event (see upToSoleFinal): nothing known, an error. */
+export function forgedFinalReport(kind: string): UsageReport {
+  return { ...emptyUsage(), finalStatus: 'error', finalError: `the log holds more than one ${kind} event (a one-turn CLI prints one): the worker wrote into its engine's output, so none is believed` };
 }
 
 /** The non-empty lines of a log that are not JSON objects (what the CLI printed as plain text, mostly stderr). */
