@@ -11,19 +11,22 @@
  * is recorded as unknown (null) and the scoreboard prices it from the catalog instead.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { amountAt, countAt, jsonEvents, numberAt, stringAt, type LogEvent } from './jsonl';
+import { amountAt, countAt, forgedFinalReport, jsonEvents, numberAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { addCount, usdToMicroUsd } from './tally';
 import { classifyLogTail, quotaResetOfTail } from './error-class';
 
 /**
  * Reads usage and cost summed over every `step_finish`, and the final status: `error` when an `error` event
  * came after the last step, `success` when the last step ended for a reason other than `tool-calls` (the
- * model stopped), null otherwise (the run was cut off mid-loop). Never throws.
+ * model stopped), null otherwise (the run was cut off mid-loop). Nothing after the step that ended the loop is read,
+ * and nothing at all when two steps ended it (forgedFinalReport: a forged line). Never throws.
  */
 export function parseOpencodeOutput(log: string): UsageReport {
+  const events = upToSoleFinal(jsonEvents(log), isOpencodeFinal);
+  if (!events) return forgedFinalReport('final step_finish');
   const report = emptyUsage();
   let usd: number | null = null;
-  for (const event of jsonEvents(log)) {
+  for (const event of events) {
     if (event.type === 'step_finish') {
       const input = countAt(event, 'part', 'tokens', 'input');
       const output = countAt(event, 'part', 'tokens', 'output');
@@ -50,12 +53,12 @@ export function parseOpencodeOutput(log: string): UsageReport {
 /**
  * The final message: the `text` parts of the last message that printed text, joined in order (opencode prints an
  * answer as `text` events whose `part.messageID` names the message; opencode.jsonl), or null when none was printed
- * or an `error` event came after it. Never throws.
+ * or an `error` event came after it, or two steps ended the loop (jsonl.ts upToSoleFinal). Never throws.
  */
 export function opencodeFinalMessage(log: string): string | null {
   let messageId: string | null = null;
   let parts: string[] = [];
-  for (const event of jsonEvents(log)) {
+  for (const event of upToSoleFinal(jsonEvents(log), isOpencodeFinal) ?? []) {
     if (event.type === 'error') {
       messageId = null;
       parts = [];
@@ -69,6 +72,14 @@ export function opencodeFinalMessage(log: string): string | null {
     parts.push(stringAt(event, 'part', 'text') ?? '');
   }
   return parts.length ? parts.join('') : null;
+}
+
+/**
+ * The step that ends `opencode run`: its loop goes on while a step ends for `tool-calls` and stops at the first that
+ * ends otherwise, so a run prints one such step_finish (jsonl.ts upToSoleFinal).
+ */
+function isOpencodeFinal(event: LogEvent): boolean {
+  return event.type === 'step_finish' && stringAt(event, 'part', 'reason') !== 'tool-calls';
 }
 
 function opencodeErrorMessage(event: LogEvent): string {
