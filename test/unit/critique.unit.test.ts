@@ -78,7 +78,7 @@ describe('critique: the loop\'s decisions', () => {
   it('the critic\'s prompt holds the work as data, the previous round\'s points, and the command rule with the check\'s limit', () => {
     const p = critiquePrompt({ spec: 'S', check: 'npm test', verified: null, checkOutput: 'ok', material: { kind: 'the diff', text: '+x', truncated: false }, materialFile: '/s/m.txt', taskDir: '/t', round: 2, previous: [line('a.ts', 4)], commandTimeoutS: 300 });
     assert.match(p, /This is round 2: the proposal is a revision that was handed these points[^\n]*\n- a\.ts:4: a\.ts is wrong/);
-    assert.match(p, /<work>\n\+x\n<\/work>/);
+    assert.match(p, /<(work-[0-9a-f]{16})>\n\+x\n<\/\1>/);
     assert.match(p, /at most 300 s; it must exit non-zero on the proposal/);
   });
 });

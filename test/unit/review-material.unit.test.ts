@@ -64,9 +64,9 @@ describe('review material: what reviewers are given', function () {
     assert.match(small, /in \/work\/t \(read it there/);
     assert.match(small, /<task>\nMake add\(\) add\.\n<\/task>/);
     assert.match(small, /\(it proves: add works\)/);
-    assert.match(small, /```\n1 passed\n```/);
+    assert.match(small, /<(check-output-[0-9a-f]{16})>\n1 passed\n<\/\1>/);
     assert.match(small, /Below is the diff \(also in \/scratch\/review-material\.txt\)/);
-    assert.match(small, /<work>\n\+return a \+ b\n<\/work>/);
+    assert.match(small, /<(work-[0-9a-f]{16})>\n\+return a \+ b\n<\/\1>/);
     assert.match(small, /\{"verdict": "approve" \| "changes" \| "reject", "concerns": \["…"\]\}/);
     const big = reviewPrompt({ ...base, material: { kind: 'the diff', text: `${'+line\n'.repeat(30000)}`, truncated: false } });
     assert.match(big, /it is cut here, the whole of it is in the file \/scratch\/review-material\.txt/);
