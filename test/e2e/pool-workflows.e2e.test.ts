@@ -207,7 +207,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     assert.deepEqual(rank.map((x) => [x.worker_engine, x.model, x.verdict]), [['judge', 'judge-1', 'PASS']]);
     assert.doesNotMatch(fs.readFileSync(String(rank[0]?.worker_log), 'utf8'), /LEAK/);
     const prompt = fs.readFileSync(String(rank[0]?.prompt_path), 'utf8');
-    assert.match(prompt, /<solution name="A">[\s\S]*\+GOOD[\s\S]*<solution name="B">/);
+    assert.match(prompt, /<solution-[0-9a-f]{16} name="A">[\s\S]*\+GOOD[\s\S]*<solution-[0-9a-f]{16} name="B">/);
     assert.doesNotMatch(prompt, /--c\d|verdict\//);
     // The winner's commit is the group's branch here; the dependent, on a worker, started from it (fetched from the remote).
     assert.equal(git(repo, 'rev-parse', `verdict/${state.runId}/fix`), t('fix--c2').commit);

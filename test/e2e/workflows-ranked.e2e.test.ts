@@ -129,7 +129,7 @@ describe('workflows: ranked best-of-N', function () {
     assert.equal(select?.notes, fix.reason);
     // What a ranker saw: the prompt names solutions A and B only; its log has no LEAK.
     const prompt = fs.readFileSync(String(rank[0]?.prompt_path), 'utf8');
-    assert.match(prompt, /<solution name="A">[\s\S]*\+GOOD[\s\S]*<solution name="B">/);
+    assert.match(prompt, /<solution-[0-9a-f]{16} name="A">[\s\S]*\+GOOD[\s\S]*<solution-[0-9a-f]{16} name="B">/);
     assert.match(prompt, /in your working directory: A\.diff, B\.diff/);
     assert.doesNotMatch(prompt, /--c\d|script|verdict\//);
     for (const x of rank) assert.doesNotMatch(fs.readFileSync(String(x.worker_log), 'utf8'), /LEAK/);
