@@ -9,7 +9,8 @@ import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { processesWith } from '../helpers/procs';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension/core/git/overlay';
+import { overlayMountsUnder, readMountInfo } from '../../extension/core/git/overlay';
+import { requireOverlay } from '../helpers/overlay';
 
 // Hostile workers against the `sparse` and `overlay` trees (issue 15 item 3; docs/architecture.md "Trees"), with real
 // `verdict run` processes of the script engine. Each test asserts the safe outcome: a FAIL, a refusal, nothing lost.
@@ -29,15 +30,6 @@ import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension
 //   blocked `git worktree list` and the next run's `worktree add` forever; a HEAD attached to `main` kept `main` from
 //   the user (fifth test).
 // - Did not work (regression tests): every other attack below.
-
-/** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
-async function requireOverlay(ctx: Mocha.Context): Promise<void> {
-  const probe = await probeOverlay();
-  if (probe.ok) return;
-  if (process.env.CI) throw new Error(`overlay mounts are required here (CI is set) but do not work: ${probe.reason}`);
-  console.log(`      skipped: ${probe.reason}`);
-  ctx.skip();
-}
 
 function fixture(dir: string): string {
   return makeRepo(path.join(dir, 'repo'), {

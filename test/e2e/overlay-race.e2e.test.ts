@@ -5,24 +5,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { tempDir } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { awaitSandboxSetups, isolateRunRoot, mountOverlay, overlayIdentity, probeOverlay, readMountInfo, writableCopies } from '../../extension/core/git/overlay';
+import { awaitSandboxSetups, isolateRunRoot, mountOverlay, overlayIdentity, readMountInfo, writableCopies } from '../../extension/core/git/overlay';
 import { releaseOverlays, removeOverlayTree } from '../../extension/core/git/overlay-tree';
 import { bwrapCommand } from '../../extension/core/process/sandbox';
+import { requireOverlay } from '../helpers/overlay';
 
 // Overlay trees come and go while other steps' sandboxes start (docs/architecture.md "Trees"). Every sandbox copies
 // the host's mounts (`--ro-bind / /`), other tasks' overlays included, then remounts each copy read-only from the list
 // it parsed; removing an overlay's mount point on the host (the task dir, at the end of its run) detaches those copies
 // in every namespace, and a sandbox caught between its parse and its remount failed to start ("Unable to apply mount
 // flags: remount …: No such file or directory"), spending an attempt of a task that did nothing wrong.
-
-/** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
-async function requireOverlay(ctx: Mocha.Context): Promise<void> {
-  const probe = await probeOverlay();
-  if (probe.ok) return;
-  if (process.env.CI) throw new Error(`overlay mounts are required here (CI is set) but do not work: ${probe.reason}`);
-  console.log(`      skipped: ${probe.reason}`);
-  ctx.skip();
-}
 
 /** Mounts an overlay tree at `<runRoot>/<key>` laid out as prepare lays one out (git/worktree.ts checkOut). */
 async function mountTree(runRoot: string, lower: string, key: string): Promise<string> {

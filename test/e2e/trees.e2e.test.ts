@@ -6,21 +6,13 @@ import { execa } from 'execa';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { overlayMountsUnder, probeOverlay, readMountInfo } from '../../extension/core/git/overlay';
+import { overlayMountsUnder, readMountInfo } from '../../extension/core/git/overlay';
+import { requireOverlay } from '../helpers/overlay';
 
 // `tree`: sparse and overlay end to end (docs/manifest.md "Trees"): PASS, FAIL then a retry that never sees what the
 // check wrote, the sealed commit holding exactly the task's tree, a passed task merged, and no mount left behind by
 // the run, by `verdict clean`, or after a crash. Hostile workers try to write outside their cone, to the shared lower
 // layer and through symlinks.
-
-/** Skips (saying why) where this kernel or user cannot mount overlays; with CI set it fails instead: these machines can. */
-async function requireOverlay(ctx: Mocha.Context): Promise<void> {
-  const probe = await probeOverlay();
-  if (probe.ok) return;
-  if (process.env.CI) throw new Error(`overlay mounts are required here (CI is set) but do not work: ${probe.reason}`);
-  console.log(`      skipped: ${probe.reason}`);
-  ctx.skip();
-}
 
 function repoFiles(dir: string): string {
   return makeRepo(path.join(dir, 'repo'), {
