@@ -27,7 +27,7 @@ describe('verdict doctor (command function)', () => {
     const code = await doctorCommand({ home: path.join(dir, 'home'), env }, io);
     const text = out.join('\n');
     assert.equal(code, 0, text);
-    assert.match(text, /^sandbox: bwrap \S+ \(\/\S*bwrap\): every step runs in its own PID namespace, filesystem read-only except the task dir, a scratch dir and the engine's state dirs$/m);
+    assert.match(text, /^sandbox: bwrap \S+ \(\/\S*bwrap\): every step runs in its own PID namespace with no capability, filesystem read-only except the task dir, a scratch dir and the engine's state dirs$/m);
     assert.match(text, /^git: \d+\.\d+\S* \(\/\S+\/git\)$/m);
     assert.match(text, new RegExp(`^node: ${process.version.replace(/\./g, '\\.')} `, 'm'));
     // perl is on PATH here (git needs it): the perl helper, unless the suite forces the Node one.

@@ -14,7 +14,7 @@ export function containmentLine(probe: SandboxProbe, mode: SandboxMode = 'auto')
     return `sandbox: off (--no-sandbox, "sandbox": false or verdict.sandbox) — every step runs unsandboxed; ${here}`;
   }
   if (probe.kind === 'bwrap') {
-    return `sandbox: bwrap ${probe.version} (${probe.binary}): every step runs in its own PID namespace, filesystem read-only except the task dir, a scratch dir and the engine's state dirs`;
+    return `sandbox: bwrap ${probe.version} (${probe.binary}): every step runs in its own PID namespace with no capability, filesystem read-only except the task dir, a scratch dir and the engine's state dirs`;
   }
   return `sandbox: none — ${probe.reason}; runs refuse to start unless --no-sandbox`;
 }

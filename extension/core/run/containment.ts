@@ -31,7 +31,7 @@ export function decideContainment(mode: SandboxMode, probe: SandboxProbe): RunCo
   if (probe.kind === 'none') {
     return `no sandbox: ${probe.reason}. Nothing ran. To run without one anyway (workers can then write anywhere you can): --no-sandbox, "sandbox": false in the config, or the VS Code setting verdict.sandbox`;
   }
-  return { bwrap: probe.binary, summary: `sandbox: bwrap ${probe.version}: each step in its own PID namespace, the filesystem read-only but the task dir, a scratch dir and the engine's state dirs` };
+  return { bwrap: probe.binary, summary: `sandbox: bwrap ${probe.version}: each step in its own PID namespace with no capability, the filesystem read-only but the task dir, a scratch dir and the engine's state dirs` };
 }
 
 /** The containment a task's steps run under: none for an (allowed) full_access task or an unsandboxed run. */
