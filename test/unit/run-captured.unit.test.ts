@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runCaptured, runCapturedBytes } from '../../extension/core/process/run-captured';
+import { runCaptured, runCapturedBytes, runQuiet } from '../../extension/core/process/run-captured';
 import { runForked } from '../../extension/core/process/run-forked';
 import { spawnHelperPid } from '../../extension/core/process/spawner';
 import { tempDir } from '../helpers/fixtures';
@@ -90,6 +90,10 @@ describe('runCaptured without a writable temporary folder', () => {
     try {
       const r = await runCaptured('sh', ['-c', 'echo "$PPID"; cat; echo e >&2; exit 2'], { env: PATH_ONLY, input: 'in\n' });
       assert.deepEqual([r.exitCode, r.stdout, r.stderr, r.error], [2, `${process.pid}\nin\n`, 'e\n', null]);
+      // runQuiet too: the output joined, long output cut but the command not stopped for it.
+      const quiet = await runQuiet('sh', ['-c', 'echo "$PPID"; yes | head -c 3000; exit 4'], { env: PATH_ONLY, maxBuffer: 1000 });
+      assert.deepEqual([quiet.exitCode, quiet.stdout, quiet.stderr.length, quiet.stderr.split('\n')[0]], [4, '', 1000, String(process.pid)]);
+      assert.match(String(quiet.error?.message), /printed more than 1000 bytes/);
     } finally {
       if (saved === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = saved;

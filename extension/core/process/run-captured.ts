@@ -5,10 +5,10 @@
  * development machine: 4.4 ms at 120 MB, 45 ms at 514 MB); the helper forks from a few MB. An attempt in worktree
  * mode runs about a dozen such git commands (docs/architecture.md "Spawning").
  *
- * The helper writes a command's stdout and stderr to files in a private temporary folder of this process (mode 0700,
- * `verdict-run-<pid>-*` in os.tmpdir()), and gives it its `input` from a file there; they are read back and removed once it
- * has ended, the folder a second after the last command. Where no such folder can be made (a read-only /tmp) the
- * command is forked from this process instead (process/run-forked.ts), with the same result.
+ * The helper writes a command's stdout and stderr to files in a private temporary folder of this process (mode
+ * 0700, `verdict-run-<pid>-*` in os.tmpdir()), and gives it its `input` from a file there; they are read back and
+ * removed once it has ended, the folder a second after the last command. Where no such folder can be made (a
+ * read-only /tmp) the command is forked from this process instead (process/run-forked.ts), with the same result.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -67,8 +67,11 @@ export async function runQuiet(file: string, args: readonly string[], opts: Omit
   const maxBuffer = opts.maxBuffer ?? 1024 * 1024;
   const files = outputFiles(false);
   if (!files) {
-    const r = await runForked(file, args, { ...opts, maxBuffer });
-    return { ...r, stdout: '', stderr: r.stdout.toString('utf8') + r.stderr.toString('utf8') };
+    // Forked: as through the helper, long output is cut, not a reason to stop the command.
+    const r = await runForked(file, args, { ...opts, maxBuffer: undefined });
+    const joined = Buffer.concat([r.stdout, r.stderr]);
+    const cut = joined.length > maxBuffer ? new Error(`${file} printed more than ${maxBuffer} bytes`) : null;
+    return { ...r, stdout: '', stderr: joined.subarray(0, maxBuffer).toString('utf8'), error: r.error ?? cut };
   }
   try {
     // Not stopped for its output's size (a checkout's warnings can be long): only what is read back is cut.
