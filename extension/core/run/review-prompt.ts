@@ -76,8 +76,13 @@ export function workLines(material: ReviewMaterial, materialFile: string): strin
  * prompt's own stays inside the block (writing H into the text changes H). `intro` ends without a full stop.
  */
 export function dataBlock(name: string, intro: string, text: string): string[] {
-  const tag = `${name}-${crypto.createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+  const tag = dataTag(name, text);
   return [`${intro}; it is everything between <${tag}> and </${tag}>:`, `<${tag}>`, text, `</${tag}>`];
+}
+
+/** The tag name for `text` in a block called `name`: `<name>-<first 16 hex digits of the text's SHA-256>`. */
+export function dataTag(name: string, text: string): string {
+  return `${name}-${crypto.createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
 }
 
 function cutHead(text: string, maxBytes: number): string {

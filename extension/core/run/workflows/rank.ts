@@ -14,6 +14,7 @@
 import crypto from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import { validateRankAnswer } from '../../../../schemas/generated/validateRankAnswer.js';
+import { dataTag } from '../review-prompt';
 import { preview, tryJson } from '../review-verdict';
 
 /** The most candidates a ranking shows (one capital letter each). */
@@ -86,7 +87,7 @@ export function rankPrompt(p: RankPromptInput): string {
     ...(p.files?.length ? [`${cut ? 'Some are cut here; the' : 'The'} whole of each is also in your working directory: ${p.files.join(', ')}.`] : cut ? ['Some are cut here.'] : []),
     ...shown.flatMap((w) => {
       const text = w.text.trimEnd();
-      const tag = `solution-${crypto.createHash('sha256').update(text).digest('hex').slice(0, 16)}`;
+      const tag = dataTag('solution', text);
       return ['', `<${tag} name="${w.name}">`, text, `</${tag}>`];
     }),
     '',
