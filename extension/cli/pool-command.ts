@@ -6,6 +6,7 @@ import { poolLines, poolView } from '../../schemas/pool-view';
 import { runPoolWorker } from '../core/pool/worker';
 import { hidePassword } from '../core/pool/schema';
 import { findBinary } from '../../engines';
+import { MAX_PARALLEL } from '../core/manifest/limits';
 import { loadEngines } from './load-engines';
 import { InputError, UsageError, type Io } from './io';
 
@@ -39,7 +40,7 @@ export async function poolCommand(action: string, flags: PoolFlags, io: Io): Pro
   }
   if (action !== 'worker') throw new UsageError(`unknown pool action "${action}": worker or status`);
   const slots = flags.slots === undefined ? 1 : Number(flags.slots);
-  if (!Number.isInteger(slots) || slots < 1) throw new UsageError(`--slots must be an integer ≥ 1, got "${flags.slots}"`);
+  if (!Number.isInteger(slots) || slots < 1 || slots > MAX_PARALLEL) throw new UsageError(`--slots must be an integer from 1 to ${MAX_PARALLEL} (attempts at once, as max_parallel), got "${flags.slots}"`);
   const { settings, engines: all } = loadEngines(flags.config);
   // Default: every engine whose command is on PATH here.
   const names = flags.engines ? flags.engines.split(',').map((s) => s.trim()).filter(Boolean) : [...all].filter(([, e]) => findBinary(e.binary, process.env.PATH ?? '')).map(([n]) => n);

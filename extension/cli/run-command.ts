@@ -4,6 +4,7 @@ import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/host/identity';
 import { loadManifest } from '../core/manifest/load';
+import { MAX_PARALLEL } from '../core/manifest/limits';
 import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
 import { PreflightError } from '../core/run/preflight';
 import { runManifest, type RunSummary } from '../core/run/runner';
@@ -54,7 +55,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   let maxParallel: number | undefined;
   if (flags.maxParallel !== undefined) {
     maxParallel = Number(flags.maxParallel);
-    if (!Number.isInteger(maxParallel) || maxParallel < 1) throw new UsageError(`--max-parallel must be an integer ≥ 1, got "${flags.maxParallel}"`);
+    if (!Number.isInteger(maxParallel) || maxParallel < 1 || maxParallel > MAX_PARALLEL) throw new UsageError(`--max-parallel must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got "${flags.maxParallel}"`);
   }
   const { config, settings, engines } = loadEngines(flags.config);
   // The spawn helper and the sandbox probe start now, so their start-up (a Node process; two bubblewrap runs) overlaps

@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { loadUserConfig, locateConfig, type VerdictConfig } from '../core/config/config';
 import { ringerConfigPath } from '../core/config/ringer-config';
 import { overlaySettings, settingsFromConfig, type VerdictSettings } from '../core/config/settings';
+import { MAX_PARALLEL } from '../core/manifest/limits';
 
 /**
  * The editor's reader of {@link VerdictSettings} (the CLI's is settingsFromConfig): the `verdict.*` settings
@@ -37,7 +38,10 @@ export function readSettings(): EditorSettings {
     sandbox: c.inspect<boolean>('sandbox')?.globalValue,
   });
   const poolError = merged.poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(merged.poolUrl) ? `verdict.pool: must be a postgres:// or postgresql:// URL` : null;
-  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError };
+  // VS Code only warns about a setting outside its schema's range; the value would still reach the run.
+  const parallel = merged.maxParallel;
+  const parallelError = parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= MAX_PARALLEL) ? `verdict.maxParallel: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(parallel)}` : null;
+  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError ?? parallelError };
 }
 
 /** The value the user set at any level (folder > workspace > user), or undefined when only the default applies. */

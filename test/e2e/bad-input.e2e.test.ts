@@ -33,6 +33,34 @@ describe('verdict run with bad input', function () {
     nothingCreated();
   });
 
+  it("a time limit past Node's timer (2,200,000 s): file:line:column and the field, nothing run (it was TIMEOUT after 0.2 s)", async () => {
+    const file = path.join(dir, 'long.swarm.json');
+    fs.writeFileSync(file, '{\n  "tasks": [\n    { "key": "t", "engine": "script", "spec": "echo done > out.txt", "check": "grep -q done out.txt",\n      "timeout_s": 2200000,\n      "check_timeout_s": 2200000 }\n  ]\n}\n');
+    const r = await cli(['run', file, '--home', home]);
+    assert.equal(r.exitCode, 2, r.all);
+    assert.match(r.stderr, new RegExp(`${file.replace(/[.]/g, '\\.')}:4:20: error: tasks\\[0\\]\\.timeout_s: must be <= 2147483, got 2200000 \\(seconds: Node's timers hold at most 2\\^31−1 ms`));
+    assert.match(r.stderr, new RegExp(`${file.replace(/[.]/g, '\\.')}:5:26: error: tasks\\[0\\]\\.check_timeout_s: must be <= 2147483, got 2200000`));
+    nothingCreated();
+    // verdict lint says the same, at the same places.
+    const lint = await cli(['lint', file]);
+    assert.equal(lint.exitCode, 1);
+    assert.match(lint.stdout, /:4:20: error \[invalid-manifest\] \(t\) tasks\[0\]\.timeout_s: must be <= 2147483/);
+    assert.match(lint.stdout, /:5:26: error \[invalid-manifest\] \(t\) tasks\[0\]\.check_timeout_s: must be <= 2147483/);
+  });
+
+  it('numbers out of range in the config file and the flags: the file:line:column or the flag, exit 2, nothing run', async () => {
+    const file = writeManifest(dir, { tasks: [scriptTask('a', 'echo ok > f', 'grep -q ok f')] });
+    const config = path.join(dir, 'c.json');
+    fs.writeFileSync(config, '{\n  "max_parallel": 100000\n}\n');
+    const c = await cli(['run', file, '--home', home, '--config', config]);
+    assert.equal(c.exitCode, 2, c.all);
+    assert.match(c.stderr, /c\.json:2:19: max_parallel: must be an integer from 1 to 256 \(as the manifest's max_parallel\), got 100000/);
+    const f = await cli(['run', file, '--home', home, '--max-parallel', '100000']);
+    assert.equal(f.exitCode, 2, f.all);
+    assert.match(f.stderr, /--max-parallel must be an integer from 1 to 256/);
+    nothingCreated();
+  });
+
   it('duplicate keys and unsafe keys', async () => {
     const file = writeManifest(dir, { tasks: [scriptTask('a', 'x', 'true'), scriptTask('a', 'y', 'true'), scriptTask('../escape', 'z', 'true')] });
     const r = await cli(['run', file, '--home', home]);
@@ -110,7 +138,7 @@ describe('verdict run with bad input', function () {
   it('bad flags: usage and exit 2', async () => {
     const r = await cli(['run', 'x.swarm.json', '--max-parallel', 'lots']);
     assert.equal(r.exitCode, 2);
-    assert.match(r.stderr, /--max-parallel must be an integer ≥ 1, got "lots"/);
+    assert.match(r.stderr, /--max-parallel must be an integer from 1 to 256 \(as the manifest's max_parallel\), got "lots"/);
     const u = await cli(['frobnicate']);
     assert.equal(u.exitCode, 2);
     assert.match(u.stderr, /unknown command "frobnicate"[\s\S]*usage: verdict/);

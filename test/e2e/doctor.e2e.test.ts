@@ -88,7 +88,7 @@ describe('verdict doctor and the config file (CLI)', function () {
     fs.writeFileSync(cfg, '{ "sandbox": "no" }');
     const r = await run(['run', manifest, '--no-dashboard'], env);
     assert.equal(r.exitCode, 2, r.all);
-    assert.match(r.stderr, new RegExp(`verdict: ${cfg}: sandbox: must be true or false, got "no"`));
+    assert.match(r.stderr, new RegExp(`verdict: ${cfg}:1:14: sandbox: must be true or false, got "no"`));
     const missing = path.join(dir, 'missing.json');
     const m = await run(['run', manifest, '--no-dashboard'], { ...env, VERDICT_CONFIG: missing });
     assert.equal(m.exitCode, 2, m.all);

@@ -56,13 +56,13 @@ describe('config: location and precedence', () => {
     assert.throws(() => loadUserConfig(undefined, { VERDICT_CONFIG: missing }), new RegExp(`^Error: ${missing}: the config file named by \\$VERDICT_CONFIG does not exist`));
   });
 
-  it('sandbox and allow_full_access: booleans, a wrong type names file and field', () => {
+  it('sandbox and allow_full_access: booleans, a wrong type names file:line:column and field', () => {
     const bad = write(path.join(dir, 'bad.json'), { sandbox: 'no' });
-    assert.throws(() => loadConfig(bad), new RegExp(`${bad}: sandbox: must be true or false, got "no"`));
+    assert.throws(() => loadConfig(bad), new RegExp(`${bad}:1:12: sandbox: must be true or false, got "no"`));
     const bad2 = write(path.join(dir, 'bad2.json'), { allow_full_access: 1 });
-    assert.throws(() => loadConfig(bad2), new RegExp(`${bad2}: allow_full_access: must be true or false, got 1`));
+    assert.throws(() => loadConfig(bad2), new RegExp(`${bad2}:1:22: allow_full_access: must be true or false, got 1`));
     const bad3 = write(path.join(dir, 'bad3.json'), { pool: 'mysql://db' });
-    assert.throws(() => loadConfig(bad3), new RegExp(`${bad3}: pool: must be a postgres:// or postgresql:// URL`));
+    assert.throws(() => loadConfig(bad3), new RegExp(`${bad3}:1:9: pool: must be a postgres:// or postgresql:// URL`));
     const good = write(path.join(dir, 'good.jsonc'), '{ // comments are fine\n "sandbox": false, "allow_full_access": true, }');
     assert.deepEqual(loadConfig(good).config, { sandbox: false, allow_full_access: true });
   });

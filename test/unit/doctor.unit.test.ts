@@ -44,7 +44,7 @@ describe('verdict doctor (command function)', () => {
     fs.writeFileSync(file, '{"sandbox": "sometimes"}');
     const { io, out } = collect();
     assert.equal(await doctorCommand({ home: path.join(dir, 'home'), config: file, env }, io), 1);
-    assert.match(out.join('\n'), new RegExp(`^ {2}config: ${file}: sandbox: must be true or false, got "sometimes"$`, 'm'));
+    assert.match(out.join('\n'), new RegExp(`^ {2}config: ${file}:1:13: sandbox: must be true or false, got "sometimes"$`, 'm'));
   });
 
   it('an unwritable VERDICT_HOME: exit 1, saying so', async function () {

@@ -24,7 +24,7 @@ describe('lint: loader problems as findings', () => {
     const t = task('a', { timeout_s: -1 });
     const text = manifest([t], { max_parallel: 'four' });
     const found = (await lintManifestText(text, FILE, ctx)).filter((f) => f.rule === 'invalid-manifest');
-    assert.deepEqual(found.map((f) => f.message), ['max_parallel: must be integer', 'tasks[0].timeout_s: must be > 0']);
+    assert.deepEqual(found.map((f) => f.message), ['max_parallel: must be integer', 'tasks[0].timeout_s: must be >= 0.001, got -1']);
     assertRange(text, found[0], 2, 18, '"four"');
     assertRange(text, found[1], 4, col(t, '-1'), '-1');
     assert.equal(found[1]?.taskKey, 'a');

@@ -56,7 +56,7 @@ describe('manifest loader', () => {
     const byPath = new Map(errs.map((e) => [e.path, e]));
     assert.equal(byPath.get('max_parallel')?.message, 'must be integer');
     assert.deepEqual(byPath.get('max_parallel')?.range?.start, { line: 2, column: 19 });
-    assert.match(byPath.get('tasks[0].timeout_s')?.message ?? '', /must be > 0/);
+    assert.match(byPath.get('tasks[0].timeout_s')?.message ?? '', /^must be >= 0\.001, got -1$/);
     assert.deepEqual(byPath.get('tasks[0].timeout_s')?.range?.start, { line: 3, column: 71 });
   });
 

@@ -11,6 +11,7 @@ import { canOpenBrowser, openInBrowser } from './browser';
 import { findRunningHud, removeHudRecord, writeHudRecord } from './hud-file';
 import { startHud, type Hud } from './server';
 import { PoolMonitor } from '../../core/pool/monitor';
+import { MAX_TIMER_S } from '../../core/fs/timer';
 
 /** The hud's usual port. */
 export const DEFAULT_HUD_PORT = 8700;
@@ -37,7 +38,7 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   const port = explicit ? Number(flags.port) : DEFAULT_HUD_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got "${flags.port}"`);
   const idle = flags.idleExitS === undefined ? null : Number(flags.idleExitS);
-  if (idle !== null && !(idle > 0)) throw new UsageError(`--idle-exit-s must be a positive number, got "${flags.idleExitS}"`);
+  if (idle !== null && !(idle > 0 && idle <= MAX_TIMER_S)) throw new UsageError(`--idle-exit-s must be a number of seconds above 0 and at most ${MAX_TIMER_S}, got "${flags.idleExitS}"`);
   const running = await findRunningHud(flags.home);
   if (running) {
     io.out(`verdict hud already serves ${flags.home}: ${running}`);

@@ -12,6 +12,7 @@ import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
 import { loadManifest } from '../../core/manifest/load';
+import { MAX_PARALLEL } from '../../core/manifest/limits';
 import { driverNotesFor } from '../../core/run/steering';
 import { resolveRun, mergeCommand } from '../control-command';
 import { loadEngines } from '../load-engines';
@@ -113,7 +114,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
       inputSchema: {
         manifest: z.string().describe('manifest path, relative to the workspace'),
         only: z.array(TASK_KEY).optional().describe('run only these task keys'),
-        max_parallel: z.number().int().min(1).max(64).optional().describe('attempts at once'),
+        max_parallel: z.number().int().min(1).max(MAX_PARALLEL).optional().describe(`attempts at once (1 to ${MAX_PARALLEL}, as the manifest's max_parallel)`),
         baseline: z.boolean().optional().describe('first run every check on the untouched tree; a task whose check already passes is not run'),
       },
     },

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
 import { loadRingerConfig } from './ringer-config';
 
@@ -11,7 +12,7 @@ export interface VerdictConfig {
   engines?: Record<string, unknown>;
   /** Default identity (below flag, environment and .fleet-agent). */
   identity?: string;
-  /** Default max_parallel when the manifest gives none. */
+  /** Default max_parallel when the manifest gives none: an integer from 1 to MAX_PARALLEL (256), as in the manifest. */
   max_parallel?: number;
   /**
    * The user means it when a task sets full_access: such a task runs without Verdict's sandbox and with its engine's
@@ -86,7 +87,8 @@ export function loadUserConfig(flag?: string | null, env: NodeJS.ProcessEnv = pr
 
 /**
  * Reads a config file. Absent path → empty config.
- * @throws Error naming file:line:column for malformed JSON, or the file and field for a wrong shape
+ * @throws Error naming file:line:column for malformed JSON, or file:line:column (of the value) and the field for a
+ *   wrong shape or a number out of its range
  */
 export function loadConfig(file: string | null | undefined): { config: VerdictConfig; file: string | null } {
   if (!file) return { config: {}, file: null };
@@ -105,21 +107,30 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${abs}: the config must be a JSON object`);
   const c = value as Record<string, unknown>;
+  // `file:line:column: field:` of a field's value, so an editor jumps to it.
+  const tree = parseTree(text, [], { allowTrailingComma: true });
+  const lines = new LineIndex(text);
+  const at = (field: string): string => {
+    const node = tree && findNodeAtLocation(tree, [field]);
+    if (!node) return `${abs}: ${field}`;
+    const pos = lines.position(node.offset);
+    return `${abs}:${pos.line}:${pos.column}: ${field}`;
+  };
   if (c.engines !== undefined && (typeof c.engines !== 'object' || c.engines === null || Array.isArray(c.engines))) {
-    throw new Error(`${abs}: engines: must be an object of engine name → engine definition`);
+    throw new Error(`${at('engines')}: must be an object of engine name → engine definition`);
   }
-  if (c.identity !== undefined && typeof c.identity !== 'string') throw new Error(`${abs}: identity: must be a string`);
-  if (c.max_parallel !== undefined && !(Number.isInteger(c.max_parallel) && (c.max_parallel as number) >= 1)) {
-    throw new Error(`${abs}: max_parallel: must be an integer ≥ 1`);
+  if (c.identity !== undefined && typeof c.identity !== 'string') throw new Error(`${at('identity')}: must be a string`);
+  if (c.max_parallel !== undefined && !(Number.isInteger(c.max_parallel) && (c.max_parallel as number) >= 1 && (c.max_parallel as number) <= MAX_PARALLEL)) {
+    throw new Error(`${at('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got ${JSON.stringify(c.max_parallel)}`);
   }
   if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
-    throw new Error(`${abs}: postgres_url: must be a postgres:// or postgresql:// URL`);
+    throw new Error(`${at('postgres_url')}: must be a postgres:// or postgresql:// URL`);
   }
   if (c.pool !== undefined && !(typeof c.pool === 'string' && /^postgres(ql)?:\/\//.test(c.pool))) {
-    throw new Error(`${abs}: pool: must be a postgres:// or postgresql:// URL`);
+    throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL`);
   }
   for (const field of ['allow_full_access', 'sandbox'] as const) {
-    if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${abs}: ${field}: must be true or false, got ${JSON.stringify(c[field])}`);
+    if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);
   }
   return { config: c as VerdictConfig, file: abs };
 }

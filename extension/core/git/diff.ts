@@ -4,6 +4,7 @@
  * is followed, none of its `.gitattributes` is read; no external diff, no textconv: safe-git.ts) and cut at a byte limit (a worker's 2 GB text file must not fill memory).
  */
 import { spawn } from 'node:child_process';
+import { timerDelay } from '../fs/timer';
 import { NO_DIFF_PROGRAMS, safeGitConfigArgs } from './safe-git';
 import type { WorktreeLinks } from './worktree';
 
@@ -34,7 +35,7 @@ export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'comm
     let bytes = 0;
     let truncated = false;
     let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timerDelay(timeoutMs));
     child.stdout.on('data', (chunk: Buffer) => {
       if (truncated) return;
       chunks.push(chunk);

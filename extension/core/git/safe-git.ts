@@ -13,6 +13,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
+import { timerDelay } from '../fs/timer';
 import { runCaptured, runQuiet } from '../process/run-captured';
 
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
@@ -157,7 +158,7 @@ export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
       allowUnsafeSubmodule: true, // submodule.<name>.update
     },
   };
-  if (opts.timeoutMs) options.timeout = { block: opts.timeoutMs };
+  if (opts.timeoutMs) options.timeout = { block: timerDelay(opts.timeoutMs) };
   // simple-git counts a git that ended without an exit code (killed by a signal) and printed nothing on stderr as a
   // success with empty output; an empty object id must never pass for a result (see sealWorktree).
   options.errors = (error, result) => error ?? (result.exitCode === null ? new Error('git was killed by a signal before it finished') : undefined);

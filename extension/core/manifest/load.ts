@@ -5,6 +5,7 @@ import type { ErrorObject } from 'ajv';
 import { parse as shellParse } from 'shell-quote';
 import manifestSchema from '../../../schemas/manifest.schema.json';
 import { validateManifest } from '../../../schemas/generated/validateManifest.js';
+import { MAX_TIMER_S } from '../fs/timer';
 import { parseJsonc } from './json-tree';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';
@@ -87,7 +88,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
       const unsafe = isUnsafeKey(e);
-      error(unsafe ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e) });
+      error(unsafe ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e, valueAt(raw, p)) });
     }
   }
   // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
@@ -402,11 +403,23 @@ function isUnsafeKey(e: ErrorObject): boolean {
   return /^\/tasks\/\d+\/key$/.test(e.instancePath) && (e.keyword === 'pattern' || e.keyword === 'not');
 }
 
-function ajvMessage(e: ErrorObject): string {
+/** Ajv's range keywords: the value is out of the field's range (schemas/manifest.schema.json gives every number one). */
+const RANGE_KEYWORDS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
+
+/**
+ * The message of one schema error; `value` is the value at the error's path (quoted in range errors). A time limit
+ * past {@link MAX_TIMER_S} also says why that is the limit.
+ */
+function ajvMessage(e: ErrorObject, value?: unknown): string {
   const field = e.instancePath.split('/').pop();
   if (e.keyword === 'required') return `missing required field "${(e.params as { missingProperty: string }).missingProperty}"`;
   if (field === 'key' && (e.keyword === 'pattern' || e.keyword === 'not')) return 'the task key is refused';
   if (e.keyword === 'type') return `must be ${(e.params as { type: string }).type}`;
+  if (RANGE_KEYWORDS.has(e.keyword)) {
+    const { comparison, limit } = e.params as { comparison: string; limit: number };
+    const timer = e.keyword === 'maximum' && limit === MAX_TIMER_S ? ` (seconds: Node's timers hold at most 2^31−1 ms, about 24.8 days, and a longer limit would fire at once)` : '';
+    return `must be ${comparison} ${limit}, got ${JSON.stringify(value)}${timer}`;
+  }
   return e.message ?? `fails ${e.keyword}`;
 }
 

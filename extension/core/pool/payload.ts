@@ -4,6 +4,7 @@
  * logins and must learn nothing of the orchestrator's). A worker accepts a payload only after {@link parseJob}:
  * every field typed, nothing unknown, and the names that become paths (run id, task key) safe.
  */
+import { MAX_TIMER_MS } from '../fs/timer';
 import { taskBranch } from '../git/worktree';
 import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
 
@@ -122,6 +123,8 @@ export function parseJob(data: unknown): AttemptJob {
   const str = (f: string) => (typeof d[f] === 'string' ? (d[f] as string) : bad(f, 'a string'));
   const strOrNull = (f: string) => (d[f] === null || typeof d[f] === 'string' ? (d[f] as string | null) : bad(f, 'a string or null'));
   const posInt = (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 ? (d[f] as number) : bad(f, 'a positive integer'));
+  // A time limit a Node timer can hold (fs/timer.ts): a larger one would fire after 1 ms.
+  const timerMs = (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 && (d[f] as number) <= MAX_TIMER_MS ? (d[f] as number) : bad(f, `an integer number of ms from 1 to ${MAX_TIMER_MS}`));
   const strings = (f: string) => (Array.isArray(d[f]) && (d[f] as unknown[]).every((s) => typeof s === 'string') ? (d[f] as string[]) : bad(f, 'an array of strings'));
   const bool = (f: string) => (typeof d[f] === 'boolean' ? (d[f] as boolean) : bad(f, 'true or false'));
   if (d.v !== JOB_VERSION) bad('v', String(JOB_VERSION));
@@ -141,7 +144,7 @@ export function parseJob(data: unknown): AttemptJob {
   const remote = str('remote');
   // A remote starting with '-' would be read by git as an option.
   if (!remote || remote.startsWith('-')) bad('remote', 'a git URL or path');
-  const watchdogMs = d.watchdogMs === null ? null : posInt('watchdogMs');
+  const watchdogMs = d.watchdogMs === null ? null : timerMs('watchdogMs');
   const protect = d.protect === null ? null : strings('protect');
   const candidate = d.candidate === null ? null : posInt('candidate');
   const guard = d.guard as Record<string, unknown> | null;
@@ -155,7 +158,7 @@ export function parseJob(data: unknown): AttemptJob {
   return {
     v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
     engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
-    check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: posInt('timeoutMs'), checkTimeoutMs: posInt('checkTimeoutMs'), watchdogMs,
+    check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: timerMs('timeoutMs'), checkTimeoutMs: timerMs('checkTimeoutMs'), watchdogMs,
     engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
     review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red, revising: bool('revising'),

@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { timerDelay } from '../fs/timer';
 import { resolveCommand } from './resolve-command';
 import { runForked, type CapturedBytes, type RunCapturedOptions } from './run-forked';
 import { spawnViaHelper, type SpawnExit } from './spawner';
@@ -109,7 +110,7 @@ async function runInHelper(file: string, args: readonly string[], opts: RunCaptu
     ? setTimeout(() => {
         timedOut = true;
         kill();
-      }, opts.timeoutMs)
+      }, timerDelay(opts.timeoutMs))
     : null;
   // Output past maxBuffer stops the command, as a pipe's reader would, so a runaway cannot fill the temporary folder.
   const outputs = [io.log, io.errLog].filter((f): f is string => f !== undefined);

@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { timerDelay } from '../fs/timer';
 
 /** How a command ended, with its output as bytes. */
 export interface CapturedBytes {
@@ -73,7 +74,7 @@ export function runForked(file: string, args: readonly string[], opts: RunCaptur
       ? setTimeout(() => {
           timedOut = true;
           child.kill('SIGKILL');
-        }, opts.timeoutMs)
+        }, timerDelay(opts.timeoutMs))
       : null;
     child.on('error', (e) => {
       error ??= e;

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { timerDelay } from '../fs/timer';
 import { RingBuffer } from './ring-buffer';
 import { resolveCommand } from './resolve-command';
 import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
@@ -222,7 +223,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const timer = setTimeout(() => {
     timedOut = true;
     stopGroup();
-  }, Math.max(0, opts.timeoutMs - (Date.now() - startedAt)));
+  }, timerDelay(opts.timeoutMs - (Date.now() - startedAt)));
   const onAbort = () => {
     cancelled = true;
     stopGroup();

@@ -1,3 +1,5 @@
+import { timerDelay } from '../fs/timer';
+
 /** Optional per-group caps below the global limit (e.g. one engine halved after a rate limit). */
 export interface GroupLimits<T> {
   /** The group a job belongs to. */
@@ -33,14 +35,18 @@ export class Scheduler<T> {
     if (!Number.isInteger(limit) || limit < 1) throw new Error(`max_parallel must be an integer ≥ 1, got ${limit}`);
   }
 
-  /** Queues a job, or schedules it after `delayMs` ms. */
+  /**
+   * Queues a job, or schedules it after `delayMs` ms. A delay past Node's timer limit (fs/timer.ts, ~24.8 days) is
+   * held at that limit: the job comes back then, early rather than at once, and whoever queued it (the runner, for an
+   * engine's quota wait) queues it again for the time left.
+   */
   push(job: T, delayMs = 0): void {
     if (this.closed) return this.onDropped(job);
     if (delayMs > 0) {
       const t = setTimeout(() => {
         this.delayed.delete(t);
         this.push(job);
-      }, delayMs);
+      }, timerDelay(delayMs));
       this.delayed.set(t, job);
       return;
     }

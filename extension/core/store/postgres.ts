@@ -4,6 +4,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import writeFileAtomic from 'write-file-atomic';
 import { withLock } from '../fs/lock';
+import { timerDelay } from '../fs/timer';
 import { chainKey, isChained, readChainHeads, rowHash, type ChainHead } from './chain';
 import { toIndexRow, type IndexRow } from './index-row';
 import { readCompleteLines } from './log-lines';
@@ -254,7 +255,7 @@ export class PostgresMirror {
       await this.running;
     })();
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timeoutMs)));
+    const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), timerDelay(timeoutMs))));
     const won = await Promise.race([work.then(() => 'done' as const), timeout]);
     clearTimeout(timer);
     return won === 'timeout' ? `still sending after ${timeoutMs} ms` : this.lastError;
