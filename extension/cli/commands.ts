@@ -229,7 +229,7 @@ export const COMMANDS: readonly AnyCommand[] = [
       config,
     },
     summary: 'the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)',
-    exit: '0 the scoreboard was shown, 2 bad flags or input (--pg without a database)',
+    exit: '0 shown, 1 shown but --pg found swarm_runs edited (those rows left out), 2 bad flags or input',
     run: async ({ flags }, io) => {
       const { modelsCommand, postgresUrlFor } = await import('./models-command');
       const filters = { taskType: flags['task-type'], model: flags.model, engine: flags.engine, since: flags.since };
@@ -360,14 +360,15 @@ export const COMMANDS: readonly AnyCommand[] = [
     args: [],
     flags: {
       log: { type: 'string', value: 'FILE', help: 'check this eval log (its heads are read from beside it)', default: '<home>/runs.jsonl' },
-      pg: { type: 'boolean', help: "also check against the chain heads in Postgres (VERDICT_PG_URL or the config's postgres_url)" },
+      pg: { type: 'boolean', help: "also check every row of swarm_runs in Postgres (VERDICT_PG_URL, postgres_url) against this log" },
+      'mine-only': { type: 'boolean', help: "with --pg: every row must be this home's (a machine alone, a pool's orchestrator)" },
       json,
       home,
       config,
     },
-    summary: "check the eval log's hash chains: the first row edited, removed or reordered; rows cut",
+    summary: "check the eval log's hash chains (and its Postgres copy): the first row edited, removed or added",
     exit: '0 intact, 1 tampered (the first bad row: line, run_id/task_key, attempt), 2 bad input (no log, no database)',
-    run: async ({ flags }, io) => (await import('./verify-log-command')).verifyLogCommand({ log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, config: flags.config }, io),
+    run: async ({ flags }, io) => (await import('./verify-log-command')).verifyLogCommand({ log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, mineOnly: flags['mine-only'], config: flags.config }, io),
   }),
   command({
     name: 'archive',

@@ -56,15 +56,24 @@ export function scoreboardText(v: ScoreboardView): string[] {
 
 /**
  * `verdict models`: the scoreboard of the eval log (or of every machine with --pg). Prints text or, with --json,
- * `{view: ScoreboardView, source: ScoreboardSource}`. Returns 0; bad flags throw UsageError (exit 2).
+ * `{view: ScoreboardView, source: ScoreboardSource}`. With --pg the table is checked first (store/pg-verify.ts): rows
+ * proven edited, forged or unverifiable are left out, and a table that fails is said on stderr in capitals, whatever
+ * the format.
+ * @returns 0 shown; 1 shown, but swarm_runs failed verification (the figures leave its rejected rows out, and rows
+ *   deleted from it cannot be counted); bad flags throw UsageError (exit 2)
  */
 export async function modelsCommand(flags: ModelsFlags, io: Io): Promise<number> {
   if (flags.filters.since && Number.isNaN(Date.parse(flags.filters.since))) throw new UsageError(`--since: "${flags.filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
   if (flags.pg === null) throw new InputError('--pg needs a database: set VERDICT_PG_URL or postgres_url in the config file');
   const { view, source } = await loadScoreboard({ home: flags.home, logFile: flags.log, filters: flags.filters, explore: flags.explore, postgresUrl: flags.pg });
+  const failed = source.verification && !source.verification.intact ? source.verification : null;
+  if (failed) {
+    io.err(`postgres: swarm_runs FAILED verification: ${failed.findings} finding(s); ${failed.rejected} row(s) proven edited, forged or unverifiable are left out of these figures, and rows deleted from it are not counted. First: ${failed.first}`);
+    io.err('postgres: run `verdict verify-log --pg` for every finding; the figures below are not the evidence as logged');
+  }
   if (flags.json) {
     io.out(JSON.stringify({ view, source }, null, 2));
-    return 0;
+    return failed ? 1 : 0;
   }
   for (const l of scoreboardText(view)) io.out(l);
   io.out('');
@@ -74,7 +83,7 @@ export async function modelsCommand(flags: ModelsFlags, io: Io): Promise<number>
     io.err(`${source.corrupt} corrupt line(s) skipped${first ? ` (first: ${source.from}:${first.line}: ${first.reason})` : ''}`);
   }
   if (source.outboxError) io.err(`postgres: this machine's newest rows could not be sent first (${source.outboxError}); they wait in the outbox`);
-  return 0;
+  return failed ? 1 : 0;
 }
 
 /**

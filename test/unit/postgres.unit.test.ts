@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -8,6 +9,11 @@ import { PostgresMirror, readPostgresChainHeads, syncToPostgres } from '../../ex
 import { chainHeadPath, readChainHeads } from '../../extension/core/store/chain';
 import { verifyEvalLog } from '../../extension/core/store/verify-log';
 import { loadScoreboard } from '../../extension/core/scoreboard/load';
+import { verifySwarmRuns, type PgVerification } from '../../extension/core/store/pg-verify';
+import { rowKey } from '../../extension/core/store/postgres';
+import { toIndexRow } from '../../extension/core/store/index-row';
+import { ATTEMPT_COLUMNS } from '../../extension/core/store/sqlite-index';
+import { rowHash } from '../../extension/core/store/chain';
 import { tempDir } from '../helpers/fixtures';
 import { postgresBinDir, TestPostgres } from '../helpers/postgres';
 
@@ -142,5 +148,160 @@ describe('postgres mirror (unit, a real PostgreSQL on 127.0.0.1)', function () {
     } finally {
       await c.end();
     }
+  });
+
+  describe('row hashes in swarm_runs (each test its own database)', () => {
+    let n = 0;
+    /** A fresh database on the server: its URL. */
+    async function freshDb(): Promise<string> {
+      const c = new pg.Client({ connectionString: server.url });
+      await c.connect();
+      try {
+        await c.query(`CREATE DATABASE rows${++n}`);
+      } finally {
+        await c.end();
+      }
+      return server.url.replace(/\/postgres$/, `/rows${n}`);
+    }
+    async function sql(url: string, text: string, params: unknown[] = []): Promise<pg.QueryResult> {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        return await c.query(text, params);
+      } finally {
+        await c.end();
+      }
+    }
+    /** A home with `rows` logged (host h) and sent to `url`. */
+    async function homeWith(url: string, rows: EvalRow[]): Promise<{ home: string; log: string }> {
+      const home = tempDir();
+      const log = path.join(home, 'runs.jsonl');
+      for (const r of rows) await appendEvalRow(log, r);
+      await syncToPostgres(home, url);
+      return { home, log };
+    }
+    const verify = async (url: string, home: string, depth: 'full' | 'columns' = 'full'): Promise<PgVerification> => (await verifySwarmRuns(url, { logFile: path.join(home, 'runs.jsonl'), home, depth })).report;
+    const kinds = (v: PgVerification) => v.findings.map((f) => [f.kind, f.row_key]);
+
+    it('each row keeps row_hash (the chain\'s hash of the row), prev_hash and log_id; an untouched table verifies at both depths', async () => {
+      const url = await freshDb();
+      const { home, log } = await homeWith(url, [evalRow('run-h', 'a', 1, 'FAIL', 'mh'), evalRow('run-h', 'a', 2, 'PASS', 'mh'), { ...evalRow('run-h', 'b', 1, 'PASS', 'mh'), cost_microusd: 9_007_199_254_740_991 }]);
+      const logged = fs.readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const got = (await sql(url, 'SELECT row_key, row_hash, prev_hash, log_id FROM swarm_runs ORDER BY row_key')).rows;
+      assert.deepEqual(got.map((r: Record<string, unknown>) => [r.row_key, r.row_hash, r.prev_hash, r.log_id]), [
+        ['run-h/a/1', rowHash(logged[0]), null, readChainHeads(log)?.log_id],
+        ['run-h/a/2', rowHash(logged[1]), rowHash(logged[0]), readChainHeads(log)?.log_id],
+        ['run-h/b/1', rowHash(logged[2]), rowHash(logged[1]), readChainHeads(log)?.log_id],
+      ]);
+      for (const depth of ['full', 'columns'] as const) {
+        const v = await verify(url, home, depth);
+        assert.equal(v.intact, true, JSON.stringify(v.findings));
+        assert.deepEqual([v.rows, v.mine, v.sent], [3, 3, 3]);
+      }
+    });
+
+    it('a row with a NUL and an unpaired surrogate reaches swarm_runs (row_text keeps it exact) and verifies; rows after it are not held up', async () => {
+      const url = await freshDb();
+      const odd = { ...evalRow('run-o', 'a', 1, 'FAIL', 'mo'), check_output: 'a\u0000b \ud800 c', notes: 'x\udc00' };
+      const { home, log } = await homeWith(url, [odd, evalRow('run-o', 'b', 1, 'PASS', 'mo')]);
+      const got = (await sql(url, "SELECT row_key, row->>'check_output' AS shown, row_text FROM swarm_runs ORDER BY row_key")).rows as { row_key: string; shown: string; row_text: string | null }[];
+      assert.deepEqual(got.map((r) => r.row_key), ['run-o/a/1', 'run-o/b/1']);
+      assert.equal(got[0]?.shown, 'a\ufffdb \ufffd c');
+      assert.equal(got[0]?.row_text, fs.readFileSync(log, 'utf8').split('\n')[0]);
+      assert.equal(got[1]?.row_text, null, 'an ordinary row is kept as JSONB only');
+      for (const depth of ['full', 'columns'] as const) assert.equal((await verify(url, home, depth)).intact, true);
+    });
+
+    it('a table filled by a Verdict before row_hash: the next sync fills the hashes of its own rows; a row edited before that stays unhashed and is a finding', async () => {
+      const url = await freshDb();
+      const home = tempDir();
+      const log = path.join(home, 'runs.jsonl');
+      const rows = [evalRow('run-m', 'a', 1, 'FAIL', 'mm'), evalRow('run-m', 'b', 1, 'PASS', 'mm'), evalRow('run-m', 'c', 1, 'FAIL', 'mm')];
+      for (const r of rows) await appendEvalRow(log, r);
+      // swarm_runs as the previous version made and filled it, and its cursor (no `hashed`).
+      await sql(url, `CREATE TABLE swarm_runs (row_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER, ord BIGINT NOT NULL, model TEXT, task_type TEXT NOT NULL,
+        engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT, verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
+        identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(), step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER)`);
+      const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
+      for (const [i, text] of lines.entries()) {
+        const row = toIndexRow(JSON.parse(text), i + 1);
+        await sql(url, `INSERT INTO swarm_runs (row_key, ${ATTEMPT_COLUMNS.join(', ')}, row) VALUES ($1, ${ATTEMPT_COLUMNS.map((_, j) => `$${j + 2}`).join(', ')}, $${ATTEMPT_COLUMNS.length + 2})`, [rowKey(row, text), ...ATTEMPT_COLUMNS.map((c) => row[c]), text]);
+      }
+      fs.writeFileSync(path.join(home, 'postgres-outbox.json'), JSON.stringify({ target: crypto.createHash('sha256').update(url).digest('hex'), offset: fs.statSync(log).size, lines: 3 }));
+      // Edited while nothing could tell: c's FAIL made a PASS, in its row and its column.
+      await sql(url, `UPDATE swarm_runs SET verdict = 'PASS', row = jsonb_set(row, '{verdict}', '"PASS"') WHERE row_key = 'run-m/c/1'`);
+      const sent = await syncToPostgres(home, url);
+      assert.deepEqual([sent.sent, sent.inserted], [3, 0], 'sent again to fill the hashes, nothing inserted twice');
+      const got = (await sql(url, 'SELECT row_key, row_hash FROM swarm_runs ORDER BY row_key')).rows as { row_key: string; row_hash: string | null }[];
+      assert.deepEqual(got.map((r) => [r.row_key, r.row_hash]), [['run-m/a/1', rowHash(JSON.parse(lines[0] as string))], ['run-m/b/1', rowHash(JSON.parse(lines[1] as string))], ['run-m/c/1', null]]);
+      const v = await verify(url, home);
+      assert.deepEqual(kinds(v), [['unhashed', 'run-m/c/1']]);
+      assert.deepEqual(v.rejected, ['run-m/c/1']);
+      // The scoreboard leaves it out: mm has a FAIL and a PASS, not two PASSes.
+      const { view, source } = await loadScoreboard({ home, postgresUrl: url });
+      assert.equal(source.verification?.intact, false);
+      assert.deepEqual(view.rows.filter((r) => r.model === 'mm').map((r) => [r.tasks, r.passed]), [[2, 1]]);
+      // The cursor now says hashed: the next sync sends nothing again.
+      assert.deepEqual(await syncToPostgres(home, url), { inserted: 0, sent: 0, corrupt: 0 });
+    });
+
+    it("another machine's rows: links and verdict_chain_heads find a row deleted in the middle or at the end, the last row edited, a row added after it", async () => {
+      const url = await freshDb();
+      const other = (h: string, k: string, v: EvalRow['verdict']) => ({ ...evalRow('run-x', k, 1, v, 'mx'), host: h });
+      await homeWith(url, [other('hx', 'a', 'PASS'), other('hx', 'b', 'FAIL'), other('hx', 'c', 'FAIL'), other('hx', 'd', 'PASS')]);
+      const { home } = await homeWith(url, [evalRow('run-y', 'a', 1, 'PASS', 'my')]);
+      const clean = await verify(url, home);
+      assert.equal(clean.intact, true, JSON.stringify(clean.findings));
+      assert.deepEqual(clean.others.map((o) => [o.host, o.rows, o.head_rows]), [['hx', 4, 4]]);
+      await sql(url, 'CREATE TABLE saved AS SELECT * FROM swarm_runs');
+      const restore = () => sql(url, 'DELETE FROM swarm_runs; INSERT INTO swarm_runs SELECT * FROM saved');
+
+      await sql(url, "DELETE FROM swarm_runs WHERE row_key = 'run-x/b/1'");
+      assert.deepEqual(kinds(await verify(url, home)), [['broken', 'run-x/c/1']]);
+      await restore();
+      await sql(url, "DELETE FROM swarm_runs WHERE row_key = 'run-x/d/1'");
+      assert.deepEqual((await verify(url, home)).findings.map((f) => f.kind), ['cut']);
+      await restore();
+      // The last row (no row after it to link to it) edited with its hash recomputed.
+      const d = (await sql(url, "SELECT row FROM swarm_runs WHERE row_key = 'run-x/c/1'")).rows[0].row as Record<string, unknown>;
+      const forged = { ...d, verdict: 'PASS' };
+      await sql(url, "UPDATE swarm_runs SET verdict = 'PASS', row = $1, row_hash = $2 WHERE row_key = 'run-x/c/1'", [JSON.stringify(forged), rowHash(forged)]);
+      assert.deepEqual(kinds(await verify(url, home)), [['broken', 'run-x/d/1']], 'the row after it no longer links to it');
+      await restore();
+      const last = (await sql(url, "SELECT row, row_hash FROM swarm_runs WHERE row_key = 'run-x/d/1'")).rows[0] as { row: Record<string, unknown>; row_hash: string };
+      const edited = { ...last.row, verdict: 'FAIL' };
+      await sql(url, "UPDATE swarm_runs SET verdict = 'FAIL', row = $1, row_hash = $2 WHERE row_key = 'run-x/d/1'", [JSON.stringify(edited), rowHash(edited)]);
+      assert.deepEqual(kinds(await verify(url, home)), [['head-mismatch', 'run-x/d/1']]);
+      await restore();
+      const extra = { ...last.row, task_key: 'e', prev_hash: last.row_hash };
+      await sql(url, `INSERT INTO swarm_runs SELECT 'run-x/e/1', run_id, 'e', attempt, ord, model, task_type, engine, harness, lab, reported_model, access_plan, reasoning_effort, verdict, duration_ms, tokens, cost_microusd, ended_at, identity, host, format, $1::jsonb, inserted_at, step, reviewer, review_verdict, group_key, candidate, $2, $3, log_id, NULL FROM swarm_runs WHERE row_key = 'run-x/d/1'`, [JSON.stringify(extra), rowHash(extra), last.row_hash]);
+      const beyond = await verify(url, home);
+      assert.deepEqual(kinds(beyond), [['beyond-head', 'run-x/e/1']]);
+      assert.deepEqual(beyond.rejected, ['run-x/e/1']);
+    });
+
+    it("two rows of one log under one key (two critics' rows of an attempt) both land, the second as <key>#<hash>; both verify", async () => {
+      const url = await freshDb();
+      const critic = (n: number): EvalRow => ({ ...evalRow('run-k', 'k', 1, 'PASS', `critic${n}`), worker_engine: 'claude', step: 'critique', critique: { critic: n, round: 1, verified: 0, dropped: 0, criticisms: [] } });
+      const { home, log } = await homeWith(url, [evalRow('run-k', 'k', 1, 'PASS', 'mk'), critic(1), critic(2), evalRow('run-k', 'j', 1, 'PASS', 'mk')]);
+      const second = rowHash(JSON.parse(fs.readFileSync(log, 'utf8').split('\n')[2] as string));
+      assert.deepEqual(await keys(url), ['run-k/j/1', 'run-k/k/1', 'run-k/k/1/critique/0', `run-k/k/1/critique/0#${second.slice(0, 16)}`]);
+      const v = await verify(url, home);
+      assert.equal(v.intact, true, JSON.stringify(v.findings));
+      // Its chain in Postgres has no gap, so the heads there count every row.
+      const local = readChainHeads(log);
+      assert.deepEqual(await readPostgresChainHeads(url, local?.log_id as string), local?.chains);
+      // Sent again from byte 0: nothing lands twice.
+      fs.rmSync(path.join(home, 'postgres-outbox.json'));
+      assert.deepEqual(await syncToPostgres(home, url), { inserted: 0, sent: 4, corrupt: 0 });
+    });
+
+    it("full depth reads each row whole: an edit of a row's JSON that keeps its columns is found there, not by the scoreboard's columns depth", async () => {
+      const url = await freshDb();
+      const { home } = await homeWith(url, [evalRow('run-f', 'a', 1, 'FAIL', 'mf')]);
+      await sql(url, `UPDATE swarm_runs SET row = jsonb_set(row, '{check_output}', '"all tests passed"')`);
+      assert.deepEqual(kinds(await verify(url, home, 'full')), [['row-edited', 'run-f/a/1']]);
+      assert.equal((await verify(url, home, 'columns')).intact, true, 'the columns the scoreboard counts are as logged');
+    });
   });
 });

@@ -25,6 +25,13 @@ export interface ScoreboardSource {
   corruptSamples: CorruptLine[];
   /** Postgres only: why the local outbox could not be flushed first (the table may then lack this machine's latest rows). */
   outboxError: string | null;
+  /**
+   * Postgres only: swarm_runs checked before it is counted (store/pg-verify.ts, depth `columns`): against this home's
+   * log and outbox, and other logs' rows against their links and heads. Rows proven edited, forged or unverifiable
+   * (`rejected`) are left out of every figure; rows deleted cannot be put back, so `intact` false means the figures
+   * are not the evidence's. Absent for the local log.
+   */
+  verification?: { intact: boolean; findings: number; first: string | null; rejected: number; depth: 'columns' };
 }
 
 /** Options of {@link loadScoreboard}. */
@@ -104,14 +111,18 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   const catalog = opts.explore ? readSnapshot(opts.home)?.data ?? [] : null;
   if (opts.postgresUrl) {
     // pg is loaded only here: a scoreboard of the local log never needs it.
-    const { readSwarmRuns, syncToPostgres } = await import('../store/postgres');
+    const { syncToPostgres } = await import('../store/postgres');
+    const { verifySwarmRuns } = await import('../store/pg-verify');
     let outboxError: string | null = null;
     try {
       await syncToPostgres(opts.home, opts.postgresUrl);
     } catch (e) {
       outboxError = (e as Error).message;
     }
-    const rows = await readSwarmRuns(opts.postgresUrl);
+    // Counted only after it is checked: an UPDATE of a FAIL row to PASS must not pass as evidence.
+    const logFile = evalLogPath(opts.home);
+    const { report, rows } = await verifySwarmRuns(opts.postgresUrl, { logFile, home: opts.home, depth: 'columns', collect: true });
+    const verification = { intact: report.intact, findings: report.findings.length, first: report.findings[0]?.message ?? null, rejected: report.rejected.length, depth: 'columns' as const };
     const index = await EvalIndex.open(evalLogPath(opts.home), null);
     try {
       const insert = index.db.prepare(`INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (?${', ?'.repeat(ATTEMPT_COLUMNS.length - 1)})`);
@@ -122,7 +133,7 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
       insert.free();
       const { where, params } = aggregationWhere(filters);
       const stats = queryGroupStats(index.db, groupStatsSql(where), params);
-      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError } };
+      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError, verification } };
     } finally {
       index.close();
     }

@@ -155,3 +155,9 @@ export function tailBytes(text: string, maxBytes: number): string {
   while (start < buf.length && ((buf[start] ?? 0) & 0xc0) === 0x80) start++;
   return buf.subarray(start).toString('utf8');
 }
+
+/** An eval row (or Ringer's) in messages: `run_id/task_key attempt n`. */
+export function evalRowLabel(row: Record<string, unknown>): string {
+  const id = `${typeof row.run_id === 'string' ? row.run_id : '?'}/${typeof row.task_key === 'string' ? row.task_key : '?'}`;
+  return typeof row.attempt === 'number' ? `${id} attempt ${row.attempt}` : id;
+}

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import writeFileAtomic from 'write-file-atomic';
 import { withLock } from '../fs/lock';
 import { timerDelay } from '../fs/timer';
-import { chainKey, isChained, readChainHeads, rowHash, type ChainHead } from './chain';
+import { canonicalJson, chainKey, isChained, readChainHeads, rowHash, type ChainHead } from './chain';
 import { toIndexRow, type IndexRow } from './index-row';
 import { readCompleteLines } from './log-lines';
 import { ATTEMPT_COLUMNS } from './sqlite-index';
@@ -14,9 +14,18 @@ import { ATTEMPT_COLUMNS } from './sqlite-index';
  * Table swarm_runs: every machine's eval rows, so one scoreboard covers them all. `row_key` makes a row land once:
  * `run_id/task_key/attempt` for work rows (run ids are unique across machines), `run_id/task_key/attempt/<step>/<n>`
  * for a step's rows of an attempt (review n of it), or `sha256:<line>` for Ringer rows, which have no attempt number.
- * `row` holds the whole eval row as written to runs.jsonl. A table made before the step columns gets them (ALTER …
+ * A second row of the same log whose key is taken (two critics' rows of one attempt) lands as `<key>#<hash>`
+ * (sharedKey). `row` holds the whole eval row as written to runs.jsonl. A table made before the step columns gets them (ALTER …
  * IF NOT EXISTS; its rows are work rows), and the group columns (rows inserted before them have none: their
  * candidates do not count in the "won" column).
+ *
+ * Each row carries its evidence (docs/scoreboard.md "The Postgres copy"): `row_hash`, the SHA-256 of the row's
+ * canonical form as the local chain hashes it (chain.ts rowHash: the whole eval row, its prev_hash included);
+ * `prev_hash`, the row's own prev_hash (null for a chain's first row and for rows of no chain); `log_id`, the random
+ * id of the log that sent it (its `runs.chain.json`); `row_text`, the line exactly as logged, only for a row JSONB
+ * cannot hold (a NUL or an unpaired surrogate in a string, which `row` then holds as U+FFFD). A table made before
+ * these columns gets them empty; the sending machine fills them for its own rows (see syncToPostgres), and a row
+ * nobody fills stays unverifiable (pg-verify.ts).
  */
 export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   row_key TEXT PRIMARY KEY,
@@ -24,9 +33,12 @@ export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT,
   verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
   identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-  step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER);
+  step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER,
+  row_hash TEXT, prev_hash TEXT, log_id TEXT, row_text TEXT);
 ALTER TABLE swarm_runs ADD COLUMN IF NOT EXISTS step TEXT NOT NULL DEFAULT 'work', ADD COLUMN IF NOT EXISTS reviewer INTEGER,
-  ADD COLUMN IF NOT EXISTS review_verdict TEXT, ADD COLUMN IF NOT EXISTS group_key TEXT, ADD COLUMN IF NOT EXISTS candidate INTEGER`;
+  ADD COLUMN IF NOT EXISTS review_verdict TEXT, ADD COLUMN IF NOT EXISTS group_key TEXT, ADD COLUMN IF NOT EXISTS candidate INTEGER,
+  ADD COLUMN IF NOT EXISTS row_hash TEXT, ADD COLUMN IF NOT EXISTS prev_hash TEXT, ADD COLUMN IF NOT EXISTS log_id TEXT,
+  ADD COLUMN IF NOT EXISTS row_text TEXT`;
 
 /**
  * Table verdict_chain_heads: the head of every host's hash chain of one log (extension/core/store/chain.ts), kept
@@ -51,11 +63,24 @@ interface Cursor {
   offset: number;
   /** Lines of runs.jsonl sent (Ringer rows are ordered by line). */
   lines: number;
+  /**
+   * True once the rows before `offset` were sent by a Verdict that keeps row_hash (a cursor without it was written
+   * by an older one: the log is sent once more from byte 0, which fills the hashes of the rows already there).
+   */
+  hashed?: boolean;
 }
 
 /** `<home>/postgres-outbox.json`: the cursor. The outbox is runs.jsonl after the cursor: nothing is copied. */
 export function cursorPath(home: string): string {
   return path.join(home, 'postgres-outbox.json');
+}
+
+/**
+ * The key of a row of a log whose own key another row of the same log already holds in swarm_runs (two critics' rows
+ * of one attempt): `<key>#<the first 16 hex digits of its row_hash>`, the same on every send.
+ */
+export function sharedKey(key: string, hash: string): string {
+  return `${key}#${hash.slice(0, 16)}`;
 }
 
 /** The idempotency key of one row; see SWARM_RUNS_DDL. */
@@ -65,14 +90,63 @@ export function rowKey(row: IndexRow, line: string): string {
   return row.step === 'work' ? attempt : `${attempt}/${row.step}/${row.reviewer ?? 0}`;
 }
 
-function readCursor(home: string, target: string): Cursor {
+/**
+ * The outbox cursor of `home` for the database whose URL hashes to `target`; from byte 0 when there is none, it is
+ * another database's, or an older Verdict wrote it (no `hashed`: its rows are sent again to fill their hashes).
+ */
+export function readCursor(home: string, target: string): Cursor {
   try {
     const c = JSON.parse(fs.readFileSync(cursorPath(home), 'utf8')) as Cursor;
-    if (c.target === target && Number.isInteger(c.offset) && Number.isInteger(c.lines)) return c;
+    if (c.target === target && Number.isInteger(c.offset) && Number.isInteger(c.lines) && c.hashed === true) return c;
   } catch {
     // no cursor yet (or a damaged one): send from the start; row_key drops what is already there
   }
-  return { target, offset: 0, lines: 0 };
+  return { target, offset: 0, lines: 0, hashed: true };
+}
+
+/**
+ * Bytes of `<home>/runs.jsonl` the outbox sent to the database at `url`; null when its cursor is another database's
+ * (or there is none: then nothing was sent, 0).
+ */
+export function sentOffset(home: string, url: string): number | null {
+  let c: Partial<Cursor>;
+  try {
+    c = JSON.parse(fs.readFileSync(cursorPath(home), 'utf8')) as Partial<Cursor>;
+  } catch {
+    return fs.existsSync(cursorPath(home)) ? null : 0;
+  }
+  return c.target === cursorTarget(url) && Number.isInteger(c.offset) ? (c.offset as number) : null;
+}
+
+/** The outbox cursor's `target` for a database URL (its SHA-256: the URL may hold a password). */
+export function cursorTarget(url: string): string {
+  return crypto.createHash('sha256').update(url).digest('hex');
+}
+
+/** A NUL, or a UTF-16 surrogate without its pair: what Postgres' JSONB and TEXT refuse. */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `s` as Postgres can store it: each NUL and unpaired surrogate replaced by U+FFFD (the rest unchanged). */
+export function storable(s: string): string {
+  return s.replace(UNSTORABLE, '\uFFFD');
+}
+
+/** `v` (a parsed JSON value) with every string and key made {@link storable}; the same object when none needed it. */
+export function storableJson(v: unknown): unknown {
+  if (typeof v === 'string') return storable(v);
+  if (!v || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map(storableJson);
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [storable(k), storableJson(x)]));
+}
+
+/** True when the line holds a string Postgres cannot store as it is (JSON.stringify writes both as \u escapes). */
+export function needsRowText(line: string): boolean {
+  return /\\u0000|\\ud[89ab][0-9a-f]{2}|\\ud[c-f][0-9a-f]{2}/i.test(line) && canonicalJson(storableJson(JSON.parse(line))) !== canonicalJson(JSON.parse(line));
+}
+
+/** One column value of swarm_runs as sent: strings made storable, everything else as it is. */
+export function columnValue(v: unknown): unknown {
+  return typeof v === 'string' ? storable(v) : v;
 }
 
 /** What one sync did. */
@@ -109,11 +183,11 @@ export async function connectPostgres(url: string): Promise<pg.Client> {
  */
 export async function syncToPostgres(home: string, url: string): Promise<SyncResult> {
   const logFile = path.join(home, 'runs.jsonl');
-  const target = crypto.createHash('sha256').update(url).digest('hex');
+  const target = cursorTarget(url);
   fs.mkdirSync(home, { recursive: true });
   return withLock(cursorPath(home), async () => {
     const cursor = readCursor(home, target);
-    const pending: { key: string; row: IndexRow; text: string; end: number; line: number; chained: Record<string, unknown> | null }[] = [];
+    const pending: Pending[] = [];
     let corrupt = 0;
     let line = cursor.lines;
     const end = readCompleteLines(logFile, cursor.offset, ({ text, offset }) => {
@@ -122,7 +196,7 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
       try {
         const parsed: unknown = JSON.parse(text);
         const row = toIndexRow(parsed, line);
-        pending.push({ key: rowKey(row, text), row, text, end: offset + Buffer.byteLength(text) + 1, line, chained: isChained(parsed) ? parsed : null });
+        pending.push({ key: columnValue(rowKey(row, text)) as string, row, text, end: offset + Buffer.byteLength(text) + 1, line, parsed: parsed as Record<string, unknown>, hash: rowHash(parsed) });
       } catch {
         corrupt++;
       }
@@ -134,31 +208,80 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
     try {
       await client.query(SWARM_RUNS_DDL);
       if (logId) await client.query(CHAIN_HEADS_DDL);
-      const cols = ['row_key', ...ATTEMPT_COLUMNS, 'row'];
-      for (let i = 0; i < pending.length; i += BATCH_ROWS) {
-        const batch = pending.slice(i, i + BATCH_ROWS);
+      const cols = ['row_key', ...ATTEMPT_COLUMNS, 'row', 'row_hash', 'prev_hash', 'log_id', 'row_text'];
+      /** `INSERT … VALUES` of `rows` (each under `keyOf(p)`) with `conflict`, returning what happened to each key. */
+      const insert = async (rows: Pending[], keyOf: (p: Pending) => string, conflict: string) => {
         const values: unknown[] = [];
-        const tuples = batch.map((p) => {
+        const tuples = rows.map((p) => {
           const base = values.length;
-          values.push(p.key, ...ATTEMPT_COLUMNS.map((c) => p.row[c]), p.text);
+          const asText = needsRowText(p.text);
+          values.push(keyOf(p), ...ATTEMPT_COLUMNS.map((c) => columnValue(p.row[c])), asText ? JSON.stringify(storableJson(p.parsed)) : p.text, p.hash, isChained(p.parsed) ? (p.parsed.prev_hash ?? null) : null, logId, asText ? p.text : null);
           return `(${cols.map((_, j) => `$${base + j + 1}`).join(', ')})`;
         });
+        const res = await client.query(`INSERT INTO swarm_runs AS s (${cols.join(', ')}) VALUES ${tuples.join(', ')} ${conflict} RETURNING row_key, (xmax = 0) AS inserted`, values);
+        return new Set(res.rows.filter((r: { inserted: boolean }) => r.inserted).map((r: { row_key: string }) => r.row_key));
+      };
+      for (let i = 0; i < pending.length; i += BATCH_ROWS) {
+        const batch = pending.slice(i, i + BATCH_ROWS);
+        // A row_key twice in one statement would make ON CONFLICT … DO UPDATE touch one row twice, which Postgres
+        // refuses: a later row of a key goes in the second statement below.
+        const keys = new Set<string>();
+        const first: Pending[] = [];
+        const later: Pending[] = [];
+        for (const p of batch) {
+          (keys.has(p.key) ? later : first).push(p);
+          keys.add(p.key);
+        }
         await client.query('BEGIN');
-        const res = await client.query(`INSERT INTO swarm_runs (${cols.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (row_key) DO NOTHING RETURNING row_key`, values);
-        if (logId) await advanceChainHeads(client, logId, batch, new Set(res.rows.map((r: { row_key: string }) => r.row_key)));
+        // A row already there without a hash (sent by a Verdict before row_hash) that is this very row gets its
+        // hash, prev_hash and log_id; any other row already there is left as it is.
+        const inserted = await insert(first, (p) => p.key, `ON CONFLICT (row_key) DO UPDATE SET row_hash = EXCLUDED.row_hash, prev_hash = EXCLUDED.prev_hash, log_id = EXCLUDED.log_id, row_text = EXCLUDED.row_text
+             WHERE s.row_hash IS NULL AND s.row = EXCLUDED.row`);
+        // Another row of this very log under a key taken (two critics' rows of one attempt share a key): it lands too,
+        // under `<key>#<its hash's first 16 hex digits>`, so the log's chain has no gap in the table. A row of another
+        // log under a key taken (a backfill's rewrite: Postgres keeps the rows as first sent) does not.
+        const conflicting = [...first.filter((p) => !inserted.has(p.key)), ...later];
+        if (conflicting.length && logId) {
+          const held = await client.query('SELECT row_key, row_hash, log_id FROM swarm_runs WHERE row_key = ANY($1)', [[...new Set(conflicting.map((p) => p.key))]]);
+          const holder = new Map(held.rows.map((r: { row_key: string; row_hash: string | null; log_id: string | null }) => [r.row_key, r]));
+          const second = conflicting.filter((p) => {
+            const h = holder.get(p.key);
+            return h && h.row_hash !== null && h.row_hash !== p.hash && h.log_id === logId;
+          });
+          for (const p of second) p.key = sharedKey(p.key, p.hash);
+          if (second.length) for (const k of await insert(second, (p) => p.key, 'ON CONFLICT (row_key) DO NOTHING')) inserted.add(k);
+        }
+        if (logId) await advanceChainHeads(client, logId, batch.map((p) => ({ key: p.key, chained: isChained(p.parsed) ? p.parsed : null })), inserted);
         await client.query('COMMIT');
-        result.inserted += res.rowCount ?? 0;
+        result.inserted += inserted.size;
         result.sent += batch.length;
-        const last = batch[batch.length - 1] as (typeof pending)[number];
-        await writeFileAtomic(cursorPath(home), JSON.stringify({ target, offset: last.end, lines: last.line } satisfies Cursor));
+        const last = batch[batch.length - 1] as Pending;
+        await writeFileAtomic(cursorPath(home), JSON.stringify({ target, offset: last.end, lines: last.line, hashed: true } satisfies Cursor));
       }
       // Past trailing corrupt or blank lines too.
-      await writeFileAtomic(cursorPath(home), JSON.stringify({ target, offset: end, lines: line } satisfies Cursor));
+      await writeFileAtomic(cursorPath(home), JSON.stringify({ target, offset: end, lines: line, hashed: true } satisfies Cursor));
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
     } finally {
       await client.end().catch(() => undefined);
     }
     return result;
   });
+}
+
+/** A row of the outbox on its way to swarm_runs. */
+interface Pending {
+  key: string;
+  row: IndexRow;
+  /** The line as logged. */
+  text: string;
+  /** Byte offset just past the line's newline. */
+  end: number;
+  line: number;
+  parsed: Record<string, unknown>;
+  /** chain.ts rowHash of the parsed row. */
+  hash: string;
 }
 
 /**
@@ -191,18 +314,6 @@ export async function readPostgresChainHeads(url: string, logId: string): Promis
     await client.query(CHAIN_HEADS_DDL);
     const res = await client.query('SELECT host, hash, rows FROM verdict_chain_heads WHERE log_id = $1', [logId]);
     return Object.fromEntries(res.rows.map((r: { host: string; hash: string; rows: string }) => [r.host, { hash: r.hash, rows: Number(r.rows) }]));
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/** Rows of swarm_runs as attempts-table rows (ATTEMPT_COLUMNS order), for aggregating every machine's evidence. */
-export async function readSwarmRuns(url: string): Promise<unknown[][]> {
-  const client = await connectPostgres(url);
-  try {
-    await client.query(SWARM_RUNS_DDL);
-    const res = await client.query({ text: `SELECT ${ATTEMPT_COLUMNS.join(', ')} FROM swarm_runs`, rowMode: 'array' });
-    return res.rows as unknown[][];
   } finally {
     await client.end().catch(() => undefined);
   }

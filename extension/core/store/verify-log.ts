@@ -1,28 +1,41 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { headFileSource, readChainHeads, verifyChains, type ChainReport, type HeadSource } from './chain';
-import { readPostgresChainHeads } from './postgres';
+import { evalRowLabel } from './eval-row';
+import { verifySwarmRuns, type PgVerification } from './pg-verify';
+import { readPostgresChainHeads, syncToPostgres } from './postgres';
 
-/** An eval row (or Ringer's) in messages: `run_id/task_key attempt n`. */
-export function evalRowLabel(row: Record<string, unknown>): string {
-  const id = `${typeof row.run_id === 'string' ? row.run_id : '?'}/${typeof row.task_key === 'string' ? row.task_key : '?'}`;
-  return typeof row.attempt === 'number' ? `${id} attempt ${row.attempt}` : id;
-}
+export { evalRowLabel };
 
 /** What {@link verifyEvalLog} checked and found. */
 export interface LogVerification extends ChainReport {
   log: string;
   /** The heads the log was checked against (`runs.chain.json`, Postgres). */
   heads: string[];
+  /** With `pgUrl`: the Postgres copy (table swarm_runs) checked row by row against this log (store/pg-verify.ts). */
+  postgres?: PgVerification;
 }
 
 /**
  * Checks every host's hash chain in the eval log `logFile` against itself, the head file beside it and, with
- * `pgUrl`, the heads in Postgres (which may lag: rows not sent yet are not a finding).
+ * `pgUrl`, the heads in Postgres (which may lag: rows not sent yet are not a finding); then, with `pgUrl`, every row
+ * of swarm_runs against this log (pg-verify.ts, depth `full`). With `send`, when `logFile` is a home's `runs.jsonl`,
+ * that home's outbox is sent first (so the table has every row, and rows an older Verdict sent get their hashes); a
+ * failed send is a note. `intact` is true only when the log and the table both are.
  * @throws Error when the log is missing or unreadable, or Postgres cannot be reached
  */
-export async function verifyEvalLog(logFile: string, opts: { pgUrl?: string | null } = {}): Promise<LogVerification> {
+export async function verifyEvalLog(logFile: string, opts: { pgUrl?: string | null; mineOnly?: boolean; send?: boolean } = {}): Promise<LogVerification> {
   if (!fs.existsSync(logFile)) throw new Error(`no eval log at ${logFile}`);
   if (!fs.statSync(logFile).isFile()) throw new Error(`${logFile} is not a file`);
+  const home = path.basename(logFile) === 'runs.jsonl' ? path.dirname(logFile) : null;
+  const pgNotes: string[] = [];
+  if (opts.pgUrl && home && opts.send) {
+    try {
+      await syncToPostgres(home, opts.pgUrl);
+    } catch (e) {
+      pgNotes.push(`this home's newest rows could not be sent to Postgres first (${(e as Error).message})`);
+    }
+  }
   const sources: HeadSource[] = [];
   const file = headFileSource(logFile);
   if (file) sources.push(file);
@@ -32,5 +45,12 @@ export async function verifyEvalLog(logFile: string, opts: { pgUrl?: string | nu
     sources.push({ name: 'Postgres verdict_chain_heads', chains: await readPostgresChainHeads(opts.pgUrl, logId), mayLag: true });
   }
   const report = verifyChains(logFile, sources, evalRowLabel);
-  return { log: logFile, heads: sources.map((s) => s.name), ...report };
+  const result: LogVerification = { log: logFile, heads: sources.map((s) => s.name), ...report };
+  if (opts.pgUrl) {
+    const { report: pg } = await verifySwarmRuns(opts.pgUrl, { logFile, home, depth: 'full', mineOnly: opts.mineOnly });
+    pg.notes.unshift(...pgNotes);
+    result.postgres = pg;
+    result.intact = report.intact && pg.intact;
+  }
+  return result;
 }
