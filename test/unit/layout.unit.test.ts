@@ -63,6 +63,64 @@ function layerGraph(): Map<string, Set<string>> {
   return graph;
 }
 
+/**
+ * The project file an import names, resolved the way the bundler and tsx do for this repository: the path as written,
+ * then with `.ts`, `.mts` or `/index.ts`, and a `.js` ending read as the `.ts` beside it; null for a package or a file
+ * outside `known` (generated JavaScript, assets).
+ */
+function resolveImport(from: string, spec: string, known: ReadonlySet<string>): string | null {
+  if (!spec.startsWith('.')) return null;
+  const base = path.normalize(path.join(path.dirname(from), spec));
+  for (const candidate of [base, `${base}.ts`, `${base}.mts`, path.join(base, 'index.ts'), base.replace(/\.js$/, '.ts')]) {
+    if (known.has(candidate)) return candidate;
+  }
+  return null;
+}
+
+/** The file import graph of `dirs` (type-only imports and re-exports included): each file → the project files it imports. */
+function fileGraph(dirs: string[]): Map<string, string[]> {
+  const files = dirs.flatMap(sources);
+  const known = new Set(files);
+  return new Map(files.map((f) => [f, importsOf(f).map((i) => resolveImport(f, i, known)).filter((i): i is string => i !== null)]));
+}
+
+/**
+ * The import cycles of `graph`: its strongly connected components of more than one file, or of one file importing
+ * itself (Tarjan's algorithm), each sorted, largest first.
+ */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next);
+    next += 1;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || (graph.get(v) ?? []).includes(v)) cycles.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return cycles.sort((a, b) => b.length - a.length);
+}
+
 /** The layout rules of DESIGN.md and docs/architecture.md: `vscode` only in extension/vscode and test/integration; core and engines stay pure; the layers import only downwards. */
 describe('layout: import rules', () => {
   it('imports vscode only in extension/vscode/** (and test/integration/**)', () => {
@@ -127,6 +185,27 @@ describe('layout: import rules', () => {
     };
     for (const node of [...graph.keys()].sort()) walk(node, [node]);
     assert.deepEqual(cycles, []);
+  });
+
+  it('has no import cycle between files anywhere in the source, type imports included', () => {
+    const graph = fileGraph(['extension', 'engines', 'schemas', 'webview']);
+    // The graph sees real edges, type-only and .js-suffixed ones included, so a cycle cannot hide behind resolution.
+    assert.ok(graph.get(path.join('extension/core/run/runner.ts'))?.includes(path.join('extension/core/run/run-types.ts')));
+    assert.ok(graph.get(path.join('extension/core/run/steps/context.ts'))?.includes(path.join('extension/core/run/run-types.ts')));
+    assert.ok([...graph.values()].some((tos) => tos.some((t) => t.endsWith('.svelte'))));
+    assert.deepEqual(importCycles(graph), []);
+  });
+
+  it('finds a cycle when there is one: direct, through a third file, and a file importing itself', () => {
+    assert.deepEqual(importCycles(new Map([['a', ['b']], ['b', ['a']], ['c', ['a']]])), [['a', 'b']]);
+    assert.deepEqual(importCycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), [['a', 'b', 'c']]);
+    assert.deepEqual(importCycles(new Map([['a', ['a']]])), [['a']]);
+    assert.deepEqual(importCycles(new Map([['a', ['b']], ['b', []]])), []);
+  });
+
+  it('keeps the adapters apart: extension/vscode and extension/cli never import each other', () => {
+    assert.deepEqual(strayImports(['extension/vscode'], (l) => l === 'extension/cli'), []);
+    assert.deepEqual(strayImports(['extension/cli'], (l) => l === 'extension/vscode'), []);
   });
 
   it('finds the sources it checks (the rule cannot pass vacuously)', () => {

@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse, TomlError } from 'smol-toml';
-import type { VerdictConfig } from './config';
 
 /** Names of Verdict's built-in engines: a Ringer engine of the same name is not imported (see ringerEngine). */
 const BUILTIN_NAMES = new Set(['codex', 'claude', 'opencode', 'gemini', 'grok', 'script']);
@@ -20,9 +19,20 @@ export function ringerConfigPath(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(base, 'ringer', 'config.toml');
 }
 
+/**
+ * The fields of a Verdict config (config.ts VerdictConfig) that a Ringer config can give; config.ts lays them under the
+ * user's own file. Its own type, so this module need not import config.ts (which imports it).
+ */
+export interface RingerDerivedConfig {
+  identity?: string;
+  allow_full_access?: boolean;
+  /** Custom engines by name, each following schemas/engine.schema.json. */
+  engines?: Record<string, unknown>;
+}
+
 /** What a Ringer config gave: the fields as a Verdict config, the file read (null: none), and notes on what was left out. */
 export interface RingerConfig {
-  config: VerdictConfig;
+  config: RingerDerivedConfig;
   file: string | null;
   /** One line each: a Ringer setting not taken over, and why (e.g. an engine named like a built-in). */
   notes: string[];
@@ -59,8 +69,8 @@ export function loadRingerConfig(env: NodeJS.ProcessEnv = process.env): RingerCo
  * The Verdict config a parsed Ringer config stands for (pure; `file` only names things in messages and notes).
  * @throws Error naming the file and key when a taken-over key has the wrong type
  */
-export function ringerToVerdict(data: Record<string, unknown>, file: string): { config: VerdictConfig; notes: string[] } {
-  const config: VerdictConfig = {};
+export function ringerToVerdict(data: Record<string, unknown>, file: string): { config: RingerDerivedConfig; notes: string[] } {
+  const config: RingerDerivedConfig = {};
   const notes: string[] = [];
   const id = data.identity_default;
   if (id !== undefined && typeof id !== 'string') throw new Error(`${file}: identity_default: must be a string`);

@@ -12,8 +12,7 @@ import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
 import type { AttemptState, RunState, TaskState } from '../live/state';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow } from '../store/eval-row';
-import type { CritiqueRecord } from './critique-record';
-import type { ReviewRecord } from './review-record';
+import type { CritiqueRecord, ReviewRecord } from './reader-record';
 
 export type { StepName };
 

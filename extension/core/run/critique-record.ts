@@ -6,20 +6,9 @@
 import path from 'node:path';
 import type { CritiqueColumn, EvalRow } from '../store/eval-row';
 import { recordFiles, type AttemptRecord } from './attempt-record';
-import type { CheckedCriticism } from './critique-loop';
-import { readerColumns, readerName, type ReaderRun } from './reader-record';
+import { readerColumns, readerName, type CritiqueRecord } from './reader-record';
 
-/** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */
-export interface CritiqueRecord extends ReaderRun {
-  /** 1-based position of the critic in the task's `critique.critics`. */
-  critic: number;
-  /** The loop's round (1-based). */
-  round: number;
-  /** Its criticisms, each checked (verified or dropped, with the evidence or why). */
-  criticisms: CheckedCriticism[];
-  /** Why the critic gave no valid answer; null when it gave one. */
-  error: string | null;
-}
+export type { CritiqueRecord } from './reader-record';
 
 /**
  * A critic's files in the attempt's records folder: the prompt, its raw log, the log of criticism `i`'s command on the

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { runDir } from '../config/home';
 import { readState } from '../live/registry';
-import type { PriorTask } from './runner';
+import type { PriorTask } from './run-types';
 
 /** Each task key's last status in `runId` and the runs it resumed (a key's newest run wins). Unreadable runs end the chain. */
 export function priorTasks(home: string, runId: string): Map<string, PriorTask> {

@@ -7,6 +7,8 @@
 import type { UsageReport } from '../../../engines/types';
 import type { Receipt } from '../process/supervisor';
 import { labOf, type EvalRow } from '../store/eval-row';
+import type { CheckedCriticism } from './critique-loop';
+import type { ReviewVerdict } from './review-verdict';
 
 /** One read-only engine run. Times epoch ms; cost integer micro-USD, null when unknown. */
 export interface ReaderRun {
@@ -19,6 +21,28 @@ export interface ReaderRun {
   receipt: Receipt | null;
   usage: UsageReport | null;
   costMicroUsd: number | null;
+}
+
+/** One reviewer's review of one attempt. Times epoch ms; cost integer micro-USD, null when unknown. */
+export interface ReviewRecord extends ReaderRun {
+  /** 1-based position of the reviewer in the task's `review.engines`. */
+  reviewer: number;
+  /** The reviewer's valid answer, or null when it gave none (then `error` says why). */
+  verdict: ReviewVerdict | null;
+  concerns: string[];
+  error: string | null;
+}
+
+/** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */
+export interface CritiqueRecord extends ReaderRun {
+  /** 1-based position of the critic in the task's `critique.critics`. */
+  critic: number;
+  /** The loop's round (1-based). */
+  round: number;
+  /** Its criticisms, each checked (verified or dropped, with the evidence or why). */
+  criticisms: CheckedCriticism[];
+  /** Why the critic gave no valid answer; null when it gave one. */
+  error: string | null;
 }
 
 /** `engine/model` (or the engine alone), how reasons and notes name a reviewer, critic or ranking reviewer. */

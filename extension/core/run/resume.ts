@@ -18,7 +18,7 @@ import { reattachTask } from './reattach';
 import { restoreCritique } from './steps/critique';
 import { reconcileDeadRuns } from './reconcile';
 import { summaryFromRecords } from './run-launch';
-import type { TaskSummary } from './runner';
+import type { TaskSummary } from './run-types';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 import { lockRun, selfHolder } from './workdir-lock';
 

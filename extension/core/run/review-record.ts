@@ -6,18 +6,9 @@
 import path from 'node:path';
 import type { EvalRow, ReviewColumn } from '../store/eval-row';
 import { recordFiles, type AttemptRecord } from './attempt-record';
-import type { ReviewVerdict } from './review-verdict';
-import { readerColumns, readerName, type ReaderRun } from './reader-record';
+import { readerColumns, readerName, type ReviewRecord } from './reader-record';
 
-/** One reviewer's review of one attempt. Times epoch ms; cost integer micro-USD, null when unknown. */
-export interface ReviewRecord extends ReaderRun {
-  /** 1-based position of the reviewer in the task's `review.engines`. */
-  reviewer: number;
-  /** The reviewer's valid answer, or null when it gave none (then `error` says why). */
-  verdict: ReviewVerdict | null;
-  concerns: string[];
-  error: string | null;
-}
+export type { ReviewRecord } from './reader-record';
 
 /** A review's files in the attempt's records folder: the prompt and the reviewer's raw log. */
 export function reviewFiles(rec: Pick<AttemptRecord, 'dir'>, reviewer: number): { prompt: string; log: string } {

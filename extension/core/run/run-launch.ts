@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { VerdictConfig } from '../config/config';
 import { evalLogPath, runDir } from '../config/home';
 import { shortHost } from '../host/hostname';
-import type { RunSummary, TaskSummary } from './runner';
+import type { RunSummary, TaskSummary } from './run-types';
 import type { EvalRow } from '../store/eval-row';
 import { statusInfo, type TaskOutcome } from '../../../schemas/status';
 import { appendControl, type ControlAck, type ControlCommand, type ControlVerb } from '../live/control';

@@ -13,14 +13,14 @@ import type { ProtectedSet } from '../protect';
 import type { DirSnapshot } from '../dir-snapshot';
 import type { SealedState } from '../check-writes';
 import type { StateSnapshot } from '../state-guard';
-import type { RunEvent, RunOptions, TaskSummary } from '../runner';
+import type { RunEvent, RunSettings, TaskSummary } from '../run-types';
 import type { RunSpend } from '../spend';
 import type { PassedPrerequisite } from '../start-point';
 import type { CritiqueLoop } from '../critique-loop';
 
 /** One per run: what every attempt of it needs. */
 export interface AttemptContext {
-  opts: RunOptions;
+  opts: RunSettings;
   env: NodeJS.ProcessEnv;
   runId: string;
   stateFile: StateFile;
