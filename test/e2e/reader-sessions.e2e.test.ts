@@ -34,7 +34,9 @@ const FAKE = [
   '  echo "session of $VERDICT_TASK_KEY" > ~/.fake/sessions/"$VERDICT_TASK_KEY"-$$.jsonl',
   '  echo "session of $VERDICT_TASK_KEY" > ~/.other/sessions/"$VERDICT_TASK_KEY"-$$.jsonl',
   '  export -f probe; export login',
-  '  exec bash -c "$1"',
+  // The prompt runs as a script (its prose lines fail as commands); like a real CLI whose session ended, the engine
+  // then exits 0 (a reader of inputs that did not is an ERROR: run/reader-end.ts).
+  '  bash -c "$1"; exit 0',
   'fi',
 ].join('\n');
 

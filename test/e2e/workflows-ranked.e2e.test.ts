@@ -269,7 +269,7 @@ describe('workflows: ranked best-of-N', function () {
     assert.match(solo.reason ?? '', /^winner: candidate 2 \(solo--c2, script\); the only candidate that passed: no ranking needed$/);
     const both = task(s, 'both');
     assert.deepEqual([both.status, both.winner, both.scores], ['PASS', 'both--c1', {}]);
-    assert.match(both.reason ?? '', /no valid ranking \(mute\/m-1 gave no valid ranking \(the ranking reviewer gave no final message; the ranking reviewer exited 3\)\): candidate 1, the lowest-numbered that passed, is chosen unranked/);
+    assert.match(both.reason ?? '', /no valid ranking \(mute\/m-1 gave no valid ranking \(the ranking reviewer exited 3, so it did not end on its own: its answer is not counted, whatever its output or files hold\)\): candidate 1, the lowest-numbered that passed, is chosen unranked/);
     const rows = readRows(home);
     assert.deepEqual(rows.filter((x) => x.step !== 'work').map((x) => [x.task_key, x.step, x.verdict]).sort(), [['both', 'rank', 'ERROR'], ['both', 'select', 'PASS'], ['solo', 'select', 'PASS']]);
     assert.deepEqual(rows.find((x) => x.step === 'select' && x.task_key === 'both')?.ranking, { ranked: false, scores: {}, tie: null, disagreement: null });

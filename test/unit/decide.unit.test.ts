@@ -30,6 +30,24 @@ describe('judge: the verdict from receipts, the check and the engine error class
     });
   }
 
+  it('a reader of inputs (council reviewer, chair, validator) that did not end on its own is ERROR though the check passed on its file; one that ended on its own, or whose check failed, is judged as any worker', () => {
+    const reader = (w: Partial<WorkerOutcome>, check: CheckOutcome) => judge({ ...ok, ...w }, check, null, LIMITS, true);
+    assert.deepEqual(reader({}, passed), { verdict: 'PASS', reason: '' });
+    for (const [w, why] of [
+      [{ exitCode: 137 }, /^the worker \(it reads other tasks' work: inputs\) exited 137 \(128 \+ SIGKILL: killed by a signal\), so it did not end on its own: its answer is not counted, whatever its output or files hold; the check passed on what it left$/],
+      [{ exitCode: null, signal: 'SIGKILL' }, /was killed by SIGKILL, so it did not end on its own/],
+      [{ exitCode: 1 }, /exited 1, so it did not end on its own/],
+      [{ exitCode: null, signal: 'SIGTERM', stoppedAfterFinal: true }, /printed its final event but kept running and was stopped after 30 s, so it did not end on its own/],
+    ] as const) {
+      const j = reader(w, passed);
+      assert.equal(j.verdict, 'ERROR', JSON.stringify(w));
+      assert.match(j.reason, why);
+    }
+    assert.equal(reader({ exitCode: 137 }, failed).verdict, 'FAIL');
+    // Not a reader: only the check decides, as before.
+    assert.equal(judge({ ...ok, exitCode: 137 }, passed, null, LIMITS).verdict, 'PASS');
+  });
+
   it('judgeWork leaves a worker that ended normally to the check', () => {
     assert.equal(judgeWork(ok, LIMITS), null);
     assert.equal(judgeWork({ ...ok, exitCode: 2 }, LIMITS), null);

@@ -65,6 +65,40 @@ describeEachHelper('spawn helper semantics', function () {
     assert.deepEqual(fds, ['0 /dev/null', `1 ${path.join(dir, 'log')}`, `2 ${path.join(dir, 'log')}`, `3 ${path.join(dir, 'a')}`, `4 ${path.join(dir, 'b')}`]);
   });
 
+  it('relay: stdout and stderr are one socket, never the log; /proc/<pid>/fd/1 cannot be opened again (ENXIO); 3 MB in order, all in the log before the exit reply', async () => {
+    fs.writeFileSync(path.join(dir, 'log'), 'before\n');
+    // What a tool run by a reader's engine tries: append a forged line to the engine's stdout by its /proc path.
+    const script = 'readlink /proc/$$/fd/1 | sed "s/[0-9]//g"; readlink /proc/$$/fd/2 | sed "s/[0-9]//g"; (echo FORGED >> /proc/$$/fd/1) 2>&1 | grep -o "No such device or address"; echo err >&2; head -c 3000000 /dev/zero | tr "\\0" a; echo; echo end';
+    const s = await spawnViaHelper(bash(dir, script, { relay: true }));
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `before\nsocket:[]\nsocket:[]\nNo such device or address\nerr\n${'a'.repeat(3_000_000)}\nend\n`);
+    // The same step with the log as its stdout (no relay): the forged line lands, which is what relay is for.
+    fs.writeFileSync(path.join(dir, 'log'), '');
+    await (await spawnViaHelper(bash(dir, 'echo FORGED >> /proc/$$/fd/1'))).exited;
+    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), 'FORGED\n');
+  });
+
+  it('relay: a descendant that outlived the step (its own session, no cookie) writes nothing into the log after the exit reply; a missing program is a spawn error', async () => {
+    const pidFile = path.join(dir, 'pid');
+    const tries = path.join(dir, 'tries');
+    // It keeps writing to its inherited stdout (SIGPIPE ignored: each write fails with EPIPE once the helper closed
+    // its end) and counts its tries in a file.
+    const daemon = `setsid bash -c 'trap "" PIPE; echo $$ > ${pidFile}; while :; do echo late 2>/dev/null; echo x >> ${tries}; sleep 0.02; done' &`;
+    const s = await spawnViaHelper(bash(dir, `${daemon} while [ ! -s ${pidFile} ]; do sleep 0.02; done; echo leader done`, { relay: true }));
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    try {
+      const atExit = fs.readFileSync(path.join(dir, 'log'), 'utf8');
+      const triesAtExit = fs.readFileSync(tries, 'utf8').length;
+      await until(() => fs.readFileSync(tries, 'utf8').length >= triesAtExit + 6, 'the daemon tried three more writes');
+      assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), atExit, 'nothing was added to the log after the exit reply');
+      assert.match(atExit, /^leader done$/m);
+    } finally {
+      process.kill(pid, 'SIGKILL');
+    }
+    await assert.rejects(spawnViaHelper({ ...bash(dir, 'true', { relay: true }), file: path.join(dir, 'no-such-program') }), new RegExp(`^Error: spawn ${path.join(dir, 'no-such-program')} ENOENT$`));
+  });
+
   it('the pid reply carries the kernel start time; the exit reply the code, or the signal by name', async () => {
     const s = await spawnViaHelper(bash(dir, 'cut -d" " -f22 /proc/$$/stat; exit 7'));
     assert.deepEqual(await s.exited, { code: 7, signal: null });
@@ -242,8 +276,9 @@ describeEachHelper('spawn helper semantics', function () {
 describe('spawn helper protocol (spawner.ts)', () => {
   it('encodes a request as its byte length and NUL-separated fields, and decodes every reply', () => {
     const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true, sandboxInit: true });
-    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
+    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
     assert.equal(line, `${Buffer.byteLength(payload)}\n${payload}`);
+    assert.match(encodeRequest(4, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', relay: true }), /\0\0\0\x001\x000\x000\x000$/);
     assert.deepEqual(parseReply('ready perl v5.36.0'), { type: 'ready', kind: 'perl', version: 'v5.36.0' });
     assert.deepEqual(parseReply('unsupported pidfd_open: Function not implemented'), { type: 'unsupported', reason: 'pidfd_open: Function not implemented' });
     assert.deepEqual(parseReply('3 pid 42 12345'), { type: 'pid', id: 3, pid: 42, startTime: '12345' });

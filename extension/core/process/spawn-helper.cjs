@@ -13,6 +13,11 @@
  * later (rounded up to a whole second of the clock). When stdin ends or the parent changes, the groups of the
  * `dieWithHelper` steps are killed and it exits.
  *
+ * `relay`: the child's stdout is a 'pipe' (libuv makes it a unix socket pair) and its stderr the same socket (`sh -c
+ * 'exec "$@" 2>&1'` in front of it: Node cannot give two stdio entries one new pipe; the exec keeps the pid); what
+ * arrives is appended to the log as it comes, and read to its end (every writer gone; at most RELAY_END_MS after the
+ * exit, sweeps and init kill) before the exit is reported.
+ *
  * `sandboxInit` (bubblewrap with `--info-fd`): the pipe after the files carries bwrap's init pid, taken while bwrap
  * runs (only when that pid is bwrap's child) with its /proc start time; when bwrap exits (and the pipe is read to its
  * end, or 20 ms later) the init is SIGKILLed if the
@@ -26,6 +31,13 @@ const fs = require('node:fs');
 const os = require('node:os');
 
 const COOKIE_VAR = 'VERDICT_STEP_COOKIE';
+
+/**
+ * How long after a relayed step's exit (its sweeps and init kill done) the helper waits for the end of its output, ms:
+ * once every writer is gone the end comes at once; a writer that outlived the step (unsandboxed, its cookie scrubbed)
+ * must not hold the exit reply back longer.
+ */
+const RELAY_END_MS = 1000;
 
 /**
  * Descriptors the orchestrator itself inherited without close-on-exec (from a terminal, a CI runner) would reach every
@@ -224,8 +236,8 @@ function closeAll(fds) {
 
 /** One request's fields (spawn-helper.pl's layout): starts the process and answers. */
 function start(fields) {
-  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin] = fields;
-  let at = 10;
+  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin, relay] = fields;
+  let at = 11;
   const list = () => {
     const n = Number(fields[at]);
     const out = fields.slice(at + 1, at + 1 + n);
@@ -253,20 +265,37 @@ function start(fields) {
     fail(id, e.message);
     return;
   }
-  const stdio = [stdin ? streams[0] : 'ignore', fds[0], errLog ? streams[streams.length - 1] : fds[0], ...fds.slice(1), ...(sandboxInit ? ['pipe'] : [])];
+  const out = relay ? 'pipe' : fds[0];
+  const stdio = [stdin ? streams[0] : 'ignore', out, errLog ? streams[streams.length - 1] : out, ...fds.slice(1), ...(sandboxInit ? ['pipe'] : [])];
+  // relay without errLog: stderr becomes the stdout socket in the child, through sh's exec (same pid); the file is
+  // looked for first so that a missing one is a spawn error worded as Node words it.
+  let argv = [file, args];
+  if (relay && !errLog) {
+    const missing = notExecutable(file, env.PATH);
+    if (missing) {
+      closeAll(fds);
+      closeAll(streams);
+      fail(id, `spawn ${file} ${missing}`);
+      return;
+    }
+    argv = ['/bin/sh', ['-c', 'exec "$@" 2>&1', 'sh', file, ...args]];
+  }
   let child;
   try {
-    child = spawn(file, args, { cwd, env, stdio, detached: true });
+    child = spawn(argv[0], argv[1], { cwd, env, stdio, detached: true });
   } catch (e) {
     closeAll(fds);
     closeAll(streams);
     fail(id, e.message);
     return;
   }
-  closeAll(fds);
+  // The log stays open for the relay (written as output arrives), else it is the child's alone.
+  const relayed = relay ? relayTo(child.stdout, fds[0]) : null;
+  closeAll(relay ? fds.slice(1) : fds);
   closeAll(streams);
   const pid = child.pid;
   if (pid === undefined) {
+    relayed?.close();
     child.once('error', (e) => fail(id, e.message));
     return;
   }
@@ -277,24 +306,81 @@ function start(fields) {
   child.once('exit', (code, signal) => {
     boxed.delete(pid);
     killGroup(pid);
-    const line = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
+    const exitLine = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
+    // Relayed: the output is read to its end (or RELAY_END_MS) before the exit is reported.
+    const report = () => (relayed ? relayed.finish().then(() => send(exitLine)) : send(exitLine));
     if (init) {
       // What bwrap wrote is read to the pipe's end, then its init (and with it the PID namespace) is killed.
       init.exited().then(() =>
         killInit(init, () => {
           inits.delete(init);
-          if (!cookie) send(line);
-          else sweep(cookie, () => send(line));
+          if (!cookie) report();
+          else sweep(cookie, report);
         }),
       );
       return;
     }
-    if (!cookie) return send(line);
-    sweep(cookie, () => send(line));
+    if (!cookie) return report();
+    sweep(cookie, report);
     // A descendant forked while the first sweep ran is caught by the second, at a whole second of the clock: the
     // second sweeps of steps that ended within the same second are one pass.
     if (again) setTimeout(() => sweep(cookie, () => undefined), Math.ceil((Date.now() + Number(again)) / 1000) * 1000 - Date.now()).unref();
   });
+}
+
+/**
+ * Appends what arrives on `stream` (a relayed step's stdout socket) to the log `fd` as it comes: one chunk at a time,
+ * written before the next is read. `finish()` resolves at the stream's end, or RELAY_END_MS after it was called, then
+ * closes both. A write that fails (a full disk) loses that chunk, as the step's own write would have failed.
+ */
+function relayTo(stream, fd) {
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    stream.destroy();
+    closeAll([fd]);
+  };
+  const ended = new Promise((resolve) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', resolve);
+  });
+  stream.on('data', (chunk) => {
+    if (closed) return;
+    try {
+      for (let at = 0; at < chunk.length; ) at += fs.writeSync(fd, chunk, at, chunk.length - at);
+    } catch {
+      // the log cannot take it (a full disk): this chunk is lost
+    }
+  });
+  return {
+    close,
+    finish() {
+      let timer;
+      const bound = new Promise((resolve) => (timer = setTimeout(resolve, RELAY_END_MS)));
+      return Promise.race([ended, bound]).then(() => {
+        clearTimeout(timer);
+        close();
+      });
+    },
+  };
+}
+
+/** Why `file` cannot be started ('ENOENT', 'EACCES'), looked up on `pathVar` when it names no folder; null when it can. */
+function notExecutable(file, pathVar) {
+  const candidates = file.includes('/') ? [file] : String(pathVar ?? '').split(':').filter(Boolean).map((d) => `${d}/${file}`);
+  let why = 'ENOENT';
+  for (const c of candidates) {
+    try {
+      fs.accessSync(c, fs.constants.X_OK);
+      if (fs.statSync(c).isFile()) return null;
+      why = 'EACCES';
+    } catch (e) {
+      if (e.code === 'EACCES') why = 'EACCES';
+    }
+  }
+  return why;
 }
 
 let pending = Buffer.alloc(0);

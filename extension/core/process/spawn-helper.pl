@@ -7,12 +7,13 @@
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
 #        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
-#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), then three counted lists: <n> args...,
-#        <n> env entries "NAME=value"..., <n> files...
+#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), relay ("1" or ""), then three counted
+#        lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
 #   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
 #   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null (or the
 #                                            stdin file, read-only), stdout and stderr appended to the log (stderr to
-#                                            errLog when given), `files` read-only as fds 3, 4, ...
+#                                            errLog when given; with relay, a socket relayed to the log, below),
+#                                            `files` read-only as fds 3, 4, ...
 #   <- "<id> init <pid> <startTime>\n"      sandboxInit only, after "pid": the sandbox's init (see below) was found and
 #                                            is held; the orchestrator records it for crash recovery (run/reconcile.ts)
 #   <- "<id> error <message>\n"             it could not be started (the OS error, worded as Node words it)
@@ -28,6 +29,11 @@
 # runs, so no step can write to it; the pid is written before the step starts (docs/architecture.md "Containment").
 # The helper is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, x86_64 and aarch64): orphaned inits are reparented to
 # it and reaped (waitpid(-1), keeping the status of its own children for their exit replies), not left as zombies.
+# relay: the child's stdout (and stderr unless errLog) is one end of a unix socket pair, never the log file: a process
+# of the step that opens /proc/<pid>/fd/1 of the step's engine gets ENXIO (a file, or a pipe, would be opened again and
+# written). The helper appends what arrives on its end to the log as it comes, one read of at most 64 KiB per turn, and
+# before it reports the exit (sandboxed: after the init, so every writer, is gone) reads what is left, then closes its
+# end: a writer that outlived the step gets EPIPE, nothing lands in the log after the exit report.
 # When stdin ends or the parent changes (the orchestrator is gone) the helper kills the groups of the `dieWithHelper`
 # steps and exits.
 use strict;
@@ -48,6 +54,11 @@ my %boxed;                # pid => 1: process groups that end with the helper
 my %own;                  # pid => its step: the children this helper started and has not reaped
 my %reaped;               # pid => wait status: own children reaped by reap_strays before their pidfd was read
 my %infos;                # fileno => step: bwrap --info-fd pipes not yet read to the end
+my %relays;               # fileno => step: relayed outputs (the helper's end of the socket) not yet at their end
+my $AF_UNIX = 1;          # Linux's numbers (sys/socket.h), as the syscall numbers above: no Socket module
+my $SOCK_STREAM = 1;
+my $RELAY_CHUNK = 65536;     # bytes read from a relayed output at a time
+my $RELAY_DRAIN_MAX = 64;    # reads of what is left at the exit (4 MiB): a writer that outlived the step cannot hold it
 my %ending;               # init pidfd => [step, exit line]: bwrap has exited, its init is killed, not yet gone
 my @later;                # [due (s), cookie]: second cookie sweeps
 
@@ -201,6 +212,51 @@ sub read_info {
   }
 }
 
+# Appends what step $s's relayed output holds to its log: one read (the select loop's turn), or, with $drain, reads
+# until nothing is left (at most $RELAY_DRAIN_MAX). At the socket's end (every writer gone) it is closed. A write to the
+# log that fails (a full disk) loses that chunk, as the step's own write would have failed; the step goes on.
+sub relay_out {
+  my ($s, $drain) = @_;
+  my $fh = $s->{relay} // return;
+  for (my $reads = 0; !$drain || $reads < $RELAY_DRAIN_MAX; $reads++) {
+    my $n = sysread($fh, my $chunk, $RELAY_CHUNK);
+    if (!defined $n) {
+      next if $!{EINTR};
+      return if $!{EAGAIN};
+    }
+    if (!$n) {
+      relay_close($s);
+      return;
+    }
+    for (my $at = 0; $at < $n;) {
+      my $w = syswrite($s->{log}, $chunk, $n - $at, $at);
+      if (!defined $w) {
+        next if $!{EINTR};
+        last;
+      }
+      $at += $w;
+    }
+    return unless $drain;
+  }
+}
+
+# Step $s's relay is over: what is left is read (what the step wrote before it ended is all in the socket), then the
+# helper's end and the log are closed. Called just before its exit is reported.
+sub relay_finish {
+  my ($s) = @_;
+  return unless $s->{relay};
+  relay_out($s, 1);
+  relay_close($s);
+}
+
+sub relay_close {
+  my ($s) = @_;
+  my $fh = delete $s->{relay} // return;
+  delete $relays{ fileno $fh };
+  close $fh;
+  close delete $s->{log};
+}
+
 # The init of step $s has exited: its pidfd is closed and, reparented to this helper (bwrap exited first), it is reaped
 # here; else bwrap reaped it. A pid this helper started is never waited for here.
 sub init_gone {
@@ -284,7 +340,7 @@ sub child {
 
 sub start {
   my @f = split /\0/, $_[0], -1;
-  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin) = splice(@f, 0, 10);
+  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin, $relay) = splice(@f, 0, 11);
   my @args = splice(@f, 0, shift @f);
   my @env = splice(@f, 0, shift @f);
   my @files = splice(@f, 0, shift @f);
@@ -301,6 +357,19 @@ sub start {
     push @handles, $fh;
   }
   my ($logfh, $errfh, $infh, @filefhs) = @handles;
+  # relay: the child writes into one end of a socket pair (one way: shut for reading on its side, for writing on ours);
+  # the helper's end is read without blocking and appended to the log.
+  my ($relay_r, $relay_w);
+  if ($relay) {
+    if (!socketpair($relay_r, $relay_w, $AF_UNIX, $SOCK_STREAM, 0)) {
+      return fail($id, "spawn $file: socketpair: " . errno_name($! + 0));
+    }
+    shutdown($relay_r, 1);
+    shutdown($relay_w, 0);
+    my $flags = fcntl($relay_r, POSIX::F_GETFL(), 0);
+    fcntl($relay_r, POSIX::F_SETFL(), $flags | POSIX::O_NONBLOCK());
+  }
+  my $outfh = $relay ? $relay_w : $logfh;
   # bwrap's --info-fd: the write end becomes the child's fd after its files; the read end (close-on-exec, as every
   # descriptor perl opens above 2) is read without blocking.
   my ($info, $info_w);
@@ -318,10 +387,11 @@ sub start {
     $pid = fork;
     if (defined $pid && $pid == 0) {
       close $read;
-      child($report, $file, $cwd, \@args, \@env, [ $infh // $devnull, $logfh, $errfh // $logfh, @filefhs ]);
+      child($report, $file, $cwd, \@args, \@env, [ $infh // $devnull, $outfh, $errfh // $outfh, @filefhs ]);
     }
     close $report;
     close $info_w if $info_w;
+    close $relay_w if $relay_w;
     if (defined $pid) {
       # Blocks until the child has exec'd (the pipe closes on exec) or failed (it writes why): as libuv does.
       my $failed = '';
@@ -349,6 +419,11 @@ sub start {
     $s->{buf} = '';
     $infos{ fileno $info } = $s;
   }
+  if ($relay_r) {
+    $s->{relay} = $relay_r;
+    $s->{log} = $logfh;
+    $relays{ fileno $relay_r } = $s;
+  }
   $boxed{$pid} = 1 if $boxed;
   reply("$id pid $pid " . start_time($pid));
 }
@@ -367,7 +442,7 @@ my $in = '';
 for (;;) {
   my $rin = '';
   vec($rin, 0, 1) = 1;
-  vec($rin, $_, 1) = 1 for keys %running, keys %infos, keys %ending;
+  vec($rin, $_, 1) = 1 for keys %running, keys %infos, keys %ending, keys %relays;
   my $now = time;
   my $wait = 1;    # the parent is looked at least once a second
   for (@later) {
@@ -385,6 +460,9 @@ for (;;) {
   if ($ready > 0) {
     for my $fd (keys %infos) {
       read_info($infos{$fd}) if vec($rout, $fd, 1);
+    }
+    for my $fd (keys %relays) {
+      relay_out($relays{$fd}, 0) if vec($rout, $fd, 1) && $relays{$fd};
     }
     for my $fd (keys %running) {
       next unless vec($rout, $fd, 1);
@@ -425,11 +503,12 @@ for (;;) {
         }
       }
       if ($s->{cookie} eq '') {
+        relay_finish($s);
         reply($line);
         next;
       }
       push @sweep, $s->{cookie};
-      push @reports, $line;
+      push @reports, [ $s, $line ];
       # On a whole second of the clock, at least `again` ms from now: the second sweeps of steps that ended within the
       # same second are one pass.
       push @later, [ time + POSIX::ceil($s->{again} / 1000) + 1, $s->{cookie} ] if length $s->{again};
@@ -438,6 +517,7 @@ for (;;) {
       next unless vec($rout, $fd, 1);
       my ($s, $line) = @{ delete $ending{$fd} };
       init_gone($s);
+      relay_finish($s);
       reply($line);
     }
     if (vec($rout, 0, 1)) {
@@ -460,7 +540,10 @@ for (;;) {
   }
   # Steps that ended together (50 workers whose `sleep 1` ends at once) cost one pass over /proc, not one each.
   kill_by_cookies(@sweep) if @sweep;
-  reply($_) for @reports;
+  for (@reports) {
+    relay_finish($_->[0]);
+    reply($_->[1]);
+  }
   flush_out();
   reap_strays();
 }

@@ -4,8 +4,8 @@
  * cost of a fork grows with the forking process's memory: every step's spawn used to stall the orchestrator (a large
  * process) for milliseconds. Instead one small helper process, started on the first spawn and living as long as the
  * orchestrator, starts every step's process; the orchestrator only writes a request and later reads the replies. The
- * child's stdout and stderr are the log file itself (opened by the helper), so no output passes through the
- * orchestrator; the supervisor tails the file. The protocol (described in spawn-helper.pl) is encoded and decoded here
+ * child's stdout and stderr are the log file itself (opened by the helper), or a socket the helper relays into it
+ * (`relay`: readers), so no output passes through the orchestrator; the supervisor tails the file. The protocol (described in spawn-helper.pl) is encoded and decoded here
  * only: {@link encodeRequest}, {@link parseReply}.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -30,6 +30,16 @@ export interface SpawnRequest {
   errLog?: string;
   /** stdin is this file, opened read-only, instead of /dev/null: a command's input (`git cat-file --batch`). */
   stdin?: string;
+  /**
+   * stdout (and stderr, unless `errLog`) are one end of a unix socket pair instead of the log; the helper appends
+   * what arrives on the other end to `log` as it comes (at most 64 KiB held at a time) and, once the child has exited
+   * (sandboxed: once its init and so every process of the sandbox is gone), reads what is left before it reports the
+   * exit, then closes its end. No process of the step can reach the log itself: `open("/proc/<pid>/fd/1")` of a socket
+   * fails with ENXIO (a file or a pipe would be opened again), and nothing written after the exit report lands. A
+   * reader's engine runs so (docs/architecture.md "Readers"): code it runs cannot write into the output its answer is
+   * read from.
+   */
+  relay?: boolean;
   /** Files opened read-only as the child's fds 3, 4, … in this order (bubblewrap's `--file FD`). */
   files?: string[];
   /**
@@ -95,7 +105,7 @@ export interface HelperInfo {
 export function encodeRequest(id: number, req: SpawnRequest): string {
   const files = req.files ?? [];
   const keys = Object.keys(req.env);
-  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.args.length}`;
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay ? '1' : ''}\0${req.args.length}`;
   for (const a of req.args) payload += `\0${a}`;
   payload += `\0${keys.length}`;
   for (const k of keys) payload += `\0${k}=${req.env[k]}`;
@@ -104,7 +114,7 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
   // As many NULs as separators, or a value holds one: found and named (the slow path, for the error only).
   let nuls = 0;
   for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
-  if (nuls !== 12 + req.args.length + keys.length + files.length) {
+  if (nuls !== 13 + req.args.length + keys.length + files.length) {
     const env = keys.map((k) => `${k}=${req.env[k]}`);
     const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['errLog', [req.errLog ?? '']], ['stdin', [req.stdin ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
     for (const [name, values] of where) {

@@ -55,6 +55,13 @@ export interface SuperviseOptions {
   sandbox?: BwrapPlan | null;
   /** Unsandboxed: the cookie sweep after the leader's exit is repeated this long later, ms (default PIPE_GRACE_MS). */
   pipeGraceMs?: number;
+  /**
+   * stdout and stderr reach `logFile` through a unix socket the spawn helper relays (SpawnRequest.relay), never as the
+   * file itself: no process of the step can open the log again through `/proc/<pid>/fd/1` (ENXIO for a socket), and
+   * nothing it writes after the exit report lands there. Set for readers (reviewers, critics, ranking reviewers), whose
+   * answer is read from this output while they run code the worker wrote (docs/architecture.md "Readers").
+   */
+  relayOutput?: boolean;
 }
 
 /**
@@ -123,7 +130,8 @@ export const CREDENTIAL_ENV: readonly string[] = ['VERDICT_PG_URL', 'VERDICT_POO
 
 /**
  * Runs one process in its own process group and session with stdin = /dev/null and stdout+stderr appended to
- * `logFile` (the file itself, opened by the spawn helper: see spawner.ts; no output passes through this process), and
+ * `logFile` (the file itself, opened by the spawn helper, or with `relayOutput` a socket the helper relays into it: see
+ * spawner.ts; no output passes through this process), and
  * keeps a bounded tail of what it wrote there, read from the log in order (every TAIL_POLL_MS while the step is
  * watched: `onOutput`, `idleTimeoutMs`, `finalEvent`; else once at the end). On timeout or abort the whole group gets
  * SIGTERM, then SIGKILL after the grace period. When the leader exits, whatever it left running in its group
@@ -179,6 +187,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       env,
       log: opts.logFile,
       files,
+      ...(opts.relayOutput ? { relay: true } : {}),
       ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
   } catch (e) {

@@ -5,6 +5,7 @@
  */
 import { STATUS, type Verdict } from '../../../schemas/status';
 import type { EngineErrorClass } from '../../../engines/types';
+import { readerEnd } from './reader-end';
 
 /** What judge() needs of the worker's receipt (core/process/supervisor.ts Receipt). */
 export interface WorkerOutcome {
@@ -57,12 +58,17 @@ export function judgeWork(worker: WorkerOutcome, limits: JudgeLimits): Judgement
  * the work passes; one that exits 0 having done nothing fails). A failed check after the engine said it was
  * rate-limited is RATE_LIMITED (requeued, not a retry). `errorClass` is the engine's reading of a non-zero exit
  * (engines/*: classifyError), null when it exited 0, was stopped after its final event, or said nothing recognisable.
+ * `reader`: the task reads other tasks' work (`inputs`: council reviewers and chair, validators) and runs their code;
+ * a passed check on what it wrote counts only when it ended on its own (run/reader-end.ts), else ERROR — that code
+ * could have written the file and killed the engine.
  */
-export function judge(worker: WorkerOutcome, check: CheckOutcome | null, errorClass: EngineErrorClass | null, limits: JudgeLimits): Judgement {
+export function judge(worker: WorkerOutcome, check: CheckOutcome | null, errorClass: EngineErrorClass | null, limits: JudgeLimits, reader = false): Judgement {
   const early = judgeWork(worker, limits);
   if (early) return early;
   if (!check) return { verdict: 'ERROR', reason: 'no check ran' };
   if (check.cancelled) return { verdict: 'CANCELLED', reason: 'the run was cancelled' };
+  const readerProblem = reader && check.passed ? readerEnd(worker, 'the worker (it reads other tasks\' work: inputs)', limits, errorClass) : null;
+  if (readerProblem) return { verdict: 'ERROR', reason: `${readerProblem}; the check passed on what it left` };
   const exitNote = worker.stoppedAfterFinal
     ? `the engine printed its final event but kept running; it was stopped after ${seconds(limits.finalGraceMs)} s`
     : worker.exitCode !== 0 ? `the worker exited ${worker.exitCode ?? worker.signal}` : '';

@@ -37,7 +37,7 @@ export const checkStep: Step = {
     rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
     const worker = rec.worker!;
     const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
-    const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
+    const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, spec.inputs !== undefined);
     const problems = rec.seal ? sealProblems(rec.seal, task.state.dir) : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };

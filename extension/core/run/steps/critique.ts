@@ -181,7 +181,7 @@ async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRec
     if (run.failure) r.error = run.failure;
     else {
       const parsed = parseCritiqueAnswer(run.message);
-      if (!parsed.ok) r.error = parsed.error + run.exitNote;
+      if (!parsed.ok) r.error = parsed.error;
       else {
         for (const [i, c] of parsed.answer.criticisms.entries()) r.criticisms.push({ ...c, critic: o.n, ...(await checkCriticism(ctx, task, rec, io, c, { critic: o.n, index: i + 1, log: files.command(i + 1), controlLog: files.control(i + 1) })) });
       }

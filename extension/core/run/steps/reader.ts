@@ -16,6 +16,7 @@ import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
 import { engineState, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepPlan } from '../containment';
+import { readerEnd } from '../reader-end';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
@@ -31,10 +32,11 @@ export interface ReaderRun {
   costMicroUsd: number | null;
   /** The engine's final message (engines/*: finalMessage); null when it gave none. */
   message: string | null;
-  /** Why the run cannot have answered (could not start, stalled, timed out); null otherwise. */
+  /**
+   * Why its answer does not count (could not start, stalled, timed out, kept running after its final event, killed by
+   * a signal, exited non-zero: run/reader-end.ts); null when it ended on its own. `message` is then null.
+   */
   failure: string | null;
-  /** Appended to an unreadable answer's error: the engine's non-zero exit and its error class; '' when it exited 0. */
-  exitNote: string;
 }
 
 /** One read-only run: who, with which prompt, writing where. */
@@ -82,13 +84,11 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   if (receipt.cancelled) throw new Cancelled();
   const log = readLog(req.logFile);
   const usage = engine.parseOutput(log);
-  const seconds = (ms: number) => Math.round(ms / 1000);
-  let failure: string | null = null;
   const who = req.role.replace(/ \d+$/, '');
-  if (receipt.spawnError) failure = `the ${who} could not start: ${receipt.spawnError}`;
-  else if (receipt.stalled) failure = `the ${who} printed nothing for ${seconds(spec.watchdogMs ?? 0)} s and was stopped`;
-  else if (receipt.timedOut) failure = `the ${who} ran out of time after ${seconds(spec.timeoutMs)} s and was stopped`;
+  // An answer counts only from a reader that ended on its own (exit 0): code it ran may have written into its output
+  // and then killed it (run/reader-end.ts).
   const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
+  const failure = readerEnd(receipt, `the ${who}`, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, errorClass);
   return {
     engine,
     model,
@@ -97,7 +97,6 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
     costMicroUsd: ctx.spend.cost(usage, model),
     message: failure ? null : engine.finalMessage(log),
     failure,
-    exitNote: receipt.exitCode !== 0 ? `; the ${who} exited ${receipt.exitCode ?? receipt.signal}${errorClass ? ` (${errorClass})` : ''}` : '',
   };
 }
 
@@ -132,8 +131,10 @@ export interface ReadOnlyRun {
  * Supervises one read-only engine run: its argv for the prompt, started in `scratch` under the task's time limit and
  * watchdog, sandboxed (scratch writable; the engine's state dirs its own empty folders with only the login and settings
  * shared, containment.ts readerStateView; its private files copied), with its engine's
- * guarded settings put back after it (a note says what was). Returns the receipt and the output's tail; the log is in
- * `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking reviewers).
+ * guarded settings put back after it (a note says what was). Its stdout and stderr reach `logFile` through a socket the
+ * spawn helper relays (SuperviseOptions.relayOutput), never as the file itself. Returns the receipt and the output's
+ * tail; the log is in `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking
+ * reviewers).
  */
 export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): Promise<{ receipt: Receipt; tail: string }> {
   const { opts } = ctx;
@@ -161,6 +162,9 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
     idleTimeoutMs: run.timeouts.watchdogMs ?? undefined,
     finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
     onOutput: (chunk) => recent.push(chunk),
+    // Its output reaches the log through a socket the spawn helper relays: code the reader runs cannot open it again
+    // through /proc/<engine pid>/fd/1 and write an answer into it.
+    relayOutput: true,
     sandbox: stepPlan(ctx, run.containment, {
       writable: [run.scratch, ...view.writable],
       network: run.timeouts.network,

@@ -83,7 +83,7 @@ async function runReviewer(ctx: AttemptContext, task: TaskRuntime, rec: AttemptR
       if (parsed.ok) {
         review.verdict = parsed.answer.verdict;
         review.concerns = parsed.answer.concerns;
-      } else review.error = parsed.error + run.exitNote;
+      } else review.error = parsed.error;
     }
   } catch (e) {
     if (e instanceof Cancelled || task.abort.signal.aborted) throw e instanceof Cancelled ? e : new Cancelled();

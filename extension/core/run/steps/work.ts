@@ -88,6 +88,9 @@ export const workStep: Step = {
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       onOutput: (chunk) => recent.push(chunk),
+      // A reader of inputs runs other tasks' code: its output reaches the log through the spawn helper's relay, which
+      // that code cannot open again through /proc (SuperviseOptions.relayOutput).
+      relayOutput: spec.inputs !== undefined,
       sandbox: stepPlan(ctx, task.containment, {
         writable: [...tree.writable, scratch, ...view.writable, ...gitAccess.writable],
         privateDirs: view.privateDirs,

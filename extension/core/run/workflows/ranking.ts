@@ -13,7 +13,8 @@ import type { EngineChoice } from '../../manifest/types';
 import { hiddenFromSteps, scratchEnv, stepScratch } from '../containment';
 import type { AttemptContext, TaskRuntime } from '../steps/context';
 import { superviseReadOnly } from '../steps/reader';
-import { readLog } from '../steps/work';
+import { FINAL_EVENT_GRACE_MS, readLog } from '../steps/work';
+import { readerEnd } from '../reader-end';
 import { parseRankAnswer, rankPrompt } from './rank';
 import { rankFiles, type RankRecord } from './rank-record';
 import { redact, writeRankMaterial, type CandidateSource, type Redaction } from './rank-material';
@@ -93,23 +94,20 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     rec.receipt = receipt;
     rec.usage = engine.parseOutput(log);
     rec.costMicroUsd = ctx.spend.cost(rec.usage, model);
-    const seconds = (ms: number) => Math.round(ms / 1000);
+    // An answer counts only from a ranking reviewer that ended on its own (run/reader-end.ts).
+    const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
+    const ended = readerEnd(receipt, 'the ranking reviewer', { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, errorClass);
     if (receipt.cancelled) {
       rec.cancelled = true;
       const why: unknown = r.group.abort.signal.reason;
       rec.error = `stopped before it answered (${typeof why === 'string' ? why : 'the run was cancelled'})`;
-    } else if (receipt.spawnError) rec.error = `the ranking reviewer could not start: ${receipt.spawnError}`;
-    else if (receipt.stalled) rec.error = `the ranking reviewer printed nothing for ${seconds(spec.watchdogMs ?? 0)} s and was stopped`;
-    else if (receipt.timedOut) rec.error = `the ranking reviewer ran out of time after ${seconds(spec.timeoutMs)} s and was stopped`;
+    } else if (ended) rec.error = ended;
     else {
       const parsed = parseRankAnswer(engine.finalMessage(log), names);
       if (parsed.ok) {
         rec.scores = parsed.answer.scores;
         rec.reasons = parsed.answer.reasons;
-      } else {
-        const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
-        rec.error = parsed.error + (receipt.exitCode !== 0 ? `; the ranking reviewer exited ${receipt.exitCode ?? receipt.signal}${errorClass ? ` (${errorClass})` : ''}` : '');
-      }
+      } else rec.error = parsed.error;
     }
   } catch (e) {
     rec.cancelled = r.group.abort.signal.aborted;
