@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { resolveEngines } from '../../engines';
 import { DirtyTreeError, mergeQueue } from '../../extension/core/git/merge';
 import { readState } from '../../extension/core/live/registry';
@@ -12,9 +13,9 @@ import { git, makeRepo, scriptTask, tempDir } from '../helpers/fixtures';
 import { requireSandbox, testSandboxMode } from '../helpers/sandbox-env';
 
 /** Runs a worktree-mode manifest on `repo` with the script engine; returns the final state. */
-async function run(repo: string, home: string, tasks: Record<string, unknown>[]): Promise<RunState> {
+async function run(repo: string, home: string, tasks: Record<string, unknown>[], extra: Record<string, unknown> = {}): Promise<RunState> {
   const file = path.join(repo, 'm.swarm.json');
-  const { manifest } = parseManifest(JSON.stringify({ worktrees: true, max_parallel: 4, tasks }), file);
+  const { manifest } = parseManifest(JSON.stringify({ worktrees: true, max_parallel: 4, tasks, ...extra }), file);
   assert.ok(manifest);
   const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines(), sandbox: testSandboxMode() });
   const read = readState(summary.stateFile);
@@ -62,13 +63,43 @@ describe('merge queue', function () {
     fs.writeFileSync(path.join(repo, '.gitignore'), 'build/\n');
     git(repo, 'add', '.gitignore');
     git(repo, 'commit', '-qm', 'ignore build');
-    // The worker's deliverable lands in an ignored folder: its check passes in the worktree, but the branch lacks it.
-    const state = await run(repo, home, [scriptTask('ignored', 'mkdir -p build && echo out > build/out.txt && echo x > note.txt', 'cat build/out.txt')]);
+    // The worker's deliverable lands in an ignored folder: the attempt's check no longer sees it either (it is moved
+    // out of the task dir, run/undelivered.ts), so the run and the merge agree: FAIL, nothing to merge.
+    const ignored = await run(repo, home, [scriptTask('ignored', 'mkdir -p build && echo out > build/out.txt && echo x > note.txt', 'cat build/out.txt', { max_attempts: 1 })]);
+    assert.equal(ignored.tasks[0]?.status, 'FAIL');
+    assert.deepEqual(mergeRequestsForRun(home, ignored), []);
+    // A PASS whose branch then loses the file (moved back by hand) while the worker's worktree still has it: the
+    // re-check reads the branch, not the worktree.
+    const state = await run(repo, path.join(dir, 'home2'), [scriptTask('moved', 'echo out > out.txt && echo x > note.txt', 'cat out.txt')]);
     assert.equal(state.tasks[0]?.status, 'PASS');
-    const [outcome] = await mergeQueue(mergeRequestsForRun(home, state));
+    const branch = String(state.tasks[0]?.branch);
+    const tree = git(repo, 'rev-parse', `${branch}^{tree}`);
+    const without = execFileSync('git', ['mktree'], { cwd: repo, input: git(repo, 'ls-tree', tree).split('\n').filter((l) => !l.endsWith('\tout.txt')).join('\n') + '\n', encoding: 'utf8' }).trim();
+    git(repo, 'update-ref', `refs/heads/${branch}`, git(repo, 'commit-tree', without, '-p', branch, '-m', 'out.txt dropped'));
+    assert.equal(fs.existsSync(path.join(String(state.tasks[0]?.dir), 'out.txt')), true);
+    const [outcome] = await mergeQueue(mergeRequestsForRun(path.join(dir, 'home2'), state));
     assert.equal(outcome?.status, 'CHECK_FAILED', JSON.stringify(outcome));
-    assert.match((outcome as { output: string }).output, /build\/out\.txt: No such file or directory/);
+    assert.match((outcome as { output: string }).output, /out\.txt: No such file or directory/);
     assert.equal(fs.existsSync(path.join(repo, 'note.txt')), false, 'nothing was merged');
+  });
+
+  it('the merge checkout gets include and setup as a task worktree does; a setup failing there is CHECK_FAILED naming it', async () => {
+    fs.writeFileSync(path.join(repo, '.gitignore'), 'deps/\n.env\n');
+    fs.writeFileSync(path.join(repo, '.env'), 'TOKEN=local\n');
+    git(repo, 'add', '.gitignore');
+    git(repo, 'commit', '-qm', 'ignore deps');
+    // Setup fails only while the marker file exists (made after the run, before the first merge).
+    const fail = path.join(dir, 'fail-setup');
+    const setup = `test ! -e ${fail} || exit 3; mkdir -p deps && echo dep > deps/lib.txt`;
+    const state = await run(repo, home, [scriptTask('uses-deps', 'echo x > note.txt', 'cat deps/lib.txt && grep -x TOKEN=local .env')], { setup, include: ['.env'] });
+    assert.equal(state.tasks[0]?.status, 'PASS');
+    fs.writeFileSync(fail, '');
+    const [failed] = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.equal(failed?.status, 'CHECK_FAILED', JSON.stringify(failed));
+    assert.match((failed as { reason: string }).reason, /setup `.*` exited 3 in the merge checkout; see .*merge-setup\.log/);
+    fs.rmSync(fail);
+    const [merged] = await mergeQueue(mergeRequestsForRun(home, state));
+    assert.equal(merged?.status, 'MERGED', JSON.stringify(merged));
   });
 
   it('the re-check is sandboxed like the attempt: what the worker wrote cannot write outside at merge time', async function () {

@@ -130,3 +130,54 @@ async function ignoredEntries(links: WorktreeLinks, indexFile: string, timeoutMs
   const out = await sealGit(links, indexFile, timeoutMs).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
   return out.split('\0').filter(Boolean).sort();
 }
+
+/**
+ * Every entry of the worktree that the index `indexFile` does not hold, ignored or not (`git ls-files --others
+ * --directory`, no exclude rules: a folder holding nothing the index has as `dir/`, with its trailing slash), in
+ * git's order, each as the bytes of its path (`core.quotePath` on, so git escapes every byte that is not printable
+ * ASCII and the text it prints is read back exactly: a name that is not valid UTF-8 survives). Against a seal's index
+ * these are the files the sealed commit does not hold: what git ignores, what a sparse seal leaves outside its cone.
+ * Git reads and never writes the index here.
+ * @param timeoutMs limit of the git command, ms
+ * @throws Error with git's message
+ */
+export async function untrackedEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number): Promise<Buffer[]> {
+  restoreWorktreeLinks(links);
+  const out = await sealGit(links, indexFile, timeoutMs).raw(['-c', 'core.quotePath=true', 'ls-files', '--others', '--directory']);
+  return out.split('\n').filter(Boolean).map(unquoteGitPath);
+}
+
+/** C escapes git uses in a quoted path (quote.c `sq_lookup`), by the letter after the backslash. */
+const C_ESCAPES: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, '\\': 92 };
+
+/**
+ * A path as git prints it with `core.quotePath` (git-config(1) core.quotePath; quote.c `quote_c_style`): plain, or
+ * between double quotes with C escapes and `\ooo` octal bytes. Returns its bytes. Pure.
+ * @throws Error naming the line when a quoted path is malformed
+ */
+export function unquoteGitPath(line: string): Buffer {
+  if (!line.startsWith('"')) return Buffer.from(line, 'utf8');
+  if (!line.endsWith('"') || line.length < 2) throw new Error(`git printed a malformed quoted path: ${JSON.stringify(line)}`);
+  const bytes: number[] = [];
+  const body = line.slice(1, -1);
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i] as string;
+    if (c !== '\\') {
+      bytes.push(...Buffer.from(c, 'utf8'));
+      continue;
+    }
+    const next = body[i + 1] ?? '';
+    if (/[0-7]/.test(next)) {
+      const oct = /^[0-7]{3}/.exec(body.slice(i + 1))?.[0];
+      if (!oct) throw new Error(`git printed a malformed quoted path: ${JSON.stringify(line)}`);
+      bytes.push(parseInt(oct, 8));
+      i += 3;
+    } else if (next in C_ESCAPES) {
+      bytes.push(C_ESCAPES[next] as number);
+      i += 1;
+    } else {
+      throw new Error(`git printed a malformed quoted path: ${JSON.stringify(line)}`);
+    }
+  }
+  return Buffer.from(bytes);
+}

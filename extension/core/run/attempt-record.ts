@@ -10,6 +10,7 @@ import type { StepName, Verdict } from '../../../schemas/status';
 import type { Containment } from '../process/sandbox';
 import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
+import type { Undelivered } from './undelivered';
 import type { AttemptState, RunState, TaskState } from '../live/state';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow } from '../store/eval-row';
 import type { CritiqueRecord, ReviewRecord } from './reader-record';
@@ -74,6 +75,11 @@ export interface AttemptRecord {
   worker: Receipt | null;
   usage: UsageReport | null;
   seal: Seal | null;
+  /**
+   * Files the seal did not hold that were not there before the worker ran, moved out of the check's sight into the
+   * attempt's record by step `seal` (run/undelivered.ts); absent when there were none.
+   */
+  undelivered?: Undelivered;
   check: CheckRecord | null;
   /** The test phase of `phases`: the check's run on the tree without the implementation (step `red`); absent: none ran. */
   red?: RedRecord;

@@ -185,7 +185,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const files = recordFiles(rec);
   // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
   // append; so does the status the task takes (null for a planner whose tasks have still to join the run).
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: task.generated ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: task.generated ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
   for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
   // Worktree mode's seal index (kept for deliver); plain mode makes none.
   if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });

@@ -12,6 +12,8 @@ import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
 import { forbidNewFor, protectedPaths } from './protect';
 import { gitFor } from '../git/safe-git';
+import { copyIncludes } from '../git/worktree';
+import { supervise } from '../process/supervisor';
 import picomatch from 'picomatch';
 
 /**
@@ -23,14 +25,16 @@ import picomatch from 'picomatch';
  */
 export function mergeRequestsForRun(home: string, state: RunState, keys?: readonly string[]): MergeRequest[] {
   if (!state.worktrees || !state.repo) throw new Error(`run ${state.runId} is not a worktree-mode run; there are no task branches to merge`);
-  const specs = new Map(loadFrozenManifest(home, state).tasks.map((t) => [t.key, t]));
+  const manifest = loadFrozenManifest(home, state);
+  const specs = new Map(manifest.tasks.map((t) => [t.key, t]));
+  const prepare = { setup: manifest.setup, include: manifest.include };
   return state.tasks
     .filter((t) => t.status === 'PASS' && t.branch && (keys ? keys.includes(t.key) : t.candidate === undefined))
     .map((t) => {
       const spec = specs.get(t.key);
       // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.
       if (!spec) throw new Error(`task ${t.key} of run ${state.runId} is not in its frozen manifest; it cannot be re-checked, so it is not merged`);
-      return { key: t.key, repo: state.repo as string, branch: t.branch as string, recheck: recheckFor(home, state, spec) };
+      return { key: t.key, repo: state.repo as string, branch: t.branch as string, recheck: recheckFor(home, state, spec, prepare) };
     });
 }
 
@@ -40,9 +44,12 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
  * check runs what the worker wrote (its tests, its scripts), which must not get the user's full rights at merge time.
  * It runs with the base's versions of the protected check inputs (issue 12; baseCheckInputs): a branch that changed
  * one is judged by the real tests, and even when it passes them it is not merged, since merging would bring the
- * changed inputs along. The log goes to `runs/<run>/tasks/<key>/merge-check.log`.
+ * changed inputs along. Before it, the checkout is prepared as step `prepare` prepares a task's worktree: `include`
+ * copied from the repository, then `setup` run there in that sandbox (log `merge-setup.log`), so the check sees what
+ * the attempt's check could: the commit and what setup made, nothing a worker left (docs/architecture.md "What a PASS
+ * guarantees"). The log goes to `runs/<run>/tasks/<key>/merge-check.log`.
  */
-export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir: string, base: string) => Promise<RecheckResult> {
+export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepare: { setup: string | null; include: string[] } = { setup: null, include: [] }): (dir: string, base: string) => Promise<RecheckResult> {
   return async (dir, base) => {
     const probe = await probeSandbox();
     const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
@@ -56,6 +63,18 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec): (dir:
     // VERDICT_HOME hidden as from the attempt's check (the checkout and the scratch dir are bound back).
     const where = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
     try {
+      if (prepare.include.length) copyIncludes(state.repo as string, dir, prepare.include);
+      if (prepare.setup) {
+        const setupLog = path.join(path.dirname(logFile), 'merge-setup.log');
+        const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
+        try {
+          const setupWhere = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
+          const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox });
+          if (receipt.exitCode !== 0) return { passed: false, output: tail, reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}` };
+        } finally {
+          fs.rmSync(setupScratch, { recursive: true, force: true });
+        }
+      }
       const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox });
       const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
       if (!check.passed) return { passed: false, output: check.output, reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason };

@@ -16,6 +16,7 @@ import { protectedSetFromSnapshot } from './protect';
 import { loadSnapshot, saveSnapshot, takeSnapshot, type DirSnapshot } from './dir-snapshot';
 import { loadSealedState, sealedStateFile } from './check-writes';
 import { guardsOn } from './guards';
+import { preparedFilesFile } from './undelivered';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 
 /** `runs/<runId>/tasks/<key>/worktree-links.json`. */
@@ -81,6 +82,8 @@ export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Prom
   const taskRun = path.join(runDir(home, ctx.runId), 'tasks', key);
   if (!ctx.repo && guardsOn(task.spec)) task.guardBase = loadSnapshot(path.join(taskRun, 'guard-base.json')) ?? baseFromNow(ctx, task, taskRun);
   task.sealedState = loadSealedState(sealedStateFile(taskRun));
+  // A run from before the record of what setup made was kept: nothing counts as there before the worker (said so).
+  if (task.links && !fs.existsSync(preparedFilesFile(taskRun))) ctx.emit({ type: 'task-note', key, note: 'no record of the files setup made was kept (a run from an earlier Verdict): every file the sealed commit does not hold, setup\'s included, is moved out of the check\'s sight; discard the task and run it again if its check needs them' });
   task.prepared = true;
   return true;
 }

@@ -10,7 +10,7 @@ import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepPl
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
-import { sealProblems } from './seal';
+import { sealProblems, undeliveredWords } from './seal';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { copyCheckTree, removeCheckTree, type CheckTree } from '../red';
 import { taskRunDir } from './seal';
@@ -38,9 +38,12 @@ export const checkStep: Step = {
     const worker = rec.worker!;
     const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
     const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, spec.inputs !== undefined);
-    const problems = rec.seal ? sealProblems(rec.seal, task.state.dir) : [];
+    const problems = rec.seal ? sealProblems(rec.seal, task.state.dir, rec.undelivered) : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
+    // A failing check may have looked for what was moved out of its sight: the retry is told where it went and why.
+    const moved = rec.undelivered?.count ? [`${undeliveredWords(rec.undelivered)}; a file the check reads must be committed (not under a path git ignores), or made by the check itself`] : [];
+    if (judged.verdict === 'FAIL' && (problems.length || moved.length)) return { verdict: 'FAIL', reason: [judged.reason, ...problems, ...moved].join('; ') };
     return judged;
   },
 };

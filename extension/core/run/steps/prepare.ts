@@ -17,6 +17,7 @@ import { guardsOn } from '../guards';
 import { runDir } from '../../config/home';
 import { linksFile, saveLinks } from '../reattach';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
+import { preparedFilesFile, recordPreparedFiles } from '../undelivered';
 
 export const prepareStep: Step = {
   name: 'prepare',
@@ -74,6 +75,9 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
       throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
     }
   }
+  // What is there now that the start commit does not hold (include, setup's node_modules or build) may be read by the
+  // check; anything else the seal does not hold will be the worker's, moved out of the check's sight (run/undelivered.ts).
+  if (task.links) await recordPreparedFiles(task.links, preparedFilesFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)));
   task.protected = protectedSet(task.state.dir, task.spec.check, task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
   if (task.protected.files.size) ctx.emit({ type: 'task-note', key: task.spec.key, note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})` });
   // Plain mode has no commit to diff against: the guards judge the dir against this record of it.

@@ -10,6 +10,7 @@ import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
 import { saveSealedState, sealedCommit, sealedDir, sealedStateFile } from '../check-writes';
 import { runDir } from '../../config/home';
+import { preparedFilesFile, setAsideUndelivered, type Undelivered } from '../undelivered';
 
 export const sealStep: Step = {
   name: 'seal',
@@ -37,6 +38,21 @@ export const sealStep: Step = {
       const list = rec.seal.rewritten;
       ctx.emit({ type: 'task-note', key: spec.key, note: `git converted ${list.slice(0, 5).join(', ')}${list.length > 5 ? `, … (${list.length})` : ''} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so` });
     }
+    // The check judges what is delivered: what the seal does not hold and was not there before the worker ran (git
+    // ignores it) goes into the attempt's record, out of the check's sight (run/undelivered.ts). Before the sealed
+    // state is recorded, so a retry starts without it too.
+    let aside: Undelivered;
+    try {
+      aside = await setAsideUndelivered(task.links!, index, preparedFilesFile(taskRunDir(ctx, spec.key)), rec.dir, spec.checkTimeoutMs);
+    } catch (e) {
+      if (/timed out after \d+ ms/.test((e as Error).message)) throw new Error(`looking for files the seal does not hold took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left too many files that git ignores`);
+      throw e;
+    }
+    if (aside.count || aside.unmoved.length) {
+      rec.undelivered = aside;
+      if (aside.count) ctx.emit({ type: 'task-note', key: spec.key, note: `${undeliveredWords(aside)}; the check judges only what the commit holds` });
+      if (aside.unmoved.length) ctx.emit({ type: 'task-note', key: spec.key, note: `could not move out of the check's sight: ${aside.unmoved.slice(0, 5).join('; ')}` });
+    }
     // What the check writes is discarded before the next attempt: back to exactly this tree (run/check-writes.ts).
     task.sealedState = await sealedCommit(task.links!, rec.seal.sha, index, taskRunDir(ctx, spec.key));
     saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
@@ -55,14 +71,24 @@ export function taskRunDir(ctx: AttemptContext, key: string): string {
 
 /**
  * Why the sealed commit cannot stand for the work the check is about to judge, one line each (empty when it can):
- * work inside a submodule, a folder made into a repository of its own, an expected file that exists but that git
- * ignores (a missing one is the check's and expect_files' to report). A PASS with any of these is a FAIL.
+ * work inside a submodule, a folder made into a repository of its own, an expected file that git ignores (there, or
+ * moved out of the check's sight into `undelivered`; a missing one is the check's and expect_files' to report), files
+ * the seal does not hold that could not be moved out of the check's sight. A PASS with any of these is a FAIL.
  */
-export function sealProblems(seal: Seal, taskDir: string): string[] {
+export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelivered): string[] {
   const problems: string[] = [];
   if (seal.submodules.length) problems.push(`the worker changed files inside submodule(s) ${seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`);
   if (seal.nested.length) problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
-  const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)));
+  const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)) || (undelivered && fs.existsSync(path.join(undelivered.dir, f))));
   if (ignored.length) problems.push(`expected file(s) ${ignored.join(', ')} are ignored by git, so the sealed commit and the task branch do not hold them`);
+  if (undelivered?.unmoved.length) problems.push(`files the sealed commit does not hold could not be moved out of the check's sight, so the check may have read them: ${undelivered.unmoved.slice(0, 5).join('; ')}${undelivered.unmoved.length > 5 ? `, … (${undelivered.unmoved.length})` : ''}`);
   return problems;
+}
+
+/**
+ * One line saying what {@link setAsideUndelivered} moved: how many, where to, the first few. Pure.
+ */
+export function undeliveredWords(u: Undelivered): string {
+  const more = u.count > u.shown.length ? `, … (${u.count}; all listed in ${u.dir}.txt)` : '';
+  return `the sealed commit does not hold ${u.shown.join(', ')}${more} (git ignores ${u.count === 1 ? 'it' : 'them'}), and setup did not leave ${u.count === 1 ? 'it' : 'them'} so (made or changed since): moved out of the check's sight into ${u.dir}`;
 }

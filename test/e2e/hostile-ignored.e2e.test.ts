@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
+
+// Issue 26 item 1, "the check judges what is delivered": a file the check reads in the task dir is in the sealed
+// commit or was there before the worker ran (the start commit's tree, `include`, what `setup` made). A worker that
+// writes what the check reads under a path git ignores — its own .gitignore entry, a path the repository already
+// ignores, a folder a committed script sources — got a PASS whose commit lacks the file; only `verdict merge`'s
+// re-check on a fresh checkout noticed. Those files are now moved aside into the attempt's record before the check.
+
+async function run(file: string, home: string, extra: string[] = [], env: Record<string, string> = {}) {
+  return cli(['run', file, '--home', home, '--no-dashboard', ...extra], { env: { HOME: path.join(path.dirname(home), 'user-home'), ...env } });
+}
+
+function runIdOf(home: string): string {
+  return fs.readdirSync(path.join(home, 'runs')).filter((f) => !f.startsWith('.'))[0] as string;
+}
+
+/** `runs/<id>/tasks/<key>/attempt-<n>/`. */
+function attemptDir(home: string, key: string, attempt: number): string {
+  return path.join(home, 'runs', runIdOf(home), 'tasks', key, `attempt-${attempt}`);
+}
+
+/** The task dir of `key` (worktree mode): `<home>/worktrees/<run>/<key>`. */
+function taskDir(home: string, key: string): string {
+  return path.join(home, 'worktrees', runIdOf(home), key);
+}
+
+function byKey(home: string): Record<string, Record<string, unknown>> {
+  return Object.fromEntries(readRows(home).filter((r) => r.step === 'work').map((r) => [r.task_key, r]));
+}
+
+describe('hostile: files git ignores are judged only when the worker did not make them', function () {
+  this.timeout(240000);
+  before(async function () {
+    await requireSandbox(this);
+  });
+
+  it('a worker\'s own .gitignore entry: FAIL, the file kept in the attempt\'s record; the honest retry PASSes and merges', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const spec = [
+      'echo "--- answer at start: $(cat answer.txt 2>/dev/null || echo absent)"',
+      // Attempt 1 hides its answer from the commit; attempt 2 delivers it.
+      'if [ "$VERDICT_ATTEMPT" = 1 ]; then printf "answer.txt\\n" >> .gitignore; else sed -i "/answer.txt/d" .gitignore; fi',
+      'echo 42 > answer.txt',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'grep -qx 42 answer.txt', { max_attempts: 2 })] });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home).filter((row) => row.step === 'work');
+    assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'PASS'], 'attempt 1 passed on a file its commit does not hold');
+    assert.match(String(rows[0]?.notes), /answer\.txt/);
+    assert.match(String(rows[0]?.notes), /moved out of the check's sight/);
+    assert.match(r.all, /· t {2}the sealed commit does not hold answer\.txt .*moved out of the check.s sight/);
+    // Not deleted: the attempt's record holds it, and lists it.
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered', 'answer.txt'), 'utf8'), '42\n');
+    assert.match(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered.txt'), 'utf8'), /^answer\.txt$/m);
+    // The retry starts without it (the worker's undelivered file is in the record, not in the tree).
+    assert.match(fs.readFileSync(String(rows[1]?.worker_log), 'utf8'), /--- answer at start: absent/);
+    const branch = String(rows[1]?.branch);
+    assert.equal(git(repo, 'show', `${branch}:answer.txt`), '42');
+    // The merge queue's re-check, on a fresh checkout, agrees with the PASS.
+    const merge = await cli(['merge', runIdOf(home), 't', '--home', home], { env: { HOME: path.join(dir, 'user-home') } });
+    assert.equal(merge.exitCode, 0, merge.all);
+    assert.equal(git(repo, 'show', 'HEAD:answer.txt'), '42');
+  });
+
+  it('a path the repository already ignores (build.log): FAIL naming it, and the task branch never moves', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), { '.gitignore': '*.log\n', 'README.md': '# app\n' });
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', 'echo "all tests passed" > build.log; echo wip > work.txt', 'grep -q "all tests passed" build.log', { max_attempts: 1 })] });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const row = byKey(home).t;
+    assert.equal(row?.verdict, 'FAIL', 'a PASS judged build.log, which the commit does not hold');
+    assert.match(String(row?.notes), /build\.log/);
+    assert.equal(fs.existsSync(path.join(taskDir(home, 't'), 'build.log')), false);
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered', 'build.log'), 'utf8'), 'all tests passed\n');
+    // The branch still points at the start commit.
+    assert.equal(git(repo, 'rev-parse', String(row?.branch)), git(repo, 'rev-parse', 'main'));
+  });
+
+  it('an ignored folder a committed script sources: new, inside setup\'s ignored folder, or setup\'s file changed — each FAILs; setup\'s own files stay', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      '.gitignore': 'build/\n.venv/\n',
+      // Each script trusts a file in an ignored folder to say the work is done.
+      'check-venv.sh': '. ./.venv/activate && test "$READY" = yes\n',
+      'check-extra.sh': '. ./build/extra.sh && test "$READY" = yes\n',
+      'check-env.sh': '. ./build/env.sh && test "$READY" = yes\n',
+    });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 3,
+      // A build folder from setup: a cache and an env file saying "not ready".
+      setup: 'mkdir -p build && echo cached > build/cache.txt && echo READY=no > build/env.sh',
+      tasks: [
+        scriptTask('venv', 'mkdir -p .venv && echo READY=yes > .venv/activate', 'bash check-venv.sh', { max_attempts: 1 }),
+        scriptTask('extra', 'echo READY=yes > build/extra.sh', 'bash check-extra.sh', { max_attempts: 1 }),
+        scriptTask('env', 'echo READY=yes > build/env.sh', 'test -s build/cache.txt && bash check-env.sh', { max_attempts: 1 }),
+      ],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const rows = byKey(home);
+    for (const key of ['venv', 'extra', 'env']) assert.equal(rows[key]?.verdict, 'FAIL', `${key}: the check sourced a file its commit does not hold\n${r.all}`);
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'venv', 1), 'undelivered', '.venv', 'activate'), 'utf8'), 'READY=yes\n');
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'extra', 1), 'undelivered', 'build', 'extra.sh'), 'utf8'), 'READY=yes\n');
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'env', 1), 'undelivered', 'build', 'env.sh'), 'utf8'), 'READY=yes\n');
+    // Setup's files the worker did not touch are still there for the check (env's check read build/cache.txt first).
+    for (const key of ['extra', 'env']) assert.equal(fs.readFileSync(path.join(taskDir(home, key), 'build', 'cache.txt'), 'utf8'), 'cached\n');
+    assert.match(String(rows.env?.check_output), /build\/env\.sh/);
+  });
+
+  it('legitimate ignored files: setup\'s node_modules and dist/ stay visible; a worker\'s rebuild of dist/ is moved aside and a check that rebuilds PASSes; the merge re-check agrees', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      '.gitignore': 'node_modules/\ndist/\n*.log\n',
+      'build.sh': 'mkdir -p dist && cat src/*.txt > dist/lib.js\n',
+      'src/a.txt': 'part-a\n',
+    });
+    const { config, env } = reviewer(dir);
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 3,
+      // What setup makes (dependencies, a build) is there before any worker: the check may read it.
+      setup: 'mkdir -p node_modules/dep && echo "module.exports = 1" > node_modules/dep/index.js && sh build.sh',
+      tasks: [
+        // Reads setup's dist/ and node_modules; its own scratch log (ignored) is moved aside, so the reviewer does not see it.
+        scriptTask('reads-setup', 'echo done > feature.txt; echo scratch > notes.log', 'test -s node_modules/dep/index.js && grep -qx part-a dist/lib.js && grep -qx done feature.txt', { review: { engines: ['looker'] } }),
+        // Rebuilds dist/ (npm run build would): its dist/lib.js is moved aside; the check builds it again from the commit.
+        scriptTask('rebuilds', 'echo part-b > src/b.txt && sh build.sh', 'sh build.sh && grep -qx part-b dist/lib.js && test -s node_modules/dep/index.js'),
+        // The same worker with a check that trusts the worker's build: FAIL (the delivered commit holds no dist/).
+        scriptTask('trusts-build', 'echo part-c > src/c.txt && sh build.sh', 'grep -qx part-c dist/lib.js', { max_attempts: 1 }),
+      ],
+    });
+    const r = await run(file, home, ["--config", config], env);
+    if (process.env.SHOW) console.log(r.all);
+    const rows = byKey(home);
+    assert.equal(rows['reads-setup']?.verdict, 'PASS', r.all);
+    assert.equal(rows.rebuilds?.verdict, 'PASS', r.all);
+    assert.equal(rows['trusts-build']?.verdict, 'FAIL', r.all);
+    assert.match(String(rows['trusts-build']?.notes), /dist\/lib\.js/);
+    const review = readRows(home).find((row) => row.step === 'review' && row.task_key === 'reads-setup');
+    assert.equal((review?.review as { verdict?: string } | undefined)?.verdict, 'approve', 'the reviewer saw notes.log, which the commit does not hold');
+    // Setup's files untouched by the worker are where setup left them.
+    assert.equal(fs.readFileSync(path.join(taskDir(home, 'reads-setup'), 'dist', 'lib.js'), 'utf8'), 'part-a\n');
+    assert.equal(fs.existsSync(path.join(taskDir(home, 'reads-setup'), 'node_modules', 'dep', 'index.js')), true);
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'reads-setup', 1), 'undelivered', 'notes.log'), 'utf8'), 'scratch\n');
+    assert.equal(fs.existsSync(path.join(attemptDir(home, 'reads-setup', 1), 'undelivered', 'dist')), false, 'setup\'s dist/ was moved aside');
+    // The worker's own build output is in the record, setup's node_modules untouched.
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'rebuilds', 1), 'undelivered', 'dist', 'lib.js'), 'utf8'), 'part-a\npart-b\n');
+    assert.equal(fs.existsSync(path.join(taskDir(home, 'rebuilds'), 'node_modules', 'dep', 'index.js')), true);
+    // The merge queue runs setup in its fresh checkout too, then the check: both PASSes merge.
+    const merge = await cli(['merge', runIdOf(home), 'reads-setup', 'rebuilds', '--home', home], { env: { HOME: path.join(dir, 'user-home') } });
+    assert.equal(merge.exitCode, 0, merge.all);
+    assert.equal(git(repo, 'show', 'HEAD:feature.txt'), 'done');
+    assert.equal(git(repo, 'show', 'HEAD:src/b.txt'), 'part-b');
+  });
+});
+
+/** A reviewer engine `looker` that approves only when the task dir holds no notes.log. */
+function reviewer(dir: string): { config: string; env: Record<string, string> } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  const body = `if [ -e "$VERDICT_TASK_DIR/notes.log" ]; then echo '{"verdict":"reject","concerns":["notes.log is in the task dir but not in the commit"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi`;
+  fs.writeFileSync(path.join(bin, 'looker'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(config, JSON.stringify({ engines: { looker: { binary: 'looker', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'looker-1' } } }));
+  return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
+}
