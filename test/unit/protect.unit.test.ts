@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { protectedChanges, protectedSet, restoreProtected } from '../../extension/core/run/protect';
-import { tempDir } from '../helpers/fixtures';
+import { newFileRefused, protectedChanges, protectedSet, protectedSetFromSnapshot, restoreProtected } from '../../extension/core/run/protect';
+import { git, makeRepo, tempDir } from '../helpers/fixtures';
+import { baseCheckInputs } from '../../extension/core/run/merge-plan';
+import type { TaskSpec } from '../../extension/core/manifest/types';
 
 function tree(files: Record<string, string>): string {
   const dir = tempDir();
@@ -63,5 +65,67 @@ describe('protected check inputs: the runner\'s own files', () => {
     assert.deepEqual(protectedChanges(dir, set), ['src/conftest.py (new: it changes what the test runner reports)']);
     assert.deepEqual(restoreProtected(dir, set), ['src/conftest.py']);
     assert.equal(fs.existsSync(path.join(dir, 'src', 'conftest.py')), false);
+  });
+});
+
+describe('protected check inputs: compared with the tree as prepared (issue 26 item 4)', () => {
+  // Before: a pytest.ini or conftest.py the tree already had counted as "new" at every guard (a correct worker FAILed),
+  // and the restore before the retry deleted it (the PASS commit then deleted a file of the start commit).
+  it('the test runner\'s files the tree has are protected, not "new": unchanged they are no finding; changed or deleted they are put back, never deleted', () => {
+    const dir = tree({ 'pytest.ini': '[pytest]\n', 'conftest.py': '# root\n', 'pkg/conftest.py': '# pkg\n', 'calc.py': 'x = 1\n' });
+    const snap = path.join(tempDir(), 'snap');
+    const set = protectedSet(dir, 'python3 -m pytest -q', null, snap);
+    assert.deepEqual([...set.files.keys()].sort(), ['conftest.py', 'pkg/conftest.py', 'pytest.ini']);
+    fs.writeFileSync(path.join(dir, 'calc.py'), 'x = 2\n');
+    assert.deepEqual(protectedChanges(dir, set), [], 'the worker changed only calc.py');
+    fs.writeFileSync(path.join(dir, 'pkg/conftest.py'), 'def pytest_runtest_makereport(): pass\n');
+    fs.rmSync(path.join(dir, 'pytest.ini'));
+    fs.mkdirSync(path.join(dir, 'sub'));
+    fs.writeFileSync(path.join(dir, 'sub/conftest.py'), '# new\n');
+    assert.deepEqual(protectedChanges(dir, set), ['pkg/conftest.py (changed)', 'pytest.ini (deleted)', 'sub/conftest.py (new: it changes what the test runner reports)']);
+    assert.deepEqual(restoreProtected(dir, set).sort(), ['pkg/conftest.py', 'pytest.ini', 'sub/conftest.py']);
+    assert.equal(fs.readFileSync(path.join(dir, 'pkg/conftest.py'), 'utf8'), '# pkg\n');
+    assert.equal(fs.readFileSync(path.join(dir, 'pytest.ini'), 'utf8'), '[pytest]\n');
+    assert.equal(fs.readFileSync(path.join(dir, 'conftest.py'), 'utf8'), '# root\n');
+    assert.equal(fs.existsSync(path.join(dir, 'sub/conftest.py')), false, 'only the new one goes');
+    assert.deepEqual(protectedChanges(dir, set), []);
+    // A later orchestrator of the run (resume) rebuilds the same set from the snapshot alone.
+    const again = protectedSetFromSnapshot(snap, 'python3 -m pytest -q', null);
+    assert.deepEqual([...again.files.keys()].sort(), ['conftest.py', 'pkg/conftest.py', 'pytest.ini']);
+    assert.deepEqual(protectedChanges(dir, again), []);
+  });
+
+  it('a `!` glob leaves an existing runner file unprotected and allows a new one there; "protect": [] allows all', () => {
+    const dir = tree({ 'conftest.py': '# root\n', 'pytest.ini': '[pytest]\n' });
+    const set = protectedSet(dir, 'pytest', ['!conftest.py', '!fixtures/**'], null);
+    assert.deepEqual([...set.files.keys()], ['pytest.ini']);
+    fs.writeFileSync(path.join(dir, 'conftest.py'), '# changed\n');
+    fs.mkdirSync(path.join(dir, 'fixtures'));
+    fs.writeFileSync(path.join(dir, 'fixtures/conftest.py'), '# new, allowed\n');
+    fs.mkdirSync(path.join(dir, 'other'));
+    fs.writeFileSync(path.join(dir, 'other/conftest.py'), '# new, refused\n');
+    assert.deepEqual(protectedChanges(dir, set), ['other/conftest.py (new: it changes what the test runner reports)']);
+    const refused = newFileRefused('pytest', ['!fixtures/**']);
+    assert.deepEqual(['conftest.py', 'fixtures/conftest.py', 'x/pytest.ini', 'x/setup.cfg'].map(refused), [true, false, true, false]);
+    assert.equal(newFileRefused('pytest', [])('conftest.py'), false);
+    assert.equal(newFileRefused('make test', null)('conftest.py'), false, 'only under pytest');
+  });
+});
+
+describe('the merge queue\'s re-check: the base\'s check inputs (issue 26 item 4)', () => {
+  it('a branch that leaves the base\'s conftest.py and pytest.ini alone has nothing put back; one that changes them has', async () => {
+    const repo = makeRepo(path.join(tempDir(), 'r'), { 'pytest.ini': '[pytest]\n', 'pkg/conftest.py': '# pkg\n', 'calc.py': 'x = 1\n' });
+    const spec = { check: 'python3 -m pytest -q', protect: null, expectFiles: [] } as unknown as TaskSpec;
+    git(repo, 'checkout', '-q', '-b', 'work');
+    fs.writeFileSync(path.join(repo, 'calc.py'), 'x = 2\n');
+    git(repo, 'commit', '-q', '-am', 'work');
+    assert.deepEqual(await baseCheckInputs(repo, 'main', spec), []);
+    fs.writeFileSync(path.join(repo, 'pkg/conftest.py'), '# hooked\n');
+    fs.writeFileSync(path.join(repo, 'conftest.py'), '# new\n');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'hook');
+    assert.deepEqual(await baseCheckInputs(repo, 'main', spec), ['conftest.py (new)', 'pkg/conftest.py']);
+    assert.equal(fs.readFileSync(path.join(repo, 'pkg/conftest.py'), 'utf8'), '# pkg\n');
+    assert.equal(fs.existsSync(path.join(repo, 'conftest.py')), false);
   });
 });

@@ -10,11 +10,10 @@ import { runCheck } from './check';
 import { hiddenFromSteps, stepScratch } from './containment';
 import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
-import { forbidNewFor, protectedPaths } from './protect';
+import { newFileRefused, protectedPaths } from './protect';
 import { gitFor } from '../git/safe-git';
 import { copyIncludes } from '../git/worktree';
 import { supervise } from '../process/supervisor';
-import picomatch from 'picomatch';
 
 /**
  * The merge requests for a worktree-mode run's PASSed tasks (all, or only `keys`), in manifest order, with each
@@ -89,9 +88,9 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
 /**
  * Puts the base's versions of the task's protected check inputs into the merge checkout `dir` (whose HEAD is the
  * rebased branch): the protected set is computed on the base's tree by the attempt's rules (run/protect.ts
- * protectedPaths: the check's scripts and named folders, existing tests at conventional places, `protect`), every
- * one the branch changed or deleted is checked out from the base, and a file the branch added that the test runner
- * would load (`forbidNew`: a new conftest.py under pytest) is removed. Returns those paths (with " (new)" for the
+ * protectedPaths: the check's scripts and named folders, existing tests at conventional places, the test runner's own
+ * files the base has, `protect`), every one the branch changed or deleted is checked out from the base, and a file the
+ * branch added that the test runner would load (newFileRefused: a new conftest.py under pytest) is removed. Returns those paths (with " (new)" for the
  * removed ones), sorted; empty when the branch left every check input alone.
  * @throws Error with git's message
  */
@@ -102,8 +101,7 @@ export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec)
   const dirs = new Set(files.flatMap((f) => f.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
   const kindOf = (rel: string): 'file' | 'dir' | null => (fileSet.has(rel) ? 'file' : dirs.has(rel) ? 'dir' : null);
   const guarded = new Set(protectedPaths(files, kindOf, spec.check, spec.protect, spec.expectFiles.map((f) => path.normalize(f))));
-  const forbidden = spec.protect !== null && spec.protect.length === 0 ? [] : forbidNewFor(spec.check);
-  const isForbidden = forbidden.length ? picomatch(forbidden, { dot: true }) : () => false;
+  const isForbidden = newFileRefused(spec.check, spec.protect);
   const diff = (await git.raw(['diff', '--name-status', '-z', '--no-renames', base, 'HEAD'])).split('\0').filter(Boolean);
   const changed: string[] = [];
   const added: string[] = [];

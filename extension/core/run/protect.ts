@@ -7,8 +7,12 @@
  *   names (`pytest tests/`); not the files it only reads as data (`grep x out.txt`: usually the deliverable);
  * - every existing file at a conventional test place: `test/`, `tests/`, `spec/`, `__tests__/`, `*_test.*`, `*.test.*`,
  *   `*.spec.*`.
- * A task's (or the run's) `protect` globs widen it (`"fixtures/**"`) or narrow it (`"!tests/snapshots/**"`);
- * `"protect": []` turns protection off. Adding new files stays allowed everywhere.
+ * - under a test runner that loads files by name (pytest: every `conftest.py` and `pytest.ini`), every existing one,
+ *   and a new one is refused (it rewrites what the runner reports).
+ * A task's (or the run's) `protect` globs widen it (`"fixtures/**"`) or narrow it (`"!tests/snapshots/**"`, which also
+ * allows a new file there); `"protect": []` turns protection off. Adding other new files stays allowed everywhere.
+ * Everything is compared with the tree as prepared: a file that was there and is unchanged is never a finding, and a
+ * retry gets back exactly the files that were there (issue 26 item 4).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -30,6 +34,8 @@ export interface ProtectedSet {
   snapshotDir: string | null;
   /** Globs of files the worker may not add (a new conftest.py rewrites what pytest reports); empty when none. */
   forbidNew?: string[];
+  /** Globs (the `protect` setting's `!` globs, without the `!`) of files that are never refused as new. */
+  allowNew?: string[];
 }
 
 /**
@@ -50,14 +56,31 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
     }
   };
   for (const rel of protectedPaths(listFiles(taskDir), kindOf, check, protect, deliverables)) files.set(rel, fingerprint(path.join(taskDir, rel)));
-  const forbidNew = forbidNewFor(check);
   if (snapshotDir) {
     for (const rel of files.keys()) {
       fs.mkdirSync(path.dirname(path.join(snapshotDir, rel)), { recursive: true });
       fs.cpSync(path.join(taskDir, rel), path.join(snapshotDir, rel), { verbatimSymlinks: true });
     }
   }
-  return { files, snapshotDir, forbidNew };
+  return { files, snapshotDir, ...newFileRules(check, protect) };
+}
+
+/** The `forbidNew` and `allowNew` of a ProtectedSet for `check` and `protect` (not []: then nothing is protected). */
+function newFileRules(check: string, protect: readonly string[] | null): Pick<ProtectedSet, 'forbidNew' | 'allowNew'> {
+  return { forbidNew: forbidNewFor(check), allowNew: (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1)) };
+}
+
+/**
+ * Whether a file at `rel` that the tree did not have before is refused under `check` and `protect` (its test runner
+ * would load it: a new conftest.py under pytest), as protectedChanges and the merge queue's re-check judge it. Only for
+ * files the tree did not have: an existing one is protected instead (protectedPaths).
+ */
+export function newFileRefused(check: string, protect: readonly string[] | null): (rel: string) => boolean {
+  if (protect !== null && protect.length === 0) return () => false;
+  const { forbidNew, allowNew } = newFileRules(check, protect);
+  const forbidden = globMatcher(forbidNew ?? []);
+  const allowed = globMatcher(allowNew ?? []);
+  return (rel) => forbidden(rel) && !allowed(rel);
 }
 
 /**
@@ -73,8 +96,10 @@ export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 
   const isConventional = globMatcher(CONVENTIONAL_TEST_GLOBS);
   const isExtra = globMatcher(positive);
   const isExcluded = globMatcher(negative);
+  // The runner's own files that exist (a committed pytest.ini): a new one is refused, so an existing one is protected.
+  const isRunnerFile = globMatcher(forbidNewFor(check));
   // A deliverable (expect_files) is the worker's to write, whatever else says.
-  return all.filter((rel) => (named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel)) && !isExcluded(rel) && !deliverables.includes(rel));
+  return all.filter((rel) => (named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel) || isRunnerFile(rel)) && !isExcluded(rel) && !deliverables.includes(rel));
 }
 
 const matchers = new Map<string, (rel: string) => boolean>();
@@ -109,9 +134,9 @@ export function forbidNewFor(check: string): string[] {
  */
 export function protectedSetFromSnapshot(snapshotDir: string, check: string, protect: readonly string[] | null): ProtectedSet {
   if (protect !== null && protect.length === 0) return { files: new Map(), snapshotDir: null };
-  if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, forbidNew: forbidNewFor(check) };
+  if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, ...newFileRules(check, protect) };
   const files = new Map(listFiles(snapshotDir).map((rel) => [rel, fingerprint(path.join(snapshotDir, rel))]));
-  return { files, snapshotDir, forbidNew: forbidNewFor(check) };
+  return { files, snapshotDir, ...newFileRules(check, protect) };
 }
 
 /**
@@ -160,7 +185,8 @@ export function protectedChanges(taskDir: string, set: ProtectedSet): string[] {
   }
   if (set.forbidNew?.length) {
     const forbidden = globMatcher(set.forbidNew);
-    for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel)) out.push(`${rel} (new: it changes what the test runner reports)`);
+    const allowed = globMatcher(set.allowNew ?? []);
+    for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel) && !allowed(rel)) out.push(`${rel} (new: it changes what the test runner reports)`);
   }
   return out.sort();
 }
