@@ -14,7 +14,7 @@
 import { execFileSync } from 'node:child_process';
 import { simpleGit, type SimpleGit, type SimpleGitOptions } from 'simple-git';
 import { timerDelay } from '../fs/timer';
-import { runCaptured, runQuiet } from '../process/run-captured';
+import { runCaptured, runCapturedBytes, runQuiet } from '../process/run-captured';
 
 /** Options of {@link gitFor} and {@link safeGitConfigArgs}. */
 export interface SafeGitOptions {
@@ -191,6 +191,18 @@ export interface RawGit {
 }
 
 /**
+ * A {@link RawGit} that also speaks bytes: what paths git prints or reads are taken as they are, so a name that is not
+ * valid UTF-8 survives (decoded as UTF-8 it would name another file; git passes its bytes through with `-z`).
+ */
+export interface ByteGit extends RawGit {
+  /**
+   * Runs `git <args>` with `input` on its stdin (else /dev/null); resolves to its stdout as bytes.
+   * @throws Error as {@link RawGit.raw}
+   */
+  rawBytes(args: readonly string[], input?: Buffer): Promise<Buffer>;
+}
+
+/**
  * A git runner for `baseDir` that behaves as {@link gitFor}'s git (the same `-c` overrides, read once here; the same
  * environment guard, GIT_ENV_KEYS only; abbreviated options refused as simple-git's guard does), but without
  * simple-git, whose completion plugin waits 50 ms after every command that printed nothing (simple-git 3-4,
@@ -203,7 +215,7 @@ export interface RawGit {
  *   safeGitConfigArgs throws it, or an Error with git's stderr, or how git ended ("timed out …" when the time limit
  *   ended it)
  */
-export function gitRunner(baseDir: string, opts: RunGitOptions = {}): RawGit {
+export function gitRunner(baseDir: string, opts: RunGitOptions = {}): ByteGit {
   const extra = Object.keys(opts.env ?? {}).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
   if (extra.length) throw new Error(`gitRunner: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
   // The driver names are read (through the spawn helper, like the commands) before the first command, once.
@@ -213,16 +225,22 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): RawGit {
     return [...pairs.flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...(opts.config ?? []).flatMap((c) => ['-c', c])];
   };
   const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
+  const ended = <T extends string | Buffer>(args: readonly string[], r: { timedOut: boolean; error: Error | null; exitCode: number | null; signal: NodeJS.Signals | null; stdout: T; stderr: string }): T => {
+    const what = `git ${args[0] ?? ''}`;
+    if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
+    if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);
+    if (r.exitCode === 0 && !r.error) return r.stdout;
+    const stderr = r.stderr.trim();
+    if (stderr) throw new Error(stderr);
+    throw new Error(r.error ? `${what}: ${r.error.message}` : r.signal ? `${what} was killed by ${r.signal}` : `${what} exited ${r.exitCode}`);
+  };
   return {
     async raw(args) {
-      const r = await (opts.quiet ? runQuiet : runCaptured)('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs });
-      const what = `git ${args[0] ?? ''}`;
-      if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
-      if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);
-      if (r.exitCode === 0 && !r.error) return r.stdout;
-      const stderr = r.stderr.trim();
-      if (stderr) throw new Error(stderr);
-      throw new Error(r.error ? `${what}: ${r.error.message}` : r.signal ? `${what} was killed by ${r.signal}` : `${what} exited ${r.exitCode}`);
+      return ended(args, await (opts.quiet ? runQuiet : runCaptured)('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs }));
+    },
+    async rawBytes(args, input) {
+      const r = await runCapturedBytes('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs, ...(input ? { input } : {}) });
+      return ended(args, { ...r, stderr: r.stderr.toString('utf8') });
     },
   };
 }

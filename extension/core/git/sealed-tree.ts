@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, type WorktreeLinks } from './worktree';
+import { removeSpecialFiles, showPath } from './special-files';
 
 /** What a worktree held when it was sealed: the commit, a copy of the seal's index, the ignored entries. */
 export interface SealedTree {
@@ -68,14 +69,15 @@ export const RESET_GIT_TIMEOUT_MS = 300_000;
 /**
  * Puts the worktree back to `sealed` (see the module comment). HEAD and the worktree's own index are not touched.
  * First every FIFO, socket and device file in the tree is removed (git cannot hold them, and git's open of a
- * `.gitignore` or `.gitattributes` the check made a FIFO waits forever). New untracked entries are removed by Verdict
- * from git's list, as `git clean -ffd` would remove them; each git command stops after `timeoutMs`.
+ * `.gitignore` or `.gitattributes` the check made a FIFO waits forever; git/special-files.ts). New untracked entries
+ * are removed by Verdict from git's list, as `git clean -ffd` would remove them, their paths taken as bytes (a name
+ * that is not valid UTF-8 is removed, not missed); each git command stops after `timeoutMs`.
  * @param timeoutMs limit of each git command, ms (default RESET_GIT_TIMEOUT_MS)
  * @throws Error with git's message, or saying which command ran out of time
  */
 export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree, timeoutMs = RESET_GIT_TIMEOUT_MS): Promise<ResetReport> {
   restoreWorktreeLinks(links);
-  const special = removeSpecialFiles(links.dir);
+  const special = (await removeSpecialFiles(links.dir, { upper: links.overlay?.upper, timeoutMs })).map((f) => showPath(f.path));
   const index = `${sealed.index}.reset`;
   fs.rmSync(index, { force: true });
   copyIndex(sealed.index, index);
@@ -83,46 +85,37 @@ export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree, ti
     const git = sealGit(links, index, timeoutMs);
     // What differs from the sealed tree, before it is put back (for the report).
     await git.raw(['update-index', '-q', '--refresh', '--ignore-submodules']).catch(() => '');
-    const changed = (await git.raw(['diff-files', '--name-only', '-z', '--ignore-submodules=all'])).split('\0').filter(Boolean);
+    const changed = splitZ(await git.rawBytes(['diff-files', '--name-only', '-z', '--ignore-submodules=all'])).map(showPath);
     await git.raw(['read-tree', '-u', '--reset', sealed.sha]);
-    const cleaned = (await git.raw(['ls-files', '-z', '--others', '--exclude-standard', '--directory'])).split('\0').filter(Boolean);
+    const cleaned = splitZ(await git.rawBytes(['ls-files', '-z', '--others', '--exclude-standard', '--directory']));
     // git's own paths, relative to the worktree (an untracked folder as `dir/`, a nested repository too): what
     // `git clean -ffd` would remove, removed without git opening anything inside them.
-    for (const e of cleaned) fs.rmSync(path.join(links.dir, e), { recursive: true, force: true });
+    const root = Buffer.from(`${links.dir}${path.sep}`);
+    for (const e of cleaned) fs.rmSync(Buffer.concat([root, e]), { recursive: true, force: true });
     const before = new Set(sealed.ignored);
-    const fresh = (await ignoredEntries(links, index, timeoutMs)).filter((e) => !before.has(e));
-    for (const e of fresh) fs.rmSync(path.join(links.dir, e), { recursive: true, force: true });
-    return { removed: [...special, ...cleaned, ...fresh].sort(), restored: changed.sort() };
+    const fresh = (await ignoredEntryBytes(links, index, timeoutMs)).filter((e) => !before.has(e.toString('utf8')));
+    for (const e of fresh) fs.rmSync(Buffer.concat([root, e]), { recursive: true, force: true });
+    return { removed: [...special, ...cleaned.map(showPath), ...fresh.map(showPath)].sort(), restored: changed.sort() };
   } finally {
     fs.rmSync(index, { force: true });
   }
 }
 
-/**
- * Removes every FIFO, socket and block or character device under `dir` (never following a symbolic link; the
- * worktree's `.git` file is a regular file) and returns their paths relative to `dir`, `/`-separated. What a check
- * left that git could never commit, removed before git walks the tree. Entries that vanish meanwhile are skipped.
- */
-export function removeSpecialFiles(dir: string): string[] {
-  const removed: string[] = [];
-  const walk = (abs: string, rel: string): void => {
-    let entries: fs.Dirent[];
-    try {
-      entries = fs.readdirSync(abs, { withFileTypes: true });
-    } catch {
-      return; // gone, or unreadable: git will say so
-    }
-    for (const e of entries) {
-      const childRel = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(path.join(abs, e.name), childRel);
-      else if (e.isFIFO() || e.isSocket() || e.isBlockDevice() || e.isCharacterDevice()) {
-        fs.rmSync(path.join(abs, e.name), { force: true });
-        removed.push(childRel);
-      }
-    }
-  };
-  walk(dir, '');
-  return removed;
+/** NUL-ended records (git's `-z` output) as Buffers, empty ones left out. */
+function splitZ(out: Buffer): Buffer[] {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < out.length;) {
+    let end = out.indexOf(0, at);
+    if (end < 0) end = out.length;
+    if (end > at) parts.push(out.subarray(at, end));
+    at = end + 1;
+  }
+  return parts;
+}
+
+/** {@link ignoredEntries} as bytes (each a path of git's, relative to the worktree). */
+async function ignoredEntryBytes(links: WorktreeLinks, indexFile: string, timeoutMs?: number): Promise<Buffer[]> {
+  return splitZ(await sealGit(links, indexFile, timeoutMs).rawBytes(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']));
 }
 
 /** Ignored untracked entries (a wholly ignored folder as `dir/`), against the index `indexFile`. */

@@ -5,11 +5,12 @@ import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
 import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
-import { gitFor, gitRunner, runGit, type RawGit } from './safe-git';
+import { gitFor, gitRunner, runGit, type ByteGit, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
-import { parseRawZ, writeSealedBytes, type RawChange } from './sealed-bytes';
+import { keepParentEntries, parseRawZ, unchangedFromParent, writeSealedBytes, type RawChange } from './sealed-bytes';
+import { listSpecialFiles, removeSpecialFiles, showPath } from './special-files';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
@@ -402,6 +403,18 @@ export interface Seal {
    * Absent when there were none.
    */
   rewritten?: string[];
+  /**
+   * FIFOs, sockets and device files that were in the tree (git records none of them, and a FIFO named `.gitignore`
+   * or `.gitattributes` held git's add forever), removed before git ran, as `<kind> <path>` (git/special-files.ts).
+   * Absent when there were none.
+   */
+  special?: string[];
+  /**
+   * Files the start commit (the seal's parent) has that git would have committed converted although the worker left
+   * their bytes as committed (a `text` attribute over a blob committed with CRLF): kept as the parent holds them.
+   * Absent when there were none.
+   */
+  keptAsCommitted?: string[];
 }
 
 /** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
@@ -417,6 +430,9 @@ const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 export async function sealWorktree(links: WorktreeLinks, branch: string, indexFile: string, message: string, identityArgs: string[], opts: { timeoutMs?: number; expectFiles?: string[] } = {}): Promise<Seal> {
   restoreWorktreeLinks(links);
   fs.rmSync(indexFile, { force: true });
+  // Before any git reads the tree: a FIFO where git opens a file (`.gitattributes`, a folder's `.gitignore`) would hold
+  // it until the time limit. An overlay's new entries are all in its upper layer.
+  const special = (await removeSpecialFiles(links.dir, { upper: links.overlay?.upper, timeoutMs: opts.timeoutMs })).map((f) => listSpecialFiles([f]));
   const git = sealGit(links, indexFile, opts.timeoutMs);
   const [parent, parentTree] = (await git.raw(['rev-parse', `refs/heads/${branch}^{commit}`, `refs/heads/${branch}^{tree}`]).catch(() => '')).trim().split('\n');
   if (!parent || !parentTree || !OBJECT_ID.test(parent) || !OBJECT_ID.test(parentTree)) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
@@ -436,18 +452,24 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   // Everything the index holds that the branch does not, gitlinks included whatever .gitmodules or the config say
   // (`submodule.<name>.ignore`, `diff.ignoreSubmodules`): no output means the index holds exactly the parent's tree,
   // so no tree needs writing (and the worker changed nothing git tracks).
-  const raw = await git.raw(['diff-index', '--cached', '-z', '--ignore-submodules=none', parent]);
-  const staged = parseRawZ(raw);
+  // Read as bytes: a path that is not valid UTF-8 is handed back to git (and to the file system) exactly.
+  const all = parseRawZ(await git.rawBytes(['diff-index', '--cached', '-z', '--ignore-submodules=none', parent]));
+  // A file of the start commit whose bytes the worker left as committed stays as committed, whatever git's
+  // conversions would make of it now.
+  const kept = unchangedFromParent(links.dir, all);
+  await keepParentEntries(git, kept);
+  const staged = kept.length ? all.filter((c) => !kept.includes(c)) : all;
   const { changed: submodules, added: nested } = await changedSubmodules(git, staged, links, indexFile);
-  const tree = raw ? (await git.raw(['write-tree'])).trim() : parentTree;
+  const tree = staged.length ? (await git.raw(['write-tree'])).trim() : parentTree;
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
-  if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed };
+  const extra = { ...(special.length ? { special } : {}), ...(kept.length ? { keptAsCommitted: kept.map((c) => showPath(c.bytes)) } : {}) };
+  if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed, ...extra };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
   // Never hand an empty or garbled id on (update-ref would fail with git's bare "fatal: : not a valid SHA1").
   if (!OBJECT_ID.test(sha) || !OBJECT_ID.test(tree)) throw new Error(`sealing ${links.dir} failed: git gave no commit id (tree "${tree.slice(0, 80)}", commit "${sha.slice(0, 80)}")`);
   // The check reads the files as the commit holds them: what git converted on the way in is written again.
   const rewritten = await writeSealedBytes(git, links.dir, staged);
-  return { sha, parent, changed: true, submodules, nested, unsealed, ...(rewritten.length ? { rewritten } : {}) };
+  return { sha, parent, changed: true, submodules, nested, unsealed, ...(rewritten.length ? { rewritten } : {}), ...extra };
 }
 
 /**
@@ -655,7 +677,7 @@ async function changedSubmodules(git: RawGit, staged: readonly RawChange[], link
  *   restored by restoreWorktreeLinks before any git of ours): out-of-cone folders are one entry each;
  * - otherwise never split (`core.splitIndex=false`, whatever the repository's config says), for the same reason.
  */
-export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): RawGit {
+export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): ByteGit {
   return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, timeoutMs, config: indexConfig(links) });
 }
 

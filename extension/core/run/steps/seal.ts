@@ -34,6 +34,8 @@ export const sealStep: Step = {
       throw e;
     }
     rec.sealed = rec.seal.sha;
+    if (rec.seal.special?.length) ctx.emit({ type: 'task-note', key: spec.key, note: `the seal skipped what git cannot record, and removed it from the task dir (it held no content): ${list(rec.seal.special)}` });
+    if (rec.seal.keptAsCommitted?.length) ctx.emit({ type: 'task-note', key: spec.key, note: `kept as the start commit has them (the worker left their bytes as committed; git's .gitattributes conversions would have changed them): ${list(rec.seal.keptAsCommitted)}` });
     if (rec.seal.rewritten?.length) {
       const list = rec.seal.rewritten;
       ctx.emit({ type: 'task-note', key: spec.key, note: `git converted ${list.slice(0, 5).join(', ')}${list.length > 5 ? `, … (${list.length})` : ''} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so` });
@@ -63,6 +65,11 @@ export const sealStep: Step = {
     return null;
   },
 };
+
+/** The first five of `xs`, then how many there were. */
+function list(xs: readonly string[]): string {
+  return `${xs.slice(0, 5).join(', ')}${xs.length > 5 ? `, … (${xs.length})` : ''}`;
+}
 
 /** `runs/<id>/tasks/<key>/`: what the orchestrator keeps about a task, out of every step's sight. */
 export function taskRunDir(ctx: AttemptContext, key: string): string {

@@ -1,0 +1,108 @@
+/**
+ * FIFOs, sockets and device files in a worktree (issue 26 item 3): git records none of them (`git add -A` passes over
+ * them silently, or refuses one in a tracked file's place), and git opens some files of the tree while it adds or lists
+ * it — every `.gitignore` and `.gitattributes` on its way, a nested repository's `.git/HEAD` — so a FIFO under such a
+ * name holds that git forever. They hold no bytes, so nothing of the work is lost when they go: before the seal, and
+ * before a retry is put back to the sealed tree, every one is removed and named (git/worktree.ts sealWorktree,
+ * git/sealed-tree.ts resetToSealed).
+ *
+ * Paths are bytes (Buffers) from end to end: a name that is not valid UTF-8 is found and removed exactly (decoded as
+ * UTF-8 it would name another file, or none).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { runCapturedBytes } from '../process/run-captured';
+
+/** A FIFO, socket or device file of a tree. */
+export interface SpecialFile {
+  kind: 'FIFO' | 'socket' | 'block device' | 'character device';
+  /** Relative to the tree, `/`-separated, the name's exact bytes. */
+  path: Buffer;
+}
+
+/** find(1)'s `%y` letters for the kinds of {@link SpecialFile}. */
+const KINDS: Record<string, SpecialFile['kind']> = { p: 'FIFO', s: 'socket', b: 'block device', c: 'character device' };
+
+/** Longest the search may run when the caller gives no limit, ms. */
+export const SPECIAL_FILES_TIMEOUT_MS = 300_000;
+
+/**
+ * Removes every FIFO, socket and block or character device under `dir` (never following a symbolic link, `.git`
+ * folders included: git reads a nested repository's HEAD) and returns them, sorted by path. Found by find(1), started
+ * by the spawn helper (its walk costs a fraction of a walk in this process, and never blocks its event loop).
+ * `upper`: `dir` is an overlay mount whose upper layer is this folder; only the upper layer is searched (everything
+ * the tree gained since it was mounted is there; the lower layer is a checkout, which holds none), and an entry found
+ * there is removed through `dir` — a whiteout (a character device 0/0 in the upper layer, a deletion in `dir`) is
+ * not a file of the tree and is left alone. Entries that vanish meanwhile are skipped. A folder find cannot read is
+ * passed over (git cannot read it either).
+ * @param timeoutMs limit of the search, ms (default SPECIAL_FILES_TIMEOUT_MS)
+ * @throws Error when find could not start or ran out of time
+ */
+export async function removeSpecialFiles(dir: string, opts: { upper?: string | null; timeoutMs?: number } = {}): Promise<SpecialFile[]> {
+  const root = opts.upper ?? dir;
+  const timeoutMs = opts.timeoutMs ?? SPECIAL_FILES_TIMEOUT_MS;
+  // -P: never follow a symlink; %y the type letter, %P the path below the starting point, NUL-ended (any byte but NUL
+  // and `/` can be in a name).
+  const r = await runCapturedBytes('find', ['-P', root, '-mindepth', '1', '(', '-type', 'p', '-o', '-type', 's', '-o', '-type', 'b', '-o', '-type', 'c', ')', '-printf', '%y%P\\0'], { timeoutMs });
+  if (r.timedOut) throw new Error(`looking for FIFOs, sockets and device files in ${dir} took longer than ${Math.round(timeoutMs / 1000)} s and was stopped`);
+  if (r.exitCode === null) throw new Error(`find could not look for FIFOs, sockets and device files in ${dir}: ${r.error?.message ?? r.stderr.toString('utf8').trim()}`);
+  // A non-zero exit with output: some folder could not be read; what was found is still removed.
+  const found: SpecialFile[] = [];
+  const base = Buffer.from(`${dir}${path.sep}`);
+  for (let at = 0; at < r.stdout.length;) {
+    let end = r.stdout.indexOf(0, at);
+    if (end < 0) end = r.stdout.length;
+    const kind = KINDS[String.fromCharCode(r.stdout[at] as number)];
+    const rel = r.stdout.subarray(at + 1, end);
+    at = end + 1;
+    if (!kind || !rel.length) continue;
+    const abs = Buffer.concat([base, rel]);
+    const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+    // Through an overlay: gone (a whiteout) or no longer special.
+    if (!st || !(st.isFIFO() || st.isSocket() || st.isBlockDevice() || st.isCharacterDevice())) continue;
+    try {
+      fs.rmSync(abs, { force: true });
+      found.push({ kind: kindOf(st), path: Buffer.from(rel) });
+    } catch {
+      // left in place: git or the check names it
+    }
+  }
+  return found.sort((a, b) => Buffer.compare(a.path, b.path));
+}
+
+function kindOf(st: fs.Stats): SpecialFile['kind'] {
+  return st.isFIFO() ? 'FIFO' : st.isSocket() ? 'socket' : st.isBlockDevice() ? 'block device' : 'character device';
+}
+
+/**
+ * A path's bytes as a person reads them, quoted as git quotes a path (git-config(1) core.quotePath): plain when it is
+ * valid UTF-8 without control characters, `"`, or `\`; otherwise in double quotes with `\t`, `\n`, `\"`, `\\` and
+ * every other byte below 0x20, 0x7f and every byte of an invalid UTF-8 sequence as a three-digit octal escape.
+ */
+export function showPath(p: Buffer): string {
+  const text = p.toString('utf8');
+  const plain = Buffer.from(text, 'utf8').equals(p) && !/[\x00-\x1f\x7f"\\]/.test(text);
+  if (plain) return text;
+  let out = '';
+  let at = 0;
+  while (at < p.length) {
+    const b = p[at] as number;
+    const len = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0;
+    const seq = len > 1 ? p.subarray(at, at + len) : null;
+    if (seq && seq.length === len && Buffer.from(seq.toString('utf8'), 'utf8').equals(seq)) {
+      out += seq.toString('utf8');
+      at += len;
+      continue;
+    }
+    const c = String.fromCharCode(b);
+    out += b === 0x09 ? '\\t' : b === 0x0a ? '\\n' : c === '"' ? '\\"' : c === '\\' ? '\\\\' : b < 0x20 || b >= 0x7f ? `\\${b.toString(8).padStart(3, '0')}` : c;
+    at += 1;
+  }
+  return `"${out}"`;
+}
+
+/** `FIFO a, socket b, …` for a task note: the first `max` of `files`, then how many there were. */
+export function listSpecialFiles(files: readonly SpecialFile[], max = 5): string {
+  const shown = files.slice(0, max).map((f) => `${f.kind} ${showPath(f.path)}`).join(', ');
+  return files.length > max ? `${shown}, … (${files.length})` : shown;
+}
