@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { findBinary, resolveEngines } from '../../engines';
@@ -7,7 +8,8 @@ import { engineHealth, type EngineHealth } from './doctor-engines';
 import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
-import { probeSandbox, type SandboxProbe } from '../core/process/sandbox';
+import { probeSandbox, socketCoverReport, type SandboxProbe, type SocketCoverReport } from '../core/process/sandbox';
+import { expandUserPath } from '../core/config/config';
 import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
 import { probeOverlay } from '../core/git/overlay';
 import type { Io } from './io';
@@ -20,6 +22,11 @@ export interface DoctorReport {
   problems: string[];
   /** The containment on this machine (probeSandbox), the mode the config asks for, and the line describing both. */
   sandbox: SandboxProbe & { mode: ContainmentChoice['sandbox']; line: string };
+  /**
+   * What keeps the host's unix sockets out of a step's reach (core/process/sandbox-view.ts): the covered folders, the
+   * sockets bound here now and those covered where they lie, the config's declared `sockets`.
+   */
+  sockets: SocketCoverReport;
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
@@ -72,12 +79,14 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   let config: DoctorReport['config'] = { file: where.file, shown: where.shown, via: where.via, error: null, sandbox: true, allowFullAccess: false, ringer: null };
   let customEngines: Record<string, unknown> = {};
   let loadedConfig: VerdictConfig = {};
+  let declaredSockets: string[] = [];
   const fixes: string[] = [];
   try {
     const loaded = loadUserConfig(options.config, env);
     const settings = settingsFromConfig(loaded.config, loaded.shown);
     config = { ...config, file: loaded.file, sandbox: settings.sandbox, allowFullAccess: settings.allowFullAccess, ringer: loaded.ringer.file };
     customEngines = settings.engines;
+    declaredSockets = settings.sockets.map((p) => expandUserPath(p, env.HOME || os.homedir()));
     loadedConfig = loaded.config;
     fixes.push(...loaded.ringer.notes);
   } catch (e) {
@@ -88,7 +97,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const probe = await probeSandbox(env, true);
   // probeSandbox keeps one answer per process: a probe of another environment must not become this process's answer.
   if (env !== process.env) void probeSandbox(process.env, true);
-  const mode = containmentChoice({ ...config, configFile: where.shown }).sandbox;
+  const mode = containmentChoice({ ...config, configFile: where.shown, sockets: [] }).sandbox;
   if (probe.kind === 'none' && mode === 'auto') problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
 
   const gitBinary = findBinary('git', env.PATH ?? '');
@@ -131,6 +140,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     trees,
     problems,
     sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
+    sockets: socketCoverReport(env, declaredSockets),
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
     spawnHelper,
@@ -168,6 +178,14 @@ function redactPassword(url: string): string {
   } catch {
     return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
   }
+}
+
+/** `host sockets: …`: what keeps the host's sockets out of every step's reach, with what is bound here now. */
+function socketsLine(s: SocketCoverReport): string {
+  const home = s.homeFolders.length ? `, ${s.homeFolders.join(', ')}` : '';
+  const covered = s.covered.length ? `${s.covered.length} of them outside those, each covered where it lies (${s.covered.slice(0, 5).join(', ')}${s.covered.length > 5 ? ', …' : ''})` : 'none outside those';
+  const declared = s.declared.length ? `; reachable, as the config's "sockets" declares: ${s.declared.join(', ')}` : '';
+  return `host sockets: none reachable from a step — ${s.folders.join(', ')}${home} are empty in every sandbox (only what a step names is shown); ${s.bound} bound on this host now, ${covered}${declared}`;
 }
 
 /** One engine's line: where, version, login, probe; or how to install it. */
@@ -209,6 +227,7 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
     return r.ok ? 0 : 1;
   }
   io.out(r.sandbox.line);
+  if (r.sandbox.kind === 'bwrap' && r.sandbox.mode !== 'off') io.out(socketsLine(r.sockets));
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
   const h = r.spawnHelper;

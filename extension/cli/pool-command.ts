@@ -65,6 +65,7 @@ export async function poolCommand(action: string, flags: PoolFlags, io: Io): Pro
       known: all,
       env: process.env,
       sandbox: containmentChoice(settings, { noSandbox: flags.noSandbox }).sandbox ?? 'auto',
+      sockets: settings.sockets,
       signal: controller.signal,
       log: (line) => io.out(`${new Date().toISOString()} ${line}`),
     });

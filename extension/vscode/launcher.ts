@@ -54,6 +54,7 @@ export function configForRun(s: EditorSettings): VerdictConfig {
   if (s.maxParallel !== undefined) c.max_parallel = s.maxParallel;
   if (s.postgresUrl !== undefined) c.postgres_url = s.postgresUrl;
   if (s.poolUrl !== undefined) c.pool = s.poolUrl;
+  if (s.sockets.length) c.sockets = s.sockets;
   return c;
 }
 

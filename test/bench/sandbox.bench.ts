@@ -12,13 +12,14 @@
  * namespace of its own (`unshare --pid --fork --mount-proc`, with `--user --map-current-user` when not root), which
  * reaps those orphans, and bash's `times` gives the children's total. Kernel threads' CPU (the network namespace's
  * cleanup, RCU callbacks) is machine-wide and so noisy on a shared machine; it is printed apart from the total
- * (schedstat of PID 2's children) and not in the ratios. Folders are under /var/tmp: under /tmp (a tmpfs of its own in
- * a sandbox) the check's bind would be kept.
+ * (schedstat of PID 2's children) and not in the ratios. Folders are outside /tmp, /var/tmp and /run
+ * (test/helpers/uncovered.ts): under those (each a tmpfs of its own in a sandbox) the check's bind would be kept.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { bwrapCommand, probeSandbox, type BwrapPlan } from '../../extension/core/process/sandbox';
+import { uncoveredDir } from '../helpers/uncovered';
 
 const N = Number(process.env.BENCH_SANDBOXES ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -31,7 +32,7 @@ if (probe.kind !== 'bwrap') {
 const bwrap = probe.binary;
 
 // A worktree attempt's places, as the steps lay them out (run/steps/work.ts, check.ts; git/worktree.ts).
-const root = fs.realpathSync(fs.mkdtempSync(path.join('/var/tmp', 'verdict-bench-sandbox-')));
+const root = uncoveredDir('verdict-bench-sandbox-');
 const home = path.join(root, 'home');
 const repo = path.join(root, 'repo');
 const admin = path.join(repo, '.git', 'worktrees', 't1');
@@ -54,6 +55,10 @@ if (checkNow.includes(admin)) throw new Error(`the check still binds ${admin}: $
 const at = checkNow.indexOf('--remount-ro');
 const checkBefore = [...checkNow.slice(0, at), '--ro-bind', admin, admin, ...checkNow.slice(at)];
 
+// The worker's sandbox without the covers of /var/tmp and /run (sandbox-view.ts) that /tmp's alone had before.
+const dropCovers = (argv: string[]): string[] => argv.filter((a, i) => !(['--tmpfs', '--remount-ro'].includes(a) && ['/var/tmp', '/run'].includes(argv[i + 1] as string)) && !(['/var/tmp', '/run'].includes(a) && ['--tmpfs', '--remount-ro'].includes(argv[i - 1] as string)));
+const workerTmpOnly = dropCovers(worker);
+
 const base = [bwrap, '--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL', '--ro-bind', '/', '/'];
 const bash = ['--', '/usr/bin/bash', '-c', 'true'];
 const VARIANTS: Record<string, string[]> = {
@@ -61,6 +66,7 @@ const VARIANTS: Record<string, string[]> = {
   'check, before': checkBefore,
   'check, now': checkNow,
   'worker (worktree)': worker,
+  'worker, /tmp covered alone': workerTmpOnly,
   'bwrap: user+pid ns, ro /': [...base, ...bash],
   '  + --dev /dev': [...base, '--dev', '/dev', ...bash],
   '  + --proc /proc': [...base, '--proc', '/proc', ...bash],

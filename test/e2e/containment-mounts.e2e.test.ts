@@ -4,11 +4,12 @@ import path from 'node:path';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, writeManifest } from '../helpers/fixtures';
+import { uncoveredDir } from '../helpers/uncovered';
 
 // The check's sandbox no longer binds the worktree's admin folder read-only when `--ro-bind / /` already shows it so
 // (core/process/sandbox.ts shownReadOnlyByRoot: one re-read of the mount table less per check). A hostile check must
-// still find it read-only. The repository lies under /var/tmp: under /tmp (a tmpfs of its own in a sandbox) the bind
-// is kept, and nothing would be tested. And `--dev`, kept for its devpts (sandbox.ts: what a sandbox costs), must show
+// still find it read-only. The repository lies outside /tmp, /var/tmp and /run (test/helpers/uncovered.ts): under those
+// (each a tmpfs of its own in a sandbox) the bind is kept, and nothing would be tested. And `--dev`, kept for its devpts (sandbox.ts: what a sandbox costs), must show
 // no device of the host.
 describe('containment: what the sandbox leaves out stays out of reach (the repeated read-only bind, host devices)', function () {
   this.timeout(120000);
@@ -19,8 +20,7 @@ describe('containment: what the sandbox leaves out stays out of reach (the repea
 
   it('HEAD, a new file, config.worktree, the folder itself: all refused (Read-only file system); no mount of its own', async function () {
     await requireSandbox(this);
-    const dir = fs.realpathSync(fs.mkdtempSync(path.join('/var/tmp', 'verdict-e2e-mounts-')));
-    made.push(dir);
+    const dir = uncoveredDir('verdict-e2e-mounts-');
     const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'original\n' });
     const check = [
       'gd=$(git rev-parse --absolute-git-dir)',

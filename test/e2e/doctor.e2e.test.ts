@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 import { CLI } from '../helpers/cli';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { uncoveredDir } from '../helpers/uncovered';
 
 /** Runs the built CLI with exactly `env` (no inherited PATH), node by its absolute path. */
 const run = (args: string[], env: Record<string, string>) =>
@@ -25,6 +27,31 @@ describe('verdict doctor and the config file (CLI)', function () {
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.stdout, /^sandbox: bwrap \S+ \(\S+\): every step runs in its own PID namespace/m);
     assert.match(r.stdout, /^a run can start here with the defaults$/m);
+  });
+
+  it('host sockets: the covered folders, a socket bound outside them covered where it lies, a declared one reachable', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const outside = uncoveredDir('doctor-sockets-');
+    const sock = path.join(outside, 'svc.sock');
+    const server = net.createServer((c) => c.end());
+    await new Promise<void>((resolve) => server.listen(sock, resolve));
+    try {
+      const cfg = path.join(dir, 'xdg', 'verdict', 'config.json');
+      fs.mkdirSync(path.dirname(cfg), { recursive: true });
+      fs.writeFileSync(cfg, JSON.stringify({ sockets: ['~/agent.sock'] }));
+      const r = await run(['doctor'], env);
+      assert.equal(r.exitCode, 0, r.all);
+      const line = r.stdout.split('\n').find((l) => l.startsWith('host sockets: ')) ?? '';
+      assert.match(line, /^host sockets: none reachable from a step — \/tmp, \/var\/tmp, \/run.* are empty in every sandbox/, r.stdout);
+      assert.ok(line.includes(sock), line);
+      assert.ok(line.includes(`reachable, as the config's "sockets" declares: ${path.join(dir, 'agent.sock')}`), line);
+      const report = JSON.parse((await run(['doctor', '--json'], env)).stdout);
+      assert.ok(report.sockets.covered.includes(sock), JSON.stringify(report.sockets));
+      assert.ok(report.sockets.bound >= 1);
+      assert.deepEqual(report.sockets.declared, [path.join(dir, 'agent.sock')]);
+    } finally {
+      server.close();
+    }
   });
 
   it('VERDICT_BWRAP naming a missing file: the reason, exit 1; --json says the same', async () => {

@@ -66,14 +66,29 @@ describe('config: location and precedence', () => {
     const good = write(path.join(dir, 'good.jsonc'), '{ // comments are fine\n "sandbox": false, "allow_full_access": true, }');
     assert.deepEqual(loadConfig(good).config, { sandbox: false, allow_full_access: true });
   });
+
+  it('sockets: absolute or ~/ paths; anything else names file:line:column and the entry', () => {
+    const good = write(path.join(dir, 'good.json'), { sockets: ['/run/user/1000/podman/podman.sock', '~/.ssh/agent.sock'] });
+    assert.deepEqual(loadConfig(good).config.sockets, ['/run/user/1000/podman/podman.sock', '~/.ssh/agent.sock']);
+    const relative = write(path.join(dir, 'relative.jsonc'), '{\n  // the agent\n  "sockets": [\n    "/ok.sock",\n    "agent.sock"\n  ]\n}');
+    assert.throws(() => loadConfig(relative), new RegExp(`^Error: ${relative}:5:5: sockets\\[1\\]: "agent.sock" must be an absolute path or start with ~/$`));
+    const tilde = write(path.join(dir, 'tilde.json'), '{"sockets": ["~user/x"]}');
+    assert.throws(() => loadConfig(tilde), new RegExp(`^Error: ${tilde}:1:14: sockets\\[0\\]: "~user/x" must be an absolute path`));
+    const notList = write(path.join(dir, 'notlist.json'), '{"sockets": "/x.sock"}');
+    assert.throws(() => loadConfig(notList), new RegExp(`^Error: ${notList}:1:13: sockets: must be an array of paths`));
+    const notString = write(path.join(dir, 'notstring.json'), '{"sockets": [3]}');
+    assert.throws(() => loadConfig(notString), new RegExp(`^Error: ${notString}:1:14: sockets\\[0\\]: 3 must be an absolute path`));
+  });
 });
 
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, postgresUrl: undefined, poolUrl: undefined, configFile: '/c.json' });
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], postgresUrl: undefined, poolUrl: undefined, configFile: '/c.json' });
     const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
     assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl], ['me', 3, true, false, 'postgres://x', 'postgres://pool']);
+    assert.deepEqual(settingsFromConfig({ sockets: ['~/a.sock'] }, '/c.json').sockets, ['~/a.sock']);
+    assert.deepEqual(containmentChoice(settingsFromConfig({ sockets: ['/run/x.sock'] }, '/c.json')).sockets, ['/run/x.sock']);
   });
 
   it('editor settings the user set win over the config file; unset ones leave it', () => {
@@ -88,11 +103,11 @@ describe('settings: one type, containment precedence', () => {
   it('--no-sandbox > settings > auto; only settings allow full access', () => {
     const on = settingsFromConfig({}, '/c.json');
     const off = settingsFromConfig({ sandbox: false }, '/c.json');
-    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false, configSource: '/c.json' });
-    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json' });
-    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json' });
-    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json' }, 'no flag turns the sandbox back on');
-    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true, configSource: '/c.json' });
+    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false, configSource: '/c.json', sockets: [] });
+    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [] });
+    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [] });
+    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [] }, 'no flag turns the sandbox back on');
+    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true, configSource: '/c.json', sockets: [] });
   });
 });
 

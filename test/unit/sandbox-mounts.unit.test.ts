@@ -5,10 +5,12 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { bwrapCommand, hostSocketCovers, shownReadOnlyByRoot } from '../../extension/core/process/sandbox';
 import { requireSandbox } from '../helpers/sandbox-env';
+import { uncoveredDir } from '../helpers/uncovered';
 
 // Fewer mounts for the same view (core/process/sandbox.ts): every bind costs bubblewrap a re-read of the mount table,
 // so a read-only bind that only repeats `--ro-bind / /` is left out — and nothing else. Host socket places are covered
-// at their real paths, once. Folders here are made under /var/tmp: /tmp is a tmpfs of its own inside a sandbox.
+// at their real paths, once. Folders here are made outside /tmp, /var/tmp and /run, each a tmpfs of its own inside a
+// sandbox (test/helpers/uncovered.ts).
 describe('sandbox: mounts that repeat `--ro-bind / /` are left out, nothing else', () => {
   const made: string[] = [];
   const servers: net.Server[] = [];
@@ -16,11 +18,7 @@ describe('sandbox: mounts that repeat `--ro-bind / /` are left out, nothing else
     for (const s of servers) s.close();
     for (const d of made) fs.rmSync(d, { recursive: true, force: true });
   });
-  const mk = (prefix: string) => {
-    const d = fs.realpathSync(fs.mkdtempSync(path.join('/var/tmp', prefix)));
-    made.push(d);
-    return d;
-  };
+  const mk = (prefix: string) => uncoveredDir(prefix);
   const roBinds = (args: string[]) => args.flatMap((a, i) => (a === '--ro-bind' ? [args[i + 2] as string] : []));
 
   it('a read-only path no other mount touches is not bound; one inside, above or around another mount, or via a link, is', () => {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';
+import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type JSONPath, type ParseError } from 'jsonc-parser';
 import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
 import { loadRingerConfig } from './ringer-config';
@@ -21,6 +21,12 @@ export interface VerdictConfig {
   allow_full_access?: boolean;
   /** false: every step runs unsandboxed (as `--no-sandbox`). Absent or true: bubblewrap, or the run refuses to start. */
   sandbox?: boolean;
+  /**
+   * Unix sockets (or folders of them) every sandboxed step may reach: each path absolute or `~/…`, bound back into every
+   * sandbox over the covers that keep the host's sockets out of reach (core/process/sandbox-view.ts). Only here, never
+   * in a manifest: a repository cannot widen its own sandbox.
+   */
+  sockets?: string[];
   /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
   postgres_url?: string;
   /**
@@ -132,5 +138,34 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   for (const field of ['allow_full_access', 'sandbox'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);
   }
+  const bad = userPathListProblem(c.sockets, 'sockets');
+  if (bad) {
+    const pos = lines.position((tree && findNodeAtLocation(tree, bad.at))?.offset ?? 0);
+    throw new Error(`${abs}:${pos.line}:${pos.column}: ${bad.message}`);
+  }
   return { config: c as VerdictConfig, file: abs };
+}
+
+/**
+ * What is wrong with a list of paths a user names for the sandbox (`sockets`; `field` names it in the message): it
+ * must be an array of strings, each absolute or starting with `~/` (the home), without a NUL. Null when it is fine or
+ * absent; else the message and the JSON path of the offending value (for its line and column). Pure.
+ */
+export function userPathListProblem(value: unknown, field: string): { message: string; at: JSONPath } | null {
+  if (value === undefined) return null;
+  if (!Array.isArray(value)) return { message: `${field}: must be an array of paths (absolute or ~/…), got ${JSON.stringify(value)}`, at: [field] };
+  for (const [i, p] of value.entries()) {
+    if (typeof p !== 'string' || !(p.startsWith('/') || p.startsWith('~/')) || p.includes('\0')) {
+      return { message: `${field}[${i}]: ${JSON.stringify(p)} must be an absolute path or start with ~/`, at: [field, i] };
+    }
+  }
+  return null;
+}
+
+/**
+ * A path a user named for the sandbox (absolute or `~/…`, see {@link userPathListProblem}) as an absolute path: `~/`
+ * is `home`. Pure.
+ */
+export function expandUserPath(p: string, home: string): string {
+  return path.resolve(p.startsWith('~/') ? path.join(home, p.slice(2)) : p);
 }

@@ -18,6 +18,8 @@ export interface VerdictSettings {
   allowFullAccess: boolean;
   /** false: every step runs unsandboxed. true (default): bubblewrap, or the run refuses to start. */
   sandbox: boolean;
+  /** Unix sockets every sandboxed step may reach (config `sockets`: absolute or `~/…`; the config file only). */
+  sockets: string[];
   /** Postgres URL for the shared eval table ($VERDICT_PG_URL wins; see postgresUrlOf). */
   postgresUrl: string | undefined;
   /** The worker pool's Postgres URL (config `pool`, setting `verdict.pool`): the default pool of a run and the pool the views show. */
@@ -37,6 +39,7 @@ export function settingsFromConfig(config: VerdictConfig, shown: string): Verdic
     maxParallel: config.max_parallel,
     allowFullAccess: config.allow_full_access === true,
     sandbox: config.sandbox !== false,
+    sockets: config.sockets ?? [],
     postgresUrl: config.postgres_url,
     poolUrl: config.pool,
     configFile: shown,
@@ -59,14 +62,16 @@ export interface ContainmentChoice {
   allowFullAccess: boolean;
   /** Where to set `"allow_full_access": true`, named when a full_access task is refused (VerdictSettings.configFile). */
   configSource: string;
+  /** Unix sockets every sandboxed step may reach (VerdictSettings.sockets), as the config names them. */
+  sockets: string[];
 }
 
 /**
  * The one precedence for containment: `--no-sandbox` (CLI) > the settings (`verdict.sandbox` in the editor, else the
  * config file's `"sandbox"`) > the default `auto`. There is no flag that turns the sandbox back on: `--no-sandbox`
  * only ever lowers it. Full access is allowed only by the settings (`verdict.allowFullAccess`, else the config
- * file's `"allow_full_access"`); no flag allows it.
+ * file's `"allow_full_access"`); no flag allows it. Declared sockets come from the config file only.
  */
-export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
-  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess, configSource: settings.configFile };
+export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile' | 'sockets'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
+  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess, configSource: settings.configFile, sockets: settings.sockets };
 }

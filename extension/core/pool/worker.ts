@@ -19,7 +19,7 @@ import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import { runAttempt } from '../run/attempt';
 import { recordFiles, type AttemptRecord } from '../run/attempt-record';
-import { taskContainment } from '../run/containment';
+import { sandboxView, taskContainment } from '../run/containment';
 import { preflight } from '../run/preflight';
 import { RunSpend } from '../run/spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
@@ -47,6 +47,8 @@ export interface PoolWorkerOptions {
   known?: ReadonlyMap<string, EngineSpec>;
   env: NodeJS.ProcessEnv;
   sandbox: SandboxMode;
+  /** Unix sockets every sandboxed step may reach: this worker's config `sockets` (absolute or `~/…`); absent: none. */
+  sockets?: readonly string[];
   /** Aborting drains: nothing new is claimed, running attempts finish, then the worker ends. */
   signal: AbortSignal;
   /** One line per event (claimed, finished, outage). */
@@ -244,7 +246,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   const spend = new RunSpend(wHome, null, null);
   const ctx: AttemptContext = {
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
-    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap,
+    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, view: sandboxView(opts.sockets ?? [], opts.env),
     emit: () => undefined, spend, recordErrors: [], stateBaselines: new Map(),
   };
   try {

@@ -6,11 +6,13 @@
  * 0.8 (Debian 12).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { findBinary } from '../../../engines/find-binary';
 import { readDirOrEmpty } from '../fs/read-dir';
-import { isExecutable } from './resolve-command';
+import { isExecutable, resolveCommand } from './resolve-command';
+import { boundSocketPaths, coveredByName, coveredRoots, HOME_SOCKET_DIRS, namedBacks, socketsToCover, type PathView, type ViewMount } from './sandbox-view';
 
 /** The containment a step ran under, as recorded in every eval row (`sandbox`). */
 export type Containment = 'bwrap' | 'none';
@@ -118,12 +120,20 @@ export interface BwrapPlan {
    * `at` or inside it takes its source from the same relative place under `source`. Absolute; the first match wins.
    */
   substitute?: { source: string; at: string }[];
+  /**
+   * Unix sockets (or folders of them) the user's config lets every step reach (`sockets`: only there, never in a
+   * manifest): bound back read-only over the covers, and never covered themselves. Absolute; a path that does not
+   * exist is skipped.
+   */
+  sockets?: string[];
 }
 
 /**
- * The argv that runs `file args` (cwd `cwd`, environment `env`) inside `plan`: `[plan.binary, ...]`. /tmp is an empty,
- * read-only tmpfs showing (read-only, unless the plan binds them writable) only the /tmp entries that the plan, `cwd`,
- * `file`, `args` or a value of `env` name — never a socket nor a tmux / ssh-agent / X11 / ICE folder. `files` receives the files bwrap
+ * The argv that runs `file args` (cwd `cwd`, environment `env`) inside `plan`: `[plan.binary, ...]`. No unix socket of
+ * the host is reachable (sandbox-view.ts): /tmp, /var/tmp and /run are empty, read-only tmpfs showing (read-only,
+ * unless the plan binds them writable) only what the plan, `cwd`, `file`, `args` or a value of `env` name — never a
+ * socket, /run/user, nor a tmux / ssh-agent / X11 / ICE folder; every other socket bound on the host that would still
+ * show is covered with /dev/null, except in the plan's writable folders and `plan.sockets`. `files` receives the files bwrap
  * reads private copies from (`--file FD DEST`): the spawn opens them read-only as the child's fds 3, 4, … in order.
  * With `infoFd`, bwrap also gets `--info-fd <3 + files.length>` (the fd after the files, a pipe the spawn helper
  * makes: SpawnRequest.sandboxInit) and writes its init's host pid there; the helper kills that init when bwrap exits,
@@ -131,6 +141,7 @@ export interface BwrapPlan {
  * Without a process that supplies that fd (an `execa` of the argv) leave it false: bwrap would fail writing to it.
  * A read-only bind of a path onto itself that `--ro-bind / /` already shows the same way is left out
  * ({@link shownReadOnlyByRoot}); the host's socket places are covered at their real paths, once ({@link hostSocketCovers}).
+ * Reads /proc/net/unix and /proc/self/mountinfo at every call (a socket bound a moment ago counts).
  *
  * What a sandbox costs (bubblewrap 0.8; test/bench/sandbox.bench.ts, CPU of every process, a 2-core VM with 20
  * mounts): a worktree worker or check sandbox around `bash -c true` ~6 ms, against ~1.4 ms for the bare bash; bwrap
@@ -162,17 +173,17 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   // shows can be left out once all of them are known (see shownReadOnlyByRoot).
   const ops: Mount[] = [];
   const mount = (dest: string, ...op: string[]) => ops.push({ dest, op, elidable: false });
-  // A read-only mount does not stop connect(): the user's own sockets (tmux, ssh-agent, the session bus, X11, docker)
-  // would let a step run commands outside. /tmp becomes an empty tmpfs (read-only once the mounts are made) with back
-  // only the entries the step names; the other socket folders become empty; system socket files are covered.
-  const tmpBack = tmpEntriesNamed(plan, cwd, file, args, env);
-  if (tmpBack) {
-    mount('/tmp', '--tmpfs', '/tmp');
-    for (const e of tmpBack) mount(e.path, ...(e.link === null ? ['--ro-bind', e.path, e.path] : ['--symlink', e.link, e.path]));
+  // A read-only mount does not stop connect(): a host socket is a way out (sandbox-view.ts). The folders where sockets
+  // are made become empty tmpfs (read-only once the mounts are made) showing back only what the step names; container
+  // VMs' socket folders in the homes become empty; any other socket bound on the host is covered below.
+  const roots = coveredRoots();
+  const backs = namedBacks(roots, namedTexts(plan, cwd, file, args, env));
+  for (const root of roots) {
+    mount(root.root, '--tmpfs', root.root);
+    for (const b of backs.get(root.root) ?? []) mount(b.path, ...(b.link === null ? ['--ro-bind', b.path, b.path] : ['--symlink', b.link, b.path]));
   }
-  const sockets = hostSocketCovers();
+  const sockets = hostSocketCovers(homeSocketDirs(env), []);
   for (const dir of sockets.dirs) mount(dir, '--tmpfs', dir);
-  for (const sock of sockets.files) mount(sock, '--ro-bind', '/dev/null', sock);
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
     mount(dir, '--tmpfs', dir);
@@ -201,7 +212,12 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const f of plan.readOnly ?? []) {
     if (fs.existsSync(from(f))) readOnlyBind(path.resolve(f));
   }
-  if (tmpBack) mount('/tmp', '--remount-ro', '/tmp');
+  // The sockets the user's config lets every step reach, bound back over the covers; then every other socket bound on
+  // the host that the mounts so far leave shown, covered with /dev/null at its real path.
+  const declared = declaredSockets(plan.sockets ?? []);
+  for (const s of declared) mount(s, '--ro-bind', s, s);
+  for (const s of socketsToCover(boundSocketPaths(), viewMounts(ops), declared, coveredByName(roots, backs))) mount(s, '--ro-bind', '/dev/null', s);
+  for (const root of roots) mount(root.root, '--remount-ro', root.root);
   const dests = ops.map((o) => o.dest);
   for (const o of ops) {
     if (o.elidable && shownReadOnlyByRoot(o.dest, dests)) continue;
@@ -259,11 +275,6 @@ export function bindSource(substitute: readonly { source: string; at: string }[]
   return abs;
 }
 
-/** Socket files of system services a step must not reach (a docker socket is root on the host). */
-const HOST_SOCKET_FILES = ['/run/docker.sock', '/var/run/docker.sock', '/run/containerd/containerd.sock', '/run/podman/podman.sock'];
-/** Folders that hold the user's own sockets outside /tmp: per-user runtime dirs, screen's. */
-const HOST_SOCKET_DIRS = ['/run/user', '/run/screen', '/var/run/screen'];
-
 /**
  * The host's socket folders (each to become an empty tmpfs) and socket files (each covered by /dev/null) that exist
  * here, as the places to mount at: each at its real path, once. bubblewrap cannot make a mount point through a
@@ -271,7 +282,7 @@ const HOST_SOCKET_DIRS = ['/run/user', '/run/screen', '/var/run/screen'];
  * step on a host with docker, "Can't create file at /var/run/docker.sock"), and one mount covers every name of a
  * place; a file inside a covered folder needs nothing more. Never throws.
  */
-export function hostSocketCovers(dirs: readonly string[] = HOST_SOCKET_DIRS, files: readonly string[] = HOST_SOCKET_FILES): { dirs: string[]; files: string[] } {
+export function hostSocketCovers(dirs: readonly string[], files: readonly string[]): { dirs: string[]; files: string[] } {
   const real = (p: string, want: (st: fs.Stats) => boolean): string | null => {
     // Most of these places do not exist: existsSync answers without building an error (an exception per missing
     // place was most of this function's cost, and it runs for every step).
@@ -289,63 +300,125 @@ export function hostSocketCovers(dirs: readonly string[] = HOST_SOCKET_DIRS, fil
   return { dirs: outDirs, files: outFiles };
 }
 
-/** /tmp entries never shown to a step even when named: the user's tmux, ssh-agent, X11 and ICE socket folders. */
-const TMP_SOCKET_DIRS = /^(tmux-\d+|ssh-.+|\.X11-unix|\.ICE-unix)$/;
-/** A /tmp entry's name inside an absolute path in free text (a script, PATH, GIT_DIR=…). */
-const TMP_NAMED = /(?:^|[^\w.\/-])\/tmp\/([^\/\s'"`;:$|&<>(){}*?\\]+)/g;
+/**
+ * The homes a step's sandbox treats as the user's: the step's `HOME`, this process's and the account's (passwd), each
+ * absolute, once. A run started with another HOME (a test, a CI job) still has the account's sockets and secrets
+ * under the real one. Never throws.
+ */
+export function knownHomes(env: NodeJS.ProcessEnv): string[] {
+  if (accountHome === undefined) {
+    try {
+      accountHome = os.userInfo().homedir || null;
+    } catch {
+      accountHome = null;
+    }
+  }
+  return [...new Set([env.HOME, process.env.HOME, accountHome].filter((h): h is string => typeof h === 'string' && path.isAbsolute(h) && path.resolve(h) !== '/').map((h) => path.resolve(h)))];
+}
+let accountHome: string | null | undefined;
+
+/** What keeps the host's sockets out of every step's reach on this machine now (`verdict doctor`). */
+export interface SocketCoverReport {
+  /** The folders every sandbox covers with an empty tmpfs, showing only what a step names (real paths). */
+  folders: string[];
+  /** Container VMs' socket folders under the homes, each an empty tmpfs (those that exist). */
+  homeFolders: string[];
+  /** Socket files of sockets bound on this host now (this network namespace's table, and sockets mounted on the filesystem). */
+  bound: number;
+  /** Those that would show in a step's view outside the covered folders: each covered with /dev/null where it lies. */
+  covered: string[];
+  /** The config's `sockets` (absolute), bound back into every step. */
+  declared: string[];
+}
 
 /**
- * The /tmp entries a step names, to show it over the empty /tmp: `/tmp/<name>` for every absolute path under /tmp in
- * the plan, `cwd`, `file`, `args` and `env`'s values (and, for a symbolic link among them, a link to its target,
- * whose own entry is shown too). Never a socket, an entry that does not exist, nor a user's socket folder
- * ({@link TMP_SOCKET_DIRS}). Null when /tmp is not a directory here (nothing to hide). One lstat per named entry; no
- * listing of /tmp, so the cost does not grow with what else lies there.
+ * {@link SocketCoverReport} for a step with the environment `env` that names nothing under the covered folders, with
+ * the config's declared sockets (absolute). Never throws.
  */
-function tmpEntriesNamed(plan: BwrapPlan, cwd: string, file: string, args: string[], env: NodeJS.ProcessEnv): { path: string; link: string | null }[] | null {
-  try {
-    if (!fs.lstatSync('/tmp').isDirectory()) return null;
-  } catch {
-    return null;
-  }
-  const names = new Set<string>();
-  const scan = (text: string) => {
-    for (const m of `${text}`.matchAll(TMP_NAMED)) names.add(m[1] as string);
-  };
-  for (const p of [...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.readOnly ?? []), ...(plan.privateFiles ?? []), ...(plan.hidden ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? []), cwd, file]) scan(path.resolve(p));
-  for (const a of args) scan(a);
-  for (const v of Object.values(env)) if (v) scan(v);
-  const out: { path: string; link: string | null }[] = [];
-  const seen = new Set<string>();
-  const add = (name: string) => {
-    if (seen.has(name) || name === '.' || name === '..' || TMP_SOCKET_DIRS.test(name)) return;
-    seen.add(name);
-    const abs = path.join('/tmp', name);
-    let st: fs.Stats;
+export function socketCoverReport(env: NodeJS.ProcessEnv, declared: readonly string[]): SocketCoverReport {
+  const roots = coveredRoots();
+  const homeFolders = hostSocketCovers(homeSocketDirs(env), []).dirs;
+  const bound = boundSocketPaths();
+  const mounts: ViewMount[] = [...roots.map((r) => ({ dest: r.root, view: 'hidden' as const })), ...homeFolders.map((d) => ({ dest: d, view: 'hidden' as const }))];
+  const covered = socketsToCover(bound, mounts, declaredSockets(declared), coveredByName(roots, new Map()));
+  const isSocket = (p: string) => {
     try {
-      st = fs.lstatSync(abs);
+      return fs.lstatSync(p).isSocket();
     } catch {
-      return;
+      return false;
     }
-    if (st.isSocket()) return;
-    if (st.isSymbolicLink()) {
-      let target: string;
-      try {
-        target = fs.readlinkSync(abs);
-      } catch {
-        return;
-      }
-      out.push({ path: abs, link: target });
-      try {
-        const real = fs.realpathSync(abs);
-        if (real.startsWith('/tmp/')) add(real.slice(5).split('/')[0] as string);
-      } catch {
-        // a dangling link: shown as the link alone
-      }
-      return;
-    }
-    out.push({ path: abs, link: null });
   };
-  for (const name of names) add(name);
+  return { folders: roots.map((r) => r.root), homeFolders, bound: bound.filter(isSocket).length, covered, declared: [...declared] };
+}
+
+/** The container VMs' socket folders ({@link HOME_SOCKET_DIRS}) under every known home. */
+function homeSocketDirs(env: NodeJS.ProcessEnv): string[] {
+  return knownHomes(env).flatMap((h) => HOME_SOCKET_DIRS.map((d) => path.join(h, d)));
+}
+
+/**
+ * The texts whose absolute paths under a covered folder a step is shown ({@link namedBacks}): the plan's paths, `cwd`,
+ * the command and its real path, the arguments, the environment's values, the real paths of PATH's folders and of
+ * the `node` found there (an engine CLI is a node script; node or the CLI may be a link into /var/tmp), and the real
+ * path of /etc/resolv.conf (a link into /run under systemd-resolved and NetworkManager).
+ */
+function namedTexts(plan: BwrapPlan, cwd: string, file: string, args: string[], env: NodeJS.ProcessEnv): string[] {
+  const real = (p: string): string => {
+    try {
+      return fs.realpathSync.native(p);
+    } catch {
+      return '';
+    }
+  };
+  const out = [...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.readOnly ?? []), ...(plan.privateFiles ?? []), ...(plan.hidden ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? []), cwd, file].map((p) => path.resolve(p));
+  out.push(real(file), ...args);
+  for (const v of Object.values(env)) if (v) out.push(v);
+  out.push(...pathReals(env.PATH ?? '', real));
+  out.push(real('/etc/resolv.conf'));
+  return out;
+}
+
+const pathRealsCache = new Map<string, string[]>();
+
+/**
+ * The real paths of PATH's folders and of the `node` found there, remembered per PATH for the process (a PATH holds
+ * ten or more folders; resolving them at every step cost ~50 µs). A link swapped mid-run is seen by the next process.
+ */
+function pathReals(pathEnv: string, real: (p: string) => string): string[] {
+  let out = pathRealsCache.get(pathEnv);
+  if (!out) {
+    out = pathEnv.split(':').filter((d) => path.isAbsolute(d)).map(real);
+    const node = resolveCommand('node', pathEnv);
+    if (node) out.push(real(node));
+    pathRealsCache.set(pathEnv, out);
+  }
+  return out;
+}
+
+/** The sockets a config declares (`sockets`), at their real paths, those that exist. */
+function declaredSockets(paths: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const p of paths) {
+    if (!path.isAbsolute(p) || !fs.existsSync(p)) continue;
+    try {
+      out.add(fs.realpathSync.native(p));
+    } catch {
+      // gone
+    }
+  }
+  return [...out];
+}
+
+/** The sandbox's mounts as {@link socketsToCover} reads them: /dev and /proc are the step's own, then each mount's effect. */
+function viewMounts(ops: readonly Mount[]): ViewMount[] {
+  const out: ViewMount[] = [{ dest: '/dev', view: 'hidden' }, { dest: '/proc', view: 'hidden' }];
+  for (const o of ops) {
+    const kind = o.op[0];
+    if (kind === '--remount-ro') continue;
+    // A bind whose source is another place (a substitute) shows that place, not what lies at its destination.
+    const view: PathView = kind === '--bind' ? 'own' : kind === '--ro-bind' && o.op[1] === o.dest ? 'shown' : 'hidden';
+    out.push({ dest: o.dest, view });
+  }
   return out;
 }
 

@@ -176,7 +176,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const cookie = crypto.randomUUID().replaceAll('-', '');
   const files: string[] = [];
   // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-  const env = opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
+  const env = opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
   const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
   let spawned: Spawned;
   try {
@@ -386,10 +386,13 @@ export function signalGroup(pgid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** A sandboxed step's whole environment: ours and the step's, without what reaches the user's own sessions. */
-function sandboxEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+/**
+ * A sandboxed step's whole environment: ours and the step's, without what reaches the user's own sessions — unless the
+ * variable names a socket the user's config declares (`declared`: SSH_AUTH_SOCK for a declared agent socket).
+ */
+function sandboxEnv(env: NodeJS.ProcessEnv, declared: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && !SESSION_ENV.includes(k)) out[k] = v;
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && (!SESSION_ENV.includes(k) || declared.some((d) => v.includes(d)))) out[k] = v;
   return out;
 }
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import type { StateFile } from '../live/state';
 import type { SandboxInit } from '../live/worker-journal';
+import { expandUserPath } from '../config/config';
 import { expandStatePath, type BwrapPlan, type Containment, type SandboxMode, type SandboxProbe } from '../process/sandbox';
 
 /** The containment decided for a run before it starts. */
@@ -205,7 +206,23 @@ function realPathOr(p: string): string {
 export function stepPlan(run: SandboxedRun, containment: Containment, plan: Omit<BwrapPlan, 'binary' | 'onInit'>): BwrapPlan | null {
   if (containment !== 'bwrap' || !run.bwrap) return null;
   const { stateFile } = run;
-  return { binary: run.bwrap, ...plan, ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}) };
+  const sockets = run.view?.sockets.length ? { sockets: [...run.view.sockets] } : {};
+  return { binary: run.bwrap, ...plan, ...sockets, ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}) };
+}
+
+/** What the user's config adds to every sandbox of a run (BwrapPlan `sockets`). Paths absolute. */
+export interface SandboxView {
+  /** Unix sockets (or folders of them) every step may reach (config `sockets`). */
+  sockets: string[];
+}
+
+/**
+ * A run's {@link SandboxView} from the config's lists as written (absolute or `~/…`; config.ts validates them), `~/`
+ * read as `env.HOME` (else the OS home). Pure but for the OS home.
+ */
+export function sandboxView(sockets: readonly string[], env: NodeJS.ProcessEnv): SandboxView {
+  const home = env.HOME || os.homedir();
+  return { sockets: sockets.map((p) => expandUserPath(p, home)) };
 }
 
 /**
@@ -215,6 +232,8 @@ export function stepPlan(run: SandboxedRun, containment: Containment, plan: Omit
  */
 export interface SandboxedRun {
   bwrap: string | null;
+  /** What the user's config adds to every sandbox (declared sockets); absent: nothing. */
+  view?: SandboxView;
   stateFile?: Pick<StateFile, 'recordSandboxInit'>;
 }
 

@@ -53,6 +53,11 @@ export interface RunSettings {
   /** Where `allow_full_access` is set (the config file in force, or its default path); named when refusing. */
   configSource?: string;
   /**
+   * Unix sockets (or folders of them) every sandboxed step may reach (config `sockets`, absolute or `~/…` with the home
+   * of `env`): bound back over the covers that keep the host's sockets out of reach. Absent: none.
+   */
+  sockets?: readonly string[];
+  /**
    * Tasks of earlier runs this one continues (a run that resumed another as a new run), by key (default: read from
    * `resumedFrom`'s chain of runs, run/prior.ts): an `after` naming a task that is not in
    * this run is settled by its entry here (a PASS releases the dependent, from its commit in worktree mode;

@@ -7,6 +7,7 @@ import type { WorktreeLinks, RepoInfo } from '../../git/worktree';
 import type { TaskState, StateFile } from '../../live/state';
 import type { TaskSpec } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
+import type { SandboxView } from '../containment';
 import type { AttemptRecord, StepName } from '../attempt-record';
 import type { Judgement } from '../decide';
 import type { ProtectedSet } from '../protect';
@@ -30,6 +31,8 @@ export interface AttemptContext {
   repo: RepoInfo | null;
   /** bubblewrap's path when the run is sandboxed, else null. */
   bwrap: string | null;
+  /** What the user's config adds to every sandbox of the run (run/containment.ts sandboxView); absent: nothing. */
+  view?: SandboxView;
   emit: (e: RunEvent) => void;
   spend: RunSpend;
   /** Records that failed to write, reported in the summary. */
