@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { unquoteGitPath } from '../../extension/core/git/sealed-tree';
 import { addWorktree, inspectRepo, sealWorktree, type WorktreeLinks } from '../../extension/core/git/worktree';
-import { comparePaths, recordPreparedFiles, setAsideUndelivered } from '../../extension/core/run/undelivered';
+import { comparePaths, racyWaitMs, recordPreparedFiles, setAsideUndelivered } from '../../extension/core/run/undelivered';
+import { execFileSync } from 'node:child_process';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
 
 // run/undelivered.ts: what the seal does not hold and setup did not leave is moved out of the check's sight, into the
@@ -50,6 +51,12 @@ describe('undelivered: files the seal does not hold are moved out of the check\'
     const walked = ['a', 'a/x', 'a/x/y', 'a-b', 'a.c', 'ab', 'b'];
     assert.deepEqual([...walked].reverse().sort(comparePaths), walked);
     assert.ok(comparePaths('a/\u00ff', 'a/z') > 0, 'bytes, not UTF-16 surrogates, order names');
+  });
+
+  it('racyWaitMs: where times are whole seconds the worker waits out the second setup last wrote in; elsewhere not', () => {
+    assert.equal(racyWaitMs(5_000_000, true, 5_000_400), 620);
+    assert.equal(racyWaitMs(5_000_000, true, 5_001_100), 0);
+    assert.equal(racyWaitMs(5_000_000.5, false, 5_000_001), 0);
   });
 
   it('unquoteGitPath reads git\'s quoted paths back as their bytes', () => {
@@ -137,6 +144,46 @@ describe('undelivered: files the seal does not hold are moved out of the check\'
       assert.equal(fs.readlinkSync(path.join(attempt, 'undelivered', 'out', 'link')), 'sub/big.bin');
     } finally {
       fs.rmSync(attempt, { recursive: true, force: true });
+    }
+  });
+
+  it('on a file system with whole-second times, a same-size rewrite of a setup file right after the record is still caught', async function () {
+    // ext4 with 128-byte inodes keeps whole seconds; mounting it needs root and a loop device.
+    const dir = tempDir();
+    const img = path.join(dir, 'coarse.img');
+    const mnt = path.join(dir, 'mnt');
+    fs.mkdirSync(mnt);
+    try {
+      fs.writeFileSync(img, '');
+      fs.truncateSync(img, 64 * 1024 * 1024);
+      execFileSync('mkfs.ext4', ['-q', '-F', '-I', '128', img], { stdio: 'ignore' });
+      execFileSync('mount', ['-o', 'loop', img, mnt], { stdio: 'ignore' });
+    } catch {
+      this.skip();
+    }
+    try {
+      const repo = await inspectRepo(makeRepo(path.join(mnt, 'repo'), { '.gitignore': 'cache/\n' }), 'HEAD');
+      const wt = path.join(mnt, 'wt', 't');
+      const links = await addWorktree(repo, wt, 'verdict/r/t');
+      const file = path.join(wt, 'cache', 'answer.txt');
+      // Setup writes at the start of a second, so what follows falls in the same second.
+      while (Date.now() % 1000 > 50) await new Promise((r) => setTimeout(r, 5));
+      fs.mkdirSync(path.dirname(file));
+      fs.writeFileSync(file, 'no\n');
+      const setupCtime = fs.statSync(file).ctimeMs;
+      assert.equal(setupCtime % 1000, 0, 'whole-second times');
+      const record = path.join(dir, 'prepared-files');
+      await recordPreparedFiles(links, record);
+      // The worker: same size, mtime put back, as early as it can.
+      const { atime, mtime } = fs.statSync(file);
+      fs.writeFileSync(file, 'ok\n');
+      fs.utimesSync(file, atime, mtime);
+      const attempt = path.join(dir, 'attempt-1');
+      fs.mkdirSync(attempt);
+      const u = await sealAndSetAside({ dir, links, record, repo }, attempt);
+      assert.deepEqual(u.shown, ['cache/answer.txt'], 'a rewrite in the second setup wrote in kept the recorded key');
+    } finally {
+      execFileSync('umount', [mnt], { stdio: 'ignore' });
     }
   });
 

@@ -41,6 +41,8 @@ export interface Undelivered {
   unmoved: string[];
 }
 
+/** Added to a wait for the next second: file times come from the kernel's coarse clock, a few ms behind, ms. */
+const RACY_MARGIN_MS = 20;
 /** Walked entries between two turns of the event loop. */
 const YIELD_EVERY = 2000;
 /** Entries named in {@link Undelivered.shown}. */
@@ -49,7 +51,9 @@ const SHOWN = 10;
 /**
  * Writes the record of the untracked entries of a freshly prepared worktree (after checkout, `include` and setup,
  * before any worker) to `file`: the start commit's index is `links.baseIndex` (a copy is read), else `links.baseSha`
- * (or HEAD) read into a private index. Written beside and renamed into place. Returns the number of entries recorded.
+ * (or HEAD) read into a private index. Written beside and renamed into place. On a file system whose times are whole
+ * seconds it returns only once the second of the newest ctime recorded is over (see the body). Returns the number of
+ * entries recorded.
  * @throws Error with git's or the file system's message
  */
 export async function recordPreparedFiles(links: WorktreeLinks, file: string): Promise<number> {
@@ -64,20 +68,41 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string): P
     fs.rmSync(tmp, { force: true });
     const out = new ChunkWriter(tmp, 'latin1');
     let n = 0;
+    // The newest ctime recorded, and whether every one is a whole second (a file system that keeps seconds only).
+    let newest = 0;
+    let wholeSeconds = true;
     try {
       const walk = walkEntries(bytesOf(links.dir), tops);
       for (let r = walk.next(); !r.done; r = walk.next(true)) {
         out.write(`${r.value.rel}\0${r.value.key}\0`);
+        if (r.value.ctimeMs !== undefined) {
+          newest = Math.max(newest, r.value.ctimeMs);
+          if (r.value.ctimeMs % 1000 !== 0) wholeSeconds = false;
+        }
         if (++n % YIELD_EVERY === 0) await turn();
       }
     } finally {
       out.close();
     }
     fs.renameSync(tmp, file);
+    // Where times are whole seconds, a worker that changed a file in the second setup last wrote it (same size, mtime
+    // put back) would leave its key as recorded: the worker starts only once that second is over (git's racy-entry
+    // problem, Documentation/technical/racy-git.txt, solved by waiting instead of reading every racy file).
+    const wait = n ? racyWaitMs(newest, wholeSeconds, Date.now()) : 0;
+    if (wait) await new Promise((resolve) => setTimeout(resolve, wait));
     return n;
   } finally {
     fs.rmSync(index, { force: true });
   }
+}
+
+/**
+ * How long to wait before the worker may start, ms: where the recorded ctimes are whole seconds (`wholeSeconds`),
+ * until the second of the newest one (`newestCtimeMs`, epoch ms) is over, plus RACY_MARGIN_MS; else 0. Pure.
+ */
+export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: number): number {
+  if (!wholeSeconds) return 0;
+  return Math.max(0, Math.floor(newestCtimeMs / 1000) * 1000 + 1000 + RACY_MARGIN_MS - now);
 }
 
 /**
@@ -161,10 +186,11 @@ function isUnder(p: string, dir: string): boolean {
   return p.length > dir.length && p.charCodeAt(dir.length) === 47 && p.startsWith(dir);
 }
 
-/** One walked entry: its path relative to the root (bytes as latin1) and its key (see statKey). */
+/** One walked entry: its path relative to the root (bytes as latin1), its key (see statKey), its ctime (not a folder's). */
 interface Entry {
   rel: string;
   key: string;
+  ctimeMs?: number;
 }
 
 /**
@@ -180,7 +206,7 @@ function* walkEntries(root: string, tops: readonly string[]): Generator<Entry, v
     const st = fs.lstatSync(abs, { throwIfNoEntry: false });
     if (!st) continue;
     if (!st.isDirectory()) {
-      yield { rel, key: statKey(st) };
+      yield { rel, key: statKey(st), ctimeMs: st.ctimeMs };
       continue;
     }
     let names: string[] | null = null;
