@@ -128,6 +128,37 @@ describe('hostile odd files: FIFOs, sockets and names that are not UTF-8', funct
     });
   }
 
+  // Before: git refuses to record a path that names a `.git` folder another way (`.GIT/x`, `git~1/x`: core.protectNTFS,
+  // on by default) and cannot read a repository the worker made with a config it garbled: the seal's `git add` failed,
+  // the attempt was an ERROR (never retried), and the good work beside it was lost.
+  it('a path git refuses (.GIT/x, git~1/x) or a nested repository git cannot read: FAIL naming it, retried, and the retry that removes it PASSes', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# r\n' });
+    const home = path.join(dir, 'home');
+    const first = (odd: string) => `if [ "$VERDICT_ATTEMPT" = 1 ]; then ${odd}; else rm -rf .GIT git~1 n2; fi; echo ok > out.txt`;
+    const check = 'grep -qx ok out.txt || { echo "no ok"; exit 1; }';
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 2,
+      tasks: [
+        scriptTask('refused', first('mkdir .GIT git~1 && echo x > .GIT/x && echo y > git~1/y'), check, { max_attempts: 2 }),
+        scriptTask('garbled', first("git init -q n2 && echo f > n2/f && printf '\\0\\0garbage' > n2/.git/config"), check, { max_attempts: 2 }),
+      ],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    const v = verdicts(home);
+    assert.deepEqual([v.refused, v.garbled], [['FAIL', 'PASS'], ['FAIL', 'PASS']], r.all);
+    const rows = readRows(home);
+    const reason = (key: string) => String(rows.find((x) => x.task_key === key)?.notes);
+    assert.match(reason('refused'), /git cannot record \.GIT\/x, git~1\/y/);
+    assert.match(reason('garbled'), /git cannot read what the worker left in the task dir: .*bad config line 1 in file n2\/\.git\/config/);
+    const runId = String(rows[0]?.run_id);
+    for (const key of ['refused', 'garbled']) assert.deepEqual(changes(repo, `verdict/${runId}/${key}`), ['A\tout.txt'], key);
+  });
+
   it('a check that leaves a FIFO .gitignore and a non-UTF-8 file: the retry starts from the sealed tree without them', async function () {
     await requireSandbox(this);
     const dir = tempDir();

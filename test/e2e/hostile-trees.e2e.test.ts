@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
@@ -29,7 +29,11 @@ import { requireOverlay } from '../helpers/overlay';
 // - WORKED before the fix: FIFOs in the worktree's admin dir (HEAD, BISECT_START…) left by a worker that timed out
 //   blocked `git worktree list` and the next run's `worktree add` forever; a HEAD attached to `main` kept `main` from
 //   the user (fifth test).
-// - Did not work (regression tests): every other attack below.
+// - Did not work (regression tests): every other attack below. Among them (issue 26 item 3, the last test): a
+//   `.gitattributes` or `.gitignore` that is a symlink to /dev/zero or a folder (git opens neither through a link), a
+//   nested `.git` that is a symlink to /dev/zero, and names with a newline, a leading `-`, pathspec magic or 250
+//   bytes: every one sealed and delivered exactly, the task PASSes. (The FIFOs, sockets, names that are not UTF-8 and
+//   paths git refuses that did end wrong are test/e2e/hostile-odd-files.e2e.test.ts.)
 
 function fixture(dir: string): string {
   return makeRepo(path.join(dir, 'repo'), {
@@ -388,3 +392,45 @@ describe('hostile trees: worktree (the same conversion and object attacks)', fun
     assertObjectsFailed(home, repo, r.all ?? '');
   });
 });
+
+describe('hostile trees: names and links where git reads (regression)', function () {
+  this.timeout(180000);
+
+  // Did not work: git opens no `.gitattributes` or `.gitignore` through a symlink (since 2.32) and reads no folder as
+  // one, takes a nested `.git` symlink for no repository, and every name below goes through git's -z output and the
+  // orchestrator unchanged.
+  it('worktree, sparse and overlay: .gitattributes and .gitignore as symlinks to /dev/zero or as folders, a nested .git to /dev/zero, odd names: sealed and delivered exactly', async function () {
+    await requireSandbox(this);
+    await requireOverlay(this);
+    const long = 'x'.repeat(250);
+    for (const tree of ['worktree', 'sparse', 'overlay']) {
+      const dir = tempDir();
+      const repo = fixture(dir);
+      const home = path.join(dir, 'home');
+      const at = tree === 'sparse' ? 'src/a/' : '';
+      const spec = [
+        `cd ./${at}`,
+        'ln -s /dev/zero .gitattributes && mkdir -p sub && ln -s /dev/zero sub/.gitignore && mkdir -p dir/.gitignore',
+        'mkdir n1 && ln -s /dev/zero n1/.git && echo a > n1/a',
+        `echo 1 > $'new\\nline.txt' && echo 2 > ./-rf && echo 3 > ':(top)magic' && echo 4 > ${long} && echo 5 > 'sp ace.txt'`,
+        'echo ok > out.txt && echo "attack done"',
+      ].join('\n');
+      const file = writeManifest(dir, { worktrees: true, repo, tree, sparse: ['src/a/**'], tasks: [scriptTask('names', spec, `grep -qx ok ${at}out.txt || { echo "no ok"; exit 1; }`, { max_attempts: 1, check_timeout_s: 600 })] });
+      const r = await run(file, home);
+      assert.equal(r.exitCode, 0, `${tree}: ${r.all}`);
+      assert.match(workerLog(home, 'names'), /^attack done$/m, tree);
+      const branch = `verdict/${String(readRows(home)[0]?.run_id)}/names`;
+      const listed = (rev: string) => execFileSyncText(repo, ['ls-tree', '-r', '-z', '--name-only', rev]).split('\0').filter(Boolean);
+      const base = new Set(listed('main'));
+      const names = listed(branch).filter((n) => !base.has(n)).map((n) => n.slice(at.length)).sort();
+      assert.deepEqual(names, ['-rf', '.gitattributes', ':(top)magic', long, 'n1/a', 'new\nline.txt', 'out.txt', 'sp ace.txt', 'sub/.gitignore'].sort(), tree);
+      assert.equal(git(repo, 'ls-tree', branch, `${at}.gitattributes`).split(' ')[0], '120000', `${tree}: the symlink is committed as a symlink`);
+      assert.equal(git(repo, 'show', `${branch}:${at}new\nline.txt`), '1', tree);
+    }
+  });
+});
+
+/** `git <args>` in `cwd`, stdout untrimmed (a -z listing keeps its NULs and trailing names). */
+function execFileSyncText(cwd: string, args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8' });
+}

@@ -445,8 +445,11 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
     // `add` asks git inside each submodule whether its checkout changed: not inside one the worker made its own
     // (git/submodule-trust.ts), whose gitlink then stays as the branch has it and is named (changedSubmodules).
     const untrusted = links.hasSubmodules ? await untrustedGitlinks(links.dir, links.adminDir, indexFile, links.commonDir) : [];
-    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', ...sealPathspecs(links, untrusted)]);
+    // --ignore-errors: every path git refuses is named, not only the first (git still exits non-zero).
+    await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', '--ignore-errors', ...sealPathspecs(links, untrusted)]);
   } catch (e) {
+    const refused = unsealable((e as Error).message, links.dir);
+    if (refused) throw new UnsealableTreeError(refused);
     throw new Error(`sealing ${links.dir} failed: ${explainGitFailure((e as Error).message, { root: links.dir })}`);
   }
   // Everything the index holds that the branch does not, gitlinks included whatever .gitmodules or the config say
@@ -470,6 +473,33 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   // The check reads the files as the commit holds them: what git converted on the way in is written again.
   const rewritten = await writeSealedBytes(git, links.dir, staged);
   return { sha, parent, changed: true, submodules, nested, unsealed, ...(rewritten.length ? { rewritten } : {}), ...extra };
+}
+
+/**
+ * Thrown by {@link sealWorktree} when the tree holds what git refuses to record or cannot read: a path git holds
+ * invalid (a folder named like `.git` another way, `.GIT` or `git~1`: git-config(1) core.protectNTFS, on by default),
+ * or a repository the worker made in a folder whose files git cannot read (a garbled config). The worker's to fix:
+ * the attempt FAILs with this message and is retried, instead of ending ERROR.
+ */
+export class UnsealableTreeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsealableTreeError';
+  }
+}
+
+/**
+ * Why `git add`'s failure `message` is the tree's doing (see UnsealableTreeError), or null: every path git called
+ * invalid, or git's message when it names a file inside a folder of the tree `dir` (never the worktree's own `.git`
+ * file, which Verdict writes), with `dir` left out.
+ */
+function unsealable(message: string, dir: string): string | null {
+  const invalid = [...new Set([...message.matchAll(/^error: invalid path '(.*)'$/gm)].map((m) => m[1] as string))];
+  if (invalid.length) return `git cannot record ${invalid.slice(0, 10).join(', ')}${invalid.length > 10 ? `, … (${invalid.length})` : ''}: git refuses a path that names a .git folder another way (.GIT, git~1, ".git "); rename or remove them`;
+  const inside = `${dir}/`;
+  const at = message.indexOf(inside);
+  if (at < 0 || !/^[^/\s']+\/./.test(message.slice(at + inside.length))) return null;
+  return `git cannot read what the worker left in the task dir: ${message.split(inside).join('').trim().replace(/\n/g, '; ')}; remove it or make it a plain folder`;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { pointHeadAt, sealWorktree, type Seal } from '../../git/worktree';
+import { pointHeadAt, sealWorktree, UnsealableTreeError, type Seal } from '../../git/worktree';
 import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
 import { saveSealedState, sealedCommit, sealedDir, sealedStateFile } from '../check-writes';
@@ -30,6 +30,9 @@ export const sealStep: Step = {
       rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], { timeoutMs: spec.checkTimeoutMs, expectFiles: spec.expectFiles });
     } catch (e) {
       fs.rmSync(index, { force: true });
+      // What git refuses in the tree (a path it holds invalid, a repository of the worker's it cannot read): the
+      // worker's to fix, so a FAIL naming it, retried.
+      if (e instanceof UnsealableTreeError) return { verdict: 'FAIL', reason: e.message };
       if (/timed out after \d+ ms/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
       throw e;
     }
