@@ -4,6 +4,7 @@ import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
+import { requireOverlay } from '../helpers/overlay';
 
 // Issue 26 item 1, "the check judges what is delivered": a file the check reads in the task dir is in the sealed
 // commit or was there before the worker ran (the start commit's tree, `include`, what `setup` made). A worker that
@@ -27,6 +28,11 @@ function attemptDir(home: string, key: string, attempt: number): string {
 /** The task dir of `key` (worktree mode): `<home>/worktrees/<run>/<key>`. */
 function taskDir(home: string, key: string): string {
   return path.join(home, 'worktrees', runIdOf(home), key);
+}
+
+/** The run (of several in `home`) that has task `key`. */
+function runOf(home: string, key: string): string {
+  return fs.readdirSync(path.join(home, 'runs')).find((id) => fs.existsSync(path.join(home, 'runs', id, 'tasks', key))) as string;
 }
 
 function byKey(home: string): Record<string, Record<string, unknown>> {
@@ -84,6 +90,23 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered', 'build.log'), 'utf8'), 'all tests passed\n');
     // The branch still points at the start commit.
     assert.equal(git(repo, 'rev-parse', String(row?.branch)), git(repo, 'rev-parse', 'main'));
+  });
+
+  it('overlay and sparse trees: the worker\'s ignored file is moved out (across file systems from an overlay) and the check FAILs', async function () {
+    await requireOverlay(this);
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), { '.gitignore': '*.log\n', 'pkg/README.md': '# pkg\n', 'other/README.md': '# other\n' });
+    const task = (key: string) => scriptTask(key, 'mkdir -p pkg/out && echo "all tests passed" > pkg/out/build.log && echo wip > pkg/work.txt', 'grep "all tests passed" pkg/out/build.log', { max_attempts: 1 });
+    const overlay = writeManifest(dir, { worktrees: true, repo, tree: 'overlay', tasks: [task('over')] }, 'overlay.swarm.json');
+    const sparse = writeManifest(dir, { worktrees: true, repo, tree: 'sparse', sparse: ['pkg'], tasks: [task('cone')] }, 'sparse.swarm.json');
+    for (const [file, key] of [[overlay, 'over'], [sparse, 'cone']] as const) {
+      const r = await run(file, home);
+      assert.equal(r.exitCode, 1, r.all);
+      assert.equal(byKey(home)[key]?.verdict, 'FAIL', `${key}: a PASS judged pkg/out/build.log, which the commit does not hold`);
+      const attempt = path.join(home, 'runs', runOf(home, key), 'tasks', key, 'attempt-1');
+      assert.equal(fs.readFileSync(path.join(attempt, 'undelivered', 'pkg', 'out', 'build.log'), 'utf8'), 'all tests passed\n');
+    }
   });
 
   it('an ignored folder a committed script sources: new, inside setup\'s ignored folder, or setup\'s file changed — each FAILs; setup\'s own files stay', async () => {
