@@ -11,7 +11,8 @@
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { amountAt, at, countAt, forgedFinalReport, jsonEvents, numberAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { usdToMicroUsd } from './tally';
-import { classifyLogTail, quotaResetOfTail } from './error-class';
+import { classifyLogTail, finalEventQuota } from './error-class';
+import type { QuotaEvent } from './quota-reset';
 
 // Claude Code's placeholder model on messages it makes up itself (API errors), not a model that answered.
 const SYNTHETIC_MODEL = '<synthetic>';
@@ -79,6 +80,16 @@ function isClaudeFinal(event: LogEvent): boolean {
   return event.type === 'result';
 }
 
+/**
+ * The quota a Claude Code run reports: its one `result` event with `is_error` whose `result` names the usage limit and
+ * its reset ("Claude AI usage limit reached|1766502000", "You've hit your session limit · resets 12:50am
+ * (America/Los_Angeles)"). Assistant messages (the model's, or Claude Code's synthetic API-error ones), tool results
+ * and plain lines are never read (error-class.ts finalEventQuota). Never throws.
+ */
+export function claudeQuotaReset(log: string, now: number): QuotaEvent | null {
+  return finalEventQuota(log, now, isClaudeFinal, (final) => (at(final, 'is_error') === true ? [stringAt(final, 'result') ?? ''] : null), 'its result event (is_error)');
+}
+
 function claudeFatalErrors(events: LogEvent[]): string[] {
   const texts: string[] = [];
   for (const event of events) {
@@ -118,5 +129,5 @@ export const claudeEngine: EngineSpec = {
   parseOutput: parseClaudeOutput,
   finalMessage: claudeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, claudeFatalErrors),
-  quotaReset: (tail, now) => quotaResetOfTail(tail, now, claudeFatalErrors),
+  quotaReset: claudeQuotaReset,
 };

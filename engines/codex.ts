@@ -9,7 +9,8 @@
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { countAt, forgedFinalReport, jsonEvents, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
-import { classifyLogTail, quotaResetOfTail } from './error-class';
+import { classifyLogTail, finalEventQuota } from './error-class';
+import type { QuotaEvent } from './quota-reset';
 
 /**
  * Reads usage (the thread total of the last `turn.completed`) and the final status (the last of
@@ -64,6 +65,16 @@ function codexErrorMessage(event: LogEvent): string | null {
   return stringAt(event, 'error', 'message') ?? stringAt(event, 'message');
 }
 
+/**
+ * The quota a codex run reports: its one `turn.failed` naming the usage limit and its reset ("You've hit your usage
+ * limit. … try again at Dec 12th, 2026 9:05 PM.", as codex words the API's `usage_limit_reached` 429; codex-quota.jsonl).
+ * Its `error` events, items (tool output, the agent's messages) and plain lines are never read (error-class.ts
+ * finalEventQuota). Never throws.
+ */
+export function codexQuotaReset(log: string, now: number): QuotaEvent | null {
+  return finalEventQuota(log, now, isCodexFinal, (final) => (final.type === 'turn.failed' ? [codexErrorMessage(final) ?? ''] : null), 'its turn.failed event');
+}
+
 function codexFatalErrors(events: LogEvent[]): string[] {
   return events
     .filter((e) => e.type === 'turn.failed' || e.type === 'error')
@@ -99,5 +110,5 @@ export const codexEngine: EngineSpec = {
   parseOutput: parseCodexOutput,
   finalMessage: codexFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, codexFatalErrors),
-  quotaReset: (tail, now) => quotaResetOfTail(tail, now, codexFatalErrors),
+  quotaReset: codexQuotaReset,
 };

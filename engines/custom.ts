@@ -7,7 +7,7 @@ import { validateEngineEntry } from '../schemas/generated/validateEngineEntry.js
 import { emptyUsage, type ArgvTemplateElement, type EngineSpec } from './types';
 import { templateProblems } from './argv';
 import { lastLineMessage } from './final-message';
-import { classifyLogTail, quotaResetOfTail } from './error-class';
+import { classifyLogTail } from './error-class';
 import { codexEngine } from './codex';
 import { claudeEngine } from './claude';
 import { opencodeEngine } from './opencode';
@@ -42,7 +42,8 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   opencode: opencodeEngine,
   gemini: geminiEngine,
   grok: grokEngine,
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), quotaReset: (tail, now) => quotaResetOfTail(tail, now, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [], stateShared: [] },
+  // No structured output: nothing in it is the engine's own event, so no quota wait (plain lines may still name a rate limit).
+  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [], stateShared: [] },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.
@@ -120,7 +121,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,
     classifyError: reader.classifyError,
-    quotaReset: reader.quotaReset,
+    ...(reader.quotaReset ? { quotaReset: reader.quotaReset } : {}),
     finalMessage: reader.finalMessage,
   };
 }

@@ -1,6 +1,6 @@
 import type { EngineErrorClass } from './types';
-import { jsonEvents, plainLines, type LogEvent } from './jsonl';
-import { isQuotaMessage, quotaResetIn, type QuotaReset } from './quota-reset';
+import { jsonEvents, plainLines, upToSoleFinal, type LogEvent } from './jsonl';
+import { isQuotaMessage, quotaResetIn, type QuotaEvent } from './quota-reset';
 
 // An HTTP status standing alone: not part of a longer number, a decimal or a `file.js:429:12` stack position.
 const status = (code: number) => new RegExp(`(?<![\\d:.])${code}(?![\\d:.])`);
@@ -66,16 +66,16 @@ export function classifyLogTail(
 }
 
 /**
- * The quota reset a log tail names (engines/quota-reset.ts), read from the same texts as classifyLogTail: the
- * engine's error events and the plain-text lines, never its other JSON events (a spec or tool output that quotes a
- * usage-limit message cannot make the engine wait). Null when none.
+ * The quota reset a one-turn CLI's own final event reports (codex turn.failed, claude's and gemini's error result), or
+ * null. Only that event is read: the log is cut at its one final event (jsonl.ts upToSoleFinal), so a log with two
+ * (the worker wrote one into the engine's stdout) or with none (cut off) reports none, and nothing else the log holds
+ * — plain lines, tool output, the agent's messages, other JSON events — is ever read. `errorTexts` gives the event's
+ * error words, or null when the event is not an error (a success). `source` names the event in the wait's record.
  */
-export function quotaResetOfTail(
-  tail: string,
-  now: number,
-  fatalOf: (events: LogEvent[]) => string[],
-  hintsOf: (events: LogEvent[]) => string[] = () => [],
-): QuotaReset | null {
-  const events = jsonEvents(tail);
-  return quotaResetIn([...fatalOf(events), ...hintsOf(events), ...plainLines(tail)], now);
+export function finalEventQuota(log: string, now: number, isFinal: (event: LogEvent) => boolean, errorTexts: (final: LogEvent) => string[] | null, source: string): QuotaEvent | null {
+  const final = upToSoleFinal(jsonEvents(log), isFinal)?.at(-1);
+  if (!final || !isFinal(final)) return null;
+  const texts = errorTexts(final);
+  const reset = texts ? quotaResetIn(texts, now) : null;
+  return reset && { ...reset, source };
 }

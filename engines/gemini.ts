@@ -9,7 +9,8 @@
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { countAt, forgedFinalReport, jsonEvents, objectAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
-import { classifyLogTail, quotaResetOfTail } from './error-class';
+import { classifyLogTail, finalEventQuota } from './error-class';
+import type { QuotaEvent } from './quota-reset';
 
 /**
  * Reads usage from the last `result` event's `stats`, the model (the single key of `stats.models` when there is
@@ -70,6 +71,16 @@ function isGeminiFinal(event: LogEvent): boolean {
   return event.type === 'result';
 }
 
+/**
+ * The quota a gemini run reports: its one `result` event that is not a success, whose `error.message` names the usage
+ * limit and its reset ("Usage limit reached for gemini-3-flash-preview. Access resets at 10:57 PM GMT-3."). Messages,
+ * tool results, its non-fatal `error` warnings and plain lines are never read (error-class.ts finalEventQuota). Never
+ * throws.
+ */
+export function geminiQuotaReset(log: string, now: number): QuotaEvent | null {
+  return finalEventQuota(log, now, isGeminiFinal, (final) => (final.status !== 'success' ? [stringAt(final, 'error', 'message') ?? ''] : null), 'its result event (status error)');
+}
+
 function geminiFatalErrors(events: LogEvent[]): string[] {
   return events
     .filter((e) => e.type === 'result' && e.status !== 'success')
@@ -106,5 +117,5 @@ export const geminiEngine: EngineSpec = {
   parseOutput: parseGeminiOutput,
   finalMessage: geminiFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, geminiFatalErrors, geminiWarnings),
-  quotaReset: (tail, now) => quotaResetOfTail(tail, now, geminiFatalErrors, geminiWarnings),
+  quotaReset: geminiQuotaReset,
 };

@@ -14,10 +14,12 @@
  * - Later versions (npm `grok-dev`) add `--format json` with usage events, and xAI's own Grok CLI has
  *   `--output-format streaming-json`; neither could be installed or captured here, so neither is parsed.
  *   Either can be run as a custom engine with `"output": "none"`.
+ * - With no structured error event, its failure is the agent's own message: never a quota wait (no quotaReset), though
+ *   a failure message naming a rate limit still makes the attempt RATE_LIMITED (requeued with backoff).
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, stringAt, type LogEvent } from './jsonl';
-import { classifyLogTail, quotaResetOfTail } from './error-class';
+import { classifyLogTail } from './error-class';
 
 const FAILURE_PREFIXES = ['Sorry, I encountered an error: ', 'Error: '];
 const ROUNDS_EXHAUSTED = 'Maximum tool execution rounds reached';
@@ -88,5 +90,4 @@ export const grokEngine: EngineSpec = {
   parseOutput: parseGrokOutput,
   finalMessage: grokFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, grokFatalErrors),
-  quotaReset: (tail, now) => quotaResetOfTail(tail, now, grokFatalErrors),
 };

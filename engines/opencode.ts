@@ -11,9 +11,10 @@
  * is recorded as unknown (null) and the scoreboard prices it from the catalog instead.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { amountAt, countAt, forgedFinalReport, jsonEvents, numberAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
+import { amountAt, countAt, forgedFinalReport, jsonEvents, numberAt, objectAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { addCount, usdToMicroUsd } from './tally';
-import { classifyLogTail, quotaResetOfTail } from './error-class';
+import { classifyLogTail } from './error-class';
+import { quotaResetFromHeaders, quotaResetIn, type QuotaEvent } from './quota-reset';
 
 /**
  * Reads usage and cost summed over every `step_finish`, and the final status: `error` when an `error` event
@@ -86,6 +87,27 @@ function opencodeErrorMessage(event: LogEvent): string {
   return stringAt(event, 'error', 'data', 'message') ?? stringAt(event, 'error', 'name') ?? 'opencode reported an error';
 }
 
+/**
+ * The quota an opencode run reports: the `error` event that ended it — the last JSON event of its log, with no step
+ * having ended its loop (upToSoleFinal: a run with two such steps says nothing) — with `error.data.statusCode` 429 and
+ * a reset in the response headers opencode reports with it (`error.data.responseHeaders`: a positive retry-after, or
+ * the provider's reset headers, quota-reset.ts quotaResetFromHeaders; opencode-quota.jsonl), else a reset named in its
+ * message or the response body (`usage_limit_reached` with `resets_at`). An error event the run went on after (one the
+ * worker wrote into opencode's stdout), text and tool output are never read. Never throws.
+ */
+export function opencodeQuotaReset(log: string, now: number): QuotaEvent | null {
+  const last = upToSoleFinal(jsonEvents(log), isOpencodeFinal)?.at(-1);
+  if (!last || last.type !== 'error') return null;
+  const message = opencodeErrorMessage(last);
+  const statusCode = numberAt(last, 'error', 'data', 'statusCode');
+  if (statusCode === 429) {
+    const fromHeaders = quotaResetFromHeaders(objectAt(last, 'error', 'data', 'responseHeaders') ?? {}, now);
+    if (fromHeaders) return { until: fromHeaders.until, text: `HTTP 429: ${message} (${fromHeaders.header}: ${fromHeaders.value})`.slice(0, 300), source: `its error event (HTTP 429, header ${fromHeaders.header})` };
+  }
+  const fromWords = quotaResetIn([message, stringAt(last, 'error', 'data', 'responseBody') ?? ''], now);
+  return fromWords && { ...fromWords, source: `its error event${statusCode !== null ? ` (HTTP ${statusCode})` : ''}` };
+}
+
 function opencodeFatalErrors(events: LogEvent[]): string[] {
   const texts: string[] = [];
   for (const event of events.filter((e) => e.type === 'error')) {
@@ -124,5 +146,5 @@ export const opencodeEngine: EngineSpec = {
   parseOutput: parseOpencodeOutput,
   finalMessage: opencodeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, opencodeFatalErrors),
-  quotaReset: (tail, now) => quotaResetOfTail(tail, now, opencodeFatalErrors),
+  quotaReset: opencodeQuotaReset,
 };

@@ -21,6 +21,15 @@ export interface QuotaReset {
   text: string;
 }
 
+/**
+ * A quota reset an engine reported in its own structured error event (EngineSpec.quotaReset): the reset (epoch ms),
+ * the event's own words (one line, at most 300 characters) and which event of the engine's output said so
+ * (`its turn.failed event`, `its error event (HTTP 429, x-ratelimit-reset-requests)`).
+ */
+export interface QuotaEvent extends QuotaReset {
+  source: string;
+}
+
 /** A reset further away than this is not believed (a misread date), ms: 8 days (codex's weekly limit is 7). */
 export const MAX_QUOTA_WAIT_MS = 8 * 24 * 3600_000;
 
@@ -155,4 +164,88 @@ function zonedTime(day: { y: number; m: number; d: number }, hour: number, minut
   if (first === null) return null;
   const second = offsetAt(zone, wall - first);
   return second === null ? null : wall - second;
+}
+
+/** A reset an HTTP response's headers name: when (epoch ms), the header and its value. */
+export interface HeaderReset {
+  until: number;
+  header: string;
+  value: string;
+}
+
+/** Reset headers read besides Retry-After, lower case (the first pattern that matches a name decides its form). */
+const RESET_HEADERS: [RegExp, 'duration' | 'date' | 'seconds' | 'epoch-or-seconds'][] = [
+  // OpenAI: `x-ratelimit-reset-requests: 1s`, `x-ratelimit-reset-tokens: 6m0s` (Go durations).
+  [/^x-ratelimit-reset-(?:requests|tokens)$/, 'duration'],
+  // Anthropic: `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-reset: <RFC 3339>`.
+  [/^anthropic-ratelimit-(?:requests|tokens|input-tokens|output-tokens)-reset$/, 'date'],
+  // Anthropic subscriptions: `anthropic-ratelimit-unified-reset: <epoch seconds>`.
+  [/^anthropic-ratelimit-unified(?:-[a-z0-9]+)?-reset$/, 'epoch-or-seconds'],
+  // IETF draft-ietf-httpapi-ratelimit-headers: `ratelimit-reset: <delta seconds>`.
+  [/^ratelimit-reset$/, 'seconds'],
+  // Common: `x-ratelimit-reset`, epoch seconds (GitHub), epoch ms (OpenRouter) or delta seconds.
+  [/^x-ratelimit-reset$/, 'epoch-or-seconds'],
+];
+
+/**
+ * The reset an HTTP 429's response headers name (as an engine reported them in its structured error event), or null:
+ * `retry-after` when it is a positive delay (RFC 9110 §10.2.3: delay-seconds or an HTTP-date; `retry-after-ms` as
+ * OpenAI's and Anthropic's SDKs read it), else the latest reset of the provider headers in RESET_HEADERS (every limit
+ * they name has reset by then). A reset not after `now`, or more than MAX_QUOTA_WAIT_MS ahead, is none. Header names
+ * are matched case-insensitively; non-string values are ignored. Pure.
+ */
+export function quotaResetFromHeaders(headers: Record<string, unknown>, now: number): HeaderReset | null {
+  const byName = new Map<string, string>();
+  for (const [k, v] of Object.entries(headers)) if (typeof v === 'string' || typeof v === 'number') byName.set(k.toLowerCase(), String(v).trim());
+  const valid = (r: HeaderReset | null) => (r && r.until > now && r.until - now <= MAX_QUOTA_WAIT_MS ? r : null);
+  const ms = byName.get('retry-after-ms');
+  if (ms !== undefined && /^\d+(?:\.\d+)?$/.test(ms) && Number(ms) > 0) {
+    const r = valid({ until: now + Math.ceil(Number(ms)), header: 'retry-after-ms', value: ms });
+    if (r) return r;
+  }
+  const after = byName.get('retry-after');
+  if (after !== undefined) {
+    const until = /^\d+(?:\.\d+)?$/.test(after) ? (Number(after) > 0 ? now + Math.ceil(Number(after) * 1000) : null) : httpDate(after);
+    const r = until === null ? null : valid({ until, header: 'retry-after', value: after });
+    if (r) return r;
+  }
+  let latest: HeaderReset | null = null;
+  for (const [name, value] of byName) {
+    const form = RESET_HEADERS.find(([re]) => re.test(name))?.[1];
+    if (!form) continue;
+    const until = headerTime(form, value, now);
+    const r = until === null ? null : valid({ until, header: name, value });
+    if (r && (!latest || r.until > latest.until)) latest = r;
+  }
+  return latest;
+}
+
+function headerTime(form: 'duration' | 'date' | 'seconds' | 'epoch-or-seconds', value: string, now: number): number | null {
+  if (form === 'date') return httpDate(value);
+  if (form === 'duration') {
+    const ms = goDurationMs(value);
+    return ms === null ? null : now + ms;
+  }
+  if (!/^\d+(?:\.\d+)?$/.test(value)) return null;
+  const n = Number(value);
+  if (form === 'seconds') return now + Math.ceil(n * 1000);
+  // Epoch ms, epoch seconds, or a delay in seconds, told apart by size (a delay of 31 years is no delay).
+  return n >= 1e12 ? n : n >= 1e9 ? n * 1000 : now + Math.ceil(n * 1000);
+}
+
+/** An RFC 3339 or HTTP-date (RFC 9110 §5.6.7) time, epoch ms; null when it does not parse. */
+function httpDate(value: string): number | null {
+  if (!/^\d{4}-\d{2}-\d{2}T|^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} /.test(value)) return null;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? null : t;
+}
+
+const GO_UNITS: Record<string, number> = { h: 3600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000001 };
+
+/** A Go duration (`6m0s`, `1h2m3.5s`, `20ms`) in ms, as OpenAI's x-ratelimit-reset-* headers give it; null otherwise. */
+function goDurationMs(value: string): number | null {
+  if (!/^(?:\d+(?:\.\d+)?(?:h|ms|m|s|us|µs|ns))+$/.test(value)) return null;
+  let ms = 0;
+  for (const m of value.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) ms += Number(m[1]) * (GO_UNITS[m[2] as string] ?? 0);
+  return Math.ceil(ms);
 }

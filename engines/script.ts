@@ -3,14 +3,13 @@
  * deterministic workers, demos and tests. On a retry the spec stays the same script; the runner sets
  * VERDICT_ATTEMPT (1-based) and VERDICT_FAILURE_FILE (a file holding the previous attempt's log tail and check
  * output) so the script can read them. Its final message (what a reviewer answers) is its last non-empty output line.
- * A script's output is otherwise never classified, except one thing, so tests can play an engine that ran out of its
- * quota: a line that names a usage limit and its reset time (engines/quota-reset.ts) makes a failed attempt
- * RATE_LIMITED and the engine wait until then.
+ * A script's output is never classified: all of it is the worker's own (the script is the worker), so nothing in it is
+ * an engine's event — no rate limit and no quota wait (a line "usage limit reached, try again in 7 days" is a line).
+ * Tests that play an engine out of its quota use a custom engine whose output a structured reader reads
+ * (docs/engines.md "Quota waits").
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { lastLineMessage } from './final-message';
-import { plainLines } from './jsonl';
-import { quotaResetIn } from './quota-reset';
 
 /** A script prints no structured output: nothing is known, and there is no final event. */
 export function parseScriptOutput(_log: string): UsageReport {
@@ -37,6 +36,5 @@ export const scriptEngine: EngineSpec = {
   parseOutput: parseScriptOutput,
   // A script's final message is the last non-empty line it printed (engines/final-message.ts).
   finalMessage: lastLineMessage,
-  classifyError: (tail) => (quotaResetIn(plainLines(tail), Date.now()) ? 'rate_limit' : null),
-  quotaReset: (tail, now) => quotaResetIn(plainLines(tail), now),
+  classifyError: () => null,
 };

@@ -2,7 +2,7 @@
  * The contract every worker engine module fulfils. Pure TypeScript: no vscode, no process spawning here;
  * the supervisor in extension/core/process spawns what an engine describes.
  */
-import type { QuotaReset } from './quota-reset';
+import type { QuotaEvent } from './quota-reset';
 
 /**
  * One element of an argv template. A string may contain the placeholders `{spec}` (the full prompt given to
@@ -108,11 +108,15 @@ export interface EngineSpec {
   /** Classifies a failed run from the tail of its log; null when nothing recognisable. Never throws. */
   classifyError(logTail: string): EngineErrorClass | null;
   /**
-   * The quota reset the tail of a rate-limited run's log names ("usage limit reached … try again at 14:05": the engine
-   * waits until then, engines/quota-reset.ts), or null (a short rate limit, or nothing recognisable). `now` epoch ms.
-   * Absent: the engine's rate limits are never quota waits. Never throws.
+   * The quota reset the engine's own structured error event reports in the whole raw log of a run that ended
+   * RATE_LIMITED on its own (engines/quota-reset.ts; the engine waits until then, run/quota-wait.ts): the one final
+   * event of a one-turn CLI (codex turn.failed, claude's and gemini's error result), or opencode's error event that
+   * ended its run with an HTTP 429 and its reset headers. Null when that event names no reset, or the log holds no such
+   * event or two final events. Text the worker controls — plain lines, tool output, the agent's own messages, JSON
+   * events written into the engine's stdout — is never read. `now` epoch ms. Absent (script, grok, custom engines
+   * with output "none": no structured error event): the engine never waits for a quota. Never throws.
    */
-  quotaReset?(logTail: string, now: number): QuotaReset | null;
+  quotaReset?(log: string, now: number): QuotaEvent | null;
   /**
    * The text of the engine's final answer (its last assistant message) read from the whole raw log, or null when the
    * log holds none (the run failed, or was cut off before answering). Read by the review step (a reviewer answers in

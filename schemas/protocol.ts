@@ -30,6 +30,20 @@ export type AttemptView = Omit<AttemptState, 'dir' | 'workerPid' | 'workerStartT
 /** One task as the page shows it: TaskState without its local folder and port, with its attempts as views. */
 export type TaskView = Omit<TaskState, 'dir' | 'port' | 'attempts'> & { attempts: AttemptView[] };
 
+/**
+ * One engine's quota wait as a page sees it (RunView `waits`; state.json's EngineWait, schemas/run-state.ts, without
+ * its probe). Times epoch ms; `reason` is the words of the engine's own structured error event (data).
+ */
+export interface RunWaitView {
+  until: number;
+  reason: string;
+  task?: string;
+  attempt?: number;
+  source?: string;
+  reset?: number;
+  why?: string;
+}
+
 /** One run as the live list, the library and the run document show it. Times epoch ms; cost micro-USD. */
 export interface RunView {
   runId: string;
@@ -47,10 +61,13 @@ export interface RunView {
   paused: boolean;
   draining: boolean;
   /**
-   * Engines waiting for a quota reset (no attempt on them starts before `until`, epoch ms; `reason` is the engine's own
-   * words), only those not yet over: show "waiting for <engine> until 14:05". Absent in hosts older than the field.
+   * Engines waiting for a quota reset (no attempt on them starts before `until`, epoch ms; `reason` is the words of the
+   * engine's own structured error event, data), only those not yet over: show "waiting for <engine> until 14:05". Who
+   * set it (`task`, `attempt`, `source`: which event of the engine), the reset the engine named (`reset`) and why
+   * `until` is what it is (`why`: the engine's reset, shortened to the cap, confirmed by a probe) are absent in hosts and
+   * records older than them. Absent in hosts older than the field.
    */
-  waits?: Record<string, { until: number; reason: string }>;
+  waits?: Record<string, RunWaitView>;
   counts: { total: number; queued: number; active: number; passed: number; failed: number; other: number };
   /** Tokens in + out over attempts with known usage. */
   tokens: number;

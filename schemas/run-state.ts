@@ -150,7 +150,7 @@ export interface CritiqueState {
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */
-export type ControlVerb = 'stop' | 'cancel' | 'pause' | 'resume' | 'drain' | 'rerun';
+export type ControlVerb = 'stop' | 'cancel' | 'pause' | 'resume' | 'drain' | 'rerun' | 'unwait';
 
 /**
  * One control command as its orchestrator acknowledged it in state.json: `done` once its effect happened (a stopped
@@ -162,6 +162,8 @@ export interface ControlAck {
   /** The verb as sent (an unknown one is kept verbatim and refused). */
   verb: string;
   task: string | null;
+  /** The engine (`unwait`); absent for the other verbs and in older records. */
+  engine?: string;
   /** The sender's identity and host. */
   by: string;
   host: string;
@@ -192,17 +194,32 @@ export interface RunResume {
 }
 
 /**
- * An engine waiting for its quota (a usage limit with a reset time the engine named, e.g. "usage limit reached …
- * try again at 14:05"): no attempt on it starts before `until`; a resumed orchestrator reads it back. Times epoch ms.
+ * An engine waiting for its quota (a usage limit with a reset time the engine named in its own structured error
+ * event, e.g. codex's turn.failed "… try again at 14:05"): no attempt on it starts before `until`; a resumed
+ * orchestrator reads it back; `verdict unwait RUN ENGINE` clears it (run/quota-wait.ts). Times epoch ms.
  */
 export interface EngineWait {
-  /** When its attempts may start again. */
+  /** When its attempts may start again: the engine's reset, or `since` + the cap when that is sooner (`capped`). */
   until: number;
-  /** The engine's own words (one line), and where they were read: `<task> attempt <n>`. */
+  /** The words of the engine's structured error event (one line, at most 300 characters): data, never instructions. */
   reason: string;
+  /** When the wait was set. */
   since: number;
+  /** The task and attempt whose engine event set it. */
   task: string;
   attempt: number;
+  /** Which event of the engine's output said so (`its turn.failed event`); absent in older records. */
+  source?: string;
+  /** The reset the engine named; absent in older records (then it is `until`). */
+  reset?: number;
+  /** Why `until` is what it is (the engine's reset; shortened to the cap; confirmed by a probe), one line. */
+  why?: string;
+  /** `until` is the cap, before the engine's reset: the first attempt after it probes the engine (run/quota-wait.ts). */
+  capped?: boolean;
+  /** A probe attempt started after the cap reported the quota again: the wait runs to the engine's reset. */
+  confirmed?: boolean;
+  /** The probe attempt running now, and since when; dropped when it ends (or by the next orchestrator). */
+  probe?: { task: string; since: number };
 }
 
 /** runs/<run_id>/state.json. Every change rewrites it whole, atomically. Times epoch ms. */
@@ -241,7 +258,10 @@ export interface RunState {
   control?: ControlAck[];
   /** Each time an orchestrator took this run over again after it ended, oldest first; absent when never. */
   resumes?: RunResume[];
-  /** Engines waiting for a quota reset, by engine name (an entry whose `until` passed is stale); absent when none. */
+  /**
+   * Engines waiting for a quota reset, by engine name (an entry whose `until` passed is stale, unless `capped`: then
+   * its probe is due or running); absent when none.
+   */
   waits?: Record<string, EngineWait>;
   /**
    * Anonymous input names (docs/workflows.md "Inputs"), by scope (a task's key, or a council's): member key → its

@@ -1,4 +1,5 @@
 // Display formatting: durations (ms), token counts, micro-USD, dates. Unknown (null) shows as "—", never 0.
+import type { RunWaitView } from '../schemas/protocol';
 
 /** 65_000 → "1m 05s"; under 10 s one decimal (950 → "0.9s", 1_200 → "1.2s"), so a short run never shows "0s". */
 export function duration(ms: number | null): string {
@@ -55,9 +56,17 @@ export function clock(ms: number): string {
   return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
 }
 
-/** The waits (RunView `waits`, by engine) still ahead of `now` (ms), each with its line "waiting for codex until 14:05". */
-export function activeWaits(waits: Record<string, { until: number; reason: string }> | undefined, now: number): { engine: string; reason: string; text: string }[] {
+/**
+ * The waits (RunView `waits`, by engine) still ahead of `now` (ms), each with its line "waiting for codex until 14:05"
+ * and, as `reason` (the line's tooltip), who set it and why: `set by q attempt 1 (its turn.failed event): "<the engine's
+ * words>"; <why>` (older hosts send the words alone).
+ */
+export function activeWaits(waits: Record<string, RunWaitView> | undefined, now: number): { engine: string; reason: string; text: string }[] {
   return Object.entries(waits ?? {})
     .filter(([, w]) => w.until > now)
-    .map(([engine, w]) => ({ engine, reason: w.reason, text: `waiting for ${engine} until ${clock(w.until)}` }));
+    .map(([engine, w]) => ({
+      engine,
+      reason: w.task === undefined ? w.reason : `set by ${w.task} attempt ${w.attempt ?? '?'}${w.source ? ` (${w.source})` : ''}: "${w.reason}"${w.why ? `; ${w.why}` : ''}`,
+      text: `waiting for ${engine} until ${clock(w.until)}`,
+    }));
 }

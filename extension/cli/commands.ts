@@ -22,7 +22,7 @@ const config = {
 } as const satisfies FlagSpec;
 const json = { type: 'boolean', help: 'print JSON' } as const satisfies FlagSpec;
 const noWait = { type: 'boolean', help: 'return once the command is sent, without waiting for its acknowledgment' } as const satisfies FlagSpec;
-/** The flags of the control verbs (stop, pause, drain). */
+/** The flags of the control verbs (stop, pause, drain, unwait). */
 const controlFlags = {
   identity: { type: 'string', value: 'NAME', help: 'who sends it (recorded with the acknowledgment)', default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname' },
   'no-wait': noWait,
@@ -154,6 +154,14 @@ export const COMMANDS: readonly AnyCommand[] = [
       if (live) return sendControl(live, 'rerun', task, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
       return (await import('./resume-command')).continueCommand(run as string, 'rerun', task, runFlagsOf(flags), io);
     },
+  }),
+  command({
+    name: 'unwait',
+    args: [{ name: 'RUN' }, { name: 'ENGINE' }],
+    flags: controlFlags,
+    summary: "a live run's ENGINE stops waiting for its quota reset: its tasks start again at once",
+    exit: controlExit,
+    run: async ({ args: [run, engine], flags }, io) => (await import('./control-command')).unwaitCommand(run as string, engine as string, controlOptions(flags), io),
   }),
   command({
     name: 'merge',

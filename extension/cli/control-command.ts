@@ -7,9 +7,9 @@ import { shortHost } from '../core/host/hostname';
 import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
-import type { TaskState } from '../core/live/state';
+import type { EngineWait, TaskState } from '../core/live/state';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
-import { waitsLine } from '../core/run/quota-wait';
+import { waitLines, waitsLine } from '../core/run/quota-wait';
 import { statusInfo } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
@@ -53,6 +53,8 @@ export interface ControlOptions {
   noWait?: boolean;
   /** Test hook: how long to wait for the acknowledgment, ms (default ACK_WAIT_MS). */
   waitMs?: number;
+  /** The engine the verb names (`unwait`). */
+  engine?: string;
 }
 
 /**
@@ -62,11 +64,15 @@ export interface ControlOptions {
  */
 export async function sendControl(info: RunInfo, verb: ControlVerb, task: string | undefined, opts: ControlOptions, io: Io): Promise<number> {
   const { state } = info;
-  if (info.liveness !== 'running') throw new InputError(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run`);
+  if (info.liveness !== 'running') {
+    // A run that is not live keeps its waits for whoever resumes it: that orchestrator answers unwait.
+    const hint = verb === 'unwait' ? ` (\`verdict resume ${state.runId}\` takes it over, honouring its waits; unwait it once it runs)` : '';
+    throw new InputError(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run${hint}`);
+  }
   if (task !== undefined && !state.tasks.some((t) => t.key === task)) throw new InputError(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
   const by = resolveIdentity({ flag: opts.identity, cwd: process.cwd(), configDefault: loadEngines(undefined).settings.identity }).identity;
-  const cmd = await appendControl(path.dirname(info.stateFile), { verb, ...(task !== undefined ? { task } : {}), by, host: shortHost() });
-  const what = `${verb}${task !== undefined ? ` ${task}` : ''}`;
+  const cmd = await appendControl(path.dirname(info.stateFile), { verb, ...(task !== undefined ? { task } : {}), ...(opts.engine !== undefined ? { engine: opts.engine } : {}), by, host: shortHost() });
+  const what = `${verb}${task !== undefined ? ` ${task}` : ''}${opts.engine !== undefined ? ` ${opts.engine}` : ''}`;
   if (opts.noWait) {
     io.out(`sent ${what} to run ${state.runId} (command ${cmd.id}); its acknowledgment will be in ${info.stateFile} (control)`);
     return 0;
@@ -99,6 +105,25 @@ export function stopCommand(run: string, task: string | undefined, opts: Control
   return sendControl(resolveRun(opts.home, run), task === undefined ? 'cancel' : 'stop', task, opts, io);
 }
 
+/**
+ * `verdict unwait RUN ENGINE`: clears ENGINE's quota wait in a live run (run/quota-wait.ts) through its control channel;
+ * the engine's tasks start again at once. Returns as sendControl does (0 done, also when the engine was not waiting).
+ * @throws InputError when the run is unknown or not live
+ */
+export function unwaitCommand(run: string, engine: string, opts: ControlOptions, io: Io): Promise<number> {
+  return sendControl(resolveRun(opts.home, run), 'unwait', undefined, { ...opts, engine }, io);
+}
+
+/**
+ * A wait as `verdict runs --json` shows it: until and the engine's reset (ISO 8601), the engine event's own words
+ * (`reason`), which event (`source`), the task and attempt that set it, since when, why `until` is what it is, whether it
+ * was shortened to the cap or confirmed by a probe, and the probe running now.
+ */
+function waitJson(w: EngineWait): Record<string, unknown> {
+  const iso = (t: number) => new Date(t).toISOString();
+  return { until: iso(w.until), reset: iso(w.reset ?? w.until), reason: w.reason, source: w.source ?? null, task: w.task, attempt: w.attempt, since: iso(w.since), why: w.why ?? null, capped: w.capped === true, confirmed: w.confirmed === true, probe: w.probe ? { task: w.probe.task, since: iso(w.probe.since) } : null };
+}
+
 /** One line per run, live ones first (`verdict runs`). */
 export function runsCommand(opts: { home: string; json: boolean }, io: Io): number {
   const { runs, skipped } = listRuns(opts.home);
@@ -112,8 +137,8 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
     state: r.liveness,
     paused: r.state.paused === true,
     draining: r.state.draining === true,
-    // Engines waiting for a quota reset (a resumed run honours them too): wake-up time ISO 8601 and the engine's words.
-    waits: Object.fromEntries(Object.entries(r.state.waits ?? {}).filter(([, w]) => w.until > Date.now()).map(([e, w]) => [e, { until: new Date(w.until).toISOString(), reason: w.reason }])),
+    // Engines waiting for a quota reset (a resumed run honours them too), or whose probe runs: see waitJson.
+    waits: Object.fromEntries(Object.entries(r.state.waits ?? {}).filter(([, w]) => w.until > Date.now() || (w.probe && r.liveness === 'running')).map(([e, w]) => [e, waitJson(w)])),
     waiting: waitsLine(r.state),
     passed: r.counts.passed,
     total: r.counts.total,
@@ -186,10 +211,12 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     ];
   });
   if (opts.json) {
-    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
+    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
     return 0;
   }
   io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${info.counts.passed}/${info.counts.total} passed`);
+  // Who set each quota wait, from which engine event, why until then, and how to clear it (the engine's words as data).
+  for (const line of waitLines(s)) io.out(`  ${printable(line)}`);
   const table = [['TASK', 'STATUS', 'AFTER', 'ATTEMPTS', 'WHY']];
   for (const r of rows) table.push([`${r.indent ? '  ' : ''}${oneLine(r.key)}`, r.label, r.after.map(oneLine).join(', ') || '—', String(r.attempts), printable(r.why)]);
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));

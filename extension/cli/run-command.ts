@@ -124,6 +124,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       continueRun: flags.continueRun,
       // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
+      ...(settings.quotaMaxWaitH !== undefined ? { quotaMaxWaitMs: settings.quotaMaxWaitH * 3600_000 } : {}),
       ...(pool ? { attemptSteps: [pool.step(), critiqueHereStep()] } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {

@@ -55,6 +55,7 @@ export function configForRun(s: EditorSettings): VerdictConfig {
   if (s.postgresUrl !== undefined) c.postgres_url = s.postgresUrl;
   if (s.poolUrl !== undefined) c.pool = s.poolUrl;
   if (s.sockets.length) c.sockets = s.sockets;
+  if (s.quotaMaxWaitH !== undefined) c.quota = { max_wait_h: s.quotaMaxWaitH };
   return c;
 }
 

@@ -194,10 +194,10 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     assert.equal(state().tasks.find((t) => t.key === 'writer')?.status, 'PASS', 'what passed is kept');
   });
 
-  it('shows an engine waiting for its quota: "waiting for <engine> until HH:MM" in the live list', async () => {
+  it('shows an engine waiting for its quota: "waiting for <engine> until HH:MM" in the live list, who set it and why in its tooltip', async () => {
     // A live run (this process is its orchestrator) whose codex waits an hour for a usage-limit reset.
     const until = Date.now() + 3600_000;
-    const waiting: RunState = { ...state(), runId: 'waiting-run', runName: 'quota-wait', status: 'running', pid: process.pid, host: shortHost(), heartbeatAt: Date.now(), endedAt: null, control: [], waits: { codex: { until, reason: 'usage limit reached; try again at 3pm', since: Date.now(), task: 'writer', attempt: 1 } } };
+    const waiting: RunState = { ...state(), runId: 'waiting-run', runName: 'quota-wait', status: 'running', pid: process.pid, host: shortHost(), heartbeatAt: Date.now(), endedAt: null, control: [], waits: { codex: { until, reset: until, reason: 'usage limit reached; try again at 3pm', source: 'its turn.failed event', why: "the engine's own reset", since: Date.now(), task: 'writer', attempt: 1 } } };
     fs.mkdirSync(path.join(home, 'runs', 'waiting-run'), { recursive: true });
     fs.writeFileSync(path.join(home, 'runs', 'waiting-run', 'state.json'), JSON.stringify(waiting));
     await page.locator('vscode-button[data-view="live"]').click();
@@ -205,6 +205,7 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     const wait = page.locator('.run-row[data-run-id="waiting-run"] [data-testid="wait"]');
     await wait.waitFor({ timeout: 20000 });
     assert.equal(await wait.innerText(), `waiting for codex until ${hhmm}`);
+    assert.equal(await wait.getAttribute('title'), 'set by writer attempt 1 (its turn.failed event): "usage limit reached; try again at 3pm"; the engine\'s own reset');
   });
 
   it('ran under its CSP without a violation or a page error', () => {

@@ -9,6 +9,21 @@ import type { RunState } from '../../extension/core/live/state';
 
 const env = { VERDICT_IDENTITY: 'tester' };
 
+/**
+ * A config with engine `lim`: bash runs the spec and claude's reader reads its output, so a task can end the way Claude
+ * Code does when its usage limit is reached (only an engine's own structured event starts a quota wait).
+ */
+function quotaEngineConfig(dir: string): string {
+  const file = path.join(dir, 'config.json');
+  fs.writeFileSync(file, JSON.stringify({ engines: { lim: { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file' } } }));
+  return file;
+}
+
+/** Shell that prints Claude Code's error result for a used-up usage limit resetting `inS` seconds from now. */
+function quotaResult(inS: number): string {
+  return `echo '{"type":"result","is_error":true,"result":"Claude AI usage limit reached|'$(( $(date +%s) + ${inS} ))'"}'`;
+}
+
 /** The one run under `home`: its id and state now (a resume never makes a second run). */
 function onlyRun(home: string): { runId: string; state: RunState } {
   const ids = fs.readdirSync(path.join(home, 'runs'));
@@ -148,47 +163,50 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
 
   it('a quota wait survives kill -9 and resume: no attempt is spent while the engine waits, and none starts before its wake-up', async () => {
     const dir = tempDir();
-    // q's first attempt prints the engine's usage-limit message with a reset 8 s ahead (claude's form, epoch seconds).
-    const quota = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "Claude AI usage limit reached|$(( $(date +%s) + 8 ))"; exit 1; fi; echo ok > out.txt';
+    // An engine whose output claude's reader reads: q's first attempt ends with its result event saying the usage limit
+    // is reached, with a reset 8 s ahead (claude's form, epoch seconds).
+    const config = quotaEngineConfig(dir);
+    const quota = `if [ "$VERDICT_ATTEMPT" = 1 ]; then ${quotaResult(8)}; exit 1; fi; echo ok > out.txt`;
     const manifest = writeManifest(dir, {
       workdir: 'w',
       max_parallel: 1,
       tasks: [
-        scriptTask('q', quota, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { max_attempts: 1 }),
-        scriptTask('r', 'echo ok > out.txt', 'test -s out.txt'),
+        scriptTask('q', quota, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'lim', max_attempts: 1 }),
+        scriptTask('r', 'echo ok > out.txt', 'test -s out.txt', { engine: 'lim' }),
       ],
     });
     const home = path.join(dir, 'home');
-    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
     let waiting: RunState | null = null;
     for (let i = 0; i < 600 && !waiting; i++) {
       await new Promise((r) => setTimeout(r, 50));
       try {
         const { state } = onlyRun(home);
-        if (state.waits?.script) waiting = state;
+        if (state.waits?.lim) waiting = state;
       } catch {
         // not started yet, or the state file is being replaced
       }
     }
     assert.ok(waiting, 'the engine went into a quota wait');
-    const wait = waiting.waits?.script;
+    const wait = waiting.waits?.lim;
     // While it waits: q's rate-limited attempt is its only one, r (same engine) has not started.
     assert.deepEqual(waiting.tasks.map((t) => [t.key, t.attempts.map((a) => a.verdict)]), [['q', ['RATE_LIMITED']], ['r', []]]);
     assert.deepEqual([wait?.task, wait?.attempt], ['q', 1]);
     assert.match(wait?.reason ?? '', /^Claude AI usage limit reached\|\d{10}$/);
-    const listed = JSON.parse((await cli(['runs', '--json', '--home', home], { env })).stdout) as { waits: Record<string, { until: string }>; waiting: string }[];
-    assert.equal(listed[0]?.waits.script?.until, new Date(wait?.until as number).toISOString());
-    assert.match(listed[0]?.waiting ?? '', /^waiting for script until \d\d:\d\d$/);
+    const listed = JSON.parse((await cli(['runs', '--json', '--home', home], { env })).stdout) as { waits: Record<string, { until: string; task: string; source: string }>; waiting: string }[];
+    assert.equal(listed[0]?.waits.lim?.until, new Date(wait?.until as number).toISOString());
+    assert.deepEqual([listed[0]?.waits.lim?.task, listed[0]?.waits.lim?.source], ['q', 'its result event (is_error)']);
+    assert.match(listed[0]?.waiting ?? '', /^waiting for lim until \d\d:\d\d$/);
 
     child.kill('SIGKILL');
     await child;
     const killed = onlyRun(home).state;
     assert.deepEqual(killed.tasks.map((t) => [t.key, t.attempts.length]), [['q', 1], ['r', 0]], 'killed during the wait: nothing else ran');
-    assert.deepEqual(killed.waits?.script, wait, 'the wait is in state.json');
+    assert.deepEqual(killed.waits?.lim, wait, 'the wait is in state.json');
 
-    const r = await cli(['resume', killed.runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
+    const r = await cli(['resume', killed.runId, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env });
     assert.equal(r.exitCode, 0, r.all);
-    assert.match(r.stdout, /engine script waits for its quota until \d\d:\d\d \(q attempt 1: "Claude AI usage limit reached\|\d+"\); no attempt on it starts before then/);
+    assert.match(r.stdout, /engine lim waits for its quota until \d\d:\d\d \(q attempt 1: "Claude AI usage limit reached\|\d+"\); no attempt on it starts before then/);
     const { state } = onlyRun(home);
     assert.equal(state.runId, killed.runId);
     assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]), [['q', 'PASS', [[1, 'RATE_LIMITED'], [2, 'PASS']]], ['r', 'PASS', [[1, 'PASS']]]]);
@@ -254,13 +272,9 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
 
   it('a quota wait in a live run: the waiting engine starts nothing until its wake-up, another engine goes on meanwhile', async () => {
     const dir = tempDir();
-    const bin = path.join(dir, 'bin');
-    fs.mkdirSync(bin);
-    fs.writeFileSync(path.join(bin, 'agent-lim'), '#!/bin/bash\nbash -c "$1"\n', { mode: 0o755 });
-    const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { lim: { binary: 'agent-lim', argv: ['{spec}'], install: 'a test fixture', output: 'none' } } }));
-    // A usage-limit line on stderr with its reset 8 s ahead (claude's form: epoch seconds).
-    const quota = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "Claude AI usage limit reached|$(( $(date +%s) + 8 ))" >&2; exit 1; fi; echo ok > out.txt';
+    const config = quotaEngineConfig(dir);
+    // The engine's result event names the usage limit with its reset 8 s ahead (claude's form: epoch seconds).
+    const quota = `if [ "$VERDICT_ATTEMPT" = 1 ]; then ${quotaResult(8)}; exit 1; fi; echo ok > out.txt`;
     const manifest = writeManifest(dir, {
       workdir: 'w',
       max_parallel: 1,
@@ -270,9 +284,9 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
       ],
     });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', manifest, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const r = await cli(['run', manifest, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env });
     assert.equal(r.exitCode, 0, r.all);
-    assert.match(r.stdout, /engine lim reached its usage limit \(q attempt 1\): no attempt on it starts before \d\d:\d\d/);
+    assert.match(r.stdout, /engine lim reached its usage limit \(q attempt 1, its result event \(is_error\)\): no attempt on it starts before \d\d:\d\d/);
     const { state } = onlyRun(home);
     const rows = readRows(home);
     assert.deepEqual(rows.map((x) => [x.task_key, x.worker_engine, x.attempt, x.verdict]), [['q', 'lim', 1, 'RATE_LIMITED'], ['s', 'script', 1, 'PASS'], ['q', 'lim', 2, 'PASS']]);

@@ -79,12 +79,27 @@ describe('config: location and precedence', () => {
     const notString = write(path.join(dir, 'notstring.json'), '{"sockets": [3]}');
     assert.throws(() => loadConfig(notString), new RegExp(`^Error: ${notString}:1:14: sockets\\[0\\]: 3 must be an absolute path`));
   });
+
+  it('quota.max_wait_h: hours from 0 to 192 (fractions allowed); anything else names file:line:column and field', () => {
+    for (const h of [0, 0.25, 6, 192]) assert.deepEqual(loadConfig(write(path.join(dir, `ok-${h}.json`), { quota: { max_wait_h: h } })).config.quota, { max_wait_h: h });
+    for (const [name, quota, message] of [
+      ['negative', { max_wait_h: -1 }, '1:24: quota.max_wait_h: must be a number of hours from 0 to 192, got -1'],
+      ['past 8 days', { max_wait_h: 200 }, '1:24: quota.max_wait_h: must be a number of hours from 0 to 192, got 200'],
+      ['a string', { max_wait_h: '6' }, '1:24: quota.max_wait_h: must be a number of hours from 0 to 192, got "6"'],
+      ['unknown key', { max_wait: 6 }, '1:22: quota.max_wait: is not a known field (known: max_wait_h)'],
+      ['not an object', 6, '1:10: quota: must be an object'],
+    ] as const) {
+      const file = write(path.join(dir, `bad-quota-${name.replace(/ /g, '-')}.json`), { quota });
+      assert.throws(() => loadConfig(file), (e: Error) => e.message.startsWith(`${file}:${message}`), name);
+    }
+    assert.equal(settingsFromConfig({ quota: { max_wait_h: 2 } }, '/c.json').quotaMaxWaitH, 2);
+  });
 });
 
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], postgresUrl: undefined, poolUrl: undefined, configFile: '/c.json' });
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], postgresUrl: undefined, poolUrl: undefined, quotaMaxWaitH: undefined, configFile: '/c.json' });
     const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
     assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl], ['me', 3, true, false, 'postgres://x', 'postgres://pool']);
     assert.deepEqual(settingsFromConfig({ sockets: ['~/a.sock'] }, '/c.json').sockets, ['~/a.sock']);

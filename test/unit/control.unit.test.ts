@@ -37,7 +37,7 @@ describe('control channel: runs/<id>/control.jsonl', () => {
     const unknown = parseControlLine(JSON.stringify({ id: 'u', verb: 'explode', by: 'dan', host: 'h', at: 1 }), 0);
     assert.ok(!isCommand(unknown));
     assert.equal(unknown.id, 'u');
-    assert.match(unknown.reason, /^unknown verb "explode" \(known: stop, cancel, pause, resume, drain, rerun\)/);
+    assert.match(unknown.reason, /^unknown verb "explode" \(known: stop, cancel, pause, resume, drain, rerun, unwait\)/);
     const junk = parseControlLine('{"id": "j", verb', 120);
     assert.ok(!isCommand(junk));
     assert.equal(junk.id, 'line@120');
@@ -48,6 +48,15 @@ describe('control channel: runs/<id>/control.jsonl', () => {
     assert.ok(!isCommand(rerun) && /rerun needs a task/.test(rerun.reason));
     const pause = parseControlLine(JSON.stringify({ id: 'p', verb: 'pause', task: 'a', by: 'e', host: 'h', at: 1 }), 0);
     assert.ok(!isCommand(pause) && /takes no task/.test(pause.reason));
+    // unwait names an engine, and only unwait does.
+    const unwait = parseControlLine(JSON.stringify({ id: 'w', verb: 'unwait', engine: 'codex', by: 'e', host: 'h', pid: 1, at: 1 }), 0);
+    assert.deepEqual(unwait, { id: 'w', verb: 'unwait', engine: 'codex', by: 'e', host: 'h', pid: 1, at: 1 });
+    const noEngine = parseControlLine(JSON.stringify({ id: 'w2', verb: 'unwait', by: 'e', host: 'h', at: 1 }), 0);
+    assert.ok(!isCommand(noEngine) && /unwait needs an engine/.test(noEngine.reason));
+    const unwaitTask = parseControlLine(JSON.stringify({ id: 'w3', verb: 'unwait', engine: 'codex', task: 'a', by: 'e', host: 'h', at: 1 }), 0);
+    assert.ok(!isCommand(unwaitTask) && /acts on an engine; it takes no task/.test(unwaitTask.reason));
+    const drainEngine = parseControlLine(JSON.stringify({ id: 'd', verb: 'drain', engine: 'codex', by: 'e', host: 'h', at: 1 }), 0);
+    assert.ok(!isCommand(drainEngine) && /drain takes no engine/.test(drainEngine.reason));
   });
 
   it('skips blank lines and keeps reading after a bad one', () => {

@@ -5,6 +5,10 @@ import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type JSONPat
 import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
 import { loadRingerConfig } from './ringer-config';
+import { MAX_QUOTA_WAIT_MS } from '../../../engines/quota-reset';
+
+/** The largest `quota.max_wait_h`, h: a reset further than MAX_QUOTA_WAIT_MS (8 days) away is not believed at all. */
+export const MAX_QUOTA_MAX_WAIT_H = MAX_QUOTA_WAIT_MS / 3600_000;
 
 /** The user's Verdict config file (JSON or JSONC). Every field is optional. */
 export interface VerdictConfig {
@@ -34,6 +38,15 @@ export interface VerdictConfig {
    * manifest still needs a `remote`), and the dashboard shows that pool. `--pool` and the manifest's `pool` win.
    */
   pool?: string;
+  /** Quota waits (run/quota-wait.ts). */
+  quota?: {
+    /**
+     * The longest quota wait an engine's event starts without a probe confirming it, hours (0 to MAX_QUOTA_MAX_WAIT_H,
+     * fractions allowed; default 6): a reset further away is shortened to it, and only an attempt started after it that
+     * reports the quota again makes the engine wait until the reset. 0: every wait needs that confirmation.
+     */
+    max_wait_h?: number;
+  };
 }
 
 /** The Postgres URL eval rows are mirrored to: $VERDICT_PG_URL > the config's postgres_url > none (null). */
@@ -116,8 +129,8 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   // `file:line:column: field:` of a field's value, so an editor jumps to it.
   const tree = parseTree(text, [], { allowTrailingComma: true });
   const lines = new LineIndex(text);
-  const at = (field: string): string => {
-    const node = tree && findNodeAtLocation(tree, [field]);
+  const at = (field: string, location: string[] = [field]): string => {
+    const node = tree && findNodeAtLocation(tree, location);
     if (!node) return `${abs}: ${field}`;
     const pos = lines.position(node.offset);
     return `${abs}:${pos.line}:${pos.column}: ${field}`;
@@ -134,6 +147,15 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   }
   if (c.pool !== undefined && !(typeof c.pool === 'string' && /^postgres(ql)?:\/\//.test(c.pool))) {
     throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL`);
+  }
+  if (c.quota !== undefined) {
+    if (typeof c.quota !== 'object' || c.quota === null || Array.isArray(c.quota)) throw new Error(`${at('quota')}: must be an object, e.g. {"max_wait_h": 6}`);
+    const q = c.quota as Record<string, unknown>;
+    for (const key of Object.keys(q)) if (key !== 'max_wait_h') throw new Error(`${at(`quota.${key}`, ['quota', key])}: is not a known field (known: max_wait_h)`);
+    const h = q.max_wait_h;
+    if (h !== undefined && !(typeof h === 'number' && Number.isFinite(h) && h >= 0 && h <= MAX_QUOTA_MAX_WAIT_H)) {
+      throw new Error(`${at('quota.max_wait_h', ['quota', 'max_wait_h'])}: must be a number of hours from 0 to ${MAX_QUOTA_MAX_WAIT_H}, got ${JSON.stringify(h)}`);
+    }
   }
   for (const field of ['allow_full_access', 'sandbox'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);

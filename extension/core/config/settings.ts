@@ -24,6 +24,8 @@ export interface VerdictSettings {
   postgresUrl: string | undefined;
   /** The worker pool's Postgres URL (config `pool`, setting `verdict.pool`): the default pool of a run and the pool the views show. */
   poolUrl: string | undefined;
+  /** The cap on a quota wait no probe confirmed, hours (config `quota.max_wait_h`; undefined: 6, run/quota-wait.ts). */
+  quotaMaxWaitH: number | undefined;
   /**
    * Where the user can change `allowFullAccess` and `sandbox`, named in messages: the config file read, or the
    * default path it would be read from.
@@ -42,6 +44,7 @@ export function settingsFromConfig(config: VerdictConfig, shown: string): Verdic
     sockets: config.sockets ?? [],
     postgresUrl: config.postgres_url,
     poolUrl: config.pool,
+    quotaMaxWaitH: config.quota?.max_wait_h,
     configFile: shown,
   };
 }

@@ -11,9 +11,10 @@ import type { ControlAck, ControlVerb } from '../../../schemas/run-state';
  */
 export type { ControlAck, ControlVerb };
 
-/** Every verb the orchestrator knows; `stop` and `rerun` name a task, the others the whole run. */
-export const CONTROL_VERBS: readonly ControlVerb[] = ['stop', 'cancel', 'pause', 'resume', 'drain', 'rerun'];
+/** Every verb the orchestrator knows; `stop` and `rerun` name a task, `unwait` an engine, the others the whole run. */
+export const CONTROL_VERBS: readonly ControlVerb[] = ['stop', 'cancel', 'pause', 'resume', 'drain', 'rerun', 'unwait'];
 const TASK_VERBS: ReadonlySet<string> = new Set(['stop', 'rerun']);
+const ENGINE_VERBS: ReadonlySet<string> = new Set(['unwait']);
 
 /** One line of control.jsonl. Times epoch ms. */
 export interface ControlCommand {
@@ -21,6 +22,8 @@ export interface ControlCommand {
   verb: ControlVerb;
   /** The task (`stop`, `rerun`). */
   task?: string;
+  /** The engine (`unwait`: the engine whose quota wait is cleared). */
+  engine?: string;
   /** The sender's identity. */
   by: string;
   host: string;
@@ -29,7 +32,7 @@ export interface ControlCommand {
 }
 
 /** A line that is not a command the orchestrator can act on: acknowledged as refused with `reason`. */
-export type BadControlLine = Pick<ControlAck, 'id' | 'verb' | 'task' | 'by' | 'host' | 'at' | 'reason'>;
+export type BadControlLine = Pick<ControlAck, 'id' | 'verb' | 'task' | 'engine' | 'by' | 'host' | 'at' | 'reason'>;
 
 /** The control file of the run whose records are in `runDir`. */
 export function controlFile(runDir: string): string {
@@ -41,7 +44,7 @@ export function controlFile(runDir: string): string {
  * line) and returns it with its fresh id.
  */
 export async function appendControl(runDir: string, cmd: Omit<ControlCommand, 'id' | 'at' | 'pid'> & { id?: string; at?: number; pid?: number }): Promise<ControlCommand> {
-  const full: ControlCommand = { id: cmd.id ?? crypto.randomUUID(), verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), by: cmd.by, host: cmd.host, pid: cmd.pid ?? process.pid, at: cmd.at ?? Date.now() };
+  const full: ControlCommand = { id: cmd.id ?? crypto.randomUUID(), verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), by: cmd.by, host: cmd.host, pid: cmd.pid ?? process.pid, at: cmd.at ?? Date.now() };
   const file = controlFile(runDir);
   await withLock(file, async () => {
     await fs.promises.appendFile(file, JSON.stringify(full) + '\n');
@@ -62,15 +65,18 @@ export function parseControlLine(line: string, offset: number): ControlCommand |
   const id = str(o.id) ?? `line@${offset}`;
   const verb = str(o.verb) ?? '?';
   const task = str(o.task);
+  const engine = str(o.engine);
   const by = str(o.by) ?? '?';
   const host = str(o.host) ?? '?';
   const at = typeof o.at === 'number' ? o.at : 0;
-  const bad = (reason: string): BadControlLine => ({ id, verb, task, by, host, at, reason });
+  const bad = (reason: string): BadControlLine => ({ id, verb, task, ...(engine !== null ? { engine } : {}), by, host, at, reason });
   if (!str(o.id)) return bad('no id');
   if (!(CONTROL_VERBS as readonly string[]).includes(verb)) return bad(`unknown verb "${verb}" (known: ${CONTROL_VERBS.join(', ')})`);
   if (TASK_VERBS.has(verb) && !task) return bad(`${verb} needs a task`);
-  if (!TASK_VERBS.has(verb) && task) return bad(`${verb} acts on the whole run; it takes no task`);
-  return { id, verb: verb as ControlVerb, ...(task ? { task } : {}), by, host, pid: typeof o.pid === 'number' ? o.pid : 0, at };
+  if (!TASK_VERBS.has(verb) && task) return bad(`${verb} acts on ${ENGINE_VERBS.has(verb) ? 'an engine' : 'the whole run'}; it takes no task`);
+  if (ENGINE_VERBS.has(verb) && !engine) return bad(`${verb} needs an engine`);
+  if (!ENGINE_VERBS.has(verb) && engine) return bad(`${verb} takes no engine`);
+  return { id, verb: verb as ControlVerb, ...(task ? { task } : {}), ...(engine ? { engine } : {}), by, host, pid: typeof o.pid === 'number' ? o.pid : 0, at };
 }
 
 /** True for a parsed line the orchestrator can act on. */

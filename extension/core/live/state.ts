@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { appendWorker, openWorkerJournal, workerJournalFile, type SandboxInit } from './worker-journal';
 
 /** The state file's shape is a contract other processes read (views, the dashboard): it lives in schemas/run-state.ts. */
-export type { AttemptState, RunState, TaskState, TaskStatus } from '../../../schemas/run-state';
+export type { AttemptState, EngineWait, RunState, TaskState, TaskStatus } from '../../../schemas/run-state';
 
 /** Heartbeat period of a live run, ms. A heartbeat older than 3 periods is stale. */
 export const HEARTBEAT_MS = 5000;

@@ -10,7 +10,7 @@ import { shortHost } from '../host/hostname';
 import { appendEvalRow } from '../store/eval-log';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
-import { nextStep, retryAfterSeconds } from './decide';
+import { endedOnItsOwn, nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
 import { revisionPrompt } from './critique-loop';
 import { critiqueRow } from './critique-record';
@@ -20,8 +20,9 @@ import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import { DEFAULT_STEPS } from './steps';
 import { removeStepScratch } from './containment';
-import type { QuotaReset } from '../../../engines/quota-reset';
-import { statusInfo } from '../../../schemas/status';
+import type { QuotaEvent } from '../../../engines/quota-reset';
+import { statusInfo, type Verdict } from '../../../schemas/status';
+import { readLog } from './steps/work';
 
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
 export const MAX_RATE_LIMIT_REQUEUES = 5;
@@ -33,8 +34,13 @@ export interface AttemptOutcome {
   requeueAfterMs: number | null;
   costMicroUsd: number | null;
   rateLimited: boolean;
-  /** A RATE_LIMITED attempt whose engine named when its quota resets (the engine's quotaReset); else null. */
-  quota: QuotaReset | null;
+  /** The attempt's verdict. */
+  verdict: Verdict;
+  /**
+   * A RATE_LIMITED attempt whose engine exited on its own (a non-zero exit, no signal, not stopped by Verdict) and
+   * whose own structured error event named when its quota resets (the engine's quotaReset over the whole log); else null.
+   */
+  quota: QuotaEvent | null;
 }
 
 /**
@@ -210,8 +216,10 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   io.sync();
   // The reviewers' and critics' known costs count against the budget with the worker's.
   const reviewCost = [...(rec.reviews ?? []), ...(rec.critiques ?? [])].reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
-  const quota = verdict === 'RATE_LIMITED' ? (task.engine.quotaReset?.(io.workerTail, Date.now()) ?? null) : null;
-  const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED', quota };
+  // A quota wait only from the engine's own event, in a log an engine that ended on its own wrote: one killed by a
+  // signal (the worker can kill its own engine right after writing a forged event into its output) says nothing.
+  const quota = verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker) ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null) : null;
+  const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
   if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };

@@ -18,6 +18,16 @@ export interface WorkerOutcome {
   spawnError: string | null;
 }
 
+/**
+ * Whether the worker's engine ended on its own with a failure: an exit code from 1 to 127, no signal, and not stopped
+ * by Verdict (timeout, watchdog, final-event grace, cancel). Only then is its log's final error event the engine's last
+ * word (a worker can write a forged event into its engine's output and kill it; the engine then dies by a signal, which
+ * bubblewrap and a shell report as exit code 128 + the signal's number).
+ */
+export function endedOnItsOwn(worker: WorkerOutcome): boolean {
+  return worker.exitCode !== null && worker.exitCode > 0 && worker.exitCode < 128 && worker.signal === null && !worker.timedOut && !worker.stalled && !worker.cancelled && !worker.stoppedAfterFinal && worker.spawnError === null;
+}
+
 /** What judge() needs of the check (core/run/check.ts CheckResult), or null when no check ran. */
 export interface CheckOutcome {
   passed: boolean;

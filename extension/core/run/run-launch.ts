@@ -292,8 +292,8 @@ export function summaryFromRecords(home: string, info: RunInfo): RunSummary {
  * Appends a control command to a run's channel and waits (up to `waitMs`) for its acknowledgment in state.json.
  * Resolves with the command and its acknowledgment, or `ack: null` when the run ended or the time ran out first.
  */
-export async function sendControlAndWait(stateFile: string, cmd: { verb: ControlVerb; task?: string; by: string }, waitMs = 15_000): Promise<{ command: ControlCommand; ack: ControlAck | null }> {
-  const command = await appendControl(path.dirname(stateFile), { verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), by: cmd.by, host: shortHost() });
+export async function sendControlAndWait(stateFile: string, cmd: { verb: ControlVerb; task?: string; engine?: string; by: string }, waitMs = 15_000): Promise<{ command: ControlCommand; ack: ControlAck | null }> {
+  const command = await appendControl(path.dirname(stateFile), { verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), by: cmd.by, host: shortHost() });
   const deadline = Date.now() + waitMs;
   for (;;) {
     const read = readState(stateFile);

@@ -30,6 +30,11 @@ export interface RunSettings {
   rateLimitBaseMs?: number;
   /** How long an engine may keep running after its final event, ms (default FINAL_EVENT_GRACE_MS). */
   finalGraceMs?: number;
+  /**
+   * The longest quota wait no probe confirmed, ms (the user config's `quota.max_wait_h`; default
+   * DEFAULT_MAX_QUOTA_WAIT_MS, 6 h): a reset further away is shortened to it until a probe confirms it (run/quota-wait.ts).
+   */
+  quotaMaxWaitMs?: number;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
   /**

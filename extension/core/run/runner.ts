@@ -14,7 +14,7 @@ import { releaseTrees } from './trees';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
-import { EngineWaits, wakeTime } from './quota-wait';
+import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime, type WaitChange } from './quota-wait';
 import { ContinueError, reopenState, takeOverTasks, takeRun, type ContinueRequest, type RunContinuation } from './resume';
 import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
@@ -38,6 +38,11 @@ export type { PriorTask, RunEvent, RunSettings, RunSummary, TaskSummary } from '
 
 /** How often a live run reads its control file (runs/<id>/control.jsonl), ms. */
 export const CONTROL_POLL_MS = 250;
+/**
+ * How long a job held while its engine's probe runs waits before it asks again, ms; the probe's end wakes it at once,
+ * so this only bounds a wake-up that never came.
+ */
+const PROBE_HOLD_MS = 60_000;
 
 /** Options of {@link runManifest}: the run's settings and the caller's hooks into it. */
 export interface RunOptions extends RunSettings {
@@ -185,7 +190,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     tasks: tasks.map((t) => t.state),
   };
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);
-  const waits = new EngineWaits(state);
+  const waits = new EngineWaits(state, opts.quotaMaxWaitMs ?? DEFAULT_MAX_QUOTA_WAIT_MS);
   await stateFile.save();
   stateFile.start();
   const emit = (e: RunEvent) => opts.onEvent?.(e);
@@ -195,7 +200,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
   }
   for (const [engine, w] of waits.active(Date.now())) {
-    emit({ type: 'run-note', note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then` });
+    emit({ type: 'run-note', note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then${w.capped ? ', and the first after it probes the engine' : ''} (verdict unwait ${runId} ${engine} clears it)` });
   }
   for (const t of tasks) {
     if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
@@ -222,6 +227,33 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     task.engine = opts.engines.get(choice.engine) as EngineSpec;
     task.state.engine = choice.engine;
     task.state.model = choice.model;
+  };
+  /**
+   * Jobs put back in the scheduler's delay because of their engine's quota wait (waiting for it, or held while its
+   * probe runs), by engine: `wake` starts them at once when the wait is cleared or its probe ended.
+   */
+  const parkedOnWait = new Map<string, Set<TaskRuntime>>();
+  const wake = (engine: string) => {
+    const parked = parkedOnWait.get(engine);
+    parkedOnWait.delete(engine);
+    for (const t of parked ?? []) if (scheduler.withdraw(t)) scheduler.push(t);
+  };
+  /** What an attempt's end did to its engine's wait (run/quota-wait.ts settle): said, saved, and held jobs woken. */
+  const afterWaitChange = (task: TaskRuntime, engine: string, change: WaitChange) => {
+    const n = task.state.attempts.length;
+    if (change.set) {
+      const w = change.set;
+      const note = w.capped
+        ? `engine ${engine} reached its usage limit (${task.spec.key} attempt ${n}, ${w.source}): it named ${wakeTime(w.reset ?? w.until)}, past the cap; no attempt on it starts before ${wakeTime(w.until)}, then one probes it — "${w.reason}"`
+        : w.confirmed
+          ? `engine ${engine} reported its usage limit again to the probe (${task.spec.key} attempt ${n}, ${w.source}): confirmed, no attempt on it starts before ${wakeTime(w.until)} — "${w.reason}"`
+          : `engine ${engine} reached its usage limit (${task.spec.key} attempt ${n}, ${w.source}): no attempt on it starts before ${wakeTime(w.until)} — "${w.reason}"`;
+      emit({ type: 'run-note', note: `${note} (verdict unwait ${runId} ${engine} clears it)` });
+    } else if (change.ended) {
+      emit({ type: 'run-note', note: `engine ${engine}: the probe (${task.spec.key} attempt ${n}) did not report the usage limit again, so the wait ${change.ended.task} attempt ${change.ended.attempt} set is over` });
+    }
+    if (change.set || change.ended || change.probeSettled) void stateFile.save();
+    if (change.probeSettled) wake(engine);
   };
   /** Per-engine concurrency: halved for the rest of the run each time that engine is rate-limited. */
   const engineLimits = new Map<string, number>();
@@ -253,20 +285,51 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
   async function runJob(task: TaskRuntime): Promise<void> {
     if (task.abort.signal.aborted) return task.restart ? waitForInputsAgain(task) : markCancelled(task);
-    // Its engine waits for a quota reset (run/quota-wait.ts): back in the queue until then; no attempt is spent.
-    const waitMs = waits.remaining(choiceOf(task).engine, Date.now());
-    if (waitMs > 0) return scheduler.push(task, waitMs);
-    if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return;
+    // Its engine waits for a quota reset (run/quota-wait.ts): back in the queue until then, or until the engine's probe
+    // ends; no attempt is spent.
+    const waitEngine = choiceOf(task).engine;
+    const gate = waits.gate(waitEngine, Date.now(), task.spec.key);
+    if (gate.kind !== 'go') {
+      const parked = parkedOnWait.get(waitEngine) ?? new Set<TaskRuntime>();
+      parkedOnWait.set(waitEngine, parked.add(task));
+      return scheduler.push(task, gate.kind === 'wait' ? gate.ms : PROBE_HOLD_MS);
+    }
+    parkedOnWait.get(waitEngine)?.delete(task);
+    if (!gate.probe) {
+      await runJobAttempt(task);
+      return;
+    }
+    emit({ type: 'run-note', note: `engine ${waitEngine}: its wait was shortened to the cap, now over; ${task.spec.key} attempt ${task.state.attempts.length + 1} probes it (its other tasks wait for the probe)` });
+    void stateFile.save();
+    let probed = false;
+    try {
+      probed = await runJobAttempt(task);
+    } finally {
+      // The probe ended without an attempt that says anything of the engine: the next job probes.
+      if (!probed && waits.abandonProbe(waitEngine, task.spec.key)) {
+        void stateFile.save();
+        wake(waitEngine);
+      }
+    }
+  }
+  /** The attempt part of runJob; true when an attempt ran to a verdict that says something of its engine. */
+  async function runJobAttempt(task: TaskRuntime): Promise<boolean> {
+    if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return false;
     chooseEngine(task);
     // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
     const reservation = spend.admit(task.state.engine, task.state.model);
-    if (typeof reservation === 'string') return budgetExceeded(ctx, task, reservation);
+    if (typeof reservation === 'string') {
+      budgetExceeded(ctx, task, reservation);
+      return false;
+    }
     const outcome = await runAttempt(ctx, task, opts.attemptSteps);
     spend.settle(reservation, outcome.costMicroUsd);
-    if (task.restart) return waitForInputsAgain(task);
-    if (outcome.quota && waits.set(task.state.engine, { until: outcome.quota.until, reason: outcome.quota.text, since: Date.now(), task: task.spec.key, attempt: task.state.attempts.length })) {
-      emit({ type: 'run-note', note: `engine ${task.state.engine} reached its usage limit (${task.spec.key} attempt ${task.state.attempts.length}): no attempt on it starts before ${wakeTime(outcome.quota.until)} — "${outcome.quota.text}"` });
-      void stateFile.save();
+    // A stopped or interrupted attempt says nothing of its engine: a probe's turn passes on (runJob).
+    const informative = !task.restart && outcome.verdict !== 'CANCELLED' && outcome.verdict !== 'INTERRUPTED';
+    afterWaitChange(task, task.state.engine, waits.settle(task.state.engine, task.spec.key, task.state.attempts.length, outcome.quota, Date.now(), informative));
+    if (task.restart) {
+      waitForInputsAgain(task);
+      return informative;
     }
     if (outcome.rateLimited) {
       const before = engineLimits.get(task.state.engine) ?? maxParallel;
@@ -281,6 +344,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       }
       scheduler.push(task, outcome.requeueAfterMs);
     }
+    return informative;
   }
 
   // The task graph (`after`): a task with prerequisites waits outside the scheduler until they are final; then it is
@@ -438,8 +502,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   }
   const waitFinal = (task: TaskRuntime, fn: () => void) => whenFinal.set(task, [...(whenFinal.get(task) ?? []), fn]);
   const ack = (c: ControlCommand | BadControlLine, result: 'done' | 'refused', reason: string) => {
-    (state.control ??= []).push({ id: c.id, verb: c.verb, task: c.task ?? null, by: c.by, host: c.host, at: c.at, ackAt: Date.now(), result, reason });
-    emit({ type: 'run-note', note: `control: ${c.verb}${c.task ? ` ${c.task}` : ''} from ${c.by}@${c.host}: ${result}${reason ? ` (${reason})` : ''}` });
+    (state.control ??= []).push({ id: c.id, verb: c.verb, task: c.task ?? null, ...(c.engine !== undefined ? { engine: c.engine } : {}), by: c.by, host: c.host, at: c.at, ackAt: Date.now(), result, reason });
+    emit({ type: 'run-note', note: `control: ${c.verb}${c.task ? ` ${c.task}` : ''}${c.engine ? ` ${c.engine}` : ''} from ${c.by}@${c.host}: ${result}${reason ? ` (${reason})` : ''}` });
     void stateFile.save();
   };
   const refuseStart = (): string | null => (cancelled ? 'the run is being cancelled' : state.draining ? 'the run is draining: nothing more starts' : null);
@@ -565,6 +629,16 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         if (statusInfo(t.state.status).final) return rerun(c, t);
         waitFinal(t, () => rerun(c, t));
         return;
+      }
+      case 'unwait': {
+        const engine = c.engine as string;
+        if (!opts.engines.has(engine)) return ack(c, 'refused', `run ${runId} has no engine ${engine} (engines: ${[...opts.engines.keys()].join(', ')})`);
+        const cleared = waits.clear(engine);
+        if (!cleared) return ack(c, 'done', `${engine} was not waiting`);
+        const woken = parkedOnWait.get(engine)?.size ?? 0;
+        // Acknowledged first: waking may start an attempt at once.
+        ack(c, 'done', `${engine} no longer waits (it waited until ${wakeTime(cleared.until)}, set by ${cleared.task} attempt ${cleared.attempt}${cleared.source ? ` from ${cleared.source}` : ''}); ${woken} task(s) on it go on`);
+        return wake(engine);
       }
     }
   }
