@@ -18,6 +18,11 @@ export interface PoolWorkerStatus {
   state: PoolWorkerState;
   /** The attempts it holds: `run/task/attempt` (run ids and task keys never contain `/`). */
   running: string[];
+  /**
+   * Attempts it reported PASS for whose check failed when the orchestrator re-ran it on the reported commit
+   * (table verdict_pool_mismatches; docs/scale.md "Trust"): a worker that lies, or whose machine differs.
+   */
+  mismatches: number;
 }
 
 /** The pool as its database says (the JSON of `verdict pool status --json`). */
@@ -71,9 +76,13 @@ export function ageText(ms: number): string {
   return `${Math.floor(ms / 3_600_000)} h`;
 }
 
-/** One worker's detail (PoolWorkerView.detail): everything but its host. */
-export function workerDetail(w: Pick<PoolWorkerStatus, 'state' | 'slots' | 'engines' | 'silentMs'>, busy: number): string {
-  return `${w.state}  slots ${busy}/${w.slots}  engines ${w.engines.join(',') || '(none)'}  heartbeat ${ageText(w.silentMs)} ago`;
+/**
+ * One worker's detail (PoolWorkerView.detail): everything but its host; ends with `  1 PASS that did not hold here`
+ * (or `N PASSes …`) when the orchestrator's re-check found any.
+ */
+export function workerDetail(w: Pick<PoolWorkerStatus, 'state' | 'slots' | 'engines' | 'silentMs'> & { mismatches?: number }, busy: number): string {
+  const m = w.mismatches ?? 0;
+  return `${w.state}  slots ${busy}/${w.slots}  engines ${w.engines.join(',') || '(none)'}  heartbeat ${ageText(w.silentMs)} ago${m ? `  ${m} ${m === 1 ? 'PASS' : 'PASSes'} that did not hold here` : ''}`;
 }
 
 /**

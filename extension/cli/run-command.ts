@@ -1,4 +1,4 @@
-import { postgresUrlOf } from '../core/config/config';
+import { postgresUrlOf, type PoolTrust } from '../core/config/config';
 import { driverNotesFor } from '../core/run/steering';
 import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
@@ -98,7 +98,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
 
   if (flags.dashboard !== false) await dashboardForRun(home, io);
 
-  const pool = await openPool(manifest, flags, settings.poolUrl, io);
+  const pool = await openPool(manifest, flags, settings.poolUrl, settings.poolTrust, io);
   if (typeof pool === 'number') return { code: pool, summary: null };
 
   const controller = new AbortController();
@@ -153,10 +153,10 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
 
 /**
  * The pool of a run, started: `--pool` > the manifest's `pool` > the settings' (config `pool`, the editor's
- * `verdict.pool`); null for a local run; an exit code (2) when the pool cannot be used (said on stderr, naming where
- * the pool came from).
+ * `verdict.pool`), with the config's `pool.trust`; null for a local run; an exit code (2) when the pool cannot be
+ * used (said on stderr, naming where the pool came from).
  */
-async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: string | undefined, io: Io): Promise<PoolDispatcher | null | number> {
+async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: string | undefined, trust: PoolTrust, io: Io): Promise<PoolDispatcher | null | number> {
   const url = flags.pool ?? manifest.pool ?? settingsPool ?? null;
   if (!url) return null;
   const from = flags.pool ? '--pool' : manifest.pool ? `"pool" in ${manifest.file}` : 'the settings ("pool" in the config file, or verdict.pool in VS Code)';
@@ -176,7 +176,9 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
   }
   // pg and pg-boss are loaded only for a pool run.
   const [{ PoolDispatcher }, { hidePassword }] = await Promise.all([import('../core/pool/dispatch'), import('../core/pool/schema')]);
-  const pool = new PoolDispatcher({ url, remote: remote as string });
+  // The trust is the config's alone (pool.trust), whichever names the pool: a manifest cannot turn the re-check off.
+  const pool = new PoolDispatcher({ url, remote: remote as string, trust });
+  if (trust === 'worker') io.err('pool: trust "worker" (the config\'s pool.trust): workers\' PASSes are taken as reported, their checks are not run again here');
   try {
     await pool.start();
   } catch (e) {

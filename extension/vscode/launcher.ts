@@ -53,7 +53,9 @@ export function configForRun(s: EditorSettings): VerdictConfig {
   if (s.identity !== undefined) c.identity = s.identity;
   if (s.maxParallel !== undefined) c.max_parallel = s.maxParallel;
   if (s.postgresUrl !== undefined) c.postgres_url = s.postgresUrl;
-  if (s.poolUrl !== undefined) c.pool = s.poolUrl;
+  // pool.trust is the config file's alone (no editor setting turns the re-check of a worker's PASS off).
+  if (s.poolTrust === 'worker') c.pool = { ...(s.poolUrl !== undefined ? { url: s.poolUrl } : {}), trust: 'worker' };
+  else if (s.poolUrl !== undefined) c.pool = s.poolUrl;
   if (s.sockets.length) c.sockets = s.sockets;
   if (s.quotaMaxWaitH !== undefined) c.quota = { max_wait_h: s.quotaMaxWaitH };
   return c;

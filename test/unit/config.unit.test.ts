@@ -63,6 +63,13 @@ describe('config: location and precedence', () => {
     assert.throws(() => loadConfig(bad2), new RegExp(`${bad2}:1:22: allow_full_access: must be true or false, got 1`));
     const bad3 = write(path.join(dir, 'bad3.json'), { pool: 'mysql://db' });
     assert.throws(() => loadConfig(bad3), new RegExp(`${bad3}:1:9: pool: must be a postgres:// or postgresql:// URL`));
+    // pool as {url, trust}: trust is "check" or "worker", nothing else; an unknown field is refused.
+    const trust = write(path.join(dir, 'trust.json'), { pool: { url: 'postgres://db/pool', trust: 'workers' } });
+    assert.throws(() => loadConfig(trust), new RegExp(`${trust}:1:45: pool.trust: must be "check" .* or "worker" .*, got "workers"`));
+    const extra = write(path.join(dir, 'extra.json'), { pool: { trust: 'worker', recheck: false } });
+    assert.throws(() => loadConfig(extra), /pool: unknown field\(s\) recheck/);
+    const url = write(path.join(dir, 'url.json'), { pool: { url: 'mysql://db' } });
+    assert.throws(() => loadConfig(url), new RegExp(`${url}:1:16: pool.url: must be a postgres:// or postgresql:// URL`));
     const good = write(path.join(dir, 'good.jsonc'), '{ // comments are fine\n "sandbox": false, "allow_full_access": true, }');
     assert.deepEqual(loadConfig(good).config, { sandbox: false, allow_full_access: true });
   });
@@ -99,11 +106,15 @@ describe('config: location and precedence', () => {
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], postgresUrl: undefined, poolUrl: undefined, quotaMaxWaitH: undefined, configFile: '/c.json' });
-    const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
-    assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl], ['me', 3, true, false, 'postgres://x', 'postgres://pool']);
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], postgresUrl: undefined, poolUrl: undefined, poolTrust: 'check', quotaMaxWaitH: undefined, configFile: '/c.json' });
     assert.deepEqual(settingsFromConfig({ sockets: ['~/a.sock'] }, '/c.json').sockets, ['~/a.sock']);
     assert.deepEqual(containmentChoice(settingsFromConfig({ sockets: ['/run/x.sock'] }, '/c.json')).sockets, ['/run/x.sock']);
+    const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
+    assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl, s.poolTrust], ['me', 3, true, false, 'postgres://x', 'postgres://pool', 'check']);
+    // The pool as an object: its URL and its trust (docs/scale.md "Trust").
+    const t = settingsFromConfig({ pool: { url: 'postgres://pool', trust: 'worker' } }, '/c.json');
+    assert.deepEqual([t.poolUrl, t.poolTrust], ['postgres://pool', 'worker']);
+    assert.deepEqual([settingsFromConfig({ pool: { trust: 'worker' } }, '/c.json').poolUrl, settingsFromConfig({ pool: { url: 'postgres://p' } }, '/c.json').poolTrust], [undefined, 'check']);
   });
 
   it('editor settings the user set win over the config file; unset ones leave it', () => {

@@ -6,7 +6,7 @@ import { DashboardSource, type PoolFeed } from '../../extension/core/dashboard/s
 import { tempDir } from '../helpers/fixtures';
 
 const worker = (host: string, over: Partial<PoolStatus['workers'][number]> = {}): PoolStatus['workers'][number] => ({
-  workerId: `${host}-1234-abcd`, host, pid: 1234, slots: 2, engines: ['codex', 'script'], startedAt: 1_000, heartbeatAt: 9_000, silentMs: 400, state: 'live', running: [], ...over,
+  workerId: `${host}-1234-abcd`, host, pid: 1234, slots: 2, engines: ['codex', 'script'], startedAt: 1_000, heartbeatAt: 9_000, silentMs: 400, state: 'live', running: [], mismatches: 0, ...over,
 });
 
 describe('pool view: one model for `verdict pool status`, the dashboard and the runs tree', () => {
@@ -15,7 +15,7 @@ describe('pool view: one model for `verdict pool status`, the dashboard and the 
       worker('desk', { running: ['run-1/build/1', 'run-1/test.unit/2'] }),
       worker('vm', { slots: 1, engines: ['script'], running: ['run-2/docs/1'], silentMs: 61_000, state: 'lost' }),
       worker('box', { state: 'draining', running: ['run-1/lint/3'], slots: 1 }),
-      worker('old', { state: 'stopped', silentMs: 7_300_000 }),
+      worker('old', { state: 'stopped', silentMs: 7_300_000, mismatches: 2 }),
     ],
     queues: [{ engine: 'codex', waiting: 3, running: 2 }, { engine: 'script', waiting: 1, running: 1 }],
   };
@@ -35,7 +35,8 @@ describe('pool view: one model for `verdict pool status`, the dashboard and the 
     const v = poolView(status, { url: 'x', readAt: 0 });
     assert.equal(v.workers[0]?.line, 'desk  live  slots 2/2  engines codex,script  heartbeat 0.4 s ago');
     assert.equal(v.workers[1]?.detail, 'lost  slots 1/1  engines script  heartbeat 1 min ago');
-    assert.equal(v.workers[3]?.detail, 'stopped  slots 0/2  engines codex,script  heartbeat 2 h ago');
+    // A worker whose PASSes did not hold when the orchestrator re-ran their checks is marked (docs/scale.md "Trust").
+    assert.equal(v.workers[3]?.detail, 'stopped  slots 0/2  engines codex,script  heartbeat 2 h ago  2 PASSes that did not hold here');
   });
 
   it('prints the same for a terminal, with what each worker runs and the queues', () => {

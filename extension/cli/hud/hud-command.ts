@@ -4,7 +4,7 @@ import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { resolveIdentity } from '../../core/host/identity';
 import { listRuns } from '../../core/live/registry';
 import type { DashboardLog } from '../../core/dashboard/source';
-import { loadUserConfig, type VerdictConfig } from '../../core/config/config';
+import { loadUserConfig, poolUrlOf, type VerdictConfig } from '../../core/config/config';
 import { InputError, UsageError, type Io } from '../io';
 import { packageRoot } from '../package-root';
 import { canOpenBrowser, openInBrowser } from './browser';
@@ -57,7 +57,7 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   const by = resolveIdentity({ cwd: process.cwd(), configDefault: config.identity }).identity;
   // Rerun of a run that ended starts `verdict rerun` detached with this CLI and the config in force here.
   const actions = localActions(flags.home, by, { cli: process.argv[1], config });
-  const poolUrl = flags.pool ?? (process.env.VERDICT_POOL_URL || config.pool);
+  const poolUrl = flags.pool ?? (process.env.VERDICT_POOL_URL || poolUrlOf(config));
   if (poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(poolUrl)) throw new UsageError(`--pool must be a postgres:// or postgresql:// URL, got "${poolUrl}"`);
   // The first read is not awaited: a pool database that is down shows as such in the page, the hud still serves.
   const pool = poolUrl ? new PoolMonitor() : undefined;

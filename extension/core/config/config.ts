@@ -34,10 +34,12 @@ export interface VerdictConfig {
   /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
   postgres_url?: string;
   /**
-   * A worker pool's Postgres URL: runs whose manifest names no `pool` run their attempts there (docs/scale.md; the
-   * manifest still needs a `remote`), and the dashboard shows that pool. `--pool` and the manifest's `pool` win.
+   * A worker pool: its Postgres URL (runs whose manifest names no `pool` run their attempts there, docs/scale.md; the
+   * manifest still needs a `remote`; the dashboard shows that pool; `--pool` and the manifest's `pool` win), or
+   * `{url?, trust?}`. `trust` (see {@link PoolTrust}) holds for every pool run this config starts, whichever names the
+   * pool; only the config can set it, never a manifest.
    */
-  pool?: string;
+  pool?: string | { url?: string; trust?: PoolTrust };
   /** Quota waits (run/quota-wait.ts). */
   quota?: {
     /**
@@ -47,6 +49,23 @@ export interface VerdictConfig {
      */
     max_wait_h?: number;
   };
+}
+
+/**
+ * Whose word a pool worker's PASS rests on: `check` (the default) — the orchestrator re-runs the check on the commit
+ * the worker reported before the task counts as PASS (pool/recheck.ts); `worker` — the worker's verdict is taken as
+ * reported (the re-check is off), and every row says so.
+ */
+export type PoolTrust = 'check' | 'worker';
+
+/** The config's pool URL (`pool`, or `pool.url`); undefined when none. */
+export function poolUrlOf(config: VerdictConfig): string | undefined {
+  return typeof config.pool === 'string' ? config.pool : config.pool?.url;
+}
+
+/** The config's pool trust (`pool.trust`); `check` when none. */
+export function poolTrustOf(config: VerdictConfig): PoolTrust {
+  return typeof config.pool === 'object' && config.pool.trust === 'worker' ? 'worker' : 'check';
 }
 
 /** The Postgres URL eval rows are mirrored to: $VERDICT_PG_URL > the config's postgres_url > none (null). */
@@ -145,8 +164,15 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
     throw new Error(`${at('postgres_url')}: must be a postgres:// or postgresql:// URL`);
   }
-  if (c.pool !== undefined && !(typeof c.pool === 'string' && /^postgres(ql)?:\/\//.test(c.pool))) {
-    throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL`);
+  const isUrl = (v: unknown) => typeof v === 'string' && /^postgres(ql)?:\/\//.test(v);
+  if (c.pool !== undefined && typeof c.pool === 'object' && c.pool !== null && !Array.isArray(c.pool)) {
+    const p = c.pool as Record<string, unknown>;
+    const extra = Object.keys(p).filter((k) => k !== 'url' && k !== 'trust');
+    if (extra.length) throw new Error(`${at('pool')}: unknown field(s) ${extra.join(', ')} (a pool is {"url", "trust"})`);
+    if (p.url !== undefined && !isUrl(p.url)) throw new Error(`${at('pool.url', ['pool', 'url'])}: must be a postgres:// or postgresql:// URL`);
+    if (p.trust !== undefined && p.trust !== 'check' && p.trust !== 'worker') throw new Error(`${at('pool.trust', ['pool', 'trust'])}: must be "check" (the orchestrator re-runs a worker's passed check; the default) or "worker" (a worker's PASS is taken as reported), got ${JSON.stringify(p.trust)}`);
+  } else if (c.pool !== undefined && !isUrl(c.pool)) {
+    throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL, or {"url", "trust"}`);
   }
   if (c.quota !== undefined) {
     if (typeof c.quota !== 'object' || c.quota === null || Array.isArray(c.quota)) throw new Error(`${at('quota')}: must be an object, e.g. {"max_wait_h": 6}`);

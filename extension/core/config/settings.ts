@@ -4,7 +4,7 @@
  * over the same config file for the fields the user did not set there. Pattern: vscode-eslint's `$shared/settings.ts`.
  */
 import type { SandboxMode } from '../process/sandbox';
-import type { VerdictConfig } from './config';
+import { poolTrustOf, poolUrlOf, type PoolTrust, type VerdictConfig } from './config';
 
 /** The settings both sides use. Absent optional fields: the built-in default applies. */
 export interface VerdictSettings {
@@ -26,6 +26,8 @@ export interface VerdictSettings {
   poolUrl: string | undefined;
   /** The cap on a quota wait no probe confirmed, hours (config `quota.max_wait_h`; undefined: 6, run/quota-wait.ts). */
   quotaMaxWaitH: number | undefined;
+  /** Whose word a pool worker's PASS rests on (config `pool.trust` only; config.ts PoolTrust): `check` unless set. */
+  poolTrust: PoolTrust;
   /**
    * Where the user can change `allowFullAccess` and `sandbox`, named in messages: the config file read, or the
    * default path it would be read from.
@@ -43,7 +45,8 @@ export function settingsFromConfig(config: VerdictConfig, shown: string): Verdic
     sandbox: config.sandbox !== false,
     sockets: config.sockets ?? [],
     postgresUrl: config.postgres_url,
-    poolUrl: config.pool,
+    poolUrl: poolUrlOf(config),
+    poolTrust: poolTrustOf(config),
     quotaMaxWaitH: config.quota?.max_wait_h,
     configFile: shown,
   };

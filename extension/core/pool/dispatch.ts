@@ -12,11 +12,13 @@ import type pg from 'pg';
 import PgBoss from 'pg-boss';
 import { gitFor } from '../git/safe-git';
 import { recordFiles, type AttemptRecord } from '../run/attempt-record';
-import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from '../run/steps/context';
+import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb, withPoolSetupLock } from './schema';
 import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs, type JobRed } from './payload';
 import { redStarts } from '../run/steps/red';
+import type { PoolTrust } from '../config/config';
+import { recheckHere } from './recheck';
 import { resolveInputs } from '../run/steps/inputs';
 
 /** How often the orchestrator looks at its attempts' rows, ms. */
@@ -46,6 +48,11 @@ export interface PoolTarget {
   url: string;
   /** The git remote every worker fetches from and pushes to. */
   remote: string;
+  /**
+   * Whose word a worker's PASS rests on (the config's pool.trust): `check` (default) — re-run here on the reported
+   * commit before it counts (pool/recheck.ts); `worker` — taken as reported. Recorded in every row (`pool.trust`).
+   */
+  trust?: PoolTrust;
 }
 
 /** The worker's record of an attempt as stored in verdict_pool_attempts.record (AttemptRecord without local paths). */
@@ -69,8 +76,10 @@ export class PoolDispatcher {
   /** Since when (epoch ms) every query of ours has succeeded; null while the database is unreachable. */
   private healthySince: number | null = null;
   private readonly lease: number;
+  private readonly trust: PoolTrust;
 
   constructor(readonly target: PoolTarget, env: NodeJS.ProcessEnv = process.env) {
+    this.trust = target.trust ?? 'check';
     this.db = poolDb(target.url);
     this.boss = new PgBoss({ connectionString: target.url, schedule: false, max: 4 });
     this.boss.on('error', () => undefined);
@@ -102,7 +111,9 @@ export class PoolDispatcher {
    * Runs the attempt on the pool. Cancelled while the database cannot be reached (see untilDone), it does not wait
    * for the database: the attempt is recorded INTERRUPTED (resumable), since a worker may still be running it.
    */
-  private async runRemote(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string; sync: () => void }): Promise<Judgement> {
+  private async runRemote(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<Judgement> {
+    // Every row of a pool attempt says the trust in force; the worker and the re-check are filled in as they are known.
+    rec.pool = { worker: null, trust: this.trust, recheck: null };
     try {
       return await this.dispatch(ctx, task, rec, io);
     } catch (e) {
@@ -115,7 +126,7 @@ export class PoolDispatcher {
     }
   }
 
-  private async dispatch(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string; sync: () => void }): Promise<Judgement> {
+  private async dispatch(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<Judgement> {
     if (!ctx.repo) throw new Error('a pool run needs worktree mode (a git repository and a remote)');
     const repo = ctx.repo;
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
@@ -139,7 +150,7 @@ export class PoolDispatcher {
     for (;;) {
       const row = await this.poll(job, task);
       if (row) {
-        if (row.record) return this.settleFrom(ctx, task, rec, io, row.record, row.log_tail ?? '', row.log_dir);
+        if (row.record) return this.settleFrom(ctx, task, rec, io, job, row.record, row.log_tail ?? '', row.log_dir, row.worker_id);
         if (row.host && row.host !== host) {
           host = row.host;
           rec.host = host;
@@ -225,14 +236,18 @@ export class PoolDispatcher {
 
   /**
    * Copies the worker's record into the attempt and judges it. A PASS counts only once its commit is here: fetched
-   * from the remote's attempt ref and matching the record; the task branch is then set here and on the remote.
+   * from the remote's attempt ref and matching the record, and (trust `check`) its check re-run here on that commit
+   * and passed (pool/recheck.ts; a failure there is a FAIL with both outputs, counted against the worker in
+   * verdict_pool_mismatches); the task branch is then set here and on the remote.
    */
-  private async settleFrom(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: { workerTail: string }, remote: RemoteRecord & { settledBy?: string }, tail: string, logDir: string | null): Promise<Judgement> {
+  private async settleFrom(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, job: AttemptJob, remote: RemoteRecord & { settledBy?: string }, tail: string, logDir: string | null, claimedBy: string | null): Promise<Judgement> {
     if (remote.settledBy === 'orchestrator') {
       // Settled here before a worker's result arrived (cancelled before it was claimed, or its worker was lost).
       if (remote.verdict === 'CANCELLED') throw new Cancelled();
       return { verdict: remote.verdict ?? 'ERROR', reason: remote.reason };
     }
+    // The worker that claimed the attempt's row, not the one its record names (a record is the worker's own word).
+    rec.pool = { worker: claimedBy ?? (typeof remote.workerId === 'string' ? remote.workerId : null), trust: this.trust, recheck: null };
     // What the worker's record holds (a worker that could not run the attempt sends only its verdict and reason).
     for (const f of TAKEN) if ((remote as unknown as Record<string, unknown>)[f] !== undefined) (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
     io.workerTail = tail;
@@ -244,6 +259,9 @@ export class PoolDispatcher {
     // Where the worker copied the inputs and what it left out (size caps, special files): its own record of them.
     if (task.state.inputs && remote.inputs) task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
     const verdict = remote.verdict ?? 'ERROR';
+    if (verdict === 'PASS' && this.trust === 'check' && !rec.commit) {
+      return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS but no commit, so there is nothing to re-check here and it is not counted` };
+    }
     if (verdict === 'PASS' && rec.commit && task.state.branch && ctx.repo) {
       const ref = `refs/verdict/${ctx.runId}/${task.spec.key}/${rec.attempt}`;
       try {
@@ -251,15 +269,61 @@ export class PoolDispatcher {
         await retrying(() => git.raw(['fetch', '--no-tags', '--quiet', this.target.remote, `+${ref}:${ref}`]));
         const got = (await git.revparse([ref])).trim();
         if (got !== rec.commit) throw new Error(`${ref} on the remote is ${got}, not the recorded ${rec.commit}`);
+      } catch (e) {
+        rec.commit = null;
+        return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS, but its commit could not be taken from the remote, so the work is not counted: ${(e as Error).message}` };
+      }
+      if (this.trust === 'check') {
+        const judged = await this.recheck(ctx, task, rec, io, job);
+        if (judged) return judged;
+      }
+      try {
+        const git = gitFor(ctx.repo.root);
         await git.raw(['update-ref', `refs/heads/${task.state.branch}`, rec.commit]);
         await retrying(() => push(ctx.repo!.root, this.target.remote, rec.commit!, `refs/heads/${task.state.branch}`, true));
         task.state.commit = rec.commit;
       } catch (e) {
         rec.commit = null;
-        return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS, but its commit could not be taken from the remote, so the work is not counted: ${(e as Error).message}` };
+        return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS and its check passed here, but its commit could not be set on the task branch: ${(e as Error).message}` };
       }
     }
     return { verdict, reason: remote.reason };
+  }
+
+  /**
+   * Re-runs the check of a reported PASS here (pool/recheck.ts). Returns null when it passed (the PASS counts; the
+   * record's check is this run's, the worker's output kept in worker-check.log); otherwise the attempt's judgement:
+   * FAIL with both outputs when it failed here (and the worker's mismatch recorded), ERROR when it could not run.
+   * @throws Cancelled when the task was stopped meanwhile
+   */
+  private async recheck(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, job: AttemptJob): Promise<Judgement | null> {
+    const commit = rec.commit as string;
+    const reported = rec.check;
+    const files = recordFiles(rec);
+    fs.writeFileSync(files.workerCheck, reported?.output ?? '');
+    ctx.emit({ type: 'task-note', key: task.spec.key, note: `attempt ${rec.attempt}: ${rec.host} reported PASS for ${commit.slice(0, 10)}; its check runs again here` });
+    const here = await recheckHere(ctx, task, rec, io, job);
+    const pool = rec.pool as NonNullable<AttemptRecord['pool']>;
+    if (!here.ran) {
+      rec.commit = null;
+      return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported PASS for ${commit.slice(0, 10)}, but its check could not be re-run here, so it is not counted: ${here.reason} (the config's "pool": {"trust": "worker"} takes workers' PASSes as reported)` };
+    }
+    pool.recheck = { passed: here.passed, exitCode: here.exitCode };
+    rec.check = { receipt: here.receipt, output: here.output, exitCode: here.exitCode };
+    if (here.passed) return null;
+    pool.workerCheckOutput = reported?.output ?? '';
+    rec.commit = null;
+    const worker = pool.worker ?? 'unknown';
+    await this.query(
+      `INSERT INTO verdict_pool_mismatches (run_id, task_key, attempt, worker_id, host, commit_sha, worker_exit, recheck_exit) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+      [job.runId, job.key, job.attempt, worker, rec.host, commit, reported?.exitCode ?? null, here.exitCode],
+      task,
+    );
+    const said = (reported?.output ?? '').trim().split('\n').filter(Boolean).slice(-1)[0] ?? '';
+    return {
+      verdict: 'FAIL',
+      reason: `the pool worker ${worker} on ${rec.host} reported PASS for ${commit.slice(0, 10)}, but the check re-run here on that commit failed: ${here.reason}; the worker's check output said ${JSON.stringify(said.slice(0, 200))} (worker-check.log), this one is check.log`,
+    };
   }
 
   private async ensureQueue(queue: string, task: TaskRuntime): Promise<void> {

@@ -8,6 +8,10 @@
  * by the orchestrator when it enqueues, claimed by the worker that runs it, settled once (`record` is set by a
  * conditional UPDATE ... WHERE record IS NULL, so the first of the worker's result or the orchestrator's INTERRUPTED
  * wins and the other changes nothing).
+ *
+ * verdict_pool_mismatches: one row per attempt a worker reported PASS for whose check the orchestrator re-ran on the
+ * reported commit and saw fail (pool/recheck.ts); `verdict pool status` counts them per worker. Anyone with the
+ * database's password can delete them: the orchestrator's eval rows (`pool.recheck`) are the evidence.
  */
 import pg from 'pg';
 
@@ -30,6 +34,10 @@ export const POOL_DDL = [
     finished_at TIMESTAMPTZ, record JSONB, log_tail TEXT, log_dir TEXT, cancel_requested BOOLEAN NOT NULL DEFAULT false,
     PRIMARY KEY (run_id, task_key, attempt))`,
   `CREATE INDEX IF NOT EXISTS verdict_pool_attempts_open ON verdict_pool_attempts (worker_id) WHERE record IS NULL`,
+  `CREATE TABLE IF NOT EXISTS verdict_pool_mismatches (
+    run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER NOT NULL, worker_id TEXT NOT NULL, host TEXT,
+    commit_sha TEXT NOT NULL, worker_exit INTEGER, recheck_exit INTEGER, at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (run_id, task_key, attempt))`,
 ];
 
 /** A pool of connections to the pool's database that never crashes the process on a dropped connection. */

@@ -12,7 +12,7 @@ import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
 import type { Undelivered } from './undelivered';
 import type { AttemptState, RunState, TaskState } from '../live/state';
-import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow } from '../store/eval-row';
+import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type PoolColumn } from '../store/eval-row';
 import type { CritiqueRecord, ReviewRecord } from './reader-record';
 
 export type { StepName };
@@ -110,6 +110,12 @@ export interface AttemptRecord {
   revision?: string;
   /** Pool runs (core/pool): the worker that held this attempt and was lost (its heartbeat expired); the attempt is INTERRUPTED. */
   lostWorker?: string;
+  /**
+   * Pool runs: the worker that reported the attempt (null: the orchestrator settled it), the trust in force and the
+   * orchestrator's re-check of a reported PASS (pool/recheck.ts); `workerCheckOutput` is the worker's check output
+   * when the re-check failed (`check` then holds the re-check). The eval row's `pool`.
+   */
+  pool?: { worker: string | null; trust: 'check' | 'worker'; recheck: { passed: boolean; exitCode: number | null } | null; workerCheckOutput?: string };
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -119,11 +125,13 @@ export function recordTokens(rec: AttemptRecord): number | null {
 }
 
 /** The attempt's record files. */
-export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; red: string; receipt: string; failure: string; setup: string } {
+export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; workerCheck: string; red: string; receipt: string; failure: string; setup: string } {
   return {
     prompt: path.join(rec.dir, 'prompt.md'),
     worker: path.join(rec.dir, 'worker.log'),
     check: path.join(rec.dir, 'check.log'),
+    // Pool runs: the check output the worker reported, when the orchestrator re-ran the check (check.log holds its own).
+    workerCheck: path.join(rec.dir, 'worker-check.log'),
     red: path.join(rec.dir, 'red.log'),
     receipt: path.join(rec.dir, 'receipt.json'),
     failure: path.join(rec.dir, 'failure.md'),
@@ -211,8 +219,22 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     candidate: rec.candidate,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
     ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
+    ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
   };
 }
+
+/** The eval row's `pool` of a pool attempt's record. */
+function poolColumn(p: NonNullable<AttemptRecord['pool']>): PoolColumn {
+  return {
+    worker: p.worker,
+    trust: p.trust,
+    recheck: p.recheck ? { passed: p.recheck.passed, exit_code: p.recheck.exitCode } : null,
+    ...(p.workerCheckOutput !== undefined ? { worker_check_output: tailBytes(p.workerCheckOutput, POOL_WORKER_OUTPUT_BYTES) } : {}),
+  };
+}
+
+/** Bytes of the worker's own check output kept in a row whose re-check disagreed (the whole is worker-check.log). */
+const POOL_WORKER_OUTPUT_BYTES = 16 * 1024;
 
 /** A task's line in the run summary, as far as its attempts tell (see TaskSummary in runner.ts). */
 export interface AttemptsSummary {

@@ -97,10 +97,24 @@ export interface EvalRow {
    * on the tree without `files` (the implementation); `exit_code` 0 (not timed out) made the attempt FAIL.
    */
   red?: { files: string[]; exit_code: number | null; timed_out: boolean; check_log: string };
+  /**
+   * On the work rows of a pool run (docs/scale.md "Trust"): the worker that reported the attempt, the trust in force
+   * (`check`: a reported PASS counted only once the orchestrator's re-run of the check on its commit passed; `worker`:
+   * taken as reported) and that re-run; `worker_check_output` (tail) when it failed where the worker said PASS.
+   */
+  pool?: PoolColumn;
   /** Only on `step: "rank"` rows: which ranking reviewer, the names it saw and its scores (run/workflows/rank-record.ts). */
   rank?: RankColumn;
   /** Only on the `select` row of a ranked group: what decided it (run/workflows/select-row.ts). */
   ranking?: RankingColumn;
+}
+
+/** A pool run's work row: who reported the attempt, the trust in force, the orchestrator's re-check (null: none ran). */
+export interface PoolColumn {
+  worker: string | null;
+  trust: 'check' | 'worker';
+  recheck: { passed: boolean; exit_code: number | null } | null;
+  worker_check_output?: string;
 }
 
 /**

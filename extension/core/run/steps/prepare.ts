@@ -55,26 +55,7 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     fs.mkdirSync(task.state.dir, { recursive: true });
     markMade(task.state.dir);
   }
-  if (manifest.setup) {
-    const boxed = task.containment === 'bwrap';
-    const scratch = sandboxScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup', boxed);
-    const { receipt } = await supervise({
-      file: 'bash',
-      args: ['-c', manifest.setup],
-      cwd: task.state.dir,
-      env: { ...taskEnv(), ...(boxed ? scratchEnv(scratch) : {}) },
-      inherit: ctx.inheritedEnv,
-      logFile: setupLog,
-      timeoutMs: task.spec.checkTimeoutMs,
-      signal: task.abort.signal,
-      killGraceMs: ctx.opts.killGraceMs,
-      sandbox: stepPlan(ctx, task.containment, { writable: [task.state.dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
-    });
-    if (receipt.cancelled) throw new Cancelled();
-    if (receipt.exitCode !== 0) {
-      throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${setupLog}`);
-    }
-  }
+  if (manifest.setup) await runSetup(ctx, task, task.state.dir, setupLog, taskEnv());
   // What is there now that the start commit does not hold (include, setup's node_modules or build) may be read by the
   // check; anything else the seal does not hold will be the worker's, moved out of the check's sight (run/undelivered.ts).
   if (task.links) await recordPreparedFiles(task.links, preparedFilesFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)));
@@ -87,6 +68,35 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     saveSnapshot(task.guardBase, `${base}.json`);
   }
   task.prepared = true;
+}
+
+/**
+ * Runs the manifest's `setup` (when it has one) in `dir` with the task's variables `env`, sandboxed like the worker
+ * (only `dir` and a scratch dir writable), time-limited by the check's limit, its output in `log`. Used by prepare and
+ * by a pool run's re-check of a worker's PASS (pool/recheck.ts).
+ * @throws Cancelled when the task was stopped; Error naming the setup's exit (or time-out) and its log
+ */
+export async function runSetup(ctx: AttemptContext, task: TaskRuntime, dir: string, log: string, env: Record<string, string>): Promise<void> {
+  const { manifest } = ctx.opts;
+  if (!manifest.setup) return;
+  const boxed = task.containment === 'bwrap';
+  const scratch = sandboxScratch(ctx.opts.home, ctx.runId, task.spec.key, 0, 'setup', boxed);
+  const { receipt } = await supervise({
+    file: 'bash',
+    args: ['-c', manifest.setup],
+    cwd: dir,
+    env: { ...env, ...(boxed ? scratchEnv(scratch) : {}) },
+    inherit: ctx.inheritedEnv,
+    logFile: log,
+    timeoutMs: task.spec.checkTimeoutMs,
+    signal: task.abort.signal,
+    killGraceMs: ctx.opts.killGraceMs,
+    sandbox: stepPlan(ctx, task.containment, { writable: [dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
+  });
+  if (receipt.cancelled) throw new Cancelled();
+  if (receipt.exitCode !== 0) {
+    throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${log}`);
+  }
 }
 
 /** `<workdir>/.verdict-made/<key>`: Verdict made `<workdir>/<key>` (out of every step's sight: the workdir is hidden). */

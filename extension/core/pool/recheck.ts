@@ -1,0 +1,99 @@
+/**
+ * The orchestrator's re-check of a pool worker's PASS (docs/scale.md "Trust"): a worker machine reports the verdict
+ * of a check it ran itself, and a compromised or misconfigured one can report PASS for a commit whose check fails. So
+ * before the PASS counts, the orchestrator runs the task's check itself on the commit the worker reported, as the
+ * attempt's check step runs it locally (run/steps/check.ts) and as the merge queue re-checks a branch
+ * (run/merge-plan.ts): a detached worktree of that commit at the task's dir here (which a pool run otherwise leaves
+ * empty, as pool/critique-here.ts uses it), the start commit's versions of the protected check inputs
+ * (merge-plan.ts baseCheckInputs), the manifest's `setup`, the task's inputs copied from their commits, then the check
+ * in its sandbox with the task's variables and `expect_files`. The worktree is removed whatever happens.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { gitFor } from '../git/safe-git';
+import { readWorktreeLinks } from '../git/worktree';
+import { recordFiles, type AttemptRecord } from '../run/attempt-record';
+import { runCheck } from '../run/check';
+import { baseCheckInputs } from '../run/merge-plan';
+import { reservePort } from '../run/ports';
+import { protectedSet } from '../run/protect';
+import { startPoint } from '../run/start-point';
+import { taskCheckEnvironment } from '../run/steps/check';
+import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from '../run/steps/context';
+import { copyInputs } from '../run/steps/inputs';
+import { runSetup } from '../run/steps/prepare';
+import type { Receipt } from '../process/supervisor';
+import type { AttemptJob } from './payload';
+
+/** What the re-check found. */
+export type Recheck =
+  /** The check ran here: `passed` with its receipt and output (written to the attempt's check.log). */
+  | { ran: true; passed: boolean; receipt: Receipt; output: string; exitCode: number | null; reason: string }
+  /** It could not run here (git, setup, the start point): not the worker's fault, and no PASS either. */
+  | { ran: false; reason: string };
+
+/**
+ * Runs the task's check here on `rec.commit` (see the module comment); its output goes to the attempt's check.log.
+ * @param job the payload the attempt was sent with (its start point and inputs)
+ * @throws Cancelled when the task was stopped meanwhile
+ */
+export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, job: AttemptJob): Promise<Recheck> {
+  const repo = ctx.repo;
+  const commit = rec.commit;
+  if (!repo || !commit) return { ran: false, reason: 'no repository or commit here to re-check' };
+  const { spec } = task;
+  const dir = task.state.dir;
+  const git = gitFor(repo.root);
+  const drop = async () => {
+    await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
+    await git.raw(['worktree', 'prune']).catch(() => undefined);
+  };
+  const saved = { links: task.links, protected: task.protected, inputsDir: task.inputsDir, inputSources: task.inputSources, port: task.state.port };
+  try {
+    if (fs.existsSync(dir)) await drop();
+    fs.mkdirSync(path.dirname(dir), { recursive: true });
+    let tampered: string[];
+    try {
+      await git.raw(['worktree', 'add', '--quiet', '--detach', dir, commit]);
+      task.links = readWorktreeLinks(dir, repo.commonDir);
+      // The start point the worker was given, computed here (the reported commit's parents are the worker's word).
+      const start = await startPoint(repo, spec.key, job.startFrom);
+      tampered = await baseCheckInputs(dir, start, spec);
+    } catch (e) {
+      return { ran: false, reason: `a checkout of ${commit.slice(0, 10)} could not be made here: ${(e as Error).message}` };
+    }
+    const port = await reservePort();
+    task.state.port = port;
+    if (job.inputs) {
+      task.inputSources = job.inputs.entries;
+      try {
+        task.inputsDir = (await copyInputs(ctx, task)).dir;
+      } catch (e) {
+        return { ran: false, reason: `the task's inputs could not be copied here: ${(e as Error).message}` };
+      }
+    }
+    const env = (): Record<string, string> => ({ ...io.taskEnv(), PORT: String(port), VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: String(rec.attempt), ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}) });
+    try {
+      await runSetup(ctx, task, dir, path.join(rec.dir, 'recheck-setup.log'), env());
+    } catch (e) {
+      if (e instanceof Cancelled) throw e;
+      return { ran: false, reason: `setup failed here: ${(e as Error).message}` };
+    }
+    // Read-only to the check, as in the attempt's own check (run/steps/context.ts protectedPaths).
+    task.protected = protectedSet(dir, spec.check, spec.protect, null, spec.expectFiles.map((f) => path.normalize(f)));
+    const where = taskCheckEnvironment(ctx, task, rec.attempt, { ...io, taskEnv: env }, null);
+    const check = await runCheck({ check: spec.check, taskDir: dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    if (check.receipt.cancelled) throw new Cancelled();
+    const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
+    if (!check.passed) return { ran: true, passed: false, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: tampered.length ? `${check.reason} (run with the start commit's versions of the protected check inputs the commit changes: ${list})` : check.reason };
+    if (tampered.length) return { ran: true, passed: false, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: `the commit changes protected check inputs (${list}); the check passed with the start commit's versions of them` };
+    return { ran: true, passed: true, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: check.reason };
+  } finally {
+    task.links = saved.links;
+    task.protected = saved.protected;
+    task.inputsDir = saved.inputsDir;
+    task.inputSources = saved.inputSources;
+    task.state.port = saved.port;
+    await drop();
+  }
+}
