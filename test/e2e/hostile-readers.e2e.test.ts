@@ -151,6 +151,24 @@ describe('hostile readers: an answer counts only from a reader that ended on its
     assert.equal(select?.candidate, 1, 'ALPHA (candidate 1) wins: the forged and the quitter\'s scores did not count');
   });
 
+  it('a critic that exits 3 after a valid, checkable criticism has no answer: nothing is verified, no revision runs', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const criticism = JSON.stringify({ criticisms: [{ file: 'slug.sh', line: 1, claim: 'spaces are not turned into hyphens' }] });
+    const { config, env } = engines(dir, { quitter: { output: 'none', model: 'quitter-1', body: `cat <<'JSON'\n${criticism}\nJSON\nexit 3` } });
+    const manifest = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('slug', 'echo "tr A-Z a-z" > slug.sh', 'out=$(echo Hello | bash slug.sh); test "$out" = hello || { echo "slug.sh printed $out"; exit 1; }', { max_attempts: 1, expect_files: ['slug.sh'], critique: { critics: ['quitter'], rounds: 2 } })],
+    });
+    const r = await cli(['run', manifest, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    const rows = readRows(home);
+    assert.deepEqual(rows.map((x) => [x.step, x.attempt, x.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'ERROR']], r.all);
+    assert.match(String(rows[1]?.notes), /^the critic exited 3, so it did not end on its own: its answer is not counted/);
+  });
+
   it('a reader of inputs (a validator) whose engine is killed by the code it runs, after that code wrote the reader\'s file: ERROR, though the check passes on that file', async function () {
     await requireSandbox(this);
     const dir = tempDir();
