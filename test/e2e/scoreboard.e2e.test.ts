@@ -68,6 +68,27 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     assert.deepEqual(rows.map((x) => [x.task_key, x.verdict, x.cost_microusd]), [['a', 'PASS', 400000], ['b', 'PASS', 400000]]);
   });
 
+  it('budget: parallel attempts on an engine of unknown price run one at a time until one is priced (spent ≤ budget + one attempt)', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // No catalog in this home: acme/unpriced has no price, so nothing bounds an attempt before one has run. Each
+    // attempt takes a second (all three would be running at once) and reports $0.012, like Claude Code's result.
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/unpriced', retry_context: 'file' } } }));
+    const spec = `sleep 1; echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.012,"usage":{"input_tokens":10,"output_tokens":5}}'`;
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] }));
+    const manifest = writeManifest(dir, { run_name: 'unpriced', max_parallel: 3, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...process.env, VERDICT_PG_URL: '' } as Record<string, string> });
+    const rows = readRows(home);
+    const spent = rows.reduce((sum, x) => sum + (x.cost_microusd as number), 0);
+    console.log(`      spent ${spent} micro-USD of a 5000 micro-USD budget (one attempt: 12000), ${rows.length} attempt(s) ran`);
+    assert.ok(spent <= 5_000 + 12_000, `spent ${spent} micro-USD: more than the budget plus one attempt\n${r.all}`);
+    assert.equal(rows.length, 1, r.all);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.all, /cost of an attempt on paid \(acme\/unpriced\) is unknown .* one at a time/);
+    assert.equal((r.stdout.match(/BUDGET_EXCEEDED/g) ?? []).length >= 2, true, r.stdout);
+  });
+
   it('a Postgres that is down never fails a run: rows wait in the outbox', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

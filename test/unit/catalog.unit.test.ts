@@ -4,7 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { refreshCatalog, refreshInBackground } from '../../extension/core/catalog/refresh';
 import { readChanges, readSnapshot, snapshotPath } from '../../extension/core/catalog/snapshot';
-import { Budget } from '../../extension/core/cost/budget';
+import { Budget, type Reservation } from '../../extension/core/cost/budget';
 import { attemptCostMicroUsd, priceOf } from '../../extension/core/cost/pricing';
 import { parseCatalog } from '../../extension/core/catalog/openrouter';
 import { tempDir } from '../helpers/fixtures';
@@ -98,19 +98,38 @@ describe('cost and budget (unit)', () => {
 
   it('does not start an attempt whose worst case would pass the cap; unknown cost is charged its reservation', () => {
     const b = new Budget(1_000_000);
-    const r1 = b.reserve('e/m', null);
-    assert.deepEqual(r1, { key: 'e/m', microUsd: 0 });
-    b.settle(r1!, 400_000);
-    const r2 = b.reserve('e/m', null);
-    assert.equal(r2?.microUsd, 400_000, 'the most an attempt of this model cost');
+    const r1 = b.reserve('e/m', null) as Reservation;
+    assert.deepEqual(r1, { key: 'e/m', microUsd: 0, unpriced: true });
+    b.settle(r1, 400_000);
+    const r2 = b.reserve('e/m', null) as Reservation;
+    assert.equal(r2.microUsd, 400_000, 'the most an attempt of this model cost');
     assert.equal(b.reserve('e/m', null), null, '400k spent + 400k held + 400k > 1M');
-    b.settle(r2!, null);
+    b.settle(r2, null);
     assert.equal(b.spentMicroUsd, 800_000);
     assert.equal(b.reserve('e/m', null), null);
     assert.match(b.refusal('e/m', null), /\$0\.80 spent.*up to \$0\.40.*budget_usd \$1\.00/);
     const priced = new Budget(1_000_000);
     // lab/alpha: 200k context × $3/Mtok + 20k × $15/Mtok = 0.6 + 0.3 USD
     assert.equal(priced.estimate('codex/lab/alpha', priceOf(catalog, 'lab/alpha')), 900_000);
-    assert.equal(new Budget(null).reserve('x', priceOf(catalog, 'lab/alpha'))?.microUsd, 900_000);
+    assert.equal((new Budget(null).reserve('x', priceOf(catalog, 'lab/alpha')) as Reservation).microUsd, 900_000);
+  });
+
+  it('an attempt of unknown price under a cap runs alone on its engine/model until one is priced', () => {
+    const b = new Budget(5_000);
+    const first = b.reserve('e/m', null) as Reservation;
+    assert.equal(first.unpriced, true);
+    assert.deepEqual(b.reserve('e/m', null), { waitFor: 'e/m' }, 'a second parallel attempt waits: its cost is unbounded');
+    assert.deepEqual(b.reserve('e/other', null), { key: 'e/other', microUsd: 0, unpriced: true }, 'another model is its own key');
+    assert.deepEqual(b.reserve('e/m', null, false), { key: 'e/m', microUsd: 0 }, 'a step that cannot wait starts');
+    b.settle(first, 12_000);
+    assert.equal(b.reserve('e/m', null), null, 'priced at 12k, past the 5k cap: refused, not started');
+    const noCap = new Budget(null);
+    noCap.reserve('e/m', null);
+    assert.deepEqual(noCap.reserve('e/m', null), { key: 'e/m', microUsd: 0 }, 'without a cap nothing waits');
+    const unknown = new Budget(1_000_000);
+    const u1 = unknown.reserve('e/m', null) as Reservation;
+    unknown.settle(u1, null);
+    assert.equal((unknown.reserve('e/m', null) as Reservation).unpriced, true, 'a cost that stayed unknown priced nothing');
+    assert.deepEqual(unknown.reserve('e/m', null), { waitFor: 'e/m' });
   });
 });

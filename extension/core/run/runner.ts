@@ -282,6 +282,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     },
     { groupOf: (task) => choiceOf(task).engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
   );
+  /** Tasks held back by the budget until an attempt of their unpriced engine settles (spend.ts admit). */
+  const budgetHeld = new Set<TaskRuntime>();
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
   async function runJob(task: TaskRuntime): Promise<void> {
     if (task.abort.signal.aborted) return task.restart ? waitForInputsAgain(task) : markCancelled(task);
@@ -322,8 +324,17 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       budgetExceeded(ctx, task, reservation);
       return false;
     }
+    if ('waitFor' in reservation) {
+      // Its cost is unbounded and another attempt of its engine runs unpriced: back in the queue until one settles.
+      if (reservation.note) emit({ type: 'run-note', note: reservation.note });
+      budgetHeld.add(task);
+      return scheduler.push(task, PROBE_HOLD_MS), false;
+    }
+    budgetHeld.delete(task);
     const outcome = await runAttempt(ctx, task, opts.attemptSteps);
     spend.settle(reservation, outcome.costMicroUsd);
+    for (const t of budgetHeld) if (scheduler.withdraw(t)) scheduler.push(t);
+    budgetHeld.clear();
     // A stopped or interrupted attempt says nothing of its engine: a probe's turn passes on (runJob).
     const informative = !task.restart && outcome.verdict !== 'CANCELLED' && outcome.verdict !== 'INTERRUPTED';
     afterWaitChange(task, task.state.engine, waits.settle(task.state.engine, task.spec.key, task.state.attempts.length, outcome.quota, Date.now(), informative));

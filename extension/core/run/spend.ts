@@ -1,7 +1,7 @@
 import type { UsageReport } from '../../../engines/types';
 import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
-import { Budget, type Reservation } from '../cost/budget';
+import { Budget, type BudgetWait, type Reservation } from '../cost/budget';
 import { attemptCostMicroUsd, priceOf } from '../cost/pricing';
 import { PostgresMirror } from '../store/postgres';
 
@@ -29,6 +29,8 @@ export class RunSpend {
   private readonly catalog;
   private readonly mirror: PostgresMirror | null;
   private readonly refresh = new AbortController();
+  /** Keys whose one-at-a-time note was already emitted. */
+  private readonly saidUnpriced = new Set<string>();
 
   /**
    * @param budgetUsd the manifest's budget_usd, null for none
@@ -41,11 +43,34 @@ export class RunSpend {
     void refreshInBackground(home, this.refresh.signal);
   }
 
-  /** Reserves an attempt's worst case; a string (the reason) when the attempt must not start. */
-  admit(engine: string, model: string | null): Reservation | string {
+  /**
+   * Reserves an attempt's worst case; a string (the reason) when the attempt must not start; a BudgetWait (with the
+   * run note to show once) when its cost is unbounded and an attempt of the same engine and model is running unpriced
+   * (extension/core/cost/budget.ts): queue it again when that one settles.
+   */
+  admit(engine: string, model: string | null): Reservation | string | (BudgetWait & { note: string | null }) {
     const key = `${engine}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
-    return this.budget.reserve(key, price) ?? this.budget.refusal(key, price);
+    const r = this.budget.reserve(key, price);
+    if (r === null) return this.budget.refusal(key, price);
+    if (!('waitFor' in r)) return r;
+    const first = !this.saidUnpriced.has(key);
+    this.saidUnpriced.add(key);
+    const note = first
+      ? `budget: the cost of an attempt on ${engine}${model ? ` (${model})` : ''} is unknown (no catalog price, none priced yet): its attempts run one at a time until one has finished and priced it`
+      : null;
+    return { ...r, note };
+  }
+
+  /**
+   * admit for a step that cannot be queued again (a ranking reader): a Reservation, or a string (the reason) when it
+   * must not start; where admit would wait it starts at once (reserving 0).
+   */
+  admitNow(engine: string, model: string | null): Reservation | string {
+    const key = `${engine}/${model ?? ''}`;
+    const price = priceOf(this.catalog, model);
+    const r = this.budget.reserve(key, price, false);
+    return r === null ? this.budget.refusal(key, price) : (r as Reservation);
   }
 
   /** The attempt's cost, integer micro-USD or null: see attemptCostMicroUsd. */
