@@ -202,3 +202,60 @@ function reviewer(dir: string): { config: string; env: Record<string, string> } 
   fs.writeFileSync(config, JSON.stringify({ engines: { looker: { binary: 'looker', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'looker-1' } } }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
 }
+
+describe('hostile: files git never lists, and setup\'s files changed behind their times', function () {
+  this.timeout(300000);
+  before(async function () {
+    await requireSandbox(this);
+  });
+
+  it('setup\'s file rewritten with its mtime put back (touch -d), or written through a hard link: each FAILs, setup\'s untouched files stay', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      '.gitignore': 'build/\n',
+      'check.sh': '. ./build/env.sh && test "$READY" = go\n',
+      'lib/README.md': '# lib\n',
+    });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 2,
+      setup: 'mkdir -p build && echo cached > build/cache.txt && echo READY=no > build/env.sh',
+      tasks: [
+        // Same size, mtime put back: only the ctime (which no step can set) tells.
+        scriptTask('touched', 't=$(stat -c %y build/env.sh | cut -d" " -f1,2) && echo READY=go > build/env.sh && touch -d "$t" build/env.sh && echo "mtime $t kept $(stat -c %y build/env.sh | cut -d" " -f1,2)"', 'bash check.sh', { max_attempts: 1 }),
+        // A delivered file hard-linked to setup's, written through the link: setup's file changed (its ctime too).
+        scriptTask('linked', 'ln build/env.sh env.sh && echo READY=go > env.sh', 'bash check.sh', { max_attempts: 1 }),
+      ],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const rows = byKey(home);
+    for (const key of ['touched', 'linked']) assert.equal(rows[key]?.verdict, 'FAIL', `${key}: the check sourced a file its commit does not hold\n${r.all}`);
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'touched', 1), 'undelivered', 'build', 'env.sh'), 'utf8'), 'READY=go\n');
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 'linked', 1), 'undelivered', 'build', 'env.sh'), 'utf8'), 'READY=go\n');
+    for (const key of ['touched', 'linked']) assert.equal(fs.readFileSync(path.join(taskDir(home, key), 'build', 'cache.txt'), 'utf8'), 'cached\n');
+    // The worker did what it meant to (the FAIL is the check's, on the missing file), and the mtime was put back.
+    assert.match(String(rows.touched?.check_output), /build\/env\.sh: No such file/);
+    assert.match(fs.readFileSync(String(rows.touched?.worker_log), 'utf8'), /mtime (\S+ \S+) kept \1\n/);
+  });
+
+  it('a .git folder inside a tracked folder (git never lists nor commits it) that a delivered script sources: FAIL, moved aside', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      'check.sh': '. ./lib/impl.sh && test "$READY" = go\n',
+      'lib/impl.sh': 'READY=no\n',
+    });
+    const spec = 'mkdir -p lib/.git sub/.git && echo READY=go > lib/.git/real.sh && echo READY=go > sub/.git/real.sh && echo ". ./lib/.git/real.sh" > lib/impl.sh';
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'bash check.sh', { max_attempts: 1 })] });
+    const r = await run(file, home);
+    const row = byKey(home).t;
+    assert.equal(row?.verdict, 'FAIL', `the check sourced lib/.git/real.sh, which the commit does not hold\n${r.all}`);
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered', 'lib', '.git', 'real.sh'), 'utf8'), 'READY=go\n');
+    assert.equal(fs.existsSync(path.join(taskDir(home, 't'), 'lib', '.git')), false);
+    // A .git folder in a new (untracked) folder is moved with it.
+    assert.equal(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered', 'sub', '.git', 'real.sh'), 'utf8'), 'READY=go\n');
+  });
+});

@@ -21,7 +21,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { untrackedEntries } from '../git/sealed-tree';
+import { unquoteGitPath, untrackedEntries } from '../git/sealed-tree';
 import { copyIndex, sealGit, type WorktreeLinks } from '../git/worktree';
 
 /** `runs/<id>/tasks/<key>/prepared-files`: the record of what was there before the worker ran (see the module comment). */
@@ -63,7 +63,7 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string): P
   try {
     if (links.baseIndex && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, index);
     else await sealGit(links, index).raw(['read-tree', links.baseSha ?? 'HEAD']);
-    const tops = (await untrackedEntries(links, index)).map(topOf);
+    const tops = await uncommittedTops(links, index);
     const tmp = `${file}.tmp`;
     fs.rmSync(tmp, { force: true });
     const out = new ChunkWriter(tmp, 'latin1');
@@ -118,7 +118,7 @@ export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: nu
 export async function setAsideUndelivered(links: WorktreeLinks, sealIndex: string, prepared: string, attemptDir: string, timeoutMs?: number): Promise<Undelivered> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   const result: Undelivered = { dir: freshName(path.join(attemptDir, 'undelivered')), count: 0, shown: [], unmoved: [] };
-  const tops = (await untrackedEntries(links, sealIndex, timeoutMs)).map(topOf);
+  const tops = await uncommittedTops(links, sealIndex, timeoutMs);
   if (!tops.length) return result;
   const root = bytesOf(links.dir);
   const dest = bytesOf(result.dir);
@@ -161,6 +161,32 @@ export async function setAsideUndelivered(links: WorktreeLinks, sealIndex: strin
     list?.close();
   }
   return result;
+}
+
+/**
+ * The entries of the worktree that `index` does not hold, as walk roots (relative, bytes as latin1, no trailing `/`):
+ * what git lists as untracked (`ls-files --others --directory`), and every `.git` in a folder that holds tracked
+ * files. Git never lists nor commits a path with a `.git` component (dir.c treat_path), so `lib/.git/real.sh` beside a
+ * tracked `lib/impl.sh` was invisible to both the seal and the untracked listing: the check could source it while the
+ * commit lacked it. The worktree's own `.git` link file at the top is not one of them.
+ * @throws Error with git's message
+ */
+async function uncommittedTops(links: WorktreeLinks, index: string, timeoutMs?: number): Promise<string[]> {
+  const tops = (await untrackedEntries(links, index, timeoutMs)).map(topOf);
+  const out = await sealGit(links, index, timeoutMs).raw(['-c', 'core.quotePath=true', 'ls-files', '--cached']);
+  const dirs = new Set<string>();
+  for (const line of out.split('\n')) {
+    if (!line) continue;
+    let rel = topOf(unquoteGitPath(line));
+    for (let cut = rel.lastIndexOf('/'); cut > 0; cut = rel.lastIndexOf('/')) {
+      rel = rel.slice(0, cut);
+      if (dirs.has(rel)) break;
+      dirs.add(rel);
+    }
+  }
+  const root = bytesOf(links.dir);
+  for (const dir of dirs) if (fs.lstatSync(bufferOf(`${root}/${dir}/.git`), { throwIfNoEntry: false })) tops.push(`${dir}/.git`);
+  return tops;
 }
 
 /**
