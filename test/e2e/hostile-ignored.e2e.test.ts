@@ -259,3 +259,37 @@ describe('hostile: files git never lists, and setup\'s files changed behind thei
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered', 'sub', '.git', 'real.sh'), 'utf8'), 'READY=go\n');
   });
 });
+
+describe('hostile: odd files in ignored places (regression)', function () {
+  this.timeout(300000);
+  before(async function () {
+    await requireSandbox(this);
+  });
+
+  it('a FIFO, a name with a newline and a folder whose name is not UTF-8, all where git ignores: moved aside byte-exact and listed one per line, the delivered work PASSes', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'), { '.gitignore': 'build/\n*.log\n', 'README.md': '# r\n' });
+    const spec = [
+      'mkdir -p build && mkfifo build/pipe',
+      "printf 'forged\\n' > $'build/new\\nline.txt' && printf 'x\\n' > $'top\\nname.log'",
+      "mkdir $'build/odd\\x80dir' && echo kept > $'build/odd\\x80dir/in.txt'",
+      'echo ok > out.txt',
+    ].join('\n');
+    // The check sees none of them: they are not in the commit.
+    const check = "grep -qx ok out.txt && test ! -e build && test ! -e $'top\\nname.log'";
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, check, { max_attempts: 1, check_timeout_s: 120 })] });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(byKey(home).t?.verdict, 'PASS', r.all);
+    const aside = path.join(attemptDir(home, 't', 1), 'undelivered');
+    assert.equal(fs.readFileSync(path.join(aside, 'build', 'new\nline.txt'), 'utf8'), 'forged\n');
+    assert.equal(fs.readFileSync(path.join(aside, 'top\nname.log'), 'utf8'), 'x\n');
+    const odd = Buffer.concat([Buffer.from(`${aside}/build/odd`), Buffer.from([0x80]), Buffer.from('dir/in.txt')]);
+    assert.equal(fs.readFileSync(odd, 'utf8'), 'kept\n');
+    // One line per moved entry (the worker's new build/ whole, and the log), names that would break a line quoted.
+    const listed = fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered.txt'), 'utf8').split('\n').filter(Boolean).sort();
+    assert.deepEqual(listed, ['"top\\nname.log"', 'build/'].sort());
+    assert.equal(git(repo, 'show', `${String(byKey(home).t?.branch)}:out.txt`), 'ok');
+  });
+});
