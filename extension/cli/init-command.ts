@@ -13,6 +13,18 @@ export interface InitOptions {
   templatesDir?: string;
 }
 
+/**
+ * `p` as one POSIX shell word, so the command `verdict init` prints runs as printed: unchanged when it holds only
+ * characters no shell treats specially, else in single quotes (a `'` as `'\''`), or, when it holds a control
+ * character (a newline would cut the printed line), as bash's `$'…'` with `\xHH` escapes. Pure.
+ */
+export function shellWord(p: string): string {
+  if (/^[\w./:@%+=,-]+$/.test(p)) return p;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(p)) return `$'${p.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
+  return `'${p.replace(/'/g, `'\\''`)}'`;
+}
+
 /** The template `verdict init` writes when none is named. */
 export const DEFAULT_TEMPLATE = 'fan-out';
 
@@ -50,6 +62,6 @@ export function initCommand(opts: InitOptions, io: Io): number {
   const manifest = rel.startsWith('..') || path.isAbsolute(rel) ? full : rel;
   io.out(`template ${t.id}: ${t.title}`);
   io.out(`next: adapt ${manifest} (tasks, checks, engines${t.readme ? `; how: ${t.readme}` : ''}), then`);
-  io.out(`  verdict lint ${manifest} && verdict run ${manifest}`);
+  io.out(`  verdict lint ${shellWord(manifest)} && verdict run ${shellWord(manifest)}`);
   return 0;
 }
