@@ -34,7 +34,11 @@ export function scoreboardText(v: ScoreboardView): string[] {
         v.rows.map((r) => [r.tier, r.model, r.task_type ?? '-', String(r.tasks), String(r.attempts), pct(r.pass_rate), pct(r.first_try_pass_rate), r.groups ? `${r.won}/${r.groups}` : '-', opt(r.median_duration_ms, seconds), opt(r.median_tokens, (n) => String(Math.round(n))), opt(r.median_cost_microusd, formatUsd), r.last_seen?.slice(0, 10) ?? '-']),
       ),
     );
-  } else out.push('no judged attempts match (PASS, FAIL and TIMEOUT count; see below for errors)');
+  } else {
+    // Name only what follows: the demo's script engine stamps no model, so its attempts are all quarantined.
+    const below = [v.errors.length ? 'engine errors and rate limits' : '', v.quarantined.length ? 'attempts with no stamped model' : ''].filter(Boolean);
+    out.push(`no judged attempts of any model match (PASS, FAIL and TIMEOUT count)${below.length ? `; below: ${below.join(', and ')}` : ''}`);
+  }
   if (v.errors.length) {
     out.push('', 'kept out of the rates (engine errors and rate limits):');
     out.push(...table(['model', 'task_type', 'errors', 'rate limits', 'engines'], v.errors.map((e) => [e.model ?? '(no model)', e.task_type ?? '-', String(e.errors), String(e.rate_limits), e.engines.join(',')])).map((l) => `  ${l}`));
