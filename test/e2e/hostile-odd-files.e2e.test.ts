@@ -60,6 +60,10 @@ async function run(file: string, home: string) {
   return cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(path.dirname(home), 'user-home') } });
 }
 
+/** A correct worker's fix of calc.py, and the check that runs the committed pytest tests. */
+const FIX = "sed -i 's/return 0/return a + b/' calc.py";
+const CHECK = 'python3 -m pytest -q tests';
+
 // A name that is not valid UTF-8: "café" in Latin-1 (0xE9 alone), and a folder named by a lone continuation byte.
 const LATIN1_NAME = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74]); // caf\xe9.txt
 const BASH_LATIN1 = "$'caf\\xe9.txt'";
@@ -198,8 +202,6 @@ describe('hostile odd files: Verdict never changes a file the start commit has',
       'tests/test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
     });
   }
-  const FIX = "sed -i 's/return 0/return a + b/' calc.py";
-  const CHECK = 'python3 -m pytest -q tests';
   const START = ['conftest.py', 'package.json', 'pkg/conftest.py', 'pkg/pytest.ini', 'pytest.ini', 'requirements.txt', 'tests/test_calc.py'];
 
   /** Every start file but calc.py is in `branch` exactly as in main. */
@@ -266,5 +268,102 @@ describe('hostile odd files: Verdict never changes a file the start commit has',
       assert.deepEqual(changes(repo, `verdict/${runId}/${key}`), ['M\tcalc.py'], key);
       for (const f of ['tests/test_calc.py', 'notes.txt']) assert.deepEqual(blob(repo, `verdict/${runId}/${key}`, Buffer.from(f)), blob(repo, 'main', Buffer.from(f)), `${key}: ${f} as committed`);
     }
+  });
+});
+
+describe('hostile odd files: names that are not UTF-8 where Verdict walks the tree itself', function () {
+  this.timeout(300000);
+
+  // Before: the protected set was listed with names decoded as UTF-8, so a start commit holding tests/caf\xe9.txt
+  // made every task an ERROR at prepare (lstat of "caf\ufffd.txt": ENOENT), whatever its worker did.
+  it('a start commit with a test whose name is not UTF-8: a correct worker PASSes and it is delivered as committed; one that rewrites it FAILs naming it and gets it back', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      'calc.py': 'def add(a, b):\n    return 0\n',
+      'tests/test_calc.py': 'import sys, os\nsys.path.insert(0, os.getcwd())\nfrom calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+    });
+    // A fixture of the tests (pytest would not take a test module so named), written by bash: a name that is not UTF-8
+    // cannot be one of our arguments.
+    execFileSync('bash', ['-c', "printf 'expected\\n' > $'tests/caf\\xe9.txt' && git add -A && git -c user.name=t -c user.email=t@t commit -qm latin1"], { cwd: repo });
+    const odd = Buffer.concat([Buffer.from('tests/caf'), Buffer.from([0xe9]), Buffer.from('.txt')]);
+    const home = path.join(dir, 'home');
+    const tamper = [
+      `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo whatever > $'tests/caf\\xe9.txt'; echo tampered; exit 0; fi`,
+      `grep -qx expected $'tests/caf\\xe9.txt' && echo "put back"`,
+      FIX,
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('fix', FIX, CHECK, { max_attempts: 1 }), scriptTask('tamper', tamper, CHECK, { max_attempts: 2 })] });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 0, r.all);
+    const v = verdicts(home);
+    assert.deepEqual([v.fix, v.tamper], [['PASS'], ['FAIL', 'PASS']], r.all);
+    const rows = readRows(home).filter((x) => x.task_key === 'tamper');
+    assert.match(String(rows[0]?.notes), /protected check inputs: "tests\/caf\\351\.txt" \(changed\)/);
+    assert.match(fs.readFileSync(String(rows[1]?.worker_log), 'utf8'), /put back/);
+    const runId = String(rows[0]?.run_id);
+    for (const key of ['fix', 'tamper']) {
+      assert.deepEqual(changes(repo, `verdict/${runId}/${key}`), ['M\tcalc.py'], key);
+      assert.deepEqual(blob(repo, `verdict/${runId}/${key}`, odd), blob(repo, 'main', odd), `${key}: the test is delivered as committed`);
+    }
+  });
+
+  // Before: plain mode's walks (the guard's record, the seal's snapshot the retry is put back from) skipped every entry
+  // whose name is not UTF-8: a worker wrote outside allow_paths, or a package.json with a dependency, under such a
+  // folder and PASSed; a check's file under such a name reached the retry.
+  it('plain mode: writes outside allow_paths and a new dependency under a folder whose name is not UTF-8 FAIL; a check\'s file under such a name is gone before the retry', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const check = 'grep -qx ok src/ok.txt || { echo "no ok"; exit 1; }';
+    const file = writeManifest(dir, {
+      worktrees: false,
+      workdir: path.join(dir, 'work'),
+      max_parallel: 3,
+      tasks: [
+        scriptTask('outside', `mkdir -p src ${BASH_ODD_DIR} && echo ok > src/ok.txt && echo evil > ${BASH_ODD_DIR}/evil.txt`, check, { max_attempts: 1, allow_paths: ['src/**'] }),
+        scriptTask('deps', `mkdir -p src ${BASH_ODD_DIR} && echo ok > src/ok.txt && echo '{"dependencies": {"left-pad": "1.3.0"}}' > ${BASH_ODD_DIR}/package.json`, check, { max_attempts: 1 }),
+        scriptTask('leftover', `if ls -b | grep -q junk; then echo "leftover seen"; fi; mkdir -p src && echo ok > src/ok.txt`, `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo junk > $'junk\\xff'; echo "first check fails"; exit 1; fi\n${check}`, { max_attempts: 2 }),
+      ],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    const v = verdicts(home);
+    assert.deepEqual([v.outside, v.deps, v.leftover], [['FAIL'], ['FAIL'], ['FAIL', 'PASS']], r.all);
+    const note = (key: string) => String(readRows(home).find((x) => x.task_key === key)?.notes);
+    assert.match(note('outside'), /the guard refused the work \(paths\): "odd\\200dir\/evil\.txt":1: added outside allow_paths/);
+    assert.match(note('deps'), /the guard refused the work \(deps\): "odd\\200dir\/package\.json":\d+: .*left-pad/);
+    const logs = readRows(home).filter((x) => x.task_key === 'leftover').map((x) => fs.readFileSync(String(x.worker_log), 'utf8'));
+    assert.doesNotMatch(logs[1] ?? '', /leftover seen/, 'the check\'s file was removed before the retry');
+  });
+});
+
+describe('hostile odd files: the guards over a folder whose name is not UTF-8, worktree mode', function () {
+  this.timeout(120000);
+
+  // Before: the seal was an ERROR (the paths of its diff decoded as UTF-8: lstat of "odd\ufffddir" failed), so the
+  // guards never judged. Now the guards read git's diff of the sealed commit, names taken by their bytes: a write
+  // outside allow_paths or a new dependency under such a folder FAILs, naming it.
+  it('a write outside allow_paths and a package.json with a new dependency under such a folder FAIL, naming it', async function () {
+    await requireSandbox(this);
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'src/a/x.txt': 'x\n' });
+    const home = path.join(dir, 'home');
+    const check = 'grep -qx ok src/a/ok.txt || { echo "no ok"; exit 1; }';
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 2,
+      tasks: [
+        scriptTask('outside', "echo ok > src/a/ok.txt && mkdir $'odd\\x80dir' && echo evil > $'odd\\x80dir/evil.txt'", check, { max_attempts: 1, allow_paths: ['src/a/**'] }),
+        scriptTask('deps', `echo ok > src/a/ok.txt && mkdir $'odd\\x80dir' && echo '{"dependencies": {"left-pad": "1.3.0"}}' > $'odd\\x80dir/package.json'`, check, { max_attempts: 1 }),
+      ],
+    });
+    const r = await run(file, home);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.deepEqual([verdicts(home).outside, verdicts(home).deps], [['FAIL'], ['FAIL']], r.all);
+    const note = (key: string) => String(readRows(home).find((x) => x.task_key === key)?.notes);
+    assert.match(note('outside'), /the guard refused the work \(paths\): "odd\\200dir\/evil\.txt":1: added outside allow_paths/);
+    assert.match(note('deps'), /the guard refused the work \(deps\): "odd\\200dir\/package\.json":\d+: .*left-pad/);
   });
 });

@@ -4,7 +4,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { listSpecialFiles, removeSpecialFiles, showPath } from '../../extension/core/git/special-files';
+import { listSpecialFiles, removeSpecialFiles } from '../../extension/core/git/special-files';
+import { showPath } from '../../extension/core/fs/byte-names';
 import { tempDir } from '../helpers/fixtures';
 
 // git/special-files.ts: what git cannot record (FIFOs, sockets, device files) is found and removed by the exact bytes of

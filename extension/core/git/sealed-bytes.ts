@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ByteGit } from './safe-git';
-import { showPath } from './special-files';
+import { showPath } from '../fs/byte-names';
 
 /** One record of `git diff-index --cached -z` (git-diff(1) "RAW OUTPUT FORMAT"), renames off. */
 export interface RawChange {

@@ -13,7 +13,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, type WorktreeLinks } from './worktree';
-import { removeSpecialFiles, showPath } from './special-files';
+import { removeSpecialFiles } from './special-files';
+import { showPath } from '../fs/byte-names';
 
 /** What a worktree held when it was sealed: the commit, a copy of the seal's index, the ignored entries. */
 export interface SealedTree {

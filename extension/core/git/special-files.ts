@@ -12,6 +12,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { runCapturedBytes } from '../process/run-captured';
+import { showPath } from '../fs/byte-names';
 
 /** A FIFO, socket or device file of a tree. */
 export interface SpecialFile {
@@ -72,33 +73,6 @@ export async function removeSpecialFiles(dir: string, opts: { upper?: string | n
 
 function kindOf(st: fs.Stats): SpecialFile['kind'] {
   return st.isFIFO() ? 'FIFO' : st.isSocket() ? 'socket' : st.isBlockDevice() ? 'block device' : 'character device';
-}
-
-/**
- * A path's bytes as a person reads them, quoted as git quotes a path (git-config(1) core.quotePath): plain when it is
- * valid UTF-8 without control characters, `"`, or `\`; otherwise in double quotes with `\t`, `\n`, `\"`, `\\` and
- * every other byte below 0x20, 0x7f and every byte of an invalid UTF-8 sequence as a three-digit octal escape.
- */
-export function showPath(p: Buffer): string {
-  const text = p.toString('utf8');
-  const plain = Buffer.from(text, 'utf8').equals(p) && !/[\x00-\x1f\x7f"\\]/.test(text);
-  if (plain) return text;
-  let out = '';
-  let at = 0;
-  while (at < p.length) {
-    const b = p[at] as number;
-    const len = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3 : b >= 0xf0 && b < 0xf5 ? 4 : 0;
-    const seq = len > 1 ? p.subarray(at, at + len) : null;
-    if (seq && seq.length === len && Buffer.from(seq.toString('utf8'), 'utf8').equals(seq)) {
-      out += seq.toString('utf8');
-      at += len;
-      continue;
-    }
-    const c = String.fromCharCode(b);
-    out += b === 0x09 ? '\\t' : b === 0x0a ? '\\n' : c === '"' ? '\\"' : c === '\\' ? '\\\\' : b < 0x20 || b >= 0x7f ? `\\${b.toString(8).padStart(3, '0')}` : c;
-    at += 1;
-  }
-  return `"${out}"`;
 }
 
 /** `FIFO a, socket b, …` for a task note: the first `max` of `files`, then how many there were. */

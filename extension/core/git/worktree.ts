@@ -10,7 +10,8 @@ import { untrustedGitlinks } from './submodule-trust';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
 import { keepParentEntries, parseRawZ, unchangedFromParent, writeSealedBytes, type RawChange } from './sealed-bytes';
-import { listSpecialFiles, removeSpecialFiles, showPath } from './special-files';
+import { listSpecialFiles, removeSpecialFiles } from './special-files';
+import { showPath } from '../fs/byte-names';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */

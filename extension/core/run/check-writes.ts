@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { recordSealedTree, recordWorktreeTree, resetToSealed, type SealedTree } from '../git/sealed-tree';
 import type { WorktreeLinks } from '../git/worktree';
+import { showName } from '../fs/byte-names';
 import { restoreSnapshot, takeSnapshot, type DirSnapshot, type SnapshotEntry } from './dir-snapshot';
 
 /** The tree an attempt sealed, to put the task dir back to before the next attempt. */
@@ -50,7 +51,11 @@ export async function discardCheckWrites(dir: string, links: WorktreeLinks | nul
     if (!links) return null;
     ({ removed, restored } = await resetToSealed(links, sealed.tree));
   } else {
+    // Plain mode's names are fs/byte-names.ts strings; worktree mode's come shown already.
     ({ removed, restored, lost } = restoreSnapshot(dir, sealed.snapshot));
+    removed = removed.map(showName);
+    restored = restored.map(showName);
+    lost = lost.map(showName);
   }
   if (!removed.length && !restored.length && !lost.length) return null;
   const list = (xs: string[]) => `${xs.slice(0, 5).join(', ')}${xs.length > 5 ? `, … (${xs.length})` : ''}`;

@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { bytesOfName, fsPath, hasByteEscape, readLinkName, readNames } from '../fs/byte-names';
 
 /** Folders recorded but never walked into. */
 export const SNAPSHOT_OPAQUE_DIRS = new Set(['.git', 'node_modules']);
@@ -47,7 +48,7 @@ export function takeSnapshot(dir: string, store: string | null): DirSnapshot {
   walk(dir, (rel, abs, st) => {
     const mode = st.mode & 0o7777;
     entries.set(rel, { kind: 'other', mode });
-    if (st.isSymbolicLink()) entries.set(rel, { kind: 'symlink', mode, target: fs.readlinkSync(abs) });
+    if (st.isSymbolicLink()) entries.set(rel, { kind: 'symlink', mode, target: readLinkName(abs) });
     else if (st.isDirectory()) entries.set(rel, { kind: 'dir', mode });
     else if (st.isFile()) {
       const content = fs.readFileSync(abs);
@@ -105,7 +106,7 @@ export function restoreSnapshot(dir: string, snap: DirSnapshot): RestoreReport {
     // Under a folder already removed: gone with it.
     if (report.removed.some((r) => rel.startsWith(`${r}/`))) continue;
     try {
-      fs.rmSync(path.join(dir, rel), { recursive: entry.kind === 'dir', force: true });
+      fs.rmSync(fsPath(dir, rel), { recursive: entry.kind === 'dir', force: true });
       report.removed.push(rel);
     } catch {
       report.lost.push(rel);
@@ -114,7 +115,7 @@ export function restoreSnapshot(dir: string, snap: DirSnapshot): RestoreReport {
   for (const [rel, entry] of [...snap.entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const cur = now.get(rel);
     if (cur && !entryChanged(cur, entry)) continue;
-    const abs = path.join(dir, rel);
+    const abs = fsPath(dir, rel);
     try {
       if (entry.kind === 'dir') {
         if (cur?.kind !== 'dir') {
@@ -131,8 +132,8 @@ export function restoreSnapshot(dir: string, snap: DirSnapshot): RestoreReport {
         continue;
       }
       if (cur) fs.rmSync(abs, { recursive: true, force: true });
-      fs.mkdirSync(path.dirname(abs), { recursive: true });
-      if (entry.kind === 'symlink') fs.symlinkSync(entry.target as string, abs);
+      fs.mkdirSync(fsPath(dir, path.posix.dirname(rel)), { recursive: true });
+      if (entry.kind === 'symlink') fs.symlinkSync(hasByteEscape(entry.target as string) ? bytesOfName(entry.target as string) : (entry.target as string), abs);
       else {
         fs.writeFileSync(abs, content as Buffer);
         fs.chmodSync(abs, entry.mode);
@@ -145,17 +146,20 @@ export function restoreSnapshot(dir: string, snap: DirSnapshot): RestoreReport {
   return report;
 }
 
-/** Calls `visit` for every entry under `dir` (sorted, lstat: symlinks not followed); opaque folders are not entered. */
-function walk(dir: string, visit: (rel: string, abs: string, st: fs.Stats) => void, rel = ''): void {
+/**
+ * Calls `visit` for every entry under `dir` (sorted, lstat: symlinks not followed); opaque folders are not entered.
+ * Names are fs/byte-names.ts strings: one that is not valid UTF-8 is walked, read and named exactly, not skipped.
+ */
+function walk(dir: string, visit: (rel: string, abs: string | Buffer, st: fs.Stats) => void, rel = ''): void {
   let names: string[];
   try {
-    names = fs.readdirSync(path.join(dir, rel)).sort();
+    names = readNames(fsPath(dir, rel)).sort();
   } catch {
     return;
   }
   for (const name of names) {
     const child = rel ? `${rel}/${name}` : name;
-    const abs = path.join(dir, child);
+    const abs = fsPath(dir, child);
     let st: fs.Stats;
     try {
       st = fs.lstatSync(abs);

@@ -19,6 +19,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { parse as shellParse } from 'shell-quote';
+import { fsPath, readEntries, readLinkName, showName } from '../fs/byte-names';
 
 /** Conventional places of tests (relative globs, matched against paths relative to the task dir). */
 export const CONVENTIONAL_TEST_GLOBS = ['test/**', 'tests/**', 'spec/**', '**/__tests__/**', '**/*_test.*', '**/*.test.*', '**/*.spec.*'];
@@ -49,17 +50,17 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
   const kindOf = (rel: string): 'file' | 'dir' | null => {
     try {
       // Most words of a check name nothing in the tree: no error object is made for them (throwIfNoEntry).
-      const st = fs.statSync(path.join(taskDir, rel), { throwIfNoEntry: false });
+      const st = fs.statSync(fsPath(taskDir, rel), { throwIfNoEntry: false });
       return st ? (st.isDirectory() ? 'dir' : 'file') : null;
     } catch {
       return null;
     }
   };
-  for (const rel of protectedPaths(listFiles(taskDir), kindOf, check, protect, deliverables)) files.set(rel, fingerprint(path.join(taskDir, rel)));
+  for (const rel of protectedPaths(listFiles(taskDir), kindOf, check, protect, deliverables)) files.set(rel, fingerprint(fsPath(taskDir, rel)));
   if (snapshotDir) {
     for (const rel of files.keys()) {
-      fs.mkdirSync(path.dirname(path.join(snapshotDir, rel)), { recursive: true });
-      fs.cpSync(path.join(taskDir, rel), path.join(snapshotDir, rel), { verbatimSymlinks: true });
+      fs.mkdirSync(fsPath(snapshotDir, path.posix.dirname(rel)), { recursive: true });
+      copyEntry(fsPath(taskDir, rel), fsPath(snapshotDir, rel));
     }
   }
   return { files, snapshotDir, ...newFileRules(check, protect) };
@@ -135,30 +136,30 @@ export function forbidNewFor(check: string): string[] {
 export function protectedSetFromSnapshot(snapshotDir: string, check: string, protect: readonly string[] | null): ProtectedSet {
   if (protect !== null && protect.length === 0) return { files: new Map(), snapshotDir: null };
   if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, ...newFileRules(check, protect) };
-  const files = new Map(listFiles(snapshotDir).map((rel) => [rel, fingerprint(path.join(snapshotDir, rel))]));
+  const files = new Map(listFiles(snapshotDir).map((rel) => [rel, fingerprint(fsPath(snapshotDir, rel))]));
   return { files, snapshotDir, ...newFileRules(check, protect) };
 }
 
 /**
- * Puts every changed or deleted protected file back as it was (from the snapshot), so a retry starts from the
- * check's own inputs. Returns the paths restored. Never throws for one file: it is left and named by the next check.
+ * Puts every changed or deleted protected file back as it was (from the snapshot), and removes a new file the test
+ * runner would load, so a retry starts from the check's own inputs. Returns the paths restored, as people read them
+ * (fs/byte-names.ts showName). Never throws for one file: it is left and named by the next check.
  */
 export function restoreProtected(taskDir: string, set: ProtectedSet): string[] {
   const restored: string[] = [];
-  for (const entry of protectedChanges(taskDir, set)) {
-    const rel = entry.replace(/ \((changed|deleted|new: .*)\)$/, '');
-    const abs = path.join(taskDir, rel);
-    if (/ \(new: /.test(entry)) {
+  for (const { rel, what } of changesOf(taskDir, set)) {
+    const abs = fsPath(taskDir, rel);
+    if (what === 'new') {
       fs.rmSync(abs, { force: true });
-      restored.push(rel);
+      restored.push(showName(rel));
       continue;
     }
     if (!set.snapshotDir) continue;
     try {
       fs.rmSync(abs, { recursive: true, force: true });
-      fs.mkdirSync(path.dirname(abs), { recursive: true });
-      fs.cpSync(path.join(set.snapshotDir, rel), abs, { verbatimSymlinks: true });
-      restored.push(rel);
+      fs.mkdirSync(fsPath(taskDir, path.posix.dirname(rel)), { recursive: true });
+      copyEntry(fsPath(set.snapshotDir, rel), abs);
+      restored.push(showName(rel));
     } catch {
       // left as the worker made it; the next guard names it again
     }
@@ -168,27 +169,32 @@ export function restoreProtected(taskDir: string, set: ProtectedSet): string[] {
 
 /**
  * The protected files that were changed or deleted since `set` was taken, each as `path (changed)` or
- * `path (deleted)`, sorted; empty when none.
+ * `path (deleted)`, and the new files the test runner would load as `path (new: …)`, sorted, paths as people read
+ * them (showName); empty when none.
  */
 export function protectedChanges(taskDir: string, set: ProtectedSet): string[] {
-  const out: string[] = [];
+  return changesOf(taskDir, set).map(({ rel, what }) => `${showName(rel)} (${what === 'new' ? 'new: it changes what the test runner reports' : what})`).sort();
+}
+
+/** What protectedChanges reports, by relative path (a fs/byte-names.ts string). */
+function changesOf(taskDir: string, set: ProtectedSet): { rel: string; what: 'changed' | 'deleted' | 'new' }[] {
+  const out: { rel: string; what: 'changed' | 'deleted' | 'new' }[] = [];
   for (const [rel, before] of set.files) {
-    const abs = path.join(taskDir, rel);
     let now: string | null;
     try {
-      now = fingerprint(abs);
+      now = fingerprint(fsPath(taskDir, rel));
     } catch {
       now = null;
     }
-    if (now === null) out.push(`${rel} (deleted)`);
-    else if (now !== before) out.push(`${rel} (changed)`);
+    if (now === null) out.push({ rel, what: 'deleted' });
+    else if (now !== before) out.push({ rel, what: 'changed' });
   }
   if (set.forbidNew?.length) {
     const forbidden = globMatcher(set.forbidNew);
     const allowed = globMatcher(set.allowNew ?? []);
-    for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel) && !allowed(rel)) out.push(`${rel} (new: it changes what the test runner reports)`);
+    for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel) && !allowed(rel)) out.push({ rel, what: 'new' });
   }
-  return out.sort();
+  return out;
 }
 
 /** Commands whose first non-option argument is a script they run. */
@@ -258,27 +264,36 @@ function namedPaths(check: string, kindOf: (rel: string) => 'file' | 'dir' | nul
   return out;
 }
 
-/** Every file under `dir` (relative paths, `/`-separated), not following symlinked folders. */
+/**
+ * Every file under `dir` (relative paths, `/`-separated), not following symlinked folders. Names are fs/byte-names.ts
+ * strings: one that is not valid UTF-8 is listed (and so protected, or refused as new) like any other.
+ */
 function listFiles(dir: string, rel = ''): string[] {
   const out: string[] = [];
-  let entries: fs.Dirent[];
+  let entries: { name: string; dirent: fs.Dirent<Buffer> }[];
   try {
-    entries = fs.readdirSync(path.join(dir, rel), { withFileTypes: true });
+    entries = readEntries(fsPath(dir, rel));
   } catch {
     return out;
   }
-  for (const e of entries) {
-    const child = rel ? `${rel}/${e.name}` : e.name;
-    if (e.isDirectory()) {
-      if (!SKIP_DIRS.has(e.name)) out.push(...listFiles(dir, child));
-    } else if (e.isFile() || e.isSymbolicLink()) out.push(child);
+  for (const { name, dirent } of entries) {
+    const child = rel ? `${rel}/${name}` : name;
+    if (dirent.isDirectory()) {
+      if (!SKIP_DIRS.has(name)) out.push(...listFiles(dir, child));
+    } else if (dirent.isFile() || dirent.isSymbolicLink()) out.push(child);
   }
   return out;
 }
 
-function fingerprint(abs: string): string {
+/** Copies the file or symlink `from` (a symlink as a symlink, a file with its mode) to `to`. @throws from the file system */
+function copyEntry(from: string | Buffer, to: string | Buffer): void {
+  if (fs.lstatSync(from).isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(from, { encoding: 'buffer' }), to);
+  else fs.copyFileSync(from, to);
+}
+
+function fingerprint(abs: string | Buffer): string {
   const st = fs.lstatSync(abs);
-  if (st.isSymbolicLink()) return `symlink:${fs.readlinkSync(abs)}`;
+  if (st.isSymbolicLink()) return `symlink:${readLinkName(abs)}`;
   const mode = (st.mode & 0o111) !== 0 ? 'x' : '-';
   return `${mode}${crypto.createHash('sha256').update(fs.readFileSync(abs)).digest('hex')}`;
 }

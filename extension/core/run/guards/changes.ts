@@ -4,8 +4,8 @@
  * in plain mode the task dir against its snapshot after setup (run/dir-snapshot.ts).
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { safeGitConfigArgs } from '../../git/safe-git';
+import { fsPath, nameFromBytes } from '../../fs/byte-names';
 import { runCapturedBytes } from '../../process/run-captured';
 import { entryChanged, keptContent, takeSnapshot, type DirSnapshot, type SnapshotEntry } from '../dir-snapshot';
 import { GUARD_TEXT_BYTES, isText, type Change } from './types';
@@ -21,8 +21,15 @@ export const GUARD_MAX_READ_BYTES = 256 * 1024 * 1024;
  * @throws Error with git's message
  */
 export async function commitChanges(commonDir: string, from: string, to: string): Promise<Change[]> {
-  const raw = (await git(commonDir, ['diff-tree', '-r', '-z', '-M', '--no-commit-id', '--raw', from, to])).toString('utf8');
-  const tokens = raw.split('\0');
+  // Paths as fs/byte-names.ts strings: a name that is not valid UTF-8 is judged (and shown) by its own bytes.
+  const raw = await git(commonDir, ['diff-tree', '-r', '-z', '-M', '--no-commit-id', '--raw', from, to]);
+  const tokens: string[] = [];
+  for (let at = 0; at < raw.length;) {
+    let end = raw.indexOf(0, at);
+    if (end < 0) end = raw.length;
+    tokens.push(nameFromBytes(raw.subarray(at, end)));
+    at = end + 1;
+  }
   const rows: { oldMode: string; newMode: string; oldSha: string; newSha: string; status: string; from?: string; path: string }[] = [];
   for (let i = 0; i < tokens.length; i++) {
     const head = tokens[i];
@@ -76,7 +83,7 @@ export function dirChanges(base: DirSnapshot, dir: string, current?: DirSnapshot
   const out: Change[] = [];
   let read = 0;
   let budget = GUARD_MAX_READ_BYTES;
-  const content = (abs: string): { text: string | null; unreadable?: 'binary' | 'large' } => {
+  const content = (abs: string | Buffer): { text: string | null; unreadable?: 'binary' | 'large' } => {
     if (++read > GUARD_MAX_READ_FILES) return { text: null, unreadable: 'large' };
     try {
       const size = fs.statSync(abs).size;
@@ -96,7 +103,7 @@ export function dirChanges(base: DirSnapshot, dir: string, current?: DirSnapshot
     if (e.kind === 'dir') continue;
     const was = base.entries.get(rel);
     if (was && !entryChanged(was, e)) continue;
-    const after = e.kind === 'file' ? content(path.join(dir, rel)) : { text: null };
+    const after = e.kind === 'file' ? content(fsPath(dir, rel)) : { text: null };
     const change: Change = { path: rel, status: was && was.kind !== 'dir' ? 'modified' : 'added', kind: kindOf(e), before: was?.kind === 'file' ? baseText(was) : null, after: after.text };
     if (e.kind === 'symlink') change.target = e.target ?? '';
     if (after.unreadable) change.unreadable = after.unreadable;

@@ -4,6 +4,7 @@
  * line.
  */
 import type { GuardSwitches } from '../../manifest/types';
+import { showName } from '../../fs/byte-names';
 
 export type { GuardSwitches } from '../../manifest/types';
 
@@ -44,9 +45,9 @@ export interface GuardFinding {
 /** Files larger than this are not read line by line, bytes (their path is still judged). */
 export const GUARD_TEXT_BYTES = 2 * 1024 * 1024;
 
-/** `file:line: message` (or `file: message`). */
+/** `file:line: message` (or `file: message`), the file as people read it (fs/byte-names.ts showName). */
 export function formatFinding(f: GuardFinding): string {
-  return `${f.file}${f.line !== null ? `:${f.line}` : ''}: ${f.message}`;
+  return `${showName(f.file)}${f.line !== null ? `:${f.line}` : ''}: ${f.message}`;
 }
 
 /** Whether `buf` holds text as git decides it (git's buffer_is_binary: no NUL byte in the first 8000 bytes). */

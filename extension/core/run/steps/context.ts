@@ -10,6 +10,7 @@ import type { Containment } from '../../process/sandbox';
 import type { SandboxView } from '../containment';
 import type { AttemptRecord, StepName } from '../attempt-record';
 import type { Judgement } from '../decide';
+import { hasByteEscape } from '../../fs/byte-names';
 import type { ProtectedSet } from '../protect';
 import type { DirSnapshot } from '../dir-snapshot';
 import type { SealedState } from '../check-writes';
@@ -134,9 +135,13 @@ export interface Step {
 /** Thrown by a step when the task was stopped while it ran; the attempt is then CANCELLED. */
 export class Cancelled extends Error {}
 
-/** Absolute paths of the task's protected files and of its inputs folder, for the sandbox's read-only binds. */
+/**
+ * Absolute paths of the task's protected files and of its inputs folder, for the sandbox's read-only binds. A protected
+ * file whose name is not valid UTF-8 cannot be named to bubblewrap (its arguments are text) and is left out: the guard
+ * still compares it after the worker, and a retry gets it back.
+ */
 export function protectedPaths(task: TaskRuntime): string[] {
-  const files = task.protected ? [...task.protected.files.keys()].map((rel) => `${task.state.dir}/${rel}`) : [];
+  const files = task.protected ? [...task.protected.files.keys()].filter((rel) => !hasByteEscape(rel)).map((rel) => `${task.state.dir}/${rel}`) : [];
   // The task's inputs (its prerequisites' sealed work) are read-only to its worker and its check alike.
   return task.inputsDir ? [...files, task.inputsDir] : files;
 }
