@@ -89,6 +89,36 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     assert.equal((r.stdout.match(/BUDGET_EXCEEDED/g) ?? []).length >= 2, true, r.stdout);
   });
 
+  it('budget: a running attempt is stopped when a sibling\'s finished spend passes the budget; its task ends BUDGET_EXCEEDED, its work kept', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // Two engines of unknown price (each its own first attempt, so both start): `quick` reports $0.012 at once, past
+    // the $0.005 budget; `long` works until it is stopped (without the stop it would run to its 120 s timeout).
+    const config = path.join(dir, 'config.json');
+    const engine = (model: string) => ({ binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model, retry_context: 'file' });
+    fs.writeFileSync(config, JSON.stringify({ engines: { quick: engine('acme/quick'), long: engine('acme/long') } }));
+    const quick = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.012,"usage":{"input_tokens":10,"output_tokens":5}}'`;
+    const long = `echo partial > draft.txt; while true; do echo working; sleep 0.2; done`;
+    const tasks = [
+      scriptTask('long', long, 'test -s out.txt', { engine: 'long', expect_files: ['out.txt'], timeout_s: 120 }),
+      scriptTask('quick', quick, 'test -s out.txt', { engine: 'quick', expect_files: ['out.txt'] }),
+    ];
+    const manifest = writeManifest(dir, { run_name: 'stop-mid-run', max_parallel: 2, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...process.env, VERDICT_PG_URL: '' } as Record<string, string> });
+    const rows = readRows(home);
+    const spent = rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
+    console.log(`      spent ${spent} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`);
+    assert.equal(r.exitCode, 1, r.all);
+    const longRow = rows.find((x) => x.task_key === 'long');
+    assert.equal(longRow?.verdict, 'CANCELLED', r.all);
+    assert.match(String(longRow?.notes ?? '') + r.all, /spent passed budget_usd \$0\.0050; this attempt was stopped/);
+    assert.match(r.stdout, /long\s+BUDGET_EXCEEDED/, r.stdout);
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string }[] };
+    const longState = state.tasks.find((t) => t.key === 'long');
+    assert.equal(longState?.status, 'BUDGET_EXCEEDED');
+    assert.ok(fs.existsSync(path.join(longState?.dir ?? '', 'draft.txt')), 'the stopped attempt\'s work is kept');
+  });
+
   it('a Postgres that is down never fails a run: rows wait in the outbox', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -52,6 +52,11 @@ export class Budget {
     return this.spent;
   }
 
+  /** True when what is spent alone passes the cap (running attempts are then stopped); false without a cap. */
+  get exceeded(): boolean {
+    return this.capMicroUsd !== null && this.spent > this.capMicroUsd;
+  }
+
   /** The worst-case estimate of one attempt on `key` (engine/model), micro-USD. */
   estimate(key: string, price: ModelPrice | null): number {
     const catalog = price?.contextLength ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd : 0;

@@ -282,6 +282,16 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     },
     { groupOf: (task) => choiceOf(task).engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
   );
+  /** Tasks with an attempt running, and those stopped because the spend passed the budget (with the reason). */
+  const attemptsRunning = new Set<TaskRuntime>();
+  const stoppedForBudget = new Map<TaskRuntime, string>();
+  const stopForBudget = (t: TaskRuntime, reason: string) => {
+    if (t.abort.signal.aborted) return;
+    stoppedForBudget.set(t, reason);
+    t.restart = null;
+    t.state.reason = reason;
+    t.abort.abort(reason);
+  };
   /** Tasks held back by the budget until an attempt of their unpriced engine settles (spend.ts admit). */
   const budgetHeld = new Set<TaskRuntime>();
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
@@ -331,10 +341,19 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       return scheduler.push(task, PROBE_HOLD_MS), false;
     }
     budgetHeld.delete(task);
-    const outcome = await runAttempt(ctx, task, opts.attemptSteps);
+    attemptsRunning.add(task);
+    const outcome = await runAttempt(ctx, task, opts.attemptSteps).finally(() => attemptsRunning.delete(task));
     spend.settle(reservation, outcome.costMicroUsd);
     for (const t of budgetHeld) if (scheduler.withdraw(t)) scheduler.push(t);
     budgetHeld.clear();
+    // Spent alone passed the budget: the attempts still running are stopped as by `stop`, their tasks end BUDGET_EXCEEDED.
+    const over = spend.overBudget();
+    if (over) for (const t of attemptsRunning) stopForBudget(t, over);
+    const budgetReason = stoppedForBudget.get(task);
+    if (budgetReason !== undefined) {
+      budgetExceeded(ctx, task, budgetReason);
+      return false;
+    }
     // A stopped or interrupted attempt says nothing of its engine: a probe's turn passes on (runJob).
     const informative = !task.restart && outcome.verdict !== 'CANCELLED' && outcome.verdict !== 'INTERRUPTED';
     afterWaitChange(task, task.state.engine, waits.settle(task.state.engine, task.spec.key, task.state.attempts.length, outcome.quota, Date.now(), informative));

@@ -84,6 +84,16 @@ export class RunSpend {
     this.budget.settle(r, costMicroUsd);
   }
 
+  /**
+   * null while the spend is within the budget (or there is none); once what is spent alone passes it, the reason a
+   * running attempt is stopped and its task ends BUDGET_EXCEEDED (resumable with a higher budget).
+   */
+  overBudget(): string | null {
+    if (!this.budget.exceeded) return null;
+    const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
+    return `budget: ${usd(this.budget.spentMicroUsd)} spent passed budget_usd ${usd(this.budget.capMicroUsd ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
+  }
+
   /** An eval row was appended: send it (and any waiting) to Postgres in the background. */
   rowWritten(): void {
     this.mirror?.kick();
