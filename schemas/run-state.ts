@@ -45,6 +45,8 @@ export interface AttemptState {
   model?: string | null;
   /** The machine the attempt runs on (a pool worker's host on a pool run); absent in older state files: the run's host. */
   host?: string;
+  /** The attempt ran in a start forced over lint errors (RunState.forced); absent otherwise. */
+  forced?: true;
 }
 
 /** One task as shown live. */
@@ -191,6 +193,8 @@ export interface RunResume {
   from: string;
   /** The tasks run again. */
   tasks: string[];
+  /** This orchestrator was started with `--force` over lint errors in the frozen manifest; absent otherwise. */
+  forced?: true;
 }
 
 /**
@@ -258,6 +262,12 @@ export interface RunState {
   control?: ControlAck[];
   /** Each time an orchestrator took this run over again after it ended, oldest first; absent when never. */
   resumes?: RunResume[];
+  /**
+   * The run was started (or continued: see `resumes`) with `--force` / MCP `force: true` over lint errors in its
+   * manifest (extension/core/manifest/lint.ts startGate); its attempts' views and eval rows say `forced: true` too.
+   * Absent when never forced.
+   */
+  forced?: true;
   /**
    * Engines waiting for a quota reset, by engine name (an entry whose `until` passed is stale, unless `capped`: then
    * its probe is due or running); absent when none.

@@ -50,6 +50,7 @@ const runFlags = {
   baseline: { type: 'boolean', help: 'first run every check on the untouched tree: a task whose check already passes is not run' },
   'no-sandbox': { type: 'boolean', help: 'run every step without bubblewrap (said once; recorded in every row)' },
   'no-dashboard': { type: 'boolean', help: 'do not reuse, start or open the dashboard (it is never started without a display)' },
+  force: { type: 'boolean', help: 'start even when lint finds errors (recorded as forced: true in the run and every eval row)' },
 } as const satisfies Record<string, FlagSpec>;
 
 const runFlagsOf = (f: FlagValues<typeof runFlags>): RunFlags => ({
@@ -60,6 +61,7 @@ const runFlagsOf = (f: FlagValues<typeof runFlags>): RunFlags => ({
   baseline: f.baseline,
   dashboard: !f['no-dashboard'],
   noSandbox: f['no-sandbox'],
+  force: f.force,
 });
 
 export const COMMANDS: readonly AnyCommand[] = [
@@ -73,7 +75,7 @@ export const COMMANDS: readonly AnyCommand[] = [
       remote: { type: 'string', value: 'GIT', help: 'pool runs: the git remote every worker fetches from and pushes to', default: "the manifest's remote" },
     },
     summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
-    exit: '0 every task passed, 1 some task did not, 2 bad input (manifest, config or flags: nothing is created)',
+    exit: '0 every task passed, 1 some task did not, 2 bad input or a lint error without --force (nothing is created)',
     run: async ({ args: [manifest], flags }, io) => (await (await import('./run-command')).runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only, pool: flags.pool, remote: flags.remote }, io)).code,
   }),
   command({
@@ -98,7 +100,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     args: [{ name: 'RUN' }],
     flags: { ...runFlags, 'no-wait': noWait },
     summary: 'a paused live run: go on; one that ended: the same run runs again its tasks that did not pass',
-    exit: '0 unpaused, or every task passed (or none was left), 1 some did not, 2 bad input or the run is busy',
+    exit: '0 unpaused, or all passed (or none left), 1 some did not, 2 bad input, a lint error without --force, busy',
     run: async ({ args: [run], flags }, io) => {
       const home = resolveHome(flags.home);
       const { liveRun, sendControl } = await import('./control-command');
@@ -146,7 +148,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     args: [{ name: 'RUN' }, { name: 'TASK' }],
     flags: { ...runFlags, 'no-wait': noWait },
     summary: 'give one task new attempts (a run that ended: the same run runs it and its BLOCKED dependents)',
-    exit: 'live: 0 done, 1 refused or not acked in 15 s; ended: 0 all passed, 1 some did not; 2 bad input or busy',
+    exit: 'live: 0 done, 1 refused or no ack in 15 s; ended: 0 all passed, 1 some failed; 2 bad input, lint error, busy',
     run: async ({ args: [run, task], flags }, io) => {
       const home = resolveHome(flags.home);
       const { liveRun, sendControl } = await import('./control-command');

@@ -7,7 +7,7 @@ import { shortHost } from '../core/host/hostname';
 import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
-import type { EngineWait, TaskState } from '../core/live/state';
+import type { EngineWait, RunState, TaskState } from '../core/live/state';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import { waitLines, waitsLine } from '../core/run/quota-wait';
 import { statusInfo } from '../../schemas/status';
@@ -211,10 +211,11 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     ];
   });
   if (opts.json) {
-    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
+    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
     return 0;
   }
   io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${info.counts.passed}/${info.counts.total} passed`);
+  if (s.forced) io.out(`forced: ${forcedLine(s)}; its verdicts are worth what those checks prove (verdict lint ${s.manifestFile})`);
   // Who set each quota wait, from which engine event, why until then, and how to clear it (the engine's words as data).
   for (const line of waitLines(s)) io.out(`  ${printable(line)}`);
   const table = [['TASK', 'STATUS', 'AFTER', 'ATTEMPTS', 'WHY']];
@@ -222,6 +223,12 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
   return 0;
+}
+
+/** How a forced run was forced: over lint errors with --force, and which of its resumes were (by whom, when). */
+function forcedLine(s: RunState): string {
+  const resumes = (s.resumes ?? []).filter((r) => r.forced).map((r) => `${r.verb} by ${r.by} at ${localTime(new Date(r.at))}`);
+  return `run with --force over lint errors in its manifest${resumes.length ? ` (forced: ${resumes.join('; ')})` : ''}`;
 }
 
 function localTime(d: Date): string {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Finding } from '../core/manifest/findings';
-import { lintManifestFile } from '../core/manifest/lint';
+import { formatFinding, lintManifestFile } from '../core/manifest/lint';
 import type { EngineSpec } from '../../engines/types';
 import type { Io } from './io';
 
@@ -15,11 +15,6 @@ export interface LintJsonRow {
   task_key: string | null;
 }
 
-/** `file:line:column: severity [rule] message`, the form terminals and editors turn into links. */
-export function formatFinding(f: Finding): string {
-  const where = f.range ? `${f.file}:${f.range.start.line}:${f.range.start.column}` : f.file;
-  return `${where}: ${f.severity} [${f.rule}]${f.taskKey ? ` (${f.taskKey})` : ''} ${f.message}`;
-}
 
 /**
  * `verdict lint MANIFEST... [--json]`: lints every file; prints findings (or a JSON list of LintJsonRow).

@@ -1,7 +1,8 @@
 import { resolveHome } from '../core/config/home';
 import { listRuns } from '../core/live/registry';
 import type { Manifest } from '../core/manifest/types';
-import { loadFrozenManifest } from '../core/run/frozen-manifest';
+import { FROZEN_MANIFEST_FIX, lintFrozenManifest, loadFrozenManifest } from '../core/run/frozen-manifest';
+import { startGate, startGateLines } from '../core/manifest/lint';
 import { tasksToRunAgain } from '../core/run/resume';
 import { InputError, type Io } from './io';
 import { resolveRun } from './control-command';
@@ -13,12 +14,13 @@ import { loadEngines } from './load-engines';
  * same run in the foreground (run/resume.ts): same run id, tasks that did not pass (`resume`) or the one task and its
  * BLOCKED dependents (`rerun`) run again from the run's frozen manifest, so it works even when the manifest file
  * changed or is gone. Returns the run's exit code (0 when every task of it passed; 0 when nothing was left to resume),
- * 2 when another orchestrator holds the run.
+ * 2 when another orchestrator holds the run or lint finds an error in the frozen manifest and --force was not given
+ * (manifest/lint.ts startGate; with --force the run and its rows record forced: true).
  * @throws InputError for an unknown run, a rerun the run's graph refuses, or a frozen manifest that no longer loads
  */
 export async function continueCommand(run: string, verb: 'resume' | 'rerun', task: string | undefined, flags: RunFlags, io: Io): Promise<number> {
   const home = resolveHome(flags.home);
-  const { engines } = loadEngines(flags.config);
+  const { engines, settings } = loadEngines(flags.config);
   await reconcileAndReport(home, engines, io);
   const { state } = resolveRun(home, run);
   const runId = state.runId;
@@ -42,6 +44,15 @@ export async function continueCommand(run: string, verb: 'resume' | 'rerun', tas
   } catch (e) {
     throw new InputError((e as Error).message);
   }
+  // Lint errors refuse a resume as they refuse a run (manifest/lint.ts startGate), judged on what would run: the frozen
+  // manifest, its findings placed in runs/<run_id>/manifest.json.
+  const gate = startGate(await lintFrozenManifest(home, state, { engines, allowFullAccess: settings.allowFullAccess }), flags.force === true);
+  const frozen = `its frozen manifest, from ${state.manifestFile}`;
+  if (gate.refused) {
+    for (const line of startGateLines(gate, `cannot ${verb} run ${runId} (${frozen})`, { fix: FROZEN_MANIFEST_FIX })) io.err(line);
+    return 2;
+  }
+  if (gate.forced) for (const line of startGateLines(gate, `--force: ${verb === 'resume' ? 'resuming' : 'running again'} run ${runId} (${frozen})`)) io.err(line);
   io.out(`${verb === 'resume' ? 'resuming' : 'running again'} ${plan.again.length} task(s) of run ${runId} (same run): ${plan.again.join(', ')}`);
-  return (await runCommand(manifest, { ...flags, continueRun: { runId, verb, ...(task !== undefined ? { task } : {}) } }, io)).code;
+  return (await runCommand(manifest, { ...flags, gate, continueRun: { runId, verb, ...(task !== undefined ? { task } : {}) } }, io)).code;
 }

@@ -14,8 +14,7 @@ import { reconcileDeadRuns } from '../core/run/reconcile';
 import type { ContinueRequest } from '../core/run/resume';
 import { eventLine, verdictTable } from './format';
 import { readState } from '../core/live/registry';
-import { formatFinding } from './lint-command';
-import { lintManifestFile } from '../core/manifest/lint';
+import { formatFinding, lintManifestFile, startGate, startGateLines, type StartGate } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 import { dashboardForRun } from './hud/dashboard-for-run';
 import { probeSandbox } from '../core/process/sandbox';
@@ -43,13 +42,21 @@ export interface RunFlags {
   pool?: string;
   /** --remote: the git remote every pool worker fetches from and pushes to (a URL, or a path on a shared filesystem). */
   remote?: string;
+  /**
+   * --force: start even when lint finds errors (core/manifest/lint.ts startGate); the run's state.json and every eval
+   * row then record `forced: true`.
+   */
+  force?: boolean;
+  /** A continued run's lint decision, made by resume-command.ts on the run's frozen manifest (what runs). */
+  gate?: StartGate;
 }
 
 /**
  * Loads config, engines and the manifest, runs it with Ctrl-C handling (first: cancel; later ones: ignored while
  * the cleanup finishes) and prints events and the verdict table.
  * `adjust` may change the loaded manifest before it runs (the demo points it at its repository).
- * Returns the exit code: 0 every task passed, 1 some did not, 2 bad input.
+ * Returns the exit code: 0 every task passed, 1 some did not, 2 bad input, a lint error without --force (the errors
+ * listed as file:line:column; nothing is created), or a preflight refusal.
  */
 export async function runCommand(source: string | Manifest, flags: RunFlags, io: Io, adjust?: (m: Manifest) => void): Promise<{ code: number; summary: RunSummary | null }> {
   let maxParallel: number | undefined;
@@ -86,10 +93,18 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
     // A best-of-N task brings its candidates.
     manifest.tasks = manifest.tasks.filter((t) => keys.includes(t.key) || (t.candidate !== undefined && t.group !== undefined && keys.includes(t.group)));
   }
-  await reconcileAndReport(resolveHome(flags.home), engines, io);
-  // A continued run runs its frozen manifest, linted when the run started; the file may have changed since.
+  // Lint errors refuse every start unless --force (the same rule for the editor and the MCP tools: startGate). A
+  // continued run runs its frozen manifest, which resume-command.ts linted (the file may have changed since). The
+  // loader already said what it refuses or warns about (invalid-manifest, unknown-field).
   const findings = flags.continueRun ? [] : (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
-  for (const f of findings) io.err(`lint: ${formatFinding(f)}`);
+  const gate = flags.gate ?? startGate(findings, flags.force === true);
+  if (gate.refused) {
+    for (const line of startGateLines(gate, `cannot start ${manifest.file}`)) io.err(line);
+    return { code: 2, summary: null };
+  }
+  if (gate.forced && !flags.gate) for (const line of startGateLines(gate, `--force: starting ${manifest.file}`)) io.err(line);
+  for (const f of findings) if (f.severity !== 'error') io.err(`lint: ${formatFinding(f)}`);
+  await reconcileAndReport(resolveHome(flags.home), engines, io);
   if (maxParallel === undefined && settings.maxParallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = settings.maxParallel;
   const home = resolveHome(flags.home);
   // The steering profiles' driver rules for the run's models (core/run/steering.ts), for whoever writes the specs.
@@ -122,6 +137,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       signal: controller.signal,
       baseline: flags.baseline === true,
       continueRun: flags.continueRun,
+      forced: gate.forced,
       // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
       ...(settings.quotaMaxWaitH !== undefined ? { quotaMaxWaitMs: settings.quotaMaxWaitH * 3600_000 } : {}),

@@ -7,6 +7,7 @@ import { mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
 import { attemptNotice, mergeNotice } from '../core/run/notices';
 import type { ControlAck, ControlVerb } from '../core/live/control';
 import type { Finding } from '../core/manifest/findings';
+import { startGate } from '../core/manifest/lint';
 import type { RunInfo } from '../core/live/registry';
 import type { TaskState } from '../core/live/state';
 import { sendControlAndWait } from '../core/run/run-launch';
@@ -66,7 +67,7 @@ function taskOf(ctx: CommandContext, ref: TaskRef | undefined) {
   return ctx.tree.find(ref);
 }
 
-/** Run Manifest: lint first (errors stop it), then a cancellable progress notification. */
+/** Run Manifest: lint first (errors stop it: core/manifest/lint.ts startGate, as for the CLI), then a cancellable progress notification. */
 async function runManifestCommand(ctx: CommandContext, target?: unknown): Promise<RunSummary | undefined> {
   return guarded(ctx, async () => {
     requireTrust('run a manifest');
@@ -74,10 +75,10 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown): Promis
     if (!uri) return undefined;
     const doc = await vscode.workspace.openTextDocument(uri);
     if (doc.isDirty) await doc.save();
-    const errors = (await ctx.diagnostics.lintNow(doc)).filter((f) => f.severity === 'error');
-    if (errors.length) {
+    const gate = startGate(await ctx.diagnostics.lintNow(doc), false);
+    if (gate.refused) {
       void vscode.commands.executeCommand('workbench.actions.view.problems');
-      return refuse(`${vscode.workspace.asRelativePath(uri)} has ${errors.length} error(s); see the Problems panel`);
+      return refuse(`${vscode.workspace.asRelativePath(uri)} has ${gate.errors.length} error(s); see the Problems panel`);
     }
     return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${vscode.workspace.asRelativePath(uri)}`, cancellable: true }, async (progress, token) => {
       const summary = await ctx.launcher.run(uri.fsPath, {

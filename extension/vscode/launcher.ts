@@ -1,12 +1,15 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { VerdictConfig } from '../core/config/config';
-import { resolveHome } from '../core/config/home';
+import { resolveHome, runDir } from '../core/config/home';
 import { resolveIdentity } from '../core/host/identity';
 import type { RunInfo } from '../core/live/registry';
 import { followRun, launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart, type DetachedRun } from '../core/run/run-launch';
 import type { RunState } from '../core/live/state';
 import { loadManifest } from '../core/manifest/load';
+import { lintManifestFile, startGate, startGateLines } from '../core/manifest/lint';
+import { FROZEN_MANIFEST_FIX, lintFrozenManifest } from '../core/run/frozen-manifest';
+import { readState } from '../core/live/registry';
 import type { RunSummary } from '../core/run/runner';
 import { statusInfo, type Verdict } from '../../schemas/status';
 import { editorEngines } from './engines';
@@ -35,6 +38,18 @@ export class UntrustedWorkspaceError extends Error {
   constructor(what: string) {
     super(`Verdict will not ${what} in an untrusted workspace: that executes workers and checks from the manifest. Trust the workspace (Manage Workspace Trust) first.`);
     this.name = 'UntrustedWorkspaceError';
+  }
+}
+
+/**
+ * Thrown when lint finds an error in the manifest a run would start from (core/manifest/lint.ts startGate, the rule of
+ * the CLI and the MCP tools too): the first line says what was refused and how many errors, one line per error follows
+ * (`file:line:column: error [rule] (task) message`). The editor does not force a start; `verdict run --force` does.
+ */
+export class LintRefusedError extends Error {
+  constructor(lines: string[]) {
+    super(lines.join('\n'));
+    this.name = 'LintRefusedError';
   }
 }
 
@@ -88,14 +103,18 @@ export class RunLauncher implements vscode.Disposable {
   /**
    * Validates the manifest in the editor (so a bad one fails here with file:line:column), then starts its
    * orchestrator detached and resolves once its run exists.
-   * @throws UntrustedWorkspaceError, ManifestError, LaunchError (the orchestrator ended before its run started: bad
-   *   config, preflight; its log's tail is in the message), Error for unknown task keys or a bad config file
+   * @throws UntrustedWorkspaceError, ManifestError, LintRefusedError (a lint error in the manifest), LaunchError (the
+   *   orchestrator ended before its run started: bad config, preflight; its log's tail is in the message), Error for
+   *   unknown task keys or a bad config file
    */
   async start(file: string, options: LaunchOptions = {}): Promise<RunInfo> {
     requireTrust('run a manifest');
     const s = readSettings();
     if (s.configError) throw new Error(s.configError);
-    const { manifest } = loadManifest(file, { engines: new Set(editorEngines(this.log).keys()) });
+    const engines = editorEngines(this.log);
+    const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
+    const gate = startGate(await lintManifestFile(manifest.file, { engines, allowFullAccess: s.allowFullAccess, trusted: true }), false);
+    if (gate.refused) throw new LintRefusedError(startGateLines(gate, `will not run ${manifest.file}`, { force: '`verdict run --force`' }));
     if (options.only) {
       const unknown = options.only.filter((k) => !manifest.tasks.some((t) => t.key === k));
       if (unknown.length) throw new Error(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')}`);
@@ -127,15 +146,24 @@ export class RunLauncher implements vscode.Disposable {
    * `verdict resume RUN` (or, with `task`, `verdict rerun RUN TASK`) of a run that is not live, detached like a run
    * (see start): the orchestrator that takes the same run over and runs again its tasks that did not pass (or that
    * task and its BLOCKED dependents). Resolves once it has taken the run over (state.json names its pid).
-   * @throws UntrustedWorkspaceError, LaunchError (e.g. nothing left to resume: the CLI's message), Error for a bad config file
+   * @throws UntrustedWorkspaceError, LintRefusedError (a lint error in the run's frozen manifest), LaunchError (e.g.
+   *   nothing left to resume: the CLI's message), Error for a bad config file
    */
   async resume(runId: string, manifestFile: string, task?: string): Promise<RunInfo> {
     requireTrust('resume a run');
     const s = readSettings();
     if (s.configError) throw new Error(s.configError);
+    const home = resolveHome(s.home);
+    // What would run is the run's frozen manifest: a lint error there refuses, as `verdict resume` does (startGate).
+    // A state file that cannot be read is left to the CLI, which says why.
+    const read = readState(path.join(runDir(home, runId), 'state.json'));
+    if ('state' in read) {
+      const gate = startGate(await lintFrozenManifest(home, read.state, { engines: editorEngines(this.log), allowFullAccess: s.allowFullAccess, trusted: true }), false);
+      const verb = task !== undefined ? 'rerun' : 'resume';
+      if (gate.refused) throw new LintRefusedError(startGateLines(gate, `will not ${verb} run ${runId} (its frozen manifest, from ${read.state.manifestFile})`, { force: `\`verdict ${verb} --force\``, fix: FROZEN_MANIFEST_FIX }));
+    }
     const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(manifestFile))?.uri.fsPath ?? path.dirname(manifestFile);
     const { identity } = resolveIdentity({ flag: s.identityFlag, cwd: folder, configDefault: s.identity });
-    const home = resolveHome(s.home);
     const run = launchDetached({ cli: this.cli, manifest: manifestFile, resume: runId, ...(task !== undefined ? { rerun: task } : {}), home, cwd: folder, config: configForRun(s), identity, noSandbox: !s.sandbox });
     const what = task !== undefined ? `verdict rerun ${runId} ${task}` : `verdict resume ${runId}`;
     this.log.info(`started ${what} (pid ${run.pid}, detached; log ${run.logFile})`);

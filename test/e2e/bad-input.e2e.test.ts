@@ -4,7 +4,10 @@ import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
-/** Every bad input: exit 2, a message naming what and where, and nothing created (no run records, worktree, branch). */
+/**
+ * Every bad input: exit 2, a message naming what and where, and nothing created (no run records, worktree, branch).
+ * The preflight cases pass --force: their filler check `true` is a lint error, which would refuse the run first.
+ */
 describe('verdict run with bad input', function () {
   this.timeout(60000);
   let dir: string;
@@ -82,7 +85,7 @@ describe('verdict run with bad input', function () {
     const config = path.join(dir, 'verdict.config.json');
     fs.writeFileSync(config, JSON.stringify({ engines: { ghost: { binary: 'verdict-ghost-cli', argv: ['{spec}'], install: 'npm i -g ghost-cli', output: 'none' } } }));
     const file = writeManifest(dir, { tasks: [scriptTask('ok', 'true', 'true'), { key: 'g', spec: 'x', check: 'true', engine: 'ghost' }] });
-    const r = await cli(['run', file, '--home', home, '--config', config]);
+    const r = await cli(['run', file, '--home', home, '--config', config, '--force']);
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.stderr, /engine "ghost" needs the `verdict-ghost-cli` command, which is not on PATH\. Install it: npm i -g ghost-cli/);
     nothingCreated();
@@ -90,7 +93,7 @@ describe('verdict run with bad input', function () {
 
   it('worktree mode outside a git repository', async () => {
     const file = writeManifest(dir, { worktrees: true, tasks: [scriptTask('a', 'true', 'true')] });
-    const r = await cli(['run', file, '--home', home]);
+    const r = await cli(['run', file, '--home', home, '--force']);
     assert.equal(r.exitCode, 2);
     assert.match(r.stderr, /worktree mode needs a git repository, but .* is not inside one/);
     nothingCreated();
@@ -99,7 +102,7 @@ describe('verdict run with bad input', function () {
   it('a base_ref that does not exist: no worktree, no branch', async () => {
     const repo = makeRepo(path.join(dir, 'repo'));
     const file = writeManifest(repo, { worktrees: true, base_ref: 'no-such-branch', tasks: [scriptTask('a', 'true', 'true')] });
-    const r = await cli(['run', file, '--home', home]);
+    const r = await cli(['run', file, '--home', home, '--force']);
     assert.equal(r.exitCode, 2);
     assert.match(r.stderr, /base_ref "no-such-branch" does not name a commit/);
     assert.equal(git(repo, 'branch', '--list', 'verdict/*'), '');
@@ -111,7 +114,7 @@ describe('verdict run with bad input', function () {
     const blocker = path.join(dir, 'a-file');
     fs.writeFileSync(blocker, 'not a folder');
     const file = writeManifest(dir, { workdir: 'a-file/work', tasks: [scriptTask('a', 'true', 'true')] });
-    const r = await cli(['run', file, '--home', home]);
+    const r = await cli(['run', file, '--home', home, '--force']);
     assert.equal(r.exitCode, 2);
     assert.match(r.stderr, /workdir .*a-file\/work cannot be created: .*a-file is a file/);
     nothingCreated();
@@ -121,7 +124,7 @@ describe('verdict run with bad input', function () {
     const blocker = path.join(dir, 'home-is-a-file');
     fs.writeFileSync(blocker, 'x');
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'true', 'true')] });
-    const r = await cli(['run', file, '--home', path.join(blocker, 'home')]);
+    const r = await cli(['run', file, '--home', path.join(blocker, 'home'), '--force']);
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.stderr, /VERDICT_HOME .*home-is-a-file\/home cannot be created: .*home-is-a-file is a file/);
   });

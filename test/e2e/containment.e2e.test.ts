@@ -94,7 +94,8 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const repo = makeRepo(path.join(dir, 'repo'));
     const spec = `(trap '' TERM; setsid sleep ${m}) & trap '' TERM; sleep ${m}`;
     const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('a', spec, 'true'), scriptTask('b', spec, 'true')] });
-    const child = execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    // --force: the check `true` is a lint error; the workers never reach it.
+    const child = execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard', '--force'], { reject: false, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
     for (let i = 0; i < 200 && processesWith(m, 'sleep').length < 4; i++) await sleep(50);
     assert.equal(processesWith(m, 'sleep').length, 4, 'two workers and their setsid children are running');
     child.kill('SIGKILL');
@@ -109,7 +110,8 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const spec = `(trap '' TERM; setsid sleep ${m}) & trap '' TERM; sleep ${m}`;
     const file = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'true')) });
     const home = path.join(dir, 'home');
-    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    // --force: the check `true` is a lint error; the workers never reach it.
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--force'], { reject: false, all: true, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
     for (let i = 0; i < 200 && processesWith(m).length < 4; i++) await sleep(50);
     child.kill('SIGINT');
     const r = await child;
@@ -312,7 +314,8 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     ].join('\n');
     const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'true', { timeout_s: 2, max_attempts: 1 })] });
     const home = path.join(dir, 'home');
-    const r = await run(file, home, path.join(dir, 'user-home'));
+    // --force: the check `true` is a lint error; the worker times out before it.
+    const r = await run(file, home, path.join(dir, 'user-home'), ['--force']);
     assert.equal(r.exitCode, 1, r.all);
     assert.deepEqual(readRows(home).map((row) => row.verdict), ['TIMEOUT']);
     for (const flags of [['--dry-run'], []]) {

@@ -19,12 +19,12 @@ interface LiveRun {
   task: (key: string) => TaskState;
 }
 
-async function startRun(tasks: Record<string, unknown>[], maxParallel: number): Promise<LiveRun> {
+async function startRun(tasks: Record<string, unknown>[], maxParallel: number, flags: string[] = []): Promise<LiveRun> {
   const dir = tempDir();
   const home = path.join(dir, 'home');
   const repo = makeRepo(path.join(dir, 'repo'));
   const manifest = writeManifest(repo, { run_name: 'controlled', worktrees: true, max_parallel: maxParallel, tasks });
-  const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+  const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', ...flags], { reject: false, all: true, stdin: 'ignore' });
   let runId = '';
   for (let i = 0; i < 400 && !runId; i++) {
     await sleep(50);
@@ -136,7 +136,8 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
   });
 
   it('cancel from another process (verdict stop RUN): acknowledged once the run ended; an unknown verb is refused with a reason', async () => {
-    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 300', 'true')), 2);
+    // --force: the check `true` is a lint error; the workers are cancelled before it.
+    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 300', 'true')), 2, ['--force']);
     await until('a and b run', () => running(run.task('a')) && running(run.task('b')));
     fs.appendFileSync(path.join(run.home, 'runs', run.runId, 'control.jsonl'), JSON.stringify({ id: 'bogus', verb: 'explode', by: 'mallory', host: 'h', pid: 1, at: Date.now() }) + '\n');
     await until('the unknown verb is refused', () => (run.state().control ?? []).some((c) => c.id === 'bogus'));

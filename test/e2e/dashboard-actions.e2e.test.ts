@@ -66,8 +66,9 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
       worktrees: true,
       max_parallel: 4,
       tasks: [
-        { ...scriptTask('blocked', 'echo never', 'true'), after: ['fails'] },
-        scriptTask('sleeper', 'echo sleeping until stopped; sleep 600', 'true'),
+        // Checks that can fail (lint refuses `true`, and the Rerun button starts `verdict rerun`, which would refuse it).
+        { ...scriptTask('blocked', 'echo never > never.txt', 'test -s never.txt'), after: ['fails'] },
+        scriptTask('sleeper', 'echo sleeping until stopped; sleep 600; echo slept > slept.txt', 'test -s slept.txt'),
         scriptTask('writer', 'echo hello > hello.txt', 'test -s hello.txt'),
         scriptTask('fails', 'echo nothing', 'echo "hello.txt is missing"; exit 1', { max_attempts: 1 }),
       ],

@@ -64,7 +64,8 @@ describe('fallback engines and the task graph', function () {
     const dir = tempDir();
     const { config } = twoEngines(dir);
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('t', 'true', 'true', { engine: 'script', fallback: ['good'] })] });
-    const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--config', config, '--no-dashboard', '--no-sandbox']);
+    // --force: the check `true` is a lint error; the preflight is what is tested.
+    const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--config', config, '--no-dashboard', '--no-sandbox', '--force']);
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.all, /engine "good" needs the `agent-good` command, which is not on PATH/);
   });
@@ -131,7 +132,8 @@ describe('fallback engines and the task graph', function () {
       ],
     });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox']);
+    // --force: d's check `true` is a lint error; d ends ERROR before it (its prerequisites do not merge).
+    const r = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox', '--force']);
     assert.equal(r.exitCode, 1, r.all);
     const [s] = states(home);
     assert.deepEqual(s?.tasks.map((t) => [t.key, t.status]), [['a', 'PASS'], ['b', 'PASS'], ['x', 'PASS'], ['c', 'PASS'], ['d', 'ERROR']]);

@@ -115,6 +115,57 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     assert.match(stderr(), /serving on stdio/);
   });
 
+  it('start_run and control_run refuse a manifest with a lint error (listed file:line:column [rule]) unless force: true; a forced run\'s rows say forced', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const file = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('trusted', 'echo "I did nothing"', 'true'), scriptTask('fails', 'echo no > a.txt', 'grep -q yes a.txt || exit 1', { max_attempts: 1 })],
+    });
+    const line = fs.readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes('"check": "true"')) + 1;
+    const { client, errors } = await connect(home, repo);
+    const finished = async (runId: string) => {
+      for (let i = 0; i < 600; i++) {
+        const status = (await call(client, 'run_status', { run: runId })).json;
+        if (status.state !== 'running') return status;
+        await sleep(200);
+      }
+      throw new Error(`run ${runId} did not end`);
+    };
+    try {
+      const refused = await call(client, 'start_run', { manifest: 'test.swarm.json' });
+      assert.ok(refused.isError, refused.text);
+      assert.match(refused.text, new RegExp(`^not started: ${file.replace(/[.]/g, '\\.')}: 1 lint error \\(fix them and lint again; force: true starts it anyway`));
+      assert.match(refused.text, new RegExp(`\\n  ${file.replace(/[.]/g, '\\.')}:${line}:\\d+: error \\[check-cannot-fail\\] \\(trusted\\) This check always exits 0`));
+      assert.equal(fs.existsSync(path.join(home, 'runs')), false, 'no run was started');
+      assert.equal(git(repo, 'branch', '--list', 'verdict/*'), '');
+
+      const started = await call(client, 'start_run', { manifest: 'test.swarm.json', force: true });
+      assert.ok(!started.isError, started.text);
+      assert.equal(started.json.forced, true);
+      const runId = started.json.run_id as string;
+      assert.equal((await finished(runId)).state, 'finished');
+      const rows = () => fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(rows().map((r) => [r.task_key, r.verdict, r.forced]).sort(), [['fails', 'FAIL', true], ['trusted', 'PASS', true]]);
+
+      // Resuming the run that ended starts its frozen manifest: refused the same way, unless force.
+      const resume = await call(client, 'control_run', { run: runId, verb: 'resume' });
+      assert.ok(resume.isError, resume.text);
+      assert.match(resume.text, new RegExp(`^not started: resume of run ${runId} \\(its frozen manifest, from .*\\): 1 lint error`));
+      assert.match(resume.text, /runs\/[^/]+\/manifest\.json:\d+:\d+: error \[check-cannot-fail\] \(trusted\)/);
+      assert.equal(rows().length, 2, 'nothing ran');
+      const forced = await call(client, 'control_run', { run: runId, verb: 'rerun', task: 'fails', force: true });
+      assert.ok(!forced.isError, forced.text);
+      assert.equal(forced.json.forced, true);
+      await finished(runId);
+      assert.deepEqual(rows().filter((r) => r.task_key === 'fails').map((r) => [r.attempt, r.forced]), [[1, true], [2, true]]);
+      assert.deepEqual(errors, []);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('refuses hostile and malformed calls with a clear tool error and goes on serving', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -89,7 +89,8 @@ describe('the worker pool in the dashboard (verdict hud --pool) from a real Post
       fs.writeFileSync(config, JSON.stringify({ pool: url }));
       // Without a remote the run is refused before it starts, naming where the pool came from.
       const noRemote = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('x', 'true', 'true')] }, 'no-remote.swarm.json');
-      const refused = await cli(['run', noRemote, '--home', home, '--config', config, '--no-dashboard', ...unsandboxed]);
+      // --force: the filler check `true` is a lint error, which would refuse the run before the pool does.
+      const refused = await cli(['run', noRemote, '--home', home, '--config', config, '--no-dashboard', '--force', ...unsandboxed]);
       assert.equal(refused.exitCode, 2, refused.all);
       assert.match(refused.stderr, /on the pool \(named by the settings \("pool" in the config file, or verdict\.pool in VS Code\)\)/);
       assert.match(refused.stderr, /needs a git remote/);

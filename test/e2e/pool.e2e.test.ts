@@ -140,7 +140,8 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     workers.push(a);
     const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'long', engine: 'agent', spec: 'true', check: 'true', max_attempts: 3 }] });
     const home = path.join(dir, 'home');
-    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    // --force: the check `true` is a lint error; the attempt is stopped before it.
+    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', '--force', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
     await until('the worker claims it', () => /claimed .*long\/1/.test(a.out()));
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
     const stop = await cli(['stop', runId, 'long', '--home', home]);

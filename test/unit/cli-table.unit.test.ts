@@ -132,7 +132,7 @@ describe('CLI command table', () => {
   it('the flag from the issue: verdict run --free is refused, naming catalog', async () => {
     const r = await verdict('run', 'x.swarm.json', '--free');
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /^verdict run: unknown option --free \(run takes: --max-parallel, --identity, --home, --config, --baseline, --no-sandbox, --no-dashboard, --only, --pool, --remote; --free is an option of catalog\)/);
+    assert.match(r.stderr, /^verdict run: unknown option --free \(run takes: --max-parallel, --identity, --home, --config, --baseline, --no-sandbox, --no-dashboard, --force, --only, --pool, --remote; --free is an option of catalog\)/);
   });
 
   it("a flag without its value, or a boolean given one: exit 2 with parseArgs' first sentence only", async () => {

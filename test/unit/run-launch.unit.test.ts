@@ -24,6 +24,8 @@ describe('run-launch: verdict run as a detached process, followed through VERDIC
   it('passes the settings as flags, never opens the dashboard', () => {
     const args = runArguments({ cli: 'cli.js', manifest: '/m.swarm.json', home: '/h', cwd: '/', config: {}, identity: 'ann', maxParallel: 2, baseline: true, only: ['a', 'b'], noSandbox: true }, '/h/launches/x.config.json');
     assert.deepEqual(args, ['run', '/m.swarm.json', '--no-dashboard', '--home', '/h', '--config', '/h/launches/x.config.json', '--identity', 'ann', '--max-parallel', '2', '--baseline', '--only', 'a,b', '--no-sandbox']);
+    // --force only when the caller's lint gate forced the start (an MCP force: true).
+    assert.deepEqual(runArguments({ cli: 'cli.js', manifest: '/m.swarm.json', resume: 'r1', home: '/h', cwd: '/', config: {}, force: true }, '/c.json'), ['resume', 'r1', '--no-dashboard', '--home', '/h', '--config', '/c.json', '--force']);
   });
 
   it('starts a detached orchestrator, finds its run by pid, stops a task through the control channel and summarizes the end', async () => {

@@ -7,7 +7,8 @@ import { loadUserConfig } from '../../core/config/config';
 import { resolveIdentity } from '../../core/host/identity';
 import { CONTROL_VERBS, type ControlVerb } from '../../core/live/control';
 import { listRuns } from '../../core/live/registry';
-import { lintManifestFile } from '../../core/manifest/lint';
+import { lintManifestFile, startGate, startGateLines } from '../../core/manifest/lint';
+import { FROZEN_MANIFEST_FIX, lintFrozenManifest } from '../../core/run/frozen-manifest';
 import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
@@ -112,27 +113,32 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     'start_run',
     {
       title: 'Start a run',
-      description: 'Starts `verdict run MANIFEST` detached (it outlives this server) and returns its run id once the run exists. Follow it with run_status. A manifest that does not load or a failed preflight is an error with the orchestrator\'s words.',
+      description: 'Starts `verdict run MANIFEST` detached (it outlives this server) and returns its run id once the run exists. Follow it with run_status. A manifest with a lint error (see lint_manifest: a check that cannot fail, …) is refused with the errors as file:line:column [rule] message, unless force is true; a forced run records forced: true in every eval row. A manifest that does not load or a failed preflight is an error with the orchestrator\'s words.',
       inputSchema: {
         manifest: z.string().describe('manifest path, relative to the workspace'),
         only: z.array(TASK_KEY).optional().describe('run only these task keys'),
         max_parallel: z.number().int().min(1).max(MAX_PARALLEL).optional().describe(`attempts at once (1 to ${MAX_PARALLEL}, as the manifest's max_parallel)`),
         baseline: z.boolean().optional().describe('first run every check on the untouched tree; a task whose check already passes is not run'),
+        force: z.boolean().optional().describe('start even when lint finds errors (the run and every eval row record forced: true); only when the user asked for it'),
       },
     },
-    ({ manifest, only, max_parallel, baseline }) =>
+    ({ manifest, only, max_parallel, baseline, force }) =>
       guarded(async () => {
         const file = opts.workspace.file(manifest, 'manifest');
         const { config } = loadUserConfig(opts.config);
+        // Lint errors refuse the start here, as they do in the CLI and the editor (startGate), unless force: true.
+        const { engines, settings } = loadEngines(opts.config);
+        const gate = startGate(await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess }), force === true);
+        if (gate.refused) return fail(startGateLines(gate, `not started: ${file}`, { force: 'force: true' }).join('\n'));
         let steering: string[] = [];
         try {
           steering = driverNotesFor(opts.home, loadManifest(file, { engines: new Set(loadEngines(opts.config).engines.keys()) }).manifest.tasks.map((t) => t.model));
         } catch {
           // a manifest that does not load: the orchestrator says why below
         }
-        const run = launchDetached({ cli: opts.cli, manifest: file, home: opts.home, cwd: root, config, identity: identity(), maxParallel: max_parallel, baseline, only, noSandbox: config.sandbox === false });
+        const run = launchDetached({ cli: opts.cli, manifest: file, home: opts.home, cwd: root, config, identity: identity(), maxParallel: max_parallel, baseline, only, noSandbox: config.sandbox === false, force: gate.forced });
         const info = await waitForRunStart(opts.home, run);
-        return ok({ run_id: info.state.runId, run_name: info.state.runName, state: info.liveness, tasks: info.state.tasks.map((t) => t.key), orchestrator_pid: run.pid, log: run.logFile, steering_notes: steering });
+        return ok({ run_id: info.state.runId, run_name: info.state.runName, state: info.liveness, tasks: info.state.tasks.map((t) => t.key), orchestrator_pid: run.pid, log: run.logFile, steering_notes: steering, ...(gate.forced ? { forced: true, lint_errors: gate.errors.length } : {}) });
       }),
   );
 
@@ -186,10 +192,16 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     'control_run',
     {
       title: 'Stop, pause, resume, drain, rerun, unwait',
-      description: 'Sends a control command to a run. Live run: stop TASK (recorded CANCELLED), cancel (the whole run), pause, resume, drain, rerun TASK, unwait ENGINE (the engine stops waiting for its quota reset; run_status and `verdict runs` show who set a wait); the answer is the orchestrator\'s acknowledgment (done or refused, with why). A run that ended: resume (its tasks that did not pass run again) and rerun TASK start a new orchestrator for the same run.',
-      inputSchema: { run: RUN_ID, verb: z.enum(CONTROL_VERBS as [ControlVerb, ...ControlVerb[]]), task: TASK_KEY.optional().describe('stop and rerun: the task'), engine: ENGINE_NAME.optional().describe('unwait: the engine whose quota wait is cleared') },
+      description: 'Sends a control command to a run. Live run: stop TASK (recorded CANCELLED), cancel (the whole run), pause, resume, drain, rerun TASK, unwait ENGINE (the engine stops waiting for its quota reset; run_status and `verdict runs` show who set a wait); the answer is the orchestrator\'s acknowledgment (done or refused, with why). A run that ended: resume (its tasks that did not pass run again) and rerun TASK start a new orchestrator for the same run, refused when its frozen manifest has a lint error unless force is true.',
+      inputSchema: {
+        run: RUN_ID,
+        verb: z.enum(CONTROL_VERBS as [ControlVerb, ...ControlVerb[]]),
+        task: TASK_KEY.optional().describe('stop and rerun: the task'),
+        engine: ENGINE_NAME.optional().describe('unwait: the engine whose quota wait is cleared'),
+        force: z.boolean().optional().describe('resume or rerun of a run that ended: go on even when lint finds errors in its frozen manifest (recorded as forced: true); only when the user asked for it'),
+      },
     },
-    ({ run, verb, task, engine }) =>
+    ({ run, verb, task, engine, force }) =>
       guarded(async () => {
         const info = resolveRun(opts.home, run);
         const { state } = info;
@@ -207,9 +219,13 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         }
         if (verb !== 'resume' && verb !== 'rerun') return fail(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run`);
         const { config } = loadUserConfig(opts.config);
-        const launched = launchDetached({ cli: opts.cli, manifest: state.manifestFile, resume: state.runId, ...(verb === 'rerun' ? { rerun: task } : {}), home: opts.home, cwd: root, config, identity: identity(), noSandbox: config.sandbox === false });
+        // What would run is the frozen manifest: lint errors there refuse the start (startGate), unless force: true.
+        const { engines, settings } = loadEngines(opts.config);
+        const gate = startGate(await lintFrozenManifest(opts.home, state, { engines, allowFullAccess: settings.allowFullAccess }), force === true);
+        if (gate.refused) return fail(startGateLines(gate, `not started: ${verb} of run ${state.runId} (its frozen manifest, from ${state.manifestFile})`, { force: 'force: true', fix: FROZEN_MANIFEST_FIX }).join('\n'));
+        const launched = launchDetached({ cli: opts.cli, manifest: state.manifestFile, resume: state.runId, ...(verb === 'rerun' ? { rerun: task } : {}), home: opts.home, cwd: root, config, identity: identity(), noSandbox: config.sandbox === false, force: gate.forced });
         const now = await waitForRunStart(opts.home, launched);
-        return ok({ run_id: now.state.runId, verb, task: task ?? null, result: 'started', state: now.liveness, orchestrator_pid: launched.pid, log: launched.logFile });
+        return ok({ run_id: now.state.runId, verb, task: task ?? null, result: 'started', state: now.liveness, orchestrator_pid: launched.pid, log: launched.logFile, ...(gate.forced ? { forced: true } : {}) });
       }),
   );
 

@@ -135,6 +135,52 @@ export async function lintManifestFile(file: string, ctx: LintOptions): Promise<
   return lintManifestText(text, abs, ctx);
 }
 
+/** `file:line:column: severity [rule] (task) message`, the form terminals and editors turn into links. */
+export function formatFinding(f: Finding): string {
+  const where = f.range ? `${f.file}:${f.range.start.line}:${f.range.start.column}` : f.file;
+  return `${where}: ${f.severity} [${f.rule}]${f.taskKey ? ` (${f.taskKey})` : ''} ${f.message}`;
+}
+
+/**
+ * What lint decides about starting a run: the one rule every entry point applies (`verdict run`, `verdict resume` and
+ * `verdict rerun` of a run that ended, the MCP tools start_run and control_run, VS Code's Run Manifest, Resume Run,
+ * Rerun Task, Test Explorer and API runs). An error-level finding refuses the start unless the user forced it
+ * (`--force`, MCP `force: true`); a forced start records `forced: true` in state.json and in every eval row.
+ */
+export interface StartGate {
+  /** The error-level findings, in position order (each refuses the start on its own). */
+  errors: Finding[];
+  /** Errors were found and the start was not forced: nothing may start. */
+  refused: boolean;
+  /** Errors were found and the start was forced: the run goes on and records `forced: true`. */
+  forced: boolean;
+}
+
+/**
+ * Decides a start from its manifest's lint findings (see {@link StartGate}). Warnings and notes never refuse; `force`
+ * without an error forces nothing (the run is not marked).
+ * @param findings every finding of the manifest that would run (lintManifestFile, or run/frozen-manifest.ts
+ *   lintFrozenManifest for a resume)
+ * @param force the user's `--force` / `force: true`
+ */
+export function startGate(findings: readonly Finding[], force: boolean): StartGate {
+  const errors = findings.filter((f) => f.severity === 'error');
+  return { errors, refused: errors.length > 0 && !force, forced: errors.length > 0 && force };
+}
+
+/**
+ * The lines that say a start was refused (or forced): a header naming `what` (e.g. `cannot start /a/m.swarm.json`),
+ * the count and, when refused, how to go on (`how.fix`, default: fix and lint again; `how.force`, default `--force`,
+ * or the MCP's `force: true`), then one `file:line:column: error [rule] (task) message` per error, indented.
+ */
+export function startGateLines(gate: StartGate, what: string, how: { force?: string; fix?: string } = {}): string[] {
+  const n = `${gate.errors.length} lint error${gate.errors.length === 1 ? '' : 's'}`;
+  const head = gate.refused
+    ? `${what}: ${n} (${how.fix ?? 'fix them and lint again'}; ${how.force ?? '--force'} starts it anyway, recorded as forced: true in the run and every eval row):`
+    : `${what} despite ${n} (recorded as forced: true in the run and every eval row):`;
+  return [head, ...gate.errors.map((f) => `  ${formatFinding(f)}`)];
+}
+
 /** deliverable-lost would ask git: worktree mode and an expected file inside the task dir. */
 function needsGit(doc: LintDocument): boolean {
   return doc.worktrees && doc.tasks.some((t) => (t.expectFiles ?? []).some((f) => placeOf(f.value) === 'inside'));

@@ -116,6 +116,8 @@ export interface AttemptRecord {
    * when the re-check failed (`check` then holds the re-check). The eval row's `pool`.
    */
   pool?: { worker: string | null; trust: 'check' | 'worker'; recheck: { passed: boolean; exitCode: number | null } | null; workerCheckOutput?: string };
+  /** The run was started over lint errors with --force (RunSettings.forced): the view and every row of the attempt say so. */
+  forced?: true;
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -163,6 +165,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     engine: rec.engine,
     model: rec.model,
     host: rec.host,
+    ...(rec.forced ? { forced: true as const } : {}),
   };
 }
 
@@ -220,6 +223,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
     ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
     ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
+    ...(rec.forced ? { forced: true as const } : {}),
   };
 }
 
@@ -312,5 +316,6 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     rowStep: 'work',
     group: task.group ?? null,
     candidate: task.candidate ?? null,
+    ...(view.forced ? { forced: true as const } : {}),
   };
 }

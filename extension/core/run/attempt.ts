@@ -93,6 +93,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     rowStep: 'work',
     group: task.state.group ?? null,
     candidate: task.state.candidate ?? null,
+    ...(opts.forced ? { forced: true as const } : {}),
   };
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
   const sync = () => {

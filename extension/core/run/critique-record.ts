@@ -70,5 +70,6 @@ export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
     candidate: rec.candidate,
     critique,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
+    ...(rec.forced ? { forced: true as const } : {}),
   };
 }

@@ -1,8 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { findNodeAtLocation, findNodeAtOffset, getNodePath, parseTree, type Node } from 'jsonc-parser';
 import { runDir } from '../config/home';
 import type { RunState } from '../live/state';
+import type { Finding } from '../manifest/findings';
+import { lintManifestText, type LintOptions } from '../manifest/lint';
 import { parseManifest } from '../manifest/load';
+import { LineIndex, type SourceRange } from '../manifest/positions';
 import { formatProblem, type Manifest } from '../manifest/types';
 
 /** `<home>/runs/<runId>/manifest.json`: the manifest exactly as the run loaded it, `{ source, manifest }`. */
@@ -30,4 +34,59 @@ export function loadFrozenManifest(home: string, state: RunState, engines?: Read
   const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest ?? null), state.manifestFile, { engines });
   if (!manifest) throw new Error(`the frozen manifest ${file} no longer loads: ${problems.filter((p) => p.severity === 'error').map(formatProblem).join('; ')}`);
   return manifest;
+}
+
+/** How to go on from lint errors in a run's frozen manifest (startGateLines' `fix`): no edit of the manifest file changes it. */
+export const FROZEN_MANIFEST_FIX = 'a run keeps the manifest it started with: fix the manifest file and start a new run';
+
+/**
+ * Lints a run's frozen manifest, what `verdict resume` and `verdict rerun` of a run that ended would run (the manifest
+ * file may have changed since): the text is the frozen `manifest` as JSON, linted as its original file (relative
+ * `repo`/`workdir` resolve against that file's folder, as when the run started); each finding then names the frozen
+ * file, `<home>/runs/<run_id>/manifest.json`, at the line and column of the same value there. Feed the result to
+ * manifest/lint.ts startGate, as a start does with the manifest file's findings.
+ * @returns the findings; a frozen file that cannot be read or parsed is one `invalid-manifest` error (no range)
+ */
+export async function lintFrozenManifest(home: string, state: RunState, ctx: LintOptions): Promise<Finding[]> {
+  const file = frozenManifestPath(home, state.runId);
+  let text: string;
+  let frozen: { manifest?: unknown };
+  try {
+    text = fs.readFileSync(file, 'utf8');
+    frozen = JSON.parse(text) as { manifest?: unknown };
+  } catch (e) {
+    return [{ rule: 'invalid-manifest', severity: 'error', message: `cannot read the frozen manifest: ${(e as Error).message}`, file, range: null, taskKey: null }];
+  }
+  const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
+  const findings = await lintManifestText(linted, state.manifestFile, ctx);
+  const from = parseTree(linted);
+  const to = parseTree(text);
+  const toIndex = new LineIndex(text);
+  return findings.map((f) => ({ ...f, file, range: f.range && from && to ? frozenRange(f.range, from, to, toIndex) : f.range }));
+}
+
+/** A range in the linted text → the same value's range in the frozen file (under its `manifest`). */
+function frozenRange(range: SourceRange, from: Node, to: Node, toIndex: LineIndex): SourceRange {
+  const start = frozenOffset(range.offset, from, to);
+  const end = range.length ? frozenOffset(range.offset + range.length, from, to, true) : start;
+  return toIndex.range(start, Math.max(0, end - start));
+}
+
+/**
+ * An offset of the linted text → the frozen file's: the innermost value (or property name) holding it is found in the
+ * frozen file by its JSON path; inside a string, number or name the offset keeps its distance from the value's start
+ * (JSON.stringify wrote both the same way); at a container's end it goes to the container's end, else its start.
+ */
+function frozenOffset(offset: number, from: Node, to: Node, end = false): number {
+  const node = findNodeAtOffset(from, offset, end);
+  const root = findNodeAtLocation(to, ['manifest']);
+  if (!node || !root) return root?.offset ?? 0;
+  const isName = node.parent?.type === 'property' && node.parent.children?.[0] === node;
+  // A property (the offset between its name and its value): the same property in the frozen file, found by its name.
+  const key = node.type === 'property' ? (node.children?.[0]?.value as string | undefined) : undefined;
+  const value = findNodeAtLocation(to, ['manifest', ...getNodePath(node), ...(key !== undefined ? [key] : [])]);
+  const target = isName ? value?.parent?.children?.[0] : key !== undefined ? value?.parent : value;
+  if (!target) return root.offset;
+  if (node.type !== 'object' && node.type !== 'array') return target.offset + Math.min(offset - node.offset, target.length);
+  return offset >= node.offset + node.length ? target.offset + target.length : target.offset;
 }

@@ -53,6 +53,7 @@ export function reviewRow(rec: AttemptRecord, r: ReviewRecord): EvalRow {
     group: rec.group,
     candidate: rec.candidate,
     review,
+    ...(rec.forced ? { forced: true as const } : {}),
   };
 }
 

@@ -40,6 +40,8 @@ export interface DetachedRunSpec {
   only?: readonly string[];
   /** --no-sandbox. */
   noSandbox?: boolean;
+  /** --force: start (or resume) even over lint errors; the caller decided it with core/manifest/lint.ts startGate. */
+  force?: boolean;
   /** The environment of the orchestrator (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
@@ -73,6 +75,7 @@ export function runArguments(spec: DetachedRunSpec, configFile: string): string[
   if (spec.baseline) args.push('--baseline');
   if (spec.only?.length && !spec.resume) args.push('--only', spec.only.join(','));
   if (spec.noSandbox) args.push('--no-sandbox');
+  if (spec.force) args.push('--force');
   return args;
 }
 

@@ -69,6 +69,12 @@ export interface RunSettings {
    * anything else blocks it). A key in neither blocks its dependents.
    */
   prior?: ReadonlyMap<string, PriorTask>;
+  /**
+   * The user started (or continued) this run over lint errors with `--force` / MCP `force: true` (core/manifest/lint.ts
+   * startGate): state.json (`forced`, and the resume's entry), every attempt's view and every eval row this
+   * orchestrator writes record `forced: true`.
+   */
+  forced?: boolean;
 }
 
 /** A task of an earlier run that a resumed run's tasks may come after. */

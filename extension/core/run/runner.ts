@@ -187,8 +187,15 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     paused: false,
     draining: false,
     control: [],
+    ...(opts.forced ? { forced: true as const } : {}),
     tasks: tasks.map((t) => t.state),
   };
+  // A continued run forced over lint errors says so too: in its resume's entry, and on the run (it ran forced once).
+  if (cont && opts.forced) {
+    state.forced = true;
+    const resume = state.resumes?.at(-1);
+    if (resume) resume.forced = true;
+  }
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);
   const waits = new EngineWaits(state, opts.quotaMaxWaitMs ?? DEFAULT_MAX_QUOTA_WAIT_MS);
   await stateFile.save();

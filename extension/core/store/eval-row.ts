@@ -107,6 +107,11 @@ export interface EvalRow {
   rank?: RankColumn;
   /** Only on the `select` row of a ranked group: what decided it (run/workflows/select-row.ts). */
   ranking?: RankingColumn;
+  /**
+   * On every row of a run started or resumed with `--force` (MCP `force: true`) over lint errors in its manifest
+   * (core/manifest/lint.ts startGate), e.g. a check that cannot fail; absent otherwise.
+   */
+  forced?: true;
 }
 
 /** A pool run's work row: who reported the attempt, the trust in force, the orchestrator's re-check (null: none ran). */

@@ -39,7 +39,8 @@ describe('dashboard buttons in the VS Code webview: the webview asks the extensi
     const tmp = process.env.VERDICT_TEST_TMP as string;
     const manifest = path.join(tmp, 'buttons.swarm.json');
     fs.writeFileSync(manifest, JSON.stringify({ run_name: 'webview-buttons', workdir: 'buttons-work', tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo sleeping until stopped; sleep 600', check: 'true' }] }));
-    const child = spawn('node', [path.resolve(__dirname, '../../dist/cli.js'), 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore' });
+    // --force: the check `true` is a lint error; the sleeper is stopped before it.
+    const child = spawn('node', [path.resolve(__dirname, '../../dist/cli.js'), 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard', '--force'], { stdio: 'ignore' });
     try {
       const info = await until('the sleeper running', () => api.runs().find((r) => r.state.pid === child.pid && r.liveness === 'running' && r.state.tasks[0]?.status === 'running'));
       const state = () => JSON.parse(fs.readFileSync(info.stateFile, 'utf8')) as RunState;

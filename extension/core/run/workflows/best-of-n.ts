@@ -98,11 +98,14 @@ export class BestOfN {
     this.pending.add(tracked);
   }
 
-  /** Appends an eval row in the background; a row that cannot be written is said and counted, never thrown. */
+  /**
+   * Appends an eval row in the background (marked `forced` in a run forced over lint errors, as every row of it is); a
+   * row that cannot be written is said and counted, never thrown.
+   */
   private writeRow(group: TaskRuntime, row: EvalRow, what: string): void {
     const { ctx } = this.host;
     this.track(
-      appendEvalRow(evalLogPath(ctx.opts.home), row)
+      appendEvalRow(evalLogPath(ctx.opts.home), ctx.opts.forced ? { ...row, forced: true } : row)
         .then(() => ctx.spend.rowWritten())
         .catch((e: Error) => {
           const message = `the ${what} of ${group.spec.key} could not be written: ${e.message}`;
