@@ -259,12 +259,17 @@ describe('hostile odd files: Verdict never changes a file the start commit has',
     git(repo, 'add', '.gitattributes');
     git(repo, 'commit', '-q', '-m', 'attributes');
     const home = path.join(dir, 'home');
-    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('crlf', FIX, CHECK, { max_attempts: 1 }), scriptTask('crlf-paths', FIX, CHECK, { max_attempts: 1, allow_paths: ['calc.py'] })] });
+    // crlf-retry: its first check fails, so the tree is put back to the sealed one before attempt 2; the untouched
+    // files are not "put back" (the check never wrote them).
+    const retryCheck = `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "first check fails"; exit 1; fi; ${CHECK}`;
+    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 3, tasks: [scriptTask('crlf', FIX, CHECK, { max_attempts: 1 }), scriptTask('crlf-paths', FIX, CHECK, { max_attempts: 1, allow_paths: ['calc.py'] }), scriptTask('crlf-retry', FIX, retryCheck, { max_attempts: 2 })] });
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual([verdicts(home).crlf, verdicts(home)['crlf-paths']], [['PASS'], ['PASS']], r.all);
+    const v = verdicts(home);
+    assert.deepEqual([v.crlf, v['crlf-paths'], v['crlf-retry']], [['PASS'], ['PASS'], ['FAIL', 'PASS']], r.all);
+    assert.doesNotMatch(r.all ?? '', /crlf-retry .*put back .*(test_calc|notes)/, 'the retry\'s reset reports only what the check changed');
     const runId = String(readRows(home)[0]?.run_id);
-    for (const key of ['crlf', 'crlf-paths']) {
+    for (const key of ['crlf', 'crlf-paths', 'crlf-retry']) {
       assert.deepEqual(changes(repo, `verdict/${runId}/${key}`), ['M\tcalc.py'], key);
       for (const f of ['tests/test_calc.py', 'notes.txt']) assert.deepEqual(blob(repo, `verdict/${runId}/${key}`, Buffer.from(f)), blob(repo, 'main', Buffer.from(f)), `${key}: ${f} as committed`);
     }

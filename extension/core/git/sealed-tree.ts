@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, type WorktreeLinks } from './worktree';
 import { removeSpecialFiles } from './special-files';
+import { parseRawZ, workingBlobId } from './sealed-bytes';
 import { showPath } from '../fs/byte-names';
 
 /** What a worktree held when it was sealed: the commit, a copy of the seal's index, the ignored entries. */
@@ -86,7 +87,11 @@ export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree, ti
     const git = sealGit(links, index, timeoutMs);
     // What differs from the sealed tree, before it is put back (for the report).
     await git.raw(['update-index', '-q', '--refresh', '--ignore-submodules']).catch(() => '');
-    const changed = splitZ(await git.rawBytes(['diff-files', '--name-only', '-z', '--ignore-submodules=all'])).map(showPath);
+    // Left out: a file whose bytes are still its sealed blob, listed only because git's conversions (a `text`
+    // attribute over a blob committed with CRLF, kept as committed by the seal) would store it otherwise.
+    const changed = parseRawZ(await git.rawBytes(['diff-files', '-z', '--ignore-submodules=all']))
+      .filter((c) => c.status === 'D' || workingBlobId(Buffer.concat([Buffer.from(`${links.dir}${path.sep}`), c.bytes]), c.srcId.length) !== c.srcId)
+      .map((c) => showPath(c.bytes));
     await git.raw(['read-tree', '-u', '--reset', sealed.sha]);
     const cleaned = splitZ(await git.rawBytes(['ls-files', '-z', '--others', '--exclude-standard', '--directory']));
     // git's own paths, relative to the worktree (an untracked folder as `dir/`, a nested repository too): what
