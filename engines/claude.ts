@@ -119,6 +119,7 @@ export const claudeEngine: EngineSpec = {
   sandboxArgv: ['--allowedTools', 'Bash,Write,Edit'],
   nestedSandboxArgv: [],
   env: { DISABLE_AUTOUPDATER: '1' },
+  credentialEnv: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_AUTH_TOKEN'],
   stateDirs: ['${CLAUDE_CONFIG_DIR:-~/.claude}'],
   stateFiles: ['~/.claude.json'],
   stateGuarded: ['${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.local.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/CLAUDE.md', '${CLAUDE_CONFIG_DIR:-~/.claude}/agents', '${CLAUDE_CONFIG_DIR:-~/.claude}/commands', '${CLAUDE_CONFIG_DIR:-~/.claude}/hooks', '${CLAUDE_CONFIG_DIR:-~/.claude}/skills'],

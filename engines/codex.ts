@@ -98,6 +98,7 @@ export const codexEngine: EngineSpec = {
   // failed ("bwrap: Can't mount proc"). Verdict's sandbox contains it instead.
   rootNestedArgv: ['--dangerously-bypass-approvals-and-sandbox'],
   env: {},
+  credentialEnv: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
   // codex's own Linux sandbox is bubblewrap too; it keeps its synthetic mount targets and a lock in this fixed folder
   // (not $TMPDIR), and its daemon socket in /tmp/codex-daemon-<uid>: both must be writable for codex's sandbox to start inside ours.
   stateDirs: ['${CODEX_HOME:-~/.codex}', '/tmp/codex-bwrap-synthetic-mount-targets-${UID}', '/tmp/codex-daemon-${UID}'],

@@ -32,9 +32,10 @@ export interface CustomEngineConfig {
   state_files?: string[];
   state_guarded?: string[];
   state_shared?: string[];
+  credential_env?: string[];
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared' | 'credentialEnv'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -117,6 +118,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     stateFiles: json.state_files ?? reader.stateFiles,
     stateGuarded: json.state_guarded ?? reader.stateGuarded,
     stateShared: json.state_shared ?? reader.stateShared,
+    credentialEnv: json.credential_env ?? reader.credentialEnv ?? [],
     defaultModel: json.model ?? null,
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,

@@ -107,6 +107,7 @@ export const geminiEngine: EngineSpec = {
   sandboxArgv: ['--yolo'],
   nestedSandboxArgv: [],
   env: {},
+  credentialEnv: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS'],
   stateDirs: ['~/.gemini'],
   stateFiles: [],
   stateGuarded: ['~/.gemini/settings.json', '~/.gemini/GEMINI.md', '~/.gemini/commands', '~/.gemini/extensions'],

@@ -80,6 +80,7 @@ export const grokEngine: EngineSpec = {
   sandboxArgv: [],
   nestedSandboxArgv: [],
   env: {},
+  credentialEnv: ['GROK_API_KEY', 'XAI_API_KEY'],
   stateDirs: ['~/.grok'],
   stateFiles: [],
   stateGuarded: ['~/.grok/user-settings.json', '~/.grok/settings.json'],

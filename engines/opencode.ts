@@ -135,6 +135,8 @@ export const opencodeEngine: EngineSpec = {
   sandboxArgv: [],
   nestedSandboxArgv: [],
   env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
+  // The providers' keys opencode reads from the environment (models.dev's provider entries).
+  credentialEnv: ['OPENROUTER_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_GENERATIVE_AI_API_KEY', 'GROQ_API_KEY', 'MISTRAL_API_KEY', 'DEEPSEEK_API_KEY', 'XAI_API_KEY', 'TOGETHER_AI_API_KEY', 'FIREWORKS_API_KEY', 'CEREBRAS_API_KEY', 'OPENCODE_API_KEY'],
   stateDirs: ['${XDG_DATA_HOME:-~/.local/share}/opencode', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode', '${XDG_STATE_HOME:-~/.local/state}/opencode'],
   stateFiles: [],
   stateGuarded: ['${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.json', '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.jsonc', '${XDG_CONFIG_HOME:-~/.config}/opencode/AGENTS.md', '${XDG_CONFIG_HOME:-~/.config}/opencode/agent', '${XDG_CONFIG_HOME:-~/.config}/opencode/command', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugin', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugins', '${XDG_CONFIG_HOME:-~/.config}/opencode/tools', '${XDG_CONFIG_HOME:-~/.config}/opencode/tool'],

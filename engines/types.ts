@@ -71,6 +71,13 @@ export interface EngineSpec {
   /** Environment variables added to the worker's environment (the parent environment is inherited). */
   env: Record<string, string>;
   /**
+   * The inherited environment variables holding the engine's own credentials (its API keys): the only ones that look
+   * like credentials (core/process/secrets.ts looksLikeCredential) a step of this engine keeps — every other sandboxed
+   * step, its check included, gets none. A variable here that names a credentials file (GOOGLE_APPLICATION_CREDENTIALS)
+   * also leaves that file readable to this engine's steps. Sources: each CLI's documentation. Absent: none.
+   */
+  credentialEnv?: string[];
+  /**
    * Folders the CLI must write outside the task dir (logins, sessions, caches), writable inside the sandbox; created
    * when missing. Templates: `~/…`, `${VAR:-fallback}`, `$VAR` (see expandStatePath); an entry whose variable is
    * unset and has no fallback is skipped.

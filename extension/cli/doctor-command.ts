@@ -8,7 +8,7 @@ import { engineHealth, type EngineHealth } from './doctor-engines';
 import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
-import { probeSandbox, socketCoverReport, type SandboxProbe, type SocketCoverReport } from '../core/process/sandbox';
+import { probeSandbox, secretsReport, socketCoverReport, type SandboxProbe, type SecretsReport, type SocketCoverReport } from '../core/process/sandbox';
 import { expandUserPath } from '../core/config/config';
 import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
 import { probeOverlay } from '../core/git/overlay';
@@ -27,6 +27,11 @@ export interface DoctorReport {
    * sockets bound here now and those covered where they lie, the config's declared `sockets`.
    */
   sockets: SocketCoverReport;
+  /**
+   * What no step can read of the user's secrets (core/process/secrets.ts): the hidden places present here (the
+   * defaults, the config's `hide`, the config file), the config's `expose`, the credential variables not passed on.
+   */
+  secrets: SecretsReport;
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
@@ -80,6 +85,8 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   let customEngines: Record<string, unknown> = {};
   let loadedConfig: VerdictConfig = {};
   let declaredSockets: string[] = [];
+  let hide: string[] = [];
+  let expose: string[] = [];
   const fixes: string[] = [];
   try {
     const loaded = loadUserConfig(options.config, env);
@@ -87,6 +94,8 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     config = { ...config, file: loaded.file, sandbox: settings.sandbox, allowFullAccess: settings.allowFullAccess, ringer: loaded.ringer.file };
     customEngines = settings.engines;
     declaredSockets = settings.sockets.map((p) => expandUserPath(p, env.HOME || os.homedir()));
+    hide = [...settings.hide.map((p) => expandUserPath(p, env.HOME || os.homedir())), ...(loaded.file ? [loaded.file] : [])];
+    expose = settings.expose.map((p) => expandUserPath(p, env.HOME || os.homedir()));
     loadedConfig = loaded.config;
     fixes.push(...loaded.ringer.notes);
   } catch (e) {
@@ -97,7 +106,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const probe = await probeSandbox(env, true);
   // probeSandbox keeps one answer per process: a probe of another environment must not become this process's answer.
   if (env !== process.env) void probeSandbox(process.env, true);
-  const mode = containmentChoice({ ...config, configFile: where.shown, sockets: [] }).sandbox;
+  const mode = containmentChoice({ ...config, configFile: where.shown, sockets: [], hide: [], expose: [] }).sandbox;
   if (probe.kind === 'none' && mode === 'auto') problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
 
   const gitBinary = findBinary('git', env.PATH ?? '');
@@ -141,6 +150,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     problems,
     sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
     sockets: socketCoverReport(env, declaredSockets),
+    secrets: secretsReport(env, hide, expose),
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
     spawnHelper,
@@ -188,6 +198,14 @@ function socketsLine(s: SocketCoverReport): string {
   return `host sockets: none reachable from a step — ${s.folders.join(', ')}${home} are empty in every sandbox (only what a step names is shown); ${s.bound} bound on this host now, ${covered}${declared}`;
 }
 
+/** `secrets: …`: what no step can read, as present here, and the variables no step inherits. */
+function secretsLine(s: SecretsReport): string {
+  const hidden = s.hidden.length ? s.hidden.join(', ') : 'none present here';
+  const exposed = s.exposed.length ? `; readable, as the config's "expose" says: ${s.exposed.join(', ')}` : '';
+  const vars = s.droppedEnv.length ? `; variables no step inherits (an engine keeps its own keys): ${s.droppedEnv.join(', ')}` : '';
+  return `secrets: hidden from every step (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ~/.pgpass, ~/.npmrc, Verdict's config… and "hide"): ${hidden}${exposed}${vars}`;
+}
+
 /** One engine's line: where, version, login, probe; or how to install it. */
 function engineLine(e: EngineHealth): string {
   if (!e.found) return `${e.binary} not on PATH — ${e.install}`;
@@ -227,7 +245,10 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
     return r.ok ? 0 : 1;
   }
   io.out(r.sandbox.line);
-  if (r.sandbox.kind === 'bwrap' && r.sandbox.mode !== 'off') io.out(socketsLine(r.sockets));
+  if (r.sandbox.kind === 'bwrap' && r.sandbox.mode !== 'off') {
+    io.out(socketsLine(r.sockets));
+    io.out(secretsLine(r.secrets));
+  }
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
   const h = r.spawnHelper;

@@ -18,6 +18,7 @@ import { expandStatePath } from '../core/process/sandbox';
  * user-settings.json / GROK_API_KEY).
  */
 interface LoginCheck {
+  /** Variables that count as a login besides the engine's own credentials (EngineSpec.credentialEnv). */
   env: string[];
   files: string[];
   command?: string[];
@@ -25,11 +26,11 @@ interface LoginCheck {
 }
 
 const LOGIN: Record<string, LoginCheck> = {
-  'codex-cli': { env: ['OPENAI_API_KEY', 'CODEX_API_KEY'], files: ['${CODEX_HOME:-~/.codex}/auth.json'], command: ['login', 'status'], fix: 'codex login   (or set OPENAI_API_KEY)' },
-  'claude-code': { env: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_AUTH_TOKEN'], files: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json'], fix: 'claude setup-token   (or run claude and /login, or set ANTHROPIC_API_KEY)' },
-  opencode: { env: ['OPENROUTER_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY'], files: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json'], fix: 'opencode auth login' },
-  'gemini-cli': { env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI'], files: ['~/.gemini/oauth_creds.json'], fix: 'gemini   (sign in with Google once, or set GEMINI_API_KEY)' },
-  'grok-cli': { env: ['GROK_API_KEY', 'XAI_API_KEY'], files: ['~/.grok/user-settings.json'], fix: 'export GROK_API_KEY=…   (or put apiKey in ~/.grok/user-settings.json)' },
+  'codex-cli': { env: [], files: ['${CODEX_HOME:-~/.codex}/auth.json'], command: ['login', 'status'], fix: 'codex login   (or set OPENAI_API_KEY)' },
+  'claude-code': { env: [], files: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json'], fix: 'claude setup-token   (or run claude and /login, or set ANTHROPIC_API_KEY)' },
+  opencode: { env: [], files: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json'], fix: 'opencode auth login' },
+  'gemini-cli': { env: ['GOOGLE_GENAI_USE_VERTEXAI'], files: ['~/.gemini/oauth_creds.json'], fix: 'gemini   (sign in with Google once, or set GEMINI_API_KEY)' },
+  'grok-cli': { env: [], files: ['~/.grok/user-settings.json'], fix: 'export GROK_API_KEY=…   (or put apiKey in ~/.grok/user-settings.json)' },
 };
 
 /** One engine as `verdict doctor` sees it. */
@@ -76,7 +77,8 @@ export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, p
 async function loginOf(engine: EngineSpec, binary: string, env: NodeJS.ProcessEnv): Promise<{ login: EngineHealth['login']; detail: string }> {
   const check = LOGIN[engine.harness];
   if (!check) return { login: 'unknown', detail: 'no login check for this engine (a custom CLI): try --probe' };
-  const key = check.env.find((name) => env[name]?.trim());
+  const vars = [...new Set([...(engine.credentialEnv ?? []), ...check.env])];
+  const key = vars.find((name) => env[name]?.trim());
   if (key) return { login: 'yes', detail: `$${key} is set` };
   const home = env.HOME || os.homedir();
   for (const template of check.files) {
@@ -89,7 +91,7 @@ async function loginOf(engine: EngineSpec, binary: string, env: NodeJS.ProcessEn
     if (r.exitCode === 0) return { login: 'yes', detail: `${engine.binary} ${check.command.join(' ')}: ${said}` };
     return { login: 'no', detail: `${engine.binary} ${check.command.join(' ')}: ${said || `exit ${r.exitCode}`}` };
   }
-  return { login: 'no', detail: `none of ${[...check.env.map((e) => `$${e}`), ...check.files].join(', ')}` };
+  return { login: 'no', detail: `none of ${[...vars.map((e) => `$${e}`), ...check.files].join(', ')}` };
 }
 
 /** A credentials file: exists and is non-empty; a .json one must parse to an object with at least one key. */

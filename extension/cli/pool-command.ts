@@ -66,6 +66,9 @@ export async function poolCommand(action: string, flags: PoolFlags, io: Io): Pro
       env: process.env,
       sandbox: containmentChoice(settings, { noSandbox: flags.noSandbox }).sandbox ?? 'auto',
       sockets: settings.sockets,
+      // The worker's config file holds the pool's URL, password included: no step may read it, wherever it lies.
+      hide: [...settings.hide, settings.configFile],
+      expose: settings.expose,
       signal: controller.signal,
       log: (line) => io.out(`${new Date().toISOString()} ${line}`),
     });

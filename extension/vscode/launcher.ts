@@ -73,6 +73,8 @@ export function configForRun(s: EditorSettings): VerdictConfig {
   else if (s.poolUrl !== undefined) c.pool = s.poolUrl;
   if (s.sockets.length) c.sockets = s.sockets;
   if (s.quotaMaxWaitH !== undefined) c.quota = { max_wait_h: s.quotaMaxWaitH };
+  if (s.hide.length) c.hide = s.hide;
+  if (s.expose.length) c.expose = s.expose;
   return c;
 }
 

@@ -23,26 +23,35 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** A throwaway PostgreSQL cluster on 127.0.0.1 (trust auth), in a temporary folder, run as the postgres user. */
+/**
+ * A throwaway PostgreSQL cluster on 127.0.0.1, in a temporary folder, run as the postgres user: trust auth, or with
+ * `password` every connection needs it (scram-sha-256), as a shared scoreboard's server would.
+ */
 export class TestPostgres {
   private constructor(
     readonly bin: string,
     readonly dir: string,
     readonly port: number,
+    readonly password: string | null = null,
   ) {}
 
-  /** postgres://postgres@127.0.0.1:PORT/postgres */
+  /** postgres://postgres[:password]@127.0.0.1:PORT/postgres */
   get url(): string {
-    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+    return `postgres://postgres${this.password ? `:${encodeURIComponent(this.password)}` : ''}@127.0.0.1:${this.port}/postgres`;
   }
 
   /** initdb + start. @throws when the binaries fail */
-  static async create(bin: string): Promise<TestPostgres> {
+  static async create(bin: string, opts: { password?: string } = {}): Promise<TestPostgres> {
     const dir = tempDir('verdict-pg-');
     fs.chmodSync(dir, 0o777);
     const data = path.join(dir, 'data');
-    const pg = new TestPostgres(bin, dir, await freePort());
-    pg.asPostgres(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+    const pg = new TestPostgres(bin, dir, await freePort(), opts.password ?? null);
+    if (opts.password) {
+      const pwfile = path.join(dir, 'pwfile');
+      fs.writeFileSync(pwfile, `${opts.password}\n`, { mode: 0o644 });
+      pg.asPostgres(path.join(bin, 'initdb'), ['-D', data, '-A', 'scram-sha-256', '--pwfile', pwfile, '-U', 'postgres', '--no-sync']);
+      fs.rmSync(pwfile);
+    } else pg.asPostgres(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
     pg.start();
     return pg;
   }

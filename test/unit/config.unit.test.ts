@@ -101,12 +101,22 @@ describe('config: location and precedence', () => {
     }
     assert.equal(settingsFromConfig({ quota: { max_wait_h: 2 } }, '/c.json').quotaMaxWaitH, 2);
   });
+
+  it('hide and expose: absolute or ~/ paths; anything else names file:line:column and the entry', () => {
+    const good = write(path.join(dir, 'good.json'), { hide: ['~/.config/mycloud', '/etc/app/secret.env'], expose: ['~/.npmrc'] });
+    assert.deepEqual([loadConfig(good).config.hide, loadConfig(good).config.expose], [['~/.config/mycloud', '/etc/app/secret.env'], ['~/.npmrc']]);
+    const hide = write(path.join(dir, 'hide.json'), '{\n  "hide": ["/ok",\n    ".aws"]\n}');
+    assert.throws(() => loadConfig(hide), new RegExp(`^Error: ${hide}:3:5: hide\\[1\\]: ".aws" must be an absolute path or start with ~/$`));
+    const expose = write(path.join(dir, 'expose.json'), '{"expose": ["$HOME/.npmrc"]}');
+    assert.throws(() => loadConfig(expose), new RegExp(`^Error: ${expose}:1:13: expose\\[0\\]: "\\$HOME/.npmrc" must be an absolute path or start with ~/$`));
+    assert.deepEqual([settingsFromConfig(loadConfig(good).config, good).hide, containmentChoice(settingsFromConfig(loadConfig(good).config, good)).expose], [['~/.config/mycloud', '/etc/app/secret.env'], ['~/.npmrc']]);
+  });
 });
 
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], postgresUrl: undefined, poolUrl: undefined, poolTrust: 'check', quotaMaxWaitH: undefined, configFile: '/c.json' });
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], hide: [], expose: [], postgresUrl: undefined, poolUrl: undefined, poolTrust: 'check', quotaMaxWaitH: undefined, configFile: '/c.json' });
     assert.deepEqual(settingsFromConfig({ sockets: ['~/a.sock'] }, '/c.json').sockets, ['~/a.sock']);
     assert.deepEqual(containmentChoice(settingsFromConfig({ sockets: ['/run/x.sock'] }, '/c.json')).sockets, ['/run/x.sock']);
     const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
@@ -129,11 +139,11 @@ describe('settings: one type, containment precedence', () => {
   it('--no-sandbox > settings > auto; only settings allow full access', () => {
     const on = settingsFromConfig({}, '/c.json');
     const off = settingsFromConfig({ sandbox: false }, '/c.json');
-    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false, configSource: '/c.json', sockets: [] });
-    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [] });
-    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [] });
-    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [] }, 'no flag turns the sandbox back on');
-    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true, configSource: '/c.json', sockets: [] });
+    assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] });
+    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] });
+    assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] });
+    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] }, 'no flag turns the sandbox back on');
+    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true, configSource: '/c.json', sockets: [], hide: [], expose: [] });
   });
 });
 

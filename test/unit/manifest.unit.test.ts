@@ -101,6 +101,21 @@ describe('manifest loader', () => {
     assert.equal(errs[0]?.message, 'unknown engine "gpt-magic"; known engines: claude, codex, script');
   });
 
+  it('hide: absolute or ~/ paths kept as written; a relative one, an expose or a sockets is an error at its place', () => {
+    const { manifest, problems } = parseManifest('{ "hide": ["~/.config/mycloud", "/etc/app/secret.env"], "tasks": [ {"key":"a","spec":"x","check":"true"} ] }', FILE, { engines });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(manifest?.hide, ['~/.config/mycloud', '/etc/app/secret.env']);
+    assert.deepEqual(parseManifest('{ "tasks": [ {"key":"a","spec":"x","check":"true"} ] }', FILE, { engines }).manifest?.hide, []);
+    const text = '{\n  "hide": ["/ok", "relative/secret"],\n  "expose": ["~/.ssh"],\n  "sockets": ["/run/docker.sock"],\n  "tasks": [ {"key":"a","spec":"x","check":"true"} ]\n}';
+    const errs = errors(text).map((e) => [e.path, e.range?.start.line, e.range?.start.column, e.message]);
+    assert.deepEqual(errs, [
+      ['hide[1]', 2, 19, '"relative/secret" must be an absolute path or start with ~/'],
+      ['expose', 3, 3, 'a manifest cannot expose a hidden path (a repository may not widen its own sandbox); only your own config file can ("expose" in ~/.config/verdict/config.json)'],
+      ['sockets', 4, 3, 'a manifest cannot let its steps reach a socket of the machine (a repository may not widen its own sandbox); only your own config file can ("sockets" in ~/.config/verdict/config.json)'],
+    ]);
+    assert.equal(parseManifest(text, FILE, { engines }).manifest, null);
+  });
+
   it('warns, not fails, on unknown fields, pointing at the field name', () => {
     const { manifest, problems } = parseManifest('{ "owner": "me", "tasks": [ {"key":"a","spec":"x","check":"true","colour":"red"} ] }', FILE, { engines });
     assert.ok(manifest);

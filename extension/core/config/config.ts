@@ -31,6 +31,16 @@ export interface VerdictConfig {
    * in a manifest: a repository cannot widen its own sandbox.
    */
   sockets?: string[];
+  /**
+   * More places no sandboxed step may read, besides the user's secrets every sandbox hides (~/.ssh, ~/.aws, this
+   * file's folder…: core/process/secrets.ts): absolute or `~/…`. A manifest may add its own; neither can remove one.
+   */
+  hide?: string[];
+  /**
+   * Hidden places every sandboxed step may read after all (a task that needs ~/.npmrc for a private registry): absolute
+   * or `~/…`. Only here, never in a manifest.
+   */
+  expose?: string[];
   /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
   postgres_url?: string;
   /**
@@ -186,7 +196,7 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   for (const field of ['allow_full_access', 'sandbox'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);
   }
-  const bad = userPathListProblem(c.sockets, 'sockets');
+  const bad = userPathListProblem(c.sockets, 'sockets') ?? userPathListProblem(c.hide, 'hide') ?? userPathListProblem(c.expose, 'expose');
   if (bad) {
     const pos = lines.position((tree && findNodeAtLocation(tree, bad.at))?.offset ?? 0);
     throw new Error(`${abs}:${pos.line}:${pos.column}: ${bad.message}`);
@@ -195,7 +205,7 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
 }
 
 /**
- * What is wrong with a list of paths a user names for the sandbox (`sockets`; `field` names it in the message): it
+ * What is wrong with a list of paths a user names for the sandbox (`sockets`, `hide`, `expose`; `field` names it in the message): it
  * must be an array of strings, each absolute or starting with `~/` (the home), without a NUL. Null when it is fine or
  * absent; else the message and the JSON path of the offending value (for its line and column). Pure.
  */

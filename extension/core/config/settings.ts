@@ -20,6 +20,10 @@ export interface VerdictSettings {
   sandbox: boolean;
   /** Unix sockets every sandboxed step may reach (config `sockets`: absolute or `~/…`; the config file only). */
   sockets: string[];
+  /** More places no sandboxed step may read (config `hide`: absolute or `~/…`). */
+  hide: string[];
+  /** Hidden places every sandboxed step may read (config `expose`: absolute or `~/…`; the config file only). */
+  expose: string[];
   /** Postgres URL for the shared eval table ($VERDICT_PG_URL wins; see postgresUrlOf). */
   postgresUrl: string | undefined;
   /** The worker pool's Postgres URL (config `pool`, setting `verdict.pool`): the default pool of a run and the pool the views show. */
@@ -44,6 +48,8 @@ export function settingsFromConfig(config: VerdictConfig, shown: string): Verdic
     allowFullAccess: config.allow_full_access === true,
     sandbox: config.sandbox !== false,
     sockets: config.sockets ?? [],
+    hide: config.hide ?? [],
+    expose: config.expose ?? [],
     postgresUrl: config.postgres_url,
     poolUrl: poolUrlOf(config),
     poolTrust: poolTrustOf(config),
@@ -70,14 +76,18 @@ export interface ContainmentChoice {
   configSource: string;
   /** Unix sockets every sandboxed step may reach (VerdictSettings.sockets), as the config names them. */
   sockets: string[];
+  /** More places no sandboxed step may read (VerdictSettings.hide), as the config names them. */
+  hide: string[];
+  /** Hidden places every sandboxed step may read (VerdictSettings.expose), as the config names them. */
+  expose: string[];
 }
 
 /**
  * The one precedence for containment: `--no-sandbox` (CLI) > the settings (`verdict.sandbox` in the editor, else the
  * config file's `"sandbox"`) > the default `auto`. There is no flag that turns the sandbox back on: `--no-sandbox`
  * only ever lowers it. Full access is allowed only by the settings (`verdict.allowFullAccess`, else the config
- * file's `"allow_full_access"`); no flag allows it. Declared sockets come from the config file only.
+ * file's `"allow_full_access"`); no flag allows it. Declared sockets, `hide` and `expose` come from the config file only.
  */
-export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile' | 'sockets'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
-  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess, configSource: settings.configFile, sockets: settings.sockets };
+export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile' | 'sockets' | 'hide' | 'expose'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
+  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess, configSource: settings.configFile, sockets: settings.sockets, hide: settings.hide, expose: settings.expose };
 }

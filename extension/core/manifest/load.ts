@@ -94,7 +94,18 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
   const data = (isObject(raw) ? raw : {}) as Record<string, unknown> & { tasks: Record<string, unknown>[] };
   const taskList = Array.isArray(data.tasks) ? data.tasks : [];
+  // A repository cannot widen its own sandbox: what every step may reach besides its own dirs is the user's to say.
+  for (const key of ['expose', 'sockets']) {
+    if (!(key in data)) continue;
+    error('schema', { range: rangeOfPropertyName(root, [], key, index), path: key, message: `a manifest cannot ${key === 'expose' ? 'expose a hidden path' : 'let its steps reach a socket of the machine'} (a repository may not widen its own sandbox); only your own config file can ("${key}" in ~/.config/verdict/config.json)` });
+  }
+  if (Array.isArray(data.hide)) {
+    data.hide.forEach((p, i) => {
+      if (typeof p === 'string' && !p.startsWith('/') && !p.startsWith('~/')) error('schema', { range: rangeOfPath(root, ['hide', i], index), path: `hide[${i}]`, message: `${JSON.stringify(p)} must be an absolute path or start with ~/` });
+    });
+  }
   for (const key of Object.keys(data)) {
+    if (key === 'expose' || key === 'sockets') continue;
     if (!runFields.has(key)) {
       problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
     }
@@ -286,6 +297,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     include: (data.include as string[] | undefined) ?? [],
     pool: str(data.pool),
     remote: str(data.remote)?.startsWith('.') ? path.resolve(dir, str(data.remote) as string) : str(data.remote),
+    hide: (data.hide as string[] | undefined) ?? [],
     tasks: compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true }),
     raw: data,
   };

@@ -188,6 +188,11 @@ export interface Manifest {
   pool?: string | null;
   /** `remote`: the git remote of a pool run (a URL, or an absolute path); absent when not given. */
   remote?: string | null;
+  /**
+   * `hide`: more places no sandboxed step may read (absolute or `~/…`, as written), besides the user's secrets every
+   * sandbox hides (core/process/secrets.ts) and the config's `hide`. A manifest can add, never remove (no `expose`).
+   */
+  hide?: string[];
   tasks: TaskSpec[];
   /** The manifest as written (parsed JSONC), frozen into the run's records. */
   raw: unknown;

@@ -414,6 +414,7 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     inputs,
     red,
     revising: task.revising === true,
+    ...(ctx.opts.manifest.hide?.length ? { hide: ctx.opts.manifest.hide } : {}),
   };
 }
 

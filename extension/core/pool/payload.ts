@@ -74,6 +74,11 @@ export interface AttemptJob {
    * is the proposal's commit (pool/critique-here.ts). The worker's prompt says so, as a local revision's does.
    */
   revising: boolean;
+  /**
+   * The manifest's `hide`: more places no step may read (absolute or `~/…`, the worker's home), besides the secrets every
+   * sandbox hides. Absent: none (a worker that does not know the field refuses a payload that has it).
+   */
+  hide?: string[];
 }
 
 /** One entry of the payload's `red`. */
@@ -106,7 +111,7 @@ const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
 /** The manifest's rule for task keys (safe as a folder and a branch name). */
 const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA = /^[0-9a-f]{40,64}$/;
-const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red', 'revising'];
+const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red', 'revising', 'hide'];
 
 /**
  * Checks a payload taken from the queue.
@@ -155,6 +160,8 @@ export function parseJob(data: unknown): AttemptJob {
   const review = d.review === null ? null : reviewOf(d.review, bad);
   const inputs = d.inputs === null ? null : inputsOf(d.inputs, bad);
   const red = d.red === null ? null : redOf(d.red, bad);
+  const hide = d.hide === undefined ? [] : strings('hide');
+  if (hide.some((p) => !p.startsWith('/') && !p.startsWith('~/'))) bad('hide', 'absolute or ~/ paths');
   return {
     v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
     engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
@@ -162,6 +169,7 @@ export function parseJob(data: unknown): AttemptJob {
     engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
     review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red, revising: bool('revising'),
+    ...(hide.length ? { hide } : {}),
   };
 }
 

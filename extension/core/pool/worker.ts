@@ -49,6 +49,10 @@ export interface PoolWorkerOptions {
   sandbox: SandboxMode;
   /** Unix sockets every sandboxed step may reach: this worker's config `sockets` (absolute or `~/…`); absent: none. */
   sockets?: readonly string[];
+  /** More places no sandboxed step may read: this worker's config `hide` (absolute or `~/…`). */
+  hide?: readonly string[];
+  /** Hidden places every sandboxed step may read: this worker's config `expose` (absolute or `~/…`). */
+  expose?: readonly string[];
   /** Aborting drains: nothing new is claimed, running attempts finish, then the worker ends. */
   signal: AbortSignal;
   /** One line per event (claimed, finished, outage). */
@@ -246,7 +250,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   const spend = new RunSpend(wHome, null, null);
   const ctx: AttemptContext = {
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
-    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, view: sandboxView(opts.sockets ?? [], opts.env),
+    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(job.hide ?? [])], expose: opts.expose }, opts.env),
     emit: () => undefined, spend, recordErrors: [], stateBaselines: new Map(),
   };
   try {

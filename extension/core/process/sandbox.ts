@@ -12,7 +12,8 @@ import { execa } from 'execa';
 import { findBinary } from '../../../engines/find-binary';
 import { readDirOrEmpty } from '../fs/read-dir';
 import { isExecutable, resolveCommand } from './resolve-command';
-import { boundSocketPaths, coveredByName, coveredRoots, HOME_SOCKET_DIRS, namedBacks, socketsToCover, type PathView, type ViewMount } from './sandbox-view';
+import { boundSocketPaths, coveredByName, coveredRoots, HOME_SOCKET_DIRS, namedBacks, socketsToCover, viewOf, type PathView, type ViewMount } from './sandbox-view';
+import { emptyFile, looksLikeCredential, secretCovers, secretPlaces } from './secrets';
 
 /** The containment a step ran under, as recorded in every eval row (`sandbox`). */
 export type Containment = 'bwrap' | 'none';
@@ -126,6 +127,18 @@ export interface BwrapPlan {
    * exist is skipped.
    */
   sockets?: string[];
+  /**
+   * More places no step may read, besides the user's secrets every sandbox hides (secrets.ts: ~/.ssh, ~/.aws,
+   * Verdict's config…): a config's and a manifest's `hide`, the config file in force. Absolute; a missing one is skipped.
+   */
+  hide?: string[];
+  /** Places the user's config lets every step read though they are hidden (`expose`, the config only). Absolute. */
+  expose?: string[];
+  /**
+   * The inherited environment variables that look like credentials (secrets.ts looksLikeCredential) this step keeps:
+   * its engine's own (EngineSpec.credentialEnv). Every other such variable is dropped from the step's environment.
+   */
+  credentialEnv?: string[];
 }
 
 /**
@@ -184,6 +197,13 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   }
   const sockets = hostSocketCovers(homeSocketDirs(env), []);
   for (const dir of sockets.dirs) mount(dir, '--tmpfs', dir);
+  // The user's secrets (secrets.ts): each folder an empty tmpfs (read-only once the mounts are made), each file an
+  // empty read-only file; what the plan binds after them (the step's own folders, its engine's login) shows over them.
+  const secrets = secretCovers(secretPlaces(knownHomes(env), [env, process.env], plan.hide ?? [], plan.credentialEnv ?? []), [cwd, file, ...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? [])], plan.expose ?? []);
+  const shownSoFar = viewMounts(ops);
+  const secretDirs = secrets.dirs.filter((d) => viewOf(shownSoFar, d) !== 'hidden');
+  for (const dir of secretDirs) mount(dir, '--tmpfs', dir);
+  for (const f of secrets.files) if (viewOf(shownSoFar, f) !== 'hidden') mount(f, '--ro-bind', emptyFile(), f);
   for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
     // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
     mount(dir, '--tmpfs', dir);
@@ -216,8 +236,9 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   // the host that the mounts so far leave shown, covered with /dev/null at its real path.
   const declared = declaredSockets(plan.sockets ?? []);
   for (const s of declared) mount(s, '--ro-bind', s, s);
+  for (const e of secrets.back) mount(e, '--ro-bind', e, e);
   for (const s of socketsToCover(boundSocketPaths(), viewMounts(ops), declared, coveredByName(roots, backs))) mount(s, '--ro-bind', '/dev/null', s);
-  for (const root of roots) mount(root.root, '--remount-ro', root.root);
+  for (const dir of [...roots.map((r) => r.root), ...secretDirs]) mount(dir, '--remount-ro', dir);
   const dests = ops.map((o) => o.dest);
   for (const o of ops) {
     if (o.elidable && shownReadOnlyByRoot(o.dest, dests)) continue;
@@ -349,6 +370,26 @@ export function socketCoverReport(env: NodeJS.ProcessEnv, declared: readonly str
     }
   };
   return { folders: roots.map((r) => r.root), homeFolders, bound: bound.filter(isSocket).length, covered, declared: [...declared] };
+}
+
+/** What every sandboxed step cannot read of the user's secrets on this machine now (`verdict doctor`). */
+export interface SecretsReport {
+  /** The secret places that exist here, each hidden (real paths): folders and files. */
+  hidden: string[];
+  /** The config's `expose` that exist here: shown to every step after all. */
+  exposed: string[];
+  /** The names of this environment's variables that no step inherits (those an engine declares reach its own steps). */
+  droppedEnv: string[];
+}
+
+/**
+ * {@link SecretsReport} for the environment `env` with the config's `hide` and `expose` and the config file in force
+ * (absolute). Never throws.
+ */
+export function secretsReport(env: NodeJS.ProcessEnv, hide: readonly string[], expose: readonly string[]): SecretsReport {
+  const covers = secretCovers(secretPlaces(knownHomes(env), [env], hide), [], expose);
+  const droppedEnv = Object.entries(env).filter(([k, v]) => v !== undefined && looksLikeCredential(k, v)).map(([k]) => k).sort();
+  return { hidden: [...covers.dirs, ...covers.files].sort(), exposed: expose.filter((e) => fs.existsSync(e)), droppedEnv };
 }
 
 /** The container VMs' socket folders ({@link HOME_SOCKET_DIRS}) under every known home. */

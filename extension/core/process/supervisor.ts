@@ -5,6 +5,7 @@ import { timerDelay } from '../fs/timer';
 import { RingBuffer } from './ring-buffer';
 import { resolveCommand } from './resolve-command';
 import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { looksLikeCredential } from './secrets';
 import { spawnViaHelper, type Spawned } from './spawner';
 
 /** Time between SIGTERM to a process group and SIGKILL, ms. */
@@ -167,6 +168,12 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
 
   const inherited = { ...(opts.inherit ?? process.env) };
   for (const name of [...CREDENTIAL_ENV, ...(opts.unsetEnv ?? [])]) delete inherited[name];
+  // A sandboxed step inherits no credential of the user's (secrets.ts) but its engine's own; what the step is given
+  // explicitly (opts.env: the task's variables, an engine's settings) stays.
+  if (opts.sandbox) {
+    const keep = opts.sandbox.credentialEnv ?? [];
+    for (const [name, value] of Object.entries(inherited)) if (value !== undefined && !keep.includes(name) && looksLikeCredential(name, value)) delete inherited[name];
+  }
   const merged = { ...inherited, ...opts.env };
   // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
   // command would be bwrap's exit 1, not a spawn error: it is said the way an unsandboxed spawn says it.

@@ -206,23 +206,29 @@ function realPathOr(p: string): string {
 export function stepPlan(run: SandboxedRun, containment: Containment, plan: Omit<BwrapPlan, 'binary' | 'onInit'>): BwrapPlan | null {
   if (containment !== 'bwrap' || !run.bwrap) return null;
   const { stateFile } = run;
-  const sockets = run.view?.sockets.length ? { sockets: [...run.view.sockets] } : {};
-  return { binary: run.bwrap, ...plan, ...sockets, ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}) };
+  const v = run.view;
+  const view = v ? { ...(v.sockets.length ? { sockets: [...v.sockets] } : {}), ...(v.hide.length ? { hide: [...(plan.hide ?? []), ...v.hide] } : {}), ...(v.expose.length ? { expose: [...v.expose] } : {}) } : {};
+  return { binary: run.bwrap, ...plan, ...view, ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}) };
 }
 
-/** What the user's config adds to every sandbox of a run (BwrapPlan `sockets`). Paths absolute. */
+/** What the user's config and the manifest add to every sandbox of a run (BwrapPlan `sockets`, `hide`, `expose`). Paths absolute. */
 export interface SandboxView {
   /** Unix sockets (or folders of them) every step may reach (config `sockets`). */
   sockets: string[];
+  /** More places no step may read (config and manifest `hide`, the config file in force). */
+  hide: string[];
+  /** Hidden places every step may read (config `expose`). */
+  expose: string[];
 }
 
 /**
- * A run's {@link SandboxView} from the config's lists as written (absolute or `~/…`; config.ts validates them), `~/`
- * read as `env.HOME` (else the OS home). Pure but for the OS home.
+ * A run's {@link SandboxView} from the lists as written (absolute or `~/…`; config.ts and the manifest's loader validate
+ * them), `~/` read as `env.HOME` (else the OS home). Pure but for the OS home.
  */
-export function sandboxView(sockets: readonly string[], env: NodeJS.ProcessEnv): SandboxView {
+export function sandboxView(lists: { sockets?: readonly string[]; hide?: readonly string[]; expose?: readonly string[] }, env: NodeJS.ProcessEnv): SandboxView {
   const home = env.HOME || os.homedir();
-  return { sockets: sockets.map((p) => expandUserPath(p, home)) };
+  const abs = (l: readonly string[] | undefined) => [...new Set((l ?? []).map((p) => expandUserPath(p, home)))];
+  return { sockets: abs(lists.sockets), hide: abs(lists.hide), expose: abs(lists.expose) };
 }
 
 /**

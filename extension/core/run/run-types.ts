@@ -62,6 +62,10 @@ export interface RunSettings {
    * of `env`): bound back over the covers that keep the host's sockets out of reach. Absent: none.
    */
   sockets?: readonly string[];
+  /** More places no sandboxed step may read (config `hide`, absolute or `~/…`); the manifest's `hide` is added. */
+  hide?: readonly string[];
+  /** Hidden places every sandboxed step may read (config `expose`, absolute or `~/…`). */
+  expose?: readonly string[];
   /**
    * Tasks of earlier runs this one continues (a run that resumed another as a new run), by key (default: read from
    * `resumedFrom`'s chain of runs, run/prior.ts): an `after` naming a task that is not in

@@ -225,7 +225,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
   // Every key of the run's frozen manifest (a resumed run holds only some of them) and of the tasks planners added.
   const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView(opts.sockets ?? [], env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(opts.manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])], expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
   const choiceOf = (task: TaskRuntime) => attemptEngine(task.used + 1, { engine: task.spec.engine, model: task.spec.model }, task.spec.fallback, (name) => opts.engines.get(name)?.defaultModel ?? null);
   /** Points the task (its engine, and state.json's engine and model) at the engine of its next attempt. */

@@ -36,6 +36,13 @@ describe('custom engines from configuration', () => {
     assert.equal(engine.classifyError(engineFixture('claude-error')), 'rate_limit');
   });
 
+  it('credential_env: declared, else the output reader\'s, else none; a name that is no variable name is refused', () => {
+    assert.deepEqual(customEngineFromConfig('aider', { ...aider, credential_env: ['AIDER_API_KEY'] }, WHERE).credentialEnv, ['AIDER_API_KEY']);
+    assert.deepEqual(customEngineFromConfig('my-codex', { binary: 'codex-wrapper', argv: ['{spec}'], output: 'codex' }, WHERE).credentialEnv, ['OPENAI_API_KEY', 'CODEX_API_KEY']);
+    assert.deepEqual(customEngineFromConfig('aider', aider, WHERE).credentialEnv, []);
+    assert.throws(bad({ ...aider, credential_env: ['MY KEY'] }), /aider\.credential_env\[0\] must match pattern/);
+  });
+
   it('names the file and the field path of each problem', () => {
     assert.throws(bad({ argv: ['{spec}'] }), { message: `${WHERE}: aider.binary is required` });
     assert.throws(bad({ ...aider, argv: ['{spec}', 7] }), { message: `${WHERE}: aider.argv[1] must be a string or an array of strings` });

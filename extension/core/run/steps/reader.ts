@@ -169,6 +169,7 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
       writable: [run.scratch, ...view.writable],
       network: run.timeouts.network,
       privateFiles: state.files,
+      credentialEnv: engine.credentialEnv ?? [],
       readOnly: run.readOnly,
       // Nor the sessions other engines left (they would say whose work it reads).
       hidden: [...run.hidden, ...otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, run.scratch, ctx.binaries.get(engine.name) ?? engine.binary])],

@@ -98,6 +98,8 @@ export const workStep: Step = {
         readOnlyDirs: tree.readOnlyDirs,
         network: spec.network,
         privateFiles: state.files,
+        // Its engine's API keys are the only credentials in its environment (secrets.ts).
+        credentialEnv: engine.credentialEnv ?? [],
         // the failure file of the previous attempt is the only record the worker may read
         // In the writable admin dir: the submodules' git dirs (their config is what the seal's own git reads there) and
         // an overlay's shared index base.
