@@ -119,6 +119,28 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     assert.ok(fs.existsSync(path.join(longState?.dir ?? '', 'draft.txt')), 'the stopped attempt\'s work is kept');
   });
 
+  it('budget: the eval log\'s p90 cost of (model, task_type) is reserved before an attempt of an engine the catalog does not price', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/hist', retry_context: 'file' } } }));
+    const spec = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.012,"usage":{"input_tokens":10,"output_tokens":5}}'`;
+    const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
+    // History: one priced attempt of acme/hist on task type 'test' ($0.012), in a run without a budget.
+    const first = writeManifest(dir, { run_name: 'history', workdir: path.join(dir, 'work1'), tasks: [scriptTask('h', spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] })] }, 'history.swarm.json');
+    assert.equal((await cli(['run', first, '--home', home, '--config', config], { env })).exitCode, 0);
+    // Two parallel attempts under $0.03: each reserves the p90 ($0.012), so both start at once (no one-at-a-time
+    // wait), and a third would be refused up front.
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] }));
+    const manifest = writeManifest(dir, { run_name: 'p90', max_parallel: 3, budget_usd: 0.03, workdir: path.join(dir, 'work2'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const rows = readRows(home).filter((x) => x.run_name === 'p90');
+    console.log(`      spent ${rows.reduce((sum, x) => sum + (x.cost_microusd as number), 0)} micro-USD of a 30000 micro-USD budget, ${rows.length} attempt(s)`);
+    assert.doesNotMatch(r.all, /is unknown/, 'the eval log priced acme/hist');
+    assert.equal(rows.length, 2, r.all);
+    assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*this attempt may cost up to \$0\.01: that would pass budget_usd \$0\.03/, r.stdout);
+  });
+
   it('a Postgres that is down never fails a run: rows wait in the outbox', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

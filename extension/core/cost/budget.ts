@@ -29,7 +29,8 @@ export interface BudgetWait {
  *
  * The worst-case estimate of an attempt is the larger of
  * - the most any finished attempt of this run on the same engine and model cost, and
- * - one full context window of input plus a tenth of it as output at the catalog price (when the catalog has one).
+ * - one full context window of input plus a tenth of it as output at the catalog price (when the catalog has one),
+ * - the p90 cost of past attempts of the same model and task type in the eval log (when it has any).
  * With neither known (an engine the catalog does not price, not yet priced in this run) and a cap set, nothing
  * bounds the attempt: at most one attempt of that key runs at a time until one has finished with a known cost
  * (issue 29: three parallel first attempts under a $0.005 cap each reserved $0 and the run spent 7× its cap). The
@@ -58,9 +59,10 @@ export class Budget {
   }
 
   /** The worst-case estimate of one attempt on `key` (engine/model), micro-USD. */
-  estimate(key: string, price: ModelPrice | null): number {
+  /** @param historyMicroUsd the p90 cost of past attempts of this model and task type (eval log), null when none */
+  estimate(key: string, price: ModelPrice | null, historyMicroUsd: number | null = null): number {
     const catalog = price?.contextLength ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd : 0;
-    return Math.ceil(Math.max(this.observedMax.get(key) ?? 0, catalog));
+    return Math.ceil(Math.max(this.observedMax.get(key) ?? 0, catalog, historyMicroUsd ?? 0));
   }
 
   /**
@@ -70,15 +72,15 @@ export class Budget {
    * @param mayWait false for a step that cannot be queued again (a ranking reader): it then starts beside the
    *   unpriced attempt, reserving 0
    */
-  reserve(key: string, price: ModelPrice | null, mayWait = true): Reservation | BudgetWait | null {
-    const microUsd = this.estimate(key, price);
+  reserve(key: string, price: ModelPrice | null, mayWait = true, historyMicroUsd: number | null = null): Reservation | BudgetWait | null {
+    const microUsd = this.estimate(key, price, historyMicroUsd);
     if (this.capMicroUsd === null) {
       this.held += microUsd;
       return { key, microUsd };
     }
     const committed = this.spent + this.held;
     if (committed >= this.capMicroUsd || committed + microUsd > this.capMicroUsd) return null;
-    const unpriced = microUsd === 0 && !this.observedMax.has(key);
+    const unpriced = microUsd === 0 && !this.observedMax.has(key) && historyMicroUsd === null;
     if (unpriced) {
       if (this.unpricedRunning.has(key)) return mayWait ? { waitFor: key } : { key, microUsd };
       this.unpricedRunning.add(key);
@@ -96,8 +98,8 @@ export class Budget {
   }
 
   /** Why an attempt was not started, for the task's reason. */
-  refusal(key: string, price: ModelPrice | null): string {
+  refusal(key: string, price: ModelPrice | null, historyMicroUsd: number | null = null): string {
     const usd = (n: number) => `$${(n / 1_000_000).toFixed(2)}`;
-    return `budget: ${usd(this.spent)} spent${this.held ? ` and ${usd(this.held)} held by running attempts` : ''}, and this attempt may cost up to ${usd(this.estimate(key, price))}: that would pass budget_usd ${usd(this.capMicroUsd ?? 0)}; the attempt was not started`;
+    return `budget: ${usd(this.spent)} spent${this.held ? ` and ${usd(this.held)} held by running attempts` : ''}, and this attempt may cost up to ${usd(this.estimate(key, price, historyMicroUsd))}: that would pass budget_usd ${usd(this.capMicroUsd ?? 0)}; the attempt was not started`;
   }
 }

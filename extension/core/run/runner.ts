@@ -223,6 +223,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     void stateFile.save();
   };
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
+  await spend.loadHistory(home);
   // Every key of the run's frozen manifest (a resumed run holds only some of them) and of the tasks planners added.
   const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
   const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(opts.manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])], expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
@@ -336,7 +337,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return false;
     chooseEngine(task);
     // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
-    const reservation = spend.admit(task.state.engine, task.state.model);
+    const reservation = spend.admit(task.state.engine, task.state.model, task.spec.taskType);
     if (typeof reservation === 'string') {
       budgetExceeded(ctx, task, reservation);
       return false;

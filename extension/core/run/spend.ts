@@ -3,6 +3,8 @@ import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
 import { Budget, type BudgetWait, type Reservation } from '../cost/budget';
 import { attemptCostMicroUsd, priceOf } from '../cost/pricing';
+import { evalLogPath } from '../config/home';
+import { currentColumns } from '../scoreboard/load';
 import { PostgresMirror } from '../store/postgres';
 
 /** How a run ended money-wise, for its summary. */
@@ -29,6 +31,8 @@ export class RunSpend {
   private readonly catalog;
   private readonly mirror: PostgresMirror | null;
   private readonly refresh = new AbortController();
+  /** p90 cost (micro-USD) of past work attempts per `model\0task_type`, from the eval log (loadHistory). */
+  private history = new Map<string, number>();
   /** Keys whose one-at-a-time note was already emitted. */
   private readonly saidUnpriced = new Set<string>();
 
@@ -48,11 +52,12 @@ export class RunSpend {
    * run note to show once) when its cost is unbounded and an attempt of the same engine and model is running unpriced
    * (extension/core/cost/budget.ts): queue it again when that one settles.
    */
-  admit(engine: string, model: string | null): Reservation | string | (BudgetWait & { note: string | null }) {
+  admit(engine: string, model: string | null, taskType: string | null = null): Reservation | string | (BudgetWait & { note: string | null }) {
     const key = `${engine}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
-    const r = this.budget.reserve(key, price);
-    if (r === null) return this.budget.refusal(key, price);
+    const history = model === null ? null : (this.history.get(`${model}\0${taskType ?? ''}`) ?? null);
+    const r = this.budget.reserve(key, price, true, history);
+    if (r === null) return this.budget.refusal(key, price, history);
     if (!('waitFor' in r)) return r;
     const first = !this.saidUnpriced.has(key);
     this.saidUnpriced.add(key);
@@ -71,6 +76,32 @@ export class RunSpend {
     const price = priceOf(this.catalog, model);
     const r = this.budget.reserve(key, price, false);
     return r === null ? this.budget.refusal(key, price) : (r as Reservation);
+  }
+
+  /**
+   * Reads the p90 cost of past work attempts per (model, task_type) from the eval log through the scoreboard's
+   * columns (extension/core/scoreboard/load.ts currentColumns; p90 by nearest rank over the attempts of known cost).
+   * Only with a budget; a log that cannot be read leaves the history empty (never fails a run).
+   */
+  async loadHistory(home: string): Promise<void> {
+    if (this.budget.capMicroUsd === null) return;
+    try {
+      const c = await currentColumns(home, evalLogPath(home));
+      const costs = new Map<string, number[]>();
+      for (let i = 0; i < c.rows; i++) {
+        const g = c.groups[c.group[i] ?? -1];
+        const cost = c.cost[i] ?? NaN;
+        if (c.step[i] !== 0 || !g || g[0] < 0 || !Number.isFinite(cost)) continue;
+        const k = `${c.strings[g[0]] ?? ''}\0${c.strings[g[1]] ?? ''}`;
+        costs.set(k, [...(costs.get(k) ?? []), cost]);
+      }
+      for (const [k, v] of costs) {
+        v.sort((a, b) => a - b);
+        this.history.set(k, v[Math.max(0, Math.ceil(0.9 * v.length) - 1)] ?? 0);
+      }
+    } catch {
+      // no log yet, or one the scoreboard cannot read: no history
+    }
   }
 
   /** The attempt's cost, integer micro-USD or null: see attemptCostMicroUsd. */

@@ -195,7 +195,7 @@ function readGroupsCache(file: string, logFile: string): GroupsCache | null {
  * brought up to date and the rows it got since the file was written are appended (all rows when the log was
  * replaced), and the file rewritten.
  */
-async function currentColumns(home: string, logFile: string): Promise<StoredColumns> {
+export async function currentColumns(home: string, logFile: string): Promise<StoredColumns> {
   const file = indexFileFor(home, logFile) + '.columns';
   const size = fileSize(logFile);
   const cached = readColumns(file);
