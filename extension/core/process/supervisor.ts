@@ -4,7 +4,8 @@ import path from 'node:path';
 import { timerDelay } from '../fs/timer';
 import { RingBuffer } from './ring-buffer';
 import { resolveCommand } from './resolve-command';
-import { bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { bindSource, bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { clearSetIdBits, type SetIdCleared } from './set-id';
 import { looksLikeCredential } from './secrets';
 import { spawnViaHelper, type Spawned } from './spawner';
 
@@ -107,6 +108,11 @@ export interface Receipt {
   outputBytes: number;
   /** Why the log stopped being written (a full disk), or null when it holds everything. */
   logError?: string | null;
+  /**
+   * A sandboxed step left set-uid or set-gid files in its writable folders: their bits were cleared after it
+   * (set-id.ts); absent when it left none.
+   */
+  setIdCleared?: SetIdCleared;
 }
 
 /** A receipt plus the retained tail of the output. */
@@ -286,6 +292,8 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   closeLog();
 
   const endedAt = Date.now();
+  // Nothing of a sandboxed step is alive now: no set-uid or set-gid file it made in its writable folders stays so.
+  const setId = opts.sandbox ? await clearSetIdBits([...opts.sandbox.writable.map((d) => bindSource(opts.sandbox?.substitute ?? [], d)), ...(opts.sandbox.sharedPaths ?? [])]) : null;
   return {
     receipt: {
       pid,
@@ -302,6 +310,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       spawnError: null,
       outputBytes,
       logError: logProblem(opts.logFile, exit.lost),
+      ...(setId && (setId.files.length || setId.error) ? { setIdCleared: setId } : {}),
     },
     tail: tail.text(),
   };

@@ -11,6 +11,7 @@ import { statusInfo } from '../../../schemas/status';
 import type { TaskSpec } from '../manifest/types';
 import { hiddenFromSteps, removeRunScratch, removeTaskScratch, sandboxView, stepScratch, taskContainment } from './containment';
 import { releaseTrees } from './trees';
+import { setIdNote } from '../process/set-id';
 import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
@@ -774,6 +775,8 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
     // What the baseline's check writes is discarded before attempt 1, as any check's is before a retry.
     const prepared = await preparedState(task.state.dir, task.links, path.dirname(dir));
     const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    const setId = setIdNote('the baseline check', check.receipt.setIdCleared);
+    if (setId) ctx.emit({ type: 'task-note', key: task.spec.key, note: setId });
     if (!check.passed) {
       task.sealedState = prepared;
       return false;

@@ -7,6 +7,7 @@ import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck, type CheckResult } from '../check';
 import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan, type SandboxedRun } from '../containment';
+import { setIdNote } from '../../process/set-id';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
@@ -35,6 +36,8 @@ export const checkStep: Step = {
       if (tree) await removeCheckTree(tree.root);
     }
     rec.check = { receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
+    const setId = setIdNote('the check', check.receipt.setIdCleared);
+    if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
     const worker = rec.worker!;
     const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
     const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, spec.inputs !== undefined);

@@ -8,6 +8,7 @@ import { addWorktree, copyIncludes } from '../../git/worktree';
 import { branchHead } from '../../git/branch';
 import { supervise } from '../../process/supervisor';
 import { hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan } from '../containment';
+import { setIdNote } from '../../process/set-id';
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
 import { treeChoice } from '../trees';
@@ -94,6 +95,8 @@ export async function runSetup(ctx: AttemptContext, task: TaskRuntime, dir: stri
     killGraceMs: ctx.opts.killGraceMs,
     sandbox: stepPlan(ctx, task.containment, { writable: [dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
   });
+  const setId = setIdNote('setup', receipt.setIdCleared);
+  if (setId) ctx.emit({ type: 'task-note', key: task.spec.key, note: setId });
   if (receipt.cancelled) throw new Cancelled();
   if (receipt.exitCode !== 0) {
     throw new Error(`setup \`${manifest.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`}; see ${log}`);

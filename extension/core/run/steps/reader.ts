@@ -16,6 +16,7 @@ import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
 import { engineState, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepPlan } from '../containment';
+import { setIdNote } from '../../process/set-id';
 import { readerEnd } from '../reader-end';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
@@ -177,6 +178,8 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
       sharedPaths: view.sharedPaths,
     }),
   });
+  const setId = setIdNote(run.role, result.receipt.setIdCleared);
+  if (setId) ctx.emit({ type: 'task-note', key: run.noteKey, note: setId });
   const putBack = guard ? restoreState(guard) : [];
   if (putBack.length) ctx.emit({ type: 'task-note', key: run.noteKey, note: `${run.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
   return result;

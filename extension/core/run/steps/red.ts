@@ -11,6 +11,7 @@
  */
 import path from 'node:path';
 import { runCheck } from '../check';
+import { setIdNote } from '../../process/set-id';
 import { copyCheckTree, implementStart, putBack, redPassedReason, removeCheckTree, startContentAt, startContentInBase, type StartContent } from '../red';
 import { recordFiles } from '../attempt-record';
 import { taskCheckEnvironment } from './check';
@@ -41,6 +42,8 @@ export const redStep: Step = {
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
       const logFile = recordFiles(rec).red;
       const check = await runCheck({ check: spec.check, taskDir: where.sandbox ? task.state.dir : tree.dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox });
+      const setId = setIdNote('the red run\'s check', check.receipt.setIdCleared);
+      if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
       if (check.receipt.cancelled) throw new Cancelled();
       if (check.receipt.spawnError) throw new Error(`red before green: the check could not start on the tree without the implementation: ${check.receipt.spawnError}`);
       const names = files.map((f) => f.file);

@@ -6,6 +6,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { pointHeadAt, sealWorktree, UnsealableTreeError, type Seal } from '../../git/worktree';
+import { clearSetIdBits, setIdNote } from '../../process/set-id';
 import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
 import { saveSealedState, sealedCommit, sealedDir, sealedStateFile } from '../check-writes';
@@ -17,6 +18,12 @@ export const sealStep: Step = {
   when: (rec) => rec.verdict === null,
   async run(ctx, task, rec) {
     const { spec } = task;
+    // No set-uid or set-gid file is sealed or left in the task dir: a sandboxed worker's were cleared when its step
+    // ended (core/process/set-id.ts, nothing of it alive since); an unsandboxed one's (full_access, --no-sandbox) here.
+    if (task.containment === 'none') {
+      const setId = setIdNote('the worker', await clearSetIdBits([task.state.dir], spec.checkTimeoutMs));
+      if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
+    }
     if (!task.links || !task.state.branch) {
       // Plain mode: the record of what the check is about to judge is a hash of the task dir.
       rec.sealed = treeHash(task.state.dir);

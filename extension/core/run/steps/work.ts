@@ -13,6 +13,7 @@ import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { supervise } from '../../process/supervisor';
 import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, sandboxScratch, scratchEnv, stepPlan } from '../containment';
+import { setIdNote } from '../../process/set-id';
 import { judgeWork } from '../decide';
 import { attemptView, recordFiles } from '../attempt-record';
 import { protectedPaths, type Step } from './context';
@@ -110,6 +111,8 @@ export const workStep: Step = {
     });
     rec.worker = receipt;
     io.workerTail = tail;
+    const setId = setIdNote('the worker', receipt.setIdCleared);
+    if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
     const putBack = guard ? restoreState(guard) : [];
     if (putBack.length) {
       ctx.emit({ type: 'task-note', key: spec.key, note: `the worker changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
