@@ -7,7 +7,7 @@ import { readSnapshotQuietly, snapshotPath, writeSnapshot, type CatalogChange } 
 /** OpenRouter's public models endpoint: the default source of `verdict catalog --refresh`. */
 export const OPENROUTER_MODELS_URL = 'https://openrouter.ai/api/v1/models';
 
-/** A background refresh happens at most once in this long, ms (issue 6: at most once in 24 h). */
+/** A background refresh happens at most once in this long, ms (at most once in 24 h, so a catalog fetch never slows every command). */
 export const REFRESH_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
 /** Time allowed for one fetch, ms. */

@@ -1,5 +1,5 @@
 /**
- * Council (issue 14 item 5, docs/workflows.md "Council") compiled into ordinary tasks: a task with `council` becomes
+ * Council (docs/workflows.md "Council") compiled into ordinary tasks: a task with `council` becomes
  * - one answer per member, `<key>--a1` … `<key>--aN`: the task's question (spec) on member N's engine and model, its
  *   check judging the answer file;
  * - one review per member, `<key>--r1` … `<key>--rN`: after every answer, member N reviews the OTHER answers, shown

@@ -1,5 +1,5 @@
 /**
- * Phases (issue 14 item 7, docs/workflows.md "Phases"; seed ParallelSwarm's implement → validate → review → test)
+ * Phases (docs/workflows.md "Phases": implement → validate → review → test)
  * compiled into ordinary tasks: a task with `phases` over a list of files becomes
  * - one implement task per file, `<key>--impl-<N>`: the task's spec and check with `{file}` replaced by that file, on
  *   `phases.implement` (else the task's engine and model), which may change only that file (`allow_paths`, enforced by

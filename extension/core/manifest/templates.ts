@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /**
- * The manifest templates shipped under templates/ (issue 17 item 3, issue 14 item 9), for `verdict init`, "Verdict:
+ * The manifest templates shipped under templates/ for `verdict init`, "Verdict:
  * New Manifest" and the MCP resources. Two shapes are read:
  * - a folder `templates/<id>/` holding one `*.swarm.json` / `*.swarm.jsonc` manifest, a README.md (its `# ` heading is
  *   the title, the paragraph after it the one-line description) and any support files (check scripts…);

@@ -1,5 +1,5 @@
 /**
- * Validated (issue 14 item 4, docs/workflows.md "Validated") compiled into ordinary tasks: a task with `validate`
+ * Validated (docs/workflows.md "Validated") compiled into ordinary tasks: a task with `validate`
  * becomes
  * - N workers `<key>--w1` … `<key>--wN`: copies of the task (spec, check, `after`, limits), worker N on entry N of
  *   `validate.engines` (else the task's engine and model), each with its own task dir and branch;
