@@ -674,7 +674,9 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         if (!opts.engines.has(engine)) return ack(c, 'refused', `run ${runId} has no engine ${engine} (engines: ${[...opts.engines.keys()].join(', ')})`);
         const cleared = waits.clear(engine);
         if (!cleared) return ack(c, 'done', `${engine} was not waiting`);
-        const woken = parkedOnWait.get(engine)?.size ?? 0;
+        // Every task on the engine that has not ended and runs no attempt was held by the wait, whether its job was
+        // already parked on it or still queued behind it (a count of parked jobs alone depended on the timing).
+        const woken = [...byKey.values()].filter((t) => choiceOf(t).engine === engine && !statusInfo(t.state.status).final && !attemptsRunning.has(t)).length;
         // Acknowledged first: waking may start an attempt at once.
         ack(c, 'done', `${engine} no longer waits (it waited until ${wakeTime(cleared.until)}, set by ${cleared.task} attempt ${cleared.attempt}${cleared.source ? ` from ${cleared.source}` : ''}); ${woken} task(s) on it go on`);
         return wake(engine);
