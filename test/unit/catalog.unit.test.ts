@@ -6,7 +6,7 @@ import { refreshCatalog, refreshInBackground } from '../../extension/core/catalo
 import { readChanges, readSnapshot, snapshotPath } from '../../extension/core/catalog/snapshot';
 import { Budget, type Reservation } from '../../extension/core/cost/budget';
 import { attemptCostMicroUsd, priceOf } from '../../extension/core/cost/pricing';
-import { parseCatalog } from '../../extension/core/catalog/openrouter';
+import { microUsdPerToken, parseCatalog } from '../../extension/core/catalog/openrouter';
 import { tempDir } from '../helpers/fixtures';
 
 const FIXTURES = path.resolve('test/fixtures/scoreboard');
@@ -131,5 +131,9 @@ describe('cost and budget (unit)', () => {
     unknown.settle(u1, null);
     assert.equal((unknown.reserve('e/m', null) as Reservation).unpriced, true, 'a cost that stayed unknown priced nothing');
     assert.deepEqual(unknown.reserve('e/m', null), { waitFor: 'e/m' });
+  });
+
+  it('prices per token read as the catalog wrote them: no binary noise in micro-USD (USD per Mtok)', () => {
+    assert.deepEqual(['0.0000002', '0.0000003', '0.000015', '0.00000007', '0', '-1', 'x'].map(microUsdPerToken), [0.2, 0.3, 15, 0.07, 0, null, null]);
   });
 });

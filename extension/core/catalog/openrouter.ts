@@ -51,10 +51,14 @@ export function parseCatalog(value: unknown, where: string): OpenRouterModel[] {
   return data as OpenRouterModel[];
 }
 
-/** A price per token in micro-USD (USD × 1,000,000); null when unknown or variable (OpenRouter writes -1). */
+/**
+ * A price per token in micro-USD (USD × 1,000,000, which is also USD per million tokens); null when unknown or variable
+ * (OpenRouter writes -1). Rounded to 12 significant digits: the catalog's decimal strings are exact, and the binary
+ * product is not ("0.0000002" × 1e6 is 0.19999999999999998, which `verdict catalog` printed as a price).
+ */
 export function microUsdPerToken(usdPerToken: string): number | null {
   const v = Number(usdPerToken);
-  return Number.isFinite(v) && v >= 0 ? v * 1_000_000 : null;
+  return Number.isFinite(v) && v >= 0 ? Number((v * 1_000_000).toPrecision(12)) : null;
 }
 
 /** True when both prompt and completion are priced 0. */
