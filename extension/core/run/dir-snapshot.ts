@@ -5,6 +5,8 @@
  * after `setup`: what the worker changed since) and to put the dir back after a check (what the check wrote is
  * discarded before a retry). Folders named `.git` and `node_modules` are recorded but not walked: git's own files
  * and dependency trees (setup's `npm ci`) are neither the worker's work nor something to copy at every attempt.
+ * Files are hashed in pieces (hashFile): whatever size a worker gives one (a sparse file of terabytes takes no disk), its
+ * content never enters the orchestrator's memory beyond one piece and a kept copy.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -51,10 +53,9 @@ export function takeSnapshot(dir: string, store: string | null): DirSnapshot {
     if (st.isSymbolicLink()) entries.set(rel, { kind: 'symlink', mode, target: readLinkName(abs) });
     else if (st.isDirectory()) entries.set(rel, { kind: 'dir', mode });
     else if (st.isFile()) {
-      const content = fs.readFileSync(abs);
-      const sha = crypto.createHash('sha256').update(content).digest('hex');
+      const { sha, content } = hashFile(abs, store ? Math.min(SNAPSHOT_FILE_BYTES, SNAPSHOT_STORE_BYTES - stored) : -1);
       let kept = false;
-      if (store && content.length <= SNAPSHOT_FILE_BYTES && stored + content.length <= SNAPSHOT_STORE_BYTES) {
+      if (store && content && stored + content.length <= SNAPSHOT_STORE_BYTES) {
         const copy = path.join(store, sha);
         if (!fs.existsSync(copy)) {
           fs.writeFileSync(copy, content);
@@ -66,6 +67,40 @@ export function takeSnapshot(dir: string, store: string | null): DirSnapshot {
     } else entries.set(rel, { kind: 'other', mode });
   });
   return { entries, store };
+}
+
+/** Bytes read at a time while a file is hashed: the most of one file a snapshot holds in memory beyond a kept copy. */
+const HASH_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * SHA-256 (hex) of a file's content, read in HASH_CHUNK_BYTES pieces through one buffer, so a file of any size (a
+ * sparse one of terabytes that takes no disk) never enters memory whole; with `keepUpTo` >= 0, the content too when
+ * the file holds at most that many bytes (else null). Reads the file as it is at the read, whatever lstat said.
+ * @throws the fs error when the file cannot be opened or read
+ */
+function hashFile(abs: string | Buffer, keepUpTo: number): { sha: string; content: Buffer | null } {
+  const hash = crypto.createHash('sha256');
+  const fd = fs.openSync(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    const buf = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
+    const kept: Buffer[] = [];
+    let total = 0;
+    let keep = keepUpTo >= 0;
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n <= 0) break;
+      hash.update(buf.subarray(0, n));
+      total += n;
+      if (keep && total > keepUpTo) {
+        keep = false;
+        kept.length = 0;
+      }
+      if (keep) kept.push(Buffer.from(buf.subarray(0, n)));
+    }
+    return { sha: hash.digest('hex'), content: keep ? Buffer.concat(kept, total) : null };
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** The kept content of a snapshot's file entry, or null when no copy was kept. */
