@@ -1,4 +1,4 @@
-import { cleanRuns, type CleanAction } from '../core/run/clean';
+import { cleanRuns, deadRuns, type CleanAction } from '../core/run/clean';
 import { InputError, UsageError, type Io } from './io';
 
 /** Flags of `verdict clean`, as parsed (strings unvalidated). */
@@ -29,6 +29,7 @@ export async function cleanCommand(flags: CleanFlags, io: Io): Promise<number> {
     throw new InputError((e as Error).message);
   }
   const would = flags.dryRun ? 'would ' : '';
+  if (flags.dryRun) for (const id of deadRuns(flags.home)) if (!flags.run || id.startsWith(flags.run)) io.out(`${id}: its orchestrator died; clean would first reconcile it (orphaned workers killed, unfinished tasks INTERRUPTED) and then clean it as a run that is over — not listed below; \`verdict resume ${id}\` instead keeps it going`);
   for (const a of report.actions) io.out(actionLine(a, would));
   const unmerged = report.actions.filter((a) => (a.kind === 'branch-kept' || a.kind === 'branch-deleted') && a.unmerged);
   const kept = report.actions.filter((a) => a.kind === 'branch-kept');

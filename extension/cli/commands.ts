@@ -277,8 +277,9 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'remove the worktrees of finished runs (task branches only with --branches)',
     exit: '0 cleaned, 1 something could not be removed, 2 bad input (--run naming no run)',
     run: async ({ flags }, io) => {
-      // A run whose orchestrator died is reconciled first (orphaned workers killed), as every starting command does.
-      await reconcileAtStart(flags.home, io);
+      // A run whose orchestrator died is reconciled first (orphaned workers killed), as every starting command does;
+      // not in a dry run, which changes nothing (such a run is listed as resumable and kept either way).
+      if (!flags['dry-run']) await reconcileAtStart(flags.home, io);
       return (await import('./clean-command')).cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io);
     },
   }),

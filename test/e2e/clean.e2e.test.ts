@@ -2,8 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { cli } from '../helpers/cli';
-import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
+import { alive, git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import type { RunState } from '../../extension/core/live/state';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs a worktree manifest with tasks `pass` (commits work) and `fail` (leaves an uncommitted file); returns its run id. */
 async function worktreeRun(repo: string, home: string, name: string): Promise<string> {
@@ -48,6 +52,43 @@ describe('verdict clean', function () {
     assert.match(branches.stdout, new RegExp(`deleted branches that held work merged nowhere else: verdict/${runId}/pass`));
     assert.match(branches.stdout, new RegExp(`delete branch verdict/${runId}/fail \\([0-9a-f]{12}\\)\\n`), 'the untouched branch is merged (it is base_ref)');
     assert.deepEqual(verdictBranches(repo), []);
+  });
+
+  it('--dry-run of a run whose orchestrator died reconciles nothing: its state file and its orphaned worker are as they were', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    const pidFile = path.join(dir, 'worker.pid');
+    const file = writeManifest(repo, { run_name: 'dies', worktrees: true, tasks: [scriptTask('hang', `echo $$ > ${pidFile}; sleep 300`, 'test -s out.txt')] }, 'dies.swarm.json');
+    // Unsandboxed so that the worker outlives its killed orchestrator (what reconcile is for).
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--no-sandbox'], { reject: false, stdin: 'ignore' });
+    for (let i = 0; i < 400 && !(fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim()); i++) await sleep(50);
+    const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
+    const stateFile = path.join(home, 'runs', runId, 'state.json');
+    for (let i = 0; i < 100 && !(JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState).tasks[0]?.attempts[0]?.workerPid; i++) await sleep(50);
+    child.kill('SIGKILL');
+    await child;
+    const worker = Number(fs.readFileSync(pidFile, 'utf8').trim());
+    try {
+      const before = fs.readFileSync(stateFile);
+      const dry = await cli(['clean', '--home', home, '--dry-run']);
+      assert.equal(dry.exitCode, 0, dry.all);
+      assert.doesNotMatch(dry.all, /reconciled/);
+      assert.match(dry.stdout, /dry run: nothing was changed/);
+      assert.match(dry.stdout, new RegExp(`${runId}: its orchestrator died; clean would first reconcile it`));
+      assert.doesNotMatch(dry.stdout, /would remove worktree/, 'what happens to its worktree depends on the reconcile');
+      assert.deepEqual(fs.readFileSync(stateFile), before, 'state.json untouched');
+      assert.ok(alive(worker), 'the orphaned worker was not killed by a dry run');
+
+      const clean = await cli(['clean', '--home', home]);
+      assert.equal(clean.exitCode, 0, clean.all);
+      assert.match(clean.stderr, new RegExp(`reconciled run ${runId} .*1 unfinished task\\(s\\) marked INTERRUPTED`));
+      assert.match(clean.stdout, new RegExp(`${runId}: remove worktree ${path.join(home, 'worktrees', runId, 'hang')}`));
+      assert.equal(fs.existsSync(path.join(home, 'worktrees', runId, 'hang')), false);
+      assert.ok(git(repo, 'branch', '--list', `verdict/${runId}/hang`).trim(), 'its branch stays');
+    } finally {
+      if (alive(worker)) process.kill(worker, 'SIGKILL');
+    }
   });
 
   it('a worktree whose index a worker left with a gitlink to a repository of its own: clean runs none of its programs', async () => {

@@ -16,6 +16,11 @@ export async function cleanRuns(opts: Omit<CleanOptions, 'runs'>): Promise<Clean
   return cleanWorktrees({ ...opts, runs: cleanCandidates(opts.home, opts.now ?? Date.now()) });
 }
 
+/** The runs whose orchestrator died and that the next starting command will reconcile (run/reconcile.ts), by id. */
+export function deadRuns(home: string, now = Date.now()): string[] {
+  return listRuns(home, now).runs.filter((r) => r.liveness === 'orchestrator-died').map((r) => r.state.runId);
+}
+
 /**
  * Every run with a state file or a `worktrees/<run_id>/` folder under `home`, as git/clean needs it: a running
  * orchestrator (or a state file that exists but cannot be read) is 'live', a dead one 'resumable', anything else
