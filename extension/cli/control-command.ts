@@ -181,7 +181,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
   const line = (t: TaskState, after: readonly string[], workflow: Record<string, unknown>, why: string | null) => {
     const last = t.attempts.at(-1);
     // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
-    const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
+    const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status;
     const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
     return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
   };

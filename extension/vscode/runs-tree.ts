@@ -145,7 +145,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
         const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
         // The machine it runs on, when not the run's own (a pool worker).
         const elsewhere = a.host && a.host !== node.info.state.host ? ` · on ${a.host}` : '';
-        item.description = `${attemptLabel(a)}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}${elsewhere}`;
+        item.description = `${attemptLabel(a, node.info.liveness === 'orchestrator-died')}${a.endedAt ? ` · ${seconds(a.endedAt - a.startedAt)}` : ''}${elsewhere}`;
         item.tooltip = a.notes || undefined;
         item.contextValue = 'attempt';
         return item;

@@ -54,7 +54,7 @@ describe('verdict clean', function () {
     assert.deepEqual(verdictBranches(repo), []);
   });
 
-  it('--dry-run of a run whose orchestrator died reconciles nothing: its state file and its orphaned worker are as they were', async () => {
+  it('a run whose orchestrator died: `verdict runs` says its attempt was interrupted, and --dry-run reconciles nothing: its state file and its orphaned worker are as they were', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const home = path.join(dir, 'home');
@@ -70,6 +70,8 @@ describe('verdict clean', function () {
     await child;
     const worker = Number(fs.readFileSync(pidFile, 'utf8').trim());
     try {
+      const runs = await cli(['runs', runId, '--home', home]);
+      assert.match(runs.stdout, /hang\s+interrupted at work \(its orchestrator died\)/, `verdict runs does not call the dead run's attempt running\n${runs.stdout}`);
       const before = fs.readFileSync(stateFile);
       const dry = await cli(['clean', '--home', home, '--dry-run']);
       assert.equal(dry.exitCode, 0, dry.all);
