@@ -180,6 +180,21 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.match(r.all ?? '', new RegExp(`worktrees start from ${git(repo, 'rev-parse', 'HEAD').slice(0, 10)} \\(base_ref HEAD\\); 1 uncommitted change\\(s\\) in ${repo} are not in them`));
   });
 
+  it('a submodule with a local path as its URL, where git refuses the file transport: prepare ends ERROR saying why and how to allow it', async () => {
+    const dir = tempDir();
+    const lib = makeRepo(path.join(dir, 'lib'), { 'lib.txt': 'v1\n' });
+    const repo = makeRepo(path.join(dir, 'repo'));
+    git(repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib, 'vendor/lib');
+    git(repo, 'commit', '-q', '-m', 'add submodule');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('edit', 'echo v2 > out.txt', 'test -s out.txt', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
+    assert.equal(r.exitCode, 1, r.all);
+    const row = readRows(home)[0] as Record<string, unknown>;
+    assert.equal(row.verdict, 'ERROR');
+    assert.match(String(row.notes), /Submodule vendor\/lib has a local path as its URL.*git config --global protocol\.file\.allow always/);
+  });
+
   it('work inside a submodule is never reported PASS with nothing kept: changed, new and committed files there FAIL naming it', async () => {
     const dir = tempDir();
     const lib = makeRepo(path.join(dir, 'lib'), { 'lib.txt': 'v1\n' });

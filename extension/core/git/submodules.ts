@@ -43,7 +43,7 @@ export async function initSubmodules(root: string, worktree: string, opts: Submo
     if (receipt.spawnError) throw new Error(`git could not start to initialise submodule ${sub}: ${receipt.spawnError}`);
     if (receipt.timedOut) throw new Error(`submodule ${sub} in ${worktree} was not initialised within ${limitText(opts)} (git was stopped); see ${opts.logFile}`);
     if (receipt.cancelled) throw new Error(`initialising submodule ${sub} in ${worktree} was cancelled`);
-    if (receipt.exitCode !== 0) throw new Error(`\`git ${args.join(' ')}\` in ${worktree} exited ${receipt.exitCode ?? receipt.signal}; see ${opts.logFile}`);
+    if (receipt.exitCode !== 0) throw new Error(`\`git ${args.join(' ')}\` in ${worktree} exited ${receipt.exitCode ?? receipt.signal}; see ${opts.logFile}${fileTransportHint(opts.logFile, sub)}`);
   }
   return paths;
 }
@@ -57,6 +57,30 @@ async function submodulePaths(dir: string): Promise<string[]> {
     .split('\n')
     .map((line) => line.slice(line.indexOf(' ') + 1).trim())
     .filter(Boolean);
+}
+
+/**
+ * The fix for git's "transport 'file' not allowed", when the log says it: since git 2.38.1 (`protocol.file.allow`
+ * defaults to `user`) a submodule whose URL is a local path is not cloned by `git submodule update`, and a
+ * repository's own config cannot allow it (the clone git starts for the submodule does not read it). '' otherwise.
+ */
+function fileTransportHint(logFile: string, sub: string): string {
+  let log = '';
+  try {
+    const fd = fs.openSync(logFile, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.min(size, 64 * 1024));
+      fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+      log = buf.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
+  if (!log.includes("transport 'file' not allowed")) return '';
+  return `. Submodule ${sub} has a local path as its URL, and git clones those only when allowed (protocol.file.allow, off for submodules since git 2.38.1): if you trust that repository, allow it for your user (\`git config --global protocol.file.allow always\`), or give the submodule a URL git clones by default (https or ssh)`;
 }
 
 function limitText(opts: SubmoduleOptions): string {
