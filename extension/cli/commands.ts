@@ -4,7 +4,7 @@ import { InputError } from './io';
 import type { RunFlags } from './run-command';
 
 // Only the table is loaded at start: each handler imports its command's module when it runs (esbuild splits them into
-// chunks, docs/architecture.md "Start-up"), so `verdict --version` or `verdict lint` never loads the runner, sql.js,
+// chunks, docs/build.md "Start-up"), so `verdict --version` or `verdict lint` never loads the runner, sql.js,
 // pg, pg-boss or the hud server.
 /**
  * Every `verdict` subcommand, one entry each: name, positionals, its own flags, summary, exit codes and handler.

@@ -18,7 +18,7 @@ import { InputError, type Io } from './io';
 import { loadEngines } from './load-engines';
 
 /**
- * The CLI side of a run's control channel (docs/architecture.md "Controlling a live run") and the commands that act
+ * The CLI side of a run's control channel (docs/runs.md "Controlling a live run") and the commands that act
  * on one run's tasks: stop, pause, drain, resume (live), rerun, merge, discard, and the runs listing.
  */
 

@@ -36,7 +36,7 @@ export interface DoctorReport {
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
   /**
-   * The spawn helper this process starts (docs/architecture.md "Spawning"): perl, or Node with the reason perl is not
+   * The spawn helper this process starts (docs/spawning.md): perl, or Node with the reason perl is not
    * used; null when none could start (then nothing can run: a problem).
    */
   spawnHelper: HelperInfo | null;

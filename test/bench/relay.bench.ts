@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test): what relaying a step's output costs the spawn helper (SpawnRequest.relay; docs/architecture.md
+ * Benchmark (not a test): what relaying a step's output costs the spawn helper (SpawnRequest.relay; docs/containment.md
  * "Readers"), for each helper (perl, node), against the same step writing the log file itself.
  *
  *   TMPDIR=/dev/shm npm run bench:relay

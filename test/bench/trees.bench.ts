@@ -51,7 +51,7 @@ const PACKAGES = 50;
  * The fast-import stream is written to git's stdin file by file, never held whole: the bench measures in this same
  * process, and every child it starts (git, mount) is forked from it, at a CPU cost that grows with its resident memory
  * (see residentMb). Built whole (~200 MB of buffers, 510 MB resident after), it made the first run over a just-generated
- * repository 3-4× dearer per overlay task than a run over a kept one (docs/architecture.md "Trees", "Cost").
+ * repository 3-4× dearer per overlay task than a run over a kept one (docs/trees.md, docs/performance.md "Trees").
  */
 async function generatedRepo(dir: string): Promise<string> {
   if (fs.existsSync(path.join(dir, '.git', 'verdict-bench-done'))) return dir;

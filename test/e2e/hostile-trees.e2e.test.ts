@@ -12,7 +12,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 import { overlayMountsUnder, readMountInfo } from '../../extension/core/git/overlay';
 import { requireOverlay } from '../helpers/overlay';
 
-// Hostile workers against the `sparse` and `overlay` trees (issue 15 item 3; docs/architecture.md "Trees"), with real
+// Hostile workers against the `sparse` and `overlay` trees (issue 15 item 3; docs/trees.md), with real
 // `verdict run` processes of the script engine. Each test asserts the safe outcome: a FAIL, a refusal, nothing lost.
 // What each attack found is said at the task:
 // - WORKED before the fix (a wrong PASS), kept as the fix's test: a `.gitattributes` the worker writes (`ident`, `text`)

@@ -10,7 +10,7 @@ import { releaseOverlays, removeOverlayTree } from '../../extension/core/git/ove
 import { bwrapCommand } from '../../extension/core/process/sandbox';
 import { requireOverlay } from '../helpers/overlay';
 
-// Overlay trees come and go while other steps' sandboxes start (docs/architecture.md "Trees"). Every sandbox copies
+// Overlay trees come and go while other steps' sandboxes start (docs/trees.md). Every sandbox copies
 // the host's mounts (`--ro-bind / /`), other tasks' overlays included, then remounts each copy read-only from the list
 // it parsed; removing an overlay's mount point on the host (the task dir, at the end of its run) detaches those copies
 // in every namespace, and a sandbox caught between its parse and its remount failed to start ("Unable to apply mount

@@ -5,7 +5,7 @@ import { cli } from '../helpers/cli';
 import { makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// A read-only reader must not learn whose work it judges from its engine's session logs (docs/architecture.md "Engine
+// A read-only reader must not learn whose work it judges from its engine's session logs (docs/containment.md "Engine
 // sessions"). The engine here, `fake`, plays a CLI with a state dir (~/.fake: a login, auth.json, and sessions/ where
 // every run leaves a session file naming its task, as codex's ~/.codex/sessions holds a candidate's transcript). The
 // workers and the readers are all `fake`; every reader looks everywhere it can for a session naming a task and for

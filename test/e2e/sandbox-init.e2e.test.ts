@@ -9,7 +9,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 import { describeEachHelper } from '../helpers/spawn-helpers';
 import { childrenOf, processesWith } from '../helpers/procs';
 
-// A hostile worker against bubblewrap's init (docs/architecture.md "Containment"): the init, PID 1 of the sandbox's
+// A hostile worker against bubblewrap's init (docs/containment.md): the init, PID 1 of the sandbox's
 // PID namespace, runs as the worker's user and is dumpable, so the worker traces it with gdb, clears its parent-death
 // signal (prctl(PR_SET_PDEATHSIG, 0)) and moves it out of bwrap's process group (setsid), then leaves a setsid daemon
 // behind and exits. bwrap reports the exit; before the spawn helper killed the init itself, the init and the daemon

@@ -1,5 +1,5 @@
 // Runs a suite once per spawn helper (extension/core/process/spawn-helper.pl and spawn-helper.cjs): both must keep the
-// same semantics (docs/architecture.md "Spawning"). The perl one is skipped, saying why, only where no perl is on PATH
+// same semantics (docs/spawning.md). The perl one is skipped, saying why, only where no perl is on PATH
 // or the system is not Linux; with CI set it is required.
 import { findBinary } from '../../engines/find-binary';
 import { stopSpawnHelper, type HelperKind } from '../../extension/core/process/spawner';

@@ -9,7 +9,7 @@ import { makeRepo, tempDir } from '../helpers/fixtures';
 import { describeEachHelper } from '../helpers/spawn-helpers';
 
 // A tree's commands (git branch, worktree add, read-tree, mount) are started by the spawn helper, not forked from the
-// orchestrator (a fork's CPU grows with the forking process's memory: docs/architecture.md "Trees"); how each ends
+// orchestrator (a fork's CPU grows with the forking process's memory: docs/trees.md); how each ends
 // is still said as runCaptured says it.
 describeEachHelper('runQuiet: a command started by the spawn helper, its output read back', function () {
   this.timeout(60000);

@@ -6,7 +6,7 @@ import { markTopDir } from '../../extension/core/process/top-dir';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
 import { execFileSync, spawnSync } from 'node:child_process';
 
-// The indexes the orchestrator's own git keeps for a task (docs/architecture.md "Trees"): never split on a base in the
+// The indexes the orchestrator's own git keeps for a task (docs/trees.md): never split on a base in the
 // admin dir a worker can write (git reads a shared index without checking its checksum), an overlay's shared base put
 // back when its entry was replaced, and a sparse tree's sparse index whose pattern file is put back before the seal.
 

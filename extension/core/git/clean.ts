@@ -50,7 +50,7 @@ export type CleanAction =
   | { kind: 'branch-deleted'; runId: string; branch: string; unmerged: boolean; sha: string }
   | { kind: 'branch-kept'; runId: string; branch: string; unmerged: boolean; sha: string }
   | { kind: 'run-skipped'; runId: string; reason: string }
-  /** An overlay tree's mount (docs/architecture.md "Trees") was unmounted; `detached`: busy, so lazily (`umount -l`). */
+  /** An overlay tree's mount (docs/trees.md) was unmounted; `detached`: busy, so lazily (`umount -l`). */
   | { kind: 'overlay-unmounted'; runId: string; dir: string; detached: boolean }
   | { kind: 'failed'; runId: string; what: string; reason: string };
 

@@ -1,5 +1,5 @@
 /**
- * The shared lower layer of a run's overlay trees and the end of a task's overlay (docs/architecture.md "Trees").
+ * The shared lower layer of a run's overlay trees and the end of a task's overlay (docs/trees.md).
  * The lower layer of commit C is `<worktrees>/<run>/.lower/<C>/`: one checkout of C, written once (`read-tree -u
  * --reset` with an index of its own, `.lower/<C>.index`, whose stat data every task's index starts from) and never
  * written again — overlayfs writes only to the upper layers, and VERDICT_HOME is hidden from every step. That index is

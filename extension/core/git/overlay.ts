@@ -1,5 +1,5 @@
 /**
- * Overlay mounts for `tree: "overlay"` (docs/architecture.md "Trees"): a task's dir is an overlayfs whose lower layer
+ * Overlay mounts for `tree: "overlay"` (docs/trees.md): a task's dir is an overlayfs whose lower layer
  * is one shared, read-only checkout of the start commit and whose upper layer holds only what the task changed
  * (Documentation/filesystems/overlayfs.rst in the Linux sources). bubblewrap 0.8 has no overlay option, and a mount
  * made inside a user namespace is seen only there, so the orchestrator mounts in the initial mount namespace, as root:

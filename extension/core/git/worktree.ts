@@ -70,7 +70,7 @@ export interface AddWorktreeOptions {
    * neither created nor, on failure, deleted.
    */
   existingBranch?: boolean;
-  /** How the tree is made (docs/architecture.md "Trees"); absent: a full checkout. */
+  /** How the tree is made (docs/trees.md); absent: a full checkout. */
   tree?: TreeChoice;
 }
 

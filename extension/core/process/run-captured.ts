@@ -3,7 +3,7 @@
  * orchestrator. libuv forks the calling process for every child, synchronously on the event loop, and a fork's CPU,
  * the parent's and the child's, grows with the parent's resident memory (~0.1 ms per MB per spawn measured on the
  * development machine: 4.4 ms at 120 MB, 45 ms at 514 MB); the helper forks from a few MB. An attempt in worktree
- * mode runs about a dozen such git commands (docs/architecture.md "Spawning").
+ * mode runs about a dozen such git commands (docs/spawning.md).
  *
  * The helper writes a command's stdout and stderr to files in a private temporary folder of this process (mode
  * 0700, `verdict-run-<pid>-*` in os.tmpdir()), and gives it its `input` from a file there; they are read back and

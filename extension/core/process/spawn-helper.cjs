@@ -1,6 +1,6 @@
 'use strict';
 /*
- * The spawn helper in Node (see spawner.ts and docs/architecture.md "Spawning"): the fallback of spawn-helper.pl, used
+ * The spawn helper in Node (see spawner.ts and docs/spawning.md): the fallback of spawn-helper.pl, used
  * where there is no `perl` or no pidfd_open. A small process started once per orchestrator that starts every step's
  * process for it, so the orchestrator's event loop never forks its own large address space. Plain JavaScript with no
  * dependencies, run as `node spawn-helper.cjs`: nothing to build at install.

@@ -1,4 +1,4 @@
-# The spawn helper in Perl (see spawner.ts and docs/architecture.md "Spawning"): a small process started once per
+# The spawn helper in Perl (see spawner.ts and docs/spawning.md): a small process started once per
 # orchestrator that starts every step's process for it. Used when `perl` is on PATH and the kernel has pidfd_open
 # (Linux >= 5.3); spawn-helper.cjs (Node) is the fallback. A fork and its copy-on-write faults are most of what a spawn
 # costs the helper, and they grow with its memory: about 8 MB resident (2.5 MB anonymous) here against a Node process's
@@ -26,7 +26,7 @@
 # and, when bwrap exits, SIGKILLs the init through that pidfd (pidfd_send_signal) and reports the exit only once the
 # init has exited, which is after every process of its namespace is gone: a step that traced its init and cleared its
 # parent-death signal cannot outlive its bwrap. bwrap closes the info fd in its child before anything of the step
-# runs, so no step can write to it; the pid is written before the step starts (docs/architecture.md "Containment").
+# runs, so no step can write to it; the pid is written before the step starts (docs/containment.md).
 # The helper is a child subreaper (prctl PR_SET_CHILD_SUBREAPER, x86_64 and aarch64): orphaned inits are reparented to
 # it and reaped (waitpid(-1), keeping the status of its own children for their exit replies), not left as zombies.
 # relay: the child's stdout (and stderr unless errLog) is one end of a unix socket pair, never the log file: a process

@@ -1,6 +1,6 @@
 /**
  * The orchestrator's side of the spawn helper (spawn-helper.pl, or spawn-helper.cjs where there is no perl;
- * docs/architecture.md "Spawning"). libuv starts a child with fork on Linux, synchronously on the event loop, and the
+ * docs/spawning.md). libuv starts a child with fork on Linux, synchronously on the event loop, and the
  * cost of a fork grows with the forking process's memory: every step's spawn used to stall the orchestrator (a large
  * process) for milliseconds. Instead one small helper process, started on the first spawn and living as long as the
  * orchestrator, starts every step's process; the orchestrator only writes a request and later reads the replies. The
@@ -36,7 +36,7 @@ export interface SpawnRequest {
    * (sandboxed: once its init and so every process of the sandbox is gone), reads what is left before it reports the
    * exit, then closes its end. No process of the step can reach the log itself: `open("/proc/<pid>/fd/1")` of a socket
    * fails with ENXIO (a file or a pipe would be opened again), and nothing written after the exit report lands. A
-   * reader's engine runs so (docs/architecture.md "Readers"): code it runs cannot write into the output its answer is
+   * reader's engine runs so (docs/containment.md "Readers"): code it runs cannot write into the output its answer is
    * read from.
    */
   relay?: boolean;
@@ -55,7 +55,7 @@ export interface SpawnRequest {
    * `file` is bubblewrap run with `--info-fd <3 + files.length>` ({@link bwrapCommand}'s `infoFd`): the helper makes
    * that fd a pipe, reads the sandbox's init pid from it while bwrap runs, and when bwrap exits kills that init (and so
    * every process of the sandbox's PID namespace) before it reports the exit. The perl helper holds a pidfd of the
-   * init; the Node helper checks its /proc start time before the kill. docs/architecture.md "Containment".
+   * init; the Node helper checks its /proc start time before the kill. docs/containment.md.
    */
   sandboxInit?: boolean;
   /**

@@ -1,5 +1,5 @@
 /**
- * Whether a reader ended on its own (pure; docs/architecture.md "Readers"). A reader — a reviewer, a critic, a ranking
+ * Whether a reader ended on its own (pure; docs/containment.md "Readers"). A reader — a reviewer, a critic, a ranking
  * reviewer, a task that reads other tasks' work through `inputs` (council reviewers and chair, validators) — answers in
  * its output or in a file, while it runs code the worker wrote (the tests of the work it reads). That code can write
  * into the reader's output or its file and then end the engine (SIGKILL, SIGSTOP until Verdict stops it), so that the

@@ -524,7 +524,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     }
   };
 
-  // The control channel (docs/architecture.md "Controlling a live run"): commands read by byte offset, each acknowledged
+  // The control channel (docs/runs.md "Controlling a live run"): commands read by byte offset, each acknowledged
   // in state.json once its effect happened (or refused, saying why).
   /** Callbacks waiting for a task to be final (a stop's acknowledgment, a rerun of a task still running). */
   const whenFinal = new Map<TaskRuntime, (() => void)[]>();

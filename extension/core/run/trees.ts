@@ -1,5 +1,5 @@
 /**
- * The run's `tree` choice (docs/manifest.md "Trees", docs/architecture.md "Trees"): what each task's worktree is made
+ * The run's `tree` choice (docs/manifest.md "Trees", docs/trees.md): what each task's worktree is made
  * of, what a worker may write in it, and the overlays' end when the run ends.
  */
 import path from 'node:path';
