@@ -2,43 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CLI } from '../helpers/cli';
 import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { callTool, connectMcp } from '../helpers/mcp';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A client connected to `verdict mcp` over stdio (the SDK's own client), with every transport error it saw. */
-async function connect(home: string, workspace: string): Promise<{ client: Client; errors: Error[]; stderr: () => string }> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI, 'mcp', '--home', home, '--workspace', workspace],
-    cwd: workspace,
-    env: { ...(process.env as Record<string, string>), VERDICT_IDENTITY: 'mcp-tester' },
-    stderr: 'pipe',
-  });
-  let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const client = new Client({ name: 'verdict-test', version: '0.0.0' });
-  const errors: Error[] = [];
-  client.onerror = (e) => void errors.push(e);
-  await client.connect(transport);
-  return { client, errors, stderr: () => stderr };
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult & { json: any; text: string }> {
-  const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
-  const text = r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
-  let json: unknown = null;
-  try {
-    json = JSON.parse((r.content[0] as { text: string }).text);
-  } catch {
-    // an error message, not JSON
-  }
-  return { ...r, json, text };
-}
+const connect = connectMcp;
+const call = callTool;
 
 describe('verdict mcp: the MCP server over stdio, driven by the SDK client', function () {
   this.timeout(180000);

@@ -8,11 +8,14 @@ import { resolveIdentity } from '../../core/host/identity';
 import { CONTROL_VERBS, type ControlVerb } from '../../core/live/control';
 import { listRuns } from '../../core/live/registry';
 import { lintManifestFile, startGate, startGateLines } from '../../core/manifest/lint';
-import { FROZEN_MANIFEST_FIX, lintFrozenManifest } from '../../core/run/frozen-manifest';
+import { FROZEN_MANIFEST_FIX, frozenManifestPath, lintFrozenManifest, loadFrozenManifest } from '../../core/run/frozen-manifest';
 import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
-import { loadManifest } from '../../core/manifest/load';
+import { loadManifest, parseManifest } from '../../core/manifest/load';
+import { LineIndex, rangeOfPath } from '../../core/manifest/positions';
+import type { Manifest } from '../../core/manifest/types';
+import type { RunState } from '../../core/live/state';
 import { MAX_PARALLEL } from '../../core/manifest/limits';
 import { driverNotesFor } from '../../core/run/steering';
 import { resolveRun, mergeCommand } from '../control-command';
@@ -20,6 +23,7 @@ import { loadEngines } from '../load-engines';
 import { scoreboardText } from '../models-command';
 import { packageRoot } from '../package-root';
 import type { Io } from '../io';
+import { confinementProblems } from './confine';
 import { Workspace } from './workspace';
 
 /**
@@ -86,6 +90,47 @@ export function templateFiles(root = packageRoot()): Map<string, string> {
   return new Map(listTemplates(path.join(root, 'templates')).map((t) => [path.basename(t.manifest), t.manifest]));
 }
 
+/**
+ * The places a manifest file names outside the workspace (confine.ts), one line each as `file:line:column: field:
+ * why`; empty when it is confined or does not parse (a manifest that does not parse is not started: the lint gate
+ * or the orchestrator says why).
+ */
+async function confinedManifestFile(file: string, workspace: Workspace): Promise<string[]> {
+  const text = fs.readFileSync(file, 'utf8');
+  const { manifest, tree } = parseManifest(text, file);
+  if (!manifest) return [];
+  const index = new LineIndex(text);
+  return (await confinementProblems(manifest, workspace)).map((p) => {
+    const at = rangeOfPath(tree ?? undefined, p.at, index);
+    return `${file}${at ? `:${at.start.line}:${at.start.column}` : ''}: ${p.message}`;
+  });
+}
+
+/**
+ * Why a control or merge tool may not act on a run: its manifest file (as recorded when it started, links followed)
+ * lies outside the workspace, so the run is not this workspace's; null when it lies inside.
+ */
+function foreignRun(state: RunState, workspace: Workspace, tool: string): string | null {
+  if (workspace.holds(path.resolve(state.manifestFile))) return null;
+  return `run ${state.runId} was started from ${state.manifestFile}, outside the workspace ${workspace.root}; ${tool} acts only on runs whose manifest lies inside it`;
+}
+
+/**
+ * Why a run's frozen manifest (what resume, rerun and the merge queue act on) may not run from this workspace: the
+ * places it names outside it, or that it cannot be read; null when it is confined.
+ */
+async function frozenEscapes(home: string, state: RunState, workspace: Workspace): Promise<string | null> {
+  let manifest: Manifest;
+  try {
+    manifest = loadFrozenManifest(home, state);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  const problems = await confinementProblems(manifest, workspace);
+  if (!problems.length) return null;
+  return [`its frozen manifest ${frozenManifestPath(home, state.runId)} names ${problems.length} place${problems.length === 1 ? '' : 's'} outside the workspace ${workspace.root}:`, ...problems.map((p) => `  ${p.message}`)].join('\n');
+}
+
 /** Builds the server with its tools and resources (not connected). */
 export function createMcpServer(opts: McpServerOptions): McpServer {
   const server = new McpServer({ name: 'verdict', version: opts.version }, { instructions: 'Verdict runs swarms of coding-agent CLIs against executed checks. Lint a manifest, start a run, poll run_status until it is no longer running, read each task\'s verdict and check output, then merge what passed. The scoreboard ranks models per task type.' });
@@ -113,7 +158,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     'start_run',
     {
       title: 'Start a run',
-      description: 'Starts `verdict run MANIFEST` detached (it outlives this server) and returns its run id once the run exists. Follow it with run_status. A manifest with a lint error (see lint_manifest: a check that cannot fail, …) is refused with the errors as file:line:column [rule] message, unless force is true; a forced run records forced: true in every eval row. A manifest that does not load or a failed preflight is an error with the orchestrator\'s words.',
+      description: 'Starts `verdict run MANIFEST` detached (it outlives this server) and returns its run id once the run exists. Follow it with run_status. A manifest with a lint error (see lint_manifest: a check that cannot fail, …) is refused with the errors as file:line:column [rule] message, unless force is true; a forced run records forced: true in every eval row. A manifest that does not load or a failed preflight is an error with the orchestrator\'s words. A manifest whose repo (and its git repository), workdir, include, remote or task-dir paths lie outside the workspace, directly, through .. or through a symbolic link, is refused (force does not override it).',
       inputSchema: {
         manifest: z.string().describe('manifest path, relative to the workspace'),
         only: z.array(TASK_KEY).optional().describe('run only these task keys'),
@@ -125,6 +170,9 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     ({ manifest, only, max_parallel, baseline, force }) =>
       guarded(async () => {
         const file = opts.workspace.file(manifest, 'manifest');
+        // Every place the manifest names stays inside the workspace (confine.ts), whatever force says.
+        const confined = await confinedManifestFile(file, opts.workspace);
+        if (confined.length) return fail([`not started: ${file} names ${confined.length} place${confined.length === 1 ? '' : 's'} outside the workspace ${root} (start_run runs only manifests whose repo, workdir and every path stay inside it):`, ...confined.map((l) => `  ${l}`)].join('\n'));
         const { config } = loadUserConfig(opts.config);
         // Lint errors refuse the start here, as they do in the CLI and the editor (startGate), unless force: true.
         const { engines, settings } = loadEngines(opts.config);
@@ -192,7 +240,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     'control_run',
     {
       title: 'Stop, pause, resume, drain, rerun, unwait',
-      description: 'Sends a control command to a run. Live run: stop TASK (recorded CANCELLED), cancel (the whole run), pause, resume, drain, rerun TASK, unwait ENGINE (the engine stops waiting for its quota reset; run_status and `verdict runs` show who set a wait); the answer is the orchestrator\'s acknowledgment (done or refused, with why). A run that ended: resume (its tasks that did not pass run again) and rerun TASK start a new orchestrator for the same run, refused when its frozen manifest has a lint error unless force is true.',
+      description: 'Sends a control command to a run. Live run: stop TASK (recorded CANCELLED), cancel (the whole run), pause, resume, drain, rerun TASK, unwait ENGINE (the engine stops waiting for its quota reset; run_status and `verdict runs` show who set a wait); the answer is the orchestrator\'s acknowledgment (done or refused, with why). A run that ended: resume (its tasks that did not pass run again) and rerun TASK start a new orchestrator for the same run, refused when its frozen manifest has a lint error unless force is true. Only runs whose manifest lies inside the workspace; resume and rerun also refuse a run whose frozen manifest names a place outside it.',
       inputSchema: {
         run: RUN_ID,
         verb: z.enum(CONTROL_VERBS as [ControlVerb, ...ControlVerb[]]),
@@ -205,12 +253,19 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
       guarded(async () => {
         const info = resolveRun(opts.home, run);
         const { state } = info;
+        const foreign = foreignRun(info.state, opts.workspace, 'control_run');
+        if (foreign) return fail(foreign);
         if ((verb === 'stop' || verb === 'rerun') && task === undefined) return fail(`${verb} needs a task (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
         if (verb !== 'stop' && verb !== 'rerun' && task !== undefined) return fail(`${verb} acts on ${verb === 'unwait' ? 'an engine' : 'the whole run'}; it takes no task`);
         if (verb === 'unwait' && engine === undefined) return fail(`unwait needs an engine (waiting: ${Object.keys(state.waits ?? {}).join(', ') || 'none'})`);
         if (verb !== 'unwait' && engine !== undefined) return fail(`${verb} takes no engine`);
         if (task !== undefined && !state.tasks.some((t) => t.key === task)) return fail(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
         const what = `${verb}${task ? ` ${task}` : ''}${engine ? ` ${engine}` : ''}`;
+        // resume and rerun make attempts (branches, task dirs) where the run's frozen manifest says: confined like a start.
+        if (verb === 'resume' || verb === 'rerun') {
+          const escapes = await frozenEscapes(opts.home, state, opts.workspace);
+          if (escapes) return fail(`not started: ${what} of run ${state.runId}: ${escapes}`);
+        }
         if (info.liveness === 'running') {
           if (verb === 'resume' && !state.paused) return fail(`run ${state.runId} is live and not paused: nothing to resume`);
           const { command, ack } = await sendControlAndWait(info.stateFile, { verb, task, engine, by: identity() });
@@ -233,21 +288,18 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     'merge_run',
     {
       title: 'Merge passed tasks',
-      description: 'The merge queue for a worktree-mode run: each passed task\'s branch (or the named ones) is rebased onto the repository\'s current branch, its check run again, and fast-forwarded, one at a time. Returns one line per task (MERGED, or why not). The run\'s repository must be inside the workspace.',
+      description: 'The merge queue for a worktree-mode run: each passed task\'s branch (or the named ones) is rebased onto the repository\'s current branch, its check run again, and fast-forwarded, one at a time. Returns one line per task (MERGED, or why not). The run\'s manifest, its repository and every place its frozen manifest names must be inside the workspace.',
       inputSchema: { run: RUN_ID, tasks: z.array(TASK_KEY).optional().describe('only these tasks (default: every task that passed)') },
     },
     ({ run, tasks }) =>
       guarded(async () => {
         const info = resolveRun(opts.home, run);
-        if (info.state.repo) {
-          let real = info.state.repo;
-          try {
-            real = fs.realpathSync(real);
-          } catch {
-            // the repository is gone: mergeCommand says so
-          }
-          if (!opts.workspace.contains(real)) return fail(`run ${info.state.runId}'s repository ${info.state.repo} is outside the workspace ${root}`);
-        }
+        const foreign = foreignRun(info.state, opts.workspace, 'merge_run');
+        if (foreign) return fail(foreign);
+        if (info.state.repo && !opts.workspace.holds(info.state.repo)) return fail(`run ${info.state.runId}'s repository ${info.state.repo} is outside the workspace ${root}`);
+        // The merge queue rebases onto the repository's branch and prepares each checkout as the frozen manifest says.
+        const escapes = await frozenEscapes(opts.home, info.state, opts.workspace);
+        if (escapes) return fail(`not merged: run ${info.state.runId}: ${escapes}`);
         const io = collector();
         const code = await mergeCommand(info.state.runId, tasks ?? [], { home: opts.home }, io);
         return code === 0 ? ok({ run_id: info.state.runId, merged: true, lines: io.lines }) : fail(io.lines.join('\n') || 'not merged');

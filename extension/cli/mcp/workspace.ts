@@ -30,6 +30,43 @@ export class Workspace {
   }
 
   /**
+   * Where an absolute path lands once every symbolic link on it is followed, as far as it exists: the real path of its
+   * longest existing ancestor with the rest appended (a folder not made yet, such as a workdir, still lands where its
+   * existing parent's links take it; a dangling link lands where it points).
+   */
+  static landing(abs: string): string {
+    const rest: string[] = [];
+    let at = path.resolve(abs);
+    for (let hops = 0; ; ) {
+      try {
+        return path.join(fs.realpathSync(at), ...rest.reverse());
+      } catch {
+        // Not there, or a link that does not resolve: a dangling link lands where it points.
+      }
+      let link: string | null = null;
+      try {
+        if (fs.lstatSync(at).isSymbolicLink()) link = fs.readlinkSync(at);
+      } catch {
+        // does not exist at all
+      }
+      if (link !== null && hops++ < 40) {
+        // Relative to the link's real folder, as the kernel reads it (`..` in the target climbs from there).
+        at = path.resolve(Workspace.landing(path.dirname(at)), link);
+        continue;
+      }
+      const parent = path.dirname(at);
+      if (parent === at) return path.join(at, ...rest.reverse());
+      rest.push(path.basename(at));
+      at = parent;
+    }
+  }
+
+  /** True when the absolute path `abs`, its links followed (see {@link landing}), is the root or below it. */
+  holds(abs: string): boolean {
+    return this.contains(Workspace.landing(abs));
+  }
+
+  /**
    * An existing file named by a client, relative to the root or absolute, as its real path.
    * @throws Error saying which path and why: it does not exist, is not a file, or lies outside the workspace
    *   (directly, through `..`, or through a symbolic link)
