@@ -1,8 +1,8 @@
 /**
  * Quota resets: an engine that says its usage limit (quota) is used up and when it resets. Unlike a short rate limit
  * (HTTP 429 with a Retry-After of seconds: requeued with backoff, run/decide.ts), a quota reset is a wait the run keeps
- * in its state (seed AgentForeman: "recognized quota resets become persistent waiting periods without model calls
- * during the wait"; an arbitrary failure is never taken for one). Recognised only when one text names a usage / session
+ * in its state, and no attempt (no model call) is spent on that engine during the wait (docs/attempt.md "Settle");
+ * an arbitrary failure is never taken for one. Recognised only when one text names a usage / session
  * limit or a used-up quota AND a reset time. The forms, as the CLIs print them (quoted in their public issue trackers):
  * - codex: "You've hit your usage limit. Upgrade to Pro (…) or try again in 5 days 22 hours 11 minutes." and "… try
  *   again at Jul 5th, 2026 8:19 PM."; its API's `{"type":"usage_limit_reached", "resets_at": 1775317531,

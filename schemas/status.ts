@@ -3,7 +3,7 @@
 // Issue 11: before it, six places held their own Sets and switches and disagreed (STALLED shown as "other" though
 // retried like a FAIL; RATE_LIMITED final in one place and not in another).
 
-/** The verdict of one attempt. Source: DESIGN.md "One attempt" step 5. */
+/** The verdict of one attempt (docs/attempt.md; judged by run/decide.ts `judge`). */
 export type Verdict = 'PASS' | 'FAIL' | 'TIMEOUT' | 'STALLED' | 'ERROR' | 'RATE_LIMITED' | 'CANCELLED' | 'INTERRUPTED';
 
 /**
@@ -71,5 +71,5 @@ export function statusInfo(status: string): StatusInfo {
 /** Every verdict an attempt can have, in the table's order. */
 export const VERDICTS: readonly Verdict[] = ['PASS', 'FAIL', 'TIMEOUT', 'STALLED', 'ERROR', 'RATE_LIMITED', 'CANCELLED', 'INTERRUPTED'];
 
-/** The steps of an attempt, in the order they run (DESIGN.md "One attempt"; run/steps/ holds one module each). */
+/** The steps of an attempt, in the order they run (docs/attempt.md "The steps"; run/steps/ holds one module each). */
 export type StepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'red' | 'generate' | 'review' | 'critique' | 'deliver';

@@ -1,5 +1,6 @@
 // `verdict doctor` per engine: installed (and which version), logged in, and — with --probe — answering a one-line
-// prompt ("signs of life", after ParallelSwarm's Phase 0: a cheap ping per worker before dispatching any work).
+// prompt ("signs of life": one cheap call per engine, which shows a dead login or a broken install before any work is
+// given to it).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 /**
  * Benchmark (not a test): the orchestrator main thread's CPU per attempt, the cost that becomes every attempt's latency
- * when many attempts end at once (issue 15 item 1).
+ * when many attempts end at once.
  *
  *   node esbuild.mjs && node --import=tsx test/bench/orchestrator-cpu.bench.ts
  *   env: BENCH_SMALL=100 BENCH_LARGE=300 BENCH_ROUNDS=3 BENCH_PARALLEL=8 BENCH_BASE_CLI=/path/to/other/dist/cli.js

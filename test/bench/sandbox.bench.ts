@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test): the CPU one bubblewrap sandbox costs (issue 15 item 1), for the sandboxes a worktree attempt
+ * Benchmark (not a test): the CPU one bubblewrap sandbox costs, for the sandboxes a worktree attempt
  * runs (worker, check: today's arguments and those before the check's redundant read-only bind was left out) and for
  * each piece of them, as ms per sandbox and ratios in the same run.
  *

@@ -1,6 +1,6 @@
 /**
  * Benchmark, not a test: `verdict models` on 1,000,000 generated eval rows (`node esbuild.mjs && node --import=tsx
- * test/bench/scoreboard.bench.ts`). Targets from issue 6: cold ≤ 1.5 s, warm ≤ 50 ms, each compared with the sqlite3
+ * test/bench/scoreboard.bench.ts`). Targets: cold ≤ 1.5 s, warm ≤ 50 ms, each compared with the sqlite3
  * command line running the same aggregation on the same data (needs Debian's sqlite3).
  * - build: the first `verdict models`, which indexes the whole log (no target; once per log).
  * - cold: a new `node dist/cli.js models --json` process with the index current (reads the aggregates cached
@@ -8,7 +8,7 @@
  * - warm: in a process that keeps the index open (the dashboard): staleness check + aggregates + tiers.
  * - live: the whole aggregation in sql.js (what --engine / --since ran before the columns cache), against sqlite3
  *   running the same SQL.
- * - filtered (issue 15 item 5, goal ≤ 1 s over 1M rows): new `verdict models --engine / --since / both` processes
+ * - filtered (goal ≤ 1 s over 1M rows): new `verdict models --engine / --since / both` processes
  *   with the columns cache current (scoreboard/columns.ts: the first filtered query writes it), in paired rounds with
  *   `node --version`'s process and the unfiltered cold one, so a busy machine slows every side alike. Medians exact:
  *   test/unit/scoreboard-filters.unit.test.ts.

@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test): the spawn helper's own CPU per spawn (issue 15 item 1; docs/spawning.md), for
+ * Benchmark (not a test): the spawn helper's own CPU per spawn (docs/spawning.md), for
  * each helper (perl, node), against a bare fork/exec loop in the same interpreter measured in the same script.
  *
  *   TMPDIR=/dev/shm npm run bench:spawn-helper

@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test): what spawning costs a whole `verdict run` (issue 15 item 1), as ratios to a floor measured in
+ * Benchmark (not a test): what spawning costs a whole `verdict run`, as ratios to a floor measured in
  * the same script, with and without the sandbox.
  *
  *   node esbuild.mjs && TMPDIR=/dev/shm npm run bench:spawn

@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test): the CLI's start-up (issue 15 item 4), as ratios to `node -e 0` measured in the same script.
+ * Benchmark (not a test): the CLI's start-up, as ratios to `node -e 0` measured in the same script.
  *
  *   node esbuild.mjs && npm run bench:startup
  *   env: BENCH_ROUNDS=15  BENCH_BASELINE=/path/to/an/older/dist/cli.js (measured alternately, for a paired comparison)

@@ -22,7 +22,7 @@
  * that index's shared base) is timed and sized apart. Sparse tasks each take one package (`packages/p<i>/**`).
  * Part 2, whole runs: runManifest with BENCH_TASKS instant tasks (`echo ok > packages/p<i>/src/out.txt`, check `test
  * -s`), worktree mode, max_parallel BENCH_PARALLEL, sandbox on and off, commits made by the seal: wall time.
- * Goals (issue 15): overlay ≤ 50 ms and ≤ 1 MB per task; sparse ≤ 0.2 s per task.
+ * Goals: overlay ≤ 50 ms and ≤ 1 MB per task; sparse ≤ 0.2 s per task.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';

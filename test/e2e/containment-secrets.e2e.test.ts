@@ -8,7 +8,7 @@ import { postgresBinDir, TestPostgres } from '../helpers/postgres';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { uncoveredDir } from '../helpers/uncovered';
 
-// The user's secrets are out of every step's reach (issue 27; core/process/secrets.ts). The world is read-only but was
+// The user's secrets are out of every step's reach (core/process/secrets.ts). The world is read-only but was
 // visible: a worker read Verdict's own config, which holds the Postgres URL with its password, connected, and rewrote
 // its FAIL row to PASS in the shared scoreboard. Every secret place of the home is planted here with a marker; a
 // worker, its check and a reviewer each print what they can read of them and of their environment.

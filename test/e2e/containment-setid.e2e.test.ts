@@ -5,7 +5,7 @@ import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// No set-id bits leave a step (issue 27; core/process/set-id.ts). Run as root (CI, containers), a worker's
+// No set-id bits leave a step (core/process/set-id.ts). Run as root (CI, containers), a worker's
 // `cp /bin/bash x; chmod 4755 x` left a set-uid root shell in the worktree or plain workdir after the run: any local
 // user who could reach the folder became root. As another user it is that user's shell, for anyone.
 

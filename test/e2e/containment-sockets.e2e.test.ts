@@ -7,7 +7,7 @@ import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixture
 import { requireSandbox } from '../helpers/sandbox-env';
 import { uncoveredDir } from '../helpers/uncovered';
 
-// No unix socket of the host is reachable from a step (issue 27; core/process/sandbox-view.ts). A read-only bind does
+// No unix socket of the host is reachable from a step (core/process/sandbox-view.ts). A read-only bind does
 // not stop connect(): a worker reached sockets a host service had under /run, /var/tmp and $HOME. Here a test service
 // listens in each place a host's sockets live — /run (as root; /run/user/<uid> too), /var/tmp, a home outside the
 // temporary folders, an ssh-agent's socket in ~/.ssh, and a folder the step names (the clone's own, bound back) — and

@@ -10,7 +10,7 @@ import { processesWith } from '../helpers/procs';
 
 // Hostile workers against the real containment: bubblewrap (the default) and the fallback without it
 // (--no-sandbox: process group + environment cookie + pipes cut after a grace). Every case is one a worker did to an
-// earlier Verdict and got a wrong PASS, a hung run or an escaped process from (issue 10).
+// earlier Verdict, which gave it a wrong PASS, a hung run or an escaped process.
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,7 +6,7 @@ import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// The critique loop (issue 14 item 6, docs/workflows.md "Critique loop"): critics are custom engines whose binary is a
+// The critique loop (docs/workflows.md "Critique loop"): critics are custom engines whose binary is a
 // bash script printing the JSON answer (the script engine cannot criticise); the workers are script-engine tasks.
 
 interface Critic {

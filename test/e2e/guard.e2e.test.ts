@@ -4,7 +4,7 @@ import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
-// The built-in guards (issue 11 item 3) end to end with the script engine: each fires on a worker's first attempt
+// The built-in guards end to end with the script engine: each fires on a worker's first attempt
 // with file and line in the row's notes and in the failure handed to the retry; the retry, clean, passes.
 
 async function run(file: string, home: string, flags: string[] = []) {

@@ -8,7 +8,7 @@ import { cli } from '../helpers/cli';
 import { makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// Readers that run the worker's code (issue 26 item 2): a reviewer, ranking reviewer or reader of inputs runs the
+// Readers that run the worker's code: a reviewer, ranking reviewer or reader of inputs runs the
 // tests of the work it reads, and those tests are the worker's. Before: that code opened the reader engine's stdout
 // again through /proc/<engine pid>/fd/1 (the log file itself), wrote an approving final answer there and SIGKILLed the
 // engine; Verdict read the answer of a reader that died by a signal (exit 137 through bubblewrap) and the task PASSED,

@@ -12,7 +12,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 import { overlayMountsUnder, readMountInfo } from '../../extension/core/git/overlay';
 import { requireOverlay } from '../helpers/overlay';
 
-// Hostile workers against the `sparse` and `overlay` trees (issue 15 item 3; docs/trees.md), with real
+// Hostile workers against the `sparse` and `overlay` trees (docs/trees.md), with real
 // `verdict run` processes of the script engine. Each test asserts the safe outcome: a FAIL, a refusal, nothing lost.
 // What each attack found is said at the task:
 // - WORKED before the fix (a wrong PASS), kept as the fix's test: a `.gitattributes` the worker writes (`ident`, `text`)
@@ -29,7 +29,7 @@ import { requireOverlay } from '../helpers/overlay';
 // - WORKED before the fix: FIFOs in the worktree's admin dir (HEAD, BISECT_START…) left by a worker that timed out
 //   blocked `git worktree list` and the next run's `worktree add` forever; a HEAD attached to `main` kept `main` from
 //   the user (fifth test).
-// - Did not work (regression tests): every other attack below. Among them (issue 26 item 3, the last test): a
+// - Did not work (regression tests): every other attack below. Among them (the last test): a
 //   `.gitattributes` or `.gitignore` that is a symlink to /dev/zero or a folder (git opens neither through a link), a
 //   nested `.git` that is a symlink to /dev/zero, and names with a newline, a leading `-`, pathspec magic or 250
 //   bytes: every one sealed and delivered exactly, the task PASSes. (The FIFOs, sockets, names that are not UTF-8 and

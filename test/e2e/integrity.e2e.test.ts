@@ -7,7 +7,7 @@ import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// Hostile and careless workers against the integrity rules (issue 12): the committed work is exactly what the check
+// Hostile and careless workers against the integrity rules: the committed work is exactly what the check
 // passed, and a worker cannot pass by rewriting what the check runs.
 
 /** A repository whose tests fail until `feature.txt` says "done": run-tests.sh runs every tests/*.sh. */

@@ -7,7 +7,7 @@ import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
- * Lint errors refuse every start (issue 26 item 7): a careless or hostile manifest author's `"check": "true"` PASSes
+ * Lint errors refuse every start: a careless or hostile manifest author's `"check": "true"` PASSes
  * whatever the worker did. `verdict run`, `resume` and `rerun` refuse it with exit 2 and the errors as
  * file:line:column [rule], starting nothing; `--force` starts it and every row of the run says `forced: true`.
  */

@@ -12,7 +12,7 @@ const ALLOWED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'di
 const REQUIRED = ['package.json', 'readme.md', 'changelog.md', 'LICENSE.txt', 'dist/extension.js', 'dist/cli.js', 'dist/cli.mjs', 'dist/sql-wasm.wasm', 'dist/spawn-helper.cjs', 'dist/spawn-helper.pl', 'dist/webview/dashboard.js', 'dist/webview/dashboard.css', 'dist/webview/themes.css', 'schemas/manifest.schema.json', 'schemas/engine.schema.json', 'examples/demo/demo.swarm.json', 'extension/vscode/media/verdict.png', 'templates/fan-out/fan-out.swarm.json', 'templates/test-hardening/checks/mutants.sh'];
 const MAX_BYTES = 2 * 1024 * 1024;
 
-/** `npm run package`: the production build and the .vsix a user installs (issue 17). */
+/** `npm run package`: the production build and the .vsix a user installs. */
 describe('the .vsix (npm run package)', function () {
   this.timeout(300000);
   let built: ReturnType<typeof packageVsix>;

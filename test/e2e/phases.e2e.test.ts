@@ -4,7 +4,7 @@ import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { bashEngine, git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
-// Phases (issue 14 item 7, docs/workflows.md "Phases"): implement → guard → review → test over a list of files. The
+// Phases (docs/workflows.md "Phases"): implement → guard → review → test over a list of files. The
 // implementers are script-engine tasks; the test writer is a custom engine (a bash script), another engine than theirs.
 
 /** A config with the test writer `tester` (its bash body gets the prompt as $1), and the PATH that finds it. */

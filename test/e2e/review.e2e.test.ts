@@ -9,7 +9,7 @@ import { followRun, summaryFromRecords } from '../../extension/core/run/run-laun
 import { chromium } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS, findChromium, startHudProcess } from '../helpers/hud';
 
-// The review step (issue 11): reviewer engines read the work after its check passed and answer in their final
+// The review step: reviewer engines read the work after its check passed and answer in their final
 // message. The reviewers here are custom engines whose binary is a bash script (`output: none`: the final message is
 // the last output line); the workers are script-engine tasks.
 

@@ -6,7 +6,7 @@ import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// select: "ranked" (issue 14 item 3): the candidates are script-engine tasks; the ranking reviewers are custom engines
+// select: "ranked": the candidates are script-engine tasks; the ranking reviewers are custom engines
 // whose binary is a bash script (`output: none`: the final message is the last output line). Every ranker first looks
 // for what must not reach it — a VERDICT_* variable, a candidate key (`--c<N>`) in its cwd, prompt or material, the
 // run's records under VERDICT_HOME — and fails loudly (no valid answer, exit 7, "LEAK" in its log) when it finds one.

@@ -9,7 +9,7 @@ import { treeHash } from '../../extension/core/run/tree-hash';
 import { tempDir } from '../helpers/fixtures';
 
 // fs/byte-names.ts: file names as strings without losing a byte (PEP 383 surrogateescape), and the walks that use them
-// (issue 26 item 3: a name that is not valid UTF-8 was skipped, or taken for another file, by Verdict's own walks).
+// (a name that is not valid UTF-8 was skipped, or taken for another file, by Verdict's own walks).
 
 const LATIN1 = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74]); // caf\xe9.txt
 

@@ -11,7 +11,7 @@ import { dirChanges, commitChanges } from '../../extension/core/run/guards/chang
 import { restoreSnapshot, takeSnapshot } from '../../extension/core/run/dir-snapshot';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
 
-// The built-in guards (issue 11 item 3): each detector against lines that must and must not be flagged, then the
+// The built-in guards: each detector against lines that must and must not be flagged, then the
 // change collectors (git and plain dir) and the whole set over hostile changes.
 
 const line = (text: string) => [{ line: 7, text }];

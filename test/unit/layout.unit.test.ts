@@ -121,7 +121,7 @@ function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][]
   return cycles.sort((a, b) => b.length - a.length);
 }
 
-/** The layout rules of DESIGN.md and docs/architecture.md: `vscode` only in extension/vscode and test/integration; core and engines stay pure; the layers import only downwards. */
+/** The layout rules of docs/architecture.md "Layers and import rules": `vscode` only in extension/vscode and test/integration; core and engines stay pure; the layers import only downwards. */
 describe('layout: import rules', () => {
   it('imports vscode only in extension/vscode/** (and test/integration/**)', () => {
     const offenders = ['extension', 'engines', 'schemas', 'webview']

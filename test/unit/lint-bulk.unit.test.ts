@@ -1,5 +1,5 @@
 /**
- * Lint of a generated 1,000-task manifest with varied checks (issue 15 item 4): the speed-ups (shell analysis cached
+ * Lint of a generated 1,000-task manifest with varied checks: the speed-ups (shell analysis cached
  * per distinct check and word, quote removal without shell-quote for plainly quoted words) must not change a single
  * finding. EXPECTED was computed once with the linter as it was before them (commit 2434e68); a rule change that
  * alters findings on purpose updates it (the failure prints the new digest and counts).

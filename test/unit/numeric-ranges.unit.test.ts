@@ -65,7 +65,7 @@ function errorsAt(field: (typeof FIELDS)[string], v: number) {
   return { errors, where };
 }
 
-describe('numeric ranges at load (issue 26 item 5)', () => {
+describe('numeric ranges at load', () => {
   const found = numericFields(manifestSchema);
 
   it('every numeric field of the manifest schema has a row in this table (the table drives the tests below)', () => {

@@ -68,7 +68,7 @@ describe('protected check inputs: the runner\'s own files', () => {
   });
 });
 
-describe('protected check inputs: compared with the tree as prepared (issue 26 item 4)', () => {
+describe('protected check inputs: compared with the tree as prepared', () => {
   // Before: a pytest.ini or conftest.py the tree already had counted as "new" at every guard (a correct worker FAILed),
   // and the restore before the retry deleted it (the PASS commit then deleted a file of the start commit).
   it('the test runner\'s files the tree has are protected, not "new": unchanged they are no finding; changed or deleted they are put back, never deleted', () => {
@@ -112,7 +112,7 @@ describe('protected check inputs: compared with the tree as prepared (issue 26 i
   });
 });
 
-describe('the merge queue\'s re-check: the base\'s check inputs (issue 26 item 4)', () => {
+describe('the merge queue\'s re-check: the base\'s check inputs', () => {
   it('a branch that leaves the base\'s conftest.py and pytest.ini alone has nothing put back; one that changes them has', async () => {
     const repo = makeRepo(path.join(tempDir(), 'r'), { 'pytest.ini': '[pytest]\n', 'pkg/conftest.py': '# pkg\n', 'calc.py': 'x = 1\n' });
     const spec = { check: 'python3 -m pytest -q', protect: null, expectFiles: [] } as unknown as TaskSpec;

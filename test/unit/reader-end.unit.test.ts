@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readerEnd, type ReaderReceipt } from '../../extension/core/run/reader-end';
 
-// A reader's answer (a reviewer's, critic's, ranking reviewer's) counts only when it ended on its own: issue 26 item 2.
+// A reader's answer (a reviewer's, critic's, ranking reviewer's) counts only when it ended on its own (docs/containment.md "Readers").
 // Before, only a reader that could not start, stalled or timed out lost its answer; one killed by a signal (exit 137
 // through bubblewrap) or exiting non-zero was read, and code it ran could have written that answer.
 const LIMITS = { timeoutMs: 600_000, watchdogMs: 120_000, finalGraceMs: 30_000 };

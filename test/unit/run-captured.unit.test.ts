@@ -26,7 +26,7 @@ async function deadOrZombie(pid: number): Promise<boolean> {
 }
 
 // A short command whose output is parsed (git plumbing), started by the spawn helper with its stdout and stderr in
-// files of a private folder (issue 15: a fork from the orchestrator costs with its memory). Every way it can end is
+// files of a private folder (a fork from the orchestrator costs more the more memory it holds: docs/spawning.md). Every way it can end is
 // said; none throws.
 describeEachHelper('runCaptured: a command started by the spawn helper, stdout and stderr apart', function () {
   this.timeout(60000);

@@ -9,7 +9,7 @@ import { showPath } from '../../extension/core/fs/byte-names';
 import { tempDir } from '../helpers/fixtures';
 
 // git/special-files.ts: what git cannot record (FIFOs, sockets, device files) is found and removed by the exact bytes of
-// its name, before any git reads the tree (issue 26 item 3).
+// its name, before any git reads the tree.
 
 /** A Unix socket file at `file` (the server is closed at once; the file stays). */
 async function socketAt(file: string): Promise<void> {

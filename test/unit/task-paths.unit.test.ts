@@ -1,5 +1,5 @@
 /**
- * placeOf / normalizeRelative (rules/task-paths.ts) answer plain relative paths with one native test (issue 15 item 4);
+ * placeOf / normalizeRelative (rules/task-paths.ts) answer plain relative paths with one native test;
  * that shortcut must give exactly what the path-module spelling gives, for every path it takes.
  */
 import assert from 'node:assert/strict';

@@ -7,7 +7,7 @@ import { freeManifestName, listTemplates, planTemplate, writeTemplate, type Temp
 import { tempDir } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
 
-/** templates/ (issue 17 item 3, docs/workflows.md): every template loads and lints without an error, warning or note. */
+/** templates/ (docs/workflows.md): every template loads and lints without an error, warning or note. */
 describe('templates/', () => {
   const templates = listTemplates(path.resolve('templates'));
 

@@ -20,7 +20,7 @@ export function priceOf(models: readonly OpenRouterModel[], model: string | null
 }
 
 /**
- * The cost of one attempt in integer micro-USD (issue 6, "Cost and budget"): the CLI's own report when it gave one,
+ * The cost of one attempt in integer micro-USD (the eval row's cost, and what the budget counts): the CLI's own report when it gave one,
  * else tokens in × prompt price + tokens out × completion price from the catalog (cached input tokens are priced
  * as prompt tokens: an upper bound), else null. Unknown is never 0.
  */

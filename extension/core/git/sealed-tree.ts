@@ -1,6 +1,6 @@
 /**
- * Putting a worktree back to a sealed commit after its check ran (issue 12: a retry starts from the sealed tree of
- * the attempt before it, the check's own writes discarded). What the check may have done, and what undoes it:
+ * Putting a worktree back to a sealed commit after its check ran (a retry starts from the sealed tree of the attempt
+ * before it, the check's own writes discarded, so nothing a check wrote can make the next check pass). What the check may have done, and what undoes it:
  * - changed or deleted a tracked file: `read-tree -u --reset <sealed>` with a copy of the seal's index (its stat data
  *   is exact for the sealed files, so only what changed since is written again);
  * - created files git would track (`junk.txt`, a report): `git clean -ffd` against that index (not `-x`: ignored

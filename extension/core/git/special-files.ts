@@ -1,5 +1,5 @@
 /**
- * FIFOs, sockets and device files in a worktree (issue 26 item 3): git records none of them (`git add -A` passes over
+ * FIFOs, sockets and device files in a worktree (docs/attempt.md "The steps", seal): git records none of them (`git add -A` passes over
  * them silently, or refuses one in a tracked file's place), and git opens some files of the tree while it adds or lists
  * it — every `.gitignore` and `.gitattributes` on its way, a nested repository's `.git/HEAD` — so a FIFO under such a
  * name holds that git forever. They hold no bytes, so nothing of the work is lost when they go: before the seal, and

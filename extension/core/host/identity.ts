@@ -8,7 +8,7 @@ export type IdentitySource = 'flag' | 'env' | 'file' | 'config' | 'hostname';
 /**
  * Who is running: `--identity` > VERDICT_IDENTITY (then FLEET_IDENTITY, RINGER_IDENTITY) > the first line of a
  * `.fleet-agent` file found walking up from `cwd` > the config default > the short hostname.
- * Rule from DESIGN.md "Identity" (Ringer's order, kept for compatibility).
+ * The order is Ringer's, kept so one `.fleet-agent` file or variable names the same person to both tools.
  */
 export function resolveIdentity(opts: { flag?: string | null; cwd: string; configDefault?: string | null; env?: NodeJS.ProcessEnv }): { identity: string; source: IdentitySource } {
   const env = opts.env ?? process.env;

@@ -1,7 +1,7 @@
 /**
  * Manifest text (JSONC: comments and trailing commas allowed) read once into what the loader and the linter both use:
  * jsonc-parser's tree (parseTree), the value (getNodeValue) and the properties that appear twice in an object. The
- * loader and the rules share the one value (they each built it before: issue 15 item 4). Everything JSONC is
+ * loader and the rules share the one value (they each built one before, which cost a second walk of 1,000 tasks: docs/performance.md "Start-up"). Everything JSONC is
  * jsonc-parser's, errors and their positions included; only the walk for repeated properties is Verdict's.
  */
 import { getNodeValue, parseTree, type JSONPath, type Node, type ParseError } from 'jsonc-parser';

@@ -1,5 +1,5 @@
 /**
- * Best-of-N compiled into ordinary tasks (issue 14, docs/workflows.md "Best-of-N"): a task with `repeat: N` (or
+ * Best-of-N compiled into ordinary tasks (docs/workflows.md "Best-of-N"): a task with `repeat: N` (or
  * `candidates`) becomes
  * - its own entry, the group: no worker runs for it; its `after` lists its candidates and its `select` says how the
  *   runner picks the winner (run/workflows/group.ts; `ranked`: with its `rank` reviewers); it carries the task's

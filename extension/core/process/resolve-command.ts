@@ -1,4 +1,4 @@
-/** Finding a command's executable on PATH once, not at every spawn (issue 15: a bare `bash` walked PATH per check). */
+/** Finding a command's executable on PATH once, not at every spawn (a bare `bash` walked PATH again for every check). */
 import fs from 'node:fs';
 import path from 'node:path';
 

@@ -2,7 +2,7 @@
  * A short command forked from this process with child_process, stdin its `input` (or closed), stdout and stderr
  * collected: the fallback of process/run-captured.ts where the spawn helper cannot be given output files (no writable
  * temporary folder). No execa: its option handling costs the orchestrator about as much CPU again as the spawn itself
- * (issue 15; ~2.5 ms more per call measured here).
+ * (~2.5 ms more per call, measured here).
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';

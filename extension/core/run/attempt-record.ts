@@ -1,5 +1,5 @@
 /**
- * One record per attempt, and the three projections of it (issue 11, "one record, many projections"): the attempt as
+ * One record per attempt, and the three projections of it (one record, many projections): the attempt as
  * state.json shows it (attemptView), the eval row (evalRow, schemas/eval-row.schema.json) and the task's line of the
  * run summary (summarize). The runner and reconcile build records and call these same functions, so the cost, the
  * retry flag and every other fact appear once and agree everywhere.

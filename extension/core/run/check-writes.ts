@@ -1,5 +1,5 @@
 /**
- * What a check writes is not the worker's work (issue 12 "Seal, then check"): it is never committed (the seal comes
+ * What a check writes is not the worker's work (docs/attempt.md "The steps", work): it is never committed (the seal comes
  * first), and before the task's next attempt its dir is put back to the tree that was sealed — the worker's work as
  * it left it, without the check's build outputs, logs or files that would make the next check pass. Worktree mode:
  * git/sealed-tree.ts; plain mode: a snapshot taken at the seal (run/dir-snapshot.ts), put back from its copies.

@@ -41,7 +41,7 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
  * The re-check of one task after its rebase: the task's check in the checkout `dir`, with the task's variables
  * (a fresh PORT, VERDICT_ATTEMPT=merge) and, where bubblewrap runs, in the same sandbox as the attempt's check — the
  * check runs what the worker wrote (its tests, its scripts), which must not get the user's full rights at merge time.
- * It runs with the base's versions of the protected check inputs (issue 12; baseCheckInputs): a branch that changed
+ * It runs with the base's versions of the protected check inputs (baseCheckInputs): a branch that changed
  * one is judged by the real tests, and even when it passes them it is not merged, since merging would bring the
  * changed inputs along. Before it, the checkout is prepared as step `prepare` prepares a task's worktree: `include`
  * copied from the repository, then `setup` run there in that sandbox (log `merge-setup.log`), so the check sees what

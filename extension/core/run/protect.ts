@@ -1,5 +1,5 @@
 /**
- * Protected check inputs (issue 12): the files a worker may not change or delete, because the check relies on them.
+ * Protected check inputs: the files a worker may not change or delete, because the check relies on them.
  * A worker that rewrites `run-tests.sh` to `exit 0`, or deletes the tests, must FAIL, not PASS.
  *
  * The default set, taken from the task tree as prepared (after checkout, include and setup, before any worker):
@@ -12,7 +12,7 @@
  * A task's (or the run's) `protect` globs widen it (`"fixtures/**"`) or narrow it (`"!tests/snapshots/**"`, which also
  * allows a new file there); `"protect": []` turns protection off. Adding other new files stays allowed everywhere.
  * Everything is compared with the tree as prepared: a file that was there and is unchanged is never a finding, and a
- * retry gets back exactly the files that were there (issue 26 item 4).
+ * retry gets back exactly the files that were there.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';

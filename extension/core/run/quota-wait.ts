@@ -1,5 +1,5 @@
 /**
- * Engines waiting for a quota reset (issue 13; seed AgentForeman's durable quota waiting; issue 26 item 6): when an
+ * Engines waiting for a quota reset (docs/attempt.md "Settle"): when an
  * attempt ends RATE_LIMITED on its own and its engine's own structured error event names when its usage limit resets
  * (EngineSpec.quotaReset, engines/quota-reset.ts), no attempt on that engine starts before then. Text the worker
  * controls never starts one. The wait lives in state.json (`waits`, schemas/run-state.ts), so an orchestrator that

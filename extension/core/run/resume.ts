@@ -1,5 +1,5 @@
 /**
- * `verdict resume RUN` and `verdict rerun RUN TASK` of a run that is not live (issue 13): the same run goes on — same
+ * `verdict resume RUN` and `verdict rerun RUN TASK` of a run that is not live (docs/runs.md "Resume and rerun of a run that ended"): the same run goes on — same
  * run id, state.json, records folder, task branches and worktrees — under a new orchestrator. Tasks that passed keep
  * their status, branch and records; the others are queued again with fresh attempts numbered after their earlier ones,
  * and their eval rows carry the same run_id. One orchestrator per run: the new one holds the run's folder lock

@@ -1,5 +1,5 @@
 /**
- * The check judges what is delivered (issue 26 item 1; docs/architecture.md "What a PASS guarantees"). In worktree
+ * The check judges what is delivered (docs/architecture.md "What a PASS guarantees"). In worktree
  * mode a file the check can read in the task dir is in the sealed commit, or was there before the worker ran: the
  * start commit's tree, `include`, what `setup` made (node_modules, a build folder). Everything else the seal does not
  * hold — what git ignores: a worker's own `.gitignore` entry, `build.log` under a `*.log` rule, a folder a committed

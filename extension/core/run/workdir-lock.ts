@@ -1,10 +1,10 @@
 /**
  * Folders one orchestrator holds at a time, with proper-lockfile (`<folder>/.verdict-run.lock`, refreshed while the run
  * lives, stale 30 s after its orchestrator stops refreshing it) and who holds it in `<folder>/.verdict-run.json`:
- * - a plain-mode workdir (issue 12): two runs sharing `<workdir>` would see each other's files (a lying worker passing
+ * - a plain-mode workdir: two runs sharing `<workdir>` would see each other's files (a lying worker passing
  *   on the other run's output) and the second would move the first one's task dirs aside. Task keys never start with
  *   a dot, so neither name can be a task dir;
- * - a run's own folder `runs/<run_id>/` (issue 13): `verdict resume` and `verdict rerun` of a run that ended start an
+ * - a run's own folder `runs/<run_id>/`: `verdict resume` and `verdict rerun` of a run that ended start an
  *   orchestrator on the same run id, and two of them at once would run every task twice.
  * A holder on this host whose process is gone (its pid dead, or reused: the start time differs) does not hold the
  * folder any more, even before the lock goes stale: an orchestrator killed with SIGKILL is resumed at once.

@@ -1,8 +1,8 @@
 import type { Database, SqlValue } from 'sql.js';
 
 /**
- * The evidence for one (model, task_type): what the scoreboard shows before tiers. Rules from DESIGN.md
- * "Scoreboard" and issue 6:
+ * The evidence for one (model, task_type): what the scoreboard shows before tiers. The rules (docs/scoreboard.md),
+ * chosen so a model is judged only on attempts that were its own work:
  * - a task is one (run_id, task_key); only its judged attempts (PASS / FAIL / TIMEOUT) count in the rates;
  * - pass_rate = tasks with any PASS / tasks with a judged attempt (after retry);
  * - first_try_pass_rate = tasks whose first judged attempt passed / tasks with a judged attempt: a PASS rescued by a

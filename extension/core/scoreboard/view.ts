@@ -16,7 +16,7 @@ export interface ScoreboardFilters {
 }
 
 /**
- * Tiers (DESIGN.md "Scoreboard", issue 6): proven = at least 3 tasks and first_try_pass_rate ≥ 0.67 (so 2 of 3 is
+ * Tiers (docs/scoreboard.md): proven = at least 3 tasks and first_try_pass_rate ≥ 0.67 (so 2 of 3 is
  * not enough: 0.666… < 0.67); probation = some evidence (≥ 1 judged task) but not proven; untested = a catalog
  * model never seen in the log.
  */

@@ -1,7 +1,7 @@
 import type { Database, SqlValue } from 'sql.js';
 
 /**
- * The "won" column (docs/workflows.md "Best-of-N", issue 14 item 8): per (model, task_type), how many best-of-N
+ * The "won" column (docs/workflows.md "Best-of-N"): per (model, task_type), how many best-of-N
  * groups the model took part in and how many of them its candidate won — the evidence a user routes on when several
  * models tried the same task. From the attempts table:
  * - a group is one (run_id, group_key); a model took part in it when it has a work row there with a candidate number

@@ -13,7 +13,7 @@ export interface IndexRow {
   ord: number;
   /**
    * The stamped model: the row's `model`, else the model the CLI reported. Null means quarantined: such a row is
-   * shown apart and never credited to the engine's default model (issue 6, "Model identity").
+   * shown apart and never credited to the engine's default model (store/model-identity.ts).
    */
   model: string | null;
   /** '' when the row has no task type (SQLite groups '' and NULL apart; one key keeps grouping simple). */

@@ -1,5 +1,6 @@
 /**
- * The parts of a model's identity an eval row keeps apart (issue 6, "Model identity"): model, lab, harness,
+ * The parts of a model's identity an eval row keeps apart (so the scoreboard never credits one
+ * model with another's results): model, lab, harness,
  * access plan and reasoning effort are separate fields, never folded into one model string.
  */
 

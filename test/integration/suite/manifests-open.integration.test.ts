@@ -32,7 +32,7 @@ async function openCopy(rel: string, text: string): Promise<vscode.TextDocument>
   return doc;
 }
 
-describe('manifests open clean (issue 17)', () => {
+describe('manifests open clean', () => {
   let ext: vscode.Extension<unknown>;
   before(async () => {
     const found = vscode.extensions.getExtension('verdict-dev.verdict');
@@ -100,7 +100,7 @@ describe('manifests open clean (issue 17)', () => {
   });
 });
 
-describe('run notices name the task, its branch, and whether a retry comes (issue 17)', function () {
+describe('run notices name the task, its branch, and whether a retry comes', function () {
   this.timeout(120000);
   it('a task that fails once then passes: "retrying (attempt 2)", then PASS on its branch', async () => {
     const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as {

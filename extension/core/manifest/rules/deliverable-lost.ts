@@ -6,7 +6,7 @@ import { ignoredPaths } from './git-ignored';
 /**
  * deliverable-lost (warning): an expected file that will not reach the deliverable. Expected files are judged
  * relative to the task dir, and in worktree mode the deliverable is the task branch the orchestrator commits
- * with `git add -A` (DESIGN.md, "One attempt"). So: an absolute path, or one whose `..` leaves the task dir
+ * with `git add -A` (step `seal`: docs/attempt.md "The steps"). So: an absolute path, or one whose `..` leaves the task dir
  * (both modes); and in worktree mode a path the repository's .gitignore ignores (asked of `git check-ignore` in
  * the repository's top folder, which is where a worktree's paths start; skipped when `repo` is not a git
  * repository or `ctx.useGit` is false). The range is the expect_files entry.

@@ -13,7 +13,7 @@ const MAY_NAME_PORT = /:\d|--(?:listen-)?port|PORT=/;
 
 /**
  * hard-coded-port (warning): the check names a literal port (`localhost:3000`, `127.0.0.1:8080`, `--port 5173`,
- * `PORT=3000`, `host:8000/`). Tasks run in parallel and each gets its own `PORT` (DESIGN.md, "One attempt"), so
+ * `PORT=3000`, `host:8000/`). Tasks run in parallel and each gets its own `PORT` (step `prepare`: docs/attempt.md "The steps"), so
  * a literal port makes parallel checks fight over one socket or talk to the wrong task's server. The range is
  * the number; the quick fix replaces it with `$PORT` (`'"$PORT"'` inside single quotes, where `$PORT` would not
  * expand).

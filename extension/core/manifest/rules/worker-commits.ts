@@ -9,7 +9,7 @@ const NEGATED = /\b(?:not|never|don't|dont|do not|no need to|without|avoid|must 
 
 /**
  * worker-commits (warning), worktree mode only: the spec tells the worker to commit or push. The orchestrator
- * commits the worktree onto the task branch after a PASS (DESIGN.md, "One attempt" step 5); a worker's own
+ * commits the worktree onto the task branch after a PASS (steps `seal` and `deliver`: docs/attempt.md "The steps"); a worker's own
  * commit mixes unverified work into the branch history and a push publishes it before any check ran. Matches
  * `git commit`/`git push` and imperatives like "commit your changes" or "push to origin", skipping sentences
  * that say not to. The range is the first match in the spec.

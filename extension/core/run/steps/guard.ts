@@ -1,6 +1,6 @@
 /**
  * Step `guard`: built-in checks of the worker's output that need no user script, run on the sealed tree before the
- * check (issue 11, seed ParallelSwarm's validate phase). First the protected check inputs (run/protect.ts) — a worker
+ * check, so the commonest ways to fake a pass fail without a script of the user's. First the protected check inputs (run/protect.ts) — a worker
  * that changed or deleted one FAILs, naming it, whatever the check would say ("ran 0 tests" is not a pass). Then the
  * guards of run/guards over what the worker changed — in worktree mode the sealed commit against the task's start
  * point, in plain mode the task dir against its record after setup: secrets and stubs in added lines, new

@@ -1,5 +1,5 @@
 /**
- * The default steps of an attempt, in order (DESIGN.md "One attempt"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, red
+ * The default steps of an attempt, in order (docs/attempt.md "The steps"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, red
  * (a phases test phase only: the check on the tree without the implementation must fail), generate
  * (planners only: docs/workflows.md), review (only for tasks with `review`), critique (only for tasks with `critique`),
  * deliver.

@@ -1,5 +1,5 @@
 /**
- * The pure decisions of a ranked best-of-N group (issue 14 item 3, `select: "ranked"`): the neutral names candidates
+ * The pure decisions of a ranked best-of-N group (`select: "ranked"`, docs/workflows.md "Best-of-N"): the neutral names candidates
  * are shown under, the ranking reviewer's prompt, reading its answer (schemas/rank-answer.schema.json) and turning the
  * answers into the winner. No I/O.
  *
