@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { gitFor } from '../core/git/safe-git';
 import { resolveHome } from '../core/config/home';
 import { mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
-import { attemptNotice, mergeNotice } from '../core/run/notices';
+import { attemptNotice, mergeNotice, notificationLine } from '../core/run/notices';
 import type { ControlAck, ControlVerb } from '../core/live/control';
 import type { Finding } from '../core/manifest/findings';
 import { startGate } from '../core/manifest/lint';
@@ -36,9 +36,17 @@ interface RunRef {
   runId: string;
 }
 
-/** Shows an error and returns undefined, so a command that cannot proceed says why. */
+/** The output channel "Show Log" opens (set by registerCommands). */
+let logChannel: vscode.LogOutputChannel | undefined;
+
+/**
+ * Shows an error (as one line: notificationLine) with a "Show Log" action that opens Output → Verdict, and returns
+ * undefined, so a command that cannot proceed says why.
+ */
 function refuse<T>(message: string): T | undefined {
-  void vscode.window.showErrorMessage(`Verdict: ${message}`);
+  void vscode.window.showErrorMessage(`Verdict: ${notificationLine(message)}`, 'Show Log').then((pick) => {
+    if (pick === 'Show Log') logChannel?.show(true);
+  });
   return undefined;
 }
 
@@ -48,7 +56,7 @@ async function guarded<T>(ctx: CommandContext, fn: () => Promise<T>): Promise<T 
     return await fn();
   } catch (e) {
     ctx.log.error((e as Error).message);
-    return refuse((e as Error).message.split('\n')[0] ?? String(e));
+    return refuse((e as Error).message || String(e));
   }
 }
 
@@ -313,6 +321,7 @@ async function treatAsManifestCommand(ctx: CommandContext, target?: unknown): Pr
 
 /** The command table: every command of package.json's contributes.commands (but the dashboard's), in one loop. */
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
+  logChannel = ctx.log;
   const table: Record<string, (...args: never[]) => unknown> = {
     'verdict.runManifest': (uri?: unknown) => runManifestCommand(ctx, uri),
     'verdict.cancelRun': (ref?: RunRef) => cancelRun(ctx, ref),

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { freeManifestName, listTemplates, planTemplate, writeTemplate, type Template } from '../core/manifest/templates';
+import { notificationLine } from '../core/run/notices';
 
 /**
  * What "Verdict: New Manifest" may be given instead of asking (tests, other extensions): the template id, the target
@@ -73,7 +74,9 @@ export async function newManifest(templatesDir: string, log: vscode.LogOutputCha
 
   function refuse(message: string): NewManifestResult {
     log.warn(`New Manifest: ${message}`);
-    void vscode.window.showErrorMessage(`Verdict: ${message}`);
+    void vscode.window.showErrorMessage(`Verdict: ${notificationLine(message)}`, 'Show Log').then((pick) => {
+      if (pick === 'Show Log') log.show(true);
+    });
     return { refused: message };
   }
 }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { followRun, launchDetached, LaunchError, nodeCommand, runArguments, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../extension/core/run/run-launch';
+import { notificationLine } from '../../extension/core/run/notices';
+import { followRun, launchDetached, launchFailureReason, LaunchError, nodeCommand, runArguments, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../extension/core/run/run-launch';
 import { CLI } from '../helpers/cli';
 import { testSandboxMode } from '../helpers/sandbox-env';
 
@@ -69,6 +70,26 @@ describe('run-launch: verdict run as a detached process, followed through VERDIC
     const manifest = path.join(tmp, 'bad.swarm.json');
     fs.writeFileSync(manifest, JSON.stringify({ run_name: 'x', tasks: [script('a', 'true', 'exit 1')] }));
     const run = launchDetached({ cli: CLI, manifest, home, cwd: tmp, config: {}, only: ['nope'] });
-    await assert.rejects(waitForRunStart(home, run), (e: Error) => e instanceof LaunchError && /has no task "nope"/.test(e.message) && /exit 2/.test(e.message));
+    await assert.rejects(waitForRunStart(home, run), (e: Error) => e instanceof LaunchError && /^verdict run could not start: .*has no task "nope".*\(exit 2; log: /.test(e.message.split('\n')[0] as string));
+  });
+
+  it('the reason an orchestrator gave is the first line of the error, lint advice left out, its indented lines joined', () => {
+    const tail = [
+      'lint: /w/m.json:1:52: info [missing-task-type] (a) Add "task_type"',
+      'lint: /w/m.json:1:80: warning [underspecified-spec] (a) The spec is 14 characters',
+      'cannot start /w/m.json:',
+      '  engine "codex" needs the `codex` command, which is not on PATH. Install it: npm i -g @openai/codex',
+      '  worktree mode needs a git repository',
+    ].join('\n');
+    assert.equal(launchFailureReason(tail), 'cannot start /w/m.json: engine "codex" needs the `codex` command, which is not on PATH. Install it: npm i -g @openai/codex; worktree mode needs a git repository');
+    assert.equal(launchFailureReason('lint: /w/m.json:1:2: warning [x] y'), '');
+    assert.equal(launchFailureReason('error: bad config ~/.config/verdict/config.json: field "x"'), 'error: bad config ~/.config/verdict/config.json: field "x"');
+  });
+
+  it('a notification shows one line that states the reason, never a line cut at its colon', () => {
+    assert.equal(notificationLine('verdict run ended (exit 2) before its run started:\n\n  codex is not on PATH\nmore'), 'verdict run ended (exit 2) before its run started: codex is not on PATH');
+    assert.equal(notificationLine('one\ntwo'), 'one');
+    assert.equal(notificationLine('x'.repeat(500)).length, 400);
+    assert.equal(notificationLine(''), '');
   });
 });

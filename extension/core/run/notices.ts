@@ -51,3 +51,15 @@ function firstLine(text: string): string {
   const line = text.split('\n')[0]?.trim() ?? '';
   return line.length > 160 ? `${line.slice(0, 159)}…` : line;
 }
+
+/**
+ * An error's message as the one line a notification shows (VS Code's notifications show a single line, so a message
+ * cut at its first newline read "…before its run started:" and nothing more): its first non-empty line, followed by
+ * the next lines while the text so far ends with a colon, at most `maxChars` characters (an ellipsis marks a cut).
+ */
+export function notificationLine(message: string, maxChars = 400): string {
+  const lines = message.split('\n').map((l) => l.trim()).filter(Boolean);
+  let text = lines[0] ?? '';
+  for (let i = 1; text.endsWith(':') && i < lines.length; i++) text = `${text} ${lines[i]}`;
+  return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;
+}

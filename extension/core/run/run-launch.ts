@@ -160,6 +160,19 @@ export function findRunByPid(home: string, pid: number, since: number): RunInfo 
   return undefined;
 }
 
+/**
+ * Why an orchestrator that ended before its run started did so, as one line, from its log's tail: the output after
+ * the last `lint:` line of advice (info and warning lines do not stop a run; a lint error does and is kept), its
+ * indented continuation lines joined with "; ". '' when the tail says nothing else.
+ */
+export function launchFailureReason(tail: string): string {
+  const lines = tail.split('\n').filter((l) => l.trim() && !/^lint: .*: (info|warning) \[/.test(l));
+  const head = lines.findIndex((l) => !/^\s/.test(l));
+  if (head < 0) return lines.map((l) => l.trim()).join('; ');
+  const [first, ...rest] = lines.slice(head).map((l) => l.trim());
+  return rest.length ? `${(first as string).replace(/:$/, '')}: ${rest.join('; ')}` : (first as string);
+}
+
 /** Thrown when the orchestrator ended before its run started (bad manifest, preflight, config): the log says why. */
 export class LaunchError extends Error {
   constructor(message: string, readonly logFile: string) {
@@ -189,7 +202,8 @@ export async function waitForRunStart(home: string, run: DetachedRun, timeoutMs 
     }
     if (exited) {
       const tail = logTail(run.logFile);
-      throw new LaunchError(`verdict run ended (${exited.signal ?? `exit ${exited.code}`}) before its run started${tail ? `:\n${tail}` : ''}\n(log: ${run.logFile})`, run.logFile);
+      const how = exited.signal ?? `exit ${exited.code}`;
+      throw new LaunchError(`verdict run could not start: ${launchFailureReason(tail) || `it ended (${how}) before its run started`} (${how}; log: ${run.logFile})${tail ? `\n${tail}` : ''}`, run.logFile);
     }
     if (Date.now() > deadline) throw new LaunchError(`verdict run (pid ${run.pid}) started no run within ${Math.round(timeoutMs / 1000)} s; see ${run.logFile}`, run.logFile);
     await sleep(100);

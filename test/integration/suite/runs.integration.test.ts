@@ -58,6 +58,15 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     }, null, 2));
   });
 
+  it('a run that cannot start says why on the first line of its error (what a notification shows): the engine not on PATH and its install command', async () => {
+    const file = path.join(repo, 'no-engine.swarm.json');
+    fs.writeFileSync(file, JSON.stringify({ run_name: 'no-engine', tasks: [{ ...task('x', 'echo x > x.txt', 'test -s x.txt || { echo x.txt missing; exit 1; }'), engine: 'grok' }] }, null, 2));
+    await assert.rejects(api.runManifest(file), (e: Error) => {
+      assert.match(e.message.split('\n')[0] as string, /^verdict run could not start: .*engine "grok" needs the `grok` command, which is not on PATH\. Install it: npm i -g @vibe-kit\/grok-cli.*\(exit 2; log: /);
+      return true;
+    });
+  });
+
   it('runs a worktree-mode manifest through the API and returns each verdict', async () => {
     summary = await api.runManifest(manifest);
     assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL']]);
