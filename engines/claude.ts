@@ -10,7 +10,7 @@
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { amountAt, at, countAt, forgedFinalReport, jsonEvents, numberAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
-import { usdToMicroUsd } from './tally';
+import { addCount, usdToMicroUsd } from './tally';
 import { classifyLogTail, finalEventQuota } from './error-class';
 import type { QuotaEvent } from './quota-reset';
 
@@ -38,6 +38,29 @@ export function parseClaudeOutput(log: string): UsageReport {
     if (event.type === 'result') readResult(event, report);
   }
   report.reportedModel = answeredModel ?? initModel ?? null;
+  return report;
+}
+
+/**
+ * The usage a running Claude Code session has reported so far: its `result` once printed (parseClaudeOutput), else the
+ * `usage` of each real assistant message, the last one printed per message id (Claude Code prints an assistant event
+ * per content block, each carrying its message's usage so far), summed: `input_tokens`, `cache_read_input_tokens`
+ * (tokensCached) and `output_tokens`. No cost (the catalog prices the tokens). Never throws.
+ */
+export function streamClaudeUsage(log: string): UsageReport {
+  const events = jsonEvents(log);
+  if (events.some(isClaudeFinal)) return parseClaudeOutput(log);
+  const byMessage = new Map<string, LogEvent>();
+  for (const event of events) {
+    if (event.type !== 'assistant' || stringAt(event, 'message', 'model') === SYNTHETIC_MODEL) continue;
+    byMessage.set(stringAt(event, 'message', 'id') ?? `#${byMessage.size}`, event);
+  }
+  const report = emptyUsage();
+  for (const event of byMessage.values()) {
+    report.tokensIn = addCount(report.tokensIn, countAt(event, 'message', 'usage', 'input_tokens'));
+    report.tokensCached = addCount(report.tokensCached, countAt(event, 'message', 'usage', 'cache_read_input_tokens'));
+    report.tokensOut = addCount(report.tokensOut, countAt(event, 'message', 'usage', 'output_tokens'));
+  }
   return report;
 }
 
@@ -128,6 +151,7 @@ export const claudeEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseClaudeOutput,
+  streamUsage: streamClaudeUsage,
   finalMessage: claudeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, claudeFatalErrors),
   quotaReset: claudeQuotaReset,

@@ -33,9 +33,11 @@ export interface CustomEngineConfig {
   state_guarded?: string[];
   state_shared?: string[];
   credential_env?: string[];
+  /** The most one attempt is expected to cost, USD: reserved by the budget when the eval log knows none. */
+  max_attempt_usd?: number;
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared' | 'credentialEnv'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'streamUsage' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared' | 'credentialEnv'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -122,6 +124,8 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     defaultModel: json.model ?? null,
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,
+    ...(reader.streamUsage ? { streamUsage: reader.streamUsage } : {}),
+    ...(json.max_attempt_usd !== undefined ? { maxAttemptMicroUsd: Math.round(json.max_attempt_usd * 1_000_000) } : {}),
     classifyError: reader.classifyError,
     ...(reader.quotaReset ? { quotaReset: reader.quotaReset } : {}),
     finalMessage: reader.finalMessage,

@@ -146,6 +146,8 @@ export const opencodeEngine: EngineSpec = {
   defaultModel: null,
   retryContext: 'prompt',
   parseOutput: parseOpencodeOutput,
+  // One step_finish per model call, each with that call's tokens and cost: the sum so far is the usage so far.
+  streamUsage: parseOpencodeOutput,
   finalMessage: opencodeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, opencodeFatalErrors),
   quotaReset: opencodeQuotaReset,

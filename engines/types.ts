@@ -112,6 +112,19 @@ export interface EngineSpec {
   retryContext: 'prompt' | 'file';
   /** Reads the whole raw worker log (stdout+stderr interleaved) and returns what it reports. Never throws. */
   parseOutput(log: string): UsageReport;
+  /**
+   * The usage a still-running worker has reported so far, read from its log as it grows (the budget's spend is
+   * updated from it while the attempt runs: run/usage-meter.ts). Only for an engine that reports usage as it streams
+   * (opencode: one `step_finish` per model call; Claude Code: each assistant message's `usage`); absent for one that
+   * reports it only at its end (codex's one `turn.completed`), whose spend counts when the attempt ends. A figure
+   * here never decides the attempt's recorded cost: parseOutput does, once it ended. Never throws.
+   */
+  streamUsage?(log: string): UsageReport;
+  /**
+   * The most one attempt on this engine is expected to cost, micro-USD (a custom engine's `max_attempt_usd`): what the
+   * budget reserves before an attempt when the eval log has no p90 for its model and task type. Absent: not known.
+   */
+  maxAttemptMicroUsd?: number;
   /** Classifies a failed run from the tail of its log; null when nothing recognisable. Never throws. */
   classifyError(logTail: string): EngineErrorClass | null;
   /**

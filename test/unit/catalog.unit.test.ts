@@ -99,7 +99,7 @@ describe('cost and budget (unit)', () => {
   it('does not start an attempt whose worst case would pass the cap; unknown cost is charged its reservation', () => {
     const b = new Budget(1_000_000);
     const r1 = b.reserve('e/m', null) as Reservation;
-    assert.deepEqual(r1, { key: 'e/m', microUsd: 0, unpriced: true });
+    assert.deepEqual(r1, { key: 'e/m', microUsd: 0, unpriced: true, task: null, liveMicroUsd: 0 });
     b.settle(r1, 400_000);
     const r2 = b.reserve('e/m', null) as Reservation;
     assert.equal(r2.microUsd, 400_000, 'the most an attempt of this model cost');
@@ -119,13 +119,13 @@ describe('cost and budget (unit)', () => {
     const first = b.reserve('e/m', null) as Reservation;
     assert.equal(first.unpriced, true);
     assert.deepEqual(b.reserve('e/m', null), { waitFor: 'e/m' }, 'a second parallel attempt waits: its cost is unbounded');
-    assert.deepEqual(b.reserve('e/other', null), { key: 'e/other', microUsd: 0, unpriced: true }, 'another model is its own key');
-    assert.deepEqual(b.reserve('e/m', null, false), { key: 'e/m', microUsd: 0 }, 'a step that cannot wait starts');
+    assert.deepEqual(b.reserve('e/other', null), { key: 'e/other', microUsd: 0, unpriced: true, task: null, liveMicroUsd: 0 }, 'another model is its own key');
+    assert.deepEqual(b.reserve('e/m', null, false), { key: 'e/m', microUsd: 0, task: null, liveMicroUsd: 0 }, 'a step that cannot wait starts');
     b.settle(first, 12_000);
     assert.equal(b.reserve('e/m', null), null, 'priced at 12k, past the 5k cap: refused, not started');
     const noCap = new Budget(null);
     noCap.reserve('e/m', null);
-    assert.deepEqual(noCap.reserve('e/m', null), { key: 'e/m', microUsd: 0 }, 'without a cap nothing waits');
+    assert.deepEqual(noCap.reserve('e/m', null), { key: 'e/m', microUsd: 0, task: null, liveMicroUsd: 0 }, 'without a cap nothing waits');
     const unknown = new Budget(1_000_000);
     const u1 = unknown.reserve('e/m', null) as Reservation;
     unknown.settle(u1, null);

@@ -45,6 +45,8 @@ const FIELDS: Record<string, { at: (string | number)[]; manifest: (v: number) =>
   '#/definitions/task/properties/timeout_s': { at: ['tasks', 0, 'timeout_s'], manifest: (v) => ({ tasks: [task({ timeout_s: v })] }) },
   '#/definitions/task/properties/check_timeout_s': { at: ['tasks', 0, 'check_timeout_s'], manifest: (v) => ({ tasks: [task({ check_timeout_s: v })] }) },
   '#/definitions/task/properties/watchdog_s': { at: ['tasks', 0, 'watchdog_s'], manifest: (v) => ({ tasks: [task({ watchdog_s: v })] }) },
+  '#/definitions/task/properties/budget_usd': { at: ['tasks', 0, 'budget_usd'], manifest: (v) => ({ tasks: [task({ budget_usd: v })] }) },
+  '#/definitions/task/properties/max_attempt_usd': { at: ['tasks', 0, 'max_attempt_usd'], manifest: (v) => ({ tasks: [task({ max_attempt_usd: v })] }) },
   '#/definitions/task/properties/max_attempts': { at: ['tasks', 0, 'max_attempts'], manifest: (v) => ({ tasks: [task({ max_attempts: v })] }) },
   '#/definitions/task/properties/repeat': { at: ['tasks', 0, 'repeat'], manifest: (v) => ({ tasks: [task({ repeat: v })] }) },
   '#/definitions/task/properties/validate/properties/workers': { at: ['tasks', 0, 'validate', 'workers'], manifest: (v) => ({ tasks: [task({ validate: { workers: v, check: 'test -s validation.md' } })] }) },
@@ -103,7 +105,7 @@ describe('numeric ranges at load', () => {
         assert.equal(s.type, 'number', `${at}: a duration may be fractional`);
         assert.equal(s.maximum, MAX_TIMER_S, `${at}: at most ${MAX_TIMER_S} s (2^31−1 ms)`);
         assert.ok((s.minimum as number) * 1000 >= 1, `${at}: its minimum must be at least 1 ms`);
-      } else if (field !== 'budget_usd') {
+      } else if (!field.endsWith('_usd')) {
         assert.equal(s.type, 'integer', `${at}: a count is an integer`);
         const fractional = errorsAt(FIELDS[at]!, (s.maximum as number) - 0.5).errors;
         assert.match(fractional[0]?.message ?? '', /must be integer/, `${at}: a fractional count is refused`);

@@ -14,6 +14,10 @@ export interface Reservation {
    * cap: it runs alone on `key` until it is settled.
    */
   unpriced?: boolean;
+  /** The task whose envelope (its own budget_usd) the attempt counts against; null for none. */
+  task: string | null;
+  /** What the running attempt has reported spending so far, micro-USD (Budget.progress); only ever grows. */
+  liveMicroUsd: number;
 }
 
 /** An attempt that must wait before it may start: another attempt of its unpriced `key` runs (see Budget). */
@@ -22,28 +26,47 @@ export interface BudgetWait {
   waitFor: string;
 }
 
+/** What bounds one attempt before it starts, besides the catalog and this run's own observations. */
+export interface AttemptBounds {
+  /** The p90 cost of past attempts of this model and task type (eval log), micro-USD; null when none. */
+  historyMicroUsd?: number | null;
+  /** The task's or engine's `max_attempt_usd`, micro-USD: the estimate when no p90 is known; null when neither sets it. */
+  maxAttemptMicroUsd?: number | null;
+  /** The task whose envelope the attempt counts against, and that envelope (its budget_usd) in micro-USD. */
+  task?: { key: string; capMicroUsd: number | null } | null;
+}
+
 /**
- * A run's spending cap (manifest `budget_usd`), enforced before each attempt (issue 6, "Cost and budget"): an
- * attempt starts only when what is spent, plus what running attempts hold, plus this attempt's worst-case estimate
- * stays within the cap; otherwise it is not started and its task ends BUDGET_EXCEEDED.
+ * A run's spending cap (manifest `budget_usd`) and its tasks' envelopes (a task's own `budget_usd`), enforced before
+ * each attempt and while it runs: an attempt starts only when what is spent, plus what running attempts hold (the
+ * larger of their reservation and what they reported so far), plus this attempt's worst-case estimate stays within the
+ * run's cap and its task's envelope; otherwise it is not started and its task ends BUDGET_EXCEEDED. While attempts
+ * run, their reported spend (progress) counts: once what is spent and reported passes a cap, the attempts under it are
+ * stopped (exceeded, taskExceeded).
  *
- * The worst-case estimate of an attempt is the larger of
- * - the most any finished attempt of this run on the same engine and model cost, and
+ * The worst-case estimate of an attempt is the largest of
+ * - the most any finished attempt of this run on the same engine and model cost,
  * - one full context window of input plus a tenth of it as output at the catalog price (when the catalog has one),
- * - the p90 cost of past attempts of the same model and task type in the eval log (when it has any).
- * With neither known (an engine the catalog does not price, not yet priced in this run) and a cap set, nothing
+ * - the p90 cost of past attempts of the same model and task type in the eval log, or when it has none, the task's or
+ *   engine's `max_attempt_usd`.
+ * With none known (an engine the catalog does not price, not yet priced in this run) and a cap set, nothing
  * bounds the attempt: at most one attempt of that key runs at a time until one has finished with a known cost
- * (issue 29: three parallel first attempts under a $0.005 cap each reserved $0 and the run spent 7× its cap). The
+ * (three parallel first attempts under a $0.005 cap each reserved $0 and a run spent 7× its cap). The
  * others wait (reserve answers a BudgetWait), then are admitted against the observed cost. An attempt whose cost
- * stays unknown is charged its reservation (unknown is never 0). The estimate bounds new attempts, not a running
- * one: a single attempt can still cost more than estimated.
+ * stays unknown is charged the larger of its reservation and what it reported while running (unknown is never 0).
+ * What is not capped: the tokens an engine spends between two of its usage reports (and all of an attempt on an
+ * engine that reports usage only at its end) — the overshoot is at most what was in flight when the last report came.
  */
 export class Budget {
   private spent = 0;
-  private held = 0;
+  private readonly open = new Set<Reservation>();
   private readonly observedMax = new Map<string, number>();
   /** Keys (engine/model) with an unpriced attempt running: no second one starts until it settles. */
   private readonly unpricedRunning = new Set<string>();
+  /** Settled spend per task key, micro-USD. */
+  private readonly taskSpent = new Map<string, number>();
+  /** Envelopes per task key, micro-USD (as last given to reserve). */
+  private readonly taskCaps = new Map<string, number>();
 
   /** @param capMicroUsd the cap, micro-USD; null: no cap (spend is still counted) */
   constructor(readonly capMicroUsd: number | null) {}
@@ -53,53 +76,115 @@ export class Budget {
     return this.spent;
   }
 
-  /** True when what is spent alone passes the cap (running attempts are then stopped); false without a cap. */
+  /** Settled spend plus what running attempts reported so far, micro-USD. */
+  get spentLiveMicroUsd(): number {
+    let live = 0;
+    for (const r of this.open) live += r.liveMicroUsd;
+    return this.spent + live;
+  }
+
+  /** True when what is spent (settled, plus reported by running attempts) passes the cap; false without a cap. */
   get exceeded(): boolean {
-    return this.capMicroUsd !== null && this.spent > this.capMicroUsd;
+    return this.capMicroUsd !== null && this.spentLiveMicroUsd > this.capMicroUsd;
+  }
+
+  /** The task's settled spend plus what its running attempts reported, micro-USD. */
+  taskSpentLive(task: string): number {
+    let live = 0;
+    for (const r of this.open) if (r.task === task) live += r.liveMicroUsd;
+    return (this.taskSpent.get(task) ?? 0) + live;
+  }
+
+  /** The task's envelope in micro-USD, null when it has none. */
+  taskCap(task: string): number | null {
+    return this.taskCaps.get(task) ?? null;
+  }
+
+  /** True when the task's spend (settled and reported so far) passes its envelope; false without one. */
+  taskExceeded(task: string): boolean {
+    const cap = this.taskCaps.get(task);
+    return cap !== undefined && this.taskSpentLive(task) > cap;
+  }
+
+  /** What is spent plus what running attempts hold (each the larger of its reservation and its reported spend). */
+  private committed(task: string | null): number {
+    let held = 0;
+    for (const r of this.open) if (task === null || r.task === task) held += Math.max(r.microUsd, r.liveMicroUsd);
+    return (task === null ? this.spent : (this.taskSpent.get(task) ?? 0)) + held;
   }
 
   /** The worst-case estimate of one attempt on `key` (engine/model), micro-USD. */
-  /** @param historyMicroUsd the p90 cost of past attempts of this model and task type (eval log), null when none */
-  estimate(key: string, price: ModelPrice | null, historyMicroUsd: number | null = null): number {
+  estimate(key: string, price: ModelPrice | null, bounds: AttemptBounds = {}): number {
     const catalog = price?.contextLength ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd : 0;
-    return Math.ceil(Math.max(this.observedMax.get(key) ?? 0, catalog, historyMicroUsd ?? 0));
+    return Math.ceil(Math.max(this.observedMax.get(key) ?? 0, catalog, bounds.historyMicroUsd ?? bounds.maxAttemptMicroUsd ?? 0));
   }
 
   /**
-   * Reserves the estimate for one attempt, or returns null when it would exceed the cap (the attempt must not
-   * start), or a BudgetWait when nothing bounds its cost and another attempt of `key` is still running unpriced
-   * (start it again once that one settles). Always succeeds without a cap.
+   * Reserves the estimate for one attempt, or returns null when it would pass the run's cap or its task's envelope
+   * (the attempt must not start; refusal says why), or a BudgetWait when nothing bounds its cost and another attempt of
+   * `key` is still running unpriced (start it again once that one settles). Always succeeds without a cap.
    * @param mayWait false for a step that cannot be queued again (a ranking reader): it then starts beside the
    *   unpriced attempt, reserving 0
    */
-  reserve(key: string, price: ModelPrice | null, mayWait = true, historyMicroUsd: number | null = null): Reservation | BudgetWait | null {
-    const microUsd = this.estimate(key, price, historyMicroUsd);
-    if (this.capMicroUsd === null) {
-      this.held += microUsd;
-      return { key, microUsd };
-    }
-    const committed = this.spent + this.held;
-    if (committed >= this.capMicroUsd || committed + microUsd > this.capMicroUsd) return null;
-    const unpriced = microUsd === 0 && !this.observedMax.has(key) && historyMicroUsd === null;
+  reserve(key: string, price: ModelPrice | null, mayWait = true, bounds: AttemptBounds = {}): Reservation | BudgetWait | null {
+    const microUsd = this.estimate(key, price, bounds);
+    const task = bounds.task?.key ?? null;
+    if (bounds.task && bounds.task.capMicroUsd !== null) this.taskCaps.set(bounds.task.key, bounds.task.capMicroUsd);
+    const taskCap = task === null ? null : this.taskCap(task);
+    if (this.capMicroUsd === null && taskCap === null) return this.hold({ key, microUsd, task, liveMicroUsd: 0 });
+    if (this.capMicroUsd !== null && this.passes(this.committed(null), microUsd, this.capMicroUsd)) return null;
+    if (task !== null && taskCap !== null && this.passes(this.committed(task), microUsd, taskCap)) return null;
+    const unpriced = microUsd === 0 && !this.observedMax.has(key) && (bounds.historyMicroUsd ?? null) === null && (bounds.maxAttemptMicroUsd ?? null) === null;
     if (unpriced) {
-      if (this.unpricedRunning.has(key)) return mayWait ? { waitFor: key } : { key, microUsd };
+      if (this.unpricedRunning.has(key)) return mayWait ? { waitFor: key } : this.hold({ key, microUsd, task, liveMicroUsd: 0 });
       this.unpricedRunning.add(key);
     }
-    this.held += microUsd;
-    return unpriced ? { key, microUsd, unpriced } : { key, microUsd };
+    return this.hold(unpriced ? { key, microUsd, unpriced, task, liveMicroUsd: 0 } : { key, microUsd, task, liveMicroUsd: 0 });
   }
 
-  /** Releases a reservation and charges the attempt's cost (its reservation when the cost is unknown). */
+  private passes(committed: number, microUsd: number, cap: number): boolean {
+    return committed >= cap || committed + microUsd > cap;
+  }
+
+  private hold(r: Reservation): Reservation {
+    this.open.add(r);
+    return r;
+  }
+
+  /**
+   * Records what a running attempt has reported spending so far (micro-USD, from its engine's usage events): the
+   * larger of this and what it reported before counts. Ignored once the reservation is settled.
+   */
+  progress(r: Reservation, microUsd: number): void {
+    if (this.open.has(r) && microUsd > r.liveMicroUsd) r.liveMicroUsd = microUsd;
+  }
+
+  /**
+   * Releases a reservation and charges the attempt's cost: its final cost when known, else the larger of its
+   * reservation and what it reported while running.
+   */
   settle(r: Reservation, costMicroUsd: number | null): void {
+    if (!this.open.delete(r)) return;
     if (r.unpriced) this.unpricedRunning.delete(r.key);
-    this.held -= r.microUsd;
-    this.spent += costMicroUsd ?? r.microUsd;
+    const charged = costMicroUsd ?? Math.max(r.microUsd, r.liveMicroUsd);
+    this.spent += charged;
+    if (r.task !== null) this.taskSpent.set(r.task, (this.taskSpent.get(r.task) ?? 0) + charged);
     if (costMicroUsd !== null) this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, costMicroUsd));
   }
 
-  /** Why an attempt was not started, for the task's reason. */
-  refusal(key: string, price: ModelPrice | null, historyMicroUsd: number | null = null): string {
-    const usd = (n: number) => `$${(n / 1_000_000).toFixed(2)}`;
-    return `budget: ${usd(this.spent)} spent${this.held ? ` and ${usd(this.held)} held by running attempts` : ''}, and this attempt may cost up to ${usd(this.estimate(key, price, historyMicroUsd))}: that would pass budget_usd ${usd(this.capMicroUsd ?? 0)}; the attempt was not started`;
+  /** Why an attempt was not started, for the task's reason (the run's cap when it is the one passed, else the task's). */
+  refusal(key: string, price: ModelPrice | null, bounds: AttemptBounds = {}): string {
+    const usd = (n: number) => `$${(n / 1_000_000).toFixed(n !== 0 && n < 10_000 ? 4 : 2)}`;
+    const estimate = this.estimate(key, price, bounds);
+    const task = bounds.task?.key ?? null;
+    const taskCap = task === null ? null : this.taskCap(task);
+    const runPassed = this.capMicroUsd !== null && this.passes(this.committed(null), estimate, this.capMicroUsd);
+    if (!runPassed && task !== null && taskCap !== null) {
+      const spent = this.taskSpent.get(task) ?? 0;
+      const held = this.committed(task) - spent;
+      return `budget: task ${task} has ${usd(spent)} spent${held ? ` and ${usd(held)} held by its running attempts` : ''}, and this attempt may cost up to ${usd(estimate)}: that would pass the task's budget_usd ${usd(taskCap)}; the attempt was not started`;
+    }
+    const held = this.committed(null) - this.spent;
+    return `budget: ${usd(this.spent)} spent${held ? ` and ${usd(held)} held by running attempts` : ''}, and this attempt may cost up to ${usd(estimate)}: that would pass budget_usd ${usd(this.capMicroUsd ?? 0)}; the attempt was not started`;
   }
 }

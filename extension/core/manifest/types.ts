@@ -32,6 +32,10 @@ export interface TaskSpec {
   protect: string[] | null;
   /** Attempts allowed, ≥ 1 (2 = one retry). */
   maxAttempts: number;
+  /** `budget_usd`: this task's spending envelope (attempts, reviewers, critics, rankers), USD; absent: none. */
+  budgetUsd?: number;
+  /** `max_attempt_usd`: the reserve of one attempt when the eval log knows no p90, USD; absent: the engine's. */
+  maxAttemptUsd?: number;
   /**
    * `fallback`: the engines of attempts 2, 3, … in order (model null: that engine's default); past the list the last
    * entry goes on. Empty: every attempt runs on `engine`. See run/decide.ts attemptEngine.

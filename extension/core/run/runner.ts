@@ -301,6 +301,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     t.state.reason = reason;
     t.abort.abort(reason);
   };
+  // The spend reported while attempts run passed the run's budget (task null) or a task's own: stop those attempts.
+  spend.onOver = (key, reason) => {
+    for (const t of attemptsRunning) if (key === null || t.spec.key === key) stopForBudget(t, reason);
+  };
   /** Tasks held back by the budget until an attempt of their unpriced engine settles (spend.ts admit). */
   const budgetHeld = new Set<TaskRuntime>();
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
@@ -338,7 +342,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (opts.baseline && !task.prepared && (await baselinePasses(ctx, task))) return false;
     chooseEngine(task);
     // Budget (issue 6): reserve this attempt's worst case, or end the task BUDGET_EXCEEDED without starting it.
-    const reservation = spend.admit(task.state.engine, task.state.model, task.spec.taskType);
+    const reservation = spend.admit(task.engine, task.state.model, task.spec);
     if (typeof reservation === 'string') {
       budgetExceeded(ctx, task, reservation);
       return false;
@@ -749,6 +753,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
 /** Ends a task BUDGET_EXCEEDED: its next attempt was not started (no eval row: no worker ran). */
 function budgetExceeded(ctx: AttemptContext, task: TaskRuntime, reason: string): void {
   task.state.status = 'BUDGET_EXCEEDED';
+  task.state.reason = reason;
   task.summary.verdict = 'BUDGET_EXCEEDED';
   task.summary.reason = reason;
   ctx.emit({ type: 'task-skipped', key: task.spec.key, reason });

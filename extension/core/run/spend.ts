@@ -1,7 +1,8 @@
-import type { UsageReport } from '../../../engines/types';
+import type { EngineSpec, UsageReport } from '../../../engines/types';
+import type { TaskSpec } from '../manifest/types';
 import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
-import { Budget, type BudgetWait, type Reservation } from '../cost/budget';
+import { Budget, type AttemptBounds, type BudgetWait, type Reservation } from '../cost/budget';
 import { attemptCostMicroUsd, priceOf } from '../cost/pricing';
 import { evalLogPath } from '../config/home';
 import { currentColumns } from '../scoreboard/load';
@@ -48,35 +49,85 @@ export class RunSpend {
   }
 
   /**
-   * Reserves an attempt's worst case; a string (the reason) when the attempt must not start; a BudgetWait (with the
-   * run note to show once) when its cost is unbounded and an attempt of the same engine and model is running unpriced
-   * (extension/core/cost/budget.ts): queue it again when that one settles.
+   * Reserves an attempt's worst case (against the run's budget and the task's own budget_usd); a string (the reason)
+   * when the attempt must not start; a BudgetWait (with the run note to show once) when its cost is unbounded and an
+   * attempt of the same engine and model is running unpriced (extension/core/cost/budget.ts): queue it again when that
+   * one settles. While admitted, the task's worker reports its spend through progress().
    */
-  admit(engine: string, model: string | null, taskType: string | null = null): Reservation | string | (BudgetWait & { note: string | null }) {
-    const key = `${engine}/${model ?? ''}`;
+  admit(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): Reservation | string | (BudgetWait & { note: string | null }) {
+    const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
-    const history = model === null ? null : (this.history.get(`${model}\0${taskType ?? ''}`) ?? null);
-    const r = this.budget.reserve(key, price, true, history);
-    if (r === null) return this.budget.refusal(key, price, history);
-    if (!('waitFor' in r)) return r;
+    const bounds = this.bounds(engine, model, task);
+    const r = this.budget.reserve(key, price, true, bounds);
+    if (r === null) return this.budget.refusal(key, price, bounds);
+    if (!('waitFor' in r)) {
+      this.workers.set(task.key, r);
+      return r;
+    }
     const first = !this.saidUnpriced.has(key);
     this.saidUnpriced.add(key);
     const note = first
-      ? `budget: the cost of an attempt on ${engine}${model ? ` (${model})` : ''} is unknown (no catalog price, none priced yet): its attempts run one at a time until one has finished and priced it`
+      ? `budget: the cost of an attempt on ${engine.name}${model ? ` (${model})` : ''} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts run one at a time until one has finished and priced it`
       : null;
     return { ...r, note };
   }
 
   /**
-   * admit for a step that cannot be queued again (a ranking reader): a Reservation, or a string (the reason) when it
-   * must not start; where admit would wait it starts at once (reserving 0).
+   * admit for a step that cannot be queued again (a ranking reader of the group `task`): a Reservation, or a string
+   * (the reason) when it must not start; where admit would wait it starts at once (reserving 0).
    */
-  admitNow(engine: string, model: string | null): Reservation | string {
-    const key = `${engine}/${model ?? ''}`;
+  admitNow(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): Reservation | string {
+    const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
-    const r = this.budget.reserve(key, price, false);
-    return r === null ? this.budget.refusal(key, price) : (r as Reservation);
+    const bounds = { ...this.bounds(engine, model, task), historyMicroUsd: null };
+    const r = this.budget.reserve(key, price, false, bounds);
+    return r === null ? this.budget.refusal(key, price, bounds) : (r as Reservation);
   }
+
+  private bounds(engine: Pick<EngineSpec, 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): AttemptBounds {
+    const maxAttempt = task.maxAttemptUsd !== undefined ? Math.round(task.maxAttemptUsd * 1_000_000) : (engine.maxAttemptMicroUsd ?? null);
+    return {
+      historyMicroUsd: model === null ? null : (this.history.get(`${model}\0${task.taskType ?? ''}`) ?? null),
+      maxAttemptMicroUsd: maxAttempt,
+      task: { key: task.key, capMicroUsd: task.budgetUsd === undefined ? null : Math.round(task.budgetUsd * 1_000_000) },
+    };
+  }
+
+  /**
+   * The running worker of `taskKey` reported usage (its engine's streamUsage, run/usage-meter.ts): its spend so far
+   * counts against the budgets; when the run's or the task's spend passes its cap, onOver is told (once per cap and
+   * task) so the attempts under it are stopped. A usage whose cost cannot be known (no CLI cost, no catalog price)
+   * changes nothing.
+   */
+  progress(taskKey: string, usage: UsageReport, model: string | null): void {
+    const r = this.workers.get(taskKey);
+    const cost = this.cost(usage, model);
+    if (!r || cost === null) return;
+    this.budget.progress(r, cost);
+    this.checkCaps(taskKey);
+  }
+
+  /** Tells onOver about a cap passed (the run's, else the task's); each at most once. */
+  private checkCaps(taskKey: string): void {
+    if (!this.onOver) return;
+    if (this.budget.exceeded && !this.saidOver.has('')) {
+      this.saidOver.add('');
+      this.onOver(null, this.overBudget() as string);
+    } else if (this.budget.taskExceeded(taskKey) && !this.saidOver.has(taskKey)) {
+      this.saidOver.add(taskKey);
+      this.onOver(taskKey, this.taskOverBudget(taskKey) as string);
+    }
+  }
+
+  /**
+   * Called when the spend reported while attempts run passes a cap: `task` null for the run's budget_usd (stop every
+   * running attempt), else the task whose own budget_usd was passed (stop its attempt); `reason` for the task.
+   */
+  onOver: ((task: string | null, reason: string) => void) | null = null;
+  /** Caps already reported to onOver ('' for the run's). */
+  private readonly saidOver = new Set<string>();
+  /** The open reservation of each task's running worker, by task key. */
+  private readonly workers = new Map<string, Reservation>();
 
   /**
    * Reads the p90 cost of past work attempts per (model, task_type) from the eval log through the scoreboard's
@@ -112,6 +163,7 @@ export class RunSpend {
 
   /** Settles a reservation with the attempt's cost. */
   settle(r: Reservation, costMicroUsd: number | null): void {
+    if (r.task !== null && this.workers.get(r.task) === r) this.workers.delete(r.task);
     this.budget.settle(r, costMicroUsd);
   }
 
@@ -122,7 +174,14 @@ export class RunSpend {
   overBudget(): string | null {
     if (!this.budget.exceeded) return null;
     const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
-    return `budget: ${usd(this.budget.spentMicroUsd)} spent passed budget_usd ${usd(this.budget.capMicroUsd ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
+    return `budget: ${usd(this.budget.spentLiveMicroUsd)} spent passed budget_usd ${usd(this.budget.capMicroUsd ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
+  }
+
+  /** Like overBudget, for the task's own budget_usd: null while within it (or it has none). */
+  taskOverBudget(taskKey: string): string | null {
+    if (!this.budget.taskExceeded(taskKey)) return null;
+    const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
+    return `budget: task ${taskKey}'s ${usd(this.budget.taskSpentLive(taskKey))} spent passed its budget_usd ${usd(this.budget.taskCap(taskKey) ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
   }
 
   /** An eval row was appended: send it (and any waiting) to Postgres in the background. */

@@ -20,6 +20,7 @@ import { protectedPaths, type Step } from './context';
 import { restoreProtected } from '../protect';
 import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
 import { taskRunDir } from './seal';
+import { usageMeter } from '../usage-meter';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
@@ -69,6 +70,8 @@ export const workStep: Step = {
       guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
       ctx.stateBaselines.set(engine.name, guard);
     }
+    // The budget counts the worker's spend as its engine reports it, while it runs (spend.ts progress).
+    const meter = usageMeter(engine, () => readLog(files.worker), (usage) => ctx.spend.progress(spec.key, usage, task.state.model));
     const { receipt, tail } = await supervise({
       file: ctx.binaries.get(task.state.engine) ?? engine.binary,
       args: argv,
@@ -88,7 +91,10 @@ export const workStep: Step = {
       },
       idleTimeoutMs: spec.watchdogMs ?? undefined,
       finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
-      onOutput: (chunk) => recent.push(chunk),
+      onOutput: (chunk) => {
+        recent.push(chunk);
+        meter.onOutput();
+      },
       // A reader of inputs runs other tasks' code: its output reaches the log through the spawn helper's relay, which
       // that code cannot open again through /proc (SuperviseOptions.relayOutput).
       relayOutput: spec.inputs !== undefined,
@@ -108,7 +114,7 @@ export const workStep: Step = {
         // A reader of inputs sees no other engine's state dirs either (another engine's member left its session there).
         hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden, ...(spec.inputs ? otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, task.state.dir, scratch, ctx.binaries.get(task.state.engine) ?? engine.binary]) : [])],
       }),
-    });
+    }).finally(() => meter.stop());
     rec.worker = receipt;
     io.workerTail = tail;
     const setId = setIdNote('the worker', receipt.setIdCleared);

@@ -60,7 +60,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
   const startedAt = Date.now();
   const rec: RankRecord = { reviewer: n, engine: engine.name, harness: engine.harness, model, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, scores: null, reasons: {}, error: null, cancelled: false };
   // Its known cost counts against budget_usd like an attempt's; past the budget it does not start.
-  const reservation = ctx.spend.admitNow(engine.name, model);
+  const reservation = ctx.spend.admitNow(engine, model, spec);
   if (typeof reservation === 'string') {
     rec.error = `not started: ${reservation}`;
     return rec;

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+
+// A hard budget over engines that report usage as they stream (docs/architecture.md "Cost and budget"): fake engines
+// are bash scripts whose output is opencode's JSON (one step_finish per model call, each with its cost in USD), so the
+// orchestrator reads their spend while they run, as it does for the real opencode.
+
+/** Config with custom engines printing opencode's JSON; `extra` adds fields (max_attempt_usd) to each. */
+function streamingConfig(dir: string, engines: Record<string, Record<string, unknown>>): string {
+  const config = path.join(dir, 'config.json');
+  const entry = (model: string, extra: Record<string, unknown>) => ({ binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model, retry_context: 'file', ...extra });
+  fs.writeFileSync(config, JSON.stringify({ engines: Object.fromEntries(Object.entries(engines).map(([name, extra]) => [name, entry(`acme/${name}`, extra)])) }));
+  return config;
+}
+
+/**
+ * A worker that makes `steps` model calls, `costUsd` each, one every `everyS` seconds (each reported by a step_finish
+ * as it happens), then the final step, then writes out.txt: a long attempt unless something stops it.
+ */
+function streamingWorker(steps: number, costUsd: number, everyS = 0.1): string {
+  const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":${costUsd}}}`;
+  return `echo partial > draft.txt; for i in $(seq ${steps}); do echo '${step('tool-calls')}'; sleep ${everyS}; done; echo '${step('stop')}'; echo ok > out.txt`;
+}
+
+const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
+const spentOf = (rows: Record<string, unknown>[]) => rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
+const stateOf = (home: string) => JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string; reason?: string }[] };
+
+describe('budget: a hard cap over engines that stream their usage (e2e, built CLI)', () => {
+  it('parallel attempts of unknown price under a tiny budget: the running one is stopped mid-run from its streamed usage; at most 10 % over', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const config = streamingConfig(dir, { stream: {} });
+    // Each attempt would cost 150 × $0.0002 = $0.03 (6× the budget) over 15 s; the catalog has no price for acme/stream.
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], timeout_s: 120 }));
+    const manifest = writeManifest(dir, { run_name: 'stream-unpriced', max_parallel: 3, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const rows = readRows(home);
+    const spent = spentOf(rows);
+    console.log(`      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over; one whole attempt: 30000), ${rows.length} attempt(s) ran`);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.ok(spent > 5000, `the stopped attempt's spend is recorded (${spent})\n${r.all}`);
+    assert.ok(spent <= 5500, `spent ${spent} micro-USD: more than 10 % over the 5000 budget\n${r.all}`);
+    assert.equal(rows.length, 1, r.all);
+    assert.match(r.all, /cost of an attempt on stream \(acme\/stream\) is unknown .* one at a time/);
+    const state = stateOf(home);
+    assert.deepEqual(state.tasks.map((t) => t.status), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED'], r.all);
+    const stopped = state.tasks.find((t) => t.key === rows[0]?.task_key);
+    assert.match(stopped?.reason ?? '', /spent passed budget_usd \$0\.0050; this attempt was stopped/);
+    assert.ok(fs.existsSync(path.join(stopped?.dir ?? '', 'draft.txt')), 'the stopped attempt\'s work is kept');
+  });
+
+  it('max_attempt_usd is the reserve when nothing else prices an engine: two attempts run at once, a third is refused, both stopped at the budget', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // The engine says an attempt costs at most $0.004: under $0.01 two reserve $0.008 and start together; a third
+    // ($0.012 in all) would pass the budget and is refused up front. The two then stream past the budget together.
+    const config = streamingConfig(dir, { capped: { max_attempt_usd: 0.004 } });
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'capped', expect_files: ['out.txt'], timeout_s: 120 }));
+    const manifest = writeManifest(dir, { run_name: 'stream-capped', max_parallel: 3, budget_usd: 0.01, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const rows = readRows(home);
+    const spent = spentOf(rows);
+    console.log(`      spent ${spent} micro-USD of a 10000 micro-USD budget (${((spent / 10000 - 1) * 100).toFixed(1)} % over), ${rows.length} attempt(s) ran at once`);
+    assert.doesNotMatch(r.all, /is unknown/, 'max_attempt_usd bounds the engine');
+    assert.equal(rows.length, 2, r.all);
+    assert.ok(spent <= 11000, `spent ${spent} micro-USD: more than 10 % over the 10000 budget\n${r.all}`);
+    assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*may cost up to \$0\.0040: that would pass budget_usd \$0\.01/, r.stdout);
+    assert.deepEqual(stateOf(home).tasks.map((t) => t.status), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED'], r.all);
+  });
+
+  it('a task\'s own budget_usd is an envelope for all its attempts: a retry that could pass it does not start, a long attempt is stopped at it; other tasks go on', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const config = streamingConfig(dir, { stream: {} });
+    // `retry` fails its check at $0.002 an attempt (max_attempt_usd $0.002 in the task): with $0.003 in its envelope the
+    // second attempt ($0.002 + $0.002) is refused. `long` streams past its $0.003 envelope and is stopped. `free` has
+    // no envelope and no run budget binds it: it PASSes. A careless manifest gives max_attempts 3: still refused.
+    const tasks = [
+      scriptTask('retry', streamingWorker(10, 0.0002, 0.01).replace('echo ok > out.txt', 'true'), 'test -s out.txt', { engine: 'stream', max_attempts: 3, budget_usd: 0.003, max_attempt_usd: 0.002 }),
+      scriptTask('long', streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], budget_usd: 0.003, timeout_s: 120 }),
+      scriptTask('free', streamingWorker(5, 0.0002, 0.01), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'] }),
+    ];
+    const manifest = writeManifest(dir, { run_name: 'envelope', max_parallel: 3, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const rows = readRows(home);
+    const byTask = (k: string) => rows.filter((x) => x.task_key === k);
+    console.log(`      retry: ${byTask('retry').length} attempt(s), ${spentOf(byTask('retry'))} micro-USD of 3000; long: ${spentOf(byTask('long'))} micro-USD of 3000 (${((spentOf(byTask('long')) / 3000 - 1) * 100).toFixed(1)} % over); free: ${spentOf(byTask('free'))}`);
+    const state = stateOf(home);
+    const status = Object.fromEntries(state.tasks.map((t) => [t.key, t.status]));
+    assert.deepEqual(status, { retry: 'BUDGET_EXCEEDED', long: 'BUDGET_EXCEEDED', free: 'PASS' }, r.all);
+    assert.equal(byTask('retry').length, 1, r.all);
+    assert.match(state.tasks.find((t) => t.key === 'retry')?.reason ?? '', /task retry has \$0\.00\d+ spent, and this attempt may cost up to \$0\.00\d+: that would pass the task's budget_usd \$0\.0030/);
+    assert.match(state.tasks.find((t) => t.key === 'long')?.reason ?? '', /task long's \$0\.00\d+ spent passed its budget_usd \$0\.0030; this attempt was stopped/);
+    assert.ok(spentOf(byTask('long')) <= 3300, `long spent ${spentOf(byTask('long'))}: more than 10 % over its envelope`);
+  });
+
+  it('bad budgets are load errors with their position: negative, zero, non-numeric, in a task and in an engine entry', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const tasks = [scriptTask('a', 'true', 'true', { budget_usd: -1 }), scriptTask('b', 'true', 'true', { max_attempt_usd: 0 }), scriptTask('c', 'true', 'true', { budget_usd: '5' })];
+    const manifest = writeManifest(dir, { run_name: 'bad', workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home], { env });
+    assert.equal(r.exitCode, 2, r.all);
+    assert.match(r.all, /test\.swarm\.json:\d+:\d+.*budget_usd/);
+    assert.match(r.all, /max_attempt_usd/);
+    assert.equal(fs.existsSync(path.join(home, 'runs')), false, 'nothing ran');
+    const config = streamingConfig(dir, { stream: { max_attempt_usd: -0.5 } });
+    const ok = writeManifest(dir, { run_name: 'ok', workdir: path.join(dir, 'work'), tasks: [scriptTask('a', 'true', 'true')] }, 'ok.swarm.json');
+    const r2 = await cli(['run', ok, '--home', home, '--config', config], { env });
+    assert.equal(r2.exitCode, 2, r2.all);
+    assert.match(r2.all, /stream\.max_attempt_usd must be > 0/);
+  });
+});

@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { builtinEngines } from '../../engines';
+import { Budget } from '../../extension/core/cost/budget';
+import { engineFixture } from './engines/fixture';
+
+describe('budget: reservations, spend reported while attempts run, task envelopes', () => {
+  it('a running attempt\'s reported spend counts: it passes the cap, holds more than its reservation, and is charged when its final cost is unknown', () => {
+    const b = new Budget(10_000);
+    const r = b.reserve('e/m', null, true, { maxAttemptMicroUsd: 4_000 });
+    assert.ok(r && !('waitFor' in r));
+    b.progress(r, 3_000);
+    b.progress(r, 2_000); // a lower figure later (a forged or reordered line) never lowers it
+    assert.equal(r.liveMicroUsd, 3_000);
+    assert.equal(b.exceeded, false);
+    // A second attempt: 4000 held by the first (its reservation is larger than what it reported) + 4000 ≤ 10000.
+    const r2 = b.reserve('e/m', null, true, { maxAttemptMicroUsd: 4_000 });
+    assert.ok(r2 && !('waitFor' in r2));
+    b.progress(r2, 7_500);
+    // 3000 + 7500 reported: past the cap while both still run; a third cannot start.
+    assert.equal(b.exceeded, true);
+    assert.equal(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 1 }), null);
+    b.settle(r2, null);
+    assert.equal(b.spentMicroUsd, 7_500, 'unknown final cost: the larger of the reservation and the reported spend');
+    b.settle(r, 2_500);
+    assert.equal(b.spentMicroUsd, 10_000, 'a known final cost is what is charged');
+    b.settle(r, 2_500);
+    assert.equal(b.spentMicroUsd, 10_000, 'settling twice charges once');
+    b.progress(r, 99_000);
+    assert.equal(b.spentLiveMicroUsd, 10_000, 'progress after settle changes nothing');
+  });
+
+  it('an engine of unknown price with no max_attempt_usd runs one attempt at a time; max_attempt_usd lifts that', () => {
+    const b = new Budget(100_000);
+    const first = b.reserve('e/m', null);
+    assert.ok(first && 'unpriced' in first && first.unpriced);
+    assert.deepEqual(b.reserve('e/m', null), { waitFor: 'e/m' });
+    const bounded = b.reserve('e/m', null, true, { maxAttemptMicroUsd: 5_000 });
+    assert.ok(bounded && !('waitFor' in bounded) && !bounded.unpriced && bounded.microUsd === 5_000);
+    // The p90 of the eval log comes before max_attempt_usd.
+    assert.equal(b.estimate('e/m', null, { historyMicroUsd: 700, maxAttemptMicroUsd: 5_000 }), 700);
+  });
+
+  it('a task envelope bounds its attempts without a run cap, and names itself in the refusal', () => {
+    const b = new Budget(null);
+    const task = { key: 't', capMicroUsd: 3_000 };
+    const r = b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task });
+    assert.ok(r && !('waitFor' in r));
+    b.progress(r, 3_100);
+    assert.equal(b.taskExceeded('t'), true);
+    assert.equal(b.exceeded, false, 'no run cap');
+    b.settle(r, 2_200);
+    assert.equal(b.taskExceeded('t'), false);
+    assert.equal(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task }), null);
+    assert.match(b.refusal('e/m', null, { maxAttemptMicroUsd: 2_000, task }), /task t has \$0\.0022 spent, and this attempt may cost up to \$0\.0022: that would pass the task's budget_usd \$0\.0030/);
+    // Another task is not bound by t's envelope.
+    assert.ok(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task: { key: 'u', capMicroUsd: null } }));
+  });
+
+  it('streamUsage: claude sums its assistant messages (the last per id) until its result; opencode sums its steps so far; codex reports only at its end', () => {
+    const engines = builtinEngines();
+    const claude = engineFixture('claude');
+    const beforeResult = claude.split('\n').filter((l) => !l.includes('"type":"result"')).join('\n');
+    const running = engines.get('claude')?.streamUsage?.(beforeResult);
+    assert.deepEqual([running?.tokensIn, running?.tokensCached, running?.tokensOut, running?.costMicroUsd], [2468, 400, 2, null]);
+    assert.equal(engines.get('claude')?.streamUsage?.(claude).costMicroUsd, 12192, 'with its result: the result');
+    const opencode = engineFixture('opencode').split('\n');
+    const firstStep = opencode.slice(0, opencode.findIndex((l) => l.includes('"step_finish"')) + 1).join('\n');
+    assert.equal(engines.get('opencode')?.streamUsage?.(firstStep).tokensIn, 1234);
+    assert.equal(engines.get('codex')?.streamUsage, undefined);
+  });
+});
