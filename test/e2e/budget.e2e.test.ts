@@ -4,7 +4,7 @@ import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
-// A hard budget over engines that report usage as they stream (docs/architecture.md "Cost and budget"): fake engines
+// A hard budget over engines that report usage as they stream (docs/scoreboard.md "Cost and budget"): fake engines
 // are bash scripts whose output is opencode's JSON (one step_finish per model call, each with its cost in USD), so the
 // orchestrator reads their spend while they run, as it does for the real opencode.
 
