@@ -20,7 +20,7 @@ function streamingConfig(dir: string, engines: Record<string, Record<string, unk
  * A worker that makes `steps` model calls, `costUsd` each, one every `everyS` seconds (each reported by a step_finish
  * as it happens), then the final step, then writes out.txt: a long attempt unless something stops it.
  */
-function streamingWorker(steps: number, costUsd: number, everyS = 0.1): string {
+function streamingWorker(steps: number, costUsd: number, everyS = 0.2): string {
   const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":${costUsd}}}`;
   return `echo partial > draft.txt; for i in $(seq ${steps}); do echo '${step('tool-calls')}'; sleep ${everyS}; done; echo '${step('stop')}'; echo ok > out.txt`;
 }
@@ -34,7 +34,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const config = streamingConfig(dir, { stream: {} });
-    // Each attempt would cost 150 × $0.0002 = $0.03 (6× the budget) over 15 s; the catalog has no price for acme/stream.
+    // Each attempt would cost 150 × $0.0002 = $0.03 (6× the budget) over 30 s; the catalog has no price for acme/stream.
     const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], timeout_s: 120 }));
     const manifest = writeManifest(dir, { run_name: 'stream-unpriced', max_parallel: 3, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
@@ -81,7 +81,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     // no envelope and no run budget binds it: it PASSes. A careless manifest gives max_attempts 3: still refused.
     const tasks = [
       scriptTask('retry', streamingWorker(10, 0.0002, 0.01).replace('echo ok > out.txt', 'true'), 'test -s out.txt', { engine: 'stream', max_attempts: 3, budget_usd: 0.003, max_attempt_usd: 0.002 }),
-      scriptTask('long', streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], budget_usd: 0.003, timeout_s: 120 }),
+      scriptTask('long', streamingWorker(300, 0.0001), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], budget_usd: 0.003, timeout_s: 120 }),
       scriptTask('free', streamingWorker(5, 0.0002, 0.01), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'] }),
     ];
     const manifest = writeManifest(dir, { run_name: 'envelope', max_parallel: 3, workdir: path.join(dir, 'work'), tasks });

@@ -14,7 +14,7 @@ export interface UsageMeter {
 }
 
 /**
- * Follows a running worker's usage for the budget: after new output, at most once every MIN_INTERVAL_MS (longer when a
+ * Follows a running worker's usage for the budget: on new output (at once after a quiet spell), at most once every MIN_INTERVAL_MS (longer when a
  * reading of a large log takes long: never more than MAX_BUSY_SHARE of the time), the whole log (`readLog`) is read
  * with the engine's streamUsage and `report` gets the usage so far. An engine
  * without streamUsage (its usage comes only at its end) gets a meter that does nothing. `report` must not throw;
@@ -27,17 +27,23 @@ export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () 
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
   let intervalMs = MIN_INTERVAL_MS;
+  let lastRead = -Infinity;
   const read = () => {
     timer = null;
     if (stopped) return;
     const started = performance.now();
+    lastRead = started;
     const usage = stream(readLog());
     intervalMs = Math.max(MIN_INTERVAL_MS, (performance.now() - started) / MAX_BUSY_SHARE);
     report(usage);
   };
   return {
     onOutput() {
-      if (!stopped && timer === null) timer = setTimeout(read, intervalMs);
+      // Output after a quiet spell is read at once; more output within the interval is read when it is up.
+      if (stopped || timer !== null) return;
+      const wait = lastRead + intervalMs - performance.now();
+      if (wait <= 0) read();
+      else timer = setTimeout(read, wait);
     },
     stop() {
       stopped = true;
