@@ -1,5 +1,8 @@
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { resolveHome } from '../core/config/home';
+import { writeCliShim } from '../core/host/cli-shim';
+import { nodeCommand } from '../core/run/run-launch';
 import { containmentChoice } from '../core/config/settings';
 import { reconcileDeadRuns } from '../core/run/reconcile';
 import { lintManifestFile } from '../core/manifest/lint';
@@ -68,6 +71,27 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     launcher,
     { dispose: () => void pool.close() },
   );
+  // `verdict` in the integrated terminal: a launcher of the bundled CLI in the extension's storage, first on the PATH
+  // of every terminal opened from now on (the terminal environment API; the user's shell files are never written).
+  const cliPath = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
+  let shim: string | null = null;
+  try {
+    shim = writeCliShim(path.join(context.globalStorageUri.fsPath, 'bin'), cliPath, nodeCommand());
+    context.environmentVariableCollection.description = 'Puts the `verdict` command (the CLI bundled with the extension) on the PATH';
+    context.environmentVariableCollection.prepend('PATH', `${path.dirname(shim)}${path.delimiter}`);
+  } catch (e) {
+    log.warn(`could not put \`verdict\` on the terminal's PATH: ${(e as Error).message}`);
+  }
+  context.subscriptions.push(vscode.commands.registerCommand('verdict.copyCliPath', async () => {
+    if (!shim) return refuseCopy();
+    await vscode.env.clipboard.writeText(shim);
+    void vscode.window.showInformationMessage(`Verdict: copied ${shim} — run it from any shell, or link it into a folder on your PATH`);
+    return shim;
+  }));
+  const refuseCopy = () => {
+    void vscode.window.showErrorMessage('Verdict: the `verdict` launcher could not be written; see Output → Verdict');
+    return undefined;
+  };
   // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
   setTimeout(() => {
     showContainment();
