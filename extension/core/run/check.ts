@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { supervise, type Receipt } from '../process/supervisor';
 import type { BwrapPlan } from '../process/sandbox';
+import { failureLine } from './failure-line';
 
 /** The marker appended when a failing check printed nothing, so a retry prompt never shows an empty output. */
 export const SILENT_CHECK_MARKER = '[verdict] the check failed and printed nothing; its exit code is the only evidence';
@@ -54,7 +55,7 @@ export async function runCheck(opts: { check: string; taskDir: string; judgeDir?
   let reason = '';
   if (receipt.spawnError) reason = `the check could not start: ${receipt.spawnError}`;
   else if (receipt.timedOut) reason = `the check timed out after ${Math.round(opts.timeoutMs / 1000)} s`;
-  else if (!exitOk) reason = `the check exited ${receipt.exitCode ?? receipt.signal}${lastLine(tail) ? `: ${lastLine(tail)}` : ''}`;
+  else if (!exitOk) reason = `the check exited ${receipt.exitCode ?? receipt.signal}${failureLine(tail) ? `: ${failureLine(tail)}` : ''}`;
   else if (problems.length) reason = `expected files missing or not real files in the task dir: ${problems.map((p) => `${p.file} (${p.problem})`).join(', ')}`;
   return { receipt, output, passed, missingFiles, reason };
 }
@@ -102,8 +103,3 @@ function isInside(dir: string, target: string): boolean {
   return target === real || target.startsWith(real + path.sep);
 }
 
-/** The last non-empty line of the output, at most 160 characters, for one-line reasons. */
-function lastLine(output: string): string {
-  const line = output.trimEnd().split('\n').pop()?.trim() ?? '';
-  return line.length > 160 ? `${line.slice(0, 157)}...` : line;
-}
