@@ -47,6 +47,8 @@ export interface AttemptState {
   host?: string;
   /** The attempt ran in a start forced over lint errors (RunState.forced); absent otherwise. */
   forced?: true;
+  /** The engine the attempt was moved off before it started (rate-limited or waiting for its quota); absent otherwise. */
+  reassignedFrom?: string;
 }
 
 /** One task as shown live. */

@@ -101,15 +101,17 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
   it('bad budgets are load errors with their position: negative, zero, non-numeric, in a task and in an engine entry', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    const tasks = [scriptTask('a', 'true', 'true', { budget_usd: -1 }), scriptTask('b', 'true', 'true', { max_attempt_usd: 0 }), scriptTask('c', 'true', 'true', { budget_usd: '5' })];
+    const good = (k: string, extra: Record<string, unknown>) => scriptTask(k, 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { expect_files: ['out.txt'], ...extra });
+    const tasks = [good('a', { budget_usd: -1 }), good('b', { max_attempt_usd: 0 }), good('c', { budget_usd: '5' })];
     const manifest = writeManifest(dir, { run_name: 'bad', workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home], { env });
     assert.equal(r.exitCode, 2, r.all);
-    assert.match(r.all, /test\.swarm\.json:\d+:\d+.*budget_usd/);
-    assert.match(r.all, /max_attempt_usd/);
+    assert.match(r.all, /test\.swarm\.json:\d+:\d+: error: tasks\[0\]\.budget_usd: must be > 0, got -1/);
+    assert.match(r.all, /test\.swarm\.json:\d+:\d+: error: tasks\[1\]\.max_attempt_usd: must be > 0, got 0/);
+    assert.match(r.all, /test\.swarm\.json:\d+:\d+: error: tasks\[2\]\.budget_usd: .*number/);
     assert.equal(fs.existsSync(path.join(home, 'runs')), false, 'nothing ran');
     const config = streamingConfig(dir, { stream: { max_attempt_usd: -0.5 } });
-    const ok = writeManifest(dir, { run_name: 'ok', workdir: path.join(dir, 'work'), tasks: [scriptTask('a', 'true', 'true')] }, 'ok.swarm.json');
+    const ok = writeManifest(dir, { run_name: 'ok', workdir: path.join(dir, 'work'), tasks: [good('a', {})] }, 'ok.swarm.json');
     const r2 = await cli(['run', ok, '--home', home, '--config', config], { env });
     assert.equal(r2.exitCode, 2, r2.all);
     assert.match(r2.all, /stream\.max_attempt_usd must be > 0/);

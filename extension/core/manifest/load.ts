@@ -271,6 +271,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     network: t.network !== false,
     protect: (t.protect as string[] | undefined) ?? (data.protect as string[] | undefined) ?? null,
     maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
+    ...(t.on_quota === 'wait' ? { onQuota: 'wait' as const } : {}),
     ...(typeof t.budget_usd === 'number' ? { budgetUsd: t.budget_usd } : {}),
     ...(typeof t.max_attempt_usd === 'number' ? { maxAttemptUsd: t.max_attempt_usd } : {}),
     fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) })),

@@ -32,6 +32,11 @@ export interface TaskSpec {
   protect: string[] | null;
   /** Attempts allowed, ≥ 1 (2 = one retry). */
   maxAttempts: number;
+  /**
+   * `on_quota`: when its engine is rate-limited or waits for a quota, `fallback` moves its next attempt to the next
+   * `fallback` engine at once (run/reassign.ts); `wait` keeps it waiting. Absent: `fallback`.
+   */
+  onQuota?: 'fallback' | 'wait';
   /** `budget_usd`: this task's spending envelope (attempts, reviewers, critics, rankers), USD; absent: none. */
   budgetUsd?: number;
   /** `max_attempt_usd`: the reserve of one attempt when the eval log knows no p90, USD; absent: the engine's. */

@@ -118,6 +118,8 @@ export interface AttemptRecord {
   pool?: { worker: string | null; trust: 'check' | 'worker'; recheck: { passed: boolean; exitCode: number | null } | null; workerCheckOutput?: string };
   /** The run was started over lint errors with --force (RunSettings.forced): the view and every row of the attempt say so. */
   forced?: true;
+  /** The engine this attempt was moved off before it started (run/reassign.ts): the view and its rows say so. */
+  reassignedFrom?: string;
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -166,6 +168,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     model: rec.model,
     host: rec.host,
     ...(rec.forced ? { forced: true as const } : {}),
+    ...(rec.reassignedFrom ? { reassignedFrom: rec.reassignedFrom } : {}),
   };
 }
 
@@ -224,6 +227,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
     ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
     ...(rec.forced ? { forced: true as const } : {}),
+    ...(rec.reassignedFrom ? { reassigned_from: rec.reassignedFrom } : {}),
   };
 }
 
@@ -317,5 +321,6 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     group: task.group ?? null,
     candidate: task.candidate ?? null,
     ...(view.forced ? { forced: true as const } : {}),
+    ...(view.reassignedFrom ? { reassignedFrom: view.reassignedFrom } : {}),
   };
 }

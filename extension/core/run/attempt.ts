@@ -94,7 +94,9 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     group: task.state.group ?? null,
     candidate: task.state.candidate ?? null,
     ...(opts.forced ? { forced: true as const } : {}),
+    ...(task.reassignedFrom ? { reassignedFrom: task.reassignedFrom } : {}),
   };
+  task.reassignedFrom = null;
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
   const sync = () => {
     task.state.attempts[slot] = attemptView(rec);

@@ -21,9 +21,10 @@ import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
 import { priorTasks } from './prior';
 import { RunSpend } from './spend';
+import { nextChoice, reassign } from './reassign';
 import { startSpawnHelper } from '../process/spawner';
 import { runAttempt } from './attempt';
-import { attemptEngine, graphGate, type GraphGate } from './decide';
+import { graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
 import { preparedState } from './check-writes';
 import { checkEnvironment } from './steps/check';
@@ -229,7 +230,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
   const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(opts.manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])], expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
-  const choiceOf = (task: TaskRuntime) => attemptEngine(task.used + 1, { engine: task.spec.engine, model: task.spec.model }, task.spec.fallback, (name) => opts.engines.get(name)?.defaultModel ?? null);
+  const defaultModel = (name: string) => opts.engines.get(name)?.defaultModel ?? null;
+  const choiceOf = (task: TaskRuntime) => nextChoice(task, defaultModel);
   /** Points the task (its engine, and state.json's engine and model) at the engine of its next attempt. */
   const chooseEngine = (task: TaskRuntime) => {
     const choice = choiceOf(task);
@@ -312,8 +314,15 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (task.abort.signal.aborted) return task.restart ? waitForInputsAgain(task) : markCancelled(task);
     // Its engine waits for a quota reset (run/quota-wait.ts): back in the queue until then, or until the engine's probe
     // ends; no attempt is spent.
-    const waitEngine = choiceOf(task).engine;
-    const gate = waits.gate(waitEngine, Date.now(), task.spec.key);
+    let waitEngine = choiceOf(task).engine;
+    let gate = waits.gate(waitEngine, Date.now(), task.spec.key);
+    // A task with `fallback` moves off a waiting engine at once (run/reassign.ts).
+    const moveOff = () => (gate.kind === 'go' ? null : reassign(task, waitEngine, gate.kind === 'wait' ? `waits for its quota until ${wakeTime(Date.now() + gate.ms)}` : 'waits for the probe of its quota', defaultModel));
+    for (let moved = moveOff(); moved; moved = moveOff()) {
+      emit({ type: 'task-note', key: task.spec.key, note: moved });
+      waitEngine = choiceOf(task).engine;
+      gate = waits.gate(waitEngine, Date.now(), task.spec.key);
+    }
     if (gate.kind !== 'go') {
       const parked = parkedOnWait.get(waitEngine) ?? new Set<TaskRuntime>();
       parkedOnWait.set(waitEngine, parked.add(task));
@@ -379,6 +388,12 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       const after = Math.max(1, Math.floor(before / 2));
       engineLimits.set(task.state.engine, after);
       if (after < before) emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.state.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
+    }
+    // A rate-limited task with `fallback` runs its next attempt on the next engine at once (run/reassign.ts).
+    const moved = outcome.rateLimited && outcome.requeueAfterMs !== null ? reassign(task, task.state.engine, outcome.quota ? 'reached its usage limit' : 'was rate-limited', defaultModel) : null;
+    if (moved) {
+      emit({ type: 'task-note', key: task.spec.key, note: moved });
+      return scheduler.push(task), informative;
     }
     if (outcome.requeueAfterMs !== null) {
       if (task.used > 0 && outcome.requeueAfterMs === 0) {

@@ -92,6 +92,8 @@ export interface EvalRow {
    * task's records: `runs/<run_id>/tasks/<key>/critique.md`, rewritten each round; every round stays in it).
    */
   critique_report?: string;
+  /** The engine this attempt was moved off before it started (rate-limited or waiting for its quota; run/reassign.ts). */
+  reassigned_from?: string;
   /**
    * On the work row of a phases test phase whose check passed ("red before green", run/steps/red.ts): the same check
    * on the tree without `files` (the implementation); `exit_code` 0 (not timed out) made the attempt FAIL.

@@ -71,6 +71,13 @@ export interface TaskRuntime {
   /** Attempts that counted against max_attempts (rate limits that were requeued do not). */
   used: number;
   rateLimited: number;
+  /**
+   * Steps along its engine chain (`engine`, then `fallback`) taken without spending an attempt, because its engine
+   * was rate-limited or waiting for its quota (run/reassign.ts); absent: none.
+   */
+  moved?: number;
+  /** The engine its next attempt was moved off (run/reassign.ts), recorded in that attempt's row; cleared when it starts. */
+  reassignedFrom?: string | null;
   /** The failure text of the last judged attempt, injected into the next one. */
   failure: string | null;
   /** The task's settled attempts, in order. */
