@@ -78,6 +78,9 @@ export interface RunView {
    * council member each letter stood for; the page is the user's, never a worker's. Absent when none were drawn.
    */
   inputNames?: Record<string, Record<string, string>>;
+  /** What contained the run's steps (state.json `containment`) and capped their memory (`memoryCap`); absent in older records. */
+  containment?: string;
+  memoryCap?: string;
   tasks: TaskView[];
 }
 

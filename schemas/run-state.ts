@@ -38,6 +38,11 @@ export interface AttemptState {
    * extension/core/process/sandbox.ts `Containment` (declared here so schemas/ imports nothing from extension/).
    */
   sandbox?: 'bwrap' | 'none' | null;
+  /**
+   * The memory containment of the attempt's worker (extension/core/process/memory-cap.ts): `cgroup2 4096 MB`,
+   * `cgroup1 4096 MB`, or `none (4096 MB not enforced)`; absent before the worker ran and in older state files.
+   */
+  memCap?: string;
   /** The step the attempt is in or ended in (schemas/status.ts StepName); null before the first. */
   step?: StepName | null;
   /** The engine and model this attempt ran on (a `fallback` retry runs on another); absent in older state files: the task's. */
@@ -256,6 +261,8 @@ export interface RunState {
   baseSha: string | null;
   /** One line: what contains the run's steps (bwrap and its version, or off and why); absent in older records. */
   containment?: string;
+  /** One line: what caps each step's memory here (a cgroup, or none and why); absent in older records. */
+  memoryCap?: string;
   /** Set by `pause` (no new attempt starts; running ones go on), cleared by `resume`; absent in older records. */
   paused?: boolean;
   /** Set by `drain`: nothing more starts, the run ends when what runs has finished; absent in older records. */

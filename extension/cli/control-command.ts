@@ -183,7 +183,8 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
     const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status;
     const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
-    return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
+    const memCap = [...new Set(t.attempts.map((a) => a.memCap).filter((m): m is string => m !== undefined))];
+    return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...(memCap.length ? { memCap } : {}), ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
   };
   // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown. A
   // validated, council or phases task's lead, then its members: role, number, letter, and those that blocked it.
@@ -222,6 +223,10 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
   for (const r of rows) table.push([`${r.indent ? '  ' : ''}${oneLine(r.key)}`, r.label, r.after.map(oneLine).join(', ') || '—', String(r.attempts), printable(r.why)]);
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  // Under which memory containment the workers ran: each kind and limit, with the attempts that ran under it.
+  const caps = new Map<string, string[]>();
+  for (const t of s.tasks) for (const a of t.attempts) if (a.memCap) caps.set(a.memCap, [...(caps.get(a.memCap) ?? []), `${oneLine(t.key)}#${a.attempt}`]);
+  if (caps.size) io.out(`memory: ${[...caps].map(([cap, who]) => `${cap} (${who.length > 6 ? `${who.length} attempts` : who.join(', ')})`).join('; ')}`);
   return 0;
 }
 

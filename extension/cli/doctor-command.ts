@@ -11,6 +11,7 @@ import { containmentLine } from '../core/process/containment-line';
 import { probeSandbox, secretsReport, socketCoverReport, type SandboxProbe, type SecretsReport, type SocketCoverReport } from '../core/process/sandbox';
 import { expandUserPath } from '../core/config/config';
 import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
+import { memoryCapMechanism, type MemoryCapMechanism } from '../core/process/memory-cap';
 import { probeOverlay } from '../core/git/overlay';
 import type { Io } from './io';
 
@@ -32,6 +33,11 @@ export interface DoctorReport {
    * defaults, the config's `hide`, the config file), the config's `expose`, the credential variables not passed on.
    */
   secrets: SecretsReport;
+  /**
+   * What caps each step's memory here (core/process/memory-cap.ts): a v2 or v1 cgroup and the folder the steps' cgroups
+   * are made in, or `none` with the reason and the fix (`line`).
+   */
+  memoryCap: MemoryCapMechanism;
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
@@ -139,6 +145,8 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   if (!spawnHelper) problems.push('spawn helper: neither spawn-helper.pl nor spawn-helper.cjs could start (rebuild with `node esbuild.mjs`)');
 
   const overlay = await probeOverlay();
+  const memoryCap = memoryCapMechanism();
+  if (memoryCap.kind === 'none') fixes.push(memoryCap.line);
   const trees: DoctorReport['trees'] = {
     supported: [...(gitVersion ? (['worktree', 'sparse'] as const) : []), ...(overlay.ok ? (['overlay'] as const) : [])],
     overlayReason: overlay.ok ? null : overlay.reason,
@@ -151,6 +159,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
     sockets: socketCoverReport(env, declaredSockets),
     secrets: secretsReport(env, hide, expose),
+    memoryCap,
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
     spawnHelper,
@@ -249,6 +258,7 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
     io.out(socketsLine(r.sockets));
     io.out(secretsLine(r.secrets));
   }
+  io.out(r.memoryCap.line);
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
   const h = r.spawnHelper;

@@ -106,6 +106,11 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   for (const f of findings) if (f.severity !== 'error') io.err(`lint: ${formatFinding(f)}`);
   await reconcileAndReport(resolveHome(flags.home), engines, io);
   if (maxParallel === undefined && settings.maxParallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = settings.maxParallel;
+  // The config's caps for tasks the manifest gives none (core/run/containment.ts stepCaps has the built-in defaults).
+  for (const t of manifest.tasks) {
+    if (t.memoryMb === undefined && settings.memoryMb !== undefined) t.memoryMb = settings.memoryMb;
+    if (t.logMaxMb === undefined && settings.logMaxMb !== undefined) t.logMaxMb = settings.logMaxMb;
+  }
   const home = resolveHome(flags.home);
   // The steering profiles' driver rules for the run's models (core/run/steering.ts), for whoever writes the specs.
   for (const line of driverNotesFor(home, manifest.tasks.map((t) => t.model))) io.err(line);

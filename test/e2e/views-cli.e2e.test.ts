@@ -82,7 +82,9 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
     assert.match(rows[3] ?? '', /^ {2}fix--c2\s+PASS\s+—\s+1\s+candidate 2 · winner · script$/);
     assert.match(rows[4] ?? '', /^ {2}fix--c3\s+PASS\s+—\s+1\s+candidate 3 · script$/);
     assert.match(rows[5] ?? '', /^ship\s+PASS\s+fix\s+1/);
-    assert.equal(rows.length, 6, listed.stdout);
+    // Then under which memory containment the attempts ran (core/process/memory-cap.ts).
+    assert.match(rows[6] ?? '', /^memory: (cgroup[12] 4096 MB|none \(4096 MB not enforced\)) \(fix--c1#1, fix--c2#1, fix--c3#1, ship#1\)$/);
+    assert.equal(rows.length, 7, listed.stdout);
     // Nothing of the check's output reaches the terminal as control characters, and it cannot add a line of its own.
     for (const out of [run.stdout, listed.stdout]) {
       assert.doesNotMatch(out, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'no escape or control character is printed');

@@ -116,7 +116,7 @@ describe('config: location and precedence', () => {
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, allowFullAccess: false, sandbox: true, sockets: [], hide: [], expose: [], postgresUrl: undefined, poolUrl: undefined, poolTrust: 'check', quotaMaxWaitH: undefined, configFile: '/c.json' });
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, memoryMb: undefined, logMaxMb: undefined, allowFullAccess: false, sandbox: true, sockets: [], hide: [], expose: [], postgresUrl: undefined, poolUrl: undefined, poolTrust: 'check', quotaMaxWaitH: undefined, configFile: '/c.json' });
     assert.deepEqual(settingsFromConfig({ sockets: ['~/a.sock'] }, '/c.json').sockets, ['~/a.sock']);
     assert.deepEqual(containmentChoice(settingsFromConfig({ sockets: ['/run/x.sock'] }, '/c.json')).sockets, ['/run/x.sock']);
     const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');

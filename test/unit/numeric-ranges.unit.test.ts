@@ -42,6 +42,10 @@ const task = (extra: Record<string, unknown> = {}) => ({ key: 'a', engine: 'scri
 const FIELDS: Record<string, { at: (string | number)[]; manifest: (v: number) => unknown }> = {
   '#/properties/max_parallel': { at: ['max_parallel'], manifest: (v) => ({ max_parallel: v, tasks: [task()] }) },
   '#/properties/budget_usd': { at: ['budget_usd'], manifest: (v) => ({ budget_usd: v, tasks: [task()] }) },
+  '#/properties/memory_mb': { at: ['memory_mb'], manifest: (v) => ({ memory_mb: v, tasks: [task()] }) },
+  '#/properties/log_max_mb': { at: ['log_max_mb'], manifest: (v) => ({ log_max_mb: v, tasks: [task()] }) },
+  '#/definitions/task/properties/memory_mb': { at: ['tasks', 0, 'memory_mb'], manifest: (v) => ({ tasks: [task({ memory_mb: v })] }) },
+  '#/definitions/task/properties/log_max_mb': { at: ['tasks', 0, 'log_max_mb'], manifest: (v) => ({ tasks: [task({ log_max_mb: v })] }) },
   '#/definitions/task/properties/timeout_s': { at: ['tasks', 0, 'timeout_s'], manifest: (v) => ({ tasks: [task({ timeout_s: v })] }) },
   '#/definitions/task/properties/check_timeout_s': { at: ['tasks', 0, 'check_timeout_s'], manifest: (v) => ({ tasks: [task({ check_timeout_s: v })] }) },
   '#/definitions/task/properties/watchdog_s': { at: ['tasks', 0, 'watchdog_s'], manifest: (v) => ({ tasks: [task({ watchdog_s: v })] }) },

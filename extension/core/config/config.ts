@@ -6,6 +6,8 @@ import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
 import { loadRingerConfig } from './ringer-config';
 import { MAX_QUOTA_WAIT_MS } from '../../../engines/quota-reset';
+import { MAX_MEMORY_MB, MIN_MEMORY_MB } from '../process/memory-cap';
+import { MAX_LOG_MAX_MB, MIN_LOG_MAX_MB } from '../process/log-cap';
 
 /** The largest `quota.max_wait_h`, h: a reset further than MAX_QUOTA_WAIT_MS (8 days) away is not believed at all. */
 export const MAX_QUOTA_MAX_WAIT_H = MAX_QUOTA_WAIT_MS / 3600_000;
@@ -41,6 +43,13 @@ export interface VerdictConfig {
    * or `~/…`. Only here, never in a manifest.
    */
   expose?: string[];
+  /**
+   * The default memory cap of every step, MB (16 to 16777216; a manifest's or task's memory_mb wins; absent: 4096):
+   * core/process/memory-cap.ts.
+   */
+  memory_mb?: number;
+  /** The default most a step's log keeps, MB (1 to 16384; a manifest's or task's log_max_mb wins; absent: 64). */
+  log_max_mb?: number;
   /** Postgres connection URL: every eval row also goes to table swarm_runs there (VERDICT_PG_URL overrides). */
   postgres_url?: string;
   /**
@@ -192,6 +201,10 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
     if (h !== undefined && !(typeof h === 'number' && Number.isFinite(h) && h >= 0 && h <= MAX_QUOTA_MAX_WAIT_H)) {
       throw new Error(`${at('quota.max_wait_h', ['quota', 'max_wait_h'])}: must be a number of hours from 0 to ${MAX_QUOTA_MAX_WAIT_H}, got ${JSON.stringify(h)}`);
     }
+  }
+  for (const [field, min, max] of [['memory_mb', MIN_MEMORY_MB, MAX_MEMORY_MB], ['log_max_mb', MIN_LOG_MAX_MB, MAX_LOG_MAX_MB]] as const) {
+    const v = c[field];
+    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max)) throw new Error(`${at(field)}: must be an integer number of MB from ${min} to ${max} (as the manifest's ${field}), got ${JSON.stringify(v)}`);
   }
   for (const field of ['allow_full_access', 'sandbox'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);

@@ -24,6 +24,10 @@ export interface VerdictSettings {
   hide: string[];
   /** Hidden places every sandboxed step may read (config `expose`: absolute or `~/…`; the config file only). */
   expose: string[];
+  /** The default memory cap of a step, MB (config `memory_mb`; undefined: DEFAULT_MEMORY_MB). */
+  memoryMb: number | undefined;
+  /** The default most a step's log keeps, MB (config `log_max_mb`; undefined: DEFAULT_LOG_MAX_MB). */
+  logMaxMb: number | undefined;
   /** Postgres URL for the shared eval table ($VERDICT_PG_URL wins; see postgresUrlOf). */
   postgresUrl: string | undefined;
   /** The worker pool's Postgres URL (config `pool`, setting `verdict.pool`): the default pool of a run and the pool the views show. */
@@ -50,6 +54,8 @@ export function settingsFromConfig(config: VerdictConfig, shown: string): Verdic
     sockets: config.sockets ?? [],
     hide: config.hide ?? [],
     expose: config.expose ?? [],
+    memoryMb: config.memory_mb,
+    logMaxMb: config.log_max_mb,
     postgresUrl: config.postgres_url,
     poolUrl: poolUrlOf(config),
     poolTrust: poolTrustOf(config),

@@ -24,6 +24,8 @@ export function runView(info: RunInfo): RunView {
     tokens: info.tokens,
     costMicroUsd: info.costMicroUsd,
     ...(s.inputNames ? { inputNames: s.inputNames } : {}),
+    ...(s.containment ? { containment: s.containment } : {}),
+    ...(s.memoryCap ? { memoryCap: s.memoryCap } : {}),
     tasks: s.tasks.map((t) => ({
       key: t.key,
       engine: t.engine,

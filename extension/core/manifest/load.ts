@@ -265,6 +265,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
     checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),
     watchdogMs: typeof t.watchdog_s === 'number' ? Math.round(t.watchdog_s * 1000) : null,
+    ...optionalNumber('memoryMb', t.memory_mb ?? data.memory_mb),
+    ...optionalNumber('logMaxMb', t.log_max_mb ?? data.log_max_mb),
     engineArgs: typeof t.engine_args === 'string' ? (shellParse(t.engine_args) as string[]) : ((t.engine_args as string[] | undefined) ?? []),
     verified: str(t.verified),
     fullAccess: t.full_access === true,
@@ -304,6 +306,11 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     tasks: compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true }),
     raw: data,
   };
+}
+
+/** `{[name]: value}` when `value` is a number, else nothing (an absent optional field). Pure. */
+function optionalNumber<K extends string>(name: K, value: unknown): { [k in K]?: number } {
+  return typeof value === 'number' ? ({ [name]: value } as { [k in K]?: number }) : {};
 }
 
 /** A schema-valid `review` object as a ReviewPolicy (`require` defaults to all); null when there is none. */

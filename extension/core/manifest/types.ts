@@ -21,6 +21,13 @@ export interface TaskSpec {
   checkTimeoutMs: number;
   /** No-output watchdog, ms; null when off. */
   watchdogMs: number | null;
+  /**
+   * The memory cap of each of the task's steps, MB (the task's `memory_mb`, else the manifest's); absent: the run's
+   * default (the config's memory_mb, else core/process/memory-cap.ts DEFAULT_MEMORY_MB).
+   */
+  memoryMb?: number;
+  /** The most each of the task's step logs keeps, MB (`log_max_mb`, as memoryMb); absent: the run's default. */
+  logMaxMb?: number;
   /** Extra engine argv elements. */
   engineArgs: string[];
   /** One sentence: what a passing check proves; null when the manifest gives none. */

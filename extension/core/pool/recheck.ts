@@ -19,6 +19,7 @@ import { reservePort } from '../run/ports';
 import { protectedSet } from '../run/protect';
 import { startPoint } from '../run/start-point';
 import { taskCheckEnvironment } from '../run/steps/check';
+import { stepCaps } from '../run/containment';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from '../run/steps/context';
 import { copyInputs } from '../run/steps/inputs';
 import { runSetup } from '../run/steps/prepare';
@@ -82,7 +83,7 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
     // Read-only to the check, as in the attempt's own check (run/steps/context.ts protectedPaths).
     task.protected = protectedSet(dir, spec.check, spec.protect, null, spec.expectFiles.map((f) => path.normalize(f)));
     const where = taskCheckEnvironment(ctx, task, rec.attempt, { ...io, taskEnv: env }, null);
-    const check = await runCheck({ check: spec.check, taskDir: dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    const check = await runCheck({ check: spec.check, taskDir: dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
     if (check.receipt.cancelled) throw new Cancelled();
     const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
     if (!check.passed) return { ran: true, passed: false, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: tampered.length ? `${check.reason} (run with the start commit's versions of the protected check inputs the commit changes: ${list})` : check.reason };

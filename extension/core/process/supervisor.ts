@@ -6,6 +6,8 @@ import { RingBuffer } from './ring-buffer';
 import { resolveCommand } from './resolve-command';
 import { bindSource, bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
 import { clearSetIdBits, type SetIdCleared } from './set-id';
+import { LogCap } from './log-cap';
+import { bytesToMb, createStepCgroup, memoryCapMechanism, type MemoryCapRecord, type StepCgroup } from './memory-cap';
 import { looksLikeCredential } from './secrets';
 import { spawnViaHelper, type Spawned } from './spawner';
 
@@ -64,6 +66,17 @@ export interface SuperviseOptions {
    * answer is read from this output while they run code the worker wrote (docs/containment.md "Readers").
    */
   relayOutput?: boolean;
+  /**
+   * The step's memory cap, MB: it runs in a cgroup of its own with this limit (memory-cap.ts), and is ended and marked
+   * `memory.outOfMemory` in the receipt when the kernel killed a process of it there. Absent or null: no cap (Verdict's
+   * own git and helper commands). Where no cgroup can be had the receipt says `memory.kind` "none".
+   */
+  memoryMb?: number | null;
+  /**
+   * The most the step's part of `logFile` keeps, bytes (log-cap.ts): past it, its head, a line saying how much was cut,
+   * and its tail. Absent or null: no cap.
+   */
+  logMaxBytes?: number | null;
 }
 
 /**
@@ -108,6 +121,10 @@ export interface Receipt {
   outputBytes: number;
   /** Why the log stopped being written (a full disk), or null when it holds everything. */
   logError?: string | null;
+  /** The step's memory cap and what became of it (SuperviseOptions.memoryMb); absent when it had none. */
+  memory?: MemoryCapRecord;
+  /** Bytes of output cut from the middle of the log to keep it within its cap (log-cap.ts); absent when none were. */
+  logCutBytes?: number;
   /**
    * A sandboxed step left set-uid or set-gid files in its writable folders: their bits were cleared after it
    * (set-id.ts); absent when it left none.
@@ -146,7 +163,7 @@ export const CREDENTIAL_ENV: readonly string[] = ['VERDICT_PG_URL', 'VERDICT_POO
  * Never throws for process failures: they are in the receipt. Throws only when the log file cannot be opened.
  */
 export async function supervise(opts: SuperviseOptions): Promise<SupervisedResult> {
-  const log = fs.openSync(opts.logFile, fs.constants.O_RDONLY | fs.constants.O_CREAT, 0o644);
+  const log = fs.openSync(opts.logFile, (opts.logMaxBytes ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_CREAT, 0o644);
   const tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
   const grace = opts.killGraceMs ?? KILL_GRACE_MS;
   const startedAt = Date.now();
@@ -190,7 +207,22 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const files: string[] = [];
   // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
   const env = opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
-  const command = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
+  const plain = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
+  // The step's own memory cgroup, joined before its command (bubblewrap for a sandboxed step) runs.
+  let cgroup: StepCgroup | null = null;
+  let memory: MemoryCapRecord | undefined;
+  if (opts.memoryMb) {
+    const mech = memoryCapMechanism();
+    memory = { kind: mech.kind, limitMb: opts.memoryMb };
+    if (mech.kind !== 'none') {
+      try {
+        cgroup = createStepCgroup(mech, opts.memoryMb);
+      } catch (e) {
+        memory = { kind: 'none', limitMb: opts.memoryMb, error: (e as Error).message };
+      }
+    }
+  }
+  const command = cgroup ? cgroup.wrap(plain.file, plain.args) : plain;
   let spawned: Spawned;
   try {
     spawned = await spawnViaHelper({
@@ -204,6 +236,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
   } catch (e) {
+    await cgroup?.remove();
     return notStarted((e as Error).message);
   }
   const { pid, startTime } = spawned;
@@ -251,7 +284,42 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     stopGroup();
   };
   const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
-  const poll = watched ? setInterval(readNew, TAIL_POLL_MS) : undefined;
+  // Output cut from the middle of the log (log-cap.ts) still counts in outputBytes.
+  const cap = opts.logMaxBytes ? new LogCap(log, startOffset, opts.logMaxBytes) : null;
+  /** Bytes the compactions took out of the log (cut, or moved down: the kept tail counts once). */
+  let removed = 0;
+  let capError: string | null = null;
+  /** Compacts the log when it is over its cap (`final`: the step has ended); the live view gets every byte it keeps. */
+  const keepWithinCap = (final: boolean) => {
+    if (!cap || capError) return;
+    try {
+      if (!cap.over(fs.fstatSync(log).size)) return;
+      if (watched) readNew();
+      const done = cap.compact(watched ? offset : Number.MAX_SAFE_INTEGER, (chunk) => {
+        lastOutputAt = Date.now();
+        tail.push(chunk);
+        opts.onOutput?.(chunk);
+      }, final);
+      if (!done) return;
+      // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
+      removed += done.seen - done.end;
+      if (watched) offset = done.end;
+    } catch (e) {
+      capError = `the log could not be kept within its cap: ${(e as Error).message}`;
+    }
+  };
+  let outOfMemory = false;
+  const poll = watched || cap || cgroup
+    ? setInterval(() => {
+        if (watched) readNew();
+        keepWithinCap(false);
+        // Over its memory cap: the kernel killed a process of the step; the rest of it is ended too.
+        if (cgroup && !outOfMemory && cgroup.oomKills() > 0) {
+          outOfMemory = true;
+          cgroup.killAll();
+        }
+      }, TAIL_POLL_MS)
+    : undefined;
   const guard = opts.idleTimeoutMs || opts.finalEvent
     ? setInterval(() => {
         const now = Date.now();
@@ -284,12 +352,20 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   clearInterval(poll);
   if (killTimer) clearTimeout(killTimer);
   opts.signal?.removeEventListener('abort', onAbort);
-  // The rest of the log, in order. Unwatched, only the part the tail can hold is read.
+  // The rest of the log, in order, then within its cap for good. Unwatched, only the part the tail can hold is read.
+  if (watched) readNew();
+  keepWithinCap(true);
   const end = safeSize(log, offset);
   if (!watched) offset = Math.max(offset, end - tail.capacityBytes);
   readNew();
-  const outputBytes = offset - startOffset;
+  const outputBytes = offset - startOffset + removed;
   closeLog();
+  if (cgroup && memory) {
+    if (!outOfMemory && cgroup.oomKills() > 0) outOfMemory = true;
+    memory.peakMb = bytesToMb(cgroup.peakBytes());
+    if (outOfMemory) memory.outOfMemory = true;
+    if (!(await cgroup.remove())) memory.error = `the step's cgroup ${cgroup.dir} could not be removed: processes of the step are still in it`;
+  }
 
   const endedAt = Date.now();
   // Nothing of a sandboxed step is alive now: no set-uid or set-gid file it made in its writable folders stays so.
@@ -309,7 +385,9 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       startTime,
       spawnError: null,
       outputBytes,
-      logError: logProblem(opts.logFile, exit.lost),
+      logError: capError ?? logProblem(opts.logFile, exit.lost),
+      ...(memory ? { memory } : {}),
+      ...(cap?.cutBytes ? { logCutBytes: cap.cutBytes } : {}),
       ...(setId && (setId.files.length || setId.error) ? { setIdCleared: setId } : {}),
     },
     tail: tail.text(),

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { UsageReport } from '../../../engines/types';
 import type { StepName, Verdict } from '../../../schemas/status';
 import type { Containment } from '../process/sandbox';
+import { memCapLabel } from '../process/memory-cap';
 import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
 import type { Undelivered } from './undelivered';
@@ -163,6 +164,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     notes: rec.reason,
     retry: rec.retry,
     sandbox: rec.sandbox,
+    ...(rec.worker?.memory ? { memCap: memCapLabel(rec.worker.memory) } : {}),
     step: rec.currentStep ?? rec.steps[rec.steps.length - 1]?.step ?? null,
     engine: rec.engine,
     model: rec.model,
@@ -200,6 +202,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     access_plan: rec.accessPlan,
     reasoning_effort: rec.reasoningEffort,
     sandbox: rec.sandbox,
+    ...(rec.worker?.memory ? { mem_cap: rec.worker.memory.kind, memory_mb: rec.worker.memory.limitMb } : {}),
     tokens_in: u?.tokensIn ?? null,
     tokens_out: u?.tokensOut ?? null,
     tokens_cached: u?.tokensCached ?? null,

@@ -27,7 +27,7 @@ export interface CheckResult {
  * file. `judgeDir` (default `taskDir`): where expect_files are looked for, when the sandbox shows another folder at
  * `taskDir` (a phases test phase's check tree, run/red.ts).
  */
-export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; inherit?: Readonly<NodeJS.ProcessEnv>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null }): Promise<CheckResult> {
+export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; inherit?: Readonly<NodeJS.ProcessEnv>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null; memoryMb?: number; logMaxBytes?: number }): Promise<CheckResult> {
   const { receipt, tail } = await supervise({
     file: 'bash',
     args: ['-o', 'pipefail', '-c', opts.check],
@@ -39,10 +39,14 @@ export async function runCheck(opts: { check: string; taskDir: string; judgeDir?
     signal: opts.signal,
     tailBytes: 256 * 1024,
     sandbox: opts.sandbox,
+    memoryMb: opts.memoryMb ?? null,
+    logMaxBytes: opts.logMaxBytes ?? null,
   });
   let output = tail;
   const notes: string[] = [];
-  if (receipt.timedOut) notes.push(`[verdict] the check timed out after ${Math.round(opts.timeoutMs / 1000)} s and was killed`);
+  const oom = receipt.memory?.outOfMemory === true;
+  if (oom) notes.push(`[verdict] the check ran out of memory at ${receipt.memory?.limitMb} MB (the task's memory_mb) and was killed`);
+  else if (receipt.timedOut) notes.push(`[verdict] the check timed out after ${Math.round(opts.timeoutMs / 1000)} s and was killed`);
   else if (receipt.exitCode !== 0 && !tail.trim()) notes.push(SILENT_CHECK_MARKER);
   if (notes.length) {
     fs.appendFileSync(opts.logFile, notes.join('\n') + '\n');
@@ -50,10 +54,12 @@ export async function runCheck(opts: { check: string; taskDir: string; judgeDir?
   }
   const problems = opts.expectFiles.map((f) => ({ file: f, problem: expectedFileProblem(opts.judgeDir ?? opts.taskDir, f) })).filter((p) => p.problem !== null);
   const missingFiles = problems.map((p) => p.file);
-  const exitOk = receipt.exitCode === 0 && !receipt.timedOut;
+  // A check over its memory cap fails whatever it exits: a process killed at the cap proves nothing (`! grep …` passes).
+  const exitOk = receipt.exitCode === 0 && !receipt.timedOut && !oom;
   const passed = exitOk && missingFiles.length === 0;
   let reason = '';
   if (receipt.spawnError) reason = `the check could not start: ${receipt.spawnError}`;
+  else if (oom) reason = `the check ran out of memory at ${receipt.memory?.limitMb} MB (the task's memory_mb) and was killed`;
   else if (receipt.timedOut) reason = `the check timed out after ${Math.round(opts.timeoutMs / 1000)} s`;
   else if (!exitOk) reason = `the check exited ${receipt.exitCode ?? receipt.signal}${failureLine(tail) ? `: ${failureLine(tail)}` : ''}`;
   else if (problems.length) reason = `expected files missing or not real files in the task dir: ${problems.map((p) => `${p.file} (${p.problem})`).join(', ')}`;

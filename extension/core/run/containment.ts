@@ -11,6 +11,9 @@ import type { StateFile } from '../live/state';
 import type { SandboxInit } from '../live/worker-journal';
 import { expandUserPath } from '../config/config';
 import { expandStatePath, type BwrapPlan, type Containment, type SandboxMode, type SandboxProbe } from '../process/sandbox';
+import { DEFAULT_MEMORY_MB } from '../process/memory-cap';
+import { DEFAULT_LOG_MAX_MB } from '../process/log-cap';
+import type { TaskSpec } from '../manifest/types';
 
 /** The containment decided for a run before it starts. */
 export interface RunContainment {
@@ -33,6 +36,14 @@ export function decideContainment(mode: SandboxMode, probe: SandboxProbe): RunCo
     return `no sandbox: ${probe.reason}. Nothing ran. To run without one anyway (workers can then write anywhere you can): --no-sandbox, "sandbox": false in the config, or the VS Code setting verdict.sandbox`;
   }
   return { bwrap: probe.binary, summary: `sandbox: bwrap ${probe.version}: each step in its own PID namespace with no capability, the filesystem read-only but the task dir, a scratch dir and the engine's state dirs` };
+}
+
+/**
+ * The caps every step of a task runs under (supervise's `memoryMb` and `logMaxBytes`): the task's memory_mb and
+ * log_max_mb (the manifest's, or the config's, filled in at the run's start), else the defaults. Pure.
+ */
+export function stepCaps(spec: Pick<TaskSpec, 'memoryMb' | 'logMaxMb'>): { memoryMb: number; logMaxBytes: number } {
+  return { memoryMb: spec.memoryMb ?? DEFAULT_MEMORY_MB, logMaxBytes: (spec.logMaxMb ?? DEFAULT_LOG_MAX_MB) * 1024 * 1024 };
 }
 
 /** The containment a task's steps run under: none for an (allowed) full_access task or an unsandboxed run. */

@@ -16,6 +16,8 @@ export interface WorkerOutcome {
   stalled: boolean;
   stoppedAfterFinal: boolean;
   spawnError: string | null;
+  /** Its memory cap (core/process/memory-cap.ts MemoryCapRecord): `outOfMemory` when it was killed at its limit. */
+  memory?: { limitMb: number; outOfMemory?: boolean };
 }
 
 /**
@@ -53,11 +55,13 @@ const seconds = (ms: number): number => Math.round(ms / 1000);
 
 /**
  * The verdict of the work step alone, or null when the check must decide: a worker that was cancelled, could not
- * start, stalled or ran out of time is judged without a check (its tree is not sealed or checked).
+ * start, ran out of memory (FAIL: retried with that as its failure), stalled or ran out of time is judged without a
+ * check (its tree is not sealed or checked).
  */
 export function judgeWork(worker: WorkerOutcome, limits: JudgeLimits): Judgement | null {
   if (worker.cancelled) return { verdict: 'CANCELLED', reason: 'the run was cancelled' };
   if (worker.spawnError) return { verdict: 'ERROR', reason: `the worker could not start: ${worker.spawnError}` };
+  if (worker.memory?.outOfMemory) return { verdict: 'FAIL', reason: `the worker ran out of memory at ${worker.memory.limitMb} MB (the task's memory_mb) and was killed` };
   if (worker.stalled) return { verdict: 'STALLED', reason: `the worker printed nothing for ${seconds(limits.watchdogMs ?? 0)} s and was stopped` };
   if (worker.timedOut) return { verdict: 'TIMEOUT', reason: `the worker ran out of time after ${seconds(limits.timeoutMs)} s and was stopped` };
   return null;

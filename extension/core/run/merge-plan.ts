@@ -7,7 +7,7 @@ import { runDir } from '../config/home';
 import type { TaskSpec } from '../manifest/types';
 import { probeSandbox } from '../process/sandbox';
 import { runCheck } from './check';
-import { hiddenFromSteps, stepScratch } from './containment';
+import { hiddenFromSteps, stepCaps, stepScratch } from './containment';
 import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
 import { newFileRefused, protectedPaths } from './protect';
@@ -68,13 +68,13 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
         const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
         try {
           const setupWhere = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
-          const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox });
+          const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox, ...stepCaps(spec) });
           if (receipt.exitCode !== 0) return { passed: false, output: tail, reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}` };
         } finally {
           fs.rmSync(setupScratch, { recursive: true, force: true });
         }
       }
-      const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox });
+      const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox, ...stepCaps(spec) });
       const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
       if (!check.passed) return { passed: false, output: check.output, reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason };
       if (tampered.length) return { passed: false, output: check.output, reason: `the branch changes protected check inputs (${list}); the check passed with the base's versions of them, but merging would bring the branch's along (a task meant to change them says "protect": [])` };

@@ -9,7 +9,8 @@ import { StateFile, type RunState } from '../live/state';
 import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
 import { statusInfo } from '../../../schemas/status';
 import type { TaskSpec } from '../manifest/types';
-import { hiddenFromSteps, removeRunScratch, removeTaskScratch, sandboxView, stepScratch, taskContainment } from './containment';
+import { hiddenFromSteps, removeRunScratch, removeTaskScratch, sandboxView, stepCaps, stepScratch, taskContainment } from './containment';
+import { memoryCapMechanism } from '../process/memory-cap';
 import { releaseTrees } from './trees';
 import { setIdNote } from '../process/set-id';
 import { runCheck } from './check';
@@ -168,7 +169,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     };
   };
   const tasks: TaskRuntime[] = manifest.tasks.map(runtimeOf);
-  const state: RunState = cont ? reopenState(cont, pre.containment.summary) : {
+  const state: RunState = cont ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line }) : {
     version: 1,
     runId,
     runName: manifest.runName,
@@ -186,6 +187,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     baseRef: manifest.worktrees ? manifest.baseRef : null,
     baseSha: pre.repo?.baseSha ?? null,
     containment: pre.containment.summary,
+    memoryCap: memoryCapMechanism().line,
     paused: false,
     draining: false,
     control: [],
@@ -205,6 +207,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
   emit({ type: 'run-note', note: pre.containment.summary });
+  // Where no cgroup can be had the steps run without a memory limit: said here once, and in every row (mem_cap).
+  emit({ type: 'run-note', note: memoryCapMechanism().line });
   if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
     emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
   }
@@ -796,7 +800,7 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
     const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env(), hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir) });
     // What the baseline's check writes is discarded before attempt 1, as any check's is before a retry.
     const prepared = await preparedState(task.state.dir, task.links, path.dirname(dir));
-    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(task.spec) });
     const setId = setIdNote('the baseline check', check.receipt.setIdCleared);
     if (setId) ctx.emit({ type: 'task-note', key: task.spec.key, note: setId });
     if (!check.passed) {

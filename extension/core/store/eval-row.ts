@@ -40,6 +40,14 @@ export interface EvalRow {
    * the task's own dirs), `none` (--no-sandbox, or an allowed full_access task); null when unknown (reconciled rows).
    */
   sandbox: 'bwrap' | 'none' | null;
+  /**
+   * The memory containment the attempt's worker ran under (core/process/memory-cap.ts): `cgroup2` or `cgroup1` (its
+   * own cgroup with `memory_mb` as its limit), `none` (no cgroup could be had: the limit was not enforced); absent in
+   * older rows and in rows of steps other than the work.
+   */
+  mem_cap?: 'cgroup2' | 'cgroup1' | 'none';
+  /** The memory cap asked for the attempt's steps, MB (enforced unless mem_cap is `none`); absent with mem_cap. */
+  memory_mb?: number;
   tokens_in: number | null;
   tokens_out: number | null;
   tokens_cached: number | null;

@@ -6,7 +6,7 @@ import { worktreeReadAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
 import { runCheck, type CheckResult } from '../check';
-import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan, type SandboxedRun } from '../containment';
+import { hiddenForAnonymity, hiddenFromSteps, sandboxScratch, scratchEnv, stepCaps, stepPlan, type SandboxedRun } from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
@@ -31,7 +31,7 @@ export const checkStep: Step = {
     let check: CheckResult;
     try {
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
-      check = await runCheck({ check: spec.check, taskDir: tree && !where.sandbox ? tree.dir : task.state.dir, judgeDir: tree?.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox });
+      check = await runCheck({ check: spec.check, taskDir: tree && !where.sandbox ? tree.dir : task.state.dir, judgeDir: tree?.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
     } finally {
       if (tree) await removeCheckTree(tree.root);
     }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { addWorktree, copyIncludes } from '../../git/worktree';
 import { branchHead } from '../../git/branch';
 import { supervise } from '../../process/supervisor';
-import { hiddenFromSteps, sandboxScratch, scratchEnv, stepPlan } from '../containment';
+import { hiddenFromSteps, sandboxScratch, scratchEnv, stepCaps, stepPlan } from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
@@ -93,6 +93,7 @@ export async function runSetup(ctx: AttemptContext, task: TaskRuntime, dir: stri
     timeoutMs: task.spec.checkTimeoutMs,
     signal: task.abort.signal,
     killGraceMs: ctx.opts.killGraceMs,
+    ...stepCaps(task.spec),
     sandbox: stepPlan(ctx, task.containment, { writable: [dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
   });
   const setId = setIdNote('setup', receipt.setIdCleared);

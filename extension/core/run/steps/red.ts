@@ -16,6 +16,7 @@ import { copyCheckTree, implementStart, putBack, redPassedReason, removeCheckTre
 import { recordFiles } from '../attempt-record';
 import { taskCheckEnvironment } from './check';
 import { taskRunDir } from './seal';
+import { stepCaps } from '../containment';
 import { Cancelled, type AttemptContext, type Step } from './context';
 
 export const redStep: Step = {
@@ -41,7 +42,7 @@ export const redStep: Step = {
       }
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
       const logFile = recordFiles(rec).red;
-      const check = await runCheck({ check: spec.check, taskDir: where.sandbox ? task.state.dir : tree.dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox });
+      const check = await runCheck({ check: spec.check, taskDir: where.sandbox ? task.state.dir : tree.dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
       const setId = setIdNote('the red run\'s check', check.receipt.setIdCleared);
       if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
       if (check.receipt.cancelled) throw new Cancelled();

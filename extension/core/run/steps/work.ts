@@ -12,7 +12,7 @@ import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../g
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { supervise } from '../../process/supervisor';
-import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, sandboxScratch, scratchEnv, stepPlan } from '../containment';
+import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, sandboxScratch, scratchEnv, stepCaps, stepPlan } from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { judgeWork } from '../decide';
 import { attemptView, recordFiles } from '../attempt-record';
@@ -82,6 +82,7 @@ export const workStep: Step = {
       timeoutMs: spec.timeoutMs,
       signal: task.abort.signal,
       killGraceMs: opts.killGraceMs,
+      ...stepCaps(spec),
       onSpawn: (pid, startTime) => {
         rec.workerPid = pid;
         rec.workerStartTime = startTime;
