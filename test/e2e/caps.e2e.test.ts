@@ -81,6 +81,29 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     assert.deepEqual(fs.readdirSync(mech.parent as string).filter((n) => n.startsWith(`step-${pid}-`)), []);
   });
 
+  it('a worker cannot leave its cgroup or raise its limit (it writes the cgroup files it can see), and is still killed', async function () {
+    const mech = memoryCapMechanism();
+    if (mech.kind === 'none') this.skip();
+    const dir = tempDir();
+    // Every cgroup file that would free it: the hierarchy's root procs, its own cgroup's limit (found from /proc/self/cgroup).
+    const escape = [
+      'for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/memory/cgroup.procs /sys/fs/cgroup/unified/cgroup.procs; do echo $$ > $f 2>/dev/null && echo "moved via $f"; done',
+      'for rel in $(cut -d: -f3 /proc/self/cgroup | sort -u); do for d in /sys/fs/cgroup$rel /sys/fs/cgroup/memory$rel; do',
+      '  for f in memory.max memory.limit_in_bytes memory.memsw.limit_in_bytes; do echo 9223372036854771712 > $d/$f 2>/dev/null && echo "raised $d/$f"; done; done; done',
+      'cat /proc/self/cgroup',
+      hog(400),
+      'echo escaped > out.txt',
+    ].join('\n');
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('escape', escape, 'grep -q escaped out.txt || { echo no; exit 1; }', { memory_mb: 128, max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const { r } = await runMeasured(['run', file, '--home', home, '--no-dashboard'], dir, { HOME: path.join(dir, 'user-home') });
+    const row = readRows(home)[0];
+    const log = fs.readFileSync(path.join(home, 'runs', String(row?.run_id), 'tasks', 'escape', 'attempt-1', 'worker.log'), 'utf8');
+    assert.doesNotMatch(log, /moved via|raised/, log);
+    assert.equal(row?.verdict, 'FAIL', r.all);
+    assert.match(String(row?.notes), /the worker ran out of memory at 128 MB/);
+  });
+
   it('a check past its memory_mb FAILs whatever it exits (`! cmd` of a killed command would pass)', async function () {
     const mech = memoryCapMechanism();
     if (mech.kind === 'none') this.skip();

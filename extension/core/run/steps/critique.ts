@@ -20,7 +20,7 @@ import type { EngineSpec } from '../../../../engines/types';
 import { worktreeReadAccess } from '../../git/worktree';
 import type { EngineChoice } from '../../manifest/types';
 import { runCheck } from '../check';
-import { hiddenFromSteps, scratchEnv, stepPlan, stepScratch } from '../containment';
+import { hiddenFromSteps, scratchEnv, stepCaps, stepPlan, stepScratch } from '../containment';
 import { commandEvidence, criticismTarget, decideRound, loopView, newLoop, noChange, renderReport, revisionText, type CheckedCriticism, type CritiqueLoop, type RoundDecision } from '../critique-loop';
 import { critiquePrompt } from '../critique-prompt';
 import { critiqueLoopFile, loadLoop, saveLoop } from '../critique-state';
@@ -229,7 +229,7 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
     }
     const git = task.links && io.boxed ? worktreeReadAccess(task.links) : { env: {}, readOnly: [] };
     const run = (where: string, readOnly: string[], log: string, env: Record<string, string>) =>
-      runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }) });
+      runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }), ...stepCaps(spec) });
     const result = await run(dir, [task.state.dir, ...git.readOnly], o.log, git.env);
     const receipt = result.receipt;
     if (receipt.cancelled) throw new Cancelled();
