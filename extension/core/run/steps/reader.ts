@@ -15,7 +15,7 @@ import { supervise, type Receipt } from '../../process/supervisor';
 import { runDir } from '../../config/home';
 import type { EngineChoice } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
-import { engineState, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepPlan } from '../containment';
+import { engineState, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepCaps, stepPlan } from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { readerEnd } from '../reader-end';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
@@ -114,8 +114,8 @@ export interface ReadOnlyRun {
   env: Record<string, string>;
   /** Inherited variables it must not get (a ranking reviewer: every VERDICT_*). */
   unsetEnv?: readonly string[];
-  /** The task's limits: ms, and whether it has the network. */
-  timeouts: { timeoutMs: number; watchdogMs: number | null; network: boolean };
+  /** The task's limits: ms, whether it has the network, and its caps (MB: stepCaps). */
+  timeouts: { timeoutMs: number; watchdogMs: number | null; network: boolean; memoryMb?: number; logMaxMb?: number };
   signal: AbortSignal;
   /** 'bwrap' sandboxes it (when bubblewrap is here); 'none' runs it as it is. */
   containment: Containment;
@@ -166,6 +166,8 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
     // Its output reaches the log through a socket the spawn helper relays: code the reader runs cannot open it again
     // through /proc/<engine pid>/fd/1 and write an answer into it.
     relayOutput: true,
+    // It runs the worker's code: under the task's memory and output caps as the worker was.
+    ...stepCaps(run.timeouts),
     sandbox: stepPlan(ctx, run.containment, {
       writable: [run.scratch, ...view.writable],
       network: run.timeouts.network,
