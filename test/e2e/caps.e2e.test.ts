@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { CLI } from '../helpers/cli';
-import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { alive, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { memoryCapMechanism } from '../../extension/core/process/memory-cap';
 
@@ -102,6 +102,22 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     assert.doesNotMatch(log, /moved via|raised/, log);
     assert.equal(row?.verdict, 'FAIL', r.all);
     assert.match(String(row?.notes), /the worker ran out of memory at 128 MB/);
+  });
+
+  it('--no-sandbox: a process that scrubbed its environment (no step cookie) and left its session is still ended with its step\'s cgroup', async function () {
+    const mech = memoryCapMechanism();
+    if (mech.kind === 'none') this.skip();
+    const dir = tempDir();
+    const worker = 'setsid env -i /bin/sh -c \'echo $$ > "$0"; exec sleep 300\' "$PWD/daemon.pid" < /dev/null > /dev/null 2>&1 &\nsleep 0.5; echo ok > out.txt';
+    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('daemon', worker, 'test -s out.txt || { echo no; exit 1; }', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const { r } = await runMeasured(['run', file, '--home', home, '--no-dashboard', '--no-sandbox'], dir, { HOME: path.join(dir, 'user-home') });
+    assert.equal(r.exitCode, 0, r.all);
+    const pid = Number(fs.readFileSync(path.join(dir, 'w', 'daemon', 'daemon.pid'), 'utf8'));
+    assert.ok(pid > 1);
+    const left = alive(pid);
+    if (left) process.kill(pid, 'SIGKILL');
+    assert.equal(left, false, `the scrubbed daemon ${pid} outlived its step`);
   });
 
   it('a check past its memory_mb FAILs whatever it exits (`! cmd` of a killed command would pass)', async function () {
