@@ -74,6 +74,10 @@ export class LogCap {
     let from = size - this.keepBytes;
     let to = cutAt + this.lineBytes;
     this.cutBytes += from - keptFrom;
+    if (!final) this.inexact = true;
+    // The line first: between the last look at the size and the truncation nothing else is done (a write landing
+    // there is lost).
+    fs.writeSync(this.fd, cutLine(this.cutBytes, this.maxBytes, !this.inexact), cutAt);
     const buf = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
     // Moved down in order (the destination is always below the source); then whatever the step appended meanwhile.
     for (let round = 0; round < 8; round++) {
@@ -89,8 +93,6 @@ export class LogCap {
       if (now === size) break;
       size = now;
     }
-    if (!final) this.inexact = true;
-    fs.writeSync(this.fd, cutLine(this.cutBytes, this.maxBytes, !this.inexact), cutAt);
     fs.ftruncateSync(this.fd, to);
     return { end: to, seen: size };
   }
