@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cutLine, LogCap } from '../../extension/core/process/log-cap';
-import { probeMemoryCap, memCapLabel } from '../../extension/core/process/memory-cap';
+import { execFileSync } from 'node:child_process';
+import { createStepCgroup, probeMemoryCap, memCapLabel } from '../../extension/core/process/memory-cap';
 import { stepCaps } from '../../extension/core/run/containment';
 import { tempDir } from '../helpers/fixtures';
 
@@ -70,6 +71,36 @@ describe('memory caps (core/process/memory-cap.ts)', () => {
     assert.match(told.line, /VERDICT_MEMORY_CAP=none/);
     const noMemory = probeMemoryCap('cgroup /nonexistent/cpu cgroup rw,cpu 0 0\n');
     assert.match(noMemory.line, /no cgroup hierarchy here has the memory controller/);
+  });
+
+  it('a step cgroup on v2 (a folder laid out like one): memory.max, no swap, oom.group; joined by the wrapper; oom_kill and memory.peak read', async () => {
+    const parent = tempDir();
+    const cg = createStepCgroup({ kind: 'cgroup2', parent, line: '' }, 256);
+    assert.ok(cg.dir.startsWith(`${parent}/step-${process.pid}-`));
+    const read = (f: string) => fs.readFileSync(path.join(cg.dir, f), 'utf8');
+    assert.deepEqual([read('memory.max'), read('memory.swap.max'), read('memory.oom.group')], [String(256 * MB), '0', '1']);
+    // The wrapper writes the shell's own pid, then execs the command with the same pid.
+    const { file, args } = cg.wrap('/bin/sh', ['-c', 'echo $$']);
+    const out = execFileSync(file, args, { encoding: 'utf8' });
+    assert.equal(read('cgroup.procs').trim(), out.trim());
+    assert.equal(cg.oomKills(), 0);
+    fs.writeFileSync(path.join(cg.dir, 'memory.events'), 'low 0\nhigh 0\nmax 12\noom 1\noom_kill 2\noom_group_kill 1\n');
+    fs.writeFileSync(path.join(cg.dir, 'memory.peak'), `${200 * MB + 1}\n`);
+    assert.equal(cg.oomKills(), 2);
+    assert.equal(cg.peakBytes(), 200 * MB + 1);
+    // A folder that is no cgroup keeps its files: remove says it could not.
+    fs.writeFileSync(path.join(cg.dir, 'cgroup.procs'), '');
+    assert.equal(await cg.remove(50), false);
+  });
+
+  it('a step cgroup on v1: memory.limit_in_bytes; oom_kill of memory.oom_control; a cgroup that cannot be made is an error naming the folder', () => {
+    const parent = tempDir();
+    const cg = createStepCgroup({ kind: 'cgroup1', parent, line: '' }, 64);
+    assert.equal(fs.readFileSync(path.join(cg.dir, 'memory.limit_in_bytes'), 'utf8'), String(64 * MB));
+    fs.writeFileSync(path.join(cg.dir, 'memory.oom_control'), 'oom_kill_disable 0\nunder_oom 0\noom_kill 1\n');
+    assert.equal(cg.oomKills(), 1);
+    const missing = path.join(tempDir(), 'gone');
+    assert.throws(() => createStepCgroup({ kind: 'cgroup1', parent: missing, line: '' }, 64), /cannot make the step's memory cgroup .*gone\/step-/);
   });
 
   it('labels and defaults: a task\'s caps, else 4096 MB and 64 MB', () => {
