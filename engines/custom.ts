@@ -33,6 +33,8 @@ export interface CustomEngineConfig {
   state_guarded?: string[];
   state_shared?: string[];
   credential_env?: string[];
+  /** How many attempts on this engine may run at once on the machine, across runs (run/slots.ts). */
+  max_parallel?: number;
   /** The most one attempt is expected to cost, USD: reserved by the budget when the eval log knows none. */
   max_attempt_usd?: number;
 }
@@ -125,6 +127,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,
     ...(reader.streamUsage ? { streamUsage: reader.streamUsage } : {}),
+    ...(json.max_parallel !== undefined ? { maxParallel: json.max_parallel } : {}),
     ...(json.max_attempt_usd !== undefined ? { maxAttemptMicroUsd: Math.round(json.max_attempt_usd * 1_000_000) } : {}),
     classifyError: reader.classifyError,
     ...(reader.quotaReset ? { quotaReset: reader.quotaReset } : {}),

@@ -125,6 +125,11 @@ export interface EngineSpec {
    * budget reserves before an attempt when the eval log has no p90 for its model and task type. Absent: not known.
    */
   maxAttemptMicroUsd?: number;
+  /**
+   * How many attempts on this engine may run at once on this machine, across every run (a custom engine's
+   * `max_parallel`; run/slots.ts). Absent: no limit beyond each run's own.
+   */
+  maxParallel?: number;
   /** Classifies a failed run from the tail of its log; null when nothing recognisable. Never throws. */
   classifyError(logTail: string): EngineErrorClass | null;
   /**

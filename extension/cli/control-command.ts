@@ -1,3 +1,4 @@
+import { slotsInUse } from '../core/run/slots';
 import fs from 'node:fs';
 import path from 'node:path';
 import { runDir } from '../core/config/home';
@@ -159,6 +160,9 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
   }
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
+  // Machine-wide limits (engine max_parallel, manifest logins): the slots live runs hold now.
+  const slots = slotsInUse(opts.home).filter((s) => s.limit > 0);
+  if (slots.length) io.out(`slots on this machine: ${slots.map((s) => `${s.group.replace('-', ' ')} ${s.holders.length}/${s.limit}${s.holders.length ? ` (${s.holders.map((h) => `${h.runId} ${h.task}`).join(', ')})` : ''}`).join('; ')}`);
   return 0;
 }
 

@@ -41,6 +41,7 @@ const task = (extra: Record<string, unknown> = {}) => ({ key: 'a', engine: 'scri
  */
 const FIELDS: Record<string, { at: (string | number)[]; manifest: (v: number) => unknown }> = {
   '#/properties/max_parallel': { at: ['max_parallel'], manifest: (v) => ({ max_parallel: v, tasks: [task()] }) },
+  '#/properties/logins/additionalProperties/properties/max_parallel': { at: ['logins', 'sub', 'max_parallel'], manifest: (v) => ({ logins: { sub: { engines: ['script'], max_parallel: v } }, tasks: [task()] }) },
   '#/properties/budget_usd': { at: ['budget_usd'], manifest: (v) => ({ budget_usd: v, tasks: [task()] }) },
   '#/properties/memory_mb': { at: ['memory_mb'], manifest: (v) => ({ memory_mb: v, tasks: [task()] }) },
   '#/properties/log_max_mb': { at: ['log_max_mb'], manifest: (v) => ({ log_max_mb: v, tasks: [task()] }) },

@@ -130,6 +130,16 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     });
   };
   if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
+  // A login naming an engine that does not exist limits nothing: a typo would leave the subscription unguarded.
+  if (isObject(data.logins) && options.engines) {
+    for (const [name, login] of Object.entries(data.logins)) {
+      if (!isObject(login) || !Array.isArray(login.engines)) continue;
+      login.engines.forEach((engine, j) => {
+        if (typeof engine !== 'string' || (options.engines as ReadonlySet<string>).has(engine)) return;
+        error('unknown-engine', { range: rangeOfPath(root, ['logins', name, 'engines', j], index), path: `logins.${name}.engines[${j}]`, message: `unknown engine "${engine}" in login ${name}; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+      });
+    }
+  }
   const seen = new Map<string, number>();
   taskList.forEach((t, i) => {
     if (!isObject(t)) return;
@@ -298,6 +308,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     repo: path.resolve(dir, str(data.repo) ?? '.'),
     baseRef: str(data.base_ref) ?? 'HEAD',
     budgetUsd: (data.budget_usd as number | undefined) ?? null,
+    ...(isObject(data.logins) ? { logins: Object.fromEntries(Object.entries(data.logins).filter(([, l]) => isObject(l)).map(([name, l]) => [name, { engines: (l as { engines: string[] }).engines, maxParallel: (l as { max_parallel: number }).max_parallel }])) } : {}),
     setup: str(data.setup),
     include: (data.include as string[] | undefined) ?? [],
     pool: str(data.pool),

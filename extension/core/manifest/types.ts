@@ -197,6 +197,8 @@ export interface Manifest {
   repo: string;
   baseRef: string;
   budgetUsd: number | null;
+  /** `logins`: named groups of engines sharing one subscription, with their machine-wide limit (run/slots.ts). */
+  logins?: Record<string, { engines: string[]; maxParallel: number }>;
   setup: string | null;
   /** Worktree mode: repo-relative paths copied into each worktree. */
   include: string[];

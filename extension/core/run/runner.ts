@@ -23,6 +23,10 @@ import { Scheduler } from './scheduler';
 import { priorTasks } from './prior';
 import { RunSpend } from './spend';
 import { nextChoice, reassign } from './reassign';
+import { MachineSlots } from './slots';
+
+/** How long a task whose engine's machine-wide slots are all held waits before it looks again, ms. */
+const SLOT_RETRY_MS = 300;
 import { startSpawnHelper } from '../process/spawner';
 import { runAttempt } from './attempt';
 import { graphGate, type GraphGate } from './decide';
@@ -270,6 +274,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     if (change.set || change.ended || change.probeSettled) void stateFile.save();
     if (change.probeSettled) wake(engine);
   };
+  const slots = new MachineSlots(home, runId, (engine) => opts.engines.get(engine)?.maxParallel, manifest.logins, (note) => emit({ type: 'run-note', note }));
   /** Per-engine concurrency: halved for the rest of the run each time that engine is rate-limited. */
   const engineLimits = new Map<string, number>();
   const scheduler = new Scheduler<TaskRuntime>(
@@ -295,7 +300,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       markCancelled(task);
       taskSettled(task);
     },
-    { groupOf: (task) => choiceOf(task).engine, limitOf: (engine) => engineLimits.get(engine) ?? maxParallel },
+    { groupOf: (task) => choiceOf(task).engine, limitOf: (engine) => Math.min(engineLimits.get(engine) ?? maxParallel, slots.limitOf(engine) ?? maxParallel) },
   );
   /** Tasks with an attempt running, and those stopped because the spend passed the budget (with the reason). */
   const attemptsRunning = new Set<TaskRuntime>();
@@ -333,7 +338,18 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       return scheduler.push(task, gate.kind === 'wait' ? gate.ms : PROBE_HOLD_MS);
     }
     parkedOnWait.get(waitEngine)?.delete(task);
-    if (!gate.probe) {
+    // Machine-wide limits of its engine and logins (run/slots.ts): back in the queue while all their slots are held.
+    const releaseSlots = await slots.take(waitEngine, task.spec.key);
+    if (!releaseSlots) return scheduler.push(task, SLOT_RETRY_MS);
+    try {
+      await runJobGated(task, waitEngine, gate.probe);
+    } finally {
+      await releaseSlots();
+    }
+  }
+  /** runJob once its engine's quota gate and slots let it go: the attempt, or the engine's probe. */
+  async function runJobGated(task: TaskRuntime, waitEngine: string, probe: boolean): Promise<void> {
+    if (!probe) {
       await runJobAttempt(task);
       return;
     }

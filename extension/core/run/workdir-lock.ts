@@ -135,7 +135,7 @@ function readHolder(info: string): WorkdirHolder | null {
 }
 
 /** A holder on this host whose process no longer exists (or whose pid now names another process). */
-function holderGone(held: WorkdirHolder): boolean {
+export function holderGone(held: Pick<WorkdirHolder, 'host' | 'pid' | 'startTime'>): boolean {
   if (held.host !== shortHost()) return false;
   const now = processStartTime(held.pid);
   // No /proc entry: gone, unless the system has no /proc (then only the signal-0 probe can tell).
