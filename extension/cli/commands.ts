@@ -193,6 +193,17 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
   }),
   command({
+    name: 'plan',
+    args: [{ name: 'MANIFEST' }],
+    flags: { json, home, config },
+    summary: 'forecast before launch: expected attempts, cost (p50, p90) and duration per task, from the eval log',
+    exit: '0 printed, 2 bad input (the manifest does not load)',
+    run: async ({ args: [file], flags }, io) => {
+      const { engines } = (await import('./load-engines')).loadEngines(flags.config);
+      return (await import('./plan-command')).planCommand(file as string, { home: resolveHome(flags.home), json: flags.json === true, engines }, io);
+    },
+  }),
+  command({
     name: 'lint',
     args: [{ name: 'MANIFEST', repeat: true }],
     flags: { json, config },

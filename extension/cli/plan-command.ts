@@ -1,0 +1,66 @@
+/**
+ * `verdict plan MANIFEST`: what a manifest will probably cost and take, before launch, from the eval log (the
+ * scoreboard's figures per model and task type; core/scoreboard/forecast.ts). Runs nothing.
+ */
+import path from 'node:path';
+import type { EngineSpec } from '../../engines/types';
+import { evalLogPath } from '../core/config/home';
+import { formatUsd } from '../core/cost/pricing';
+import { loadManifest } from '../core/manifest/load';
+import { formatProblem, ManifestError } from '../core/manifest/types';
+import { forecast, type Forecast } from '../core/scoreboard/forecast';
+import { currentColumns } from '../core/scoreboard/load';
+import type { Io } from './io';
+
+/** ms → "1m 05s" / "12.3s". */
+function duration(ms: number | null): string {
+  if (ms === null) return '—';
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+}
+
+const usd = (n: number | null) => (n === null ? '—' : formatUsd(n));
+
+/**
+ * Prints the forecast of `file` (a table, or with `json` the Forecast plus the manifest's budget in micro-USD).
+ * Exit 0 printed, 2 the manifest does not load (its problems on stderr, file:line:column).
+ */
+export async function planCommand(file: string, opts: { home: string; json: boolean; engines: ReadonlyMap<string, EngineSpec> }, io: Io): Promise<number> {
+  let manifest;
+  try {
+    manifest = loadManifest(path.resolve(file), { engines: new Set(opts.engines.keys()) }).manifest;
+  } catch (e) {
+    if (!(e instanceof ManifestError)) throw e;
+    for (const p of e.problems) io.err(formatProblem(p));
+    return 2;
+  }
+  // A best-of-N group's own entry runs no worker: its candidates are the tasks.
+  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => ({ key: t.key, engine: t.engine, model: t.model ?? opts.engines.get(t.engine)?.defaultModel ?? null, taskType: t.taskType }));
+  let columns = null;
+  try {
+    columns = await currentColumns(opts.home, evalLogPath(opts.home));
+  } catch {
+    // no eval log yet: every task is without history
+  }
+  const f: Forecast = forecast(tasks, columns);
+  const budgetMicroUsd = manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000);
+  if (opts.json) {
+    io.out(JSON.stringify({ manifest: manifest.file, budgetMicroUsd, ...f }, null, 2));
+    return 0;
+  }
+  const table = [['TASK', 'ENGINE/MODEL', 'ATTEMPTS', 'COST P50', 'COST P90', 'DURATION', 'FROM']];
+  for (const t of f.tasks) {
+    const who = `${t.engine}${t.model ? `/${t.model}` : ''}`;
+    const g = t.figures;
+    table.push(g
+      ? [t.key, who, String(g.attempts), usd(g.costMedianMicroUsd), usd(g.costP90MicroUsd), duration(g.durationMedianMs), `${g.tasks} past task(s), ${{ model: 'this model, any task type', engine: 'this engine, any model and task type', 'engine+task_type': `this engine, any model, task type ${t.taskType ?? '(none)'}`, 'model+task_type': `task type ${t.taskType ?? '(none)'}`, none: '' }[t.basis]}`]
+      : [t.key, who, '—', '—', '—', '—', 'no history']);
+  }
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
+  const t = f.total;
+  io.out(`total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${duration(t.durationMedianMs)} of work summed over the tasks (max_parallel ${manifest.maxParallel})${t.withoutHistory ? `; ${t.withoutHistory} of ${f.tasks.length} task(s) have no history and add nothing` : ''}`);
+  if (budgetMicroUsd !== null && budgetMicroUsd < t.costMedianMicroUsd) io.out(`warning: budget_usd ${formatUsd(budgetMicroUsd)} is below the expected cost ${formatUsd(t.costMedianMicroUsd)} (p50): the run will probably end BUDGET_EXCEEDED`);
+  return 0;
+}
