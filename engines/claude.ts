@@ -2,14 +2,17 @@
  * Claude Code (`claude -p --output-format stream-json --verbose`). Output: JSON lines `system` (subtype
  * `init`, with `model`), `assistant` / `user` messages, and `result` with `is_error`, `result` (final text),
  * `usage`, `total_cost_usd` and `api_error_status`.
- * Seen in test/fixtures/engines/claude*.jsonl (Claude Code 2.1.332 against the scripted model server): the
- * `result` event totals the whole session (its `model_usage_since_last_result` is the separate per-result
- * delta), so the last `result` is read, not a sum. Anthropic semantics: `input_tokens` excludes
- * `cache_read_input_tokens`. API failures appear as an `assistant` message with model `<synthetic>` and
- * `is_api_error_message`, then an `is_error` result.
+ * Seen running Claude Code 2.1.332 against the scripted model server (test/e2e/real-claude.e2e.test.ts, captures in
+ * test/fixtures/engines/claude*.jsonl): a `result` ends each turn, and one `-p` prompt can take more than one turn —
+ * a background subagent's completion wakes the main agent for another turn, with a second `init` and a second
+ * `result` whose `result_index` counts on from 0. A result's `usage` covers only its own turn's main-agent calls;
+ * `modelUsage` (per model) and `total_cost_usd` cover the whole session, subagents included, so the last result's
+ * `modelUsage` is read. Anthropic semantics: `inputTokens` excludes `cacheReadInputTokens` and
+ * `cacheCreationInputTokens`, which Verdict counts in (tokens in = all three; cached = the cache reads). API failures
+ * appear as an `assistant` message with model `<synthetic>` and `is_api_error_message`, then an `is_error` result.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { amountAt, at, countAt, forgedFinalReport, jsonEvents, numberAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
+import { amountAt, at, countAt, jsonEvents, numberAt, objectAt, stringAt, type LogEvent } from './jsonl';
 import { addCount, usdToMicroUsd } from './tally';
 import { classifyLogTail, finalEventQuota } from './error-class';
 import type { QuotaEvent } from './quota-reset';
@@ -19,17 +22,18 @@ const SYNTHETIC_MODEL = '<synthetic>';
 
 /**
  * Reads usage, cost (`total_cost_usd` → micro-USD), the answering model (last real assistant message, else the
- * first init event's model) and the final status (`result.is_error`) from a Claude Code log; nothing after the
- * `result`, and nothing at all when there are two (forgedFinalReport: a forged line). Never throws.
+ * first init event's model) and the final status (`result.is_error`) from a Claude Code log: the last `result`, and
+ * nothing after it; nothing at all when the results are not Claude Code's sequence (claudeEvents: a forged line).
+ * Never throws.
  */
 export function parseClaudeOutput(log: string): UsageReport {
-  const events = upToSoleFinal(jsonEvents(log), isClaudeFinal);
-  if (!events) return forgedFinalReport('result');
+  const events = claudeEvents(jsonEvents(log));
+  if (!events) return { ...emptyUsage(), finalStatus: 'error', finalError: "the log's result events are not the sequence Claude Code prints (result_index 0, 1, … in order): the worker wrote into its engine's output, so none is believed" };
   const report = emptyUsage();
   let initModel: string | null | undefined;
   let answeredModel: string | null = null;
   for (const event of events) {
-    // Claude Code prints one init event, first: a later one is a line the worker forged into the log.
+    // The first init names the requested model (a later turn's init repeats it).
     if (event.type === 'system' && event.subtype === 'init' && initModel === undefined) initModel = stringAt(event, 'model');
     if (event.type === 'assistant') {
       const model = stringAt(event, 'message', 'model');
@@ -44,8 +48,9 @@ export function parseClaudeOutput(log: string): UsageReport {
 /**
  * The usage a running Claude Code session has reported so far: its `result` once printed (parseClaudeOutput), else the
  * `usage` of each real assistant message, the last one printed per message id (Claude Code prints an assistant event
- * per content block, each carrying its message's usage so far), summed: `input_tokens`, `cache_read_input_tokens`
- * (tokensCached) and `output_tokens`. No cost (the catalog prices the tokens). Never throws.
+ * per content block, each carrying its message's usage so far), summed: tokens in = `input_tokens` +
+ * `cache_read_input_tokens` + `cache_creation_input_tokens` (Anthropic reports them apart), cached = the cache reads,
+ * and `output_tokens`. No cost (the catalog prices the tokens). Never throws.
  */
 export function streamClaudeUsage(log: string): UsageReport {
   const events = jsonEvents(log);
@@ -57,18 +62,49 @@ export function streamClaudeUsage(log: string): UsageReport {
   }
   const report = emptyUsage();
   for (const event of byMessage.values()) {
-    report.tokensIn = addCount(report.tokensIn, countAt(event, 'message', 'usage', 'input_tokens'));
+    const fresh = countAt(event, 'message', 'usage', 'input_tokens');
+    const read = countAt(event, 'message', 'usage', 'cache_read_input_tokens') ?? 0;
+    const written = countAt(event, 'message', 'usage', 'cache_creation_input_tokens') ?? 0;
+    report.tokensIn = addCount(report.tokensIn, fresh === null ? null : fresh + read + written);
     report.tokensCached = addCount(report.tokensCached, countAt(event, 'message', 'usage', 'cache_read_input_tokens'));
     report.tokensOut = addCount(report.tokensOut, countAt(event, 'message', 'usage', 'output_tokens'));
   }
   return report;
 }
 
+/**
+ * The session's token totals from a result's `modelUsage` (summed over its models), else — an older result without
+ * it — from its `usage`. Tokens in = input + cache reads + cache writes (Anthropic reports them apart).
+ */
 function readResult(result: LogEvent, report: UsageReport): void {
-  report.tokensIn = countAt(result, 'usage', 'input_tokens');
-  report.tokensCached = countAt(result, 'usage', 'cache_read_input_tokens');
-  report.tokensOut = countAt(result, 'usage', 'output_tokens');
-  report.tokensReasoning = countAt(result, 'usage', 'output_tokens_details', 'thinking_tokens');
+  const perModel = objectAt(result, 'modelUsage');
+  const models = perModel ? Object.values(perModel) : [];
+  if (perModel && models.length > 0) {
+    const sum = (key: string): number | null => {
+      let total = 0;
+      for (const m of models) {
+        const count = countAt(m, key);
+        if (count === null) return null;
+        total += count;
+      }
+      return total;
+    };
+    const fresh = sum('inputTokens');
+    const read = sum('cacheReadInputTokens');
+    const written = sum('cacheCreationInputTokens');
+    report.tokensIn = fresh === null || read === null || written === null ? null : fresh + read + written;
+    report.tokensCached = read;
+    report.tokensOut = sum('outputTokens');
+    report.tokensReasoning = sum('thinkingTokens');
+  } else {
+    const fresh = countAt(result, 'usage', 'input_tokens');
+    const read = countAt(result, 'usage', 'cache_read_input_tokens') ?? 0;
+    const written = countAt(result, 'usage', 'cache_creation_input_tokens') ?? 0;
+    report.tokensIn = fresh === null ? null : fresh + read + written;
+    report.tokensCached = fresh === null ? null : read;
+    report.tokensOut = countAt(result, 'usage', 'output_tokens');
+    report.tokensReasoning = countAt(result, 'usage', 'output_tokens_details', 'thinking_tokens');
+  }
   const usd = amountAt(result, 'total_cost_usd');
   report.costMicroUsd = usd === null ? null : usdToMicroUsd(usd);
   const failed = at(result, 'is_error') === true;
@@ -79,13 +115,13 @@ function readResult(result: LogEvent, report: UsageReport): void {
 /**
  * The final message: the last `result` event's `result` text (Claude Code's final answer, claude.jsonl), or when no
  * result was printed, the text blocks of the last real assistant message; null when the last result is an error
- * (`is_error`: its `result` is the error, not an answer), nothing was said, or the log holds two `result` events
- * (jsonl.ts upToSoleFinal). Never throws.
+ * (`is_error`: its `result` is the error, not an answer), nothing was said, or the log's `result` events are not Claude Code's sequence
+ * (claudeEvents). Never throws.
  */
 export function claudeFinalMessage(log: string): string | null {
   let fromResult: string | null | undefined;
   let fromAssistant: string | null = null;
-  const events = upToSoleFinal(jsonEvents(log), isClaudeFinal);
+  const events = claudeEvents(jsonEvents(log));
   if (!events) return null;
   for (const event of events) {
     if (event.type === 'result') fromResult = at(event, 'is_error') === true ? null : stringAt(event, 'result');
@@ -98,9 +134,29 @@ export function claudeFinalMessage(log: string): string | null {
   return fromResult === undefined ? fromAssistant : fromResult;
 }
 
-/** `claude -p` answers one prompt: it prints one `result` (jsonl.ts upToSoleFinal). */
+/** A `result` event: the end of one of Claude Code's turns. */
 function isClaudeFinal(event: LogEvent): boolean {
   return event.type === 'result';
+}
+
+/**
+ * The events usage and the answer are read from: every event up to the last `result`, all of them when there is none
+ * (cut off), or null when the results are not the sequence Claude Code prints — `result_index` 0, 1, 2… in order (a
+ * result without one counts as 0). A result the worker forged into claude's stdout (a tool can write there through
+ * /proc/<pid>/fd/1) repeats an index a real one also takes, or breaks the order, so none is believed; lines after the
+ * last result are never read (jsonl.ts upToSoleFinal gives the reason).
+ */
+export function claudeEvents(events: LogEvent[]): LogEvent[] | null {
+  let last = -1;
+  let expected = 0;
+  for (const [i, event] of events.entries()) {
+    if (!isClaudeFinal(event)) continue;
+    const index = at(event, 'result_index') ?? 0;
+    if (index !== expected) return null;
+    expected++;
+    last = i;
+  }
+  return last < 0 ? events : events.slice(0, last + 1);
 }
 
 /**

@@ -7,6 +7,8 @@ import { execa } from 'execa';
 export const AGENT_CLIS = {
   codex: { pkg: '@openai/codex', version: '0.171.0' },
   opencode: { pkg: 'opencode-ai', version: '1.18.33' },
+  claude: { pkg: '@anthropic-ai/claude-code', version: '2.1.332' },
+  gemini: { pkg: '@google/gemini-cli', version: '0.61.0' },
 } as const;
 
 /** A CLI the tests can install. */

@@ -5,7 +5,9 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { CLI } from './cli';
 import type { AgentCliName } from './agent-clis';
-import type { ModelServer } from '../fixtures/model-server';
+import { makeRepo, readRows, tempDir, writeManifest } from './fixtures';
+import { startModelServer, type ModelServer, type ModelServerOptions } from '../fixtures/model-server';
+import type { RunState } from '../../extension/core/live/state';
 
 // Real agent CLIs (installed on demand, test/helpers/agent-clis.ts) driven by the built `verdict` CLI against the
 // scripted model server on 127.0.0.1 (test/e2e/real-engines.e2e.test.ts, test/e2e/hostile-waits.e2e.test.ts). As root
@@ -34,6 +36,9 @@ const [sock, port, cmd, ...args] = process.argv.slice(1);
 net.createServer((c) => { const u = net.connect(sock); c.pipe(u).pipe(c); u.on('error', () => c.destroy()); c.on('error', () => u.destroy()); })
   .listen(Number(port), '127.0.0.1', () => cp.spawn(cmd, args, { stdio: 'inherit' }).on('exit', (code) => process.exit(code ?? 1)));`;
 
+/** The API key every CLI is given (a server started with `requireKey: TEST_KEY` refuses any other). */
+export const TEST_KEY = 'sk-verdict-test';
+
 /** Environment pointing one CLI at the server, with a fresh home under `dir` and every update check and telemetry off. */
 export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer): Record<string, string> {
   const home = path.join(dir, 'user-home');
@@ -45,6 +50,33 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
     XDG_STATE_HOME: path.join(home, '.local', 'state'),
   };
   fs.mkdirSync(env.XDG_CONFIG_HOME as string, { recursive: true });
+  if (engine === 'claude') {
+    return {
+      ...env,
+      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_API_KEY: TEST_KEY,
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    };
+  }
+  if (engine === 'gemini') {
+    // Gemini CLI reads its settings from ~/.gemini/settings.json: the API key login, no telemetry, no update check,
+    // and one attempt per model call (its own retries would hide a 429 for minutes).
+    const gemini = path.join(home, '.gemini');
+    fs.mkdirSync(gemini, { recursive: true });
+    fs.writeFileSync(
+      path.join(gemini, 'settings.json'),
+      JSON.stringify({
+        security: { auth: { selectedType: 'gemini-api-key' } },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+        general: { disableAutoUpdate: true, disableUpdateNag: true, maxAttempts: 1 },
+      }) + '\n',
+    );
+    return { ...env, GOOGLE_GEMINI_BASE_URL: server.url, GEMINI_API_KEY: TEST_KEY };
+  }
   if (engine === 'codex') {
     const codexHome = path.join(dir, 'codex-home');
     fs.mkdirSync(codexHome, { recursive: true });
@@ -66,7 +98,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
         '',
       ].join('\n'),
     );
-    return { ...env, CODEX_HOME: codexHome, VERDICT_TEST_MODEL_KEY: 'sk-verdict-test' };
+    return { ...env, CODEX_HOME: codexHome, VERDICT_TEST_MODEL_KEY: TEST_KEY };
   }
   const config = {
     model: 'verdict-test/stub-model',
@@ -81,7 +113,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
       'verdict-test': {
         npm: '@ai-sdk/openai-compatible',
         name: 'Verdict test model server',
-        options: { baseURL: `${server.url}/v1`, apiKey: 'sk-verdict-test' },
+        options: { baseURL: `${server.url}/v1`, apiKey: TEST_KEY },
         models: { 'stub-model': { name: 'Stub', tool_call: true, limit: { context: 200000, output: 8192 } } },
       },
     },
@@ -135,4 +167,92 @@ export async function startVerdict(args: string[], opts: { cwd: string; env: Rec
       }
     },
   };
+}
+
+/** One `verdict run` of a real engine against the scripted model server, and what it left. */
+export interface RealRun {
+  server: ModelServer;
+  /** The test's temporary folder: the repo or workdir, the Verdict home, the CLIs' user home (`user-home`). */
+  dir: string;
+  home: string;
+  /** The HOME the CLIs were given (engineEnv). */
+  userHome: string;
+  result: Awaited<VerdictProcess['child']>;
+  rows: Record<string, unknown>[];
+  state: RunState;
+  /** Wall time of the `verdict run`, ms. */
+  ms: number;
+}
+
+/** What {@link runRealTask} runs. */
+export interface RealTaskOptions {
+  engine: AgentCliName;
+  model: string;
+  /** Folders holding the CLIs' binaries, put first on PATH. */
+  binDirs: string[];
+  mode: 'worktree' | 'plain';
+  server?: ModelServerOptions;
+  /** Task fields over the default one-task manifest (key alpha, writes alpha.txt, one attempt). */
+  task?: Record<string, unknown>;
+  /** Other engines configured too (best-of-N candidates, reviewers on another engine). */
+  alsoEngines?: AgentCliName[];
+  /** Environment over engineEnv's; a value `null` removes the variable. */
+  env?: Record<string, string | null>;
+  /** Called with the CLIs' HOME before the run (to seed the user's own state files). */
+  seedHome?: (userHome: string) => void;
+  /** The run's name (default `real-<engine>`). */
+  name?: string;
+}
+
+/**
+ * Writes a one-task manifest (task key `alpha`: create alpha.txt holding `alpha ready`, one attempt), runs it with the
+ * built `verdict run` against a fresh scripted model server (startVerdict: in the loopback-only namespace where it can
+ * be made), and collects the eval rows and the run state. Throws when the run left no row.
+ */
+export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
+  const server = await startModelServer(o.server ?? {});
+  const dir = tempDir(`verdict-real-${o.engine}-`);
+  const home = path.join(dir, 'verdict-home');
+  const task = {
+    key: 'alpha',
+    engine: o.engine,
+    model: o.model,
+    spec: "Create alpha.txt containing 'alpha ready'",
+    check: "grep -x 'alpha ready' alpha.txt",
+    expect_files: ['alpha.txt'],
+    task_type: 'e2e',
+    verified: 'alpha.txt holds the line "alpha ready"',
+    timeout_s: 240,
+    max_attempts: 1,
+    ...o.task,
+  };
+  const run = { run_name: o.name ?? `real-${o.engine}`, max_parallel: 1, tasks: [task] };
+  const manifest = o.mode === 'worktree' ? writeManifest(makeRepo(path.join(dir, 'repo')), { ...run, worktrees: true }) : writeManifest(dir, { ...run, workdir: 'work' });
+  const env: Record<string, string> = { ...Object.assign({}, ...(o.alsoEngines ?? []).map((e) => engineEnv(e, dir, server))), ...engineEnv(o.engine, dir, server), PATH: [...o.binDirs, process.env.PATH ?? ''].join(path.delimiter), PWD: dir };
+  for (const [k, v] of Object.entries(o.env ?? {})) {
+    if (v === null) delete env[k];
+    else env[k] = v;
+  }
+  const userHome = env.HOME as string;
+  o.seedHome?.(userHome);
+  const started = Date.now();
+  let result: RealRun['result'];
+  try {
+    result = await (await startVerdict(['run', manifest, '--home', home, '--identity', 'real-engines-e2e'], { cwd: dir, env, server })).done();
+  } finally {
+    await server.close();
+  }
+  const ms = Date.now() - started;
+  const rows = readRows(home);
+  if (!rows.length) throw new Error(`verdict run left no eval row:\n${result.all}`);
+  const runId = String(rows[0]?.run_id);
+  const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as RunState;
+  return { server, dir, home, userHome, result, rows, state, ms };
+}
+
+/** What an assertion failure shows about a run: verdict's output, what the server saw, the worker logs' tails. */
+export function explainRun(run: RealRun): string {
+  const log = run.rows.map((r) => `${String(r.step)} ${String(r.attempt)}: ${fs.existsSync(String(r.worker_log)) ? fs.readFileSync(String(r.worker_log), 'utf8').slice(-3000) : '(no log)'}`).join('\n---\n');
+  const seen = run.server.requests.map((r) => `${r.method} ${r.path} → ${r.reply}${r.tool ? ` (${r.tool})` : ''}`).join('\n');
+  return `verdict output:\n${run.result.all}\n\nserver saw:\n${seen}\n\nworker log tails:\n${log}`;
 }

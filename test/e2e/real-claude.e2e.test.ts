@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ensureCli } from '../helpers/agent-clis';
+import { explainRun, ISOLATED, runRealTask, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
+import { git } from '../helpers/fixtures';
+
+// The real Claude Code CLI (installed on demand, test/helpers/agent-clis.ts) run by the built `verdict run` inside
+// Verdict's sandbox, against the scripted model server speaking the Anthropic Messages API
+// (test/fixtures/model-server/wire-anthropic.ts). The scenarios share nothing (each its own server, homes and folders),
+// so they run at once in `before`; each `it` reads one. Claude Code answers in a few seconds here; the whole file
+// takes about as long as its slowest scenario.
+
+const MODEL = 'claude-sonnet-4-5';
+const SANDBOX = process.env.VERDICT_TEST_UNSANDBOXED ? 'none' : 'bwrap';
+
+/**
+ * Anthropic's list price of claude-sonnet-4-5 in micro-USD per token (USD per million tokens): input 3, 5-minute cache
+ * write 3.75, cache read 0.30, output 15. Claude Code prices a session with the same table (its result's `costBasis`
+ * is `list`), so the row's cost must be exactly this sum.
+ */
+function sonnetCostMicroUsd(sent: { input: number; cached: number; cacheWrite: number; output: number }): number {
+  return Math.round((sent.input - sent.cached - sent.cacheWrite) * 3 + sent.cacheWrite * 3.75 + sent.cached * 0.3 + sent.output * 15);
+}
+
+const CHANGES = '{"verdict": "changes", "concerns": ["alpha.txt: also say it twice"]}';
+const APPROVE = '{"verdict": "approve", "concerns": []}';
+// The review prompt names the answer's form; a worker's prompt does not.
+const isReview = (body: string) => /approve\\?" \| \\?"changes/.test(body);
+// What the user had in ~/.claude.json before the run; Claude Code rewrites this file by rename on every start.
+const USER_CLAUDE_JSON = '{\n  "numStartups": 41,\n  "userID": "user-of-this-machine",\n  "projects": {}\n}\n';
+
+describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loopback-only network namespace' : 'not isolated: updates and telemetry off through env'})`, function () {
+  this.timeout(600000);
+  const runs: Record<string, RealRun> = {};
+  let reviewsAnswered = 0;
+
+  before(async function () {
+    this.timeout(600000);
+    const binDirs = [await ensureCli('claude')];
+    const base = { engine: 'claude', model: MODEL, binDirs } as const;
+    const scenarios: Record<string, RealTaskOptions> = {
+      pass: {
+        ...base,
+        mode: 'worktree',
+        // Cache writes too, so that every usage field Claude Code reads is exercised; no thinking blocks are sent.
+        server: { usage: { input: 1234, cached: 200, cacheWrite: 100, output: 56, reasoning: 0 } },
+        seedHome: (home) => fs.writeFileSync(path.join(home, '.claude.json'), USER_CLAUDE_JSON),
+      },
+      retry: {
+        ...base,
+        mode: 'plain',
+        // The check prints a line its own text does not hold ($((6*7))): the script writes the right content only once
+        // the prompt carries that output, which only the retry's can.
+        server: { content: (body) => (body.includes('CHECK-42') ? 'alpha ready' : 'alpha wrong') },
+        task: { max_attempts: 2, check: "grep -x 'alpha ready' alpha.txt || { echo \"CHECK-$((6*7)): alpha.txt must hold the line 'alpha ready'\"; exit 1; }" },
+      },
+      review: {
+        ...base,
+        mode: 'worktree',
+        server: { finalText: (body) => (isReview(body) ? (reviewsAnswered++ === 0 ? CHANGES : APPROVE) : 'Done: created alpha.txt') },
+        task: { max_attempts: 2, review: { engines: [{ engine: 'claude', model: MODEL }] } },
+      },
+      // Claude Code retries a 429 itself (10 times by default, after retry-after); with its retries off the 429 reaches
+      // Verdict, as it does once they are used up.
+      limited: { ...base, mode: 'plain', server: { rateLimit: { requests: 1, retryAfterS: 1 } }, env: { CLAUDE_CODE_MAX_RETRIES: '0' } },
+      badKey: { ...base, mode: 'plain', server: { requireKey: 'sk-the-real-one' }, env: { CLAUDE_CODE_MAX_RETRIES: '0' } },
+      noKey: { ...base, mode: 'plain', env: { ANTHROPIC_API_KEY: null } },
+      // A tool call Claude Code must not allow without asking (its own project settings): headless, nobody is asked.
+      permission: { ...base, mode: 'plain', server: { askTool: { name: 'Write', input: { file_path: '.claude/settings.json', content: '{"hooks": {}}\n' } } } },
+    };
+    const done = await Promise.all(Object.entries(scenarios).map(async ([name, o]) => [name, await runRealTask({ ...o, name: `claude-${name}` })] as const));
+    for (const [name, run] of done) runs[name] = run;
+  });
+
+  const run = (name: string) => runs[name] as RealRun;
+
+  it('a worker task PASSes inside the sandbox with exactly the tokens the server sent and the list-price cost', () => {
+    const r = run('pass');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    assert.equal(r.rows.length, 1, explainRun(r));
+    const row = r.rows[0] as Record<string, unknown>;
+    assert.deepEqual([row.verdict, row.worker_engine, row.harness, row.model, row.reported_model, row.worker_exit_code, row.sandbox], ['PASS', 'claude', 'claude-code', MODEL, MODEL, 0, SANDBOX], explainRun(r));
+    const sent = r.server.usageSent;
+    assert.equal(sent.calls, 2, `one tool call and one final answer\n${explainRun(r)}`);
+    assert.deepEqual(
+      { in: row.tokens_in, cached: row.tokens_cached, out: row.tokens_out, reasoning: row.tokens_reasoning, total: row.worker_tokens, cost: row.cost_microusd },
+      { in: sent.input, cached: sent.cached, out: sent.output, reasoning: 0, total: sent.input + sent.output, cost: sonnetCostMicroUsd(sent) },
+      'tokens in count the cache reads and writes Anthropic reports apart; the cost is Claude Code\'s own, at list price',
+    );
+    assert.equal(sonnetCostMicroUsd(sent), 8154);
+    const calls = r.server.requests.filter((q) => q.api === 'messages');
+    assert.deepEqual(calls.map((q) => [q.reply, q.tool]), [['tool_call', 'Bash'], ['final', null]], explainRun(r));
+    for (const q of calls) assert.equal((q.body as { model?: unknown }).model, MODEL, 'the task model reached the server');
+    assert.equal(git(path.join(r.dir, 'repo'), 'show', `${String(row.branch)}:alpha.txt`), 'alpha ready');
+  });
+
+  it("leaves the user's ~/.claude.json byte-identical; the session went to ~/.claude, the state dir the sandbox lets it write", () => {
+    const r = run('pass');
+    assert.equal(fs.readFileSync(path.join(r.userHome, '.claude.json'), 'utf8'), USER_CLAUDE_JSON, explainRun(r));
+    assert.deepEqual(fs.readdirSync(r.userHome).filter((f) => f.startsWith('.claude.json')), ['.claude.json'], 'no backup or temporary copy left beside it');
+    const projects = path.join(r.userHome, '.claude', 'projects');
+    const sessions = fs.existsSync(projects) ? fs.readdirSync(projects, { recursive: true }).map(String).filter((f) => f.endsWith('.jsonl')) : [];
+    assert.ok(sessions.length >= 1, `Claude Code saved its session under ~/.claude/projects (found: ${sessions.join(', ') || 'nothing'})`);
+  });
+
+  it('a first attempt that FAILs the check is retried with the check output in the prompt; the retry PASSes', () => {
+    const r = run('retry');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.retry, x.check_exit_code]), [[1, 'FAIL', false, 1], [2, 'PASS', true, 0]], explainRun(r));
+    assert.match(String(r.rows[0]?.check_output), /CHECK-42/);
+    const retried = r.server.requests.filter((q) => q.api === 'messages' && JSON.stringify(q.body).includes('CHECK-42'));
+    assert.ok(retried.length >= 1, 'the retry prompt reached the model with the check output');
+    // Each attempt's row holds its own calls' tokens: together, everything the server sent.
+    const sent = r.server.usageSent;
+    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, explainRun(r));
+    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_out), 0), sent.output);
+    assert.equal(fs.readFileSync(path.join(r.dir, 'work', 'alpha', 'alpha.txt'), 'utf8'), 'alpha ready\n');
+  });
+
+  it('a claude reviewer answering changes fails the attempt; the retry addresses it and the reviewer approves', () => {
+    const r = run('review');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    const rows = r.rows.map((x) => [x.step, x.attempt, x.worker_engine, x.verdict, (x.review as { verdict?: string } | undefined)?.verdict ?? null]);
+    assert.deepEqual(rows, [
+      ['work', 1, 'claude', 'FAIL', null],
+      ['review', 1, 'claude', 'FAIL', 'changes'],
+      ['work', 2, 'claude', 'PASS', null],
+      ['review', 2, 'claude', 'PASS', 'approve'],
+    ], explainRun(r));
+    assert.match(String(r.rows[0]?.notes), /asked for changes: \(1\) alpha\.txt: also say it twice/);
+    assert.ok(r.server.requests.some((q) => !isReview(JSON.stringify(q.body)) && JSON.stringify(q.body).includes('also say it twice')), 'the retry prompt carried the concern');
+    const sent = r.server.usageSent;
+    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, `every token the server sent is on exactly one row\n${explainRun(r)}`);
+  });
+
+  it('a 429 is RATE_LIMITED and requeued without burning the attempt; the requeue PASSes', () => {
+    const r = run('limited');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explainRun(r));
+    assert.equal(r.server.requests.find((q) => q.api === 'messages')?.reply, 'rate_limited');
+    assert.match(fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'), /"api_error_status":429/);
+    const pass = r.rows[1] as Record<string, unknown>;
+    assert.deepEqual([pass.tokens_in, pass.tokens_out], [r.server.usageSent.input, r.server.usageSent.output]);
+  });
+
+  for (const [name, what] of [['badKey', 'a key the API refuses (401)'], ['noKey', 'no key and no login']] as const) {
+    it(`${what}: the attempt FAILs as an auth error, and verdict doctor names the fix`, () => {
+      const r = run(name);
+      assert.equal(r.result.exitCode, 1, explainRun(r));
+      assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.tokens_in]), [[1, 'FAIL', 0]], explainRun(r));
+      assert.match(String(r.rows[0]?.notes), /the worker exited 1 \(auth\)/, explainRun(r));
+      assert.equal(r.server.usageSent.calls, 0);
+      assert.ok(r.ms < 120000, `Claude Code gave up at once (${r.ms} ms)`);
+    });
+  }
+
+  it('a tool call that needs permission is refused without asking: the run never waits for input and PASSes', () => {
+    const r = run('permission');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    assert.deepEqual(r.rows.map((x) => x.verdict), ['PASS'], explainRun(r));
+    const log = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
+    assert.match(log, /"permission_denials":\[\{"tool_name":"Write"/, 'Claude Code denied the write to its own settings');
+    assert.ok(!fs.existsSync(path.join(r.dir, 'work', 'alpha', '.claude', 'settings.json')), 'the refused write did not happen');
+    assert.deepEqual(r.server.requests.filter((q) => q.api === 'messages').map((q) => q.tool), ['Write', 'Bash', null], explainRun(r));
+  });
+});
