@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ensureCli } from '../helpers/agent-clis';
 import { explainRun, ISOLATED, runRealTask, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
+import { execa } from 'execa';
 import { git } from '../helpers/fixtures';
+import { CLI } from '../helpers/cli';
 
 // The real Claude Code CLI (installed on demand, test/helpers/agent-clis.ts) run by the built `verdict run` inside
 // Verdict's sandbox, against the scripted model server speaking the Anthropic Messages API
@@ -145,7 +147,7 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
   });
 
   for (const [name, what] of [['badKey', 'a key the API refuses (401)'], ['noKey', 'no key and no login']] as const) {
-    it(`${what}: the attempt FAILs as an auth error, and verdict doctor names the fix`, () => {
+    it(`${what}: the attempt FAILs as an auth error`, () => {
       const r = run(name);
       assert.equal(r.result.exitCode, 1, explainRun(r));
       assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.tokens_in]), [[1, 'FAIL', 0]], explainRun(r));
@@ -154,6 +156,15 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
       assert.ok(r.ms < 120000, `Claude Code gave up at once (${r.ms} ms)`);
     });
   }
+
+  it('verdict doctor, in the same home without a key, says claude is not logged in and names the fix', async () => {
+    const r = run('noKey');
+    const env = { PATH: [await ensureCli('claude'), process.env.PATH ?? ''].join(path.delimiter), HOME: r.userHome };
+    const doctor = await execa('node', [CLI, 'doctor', '--json', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
+    const claude = (JSON.parse(String(doctor.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === 'claude');
+    assert.deepEqual([claude?.login, claude?.version], ['no', '2.1.332 (Claude Code)'], String(doctor.stdout));
+    assert.match(String(claude?.fix), /^claude setup-token\b/);
+  });
 
   it('a tool call that needs permission is refused without asking: the run never waits for input and PASSes', () => {
     const r = run('permission');
