@@ -4,8 +4,11 @@
  * (`success` | `error`), `error {type, message}` and `stats` totals for the whole run: `input_tokens`,
  * `output_tokens`, `cached` (a subset of `input_tokens`; `input` is the uncached rest) and `models`, keyed by
  * the model id the API answered with.
- * Seen in test/fixtures/engines/gemini*.jsonl (gemini-cli 0.61.0 against the scripted model server). The
- * stats carry no reasoning-token count, so tokensReasoning stays null.
+ * Seen in test/fixtures/engines/gemini*.jsonl (gemini-cli 0.61.0 against the scripted model server,
+ * test/e2e/real-gemini.e2e.test.ts). `output_tokens` sums the API's `candidatesTokenCount`, which leaves out the
+ * thinking tokens (`thoughtsTokenCount`), while `total_tokens` sums `totalTokenCount`, which counts them (prompt +
+ * candidates + thoughts, per Google's generateContent usageMetadata): tokens out = total - input, and the reasoning
+ * tokens are what that adds to `output_tokens`.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { countAt, forgedFinalReport, jsonEvents, objectAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
@@ -28,7 +31,11 @@ export function parseGeminiOutput(log: string): UsageReport {
     if (event.type === 'init' && initModel === undefined) initModel = stringAt(event, 'model');
     if (event.type !== 'result') continue;
     report.tokensIn = countAt(event, 'stats', 'input_tokens');
-    report.tokensOut = countAt(event, 'stats', 'output_tokens');
+    const candidates = countAt(event, 'stats', 'output_tokens');
+    const total = countAt(event, 'stats', 'total_tokens');
+    const thoughts = total !== null && report.tokensIn !== null && candidates !== null && total >= report.tokensIn + candidates ? total - report.tokensIn - candidates : null;
+    report.tokensOut = candidates === null ? null : candidates + (thoughts ?? 0);
+    report.tokensReasoning = thoughts;
     report.tokensCached = countAt(event, 'stats', 'cached');
     const models = Object.keys(objectAt(event, 'stats', 'models') ?? {});
     answeredModel = models.length === 1 ? (models[0] ?? null) : null;

@@ -32,7 +32,7 @@ describe('custom engines from configuration', () => {
   it('reuses a built-in output reader named by "output"', () => {
     const engine = customEngineFromConfig('my-claude', { binary: 'claude-wrapper', argv: ['{spec}'], output: 'claude', model: 'sonnet' }, WHERE);
     assert.equal(engine.defaultModel, 'sonnet');
-    assert.equal(engine.parseOutput(engineFixture('claude')).costMicroUsd, 12192);
+    assert.equal(engine.parseOutput(engineFixture('claude')).costMicroUsd, 8154);
     assert.equal(engine.classifyError(engineFixture('claude-error')), 'rate_limit');
   });
 

@@ -26,18 +26,21 @@ describe('engine output parsers on real CLI output', () => {
   });
 
   it('claude: reads the session totals, the cost in micro-USD and the answering model from the result', () => {
-    // total_cost_usd 0.012192000000000001 -> 12192 micro-USD; thinking_tokens is reported as 0.
+    // The server sent 1234 in per call, 200 of them cache reads and 100 cache writes, which Anthropic reports apart
+    // (input_tokens 934): tokens in count all three again. total_cost_usd 0.008154 (list price of claude-sonnet-4-5)
+    // -> 8154 micro-USD; no thinking blocks were sent, thinking_tokens is 0.
     assert.deepEqual(parse('claude', 'claude'), {
       tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 0,
-      costMicroUsd: 12192, reportedModel: 'claude-opus-5-5', finalStatus: 'success', finalError: null,
+      costMicroUsd: 8154, reportedModel: 'claude-sonnet-4-5', finalStatus: 'success', finalError: null,
     });
   });
 
   it('gemini: reads result.stats; the model is the one the API answered with, not the requested one', () => {
-    // init says gemini-2.5-flash (requested); stats.models is keyed by the stub's modelVersion "stub-model".
+    // stats.models is keyed by the modelVersion the API answered with. output_tokens is 98 (2 x 49 candidates); the
+    // 2 x 7 thinking tokens are only in total_tokens (2580), and are added back.
     assert.deepEqual(parse('gemini', 'gemini'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: null,
-      costMicroUsd: null, reportedModel: 'stub-model', finalStatus: 'success', finalError: null,
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 14,
+      costMicroUsd: null, reportedModel: 'gemini-2.5-flash', finalStatus: 'success', finalError: null,
     });
   });
 
@@ -68,19 +71,19 @@ describe('engine output parsers on real CLI output', () => {
     it('claude: is_error result; the <synthetic> error message is not taken as the model', () => {
       assert.deepEqual(parse('claude', 'claude-error'), {
         tokensIn: 0, tokensOut: 0, tokensCached: 0, tokensReasoning: 0, costMicroUsd: 0,
-        reportedModel: 'claude-opus-5-5', finalStatus: 'error',
-        finalError: 'API Error: Request rejected (429) · Rate limit reached for requests',
+        reportedModel: 'claude-sonnet-4-5', finalStatus: 'error',
+        finalError: 'API Error: Request rejected (429) · Number of requests has exceeded your rate limit (scripted by the model server)',
       });
-      assert.equal(parse('claude', 'claude-auth').finalError, 'Failed to authenticate. API Error: 401 Invalid API key provided');
+      assert.equal(parse('claude', 'claude-auth').finalError, 'Invalid API key · Fix external API key');
     });
 
     it('gemini: status error in the result, read between interleaved stderr lines and a stack trace', () => {
       const report = parse('gemini', 'gemini-error');
       assert.equal(report.finalStatus, 'error');
-      assert.match(report.finalError ?? '', /Rate limit reached for requests/);
-      assert.deepEqual([report.tokensIn, report.tokensOut, report.tokensCached, report.tokensReasoning], [0, 0, 0, null]);
+      assert.match(report.finalError ?? '', /Resource has been exhausted/);
+      assert.deepEqual([report.tokensIn, report.tokensOut, report.tokensCached, report.tokensReasoning], [0, 0, 0, 0]);
       assert.equal(report.reportedModel, 'gemini-2.5-flash');
-      assert.match(parse('gemini', 'gemini-auth').finalError ?? '', /Invalid API key provided/);
+      assert.match(parse('gemini', 'gemini-auth').finalError ?? '', /API key not valid/);
     });
 
     it('grok: the failure is the last assistant message (grok exits 0)', () => {
@@ -117,7 +120,7 @@ describe('engine output parsers on real CLI output', () => {
     it('claude: a log tail that starts mid-line still finds the result', () => {
       const log = engineFixture('claude');
       const tail = log.slice(log.length - 3000);
-      assert.equal(engines.get('claude')!.parseOutput(tail).costMicroUsd, 12192);
+      assert.equal(engines.get('claude')!.parseOutput(tail).costMicroUsd, 8154);
     });
   });
 });
