@@ -21,6 +21,8 @@ const AUTH = [
   /not logged in|please run \/login|login required/i,
   /unauthori[sz]ed|unauthenticated|authentication[ _-]?error|failed to authenticate/i,
   /api[ _-]?key (?:is )?(?:required|missing|not set)/i,
+  // Gemini CLI 0.61.0 without a key: "When using Gemini API, you must specify the GEMINI_API_KEY environment variable."
+  /must (?:specify|set|provide) (?:the |an |your )?\w*(?:API_?KEY|TOKEN)\b/i,
   /forbidden/i,
 ];
 
