@@ -206,6 +206,9 @@ export const claudeEngine: EngineSpec = {
   stateShared: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/.claude.json'],
   defaultModel: null,
   retryContext: 'prompt',
+  // Seen from Claude Code 2.1.332 (system, assistant, user, result), and the other message types of its stream-json
+  // output that the CLI's --help and its SDK name (partial messages, rate-limit and tool-progress notices, …).
+  eventTypes: ['system', 'assistant', 'user', 'result', 'stream_event', 'rate_limit_event', 'tool_progress', 'tool_use_summary', 'auth_status', 'prompt_suggestion', 'keep_alive'],
   parseOutput: parseClaudeOutput,
   streamUsage: streamClaudeUsage,
   finalMessage: claudeFinalMessage,

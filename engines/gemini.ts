@@ -122,6 +122,8 @@ export const geminiEngine: EngineSpec = {
   stateShared: ['~/.gemini/oauth_creds.json', '~/.gemini/google_accounts.json', '~/.gemini/mcp-oauth-tokens.json', '~/.gemini/installation_id', '~/.gemini/user_id', '~/.gemini/settings.json'],
   defaultModel: null,
   retryContext: 'prompt',
+  // Seen from Gemini CLI 0.61.0 (test/fixtures/engines/gemini*.jsonl).
+  eventTypes: ['init', 'message', 'tool_use', 'tool_result', 'error', 'result'],
   parseOutput: parseGeminiOutput,
   finalMessage: geminiFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, geminiFatalErrors, geminiWarnings),

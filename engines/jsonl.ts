@@ -33,6 +33,21 @@ export function jsonEvents(log: string): LogEvent[] {
 }
 
 /**
+ * The `type` values of the log's JSON events that are not in `known`, in order of first appearance, at most `max`
+ * (default 5); a type that is not a short plain name (letters, digits, `_ . -`, up to 40) is given as `(odd type)`, as
+ * the log may hold lines the worker wrote. Events without a string `type` are skipped. Never throws.
+ */
+export function unknownEventTypes(log: string, known: readonly string[], max = 5): string[] {
+  const found = new Set<string>();
+  for (const event of jsonEvents(log)) {
+    if (typeof event.type !== 'string' || known.includes(event.type)) continue;
+    found.add(/^[\w.-]{1,40}$/.test(event.type) ? event.type : '(odd type)');
+    if (found.size >= max) break;
+  }
+  return [...found];
+}
+
+/**
  * The events a one-turn CLI's usage and answer are read from (codex exec, claude -p, gemini -p print exactly one final
  * event): every event up to and including its final event (`isFinal`), all of them when it printed none (cut off), or
  * null when the log holds more than one. A second final event is a line forged into the log (a tool the worker ran can

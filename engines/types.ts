@@ -110,6 +110,13 @@ export interface EngineSpec {
    * `file` keeps `{spec}` as the task's spec and only writes VERDICT_FAILURE_FILE (the script engine).
    */
   retryContext: 'prompt' | 'file';
+  /**
+   * The `type` values of the JSON events the CLI prints, as far as Verdict was tested with it
+   * (engines/tested-versions.ts): an event of another type is an "unknown event" — its line stays in the worker log,
+   * parseOutput reads on past it, and the attempt says so once in the task's notes (run/steps/work.ts). Absent: not
+   * checked.
+   */
+  eventTypes?: readonly string[];
   /** Reads the whole raw worker log (stdout+stderr interleaved) and returns what it reports. Never throws. */
   parseOutput(log: string): UsageReport;
   /**

@@ -215,10 +215,25 @@ function secretsLine(s: SecretsReport): string {
   return `secrets: hidden from every step (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, ~/.pgpass, ~/.npmrc, Verdict's config… and "hide"): ${hidden}${exposed}${vars}`;
 }
 
-/** One engine's line: where, version, login, probe; or how to install it. */
+/** `, a tested version` / `, UNTESTED major version (tested: 2.1.332)`…; '' when the engine has no tested table entry. */
+function testedWords(e: EngineHealth): string {
+  const tested = e.tested.versions.join(', ');
+  switch (e.tested.status) {
+    case 'tested':
+      return ', a tested version';
+    case 'untested':
+      return `, untested version (tested: ${tested})`;
+    case 'untested-major':
+      return `, UNTESTED major version (tested: ${tested}): flags, events or usage fields may have changed`;
+    default:
+      return e.tested.versions.length ? `, version not recognised (tested: ${tested})` : '';
+  }
+}
+
+/** One engine's line: where, version and whether Verdict was tested with it, login, probe; or how to install it. */
 function engineLine(e: EngineHealth): string {
   if (!e.found) return `${e.binary} not on PATH — ${e.install}`;
-  const parts = [`${e.found}${e.version ? ` (${e.version})` : ''}`];
+  const parts = [`${e.found}${e.version ? ` (${e.version})` : ''}${testedWords(e)}`];
   if (e.login === 'yes') parts.push(`logged in (${e.loginDetail})`);
   else if (e.login === 'no') parts.push(`NOT logged in — ${e.fix}`);
   else if (e.login === 'unknown') parts.push('login unknown');

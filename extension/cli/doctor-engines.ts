@@ -8,6 +8,7 @@ import { execa } from 'execa';
 import { expandArgv } from '../../engines/argv';
 import { findBinary } from '../../engines';
 import type { EngineSpec } from '../../engines/types';
+import { TESTED_CLIS, versionStatus, type VersionStatus } from '../../engines/tested-versions';
 import { expandStatePath } from '../core/process/sandbox';
 
 /**
@@ -42,6 +43,11 @@ export interface EngineHealth {
   found: string | null;
   /** First line of `<binary> --version`, or null (not installed, or it printed nothing / failed). */
   version: string | null;
+  /**
+   * That version against engines/tested-versions.ts: `tested`, `untested` (a tested major), `untested-major`, or
+   * `unknown` (not installed, no version printed, or an engine without a table entry); with the versions tested.
+   */
+  tested: { status: VersionStatus; versions: readonly string[] };
   /** `yes`/`no` from the login check; `n/a` for the script engine (no model); `unknown` for engines without a check. */
   login: 'yes' | 'no' | 'n/a' | 'unknown';
   /** How the login was found (the variable, the file, the command), or why not. */
@@ -64,13 +70,14 @@ export const PROBE_PROMPT = 'Reply with the single word OK and nothing else. Do 
  */
 export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, probe: boolean, probeTimeoutMs = 90_000): Promise<EngineHealth> {
   const found = findBinary(engine.binary, env.PATH ?? '');
-  const base: EngineHealth = { name: engine.name, binary: engine.binary, found, version: null, login: 'unknown', loginDetail: '', probe: null, fix: null, install: engine.install };
+  const base: EngineHealth = { name: engine.name, binary: engine.binary, found, version: null, tested: { status: 'unknown', versions: TESTED_CLIS[engine.name]?.versions ?? [] }, login: 'unknown', loginDetail: '', probe: null, fix: null, install: engine.install };
   if (!found) return { ...base, loginDetail: 'not installed', fix: engine.install };
   const v = await execa(found, ['--version'], { env, reject: false, timeout: 15_000, stdin: 'ignore', all: true });
   const version = v.exitCode === 0 ? (String(v.all ?? '').split('\n').map((l) => l.trim()).find(Boolean) ?? null) : null;
   const login = engine.harness === 'script' ? { login: 'n/a' as const, detail: 'no model, no account' } : await loginOf(engine, found, env);
   const check = LOGIN[engine.harness];
-  const health: EngineHealth = { ...base, version, login: login.login, loginDetail: login.detail, fix: login.login === 'no' && check ? check.fix : null };
+  const vs = versionStatus(engine.name, version);
+  const health: EngineHealth = { ...base, version, tested: { status: vs.status, versions: vs.tested }, login: login.login, loginDetail: login.detail, fix: login.login === 'no' && check ? check.fix : null };
   if (probe && engine.harness !== 'script' && health.login !== 'no') health.probe = await probeEngine(engine, found, env, probeTimeoutMs);
   return health;
 }

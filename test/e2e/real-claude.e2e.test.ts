@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ensureCli } from '../helpers/agent-clis';
 import { explainRun, ISOLATED, runRealTask, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
 import { execa } from 'execa';
-import { git } from '../helpers/fixtures';
+import { git, tempDir } from '../helpers/fixtures';
 import { CLI } from '../helpers/cli';
 
 // The real Claude Code CLI (installed on demand, test/helpers/agent-clis.ts) run by the built `verdict run` inside
@@ -41,6 +41,9 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
     this.timeout(600000);
     const binDirs = [await ensureCli('claude')];
     const base = { engine: 'claude', model: MODEL, binDirs } as const;
+    // A claude that prints an event type Verdict does not know before the real CLI's output (a newer CLI would).
+    const wrapper = tempDir('verdict-claude-newer-');
+    fs.writeFileSync(path.join(wrapper, 'claude'), `#!/bin/sh\nprintf '%s\\n' '{"type":"brand_new_event","detail":1}'\nexec '${path.join(binDirs[0] as string, 'claude')}' "$@"\n`, { mode: 0o755 });
     const scenarios: Record<string, RealTaskOptions> = {
       pass: {
         ...base,
@@ -68,6 +71,7 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
       limited: { ...base, mode: 'plain', server: { rateLimit: { requests: 1, retryAfterS: 1 } }, env: { CLAUDE_CODE_MAX_RETRIES: '0' } },
       badKey: { ...base, mode: 'plain', server: { requireKey: 'sk-the-real-one' }, env: { CLAUDE_CODE_MAX_RETRIES: '0' } },
       noKey: { ...base, mode: 'plain', env: { ANTHROPIC_API_KEY: null } },
+      newer: { ...base, binDirs: [wrapper, ...binDirs], mode: 'plain' },
       // A tool call Claude Code must not allow without asking (its own project settings): headless, nobody is asked.
       permission: { ...base, mode: 'plain', server: { askTool: { name: 'Write', input: { file_path: '.claude/settings.json', content: '{"hooks": {}}\n' } } } },
     };
@@ -164,6 +168,9 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
     const claude = (JSON.parse(String(doctor.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === 'claude');
     assert.deepEqual([claude?.login, claude?.version], ['no', '2.1.332 (Claude Code)'], String(doctor.stdout));
     assert.match(String(claude?.fix), /^claude setup-token\b/);
+    assert.deepEqual(claude?.tested, { status: 'tested', versions: ['2.1.332'] }, 'doctor compares the version with engines/tested-versions.ts');
+    const text = await execa('node', [CLI, 'doctor', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
+    assert.match(String(text.stdout), /2\.1\.332[^\n]*, a tested version/, String(text.stdout));
   });
 
   it('a tool call that needs permission is refused without asking: the run never waits for input and PASSes', () => {
@@ -174,5 +181,16 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
     assert.match(log, /"permission_denials":\[\{"tool_name":"Write"/, 'Claude Code denied the write to its own settings');
     assert.ok(!fs.existsSync(path.join(r.dir, 'work', 'alpha', '.claude', 'settings.json')), 'the refused write did not happen');
     assert.deepEqual(r.server.requests.filter((q) => q.api === 'messages').map((q) => q.tool), ['Write', 'Bash', null], explainRun(r));
+  });
+
+  it('an event type Verdict does not know is said once in the task notes; the usage it knows is read all the same', () => {
+    const r = run('newer');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    const row = r.rows[0] as Record<string, unknown>;
+    assert.deepEqual([row.verdict, row.tokens_in, row.tokens_out], ['PASS', r.server.usageSent.input, r.server.usageSent.output], explainRun(r));
+    const said = String(r.result.all).split('\n').filter((l) => l.includes('unknown event'));
+    assert.equal(said.length, 1, String(r.result.all));
+    assert.match(said[0] ?? '', /alpha\s+attempt 1: unknown event type\(s\) from claude: brand_new_event \(Verdict was tested with claude 2\.1\.332\)/);
+    assert.match(fs.readFileSync(String(row.worker_log), 'utf8'), /^\{"type":"brand_new_event","detail":1\}$/m, 'the raw line is kept in the log');
   });
 });

@@ -120,5 +120,8 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
     const gemini = (JSON.parse(String(doctor.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === 'gemini');
     assert.deepEqual([gemini?.login, gemini?.version], ['no', '0.61.0'], String(doctor.stdout));
     assert.match(String(gemini?.fix), /set GEMINI_API_KEY/);
+    assert.deepEqual(gemini?.tested, { status: 'tested', versions: ['0.61.0'] }, 'doctor compares the version with engines/tested-versions.ts');
+    const text = await execa('node', [CLI, 'doctor', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
+    assert.match(String(text.stdout), /0\.61\.0[^\n]*, a tested version/, String(text.stdout));
   });
 });

@@ -2,13 +2,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import { TESTED_CLIS, type TestedCli } from '../../engines/tested-versions';
 
-/** The agent CLIs the end-to-end tests install on demand, pinned to versions proven against the model server. */
+const pinned = (engine: 'codex' | 'opencode' | 'claude' | 'gemini') => {
+  const cli = TESTED_CLIS[engine] as TestedCli;
+  return { pkg: cli.pkg, version: cli.versions[cli.versions.length - 1] as string };
+};
+
+/**
+ * The agent CLIs the end-to-end tests install on demand, pinned to the newest version in engines/tested-versions.ts
+ * (the table `verdict doctor` and the run start compare with), so the two cannot drift apart.
+ */
 export const AGENT_CLIS = {
-  codex: { pkg: '@openai/codex', version: '0.171.0' },
-  opencode: { pkg: 'opencode-ai', version: '1.18.33' },
-  claude: { pkg: '@anthropic-ai/claude-code', version: '2.1.332' },
-  gemini: { pkg: '@google/gemini-cli', version: '0.61.0' },
+  codex: pinned('codex'),
+  opencode: pinned('opencode'),
+  claude: pinned('claude'),
+  gemini: pinned('gemini'),
 } as const;
 
 /** A CLI the tests can install. */

@@ -62,7 +62,7 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     const beforeResult = claude.split('\n').filter((l) => !l.includes('"type":"result"')).join('\n');
     const running = engines.get('claude')?.streamUsage?.(beforeResult);
     assert.deepEqual([running?.tokensIn, running?.tokensCached, running?.tokensOut, running?.costMicroUsd], [2468, 400, 2, null]);
-    assert.equal(engines.get('claude')?.streamUsage?.(claude).costMicroUsd, 12192, 'with its result: the result');
+    assert.equal(engines.get('claude')?.streamUsage?.(claude).costMicroUsd, 8154, 'with its result: the result');
     const opencode = engineFixture('opencode').split('\n');
     const firstStep = opencode.slice(0, opencode.findIndex((l) => l.includes('"step_finish"')) + 1).join('\n');
     assert.equal(engines.get('opencode')?.streamUsage?.(firstStep).tokensIn, 1234);

@@ -37,6 +37,7 @@ import { freshRuntime, type AttemptContext, type Step, type TaskRuntime } from '
 import { BestOfN } from './workflows/best-of-n';
 import { freezeGenerated } from './workflows/generate';
 import { readsAsInput } from './inputs';
+import { engineVersionWarnings } from './engine-versions';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
 import type { PriorTask, RunEvent, RunSettings, RunSummary } from './run-types';
@@ -213,6 +214,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   emit({ type: 'run-note', note: pre.containment.summary });
   // Where no cgroup can be had the steps run without a memory limit: said here once, and in every row (mem_cap).
   emit({ type: 'run-note', note: memoryCapMechanism().line });
+  for (const warning of await engineVersionWarnings(pre.binaries, env)) emit({ type: 'run-note', note: warning });
   if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
     emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
   }

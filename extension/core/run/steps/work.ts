@@ -8,6 +8,8 @@ import { restoreState, snapshotState, type StateSnapshot } from '../state-guard'
 import { runDir } from '../../config/home';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
+import { unknownEventTypes } from '../../../../engines/jsonl';
+import { TESTED_CLIS } from '../../../../engines/tested-versions';
 import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
@@ -128,7 +130,15 @@ export const workStep: Step = {
     // Whatever the verdict (a TIMEOUT skips the seal), nothing of ours may later run git through links the worker
     // rewrote (`.git` pointing at a git dir of its own, with filters or an fsmonitor in its config).
     if (task.links) restoreWorktreeLinks(task.links);
-    rec.usage = engine.parseOutput(readLog(files.worker));
+    const log = readLog(files.worker);
+    rec.usage = engine.parseOutput(log);
+    const unknown = engine.eventTypes ? unknownEventTypes(log, engine.eventTypes) : [];
+    if (unknown.length) {
+      const tested = TESTED_CLIS[engine.name]?.versions.join(', ');
+      const note = `unknown event type(s) from ${engine.name}: ${unknown.join(', ')}${tested ? ` (Verdict was tested with ${engine.name} ${tested})` : ''}; their lines are kept in the worker log and the usage was read from the events Verdict knows`;
+      ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
+      rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
+    }
     rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model);
     return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
   },

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cliVersion, TESTED_CLIS, versionStatus, versionWarning } from '../../../engines/tested-versions';
+import { AGENT_CLIS } from '../../helpers/agent-clis';
+import { engineVersionWarnings } from '../../../extension/core/run/engine-versions';
+import { tempDir } from '../../helpers/fixtures';
+
+describe('tested CLI versions (engines/tested-versions.ts)', () => {
+  it('reads the version out of what each CLI prints for --version', () => {
+    assert.equal(cliVersion('2.1.332 (Claude Code)'), '2.1.332');
+    assert.equal(cliVersion('codex-cli 0.171.0'), '0.171.0');
+    assert.equal(cliVersion('0.61.0\n'), '0.61.0');
+    assert.equal(cliVersion('claude: command failed'), null);
+  });
+
+  it('tested, untested of a tested major, untested major (0.x: the minor is the major), unknown', () => {
+    assert.equal(versionStatus('claude', '2.1.332 (Claude Code)').status, 'tested');
+    assert.equal(versionStatus('claude', '2.2.0 (Claude Code)').status, 'untested');
+    assert.equal(versionStatus('claude', '3.0.0 (Claude Code)').status, 'untested-major');
+    assert.equal(versionStatus('gemini', '0.61.4').status, 'untested');
+    assert.equal(versionStatus('gemini', '0.62.0').status, 'untested-major');
+    assert.equal(versionStatus('my-cli', '1.0.0').status, 'unknown');
+    assert.equal(versionStatus('claude', null).status, 'unknown');
+    assert.equal(versionWarning('claude', '2.2.0 (Claude Code)'), null, 'a new minor of a tested major is no warning');
+    assert.match(versionWarning('claude', '3.0.0 (Claude Code)') ?? '', /^engine claude: its CLI is 3\.0\.0, a major version Verdict has not been tested with \(tested: 2\.1\.332\)/);
+  });
+
+  it('the e2e tier installs exactly the newest tested version of every engine it runs', () => {
+    for (const [name, cli] of Object.entries(AGENT_CLIS)) assert.deepEqual([cli.pkg, cli.version], [TESTED_CLIS[name]?.pkg, TESTED_CLIS[name]?.versions.at(-1)], name);
+  });
+
+  it('at run start: a warning for each engine whose CLI prints an untested major version; none for a tested one or a custom engine', async () => {
+    const dir = tempDir('verdict-versions-');
+    const fake = (name: string, printed: string) => {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, `#!/bin/sh\necho '${printed}'\n`, { mode: 0o755 });
+      return file;
+    };
+    const binaries = new Map([
+      ['claude', fake('claude', '3.0.1 (Claude Code)')],
+      ['gemini', fake('gemini', '0.61.0')],
+      ['my-cli', fake('my-cli', '9.9.9')],
+      ['codex', path.join(dir, 'missing')],
+    ]);
+    const warnings = await engineVersionWarnings(binaries, { PATH: process.env.PATH });
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(warnings[0] ?? '', /^engine claude: its CLI is 3\.0\.1, a major version Verdict has not been tested with/);
+  });
+});
+
+describe('unknown event types (engines/jsonl.ts unknownEventTypes)', () => {
+  it('names each unknown type once, in order, at most five; an odd name is not repeated verbatim', async () => {
+    const { unknownEventTypes } = await import('../../../engines/jsonl');
+    const log = ['{"type":"result"}', '{"type":"new_a"}', 'plain text', '{"type":"new_a"}', '{"type":"new b\\u001b[31m"}', '{"no":"type"}', '{"type":"new_c"}'].join('\n');
+    assert.deepEqual(unknownEventTypes(log, ['result']), ['new_a', '(odd type)', 'new_c']);
+    assert.deepEqual(unknownEventTypes(Array.from({ length: 9 }, (_, i) => `{"type":"t${i}"}`).join('\n'), []).length, 5);
+  });
+
+  it('claude and gemini: an unknown event inserted anywhere before the result changes nothing their parsers read', async () => {
+    const { builtinEngines } = await import('../../../engines');
+    const { engineFixture } = await import('./fixture');
+    for (const name of ['claude', 'gemini']) {
+      const engine = builtinEngines().get(name)!;
+      const lines = engineFixture(name).trimEnd().split('\n');
+      const withNew = [lines[0], '{"type":"brand_new_event","usage":{"input_tokens":999999}}', ...lines.slice(1)].join('\n');
+      assert.deepEqual(engine.parseOutput(withNew), engine.parseOutput(lines.join('\n')), name);
+      assert.deepEqual(engine.eventTypes && (await import('../../../engines/jsonl')).unknownEventTypes(withNew, engine.eventTypes), ['brand_new_event'], name);
+      assert.deepEqual((await import('../../../engines/jsonl')).unknownEventTypes(lines.join('\n'), engine.eventTypes ?? []), [], `${name}: its real capture has no unknown event`);
+    }
+  });
+});
