@@ -108,6 +108,7 @@ export const codexEngine: EngineSpec = {
   stateShared: ['${CODEX_HOME:-~/.codex}/auth.json', '${CODEX_HOME:-~/.codex}/config.toml'],
   defaultModel: null,
   retryContext: 'prompt',
+  cachedInInput: true,
   parseOutput: parseCodexOutput,
   finalMessage: codexFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, codexFatalErrors),

@@ -39,7 +39,7 @@ export interface CustomEngineConfig {
   max_attempt_usd?: number;
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'streamUsage' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared' | 'credentialEnv'>;
+type OutputReader = Pick<EngineSpec, 'parseOutput' | 'streamUsage' | 'cachedInInput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared' | 'credentialEnv'>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -127,6 +127,7 @@ export function customEngineFromConfig(name: string, json: unknown, where: strin
     retryContext: json.retry_context ?? 'prompt',
     parseOutput: reader.parseOutput,
     ...(reader.streamUsage ? { streamUsage: reader.streamUsage } : {}),
+    ...(reader.cachedInInput ? { cachedInInput: true } : {}),
     ...(json.max_parallel !== undefined ? { maxParallel: json.max_parallel } : {}),
     ...(json.max_attempt_usd !== undefined ? { maxAttemptMicroUsd: Math.round(json.max_attempt_usd * 1_000_000) } : {}),
     classifyError: reader.classifyError,

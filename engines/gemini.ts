@@ -124,6 +124,7 @@ export const geminiEngine: EngineSpec = {
   retryContext: 'prompt',
   // Seen from Gemini CLI 0.61.0 (test/fixtures/engines/gemini*.jsonl).
   eventTypes: ['init', 'message', 'tool_use', 'tool_result', 'error', 'result'],
+  cachedInInput: true,
   parseOutput: parseGeminiOutput,
   finalMessage: geminiFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, geminiFatalErrors, geminiWarnings),

@@ -145,6 +145,7 @@ export const opencodeEngine: EngineSpec = {
   stateShared: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json', '${XDG_DATA_HOME:-~/.local/share}/opencode/bin', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode'],
   defaultModel: null,
   retryContext: 'prompt',
+  cachedInInput: true,
   parseOutput: parseOpencodeOutput,
   // One step_finish per model call, each with that call's tokens and cost: the sum so far is the usage so far.
   streamUsage: parseOpencodeOutput,

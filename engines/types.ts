@@ -133,6 +133,13 @@ export interface EngineSpec {
    */
   maxAttemptMicroUsd?: number;
   /**
+   * True when the usage's tokensCached is part of tokensIn (codex's cached_input_tokens, gemini's cached, opencode's
+   * cache.read once added back): the cached part is then priced at the catalog's cache-read price and the rest at the
+   * prompt price (cost/pricing.ts). Absent or false (Claude Code's input_tokens leave cache reads out): cached input is
+   * not priced apart, all of tokensIn at the prompt price.
+   */
+  cachedInInput?: boolean;
+  /**
    * How many attempts on this engine may run at once on this machine, across every run (a custom engine's
    * `max_parallel`; run/slots.ts). Absent: no limit beyond each run's own.
    */

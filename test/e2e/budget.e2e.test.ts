@@ -98,6 +98,30 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(spentOf(byTask('long')) <= 3300, `long spent ${spentOf(byTask('long'))}: more than 10 % over its envelope`);
   });
 
+  it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // Catalog: acme/cache at $1/Mtok in, $2/Mtok out, $0.10/Mtok cache read; acme/nocache the same without a cache price.
+    const catalog = path.join(dir, 'catalog.json');
+    const model = (id: string, cache: boolean) => ({ id, name: id, context_length: 100000, pricing: { prompt: '0.000001', completion: '0.000002', ...(cache ? { input_cache_read: '0.0000001' } : {}) }, architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] } });
+    fs.writeFileSync(catalog, JSON.stringify({ data: [model('acme/cache', true), model('acme/nocache', false)] }));
+    assert.equal((await cli(['catalog', '--home', home, '--refresh', '--source', catalog], { env })).exitCode, 0);
+    const config = path.join(dir, 'config.json');
+    const engine = (m: string) => ({ binary: 'bash', argv: ['-c', '{spec}'], output: 'codex', model: m, retry_context: 'file' });
+    fs.writeFileSync(config, JSON.stringify({ engines: { cache: engine('acme/cache'), nocache: engine('acme/nocache') } }));
+    // 1,000,000 tokens in, 900,000 of them from the cache, 1,000 out.
+    const spec = `echo ok > out.txt; echo '{"type":"turn.completed","usage":{"input_tokens":1000000,"cached_input_tokens":900000,"output_tokens":1000,"reasoning_output_tokens":0}}'`;
+    const check = 'test -s out.txt || { echo "out.txt missing"; exit 1; }';
+    const tasks = [scriptTask('c', spec, check, { engine: 'cache', expect_files: ['out.txt'] }), scriptTask('n', spec, check, { engine: 'nocache', expect_files: ['out.txt'] })];
+    const manifest = writeManifest(dir, { run_name: 'cached', workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    assert.equal(r.exitCode, 0, r.all);
+    const cost = Object.fromEntries(readRows(home).map((x) => [x.task_key, x.cost_microusd]));
+    console.log(`      1M tokens in (900k cached), 1k out: ${cost.c as number} micro-USD with a cache-read price, ${cost.n as number} without`);
+    // 100,000 × $1/M + 900,000 × $0.10/M + 1,000 × $2/M = 0.1 + 0.09 + 0.002 USD; without a cache price: 1.0 + 0.002.
+    assert.deepEqual(cost, { c: 192_000, n: 1_002_000 });
+  });
+
   it('bad budgets are load errors with their position: negative, zero, non-numeric, in a task and in an engine entry', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -94,6 +94,12 @@ describe('cost and budget (unit)', () => {
     assert.equal(attemptCostMicroUsd(null, 1000, 2000, alpha), 33000);
     assert.equal(attemptCostMicroUsd(null, null, 2000, alpha), null);
     assert.equal(attemptCostMicroUsd(null, 1000, 2000, priceOf(catalog, 'unknown/model')), null);
+    // Cached input priced apart where the catalog gives input_cache_read (and the engine reports cached as part of input).
+    const cache = { ...(alpha as NonNullable<typeof alpha>), cacheReadMicroUsd: 0.3 };
+    assert.equal(attemptCostMicroUsd(null, 1000, 2000, cache, 800), 200 * 3 + 800 * 0.3 + 2000 * 15);
+    assert.equal(attemptCostMicroUsd(null, 1000, 2000, cache, null), 33000, 'cached not known to be part of input: all at the prompt price');
+    assert.equal(attemptCostMicroUsd(null, 1000, 2000, alpha, 800), 33000, 'no cache price in the catalog: all at the prompt price');
+    assert.equal(attemptCostMicroUsd(null, 1000, 2000, cache, 5000), 33000, 'a cached count above the input (a forged line) is not believed');
   });
 
   it('does not start an attempt whose worst case would pass the cap; unknown cost is charged its reservation', () => {

@@ -99,9 +99,9 @@ export class RunSpend {
    * task) so the attempts under it are stopped. A usage whose cost cannot be known (no CLI cost, no catalog price)
    * changes nothing.
    */
-  progress(taskKey: string, usage: UsageReport, model: string | null): void {
+  progress(taskKey: string, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'cachedInInput'>): void {
     const r = this.workers.get(taskKey);
-    const cost = this.cost(usage, model);
+    const cost = this.cost(usage, model, engine);
     if (!r || cost === null) return;
     this.budget.progress(r, cost);
     this.checkCaps(taskKey);
@@ -155,10 +155,13 @@ export class RunSpend {
     }
   }
 
-  /** The attempt's cost, integer micro-USD or null: see attemptCostMicroUsd. */
-  cost(usage: UsageReport | null, model: string | null): number | null {
+  /**
+   * The attempt's cost, integer micro-USD or null: see attemptCostMicroUsd. `engine`: the engine that reported the usage
+   * (its cachedInInput says whether cached input is priced apart); absent: it is not.
+   */
+  cost(usage: UsageReport | null, model: string | null, engine?: Pick<EngineSpec, 'cachedInInput'>): number | null {
     if (!usage) return null;
-    return attemptCostMicroUsd(usage.costMicroUsd, usage.tokensIn, usage.tokensOut, priceOf(this.catalog, model ?? usage.reportedModel));
+    return attemptCostMicroUsd(usage.costMicroUsd, usage.tokensIn, usage.tokensOut, priceOf(this.catalog, model ?? usage.reportedModel), engine?.cachedInInput ? usage.tokensCached : null);
   }
 
   /** Settles a reservation with the attempt's cost. */

@@ -95,7 +95,7 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
     model,
     receipt,
     usage,
-    costMicroUsd: ctx.spend.cost(usage, model),
+    costMicroUsd: ctx.spend.cost(usage, model, engine),
     message: failure ? null : engine.finalMessage(log),
     failure,
   };

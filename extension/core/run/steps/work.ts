@@ -73,7 +73,7 @@ export const workStep: Step = {
       ctx.stateBaselines.set(engine.name, guard);
     }
     // The budget counts the worker's spend as its engine reports it, while it runs (spend.ts progress).
-    const meter = usageMeter(engine, () => readLog(files.worker), (usage) => ctx.spend.progress(spec.key, usage, task.state.model));
+    const meter = usageMeter(engine, () => readLog(files.worker), (usage) => ctx.spend.progress(spec.key, usage, task.state.model, engine));
     const { receipt, tail } = await supervise({
       file: ctx.binaries.get(task.state.engine) ?? engine.binary,
       args: argv,
@@ -139,7 +139,7 @@ export const workStep: Step = {
       ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
       rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
     }
-    rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model);
+    rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model, engine);
     return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
   },
 };

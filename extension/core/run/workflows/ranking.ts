@@ -93,7 +93,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     const log = readLog(files.log);
     rec.receipt = receipt;
     rec.usage = engine.parseOutput(log);
-    rec.costMicroUsd = ctx.spend.cost(rec.usage, model);
+    rec.costMicroUsd = ctx.spend.cost(rec.usage, model, engine);
     // An answer counts only from a ranking reviewer that ended on its own (run/reader-end.ts).
     const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
     const ended = readerEnd(receipt, 'the ranking reviewer', { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, errorClass);
