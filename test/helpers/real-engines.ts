@@ -10,24 +10,36 @@ import { startModelServer, type ModelServer, type ModelServerOptions } from '../
 import type { RunState } from '../../extension/core/live/state';
 
 // Real agent CLIs (installed on demand, test/helpers/agent-clis.ts) driven by the built `verdict` CLI against the
-// scripted model server on 127.0.0.1 (test/e2e/real-engines.e2e.test.ts, test/e2e/hostile-waits.e2e.test.ts). As root
-// with `unshare -n` available the verdict CLI and its workers run in a network namespace with only a loopback, bridged
-// to the server through a unix socket, so nothing can leave the machine; otherwise update checks and telemetry are
-// switched off through env only.
+// scripted model server on 127.0.0.1 (test/e2e/real-engines.e2e.test.ts, test/e2e/hostile-waits.e2e.test.ts). Where
+// `unshare` and `ip` can make one, the verdict CLI and its workers run in a network namespace with only a loopback,
+// bridged to the server through a unix socket, so nothing can leave the machine; otherwise update checks and
+// telemetry are switched off through env only.
 
-/** Whether the CLI can be put in a loopback-only network namespace (VERDICT_E2E_NETNS=0 turns it off). */
-function canIsolate(): boolean {
-  if (process.env.VERDICT_E2E_NETNS === '0' || process.getuid?.() !== 0) return false;
+/**
+ * The command prefix that runs a command in a loopback-only network namespace: as root `unshare -n`; as another user
+ * a user namespace of its own too (`--map-current-user`: the command still runs as this user, not as root, so Verdict
+ * and codex behave as they do for this user), with the capabilities that brought `lo` up dropped before the command
+ * (bubblewrap refuses to start holding capabilities no set-uid bit gave it). Null where neither works
+ * (VERDICT_E2E_NETNS=0 turns it off).
+ */
+function isolation(): string[] | null {
+  if (process.env.VERDICT_E2E_NETNS === '0') return null;
+  const prefix = process.getuid?.() === 0
+    ? ['unshare', '-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh']
+    : ['unshare', '--user', '--map-current-user', '--net', '--keep-caps', 'sh', '-c', 'ip link set lo up && exec setpriv --inh-caps=-all --ambient-caps=-all "$@"', 'sh'];
   try {
-    execFileSync('unshare', ['-n', 'ip', 'link', 'set', 'lo', 'up'], { stdio: 'ignore', timeout: 10000 });
-    return true;
+    const [cmd, ...args] = prefix as [string, ...string[]];
+    execFileSync(cmd, [...args, 'true'], { stdio: 'ignore', timeout: 10000 });
+    return prefix;
   } catch {
-    return false;
+    return null;
   }
 }
 
-/** True when `verdict` runs in a loopback-only network namespace (see canIsolate). */
-export const ISOLATED = canIsolate();
+const ISOLATION = isolation();
+
+/** True when `verdict` runs in a loopback-only network namespace (see isolation). */
+export const ISOLATED = ISOLATION !== null;
 
 // Runs inside the namespace: listens on 127.0.0.1:PORT there, forwards every connection to the unix socket,
 // then runs the command and exits with its code.
@@ -156,7 +168,8 @@ export async function startVerdict(args: string[], opts: { cwd: string; env: Rec
   });
   await new Promise<void>((resolve) => socket.listen(sock, resolve));
   const inner = ['node', '-e', BRIDGE, sock, String(opts.server.port), 'node', ...verdict];
-  const child = execa('unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', ...inner], options);
+  const [cmd, ...prefix] = ISOLATION as [string, ...string[]];
+  const child = execa(cmd, [...prefix, ...inner], options);
   return {
     child,
     done: async () => {
