@@ -15,7 +15,10 @@
  *   `--output-format streaming-json`; neither could be installed or captured here, so neither is parsed.
  *   Either can be run as a custom engine with `"output": "none"`.
  * - With no structured error event, its failure is the agent's own message: never a quota wait (no quotaReset), though
- *   a failure message naming a rate limit still makes the attempt RATE_LIMITED (requeued with backoff).
+ *   a failure message naming a rate limit still makes the attempt RATE_LIMITED (requeued with backoff): the check step
+ *   classifies an exit 0 whose final report is an error (test/e2e/real-grok.e2e.test.ts). Its OpenAI client retries a
+ *   429 twice itself first. Run for real by that test against the scripted model server (GROK_BASE_URL); `--version`
+ *   prints 1.0.1.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { jsonEvents, stringAt, type LogEvent } from './jsonl';

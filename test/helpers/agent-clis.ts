@@ -4,9 +4,9 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { TESTED_CLIS, type TestedCli } from '../../engines/tested-versions';
 
-const pinned = (engine: 'codex' | 'opencode' | 'claude' | 'gemini') => {
+const pinned = (engine: 'codex' | 'opencode' | 'claude' | 'gemini' | 'grok') => {
   const cli = TESTED_CLIS[engine] as TestedCli;
-  return { pkg: cli.pkg, version: cli.versions[cli.versions.length - 1] as string };
+  return { pkg: cli.pkg, version: cli.versions[cli.versions.length - 1] as string, printed: (cli.printed ?? cli.versions)[cli.versions.length - 1] as string };
 };
 
 /**
@@ -18,6 +18,7 @@ export const AGENT_CLIS = {
   opencode: pinned('opencode'),
   claude: pinned('claude'),
   gemini: pinned('gemini'),
+  grok: pinned('grok'),
 } as const;
 
 /** A CLI the tests can install. */
@@ -52,11 +53,11 @@ async function installedVersion(bin: string, prefix: string): Promise<string | n
  * @throws when npm fails or the installed binary does not run
  */
 export async function ensureCli(name: AgentCliName): Promise<string> {
-  const { pkg, version } = AGENT_CLIS[name];
+  const { pkg, version, printed } = AGENT_CLIS[name];
   const prefix = cliCacheDir(name);
   const binDir = path.join(prefix, 'node_modules', '.bin');
   const bin = path.join(binDir, name);
-  const matches = (v: string | null) => v !== null && v.includes(version);
+  const matches = (v: string | null) => v !== null && v.includes(printed);
   if (matches(await installedVersion(bin, prefix))) return binDir;
 
   fs.mkdirSync(prefix, { recursive: true });
@@ -66,6 +67,6 @@ export async function ensureCli(name: AgentCliName): Promise<string> {
   const r = await execa('npm', ['i', '--no-audit', '--no-fund', '--prefix', prefix, `${pkg}@${version}`], { reject: false, stdin: 'ignore', all: true });
   if (r.exitCode !== 0) throw new Error(`npm i ${pkg}@${version} into ${prefix} failed (exit ${r.exitCode}):\n${r.all}`);
   const v = await installedVersion(bin, prefix);
-  if (!matches(v)) throw new Error(`${bin} --version printed ${JSON.stringify(v)}, expected ${version}`);
+  if (!matches(v)) throw new Error(`${bin} --version printed ${JSON.stringify(v)}, expected ${printed} (${pkg}@${version})`);
   return binDir;
 }

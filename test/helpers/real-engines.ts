@@ -73,6 +73,10 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     };
   }
+  if (engine === 'grok') {
+    // @vibe-kit/grok-cli reads its endpoint and key from these (its --help); it keeps ~/.grok/user-settings.json.
+    return { ...env, GROK_BASE_URL: `${server.url}/v1`, GROK_API_KEY: TEST_KEY };
+  }
   if (engine === 'gemini') {
     // Gemini CLI reads its settings from ~/.gemini/settings.json: the API key login, no telemetry, no update check,
     // and one attempt per model call (its own retries would hide a 429 for minutes).

@@ -70,8 +70,9 @@ export function judgeWork(worker: WorkerOutcome, limits: JudgeLimits): Judgement
 /**
  * The attempt's verdict. Only the check decides PASS: the worker's exit code never does (one that exits 1 having done
  * the work passes; one that exits 0 having done nothing fails). A failed check after the engine said it was
- * rate-limited is RATE_LIMITED (requeued, not a retry). `errorClass` is the engine's reading of a non-zero exit
- * (engines/*: classifyError), null when it exited 0, was stopped after its final event, or said nothing recognisable.
+ * rate-limited is RATE_LIMITED (requeued, not a retry). `errorClass` is the engine's reading of a non-zero exit, or of
+ * an exit 0 after the engine's own final report said it failed (engines/*: classifyError); null when it exited 0
+ * reporting no failure, was stopped after its final event, or said nothing recognisable.
  * `reader`: the task reads other tasks' work (`inputs`: council reviewers and chair, validators) and runs their code;
  * a passed check on what it wrote counts only when it ended on its own (run/reader-end.ts), else ERROR — that code
  * could have written the file and killed the engine.
@@ -88,7 +89,8 @@ export function judge(worker: WorkerOutcome, check: CheckOutcome | null, errorCl
     : worker.exitCode !== 0 ? `the worker exited ${worker.exitCode ?? worker.signal}` : '';
   if (check.passed) return { verdict: 'PASS', reason: exitNote ? `${exitNote}, but the check passed` : '' };
   if (errorClass === 'rate_limit') return { verdict: 'RATE_LIMITED', reason: `the engine was rate-limited (${check.reason})` };
-  return { verdict: 'FAIL', reason: check.reason + (exitNote ? `; ${exitNote}${errorClass ? ` (${errorClass})` : ''}` : '') };
+  const engineNote = exitNote || (errorClass ? 'the engine reported an error' : '');
+  return { verdict: 'FAIL', reason: check.reason + (engineNote ? `; ${engineNote}${errorClass ? ` (${errorClass})` : ''}` : '') };
 }
 
 /** What a task has been through before the attempt just judged. */

@@ -21,6 +21,9 @@ describe('tested CLI versions (engines/tested-versions.ts)', () => {
     assert.equal(versionStatus('gemini', '0.61.4').status, 'untested');
     assert.equal(versionStatus('gemini', '0.62.0').status, 'untested-major');
     assert.equal(versionStatus('my-cli', '1.0.0').status, 'unknown');
+    // grok-cli 0.0.34 prints 1.0.1 for --version: that is what is compared.
+    assert.equal(versionStatus('grok', '1.0.1').status, 'tested');
+    assert.equal(versionStatus('grok', '0.0.34').status, 'untested-major');
     assert.equal(versionStatus('claude', null).status, 'unknown');
     assert.equal(versionWarning('claude', '2.2.0 (Claude Code)'), null, 'a new minor of a tested major is no warning');
     assert.match(versionWarning('claude', '3.0.0 (Claude Code)') ?? '', /^engine claude: its CLI is 3\.0\.0, a major version Verdict has not been tested with \(tested: 2\.1\.332\)/);

@@ -39,7 +39,10 @@ export const checkStep: Step = {
     const setId = setIdNote('the check', check.receipt.setIdCleared);
     if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
     const worker = rec.worker!;
-    const errorClass = worker.exitCode !== 0 && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
+    // A CLI may exit 0 after its API failed (grok-cli 0.0.34 prints the failure as its last message): its own report of
+    // an error is read as a failed run's is.
+    const failed = worker.exitCode !== 0 || rec.usage?.finalStatus === 'error';
+    const errorClass = failed && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
     const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, spec.inputs !== undefined);
     const problems = rec.seal ? sealProblems(rec.seal, task.state.dir, rec.undelivered) : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
