@@ -23,6 +23,7 @@ import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { statusInfo, type Verdict } from '../../../schemas/status';
 import { readLog } from './steps/work';
+import { endTask } from './end-task';
 
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
 export const MAX_RATE_LIMIT_REQUEUES = 5;
@@ -178,7 +179,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   if (revise) {
     task.failure = rec.revision as string;
     task.revising = true;
-  } else if (verdict === 'FAIL' || verdict === 'TIMEOUT' || verdict === 'STALLED') {
+  } else if (statusInfo(verdict).retryable) {
     // A red run that passed is what failed the attempt: its output is the one to show (run/steps/red.ts).
     const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : rec.check;
     task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + pendingCritique(task);
@@ -213,8 +214,12 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
 
   steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, { run_id: row.run_id, run_name: row.run_name, task_key: row.task_key, task_type: row.task_type, engine: row.worker_engine, model: row.model, attempt: row.attempt, retry: row.retry, verdict: row.verdict, duration_ms: row.duration_ms, worker_tokens: row.worker_tokens, check_excerpt: row.check_output.slice(0, 500) });
   task.records.push(rec);
-  Object.assign(task.summary, summarize(task.records));
-  task.state.status = taskStatus;
+  // The task's last attempt: it ends with its verdict; else it waits for the next (or for its inputs again).
+  if (statusInfo(taskStatus).final) endTask(ctx, task, verdict, '', { by: 'attempt', save: false });
+  else {
+    Object.assign(task.summary, summarize(task.records));
+    task.state.status = taskStatus;
+  }
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
   // The reviewers' and critics' known costs count against the budget with the worker's.

@@ -14,6 +14,7 @@ import type { RunResume } from '../../../schemas/run-state';
 import { statusInfo } from '../../../schemas/status';
 import type { EngineSpec } from '../../../engines/types';
 import { graphGate } from './decide';
+import { endTask } from './end-task';
 import { reattachTask } from './reattach';
 import { restoreCritique } from './steps/critique';
 import { reconcileDeadRuns } from './reconcile';
@@ -154,12 +155,7 @@ export async function takeOverTasks(ctx: AttemptContext, tasks: readonly TaskRun
       restoreCritique(ctx, task);
       if (await reattachTask(ctx, task)) ctx.emit({ type: 'task-note', key: task.spec.key, note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)` });
     } catch (e) {
-      const reason = `cannot take the task over: ${(e as Error).message}`;
-      task.state.status = 'ERROR';
-      task.state.reason = reason;
-      task.summary.verdict = 'ERROR';
-      task.summary.reason = reason;
-      ctx.emit({ type: 'task-note', key: task.spec.key, note: reason });
+      endTask(ctx, task, 'ERROR', `cannot take the task over: ${(e as Error).message}`, { save: false });
     }
   }
 }

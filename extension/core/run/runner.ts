@@ -38,6 +38,7 @@ import { BestOfN } from './workflows/best-of-n';
 import { freezeGenerated } from './workflows/generate';
 import { readsAsInput } from './inputs';
 import { engineVersionWarnings } from './engine-versions';
+import { endTask } from './end-task';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
 import type { PriorTask, RunEvent, RunSettings, RunSummary } from './run-types';
@@ -226,14 +227,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   }
 
   /** A task that ends without (another) attempt because it or the run was stopped. */
-  const markCancelled = (task: TaskRuntime) => {
-    task.state.status = 'CANCELLED';
-    task.state.reason ??= state.draining ? 'drained' : 'stopped before this task finished';
-    task.summary.verdict = 'CANCELLED';
-    task.summary.reason = task.state.reason;
-    emit({ type: 'task-cancelled', key: task.spec.key });
-    void stateFile.save();
-  };
+  const markCancelled = (task: TaskRuntime) => endTask(ctx, task, 'CANCELLED', task.state.reason ?? (state.draining ? 'drained' : 'stopped before this task finished'));
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
   await spend.loadHistory(home);
   // Every key of the run's frozen manifest (a resumed run holds only some of them) and of the tasks planners added.
@@ -287,14 +281,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         taskSettled(task);
       } catch (e) {
         // A bug or an unwritable record must not leave the task looking CANCELLED: it ends ERROR, saying why.
-        task.state.status = 'ERROR';
-        task.summary.verdict = 'ERROR';
         const err = e as NodeJS.ErrnoException;
-        task.summary.reason = err.code === 'ENOSPC'
+        endTask(ctx, task, 'ERROR', err.code === 'ENOSPC'
           ? `the task's records could not be written: no space left on the device of ${home} (free some, then: verdict resume ${runId})`
-          : `internal error: ${err.message}`;
-        emit({ type: 'task-note', key: task.spec.key, note: task.summary.reason });
-        void stateFile.save();
+          : `internal error: ${err.message}`);
         taskSettled(task);
       }
     },
@@ -470,12 +460,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   }
   /** Ends a task that will not start BLOCKED, saying why, and settles its dependents. */
   function block(task: TaskRuntime, reason: string): void {
-    task.state.status = 'BLOCKED';
-    task.state.reason = reason;
-    task.summary.verdict = 'BLOCKED';
-    task.summary.reason = reason;
-    emit({ type: 'task-blocked', key: task.spec.key, reason });
-    void stateFile.save();
+    endTask(ctx, task, 'BLOCKED', reason);
     taskSettled(task);
   }
 
@@ -503,12 +488,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     try {
       specs = freezeGenerated(home, state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(opts.engines.keys()));
     } catch (e) {
-      const reason = `its generated tasks could not join the run: ${(e as Error).message}`;
-      Object.assign(planner.state, { status: 'ERROR', reason });
-      Object.assign(planner.summary, { verdict: 'ERROR', reason });
-      ctx.recordErrors.push(`${planner.spec.key}: ${reason}`);
-      emit({ type: 'task-note', key: planner.spec.key, note: reason });
-      void stateFile.save();
+      endTask(ctx, planner, 'ERROR', `its generated tasks could not join the run: ${(e as Error).message}`, { recordError: true });
       return;
     }
     const added = specs.map(runtimeOf);
@@ -789,12 +769,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
 
 /** Ends a task BUDGET_EXCEEDED: its next attempt was not started (no eval row: no worker ran). */
 function budgetExceeded(ctx: AttemptContext, task: TaskRuntime, reason: string): void {
-  task.state.status = 'BUDGET_EXCEEDED';
-  task.state.reason = reason;
-  task.summary.verdict = 'BUDGET_EXCEEDED';
-  task.summary.reason = reason;
-  ctx.emit({ type: 'task-skipped', key: task.spec.key, reason });
-  void ctx.stateFile.save();
+  endTask(ctx, task, 'BUDGET_EXCEEDED', reason);
 }
 
 /**
@@ -832,11 +807,7 @@ async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Promise<b
     status = 'ERROR';
     reason = `baseline: ${(e as Error).message}`;
   }
-  task.state.status = status;
-  task.summary.verdict = status;
-  task.summary.reason = reason;
-  ctx.emit({ type: 'task-skipped', key: task.spec.key, reason });
-  void stateFile.save();
+  endTask(ctx, task, status, reason);
   return true;
 }
 

@@ -25,6 +25,7 @@ import { candidateMaterial, type CandidateSource } from './rank-material';
 import { rankDir, rankerName, rankRow, type RankRecord, type RankRowContext } from './rank-record';
 import { runRankers } from './ranking';
 import { selectRow } from './select-row';
+import { endTask } from '../end-task';
 
 /** What deciding a group needs of the runner. */
 export interface GroupHost {
@@ -70,12 +71,7 @@ export class BestOfN {
 
   /** Ends the group ERROR (a record of its ranking could not be written): its candidates' branches keep their work. */
   private fail(group: TaskRuntime, reason: string): void {
-    const { ctx } = this.host;
-    Object.assign(group.state, { status: 'ERROR', reason });
-    Object.assign(group.summary, { verdict: 'ERROR', reason });
-    ctx.recordErrors.push(`${group.spec.key}: ${reason}`);
-    ctx.emit({ type: 'task-note', key: group.spec.key, note: reason });
-    void ctx.stateFile.save();
+    endTask(this.host.ctx, group, 'ERROR', reason, { recordError: true });
     this.host.settled(group);
   }
 
@@ -126,10 +122,9 @@ export class BestOfN {
     const commit = w?.state.commit ?? this.host.prior(winner.key)?.commit ?? null;
     const who = `winner: candidate ${winner.candidate} (${winner.key}${w ? `, ${w.state.engine}${w.state.model ? `/${w.state.model}` : ''}` : ''})`;
     const reason = ranking ? `${who}; ${ranking.reason}` : who;
-    Object.assign(group.state, { status: 'PASS', commit, winner: winner.key, reason });
+    group.state.winner = winner.key;
     if (ranking) Object.assign(group.state, { scores: ranking.column.scores, tie: ranking.column.tie, disagreement: ranking.column.disagreement });
-    Object.assign(group.summary, { verdict: 'PASS', commit, reason });
-    ctx.emit({ type: 'task-note', key: group.spec.key, note: reason });
+    endTask(ctx, group, 'PASS', reason, { commit, save: false });
     if (ctx.repo && commit && group.state.branch) {
       const branch = group.state.branch;
       this.track(
