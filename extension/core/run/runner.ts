@@ -17,7 +17,7 @@ import { runCheck } from './check';
 import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
 import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime, type WaitChange } from './quota-wait';
-import { ContinueError, reopenState, takeOverTasks, takeRun, type ContinueRequest, type RunContinuation } from './resume';
+import { ContinueError, reopenState, takeOverTasks, takeRun, type RunContinuation } from './resume';
 import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
 import { Scheduler } from './scheduler';
 import { priorTasks } from './prior';
@@ -33,7 +33,7 @@ import { graphGate, type GraphGate } from './decide';
 import { prepareTask } from './steps/prepare';
 import { preparedState } from './check-writes';
 import { checkEnvironment } from './steps/check';
-import { freshRuntime, type AttemptContext, type Step, type TaskRuntime } from './steps/context';
+import { freshRuntime, type AttemptContext, type TaskRuntime } from './steps/context';
 import { BestOfN } from './workflows/best-of-n';
 import { freezeGenerated } from './workflows/generate';
 import { readsAsInput } from './inputs';
@@ -41,9 +41,11 @@ import { engineVersionWarnings } from './engine-versions';
 import { endTask } from './end-task';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
-import type { PriorTask, RunEvent, RunSettings, RunSummary } from './run-types';
+import type { PriorTask, RunEvent, RunSummary } from './run-types';
 
 export type { PriorTask, RunEvent, RunSettings, RunSummary, TaskSummary } from './run-types';
+import type { RunOptions } from './run-options';
+export { RunControl, type RunOptions } from './run-options';
 
 /** How often a live run reads its control file (runs/<id>/control.jsonl), ms. */
 export const CONTROL_POLL_MS = 250;
@@ -52,44 +54,6 @@ export const CONTROL_POLL_MS = 250;
  * so this only bounds a wake-up that never came.
  */
 const PROBE_HOLD_MS = 60_000;
-
-/** Options of {@link runManifest}: the run's settings and the caller's hooks into it. */
-export interface RunOptions extends RunSettings {
-  /**
-   * Continue this existing run instead of starting a new one (`verdict resume RUN`, `verdict rerun RUN TASK` of a run
-   * that is not live; run/resume.ts): same run id, state.json, records, branches and worktrees; the manifest is the
-   * run's frozen one.
-   */
-  continueRun?: ContinueRequest;
-  /** Lets a caller stop single tasks while the run goes on. */
-  control?: RunControl;
-  /**
-   * The steps of every attempt, instead of the local ones (steps/index.ts DEFAULT_STEPS): a pool run's one step that
-   * runs the attempt on a pool worker (core/pool/dispatch.ts). Every decision stays this runner's. With them, the
-   * engines need not be installed on this machine.
-   */
-  attemptSteps?: readonly Step[];
-}
-
-/**
- * Stops single tasks of a run in this process: the running attempt's process groups are stopped (SIGTERM, grace,
- * SIGKILL), it is recorded CANCELLED and the task is not retried; a queued task never starts.
- */
-export class RunControl {
-  private readonly stoppers = new Map<string, () => void>();
-
-  /** Stops task `key`; false when the run has no such task (or has not started yet). */
-  stopTask(key: string): boolean {
-    const stop = this.stoppers.get(key);
-    stop?.();
-    return stop !== undefined;
-  }
-
-  /** Called by the runner for each task. */
-  bind(key: string, stop: () => void): void {
-    this.stoppers.set(key, stop);
-  }
-}
 
 /**
  * Runs a manifest end to end: preflight (nothing created when it fails), then the run's records under
