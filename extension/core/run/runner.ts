@@ -1,45 +1,34 @@
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { EngineSpec } from '../../../engines/types';
-import { runDir, worktreePath } from '../config/home';
-import { taskBranch } from '../git/worktree';
-import { shortHost } from '../host/hostname';
-import { StateFile, type RunState } from '../live/state';
 import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
 import { statusInfo } from '../../../schemas/status';
-import type { TaskSpec } from '../manifest/types';
-import { removeRunScratch, removeTaskScratch, sandboxView, taskContainment } from './containment';
-import { memoryCapMechanism } from '../process/memory-cap';
+import { removeRunScratch, removeTaskScratch } from './containment';
 import { releaseTrees } from './trees';
-import { DEFAULT_POLICY, PreflightError, preflight } from './preflight';
-import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
-import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime, type WaitChange } from './quota-wait';
-import { ContinueError, reopenState, takeOverTasks, takeRun, type RunContinuation } from './resume';
-import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
+import { wakeTime, type WaitChange } from './quota-wait';
+import { takeOverTasks } from './resume';
 import { Scheduler } from './scheduler';
-import { priorTasks } from './prior';
-import { RunSpend } from './spend';
 import { nextChoice, reassign } from './reassign';
 import { MachineSlots } from './slots';
 
 /** How long a task whose engine's machine-wide slots are all held waits before it looks again, ms. */
 const SLOT_RETRY_MS = 300;
-import { startSpawnHelper } from '../process/spawner';
 import { runAttempt } from './attempt';
 import { graphGate, type GraphGate } from './decide';
-import { freshRuntime, type AttemptContext, type TaskRuntime } from './steps/context';
+import type { AttemptContext, TaskRuntime } from './steps/context';
 import { BestOfN } from './workflows/best-of-n';
 import { freezeGenerated } from './workflows/generate';
 import { readsAsInput } from './inputs';
-import { engineVersionWarnings } from './engine-versions';
 import { baselinePasses } from './baseline';
 import { endTask } from './end-task';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
-import type { PriorTask, RunEvent, RunSummary } from './run-types';
+import type { PriorTask, RunSummary } from './run-types';
+import type { EngineSpec } from '../../../engines/types';
+import type { TaskSpec } from '../manifest/types';
 
 export type { PriorTask, RunEvent, RunSettings, RunSummary, TaskSummary } from './run-types';
+export { newRunId } from './live-run';
+import { openRun } from './live-run';
 import type { RunOptions } from './run-options';
 export { RunControl, type RunOptions } from './run-options';
 
@@ -59,140 +48,10 @@ const PROBE_HOLD_MS = 60_000;
  * @throws PreflightError before anything starts; other errors only for broken records (disk full, permissions)
  */
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
-  const { manifest, home } = opts;
-  const env = opts.env ?? process.env;
-  // Its Node start-up overlaps preflight instead of delaying the first attempt (a no-op when it already runs). Only a
-  // head start: when it cannot start, the first step's spawn says why, as it did before.
-  if (!opts.attemptSteps) {
-    try {
-      startSpawnHelper();
-    } catch {
-      // reported by the first spawn
-    }
-  }
-  const pre = await preflight(manifest, opts.engines, env, home, {
-    sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
-    allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
-    configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
-    enginesElsewhere: opts.attemptSteps !== undefined,
-  });
-  // One orchestrator per run: a continued run is taken over under its folder lock (refused while another holds it).
-  let cont: RunContinuation | null = null;
-  try {
-    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines) : null;
-  } catch (e) {
-    if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
-    throw e;
-  }
-  const runId = cont?.state.runId ?? newRunId();
-  const releaseRun = cont?.release ?? (await lockRun(runDir(home, runId), selfHolder(runId, opts.identity)));
-  // Plain mode: the workdir is this run's alone (refused before anything is created when another run holds it).
-  let releaseWorkdir: (() => Promise<void>) | null = null;
-  if (!manifest.worktrees) {
-    try {
-      releaseWorkdir = await lockWorkdir(manifest.workdir, selfHolder(runId, opts.identity));
-    } catch (e) {
-      await releaseRun();
-      if (e instanceof WorkdirBusyError) throw new PreflightError([e.message]);
-      throw e;
-    }
-  }
-  const dir = runDir(home, runId);
-  fs.mkdirSync(dir, { recursive: true });
-  if (!cont) writeFrozenManifest(home, runId, manifest);
-  // A continued run's task branches start where the run's did, whatever base_ref names now.
-  const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
-  const maxParallel = opts.maxParallel ?? manifest.maxParallel;
-  const startedAt = cont?.state.startedAt ?? Date.now();
-
-  const runtimeOf = (spec: TaskSpec): TaskRuntime => {
-    const engine = opts.engines.get(spec.engine) as EngineSpec;
-    const branch = manifest.worktrees ? taskBranch(runId, spec.key) : null;
-    const taskDir = manifest.worktrees ? worktreePath(home, runId, spec.key) : path.join(manifest.workdir, spec.key);
-    const model = spec.model ?? engine.defaultModel;
-    // A continued run's task keeps its state object (attempts, branch, commit); one run again is queued by reopenState.
-    const earlier = cont?.state.tasks.find((t) => t.key === spec.key);
-    const kept = earlier && !cont?.again.has(spec.key) ? cont?.kept.get(spec.key) : undefined;
-    // A run started before state.json carried it gets the task's workflow place from the frozen manifest it compiles.
-    if (earlier && spec.workflow && !earlier.workflow) earlier.workflow = spec.workflow;
-    return {
-      ...freshRuntime(),
-      spec,
-      engine,
-      containment: taskContainment(pre.containment, spec.fullAccess),
-      used: 0,
-      failure: null,
-      startFrom: [],
-      state: earlier ?? {
-        key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [],
-        ...(spec.after.length ? { after: spec.after } : {}),
-        ...(spec.group !== undefined ? { group: spec.group } : {}),
-        ...(spec.candidate !== undefined ? { candidate: spec.candidate } : {}),
-        ...(spec.select !== undefined ? { select: spec.select } : {}),
-        ...(spec.workflow !== undefined ? { workflow: spec.workflow } : {}),
-      },
-      summary: kept ?? { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: earlier?.commit ?? null, reason: '', checkOutput: '' },
-    };
-  };
-  const tasks: TaskRuntime[] = manifest.tasks.map(runtimeOf);
-  const state: RunState = cont ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line }) : {
-    version: 1,
-    runId,
-    runName: manifest.runName,
-    manifestFile: manifest.file,
-    identity: opts.identity,
-    host: shortHost(),
-    pid: process.pid,
-    status: 'running',
-    startedAt,
-    heartbeatAt: startedAt,
-    endedAt: null,
-    maxParallel,
-    worktrees: manifest.worktrees,
-    repo: pre.repo?.root ?? null,
-    baseRef: manifest.worktrees ? manifest.baseRef : null,
-    baseSha: pre.repo?.baseSha ?? null,
-    containment: pre.containment.summary,
-    memoryCap: memoryCapMechanism().line,
-    paused: false,
-    draining: false,
-    control: [],
-    ...(opts.forced ? { forced: true as const } : {}),
-    tasks: tasks.map((t) => t.state),
-  };
-  // A continued run forced over lint errors says so too: in its resume's entry, and on the run (it ran forced once).
-  if (cont && opts.forced) {
-    state.forced = true;
-    const resume = state.resumes?.at(-1);
-    if (resume) resume.forced = true;
-  }
-  const stateFile = new StateFile(path.join(dir, 'state.json'), state);
-  const waits = new EngineWaits(state, opts.quotaMaxWaitMs ?? DEFAULT_MAX_QUOTA_WAIT_MS);
-  await stateFile.save();
-  stateFile.start();
-  const emit = (e: RunEvent) => opts.onEvent?.(e);
-  emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
-  emit({ type: 'run-note', note: pre.containment.summary });
-  // Where no cgroup can be had the steps run without a memory limit: said here once, and in every row (mem_cap).
-  emit({ type: 'run-note', note: memoryCapMechanism().line });
-  for (const warning of await engineVersionWarnings(pre.binaries, env)) emit({ type: 'run-note', note: warning });
-  if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
-    emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
-  }
-  for (const [engine, w] of waits.active(Date.now())) {
-    emit({ type: 'run-note', note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then${w.capped ? ', and the first after it probes the engine' : ''} (verdict unwait ${runId} ${engine} clears it)` });
-  }
-  for (const t of tasks) {
-    if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
-  }
-
+  const run = await openRun(opts);
+  const { manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, frozenKeys, prior, cont, spend, waits, maxParallel, releaseRun, releaseWorkdir, startedAt } = run;
   /** A task that ends without (another) attempt because it or the run was stopped. */
   const markCancelled = (task: TaskRuntime) => endTask(ctx, task, 'CANCELLED', task.state.reason ?? (state.draining ? 'drained' : 'stopped before this task finished'));
-  const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  await spend.loadHistory(home);
-  // Every key of the run's frozen manifest (a resumed run holds only some of them) and of the tasks planners added.
-  const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(opts.manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])], expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
   const defaultModel = (name: string) => opts.engines.get(name)?.defaultModel ?? null;
   const choiceOf = (task: TaskRuntime) => nextChoice(task, defaultModel);
@@ -379,10 +238,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
 
   // The task graph (`after`): a task with prerequisites waits outside the scheduler until they are final; then it is
   // pushed (all passed) or ends BLOCKED (one did not), which in turn settles its own dependents.
-  const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
+  const { byKey } = run;
   const parkedTasks = new Set<TaskRuntime>();
-  // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
-  const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
   const gateOf = (task: TaskRuntime): GraphGate => {
     const missing = task.spec.after.find((k) => !byKey.has(k) && !prior.has(k));
     if (missing) return { kind: 'blocked', by: missing, status: 'absent', reason: `prerequisite ${missing} is not part of this run and did not pass in the run it continues; this task did not start` };
@@ -451,7 +308,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       endTask(ctx, planner, 'ERROR', `its generated tasks could not join the run: ${(e as Error).message}`, { recordError: true });
       return;
     }
-    const added = specs.map(runtimeOf);
+    const added = specs.map((spec) => run.runtimeOf(spec));
     for (const t of added) {
       tasks.push(t);
       state.tasks.push(t.state);
@@ -730,10 +587,4 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
 /** Ends a task BUDGET_EXCEEDED: its next attempt was not started (no eval row: no worker ran). */
 function budgetExceeded(ctx: AttemptContext, task: TaskRuntime, reason: string): void {
   endTask(ctx, task, 'BUDGET_EXCEEDED', reason);
-}
-
-/** `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex): sortable by start time, unique across processes. */
-export function newRunId(now = new Date()): string {
-  const iso = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-  return `${iso}-${crypto.randomBytes(2).toString('hex')}`;
 }

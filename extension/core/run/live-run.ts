@@ -1,0 +1,229 @@
+/**
+ * A run being set up and what its parts share once it is: {@link openRun} does preflight, takes the run's locks,
+ * writes (or reopens) state.json and builds the context every attempt reads and the tasks' runtimes; the task graph
+ * (task-graph.ts), the attempt loop (attempt-loop.ts), the control handler (control-handler.ts) and the teardown
+ * (teardown.ts) all work on the {@link LiveRun} it returns.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { EngineSpec } from '../../../engines/types';
+import { runDir, worktreePath } from '../config/home';
+import { taskBranch } from '../git/worktree';
+import { shortHost } from '../host/hostname';
+import { StateFile, type RunState } from '../live/state';
+import type { Manifest, TaskSpec } from '../manifest/types';
+import { memoryCapMechanism } from '../process/memory-cap';
+import { startSpawnHelper } from '../process/spawner';
+import { sandboxView, taskContainment } from './containment';
+import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
+import { DEFAULT_POLICY, PreflightError, preflight, type Preflight } from './preflight';
+import { engineVersionWarnings } from './engine-versions';
+import { priorTasks } from './prior';
+import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime } from './quota-wait';
+import { ContinueError, reopenState, takeRun, type RunContinuation } from './resume';
+import type { RunOptions } from './run-options';
+import type { PriorTask, RunEvent } from './run-types';
+import { RunSpend } from './spend';
+import { freshRuntime, type AttemptContext, type TaskRuntime } from './steps/context';
+import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
+
+/** One live run as its parts share it. */
+export interface LiveRun {
+  opts: RunOptions;
+  manifest: Manifest;
+  home: string;
+  runId: string;
+  /** The run's records folder, `<home>/runs/<run_id>/`. */
+  dir: string;
+  state: RunState;
+  stateFile: StateFile;
+  /** What every attempt of the run reads (steps/context.ts). */
+  ctx: AttemptContext;
+  emit: (e: RunEvent) => void;
+  /** Every task of the run, in the manifest's order (generated tasks appended as they join), and by key. */
+  tasks: TaskRuntime[];
+  byKey: Map<string, TaskRuntime>;
+  /** Every key of the run's frozen manifest (a resumed run holds only some of them) and of the tasks planners added. */
+  frozenKeys: Set<string>;
+  /** Tasks of the earlier runs a run resumed as a new run continues, by key: they settle `after` along that chain. */
+  prior: ReadonlyMap<string, PriorTask>;
+  /** The run this one continues (resume, rerun of a run not live), or null for a new run. */
+  cont: RunContinuation | null;
+  spend: RunSpend;
+  /** The engines' quota waits (run/quota-wait.ts), kept in state.json. */
+  waits: EngineWaits;
+  maxParallel: number;
+  /** ms since the epoch (a continued run's first start). */
+  startedAt: number;
+  /** Release the run folder's lock, and in plain mode the workdir's. */
+  releaseRun: () => Promise<void>;
+  releaseWorkdir: (() => Promise<void>) | null;
+  /** The run was cancelled (its signal, or the `cancel` verb): nothing more starts. */
+  cancelled: boolean;
+  /** The task's runtime for a spec of this run (a generated task joining it too). */
+  runtimeOf(spec: TaskSpec): TaskRuntime;
+}
+
+/**
+ * Sets the run up: preflight (nothing created when it fails), the run's and (plain mode) the workdir's locks, the
+ * frozen manifest, state.json written and its heartbeat started, the run's opening notes said.
+ * @throws PreflightError before anything is created (also when the run or the workdir is held by another)
+ */
+export async function openRun(opts: RunOptions): Promise<LiveRun> {
+  const { manifest, home } = opts;
+  const env = opts.env ?? process.env;
+  // Its Node start-up overlaps preflight instead of delaying the first attempt (a no-op when it already runs). Only a
+  // head start: when it cannot start, the first step's spawn says why, as it did before.
+  if (!opts.attemptSteps) {
+    try {
+      startSpawnHelper();
+    } catch {
+      // reported by the first spawn
+    }
+  }
+  const pre = await preflight(manifest, opts.engines, env, home, {
+    sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
+    allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
+    configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
+    enginesElsewhere: opts.attemptSteps !== undefined,
+  });
+  // One orchestrator per run: a continued run is taken over under its folder lock (refused while another holds it).
+  let cont: RunContinuation | null = null;
+  try {
+    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines) : null;
+  } catch (e) {
+    if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
+    throw e;
+  }
+  const runId = cont?.state.runId ?? newRunId();
+  const releaseRun = cont?.release ?? (await lockRun(runDir(home, runId), selfHolder(runId, opts.identity)));
+  // Plain mode: the workdir is this run's alone (refused before anything is created when another run holds it).
+  let releaseWorkdir: (() => Promise<void>) | null = null;
+  if (!manifest.worktrees) {
+    try {
+      releaseWorkdir = await lockWorkdir(manifest.workdir, selfHolder(runId, opts.identity));
+    } catch (e) {
+      await releaseRun();
+      if (e instanceof WorkdirBusyError) throw new PreflightError([e.message]);
+      throw e;
+    }
+  }
+  const dir = runDir(home, runId);
+  fs.mkdirSync(dir, { recursive: true });
+  if (!cont) writeFrozenManifest(home, runId, manifest);
+  const maxParallel = opts.maxParallel ?? manifest.maxParallel;
+  const startedAt = cont?.state.startedAt ?? Date.now();
+  const runtimeOf = (spec: TaskSpec) => taskRuntime(opts, runId, cont, pre, spec);
+  const tasks: TaskRuntime[] = manifest.tasks.map(runtimeOf);
+  const state = cont ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line }) : newState(opts, runId, pre, maxParallel, startedAt, tasks);
+  // A continued run forced over lint errors says so too: in its resume's entry, and on the run (it ran forced once).
+  if (cont && opts.forced) {
+    state.forced = true;
+    const resume = state.resumes?.at(-1);
+    if (resume) resume.forced = true;
+  }
+  const stateFile = new StateFile(path.join(dir, 'state.json'), state);
+  const waits = new EngineWaits(state, opts.quotaMaxWaitMs ?? DEFAULT_MAX_QUOTA_WAIT_MS);
+  await stateFile.save();
+  stateFile.start();
+  const emit = (e: RunEvent) => opts.onEvent?.(e);
+  await sayOpening(emit, opts, runId, stateFile, pre, cont, waits, tasks, maxParallel, env);
+  const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
+  await spend.loadHistory(home);
+  const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
+  const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
+  // A continued run's task branches start where the run's did, whatever base_ref names now.
+  const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
+  const hide = [...(opts.hide ?? []), ...(manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])];
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
+  // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
+  const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
+  return { opts, manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, byKey, frozenKeys, prior, cont, spend, waits, maxParallel, startedAt, releaseRun, releaseWorkdir, cancelled: false, runtimeOf };
+}
+
+/** A task's runtime: a continued run's task keeps its state object (attempts, branch, commit) and, unless run again, its summary. */
+function taskRuntime(opts: RunOptions, runId: string, cont: RunContinuation | null, pre: Preflight, spec: TaskSpec): TaskRuntime {
+  const { manifest, home } = opts;
+  const engine = opts.engines.get(spec.engine) as EngineSpec;
+  const branch = manifest.worktrees ? taskBranch(runId, spec.key) : null;
+  const taskDir = manifest.worktrees ? worktreePath(home, runId, spec.key) : path.join(manifest.workdir, spec.key);
+  const model = spec.model ?? engine.defaultModel;
+  // One run again is queued by reopenState.
+  const earlier = cont?.state.tasks.find((t) => t.key === spec.key);
+  const kept = earlier && !cont?.again.has(spec.key) ? cont?.kept.get(spec.key) : undefined;
+  // A run started before state.json carried it gets the task's workflow place from the frozen manifest it compiles.
+  if (earlier && spec.workflow && !earlier.workflow) earlier.workflow = spec.workflow;
+  return {
+    ...freshRuntime(),
+    spec,
+    engine,
+    containment: taskContainment(pre.containment, spec.fullAccess),
+    used: 0,
+    failure: null,
+    startFrom: [],
+    state: earlier ?? {
+      key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [],
+      ...(spec.after.length ? { after: spec.after } : {}),
+      ...(spec.group !== undefined ? { group: spec.group } : {}),
+      ...(spec.candidate !== undefined ? { candidate: spec.candidate } : {}),
+      ...(spec.select !== undefined ? { select: spec.select } : {}),
+      ...(spec.workflow !== undefined ? { workflow: spec.workflow } : {}),
+    },
+    summary: kept ?? { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: earlier?.commit ?? null, reason: '', checkOutput: '' },
+  };
+}
+
+/** A new run's state.json. */
+function newState(opts: RunOptions, runId: string, pre: Preflight, maxParallel: number, startedAt: number, tasks: TaskRuntime[]): RunState {
+  const { manifest } = opts;
+  return {
+    version: 1,
+    runId,
+    runName: manifest.runName,
+    manifestFile: manifest.file,
+    identity: opts.identity,
+    host: shortHost(),
+    pid: process.pid,
+    status: 'running',
+    startedAt,
+    heartbeatAt: startedAt,
+    endedAt: null,
+    maxParallel,
+    worktrees: manifest.worktrees,
+    repo: pre.repo?.root ?? null,
+    baseRef: manifest.worktrees ? manifest.baseRef : null,
+    baseSha: pre.repo?.baseSha ?? null,
+    containment: pre.containment.summary,
+    memoryCap: memoryCapMechanism().line,
+    paused: false,
+    draining: false,
+    control: [],
+    ...(opts.forced ? { forced: true as const } : {}),
+    tasks: tasks.map((t) => t.state),
+  };
+}
+
+/** The run's first events: started, its containment and memory cap, engine versions it was not tested with, uncommitted changes left out, engines still waiting, full_access tasks. */
+async function sayOpening(emit: (e: RunEvent) => void, opts: RunOptions, runId: string, stateFile: StateFile, pre: Preflight, cont: RunContinuation | null, waits: EngineWaits, tasks: TaskRuntime[], maxParallel: number, env: NodeJS.ProcessEnv): Promise<void> {
+  emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
+  emit({ type: 'run-note', note: pre.containment.summary });
+  // Where no cgroup can be had the steps run without a memory limit: said here once, and in every row (mem_cap).
+  emit({ type: 'run-note', note: memoryCapMechanism().line });
+  for (const warning of await engineVersionWarnings(pre.binaries, env)) emit({ type: 'run-note', note: warning });
+  if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
+    emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${opts.manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
+  }
+  for (const [engine, w] of waits.active(Date.now())) {
+    emit({ type: 'run-note', note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then${w.capped ? ', and the first after it probes the engine' : ''} (verdict unwait ${runId} ${engine} clears it)` });
+  }
+  for (const t of tasks) {
+    if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
+  }
+}
+
+/** `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex): sortable by start time, unique across processes. */
+export function newRunId(now = new Date()): string {
+  const iso = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${iso}-${crypto.randomBytes(2).toString('hex')}`;
+}
