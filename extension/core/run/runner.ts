@@ -13,16 +13,15 @@ import { MachineSlots } from './slots';
 /** How long a task whose engine's machine-wide slots are all held waits before it looks again, ms. */
 const SLOT_RETRY_MS = 300;
 import { runAttempt } from './attempt';
-import { graphGate, type GraphGate } from './decide';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 import { BestOfN } from './workflows/best-of-n';
+import { TaskGraph } from './task-graph';
 import { freezeGenerated } from './workflows/generate';
-import { readsAsInput } from './inputs';
 import { baselinePasses } from './baseline';
 import { endTask } from './end-task';
 
 export { FINAL_EVENT_GRACE_MS } from './steps/work';
-import type { PriorTask, RunSummary } from './run-types';
+import type { RunSummary } from './run-types';
 import type { EngineSpec } from '../../../engines/types';
 import type { TaskSpec } from '../manifest/types';
 
@@ -50,8 +49,6 @@ const PROBE_HOLD_MS = 60_000;
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const run = await openRun(opts);
   const { manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, frozenKeys, prior, cont, spend, waits, maxParallel, releaseRun, releaseWorkdir, startedAt } = run;
-  /** A task that ends without (another) attempt because it or the run was stopped. */
-  const markCancelled = (task: TaskRuntime) => endTask(ctx, task, 'CANCELLED', task.state.reason ?? (state.draining ? 'drained' : 'stopped before this task finished'));
   /** The engine and model of the task's next attempt (its own, or a `fallback` entry: decide.ts attemptEngine). */
   const defaultModel = (name: string) => opts.engines.get(name)?.defaultModel ?? null;
   const choiceOf = (task: TaskRuntime) => nextChoice(task, defaultModel);
@@ -97,20 +94,17 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     async (task) => {
       try {
         await runJob(task);
-        taskSettled(task);
+        graph.settled(task);
       } catch (e) {
         // A bug or an unwritable record must not leave the task looking CANCELLED: it ends ERROR, saying why.
         const err = e as NodeJS.ErrnoException;
         endTask(ctx, task, 'ERROR', err.code === 'ENOSPC'
           ? `the task's records could not be written: no space left on the device of ${home} (free some, then: verdict resume ${runId})`
           : `internal error: ${err.message}`);
-        taskSettled(task);
+        graph.settled(task);
       }
     },
-    (task) => {
-      markCancelled(task);
-      taskSettled(task);
-    },
+    (task) => graph.cancel(task),
     { groupOf: (task) => choiceOf(task).engine, limitOf: (engine) => Math.min(engineLimits.get(engine) ?? maxParallel, slots.limitOf(engine) ?? maxParallel) },
   );
   /** Tasks with an attempt running, and those stopped because the spend passed the budget (with the reason). */
@@ -131,7 +125,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const budgetHeld = new Set<TaskRuntime>();
   /** One scheduler job: the next attempt of `task` (or its baseline, budget stop or cancellation). */
   async function runJob(task: TaskRuntime): Promise<void> {
-    if (task.abort.signal.aborted) return task.restart ? waitForInputsAgain(task) : markCancelled(task);
+    if (task.abort.signal.aborted) return task.restart ? graph.waitForInputsAgain(task) : graph.markCancelled(task);
     // Its engine waits for a quota reset (run/quota-wait.ts): back in the queue until then, or until the engine's probe
     // ends; no attempt is spent.
     let waitEngine = choiceOf(task).engine;
@@ -211,7 +205,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     const informative = !task.restart && outcome.verdict !== 'CANCELLED' && outcome.verdict !== 'INTERRUPTED';
     afterWaitChange(task, task.state.engine, waits.settle(task.state.engine, task.spec.key, task.state.attempts.length, outcome.quota, Date.now(), informative));
     if (task.restart) {
-      waitForInputsAgain(task);
+      graph.waitForInputsAgain(task);
       return informative;
     }
     if (outcome.rateLimited) {
@@ -236,66 +230,23 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     return informative;
   }
 
-  // The task graph (`after`): a task with prerequisites waits outside the scheduler until they are final; then it is
-  // pushed (all passed) or ends BLOCKED (one did not), which in turn settles its own dependents.
+  // The task graph (`after`, task-graph.ts): tasks waiting for their prerequisites, released, blocked or cancelled.
   const { byKey } = run;
-  const parkedTasks = new Set<TaskRuntime>();
-  const gateOf = (task: TaskRuntime): GraphGate => {
-    const missing = task.spec.after.find((k) => !byKey.has(k) && !prior.has(k));
-    if (missing) return { kind: 'blocked', by: missing, status: 'absent', reason: `prerequisite ${missing} is not part of this run and did not pass in the run it continues; this task did not start` };
-    return graphGate(task.spec.after.map((k) => {
-      const t = byKey.get(k);
-      if (t) return { key: k, status: t.state.status };
-      const p = prior.get(k) as PriorTask;
-      return { key: k, status: p.status, where: `in run ${p.runId}` };
-    }));
-  };
-  /** Starts the task now, or parks it until its prerequisites are final (then release() decides). */
-  const enqueue = (task: TaskRuntime) => {
-    if (!task.spec.after.length) return scheduler.push(task);
-    parkedTasks.add(task);
-    release(task);
-  };
-  /** A waiting task whose prerequisites are all final: pushed when they passed, BLOCKED when one did not. */
-  function release(task: TaskRuntime): void {
-    if (!parkedTasks.has(task)) return;
-    if (task.spec.select) {
-      const decided = groups.gate(task);
-      if (decided.kind === 'wait') return;
-      parkedTasks.delete(task);
-      return groups.decide(task, decided);
-    }
-    const gate = gateOf(task);
-    if (gate.kind === 'wait') return;
-    parkedTasks.delete(task);
-    if (gate.kind === 'ready') {
-      // A prerequisite the task reads as an input (its `inputs`) is not merged into its tree: it is copied beside it.
-      task.startFrom = task.spec.after.filter((k) => !readsAsInput(task.spec, k)).map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null })).filter((p): p is { key: string; commit: string } => p.commit !== null);
-      return scheduler.push(task);
-    }
-    block(task, gate.reason);
-  }
-  /** Ends a task that will not start BLOCKED, saying why, and settles its dependents. */
-  function block(task: TaskRuntime, reason: string): void {
-    endTask(ctx, task, 'BLOCKED', reason);
-    taskSettled(task);
-  }
-
+  const graph = new TaskGraph(run, scheduler);
   // Best-of-N (docs/workflows.md): a group's own entry waits for its candidates and is decided by
   // workflows/best-of-n.ts (ranked: after its ranking reviewers).
   const groups = new BestOfN({
     ctx,
     task: (key) => byKey.get(key),
     prior: (key) => prior.get(key),
-    block,
-    stop: stopTask,
-    cancel: (t) => {
-      markCancelled(t);
-      taskSettled(t);
-    },
-    settled: taskSettled,
-    again: (t) => waitForInputsAgain(t),
+    block: (t, reason) => graph.block(t, reason),
+    stop: (t, reason) => graph.stop(t, reason),
+    cancel: (t) => graph.cancel(t),
+    settled: (t) => graph.settled(t),
+    again: (t) => graph.waitForInputsAgain(t),
   });
+  graph.groups = groups;
+  graph.onPlanned = addGenerated;
   // Generated (docs/workflows.md): a planner that passed brings the tasks its step `generate` validated. They join the
   // frozen manifest (a new version) and the state, and wait for the planner like any `after` dependent.
   function addGenerated(planner: TaskRuntime): void {
@@ -319,133 +270,28 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     planner.state.generated = added.map((t) => t.spec.key);
     emit({ type: 'task-note', key: planner.spec.key, note: `${added.length} generated task(s) joined the run: ${added.map((t) => t.spec.key).join(', ')}` });
     void stateFile.save();
-    for (const t of added) if (!statusInfo(t.state.status).final) enqueue(t);
+    for (const t of added) if (!statusInfo(t.state.status).final) graph.enqueue(t);
   }
-  /**
-   * Stops one task, as the `stop` verb does: its running attempt ends CANCELLED with `reason` (in its state, summary
-   * and eval row) and is not retried; a queued or waiting task never starts.
-   */
-  function stopTask(t: TaskRuntime, reason: string): void {
-    // A stop wins over a restart for a rerun input: the task ends CANCELLED.
-    t.restart = null;
-    t.state.reason = reason;
-    t.abort.abort(reason);
-    if (parkedTasks.delete(t)) {
-      markCancelled(t);
-      return taskSettled(t);
-    }
-    scheduler.drop(t);
-  }
-  /**
-   * Cancels every waiting task (the run is cancelled or drained: nothing more starts). `keepDecidable` (drain): a
-   * best-of-N task with a candidate still running keeps waiting, so that candidate's PASS still decides it.
-   * @returns how many waiting tasks were kept
-   */
-  const cancelWaiting = (keepDecidable = false) => {
-    const kept = keepDecidable ? [...parkedTasks].filter((t) => t.spec.select && t.spec.after.some((k) => byKey.get(k)?.state.status !== 'queued' && !statusInfo(byKey.get(k)?.state.status ?? 'queued').final)) : [];
-    const parked = [...parkedTasks].filter((t) => !kept.includes(t));
-    for (const t of parked) parkedTasks.delete(t);
-    for (const t of parked) {
-      markCancelled(t);
-      taskSettled(t);
-    }
-    return kept.length;
-  };
-  let cancelled = false;
-  const onAbort = () => {
-    cancelled = true;
-    cancelWaiting();
-    scheduler.close();
-    for (const t of tasks) {
-      t.restart = null;
-      t.abort.abort();
-    }
-  };
-
+  const onAbort = () => graph.cancelRun();
   // The control channel (docs/runs.md "Controlling a live run"): commands read by byte offset, each acknowledged
   // in state.json once its effect happened (or refused, saying why).
-  /** Callbacks waiting for a task to be final (a stop's acknowledgment, a rerun of a task still running). */
-  const whenFinal = new Map<TaskRuntime, (() => void)[]>();
   /** Acknowledgments given when the run ends (a cancel is done once every attempt is recorded). */
   const atEnd: (() => void)[] = [];
   let ending = false;
-  function taskSettled(task: TaskRuntime): void {
-    if (!statusInfo(task.state.status).final) return;
-    if (task.state.status === 'PASS' && task.generated) addGenerated(task);
-    for (const t of parkedTasks) if (t.spec.after.includes(task.spec.key)) release(t);
-    const waiting = whenFinal.get(task);
-    whenFinal.delete(task);
-    for (const fn of waiting ?? []) fn();
-  }
-  const waitFinal = (task: TaskRuntime, fn: () => void) => whenFinal.set(task, [...(whenFinal.get(task) ?? []), fn]);
   const ack = (c: ControlCommand | BadControlLine, result: 'done' | 'refused', reason: string) => {
     (state.control ??= []).push({ id: c.id, verb: c.verb, task: c.task ?? null, ...(c.engine !== undefined ? { engine: c.engine } : {}), by: c.by, host: c.host, at: c.at, ackAt: Date.now(), result, reason });
     emit({ type: 'run-note', note: `control: ${c.verb}${c.task ? ` ${c.task}` : ''}${c.engine ? ` ${c.engine}` : ''} from ${c.by}@${c.host}: ${result}${reason ? ` (${reason})` : ''}` });
     void stateFile.save();
   };
-  const refuseStart = (): string | null => (cancelled ? 'the run is being cancelled' : state.draining ? 'the run is draining: nothing more starts' : null);
-  /**
-   * A reader (a task with `inputs`) not yet final when one of its inputs is rerun: it would judge work that no longer
-   * stands. Queued, it is taken back; running, its attempt is stopped with the reason (TaskRuntime.restart: recorded
-   * CANCELLED, not counted). Either way it then waits for its inputs again (waitForInputsAgain).
-   */
-  const restartReader = (t: TaskRuntime, input: string) => {
-    const reason = `its input ${input} is being rerun: stopped before judging work that no longer stands (not counted); it runs again once ${input} has settled`;
-    t.restart = reason;
-    t.state.reason = reason;
-    emit({ type: 'task-note', key: t.spec.key, note: reason });
-    if (scheduler.withdraw(t)) return waitForInputsAgain(t);
-    t.abort.abort(reason);
-  };
-  /** A reader stopped by restartReader: fresh (nothing spent), waiting for its inputs as a new task does. */
-  function waitForInputsAgain(t: TaskRuntime): void {
-    t.restart = null;
-    Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null, revising: false });
-    t.state.status = 'queued';
-    // Why it stopped stays with the stopped attempt (its record, row and receipt), not with the task that goes on.
-    delete t.state.reason;
-    void stateFile.save();
-    parkedTasks.add(t);
-    release(t);
-  }
+  const refuseStart = (): string | null => (run.cancelled ? 'the run is being cancelled' : state.draining ? 'the run is draining: nothing more starts' : null);
   const rerun = (c: ControlCommand, task: TaskRuntime) => {
     const why = refuseStart();
     if (why) return ack(c, 'refused', why);
-    task.abort = new AbortController();
-    task.used = 0;
-    task.rateLimited = 0;
-    task.failure = null;
-    task.state.status = 'queued';
-    delete task.state.reason;
-    // Its dependents that ended BLOCKED wait for it again (and theirs for them); so do those that ended having read it
-    // as an input (a validator, a council's reviews and chair): their verdict judged the work about to be replaced.
-    const unblocked: TaskRuntime[] = [];
-    const restarted: TaskRuntime[] = [];
-    const unblock = (key: string) => {
-      for (const t of tasks) {
-        if (t === task || !t.spec.after.includes(key) || unblocked.includes(t) || restarted.includes(t)) continue;
-        // A reader of it that is running or waiting for a slot is stopped and waits for it again (one still waiting for
-        // its prerequisites, parked, waits anyway); so is a best-of-N group ranking it (not final, not parked: ranking).
-        if (!statusInfo(t.state.status).final && (readsAsInput(t.spec, key) || t.spec.select !== undefined) && !parkedTasks.has(t)) {
-          restarted.push(t);
-          restartReader(t, key);
-          unblock(t.spec.key);
-          continue;
-        }
-        const readIt = statusInfo(t.state.status).final && (t.state.inputs?.entries.some((e) => e.key === key) ?? false);
-        if (t.state.status !== 'BLOCKED' && !readIt) continue;
-        if (readIt) Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null });
-        t.state.status = 'queued';
-        delete t.state.reason;
-        unblocked.push(t);
-        unblock(t.spec.key);
-      }
-    };
-    unblock(task.spec.key);
-    // Acknowledged first: pushing may start the attempt at once.
+    const reopened = graph.reopen(task);
+    const { unblocked, restarted } = reopened;
+    // Acknowledged first: queueing may start the attempt at once.
     ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}${restarted.length ? `; ${restarted.map((t) => t.spec.key).join(', ')} (reading it) stopped, to run again after it` : ''}`);
-    for (const t of unblocked) parkedTasks.add(t);
-    enqueue(task);
+    graph.requeue(task, reopened);
   };
   function handle(c: ControlCommand | BadControlLine): void {
     if (!isCommand(c)) return ack(c, 'refused', c.reason);
@@ -455,7 +301,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     switch (c.verb) {
       case 'cancel':
         atEnd.push(() => ack(c, 'done', 'the run was cancelled: running attempts stopped and recorded CANCELLED, queued tasks never started'));
-        if (!cancelled) onAbort();
+        if (!run.cancelled) onAbort();
         return;
       case 'pause': {
         const why = refuseStart();
@@ -471,11 +317,11 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         ack(c, 'done', 'resumed: attempts start again');
         return scheduler.resume();
       case 'drain': {
-        if (cancelled) return ack(c, 'refused', 'the run is being cancelled');
+        if (run.cancelled) return ack(c, 'refused', 'the run is being cancelled');
         if (state.draining) return ack(c, 'done', 'already draining');
         state.draining = true;
         state.paused = false;
-        const queued = tasks.filter((t) => t.state.status === 'queued' || t.state.status === 'retry_queued').length - cancelWaiting(true);
+        const queued = tasks.filter((t) => t.state.status === 'queued' || t.state.status === 'retry_queued').length - graph.cancelWaiting(true);
         scheduler.close();
         const running = tasks.filter((t) => !statusInfo(t.state.status).final).length;
         return ack(c, 'done', `draining: ${queued} waiting task(s) CANCELLED (drained); ${running} running go on, then the run ends`);
@@ -483,12 +329,12 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
       case 'stop': {
         const t = task as TaskRuntime;
         if (statusInfo(t.state.status).final) return ack(c, 'refused', `${t.spec.key} is already final (${t.state.status})`);
-        waitFinal(t, () => ack(c, 'done', `${t.spec.key} ended ${t.state.status}`));
-        stopTask(t, `stopped by ${c.by}`);
+        graph.waitFinal(t, () => ack(c, 'done', `${t.spec.key} ended ${t.state.status}`));
+        graph.stop(t, `stopped by ${c.by}`);
         // A best-of-N task: its candidates stop with it.
         if (t.spec.select) for (const k of t.spec.after) {
           const cand = byKey.get(k);
-          if (cand && !statusInfo(cand.state.status).final) stopTask(cand, `stopped by ${c.by}`);
+          if (cand && !statusInfo(cand.state.status).final) graph.stop(cand, `stopped by ${c.by}`);
         }
         return;
       }
@@ -500,11 +346,11 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
         if (t.state.generated?.length) return ack(c, 'refused', `${t.spec.key} is a planner whose tasks already joined the run (${t.state.generated.join(', ')}); rerun those instead`);
         if (t.spec.select) return ack(c, 'refused', `${t.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${t.spec.after.join(', ')})`);
         if (t.state.status === 'BLOCKED') {
-          const gate = gateOf(t);
+          const gate = graph.gateOf(t);
           if (gate.kind === 'blocked') return ack(c, 'refused', `${t.spec.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${t.spec.key} runs again once it passes`);
         }
         if (statusInfo(t.state.status).final) return rerun(c, t);
-        waitFinal(t, () => rerun(c, t));
+        graph.waitFinal(t, () => rerun(c, t));
         return;
       }
       case 'unwait': {
@@ -538,7 +384,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   else opts.signal?.addEventListener('abort', onAbort);
   for (const t of tasks) {
     // A task BLOCKED by an earlier one in this loop is already final.
-    if (!statusInfo(t.state.status).final) enqueue(t);
+    if (!statusInfo(t.state.status).final) graph.enqueue(t);
   }
   await scheduler.idle();
   // A ranking decides its group after the scheduler went idle; the group's dependents then run.
@@ -547,8 +393,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     await scheduler.idle();
   }
   // Nothing runs and nothing is queued: a task still waiting can never start (not expected; said, not hung on).
-  for (const t of [...parkedTasks]) t.state.reason = 'its prerequisites never ended';
-  cancelWaiting();
+  for (const t of [...graph.parked]) t.state.reason = 'its prerequisites never ended';
+  graph.cancelWaiting();
   opts.signal?.removeEventListener('abort', onAbort);
   clearInterval(poller);
   ending = true;
@@ -561,7 +407,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   // The engines' settings copies (run/state-guard.ts) may hold keys: they do not outlive the run.
   fs.rmSync(path.join(dir, 'engine-state'), { recursive: true, force: true });
 
-  state.status = cancelled ? 'cancelled' : 'finished';
+  state.status = run.cancelled ? 'cancelled' : 'finished';
   state.endedAt = Date.now();
   await stateFile.close();
   await releaseWorkdir?.();
@@ -571,7 +417,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     runId,
     runName: manifest.runName,
     stateFile: stateFile.file,
-    cancelled,
+    cancelled: run.cancelled,
     durationMs: state.endedAt - startedAt,
     tasks: summaries,
     // A best-of-N task stands for its candidates: the run passed when the task did, whatever its other candidates did.
