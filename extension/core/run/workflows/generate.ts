@@ -11,6 +11,11 @@ import type { RunState } from '../../live/state';
 import { parseManifest } from '../../manifest/load';
 import { formatProblem, type TaskSpec } from '../../manifest/types';
 import { frozenManifestPath } from '../frozen-manifest';
+import { statusInfo } from '../../../../schemas/status';
+import { endTask } from '../end-task';
+import type { LiveRun } from '../live-run';
+import type { TaskRuntime } from '../steps/context';
+import type { TaskGraph } from '../task-graph';
 
 /** runs/<run_id>/manifest.json: the frozen manifest, with its version and what planners added (absent before version 2). */
 interface FrozenFile {
@@ -44,4 +49,33 @@ export function freezeGenerated(home: string, state: RunState, planner: string, 
   writeFileAtomic.sync(frozenPath, JSON.stringify(next, null, 2));
   const known = new Set(before.tasks.map((t) => t.key));
   return after.manifest.tasks.filter((t) => !known.has(t.key));
+}
+
+/**
+ * A planner that passed brings the tasks its step `generate` validated (TaskRuntime.generated): they join the frozen
+ * manifest (a new version) and the run's state, and wait for the planner like any `after` dependent. Tasks that cannot
+ * join end the planner ERROR (a record error of the run), saying why.
+ */
+export function joinGenerated(run: LiveRun, graph: TaskGraph, planner: TaskRuntime): void {
+  const raw = planner.generated as Record<string, unknown>[];
+  planner.generated = null;
+  let specs: TaskSpec[];
+  try {
+    specs = freezeGenerated(run.home, run.state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(run.opts.engines.keys()));
+  } catch (e) {
+    endTask(run.ctx, planner, 'ERROR', `its generated tasks could not join the run: ${(e as Error).message}`, { recordError: true });
+    return;
+  }
+  const added = specs.map((spec) => run.runtimeOf(spec));
+  for (const t of added) {
+    run.tasks.push(t);
+    run.state.tasks.push(t.state);
+    run.byKey.set(t.spec.key, t);
+    run.frozenKeys.add(t.spec.key);
+    run.opts.control?.bind(t.spec.key, () => t.abort.abort());
+  }
+  planner.state.generated = added.map((t) => t.spec.key);
+  run.emit({ type: 'task-note', key: planner.spec.key, note: `${added.length} generated task(s) joined the run: ${added.map((t) => t.spec.key).join(', ')}` });
+  void run.stateFile.save();
+  for (const t of added) if (!statusInfo(t.state.status).final) graph.enqueue(t);
 }
