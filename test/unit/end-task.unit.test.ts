@@ -77,7 +77,7 @@ describe('endTask: the one writer of a task\'s final status', () => {
   });
 
   it('no other file of the core writes a final status or a summary\'s verdict by hand', () => {
-    const root = path.join(__dirname, '..', '..', 'extension', 'core');
+    const root = path.resolve('extension', 'core');
     const files: string[] = [];
     const walk = (d: string) => {
       for (const e of fs.readdirSync(d, { withFileTypes: true })) {

@@ -21,7 +21,7 @@ import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRun
 import { DEFAULT_STEPS } from './steps';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
-import { statusInfo, type Verdict } from '../../../schemas/status';
+import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
 import { readLog } from './steps/work';
 import { endTask } from './end-task';
 
@@ -125,6 +125,9 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     const startedAt = Date.now();
     let note = '';
     rec.currentStep = step.name;
+    // Where the task is: its status and the attempt's phase follow the step (schemas/status.ts STEP_PHASE).
+    rec.phase = STEP_PHASE[step.name];
+    task.state.status = rec.phase;
     sync();
     try {
       if (task.abort.signal.aborted) throw new Cancelled();

@@ -21,8 +21,6 @@ export const checkStep: Step = {
   when: (rec) => rec.verdict === null,
   async run(ctx, task, rec, io) {
     const { spec } = task;
-    task.state.status = 'checking';
-    rec.phase = 'checking';
     ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
     io.sync();
     // Red before green (a phases test phase): this check runs on a fresh copy of the sealed tree, as the red run will

@@ -55,9 +55,6 @@ export const critiqueStep: Step = {
     loop.base ??= rec.seal?.parent ?? null;
     // Kept before any critic runs, so a resumed loop counts its time limit from here even if this round is cut short.
     saveLoop(critiqueLoopFile(path.dirname(report)), loop);
-    task.state.status = 'checking';
-    rec.phase = 'checking';
-    io.sync();
     const round = loop.rounds.length + 1;
     const material = task.links && rec.seal ? await diffMaterial(task.links, { ...rec.seal, parent: loop.base ?? rec.seal.parent, changed: (loop.base ?? rec.seal.parent) !== rec.seal.sha }, task.spec.checkTimeoutMs) : filesMaterial(task.state.dir);
     const records: CritiqueRecord[] = (rec.critiques = []);

@@ -31,9 +31,6 @@ export const reviewStep: Step = {
   async run(ctx, task, rec, io) {
     const policy = task.spec.review!;
     const { spec } = task;
-    task.state.status = 'checking';
-    rec.phase = 'checking';
-    io.sync();
     const material = task.links && rec.seal ? await diffMaterial(task.links, rec.seal, spec.checkTimeoutMs) : filesMaterial(task.state.dir);
     fs.writeFileSync(path.join(rec.dir, 'review-material.txt'), material.text);
     const before = io.boxed ? null : treeHash(task.state.dir);

@@ -62,9 +62,6 @@ export const workStep: Step = {
     }
     // engine_args are written for the task's own engine; a fallback engine runs without them.
     const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [], fullAccess: spec.fullAccess, nested: io.boxed, root: process.getuid?.() === 0 });
-    task.state.status = 'running';
-    rec.phase = 'running';
-    io.sync();
     const recent = new RingBuffer(256 * 1024);
     // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
     let guard: StateSnapshot | null = null;
