@@ -104,7 +104,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   }
   if (gate.forced && !flags.gate) for (const line of startGateLines(gate, `--force: starting ${manifest.file}`)) io.err(line);
   for (const f of findings) if (f.severity !== 'error') io.err(`lint: ${formatFinding(f)}`);
-  await reconcileAndReport(resolveHome(flags.home), engines, io);
+  // A continued run's command (resume-command.ts) reconciled already: once per command.
+  if (!flags.continueRun) await reconcileAndReport(resolveHome(flags.home), engines, io);
   if (maxParallel === undefined && settings.maxParallel !== undefined && !('max_parallel' in (manifest.raw as object))) maxParallel = settings.maxParallel;
   // The config's caps for tasks the manifest gives none (core/run/containment.ts stepCaps has the built-in defaults).
   for (const t of manifest.tasks) {

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { reconcileDeadRuns } from '../../extension/core/run/reconcile';
+import { takeRun } from '../../extension/core/run/resume';
 import { appendWorker, openWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
 import { attemptDir, evalLogPath } from '../../extension/core/config/home';
 import type { AttemptState, RunState } from '../../extension/core/live/state';
@@ -135,5 +136,45 @@ describe('reconcile (run/reconcile.ts)', () => {
       assert.deepEqual([task.status, task.commit], expected, String(taskStatus));
       assert.deepEqual(report?.interrupted, expected[0] === 'PASS' ? [] : ['t']);
     }
+  });
+});
+
+describe('takeRun reconciles once: only its own run, only when no one has yet', () => {
+  /** A dead run `runId` of another host with one task `t` whose attempt 1 was running. */
+  function dead(home: string, runId: string): string {
+    const state = {
+      version: 1, runId, runName: 'n', manifestFile: path.join(home, 'm.json'), identity: 'i', host: 'elsewhere', pid: 1, status: 'running',
+      startedAt: 0, heartbeatAt: 0, endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null, containment: 'none',
+      paused: false, draining: false, control: [],
+      tasks: [{ key: 't', engine: 'script', model: null, taskType: null, verified: null, status: 'running', dir: path.join(home, 'w'), branch: null, commit: null, port: null, attempts: [view(attemptDir(home, runId, 't', 1), 1)] }],
+    } as unknown as RunState;
+    const stateFile = path.join(home, 'runs', runId, 'state.json');
+    fs.mkdirSync(path.dirname(stateFile), { recursive: true });
+    fs.writeFileSync(stateFile, JSON.stringify(state));
+    return stateFile;
+  }
+  const statusOf = (stateFile: string) => (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState).status;
+
+  it('a dead run taken over without an earlier reconcile is reconciled by takeRun (its task runs again); another dead run is left to its own command', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
+    const [mine, other] = [dead(home, 'r1'), dead(home, 'r2')];
+    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map());
+    await cont.release();
+    assert.equal(cont.state.tasks[0]!.attempts[0]!.verdict, 'INTERRUPTED');
+    assert.deepEqual([...cont.again], ['t']);
+    assert.equal(statusOf(mine), 'interrupted');
+    assert.equal(statusOf(other), 'running', 'not this command\'s run');
+    const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n');
+    assert.equal(rows.length, 1, 'one INTERRUPTED row, for r1 alone');
+  });
+
+  it('a run its command already reconciled is not reconciled again: no second INTERRUPTED row', async () => {
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
+    dead(home, 'r1');
+    await reconcileDeadRuns(home, new Map());
+    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map());
+    await cont.release();
+    assert.equal(fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').length, 1);
+    assert.deepEqual([...cont.again], ['t']);
   });
 });

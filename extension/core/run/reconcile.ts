@@ -43,11 +43,11 @@ export interface ReconcileReport {
  * is never killed; both only for a run of this host: another's pids are not this machine's), records each unfinished attempt as INTERRUPTED (state and an eval row), marks unfinished tasks
  * INTERRUPTED and the run `interrupted`. Worktrees and branches are kept; `verdict resume` runs the tasks again.
  * Safe to call from several processes at once: each run is reconciled under a lock on its state file, once.
- * Never throws for one broken run; the others are still reconciled.
+ * Never throws for one broken run; the others are still reconciled. `only`: that run alone (the others are left).
  */
-export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ReconcileReport[]> {
+export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<string, EngineSpec>, only?: string): Promise<ReconcileReport[]> {
   const reports: ReconcileReport[] = [];
-  for (const info of listRuns(home).runs.filter((r) => r.liveness === 'orchestrator-died')) {
+  for (const info of listRuns(home).runs.filter((r) => r.liveness === 'orchestrator-died' && (only === undefined || r.state.runId === only))) {
     try {
       const report = await withLock(info.stateFile, async () => {
         const read = readState(info.stateFile);

@@ -93,17 +93,21 @@ export class ContinueError extends Error {
 
 /**
  * Takes run `req.runId` over for this process: its folder lock first (a second `verdict resume` of the same run is
- * refused here, naming the orchestrator that holds it), then reconciles it if its orchestrator died (its unfinished
- * attempts get INTERRUPTED rows), then reads its state and decides the tasks to run again.
+ * refused here, naming the orchestrator that holds it), then reconciles it if its orchestrator died and no one has yet
+ * (its unfinished attempts get INTERRUPTED rows; the command that calls this has usually reconciled every dead run
+ * already, and then nothing is done twice), then reads its state and decides the tasks to run again.
  * @throws RunBusyError (run/workdir-lock.ts) when another orchestrator holds the run; ContinueError when it is live
  *   under an orchestrator that holds no lock, its state cannot be read, or nothing is left to run
  */
 export async function takeRun(home: string, req: ContinueRequest, identity: string, engines: ReadonlyMap<string, EngineSpec>): Promise<RunContinuation> {
   const release = await lockRun(runDir(home, req.runId), selfHolder(req.runId, identity));
   try {
-    await reconcileDeadRuns(home, engines);
     const stateFile = path.join(runDir(home, req.runId), 'state.json');
-    const read = readState(stateFile);
+    let read = readState(stateFile);
+    if ('state' in read && describeRun(read.state, stateFile).liveness === 'orchestrator-died') {
+      await reconcileDeadRuns(home, engines, req.runId);
+      read = readState(stateFile);
+    }
     if (!('state' in read)) throw new ContinueError(`run ${req.runId}: ${read.reason === 'missing' ? 'no state file' : read.reason}`);
     const info = describeRun(read.state, stateFile);
     if (info.liveness === 'running') throw new ContinueError(`run ${req.runId} is live (pid ${read.state.pid} on ${read.state.host}); ${req.verb} of a live run goes through its control channel`);
