@@ -1,5 +1,4 @@
 import { formatUsd } from '../core/cost/pricing';
-import type { RunState } from '../core/live/state';
 import type { RunEvent, RunSummary } from '../core/run/runner';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 
@@ -61,18 +60,19 @@ function eventText(e: RunEvent, now: Date): string | null {
 
 /**
  * The final verdict table: task, verdict, attempts, duration, tokens, the step a task that did not pass ended in (from
- * `state`: `check`, `work`…; shown when any did), what the task waited for (`a, b`, when any task did), and what the
+ * the run's state, `s.state`: `check`, `work`…; shown when any did), what the task waited for (`a, b`, when any task did), and what the
  * check proves or why it did not pass. Tasks in the graph's order (a task after its prerequisites), as every view
  * lists them.
  */
-export function verdictTable(s: RunSummary, state?: RunState | null): string {
-  const live = new Map((state?.tasks ?? []).map((t) => [t.key, t]));
+export function verdictTable(s: RunSummary): string {
+  const { state } = s;
+  const live = new Map(state.tasks.map((t) => [t.key, t]));
   // A best-of-N task's candidates are listed under it (indented), with the winner, scores and the select decision; a
   // validated, council or phases task's members under its lead, with their role, number and letter.
   const grouped = groupedOrder(s.tasks.map((t) => {
     const { after, group, candidate, select, winner, scores, tie, disagreement, workflow, reason } = live.get(t.key) ?? {};
     return { ...t, status: t.verdict, after, group, candidate, select, winner, scores, tie, disagreement, workflow, stateReason: reason };
-  }), state?.inputNames);
+  }), state.inputNames);
   type Row = (typeof grouped)[number]['task'];
   const stepOf = (t: Row) => {
     const last = live.get(t.key)?.attempts.at(-1);

@@ -13,7 +13,6 @@ import { loadEngines } from './load-engines';
 import { reconcileDeadRuns } from '../core/run/reconcile';
 import type { ContinueRequest } from '../core/run/resume';
 import { eventLine, verdictTable } from './format';
-import { readState } from '../core/live/registry';
 import { formatFinding, lintManifestFile, startGate, startGateLines, type StartGate } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 import { dashboardForRun } from './hud/dashboard-for-run';
@@ -155,8 +154,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       },
     });
     io.out('');
-    const read = readState(summary.stateFile);
-    io.out(verdictTable(summary, 'state' in read ? read.state : null));
+    // From the run's state in memory: what state.json holds, not read back off the disk.
+    io.out(verdictTable(summary));
     for (const e of summary.recordErrors) io.err(`error: ${e}`);
     return { code: summary.allPassed && !summary.recordErrors.length ? 0 : 1, summary };
   } catch (e) {

@@ -302,6 +302,7 @@ export function summaryFromRecords(home: string, info: RunInfo): RunSummary {
     allPassed: tasks.every((t) => t.verdict === 'PASS'),
     recordErrors: [],
     spend: { spentMicroUsd: spent, budgetMicroUsd: null, postgresPending: null },
+    state,
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import type { EngineSpec } from '../../../engines/types';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
+import type { RunState } from '../live/state';
 import type { Manifest } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import type { RunSpendReport } from './spend';
@@ -143,4 +144,10 @@ export interface RunSummary {
   recordErrors: string[];
   /** Spend (micro-USD), budget and Postgres outbox state: see RunSpendReport. */
   spend: RunSpendReport;
+  /**
+   * The run's state as it ended: the object state.json was last written from (the orchestrator's own, in memory), or
+   * the one read back from state.json outside the orchestrator (run-launch.ts summaryFromRecords). The final tables
+   * read their columns beyond the summary (steps, graph, workflow places) from it.
+   */
+  state: RunState;
 }

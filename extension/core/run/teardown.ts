@@ -46,6 +46,7 @@ export async function finishRun(run: LiveRun, graph: TaskGraph, control: Control
     allPassed: summaries.every((s) => s.verdict === 'PASS' || run.byKey.get(s.key)?.spec.candidate !== undefined),
     recordErrors: ctx.recordErrors,
     spend: await run.spend.finish(),
+    state,
   };
   emit({ type: 'run-finished', summary });
   return summary;
