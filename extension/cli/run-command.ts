@@ -3,7 +3,7 @@ import { driverNotesFor } from '../core/run/steering';
 import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/host/identity';
-import { loadManifest } from '../core/manifest/load';
+import { loadManifest, type ParsedText } from '../core/manifest/load';
 import { MAX_PARALLEL } from '../core/manifest/limits';
 import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
 import { PreflightError } from '../core/run/preflight';
@@ -13,7 +13,7 @@ import { loadEngines } from './load-engines';
 import { reconcileDeadRuns } from '../core/run/reconcile';
 import type { ContinueRequest } from '../core/run/resume';
 import { eventLine, verdictTable } from './format';
-import { formatFinding, lintManifestFile, startGate, startGateLines, type StartGate } from '../core/manifest/lint';
+import { formatFinding, lintManifestFile, lintParsed, startGate, startGateLines, type StartGate } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 import { dashboardForRun } from './hud/dashboard-for-run';
 import { probeSandbox } from '../core/process/sandbox';
@@ -70,10 +70,13 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   startSpawnHelper();
   if (containmentChoice(settings, { noSandbox: flags.noSandbox }).sandbox !== 'off') void probeSandbox();
   let manifest: Manifest;
+  // The file as its one parse left it: lint reads it instead of parsing the file again.
+  let parsed: ParsedText | null = null;
   try {
     if (typeof source === 'string') {
       const loaded = loadManifest(source, { engines: new Set(engines.keys()) });
       manifest = loaded.manifest;
+      parsed = loaded.parsed;
       for (const w of loaded.warnings) io.err(formatProblem(w));
     } else manifest = source;
   } catch (e) {
@@ -95,7 +98,8 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   // Lint errors refuse every start unless --force (the same rule for the editor and the MCP tools: startGate). A
   // continued run runs its frozen manifest, which resume-command.ts linted (the file may have changed since). The
   // loader already said what it refuses or warns about (invalid-manifest, unknown-field).
-  const findings = flags.continueRun ? [] : (await lintManifestFile(manifest.file, { engines, allowFullAccess: settings.allowFullAccess })).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
+  const lintOptions = { engines, allowFullAccess: settings.allowFullAccess };
+  const findings = flags.continueRun ? [] : (await (parsed ? lintParsed(parsed, lintOptions) : lintManifestFile(manifest.file, lintOptions))).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
   const gate = flags.gate ?? startGate(findings, flags.force === true);
   if (gate.refused) {
     for (const line of startGateLines(gate, `cannot start ${manifest.file}`)) io.err(line);

@@ -9,7 +9,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { findNodeAtLocation, type Node } from 'jsonc-parser';
-import { parseManifest } from './load';
+import { parseManifest, type ParsedText } from './load';
 import { LineIndex } from './positions';
 import type { Finding, RuleId } from './findings';
 import type { ManifestProblem, ProblemCode } from './types';
@@ -104,7 +104,15 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
  * @returns findings sorted by position (offset, then rule id); findings without a range first
  */
 export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
-  const { problems, tree, value } = parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true });
+  return lintParsed({ ...parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true }), text, file }, ctx);
+}
+
+/**
+ * Lints a manifest as one parse left it (manifest/load.ts loadManifest's `parsed`, parsed with the same engines as
+ * `ctx` names): as lintManifestText, without parsing the text again.
+ */
+export async function lintParsed(parsed: ParsedText, ctx: LintOptions): Promise<Finding[]> {
+  const { problems, tree, value, text, file } = parsed;
   const index = new LineIndex(text);
   const findings = problems.map((p) => problemFinding(p, index, tree ? (i) => taskKeyAt(tree, i) : () => null));
   if (tree) {

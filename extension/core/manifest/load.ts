@@ -242,7 +242,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
  * Reads and parses a manifest file.
  * @throws ManifestError listing every error with file:line:column and field path (an unreadable file is one error)
  */
-export function loadManifest(file: string, options: ParseOptions = {}): { manifest: Manifest; warnings: ManifestProblem[] } {
+export function loadManifest(file: string, options: ParseOptions = {}): { manifest: Manifest; warnings: ManifestProblem[]; parsed: ParsedText } {
   const abs = path.resolve(file);
   let text: string;
   try {
@@ -250,9 +250,17 @@ export function loadManifest(file: string, options: ParseOptions = {}): { manife
   } catch (e) {
     throw new ManifestError([{ severity: 'error', code: 'unreadable', file: abs, range: null, path: '(file)', message: `cannot read the manifest: ${(e as Error).message}` }]);
   }
-  const { manifest, problems } = parseManifest(text, abs, options);
+  const parsed = parseManifest(text, abs, options);
+  const { manifest, problems } = parsed;
   if (!manifest) throw new ManifestError(problems);
-  return { manifest, warnings: problems.filter((p) => p.severity === 'warning') };
+  return { manifest, warnings: problems.filter((p) => p.severity === 'warning'), parsed: { ...parsed, text, file: abs } };
+}
+
+/** A manifest file's text as one parse left it (loadManifest): what lint reads instead of parsing the file again. */
+export interface ParsedText extends ParseResult {
+  text: string;
+  /** Absolute path of the file. */
+  file: string;
 }
 
 /** A string field where Ringer reads "" (or blanks) as unset (its Task.from_json strips model and task_type): trimmed, or null. */
@@ -298,6 +306,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     ...(isObject(t.rank) && Array.isArray(t.rank.engines) ? { rank: { rubric: t.rank.rubric as string, engines: engineChoices(t.rank.engines) } } : {}),
     ...(isObject(t.critique) ? { critique: critiquePolicy(t.critique) } : {}),
   }));
+  const compiled = compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true });
   return {
     file,
     runName: str(data.run_name) ?? path.basename(file).replace(/\.(swarm\.)?jsonc?$/, ''),
@@ -314,8 +323,9 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     pool: str(data.pool),
     remote: str(data.remote)?.startsWith('.') ? path.resolve(dir, str(data.remote) as string) : str(data.remote),
     hide: (data.hide as string[] | undefined) ?? [],
-    tasks: compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true }),
+    tasks: compiled,
     raw: data,
+    taskKeys: compiled.map((t) => t.key),
   };
 }
 

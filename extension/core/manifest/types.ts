@@ -214,6 +214,11 @@ export interface Manifest {
   tasks: TaskSpec[];
   /** The manifest as written (parsed JSONC), frozen into the run's records. */
   raw: unknown;
+  /**
+   * Every task key the text compiles to, in order, before a caller leaves some out (`--only`): the keys of the run's
+   * frozen manifest, which holds the whole text. Absent in a Manifest built by hand: its tasks' keys.
+   */
+  taskKeys?: readonly string[];
 }
 
 /**

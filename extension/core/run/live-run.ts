@@ -16,7 +16,7 @@ import type { Manifest, TaskSpec } from '../manifest/types';
 import { memoryCapMechanism } from '../process/memory-cap';
 import { startSpawnHelper } from '../process/spawner';
 import { sandboxView, taskContainment } from './containment';
-import { loadFrozenManifest, writeFrozenManifest } from './frozen-manifest';
+import { writeFrozenManifest } from './frozen-manifest';
 import { DEFAULT_POLICY, PreflightError, preflight, type Preflight } from './preflight';
 import { engineVersionWarnings } from './engine-versions';
 import { priorTasks } from './prior';
@@ -131,7 +131,8 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   await sayOpening(emit, opts, runId, stateFile, pre, cont, waits, tasks, maxParallel, env);
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
   await spend.loadHistory(home);
-  const frozenKeys = new Set(loadFrozenManifest(home, state).tasks.map((t) => t.key));
+  // The whole manifest's keys as it compiled them (the frozen copy holds the whole text): not read back from that copy.
+  const frozenKeys = new Set(manifest.taskKeys ?? manifest.tasks.map((t) => t.key));
   const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
   // A continued run's task branches start where the run's did, whatever base_ref names now.
   const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
