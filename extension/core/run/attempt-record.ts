@@ -174,6 +174,36 @@ export function attemptView(rec: AttemptRecord): AttemptState {
   };
 }
 
+/** What every eval row says of where it comes from, taken from an attempt's record (a ranking's row: its group's). */
+export type RowSource = Pick<AttemptRecord, 'runId' | 'runName' | 'identity' | 'host' | 'taskKey' | 'spec' | 'taskType' | 'retry' | 'attempt' | 'accessPlan' | 'sandbox' | 'branch' | 'group' | 'candidate' | 'forced'>;
+
+/** The columns every eval row shares, whichever step it credits (work, review, critique, rank, select). */
+export type RowBase = Pick<EvalRow, 'run_id' | 'run_name' | 'identity' | 'host' | 'task_key' | 'spec' | 'task_type' | 'retry' | 'attempt' | 'access_plan' | 'sandbox' | 'branch' | 'group' | 'candidate' | 'forced'>;
+
+/**
+ * The base of every eval row built from an attempt (evalRow, and through it selectRow; reviewRow, critiqueRow; rankRow
+ * from its group's facts): the run, the task, the attempt and its sandbox; each builder adds its step's own columns.
+ */
+export function rowBase(rec: RowSource): RowBase {
+  return {
+    run_id: rec.runId,
+    run_name: rec.runName,
+    identity: rec.identity,
+    host: rec.host,
+    task_key: rec.taskKey,
+    spec: rec.spec,
+    task_type: rec.taskType,
+    retry: rec.retry,
+    attempt: rec.attempt,
+    access_plan: rec.accessPlan,
+    sandbox: rec.sandbox,
+    branch: rec.branch,
+    group: rec.group,
+    candidate: rec.candidate,
+    ...(rec.forced ? { forced: true as const } : {}),
+  };
+}
+
 /**
  * Projection 2: the eval row (schemas/eval-row.schema.json). Only a settled record has one.
  * @throws Error when the record has no verdict yet
@@ -183,25 +213,18 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
   const files = recordFiles(rec);
   const u = rec.usage;
   return {
-    run_id: rec.runId,
-    task_key: rec.taskKey,
+    ...rowBase(rec),
     spec,
     worker_engine: rec.engine,
     verdict: rec.verdict,
     duration_ms: rec.endedAt - rec.startedAt,
     worker_tokens: recordTokens(rec),
     model: rec.model,
-    task_type: rec.taskType,
-    retry: rec.retry,
-    identity: rec.identity,
     notes: rec.reason,
-    attempt: rec.attempt,
     harness: rec.harness,
     lab: labOf(rec.model),
     reported_model: u?.reportedModel ?? null,
-    access_plan: rec.accessPlan,
     reasoning_effort: rec.reasoningEffort,
-    sandbox: rec.sandbox,
     ...(rec.worker?.memory ? { mem_cap: rec.worker.memory.kind, memory_mb: rec.worker.memory.limitMb } : {}),
     tokens_in: u?.tokensIn ?? null,
     tokens_out: u?.tokensOut ?? null,
@@ -211,11 +234,8 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     check_exit_code: rec.check?.exitCode ?? null,
     check_output: tailBytes(rec.check?.output ?? '', CHECK_OUTPUT_ROW_BYTES),
     worker_exit_code: rec.worker?.exitCode ?? null,
-    run_name: rec.runName,
-    host: rec.host,
     started_at: new Date(rec.startedAt).toISOString(),
     ended_at: new Date(rec.endedAt).toISOString(),
-    branch: rec.branch,
     commit: rec.verdict === 'PASS' ? rec.commit : null,
     prompt_path: files.prompt,
     worker_log: files.worker,
@@ -224,12 +244,9 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     prev_hash: null, // set by appendEvalRow under the log's lock
     sealed: rec.check ? rec.sealed : null,
     step: rec.rowStep,
-    group: rec.group,
-    candidate: rec.candidate,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
     ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
     ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
-    ...(rec.forced ? { forced: true as const } : {}),
     ...(rec.reassignedFrom ? { reassigned_from: rec.reassignedFrom } : {}),
   };
 }

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { CritiqueColumn, EvalRow } from '../store/eval-row';
-import { recordFiles, type AttemptRecord } from './attempt-record';
+import { recordFiles, rowBase, type AttemptRecord } from './attempt-record';
 import { readerColumns, readerName, type CritiqueRecord } from './reader-record';
 
 export type { CritiqueRecord } from './reader-record';
@@ -46,30 +46,16 @@ export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
   };
   return {
     ...readerColumns(r),
-    run_id: rec.runId,
-    task_key: rec.taskKey,
-    spec: rec.spec,
+    ...rowBase(rec),
     verdict: r.error !== null ? 'ERROR' : dropped > 0 ? 'FAIL' : 'PASS',
-    task_type: rec.taskType,
-    retry: rec.retry,
-    identity: rec.identity,
     notes: r.error ?? `round ${r.round}: ${verified} verified, ${dropped} dropped (pointed at nothing checkable)`,
-    attempt: rec.attempt,
-    access_plan: rec.accessPlan,
-    sandbox: rec.sandbox,
-    run_name: rec.runName,
-    host: rec.host,
-    branch: rec.branch,
     prompt_path: files.prompt,
     worker_log: files.log,
     check_log: recordFiles(rec).check,
     receipt_path: recordFiles(rec).receipt,
     sealed: rec.sealed,
     step: 'critique',
-    group: rec.group,
-    candidate: rec.candidate,
     critique,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
-    ...(rec.forced ? { forced: true as const } : {}),
   };
 }

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { EvalRow, ReviewColumn } from '../store/eval-row';
-import { recordFiles, type AttemptRecord } from './attempt-record';
+import { recordFiles, rowBase, type AttemptRecord } from './attempt-record';
 import { readerColumns, readerName, type ReviewRecord } from './reader-record';
 
 export type { ReviewRecord } from './reader-record';
@@ -30,30 +30,16 @@ export function reviewRow(rec: AttemptRecord, r: ReviewRecord): EvalRow {
   const review: ReviewColumn = { reviewer: r.reviewer, verdict: r.verdict, concerns: r.concerns };
   return {
     ...readerColumns(r),
-    run_id: rec.runId,
-    task_key: rec.taskKey,
-    spec: rec.spec,
+    ...rowBase(rec),
     verdict: r.verdict === 'approve' ? 'PASS' : r.verdict === null ? 'ERROR' : 'FAIL',
-    task_type: rec.taskType,
-    retry: rec.retry,
-    identity: rec.identity,
     notes: r.error ?? (r.concerns.length ? `${r.verdict}: ${r.concerns.join('; ')}` : (r.verdict ?? '')),
-    attempt: rec.attempt,
-    access_plan: rec.accessPlan,
-    sandbox: rec.sandbox,
-    run_name: rec.runName,
-    host: rec.host,
-    branch: rec.branch,
     prompt_path: files.prompt,
     worker_log: files.log,
     check_log: recordFiles(rec).check,
     receipt_path: recordFiles(rec).receipt,
     sealed: rec.sealed,
     step: 'review',
-    group: rec.group,
-    candidate: rec.candidate,
     review,
-    ...(rec.forced ? { forced: true as const } : {}),
   };
 }
 

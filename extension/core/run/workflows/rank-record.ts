@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Containment } from '../../process/sandbox';
 import type { EvalRow } from '../../store/eval-row';
+import { rowBase } from '../attempt-record';
 import { readerColumns, readerName, type ReaderRun } from '../reader-record';
 
 /** One ranking reviewer's ranking. Times epoch ms; cost integer micro-USD, null when unknown. */
@@ -62,28 +63,16 @@ export function rankRow(c: RankRowContext, r: RankRecord): EvalRow {
   const scored = r.scores ? Object.keys(c.names).map((n) => `${n} (candidate ${c.names[n]}) ${r.scores?.[n]}`).join(', ') : '';
   return {
     ...readerColumns(r),
-    run_id: c.runId,
-    task_key: c.taskKey,
-    spec: c.spec,
+    // The group's own facts in place of an attempt's: its round as the attempt, no candidate, the group as its group.
+    ...rowBase({ ...c, retry: false, attempt: c.round, accessPlan: null, group: c.taskKey, candidate: null }),
     verdict: r.scores ? 'PASS' : r.cancelled ? 'CANCELLED' : 'ERROR',
-    task_type: c.taskType,
-    retry: false,
-    identity: c.identity,
     notes: r.error ?? `scores: ${scored}`,
-    attempt: c.round,
-    access_plan: null,
-    sandbox: c.sandbox,
-    run_name: c.runName,
-    host: c.host,
-    branch: c.branch,
     prompt_path: files.prompt,
     worker_log: files.log,
     check_log: '',
     receipt_path: files.receipt,
     sealed: null,
     step: 'rank',
-    group: c.taskKey,
-    candidate: null,
     rank: { reviewer: r.reviewer, names: c.names, scores: r.scores, ...(Object.keys(r.reasons).length ? { reasons: r.reasons } : {}) },
   };
 }
