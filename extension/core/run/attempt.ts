@@ -8,6 +8,7 @@ import path from 'node:path';
 import { attemptDir, evalLogPath } from '../config/home';
 import { shortHost } from '../host/hostname';
 import { appendEvalRow } from '../store/eval-log';
+import type { EvalRow } from '../store/eval-row';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
 import { endedOnItsOwn, nextStep, retryAfterSeconds } from './decide';
@@ -56,47 +57,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   const n = task.state.attempts.length + 1;
   const dir = attemptDir(opts.home, runId, spec.key, n);
   fs.mkdirSync(dir, { recursive: true });
-  const rec: AttemptRecord = {
-    runId,
-    runName: opts.manifest.runName,
-    identity: opts.identity,
-    host: shortHost(),
-    taskKey: spec.key,
-    spec: spec.spec,
-    // The engine of this attempt (a fallback retry runs on another than the task's first; the runner chose it).
-    engine: task.state.engine,
-    harness: engine.harness,
-    model: task.state.model,
-    taskType: spec.taskType,
-    reasoningEffort: task.state.engine === spec.engine ? reasoningEffortOf(spec.engineArgs) : null,
-    accessPlan: accessPlanOf(ctx.env),
-    sandbox: task.containment,
-    attempt: n,
-    // After a judged attempt, also one before a rerun or resume (which give the task a fresh max_attempts).
-    retry: task.used > 0 || task.state.attempts.some((a) => a.verdict !== null && statusInfo(a.verdict).judged),
-    branch: task.state.branch,
-    dir,
-    startedAt: Date.now(),
-    phase: 'preparing',
-    steps: [],
-    workerPid: null,
-    workerStartTime: null,
-    worker: null,
-    usage: null,
-    seal: null,
-    check: null,
-    verdict: null,
-    reason: '',
-    endedAt: null,
-    costMicroUsd: null,
-    commit: null,
-    sealed: null,
-    rowStep: 'work',
-    group: task.state.group ?? null,
-    candidate: task.state.candidate ?? null,
-    ...(opts.forced ? { forced: true as const } : {}),
-    ...(task.reassignedFrom ? { reassignedFrom: task.reassignedFrom } : {}),
-  };
+  const rec = newRecord(ctx, task, n, dir);
   task.reassignedFrom = null;
   const slot = task.state.attempts.push(attemptView(rec)) - 1;
   const sync = () => {
@@ -150,9 +111,86 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   return settle(ctx, task, rec, io);
 }
 
+/**
+ * Writes a settled attempt's records: receipt.json (its rows and the status the task takes in it too: an orchestrator
+ * killed before they reach the log leaves them for reconcile), its scratch and seal index removed, then the rows
+ * appended to the eval log; an unwritable row is said and counted in recordErrors, never thrown.
+ */
+async function writeRecords(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, rows: EvalRow[], taskStatus: string): Promise<void> {
+  const { opts, runId } = ctx;
+  const { spec } = task;
+  const verdict = rec.verdict;
+  const files = recordFiles(rec);
+  // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
+  // append; so does the status the task takes (null for a planner whose tasks have still to join the run).
+  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: task.generated ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
+  for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
+  // Worktree mode's seal index (kept for deliver); plain mode makes none.
+  if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
+
+  for (const r of rows) {
+    try {
+      await appendEvalRow(evalLogPath(opts.home), r);
+      ctx.spend.rowWritten();
+    } catch (e) {
+      // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
+      const message = `the ${r.step === 'work' ? 'eval row' : `${r.step} row of ${r.worker_engine}`} of ${spec.key} attempt ${rec.attempt} (${r.verdict}) could not be written: ${(e as Error).message}`;
+      ctx.recordErrors.push(message);
+      ctx.emit({ type: 'task-note', key: spec.key, note: message });
+    }
+  }
+}
+
+/** A fresh record for attempt `n` of `task` (its records folder `dir`): who, what, where, nothing run yet. */
+function newRecord(ctx: AttemptContext, task: TaskRuntime, n: number, dir: string): AttemptRecord {
+  const { opts, runId } = ctx;
+  const { spec, engine } = task;
+  return {
+    runId,
+    runName: opts.manifest.runName,
+    identity: opts.identity,
+    host: shortHost(),
+    taskKey: spec.key,
+    spec: spec.spec,
+    // The engine of this attempt (a fallback retry runs on another than the task's first; the runner chose it).
+    engine: task.state.engine,
+    harness: engine.harness,
+    model: task.state.model,
+    taskType: spec.taskType,
+    reasoningEffort: task.state.engine === spec.engine ? reasoningEffortOf(spec.engineArgs) : null,
+    accessPlan: accessPlanOf(ctx.env),
+    sandbox: task.containment,
+    attempt: n,
+    // After a judged attempt, also one before a rerun or resume (which give the task a fresh max_attempts).
+    retry: task.used > 0 || task.state.attempts.some((a) => a.verdict !== null && statusInfo(a.verdict).judged),
+    branch: task.state.branch,
+    dir,
+    startedAt: Date.now(),
+    phase: 'preparing',
+    steps: [],
+    workerPid: null,
+    workerStartTime: null,
+    worker: null,
+    usage: null,
+    seal: null,
+    check: null,
+    verdict: null,
+    reason: '',
+    endedAt: null,
+    costMicroUsd: null,
+    commit: null,
+    sealed: null,
+    rowStep: 'work',
+    group: task.state.group ?? null,
+    candidate: task.state.candidate ?? null,
+    ...(opts.forced ? { forced: true as const } : {}),
+    ...(task.reassignedFrom ? { reassignedFrom: task.reassignedFrom } : {}),
+  };
+}
+
 /** Ends the attempt: decides what is next, writes the receipt and the eval row, updates summary and state. */
 async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<AttemptOutcome> {
-  const { opts, runId } = ctx;
+  const { opts } = ctx;
   const { spec } = task;
   // A record the steps left without a verdict (no step judged it) is a bug, not a PASS.
   if (rec.verdict === null) {
@@ -195,25 +233,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const rows = [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...(rec.critiques ?? []).map((c) => critiqueRow(rec, c))];
   const willRetry = restart !== null || next.kind !== 'done';
   const taskStatus = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
-  const files = recordFiles(rec);
-  // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
-  // append; so does the status the task takes (null for a planner whose tasks have still to join the run).
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: task.generated ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
-  for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
-  // Worktree mode's seal index (kept for deliver); plain mode makes none.
-  if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
-
-  for (const r of rows) {
-    try {
-      await appendEvalRow(evalLogPath(opts.home), r);
-      ctx.spend.rowWritten();
-    } catch (e) {
-      // The attempt happened and its receipt is on disk; only the eval row is missing. Say so, loudly, and go on.
-      const message = `the ${r.step === 'work' ? 'eval row' : `${r.step} row of ${r.worker_engine}`} of ${spec.key} attempt ${rec.attempt} (${r.verdict}) could not be written: ${(e as Error).message}`;
-      ctx.recordErrors.push(message);
-      ctx.emit({ type: 'task-note', key: spec.key, note: message });
-    }
-  }
+  await writeRecords(ctx, task, rec, rows, taskStatus);
 
   steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, { run_id: row.run_id, run_name: row.run_name, task_key: row.task_key, task_type: row.task_type, engine: row.worker_engine, model: row.model, attempt: row.attempt, retry: row.retry, verdict: row.verdict, duration_ms: row.duration_ms, worker_tokens: row.worker_tokens, check_excerpt: row.check_output.slice(0, 500) });
   task.records.push(rec);
