@@ -24,6 +24,29 @@ export async function runDoctor(cli: string, log: vscode.LogOutputChannel, opts:
   const text = String(r.all ?? '');
   const exitCode = r.exitCode ?? 2;
   log.info(`verdict doctor: exit ${exitCode}\n${text}`);
-  if (opts.show !== false) await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content: `$ verdict doctor${opts.probe ? ' --probe' : ''}\n\n${text}\n`, language: 'log' }), { preview: true });
+  if (opts.show !== false) {
+    const uri = vscode.Uri.from({ scheme: DOCTOR_SCHEME, path: '/verdict doctor.log', query: String(++reportCount) });
+    doctorReports.set(uri, `$ verdict doctor${opts.probe ? ' --probe' : ''}\n\n${text}\n`);
+    const doc = await vscode.languages.setTextDocumentLanguage(await vscode.workspace.openTextDocument(uri), 'log');
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
   return { exitCode, text };
 }
+
+/** The URI scheme of doctor reports: read-only documents (an untitled one asked to be saved when closed). */
+export const DOCTOR_SCHEME = 'verdict-doctor';
+let reportCount = 0;
+
+/** The reports Verdict: Doctor showed, by URI (each report a document of its own; a few KB each). */
+class DoctorReports implements vscode.TextDocumentContentProvider {
+  private readonly texts = new Map<string, string>();
+  set(uri: vscode.Uri, text: string): void {
+    this.texts.set(uri.toString(), text);
+  }
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.toString()) ?? 'This doctor report is gone (the window was reloaded): run Verdict: Doctor again.\n';
+  }
+}
+
+/** The provider extension.ts registers for {@link DOCTOR_SCHEME}. */
+export const doctorReports = new DoctorReports();

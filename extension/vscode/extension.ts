@@ -11,6 +11,7 @@ import { probeSandbox } from '../core/process/sandbox';
 import type { VerdictApi } from './api';
 import { registerCommands } from './commands';
 import { registerDashboard } from './dashboard/register';
+import { DOCTOR_SCHEME, doctorReports } from './doctor';
 import { ManifestDiagnostics } from './diagnostics';
 import { editorEngines } from './engines';
 import { GIT_SCHEME, GitContentProvider } from './git-content';
@@ -58,6 +59,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     tests,
     vscode.window.createTreeView('verdict.runs', { treeDataProvider: tree, showCollapseAll: true }),
     vscode.workspace.registerTextDocumentContentProvider(GIT_SCHEME, new GitContentProvider()),
+    vscode.workspace.registerTextDocumentContentProvider(DOCTOR_SCHEME, doctorReports),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('verdict')) return;
       diagnostics.refreshAll();

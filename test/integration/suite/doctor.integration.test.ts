@@ -12,4 +12,15 @@ describe('Verdict: Doctor', () => {
     assert.match(r.text, /^ {2}script +\S+/m);
     assert.match(r.text, new RegExp(`^home: ${(process.env.VERDICT_HOME ?? '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} `, 'm'));
   });
+
+  it('shows its report in a read-only document that never asks to be saved', async () => {
+    const r = await vscode.commands.executeCommand<{ exitCode: number; text: string }>('verdict.doctor');
+    const doc = vscode.window.activeTextEditor?.document;
+    assert.ok(doc, 'a document is shown');
+    assert.equal(doc.uri.scheme, 'verdict-doctor');
+    assert.equal(doc.isUntitled, false);
+    assert.equal(doc.isDirty, false);
+    assert.equal(doc.getText(), `$ verdict doctor\n\n${r.text}\n`);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
 });
