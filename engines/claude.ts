@@ -12,7 +12,7 @@
  * appear as an `assistant` message with model `<synthetic>` and `is_api_error_message`, then an `is_error` result.
  */
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
-import { amountAt, at, countAt, jsonEvents, numberAt, objectAt, stringAt, type LogEvent } from './jsonl';
+import { amountAt, at, countAt, jsonEvents, numberAt, objectAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { addCount, usdToMicroUsd } from './tally';
 import { classifyLogTail, finalEventQuota } from './error-class';
 import type { QuotaEvent } from './quota-reset';
@@ -113,15 +113,17 @@ function readResult(result: LogEvent, report: UsageReport): void {
 }
 
 /**
- * The final message: the last `result` event's `result` text (Claude Code's final answer, claude.jsonl), or when no
- * result was printed, the text blocks of the last real assistant message; null when the last result is an error
- * (`is_error`: its `result` is the error, not an answer), nothing was said, or the log's `result` events are not Claude Code's sequence
- * (claudeEvents). Never throws.
+ * The final message: the `result` event's `result` text (Claude Code's final answer, claude.jsonl), or when no
+ * result was printed, the text blocks of the last real assistant message; null when the result is an error
+ * (`is_error`: its `result` is the error, not an answer), nothing was said, or the log holds more than one `result`
+ * (jsonl.ts upToSoleFinal). A genuine second turn (result_index 1) is told from a result forged right after the real
+ * one by nothing a worker cannot also write, and this text is what a reviewer's verdict is read from: so with two
+ * results there is no answer (the reviewer is an ERROR), where the usage is still read (claudeEvents). Never throws.
  */
 export function claudeFinalMessage(log: string): string | null {
   let fromResult: string | null | undefined;
   let fromAssistant: string | null = null;
-  const events = claudeEvents(jsonEvents(log));
+  const events = upToSoleFinal(jsonEvents(log), isClaudeFinal);
   if (!events) return null;
   for (const event of events) {
     if (event.type === 'result') fromResult = at(event, 'is_error') === true ? null : stringAt(event, 'result');
@@ -140,23 +142,38 @@ function isClaudeFinal(event: LogEvent): boolean {
 }
 
 /**
- * The events usage and the answer are read from: every event up to the last `result`, all of them when there is none
- * (cut off), or null when the results are not the sequence Claude Code prints — `result_index` 0, 1, 2… in order (a
- * result without one counts as 0). A result the worker forged into claude's stdout (a tool can write there through
- * /proc/<pid>/fd/1) repeats an index a real one also takes, or breaks the order, so none is believed; lines after the
- * last result are never read (jsonl.ts upToSoleFinal gives the reason).
+ * The events usage is read from: every event up to the last `result`, all of them when there is none (cut off), or
+ * null when the results are not the sequence Claude Code prints — `result_index` 0, 1, 2… in order (a result without
+ * one counts as 0), each reporting at least the session cost and tokens the one before did (a later result's
+ * `total_cost_usd` and `modelUsage` are the session's totals so far). A result the worker forged into claude's stdout
+ * (a tool can write there through /proc/<pid>/fd/1) repeats an index a real one also takes, breaks the order, or, put
+ * after the real last one to lower the usage, reports less than it: none is believed. One put after the real last
+ * one that reports more only raises the attempt's own cost. Lines after the last result are never read (jsonl.ts
+ * upToSoleFinal gives the reason).
  */
 export function claudeEvents(events: LogEvent[]): LogEvent[] | null {
   let last = -1;
   let expected = 0;
+  let before: { usd: number; tokens: number } | null = null;
   for (const [i, event] of events.entries()) {
     if (!isClaudeFinal(event)) continue;
     const index = at(event, 'result_index') ?? 0;
     if (index !== expected) return null;
+    const now = { usd: amountAt(event, 'total_cost_usd') ?? 0, tokens: sessionTokens(event) };
+    if (before && (now.usd < before.usd || now.tokens < before.tokens)) return null;
+    before = now;
     expected++;
     last = i;
   }
   return last < 0 ? events : events.slice(0, last + 1);
+}
+
+/** Every token count in a result's `modelUsage` (input, cache reads and writes, output), summed; 0 when none. */
+function sessionTokens(result: LogEvent): number {
+  const perModel = objectAt(result, 'modelUsage') ?? {};
+  let total = 0;
+  for (const m of Object.values(perModel)) for (const key of ['inputTokens', 'cacheReadInputTokens', 'cacheCreationInputTokens', 'outputTokens']) total += countAt(m, key) ?? 0;
+  return total;
 }
 
 /**
