@@ -2,6 +2,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { resolveHome } from '../core/config/home';
 import { writeCliShim } from '../core/host/cli-shim';
+import { runContextKeys } from '../core/live/run-context';
 import { nodeCommand } from '../core/run/run-launch';
 import { containmentChoice } from '../core/config/settings';
 import { reconcileDeadRuns } from '../core/run/reconcile';
@@ -41,6 +42,10 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
   tree.onRuns((runs) => statusBar.update(runs));
+  // Run commands show in the palette only when some run allows them (package.json menus' when clauses).
+  tree.onRuns((runs) => {
+    for (const [key, value] of Object.entries(runContextKeys(runs))) void vscode.commands.executeCommand('setContext', key, value);
+  });
   // The Test Explorer: manifests in the workspace as suites, and every run under VERDICT_HOME with its results.
   const tests = new ManifestTestController(launcher, log);
   const testResults = new RunTestResults(tests.controller, () => resolveHome(readSettings().home), context.workspaceState);
