@@ -22,31 +22,46 @@ function duration(ms: number | null): string {
 
 const usd = (n: number | null) => (n === null ? '—' : formatUsd(n));
 
+/** A manifest's forecast, with its file, budget (micro-USD, null for none) and max_parallel. */
+export interface ManifestForecast extends Forecast {
+  manifest: string;
+  budgetMicroUsd: number | null;
+  maxParallel: number;
+}
+
 /**
- * Prints the forecast of `file` (a table, or with `json` the Forecast plus the manifest's budget in micro-USD).
+ * Loads `file` and forecasts it from the eval log under `home` (no log yet: every task without history).
+ * @throws ManifestError when the manifest does not load (its problems with positions)
+ */
+export async function forecastManifest(file: string, home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ManifestForecast> {
+  const manifest = loadManifest(path.resolve(file), { engines: new Set(engines.keys()) }).manifest;
+  // A best-of-N group's own entry runs no worker: its candidates are the tasks.
+  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => ({ key: t.key, engine: t.engine, model: t.model ?? engines.get(t.engine)?.defaultModel ?? null, taskType: t.taskType }));
+  let columns = null;
+  try {
+    columns = await currentColumns(home, evalLogPath(home));
+  } catch {
+    // no eval log yet: every task is without history
+  }
+  return { manifest: manifest.file, budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000), maxParallel: manifest.maxParallel, ...forecast(tasks, columns) };
+}
+
+/**
+ * Prints the forecast of `file` (a table, or with `json` the ManifestForecast).
  * Exit 0 printed, 2 the manifest does not load (its problems on stderr, file:line:column).
  */
 export async function planCommand(file: string, opts: { home: string; json: boolean; engines: ReadonlyMap<string, EngineSpec> }, io: Io): Promise<number> {
-  let manifest;
+  let f: ManifestForecast;
   try {
-    manifest = loadManifest(path.resolve(file), { engines: new Set(opts.engines.keys()) }).manifest;
+    f = await forecastManifest(file, opts.home, opts.engines);
   } catch (e) {
     if (!(e instanceof ManifestError)) throw e;
     for (const p of e.problems) io.err(formatProblem(p));
     return 2;
   }
-  // A best-of-N group's own entry runs no worker: its candidates are the tasks.
-  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => ({ key: t.key, engine: t.engine, model: t.model ?? opts.engines.get(t.engine)?.defaultModel ?? null, taskType: t.taskType }));
-  let columns = null;
-  try {
-    columns = await currentColumns(opts.home, evalLogPath(opts.home));
-  } catch {
-    // no eval log yet: every task is without history
-  }
-  const f: Forecast = forecast(tasks, columns);
-  const budgetMicroUsd = manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000);
+  const budgetMicroUsd = f.budgetMicroUsd;
   if (opts.json) {
-    io.out(JSON.stringify({ manifest: manifest.file, budgetMicroUsd, ...f }, null, 2));
+    io.out(JSON.stringify(f, null, 2));
     return 0;
   }
   const table = [['TASK', 'ENGINE/MODEL', 'ATTEMPTS', 'COST P50', 'COST P90', 'DURATION', 'FROM']];
@@ -60,7 +75,7 @@ export async function planCommand(file: string, opts: { home: string; json: bool
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
   const t = f.total;
-  io.out(`total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${duration(t.durationMedianMs)} of work summed over the tasks (max_parallel ${manifest.maxParallel})${t.withoutHistory ? `; ${t.withoutHistory} of ${f.tasks.length} task(s) have no history and add nothing` : ''}`);
+  io.out(`total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${duration(t.durationMedianMs)} of work summed over the tasks (max_parallel ${f.maxParallel})${t.withoutHistory ? `; ${t.withoutHistory} of ${f.tasks.length} task(s) have no history and add nothing` : ''}`);
   if (budgetMicroUsd !== null && budgetMicroUsd < t.costMedianMicroUsd) io.out(`warning: budget_usd ${formatUsd(budgetMicroUsd)} is below the expected cost ${formatUsd(t.costMedianMicroUsd)} (p50): the run will probably end BUDGET_EXCEEDED`);
   return 0;
 }

@@ -31,7 +31,7 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     const { client, errors, stderr } = await connect(home, repo);
     try {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['control_run', 'lint_manifest', 'list_runs', 'merge_run', 'run_status', 'scoreboard', 'start_run']);
+      assert.deepEqual(tools, ['control_run', 'lint_manifest', 'list_runs', 'merge_run', 'plan', 'run_status', 'scoreboard', 'start_run']);
       const resources = (await client.listResources()).resources.map((r) => r.uri);
       assert.ok(resources.includes('verdict://schemas/manifest.schema.json'), resources.join(', '));
       const schema = await client.readResource({ uri: 'verdict://schemas/manifest.schema.json' });
@@ -41,6 +41,12 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
       const lint = await call(client, 'lint_manifest', { manifest: 'test.swarm.json' });
       assert.ok(!lint.isError, lint.text);
       assert.equal(lint.json.errors, 0, lint.text);
+
+      // The forecast before launch: no history yet for the script engine.
+      const plan = await call(client, 'plan', { manifest: 'test.swarm.json' });
+      assert.ok(!plan.isError, plan.text);
+      assert.deepEqual((plan.json.tasks as { key: string; basis: string }[]).map((t) => [t.key, t.basis]), [['good', 'none'], ['bad', 'none']]);
+      assert.equal((plan.json.total as { withoutHistory: number }).withoutHistory, 2);
 
       const started = await call(client, 'start_run', { manifest: 'test.swarm.json' });
       assert.ok(!started.isError, started.text);
@@ -146,7 +152,7 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     const { client, errors } = await connect(home, repo);
     try {
       for (const manifest of [outside, '../test.swarm.json', 'link.swarm.json']) {
-        for (const tool of ['lint_manifest', 'start_run']) {
+        for (const tool of ['lint_manifest', 'plan', 'start_run']) {
           const r = await call(client, tool, { manifest });
           assert.ok(r.isError, `${tool} ${manifest}: ${r.text}`);
           assert.match(r.text, /outside the workspace/);
@@ -204,7 +210,7 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     const byId = new Map(out.map((m) => [m.id, m]));
     assert.match(JSON.stringify(byId.get(2)), /outside the workspace/);
     assert.ok(byId.get(3)?.error || byId.get(3)?.result?.isError, JSON.stringify(byId.get(3)));
-    assert.equal(byId.get(4)?.result.tools.length, 7);
+    assert.equal(byId.get(4)?.result.tools.length, 8);
   });
 
   it('verdict mcp --workspace naming no folder is bad input (exit 2), before any protocol', async () => {

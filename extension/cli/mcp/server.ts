@@ -14,7 +14,8 @@ import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart
 import { loadScoreboard } from '../../core/scoreboard/load';
 import { loadManifest, parseManifest } from '../../core/manifest/load';
 import { LineIndex, rangeOfPath } from '../../core/manifest/positions';
-import type { Manifest } from '../../core/manifest/types';
+import { formatProblem, ManifestError, type Manifest } from '../../core/manifest/types';
+import { forecastManifest } from '../plan-command';
 import type { RunState } from '../../core/live/state';
 import { MAX_PARALLEL } from '../../core/manifest/limits';
 import { driverNotesFor } from '../../core/run/steering';
@@ -151,6 +152,25 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         const findings = await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess });
         const rows = findings.map((f) => ({ rule: f.rule, severity: f.severity, message: f.message, line: f.range?.start.line ?? null, column: f.range?.start.column ?? null, task_key: f.taskKey }));
         return ok({ file, errors: rows.filter((r) => r.severity === 'error').length, findings: rows });
+      }),
+  );
+
+  server.registerTool(
+    'plan',
+    {
+      title: 'Forecast a manifest',
+      description: 'Before start_run: what a manifest will probably cost and take, from the eval log. Per task: engine and model, expected attempts, cost p50 and p90 (micro-USD) and duration (ms) of past tasks of the same model and task type (basis says which history matched; "none" and figures null: no history), and how many past tasks each figure rests on; totals, and the manifest\'s budget in micro-USD. Runs nothing. The path is relative to the workspace.',
+      inputSchema: { manifest: z.string().describe('manifest path, relative to the workspace (or absolute inside it)') },
+    },
+    ({ manifest }) =>
+      guarded(async () => {
+        const file = opts.workspace.file(manifest, 'manifest');
+        try {
+          return ok(await forecastManifest(file, opts.home, loadEngines(opts.config).engines));
+        } catch (e) {
+          if (e instanceof ManifestError) return fail(e.problems.map(formatProblem).join('\n'));
+          throw e;
+        }
       }),
   );
 
