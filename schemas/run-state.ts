@@ -43,6 +43,11 @@ export interface AttemptState {
    * `cgroup1 4096 MB`, or `none (4096 MB not enforced)`; absent before the worker ran and in older state files.
    */
   memCap?: string;
+  /**
+   * The network its steps ran with (absent in older state files): `netns` (a namespace of each step's own, outbound
+   * through slirp4netns), `none` (`"network": false`), `host` (the host's) — extension/core/process/sandbox.ts StepNetwork.
+   */
+  network?: 'netns' | 'none' | 'host' | null;
   /** The step the attempt is in or ended in (schemas/status.ts StepName); null before the first. */
   step?: StepName | null;
   /** The engine and model this attempt ran on (a `fallback` retry runs on another); absent in older state files: the task's. */

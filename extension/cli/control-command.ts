@@ -216,7 +216,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     ];
   });
   if (opts.json) {
-    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
+    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.containment ? { containment: s.containment } : {}), ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
     return 0;
   }
   io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${info.counts.passed}/${info.counts.total} passed`);
@@ -231,6 +231,8 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
   const caps = new Map<string, string[]>();
   for (const t of s.tasks) for (const a of t.attempts) if (a.memCap) caps.set(a.memCap, [...(caps.get(a.memCap) ?? []), `${oneLine(t.key)}#${a.attempt}`]);
   if (caps.size) io.out(`memory: ${[...caps].map(([cap, who]) => `${cap} (${who.length > 6 ? `${who.length} attempts` : who.join(', ')})`).join('; ')}`);
+  // What contained the steps, the network included (the line the run printed at its start), under the table.
+  if (s.containment) io.out(`\n${printable(s.containment)}`);
   return 0;
 }
 

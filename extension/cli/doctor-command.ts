@@ -8,7 +8,7 @@ import { engineHealth, type EngineHealth } from './doctor-engines';
 import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
-import { probeSandbox, secretsReport, socketCoverReport, type SandboxProbe, type SecretsReport, type SocketCoverReport } from '../core/process/sandbox';
+import { HOST_LOOPBACK_ADDRESS, probeNetstack, probeSandbox, secretsReport, socketCoverReport, type NetstackProbe, type SandboxProbe, type SecretsReport, type SocketCoverReport } from '../core/process/sandbox';
 import { expandUserPath } from '../core/config/config';
 import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
 import { memoryCapMechanism, type MemoryCapMechanism } from '../core/process/memory-cap';
@@ -38,6 +38,11 @@ export interface DoctorReport {
    * are made in, or `none` with the reason and the fix (`line`).
    */
   memoryCap: MemoryCapMechanism;
+  /**
+   * The user-mode network stack that gives each sandboxed step with `"network": true` a network namespace of its own
+   * (slirp4netns), or why there is none (runs with such a task then refuse to start).
+   */
+  network: NetstackProbe;
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
@@ -114,6 +119,9 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   if (env !== process.env) void probeSandbox(process.env, true);
   const mode = containmentChoice({ ...config, configFile: where.shown, sockets: [], hide: [], expose: [] }).sandbox;
   if (probe.kind === 'none' && mode === 'auto') problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
+  const network = await probeNetstack(env, true);
+  if (env !== process.env) void probeNetstack(process.env, true);
+  if (network.kind === 'none' && mode === 'auto') problems.push(`network stack: ${network.reason} (runs with a task whose "network" is true, the default, refuse to start; "network": "host" on a task shares the host's network instead)`);
 
   const gitBinary = findBinary('git', env.PATH ?? '');
   let gitVersion: string | null = null;
@@ -160,6 +168,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     sockets: socketCoverReport(env, declaredSockets),
     secrets: secretsReport(env, hide, expose),
     memoryCap,
+    network,
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
     spawnHelper,
@@ -205,6 +214,12 @@ function socketsLine(s: SocketCoverReport): string {
   const covered = s.covered.length ? `${s.covered.length} of them outside those, each covered where it lies (${s.covered.slice(0, 5).join(', ')}${s.covered.length > 5 ? ', …' : ''})` : 'none outside those';
   const declared = s.declared.length ? `; reachable, as the config's "sockets" declares: ${s.declared.join(', ')}` : '';
   return `host sockets: none reachable from a step — ${s.folders.join(', ')}${home} are empty in every sandbox (only what a step names is shown); ${s.bound} bound on this host now, ${covered}${declared}`;
+}
+
+/** `network: …`: each step's own network namespace and its stack, or why there is none. */
+function networkLine(n: NetstackProbe): string {
+  if (n.kind === 'none') return `network: no user-mode stack — ${n.reason}`;
+  return `network: each sandboxed step its own network namespace, outbound through slirp4netns ${n.version} (${n.binary}); the host's loopback as ${HOST_LOOPBACK_ADDRESS} ($VERDICT_HOST_LOOPBACK), its 127.0.0.1, ports and abstract sockets out of reach ("network": "host" shares them)`;
 }
 
 /** `secrets: …`: what no step can read, as present here, and the variables no step inherits. */
@@ -272,6 +287,7 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
   if (r.sandbox.kind === 'bwrap' && r.sandbox.mode !== 'off') {
     io.out(socketsLine(r.sockets));
     io.out(secretsLine(r.secrets));
+    io.out(networkLine(r.network));
   }
   io.out(r.memoryCap.line);
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);

@@ -230,13 +230,14 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(git(repo, 'show', `${String(row?.branch)}:work.txt`), 'work');
   });
 
-  it('"network": false: the worker cannot reach even 127.0.0.1 outside; with the default it can', async () => {
+  it('"network": false: the worker cannot reach even the host\'s loopback; with the default it can, as $VERDICT_HOST_LOOPBACK', async () => {
     const server = net.createServer((c) => c.end('pong\n'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
     try {
       const dir = tempDir();
-      const spec = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3 > reply.txt || echo unreachable > reply.txt`;
+      // The host's 127.0.0.1 is 10.0.2.2 from a step with its own network (unset with none: the step's own 127.0.0.1 is tried).
+      const spec = `exec 3<>/dev/tcp/\${VERDICT_HOST_LOOPBACK:-127.0.0.1}/${port} && head -1 <&3 > reply.txt || echo unreachable > reply.txt`;
       const check = 'cat reply.txt; grep pong reply.txt';
       const file = writeManifest(dir, {
         workdir: 'w',
@@ -502,7 +503,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     }
   });
 
-  it('"network": false: an abstract unix socket of the host is out of reach (with the network on, the same probe reaches it)', async function () {
+  it('"network": false: an abstract unix socket of the host is out of reach (with "network": "host", the same probe reaches it)', async function () {
     await requireSandbox(this);
     const dir = tempDir();
     const name = `verdict-abstract-${process.pid}`;
@@ -519,7 +520,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
         tasks: [
           scriptTask('offline', spec, 'cat reach.txt; grep -q unreachable reach.txt', { max_attempts: 1, network: false }),
           // The control: the probe works, so the offline task's "unreachable" is the sandbox's doing.
-          scriptTask('online', spec, "cat reach.txt; grep -q hello reach.txt", { max_attempts: 1 }),
+          scriptTask('online', spec, "cat reach.txt; grep -q hello reach.txt", { max_attempts: 1, network: 'host' }),
         ],
       });
       const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });

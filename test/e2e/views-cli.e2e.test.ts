@@ -75,7 +75,10 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
 
     const listed = await cli(['runs', runId, '--home', home]);
     assert.equal(listed.exitCode, 0, listed.all);
-    const rows = listed.stdout.trim().split('\n').slice(1);
+    // The table, then (after a blank line) what contained the steps, the network included.
+    const [tablePart, containment] = listed.stdout.trim().split('\n\n');
+    assert.match(containment ?? '', /^sandbox: /);
+    const rows = (tablePart ?? '').split('\n').slice(1);
     assert.match(rows[0] ?? '', /^TASK\s+STATUS\s+AFTER\s+ATTEMPTS\s+WHY$/);
     assert.match(rows[1] ?? '', /^fix\s+PASS\s+—\s+0\s+select all; winner: candidate 2 \(fix--c2, script\)$/);
     assert.match(rows[2] ?? '', /^ {2}fix--c1\s+FAIL at check\s+—\s+1\s+candidate 1 · script · /);

@@ -179,4 +179,12 @@ describe('workflows: generated tasks', function () {
     assert.equal(r2.exitCode, 1, r2.all);
     assert.match(String(readRows(path.join(dir2, 'home'))[0]?.notes), /\[0\]\.network: plan runs without network, so the tasks it generates do too/);
   });
+
+  it('network: a planner in a network namespace of its own cannot generate a task on the host\'s network ("host")', async () => {
+    const dir = tempDir();
+    const file = writeManifest(dir, { workdir: 'w', tasks: [planner(JSON.stringify([scriptTask('t', 'echo x > x.txt', 'test -s x.txt || exit 1', { network: 'host' })]))] });
+    const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard']);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(String(readRows(path.join(dir, 'home'))[0]?.notes), /\[0\]\.network: a generated task cannot share the host's network \("host"\): plan did not/);
+  });
 });

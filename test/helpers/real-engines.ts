@@ -8,12 +8,16 @@ import type { AgentCliName } from './agent-clis';
 import { makeRepo, readRows, tempDir, writeManifest } from './fixtures';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../fixtures/model-server';
 import type { RunState } from '../../extension/core/live/state';
+import { HOST_LOOPBACK_ADDRESS } from '../../extension/core/process/sandbox';
 
 // Real agent CLIs (installed on demand, test/helpers/agent-clis.ts) driven by the built `verdict` CLI against the
 // scripted model server on 127.0.0.1 (test/e2e/real-engines.e2e.test.ts, test/e2e/hostile-waits.e2e.test.ts). Where
 // `unshare` and `ip` can make one, the verdict CLI and its workers run in a network namespace with only a loopback,
 // bridged to the server through a unix socket, so nothing can leave the machine; otherwise update checks and
-// telemetry are switched off through env only.
+// telemetry are switched off through env only. Each sandboxed step has a network namespace of its own besides
+// (slirp4netns, started inside whichever namespace the CLI runs in): the engines reach the server as
+// $VERDICT_HOST_LOOPBACK (10.0.2.2), which slirp4netns maps to the 127.0.0.1 of the CLI's namespace, where the server
+// (or the bridge to it) listens.
 
 /**
  * The command prefix that runs a command in a loopback-only network namespace: as root `unshare -n`; as another user
@@ -51,6 +55,16 @@ net.createServer((c) => { const u = net.connect(sock); c.pipe(u).pipe(c); u.on('
 /** The API key every CLI is given (a server started with `requireKey: TEST_KEY` refuses any other). */
 export const TEST_KEY = 'sk-verdict-test';
 
+/**
+ * The server's base URL as a sandboxed step reaches it: each step has a network namespace of its own (slirp4netns),
+ * where the host's 127.0.0.1 is $VERDICT_HOST_LOOPBACK (10.0.2.2), not 127.0.0.1; unsandboxed (the tests' fallback
+ * where no sandbox can run) the server's own address.
+ */
+export function modelServerUrl(server: ModelServer): string {
+  if (process.env.VERDICT_TEST_UNSANDBOXED) return server.url;
+  return server.url.replace('//127.0.0.1:', `//${HOST_LOOPBACK_ADDRESS}:`);
+}
+
 /** Environment pointing one CLI at the server, with a fresh home under `dir` and every update check and telemetry off. */
 export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer): Record<string, string> {
   const home = path.join(dir, 'user-home');
@@ -65,7 +79,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
   if (engine === 'claude') {
     return {
       ...env,
-      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_BASE_URL: modelServerUrl(server),
       ANTHROPIC_API_KEY: TEST_KEY,
       DISABLE_AUTOUPDATER: '1',
       DISABLE_TELEMETRY: '1',
@@ -75,7 +89,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
   }
   if (engine === 'grok') {
     // @vibe-kit/grok-cli reads its endpoint and key from these (its --help); it keeps ~/.grok/user-settings.json.
-    return { ...env, GROK_BASE_URL: `${server.url}/v1`, GROK_API_KEY: TEST_KEY };
+    return { ...env, GROK_BASE_URL: `${modelServerUrl(server)}/v1`, GROK_API_KEY: TEST_KEY };
   }
   if (engine === 'gemini') {
     // Gemini CLI reads its settings from ~/.gemini/settings.json: the API key login, no telemetry, no update check,
@@ -91,7 +105,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
         general: { disableAutoUpdate: true, disableUpdateNag: true, maxAttempts: 1 },
       }) + '\n',
     );
-    return { ...env, GOOGLE_GEMINI_BASE_URL: server.url, GEMINI_API_KEY: TEST_KEY };
+    return { ...env, GOOGLE_GEMINI_BASE_URL: modelServerUrl(server), GEMINI_API_KEY: TEST_KEY };
   }
   if (engine === 'codex') {
     const codexHome = path.join(dir, 'codex-home');
@@ -106,7 +120,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
         'enabled = false',
         '[model_providers.verdict-test]',
         'name = "Verdict test model server"',
-        `base_url = "${server.url}/v1"`,
+        `base_url = "${modelServerUrl(server)}/v1"`,
         'env_key = "VERDICT_TEST_MODEL_KEY"',
         'wire_api = "responses"',
         'request_max_retries = 0',
@@ -129,7 +143,7 @@ export function engineEnv(engine: AgentCliName, dir: string, server: ModelServer
       'verdict-test': {
         npm: '@ai-sdk/openai-compatible',
         name: 'Verdict test model server',
-        options: { baseURL: `${server.url}/v1`, apiKey: TEST_KEY },
+        options: { baseURL: `${modelServerUrl(server)}/v1`, apiKey: TEST_KEY },
         models: { 'stub-model': { name: 'Stub', tool_call: true, limit: { context: 200000, output: 8192 } } },
       },
     },

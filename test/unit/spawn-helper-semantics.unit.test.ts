@@ -275,10 +275,11 @@ describeEachHelper('spawn helper semantics', function () {
 
 describe('spawn helper protocol (spawner.ts)', () => {
   it('encodes a request as its byte length and NUL-separated fields, and decodes every reply', () => {
-    const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true, sandboxInit: true });
-    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
+    const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true, sandboxInit: true, netstack: '/usr/bin/slirp4netns' });
+    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '', '/usr/bin/slirp4netns', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
     assert.equal(line, `${Buffer.byteLength(payload)}\n${payload}`);
-    assert.match(encodeRequest(4, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', relay: true }), /\0\0\0\x001\x000\x000\x000$/);
+    assert.match(encodeRequest(4, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', relay: true }), /\0\0\0\x001\0\x000\x000\x000$/);
+    assert.throws(() => encodeRequest(5, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', netstack: '/x\0y' }), /^Error: spawn f: a NUL byte in netstack$/);
     assert.deepEqual(parseReply('ready perl v5.36.0'), { type: 'ready', kind: 'perl', version: 'v5.36.0' });
     assert.deepEqual(parseReply('unsupported pidfd_open: Function not implemented'), { type: 'unsupported', reason: 'pidfd_open: Function not implemented' });
     assert.deepEqual(parseReply('3 pid 42 12345'), { type: 'pid', id: 3, pid: 42, startTime: '12345' });

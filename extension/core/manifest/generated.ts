@@ -77,7 +77,8 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     if (t.generate !== undefined) err(['generate'], 'a generated task cannot generate tasks itself (no recursion); write its tasks into this file instead');
     if (t.full_access === true) err(['full_access'], 'a generated task cannot have full_access: it would run without the sandbox the planner ran in');
     if (t.engine_args !== undefined) err(['engine_args'], 'a generated task cannot set engine_args: they can switch an engine\'s own sandbox or approvals off');
-    if (ctx.planner.network === false && t.network === true) err(['network'], `${ctx.planner.key} runs without network, so the tasks it generates do too`);
+    if (ctx.planner.network === false && (t.network === true || t.network === 'host')) err(['network'], `${ctx.planner.key} runs without network, so the tasks it generates do too`);
+    if (ctx.planner.network !== 'host' && t.network === 'host') err(['network'], `a generated task cannot share the host's network ("host"): ${ctx.planner.key} did not`);
     // What the run's manifest set to hold workers in, a generated task may not loosen (the run-level values apply to it).
     if (t.guard === false || (isObject(t.guard) && Object.values(t.guard).includes(false))) err(['guard'], 'a generated task cannot turn built-in guards off');
     if (t.allow_deps !== undefined) err(['allow_deps'], 'a generated task cannot allow dependencies; the run\'s allow_deps applies to it');

@@ -288,7 +288,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     engineArgs: typeof t.engine_args === 'string' ? (shellParse(t.engine_args) as string[]) : ((t.engine_args as string[] | undefined) ?? []),
     verified: str(t.verified),
     fullAccess: t.full_access === true,
-    network: t.network !== false,
+    network: t.network === 'host' ? 'host' : t.network !== false,
     protect: (t.protect as string[] | undefined) ?? (data.protect as string[] | undefined) ?? null,
     maxAttempts: (t.max_attempts as number | undefined) ?? DEFAULT_MAX_ATTEMPTS,
     ...(t.on_quota === 'wait' ? { onQuota: 'wait' as const } : {}),

@@ -33,8 +33,12 @@ export interface TaskSpec {
   /** One sentence: what a passing check proves; null when the manifest gives none. */
   verified: string | null;
   fullAccess: boolean;
-  /** false: setup, worker and check run without network (sandboxed runs only; `"network": false`). */
-  network: boolean;
+  /**
+   * Under the sandbox: true, each step its own network namespace with outbound access through slirp4netns (the host's
+   * loopback as 10.0.2.2); false, no network (only its own loopback); `'host'`, the host's network namespace
+   * (`"network": "host"`). Unsandboxed steps always share the host's.
+   */
+  network: boolean | 'host';
   /** `protect` globs (task's, else the run's); null: the default set; []: none (see run/protect.ts). */
   protect: string[] | null;
   /** Attempts allowed, ≥ 1 (2 = one retry). */

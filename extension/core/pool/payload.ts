@@ -36,7 +36,7 @@ export interface AttemptJob {
   watchdogMs: number | null;
   engineArgs: string[];
   verified: string | null;
-  network: boolean;
+  network: boolean | 'host';
   protect: string[] | null;
   setup: string | null;
   /** The git remote every worker fetches from and pushes to (a URL, or a path on a shared filesystem). */
@@ -166,7 +166,7 @@ export function parseJob(data: unknown): AttemptJob {
     v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
     engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
     check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: timerMs('timeoutMs'), checkTimeoutMs: timerMs('checkTimeoutMs'), watchdogMs,
-    engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: bool('network'), protect, setup: strOrNull('setup'),
+    engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: d.network === 'host' ? 'host' : bool('network'), protect, setup: strOrNull('setup'),
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
     review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red, revising: bool('revising'),
     ...(hide.length ? { hide } : {}),

@@ -250,7 +250,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   const spend = new RunSpend(wHome, null, null);
   const ctx: AttemptContext = {
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
-    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(job.hide ?? [])], expose: opts.expose }, opts.env),
+    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, netstack: pre.containment.netstack, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(job.hide ?? [])], expose: opts.expose }, opts.env),
     emit: () => undefined, spend, recordErrors: [], stateBaselines: new Map(),
   };
   try {

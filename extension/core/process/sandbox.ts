@@ -80,8 +80,16 @@ export interface BwrapPlan {
   onInit?: (init: { pid: number; startTime: string | null }) => void;
   /** Absolute folders the step may write; each must exist. Nested folders are fine (bound outermost first). */
   writable: string[];
-  /** false: a new network namespace of the step's own (`--unshare-net`: only its own loopback, 127.0.0.1 and ::1). */
-  network: boolean;
+  /**
+   * true: a network namespace of the step's own (`--unshare-net`) with its own loopback and, through the user-mode
+   * network stack `netstack` (slirp4netns, started by the spawn helper on the namespace before the step runs), outbound
+   * access and the host's loopback as {@link HOST_LOOPBACK_ADDRESS}; without `netstack`, only its loopback (never the
+   * host's namespace unasked). false: only its own loopback (127.0.0.1 and ::1). `'host'`: the host's network
+   * namespace, shared with every other process (`"network": "host"`, asked for by the user).
+   */
+  network: boolean | 'host';
+  /** The slirp4netns binary for `network: true` (a run's {@link probeNetstack}); absent: none is installed. */
+  netstack?: string;
   /**
    * Private copies of state files that their CLI replaces by rename (claude's ~/.claude.json): the folder holding
    * each becomes a writable tmpfs that shows the real folder's entries read-only, with a writable copy of the file
@@ -180,7 +188,7 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   // remount,rw,bind /` and wrote /etc, the user's checkout, anything (seen; `umount /tmp` showed the host's /tmp).
   // --cap-drop ALL: every step runs with no capability, as bubblewrap runs any other user's.
   const out = ['--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL'];
-  if (!plan.network) out.push('--unshare-net');
+  if (plan.network !== 'host') out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // Every mount after those, with its destination, so that a read-only bind repeating what `--ro-bind / /` already
   // shows can be left out once all of them are known (see shownReadOnlyByRoot).
@@ -238,6 +246,15 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const s of declared) mount(s, '--ro-bind', s, s);
   for (const e of secrets.back) mount(e, '--ro-bind', e, e);
   for (const s of socketsToCover(boundSocketPaths(), viewMounts(ops), declared, coveredByName(roots, backs))) mount(s, '--ro-bind', '/dev/null', s);
+  // A step with its own network whose host resolves names through a resolver on its own loopback (systemd-resolved's
+  // 127.0.0.53) would find nothing at that address inside: it is given slirp4netns's DNS forwarder instead.
+  if (stepNetwork(plan) === 'netns') {
+    const resolv = stepResolvConf();
+    if (resolv) {
+      files.push(resolv.file);
+      mount(resolv.dest, '--ro-bind-data', String(2 + files.length), resolv.dest);
+    }
+  }
   for (const dir of [...roots.map((r) => r.root), ...secretDirs]) mount(dir, '--remount-ro', dir);
   const dests = ops.map((o) => o.dest);
   for (const o of ops) {
@@ -246,8 +263,117 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   }
   // The fd after the files: the spawn helper's pipe (SpawnRequest.sandboxInit), from which it learns the init's pid.
   if (infoFd) out.push('--info-fd', String(3 + files.length));
+  // And the fd after it: the spawn helper's pipe that holds the step until slirp4netns has brought its network up.
+  if (infoFd && stepNetwork(plan) === 'netns') out.push('--block-fd', String(4 + files.length));
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
+}
+
+/**
+ * The address at which a step with a network namespace of its own (`"network": true` under a sandbox) reaches the
+ * host's loopback (127.0.0.1): slirp4netns's gateway, which it maps to the host's 127.0.0.1 (its default, without
+ * `--disable-host-loopback`). Steps find it in VERDICT_HOST_LOOPBACK (`127.0.0.1` for steps that share the host's
+ * network), so an engine pointed at a model server on the host's loopback is configured with it.
+ */
+export const HOST_LOOPBACK_ADDRESS = '10.0.2.2';
+
+/**
+ * The network a step runs with, as recorded in its eval row (`network`): `netns` (its own namespace, outbound through
+ * slirp4netns), `none` (its own namespace, loopback only: `"network": false`, or no stack installed), `host` (the
+ * host's namespace: `"network": "host"`, or no sandbox). Pure.
+ */
+export type StepNetwork = 'netns' | 'none' | 'host';
+export function stepNetwork(plan: Pick<BwrapPlan, 'network' | 'netstack'> | null | undefined): StepNetwork {
+  if (!plan || plan.network === 'host') return 'host';
+  return plan.network && plan.netstack ? 'netns' : 'none';
+}
+
+/** slirp4netns's DNS forwarder in a step's network (it forwards to the host's resolvers, loopback ones included). */
+export const STEP_NAMESERVER = '10.0.2.3';
+
+/**
+ * The resolv.conf a step with its own network needs instead of the host's `text`, or null when the host's serves
+ * (none of its nameservers is a loopback address, which inside the step would be the step's own): the same file with
+ * every nameserver line replaced by one for {@link STEP_NAMESERVER}. Pure. Source of the format: resolv.conf(5).
+ */
+export function resolvConfForStep(text: string): string | null {
+  const servers = [...text.matchAll(/^\s*nameserver\s+(\S+)/gm)].map((m) => m[1] as string);
+  if (!servers.some((s) => /^127\./.test(s) || s === '::1')) return null;
+  const rest = text.split('\n').filter((l) => !/^\s*nameserver\s/.test(l));
+  return [`nameserver ${STEP_NAMESERVER}`, ...rest].join('\n').replace(/\n*$/, '\n');
+}
+
+let resolvCache: { key: string; value: { file: string; dest: string } | null } | null = null;
+
+/**
+ * The file a netns step's /etc/resolv.conf is replaced with ({@link resolvConfForStep}) and where to mount it (the
+ * real path of /etc/resolv.conf: a link into /run under systemd-resolved), or null when the host's serves. Written
+ * once per content into a private folder of this process. Never throws: null when it cannot be read or written.
+ */
+function stepResolvConf(): { file: string; dest: string } | null {
+  let text: string;
+  let dest: string;
+  try {
+    dest = fs.realpathSync('/etc/resolv.conf');
+    text = fs.readFileSync(dest, 'utf8');
+  } catch {
+    return null;
+  }
+  if (resolvCache?.key === text) return resolvCache.value;
+  const want = resolvConfForStep(text);
+  let value: { file: string; dest: string } | null = null;
+  if (want !== null) {
+    try {
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-resolv-')), 'resolv.conf');
+      fs.writeFileSync(file, want, { mode: 0o644 });
+      value = { file, dest };
+    } catch {
+      value = null;
+    }
+  }
+  resolvCache = { key: text, value };
+  return value;
+}
+
+/** What this machine offers for steps' own networks: slirp4netns found and seen to start, or why not, in one line. */
+export type NetstackProbe = { kind: 'slirp4netns'; binary: string; version: string } | { kind: 'none'; reason: string };
+
+const netstackCache = new Map<string, Promise<NetstackProbe>>();
+
+/**
+ * Finds slirp4netns (VERDICT_SLIRP4NETNS, else on PATH) and checks it can run here: `--version` answers and /dev/net/tun
+ * can be opened for reading and writing (slirp4netns opens it inside the step's user namespace with this user's
+ * rights on the host's device node: a container that makes it 0600 root-only stops every unprivileged step's network;
+ * `chmod 0666 /dev/net/tun`, as a host's udev makes it, fixes that). Cached per VERDICT_SLIRP4NETNS and PATH; `fresh`
+ * probes again. Never throws.
+ */
+export function probeNetstack(env: NodeJS.ProcessEnv = process.env, fresh = false): Promise<NetstackProbe> {
+  const key = `${env.VERDICT_SLIRP4NETNS ?? ''}\0${env.PATH ?? ''}`;
+  let p = netstackCache.get(key);
+  if (!p || fresh) {
+    p = probeSlirp(env);
+    netstackCache.set(key, p);
+  }
+  return p;
+}
+
+async function probeSlirp(env: NodeJS.ProcessEnv): Promise<NetstackProbe> {
+  if (process.platform !== 'linux') return { kind: 'none', reason: `slirp4netns runs only on Linux (this is ${process.platform})` };
+  if (env.VERDICT_SLIRP4NETNS !== undefined && !isExecutable(env.VERDICT_SLIRP4NETNS)) return { kind: 'none', reason: `VERDICT_SLIRP4NETNS=${env.VERDICT_SLIRP4NETNS} is not an executable file` };
+  const binary = env.VERDICT_SLIRP4NETNS || findBinary('slirp4netns', env.PATH ?? '');
+  if (!binary) return { kind: 'none', reason: 'slirp4netns is not installed: apt-get install slirp4netns (Debian/Ubuntu) or dnf install slirp4netns (Fedora)' };
+  try {
+    fs.accessSync('/dev/net/tun', fs.constants.R_OK | fs.constants.W_OK);
+  } catch (e) {
+    return { kind: 'none', reason: `slirp4netns is installed (${binary}) but /dev/net/tun cannot be opened (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): as root, \`mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200\` where it is missing, \`chmod 0666 /dev/net/tun\` where it is root's only` };
+  }
+  try {
+    const version = await execa(binary, ['--version'], { reject: false, timeout: 5000, stdin: 'ignore' });
+    if (version.exitCode !== 0) return { kind: 'none', reason: `slirp4netns (${binary}) does not run: exit ${version.exitCode ?? version.signal}` };
+    return { kind: 'slirp4netns', binary, version: /version\s+(\S+)/.exec(String(version.stdout))?.[1] ?? 'unknown' };
+  } catch (e) {
+    return { kind: 'none', reason: `slirp4netns (${binary}) could not be started: ${(e as Error).message}` };
+  }
 }
 
 /** One mount operation of a sandbox: bwrap's arguments for it and the path it mounts at. */

@@ -25,8 +25,18 @@
  * reported once it is gone (dead or a zombie: its PID namespace is then empty). Node cannot call prctl, so this helper
  * is no child subreaper: an init whose bwrap exited is reaped by whatever reaper the system gives it (PID 1), which
  * may leave zombies where PID 1 does not reap; the kill is what keeps the step from outliving its bwrap.
+ *
+ * `netstack` (with `sandboxInit`, spawn-helper.pl's header says the rest): the pipe after the info pipe is bwrap's
+ * `--block-fd`; once the init is held, slirp4netns is started on its network namespace (its own session, its ready fd
+ * and exit fd sockets of this helper's), and one byte on the block fd starts the step when it is ready. Node cannot
+ * ask the kernel for the user namespace that owns a network namespace (an ioctl), so slirp4netns enters the init's
+ * own user namespace: enough as root, where bwrap nests none; unprivileged, slirp4netns cannot enter the network
+ * namespace and the step is stopped with a line in its log saying so (the perl helper has no such limit). Node cannot
+ * set a parent-death signal either: the helper's death closes slirp4netns's exit fd, which ends it.
  */
 const { spawn } = require('node:child_process');
+/** Running slirp4netns processes: killed when the helper ends. */
+const stacks = new Set();
 const fs = require('node:fs');
 const os = require('node:os');
 
@@ -91,7 +101,7 @@ function procStat(pid) {
  * once the init's pid is read and found to be bwrap's (`parent`) child; `w.done` resolves at the pipe's end (bwrap
  * closed it, or exited).
  */
-function watchInit(stream, parent, id) {
+function watchInit(stream, parent, id, onInit) {
   const w = { pid: 0, start: '', done: null };
   let buf = '';
   let seen = false;
@@ -124,9 +134,87 @@ function watchInit(stream, parent, id) {
         w.start = st.start;
         send(`${id} init ${n} ${st.start}`);
       }
+      if (onInit) onInit(w.pid);
     } else if (buf.length > 4096) seen = true;
   });
   return w;
+}
+
+/**
+ * Starts slirp4netns on the network namespace of the sandbox init `pid` (0: the init could not be held: the step is
+ * stopped) for the step `net` describes; the step starts once slirp4netns says it is ready.
+ */
+function startNet(net, pid, tries = 0) {
+  if (net.ended) return;
+  if (!pid) return netFailed(net, "its sandbox's init could not be held");
+  // bwrap's child sets up the namespace's loopback (an address, then the link up) right after it starts; slirp4netns
+  // --configure brings the loopback up too, and before bwrap's address is there the kernel adds 127.0.0.1 itself and
+  // bwrap's own add fails (the step exits 1). Up, the routing table holds the loopback's broadcast route: polled
+  // every ms, at most 3 s.
+  let table = '';
+  try {
+    table = fs.readFileSync(`/proc/${pid}/net/fib_trie`, 'latin1');
+  } catch {
+    // not there yet, or gone
+  }
+  if (!table.includes('BROADCAST') && tries < 3000) {
+    setTimeout(() => startNet(net, pid, tries + 1), 1);
+    return;
+  }
+  let proc;
+  try {
+    proc = spawn(net.netstack, ['--configure', '--mtu=65520', '--ready-fd=3', '--exit-fd=4', String(pid), 'tap0'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'], detached: true, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
+  } catch (e) {
+    return netFailed(net, e.message);
+  }
+  net.proc = proc;
+  proc.once('error', (e) => netFailed(net, e.message));
+  if (proc.pid) stacks.add(proc.pid);
+  let ready = false;
+  proc.stdio[4].on('error', () => undefined);
+  proc.stdio[3].on('error', () => undefined);
+  proc.stdio[3].once('data', () => {
+    ready = true;
+    net.block.end('1');
+  });
+  proc.once('exit', (code, signal) => {
+    stacks.delete(proc.pid);
+    if (!ready && !net.ended) netFailed(net, `slirp4netns exited before the network was up (${signal ? `signal ${signal}` : `exit ${code}`})`);
+  });
+}
+
+/** The step `net` describes cannot get its network: its sandbox is killed before the step's command runs, and its log says why. */
+function netFailed(net, why) {
+  if (net.ended) return;
+  killGroup(net.group);
+  const st = net.init && net.init.pid ? procStat(net.init.pid) : null;
+  try {
+    if (st && st.start === net.init.start) process.kill(net.init.pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+  try {
+    fs.appendFileSync(net.log, `verdict: the step's own network could not be set up: ${why}; the step was stopped\n`);
+  } catch {
+    // the log cannot take it
+  }
+  net.block.destroy();
+}
+
+/** The step `net` describes ended: its slirp4netns is ended (exit fd closed, SIGKILL). */
+function endNet(net) {
+  net.ended = true;
+  net.block.destroy();
+  const proc = net.proc;
+  if (!proc) return;
+  proc.stdio[3].destroy();
+  proc.stdio[4].destroy();
+  try {
+    proc.kill('SIGKILL');
+  } catch {
+    // gone
+  }
+  stacks.delete(proc.pid);
 }
 
 /** SIGKILL to the init `w` names if its pid still has its start time; `then` once it is dead, a zombie or gone. */
@@ -236,8 +324,8 @@ function closeAll(fds) {
 
 /** One request's fields (spawn-helper.pl's layout): starts the process and answers. */
 function start(fields) {
-  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin, relay] = fields;
-  let at = 11;
+  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin, relay, netstack] = fields;
+  let at = 12;
   const list = () => {
     const n = Number(fields[at]);
     const out = fields.slice(at + 1, at + 1 + n);
@@ -266,7 +354,7 @@ function start(fields) {
     return;
   }
   const out = relay ? 'pipe' : fds[0];
-  const stdio = [stdin ? streams[0] : 'ignore', out, errLog ? streams[streams.length - 1] : out, ...fds.slice(1), ...(sandboxInit ? ['pipe'] : [])];
+  const stdio = [stdin ? streams[0] : 'ignore', out, errLog ? streams[streams.length - 1] : out, ...fds.slice(1), ...(sandboxInit ? ['pipe'] : []), ...(sandboxInit && netstack ? ['pipe'] : [])];
   // relay without errLog: stderr becomes the stdout socket in the child, through sh's exec (same pid); the file is
   // looked for first so that a missing one is a spawn error worded as Node words it.
   let argv = [file, args];
@@ -301,11 +389,14 @@ function start(fields) {
   }
   send(`${id} pid ${pid} ${startTime(pid)}`);
   if (dieWithHelper) boxed.add(pid);
-  const init = sandboxInit ? watchInit(child.stdio[fds.length + 2], pid, id) : null;
+  const block = sandboxInit && netstack ? child.stdio[fds.length + 3] : null;
+  const init = sandboxInit ? watchInit(child.stdio[fds.length + 2], pid, id, block ? (n) => startNet(net, n) : null) : null;
   if (init) inits.add(init);
+  const net = block ? { netstack, block, log, group: pid, init, proc: null, ended: false } : null;
   child.once('exit', (code, signal) => {
     boxed.delete(pid);
     killGroup(pid);
+    if (net) endNet(net);
     const exitLine = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
     // Relayed: the output is read to its end (or RELAY_END_MS) before the exit is reported.
     const report = () => (relayed ? relayed.finish().then(() => send(exitLine)) : send(exitLine));
@@ -403,6 +494,13 @@ process.stdin.on('data', (chunk) => {
  */
 function orphaned() {
   for (const pgid of boxed) killGroup(pgid);
+  for (const pid of stacks) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
   for (const w of inits) {
     const st = w.pid ? procStat(w.pid) : null;
     try {

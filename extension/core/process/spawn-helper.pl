@@ -7,8 +7,8 @@
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
 #        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
-#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), relay ("1" or ""), then three counted
-#        lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
+#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), relay ("1" or ""), netstack (the path of
+#        slirp4netns, "" for none), then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
 #   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
 #   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null (or the
 #                                            stdin file, read-only), stdout and stderr appended to the log (stderr to
@@ -34,6 +34,15 @@
 # written). The helper appends what arrives on its end to the log as it comes, one read of at most 64 KiB per turn, and
 # before it reports the exit (sandboxed: after the init, so every writer, is gone) reads what is left, then closes its
 # end: a writer that outlived the step gets EPIPE, nothing lands in the log after the exit report.
+# netstack (with sandboxInit): bwrap also runs with `--block-fd <4 + number of files>` and `--unshare-net`; the helper
+# makes that fd the read end of a pipe. Once it holds the init, it starts slirp4netns on the init's network namespace
+# (`--configure`: tap0 10.0.2.100/24, the host's loopback as 10.0.2.2), in its own session, with a parent-death
+# signal (SIGKILL), its ready fd and exit fd pipes of the helper's, and the user namespace that owns the network
+# namespace (NS_GET_USERNS: unprivileged, bwrap's `--dev` makes it nest a second user namespace in which the step runs,
+# and only the outer one may enter the network namespace). When slirp4netns says it is ready the helper writes one
+# byte to the block fd and the step starts; if it ends before that, the step is killed and a line saying so is
+# appended to its log. When the step's bwrap exits, and when the helper ends, slirp4netns is killed; the helper's own
+# death closes the exit fd and fires the parent-death signal, so it never outlives its step.
 # When stdin ends or the parent changes (the orchestrator is gone) the helper kills the groups of the `dieWithHelper`
 # steps and exits.
 use strict;
@@ -44,6 +53,8 @@ my $PIDFD_OPEN = 434;    # the same number on every architecture (the unified sy
 my $PIDFD_SEND_SIGNAL = 424;    # likewise (Linux >= 5.1)
 my %PRCTL = (x86_64 => 157, aarch64 => 167);    # prctl's number differs per architecture (asm/unistd.h)
 my $PR_SET_CHILD_SUBREAPER = 36;
+my $PR_SET_PDEATHSIG = 1;
+my $NS_GET_USERNS = 0xb701;    # ioctl on a namespace's fd: an fd of the user namespace owning it (linux/nsfs.h)
 my $COOKIE_VAR = 'VERDICT_STEP_COOKIE';
 
 $SIG{PIPE} = 'IGNORE';    # a closed stdout is the orchestrator gone: seen as a failed write, not a signal
@@ -55,6 +66,8 @@ my %own;                  # pid => its step: the children this helper started an
 my %reaped;               # pid => wait status: own children reaped by reap_strays before their pidfd was read
 my %infos;                # fileno => step: bwrap --info-fd pipes not yet read to the end
 my %relays;               # fileno => step: relayed outputs (the helper's end of the socket) not yet at their end
+my %nets;                 # fileno => step: slirp4netns ready pipes not yet read
+my %stacks;               # pid => 1: running slirp4netns processes (killed when the helper ends)
 my $AF_UNIX = 1;          # Linux's numbers (sys/socket.h), as the syscall numbers above: no Socket module
 my $SOCK_STREAM = 1;
 my $RELAY_CHUNK = 65536;     # bytes read from a relayed output at a time
@@ -75,6 +88,7 @@ if (opendir(my $fds, '/proc/self/fd')) {
   }
 }
 open(my $devnull, '<', '/dev/null') or die "verdict spawn helper: /dev/null: $!\n";
+open(my $devnull_w, '>', '/dev/null') or die "verdict spawn helper: /dev/null: $!\n";
 
 if ($^O ne 'linux') {
   syswrite(STDOUT, "unsupported not Linux ($^O): no pidfd_open\n");
@@ -206,6 +220,10 @@ sub read_info {
       $s->{seen} = $1;
       adopt_init($s, $1);
       delete $infos{ fileno $fh };
+      if ($s->{block}) {
+        if ($s->{init}) { start_net($s, $s->{seen}) }
+        else { net_failed($s, "its sandbox's init (pid $s->{seen}) could not be held") }
+      }
       return;
     }
     $s->{seen} = '' if length $s->{buf} > 4096;    # not bwrap's: ignored
@@ -302,6 +320,129 @@ sub kill_by_cookies {
   closedir $dir;
 }
 
+# Makes the handles of @$sources the fds 0, 1, 2, 3... of this (forked) process: each first moved above every target
+# and source (F_DUPFD takes the lowest free fd from there), so no dup2 overwrites a source not yet moved. The moved
+# copies are closed again. False when a dup failed.
+sub place_fds {
+  my ($sources) = @_;
+  my $above = @$sources;
+  for (@$sources) { $above = fileno($_) + 1 if fileno($_) >= $above }
+  my @high = map { fcntl($_, POSIX::F_DUPFD(), $above) } @$sources;
+  my $ok = 1;
+  for my $i (0 .. $#high) {
+    $ok &&= defined $high[$i] && defined POSIX::dup2($high[$i], $i);
+  }
+  for (@high) { POSIX::close($_) if defined }
+  return $ok;
+}
+
+# Waits (at most 3 s, polling every ms) until the loopback of <pid>'s network namespace is up with its address, which
+# bwrap's child sets up right after it starts (an address, then the link up). slirp4netns --configure brings the
+# loopback up too: before bwrap has added its address, the kernel adds 127.0.0.1 itself and bwrap's own add fails
+# ("bwrap: loopback: Failed RTM_NEWADDR", the step exits 1: test/bench/netstack.bench.ts hit it within its first 70 steps in each of three runs). Up, the namespace's
+# routing table holds the loopback's broadcast route.
+sub loopback_up {
+  my ($pid) = @_;
+  for (1 .. 3000) {
+    if (open(my $fh, '<', "/proc/$pid/net/fib_trie")) {
+      local $/;
+      my $t = <$fh> // '';
+      close $fh;
+      return if index($t, 'BROADCAST') >= 0;
+    }
+    select(undef, undef, undef, 0.001);
+  }
+}
+
+# Starts slirp4netns on the network namespace of step $s's sandbox init <pid> (see the header: netstack).
+sub start_net {
+  my ($s, $pid) = @_;
+  my $userns;
+  if (open(my $net, '<', "/proc/$pid/ns/net")) {
+    my $fd = ioctl($net, $NS_GET_USERNS, 0);
+    close $net;
+    open($userns, '<&=', $fd + 0) if defined $fd;
+  }
+  my ($ready_r, $ready_w, $exit_r, $exit_w);
+  if (!pipe($ready_r, $ready_w) || !pipe($exit_r, $exit_w)) {
+    return net_failed($s, 'pipe: ' . errno_name($! + 0));
+  }
+  my $helper = $$;
+  my $npid = fork;
+  if (defined $npid && $npid == 0) {
+    no warnings 'exec';
+    $SIG{PIPE} = 'DEFAULT';
+    my $machine = (POSIX::uname())[4];
+    syscall($PRCTL{$machine}, $PR_SET_PDEATHSIG, 9, 0, 0, 0) if exists $PRCTL{$machine};
+    POSIX::_exit(1) if getppid() != $helper;
+    POSIX::setsid();
+    loopback_up($pid);
+    eval {
+      if (place_fds([ $devnull, $devnull_w, $devnull_w, $ready_w, $exit_r, ($userns ? $userns : ()) ])) {
+        %ENV = (PATH => '/usr/sbin:/usr/bin:/sbin:/bin');
+        exec { $s->{netstack} } 'slirp4netns', '--configure', '--mtu=65520', '--ready-fd=3', '--exit-fd=4', ($userns ? ('--userns-path=/proc/self/fd/5') : ()), $pid, 'tap0';
+      }
+    };
+    POSIX::_exit(127);
+  }
+  close $ready_w;
+  close $exit_r;
+  close $userns if $userns;
+  return net_failed($s, 'fork: ' . errno_name($! + 0)) unless defined $npid;
+  my $flags = fcntl($ready_r, POSIX::F_GETFL(), 0);
+  fcntl($ready_r, POSIX::F_SETFL(), $flags | POSIX::O_NONBLOCK());
+  $stacks{$npid} = 1;
+  $s->{net} = { pid => $npid, ready => $ready_r, exit => $exit_w };
+  $nets{ fileno $ready_r } = $s;
+}
+
+# slirp4netns of step $s wrote on its ready pipe, or closed it: ready, the step starts (one byte on its block fd);
+# closed without a byte, it failed: the step is killed.
+sub net_ready {
+  my ($s) = @_;
+  my $n = $s->{net} // return;
+  my $got = sysread($n->{ready}, my $byte, 1);
+  return if !defined $got && ($!{EAGAIN} || $!{EINTR});
+  delete $nets{ fileno $n->{ready} };
+  close delete $n->{ready};
+  if ($got) {
+    syswrite($s->{block}, '1');
+    close delete $s->{block};
+    return;
+  }
+  my $pid = $n->{pid};
+  my $status = waitpid($pid, 0) == $pid ? $? : -1;
+  delete $stacks{$pid};
+  net_failed($s, "slirp4netns exited before the network was up (" . ($status < 0 ? 'status unknown' : ($status & 127) ? 'signal ' . ($status & 127) : 'exit ' . ($status >> 8)) . ')');
+}
+
+# Step $s cannot get its network: its sandbox is killed before the step's command runs (the block fd still holds it)
+# and a line saying why is appended to its log.
+sub net_failed {
+  my ($s, $why) = @_;
+  kill_group($s->{pid});
+  syscall($PIDFD_SEND_SIGNAL, $s->{init}{fd}, 9, 0, 0) if $s->{init};
+  if (open(my $fh, '>>', $s->{logpath})) {
+    print $fh "verdict: the step's own network could not be set up: $why; the step was stopped\n";
+    close $fh;
+  }
+  close delete $s->{block} if $s->{block};
+}
+
+# Step $s ended: its slirp4netns is ended (its exit fd closed, then SIGKILL; reaped by reap_strays).
+sub net_end {
+  my ($s) = @_;
+  close delete $s->{block} if $s->{block};
+  my $n = delete $s->{net} // return;
+  if ($n->{ready}) {
+    delete $nets{ fileno $n->{ready} };
+    close $n->{ready};
+  }
+  close $n->{exit};
+  kill 'KILL', $n->{pid};
+  delete $stacks{ $n->{pid} };
+}
+
 # In the child, after fork: never returns. $sources are the handles that become fds 0, 1, 2, 3... On failure it tells
 # the parent (errno and what failed) through $report.
 sub child {
@@ -340,7 +481,7 @@ sub child {
 
 sub start {
   my @f = split /\0/, $_[0], -1;
-  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin, $relay) = splice(@f, 0, 11);
+  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin, $relay, $netstack) = splice(@f, 0, 12);
   my @args = splice(@f, 0, shift @f);
   my @env = splice(@f, 0, shift @f);
   my @files = splice(@f, 0, shift @f);
@@ -381,6 +522,14 @@ sub start {
     fcntl($info, POSIX::F_SETFL(), $flags | POSIX::O_NONBLOCK());
     push @filefhs, $info_w;
   }
+  # netstack: bwrap's --block-fd, the fd after the info fd; the helper keeps the write end until the network is up.
+  my ($block_r, $block_w);
+  if ($sandbox_init && length $netstack) {
+    if (!pipe($block_r, $block_w)) {
+      return fail($id, "spawn $file: pipe: " . errno_name($! + 0));
+    }
+    push @filefhs, $block_r;
+  }
   my $report;
   my $pid;
   if (pipe(my $read, $report)) {
@@ -391,6 +540,7 @@ sub start {
     }
     close $report;
     close $info_w if $info_w;
+    close $block_r if $block_r;
     close $relay_w if $relay_w;
     if (defined $pid) {
       # Blocks until the child has exec'd (the pipe closes on exec) or failed (it writes why): as libuv does.
@@ -411,7 +561,11 @@ sub start {
     waitpid($pid, 0);
     return fail($id, "spawn $file: pidfd_open: " . errno_name($! + 0));
   }
-  my $s = { id => $id, pid => $pid, cookie => $cookie, again => $again };
+  my $s = { id => $id, pid => $pid, cookie => $cookie, again => $again, logpath => $log };
+  if ($block_w) {
+    $s->{block} = $block_w;
+    $s->{netstack} = $netstack;
+  }
   $running{$pidfd} = $s;
   $own{$pid} = $s;
   if ($info) {
@@ -432,6 +586,7 @@ sub start {
 # them when the helper exits, but not one still starting). Unsandboxed steps are left for the next start's reconcile.
 sub orphaned {
   kill_group($_) for keys %boxed;
+  kill 'KILL', $_ for keys %stacks;
   for my $s (values %own) {
     syscall($PIDFD_SEND_SIGNAL, $s->{init}{fd}, 9, 0, 0) if $s->{init};
   }
@@ -442,7 +597,7 @@ my $in = '';
 for (;;) {
   my $rin = '';
   vec($rin, 0, 1) = 1;
-  vec($rin, $_, 1) = 1 for keys %running, keys %infos, keys %ending, keys %relays;
+  vec($rin, $_, 1) = 1 for keys %running, keys %infos, keys %ending, keys %relays, keys %nets;
   my $now = time;
   my $wait = 1;    # the parent is looked at least once a second
   for (@later) {
@@ -461,6 +616,9 @@ for (;;) {
     for my $fd (keys %infos) {
       read_info($infos{$fd}) if vec($rout, $fd, 1);
     }
+    for my $fd (keys %nets) {
+      net_ready($nets{$fd}) if vec($rout, $fd, 1) && $nets{$fd};
+    }
     for my $fd (keys %relays) {
       relay_out($relays{$fd}, 0) if vec($rout, $fd, 1) && $relays{$fd};
     }
@@ -478,6 +636,7 @@ for (;;) {
       delete $own{ $s->{pid} };
       delete $boxed{ $s->{pid} };
       kill_group($s->{pid});
+      net_end($s);
       my $line = "$s->{id} exit " . (($status & 127) ? '- ' . ($status & 127) : ($status >> 8) . ' -');
       if ($s->{info}) {
         # bwrap is gone, and so is every writer of the pipe: what it wrote is read to the end now.

@@ -59,6 +59,13 @@ export interface SpawnRequest {
    */
   sandboxInit?: boolean;
   /**
+   * With `sandboxInit`: the path of slirp4netns. bwrap runs with `--unshare-net` and `--block-fd <4 + files.length>`
+   * ({@link bwrapCommand}'s `netstack`); the helper starts slirp4netns on the sandbox's network namespace once it holds
+   * the init, lets the step start when the network is up, and kills slirp4netns when the step ends (or stops the step,
+   * a line in its log saying why, when slirp4netns fails). spawn-helper.pl's header says how.
+   */
+  netstack?: string;
+  /**
    * With `sandboxInit`: called once the helper has found the sandbox's init and holds it (its pid and /proc start
    * time), so the caller can record it where crash recovery finds it (a SIGKILL of the helper itself leaves nothing
    * else to kill an init whose step cleared its parent-death signal: run/reconcile.ts). Not sent to the helper.
@@ -105,7 +112,7 @@ export interface HelperInfo {
 export function encodeRequest(id: number, req: SpawnRequest): string {
   const files = req.files ?? [];
   const keys = Object.keys(req.env);
-  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay ? '1' : ''}\0${req.args.length}`;
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay ? '1' : ''}\0${req.netstack ?? ''}\0${req.args.length}`;
   for (const a of req.args) payload += `\0${a}`;
   payload += `\0${keys.length}`;
   for (const k of keys) payload += `\0${k}=${req.env[k]}`;
@@ -114,9 +121,9 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
   // As many NULs as separators, or a value holds one: found and named (the slow path, for the error only).
   let nuls = 0;
   for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
-  if (nuls !== 13 + req.args.length + keys.length + files.length) {
+  if (nuls !== 14 + req.args.length + keys.length + files.length) {
     const env = keys.map((k) => `${k}=${req.env[k]}`);
-    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['errLog', [req.errLog ?? '']], ['stdin', [req.stdin ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
+    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['errLog', [req.errLog ?? '']], ['stdin', [req.stdin ?? '']], ['netstack', [req.netstack ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
     for (const [name, values] of where) {
       const i = values.findIndex((v) => v.includes('\0'));
       if (i !== -1) throw new Error(`spawn ${req.file}: a NUL byte in ${name}${name === 'args' || name === 'env' || name === 'files' ? `[${i}]` : ''}`);

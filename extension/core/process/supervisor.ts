@@ -4,7 +4,7 @@ import path from 'node:path';
 import { timerDelay } from '../fs/timer';
 import { RingBuffer } from './ring-buffer';
 import { resolveCommand } from './resolve-command';
-import { bindSource, bwrapCommand, restoreDevNodes, SESSION_ENV, type BwrapPlan } from './sandbox';
+import { bindSource, bwrapCommand, HOST_LOOPBACK_ADDRESS, restoreDevNodes, SESSION_ENV, stepNetwork, type BwrapPlan } from './sandbox';
 import { clearSetIdBits, type SetIdCleared } from './set-id';
 import { LogCap } from './log-cap';
 import { bytesToMb, createStepCgroup, memoryCapMechanism, type MemoryCapRecord, type StepCgroup } from './memory-cap';
@@ -206,7 +206,11 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   const cookie = crypto.randomUUID().replaceAll('-', '');
   const files: string[] = [];
   // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-  const env = opts.sandbox ? sandboxEnv({ ...merged, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
+  // Where the host's loopback is for this step (absent: it has none to reach), whatever the inherited one said.
+  const network = stepNetwork(opts.sandbox);
+  const loopback = network === 'none' ? {} : { VERDICT_HOST_LOOPBACK: network === 'netns' ? HOST_LOOPBACK_ADDRESS : '127.0.0.1' };
+  if (network === 'none') delete merged.VERDICT_HOST_LOOPBACK;
+  const env = opts.sandbox ? sandboxEnv({ ...merged, ...loopback, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, ...loopback, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
   const plain = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
   // The step's own memory cgroup, joined before its command (bubblewrap for a sandboxed step) runs.
   let cgroup: StepCgroup | null = null;
@@ -233,7 +237,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
       log: opts.logFile,
       files,
       ...(opts.relayOutput ? { relay: true } : {}),
-      ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
+      ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(stepNetwork(opts.sandbox) === 'netns' ? { netstack: opts.sandbox.netstack as string } : {}), ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
   } catch (e) {
     await cgroup?.remove();

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { UsageReport } from '../../../engines/types';
 import type { StepName, Verdict } from '../../../schemas/status';
-import type { Containment } from '../process/sandbox';
+import type { Containment, StepNetwork } from '../process/sandbox';
 import { memCapLabel } from '../process/memory-cap';
 import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
@@ -60,6 +60,8 @@ export interface AttemptRecord {
   accessPlan: string | null;
   /** What contained the attempt's steps; null when unknown (an attempt reconciled from an older state file). */
   sandbox: Containment | null;
+  /** The network its steps ran with (sandbox.ts stepNetwork); absent in records written before it was kept. */
+  network?: StepNetwork | null;
   attempt: number;
   /** An attempt after a judged one; an attempt after a rate limit alone is not a retry. */
   retry: boolean;
@@ -165,6 +167,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     retry: rec.retry,
     sandbox: rec.sandbox,
     ...(rec.worker?.memory ? { memCap: memCapLabel(rec.worker.memory) } : {}),
+    ...(rec.network ? { network: rec.network } : {}),
     step: rec.currentStep ?? rec.steps[rec.steps.length - 1]?.step ?? null,
     engine: rec.engine,
     model: rec.model,
@@ -226,6 +229,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     reported_model: u?.reportedModel ?? null,
     reasoning_effort: rec.reasoningEffort,
     ...(rec.worker?.memory ? { mem_cap: rec.worker.memory.kind, memory_mb: rec.worker.memory.limitMb } : {}),
+    network: rec.network ?? null,
     tokens_in: u?.tokensIn ?? null,
     tokens_out: u?.tokensOut ?? null,
     tokens_cached: u?.tokensCached ?? null,

@@ -3,6 +3,7 @@
  * verdict, what happens next (decide.ts nextStep), receipt, eval row, summary and state, all projections of the one
  * record (attempt-record.ts).
  */
+import { stepNetwork } from '../process/sandbox';
 import fs from 'node:fs';
 import path from 'node:path';
 import { attemptDir, evalLogPath } from '../config/home';
@@ -160,6 +161,7 @@ function newRecord(ctx: AttemptContext, task: TaskRuntime, n: number, dir: strin
     reasoningEffort: task.state.engine === spec.engine ? reasoningEffortOf(spec.engineArgs) : null,
     accessPlan: accessPlanOf(ctx.env),
     sandbox: task.containment,
+    network: stepNetwork(task.containment === 'bwrap' && ctx.bwrap ? { network: spec.network, ...(ctx.netstack ? { netstack: ctx.netstack } : {}) } : null),
     attempt: n,
     // After a judged attempt, also one before a rerun or resume (which give the task a fresh max_attempts).
     retry: task.used > 0 || task.state.attempts.some((a) => a.verdict !== null && statusInfo(a.verdict).judged),

@@ -137,7 +137,7 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   // A continued run's task branches start where the run's did, whatever base_ref names now.
   const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
   const hide = [...(opts.hide ?? []), ...(manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])];
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
+  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, netstack: pre.containment.netstack, view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
   // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
   const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
   return { opts, manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, byKey, frozenKeys, prior, cont, spend, waits, maxParallel, startedAt, releaseRun, releaseWorkdir, cancelled: false, runtimeOf };

@@ -5,7 +5,7 @@ import { loadFrozenManifest } from './frozen-manifest';
 import type { RunState } from '../live/state';
 import { runDir } from '../config/home';
 import type { TaskSpec } from '../manifest/types';
-import { probeSandbox } from '../process/sandbox';
+import { probeNetstack, probeSandbox } from '../process/sandbox';
 import { runCheck } from './check';
 import { hiddenFromSteps, stepCaps, stepScratch } from './containment';
 import { reservePort } from './ports';
@@ -52,6 +52,8 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
   return async (dir, base) => {
     const probe = await probeSandbox();
     const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
+    const net = await probeNetstack();
+    const netstack = net.kind === 'slirp4netns' ? net.binary : null;
     // Never silently unsandboxed: the re-check runs what the worker wrote (its tests, its scripts).
     if (!bwrap && !spec.fullAccess) return { passed: false, output: '', reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the re-check would run code the worker wrote with your full rights, so it did not run` };
     const tampered = await baseCheckInputs(dir, base, spec);
@@ -60,14 +62,14 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
     const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
     const taskEnv = { PORT: String(await reservePort()), VERDICT_RUN_ID: state.runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: 'merge' };
     // VERDICT_HOME hidden as from the attempt's check (the checkout and the scratch dir are bound back).
-    const where = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
+    const where = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
     try {
       if (prepare.include.length) copyIncludes(state.repo as string, dir, prepare.include);
       if (prepare.setup) {
         const setupLog = path.join(path.dirname(logFile), 'merge-setup.log');
         const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
         try {
-          const setupWhere = checkEnvironment({ run: { bwrap }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
+          const setupWhere = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
           const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox, ...stepCaps(spec) });
           if (receipt.exitCode !== 0) return { passed: false, output: tail, reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}` };
         } finally {

@@ -4,8 +4,8 @@ import type { EngineSpec } from '../../../engines/types';
 import { findBinary } from '../../../engines';
 import { inspectRepo, type RepoInfo } from '../git/worktree';
 import type { Manifest } from '../manifest/types';
-import { probeSandbox, type SandboxMode } from '../process/sandbox';
-import { decideContainment, type RunContainment } from './containment';
+import { probeNetstack, probeSandbox, type SandboxMode } from '../process/sandbox';
+import { decideContainment, tasksNeedingNetstack, type RunContainment } from './containment';
 import { fullAccessProblems } from './full-access';
 import { treeProblems } from './trees';
 
@@ -46,7 +46,7 @@ export interface RunPolicy {
  */
 export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env, home?: string, policy: RunPolicy = DEFAULT_POLICY): Promise<Preflight> {
   const problems: string[] = [];
-  const decided = decideContainment(policy.sandbox, await probeSandbox(env));
+  const decided = decideContainment(policy.sandbox, await probeSandbox(env), await probeNetstack(env), tasksNeedingNetstack(manifest.tasks));
   const containment: RunContainment | null = typeof decided === 'string' ? null : decided;
   if (typeof decided === 'string') problems.push(decided);
   problems.push(...fullAccessProblems(manifest, policy.allowFullAccess, policy.configSource));

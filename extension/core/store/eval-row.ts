@@ -48,6 +48,12 @@ export interface EvalRow {
   mem_cap?: 'cgroup2' | 'cgroup1' | 'none';
   /** The memory cap asked for the attempt's steps, MB (enforced unless mem_cap is `none`); absent with mem_cap. */
   memory_mb?: number;
+  /**
+   * The network the attempt's steps ran with: `netns` (a network namespace of each step's own, outbound through
+   * slirp4netns), `none` (`"network": false`: no way out), `host` (the host's: `"network": "host"` or no sandbox); null
+   * or absent when unknown (rows written before it was recorded, reconciled rows).
+   */
+  network?: 'netns' | 'none' | 'host' | null;
   tokens_in: number | null;
   tokens_out: number | null;
   tokens_cached: number | null;

@@ -73,7 +73,7 @@ export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, att
  * sandbox whose only writable places are the task dir and that scratch dir (and, in it, `readOnly` files — the
  * protected check inputs — stay read-only: the check runs code the worker wrote).
  */
-export function checkEnvironment(o: { run: SandboxedRun; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+export function checkEnvironment(o: { run: SandboxedRun; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean | 'host'; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const boxed = o.containment === 'bwrap' && o.run.bwrap !== null;
   // The worktree's admin dir stays readable to the check, read-only; the worker's own git objects do not (see
   // worktreeReadAccess: one it planted could stand in for a base blob).

@@ -32,6 +32,8 @@ export interface AttemptContext {
   repo: RepoInfo | null;
   /** bubblewrap's path when the run is sandboxed, else null. */
   bwrap: string | null;
+  /** slirp4netns's path for steps with `"network": true`; null when none is installed (no such task then runs). */
+  netstack: string | null;
   /** What the user's config adds to every sandbox of the run (run/containment.ts sandboxView); absent: nothing. */
   view?: SandboxView;
   emit: (e: RunEvent) => void;

@@ -115,7 +115,7 @@ export interface ReadOnlyRun {
   /** Inherited variables it must not get (a ranking reviewer: every VERDICT_*). */
   unsetEnv?: readonly string[];
   /** The task's limits: ms, whether it has the network, and its caps (MB: stepCaps). */
-  timeouts: { timeoutMs: number; watchdogMs: number | null; network: boolean; memoryMb?: number; logMaxMb?: number };
+  timeouts: { timeoutMs: number; watchdogMs: number | null; network: boolean | 'host'; memoryMb?: number; logMaxMb?: number };
   signal: AbortSignal;
   /** 'bwrap' sandboxes it (when bubblewrap is here); 'none' runs it as it is. */
   containment: Containment;
