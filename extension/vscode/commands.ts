@@ -96,10 +96,26 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown): Promis
         },
       });
       const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
-      void vscode.window.showInformationMessage(`Verdict: ${passed}/${summary.tasks.length} passed (run ${summary.runId})`);
+      void finishNotice(ctx, summary, passed);
       return summary;
     });
   });
+}
+
+/**
+ * The notice at a run's end, with its next steps: Review (the run in the runs view), Merge All Passed (when a task
+ * passed with committed work in worktree mode) and Open Dashboard.
+ */
+async function finishNotice(ctx: CommandContext, summary: RunSummary, passed: number): Promise<void> {
+  const mergeable = summary.state.worktrees && summary.state.tasks.some((t) => t.status === 'PASS' && t.commit);
+  const actions = ['Review', ...(mergeable ? ['Merge All Passed'] : []), 'Open Dashboard'];
+  const text = `Verdict: ${passed}/${summary.tasks.length} passed (run ${summary.runId})`;
+  const pick = passed === summary.tasks.length ? await vscode.window.showInformationMessage(text, ...actions) : await vscode.window.showWarningMessage(text, ...actions);
+  if (pick === 'Review') {
+    ctx.tree.refresh();
+    await vscode.commands.executeCommand('verdict.runs.focus');
+  } else if (pick === 'Merge All Passed') await vscode.commands.executeCommand('verdict.mergeAllPassed', { runId: summary.runId });
+  else if (pick === 'Open Dashboard') await vscode.commands.executeCommand('verdict.openDashboard');
 }
 
 /**
