@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cli } from '../helpers/cli';
+import { execa } from 'execa';
+import { CLI, cli } from '../helpers/cli';
 import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { probeNetstack } from '../../extension/core/process/sandbox';
@@ -243,6 +244,24 @@ while time.time() < end and not os.path.exists("done"):
     assert.match(shown.stdout, /network: each step its own namespace through slirp4netns [^\n]* \(the host's loopback as 10\.0\.2\.2\)/, shown.stdout);
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; attempts: { network?: string }[] }[] };
     assert.deepEqual(state.tasks.map((t) => `${t.key}:${t.attempts[0]?.network}`).sort(), ['host:host', 'none:none', 'own:netns']);
+  });
+
+  it("a host whose resolver is on its own loopback (systemd-resolved's 127.0.0.53): a step with its own network is given slirp4netns's forwarder; one without keeps the host's file", async function () {
+    // The orchestrator runs in a mount namespace of its own where /etc/resolv.conf names 127.0.0.53 (root only).
+    if (process.getuid?.() !== 0) return this.skip();
+    const dir = tempDir();
+    const fake = path.join(dir, 'resolv.conf');
+    fs.writeFileSync(fake, 'nameserver 127.0.0.53\noptions edns0 trust-ad\n');
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [
+        scriptTask('own', 'cat /etc/resolv.conf > seen.txt', "grep -qx 'nameserver 10.0.2.3' seen.txt && grep -qx 'options edns0 trust-ad' seen.txt && ! grep -q 127.0.0.53 seen.txt", { max_attempts: 1 }),
+        scriptTask('none', 'cat /etc/resolv.conf > seen.txt', "grep -qx 'nameserver 127.0.0.53' seen.txt", { max_attempts: 1, network: false }),
+      ],
+    });
+    const r = await execa('unshare', ['-m', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', fake, 'node', CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+    assert.equal(r.exitCode, 0, r.all);
+    assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => `${row.task_key}:${row.verdict}`).sort(), ['none:PASS', 'own:PASS']);
   });
 
   it('slirp4netns never outlives its step: not when the step ends, nor when the orchestrator and its spawn helper are SIGKILLed', async () => {
