@@ -244,7 +244,10 @@ function runItem(info: RunInfo): vscode.TreeItem {
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
   item.description = [`${c.passed}/${c.total} passed`, `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
-  item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens} tokens`;
+  // Tokens are summed over attempts that reported usage; none reported reads as unknown, as in the dashboard.
+  item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens ? `${info.tokens} tokens` : 'tokens: —'}`;
+  // A screen reader reads the run's name and state, not the tooltip.
+  item.accessibilityInformation = { label: `run ${s.runName}: ${item.description}` };
   item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : c.passed === c.total ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
   // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
   const live = info.liveness === 'running';
@@ -259,6 +262,8 @@ function taskItem(t: TaskState, place: TaskPlace): vscode.TreeItem {
   const item = new vscode.TreeItem(text.label, vscode.TreeItemCollapsibleState.Collapsed);
   item.description = text.description;
   item.tooltip = text.tooltip;
+  // A screen reader reads the task's name and its status, then the row's details, not the tooltip.
+  item.accessibilityInformation = { label: `task ${t.key}: ${t.status}${text.description ? `, ${text.description}` : ''}` };
   const [icon, color] = text.icon;
   item.iconPath = new vscode.ThemeIcon(icon, color ? new vscode.ThemeColor(color) : undefined);
   item.contextValue = text.contextValue;
