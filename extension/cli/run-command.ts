@@ -150,6 +150,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
       ...(settings.quotaMaxWaitH !== undefined ? { quotaMaxWaitMs: settings.quotaMaxWaitH * 3600_000 } : {}),
+      ...(config.logins ? { logins: Object.fromEntries(Object.entries(config.logins).map(([name, l]) => [name, { engines: l.engines, maxParallel: l.max_parallel }])) } : {}),
       ...(pool ? { attemptSteps: [pool.step(), critiqueHereStep()] } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {

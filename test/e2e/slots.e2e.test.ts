@@ -13,9 +13,9 @@ const CHECK = 'test -s out.txt || { echo "out.txt missing"; exit 1; }';
 /** A worker that records when it ran (ns), holding its engine for `s` seconds. */
 const timed = (s: number) => `date +%s%N > started; sleep ${s}; date +%s%N > ended; echo ok > out.txt`;
 
-function config(dir: string, engines: Record<string, Record<string, unknown>>): string {
+function config(dir: string, engines: Record<string, Record<string, unknown>>, extra: Record<string, unknown> = {}): string {
   const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify({ engines: Object.fromEntries(Object.entries(engines).map(([name, extra]) => [name, { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', retry_context: 'file', ...extra }])) }));
+  fs.writeFileSync(file, JSON.stringify({ ...extra, engines: Object.fromEntries(Object.entries(engines).map(([name, extra]) => [name, { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', retry_context: 'file', ...extra }])) }));
   return file;
 }
 
@@ -85,6 +85,20 @@ describe('slots: machine-wide limits per engine and per login, across runs (e2e,
     assert.deepEqual(table.holders, [], 'the dead run\'s holders are gone');
   });
 
+  it('a login in the user config limits every run that config starts, as a manifest\'s does', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const cfg = config(dir, { left: {}, right: {} }, { logins: { sub: { engines: ['left', 'right'], max_parallel: 1 } } });
+    const keys = ['l1', 'r1', 'l2'];
+    const tasks = keys.map((k) => scriptTask(k, timed(0.8), CHECK, { engine: k.startsWith('l') ? 'left' : 'right', expect_files: ['out.txt'] }));
+    const manifest = writeManifest(dir, { run_name: 'config-login', max_parallel: 3, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', cfg, '--no-dashboard'], { env });
+    const most = peak(taskDirs(path.join(dir, 'work'), keys));
+    console.log(`      peak concurrency of the config's login sub: ${most} (limit 1; max_parallel 3)`);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.equal(most, 1);
+  });
+
   it('bad limits are load errors with positions: a login naming an unknown engine, max_parallel 0 in a login and in an engine entry', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
@@ -99,6 +113,14 @@ describe('slots: machine-wide limits per engine and per login, across runs (e2e,
     const r2 = await cli(['run', ok, '--home', home, '--config', cfg], { env });
     assert.equal(r2.exitCode, 2, r2.all);
     assert.match(r2.all, /shared\.max_parallel must be >= 1/);
+    const cfg3 = config(dir, { shared: {} }, { logins: { sub: { engines: ['shared', 'codx'], max_parallel: 2 } } });
+    const r3 = await cli(['run', ok, '--home', home, '--config', cfg3], { env });
+    assert.equal(r3.exitCode, 2, r3.all);
+    assert.match(r3.all, /config\.json:\d+:\d+: logins\.sub\.engines\[1\]: unknown engine "codx" in login sub/);
+    const cfg4 = config(dir, { shared: {} }, { logins: { sub: { engines: ['shared'], max_parallel: 0 } } });
+    const r4 = await cli(['run', ok, '--home', home, '--config', cfg4], { env });
+    assert.equal(r4.exitCode, 2, r4.all);
+    assert.match(r4.all, /config\.json:\d+:\d+: logins\.sub\.max_parallel: must be an integer from 1 to 256, got 0/);
     assert.equal(fs.existsSync(path.join(home, 'runs')), false, 'nothing ran');
   });
 });

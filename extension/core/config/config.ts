@@ -5,6 +5,7 @@ import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type JSONPat
 import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
 import { loadRingerConfig } from './ringer-config';
+import { builtinEngines } from '../../../engines';
 import { MAX_QUOTA_WAIT_MS } from '../../../engines/quota-reset';
 import { MAX_MEMORY_MB, MIN_MEMORY_MB } from '../process/memory-cap';
 import { MAX_LOG_MAX_MB, MIN_LOG_MAX_MB } from '../process/log-cap';
@@ -59,6 +60,11 @@ export interface VerdictConfig {
    * pool; only the config can set it, never a manifest.
    */
   pool?: string | { url?: string; trust?: PoolTrust };
+  /**
+   * Logins: named groups of engines sharing one subscription, with how many of their attempts may run at once on this
+   * machine across every run (run/slots.ts; a manifest's `logins` of the same name count too, at the lower limit).
+   */
+  logins?: Record<string, { engines: string[]; max_parallel: number }>;
   /** Quota waits (run/quota-wait.ts). */
   quota?: {
     /**
@@ -167,7 +173,7 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   // `file:line:column: field:` of a field's value, so an editor jumps to it.
   const tree = parseTree(text, [], { allowTrailingComma: true });
   const lines = new LineIndex(text);
-  const at = (field: string, location: string[] = [field]): string => {
+  const at = (field: string, location: (string | number)[] = [field]): string => {
     const node = tree && findNodeAtLocation(tree, location);
     if (!node) return `${abs}: ${field}`;
     const pos = lines.position(node.offset);
@@ -192,6 +198,22 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
     if (p.trust !== undefined && p.trust !== 'check' && p.trust !== 'worker') throw new Error(`${at('pool.trust', ['pool', 'trust'])}: must be "check" (the orchestrator re-runs a worker's passed check; the default) or "worker" (a worker's PASS is taken as reported), got ${JSON.stringify(p.trust)}`);
   } else if (c.pool !== undefined && !isUrl(c.pool)) {
     throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL, or {"url", "trust"}`);
+  }
+  if (c.logins !== undefined) {
+    if (typeof c.logins !== 'object' || c.logins === null || Array.isArray(c.logins)) throw new Error(`${at('logins')}: must be an object of login name → {"engines": [...], "max_parallel": N}`);
+    const known = new Set([...builtinEngines().keys(), ...Object.keys((c.engines as Record<string, unknown> | undefined) ?? {})]);
+    for (const [name, login] of Object.entries(c.logins as Record<string, unknown>)) {
+      const where = (field: string) => at(`logins.${name}.${field}`, ['logins', name, field]);
+      if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`${at(`logins.${name}`, ['logins', name])}: a login name may only contain letters, digits, '.', '_' and '-'`);
+      if (typeof login !== 'object' || login === null || Array.isArray(login)) throw new Error(`${at(`logins.${name}`, ['logins', name])}: must be {"engines": [...], "max_parallel": N}`);
+      const l = login as Record<string, unknown>;
+      for (const key of Object.keys(l)) if (key !== 'engines' && key !== 'max_parallel') throw new Error(`${where(key)}: is not a known field (known: engines, max_parallel)`);
+      if (!Array.isArray(l.engines) || !l.engines.length || l.engines.some((e) => typeof e !== 'string')) throw new Error(`${where('engines')}: must be a non-empty list of engine names`);
+      (l.engines as string[]).forEach((e, j) => {
+        if (!known.has(e)) throw new Error(`${at(`logins.${name}.engines[${j}]`, ['logins', name, 'engines', j])}: unknown engine "${e}" in login ${name}; known engines: ${[...known].sort().join(', ')}`);
+      });
+      if (!(Number.isInteger(l.max_parallel) && (l.max_parallel as number) >= 1 && (l.max_parallel as number) <= MAX_PARALLEL)) throw new Error(`${where('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(l.max_parallel)}`);
+    }
   }
   if (c.quota !== undefined) {
     if (typeof c.quota !== 'object' || c.quota === null || Array.isArray(c.quota)) throw new Error(`${at('quota')}: must be an object, e.g. {"max_wait_h": 6}`);

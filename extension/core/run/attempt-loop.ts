@@ -41,7 +41,7 @@ export class AttemptLoop {
   private readonly slots: MachineSlots;
 
   constructor(private readonly run: LiveRun, private readonly graph: TaskGraph) {
-    this.slots = new MachineSlots(run.home, run.runId, (engine) => run.opts.engines.get(engine)?.maxParallel, run.manifest.logins, (note) => run.emit({ type: 'run-note', note }));
+    this.slots = new MachineSlots(run.home, run.runId, (engine) => run.opts.engines.get(engine)?.maxParallel, run.manifest.logins, (note) => run.emit({ type: 'run-note', note }), run.opts.logins);
     // The spend reported while attempts run passed the run's budget (task null) or a task's own: stop those attempts.
     run.spend.onOver = (key, reason) => {
       for (const t of this.attemptsRunning) if (key === null || t.spec.key === key) this.stopForBudget(t, reason);

@@ -36,6 +36,8 @@ export interface RunSettings {
    * DEFAULT_MAX_QUOTA_WAIT_MS, 6 h): a reset further away is shortened to it until a probe confirms it (run/quota-wait.ts).
    */
   quotaMaxWaitMs?: number;
+  /** The user config's `logins` (run/slots.ts), beside the manifest's; absent: none. */
+  logins?: Record<string, { engines: string[]; maxParallel: number }>;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
   /**

@@ -153,6 +153,7 @@ export class MachineSlots {
   /**
    * @param engineLimit an engine's own machine-wide limit (EngineSpec.maxParallel), undefined for none
    * @param note shows a run note (once per group that was found full)
+   * @param configLogins the user config's logins (RunOptions.logins)
    */
   constructor(
     private readonly home: string,
@@ -160,8 +161,14 @@ export class MachineSlots {
     private readonly engineLimit: (engine: string) => number | undefined,
     logins: Record<string, { engines: string[]; maxParallel: number }> | undefined,
     private readonly note: (text: string) => void,
+    configLogins?: Record<string, { engines: string[]; maxParallel: number }>,
   ) {
     this.logins = new Map(Object.entries(logins ?? {}).map(([name, l]) => [name, { engines: l.engines, maxParallel: l.maxParallel }]));
+    // The user config's logins too; one of the manifest's name is the same login: both engine lists, the lower limit.
+    for (const [name, l] of Object.entries(configLogins ?? {})) {
+      const m = this.logins.get(name);
+      this.logins.set(name, m ? { engines: [...new Set([...m.engines, ...l.engines])], maxParallel: Math.min(m.maxParallel, l.maxParallel) } : { engines: l.engines, maxParallel: l.maxParallel });
+    }
   }
 
   /** The lowest limit among the groups of `engine` (this run starts no more of its attempts at once); undefined: none. */
