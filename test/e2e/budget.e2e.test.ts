@@ -98,6 +98,26 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(spentOf(byTask('long')) <= 3300, `long spent ${spentOf(byTask('long'))}: more than 10 % over its envelope`);
   });
 
+  it('a worker whose output passes log_max_mb cannot cut its spend out of the log: the budget still stops it, and its row has what it spent', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const config = streamingConfig(dir, { stream: {} });
+    // 300 KB of output first (the kept head of a 1 MB cap is 256 KB), then four rounds of 8 model calls at $0.001 and
+    // 1.5 MB of output: each compaction cuts the round's calls out of the log, so the log never holds more than $0.008
+    // of the $0.033 spent, under the $0.01 budget.
+    const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
+    const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
+    const round = `for i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done; sleep 0.3; ${flood(1_500_000)}; sleep 0.3`;
+    const worker = `echo partial > draft.txt; ${flood(300_000)}; for r in 1 2 3 4; do ${round}; done; echo '${step('stop')}'; echo ok > out.txt`;
+    const manifest = writeManifest(dir, { run_name: 'cut-spend', budget_usd: 0.01, workdir: path.join(dir, 'work'), tasks: [scriptTask('t', worker, 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], log_max_mb: 1, timeout_s: 120 })] });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const rows = readRows(home);
+    console.log(`      $0.001 calls, the log cut to 1 MB four times, budget $0.01: ${stateOf(home).tasks[0]?.status}, ${String(rows[0]?.cost_microusd)} micro-USD recorded`);
+    assert.equal(rows.length, 1, r.all);
+    assert.equal(stateOf(home).tasks[0]?.status, 'BUDGET_EXCEEDED', r.all);
+    assert.ok(((rows[0]?.cost_microusd as number | null) ?? 0) >= 10_000, `recorded ${String(rows[0]?.cost_microusd)} micro-USD, the budget was 10000\n${r.all}`);
+  });
+
   it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -69,3 +69,23 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     assert.equal(engines.get('codex')?.streamUsage, undefined);
   });
 });
+
+describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut part', () => {
+  it('the readings after a compaction add what the cut part reported; highest() is at least what was spent', async () => {
+    const { usageMeter } = await import('../../extension/core/run/usage-meter');
+    const step = (usd: number) => `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":10,"output":1},"cost":${usd}}}\n`;
+    let log = step(0.001) + step(0.001);
+    const seen: (number | null)[] = [];
+    const { parseOpencodeOutput } = await import('../../engines/opencode');
+    const meter = usageMeter({ streamUsage: parseOpencodeOutput }, () => log, (u) => seen.push(u.costMicroUsd));
+    meter.compaction.before();
+    log = 'head\n[verdict] cut\n'; // the two calls were in the cut middle
+    meter.compaction.after();
+    log += step(0.001);
+    meter.onOutput();
+    meter.stop();
+    assert.deepEqual(seen, [2000, 3000]);
+    assert.equal(meter.highest()?.costMicroUsd, 3000);
+    assert.equal(meter.highest()?.tokensIn, 30);
+  });
+});

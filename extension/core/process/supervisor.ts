@@ -77,6 +77,13 @@ export interface SuperviseOptions {
    * and its tail. Absent or null: no cap.
    */
   logMaxBytes?: number | null;
+  /**
+   * Called around each compaction of the log (log-cap.ts) while the step runs and once after it ended: `before` with
+   * the whole log still there (every byte the step wrote so far is in it), `after` once its middle was cut. A reader of
+   * the log that must not lose what is cut (the usage meter: spend reported in the cut part) reads it in `before`.
+   * Must not throw.
+   */
+  onCompact?: { before(): void; after(): void };
 }
 
 /**
@@ -299,11 +306,13 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
     try {
       if (!cap.over(fs.fstatSync(log).size)) return;
       if (watched) readNew();
+      opts.onCompact?.before();
       const done = cap.compact(watched ? offset : Number.MAX_SAFE_INTEGER, (chunk) => {
         lastOutputAt = Date.now();
         tail.push(chunk);
         opts.onOutput?.(chunk);
       }, final);
+      opts.onCompact?.after();
       if (!done) return;
       // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
       removed += done.seen - done.end;

@@ -11,6 +11,42 @@ export interface UsageMeter {
   onOutput(): void;
   /** Stops reading (the step ended; its final usage is parseOutput's). */
   stop(): void;
+  /**
+   * For the supervisor's onCompact: reads the whole log before its middle is cut and again after, so the usage the
+   * cut part reported keeps counting (added to every later reading). Without it, a worker whose output passes
+   * log_max_mb cut its model calls out of the log, and with them its spend.
+   */
+  compaction: { before(): void; after(): void };
+  /**
+   * The most the meter has read, field by field (the cut parts included), or null when it read nothing: what the
+   * attempt spent at least, for an attempt whose log was cut (its log no longer holds every usage event).
+   */
+  highest(): UsageReport | null;
+}
+
+/** The usage counts a reading sums (tokens and reported cost); the rest of a report is taken as read. */
+const COUNTS = ['tokensIn', 'tokensOut', 'tokensCached', 'tokensReasoning', 'costMicroUsd'] as const;
+
+/** `a` with each count of `b` added (a count unknown in both stays unknown). Pure. */
+function plus(a: UsageReport, b: Partial<Pick<UsageReport, (typeof COUNTS)[number]>>): UsageReport {
+  const out = { ...a };
+  for (const k of COUNTS) {
+    const add = b[k] ?? null;
+    if (add !== null) out[k] = (out[k] ?? 0) + add;
+  }
+  return out;
+}
+
+/** The larger of each count of `a` and `b` (the rest from `b`). Pure. */
+export function largerUsage(a: UsageReport | null, b: UsageReport): UsageReport {
+  if (!a) return b;
+  const out = { ...b };
+  for (const k of COUNTS) {
+    const x = a[k];
+    const y = b[k];
+    out[k] = x === null ? y : y === null ? x : Math.max(x, y);
+  }
+  return out;
 }
 
 /**
@@ -23,7 +59,16 @@ export interface UsageMeter {
  */
 export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () => string, report: (usage: UsageReport) => void): UsageMeter {
   const stream = engine.streamUsage;
-  if (!stream) return { onOutput: () => undefined, stop: () => undefined };
+  if (!stream) return { onOutput: () => undefined, stop: () => undefined, compaction: { before: () => undefined, after: () => undefined }, highest: () => null };
+  /** What the parts cut out of the log reported, count by count. */
+  const cutPart: Partial<Record<(typeof COUNTS)[number], number>> = {};
+  let beforeCut: UsageReport | null = null;
+  let most: UsageReport | null = null;
+  const reading = (): UsageReport => {
+    const now = plus(stream(readLog()), cutPart);
+    most = largerUsage(most, now);
+    return now;
+  };
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
   let intervalMs = MIN_INTERVAL_MS;
@@ -33,7 +78,7 @@ export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () 
     if (stopped) return;
     const started = performance.now();
     lastRead = started;
-    const usage = stream(readLog());
+    const usage = reading();
     intervalMs = Math.max(MIN_INTERVAL_MS, (performance.now() - started) / MAX_BUSY_SHARE);
     report(usage);
   };
@@ -45,6 +90,23 @@ export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () 
       if (wait <= 0) read();
       else timer = setTimeout(read, wait);
     },
+    compaction: {
+      before() {
+        beforeCut = reading();
+      },
+      after() {
+        if (!beforeCut) return;
+        const after = reading();
+        // The cut part's usage: what the log held before less what it holds now (a count never goes down).
+        for (const k of COUNTS) {
+          const gone = (beforeCut[k] ?? 0) - (after[k] ?? 0);
+          if (gone > 0) cutPart[k] = (cutPart[k] ?? 0) + gone;
+        }
+        beforeCut = null;
+        if (!stopped) report(reading());
+      },
+    },
+    highest: () => most,
     stop() {
       stopped = true;
       if (timer !== null) clearTimeout(timer);

@@ -22,7 +22,7 @@ import { protectedPaths, type Step } from './context';
 import { restoreProtected } from '../protect';
 import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
 import { taskRunDir } from './seal';
-import { usageMeter } from '../usage-meter';
+import { largerUsage, usageMeter } from '../usage-meter';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
@@ -95,6 +95,7 @@ export const workStep: Step = {
         recent.push(chunk);
         meter.onOutput();
       },
+      onCompact: meter.compaction,
       // A reader of inputs runs other tasks' code: its output reaches the log through the spawn helper's relay, which
       // that code cannot open again through /proc (SuperviseOptions.relayOutput).
       relayOutput: spec.inputs !== undefined,
@@ -129,6 +130,18 @@ export const workStep: Step = {
     if (task.links) restoreWorktreeLinks(task.links);
     const log = readLog(files.worker);
     rec.usage = engine.parseOutput(log);
+    // A log cut to its log_max_mb no longer holds the usage its middle reported: the attempt spent at least what the
+    // meter read while it ran, the cut parts included.
+    const seen = receipt.logCutBytes ? meter.highest() : null;
+    if (seen) {
+      const parsed = rec.usage;
+      rec.usage = largerUsage(seen, parsed);
+      if (rec.usage.costMicroUsd !== parsed.costMicroUsd || rec.usage.tokensIn !== parsed.tokensIn || rec.usage.tokensOut !== parsed.tokensOut) {
+        const note = `the worker's log was cut to its log_max_mb; its usage is what was read while it ran, the cut part included (the log alone holds less)`;
+        ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
+        rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
+      }
+    }
     const unknown = engine.eventTypes ? unknownEventTypes(log, engine.eventTypes) : [];
     if (unknown.length) {
       const tested = TESTED_CLIS[engine.name]?.versions.join(', ');
