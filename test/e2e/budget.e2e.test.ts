@@ -118,6 +118,26 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(((rows[0]?.cost_microusd as number | null) ?? 0) >= 10_000, `recorded ${String(rows[0]?.cost_microusd)} micro-USD, the budget was 10000\n${r.all}`);
   });
 
+  it('an attempt whose worker has exited is not stopped when another passes the budget: its check goes on and it PASSes', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const config = path.join(dir, 'config.json');
+    const entry = (model: string, output: string) => ({ binary: 'bash', argv: ['-c', '{spec}'], output, model, retry_context: 'file' });
+    fs.writeFileSync(config, JSON.stringify({ engines: { quick: entry('acme/quick', 'claude'), stream: entry('acme/stream', 'opencode') } }));
+    // `done` reports $0.001 and exits at once; its check takes 4 s. `spender` streams past the $0.005 budget after ~1 s.
+    const done = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":5}}'`;
+    const tasks = [
+      scriptTask('done', done, 'sleep 4; test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'quick', expect_files: ['out.txt'] }),
+      scriptTask('spender', streamingWorker(150, 0.001), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'stream', expect_files: ['out.txt'], timeout_s: 120 }),
+    ];
+    const manifest = writeManifest(dir, { run_name: 'checking', max_parallel: 2, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const rows = readRows(home);
+    console.log(`      spent ${spentOf(rows)} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`);
+    const status = Object.fromEntries(stateOf(home).tasks.map((t) => [t.key, t.status]));
+    assert.deepEqual(status, { done: 'PASS', spender: 'BUDGET_EXCEEDED' }, r.all);
+  });
+
   it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

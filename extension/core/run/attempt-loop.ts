@@ -44,7 +44,8 @@ export class AttemptLoop {
     this.slots = new MachineSlots(run.home, run.runId, (engine) => run.opts.engines.get(engine)?.maxParallel, run.manifest.logins, (note) => run.emit({ type: 'run-note', note }), run.opts.logins);
     // The spend reported while attempts run passed the run's budget (task null) or a task's own: stop those attempts.
     run.spend.onOver = (key, reason) => {
-      for (const t of this.attemptsRunning) if (key === null || t.spec.key === key) this.stopForBudget(t, reason);
+      // A worker whose engine already ended its run spends nothing more: it goes on to its check (spend.ts spendingOver).
+      for (const t of this.attemptsRunning) if ((key === null || t.spec.key === key) && !run.spend.spendingOver(t.spec.key)) this.stopForBudget(t, reason);
     };
   }
 
@@ -183,7 +184,7 @@ export class AttemptLoop {
     this.budgetHeld.clear();
     // Spent alone passed the budget: the attempts still running are stopped as by `stop`, their tasks end BUDGET_EXCEEDED.
     const over = spend.overBudget();
-    if (over) for (const t of this.attemptsRunning) this.stopForBudget(t, over);
+    if (over) for (const t of this.attemptsRunning) if (!spend.spendingOver(t.spec.key)) this.stopForBudget(t, over);
     const budgetReason = this.stoppedForBudget.get(task);
     if (budgetReason !== undefined) {
       endTask(ctx, task, 'BUDGET_EXCEEDED', budgetReason);

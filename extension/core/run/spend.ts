@@ -62,6 +62,7 @@ export class RunSpend {
     if (r === null) return this.budget.refusal(key, price, bounds);
     if (!('waitFor' in r)) {
       this.workers.set(task.key, r);
+      this.ended.delete(task.key);
       return r;
     }
     const first = !this.saidUnpriced.has(key);
@@ -126,6 +127,25 @@ export class RunSpend {
   onOver: ((task: string | null, reason: string) => void) | null = null;
   /** Caps already reported to onOver ('' for the run's). */
   private readonly saidOver = new Set<string>();
+  /** Tasks whose worker process has ended in their running attempt (workerEnded): they spend nothing more. */
+  private readonly ended = new Set<string>();
+
+  /**
+   * The task's worker has exited (its whole process group is gone): what is left of its attempt (the check, the seal)
+   * spends nothing on its engine. Not an engine's final event, which a worker can forge into its log and go on.
+   */
+  workerEnded(taskKey: string): void {
+    if (this.workers.has(taskKey)) this.ended.add(taskKey);
+  }
+
+  /**
+   * True when the task's worker has exited in its running attempt: stopping the attempt for the budget would save
+   * nothing and throw away finished work (its reviewers and critics, which do spend, count when they end).
+   */
+  spendingOver(taskKey: string): boolean {
+    return this.ended.has(taskKey);
+  }
+
   /** The open reservation of each task's running worker, by task key. */
   private readonly workers = new Map<string, Reservation>();
 

@@ -116,6 +116,7 @@ export const workStep: Step = {
         hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden, ...(spec.inputs ? otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, task.state.dir, scratch, ctx.binaries.get(task.state.engine) ?? engine.binary]) : [])],
       }),
     }).finally(() => meter.stop());
+    ctx.spend.workerEnded(spec.key);
     rec.worker = receipt;
     io.workerTail = tail;
     const setId = setIdNote('the worker', receipt.setIdCleared);
