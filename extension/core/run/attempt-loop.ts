@@ -44,7 +44,7 @@ export class AttemptLoop {
     this.slots = new MachineSlots(run.home, run.runId, (engine) => run.opts.engines.get(engine)?.maxParallel, run.manifest.logins, (note) => run.emit({ type: 'run-note', note }), run.opts.logins);
     // The spend reported while attempts run passed the run's budget (task null) or a task's own: stop those attempts.
     run.spend.onOver = (key, reason) => {
-      // A worker whose engine already ended its run spends nothing more: it goes on to its check (spend.ts spendingOver).
+      // An attempt whose worker has exited spends nothing more on its engine: its check goes on (spend.ts spendingOver).
       for (const t of this.attemptsRunning) if ((key === null || t.spec.key === key) && !run.spend.spendingOver(t.spec.key)) this.stopForBudget(t, reason);
     };
   }
