@@ -27,23 +27,46 @@ export interface DashboardDeps {
  * its panel.
  */
 export class DashboardPanel implements vscode.Disposable {
-  private readonly source: DashboardSource;
-  private readonly session: DashboardSession;
+  private source!: DashboardSource;
+  private session!: DashboardSession;
   private readonly subscriptions: vscode.Disposable[] = [];
   private inFlight = 0;
   private disposed = false;
+  /** The records folder (VERDICT_HOME) this panel shows. */
+  home = '';
 
-  constructor(readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, deps: DashboardDeps, private readonly onDispose: () => void) {
-    const home = deps.home();
-    const assets = vscode.Uri.joinPath(extensionUri, 'dist', 'webview');
-    const webview = panel.webview;
-    webview.options = { enableScripts: true, localResourceRoots: [assets] };
+  constructor(readonly panel: vscode.WebviewPanel, private readonly extensionUri: vscode.Uri, private readonly deps: DashboardDeps, private readonly onDispose: () => void) {
+    panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')] };
+    this.bind();
+    this.subscriptions.push(
+      panel.webview.onDidReceiveMessage((m: unknown) => this.session.receive(m)),
+      panel.onDidDispose(() => this.dispose()),
+    );
+  }
+
+  /**
+   * Shows the records folder the settings name now: when it is not the one shown, the page is loaded again over a new
+   * source (its `ready` then gets the new folder's snapshot). Returns true when it changed.
+   */
+  follow(): boolean {
+    if (this.disposed || this.deps.home() === this.home) return false;
+    this.session.dispose();
+    this.source.close();
+    this.bind();
+    return true;
+  }
+
+  /** A source and a session on the settings' records folder, and the page (with a fresh nonce). */
+  private bind(): void {
+    const home = this.deps.home();
+    this.home = home;
+    const webview = this.panel.webview;
+    const assets = vscode.Uri.joinPath(this.extensionUri, 'dist', 'webview');
     const nonce = newNonce();
     const csp = `default-src 'none'; script-src 'nonce-${nonce}'; style-src ${webview.cspSource} 'nonce-${nonce}'; img-src ${webview.cspSource} data:; font-src ${webview.cspSource}`;
     const uri = (f: string) => webview.asWebviewUri(vscode.Uri.joinPath(assets, f)).toString();
-    webview.html = pageHtml({ csp, nonce, scriptSrc: uri(WEBVIEW_FILES.script), styleHrefs: [uri(WEBVIEW_FILES.style)], title: 'Verdict' });
-    const log = { info: (m: string) => deps.log.info(m), warn: (m: string) => deps.log.warn(m) };
-    this.source = new DashboardSource(home, log, deps.pool ? { pool: deps.pool } : {});
+    const log = { info: (m: string) => this.deps.log.info(m), warn: (m: string) => this.deps.log.warn(m) };
+    this.source = new DashboardSource(home, log, this.deps.pool ? { pool: this.deps.pool } : {});
     this.session = new DashboardSession(
       this.source,
       {
@@ -59,10 +82,7 @@ export class DashboardPanel implements vscode.Disposable {
       },
       { host: 'vscode', log, scoreboard: () => dashboardScoreboard(home), actions: editorActions, name: 'panel' },
     );
-    this.subscriptions.push(
-      webview.onDidReceiveMessage((m: unknown) => this.session.receive(m)),
-      panel.onDidDispose(() => this.dispose()),
-    );
+    webview.html = pageHtml({ csp, nonce, scriptSrc: uri(WEBVIEW_FILES.script), styleHrefs: [uri(WEBVIEW_FILES.style)], title: 'Verdict' });
   }
 
   /** Brings the panel to the front, optionally on one view. */

@@ -33,6 +33,10 @@ export function registerDashboard(context: vscode.ExtensionContext, { log, pool 
         attach(panel);
       },
     }),
+    // A changed `verdict.home` moves the open panel to that records folder (it kept showing the old one).
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('verdict.home') && current?.follow()) log.info(`dashboard: now shows ${current.home}`);
+    }),
     { dispose: () => current?.dispose() },
   ];
 }

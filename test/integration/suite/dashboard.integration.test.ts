@@ -46,4 +46,27 @@ describe('dashboard panel in VS Code', function () {
       await run;
     }
   });
+
+  it('follows a changed verdict.home: the open panel shows the runs of the new records folder', async function () {
+    const tmp = process.env.VERDICT_TEST_TMP as string;
+    const probe = path.join(tmp, 'webview-probe');
+    if (!fs.existsSync(probe)) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
+    const dir = fs.mkdtempSync(path.join(tmp, 'other-home-'));
+    const home = path.join(dir, 'home');
+    const file = path.join(dir, 'other.swarm.json');
+    fs.writeFileSync(file, JSON.stringify({ run_name: 'other-home-run', workdir: 'work', tasks: [{ key: 'quick', engine: 'script', spec: 'echo hi > hi.txt', check: 'test -s hi.txt' }] }));
+    const engines = resolveEngines({});
+    const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
+    await runManifest({ manifest, home, identity: 'integration', engines, killGraceMs: 500 });
+    await vscode.commands.executeCommand('verdict.openDashboard');
+    const settings = vscode.workspace.getConfiguration('verdict');
+    try {
+      await settings.update('home', home, vscode.ConfigurationTarget.Global);
+      let seen = { found: false, error: null as string | null };
+      for (let n = 100; n < 110 && !seen.found; n++) seen = await webviewShows(probe, 'other-home-run', n);
+      assert.ok(seen.found, `the run of the new verdict.home shows in the open dashboard: ${seen.error}`);
+    } finally {
+      await settings.update('home', undefined, vscode.ConfigurationTarget.Global);
+    }
+  });
 });
