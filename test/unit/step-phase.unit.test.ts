@@ -2,20 +2,22 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { STEP_PHASE } from '../../schemas/status';
-import { DEFAULT_STEPS } from '../../extension/core/run/steps';
+import { ATTEMPT_STEPS } from '../../extension/core/run/workflows';
 
 describe('a task\'s phase derives from the step it is in', () => {
   it('along the steps in their order the phase never goes back (preparing, then running, then checking)', () => {
     const rank = { preparing: 0, running: 1, checking: 2 } as const;
-    const phases = DEFAULT_STEPS.map((s) => STEP_PHASE[s.name]);
+    const phases = ATTEMPT_STEPS.map((s) => STEP_PHASE[s.name]);
     assert.deepEqual(phases.slice(0, 3), ['preparing', 'preparing', 'running'], 'prepare and inputs prepare; the worker runs in work');
-    for (let i = 1; i < phases.length; i++) assert.ok(rank[phases[i]!] >= rank[phases[i - 1]!], `${DEFAULT_STEPS[i]!.name} goes back to ${phases[i]}`);
+    for (let i = 1; i < phases.length; i++) assert.ok(rank[phases[i]!] >= rank[phases[i - 1]!], `${ATTEMPT_STEPS[i]!.name} goes back to ${phases[i]}`);
     assert.equal(STEP_PHASE.check, 'checking');
   });
 
   it('no step writes the task\'s status or the attempt\'s phase itself: the attempt loop does, from STEP_PHASE', () => {
-    const dir = path.resolve('extension', 'core', 'run', 'steps');
-    const found = fs.readdirSync(dir).filter((f) => f.endsWith('.ts')).flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').map((line, i) => ({ f, i, line })))
+    // The default steps, and the workflow plugins' (their steps and hooks live in run/workflows/<name>/).
+    const files = ['steps', 'workflows'].flatMap((d) => fs.readdirSync(path.resolve('extension', 'core', 'run', d), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => path.join(d, f)));
+    assert.ok(files.includes(path.join('workflows', 'generate', 'step.ts')), 'a workflow\'s step is scanned');
+    const found = files.flatMap((f) => fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8').split('\n').map((line, i) => ({ f, i, line })))
       .filter(({ line }) => /state\.status\s*=[^=]|rec\.phase\s*=[^=]/.test(line)).map(({ f, i, line }) => `${f}:${i + 1}: ${line.trim()}`);
     assert.deepEqual(found, []);
   });

@@ -88,7 +88,7 @@ export interface TaskSpec {
   sparse?: string[] | null;
   /**
    * A planner (`generate`): its worker writes `file` (relative to the task dir), a JSON array of at most `maxTasks`
-   * tasks that join the run once the planner passes (run/steps/generate.ts, run/workflows/generate.ts).
+   * tasks that join the run once the planner passes (run/workflows/generate/).
    */
   generate?: { file: string; maxTasks: number };
   /** `critique`: a critique loop after the check passes (run/steps/critique.ts, docs/workflows.md "Critique loop"). */

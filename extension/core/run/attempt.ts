@@ -20,7 +20,7 @@ import { endCritique, pendingCritique } from './steps/critique';
 import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
-import { DEFAULT_STEPS } from './steps';
+import { ATTEMPT_STEPS, statusPending } from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
@@ -51,7 +51,7 @@ export interface AttemptOutcome {
  * row in runs.jsonl (an unwritable row is reported in recordErrors, never thrown) and the task's summary.
  * Never throws for what a step does: a step's error ends the attempt ERROR with its message, a stop ends it CANCELLED.
  */
-export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: readonly Step[] = DEFAULT_STEPS): Promise<AttemptOutcome> {
+export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: readonly Step[] = ATTEMPT_STEPS): Promise<AttemptOutcome> {
   const { opts, runId } = ctx;
   const { spec, engine } = task;
   // Every attempt begun so far has its view in the state (a task rerun through the control channel keeps its earlier ones).
@@ -123,8 +123,9 @@ async function writeRecords(ctx: AttemptContext, task: TaskRuntime, rec: Attempt
   const verdict = rec.verdict;
   const files = recordFiles(rec);
   // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
-  // append; so does the status the task takes (null for a planner whose tasks have still to join the run).
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: task.generated ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
+  // append; so does the status the task takes (null while a workflow holds it open: a planner whose tasks have still to
+  // join the run).
+  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: statusPending(task) ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
   for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
   // Worktree mode's seal index (kept for deliver); plain mode makes none.
   if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });

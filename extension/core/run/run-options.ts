@@ -17,7 +17,7 @@ export interface RunOptions extends RunSettings {
   /** Lets a caller stop single tasks while the run goes on. */
   control?: RunControl;
   /**
-   * The steps of every attempt, instead of the local ones (steps/index.ts DEFAULT_STEPS): a pool run's one step that
+   * The steps of every attempt, instead of the local ones (workflows/index.ts ATTEMPT_STEPS): a pool run's one step that
    * runs the attempt on a pool worker (core/pool/dispatch.ts). Every decision stays this runner's. With them, the
    * engines need not be installed on this machine.
    */

@@ -1,7 +1,7 @@
 /**
  * The run's coordinator: runManifest sets the run up (live-run.ts), wires its parts — the task graph (task-graph.ts),
- * the attempt loop (attempt-loop.ts), best-of-N groups (workflows/best-of-n.ts), generated tasks
- * (workflows/generate.ts), the control channel (control-handler.ts) — starts every task, waits until nothing runs,
+ * the attempt loop (attempt-loop.ts), best-of-N groups (workflows/best-of-n.ts), the workflow plugins' hooks
+ * (workflows/index.ts), the control channel (control-handler.ts) — starts every task, waits until nothing runs,
  * and ends the run (teardown.ts).
  */
 import type { RunOptions } from './run-options';
@@ -13,7 +13,7 @@ import { TaskGraph } from './task-graph';
 import { AttemptLoop } from './attempt-loop';
 import { ControlHandler } from './control-handler';
 import { BestOfN } from './workflows/best-of-n';
-import { joinGenerated } from './workflows/generate';
+import { workflowsSettled } from './workflows';
 import { takeOverTasks } from './resume';
 import { finishRun } from './teardown';
 import { statusInfo } from '../../../schemas/status';
@@ -53,8 +53,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     again: (t) => graph.waitForInputsAgain(t),
   });
   graph.groups = groups;
-  // Generated (docs/workflows.md): a planner that passed brings the tasks its step `generate` validated.
-  graph.onPlanned = (planner) => joinGenerated(run, graph, planner);
+  // Workflow plugins (workflows/index.ts) see each task that became final, before its dependents are released.
+  graph.onFinal = (task) => workflowsSettled({ run, graph }, task);
   const control = new ControlHandler(run, graph, loop);
   control.start();
 

@@ -29,8 +29,11 @@ export class TaskGraph {
   private readonly whenFinal = new Map<TaskRuntime, (() => void)[]>();
   /** Best-of-N groups: their gate and decision (workflows/best-of-n.ts); set once, after construction. */
   groups: BestOfN | null = null;
-  /** Called first when a task that planned tasks (TaskRuntime.generated) ends PASS: they join the run. */
-  onPlanned: ((planner: TaskRuntime) => void) | null = null;
+  /**
+   * Called first when a task became final, before its dependents are released: the workflow plugins' onSettled
+   * (run/workflows/index.ts); set once, after construction.
+   */
+  onFinal: ((task: TaskRuntime) => void) | null = null;
 
   constructor(private readonly run: LiveRun, readonly scheduler: Scheduler<TaskRuntime>) {}
 
@@ -92,10 +95,10 @@ export class TaskGraph {
     this.settled(task);
   }
 
-  /** A task may have become final: a planner's tasks join, its waiting dependents are released, its waiters called. */
+  /** A task may have become final: the workflows see it (onFinal), its waiting dependents are released, its waiters called. */
   settled(task: TaskRuntime): void {
     if (!statusInfo(task.state.status).final) return;
-    if (task.state.status === 'PASS' && task.generated) this.onPlanned?.(task);
+    this.onFinal?.(task);
     for (const t of this.parked) if (t.spec.after.includes(task.spec.key)) this.release(t);
     const waiting = this.whenFinal.get(task);
     this.whenFinal.delete(task);

@@ -90,8 +90,6 @@ export interface TaskRuntime {
    */
   startFrom: PassedPrerequisite[];
   summary: TaskSummary;
-  /** A planner's validated tasks (raw, as a manifest holds them), set by step `generate`; the runner adds them once it is PASS. */
-  generated?: Record<string, unknown>[] | null;
   /** A task with `inputs`: the folder its prerequisites' sealed work was copied to (VERDICT_INPUTS), set by step `inputs`. */
   inputsDir?: string | null;
   /**

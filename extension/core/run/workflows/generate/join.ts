@@ -6,16 +6,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import { runDir } from '../../config/home';
-import type { RunState } from '../../live/state';
-import { parseManifest } from '../../manifest/load';
-import { formatProblem, type TaskSpec } from '../../manifest/types';
-import { frozenManifestPath } from '../frozen-manifest';
-import { statusInfo } from '../../../../schemas/status';
-import { endTask } from '../end-task';
-import type { LiveRun } from '../live-run';
-import type { TaskRuntime } from '../steps/context';
-import type { TaskGraph } from '../task-graph';
+import { runDir } from '../../../config/home';
+import type { RunState } from '../../../live/state';
+import { parseManifest } from '../../../manifest/load';
+import { formatProblem, type TaskSpec } from '../../../manifest/types';
+import { frozenManifestPath } from '../../frozen-manifest';
+import { statusInfo } from '../../../../../schemas/status';
+import { endTask } from '../../end-task';
+import type { LiveRun } from '../../live-run';
+import type { TaskRuntime } from '../../steps/context';
+import type { TaskGraph } from '../../task-graph';
+import { plannedTasks } from './step';
 
 /** runs/<run_id>/manifest.json: the frozen manifest, with its version and what planners added (absent before version 2). */
 interface FrozenFile {
@@ -52,13 +53,14 @@ export function freezeGenerated(home: string, state: RunState, planner: string, 
 }
 
 /**
- * A planner that passed brings the tasks its step `generate` validated (TaskRuntime.generated): they join the frozen
+ * A planner that passed brings the tasks its step `generate` validated (plannedTasks): they join the frozen
  * manifest (a new version) and the run's state, and wait for the planner like any `after` dependent. Tasks that cannot
  * join end the planner ERROR (a record error of the run), saying why.
  */
 export function joinGenerated(run: LiveRun, graph: TaskGraph, planner: TaskRuntime): void {
-  const raw = planner.generated as Record<string, unknown>[];
-  planner.generated = null;
+  const raw = plannedTasks.get(planner);
+  if (!raw) return;
+  plannedTasks.delete(planner);
   let specs: TaskSpec[];
   try {
     specs = freezeGenerated(run.home, run.state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(run.opts.engines.keys()));

@@ -1,22 +1,29 @@
 /**
  * Step `generate` (a planner, after its check passed; docs/workflows.md "Generated"): reads the planner's tasks file
  * as it was sealed, validates it (manifest/generated.ts) and, when no finding is an error, hands its tasks to the
- * runner (TaskRuntime.generated), which adds them to the run once the attempt is PASS. Any error FAILs the attempt
+ * workflow (plannedTasks), which adds them to the run once the planner is PASS (join.ts). Any error FAILs the attempt
  * with every error's position in the file, so a retry sees them; nothing of the file joins the run.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatGeneratedFinding, GENERATED_MAX_BYTES, validateGenerated } from '../../manifest/generated';
-import { readSealedFile } from '../sealed-file';
-import type { Step } from './context';
+import { formatGeneratedFinding, GENERATED_MAX_BYTES, validateGenerated } from '../../../manifest/generated';
+import { readSealedFile } from '../../sealed-file';
+import type { Step, TaskRuntime } from '../../steps/context';
 
+/**
+ * A planner's validated tasks (raw, as a manifest holds them), set by step `generate` on the planner's last attempt
+ * and taken (deleted) when they join the run; a planner not in it has none waiting.
+ */
+export const plannedTasks = new WeakMap<TaskRuntime, Record<string, unknown>[]>();
+
+/** Step `generate`: runs for a planner (`generate` in its spec) whose attempt has passed so far. */
 export const generateStep: Step = {
   name: 'generate',
   when: (rec, task) => rec.verdict === 'PASS' && task.spec.generate !== undefined,
   async run(ctx, task, rec) {
     const gen = task.spec.generate!;
     const file = path.join(task.state.dir, gen.file);
-    task.generated = null;
+    plannedTasks.delete(task);
     let text: string;
     try {
       text = await readSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, gen.file, GENERATED_MAX_BYTES, `a generated tasks file may have at most ${GENERATED_MAX_BYTES}`);
@@ -37,7 +44,7 @@ export const generateStep: Step = {
       return { verdict: 'FAIL', reason: `the tasks in ${gen.file} were refused and none joined the run (${errors.length} error(s)): ${errors.map(formatGeneratedFinding).join('; ')}` };
     }
     for (const f of result.findings) ctx.emit({ type: 'task-note', key: task.spec.key, note: formatGeneratedFinding(f) });
-    task.generated = result.tasks;
+    plannedTasks.set(task, result.tasks);
     return null;
   },
 };
