@@ -138,6 +138,27 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.deepEqual(status, { done: 'PASS', spender: 'BUDGET_EXCEEDED' }, r.all);
   });
 
+  it('a reviewer whose output passes log_max_mb (the worker\'s code printing into it) keeps its spend in its row', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // A reviewer speaking opencode's JSON: 300 KB, 8 model calls at $0.001, 1.5 MB (the tool output of the worker's
+    // code it ran), then its answer and its last call: the compaction cuts the 8 calls out of its log.
+    const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
+    const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
+    const answer = `{"type":"text","part":{"messageID":"m9","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
+    fs.writeFileSync(path.join(bin, 'rev'), `#!/bin/bash\n${flood(300_000)}\nfor i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done\nsleep 0.3\n${flood(1_500_000)}\nsleep 0.3\necho '${answer}'\necho '${step('stop')}'\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { rev: { binary: 'rev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/rev' } } }));
+    const manifest = writeManifest(dir, { run_name: 'cut-review', workdir: path.join(dir, 'work'), tasks: [scriptTask('t', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { expect_files: ['out.txt'], log_max_mb: 1, review: { engines: ['rev'] } })] });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const review = readRows(home).find((x) => x.step === 'review');
+    console.log(`      a reviewer's 9 calls at 1000 micro-USD, its log cut to 1 MB: ${String(review?.cost_microusd)} micro-USD recorded`);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.ok(((review?.cost_microusd as number | null) ?? 0) >= 9_000, `recorded ${String(review?.cost_microusd)} micro-USD of 9000\n${r.all}`);
+  });
+
   it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

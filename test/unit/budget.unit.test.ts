@@ -71,7 +71,7 @@ describe('budget: reservations, spend reported while attempts run, task envelope
 });
 
 describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut part', () => {
-  it('the readings after a compaction add what the cut part reported; highest() is at least what was spent', async () => {
+  it('the readings after a compaction add what the cut part reported; cutPart() is what the log no longer holds', async () => {
     const { usageMeter } = await import('../../extension/core/run/usage-meter');
     const step = (usd: number) => `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":10,"output":1},"cost":${usd}}}\n`;
     let log = step(0.001) + step(0.001);
@@ -85,7 +85,9 @@ describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut pa
     meter.onOutput();
     meter.stop();
     assert.deepEqual(seen, [2000, 3000]);
-    assert.equal(meter.highest()?.costMicroUsd, 3000);
-    assert.equal(meter.highest()?.tokensIn, 30);
+    assert.deepEqual(meter.cutPart(), { tokensIn: 20, tokensOut: 2, costMicroUsd: 2000 });
+    const { withCutPart } = await import('../../extension/core/run/usage-meter');
+    const final = withCutPart(parseOpencodeOutput(log), meter.cutPart());
+    assert.deepEqual([final.costMicroUsd, final.tokensIn, final.tokensOut], [3000, 30, 3]);
   });
 });

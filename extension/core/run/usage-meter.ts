@@ -18,17 +18,18 @@ export interface UsageMeter {
    */
   compaction: { before(): void; after(): void };
   /**
-   * The most the meter has read, field by field (the cut parts included), or null when it read nothing: what the
-   * attempt spent at least, for an attempt whose log was cut (its log no longer holds every usage event).
+   * What the parts cut out of the log reported (counts only), or null when nothing was cut: added to the usage read
+   * from the log as the step left it (withCutPart), the attempt's usage.
    */
-  highest(): UsageReport | null;
+  cutPart(): Partial<Pick<UsageReport, UsageCount>> | null;
 }
 
 /** The usage counts a reading sums (tokens and reported cost); the rest of a report is taken as read. */
 const COUNTS = ['tokensIn', 'tokensOut', 'tokensCached', 'tokensReasoning', 'costMicroUsd'] as const;
+type UsageCount = (typeof COUNTS)[number];
 
 /** `a` with each count of `b` added (a count unknown in both stays unknown). Pure. */
-function plus(a: UsageReport, b: Partial<Pick<UsageReport, (typeof COUNTS)[number]>>): UsageReport {
+function plus(a: UsageReport, b: Partial<Pick<UsageReport, UsageCount>>): UsageReport {
   const out = { ...a };
   for (const k of COUNTS) {
     const add = b[k] ?? null;
@@ -37,16 +38,13 @@ function plus(a: UsageReport, b: Partial<Pick<UsageReport, (typeof COUNTS)[numbe
   return out;
 }
 
-/** The larger of each count of `a` and `b` (the rest from `b`). Pure. */
-export function largerUsage(a: UsageReport | null, b: UsageReport): UsageReport {
-  if (!a) return b;
-  const out = { ...b };
-  for (const k of COUNTS) {
-    const x = a[k];
-    const y = b[k];
-    out[k] = x === null ? y : y === null ? x : Math.max(x, y);
-  }
-  return out;
+/**
+ * The usage read from a log as the step left it with what its cut parts reported added (UsageMeter.cutPart). For an
+ * engine whose final event carries the session's totals (Claude Code's result) a cut before it counts the cut part
+ * twice: an upper bound, never a lower one. Pure.
+ */
+export function withCutPart(parsed: UsageReport, cut: Partial<Pick<UsageReport, UsageCount>> | null): UsageReport {
+  return cut ? plus(parsed, cut) : parsed;
 }
 
 /**
@@ -59,16 +57,12 @@ export function largerUsage(a: UsageReport | null, b: UsageReport): UsageReport 
  */
 export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () => string, report: (usage: UsageReport) => void): UsageMeter {
   const stream = engine.streamUsage;
-  if (!stream) return { onOutput: () => undefined, stop: () => undefined, compaction: { before: () => undefined, after: () => undefined }, highest: () => null };
+  if (!stream) return { onOutput: () => undefined, stop: () => undefined, compaction: { before: () => undefined, after: () => undefined }, cutPart: () => null };
   /** What the parts cut out of the log reported, count by count. */
-  const cutPart: Partial<Record<(typeof COUNTS)[number], number>> = {};
+  const cutPart: Partial<Record<UsageCount, number>> = {};
+  let cut = false;
   let beforeCut: UsageReport | null = null;
-  let most: UsageReport | null = null;
-  const reading = (): UsageReport => {
-    const now = plus(stream(readLog()), cutPart);
-    most = largerUsage(most, now);
-    return now;
-  };
+  const reading = (): UsageReport => plus(stream(readLog()), cutPart);
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
   let intervalMs = MIN_INTERVAL_MS;
@@ -103,10 +97,11 @@ export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () 
           if (gone > 0) cutPart[k] = (cutPart[k] ?? 0) + gone;
         }
         beforeCut = null;
+        cut = true;
         if (!stopped) report(reading());
       },
     },
-    highest: () => most,
+    cutPart: () => (cut ? { ...cutPart } : null),
     stop() {
       stopped = true;
       if (timer !== null) clearTimeout(timer);

@@ -21,6 +21,7 @@ import { readerEnd } from '../reader-end';
 import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
+import { usageMeter, withCutPart } from '../usage-meter';
 
 /** What one read-only engine run left: its receipt, usage and cost, its final message, or why it gave none. */
 export interface ReaderRun {
@@ -64,7 +65,7 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   const engine = opts.engines.get(req.choice.engine) as EngineSpec;
   const model = req.choice.model ?? engine.defaultModel;
   const gitAccess = task.links && io.boxed ? worktreeReadAccess(task.links) : { readOnly: [], env: {} };
-  const { receipt, tail } = await superviseReadOnly(ctx, {
+  const { receipt, tail, cutUsage } = await superviseReadOnly(ctx, {
     engine,
     model,
     prompt: req.prompt,
@@ -84,7 +85,7 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   if (task.links) restoreWorktreeLinks(task.links);
   if (receipt.cancelled) throw new Cancelled();
   const log = readLog(req.logFile);
-  const usage = engine.parseOutput(log);
+  const usage = uncutUsage(engine.parseOutput(log), cutUsage);
   const who = req.role.replace(/ \d+$/, '');
   // An answer counts only from a reader that ended on its own (exit 0): code it ran may have written into its output
   // and then killed it (run/reader-end.ts).
@@ -134,10 +135,11 @@ export interface ReadOnlyRun {
  * shared, containment.ts readerStateView; its private files copied), with its engine's
  * guarded settings put back after it (a note says what was). Its stdout and stderr reach `logFile` through a socket the
  * spawn helper relays (SuperviseOptions.relayOutput), never as the file itself. Returns the receipt and the output's
- * tail; the log is in `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking
+ * tail, and when the log was cut to its log_max_mb what its cut parts reported (`cutUsage`, counts only: the log
+ * alone holds less; see uncutUsage); the log is in `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking
  * reviewers).
  */
-export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): Promise<{ receipt: Receipt; tail: string }> {
+export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): Promise<{ receipt: Receipt; tail: string; cutUsage: Partial<UsageReport> | null }> {
   const { opts } = ctx;
   const { engine } = run;
   const boxed = run.containment === 'bwrap';
@@ -150,6 +152,8 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
     ctx.stateBaselines.set(engine.name, guard);
   }
   const recent = new RingBuffer(256 * 1024);
+  // Only read around the log's compactions: what the part cut out of it reported still counts (usage-meter.ts).
+  const meter = usageMeter(engine, () => readLog(run.logFile), () => undefined);
   const result = await supervise({
     file: ctx.binaries.get(engine.name) ?? engine.binary,
     args: argv,
@@ -163,6 +167,7 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
     idleTimeoutMs: run.timeouts.watchdogMs ?? undefined,
     finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
     onOutput: (chunk) => recent.push(chunk),
+    onCompact: meter.compaction,
     // Its output reaches the log through a socket the spawn helper relays: code the reader runs cannot open it again
     // through /proc/<engine pid>/fd/1 and write an answer into it.
     relayOutput: true,
@@ -184,5 +189,11 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
   if (setId) ctx.emit({ type: 'task-note', key: run.noteKey, note: setId });
   const putBack = guard ? restoreState(guard) : [];
   if (putBack.length) ctx.emit({ type: 'task-note', key: run.noteKey, note: `${run.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
-  return result;
+  // A log cut to its log_max_mb no longer holds the usage its middle reported: what the meter read around the cuts.
+  return { ...result, cutUsage: result.receipt.logCutBytes ? meter.cutPart() : null };
+}
+
+/** The usage read from a reader's log with what its cut parts reported (`cutUsage`, see withCutPart) added. */
+export function uncutUsage(parsed: UsageReport, cutUsage: Partial<UsageReport> | null): UsageReport {
+  return withCutPart(parsed, cutUsage);
 }

@@ -22,7 +22,7 @@ import { protectedPaths, type Step } from './context';
 import { restoreProtected } from '../protect';
 import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
 import { taskRunDir } from './seal';
-import { largerUsage, usageMeter } from '../usage-meter';
+import { usageMeter, withCutPart } from '../usage-meter';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
@@ -131,17 +131,13 @@ export const workStep: Step = {
     if (task.links) restoreWorktreeLinks(task.links);
     const log = readLog(files.worker);
     rec.usage = engine.parseOutput(log);
-    // A log cut to its log_max_mb no longer holds the usage its middle reported: the attempt spent at least what the
-    // meter read while it ran, the cut parts included.
-    const seen = receipt.logCutBytes ? meter.highest() : null;
-    if (seen) {
-      const parsed = rec.usage;
-      rec.usage = largerUsage(seen, parsed);
-      if (rec.usage.costMicroUsd !== parsed.costMicroUsd || rec.usage.tokensIn !== parsed.tokensIn || rec.usage.tokensOut !== parsed.tokensOut) {
-        const note = `the worker's log was cut to its log_max_mb; its usage is what was read while it ran, the cut part included (the log alone holds less)`;
-        ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
-        rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
-      }
+    // A log cut to its log_max_mb no longer holds the usage its middle reported: the meter read it around each cut.
+    const cut = receipt.logCutBytes ? meter.cutPart() : null;
+    if (cut && Object.keys(cut).length) {
+      rec.usage = withCutPart(rec.usage, cut);
+      const note = `the worker's log was cut to its log_max_mb; its usage adds what the cut part reported (read before the cut) to what the log holds`;
+      ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
+      rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
     }
     const unknown = engine.eventTypes ? unknownEventTypes(log, engine.eventTypes) : [];
     if (unknown.length) {

@@ -12,7 +12,7 @@ import type { EngineSpec } from '../../../../engines/types';
 import type { EngineChoice } from '../../manifest/types';
 import { hiddenFromSteps, scratchEnv, stepScratch } from '../containment';
 import type { AttemptContext, TaskRuntime } from '../steps/context';
-import { superviseReadOnly } from '../steps/reader';
+import { superviseReadOnly, uncutUsage } from '../steps/reader';
 import { FINAL_EVENT_GRACE_MS, readLog } from '../steps/work';
 import { readerEnd } from '../reader-end';
 import { parseRankAnswer, rankPrompt } from './rank';
@@ -73,7 +73,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     const names = r.work.map((w) => w.name);
     const prompt = rankPrompt({ spec: spec.spec, check: spec.check, rubric: spec.rank?.rubric ?? '', work: r.work.map((w) => ({ name: w.name, text: redact(w.material.text, r.redaction) })), files: written });
     fs.writeFileSync(files.prompt, prompt);
-    const { receipt, tail } = await superviseReadOnly(ctx, {
+    const { receipt, tail, cutUsage } = await superviseReadOnly(ctx, {
       engine,
       model,
       prompt,
@@ -92,7 +92,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     });
     const log = readLog(files.log);
     rec.receipt = receipt;
-    rec.usage = engine.parseOutput(log);
+    rec.usage = uncutUsage(engine.parseOutput(log), cutUsage);
     rec.costMicroUsd = ctx.spend.cost(rec.usage, model, engine);
     // An answer counts only from a ranking reviewer that ended on its own (run/reader-end.ts).
     const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
