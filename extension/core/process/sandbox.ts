@@ -187,7 +187,10 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   // sandbox's mount namespace belongs to that user namespace: with CAP_SYS_ADMIN a root step ran `mount -o
   // remount,rw,bind /` and wrote /etc, the user's checkout, anything (seen; `umount /tmp` showed the host's /tmp).
   // --cap-drop ALL: every step runs with no capability, as bubblewrap runs any other user's.
-  const out = ['--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL'];
+  // --unshare-cgroup-try: a cgroup namespace rooted at the step's own cgroup (a memory cap's, joined before bwrap
+  // starts), so /proc/self/cgroup reads "/" and not a per-step name that told a red run from its green one (and the
+  // host's cgroup layout); skipped by bwrap where the kernel has no cgroup namespaces.
+  const out = ['--die-with-parent', '--unshare-user', '--unshare-pid', '--unshare-cgroup-try', '--cap-drop', 'ALL'];
   if (plan.network !== 'host') out.push('--unshare-net');
   out.push('--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc');
   // Every mount after those, with its destination, so that a read-only bind repeating what `--ro-bind / /` already
