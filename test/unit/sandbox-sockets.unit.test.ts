@@ -87,6 +87,22 @@ describe('sandbox: no host socket shows in a step\'s view', () => {
     assert.deepEqual(socketsToCover(candidates, mounts, [declared, path.join(root, 'decl-dir')]).sort(), [shown, viaLink].sort());
   });
 
+  it('socketsToCover: a socket no capability-less step could reach (another user\'s 0700 folder, a socket it may not write) is left uncovered', async function () {
+    if (process.getuid?.() !== 0) this.skip(); // making files of another user needs root
+    const root = uncoveredDir('verdict-unit-socks-');
+    made.push(root);
+    const open = await listen(path.join(root, 'open', 's.sock'));
+    const closed = await listen(path.join(root, 'closed', 's.sock'));
+    const readOnly = await listen(path.join(root, 'ro', 's.sock'));
+    fs.chownSync(path.join(root, 'closed'), 65534, 65534);
+    fs.chmodSync(path.join(root, 'closed'), 0o700);
+    fs.chownSync(readOnly, 65534, 65534);
+    fs.chmodSync(readOnly, 0o755);
+    assert.deepEqual(socketsToCover([open, closed, readOnly], []), [open]);
+    fs.chmodSync(path.join(root, 'closed'), 0o711);
+    assert.deepEqual(socketsToCover([open, closed, readOnly], []).sort(), [open, closed].sort(), 'searchable again: covered again');
+  });
+
   it('namedBacks: /run shows only the exact paths named (never /run/user, a socket or a missing one); /var/tmp the named entry', () => {
     const run = coveredRoots().find((r) => r.names.includes('/run/'));
     const varTmp = coveredRoots().find((r) => r.names.includes('/var/tmp/'));

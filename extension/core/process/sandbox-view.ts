@@ -266,12 +266,43 @@ export function socketsToCover(candidates: readonly string[], mounts: readonly V
     if (out.has(real) || viewOf(mounts, real) !== 'shown') continue;
     if (declared.some((d) => real === d || real.startsWith(`${d}/`))) continue;
     try {
-      if (fs.lstatSync(real).isSocket()) out.add(real);
+      const st = fs.lstatSync(real);
+      if (st.isSocket() && reachable(dir, st)) out.add(real);
     } catch {
       // gone already
     }
   }
   return [...out];
+}
+
+/** Permission bits (`mask`: 1 execute, 2 write) that apply to this process's ids for a file, no capability assumed. */
+function allowedByMode(st: fs.Stats, mask: number): boolean {
+  const uid = process.getuid?.() ?? -1;
+  const groups = new Set([process.getegid?.() ?? -1, ...(process.getgroups?.() ?? [])]);
+  if (st.uid === uid) return ((st.mode >> 6) & mask) === mask;
+  if (groups.has(st.gid)) return ((st.mode >> 3) & mask) === mask;
+  return (st.mode & mask) === mask;
+}
+
+/**
+ * True when a step could connect to the socket `st` in the real folder `dir`: every folder from / down is searchable
+ * and the socket writable by this process's ids with no capability — what a step has (bubblewrap's `--cap-drop ALL`,
+ * and in its user namespace no capability ever applies to a file whose owner is not mapped). A socket it could not
+ * reach needs no cover, and covering one where bubblewrap itself cannot pass (another user's 0700 home, seen: "Can't
+ * mkdir parents for …/svc.sock: Permission denied") failed every step of a run started by root.
+ */
+function reachable(dir: string, st: fs.Stats): boolean {
+  if (!allowedByMode(st, 2)) return false;
+  const parts = dir.split('/').filter(Boolean);
+  // Asked anew for every step (a folder's mode can change between two), one stat per folder of the few sockets left.
+  for (let i = 0; i <= parts.length; i++) {
+    try {
+      if (!allowedByMode(fs.statSync(`/${parts.slice(0, i).join('/')}`), 1)) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
 }
 
 /**
