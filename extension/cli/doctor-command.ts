@@ -43,6 +43,8 @@ export interface DoctorReport {
    * (slirp4netns), or why there is none (runs with such a task then refuse to start).
    */
   network: NetstackProbe;
+  /** Who runs Verdict: the uid and whether it is root (bubblewrap, overlay trees and memory cgroups differ: docs/testing.md "Root and other users"). */
+  user: { uid: number | null; root: boolean; name: string };
   /** `git --version` and where git is; version null when git is missing. */
   git: { binary: string | null; version: string | null };
   node: { binary: string; version: string };
@@ -169,6 +171,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     secrets: secretsReport(env, hide, expose),
     memoryCap,
     network,
+    user: { uid: process.getuid?.() ?? null, root: process.getuid?.() === 0, name: os.userInfo().username },
     git: { binary: gitBinary, version: gitVersion },
     node: { binary: process.execPath, version: process.version },
     spawnHelper,
@@ -290,6 +293,7 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
     io.out(networkLine(r.network));
   }
   io.out(r.memoryCap.line);
+  io.out(`user: ${r.user.name}${r.user.uid === null ? '' : ` (uid ${r.user.uid})`}${r.user.root ? ' — root: each step still runs with no capability in a user namespace of its own; overlay trees and memory cgroups are available to root' : ' — not root: overlay trees need root, and a memory cap needs a cgroup this user may write (else "memory cap: none" above)'}`);
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
   const h = r.spawnHelper;

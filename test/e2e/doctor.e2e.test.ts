@@ -27,6 +27,8 @@ describe('verdict doctor and the config file (CLI)', function () {
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.stdout, /^sandbox: bwrap \S+ \(\S+\): every step runs in its own PID namespace/m);
     assert.match(r.stdout, /^a run can start here with the defaults$/m);
+    const uid = process.getuid?.() as number;
+    assert.match(r.stdout, new RegExp(`^user: \\S+ \\(uid ${uid}\\) — ${uid === 0 ? 'root: ' : 'not root: '}`, 'm'), 'who runs Verdict, root or not');
   });
 
   it('host sockets: the covered folders, a socket bound outside them covered where it lies, a declared one reachable', async function () {
