@@ -159,6 +159,32 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(((review?.cost_microusd as number | null) ?? 0) >= 9_000, `recorded ${String(review?.cost_microusd)} micro-USD of 9000\n${r.all}`);
   });
 
+  it('a reviewer of unknown cost (no cost report, no catalog price) is charged its engine\'s max_attempt_usd: readers cannot pass the budget at $0', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // The reviewer approves without reporting any usage; acme/freerev has no catalog price; its engine says a run costs
+    // at most $0.004. Each task's worker reports $0.001: one task and its review take the whole $0.005, so the next
+    // task must not start. Counting the reviewer $0, every task ran and the reviews spent whatever they spent.
+    const answer = `{"type":"text","part":{"messageID":"m1","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
+    fs.writeFileSync(path.join(bin, 'freerev'), `#!/bin/bash\necho '${answer}'\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: {
+      stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
+      freerev: { binary: 'freerev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/freerev', max_attempt_usd: 0.004 },
+    } }));
+    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(0, 0.001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['freerev'] } }));
+    const manifest = writeManifest(dir, { run_name: 'free-review', max_parallel: 1, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const rows = readRows(home);
+    const status = stateOf(home).tasks.map((t) => t.status);
+    console.log(`      statuses ${status.join(' ')}; ${rows.filter((x) => x.step === 'review').length} review(s) ran, cost ${rows.filter((x) => x.step === 'review').map((x) => String(x.cost_microusd)).join(', ')}`);
+    assert.ok(rows.some((x) => x.step === 'review' && x.cost_microusd === null), `the reviewer's cost is unknown\n${r.all}`);
+    assert.deepEqual(status.slice().sort(), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'PASS'], r.all);
+    assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*\$0\.0050 spent.*that would pass budget_usd \$0\.0050/, r.stdout);
+  });
+
   it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

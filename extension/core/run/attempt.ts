@@ -248,12 +248,11 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   }
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
-  // The reviewers' and critics' known costs count against the budget with the worker's.
-  const reviewCost = [...(rec.reviews ?? []), ...(rec.critiques ?? [])].reduce((sum, r) => sum + (r.costMicroUsd ?? 0), 0);
+  // The reviewers' and critics' costs were settled against the budget as each ended (steps/reader.ts runReader).
   // A quota wait only from the engine's own event, in a log an engine that ended on its own wrote: one killed by a
   // signal (the worker can kill its own engine right after writing a forged event into its output) says nothing.
   const quota = verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker) ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null) : null;
-  const outcome = { costMicroUsd: rec.costMicroUsd === null ? null : rec.costMicroUsd + reviewCost, rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
+  const outcome = { costMicroUsd: rec.costMicroUsd, rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
   if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };

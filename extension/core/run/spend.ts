@@ -74,13 +74,18 @@ export class RunSpend {
   }
 
   /**
-   * admit for a step that cannot be queued again (a ranking reader of the group `task`): a Reservation, or a string
-   * (the reason) when it must not start; where admit would wait it starts at once (reserving 0).
+   * admit for a step that cannot be queued again (a ranking reader of the group `task`; a reviewer or critic of the
+   * task's running attempt, `reader` true): a Reservation, or a string (the reason) when it must not start; where admit
+   * would wait it starts at once (reserving 0). A reader's estimate is the p90 of the eval log for its model and the task's
+   * type, else its engine's max_attempt_usd (else the task's), with the catalog's and this run's observed maximum;
+   * settled with its cost, or when that stays unknown, charged its reservation (Budget.settle) — a reader of unknown
+   * cost never counts $0 when anything bounds it.
    */
-  admitNow(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): Reservation | string {
+  admitNow(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>, reader = false): Reservation | string {
     const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
-    const bounds = { ...this.bounds(engine, model, task), historyMicroUsd: null };
+    const own = this.bounds(engine, model, task);
+    const bounds = reader ? { ...own, maxAttemptMicroUsd: engine.maxAttemptMicroUsd ?? own.maxAttemptMicroUsd } : { ...own, historyMicroUsd: null };
     const r = this.budget.reserve(key, price, false, bounds);
     return r === null ? this.budget.refusal(key, price, bounds) : (r as Reservation);
   }

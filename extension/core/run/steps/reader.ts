@@ -65,6 +65,24 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   const engine = opts.engines.get(req.choice.engine) as EngineSpec;
   const model = req.choice.model ?? engine.defaultModel;
   const gitAccess = task.links && io.boxed ? worktreeReadAccess(task.links) : { readOnly: [], env: {} };
+  // Its cost counts against budget_usd (the run's and the task's) like an attempt's: reserved before it starts, settled
+  // with its cost, or charged its reservation when that stays unknown. Past the budget it does not start.
+  const reservation = ctx.spend.admitNow(engine, model, spec, true);
+  if (typeof reservation === 'string') throw new Error(`not started: ${reservation}`);
+  let costMicroUsd: number | null = null;
+  try {
+    const run = await readOnce(ctx, task, io, req, engine, model, gitAccess);
+    costMicroUsd = run.costMicroUsd;
+    return run;
+  } finally {
+    ctx.spend.settle(reservation, costMicroUsd);
+  }
+}
+
+/** runReader's supervised run, once its cost is reserved. */
+async function readOnce(ctx: AttemptContext, task: TaskRuntime, io: AttemptIo, req: ReaderRequest, engine: EngineSpec, model: string | null, gitAccess: { readOnly: string[]; env: Record<string, string> }): Promise<ReaderRun> {
+  const { opts } = ctx;
+  const { spec } = task;
   const { receipt, tail, cutUsage } = await superviseReadOnly(ctx, {
     engine,
     model,
