@@ -14,7 +14,7 @@ import type { PoolView } from './pool-view';
 export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
-export { STATUS, statusInfo, type StatusBucket, type StatusInfo, type StepName, type TaskStatus, type Verdict } from './status';
+export { STATUS, resultCounts, roundCounts, runResult, statusInfo, taskResult, type StatusBucket, type StatusInfo, type StepName, type TaskResult, type TaskStatus, type Verdict } from './status';
 /**
  * The order every view lists tasks in (the task graph's), best-of-N candidates grouped under their task, validated,
  * council and phases members under their lead.

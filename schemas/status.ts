@@ -96,3 +96,65 @@ export const STEP_PHASE: Readonly<Record<StepName, StepPhase>> = {
   critique: 'checking',
   deliver: 'checking',
 };
+
+/**
+ * What a task came to, as every view shows it (the Testing view, the runs tree, the dashboard, `verdict runs`, the
+ * hud): `passed` (its last attempt passed, whatever attempts failed before it), `failed`, `skipped` (it ended without
+ * a judged failure of its own: CANCELLED, BLOCKED, BUDGET_EXCEEDED, SKIPPED), or still `queued` / `running`. The
+ * names are the Test Explorer's result states, so one task reads the same there and everywhere else.
+ */
+export type TaskResult = 'queued' | 'running' | 'passed' | 'failed' | 'skipped';
+
+/**
+ * The result of a task whose status (TaskStatus, the task's, never one attempt's verdict) is `status`, from the
+ * table: a final status by its bucket (`other` reads as skipped), an unfinished one as queued or running. An unknown
+ * status reads as running (not final, as `statusInfo` reads it).
+ */
+export function taskResult(status: string): TaskResult {
+  const info = statusInfo(status);
+  if (!info.final) return info.bucket === 'queued' ? 'queued' : 'running';
+  return info.bucket === 'passed' ? 'passed' : info.bucket === 'failed' ? 'failed' : 'skipped';
+}
+
+/**
+ * A run's result from its tasks' statuses, ranked as the Test Explorer ranks a parent's children: `failed` when any
+ * task failed, else `running` when any is unfinished, else `passed` when any passed (skipped tasks do not make a run
+ * red), else `skipped` (nothing passed, nothing failed; also an empty run).
+ */
+export function runResult(statuses: readonly string[]): TaskResult {
+  const results = new Set(statuses.map(taskResult));
+  if (results.has('failed')) return 'failed';
+  if (results.has('running') || results.has('queued')) return 'running';
+  return results.has('passed') ? 'passed' : 'skipped';
+}
+
+/** How many of `statuses` have each result (`taskResult`): the counts behind every view's bar and counters. */
+export function resultCounts(statuses: readonly string[]): Record<TaskResult, number> {
+  const n: Record<TaskResult, number> = { queued: 0, running: 0, passed: 0, failed: 0, skipped: 0 };
+  for (const s of statuses) n[taskResult(s)]++;
+  return n;
+}
+
+/**
+ * A run's counts as every view words them, from its tasks' statuses (`resultCounts`): `2/4 passed · 1 failed · 1
+ * skipped` (the failed and skipped parts only when not 0).
+ */
+export function resultSummary(statuses: readonly string[]): string {
+  const n = resultCounts(statuses);
+  return [`${n.passed}/${statuses.length} passed`, n.failed ? `${n.failed} failed` : '', n.skipped ? `${n.skipped} skipped` : ''].filter(Boolean).join(' · ');
+}
+
+/**
+ * The counts of one bar of the dashboard's rounds: `round` null for the run's one bar (each task by its status), or an
+ * attempt number (each task's attempt of that number by its verdict; a task with no attempt is counted in round 1
+ * by its status, queued until it ends without one (BLOCKED: skipped), and absent after). A task that passed on a
+ * retry counts as failed in round 1 and passed in round 2 and on the run's bar; a CANCELLED or BLOCKED one is
+ * skipped, never failed.
+ */
+export function roundCounts(tasks: readonly { status: string; attempts: readonly { verdict: string | null }[] }[], round: number | null): Record<TaskResult, number> {
+  if (round === null) return resultCounts(tasks.map((t) => t.status));
+  return resultCounts(tasks.flatMap((t) => {
+    const a = t.attempts[round - 1];
+    return a ? [a.verdict ?? 'running'] : round === 1 ? [statusInfo(t.status).final ? t.status : 'queued'] : [];
+  }));
+}

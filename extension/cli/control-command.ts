@@ -11,7 +11,7 @@ import { describeRun, listRuns, readState, type RunInfo } from '../core/live/reg
 import type { EngineWait, RunState, TaskState } from '../core/live/state';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
 import { waitLines, waitsLine } from '../core/run/quota-wait';
-import { statusInfo } from '../../schemas/status';
+import { resultCounts, resultSummary, statusInfo, taskResult } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 import { printable } from './format';
@@ -143,6 +143,9 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
     waiting: waitsLine(r.state),
     passed: r.counts.passed,
     total: r.counts.total,
+    // Each task's result from the status table (schemas/status.ts): passed on a retry is passed, CANCELLED skipped.
+    failed: resultCounts(r.state.tasks.map((t) => t.status)).failed,
+    skipped: resultCounts(r.state.tasks.map((t) => t.status)).skipped,
   }));
   if (opts.json) {
     io.out(JSON.stringify(rows, null, 2));
@@ -188,7 +191,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status;
     const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
     const memCap = [...new Set(t.attempts.map((a) => a.memCap).filter((m): m is string => m !== undefined))];
-    return { key: t.key, status: t.status, label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...(memCap.length ? { memCap } : {}), ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
+    return { key: t.key, status: t.status, result: taskResult(t.status), label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...(memCap.length ? { memCap } : {}), ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
   };
   // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown. A
   // validated, council or phases task's lead, then its members: role, number, letter, and those that blocked it.
@@ -219,7 +222,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.containment ? { containment: s.containment } : {}), ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
     return 0;
   }
-  io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${info.counts.passed}/${info.counts.total} passed`);
+  io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${resultSummary(s.tasks.map((t) => t.status))}`);
   if (s.forced) io.out(`forced: ${forcedLine(s)}; its verdicts are worth what those checks prove (verdict lint ${s.manifestFile})`);
   // Who set each quota wait, from which engine event, why until then, and how to clear it (the engine's words as data).
   for (const line of waitLines(s)) io.out(`  ${printable(line)}`);

@@ -3,10 +3,11 @@ import * as vscode from 'vscode';
 import { attemptDir } from '../core/config/home';
 import { readFileTail } from '../core/dashboard/log-tail';
 import type { RunInfo } from '../core/live/registry';
-import type { AttemptState, TaskState } from '../core/live/state';
+import type { TaskState } from '../core/live/state';
 import { startedLabel } from './runs-tree';
 import { attemptLabel } from '../../schemas/attempt-label';
-import { afterLabel, graphOrder } from '../../schemas/task-order';
+import { afterLabel, graphOrder, oneLine } from '../../schemas/task-order';
+import { resultSummary, taskResult } from '../../schemas/status';
 
 /** Runs shown in the Test Explorer: the newest this many (live ones first, as the registry lists them). */
 export const TEST_EXPLORER_RUNS = 20;
@@ -20,7 +21,7 @@ const REPORTED_MAX = 5000;
 export interface PublishedResult {
   runId: string;
   key: string;
-  /** The attempt; null for a BLOCKED task (it had none). */
+  /** The task's last attempt when the result is the task's (passed, failed, skipped), else the attempt started; null for a task that had none (BLOCKED). */
   attempt: number | null;
   state: 'started' | 'passed' | 'failed' | 'skipped';
   /** The failure message (verdict, step, reason, check output); '' otherwise. */
@@ -103,7 +104,7 @@ export class RunTestResults implements vscode.Disposable {
     const s = info.state;
     const id = runItemId(s.runId);
     const item = this.root.children.get(id) ?? this.controller.createTestItem(id, `${s.runName} · ${s.identity} · ${startedLabel(s.startedAt)}`);
-    item.description = `${info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness} · ${info.counts.passed}/${info.counts.total} passed`;
+    item.description = `${info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness} · ${resultSummary(s.tasks.map((t) => t.status))}`;
     item.sortText = String(index).padStart(4, '0');
     this.root.children.add(item);
     const tasks = graphOrder(s.tasks);
@@ -118,7 +119,11 @@ export class RunTestResults implements vscode.Disposable {
     this.publish(info, item, tasks);
   }
 
-  /** Publishes what is new in one run: started attempts (live runs), finished ones, BLOCKED tasks. */
+  /**
+   * Publishes what is new in one run: started attempts (live runs), each finished attempt as a line of output, and
+   * each task's result once it is final, from its status (schemas/status.ts `taskResult`): a task that passed on a
+   * retry is passed (its failed attempts are output, not failures), a CANCELLED or BLOCKED one skipped.
+   */
   private publish(info: RunInfo, item: vscode.TestItem, tasks: TaskState[]): void {
     const s = info.state;
     const isLive = info.liveness === 'running';
@@ -144,15 +149,14 @@ export class RunTestResults implements vscode.Disposable {
           continue;
         }
         this.reported.add(id);
-        this.result(run(), test, s.runId, t, a);
+        run().appendOutput(`${t.key} attempt ${a.attempt}: ${attemptLabel(a)}${a.notes ? ` — ${oneLine(a.notes)}` : ''}\r\n`, undefined, test);
       }
-      const blocked = `${s.runId}/${t.key}#blocked`;
-      if (t.status === 'BLOCKED' && !this.reported.has(blocked)) {
-        this.reported.add(blocked);
-        run().skipped(test);
-        run().appendOutput(`${t.key}: BLOCKED — ${t.reason ?? 'a prerequisite did not pass'}\r\n`, undefined, test);
-        this.record({ runId: s.runId, key: t.key, attempt: null, state: 'skipped', message: `BLOCKED — ${t.reason ?? ''}`, log: null });
-      }
+      // Once per task and number of attempts: `verdict resume` may run a final task again, and its new result counts.
+      const outcome = `${s.runId}/${t.key}#result@${t.attempts.length}`;
+      const result = taskResult(t.status);
+      if (result === 'queued' || result === 'running' || this.reported.has(outcome)) continue;
+      this.reported.add(outcome);
+      this.result(run(), test, s.runId, t, result);
     }
     if (batch && !isLive) {
       // The run ended: its test run ends with what it published last (update() ends only those of runs gone from view).
@@ -161,26 +165,30 @@ export class RunTestResults implements vscode.Disposable {
     }
   }
 
-  private result(run: vscode.TestRun, test: vscode.TestItem, runId: string, t: TaskState, a: AttemptState): void {
-    const duration = a.endedAt !== null ? a.endedAt - a.startedAt : undefined;
-    const log = path.join(attemptDir(this.home(), runId, t.key, a.attempt), 'check.log');
-    run.appendOutput(`${t.key} attempt ${a.attempt}: ${attemptLabel(a)}${a.notes ? ` — ${a.notes}` : ''}\r\n`, undefined, test);
-    if (a.verdict === 'PASS') {
+  /** Publishes a final task's result; a failure's message is its last attempt's verdict, reason and check output. */
+  private result(run: vscode.TestRun, test: vscode.TestItem, runId: string, t: TaskState, result: 'passed' | 'failed' | 'skipped'): void {
+    const a = t.attempts.at(-1);
+    const duration = t.attempts.reduce((ms, x) => ms + (x.endedAt !== null ? x.endedAt - x.startedAt : 0), 0) || undefined;
+    if (result === 'passed') {
       run.passed(test, duration);
-      this.record({ runId, key: t.key, attempt: a.attempt, state: 'passed', message: '', log: null });
+      this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'passed', message: '', log: null });
       return;
     }
-    if (a.verdict === 'CANCELLED') {
+    if (result === 'skipped') {
+      const why = `${t.status}${t.reason ? ` — ${t.reason}` : a?.notes ? ` — ${a.notes}` : ''}`;
       run.skipped(test);
-      this.record({ runId, key: t.key, attempt: a.attempt, state: 'skipped', message: a.notes, log: null });
+      run.appendOutput(`${t.key}: ${oneLine(why)}\r\n`, undefined, test);
+      this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'skipped', message: why, log: null });
       return;
     }
-    const output = readFileTail(log, CHECK_OUTPUT_BYTES);
-    const text = `attempt ${a.attempt}: ${attemptLabel(a)}${a.notes ? ` — ${a.notes}` : ''}\n\n${output ? (output.text || '(the check printed nothing)') : '(no check output: the attempt ended before its check)'}`;
+    const log = a ? path.join(attemptDir(this.home(), runId, t.key, a.attempt), 'check.log') : null;
+    const output = log ? readFileTail(log, CHECK_OUTPUT_BYTES) : null;
+    const head = a ? `attempt ${a.attempt}: ${a.verdict === t.status ? attemptLabel(a) : t.status}${a.notes ? ` — ${a.notes}` : ''}` : `${t.status}${t.reason ? ` — ${t.reason}` : ''}`;
+    const text = `${head}\n\n${output ? (output.text || '(the check printed nothing)') : '(no check output: the attempt ended before its check)'}`;
     const message = new vscode.TestMessage(text);
-    if (output) message.location = new vscode.Location(vscode.Uri.file(log), new vscode.Position(0, 0));
+    if (output && log) message.location = new vscode.Location(vscode.Uri.file(log), new vscode.Position(0, 0));
     run.failed(test, message, duration);
-    this.record({ runId, key: t.key, attempt: a.attempt, state: 'failed', message: text, log: output ? log : null });
+    this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'failed', message: text, log: output ? log : null });
   }
 
   private record(r: PublishedResult): void {

@@ -8,6 +8,7 @@ import { waitsLine } from '../core/run/quota-wait';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { groupedOrder, type CandidateRow, type MemberRow, type TaskRow } from '../../schemas/task-order';
 import { taskRowText, type TaskPlace } from './task-row-text';
+import { resultSummary, runResult, type TaskResult } from '../../schemas/status';
 import { poolSummary, type PoolAttemptRef, type PoolView, type PoolWorkerView } from '../../schemas/pool-view';
 import type { PoolFeed } from '../core/dashboard/source';
 import { changedFiles } from './changed-files';
@@ -237,18 +238,27 @@ function poolWorkerItem(w: PoolWorkerView): vscode.TreeItem {
   return item;
 }
 
+/** A finished run's icon by its result (schemas/status.ts `runResult`, as the Testing view ranks its tasks). */
+const RUN_ICON: Record<TaskResult, vscode.ThemeIcon> = {
+  passed: new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')),
+  failed: new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed')),
+  skipped: new vscode.ThemeIcon('circle-slash'),
+  running: new vscode.ThemeIcon('circle-outline'),
+  queued: new vscode.ThemeIcon('circle-outline'),
+};
+
 function runItem(info: RunInfo): vscode.TreeItem {
   const s = info.state;
   const item = new vscode.TreeItem(s.runName, vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `run:${s.runId}`;
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
-  item.description = [`${c.passed}/${c.total} passed`, `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
+  item.description = [resultSummary(s.tasks.map((t) => t.status)), `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
   // Tokens are summed over attempts that reported usage; none reported reads as unknown, as in the dashboard.
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens ? `${info.tokens} tokens` : 'tokens: —'}`;
   // A screen reader reads the run's name and state, not the tooltip.
   item.accessibilityInformation = { label: `run ${s.runName}: ${item.description}` };
-  item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : c.passed === c.total ? new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed')) : new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
+  item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : RUN_ICON[runResult(s.tasks.map((t) => t.status))];
   // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
   const live = info.liveness === 'running';
   const resumable = live ? s.paused === true : c.passed < c.total;

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { parseManifest } from '../core/manifest/load';
 import type { RunLauncher } from './launcher';
+import { taskResult } from '../../schemas/status';
 
 const MANIFEST_GLOB = '**/*.swarm.{json,jsonc}';
 
@@ -93,8 +94,10 @@ export class ManifestTestController implements vscode.Disposable {
           for (const s of summary.tasks) {
             const t = tests.find((x) => x.label === s.key);
             if (!t) continue;
-            if (s.verdict === 'PASS') run.passed(t, s.durationMs);
-            else if (s.verdict === 'CANCELLED') run.skipped(t);
+            // The task's result from the status table: passed on a retry is passed; CANCELLED or BLOCKED is skipped.
+            const result = taskResult(s.verdict);
+            if (result === 'passed') run.passed(t, s.durationMs);
+            else if (result === 'skipped') run.skipped(t);
             else {
               const message = new vscode.TestMessage(`${s.verdict}: ${s.reason}\n\n${s.checkOutput || '(the check produced no output)'}`);
               if (t.uri && t.range) message.location = new vscode.Location(t.uri, t.range);

@@ -34,13 +34,13 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
     const listed = await cli(['runs', runId.slice(0, 17), '--home', home]);
     assert.equal(listed.exitCode, 0, listed.all);
     const rows = listed.stdout.trim().split('\n');
-    assert.match(rows[0] ?? '', new RegExp(`^run ${runId} \\(cli-views\\) by .+, started \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d: finished, 1/3 passed$`));
+    assert.match(rows[0] ?? '', new RegExp(`^run ${runId} \\(cli-views\\) by .+, started \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d: finished, 1/3 passed · 1 failed · 1 skipped$`));
     assert.match(rows[1] ?? '', /^TASK\s+STATUS\s+AFTER\s+ATTEMPTS\s+WHY$/);
     assert.match(rows[2] ?? '', /^fetch\s+PASS\s+—\s+1$/);
     assert.match(rows[3] ?? '', /^build\s+FAIL at check\s+fetch\s+1\s+.*exited 1/);
     assert.match(rows[4] ?? '', /^report\s+BLOCKED\s+build\s+0\s+.*build ended FAIL/);
-    const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: { key: string; status: string; step: string | null; after: string[] }[] };
-    assert.deepEqual(json.tasks.map((t) => [t.key, t.status, t.step, t.after]), [['fetch', 'PASS', 'check', []], ['build', 'FAIL', 'check', ['fetch']], ['report', 'BLOCKED', null, ['build']]]);
+    const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: { key: string; status: string; result: string; step: string | null; after: string[] }[] };
+    assert.deepEqual(json.tasks.map((t) => [t.key, t.status, t.result, t.step, t.after]), [['fetch', 'PASS', 'passed', 'check', []], ['build', 'FAIL', 'failed', 'check', ['fetch']], ['report', 'BLOCKED', 'skipped', null, ['build']]]);
     const unknown = await cli(['runs', 'nope', '--home', home]);
     assert.equal(unknown.exitCode, 2);
     assert.match(unknown.stderr, /no run nope/);
