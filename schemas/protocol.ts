@@ -9,6 +9,8 @@
 
 import type { AttemptState, RunLiveness, TaskState } from './run-state';
 import type { PoolView } from './pool-view';
+import type { RunSpendState } from './spend';
+export { spendLine, type RunSpendState } from './spend';
 
 /** The worker pool's view model (one for the CLI, the dashboard and the runs tree). */
 export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
@@ -81,6 +83,8 @@ export interface RunView {
   /** What contained the run's steps (state.json `containment`) and capped their memory (`memoryCap`); absent in older records. */
   containment?: string;
   memoryCap?: string;
+  /** Spent, reserved and budget (state.json `spend`; spendLine prints it); absent in older records. */
+  spend?: RunSpendState;
   tasks: TaskView[];
 }
 

@@ -2,6 +2,7 @@
 // every view reads: the registry, the runs tree, `verdict resume`, reconcile and, through schemas/protocol.ts, the
 // dashboard. Types only: no Node, no DOM, no vscode, and nothing from extension/.
 
+import type { RunSpendState } from './spend';
 import type { StepName, TaskStatus, Verdict } from './status';
 
 /**
@@ -292,6 +293,8 @@ export interface RunState {
    * letter, drawn at random the first time a task of the scope ran. Absent when no task read anonymous inputs.
    */
   inputNames?: Record<string, Record<string, string>>;
+  /** What the run has spent and holds, and its budget (schemas/spend.ts), kept live; absent in older records. */
+  spend?: RunSpendState;
   tasks: TaskState[];
 }
 

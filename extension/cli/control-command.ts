@@ -14,6 +14,7 @@ import { waitLines, waitsLine } from '../core/run/quota-wait';
 import { resultCounts, resultSummary, statusInfo, taskResult } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
+import { spendLine } from '../../schemas/spend';
 import { printable } from './format';
 import { InputError, type Io } from './io';
 import { loadEngines } from './load-engines';
@@ -219,7 +220,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     ];
   });
   if (opts.json) {
-    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.containment ? { containment: s.containment } : {}), ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
+    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.spend ? { spend: s.spend } : {}), ...(s.containment ? { containment: s.containment } : {}), ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
     return 0;
   }
   io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${resultSummary(s.tasks.map((t) => t.status))}`);
@@ -230,6 +231,9 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
   for (const r of rows) table.push([`${r.indent ? '  ' : ''}${oneLine(r.key)}`, r.label, r.after.map(oneLine).join(', ') || '—', String(r.attempts), printable(r.why)]);
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  // Spent (settled and reported so far), reserved by running steps, and the budget, as the orchestrator last wrote them.
+  const spend = spendLine(s.spend);
+  if (spend) io.out(spend);
   // Under which memory containment the workers ran: each kind and limit, with the attempts that ran under it.
   const caps = new Map<string, string[]>();
   for (const t of s.tasks) for (const a of t.attempts) if (a.memCap) caps.set(a.memCap, [...(caps.get(a.memCap) ?? []), `${oneLine(t.key)}#${a.attempt}`]);

@@ -6,6 +6,7 @@ import type { AttemptState, TaskState } from '../core/live/state';
 import { RunsWatcher } from '../core/live/watch';
 import { waitsLine } from '../core/run/quota-wait';
 import { attemptLabel } from '../../schemas/attempt-label';
+import { spendLine } from '../../schemas/spend';
 import { groupedOrder, type CandidateRow, type MemberRow, type TaskRow } from '../../schemas/task-order';
 import { taskRowText, type TaskPlace } from './task-row-text';
 import { resultSummary, runResult, type TaskResult } from '../../schemas/status';
@@ -253,7 +254,8 @@ function runItem(info: RunInfo): vscode.TreeItem {
   item.id = `run:${s.runId}`;
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
-  item.description = [resultSummary(s.tasks.map((t) => t.status)), `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
+  // Spent, reserved and budget (schemas/spend.ts spendLine), live: the state file is rewritten as they change.
+  item.description = [resultSummary(s.tasks.map((t) => t.status)), `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), spendLine(s.spend), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
   // Tokens are summed over attempts that reported usage; none reported reads as unknown, as in the dashboard.
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens ? `${info.tokens} tokens` : 'tokens: —'}`;
   // A screen reader reads the run's name and state, not the tooltip.

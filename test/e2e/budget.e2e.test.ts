@@ -185,6 +185,30 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*\$0\.0050 spent.*that would pass budget_usd \$0\.0050/, r.stdout);
   });
 
+  it('spend in the views: run notes at 50 %, 80 % and 100 % of the budget, each once; `verdict runs RUN` and state.json say spent / reserved / budget', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const config = streamingConfig(dir, { stream: {} });
+    // Five tasks one after another at $0.002 each under $0.01: 20 %, 40 %, 60 % (the 50 % note), 80 %, 100 %.
+    const tasks = ['a', 'b', 'c', 'd', 'e'].map((k) => scriptTask(k, streamingWorker(0, 0.002, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'] }));
+    const manifest = writeManifest(dir, { run_name: 'spend-notes', max_parallel: 1, budget_usd: 0.01, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const notes = r.all.split('\n').filter((l) => /budget: \d+ % used/.test(l));
+    console.log(`      ${notes.map((l) => l.replace(/^\S+\s+/, '')).join(' | ')}`);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.deepEqual(notes.map((l) => /budget: (\d+) % used/.exec(l)?.[1]), ['50', '80', '100'], r.all);
+    assert.match(notes[0] ?? '', /budget: 50 % used — spent \$0\.0060 · budget \$0\.0100 \(\d+ %\)/);
+    assert.match(notes[2] ?? '', /budget: 100 % used — spent \$0\.0100 · budget \$0\.0100 \(100 %\)/);
+    const runId = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
+    const spend = (JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { spend?: unknown }).spend;
+    assert.deepEqual(spend, { spentMicroUsd: 10_000, reservedMicroUsd: 0, budgetMicroUsd: 10_000 });
+    const runs = await cli(['runs', runId, '--home', home], { env });
+    assert.equal(runs.exitCode, 0, runs.all);
+    assert.match(runs.stdout, /^spent \$0\.0100 · budget \$0\.0100 \(100 %\)$/m, runs.stdout);
+    const json = JSON.parse((await cli(['runs', runId, '--home', home, '--json'], { env })).stdout) as { spend?: unknown };
+    assert.deepEqual(json.spend, spend);
+  });
+
   it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

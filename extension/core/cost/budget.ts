@@ -83,6 +83,13 @@ export class Budget {
     return this.spent + live;
   }
 
+  /** What running attempts hold beyond what they reported so far (each its reservation less its reported spend), micro-USD. */
+  get reservedMicroUsd(): number {
+    let held = 0;
+    for (const r of this.open) held += Math.max(0, r.microUsd - r.liveMicroUsd);
+    return held;
+  }
+
   /** True when what is spent (settled, plus reported by running attempts) passes the cap; false without a cap. */
   get exceeded(): boolean {
     return this.capMicroUsd !== null && this.spentLiveMicroUsd > this.capMicroUsd;

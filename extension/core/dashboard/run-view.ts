@@ -26,6 +26,7 @@ export function runView(info: RunInfo): RunView {
     ...(s.inputNames ? { inputNames: s.inputNames } : {}),
     ...(s.containment ? { containment: s.containment } : {}),
     ...(s.memoryCap ? { memoryCap: s.memoryCap } : {}),
+    ...(s.spend ? { spend: s.spend } : {}),
     tasks: s.tasks.map((t) => ({
       key: t.key,
       engine: t.engine,

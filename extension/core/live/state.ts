@@ -78,6 +78,11 @@ export class StateFile {
     return this.schedule(false);
   }
 
+  /** Saves after a change to the run's own fields alone (its spend): as save(), serialising no task again. */
+  saveRun(): Promise<void> {
+    return this.schedule(false);
+  }
+
   private schedule(urgent: boolean): Promise<void> {
     if (urgent) {
       this.urgent = true;

@@ -131,6 +131,14 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   await sayOpening(emit, opts, runId, stateFile, pre, cont, waits, tasks, maxParallel, env);
   const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
   await spend.loadHistory(home);
+  // Spent, reserved and budget in state.json as they change (every view reads them there); the run's notes at 50 %,
+  // 80 % and 100 % of the budget.
+  state.spend = spend.snapshot();
+  spend.onChange = (s, note) => {
+    state.spend = s;
+    void stateFile.saveRun();
+    if (note) emit({ type: 'run-note', note });
+  };
   // The whole manifest's keys as it compiled them (the frozen copy holds the whole text): not read back from that copy.
   const frozenKeys = new Set(manifest.taskKeys ?? manifest.tasks.map((t) => t.key));
   const byKey = new Map(tasks.map((t) => [t.spec.key, t]));

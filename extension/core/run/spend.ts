@@ -1,5 +1,6 @@
 import type { EngineSpec, UsageReport } from '../../../engines/types';
 import type { TaskSpec } from '../manifest/types';
+import { spendLine, type RunSpendState } from '../../../schemas/spend';
 import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
 import { Budget, type AttemptBounds, type BudgetWait, type Reservation } from '../cost/budget';
@@ -17,6 +18,9 @@ export interface RunSpendReport {
   /** null when every row reached Postgres (or none is configured), else why rows wait in the outbox. */
   postgresPending: string | null;
 }
+
+/** The shares of the budget (percent of it spent) at which a run note says so, lowest first. */
+const BUDGET_SHARES = [50, 80, 100] as const;
 
 /** ms a run waits at its end for rows to reach Postgres; the rest waits in the outbox for the next sync. */
 const POSTGRES_FLUSH_MS = 10_000;
@@ -63,6 +67,7 @@ export class RunSpend {
     if (!('waitFor' in r)) {
       this.workers.set(task.key, r);
       this.ended.delete(task.key);
+      this.changed();
       return r;
     }
     const first = !this.saidUnpriced.has(key);
@@ -87,7 +92,37 @@ export class RunSpend {
     const own = this.bounds(engine, model, task);
     const bounds = reader ? { ...own, maxAttemptMicroUsd: engine.maxAttemptMicroUsd ?? own.maxAttemptMicroUsd } : { ...own, historyMicroUsd: null };
     const r = this.budget.reserve(key, price, false, bounds);
-    return r === null ? this.budget.refusal(key, price, bounds) : (r as Reservation);
+    if (r === null) return this.budget.refusal(key, price, bounds);
+    this.changed();
+    return r as Reservation;
+  }
+
+  /** Spent (settled and reported so far), reserved (held beyond that by running steps) and the budget, micro-USD. */
+  snapshot(): RunSpendState {
+    return { spentMicroUsd: this.budget.spentLiveMicroUsd, reservedMicroUsd: this.budget.reservedMicroUsd, budgetMicroUsd: this.budget.capMicroUsd };
+  }
+
+  /**
+   * Told the new snapshot whenever the spend or what is reserved changes (a step admitted, usage reported, a step
+   * settled), and a note the first time what is spent reaches 50 %, 80 % and 100 % of the budget (null otherwise).
+   */
+  onChange: ((spend: RunSpendState, note: string | null) => void) | null = null;
+  /** The budget shares (percent) whose note was already given. */
+  private readonly saidShare = new Set<number>();
+
+  private changed(): void {
+    if (!this.onChange) return;
+    const s = this.snapshot();
+    let note: string | null = null;
+    const cap = s.budgetMicroUsd;
+    if (cap !== null && cap > 0) {
+      // One note for the highest share newly reached (a settle can jump from 40 % past 100 %).
+      const reached = BUDGET_SHARES.filter((p) => s.spentMicroUsd * 100 >= p * cap && !this.saidShare.has(p));
+      for (const p of reached) this.saidShare.add(p);
+      const top = reached.at(-1);
+      if (top !== undefined) note = `budget: ${top} % used — ${spendLine(s) ?? ''}`;
+    }
+    this.onChange(s, note);
   }
 
   private bounds(engine: Pick<EngineSpec, 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): AttemptBounds {
@@ -110,6 +145,7 @@ export class RunSpend {
     const cost = this.cost(usage, model, engine);
     if (!r || cost === null) return;
     this.budget.progress(r, cost);
+    this.changed();
     this.checkCaps(taskKey);
   }
 
@@ -193,6 +229,7 @@ export class RunSpend {
   settle(r: Reservation, costMicroUsd: number | null): void {
     if (r.task !== null && this.workers.get(r.task) === r) this.workers.delete(r.task);
     this.budget.settle(r, costMicroUsd);
+    this.changed();
   }
 
   /**
