@@ -63,6 +63,12 @@ export interface AttemptState {
 }
 
 /** One task as shown live. */
+/** Where a task's work went: the commit (full sha) and when (epoch ms). */
+export interface TaskLanding {
+  commit: string;
+  at: number;
+}
+
 export interface TaskState {
   key: string;
   engine: string;
@@ -110,6 +116,17 @@ export interface TaskState {
   disagreement?: string | null;
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
   generated?: string[];
+  /**
+   * Worktree mode, once the merge queue fast-forwarded this task's work: `commit` the branch `into` pointed at after
+   * the merge (full sha), `at` epoch ms. The status stays PASS: the verdict is what the check said, and merged is what
+   * was done with the work afterwards (docs/runs.md "Merged and discarded"). Absent until merged.
+   */
+  merged?: TaskLanding & { into: string };
+  /**
+   * Worktree mode, once the task was discarded (worktree removed, branch deleted): `commit` the branch held (null when
+   * it was already gone), recoverable with `git branch <branch> <commit>`; `at` epoch ms. Absent until discarded.
+   */
+  discarded?: { commit: string | null; at: number };
   /** A task with `critique`, once a round ran: its loop (docs/workflows.md "Critique loop"). */
   critique?: CritiqueState;
   /** A task with `inputs`, once its last attempt copied them: where, and which prerequisite each name stands for. */

@@ -3,13 +3,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runDir } from '../core/config/home';
 import { discardTaskWorktree } from '../core/git/discard';
-import { DirtyTreeError, mergeQueue, type MergeOutcome } from '../core/git/merge';
+import { DirtyTreeError, mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
 import { shortHost } from '../core/host/hostname';
 import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, listRuns, readState, type RunInfo } from '../core/live/registry';
 import type { EngineWait, RunState, TaskState } from '../core/live/state';
 import { mergeRequestsForRun } from '../core/run/merge-plan';
+import { landedLabel, landedReason, recordLanding } from '../core/run/task-landing';
 import { waitLines, waitsLine } from '../core/run/quota-wait';
 import { resultCounts, resultSummary, statusInfo, taskResult } from '../../schemas/status';
 import { attemptLabel } from '../../schemas/attempt-label';
@@ -189,10 +190,11 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
   const line = (t: TaskState, after: readonly string[], workflow: Record<string, unknown>, why: string | null) => {
     const last = t.attempts.at(-1);
     // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
-    const label = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status;
+    // What was done with the work after the verdict (MERGED <commit>, DISCARDED <commit>) comes first.
+    const label = landedLabel(t) ?? (last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status);
     const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
     const memCap = [...new Set(t.attempts.map((a) => a.memCap).filter((m): m is string => m !== undefined))];
-    return { key: t.key, status: t.status, result: taskResult(t.status), label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...(memCap.length ? { memCap } : {}), ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
+    return { key: t.key, status: t.status, result: taskResult(t.status), ...(t.merged ? { merged: t.merged } : {}), ...(t.discarded ? { discarded: t.discarded } : {}), label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...(memCap.length ? { memCap } : {}), ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
   };
   // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown. A
   // validated, council or phases task's lead, then its members: role, number, letter, and those that blocked it.
@@ -260,19 +262,28 @@ function localTime(d: Date): string {
  * @throws InputError for an unknown run or a run not in worktree mode
  */
 export async function mergeCommand(run: string, keys: string[], opts: { home: string }, io: Io): Promise<number> {
-  const { state } = resolveRun(opts.home, run);
+  const info = resolveRun(opts.home, run);
+  const { state } = info;
   if (!state.worktrees || !state.repo) throw new InputError(`run ${state.runId} is not a worktree-mode run; there are no task branches to merge`);
   let failed = false;
   for (const key of keys) {
     const t = state.tasks.find((x) => x.key === key);
     if (!t) throw new InputError(`run ${state.runId} has no task ${key} (tasks: ${state.tasks.map((x) => x.key).join(', ')})`);
-    if (t.status !== 'PASS') {
+    const landed = landedReason(t);
+    if (landed) io.out(`${key}: ${landed}`);
+    else if (t.status !== 'PASS') {
       io.out(`${key}: NOT MERGED — it is ${t.status}; only a task that passed has work on its branch to merge`);
       failed = true;
     }
   }
   // A best-of-N candidate is merged through its task (the winner), or when named.
-  if (!keys.length) for (const t of state.tasks.filter((x) => x.status !== 'PASS' && x.candidate === undefined)) io.out(`${t.key}: not merged — ${t.status}`);
+  if (!keys.length) {
+    for (const t of state.tasks.filter((x) => x.candidate === undefined)) {
+      const landed = landedReason(t);
+      if (landed) io.out(`${t.key}: ${landed}`);
+      else if (t.status !== 'PASS') io.out(`${t.key}: not merged — ${t.status}`);
+    }
+  }
   let requests;
   try {
     requests = mergeRequestsForRun(opts.home, state, keys.length ? keys : undefined);
@@ -280,11 +291,18 @@ export async function mergeCommand(run: string, keys: string[], opts: { home: st
     throw new InputError((e as Error).message);
   }
   if (!requests.length) {
-    if (!keys.length) io.out(`nothing to merge: no task of run ${state.runId} passed`);
-    return 1;
+    if (!keys.length) io.out(`nothing to merge: no task of run ${state.runId} passed${state.tasks.some((t) => t.merged || t.discarded) ? ' and is neither merged nor discarded' : ''}`);
+    // Only tasks already merged or discarded were named: nothing to do, nothing wrong.
+    return failed || !keys.length ? 1 : 0;
   }
   try {
+    const into = await mergeTarget(state.repo);
     const outcomes = await mergeQueue(requests, (o) => io.out(mergeLine(o)));
+    for (const o of outcomes) {
+      if (o.status !== 'MERGED') continue;
+      const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into, at: Date.now() } });
+      if (why) io.err(`${o.key}: merged, but ${why}`);
+    }
     return failed || outcomes.some((o) => o.status !== 'MERGED') ? 1 : 0;
   } catch (e) {
     if (e instanceof DirtyTreeError) {
@@ -316,6 +334,8 @@ export async function discardCommand(run: string, key: string, opts: { home: str
   }
   try {
     const r = await discardTaskWorktree(state.repo, task.dir, task.branch);
+    const why = await recordLanding(info.stateFile, key, { discarded: { commit: r.sha ?? task.discarded?.commit ?? null, at: Date.now() } });
+    if (why) io.err(`${key}: discarded, but ${why}`);
     io.out(`discarded ${key}: ${r.worktreeRemoved ? `worktree ${task.dir} removed` : 'no worktree left'}; ${r.branchDeleted ? `branch ${task.branch} deleted (it held ${r.sha}; recover with: git branch ${task.branch} ${r.sha})` : `branch ${task.branch} was already gone`}`);
     return 0;
   } catch (e) {

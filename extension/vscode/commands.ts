@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { gitFor } from '../core/git/safe-git';
 import { resolveHome } from '../core/config/home';
 import { mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
+import { landedReason, recordLanding } from '../core/run/task-landing';
 import { attemptNotice, mergeNotice, notificationLine } from '../core/run/notices';
 import type { ControlAck, ControlVerb } from '../core/live/control';
 import type { Finding } from '../core/manifest/findings';
@@ -262,6 +263,8 @@ async function merge(ctx: CommandContext, runId: string | undefined, keys?: stri
     const info = ctx.tree.runs().find((r) => r.state.runId === runId);
     if (!info) return refuse('pick a run or a task in the Verdict runs view');
     const requests = mergeRequestsForRun(resolveHome(readSettings().home), info.state, keys);
+    const landed = keys?.map((k) => info.state.tasks.find((t) => t.key === k)).map((t) => (t ? landedReason(t) : null)).find((r) => r !== null);
+    if (!requests.length && landed && keys?.length === 1) return refuse(`${keys[0]}: ${landed}`);
     if (!requests.length) return refuse(`nothing to merge: ${keys ? keys.join(', ') : 'no task'} of run ${info.state.runId} passed with committed work`);
     // The branch merged into, for the message (a dirty tree makes mergeQueue throw its own explanation).
     const target = requests[0] ? await mergeTarget(requests[0].repo).catch(() => null) : null;
@@ -271,6 +274,13 @@ async function merge(ctx: CommandContext, runId: string | undefined, keys?: stri
         progress.report({ message: `${o.key} (${requests.find((r) => r.key === o.key)?.branch ?? 'no branch'}): ${o.status}` });
       }),
     );
+    // Merged is recorded on the task (state.json `merged`): every view shows it, and merging it again changes nothing.
+    for (const o of outcomes) {
+      if (o.status !== 'MERGED' || !target) continue;
+      const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into: target, at: Date.now() } });
+      if (why) ctx.log.warn(`merge ${o.key}: ${why}`);
+    }
+    ctx.tree.refresh();
     const text = `Verdict: ${mergeNotice(outcomes, new Map(requests.map((r) => [r.key, r.branch])), target)}`;
     if (outcomes.some((o) => o.status !== 'MERGED')) void vscode.window.showWarningMessage(text);
     else void vscode.window.showInformationMessage(text);
@@ -295,12 +305,18 @@ async function discardTask(ctx: CommandContext, ref?: TaskRef, opts?: { confirme
       if (answer !== 'Discard') return false;
     }
     const git = gitFor(repo, { trusted: vscode.workspace.isTrusted });
+    const sha = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
     await git.raw(['worktree', 'remove', '--force', found.task.dir]).catch(() => undefined);
     await git.raw(['worktree', 'prune']);
     await git.raw(['branch', '-D', branch]).catch((e: Error) => {
       if (!/not found/.test(e.message)) throw e;
     });
-    ctx.log.info(`discarded ${ref.key}: worktree ${found.task.dir} and branch ${branch}`);
+    const commit = sha ?? found.task.discarded?.commit ?? null;
+    const why = await recordLanding(found.info.stateFile, ref.key, { discarded: { commit, at: Date.now() } });
+    if (why) ctx.log.warn(`discard ${ref.key}: ${why}`);
+    ctx.log.info(`discarded ${ref.key}: worktree ${found.task.dir} and branch ${branch}${commit ? ` (it held ${commit}; recover with: git branch ${branch} ${commit})` : ''}`);
+    if (commit) void vscode.window.showInformationMessage(`Verdict: discarded ${ref.key}; recover its branch with: git branch ${branch} ${commit}`);
+    ctx.tree.refresh();
     return true;
   });
   return result === true;

@@ -3,6 +3,7 @@
 // turns it into a TreeItem.
 import type { TaskState } from '../core/live/state';
 import { attemptLabel } from '../../schemas/attempt-label';
+import { landedLabel } from '../core/run/task-landing';
 import { afterLabel, candidateLabel, leadLines, memberLabel, oneLine, rowAfter, selectLines, type CandidateRow, type MemberRow, type TaskRow } from '../../schemas/task-order';
 
 /** Where a task row sits: a row of the run (`row`), or under its task as a candidate or a workflow member. */
@@ -48,7 +49,8 @@ export function taskRowText(t: TaskState, place: TaskPlace = {}, now = Date.now(
   const duration = t.attempts.reduce((ms, a) => ms + ((a.endedAt ?? now) - a.startedAt), 0);
   const tokens = t.attempts.every((a) => a.tokensIn !== null && a.tokensOut !== null) && t.attempts.length ? t.attempts.reduce((n, a) => n + (a.tokensIn ?? 0) + (a.tokensOut ?? 0), 0) : null;
   // The latest attempt's label while it runs or when it made the task's status (`running (check)`, `FAIL at check`).
-  const state = last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status;
+  // What was done with the work after its verdict (MERGED <commit>, DISCARDED <commit>) comes first.
+  const state = landedLabel(t) ?? (last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status);
   const decision = row?.candidates.length ? selectLines(t) : [];
   const lead = row ? leadLines(row) : [];
   const engine = `${t.engine}${t.model ? `/${t.model}` : ''}`;
@@ -61,7 +63,9 @@ export function taskRowText(t: TaskState, place: TaskPlace = {}, now = Date.now(
   // task.<passed|done|active>[.worktree][.compare]: `.compare` on a candidate with committed work that did not win a
   // task that has a winner (Compare with Winner).
   const compare = candidate && !candidate.winner && t.commit ? '.compare' : '';
-  const contextValue = `task.${t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active'}${t.branch ? '.worktree' : ''}${compare}`;
+  // A merged or discarded task is `done` (no Merge action); its worktree actions go with a discarded branch.
+  const landed = t.merged ? 'merged' : t.discarded ? 'discarded' : null;
+  const contextValue = `task.${landed ?? (t.status === 'PASS' ? 'passed' : /^[A-Z_]+$/.test(t.status) ? 'done' : 'active')}${t.branch && !t.discarded ? '.worktree' : ''}${compare}`;
   const icon: [string, string?] = candidate?.winner ? ['star-full', 'testing.iconPassed'] : taskIcon[t.status] ?? ['loading~spin'];
   return { label: oneLine(t.key), description, tooltip, contextValue, icon };
 }

@@ -163,7 +163,7 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
 describe('verdict merge, discard, runs and rerun on a finished worktree-mode run', function () {
   this.timeout(120000);
 
-  it('runs lists it; merge a task (exit 0); discard another (worktree and branch gone); merge of it and of a failed task: exit 1', async () => {
+  it('runs lists it; merge a task (exit 0), then again (already merged, nothing changes); discard another (worktree and branch gone, DISCARDED with its commit); merge of a failed task: exit 1', async () => {
     const tasks = [scriptTask('a', 'echo a > a.txt', 'test -s a.txt'), scriptTask('b', 'echo b > b.txt', 'test -s b.txt'), scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 })];
     const run = await startRun(tasks, 3);
     const done = await run.child;
@@ -183,6 +183,25 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
     assert.match(merge.stdout, /^a: MERGED \(now [0-9a-f]{10}\)$/m);
     assert.equal(git(repo, 'show', 'HEAD:a.txt'), 'a');
 
+    // Merged is a recorded state: the status stays PASS (the verdict), `merged` says where the work went.
+    const head = git(repo, 'rev-parse', 'HEAD');
+    const into = git(repo, 'symbolic-ref', '--short', 'HEAD');
+    const merged = run.state().tasks.find((t) => t.key === 'a');
+    assert.equal(merged?.status, 'PASS');
+    assert.deepEqual([merged?.merged?.commit, merged?.merged?.into, typeof merged?.merged?.at], [head, into, 'number']);
+    // Merging again (by name, or every passed task) says so and changes nothing: no new commit, the record kept.
+    const stateBefore = fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8');
+    const again = await cli(['merge', runId, 'a', '--home', home], { env });
+    assert.equal(again.exitCode, 0, again.all);
+    assert.equal(again.stdout.trim(), `a: already merged into ${into} at ${head.slice(0, 10)}; nothing was changed`);
+    assert.doesNotMatch(again.stdout, /MERGED \(now/);
+    assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
+    assert.equal(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8'), stateBefore, 'state.json untouched by the second merge');
+    const shown = await cli(['runs', runId, '--home', home], { env });
+    assert.match(shown.stdout, new RegExp(`^a +MERGED ${head.slice(0, 10)} `, 'm'));
+    const shownJson = JSON.parse((await cli(['runs', runId, '--json', '--home', home], { env })).stdout) as { tasks: { key: string; status: string; merged?: { commit: string } }[] };
+    assert.deepEqual(shownJson.tasks.filter((t) => t.key === 'a').map((t) => [t.status, t.merged?.commit]), [['PASS', head]]);
+
     const wt = path.join(home, 'worktrees', runId, 'b');
     assert.ok(fs.existsSync(wt));
     const discard = await cli(['discard', runId, 'b', '--home', home], { env });
@@ -190,10 +209,22 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
     assert.match(discard.stdout, new RegExp(`^discarded b: worktree ${wt} removed; branch verdict/${runId}/b deleted \\(it held [0-9a-f]{40}`));
     assert.equal(fs.existsSync(wt), false);
     assert.equal(git(repo, 'branch', '--list', `verdict/${runId}/b`), '');
+    // Discarded is a recorded state too, with the commit that recovers the branch.
+    const bHeld = /it held ([0-9a-f]{40})/.exec(discard.stdout)?.[1];
+    assert.deepEqual(run.state().tasks.find((t) => t.key === 'b')?.discarded?.commit, bHeld);
+    const afterDiscard = await cli(['runs', runId, '--home', home], { env });
+    assert.match(afterDiscard.stdout, new RegExp(`^b +DISCARDED ${bHeld?.slice(0, 10)} `, 'm'));
+    // Merge every passed task: a is already merged, b discarded (how to recover it said); nothing merged again.
+    const all = await cli(['merge', runId, '--home', home], { env });
+    assert.equal(all.exitCode, 1, all.all);
+    assert.match(all.stdout, new RegExp(`^a: already merged into ${into} at ${head.slice(0, 10)}`, 'm'));
+    assert.match(all.stdout, new RegExp(`^b: discarded \\(recover it with: git branch verdict/${runId}/b ${bHeld}\\)`, 'm'));
+    assert.doesNotMatch(all.stdout, /MERGED \(now/);
+    assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
 
     const gone = await cli(['merge', runId, 'b', '--home', home], { env });
-    assert.equal(gone.exitCode, 1, gone.all);
-    assert.match(gone.stdout, /^b: MISSING — branch .* no longer exists/m);
+    assert.equal(gone.exitCode, 0, gone.all);
+    assert.match(gone.stdout, /^b: discarded \(recover it with: git branch /m);
     const failed = await cli(['merge', runId, 'c', '--home', home], { env });
     assert.equal(failed.exitCode, 1, failed.all);
     assert.match(failed.stdout, /^c: NOT MERGED — it is FAIL/m);

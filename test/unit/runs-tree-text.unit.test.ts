@@ -47,3 +47,20 @@ describe('the runs tree\'s rows: workflow members under their lead', () => {
     assert.deepEqual(c.icon, ['star-full', 'testing.iconPassed']);
   });
 });
+
+describe('the runs tree\'s rows: merged and discarded', () => {
+  const sha = 'a'.repeat(40);
+  it('a merged task shows MERGED with its commit and is no longer `passed` (its Merge action is gone); its work can still be reviewed', () => {
+    const t = state('m', 'PASS', { branch: 'verdict/r/m', commit: 'c'.repeat(40), merged: { commit: sha, into: 'main', at: 1 } });
+    const row = taskRowText(t, {}, 0);
+    assert.equal(row.description, `MERGED ${sha.slice(0, 10)} · 1 attempt · 1.5s`);
+    assert.equal(row.contextValue, 'task.merged.worktree');
+    assert.equal(taskRowText({ ...t, merged: undefined }, {}, 0).contextValue, 'task.passed.worktree');
+  });
+
+  it('a discarded task shows DISCARDED with the commit that recovers it and has no worktree actions', () => {
+    const row = taskRowText(state('d', 'FAIL', { branch: 'verdict/r/d', discarded: { commit: sha, at: 1 } }), {}, 0);
+    assert.equal(row.description, `DISCARDED ${sha.slice(0, 10)} · 1 attempt · 1.5s`);
+    assert.equal(row.contextValue, 'task.discarded');
+  });
+});

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { TaskAction } from '../../../schemas/protocol';
 import type { VerdictConfig } from '../config/config';
-import { mergeQueue } from '../git/merge';
+import { mergeQueue, mergeTarget } from '../git/merge';
+import { landedReason, recordLanding } from '../run/task-landing';
 import type { RunInfo } from '../live/registry';
 import { mergeRequestsForRun } from '../run/merge-plan';
 import { launchDetached, sendControlAndWait, waitForRunStart } from '../run/run-launch';
@@ -52,10 +53,16 @@ export function localActions(home: string, by: string, opts: { ackWaitMs?: numbe
         const run = async (): Promise<ActionReply> => {
           const requests = mergeRequestsForRun(home, info.state, [key]);
           const task = info.state.tasks.find((t) => t.key === key);
+          const landed = task ? landedReason(task) : null;
+          if (landed) return { result: 'refused', message: `${key}: ${landed}` };
           if (!requests.length) return { result: 'refused', message: `${key} is ${task?.status ?? 'unknown'}: only a task that passed has work on its branch to merge` };
+          const into = await mergeTarget(requests[0]!.repo);
           const [o] = await mergeQueue(requests);
           if (!o) return { result: 'refused', message: `${key}: nothing merged` };
-          if (o.status === 'MERGED') return { result: 'done', message: `${key}: MERGED (now ${o.sha.slice(0, 10)})` };
+          if (o.status === 'MERGED') {
+            const why = await recordLanding(info.stateFile, key, { merged: { commit: o.sha, into, at: Date.now() } });
+            return { result: 'done', message: `${key}: MERGED into ${into} (now ${o.sha.slice(0, 10)})${why ? `; ${why}` : ''}` };
+          }
           return { result: 'refused', message: `${key}: ${o.status} — ${o.reason}` };
         };
         const done = merging.then(run, run);

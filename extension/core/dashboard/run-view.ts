@@ -37,6 +37,8 @@ export function runView(info: RunInfo): RunView {
       branch: t.branch,
       commit: t.commit,
       ...(t.reason !== undefined ? { reason: t.reason } : {}),
+      ...(t.merged !== undefined ? { merged: t.merged } : {}),
+      ...(t.discarded !== undefined ? { discarded: t.discarded } : {}),
       ...(t.after?.length ? { after: t.after } : {}),
       ...(t.group !== undefined ? { group: t.group } : {}),
       ...(t.candidate !== undefined ? { candidate: t.candidate } : {}),

@@ -19,7 +19,7 @@ import { supervise } from '../process/supervisor';
  * The merge requests for a worktree-mode run's PASSed tasks (all, or only `keys`), in manifest order, with each
  * task's check taken from the run's frozen manifest (so a manifest edited or deleted since still merges as it ran).
  * A best-of-N task merges its winner only (its branch holds the winner's commit): without `keys` its candidates are
- * left out; a candidate is merged only when `keys` names it.
+ * left out; a candidate is merged only when `keys` names it. A task recorded merged or discarded is never requested.
  * @throws Error when the run is not in worktree mode or its frozen manifest is unreadable
  */
 export function mergeRequestsForRun(home: string, state: RunState, keys?: readonly string[]): MergeRequest[] {
@@ -28,7 +28,8 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
   const specs = new Map(manifest.tasks.map((t) => [t.key, t]));
   const prepare = { setup: manifest.setup, include: manifest.include };
   return state.tasks
-    .filter((t) => t.status === 'PASS' && t.branch && (keys ? keys.includes(t.key) : t.candidate === undefined))
+    // A task already merged or discarded (state.json `merged`, `discarded`) is left alone: merging it again changes nothing.
+    .filter((t) => t.status === 'PASS' && t.branch && !t.merged && !t.discarded && (keys ? keys.includes(t.key) : t.candidate === undefined))
     .map((t) => {
       const spec = specs.get(t.key);
       // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.

@@ -22,6 +22,15 @@ async function until<T>(what: string, fn: () => T | undefined | Promise<T | unde
   }
 }
 
+/** Whether the runs view's context menu offers `command` on a row with this context value (package.json's `when`). */
+function offers(command: string, contextValue: string): boolean {
+  const menus = vscode.extensions.getExtension('verdict-dev.verdict')?.packageJSON.contributes.menus['view/item/context'] as { command: string; when: string }[];
+  const entry = menus.find((m) => m.command === command);
+  const re = /viewItem =~ \/(.*)\/$/.exec(entry?.when ?? '');
+  assert.ok(re, `${command} has a viewItem rule`);
+  return new RegExp(re[1] as string).test(contextValue);
+}
+
 function task(key: string, spec: string, check: string): Record<string, unknown> {
   return { key, engine: 'script', task_type: 'script', verified: `${key} works`, spec, check };
 }
@@ -135,6 +144,28 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.deepEqual(blocked?.status === 'BLOCKED' ? blocked.conflicts : [], ['shared.txt']);
     assert.match(git(repo, 'log', '-1', '--format=%s'), /^verdict: add-a/);
     assert.equal(fs.readFileSync(path.join(repo, 'a.txt'), 'utf8'), 'a\n');
+
+    // Merged is a state the tree shows, with the commit, and the row's Merge action (its menu `when`) is gone.
+    const head = git(repo, 'rev-parse', 'HEAD');
+    const row = async (key: string) => {
+      const run = (await api.runsView.getChildren()).find((n) => n.runId === summary.runId) as RunsNode;
+      const t = (await api.runsView.getChildren(run)).find((n) => api.runsView.getTreeItem(n).label === key) as RunsNode;
+      return api.runsView.getTreeItem(t);
+    };
+    const addA = await until('add-a shown merged', async () => {
+      const item = await row('add-a');
+      return String(item.description).startsWith('MERGED') ? item : undefined;
+    });
+    assert.equal(String(addA.description).split(' · ')[0], `MERGED ${head.slice(0, 10)}`);
+    assert.equal(offers('verdict.mergeTask', String(addA.contextValue)), false, `no Merge on ${addA.contextValue}`);
+    assert.equal(offers('verdict.reviewTask', String(addA.contextValue)), true, 'its changes can still be reviewed');
+    assert.equal(offers('verdict.mergeTask', String((await row('edit-shared')).contextValue)), true, 'the blocked one can still be merged');
+    // Merging it again changes nothing: refused (already merged), no new commit.
+    assert.equal(await vscode.commands.executeCommand('verdict.mergeTask', { runId: summary.runId, key: 'add-a' }), undefined);
+    assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
+    const again = await vscode.commands.executeCommand<MergeOutcome[]>('verdict.mergeAllPassed', { runId: summary.runId });
+    assert.deepEqual(again.map((o) => o.key), ['edit-shared'], 'Merge All leaves the merged task alone');
+    assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
   });
 
   it('runs one task from the Test Explorer; the result is a new run of just that task', async () => {
@@ -173,5 +204,12 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.ok(git(repo, 'branch', '--list', failing.branch));
     assert.equal(await vscode.commands.executeCommand('verdict.discardTask', { runId: summary.runId, key: 'fails' }, { confirmed: true }), true);
     assert.equal(git(repo, 'branch', '--list', failing.branch), '');
+    const item = await until('fails shown discarded', async () => {
+      const run = (await api.runsView.getChildren()).find((n) => n.runId === summary.runId) as RunsNode;
+      const t = (await api.runsView.getChildren(run)).find((n) => api.runsView.getTreeItem(n).label === 'fails') as RunsNode;
+      const it = api.runsView.getTreeItem(t);
+      return /^DISCARDED [0-9a-f]{10}/.test(String(it.description)) ? it : undefined;
+    });
+    assert.equal(offers('verdict.discardTask', String(item.contextValue)), false, `no Discard on ${item.contextValue}`);
   });
 });
