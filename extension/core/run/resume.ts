@@ -143,6 +143,9 @@ export function reopenState(cont: RunContinuation, containment: string): RunStat
     if (!cont.again.has(t.key)) continue;
     t.status = 'queued';
     delete t.reason;
+    // New work to come: what was done with the old (merged, discarded) no longer describes the task.
+    delete t.merged;
+    delete t.discarded;
   }
   return s;
 }

@@ -188,6 +188,9 @@ export class TaskGraph {
     task.failure = null;
     task.state.status = 'queued';
     delete task.state.reason;
+    // New work to come: what was done with the old (merged, discarded) no longer describes the task.
+    delete task.state.merged;
+    delete task.state.discarded;
     const unblocked: TaskRuntime[] = [];
     const restarted: TaskRuntime[] = [];
     const unblock = (key: string) => {
