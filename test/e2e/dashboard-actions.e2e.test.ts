@@ -175,8 +175,14 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     await page.locator('vscode-button[data-action="merge"][data-key="writer"]').click();
     const result = page.locator('[data-testid="act-result"][data-key="writer"]');
     await result.and(page.locator('[data-result="done"], [data-result="refused"]')).waitFor({ timeout: 60000 });
-    assert.match(await result.innerText(), /^writer: MERGED \(now [0-9a-f]{10}\)/);
+    assert.match(await result.innerText(), /^writer: MERGED into main \(now [0-9a-f]{10}\)/);
     assert.notEqual(git(repo, 'rev-parse', 'main'), before);
+    // Merged is recorded and shown: MERGED with the commit in the task's header, and its Merge button gone.
+    const head = git(repo, 'rev-parse', 'main');
+    const landed = page.locator('li.deliverable[data-key="writer"] [data-testid="landed"]');
+    await landed.waitFor({ timeout: 20000 });
+    assert.equal(await landed.innerText(), `MERGED into main at ${head.slice(0, 10)}`);
+    await page.locator('vscode-button[data-action="merge"][data-key="writer"]').waitFor({ state: 'detached', timeout: 20000 });
     assert.equal(git(repo, 'show', 'main:hello.txt'), 'hello');
     assert.equal(fs.readFileSync(path.join(repo, 'hello.txt'), 'utf8'), 'hello\n', 'the checkout of the base branch has it');
     // A failed task has no Merge button, and a merge asked for anyway is refused by the host.
