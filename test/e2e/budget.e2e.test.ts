@@ -185,6 +185,31 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*\$0\.0050 spent.*that would pass budget_usd \$0\.0050/, r.stdout);
   });
 
+  it('a reviewer whose reservation would pass the budget does not start, and the attempt it was to approve is not a PASS', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // The worker spends $0.001 of $0.005; the reviewer may cost up to $0.0045: $0.0055 would pass the budget.
+    const answer = `{"type":"text","part":{"messageID":"m1","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
+    fs.writeFileSync(path.join(bin, 'freerev'), `#!/bin/bash\ntouch "${path.join(dir, 'reviewer-ran')}"\necho '${answer}'\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: {
+      stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
+      freerev: { binary: 'freerev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/freerev', max_attempt_usd: 0.0045 },
+    } }));
+    const tasks = [scriptTask('a', streamingWorker(0, 0.001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['freerev'] } })];
+    const manifest = writeManifest(dir, { run_name: 'refused-review', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const state = stateOf(home);
+    const review = readRows(home).find((x) => x.step === 'review');
+    console.log(`      status ${state.tasks[0]?.status}; review row: ${String(review?.verdict)} ${String(review?.notes ?? '').slice(0, 120)}`);
+    assert.equal(fs.existsSync(path.join(dir, 'reviewer-ran')), false, 'the reviewer did not start');
+    assert.notEqual(state.tasks[0]?.status, 'PASS', r.all);
+    assert.equal(r.exitCode, 1, r.all);
+    assert.match(r.all, /reviewer could not run: not started: budget: .*may cost up to \$0\.0045: that would pass budget_usd \$0\.0050/, r.all);
+  });
+
   it('spend in the views: run notes at 50 %, 80 % and 100 % of the budget, each once; `verdict runs RUN` and state.json say spent / reserved / budget', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
