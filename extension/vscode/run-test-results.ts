@@ -28,6 +28,8 @@ export interface PublishedResult {
   message: string;
   /** The check.log the failure message links to; null without one. */
   log: string | null;
+  /** The id of the manifest's own test item (its suite in the workspace) given the same result; null when none is loaded. */
+  manifestItem?: string | null;
 }
 
 /** A test item as the API shows it. */
@@ -156,7 +158,7 @@ export class RunTestResults implements vscode.Disposable {
       const result = taskResult(t.status);
       if (result === 'queued' || result === 'running' || this.reported.has(outcome)) continue;
       this.reported.add(outcome);
-      this.result(run(), test, s.runId, t, result);
+      this.result(run(), test, s.runId, t, result, this.manifestItem(s.manifestFile, t.key));
     }
     if (batch && !isLive) {
       // The run ended: its test run ends with what it published last (update() ends only those of runs gone from view).
@@ -166,19 +168,31 @@ export class RunTestResults implements vscode.Disposable {
   }
 
   /** Publishes a final task's result; a failure's message is its last attempt's verdict, reason and check output. */
-  private result(run: vscode.TestRun, test: vscode.TestItem, runId: string, t: TaskState, result: 'passed' | 'failed' | 'skipped'): void {
+  /** The task's test item under its manifest's suite (test-controller.ts ids: `<manifest uri>#<key>`), if loaded. */
+  private manifestItem(manifestFile: string, key: string): vscode.TestItem | undefined {
+    const suite = this.controller.items.get(vscode.Uri.file(manifestFile).toString());
+    return suite?.children.get(`${suite.id}#${key}`);
+  }
+
+  /**
+   * Publishes a final task's result on its item under "Verdict runs" and, when its manifest's suite is loaded, on the
+   * manifest's own test item (so a manifest run from the CLI or the runs view does not read "Not yet run"); a
+   * failure's message is its last attempt's verdict, reason and check output.
+   */
+  private result(run: vscode.TestRun, test: vscode.TestItem, runId: string, t: TaskState, result: 'passed' | 'failed' | 'skipped', own?: vscode.TestItem): void {
     const a = t.attempts.at(-1);
+    const manifestItem = own?.id ?? null;
     const duration = t.attempts.reduce((ms, x) => ms + (x.endedAt !== null ? x.endedAt - x.startedAt : 0), 0) || undefined;
     if (result === 'passed') {
-      run.passed(test, duration);
-      this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'passed', message: '', log: null });
+      for (const x of own ? [test, own] : [test]) run.passed(x, duration);
+      this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'passed', message: '', log: null, manifestItem });
       return;
     }
     if (result === 'skipped') {
       const why = `${t.status}${t.reason ? ` — ${t.reason}` : a?.notes ? ` — ${a.notes}` : ''}`;
-      run.skipped(test);
+      for (const x of own ? [test, own] : [test]) run.skipped(x);
       run.appendOutput(`${t.key}: ${oneLine(why)}\r\n`, undefined, test);
-      this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'skipped', message: why, log: null });
+      this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'skipped', message: why, log: null, manifestItem });
       return;
     }
     const log = a ? path.join(attemptDir(this.home(), runId, t.key, a.attempt), 'check.log') : null;
@@ -187,8 +201,8 @@ export class RunTestResults implements vscode.Disposable {
     const text = `${head}\n\n${output ? (output.text || '(the check printed nothing)') : '(no check output: the attempt ended before its check)'}`;
     const message = new vscode.TestMessage(text);
     if (output && log) message.location = new vscode.Location(vscode.Uri.file(log), new vscode.Position(0, 0));
-    run.failed(test, message, duration);
-    this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'failed', message: text, log: output ? log : null });
+    for (const x of own ? [test, own] : [test]) run.failed(x, message, duration);
+    this.record({ runId, key: t.key, attempt: a?.attempt ?? null, state: 'failed', message: text, log: output ? log : null, manifestItem });
   }
 
   private record(r: PublishedResult): void {

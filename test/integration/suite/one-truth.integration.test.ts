@@ -35,11 +35,13 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
   this.timeout(180000);
   let api: VerdictApi;
   let runId: string;
+  let manifest: string;
 
   before(async () => {
     api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
-    const tmp = process.env.VERDICT_TEST_TMP as string;
-    const manifest = path.join(tmp, 'one-truth.swarm.json');
+    // In the workspace, so the manifest is a suite of the Testing view too (its tasks must not read "Not yet run").
+    const ws = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath as string;
+    manifest = path.join(ws, 'one-truth.swarm.json');
     fs.writeFileSync(manifest, JSON.stringify({
       run_name: 'one-truth',
       workdir: 'one-truth-work',
@@ -51,6 +53,8 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
         { ...task('after-broken', 'echo r > r.txt', 'test -s r.txt'), after: ['broken'] },
       ],
     }));
+    await vscode.commands.executeCommand('testing.refreshTests');
+    await sleep(1500); // let the controller load the manifest's suite
     const cli = path.resolve(__dirname, '../../dist/cli.js');
     const child = spawn('node', [cli, 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore' });
     const info = await until('the CLI run, finished', () => api.runs().find((r) => r.state.runName === 'one-truth' && r.state.pid === child.pid && r.liveness === 'finished'));
@@ -74,6 +78,9 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
     await sleep(1000);
     const settled = api.testExplorer.results().filter((r) => r.runId === runId && r.state !== 'started');
     assert.deepEqual(settled.map((r) => [r.key, r.state]).sort(), Object.entries(expected).sort(), 'one result per task, the task\'s own');
+    // The manifest's own test items got the same results (a run from the CLI, not the Testing view).
+    const suite = vscode.Uri.file(manifest).toString();
+    assert.deepEqual(settled.map((r) => [r.key, r.manifestItem]).sort(), Object.keys(expected).map((k) => [k, `${suite}#${k}`]).sort());
     const item = api.testExplorer.items().find((i) => i.id === `verdict-run:${runId}`);
     assert.match(item?.description ?? '', /1\/3 passed · 1 failed · 1 skipped$/);
 
