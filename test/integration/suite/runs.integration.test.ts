@@ -91,11 +91,11 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     const run = roots.find((n) => n.runId === summary.runId) as RunsNode;
     const runItem = api.runsView.getTreeItem(run);
     assert.equal(runItem.label, 'integration-runs');
-    assert.match(String(runItem.description), /^2\/3 passed · finished · [^·]+ · \d\d:\d\d$/, 'verdicts, state, identity, start time');
+    assert.match(String(runItem.description), /^2\/3 passed · 1 failed · finished · [^·]+ · \d\d:\d\d$/, 'verdicts, state, identity, start time');
     const tasks = await api.runsView.getChildren(run);
     assert.deepEqual(tasks.map((t) => [api.runsView.getTreeItem(t).label, String(api.runsView.getTreeItem(t).description).split(' · ')[0]]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL at check']]);
     // What a screen reader says: the name and the verdict first (the tooltip was read before), no "0 tokens" for unknown usage.
-    assert.match(String(runItem.accessibilityInformation?.label), /^run integration-runs: 2\/3 passed · finished/);
+    assert.match(String(runItem.accessibilityInformation?.label), /^run integration-runs: 2\/3 passed · 1 failed · finished/);
     assert.match(String(runItem.tooltip), /tokens: —$/, 'script attempts report no usage: unknown, not 0');
     assert.deepEqual(tasks.map((t) => String(api.runsView.getTreeItem(t).accessibilityInformation?.label).split(',')[0]), ['task add-a: PASS', 'task edit-shared: PASS', 'task fails: FAIL']);
     const addA = tasks[0] as RunsNode;
