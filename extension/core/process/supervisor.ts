@@ -170,6 +170,37 @@ export const CREDENTIAL_ENV: readonly string[] = ['VERDICT_PG_URL', 'VERDICT_POO
  * Never throws for process failures: they are in the receipt. Throws only when the log file cannot be opened.
  */
 export async function supervise(opts: SuperviseOptions): Promise<SupervisedResult> {
+  // The command never ran when bubblewrap stopped while making its mounts: again, over a fresh look at the host (three
+  // times at most: a program that binds and closes sockets without pause can win the race again).
+  for (let tries = 0; ; tries++) {
+    const seen: { bwrapArgs?: string[] } = {};
+    const result = await superviseOnce(opts, seen);
+    if (tries === 3 || !seen.bwrapArgs || !vanishedCover(result, seen.bwrapArgs)) return result;
+  }
+}
+
+/**
+ * True when bubblewrap failed before the step's command ran because a host socket it was to cover (`--ro-bind
+ * /dev/null SOCKET`, sandbox-view.ts) went away between the look at the host and the mount ("bwrap: Can't create file
+ * at …: Read-only file system", seen when another program closed its socket at that moment). Only a path that the
+ * arguments covered and that is gone on the host, or was made again since the step started, counts: a step printing
+ * that line about a socket that stayed gains nothing, and no step can make a socket where sockets are covered.
+ */
+export function vanishedCover(result: SupervisedResult, bwrapArgs: readonly string[]): boolean {
+  const m = /^bwrap: (?:(?:Can't create file at|Can't mkdir parents for|Can't create directory at) (\/[^\n]*?)|Can't bind mount \/oldroot\/dev\/null on \/newroot(\/[^\n]*?)): /.exec(result.tail);
+  if (!m) return false;
+  const target = (m[1] ?? m[2]) as string;
+  const covered = bwrapArgs.some((a, i) => a === '--ro-bind' && bwrapArgs[i + 1] === '/dev/null' && bwrapArgs[i + 2] === target);
+  if (!covered) return false;
+  try {
+    return fs.lstatSync(target).ctimeMs >= result.receipt.startedAt - 1000;
+  } catch {
+    return true;
+  }
+}
+
+/** One run of {@link supervise}; `seen.bwrapArgs` gets bubblewrap's arguments when the step is sandboxed. */
+async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[] }): Promise<SupervisedResult> {
   const log = fs.openSync(opts.logFile, (opts.logMaxBytes ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_CREAT, 0o644);
   const tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
   const grace = opts.killGraceMs ?? KILL_GRACE_MS;
@@ -219,6 +250,7 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
   if (network === 'none') delete merged.VERDICT_HOST_LOOPBACK;
   const env = opts.sandbox ? sandboxEnv({ ...merged, ...loopback, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, ...loopback, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
   const plain = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
+  if (opts.sandbox) seen.bwrapArgs = plain.args;
   // The step's own memory cgroup, joined before its command (bubblewrap for a sandboxed step) runs.
   let cgroup: StepCgroup | null = null;
   let memory: MemoryCapRecord | undefined;
