@@ -40,7 +40,8 @@ function rankers(dir: string, home: string, list: Ranker[]): { config: string; e
     const body = [
       '#!/bin/bash',
       'leak() { echo "LEAK: $*"; exit 7; }',
-      'env | grep -q "^\\(VERDICT\\|RINGER\\|FLEET\\)_" && leak "environment: $(env | grep "^VERDICT_" | head -3)"',
+      // VERDICT_HOST_LOOPBACK (where the host's loopback is: 10.0.2.2 in the step's own network) says nothing of a candidate.
+      'env | grep -v "^VERDICT_HOST_LOOPBACK=" | grep -q "^\\(VERDICT\\|RINGER\\|FLEET\\)_" && leak "environment: $(env | grep "^VERDICT_" | head -3)"',
       'case "$PWD" in *--c[0-9]*) leak "cwd $PWD";; esac',
       'printf "%s" "$1" | grep -q -e "--c[0-9]" && leak "the prompt names a candidate key"',
       'found=$(grep -rl -e "--c[0-9]" . 2>/dev/null | head -3); [ -z "$found" ] || leak "material names a candidate key: $found"',
@@ -149,7 +150,7 @@ describe('workflows: ranked best-of-N', function () {
     const work = path.join(dir, 'work');
     const probe = [
       // What a ranker that runs the candidate's probe.sh would learn: its output ends up in the ranker's log.
-      'echo "--- probe"; ls -A "$(dirname "$0")/.." 2>&1; ls -A ' + `'${work}' '${home}/runs' '${home}/worktrees'` + ' 2>&1; env | grep "^VERDICT_"; echo "--- end probe"',
+      'echo "--- probe"; ls -A "$(dirname "$0")/.." 2>&1; ls -A ' + `'${work}' '${home}/runs' '${home}/worktrees'` + ' 2>&1; env | grep "^VERDICT_" | grep -v "^VERDICT_HOST_LOOPBACK="; echo "--- end probe"',
     ].join('\n');
     const { config, env } = rankers(dir, home, [
       { name: 'likes-alpha', model: 'la-1', answer: `for n in $names; do cat "$n.txt"; [ -f "$n/probe.sh" ] && { out=$(bash "$n/probe.sh" 2>&1); echo "$out"; echo "$out" | grep -q -e "--c[0-9]" -e "state.json" -e "^VERDICT_" && leak "probe found: $out"; }; done\n${PREFERS('ALPHA')}` },
