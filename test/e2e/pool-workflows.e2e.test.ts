@@ -171,7 +171,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     fs.writeFileSync(path.join(bin, 'rank-judge'), [
       '#!/bin/bash',
       'leak() { echo "LEAK: $*"; exit 7; }',
-      'env | grep -q "^VERDICT_" && leak environment',
+      'env | grep -v "^VERDICT_HOST_LOOPBACK=" | grep -q "^VERDICT_" && leak environment',
       'printf "%s" "$1" | grep -q -e "--c[0-9]" && leak "the prompt names a candidate key"',
       'found=$(grep -rl -e "--c[0-9]" . 2>/dev/null | head -3); [ -z "$found" ] || leak "material names a candidate key: $found"',
       `for p in runs runs.jsonl worktrees; do [ -e '${home}'/$p ] && leak "VERDICT_HOME/$p is readable"; done`,
