@@ -140,7 +140,8 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
 
   it('`verdict demo | head -3`: a closed pipe does not crash the run; it finishes with every row', async () => {
     const home = path.join(tempDir(), 'home');
-    const r = await execa('bash', ['-c', `node ${CLI} demo --home ${home} | head -3`], { reject: false, all: true });
+    // Paths as arguments, never pasted into the command: the clone may live under a folder whose name has a space.
+    const r = await execa('bash', ['-c', 'node "$1" demo --home "$2" | head -3', 'bash', CLI, home], { reject: false, all: true });
     assert.equal(r.exitCode, 0, r.all);
     assert.doesNotMatch(r.all ?? '', /EPIPE|Error:/);
     for (let i = 0; i < 100 && readRows(home).length < 6; i++) await new Promise((res) => setTimeout(res, 100));
