@@ -1,6 +1,6 @@
 // The one table of task and attempt statuses, read by the runner, reconcile, resume, the CLI, the runs view, the
 // registry and the dashboard (through schemas/protocol.ts). Data and pure lookups only: no Node, no DOM, no vscode.
-// Issue 11: before it, six places held their own Sets and switches and disagreed (STALLED shown as "other" though
+// Why one table: before it, six places held their own Sets and switches and disagreed (STALLED shown as "other" though
 // retried like a FAIL; RATE_LIMITED final in one place and not in another).
 
 /** The verdict of one attempt (docs/attempt.md; judged by run/decide.ts `judge`). */

@@ -5,7 +5,7 @@ import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// Issue 12 "Seal, then check": what a check writes is never committed, and the next attempt starts from the tree the
+// Seal, then check: what a check writes is never committed, and the next attempt starts from the tree the
 // last one sealed. The check here is hostile in the useful way: it leaves a token that makes the next check pass, junk,
 // build output and a log (ignored), and it edits a tracked file; none of it may reach the retry or the PASS commit.
 

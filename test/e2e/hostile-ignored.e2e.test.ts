@@ -6,7 +6,7 @@ import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../
 import { requireSandbox } from '../helpers/sandbox-env';
 import { overlayHere } from '../helpers/overlay';
 
-// Issue 26 item 1, "the check judges what is delivered": a file the check reads in the task dir is in the sealed
+// The check judges what is delivered: a file the check reads in the task dir is in the sealed
 // commit or was there before the worker ran (the start commit's tree, `include`, what `setup` made). A worker that
 // writes what the check reads under a path git ignores — its own .gitignore entry, a path the repository already
 // ignores, a folder a committed script sources — got a PASS whose commit lacks the file; only `verdict merge`'s

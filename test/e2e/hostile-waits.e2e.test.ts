@@ -13,7 +13,7 @@ import { engineEnv, startVerdict } from '../helpers/real-engines';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../fixtures/model-server';
 import type { EngineWait, RunState } from '../../extension/core/live/state';
 
-// Issue 26 item 6: a worker that prints an engine-style "usage limit reached, try again in 7 days" line — in plain
+// A worker that prints an engine-style "usage limit reached, try again in 7 days" line — in plain
 // text, in its agent message, or written into its engine's stdout by a tool — must not park the run: only the engine's
 // own structured error event starts a quota wait. A real one past the cap (6 h by default, `quota.max_wait_h`) is
 // shortened to the cap until a probe attempt confirms it, `verdict runs RUN` says who set it and why, and `verdict
