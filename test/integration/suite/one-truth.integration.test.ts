@@ -7,18 +7,7 @@ import type { VerdictApi } from '../../../extension/vscode/api';
 import type { RunsNode } from '../../../extension/vscode/runs-tree';
 import { runView } from '../../../extension/core/dashboard/run-view';
 import { roundCounts, taskResult } from '../../../schemas/status';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 90000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+import { sleep, until } from './until';
 
 const task = (key: string, spec: string, check: string, extra: Record<string, unknown> = {}) => ({ key, engine: 'script', task_type: 'script', verified: `${key} works`, spec, check, ...extra });
 
@@ -57,7 +46,7 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
     await sleep(1500); // let the controller load the manifest's suite
     const cli = path.resolve(__dirname, '../../dist/cli.js');
     const child = spawn('node', [cli, 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore' });
-    const info = await until('the CLI run, finished', () => api.runs().find((r) => r.state.runName === 'one-truth' && r.state.pid === child.pid && r.liveness === 'finished'));
+    const info = await until('the CLI run, finished', () => api.runs().find((r) => r.state.runName === 'one-truth' && r.state.pid === child.pid && r.liveness === 'finished'), 90000);
     runId = info.state.runId;
   });
 
@@ -74,7 +63,7 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
     await until('every task result in the Test Explorer', () => {
       const mine = api.testExplorer.results().filter((r) => r.runId === runId && r.state !== 'started');
       return mine.length >= 3 ? mine : undefined;
-    });
+    }, 90000);
     await sleep(1000);
     const settled = api.testExplorer.results().filter((r) => r.runId === runId && r.state !== 'started');
     assert.deepEqual(settled.map((r) => [r.key, r.state]).sort(), Object.entries(expected).sort(), 'one result per task, the task\'s own');

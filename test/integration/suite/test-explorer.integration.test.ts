@@ -5,18 +5,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { VerdictApi } from '../../../extension/vscode/api';
 import type { RunsNode } from '../../../extension/vscode/runs-tree';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v as T;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+import { sleep, until } from './until';
 
 /** Asks the workbench-side probe (test/integration/webview-probe.mjs) whether `text` shows in the workbench itself. */
 async function workbenchShows(probeDir: string, text: string, n: number): Promise<{ found: boolean; error: string | null }> {
