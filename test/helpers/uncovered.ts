@@ -1,7 +1,8 @@
 // A temporary folder outside the places every sandbox covers with a tmpfs of its own (/tmp, /var/tmp, /run: see
 // core/process/sandbox-view.ts), for tests of what a sandbox shows of the host's own filesystem there (a bind left out,
 // a host socket covered where it lies). The clone's ignored .cache/ when the clone lies outside them, else the user's
-// ~/.cache; removed when the test process exits (VERDICT_KEEP_TMP=1 keeps them).
+// ~/.cache, else (a clone and a HOME both under /tmp, as a CI job or a throwaway user may have) /var/lib or /var/cache
+// where the user may write there; removed when the test process exits (VERDICT_KEEP_TMP=1 keeps them).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,10 +26,15 @@ export function underCoveredRoot(p: string): boolean {
  */
 export function uncoveredDir(prefix: string): string {
   const clone = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const places = [path.join(clone, '.cache', 'test-dirs'), path.join(os.homedir(), '.cache', 'verdict-test-dirs')];
+  const places = [
+    path.join(clone, '.cache', 'test-dirs'),
+    path.join(os.homedir(), '.cache', 'verdict-test-dirs'),
+    '/var/lib/verdict-test-dirs',
+    '/var/cache/verdict-test-dirs',
+  ];
   for (const place of places) {
     try {
-      fs.mkdirSync(place, { recursive: true });
+      fs.mkdirSync(place, { recursive: true, mode: 0o1777 });
       const dir = fs.realpathSync(fs.mkdtempSync(path.join(place, prefix)));
       if (underCoveredRoot(dir)) {
         fs.rmSync(dir, { recursive: true, force: true });
