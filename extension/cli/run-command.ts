@@ -1,4 +1,5 @@
 import { postgresUrlOf, type PoolTrust } from '../core/config/config';
+import { poolAttemptSteps } from '../core/run/workflows';
 import { driverNotesFor } from '../core/run/steering';
 import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
@@ -19,7 +20,6 @@ import { dashboardForRun } from './hud/dashboard-for-run';
 import { probeSandbox } from '../core/process/sandbox';
 import { startSpawnHelper } from '../core/process/spawner';
 import type { PoolDispatcher } from '../core/pool/dispatch';
-import { critiqueHereStep } from '../core/pool/critique-here';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
 export interface RunFlags {
@@ -151,7 +151,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
       ...(settings.quotaMaxWaitH !== undefined ? { quotaMaxWaitMs: settings.quotaMaxWaitH * 3600_000 } : {}),
       ...(config.logins ? { logins: Object.fromEntries(Object.entries(config.logins).map(([name, l]) => [name, { engines: l.engines, maxParallel: l.max_parallel }])) } : {}),
-      ...(pool ? { attemptSteps: [pool.step(), critiqueHereStep()] } : {}),
+      ...(pool ? { attemptSteps: poolAttemptSteps(pool.step()) } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {
         const line = eventLine(e);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { cannotPass, commandCounts, MAX_NAMED_PATHS, namedPaths } from '../../extension/core/run/critique-command';
+import { cannotPass, commandCounts, MAX_NAMED_PATHS, namedPaths } from '../../extension/core/run/workflows/critique/command';
 
-describe('critique: a command criticism must be about the proposal (run/critique-command.ts)', () => {
+describe('critique: a command criticism must be about the proposal (run/workflows/critique/command.ts)', () => {
   it('a command that can never exit 0 is dropped before it runs (lint\'s shell reading, the other way round)', () => {
     for (const cmd of ['false', 'exit 1', 'exit 3', '! true', 'echo x; false', 'true && exit 1', 'grep -q x a.txt; exit 2', '{ echo a; false; }', 'false | cat', 'if grep -q x f; then exit 1; else false; fi']) {
       assert.match(cannotPass(cmd) ?? '', /can never exit 0/, cmd);

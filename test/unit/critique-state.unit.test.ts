@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { newLoop, type CritiqueLoop } from '../../extension/core/run/critique-loop';
-import { critiqueLoopFile, loadLoop, saveLoop } from '../../extension/core/run/critique-state';
+import { newLoop, type CritiqueLoop } from '../../extension/core/run/workflows/critique/loop';
+import { critiqueLoopFile, loadLoop, saveLoop } from '../../extension/core/run/workflows/critique/state';
 import { tempDir } from '../helpers/fixtures';
 
-describe('critique: the loop kept across orchestrators (run/critique-state.ts)', () => {
+describe('critique: the loop kept across orchestrators (run/workflows/critique/state.ts)', () => {
   const loop = (): CritiqueLoop => ({
     ...newLoop(),
     startedAt: 1_700_000_000_000,

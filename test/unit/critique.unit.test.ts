@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { lineCount, parseCritiqueAnswer, proposalPath } from '../../extension/core/run/critique-verdict';
-import { decideRound, newLoop, noChange, renderReport, revisionText, REVISION_BYTES, type CheckedCriticism } from '../../extension/core/run/critique-loop';
-import { critiquePrompt } from '../../extension/core/run/critique-prompt';
+import { lineCount, parseCritiqueAnswer, proposalPath } from '../../extension/core/run/workflows/critique/verdict';
+import { decideRound, newLoop, noChange, renderReport, revisionText, REVISION_BYTES, type CheckedCriticism } from '../../extension/core/run/workflows/critique/loop';
+import { critiquePrompt } from '../../extension/core/run/workflows/critique/prompt';
 import { parseManifest } from '../../extension/core/manifest/load';
 
 const line = (file: string, n: number, verified = true): CheckedCriticism => ({ file, line: n, claim: `${file} is wrong`, critic: 1, verified, evidence: verified ? `${file}:${n}: x` : 'the file is not in the sealed commit' });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { evalRow, rowBase, type AttemptRecord } from '../../extension/core/run/attempt-record';
-import { critiqueRow } from '../../extension/core/run/critique-record';
+import { critiqueRow } from '../../extension/core/run/workflows/critique/record';
 import { reviewRow } from '../../extension/core/run/review-record';
 import { rankRow } from '../../extension/core/run/workflows/rank-record';
 import { selectRow } from '../../extension/core/run/workflows/select-row';

@@ -34,4 +34,14 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
       assert.doesNotMatch(text, /workflows\/generate|joinGenerated|plannedTasks|generateStep|\.generated\b/, `${f} names the generate workflow`);
     }
   });
+
+  it('registers critique, and the runner, the task graph, the attempt and resume name no critique: they reach it through the table', () => {
+    const critique = WORKFLOWS.find((w) => w.name === 'critique');
+    assert.ok(critique?.steps?.some((s) => s.step.name === 'critique' && s.after === 'review'));
+    assert.equal(DEFAULT_STEPS.some((s) => s.name === 'critique'), false, 'the default steps do not name the critique workflow');
+    for (const f of ['runner.ts', 'task-graph.ts', 'attempt.ts', 'attempt-loop.ts', 'resume.ts', path.join('steps', 'index.ts'), path.join('steps', 'context.ts')]) {
+      const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
+      assert.doesNotMatch(text, /critique|critic\b|revising|revision/i, `${f} names the critique workflow`);
+    }
+  });
 });

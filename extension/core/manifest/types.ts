@@ -91,7 +91,7 @@ export interface TaskSpec {
    * tasks that join the run once the planner passes (run/workflows/generate/).
    */
   generate?: { file: string; maxTasks: number };
-  /** `critique`: a critique loop after the check passes (run/steps/critique.ts, docs/workflows.md "Critique loop"). */
+  /** `critique`: a critique loop after the check passes (run/workflows/critique/step.ts, docs/workflows.md "Critique loop"). */
   critique?: CritiquePolicy;
   /**
    * `inputs`: prerequisites whose sealed work this task reads, as read-only copies under `$VERDICT_INPUTS/<name>/`

@@ -20,6 +20,7 @@ import { redStarts } from '../run/steps/red';
 import type { PoolTrust } from '../config/config';
 import { recheckHere } from './recheck';
 import { resolveInputs } from '../run/steps/inputs';
+import { isRevision, revisionPending } from '../run/workflows/critique';
 
 /** How often the orchestrator looks at its attempts' rows, ms. */
 export const DISPATCH_POLL_MS = 250;
@@ -413,14 +414,14 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     allowPaths: spec.allowPaths,
     inputs,
     red,
-    revising: task.revising === true,
+    revising: isRevision(task),
     ...(ctx.opts.manifest.hide?.length ? { hide: ctx.opts.manifest.hide } : {}),
   };
 }
 
 /** The proposal a critique's pending revision starts from (the task's last passed commit), or null. */
 function revisingFrom(task: TaskRuntime): { key: string; commit: string }[] | null {
-  return task.critique?.pending && task.state.commit ? [{ key: task.spec.key, commit: task.state.commit }] : null;
+  return revisionPending(task) && task.state.commit ? [{ key: task.spec.key, commit: task.state.commit }] : null;
 }
 
 /** `git push` of `sha` to `ref` on `remote` (forced: a task branch may be rerun from its start point). */

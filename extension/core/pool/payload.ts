@@ -71,7 +71,7 @@ export interface AttemptJob {
   red: JobRed[] | null;
   /**
    * A critique's revision (or a retry while one is pending): `failure` holds the verified criticisms, and `startFrom`
-   * is the proposal's commit (pool/critique-here.ts). The worker's prompt says so, as a local revision's does.
+   * is the proposal's commit (run/workflows/critique/pool-step.ts). The worker's prompt says so, as a local revision's does.
    */
   revising: boolean;
   /**

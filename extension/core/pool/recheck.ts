@@ -4,7 +4,7 @@
  * before the PASS counts, the orchestrator runs the task's check itself on the commit the worker reported, as the
  * attempt's check step runs it locally (run/steps/check.ts) and as the merge queue re-checks a branch
  * (run/merge-plan.ts): a detached worktree of that commit at the task's dir here (which a pool run otherwise leaves
- * empty, as pool/critique-here.ts uses it), the start commit's versions of the protected check inputs
+ * empty, as run/workflows/critique/pool-step.ts uses it), the start commit's versions of the protected check inputs
  * (merge-plan.ts baseCheckInputs), the manifest's `setup`, the task's inputs copied from their commits, then the check
  * in its sandbox with the task's variables and `expect_files`. The worktree is removed whatever happens.
  */

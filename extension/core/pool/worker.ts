@@ -23,6 +23,7 @@ import { sandboxView, taskContainment } from '../run/containment';
 import { preflight } from '../run/preflight';
 import { RunSpend } from '../run/spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
+import { markRevision } from '../run/workflows/critique';
 import { ensureQueue, push } from './dispatch';
 import { killOrphanedSandboxes } from './orphans';
 import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob } from './payload';
@@ -213,19 +214,21 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
   const wHome = workerHome(opts.home);
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
   const earlier: AttemptState[] = Array.from({ length: job.attempt - 1 }, (_, i) => ({ attempt: i + 1, phase: 'done', verdict: null, startedAt: 0, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: '', notes: 'ran on another pool worker' }));
-  return {
+  const task: TaskRuntime = {
     ...freshRuntime(),
     spec,
     engine: opts.engines.get(job.engine)!,
     containment: 'bwrap',
     used: job.retry ? 1 : 0,
     failure: job.failure,
-    revising: job.revising,
     startFrom: job.startFrom,
     ...(job.inputs ? { inputSources: job.inputs.entries } : {}),
     state: { key: job.key, engine: job.engine, model: job.model, taskType: job.taskType, verified: job.verified, status: 'queued', dir: worktreePath(wHome, job.runId, job.key), branch: job.branch, commit: null, port: null, attempts: earlier },
     summary: { key: job.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: job.verified, branch: job.branch, commit: null, reason: '', checkOutput: '' },
   };
+  // A critique's revision: its failure is the revision's text, and its prompt says so, as a local revision's does.
+  if (job.revising) markRevision(task);
+  return task;
 }
 
 /** Runs one attempt here and pushes its sealed commit; returns the record for the row, the log tail and the logs' folder. */

@@ -102,7 +102,7 @@ export interface AttemptRecord {
   candidate: number | null;
   /** The reviews of this attempt (step `review`, run/review-record.ts), one per reviewer that ran; absent: none. */
   reviews?: ReviewRecord[];
-  /** The critics' criticisms of this attempt (step `critique`, run/critique-record.ts), one per critic that ran; absent: none. */
+  /** The critics' criticisms of this attempt (step `critique`, run/workflows/critique/record.ts), one per critic that ran; absent: none. */
   critiques?: CritiqueRecord[];
   /** The critique loop's report once a round ran on this attempt (named in its rows); absent otherwise. */
   critiqueReport?: string;

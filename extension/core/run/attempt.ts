@@ -14,13 +14,10 @@ import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
 import { endedOnItsOwn, nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
-import { revisionPrompt } from './critique-loop';
-import { critiqueRow } from './critique-record';
-import { endCritique, pendingCritique } from './steps/critique';
 import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
-import { ATTEMPT_STEPS, statusPending } from './workflows';
+import { ATTEMPT_STEPS, statusPending, workflowFailureNotes, workflowPrompt, workflowReceipt, workflowRows, workflowsAttemptEnd } from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
@@ -72,7 +69,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   const files = recordFiles(rec);
   // The model's worker steering rules (steering.ts; fail-open) go in front of the first prompt and every retry alike
   // (not the script engine's: its spec is a program, and it runs no model).
-  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(rec, engine.harness === 'script' ? null : task.state.model, task.failure && engine.retryContext === 'prompt' ? (task.revising ? revisionPrompt(spec.spec, task.failure) : retryPrompt(spec.spec, task.failure)) : spec.spec);
+  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(rec, engine.harness === 'script' ? null : task.state.model, task.failure && engine.retryContext === 'prompt' ? (workflowPrompt(task, task.failure) ?? retryPrompt(spec.spec, task.failure)) : spec.spec);
   fs.writeFileSync(files.prompt, prompt);
   const io: AttemptIo = {
     prompt,
@@ -125,7 +122,7 @@ async function writeRecords(ctx: AttemptContext, task: TaskRuntime, rec: Attempt
   // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
   // append; so does the status the task takes (null while a workflow holds it open: a planner whose tasks have still to
   // join the run).
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: statusPending(task) ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...(rec.critiques ? { critiques: rec.critiques } : {}), rows }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: statusPending(task) ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...workflowReceipt(rec), rows }, null, 2));
   for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
   // Worktree mode's seal index (kept for deliver); plain mode makes none.
   if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
@@ -205,12 +202,13 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const verdict = rec.verdict;
   rec.endedAt = Date.now();
   rec.phase = 'done';
-  // A critique's revision (run/steps/critique.ts) follows a PASS without spending the retry budget; a stopped or
-  // draining run asks none (the loop ends there, its report says why).
   // Stopped because an input it reads is rerun (TaskRuntime.restart): not counted, no retry; the runner queues it again.
   const restart = task.restart ?? null;
-  const revise = restart === null && verdict === 'PASS' && rec.revision !== undefined && !task.abort.signal.aborted && !ctx.stateFile.state.draining;
-  if (verdict === 'PASS' && rec.revision !== undefined && !revise) endCritique(task, task.abort.signal.aborted ? 'the task was stopped before its revision' : 'the run was drained before the revision');
+  // A workflow may ask one more attempt after a PASS without spending the retry budget (Workflow.onAttemptEnd); a
+  // stopped or draining run, or a restart, asks none.
+  const stopped = task.abort.signal.aborted;
+  const again = workflowsAttemptEnd(ctx, task, rec, { goOn: restart === null && !stopped && !ctx.stateFile.state.draining, stopped });
+  const revise = again !== null;
   const next = revise ? ({ kind: 'retry' } as const) : nextStep(
     { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted, ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}) },
     { maxAttempts: spec.maxAttempts, maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES, rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS, retryAfterS: retryAfterSeconds(io.workerTail), random: Math.random() },
@@ -220,20 +218,16 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   } else if (next.kind === 'requeue') {
     if (!next.lostWorker) task.rateLimited++;
   } else if (!revise) task.used++;
-  if (revise) {
-    task.failure = rec.revision as string;
-    task.revising = true;
+  if (again !== null) {
+    task.failure = again;
   } else if (statusInfo(verdict).retryable) {
     // A red run that passed is what failed the attempt: its output is the one to show (run/steps/red.ts).
     const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : rec.check;
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + pendingCritique(task);
-    task.revising = false;
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + workflowFailureNotes(task);
   }
-  // A task with a critique loop names its report in every row once a round ran, the final row too.
-  rec.critiqueReport ??= task.state.critique?.report;
   const row = evalRow(rec);
-  // The work row, then one row per review and per critic of this attempt (steps review and critique, credited to them).
-  const rows = [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...(rec.critiques ?? []).map((c) => critiqueRow(rec, c))];
+  // The work row, then one row per review of this attempt (step review, credited to it), then the workflows' rows.
+  const rows = [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...workflowRows(rec)];
   const willRetry = restart !== null || next.kind !== 'done';
   const taskStatus = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
   await writeRecords(ctx, task, rec, rows, taskStatus);
@@ -248,7 +242,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   }
   ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
   io.sync();
-  // The reviewers' and critics' costs were settled against the budget as each ended (steps/reader.ts runReader).
+  // The readers' costs (reviewers, a workflow's critics) were settled against the budget as each ended (steps/reader.ts runReader).
   // A quota wait only from the engine's own event, in a log an engine that ended on its own wrote: one killed by a
   // signal (the worker can kill its own engine right after writing a forged event into its output) says nothing.
   const quota = verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker) ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null) : null;

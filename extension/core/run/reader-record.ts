@@ -1,5 +1,5 @@
 /**
- * What every read-only engine run records — a reviewer (review-record.ts), a critic (critique-record.ts) and a ranking
+ * What every read-only engine run records — a reviewer (review-record.ts), a critic (workflows/critique/record.ts) and a ranking
  * reviewer (workflows/rank-record.ts) — and the eval-row columns those rows fill the same way: the engine, model and
  * harness credited, times, tokens, cost and the engine's exit code; the check's columns are empty (the work row has
  * them). Pure.
@@ -7,7 +7,7 @@
 import type { UsageReport } from '../../../engines/types';
 import type { Receipt } from '../process/supervisor';
 import { labOf, type EvalRow } from '../store/eval-row';
-import type { CheckedCriticism } from './critique-loop';
+import type { CheckedCriticism } from './workflows/critique/loop';
 import type { ReviewVerdict } from './review-verdict';
 
 /** One read-only engine run. Times epoch ms; cost integer micro-USD, null when unknown. */

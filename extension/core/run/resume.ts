@@ -14,13 +14,9 @@ import type { RunResume } from '../../../schemas/run-state';
 import { statusInfo } from '../../../schemas/status';
 import type { EngineSpec } from '../../../engines/types';
 import { graphGate } from './decide';
-import { endTask } from './end-task';
-import { reattachTask } from './reattach';
-import { restoreCritique } from './steps/critique';
 import { reconcileDeadRuns } from './reconcile';
 import { summaryFromRecords } from './run-launch';
 import type { TaskSummary } from './run-types';
-import type { AttemptContext, TaskRuntime } from './steps/context';
 import { lockRun, selfHolder } from './workdir-lock';
 
 /** What to continue: `resume` (every task that did not pass) or `rerun` of one task. */
@@ -148,21 +144,4 @@ export function reopenState(cont: RunContinuation, containment: string): RunStat
     delete t.discarded;
   }
   return s;
-}
-
-/**
- * Before the run goes on: each task to run again takes its critique loop back (steps/critique.ts restoreCritique) and
- * takes over its task dir (run/reattach.ts), or is left to prepare afresh when it never had one. A task whose loop or
- * dir cannot be taken over ends ERROR, saying why (its dependents are then BLOCKED by it, as in any run). Never throws.
- */
-export async function takeOverTasks(ctx: AttemptContext, tasks: readonly TaskRuntime[]): Promise<void> {
-  for (const task of tasks) {
-    try {
-      // A critique loop goes on where it was (its next round, its time limit, the revisions it spent).
-      restoreCritique(ctx, task);
-      if (await reattachTask(ctx, task)) ctx.emit({ type: 'task-note', key: task.spec.key, note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)` });
-    } catch (e) {
-      endTask(ctx, task, 'ERROR', `cannot take the task over: ${(e as Error).message}`, { save: false });
-    }
-  }
 }

@@ -14,7 +14,7 @@ import { AttemptLoop } from './attempt-loop';
 import { ControlHandler } from './control-handler';
 import { BestOfN } from './workflows/best-of-n';
 import { workflowsSettled } from './workflows';
-import { takeOverTasks } from './resume';
+import { takeOverTasks } from './take-over';
 import { finishRun } from './teardown';
 import { statusInfo } from '../../../schemas/status';
 

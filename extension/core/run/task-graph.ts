@@ -165,7 +165,7 @@ export class TaskGraph {
   /** A reader stopped by restartReader: fresh (nothing spent), waiting for its inputs as a new task does. */
   waitForInputsAgain(t: TaskRuntime): void {
     t.restart = null;
-    Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null, revising: false });
+    Object.assign(t, { abort: new AbortController(), used: 0, rateLimited: 0, failure: null });
     t.state.status = 'queued';
     // Why it stopped stays with the stopped attempt (its record, row and receipt), not with the task that goes on.
     delete t.state.reason;

@@ -89,7 +89,7 @@ export interface EvalRow {
   /**
    * What the row is about: `work` (a worker's attempt: counted and credited to its model by the scoreboard) or another
    * step a model performed and is credited for on a row of its own (`review`, `rank`; `critique`: one critic's criticisms
-   * of a proposal, run/critique-record.ts), or a best-of-N group's decision (`select`: run/workflows/select-row.ts, credited
+   * of a proposal, run/workflows/critique/record.ts), or a best-of-N group's decision (`select`: run/workflows/select-row.ts, credited
    * to the winner's model). Rows from before the field: `work`.
    */
   step: string;
@@ -99,7 +99,7 @@ export interface EvalRow {
   candidate: number | null;
   /** Only on `step: "review"` rows: which reviewer and what it answered (run/review-record.ts). */
   review?: ReviewColumn;
-  /** Only on `step: "critique"` rows: which critic, which round, and its criticisms as checked (run/critique-record.ts). */
+  /** Only on `step: "critique"` rows: which critic, which round, and its criticisms as checked (run/workflows/critique/record.ts). */
   critique?: CritiqueColumn;
   /**
    * On the work and critique rows of a task with `critique` once a round ran: the loop's report (markdown, in the

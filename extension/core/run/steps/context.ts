@@ -18,7 +18,6 @@ import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunSettings, TaskSummary } from '../run-types';
 import type { RunSpend } from '../spend';
 import type { PassedPrerequisite } from '../start-point';
-import type { CritiqueLoop } from '../critique-loop';
 
 /** One per run: what every attempt of it needs. */
 export interface AttemptContext {
@@ -97,10 +96,6 @@ export interface TaskRuntime {
    * neutral name, in its folder) and the sealed commit it holds (pool/payload.ts); absent elsewhere.
    */
   inputSources?: { path: string; commit: string }[];
-  /** A task with `critique`: its loop, begun by the first attempt that passed its check (run/critique-loop.ts). */
-  critique?: CritiqueLoop;
-  /** The next attempt is a critique's revision: `failure` holds the verified criticisms, not a failure. */
-  revising?: boolean;
   /**
    * Why this task's attempt is being stopped to run again (an input it reads was rerun while it ran: it would judge
    * work that no longer stands), set by the runner; the attempt then ends CANCELLED with this reason, is not counted

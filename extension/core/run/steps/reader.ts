@@ -1,6 +1,6 @@
 /**
  * Runs one read-only model engine on a task's work — a reviewer (run/steps/review.ts) or a critic
- * (run/steps/critique.ts): in its own sandbox where the task dir is read-only and VERDICT_HOME hidden, started in its
+ * (run/workflows/critique/step.ts): in its own sandbox where the task dir is read-only and VERDICT_HOME hidden, started in its
  * own scratch dir (project files the worker wrote there — AGENTS.md, CLAUDE.md, .claude/settings.json with hooks,
  * opencode.json, .codex/ — must not configure or instruct it; it reads the task dir by its path), with its engine's
  * guarded settings put back after it, as after a worker. What it answers is read from its final message by the caller.

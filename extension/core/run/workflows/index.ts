@@ -3,15 +3,18 @@
  * hooks are called. Adding a workflow is one folder run/workflows/<name>/ exporting a `Workflow` (workflow.ts) and one
  * entry here.
  */
-import type { Step, TaskRuntime } from '../steps/context';
+import type { EvalRow } from '../../store/eval-row';
+import type { AttemptRecord } from '../attempt-record';
+import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import { DEFAULT_STEPS } from '../steps';
 import type { Workflow, WorkflowHost } from './workflow';
 import { generateWorkflow } from './generate';
+import { critiqueWorkflow } from './critique';
 
 export type { Workflow, WorkflowHost, WorkflowStep } from './workflow';
 
 /** Every registered workflow. */
-export const WORKFLOWS: readonly Workflow[] = [generateWorkflow];
+export const WORKFLOWS: readonly Workflow[] = [generateWorkflow, critiqueWorkflow];
 
 /**
  * The steps of an attempt: `base` with each workflow's steps inserted right after the step each names (in table order).
@@ -40,4 +43,54 @@ export function statusPending(task: TaskRuntime): boolean {
 /** Calls every workflow's onSettled for a task that became final. */
 export function workflowsSettled(host: WorkflowHost, task: TaskRuntime): void {
   for (const w of WORKFLOWS) w.onSettled?.(host, task);
+}
+
+/** A pool run's steps on the orchestrator: the pool's step, then every workflow's `poolSteps` in table order. */
+export function poolAttemptSteps(poolStep: Step): Step[] {
+  return [poolStep, ...WORKFLOWS.flatMap((w) => w.poolSteps ?? [])];
+}
+
+/**
+ * Calls every workflow's onAttemptEnd for a settling attempt (all of them, in table order); returns the first text one
+ * asks another attempt with, or null.
+ */
+export function workflowsAttemptEnd(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, how: { goOn: boolean; stopped: boolean }): string | null {
+  let again: string | null = null;
+  for (const w of WORKFLOWS) {
+    const asked = w.onAttemptEnd?.(ctx, task, rec, how) ?? null;
+    again ??= asked;
+  }
+  return again;
+}
+
+/** The prompt of `task`'s next attempt when a workflow asked it (Workflow.prompt), else null. */
+export function workflowPrompt(task: TaskRuntime, failure: string): string | null {
+  for (const w of WORKFLOWS) {
+    const prompt = w.prompt?.(task, failure) ?? null;
+    if (prompt !== null) return prompt;
+  }
+  return null;
+}
+
+/** What every workflow appends to the failure an ordinary retry of `task` is handed. */
+export function workflowFailureNotes(task: TaskRuntime): string {
+  return WORKFLOWS.map((w) => w.failureNote?.(task) ?? '').join('');
+}
+
+/** The eval rows every workflow adds for a settled attempt, in table order. */
+export function workflowRows(rec: AttemptRecord): EvalRow[] {
+  return WORKFLOWS.flatMap((w) => w.rows?.(rec) ?? []);
+}
+
+/** The fields every workflow adds to an attempt's receipt. */
+export function workflowReceipt(rec: AttemptRecord): Record<string, unknown> {
+  return Object.assign({}, ...WORKFLOWS.map((w) => w.receipt?.(rec) ?? {}));
+}
+
+/**
+ * Calls every workflow's onResume for a task taken over from an earlier orchestrator.
+ * @throws Error from the first that cannot restore what it kept
+ */
+export function workflowsResumed(ctx: AttemptContext, task: TaskRuntime): void {
+  for (const w of WORKFLOWS) w.onResume?.(ctx, task);
 }

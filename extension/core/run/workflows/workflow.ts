@@ -4,9 +4,10 @@
  * `Workflow`; the table in run/workflows/index.ts registers it. The runner, the task graph and the attempt reach a
  * workflow only through that table.
  */
-import type { StepName } from '../attempt-record';
+import type { EvalRow } from '../../store/eval-row';
+import type { AttemptRecord, StepName } from '../attempt-record';
 import type { LiveRun } from '../live-run';
-import type { Step, TaskRuntime } from '../steps/context';
+import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import type { TaskGraph } from '../task-graph';
 
 /** What a workflow's run-time hooks may use: the live run and its task graph (enqueue, block, settle). */
@@ -38,4 +39,34 @@ export interface Workflow {
    * are there when they are). May end the task itself (endTask) when what it does fails.
    */
   onSettled?(host: WorkflowHost, task: TaskRuntime): void;
+  /**
+   * Steps a pool run (`verdict run --pool`) runs here, on the orchestrator, after the pool's own step (which runs the
+   * attempt's default steps on a worker); each decides in its own `when` whether it runs for a task.
+   */
+  poolSteps?: readonly Step[];
+  /**
+   * Called as every attempt settles, after its steps and before what comes next is decided. May ask one more attempt
+   * after a PASS that does not spend the retry budget: it returns the text that attempt is handed (as a failure is:
+   * `TaskRuntime.failure`, see `prompt`), or null. `how.goOn` is false when the task cannot go on (stopped, the run
+   * draining, an input rerun under it: no attempt is asked then); `how.stopped`: the task was stopped.
+   */
+  onAttemptEnd?(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, how: { goOn: boolean; stopped: boolean }): string | null;
+  /**
+   * The whole prompt of the next attempt when it is one this workflow asked (onAttemptEnd) and is handed `failure`;
+   * null: not one of its (the ordinary retry prompt, run/prompt.ts retryPrompt). Only for engines that take the
+   * failure in their prompt.
+   */
+  prompt?(task: TaskRuntime, failure: string): string | null;
+  /** Text appended to the failure an ordinary retry of `task` is handed ('' for none). */
+  failureNote?(task: TaskRuntime): string;
+  /** The eval rows this workflow adds for a settled attempt, after its work and review rows; absent: none. */
+  rows?(rec: AttemptRecord): EvalRow[];
+  /** Fields this workflow adds to an attempt's receipt.json (before its `rows`); absent: none. */
+  receipt?(rec: AttemptRecord): Record<string, unknown>;
+  /**
+   * Called for each task that `verdict resume` / `verdict rerun` takes over from an earlier orchestrator, before its
+   * task dir: restores what this workflow kept of the task.
+   * @throws Error naming what could not be restored (the task then ends ERROR)
+   */
+  onResume?(ctx: AttemptContext, task: TaskRuntime): void;
 }

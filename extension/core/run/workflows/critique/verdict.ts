@@ -1,13 +1,13 @@
 /**
  * The critique loop's reading of a critic's answer (docs/workflows.md "Critique loop"): the answer out of its final
  * message, validated against schemas/critique-answer.schema.json, and the checks on a criticism that need no process
- * (a safe relative path; a line that exists in a file's text). Running a criticism's command is run/steps/critique.ts.
+ * (a safe relative path; a line that exists in a file's text). Running a criticism's command is run/workflows/critique/step.ts.
  * No I/O.
  */
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
-import { validateCritiqueAnswer } from '../../../schemas/generated/validateCritiqueAnswer.js';
-import { preview, tryJson } from './review-verdict';
+import { validateCritiqueAnswer } from '../../../../../schemas/generated/validateCritiqueAnswer.js';
+import { preview, tryJson } from '../../review-verdict';
 
 /** A criticism that points at a file and line of the proposal. */
 export interface LineCriticism {

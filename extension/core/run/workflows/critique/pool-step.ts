@@ -1,16 +1,16 @@
 /**
  * A pool run's critique round (docs/scale.md "Workflows on the pool"): the attempt ran on a worker; its critics run
- * here, on the orchestrator, as run/steps/critique.ts runs them locally, on a detached worktree of the proposal's
+ * here, on the orchestrator, as run/workflows/critique/step.ts runs them locally, on a detached worktree of the proposal's
  * sealed commit (fetched from the remote before the PASS was counted) made for the round and removed after it. The
  * revision the round asks is the task's next attempt, dispatched to the pool like any other, starting from the
  * proposal (dispatch.ts jobOf).
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { gitFor } from '../git/safe-git';
-import { readWorktreeLinks } from '../git/worktree';
-import { critiqueStep } from '../run/steps/critique';
-import type { Step } from '../run/steps/context';
+import { gitFor } from '../../../git/safe-git';
+import { readWorktreeLinks } from '../../../git/worktree';
+import { critiqueStep } from './step';
+import type { Step } from '../../steps/context';
 
 /**
  * The step after the pool's `work` step of a task with `critique`: a worktree of the passed proposal in the task's dir

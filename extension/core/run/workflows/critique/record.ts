@@ -1,18 +1,18 @@
 /**
- * One critic's part of an attempt (run/steps/critique.ts appends one per critic to the attempt's record) and its
+ * One critic's part of an attempt (run/workflows/critique/step.ts appends one per critic to the attempt's record) and its
  * projection into an eval row of its own: step `critique`, credited to the critic's engine and model, with the
  * criticised attempt's number. The work attempt's row (attempt-record.ts evalRow) stays the worker's.
  */
 import path from 'node:path';
-import type { CritiqueColumn, EvalRow } from '../store/eval-row';
-import { recordFiles, rowBase, type AttemptRecord } from './attempt-record';
-import { readerColumns, readerName, type CritiqueRecord } from './reader-record';
+import type { CritiqueColumn, EvalRow } from '../../../store/eval-row';
+import { recordFiles, rowBase, type AttemptRecord } from '../../attempt-record';
+import { readerColumns, readerName, type CritiqueRecord } from '../../reader-record';
 
-export type { CritiqueRecord } from './reader-record';
+export type { CritiqueRecord } from '../../reader-record';
 
 /**
  * A critic's files in the attempt's records folder: the prompt, its raw log, the log of criticism `i`'s command on the
- * proposal and, when it ran there, on the empty control tree (run/critique-command.ts).
+ * proposal and, when it ran there, on the empty control tree (run/workflows/critique/command.ts).
  */
 export function critiqueFiles(rec: Pick<AttemptRecord, 'dir'>, critic: number): { prompt: string; log: string; command: (i: number) => string; control: (i: number) => string } {
   return {

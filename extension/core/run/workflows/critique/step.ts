@@ -1,48 +1,73 @@
 /**
  * Step `critique` (tasks with `critique`, after a passed check and review, before deliver; docs/workflows.md
- * "Critique loop"): one round of the task's loop (run/critique-loop.ts) over this attempt's proposal.
+ * "Critique loop"): one round of the task's loop (run/workflows/critique/loop.ts) over this attempt's proposal.
  * 1. A revision that sealed the very tree it was asked to revise changed nothing: the loop stops, no critic runs.
  * 2. Each critic, one after the other, reads the proposal read-only (run/steps/reader.ts) and answers
- *    `{"criticisms": […]}` (run/critique-verdict.ts). Each criticism is checked against the proposal: a file and line
+ *    `{"criticisms": […]}` (run/workflows/critique/verdict.ts). Each criticism is checked against the proposal: a file and line
  *    must exist in the sealed tree (run/sealed-file.ts); a command must exit non-zero when run in the task dir,
  *    read-only (in the sandbox; unsandboxed, in a copy), under the check's time limit and network setting, and be
- *    about the proposal (run/critique-command.ts: able to exit 0, and naming a file of the proposal or else passing in
+ *    about the proposal (run/workflows/critique/command.ts: able to exit 0, and naming a file of the proposal or else passing in
  *    an empty folder run the same way). The others are dropped and counted.
  * 3. decideRound: a revision (rec.revision, which settle hands to the next attempt without spending the retry budget),
  *    or the end of the loop with what stays unresolved.
  * The report (`runs/<run_id>/tasks/<key>/critique.md`) is rewritten after every round and named in state.json and the
- * rows; the loop itself is kept beside it (critique-loop.json, run/critique-state.ts) for `verdict resume`
+ * rows; the loop itself is kept beside it (critique-loop.json, run/workflows/critique/state.ts) for `verdict resume`
  * (restoreCritique). The attempt's verdict stays the check's: this step never judges.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { EngineSpec } from '../../../../engines/types';
-import { worktreeReadAccess } from '../../git/worktree';
-import type { EngineChoice } from '../../manifest/types';
-import { runCheck } from '../check';
-import { hiddenFromSteps, scratchEnv, stepCaps, stepPlan, stepScratch } from '../containment';
-import { commandEvidence, criticismTarget, decideRound, loopView, newLoop, noChange, renderReport, revisionText, type CheckedCriticism, type CritiqueLoop, type RoundDecision } from '../critique-loop';
-import { critiquePrompt } from '../critique-prompt';
-import { critiqueLoopFile, loadLoop, saveLoop } from '../critique-state';
-import { runDir } from '../../config/home';
-import { critiqueFiles, criticName, type CritiqueRecord } from '../critique-record';
-import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism } from '../critique-verdict';
-import { diffMaterial, filesMaterial, type ReviewMaterial } from '../review-material';
-import { firstSealedFile, readSealedFile } from '../sealed-file';
-import { cannotPass, commandCounts, namedPaths, type ControlRun } from '../critique-command';
-import type { AttemptRecord } from '../attempt-record';
-import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
-import { runReader } from './reader';
+import type { EngineSpec } from '../../../../../engines/types';
+import { worktreeReadAccess } from '../../../git/worktree';
+import type { EngineChoice } from '../../../manifest/types';
+import { runCheck } from '../../check';
+import { hiddenFromSteps, scratchEnv, stepCaps, stepPlan, stepScratch } from '../../containment';
+import { commandEvidence, criticismTarget, decideRound, loopView, newLoop, noChange, renderReport, revisionText, type CheckedCriticism, type CritiqueLoop, type RoundDecision } from './loop';
+import { critiquePrompt } from './prompt';
+import { critiqueLoopFile, loadLoop, saveLoop } from './state';
+import { runDir } from '../../../config/home';
+import { critiqueFiles, criticName, type CritiqueRecord } from './record';
+import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism } from './verdict';
+import { diffMaterial, filesMaterial, type ReviewMaterial } from '../../review-material';
+import { firstSealedFile, readSealedFile } from '../../sealed-file';
+import { cannotPass, commandCounts, namedPaths, type ControlRun } from './command';
+import type { AttemptRecord } from '../../attempt-record';
+import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../../steps/context';
+import { runReader } from '../../steps/reader';
 
 /** A criticised file larger than this is not read (its criticism is dropped, saying so), bytes. */
 const MAX_CRITICISED_FILE_BYTES = 8 * 1024 * 1024;
 
+/** Each task's loop, begun by its first attempt that passed its check (loop.ts); absent: no round ran yet. */
+const loops = new WeakMap<TaskRuntime, CritiqueLoop>();
+/**
+ * The revision text this workflow handed a task as its `failure` (a revision after a PASS, not a retry after a
+ * failure). The next attempt is a revision exactly while `task.failure` is this text: a failed attempt's retry, a
+ * rerun or a restarted reader replace `failure`, and with it the revision.
+ */
+const handed = new WeakMap<TaskRuntime, string>();
+
+/** Whether `task`'s next attempt is a revision this loop asked (its `failure` is the revision text it was handed). */
+export function isRevision(task: TaskRuntime): boolean {
+  return task.failure !== null && handed.get(task) === task.failure;
+}
+
+/** Marks `task.failure` as a revision's text (a pool worker's job says so: pool/payload.ts `revising`). */
+export function markRevision(task: TaskRuntime): void {
+  if (task.failure !== null) handed.set(task, task.failure);
+}
+
+/** Whether `task`'s loop asked a revision not yet criticised (a pool's revision then starts from the proposal). */
+export function revisionPending(task: TaskRuntime): boolean {
+  return loops.get(task)?.pending === true;
+}
+
 export const critiqueStep: Step = {
   name: 'critique',
-  when: (rec, task) => rec.verdict === 'PASS' && task.spec.critique !== undefined && (task.critique?.stopped ?? null) === null,
+  when: (rec, task) => rec.verdict === 'PASS' && task.spec.critique !== undefined && (loops.get(task)?.stopped ?? null) === null,
   async run(ctx, task, rec, io) {
     const policy = task.spec.critique!;
-    const loop = (task.critique ??= newLoop());
+    const loop = loops.get(task) ?? newLoop();
+    loops.set(task, loop);
     const report = path.join(path.dirname(rec.dir), 'critique.md');
     rec.critiqueReport = report;
     const unchanged = noChange(loop, rec.sealed);
@@ -100,7 +125,7 @@ function end(ctx: AttemptContext, task: TaskRuntime, loop: CritiqueLoop, decisio
  * keeping what the revision was handed as unresolved. Nothing when the task has no loop or it already ended.
  */
 export function endCritique(task: TaskRuntime, why: string): void {
-  const loop = task.critique;
+  const loop = loops.get(task);
   const report = task.state.critique?.report;
   if (!loop || loop.stopped !== null || !report) return;
   loop.stopped = why;
@@ -114,14 +139,32 @@ export function endCritique(task: TaskRuntime, why: string): void {
  * address, still open; '' when no revision is pending.
  */
 export function pendingCritique(task: TaskRuntime): string {
-  const loop = task.critique;
+  const loop = loops.get(task);
   if (!loop?.pending || !loop.open.length) return '';
   return `\n\nThis attempt was a revision after critique; the points it was to address are still open:\n${revisionText(loop.rounds.length, loop.open)}`;
 }
 
 /**
- * Restores a task's loop for `verdict resume` / `verdict rerun` of a run an earlier orchestrator left (run/resume.ts
- * takeOverTasks), from its critique-loop.json (run/critique-state.ts): the next round is numbered after the kept ones,
+ * As the attempt settles (Workflow.onAttemptEnd): a PASS whose round asked a revision hands it to the next attempt,
+ * without spending the retry budget — unless the task cannot go on (stopped, the run drained, an input rerun under
+ * it): the loop then ends, its revision's points unresolved. Every row of a task whose loop ran names its report.
+ * Returns the revision's text, or null.
+ */
+export function settleCritique(task: TaskRuntime, rec: AttemptRecord, how: { goOn: boolean; stopped: boolean }): string | null {
+  let again: string | null = null;
+  if (rec.verdict === 'PASS' && rec.revision !== undefined) {
+    if (how.goOn) {
+      again = rec.revision;
+      handed.set(task, again);
+    } else endCritique(task, how.stopped ? 'the task was stopped before its revision' : 'the run was drained before the revision');
+  }
+  rec.critiqueReport ??= task.state.critique?.report;
+  return again;
+}
+
+/**
+ * Restores a task's loop for `verdict resume` / `verdict rerun` of a run an earlier orchestrator left (run/take-over.ts
+ * takeOverTasks), from its critique-loop.json (run/workflows/critique/state.ts): the next round is numbered after the kept ones,
  * the time limit counts from the loop's first round, the revisions done count toward `rounds`, and a revision that was
  * asked and not criticised yet is asked again (the next attempt is handed its points, spending no retry). A loop that
  * ended stays ended: no critique runs on the task again. Nothing for a task without `critique` or without a kept loop.
@@ -133,7 +176,7 @@ export function restoreCritique(ctx: AttemptContext, task: TaskRuntime): void {
   const taskRun = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key);
   const loop = loadLoop(critiqueLoopFile(taskRun));
   if (!loop) return;
-  task.critique = loop;
+  loops.set(task, loop);
   task.state.critique = loopView(loop, path.join(taskRun, 'critique.md'));
   if (loop.stopped !== null) {
     ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique ended before (${loop.stopped}); no critique runs on this task again` });
@@ -141,7 +184,7 @@ export function restoreCritique(ctx: AttemptContext, task: TaskRuntime): void {
   }
   if (loop.pending) {
     task.failure = revisionText(loop.rounds.length, loop.open);
-    task.revising = true;
+    handed.set(task, task.failure);
   }
   const since = loop.startedAt === null ? '' : `, time counted since ${new Date(loop.startedAt).toISOString()}`;
   ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique goes on: round ${loop.rounds.length + 1} next, ${loop.revisions} of at most ${policy.rounds} revision(s) done${loop.pending ? ` (revision ${loop.revisions} asked again, handed ${loop.open.length} point(s))` : ''}${since}` });
@@ -234,7 +277,7 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
     if (receipt.timedOut) return { verified: false, evidence: `the command ran out of time after ${Math.round(spec.checkTimeoutMs / 1000)} s: a criticism's command must fail on its own` };
     if (receipt.exitCode === 0) return { verified: false, evidence: 'the command passed (exit 0) on the proposal: it points at nothing' };
     if (receipt.exitCode === null) return { verified: false, evidence: `the command was ended by ${receipt.signal ?? 'a signal'}` };
-    // It failed on the proposal; it counts only if that failure is about the proposal (run/critique-command.ts).
+    // It failed on the proposal; it counts only if that failure is about the proposal (run/workflows/critique/command.ts).
     const named = await firstSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, namedPaths(c.command));
     let control: ControlRun | null = null;
     if (named === null) {

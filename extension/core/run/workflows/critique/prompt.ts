@@ -3,9 +3,9 @@
  * proposal (diff or files, run/review-material.ts), the points the revision was handed (after round 1), and the answer
  * it must give (schemas/critique-answer.schema.json) with what makes a criticism count.
  */
-import { criticismTarget, type CheckedCriticism } from './critique-loop';
-import type { ReviewMaterial } from './review-material';
-import { passedCheckLines, workLines } from './review-prompt';
+import { criticismTarget, type CheckedCriticism } from './loop';
+import type { ReviewMaterial } from '../../review-material';
+import { passedCheckLines, workLines } from '../../review-prompt';
 
 /** What the critic's prompt says. */
 export interface CritiquePromptInput {

@@ -1,12 +1,12 @@
 /**
  * The critique loop's state and pure decisions (docs/workflows.md "Critique loop"): a task with `critique` whose
- * attempt passed its check is criticised (run/steps/critique.ts); the criticisms that point at something checkable
+ * attempt passed its check is criticised (run/workflows/critique/step.ts); the criticisms that point at something checkable
  * are handed to a revision (the task's next attempt, like a retry with feedback), which the check judges again and the
  * critics criticise again, until a round limit, a time limit, a revision that changes nothing, or a round with no
  * verified criticism. What is still open then is the report's "unresolved". No I/O.
  */
-import { tailBytes } from '../store/eval-row';
-import { isCommand, type Criticism } from './critique-verdict';
+import { tailBytes } from '../../../store/eval-row';
+import { isCommand, type Criticism } from './verdict';
 
 /** One criticism of one critic, after it was checked against the proposal. */
 export type CheckedCriticism = Criticism & {
@@ -32,7 +32,7 @@ export interface CritiqueRound {
   decision: string;
 }
 
-/** A task's loop, kept on its runtime across attempts and in critique-loop.json across orchestrators (run/critique-state.ts). */
+/** A task's loop, kept on its runtime across attempts and in critique-loop.json across orchestrators (run/workflows/critique/state.ts). */
 export interface CritiqueLoop {
   /** When the first round began, epoch ms; null before it. */
   startedAt: number | null;
@@ -114,7 +114,7 @@ export function revisionPrompt(spec: string, critique: string): string {
   return `${spec}\n\n---\nYour previous proposal for this task passed its check and was then criticised. Its files are still in your working directory.\n${critique}`;
 }
 
-/** A verified command's evidence: its exit code on the proposal, why it counts (run/critique-command.ts), and the tail of what it printed. */
+/** A verified command's evidence: its exit code on the proposal, why it counts (run/workflows/critique/command.ts), and the tail of what it printed. */
 export function commandEvidence(exit: number | string, output: string, why?: string): string {
   const tail = tailBytes(output, EVIDENCE_BYTES).trimEnd();
   return `exited ${exit}${why ? ` (${why})` : ''}${tail ? `: ${tail}` : ' (no output)'}`;

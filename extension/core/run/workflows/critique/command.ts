@@ -6,11 +6,11 @@
  *   round from check-cannot-fail: there a check that can never fail, here a command that can never pass), and
  * - its failure depends on the proposal: it names a file of the proposal (`bash tests/edge.sh`, `grep -q x src/a.ts`),
  *   or it passes on an empty read-only tree (the control: `! grep -rq TODO .` passes there, `false` does not).
- * The step (run/steps/critique.ts) runs the commands; this module decides. No I/O.
+ * The step (run/workflows/critique/step.ts) runs the commands; this module decides. No I/O.
  */
-import { scriptOutcome } from '../manifest/rules/check-outcome';
-import { parseShell } from '../manifest/rules/shell';
-import { proposalPath } from './critique-verdict';
+import { scriptOutcome } from '../../../manifest/rules/check-outcome';
+import { parseShell } from '../../../manifest/rules/shell';
+import { proposalPath } from './verdict';
 
 /**
  * Why `command` can never exit 0 whatever tree it runs on (as Verdict runs it: `bash -o pipefail -c`), or null when it

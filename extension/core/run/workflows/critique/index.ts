@@ -1,0 +1,26 @@
+/**
+ * Workflow `critique` (docs/workflows.md "Critique loop"): after a passed check (and review), critics read the
+ * proposal (step.ts: step `critique`, placed after `review`); their verified criticisms are handed to the next attempt
+ * as a revision that spends no retry (onAttemptEnd, prompt), until the loop stops. Its files: the loop (loop.ts), the
+ * critic's answer (verdict.ts), a command criticism's rules (command.ts), the critic's prompt (prompt.ts), its record
+ * and eval row (record.ts), the loop kept for resume (state.ts), the pool's round on the orchestrator (pool-step.ts).
+ */
+import type { Workflow } from '../workflow';
+import { revisionPrompt } from './loop';
+import { critiqueRow } from './record';
+import { critiqueStep, isRevision, pendingCritique, restoreCritique, settleCritique } from './step';
+import { critiqueHereStep } from './pool-step';
+
+export const critiqueWorkflow: Workflow = {
+  name: 'critique',
+  steps: [{ step: critiqueStep, after: 'review' }],
+  poolSteps: [critiqueHereStep()],
+  onAttemptEnd: (_ctx, task, rec, how) => settleCritique(task, rec, how),
+  prompt: (task, failure) => (isRevision(task) ? revisionPrompt(task.spec.spec, failure) : null),
+  failureNote: pendingCritique,
+  rows: (rec) => (rec.critiques ?? []).map((c) => critiqueRow(rec, c)),
+  receipt: (rec) => (rec.critiques ? { critiques: rec.critiques } : {}),
+  onResume: restoreCritique,
+};
+
+export { isRevision, markRevision, revisionPending } from './step';
