@@ -82,6 +82,7 @@ export async function modelsCommand(flags: ModelsFlags, io: Io): Promise<number>
   for (const l of scoreboardText(view)) io.out(l);
   io.out('');
   io.out(`${source.rows} attempt(s) from ${source.from}`);
+  if (source.forced) io.out(`${source.forced} row(s) of runs started over lint errors (--force) left out: a forced run is not evidence`);
   if (source.corrupt) {
     const first = source.corruptSamples[0];
     io.err(`${source.corrupt} corrupt line(s) skipped${first ? ` (first: ${source.from}:${first.line}: ${first.reason})` : ''}`);

@@ -67,6 +67,14 @@ describe('lint errors refuse every start', function () {
     assert.match(shown.stdout, /^forced: run with --force over lint errors in its manifest/m);
     const json = await cli(['runs', runId, '--home', home, '--json']);
     assert.equal(JSON.parse(json.stdout).forced, true);
+    // Its rows are not evidence: the scoreboard counts them apart and credits no model with trusted's PASS.
+    const models = await cli(['models', '--home', home, '--json']);
+    assert.equal(models.exitCode, 0, models.all);
+    const board = JSON.parse(models.stdout);
+    assert.equal(board.source.forced, 2);
+    assert.equal(board.source.rows, 0, 'no attempt of a forced run in the evidence');
+    const text = await cli(['models', '--home', home]);
+    assert.match(text.stdout, /^2 row\(s\) of runs started over lint errors \(--force\) left out/m);
     // A run without a lint error, --force or not, is not marked.
     const clean = writeManifest(repo, { worktrees: true, tasks: [scriptTask('honest', 'echo yes > answer.txt', 'grep -q yes answer.txt || exit 1')] }, 'clean.swarm.json');
     const c = await cli(['run', clean, '--home', home, '--no-dashboard', '--force']);

@@ -218,14 +218,15 @@ describe('postgres mirror (unit, a real PostgreSQL on 127.0.0.1)', function () {
       const log = path.join(home, 'runs.jsonl');
       const rows = [evalRow('run-m', 'a', 1, 'FAIL', 'mm'), evalRow('run-m', 'b', 1, 'PASS', 'mm'), evalRow('run-m', 'c', 1, 'FAIL', 'mm')];
       for (const r of rows) await appendEvalRow(log, r);
-      // swarm_runs as the previous version made and filled it, and its cursor (no `hashed`).
+      // swarm_runs as the previous version made and filled it, and its cursor (no `hashed`; no `forced` column either).
+      const OLD_COLUMNS = ATTEMPT_COLUMNS.filter((c) => c !== 'forced');
       await sql(url, `CREATE TABLE swarm_runs (row_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER, ord BIGINT NOT NULL, model TEXT, task_type TEXT NOT NULL,
         engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT, verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
         identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(), step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER)`);
       const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
       for (const [i, text] of lines.entries()) {
         const row = toIndexRow(JSON.parse(text), i + 1);
-        await sql(url, `INSERT INTO swarm_runs (row_key, ${ATTEMPT_COLUMNS.join(', ')}, row) VALUES ($1, ${ATTEMPT_COLUMNS.map((_, j) => `$${j + 2}`).join(', ')}, $${ATTEMPT_COLUMNS.length + 2})`, [rowKey(row, text), ...ATTEMPT_COLUMNS.map((c) => row[c]), text]);
+        await sql(url, `INSERT INTO swarm_runs (row_key, ${OLD_COLUMNS.join(', ')}, row) VALUES ($1, ${OLD_COLUMNS.map((_, j) => `$${j + 2}`).join(', ')}, $${OLD_COLUMNS.length + 2})`, [rowKey(row, text), ...OLD_COLUMNS.map((c) => row[c]), text]);
       }
       fs.writeFileSync(path.join(home, 'postgres-outbox.json'), JSON.stringify({ target: crypto.createHash('sha256').update(url).digest('hex'), offset: fs.statSync(log).size, lines: 3 }));
       // Edited while nothing could tell: c's FAIL made a PASS, in its row and its column.

@@ -17,7 +17,7 @@ const START = Date.UTC(2026, 0, 1);
 /**
  * Random eval rows: several engines per task (fallbacks), tasks whose attempts span days, every verdict, unknown
  * durations, tokens and costs, review and select rows, best-of-N candidates, and ended_at in other forms than
- * toISOString's (no milliseconds, an offset) or missing.
+ * toISOString's (no milliseconds, an offset) or missing, and a few rows of runs forced over lint errors.
  */
 function randomRows(n: number, seed: number): Record<string, unknown>[] {
   const r = rng(seed);
@@ -55,6 +55,7 @@ function randomRows(n: number, seed: number): Record<string, unknown>[] {
     if (step === 'review') row.review = { reviewer: 1, verdict: pick(['approve', 'changes', 'reject', undefined]) };
     if (step !== 'review' && r() < 0.3) row.group = `g${Math.floor(r() * 4)}`;
     if (step === 'work' && row.group && r() < 0.8) row.candidate = 1 + Math.floor(r() * 3);
+    if (r() < 0.05) row.forced = true;
     rows.push(row);
   }
   return rows;
@@ -123,6 +124,32 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
     const other = randomRows(900, 13);
     writeLog(home, other);
     assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(other, f)).view);
+  });
+
+  it('rows of runs forced over lint errors are never evidence: every figure equals the log without them, counted apart', async () => {
+    const rows = randomRows(2000, 31);
+    const forced = rows.filter((x) => x.forced === true).length;
+    assert.ok(forced > 20, `only ${forced} forced rows: the test would prove little`);
+    const home = tempDir();
+    writeLog(home, rows);
+    const clean = tempDir();
+    writeLog(clean, rows.filter((x) => x.forced !== true));
+    for (const f of [{}, { engine: 'codex' }, { since: '2026-01-04' }] as ScoreboardFilters[]) {
+      const got = await loadScoreboard({ home, filters: f });
+      const want = await loadScoreboard({ home: clean, filters: f });
+      assert.deepEqual(got.view, want.view, `filters ${JSON.stringify(f)}`);
+      assert.equal(got.source.rows, want.source.rows);
+      assert.equal(got.source.forced, forced, `forced count, filters ${JSON.stringify(f)}`);
+      assert.equal(want.source.forced, 0);
+    }
+    // A forced PASS alone: the model has no evidence at all, not a pass.
+    const lone = tempDir();
+    writeLog(lone, [{ run_id: 'r', task_key: 't', spec: 's', worker_engine: 'codex', verdict: 'PASS', model: 'm', task_type: 'x', attempt: 1, harness: 'h', cost_microusd: 5, forced: true }]);
+    const only = await loadScoreboard({ home: lone });
+    assert.deepEqual(only.view.rows, []);
+    assert.equal(only.source.forced, 1);
+    // The second read comes from the cached aggregates: the same count.
+    assert.equal((await loadScoreboard({ home: lone })).source.forced, 1);
   });
 
   it('a damaged columns file is only a cache: rebuilt from the index, same answer', async () => {

@@ -342,7 +342,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
       guarded(async () => {
         if (since !== undefined && Number.isNaN(Date.parse(since))) return fail(`since: "${since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
         const { view, source } = await loadScoreboard({ home: opts.home, filters: { taskType: task_type, model, engine, since } });
-        return { content: [{ type: 'text', text: JSON.stringify({ rows: view.rows, errors: view.errors, reviews: view.reviews, quarantined: view.quarantined, totals: view.totals, source: { from: source.from, rows: source.rows, corrupt: source.corrupt } }, null, 2) }, { type: 'text', text: scoreboardText(view).join('\n') }] };
+        return { content: [{ type: 'text', text: JSON.stringify({ rows: view.rows, errors: view.errors, reviews: view.reviews, quarantined: view.quarantined, totals: view.totals, source: { from: source.from, rows: source.rows, corrupt: source.corrupt, forced: source.forced } }, null, 2) }, { type: 'text', text: scoreboardText(view).join('\n') }] };
       }),
   );
 

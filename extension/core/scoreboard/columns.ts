@@ -30,7 +30,9 @@ export interface AttemptColumns {
   bestOfs: number;
   /** Rows whose ended_at is not in Date.toISOString's form (Ringer's, another writer's): row → the text. */
   endedText: Record<number, string>;
-  /** 0 work, 1 review, 2 select, 3 another step. */
+  /** Rows of runs forced over lint errors (eval row `forced: true`): kept as step 3, counted here. */
+  forced: number;
+  /** 0 work, 1 review, 2 select, 3 another step or a row of a run forced over lint errors (never evidence). */
   step: Uint8Array;
   group: Int32Array;
   unit: Int32Array;
@@ -56,7 +58,7 @@ export interface AttemptColumns {
 }
 
 /** Bump when the layout changes: a file of another version is rebuilt. */
-const COLUMNS_VERSION = 1;
+const COLUMNS_VERSION = 2;
 
 const VERDICTS = ['PASS', 'FAIL', 'TIMEOUT', 'ERROR', 'RATE_LIMITED'];
 const REVIEWS = ['approve', 'changes', 'reject'];
@@ -91,6 +93,7 @@ class Builder {
   readonly bestOfKeys: string[];
   private readonly bestOfIds = new Map<string, number>();
   readonly endedText: Record<number, string>;
+  forced: number;
   cols: { [K in ColumnName]: number[] | Uint8Array | Int32Array | Float64Array };
   rows: number;
 
@@ -105,6 +108,7 @@ class Builder {
     this.bestOfKeys.forEach((k, i) => this.bestOfIds.set(k, i));
     this.endedText = base ? { ...base.endedText } : {};
     this.rows = base?.rows ?? 0;
+    this.forced = base?.forced ?? 0;
     this.cols = Object.fromEntries(LAYOUT.map(([name]) => [name, base ? Array.from(base[name] as ArrayLike<number>) : []])) as Builder['cols'];
   }
 
@@ -116,7 +120,7 @@ class Builder {
 
   /** Adds one attempts-table row (columns in {@link SELECT_COLUMNS} order). */
   add(v: unknown[]): void {
-    const [runId, taskKey, ord, model, taskType, engine, lab, verdict, duration, tokens, cost, endedAt, step, review, groupKey, candidate] = v;
+    const [runId, taskKey, ord, model, taskType, engine, lab, verdict, duration, tokens, cost, endedAt, step, review, groupKey, candidate, forced] = v;
     const modelId = model === null ? -1 : this.str(String(model));
     const typeId = this.str(String(taskType ?? ''));
     const gk = `${modelId}\u0001${typeId}`;
@@ -142,7 +146,8 @@ class Builder {
       else this.endedText[this.rows] = text;
     }
     const c = this.cols as { [K in ColumnName]: number[] };
-    c.step.push(indexOr(STEPS, step, 3));
+    if (Number(forced) === 1) this.forced++;
+    c.step.push(Number(forced) === 1 ? 3 : indexOr(STEPS, step, 3));
     c.group.push(group);
     c.unit.push(unit);
     c.engine.push(this.str(String(engine)));
@@ -161,7 +166,7 @@ class Builder {
 
   build(offset: number, head: string, lastLine: number, corrupt: number, corruptSamples: CorruptLine[]): StoredColumns {
     const arrays = Object.fromEntries(LAYOUT.map(([name, Type]) => [name, Type.from(this.cols[name] as ArrayLike<number>)])) as Pick<AttemptColumns, ColumnName>;
-    return { offset, head, lastLine, corrupt, corruptSamples, rows: this.rows, units: this.unitKeys.length, bestOfs: this.bestOfKeys.length, strings: this.strings, groups: this.groups, endedText: this.endedText, keys: { units: this.unitKeys, bestOf: this.bestOfKeys }, ...arrays };
+    return { offset, head, lastLine, corrupt, corruptSamples, rows: this.rows, units: this.unitKeys.length, bestOfs: this.bestOfKeys.length, strings: this.strings, groups: this.groups, endedText: this.endedText, forced: this.forced, keys: { units: this.unitKeys, bestOf: this.bestOfKeys }, ...arrays };
   }
 }
 
@@ -171,7 +176,7 @@ function indexOr(list: string[], value: unknown, other: number): number {
 }
 
 /** The attempts table's columns {@link Builder.add} reads, in its order. */
-const SELECT_COLUMNS = 'run_id, task_key, ord, model, task_type, engine, lab, verdict, duration_ms, tokens, cost_microusd, ended_at, step, review_verdict, group_key, candidate';
+const SELECT_COLUMNS = 'run_id, task_key, ord, model, task_type, engine, lab, verdict, duration_ms, tokens, cost_microusd, ended_at, step, review_verdict, group_key, candidate, forced';
 
 /**
  * The columns of every row of the index's attempts table with `line` above `base.lastLine` appended to `base` (all
@@ -205,7 +210,7 @@ export type StoredColumns = AttemptColumns & { keys: Keys };
  */
 export async function writeColumns(file: string, c: StoredColumns): Promise<void> {
   await writeFileAtomic(`${file}.keys.json`, JSON.stringify({ version: COLUMNS_VERSION, lastLine: c.lastLine, ...c.keys }));
-  const header: Header = { version: COLUMNS_VERSION, offset: c.offset, head: c.head, lastLine: c.lastLine, corrupt: c.corrupt, corruptSamples: c.corruptSamples, rows: c.rows, units: c.units, bestOfs: c.bestOfs, strings: c.strings, groups: c.groups, endedText: c.endedText };
+  const header: Header = { version: COLUMNS_VERSION, offset: c.offset, head: c.head, lastLine: c.lastLine, corrupt: c.corrupt, corruptSamples: c.corruptSamples, rows: c.rows, units: c.units, bestOfs: c.bestOfs, strings: c.strings, groups: c.groups, endedText: c.endedText, forced: c.forced };
   const json = Buffer.from(JSON.stringify(header));
   const parts: Buffer[] = [];
   const lengthField = Buffer.alloc(4);

@@ -62,10 +62,10 @@ function median(col: string): string {
 /**
  * The aggregation, in SQL over the attempts table (extension/core/store/sqlite-index.ts), for the work rows `where`
  * selects (a SQL condition on attempts' columns; '1' for all): only `step = 'work'` rows are attempts (a review row is
- * the reviewer's, counted by review-stats.ts). Columns in {@link GROUP_COLUMNS} order.
+ * the reviewer's, counted by review-stats.ts), and never the rows of a run forced over lint errors (`forced = 1`). Columns in {@link GROUP_COLUMNS} order.
  */
 export function groupStatsSql(where: string): string {
-  return `WITH a AS (SELECT * FROM attempts WHERE step = 'work' AND (${where})),
+  return `WITH a AS (SELECT * FROM attempts WHERE step = 'work' AND forced = 0 AND (${where})),
   t AS (SELECT model, task_type,
           MIN(CASE WHEN ${JUDGED} THEN ord END) AS first_judged,
           MIN(CASE WHEN verdict = 'PASS' THEN ord END) AS first_pass

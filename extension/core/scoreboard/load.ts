@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
-import type { SqlValue } from 'sql.js';
+import type { Database, SqlValue } from 'sql.js';
 import { readSnapshot } from '../catalog/snapshot';
 import { evalLogPath } from '../config/home';
 import fs from 'node:fs';
@@ -22,6 +22,11 @@ export interface ScoreboardSource {
   rows: number;
   /** Corrupt lines of runs.jsonl skipped (never fatal), with the first few. */
   corrupt: number;
+  /**
+   * Rows of runs started over lint errors with --force (eval row `forced: true`), in the whole log or table, filters
+   * not applied: kept in the log, never counted in any figure (a forced run's check may be one that cannot fail).
+   */
+  forced: number;
   corruptSamples: CorruptLine[];
   /** Postgres only: why the local outbox could not be flushed first (the table may then lack this machine's latest rows). */
   outboxError: string | null;
@@ -133,7 +138,7 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
       insert.free();
       const { where, params } = aggregationWhere(filters);
       const stats = queryGroupStats(index.db, groupStatsSql(where), params);
-      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], outboxError, verification } };
+      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], forced: forcedCount(index.db), outboxError, verification } };
     } finally {
       index.close();
     }
@@ -143,12 +148,12 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   const cacheFile = indexFileFor(opts.home, logFile) + '.groups.json';
   if (unfiltered) {
     const cached = readGroupsCache(cacheFile, logFile);
-    if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews, cached.won), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, outboxError: null } };
+    if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews, cached.won), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, forced: cached.forced, outboxError: null } };
   }
   if (!unfiltered) {
     const columns = await currentColumns(opts.home, logFile);
     const { stats, reviews, won } = filteredStats(columns, { engine: filters.engine, sinceIso: filters.since ? new Date(filters.since).toISOString() : null });
-    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: columns.corrupt, corruptSamples: columns.corruptSamples, outboxError: null } };
+    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: columns.corrupt, corruptSamples: columns.corruptSamples, forced: columns.forced, outboxError: null } };
   }
   const index = await openScoreboardIndex(opts.home, logFile);
   try {
@@ -156,11 +161,17 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
     const { where, params } = aggregationWhere(filters);
     const reviews = queryReviewStats(index.db, where, params);
     const won = queryWonStats(index.db, where, params);
-    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), stats, reviews, won } satisfies GroupsCache));
-    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), outboxError: null } };
+    const forced = forcedCount(index.db);
+    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), forced, stats, reviews, won } satisfies GroupsCache));
+    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), forced, outboxError: null } };
   } finally {
     index.close();
   }
+}
+
+/** Rows of the attempts table from runs forced over lint errors (every step). */
+function forcedCount(db: Database): number {
+  return Number(db.exec('SELECT COUNT(*) FROM attempts WHERE forced = 1')[0]?.values[0]?.[0] ?? 0);
 }
 
 /**
@@ -173,6 +184,7 @@ interface GroupsCache {
   head: string | null;
   corrupt: number;
   samples: CorruptLine[];
+  forced: number;
   stats: GroupStats[];
   reviews: ReviewerStats[];
   won: WonStats[];
@@ -182,7 +194,7 @@ interface GroupsCache {
 function readGroupsCache(file: string, logFile: string): GroupsCache | null {
   try {
     const c = JSON.parse(fs.readFileSync(file, 'utf8')) as GroupsCache;
-    if (c.version === INDEX_SCHEMA_VERSION && Array.isArray(c.reviews) && Array.isArray(c.won) && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
+    if (c.version === INDEX_SCHEMA_VERSION && typeof c.forced === 'number' && Array.isArray(c.reviews) && Array.isArray(c.won) && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
   } catch {
     // no cache, or a damaged one: the index answers
   }

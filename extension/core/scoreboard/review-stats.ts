@@ -20,11 +20,11 @@ export interface ReviewerStats {
   last_seen: string | null;
 }
 
-/** The aggregation over the attempts table's review rows that `where` selects (a condition on its columns; '1' for all). */
+/** The aggregation over the attempts table's review rows that `where` selects (a condition on its columns; '1' for all), forced runs' rows left out. */
 export function reviewStatsSql(where: string): string {
   return `SELECT model, COUNT(*), SUM(review_verdict = 'approve'), SUM(review_verdict = 'changes'), SUM(review_verdict = 'reject'),
       SUM(review_verdict IS NULL), GROUP_CONCAT(DISTINCT engine), MAX(ended_at)
-    FROM attempts WHERE step = 'review' AND (${where}) GROUP BY model ORDER BY COUNT(*) DESC, model`;
+    FROM attempts WHERE step = 'review' AND forced = 0 AND (${where}) GROUP BY model ORDER BY COUNT(*) DESC, model`;
 }
 
 /** Runs {@link reviewStatsSql} with bound parameters; most reviews first. */

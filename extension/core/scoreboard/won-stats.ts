@@ -19,12 +19,12 @@ export interface WonStats {
   won: number;
 }
 
-/** The aggregation over the rows `where` selects (a condition on attempts' columns; '1' for all). */
+/** The aggregation over the rows `where` selects (a condition on attempts' columns; '1' for all), forced runs' rows left out. */
 export function wonStatsSql(where: string): string {
   return `WITH p AS (SELECT DISTINCT model, task_type, run_id, group_key FROM attempts
-      WHERE step = 'work' AND group_key IS NOT NULL AND candidate IS NOT NULL AND (${where})),
+      WHERE step = 'work' AND forced = 0 AND group_key IS NOT NULL AND candidate IS NOT NULL AND (${where})),
     w AS (SELECT DISTINCT model, task_type, run_id, group_key FROM attempts
-      WHERE step = 'select' AND group_key IS NOT NULL AND (${where}))
+      WHERE step = 'select' AND forced = 0 AND group_key IS NOT NULL AND (${where}))
   SELECT p.model, p.task_type, COUNT(*), COUNT(w.run_id) FROM p
     LEFT JOIN w ON w.model IS p.model AND w.task_type = p.task_type AND w.run_id = p.run_id AND w.group_key = p.group_key
   GROUP BY p.model, p.task_type ORDER BY p.model, p.task_type`;

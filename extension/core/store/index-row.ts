@@ -50,6 +50,11 @@ export interface IndexRow {
   group_key: string | null;
   /** Eval row `candidate`: the candidate's number within the group; null outside one. */
   candidate: number | null;
+  /**
+   * 1 when the row says `forced: true` (its run was started over lint errors with --force: a check that cannot fail,
+   * a worker that may rewrite its check), else 0. Such rows are kept and shown as a count, never counted as evidence.
+   */
+  forced: number;
 }
 
 /** Verdicts that judge the model: they count in the pass rates. ERROR and RATE_LIMITED are shown apart. */
@@ -123,6 +128,7 @@ export function toIndexRow(value: unknown, line: number): IndexRow {
     ...reviewColumns(o.review ?? o.rank),
     group_key: typeof o.group === 'string' && o.group ? o.group : null,
     candidate: typeof o.candidate === 'number' && Number.isInteger(o.candidate) && o.candidate >= 1 ? o.candidate : null,
+    forced: o.forced === true ? 1 : 0,
   };
 }
 
