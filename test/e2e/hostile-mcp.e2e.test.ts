@@ -147,7 +147,18 @@ describe('hostile: the MCP server stays inside its workspace', function () {
         const merged = await callTool(client, 'merge_run', { run: id });
         assert.ok(merged.isError, `${name}: merged: ${merged.text}`);
         assert.match(merged.text, /merge_run acts only on runs whose manifest lies inside it/);
+        // Nor is it read: its check output and branches are another project's.
+        const status = await callTool(client, 'run_status', { run: id });
+        assert.ok(status.isError, `${name}: run_status answered: ${status.text}`);
+        assert.match(status.text, /run_status acts only on runs whose manifest lies inside it/);
       }
+      // Only the workspace's own run is listed.
+      const listed = await callTool(client, 'list_runs', {});
+      assert.ok(!listed.isError, listed.text);
+      assert.deepEqual(listed.json.map((r: { run_id: string }) => r.run_id), [runIds['inside-out']]);
+      const own = await callTool(client, 'run_status', { run: runIds['inside-out'] as string });
+      assert.ok(!own.isError, own.text);
+      assert.equal(own.json.run_id, runIds['inside-out']);
       const insideOut = runIds['inside-out'] as string;
       for (const [verb, args] of [['rerun', { task: 'fails' }], ['resume', {}]] as const) {
         const r = await callTool(client, 'control_run', { run: insideOut, verb, ...args, force: true });
