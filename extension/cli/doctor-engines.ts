@@ -10,6 +10,7 @@ import { findBinary } from '../../engines';
 import type { EngineSpec } from '../../engines/types';
 import { TESTED_CLIS, versionStatus, type VersionStatus } from '../../engines/tested-versions';
 import { expandStatePath } from '../core/process/sandbox';
+import { printedVersion } from '../core/run/engine-versions';
 
 /**
  * How to tell whether a CLI has credentials, per harness. Any one suffices: an environment variable holding a key, a
@@ -72,8 +73,9 @@ export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, p
   const found = findBinary(engine.binary, env.PATH ?? '');
   const base: EngineHealth = { name: engine.name, binary: engine.binary, found, version: null, tested: { status: 'unknown', versions: TESTED_CLIS[engine.name]?.versions ?? [] }, login: 'unknown', loginDetail: '', probe: null, fix: null, install: engine.install };
   if (!found) return { ...base, loginDetail: 'not installed', fix: engine.install };
-  const v = await execa(found, ['--version'], { env, reject: false, timeout: 15_000, stdin: 'ignore', all: true });
-  const version = v.exitCode === 0 ? (String(v.all ?? '').split('\n').map((l) => l.trim()).find(Boolean) ?? null) : null;
+  // In a throwaway home: asking the version must not touch the user's state (printedVersion says why).
+  const printed = await printedVersion(found, env, 15_000);
+  const version = printed === null ? null : (printed.split('\n').map((l) => l.trim()).find(Boolean) ?? null);
   const login = engine.harness === 'script' ? { login: 'n/a' as const, detail: 'no model, no account' } : await loginOf(engine, found, env);
   const check = LOGIN[engine.harness];
   const vs = versionStatus(engine.name, version);

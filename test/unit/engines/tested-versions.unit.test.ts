@@ -50,6 +50,26 @@ describe('tested CLI versions (engines/tested-versions.ts)', () => {
     assert.equal(warnings.length, 1, warnings.join('\n'));
     assert.match(warnings[0] ?? '', /^engine claude: its CLI is 3\.0\.1, a major version Verdict has not been tested with/);
   });
+
+  it("asking a CLI its version leaves the user's home as it was: --version runs in a throwaway home, removed after", async () => {
+    const dir = tempDir('verdict-versions-home-');
+    const home = path.join(dir, 'home');
+    fs.mkdirSync(path.join(home, '.gemini'), { recursive: true });
+    const settings = '{"general": {"disableAutoUpdate": true}}\n';
+    fs.writeFileSync(path.join(home, '.gemini', 'settings.json'), settings);
+    // As Gemini CLI 0.61.0 does on --version: rewrites its settings and leaves a temporary file beside them.
+    const seen = path.join(dir, 'seen');
+    const cli = path.join(dir, 'gemini');
+    fs.writeFileSync(cli, `#!/bin/sh\nmkdir -p "$HOME/.gemini" && echo '{}' > "$HOME/.gemini/settings.json" && touch "$HOME/.gemini/projects.json.1.tmp"\necho "$HOME $XDG_CONFIG_HOME $CODEX_HOME" > '${seen}'\necho 9.0.0\n`, { mode: 0o755 });
+    const env = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), CODEX_HOME: path.join(home, '.codex') };
+    const warnings = await engineVersionWarnings(new Map([['gemini', cli]]), env);
+    assert.match(warnings[0] ?? '', /^engine gemini: its CLI is 9\.0\.0/, 'the version was still read');
+    assert.equal(fs.readFileSync(path.join(home, '.gemini', 'settings.json'), 'utf8'), settings);
+    assert.deepEqual(fs.readdirSync(path.join(home, '.gemini')), ['settings.json']);
+    const [cliHome, config, codex] = fs.readFileSync(seen, 'utf8').trim().split(' ');
+    assert.ok(cliHome !== home && !fs.existsSync(cliHome as string), `a throwaway home (${cliHome}), removed after`);
+    assert.ok(config?.startsWith(cliHome as string) && codex?.startsWith(cliHome as string), 'the XDG and engine homes too');
+  });
 });
 
 describe('unknown event types (engines/jsonl.ts unknownEventTypes)', () => {
