@@ -8,7 +8,9 @@
  *   again at Jul 5th, 2026 8:19 PM."; its API's `{"type":"usage_limit_reached", "resets_at": 1775317531,
  *   "resets_in_seconds": 602705}`;
  * - claude: "Claude AI usage limit reached|1766502000" (epoch seconds), "Claude usage limit reached. Your limit will
- *   reset at 9am (America/Chicago).", "You've hit your session limit · resets 12:50am (America/Los_Angeles)";
+ *   reset at 9am (America/Chicago).", "You've hit your session limit · resets 12:50am (America/Los_Angeles)", and as
+ *   Claude Code 2.1.332 prints a subscription's limit resetting on another day, "You've hit your weekly limit · resets
+ *   Dec 13, 4:32am (UTC)" and "You've hit your 5-hour limit · resets …" (test/e2e/real-claude.e2e.test.ts);
  * - gemini: "Usage limit reached for gemini-3-flash-preview. Access resets at 10:57 PM GMT-3.", and quota errors with
  *   "Please retry in 23.5s".
  * A clock time without a zone is this machine's local time (the CLI runs here); with an IANA zone or GMT±h, that zone.
@@ -33,7 +35,7 @@ export interface QuotaEvent extends QuotaReset {
 /** A reset further away than this is not believed (a misread date), ms: 8 days (codex's weekly limit is 7). */
 export const MAX_QUOTA_WAIT_MS = 8 * 24 * 3600_000;
 
-const LIMIT = /usage[ _-]?limit|session limit|weekly limit|hit your (?:\w+ )?limit|limit (?:has been )?reached|quota (?:exceeded|exhausted|reached)|exceeded your (?:current )?quota|exhausted your (?:\w+ )?(?:quota|capacity)/i;
+const LIMIT = /usage[ _-]?limit|session limit|weekly limit|hit your (?:[\w-]+ )?limit|limit (?:has been )?reached|quota (?:exceeded|exhausted|reached)|exceeded your (?:current )?quota|exhausted your (?:\w+ )?(?:quota|capacity)/i;
 
 const UNITS: Record<string, number> = { d: 86400_000, h: 3600_000, m: 60_000, s: 1000 };
 const DURATION = /^\s*(?:(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])[\s,]*(?:and\s+)?)+/i;
@@ -87,12 +89,13 @@ function durationMs(text: string): number | null {
 }
 
 /**
- * `9am (America/Chicago)`, `12:50am (America/Los_Angeles)`, `10:57 PM GMT-3`, `Jul 5th, 2026 8:19 PM`, `14:05` → the
- * epoch ms of that wall-clock time in its zone: on the date named, else the next such time (today, or tomorrow when
- * it passed more than an hour ago: a reset a few minutes past is "now", not a day away). Null when none leads.
+ * `9am (America/Chicago)`, `12:50am (America/Los_Angeles)`, `10:57 PM GMT-3`, `Jul 5th, 2026 8:19 PM`, `Dec 13, 4:32am
+ * (UTC)`, `14:05` → the epoch ms of that wall-clock time in its zone: on the date named (without a year: this year's,
+ * or next year's when this year's passed more than an hour ago), else the next such time (today, or tomorrow when it
+ * passed more than an hour ago: a reset a few minutes past is "now", not a day away). Null when none leads.
  */
 function clockTime(text: string, now: number, timeZone: string | undefined): number | null {
-  const date = /^([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+(?:at\s+)?/.exec(text);
+  const date = /^([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?/.exec(text);
   const rest = date ? text.slice(date[0].length) : text;
   const clock = /^(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?=[\s.,)·]|$)\s*(?:\(([A-Za-z_]+(?:\/[A-Za-z_+-]+)+|UTC|GMT)\)|(UTC|GMT)([+-]\d{1,2})?(?::?(\d{2}))?)?/i.exec(rest);
   if (!clock) return null;
@@ -113,14 +116,19 @@ function clockTime(text: string, now: number, timeZone: string | undefined): num
   if (date) {
     const month = MONTHS.indexOf((date[1] as string).toLowerCase());
     if (month < 0) return null;
-    day = { y: Number(date[3]), m: month, d: Number(date[2]) };
+    const named = { m: month, d: Number(date[2]) };
+    if (date[3]) return zonedTime({ ...named, y: Number(date[3]) }, hour, minute, zone);
+    const thisYear = wallDate(now, zone)?.y;
+    if (thisYear === undefined) return null;
+    const at = zonedTime({ ...named, y: thisYear }, hour, minute, zone);
+    return at === null || at >= now - 3600_000 ? at : zonedTime({ ...named, y: thisYear + 1 }, hour, minute, zone);
   } else {
     const today = wallDate(now, zone);
     if (today === null) return null;
     day = today;
   }
   const at = zonedTime(day, hour, minute, zone);
-  if (at === null || date) return at;
+  if (at === null) return at;
   return at < now - 3600_000 ? zonedTime(nextDay(day), hour, minute, zone) : at;
 }
 

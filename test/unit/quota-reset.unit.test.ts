@@ -24,6 +24,11 @@ describe('quota resets in engine messages (engines/quota-reset.ts)', () => {
     ['claude, session, zone', "You've hit your session limit · resets 12:50am (America/Los_Angeles)", at('2026-07-05T07:50:00Z')],
     ['claude, no zone', "You've hit your limit · resets 5pm", at('2026-07-04T17:00:00Z')],
     ['claude, a few minutes past: now, not tomorrow', "You've hit your limit · resets 1:50pm", null],
+    // Claude Code 2.1.332 itself, on a subscription's 429 (anthropic-ratelimit-unified-* headers) resetting on another
+    // day: the date without a year (test/e2e/real-claude.e2e.test.ts).
+    ['claude, weekly, date without a year', "You've hit your weekly limit · resets Jul 11, 4:32am (UTC)", at('2026-07-11T04:32:00Z')],
+    ['claude, 5-hour, date without a year', "You've hit your 5-hour limit · resets Jul 5, 4:25am (UTC)", at('2026-07-05T04:25:00Z')],
+    ['a date without a year already past: next year, too far ahead', "You've hit your weekly limit · resets Jul 1, 4:32am (UTC)", null],
     ['gemini, GMT offset', 'Usage limit reached for gemini-3-flash-preview. Access resets at 10:57 PM GMT-3.', at('2026-07-05T01:57:00Z')],
     ['gemini, retry in seconds', 'Quota exceeded for quota metric \'Gemini 2.5 Pro Requests\'. Please retry in 23.5s.', now + 23_500],
     ['compact duration', 'usage limit reached; resets in 2h13m5s', now + 2 * H + 13 * 60_000 + 5000],
