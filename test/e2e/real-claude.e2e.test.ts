@@ -2,16 +2,16 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureCli } from '../helpers/agent-clis';
-import { explainRun, ISOLATED, runRealTask, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
-import { execa } from 'execa';
+import { explainRun, ISOLATED, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
+import { assertRequeued, assertRetried, assertReviewedTwice, doctorOf, isReviewPrompt, retryScenario, reviewScenario, runScenarios } from '../helpers/real-suite';
 import { git, tempDir } from '../helpers/fixtures';
-import { CLI } from '../helpers/cli';
+import { wakeTime } from '../../extension/core/run/quota-wait';
 
 // The real Claude Code CLI (installed on demand, test/helpers/agent-clis.ts) run by the built `verdict run` inside
 // Verdict's sandbox, against the scripted model server speaking the Anthropic Messages API
 // (test/fixtures/model-server/wire-anthropic.ts). The scenarios share nothing (each its own server, homes and folders),
-// so they run at once in `before`; each `it` reads one. Claude Code answers in a few seconds here; the whole file
-// takes about as long as its slowest scenario.
+// so they run at once in `before` (test/helpers/real-suite.ts); each `it` reads one. Claude Code answers in a few
+// seconds here; the whole file takes about as long as its slowest scenario.
 
 const MODEL = 'claude-sonnet-4-5';
 const SANDBOX = process.env.VERDICT_TEST_UNSANDBOXED ? 'none' : 'bwrap';
@@ -25,17 +25,12 @@ function sonnetCostMicroUsd(sent: { input: number; cached: number; cacheWrite: n
   return Math.round((sent.input - sent.cached - sent.cacheWrite) * 3 + sent.cacheWrite * 3.75 + sent.cached * 0.3 + sent.output * 15);
 }
 
-const CHANGES = '{"verdict": "changes", "concerns": ["alpha.txt: also say it twice"]}';
-const APPROVE = '{"verdict": "approve", "concerns": []}';
-// The review prompt names the answer's form; a worker's prompt does not.
-const isReview = (body: string) => /approve\\?" \| \\?"changes/.test(body);
 // What the user had in ~/.claude.json before the run; Claude Code rewrites this file by rename on every start.
 const USER_CLAUDE_JSON = '{\n  "numStartups": 41,\n  "userID": "user-of-this-machine",\n  "projects": {}\n}\n';
 
 describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loopback-only network namespace' : 'not isolated: updates and telemetry off through env'})`, function () {
   this.timeout(600000);
-  const runs: Record<string, RealRun> = {};
-  let reviewsAnswered = 0;
+  let run: (name: string) => RealRun;
 
   before(async function () {
     this.timeout(600000);
@@ -52,34 +47,29 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
         server: { usage: { input: 1234, cached: 200, cacheWrite: 100, output: 56, reasoning: 0 } },
         seedHome: (home) => fs.writeFileSync(path.join(home, '.claude.json'), USER_CLAUDE_JSON),
       },
-      retry: {
-        ...base,
-        mode: 'plain',
-        // The check prints a line its own text does not hold ($((6*7))): the script writes the right content only once
-        // the prompt carries that output, which only the retry's can.
-        server: { content: (body) => (body.includes('CHECK-42') ? 'alpha ready' : 'alpha wrong') },
-        task: { max_attempts: 2, check: "grep -x 'alpha ready' alpha.txt || { echo \"CHECK-$((6*7)): alpha.txt must hold the line 'alpha ready'\"; exit 1; }" },
-      },
-      review: {
-        ...base,
-        mode: 'worktree',
-        server: { finalText: (body) => (isReview(body) ? (reviewsAnswered++ === 0 ? CHANGES : APPROVE) : 'Done: created alpha.txt') },
-        task: { max_attempts: 2, review: { engines: [{ engine: 'claude', model: MODEL }] } },
-      },
+      retry: retryScenario({ ...base, mode: 'plain' }),
+      review: reviewScenario({ ...base, mode: 'worktree' }),
       // Claude Code retries a 429 itself (10 times by default, after retry-after); with its retries off the 429 reaches
       // Verdict, as it does once they are used up.
       limited: { ...base, mode: 'plain', server: { rateLimit: { requests: 1, retryAfterS: 1 } }, env: { CLAUDE_CODE_MAX_RETRIES: '0' } },
+      // A subscription (a claude.ai token, not an API key: Claude Code reads the account's limits from the answer's
+      // anthropic-ratelimit-unified-* headers only then) whose weekly limit is used up for 7 days. With a cap of 0 h the
+      // wait is shortened at once and the next attempt probes the engine, which the server then answers.
+      quota: {
+        ...base,
+        mode: 'plain',
+        server: { quota: { requests: 1, resetsInS: 7 * 86400, retryAfterS: 0 } },
+        env: { ANTHROPIC_API_KEY: null, CLAUDE_CODE_OAUTH_TOKEN: 'sk-ant-oat01-verdict-test', CLAUDE_CODE_MAX_RETRIES: '0' },
+        config: { quota: { max_wait_h: 0 } },
+      },
       badKey: { ...base, mode: 'plain', server: { requireKey: 'sk-the-real-one' }, env: { CLAUDE_CODE_MAX_RETRIES: '0' } },
       noKey: { ...base, mode: 'plain', env: { ANTHROPIC_API_KEY: null } },
       newer: { ...base, binDirs: [wrapper, ...binDirs], mode: 'plain' },
       // A tool call Claude Code must not allow without asking (its own project settings): headless, nobody is asked.
       permission: { ...base, mode: 'plain', server: { askTool: { name: 'Write', input: { file_path: '.claude/settings.json', content: '{"hooks": {}}\n' } } } },
     };
-    const done = await Promise.all(Object.entries(scenarios).map(async ([name, o]) => [name, await runRealTask({ ...o, name: `claude-${name}` })] as const));
-    for (const [name, run] of done) runs[name] = run;
+    run = await runScenarios('claude', scenarios);
   });
-
-  const run = (name: string) => runs[name] as RealRun;
 
   it('a worker task PASSes inside the sandbox with exactly the tokens the server sent and the list-price cost', () => {
     const r = run('pass');
@@ -112,42 +102,39 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
 
   it('a first attempt that FAILs the check is retried with the check output in the prompt; the retry PASSes', () => {
     const r = run('retry');
-    assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.retry, x.check_exit_code]), [[1, 'FAIL', false, 1], [2, 'PASS', true, 0]], explainRun(r));
+    assertRetried(r, 'messages');
     assert.match(String(r.rows[0]?.check_output), /CHECK-42/);
-    const retried = r.server.requests.filter((q) => q.api === 'messages' && JSON.stringify(q.body).includes('CHECK-42'));
-    assert.ok(retried.length >= 1, 'the retry prompt reached the model with the check output');
-    // Each attempt's row holds its own calls' tokens: together, everything the server sent.
-    const sent = r.server.usageSent;
-    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, explainRun(r));
-    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_out), 0), sent.output);
-    assert.equal(fs.readFileSync(path.join(r.dir, 'work', 'alpha', 'alpha.txt'), 'utf8'), 'alpha ready\n');
   });
 
   it('a claude reviewer answering changes fails the attempt; the retry addresses it and the reviewer approves', () => {
     const r = run('review');
-    assert.equal(r.result.exitCode, 0, explainRun(r));
-    const rows = r.rows.map((x) => [x.step, x.attempt, x.worker_engine, x.verdict, (x.review as { verdict?: string } | undefined)?.verdict ?? null]);
-    assert.deepEqual(rows, [
-      ['work', 1, 'claude', 'FAIL', null],
-      ['review', 1, 'claude', 'FAIL', 'changes'],
-      ['work', 2, 'claude', 'PASS', null],
-      ['review', 2, 'claude', 'PASS', 'approve'],
-    ], explainRun(r));
-    assert.match(String(r.rows[0]?.notes), /asked for changes: \(1\) alpha\.txt: also say it twice/);
-    assert.ok(r.server.requests.some((q) => !isReview(JSON.stringify(q.body)) && JSON.stringify(q.body).includes('also say it twice')), 'the retry prompt carried the concern');
-    const sent = r.server.usageSent;
-    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, `every token the server sent is on exactly one row\n${explainRun(r)}`);
+    assertReviewedTwice(r, 'claude');
+    assert.ok(r.server.requests.some((q) => !isReviewPrompt(JSON.stringify(q.body)) && JSON.stringify(q.body).includes('also say it twice')), 'the retry prompt carried the concern');
   });
 
   it('a 429 is RATE_LIMITED and requeued without burning the attempt; the requeue PASSes', () => {
     const r = run('limited');
+    assertRequeued(r, 'messages');
+    assert.match(fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'), /"api_error_status":429/);
+  });
+
+  it("a subscription's weekly limit (429 resetting in 7 days): Claude Code's own result names the reset, the engine waits for it (capped), the probe PASSes", () => {
+    const r = run('quota');
     assert.equal(r.result.exitCode, 0, explainRun(r));
     assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explainRun(r));
-    assert.equal(r.server.requests.find((q) => q.api === 'messages')?.reply, 'rate_limited');
-    assert.match(fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'), /"api_error_status":429/);
-    const pass = r.rows[1] as Record<string, unknown>;
-    assert.deepEqual([pass.tokens_in, pass.tokens_out], [r.server.usageSent.input, r.server.usageSent.output]);
+    assert.deepEqual(r.server.requests.filter((q) => q.api === 'messages').map((q) => q.reply), ['quota', 'tool_call', 'final'], explainRun(r));
+    const log = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
+    const said = /"result":"(You've hit your weekly limit · resets [^"]+)"/.exec(log)?.[1];
+    assert.ok(said, `Claude Code's result names the weekly limit and its reset\n${explainRun(r)}`);
+    // The wait was set from that result, naming the reset the server sent (Claude Code prints it to the minute).
+    const reset = r.server.requests.find((q) => q.reply === 'quota')?.at as number;
+    const minute = Math.floor((reset + 7 * 86400_000) / 60_000) * 60_000;
+    const named = [minute - 60_000, minute, minute + 60_000].map((t) => wakeTime(t));
+    const out = String(r.result.all);
+    assert.match(out, new RegExp(`engine claude reached its usage limit \\(alpha attempt 1, its result event \\(is_error\\)\\): it named (${named.join('|')}), past the cap`), out);
+    assert.ok(out.includes(said), 'the note quotes the result');
+    assert.match(out, /engine claude: the probe \(alpha attempt 2\) did not report the usage limit again, so the wait alpha attempt 1 set is over/);
+    assert.equal(r.state.waits, undefined, 'no wait is left');
   });
 
   for (const [name, what] of [['badKey', 'a key the API refuses (401)'], ['noKey', 'no key and no login']] as const) {
@@ -162,15 +149,11 @@ describe(`real Claude Code against the scripted model server (${ISOLATED ? 'loop
   }
 
   it('verdict doctor, in the same home without a key, says claude is not logged in and names the fix', async () => {
-    const r = run('noKey');
-    const env = { PATH: [await ensureCli('claude'), process.env.PATH ?? ''].join(path.delimiter), HOME: r.userHome };
-    const doctor = await execa('node', [CLI, 'doctor', '--json', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
-    const claude = (JSON.parse(String(doctor.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === 'claude');
-    assert.deepEqual([claude?.login, claude?.version], ['no', '2.1.332 (Claude Code)'], String(doctor.stdout));
+    const { entry: claude, json, text } = await doctorOf('claude', run('noKey'));
+    assert.deepEqual([claude?.login, claude?.version], ['no', '2.1.332 (Claude Code)'], json);
     assert.match(String(claude?.fix), /^claude setup-token\b/);
     assert.deepEqual(claude?.tested, { status: 'tested', versions: ['2.1.332'] }, 'doctor compares the version with engines/tested-versions.ts');
-    const text = await execa('node', [CLI, 'doctor', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
-    assert.match(String(text.stdout), /2\.1\.332[^\n]*, a tested version/, String(text.stdout));
+    assert.match(text, /2\.1\.332[^\n]*, a tested version/, text);
   });
 
   it('a tool call that needs permission is refused without asking: the run never waits for input and PASSes', () => {

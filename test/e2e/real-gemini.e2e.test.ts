@@ -1,55 +1,61 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import { ensureCli } from '../helpers/agent-clis';
-import { explainRun, ISOLATED, runRealTask, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
+import { explainRun, ISOLATED, type RealRun, type RealTaskOptions } from '../helpers/real-engines';
+import { assertRequeued, assertRetried, assertReviewedTwice, doctorOf, retryScenario, reviewScenario, runScenarios } from '../helpers/real-suite';
 import { git } from '../helpers/fixtures';
-import { CLI } from '../helpers/cli';
 
 // The real Gemini CLI (installed on demand, test/helpers/agent-clis.ts) run by the built `verdict run` inside Verdict's
 // sandbox, against the scripted model server speaking Gemini's streamGenerateContent
-// (test/fixtures/model-server/wire-gemini.ts). The scenarios share nothing, so they run at once in `before`.
+// (test/fixtures/model-server/wire-gemini.ts). The scenarios share nothing, so they run at once in `before`
+// (test/helpers/real-suite.ts).
 
 const MODEL = 'gemini-2.5-flash';
 const SANDBOX = process.env.VERDICT_TEST_UNSANDBOXED ? 'none' : 'bwrap';
-const CHANGES = '{"verdict": "changes", "concerns": ["alpha.txt: also say it twice"]}';
-const APPROVE = '{"verdict": "approve", "concerns": []}';
-const isReview = (body: string) => /approve\\?" \| \\?"changes/.test(body);
+
+/**
+ * The user's own ~/.gemini/settings.json: the test environment's (test/helpers/real-engines.ts engineEnv, whose
+ * `general.disableAutoUpdate` and `disableUpdateNag` Gemini CLI 0.61.0 migrates to other keys, rewriting the file, on
+ * every start) plus a setting of the user's own, and their GEMINI.md.
+ */
+function seedGeminiHome(home: string): { settings: string; instructions: string } {
+  const file = path.join(home, '.gemini', 'settings.json');
+  const settings = JSON.stringify({ ...(JSON.parse(fs.readFileSync(file, 'utf8')) as object), ui: { theme: 'GitHub' } }, null, 2) + '\n';
+  fs.writeFileSync(file, settings);
+  const instructions = '# My instructions\nAlways answer in English.\n';
+  fs.writeFileSync(path.join(home, '.gemini', 'GEMINI.md'), instructions);
+  return { settings, instructions };
+}
 
 describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopback-only network namespace' : 'not isolated: updates and telemetry off through settings'})`, function () {
   this.timeout(600000);
-  const runs: Record<string, RealRun> = {};
-  let reviewsAnswered = 0;
+  let run: (name: string) => RealRun;
+  const seeded: Record<string, { settings: string; instructions: string }> = {};
 
   before(async function () {
     this.timeout(600000);
     const binDirs = [await ensureCli('gemini')];
     const base = { engine: 'gemini', model: MODEL, binDirs } as const;
     const scenarios: Record<string, RealTaskOptions> = {
-      pass: { ...base, mode: 'worktree' },
-      retry: {
-        ...base,
-        mode: 'plain',
-        server: { content: (body) => (body.includes('CHECK-42') ? 'alpha ready' : 'alpha wrong') },
-        task: { max_attempts: 2, check: "grep -x 'alpha ready' alpha.txt || { echo \"CHECK-$((6*7)): alpha.txt must hold the line 'alpha ready'\"; exit 1; }" },
-      },
-      review: {
-        ...base,
-        mode: 'worktree',
-        server: { finalText: (body) => (isReview(body) ? (reviewsAnswered++ === 0 ? CHANGES : APPROVE) : 'Done: created alpha.txt') },
-        task: { max_attempts: 2, review: { engines: [{ engine: 'gemini', model: MODEL }] } },
-      },
+      pass: { ...base, mode: 'worktree', seedHome: (home) => (seeded.pass = seedGeminiHome(home)) },
+      retry: retryScenario({ ...base, mode: 'plain' }),
+      review: reviewScenario({ ...base, mode: 'worktree' }),
       // engineEnv's settings give Gemini CLI one attempt per model call, so the 429 reaches Verdict at once.
       limited: { ...base, mode: 'plain', server: { rateLimit: { requests: 1, retryAfterS: 1 } } },
       badKey: { ...base, mode: 'plain', server: { requireKey: 'sk-the-real-one' } },
       noKey: { ...base, mode: 'plain', env: { GEMINI_API_KEY: null } },
+      // A write Gemini CLI must not allow without asking: its own settings, outside the workspace (the path is relative
+      // to the task dir <dir>/work/alpha, so it names <dir>/user-home, the CLI's HOME). Headless, nobody is asked.
+      permission: {
+        ...base,
+        mode: 'plain',
+        server: { askTool: { name: 'write_file', input: { file_path: '../../user-home/.gemini/settings.json', content: '{"hooks": {}}\n' } } },
+        seedHome: (home) => (seeded.permission = seedGeminiHome(home)),
+      },
     };
-    const done = await Promise.all(Object.entries(scenarios).map(async ([name, o]) => [name, await runRealTask({ ...o, name: `gemini-${name}` })] as const));
-    for (const [name, run] of done) runs[name] = run;
+    run = await runScenarios('gemini', scenarios);
   });
-
-  const run = (name: string) => runs[name] as RealRun;
 
   it('a worker task PASSes inside the sandbox with exactly the tokens the server sent, thinking tokens included', () => {
     const r = run('pass');
@@ -69,38 +75,30 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
     assert.equal(git(path.join(r.dir, 'repo'), 'show', `${String(row.branch)}:alpha.txt`), 'alpha ready');
   });
 
+  it("leaves the user's ~/.gemini/settings.json and GEMINI.md byte-identical (Gemini CLI rewrites its settings on every start); the session went to ~/.gemini/tmp", () => {
+    const r = run('pass');
+    const gemini = path.join(r.userHome, '.gemini');
+    const seed = seeded.pass as { settings: string; instructions: string };
+    assert.equal(fs.readFileSync(path.join(gemini, 'settings.json'), 'utf8'), seed.settings, explainRun(r));
+    assert.equal(fs.readFileSync(path.join(gemini, 'GEMINI.md'), 'utf8'), seed.instructions);
+    // Gemini CLI's own rewrite happened inside the sandbox, where the state guard put the file back, and says so.
+    assert.match(String(r.result.all), /alpha {2}the worker changed gemini's own settings; put back: \S+\/user-home\/\.gemini\/settings\.json/, explainRun(r));
+    const left = fs.readdirSync(gemini);
+    assert.deepEqual(left.filter((f) => /\.tmp$|\.bak$|~$/.test(f)), [], `no temporary or backup copy left in ~/.gemini (${left.join(', ')})`);
+    const chats = fs.readdirSync(path.join(gemini, 'tmp'), { recursive: true }).map(String).filter((f) => /chats\/session-.*\.jsonl$/.test(f));
+    assert.equal(chats.length, 1, `Gemini CLI saved its session under ~/.gemini/tmp (found: ${chats.join(', ') || 'nothing'})`);
+  });
+
   it('a first attempt that FAILs the check is retried with the check output in the prompt; the retry PASSes', () => {
-    const r = run('retry');
-    assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.retry, x.check_exit_code]), [[1, 'FAIL', false, 1], [2, 'PASS', true, 0]], explainRun(r));
-    assert.ok(r.server.requests.some((q) => q.api === 'gemini' && JSON.stringify(q.body).includes('CHECK-42')), 'the retry prompt reached the model with the check output');
-    const sent = r.server.usageSent;
-    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, explainRun(r));
-    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_out), 0), sent.output);
-    assert.equal(fs.readFileSync(path.join(r.dir, 'work', 'alpha', 'alpha.txt'), 'utf8'), 'alpha ready\n');
+    assertRetried(run('retry'), 'gemini');
   });
 
   it('a gemini reviewer answering changes fails the attempt; the retry addresses it and the reviewer approves', () => {
-    const r = run('review');
-    assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.step, x.attempt, x.worker_engine, x.verdict, (x.review as { verdict?: string } | undefined)?.verdict ?? null]), [
-      ['work', 1, 'gemini', 'FAIL', null],
-      ['review', 1, 'gemini', 'FAIL', 'changes'],
-      ['work', 2, 'gemini', 'PASS', null],
-      ['review', 2, 'gemini', 'PASS', 'approve'],
-    ], explainRun(r));
-    assert.match(String(r.rows[0]?.notes), /asked for changes: \(1\) alpha\.txt: also say it twice/);
-    const sent = r.server.usageSent;
-    assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, `every token the server sent is on exactly one row\n${explainRun(r)}`);
+    assertReviewedTwice(run('review'), 'gemini');
   });
 
   it('a 429 is RATE_LIMITED and requeued without burning the attempt; the requeue PASSes', () => {
-    const r = run('limited');
-    assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explainRun(r));
-    assert.equal(r.server.requests.find((q) => q.api === 'gemini')?.reply, 'rate_limited');
-    const pass = r.rows[1] as Record<string, unknown>;
-    assert.deepEqual([pass.tokens_in, pass.tokens_out], [r.server.usageSent.input, r.server.usageSent.output]);
+    assertRequeued(run('limited'), 'gemini');
   });
 
   for (const [name, what] of [['badKey', 'a key the API refuses (401)'], ['noKey', 'no key']] as const) {
@@ -114,14 +112,20 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
   }
 
   it('verdict doctor, in the same home without a key, says gemini is not logged in and names the fix', async () => {
-    const r = run('noKey');
-    const env = { PATH: [await ensureCli('gemini'), process.env.PATH ?? ''].join(path.delimiter), HOME: r.userHome };
-    const doctor = await execa('node', [CLI, 'doctor', '--json', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
-    const gemini = (JSON.parse(String(doctor.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === 'gemini');
-    assert.deepEqual([gemini?.login, gemini?.version], ['no', '0.61.0'], String(doctor.stdout));
+    const { entry: gemini, json, text } = await doctorOf('gemini', run('noKey'));
+    assert.deepEqual([gemini?.login, gemini?.version], ['no', '0.61.0'], json);
     assert.match(String(gemini?.fix), /set GEMINI_API_KEY/);
     assert.deepEqual(gemini?.tested, { status: 'tested', versions: ['0.61.0'] }, 'doctor compares the version with engines/tested-versions.ts');
-    const text = await execa('node', [CLI, 'doctor', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
-    assert.match(String(text.stdout), /0\.61\.0[^\n]*, a tested version/, String(text.stdout));
+    assert.match(text, /0\.61\.0[^\n]*, a tested version/, text);
+  });
+
+  it('a write outside the workspace (its own settings) is refused without asking: the run never waits for input and PASSes', () => {
+    const r = run('permission');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    assert.deepEqual(r.rows.map((x) => x.verdict), ['PASS'], explainRun(r));
+    const log = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
+    assert.match(log, /"tool_name":"write_file"[\s\S]*?"type":"tool_result"[^\n]*"status":"error"[^\n]*Path not in workspace/, 'Gemini CLI refused the write to its own settings');
+    assert.equal(fs.readFileSync(path.join(r.userHome, '.gemini', 'settings.json'), 'utf8'), seeded.permission?.settings, "the user's settings are as they were");
+    assert.deepEqual(r.server.requests.filter((q) => q.api === 'gemini').map((q) => q.tool), ['write_file', 'run_shell_command', null], explainRun(r));
   });
 });

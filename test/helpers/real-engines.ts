@@ -233,6 +233,8 @@ export interface RealTaskOptions {
   seedHome?: (userHome: string) => void;
   /** The run's name (default `real-<engine>`). */
   name?: string;
+  /** A Verdict config file's content (`--config`), e.g. `{"quota": {"max_wait_h": 0}}`. Absent: none. */
+  config?: Record<string, unknown>;
 }
 
 /**
@@ -266,10 +268,17 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
   }
   const userHome = env.HOME as string;
   o.seedHome?.(userHome);
+  const args = ['run', manifest, '--home', home, '--identity', 'real-engines-e2e'];
+  if (o.config) {
+    const configFile = path.join(dir, 'config.json');
+    // Where the tests run unsandboxed (test/helpers/sandbox-env.ts), the config named here replaces VERDICT_CONFIG's.
+    fs.writeFileSync(configFile, JSON.stringify({ ...(process.env.VERDICT_TEST_UNSANDBOXED ? { sandbox: false } : {}), ...o.config }));
+    args.push('--config', configFile);
+  }
   const started = Date.now();
   let result: RealRun['result'];
   try {
-    result = await (await startVerdict(['run', manifest, '--home', home, '--identity', 'real-engines-e2e'], { cwd: dir, env, server })).done();
+    result = await (await startVerdict(args, { cwd: dir, env, server })).done();
   } finally {
     await server.close();
   }
