@@ -142,8 +142,8 @@ export interface TaskState {
 export type WorkflowRole = 'validator' | 'worker' | 'chair' | 'answer' | 'review' | 'test' | 'implement';
 
 /**
- * A task's place in its workflow, set only by the compiler (extension/core/manifest/validate.ts, council.ts,
- * phases.ts), never read from a manifest as written: the views group by it (schemas/task-order.ts groupedOrder),
+ * A task's place in its workflow, set only by the compiler (extension/core/manifest/workflows/: validate,
+ * council, phases), never read from a manifest as written: the views group by it (schemas/task-order.ts groupedOrder),
  * never by the shape of a key, so a task the user named `x--w1` is not taken for a worker of `x`.
  */
 export interface WorkflowPlace {

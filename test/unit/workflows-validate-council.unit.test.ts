@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { parseManifest } from '../../extension/core/manifest/load';
-import { compileCouncil, sameModelAs, DISAGREEMENTS_HEADING } from '../../extension/core/manifest/council';
-import { compileValidate, validatorPrompt } from '../../extension/core/manifest/validate';
-import { councilProblems } from '../../extension/core/manifest/rules/council';
-import { validateProblems } from '../../extension/core/manifest/rules/validate';
+import { compileCouncil, sameModelAs, DISAGREEMENTS_HEADING } from '../../extension/core/manifest/workflows/council/compile';
+import { compileValidate, validatorPrompt } from '../../extension/core/manifest/workflows/validate/compile';
+import { councilProblems } from '../../extension/core/manifest/workflows/council/rule';
+import { validateProblems } from '../../extension/core/manifest/workflows/validate/rule';
 import { placeInputs } from '../../extension/core/run/inputs';
 import type { TaskSpec } from '../../extension/core/manifest/types';
 

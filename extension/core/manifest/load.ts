@@ -10,14 +10,8 @@ import { parseJsonc } from './json-tree';
 import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './positions';
 import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
-import { repeatProblems } from './rules/repeat';
-import { generateProblems } from './rules/generate';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
-import { validateProblems } from './rules/validate';
-import { councilProblems } from './rules/council';
-import { critiqueProblems } from './rules/critique';
-import { phasesProblems } from './rules/phases';
-import { compileWorkflows } from './workflows';
+import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
 import { ManifestError, type EngineChoice, type CritiquePolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec, type TreeKind } from './types';
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -113,8 +107,8 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task). The
   // script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
   // line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it.
-  // The same holds for the ranking reviewers of `rank` (their prompt holds every passing candidate's work), and for
-  // critics (`critique.critics`: their prompt holds the proposal).
+  // The same holds for every reader a workflow section names (manifest/workflows/section.ts EngineRef `readers`: the
+  // ranking reviewers of `rank` read every passing candidate's work, critics the proposal).
   const unknownReviewers = (entries: unknown, at: (string | number)[], where: string, verb: 'review' | 'rank' | 'criticise' = 'review', list = 'engines') => {
     if (!Array.isArray(entries)) return;
     entries.forEach((entry, j) => {
@@ -168,39 +162,17 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
         error('unknown-engine', { range: rangeOfPath(root, at, index), path: `tasks[${i}].fallback[${j}]`, message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
       });
     }
-    if (Array.isArray(t.candidates) && options.engines) {
-      t.candidates.forEach((entry, j) => {
-        const name = isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
-        if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
-        error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, 'candidates', j, 'engine'], index), path: `tasks[${i}].candidates[${j}].engine`, message: `unknown engine "${name}" (candidate ${j + 1} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
-      });
-    }
     if (isObject(t.review)) unknownReviewers(t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
-    if (isObject(t.rank)) unknownReviewers(t.rank.engines, ['tasks', i, 'rank'], `tasks[${i}].rank`, 'rank');
-    // The engines of a workflow's compiled tasks (validate: workers and validator; council: members and chair).
-    const workflowEngines: [(string | number)[], unknown, string][] = [];
-    if (isObject(t.validate)) {
-      workflowEngines.push([['validate', 'engine'], t.validate.engine, 'the validator']);
-      if (Array.isArray(t.validate.engines)) t.validate.engines.forEach((e, j) => workflowEngines.push([['validate', 'engines', j, 'engine'], isObject(e) ? e.engine : undefined, `worker ${j + 1}`]));
-    }
-    if (isObject(t.council)) {
-      if (isObject(t.council.chair)) workflowEngines.push([['council', 'chair', 'engine'], t.council.chair.engine, 'the chair']);
-      if (Array.isArray(t.council.members)) t.council.members.forEach((e, j) => workflowEngines.push([['council', 'members', j, 'engine'], isObject(e) ? e.engine : undefined, `member ${j + 1}`]));
-    }
-    for (const [at, name, who] of workflowEngines) {
-      if (typeof name !== 'string' || !options.engines || options.engines.has(name)) continue;
-      error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, ...at], index), path: formatPath(['tasks', i, ...at]), message: `unknown engine "${name}" (${who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
-    }
-    if (isObject(t.phases)) {
-      if (isObject(t.phases.review)) unknownReviewers(t.phases.review.engines, ['tasks', i, 'phases', 'review'], `tasks[${i}].phases.review`);
-      for (const [field, who] of [['implement', 'the implementer'], ['test', 'the test phase']] as const) {
-        const entry = t.phases[field];
-        const name = isObject(entry) ? entry.engine : undefined;
-        if (typeof name !== 'string' || !options.engines || options.engines.has(name)) continue;
-        error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, 'phases', field, 'engine'], index), path: `tasks[${i}].phases.${field}.engine`, message: `unknown engine "${name}" (${who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
+    // The engines each workflow section names (manifest/workflows/: its compiled tasks' writers, its readers).
+    for (const ref of sectionEngines(t)) {
+      const at = ['tasks', i, ...ref.at];
+      if (ref.kind === 'readers') {
+        unknownReviewers(ref.entries, at, formatPath(at), ref.verb, ref.list);
+        continue;
       }
+      if (typeof ref.name !== 'string' || !options.engines || options.engines.has(ref.name)) continue;
+      error('unknown-engine', { range: rangeOfPath(root, at, index), path: formatPath(at), message: `unknown engine "${ref.name}" (${ref.who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
     }
-    if (isObject(t.critique)) unknownReviewers(t.critique.critics, ['tasks', i, 'critique'], `tasks[${i}].critique`, 'criticise', 'critics');
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
@@ -211,26 +183,12 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   for (const g of taskGraphProblems(taskList, options.existingKeys)) {
     error('task-graph', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
   }
-  for (const r of repeatProblems(taskList, options.existingKeys)) {
-    error('repeat', { range: rangeOfPath(root, r.path, index), path: formatPath(r.path), message: r.message });
-  }
-  for (const g of generateProblems(taskList)) {
-    error('generate', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
-  }
   for (const p of inputsProblems(taskList)) {
     error('inputs', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
   }
-  for (const p of validateProblems(taskList, options.existingKeys)) {
-    error('validate', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
-  }
-  for (const p of councilProblems(taskList, options.existingKeys)) {
-    error('council', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
-  }
-  for (const p of phasesProblems(taskList, DEFAULT_ENGINE, options.existingKeys)) {
-    error('phases', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
-  }
-  for (const c of critiqueProblems(taskList)) {
-    error('critique', { range: rangeOfPath(root, c.path, index), path: formatPath(c.path), message: c.message });
+  // Each workflow section's own problems (manifest/workflows/index.ts WORKFLOW_SECTIONS), under its code.
+  for (const { code, problem } of sectionProblems(taskList, { existingKeys: options.existingKeys ?? new Set(), defaultEngine: DEFAULT_ENGINE })) {
+    error(code, { range: rangeOfPath(root, problem.path, index), path: formatPath(problem.path), message: problem.message });
   }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };

@@ -71,7 +71,7 @@ export interface TaskSpec {
   select?: SelectMode;
   /**
    * Validated, council, phases: the task's place in its workflow (lead or member N), set by the compiler only
-   * (manifest/validate.ts, council.ts, phases.ts); state.json carries it for the views. Absent outside them.
+   * (manifest/workflows/: validate, council, phases); state.json carries it for the views. Absent outside them.
    */
   workflow?: WorkflowPlace;
   /** On a group's own entry with `select: "ranked"`: who scores the passing candidates, against what. */
@@ -231,8 +231,8 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
- * that breaks the rules of rules/generate.ts), `inputs`, `validate`, `council`, `critique`, `phases` (rules/inputs.ts,
- * rules/validate.ts, rules/council.ts, rules/critique.ts, rules/phases.ts), `unreadable` (the file could not be read).
+ * that breaks the rules of rules/generate.ts), `inputs` (rules/inputs.ts), `validate`, `council`, `critique`, `phases` (each workflow section's own
+ * problems: manifest/workflows/index.ts WORKFLOW_SECTIONS), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'

@@ -1,17 +1,13 @@
 /**
  * validate (error): a validated task (`validate`, docs/workflows.md "Validated") must compile into ordinary tasks
- * (manifest/validate.ts): not best-of-N, a planner or a council as well, `workers` and `engines` agreeing, a report
+ * (compile.ts): not best-of-N, a planner or a council as well, `workers` and `engines` agreeing, a report
  * inside the validator's task dir, and no worker key (`<key>--w<N>`) taken by another task. Pure, on the parsed data:
  * the loader reports these as problems of code `validate` and lint shows them under rule `validate`, at the value.
  */
-import { unsafeRelativePath } from './generate';
-import { workerKey } from '../validate';
-
-/** One problem: the JSON path of the offending value and what is wrong. */
-export interface WorkflowProblem {
-  path: (string | number)[];
-  message: string;
-}
+import { unsafeRelativePath } from '../../rules/generate';
+import { isObject, keyIndex, takenKeys } from '../keys';
+import type { WorkflowProblem } from '../section';
+import { workerKey } from './compile';
 
 /** The problems of every validated task; values of the wrong type are skipped (the schema reports them). */
 export function validateProblems(tasks: readonly unknown[], external: ReadonlySet<string> = new Set()): WorkflowProblem[] {
@@ -32,28 +28,4 @@ export function validateProblems(tasks: readonly unknown[], external: ReadonlySe
     if (typeof t.key === 'string') out.push(...takenKeys(t.key, Array.from({ length: n }, (_, j) => workerKey(t.key as string, j + 1)), ['tasks', i, 'validate'], keys, external, 'worker'));
   });
   return out;
-}
-
-/** Problems for compiled keys another task (of this file: `keys`, or of the run: `external`) already has. */
-export function takenKeys(owner: string, compiled: readonly string[], at: (string | number)[], keys: ReadonlyMap<string, number>, external: ReadonlySet<string>, what: string): WorkflowProblem[] {
-  const out: WorkflowProblem[] = [];
-  for (const key of compiled) {
-    const other = keys.get(key);
-    if (external.has(key)) out.push({ path: at, message: `the ${what} "${key}" of "${owner}" would take a key the run already has; rename "${owner}"` });
-    else if (other !== undefined) out.push({ path: at, message: `the ${what} "${key}" of "${owner}" would take the key of tasks[${other}]; rename one of them` });
-  }
-  return out;
-}
-
-/** Task key → its first index. */
-export function keyIndex(tasks: readonly unknown[]): Map<string, number> {
-  const keys = new Map<string, number>();
-  tasks.forEach((t, i) => {
-    if (isObject(t) && typeof t.key === 'string' && !keys.has(t.key)) keys.set(t.key, i);
-  });
-  return keys;
-}
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

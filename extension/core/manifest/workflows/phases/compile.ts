@@ -15,7 +15,7 @@
  *   run/steps/red.ts).
  * Pure.
  */
-import type { EngineChoice, ReviewPolicy, TaskSpec } from './types';
+import type { EngineChoice, ReviewPolicy, TaskSpec } from '../../types';
 
 /** The key of the implement task of file `n` (1-based) of task `key`. */
 export function implementKey(key: string, n: number): string {

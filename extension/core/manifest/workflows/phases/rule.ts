@@ -1,13 +1,14 @@
 /**
  * phases (error): a task with `phases` (docs/workflows.md "Phases") must compile into ordinary tasks
- * (manifest/phases.ts): its test phase written by another engine or model than the implementation (the point of the
+ * (compile.ts): its test phase written by another engine or model than the implementation (the point of the
  * workflow: the code and its tests do not share one writer's blind spots), files inside the task dir, no second
  * workflow on the task, and no implement key (`<key>--impl-<N>`) taken by another task. Pure, on the parsed data: the
  * loader reports these as problems of code `phases` and lint shows them under rule `phases`, at the offending value.
  */
-import { unsafeRelativePath } from './generate';
-import { keyIndex, takenKeys, isObject, type WorkflowProblem } from './validate';
-import { implementKey, implementerOf } from '../phases';
+import { unsafeRelativePath } from '../../rules/generate';
+import { isObject, keyIndex, takenKeys } from '../keys';
+import type { WorkflowProblem } from '../section';
+import { implementKey, implementerOf } from './compile';
 
 /**
  * The problems of every task with `phases`; values of the wrong type are skipped (the schema reports them).

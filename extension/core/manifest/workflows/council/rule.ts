@@ -1,13 +1,14 @@
 /**
  * council (error): a council task (`council`, docs/workflows.md "Council") must compile into ordinary tasks
- * (manifest/council.ts): not best-of-N, a planner or validated as well, its files inside their task dirs, every member
+ * (compile.ts): not best-of-N, a planner or validated as well, its files inside their task dirs, every member
  * with at least one answer by another model to review (no model reviews its own answer: a member whose every peer is
  * its own engine and model would review nothing), and no compiled key (`<key>--a<N>`, `<key>--r<N>`) taken by another
  * task. Pure, on the parsed data: the loader reports these as problems of code `council`, lint under rule `council`.
  */
-import { unsafeRelativePath } from './generate';
-import { answerKey, councilMembers, reviewKey, sameModelAs } from '../council';
-import { isObject, keyIndex, takenKeys, type WorkflowProblem } from './validate';
+import { unsafeRelativePath } from '../../rules/generate';
+import { answerKey, councilMembers, reviewKey, sameModelAs } from './compile';
+import { isObject, keyIndex, takenKeys } from '../keys';
+import type { WorkflowProblem } from '../section';
 
 /** The problems of every council task; values of the wrong type are skipped (the schema reports them). */
 export function councilProblems(tasks: readonly unknown[], external: ReadonlySet<string> = new Set()): WorkflowProblem[] {

@@ -1,0 +1,26 @@
+/**
+ * Workflow `council`'s section of a task (docs/workflows.md "Council"): members answer, review each other's answers
+ * anonymously, and a chair writes the synthesis. compile.ts compiles it, rule.ts says what is wrong with it.
+ */
+import type { EngineRef, WorkflowSection } from '../section';
+import { compileCouncil } from './compile';
+import { councilProblems } from './rule';
+
+export const councilSection: WorkflowSection = {
+  name: 'council',
+  code: 'council',
+  problems: (tasks, ctx) => councilProblems(tasks, ctx.existingKeys),
+  engines(t) {
+    if (!isObject(t.council)) return [];
+    const c = t.council;
+    const refs: EngineRef[] = [];
+    if (isObject(c.chair)) refs.push({ kind: 'writer', at: ['council', 'chair', 'engine'], name: c.chair.engine, who: 'the chair' });
+    if (Array.isArray(c.members)) c.members.forEach((e, j) => refs.push({ kind: 'writer', at: ['council', 'members', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `member ${j + 1}` }));
+    return refs;
+  },
+  compile: (spec, raw) => (isObject(raw.council) ? compileCouncil(spec, raw.council) : null),
+};
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,84 @@
+/**
+ * The workflow sections table (docs/workflows.md "Where workflows live"): every workflow's section of a manifest task,
+ * which the loader (manifest/load.ts parseManifest) checks — its problems, the engines it names — and compiles into
+ * ordinary tasks, task by task, order kept. Adding a workflow's section is one folder manifest/workflows/<name>/
+ * exporting a `WorkflowSection` (section.ts) and one entry here. Lint refuses a task with two sections that compile
+ * (each workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
+ */
+import { compileRepeat } from '../repeat';
+import { critiqueProblems } from '../rules/critique';
+import { generateProblems } from '../rules/generate';
+import { repeatProblems } from '../rules/repeat';
+import type { ProblemCode, TaskSpec } from '../types';
+import { councilSection } from './council';
+import { phasesSection } from './phases';
+import type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
+import { validateSection } from './validate';
+
+export type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
+
+/** Best-of-N (`repeat`/`candidates`, with `select` and a ranked group's `rank` reviewers): manifest/repeat.ts, rules/repeat.ts. */
+const bestOfNSection: WorkflowSection = {
+  name: 'best-of-N',
+  code: 'repeat',
+  problems: (tasks, ctx) => repeatProblems(tasks, ctx.existingKeys),
+  engines(t) {
+    const refs: EngineRef[] = [];
+    if (Array.isArray(t.candidates)) t.candidates.forEach((entry, j) => refs.push({ kind: 'writer', at: ['candidates', j, 'engine'], name: isObject(entry) ? entry.engine : undefined, who: `candidate ${j + 1}` }));
+    if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank' });
+    return refs;
+  },
+  compile(spec, raw) {
+    const out = compileRepeat([spec], [raw]);
+    // compileRepeat hands a task that is not best-of-N back as it is.
+    return out.length === 1 && out[0] === spec ? null : out;
+  },
+};
+
+/** A planner (`generate`): rules/generate.ts; its run-time part is the plugin run/workflows/generate/. */
+const generateSection: WorkflowSection = {
+  name: 'generate',
+  code: 'generate',
+  problems: (tasks) => generateProblems(tasks),
+};
+
+/** A critique loop (`critique`): rules/critique.ts; its run-time part is the plugin run/workflows/critique/. */
+const critiqueSection: WorkflowSection = {
+  name: 'critique',
+  code: 'critique',
+  problems: (tasks) => critiqueProblems(tasks),
+  engines: (t) => (isObject(t.critique) ? [{ kind: 'readers', at: ['critique'], entries: t.critique.critics, verb: 'criticise', list: 'critics' }] : []),
+};
+
+/** Every registered workflow section, in the order the loader reports and compiles them. */
+export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = [bestOfNSection, generateSection, validateSection, councilSection, phasesSection, critiqueSection];
+
+/**
+ * Every workflow section of a manifest's tasks compiled into ordinary tasks, task by task, order kept.
+ * @param raw the manifest's `tasks` array as written, index for index with `tasks`
+ * @param opts.worktrees the run's mode
+ */
+export function compileWorkflows(tasks: readonly TaskSpec[], raw: readonly Record<string, unknown>[], opts: { worktrees: boolean } = { worktrees: false }, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): TaskSpec[] {
+  return tasks.flatMap((spec, i) => {
+    const t = raw[i] ?? {};
+    for (const s of sections) {
+      const compiled = s.compile?.(spec, t, opts) ?? null;
+      if (compiled) return compiled;
+    }
+    return [spec];
+  });
+}
+
+/** Every section's problems in `tasks` (as written), each with the code it is reported under, in table order. */
+export function sectionProblems(tasks: readonly unknown[], ctx: SectionContext, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): { code: ProblemCode; problem: WorkflowProblem }[] {
+  return sections.flatMap((s) => (s.problems?.(tasks, ctx) ?? []).map((problem) => ({ code: s.code, problem })));
+}
+
+/** Every engine the sections name in one task (as written), in table order. */
+export function sectionEngines(task: Record<string, unknown>, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): EngineRef[] {
+  return sections.flatMap((s) => s.engines?.(task) ?? []);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

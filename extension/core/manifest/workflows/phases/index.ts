@@ -1,0 +1,30 @@
+/**
+ * Workflow `phases`'s section of a task (docs/workflows.md "Phases"): one implementer per file, then a test phase on
+ * another engine, red before green. compile.ts compiles it, rule.ts says what is wrong with it; the red run itself is
+ * a step of the attempt (run/steps/red.ts).
+ */
+import type { EngineRef, WorkflowSection } from '../section';
+import { compilePhases } from './compile';
+import { phasesProblems } from './rule';
+
+export const phasesSection: WorkflowSection = {
+  name: 'phases',
+  code: 'phases',
+  problems: (tasks, ctx) => phasesProblems(tasks, ctx.defaultEngine, ctx.existingKeys),
+  engines(t) {
+    if (!isObject(t.phases)) return [];
+    const p = t.phases;
+    const refs: EngineRef[] = [];
+    if (isObject(p.review)) refs.push({ kind: 'readers', at: ['phases', 'review'], entries: p.review.engines, verb: 'review' });
+    for (const [field, who] of [['implement', 'the implementer'], ['test', 'the test phase']] as const) {
+      const entry = p[field];
+      refs.push({ kind: 'writer', at: ['phases', field, 'engine'], name: isObject(entry) ? entry.engine : undefined, who });
+    }
+    return refs;
+  },
+  compile: (spec, raw, opts) => (isObject(raw.phases) ? compilePhases(spec, raw.phases, opts.worktrees) : null),
+};
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

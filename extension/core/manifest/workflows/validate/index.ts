@@ -1,0 +1,25 @@
+/**
+ * Workflow `validate`'s section of a task (docs/workflows.md "Validated"): N workers, then a validator judging their
+ * work from its inputs. compile.ts compiles it, rule.ts says what is wrong with it.
+ */
+import type { EngineRef, WorkflowSection } from '../section';
+import { compileValidate } from './compile';
+import { validateProblems } from './rule';
+
+export const validateSection: WorkflowSection = {
+  name: 'validate',
+  code: 'validate',
+  problems: (tasks, ctx) => validateProblems(tasks, ctx.existingKeys),
+  engines(t) {
+    if (!isObject(t.validate)) return [];
+    const v = t.validate;
+    const refs: EngineRef[] = [{ kind: 'writer', at: ['validate', 'engine'], name: v.engine, who: 'the validator' }];
+    if (Array.isArray(v.engines)) v.engines.forEach((e, j) => refs.push({ kind: 'writer', at: ['validate', 'engines', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `worker ${j + 1}` }));
+    return refs;
+  },
+  compile: (spec, raw) => (isObject(raw.validate) ? compileValidate(spec, raw.validate) : null),
+};
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
