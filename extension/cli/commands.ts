@@ -313,11 +313,11 @@ export const COMMANDS: readonly AnyCommand[] = [
   }),
   command({
     name: 'doctor',
-    args: [],
+    args: [{ name: 'MANIFEST', optional: true }],
     flags: { json, home, config, probe: { type: 'boolean', help: 'also send each installed, logged-in engine a one-line prompt (a real model call: a few tokens each)' } },
-    summary: 'what this machine offers a run: sandbox, git, node, engines (version, login), home, config, Postgres',
-    exit: '0 a run can start here with the defaults, 1 it cannot (the problems are listed)',
-    run: async ({ flags }, io) => (await import('./doctor-command')).doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe }, io),
+    summary: 'what this machine offers a run (sandbox, git, engines, home); with MANIFEST, can each task run here',
+    exit: '0 a run can start here with the defaults (and every task of MANIFEST can), 1 it cannot (listed)',
+    run: async ({ args: [manifest], flags }, io) => (await import('./doctor-command')).doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe, manifest }, io),
   }),
   command({
     name: 'mcp',

@@ -14,6 +14,7 @@ import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
 import { memoryCapMechanism, type MemoryCapMechanism } from '../core/process/memory-cap';
 import { probeOverlay } from '../core/git/overlay';
 import type { Io } from './io';
+import type { ManifestReport } from './doctor-manifest';
 
 /** What `verdict doctor` found; `--json` prints exactly this object. */
 export interface DoctorReport {
@@ -75,6 +76,12 @@ export interface DoctorReport {
    * would be read from, `via` what chose it, `error` why it does not load (then runs stop with exit 2).
    */
   config: { file: string | null; shown: string; via: string; error: string | null; sandbox: boolean; allowFullAccess: boolean; ringer: string | null };
+  /**
+   * With a MANIFEST: can it run here, task by task (cli/doctor-manifest.ts): each task `ready`, `will-fail` (its check
+   * names a file nowhere) or `cannot-run` (an engine not installed, with its install command; a lint error), and what
+   * stops the run as a whole. Absent without one. Nothing the manifest names is run.
+   */
+  manifest?: ManifestReport;
 }
 
 /** Options of {@link doctorReport}. `env` defaults to process.env (PATH, VERDICT_BWRAP, VERDICT_CONFIG…). */
@@ -84,6 +91,8 @@ export interface DoctorOptions {
   env?: NodeJS.ProcessEnv;
   /** Send each installed, not logged-out engine a one-line prompt (a real model call: a few tokens each). */
   probe?: boolean;
+  /** A manifest to judge as well: can it run here, task by task (DoctorReport.manifest). */
+  manifest?: string;
 }
 
 /**
@@ -162,8 +171,21 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     overlayReason: overlay.ok ? null : overlay.reason,
   };
 
+  let manifest: ManifestReport | undefined;
+  if (options.manifest !== undefined) {
+    const { manifestReport } = await import('./doctor-manifest');
+    let known: ReadonlyMap<string, import('../../engines/types').EngineSpec>;
+    try {
+      known = resolveEngines(customEngines, where.shown);
+    } catch {
+      known = resolveEngines({}, where.shown);
+    }
+    manifest = await manifestReport(options.manifest, { engines: known, containment: { sandbox: mode, allowFullAccess: config.allowFullAccess, configSource: where.shown, sockets: [], hide: [], expose: [] }, home: homePath, env });
+  }
+
   return {
-    ok: problems.length === 0,
+    ok: problems.length === 0 && (manifest?.ok ?? true),
+    manifest,
     trees,
     problems,
     sandbox: { ...probe, mode, line: containmentLine(probe, mode) },
@@ -314,10 +336,16 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
     for (const f of r.fixes) io.out(`  ${f}`);
     io.out('');
   }
-  if (r.ok) io.out('a run can start here with the defaults');
+  const machineOk = r.problems.length === 0;
+  if (machineOk) io.out('a run can start here with the defaults');
   else {
     io.out('a run cannot start here with the defaults:');
     for (const p of r.problems) io.out(`  ${p}`);
+  }
+  if (r.manifest) {
+    const { manifestLines } = await import('./doctor-manifest');
+    io.out('');
+    for (const line of manifestLines(r.manifest)) io.out(line);
   }
   return r.ok ? 0 : 1;
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { listTemplates, planTemplate, writeTemplate } from '../core/manifest/templates';
+import { listTemplates, planTemplate, templateEnginesLine, writeTemplate } from '../core/manifest/templates';
 import { InputError, type Io } from './io';
 import { packageRoot } from './package-root';
 
@@ -25,6 +25,14 @@ export function shellWord(p: string): string {
   return `'${p.replace(/'/g, `'\\''`)}'`;
 }
 
+/** Whether `dir` or a folder above it has a `.git` entry (read from the file system only). */
+function insideGitRepository(dir: string): boolean {
+  for (let at = dir; ; at = path.dirname(at)) {
+    if (fs.existsSync(path.join(at, '.git'))) return true;
+    if (path.dirname(at) === at) return false;
+  }
+}
+
 /** The template `verdict init` writes when none is named. */
 export const DEFAULT_TEMPLATE = 'fan-out';
 
@@ -39,7 +47,7 @@ export function initCommand(opts: InitOptions, io: Io): number {
   const templates = listTemplates(opts.templatesDir ?? path.join(packageRoot(), 'templates'));
   if (opts.list) {
     const width = Math.max(...templates.map((t) => t.id.length));
-    for (const t of templates) io.out(`${t.id.padEnd(width)}  ${t.description}`);
+    for (const t of templates) io.out(`${t.id.padEnd(width)}  ${t.description} [${templateEnginesLine(t)}]`);
     return 0;
   }
   const id = opts.template ?? DEFAULT_TEMPLATE;
@@ -60,7 +68,11 @@ export function initCommand(opts: InitOptions, io: Io): number {
   const full = written[0] ?? path.join(dir, t.files[0] as string);
   const rel = path.relative(process.cwd(), full);
   const manifest = rel.startsWith('..') || path.isAbsolute(rel) ? full : rel;
-  io.out(`template ${t.id}: ${t.title}`);
+  io.out(`template ${t.id}: ${t.title}; ${templateEnginesLine(t)}`);
+  if (/"worktrees"\s*:\s*true/.test(fs.readFileSync(t.manifest, 'utf8')) && !insideGitRepository(dir)) {
+    io.out(`${dir} is not in a git repository, and this manifest's tasks run in worktrees of one; first:`);
+    io.out(`  cd ${shellWord(dir)} && git init -q && git add -A && git commit -qm 'verdict init'`);
+  }
   io.out(`next: adapt ${manifest} (tasks, checks, engines${t.readme ? `; how: ${t.readme}` : ''}), then`);
   io.out(`  verdict lint ${shellWord(manifest)} && verdict run ${shellWord(manifest)}`);
   return 0;

@@ -22,7 +22,7 @@ export interface LintJsonRow {
  */
 export async function lintCommand(files: string[], json: boolean, engines: ReadonlyMap<string, EngineSpec>, allowFullAccess: boolean, io: Io): Promise<number> {
   const all: Finding[] = [];
-  for (const file of files) all.push(...(await lintManifestFile(path.resolve(file), { engines, allowFullAccess })));
+  for (const file of files) all.push(...(await lintManifestFile(path.resolve(file), { engines, allowFullAccess, pathEnv: process.env.PATH ?? '' })));
   if (json) {
     const rows: LintJsonRow[] = all.map((f) => ({ rule: f.rule, severity: f.severity, message: f.message, file: f.file, line: f.range?.start.line ?? null, column: f.range?.start.column ?? null, task_key: f.taskKey }));
     io.out(JSON.stringify(rows, null, 2));

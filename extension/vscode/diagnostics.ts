@@ -77,7 +77,7 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
     this.versions.set(key, version);
     let findings: Finding[];
     try {
-      findings = await lintManifestText(doc.getText(), doc.uri.fsPath, { engines: this.engines(), allowFullAccess: this.allowFullAccess(), trusted: vscode.workspace.isTrusted });
+      findings = await lintManifestText(doc.getText(), doc.uri.fsPath, { engines: this.engines(), allowFullAccess: this.allowFullAccess(), trusted: vscode.workspace.isTrusted, pathEnv: process.env.PATH ?? '' });
     } catch (e) {
       this.log.error(`lint of ${doc.uri.fsPath} failed: ${(e as Error).stack ?? e}`);
       return [];

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { freeManifestName, listTemplates, planTemplate, writeTemplate, type Template } from '../core/manifest/templates';
+import { freeManifestName, listTemplates, planTemplate, templateEnginesLine, writeTemplate, type Template } from '../core/manifest/templates';
+import { findBinary } from '../../engines/find-binary';
+import { editorEngines } from './engines';
 import { notificationLine } from '../core/run/notices';
 
 /**
@@ -27,9 +29,22 @@ function folderOf(target: unknown): string | undefined {
   }
 }
 
-async function pickTemplate(templates: Template[]): Promise<Template | undefined> {
+/**
+ * The picker's items: the title, the id and which engines the template needs (those not on the extension host's PATH
+ * marked `(not installed)`, a template that names only the script engine said to run with no model), the description.
+ */
+export function templatePickItems(templates: Template[], log: vscode.LogOutputChannel): (vscode.QuickPickItem & { t: Template })[] {
+  const engines = editorEngines(log);
+  const installed = (name: string) => {
+    const e = engines.get(name);
+    return e ? findBinary(e.binary, process.env.PATH ?? '') !== null : false;
+  };
+  return templates.map((t) => ({ label: t.title, description: `${t.id} — ${templateEnginesLine(t, installed)}`, detail: t.description, t }));
+}
+
+async function pickTemplate(templates: Template[], log: vscode.LogOutputChannel): Promise<Template | undefined> {
   const pick = await vscode.window.showQuickPick(
-    templates.map((t) => ({ label: t.title, description: t.id, detail: t.description, t })),
+    templatePickItems(templates, log),
     { placeHolder: 'A template for the new manifest', matchOnDescription: true, matchOnDetail: true },
   );
   return pick?.t;
@@ -41,7 +56,7 @@ async function pickFolder(): Promise<string | undefined> {
 }
 
 /**
- * Verdict: New Manifest. Picks a template (quick pick: title, id, one-line description), a folder (the explorer
+ * Verdict: New Manifest. Picks a template (quick pick: title, id and the engines it needs, one-line description), a folder (the explorer
  * folder it was opened on, else a folder dialog), writes the template's manifest and support files there and opens
  * the manifest. Never overwrites: when the manifest's name is taken it offers the next free name (`foo-2.swarm.json`);
  * a support file (a check script the manifest names) that exists with other contents refuses the whole write.
@@ -50,7 +65,7 @@ async function pickFolder(): Promise<string | undefined> {
 export async function newManifest(templatesDir: string, log: vscode.LogOutputChannel, target?: unknown, args: NewManifestArgs = {}): Promise<NewManifestResult> {
   const templates = listTemplates(templatesDir);
   if (!templates.length) return refuse(`no templates in ${templatesDir}`);
-  const t = args.template !== undefined ? templates.find((x) => x.id === args.template) : await pickTemplate(templates);
+  const t = args.template !== undefined ? templates.find((x) => x.id === args.template) : await pickTemplate(templates, log);
   if (!t) return args.template !== undefined ? refuse(`no template "${args.template}" (there are: ${templates.map((x) => x.id).join(', ')})`) : undefined;
   const folder = args.folder ?? folderOf(target) ?? (await pickFolder());
   if (!folder) return undefined;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'jsonc-parser';
@@ -43,7 +44,16 @@ export function allowed(user, action) {
 
 const REPORT = (citations: string[]) => `# Auth flow\n\n## Answer\n\nauthenticate() reads the bearer token; allowed() checks roles.\n\n## Evidence\n\n${citations.join('\n')}\n\n## Open questions\n\nWhere sessions expire.\n`;
 
+/** The no-model template's own specs (it runs as written: its scripts are the work). */
+const noModelSpecs = Object.fromEntries((parse(fs.readFileSync(path.resolve('templates/no-model/no-model.swarm.json'), 'utf8')) as { tasks: { key: string; spec: string }[] }).tasks.map((t) => [t.key, t.spec]));
+
 const FIXTURES: Record<string, Fixture> = {
+  // Brings its own project (src/, test/): the fixture repository is empty.
+  'no-model': {
+    files: { 'README.md': '# fixture\n' },
+    good: noModelSpecs,
+    bad: { 'fix-fahrenheit': "sed -i 's|/ 5 + 23|/ 5 + 23.5|' src/temperature.mjs", 'word-count': file('src/word-count.mjs', 'export const wordCount = (t) => t.split(" ").length;'), 'wc-command': 'echo nothing done' },
+  },
   'fan-out': {
     files: {
       'test/slugify.test.mjs': nodeTest("import { slugify } from '../src/slugify.mjs';", "  assert.equal(slugify(' Hello, World! '), 'hello-world');"),
@@ -309,6 +319,27 @@ describe('templates: each runs end to end with the script engine; its check pass
   it('covers every template', async () => {
     const list = await cli(['init', '--list']);
     assert.deepEqual(list.stdout.split('\n').map((l) => l.split(' ')[0]).sort(), Object.keys(FIXTURES).sort());
+  });
+
+  it('no-model, unedited: init prints how to make the folder a repository; done as printed, it lints clean and every task PASSes', async () => {
+    const dir = path.join(tempDir(), 'try it');
+    const init = await cli(['init', '--template', 'no-model', '--dir', dir]);
+    assert.equal(init.exitCode, 0, init.all);
+    assert.match(init.stdout, /runs with no model \(script engine\)/);
+    const lines = init.stdout.split('\n');
+    const gitLine = lines[lines.findIndex((l) => /is not in a git repository/.test(l)) + 1] ?? '';
+    assert.match(gitLine, /git init -q && git add -A && git commit/, init.stdout);
+    // The user's identity, as a user has one: the printed line commits.
+    const env = { ...process.env, GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@example.invalid', GIT_COMMITTER_NAME: 'T', GIT_COMMITTER_EMAIL: 't@example.invalid' };
+    execFileSync('bash', ['-c', gitLine], { env, stdio: 'ignore' });
+    const manifestFile = path.join(dir, 'no-model.swarm.json');
+    const lint = await cli(['lint', manifestFile]);
+    assert.match(lint.stdout, /0 error\(s\), 0 warning\(s\)/, lint.all);
+    const home = path.join(dir, '..', 'home');
+    const r = await cli(['run', manifestFile, '--home', home, '--no-dashboard']);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.match(r.stdout, /3\/3 passed/);
+    assert.deepEqual(readRows(home).map((x) => [x.task_key, x.verdict, x.check_exit_code]).sort(), [['fix-fahrenheit', 'PASS', 0], ['wc-command', 'PASS', 0], ['word-count', 'PASS', 0]]);
   });
 
   for (const id of Object.keys(FIXTURES)) {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lintManifestFile } from '../../extension/core/manifest/lint';
 import { loadManifest } from '../../extension/core/manifest/load';
-import { freeManifestName, listTemplates, planTemplate, writeTemplate, type Template } from '../../extension/core/manifest/templates';
+import { freeManifestName, listTemplates, manifestEngines, planTemplate, templateEnginesLine, writeTemplate, type Template } from '../../extension/core/manifest/templates';
 import { tempDir } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
 
@@ -12,15 +12,31 @@ describe('templates/', () => {
   const templates = listTemplates(path.resolve('templates'));
 
   it('holds the patterns that pay, each a folder with a manifest and a README', () => {
-    assert.deepEqual(templates.map((t) => t.id), ['best-of-n', 'code-review', 'council', 'critique-loop', 'docs-sweep', 'fan-out', 'generated', 'migration', 'model-bakeoff', 'phases', 'ranked', 'research', 'test-hardening', 'validated']);
+    assert.deepEqual(templates.map((t) => t.id), ['best-of-n', 'code-review', 'council', 'critique-loop', 'docs-sweep', 'fan-out', 'generated', 'migration', 'model-bakeoff', 'no-model', 'phases', 'ranked', 'research', 'test-hardening', 'validated']);
     for (const t of templates) assert.ok(t.readme, `${t.id} has a README.md`);
   });
 
+  it('says which engines each template needs: every place a manifest names one, the default engine for a task naming none', () => {
+    const text = JSON.stringify({ review: { engines: ['gemini'] }, tasks: [{ key: 'a' }, { key: 'b', engine: 'script', fallback: [{ engine: 'opencode' }], critique: { critics: ['grok'] } }, { key: 'c', engine: 'x', phases: { implement: { engine: 'claude' }, test: { engine: 'y' } }, council: { members: [{ engine: 'm' }], chair: { engine: 'ch' } } }] });
+    assert.deepEqual(manifestEngines(text), ['ch', 'claude', 'codex', 'gemini', 'grok', 'm', 'opencode', 'script', 'x', 'y']);
+    assert.deepEqual(manifestEngines('not json'), []);
+    const byId = new Map(templates.map((t) => [t.id, t]));
+    assert.equal(templateEnginesLine(byId.get('no-model') as Template), 'runs with no model (script engine)');
+    assert.equal(templateEnginesLine(byId.get('fan-out') as Template), 'needs codex');
+    assert.equal(templateEnginesLine(byId.get('code-review') as Template, (e) => e === 'codex'), 'needs claude (not installed), codex, gemini (not installed)');
+  });
+
   for (const t of templates) {
-    it(`${t.id} loads and lints clean`, async () => {
+    it(`${t.id} loads and, written into a repository, lints clean but for the files the project must bring`, async () => {
       assert.ok(loadManifest(t.manifest, { engines: new Set(ctx.engines.keys()) }).manifest.tasks.length > 0);
-      const findings = await lintManifestFile(t.manifest, ctx);
-      assert.deepEqual(findings.map((x) => `${x.severity} ${x.rule}: ${x.message}`), []);
+      const dir = tempDir();
+      fs.mkdirSync(path.join(dir, '.git'));
+      writeTemplate(t, dir, planTemplate(t, dir));
+      const findings = await lintManifestFile(path.join(dir, t.files[0] as string), ctx);
+      assert.deepEqual(findings.filter((x) => x.rule !== 'check-file-missing').map((x) => `${x.severity} ${x.rule}: ${x.message}`), []);
+      // The code and tests the template works on are the user's (its README says so); what it ships is never missing.
+      for (const f of findings) assert.ok(!t.files.includes(/names (\S+),/.exec(f.message)?.[1] ?? ''), `${t.id} ships the file: ${f.message}`);
+      if (t.id === 'no-model') assert.deepEqual(findings, [], 'the no-model template brings everything its checks name');
     });
 
     it(`${t.id}: its README says when to use it, what to change and how the check proves the work`, () => {
@@ -29,9 +45,11 @@ describe('templates/', () => {
       assert.ok(t.description.length >= 40 && t.description.length <= 160, `${t.id}: the one-line description is ${t.description.length} characters`);
     });
 
-    it(`${t.id}: no task runs on the script engine (the template is for real engines) and every check script it names ships with it`, () => {
+    it(`${t.id}: no task runs on the script engine (but in no-model, where every task does) and every check script it names ships with it`, () => {
       const { manifest } = loadManifest(t.manifest, { engines: new Set(ctx.engines.keys()) });
+      assert.equal(t.engines.length === 1 && t.engines[0] === 'script', t.id === 'no-model', `${t.id}: engines ${t.engines.join(', ')}`);
       for (const task of manifest.tasks) {
+        if (t.id === 'no-model') continue;
         assert.notEqual(task.engine, 'script', `${t.id}: ${task.key}`);
         for (const m of (task.check ?? '').matchAll(/bash (checks\/[\w.-]+)/g)) assert.ok(t.files.includes(m[1] as string), `${t.id}: ${m[1]} is not in the template`);
       }

@@ -38,7 +38,9 @@ export type RuleId =
   | 'council'
   | 'critique'
   | 'phases'
-  | 'phases-red-off';
+  | 'phases-red-off'
+  | 'engine-not-installed'
+  | 'check-file-missing';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

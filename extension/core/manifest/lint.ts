@@ -33,6 +33,8 @@ import { phasesRedOff } from './rules/phases-red-off';
 import { selfReview } from './rules/self-review';
 import { allowPathsRule, depsNotAllowed } from './rules/guard-settings';
 import { sparseOutside } from './rules/sparse-cone';
+import { engineNotInstalled } from './rules/engine-installed';
+import { checkFileMissing } from './rules/check-files';
 
 export type { LintContext } from './rules/document';
 
@@ -72,6 +74,8 @@ const RULES: Rule[] = [
   allowPathsRule,
   depsNotAllowed,
   sparseOutside,
+  engineNotInstalled,
+  checkFileMissing,
 ];
 
 /** The rule each loader problem is reported under. */

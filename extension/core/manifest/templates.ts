@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { parse } from 'jsonc-parser';
+import { DEFAULT_ENGINE } from './load';
 
 /**
  * The manifest templates shipped under templates/ for `verdict init`, "Verdict:
@@ -23,6 +25,56 @@ export interface Template {
   files: string[];
   /** The folder the relative paths start from. */
   root: string;
+  /**
+   * Every engine the manifest names (task engines, the default engine for a task naming none, candidates, fallbacks,
+   * reviewers, ranking reviewers, critics, validators, council members and chairs, phases), sorted: what it needs
+   * installed as written. `['script']` alone: it runs with no model.
+   */
+  engines: string[];
+}
+
+/** The engines a manifest's text names (see Template.engines); empty when the text does not parse to an object. */
+export function manifestEngines(text: string): string[] {
+  const m = parse(text, [], { allowTrailingComma: true }) as unknown;
+  const out = new Set<string>();
+  const obj = (v: unknown): Record<string, unknown> | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+  const name = (v: unknown) => {
+    const e = typeof v === 'string' ? v : obj(v)?.engine;
+    if (typeof e === 'string' && e) out.add(e);
+  };
+  const list = (v: unknown) => {
+    if (Array.isArray(v)) v.forEach(name);
+  };
+  const root = obj(m);
+  if (!root) return [];
+  list(obj(root.review)?.engines);
+  for (const t of Array.isArray(root.tasks) ? root.tasks : []) {
+    const task = obj(t);
+    if (!task) continue;
+    name(typeof task.engine === 'string' ? task.engine : DEFAULT_ENGINE);
+    list(task.fallback);
+    list(task.candidates);
+    list(obj(task.review)?.engines);
+    list(obj(task.rank)?.engines);
+    list(obj(task.critique)?.critics);
+    const validate = obj(task.validate);
+    if (validate) {
+      name(validate.engine);
+      list(validate.engines);
+    }
+    const council = obj(task.council);
+    if (council) {
+      list(council.members);
+      name(council.chair);
+    }
+    const phases = obj(task.phases);
+    if (phases) {
+      name(phases.implement);
+      name(phases.test);
+      list(obj(phases.review)?.engines);
+    }
+  }
+  return [...out].sort();
 }
 
 const MANIFEST = /\.swarm\.jsonc?$/;
@@ -87,14 +139,27 @@ export function listTemplates(dir: string): Template[] {
       const manifest = manifests[0] as string;
       const readme = fs.existsSync(path.join(full, 'README.md')) ? path.join(full, 'README.md') : undefined;
       const summary = readme ? readmeSummary(fs.readFileSync(readme, 'utf8')) : { description: commentSummary(fs.readFileSync(path.join(full, manifest), 'utf8')) };
-      out.push({ id: e.name, title: summary.title ?? e.name, description: summary.description, manifest: path.join(full, manifest), readme, files: [manifest, ...files.filter((f) => f !== manifest)], root: full });
+      const engines = manifestEngines(fs.readFileSync(path.join(full, manifest), 'utf8'));
+      out.push({ id: e.name, title: summary.title ?? e.name, description: summary.description, manifest: path.join(full, manifest), readme, files: [manifest, ...files.filter((f) => f !== manifest)], root: full, engines });
     } else if (e.isFile() && MANIFEST.test(e.name)) {
       const id = e.name.replace(MANIFEST, '');
       if (entries.some((o) => o.isDirectory() && o.name === id)) continue;
-      out.push({ id, title: id, description: commentSummary(fs.readFileSync(full, 'utf8')), manifest: full, files: [e.name], root: dir });
+      const text = fs.readFileSync(full, 'utf8');
+      out.push({ id, title: id, description: commentSummary(text), manifest: full, files: [e.name], root: dir, engines: manifestEngines(text) });
     }
   }
   return out.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/**
+ * What a picker says of a template's engines: `runs with no model (script engine)` for a template that names only
+ * `script`, else `needs codex, claude`; with `installed` (engine name → whether its binary is on PATH), the ones
+ * missing here are marked `(not installed)`.
+ */
+export function templateEnginesLine(t: Template, installed?: (engine: string) => boolean): string {
+  if (t.engines.length === 1 && t.engines[0] === 'script') return 'runs with no model (script engine)';
+  const models = t.engines.filter((e) => e !== 'script');
+  return `needs ${models.map((e) => (installed && !installed(e) ? `${e} (not installed)` : e)).join(', ')}`;
 }
 
 /** What writing a template into a folder would do. Paths are relative to the target folder, `/`-separated. */

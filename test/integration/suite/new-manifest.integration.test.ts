@@ -26,7 +26,26 @@ describe('Verdict: New Manifest', () => {
     fs.writeFileSync(broken, fs.readFileSync(r.written[0] as string, 'utf8').replace(/"check": "[^"]*"/, '"check": "true"'));
     assert.ok((await problems(broken)).some((m) => /cannot fail|always/i.test(m)), 'the control manifest has its error');
     fs.rmSync(broken);
-    assert.deepEqual(await problems(r.written[0] as string), []);
+    // The template's engine (codex) is said to be missing, with its install command, when it is not on this PATH.
+    const codexHere = (process.env.PATH ?? '').split(path.delimiter).some((d) => d && fs.existsSync(path.join(d, 'codex')));
+    const found = await problems(r.written[0] as string);
+    assert.deepEqual(found.filter((m) => !/command `codex` is not on PATH.*npm i -g @openai\/codex/.test(m)), []);
+    assert.equal(found.length, codexHere ? 0 : 1, found.join('\n'));
+  });
+
+  it('no-model runs with no engine to install: written into a folder, it lints with no warning at all', async () => {
+    const target = path.join(dir, 'no-model');
+    const r = await vscode.commands.executeCommand<Result>('verdict.newManifest', undefined, { template: 'no-model', folder: target });
+    assert.ok(r && 'written' in r, JSON.stringify(r));
+    fs.mkdirSync(path.join(target, '.git')); // check-file-missing judges a repository: its test files are there
+    const file = r.written[0] as string;
+    await vscode.commands.executeCommand('verdict.lintManifest', vscode.Uri.file(file));
+    assert.deepEqual(vscode.languages.getDiagnostics(vscode.Uri.file(file)).map((d) => d.message), []);
+    // The control: a check naming a test the folder does not hold gets its warning in the editor.
+    const broken = path.join(target, 'broken.swarm.json');
+    fs.writeFileSync(broken, fs.readFileSync(file, 'utf8').replace('test/word-count.test.mjs', 'test/nope.test.mjs'));
+    await vscode.commands.executeCommand('verdict.lintManifest', vscode.Uri.file(broken));
+    assert.ok(vscode.languages.getDiagnostics(vscode.Uri.file(broken)).some((d) => /names test\/nope\.test\.mjs/.test(d.message)));
   });
 
   it('never overwrites: a taken manifest name gets the next free one, the user\'s file stays; "cancel" writes nothing', async () => {

@@ -23,6 +23,12 @@ export interface LintContext {
    * spawned); absent means true.
    */
   useGit?: boolean;
+  /**
+   * The PATH engine binaries are looked for on (PATH syntax); absent skips engine-not-installed. `verdict lint`,
+   * `verdict doctor MANIFEST` and the editor pass their own PATH; the start gate does not (the preflight refuses a
+   * missing binary itself).
+   */
+  pathEnv?: string;
 }
 
 /** One task as the rules see it; every field is null when absent or of the wrong type. */

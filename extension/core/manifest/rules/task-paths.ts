@@ -37,6 +37,13 @@ const SPEC_PATH = new RegExp(
   `(?<![\\w./@~+-])(?:\\./)?(?:[\\w@+-][\\w.@+-]*/)*[\\w@+-][\\w.@+-]*\\.(?:${EXTENSIONS.join('|')})(?![\\w/@+-]|\\.\\w)`,
   'gi',
 );
+const EXTENSION_AT_END = new RegExp(`\\.(?:${EXTENSIONS.join('|')})$`, 'i');
+
+/** True when `word` ends in a known source, config, docs or data file extension (EXTENSIONS): `x.test.mjs`, `README.md`. */
+export function hasFileExtension(word: string): boolean {
+  return EXTENSION_AT_END.test(word);
+}
+
 /** URLs are blanked out first: `https://example.com/app.js` names no repository file. */
 const URL = /\b[a-z][a-z0-9+.-]*:\/\/\S+/gi;
 /** Product names that look like files: Node.js, Vue.js, Next.js (capitalised, no folder). */
