@@ -182,7 +182,11 @@ export interface CritiqueState {
 }
 
 /** The verbs of a run's control channel (runs/<run_id>/control.jsonl; extension/core/live/control.ts). */
-export type ControlVerb = 'stop' | 'cancel' | 'pause' | 'resume' | 'drain' | 'rerun' | 'unwait';
+/**
+ * `record` is sent by the merge queue and discard, not by a person: it carries `landed` (a task's `merged` or
+ * `discarded`) for the live run's orchestrator to put on the task, since only it writes a live run's state.json.
+ */
+export type ControlVerb = 'stop' | 'cancel' | 'pause' | 'resume' | 'drain' | 'rerun' | 'unwait' | 'record';
 
 /**
  * One control command as its orchestrator acknowledged it in state.json: `done` once its effect happened (a stopped

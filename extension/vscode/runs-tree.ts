@@ -13,6 +13,7 @@ import { resultSummary, runResult, type TaskResult } from '../../schemas/status'
 import { poolSummary, type PoolAttemptRef, type PoolView, type PoolWorkerView } from '../../schemas/pool-view';
 import type { PoolFeed } from '../core/dashboard/source';
 import { changedFiles } from './changed-files';
+import { readyToMerge } from '../core/run/task-landing';
 import { gitFileUri } from './git-content';
 
 /** A task as commands receive it, from a tree node or from a caller (tests, the API). */
@@ -27,7 +28,9 @@ export type LogKind = 'prompt' | 'worker' | 'check';
 /** One row of the runs tree. */
 export type RunsNode =
   | { kind: 'run'; runId: string; info: RunInfo }
-  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState>; member?: MemberRow<TaskState> }
+  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState>; member?: MemberRow<TaskState>; ready?: true }
+  /** "Ready to merge": every passed task not yet merged or discarded, across the runs of worktree mode (task-landing.ts readyToMerge). */
+  | { kind: 'ready'; runId?: undefined }
   | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState; info: RunInfo }
   | { kind: 'log'; runId: string; key: string; attempt: number; log: LogKind; file: string }
   | { kind: 'changes'; runId: string; key: string; task: TaskState; info: RunInfo }
@@ -53,6 +56,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   private readonly listeners: ((runs: RunInfo[]) => void)[] = [];
   /** The one pool row (the same object each time, so a pool read redraws only it). */
   private readonly poolNode: RunsNode = { kind: 'pool' };
+  /** The one "Ready to merge" row. */
+  private readonly readyNode: RunsNode = { kind: 'ready' };
   private pool: PoolView | null = null;
   private readonly unsubscribePool: () => void;
 
@@ -110,8 +115,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   }
 
   getChildren(node?: RunsNode): RunsNode[] | Promise<RunsNode[]> {
-    if (!node) return [...(this.pool ? [this.poolNode] : []), ...this.snapshot.map((info): RunsNode => ({ kind: 'run', runId: info.state.runId, info }))];
+    if (!node) return [...(this.pool ? [this.poolNode] : []), ...(this.readyTasks().length ? [this.readyNode] : []), ...this.snapshot.map((info): RunsNode => ({ kind: 'run', runId: info.state.runId, info }))];
     switch (node.kind) {
+      case 'ready':
+        return this.readyTasks();
       case 'pool':
         return (this.pool?.workers ?? []).map((worker) => ({ kind: 'pool-worker', worker }));
       case 'pool-worker':
@@ -136,12 +143,28 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
     }
   }
 
+  /** The passed tasks waiting to be merged, newest run first (the snapshot's order), as task rows naming their run. */
+  readyTasks(): RunsNode[] {
+    return this.snapshot.filter((info) => info.state.worktrees).flatMap((info) => info.state.tasks.filter(readyToMerge).map((task): RunsNode => ({ kind: 'task', runId: info.state.runId, key: task.key, task, info, ready: true })));
+  }
+
   getTreeItem(node: RunsNode): vscode.TreeItem {
     switch (node.kind) {
+      case 'ready': {
+        const n = this.readyTasks().length;
+        const item = new vscode.TreeItem('Ready to merge', vscode.TreeItemCollapsibleState.Expanded);
+        item.id = 'ready-to-merge';
+        item.description = `${n} passed task${n === 1 ? '' : 's'} not merged`;
+        item.tooltip = 'Tasks that passed, whose branches hold work nothing was done with yet (neither merged nor discarded), in every run. Merge or discard each from its row.';
+        item.iconPath = new vscode.ThemeIcon('git-merge');
+        item.accessibilityInformation = { label: `Ready to merge: ${item.description}` };
+        item.contextValue = 'readyToMerge';
+        return item;
+      }
       case 'run':
         return runItem(node.info);
       case 'task':
-        return taskItem(node.task, node);
+        return taskItem(node.task, node, node.ready ? node.info.state.runName : undefined);
       case 'attempt': {
         const a = node.attempt;
         const item = new vscode.TreeItem(`attempt ${a.attempt}`, vscode.TreeItemCollapsibleState.Collapsed);
@@ -255,24 +278,26 @@ function runItem(info: RunInfo): vscode.TreeItem {
   const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
   // Spent, reserved and budget (schemas/spend.ts spendLine), live: the state file is rewritten as they change.
-  item.description = [resultSummary(s.tasks.map((t) => t.status)), `${liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}`, waitsLine(s), spendLine(s.spend), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
+  // Paused or draining first: a long description is cut at the view's edge, and a paused run must not look like one at work.
+  const live = info.liveness === 'running';
+  const mode = live && s.paused ? 'PAUSED' : live && s.draining ? 'DRAINING' : '';
+  item.description = [mode, resultSummary(s.tasks.map((t) => t.status)), mode ? '' : liveness, waitsLine(s), spendLine(s.spend), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
   // Tokens are summed over attempts that reported usage; none reported reads as unknown, as in the dashboard.
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens ? `${info.tokens} tokens` : 'tokens: —'}`;
   // A screen reader reads the run's name and state, not the tooltip.
   item.accessibilityInformation = { label: `run ${s.runName}: ${item.description}` };
-  item.iconPath = info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : RUN_ICON[runResult(s.tasks.map((t) => t.status))];
+  item.iconPath = live && s.paused ? new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('charts.yellow')) : info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : RUN_ICON[runResult(s.tasks.map((t) => t.status))];
   // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
-  const live = info.liveness === 'running';
   const resumable = live ? s.paused === true : c.passed < c.total;
   item.contextValue = `run.${info.liveness}${live ? (s.paused ? '.paused' : '.active') : ''}${resumable ? '.resumable' : ''}${s.worktrees ? '.worktrees' : ''}`;
   return item;
 }
 
-/** A task's row (its text: task-row-text.ts). */
-function taskItem(t: TaskState, place: TaskPlace): vscode.TreeItem {
+/** A task's row (its text: task-row-text.ts); under "Ready to merge", `runName` leads its description. */
+function taskItem(t: TaskState, place: TaskPlace, runName?: string): vscode.TreeItem {
   const text = taskRowText(t, place);
   const item = new vscode.TreeItem(text.label, vscode.TreeItemCollapsibleState.Collapsed);
-  item.description = text.description;
+  item.description = runName ? `${runName} · ${text.description}` : text.description;
   item.tooltip = text.tooltip;
   // A screen reader reads the task's name and its status, then the row's details, not the tooltip.
   item.accessibilityInformation = { label: `task ${t.key}: ${t.status}${text.description ? `, ${text.description}` : ''}` };

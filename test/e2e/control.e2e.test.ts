@@ -160,6 +160,62 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
   });
 });
 
+describe('merge and discard while the run is live: recorded by its orchestrator (control verb record)', function () {
+  this.timeout(120000);
+
+  it('a passed task merged while others run shows MERGED at once, and merging again changes nothing; a failed one discarded shows DISCARDED', async () => {
+    const tasks = [scriptTask('a', 'echo a > a.txt', 'test -s a.txt'), scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 }), scriptTask('w', 'sleep 60; echo w > w.txt', 'test -s w.txt')];
+    const run = await startRun(tasks, 3);
+    try {
+      await until('a passed and c failed while w works', () => run.task('a').status === 'PASS' && run.task('c').status === 'FAIL' && running(run.task('w')));
+      const merge = await cli(['merge', run.runId, 'a', '--home', run.home], { env });
+      assert.equal(merge.exitCode, 0, merge.all);
+      assert.match(merge.stdout, /^a: MERGED \(now [0-9a-f]{10}\)$/m);
+      assert.equal(merge.stderr, '', 'recorded, not "not recorded"');
+      const head = git(run.repo, 'rev-parse', 'HEAD');
+      const into = git(run.repo, 'symbolic-ref', '--short', 'HEAD');
+      // The orchestrator put it on the task and acknowledged it before the merge command returned.
+      assert.deepEqual([run.task('a').status, run.task('a').merged?.commit, run.task('a').merged?.into], ['PASS', head, into]);
+      assert.deepEqual(run.state().control?.filter((c) => c.verb === 'record').map((c) => [c.task, c.result]), [['a', 'done']]);
+      const again = await cli(['merge', run.runId, 'a', '--home', run.home], { env });
+      assert.equal(again.exitCode, 0, again.all);
+      assert.equal(again.stdout.trim(), `a: already merged into ${into} at ${head.slice(0, 10)}; nothing was changed`);
+      assert.equal(git(run.repo, 'rev-parse', 'HEAD'), head);
+      const shown = await cli(['runs', run.runId, '--home', run.home], { env });
+      assert.match(shown.stdout, /: running, /);
+      assert.match(shown.stdout, new RegExp(`^a +MERGED ${head.slice(0, 10)} `, 'm'));
+
+      const discard = await cli(['discard', run.runId, 'c', '--home', run.home], { env });
+      assert.equal(discard.exitCode, 0, discard.all);
+      const held = /it held ([0-9a-f]{40})/.exec(discard.stdout)?.[1];
+      assert.ok(held, discard.stdout);
+      assert.equal(run.task('c').discarded?.commit, held);
+      assert.match((await cli(['runs', run.runId, '--home', run.home], { env })).stdout, new RegExp(`^c +DISCARDED ${held.slice(0, 10)} `, 'm'));
+    } finally {
+      await cli(['stop', run.runId, '--home', run.home], { env });
+      await run.child;
+    }
+    // The record outlives the orchestrator: the state it wrote at its end keeps it.
+    assert.equal(run.task('a').merged?.into, git(run.repo, 'symbolic-ref', '--short', 'HEAD'));
+    assert.ok(run.task('c').discarded);
+  });
+
+  it('a hand-written record line with no valid landed is refused, and changes nothing', async () => {
+    const run = await startRun([scriptTask('w', 'sleep 60; echo w > w.txt', 'test -s w.txt')], 1);
+    try {
+      await until('w works', () => running(run.task('w')));
+      fs.appendFileSync(path.join(run.home, 'runs', run.runId, 'control.jsonl'), JSON.stringify({ id: 'forged', verb: 'record', task: 'w', landed: { merged: { commit: 'not-a-sha', into: 'main', at: 1 } }, by: 'mallory', host: 'h', at: 1 }) + '\n');
+      await until('the forged record is acknowledged', () => (run.state().control ?? []).some((c) => c.id === 'forged'));
+      const ack = run.state().control?.find((c) => c.id === 'forged');
+      assert.deepEqual([ack?.result, ack?.reason], ['refused', 'record needs landed: { merged: { commit, into, at } } or { discarded: { commit, at } }']);
+      assert.equal(run.task('w').merged, undefined);
+    } finally {
+      await cli(['stop', run.runId, '--home', run.home], { env });
+      await run.child;
+    }
+  });
+});
+
 describe('verdict merge, discard, runs and rerun on a finished worktree-mode run', function () {
   this.timeout(120000);
 

@@ -131,7 +131,7 @@ describe('verdict doctor and the config file (CLI)', function () {
       assert.match(help.stdout, /^ {2}--no-sandbox {7}run every step without bubblewrap/m, command);
     }
     assert.match((await run(['doctor', '--no-sandbox'], env)).stderr, /^verdict doctor: unknown option --no-sandbox \(doctor takes: .*; --no-sandbox is an option of run, pool, resume, rerun, demo\)/);
-    assert.match((await run(['--help'], env)).stdout, /^ {2}doctor {13}what this machine offers a run/m);
+    assert.match((await run(['--help'], env)).stdout, /^ {2}doctor \[MANIFEST\] +what this machine offers a run/m);
     const manifest = writeManifest(dir, { tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
     const r = await run(['run', manifest, '--no-sandbox', '--no-dashboard'], env);
     assert.equal(r.exitCode, 0, r.all);

@@ -37,7 +37,19 @@ describe('control channel: runs/<id>/control.jsonl', () => {
     const unknown = parseControlLine(JSON.stringify({ id: 'u', verb: 'explode', by: 'dan', host: 'h', at: 1 }), 0);
     assert.ok(!isCommand(unknown));
     assert.equal(unknown.id, 'u');
-    assert.match(unknown.reason, /^unknown verb "explode" \(known: stop, cancel, pause, resume, drain, rerun, unwait\)/);
+    assert.match(unknown.reason, /^unknown verb "explode" \(known: stop, cancel, pause, resume, drain, rerun, unwait, record\)/);
+    // record (sent by the merge queue and discard) carries what it records, checked field by field.
+    const sha = 'a'.repeat(40);
+    const record = (landed: unknown) => parseControlLine(JSON.stringify({ id: 'x', verb: 'record', task: 't', landed, by: 'v', host: 'h', at: 1 }), 0);
+    const ok = record({ merged: { commit: sha, into: 'main', at: 2 } });
+    assert.ok(isCommand(ok) && ok.landed && 'merged' in ok.landed && ok.landed.merged?.into === 'main');
+    assert.ok(isCommand(record({ discarded: { commit: null, at: 2 } })));
+    for (const bad of [undefined, { merged: { commit: 'HEAD', into: 'main', at: 2 } }, { merged: { commit: sha, into: '', at: 2 } }, { discarded: { commit: sha } }, { merged: { commit: sha, into: 'main', at: 2 }, discarded: { commit: null, at: 2 } }]) {
+      const r = record(bad);
+      assert.ok(!isCommand(r) && /^record needs landed/.test(r.reason), JSON.stringify(bad));
+    }
+    const stray = parseControlLine(JSON.stringify({ id: 's', verb: 'pause', landed: { discarded: { commit: null, at: 1 } }, by: 'e', host: 'h', at: 1 }), 0);
+    assert.ok(!isCommand(stray) && stray.reason === 'pause takes no landed');
     const junk = parseControlLine('{"id": "j", verb', 120);
     assert.ok(!isCommand(junk));
     assert.equal(junk.id, 'line@120');

@@ -43,13 +43,15 @@ describe('merged and discarded: recorded on the task', () => {
     assert.equal(landedReason(s.tasks[1] as TaskState), null);
   });
 
-  it('writes nothing while an orchestrator holds the run (its folder lock): it owns state.json, and says so', async () => {
+  it('writes nothing while an orchestrator holds the run (its folder lock): it owns state.json; the record goes to its control channel', async () => {
     const file = write('r2', [task('a')]);
     const before = fs.readFileSync(file, 'utf8');
     const release = await lockRun(path.dirname(file), { ...selfHolder('r2', 'orchestrator'), pid: process.ppid, startTime: null });
     try {
-      const why = await recordLanding(file, 'a', { discarded: { commit: null, at: 5 } });
-      assert.match(why ?? '', /run r2 is being orchestrated by pid \d+.*so this was not recorded there/);
+      const why = await recordLanding(file, 'a', { discarded: { commit: null, at: 5 } }, 300);
+      assert.match(why ?? '', /run r2 is being orchestrated by pid \d+.*: sent to it \(control command [\w-]+\), but not acknowledged within 0\.3 s/);
+      const sent = fs.readFileSync(path.join(path.dirname(file), 'control.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(sent.map((c) => [c.verb, c.task, c.landed]), [['record', 'a', { discarded: { commit: null, at: 5 } }]]);
     } finally {
       await release();
     }

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
-import type { ControlAck, ControlVerb } from '../../../schemas/run-state';
+import type { ControlAck, ControlVerb, TaskState } from '../../../schemas/run-state';
 
 /**
  * A run's control channel: `runs/<run_id>/control.jsonl`, append-only, one JSON command a line, appended under the
@@ -11,9 +11,16 @@ import type { ControlAck, ControlVerb } from '../../../schemas/run-state';
  */
 export type { ControlAck, ControlVerb };
 
-/** Every verb the orchestrator knows; `stop` and `rerun` name a task, `unwait` an engine, the others the whole run. */
+/**
+ * Every verb a person sends (the CLI, the editor, MCP); `stop` and `rerun` name a task, `unwait` an engine, the others
+ * the whole run. The orchestrator also knows `record` (see ControlVerb), which names a task and carries `landed`.
+ */
 export const CONTROL_VERBS: readonly ControlVerb[] = ['stop', 'cancel', 'pause', 'resume', 'drain', 'rerun', 'unwait'];
-const TASK_VERBS: ReadonlySet<string> = new Set(['stop', 'rerun']);
+const KNOWN_VERBS: readonly string[] = [...CONTROL_VERBS, 'record'];
+const TASK_VERBS: ReadonlySet<string> = new Set(['stop', 'rerun', 'record']);
+
+/** What a `record` command puts on its task: `merged` or `discarded` (schemas/run-state.ts TaskState). */
+export type Landed = Pick<TaskState, 'merged'> | Pick<TaskState, 'discarded'>;
 const ENGINE_VERBS: ReadonlySet<string> = new Set(['unwait']);
 
 /** One line of control.jsonl. Times epoch ms. */
@@ -24,6 +31,8 @@ export interface ControlCommand {
   task?: string;
   /** The engine (`unwait`: the engine whose quota wait is cleared). */
   engine?: string;
+  /** What `record` puts on its task. */
+  landed?: Landed;
   /** The sender's identity. */
   by: string;
   host: string;
@@ -44,7 +53,7 @@ export function controlFile(runDir: string): string {
  * line) and returns it with its fresh id.
  */
 export async function appendControl(runDir: string, cmd: Omit<ControlCommand, 'id' | 'at' | 'pid'> & { id?: string; at?: number; pid?: number }): Promise<ControlCommand> {
-  const full: ControlCommand = { id: cmd.id ?? crypto.randomUUID(), verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), by: cmd.by, host: cmd.host, pid: cmd.pid ?? process.pid, at: cmd.at ?? Date.now() };
+  const full: ControlCommand = { id: cmd.id ?? crypto.randomUUID(), verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), ...(cmd.landed !== undefined ? { landed: cmd.landed } : {}), by: cmd.by, host: cmd.host, pid: cmd.pid ?? process.pid, at: cmd.at ?? Date.now() };
   const file = controlFile(runDir);
   await withLock(file, async () => {
     await fs.promises.appendFile(file, JSON.stringify(full) + '\n');
@@ -71,12 +80,30 @@ export function parseControlLine(line: string, offset: number): ControlCommand |
   const at = typeof o.at === 'number' ? o.at : 0;
   const bad = (reason: string): BadControlLine => ({ id, verb, task, ...(engine !== null ? { engine } : {}), by, host, at, reason });
   if (!str(o.id)) return bad('no id');
-  if (!(CONTROL_VERBS as readonly string[]).includes(verb)) return bad(`unknown verb "${verb}" (known: ${CONTROL_VERBS.join(', ')})`);
+  if (!KNOWN_VERBS.includes(verb)) return bad(`unknown verb "${verb}" (known: ${KNOWN_VERBS.join(', ')})`);
   if (TASK_VERBS.has(verb) && !task) return bad(`${verb} needs a task`);
   if (!TASK_VERBS.has(verb) && task) return bad(`${verb} acts on ${ENGINE_VERBS.has(verb) ? 'an engine' : 'the whole run'}; it takes no task`);
   if (ENGINE_VERBS.has(verb) && !engine) return bad(`${verb} needs an engine`);
   if (!ENGINE_VERBS.has(verb) && engine) return bad(`${verb} takes no engine`);
-  return { id, verb: verb as ControlVerb, ...(task ? { task } : {}), ...(engine ? { engine } : {}), by, host, pid: typeof o.pid === 'number' ? o.pid : 0, at };
+  let landed: Landed | undefined;
+  if (verb === 'record') {
+    landed = parseLanded(o.landed) ?? undefined;
+    if (!landed) return bad('record needs landed: { merged: { commit, into, at } } or { discarded: { commit, at } }');
+  } else if (o.landed !== undefined) return bad(`${verb} takes no landed`);
+  return { id, verb: verb as ControlVerb, ...(task ? { task } : {}), ...(engine ? { engine } : {}), ...(landed ? { landed } : {}), by, host, pid: typeof o.pid === 'number' ? o.pid : 0, at };
+}
+
+/** A `record` command's `landed`, checked field by field (the control file is written by other processes); null when malformed. */
+function parseLanded(v: unknown): Landed | null {
+  if (!v || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  const sha = (x: unknown): x is string => typeof x === 'string' && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(x);
+  const rec = (x: unknown) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : null);
+  const m = rec(o.merged);
+  const d = rec(o.discarded);
+  if (m && !d && sha(m.commit) && typeof m.into === 'string' && m.into && typeof m.at === 'number') return { merged: { commit: m.commit, into: m.into, at: m.at } };
+  if (d && !m && (d.commit === null || sha(d.commit)) && typeof d.at === 'number') return { discarded: { commit: d.commit as string | null, at: d.at } };
+  return null;
 }
 
 /** True for a parsed line the orchestrator can act on. */

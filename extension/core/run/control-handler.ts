@@ -1,7 +1,7 @@
 /**
  * The control channel of a live run (docs/runs.md "Controlling a live run"): commands read by byte offset
  * from runs/<id>/control.jsonl, each acknowledged in state.json once its effect happened (or refused, saying why).
- * One method per verb: cancel, pause, resume, drain, stop, rerun, unwait.
+ * One method per verb: cancel, pause, resume, drain, stop, rerun, unwait, record.
  */
 import { statusInfo } from '../../../schemas/status';
 import { ControlReader, controlFile, isCommand, type BadControlLine, type ControlCommand } from '../live/control';
@@ -69,6 +69,8 @@ export class ControlHandler {
         return this.rerun(c, task as TaskRuntime);
       case 'unwait':
         return this.unwait(c, c.engine as string);
+      case 'record':
+        return this.record(c, task as TaskRuntime);
     }
   }
 
@@ -151,6 +153,15 @@ export class ControlHandler {
     // Acknowledged first: queueing may start the attempt at once.
     this.ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}${restarted.length ? `; ${restarted.map((t) => t.spec.key).join(', ')} (reading it) stopped, to run again after it` : ''}`);
     this.graph.requeue(task, reopened);
+  }
+
+  /** What the merge queue or discard did with a task's work, put on the task (state.json `merged` / `discarded`). */
+  private record(c: ControlCommand, t: TaskRuntime): void {
+    const landed = c.landed;
+    if (!landed) return this.ack(c, 'refused', 'record needs landed');
+    if ('merged' in landed && t.state.status !== 'PASS') return this.ack(c, 'refused', `${t.spec.key} is ${t.state.status}: only a task that passed is merged`);
+    Object.assign(t.state, landed);
+    this.ack(c, 'done', 'merged' in landed && landed.merged ? `${t.spec.key} merged into ${landed.merged.into} at ${landed.merged.commit.slice(0, 10)}` : `${t.spec.key} discarded`);
   }
 
   private unwait(c: ControlCommand, engine: string): void {

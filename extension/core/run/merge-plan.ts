@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { MergeRequest, RecheckResult } from '../git/merge';
 import { loadFrozenManifest } from './frozen-manifest';
+import { readyToMerge } from './task-landing';
 import type { RunState } from '../live/state';
 import { runDir } from '../config/home';
 import type { TaskSpec } from '../manifest/types';
@@ -29,7 +30,7 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
   const prepare = { setup: manifest.setup, include: manifest.include };
   return state.tasks
     // A task already merged or discarded (state.json `merged`, `discarded`) is left alone: merging it again changes nothing.
-    .filter((t) => t.status === 'PASS' && t.branch && !t.merged && !t.discarded && (keys ? keys.includes(t.key) : t.candidate === undefined))
+    .filter((t) => t.status === 'PASS' && t.branch && !t.merged && !t.discarded && (keys ? keys.includes(t.key) : readyToMerge(t)))
     .map((t) => {
       const spec = specs.get(t.key);
       // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.

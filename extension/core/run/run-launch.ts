@@ -8,7 +8,7 @@ import { shortHost } from '../host/hostname';
 import type { RunSummary, TaskSummary } from './run-types';
 import type { EvalRow } from '../store/eval-row';
 import { statusInfo, type TaskOutcome } from '../../../schemas/status';
-import { appendControl, type ControlAck, type ControlCommand, type ControlVerb } from '../live/control';
+import { appendControl, type ControlAck, type ControlCommand, type ControlVerb, type Landed } from '../live/control';
 import { describeRun, readState, type RunInfo } from '../live/registry';
 import type { RunState } from '../live/state';
 
@@ -310,8 +310,8 @@ export function summaryFromRecords(home: string, info: RunInfo): RunSummary {
  * Appends a control command to a run's channel and waits (up to `waitMs`) for its acknowledgment in state.json.
  * Resolves with the command and its acknowledgment, or `ack: null` when the run ended or the time ran out first.
  */
-export async function sendControlAndWait(stateFile: string, cmd: { verb: ControlVerb; task?: string; engine?: string; by: string }, waitMs = 15_000): Promise<{ command: ControlCommand; ack: ControlAck | null }> {
-  const command = await appendControl(path.dirname(stateFile), { verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), by: cmd.by, host: shortHost() });
+export async function sendControlAndWait(stateFile: string, cmd: { verb: ControlVerb; task?: string; engine?: string; landed?: Landed; by: string }, waitMs = 15_000): Promise<{ command: ControlCommand; ack: ControlAck | null }> {
+  const command = await appendControl(path.dirname(stateFile), { verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), ...(cmd.landed !== undefined ? { landed: cmd.landed } : {}), by: cmd.by, host: shortHost() });
   const deadline = Date.now() + waitMs;
   for (;;) {
     const read = readState(stateFile);

@@ -7,8 +7,13 @@ import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { withLock } from '../fs/lock';
 import { describeRun, readState } from '../live/registry';
+import type { Landed } from '../live/control';
 import type { TaskState } from '../live/state';
 import { lockRun, RunBusyError, selfHolder } from './workdir-lock';
+import { sendControlAndWait } from './run-launch';
+
+/** How long recording on a live run waits for its orchestrator's acknowledgment, ms. */
+export const RECORD_WAIT_MS = 15_000;
 
 /**
  * Why the merge queue must leave `t` alone because of what was already done with it, as one line, or null:
@@ -18,6 +23,15 @@ export function landedReason(t: TaskState): string | null {
   if (t.merged) return `already merged into ${t.merged.into} at ${t.merged.commit.slice(0, 10)}; nothing was changed`;
   if (t.discarded) return `discarded${t.discarded.commit ? ` (recover it with: git branch ${t.branch ?? `verdict/<run>/${t.key}`} ${t.discarded.commit})` : ''}; nothing was changed`;
   return null;
+}
+
+/**
+ * Whether `t` is waiting to be merged: it passed, its branch holds the work, nothing was done with it yet (neither
+ * merged nor discarded), and it is no best-of-N candidate (the group's own task merges the winner). What Merge All
+ * takes (run/merge-plan.ts) and the runs view's "Ready to merge" lists.
+ */
+export function readyToMerge(t: TaskState): boolean {
+  return t.status === 'PASS' && !!t.branch && !t.merged && !t.discarded && t.candidate === undefined;
 }
 
 /** The state a task shows for what was done with its work: `MERGED <commit>` or `DISCARDED <commit>`, or null. */
@@ -31,12 +45,12 @@ export function landedLabel(t: TaskState): string | null {
  * Records on task `key` of the run whose state file is `stateFile` that it was merged (`{ merged }`) or discarded
  * (`{ discarded }`). A finished run's state.json is rewritten while holding the run's folder lock (no orchestrator
  * can run it meanwhile) and the lock on the state file (reconcile's), atomically (write-file-atomic: readers never
- * see half a file). A live run's orchestrator
- * owns its state.json and rewrites it whole from memory, so a write from here would be lost or would race it:
- * nothing is written then, and the reason is returned. Returns null when recorded.
+ * see half a file). A live run's orchestrator owns its state.json and rewrites it whole from memory, so a write from
+ * here would be lost or would race it: the record goes through its control channel instead (verb `record`), and this
+ * waits up to `waitMs` (default RECORD_WAIT_MS) for the acknowledgment. Returns null when recorded, else why not.
  * @throws Error when the state file cannot be read or written
  */
-export async function recordLanding(stateFile: string, key: string, what: Pick<TaskState, 'merged'> | Pick<TaskState, 'discarded'>): Promise<string | null> {
+export async function recordLanding(stateFile: string, key: string, what: Landed, waitMs = RECORD_WAIT_MS): Promise<string | null> {
   const folder = path.dirname(stateFile);
   const runId = path.basename(folder);
   // The run's folder lock (run/workdir-lock.ts) is what every orchestrator, resume and rerun included, holds while it
@@ -45,8 +59,11 @@ export async function recordLanding(stateFile: string, key: string, what: Pick<T
   try {
     release = await lockRun(folder, selfHolder(runId, 'verdict-record'));
   } catch (e) {
-    if (e instanceof RunBusyError) return `${e.message}; its orchestrator owns ${stateFile}, so this was not recorded there`;
-    throw e;
+    if (!(e instanceof RunBusyError)) throw e;
+    // A live run: its orchestrator puts it on the task (control verb `record`) and acknowledges it in state.json.
+    const { command, ack } = await sendControlAndWait(stateFile, { verb: 'record', task: key, landed: what, by: 'verdict' }, waitMs);
+    if (ack?.result === 'done') return null;
+    return ack ? `the live run refused to record it: ${ack.reason}` : `${e.message}: sent to it (control command ${command.id}), but not acknowledged within ${waitMs / 1000} s; see control in ${stateFile}`;
   }
   try {
     return await withLock(stateFile, async () => {
