@@ -67,6 +67,7 @@ export function streamClaudeUsage(log: string): UsageReport {
     const written = countAt(event, 'message', 'usage', 'cache_creation_input_tokens') ?? 0;
     report.tokensIn = addCount(report.tokensIn, fresh === null ? null : fresh + read + written);
     report.tokensCached = addCount(report.tokensCached, countAt(event, 'message', 'usage', 'cache_read_input_tokens'));
+    report.tokensCacheWrite = addCount(report.tokensCacheWrite, countAt(event, 'message', 'usage', 'cache_creation_input_tokens'));
     report.tokensOut = addCount(report.tokensOut, countAt(event, 'message', 'usage', 'output_tokens'));
   }
   return report;
@@ -94,6 +95,7 @@ function readResult(result: LogEvent, report: UsageReport): void {
     const written = sum('cacheCreationInputTokens');
     report.tokensIn = fresh === null || read === null || written === null ? null : fresh + read + written;
     report.tokensCached = read;
+    report.tokensCacheWrite = written;
     report.tokensOut = sum('outputTokens');
     report.tokensReasoning = sum('thinkingTokens');
   } else {
@@ -102,6 +104,7 @@ function readResult(result: LogEvent, report: UsageReport): void {
     const written = countAt(result, 'usage', 'cache_creation_input_tokens') ?? 0;
     report.tokensIn = fresh === null ? null : fresh + read + written;
     report.tokensCached = fresh === null ? null : read;
+    report.tokensCacheWrite = fresh === null ? null : written;
     report.tokensOut = countAt(result, 'usage', 'output_tokens');
     report.tokensReasoning = countAt(result, 'usage', 'output_tokens_details', 'thinking_tokens');
   }
@@ -228,6 +231,8 @@ export const claudeEngine: EngineSpec = {
   eventTypes: ['system', 'assistant', 'user', 'result', 'stream_event', 'rate_limit_event', 'tool_progress', 'tool_use_summary', 'auth_status', 'prompt_suggestion', 'keep_alive'],
   parseOutput: parseClaudeOutput,
   streamUsage: streamClaudeUsage,
+  // tokensIn counts the cache reads in (parseClaudeOutput adds them to input_tokens, which leaves them out).
+  cachedInInput: true,
   finalMessage: claudeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, claudeFatalErrors),
   quotaReset: claudeQuotaReset,

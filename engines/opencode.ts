@@ -38,6 +38,7 @@ export function parseOpencodeOutput(log: string): UsageReport {
       report.tokensOut = addCount(report.tokensOut, output === null ? null : output + (reasoning ?? 0));
       report.tokensReasoning = addCount(report.tokensReasoning, reasoning);
       report.tokensCached = addCount(report.tokensCached, cacheRead);
+      report.tokensCacheWrite = addCount(report.tokensCacheWrite, cacheWrite);
       usd = addCount(usd, amountAt(event, 'part', 'cost'));
       const stopped = stringAt(event, 'part', 'reason') !== 'tool-calls';
       report.finalStatus = stopped ? 'success' : null;

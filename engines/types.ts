@@ -25,6 +25,11 @@ export interface UsageReport {
   tokensOut: number | null;
   /** Input tokens served from the provider's prompt cache (a subset of tokensIn where the CLI reports it so). */
   tokensCached: number | null;
+  /**
+   * Input tokens written to the provider's prompt cache (a subset of tokensIn: Claude Code's cache_creation_input_tokens,
+   * opencode's cache.write, each added into tokensIn by its parser); null when the CLI does not report them.
+   */
+  tokensCacheWrite: number | null;
   /** Reasoning tokens (a subset of tokensOut where the CLI reports it so). */
   tokensReasoning: number | null;
   /** Cost as the CLI reported it, in micro-USD (1 USD = 1,000,000), integer; null when the CLI gives none. */
@@ -134,9 +139,9 @@ export interface EngineSpec {
   maxAttemptMicroUsd?: number;
   /**
    * True when the usage's tokensCached is part of tokensIn (codex's cached_input_tokens, gemini's cached, opencode's
-   * cache.read once added back): the cached part is then priced at the catalog's cache-read price and the rest at the
-   * prompt price (cost/pricing.ts). Absent or false (Claude Code's input_tokens leave cache reads out): cached input is
-   * not priced apart, all of tokensIn at the prompt price.
+   * cache.read and Claude Code's cache_read_input_tokens once added back): the cached part is then priced at the
+   * catalog's cache-read price and the rest at the prompt price (cost/pricing.ts). Absent or false: cached input is not
+   * priced apart, all of tokensIn at the prompt price.
    */
   cachedInInput?: boolean;
   /**
@@ -170,6 +175,7 @@ export function emptyUsage(): UsageReport {
     tokensIn: null,
     tokensOut: null,
     tokensCached: null,
+    tokensCacheWrite: null,
     tokensReasoning: null,
     costMicroUsd: null,
     reportedModel: null,

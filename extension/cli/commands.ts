@@ -53,6 +53,12 @@ const runFlags = {
   force: { type: 'boolean', help: 'start even when lint finds errors (recorded as forced: true in the run and every eval row)' },
 } as const satisfies Record<string, FlagSpec>;
 
+/** The flags of resume and rerun of a run that ended, besides runFlags: the budgets it goes on under. */
+const budgetFlags = {
+  'budget-usd': { type: 'string', value: 'USD', help: 'its budget_usd from now on (a higher one goes on after BUDGET_EXCEEDED); its spend still counts', default: 'the budget it had' },
+  'budget-tokens': { type: 'string', value: 'N', help: 'its budget_tokens from now on; the tokens it used still count', default: 'the budget it had' },
+} as const satisfies Record<string, FlagSpec>;
+
 const runFlagsOf = (f: FlagValues<typeof runFlags>): RunFlags => ({
   maxParallel: f['max-parallel'],
   identity: f.identity,
@@ -98,7 +104,7 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'resume',
     args: [{ name: 'RUN' }],
-    flags: { ...runFlags, 'no-wait': noWait },
+    flags: { ...runFlags, ...budgetFlags, 'no-wait': noWait },
     summary: 'a paused live run: go on; one that ended: the same run runs again its tasks that did not pass',
     exit: '0 unpaused, or all passed (or none left), 1 some did not, 2 bad input, a lint error without --force, busy',
     run: async ({ args: [run], flags }, io) => {
@@ -109,8 +115,9 @@ export const COMMANDS: readonly AnyCommand[] = [
         const s = live.state;
         throw new InputError(`run ${s.runId} is live (its orchestrator is pid ${s.pid} on ${s.host}, identity ${s.identity}) and not paused: nothing to resume`);
       }
+      if (live && (flags['budget-usd'] !== undefined || flags['budget-tokens'] !== undefined)) throw new InputError(`run ${live.state.runId} is live (paused): --budget-usd and --budget-tokens apply to a run that ended (stop it, then resume it with the new budget)`);
       if (live) return sendControl(live, 'resume', undefined, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return (await import('./resume-command')).continueCommand(run as string, 'resume', undefined, runFlagsOf(flags), io);
+      return (await import('./resume-command')).continueCommand(run as string, 'resume', undefined, { ...runFlagsOf(flags), budgetUsd: flags['budget-usd'], budgetTokens: flags['budget-tokens'] }, io);
     },
   }),
   command({
@@ -146,15 +153,16 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'rerun',
     args: [{ name: 'RUN' }, { name: 'TASK' }],
-    flags: { ...runFlags, 'no-wait': noWait },
+    flags: { ...runFlags, ...budgetFlags, 'no-wait': noWait },
     summary: 'give one task new attempts (a run that ended: the same run runs it and its BLOCKED dependents)',
     exit: 'live: 0 done, 1 refused or no ack in 15 s; ended: 0 all passed, 1 some failed; 2 bad input, lint error, busy',
     run: async ({ args: [run, task], flags }, io) => {
       const home = resolveHome(flags.home);
       const { liveRun, sendControl } = await import('./control-command');
       const live = liveRun(home, run as string);
+      if (live && (flags['budget-usd'] !== undefined || flags['budget-tokens'] !== undefined)) throw new InputError(`run ${live.state.runId} is live: --budget-usd and --budget-tokens apply to a run that ended`);
       if (live) return sendControl(live, 'rerun', task, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return (await import('./resume-command')).continueCommand(run as string, 'rerun', task, runFlagsOf(flags), io);
+      return (await import('./resume-command')).continueCommand(run as string, 'rerun', task, { ...runFlagsOf(flags), budgetUsd: flags['budget-usd'], budgetTokens: flags['budget-tokens'] }, io);
     },
   }),
   command({

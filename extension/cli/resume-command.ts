@@ -19,6 +19,7 @@ import { loadEngines } from './load-engines';
  * @throws InputError for an unknown run, a rerun the run's graph refuses, or a frozen manifest that no longer loads
  */
 export async function continueCommand(run: string, verb: 'resume' | 'rerun', task: string | undefined, flags: RunFlags, io: Io): Promise<number> {
+  const budgets = budgetOverrides(flags);
   const home = resolveHome(flags.home);
   const { engines, settings } = loadEngines(flags.config);
   await reconcileAndReport(home, engines, io);
@@ -54,5 +55,25 @@ export async function continueCommand(run: string, verb: 'resume' | 'rerun', tas
   }
   if (gate.forced) for (const line of startGateLines(gate, `--force: ${verb === 'resume' ? 'resuming' : 'running again'} run ${runId} (${frozen})`)) io.err(line);
   io.out(`${verb === 'resume' ? 'resuming' : 'running again'} ${plan.again.length} task(s) of run ${runId} (same run): ${plan.again.join(', ')}`);
-  return (await runCommand(manifest, { ...flags, gate, continueRun: { runId, verb, ...(task !== undefined ? { task } : {}) } }, io)).code;
+  return (await runCommand(manifest, { ...flags, gate, continueRun: { runId, verb, ...(task !== undefined ? { task } : {}), ...budgets } }, io)).code;
+}
+
+/**
+ * --budget-usd and --budget-tokens of resume / rerun, checked as the manifest's budget_usd and budget_tokens are (a
+ * number of US dollars more than 0, at most 1,000,000; a whole number of tokens from 1 to 10^12).
+ * @throws InputError naming the flag and the value
+ */
+export function budgetOverrides(flags: Pick<RunFlags, 'budgetUsd' | 'budgetTokens'>): { budgetUsd?: number; budgetTokens?: number } {
+  const out: { budgetUsd?: number; budgetTokens?: number } = {};
+  if (flags.budgetUsd !== undefined) {
+    const v = Number(flags.budgetUsd);
+    if (flags.budgetUsd.trim() === '' || !Number.isFinite(v) || v <= 0 || v > 1_000_000) throw new InputError(`--budget-usd: must be a number of US dollars more than 0 and at most 1000000, got ${JSON.stringify(flags.budgetUsd)}`);
+    out.budgetUsd = v;
+  }
+  if (flags.budgetTokens !== undefined) {
+    const v = Number(flags.budgetTokens);
+    if (!/^\d+$/.test(flags.budgetTokens.trim()) || !Number.isSafeInteger(v) || v < 1 || v > 1e12) throw new InputError(`--budget-tokens: must be a whole number of tokens from 1 to 1000000000000, got ${JSON.stringify(flags.budgetTokens)}`);
+    out.budgetTokens = v;
+  }
+  return out;
 }

@@ -48,6 +48,10 @@ export interface RunFlags {
   force?: boolean;
   /** A continued run's lint decision, made by resume-command.ts on the run's frozen manifest (what runs). */
   gate?: StartGate;
+  /** resume / rerun of a run that ended: --budget-usd, its budget_usd from now on (text as given; checked there). */
+  budgetUsd?: string;
+  /** resume / rerun of a run that ended: --budget-tokens, its budget_tokens from now on. */
+  budgetTokens?: string;
 }
 
 /**
@@ -150,7 +154,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
       ...(settings.quotaMaxWaitH !== undefined ? { quotaMaxWaitMs: settings.quotaMaxWaitH * 3600_000 } : {}),
-      ...(config.logins ? { logins: Object.fromEntries(Object.entries(config.logins).map(([name, l]) => [name, { engines: l.engines, maxParallel: l.max_parallel }])) } : {}),
+      ...(config.logins ? { logins: Object.fromEntries(Object.entries(config.logins).map(([name, l]) => [name, { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) }])) } : {}),
       ...(pool ? { attemptSteps: poolAttemptSteps(pool.step()) } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {

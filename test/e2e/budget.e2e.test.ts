@@ -226,7 +226,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.match(notes[2] ?? '', /budget: 100 % used — spent \$0\.0100 · budget \$0\.0100 \(100 %\)/);
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
     const spend = (JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { spend?: unknown }).spend;
-    assert.deepEqual(spend, { spentMicroUsd: 10_000, reservedMicroUsd: 0, budgetMicroUsd: 10_000 });
+    assert.deepEqual(spend, { spentMicroUsd: 10_000, reservedMicroUsd: 0, budgetMicroUsd: 10_000, tokens: { spent: 5 * 1050, reserved: 0, budget: null }, byTask: Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((k) => [k, { usd: 2_000, tokens: 1050 }])) });
     const runs = await cli(['runs', runId, '--home', home], { env });
     assert.equal(runs.exitCode, 0, runs.all);
     assert.match(runs.stdout, /^spent \$0\.0100 · budget \$0\.0100 \(100 %\)$/m, runs.stdout);

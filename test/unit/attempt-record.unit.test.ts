@@ -11,7 +11,7 @@ function record(over: Partial<AttemptRecord> = {}): AttemptRecord {
     runId: '20261201-000000-abcd', runName: 'r', identity: 'me', host: 'h', taskKey: 't', spec: 'do it', engine: 'codex', harness: 'codex-cli',
     model: 'openai/gpt-5-mini', taskType: 'parser', reasoningEffort: null, accessPlan: null, sandbox: 'bwrap', attempt: 1, retry: false,
     branch: 'verdict/20261201-000000-abcd/t', dir: '/records/t/attempt-1', startedAt: 1_000, phase: 'done', steps: [], workerPid: null, workerStartTime: null,
-    worker: null, usage: { tokensIn: 100, tokensOut: 20, tokensCached: 10, tokensReasoning: 2, costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null },
+    worker: null, usage: { tokensIn: 100, tokensOut: 20, tokensCached: 10, tokensCacheWrite: null, tokensReasoning: 2, costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null },
     seal: null, check: null, verdict: 'FAIL', reason: 'the check exited 1', endedAt: 3_500, costMicroUsd: 1234, commit: null, sealed: null, rowStep: 'work', group: null, candidate: null, ...over,
   };
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { refreshCatalog, refreshInBackground } from '../../extension/core/catalog/refresh';
 import { readChanges, readSnapshot, snapshotPath } from '../../extension/core/catalog/snapshot';
 import { Budget, type Reservation } from '../../extension/core/cost/budget';
-import { attemptCostMicroUsd, priceOf } from '../../extension/core/cost/pricing';
+import { attemptCostMicroUsd, priceOf, type PricedUsage } from '../../extension/core/cost/pricing';
 import { microUsdPerToken, parseCatalog } from '../../extension/core/catalog/openrouter';
 import { tempDir } from '../helpers/fixtures';
 
@@ -89,17 +89,34 @@ describe('cost and budget (unit)', () => {
   it('takes the CLI\'s cost, else tokens × catalog price, else null', () => {
     const alpha = priceOf(catalog, 'alpha');
     assert.equal(alpha?.id, 'lab/alpha', 'a bare id finds its lab/ id');
-    assert.equal(attemptCostMicroUsd(1234, 1000, 1000, alpha), 1234);
+    const u = (costMicroUsd: number | null, tokensIn: number | null, tokensOut: number | null, parts: Partial<PricedUsage> = {}): PricedUsage => ({ costMicroUsd, tokensIn, tokensOut, ...parts });
+    assert.equal(attemptCostMicroUsd(u(1234, 1000, 1000), alpha), 1234);
     // 1000 × $3/Mtok + 2000 × $15/Mtok = 3000 + 30000 micro-USD
-    assert.equal(attemptCostMicroUsd(null, 1000, 2000, alpha), 33000);
-    assert.equal(attemptCostMicroUsd(null, null, 2000, alpha), null);
-    assert.equal(attemptCostMicroUsd(null, 1000, 2000, priceOf(catalog, 'unknown/model')), null);
+    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000), alpha), 33000);
+    assert.equal(attemptCostMicroUsd(u(null, null, 2000), alpha), null);
+    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000), priceOf(catalog, 'unknown/model')), null);
     // Cached input priced apart where the catalog gives input_cache_read (and the engine reports cached as part of input).
     const cache = { ...(alpha as NonNullable<typeof alpha>), cacheReadMicroUsd: 0.3 };
-    assert.equal(attemptCostMicroUsd(null, 1000, 2000, cache, 800), 200 * 3 + 800 * 0.3 + 2000 * 15);
-    assert.equal(attemptCostMicroUsd(null, 1000, 2000, cache, null), 33000, 'cached not known to be part of input: all at the prompt price');
-    assert.equal(attemptCostMicroUsd(null, 1000, 2000, alpha, 800), 33000, 'no cache price in the catalog: all at the prompt price');
-    assert.equal(attemptCostMicroUsd(null, 1000, 2000, cache, 5000), 33000, 'a cached count above the input (a forged line) is not believed');
+    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 800 }), cache), 200 * 3 + 800 * 0.3 + 2000 * 15);
+    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: null }), cache), 33000, 'cached not known to be part of input: all at the prompt price');
+    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 800 }), alpha), 33000, 'no cache price in the catalog: all at the prompt price');
+    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 5000 }), cache), 33000, 'a cached count above the input (a forged line) is not believed');
+  });
+
+  it('prices cache writes and reasoning apart where the catalog gives input_cache_write and internal_reasoning', () => {
+    const m = (pricing: Record<string, string>) => ({ id: 'lab/p', context_length: 1000, pricing: { prompt: '0.000003', completion: '0.000015', ...pricing } });
+    const full = priceOf([m({ input_cache_read: '0.0000003', input_cache_write: '0.00000375', internal_reasoning: '0.00002' })], 'lab/p');
+    assert.deepEqual([full?.cacheReadMicroUsd, full?.cacheWriteMicroUsd, full?.reasoningMicroUsd], [0.3, 3.75, 20]);
+    const usage: PricedUsage = { costMicroUsd: null, tokensIn: 10_000, tokensOut: 3_000, cachedInInput: 6_000, cacheWriteInInput: 1_000, reasoningInOutput: 2_000 };
+    // 3,000 fresh × 3 + 6,000 read × 0.3 + 1,000 written × 3.75 + 1,000 output × 15 + 2,000 reasoning × 20
+    assert.equal(attemptCostMicroUsd(usage, full), 9_000 + 1_800 + 3_750 + 15_000 + 40_000);
+    // Without those prices (or priced 0: not a free write or free thinking) each part is priced with the rest.
+    const plain = priceOf([m({ input_cache_read: '0.0000003', input_cache_write: '0', internal_reasoning: '0' })], 'lab/p');
+    assert.deepEqual([plain?.cacheWriteMicroUsd, plain?.reasoningMicroUsd], [null, null]);
+    assert.equal(attemptCostMicroUsd(usage, plain), 4_000 * 3 + 1_800 + 3_000 * 15);
+    // Counts larger than what they are part of (a forged line) are not believed; writes are a part of what is not read.
+    assert.equal(attemptCostMicroUsd({ ...usage, cacheWriteInInput: 5_000, reasoningInOutput: 4_000 }, full), 4_000 * 3 + 1_800 + 3_000 * 15);
+    assert.equal(attemptCostMicroUsd({ ...usage, cacheWriteInInput: -5, reasoningInOutput: null }, full), 4_000 * 3 + 1_800 + 3_000 * 15);
   });
 
   it('does not start an attempt whose worst case would pass the cap; unknown cost is charged its reservation', () => {

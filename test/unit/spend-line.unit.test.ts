@@ -19,6 +19,10 @@ describe('spend in the views: spent / reserved / budget', () => {
     // Nothing known spent and no budget (scripts: cost unknown) reads as nothing, never as free.
     assert.equal(spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: null }), null);
     assert.equal(spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: 10_000 }), 'spent $0.0000 · budget $0.0100 (0 %)');
+    // budget_tokens: the tokens follow in the same form; without a token budget they are not shown.
+    assert.equal(spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: null, tokens: { spent: 12_000, reserved: 3_000, budget: 50_000 } }), 'tokens 12,000 · reserved 3,000 · budget 50,000 tokens (30 %)');
+    assert.equal(spendLine({ spentMicroUsd: 1_200, reservedMicroUsd: 0, budgetMicroUsd: 10_000, tokens: { spent: 21_000, reserved: 0, budget: 20_000 } }), 'spent $0.0012 · budget $0.0100 (12 %) · tokens 21,000 · budget 20,000 tokens (105 %)');
+    assert.equal(spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: null, tokens: { spent: 5_000, reserved: 0, budget: null } }), null);
   });
 
   it('the dashboard gets the run\'s spend from its state file (and nothing where an older record has none)', () => {

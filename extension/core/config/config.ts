@@ -64,7 +64,7 @@ export interface VerdictConfig {
    * Logins: named groups of engines sharing one subscription, with how many of their attempts may run at once on this
    * machine across every run (run/slots.ts; a manifest's `logins` of the same name count too, at the lower limit).
    */
-  logins?: Record<string, { engines: string[]; max_parallel: number }>;
+  logins?: Record<string, { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' }>;
   /** Quota waits (run/quota-wait.ts). */
   quota?: {
     /**
@@ -207,7 +207,8 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
       if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`${at(`logins.${name}`, ['logins', name])}: a login name may only contain letters, digits, '.', '_' and '-'`);
       if (typeof login !== 'object' || login === null || Array.isArray(login)) throw new Error(`${at(`logins.${name}`, ['logins', name])}: must be {"engines": [...], "max_parallel": N}`);
       const l = login as Record<string, unknown>;
-      for (const key of Object.keys(l)) if (key !== 'engines' && key !== 'max_parallel') throw new Error(`${where(key)}: is not a known field (known: engines, max_parallel)`);
+      for (const key of Object.keys(l)) if (key !== 'engines' && key !== 'max_parallel' && key !== 'billing') throw new Error(`${where(key)}: is not a known field (known: engines, max_parallel, billing)`);
+      if (l.billing !== undefined && l.billing !== 'subscription' && l.billing !== 'metered') throw new Error(`${where('billing')}: must be "subscription" or "metered", got ${JSON.stringify(l.billing)}`);
       if (!Array.isArray(l.engines) || !l.engines.length || l.engines.some((e) => typeof e !== 'string')) throw new Error(`${where('engines')}: must be a non-empty list of engine names`);
       (l.engines as string[]).forEach((e, j) => {
         if (!known.has(e)) throw new Error(`${at(`logins.${name}.engines[${j}]`, ['logins', name, 'engines', j])}: unknown engine "${e}" in login ${name}; known engines: ${[...known].sort().join(', ')}`);

@@ -3,7 +3,13 @@ import type { ModelPrice } from './pricing';
 /** Output tokens assumed by the catalog estimate, as a share of the context window. */
 const WORST_CASE_OUTPUT_SHARE = 0.1;
 
-/** A reservation taken before an attempt and settled after it. */
+/**
+ * What a Budget counts: `usd` (amounts in micro-USD: `budget_usd`) or `tokens` (amounts in tokens, input plus output:
+ * `budget_tokens`, which also counts subscription engines, whose tokens cost no money per token).
+ */
+export type BudgetUnit = 'usd' | 'tokens';
+
+/** A reservation taken before an attempt and settled after it. Amounts are in its Budget's unit (micro-USD or tokens). */
 export interface Reservation {
   /** The model key the attempt ran (engine/model), for the observed maximum. */
   key: string;
@@ -68,8 +74,16 @@ export class Budget {
   /** Envelopes per task key, micro-USD (as last given to reserve). */
   private readonly taskCaps = new Map<string, number>();
 
-  /** @param capMicroUsd the cap, micro-USD; null: no cap (spend is still counted) */
-  constructor(readonly capMicroUsd: number | null) {}
+  /**
+   * @param capMicroUsd the cap in the budget's unit (micro-USD, or tokens for a `tokens` budget); null: no cap (spend is
+   *   still counted). The fields and methods named `…MicroUsd` count tokens in a `tokens` budget.
+   * @param unit what the budget counts; a `tokens` budget takes no estimate from the catalog (its prices say nothing of
+   *   how many tokens an attempt uses)
+   */
+  constructor(
+    readonly capMicroUsd: number | null,
+    readonly unit: BudgetUnit = 'usd',
+  ) {}
 
   /** Known spend so far, integer micro-USD (settled attempts). */
   get spentMicroUsd(): number {
@@ -102,6 +116,16 @@ export class Budget {
     return (this.taskSpent.get(task) ?? 0) + live;
   }
 
+  /** The tasks that have settled spend. */
+  taskKeys(): string[] {
+    return [...this.taskSpent.keys()];
+  }
+
+  /** The task's settled spend (its attempts and readers that ended), in the budget's unit. */
+  taskSettled(task: string): number {
+    return this.taskSpent.get(task) ?? 0;
+  }
+
   /** The task's envelope in micro-USD, null when it has none. */
   taskCap(task: string): number | null {
     return this.taskCaps.get(task) ?? null;
@@ -122,7 +146,7 @@ export class Budget {
 
   /** The worst-case estimate of one attempt on `key` (engine/model), micro-USD. */
   estimate(key: string, price: ModelPrice | null, bounds: AttemptBounds = {}): number {
-    const catalog = price?.contextLength ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd : 0;
+    const catalog = this.unit === 'usd' && price?.contextLength ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd : 0;
     return Math.ceil(Math.max(this.observedMax.get(key) ?? 0, catalog, bounds.historyMicroUsd ?? bounds.maxAttemptMicroUsd ?? 0));
   }
 
@@ -158,6 +182,12 @@ export class Budget {
     return r;
   }
 
+  /** Drops a reservation without charging anything (the attempt did not start: another budget refused it). */
+  release(r: Reservation): void {
+    if (!this.open.delete(r)) return;
+    if (r.unpriced) this.unpricedRunning.delete(r.key);
+  }
+
   /**
    * Records what a running attempt has reported spending so far (micro-USD, from its engine's usage events): the
    * larger of this and what it reported before counts. Ignored once the reservation is settled.
@@ -179,9 +209,16 @@ export class Budget {
     if (costMicroUsd !== null) this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, costMicroUsd));
   }
 
+  /** An amount in the budget's unit as the reasons show it: `$0.0050` or `12,000 tokens`. */
+  format(n: number): string {
+    if (this.unit === 'tokens') return `${Math.round(n).toLocaleString('en-US')} tokens`;
+    return `$${(n / 1_000_000).toFixed(n !== 0 && n < 10_000 ? 4 : 2)}`;
+  }
+
   /** Why an attempt was not started, for the task's reason (the run's cap when it is the one passed, else the task's). */
   refusal(key: string, price: ModelPrice | null, bounds: AttemptBounds = {}): string {
-    const usd = (n: number) => `$${(n / 1_000_000).toFixed(n !== 0 && n < 10_000 ? 4 : 2)}`;
+    const fmt = (n: number) => this.format(n);
+    const field = this.unit === 'tokens' ? 'budget_tokens' : 'budget_usd';
     const estimate = this.estimate(key, price, bounds);
     const task = bounds.task?.key ?? null;
     const taskCap = task === null ? null : this.taskCap(task);
@@ -189,9 +226,19 @@ export class Budget {
     if (!runPassed && task !== null && taskCap !== null) {
       const spent = this.taskSpent.get(task) ?? 0;
       const held = this.committed(task) - spent;
-      return `budget: task ${task} has ${usd(spent)} spent${held ? ` and ${usd(held)} held by its running attempts` : ''}, and this attempt may cost up to ${usd(estimate)}: that would pass the task's budget_usd ${usd(taskCap)}; the attempt was not started`;
+      return `budget: task ${task} has ${fmt(spent)} spent${held ? ` and ${fmt(held)} held by its running attempts` : ''}, and this attempt may cost up to ${fmt(estimate)}: that would pass the task's ${field} ${fmt(taskCap)}; the attempt was not started`;
     }
     const held = this.committed(null) - this.spent;
-    return `budget: ${usd(this.spent)} spent${held ? ` and ${usd(held)} held by running attempts` : ''}, and this attempt may cost up to ${usd(estimate)}: that would pass budget_usd ${usd(this.capMicroUsd ?? 0)}; the attempt was not started`;
+    return `budget: ${fmt(this.spent)} spent${held ? ` and ${fmt(held)} held by running attempts` : ''}, and this attempt may cost up to ${fmt(estimate)}: that would pass ${field} ${fmt(this.capMicroUsd ?? 0)}; the attempt was not started`;
+  }
+
+  /**
+   * Counts what a run of this budget spent before (a resumed run: what its earlier orchestrators spent, per task), so
+   * the resumed run does not start at 0. Only before any reservation.
+   * @param perTask spend per task key in the budget's unit; `total` may be more than their sum (steps of no task)
+   */
+  seed(total: number, perTask: ReadonlyMap<string, number>): void {
+    this.spent += Math.max(0, total);
+    for (const [k, v] of perTask) this.taskSpent.set(k, (this.taskSpent.get(k) ?? 0) + Math.max(0, v));
   }
 }

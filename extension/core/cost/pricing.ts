@@ -9,6 +9,30 @@ export interface ModelPrice {
   contextLength: number | null;
   /** The price of an input token read from the provider's prompt cache (the catalog's `input_cache_read`); null when not given. */
   cacheReadMicroUsd?: number | null;
+  /**
+   * The price of an input token written to the provider's prompt cache (the catalog's `input_cache_write`); null when
+   * not given or 0 (a write is then priced as a prompt token: an upper bound, never a free write).
+   */
+  cacheWriteMicroUsd?: number | null;
+  /**
+   * The price of a reasoning token (the catalog's `internal_reasoning`); null when not given or 0 (reasoning is then
+   * priced as output, which is how providers bill it when they publish no price of its own).
+   */
+  reasoningMicroUsd?: number | null;
+}
+
+/** The token counts an attempt's cost is priced from (engines/types.ts UsageReport), with what the engine said. */
+export interface PricedUsage {
+  /** The CLI's own cost, micro-USD; when given it is the cost. */
+  costMicroUsd: number | null;
+  tokensIn: number | null;
+  tokensOut: number | null;
+  /** Input tokens read from the prompt cache, known to be part of tokensIn (EngineSpec.cachedInInput); null otherwise. */
+  cachedInInput?: number | null;
+  /** Input tokens written to the prompt cache, part of tokensIn (UsageReport.tokensCacheWrite); null when not reported. */
+  cacheWriteInInput?: number | null;
+  /** Reasoning tokens, part of tokensOut (UsageReport.tokensReasoning); null when not reported. */
+  reasoningInOutput?: number | null;
 }
 
 /** The catalog's price of `model` (see findModel for how ids match); null when unlisted or priced variably. */
@@ -18,23 +42,50 @@ export function priceOf(models: readonly OpenRouterModel[], model: string | null
   if (!m) return null;
   const p = microUsdPerToken(m.pricing.prompt);
   const c = microUsdPerToken(m.pricing.completion);
-  const cacheRead = typeof m.pricing.input_cache_read === 'string' ? microUsdPerToken(m.pricing.input_cache_read) : null;
-  return p === null || c === null ? null : { id: m.id, promptMicroUsd: p, completionMicroUsd: c, contextLength: m.context_length ?? null, cacheReadMicroUsd: cacheRead };
+  const priced = (field: unknown): number | null => (typeof field === 'string' ? microUsdPerToken(field) : null);
+  const apart = (field: unknown): number | null => {
+    const v = priced(field);
+    return v === null || v === 0 ? null : v;
+  };
+  if (p === null || c === null) return null;
+  return {
+    id: m.id,
+    promptMicroUsd: p,
+    completionMicroUsd: c,
+    contextLength: m.context_length ?? null,
+    cacheReadMicroUsd: priced(m.pricing.input_cache_read),
+    cacheWriteMicroUsd: apart(m.pricing.input_cache_write),
+    reasoningMicroUsd: apart(m.pricing.internal_reasoning),
+  };
 }
 
 /**
  * The cost of one attempt in integer micro-USD (the eval row's cost, and what the budget counts): the CLI's own report
- * when it gave one, else tokens in × prompt price + tokens out × completion price from the catalog, else null. Unknown
- * is never 0. `cachedInInput`: input tokens read from the prompt cache, known to be part of tokensIn
- * (EngineSpec.cachedInInput); when the catalog gives a cache-read price they are priced at it and the rest of tokensIn
- * at the prompt price. Otherwise cached input is priced as prompt tokens (an upper bound). Cache writes and reasoning
- * are priced as prompt and completion tokens.
+ * when it gave one, else priced from the catalog, else null (unknown is never 0). From the catalog, each part of the
+ * input and output at its own price where the catalog gives one (OpenRouter's `pricing`):
+ * - input read from the prompt cache (`cachedInInput`, known to be part of tokensIn) at `input_cache_read`,
+ * - input written to the prompt cache (`cacheWriteInInput`) at `input_cache_write`,
+ * - the rest of tokensIn at `prompt`;
+ * - reasoning tokens (`reasoningInOutput`, part of tokensOut) at `internal_reasoning`,
+ * - the rest of tokensOut at `completion`.
+ * A part the catalog gives no price for (or whose count is unknown, or larger than what it is a part of: a forged
+ * line) is priced with the rest (an upper bound for cache reads and writes; reasoning is billed as output).
  */
-export function attemptCostMicroUsd(reported: number | null, tokensIn: number | null, tokensOut: number | null, price: ModelPrice | null, cachedInInput: number | null = null): number | null {
-  if (reported !== null) return reported;
+export function attemptCostMicroUsd(usage: PricedUsage, price: ModelPrice | null): number | null {
+  if (usage.costMicroUsd !== null) return usage.costMicroUsd;
+  const { tokensIn, tokensOut } = usage;
   if (!price || tokensIn === null || tokensOut === null) return null;
-  const cached = cachedInInput !== null && price.cacheReadMicroUsd != null && cachedInInput <= tokensIn ? cachedInInput : 0;
-  return Math.round((tokensIn - cached) * price.promptMicroUsd + cached * (price.cacheReadMicroUsd ?? 0) + tokensOut * price.completionMicroUsd);
+  const part = (count: number | null | undefined, partPrice: number | null | undefined, of: number): number => (count != null && partPrice != null && count >= 0 && count <= of ? count : 0);
+  const cached = part(usage.cachedInInput, price.cacheReadMicroUsd, tokensIn);
+  const written = part(usage.cacheWriteInInput, price.cacheWriteMicroUsd, tokensIn - cached);
+  const reasoning = part(usage.reasoningInOutput, price.reasoningMicroUsd, tokensOut);
+  return Math.round(
+    (tokensIn - cached - written) * price.promptMicroUsd +
+      cached * (price.cacheReadMicroUsd ?? 0) +
+      written * (price.cacheWriteMicroUsd ?? 0) +
+      (tokensOut - reasoning) * price.completionMicroUsd +
+      reasoning * (price.reasoningMicroUsd ?? 0),
+  );
 }
 
 /** micro-USD → "$1.234567" (six decimals: exact for integer micro-USD). */

@@ -252,6 +252,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     ...(t.on_quota === 'wait' ? { onQuota: 'wait' as const } : {}),
     ...(typeof t.budget_usd === 'number' ? { budgetUsd: t.budget_usd } : {}),
     ...(typeof t.max_attempt_usd === 'number' ? { maxAttemptUsd: t.max_attempt_usd } : {}),
+    ...(typeof t.budget_tokens === 'number' ? { budgetTokens: t.budget_tokens } : {}),
+    ...(typeof t.max_attempt_tokens === 'number' ? { maxAttemptTokens: t.max_attempt_tokens } : {}),
     fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) })),
     after: (t.after as string[] | undefined) ?? [],
     review: t.review === false ? null : reviewPolicy(isObject(t.review) ? t.review : data.review),
@@ -275,7 +277,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     repo: path.resolve(dir, str(data.repo) ?? '.'),
     baseRef: str(data.base_ref) ?? 'HEAD',
     budgetUsd: (data.budget_usd as number | undefined) ?? null,
-    ...(isObject(data.logins) ? { logins: Object.fromEntries(Object.entries(data.logins).filter(([, l]) => isObject(l)).map(([name, l]) => [name, { engines: (l as { engines: string[] }).engines, maxParallel: (l as { max_parallel: number }).max_parallel }])) } : {}),
+    budgetTokens: (data.budget_tokens as number | undefined) ?? null,
+    ...(isObject(data.logins) ? { logins: Object.fromEntries(Object.entries(data.logins).filter(([, l]) => isObject(l)).map(([name, l]) => [name, loginOf(l as { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' })])) } : {}),
     setup: str(data.setup),
     include: (data.include as string[] | undefined) ?? [],
     pool: str(data.pool),
@@ -443,4 +446,9 @@ function describeParseError(code: string): string {
     InvalidCharacter: 'invalid character',
   };
   return words[code] ?? code;
+}
+
+/** A validated `logins` entry as the run reads it (`billing` only when given). */
+function loginOf(l: { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' }): { engines: string[]; maxParallel: number; billing?: 'subscription' | 'metered' } {
+  return { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) };
 }

@@ -52,6 +52,10 @@ export interface TaskSpec {
   budgetUsd?: number;
   /** `max_attempt_usd`: the reserve of one attempt when the eval log knows no p90, USD; absent: the engine's. */
   maxAttemptUsd?: number;
+  /** `budget_tokens`: this task's envelope in tokens (input plus output, every engine's); absent: none. */
+  budgetTokens?: number;
+  /** `max_attempt_tokens`: the token reserve of one attempt when the eval log knows no p90 of its tokens; absent: none. */
+  maxAttemptTokens?: number;
   /**
    * `fallback`: the engines of attempts 2, 3, … in order (model null: that engine's default); past the list the last
    * entry goes on. Empty: every attempt runs on `engine`. See run/decide.ts attemptEngine.
@@ -201,8 +205,13 @@ export interface Manifest {
   repo: string;
   baseRef: string;
   budgetUsd: number | null;
-  /** `logins`: named groups of engines sharing one subscription, with their machine-wide limit (run/slots.ts). */
-  logins?: Record<string, { engines: string[]; maxParallel: number }>;
+  /** `budget_tokens`: the run's cap in tokens (input plus output of every engine, subscription ones included); null: none. */
+  budgetTokens: number | null;
+  /**
+   * `logins`: named groups of engines sharing one subscription, with their machine-wide limit (run/slots.ts) and how
+   * they are billed (`subscription`: flat rate, cost null in the rows, counted by budget_tokens only).
+   */
+  logins?: Record<string, { engines: string[]; maxParallel: number; billing?: 'subscription' | 'metered' }>;
   setup: string | null;
   /** Worktree mode: repo-relative paths copied into each worktree. */
   include: string[];

@@ -239,7 +239,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   await dropTaskDir(checkout, task.state.dir, job.branch);
   const manifest: Manifest = {
     file: `pool:${job.runId}`, runName: job.runName, workdir: wHome, maxParallel: 1, worktrees: true, repo: checkout, baseRef: job.baseSha,
-    budgetUsd: null, setup: job.setup, include: [], tasks: [task.spec], raw: {},
+    budgetUsd: null, budgetTokens: null, setup: job.setup, include: [], tasks: [task.spec], raw: {},
   };
   const known = opts.known ?? opts.engines;
   const pre = await preflight(manifest, known, opts.env, wHome, { sandbox: opts.sandbox, allowFullAccess: false, configSource: 'a pool worker never allows full_access' });

@@ -179,7 +179,7 @@ export class AttemptLoop {
     this.budgetHeld.delete(task);
     this.attemptsRunning.add(task);
     const outcome = await runAttempt(ctx, task, opts.attemptSteps).finally(() => this.attemptsRunning.delete(task));
-    spend.settle(reservation, outcome.costMicroUsd);
+    spend.settle(reservation, outcome.costMicroUsd, outcome.tokens);
     for (const t of this.budgetHeld) if (scheduler.withdraw(t)) scheduler.push(t);
     this.budgetHeld.clear();
     // Spent alone passed the budget: the attempts still running are stopped as by `stop`, their tasks end BUDGET_EXCEEDED.

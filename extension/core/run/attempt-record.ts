@@ -91,6 +91,8 @@ export interface AttemptRecord {
   endedAt: number | null;
   /** Priced once (the CLI's own cost, else the catalog's price): what state.json, the summary and the row all show. */
   costMicroUsd: number | null;
+  /** `subscription`: its engine is of a subscription login (cost null, counted in tokens); absent: billed per token. */
+  billing?: 'subscription';
   /** The commit holding the work after a PASS (worktree mode), else null. */
   commit: string | null;
   /** What the check judged: the sealed commit, or the plain task dir's tree hash; null before the seal. */
@@ -234,6 +236,8 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     tokens_out: u?.tokensOut ?? null,
     tokens_cached: u?.tokensCached ?? null,
     tokens_reasoning: u?.tokensReasoning ?? null,
+    ...(u && u.tokensCacheWrite !== null ? { tokens_cache_write: u.tokensCacheWrite } : {}),
+    ...(rec.billing ? { billing: rec.billing } : {}),
     cost_microusd: rec.costMicroUsd,
     check_exit_code: rec.check?.exitCode ?? null,
     check_output: tailBytes(rec.check?.output ?? '', CHECK_OUTPUT_ROW_BYTES),
@@ -332,7 +336,7 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     workerPid: view.workerPid,
     workerStartTime: view.workerStartTime ?? null,
     worker: null,
-    usage: view.tokensIn === null && view.tokensOut === null ? null : { tokensIn: view.tokensIn, tokensOut: view.tokensOut, tokensCached: null, tokensReasoning: null, costMicroUsd: null, reportedModel: null, finalStatus: null, finalError: null },
+    usage: view.tokensIn === null && view.tokensOut === null ? null : { tokensIn: view.tokensIn, tokensOut: view.tokensOut, tokensCached: null, tokensCacheWrite: null, tokensReasoning: null, costMicroUsd: null, reportedModel: null, finalStatus: null, finalError: null },
     seal: null,
     check: null,
     verdict: view.verdict,

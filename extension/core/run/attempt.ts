@@ -23,6 +23,7 @@ import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
 import { readLog } from './steps/work';
 import { endTask } from './end-task';
+import { usageTokens } from './spend';
 
 /** Rate-limited attempts are requeued at most this many times per task, with exponential backoff. */
 export const MAX_RATE_LIMIT_REQUEUES = 5;
@@ -33,6 +34,8 @@ export const RATE_LIMIT_BASE_MS = 2000;
 export interface AttemptOutcome {
   requeueAfterMs: number | null;
   costMicroUsd: number | null;
+  /** The attempt's tokens (in + out) for budget_tokens; null when unknown. */
+  tokens: number | null;
   rateLimited: boolean;
   /** The attempt's verdict. */
   verdict: Verdict;
@@ -246,7 +249,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   // A quota wait only from the engine's own event, in a log an engine that ended on its own wrote: one killed by a
   // signal (the worker can kill its own engine right after writing a forged event into its output) says nothing.
   const quota = verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker) ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null) : null;
-  const outcome = { costMicroUsd: rec.costMicroUsd, rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
+  const outcome = { costMicroUsd: rec.costMicroUsd, tokens: usageTokens(rec.usage), rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
   if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };

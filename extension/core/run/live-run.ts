@@ -24,9 +24,10 @@ import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime } from './quota-wait';
 import { ContinueError, reopenState, takeRun, type RunContinuation } from './resume';
 import type { RunOptions } from './run-options';
 import type { PriorTask, RunEvent } from './run-types';
-import { RunSpend } from './spend';
+import { continuedBudgets, priorSpend, RunSpend, subscriptionEngines } from './spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from './steps/context';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
+import { spendLine } from '../../../schemas/spend';
 
 /** One live run as its parts share it. */
 export interface LiveRun {
@@ -129,8 +130,15 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   stateFile.start();
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   await sayOpening(emit, opts, runId, stateFile, pre, cont, waits, tasks, maxParallel, env);
-  const spend = new RunSpend(home, manifest.budgetUsd, opts.postgresUrl ?? null);
-  await spend.loadHistory(home);
+  // A continued run goes on under the budgets it had (or those its resume gave) and from what it spent: never from 0.
+  const budgets = continuedBudgets(manifest, cont?.state ?? null, opts.continueRun);
+  const spend = new RunSpend(home, budgets.usd, opts.postgresUrl ?? null, { budgetTokens: budgets.tokens, subscription: subscriptionEngines(manifest.logins, opts.logins) });
+  if (cont) {
+    spend.seed(priorSpend(cont.state));
+    const line = spendLine(spend.snapshot());
+    if (line && (budgets.usd !== null || budgets.tokens !== null)) emit({ type: 'run-note', note: `budget: the run goes on from what it spent before: ${line}` });
+  }
+  await spend.loadHistory(home, manifest.tasks.some((t) => t.budgetUsd !== undefined || t.budgetTokens !== undefined));
   // Spent, reserved and budget in state.json as they change (every view reads them there); the run's notes at 50 %,
   // 80 % and 100 % of the budget.
   state.spend = spend.snapshot();

@@ -21,6 +21,8 @@ export interface ReaderRun {
   receipt: Receipt | null;
   usage: UsageReport | null;
   costMicroUsd: number | null;
+  /** `subscription`: its engine is of a subscription login (cost null, counted in tokens); absent: billed per token. */
+  billing?: 'subscription';
 }
 
 /** One reviewer's review of one attempt. Times epoch ms; cost integer micro-USD, null when unknown. */
@@ -55,7 +57,7 @@ export type ReaderColumns = Pick<
   EvalRow,
   | 'worker_engine' | 'duration_ms' | 'worker_tokens' | 'model' | 'harness' | 'lab' | 'reported_model' | 'reasoning_effort'
   | 'tokens_in' | 'tokens_out' | 'tokens_cached' | 'tokens_reasoning' | 'cost_microusd' | 'check_exit_code' | 'check_output'
-  | 'worker_exit_code' | 'started_at' | 'ended_at' | 'commit' | 'prev_hash'
+  | 'worker_exit_code' | 'started_at' | 'ended_at' | 'commit' | 'prev_hash' | 'tokens_cache_write' | 'billing'
 >;
 
 /** {@link ReaderColumns} of one reader's run: credited to its engine and model; duration ms; tokens in + out when both are known. */
@@ -74,6 +76,8 @@ export function readerColumns(r: ReaderRun): ReaderColumns {
     tokens_out: u?.tokensOut ?? null,
     tokens_cached: u?.tokensCached ?? null,
     tokens_reasoning: u?.tokensReasoning ?? null,
+    ...(u && u.tokensCacheWrite !== null ? { tokens_cache_write: u.tokensCacheWrite } : {}),
+    ...(r.billing ? { billing: r.billing } : {}),
     cost_microusd: r.costMicroUsd,
     check_exit_code: null,
     check_output: '',

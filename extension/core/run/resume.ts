@@ -25,6 +25,10 @@ export interface ContinueRequest {
   verb: 'resume' | 'rerun';
   /** `rerun`: the task to run again (its BLOCKED dependents follow it). */
   task?: string;
+  /** The run's budget_usd from now on (verdict resume --budget-usd); absent: the budget it had. */
+  budgetUsd?: number;
+  /** The run's budget_tokens from now on (--budget-tokens); absent: the budget it had. */
+  budgetTokens?: number;
 }
 
 /** A run taken over by this process (see takeRun): the runner continues it. */

@@ -37,7 +37,7 @@ export interface RunSettings {
    */
   quotaMaxWaitMs?: number;
   /** The user config's `logins` (run/slots.ts), beside the manifest's; absent: none. */
-  logins?: Record<string, { engines: string[]; maxParallel: number }>;
+  logins?: Record<string, { engines: string[]; maxParallel: number; billing?: 'subscription' | 'metered' }>;
   /** Environment for workers and checks (default process.env). */
   env?: NodeJS.ProcessEnv;
   /**

@@ -1,5 +1,6 @@
 import type { EngineSpec, UsageReport } from '../../../engines/types';
-import type { TaskSpec } from '../manifest/types';
+import type { Manifest, TaskSpec } from '../manifest/types';
+import type { RunState } from '../../../schemas/run-state';
 import { spendLine, type RunSpendState } from '../../../schemas/spend';
 import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
@@ -19,151 +20,318 @@ export interface RunSpendReport {
   postgresPending: string | null;
 }
 
+/**
+ * What one admitted step (an attempt's worker, a reviewer, a critic, a ranking reviewer) holds until it is settled:
+ * its reservation against budget_usd (null for an engine of a subscription login, which spends no money per token)
+ * and against budget_tokens.
+ */
+export interface SpendHold {
+  usd: Reservation | null;
+  tokens: Reservation;
+  /** The task whose envelopes it counts against. */
+  task: string;
+}
+
+/** What a run spent before this orchestrator took it over (a resumed run), per budget and per task; see RunSpend.seed. */
+export interface PriorSpend {
+  /** Micro-USD spent in all, and per task key. */
+  usd: { total: number; perTask: ReadonlyMap<string, number> };
+  /** Tokens used in all, and per task key. */
+  tokens: { total: number; perTask: ReadonlyMap<string, number> };
+}
+
+/** The task fields the budgets read: its key and type, its envelopes and its per-attempt reserves. */
+export type SpendTask = Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd' | 'budgetTokens' | 'maxAttemptTokens'>;
+
+/** Which step a reader is, for the eval log's p90 of that step (review rows, else critique and rank rows). */
+export type ReaderStep = 'review' | 'critique' | 'rank';
+
 /** The shares of the budget (percent of it spent) at which a run note says so, lowest first. */
 const BUDGET_SHARES = [50, 80, 100] as const;
 
 /** ms a run waits at its end for rows to reach Postgres; the rest waits in the outbox for the next sync. */
 const POSTGRES_FLUSH_MS = 10_000;
 
+/** The history's kind of a row by the scoreboard's step column (0 work, 1 review, 2 select, 3 another reader step). */
+const HISTORY_KIND = ['work', 'review', null, 'other'] as const;
+
+/** The engines of the logins (manifest's and config's) whose `billing` is `subscription`. */
+export function subscriptionEngines(...logins: (Record<string, { engines: string[]; billing?: 'subscription' | 'metered' }> | undefined)[]): Set<string> {
+  const out = new Set<string>();
+  for (const group of logins) for (const l of Object.values(group ?? {})) if (l.billing === 'subscription') for (const e of l.engines) out.add(e);
+  return out;
+}
+
 /**
- * What a run does about money and shared records, kept out of the runner's lifecycle code: the budget
- * (extension/core/cost/budget.ts), each attempt's cost (CLI report, else tokens × catalog price), the catalog's
- * background refresh (at most once in 24 h, stopped when the run ends), and the Postgres mirror of eval rows.
- * None of these ever fails a run.
+ * The budgets a run goes on under: a new run's are its manifest's; a continued one's are what its resume gave
+ * (--budget-usd, --budget-tokens), else the ones it last ran under (state.json `spend`, which holds an earlier resume's
+ * raise), else its frozen manifest's. budget_usd in USD, budget_tokens in tokens; null: none.
+ */
+export function continuedBudgets(manifest: Pick<Manifest, 'budgetUsd' | 'budgetTokens'>, state: Pick<RunState, 'spend'> | null, req?: { budgetUsd?: number; budgetTokens?: number }): { usd: number | null; tokens: number | null } {
+  const had = state?.spend;
+  const usd = req?.budgetUsd ?? (had ? (had.budgetMicroUsd === null ? null : had.budgetMicroUsd / 1_000_000) : manifest.budgetUsd);
+  const tokens = req?.budgetTokens ?? (had?.tokens ? had.tokens.budget : manifest.budgetTokens);
+  return { usd, tokens };
+}
+
+/**
+ * What a run that ended had spent, for its resume (RunSpend.seed): the spend its state.json last recorded (settled and
+ * reported by attempts still running when it was written; per task from `byTask`), and where that is missing (a run
+ * older than the field, or a task not in `byTask`) the sum of its attempts' costs and tokens as state.json lists them
+ * (an attempt of unknown cost counts 0 there: the only figure left). The larger of the two counts.
+ */
+export function priorSpend(state: Pick<RunState, 'spend' | 'tasks'>): PriorSpend {
+  const usd = new Map<string, number>();
+  const tokens = new Map<string, number>();
+  let usdSum = 0;
+  let tokenSum = 0;
+  for (const t of state.tasks) {
+    let u = 0;
+    let n = 0;
+    for (const a of t.attempts ?? []) {
+      u += a.costMicroUsd ?? 0;
+      n += (a.tokensIn ?? 0) + (a.tokensOut ?? 0);
+    }
+    const recorded = state.spend?.byTask?.[t.key];
+    usd.set(t.key, Math.max(u, recorded?.usd ?? 0));
+    tokens.set(t.key, Math.max(n, recorded?.tokens ?? 0));
+    usdSum += usd.get(t.key) ?? 0;
+    tokenSum += tokens.get(t.key) ?? 0;
+  }
+  return {
+    usd: { total: Math.max(usdSum, state.spend?.spentMicroUsd ?? 0), perTask: usd },
+    tokens: { total: Math.max(tokenSum, state.spend?.tokens?.spent ?? 0), perTask: tokens },
+  };
+}
+
+/** Tokens in plus out of a usage (either alone when only one is known); null when neither is known. */
+export function usageTokens(usage: Pick<UsageReport, 'tokensIn' | 'tokensOut'> | null): number | null {
+  if (!usage || (usage.tokensIn === null && usage.tokensOut === null)) return null;
+  return (usage.tokensIn ?? 0) + (usage.tokensOut ?? 0);
+}
+
+/**
+ * What a run does about money and shared records, kept out of the runner's lifecycle code: the budgets
+ * (extension/core/cost/budget.ts: budget_usd in micro-USD, budget_tokens in tokens), each attempt's cost (CLI report,
+ * else tokens × catalog price; null for an engine of a subscription login), the catalog's background refresh (at most
+ * once in 24 h, stopped when the run ends), and the Postgres mirror of eval rows. None of these ever fails a run.
  */
 export class RunSpend {
   private readonly budget: Budget;
+  private readonly tokenBudget: Budget;
   private readonly catalog;
   private readonly mirror: PostgresMirror | null;
   private readonly refresh = new AbortController();
-  /** p90 cost (micro-USD) of past work attempts per `model\0task_type`, from the eval log (loadHistory). */
+  private readonly subscription: ReadonlySet<string>;
+  /** p90 cost (micro-USD) of past attempts per `model\0task_type\0kind` (kind: work, review, other), from the eval log. */
   private history = new Map<string, number>();
-  /** Keys whose one-at-a-time note was already emitted. */
+  /** p90 tokens (in + out) of past attempts, keyed as `history`. */
+  private tokenHistory = new Map<string, number>();
+  /** Keys whose one-at-a-time note was already emitted (`usd:` or `tokens:` before the engine/model). */
   private readonly saidUnpriced = new Set<string>();
 
   /**
    * @param budgetUsd the manifest's budget_usd, null for none
    * @param postgresUrl where rows are mirrored (VERDICT_PG_URL / config postgres_url), null for nowhere
+   * @param more `budgetTokens`: the run's budget_tokens, null or absent for none; `subscription`: engines of a
+   *   subscription login (subscriptionEngines), priced at nothing and counted in tokens only
    */
-  constructor(home: string, budgetUsd: number | null, postgresUrl: string | null) {
+  constructor(home: string, budgetUsd: number | null, postgresUrl: string | null, more: { budgetTokens?: number | null; subscription?: ReadonlySet<string> } = {}) {
     this.budget = new Budget(budgetUsd === null ? null : Math.round(budgetUsd * 1_000_000));
+    this.tokenBudget = new Budget(more.budgetTokens ?? null, 'tokens');
+    this.subscription = more.subscription ?? new Set();
     this.catalog = readSnapshotQuietly(home)?.data ?? [];
     this.mirror = postgresUrl ? new PostgresMirror(home, postgresUrl) : null;
     void refreshInBackground(home, this.refresh.signal);
   }
 
-  /**
-   * Reserves an attempt's worst case (against the run's budget and the task's own budget_usd); a string (the reason)
-   * when the attempt must not start; a BudgetWait (with the run note to show once) when its cost is unbounded and an
-   * attempt of the same engine and model is running unpriced (extension/core/cost/budget.ts): queue it again when that
-   * one settles. While admitted, the task's worker reports its spend through progress().
-   */
-  admit(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): Reservation | string | (BudgetWait & { note: string | null }) {
-    const key = `${engine.name}/${model ?? ''}`;
-    const price = priceOf(this.catalog, model);
-    const bounds = this.bounds(engine, model, task);
-    const r = this.budget.reserve(key, price, true, bounds);
-    if (r === null) return this.budget.refusal(key, price, bounds);
-    if (!('waitFor' in r)) {
-      this.workers.set(task.key, r);
-      this.ended.delete(task.key);
-      this.changed();
-      return r;
-    }
-    const first = !this.saidUnpriced.has(key);
-    this.saidUnpriced.add(key);
-    const note = first
-      ? `budget: the cost of an attempt on ${engine.name}${model ? ` (${model})` : ''} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts run one at a time until one has finished and priced it`
-      : null;
-    return { ...r, note };
+  /** `{billing: 'subscription'}` for an engine of a subscription login (the eval row's column), else nothing. */
+  billingOf(engine: string): { billing?: 'subscription' } {
+    return this.subscription.has(engine) ? { billing: 'subscription' } : {};
   }
 
   /**
-   * admit for a step that cannot be queued again (a ranking reader of the group `task`; a reviewer or critic of the
-   * task's running attempt, `reader` true): a Reservation, or a string (the reason) when it must not start; where admit
-   * would wait it starts at once (reserving 0). A reader's estimate is the p90 of the eval log for its model and the task's
-   * type, else its engine's max_attempt_usd (else the task's), with the catalog's and this run's observed maximum;
-   * settled with its cost, or when that stays unknown, charged its reservation (Budget.settle) — a reader of unknown
-   * cost never counts $0 when anything bounds it.
+   * Counts what the run spent before this orchestrator took it over (verdict resume / rerun of a run that ended), so a
+   * resumed run goes on from its spend, never from 0. Call before any step is admitted.
    */
-  admitNow(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>, reader = false): Reservation | string {
-    const key = `${engine.name}/${model ?? ''}`;
-    const price = priceOf(this.catalog, model);
-    const own = this.bounds(engine, model, task);
-    const bounds = reader ? { ...own, maxAttemptMicroUsd: engine.maxAttemptMicroUsd ?? own.maxAttemptMicroUsd } : { ...own, historyMicroUsd: null };
-    const r = this.budget.reserve(key, price, false, bounds);
-    if (r === null) return this.budget.refusal(key, price, bounds);
+  seed(prior: PriorSpend): void {
+    this.budget.seed(prior.usd.total, prior.usd.perTask);
+    this.tokenBudget.seed(prior.tokens.total, prior.tokens.perTask);
     this.changed();
-    return r as Reservation;
   }
 
-  /** Spent (settled and reported so far), reserved (held beyond that by running steps) and the budget, micro-USD. */
+  /**
+   * Reserves an attempt's worst case against both budgets (the run's and the task's own, in USD and in tokens); a
+   * string (the reason) when the attempt must not start; a BudgetWait (with the run note to show once) when its cost
+   * or tokens are unbounded and an attempt of the same engine and model is running unbounded
+   * (extension/core/cost/budget.ts): queue it again when that one settles. While admitted, the task's worker reports
+   * its spend through progress().
+   */
+  admit(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask): SpendHold | string | (BudgetWait & { note: string | null }) {
+    const key = `${engine.name}/${model ?? ''}`;
+    const price = priceOf(this.catalog, model);
+    const usdBounds = this.bounds(engine, model, task, 'work');
+    const tokenBounds = this.tokenBounds(model, task, 'work');
+    const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, true, usdBounds);
+    if (usd === null && !this.subscription.has(engine.name)) return this.budget.refusal(key, price, usdBounds);
+    if (usd && 'waitFor' in usd) return this.waitNote(usd, 'usd', engine.name, model);
+    const tokens = this.tokenBudget.reserve(key, null, true, tokenBounds);
+    if (tokens === null || 'waitFor' in tokens) {
+      if (usd) this.budget.release(usd);
+      return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model);
+    }
+    const hold: SpendHold = { usd, tokens, task: task.key };
+    this.workers.set(task.key, hold);
+    this.ended.delete(task.key);
+    this.changed();
+    return hold;
+  }
+
+  /** A BudgetWait with its one-at-a-time note the first time for its key and unit. */
+  private waitNote(w: BudgetWait, unit: 'usd' | 'tokens', engine: string, model: string | null): BudgetWait & { note: string | null } {
+    const said = `${unit}:${w.waitFor}`;
+    const first = !this.saidUnpriced.has(said);
+    this.saidUnpriced.add(said);
+    const on = `${engine}${model ? ` (${model})` : ''}`;
+    const note = !first
+      ? null
+      : unit === 'usd'
+        ? `budget: the cost of an attempt on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts run one at a time until one has finished and priced it`
+        : `budget: the tokens of an attempt on ${on} are unknown (no p90 in the eval log, none finished yet, no max_attempt_tokens): under budget_tokens its attempts run one at a time until one has finished and counted them`;
+    return { ...w, note };
+  }
+
+  /**
+   * admit for a step that cannot be queued again (a reviewer or critic of the task's running attempt, a ranking reader
+   * of the group `task`): a SpendHold, or a string (the reason) when it must not start; where admit would wait it starts
+   * at once (reserving 0). Its estimate is the p90 of the eval log's rows of its own step (reviews; critiques and
+   * rankings) for its model and the task's type, else its engine's max_attempt_usd (else the task's), else the p90 of
+   * work attempts of its model and type (an upper bound), with the catalog's and this run's observed maximum; in
+   * tokens the same p90s, else the task's max_attempt_tokens. Settled with its cost and tokens, or when those stay
+   * unknown, charged its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
+   */
+  admitNow(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask, step: ReaderStep): SpendHold | string {
+    const key = `${engine.name}/${model ?? ''}`;
+    const price = priceOf(this.catalog, model);
+    const usdBounds = this.bounds(engine, model, task, step);
+    const tokenBounds = this.tokenBounds(model, task, step);
+    const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, false, usdBounds);
+    if (usd === null && !this.subscription.has(engine.name)) return this.budget.refusal(key, price, usdBounds);
+    const tokens = this.tokenBudget.reserve(key, null, false, tokenBounds);
+    if (tokens === null) {
+      if (usd) this.budget.release(usd as Reservation);
+      return this.tokenBudget.refusal(key, null, tokenBounds);
+    }
+    this.changed();
+    return { usd: usd as Reservation | null, tokens: tokens as Reservation, task: task.key };
+  }
+
+  /** Spent (settled and reported so far), reserved (held beyond that by running steps) and the budgets. */
   snapshot(): RunSpendState {
-    return { spentMicroUsd: this.budget.spentLiveMicroUsd, reservedMicroUsd: this.budget.reservedMicroUsd, budgetMicroUsd: this.budget.capMicroUsd };
+    const t = this.tokenBudget;
+    return {
+      spentMicroUsd: this.budget.spentLiveMicroUsd,
+      reservedMicroUsd: this.budget.reservedMicroUsd,
+      budgetMicroUsd: this.budget.capMicroUsd,
+      tokens: { spent: t.spentLiveMicroUsd, reserved: t.reservedMicroUsd, budget: t.capMicroUsd },
+      byTask: this.byTask(),
+    };
+  }
+
+  /** Settled spend per task (micro-USD and tokens), for a resumed run's seed; only tasks that spent. */
+  private byTask(): Record<string, { usd: number; tokens: number }> {
+    const out: Record<string, { usd: number; tokens: number }> = {};
+    for (const k of new Set([...this.budget.taskKeys(), ...this.tokenBudget.taskKeys()])) out[k] = { usd: this.budget.taskSettled(k), tokens: this.tokenBudget.taskSettled(k) };
+    return out;
   }
 
   /**
    * Told the new snapshot whenever the spend or what is reserved changes (a step admitted, usage reported, a step
-   * settled), and a note the first time what is spent reaches 50 %, 80 % and 100 % of the budget (null otherwise).
+   * settled), and a note the first time what is spent reaches 50 %, 80 % and 100 % of a budget (null otherwise).
    */
   onChange: ((spend: RunSpendState, note: string | null) => void) | null = null;
-  /** The budget shares (percent) whose note was already given. */
-  private readonly saidShare = new Set<number>();
+  /** The budget shares (percent, `usd:` or `tokens:` before it) whose note was already given. */
+  private readonly saidShare = new Set<string>();
 
   private changed(): void {
     if (!this.onChange) return;
     const s = this.snapshot();
-    let note: string | null = null;
-    const cap = s.budgetMicroUsd;
-    if (cap !== null && cap > 0) {
+    const notes: string[] = [];
+    const share = (unit: string, spent: number, cap: number | null) => {
+      if (cap === null || cap <= 0) return null;
       // One note for the highest share newly reached (a settle can jump from 40 % past 100 %).
-      const reached = BUDGET_SHARES.filter((p) => s.spentMicroUsd * 100 >= p * cap && !this.saidShare.has(p));
-      for (const p of reached) this.saidShare.add(p);
-      const top = reached.at(-1);
-      if (top !== undefined) note = `budget: ${top} % used — ${spendLine(s) ?? ''}`;
-    }
-    this.onChange(s, note);
+      const reached = BUDGET_SHARES.filter((p) => spent * 100 >= p * cap && !this.saidShare.has(`${unit}:${p}`));
+      for (const p of reached) this.saidShare.add(`${unit}:${p}`);
+      return reached.at(-1) ?? null;
+    };
+    const usdTop = share('usd', s.spentMicroUsd, s.budgetMicroUsd);
+    if (usdTop !== null) notes.push(`budget: ${usdTop} % used — ${spendLine({ ...s, tokens: undefined }) ?? ''}`);
+    const tokTop = share('tokens', s.tokens?.spent ?? 0, s.tokens?.budget ?? null);
+    if (tokTop !== null) notes.push(`budget_tokens: ${tokTop} % used — ${spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: null, ...(s.tokens ? { tokens: s.tokens } : {}) }) ?? ''}`);
+    this.onChange(s, notes.length ? notes.join('; ') : null);
   }
 
-  private bounds(engine: Pick<EngineSpec, 'maxAttemptMicroUsd'>, model: string | null, task: Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd'>): AttemptBounds {
-    const maxAttempt = task.maxAttemptUsd !== undefined ? Math.round(task.maxAttemptUsd * 1_000_000) : (engine.maxAttemptMicroUsd ?? null);
-    return {
-      historyMicroUsd: model === null ? null : (this.history.get(`${model}\0${task.taskType ?? ''}`) ?? null),
-      maxAttemptMicroUsd: maxAttempt,
-      task: { key: task.key, capMicroUsd: task.budgetUsd === undefined ? null : Math.round(task.budgetUsd * 1_000_000) },
-    };
+  private key(model: string | null, task: SpendTask, kind: 'work' | 'review' | 'other'): string {
+    return `${model ?? ''}\0${task.taskType ?? ''}\0${kind}`;
+  }
+
+  private bounds(engine: Pick<EngineSpec, 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask, step: 'work' | ReaderStep): AttemptBounds {
+    const taskMax = task.maxAttemptUsd !== undefined ? Math.round(task.maxAttemptUsd * 1_000_000) : null;
+    const envelope = { key: task.key, capMicroUsd: task.budgetUsd === undefined ? null : Math.round(task.budgetUsd * 1_000_000) };
+    const work = model === null ? null : (this.history.get(this.key(model, task, 'work')) ?? null);
+    if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: taskMax ?? engine.maxAttemptMicroUsd ?? null, task: envelope };
+    // A reader: its own step's p90, else its engine's (else the task's) max_attempt_usd, else the work p90 as a bound.
+    const own = model === null ? null : (this.history.get(this.key(model, task, step === 'review' ? 'review' : 'other')) ?? null);
+    const maxAttempt = engine.maxAttemptMicroUsd ?? taskMax;
+    return { historyMicroUsd: own ?? (maxAttempt === null ? work : null), maxAttemptMicroUsd: maxAttempt, task: envelope };
+  }
+
+  private tokenBounds(model: string | null, task: SpendTask, step: 'work' | ReaderStep): AttemptBounds {
+    const envelope = { key: task.key, capMicroUsd: task.budgetTokens ?? null };
+    const maxAttempt = task.maxAttemptTokens ?? null;
+    const work = model === null ? null : (this.tokenHistory.get(this.key(model, task, 'work')) ?? null);
+    if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: maxAttempt, task: envelope };
+    const own = model === null ? null : (this.tokenHistory.get(this.key(model, task, step === 'review' ? 'review' : 'other')) ?? null);
+    return { historyMicroUsd: own ?? (maxAttempt === null ? work : null), maxAttemptMicroUsd: maxAttempt, task: envelope };
   }
 
   /**
-   * The running worker of `taskKey` reported usage (its engine's streamUsage, run/usage-meter.ts): its spend so far
-   * counts against the budgets; when the run's or the task's spend passes its cap, onOver is told (once per cap and
-   * task) so the attempts under it are stopped. A usage whose cost cannot be known (no CLI cost, no catalog price)
-   * changes nothing.
+   * The running worker of `taskKey` reported usage (its engine's streamUsage, run/usage-meter.ts): its spend and tokens
+   * so far count against the budgets; when the run's or the task's spend passes a cap, onOver is told (once per cap and
+   * task) so the attempts under it are stopped. A figure that cannot be known (no CLI cost, no catalog price; no
+   * tokens) changes nothing of its budget.
    */
-  progress(taskKey: string, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'cachedInInput'>): void {
-    const r = this.workers.get(taskKey);
+  progress(taskKey: string, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): void {
+    const hold = this.workers.get(taskKey);
+    if (!hold) return;
     const cost = this.cost(usage, model, engine);
-    if (!r || cost === null) return;
-    this.budget.progress(r, cost);
+    const tokens = usageTokens(usage);
+    if (cost === null && tokens === null) return;
+    if (hold.usd && cost !== null) this.budget.progress(hold.usd, cost);
+    if (tokens !== null) this.tokenBudget.progress(hold.tokens, tokens);
     this.changed();
     this.checkCaps(taskKey);
   }
 
-  /** Tells onOver about a cap passed (the run's, else the task's); each at most once. */
+  /** Tells onOver about a cap passed (the run's, else the task's; USD first, then tokens); each at most once. */
   private checkCaps(taskKey: string): void {
     if (!this.onOver) return;
-    if (this.budget.exceeded && !this.saidOver.has('')) {
+    const run = this.overBudget();
+    if (run !== null && !this.saidOver.has('')) {
       this.saidOver.add('');
-      this.onOver(null, this.overBudget() as string);
-    } else if (this.budget.taskExceeded(taskKey) && !this.saidOver.has(taskKey)) {
+      this.onOver(null, run);
+      return;
+    }
+    const task = this.taskOverBudget(taskKey);
+    if (task !== null && !this.saidOver.has(taskKey)) {
       this.saidOver.add(taskKey);
-      this.onOver(taskKey, this.taskOverBudget(taskKey) as string);
+      this.onOver(taskKey, task);
     }
   }
 
   /**
-   * Called when the spend reported while attempts run passes a cap: `task` null for the run's budget_usd (stop every
-   * running attempt), else the task whose own budget_usd was passed (stop its attempt); `reason` for the task.
+   * Called when the spend reported while attempts run passes a cap: `task` null for the run's budget (stop every
+   * running attempt), else the task whose own budget was passed (stop its attempt); `reason` for the task.
    */
   onOver: ((task: string | null, reason: string) => void) | null = null;
   /** Caps already reported to onOver ('' for the run's). */
@@ -187,30 +355,45 @@ export class RunSpend {
     return this.ended.has(taskKey);
   }
 
-  /** The open reservation of each task's running worker, by task key. */
-  private readonly workers = new Map<string, Reservation>();
+  /** The open holds of each task's running worker, by task key. */
+  private readonly workers = new Map<string, SpendHold>();
 
   /**
-   * Reads the p90 cost of past work attempts per (model, task_type) from the eval log through the scoreboard's
-   * columns (extension/core/scoreboard/load.ts currentColumns; p90 by nearest rank over the attempts of known cost).
-   * Only with a budget; a log that cannot be read leaves the history empty (never fails a run).
+   * Reads the p90 cost and the p90 tokens of past attempts per (model, task_type, step kind: work, review, other
+   * readers) from the eval log through the scoreboard's columns (extension/core/scoreboard/load.ts currentColumns; p90
+   * by nearest rank over the rows of known cost, or known tokens). Only with a budget; a log that cannot be read leaves
+   * the history empty (never fails a run).
+   * @param taskBudgets true when some task has its own budget_usd or budget_tokens (the history is read for it too)
    */
-  async loadHistory(home: string): Promise<void> {
-    if (this.budget.capMicroUsd === null) return;
+  async loadHistory(home: string, taskBudgets = false): Promise<void> {
+    if (this.budget.capMicroUsd === null && this.tokenBudget.capMicroUsd === null && !taskBudgets) return;
     try {
       const c = await currentColumns(home, evalLogPath(home));
       const costs = new Map<string, number[]>();
+      const tokens = new Map<string, number[]>();
+      const push = (m: Map<string, number[]>, k: string, v: number) => {
+        const list = m.get(k);
+        if (list) list.push(v);
+        else m.set(k, [v]);
+      };
       for (let i = 0; i < c.rows; i++) {
         const g = c.groups[c.group[i] ?? -1];
+        const kind = HISTORY_KIND[c.step[i] ?? 2] ?? null;
+        if (!g || g[0] < 0 || kind === null) continue;
+        const k = `${c.strings[g[0]] ?? ''}\0${c.strings[g[1]] ?? ''}\0${kind}`;
         const cost = c.cost[i] ?? NaN;
-        if (c.step[i] !== 0 || !g || g[0] < 0 || !Number.isFinite(cost)) continue;
-        const k = `${c.strings[g[0]] ?? ''}\0${c.strings[g[1]] ?? ''}`;
-        costs.set(k, [...(costs.get(k) ?? []), cost]);
+        const used = c.tokens[i] ?? NaN;
+        if (Number.isFinite(cost)) push(costs, k, cost);
+        if (Number.isFinite(used)) push(tokens, k, used);
       }
-      for (const [k, v] of costs) {
-        v.sort((a, b) => a - b);
-        this.history.set(k, v[Math.max(0, Math.ceil(0.9 * v.length) - 1)] ?? 0);
-      }
+      const p90 = (from: Map<string, number[]>, to: Map<string, number>) => {
+        for (const [k, v] of from) {
+          v.sort((a, b) => a - b);
+          to.set(k, v[Math.max(0, Math.ceil(0.9 * v.length) - 1)] ?? 0);
+        }
+      };
+      p90(costs, this.history);
+      p90(tokens, this.tokenHistory);
     } catch {
       // no log yet, or one the scoreboard cannot read: no history
     }
@@ -218,35 +401,54 @@ export class RunSpend {
 
   /**
    * The attempt's cost, integer micro-USD or null: see attemptCostMicroUsd. `engine`: the engine that reported the usage
-   * (its cachedInInput says whether cached input is priced apart); absent: it is not.
+   * (its cachedInInput says whether cached input is priced apart); absent: it is not. null for an engine of a
+   * subscription login: it pays no money per token (the row says `billing: "subscription"`).
    */
-  cost(usage: UsageReport | null, model: string | null, engine?: Pick<EngineSpec, 'cachedInInput'>): number | null {
-    if (!usage) return null;
-    return attemptCostMicroUsd(usage.costMicroUsd, usage.tokensIn, usage.tokensOut, priceOf(this.catalog, model ?? usage.reportedModel), engine?.cachedInInput ? usage.tokensCached : null);
+  cost(usage: UsageReport | null, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): number | null {
+    if (!usage || (engine && this.subscription.has(engine.name))) return null;
+    const priced = { costMicroUsd: usage.costMicroUsd, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, cachedInInput: engine?.cachedInInput ? usage.tokensCached : null, cacheWriteInInput: usage.tokensCacheWrite, reasoningInOutput: usage.tokensReasoning };
+    return attemptCostMicroUsd(priced, priceOf(this.catalog, model ?? usage.reportedModel));
   }
 
-  /** Settles a reservation with the attempt's cost. */
-  settle(r: Reservation, costMicroUsd: number | null): void {
-    if (r.task !== null && this.workers.get(r.task) === r) this.workers.delete(r.task);
-    this.budget.settle(r, costMicroUsd);
+  /**
+   * Settles a hold with the step's cost (micro-USD) and tokens (in + out): each unknown one is charged the larger of its
+   * reservation and what the step reported while running.
+   */
+  settle(hold: SpendHold, costMicroUsd: number | null, tokens: number | null = null): void {
+    if (this.workers.get(hold.task) === hold) this.workers.delete(hold.task);
+    if (hold.usd) this.budget.settle(hold.usd, costMicroUsd);
+    this.tokenBudget.settle(hold.tokens, tokens);
     this.changed();
   }
 
   /**
-   * null while the spend is within the budget (or there is none); once what is spent alone passes it, the reason a
-   * running attempt is stopped and its task ends BUDGET_EXCEEDED (resumable with a higher budget).
+   * null while the spend is within the run's budgets (or there are none); once what is spent alone passes budget_usd
+   * (or the tokens used pass budget_tokens), the reason a running attempt is stopped and its task ends BUDGET_EXCEEDED
+   * (resumable with a higher budget).
    */
   overBudget(): string | null {
-    if (!this.budget.exceeded) return null;
-    const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
-    return `budget: ${usd(this.budget.spentLiveMicroUsd)} spent passed budget_usd ${usd(this.budget.capMicroUsd ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
+    if (this.budget.exceeded) {
+      const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
+      return `budget: ${usd(this.budget.spentLiveMicroUsd)} spent passed budget_usd ${usd(this.budget.capMicroUsd ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget: verdict resume RUN --budget-usd N)`;
+    }
+    if (this.tokenBudget.exceeded) {
+      const t = this.tokenBudget;
+      return `budget: ${t.format(t.spentLiveMicroUsd)} used passed budget_tokens ${t.format(t.capMicroUsd ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget: verdict resume RUN --budget-tokens N)`;
+    }
+    return null;
   }
 
-  /** Like overBudget, for the task's own budget_usd: null while within it (or it has none). */
+  /** Like overBudget, for the task's own budget_usd and budget_tokens: null while within them (or it has none). */
   taskOverBudget(taskKey: string): string | null {
-    if (!this.budget.taskExceeded(taskKey)) return null;
-    const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
-    return `budget: task ${taskKey}'s ${usd(this.budget.taskSpentLive(taskKey))} spent passed its budget_usd ${usd(this.budget.taskCap(taskKey) ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
+    if (this.budget.taskExceeded(taskKey)) {
+      const usd = (n: number) => `$${(n / 1_000_000).toFixed(4)}`;
+      return `budget: task ${taskKey}'s ${usd(this.budget.taskSpentLive(taskKey))} spent passed its budget_usd ${usd(this.budget.taskCap(taskKey) ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_usd)`;
+    }
+    if (this.tokenBudget.taskExceeded(taskKey)) {
+      const t = this.tokenBudget;
+      return `budget: task ${taskKey}'s ${t.format(t.taskSpentLive(taskKey))} used passed its budget_tokens ${t.format(t.taskCap(taskKey) ?? 0)}; this attempt was stopped (its work is kept; resume with a higher budget_tokens)`;
+    }
+    return null;
   }
 
   /** An eval row was appended: send it (and any waiting) to Postgres in the background. */

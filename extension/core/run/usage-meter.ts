@@ -25,7 +25,7 @@ export interface UsageMeter {
 }
 
 /** The usage counts a reading sums (tokens and reported cost); the rest of a report is taken as read. */
-const COUNTS = ['tokensIn', 'tokensOut', 'tokensCached', 'tokensReasoning', 'costMicroUsd'] as const;
+const COUNTS = ['tokensIn', 'tokensOut', 'tokensCached', 'tokensCacheWrite', 'tokensReasoning', 'costMicroUsd'] as const;
 type UsageCount = (typeof COUNTS)[number];
 
 /** `a` with each count of `b` added (a count unknown in both stays unknown). Pure. */

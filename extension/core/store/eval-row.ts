@@ -58,6 +58,13 @@ export interface EvalRow {
   tokens_out: number | null;
   tokens_cached: number | null;
   tokens_reasoning: number | null;
+  /** Input tokens written to the prompt cache (a subset of tokens_in); absent when the engine does not report them. */
+  tokens_cache_write?: number | null;
+  /**
+   * `subscription`: the engine ran on a flat-rate login (config/manifest `logins`, `billing: "subscription"`): its
+   * tokens are recorded, cost_microusd is null, and it counts against budget_tokens only. Absent: billed per token.
+   */
+  billing?: 'subscription';
   cost_microusd: number | null;
   check_exit_code: number | null;
   /** Verbatim tail of the check's output, at most 64 KiB. */

@@ -11,7 +11,7 @@ const parse = (engine: string, fixture: string): UsageReport => engines.get(engi
 describe('engine output parsers on real CLI output', () => {
   it('codex: the turn.completed total covers both model calls (2 x 1234 in, 2 x 200 cached, 2 x 56 out, 2 x 7 reasoning)', () => {
     assert.deepEqual(parse('codex', 'codex'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 14,
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: null, tokensReasoning: 14,
       costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null,
     });
   });
@@ -20,7 +20,7 @@ describe('engine output parsers on real CLI output', () => {
     // Per step opencode prints input 1034 (= 1234 - 200 cached), output 49 (= 56 - 7 reasoning), reasoning 7,
     // cache.read 200, cost 0; the parser adds cached and reasoning back (2 × 1234, 2 × 56) and records cost 0 as unknown.
     assert.deepEqual(parse('opencode', 'opencode'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 14,
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: 0, tokensReasoning: 14,
       costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null,
     });
   });
@@ -30,7 +30,7 @@ describe('engine output parsers on real CLI output', () => {
     // (input_tokens 934): tokens in count all three again. total_cost_usd 0.008154 (list price of claude-sonnet-4-5)
     // -> 8154 micro-USD; no thinking blocks were sent, thinking_tokens is 0.
     assert.deepEqual(parse('claude', 'claude'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 0,
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: 200, tokensReasoning: 0,
       costMicroUsd: 8154, reportedModel: 'claude-sonnet-4-5', finalStatus: 'success', finalError: null,
     });
   });
@@ -39,7 +39,7 @@ describe('engine output parsers on real CLI output', () => {
     // stats.models is keyed by the modelVersion the API answered with. output_tokens is 98 (2 x 49 candidates); the
     // 2 x 7 thinking tokens are only in total_tokens (2580), and are added back.
     assert.deepEqual(parse('gemini', 'gemini'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensReasoning: 14,
+      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: null, tokensReasoning: 14,
       costMicroUsd: null, reportedModel: 'gemini-2.5-flash', finalStatus: 'success', finalError: null,
     });
   });
@@ -70,7 +70,7 @@ describe('engine output parsers on real CLI output', () => {
 
     it('claude: is_error result; the <synthetic> error message is not taken as the model', () => {
       assert.deepEqual(parse('claude', 'claude-error'), {
-        tokensIn: 0, tokensOut: 0, tokensCached: 0, tokensReasoning: 0, costMicroUsd: 0,
+        tokensIn: 0, tokensOut: 0, tokensCached: 0, tokensCacheWrite: 0, tokensReasoning: 0, costMicroUsd: 0,
         reportedModel: 'claude-sonnet-4-5', finalStatus: 'error',
         finalError: 'API Error: Request rejected (429) · Number of requests has exceeded your rate limit (scripted by the model server)',
       });
@@ -112,7 +112,7 @@ describe('engine output parsers on real CLI output', () => {
     it('opencode: cut after a tool-calls step, one step is counted and there is no final status', () => {
       const firstStep = engineFixture('opencode').split('\n').slice(0, 3).join('\n');
       assert.deepEqual(engines.get('opencode')!.parseOutput(firstStep), {
-        tokensIn: 1234, tokensOut: 56, tokensCached: 200, tokensReasoning: 7,
+        tokensIn: 1234, tokensOut: 56, tokensCached: 200, tokensCacheWrite: 0, tokensReasoning: 7,
         costMicroUsd: null, reportedModel: null, finalStatus: null, finalError: null,
       });
     });

@@ -22,6 +22,7 @@ import { restoreState, snapshotState, type StateSnapshot } from '../state-guard'
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
 import { usageMeter, withCutPart } from '../usage-meter';
+import { usageTokens } from '../spend';
 
 /** What one read-only engine run left: its receipt, usage and cost, its final message, or why it gave none. */
 export interface ReaderRun {
@@ -67,15 +68,17 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   const gitAccess = task.links && io.boxed ? worktreeReadAccess(task.links) : { readOnly: [], env: {} };
   // Its cost counts against budget_usd (the run's and the task's) like an attempt's: reserved before it starts, settled
   // with its cost, or charged its reservation when that stays unknown. Past the budget it does not start.
-  const reservation = ctx.spend.admitNow(engine, model, spec, true);
+  const reservation = ctx.spend.admitNow(engine, model, spec, req.role.startsWith('critic') ? 'critique' : 'review');
   if (typeof reservation === 'string') throw new Error(`not started: ${reservation}`);
   let costMicroUsd: number | null = null;
+  let tokens: number | null = null;
   try {
     const run = await readOnce(ctx, task, io, req, engine, model, gitAccess);
     costMicroUsd = run.costMicroUsd;
+    tokens = usageTokens(run.usage);
     return run;
   } finally {
-    ctx.spend.settle(reservation, costMicroUsd);
+    ctx.spend.settle(reservation, costMicroUsd, tokens);
   }
 }
 

@@ -61,7 +61,7 @@ async function runReviewer(ctx: AttemptContext, task: TaskRuntime, rec: AttemptR
   const { spec } = task;
   const engine = opts.engines.get(choice.engine) as EngineSpec;
   const startedAt = Date.now();
-  const review: ReviewRecord = { reviewer: n, engine: engine.name, harness: engine.harness, model: choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, verdict: null, concerns: [], error: null };
+  const review: ReviewRecord = { reviewer: n, engine: engine.name, harness: engine.harness, ...ctx.spend.billingOf(engine.name), model: choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, verdict: null, concerns: [], error: null };
   const files = reviewFiles(rec, n);
   const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, `review-${n}`);
   try {

@@ -147,6 +147,7 @@ export const workStep: Step = {
       rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
     }
     rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model, engine);
+    Object.assign(rec, ctx.spend.billingOf(engine.name));
     return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
   },
 };

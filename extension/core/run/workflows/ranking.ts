@@ -19,6 +19,7 @@ import { parseRankAnswer, rankPrompt } from './rank';
 import { rankFiles, type RankRecord } from './rank-record';
 import { redact, writeRankMaterial, type CandidateSource, type Redaction } from './rank-material';
 import type { ReviewMaterial } from '../review-material';
+import { usageTokens } from '../spend';
 
 /** Inherited environment variables a ranking reviewer never gets (they name Verdict's home, the run or its identity). */
 const PRIVATE_ENV = /^(VERDICT|RINGER|FLEET)_/;
@@ -58,9 +59,9 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
   const engine = opts.engines.get(choice.engine) as EngineSpec;
   const model = choice.model ?? engine.defaultModel;
   const startedAt = Date.now();
-  const rec: RankRecord = { reviewer: n, engine: engine.name, harness: engine.harness, model, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, scores: null, reasons: {}, error: null, cancelled: false };
+  const rec: RankRecord = { reviewer: n, engine: engine.name, harness: engine.harness, ...ctx.spend.billingOf(engine.name), model, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, scores: null, reasons: {}, error: null, cancelled: false };
   // Its known cost counts against budget_usd like an attempt's; past the budget it does not start.
-  const reservation = ctx.spend.admitNow(engine, model, spec);
+  const reservation = ctx.spend.admitNow(engine, model, spec, 'rank');
   if (typeof reservation === 'string') {
     rec.error = `not started: ${reservation}`;
     return rec;
@@ -114,7 +115,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     rec.error = `the ranking reviewer could not run: ${(e as Error).message}`;
   } finally {
     rec.endedAt = Date.now();
-    ctx.spend.settle(reservation, rec.costMicroUsd);
+    ctx.spend.settle(reservation, rec.costMicroUsd, usageTokens(rec.usage));
     fs.rmSync(scratch, { recursive: true, force: true });
   }
   return rec;

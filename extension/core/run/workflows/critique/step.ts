@@ -205,7 +205,7 @@ async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRec
   const { spec } = task;
   const engine = opts.engines.get(o.choice.engine) as EngineSpec;
   const startedAt = Date.now();
-  const r: CritiqueRecord = { critic: o.n, round: o.round, engine: engine.name, harness: engine.harness, model: o.choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, criticisms: [], error: null };
+  const r: CritiqueRecord = { critic: o.n, round: o.round, engine: engine.name, harness: engine.harness, ...ctx.spend.billingOf(engine.name), model: o.choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, criticisms: [], error: null };
   const files = critiqueFiles(rec, o.n);
   const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, `critique-${o.n}`);
   try {
