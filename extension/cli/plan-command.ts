@@ -2,14 +2,10 @@
  * `verdict plan MANIFEST`: what a manifest will probably cost and take, before launch, from the eval log (the
  * scoreboard's figures per model and task type; core/scoreboard/forecast.ts). Runs nothing.
  */
-import path from 'node:path';
 import type { EngineSpec } from '../../engines/types';
-import { evalLogPath } from '../core/config/home';
 import { formatUsd } from '../core/cost/pricing';
-import { loadManifest } from '../core/manifest/load';
 import { formatProblem, ManifestError } from '../core/manifest/types';
-import { forecast, type Forecast } from '../core/scoreboard/forecast';
-import { currentColumns } from '../core/scoreboard/load';
+import { forecastManifest, type ManifestForecast } from '../core/scoreboard/plan';
 import type { Io } from './io';
 
 /** ms → "1m 05s" / "12.3s". */
@@ -22,29 +18,7 @@ function duration(ms: number | null): string {
 
 const usd = (n: number | null) => (n === null ? '—' : formatUsd(n));
 
-/** A manifest's forecast, with its file, budget (micro-USD, null for none) and max_parallel. */
-export interface ManifestForecast extends Forecast {
-  manifest: string;
-  budgetMicroUsd: number | null;
-  maxParallel: number;
-}
-
-/**
- * Loads `file` and forecasts it from the eval log under `home` (no log yet: every task without history).
- * @throws ManifestError when the manifest does not load (its problems with positions)
- */
-export async function forecastManifest(file: string, home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ManifestForecast> {
-  const manifest = loadManifest(path.resolve(file), { engines: new Set(engines.keys()) }).manifest;
-  // A best-of-N group's own entry runs no worker: its candidates are the tasks.
-  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => ({ key: t.key, engine: t.engine, model: t.model ?? engines.get(t.engine)?.defaultModel ?? null, taskType: t.taskType }));
-  let columns = null;
-  try {
-    columns = await currentColumns(home, evalLogPath(home));
-  } catch {
-    // no eval log yet: every task is without history
-  }
-  return { manifest: manifest.file, budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000), maxParallel: manifest.maxParallel, ...forecast(tasks, columns) };
-}
+export { forecastManifest, type ManifestForecast } from '../core/scoreboard/plan';
 
 /**
  * Prints the forecast of `file` (a table, or with `json` the ManifestForecast).

@@ -235,6 +235,10 @@ export interface RealTaskOptions {
   name?: string;
   /** A Verdict config file's content (`--config`), e.g. `{"quota": {"max_wait_h": 0}}`. Absent: none. */
   config?: Record<string, unknown>;
+  /** Manifest fields over the default (budgets, logins). */
+  manifest?: Record<string, unknown>;
+  /** Called with Verdict's home before the run (e.g. to load a price catalog into it). */
+  prepareHome?: (home: string) => Promise<void>;
 }
 
 /**
@@ -259,7 +263,7 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
     max_attempts: 1,
     ...o.task,
   };
-  const run = { run_name: o.name ?? `real-${o.engine}`, max_parallel: 1, tasks: [task] };
+  const run = { run_name: o.name ?? `real-${o.engine}`, max_parallel: 1, ...o.manifest, tasks: [task] };
   const manifest = o.mode === 'worktree' ? writeManifest(makeRepo(path.join(dir, 'repo')), { ...run, worktrees: true }) : writeManifest(dir, { ...run, workdir: 'work' });
   const env: Record<string, string> = { ...Object.assign({}, ...(o.alsoEngines ?? []).map((e) => engineEnv(e, dir, server))), ...engineEnv(o.engine, dir, server), PATH: [...o.binDirs, process.env.PATH ?? ''].join(path.delimiter), PWD: dir };
   for (const [k, v] of Object.entries(o.env ?? {})) {
@@ -278,6 +282,7 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
   const started = Date.now();
   let result: RealRun['result'];
   try {
+    await o.prepareHome?.(home);
     result = await (await startVerdict(args, { cwd: dir, env, server })).done();
   } finally {
     await server.close();
