@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { bindSource, bwrapCommand } from '../../extension/core/process/sandbox';
-import { putBack, redPassedReason } from '../../extension/core/run/red';
+import { putBack, redPassedReason } from '../../extension/core/run/workflows/phases/red';
 import { failureText } from '../../extension/core/run/prompt';
 import { findingsOf, manifest as lintManifest, task as lintTask } from './lint-helpers';
 

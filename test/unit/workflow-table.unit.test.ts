@@ -44,4 +44,17 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
       assert.doesNotMatch(text, /critique|critic\b|revising|revision/i, `${f} names the critique workflow`);
     }
   });
+
+  it('registers phases: step red follows check through the table, and the check step and the default steps name no phases', () => {
+    const phases = WORKFLOWS.find((w) => w.name === 'phases');
+    assert.ok(phases?.steps?.some((s) => s.step.name === 'red' && s.after === 'check'));
+    assert.equal(DEFAULT_STEPS.some((s) => s.name === 'red'), false, 'the default steps do not name the phases workflow');
+    const spec = (red: boolean) => ({ spec: red ? { red: [{ file: 'a', implement: 'k--impl-1' }] } : {} }) as never;
+    assert.equal(phases?.checkOnCopy?.(spec(true)), true);
+    assert.equal(phases?.checkOnCopy?.(spec(false)), false);
+    for (const f of ['runner.ts', 'task-graph.ts', 'attempt-loop.ts', path.join('steps', 'index.ts'), path.join('steps', 'check.ts'), path.join('steps', 'context.ts')]) {
+      const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
+      assert.doesNotMatch(text, /spec\.red\b|workflows\/phases|redStep|phases/, `${f} names the phases workflow`);
+    }
+  });
 });

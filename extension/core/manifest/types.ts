@@ -103,7 +103,7 @@ export interface TaskSpec {
    */
   inputs?: TaskInputs;
   /**
-   * The test phase of `phases` ("red before green", run/steps/red.ts): the phase files, each with the implement task
+   * The test phase of `phases` ("red before green", run/workflows/phases/red-step.ts): the phase files, each with the implement task
    * that owns it. Once the check passed, it runs again on the tree without them (each put back as it was before its
    * implement task ran) and must fail there. Absent on every other task, and with `phases.test.red: false`. `start`:
    * the commit the implement task started from, when resolved elsewhere (a pool job: the orchestrator's).

@@ -16,7 +16,7 @@ import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRun
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb, withPoolSetupLock } from './schema';
 import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs, type JobRed } from './payload';
-import { redStarts } from '../run/steps/red';
+import { redStarts } from '../run/workflows/phases/red-step';
 import type { PoolTrust } from '../config/config';
 import { recheckHere } from './recheck';
 import { resolveInputs } from '../run/steps/inputs';

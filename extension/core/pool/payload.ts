@@ -64,7 +64,7 @@ export interface AttemptJob {
    */
   inputs: JobInputs | null;
   /**
-   * A phases test phase (red before green, run/steps/red.ts): each phase file and the commit its implement task
+   * A phases test phase (red before green, run/workflows/phases/red-step.ts): each phase file and the commit its implement task
    * started from, resolved by the orchestrator (an ancestor of a `startFrom` commit, so the worker's fetch holds it).
    * null: no red run.
    */

@@ -208,7 +208,7 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     ...(job.candidate !== null ? { candidate: job.candidate } : {}),
     // What to copy is the payload's (task.inputSources); the spec says only whether the names are anonymous.
     ...(job.inputs ? { inputs: { from: [], anonymous: job.inputs.anonymous } } : {}),
-    // Red before green: the start commits are the payload's (the orchestrator resolved them; run/steps/red.ts).
+    // Red before green: the start commits are the payload's (the orchestrator resolved them; run/workflows/phases/red-step.ts).
     ...(job.red ? { red: job.red.map((r) => ({ file: r.file, implement: r.implement, start: r.start })) } : {}),
   };
   const wHome = workerHome(opts.home);

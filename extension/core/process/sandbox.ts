@@ -124,7 +124,7 @@ export interface BwrapPlan {
    */
   sharedPaths?: string[];
   /**
-   * Folders the step sees at another path (the red run of a phases test check, run/red.ts: a throwaway tree shown at
+   * Folders the step sees at another path (the red run of a phases test check, run/check-tree.ts: a throwaway tree shown at
    * the task dir's own path): every bind of the plan (`writable`, `readOnlyDirs`, `readOnly`) whose destination is
    * `at` or inside it takes its source from the same relative place under `source`. Absolute; the first match wins.
    */

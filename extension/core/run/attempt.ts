@@ -17,7 +17,7 @@ import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
-import { ATTEMPT_STEPS, statusPending, workflowFailureNotes, workflowPrompt, workflowReceipt, workflowRows, workflowsAttemptEnd } from './workflows';
+import { ATTEMPT_STEPS, checkOnCopy, statusPending, workflowFailureNotes, workflowPrompt, workflowReceipt, workflowRows, workflowsAttemptEnd } from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
@@ -77,6 +77,7 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   const io: AttemptIo = {
     prompt,
     boxed: task.containment === 'bwrap',
+    checkOnCopy: checkOnCopy(task),
     workerTail: '',
     sync,
     taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n), ...(spec.candidate ? { VERDICT_CANDIDATE: String(spec.candidate) } : {}), ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}) }),
@@ -224,7 +225,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   if (again !== null) {
     task.failure = again;
   } else if (statusInfo(verdict).retryable) {
-    // A red run that passed is what failed the attempt: its output is the one to show (run/steps/red.ts).
+    // A red run that passed is what failed the attempt: its output is the one to show (run/workflows/phases/red-step.ts).
     const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : rec.check;
     task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + workflowFailureNotes(task);
   }

@@ -25,7 +25,7 @@ export interface CheckResult {
  * judges expect_files (after the check, so a check may export deliverables): each must be a real, non-empty file
  * inside the task dir — not a symlink out of it, not reached through a symlinked folder. PASS needs exit 0 and every
  * file. `judgeDir` (default `taskDir`): where expect_files are looked for, when the sandbox shows another folder at
- * `taskDir` (a phases test phase's check tree, run/red.ts).
+ * `taskDir` (a check tree, run/check-tree.ts).
  */
 export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; inherit?: Readonly<NodeJS.ProcessEnv>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null; memoryMb?: number; logMaxBytes?: number }): Promise<CheckResult> {
   const { receipt, tail } = await supervise({

@@ -20,7 +20,7 @@ export interface FailureContext {
    */
   review?: { who: string; verdict: 'changes' | 'reject'; concerns: string[] }[];
   /**
-   * The check passed, and passed again on the tree without the implementation (red before green, run/steps/red.ts):
+   * The check passed, and passed again on the tree without the implementation (red before green, run/workflows/phases/red-step.ts):
    * `checkExitCode` and `checkOutput` are that run's. Absent: they are the check's.
    */
   redFiles?: string[];

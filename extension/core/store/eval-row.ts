@@ -116,7 +116,7 @@ export interface EvalRow {
   /** The engine this attempt was moved off before it started (rate-limited or waiting for its quota; run/reassign.ts). */
   reassigned_from?: string;
   /**
-   * On the work row of a phases test phase whose check passed ("red before green", run/steps/red.ts): the same check
+   * On the work row of a phases test phase whose check passed ("red before green", run/workflows/phases/red-step.ts): the same check
    * on the tree without `files` (the implementation); `exit_code` 0 (not timed out) made the attempt FAIL.
    */
   red?: { files: string[]; exit_code: number | null; timed_out: boolean; check_log: string };

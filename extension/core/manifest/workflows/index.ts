@@ -4,6 +4,7 @@
  * ordinary tasks, task by task, order kept. Adding a workflow's section is one folder manifest/workflows/<name>/
  * exporting a `WorkflowSection` (section.ts) and one entry here. Lint refuses a task with two sections that compile
  * (each workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
+ * Sections with a folder of their own: validate/, council/, phases/; the others are defined here, from older files.
  */
 import { compileRepeat } from '../repeat';
 import { critiqueProblems } from '../rules/critique';

@@ -13,7 +13,7 @@ import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
 import { sealProblems, undeliveredWords } from './seal';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
-import { copyCheckTree, removeCheckTree, type CheckTree } from '../red';
+import { copyCheckTree, removeCheckTree, type CheckTree } from '../check-tree';
 import { taskRunDir } from './seal';
 
 export const checkStep: Step = {
@@ -23,9 +23,9 @@ export const checkStep: Step = {
     const { spec } = task;
     ctx.emit({ type: 'attempt-checking', key: spec.key, attempt: rec.attempt });
     io.sync();
-    // Red before green (a phases test phase): this check runs on a fresh copy of the sealed tree, as the red run will
-    // (run/red.ts), so the two differ in the phase files alone.
-    const tree = spec.red ? await copyCheckTree(taskRunDir(ctx, spec.key), task.state.dir, task.inputsDir ?? null) : null;
+    // A workflow that runs the check again on a changed copy of the tree (Workflow.checkOnCopy) has this check run on
+    // a fresh copy too (run/check-tree.ts), made as that one will be, so the two differ in its changes alone.
+    const tree = io.checkOnCopy ? await copyCheckTree(taskRunDir(ctx, spec.key), task.state.dir, task.inputsDir ?? null) : null;
     let check: CheckResult;
     try {
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
@@ -53,8 +53,8 @@ export const checkStep: Step = {
 };
 
 /**
- * The task's check environment (a fresh scratch dir at the same path every time). With `tree` (a phases test phase,
- * run/red.ts): sandboxed, the copies are bound at the task dir's and the inputs folder's own paths, so every run
+ * The task's check environment (a fresh scratch dir at the same path every time). With `tree` (a check tree,
+ * run/check-tree.ts): sandboxed, the copies are bound at the task dir's and the inputs folder's own paths, so every run
  * sees the same paths, variables and sandbox; unsandboxed (nothing can be bound), the variables that name the task dir
  * and the inputs name the copies, which are at one path for every run of the task.
  */

@@ -117,6 +117,11 @@ export interface AttemptIo {
   taskEnv: () => Record<string, string>;
   /** The steps run in bubblewrap. */
   boxed: boolean;
+  /**
+   * The check runs on a fresh copy of the sealed tree (run/check-tree.ts), not the task dir: a workflow runs it again
+   * on a changed copy (Workflow.checkOnCopy), and the two runs must differ in those changes alone.
+   */
+  checkOnCopy: boolean;
   /** The worker's retained output tail (for the engine's error class and the failure text). */
   workerTail: string;
   /** Projects the record into state.json's view and saves it (coalesced, this task's part alone: see StateFile.saveTask). It changes nothing but this task's state. */

@@ -1,6 +1,5 @@
 /**
- * The default steps of an attempt, in order (docs/attempt.md "The steps"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, red
- * (a phases test phase only: the check on the tree without the implementation must fail), review (only for tasks with `review`),
+ * The default steps of an attempt, in order (docs/attempt.md "The steps"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, review (only for tasks with `review`),
  * deliver. Workflow plugins add their own steps between these (run/workflows/index.ts ATTEMPT_STEPS: an attempt's
  * full list).
  */
@@ -13,6 +12,5 @@ import { guardStep } from './guard';
 import { deliverStep } from './deliver';
 import { reviewStep } from './review';
 import { inputsStep } from './inputs';
-import { redStep } from './red';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, redStep, reviewStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, reviewStep, deliverStep];

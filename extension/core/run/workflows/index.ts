@@ -10,11 +10,12 @@ import { DEFAULT_STEPS } from '../steps';
 import type { Workflow, WorkflowHost } from './workflow';
 import { generateWorkflow } from './generate';
 import { critiqueWorkflow } from './critique';
+import { phasesWorkflow } from './phases';
 
 export type { Workflow, WorkflowHost, WorkflowStep } from './workflow';
 
 /** Every registered workflow. */
-export const WORKFLOWS: readonly Workflow[] = [generateWorkflow, critiqueWorkflow];
+export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, generateWorkflow, critiqueWorkflow];
 
 /**
  * The steps of an attempt: `base` with each workflow's steps inserted right after the step each names (in table order).
@@ -38,6 +39,11 @@ export const ATTEMPT_STEPS: readonly Step[] = withWorkflowSteps(DEFAULT_STEPS);
 /** True when a workflow holds `task`'s status open past its attempt (its receipt then says `taskStatus: null`). */
 export function statusPending(task: TaskRuntime): boolean {
   return WORKFLOWS.some((w) => w.statusPending?.(task) ?? false);
+}
+
+/** True when a workflow has `task`'s check run on a fresh copy of the sealed tree (Workflow.checkOnCopy). */
+export function checkOnCopy(task: TaskRuntime): boolean {
+  return WORKFLOWS.some((w) => w.checkOnCopy?.(task) ?? false);
 }
 
 /** Calls every workflow's onSettled for a task that became final. */

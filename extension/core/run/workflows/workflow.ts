@@ -69,4 +69,9 @@ export interface Workflow {
    * @throws Error naming what could not be restored (the task then ends ERROR)
    */
   onResume?(ctx: AttemptContext, task: TaskRuntime): void;
+  /**
+   * True when `task`'s check must run on a fresh copy of the sealed tree (run/check-tree.ts) rather than in the task
+   * dir: this workflow runs the check again on a changed copy, and the two runs must differ in those changes alone.
+   */
+  checkOnCopy?(task: TaskRuntime): boolean;
 }

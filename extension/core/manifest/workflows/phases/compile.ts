@@ -12,7 +12,7 @@
  *   not change (they are protected check inputs: read-only to it, guarded); in plain mode it reads them as inputs
  *   (`$VERDICT_INPUTS/<key>--impl-<N>/`, run/steps/inputs.ts). Red before green (unless `phases.test.red` is false):
  *   once its check passes, the same check runs on the tree without the implementation and must fail there (`red`,
- *   run/steps/red.ts).
+ *   run/workflows/phases/red-step.ts).
  * Pure.
  */
 import type { EngineChoice, ReviewPolicy, TaskSpec } from '../../types';
@@ -76,7 +76,7 @@ export function compilePhases(spec: TaskSpec, p: Record<string, unknown>, worktr
     review: null,
     ...(worktrees ? {} : { inputs: { from: keys.map((key) => ({ key })), anonymous: false } }),
     workflow: { lead: spec.key, role: 'test' },
-    // Red before green: the tests must fail on the tree without the implementation (run/steps/red.ts).
+    // Red before green: the tests must fail on the tree without the implementation (run/workflows/phases/red-step.ts).
     ...(t.red === false ? {} : { red: files.map((file, n) => ({ file, implement: keys[n] as string })) }),
   };
   delete test.generate;

@@ -1,7 +1,7 @@
 /**
  * Workflow `phases`'s section of a task (docs/workflows.md "Phases"): one implementer per file, then a test phase on
  * another engine, red before green. compile.ts compiles it, rule.ts says what is wrong with it; the red run itself is
- * a step of the attempt (run/steps/red.ts).
+ * a step of the attempt (run/workflows/phases/red-step.ts).
  */
 import type { EngineRef, WorkflowSection } from '../section';
 import { compilePhases } from './compile';

@@ -1,62 +1,19 @@
 /**
- * The check trees of a phases test phase ("red before green", docs/workflows.md "Phases"). Both its check runs — on
- * the tree as sealed ("green") and on the red tree — run on a fresh copy of the task dir as sealed (with what git
- * ignores: setup's `node_modules`, `include` files) made the same way at the same path just before each, so that
- * neither can tell the other by inode numbers, change times or its folder: only the phase files differ. The red copy
+ * The red tree of a phases test phase ("red before green", docs/workflows.md "Phases"). Both its check runs — on
+ * the tree as sealed ("green") and on the red tree — run on a check tree (run/check-tree.ts: a fresh copy of the task
+ * dir as sealed, made the same way at the same path just before each), so only the phase files differ. The red copy
  * has every phase file put back as it was before its implement task ran — the file at that task's start commit
  * (worktree mode) or in its dir as prepared (plain mode) — or removed where it was not there. In plain mode the test
- * phase reads the implementations as inputs, so the inputs folder is copied (and, red, put back) the same way. The
- * copies live under the run's records (`runs/<run_id>/tasks/<key>/check-tree/`, out of every step's sight) and are
- * removed after each run; the task's own dir, branch and inputs are never written by either check.
+ * phase reads the implementations as inputs, so the inputs folder is copied (and, red, put back) the same way.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
-import { gitFor } from '../git/safe-git';
-import { keptContent, loadSnapshot } from './dir-snapshot';
+import { gitFor } from '../../../git/safe-git';
+import { keptContent, loadSnapshot } from '../../dir-snapshot';
 
 /** A phase file as it was before its implementation: its bytes and mode, a symbolic link's target, or absent (null). */
 export type StartContent = { kind: 'file'; content: Buffer; mode: number } | { kind: 'symlink'; target: string } | null;
 
-/** Where a check tree's copies are: the task dir's copy and, in plain mode, the inputs folder's. */
-export interface CheckTree {
-  /** `runs/<run_id>/tasks/<key>/check-tree/`, removed with {@link removeCheckTree}. */
-  root: string;
-  /** The copy of the task dir. */
-  dir: string;
-  /** The copy of the inputs folder (plain mode), else null. */
-  inputs: string | null;
-}
-
-/**
- * Copies the task dir (and its inputs folder, when it has one) to a fresh check tree `<taskRunDir>/check-tree/` (one
- * path for every copy of the task: the copy's folder never says which run it is) with `cp -a`: modes, symbolic links
- * and modification times kept, so a file's mtime reads as it does in the task dir; every access time is the epoch.
- * @throws Error when a copy fails (disk full, unreadable entry), naming cp's message
- */
-export async function copyCheckTree(taskRunDir: string, taskDir: string, inputsDir: string | null): Promise<CheckTree> {
-  const root = path.join(taskRunDir, 'check-tree');
-  await removeCheckTree(root);
-  fs.mkdirSync(root, { recursive: true });
-  const tree: CheckTree = { root, dir: path.join(root, 'tree'), inputs: inputsDir ? path.join(root, 'inputs') : null };
-  for (const [from, to] of [[taskDir, tree.dir], ...(inputsDir && tree.inputs ? [[inputsDir, tree.inputs]] : [])] as [string, string][]) {
-    const r = await execa('cp', ['-a', '--', `${from}/.`, to], { reject: false, all: true, stdin: 'ignore' });
-    if (r.exitCode !== 0) throw new Error(`red before green: copying ${from} for the check failed: ${String(r.all).trim().split('\n').slice(-3).join('; ')}`);
-    // Access times are not kept: each copy reads the source, which (relatime) marks what had not been read since it
-    // was written, so a copy made after another would show as read what the first showed unread. Every entry of
-    // every copy gets one access time (the epoch); the check's own reads then change its copy alike in both runs.
-    const t = await execa('find', [to, '-exec', 'touch', '-a', '-h', '-c', '-d', '@0', '--', '{}', '+'], { reject: false, all: true, stdin: 'ignore' });
-    if (t.exitCode !== 0) throw new Error(`red before green: setting the access times of the copy of ${from} failed: ${String(t.all).trim().split('\n').slice(-3).join('; ')}`);
-  }
-  return tree;
-}
-
-/** Removes a check tree (read-only folders the inputs copy kept are made writable first). Never throws. */
-export async function removeCheckTree(root: string): Promise<void> {
-  if (!fs.existsSync(root)) return;
-  await execa('chmod', ['-R', 'u+rwx', '--', root], { reject: false, stdin: 'ignore' });
-  fs.rmSync(root, { recursive: true, force: true });
-}
 
 /**
  * Puts `rel` under `dir` back to `start`: written with its mode, made a symbolic link, or removed (then the folders

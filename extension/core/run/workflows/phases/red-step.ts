@@ -1,23 +1,24 @@
 /**
  * Step `red` (the test phase of `phases` only: docs/workflows.md "Phases", "red before green"): once the check passed
- * on the sealed tree, the same check runs once more on the red tree (run/red.ts: the sealed tree with every phase file
+ * on the sealed tree, the same check runs once more on the red tree (red.ts: the sealed tree with every phase file
  * put back as it was before its implement task ran) and must fail there. Tests that pass without the code test nothing
  * of it: the attempt is then FAIL with that reason, retried like any check failure.
  *
  * The red run is made as like the check as Verdict can: both run on a fresh copy of the sealed tree made the same way
- * at the same path (run/red.ts), bound (sandboxed) at the task dir's own path, with the same variables, sandbox plan,
+ * at the same path (run/check-tree.ts), bound (sandboxed) at the task dir's own path, with the same variables, sandbox plan,
  * a fresh scratch dir at the same path and the same time limit. What still tells them apart is written in
  * docs/workflows.md.
  */
 import path from 'node:path';
-import { runCheck } from '../check';
-import { setIdNote } from '../../process/set-id';
-import { copyCheckTree, implementStart, putBack, redPassedReason, removeCheckTree, startContentAt, startContentInBase, type StartContent } from '../red';
-import { recordFiles } from '../attempt-record';
-import { taskCheckEnvironment } from './check';
-import { taskRunDir } from './seal';
-import { stepCaps } from '../containment';
-import { Cancelled, type AttemptContext, type Step } from './context';
+import { runCheck } from '../../check';
+import { setIdNote } from '../../../process/set-id';
+import { copyCheckTree, removeCheckTree } from '../../check-tree';
+import { implementStart, putBack, redPassedReason, startContentAt, startContentInBase, type StartContent } from './red';
+import { recordFiles } from '../../attempt-record';
+import { taskCheckEnvironment } from '../../steps/check';
+import { taskRunDir } from '../../steps/seal';
+import { stepCaps } from '../../containment';
+import { Cancelled, type AttemptContext, type Step } from '../../steps/context';
 
 export const redStep: Step = {
   name: 'red',
@@ -58,14 +59,14 @@ export const redStep: Step = {
   },
 };
 
-/** A phase file as it was before its implement task ran (run/red.ts). */
+/** A phase file as it was before its implement task ran (red.ts). */
 async function startOf(ctx: AttemptContext, f: { file: string; implement: string; start?: string }): Promise<StartContent> {
   if (!ctx.repo) return startContentInBase(taskRunDir(ctx, f.implement), f.file);
   return startContentAt(ctx.repo.root, f.start ?? (await implementStartOf(ctx, f.implement)), f.file);
 }
 
 /**
- * Worktree mode: the commit the implement task `implement` started from (run/red.ts implementStart), from its passed
+ * Worktree mode: the commit the implement task `implement` started from (red.ts implementStart), from its passed
  * commit in this run's state.
  * @throws Error when it has no passed commit in this run
  */

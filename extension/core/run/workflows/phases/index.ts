@@ -1,0 +1,14 @@
+/**
+ * Workflow `phases` (docs/workflows.md "Phases"), its run-time part: red before green. The test phase of a task with
+ * `phases` (compiled by its section, manifest/workflows/phases/: TaskSpec `red`) has its check run on a fresh copy of
+ * the sealed tree (checkOnCopy), then once more by step `red` (red-step.ts, placed after `check`) on a copy with
+ * every phase file put back as it was before its implementation (red.ts), where it must fail.
+ */
+import type { Workflow } from '../workflow';
+import { redStep } from './red-step';
+
+export const phasesWorkflow: Workflow = {
+  name: 'phases',
+  steps: [{ step: redStep, after: 'check' }],
+  checkOnCopy: (task) => task.spec.red !== undefined,
+};
