@@ -3,7 +3,8 @@
 // finds that text inside the active webview (the frameLocator route of shared/recipes) and writes
 // <dir>/response-<n>.json {"found": bool, "error": string|null}. `"where": "workbench"` looks in the workbench itself
 // instead (a view such as Testing, which the extension host cannot read either); `{"click": "<css selector>"}` clicks
-// that element instead of looking for text (a button inside the webview, as a user would). The folder exists only while a probe serves it, so
+// that element instead of looking for text (a button inside the webview, as a user would); `{"screenshot": "<file>"}` saves
+// a picture of the whole workbench there (the README's pictures of the runs view). The folder exists only while a probe serves it, so
 // a test that finds no folder (the @vscode/test-electron route) knows nobody will answer.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,7 +23,14 @@ export function serveWebviewProbe(page, dir) {
         let found = false;
         let error = null;
         try {
-          const { text, where, click } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+          const { text, where, click, screenshot } = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+          if (screenshot) {
+            fs.mkdirSync(path.dirname(screenshot), { recursive: true });
+            await page.waitForTimeout(500); // the tree's last redraw
+            await page.screenshot({ path: screenshot });
+            fs.writeFileSync(path.join(dir, `response-${m[1]}.json`), JSON.stringify({ found: true, error: null }));
+            continue;
+          }
           const scope = where === 'workbench' ? page : page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
           if (click) await scope.locator(click).first().click({ timeout: 30000 });
           else await scope.getByText(text).first().waitFor({ timeout: 30000 });

@@ -113,7 +113,7 @@ describe('a run outlives the window that started it', function () {
       const pausedRow = await until('the paused run in the tree', async () => {
         const node = (await api.runsView.getChildren()).find((n) => n.runId === h?.runId);
         const item = node && api.runsView.getTreeItem(node);
-        return item && /running \(paused\)/.test(String(item.description)) ? item : undefined;
+        return item && /^PAUSED · /.test(String(item.description)) ? item : undefined;
       });
       assert.match(String(pausedRow.contextValue), /^run\.running\.paused\.resumable/, 'Resume Run is offered on it');
       const resumed = await vscode.commands.executeCommand<ControlAck | undefined>('verdict.resumeRun', runNode);
