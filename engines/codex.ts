@@ -108,6 +108,9 @@ export const codexEngine: EngineSpec = {
   stateShared: ['${CODEX_HOME:-~/.codex}/auth.json', '${CODEX_HOME:-~/.codex}/config.toml'],
   defaultModel: null,
   retryContext: 'prompt',
+  // The event types of `codex exec --json` 0.171.0: its JSONL thread events, as the binary names them (the serde
+  // tags of codex-rs exec's ThreadEvent), seen in test/fixtures/engines/codex*.jsonl but for item.updated.
+  eventTypes: ['thread.started', 'turn.started', 'turn.completed', 'turn.failed', 'item.started', 'item.updated', 'item.completed', 'error'],
   cachedInInput: true,
   parseOutput: parseCodexOutput,
   finalMessage: codexFinalMessage,

@@ -146,6 +146,9 @@ export const opencodeEngine: EngineSpec = {
   stateShared: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json', '${XDG_DATA_HOME:-~/.local/share}/opencode/bin', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode'],
   defaultModel: null,
   retryContext: 'prompt',
+  // The event types `opencode run --format json` 1.18.33 prints (its run command writes exactly these: step_start,
+  // step_finish, text, tool_use, reasoning, error), seen in test/fixtures/engines/opencode*.jsonl but for reasoning.
+  eventTypes: ['step_start', 'step_finish', 'text', 'tool_use', 'reasoning', 'error'],
   cachedInInput: true,
   parseOutput: parseOpencodeOutput,
   // One step_finish per model call, each with that call's tokens and cost: the sum so far is the usage so far.

@@ -80,16 +80,28 @@ describe('unknown event types (engines/jsonl.ts unknownEventTypes)', () => {
     assert.deepEqual(unknownEventTypes(Array.from({ length: 9 }, (_, i) => `{"type":"t${i}"}`).join('\n'), []).length, 5);
   });
 
-  it('claude and gemini: an unknown event inserted anywhere before the result changes nothing their parsers read', async () => {
+  it('claude, gemini, codex and opencode: an unknown event inserted anywhere before the final event changes nothing their parsers read', async () => {
     const { builtinEngines } = await import('../../../engines');
     const { engineFixture } = await import('./fixture');
-    for (const name of ['claude', 'gemini']) {
+    const { unknownEventTypes } = await import('../../../engines/jsonl');
+    // The new event carries fields the known ones use (usage, tokens, an error, text), so a parser that read it would show.
+    const NEW = '{"type":"brand_new_event","usage":{"input_tokens":999999,"output_tokens":999999},"part":{"tokens":{"input":999999},"reason":"stop"},"error":{"message":"boom"},"status":"error","result":"forged"}';
+    for (const name of ['claude', 'gemini', 'codex', 'opencode']) {
       const engine = builtinEngines().get(name)!;
-      const lines = engineFixture(name).trimEnd().split('\n');
-      const withNew = [lines[0], '{"type":"brand_new_event","usage":{"input_tokens":999999}}', ...lines.slice(1)].join('\n');
-      assert.deepEqual(engine.parseOutput(withNew), engine.parseOutput(lines.join('\n')), name);
-      assert.deepEqual(engine.eventTypes && (await import('../../../engines/jsonl')).unknownEventTypes(withNew, engine.eventTypes), ['brand_new_event'], name);
-      assert.deepEqual((await import('../../../engines/jsonl')).unknownEventTypes(lines.join('\n'), engine.eventTypes ?? []), [], `${name}: its real capture has no unknown event`);
+      assert.ok(engine.eventTypes?.length, `${name} lists the event types it knows`);
+      const captures = fs.readdirSync(new URL('../../fixtures/engines/', import.meta.url)).filter((f) => f.startsWith(`${name}`) && f.endsWith('.jsonl')).map((f) => f.replace(/\.jsonl$/, ''));
+      assert.ok(captures.length >= 3, `${name}: ${captures.join(', ')}`);
+      for (const fixture of captures) {
+        const lines = engineFixture(fixture).trimEnd().split('\n');
+        const known = lines.join('\n');
+        assert.deepEqual(unknownEventTypes(known, engine.eventTypes ?? []), [], `${fixture}: its real capture has no unknown event`);
+        for (let at = 0; at < lines.length; at++) {
+          const withNew = [...lines.slice(0, at), NEW, ...lines.slice(at)].join('\n');
+          assert.deepEqual(engine.parseOutput(withNew), engine.parseOutput(known), `${fixture}, new event before line ${at + 1}`);
+          assert.equal(engine.finalMessage(withNew), engine.finalMessage(known), `${fixture}, new event before line ${at + 1}`);
+          assert.deepEqual(unknownEventTypes(withNew, engine.eventTypes ?? []), ['brand_new_event'], fixture);
+        }
+      }
     }
   });
 });
