@@ -282,10 +282,31 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
 
   describe('opencode, plain mode', function () {
     let run: RealRun;
+    let permission: RealRun;
     before(async function () {
       this.timeout(600000);
       const binDir = await ensureCli('opencode');
-      run = await runReal('opencode', binDir, 'plain');
+      // At once (they share nothing): the plain run, and one whose first model call asks opencode to write outside its
+      // project directory, which its `external_directory` permission asks the user about (engineEnv allows only edit
+      // and bash); two attempts.
+      [run, permission] = await Promise.all([
+        runReal('opencode', binDir, 'plain'),
+        runReal('opencode', binDir, 'plain', { askTool: { name: 'write', input: { filePath: '../outside.txt', content: 'written outside\n' } } }, { max_attempts: 2 }),
+      ]);
+    });
+
+    it('a write needing permission is rejected without asking (no prompt, no wait): opencode ends its turn, the attempt FAILs its check, the retry PASSes', () => {
+      const r = permission;
+      assert.equal(r.result.exitCode, 0, explain(r));
+      assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL'], [2, 'PASS']], explain(r));
+      const first = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
+      assert.match(first, /permission requested: external_directory \([^)]*\); auto-rejecting/, 'opencode headless rejects what it would ask');
+      assert.match(first, /"tool":"write"[^\n]*"status":"error"[^\n]*rejected permission/);
+      assert.match(String(r.rows[0]?.notes), /the check exited 2/);
+      assert.ok(!fs.existsSync(path.join(r.dir, 'work', 'outside.txt')), 'nothing was written outside the task dir');
+      assert.equal(first.match(/"type":"step_finish"/g)?.length, 1, 'after the rejection opencode asked the model nothing more in that attempt');
+      // The retry: the server's script (with askTool, it answers once two tool results are in) has it run bash twice.
+      assert.deepEqual(r.server.requests.filter((q) => q.api === 'chat').map((q) => q.tool), ['write', 'bash', 'bash', null], explain(r));
     });
 
     it('passes, leaves alpha.txt in <workdir>/<key>, and records exactly the usage the server sent', () => {

@@ -43,6 +43,8 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
       review: reviewScenario({ ...base, mode: 'worktree' }),
       // engineEnv's settings give Gemini CLI one attempt per model call, so the 429 reaches Verdict at once.
       limited: { ...base, mode: 'plain', server: { rateLimit: { requests: 1, retryAfterS: 1 } } },
+      // The daily quota of an API key, used up (a 429 whose QuotaFailure names a per-day quota, resetting in 7 days).
+      daily: { ...base, mode: 'plain', server: { quota: { requests: 1, resetsInS: 7 * 86400 } } },
       badKey: { ...base, mode: 'plain', server: { requireKey: 'sk-the-real-one' } },
       noKey: { ...base, mode: 'plain', env: { GEMINI_API_KEY: null } },
       // A write Gemini CLI must not allow without asking: its own settings, outside the workspace (the path is relative
@@ -99,6 +101,17 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
 
   it('a 429 is RATE_LIMITED and requeued without burning the attempt; the requeue PASSes', () => {
     assertRequeued(run('limited'), 'gemini');
+  });
+
+  it("an API key's daily quota used up: Gemini CLI names no reset, so no wait — RATE_LIMITED and requeued with a backoff, the requeue PASSes", () => {
+    const r = run('daily');
+    assert.equal(r.result.exitCode, 0, explainRun(r));
+    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explainRun(r));
+    assert.equal(r.server.requests.find((q) => q.api === 'gemini')?.reply, 'quota');
+    // Its headless result says only this (the reset it was sent is in no line it prints as an event).
+    assert.match(fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'), /\{"type":"result"[^\n]*"status":"error"[^\n]*You have exhausted your daily quota on this model\./);
+    assert.doesNotMatch(String(r.result.all), /reached its usage limit/, 'no quota wait was set');
+    assert.equal(r.state.waits, undefined);
   });
 
   for (const [name, what] of [['badKey', 'a key the API refuses (401)'], ['noKey', 'no key']] as const) {

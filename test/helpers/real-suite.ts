@@ -54,20 +54,34 @@ export async function runScenarios(prefix: string, scenarios: Record<string, Rea
   };
 }
 
-/** The retry scenario's run: FAIL then PASS, the check output reached the model (`api`), every token on one row. */
-export function assertRetried(r: RealRun, api: RecordedRequest['api']): void {
+/**
+ * The retry scenario's run: FAIL then PASS, the check output reached the model (`api`), every token on one row (with
+ * `usageKnown` false — a CLI that prints no usage — every row's tokens unknown instead).
+ */
+export function assertRetried(r: RealRun, api: RecordedRequest['api'], usageKnown = true): void {
   assert.equal(r.result.exitCode, 0, explainRun(r));
   assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.retry, x.check_exit_code]), [[1, 'FAIL', false, 1], [2, 'PASS', true, 0]], explainRun(r));
   assert.ok(r.server.requests.some((q) => q.api === api && JSON.stringify(q.body).includes('CHECK-42')), 'the retry prompt reached the model with the check output');
-  // Each attempt's row holds its own calls' tokens: together, everything the server sent.
-  const sent = r.server.usageSent;
-  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, explainRun(r));
-  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_out), 0), sent.output);
+  assertUsageSplit(r, usageKnown);
   assert.equal(fs.readFileSync(path.join(r.dir, 'work', 'alpha', 'alpha.txt'), 'utf8'), 'alpha ready\n');
 }
 
-/** The review scenario's run: work, changes, work again, approve — all on `engine`; every token on one row. */
-export function assertReviewedTwice(r: RealRun, engine: AgentCliName): void {
+/**
+ * Each row holds its own calls' tokens: together, everything the server sent. Where the CLI prints no usage
+ * (`usageKnown` false), every row's tokens are unknown (null), never 0.
+ */
+function assertUsageSplit(r: RealRun, usageKnown: boolean): void {
+  if (!usageKnown) {
+    assert.deepEqual(r.rows.map((x) => [x.tokens_in, x.tokens_out]), r.rows.map(() => [null, null]), explainRun(r));
+    return;
+  }
+  const sent = r.server.usageSent;
+  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, `every token the server sent is on exactly one row\n${explainRun(r)}`);
+  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_out), 0), sent.output);
+}
+
+/** The review scenario's run: work, changes, work again, approve — all on `engine`; every token on one row (assertRetried). */
+export function assertReviewedTwice(r: RealRun, engine: AgentCliName, usageKnown = true): void {
   assert.equal(r.result.exitCode, 0, explainRun(r));
   const rows = r.rows.map((x) => [x.step, x.attempt, x.worker_engine, x.verdict, (x.review as { verdict?: string } | undefined)?.verdict ?? null]);
   assert.deepEqual(rows, [
@@ -77,8 +91,7 @@ export function assertReviewedTwice(r: RealRun, engine: AgentCliName): void {
     ['review', 2, engine, 'PASS', 'approve'],
   ], explainRun(r));
   assert.match(String(r.rows[0]?.notes), /asked for changes: \(1\) alpha\.txt: also say it twice/);
-  const sent = r.server.usageSent;
-  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, `every token the server sent is on exactly one row\n${explainRun(r)}`);
+  assertUsageSplit(r, usageKnown);
 }
 
 /** A run whose first model call (`api`) was answered 429: RATE_LIMITED, requeued, and the requeue PASSes with every token. */
