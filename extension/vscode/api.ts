@@ -2,6 +2,7 @@ import type { Finding } from '../core/manifest/findings';
 import type { RunInfo } from '../core/live/registry';
 import type { RunSummary } from '../core/run/runner';
 import type { LaunchEvent } from './launcher';
+import type { RunForecast } from './forecast';
 import type { RunsNode } from './runs-tree';
 import type { PublishedItem, PublishedResult } from './run-test-results';
 
@@ -33,6 +34,12 @@ export interface VerdictApi {
    *   LaunchError when it cannot start (missing engine binary, not a git repository…: the orchestrator's log tail)
    */
   runManifest(path: string, options?: ApiRunOptions): Promise<RunSummary>;
+  /**
+   * What Run Manifest shows before a run (forecast.ts runForecast, `verdict plan`'s core): the forecast of the saved
+   * manifest, its total line, the `verdict.confirmAboveUsd` threshold and whether Run Manifest asks first.
+   * @throws ManifestError when the manifest does not load
+   */
+  forecast(path: string): Promise<RunForecast>;
   /** Lints a manifest file; never throws (an unreadable file is one `invalid-manifest` finding). */
   lint(path: string): Promise<Finding[]>;
   /** Every run under VERDICT_HOME as the runs view last read it, live first. */

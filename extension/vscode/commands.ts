@@ -23,6 +23,7 @@ import { runDoctor } from './doctor';
 import { newManifest, type NewManifestArgs } from './new-manifest';
 import { treatAsManifest } from './manifest-files';
 import { readSettings } from './settings';
+import { runForecast } from './forecast';
 
 /** What the commands share. */
 export interface CommandContext {
@@ -76,8 +77,18 @@ function taskOf(ctx: CommandContext, ref: TaskRef | undefined) {
   return ctx.tree.find(ref);
 }
 
-/** Run Manifest: lint first (errors stop it: core/manifest/lint.ts startGate, as for the CLI), then a cancellable progress notification. */
-async function runManifestCommand(ctx: CommandContext, target?: unknown): Promise<RunSummary | undefined> {
+/** Options of Run Manifest for callers other than the palette (tests, other extensions). */
+interface RunManifestOptions {
+  /** The answer to the forecast's confirmation, given instead of asking (`Run` starts it, `Cancel` does not). */
+  answer?: 'Run' | 'Cancel';
+}
+
+/**
+ * Run Manifest: lint first (errors stop it: core/manifest/lint.ts startGate, as for the CLI), then the forecast
+ * (forecast.ts runForecast, `verdict plan`'s core): its total is logged and shown, and when its p90 is above
+ * `verdict.confirmAboveUsd` a modal asks before anything starts; then a cancellable progress notification.
+ */
+async function runManifestCommand(ctx: CommandContext, target?: unknown, options: RunManifestOptions = {}): Promise<RunSummary | undefined> {
   return guarded(ctx, async () => {
     requireTrust('run a manifest');
     const uri = target instanceof vscode.Uri ? target : await pickManifest();
@@ -89,7 +100,23 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown): Promis
       void vscode.commands.executeCommand('workbench.actions.view.problems');
       return refuse(`${vscode.workspace.asRelativePath(uri)} has ${gate.errors.length} error(s); see the Problems panel`);
     }
-    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${vscode.workspace.asRelativePath(uri)}`, cancellable: true }, async (progress, token) => {
+    // The forecast never stops a run by failing: a manifest the lint passed but the forecast cannot read runs unasked.
+    const plan = await runForecast(uri.fsPath, ctx.log).catch((e: unknown) => {
+      ctx.log.warn(`forecast of ${uri.fsPath}: ${(e as Error).message}`);
+      return null;
+    });
+    const name = vscode.workspace.asRelativePath(uri);
+    if (plan) ctx.log.info(`${name}: ${plan.line}${plan.confirm ? ` — above verdict.confirmAboveUsd $${plan.thresholdUsd}: asking before the run` : ''}`);
+    if (plan?.confirm) {
+      const ask = `Run ${name}? ${plan.line[0]?.toUpperCase()}${plan.line.slice(1)}, above your $${plan.thresholdUsd} threshold (verdict.confirmAboveUsd).`;
+      const answer = options.answer ?? (await vscode.window.showWarningMessage(ask, { modal: true }, 'Run'));
+      if (answer !== 'Run') {
+        ctx.log.info(`${name}: not run (the forecast was not confirmed)`);
+        return undefined;
+      }
+    }
+    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${name}`, cancellable: true }, async (progress, token) => {
+      if (plan) progress.report({ message: plan.line });
       const summary = await ctx.launcher.run(uri.fsPath, {
         token,
         onEvent: (e) => {
@@ -355,7 +382,7 @@ async function treatAsManifestCommand(ctx: CommandContext, target?: unknown): Pr
 export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
   logChannel = ctx.log;
   const table: Record<string, (...args: never[]) => unknown> = {
-    'verdict.runManifest': (uri?: unknown) => runManifestCommand(ctx, uri),
+    'verdict.runManifest': (uri?: unknown, options?: RunManifestOptions) => runManifestCommand(ctx, uri, options),
     'verdict.cancelRun': (ref?: RunRef) => cancelRun(ctx, ref),
     'verdict.pauseRun': (ref?: RunRef) => pauseOrDrain(ctx, 'pause', ref),
     'verdict.drainRun': (ref?: RunRef) => pauseOrDrain(ctx, 'drain', ref),

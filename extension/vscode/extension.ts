@@ -15,6 +15,7 @@ import { registerDashboard } from './dashboard/register';
 import { DOCTOR_SCHEME, doctorReports } from './doctor';
 import { ManifestDiagnostics } from './diagnostics';
 import { editorEngines } from './engines';
+import { ForecastLensProvider, runForecast } from './forecast';
 import { GIT_SCHEME, GitContentProvider } from './git-content';
 import { RunLauncher } from './launcher';
 import { registerMcpProvider } from './mcp-provider';
@@ -65,6 +66,8 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     vscode.window.createTreeView('verdict.runs', { treeDataProvider: tree, showCollapseAll: true }),
     vscode.workspace.registerTextDocumentContentProvider(GIT_SCHEME, new GitContentProvider()),
     vscode.workspace.registerTextDocumentContentProvider(DOCTOR_SCHEME, doctorReports),
+    // Each task's expected cost over its key (forecast.ts); the provider answers nothing for other JSON files.
+    vscode.languages.registerCodeLensProvider([{ language: 'json' }, { language: 'jsonc' }], new ForecastLensProvider(log)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('verdict')) return;
       diagnostics.refreshAll();
@@ -110,6 +113,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const activationMs = performance.now() - t0;
   return {
     runManifest: (file, options = {}) => launcher.run(file, options),
+    forecast: (file) => runForecast(file, log),
     lint: (file) => lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess, trusted: vscode.workspace.isTrusted }),
     runs: () => {
       tree.refresh();

@@ -17,6 +17,8 @@ export interface EditorSettings extends VerdictSettings {
   identityFlag: string | undefined;
   /** Why the config file could not be read (file and field), or null; a run refuses to start while it is set. */
   configError: string | null;
+  /** `verdict.confirmAboveUsd`: Run Manifest asks before a run whose forecast p90 total is above this, USD (default 1). */
+  confirmAboveUsd: number;
 }
 
 /**
@@ -41,7 +43,12 @@ export function readSettings(): EditorSettings {
   // VS Code only warns about a setting outside its schema's range; the value would still reach the run.
   const parallel = merged.maxParallel;
   const parallelError = parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= MAX_PARALLEL) ? `verdict.maxParallel: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(parallel)}` : null;
-  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError ?? parallelError };
+  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError ?? parallelError, confirmAboveUsd: confirmAbove(c.get<unknown>('confirmAboveUsd')) };
+}
+
+/** `verdict.confirmAboveUsd` as a number of USD ≥ 0; anything else (VS Code only warns about it) is the default, 1. */
+function confirmAbove(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 1;
 }
 
 /** The value the user set at any level (folder > workspace > user), or undefined when only the default applies. */

@@ -6,8 +6,10 @@
 import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
+import { formatUsd } from '../cost/pricing';
 import { loadManifest } from '../manifest/load';
-import { forecast, type Forecast } from './forecast';
+import type { Manifest } from '../manifest/types';
+import { forecast, type Forecast, type TaskForecast } from './forecast';
 import { currentColumns } from './load';
 
 /** A manifest's forecast, with its file, budget (micro-USD, null for none) and max_parallel. */
@@ -22,7 +24,11 @@ export interface ManifestForecast extends Forecast {
  * @throws ManifestError when the manifest does not load (its problems with positions)
  */
 export async function forecastManifest(file: string, home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ManifestForecast> {
-  const manifest = loadManifest(path.resolve(file), { engines: new Set(engines.keys()) }).manifest;
+  return forecastOf(loadManifest(path.resolve(file), { engines: new Set(engines.keys()) }).manifest, home, engines);
+}
+
+/** forecastManifest of a manifest already loaded (the editor's, parsed from its unsaved text). */
+export async function forecastOf(manifest: Manifest, home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ManifestForecast> {
   // A best-of-N group's own entry runs no worker: its candidates are the tasks.
   const tasks = manifest.tasks.filter((t) => !t.select).map((t) => ({ key: t.key, engine: t.engine, model: t.model ?? engines.get(t.engine)?.defaultModel ?? null, taskType: t.taskType }));
   let columns = null;
@@ -32,4 +38,54 @@ export async function forecastManifest(file: string, home: string, engines: Read
     // no eval log yet: every task is without history
   }
   return { manifest: manifest.file, budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000), maxParallel: manifest.maxParallel, ...forecast(tasks, columns) };
+}
+
+/**
+ * The forecast's total as one line: `forecast: $0.40 expected (p50), $1.20 at p90` with `; 1 of 3 task(s) without
+ * history (not counted)` when some have none, or `forecast: no history for any of its 3 task(s)`.
+ */
+export function forecastTotalLine(f: Forecast): string {
+  const n = f.tasks.length;
+  if (n > 0 && f.total.withoutHistory === n) return `forecast: no history for any of its ${n} task(s)`;
+  const line = `forecast: ${formatUsd(f.total.costMedianMicroUsd)} expected (p50), ${formatUsd(f.total.costP90MicroUsd)} at p90`;
+  return f.total.withoutHistory ? `${line}; ${f.total.withoutHistory} of ${n} task(s) without history (not counted)` : line;
+}
+
+/**
+ * True when a run of this forecast should be confirmed before it starts: its p90 total (what it may well cost) is
+ * above `thresholdUsd` (the editor's `verdict.confirmAboveUsd`).
+ */
+export function needsConfirmation(f: Forecast, thresholdUsd: number): boolean {
+  return f.total.costP90MicroUsd > Math.round(thresholdUsd * 1_000_000);
+}
+
+/**
+ * The forecast tasks of one manifest entry `key`: the task of that key, or the tasks a workflow compiled from it
+ * (their keys start with it and a separator), each given to the entry whose key is their longest such prefix.
+ */
+export function entryForecasts(f: Forecast, keys: readonly string[]): Map<string, TaskForecast[]> {
+  const out = new Map<string, TaskForecast[]>(keys.map((k) => [k, []]));
+  for (const t of f.tasks) {
+    let best: string | null = null;
+    for (const k of keys) if ((t.key === k || (t.key.startsWith(k) && /[^A-Za-z0-9]/.test(t.key.charAt(k.length)))) && (best === null || k.length > best.length)) best = k;
+    if (best !== null) out.get(best)?.push(t);
+  }
+  return out;
+}
+
+/**
+ * One manifest entry's expected cost as the editor's CodeLens shows it: `expected $0.0200 (p50) · $0.0600 at p90 ·
+ * 1 attempt(s) · from 3 past task(s)`, `no history` when none of its tasks has any, with `· 2 task(s)` for a workflow
+ * compiled into several.
+ */
+export function entryForecastText(tasks: readonly TaskForecast[]): string {
+  const known = tasks.filter((t) => t.figures);
+  if (!known.length) return `no history${tasks.length > 1 ? ` · ${tasks.length} task(s)` : ''}`;
+  const p50 = known.reduce((s, t) => s + (t.figures?.costMedianMicroUsd ?? 0), 0);
+  const p90 = known.reduce((s, t) => s + (t.figures?.costP90MicroUsd ?? 0), 0);
+  const attempts = known.reduce((s, t) => s + (t.figures?.attempts ?? 0), 0);
+  const past = Math.min(...known.map((t) => t.figures?.tasks ?? 0));
+  const parts = [`expected ${formatUsd(p50)} (p50)`, `${formatUsd(p90)} at p90`, `${attempts} attempt(s)`, `from ${past} past task(s)`];
+  if (tasks.length > 1) parts.push(`${tasks.length} task(s)${known.length < tasks.length ? `, ${tasks.length - known.length} without history` : ''}`);
+  return parts.join(' · ');
 }

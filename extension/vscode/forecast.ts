@@ -1,0 +1,67 @@
+/**
+ * The forecast in the editor, from the same core as `verdict plan` (core/scoreboard/plan.ts): Run Manifest's total and
+ * its confirmation above `verdict.confirmAboveUsd`, and each task's expected cost in a CodeLens over its `key` in the
+ * manifest editor ("no history" where there is none).
+ */
+import { findNodeAtLocation, parseTree } from 'jsonc-parser';
+import * as vscode from 'vscode';
+import { resolveHome } from '../core/config/home';
+import { parseManifest } from '../core/manifest/load';
+import { entryForecasts, entryForecastText, forecastManifest, forecastOf, forecastTotalLine, needsConfirmation, type ManifestForecast } from '../core/scoreboard/plan';
+import { isManifestDocument } from './diagnostics';
+import { editorEngines } from './engines';
+import { readSettings } from './settings';
+
+/** What Run Manifest shows and decides before it starts a run. */
+export interface RunForecast {
+  forecast: ManifestForecast;
+  /** forecastTotalLine: `forecast: $0.40 expected (p50), $1.20 at p90…`. */
+  line: string;
+  /** The threshold in force (`verdict.confirmAboveUsd`), USD. */
+  thresholdUsd: number;
+  /** True when the p90 total is above the threshold: the user is asked before the run starts. */
+  confirm: boolean;
+}
+
+/**
+ * The forecast of the manifest file `file` (as saved) from the eval log under the editor's home, and whether Run
+ * Manifest must ask before starting it.
+ * @throws ManifestError when the manifest does not load
+ */
+export async function runForecast(file: string, log: vscode.LogOutputChannel): Promise<RunForecast> {
+  const s = readSettings();
+  const forecast = await forecastManifest(file, resolveHome(s.home), editorEngines(log));
+  return { forecast, line: forecastTotalLine(forecast), thresholdUsd: s.confirmAboveUsd, confirm: needsConfirmation(forecast, s.confirmAboveUsd) };
+}
+
+/** The CodeLens over each task's key in a manifest editor: its expected cost from the eval log, or "no history". */
+export class ForecastLensProvider implements vscode.CodeLensProvider {
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
+    if (!isManifestDocument(doc)) return [];
+    const text = doc.getText();
+    const engines = editorEngines(this.log);
+    const { manifest } = parseManifest(text, doc.uri.fsPath, { engines: new Set(engines.keys()) });
+    if (!manifest) return [];
+    let f: ManifestForecast;
+    try {
+      f = await forecastOf(manifest, resolveHome(readSettings().home), engines);
+    } catch (e) {
+      this.log.warn(`forecast of ${doc.uri.fsPath}: ${(e as Error).message}`);
+      return [];
+    }
+    const tree = parseTree(text);
+    const raw = (manifest.raw as { tasks?: unknown[] }).tasks ?? [];
+    const keys = raw.map((t) => (t && typeof t === 'object' && typeof (t as { key?: unknown }).key === 'string' ? (t as { key: string }).key : null));
+    const byEntry = entryForecasts(f, keys.filter((k): k is string => k !== null));
+    const lenses: vscode.CodeLens[] = [];
+    keys.forEach((key, i) => {
+      const node = key !== null && tree ? findNodeAtLocation(tree, ['tasks', i, 'key']) : undefined;
+      if (key === null || !node) return;
+      const range = new vscode.Range(doc.positionAt(node.offset), doc.positionAt(node.offset + node.length));
+      lenses.push(new vscode.CodeLens(range, { title: `Verdict forecast: ${entryForecastText(byEntry.get(key) ?? [])}`, command: '' }));
+    });
+    return lenses;
+  }
+}
