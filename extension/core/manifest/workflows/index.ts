@@ -4,14 +4,14 @@
  * ordinary tasks, task by task, order kept. Adding a workflow's section is one folder manifest/workflows/<name>/
  * exporting a `WorkflowSection` (section.ts) and one entry here. Lint refuses a task with two sections that compile
  * (each workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
- * Sections with a folder of their own: validate/, council/, phases/; the others are defined here, from older files.
+ * Sections with a folder of their own: validate/, council/, phases/, critique/; the others are defined here, from older files.
  */
 import { compileRepeat } from '../repeat';
-import { critiqueProblems } from '../rules/critique';
 import { generateProblems } from '../rules/generate';
 import { repeatProblems } from '../rules/repeat';
 import type { ProblemCode, TaskSpec } from '../types';
 import { councilSection } from './council';
+import { critiqueSection } from './critique';
 import { phasesSection } from './phases';
 import type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
 import { validateSection } from './validate';
@@ -41,14 +41,6 @@ const generateSection: WorkflowSection = {
   name: 'generate',
   code: 'generate',
   problems: (tasks) => generateProblems(tasks),
-};
-
-/** A critique loop (`critique`): rules/critique.ts; its run-time part is the plugin run/workflows/critique/. */
-const critiqueSection: WorkflowSection = {
-  name: 'critique',
-  code: 'critique',
-  problems: (tasks) => critiqueProblems(tasks),
-  engines: (t) => (isObject(t.critique) ? [{ kind: 'readers', at: ['critique'], entries: t.critique.critics, verb: 'criticise', list: 'critics' }] : []),
 };
 
 /** Every registered workflow section, in the order the loader reports and compiles them. */

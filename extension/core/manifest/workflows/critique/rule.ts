@@ -4,7 +4,8 @@
  * several tasks; revise the outcome in a task `after` it instead) nor on a planner (`generate`: its deliverable is a plan, whose tasks
  * have checks of their own). Pure, on the parsed data: the loader reports these as problems of code `critique` (so it
  * refuses the manifest) and the linter shows them under rule `critique`, at the `critique` value. Critic engines are
- * checked with the reviewers' (load.ts: unknown engines, and the script engine, which cannot read a prompt as text).
+ * checked as readers (index.ts: the loader refuses unknown ones and the script engine, which cannot read a prompt as
+ * text).
  */
 
 /** One problem: the JSON path of the offending value and what is wrong. */
