@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { expandArgv } from '../../engines/argv';
 import { findBinary } from '../../engines';
 import type { EngineSpec } from '../../engines/types';
-import { TESTED_CLIS, versionStatus, type VersionStatus } from '../../engines/tested-versions';
+import { cliVersion, TESTED_CLIS, versionStatus, type VersionStatus } from '../../engines/tested-versions';
 import { expandStatePath } from '../core/process/sandbox';
 import { printedVersion } from '../core/run/engine-versions';
 
@@ -42,7 +42,7 @@ export interface EngineHealth {
   binary: string;
   /** The binary's absolute path on PATH, or null when not installed. */
   found: string | null;
-  /** First line of `<binary> --version`, or null (not installed, or it printed nothing / failed). */
+  /** The line of `<binary> --version` naming a version (else its first line), or null (not installed, or it printed nothing / failed). */
   version: string | null;
   /**
    * That version against engines/tested-versions.ts: `tested`, `untested` (a tested major), `untested-major`, or
@@ -75,7 +75,9 @@ export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, p
   if (!found) return { ...base, loginDetail: 'not installed', fix: engine.install };
   // In a throwaway home: asking the version must not touch the user's state (printedVersion says why).
   const printed = await printedVersion(found, env, 15_000);
-  const version = printed === null ? null : (printed.split('\n').map((l) => l.trim()).find(Boolean) ?? null);
+  // The line naming a version (codex 0.171.0 may print a warning line before it), else the first line.
+  const lines = printed === null ? [] : printed.split('\n').map((l) => l.trim()).filter(Boolean);
+  const version = lines.find((l) => cliVersion(l) !== null) ?? lines[0] ?? null;
   const login = engine.harness === 'script' ? { login: 'n/a' as const, detail: 'no model, no account' } : await loginOf(engine, found, env);
   const check = LOGIN[engine.harness];
   const vs = versionStatus(engine.name, version);

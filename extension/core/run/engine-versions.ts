@@ -18,7 +18,7 @@ const STATE_HOME_VARS = ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_
 /**
  * What `<binary> --version` prints (stdout and stderr), or null when it fails, times out or cannot start. It runs with
  * `env` (PATH and the rest kept), stdin closed, at most `timeoutMs`, but with a fresh, empty home and state folders
- * (STATE_HOME_VARS), removed afterwards: even `--version` is a full start for some CLIs, and Gemini CLI 0.61.0 then
+ * (STATE_HOME_VARS, each an existing empty folder), removed afterwards: even `--version` is a full start for some CLIs, and Gemini CLI 0.61.0 then
  * rewrites the user's ~/.gemini/settings.json (deprecated keys migrated) and leaves temporary files beside it. Asking
  * a version must change nothing of the user's. Never throws.
  */
@@ -27,7 +27,11 @@ export async function printedVersion(binary: string, env: Record<string, string 
   try {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-version-'));
     const own: Record<string, string> = {};
-    for (const name of STATE_HOME_VARS) own[name] = name === 'HOME' ? home : path.join(home, name.toLowerCase());
+    // Each one made: codex refuses a CODEX_HOME that does not exist (and prints a warning before its version).
+    for (const name of STATE_HOME_VARS) {
+      own[name] = name === 'HOME' ? home : path.join(home, name.toLowerCase());
+      fs.mkdirSync(own[name], { recursive: true });
+    }
     const r = await execa(binary, ['--version'], { env: { ...env, ...own }, extendEnv: false, reject: false, timeout: timeoutMs, stdin: 'ignore', all: true, cwd: home });
     return r.exitCode === 0 ? String(r.all ?? '') : null;
   } catch {

@@ -60,7 +60,8 @@ describe('tested CLI versions (engines/tested-versions.ts)', () => {
     // As Gemini CLI 0.61.0 does on --version: rewrites its settings and leaves a temporary file beside them.
     const seen = path.join(dir, 'seen');
     const cli = path.join(dir, 'gemini');
-    fs.writeFileSync(cli, `#!/bin/sh\nmkdir -p "$HOME/.gemini" && echo '{}' > "$HOME/.gemini/settings.json" && touch "$HOME/.gemini/projects.json.1.tmp"\necho "$HOME $XDG_CONFIG_HOME $CODEX_HOME" > '${seen}'\necho 9.0.0\n`, { mode: 0o755 });
+    // And as codex 0.171.0 does: a CODEX_HOME that does not exist is an error.
+    fs.writeFileSync(cli, `#!/bin/sh\n[ -d "$CODEX_HOME" ] || { echo "CODEX_HOME points to $CODEX_HOME, but that path does not exist"; exit 1; }\nmkdir -p "$HOME/.gemini" && echo '{}' > "$HOME/.gemini/settings.json" && touch "$HOME/.gemini/projects.json.1.tmp"\necho "$HOME $XDG_CONFIG_HOME $CODEX_HOME" > '${seen}'\necho 9.0.0\n`, { mode: 0o755 });
     const env = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), CODEX_HOME: path.join(home, '.codex') };
     const warnings = await engineVersionWarnings(new Map([['gemini', cli]]), env);
     assert.match(warnings[0] ?? '', /^engine gemini: its CLI is 9\.0\.0/, 'the version was still read');
