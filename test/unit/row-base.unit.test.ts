@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { evalRow, rowBase, type AttemptRecord } from '../../extension/core/run/attempt-record';
 import { critiqueRow } from '../../extension/core/run/workflows/critique/record';
 import { reviewRow } from '../../extension/core/run/review-record';
-import { rankRow } from '../../extension/core/run/workflows/rank-record';
-import { selectRow } from '../../extension/core/run/workflows/select-row';
+import { rankRow } from '../../extension/core/run/workflows/best-of-n/rank-record';
+import { selectRow } from '../../extension/core/run/workflows/best-of-n/select-row';
 import { evalRowProblems } from '../../extension/core/store/eval-log';
 
 function record(over: Partial<AttemptRecord> = {}): AttemptRecord {

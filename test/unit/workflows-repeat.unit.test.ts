@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { preflight, PreflightError } from '../../extension/core/run/preflight';
 import { builtinEngines } from '../../engines';
-import { groupGate, beatenReason } from '../../extension/core/run/workflows/group';
+import { groupGate, beatenReason } from '../../extension/core/run/workflows/best-of-n/gate';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
 
 const engines = new Set(ctx.engines.keys());

@@ -2,7 +2,7 @@
  * Best-of-N compiled into ordinary tasks (docs/workflows.md "Best-of-N"): a task with `repeat: N` (or
  * `candidates`) becomes
  * - its own entry, the group: no worker runs for it; its `after` lists its candidates and its `select` says how the
- *   runner picks the winner (run/workflows/group.ts; `ranked`: with its `rank` reviewers); it carries the task's
+ *   runner picks the winner (run/workflows/best-of-n/gate.ts; `ranked`: with its `rank` reviewers); it carries the task's
  *   check, so `verdict merge KEY` re-checks the winner with it;
  * - N candidates `<key>--c1` … `<key>--cN`: copies of the task (same spec, check and `after`), candidate N on entry N
  *   of `candidates` (else the task's own engine and model), each with its own task dir and branch.

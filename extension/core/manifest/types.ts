@@ -168,13 +168,13 @@ export interface ReviewPolicy {
 /**
  * How a best-of-N group picks its winner: `first-pass` (the first candidate to PASS; the others are stopped), `all`
  * (every candidate runs to its end; the lowest-numbered one that passed) or `ranked` (every candidate runs to its end;
- * the `rank` reviewers score those that passed: run/workflows/rank.ts).
+ * the `rank` reviewers score those that passed: run/workflows/best-of-n/rank.ts).
  */
 export type SelectMode = 'first-pass' | 'all' | 'ranked';
 
 /**
  * `rank` of a `select: "ranked"` task: the reviewers that score its passing candidates (one after the other; model
- * null: that engine's default) and the rubric they score against (run/workflows/ranking.ts).
+ * null: that engine's default) and the rubric they score against (run/workflows/best-of-n/ranking.ts).
  */
 export interface RankPolicy {
   rubric: string;

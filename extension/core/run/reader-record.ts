@@ -1,6 +1,6 @@
 /**
  * What every read-only engine run records — a reviewer (review-record.ts), a critic (workflows/critique/record.ts) and a ranking
- * reviewer (workflows/rank-record.ts) — and the eval-row columns those rows fill the same way: the engine, model and
+ * reviewer (workflows/best-of-n/rank-record.ts) — and the eval-row columns those rows fill the same way: the engine, model and
  * harness credited, times, tokens, cost and the engine's exit code; the check's columns are empty (the work row has
  * them). Pure.
  */

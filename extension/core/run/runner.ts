@@ -1,6 +1,6 @@
 /**
  * The run's coordinator: runManifest sets the run up (live-run.ts), wires its parts — the task graph (task-graph.ts),
- * the attempt loop (attempt-loop.ts), best-of-N groups (workflows/best-of-n.ts), the workflow plugins' hooks
+ * the attempt loop (attempt-loop.ts), best-of-N groups (workflows/best-of-n/groups.ts), the workflow plugins' hooks
  * (workflows/index.ts), the control channel (control-handler.ts) — starts every task, waits until nothing runs,
  * and ends the run (teardown.ts).
  */
@@ -12,7 +12,7 @@ import { Scheduler } from './scheduler';
 import { TaskGraph } from './task-graph';
 import { AttemptLoop } from './attempt-loop';
 import { ControlHandler } from './control-handler';
-import { BestOfN } from './workflows/best-of-n';
+import { BestOfN } from './workflows/best-of-n/groups';
 import { workflowsSettled } from './workflows';
 import { takeOverTasks } from './take-over';
 import { finishRun } from './teardown';
@@ -41,7 +41,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const graph = new TaskGraph(run, scheduler);
   const loop = new AttemptLoop(run, graph);
   // Best-of-N (docs/workflows.md): a group's own entry waits for its candidates and is decided by
-  // workflows/best-of-n.ts (ranked: after its ranking reviewers).
+  // workflows/best-of-n/groups.ts (ranked: after its ranking reviewers).
   const groups = new BestOfN({
     ctx: run.ctx,
     task: (key) => run.byKey.get(key),

@@ -11,7 +11,7 @@ import { readsAsInput } from './inputs';
 import type { LiveRun } from './live-run';
 import type { Scheduler } from './scheduler';
 import type { TaskRuntime } from './steps/context';
-import type { BestOfN } from './workflows/best-of-n';
+import type { BestOfN } from './workflows/best-of-n/groups';
 
 /** What a rerun put back in the queue besides the task itself. */
 export interface Reopened {
@@ -27,7 +27,7 @@ export class TaskGraph {
   readonly parked = new Set<TaskRuntime>();
   /** Callbacks waiting for a task to be final (a stop's acknowledgment, a rerun of a task still running). */
   private readonly whenFinal = new Map<TaskRuntime, (() => void)[]>();
-  /** Best-of-N groups: their gate and decision (workflows/best-of-n.ts); set once, after construction. */
+  /** Best-of-N groups: their gate and decision (workflows/best-of-n/groups.ts); set once, after construction. */
   groups: BestOfN | null = null;
   /**
    * Called first when a task became final, before its dependents are released: the workflow plugins' onSettled

@@ -6,7 +6,7 @@ import type { Database, SqlValue } from 'sql.js';
  * models tried the same task. From the attempts table:
  * - a group is one (run_id, group_key); a model took part in it when it has a work row there with a candidate number
  *   (a model with two candidates in one group took part once);
- * - it won the group when the group's `select` row (run/workflows/select-row.ts, written once the group is decided)
+ * - it won the group when the group's `select` row (run/workflows/best-of-n/select-row.ts, written once the group is decided)
  *   is credited to it. A group that no candidate won (BLOCKED) or that is not decided yet counts as taken part in,
  *   not won.
  */

@@ -96,7 +96,7 @@ export interface EvalRow {
   /**
    * What the row is about: `work` (a worker's attempt: counted and credited to its model by the scoreboard) or another
    * step a model performed and is credited for on a row of its own (`review`, `rank`; `critique`: one critic's criticisms
-   * of a proposal, run/workflows/critique/record.ts), or a best-of-N group's decision (`select`: run/workflows/select-row.ts, credited
+   * of a proposal, run/workflows/critique/record.ts), or a best-of-N group's decision (`select`: run/workflows/best-of-n/select-row.ts, credited
    * to the winner's model). Rows from before the field: `work`.
    */
   step: string;
@@ -126,9 +126,9 @@ export interface EvalRow {
    * taken as reported) and that re-run; `worker_check_output` (tail) when it failed where the worker said PASS.
    */
   pool?: PoolColumn;
-  /** Only on `step: "rank"` rows: which ranking reviewer, the names it saw and its scores (run/workflows/rank-record.ts). */
+  /** Only on `step: "rank"` rows: which ranking reviewer, the names it saw and its scores (run/workflows/best-of-n/rank-record.ts). */
   rank?: RankColumn;
-  /** Only on the `select` row of a ranked group: what decided it (run/workflows/select-row.ts). */
+  /** Only on the `select` row of a ranked group: what decided it (run/workflows/best-of-n/select-row.ts). */
   ranking?: RankingColumn;
   /**
    * On every row of a run started or resumed with `--force` (MCP `force: true`) over lint errors in its manifest

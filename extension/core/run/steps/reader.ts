@@ -4,7 +4,7 @@
  * own scratch dir (project files the worker wrote there — AGENTS.md, CLAUDE.md, .claude/settings.json with hooks,
  * opencode.json, .codex/ — must not configure or instruct it; it reads the task dir by its path), with its engine's
  * guarded settings put back after it, as after a worker. What it answers is read from its final message by the caller.
- * superviseReadOnly, the supervised run itself, is shared with the ranking reviewers (run/workflows/ranking.ts).
+ * superviseReadOnly, the supervised run itself, is shared with the ranking reviewers (run/workflows/best-of-n/ranking.ts).
  */
 import path from 'node:path';
 import { expandArgv } from '../../../../engines';
@@ -157,7 +157,7 @@ export interface ReadOnlyRun {
  * guarded settings put back after it (a note says what was). Its stdout and stderr reach `logFile` through a socket the
  * spawn helper relays (SuperviseOptions.relayOutput), never as the file itself. Returns the receipt and the output's
  * tail, and when the log was cut to its log_max_mb what its cut parts reported (`cutUsage`, counts only: the log
- * alone holds less; see uncutUsage); the log is in `logFile`. Shared by runReader (reviewers, critics) and run/workflows/ranking.ts (ranking
+ * alone holds less; see uncutUsage); the log is in `logFile`. Shared by runReader (reviewers, critics) and run/workflows/best-of-n/ranking.ts (ranking
  * reviewers).
  */
 export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): Promise<{ receipt: Receipt; tail: string; cutUsage: Partial<UsageReport> | null }> {

@@ -7,8 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Seal, WorktreeLinks } from '../../git/worktree';
-import { diffMaterial, filesMaterial, type ReviewMaterial } from '../review-material';
+import type { Seal, WorktreeLinks } from '../../../git/worktree';
+import { diffMaterial, filesMaterial, type ReviewMaterial } from '../../review-material';
 
 /** Bytes of a plain-mode candidate's files copied for a reviewer; past it the rest is left out (and said). */
 export const RANK_COPY_BYTES = 16 * 1024 * 1024;

@@ -1,13 +1,13 @@
 /**
- * One ranking reviewer's part of a ranked best-of-N decision (run/workflows/ranking.ts runs it) and its projection into
+ * One ranking reviewer's part of a ranked best-of-N decision (run/workflows/best-of-n/ranking.ts runs it) and its projection into
  * an eval row of its own: step `rank`, on the group's key, credited to the reviewing engine and model, `attempt` the
  * group's ranking round. Pure.
  */
 import path from 'node:path';
-import type { Containment } from '../../process/sandbox';
-import type { EvalRow } from '../../store/eval-row';
-import { rowBase } from '../attempt-record';
-import { readerColumns, readerName, type ReaderRun } from '../reader-record';
+import type { Containment } from '../../../process/sandbox';
+import type { EvalRow } from '../../../store/eval-row';
+import { rowBase } from '../../attempt-record';
+import { readerColumns, readerName, type ReaderRun } from '../../reader-record';
 
 /** One ranking reviewer's ranking. Times epoch ms; cost integer micro-USD, null when unknown. */
 export interface RankRecord extends ReaderRun {

@@ -8,14 +8,14 @@
  * candidate's number, engine or model; the prompt carries the task, the rubric and each candidate's work (its diff or
  * files), never a task key, branch name, engine, model or eval row.
  *
- * Wired by run/workflows/ranking.ts (the reviewers in their read-only sandbox, their `rank` rows) and
- * run/workflows/best-of-n.ts (when a ranked group is decided).
+ * Wired by run/workflows/best-of-n/ranking.ts (the reviewers in their read-only sandbox, their `rank` rows) and
+ * run/workflows/best-of-n/groups.ts (when a ranked group is decided).
  */
 import crypto from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
-import { validateRankAnswer } from '../../../../schemas/generated/validateRankAnswer.js';
-import { dataTag } from '../review-prompt';
-import { preview, tryJson } from '../review-verdict';
+import { validateRankAnswer } from '../../../../../schemas/generated/validateRankAnswer.js';
+import { dataTag } from '../../review-prompt';
+import { preview, tryJson } from '../../review-verdict';
 
 /** The most candidates a ranking shows (one capital letter each). */
 export const MAX_RANKED = 26;

@@ -8,18 +8,18 @@
  * per schemas/rank-answer.schema.json (rank.ts parseRankAnswer).
  */
 import fs from 'node:fs';
-import type { EngineSpec } from '../../../../engines/types';
-import type { EngineChoice } from '../../manifest/types';
-import { hiddenFromSteps, scratchEnv, stepScratch } from '../containment';
-import type { AttemptContext, TaskRuntime } from '../steps/context';
-import { superviseReadOnly, uncutUsage } from '../steps/reader';
-import { FINAL_EVENT_GRACE_MS, readLog } from '../steps/work';
-import { readerEnd } from '../reader-end';
+import type { EngineSpec } from '../../../../../engines/types';
+import type { EngineChoice } from '../../../manifest/types';
+import { hiddenFromSteps, scratchEnv, stepScratch } from '../../containment';
+import type { AttemptContext, TaskRuntime } from '../../steps/context';
+import { superviseReadOnly, uncutUsage } from '../../steps/reader';
+import { FINAL_EVENT_GRACE_MS, readLog } from '../../steps/work';
+import { readerEnd } from '../../reader-end';
 import { parseRankAnswer, rankPrompt } from './rank';
 import { rankFiles, type RankRecord } from './rank-record';
 import { redact, writeRankMaterial, type CandidateSource, type Redaction } from './rank-material';
-import type { ReviewMaterial } from '../review-material';
-import { usageTokens } from '../spend';
+import type { ReviewMaterial } from '../../review-material';
+import { usageTokens } from '../../spend';
 
 /** Inherited environment variables a ranking reviewer never gets (they name Verdict's home, the run or its identity). */
 const PRIVATE_ENV = /^(VERDICT|RINGER|FLEET)_/;

@@ -5,8 +5,8 @@
  * not an attempt: no duration, tokens or cost of its own (the winner's work row has them), and the pass rates never
  * read it (they count step `work` rows only).
  */
-import type { EvalRow, RankingColumn } from '../../store/eval-row';
-import { evalRow, type AttemptRecord } from '../attempt-record';
+import type { EvalRow, RankingColumn } from '../../../store/eval-row';
+import { evalRow, type AttemptRecord } from '../../attempt-record';
 
 /**
  * The `select` row of group `groupKey`, from the winner's settled PASS record; `reason` is the decision as the task's

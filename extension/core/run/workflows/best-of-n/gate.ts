@@ -3,8 +3,8 @@
  * compiled by manifest/repeat.ts). Pure: the runner asks it each time a candidate becomes final, exactly as it gates
  * an `after` dependent (decide.ts graphGate), and acts on the answer.
  */
-import { statusInfo } from '../../../../schemas/status';
-import type { SelectMode } from '../../manifest/types';
+import { statusInfo } from '../../../../../schemas/status';
+import type { SelectMode } from '../../../manifest/types';
 
 /** One candidate as the gate sees it: its key, number and current status (in this run, or the run it continues). */
 export interface CandidateStatus {
@@ -16,7 +16,7 @@ export interface CandidateStatus {
 /**
  * `wait`: no decision yet. `won`: the group passes with `winner` (for `first-pass` the runner stops the candidates
  * that are not final). `rank`: every candidate is final and two or more passed (`passed`, by number): the ranking
- * reviewers decide (run/workflows/ranking.ts). `lost`: no candidate passed (every one is final); the group ends
+ * reviewers decide (run/workflows/best-of-n/ranking.ts). `lost`: no candidate passed (every one is final); the group ends
  * BLOCKED with `reason`.
  */
 export type GroupGate = { kind: 'wait' } | { kind: 'won'; winner: CandidateStatus } | { kind: 'rank'; passed: CandidateStatus[] } | { kind: 'lost'; reason: string };

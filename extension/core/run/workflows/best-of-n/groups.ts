@@ -1,7 +1,7 @@
 /**
  * Deciding best-of-N groups in a running run (docs/workflows.md "Best-of-N", "Ranked"): a group's own entry waits,
  * like any `after` dependent, for its candidates; no worker runs for it. The runner asks {@link BestOfN.gate} each
- * time a candidate becomes final (the pure decision: group.ts groupGate) and hands the answer to
+ * time a candidate becomes final (the pure decision: gate.ts groupGate) and hands the answer to
  * {@link BestOfN.decide}: the group ends PASS with the winner's commit (in worktree mode its branch created there, and
  * a `select` eval row written), BLOCKED when none passed, or — `ranked` with two or more passing — its ranking
  * reviewers run first (ranking.ts) and decideRanking (rank.ts) picks the winner. Its dependents then go on as after
@@ -10,22 +10,22 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { evalLogPath, runDir } from '../../config/home';
-import { createBranchAt } from '../../git/branch';
-import { shortHost } from '../../host/hostname';
-import { appendEvalRow } from '../../store/eval-log';
-import type { EvalRow, RankingColumn } from '../../store/eval-row';
-import type { RunState } from '../../live/state';
-import { recordFromView, type AttemptRecord } from '../attempt-record';
-import { statusInfo } from '../../../../schemas/status';
-import type { AttemptContext, TaskRuntime } from '../steps/context';
-import { beatenReason, groupGate, type CandidateStatus, type GroupGate } from './group';
+import { evalLogPath, runDir } from '../../../config/home';
+import { createBranchAt } from '../../../git/branch';
+import { shortHost } from '../../../host/hostname';
+import { appendEvalRow } from '../../../store/eval-log';
+import type { EvalRow, RankingColumn } from '../../../store/eval-row';
+import type { RunState } from '../../../live/state';
+import { recordFromView, type AttemptRecord } from '../../attempt-record';
+import { statusInfo } from '../../../../../schemas/status';
+import type { AttemptContext, TaskRuntime } from '../../steps/context';
+import { beatenReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
 import { decideRanking, neutralNames, type RankOutcome } from './rank';
 import { candidateMaterial, type CandidateSource } from './rank-material';
 import { rankDir, rankerName, rankRow, type RankRecord, type RankRowContext } from './rank-record';
 import { runRankers } from './ranking';
 import { selectRow } from './select-row';
-import { endTask } from '../end-task';
+import { endTask } from '../../end-task';
 
 /** What deciding a group needs of the runner. */
 export interface GroupHost {
