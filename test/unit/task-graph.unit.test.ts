@@ -141,4 +141,44 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     assert.ok(g.closed());
     assert.ok(a.abort.signal.aborted);
   });
+
+  it('a workflow releases its own waiting task: kept waiting, or taken out of waiting and acted on instead of pushed; it sees each final task first', () => {
+    const [a, grp, c] = [task('a'), task('grp', ['a']), task('c', ['grp'])];
+    const g = graphOf([a, grp, c]);
+    const seen: string[] = [];
+    let answer: 'wait' | 'act' = 'wait';
+    g.graph.workflows = {
+      settled: (t) => void seen.push(`final ${t.spec.key}`),
+      release: (t) => (t !== grp ? undefined : answer === 'wait' ? 'wait' : () => void seen.push(`acted ${t.spec.key} parked=${g.graph.parked.has(t)}`)),
+      keepWaiting: () => false,
+      waitsAgainFor: () => false,
+    };
+    for (const t of [a, grp, c]) g.graph.enqueue(t);
+    assert.deepEqual(g.pushed, ['a']);
+    assert.ok(g.graph.parked.has(grp), 'the workflow keeps it waiting');
+    answer = 'act';
+    g.end(a, 'FAIL');
+    assert.deepEqual(seen, ['final a', 'acted grp parked=false'], 'not BLOCKED by the graph: the workflow acted on it, out of waiting');
+    assert.deepEqual(g.pushed, ['a']);
+    assert.equal(grp.state.status, 'queued');
+    assert.ok(g.graph.parked.has(c), 'the graph still gates the tasks that are not the workflow\'s');
+  });
+
+  it('drain keeps the waiting tasks a workflow keeps; a rerun stops a task a workflow is deciding from it, as it stops a reader', () => {
+    const [a, b, grp, other] = [task('a'), task('b'), task('grp', ['a', 'b']), task('o', ['b'])];
+    const g = graphOf([a, b, grp, other]);
+    g.graph.workflows = { settled: () => undefined, release: (t) => (t === grp ? 'wait' : undefined), keepWaiting: (t) => t === grp, waitsAgainFor: (t, k) => t === grp && k === 'a' };
+    for (const t of [a, b, grp, other]) g.graph.enqueue(t);
+    assert.equal(g.graph.cancelWaiting(true), 1);
+    assert.deepEqual([grp.state.status, other.state.status], ['queued', 'CANCELLED']);
+    // grp now deciding (out of waiting, not final) when a is rerun: stopped to wait for it again.
+    g.graph.parked.delete(grp);
+    grp.state.status = 'checking';
+    a.state.status = 'PASS';
+    const reopened = g.graph.reopen(a);
+    assert.deepEqual(reopened.restarted.map((t) => t.spec.key), ['grp']);
+    assert.ok(grp.abort.signal.aborted);
+    assert.match(grp.restart ?? '', /its input a is being rerun/);
+  });
 });
+

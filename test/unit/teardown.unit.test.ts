@@ -9,6 +9,7 @@ import type { Scheduler } from '../../extension/core/run/scheduler';
 import type { TaskRuntime } from '../../extension/core/run/steps/context';
 import { TaskGraph } from '../../extension/core/run/task-graph';
 import { finishRun } from '../../extension/core/run/teardown';
+import { RunWorkflows } from '../../extension/core/run/workflows';
 import { tempDir } from '../helpers/fixtures';
 
 function task(key: string, verdict: string, over: Record<string, unknown> = {}): TaskRuntime {
@@ -40,8 +41,10 @@ function runOf(tasks: TaskRuntime[], cancelled = false) {
   } as unknown as LiveRun;
   const scheduler = { close: () => undefined } as unknown as Scheduler<TaskRuntime>;
   const graph = new TaskGraph(run, scheduler);
+  const workflows = new RunWorkflows({ run, graph });
+  graph.workflows = workflows;
   const control = { end: () => void order.push('control end') } as unknown as ControlHandler;
-  return { run, graph, control, order, events, home, dir };
+  return { run, graph, control, workflows, order, events, home, dir };
 }
 
 describe('finishRun: the end of a live run', () => {
@@ -49,7 +52,7 @@ describe('finishRun: the end of a live run', () => {
     const [a, b] = [task('a', 'PASS'), task('b', 'queued', { after: ['never'] })];
     const r = runOf([a, b]);
     r.graph.parked.add(b);
-    const summary = await finishRun(r.run, r.graph, r.control);
+    const summary = await finishRun(r.run, r.graph, r.control, r.workflows);
     assert.deepEqual([b.state.status, b.state.reason], ['CANCELLED', 'its prerequisites never ended']);
     assert.deepEqual(r.order, ['control end', 'close finished', 'release workdir', 'release run']);
     assert.equal(summary.allPassed, false);
@@ -60,14 +63,14 @@ describe('finishRun: the end of a live run', () => {
 
   it('no engine settings copy (they may hold keys) and no scratch folder outlives the run', async () => {
     const r = runOf([task('a', 'PASS')]);
-    await finishRun(r.run, r.graph, r.control);
+    await finishRun(r.run, r.graph, r.control, r.workflows);
     assert.equal(fs.existsSync(path.join(r.dir, 'engine-state')), false);
     assert.equal(fs.existsSync(path.join(r.home, 'scratch', 'r1')), false);
   });
 
   it('a cancelled run closes cancelled; a best-of-N candidate that failed does not fail the run its group passed', async () => {
     const r = runOf([task('c1', 'FAIL', { candidate: 1 }), task('c2', 'PASS', { candidate: 2 }), task('grp', 'PASS')], true);
-    const summary = await finishRun(r.run, r.graph, r.control);
+    const summary = await finishRun(r.run, r.graph, r.control, r.workflows);
     assert.equal(r.run.state.status, 'cancelled');
     assert.equal(summary.cancelled, true);
     assert.equal(summary.allPassed, true);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ATTEMPT_STEPS, WORKFLOWS, withWorkflowSteps, type Workflow } from '../../extension/core/run/workflows';
+import { ATTEMPT_STEPS, RunWorkflows, WORKFLOWS, withWorkflowSteps, type Workflow, type WorkflowHost } from '../../extension/core/run/workflows';
 import { DEFAULT_STEPS } from '../../extension/core/run/steps';
 import type { Step } from '../../extension/core/run/steps/context';
 
@@ -57,4 +57,70 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
       assert.doesNotMatch(text, /spec\.red\b|workflows\/phases|redStep|phases/, `${f} names the phases workflow`);
     }
   });
+
+  it('registers best-of-N, and the runner, the task graph, the run setup, the attempt loop, the control handler and the teardown reach it only through the table', () => {
+    assert.ok(WORKFLOWS.some((w) => w.name === 'best-of-N'));
+    const files = ['runner.ts', 'task-graph.ts', 'attempt-loop.ts', 'control-handler.ts', 'teardown.ts', 'live-run.ts', path.join('steps', 'context.ts')];
+    for (const f of files) {
+      const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
+      // live-run.ts copies the task's compiled place (group, candidate, select, workflow) into its state for the views:
+      // a projection of the manifest, not a decision; any other `spec.select` or `spec.candidate` is one.
+      const code = f === 'live-run.ts' ? text.replace(/\.\.\.\(spec\.(group|candidate|select|workflow) !== undefined \? \{ \1: spec\.\1 \} : \{\}\),/g, '') : text;
+      assert.doesNotMatch(code, /spec\.select|spec\.candidate|GroupHost|BestOfN|workflows\/best-of-n|groups\.(busy|idle|gate|decide)/, `${f} names the best-of-N workflow`);
+    }
+  });
 });
+
+/** A fake host: a scheduler whose idle() counts its calls. */
+function hostOf(): { host: WorkflowHost; idles: () => number } {
+  let idles = 0;
+  const graph = { scheduler: { idle: async () => void idles++ } };
+  return { host: { run: {}, graph } as unknown as WorkflowHost, idles: () => idles };
+}
+
+const fakeTask = (key: string) => ({ spec: { key, after: [] }, state: { status: 'queued' } }) as unknown as Parameters<RunWorkflows['release']>[0];
+
+describe('RunWorkflows: every workflow\'s part of one run, asked as one', () => {
+  it('opens each workflow once per run; the first answer in table order releases a task; no answer leaves it to the graph', () => {
+    const opened: string[] = [];
+    const mine = fakeTask('mine');
+    const acted: string[] = [];
+    const a: Workflow = { name: 'a', open: () => (opened.push('a'), { release: (t) => (t === mine ? () => void acted.push('a') : undefined) }) };
+    const b: Workflow = { name: 'b', open: () => (opened.push('b'), { release: () => 'wait' }) };
+    const w = new RunWorkflows(hostOf().host, [a, b]);
+    assert.deepEqual(opened, ['a', 'b']);
+    const act = w.release(mine);
+    assert.equal(typeof act, 'function');
+    (act as () => void)();
+    assert.deepEqual(acted, ['a']);
+    assert.equal(w.release(fakeTask('other')), 'wait', 'a does not take it, b keeps it waiting');
+    assert.equal(new RunWorkflows(hostOf().host, [{ name: 'none' }]).release(mine), undefined);
+  });
+
+  it('a refusal of a rerun comes from the first workflow that refuses; stop, keepWaiting, waitsAgainFor and passNotNeeded ask every one', () => {
+    const stopped: string[] = [];
+    const a: Workflow = { name: 'a', open: () => ({ refuseRerun: () => null, onStop: (_t, r) => void stopped.push(`a ${r}`), keepWaiting: () => false }) };
+    const b: Workflow = { name: 'b', open: () => ({ refuseRerun: (t) => `b refuses ${t.spec.key}`, onStop: (_t, r) => void stopped.push(`b ${r}`), keepWaiting: () => true, waitsAgainFor: (_t, k) => k === 'x', passNotNeeded: () => true }) };
+    const w = new RunWorkflows(hostOf().host, [a, b]);
+    const t = fakeTask('t');
+    assert.equal(w.refuseRerun(t), 'b refuses t');
+    assert.equal(new RunWorkflows(hostOf().host, [a]).refuseRerun(t), null);
+    w.onStop(t, 'stopped by me');
+    assert.deepEqual(stopped, ['a stopped by me', 'b stopped by me']);
+    assert.equal(w.keepWaiting(t), true);
+    assert.deepEqual([w.waitsAgainFor(t, 'x'), w.waitsAgainFor(t, 'y')], [true, false]);
+    assert.equal(w.passNotNeeded(t), true);
+    assert.equal(new RunWorkflows(hostOf().host, [a]).passNotNeeded(t), false);
+  });
+
+  it('quiet: waits for the scheduler, then for each workflow\'s work under way and the scheduler again, until nothing is', async () => {
+    let rounds = 2;
+    const done: string[] = [];
+    const a: Workflow = { name: 'a', open: () => ({ idle: () => (rounds > 0 ? new Promise<void>((r) => setTimeout(() => { rounds--; done.push(`round ${2 - rounds}`); r(); }, 5)) : null) }) };
+    const h = hostOf();
+    await new RunWorkflows(h.host, [a, { name: 'b', open: () => ({}) }]).quiet();
+    assert.deepEqual(done, ['round 1', 'round 2']);
+    assert.equal(h.idles(), 3, 'the scheduler once first and once after each round of work');
+  });
+});
+

@@ -10,6 +10,7 @@ import type { LiveRun } from './live-run';
 import { wakeTime } from './quota-wait';
 import type { TaskGraph } from './task-graph';
 import type { TaskRuntime } from './steps/context';
+import type { RunWorkflows } from './workflows';
 
 /** How often a live run reads its control file (runs/<id>/control.jsonl), ms. */
 export const CONTROL_POLL_MS = 250;
@@ -26,7 +27,7 @@ export class ControlHandler {
   private readonly acknowledged: Set<string>;
   private poller: ReturnType<typeof setInterval> | null = null;
 
-  constructor(private readonly run: LiveRun, private readonly graph: TaskGraph, private readonly loop: AttemptLoop) {
+  constructor(private readonly run: LiveRun, private readonly graph: TaskGraph, private readonly loop: AttemptLoop, private readonly workflows: RunWorkflows) {
     this.reader = new ControlReader(controlFile(run.dir));
     this.acknowledged = new Set((run.state.control ?? []).map((a) => a.id));
   }
@@ -123,19 +124,16 @@ export class ControlHandler {
     if (statusInfo(t.state.status).final) return this.ack(c, 'refused', `${t.spec.key} is already final (${t.state.status})`);
     this.graph.waitFinal(t, () => this.ack(c, 'done', `${t.spec.key} ended ${t.state.status}`));
     this.graph.stop(t, `stopped by ${c.by}`);
-    // A best-of-N task: its candidates stop with it.
-    if (t.spec.select) for (const k of t.spec.after) {
-      const cand = this.run.byKey.get(k);
-      if (cand && !statusInfo(cand.state.status).final) this.graph.stop(cand, `stopped by ${c.by}`);
-    }
+    // What a workflow stops with it (a best-of-N group's candidates).
+    this.workflows.onStop(t, `stopped by ${c.by}`);
   }
 
   private rerun(c: ControlCommand, t: TaskRuntime): void {
     const why = this.refuseStart();
     if (why) return this.ack(c, 'refused', why);
-    // A planner whose tasks joined the run (state.json `generated`): running it again would add them twice.
-    if (t.state.generated?.length) return this.ack(c, 'refused', `${t.spec.key} is a planner whose tasks already joined the run (${t.state.generated.join(', ')}); rerun those instead`);
-    if (t.spec.select) return this.ack(c, 'refused', `${t.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${t.spec.after.join(', ')})`);
+    // A workflow's own refusal (a planner whose tasks joined the run, a best-of-N group).
+    const refused = this.workflows.refuseRerun(t);
+    if (refused) return this.ack(c, 'refused', refused);
     if (t.state.status === 'BLOCKED') {
       const gate = this.graph.gateOf(t);
       if (gate.kind === 'blocked') return this.ack(c, 'refused', `${t.spec.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${t.spec.key} runs again once it passes`);

@@ -1,8 +1,7 @@
 /**
  * The run's coordinator: runManifest sets the run up (live-run.ts), wires its parts — the task graph (task-graph.ts),
- * the attempt loop (attempt-loop.ts), best-of-N groups (workflows/best-of-n/groups.ts), the workflow plugins' hooks
- * (workflows/index.ts), the control channel (control-handler.ts) — starts every task, waits until nothing runs,
- * and ends the run (teardown.ts).
+ * the attempt loop (attempt-loop.ts), the workflow plugins' part of the run (workflows/index.ts RunWorkflows), the
+ * control channel (control-handler.ts) — starts every task, waits until nothing runs, and ends the run (teardown.ts).
  */
 import type { RunOptions } from './run-options';
 import type { RunSummary } from './run-types';
@@ -12,8 +11,7 @@ import { Scheduler } from './scheduler';
 import { TaskGraph } from './task-graph';
 import { AttemptLoop } from './attempt-loop';
 import { ControlHandler } from './control-handler';
-import { BestOfN } from './workflows/best-of-n/groups';
-import { workflowsSettled } from './workflows';
+import { RunWorkflows } from './workflows';
 import { takeOverTasks } from './take-over';
 import { finishRun } from './teardown';
 import { statusInfo } from '../../../schemas/status';
@@ -40,22 +38,11 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   });
   const graph = new TaskGraph(run, scheduler);
   const loop = new AttemptLoop(run, graph);
-  // Best-of-N (docs/workflows.md): a group's own entry waits for its candidates and is decided by
-  // workflows/best-of-n/groups.ts (ranked: after its ranking reviewers).
-  const groups = new BestOfN({
-    ctx: run.ctx,
-    task: (key) => run.byKey.get(key),
-    prior: (key) => run.prior.get(key),
-    block: (t, reason) => graph.block(t, reason),
-    stop: (t, reason) => graph.stop(t, reason),
-    cancel: (t) => graph.cancel(t),
-    settled: (t) => graph.settled(t),
-    again: (t) => graph.waitForInputsAgain(t),
-  });
-  graph.groups = groups;
-  // Workflow plugins (workflows/index.ts) see each task that became final, before its dependents are released.
-  graph.onFinal = (task) => workflowsSettled({ run, graph }, task);
-  const control = new ControlHandler(run, graph, loop);
+  // Workflow plugins (workflows/index.ts): they see each task that became final before its dependents are released,
+  // and release the waiting tasks that are theirs (a best-of-N group).
+  const workflows = new RunWorkflows({ run, graph });
+  graph.workflows = workflows;
+  const control = new ControlHandler(run, graph, loop, workflows);
   control.start();
 
   if (run.cont) {
@@ -71,12 +58,8 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
     // A task BLOCKED by an earlier one in this loop is already final.
     if (!statusInfo(t.state.status).final) graph.enqueue(t);
   }
-  await scheduler.idle();
-  // A ranking decides its group after the scheduler went idle; the group's dependents then run.
-  while (groups.busy()) {
-    await groups.idle();
-    await scheduler.idle();
-  }
+  // What a workflow does once the scheduler went idle (a ranking) may start tasks again: waited for too.
+  await workflows.quiet();
   opts.signal?.removeEventListener('abort', onAbort);
-  return finishRun(run, graph, control);
+  return finishRun(run, graph, control, workflows);
 }

@@ -11,7 +11,21 @@ import { readsAsInput } from './inputs';
 import type { LiveRun } from './live-run';
 import type { Scheduler } from './scheduler';
 import type { TaskRuntime } from './steps/context';
-import type { BestOfN } from './workflows/best-of-n/groups';
+
+/**
+ * What the graph asks of the run's workflow plugins (run/workflows/index.ts RunWorkflows, whose hooks each workflow
+ * documents in run/workflows/workflow.ts): declared here so that the graph imports no workflow.
+ */
+export interface GraphWorkflows {
+  /** `task` became final: called first, before its waiting dependents are released. */
+  settled(task: TaskRuntime): void;
+  /** A waiting task: undefined when no workflow takes it; `'wait'` keeps it waiting; a function acts on it instead. */
+  release(task: TaskRuntime): 'wait' | (() => void) | undefined;
+  /** Drain: true to keep this waiting task waiting. */
+  keepWaiting(task: TaskRuntime): boolean;
+  /** A rerun of `key`: true to stop `task` (not final, not waiting) and have it wait for its prerequisites again. */
+  waitsAgainFor(task: TaskRuntime, key: string): boolean;
+}
 
 /** What a rerun put back in the queue besides the task itself. */
 export interface Reopened {
@@ -27,13 +41,8 @@ export class TaskGraph {
   readonly parked = new Set<TaskRuntime>();
   /** Callbacks waiting for a task to be final (a stop's acknowledgment, a rerun of a task still running). */
   private readonly whenFinal = new Map<TaskRuntime, (() => void)[]>();
-  /** Best-of-N groups: their gate and decision (workflows/best-of-n/groups.ts); set once, after construction. */
-  groups: BestOfN | null = null;
-  /**
-   * Called first when a task became final, before its dependents are released: the workflow plugins' onSettled
-   * (run/workflows/index.ts); set once, after construction.
-   */
-  onFinal: ((task: TaskRuntime) => void) | null = null;
+  /** The run's workflow plugins (run/workflows/index.ts RunWorkflows); set once, after construction. */
+  workflows: GraphWorkflows | null = null;
 
   constructor(private readonly run: LiveRun, readonly scheduler: Scheduler<TaskRuntime>) {}
 
@@ -60,11 +69,12 @@ export class TaskGraph {
   /** A waiting task whose prerequisites are all final: pushed when they passed, BLOCKED when one did not. */
   release(task: TaskRuntime): void {
     if (!this.parked.has(task)) return;
-    if (task.spec.select && this.groups) {
-      const decided = this.groups.gate(task);
-      if (decided.kind === 'wait') return;
+    // A workflow's own task (a best-of-N group) is released by its workflow instead.
+    const taken = this.workflows?.release(task);
+    if (taken === 'wait') return;
+    if (taken) {
       this.parked.delete(task);
-      return this.groups.decide(task, decided);
+      return taken();
     }
     const gate = this.gateOf(task);
     if (gate.kind === 'wait') return;
@@ -98,7 +108,7 @@ export class TaskGraph {
   /** A task may have become final: the workflows see it (onFinal), its waiting dependents are released, its waiters called. */
   settled(task: TaskRuntime): void {
     if (!statusInfo(task.state.status).final) return;
-    this.onFinal?.(task);
+    this.workflows?.settled(task);
     for (const t of this.parked) if (t.spec.after.includes(task.spec.key)) this.release(t);
     const waiting = this.whenFinal.get(task);
     this.whenFinal.delete(task);
@@ -125,12 +135,12 @@ export class TaskGraph {
 
   /**
    * Cancels every waiting task (the run is cancelled or drained: nothing more starts). `keepDecidable` (drain): a
-   * best-of-N task with a candidate still running keeps waiting, so that candidate's PASS still decides it.
+   * waiting task a workflow keeps (WorkflowRun.keepWaiting: a best-of-N group with a candidate still running) keeps
+   * waiting, so what still runs can decide it.
    * @returns how many waiting tasks were kept
    */
   cancelWaiting(keepDecidable = false): number {
-    const { byKey } = this.run;
-    const kept = keepDecidable ? [...this.parked].filter((t) => t.spec.select && t.spec.after.some((k) => byKey.get(k)?.state.status !== 'queued' && !statusInfo(byKey.get(k)?.state.status ?? 'queued').final)) : [];
+    const kept = keepDecidable ? [...this.parked].filter((t) => this.workflows?.keepWaiting(t) ?? false) : [];
     const parked = [...this.parked].filter((t) => !kept.includes(t));
     for (const t of parked) this.parked.delete(t);
     for (const t of parked) this.cancel(t);
@@ -197,8 +207,8 @@ export class TaskGraph {
       for (const t of this.run.tasks) {
         if (t === task || !t.spec.after.includes(key) || unblocked.includes(t) || restarted.includes(t)) continue;
         // A reader of it that is running or waiting for a slot is stopped and waits for it again (one still waiting for
-        // its prerequisites, parked, waits anyway); so is a best-of-N group ranking it (not final, not parked: ranking).
-        if (!statusInfo(t.state.status).final && (readsAsInput(t.spec, key) || t.spec.select !== undefined) && !this.parked.has(t)) {
+        // its prerequisites, parked, waits anyway); so is a task a workflow is deciding from it (WorkflowRun.waitsAgainFor).
+        if (!statusInfo(t.state.status).final && (readsAsInput(t.spec, key) || (this.workflows?.waitsAgainFor(t, key) ?? false)) && !this.parked.has(t)) {
           restarted.push(t);
           this.restartReader(t, key);
           unblock(t.spec.key);

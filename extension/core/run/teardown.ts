@@ -11,12 +11,13 @@ import type { LiveRun } from './live-run';
 import type { RunSummary } from './run-types';
 import type { TaskGraph } from './task-graph';
 import { releaseTrees } from './trees';
+import type { RunWorkflows } from './workflows';
 
 /**
  * Ends the run (see the module's comment) and returns its summary, also emitted as `run-finished`.
  * @throws only for broken records (disk full, permissions)
  */
-export async function finishRun(run: LiveRun, graph: TaskGraph, control: ControlHandler): Promise<RunSummary> {
+export async function finishRun(run: LiveRun, graph: TaskGraph, control: ControlHandler, workflows: RunWorkflows): Promise<RunSummary> {
   const { ctx, dir, emit, home, runId, state, stateFile, tasks } = run;
   // Nothing runs and nothing is queued: a task still waiting can never start (not expected; said, not hung on).
   for (const t of [...graph.parked]) t.state.reason = 'its prerequisites never ended';
@@ -42,8 +43,8 @@ export async function finishRun(run: LiveRun, graph: TaskGraph, control: Control
     cancelled: run.cancelled,
     durationMs: state.endedAt - run.startedAt,
     tasks: summaries,
-    // A best-of-N task stands for its candidates: the run passed when the task did, whatever its other candidates did.
-    allPassed: summaries.every((s) => s.verdict === 'PASS' || run.byKey.get(s.key)?.spec.candidate !== undefined),
+    // A task another stands for (a best-of-N candidate: its group) need not pass (WorkflowRun.passNotNeeded).
+    allPassed: tasks.every((t) => t.summary.verdict === 'PASS' || workflows.passNotNeeded(t)),
     recordErrors: ctx.recordErrors,
     spend: await run.spend.finish(),
     state,

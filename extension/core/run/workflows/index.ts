@@ -7,15 +7,16 @@ import type { EvalRow } from '../../store/eval-row';
 import type { AttemptRecord } from '../attempt-record';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import { DEFAULT_STEPS } from '../steps';
-import type { Workflow, WorkflowHost } from './workflow';
+import type { Workflow, WorkflowHost, WorkflowRelease, WorkflowRun } from './workflow';
 import { generateWorkflow } from './generate';
 import { critiqueWorkflow } from './critique';
 import { phasesWorkflow } from './phases';
+import { bestOfNWorkflow } from './best-of-n';
 
-export type { Workflow, WorkflowHost, WorkflowStep } from './workflow';
+export type { Workflow, WorkflowHost, WorkflowRelease, WorkflowRun, WorkflowStep } from './workflow';
 
 /** Every registered workflow. */
-export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, generateWorkflow, critiqueWorkflow];
+export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, generateWorkflow, critiqueWorkflow, bestOfNWorkflow];
 
 /**
  * The steps of an attempt: `base` with each workflow's steps inserted right after the step each names (in table order).
@@ -46,9 +47,75 @@ export function checkOnCopy(task: TaskRuntime): boolean {
   return WORKFLOWS.some((w) => w.checkOnCopy?.(task) ?? false);
 }
 
-/** Calls every workflow's onSettled for a task that became final. */
-export function workflowsSettled(host: WorkflowHost, task: TaskRuntime): void {
-  for (const w of WORKFLOWS) w.onSettled?.(host, task);
+/**
+ * Every workflow's part of one run (Workflow.open), asked as one: by the task graph (settled, release, keepWaiting,
+ * waitsAgainFor), the control handler (refuseRerun, onStop), the run's end (passNotNeeded) and the coordinator
+ * (quiet). The first workflow in table order that answers for a task decides where only one answer can hold.
+ */
+export class RunWorkflows {
+  private readonly runs: WorkflowRun[];
+
+  /** Opens every workflow of `workflows` for the run of `host` (its task graph built). */
+  constructor(private readonly host: WorkflowHost, private readonly workflows: readonly Workflow[] = WORKFLOWS) {
+    this.runs = workflows.map((w) => w.open?.(host) ?? {});
+  }
+
+  /** `task` became final: every workflow's onSettled, before its waiting dependents are released. */
+  settled(task: TaskRuntime): void {
+    for (const w of this.workflows) w.onSettled?.(this.host, task);
+  }
+
+  /** A waiting task: the first workflow's answer for it (WorkflowRun.release), or undefined when none takes it. */
+  release(task: TaskRuntime): WorkflowRelease | undefined {
+    for (const r of this.runs) {
+      const answer = r.release?.(task);
+      if (answer !== undefined) return answer;
+    }
+    return undefined;
+  }
+
+  /** True when a workflow keeps this waiting task waiting through a drain (WorkflowRun.keepWaiting). */
+  keepWaiting(task: TaskRuntime): boolean {
+    return this.runs.some((r) => r.keepWaiting?.(task) ?? false);
+  }
+
+  /** True when a rerun of `key` stops `task` to wait for it again (WorkflowRun.waitsAgainFor). */
+  waitsAgainFor(task: TaskRuntime, key: string): boolean {
+    return this.runs.some((r) => r.waitsAgainFor?.(task, key) ?? false);
+  }
+
+  /** Why a rerun of `task` is refused (the first workflow to refuse it), or null. */
+  refuseRerun(task: TaskRuntime): string | null {
+    for (const r of this.runs) {
+      const why = r.refuseRerun?.(task) ?? null;
+      if (why !== null) return why;
+    }
+    return null;
+  }
+
+  /** `task` was stopped by the `stop` verb: each workflow stops what goes with it. */
+  onStop(task: TaskRuntime, reason: string): void {
+    for (const r of this.runs) r.onStop?.(task, reason);
+  }
+
+  /** True when the run passes whatever `task` ends as (WorkflowRun.passNotNeeded). */
+  passNotNeeded(task: TaskRuntime): boolean {
+    return this.runs.some((r) => r.passNotNeeded?.(task) ?? false);
+  }
+
+  /**
+   * Resolves once neither the scheduler nor any workflow has anything under way: what a workflow does after the
+   * scheduler went idle (a ranking) may enqueue tasks (the group's dependents), which are waited for in turn.
+   */
+  async quiet(): Promise<void> {
+    await this.host.graph.scheduler.idle();
+    for (;;) {
+      const busy = this.runs.map((r) => r.idle?.() ?? null).filter((p): p is Promise<void> => p !== null);
+      if (!busy.length) return;
+      await Promise.all(busy);
+      await this.host.graph.scheduler.idle();
+    }
+  }
 }
 
 /** A pool run's steps on the orchestrator: the pool's step, then every workflow's `poolSteps` in table order. */

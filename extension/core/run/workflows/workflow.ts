@@ -2,7 +2,8 @@
  * The contract of a workflow plugin (docs/workflows.md "Where workflows live"): what a workflow adds to a run beyond
  * the manifest's compiled tasks and edges. A workflow is one folder run/workflows/<name>/ whose index.ts exports one
  * `Workflow`; the table in run/workflows/index.ts registers it. The runner, the task graph and the attempt reach a
- * workflow only through that table.
+ * workflow only through that table. A workflow's static hooks (`steps`, `statusPending`, `onSettled`) hold for every
+ * run; what it keeps per run (its decisions under way) lives in the {@link WorkflowRun} its `open` makes when a run starts.
  */
 import type { EvalRow } from '../../store/eval-row';
 import type { AttemptRecord, StepName } from '../attempt-record';
@@ -74,4 +75,48 @@ export interface Workflow {
    * dir: this workflow runs the check again on a changed copy, and the two runs must differ in those changes alone.
    */
   checkOnCopy?(task: TaskRuntime): boolean;
+  /** Called once when a run starts (after its task graph is built): the workflow's part of that run. */
+  open?(host: WorkflowHost): WorkflowRun;
+}
+
+/**
+ * What {@link WorkflowRun.release} answers for a task waiting for its prerequisites: `'wait'` keeps it waiting; a
+ * function takes it out of waiting and is then called, acting on the task instead of the graph's own gate (the task is
+ * not pushed to the scheduler: the function ends it, or starts what decides it).
+ */
+export type WorkflowRelease = 'wait' | (() => void);
+
+/**
+ * One workflow's part of one run (made by {@link Workflow.open}). Every hook optional; each is called for every task
+ * and answers only for the workflow's own (undefined, false or null otherwise), so the graph's own rules hold for the
+ * rest.
+ */
+export interface WorkflowRun {
+  /**
+   * A task waiting for its prerequisites (`after`), called each time one of them may have become final: undefined when
+   * the task is not this workflow's (the graph's gate then decides: push when all passed, BLOCKED when one did not),
+   * else what to do with it (WorkflowRelease).
+   */
+  release?(task: TaskRuntime): WorkflowRelease | undefined;
+  /**
+   * The run drains (nothing more starts): true to keep this waiting task waiting instead of cancelling it, because a
+   * task still running can still decide it.
+   */
+  keepWaiting?(task: TaskRuntime): boolean;
+  /**
+   * Its prerequisite `key` is rerun while `task` is neither final nor waiting (the workflow is deciding it from `key`'s
+   * old work): true to stop `task` and have it wait for its prerequisites again, as a task reading `key` as an input is.
+   */
+  waitsAgainFor?(task: TaskRuntime, key: string): boolean;
+  /** Why the `rerun` verb is refused for `task` (said in the acknowledgment), or null to let it run again. */
+  refuseRerun?(task: TaskRuntime): string | null;
+  /** `task` was just stopped by the `stop` verb with `reason` (the same for what the workflow stops with it). */
+  onStop?(task: TaskRuntime, reason: string): void;
+  /** True when the run passes whatever `task` ends as (another task stands for it in the run's `allPassed`). */
+  passNotNeeded?(task: TaskRuntime): boolean;
+  /**
+   * Null when nothing of this workflow's is under way in the run; else a promise that resolves once nothing is (what
+   * starts meanwhile too). The run does not end before (work it starts may enqueue tasks again).
+   */
+  idle?(): Promise<void> | null;
 }

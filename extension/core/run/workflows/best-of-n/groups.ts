@@ -1,11 +1,11 @@
 /**
  * Deciding best-of-N groups in a running run (docs/workflows.md "Best-of-N", "Ranked"): a group's own entry waits,
- * like any `after` dependent, for its candidates; no worker runs for it. The runner asks {@link BestOfN.gate} each
- * time a candidate becomes final (the pure decision: gate.ts groupGate) and hands the answer to
- * {@link BestOfN.decide}: the group ends PASS with the winner's commit (in worktree mode its branch created there, and
- * a `select` eval row written), BLOCKED when none passed, or — `ranked` with two or more passing — its ranking
- * reviewers run first (ranking.ts) and decideRanking (rank.ts) picks the winner. Its dependents then go on as after
- * any task.
+ * like any `after` dependent, for its candidates; no worker runs for it. Each time one of its candidates may have
+ * become final the task graph asks the workflow ({@link BestOfN.release}); the pure decision is gate.ts groupGate, and
+ * {@link BestOfN.decide} acts on it: the group ends PASS with the winner's commit (in worktree mode its branch created
+ * there, and a `select` eval row written), BLOCKED when none passed, or — `ranked` with two or more passing — its
+ * ranking reviewers run first (ranking.ts) and decideRanking (rank.ts) picks the winner. Its dependents then go on as
+ * after any task.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -18,7 +18,8 @@ import type { EvalRow, RankingColumn } from '../../../store/eval-row';
 import type { RunState } from '../../../live/state';
 import { recordFromView, type AttemptRecord } from '../../attempt-record';
 import { statusInfo } from '../../../../../schemas/status';
-import type { AttemptContext, TaskRuntime } from '../../steps/context';
+import type { TaskRuntime } from '../../steps/context';
+import type { WorkflowHost, WorkflowRelease, WorkflowRun } from '../workflow';
 import { beatenReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
 import { decideRanking, neutralNames, type RankOutcome } from './rank';
 import { candidateMaterial, type CandidateSource } from './rank-material';
@@ -27,40 +28,72 @@ import { runRankers } from './ranking';
 import { selectRow } from './select-row';
 import { endTask } from '../../end-task';
 
-/** What deciding a group needs of the runner. */
-export interface GroupHost {
-  ctx: AttemptContext;
-  /** A task of this run, by key. */
-  task(key: string): TaskRuntime | undefined;
-  /** A task of the earlier run this one continues (a resumed run), by key. */
-  prior(key: string): { status: string; commit: string | null } | undefined;
-  /** Ends a task that will not start BLOCKED, saying why, and settles its dependents. */
-  block(task: TaskRuntime, reason: string): void;
-  /** Stops a task as the `stop` verb does, with `reason`. */
-  stop(task: TaskRuntime, reason: string): void;
-  /** Ends a task CANCELLED (its reason, if set, kept) and settles its dependents. */
-  cancel(task: TaskRuntime): void;
-  /** A task became final: its dependents may go on. */
-  settled(task: TaskRuntime): void;
-  /** A task stopped to run again (TaskRuntime.restart: a candidate it ranks is rerun): waits for its candidates again. */
-  again(task: TaskRuntime): void;
-}
-
-/** One run's best-of-N groups being decided. */
-export class BestOfN {
+/** One run's best-of-N groups being decided: the workflow's part of the run (workflow.ts WorkflowRun). */
+export class BestOfN implements WorkflowRun {
   /** Branch creations, eval rows and rankings still under way; awaited before the run ends. */
   private readonly pending = new Set<Promise<void>>();
 
-  constructor(private readonly host: GroupHost) {}
+  constructor(private readonly host: WorkflowHost) {}
+
+  /** A group waiting for its candidates: still waiting, or decided now (decide); undefined for any other task. */
+  release(task: TaskRuntime): WorkflowRelease | undefined {
+    if (!task.spec.select) return undefined;
+    const gate = this.gate(task);
+    return gate.kind === 'wait' ? 'wait' : () => this.decide(task, gate);
+  }
+
+  /** Drain: a group with a candidate still running keeps waiting, so that candidate's PASS still decides it. */
+  keepWaiting(task: TaskRuntime): boolean {
+    const { byKey } = this.host.run;
+    return !!task.spec.select && task.spec.after.some((k) => byKey.get(k)?.state.status !== 'queued' && !statusInfo(byKey.get(k)?.state.status ?? 'queued').final);
+  }
+
+  /** A group ranking its candidates when one of them is rerun: the ranking judged work that no longer stands. */
+  waitsAgainFor(task: TaskRuntime, key: string): boolean {
+    return !!task.spec.select && task.spec.after.includes(key);
+  }
+
+  /** A group runs no worker itself: its candidates are what runs again. */
+  refuseRerun(task: TaskRuntime): string | null {
+    return task.spec.select ? `${task.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${task.spec.after.join(', ')})` : null;
+  }
+
+  /** A group stopped: its candidates that are not final stop with it. */
+  onStop(task: TaskRuntime, reason: string): void {
+    if (!task.spec.select) return;
+    for (const k of task.spec.after) {
+      const c = this.host.run.byKey.get(k);
+      if (c && !statusInfo(c.state.status).final) this.host.graph.stop(c, reason);
+    }
+  }
+
+  /** A candidate: its group stands for it in the run's verdict (the others need not pass). */
+  passNotNeeded(task: TaskRuntime): boolean {
+    return task.spec.candidate !== undefined;
+  }
+
+  /** Null when no branch, row or ranking is under way; else a promise resolved once none is (started meanwhile too). */
+  idle(): Promise<void> | null {
+    return this.pending.size ? this.allDone() : null;
+  }
+
+  private async allDone(): Promise<void> {
+    while (this.pending.size) await Promise.all([...this.pending]);
+  }
+
+  /** A task of this run, by key. */
+  private task(key: string): TaskRuntime | undefined {
+    return this.host.run.byKey.get(key);
+  }
 
   /** The group's outcome so far, from its candidates' statuses (in this run, or the run it continues). */
-  gate(group: TaskRuntime): GroupGate {
+  private gate(group: TaskRuntime): GroupGate {
     return groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => this.candidate(k, i + 1)));
   }
 
-  /** Acts on a gate that is not `wait` (the group has left the runner's waiting tasks). */
-  decide(group: TaskRuntime, gate: Exclude<GroupGate, { kind: 'wait' }>): void {
-    if (gate.kind === 'lost') return this.host.block(group, gate.reason);
+  /** Acts on a gate that is not `wait` (the group has left the graph's waiting tasks). */
+  private decide(group: TaskRuntime, gate: Exclude<GroupGate, { kind: 'wait' }>): void {
+    if (gate.kind === 'lost') return this.host.graph.block(group, gate.reason);
     if (gate.kind === 'won') {
       // A ranked group with a single passing candidate: it wins without a ranking.
       const ranking = group.spec.select === 'ranked' ? { reason: 'the only candidate that passed: no ranking needed', column: { ranked: false, scores: {}, tie: null, disagreement: null } } : undefined;
@@ -71,22 +104,12 @@ export class BestOfN {
 
   /** Ends the group ERROR (a record of its ranking could not be written): its candidates' branches keep their work. */
   private fail(group: TaskRuntime, reason: string): void {
-    endTask(this.host.ctx, group, 'ERROR', reason, { recordError: true });
-    this.host.settled(group);
-  }
-
-  /** True while a branch, a row or a ranking is under way. */
-  busy(): boolean {
-    return this.pending.size > 0;
-  }
-
-  /** Resolves once nothing is under way (what is started meanwhile is waited for too). */
-  async idle(): Promise<void> {
-    while (this.pending.size) await Promise.all([...this.pending]);
+    endTask(this.host.run.ctx, group, 'ERROR', reason, { recordError: true });
+    this.host.graph.settled(group);
   }
 
   private candidate(key: string, n: number): CandidateStatus {
-    return { key, candidate: n, status: this.host.task(key)?.state.status ?? this.host.prior(key)?.status ?? 'CANCELLED' };
+    return { key, candidate: n, status: this.task(key)?.state.status ?? this.host.run.prior.get(key)?.status ?? 'CANCELLED' };
   }
 
   private track(p: Promise<void>): void {
@@ -99,7 +122,7 @@ export class BestOfN {
    * row that cannot be written is said and counted, never thrown.
    */
   private writeRow(group: TaskRuntime, row: EvalRow, what: string): void {
-    const { ctx } = this.host;
+    const { ctx } = this.host.run;
     this.track(
       appendEvalRow(evalLogPath(ctx.opts.home), ctx.opts.forced ? { ...row, forced: true } : row)
         .then(() => ctx.spend.rowWritten())
@@ -117,9 +140,9 @@ export class BestOfN {
    * other candidates are stopped.
    */
   private win(group: TaskRuntime, winner: CandidateStatus, ranking?: { reason: string; column: RankingColumn }): void {
-    const { ctx } = this.host;
-    const w = this.host.task(winner.key);
-    const commit = w?.state.commit ?? this.host.prior(winner.key)?.commit ?? null;
+    const { ctx } = this.host.run;
+    const w = this.task(winner.key);
+    const commit = w?.state.commit ?? this.host.run.prior.get(winner.key)?.commit ?? null;
     const who = `winner: candidate ${winner.candidate} (${winner.key}${w ? `, ${w.state.engine}${w.state.model ? `/${w.state.model}` : ''}` : ''})`;
     const reason = ranking ? `${who}; ${ranking.reason}` : who;
     group.state.winner = winner.key;
@@ -141,12 +164,12 @@ export class BestOfN {
     if (won) this.writeRow(group, selectRow(won, group.spec.key, reason, Date.now(), ranking?.column), `select row (${winner.key} won)`);
     if (group.spec.select === 'first-pass') {
       for (const k of group.spec.after) {
-        const c = this.host.task(k);
-        if (c && !statusInfo(c.state.status).final) this.host.stop(c, beatenReason(winner));
+        const c = this.task(k);
+        if (c && !statusInfo(c.state.status).final) this.host.graph.stop(c, beatenReason(winner));
       }
     }
     void ctx.stateFile.save();
-    this.host.settled(group);
+    this.host.graph.settled(group);
   }
 
   /**
@@ -157,7 +180,7 @@ export class BestOfN {
    * @throws Error only when its records cannot be written (the caller ends the group ERROR)
    */
   private async rank(group: TaskRuntime, passed: CandidateStatus[]): Promise<void> {
-    const { ctx } = this.host;
+    const { ctx } = this.host.run;
     const { spec } = group;
     const records = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', spec.key);
     const round = nextRound(records);
@@ -179,7 +202,7 @@ export class BestOfN {
         const source = this.sourceOf(keyOf(n.candidate));
         return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs, [...ctx.opts.engines.keys()]) };
       }));
-      const redaction = { dirs: spec.after.map((k) => this.host.task(k)?.state.dir).filter((d): d is string => !!d), group: spec.key, engines: [...ctx.opts.engines.keys()] };
+      const redaction = { dirs: spec.after.map((k) => this.task(k)?.state.dir).filter((d): d is string => !!d), group: spec.key, engines: [...ctx.opts.engines.keys()] };
       rankings = await runRankers(ctx, { group, round, dir, work, redaction }, (r) => {
         ctx.emit({ type: 'task-note', key: spec.key, note: `ranking ${r.reviewer}/${spec.rank?.engines.length ?? 0} by ${rankerName(r)}: ${r.scores ? Object.entries(r.scores).map(([k, v]) => `${k} ${v}`).join(', ') : `${r.cancelled ? 'CANCELLED' : 'ERROR'} (${r.error})`}` });
         this.writeRow(group, rankRow(rowCtx, r), `rank row of ${r.engine}`);
@@ -191,7 +214,7 @@ export class BestOfN {
     if (group.abort.signal.aborted) {
       fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision: null }, null, 2));
       // A candidate being ranked was rerun: this round judged work that no longer stands; the next one reads the new.
-      return group.restart ? this.host.again(group) : this.host.cancel(group);
+      return group.restart ? this.host.graph.waitForInputsAgain(group) : this.host.graph.cancel(group);
     }
     const decision = decideRanking(named, outcomes);
     fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision }, null, 2));
@@ -206,8 +229,8 @@ export class BestOfN {
    * @throws Error when no seal of its PASS is on record
    */
   private sourceOf(key: string): CandidateSource {
-    const { ctx } = this.host;
-    const t = this.host.task(key);
+    const { ctx } = this.host.run;
+    const t = this.task(key);
     if (!t) throw new Error(`${key} is not part of this run`);
     if (!ctx.repo) return { mode: 'plain', dir: t.state.dir };
     const git = { dir: ctx.repo.root, adminDir: ctx.repo.commonDir, commonDir: ctx.repo.commonDir };
