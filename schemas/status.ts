@@ -72,14 +72,14 @@ export function statusInfo(status: string): StatusInfo {
 export const VERDICTS: readonly Verdict[] = ['PASS', 'FAIL', 'TIMEOUT', 'STALLED', 'ERROR', 'RATE_LIMITED', 'CANCELLED', 'INTERRUPTED'];
 
 /** The steps of an attempt, in the order they run (docs/attempt.md "The steps"; run/steps/ holds one module each). */
-export type StepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'red' | 'generate' | 'review' | 'critique' | 'deliver';
+export type StepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'red' | 'suite' | 'generate' | 'review' | 'critique' | 'deliver';
 
 /** The phase a task and its attempt show while a step runs. */
 export type StepPhase = Extract<TaskPhase, 'preparing' | 'running' | 'checking'>;
 
 /**
  * The phase of each step: the task dir and its inputs are made ready (`preparing`), the worker runs and its work is
- * sealed and guarded (`running`), then it is judged (`checking`: the check, red run, generated tasks, reviews,
+ * sealed and guarded (`running`), then it is judged (`checking`: the check, red run, suite, generated tasks, reviews,
  * critiques and delivery). The attempt's loop (run/attempt.ts) sets the task's status and the attempt's phase from it
  * as each step starts; no step writes either itself.
  */
@@ -91,6 +91,7 @@ export const STEP_PHASE: Readonly<Record<StepName, StepPhase>> = {
   guard: 'running',
   check: 'checking',
   red: 'checking',
+  suite: 'checking',
   generate: 'checking',
   review: 'checking',
   critique: 'checking',

@@ -49,7 +49,19 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'critique', 'generated', 'inputs', 'phases', 'ranked', 'validated']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'critique', 'generated', 'inputs', 'phases', 'ranked', 'suite', 'validated']);
+  });
+
+  it('suite: candidate 1 passes its check and fails the suite, candidate 2 wins', async () => {
+    const { code, out, state, rows } = await runExample('suite');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['square', 'PASS'], ['square--c1', 'FAIL'], ['square--c2', 'PASS']]);
+    assert.equal(state.tasks[0]?.winner, 'square--c2');
+    const work = (key: string) => rows.find((r) => r.task_key === key && r.step === 'work');
+    assert.match(String(work('square--c1')?.notes), /^the check passed, but the suite `for t in tests\/\*\.sh; do .*` exited 1: triple 4 gave 7/);
+    assert.equal(work('square--c1')?.check_exit_code, 0);
+    assert.deepEqual([work('square--c1'), work('square--c2')].map((r) => (r?.suite as { passed: boolean }).passed), [false, true]);
+    assert.match(fs.readFileSync((work('square--c1')?.suite as { log: string }).log, 'utf8'), /triple 4 gave 7\n$/);
   });
 
   it('best-of-n: candidate 1 fails, 2 wins, 3 is cancelled naming it', async () => {

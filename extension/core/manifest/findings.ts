@@ -40,7 +40,8 @@ export type RuleId =
   | 'phases'
   | 'phases-red-off'
   | 'engine-not-installed'
-  | 'check-file-missing';
+  | 'check-file-missing'
+  | 'suite';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

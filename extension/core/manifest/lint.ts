@@ -97,6 +97,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
   council: 'council',
   critique: 'critique',
   phases: 'phases',
+  suite: 'suite',
 };
 
 /**

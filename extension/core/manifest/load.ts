@@ -12,10 +12,13 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
-import { ManifestError, type EngineChoice, type CritiquePolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type TaskSpec, type TreeKind } from './types';
+import { ManifestError, type EngineChoice, type CritiquePolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type SuiteSpec, type TaskSpec, type TreeKind } from './types';
+import { suiteProblems } from './rules/suite';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
+/** The suite's time limit when neither the task nor the run gives one, s: a whole test suite runs longer than a check. */
+const DEFAULT_SUITE_TIMEOUT_S = 600;
 const DEFAULT_MAX_PARALLEL = 4;
 const DEFAULT_MAX_ATTEMPTS = 2;
 /** The engine a task without `engine` runs on. */
@@ -190,6 +193,9 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   for (const { code, problem } of sectionProblems(taskList, { existingKeys: options.existingKeys ?? new Set(), defaultEngine: DEFAULT_ENGINE })) {
     error(code, { range: rangeOfPath(root, problem.path, index), path: formatPath(problem.path), message: problem.message });
   }
+  for (const s of suiteProblems(taskList, data)) {
+    error('suite', { range: rangeOfPath(root, s.path, index), path: formatPath(s.path), message: s.message });
+  }
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };
 
@@ -226,6 +232,19 @@ function blankAsNull(v: unknown): string | null {
   return typeof v === 'string' && v.trim() ? v.trim() : null;
 }
 
+/**
+ * A task's `suite` (its own, else the run's) with its time limit (its own `suite_timeout_s`, else the run's, else
+ * DEFAULT_SUITE_TIMEOUT_S), or nothing. A council or planner task never gets the run's (its work is a document or a
+ * plan); its own is a load error (manifest/rules/suite.ts). The workflow compilers drop it from validators, reviews and chairs.
+ */
+function suiteOf(t: Record<string, unknown>, data: Record<string, unknown>): { suite?: SuiteSpec } {
+  const own = typeof t.suite === 'string' ? t.suite : null;
+  const command = own ?? (isObject(t.council) || isObject(t.generate) ? null : typeof data.suite === 'string' ? data.suite : null);
+  if (command === null) return {};
+  const seconds = (t.suite_timeout_s as number | undefined) ?? (data.suite_timeout_s as number | undefined) ?? DEFAULT_SUITE_TIMEOUT_S;
+  return { suite: { command, timeoutMs: Math.round(seconds * 1000) } };
+}
+
 function toManifest(data: Record<string, unknown> & { tasks: Record<string, unknown>[] }, file: string): Manifest {
   const dir = path.dirname(file);
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -241,6 +260,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
     checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),
     watchdogMs: typeof t.watchdog_s === 'number' ? Math.round(t.watchdog_s * 1000) : null,
+    ...suiteOf(t, data),
     ...optionalNumber('memoryMb', t.memory_mb ?? data.memory_mb),
     ...optionalNumber('logMaxMb', t.log_max_mb ?? data.log_max_mb),
     engineArgs: typeof t.engine_args === 'string' ? (shellParse(t.engine_args) as string[]) : ((t.engine_args as string[] | undefined) ?? []),

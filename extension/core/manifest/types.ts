@@ -1,6 +1,12 @@
 import type { WorkflowPlace } from '../../../schemas/run-state';
 import type { SourceRange } from './positions';
 
+/** A task's full regression check: the command (run with `bash -o pipefail -c` in the task dir) and its time limit, ms. */
+export interface SuiteSpec {
+  command: string;
+  timeoutMs: number;
+}
+
 /** One task of a loaded manifest, with defaults applied and paths left as written. */
 export interface TaskSpec {
   /** Unique id, safe as a directory and branch name (`[A-Za-z0-9._-]`, no leading dot, never `..`). */
@@ -19,6 +25,12 @@ export interface TaskSpec {
   timeoutMs: number;
   /** Check time limit, ms. */
   checkTimeoutMs: number;
+  /**
+   * `suite` (the task's, else the run's): the full regression check run after the check passed (step `suite`,
+   * run/steps/suite.ts), with its time limit in ms (`suite_timeout_s`, the task's, else the run's, else 600 s). Absent:
+   * none — also on council answers, reviews and chairs, validators and planners, which never get the run's.
+   */
+  suite?: SuiteSpec;
   /** No-output watchdog, ms; null when off. */
   watchdogMs: number | null;
   /**
@@ -252,6 +264,7 @@ export type ProblemCode =
   | 'unknown-engine'
   | 'unknown-field'
   | 'engine-args'
+  | 'suite'
   | 'task-graph'
   | 'repeat'
   | 'generate'

@@ -63,7 +63,7 @@ export type RemoteRecord = Omit<AttemptRecord, 'dir'> & { workerId?: string; log
 export const INPUTS_ON_WORKER = "(on the pool worker: its VERDICT_HOME's runs/<run_id>/tasks/<key>/inputs)";
 
 /** Fields of the worker's record that become the attempt's; the rest (who, what, which attempt) stays the orchestrator's. */
-const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews', 'red'];
+const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews', 'red', 'suite'];
 
 /**
  * Sends a run's attempts to the pool. One per run: `start()` before the run, `step()` as the run's only step,
@@ -416,6 +416,7 @@ export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     red,
     revising: isRevision(task),
     ...(ctx.opts.manifest.hide?.length ? { hide: ctx.opts.manifest.hide } : {}),
+    ...(spec.suite ? { suite: { command: spec.suite.command, timeoutMs: spec.suite.timeoutMs } } : {}),
   };
 }
 

@@ -79,6 +79,11 @@ export interface AttemptJob {
    * sandbox hides. Absent: none (a worker that does not know the field refuses a payload that has it).
    */
   hide?: string[];
+  /**
+   * The task's full regression check (manifest/types.ts SuiteSpec), run by step `suite` after the check passed. Absent:
+   * none (a worker that does not know the field refuses a payload that has it, so no suite is ever skipped unsaid).
+   */
+  suite?: { command: string; timeoutMs: number };
 }
 
 /** One entry of the payload's `red`. */
@@ -111,7 +116,7 @@ const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
 /** The manifest's rule for task keys (safe as a folder and a branch name). */
 const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA = /^[0-9a-f]{40,64}$/;
-const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red', 'revising', 'hide'];
+const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red', 'revising', 'hide', 'suite'];
 
 /**
  * Checks a payload taken from the queue.
@@ -161,6 +166,7 @@ export function parseJob(data: unknown): AttemptJob {
   const inputs = d.inputs === null ? null : inputsOf(d.inputs, bad);
   const red = d.red === null ? null : redOf(d.red, bad);
   const hide = d.hide === undefined ? [] : strings('hide');
+  const suite = d.suite === undefined ? null : suiteOf(d.suite, bad);
   if (hide.some((p) => !p.startsWith('/') && !p.startsWith('~/'))) bad('hide', 'absolute or ~/ paths');
   return {
     v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
@@ -170,7 +176,17 @@ export function parseJob(data: unknown): AttemptJob {
     remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
     review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red, revising: bool('revising'),
     ...(hide.length ? { hide } : {}),
+    ...(suite ? { suite } : {}),
   };
+}
+
+/** The payload's `suite`, checked: exactly {command, timeoutMs}, a non-blank command and a time limit a timer holds. */
+function suiteOf(v: unknown, bad: (field: string, want: string) => never): { command: string; timeoutMs: number } {
+  const want = `{command: a non-blank string, timeoutMs: an integer number of ms from 1 to ${MAX_TIMER_MS}}`;
+  const r = v as Record<string, unknown> | null;
+  if (!r || typeof r !== 'object' || Array.isArray(r) || Object.keys(r).length !== 2) return bad('suite', want);
+  if (typeof r.command !== 'string' || !r.command.trim() || !Number.isInteger(r.timeoutMs) || (r.timeoutMs as number) < 1 || (r.timeoutMs as number) > MAX_TIMER_MS) return bad('suite', want);
+  return { command: r.command, timeoutMs: r.timeoutMs as number };
 }
 
 function reviewOf(v: unknown, bad: (field: string, want: string) => never): ReviewPolicy {

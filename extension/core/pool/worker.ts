@@ -210,6 +210,7 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     ...(job.inputs ? { inputs: { from: [], anonymous: job.inputs.anonymous } } : {}),
     // Red before green: the start commits are the payload's (the orchestrator resolved them; run/workflows/phases/red-step.ts).
     ...(job.red ? { red: job.red.map((r) => ({ file: r.file, implement: r.implement, start: r.start })) } : {}),
+    ...(job.suite ? { suite: { command: job.suite.command, timeoutMs: job.suite.timeoutMs } } : {}),
   };
   const wHome = workerHome(opts.home);
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.

@@ -39,6 +39,13 @@ export interface RedRecord extends CheckRecord {
   files: string[];
 }
 
+/** The full regression check (step `suite`): the command run, whether it passed, its receipt, output tail and time, ms. */
+export interface SuiteRecord extends CheckRecord {
+  command: string;
+  passed: boolean;
+  durationMs: number;
+}
+
 /**
  * One attempt, appended to by each step. Fixed at the start: who, what, where. Filled as it runs: the steps, the
  * worker's receipt and usage, the seal, the check. Settled at the end: verdict, reason, cost, commit.
@@ -86,6 +93,8 @@ export interface AttemptRecord {
   check: CheckRecord | null;
   /** The test phase of `phases`: the check's run on the tree without the implementation (step `red`); absent: none ran. */
   red?: RedRecord;
+  /** The full regression check on the sealed tree after the check passed (step `suite`); absent: none ran. */
+  suite?: SuiteRecord;
   verdict: Verdict | null;
   reason: string;
   endedAt: number | null;
@@ -134,7 +143,7 @@ export function recordTokens(rec: AttemptRecord): number | null {
 }
 
 /** The attempt's record files. */
-export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; workerCheck: string; red: string; receipt: string; failure: string; setup: string } {
+export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; workerCheck: string; red: string; suite: string; receipt: string; failure: string; setup: string } {
   return {
     prompt: path.join(rec.dir, 'prompt.md'),
     worker: path.join(rec.dir, 'worker.log'),
@@ -142,6 +151,7 @@ export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; 
     // Pool runs: the check output the worker reported, when the orchestrator re-ran the check (check.log holds its own).
     workerCheck: path.join(rec.dir, 'worker-check.log'),
     red: path.join(rec.dir, 'red.log'),
+    suite: path.join(rec.dir, 'suite.log'),
     receipt: path.join(rec.dir, 'receipt.json'),
     failure: path.join(rec.dir, 'failure.md'),
     setup: path.join(rec.dir, 'setup.log'),
@@ -254,6 +264,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     step: rec.rowStep,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
     ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
+    ...(rec.suite ? { suite: { command: rec.suite.command, passed: rec.suite.passed, exit_code: rec.suite.exitCode, timed_out: rec.suite.receipt.timedOut, duration_ms: rec.suite.durationMs, log: files.suite } } : {}),
     ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
     ...(rec.reassignedFrom ? { reassigned_from: rec.reassignedFrom } : {}),
   };

@@ -226,8 +226,10 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     task.failure = again;
   } else if (statusInfo(verdict).retryable) {
     // A red run that passed is what failed the attempt: its output is the one to show (run/workflows/phases/red-step.ts).
-    const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : rec.check;
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}) }) + workflowFailureNotes(task);
+    // So is a suite that failed after the check passed (run/steps/suite.ts).
+    const suiteFailed = verdict === 'FAIL' && rec.suite !== undefined && !rec.suite.passed;
+    const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : suiteFailed ? rec.suite : rec.check;
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}), ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}) }) + workflowFailureNotes(task);
   }
   const row = evalRow(rec);
   // The work row, then one row per review of this attempt (step review, credited to it), then the workflows' rows.

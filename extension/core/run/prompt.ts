@@ -24,6 +24,11 @@ export interface FailureContext {
    * `checkExitCode` and `checkOutput` are that run's. Absent: they are the check's.
    */
   redFiles?: string[];
+  /**
+   * The check passed and the task's full suite failed (run/steps/suite.ts): the suite's command; `checkExitCode` and
+   * `checkOutput` are then the suite's. Absent: they are the check's.
+   */
+  suite?: string;
 }
 
 /** Bytes of reviewers' concerns injected into a retry. */
@@ -44,9 +49,10 @@ export function failureText(f: FailureContext): string {
     '',
     ...(review.length ? ['The check passed, but the reviewers did not approve the work. Address every concern below; the check must still pass.', cutHead(review.join('\n'), RETRY_REVIEW_BYTES), ''] : []),
     ...(f.redFiles?.length ? [`The check passed on your work, then ran again on the same tree without the implementation (${f.redFiles.join(', ')} as they were before it was written) and passed there too, so your tests do not depend on the code they are meant to test. Write tests that exercise it and fail when it is missing or wrong.`, ''] : []),
-    `The check command (run with bash -c in your working directory; exit 0 is the only pass):`,
+    ...(f.suite ? [`Your work passed the task's check, then the repository's full test suite ran on it and failed: your change breaks something the check does not test. Make the suite pass too; do not weaken or edit its tests.`, ''] : []),
+    `The ${f.suite ? 'suite' : 'check'} command (run with bash -c in your working directory; exit 0 is the only pass):`,
     '```sh',
-    f.check,
+    f.suite ?? f.check,
     '```',
     `Its exit code${f.redFiles?.length ? ' on the tree without the implementation' : ''} was ${f.checkExitCode ?? 'none (it did not run to completion)'}. The end of its output, verbatim:`,
     '```',

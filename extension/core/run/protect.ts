@@ -21,6 +21,24 @@ import picomatch from 'picomatch';
 import { parse as shellParse } from 'shell-quote';
 import { fsPath, readEntries, readLinkName, showName } from '../fs/byte-names';
 
+/**
+ * The commands whose inputs are protected: a task's check, or its check and its suite (run/steps/suite.ts), each
+ * read on its own (a comment at the end of one never hides the other). judgedCommands gives a task's.
+ */
+export type CheckCommands = string | readonly string[];
+
+function commandsOf(check: CheckCommands): readonly string[] {
+  return typeof check === 'string' ? [check] : check;
+}
+
+/**
+ * The commands that judge a task's work and whose inputs the worker may not change: its check, and its `suite` when it
+ * has one (a worker that weakens the suite's tests would pass a suite that no longer tests anything).
+ */
+export function judgedCommands(spec: { check: string; suite?: { command: string } }): string[] {
+  return spec.suite ? [spec.check, spec.suite.command] : [spec.check];
+}
+
 /** Conventional places of tests (relative globs, matched against paths relative to the task dir). */
 export const CONVENTIONAL_TEST_GLOBS = ['test/**', 'tests/**', 'spec/**', '**/__tests__/**', '**/*_test.*', '**/*.test.*', '**/*.spec.*'];
 
@@ -44,7 +62,7 @@ export interface ProtectedSet {
  * `protect` (null: the default set; [] : none; otherwise default ∪ globs − `!`globs). The task's `deliverables`
  * (expect_files, relative) are never protected. With `snapshotDir`, a copy of each protected file is kept there.
  */
-export function protectedSet(taskDir: string, check: string, protect: readonly string[] | null, snapshotDir: string | null = null, deliverables: readonly string[] = []): ProtectedSet {
+export function protectedSet(taskDir: string, check: CheckCommands, protect: readonly string[] | null, snapshotDir: string | null = null, deliverables: readonly string[] = []): ProtectedSet {
   const files = new Map<string, string>();
   if (protect !== null && protect.length === 0) return { files, snapshotDir: null };
   const kindOf = (rel: string): 'file' | 'dir' | null => {
@@ -67,7 +85,7 @@ export function protectedSet(taskDir: string, check: string, protect: readonly s
 }
 
 /** The `forbidNew` and `allowNew` of a ProtectedSet for `check` and `protect` (not []: then nothing is protected). */
-function newFileRules(check: string, protect: readonly string[] | null): Pick<ProtectedSet, 'forbidNew' | 'allowNew'> {
+function newFileRules(check: CheckCommands, protect: readonly string[] | null): Pick<ProtectedSet, 'forbidNew' | 'allowNew'> {
   return { forbidNew: forbidNewFor(check), allowNew: (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1)) };
 }
 
@@ -76,7 +94,7 @@ function newFileRules(check: string, protect: readonly string[] | null): Pick<Pr
  * would load it: a new conftest.py under pytest), as protectedChanges and the merge queue's re-check judge it. Only for
  * files the tree did not have: an existing one is protected instead (protectedPaths).
  */
-export function newFileRefused(check: string, protect: readonly string[] | null): (rel: string) => boolean {
+export function newFileRefused(check: CheckCommands, protect: readonly string[] | null): (rel: string) => boolean {
   if (protect !== null && protect.length === 0) return () => false;
   const { forbidNew, allowNew } = newFileRules(check, protect);
   const forbidden = globMatcher(forbidNew ?? []);
@@ -89,9 +107,9 @@ export function newFileRefused(check: string, protect: readonly string[] | null)
  * whether a path is a file or a folder of that tree (null: neither). Pure: the tree may be a dir or a commit (the merge
  * queue's re-check takes it from the base it rebased onto).
  */
-export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 'file' | 'dir' | null, check: string, protect: readonly string[] | null, deliverables: readonly string[] = []): string[] {
+export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 'file' | 'dir' | null, check: CheckCommands, protect: readonly string[] | null, deliverables: readonly string[] = []): string[] {
   if (protect !== null && protect.length === 0) return [];
-  const named = namedPaths(check, kindOf);
+  const named = commandsOf(check).flatMap((c) => namedPaths(c, kindOf));
   const positive = (protect ?? []).filter((g) => !g.startsWith('!'));
   const negative = (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1));
   const isConventional = globMatcher(CONVENTIONAL_TEST_GLOBS);
@@ -123,8 +141,8 @@ function globMatcher(globs: readonly string[]): (rel: string) => boolean {
 }
 
 /** Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds. */
-export function forbidNewFor(check: string): string[] {
-  return /\bpytest\b|\bpy\.test\b/.test(check) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
+export function forbidNewFor(check: CheckCommands): string[] {
+  return commandsOf(check).some((c) => /\bpytest\b|\bpy\.test\b/.test(c)) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
 }
 
 /**
@@ -133,7 +151,7 @@ export function forbidNewFor(check: string): string[] {
  * nor the contents come from the task dir a worker may have changed. No snapshot folder: nothing was protected.
  * `protect` is the task's setting, as for protectedSet.
  */
-export function protectedSetFromSnapshot(snapshotDir: string, check: string, protect: readonly string[] | null): ProtectedSet {
+export function protectedSetFromSnapshot(snapshotDir: string, check: CheckCommands, protect: readonly string[] | null): ProtectedSet {
   if (protect !== null && protect.length === 0) return { files: new Map(), snapshotDir: null };
   if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, ...newFileRules(check, protect) };
   const files = new Map(listFiles(snapshotDir).map((rel) => [rel, fingerprint(fsPath(snapshotDir, rel))]));

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { runDir } from '../config/home';
 import { readWorktreeLinks, restoreWorktreeLinks, type WorktreeLinks } from '../git/worktree';
 import { reservePort } from './ports';
-import { protectedSetFromSnapshot } from './protect';
+import { judgedCommands, protectedSetFromSnapshot } from './protect';
 import { loadSnapshot, saveSnapshot, takeSnapshot, type DirSnapshot } from './dir-snapshot';
 import { loadSealedState, sealedStateFile } from './check-writes';
 import { guardsOn } from './guards';
@@ -77,7 +77,7 @@ export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Prom
     task.links = links;
   }
   task.state.port = await reservePort();
-  task.protected = protectedSetFromSnapshot(path.join(runDir(home, ctx.runId), 'tasks', key, 'protected'), task.spec.check, task.spec.protect);
+  task.protected = protectedSetFromSnapshot(path.join(runDir(home, ctx.runId), 'tasks', key, 'protected'), judgedCommands(task.spec), task.spec.protect);
   // The guards' base (plain mode) and the tree the last attempt sealed, as the first orchestrator kept them.
   const taskRun = path.join(runDir(home, ctx.runId), 'tasks', key);
   if (!ctx.repo && guardsOn(task.spec)) task.guardBase = loadSnapshot(path.join(taskRun, 'guard-base.json')) ?? baseFromNow(ctx, task, taskRun);

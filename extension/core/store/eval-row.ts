@@ -121,6 +121,12 @@ export interface EvalRow {
    */
   red?: { files: string[]; exit_code: number | null; timed_out: boolean; check_log: string };
   /**
+   * On the work row of an attempt whose check passed and that has a `suite` (run/steps/suite.ts): the full regression
+   * check's command, whether it passed, its exit code (null: killed), whether its time limit stopped it, how long it
+   * ran (ms) and its log (suite.log); absent when no suite ran.
+   */
+  suite?: { command: string; passed: boolean; exit_code: number | null; timed_out: boolean; duration_ms: number; log: string };
+  /**
    * On the work rows of a pool run (docs/scale.md "Trust"): the worker that reported the attempt, the trust in force
    * (`check`: a reported PASS counted only once the orchestrator's re-run of the check on its commit passed; `worker`:
    * taken as reported) and that re-run; `worker_check_output` (tail) when it failed where the worker said PASS.

@@ -1,5 +1,6 @@
 /**
- * The default steps of an attempt, in order (docs/attempt.md "The steps"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check, review (only for tasks with `review`),
+ * The default steps of an attempt, in order (docs/attempt.md "The steps"): prepare, inputs (tasks with `inputs` only), work, seal, guard, check,
+ * suite (tasks with a `suite` only: the full regression check on the sealed tree), review (only for tasks with `review`),
  * deliver. Workflow plugins add their own steps between these (run/workflows/index.ts ATTEMPT_STEPS: an attempt's
  * full list).
  */
@@ -12,5 +13,6 @@ import { guardStep } from './guard';
 import { deliverStep } from './deliver';
 import { reviewStep } from './review';
 import { inputsStep } from './inputs';
+import { suiteStep } from './suite';
 
-export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, reviewStep, deliverStep];
+export const DEFAULT_STEPS: readonly Step[] = [prepareStep, inputsStep, workStep, sealStep, guardStep, checkStep, suiteStep, reviewStep, deliverStep];

@@ -12,7 +12,7 @@ import { setIdNote } from '../../process/set-id';
 import { reservePort } from '../ports';
 import { startPoint } from '../start-point';
 import { treeChoice } from '../trees';
-import { protectedSet } from '../protect';
+import { judgedCommands, protectedSet } from '../protect';
 import { showName } from '../../fs/byte-names';
 import { saveSnapshot, takeSnapshot } from '../dir-snapshot';
 import { guardsOn } from '../guards';
@@ -61,7 +61,7 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   // What is there now that the start commit does not hold (include, setup's node_modules or build) may be read by the
   // check; anything else the seal does not hold will be the worker's, moved out of the check's sight (run/undelivered.ts).
   if (task.links) await recordPreparedFiles(task.links, preparedFilesFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)));
-  task.protected = protectedSet(task.state.dir, task.spec.check, task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
+  task.protected = protectedSet(task.state.dir, judgedCommands(task.spec), task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
   if (task.protected.files.size) ctx.emit({ type: 'task-note', key: task.spec.key, note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).map(showName).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})` });
   // Plain mode has no commit to diff against: the guards judge the dir against this record of it.
   if (!ctx.repo && guardsOn(task.spec)) {

@@ -65,6 +65,8 @@ export function compileValidate(spec: TaskSpec, v: Record<string, unknown>): Tas
     workflow: { lead: spec.key, role: 'validator' },
   };
   delete validator.generate;
+  // The report is a document: the run's suite (which the workers run) judges none of it.
+  delete validator.suite;
   return [...workers, validator];
 }
 
