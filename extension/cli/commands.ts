@@ -176,10 +176,10 @@ export const COMMANDS: readonly AnyCommand[] = [
   command({
     name: 'merge',
     args: [{ name: 'RUN' }, { name: 'TASK', repeat: true, optional: true }],
-    flags: { home },
-    summary: 'merge passed task branches into the current branch: rebase, re-check, fast-forward, one at a time',
-    exit: '0 every task merged, 1 some did not (conflict, failed re-check, not passed, dirty tree), 2 bad input',
-    run: async ({ args: [run, ...tasks], flags }, io) => (await import('./control-command')).mergeCommand(run as string, tasks, { home: resolveHome(flags.home) }, io),
+    flags: { batch: { type: 'boolean', help: 'merge every passing branch first, run the suite once on the result, bisect only when it fails' }, home },
+    summary: 'merge passed task branches into the current branch: rebase, re-check, suite, fast-forward',
+    exit: '0 all merged, 1 some did not (conflict, failed re-check or suite, not passed, dirty tree), 2 bad input',
+    run: async ({ args: [run, ...tasks], flags }, io) => (await import('./control-command')).mergeCommand(run as string, tasks, { home: resolveHome(flags.home), batch: flags.batch === true }, io),
   }),
   command({
     name: 'discard',

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runDir } from '../core/config/home';
 import { discardTaskWorktree } from '../core/git/discard';
-import { DirtyTreeError, mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
+import { DirtyTreeError, mergeQueue, mergeTarget, suiteStopLine, type MergeOutcome } from '../core/git/merge';
 import { shortHost } from '../core/host/hostname';
 import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
@@ -257,11 +257,13 @@ function localTime(d: Date): string {
 }
 
 /**
- * `verdict merge RUN [TASK...]`: the merge queue (rebase, re-check, fast-forward) for the named tasks, or every task
- * that passed, into the repository's current branch; one line per task. Returns 0 when every one merged, else 1.
+ * `verdict merge RUN [TASK...] [--batch]`: the merge queue (rebase, re-check, the suite on the result, fast-forward;
+ * core/git/merge.ts mergeQueue, or mergeBatch with `batch`) for the named tasks, or every task that passed, into the
+ * repository's current branch; one line per task, and a last line naming the merge that broke the suite and where the
+ * branch was left (suiteStopLine). Returns 0 when every one merged, else 1.
  * @throws InputError for an unknown run or a run not in worktree mode
  */
-export async function mergeCommand(run: string, keys: string[], opts: { home: string }, io: Io): Promise<number> {
+export async function mergeCommand(run: string, keys: string[], opts: { home: string; batch?: boolean }, io: Io): Promise<number> {
   const info = resolveRun(opts.home, run);
   const { state } = info;
   if (!state.worktrees || !state.repo) throw new InputError(`run ${state.runId} is not a worktree-mode run; there are no task branches to merge`);
@@ -297,12 +299,14 @@ export async function mergeCommand(run: string, keys: string[], opts: { home: st
   }
   try {
     const into = await mergeTarget(state.repo);
-    const outcomes = await mergeQueue(requests, (o) => io.out(mergeLine(o)));
+    const outcomes = await mergeQueue(requests, (o) => io.out(mergeLine(o)), { batch: opts.batch === true });
     for (const o of outcomes) {
       if (o.status !== 'MERGED') continue;
       const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into, at: Date.now() } });
       if (why) io.err(`${o.key}: merged, but ${why}`);
     }
+    const stop = suiteStopLine(outcomes, into);
+    if (stop) io.out(stop);
     return failed || outcomes.some((o) => o.status !== 'MERGED') ? 1 : 0;
   } catch (e) {
     if (e instanceof DirtyTreeError) {

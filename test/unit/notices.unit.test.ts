@@ -23,6 +23,17 @@ describe('notices: a notification names the task, its branch and what comes next
     assert.equal(text, 'merged a (verdict/r1/a) into main; not merged: b (verdict/r1/b) BLOCKED (conflicts in src/x.ts); c (verdict/r1/c) CHECK_FAILED (check exited 1)');
     assert.equal(mergeNotice([{ key: 'a', status: 'MISSING', reason: 'branch gone' }], branches, null), 'nothing merged; not merged: a (verdict/r1/a) MISSING (branch gone)');
   });
+
+  it('a queue the suite stopped ends with the merge that broke it, where the branch was left and the branches kept', () => {
+    const branches = new Map([['a', 'verdict/r1/a'], ['b', 'verdict/r1/b'], ['c', 'verdict/r1/c']]);
+    const text = mergeNotice([
+      { key: 'a', status: 'MERGED', sha: 'f'.repeat(40) },
+      { key: 'b', status: 'SUITE_FAILED', output: '', command: 'npm test', head: 'f'.repeat(40), lastGood: 'a', reason: 'its check passed after the rebase, but main with this merge fails the suite `npm test` (it exited 1)' },
+      { key: 'c', status: 'NOT_TRIED', reason: 'not tried: the queue stopped at b' },
+    ], branches, 'main');
+    assert.equal(text, 'merged a (verdict/r1/a) into main; not merged: b (verdict/r1/b) SUITE_FAILED (its check passed after the rebase, but main with this merge fails the suite `npm test` (it exited 1)); c (verdict/r1/c) NOT_TRIED (not tried: the queue stopped at b); the suite `npm test` broke at b: main is at ffffffffff, the last good merge (a); not merged, branches kept: b, c');
+    assert.match(mergeNotice([{ key: 'a', status: 'NOT_TRIED', reason: 'not merged: the suite `x` already fails on main' }], branches, 'main'), /; the suite already fails on main before any merge: nothing was judged by it, branches kept: a$/);
+  });
 });
 
 describe('dashboard formatting (webview/format.ts)', () => {

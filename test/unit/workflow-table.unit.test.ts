@@ -8,9 +8,9 @@ import type { Step } from '../../extension/core/run/steps/context';
 const step = (name: string): Step => ({ name: name as Step['name'], when: () => true, run: async () => null });
 
 describe('workflow plugins: one table (run/workflows/index.ts)', () => {
-  it('puts each workflow step right after the default step it names: generate after red, before review', () => {
+  it('puts each workflow step right after the default step it names: generate after red, before suite and review', () => {
     const names = ATTEMPT_STEPS.map((s) => s.name);
-    assert.deepEqual(names, ['prepare', 'inputs', 'work', 'seal', 'guard', 'check', 'red', 'generate', 'review', 'critique', 'deliver']);
+    assert.deepEqual(names, ['prepare', 'inputs', 'work', 'seal', 'guard', 'check', 'red', 'generate', 'suite', 'review', 'critique', 'deliver']);
     assert.equal(DEFAULT_STEPS.some((s) => s.name === 'generate'), false, 'the default steps do not name the generate workflow');
   });
 

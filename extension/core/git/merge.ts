@@ -20,6 +20,21 @@ export interface MergeRequest {
    * how it runs (its sandbox, environment, log, and the base's versions of the check's inputs: run/merge-plan.ts).
    */
   recheck: (dir: string, base: string) => Promise<RecheckResult>;
+  /**
+   * The task's full regression check (its `suite`), run on the integration branch as it would be after this merge;
+   * absent or null: none.
+   */
+  suite?: IntegrationSuite | null;
+}
+
+/**
+ * A suite the merge queue runs on a commit of the integration branch: `run` gets a fresh checkout of `commit` (detached,
+ * made and removed by the queue) and prepares and runs it as the caller decides (include, setup, sandbox, log:
+ * run/merge-plan.ts suiteFor). `command` names it in reports; requests whose suites have one command share its results.
+ */
+export interface IntegrationSuite {
+  command: string;
+  run: (dir: string, commit: string) => Promise<RecheckResult>;
 }
 
 /** What the re-check after the rebase said. */
@@ -32,15 +47,24 @@ export interface RecheckResult {
 }
 
 /**
- * What happened to one task in the merge queue. MERGED: rebased, re-checked and fast-forwarded; BLOCKED: the rebase
- * conflicted (files listed) or git refused; CHECK_FAILED: rebased but the check fails on the result, nothing merged;
+ * What happened to one task in the merge queue. MERGED: rebased, re-checked (and its suite passed on the result) and
+ * fast-forwarded; BLOCKED: the rebase conflicted (files listed) or git refused; CHECK_FAILED: rebased but the check
+ * fails on the result, nothing merged; SUITE_FAILED: the check passed, but the integration branch with this merge fails
+ * the suite — the queue stops there, the current branch stays at `head` (the last good merge, `lastGood`; null: none
+ * of this queue), and nothing of this task is merged; NOT_TRIED: after a SUITE_FAILED, not merged (its branch kept);
  * MISSING: the task branch is gone; REFUSED: the working tree became dirty, nothing touched.
  */
 export type MergeOutcome =
   | { key: string; status: 'MERGED'; sha: string }
   | { key: string; status: 'BLOCKED'; conflicts: string[]; reason: string }
   | { key: string; status: 'CHECK_FAILED'; output: string; reason: string }
-  | { key: string; status: 'MISSING' | 'REFUSED'; reason: string };
+  | { key: string; status: 'SUITE_FAILED'; output: string; reason: string; command: string; head: string; lastGood: string | null }
+  | { key: string; status: 'NOT_TRIED' | 'MISSING' | 'REFUSED'; reason: string };
+
+/** How the queue runs: `batch` merges every passing branch first, runs each suite once on the result and bisects only when one fails. */
+export interface MergeOptions {
+  batch?: boolean;
+}
 
 /** Thrown when the repository's working tree has changes to tracked files: merging would touch the user's work. */
 export class DirtyTreeError extends Error {
@@ -66,20 +90,35 @@ export async function mergeTarget(repo: string): Promise<string> {
 
 /**
  * The merge queue: one task at a time, in order — rebase its branch onto the current branch, run its check on the
- * result, then fast-forward the current branch. A conflict or a failing re-check stops that task only; the queue goes
- * on. The working tree is checked before every task; once dirty, the rest are REFUSED. Git runs through gitFor as
- * trusted (merging is reached only from the CLI or a trusted workspace; the rebase checks files out, so filters stay on).
+ * result, run its suite (when it has one) on the integration branch as it would be with this merge, then fast-forward
+ * the current branch. A conflict or a failing re-check stops that task only; the queue goes on. A failing suite stops
+ * the queue: that merge is named (SUITE_FAILED), the current branch stays at the last good merge, and every later task
+ * is NOT_TRIED, its branch kept. When the suite fails on the first merge it judges, it is run on the current branch
+ * itself too: one that already failed before any merge blames no task (every task NOT_TRIED, saying so). With
+ * `batch` see mergeBatch. The working tree is checked before every task; once dirty, the rest are REFUSED. Git runs
+ * through gitFor as trusted (merging is reached only from the CLI or a trusted workspace; the rebase checks files out,
+ * so filters stay on).
  * @throws DirtyTreeError (or a detached-HEAD Error) before the first task, touching nothing
  */
-export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeOutcome) => void = () => undefined): Promise<MergeOutcome[]> {
+export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeOutcome) => void = () => undefined, opts: MergeOptions = {}): Promise<MergeOutcome[]> {
+  if (opts.batch) return mergeBatch(requests, onOutcome);
   const outcomes: MergeOutcome[] = [];
   if (requests[0]) await mergeTarget(requests[0].repo);
+  const suites = new SuiteResults();
+  let stopped: { key: string; why: string } | null = null;
+  let lastGood: string | null = null;
   for (const req of requests) {
     let outcome: MergeOutcome;
-    try {
-      outcome = await mergeTask(req);
-    } catch (e) {
-      outcome = e instanceof DirtyTreeError ? { key: req.key, status: 'REFUSED', reason: e.message } : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message };
+    if (stopped) outcome = { key: req.key, status: 'NOT_TRIED', reason: stopped.why };
+    else {
+      try {
+        outcome = await mergeTask(req, suites, lastGood);
+      } catch (e) {
+        outcome = e instanceof DirtyTreeError ? { key: req.key, status: 'REFUSED', reason: e.message } : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message };
+      }
+      if (outcome.status === 'MERGED') lastGood = req.key;
+      if (outcome.status === 'SUITE_FAILED') stopped = { key: req.key, why: `not tried: the queue stopped at ${req.key}, whose merge breaks the suite \`${outcome.command}\`; this branch is kept as it was` };
+      if (outcome.status === 'NOT_TRIED') stopped = { key: req.key, why: outcome.reason };
     }
     outcomes.push(outcome);
     onOutcome(outcome);
@@ -88,10 +127,11 @@ export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeO
 }
 
 /**
- * Merges one task (see mergeQueue). Never leaves a rebase half-done: a conflicting rebase is aborted.
+ * Merges one task (see mergeQueue). Never leaves a rebase half-done: a conflicting rebase is aborted. `suites` holds
+ * the suite results of this queue so far (by command and commit); `lastGood` is the task this queue merged last.
  * @throws DirtyTreeError when the working tree is dirty; Error for a detached HEAD
  */
-export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
+export async function mergeTask(req: MergeRequest, suites: SuiteResults = new SuiteResults(), lastGood: string | null = null): Promise<MergeOutcome> {
   const git = gitFor(req.repo, { trusted: true });
   await mergeTarget(req.repo);
   if (!(await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim()) {
@@ -113,6 +153,17 @@ export async function mergeTask(req: MergeRequest): Promise<MergeOutcome> {
     }
     const check = await req.recheck(dir, target);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
+    if (req.suite) {
+      const rebased = (await wt.revparse(['HEAD'])).trim();
+      const suite = await suites.run(req.repo, req.suite, rebased);
+      if (!suite.passed) {
+        const into = await currentBranch(git);
+        // Never blame a merge for a suite the branch failed already: the first failure of a queue is checked on the base.
+        const base = suites.known(req.suite.command, target) ?? (await suites.run(req.repo, req.suite, target));
+        if (!base.passed) return { key: req.key, status: 'NOT_TRIED', reason: `not merged: the suite \`${req.suite.command}\` already fails on ${into} (${target.slice(0, 10)}) before any merge (${base.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was` };
+        return { key: req.key, status: 'SUITE_FAILED', output: suite.output, command: req.suite.command, head: target, lastGood, reason: `its check passed after the rebase, but ${into} with this merge fails the suite \`${req.suite.command}\` (${suite.reason}); not merged: ${into} stays at ${target.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${req.branch} is kept (rebased onto ${into})` };
+      }
+    }
     try {
       await git.raw(['merge', '--ff-only', '--quiet', req.branch]);
     } catch (e) {
@@ -135,4 +186,198 @@ async function checkoutForMerge(git: SimpleGit, req: MergeRequest): Promise<stri
   // The task's own worktree may still have the branch checked out; `--force` lets a second worktree check it out.
   await withLock(path.join(commonDir, 'verdict-worktree'), () => git.raw(['worktree', 'add', '--quiet', '--force', dir, req.branch]));
   return dir;
+}
+
+/** The branch checked out in the repository of `git` (its short name), or `HEAD` when detached. */
+async function currentBranch(git: SimpleGit): Promise<string> {
+  return (await git.raw(['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '')).trim() || 'HEAD';
+}
+
+/**
+ * The suite results of one queue, by command and commit: a suite runs at most once on a commit (a bisection probes a
+ * commit once; the base is judged once). Each run gets a fresh detached checkout of the commit, removed after.
+ */
+export class SuiteResults {
+  private readonly results = new Map<string, RecheckResult>();
+
+  /** The result of `command` on `commit` when it ran, else undefined. */
+  known(command: string, commit: string): RecheckResult | undefined {
+    return this.results.get(`${command}\0${commit}`);
+  }
+
+  /** Runs `suite` on `commit` of `repo` (or returns its result when it ran). Never throws: a checkout that fails is a failed run. */
+  async run(repo: string, suite: IntegrationSuite, commit: string): Promise<RecheckResult> {
+    const known = this.known(suite.command, commit);
+    if (known) return known;
+    let result: RecheckResult;
+    try {
+      result = await withCheckoutAt(repo, commit, (dir) => suite.run(dir, commit));
+    } catch (e) {
+      result = { passed: false, output: '', reason: `a checkout of ${commit.slice(0, 10)} for the suite failed: ${(e as Error).message}` };
+    }
+    this.results.set(`${suite.command}\0${commit}`, result);
+    return result;
+  }
+}
+
+/** Runs `fn` in a temporary detached worktree of `commit`, removed after (whatever `fn` left in it). */
+async function withCheckoutAt<T>(repo: string, commit: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  const git = gitFor(repo, { trusted: true });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-suite-'));
+  const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
+  await withLock(path.join(commonDir, 'verdict-worktree'), () => git.raw(['worktree', 'add', '--quiet', '--detach', '--force', dir, commit]));
+  try {
+    return await fn(dir);
+  } finally {
+    await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+}
+
+/**
+ * The batch merge queue (`verdict merge --batch`), as CI merge queues do: every request is rebased in turn onto the
+ * integration branch as built so far and re-checked there (a conflict or a failing check leaves that task out, as in
+ * mergeQueue), in temporary detached checkouts, so neither the current branch nor any task branch moves yet. Then
+ * each distinct suite of the tasks in the batch runs once on the result. All pass: the current branch fast-forwards to
+ * it, and each merged task's branch moves to its rebased commit. One fails: the merges are bisected — each probe runs
+ * the suites of the tasks merged up to that commit, assuming (as every bisection does) that once broken the suite stays
+ * broken — to the first merge that breaks it (SUITE_FAILED, named); the current branch fast-forwards to the merge just
+ * before it (the last good one; none: it stays, the suite then run on it too, so a branch that already failed blames
+ * no task), those tasks MERGED, the later ones NOT_TRIED. Branches that were not merged are left as they were.
+ * Outcomes of tasks left out come as they happen; the batch's when it is decided.
+ * @throws DirtyTreeError (or a detached-HEAD Error) before the first task, touching nothing
+ */
+export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeOutcome) => void = () => undefined): Promise<MergeOutcome[]> {
+  const first = requests[0];
+  if (!first) return [];
+  await mergeTarget(first.repo);
+  const git = gitFor(first.repo, { trusted: true });
+  const into = await currentBranch(git);
+  const start = (await git.revparse(['HEAD'])).trim();
+  const outcomes = new Map<string, MergeOutcome>();
+  const emit = (o: MergeOutcome) => {
+    outcomes.set(o.key, o);
+    onOutcome(o);
+  };
+  // The integration branch as built: each merged request with the commit it ends at.
+  const batch: { req: MergeRequest; sha: string }[] = [];
+  let tip = start;
+  for (const req of requests) {
+    try {
+      const r = await rebaseDetached(req, tip);
+      if ('sha' in r) {
+        batch.push({ req, sha: r.sha });
+        tip = r.sha;
+      } else emit(r);
+    } catch (e) {
+      emit(e instanceof DirtyTreeError ? { key: req.key, status: 'REFUSED', reason: e.message } : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message });
+    }
+  }
+  const suites = new SuiteResults();
+  /** Whether the suites of the first `n` merges (distinct commands; n ≥ 1) all pass on the commit of the n-th, and the first that failed. */
+  const judge = async (n: number): Promise<{ passed: boolean; failed: { suite: IntegrationSuite; result: RecheckResult } | null }> => {
+    const commit = (batch[n - 1] as { sha: string }).sha;
+    const distinct = new Map<string, IntegrationSuite>();
+    for (const b of batch.slice(0, n)) if (b.req.suite && !distinct.has(b.req.suite.command)) distinct.set(b.req.suite.command, b.req.suite);
+    for (const suite of distinct.values()) {
+      const result = await suites.run(first.repo, suite, commit);
+      if (!result.passed) return { passed: false, failed: { suite, result } };
+    }
+    return { passed: true, failed: null };
+  };
+  let good = batch.length;
+  let culprit: { index: number; suite: IntegrationSuite; result: RecheckResult } | null = null;
+  let baseFails: { suite: IntegrationSuite; result: RecheckResult } | null = null;
+  if (batch.length) {
+    const whole = await judge(batch.length);
+    if (!whole.passed && whole.failed) {
+      // Bisect: merges 1..lo are known good (lo = 0: the start, not yet judged), 1..hi known bad.
+      let lo = 0;
+      let hi = batch.length;
+      let failed = whole.failed;
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        const probe = await judge(mid);
+        if (probe.passed) lo = mid;
+        else {
+          hi = mid;
+          failed = probe.failed ?? failed;
+        }
+      }
+      // Never blame a merge for a suite the branch failed already: with no good merge, the start is judged by it too.
+      if (lo === 0) {
+        const base = await suites.run(first.repo, failed.suite, start);
+        if (!base.passed) baseFails = { suite: failed.suite, result: base };
+      }
+      good = baseFails ? 0 : lo;
+      if (!baseFails) culprit = { index: hi - 1, ...failed };
+    }
+  }
+  // The current branch moves once, to the last good merge, if the tree is still clean and the branch still where it was.
+  let landed = good > 0;
+  let refusal = '';
+  if (landed) {
+    try {
+      await mergeTarget(first.repo);
+      const head = (await git.revparse(['HEAD'])).trim();
+      if (head !== start) throw new Error(`${into} moved during the merge (from ${start.slice(0, 10)} to ${head.slice(0, 10)}); nothing was merged, merge again`);
+      await git.raw(['merge', '--ff-only', '--quiet', (batch[good - 1] as { sha: string }).sha]);
+    } catch (e) {
+      landed = false;
+      refusal = e instanceof DirtyTreeError ? e.message : `fast-forward refused: ${explainGitFailure((e as Error).message, { root: first.repo, branch: into })}`;
+    }
+  }
+  const head = landed ? (batch[good - 1] as { sha: string }).sha : start;
+  const lastGood = landed ? (batch[good - 1] as { req: MergeRequest }).req.key : null;
+  for (const [i, b] of batch.entries()) {
+    let o: MergeOutcome;
+    if (!landed && refusal) o = { key: b.req.key, status: 'REFUSED', reason: refusal };
+    else if (baseFails) o = { key: b.req.key, status: 'NOT_TRIED', reason: `not merged: the suite \`${baseFails.suite.command}\` already fails on ${into} (${start.slice(0, 10)}) before any merge (${baseFails.result.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was` };
+    else if (i < good) {
+      // The task branch takes its rebased commit, as a merge of the sequential queue leaves it.
+      await git.raw(['update-ref', `refs/heads/${b.req.branch}`, b.sha]).catch(() => undefined);
+      o = { key: b.req.key, status: 'MERGED', sha: b.sha };
+    } else if (culprit && i === culprit.index) {
+      o = { key: b.req.key, status: 'SUITE_FAILED', output: culprit.result.output, command: culprit.suite.command, head, lastGood, reason: `the batch of ${batch.length} merges failed the suite \`${culprit.suite.command}\`, and bisecting it found this merge the first that breaks it (${culprit.result.reason}); not merged: ${into} is at ${head.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${b.req.branch} is kept as it was` };
+    } else o = { key: b.req.key, status: 'NOT_TRIED', reason: `not merged: it comes after ${culprit ? batch[culprit.index]?.req.key : 'the merge'} that breaks the suite, and the suite was not judged without that one; this branch is kept as it was (merge it again)` };
+    emit(o);
+  }
+  return requests.map((r) => outcomes.get(r.key) as MergeOutcome);
+}
+
+/**
+ * Rebases a copy of the task branch onto `onto` in a temporary detached checkout and re-checks it there; the task
+ * branch itself does not move. Returns the rebased commit, or the outcome that leaves the task out of the batch.
+ * @throws Error for a failure of git outside the rebase
+ */
+async function rebaseDetached(req: MergeRequest, onto: string): Promise<{ sha: string } | MergeOutcome> {
+  const git = gitFor(req.repo, { trusted: true });
+  const head = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim();
+  if (!head) return { key: req.key, status: 'MISSING', reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched` };
+  return withCheckoutAt(req.repo, head, async (dir) => {
+    const wt = gitFor(dir, { trusted: true });
+    if ((await wt.raw(['status', '--porcelain'])).trim()) return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `a fresh checkout of ${req.branch} is not clean (a filter or line-ending rule changes its files), so it cannot be rebased safely` };
+    try {
+      await wt.raw([...(await fallbackIdentityArgs(wt)), 'rebase', '--quiet', onto]);
+    } catch (e) {
+      const conflicts = (await wt.raw(['diff', '--name-only', '--diff-filter=U']).catch(() => '')).split('\n').filter(Boolean);
+      await wt.raw(['rebase', '--abort']).catch(() => undefined);
+      return { key: req.key, status: 'BLOCKED', conflicts, reason: conflicts.length ? `rebase onto the merges before it conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}` };
+    }
+    const check = await req.recheck(dir, onto);
+    if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
+    return { sha: (await wt.revparse(['HEAD'])).trim() };
+  });
+}
+
+/**
+ * One line for the end of a merge report when the suite stopped the queue, else null: which merge broke which suite,
+ * where the current branch was left, and which branches were not merged and are kept. `target`: the current branch's name.
+ */
+export function suiteStopLine(outcomes: readonly MergeOutcome[], target: string | null): string | null {
+  const failed = outcomes.find((o): o is Extract<MergeOutcome, { status: 'SUITE_FAILED' }> => o.status === 'SUITE_FAILED');
+  const held = outcomes.filter((o) => o.status === 'NOT_TRIED').map((o) => o.key);
+  const into = target ?? 'the current branch';
+  if (failed) return `the suite \`${failed.command}\` broke at ${failed.key}: ${into} is at ${failed.head.slice(0, 10)}, ${failed.lastGood ? `the last good merge (${failed.lastGood})` : 'as it was before the queue'}; not merged, branches kept: ${[failed.key, ...held].join(', ')}`;
+  if (held.length) return `the suite already fails on ${into} before any merge: nothing was judged by it, branches kept: ${held.join(', ')}`;
+  return null;
 }

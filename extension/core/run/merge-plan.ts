@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { MergeRequest, RecheckResult } from '../git/merge';
+import type { IntegrationSuite, MergeRequest, RecheckResult } from '../git/merge';
 import { loadFrozenManifest } from './frozen-manifest';
 import { readyToMerge } from './task-landing';
 import type { RunState } from '../live/state';
@@ -19,6 +19,7 @@ import { supervise } from '../process/supervisor';
 /**
  * The merge requests for a worktree-mode run's PASSed tasks (all, or only `keys`), in manifest order, with each
  * task's check taken from the run's frozen manifest (so a manifest edited or deleted since still merges as it ran).
+ * A task with a `suite` carries it (suiteFor), run on the integration branch after its merge.
  * A best-of-N task merges its winner only (its branch holds the winner's commit): without `keys` its candidates are
  * left out; a candidate is merged only when `keys` names it. A task recorded merged or discarded is never requested.
  * @throws Error when the run is not in worktree mode or its frozen manifest is unreadable
@@ -35,7 +36,7 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
       const spec = specs.get(t.key);
       // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.
       if (!spec) throw new Error(`task ${t.key} of run ${state.runId} is not in its frozen manifest; it cannot be re-checked, so it is not merged`);
-      return { key: t.key, repo: state.repo as string, branch: t.branch as string, recheck: recheckFor(home, state, spec, prepare) };
+      return { key: t.key, repo: state.repo as string, branch: t.branch as string, recheck: recheckFor(home, state, spec, prepare), suite: spec.suite ? suiteFor(home, state, spec, prepare) : null };
     });
 }
 
@@ -66,18 +67,8 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
     // VERDICT_HOME hidden as from the attempt's check (the checkout and the scratch dir are bound back).
     const where = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
     try {
-      if (prepare.include.length) copyIncludes(state.repo as string, dir, prepare.include);
-      if (prepare.setup) {
-        const setupLog = path.join(path.dirname(logFile), 'merge-setup.log');
-        const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
-        try {
-          const setupWhere = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
-          const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox, ...stepCaps(spec) });
-          if (receipt.exitCode !== 0) return { passed: false, output: tail, reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}` };
-        } finally {
-          fs.rmSync(setupScratch, { recursive: true, force: true });
-        }
-      }
+      const unprepared = await prepareMergeCheckout(home, state, spec, prepare, dir, { bwrap, netstack }, taskEnv, path.join(path.dirname(logFile), 'merge-setup.log'));
+      if (unprepared) return unprepared;
       const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox, ...stepCaps(spec) });
       const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
       if (!check.passed) return { passed: false, output: check.output, reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason };
@@ -86,6 +77,59 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
     } finally {
       fs.rmSync(scratch, { recursive: true, force: true });
     }
+  };
+}
+
+/**
+ * Prepares a merge checkout `dir` as step `prepare` prepares a task's worktree: `include` copied from the repository,
+ * then `setup` run there in the check's sandbox (log `setupLog`, limit the task's check_timeout_s). Returns null when
+ * ready, else the failed result to report.
+ */
+async function prepareMergeCheckout(home: string, state: RunState, spec: TaskSpec, prepare: { setup: string | null; include: string[] }, dir: string, run: { bwrap: string | null; netstack: string | null }, taskEnv: Record<string, string>, setupLog: string): Promise<RecheckResult | null> {
+  if (prepare.include.length) copyIncludes(state.repo as string, dir, prepare.include);
+  if (!prepare.setup) return null;
+  const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
+  try {
+    const setupWhere = checkEnvironment({ run, containment: run.bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
+    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox, ...stepCaps(spec) });
+    if (receipt.exitCode !== 0) return { passed: false, output: tail, reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}` };
+    return null;
+  } finally {
+    fs.rmSync(setupScratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The task's suite as the merge queue runs it on a commit of the integration branch (git/merge.ts IntegrationSuite):
+ * in a fresh checkout of the commit, prepared as the re-check's is (include, setup), in the check's sandbox with the
+ * task's network and variables (VERDICT_ATTEMPT=merge-suite), time limit `suite_timeout_s`. Never silently unsandboxed:
+ * the integration branch holds code workers wrote. Its log is `runs/<run>/merge-suite/<commit>.log`, named in a
+ * failure's reason. Not the task's `expect_files`: the suite judges the repository, not one task's deliverables.
+ */
+export function suiteFor(home: string, state: RunState, spec: TaskSpec, prepare: { setup: string | null; include: string[] } = { setup: null, include: [] }): IntegrationSuite {
+  const suite = spec.suite!;
+  return {
+    command: suite.command,
+    run: async (dir, commit) => {
+      const probe = await probeSandbox();
+      const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
+      const net = await probeNetstack();
+      const netstack = net.kind === 'slirp4netns' ? net.binary : null;
+      if (!bwrap && !spec.fullAccess) return { passed: false, output: '', reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the suite would run code workers wrote with your full rights, so it did not run` };
+      const logFile = path.join(runDir(home, state.runId), 'merge-suite', `${commit}.log`);
+      fs.mkdirSync(path.dirname(logFile), { recursive: true });
+      const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
+      const taskEnv = { PORT: String(await reservePort()), VERDICT_RUN_ID: state.runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: 'merge-suite' };
+      try {
+        const unprepared = await prepareMergeCheckout(home, state, spec, prepare, dir, { bwrap, netstack }, taskEnv, path.join(path.dirname(logFile), `${commit}-setup.log`));
+        if (unprepared) return unprepared;
+        const where = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
+        const r = await runCheck({ check: suite.command, taskDir: dir, logFile, timeoutMs: suite.timeoutMs, env: where.env, expectFiles: [], sandbox: where.sandbox, ...stepCaps(spec) });
+        return { passed: r.passed, output: r.output, reason: r.passed ? '' : `${r.reason.replace(/^the check /, 'it ')}; see ${logFile}` };
+      } finally {
+        fs.rmSync(scratch, { recursive: true, force: true });
+      }
+    },
   };
 }
 

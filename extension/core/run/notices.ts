@@ -1,7 +1,7 @@
 // The one-line texts the editor shows for a finished attempt and for a merge (progress notifications and messages):
 // each names the task, its branch when it has one, and what happens next, so a notice read alone is never ambiguous
 // ("flaky: FAIL" did not say whether a retry was coming; "merged 1/1" did not say what went where).
-import type { MergeOutcome } from '../git/merge';
+import { suiteStopLine, type MergeOutcome } from '../git/merge';
 import type { Verdict } from '../../../schemas/status';
 
 /** A finished attempt as a notice sees it. */
@@ -32,7 +32,9 @@ export function attemptNotice(e: AttemptNoticeInput): string {
 /**
  * The message after a merge queue: what was merged into `target` (task and branch), then each task that was not and
  * why, e.g. `merged greet (verdict/r1/greet) into main; not merged: flaky CHECK_FAILED (check exited 1)`.
- * `branches` maps task key to its branch (the merge requests'); `target` is the branch merged into, null if unknown.
+ * When the suite stopped the queue, its last part says which merge broke it and where `target` was left (git/merge.ts
+ * suiteStopLine). `branches` maps task key to its branch (the merge requests'); `target` is the branch merged into,
+ * null if unknown.
  */
 export function mergeNotice(outcomes: readonly MergeOutcome[], branches: ReadonlyMap<string, string>, target: string | null): string {
   const named = (key: string) => (branches.has(key) ? `${key} (${branches.get(key)})` : key);
@@ -44,6 +46,8 @@ export function mergeNotice(outcomes: readonly MergeOutcome[], branches: Readonl
   const into = target ? ` into ${target}` : '';
   const parts = [merged.length ? `merged ${merged.join(', ')}${into}` : `nothing merged${into}`];
   if (others.length) parts.push(`not merged: ${others.join('; ')}`);
+  const stop = suiteStopLine(outcomes, target);
+  if (stop) parts.push(stop);
   return parts.join('; ');
 }
 
