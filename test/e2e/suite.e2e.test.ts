@@ -128,8 +128,9 @@ describe('suite: the full regression check after the check', function () {
   it('a worker that leaves a process behind to fix the tree while the suite runs: nothing of it is alive at the suite, which judges what was sealed', async () => {
     const dir = tempDir();
     const repo = libRepo(dir);
-    // Attempt 1 seals a broken triple and leaves a detached loop that would write the right lib.sh back every 20 ms.
-    const fixer = `setsid nohup bash -c 'while :; do printf "double() { echo \\$(( \\$1 * 2 )); }\\ntriple() { echo \\$(( \\$1 * 3 )); }\\nsquare() { echo \\$(( \\$1 * \\$1 )); }\\n" > lib.sh.new && mv lib.sh.new lib.sh; sleep 0.02; done # suite-fixer-7731' >/dev/null 2>&1 < /dev/null &`;
+    // Attempt 1 seals a broken triple and leaves a detached loop that, from 1 s on (after the worker has exited), would
+    // write the right lib.sh back every 20 ms: alive at the seal, the check or the suite, it would make the judged tree right.
+    const fixer = `setsid nohup bash -c 'sleep 1; while :; do printf "double() { echo \\$(( \\$1 * 2 )); }\\ntriple() { echo \\$(( \\$1 * 3 )); }\\nsquare() { echo \\$(( \\$1 * \\$1 )); }\\n" > lib.sh.new && mv lib.sh.new lib.sh; sleep 0.02; done # suite-fixer-7731' >/dev/null 2>&1 < /dev/null &`;
     const spec = ['if [ "$VERDICT_ATTEMPT" = 1 ]; then', `  ${fixer}`, '  sleep 0.2', BREAKS_TRIPLE, '  exit 0', 'else', GOOD, 'fi'].join('\n');
     // The check sleeps so a surviving loop would have rewritten lib.sh long before the suite.
     const file = writeManifest(dir, { worktrees: true, repo, suite: 'sleep 0.5; bash ci/suite.sh', tasks: [scriptTask('leave', spec, `${SQUARE_CHECK}; sleep 0.3`)] });
@@ -139,6 +140,8 @@ describe('suite: the full regression check after the check', function () {
     // The worker exited 0 while its loop still ran; whether Verdict calls that a FAIL of its own or lets the check and
     // suite judge, attempt 1 must not pass.
     assert.equal(rows[0]?.verdict, 'FAIL', String(rows[0]?.notes));
+    // What was sealed and judged is the worker's broken triple: nothing rewrote the tree after the worker.
+    assert.match(git(repo, 'show', `${String(rows[0]?.sealed)}:lib.sh`), /triple\(\) \{ echo \$\(\( \$1 \+ 3 \)\); \}/);
     assert.notEqual((rows[0]?.suite as { passed?: boolean } | undefined)?.passed, true, 'the suite did not pass on the sealed broken triple');
     assert.equal(rows[1]?.verdict, 'PASS', r.all);
     assert.deepEqual(processesWith('suite-fixer-7731'), [], 'no loop of the worker is alive after the run');
