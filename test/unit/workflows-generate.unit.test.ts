@@ -72,3 +72,33 @@ describe('generated: the file', () => {
     assert.deepEqual(r.findings[0]?.range?.start, { line: 2, column: 15 });
   });
 });
+
+describe('generated: what every workflow section of a generated task names and compiles into', () => {
+  // The run started with codex and script only: claude exists (lint knows it) but preflight never checked its binary.
+  const errorsOf = async (t: Record<string, unknown>, maxTasks = 2) => {
+    const r = await validateGenerated(JSON.stringify([t], null, 2), '/w/tasks.json', gctx({ planner: plannerSpec({ generate: { file: 'tasks.json', maxTasks } }) }));
+    return r.findings.filter((f) => f.severity === 'error').map((f) => f.message);
+  };
+  const base = { spec: 'Write a.txt', check: 'test -s a.txt', engine: 'codex', task_type: 't', verified: 'v' };
+
+  it('hostile plan: an engine the run did not start with, named by validate, council, phases review or a review, is refused', async () => {
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ key: 'v', ...base, validate: { engine: 'claude', check: 'true', engines: [{ engine: 'codex' }] } }, /^\[0\]\.validate\.engine: engine "claude" is not one this run started with/],
+      [{ key: 'c', ...base, council: { members: [{ engine: 'claude' }, { engine: 'codex' }], chair: { engine: 'codex', check: 'true' } } }, /^\[0\]\.council\.members\.0\.engine: engine "claude" is not one this run started with/],
+      [{ key: 'p', ...base, spec: 'Write {file}', check: 'test -s {file}', phases: { files: ['a.txt'], test: { engine: 'codex', model: 'm2', check: 'true' }, review: { engines: ['claude'] } } }, /^\[0\]\.phases\.review\.engines\.0: engine "claude" is not one this run started with/],
+      [{ key: 'r', ...base, review: { engines: [{ engine: 'claude' }] } }, /^\[0\]\.review\.engines\.0\.engine: engine "claude" is not one this run started with/],
+    ];
+    for (const [t, expected] of cases) {
+      const errors = await errorsOf(t, 9);
+      assert.ok(errors.some((m) => expected.test(m)), `${String(t.key)}: ${errors.join('\n') || 'accepted'}`);
+    }
+  });
+
+  it('hostile plan: a validated task and a council count every task they compile into against max_tasks', async () => {
+    const validated = await errorsOf({ key: 'v', ...base, validate: { engine: 'codex', check: 'true', engines: [{ engine: 'codex' }, { engine: 'codex' }] } });
+    assert.ok(validated.some((m) => /more tasks than "max_tasks": 2 .*with its 3 workers and validator/.test(m)), validated.join('\n') || 'accepted');
+    const council = await errorsOf({ key: 'c', ...base, council: { members: [{ engine: 'codex' }, { engine: 'codex', model: 'm2' }], chair: { engine: 'codex', check: 'true' } } }, 4);
+    assert.ok(council.some((m) => /more tasks than "max_tasks": 4 .*with its 5 answers, reviews and chair/.test(m)), council.join('\n') || 'accepted');
+    assert.deepEqual(await errorsOf({ key: 'c', ...base, council: { members: [{ engine: 'codex' }, { engine: 'codex', model: 'm2' }], chair: { engine: 'codex', check: 'true' } } }, 5), []);
+  });
+});

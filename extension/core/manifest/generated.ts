@@ -12,6 +12,7 @@ import { lintManifestText, type LintOptions } from './lint';
 import { DEFAULT_ENGINE } from './load';
 import { LineIndex, rangeOfPath } from './positions';
 import type { TaskSpec } from './types';
+import { compiledCount, namedEngines, sectionEngines, type EngineRef } from './workflows';
 
 /** The largest generated tasks file read, bytes (1 MiB): a bigger one is refused before it is parsed. */
 export const GENERATED_MAX_BYTES = 1024 * 1024;
@@ -69,9 +70,10 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     if (!isObject(t)) return;
     const key = typeof t.key === 'string' ? t.key : null;
     const err = (path: (string | number)[], message: string) => findings.push(finding('error', `[${i}]${path.length ? `.${path.join('.')}` : ''}: ${message}`, at(root, [i, ...path]), key));
-    const n = compiledCount(t);
+    // What a workflow section compiles the task into counts whole (manifest/workflows/index.ts compiledCount).
+    const { tasks: n, what } = compiledCount(t);
     if (workers <= ctx.planner.generate!.maxTasks && workers + n > ctx.planner.generate!.maxTasks) {
-      err([], `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${isObject(t.phases) ? 'implement and test tasks' : 'candidates'}` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`);
+      err([], `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${what}` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`);
     }
     workers += n;
     if (t.generate !== undefined) err(['generate'], 'a generated task cannot generate tasks itself (no recursion); write its tasks into this file instead');
@@ -86,11 +88,10 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     if (Array.isArray(t.protect) && (t.protect.length === 0 || t.protect.some((g) => typeof g === 'string' && g.startsWith('!')))) err(['protect'], 'a generated task can only add protected check inputs (no [] and no "!glob")');
     if (t.review === false && ctx.planner.review !== null) err(['review'], `a generated task cannot skip the review ${ctx.planner.key} is under`);
     const engines: [(string | number)[], unknown][] = [[['engine'], t.engine ?? DEFAULT_ENGINE]];
-    if (Array.isArray(t.candidates)) t.candidates.forEach((c, j) => engines.push([['candidates', j, 'engine'], isObject(c) ? c.engine : undefined]));
     if (Array.isArray(t.fallback)) t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
-    if (isObject(t.rank) && Array.isArray(t.rank.engines)) t.rank.engines.forEach((r, j) => engines.push([typeof r === 'string' ? ['rank', 'engines', j] : ['rank', 'engines', j, 'engine'], typeof r === 'string' ? r : isObject(r) ? r.engine : undefined]));
-    if (isObject(t.phases)) for (const field of ['implement', 'test'] as const) if (isObject(t.phases[field])) engines.push([['phases', field, 'engine'], (t.phases[field] as Record<string, unknown>).engine]);
-    if (isObject(t.critique) && Array.isArray(t.critique.critics)) t.critique.critics.forEach((c, j) => engines.push([['critique', 'critics', j], typeof c === 'string' ? c : isObject(c) ? c.engine : undefined]));
+    // Its own reviewers, and every engine a workflow section names (its compiled tasks' writers, its readers).
+    const refs: EngineRef[] = [...(isObject(t.review) ? [{ kind: 'readers' as const, at: ['review'], entries: t.review.engines, verb: 'review' as const }] : []), ...sectionEngines(t)];
+    for (const { at, name } of refs.flatMap(namedEngines)) engines.push([at, name]);
     for (const [path, engine] of engines) {
       if (typeof engine !== 'string' || ctx.allowedEngines.has(engine)) continue;
       err(t.engine === undefined && path[0] === 'engine' ? [] : path, `engine "${engine}" is not one this run started with (${[...ctx.allowedEngines].sort().join(', ')}): generated tasks may use only those`);
@@ -115,15 +116,7 @@ export function formatGeneratedFinding(f: Finding): string {
 }
 
 function countWorkers(data: unknown[]): number {
-  return data.reduce<number>((n, t) => n + (isObject(t) ? compiledCount(t) : 1), 0);
-}
-
-/** The tasks one generated entry compiles into: its candidates (best-of-N), its implement tasks and test phase (phases), else 1. */
-function compiledCount(t: Record<string, unknown>): number {
-  if (typeof t.repeat === 'number') return t.repeat;
-  if (Array.isArray(t.candidates)) return t.candidates.length;
-  if (isObject(t.phases) && Array.isArray(t.phases.files)) return t.phases.files.length + 1;
-  return 1;
+  return data.reduce<number>((n, t) => n + (isObject(t) ? compiledCount(t).tasks : 1), 0);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -29,6 +29,7 @@ const bestOfNSection: WorkflowSection = {
     if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank' });
     return refs;
   },
+  count: (raw) => (typeof raw.repeat === 'number' ? { tasks: raw.repeat, what: 'candidates' } : Array.isArray(raw.candidates) ? { tasks: raw.candidates.length, what: 'candidates' } : null),
   compile(spec, raw) {
     const out = compileRepeat([spec], [raw]);
     // compileRepeat hands a task that is not best-of-N back as it is.
@@ -65,6 +66,29 @@ export function compileWorkflows(tasks: readonly TaskSpec[], raw: readonly Recor
 /** Every section's problems in `tasks` (as written), each with the code it is reported under, in table order. */
 export function sectionProblems(tasks: readonly unknown[], ctx: SectionContext, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): { code: ProblemCode; problem: WorkflowProblem }[] {
   return sections.flatMap((s) => (s.problems?.(tasks, ctx) ?? []).map((problem) => ({ code: s.code, problem })));
+}
+
+/**
+ * How many tasks that run an engine one task as written compiles into, and what they are, from the first section
+ * that counts it (Workflow.count); a task no section counts is one task.
+ */
+export function compiledCount(raw: Record<string, unknown>, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): { tasks: number; what: string } {
+  for (const s of sections) {
+    const n = s.count?.(raw) ?? null;
+    if (n) return n;
+  }
+  return { tasks: 1, what: 'task' };
+}
+
+/**
+ * Each engine name an EngineRef holds with its path under the task: a writer's one, or each entry of a readers list
+ * (a name at `[...at, list, j]`, an `{engine}` entry at `[...at, list, j, 'engine']`); names not strings included.
+ */
+export function namedEngines(ref: EngineRef): { at: (string | number)[]; name: unknown }[] {
+  if (ref.kind === 'writer') return [{ at: ref.at, name: ref.name }];
+  const list = ref.list ?? 'engines';
+  if (!Array.isArray(ref.entries)) return [];
+  return ref.entries.map((e, j) => (typeof e === 'string' ? { at: [...ref.at, list, j], name: e } : { at: [...ref.at, list, j, 'engine'], name: isObject(e) ? e.engine : undefined }));
 }
 
 /** Every engine the sections name in one task (as written), in table order. */

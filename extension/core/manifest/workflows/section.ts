@@ -53,4 +53,10 @@ export interface WorkflowSection {
    * `opts.worktrees`: the run's mode), else null. Called only on a manifest without errors. Pure.
    */
   compile?(spec: TaskSpec, raw: Record<string, unknown>, opts: { worktrees: boolean }): TaskSpec[] | null;
+  /**
+   * How many tasks that run an engine task `raw` (as written, not yet checked by the schema: best effort) compiles
+   * into, and what they are in words ("candidates"), when it has this section; else null. A planner's `max_tasks`
+   * counts these for each task of its generated file (manifest/generated.ts).
+   */
+  count?(raw: Record<string, unknown>): { tasks: number; what: string } | null;
 }

@@ -18,6 +18,8 @@ export const councilSection: WorkflowSection = {
     if (Array.isArray(c.members)) c.members.forEach((e, j) => refs.push({ kind: 'writer', at: ['council', 'members', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `member ${j + 1}` }));
     return refs;
   },
+  // Each member answers and reviews; the chair writes the synthesis.
+  count: (raw) => (isObject(raw.council) ? { tasks: 2 * (Array.isArray(raw.council.members) ? raw.council.members.length : 0) + 1, what: 'answers, reviews and chair' } : null),
   compile: (spec, raw) => (isObject(raw.council) ? compileCouncil(spec, raw.council) : null),
 };
 

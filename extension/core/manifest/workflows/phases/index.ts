@@ -22,6 +22,7 @@ export const phasesSection: WorkflowSection = {
     }
     return refs;
   },
+  count: (raw) => (isObject(raw.phases) && Array.isArray(raw.phases.files) ? { tasks: raw.phases.files.length + 1, what: 'implement and test tasks' } : null),
   compile: (spec, raw, opts) => (isObject(raw.phases) ? compilePhases(spec, raw.phases, opts.worktrees) : null),
 };
 

@@ -17,6 +17,12 @@ export const validateSection: WorkflowSection = {
     if (Array.isArray(v.engines)) v.engines.forEach((e, j) => refs.push({ kind: 'writer', at: ['validate', 'engines', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `worker ${j + 1}` }));
     return refs;
   },
+  count(raw) {
+    if (!isObject(raw.validate)) return null;
+    const v = raw.validate;
+    const workers = Array.isArray(v.engines) ? v.engines.length : typeof v.workers === 'number' ? v.workers : 2;
+    return { tasks: workers + 1, what: 'workers and validator' };
+  },
   compile: (spec, raw) => (isObject(raw.validate) ? compileValidate(spec, raw.validate) : null),
 };
 
