@@ -22,7 +22,7 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
    * Plays the lying worker `id` for the first attempt queued: claims it, pushes a commit whose out.txt says `lie` to the
    * attempt's ref and the task branch, and settles the attempt PASS with a made-up check output.
    */
-  async function lie(url: string, remote: string, id: string): Promise<{ runId: string; commit: string }> {
+  async function lie(url: string, remote: string, id: string, files: Record<string, string> = { 'out.txt': 'lie\n' }): Promise<{ runId: string; commit: string }> {
     let attempt: { run_id: string; task_key: string; attempt: number } | undefined;
     await until('the attempt queued', async () => {
       attempt = (await query(url, 'SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE record IS NULL AND worker_id IS NULL').catch(() => ({ rows: [] }))).rows[0];
@@ -33,8 +33,8 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
     git(clone, 'init', '-q');
     git(clone, 'fetch', '-q', remote, `refs/verdict/${runId}/base`);
     git(clone, 'checkout', '-q', 'FETCH_HEAD');
-    fs.writeFileSync(path.join(clone, 'out.txt'), 'lie\n');
-    git(clone, 'add', 'out.txt');
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(clone, name), text);
+    git(clone, 'add', '-A');
     git(clone, 'commit', '-q', '-m', 'the work');
     const commit = git(clone, 'rev-parse', 'HEAD');
     git(clone, 'push', '-q', remote, `${commit}:refs/verdict/${runId}/${key}/${n}`, `+${commit}:refs/heads/verdict/${runId}/${key}`);
@@ -77,6 +77,25 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
     assert.equal(liar?.mismatches, 1, status.stdout);
     const text = await cli(['pool', 'status', '--db', url]);
     assert.match(text.stdout, /liar .*1 PASS that did not hold here/);
+  });
+
+  it('a lying worker\'s PASS for a commit whose check passes and whose suite fails: the re-check runs the suite too, FAIL', async () => {
+    const url = poolUrl();
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const suite = 'test ! -e broken.txt || { echo "broken.txt is here: the suite fails"; exit 1; }';
+    const file = writeManifest(dir, { worktrees: true, repo, remote, suite, tasks: [task('echo truth > out.txt')] });
+    const home = path.join(dir, 'home');
+    const run = cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const { commit } = await lie(url, remote, 'liar-3', { 'out.txt': 'truth\n', 'broken.txt': 'x\n' });
+    const r = await run;
+    assert.equal(r.exitCode, 1, r.all);
+    const [row] = readRows(home);
+    assert.equal(row?.verdict, 'FAIL', r.all);
+    assert.equal(row?.commit, null);
+    assert.match(String(row?.notes), new RegExp(`liar.*reported PASS for ${commit.slice(0, 10)}.*re-run here.*the suite .* exited 1: broken\\.txt is here`));
+    assert.match(String(row?.check_output), /broken\.txt is here: the suite fails/);
+    assert.deepEqual((row?.pool as { recheck: { passed: boolean } }).recheck.passed, false);
   });
 
   it('an honest worker\'s PASS is re-checked here and kept; its row says so', async () => {
