@@ -172,6 +172,28 @@ describe('lint: serial-fan-out', () => {
   });
 });
 
+describe('lint: subscription-uncapped', () => {
+  const flat = { claude: { engines: ['claude'], max_parallel: 2, billing: 'subscription' } };
+  it('trips on a task of a subscription login under budget_usd with no budget_tokens, pointing at its engine', async () => {
+    const t = task('a', { engine: 'claude' });
+    const text = manifest([t, task('b', { engine: 'codex' })], { run_name: 't', budget_usd: 5, logins: flat });
+    const found = await findingsOf('subscription-uncapped', text);
+    assert.equal(found.length, 1, JSON.stringify(found));
+    assert.equal(found[0]?.taskKey, 'a');
+    assert.match(found[0]?.message ?? '', /subscription login "claude".*budget_usd does not cap this task.*budget_tokens/);
+    assertRange(text, found[0], 4, col(t, '"claude"'), '"claude"');
+    // A task's own budget_usd is a cap it would not have either.
+    assert.equal((await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude', budget_usd: 1 })], { run_name: 't', logins: flat }))).length, 1);
+  });
+
+  it('does not trip with budget_tokens (run or task), without budget_usd, or on a metered login', async () => {
+    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude' })], { run_name: 't', budget_usd: 5, budget_tokens: 100000, logins: flat })), []);
+    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude', budget_tokens: 1000 })], { run_name: 't', budget_usd: 5, logins: flat })), []);
+    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude' })], { run_name: 't', logins: flat })), []);
+    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude' })], { run_name: 't', budget_usd: 5, logins: { claude: { engines: ['claude'], max_parallel: 2 } } })), []);
+  });
+});
+
 describe('lint: missing-verified, missing-task-type, missing-expect-files', () => {
   for (const [rule, field] of [['missing-verified', 'verified'], ['missing-task-type', 'task_type'], ['missing-expect-files', 'expect_files']] as const) {
     it(`${rule}: an info at the task's key when ${field} is absent; nothing when present`, async () => {

@@ -13,6 +13,7 @@ export type RuleId =
   | 'worker-commits'
   | 'deliverable-lost'
   | 'serial-fan-out'
+  | 'subscription-uncapped'
   | 'write-collision'
   | 'underspecified-spec'
   | 'spec-too-long'

@@ -26,6 +26,7 @@ import { testsProtected } from './rules/tests-protected';
 import { deliverableLost } from './rules/deliverable-lost';
 import { writeCollision } from './rules/write-collision';
 import { serialFanOut } from './rules/serial-fan-out';
+import { subscriptionUncapped } from './rules/subscription-uncapped';
 import { missingExpectFiles, missingTaskType, missingVerified } from './rules/missing-fields';
 import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
@@ -64,6 +65,7 @@ const RULES: Rule[] = [
   deliverableLost,
   writeCollision,
   serialFanOut,
+  subscriptionUncapped,
   missingVerified,
   missingTaskType,
   missingExpectFiles,
