@@ -143,12 +143,14 @@ export interface OutputChunk {
 /**
  * What a page may ask its host to do to one task (buttons of the run document): `stop` and `rerun` go through the
  * run's control channel (as `verdict stop|rerun`), `merge` through the merge queue (as `verdict merge`), `open-diff`
- * opens VS Code's diff editor (the VS Code host only; the browser host serves the diff as text at `diff?run=&task=`).
+ * opens VS Code's diff editor (the VS Code host only; the browser host serves the diff as text at `diff?run=&task=`),
+ * `open-log` opens the task's live log in the editor (Follow Task Log; the VS Code host only: the browser page shows each
+ * worker's output live under it).
  */
-export type TaskAction = 'stop' | 'rerun' | 'merge' | 'open-diff';
+export type TaskAction = 'stop' | 'rerun' | 'merge' | 'open-diff' | 'open-log';
 
 /** Every TaskAction, for validators. */
-export const TASK_ACTIONS = ['stop', 'rerun', 'merge', 'open-diff'] as const satisfies readonly TaskAction[];
+export const TASK_ACTIONS = ['stop', 'rerun', 'merge', 'open-diff', 'open-log'] as const satisfies readonly TaskAction[];
 
 /** Most bytes of a task's diff the browser host's `diff` endpoint returns; a longer diff is cut and says so. */
 export const DIFF_MAX_BYTES = 512 * 1024;

@@ -24,6 +24,7 @@ import { newManifest, type NewManifestArgs } from './new-manifest';
 import { treatAsManifest } from './manifest-files';
 import { readSettings } from './settings';
 import { runForecast } from './forecast';
+import type { TaskLogProvider } from './task-log';
 
 /** What the commands share. */
 export interface CommandContext {
@@ -31,6 +32,8 @@ export interface CommandContext {
   diagnostics: ManifestDiagnostics;
   tree: RunsTreeProvider;
   launcher: RunLauncher;
+  /** Live task logs (Follow Task Log). */
+  taskLogs: TaskLogProvider;
 }
 
 /** A run as commands receive it: a tree node or `{ runId }`. */
@@ -359,6 +362,16 @@ async function openLog(ctx: CommandContext, ref?: TaskRef & { attempt?: number; 
   await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true });
 }
 
+/**
+ * Follow Task Log: the task's worker output as it arrives, in a read-only document that follows the latest attempt's
+ * worker.log (its last 64 KiB; vscode/task-log.ts). Resolves with the editor, or undefined when no task was named.
+ */
+async function followTaskLog(ctx: CommandContext, ref?: TaskRef): Promise<vscode.TextEditor | undefined> {
+  const found = taskOf(ctx, ref);
+  if (!ref || !found) return void refuse('pick a task in the Verdict runs view');
+  return ctx.taskLogs.open(ref.runId, ref.key);
+}
+
 /** Lint Manifest: lints now and opens the Problems panel. */
 async function lintManifestCommand(ctx: CommandContext, target?: unknown): Promise<void> {
   const uri = target instanceof vscode.Uri ? target : await pickManifest();
@@ -395,6 +408,7 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     'verdict.mergeAllPassed': (ref?: RunRef) => merge(ctx, ref?.runId),
     'verdict.discardTask': (ref?: TaskRef, opts?: { confirmed?: boolean }) => discardTask(ctx, ref, opts),
     'verdict.openLog': (ref?: TaskRef & { attempt?: number; log?: LogKind; file?: string }) => openLog(ctx, ref),
+    'verdict.followTaskLog': (ref?: TaskRef) => followTaskLog(ctx, ref),
     'verdict.lintManifest': (uri?: unknown) => lintManifestCommand(ctx, uri),
     'verdict.refreshRuns': () => ctx.tree.refresh(),
     'verdict.treatAsManifest': (uri?: unknown) => treatAsManifestCommand(ctx, uri),

@@ -11,6 +11,7 @@ import { containmentLine } from '../core/process/containment-line';
 import { probeSandbox } from '../core/process/sandbox';
 import type { VerdictApi } from './api';
 import { registerCommands } from './commands';
+import { TASK_LOG_SCHEME, TaskLogProvider } from './task-log';
 import { registerDashboard } from './dashboard/register';
 import { DOCTOR_SCHEME, doctorReports } from './doctor';
 import { ManifestDiagnostics } from './diagnostics';
@@ -42,6 +43,8 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   // Runs are detached `verdict run` processes of the bundled CLI: they outlive this window (see RunLauncher).
   const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
+  // Live task logs follow the runs the view reads, under the home the settings name now.
+  const taskLogs = new TaskLogProvider(() => resolveHome(readSettings().home), () => tree.runs());
   tree.onRuns((runs) => statusBar.update(runs));
   // Run commands show in the palette only when some run allows them (package.json menus' when clauses).
   tree.onRuns((runs) => {
@@ -75,7 +78,9 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
       void pool.follow(readSettings().poolUrl ?? null);
       showContainment();
     }),
-    ...registerCommands({ log, diagnostics, tree, launcher }),
+    taskLogs,
+    vscode.workspace.registerTextDocumentContentProvider(TASK_LOG_SCHEME, taskLogs),
+    ...registerCommands({ log, diagnostics, tree, launcher, taskLogs }),
     ...registerDashboard(context, { log, pool }),
     ...registerMcpProvider(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, String(context.extension.packageJSON.version ?? ''), log),
     launcher,

@@ -32,8 +32,8 @@ function writeState(home: string, s: RunState): string {
 }
 
 describe('dashboard protocol: task-action', () => {
-  it('accepts stop, rerun, merge and open-diff of a task, and only those', () => {
-    for (const action of ['stop', 'rerun', 'merge', 'open-diff']) {
+  it('accepts stop, rerun, merge, open-diff and open-log of a task, and only those', () => {
+    for (const action of ['stop', 'rerun', 'merge', 'open-diff', 'open-log']) {
       const m = { type: 'task-action', seq: 4, runId: 'r-1', key: 'k.2', action };
       assert.deepEqual(parsePageMessage(m), { ok: true, message: m });
     }
@@ -120,6 +120,7 @@ describe('dashboard protocol: task-action', () => {
     await assert.rejects(act('merge', info, 'a'), /frozen manifest|ENOENT|manifest/, 'no frozen manifest: the merge cannot re-check, so it does not merge');
     assert.equal(fs.existsSync(path.join(home, 'runs', 'r2', 'control.jsonl')), false, 'no control command was sent');
     assert.equal((await act('open-diff', info, 'a')).result, 'refused');
+    assert.deepEqual(await act('open-log', info, 'a'), { result: 'refused', message: 'this page shows each worker\'s output live under it; this host opens no editor' });
   });
 });
 

@@ -27,7 +27,8 @@ export type DashboardActions = (action: TaskAction, info: RunInfo, key: string) 
  * `verdict rerun RUN TASK` detached (`cli`, the bundled CLI, with `config` as its generated config file: the same run
  * id goes on under a new orchestrator) and answers once that orchestrator has taken the run over; `merge` runs the merge queue for that one task as
  * `verdict merge RUN TASK` (rebase onto the repository's current branch, re-check in the sandbox, fast-forward), one
- * merge at a time however many pages ask; `open-diff` is refused (a browser reads the diff endpoint instead).
+ * merge at a time however many pages ask; `open-diff` is refused (a browser reads the diff endpoint instead), and
+ * `open-log` too (the page shows each worker's output live).
  */
 export function localActions(home: string, by: string, opts: { ackWaitMs?: number; cli?: string; config?: VerdictConfig } = {}): DashboardActions {
   let merging: Promise<unknown> = Promise.resolve();
@@ -71,6 +72,8 @@ export function localActions(home: string, by: string, opts: { ackWaitMs?: numbe
       }
       case 'open-diff':
         return { result: 'refused', message: 'this host shows the diff as text (its diff endpoint); it opens no editor' };
+      case 'open-log':
+        return { result: 'refused', message: 'this page shows each worker\'s output live under it; this host opens no editor' };
     }
   };
 }

@@ -11,7 +11,7 @@ const SEE_NOTIFICATION: ActionReply = { result: 'refused', message: 'not done; t
  * The dashboard webview's task buttons, done by the extension's own commands (so trust, confirmations and messages are
  * the runs tree's): stop → Stop Task, rerun → Rerun Task (a live run: the control channel; one that ended: a detached
  * `verdict rerun`), merge → Merge Task
- * (the merge queue), open-diff → Review Task (VS Code's diff editor).
+ * (the merge queue), open-diff → Review Task (VS Code's diff editor), open-log → Follow Task Log (the live log).
  */
 export const editorActions: DashboardActions = async (action, info, key) => {
   const ref = { runId: info.state.runId, key };
@@ -33,6 +33,10 @@ export const editorActions: DashboardActions = async (action, info, key) => {
     case 'open-diff': {
       const files = await vscode.commands.executeCommand<number | undefined>('verdict.reviewTask', ref);
       return files === undefined ? SEE_NOTIFICATION : { result: 'done', message: `${key}: ${files} changed file${files === 1 ? '' : 's'} in the diff editor` };
+    }
+    case 'open-log': {
+      const editor = await vscode.commands.executeCommand<vscode.TextEditor | undefined>('verdict.followTaskLog', ref);
+      return editor ? { result: 'done', message: `${key}: its live log is open in the editor` } : SEE_NOTIFICATION;
     }
   }
 };

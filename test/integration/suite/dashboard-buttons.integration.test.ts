@@ -32,7 +32,7 @@ async function probe(dir: string, request: { text?: string; click?: string }): P
 describe('dashboard buttons in the VS Code webview: the webview asks the extension', function () {
   this.timeout(120000);
 
-  it('stops a task of a run the CLI started with its Stop button: acknowledged in state.json, the answer shown in the page', async function () {
+  it('stops a task of a run the CLI started with its Stop button: acknowledged in state.json, the answer shown in the page; Live log opens its log', async function () {
     const probeDir = path.join(process.env.VERDICT_TEST_TMP as string, 'webview-probe');
     if (!fs.existsSync(probeDir)) this.skip(); // @vscode/test-electron route: nobody can click inside the webview
     const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
@@ -53,6 +53,11 @@ describe('dashboard buttons in the VS Code webview: the webview asks the extensi
       await until('the task CANCELLED', () => state().tasks[0]?.status === 'CANCELLED');
       const shown = await probe(probeDir, { text: 'stop sleeper: done' });
       assert.ok(shown.found, `the answer shows in the page: ${shown.error}`);
+      // Live log: the task's worker output in a read-only editor that follows it (Follow Task Log).
+      const logClicked = await probe(probeDir, { click: 'vscode-button[data-action="open-log"][data-key="sleeper"]' });
+      assert.ok(logClicked.found, `the Live log button: ${logClicked.error}`);
+      const logDoc = await until('the live log open', () => vscode.window.visibleTextEditors.map((e) => e.document).find((d) => d.uri.scheme === 'verdict-task-log'));
+      assert.match(logDoc.getText(), /^# webview-buttons \| sleeper \| attempt 1 \| [\s\S]*sleeping until stopped\n/);
     } finally {
       child.kill('SIGINT');
       // The next suite opens its own dashboard on the live list: close this one, which shows a run document.
