@@ -15,8 +15,11 @@ import type { RecordedRequest } from '../fixtures/model-server';
 export const REVIEW_CHANGES = '{"verdict": "changes", "concerns": ["alpha.txt: also say it twice"]}';
 export const REVIEW_APPROVE = '{"verdict": "approve", "concerns": []}';
 
-/** True for a review prompt: it names the answer's form; a worker's prompt does not. */
-export const isReviewPrompt = (body: string): boolean => /approve\\?" \| \\?"changes/.test(body);
+/**
+ * True for a review prompt: it names the answer's form; a worker's prompt does not. `body` is the raw request, where
+ * the form's quotes are escaped once (JSON) or more (opencode sends the prompt JSON-encoded inside the JSON).
+ */
+export const isReviewPrompt = (body: string): boolean => /approve\\*" \| \\*"changes/.test(body);
 
 /**
  * A task whose first attempt FAILs its check and whose retry PASSes: the check prints a line its own text does not
