@@ -52,9 +52,9 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
     const spec = (red: boolean) => ({ spec: red ? { red: [{ file: 'a', implement: 'k--impl-1' }] } : {} }) as never;
     assert.equal(phases?.checkOnCopy?.(spec(true)), true);
     assert.equal(phases?.checkOnCopy?.(spec(false)), false);
-    for (const f of ['runner.ts', 'task-graph.ts', 'attempt-loop.ts', path.join('steps', 'index.ts'), path.join('steps', 'check.ts'), path.join('steps', 'context.ts')]) {
+    for (const f of ['runner.ts', 'task-graph.ts', 'attempt.ts', 'attempt-loop.ts', path.join('steps', 'index.ts'), path.join('steps', 'check.ts'), path.join('steps', 'context.ts')]) {
       const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
-      assert.doesNotMatch(text, /spec\.red\b|workflows\/phases|redStep|phases/, `${f} names the phases workflow`);
+      assert.doesNotMatch(text, /spec\.red\b|rec\.red\b|workflows\/phases|redStep|phases/, `${f} names the phases workflow`);
     }
   });
 

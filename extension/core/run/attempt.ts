@@ -17,7 +17,7 @@ import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
-import { ATTEMPT_STEPS, checkOnCopy, statusPending, workflowFailureNotes, workflowPrompt, workflowReceipt, workflowRows, workflowsAttemptEnd } from './workflows';
+import { ATTEMPT_STEPS, checkOnCopy, statusPending, workflowFailedCheck, workflowFailureNotes, workflowPrompt, workflowReceipt, workflowRows, workflowsAttemptEnd } from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
@@ -126,7 +126,7 @@ async function writeRecords(ctx: AttemptContext, task: TaskRuntime, rec: Attempt
   // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
   // append; so does the status the task takes (null while a workflow holds it open: a planner whose tasks have still to
   // join the run).
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: statusPending(task) ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.red ? { red: rec.red } : {}), ...(rec.reviews ? { reviews: rec.reviews } : {}), ...workflowReceipt(rec), rows }, null, 2));
+  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: statusPending(task) ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.reviews ? { reviews: rec.reviews } : {}), ...workflowReceipt(rec), rows }, null, 2));
   for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
   // Worktree mode's seal index (kept for deliver); plain mode makes none.
   if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
@@ -225,11 +225,12 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   if (again !== null) {
     task.failure = again;
   } else if (statusInfo(verdict).retryable) {
-    // A red run that passed is what failed the attempt: its output is the one to show (run/workflows/phases/red-step.ts).
-    // So is a suite that failed after the check passed (run/steps/suite.ts).
+    // A workflow's own run of the check may be what failed the attempt (Workflow.failedCheck): its output is then the
+    // one to show. So is a suite that failed after the check passed (run/steps/suite.ts).
+    const other = verdict === 'FAIL' ? workflowFailedCheck(rec) : null;
     const suiteFailed = verdict === 'FAIL' && rec.suite !== undefined && !rec.suite.passed;
-    const shown = verdict === 'FAIL' && rec.red?.exitCode === 0 ? rec.red : suiteFailed ? rec.suite : rec.check;
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(shown === rec.red && rec.red ? { redFiles: rec.red.files } : {}), ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}) }) + workflowFailureNotes(task);
+    const shown = other ?? (suiteFailed ? rec.suite : rec.check);
+    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(other ? { redFiles: other.files } : {}), ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}) }) + workflowFailureNotes(task);
   }
   const row = evalRow(rec);
   // The work row, then one row per review of this attempt (step review, credited to it), then the workflows' rows.

@@ -145,6 +145,15 @@ export function workflowPrompt(task: TaskRuntime, failure: string): string | nul
   return null;
 }
 
+/** The check run a FAIL's retry is shown in place of the attempt's check (Workflow.failedCheck), or null. */
+export function workflowFailedCheck(rec: AttemptRecord): { exitCode: number | null; output: string; files: string[] } | null {
+  for (const w of WORKFLOWS) {
+    const shown = w.failedCheck?.(rec) ?? null;
+    if (shown) return shown;
+  }
+  return null;
+}
+
 /** What every workflow appends to the failure an ordinary retry of `task` is handed. */
 export function workflowFailureNotes(task: TaskRuntime): string {
   return WORKFLOWS.map((w) => w.failureNote?.(task) ?? '').join('');

@@ -58,6 +58,11 @@ export interface Workflow {
    * failure in their prompt.
    */
   prompt?(task: TaskRuntime, failure: string): string | null;
+  /**
+   * The check run a FAIL's retry is shown instead of the attempt's check, when a run of this workflow's is what failed
+   * it: its exit code and output, and the files it was run without (named in the failure text); null: the check's.
+   */
+  failedCheck?(rec: AttemptRecord): { exitCode: number | null; output: string; files: string[] } | null;
   /** Text appended to the failure an ordinary retry of `task` is handed ('' for none). */
   failureNote?(task: TaskRuntime): string;
   /** The eval rows this workflow adds for a settled attempt, after its work and review rows; absent: none. */

@@ -11,4 +11,7 @@ export const phasesWorkflow: Workflow = {
   name: 'phases',
   steps: [{ step: redStep, after: 'check' }],
   checkOnCopy: (task) => task.spec.red !== undefined,
+  // A red run that passed is what failed the attempt: its output is the one a retry is shown.
+  failedCheck: (rec) => (rec.red?.exitCode === 0 ? { exitCode: rec.red.exitCode, output: rec.red.output, files: rec.red.files } : null),
+  receipt: (rec) => (rec.red ? { red: rec.red } : {}),
 };
