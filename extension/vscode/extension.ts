@@ -40,6 +40,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const pool = new PoolMonitor();
   void pool.follow(readSettings().poolUrl ?? null);
   const tree = new RunsTreeProvider(resolveHome(readSettings().home), log, pool);
+  const lenses = new ForecastLensProvider(log);
   // Runs are detached `verdict run` processes of the bundled CLI: they outlive this window (see RunLauncher).
   const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
@@ -70,7 +71,10 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     vscode.workspace.registerTextDocumentContentProvider(GIT_SCHEME, new GitContentProvider()),
     vscode.workspace.registerTextDocumentContentProvider(DOCTOR_SCHEME, doctorReports),
     // Each task's expected cost over its key (forecast.ts); the provider answers nothing for other JSON files.
-    vscode.languages.registerCodeLensProvider([{ language: 'json' }, { language: 'jsonc' }], new ForecastLensProvider(log)),
+    vscode.languages.registerCodeLensProvider([{ language: 'json' }, { language: 'jsonc' }], lenses),
+    lenses,
+    // A run's attempts add to the history the lenses read: they are asked again once the eval log grew.
+    tree.onDidChangeTreeData(() => lenses.refreshIfLogChanged()),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('verdict')) return;
       diagnostics.refreshAll();

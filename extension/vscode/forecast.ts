@@ -3,9 +3,10 @@
  * its confirmation above `verdict.confirmAboveUsd`, and each task's expected cost in a CodeLens over its `key` in the
  * manifest editor ("no history" where there is none).
  */
+import fs from 'node:fs';
 import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import * as vscode from 'vscode';
-import { resolveHome } from '../core/config/home';
+import { evalLogPath, resolveHome } from '../core/config/home';
 import { parseManifest } from '../core/manifest/load';
 import { entryForecasts, entryForecastText, forecastManifest, forecastOf, forecastTotalLine, needsConfirmation, type ManifestForecast } from '../core/scoreboard/plan';
 import { isManifestDocument } from './diagnostics';
@@ -36,7 +37,28 @@ export async function runForecast(file: string, log: vscode.LogOutputChannel): P
 
 /** The CodeLens over each task's key in a manifest editor: its expected cost from the eval log, or "no history". */
 export class ForecastLensProvider implements vscode.CodeLensProvider {
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.changed.event;
+  /** The eval log's size when the lenses were last told to refresh, bytes (-1: none yet). */
+  private logSize = -1;
+
   constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  /**
+   * Asks VS Code for new lenses when the eval log grew (an attempt ended, so the history the forecast reads changed);
+   * cheap enough to call whenever the runs view changes (one stat).
+   */
+  refreshIfLogChanged(): void {
+    const size = fs.statSync(evalLogPath(resolveHome(readSettings().home)), { throwIfNoEntry: false })?.size ?? 0;
+    if (size === this.logSize) return;
+    const first = this.logSize === -1;
+    this.logSize = size;
+    if (!first) this.changed.fire();
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
 
   async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
     if (!isManifestDocument(doc)) return [];

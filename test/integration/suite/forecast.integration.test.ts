@@ -76,5 +76,8 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
     assert.deepEqual([plan.thresholdUsd, plan.confirm], [5, false]);
     const summary = await vscode.commands.executeCommand<RunSummary | undefined>('verdict.runManifest', planned);
     assert.deepEqual(summary?.tasks.map((t) => t.verdict), ['PASS', 'PASS', 'PASS']);
+    // The run's two paid tasks join the history the lenses read: four past tasks now.
+    const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', planned);
+    assert.match(String(lenses.find((l) => l.command?.title.startsWith('Verdict forecast'))?.command?.title), /from 4 past task\(s\)$/);
   });
 });
