@@ -101,7 +101,7 @@ export interface TaskState {
    */
   workflow?: WorkflowPlace;
   /** On a best-of-N task's own entry: how its winner is chosen. */
-  select?: 'first-pass' | 'all' | 'ranked';
+  select?: 'first-pass' | 'all' | 'ranked' | 'consensus';
   /** On a best-of-N task's own entry, once one passed: the winning candidate's key. */
   winner?: string;
   /**
@@ -114,6 +114,13 @@ export interface TaskState {
   tie?: string | null;
   /** With `scores`: the ranking reviewers whose top picks differ, said; null when they agree. */
   disagreement?: string | null;
+  /**
+   * On a `select: "consensus"` task's own entry, once decided (docs/workflows.md "Consensus"): the groups of passing
+   * candidates that behaved alike (candidate keys, largest group first), how many inputs were used and how many of them
+   * split the candidates, and how the winner was chosen (`largest`, `tie-ranked`, `tie-cheapest`, or `undecided`: the
+   * group fell back to the first to pass, `reason` says why).
+   */
+  consensus?: { groups: string[][]; inputs: number; splitting: number; decided: 'largest' | 'tie-ranked' | 'tie-cheapest' | 'undecided' };
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
   generated?: string[];
   /**

@@ -186,6 +186,15 @@ esac` },
     good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
     bad: { 'fix-parser': "echo '// unchanged' >> src/parser.ts" },
   },
+  'best-of-n-consensus': {
+    files: {
+      'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.mjs' } }),
+      'src/parser.mjs': 'export const parseLine = (l) => l.split(",");\n',
+      'test/parser-cases.txt': 'a,b\n"x,y",z\n\n"",q\n',
+    },
+    good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l) => (l.match(/(\"[^\"]*\"|[^,]+)/g) ?? []).map((f) => f.replace(/^\"|\"$/g, \"\"));' > src/parser.mjs" },
+    bad: { 'fix-parser': "echo '// unchanged' >> src/parser.mjs" },
+  },
   ranked: {
     files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
     good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
@@ -352,6 +361,11 @@ describe('templates: each runs end to end with the script engine; its check pass
       if (id === 'ranked') assert.deepEqual([rows.filter((r) => r.step === 'rank').map((r) => r.verdict), state.tasks.find((t) => t.key === 'fix-parser')?.reason?.match(/tie between/)?.[0]], [['PASS'], 'tie between'], 'the ranking reviewer scored both candidates (a tie)');
       if (id === 'phases') assert.deepEqual(rows.map((r) => [r.task_key, r.step, r.worker_engine]).filter((r) => r[1] === 'work').sort(), [['stats-helpers', 'work', 'tester-a'], ['stats-helpers--impl-1', 'work', 'script'], ['stats-helpers--impl-2', 'work', 'script'], ['stats-helpers--impl-3', 'work', 'script']], 'three implementers, then the tests by another engine');
       if (id === 'critique-loop') assert.deepEqual(rows.map((r) => [r.step, r.worker_engine, r.verdict]), [['work', 'script', 'PASS'], ['critique', 'crit-a', 'PASS']], 'the critic found nothing: the loop ended after round 1');
+      if (id === 'best-of-n-consensus') {
+        // Every candidate ran the same script: one group, every line of the cases file an input, none splitting them.
+        const c = rows.find((r) => r.step === 'select')?.consensus as { decided: string; inputs: number; splitting: unknown[]; groups: { size: number }[] } | undefined;
+        assert.deepEqual([c?.decided, c?.inputs, c?.splitting, c?.groups.map((g) => g.size)], ['largest', 3, [], [3]], JSON.stringify(c));
+      }
       if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
     });
 

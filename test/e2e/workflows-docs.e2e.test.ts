@@ -49,7 +49,7 @@ describe('docs/workflows.md: every worked example runs as written', function () 
   this.timeout(240000);
 
   it('lists the examples this file runs', () => {
-    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'council', 'critique', 'generated', 'inputs', 'phases', 'ranked', 'suite', 'validated']);
+    assert.deepEqual([...examples().keys()].sort(), ['best-of-n', 'consensus', 'council', 'critique', 'generated', 'inputs', 'phases', 'ranked', 'suite', 'validated']);
   });
 
   it('suite: candidate 1 passes its check and fails the suite, candidate 2 wins', async () => {
@@ -83,6 +83,16 @@ describe('docs/workflows.md: every worked example runs as written', function () 
     assert.match(state.tasks[0]?.reason ?? '', /^winner: candidate 2 \(slug--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 10 over 1 ranking\(s\)/);
     assert.match(out, /ranking 2 passing candidates \(slug--c1, slug--c2\) by 1 reviewer\(s\)/);
     assert.deepEqual(rows.filter((r) => r.step !== 'work').map((r) => [r.task_key, r.step, r.worker_engine, r.verdict]), [['slug', 'rank', 'shortest', 'PASS'], ['slug', 'select', 'script', 'PASS']]);
+  });
+
+  it('consensus: all three pass; candidates 2 and 3 agree on every input, 1 does not on two spaces, so candidate 2 wins over the first to pass', async () => {
+    const { code, out, state, rows } = await runExample('consensus');
+    assert.equal(code, 0, out);
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['slug', 'PASS'], ['slug--c1', 'PASS'], ['slug--c2', 'PASS'], ['slug--c3', 'PASS']]);
+    assert.equal(state.tasks[0]?.winner, 'slug--c2');
+    assert.equal(state.tasks[0]?.reason, 'winner: candidate 2 (slug--c2, script); the largest of 2 groups (2 of 3: candidate 2, candidate 3) behaved alike; 1 of 3 input(s) split them; the first to pass of it: candidate 2');
+    const select = rows.find((r) => r.step === 'select') as { consensus?: { splitting: unknown } } | undefined;
+    assert.deepEqual(select?.consensus?.splitting, [{ input: 1, text: 'Two  Spaces' }]);
   });
 
   it('generated: the planner passes, its two tasks join the run and pass', async () => {

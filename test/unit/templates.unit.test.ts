@@ -12,7 +12,7 @@ describe('templates/', () => {
   const templates = listTemplates(path.resolve('templates'));
 
   it('holds the patterns that pay, each a folder with a manifest and a README', () => {
-    assert.deepEqual(templates.map((t) => t.id), ['best-of-n', 'code-review', 'council', 'critique-loop', 'docs-sweep', 'fan-out', 'generated', 'migration', 'model-bakeoff', 'no-model', 'phases', 'ranked', 'research', 'test-hardening', 'validated']);
+    assert.deepEqual(templates.map((t) => t.id), ['best-of-n', 'best-of-n-consensus', 'code-review', 'council', 'critique-loop', 'docs-sweep', 'fan-out', 'generated', 'migration', 'model-bakeoff', 'no-model', 'phases', 'ranked', 'research', 'test-hardening', 'validated']);
     for (const t of templates) assert.ok(t.readme, `${t.id} has a README.md`);
   });
 

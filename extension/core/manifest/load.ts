@@ -12,7 +12,7 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
-import { ManifestError, type EngineChoice, type CritiquePolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type SuiteSpec, type TaskSpec, type TreeKind } from './types';
+import { ManifestError, type EngineChoice, type CritiquePolicy, type DistinguishPolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type SuiteSpec, type TaskSpec, type TreeKind } from './types';
 import { suiteProblems } from './rules/suite';
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -284,6 +284,8 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     ...(isObject(t.generate) ? { generate: { file: t.generate.file as string, maxTasks: t.generate.max_tasks as number } } : {}),
     ...inputsOf(t.inputs),
     ...(isObject(t.rank) && Array.isArray(t.rank.engines) ? { rank: { rubric: t.rank.rubric as string, engines: engineChoices(t.rank.engines) } } : {}),
+    ...(typeof t.stop_after === 'number' ? { stopAfter: t.stop_after } : {}),
+    ...(isObject(t.distinguish) ? { distinguish: distinguishPolicy(t.distinguish) } : {}),
     ...(isObject(t.critique) ? { critique: critiquePolicy(t.critique) } : {}),
   }));
   const compiled = compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true });
@@ -471,4 +473,9 @@ function describeParseError(code: string): string {
 /** A validated `logins` entry as the run reads it (`billing` only when given). */
 function loginOf(l: { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' }): { engines: string[]; maxParallel: number; billing?: 'subscription' | 'metered' } {
   return { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) };
+}
+
+/** `distinguish` as the schema let it through (inputs and probe given), its defaults filled in: 20 inputs, 30 s. */
+function distinguishPolicy(d: Record<string, unknown>): DistinguishPolicy {
+  return { inputs: d.inputs as string, probe: d.probe as string, maxInputs: (d.max_inputs as number | undefined) ?? 20, timeoutMs: Math.round(((d.timeout_s as number | undefined) ?? 30) * 1000) };
 }

@@ -26,11 +26,12 @@ export function compileRepeat(tasks: readonly TaskSpec[], raw: readonly Record<s
     const t = raw[i] ?? {};
     const choices = candidateChoices(spec, t);
     if (!choices) return [spec];
-    const select: SelectMode = t.select === 'all' || t.select === 'ranked' ? t.select : 'first-pass';
+    const select: SelectMode = t.select === 'all' || t.select === 'ranked' || t.select === 'consensus' ? t.select : 'first-pass';
     const keys = choices.map((_, n) => candidateKey(spec.key, n + 1));
     const first = choices[0] as EngineChoice;
     const group: TaskSpec = { ...spec, engine: first.engine, model: first.model, group: spec.key, select, after: keys };
-    const { rank: _rank, ...candidate } = spec;
+    // How the group is decided belongs to the group alone.
+    const { rank: _rank, stopAfter: _stopAfter, distinguish: _distinguish, ...candidate } = spec;
     const candidates = choices.map((choice, n): TaskSpec => ({
       ...candidate,
       key: keys[n] as string,

@@ -90,8 +90,15 @@ export interface TaskSpec {
    * (manifest/workflows/: validate, council, phases); state.json carries it for the views. Absent outside them.
    */
   workflow?: WorkflowPlace;
-  /** On a group's own entry with `select: "ranked"`: who scores the passing candidates, against what. */
+  /**
+   * On a group's own entry with `select: "ranked"`: who scores the passing candidates, against what; with
+   * `select: "consensus"`: who breaks a tie between groups of candidates that behave alike.
+   */
   rank?: RankPolicy;
+  /** On a group's own entry (`stop_after`): once this many candidates passed, the others are cancelled. */
+  stopAfter?: number;
+  /** On a group's own entry with `select: "consensus"`: how its passing candidates are told apart (`distinguish`). */
+  distinguish?: DistinguishPolicy;
   /** `review` (the task's, else the run's): reviewers that must approve a passed check; null for none. */
   review: ReviewPolicy | null;
   /** `guard`: which built-in guards run on the worker's work (run/guards; all true unless turned off). */
@@ -180,9 +187,23 @@ export interface ReviewPolicy {
 /**
  * How a best-of-N group picks its winner: `first-pass` (the first candidate to PASS; the others are stopped), `all`
  * (every candidate runs to its end; the lowest-numbered one that passed) or `ranked` (every candidate runs to its end;
- * the `rank` reviewers score those that passed: run/workflows/best-of-n/rank.ts).
+ * the `rank` reviewers score those that passed: run/workflows/best-of-n/rank.ts) or `consensus` (every candidate runs
+ * to its end; those that passed are grouped by what their probe does on `distinguish`'s inputs, and the largest group
+ * wins: run/workflows/best-of-n/consensus.ts).
  */
-export type SelectMode = 'first-pass' | 'all' | 'ranked';
+export type SelectMode = 'first-pass' | 'all' | 'ranked' | 'consensus';
+
+/**
+ * `distinguish` of a `select: "consensus"` task (run/workflows/best-of-n/consensus.ts): the command that makes the
+ * inputs, the probe run on each passing candidate's sealed tree per input, how many inputs at most, and the time
+ * limit of the inputs command and of each probe run, ms.
+ */
+export interface DistinguishPolicy {
+  inputs: string;
+  probe: string;
+  maxInputs: number;
+  timeoutMs: number;
+}
 
 /**
  * `rank` of a `select: "ranked"` task: the reviewers that score its passing candidates (one after the other; model

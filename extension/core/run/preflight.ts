@@ -55,7 +55,7 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     if (problem) problems.push(problem);
   }
   // Ranking reviewers and critics run here even on a pool run (on sealed commits fetched from the remote).
-  const here = new Set(manifest.tasks.flatMap((t) => [...(t.select === 'ranked' ? (t.rank?.engines ?? []).map((r) => r.engine) : []), ...(t.critique?.critics ?? []).map((c) => c.engine)]));
+  const here = new Set(manifest.tasks.flatMap((t) => [...(t.select === 'ranked' || t.select === 'consensus' ? (t.rank?.engines ?? []).map((r) => r.engine) : []), ...(t.critique?.critics ?? []).map((c) => c.engine)]));
   const binaries = new Map<string, string>();
   // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
   // and its reviewers (a ranked best-of-N task's ranking reviewers too) and critics.

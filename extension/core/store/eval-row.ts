@@ -136,6 +136,8 @@ export interface EvalRow {
   rank?: RankColumn;
   /** Only on the `select` row of a ranked group: what decided it (run/workflows/best-of-n/select-row.ts). */
   ranking?: RankingColumn;
+  /** Only on the `select` row of a consensus group: its groups, the inputs that split them, why the winner won (run/workflows/best-of-n/consensus.ts). */
+  consensus?: ConsensusColumn;
   /**
    * On every row of a run started or resumed with `--force` (MCP `force: true`) over lint errors in its manifest
    * (core/manifest/lint.ts startGate), e.g. a check that cannot fail; absent otherwise.
@@ -168,6 +170,24 @@ export interface RankingColumn {
   scores: Record<string, number>;
   tie: string | null;
   disagreement: string | null;
+}
+
+/**
+ * A consensus group's decision on its select row (docs/workflows.md "Consensus"): `inputs` used of `given` made by the
+ * inputs command; `groups` the passing candidates that behaved alike (largest first; each member with its engine and
+ * model, so the scoreboard credits a passing candidate that lost on consensus to them); `splitting` the inputs on which
+ * not every candidate behaved alike (index from 0, its text cut to 200 characters); `decided` how the winner was chosen
+ * (`undecided`: consensus could not decide and the first to pass won; `why` says why); `tie` the tie between groups,
+ * said, or null.
+ */
+export interface ConsensusColumn {
+  inputs: number;
+  given: number;
+  groups: { members: { key: string; candidate: number; engine: string; model: string | null }[]; size: number }[];
+  splitting: { input: number; text: string }[];
+  decided: 'largest' | 'tie-ranked' | 'tie-cheapest' | 'undecided';
+  tie: string | null;
+  why: string;
 }
 
 /** A critique row's answer, as checked: each criticism verified (evidence) or dropped (why, in `evidence`). */

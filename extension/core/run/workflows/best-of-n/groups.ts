@@ -14,13 +14,15 @@ import { evalLogPath, runDir } from '../../../config/home';
 import { createBranchAt } from '../../../git/branch';
 import { shortHost } from '../../../host/hostname';
 import { appendEvalRow } from '../../../store/eval-log';
-import type { EvalRow, RankingColumn } from '../../../store/eval-row';
+import type { ConsensusColumn, EvalRow, RankingColumn } from '../../../store/eval-row';
 import type { RunState } from '../../../live/state';
 import { recordFromView, type AttemptRecord } from '../../attempt-record';
 import { statusInfo } from '../../../../../schemas/status';
 import type { TaskRuntime } from '../../steps/context';
 import type { WorkflowHost, WorkflowRelease, WorkflowRun } from '../workflow';
-import { beatenReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
+import { beatenReason, enoughReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
+import { decideConsensus, type ConsensusMember } from './consensus';
+import { runDistinguish, type ProbeCandidate } from './distinguish';
 import { decideRanking, neutralNames, type RankOutcome } from './rank';
 import { candidateMaterial, type CandidateSource } from './rank-material';
 import { rankDir, rankerName, rankRow, type RankRecord, type RankRowContext } from './rank-record';
@@ -39,7 +41,24 @@ export class BestOfN implements WorkflowRun {
   release(task: TaskRuntime): WorkflowRelease | undefined {
     if (!task.spec.select) return undefined;
     const gate = this.gate(task);
+    if (gate.kind === 'enough') {
+      this.stopRest(task, gate.passed, gate.stop);
+      return 'wait';
+    }
     return gate.kind === 'wait' ? 'wait' : () => this.decide(task, gate);
+  }
+
+  /**
+   * `stop_after` candidates passed: the group's candidates that are not final are stopped (one not started never
+   * starts; a running attempt ends CANCELLED), each saying why; the group is decided once they are final (release).
+   */
+  private stopRest(group: TaskRuntime, passed: readonly CandidateStatus[], open: readonly CandidateStatus[]): void {
+    const reason = enoughReason(group.spec.stopAfter as number, passed);
+    const stopping = open.map((c) => this.task(c.key)).filter((t): t is TaskRuntime => t !== undefined && !statusInfo(t.state.status).final && !t.abort.signal.aborted);
+    if (!stopping.length) return;
+    this.host.run.emit({ type: 'task-note', key: group.spec.key, note: `stop_after ${group.spec.stopAfter} reached (${passed.map((c) => c.key).join(', ')} passed): ${stopping.map((t) => t.spec.key).join(', ')} cancelled` });
+    // Each stop may settle its candidate at once (and ask release again): every one is taken before any is stopped.
+    for (const t of stopping) if (!statusInfo(t.state.status).final && !t.abort.signal.aborted) this.host.graph.stop(t, reason);
   }
 
   /** Drain: a group with a candidate still running keeps waiting, so that candidate's PASS still decides it. */
@@ -88,18 +107,80 @@ export class BestOfN implements WorkflowRun {
 
   /** The group's outcome so far, from its candidates' statuses (in this run, or the run it continues). */
   private gate(group: TaskRuntime): GroupGate {
-    return groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => this.candidate(k, i + 1)));
+    return groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => this.candidate(k, i + 1)), group.spec.stopAfter);
   }
 
   /** Acts on a gate that is not `wait` (the group has left the graph's waiting tasks). */
-  private decide(group: TaskRuntime, gate: Exclude<GroupGate, { kind: 'wait' }>): void {
+  private decide(group: TaskRuntime, gate: Exclude<GroupGate, { kind: 'wait' | 'enough' }>): void {
     if (gate.kind === 'lost') return this.host.graph.block(group, gate.reason);
     if (gate.kind === 'won') {
-      // A ranked group with a single passing candidate: it wins without a ranking.
+      // A ranked group with a single passing candidate: it wins without a ranking (a consensus group, without a vote).
       const ranking = group.spec.select === 'ranked' ? { reason: 'the only candidate that passed: no ranking needed', column: { ranked: false, scores: {}, tie: null, disagreement: null } } : undefined;
-      return this.win(group, gate.winner, ranking);
+      return this.win(group, gate.winner, ranking ?? (group.spec.select === 'consensus' ? { reason: 'the only candidate that passed: no consensus needed' } : undefined));
+    }
+    if (gate.kind === 'consensus') {
+      this.track(this.consensus(group, gate.passed).catch((e: Error) => this.fail(group, `its consensus failed: ${e.message}`)));
+      return;
     }
     this.track(this.rank(group, gate.passed).catch((e: Error) => this.fail(group, `its ranking failed: ${e.message}`)));
+  }
+
+  /**
+   * Compares the passing candidates (two or more; every candidate is final) by what `distinguish`'s probe does on each
+   * one's sealed tree for each input (distinguish.ts), then decides by decideConsensus (consensus.ts): the winner, or,
+   * groups tied and the task has `rank` reviewers, a ranking of one member per tied group. Stopped meanwhile, as rank.
+   * @throws Error only when its records cannot be written (the caller ends the group ERROR)
+   */
+  private async consensus(group: TaskRuntime, passed: CandidateStatus[]): Promise<void> {
+    const { ctx } = this.host.run;
+    const { spec } = group;
+    const records = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', spec.key);
+    const round = nextRound(records, 'consensus');
+    const dir = path.join(records, `consensus-${round}`);
+    Object.assign(group.state, { status: 'checking', reason: `comparing ${passed.length} passing candidates (${passed.map((c) => c.key).join(', ')}) on the inputs of distinguish` });
+    ctx.emit({ type: 'task-note', key: spec.key, note: group.state.reason as string });
+    void ctx.stateFile.save();
+    const members: ConsensusMember[] = passed.map((c) => this.member(c));
+    const probed: ProbeCandidate[] = [];
+    const unreadable: string[] = [];
+    for (const c of passed) {
+      try {
+        const source = this.sourceOf(c.key);
+        probed.push({ key: c.key, candidate: c.candidate, tree: source.mode === 'worktree' ? { mode: 'worktree', sha: source.seal.sha } : { mode: 'plain', dir: source.dir } });
+      } catch (e) {
+        unreadable.push(`candidate ${c.candidate}: ${(e as Error).message}`);
+      }
+    }
+    const found = unreadable.length
+      ? { inputs: [], given: 0, behaviours: new Map(), undecidable: `the sealed work of ${unreadable.join('; ')} could not be read`, notes: [] }
+      : await runDistinguish(ctx, group, spec.distinguish as NonNullable<typeof spec.distinguish>, probed, round, dir);
+    if (group.abort.signal.aborted) return group.restart ? this.host.graph.waitForInputsAgain(group) : this.host.graph.cancel(group);
+    for (const note of found.notes) ctx.emit({ type: 'task-note', key: spec.key, note: `consensus: ${note}` });
+    const decision = decideConsensus(members, found.inputs, found.given, found.behaviours, found.undecidable, spec.rank !== undefined);
+    fs.writeFileSync(path.join(dir, 'decision.json'), JSON.stringify(decision, null, 2));
+    ctx.emit({ type: 'task-note', key: spec.key, note: `consensus: ${decision.column.why}` });
+    if (decision.kind === 'rank') {
+      const tied = passed.filter((c) => decision.tied.some((m) => m.key === c.key));
+      return this.rank(group, tied, decision.column);
+    }
+    this.win(group, passed.find((c) => c.key === decision.winner) as CandidateStatus, { reason: decision.column.why, consensus: decision.column });
+  }
+
+  /** A passing candidate as the consensus sees it: its engine and model, what its attempts cost, when it passed. */
+  private member(c: CandidateStatus): ConsensusMember {
+    const t = this.task(c.key);
+    const records = t?.records ?? [];
+    const known = records.length > 0 && records.every((r) => r.costMicroUsd !== null);
+    const pass = records.filter((r) => r.verdict === 'PASS').at(-1);
+    const view = t?.state.attempts.filter((a) => a.verdict === 'PASS').at(-1);
+    return {
+      key: c.key,
+      candidate: c.candidate,
+      engine: t?.state.engine ?? '',
+      model: t?.state.model ?? null,
+      costMicroUsd: known ? records.reduce((sum, r) => sum + (r.costMicroUsd as number), 0) : null,
+      passedAt: pass?.endedAt ?? view?.endedAt ?? Number.MAX_SAFE_INTEGER,
+    };
   }
 
   /** Ends the group ERROR (a record of its ranking could not be written): its candidates' branches keep their work. */
@@ -136,17 +217,19 @@ export class BestOfN implements WorkflowRun {
 
   /**
    * The group passes with `winner`: state (PASS, the winner's commit, `winner`, the reason; for a ranked group
-   * `scores`, `tie`, `disagreement`), the task branch at the winner's commit, the `select` row; a `first-pass` group's
-   * other candidates are stopped.
+   * `scores`, `tie`, `disagreement`; for a consensus group `consensus`), the task branch at the winner's commit, the
+   * `select` row; a `first-pass` group's other candidates are stopped.
    */
-  private win(group: TaskRuntime, winner: CandidateStatus, ranking?: { reason: string; column: RankingColumn }): void {
+  private win(group: TaskRuntime, winner: CandidateStatus, ranking?: { reason: string; column?: RankingColumn; consensus?: ConsensusColumn }): void {
     const { ctx } = this.host.run;
     const w = this.task(winner.key);
     const commit = w?.state.commit ?? this.host.run.prior.get(winner.key)?.commit ?? null;
     const who = `winner: candidate ${winner.candidate} (${winner.key}${w ? `, ${w.state.engine}${w.state.model ? `/${w.state.model}` : ''}` : ''})`;
     const reason = ranking ? `${who}; ${ranking.reason}` : who;
     group.state.winner = winner.key;
-    if (ranking) Object.assign(group.state, { scores: ranking.column.scores, tie: ranking.column.tie, disagreement: ranking.column.disagreement });
+    if (ranking?.column) Object.assign(group.state, { scores: ranking.column.scores, tie: ranking.column.tie, disagreement: ranking.column.disagreement });
+    const consensus = ranking?.consensus;
+    if (consensus) group.state.consensus = { groups: consensus.groups.map((g) => g.members.map((m) => m.key)), inputs: consensus.inputs, splitting: consensus.splitting.length, decided: consensus.decided };
     endTask(ctx, group, 'PASS', reason, { commit, save: false });
     if (ctx.repo && commit && group.state.branch) {
       const branch = group.state.branch;
@@ -161,7 +244,7 @@ export class BestOfN implements WorkflowRun {
     // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads. A
     // winner that passed under an earlier orchestrator (a resumed run) has its record rebuilt from state.json.
     const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1) ?? (w ? passFromState(ctx.stateFile.state, w) : undefined);
-    if (won) this.writeRow(group, selectRow(won, group.spec.key, reason, Date.now(), ranking?.column), `select row (${winner.key} won)`);
+    if (won) this.writeRow(group, selectRow(won, group.spec.key, reason, Date.now(), ranking?.column, consensus), `select row (${winner.key} won)`);
     if (group.spec.select === 'first-pass') {
       for (const k of group.spec.after) {
         const c = this.task(k);
@@ -179,11 +262,11 @@ export class BestOfN implements WorkflowRun {
    * waits for its candidates and ranks them again in a new round.
    * @throws Error only when its records cannot be written (the caller ends the group ERROR)
    */
-  private async rank(group: TaskRuntime, passed: CandidateStatus[]): Promise<void> {
+  private async rank(group: TaskRuntime, passed: CandidateStatus[], consensus?: ConsensusColumn): Promise<void> {
     const { ctx } = this.host.run;
     const { spec } = group;
     const records = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', spec.key);
-    const round = nextRound(records);
+    const round = nextRound(records, 'rank');
     const dir = rankDir(records, round);
     fs.mkdirSync(dir, { recursive: true });
     // A secret in the seed: a reviewer that learns the run id and the key still cannot derive which name is which.
@@ -220,7 +303,8 @@ export class BestOfN implements WorkflowRun {
     fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision }, null, 2));
     const scores = Object.fromEntries(named.filter((n) => decision.means[n.name] !== undefined).map((n) => [keyOf(n.candidate), decision.means[n.name] as number]));
     const winner = passed.find((c) => c.candidate === decision.winner) as CandidateStatus;
-    this.win(group, winner, { reason: decision.reason, column: { ranked: decision.kind === 'ranked', scores, tie: decision.tie, disagreement: decision.disagreement } });
+    // A consensus tie the ranking broke: both decisions are said.
+    this.win(group, winner, { reason: consensus ? `${consensus.why}; ${decision.reason}` : decision.reason, column: { ranked: decision.kind === 'ranked', scores, tie: decision.tie, disagreement: decision.disagreement }, ...(consensus ? { consensus } : {}) });
   }
 
   /**
@@ -246,11 +330,11 @@ function passFromState(run: RunState, t: TaskRuntime): AttemptRecord | undefined
   return view && view.endedAt !== null ? { ...recordFromView(run, t.state, view, t.spec.spec, t.engine.harness), commit: t.state.commit } : undefined;
 }
 
-/** The next ranking round of a group: one more than the rounds whose folders are in its records. */
-function nextRound(records: string): number {
+/** The next round of a group's ranking (`kind` rank) or consensus: one more than the rounds whose folders are in its records. */
+function nextRound(records: string, kind: 'rank' | 'consensus'): number {
   let last = 0;
   for (const name of fs.existsSync(records) ? fs.readdirSync(records) : []) {
-    const m = /^rank-(\d+)$/.exec(name);
+    const m = new RegExp(`^${kind}-(\\d+)$`).exec(name);
     if (m) last = Math.max(last, Number(m[1]));
   }
   return last + 1;

@@ -5,16 +5,17 @@
  * not an attempt: no duration, tokens or cost of its own (the winner's work row has them), and the pass rates never
  * read it (they count step `work` rows only).
  */
-import type { EvalRow, RankingColumn } from '../../../store/eval-row';
+import type { ConsensusColumn, EvalRow, RankingColumn } from '../../../store/eval-row';
 import { evalRow, type AttemptRecord } from '../../attempt-record';
 
 /**
  * The `select` row of group `groupKey`, from the winner's settled PASS record; `reason` is the decision as the task's
  * state says it (e.g. `winner: candidate 2 (slug--c2, script)`), `decidedAt` epoch ms; `ranking`, for a
- * `select: "ranked"` group only, what decided it (its `ranking` column).
+ * `select: "ranked"` group only (or a consensus tie the ranking broke), what decided it (its `ranking` column);
+ * `consensus`, for a `select: "consensus"` group that compared its candidates, its groups and why (`consensus`).
  * @throws Error when the record is not a settled PASS of a candidate
  */
-export function selectRow(winner: AttemptRecord, groupKey: string, reason: string, decidedAt: number, ranking?: RankingColumn): EvalRow {
+export function selectRow(winner: AttemptRecord, groupKey: string, reason: string, decidedAt: number, ranking?: RankingColumn, consensus?: ConsensusColumn): EvalRow {
   if (winner.verdict !== 'PASS') throw new Error(`${winner.taskKey} attempt ${winner.attempt} is ${winner.verdict ?? 'not settled'}: only a PASS can win ${groupKey}`);
   if (winner.candidate === null) throw new Error(`${winner.taskKey} is not a candidate: it cannot win ${groupKey}`);
   const at = new Date(decidedAt).toISOString();
@@ -37,5 +38,6 @@ export function selectRow(winner: AttemptRecord, groupKey: string, reason: strin
     group: groupKey,
     candidate: winner.candidate,
     ...(ranking ? { ranking } : {}),
+    ...(consensus ? { consensus } : {}),
   };
 }
