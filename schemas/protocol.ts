@@ -112,6 +112,8 @@ export interface ScoreRow {
   /** Best-of-N groups the model had a candidate in, and how many its candidate won (the "won" column). */
   groups: number;
   won: number;
+  /** Of those groups, how many a passing candidate of it lost on consensus (the "outvoted" column). */
+  lostConsensus: number;
 }
 
 /** One reviewing model's reviews (eval rows with step `review`): counts of its answers; never attempts. */

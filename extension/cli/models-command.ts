@@ -30,8 +30,8 @@ export function scoreboardText(v: ScoreboardView): string[] {
   if (v.rows.length) {
     out.push(
       ...table(
-        ['tier', 'model', 'task_type', 'tasks', 'attempts', 'pass', 'first-try', 'won', 'med time', 'med tokens', 'med cost', 'last seen'],
-        v.rows.map((r) => [r.tier, r.model, r.task_type ?? '-', String(r.tasks), String(r.attempts), pct(r.pass_rate), pct(r.first_try_pass_rate), r.groups ? `${r.won}/${r.groups}` : '-', opt(r.median_duration_ms, seconds), opt(r.median_tokens, (n) => String(Math.round(n))), opt(r.median_cost_microusd, formatUsd), r.last_seen?.slice(0, 10) ?? '-']),
+        ['tier', 'model', 'task_type', 'tasks', 'attempts', 'pass', 'first-try', 'won', 'outvoted', 'med time', 'med tokens', 'med cost', 'last seen'],
+        v.rows.map((r) => [r.tier, r.model, r.task_type ?? '-', String(r.tasks), String(r.attempts), pct(r.pass_rate), pct(r.first_try_pass_rate), r.groups ? `${r.won}/${r.groups}` : '-', r.groups ? String(r.lost_consensus) : '-', opt(r.median_duration_ms, seconds), opt(r.median_tokens, (n) => String(Math.round(n))), opt(r.median_cost_microusd, formatUsd), r.last_seen?.slice(0, 10) ?? '-']),
       ),
     );
   } else {

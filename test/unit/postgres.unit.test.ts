@@ -218,8 +218,8 @@ describe('postgres mirror (unit, a real PostgreSQL on 127.0.0.1)', function () {
       const log = path.join(home, 'runs.jsonl');
       const rows = [evalRow('run-m', 'a', 1, 'FAIL', 'mm'), evalRow('run-m', 'b', 1, 'PASS', 'mm'), evalRow('run-m', 'c', 1, 'FAIL', 'mm')];
       for (const r of rows) await appendEvalRow(log, r);
-      // swarm_runs as the previous version made and filled it, and its cursor (no `hashed`; no `forced` column either).
-      const OLD_COLUMNS = ATTEMPT_COLUMNS.filter((c) => c !== 'forced');
+      // swarm_runs as the previous version made and filled it, and its cursor (no `hashed`; no `forced` or `outvoted` column either).
+      const OLD_COLUMNS = ATTEMPT_COLUMNS.filter((c) => c !== 'forced' && c !== 'outvoted');
       await sql(url, `CREATE TABLE swarm_runs (row_key TEXT PRIMARY KEY, run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER, ord BIGINT NOT NULL, model TEXT, task_type TEXT NOT NULL,
         engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT, access_plan TEXT, reasoning_effort TEXT, verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
         identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(), step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER)`);

@@ -92,4 +92,40 @@ describe('scoreboard: the "won" column (unit)', () => {
     assert.deepEqual(view.rows.map((r) => [r.model, r.won, r.groups]), [['gamma', 0, 0]]);
     assert.match(scoreboardText(view).join('\n'), /gamma\s+parser\s+2\s+2\s+50%\s+50%\s+-\s/);
   });
+
+  it('outvoted: a passing candidate in a group consensus decided against counts once per group for its model; an undecided consensus, a failed candidate or the winner\'s group do not', async () => {
+    const home = tempDir();
+    clock = 0;
+    const member = (n: number, model: string, engine: string) => ({ key: `g--c${n}`, candidate: n, engine, model });
+    const consensus = (decided: string, groups: ReturnType<typeof member>[][]) => ({ inputs: 2, given: 2, groups: groups.map((g) => ({ members: g, size: g.length })), splitting: [], decided, tie: null, why: 'w' });
+    const rows = [
+      // r1: alpha c1 and c3 pass, beta c2 passes; beta and alpha c3 agree and win (c2 chosen); alpha c1 outvoted.
+      cand('r1', 'g', 1, 1, 'PASS', 'alpha', 'codex'),
+      cand('r1', 'g', 2, 1, 'PASS', 'beta', 'opencode'),
+      cand('r1', 'g', 3, 1, 'PASS', 'alpha', 'codex'),
+      { ...select('r1', 'g', 2, 'beta', 'opencode'), consensus: consensus('largest', [[member(2, 'beta', 'opencode'), member(3, 'alpha', 'codex')], [member(1, 'alpha', 'codex')]]) },
+      // r2: consensus could not decide: no one is outvoted.
+      cand('r2', 'g', 1, 1, 'PASS', 'alpha', 'codex'),
+      cand('r2', 'g', 2, 1, 'PASS', 'beta', 'opencode'),
+      { ...select('r2', 'g', 1, 'alpha', 'codex'), consensus: consensus('undecided', [[member(1, 'alpha', 'codex'), member(2, 'beta', 'opencode')]]) },
+      // r3: a tie broken for alpha c1; beta c2 outvoted (the mask names c2; its FAIL attempt before the PASS counts nothing).
+      cand('r3', 'g', 1, 1, 'PASS', 'alpha', 'codex'),
+      cand('r3', 'g', 2, 1, 'FAIL', 'beta', 'opencode'),
+      cand('r3', 'g', 2, 2, 'PASS', 'beta', 'opencode'),
+      { ...select('r3', 'g', 1, 'alpha', 'codex'), consensus: consensus('tie-cheapest', [[member(1, 'alpha', 'codex')], [member(2, 'beta', 'opencode')]]) },
+    ];
+    writeLog(home, rows);
+    const figures = (v: Awaited<ReturnType<typeof loadScoreboard>>['view']) => v.rows.map((r) => [r.model, r.won, r.lost_consensus, r.groups]).sort((a, b) => String(a).localeCompare(String(b)));
+    const expected = [['alpha', 2, 1, 3], ['beta', 1, 1, 3]];
+    const first = await loadScoreboard({ home });
+    assert.deepEqual(figures(first.view), expected);
+    // The cache, and the columns a filter reads, agree with the index.
+    assert.deepEqual(figures((await loadScoreboard({ home })).view), expected);
+    assert.deepEqual(figures((await loadScoreboard({ home, filters: { since: '2000-01-01T00:00:00.000Z' } })).view), expected);
+    assert.deepEqual(figures((await loadScoreboard({ home, filters: { engine: 'opencode' } })).view), [['beta', 1, 1, 3]]);
+    assert.match(scoreboardText(first.view).join('\n'), /\boutvoted\b/);
+    assert.match(scoreboardText(first.view).join('\n'), /alpha\s+parser\s+\d+\s+\d+\s+\d+%\s+\d+%\s+2\/3\s+1\s/);
+    const dash = await dashboardScoreboard(home);
+    assert.deepEqual(dash.rows.filter((r) => r.tier !== 'untested').map((r) => [r.model, r.lostConsensus]).sort(), [['alpha', 1], ['beta', 1]]);
+  });
 });

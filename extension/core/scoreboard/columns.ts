@@ -41,8 +41,10 @@ export interface AttemptColumns {
   lab: Int32Array;
   /** Id of (run_id, group_key) for best-of-N rows; -1 outside a group. */
   bestOf: Int32Array;
-  /** 1 when the row has a candidate number. */
+  /** The row's candidate number (1…32), 0 when it has none. */
   candidate: Uint8Array;
+  /** Select rows of a decided consensus group: the outvoted candidates as a bit mask (index-row.ts `outvoted`); 0 otherwise. */
+  outvoted: Float64Array;
   ord: Float64Array;
   /** 0 PASS, 1 FAIL, 2 TIMEOUT, 3 ERROR, 4 RATE_LIMITED, 5 another verdict. */
   verdict: Uint8Array;
@@ -58,7 +60,7 @@ export interface AttemptColumns {
 }
 
 /** Bump when the layout changes: a file of another version is rebuilt. */
-const COLUMNS_VERSION = 2;
+const COLUMNS_VERSION = 3;
 
 const VERDICTS = ['PASS', 'FAIL', 'TIMEOUT', 'ERROR', 'RATE_LIMITED'];
 const REVIEWS = ['approve', 'changes', 'reject'];
@@ -66,9 +68,9 @@ const STEPS = ['work', 'review', 'select'];
 /** toISOString's form, years 0000-9999: for these, comparing the strings is comparing the times. */
 export const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-type ColumnName = 'step' | 'group' | 'unit' | 'engine' | 'lab' | 'bestOf' | 'candidate' | 'ord' | 'verdict' | 'review' | 'duration' | 'tokens' | 'cost' | 'ended';
+type ColumnName = 'step' | 'group' | 'unit' | 'engine' | 'lab' | 'bestOf' | 'candidate' | 'outvoted' | 'ord' | 'verdict' | 'review' | 'duration' | 'tokens' | 'cost' | 'ended';
 const LAYOUT: [ColumnName, Uint8ArrayConstructor | Int32ArrayConstructor | Float64ArrayConstructor][] = [
-  ['ord', Float64Array], ['duration', Float64Array], ['tokens', Float64Array], ['cost', Float64Array], ['ended', Float64Array],
+  ['ord', Float64Array], ['duration', Float64Array], ['tokens', Float64Array], ['cost', Float64Array], ['ended', Float64Array], ['outvoted', Float64Array],
   ['group', Int32Array], ['unit', Int32Array], ['engine', Int32Array], ['lab', Int32Array], ['bestOf', Int32Array],
   ['step', Uint8Array], ['candidate', Uint8Array], ['verdict', Uint8Array], ['review', Uint8Array],
 ];
@@ -120,7 +122,7 @@ class Builder {
 
   /** Adds one attempts-table row (columns in {@link SELECT_COLUMNS} order). */
   add(v: unknown[]): void {
-    const [runId, taskKey, ord, model, taskType, engine, lab, verdict, duration, tokens, cost, endedAt, step, review, groupKey, candidate, forced] = v;
+    const [runId, taskKey, ord, model, taskType, engine, lab, verdict, duration, tokens, cost, endedAt, step, review, groupKey, candidate, forced, outvoted] = v;
     const modelId = model === null ? -1 : this.str(String(model));
     const typeId = this.str(String(taskType ?? ''));
     const gk = `${modelId}\u0001${typeId}`;
@@ -153,7 +155,9 @@ class Builder {
     c.engine.push(this.str(String(engine)));
     c.lab.push(lab === null || lab === undefined ? -1 : this.str(String(lab)));
     c.bestOf.push(bestOf);
-    c.candidate.push(candidate === null || candidate === undefined ? 0 : 1);
+    const n = candidate === null || candidate === undefined ? 0 : Number(candidate);
+    c.candidate.push(Number.isInteger(n) && n >= 1 && n <= 32 ? n : 0);
+    c.outvoted.push(outvoted === null || outvoted === undefined ? 0 : Number(outvoted));
     c.ord.push(Number(ord));
     c.verdict.push(indexOr(VERDICTS, verdict, 5));
     c.review.push(review === null || review === undefined ? 0 : indexOr(REVIEWS, review, 3) + 1);
@@ -176,7 +180,7 @@ function indexOr(list: string[], value: unknown, other: number): number {
 }
 
 /** The attempts table's columns {@link Builder.add} reads, in its order. */
-const SELECT_COLUMNS = 'run_id, task_key, ord, model, task_type, engine, lab, verdict, duration_ms, tokens, cost_microusd, ended_at, step, review_verdict, group_key, candidate, forced';
+const SELECT_COLUMNS = 'run_id, task_key, ord, model, task_type, engine, lab, verdict, duration_ms, tokens, cost_microusd, ended_at, step, review_verdict, group_key, candidate, forced, outvoted';
 
 /**
  * The columns of every row of the index's attempts table with `line` above `base.lastLine` appended to `base` (all

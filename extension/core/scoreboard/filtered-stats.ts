@@ -51,7 +51,12 @@ export function filteredStats(c: AttemptColumns, filter: AggregationFilter): { s
   const reviewers = new Map<number, { reviews: number; approve: number; changes: number; reject: number; errors: number; engines: Set<number>; lastMs: number; lastText: string | undefined }>();
   const took = new Set<number>();
   const wonKeys = new Set<number>();
+  const lostKeys = new Set<number>();
   const B = c.bestOfs + 1;
+  // The candidates consensus decided against, by best-of-N group, from every select row (filters do not apply: what
+  // is filtered is the losing candidate's work row, as in won-stats.ts).
+  const outvotedBy = new Map<number, number>();
+  for (let i = 0; i < c.rows; i++) if (c.step[i] === 2 && (c.bestOf[i] as number) >= 0 && c.outvoted[i]) outvotedBy.set(c.bestOf[i] as number, c.outvoted[i] as number);
 
   for (let i = 0; i < c.rows; i++) {
     if (engineId >= 0 && c.engine[i] !== engineId) continue;
@@ -78,6 +83,8 @@ export function filteredStats(c: AttemptColumns, filter: AggregationFilter): { s
       if (l >= 0 && (lab[g] === -1 || (c.strings[l] as string) > (c.strings[lab[g] as number] as string))) lab[g] = l;
       engineSeen[g * E + (c.engine[i] as number)] = 1;
       if ((c.bestOf[i] as number) >= 0 && c.candidate[i]) took.add(g * B + (c.bestOf[i] as number));
+      const mask = outvotedBy.get(c.bestOf[i] as number);
+      if (mask !== undefined && v === 0 && c.candidate[i] && Math.floor(mask / 2 ** ((c.candidate[i] as number) - 1)) % 2 === 1) lostKeys.add(g * B + (c.bestOf[i] as number));
     } else if (step === 1) {
       const m = (c.groups[g] as [number, number])[0];
       let r = reviewers.get(m);
@@ -180,17 +187,18 @@ export function filteredStats(c: AttemptColumns, filter: AggregationFilter): { s
   const reviews: ReviewerStats[] = [...reviewers].map(([m, r]) => ({ model: str(m), reviews: r.reviews, approve: r.approve, changes: r.changes, reject: r.reject, errors: r.errors, engines: [...r.engines].map((e) => c.strings[e] as string).sort(), last_seen: maxText(r.lastMs, r.lastText) }));
   reviews.sort((a, b) => b.reviews - a.reviews || byName(a.model, b.model));
 
-  const wonBy = new Map<number, { groups: number; won: number }>();
+  const wonBy = new Map<number, { groups: number; won: number; lost: number }>();
   for (const key of took) {
     const g = Math.floor(key / B);
-    const w = wonBy.get(g) ?? { groups: 0, won: 0 };
+    const w = wonBy.get(g) ?? { groups: 0, won: 0, lost: 0 };
     w.groups++;
     if (wonKeys.has(key)) w.won++;
+    if (lostKeys.has(key)) w.lost++;
     wonBy.set(g, w);
   }
   const won: WonStats[] = [...wonBy].map(([g, w]) => {
     const [m, t] = c.groups[g] as [number, number];
-    return { model: str(m), task_type: str(t) || null, groups: w.groups, won: w.won };
+    return { model: str(m), task_type: str(t) || null, groups: w.groups, won: w.won, lost_consensus: w.lost };
   });
   won.sort((a, b) => byName(a.model, b.model) || byName(a.task_type ?? '', b.task_type ?? ''));
   return { stats, reviews, won };

@@ -52,7 +52,7 @@ export interface LoadScoreboardOptions {
   postgresUrl?: string | null;
 }
 
-const BIGINT_COLUMNS = new Set(['ord', 'tokens', 'cost_microusd'].map((c) => ATTEMPT_COLUMNS.indexOf(c as (typeof ATTEMPT_COLUMNS)[number])));
+const BIGINT_COLUMNS = new Set(['ord', 'tokens', 'cost_microusd', 'outvoted'].map((c) => ATTEMPT_COLUMNS.indexOf(c as (typeof ATTEMPT_COLUMNS)[number])));
 
 /** Every attempt counted in `stats`, whatever its verdict. */
 function attemptCount(stats: readonly GroupStats[]): number {

@@ -39,6 +39,8 @@ export interface ScoreboardRow extends GroupStats {
   groups: number;
   /** Of those, the groups its candidate won (was chosen): the "won" column. */
   won: number;
+  /** Of those, the groups where a candidate of it passed its check and consensus decided against it (scoreboard/won-stats.ts). */
+  lost_consensus: number;
 }
 
 /** A catalog model worth a first try: text→text, ≥ 32k context, never seen in the log. */
@@ -129,7 +131,7 @@ export function scoreboardView(stats: readonly GroupStats[], catalog: readonly O
   const selected = stats.filter(keep);
   const rows: ScoreboardRow[] = selected
     .filter((s): s is GroupStats & { model: string } => s.model !== null && s.tasks > 0)
-    .map((s) => ({ ...s, tier: tierOf(s), groups: wonOf(s)?.groups ?? 0, won: wonOf(s)?.won ?? 0 }))
+    .map((s) => ({ ...s, tier: tierOf(s), groups: wonOf(s)?.groups ?? 0, won: wonOf(s)?.won ?? 0, lost_consensus: wonOf(s)?.lost_consensus ?? 0 }))
     .sort((a, b) => (a.tier === b.tier ? 0 : a.tier === 'proven' ? -1 : 1) || (b.first_try_pass_rate ?? 0) - (a.first_try_pass_rate ?? 0) || (b.pass_rate ?? 0) - (a.pass_rate ?? 0) || b.tasks - a.tasks || a.model.localeCompare(b.model) || (a.task_type ?? '').localeCompare(b.task_type ?? ''));
   const quarantined = selected.filter((s) => s.model === null);
   const errors: ErrorLine[] = selected

@@ -55,6 +55,12 @@ export interface IndexRow {
    * a worker that may rewrite its check), else 0. Such rows are kept and shown as a count, never counted as evidence.
    */
   forced: number;
+  /**
+   * Select rows of a consensus group that consensus decided (eval row `consensus`, `decided` not `undecided`): the
+   * passing candidates it decided against — the members of every group but the winner's — as a bit mask (bit N−1 for
+   * candidate N; best-of-N has at most 32 candidates); null on every other row.
+   */
+  outvoted: number | null;
 }
 
 /** Verdicts that judge the model: they count in the pass rates. ERROR and RATE_LIMITED are shown apart. */
@@ -129,7 +135,23 @@ export function toIndexRow(value: unknown, line: number): IndexRow {
     group_key: typeof o.group === 'string' && o.group ? o.group : null,
     candidate: typeof o.candidate === 'number' && Number.isInteger(o.candidate) && o.candidate >= 1 ? o.candidate : null,
     forced: o.forced === true ? 1 : 0,
+    outvoted: outvotedMask(o),
   };
+}
+
+/** {@link IndexRow.outvoted} of a row: null unless it is a decided consensus group's select row. */
+function outvotedMask(o: Obj): number | null {
+  const c = o.consensus as { decided?: unknown; groups?: unknown } | undefined;
+  if (o.step !== 'select' || !c || typeof c !== 'object' || c.decided === 'undecided' || !Array.isArray(c.groups)) return null;
+  const winner = typeof o.candidate === 'number' ? o.candidate : null;
+  const groups = c.groups.filter((g): g is { members: { candidate: unknown }[] } => !!g && typeof g === 'object' && Array.isArray((g as { members?: unknown }).members));
+  let mask = 0;
+  for (const g of groups) {
+    const numbers = g.members.map((m) => (m && typeof m.candidate === 'number' && Number.isInteger(m.candidate) && m.candidate >= 1 && m.candidate <= 32 ? m.candidate : null));
+    if (winner !== null && numbers.includes(winner)) continue;
+    for (const n of numbers) if (n !== null) mask = (mask | (1 << (n - 1))) >>> 0;
+  }
+  return mask;
 }
 
 /**

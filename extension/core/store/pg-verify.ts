@@ -112,7 +112,7 @@ export interface PgVerifyOptions {
 const PAGE_ROWS = 1000;
 
 /** swarm_runs columns pg returns as strings (BIGINT). */
-const BIGINT_COLUMNS = new Set<string>(['ord', 'tokens', 'cost_microusd']);
+const BIGINT_COLUMNS = new Set<string>(['ord', 'tokens', 'cost_microusd', 'outvoted']);
 
 /** The fields of an eval row that toIndexRow reads (the `columns` depth reads only these of `row`). */
 const INDEX_FIELDS = ['run_id', 'task_key', 'attempt', 'tokens_in', 'tokens_out', 'worker_tokens', 'model', 'reported_model', 'task_type', 'worker_engine', 'harness', 'lab', 'access_plan', 'reasoning_effort', 'verdict', 'duration_ms', 'cost_microusd', 'ended_at', 'logged_at', 'identity', 'host', 'step', 'group', 'candidate', 'prev_hash'];

@@ -34,13 +34,14 @@ export const SWARM_RUNS_DDL = `CREATE TABLE IF NOT EXISTS swarm_runs (
   verdict TEXT NOT NULL, duration_ms DOUBLE PRECISION, tokens BIGINT, cost_microusd BIGINT, ended_at TEXT,
   identity TEXT, host TEXT, format TEXT NOT NULL, row JSONB NOT NULL, inserted_at TIMESTAMPTZ NOT NULL DEFAULT now(),
   step TEXT NOT NULL DEFAULT 'work', reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER,
-  row_hash TEXT, prev_hash TEXT, log_id TEXT, row_text TEXT, forced INTEGER NOT NULL DEFAULT 0);
+  row_hash TEXT, prev_hash TEXT, log_id TEXT, row_text TEXT, forced INTEGER NOT NULL DEFAULT 0, outvoted BIGINT);
 ALTER TABLE swarm_runs ADD COLUMN IF NOT EXISTS step TEXT NOT NULL DEFAULT 'work', ADD COLUMN IF NOT EXISTS reviewer INTEGER,
   ADD COLUMN IF NOT EXISTS review_verdict TEXT, ADD COLUMN IF NOT EXISTS group_key TEXT, ADD COLUMN IF NOT EXISTS candidate INTEGER,
   ADD COLUMN IF NOT EXISTS row_hash TEXT, ADD COLUMN IF NOT EXISTS prev_hash TEXT, ADD COLUMN IF NOT EXISTS log_id TEXT,
   ADD COLUMN IF NOT EXISTS row_text TEXT;
 ALTER TABLE swarm_runs ADD COLUMN IF NOT EXISTS forced INTEGER NOT NULL DEFAULT 0;
-UPDATE swarm_runs SET forced = 1 WHERE forced = 0 AND row->>'forced' = 'true'`;
+UPDATE swarm_runs SET forced = 1 WHERE forced = 0 AND row->>'forced' = 'true';
+ALTER TABLE swarm_runs ADD COLUMN IF NOT EXISTS outvoted BIGINT`;
 
 /**
  * Table verdict_chain_heads: the head of every host's hash chain of one log (extension/core/store/chain.ts), kept

@@ -9,7 +9,7 @@ import { fileSize, readCompleteLines } from './log-lines';
 import { loadSqlJs } from './sqljs';
 
 /** Bump when the tables below change: an index of another version is rebuilt from runs.jsonl. */
-export const INDEX_SCHEMA_VERSION = 4;
+export const INDEX_SCHEMA_VERSION = 5;
 
 /** Corrupt lines kept by line number and reason (all are counted). */
 const CORRUPT_SAMPLES = 100;
@@ -18,7 +18,7 @@ const CORRUPT_SAMPLES = 100;
 const HEAD_BYTES = 256;
 
 /** The attempts table: the narrow columns of every eval row (the row itself stays in runs.jsonl). */
-export const ATTEMPT_COLUMNS = ['run_id', 'task_key', 'attempt', 'ord', 'model', 'task_type', 'engine', 'harness', 'lab', 'reported_model', 'access_plan', 'reasoning_effort', 'verdict', 'duration_ms', 'tokens', 'cost_microusd', 'ended_at', 'identity', 'host', 'format', 'step', 'reviewer', 'review_verdict', 'group_key', 'candidate', 'forced'] as const satisfies readonly (keyof IndexRow)[];
+export const ATTEMPT_COLUMNS = ['run_id', 'task_key', 'attempt', 'ord', 'model', 'task_type', 'engine', 'harness', 'lab', 'reported_model', 'access_plan', 'reasoning_effort', 'verdict', 'duration_ms', 'tokens', 'cost_microusd', 'ended_at', 'identity', 'host', 'format', 'step', 'reviewer', 'review_verdict', 'group_key', 'candidate', 'forced', 'outvoted'] as const satisfies readonly (keyof IndexRow)[];
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS attempts (
   model TEXT, task_type TEXT NOT NULL, engine TEXT NOT NULL, harness TEXT, lab TEXT, reported_model TEXT,
   access_plan TEXT, reasoning_effort TEXT, verdict TEXT NOT NULL, duration_ms REAL, tokens INTEGER,
   cost_microusd INTEGER, ended_at TEXT, identity TEXT, host TEXT, format TEXT NOT NULL, step TEXT NOT NULL,
-  reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER, forced INTEGER NOT NULL DEFAULT 0);
+  reviewer INTEGER, review_verdict TEXT, group_key TEXT, candidate INTEGER, forced INTEGER NOT NULL DEFAULT 0, outvoted INTEGER);
 CREATE INDEX IF NOT EXISTS attempts_group ON attempts (model, task_type);
 CREATE TABLE IF NOT EXISTS corrupt (line INTEGER PRIMARY KEY, offset INTEGER NOT NULL, reason TEXT NOT NULL);
 `;
