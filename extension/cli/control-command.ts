@@ -212,7 +212,7 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
       ];
     }
     if (!row.candidates.length) return [{ ...line(t, t.after ?? [], {}, null), indent: false }];
-    const decision = { select: t.select ?? 'first-pass', winner: t.winner ?? null, ...(t.scores ? { scores: t.scores } : {}), ...(t.tie ? { tie: t.tie } : {}), ...(t.disagreement ? { disagreement: t.disagreement } : {}) };
+    const decision = { select: t.select ?? 'first-pass', winner: t.winner ?? null, ...(t.scores ? { scores: t.scores } : {}), ...(t.tie ? { tie: t.tie } : {}), ...(t.disagreement ? { disagreement: t.disagreement } : {}), ...(t.consensus ? { consensus: t.consensus } : {}) };
     return [
       { ...line(t, rowAfter(row).after ?? [], decision, selectLines(t).join('; ')), indent: false },
       ...row.candidates.map((c) => {

@@ -70,8 +70,8 @@ export function verdictTable(s: RunSummary): string {
   // A best-of-N task's candidates are listed under it (indented), with the winner, scores and the select decision; a
   // validated, council or phases task's members under its lead, with their role, number and letter.
   const grouped = groupedOrder(s.tasks.map((t) => {
-    const { after, group, candidate, select, winner, scores, tie, disagreement, workflow, reason } = live.get(t.key) ?? {};
-    return { ...t, status: t.verdict, after, group, candidate, select, winner, scores, tie, disagreement, workflow, stateReason: reason };
+    const { after, group, candidate, select, winner, scores, tie, disagreement, consensus, workflow, reason } = live.get(t.key) ?? {};
+    return { ...t, status: t.verdict, after, group, candidate, select, winner, scores, tie, disagreement, consensus, workflow, stateReason: reason };
   }), state.inputNames);
   type Row = (typeof grouped)[number]['task'];
   const stepOf = (t: Row) => {

@@ -97,6 +97,8 @@ class SimColumns implements AttemptColumns {
   lab: Int32Array;
   bestOf: Int32Array;
   candidate: Uint8Array;
+  /** No consensus group in the simulation: every row outvotes no one. */
+  outvoted: Float64Array;
   ord: Float64Array;
   verdict: Uint8Array;
   review: Uint8Array;
@@ -116,6 +118,7 @@ class SimColumns implements AttemptColumns {
     this.lab = new Int32Array(capacity).fill(-1);
     this.bestOf = new Int32Array(capacity).fill(-1);
     this.candidate = new Uint8Array(capacity);
+    this.outvoted = new Float64Array(capacity);
     this.ord = new Float64Array(capacity);
     this.verdict = new Uint8Array(capacity);
     this.review = new Uint8Array(capacity);

@@ -99,6 +99,10 @@ describe('workflows: best-of-N consensus', function () {
     assert.deepEqual(receipt.behaviours['fix--c1']?.map((b) => b.preview), ['2\n', '0\n', '0\n', '14\n']);
     assert.deepEqual(receipt.behaviours['fix--c3']?.map((b) => b.preview), ['2\n', '-6\n', '0\n', '14\n']);
     assert.equal(fs.existsSync(path.join(home, 'scratch', s.runId, 'fix', 'consensus-1')), false);
+    // The views: `verdict runs RUN --json` carries the decision on the task's line.
+    const j = await cli(['runs', s.runId, '--home', home, '--json']);
+    assert.equal(j.exitCode, 0, j.all);
+    assert.match(j.stdout, /"consensus":\s*\{\s*"groups":\s*\[\s*\[\s*"fix--c2"/);
   });
 
   it('a hostile candidate\'s probe reaches no other candidate\'s tree, no record and no git dir, cannot change the inputs, and behaves only as its answer', async () => {

@@ -48,6 +48,8 @@ export function runView(info: RunInfo): RunView {
       ...(t.scores !== undefined ? { scores: t.scores } : {}),
       ...(t.tie != null ? { tie: t.tie } : {}),
       ...(t.disagreement != null ? { disagreement: t.disagreement } : {}),
+      // A consensus task's groups of alike behaviour and how it was decided.
+      ...(t.consensus !== undefined ? { consensus: t.consensus } : {}),
       // A validated, council or phases task's place: lead or member (the page groups by it, never by the key).
       ...(t.workflow !== undefined ? { workflow: t.workflow } : {}),
       attempts: t.attempts.map(({ dir: _dir, workerPid: _pid, workerStartTime: _start, ...a }) => a),

@@ -151,9 +151,18 @@ export class BestOfN implements WorkflowRun {
         unreadable.push(`candidate ${c.candidate}: ${(e as Error).message}`);
       }
     }
-    const found = unreadable.length
-      ? { inputs: [], given: 0, behaviours: new Map(), undecidable: `the sealed work of ${unreadable.join('; ')} could not be read`, notes: [] }
-      : await runDistinguish(ctx, group, spec.distinguish as NonNullable<typeof spec.distinguish>, probed, round, dir);
+    const none = (why: string) => ({ inputs: [], given: 0, behaviours: new Map(), undecidable: why, notes: [] });
+    let found: Awaited<ReturnType<typeof runDistinguish>>;
+    if (unreadable.length) found = none(`the sealed work of ${unreadable.join('; ')} could not be read`);
+    else {
+      try {
+        found = await runDistinguish(ctx, group, spec.distinguish as NonNullable<typeof spec.distinguish>, probed, round, dir);
+      } catch (e) {
+        // A tree that cannot be copied (git failed) says nothing of the candidates: consensus cannot decide, and says so.
+        found = none(`the comparison could not run: ${(e as Error).message}`);
+      }
+    }
+    fs.mkdirSync(dir, { recursive: true });
     if (group.abort.signal.aborted) return group.restart ? this.host.graph.waitForInputsAgain(group) : this.host.graph.cancel(group);
     for (const note of found.notes) ctx.emit({ type: 'task-note', key: spec.key, note: `consensus: ${note}` });
     const decision = decideConsensus(members, found.inputs, found.given, found.behaviours, found.undecidable, spec.rank !== undefined);
