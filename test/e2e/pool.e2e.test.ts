@@ -59,6 +59,25 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     workers.splice(0);
   });
 
+  it('an engine of a subscription login run on a pool worker: its row has billing "subscription" and no cost, whatever cost its engine reported there', async () => {
+    const url = poolUrl();
+    const dir = tempDir();
+    const { repo, remote } = repoAndRemote(dir);
+    const w = startWorker(url, 'flat', 'paid', 'bash', 1);
+    workers.push(w);
+    await workersUp([w]);
+    const spec = `echo done > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.5,"usage":{"input_tokens":10,"output_tokens":5}}'`;
+    const file = writeManifest(dir, { worktrees: true, repo, remote, logins: { flat: { engines: ['paid'], max_parallel: 1, billing: 'subscription' } }, tasks: [{ key: 'sub', engine: 'paid', spec, check: 'test -s out.txt', max_attempts: 1 }] });
+    const home = path.join(dir, 'home');
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const row = readRows(home)[0];
+    console.log(`      row: ${String(row?.verdict)} on ${String(row?.host)}, cost ${String(row?.cost_microusd)}, billing ${String(row?.billing)}, ${String(row?.worker_tokens)} tokens`);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.deepEqual([row?.host, row?.cost_microusd, row?.billing, row?.worker_tokens], ['flat', null, 'subscription', 15]);
+    await drain(w);
+    workers.splice(0);
+  });
+
   it('kill -9 of a worker mid-attempt: INTERRUPTED on it, then the attempt runs on the other, without using a retry', async () => {
     const url = poolUrl();
     const dir = tempDir();

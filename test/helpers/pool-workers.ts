@@ -32,6 +32,8 @@ export function poolMachine(dir: string, agent: 'bash' | 'hang'): { config: stri
       agent: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'agent-1' },
       good: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'good-1' },
       strict: { binary: 'review-strict', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'strict-1' },
+      // Prints Claude Code's JSON, whose result carries a cost: what a subscription login must not count as paid.
+      paid: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'claude', model: 'paid-1' },
     },
   }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } };

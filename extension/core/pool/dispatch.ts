@@ -251,6 +251,11 @@ export class PoolDispatcher {
     rec.pool = { worker: claimedBy ?? (typeof remote.workerId === 'string' ? remote.workerId : null), trust: this.trust, recheck: null };
     // What the worker's record holds (a worker that could not run the attempt sends only its verdict and reason).
     for (const f of TAKEN) if ((remote as unknown as Record<string, unknown>)[f] !== undefined) (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
+    // An engine of this run's subscription logins pays nothing per token, whatever cost the worker's engine reported.
+    if (ctx.spend.billingOf(rec.engine).billing) {
+      rec.costMicroUsd = null;
+      rec.billing = 'subscription';
+    }
     io.workerTail = tail;
     const files = recordFiles(rec);
     fs.writeFileSync(files.worker, tail);
