@@ -14,15 +14,16 @@ import { requireSandbox } from '../helpers/sandbox-env';
  * A repository whose suite checks that the numbers in limits/*.txt add up to at most 10 (base: 3), and a run whose tasks
  * each add one file limits/<key>.txt with its number; every task passes its check and its suite alone (3 + n ≤ 10).
  */
-async function passedRun(shares: Record<string, number>): Promise<{ dir: string; repo: string; home: string; runId: string; env: Record<string, string> }> {
+async function passedRun(shares: Record<string, number>, extra: { files?: Record<string, string>; suite?: string } = {}): Promise<{ dir: string; repo: string; home: string; runId: string; env: Record<string, string> }> {
   const dir = tempDir();
   const repo = makeRepo(path.join(dir, 'repo'), {
     'limits/base.txt': '3\n',
     'tests/test_budget.sh': 'total=$(cat limits/*.txt | awk \'{ s += $1 } END { print s }\'); test "$total" -le 10 || { echo "the limits add up to $total, more than 10"; exit 1; }; echo "total $total"\n',
     'ci/suite.sh': 'set -e; for t in tests/test_*.sh; do bash "$t"; done\n',
+    ...extra.files,
   });
   const tasks = Object.entries(shares).map(([key, n]) => scriptTask(key, `echo ${n} > limits/${key}.txt`, `test -s limits/${key}.txt || { echo missing; exit 1; }`, { max_attempts: 1 }));
-  const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, suite: 'bash ci/suite.sh', suite_timeout_s: 60, tasks });
+  const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, suite: extra.suite ?? 'bash ci/suite.sh', suite_timeout_s: 60, tasks });
   const home = path.join(dir, 'home');
   const env = { HOME: path.join(dir, 'user-home') };
   fs.mkdirSync(env.HOME);
@@ -125,6 +126,21 @@ describe('verdict merge: the suite on the integration branch', function () {
     const merge = await cli(['merge', runId, '--home', home], { env });
     assert.equal(merge.exitCode, 1, merge.all);
     assert.match(merge.stdout, /^t1: CHECK_FAILED — after the rebase the branch changes protected check inputs \(ci\/suite\.sh\)/m);
+    assert.throws(() => git(repo, 'show', 'HEAD:limits/t1.txt'));
+  });
+
+  it('hostile: a branch that rewrites the package.json script the suite runs (`npm test`) is refused by the re-check, naming the script', async () => {
+    const pkg = (test: string) => `${JSON.stringify({ name: 'app', version: '1.0.0', scripts: { test } }, null, 2)}\n`;
+    const { repo, home, runId, env } = await passedRun({ t1: 4 }, { files: { 'package.json': pkg('bash ci/suite.sh') }, suite: 'npm test --silent' });
+    const wt = path.join(path.dirname(repo), 'hostile');
+    git(repo, 'worktree', 'add', '-q', '--force', wt, `verdict/${runId}/t1`);
+    fs.writeFileSync(path.join(wt, 'limits', 't1.txt'), '40\n');
+    fs.writeFileSync(path.join(wt, 'package.json'), pkg('echo all good'));
+    git(wt, 'commit', '-qam', 'weaken');
+    git(repo, 'worktree', 'remove', '--force', wt);
+    const merge = await cli(['merge', runId, '--home', home], { env });
+    assert.equal(merge.exitCode, 1, merge.all);
+    assert.match(merge.stdout, /^t1: CHECK_FAILED — after the rebase the branch changes protected check inputs \(package\.json scripts\.test \(changed\)\)/m);
     assert.throws(() => git(repo, 'show', 'HEAD:limits/t1.txt'));
   });
 });

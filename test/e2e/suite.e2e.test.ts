@@ -125,6 +125,31 @@ describe('suite: the full regression check after the check', function () {
     for (const key of Object.keys(expected)) for (const f of ['ci/suite.sh', 'ci/own-suite.sh', 'tests/test_triple.sh']) assert.equal(git(repo, 'show', `${String(of(key)[1]?.branch)}:${f}`), git(repo, 'show', `main:${f}`), `${key}: ${f}`);
   });
 
+  it('a worker that rewrites the package.json script the suite runs (`npm test`) FAILs at guard naming it; one that only adds a dependency there passes', async () => {
+    const dir = tempDir();
+    const repo = libRepo(dir);
+    fs.writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'lib', version: '1.0.0', scripts: { test: 'bash ci/suite.sh' } }, null, 2) + '\n');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'npm test');
+    const pkg = (scripts: Record<string, string>, deps: Record<string, string> = {}) => `printf '%s\\n' '${JSON.stringify({ name: 'lib', version: '1.0.0', scripts, dependencies: deps })}' > package.json`;
+    const tasks = [
+      scriptTask('weaken', [BREAKS_TRIPLE, pkg({ test: 'echo all tests passed' })].join('\n'), SQUARE_CHECK, { max_attempts: 1 }),
+      scriptTask('pretest', [BREAKS_TRIPLE, pkg({ test: 'bash ci/suite.sh', pretest: 'exit 0' })].join('\n'), SQUARE_CHECK, { max_attempts: 1 }),
+      scriptTask('deps', [GOOD, pkg({ test: 'bash ci/suite.sh' }, { zod: '3' })].join('\n'), SQUARE_CHECK, { max_attempts: 1, allow_deps: true }),
+    ];
+    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 3, suite: 'npm test --silent', tasks });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home);
+    const rows = readRows(home).filter((row) => row.step === 'work');
+    const of = (key: string) => rows.find((row) => row.task_key === key);
+    assert.equal(of('weaken')?.verdict, 'FAIL', r.all);
+    assert.match(String(of('weaken')?.notes), /the worker changed protected check inputs: package\.json scripts\.test \(changed\)/);
+    assert.equal(of('weaken')?.suite, undefined, 'no suite ran on refused work');
+    assert.match(String(of('pretest')?.notes), /the worker changed protected check inputs: package\.json scripts\.pretest \(added\)/);
+    assert.equal(of('deps')?.verdict, 'PASS', `${r.all}\n${String(of('deps')?.notes)}`);
+    assert.equal((of('deps')?.suite as { passed: boolean }).passed, true);
+  });
+
   it('a worker that leaves a process behind to fix the tree while the suite runs: nothing of it is alive at the suite, which judges what was sealed', async () => {
     const dir = tempDir();
     const repo = libRepo(dir);

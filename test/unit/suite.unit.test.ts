@@ -3,7 +3,7 @@ import { parseManifest } from '../../extension/core/manifest/load';
 import { formatProblem } from '../../extension/core/manifest/types';
 import { BadJobError, parseJob, type AttemptJob } from '../../extension/core/pool/payload';
 import { failureText } from '../../extension/core/run/prompt';
-import { judgedCommands, protectedPaths } from '../../extension/core/run/protect';
+import { changedScripts, judgedCommands, protectedPaths, runnerScripts } from '../../extension/core/run/protect';
 import { suiteFailedReason } from '../../extension/core/run/steps/suite';
 
 // The `suite` setting as the manifest states it: who gets the run's, who refuses one, what the pool carries, and what a
@@ -62,6 +62,17 @@ describe('suite: the manifest, the protected files, the pool payload and the ret
     const kindOf = (rel: string) => (files.includes(rel) ? 'file' : ['ci', 'e2e'].includes(rel) ? 'dir' : null);
     assert.deepEqual(protectedPaths(files, kindOf, judgedCommands({ check: 'grep x lib.sh # just data', suite: { command: 'bash ci/suite.sh e2e/' } }), null), ['ci/suite.sh', 'e2e/a.sh']);
     assert.deepEqual(protectedPaths(files, kindOf, judgedCommands({ check: 'grep x lib.sh' }), null), []);
+  });
+
+  it('the package.json scripts a command runs through npm, yarn or pnpm, with their pre and post; and which of them a change touched', () => {
+    assert.deepEqual(runnerScripts(['npm test', 'npm run lint -- --fix && yarn build; pnpm run e2e', 'cd web && npm t']), ['build', 'e2e', 'lint', 'postbuild', 'poste2e', 'postlint', 'posttest', 'prebuild', 'pree2e', 'prelint', 'pretest', 'test']);
+    assert.deepEqual(runnerScripts(['npm ci', 'npm install', 'yarn', 'yarn install', 'pnpm add x', 'pytest -q', 'echo npm test']), []);
+    assert.deepEqual(runnerScripts('yarn --silent jest'), ['jest', 'postjest', 'prejest']);
+    const before = JSON.stringify({ scripts: { test: 'jest', build: 'tsc' }, dependencies: {} });
+    assert.deepEqual(changedScripts(before, JSON.stringify({ scripts: { test: 'jest', build: 'tsc' }, dependencies: { zod: '3' } }), ['test', 'pretest']), []);
+    assert.deepEqual(changedScripts(before, JSON.stringify({ scripts: { test: 'echo ok', pretest: 'x' } }), ['test', 'pretest', 'build']), ['package.json scripts.build (deleted)', 'package.json scripts.pretest (added)', 'package.json scripts.test (changed)']);
+    assert.deepEqual(changedScripts(before, 'not json', ['test']), ['package.json scripts.test (deleted)']);
+    assert.deepEqual(changedScripts(before, null, ['test']), ['package.json scripts.test (deleted)']);
   });
 
   it('the pool carries the suite; a worker refuses a malformed one', () => {

@@ -11,7 +11,7 @@ import { runCheck } from './check';
 import { hiddenFromSteps, stepCaps, stepScratch } from './containment';
 import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
-import { judgedCommands, newFileRefused, protectedPaths } from './protect';
+import { changedScripts, judgedCommands, newFileRefused, protectedPaths, runnerScripts } from './protect';
 import { gitFor } from '../git/safe-git';
 import { copyIncludes } from '../git/worktree';
 import { supervise } from '../process/supervisor';
@@ -139,7 +139,8 @@ export function suiteFor(home: string, state: RunState, spec: TaskSpec, prepare:
  * protectedPaths: the check's scripts and named folders, existing tests at conventional places, the test runner's own
  * files the base has, `protect`), every one the branch changed or deleted is checked out from the base, and a file the
  * branch added that the test runner would load (newFileRefused: a new conftest.py under pytest) is removed. Returns those paths (with " (new)" for the
- * removed ones), sorted; empty when the branch left every check input alone.
+ * removed ones), and each package.json script the check or suite runs that the branch changed (run/protect.ts
+ * changedScripts, left as the branch has it), sorted; empty when the branch left every check input alone.
  * @throws Error with git's message
  */
 export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec): Promise<string[]> {
@@ -160,5 +161,9 @@ export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec)
   }
   for (let i = 0; i < changed.length; i += 200) await git.raw(['checkout', base, '--', ...changed.slice(i, i + 200).map((f) => `:(literal)${f}`)]);
   for (const f of added) fs.rmSync(path.join(dir, f), { force: true });
-  return [...changed, ...added.map((f) => `${f} (new)`)].sort();
+  // A package.json script the check or the suite runs (`npm test`) is protected entry by entry: the branch's is kept
+  // (the file may hold the work), and a change to one is named, so the branch is not merged.
+  const scripts = spec.protect !== null && spec.protect.length === 0 ? [] : runnerScripts(judgedCommands(spec));
+  const scriptChanges = scripts.length ? changedScripts(await git.show([`${base}:package.json`]).catch(() => null), await git.show(['HEAD:package.json']).catch(() => null), scripts) : [];
+  return [...changed, ...added.map((f) => `${f} (new)`), ...scriptChanges].sort();
 }

@@ -215,6 +215,73 @@ function changesOf(taskDir: string, set: ProtectedSet): { rel: string; what: 'ch
   return out;
 }
 
+/** Package managers that run a script of the package.json in the current folder, and their own commands (not scripts). */
+const PACKAGE_RUNNERS: Record<string, { run: string[]; aliases: Record<string, string>; builtins: Set<string> | null }> = {
+  // npm runs a script only through run/run-script (and its aliases) or the lifecycle commands named in `aliases`.
+  npm: { run: ['run', 'run-script', 'rum', 'urn'], aliases: { test: 'test', t: 'test', tst: 'test', start: 'start', stop: 'stop', restart: 'restart' }, builtins: null },
+  // yarn and pnpm also run `yarn <script>` when <script> is none of their own commands.
+  yarn: { run: ['run'], aliases: { test: 'test', start: 'start' }, builtins: new Set(['add', 'audit', 'autoclean', 'bin', 'cache', 'check', 'config', 'create', 'dlx', 'exec', 'generate-lock-entry', 'global', 'help', 'import', 'info', 'init', 'install', 'licenses', 'link', 'list', 'login', 'logout', 'node', 'outdated', 'owner', 'pack', 'policies', 'publish', 'remove', 'tag', 'team', 'unlink', 'unplug', 'upgrade', 'upgrade-interactive', 'version', 'versions', 'why', 'workspace', 'workspaces', 'set', 'up', 'dedupe', 'npm', 'plugin', 'constraints', 'explain', 'rebuild', 'patch', 'patch-commit', 'stage', 'search']) },
+  pnpm: { run: ['run', 'run-script'], aliases: { test: 'test', t: 'test', tst: 'test', start: 'start' }, builtins: new Set(['add', 'install', 'i', 'update', 'up', 'remove', 'rm', 'link', 'unlink', 'import', 'rebuild', 'prune', 'fetch', 'patch', 'patch-commit', 'exec', 'dlx', 'create', 'audit', 'list', 'ls', 'outdated', 'why', 'pack', 'publish', 'root', 'bin', 'store', 'server', 'setup', 'init', 'env', 'config', 'licenses', 'deploy', 'doctor', 'help']) },
+};
+
+/**
+ * The package.json scripts that `check` runs through npm, yarn or pnpm in the task dir (`npm test` → test, with its
+ * pretest and posttest; `npm run lint`, `yarn build`, `pnpm run e2e`), sorted: a worker that rewrote `"test": "jest"`
+ * to `"test": "echo ok"` would make `npm test` pass whatever it broke, so these entries are protected like a script the
+ * check runs (package.json itself stays the worker's: its dependencies are often the work). Empty when none.
+ */
+export function runnerScripts(check: CheckCommands): string[] {
+  const out = new Set<string>();
+  for (const c of commandsOf(check)) {
+    const tokens = checkTokens(c);
+    if (!tokens) continue;
+    let at = 0;
+    while (at < tokens.length) {
+      const t = tokens[at];
+      const runner = typeof t === 'string' && (at === 0 || typeof tokens[at - 1] !== 'string') ? PACKAGE_RUNNERS[path.basename(t)] : undefined;
+      at++;
+      if (!runner) continue;
+      const words: string[] = [];
+      while (at < tokens.length && typeof tokens[at] === 'string') words.push(tokens[at++] as string);
+      const args = words.filter((w) => !w.startsWith('-'));
+      const [first, second] = args;
+      let name: string | undefined;
+      if (first === undefined) continue;
+      if (runner.run.includes(first)) name = second;
+      else if (runner.aliases[first]) name = runner.aliases[first];
+      else if (runner.builtins && !runner.builtins.has(first)) name = first;
+      if (name) for (const n of [name, `pre${name}`, `post${name}`]) out.add(n);
+    }
+  }
+  return [...out].sort();
+}
+
+/**
+ * The scripts among `names` whose command differs between two texts of package.json (`before`, `after`; null: no such
+ * file), each as `package.json scripts.<name> (changed|added|deleted)`, sorted. A file that is not a JSON object reads
+ * as having no scripts, so breaking the file is a change of every script it held.
+ */
+export function changedScripts(before: string | null, after: string | null, names: readonly string[]): string[] {
+  const scriptsOf = (text: string | null): Record<string, unknown> => {
+    if (text === null) return {};
+    try {
+      const v = JSON.parse(text) as { scripts?: unknown };
+      return v && typeof v === 'object' && v.scripts && typeof v.scripts === 'object' ? (v.scripts as Record<string, unknown>) : {};
+    } catch {
+      return {};
+    }
+  };
+  const was = scriptsOf(before);
+  const now = scriptsOf(after);
+  const out: string[] = [];
+  for (const n of names) {
+    const a = Object.prototype.hasOwnProperty.call(was, n) ? JSON.stringify(was[n]) : undefined;
+    const b = Object.prototype.hasOwnProperty.call(now, n) ? JSON.stringify(now[n]) : undefined;
+    if (a !== b) out.push(`package.json scripts.${n} (${a === undefined ? 'added' : b === undefined ? 'deleted' : 'changed'})`);
+  }
+  return out.sort();
+}
+
 /** Commands whose first non-option argument is a script they run. */
 const INTERPRETERS = new Set(['bash', 'sh', 'zsh', 'dash', 'ksh', 'python', 'python3', 'node', 'ruby', 'perl', 'php', 'deno', 'bun', 'tsx', 'source', '.']);
 
