@@ -60,6 +60,8 @@ export interface AttemptState {
   forced?: true;
   /** The engine the attempt was moved off before it started (rate-limited or waiting for its quota); absent otherwise. */
   reassignedFrom?: string;
+  /** `engine: "auto"`: the routing line, `auto → claude/haiku (proven, $0.0040/PASS over 12 tasks)`; absent otherwise. */
+  route?: string;
 }
 
 /** One task as shown live. */

@@ -207,19 +207,19 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'forecast before launch: expected attempts, cost (p50, p90) and duration per task, from the eval log',
     exit: '0 printed, 2 bad input (the manifest does not load)',
     run: async ({ args: [file], flags }, io) => {
-      const { engines } = (await import('./load-engines')).loadEngines(flags.config);
-      return (await import('./plan-command')).planCommand(file as string, { home: resolveHome(flags.home), json: flags.json === true, engines }, io);
+      const { engines, config: c } = (await import('./load-engines')).loadEngines(flags.config);
+      return (await import('./plan-command')).planCommand(file as string, { home: resolveHome(flags.home), json: flags.json === true, engines, route: c.route ?? null }, io);
     },
   }),
   command({
     name: 'lint',
     args: [{ name: 'MANIFEST', repeat: true }],
-    flags: { json, config },
+    flags: { json, home, config },
     summary: 'check manifests for mistakes that waste a swarm (exit 1 on any error)',
     exit: '0 no finding is an error, 1 some is, 2 bad input',
     run: async ({ args, flags }, io) => {
-      const { engines, settings } = (await import('./load-engines')).loadEngines(flags.config);
-      return (await import('./lint-command')).lintCommand(args, flags.json, engines, settings.allowFullAccess, io);
+      const { engines, settings, config: c } = (await import('./load-engines')).loadEngines(flags.config);
+      return (await import('./lint-command')).lintCommand(args, flags.json, engines, settings.allowFullAccess, io, { home: resolveHome(flags.home), route: c.route ?? null });
     },
   }),
   command({
@@ -253,6 +253,8 @@ export const COMMANDS: readonly AnyCommand[] = [
       since: { type: 'string', value: 'DATE', help: 'only attempts that ended at or after DATE (YYYY-MM-DD or ISO 8601)' },
       log: { type: 'string', value: 'FILE', help: "read this eval log instead of <home>/runs.jsonl (Ringer's runs.jsonl too)" },
       pg: { type: 'boolean', help: "aggregate every machine's rows in Postgres (VERDICT_PG_URL or the config's postgres_url)" },
+      route: { type: 'string', value: 'T', help: 'how engine "auto" ranks its candidates on task type T, and what it would pick' },
+      manifest: { type: 'string', value: 'FILE', help: "with --route: the candidates of this manifest's route block (default: the config's)" },
       json,
       home,
       config,
@@ -260,6 +262,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'the scoreboard: per model and task type, pass rates, medians, tiers (from runs.jsonl)',
     exit: '0 shown, 1 shown but --pg found swarm_runs edited (those rows left out), 2 bad flags or input',
     run: async ({ flags }, io) => {
+      if (flags.route !== undefined) {
+        const { engines, config: c } = (await import('./load-engines')).loadEngines(flags.config);
+        return (await import('./route-command')).routeCommand(flags.route, { home: resolveHome(flags.home), log: flags.log, manifest: flags.manifest, json: flags.json === true, engines, configRoute: c.route ?? null }, io);
+      }
       const { modelsCommand, postgresUrlFor } = await import('./models-command');
       const filters = { taskType: flags['task-type'], model: flags.model, engine: flags.engine, since: flags.since };
       const pg = flags.pg ? postgresUrlFor(flags.config) : undefined;

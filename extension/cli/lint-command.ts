@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Finding } from '../core/manifest/findings';
+import { routeEvidence } from '../core/scoreboard/plan';
 import { formatFinding, lintManifestFile } from '../core/manifest/lint';
 import type { EngineSpec } from '../../engines/types';
 import type { Io } from './io';
@@ -20,9 +21,12 @@ export interface LintJsonRow {
  * `verdict lint MANIFEST... [--json]`: lints every file; prints findings (or a JSON list of LintJsonRow).
  * Returns 1 when any finding is an error, else 0.
  */
-export async function lintCommand(files: string[], json: boolean, engines: ReadonlyMap<string, EngineSpec>, allowFullAccess: boolean, io: Io): Promise<number> {
+export async function lintCommand(files: string[], json: boolean, engines: ReadonlyMap<string, EngineSpec>, allowFullAccess: boolean, io: Io, routing: { home: string; route: Record<string, unknown> | null } | null = null): Promise<number> {
   const all: Finding[] = [];
-  for (const file of files) all.push(...(await lintManifestFile(path.resolve(file), { engines, allowFullAccess, pathEnv: process.env.PATH ?? '' })));
+  // engine "auto": whether the scoreboard has evidence for a candidate on a task type (the route rule's "auto will explore").
+  const rows = routing ? await routeEvidence(routing.home) : [];
+  const routeEvidenceOf = (model: string, taskType: string | null) => rows.some((r) => r.model === model && r.task_type === taskType && r.tasks > 0);
+  for (const file of files) all.push(...(await lintManifestFile(path.resolve(file), { engines, allowFullAccess, pathEnv: process.env.PATH ?? '', route: routing?.route ?? null, ...(routing ? { routeEvidence: routeEvidenceOf } : {}) })));
   if (json) {
     const rows: LintJsonRow[] = all.map((f) => ({ rule: f.rule, severity: f.severity, message: f.message, file: f.file, line: f.range?.start.line ?? null, column: f.range?.start.column ?? null, task_key: f.taskKey }));
     io.out(JSON.stringify(rows, null, 2));

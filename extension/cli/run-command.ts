@@ -78,7 +78,7 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   let parsed: ParsedText | null = null;
   try {
     if (typeof source === 'string') {
-      const loaded = loadManifest(source, { engines: new Set(engines.keys()) });
+      const loaded = loadManifest(source, { engines: new Set(engines.keys()), route: config.route ?? null });
       manifest = loaded.manifest;
       parsed = loaded.parsed;
       for (const w of loaded.warnings) io.err(formatProblem(w));

@@ -44,6 +44,8 @@ const FIELDS: Record<string, { at: (string | number)[]; manifest: (v: number) =>
   '#/properties/logins/additionalProperties/properties/max_parallel': { at: ['logins', 'sub', 'max_parallel'], manifest: (v) => ({ logins: { sub: { engines: ['script'], max_parallel: v } }, tasks: [task()] }) },
   '#/properties/budget_usd': { at: ['budget_usd'], manifest: (v) => ({ budget_usd: v, tasks: [task()] }) },
   '#/properties/budget_tokens': { at: ['budget_tokens'], manifest: (v) => ({ budget_tokens: v, tasks: [task()] }) },
+  '#/properties/route/properties/explore': { at: ['route', 'explore'], manifest: (v) => ({ route: { from: ['script'], explore: v }, tasks: [task()] }) },
+  '#/properties/route/properties/min_tasks': { at: ['route', 'min_tasks'], manifest: (v) => ({ route: { from: ['script'], min_tasks: v }, tasks: [task()] }) },
   '#/properties/memory_mb': { at: ['memory_mb'], manifest: (v) => ({ memory_mb: v, tasks: [task()] }) },
   '#/properties/log_max_mb': { at: ['log_max_mb'], manifest: (v) => ({ log_max_mb: v, tasks: [task()] }) },
   '#/definitions/task/properties/memory_mb': { at: ['tasks', 0, 'memory_mb'], manifest: (v) => ({ tasks: [task({ memory_mb: v })] }) },
@@ -102,7 +104,8 @@ describe('numeric ranges at load', () => {
       assert.match(over.errors[0]?.message ?? '', new RegExp(`^must be <= ${max}, got `));
       assert.deepEqual(over.errors[0]?.range?.start, over.where);
       // Below the minimum.
-      const under = errorsAt(field, s.minimum !== undefined ? s.minimum - (s.type === 'integer' ? 1 : s.minimum / 2) : (s.exclusiveMinimum as number));
+      // (A minimum of 0, route.explore's, has no half below it: 0.5 under it then.)
+      const under = errorsAt(field, s.minimum !== undefined ? s.minimum - (s.type === 'integer' ? 1 : s.minimum / 2 || 0.5) : (s.exclusiveMinimum as number));
       assert.equal(under.errors.length, 1, `${name} below its minimum: ${JSON.stringify(under.errors)}`);
       assert.deepEqual(under.errors[0]?.range?.start, under.where);
       // The bounds themselves load.
@@ -118,6 +121,10 @@ describe('numeric ranges at load', () => {
         assert.equal(s.type, 'number', `${at}: a duration may be fractional`);
         assert.equal(s.maximum, MAX_TIMER_S, `${at}: at most ${MAX_TIMER_S} s (2^31−1 ms)`);
         assert.ok((s.minimum as number) * 1000 >= 1, `${at}: its minimum must be at least 1 ms`);
+      } else if (field === 'explore') {
+        // route.explore is a share of decisions, not a count.
+        assert.equal(s.type, 'number', `${at}: a share may be fractional`);
+        assert.deepEqual([s.minimum, s.maximum], [0, 1], `${at}: a share is from 0 to 1`);
       } else if (!field.endsWith('_usd')) {
         assert.equal(s.type, 'integer', `${at}: a count is an integer`);
         const fractional = errorsAt(FIELDS[at]!, (s.maximum as number) - 0.5).errors;

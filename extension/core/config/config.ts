@@ -4,6 +4,7 @@ import path from 'node:path';
 import { findNodeAtLocation, parse, parseTree, printParseErrorCode, type JSONPath, type ParseError } from 'jsonc-parser';
 import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
+import { routeProblems } from '../manifest/route-spec';
 import { loadRingerConfig } from './ringer-config';
 import { builtinEngines } from '../../../engines';
 import { MAX_QUOTA_WAIT_MS } from '../../../engines/quota-reset';
@@ -74,6 +75,11 @@ export interface VerdictConfig {
      */
     max_wait_h?: number;
   };
+  /**
+   * The `route` block of `engine: "auto"` for manifests that give none (manifest/route-spec.ts; docs/scoreboard.md
+   * "Routing"). Engine names are checked against the engines when a manifest is loaded.
+   */
+  route?: Record<string, unknown>;
 }
 
 /**
@@ -183,6 +189,10 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
     throw new Error(`${at('engines')}: must be an object of engine name → engine definition`);
   }
   if (c.identity !== undefined && typeof c.identity !== 'string') throw new Error(`${at('identity')}: must be a string`);
+  if (c.route !== undefined) {
+    const p = routeProblems(c.route)[0];
+    if (p) throw new Error(`${at(['route', ...p.at].join('.'), ['route', ...p.at])}: ${p.message}`);
+  }
   if (c.max_parallel !== undefined && !(Number.isInteger(c.max_parallel) && (c.max_parallel as number) >= 1 && (c.max_parallel as number) <= MAX_PARALLEL)) {
     throw new Error(`${at('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got ${JSON.stringify(c.max_parallel)}`);
   }

@@ -173,6 +173,20 @@ export class Budget {
     return this.hold(unpriced ? { key, microUsd, unpriced, task, liveMicroUsd: 0 } : { key, microUsd, task, liveMicroUsd: 0 });
   }
 
+  /**
+   * Whether reserve() would refuse an attempt on `key` now (its estimate would pass the run's cap or the task's
+   * envelope), without reserving anything: routing skips such a candidate and picks the next.
+   */
+  wouldRefuse(key: string, price: ModelPrice | null, bounds: AttemptBounds = {}): boolean {
+    const microUsd = this.estimate(key, price, bounds);
+    const task = bounds.task?.key ?? null;
+    // As reserve() does: the task's envelope is known from now on (refusal() names it).
+    if (bounds.task && bounds.task.capMicroUsd !== null) this.taskCaps.set(bounds.task.key, bounds.task.capMicroUsd);
+    const taskCap = task === null ? null : this.taskCap(task);
+    if (this.capMicroUsd !== null && this.passes(this.committed(null), microUsd, this.capMicroUsd)) return true;
+    return task !== null && taskCap !== null && this.passes(this.committed(task), microUsd, taskCap);
+  }
+
   private passes(committed: number, microUsd: number, cap: number): boolean {
     return committed >= cap || committed + microUsd > cap;
   }

@@ -42,7 +42,8 @@ export type RuleId =
   | 'phases-red-off'
   | 'engine-not-installed'
   | 'check-file-missing'
-  | 'suite';
+  | 'suite'
+  | 'route';
 
 /** An edit that fixes a finding: replace `range` of the manifest text with `newText` (already JSON-escaped). */
 export interface QuickFix {

@@ -35,6 +35,7 @@ import { selfReview } from './rules/self-review';
 import { allowPathsRule, depsNotAllowed } from './rules/guard-settings';
 import { sparseOutside } from './rules/sparse-cone';
 import { engineNotInstalled } from './rules/engine-installed';
+import { routeRule } from './rules/route';
 import { checkFileMissing } from './rules/check-files';
 
 export type { LintContext } from './rules/document';
@@ -50,6 +51,8 @@ export interface LintOptions extends LintContext {
   trusted?: boolean;
   /** Keys of tasks outside the text that its tasks join (a planner's generated file: the run's); see ParseOptions. */
   existingKeys?: ReadonlySet<string>;
+  /** The config file's `route` block, for `engine: "auto"` in a manifest without one (ParseOptions.route). */
+  route?: Record<string, unknown> | null;
 }
 
 /** The rules run on a parsed manifest, in no particular order (findings are sorted afterwards). */
@@ -77,6 +80,7 @@ const RULES: Rule[] = [
   depsNotAllowed,
   sparseOutside,
   engineNotInstalled,
+  routeRule,
   checkFileMissing,
 ];
 
@@ -111,7 +115,7 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
  * @returns findings sorted by position (offset, then rule id); findings without a range first
  */
 export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
-  return lintParsed({ ...parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true }), text, file }, ctx);
+  return lintParsed({ ...parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true, route: ctx.route ?? null }), text, file }, ctx);
 }
 
 /**

@@ -12,8 +12,9 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
-import { ManifestError, type EngineChoice, type CritiquePolicy, type DistinguishPolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type SuiteSpec, type TaskSpec, type TreeKind } from './types';
+import { ManifestError, type EngineChoice, type CritiquePolicy, type DistinguishPolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type RouteSpec, type SuiteSpec, type TaskSpec, type TreeKind } from './types';
 import { suiteProblems } from './rules/suite';
+import { AUTO_ENGINE, routeProblems, toRouteSpec } from './route-spec';
 
 const DEFAULT_TIMEOUT_S = 900;
 const DEFAULT_CHECK_TIMEOUT_S = 300;
@@ -41,6 +42,8 @@ export interface ParseOptions {
   existingKeys?: ReadonlySet<string>;
   /** Only the problems and the tree are wanted (lint): `manifest` stays null, the Manifest is not built. */
   problemsOnly?: boolean;
+  /** The config file's `route` block (already checked by config.ts), used by `engine: "auto"` when the manifest has none. */
+  route?: Record<string, unknown> | null;
 }
 
 /** The outcome of parsing: the manifest when there were no errors (and `problemsOnly` was not asked), and every problem found. */
@@ -137,6 +140,13 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       });
     }
   }
+  if (data.route !== undefined) {
+    // prefer, explore, min_tasks and seed are the schema's (its errors name the range); the rest only these checks see.
+    for (const p of routeProblems(data.route, options.engines).filter((x) => !['prefer', 'explore', 'min_tasks', 'seed'].includes(String(x.at[0])))) error(p.message.startsWith('unknown engine') ? 'unknown-engine' : 'schema', { range: rangeOfPath(root, ['route', ...p.at], index), path: formatPath(['route', ...p.at]), message: p.message });
+  }
+  if (typeof data.engine === 'string' && data.engine !== AUTO_ENGINE && options.engines && !options.engines.has(data.engine)) {
+    error('unknown-engine', { range: rangeOfPath(root, ['engine'], index), path: 'engine', message: `unknown engine "${data.engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
+  }
   const seen = new Map<string, number>();
   taskList.forEach((t, i) => {
     if (!isObject(t)) return;
@@ -153,8 +163,13 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       if (first === undefined) seen.set(key, i);
       else error('duplicate-key', { range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
     }
-    const engine = t.engine ?? DEFAULT_ENGINE;
-    if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
+    const engine = t.engine ?? data.engine ?? DEFAULT_ENGINE;
+    if (engine === AUTO_ENGINE) {
+      const at = ['tasks', i, t.engine === undefined ? 'key' : 'engine'];
+      if (data.route === undefined && !options.route) error('schema', { range: rangeOfPath(root, at, index), path: `tasks[${i}].engine`, message: 'engine "auto" needs a route block (in the manifest, or the config file\'s "route"): {"from": ["engine:model", …]} names the candidates it picks from' });
+      if (t.model !== undefined && blankAsNull(t.model) !== null) error('schema', { range: rangeOfPath(root, ['tasks', i, 'model'], index), path: `tasks[${i}].model`, message: 'a task with engine "auto" has its model picked by route.from; remove "model" (or name an engine)' });
+      if (Array.isArray(t.fallback) && t.fallback.length) error('schema', { range: rangeOfPath(root, ['tasks', i, 'fallback'], index), path: `tasks[${i}].fallback`, message: 'a task with engine "auto" routes its retries itself (docs/scoreboard.md "Routing"); remove "fallback" (or name an engine)' });
+    } else if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
       error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
     }
     if (Array.isArray(t.fallback) && options.engines) {
@@ -199,7 +214,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };
 
-  return { manifest: toManifest(data, file), problems, tree: root, value: raw };
+  return { manifest: toManifest(data, file, options.route ?? null), problems, tree: root, value: raw };
 }
 
 /**
@@ -245,17 +260,21 @@ function suiteOf(t: Record<string, unknown>, data: Record<string, unknown>): { s
   return { suite: { command, timeoutMs: Math.round(seconds * 1000) } };
 }
 
-function toManifest(data: Record<string, unknown> & { tasks: Record<string, unknown>[] }, file: string): Manifest {
+function toManifest(data: Record<string, unknown> & { tasks: Record<string, unknown>[] }, file: string, configRoute: Record<string, unknown> | null = null): Manifest {
   const dir = path.dirname(file);
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const route = isObject(data.route) ? toRouteSpec(data.route, 'manifest') : configRoute ? toRouteSpec(configRoute, 'config') : null;
+  const auto = (t: Record<string, unknown>) => (str(t.engine) ?? str(data.engine)) === AUTO_ENGINE && route !== null;
   const tasks: TaskSpec[] = data.tasks.map((t) => ({
     key: t.key as string,
     spec: t.spec as string,
     // A planner without a check of its own: its file must at least be there (the generate step then judges its content).
     check: (t.check as string | undefined) ?? plannerCheck((t.generate as { file: string }).file),
     expectFiles: withPlannerFile((t.expect_files as string[] | undefined) ?? [], t.generate),
-    engine: str(t.engine) ?? DEFAULT_ENGINE,
-    model: blankAsNull(t.model),
+    // engine "auto": the first candidate until an attempt is routed (run/route-choice.ts).
+    engine: auto(t) ? (route as RouteSpec).from[0]!.engine : str(t.engine) ?? str(data.engine) ?? DEFAULT_ENGINE,
+    model: auto(t) ? (route as RouteSpec).from[0]!.model : blankAsNull(t.model),
+    ...(auto(t) ? { route: route as RouteSpec } : {}),
     taskType: blankAsNull(t.task_type),
     timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
     checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),

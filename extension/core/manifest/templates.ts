@@ -6,8 +6,9 @@ import { DEFAULT_ENGINE } from './load';
 /**
  * The manifest templates shipped under templates/ for `verdict init`, "Verdict:
  * New Manifest" and the MCP resources. Two shapes are read:
- * - a folder `templates/<id>/` holding one `*.swarm.json` / `*.swarm.jsonc` manifest, a README.md (its `# ` heading is
- *   the title, the paragraph after it the one-line description) and any support files (check scripts…);
+ * - a folder `templates/<id>/` holding its manifest (`<id>.swarm.json(c)`, or the folder's only `*.swarm.json(c)`), a
+ *   README.md (its `# ` heading is the title, the paragraph after it the one-line description) and any support files
+ *   (check scripts, another manifest to pick instead: model-bakeoff's model-auto.swarm.json…);
  * - a single file `templates/<id>.swarm.jsonc` whose leading `//` comment is its description.
  */
 export interface Template {
@@ -48,10 +49,14 @@ export function manifestEngines(text: string): string[] {
   const root = obj(m);
   if (!root) return [];
   list(obj(root.review)?.engines);
+  // engine "auto" names no engine itself: its candidates are what must be installed.
+  const from = obj(root.route)?.from;
+  if (Array.isArray(from)) for (const c of from) if (typeof c === 'string' && c) out.add(c.split(':')[0] as string);
   for (const t of Array.isArray(root.tasks) ? root.tasks : []) {
     const task = obj(t);
     if (!task) continue;
-    name(typeof task.engine === 'string' ? task.engine : DEFAULT_ENGINE);
+    const engine = typeof task.engine === 'string' ? task.engine : typeof root.engine === 'string' ? root.engine : DEFAULT_ENGINE;
+    if (engine !== 'auto') name(engine);
     list(task.fallback);
     list(task.candidates);
     list(obj(task.review)?.engines);
@@ -135,8 +140,8 @@ export function listTemplates(dir: string): Template[] {
     if (e.isDirectory()) {
       const files = filesUnder(full).filter((f) => f !== 'README.md');
       const manifests = files.filter((f) => !f.includes('/') && MANIFEST.test(f));
-      if (manifests.length !== 1) continue;
-      const manifest = manifests[0] as string;
+      const manifest = manifests.find((f) => f.replace(MANIFEST, '') === e.name) ?? (manifests.length === 1 ? manifests[0] : undefined);
+      if (manifest === undefined) continue;
       const readme = fs.existsSync(path.join(full, 'README.md')) ? path.join(full, 'README.md') : undefined;
       const summary = readme ? readmeSummary(fs.readFileSync(readme, 'utf8')) : { description: commentSummary(fs.readFileSync(path.join(full, manifest), 'utf8')) };
       const engines = manifestEngines(fs.readFileSync(path.join(full, manifest), 'utf8'));

@@ -73,6 +73,11 @@ export interface TaskSpec {
    * entry goes on. Empty: every attempt runs on `engine`. See run/decide.ts attemptEngine.
    */
   fallback: EngineChoice[];
+  /**
+   * `engine: "auto"` (the task's, or the manifest's `engine` default): the candidates and policy each attempt is routed
+   * by (run/route-choice.ts). `engine` and `model` then hold the first candidate until an attempt is routed.
+   */
+  route?: RouteSpec;
   /** `after`: keys of the tasks this one waits for; it starts once all of them PASS, else it ends BLOCKED. */
   after: string[];
   /**
@@ -218,6 +223,33 @@ export interface RankPolicy {
 export interface EngineChoice {
   engine: string;
   model: string | null;
+}
+
+/** What `engine: "auto"` minimises: cost per PASS (the default), time per PASS, or maximises the pass rate. */
+export type RoutePreference = 'cost' | 'time' | 'pass_rate';
+
+/** The routing policy of `engine: "auto"` (scoreboard/route.ts applies it). */
+export interface RoutePolicy {
+  prefer: RoutePreference;
+  /** Share of decisions that draw to explore, in [0, 1]. */
+  explore: number;
+  /** Tasks of the task type a candidate needs, besides its proven tier, before it is exploited. */
+  minTasks: number;
+}
+
+/** One `route.from` entry, `engine:model` (`engine` alone: its default model, unknown before it runs). */
+export interface RouteChoice extends EngineChoice {
+  /** As written, e.g. `claude:haiku`. */
+  id: string;
+}
+
+/** The `route` block (the manifest's, else the config's), parsed. */
+export interface RouteSpec extends RoutePolicy {
+  from: RouteChoice[];
+  /** `seed`: the run's routing seed; null: the run id (so each run draws anew, and replays from its rows). */
+  seed: string | null;
+  /** Where the block came from, for notes: `manifest` or `config`. */
+  source: 'manifest' | 'config';
 }
 
 /** `tree`: a full worktree per task, a sparse (cone) checkout, or an overlay on one shared checkout. */

@@ -8,6 +8,8 @@ import { statusInfo } from '../../../schemas/status';
 import { runAttempt } from './attempt';
 import { baselinePasses } from './baseline';
 import { nextChoice, reassign } from './reassign';
+import { routeAttempt } from './route-choice';
+import { routeLine } from '../scoreboard/route';
 import { MachineSlots } from './slots';
 import { endTask } from './end-task';
 import type { LiveRun } from './live-run';
@@ -52,9 +54,26 @@ export class AttemptLoop {
   /** An engine's default model (null for an engine the run does not know). */
   private readonly defaultModel = (name: string): string | null => this.run.opts.engines.get(name)?.defaultModel ?? null;
 
-  /** The engine and model of the task's next attempt (its own, a `fallback` entry, or where it was moved: run/reassign.ts nextChoice). */
+  /**
+   * The engine and model of the task's next attempt (its own, a `fallback` entry, or where it was moved: run/reassign.ts
+   * nextChoice); for `engine: "auto"`, where that attempt is routed (run/route-choice.ts), decided the first time it is
+   * asked and kept for that attempt — while an attempt runs, its own.
+   */
   choiceOf(task: TaskRuntime): { engine: string; model: string | null } {
-    return nextChoice(task, this.defaultModel);
+    if (!task.spec.route) return nextChoice(task, this.defaultModel);
+    const routed = task.routed && this.attemptsRunning.has(task) ? task.routed : routeAttempt(task, this.run.runId, this.run.routeEvidence, (engine, model) => this.excluded(task, engine, model));
+    const { engine, model } = routed.decision;
+    return { engine, model: model ?? this.defaultModel(engine) };
+  }
+
+  /** Why a routed task's attempt cannot run on `engine`/`model` now: its quota wait, its limit, or the budget; or null. */
+  private excluded(task: TaskRuntime, engine: string, model: string | null): string | null {
+    const waiting = this.run.waits.holdReason(engine, Date.now(), task.spec.key);
+    if (waiting) return waiting;
+    const running = this.graph.scheduler.activeIn(engine);
+    if (running >= this.limitOf(engine)) return `engine ${engine} is at its limit (${running} running)`;
+    const spec = this.run.opts.engines.get(engine);
+    return spec ? this.run.spend.refusalOf(spec, model ?? spec.defaultModel ?? null, task.spec) : `engine ${engine} is not known`;
   }
 
   /** How many attempts of `engine` may run at once now. */
@@ -111,6 +130,14 @@ export class AttemptLoop {
     for (let moved = moveOff(); moved; moved = moveOff()) {
       emit({ type: 'task-note', key: task.spec.key, note: moved });
       waitEngine = this.choiceOf(task).engine;
+      gate = waits.gate(waitEngine, Date.now(), task.spec.key);
+    }
+    // engine "auto" chose an engine that has begun to wait since: routed again, that engine excluded (unless all are).
+    if (gate.kind !== 'go' && task.spec.route && task.routed && !task.routed.decision.allExcluded) {
+      const from = waitEngine;
+      task.routed = undefined;
+      waitEngine = this.choiceOf(task).engine;
+      if (waitEngine !== from) emit({ type: 'task-note', key: task.spec.key, note: `engine ${from} waits for its quota: ${task.spec.key}'s attempt is routed again — ${task.routed!.decision.reason}` });
       gate = waits.gate(waitEngine, Date.now(), task.spec.key);
     }
     if (gate.kind !== 'go') {
@@ -177,6 +204,7 @@ export class AttemptLoop {
       return scheduler.push(task, PROBE_HOLD_MS), false;
     }
     this.budgetHeld.delete(task);
+    if (task.spec.route && task.routed) this.run.emit({ type: 'task-note', key: task.spec.key, note: `attempt ${task.routed.attempt}: ${routeLine(task.routed.decision, task.spec.route.prefer)} — ${task.routed.decision.reason}` });
     this.attemptsRunning.add(task);
     const outcome = await runAttempt(ctx, task, opts.attemptSteps).finally(() => this.attemptsRunning.delete(task));
     spend.settle(reservation, outcome.costMicroUsd, outcome.tokens);

@@ -13,7 +13,7 @@ import type { Receipt } from '../process/supervisor';
 import type { Seal } from '../git/worktree';
 import type { Undelivered } from './undelivered';
 import type { AttemptState, RunState, TaskState } from '../live/state';
-import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type PoolColumn } from '../store/eval-row';
+import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type PoolColumn, type RouteColumn } from '../store/eval-row';
 import type { CritiqueRecord, ReviewRecord } from './reader-record';
 
 export type { StepName };
@@ -134,6 +134,8 @@ export interface AttemptRecord {
   forced?: true;
   /** The engine this attempt was moved off before it started (run/reassign.ts): the view and its rows say so. */
   reassignedFrom?: string;
+  /** `engine: "auto"`: how the attempt was routed (run/route-choice.ts routeColumn); its work row's `route`. */
+  route?: RouteColumn;
 }
 
 /** Tokens in + out, or null when either is unknown. */
@@ -186,6 +188,7 @@ export function attemptView(rec: AttemptRecord): AttemptState {
     host: rec.host,
     ...(rec.forced ? { forced: true as const } : {}),
     ...(rec.reassignedFrom ? { reassignedFrom: rec.reassignedFrom } : {}),
+    ...(rec.route ? { route: rec.route.line } : {}),
   };
 }
 
@@ -267,6 +270,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     ...(rec.suite ? { suite: { command: rec.suite.command, passed: rec.suite.passed, exit_code: rec.suite.exitCode, timed_out: rec.suite.receipt.timedOut, duration_ms: rec.suite.durationMs, log: files.suite } } : {}),
     ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
     ...(rec.reassignedFrom ? { reassigned_from: rec.reassignedFrom } : {}),
+    ...(rec.route && rec.rowStep === 'work' ? { route: rec.route } : {}),
   };
 }
 

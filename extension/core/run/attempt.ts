@@ -12,6 +12,7 @@ import { appendEvalRow } from '../store/eval-log';
 import type { EvalRow } from '../store/eval-row';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
 import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
+import { routeColumn } from './route-choice';
 import { endedOnItsOwn, nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
@@ -189,6 +190,7 @@ function newRecord(ctx: AttemptContext, task: TaskRuntime, n: number, dir: strin
     candidate: task.state.candidate ?? null,
     ...(opts.forced ? { forced: true as const } : {}),
     ...(task.reassignedFrom ? { reassignedFrom: task.reassignedFrom } : {}),
+    ...(task.spec.route && task.routed?.attempt === n ? { route: routeColumn(task.routed, task.spec.route) } : {}),
   };
 }
 

@@ -16,7 +16,12 @@ export function frozenManifestPath(home: string, runId: string): string {
 
 /** Freezes the manifest a run starts with, so rerun, resume and merge work however the file changes later. */
 export function writeFrozenManifest(home: string, runId: string, manifest: Manifest): void {
-  fs.writeFileSync(frozenManifestPath(home, runId), JSON.stringify({ source: manifest.file, manifest: manifest.raw }, null, 2));
+  // engine "auto" routed by the config's route block: frozen into the manifest, so a resume routes as this run did
+  // whatever the config says by then.
+  const own = manifest.raw as Record<string, unknown>;
+  const fromConfig = own.route === undefined ? manifest.tasks.find((t) => t.route?.source === 'config')?.route : undefined;
+  const raw = fromConfig ? { ...own, route: { from: fromConfig.from.map((c) => c.id), prefer: fromConfig.prefer, explore: fromConfig.explore, min_tasks: fromConfig.minTasks, ...(fromConfig.seed !== null ? { seed: fromConfig.seed } : {}) } } : manifest.raw;
+  fs.writeFileSync(frozenManifestPath(home, runId), JSON.stringify({ source: manifest.file, manifest: raw }, null, 2));
 }
 
 /**

@@ -25,6 +25,8 @@ import { ContinueError, reopenState, takeRun, type RunContinuation } from './res
 import type { RunOptions } from './run-options';
 import type { PriorTask, RunEvent } from './run-types';
 import { continuedBudgets, priorSpend, RunSpend, subscriptionEngines } from './spend';
+import { loadRouteEvidence } from './route-choice';
+import type { GroupStats } from '../scoreboard/group-stats';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from './steps/context';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
 import { spendLine } from '../../../schemas/spend';
@@ -52,6 +54,8 @@ export interface LiveRun {
   /** The run this one continues (resume, rerun of a run not live), or null for a new run. */
   cont: RunContinuation | null;
   spend: RunSpend;
+  /** engine "auto": the scoreboard's rows when the run started, the evidence of its routing (run/route-choice.ts). */
+  routeEvidence: GroupStats[];
   /** The engines' quota waits (run/quota-wait.ts), kept in state.json. */
   waits: EngineWaits;
   maxParallel: number;
@@ -139,6 +143,9 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
     if (line && (budgets.usd !== null || budgets.tokens !== null)) emit({ type: 'run-note', note: `budget: the run goes on from what it spent before: ${line}` });
   }
   await spend.loadHistory(home, manifest.tasks.some((t) => t.budgetUsd !== undefined || t.budgetTokens !== undefined));
+  // engine "auto": the scoreboard as it stands now is the evidence of every routing decision of this run.
+  const routeEvidence = manifest.tasks.some((t) => t.route) ? await loadRouteEvidence(home) : { rows: [], note: null };
+  if (routeEvidence.note) emit({ type: 'run-note', note: routeEvidence.note });
   // Spent, reserved and budget in state.json as they change (every view reads them there); the run's notes at 50 %,
   // 80 % and 100 % of the budget.
   state.spend = spend.snapshot();
@@ -156,7 +163,7 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, netstack: pre.containment.netstack, view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
   // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
   const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
-  return { opts, manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, byKey, frozenKeys, prior, cont, spend, waits, maxParallel, startedAt, releaseRun, releaseWorkdir, cancelled: false, runtimeOf };
+  return { opts, manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, byKey, frozenKeys, prior, cont, spend, waits, maxParallel, startedAt, releaseRun, releaseWorkdir, cancelled: false, runtimeOf, routeEvidence: routeEvidence.rows };
 }
 
 /** A task's runtime: a continued run's task keeps its state object (attempts, branch, commit) and, unless run again, its summary. */

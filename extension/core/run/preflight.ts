@@ -59,7 +59,7 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
   const binaries = new Map<string, string>();
   // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
   // and its reviewers (a ranked best-of-N task's ranking reviewers too) and critics.
-  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine), ...(t.review?.engines ?? []).map((r) => r.engine), ...(t.rank?.engines ?? []).map((r) => r.engine), ...(t.critique?.critics ?? []).map((c) => c.engine)]))) {
+  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine), ...(t.route?.from ?? []).map((c) => c.engine), ...(t.review?.engines ?? []).map((r) => r.engine), ...(t.rank?.engines ?? []).map((r) => r.engine), ...(t.critique?.critics ?? []).map((c) => c.engine)]))) {
     const engine = engines.get(name);
     if (!engine) {
       problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);

@@ -56,6 +56,18 @@ export class EngineWaits {
    * shortened is dropped; one that was shortened to the cap makes the first job to ask its probe (recorded in the
    * wait: `probe`) and holds the others until the probe ends.
    */
+  /**
+   * Why `engine` cannot take an attempt of `task` at `now` because of its quota wait (waiting until a time, or its probe
+   * held by another task), or null; unlike gate() it claims nothing (routing asks it of every candidate).
+   */
+  holdReason(engine: string, now: number, task: string): string | null {
+    const wait = this.state.waits?.[engine];
+    if (!wait) return null;
+    if (wait.until > now) return `engine ${engine} waits for its quota until ${new Date(wait.until).toISOString()}`;
+    const probe = this.probes.get(engine);
+    return wait.capped && probe && probe.task !== task ? `engine ${engine} waits for the probe of its quota` : null;
+  }
+
   gate(engine: string, now: number, task: string): WaitGate {
     const wait = this.state.waits?.[engine];
     if (!wait) return { kind: 'go', probe: false };

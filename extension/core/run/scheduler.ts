@@ -67,6 +67,11 @@ export class Scheduler<T> {
     this.checkIdle();
   }
 
+  /** Jobs of `group` running now. */
+  activeIn(group: string): number {
+    return this.activeByGroup.get(group) ?? 0;
+  }
+
   /** Starts no job until resume(); running ones go on, pushes queue up. */
   pause(): void {
     this.paused = true;

@@ -226,6 +226,19 @@ export class RunSpend {
     return { usd: usd as Reservation | null, tokens: tokens as Reservation, task: task.key };
   }
 
+  /**
+   * Why admit() would refuse an attempt on `engine`/`model` of `task` now (the refusal's text: its USD or its token
+   * budget), or null; reserves nothing (routing skips such a candidate: run/route-choice.ts).
+   */
+  refusalOf(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask): string | null {
+    const key = `${engine.name}/${model ?? ''}`;
+    const price = priceOf(this.catalog, model);
+    const usdBounds = this.bounds(engine, model, task, 'work');
+    if (!this.subscription.has(engine.name) && this.budget.wouldRefuse(key, price, usdBounds)) return this.budget.refusal(key, price, usdBounds);
+    const tokenBounds = this.tokenBounds(model, task, 'work');
+    return this.tokenBudget.wouldRefuse(key, null, tokenBounds) ? this.tokenBudget.refusal(key, null, tokenBounds) : null;
+  }
+
   /** Spent (settled and reported so far), reserved (held beyond that by running steps) and the budgets. */
   snapshot(): RunSpendState {
     const t = this.tokenBudget;

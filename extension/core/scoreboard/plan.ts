@@ -10,11 +10,28 @@ import { formatUsd } from '../cost/pricing';
 import { loadManifest } from '../manifest/load';
 import type { Manifest } from '../manifest/types';
 import { forecast, type Forecast, type TaskForecast } from './forecast';
-import { currentColumns } from './load';
+import { currentColumns, loadScoreboard } from './load';
+import { seededRandom } from './random';
+import { routeLine, routeRanking } from './route';
+import type { GroupStats } from './group-stats';
+
+/** The scoreboard's rows under `home` (none when the log cannot be read): the evidence auto routes by. */
+export async function routeEvidence(home: string, logFile?: string): Promise<GroupStats[]> {
+  try {
+    return (await loadScoreboard({ home, logFile })).view.rows;
+  } catch {
+    return [];
+  }
+}
 
 /** A manifest's forecast, with its file, budget (micro-USD, null for none) and max_parallel. */
 export interface ManifestForecast extends Forecast {
   manifest: string;
+  /**
+   * `engine: "auto"` tasks: what auto would pick for each one's first attempt and why (scoreboard/route.ts), by task
+   * key; the task's forecast is that pick's.
+   */
+  routes: Record<string, { line: string; reason: string; exploration: boolean }>;
   budgetMicroUsd: number | null;
   maxParallel: number;
 }
@@ -23,21 +40,36 @@ export interface ManifestForecast extends Forecast {
  * Loads `file` and forecasts it from the eval log under `home` (no log yet: every task without history).
  * @throws ManifestError when the manifest does not load (its problems with positions)
  */
-export async function forecastManifest(file: string, home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ManifestForecast> {
-  return forecastOf(loadManifest(path.resolve(file), { engines: new Set(engines.keys()) }).manifest, home, engines);
+export async function forecastManifest(file: string, home: string, engines: ReadonlyMap<string, EngineSpec>, configRoute: Record<string, unknown> | null = null): Promise<ManifestForecast> {
+  return forecastOf(loadManifest(path.resolve(file), { engines: new Set(engines.keys()), route: configRoute }).manifest, home, engines);
 }
 
 /** forecastManifest of a manifest already loaded (the editor's, parsed from its unsaved text). */
 export async function forecastOf(manifest: Manifest, home: string, engines: ReadonlyMap<string, EngineSpec>): Promise<ManifestForecast> {
+  // engine "auto": each routed task's first attempt as a run would route it (the seed a run without route.seed would
+  // not use, so this shows one likely draw; the pick is the same whenever no draw decides it).
+  const routes: ManifestForecast['routes'] = {};
+  const evidence = manifest.tasks.some((t) => t.route) ? await routeEvidence(home) : [];
+  const picks = new Map<string, { engine: string; model: string | null }>();
+  for (const t of manifest.tasks) {
+    if (!t.route || t.select) continue;
+    const seed = `${t.route.seed ?? 'plan'}/${t.key}/1`;
+    const r = routeRanking(t.taskType, t.route.from, t.route, evidence, seededRandom(seed), seed);
+    routes[t.key] = { line: routeLine(r.pick, t.route.prefer), reason: r.pick.reason, exploration: r.pick.exploration };
+    picks.set(t.key, { engine: r.pick.engine, model: r.pick.model });
+  }
   // A best-of-N group's own entry runs no worker: its candidates are the tasks.
-  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => ({ key: t.key, engine: t.engine, model: t.model ?? engines.get(t.engine)?.defaultModel ?? null, taskType: t.taskType }));
+  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => {
+    const { engine, model } = picks.get(t.key) ?? t;
+    return { key: t.key, engine, model: model ?? engines.get(engine)?.defaultModel ?? null, taskType: t.taskType };
+  });
   let columns = null;
   try {
     columns = await currentColumns(home, evalLogPath(home));
   } catch {
     // no eval log yet: every task is without history
   }
-  return { manifest: manifest.file, budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000), maxParallel: manifest.maxParallel, ...forecast(tasks, columns) };
+  return { manifest: manifest.file, routes, budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000), maxParallel: manifest.maxParallel, ...forecast(tasks, columns) };
 }
 
 /**

@@ -42,22 +42,12 @@
  *   is excluded the decision is made as if none were (`allExcluded`), and the caller's own gates (the budget's
  *   refusal, the quota wait, the slot wait) deal with it as for any engine.
  */
+import type { RoutePolicy, RoutePreference } from '../manifest/types';
 import type { GroupStats } from './group-stats';
 import { betaSample, type RandomSource } from './random';
 import { tierOf } from './view';
 
-/** What to minimise: cost per PASS (the default), time per PASS, or to maximise the pass rate. */
-export type RoutePreference = 'cost' | 'time' | 'pass_rate';
-
-/** The manifest's or config's `route` block, parsed. */
-export interface RoutePolicy {
-  prefer: RoutePreference;
-  /** Share of decisions that explore, in [0, 1]. */
-  explore: number;
-  /** Tasks of this task type a candidate needs, besides its proven tier, before it is exploited. */
-  minTasks: number;
-}
-
+export type { RoutePolicy, RoutePreference } from '../manifest/types';
 /** One entry of `route.from`: `engine:model` (the model as the eval row stamps it). */
 export interface RouteCandidate {
   /** As written in `from`, e.g. `claude:haiku`; the candidate's name in rows and notes. */
@@ -289,4 +279,34 @@ export function route(input: RouteInput): RouteDecision {
 export function routeLine(d: Pick<RouteDecision, 'engine' | 'model' | 'chosen' | 'basis'>, prefer: RoutePreference = 'cost'): string {
   const what = d.basis === 'explore' || d.basis === 'no-proven' || d.basis === 'challenge' ? `exploring; ${evidenceLine(d.chosen, prefer)}` : d.basis.startsWith('retry') ? `retry; ${evidenceLine(d.chosen, prefer)}` : evidenceLine(d.chosen, prefer);
   return `auto → ${d.engine}/${d.model ?? 'default'} (${what})`;
+}
+
+/** What `verdict models --route TYPE` and `verdict plan` show of a task type: the candidates ranked, and auto's pick. */
+export interface RouteRanking {
+  taskType: string | null;
+  policy: RoutePolicy;
+  /** Proven candidates by the policy, then the others by expected cost (time) per PASS, posterior mean; untried last. */
+  candidates: CandidateEvidence[];
+  /** What auto picks for a first attempt, drawn from `seededRandom(seed)`. */
+  pick: RouteDecision;
+  seed: string;
+}
+
+/**
+ * The candidates of `taskType` ranked as auto sees them, and the decision of a first attempt with the given seed (the
+ * same function a run calls: route). Pure.
+ * @throws Error when `candidates` is empty
+ */
+export function routeRanking(taskType: string | null, candidates: readonly RouteCandidate[], policy: RoutePolicy, evidence: readonly GroupStats[], random: RandomSource, seed: string): RouteRanking {
+  const order = candidates.map((c) => c.id);
+  const all = candidates.map((c) => candidateEvidence(c, taskType, evidence, policy.minTasks));
+  const proven = rankProven(all.filter((e) => e.tier === 'proven'), policy.prefer, order);
+  const expected = (e: CandidateEvidence) => {
+    const s = evidence.find((g) => g.model === candidates[order.indexOf(e.candidate)]?.model && g.task_type === taskType);
+    const mean = (1 + (s?.first_try ?? 0)) / (2 + (s?.tasks ?? 0));
+    const figure = policy.prefer === 'time' ? s?.median_duration_ms ?? null : e.attemptCostMicroUsd;
+    return policy.prefer === 'pass_rate' ? -mean : figure === null ? Infinity : figure / mean;
+  };
+  const rest = all.filter((e) => e.tier !== 'proven').sort((a, b) => Number(a.tier === 'untried') - Number(b.tier === 'untried') || expected(a) - expected(b) || order.indexOf(a.candidate) - order.indexOf(b.candidate));
+  return { taskType, policy, candidates: [...proven, ...rest], pick: route({ taskType, candidates, evidence, policy, random }), seed };
 }

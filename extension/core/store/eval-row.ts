@@ -143,6 +143,41 @@ export interface EvalRow {
    * (core/manifest/lint.ts startGate), e.g. a check that cannot fail; absent otherwise.
    */
   forced?: true;
+  /** On the work row of an attempt of `engine: "auto"`: how it was routed (run/route-choice.ts routeColumn). */
+  route?: RouteColumn;
+}
+
+/** One candidate's evidence as a routing decision saw it (scoreboard/route.ts CandidateEvidence). */
+export interface RouteEvidenceColumn {
+  candidate: string;
+  tier: 'proven' | 'probation' | 'untried';
+  tasks: number;
+  first_try_pass_rate: number | null;
+  pass_rate: number | null;
+  /** micro-USD, null when unknown. */
+  cost_per_pass_microusd: number | null;
+  /** ms, null when unknown. */
+  time_per_pass_ms: number | null;
+}
+
+/**
+ * A routed attempt (docs/scoreboard.md "Routing"): the policy, the chosen candidate and why (`basis`), whether it was
+ * an exploration, the chosen one's and the runner-up's evidence, the candidates skipped and why, the seed its draws
+ * came from (seededRandom(seed) replays them), the explore draw, and the lines shown.
+ */
+export interface RouteColumn {
+  policy: { from: string[]; prefer: 'cost' | 'time' | 'pass_rate'; explore: number; min_tasks: number; source: 'manifest' | 'config' };
+  chosen: string;
+  basis: 'proven' | 'challenge' | 'explore' | 'no-proven' | 'retry-stays' | 'retry-moves';
+  exploration: boolean;
+  evidence: RouteEvidenceColumn;
+  runner_up: RouteEvidenceColumn | null;
+  skipped: { candidate: string; reason: string }[];
+  seed: string;
+  draw: number | null;
+  reason: string;
+  /** `auto → claude/haiku (proven, $0.0040/PASS over 12 tasks)`. */
+  line: string;
 }
 
 /** A pool run's work row: who reported the attempt, the trust in force, the orchestrator's re-check (null: none ran). */

@@ -29,6 +29,11 @@ export interface LintContext {
    * missing binary itself).
    */
   pathEnv?: string;
+  /**
+   * Whether the eval log holds a judged task of `model` on `taskType` (the scoreboard's rows); absent skips the route
+   * rule's "auto will explore" finding. `verdict lint` passes it; the editor and the start gate do not.
+   */
+  routeEvidence?: (model: string, taskType: string | null) => boolean;
 }
 
 /** One task as the rules see it; every field is null when absent or of the wrong type. */
@@ -112,7 +117,7 @@ export function lintDocument(text: string, file: string, root: Node, index: Line
         index: i,
         node,
         key: str(taskRaw.key),
-        engine: str(taskRaw.engine) ?? DEFAULT_ENGINE,
+        engine: str(taskRaw.engine) ?? str(raw.engine) ?? DEFAULT_ENGINE,
         spec: string('spec'),
         check,
         checkScript: check ? scriptOf(check.value) : null,

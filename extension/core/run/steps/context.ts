@@ -9,6 +9,7 @@ import type { TaskSpec } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
 import type { SandboxView } from '../containment';
 import type { AttemptRecord, StepName } from '../attempt-record';
+import type { RoutedAttempt } from '../route-choice';
 import type { Judgement } from '../decide';
 import { hasByteEscape } from '../../fs/byte-names';
 import type { ProtectedSet } from '../protect';
@@ -79,6 +80,8 @@ export interface TaskRuntime {
   moved?: number;
   /** The engine its next attempt was moved off (run/reassign.ts), recorded in that attempt's row; cleared when it starts. */
   reassignedFrom?: string | null;
+  /** `engine: "auto"`: the routing decision of its next (or running) attempt (run/route-choice.ts routeAttempt). */
+  routed?: RoutedAttempt;
   /** The failure text of the last judged attempt, injected into the next one. */
   failure: string | null;
   /** The task's settled attempts, in order. */
