@@ -59,7 +59,7 @@ describe('phases: lint', () => {
 
 describe('phases: in a generated tasks file', () => {
   it('a phases task counts its implement tasks and test phase against max_tasks, and its engines must be the run\'s', async () => {
-    const { validateGenerated } = await import('../../extension/core/manifest/generated');
+    const { validateGenerated } = await import('../../extension/core/manifest/workflows/generate/file');
     const planner = parseManifest(JSON.stringify({ tasks: [{ key: 'plan', engine: 'codex', spec: 's', generate: { file: 'tasks.json', max_tasks: 3 } }] }), '/m.swarm.json', { engines }).manifest!.tasks[0]!;
     const text = JSON.stringify([{ key: 'u', engine: 'codex', spec: 'Write {file}', check: 'node --check {file}', task_type: 't', verified: 'v', phases: { files: ['a.mjs', 'b.mjs', 'c.mjs'], test: { engine: 'gemini', check: 'node --test' } } }], null, 2);
     const r = await validateGenerated(text, '/w/tasks.json', { planner, existingKeys: new Set(['plan']), allowedEngines: new Set(['codex', 'claude']), lint: { engines: builtinEngines(), allowFullAccess: false }, worktrees: false });

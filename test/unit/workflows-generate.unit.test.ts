@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines/index';
-import { validateGenerated } from '../../extension/core/manifest/generated';
+import { validateGenerated } from '../../extension/core/manifest/workflows/generate/file';
 import { parseManifest } from '../../extension/core/manifest/load';
 import type { TaskSpec } from '../../extension/core/manifest/types';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';

@@ -305,7 +305,7 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see rules/repeat.ts), `generate` (a planner or a generated task
- * that breaks the rules of rules/generate.ts), `inputs` (rules/inputs.ts), `validate`, `council`, `critique`, `phases` (each workflow section's own
+ * that breaks the rules of manifest/workflows/generate/rule.ts), `inputs` (rules/inputs.ts), `validate`, `council`, `critique`, `phases` (each workflow section's own
  * problems: manifest/workflows/index.ts WORKFLOW_SECTIONS), `unreadable` (the file could not be read).
  */
 export type ProblemCode =

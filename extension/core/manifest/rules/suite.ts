@@ -6,7 +6,7 @@
  * out-of-range limits are the schema's. Pure, on the parsed data: the loader reports these as problems of code
  * `suite`, lint under rule `suite`.
  */
-import { isObject } from '../workflows/keys';
+import { isObject } from '../workflows/shared';
 import type { WorkflowProblem } from '../workflows/section';
 
 /** The problems of `suite` and `suite_timeout_s` in a manifest's data (`tasks` as written, `run` the manifest's top level). */

@@ -4,14 +4,15 @@
  * ordinary tasks, task by task, order kept. Adding a workflow's section is one folder manifest/workflows/<name>/
  * exporting a `WorkflowSection` (section.ts) and one entry here. Lint refuses a task with two sections that compile
  * (each workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
- * Sections with a folder of their own: validate/, council/, phases/, critique/; the others are defined here, from older files.
+ * Sections with a folder of their own: validate/, council/, phases/, critique/, generate/; best-of-N is defined here, from
+ * older files.
  */
 import { compileRepeat } from '../repeat';
-import { generateProblems } from '../rules/generate';
 import { repeatProblems } from '../rules/repeat';
 import type { ProblemCode, TaskSpec } from '../types';
 import { councilSection } from './council';
 import { critiqueSection } from './critique';
+import { generateSection } from './generate';
 import { phasesSection } from './phases';
 import type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
 import { validateSection } from './validate';
@@ -35,13 +36,6 @@ const bestOfNSection: WorkflowSection = {
     // compileRepeat hands a task that is not best-of-N back as it is.
     return out.length === 1 && out[0] === spec ? null : out;
   },
-};
-
-/** A planner (`generate`): rules/generate.ts; its run-time part is the plugin run/workflows/generate/. */
-const generateSection: WorkflowSection = {
-  name: 'generate',
-  code: 'generate',
-  problems: (tasks) => generateProblems(tasks),
 };
 
 /** Every registered workflow section, in the order the loader reports and compiles them. */

@@ -56,7 +56,7 @@ export interface WorkflowSection {
   /**
    * How many tasks that run an engine task `raw` (as written, not yet checked by the schema: best effort) compiles
    * into, and what they are in words ("candidates"), when it has this section; else null. A planner's `max_tasks`
-   * counts these for each task of its generated file (manifest/generated.ts).
+   * counts these for each task of its generated file (generate/file.ts).
    */
   count?(raw: Record<string, unknown>): { tasks: number; what: string } | null;
 }

@@ -5,9 +5,8 @@
  * its own engine and model would review nothing), and no compiled key (`<key>--a<N>`, `<key>--r<N>`) taken by another
  * task. Pure, on the parsed data: the loader reports these as problems of code `council`, lint under rule `council`.
  */
-import { unsafeRelativePath } from '../../rules/generate';
 import { answerKey, councilMembers, reviewKey, sameModelAs } from './compile';
-import { isObject, keyIndex, takenKeys } from '../keys';
+import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../shared';
 import type { WorkflowProblem } from '../section';
 
 /** The problems of every council task; values of the wrong type are skipped (the schema reports them). */

@@ -5,8 +5,7 @@
  * workflow on the task, and no implement key (`<key>--impl-<N>`) taken by another task. Pure, on the parsed data: the
  * loader reports these as problems of code `phases` and lint shows them under rule `phases`, at the offending value.
  */
-import { unsafeRelativePath } from '../../rules/generate';
-import { isObject, keyIndex, takenKeys } from '../keys';
+import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../shared';
 import type { WorkflowProblem } from '../section';
 import { implementKey, implementerOf } from './compile';
 

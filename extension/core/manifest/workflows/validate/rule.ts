@@ -4,8 +4,7 @@
  * inside the validator's task dir, and no worker key (`<key>--w<N>`) taken by another task. Pure, on the parsed data:
  * the loader reports these as problems of code `validate` and lint shows them under rule `validate`, at the value.
  */
-import { unsafeRelativePath } from '../../rules/generate';
-import { isObject, keyIndex, takenKeys } from '../keys';
+import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../shared';
 import type { WorkflowProblem } from '../section';
 import { workerKey } from './compile';
 

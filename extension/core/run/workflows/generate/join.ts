@@ -1,7 +1,7 @@
 /**
  * A planner's generated tasks joining its run (docs/workflows.md "Generated"): they are appended to the run's frozen
  * manifest as a new version, so rerun, resume and merge read them like the tasks the run started with, and the runner
- * gets them compiled (best-of-N included) as ordinary tasks. The tasks come validated (manifest/generated.ts).
+ * gets them compiled (best-of-N included) as ordinary tasks. The tasks come validated (manifest/workflows/generate/file.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';

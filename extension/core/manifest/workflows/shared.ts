@@ -1,6 +1,7 @@
 /**
- * Helpers the workflow sections' rules share (validate/rule.ts, council/rule.ts, phases/rule.ts): where each task key
- * is, and the compiled keys a workflow would take from another task. Pure.
+ * Helpers the workflow sections' rules share (validate/, council/, phases/, generate/ rule.ts): where each task key
+ * is, the compiled keys a workflow would take from another task, and whether a file a section names stays inside its
+ * task dir. Pure.
  */
 import type { WorkflowProblem } from './section';
 
@@ -26,4 +27,13 @@ export function keyIndex(tasks: readonly unknown[]): Map<string, number> {
 
 export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Why `file` is not a plain relative path inside a folder (absolute, `..`, a backslash, a NUL), or null. */
+export function unsafeRelativePath(file: string): string | null {
+  if (file.startsWith('/')) return `"${file}" is absolute`;
+  if (file.includes('\\') || file.includes('\0')) return `"${file}" contains a backslash or a NUL`;
+  if (file.split('/').some((seg) => seg === '..')) return `"${file}" climbs out with ".."`;
+  if (file.split('/').every((seg) => seg === '' || seg === '.')) return `"${file}" names the task dir itself`;
+  return null;
 }

@@ -7,12 +7,12 @@
  * a planner that has none. Pure apart from reading nothing: the caller hands the text (bounded in size).
  */
 import { getNodeValue, parseTree, type Node } from 'jsonc-parser';
-import type { Finding } from './findings';
-import { lintManifestText, type LintOptions } from './lint';
-import { DEFAULT_ENGINE } from './load';
-import { LineIndex, rangeOfPath } from './positions';
-import type { TaskSpec } from './types';
-import { compiledCount, namedEngines, sectionEngines, type EngineRef } from './workflows';
+import type { Finding } from '../../findings';
+import { lintManifestText, type LintOptions } from '../../lint';
+import { DEFAULT_ENGINE } from '../../load';
+import { LineIndex, rangeOfPath } from '../../positions';
+import type { TaskSpec } from '../../types';
+import { compiledCount, namedEngines, sectionEngines, type EngineRef } from '..';
 
 /** The largest generated tasks file read, bytes (1 MiB): a bigger one is refused before it is parsed. */
 export const GENERATED_MAX_BYTES = 1024 * 1024;

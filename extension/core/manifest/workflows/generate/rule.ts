@@ -2,8 +2,9 @@
  * generate (error): a planner task (`generate`) in a manifest must name a file inside its task dir and must not be
  * best-of-N as well. Pure, on the parsed data, like rules/task-graph.ts: the loader reports these as problems of code
  * `generate` and lint shows them under rule `generate`, at the offending value. What a generated file may not do
- * (generate again, exceed max_tasks, widen access) is checked on that file by manifest/generated.ts.
+ * (generate again, exceed max_tasks, widen access) is checked on that file by file.ts.
  */
+import { unsafeRelativePath } from '../shared';
 
 /** One problem: the JSON path of the offending value and what is wrong. */
 export interface GenerateProblem {
@@ -28,14 +29,6 @@ export function generateProblems(tasks: readonly unknown[]): GenerateProblem[] {
   return out;
 }
 
-/** Why `file` is not a plain relative path inside a folder (absolute, `..`, a backslash, a NUL), or null. */
-export function unsafeRelativePath(file: string): string | null {
-  if (file.startsWith('/')) return `"${file}" is absolute`;
-  if (file.includes('\\') || file.includes('\0')) return `"${file}" contains a backslash or a NUL`;
-  if (file.split('/').some((seg) => seg === '..')) return `"${file}" climbs out with ".."`;
-  if (file.split('/').every((seg) => seg === '' || seg === '.')) return `"${file}" names the task dir itself`;
-  return null;
-}
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
