@@ -114,8 +114,8 @@ export class RunLauncher implements vscode.Disposable {
     const s = readSettings();
     if (s.configError) throw new Error(s.configError);
     const engines = editorEngines(this.log);
-    const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
-    const gate = startGate(await lintManifestFile(manifest.file, { engines, allowFullAccess: s.allowFullAccess, trusted: true }), false);
+    const { manifest } = loadManifest(file, { engines: new Set(engines.keys()), route: s.route });
+    const gate = startGate(await lintManifestFile(manifest.file, { engines, allowFullAccess: s.allowFullAccess, trusted: true, route: s.route }), false);
     if (gate.refused) throw new LintRefusedError(startGateLines(gate, `will not run ${manifest.file}`, { force: '`verdict run --force`' }));
     if (options.only) {
       const unknown = options.only.filter((k) => !manifest.tasks.some((t) => t.key === k));

@@ -19,6 +19,8 @@ export interface EditorSettings extends VerdictSettings {
   configError: string | null;
   /** `verdict.confirmAboveUsd`: Run Manifest asks before a run whose forecast p90 total is above this, USD (default 1). */
   confirmAboveUsd: number;
+  /** The config file's `route` block (engine "auto" in a manifest without one), or null. */
+  route: Record<string, unknown> | null;
 }
 
 /**
@@ -43,7 +45,7 @@ export function readSettings(): EditorSettings {
   // VS Code only warns about a setting outside its schema's range; the value would still reach the run.
   const parallel = merged.maxParallel;
   const parallelError = parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= MAX_PARALLEL) ? `verdict.maxParallel: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(parallel)}` : null;
-  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError ?? parallelError, confirmAboveUsd: confirmAbove(c.get<unknown>('confirmAboveUsd')) };
+  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError ?? parallelError, confirmAboveUsd: confirmAbove(c.get<unknown>('confirmAboveUsd')), route: config.route ?? null };
 }
 
 /** `verdict.confirmAboveUsd` as a number of USD ≥ 0; anything else (VS Code only warns about it) is the default, 1. */
