@@ -11,6 +11,7 @@ import type { AttemptState, RunLiveness, TaskState } from './run-state';
 import type { PoolView } from './pool-view';
 import type { RunSpendState } from './spend';
 export { spendLine, type RunSpendState } from './spend';
+export { workTimeMs } from './work-time';
 
 /** The worker pool's view model (one for the CLI, the dashboard and the runs tree). */
 export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
