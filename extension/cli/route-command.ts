@@ -8,9 +8,9 @@ import type { EngineSpec } from '../../engines/types';
 import { loadManifest } from '../core/manifest/load';
 import { routeProblems, toRouteSpec } from '../core/manifest/route-spec';
 import { formatProblem, ManifestError, type RouteSpec } from '../core/manifest/types';
-import { routeEvidence } from '../core/scoreboard/plan';
+import { catalogPrices, routeEvidence } from '../core/scoreboard/plan';
 import { seededRandom } from '../core/scoreboard/random';
-import { evidenceLine, routeLine, routeRanking } from '../core/scoreboard/route';
+import { costHint, evidenceLine, routeLine, routeRanking } from '../core/scoreboard/route';
 import { UsageError, type Io } from './io';
 
 const pct = (r: number | null) => (r === null ? '-' : `${Math.round(r * 100)}%`);
@@ -43,7 +43,9 @@ export async function routeCommand(taskType: string, opts: { home: string; log?:
   if (!spec) return 2;
   const evidence = await routeEvidence(opts.home, opts.log);
   const seed = `${spec.seed ?? 'plan'}/${taskType}`;
-  const r = routeRanking(taskType, spec.from, spec, evidence, seededRandom(seed), seed);
+  const price = catalogPrices(opts.home);
+  const candidates = spec.from.map((c) => ({ ...c, costHintMicroUsd: costHint(c.model, taskType, spec, evidence, price) }));
+  const r = routeRanking(taskType, candidates, spec, evidence, seededRandom(seed), seed);
   if (opts.json) {
     io.out(JSON.stringify({ task_type: taskType, source: spec.source, ...r }, null, 2));
     return 0;

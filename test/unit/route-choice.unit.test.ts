@@ -50,3 +50,29 @@ describe('route-choice: an attempt of engine "auto" in a run', () => {
     assert.equal(col.line, 'auto → b/good (proven, $0.0009/PASS over 10 tasks)');
   });
 });
+
+describe('route-choice: catalog cost hints for candidates the scoreboard has no cost of', () => {
+  const prices: Record<string, { promptMicroUsd: number; completionMicroUsd: number }> = { dear: { promptMicroUsd: 3, completionMicroUsd: 15 }, cheap: { promptMicroUsd: 0.1, completionMicroUsd: 0.4 } };
+  const price = (m: string) => prices[m] ?? null;
+  const spec: RouteSpec = { from: [{ id: 'x:dear', engine: 'x', model: 'dear' }, { id: 'y:cheap', engine: 'y', model: 'cheap' }, { id: 'z:unpriced', engine: 'z', model: 'unpriced' }], prefer: 'cost', explore: 0.1, minTasks: 3, seed: null, source: 'manifest' };
+
+  it('an attempt is priced at the median tokens of the type\'s known candidates (90 % in), else 20,000 tokens; unlisted models get none', async () => {
+    const { costHint } = await import('../../extension/core/scoreboard/route');
+    assert.equal(costHint('dear', 'ui', spec, [], price), Math.round(18_000 * 3 + 2_000 * 15));
+    const withTokens = [{ ...row('cheap', 4, 2, 500), median_tokens: 10_000 }];
+    assert.equal(costHint('dear', 'ui', spec, withTokens, price), Math.round(9_000 * 3 + 1_000 * 15));
+    assert.equal(costHint('unpriced', 'ui', spec, [], price), null);
+    assert.equal(costHint(null, 'ui', spec, [], price), null);
+  });
+
+  it('with no evidence at all, the cheap listed model is drawn most often and the dear one least: cheapest first among equals', () => {
+    const wins: Record<string, number> = {};
+    for (let i = 0; i < 2000; i++) {
+      const t: RoutableTask = { spec: { key: `k${i}`, taskType: 'ui', route: spec }, state: { attempts: [] } };
+      const c = routeAttempt(t, 'run', [], () => null, price).decision.chosen.candidate;
+      wins[c] = (wins[c] ?? 0) + 1;
+    }
+    // unpriced is taken at the lowest known hint (cheap's): it ties with cheap in expectation; dear is 30× dearer.
+    assert.ok((wins['y:cheap'] ?? 0) > 700 && (wins['z:unpriced'] ?? 0) > 700 && (wins['x:dear'] ?? 0) < 100, JSON.stringify(wins));
+  });
+});

@@ -61,7 +61,7 @@ export class AttemptLoop {
    */
   choiceOf(task: TaskRuntime): { engine: string; model: string | null } {
     if (!task.spec.route) return nextChoice(task, this.defaultModel);
-    const routed = task.routed && this.attemptsRunning.has(task) ? task.routed : routeAttempt(task, this.run.runId, this.run.routeEvidence, (engine, model) => this.excluded(task, engine, model));
+    const routed = task.routed && this.attemptsRunning.has(task) ? task.routed : routeAttempt(task, this.run.runId, this.run.routeEvidence, (engine, model) => this.excluded(task, engine, model), (model) => this.run.spend.priceOf(model));
     const { engine, model } = routed.decision;
     return { engine, model: model ?? this.defaultModel(engine) };
   }

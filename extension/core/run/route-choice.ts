@@ -9,7 +9,7 @@ import type { RouteSpec, TaskSpec } from '../manifest/types';
 import type { GroupStats } from '../scoreboard/group-stats';
 import { loadScoreboard } from '../scoreboard/load';
 import { seededRandom } from '../scoreboard/random';
-import { route, routeLine, type CandidateEvidence, type RouteDecision } from '../scoreboard/route';
+import { costHint, route, routeLine, type CandidateEvidence, type RouteDecision } from '../scoreboard/route';
 import type { RouteColumn } from '../store/eval-row';
 
 /** A routed attempt: its number (1-based, every attempt begun), the decision, and the seed its draws came from. */
@@ -48,7 +48,7 @@ export interface RoutableTask {
  * number, else a new one (kept). `excluded(engine, model)`: why that candidate cannot run now, or null. The seed of
  * attempt n of task K is `<route seed, else run id>/K/n`.
  */
-export function routeAttempt(task: RoutableTask, runId: string, evidence: readonly GroupStats[], excluded: (engine: string, model: string | null) => string | null): RoutedAttempt {
+export function routeAttempt(task: RoutableTask, runId: string, evidence: readonly GroupStats[], excluded: (engine: string, model: string | null) => string | null, price: (model: string) => { promptMicroUsd: number; completionMicroUsd: number } | null = () => null): RoutedAttempt {
   const spec = task.spec.route as RouteSpec;
   const n = task.state.attempts.length + 1;
   if (task.routed?.attempt === n) return task.routed;
@@ -60,7 +60,8 @@ export function routeAttempt(task: RoutableTask, runId: string, evidence: readon
     const why = excluded(c.engine, c.model);
     if (why) out.set(c.id, why);
   }
-  const decision = route({ taskType: task.spec.taskType, candidates: spec.from, evidence, policy: spec, random: seededRandom(seed), excluded: out, retryAfter });
+  const candidates = spec.from.map((c) => ({ ...c, costHintMicroUsd: costHint(c.model, task.spec.taskType, spec, evidence, price) }));
+  const decision = route({ taskType: task.spec.taskType, candidates, evidence, policy: spec, random: seededRandom(seed), excluded: out, retryAfter });
   task.routed = { attempt: n, decision, seed };
   return task.routed;
 }

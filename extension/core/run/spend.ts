@@ -5,7 +5,7 @@ import { spendLine, type RunSpendState } from '../../../schemas/spend';
 import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
 import { Budget, type AttemptBounds, type BudgetWait, type Reservation } from '../cost/budget';
-import { attemptCostMicroUsd, priceOf } from '../cost/pricing';
+import { attemptCostMicroUsd, priceOf, type ModelPrice } from '../cost/pricing';
 import { evalLogPath } from '../config/home';
 import { currentColumns } from '../scoreboard/load';
 import { PostgresMirror } from '../store/postgres';
@@ -237,6 +237,11 @@ export class RunSpend {
     if (!this.subscription.has(engine.name) && this.budget.wouldRefuse(key, price, usdBounds)) return this.budget.refusal(key, price, usdBounds);
     const tokenBounds = this.tokenBounds(model, task, 'work');
     return this.tokenBudget.wouldRefuse(key, null, tokenBounds) ? this.tokenBudget.refusal(key, null, tokenBounds) : null;
+  }
+
+  /** The catalog's price of `model` (micro-USD per token), or null when the catalog does not list it. */
+  priceOf(model: string | null): ModelPrice | null {
+    return priceOf(this.catalog, model);
   }
 
   /** Spent (settled and reported so far), reserved (held beyond that by running steps) and the budgets. */

@@ -12,8 +12,16 @@ import type { Manifest } from '../manifest/types';
 import { forecast, type Forecast, type TaskForecast } from './forecast';
 import { currentColumns, loadScoreboard } from './load';
 import { seededRandom } from './random';
-import { routeLine, routeRanking } from './route';
+import { costHint, routeLine, routeRanking } from './route';
+import { readSnapshotQuietly } from '../catalog/snapshot';
+import { priceOf, type ModelPrice } from '../cost/pricing';
 import type { GroupStats } from './group-stats';
+
+/** The catalog snapshot's prices under `home` (none without a snapshot), as auto's cost hints read them. */
+export function catalogPrices(home: string): (model: string) => ModelPrice | null {
+  const models = readSnapshotQuietly(home)?.data ?? [];
+  return (model) => priceOf(models, model);
+}
 
 /** The scoreboard's rows under `home` (none when the log cannot be read): the evidence auto routes by. */
 export async function routeEvidence(home: string, logFile?: string): Promise<GroupStats[]> {
@@ -50,11 +58,13 @@ export async function forecastOf(manifest: Manifest, home: string, engines: Read
   // not use, so this shows one likely draw; the pick is the same whenever no draw decides it).
   const routes: ManifestForecast['routes'] = {};
   const evidence = manifest.tasks.some((t) => t.route) ? await routeEvidence(home) : [];
+  const price = catalogPrices(home);
   const picks = new Map<string, { engine: string; model: string | null }>();
   for (const t of manifest.tasks) {
     if (!t.route || t.select) continue;
     const seed = `${t.route.seed ?? 'plan'}/${t.key}/1`;
-    const r = routeRanking(t.taskType, t.route.from, t.route, evidence, seededRandom(seed), seed);
+    const candidates = t.route.from.map((c) => ({ ...c, costHintMicroUsd: costHint(c.model, t.taskType, t.route!, evidence, price) }));
+    const r = routeRanking(t.taskType, candidates, t.route, evidence, seededRandom(seed), seed);
     routes[t.key] = { line: routeLine(r.pick, t.route.prefer), reason: r.pick.reason, exploration: r.pick.exploration };
     picks.set(t.key, { engine: r.pick.engine, model: r.pick.model });
   }

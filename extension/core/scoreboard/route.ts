@@ -281,6 +281,27 @@ export function routeLine(d: Pick<RouteDecision, 'engine' | 'model' | 'chosen' |
   return `auto → ${d.engine}/${d.model ?? 'default'} (${what})`;
 }
 
+
+/** Tokens of one attempt assumed for a catalog price when the evidence gives no median (in + out), and the share in. */
+export const HINT_TOKENS = 20_000;
+const HINT_INPUT_SHARE = 0.9;
+
+/**
+ * A guess at one attempt's cost on `model` (micro-USD) from the catalog's price, for a candidate whose cost the
+ * scoreboard does not know: the median tokens of the task type's attempts of the other candidates (else HINT_TOKENS),
+ * 90 % of them in and 10 % out, at the model's prompt and completion prices. Null without a price. So among untried
+ * candidates the cheaper is drawn more often ("cheapest first among equals"), on the same scale as known costs.
+ */
+export function costHint(model: string | null, taskType: string | null, spec: { from: readonly { model: string | null }[] }, evidence: readonly GroupStats[], price: (model: string) => { promptMicroUsd: number; completionMicroUsd: number } | null): number | null {
+  if (model === null) return null;
+  const p = price(model);
+  if (!p) return null;
+  const models = new Set(spec.from.map((c) => c.model));
+  const tokens = evidence.filter((g) => g.task_type === taskType && models.has(g.model) && g.median_tokens !== null).map((g) => g.median_tokens as number).sort((a, b) => a - b);
+  const n = tokens.length ? (tokens[Math.floor((tokens.length - 1) / 2)] as number) : HINT_TOKENS;
+  return Math.round(n * HINT_INPUT_SHARE * p.promptMicroUsd + n * (1 - HINT_INPUT_SHARE) * p.completionMicroUsd);
+}
+
 /** What `verdict models --route TYPE` and `verdict plan` show of a task type: the candidates ranked, and auto's pick. */
 export interface RouteRanking {
   taskType: string | null;
