@@ -31,7 +31,7 @@ export function cliCacheDir(name: AgentCliName): string {
 }
 
 /** The version string the installed binary prints, or null when it does not run. */
-async function installedVersion(bin: string, prefix: string): Promise<string | null> {
+async function installedVersion(bin: string): Promise<string | null> {
   if (!fs.existsSync(bin)) return null;
   // A home of its own, so that even `--version` leaves nothing in the user's home; a temporary one, not inside the
   // cache, so that a cache another user installed (CI's root pass, read by its unprivileged pass) is only read.
@@ -58,7 +58,7 @@ export async function ensureCli(name: AgentCliName): Promise<string> {
   const binDir = path.join(prefix, 'node_modules', '.bin');
   const bin = path.join(binDir, name);
   const matches = (v: string | null) => v !== null && v.includes(printed);
-  if (matches(await installedVersion(bin, prefix))) return binDir;
+  if (matches(await installedVersion(bin))) return binDir;
 
   fs.mkdirSync(prefix, { recursive: true });
   // A package.json of its own keeps npm from walking up to some enclosing project.
@@ -66,7 +66,7 @@ export async function ensureCli(name: AgentCliName): Promise<string> {
   if (!fs.existsSync(manifest)) fs.writeFileSync(manifest, JSON.stringify({ name: `verdict-test-${name}`, private: true }) + '\n');
   const r = await execa('npm', ['i', '--no-audit', '--no-fund', '--prefix', prefix, `${pkg}@${version}`], { reject: false, stdin: 'ignore', all: true });
   if (r.exitCode !== 0) throw new Error(`npm i ${pkg}@${version} into ${prefix} failed (exit ${r.exitCode}):\n${r.all}`);
-  const v = await installedVersion(bin, prefix);
+  const v = await installedVersion(bin);
   if (!matches(v)) throw new Error(`${bin} --version printed ${JSON.stringify(v)}, expected ${printed} (${pkg}@${version})`);
   return binDir;
 }
