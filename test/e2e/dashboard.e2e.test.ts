@@ -21,7 +21,7 @@ describe('dashboard in a browser: verdict hud + a live run, in Debian chromium',
   let browser: Browser;
   let page: Page;
   const consoleErrors: string[] = [];
-  let run: ReturnType<typeof cli>;
+  let run: ReturnType<typeof cli> | undefined;
 
   before(async function () {
     if (!findChromium()) {
