@@ -26,7 +26,6 @@ export function refComponentProblem(component: string): string | null {
   if (component.endsWith('.')) return 'it ends with "."';
   if (component.includes('..')) return 'it contains ".."';
   if (component.includes('@{')) return 'it contains "@{" (reflog syntax, as in HEAD@{1})';
-  // eslint-disable-next-line no-control-regex
   const bad = /[\x00-\x20\x7f~^:?*[\\/]/.exec(component);
   if (bad) {
     const c = bad[0];
