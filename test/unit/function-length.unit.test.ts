@@ -14,7 +14,6 @@ const ALLOWED: Record<string, string> = {
   'process/supervisor.ts:superviseOnce': 'not yet split: one closure over the spawned step (spawn, containment, timers, output, exit)',
   'store/pg-verify.ts:verifySwarmRuns': 'not yet split: reads the rows and runs the per-row checks (checkRow) in one closure',
   'store/pg-verify.ts:checkRow': 'not yet split: the per-row checks of verifySwarmRuns, a closure over its counters',
-  'scoreboard/filtered-stats.ts:filteredStats': 'not yet split: one SQL text per filter and grouping, built in line',
   'manifest/load.ts:parseManifest': 'being moved by the workflows-as-plugins change (its per-workflow engine checks leave it there)',
   'pool/worker.ts:runPoolWorker': 'not yet split: a pool worker\'s claim, run and report loop in one closure',
   'run/steps/work.ts:workStep.run': 'not yet split: the worker step (prompt, spawn, usage, final message) in one method',
