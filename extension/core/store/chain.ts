@@ -212,14 +212,43 @@ interface Entry {
   label: string;
 }
 
+/** A row of the log without prev_hash: its line, host (null when it names none) and label. */
+interface Unchained {
+  line: number;
+  host: string | null;
+  label: string;
+}
+
 /**
  * Walks `logFile` chain by chain (one per host) and checks every link, then checks each chain's end against the
  * heads kept outside the log. A trailing line without its newline (an append in progress) is not read.
  * @throws Error from the filesystem when the log cannot be read (a missing log has no rows)
  */
 export function verifyChains(logFile: string, heads: HeadSource[], label: RowLabel): ChainReport {
+  const { lines, entries, unchainedAt, corrupt } = readEntries(logFile, label);
+  const findings: ChainFinding[] = [];
+  const notes: string[] = [];
+  const { perHost, firstLine } = linkFindings(entries, unchainedAt, findings);
+  let legacy = 0;
+  for (const u of unchainedAt) {
+    const start = u.host !== null ? firstLine.get(u.host) : undefined;
+    if (start !== undefined && start < u.line) {
+      findings.push({ kind: 'unchained', host: u.host as string, line: u.line, row: u.label, message: `line ${u.line} (${u.label}) has no prev_hash although host ${u.host}'s chain started at line ${start}: its hash was stripped (an edit), or a writer that keeps no chain wrote it` });
+    } else legacy++;
+  }
+  for (const src of heads) headFindings(logFile, src, perHost, findings, notes);
+  if (!heads.length && entries.length) notes.push(`no chain heads outside the log (${path.basename(chainHeadPath(logFile))} is missing): rows cut from the end cannot be noticed`);
+
+  findings.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
+  const chains: ChainReport['chains'] = {};
+  for (const [host, list] of perHost) chains[host] = { rows: list.length, first_line: (list[0] as Entry).line, last_line: (list[list.length - 1] as Entry).line, hash: (list[list.length - 1] as Entry).hash };
+  return { intact: findings.length === 0, lines, chains, unchained: legacy, corrupt, findings, notes };
+}
+
+/** The log's complete lines read as chain entries, rows without a chain, and the 1-based numbers of unreadable lines. */
+function readEntries(logFile: string, label: RowLabel): { lines: number; entries: Entry[]; unchainedAt: Unchained[]; corrupt: number[] } {
   const entries: Entry[] = [];
-  const unchainedAt: { line: number; host: string | null; label: string }[] = [];
+  const unchainedAt: Unchained[] = [];
   const corrupt: number[] = [];
   let line = 0;
   readCompleteLines(logFile, 0, ({ text }) => {
@@ -244,9 +273,14 @@ export function verifyChains(logFile: string, heads: HeadSource[], label: RowLab
     const prev = typeof o.prev_hash === 'string' ? o.prev_hash : null;
     entries.push({ line, host: chainKey(o), prev, hash: rowHash(o), label: label(o) });
   });
+  return { lines: line, entries, unchainedAt, corrupt };
+}
 
-  const findings: ChainFinding[] = [];
-  const notes: string[] = [];
+/**
+ * Checks every link of every host's chain in log order, adding to `findings` a reordered, removed-before, restarted or
+ * broken link. Returns each host's entries in log order and the line its chain starts at.
+ */
+function linkFindings(entries: Entry[], unchainedAt: Unchained[], findings: ChainFinding[]): { perHost: Map<string, Entry[]>; firstLine: Map<string, number> } {
   const byHash = new Map<string, Entry>();
   for (const e of entries) if (!byHash.has(`${e.host}\0${e.hash}`)) byHash.set(`${e.host}\0${e.hash}`, e);
   const last = new Map<string, Entry>();
@@ -280,51 +314,40 @@ export function verifyChains(logFile: string, heads: HeadSource[], label: RowLab
     list.push(e);
     perHost.set(e.host, list);
   }
-  let legacy = 0;
-  for (const u of unchainedAt) {
-    const start = u.host !== null ? firstLine.get(u.host) : undefined;
-    if (start !== undefined && start < u.line) {
-      findings.push({ kind: 'unchained', host: u.host as string, line: u.line, row: u.label, message: `line ${u.line} (${u.label}) has no prev_hash although host ${u.host}'s chain started at line ${start}: its hash was stripped (an edit), or a writer that keeps no chain wrote it` });
-    } else legacy++;
-  }
+  return { perHost, firstLine };
+}
 
-  for (const src of heads) {
-    for (const [host, head] of Object.entries(src.chains)) {
-      const chain = perHost.get(host) ?? [];
-      const c = chain.length;
-      if (c < head.rows) {
-        const tail = chain[c - 1];
-        findings.push({ kind: 'cut', host, line: null, row: null, message: `${src.name} records ${head.rows} rows for host ${host}, the log has ${c}: ${head.rows - c} rows were cut from the end${tail ? ` (after line ${tail.line}, ${tail.label})` : ''}${c ? '' : ' (or the log was replaced)'}` });
-        continue;
-      }
-      if (head.rows === 0) continue;
-      const at = chain[head.rows - 1] as Entry;
-      if (at.hash !== head.hash) {
-        findings.push({ kind: 'head-mismatch', host, line: at.line, row: at.label, message: `line ${at.line} (${at.label}), row ${head.rows} of host ${host}'s chain, is not the row ${src.name} recorded there: it was edited, or rows before it were replaced` });
-        continue;
-      }
-      if (c > head.rows) {
-        if (src.mayLag) notes.push(`${src.name} has ${head.rows} of host ${host}'s ${c} rows (the rest not sent yet)`);
-        else notes.push(`${src.name} is ${c - head.rows} rows behind host ${host}'s chain (an append whose head update did not happen: a crash?); the rows link up, so nothing is missing`);
-      }
+/** Checks each host's chain against the heads `src` recorded (cut, head-mismatch, no-head, shrunk), adding to `findings` and `notes`. */
+function headFindings(logFile: string, src: HeadSource, perHost: Map<string, Entry[]>, findings: ChainFinding[], notes: string[]): void {
+  for (const [host, head] of Object.entries(src.chains)) {
+    const chain = perHost.get(host) ?? [];
+    const c = chain.length;
+    if (c < head.rows) {
+      const tail = chain[c - 1];
+      findings.push({ kind: 'cut', host, line: null, row: null, message: `${src.name} records ${head.rows} rows for host ${host}, the log has ${c}: ${head.rows - c} rows were cut from the end${tail ? ` (after line ${tail.line}, ${tail.label})` : ''}${c ? '' : ' (or the log was replaced)'}` });
+      continue;
     }
-    for (const host of perHost.keys()) {
-      if (!(host in src.chains) && !src.mayLag) {
-        const first = (perHost.get(host) as Entry[])[0] as Entry;
-        findings.push({ kind: 'no-head', host, line: first.line, row: first.label, message: `host ${host}'s chain (from line ${first.line}, ${first.label}) is not in ${src.name}: its rows were added by something other than Verdict's append, or ${src.name} was replaced` });
-      }
+    if (head.rows === 0) continue;
+    const at = chain[head.rows - 1] as Entry;
+    if (at.hash !== head.hash) {
+      findings.push({ kind: 'head-mismatch', host, line: at.line, row: at.label, message: `line ${at.line} (${at.label}), row ${head.rows} of host ${host}'s chain, is not the row ${src.name} recorded there: it was edited, or rows before it were replaced` });
+      continue;
     }
-    const size = fileSize(logFile);
-    if (src.logBytes !== undefined && size < src.logBytes) {
-      findings.push({ kind: 'shrunk', host: '', line: null, row: null, message: `the log has ${size} bytes, ${src.logBytes - size} fewer than after the last append recorded in ${src.name}: the log can only grow, so rows were cut or shortened` });
+    if (c > head.rows) {
+      if (src.mayLag) notes.push(`${src.name} has ${head.rows} of host ${host}'s ${c} rows (the rest not sent yet)`);
+      else notes.push(`${src.name} is ${c - head.rows} rows behind host ${host}'s chain (an append whose head update did not happen: a crash?); the rows link up, so nothing is missing`);
     }
   }
-  if (!heads.length && entries.length) notes.push(`no chain heads outside the log (${path.basename(chainHeadPath(logFile))} is missing): rows cut from the end cannot be noticed`);
-
-  findings.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
-  const chains: ChainReport['chains'] = {};
-  for (const [host, list] of perHost) chains[host] = { rows: list.length, first_line: (list[0] as Entry).line, last_line: (list[list.length - 1] as Entry).line, hash: (list[list.length - 1] as Entry).hash };
-  return { intact: findings.length === 0, lines: line, chains, unchained: legacy, corrupt, findings, notes };
+  for (const host of perHost.keys()) {
+    if (!(host in src.chains) && !src.mayLag) {
+      const first = (perHost.get(host) as Entry[])[0] as Entry;
+      findings.push({ kind: 'no-head', host, line: first.line, row: first.label, message: `host ${host}'s chain (from line ${first.line}, ${first.label}) is not in ${src.name}: its rows were added by something other than Verdict's append, or ${src.name} was replaced` });
+    }
+  }
+  const size = fileSize(logFile);
+  if (src.logBytes !== undefined && size < src.logBytes) {
+    findings.push({ kind: 'shrunk', host: '', line: null, row: null, message: `the log has ${size} bytes, ${src.logBytes - size} fewer than after the last append recorded in ${src.name}: the log can only grow, so rows were cut or shortened` });
+  }
 }
 
 /** The head file of `logFile` as a head source, or null when there is none. */
