@@ -17,7 +17,6 @@ const ALLOWED: Record<string, string> = {
   'manifest/load.ts:parseManifest': 'being moved by the workflows-as-plugins change (its per-workflow engine checks leave it there)',
   'pool/worker.ts:runPoolWorker': 'not yet split: a pool worker\'s claim, run and report loop in one closure',
   'run/steps/work.ts:workStep.run': 'not yet split: the worker step (prompt, spawn, usage, final message) in one method',
-  'store/archive.ts:createArchive': 'not yet split',
   'process/memory-cap.ts:createStepCgroup': 'not yet split',
   'process/sandbox.ts:bwrapCommand': 'not yet split: one bubblewrap argument list, built in order',
   'store/postgres.ts:syncToPostgres': 'not yet split',

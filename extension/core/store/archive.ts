@@ -127,8 +127,41 @@ export async function createArchive(src: ArchiveSources, outFile: string): Promi
   for (const s of skipped) notes.push(`run/${s}: not a regular file (symlink or special), not archived`);
   if (!members.has(`${runId}/run/manifest.json`)) notes.push('the run has no frozen manifest (runs/<run_id>/manifest.json)');
 
+  put('rows.jsonl', Buffer.from(runRows(src.evalLog, runId).map((r) => r + '\n').join('')));
+  const branches = await putBranches(src, state, put, notes);
+
+  const info = {
+    format: ARCHIVE_FORMAT,
+    run_id: runId,
+    run_name: state?.runName ?? null,
+    created_at: new Date().toISOString(),
+    host: shortHost(),
+    repo: state?.repo ?? null,
+    base_sha: state?.baseSha ?? null,
+    branches,
+    notes,
+  };
+  put('archive.json', Buffer.from(JSON.stringify(info, null, 2) + '\n'));
+  const names = [...members.keys()].sort();
+  const sums = Buffer.from(names.map((n) => `${sha256(members.get(n) as Buffer)}  ${n.slice(runId.length + 1)}\n`).join(''));
+  put(SUMS_NAME, sums);
+
+  const order = [...names, `${runId}/${SUMS_NAME}`];
+  await writeTar(outFile, members, order);
+
+  const tarBytes = fs.readFileSync(outFile);
+  const log = src.archivesLog;
+  fs.mkdirSync(path.dirname(log), { recursive: true });
+  const record = await withLock(log, async () =>
+    appendChained(log, { run_id: runId, file: path.resolve(outFile), manifest_sha256: sha256(sums), archive_sha256: sha256(tarBytes), members: order.length, bytes: tarBytes.length, created_at: info.created_at, host: info.host }, (line) => fs.appendFileSync(log, line)),
+  );
+  return { file: path.resolve(outFile), record: record as ArchiveRecord, members: order, notes };
+}
+
+/** The eval log's rows of run `runId`, as written (complete lines only; lines that are not JSON skipped). */
+function runRows(evalLog: string, runId: string): string[] {
   const rows: string[] = [];
-  readCompleteLines(src.evalLog, 0, ({ text }) => {
+  readCompleteLines(evalLog, 0, ({ text }) => {
     if (!text.includes(runId)) return;
     try {
       if ((JSON.parse(text) as { run_id?: unknown }).run_id === runId) rows.push(text);
@@ -136,8 +169,15 @@ export async function createArchive(src: ArchiveSources, outFile: string): Promi
       // not a row
     }
   });
-  put('rows.jsonl', Buffer.from(rows.map((r) => r + '\n').join('')));
+  return rows;
+}
 
+/**
+ * Puts each task branch's diff against the run's base (`diffs/<key>.diff`) and a bundle of the branches that moved
+ * (`branches.bundle`), for a worktree-mode run whose repository and base are recorded; says in `notes` what is left out.
+ * @returns each task's branch and its tip (null when the branch is gone)
+ */
+async function putBranches(src: ArchiveSources, state: RunState | null, put: (name: string, data: Buffer) => void, notes: string[]): Promise<Record<string, { branch: string; commit: string | null }>> {
   const branches: Record<string, { branch: string; commit: string | null }> = {};
   const worktree = !!(state?.worktrees && state.repo && state.baseSha);
   if (worktree && state && src.git) {
@@ -168,24 +208,11 @@ export async function createArchive(src: ArchiveSources, outFile: string): Promi
       }
     } else if (refs.length) notes.push('no task branch has commits beyond the base: no bundle');
   } else notes.push(state?.worktrees ? `worktree mode without ${src.git ? 'a recorded repository or base commit' : 'git'}: no diffs, no bundle` : 'plain mode: no branches, no diffs, no bundle');
+  return branches;
+}
 
-  const info = {
-    format: ARCHIVE_FORMAT,
-    run_id: runId,
-    run_name: state?.runName ?? null,
-    created_at: new Date().toISOString(),
-    host: shortHost(),
-    repo: state?.repo ?? null,
-    base_sha: state?.baseSha ?? null,
-    branches,
-    notes,
-  };
-  put('archive.json', Buffer.from(JSON.stringify(info, null, 2) + '\n'));
-  const names = [...members.keys()].sort();
-  const sums = Buffer.from(names.map((n) => `${sha256(members.get(n) as Buffer)}  ${n.slice(runId.length + 1)}\n`).join(''));
-  put(SUMS_NAME, sums);
-
-  const order = [...names, `${runId}/${SUMS_NAME}`];
+/** Writes `members` (name → bytes) in `order` as a tar file `outFile` (refused when it exists: flags wx). */
+async function writeTar(outFile: string, members: Map<string, Buffer>, order: string[]): Promise<void> {
   const pack = tarPack();
   const mtime = new Date();
   const out = fs.createWriteStream(outFile, { flags: 'wx' });
@@ -196,14 +223,6 @@ export async function createArchive(src: ArchiveSources, outFile: string): Promi
   }
   pack.finalize();
   await done;
-
-  const tarBytes = fs.readFileSync(outFile);
-  const log = src.archivesLog;
-  fs.mkdirSync(path.dirname(log), { recursive: true });
-  const record = await withLock(log, async () =>
-    appendChained(log, { run_id: runId, file: path.resolve(outFile), manifest_sha256: sha256(sums), archive_sha256: sha256(tarBytes), members: order.length, bytes: tarBytes.length, created_at: info.created_at, host: info.host }, (line) => fs.appendFileSync(log, line)),
-  );
-  return { file: path.resolve(outFile), record: record as ArchiveRecord, members: order, notes };
 }
 
 /** What {@link verifyArchive} found. */
