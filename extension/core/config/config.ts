@@ -199,6 +199,32 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
     throw new Error(`${at('postgres_url')}: must be a postgres:// or postgresql:// URL`);
   }
+  checkPool(c, at);
+  checkLogins(c, at);
+  checkQuota(c, at);
+  for (const [field, min, max] of [['memory_mb', MIN_MEMORY_MB, MAX_MEMORY_MB], ['log_max_mb', MIN_LOG_MAX_MB, MAX_LOG_MAX_MB]] as const) {
+    const v = c[field];
+    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max)) throw new Error(`${at(field)}: must be an integer number of MB from ${min} to ${max} (as the manifest's ${field}), got ${JSON.stringify(v)}`);
+  }
+  for (const field of ['allow_full_access', 'sandbox'] as const) {
+    if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);
+  }
+  const bad = userPathListProblem(c.sockets, 'sockets') ?? userPathListProblem(c.hide, 'hide') ?? userPathListProblem(c.expose, 'expose');
+  if (bad) {
+    const pos = lines.position((tree && findNodeAtLocation(tree, bad.at))?.offset ?? 0);
+    throw new Error(`${abs}:${pos.line}:${pos.column}: ${bad.message}`);
+  }
+  return { config: c as VerdictConfig, file: abs };
+}
+
+/** `file:line:column: field` of a config field's value (`location`: its JSON path, default `[field]`), for error messages. */
+type ConfigAt = (field: string, location?: (string | number)[]) => string;
+
+/**
+ * Checks the config's `pool`: a postgres:// URL, or {"url", "trust"}.
+ * @throws Error at the offending value
+ */
+function checkPool(c: Record<string, unknown>, at: ConfigAt): void {
   const isUrl = (v: unknown) => typeof v === 'string' && /^postgres(ql)?:\/\//.test(v);
   if (c.pool !== undefined && typeof c.pool === 'object' && c.pool !== null && !Array.isArray(c.pool)) {
     const p = c.pool as Record<string, unknown>;
@@ -209,6 +235,13 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   } else if (c.pool !== undefined && !isUrl(c.pool)) {
     throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL, or {"url", "trust"}`);
   }
+}
+
+/**
+ * Checks the config's `logins`: login name → {"engines": [known engine names], "max_parallel": N, "billing"?}.
+ * @throws Error at the offending value
+ */
+function checkLogins(c: Record<string, unknown>, at: ConfigAt): void {
   if (c.logins !== undefined) {
     if (typeof c.logins !== 'object' || c.logins === null || Array.isArray(c.logins)) throw new Error(`${at('logins')}: must be an object of login name → {"engines": [...], "max_parallel": N}`);
     const known = new Set([...builtinEngines().keys(), ...Object.keys((c.engines as Record<string, unknown> | undefined) ?? {})]);
@@ -226,6 +259,13 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
       if (!(Number.isInteger(l.max_parallel) && (l.max_parallel as number) >= 1 && (l.max_parallel as number) <= MAX_PARALLEL)) throw new Error(`${where('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(l.max_parallel)}`);
     }
   }
+}
+
+/**
+ * Checks the config's `quota`: {"max_wait_h": hours from 0 to MAX_QUOTA_MAX_WAIT_H}.
+ * @throws Error at the offending value
+ */
+function checkQuota(c: Record<string, unknown>, at: ConfigAt): void {
   if (c.quota !== undefined) {
     if (typeof c.quota !== 'object' || c.quota === null || Array.isArray(c.quota)) throw new Error(`${at('quota')}: must be an object, e.g. {"max_wait_h": 6}`);
     const q = c.quota as Record<string, unknown>;
@@ -235,19 +275,6 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
       throw new Error(`${at('quota.max_wait_h', ['quota', 'max_wait_h'])}: must be a number of hours from 0 to ${MAX_QUOTA_MAX_WAIT_H}, got ${JSON.stringify(h)}`);
     }
   }
-  for (const [field, min, max] of [['memory_mb', MIN_MEMORY_MB, MAX_MEMORY_MB], ['log_max_mb', MIN_LOG_MAX_MB, MAX_LOG_MAX_MB]] as const) {
-    const v = c[field];
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max)) throw new Error(`${at(field)}: must be an integer number of MB from ${min} to ${max} (as the manifest's ${field}), got ${JSON.stringify(v)}`);
-  }
-  for (const field of ['allow_full_access', 'sandbox'] as const) {
-    if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);
-  }
-  const bad = userPathListProblem(c.sockets, 'sockets') ?? userPathListProblem(c.hide, 'hide') ?? userPathListProblem(c.expose, 'expose');
-  if (bad) {
-    const pos = lines.position((tree && findNodeAtLocation(tree, bad.at))?.offset ?? 0);
-    throw new Error(`${abs}:${pos.line}:${pos.column}: ${bad.message}`);
-  }
-  return { config: c as VerdictConfig, file: abs };
 }
 
 /**
