@@ -15,7 +15,6 @@ const ALLOWED: Record<string, string> = {
   'store/pg-verify.ts:verifySwarmRuns': 'not yet split: reads the rows and runs the per-row checks (checkRow) in one closure',
   'store/pg-verify.ts:checkRow': 'not yet split: the per-row checks of verifySwarmRuns, a closure over its counters',
   'manifest/load.ts:parseManifest': 'being moved by the workflows-as-plugins change (its per-workflow engine checks leave it there)',
-  'pool/worker.ts:runPoolWorker': 'not yet split: a pool worker\'s claim, run and report loop in one closure',
   'run/steps/work.ts:workStep.run': 'not yet split: the worker step (prompt, spawn, usage, final message) in one method',
   'process/memory-cap.ts:createStepCgroup': 'not yet split',
   'process/sandbox.ts:bwrapCommand': 'not yet split: one bubblewrap argument list, built in order',

@@ -65,6 +65,51 @@ export interface PoolWorkerOptions {
  * @throws Error when the database cannot be reached at start
  */
 export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
+  const w = await startWorker(opts);
+  const beat = heartbeat(w);
+  const timer = setInterval(() => void beat(), Math.min(HEARTBEAT_MS, Math.floor(leaseMs(opts.env) / 3)));
+  const wake = () => undefined;
+  opts.signal.addEventListener('abort', wake);
+
+  const slot = async () => {
+    let turn = 0;
+    while (!opts.signal.aborted) {
+      const queue = queueOf(w.engines[turn++ % w.engines.length]!);
+      const [job] = await w.boss.fetch<unknown>(queue, { batchSize: 1 }).catch(() => []);
+      if (!job) {
+        if (turn % w.engines.length === 0) await sleep(IDLE_POLL_MS, opts.signal);
+        continue;
+      }
+      await handleJob(w, queue, job);
+    }
+  };
+
+  await beat();
+  await Promise.all(Array.from({ length: opts.slots }, slot));
+  // Draining: every slot has finished its attempt.
+  clearInterval(timer);
+  await w.db.query(`UPDATE verdict_pool_workers SET stopped_at = now(), draining = true, running = '{}' WHERE worker_id = $1`, [w.workerId]).catch(() => undefined);
+  await w.boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+  await w.db.end().catch(() => undefined);
+  opts.log(`worker ${w.workerId} drained and stopped`);
+}
+
+/** A started worker: its database and queue connections, its id and engines, and the attempts it runs by `run/key/attempt`. */
+interface Worker {
+  opts: PoolWorkerOptions;
+  db: ReturnType<typeof poolDb>;
+  boss: PgBoss;
+  workerId: string;
+  engines: string[];
+  running: Map<string, TaskRuntime>;
+}
+
+/**
+ * Kills what a dead worker of this home left running, makes the schema and the engines' queues, and registers the
+ * worker's row.
+ * @throws Error when the database cannot be reached
+ */
+async function startWorker(opts: PoolWorkerOptions): Promise<Worker> {
   // What a worker of this home that died with its spawn helper left running (pool/orphans.ts), before any new step.
   const orphans = killOrphanedSandboxes(workerHome(opts.home), opts.host);
   if (orphans.length) opts.log(`killed ${orphans.length} sandbox(es) that outlived a pool worker of this home (pid ${orphans.join(', ')})`);
@@ -81,109 +126,96 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
   const workerId = `${opts.host}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
   await db.query(`INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, $2, $3, $4, $5)`, [workerId, opts.host, process.pid, opts.slots, engines]);
   opts.log(`worker ${workerId}: ${opts.slots} slot(s), engines ${engines.join(', ')}`);
-  const running = new Map<string, TaskRuntime>();
+  return { opts, db, boss, workerId, engines, running: new Map() };
+}
+
+/**
+ * The heartbeat: renews the worker's row (draining, running attempts) and stops the attempts whose cancel was
+ * requested. Never throws: an outage is logged once, and once more when the database answers again.
+ */
+function heartbeat(w: Worker): () => Promise<void> {
   let down = false;
-  const beat = async () => {
+  return async () => {
     try {
-      await db.query(`UPDATE verdict_pool_workers SET heartbeat_at = now(), draining = $2, running = $3 WHERE worker_id = $1`, [workerId, opts.signal.aborted, [...running.keys()]]);
-      const stop = await db.query(`SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE worker_id = $1 AND record IS NULL AND cancel_requested`, [workerId]);
-      for (const r of stop.rows as { run_id: string; task_key: string; attempt: number }[]) running.get(`${r.run_id}/${r.task_key}/${r.attempt}`)?.abort.abort();
-      if (down) opts.log('the pool database answers again');
+      await w.db.query(`UPDATE verdict_pool_workers SET heartbeat_at = now(), draining = $2, running = $3 WHERE worker_id = $1`, [w.workerId, w.opts.signal.aborted, [...w.running.keys()]]);
+      const stop = await w.db.query(`SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE worker_id = $1 AND record IS NULL AND cancel_requested`, [w.workerId]);
+      for (const r of stop.rows as { run_id: string; task_key: string; attempt: number }[]) w.running.get(`${r.run_id}/${r.task_key}/${r.attempt}`)?.abort.abort();
+      if (down) w.opts.log('the pool database answers again');
       down = false;
     } catch (e) {
-      if (!down) opts.log(`the pool database does not answer (${(e as Error).message}); running attempts go on, their results wait`);
+      if (!down) w.opts.log(`the pool database does not answer (${(e as Error).message}); running attempts go on, their results wait`);
       down = true;
     }
   };
-  const heartbeat = setInterval(() => void beat(), Math.min(HEARTBEAT_MS, Math.floor(leaseMs(opts.env) / 3)));
-  const wake = () => undefined;
-  opts.signal.addEventListener('abort', wake);
+}
 
-  const slot = async () => {
-    let turn = 0;
-    while (!opts.signal.aborted) {
-      const queue = queueOf(engines[turn++ % engines.length]!);
-      const [job] = await boss.fetch<unknown>(queue, { batchSize: 1 }).catch(() => []);
-      if (!job) {
-        if (turn % engines.length === 0) await sleep(IDLE_POLL_MS, opts.signal);
-        continue;
-      }
-      await handle(queue, job);
-    }
-  };
-
-  /** Claims, runs and settles one job; completes it in the queue once its row is settled (by this worker or before). */
-  const handle = async (queue: string, job: PgBoss.Job<unknown>) => {
-    let parsed: AttemptJob;
+/** Claims, runs and settles one job; completes it in the queue once its row is settled (by this worker or before). */
+async function handleJob(w: Worker, queue: string, job: PgBoss.Job<unknown>): Promise<void> {
+  const { opts, db, boss, workerId } = w;
+  let parsed: AttemptJob;
+  try {
+    parsed = parseJob(job.data);
+    if (!opts.engines.has(parsed.engine)) throw new BadJobError(`engine ${parsed.engine} is not one of this worker's (${w.engines.join(', ')})`);
+    if (queueOf(parsed.engine) !== queue) throw new BadJobError(`a ${parsed.engine} attempt in queue ${queue}`);
+  } catch (e) {
+    // Refused, and recorded where the orchestrator looks (when the payload names a row): never run.
+    const d = (job.data ?? {}) as Record<string, unknown>;
+    opts.log(`refused job ${job.id}: ${(e as Error).message}`);
+    await db.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now(), worker_id = $5, host = $6 WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`, [String(d.runId), String(d.key), Number(d.attempt) || 0, JSON.stringify({ verdict: 'ERROR', reason: `refused by the pool worker on ${opts.host}: ${(e as Error).message}`, settledBy: 'orchestrator', host: opts.host }), workerId, opts.host]).catch(() => undefined);
+    // Cancelled, not failed: a refused payload is never retried.
+    await boss.cancel(queue, job.id).catch(() => undefined);
+    return;
+  }
+  const id = `${parsed.runId}/${parsed.key}/${parsed.attempt}`;
+  if (!(await claimJob(w, parsed))) {
+    await boss.complete(queue, job.id, { skipped: 'settled or held elsewhere' }).catch(() => undefined);
+    return;
+  }
+  opts.log(`claimed ${id} (${parsed.engine})`);
+  const task = taskOf(parsed, opts);
+  w.running.set(id, task);
+  let result: { record: Record<string, unknown>; tail: string; logDir: string | null };
+  try {
+    result = await runJob(parsed, task, opts);
+  } catch (e) {
+    result = { record: { verdict: 'ERROR', reason: `the pool worker on ${opts.host} could not run it: ${(e as Error).message}`, host: opts.host, workerId }, tail: '', logDir: null };
+  }
+  result.record.workerId = workerId;
+  // Settled once, retried through an outage: the record is never lost and never written twice.
+  for (;;) {
     try {
-      parsed = parseJob(job.data);
-      if (!opts.engines.has(parsed.engine)) throw new BadJobError(`engine ${parsed.engine} is not one of this worker's (${engines.join(', ')})`);
-      if (queueOf(parsed.engine) !== queue) throw new BadJobError(`a ${parsed.engine} attempt in queue ${queue}`);
-    } catch (e) {
-      // Refused, and recorded where the orchestrator looks (when the payload names a row): never run.
-      const d = (job.data ?? {}) as Record<string, unknown>;
-      opts.log(`refused job ${job.id}: ${(e as Error).message}`);
-      await db.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now(), worker_id = $5, host = $6 WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`, [String(d.runId), String(d.key), Number(d.attempt) || 0, JSON.stringify({ verdict: 'ERROR', reason: `refused by the pool worker on ${opts.host}: ${(e as Error).message}`, settledBy: 'orchestrator', host: opts.host }), workerId, opts.host]).catch(() => undefined);
-      // Cancelled, not failed: a refused payload is never retried.
-      await boss.cancel(queue, job.id).catch(() => undefined);
-      return;
+      const done = await db.query(`UPDATE verdict_pool_attempts SET record = $5, log_tail = $6, log_dir = $7, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND worker_id = $4 AND record IS NULL RETURNING attempt`, [parsed.runId, parsed.key, parsed.attempt, workerId, JSON.stringify(result.record), result.tail, result.logDir]);
+      opts.log(`${id}: ${String(result.record.verdict)}${done.rowCount ? '' : ' (already settled elsewhere: not recorded)'}`);
+      await boss.complete(queue, job.id).catch(() => undefined);
+      break;
+    } catch {
+      await sleep(1000);
     }
-    const id = `${parsed.runId}/${parsed.key}/${parsed.attempt}`;
-    // Claimed here unless settled already, or held by a live worker (a retried job of a lost one is taken over). The
-    // job is ours in the queue now: through an outage the claim is retried until the database answers, or the job
-    // would sit claimed in the queue with nobody running it.
-    let claimed = false;
-    for (;;) {
-      try {
-        const claim = await db.query(
-          `UPDATE verdict_pool_attempts a SET worker_id = $4, host = $5, claimed_at = now()
-           WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL AND NOT cancel_requested
-             AND (a.worker_id IS NULL OR a.worker_id = $4 OR NOT EXISTS (SELECT 1 FROM verdict_pool_workers w WHERE w.worker_id = a.worker_id AND w.heartbeat_at > now() - ($6::double precision * interval '1 millisecond')))
-           RETURNING attempt`,
-          [parsed.runId, parsed.key, parsed.attempt, workerId, opts.host, leaseMs(opts.env)],
-        );
-        claimed = (claim.rowCount ?? 0) > 0;
-        break;
-      } catch {
-        await sleep(1000);
-      }
-    }
-    if (!claimed) {
-      await boss.complete(queue, job.id, { skipped: 'settled or held elsewhere' }).catch(() => undefined);
-      return;
-    }
-    opts.log(`claimed ${id} (${parsed.engine})`);
-    const task = taskOf(parsed, opts);
-    running.set(id, task);
-    let result: { record: Record<string, unknown>; tail: string; logDir: string | null };
-    try {
-      result = await runJob(parsed, task, opts);
-    } catch (e) {
-      result = { record: { verdict: 'ERROR', reason: `the pool worker on ${opts.host} could not run it: ${(e as Error).message}`, host: opts.host, workerId }, tail: '', logDir: null };
-    }
-    result.record.workerId = workerId;
-    // Settled once, retried through an outage: the record is never lost and never written twice.
-    for (;;) {
-      try {
-        const done = await db.query(`UPDATE verdict_pool_attempts SET record = $5, log_tail = $6, log_dir = $7, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND worker_id = $4 AND record IS NULL RETURNING attempt`, [parsed.runId, parsed.key, parsed.attempt, workerId, JSON.stringify(result.record), result.tail, result.logDir]);
-        opts.log(`${id}: ${String(result.record.verdict)}${done.rowCount ? '' : ' (already settled elsewhere: not recorded)'}`);
-        await boss.complete(queue, job.id).catch(() => undefined);
-        break;
-      } catch {
-        await sleep(1000);
-      }
-    }
-    running.delete(id);
-  };
+  }
+  w.running.delete(id);
+}
 
-  await beat();
-  await Promise.all(Array.from({ length: opts.slots }, slot));
-  // Draining: every slot has finished its attempt.
-  clearInterval(heartbeat);
-  await db.query(`UPDATE verdict_pool_workers SET stopped_at = now(), draining = true, running = '{}' WHERE worker_id = $1`, [workerId]).catch(() => undefined);
-  await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-  await db.end().catch(() => undefined);
-  opts.log(`worker ${workerId} drained and stopped`);
+/**
+ * Claims the attempt's row for this worker unless it is settled already, or held by a live worker (a retried job of
+ * a lost one is taken over). The job is ours in the queue now: through an outage the claim is retried until the
+ * database answers, or the job would sit claimed in the queue with nobody running it.
+ * @returns whether this worker holds the attempt now
+ */
+async function claimJob(w: Worker, parsed: AttemptJob): Promise<boolean> {
+  for (;;) {
+    try {
+      const claim = await w.db.query(
+        `UPDATE verdict_pool_attempts a SET worker_id = $4, host = $5, claimed_at = now()
+         WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL AND NOT cancel_requested
+           AND (a.worker_id IS NULL OR a.worker_id = $4 OR NOT EXISTS (SELECT 1 FROM verdict_pool_workers w WHERE w.worker_id = a.worker_id AND w.heartbeat_at > now() - ($6::double precision * interval '1 millisecond')))
+         RETURNING attempt`,
+        [parsed.runId, parsed.key, parsed.attempt, w.workerId, w.opts.host, leaseMs(w.opts.env)],
+      );
+      return (claim.rowCount ?? 0) > 0;
+    } catch {
+      await sleep(1000);
+    }
+  }
 }
 
 /**
