@@ -202,79 +202,30 @@ export function vanishedCover(result: SupervisedResult, bwrapArgs: readonly stri
 /** One run of {@link supervise}; `seen.bwrapArgs` gets bubblewrap's arguments when the step is sandboxed. */
 async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[] }): Promise<SupervisedResult> {
   const log = fs.openSync(opts.logFile, (opts.logMaxBytes ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_CREAT, 0o644);
-  const tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
-  const grace = opts.killGraceMs ?? KILL_GRACE_MS;
   const startedAt = Date.now();
-  let timedOut = false;
-  let cancelled = false;
-  let stalled = false;
-  let stoppedAfterFinal = false;
-  let lastOutputAt = startedAt;
-  let finalSeenAt: number | null = null;
-  let killTimer: NodeJS.Timeout | undefined;
-  const startOffset = fs.fstatSync(log).size;
-  let offset = startOffset;
-  const closeLog = () => {
-    try {
-      fs.closeSync(log);
-    } catch {
-      // already closed
-    }
-  };
+  const closeLog = () => closeQuietly(log);
   const notStarted = (spawnError: string): SupervisedResult => {
     closeLog();
-    const now = Date.now();
-    return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError, outputBytes: 0 }, tail: '' };
+    return notStartedResult(spawnError);
   };
+  const startOffset = fs.fstatSync(log).size;
 
-  const inherited = { ...(opts.inherit ?? process.env) };
-  for (const name of [...CREDENTIAL_ENV, ...(opts.unsetEnv ?? [])]) delete inherited[name];
-  // A sandboxed step inherits no credential of the user's (secrets.ts) but its engine's own; what the step is given
-  // explicitly (opts.env: the task's variables, an engine's settings) stays.
-  if (opts.sandbox) {
-    const keep = opts.sandbox.credentialEnv ?? [];
-    for (const [name, value] of Object.entries(inherited)) if (value !== undefined && !keep.includes(name) && looksLikeCredential(name, value)) delete inherited[name];
-  }
-  const merged = { ...inherited, ...opts.env };
-  // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
-  // command would be bwrap's exit 1, not a spawn error: it is said the way an unsandboxed spawn says it.
-  const file = resolveCommand(opts.file, merged.PATH ?? '');
-  if (file === null) return notStarted(`spawn ${opts.file} ENOENT`);
   // 122 random bits, from a buffer of entropy Node refills in bulk (randomBytes per spawn cost ~30 µs).
   const cookie = crypto.randomUUID().replaceAll('-', '');
-  const files: string[] = [];
-  // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
-  // Where the host's loopback is for this step (absent: it has none to reach), whatever the inherited one said.
-  const network = stepNetwork(opts.sandbox);
-  const loopback = network === 'none' ? {} : { VERDICT_HOST_LOOPBACK: network === 'netns' ? HOST_LOOPBACK_ADDRESS : '127.0.0.1' };
-  if (network === 'none') delete merged.VERDICT_HOST_LOOPBACK;
-  const env = opts.sandbox ? sandboxEnv({ ...merged, ...loopback, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, ...loopback, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
-  const plain = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
-  if (opts.sandbox) seen.bwrapArgs = plain.args;
-  // The step's own memory cgroup, joined before its command (bubblewrap for a sandboxed step) runs.
-  let cgroup: StepCgroup | null = null;
-  let memory: MemoryCapRecord | undefined;
-  if (opts.memoryMb) {
-    const mech = memoryCapMechanism();
-    memory = { kind: mech.kind, limitMb: opts.memoryMb };
-    if (mech.kind !== 'none') {
-      try {
-        cgroup = createStepCgroup(mech, opts.memoryMb);
-      } catch (e) {
-        memory = { kind: 'none', limitMb: opts.memoryMb, error: (e as Error).message };
-      }
-    }
-  }
-  const command = cgroup ? cgroup.wrap(plain.file, plain.args) : plain;
+  const step = stepCommand(opts, cookie);
+  if ('spawnError' in step) return notStarted(step.spawnError);
+  if (opts.sandbox) seen.bwrapArgs = step.plain.args;
+  const { cgroup, memory } = stepMemory(opts);
+  const command = cgroup ? cgroup.wrap(step.plain.file, step.plain.args) : step.plain;
   let spawned: Spawned;
   try {
     spawned = await spawnViaHelper({
       file: command.file,
       args: command.args,
       cwd: opts.cwd,
-      env,
+      env: step.env,
       log: opts.logFile,
-      files,
+      files: step.files,
       ...(opts.relayOutput ? { relay: true } : {}),
       ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(stepNetwork(opts.sandbox) === 'netns' ? { netstack: opts.sandbox.netstack as string } : {}), ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
@@ -285,132 +236,19 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
   const { pid, startTime } = spawned;
   opts.onSpawn?.(pid, startTime);
 
-  const readBuf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-  /** Reads what the step appended since the last read, in order, into the tail and the live view. */
-  const readNew = () => {
-    for (;;) {
-      let n: number;
-      try {
-        n = fs.readSync(log, readBuf, 0, readBuf.length, offset);
-      } catch {
-        return;
-      }
-      if (n <= 0) return;
-      offset += n;
-      lastOutputAt = Date.now();
-      const chunk = Buffer.from(readBuf.subarray(0, n));
-      tail.push(chunk);
-      opts.onOutput?.(chunk);
-    }
-  };
-
-  /** Unsandboxed: every process carrying this step's cookie, wherever it moved. */
-  const killDescendants = (sig: NodeJS.Signals) => {
-    if (!opts.sandbox) killByCookie(cookie, sig);
-  };
-  let ended = false;
-  const stopGroup = () => {
-    if (ended || killTimer) return;
-    signalGroup(pid, 'SIGTERM');
-    killDescendants('SIGTERM');
-    killTimer = setTimeout(() => {
-      signalGroup(pid, 'SIGKILL');
-      killDescendants('SIGKILL');
-    }, grace);
-  };
-  const timer = setTimeout(() => {
-    timedOut = true;
-    stopGroup();
-  }, timerDelay(opts.timeoutMs - (Date.now() - startedAt)));
-  const onAbort = () => {
-    cancelled = true;
-    stopGroup();
-  };
   const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
-  // Output cut from the middle of the log (log-cap.ts) still counts in outputBytes.
-  const cap = opts.logMaxBytes ? new LogCap(log, startOffset, opts.logMaxBytes) : null;
-  /** Bytes the compactions took out of the log (cut, or moved down: the kept tail counts once). */
-  let removed = 0;
-  let capError: string | null = null;
-  /** Compacts the log when it is over its cap (`final`: the step has ended); the live view gets every byte it keeps. */
-  const keepWithinCap = (final: boolean) => {
-    if (!cap || capError) return;
-    try {
-      if (!cap.over(fs.fstatSync(log).size)) return;
-      if (watched) readNew();
-      opts.onCompact?.before();
-      const done = cap.compact(watched ? offset : Number.MAX_SAFE_INTEGER, (chunk) => {
-        lastOutputAt = Date.now();
-        tail.push(chunk);
-        opts.onOutput?.(chunk);
-      }, final);
-      opts.onCompact?.after();
-      if (!done) return;
-      // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
-      removed += done.seen - done.end;
-      if (watched) offset = done.end;
-    } catch (e) {
-      capError = `the log could not be kept within its cap: ${(e as Error).message}`;
-    }
-  };
-  let outOfMemory = false;
-  const poll = watched || cap || cgroup
-    ? setInterval(() => {
-        if (watched) readNew();
-        keepWithinCap(false);
-        // Over its memory cap: the kernel killed a process of the step; the rest of it is ended too.
-        if (cgroup && !outOfMemory && cgroup.oomKills() > 0) {
-          outOfMemory = true;
-          cgroup.killAll();
-        }
-      }, TAIL_POLL_MS)
-    : undefined;
-  const guard = opts.idleTimeoutMs || opts.finalEvent
-    ? setInterval(() => {
-        const now = Date.now();
-        if (opts.idleTimeoutMs && now - lastOutputAt > opts.idleTimeoutMs && !killTimer) {
-          stalled = true;
-          stopGroup();
-        }
-        if (opts.finalEvent && finalSeenAt === null && opts.finalEvent.seen()) finalSeenAt = now;
-        if (opts.finalEvent && finalSeenAt !== null && now - finalSeenAt > opts.finalEvent.graceMs && !killTimer) {
-          stoppedAfterFinal = true;
-          stopGroup();
-        }
-      }, GUARD_TICK_MS)
-    : undefined;
-  if (opts.signal?.aborted) onAbort();
-  opts.signal?.addEventListener('abort', onAbort);
+  const output = new LogFollower(log, startOffset, opts, watched, startedAt);
+  const stopper = new StepStopper(opts, pid, cookie, startedAt, output, cgroup);
 
   // The helper reports the exit after it killed what the leader left in its group (unsandboxed: under its cookie).
   const exit = await spawned.exited;
-  ended = true;
-  if (exit.lost) {
-    // The helper died under the step: a sandboxed step died with it; an unsandboxed one is ended from here.
-    signalGroup(pid, 'SIGKILL');
-    killDescendants('SIGKILL');
-  }
+  stopper.ended(Boolean(exit.lost));
   // A root step can chmod the host's device nodes bound into its sandbox: put them back (see restoreDevNodes).
   if (opts.sandbox && process.getuid?.() === 0) restoreDevNodes();
-  clearTimeout(timer);
-  clearInterval(guard);
-  clearInterval(poll);
-  if (killTimer) clearTimeout(killTimer);
-  opts.signal?.removeEventListener('abort', onAbort);
-  // The rest of the log, in order, then within its cap for good. Unwatched, only the part the tail can hold is read.
-  if (watched) readNew();
-  keepWithinCap(true);
-  const end = safeSize(log, offset);
-  if (!watched) offset = Math.max(offset, end - tail.capacityBytes);
-  readNew();
-  const outputBytes = offset - startOffset + removed;
+  stopper.dispose();
+  const outputBytes = output.finish();
   closeLog();
-  if (cgroup && memory) {
-    if (!outOfMemory && cgroup.oomKills() > 0) outOfMemory = true;
-    memory.peakMb = bytesToMb(cgroup.peakBytes());
-    if (outOfMemory) memory.outOfMemory = true;
-    if (!(await cgroup.remove())) memory.error = `the step's cgroup ${cgroup.dir} could not be removed: processes of the step are still in it`;
-  }
+  if (cgroup && memory) await settleMemory(cgroup, memory, stopper.outOfMemory);
 
   const endedAt = Date.now();
   // Nothing of a sandboxed step is alive now: no set-uid or set-gid file it made in its writable folders stays so.
@@ -423,20 +261,272 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
       startedAt,
       endedAt,
       durationMs: endedAt - startedAt,
-      timedOut,
-      cancelled,
-      stalled,
-      stoppedAfterFinal,
+      timedOut: stopper.timedOut,
+      cancelled: stopper.cancelled,
+      stalled: stopper.stalled,
+      stoppedAfterFinal: stopper.stoppedAfterFinal,
       startTime,
       spawnError: null,
       outputBytes,
-      logError: capError ?? logProblem(opts.logFile, exit.lost),
+      logError: output.capError ?? logProblem(opts.logFile, exit.lost),
       ...(memory ? { memory } : {}),
-      ...(cap?.cutBytes ? { logCutBytes: cap.cutBytes } : {}),
+      ...(output.cap?.cutBytes ? { logCutBytes: output.cap.cutBytes } : {}),
       ...(setId && (setId.files.length || setId.error) ? { setIdCleared: setId } : {}),
     },
-    tail: tail.text(),
+    tail: output.tail.text(),
   };
+}
+
+/** Closes a file descriptor, ignoring one already closed. */
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    // already closed
+  }
+}
+
+/** The result of a step that never started: `spawnError` says why. */
+function notStartedResult(spawnError: string): SupervisedResult {
+  const now = Date.now();
+  return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError, outputBytes: 0 }, tail: '' };
+}
+
+/**
+ * The step's command line and environment: the inherited environment without Verdict's credentials, `unsetEnv` and
+ * (sandboxed) the user's credentials, plus `opts.env`, PWD and the host's loopback; the command resolved on PATH and,
+ * sandboxed, wrapped in bubblewrap (`files`: the descriptors bubblewrap reads its arguments from).
+ * @returns `spawnError` when the command is not found (said as an unsandboxed spawn says it)
+ */
+function stepCommand(opts: SuperviseOptions, cookie: string): { env: Record<string, string>; files: string[]; plain: { file: string; args: string[] } } | { spawnError: string } {
+  const inherited = { ...(opts.inherit ?? process.env) };
+  for (const name of [...CREDENTIAL_ENV, ...(opts.unsetEnv ?? [])]) delete inherited[name];
+  // A sandboxed step inherits no credential of the user's (secrets.ts) but its engine's own; what the step is given
+  // explicitly (opts.env: the task's variables, an engine's settings) stays.
+  if (opts.sandbox) {
+    const keep = opts.sandbox.credentialEnv ?? [];
+    for (const [name, value] of Object.entries(inherited)) if (value !== undefined && !keep.includes(name) && looksLikeCredential(name, value)) delete inherited[name];
+  }
+  const merged = { ...inherited, ...opts.env };
+  // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
+  // command would be bwrap's exit 1, not a spawn error: it is said the way an unsandboxed spawn says it.
+  const file = resolveCommand(opts.file, merged.PATH ?? '');
+  if (file === null) return { spawnError: `spawn ${opts.file} ENOENT` };
+  const files: string[] = [];
+  // Some CLIs (opencode) take their project folder from $PWD, which would otherwise be the orchestrator's.
+  // Where the host's loopback is for this step (absent: it has none to reach), whatever the inherited one said.
+  const network = stepNetwork(opts.sandbox);
+  const loopback = network === 'none' ? {} : { VERDICT_HOST_LOOPBACK: network === 'netns' ? HOST_LOOPBACK_ADDRESS : '127.0.0.1' };
+  if (network === 'none') delete merged.VERDICT_HOST_LOOPBACK;
+  const env = opts.sandbox ? sandboxEnv({ ...merged, ...loopback, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, ...loopback, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
+  const plain = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
+  return { env, files, plain };
+}
+
+/** The step's own memory cgroup (joined before its command runs) and its record; no cgroup without `memoryMb` or a mechanism. */
+function stepMemory(opts: SuperviseOptions): { cgroup: StepCgroup | null; memory: MemoryCapRecord | undefined } {
+  if (!opts.memoryMb) return { cgroup: null, memory: undefined };
+  const mech = memoryCapMechanism();
+  if (mech.kind === 'none') return { cgroup: null, memory: { kind: mech.kind, limitMb: opts.memoryMb } };
+  try {
+    return { cgroup: createStepCgroup(mech, opts.memoryMb), memory: { kind: mech.kind, limitMb: opts.memoryMb } };
+  } catch (e) {
+    return { cgroup: null, memory: { kind: 'none', limitMb: opts.memoryMb, error: (e as Error).message } };
+  }
+}
+
+/** After the step: its peak and whether it ran out of memory go into `memory`; the cgroup is removed. */
+async function settleMemory(cgroup: StepCgroup, memory: MemoryCapRecord, outOfMemory: boolean): Promise<void> {
+  if (!outOfMemory && cgroup.oomKills() > 0) outOfMemory = true;
+  memory.peakMb = bytesToMb(cgroup.peakBytes());
+  if (outOfMemory) memory.outOfMemory = true;
+  if (!(await cgroup.remove())) memory.error = `the step's cgroup ${cgroup.dir} could not be removed: processes of the step are still in it`;
+}
+
+/**
+ * Reads what a step appends to its log, in order, into the bounded tail and the live view (`onOutput`), and keeps
+ * the log within its cap (log-cap.ts). `offset` is the next byte to read.
+ */
+class LogFollower {
+  readonly tail: RingBuffer;
+  readonly cap: LogCap | null;
+  offset: number;
+  /** When the step last wrote (ms since the epoch). */
+  lastOutputAt: number;
+  /** Bytes the compactions took out of the log (cut, or moved down: the kept tail counts once). */
+  private removed = 0;
+  capError: string | null = null;
+  private readonly readBuf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+
+  constructor(
+    private readonly log: number,
+    private readonly startOffset: number,
+    private readonly opts: SuperviseOptions,
+    private readonly watched: boolean,
+    startedAt: number,
+  ) {
+    this.tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
+    this.offset = startOffset;
+    this.lastOutputAt = startedAt;
+    // Output cut from the middle of the log (log-cap.ts) still counts in outputBytes.
+    this.cap = opts.logMaxBytes ? new LogCap(log, startOffset, opts.logMaxBytes) : null;
+  }
+
+  /** Reads what the step appended since the last read, in order, into the tail and the live view. */
+  readNew(): void {
+    for (;;) {
+      let n: number;
+      try {
+        n = fs.readSync(this.log, this.readBuf, 0, this.readBuf.length, this.offset);
+      } catch {
+        return;
+      }
+      if (n <= 0) return;
+      this.offset += n;
+      this.lastOutputAt = Date.now();
+      const chunk = Buffer.from(this.readBuf.subarray(0, n));
+      this.tail.push(chunk);
+      this.opts.onOutput?.(chunk);
+    }
+  }
+
+  /** Compacts the log when it is over its cap (`final`: the step has ended); the live view gets every byte it keeps. */
+  keepWithinCap(final: boolean): void {
+    const { cap, opts, watched } = this;
+    if (!cap || this.capError) return;
+    try {
+      if (!cap.over(fs.fstatSync(this.log).size)) return;
+      if (watched) this.readNew();
+      opts.onCompact?.before();
+      const done = cap.compact(watched ? this.offset : Number.MAX_SAFE_INTEGER, (chunk) => {
+        this.lastOutputAt = Date.now();
+        this.tail.push(chunk);
+        opts.onOutput?.(chunk);
+      }, final);
+      opts.onCompact?.after();
+      if (!done) return;
+      // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
+      this.removed += done.seen - done.end;
+      if (watched) this.offset = done.end;
+    } catch (e) {
+      this.capError = `the log could not be kept within its cap: ${(e as Error).message}`;
+    }
+  }
+
+  /**
+   * The step has ended: the rest of the log, in order, then within its cap for good. Unwatched, only the part the tail
+   * can hold is read.
+   * @returns the bytes the step wrote (outputBytes)
+   */
+  finish(): number {
+    if (this.watched) this.readNew();
+    this.keepWithinCap(true);
+    const end = safeSize(this.log, this.offset);
+    if (!this.watched) this.offset = Math.max(this.offset, end - this.tail.capacityBytes);
+    this.readNew();
+    return this.offset - this.startOffset + this.removed;
+  }
+}
+
+/**
+ * Ends a step on its timeout, abort, idle timeout, final event or memory cap: SIGTERM to its process group (and,
+ * unsandboxed, everything under its cookie), SIGKILL after the grace period. Polls the log every TAIL_POLL_MS while
+ * the step is watched, capped or in a cgroup. Its flags say why the step was stopped.
+ */
+class StepStopper {
+  timedOut = false;
+  cancelled = false;
+  stalled = false;
+  stoppedAfterFinal = false;
+  outOfMemory = false;
+  private killTimer: NodeJS.Timeout | undefined;
+  private finalSeenAt: number | null = null;
+  private isEnded = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly poll: NodeJS.Timeout | undefined;
+  private readonly guard: NodeJS.Timeout | undefined;
+  private readonly onAbort = () => {
+    this.cancelled = true;
+    this.stopGroup();
+  };
+
+  constructor(
+    private readonly opts: SuperviseOptions,
+    private readonly pid: number,
+    private readonly cookie: string,
+    startedAt: number,
+    output: LogFollower,
+    cgroup: StepCgroup | null,
+  ) {
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.stopGroup();
+    }, timerDelay(opts.timeoutMs - (Date.now() - startedAt)));
+    const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
+    this.poll = watched || output.cap || cgroup
+      ? setInterval(() => {
+          if (watched) output.readNew();
+          output.keepWithinCap(false);
+          // Over its memory cap: the kernel killed a process of the step; the rest of it is ended too.
+          if (cgroup && !this.outOfMemory && cgroup.oomKills() > 0) {
+            this.outOfMemory = true;
+            cgroup.killAll();
+          }
+        }, TAIL_POLL_MS)
+      : undefined;
+    this.guard = opts.idleTimeoutMs || opts.finalEvent ? setInterval(() => this.checkIdle(output), GUARD_TICK_MS) : undefined;
+    if (opts.signal?.aborted) this.onAbort();
+    opts.signal?.addEventListener('abort', this.onAbort);
+  }
+
+  /** Stops a step silent for longer than `idleTimeoutMs`, or one still running `finalEvent.graceMs` after its final event. */
+  private checkIdle(output: LogFollower): void {
+    const { opts } = this;
+    const now = Date.now();
+    if (opts.idleTimeoutMs && now - output.lastOutputAt > opts.idleTimeoutMs && !this.killTimer) {
+      this.stalled = true;
+      this.stopGroup();
+    }
+    if (opts.finalEvent && this.finalSeenAt === null && opts.finalEvent.seen()) this.finalSeenAt = now;
+    if (opts.finalEvent && this.finalSeenAt !== null && now - this.finalSeenAt > opts.finalEvent.graceMs && !this.killTimer) {
+      this.stoppedAfterFinal = true;
+      this.stopGroup();
+    }
+  }
+
+  /** Unsandboxed: every process carrying this step's cookie, wherever it moved. */
+  private killDescendants(sig: NodeJS.Signals): void {
+    if (!this.opts.sandbox) killByCookie(this.cookie, sig);
+  }
+
+  private stopGroup(): void {
+    if (this.isEnded || this.killTimer) return;
+    signalGroup(this.pid, 'SIGTERM');
+    this.killDescendants('SIGTERM');
+    this.killTimer = setTimeout(() => {
+      signalGroup(this.pid, 'SIGKILL');
+      this.killDescendants('SIGKILL');
+    }, this.opts.killGraceMs ?? KILL_GRACE_MS);
+  }
+
+  /** The step's leader has exited (`lost`: the spawn helper died before it could say how). */
+  ended(lost: boolean): void {
+    this.isEnded = true;
+    if (lost) {
+      // The helper died under the step: a sandboxed step died with it; an unsandboxed one is ended from here.
+      signalGroup(this.pid, 'SIGKILL');
+      this.killDescendants('SIGKILL');
+    }
+  }
+
+  /** Clears every timer and the abort listener. */
+  dispose(): void {
+    clearTimeout(this.timer);
+    clearInterval(this.guard);
+    clearInterval(this.poll);
+    if (this.killTimer) clearTimeout(this.killTimer);
+    this.opts.signal?.removeEventListener('abort', this.onAbort);
+  }
 }
 
 /** The size of an open file, or `fallback` when it cannot be read. */
