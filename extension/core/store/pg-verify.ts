@@ -224,6 +224,39 @@ function selectList(depth: PgDepth): string {
   return [...cols, `jsonb_build_object(${fields}) || jsonb_build_object('review', ${reduced('review')}, 'rank', ${reduced('rank')}) AS row`, 'NULL::text AS row_text'].join(', ');
 }
 
+/** One other log's chained rows in swarm_runs, by their keys, hashes and links. */
+interface ChainGroup {
+  log_id: string | null;
+  host: string;
+  entries: { key: string; hash: string; prev: string | null; label: string }[];
+}
+
+/** What {@link verifySwarmRuns} gathers while it reads the table. */
+interface VerifyState {
+  opts: PgVerifyOptions;
+  /** This home's rows by hash, and its logs' ids. */
+  byHash: Map<string, LocalRow>;
+  logIds: Set<string>;
+  findings: PgFinding[];
+  /** Row keys of rejected rows. */
+  rejected: Set<string>;
+  /** Keys held by rows of this home's logs, and by rows without a hash. */
+  localKeys: Set<string>;
+  unhashedKeys: Set<string>;
+  seenHashes: Set<string>;
+  /** Other logs' chained rows, by `log_id \0 host`. */
+  groups: Map<string, ChainGroup>;
+  unchainedOthers: number;
+  /** Rows of this home's logs found in the table. */
+  mine: number;
+}
+
+/** Records a finding; `reject`: its row is left out of the rows returned. */
+function find(v: VerifyState, f: PgFinding, reject: boolean): void {
+  v.findings.push(f);
+  if (reject && f.row_key !== null) v.rejected.add(f.row_key);
+}
+
 /**
  * Checks every row of swarm_runs (see the module comment) against this home's eval log and outbox cursor. Writes
  * nothing but the table's missing columns (SWARM_RUNS_DDL), to the database or the home.
@@ -233,24 +266,10 @@ function selectList(depth: PgDepth): string {
 export async function verifySwarmRuns(url: string, opts: PgVerifyOptions): Promise<{ report: PgVerification; rows: unknown[][] }> {
   const sentBytes = opts.home ? sentOffset(opts.home, url) : null;
   const { byHash, logIds } = readLocal(opts.logFile, sentBytes);
-  const findings: PgFinding[] = [];
-  const notes: string[] = [];
-  const rejected = new Set<string>();
+  const v: VerifyState = { opts, byHash, logIds, findings: [], rejected: new Set(), localKeys: new Set(), unhashedKeys: new Set(), seenHashes: new Set(), groups: new Map(), unchainedOthers: 0, mine: 0 };
   const collected: { key: string; columns: unknown[] }[] = [];
-  /** Keys held by rows of this home's logs, and by rows without a hash. */
-  const localKeys = new Set<string>();
-  const unhashedKeys = new Set<string>();
-  const seenHashes = new Set<string>();
-  /** Other logs' chained rows, by `log_id \0 host`. */
-  const groups = new Map<string, { log_id: string | null; host: string; entries: { key: string; hash: string; prev: string | null; label: string }[] }>();
-  let unchainedOthers = 0;
   let heads = new Map<string, ChainHead>();
   let total = 0;
-  let mine = 0;
-  const find = (f: PgFinding, reject: boolean) => {
-    findings.push(f);
-    if (reject && f.row_key !== null) rejected.add(f.row_key);
-  };
 
   const client = await connectPostgres(url);
   try {
@@ -260,183 +279,210 @@ export async function verifySwarmRuns(url: string, opts: PgVerifyOptions): Promi
       const page = await client.query(`SELECT ${selectList(opts.depth)} FROM swarm_runs WHERE row_key > $1 ORDER BY row_key LIMIT ${PAGE_ROWS}`, [after]);
       for (const r of page.rows as PgRow[]) {
         total++;
-        const ok = checkRow(r);
+        const ok = checkRow(v, r);
         if (ok && opts.collect) collected.push({ key: r.row_key, columns: pgColumns(r) });
       }
       if (page.rows.length < PAGE_ROWS) break;
       after = (page.rows[page.rows.length - 1] as PgRow).row_key;
     }
     heads = await otherHeads(client, logIds);
-    checkChains(heads);
+    checkChains(v, heads);
   } finally {
     await client.end().catch(() => undefined);
   }
+  const notes = missingRows(v, sentBytes);
+  v.findings.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
+  const others = [...v.groups.entries()].map(([id, g]) => ({ log_id: g.log_id, host: g.host, rows: g.entries.length, head_rows: heads.get(id)?.rows ?? null }));
+  const report: PgVerification = {
+    table: 'swarm_runs', depth: v.opts.depth, intact: v.findings.length === 0, rows: total, mine: v.mine, sent: sentBytes === null ? null : [...byHash.values()].filter((l) => l.sent).length,
+    others, unchained_others: v.unchainedOthers, findings: v.findings, rejected: [...v.rejected].sort(), notes,
+  };
+  return { report, rows: collected.filter((c) => !v.rejected.has(c.key)).map((c) => c.columns) };
+}
 
-  /** Checks one row; false when it is rejected. */
-  function checkRow(r: PgRow): boolean {
-    const have = pgColumns(r);
-    const local = r.row_hash ? byHash.get(r.row_hash) : undefined;
-    // There, edited or not: its own finding names it, not a `missing` one.
-    if (local) {
-      local.found = true;
-      mine++;
-    }
-    const base = { row_key: r.row_key, line: local && local.file === opts.logFile ? local.line : null };
-    let parsed: Record<string, unknown> | null = r.row;
-    if (r.row_text !== null) {
-      try {
-        parsed = JSON.parse(r.row_text) as Record<string, unknown>;
-      } catch {
-        parsed = null;
-      }
-    }
-    let derived: IndexRow | null = null;
+/** Checks one row; false when it is rejected. */
+function checkRow(v: VerifyState, r: PgRow): boolean {
+  const have = pgColumns(r);
+  const local = r.row_hash ? v.byHash.get(r.row_hash) : undefined;
+  // There, edited or not: its own finding names it, not a `missing` one.
+  if (local) {
+    local.found = true;
+    v.mine++;
+  }
+  const base = { row_key: r.row_key, line: local && local.file === v.opts.logFile ? local.line : null };
+  let parsed: Record<string, unknown> | null = r.row;
+  if (r.row_text !== null) {
     try {
-      derived = parsed ? toIndexRow(opts.depth === 'full' ? parsed : storableJson(parsed), local?.line ?? 0) : null;
+      parsed = JSON.parse(r.row_text) as Record<string, unknown>;
     } catch {
-      derived = null;
+      parsed = null;
     }
-    const label = local?.label ?? (parsed ? evalRowLabel(parsed) : `${String(r.run_id)}/${String(r.task_key)}`);
-    const at = `row_key ${r.row_key} (${label}${base.line !== null ? `, line ${base.line} of ${opts.logFile}` : ''})`;
-    if (!r.row_hash) {
-      unhashedKeys.add(r.row_key);
-      find({ kind: 'unhashed', ...base, row: label, message: `${at} has no row_hash: it was sent before Verdict kept one and no machine whose log holds it has synced since (the next sync of that machine fills it), or its hash was stripped; it cannot be verified` }, true);
+  }
+  let derived: IndexRow | null = null;
+  try {
+    derived = parsed ? toIndexRow(v.opts.depth === 'full' ? parsed : storableJson(parsed), local?.line ?? 0) : null;
+  } catch {
+    derived = null;
+  }
+  const label = local?.label ?? (parsed ? evalRowLabel(parsed) : `${String(r.run_id)}/${String(r.task_key)}`);
+  const at = `row_key ${r.row_key} (${label}${base.line !== null ? `, line ${base.line} of ${v.opts.logFile}` : ''})`;
+  if (!r.row_hash) {
+    v.unhashedKeys.add(r.row_key);
+    find(v, { kind: 'unhashed', ...base, row: label, message: `${at} has no row_hash: it was sent before Verdict kept one and no machine whose log holds it has synced since (the next sync of that machine fills it), or its hash was stripped; it cannot be verified` }, true);
+    return false;
+  }
+  if (v.opts.depth === 'full') {
+    const rehash = parsed ? rowHash(parsed) : null;
+    const jsonbOk = r.row_text === null || (parsed !== null && canonicalJson(storableJson(parsed)) === canonicalJson(r.row));
+    if (rehash !== r.row_hash || !jsonbOk) {
+      find(v, { kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its row no longer hashes to its row_hash` }, true);
       return false;
     }
-    if (opts.depth === 'full') {
-      const rehash = parsed ? rowHash(parsed) : null;
-      const jsonbOk = r.row_text === null || (parsed !== null && canonicalJson(storableJson(parsed)) === canonicalJson(r.row));
-      if (rehash !== r.row_hash || !jsonbOk) {
-        find({ kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its row no longer hashes to its row_hash` }, true);
-        return false;
-      }
-    }
-    if (!parsed || !derived) {
-      find({ kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its row is not an eval row any more` }, true);
+  }
+  if (!parsed || !derived) {
+    find(v, { kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its row is not an eval row any more` }, true);
+    return false;
+  }
+  const ownPrev = r.chained ? ((parsed.prev_hash as string | null | undefined) ?? null) : null;
+  if (ownPrev !== r.prev_hash) {
+    find(v, { kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its prev_hash column (${show(r.prev_hash)}) is not its row's (${show(ownPrev)})` }, true);
+    return false;
+  }
+  // Ringer rows' ord is their line in the log that sent them: only this home knows it for its own rows.
+  const want = columnsOf(derived);
+  const ordIndex = ATTEMPT_COLUMNS.indexOf('ord');
+  if (derived.attempt === null && !local) want[ordIndex] = have[ordIndex];
+  const diff = columnDiff(have, want, 'its row');
+  if (diff) {
+    find(v, { kind: 'column-edited', ...base, row: label, message: `${at} was edited in swarm_runs: ${diff}` }, true);
+    return false;
+  }
+  return placeRow(v, { ...r, row_hash: r.row_hash }, { local, base, at, label, derived, have });
+}
+
+/** What {@link checkRow} learned of a row whose own content is intact. */
+interface RowFacts {
+  local: LocalRow | undefined;
+  base: { row_key: string; line: number | null };
+  at: string;
+  label: string;
+  derived: IndexRow;
+  have: unknown[];
+}
+
+/** Checks an intact row's place: its key, and this home's copy of it or, another log's, its chain group; false when it is rejected. */
+function placeRow(v: VerifyState, r: PgRow & { row_hash: string }, row: RowFacts): boolean {
+  const { local, base, at, label, derived, have } = row;
+  const key = derived.attempt === null ? null : (columnValue(rowKey(derived, '')) as string);
+  if (key !== null ? key !== r.row_key && sharedKey(key, r.row_hash) !== r.row_key : !r.row_key.startsWith('sha256:')) {
+    find(v, { kind: 'wrong-key', ...base, row: label, message: `${at} is filed under a key that is not its row's (${key ?? 'sha256:<its line>'}): a row copied under another attempt` }, true);
+    return false;
+  }
+  if (local) {
+    if (v.seenHashes.has(r.row_hash)) {
+      find(v, { kind: 'copied', ...base, row: label, message: `${at} is a second copy of a row already in swarm_runs under another key` }, true);
       return false;
     }
-    const ownPrev = r.chained ? ((parsed.prev_hash as string | null | undefined) ?? null) : null;
-    if (ownPrev !== r.prev_hash) {
-      find({ kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its prev_hash column (${show(r.prev_hash)}) is not its row's (${show(ownPrev)})` }, true);
+    v.seenHashes.add(r.row_hash);
+    const localDiff = local.columns === canonicalJson(have) ? '' : columnDiff(have, JSON.parse(local.columns) as unknown[], `the row this home logged`);
+    if (localDiff) {
+      find(v, { kind: 'column-edited', ...base, row: label, message: `${at} was edited in swarm_runs: ${localDiff}` }, true);
       return false;
     }
-    // Ringer rows' ord is their line in the log that sent them: only this home knows it for its own rows.
-    const want = columnsOf(derived);
-    const ordIndex = ATTEMPT_COLUMNS.indexOf('ord');
-    if (derived.attempt === null && !local) want[ordIndex] = have[ordIndex];
-    const diff = columnDiff(have, want, 'its row');
-    if (diff) {
-      find({ kind: 'column-edited', ...base, row: label, message: `${at} was edited in swarm_runs: ${diff}` }, true);
+    if (local.key !== r.row_key && sharedKey(local.key, r.row_hash) !== r.row_key) {
+      find(v, { kind: 'wrong-key', ...base, row: label, message: `${at} is the row this home logged under key ${local.key}: copied under another key` }, true);
       return false;
     }
-    const key = derived.attempt === null ? null : (columnValue(rowKey(derived, '')) as string);
-    if (key !== null ? key !== r.row_key && sharedKey(key, r.row_hash) !== r.row_key : !r.row_key.startsWith('sha256:')) {
-      find({ kind: 'wrong-key', ...base, row: label, message: `${at} is filed under a key that is not its row's (${key ?? 'sha256:<its line>'}): a row copied under another attempt` }, true);
-      return false;
-    }
-    if (local) {
-      if (seenHashes.has(r.row_hash)) {
-        find({ kind: 'copied', ...base, row: label, message: `${at} is a second copy of a row already in swarm_runs under another key` }, true);
-        return false;
-      }
-      seenHashes.add(r.row_hash);
-      const localDiff = local.columns === canonicalJson(have) ? '' : columnDiff(have, JSON.parse(local.columns) as unknown[], `the row this home logged`);
-      if (localDiff) {
-        find({ kind: 'column-edited', ...base, row: label, message: `${at} was edited in swarm_runs: ${localDiff}` }, true);
-        return false;
-      }
-      if (local.key !== r.row_key && sharedKey(local.key, r.row_hash) !== r.row_key) {
-        find({ kind: 'wrong-key', ...base, row: label, message: `${at} is the row this home logged under key ${local.key}: copied under another key` }, true);
-        return false;
-      }
-      localKeys.add(r.row_key);
-      return true;
-    }
-    if (r.log_id !== null && logIds.has(r.log_id)) {
-      find({ kind: 'forged', ...base, row: label, message: `${at} names this home's log (log_id ${r.log_id}) but is not a row of this home's log: inserted, or edited with its hash recomputed` }, true);
-      return false;
-    }
-    if (opts.mineOnly) {
-      find({ kind: 'foreign', ...base, row: label, message: `${at} (host ${derived.host ?? '?'}, log ${r.log_id ?? 'none'}) is not a row of this home's log, and this home writes every row (--mine-only)` }, true);
-      return false;
-    }
-    if (!r.chained) {
-      unchainedOthers++;
-      return true;
-    }
-    const host = derived.host ?? '';
-    const id = `${r.log_id ?? ''}\0${host}`;
-    const g = groups.get(id) ?? { log_id: r.log_id, host, entries: [] };
-    g.entries.push({ key: r.row_key, hash: r.row_hash, prev: r.prev_hash, label });
-    groups.set(id, g);
+    v.localKeys.add(r.row_key);
     return true;
   }
+  if (r.log_id !== null && v.logIds.has(r.log_id)) {
+    find(v, { kind: 'forged', ...base, row: label, message: `${at} names this home's log (log_id ${r.log_id}) but is not a row of this home's log: inserted, or edited with its hash recomputed` }, true);
+    return false;
+  }
+  if (v.opts.mineOnly) {
+    find(v, { kind: 'foreign', ...base, row: label, message: `${at} (host ${derived.host ?? '?'}, log ${r.log_id ?? 'none'}) is not a row of this home's log, and this home writes every row (--mine-only)` }, true);
+    return false;
+  }
+  if (!r.chained) {
+    v.unchainedOthers++;
+    return true;
+  }
+  const host = derived.host ?? '';
+  const id = `${r.log_id ?? ''}\0${host}`;
+  const g = v.groups.get(id) ?? { log_id: r.log_id, host, entries: [] };
+  g.entries.push({ key: r.row_key, hash: r.row_hash, prev: r.prev_hash, label });
+  v.groups.set(id, g);
+  return true;
+}
 
-  /** Other logs' chains: their links, and their ends against verdict_chain_heads. */
-  function checkChains(heads: Map<string, ChainHead>): void {
-    for (const [id, head] of heads) {
-      if (groups.has(id) || head.rows === 0) continue;
-      const [logId, host] = id.split('\0') as [string, string];
-      if (opts.mineOnly) find({ kind: 'foreign', row_key: null, row: null, line: null, message: `verdict_chain_heads holds a head for host ${host || '(none)'}'s chain of log ${logId}, which is not this home's log, and this home writes every row (--mine-only)` }, false);
-      else find({ kind: 'cut', row_key: null, row: null, line: null, message: `verdict_chain_heads records ${head.rows} rows for host ${host || '(none)'}'s chain of log ${logId}, swarm_runs has none of them: they were deleted` }, false);
-    }
-    for (const [id, g] of groups) {
-      const where = `host ${g.host || '(none)'}'s chain of log ${g.log_id ?? '(none)'}`;
-      const byHash = new Map(g.entries.map((e) => [e.hash, e]));
-      const next = new Map<string | null, typeof g.entries>();
-      for (const e of g.entries) next.set(e.prev, [...(next.get(e.prev) ?? []), e]);
-      for (const e of g.entries) {
-        if (e.prev !== null && !byHash.has(e.prev)) find({ kind: 'broken', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}), in ${where}, follows a row that is not in swarm_runs: the rows before it were deleted, or the one before it edited` }, false);
-      }
-      for (const [prev, list] of next) {
-        if (list.length > 1) find({ kind: 'forked', row_key: (list[1] as (typeof list)[number]).key, row: (list[1] as (typeof list)[number]).label, line: null, message: `${list.map((e) => `row_key ${e.key} (${e.label})`).join(' and ')} both follow ${prev === null ? 'the start' : `the row hashed ${prev.slice(0, 12)}…`} of ${where}: one was inserted` }, false);
-      }
-      // The chain from its start, as far as it runs without a fork.
-      const order: typeof g.entries = [];
-      let at = (next.get(null) ?? [])[0];
-      const seen = new Set<string>();
-      while (at && !seen.has(at.hash)) {
-        seen.add(at.hash);
-        order.push(at);
-        const after: typeof g.entries = next.get(at.hash) ?? [];
-        at = after.length === 1 ? after[0] : undefined;
-      }
-      const head = heads.get(id);
-      if (!head) {
-        for (const e of g.entries) find({ kind: 'no-head', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}), in ${where}: no head in verdict_chain_heads for that chain, so nothing vouches for it (inserted by something other than Verdict's outbox)` }, true);
-        continue;
-      }
-      if (order.length === g.entries.length) {
-        if (order.length < head.rows) find({ kind: 'cut', row_key: null, row: null, line: null, message: `verdict_chain_heads records ${head.rows} rows for ${where}, swarm_runs has ${order.length}: rows were deleted from its end` }, false);
-        else {
-          const last = order[head.rows - 1];
-          if (last && last.hash !== head.hash) find({ kind: 'head-mismatch', row_key: last.key, row: last.label, line: null, message: `row_key ${last.key} (${last.label}), row ${head.rows} of ${where}, is not the row verdict_chain_heads records there: it was edited` }, true);
-          for (const e of order.slice(head.rows)) find({ kind: 'beyond-head', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}) comes after the last row verdict_chain_heads records for ${where}: it was inserted` }, true);
-        }
-      }
+
+/** Other logs' chains: their links, and their ends against verdict_chain_heads. */
+function checkChains(v: VerifyState, heads: Map<string, ChainHead>): void {
+  for (const [id, head] of heads) {
+    if (v.groups.has(id) || head.rows === 0) continue;
+    const [logId, host] = id.split('\0') as [string, string];
+    if (v.opts.mineOnly) find(v, { kind: 'foreign', row_key: null, row: null, line: null, message: `verdict_chain_heads holds a head for host ${host || '(none)'}'s chain of log ${logId}, which is not this home's log, and this home writes every row (--mine-only)` }, false);
+    else find(v, { kind: 'cut', row_key: null, row: null, line: null, message: `verdict_chain_heads records ${head.rows} rows for host ${host || '(none)'}'s chain of log ${logId}, swarm_runs has none of them: they were deleted` }, false);
+  }
+  for (const [id, g] of v.groups) checkChain(v, g, heads.get(id));
+}
+
+/** One other log's chain `g`: its links, forks, and its end against its head in verdict_chain_heads (`head`; absent: none). */
+function checkChain(v: VerifyState, g: ChainGroup, head: ChainHead | undefined): void {
+  const where = `host ${g.host || '(none)'}'s chain of log ${g.log_id ?? '(none)'}`;
+  const byHash = new Map(g.entries.map((e) => [e.hash, e]));
+  const next = new Map<string | null, typeof g.entries>();
+  for (const e of g.entries) next.set(e.prev, [...(next.get(e.prev) ?? []), e]);
+  for (const e of g.entries) {
+    if (e.prev !== null && !byHash.has(e.prev)) find(v, { kind: 'broken', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}), in ${where}, follows a row that is not in swarm_runs: the rows before it were deleted, or the one before it edited` }, false);
+  }
+  for (const [prev, list] of next) {
+    if (list.length > 1) find(v, { kind: 'forked', row_key: (list[1] as (typeof list)[number]).key, row: (list[1] as (typeof list)[number]).label, line: null, message: `${list.map((e) => `row_key ${e.key} (${e.label})`).join(' and ')} both follow ${prev === null ? 'the start' : `the row hashed ${prev.slice(0, 12)}…`} of ${where}: one was inserted` }, false);
+  }
+  // The chain from its start, as far as it runs without a fork.
+  const order: typeof g.entries = [];
+  let at = (next.get(null) ?? [])[0];
+  const seen = new Set<string>();
+  while (at && !seen.has(at.hash)) {
+    seen.add(at.hash);
+    order.push(at);
+    const after: typeof g.entries = next.get(at.hash) ?? [];
+    at = after.length === 1 ? after[0] : undefined;
+  }
+  if (!head) {
+    for (const e of g.entries) find(v, { kind: 'no-head', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}), in ${where}: no head in verdict_chain_heads for that chain, so nothing vouches for it (inserted by something other than Verdict's outbox)` }, true);
+    return;
+  }
+  if (order.length === g.entries.length) {
+    if (order.length < head.rows) find(v, { kind: 'cut', row_key: null, row: null, line: null, message: `verdict_chain_heads records ${head.rows} rows for ${where}, swarm_runs has ${order.length}: rows were deleted from its end` }, false);
+    else {
+      const last = order[head.rows - 1];
+      if (last && last.hash !== head.hash) find(v, { kind: 'head-mismatch', row_key: last.key, row: last.label, line: null, message: `row_key ${last.key} (${last.label}), row ${head.rows} of ${where}, is not the row verdict_chain_heads records there: it was edited` }, true);
+      for (const e of order.slice(head.rows)) find(v, { kind: 'beyond-head', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}) comes after the last row verdict_chain_heads records for ${where}: it was inserted` }, true);
     }
   }
+}
 
-  // Every row the outbox sent is there.
-  const held: LocalRow[] = [];
-  for (const local of byHash.values()) {
-    if (!local.sent || local.found) continue;
-    if (unhashedKeys.has(local.key)) continue; // its `unhashed` finding says it
-    if (localKeys.has(local.key)) {
-      held.push(local);
-      continue;
-    }
-    find({ kind: 'missing', row_key: null, row: local.label, line: local.line, message: `line ${local.line} of ${local.file} (${local.label}) was sent to swarm_runs and is not there: it was deleted, or edited and filed under another key` }, false);
+/**
+ * Finds every row the outbox sent that is not in the table (`missing`), and says what cannot be known.
+ * @returns notes for the report
+ */
+function missingRows(v: VerifyState, sentBytes: number | null): string[] {
+  const notes: string[] = [];
+const held: LocalRow[] = [];
+for (const local of v.byHash.values()) {
+  if (!local.sent || local.found) continue;
+  if (v.unhashedKeys.has(local.key)) continue; // its `unhashed` finding says it
+  if (v.localKeys.has(local.key)) {
+    held.push(local);
+    continue;
   }
-  if (held.length) notes.push(`${held.length} row(s) of ${opts.logFile} are in swarm_runs as another row of this home under the same key (first: line ${held[0]?.line}, ${held[0]?.label}): Postgres keeps the first row sent for a key, and a backfill's earlier version stays as it was sent`);
-  if (sentBytes === null) notes.push(`${opts.logFile} is not a home's runs.jsonl: what it sent is unknown, so rows missing from swarm_runs cannot be named`);
-  findings.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
-  const others = [...groups.entries()].map(([id, g]) => ({ log_id: g.log_id, host: g.host, rows: g.entries.length, head_rows: heads.get(id)?.rows ?? null }));
-  const report: PgVerification = {
-    table: 'swarm_runs', depth: opts.depth, intact: findings.length === 0, rows: total, mine, sent: sentBytes === null ? null : [...byHash.values()].filter((l) => l.sent).length,
-    others, unchained_others: unchainedOthers, findings, rejected: [...rejected].sort(), notes,
-  };
-  return { report, rows: collected.filter((c) => !rejected.has(c.key)).map((c) => c.columns) };
+  find(v, { kind: 'missing', row_key: null, row: local.label, line: local.line, message: `line ${local.line} of ${local.file} (${local.label}) was sent to swarm_runs and is not there: it was deleted, or edited and filed under another key` }, false);
+}
+if (held.length) notes.push(`${held.length} row(s) of ${v.opts.logFile} are in swarm_runs as another row of this home under the same key (first: line ${held[0]?.line}, ${held[0]?.label}): Postgres keeps the first row sent for a key, and a backfill's earlier version stays as it was sent`);
+if (sentBytes === null) notes.push(`${v.opts.logFile} is not a home's runs.jsonl: what it sent is unknown, so rows missing from swarm_runs cannot be named`);
+  return notes;
 }
 
 /** verdict_chain_heads of every log but this home's, by `log_id \0 host`. */
