@@ -15,8 +15,6 @@ const ALLOWED: Record<string, string> = {
   'run/steps/work.ts:workStep.run': 'not yet split: the worker step (prompt, spawn, usage, final message) in one method',
   'process/memory-cap.ts:createStepCgroup': 'not yet split',
   'process/sandbox.ts:bwrapCommand': 'not yet split: one bubblewrap argument list, built in order',
-  'store/postgres.ts:syncToPostgres': 'not yet split',
-  'store/postgres.ts:<anonymous>': 'the body of syncToPostgres\'s lock: split with it',
   'run/live-run.ts:openRun': 'not yet split: the run\'s set-up in order (preflight, locks, state, context, runtimes); its file is being changed by the workflow moves',
   'git/merge.ts:mergeBatch': 'not yet split: new with the merge queue\'s suite (rebase, suite, fast-forward of a batch), still being changed',
 };

@@ -190,20 +190,7 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
   fs.mkdirSync(home, { recursive: true });
   return withLock(cursorPath(home), async () => {
     const cursor = readCursor(home, target);
-    const pending: Pending[] = [];
-    let corrupt = 0;
-    let line = cursor.lines;
-    const end = readCompleteLines(logFile, cursor.offset, ({ text, offset }) => {
-      line++;
-      if (!text.trim()) return;
-      try {
-        const parsed: unknown = JSON.parse(text);
-        const row = toIndexRow(parsed, line);
-        pending.push({ key: columnValue(rowKey(row, text)) as string, row, text, end: offset + Buffer.byteLength(text) + 1, line, parsed: parsed as Record<string, unknown>, hash: rowHash(parsed) });
-      } catch {
-        corrupt++;
-      }
-    });
+    const { pending, corrupt, end, line } = readPending(logFile, cursor);
     const result: SyncResult = { inserted: 0, sent: 0, corrupt };
     if (end === cursor.offset) return result;
     const logId = readChainHeads(logFile)?.log_id ?? null;
@@ -211,51 +198,9 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
     try {
       await client.query(SWARM_RUNS_DDL);
       if (logId) await client.query(CHAIN_HEADS_DDL);
-      const cols = ['row_key', ...ATTEMPT_COLUMNS, 'row', 'row_hash', 'prev_hash', 'log_id', 'row_text'];
-      /** `INSERT … VALUES` of `rows` (each under `keyOf(p)`) with `conflict`, returning what happened to each key. */
-      const insert = async (rows: Pending[], keyOf: (p: Pending) => string, conflict: string) => {
-        const values: unknown[] = [];
-        const tuples = rows.map((p) => {
-          const base = values.length;
-          const asText = needsRowText(p.text);
-          values.push(keyOf(p), ...ATTEMPT_COLUMNS.map((c) => columnValue(p.row[c])), asText ? JSON.stringify(storableJson(p.parsed)) : p.text, p.hash, isChained(p.parsed) ? (p.parsed.prev_hash ?? null) : null, logId, asText ? p.text : null);
-          return `(${cols.map((_, j) => `$${base + j + 1}`).join(', ')})`;
-        });
-        const res = await client.query(`INSERT INTO swarm_runs AS s (${cols.join(', ')}) VALUES ${tuples.join(', ')} ${conflict} RETURNING row_key, (xmax = 0) AS inserted`, values);
-        return new Set(res.rows.filter((r: { inserted: boolean }) => r.inserted).map((r: { row_key: string }) => r.row_key));
-      };
       for (let i = 0; i < pending.length; i += BATCH_ROWS) {
         const batch = pending.slice(i, i + BATCH_ROWS);
-        // A row_key twice in one statement would make ON CONFLICT … DO UPDATE touch one row twice, which Postgres
-        // refuses: a later row of a key goes in the second statement below.
-        const keys = new Set<string>();
-        const first: Pending[] = [];
-        const later: Pending[] = [];
-        for (const p of batch) {
-          (keys.has(p.key) ? later : first).push(p);
-          keys.add(p.key);
-        }
-        await client.query('BEGIN');
-        // A row already there without a hash (sent by a Verdict before row_hash) that is this very row gets its
-        // hash, prev_hash and log_id; any other row already there is left as it is.
-        const inserted = await insert(first, (p) => p.key, `ON CONFLICT (row_key) DO UPDATE SET row_hash = EXCLUDED.row_hash, prev_hash = EXCLUDED.prev_hash, log_id = EXCLUDED.log_id, row_text = EXCLUDED.row_text
-             WHERE s.row_hash IS NULL AND s.row = EXCLUDED.row`);
-        // Another row of this very log under a key taken (two critics' rows of one attempt share a key): it lands too,
-        // under `<key>#<its hash's first 16 hex digits>`, so the log's chain has no gap in the table. A row of another
-        // log under a key taken (a backfill's rewrite: Postgres keeps the rows as first sent) does not.
-        const conflicting = [...first.filter((p) => !inserted.has(p.key)), ...later];
-        if (conflicting.length && logId) {
-          const held = await client.query('SELECT row_key, row_hash, log_id FROM swarm_runs WHERE row_key = ANY($1)', [[...new Set(conflicting.map((p) => p.key))]]);
-          const holder = new Map(held.rows.map((r: { row_key: string; row_hash: string | null; log_id: string | null }) => [r.row_key, r]));
-          const second = conflicting.filter((p) => {
-            const h = holder.get(p.key);
-            return h && h.row_hash !== null && h.row_hash !== p.hash && h.log_id === logId;
-          });
-          for (const p of second) p.key = sharedKey(p.key, p.hash);
-          if (second.length) for (const k of await insert(second, (p) => p.key, 'ON CONFLICT (row_key) DO NOTHING')) inserted.add(k);
-        }
-        if (logId) await advanceChainHeads(client, logId, batch.map((p) => ({ key: p.key, chained: isChained(p.parsed) ? p.parsed : null })), inserted);
-        await client.query('COMMIT');
+        const inserted = await sendBatch(client, logId, batch);
         result.inserted += inserted.size;
         result.sent += batch.length;
         const last = batch[batch.length - 1] as Pending;
@@ -271,6 +216,81 @@ export async function syncToPostgres(home: string, url: string): Promise<SyncRes
     }
     return result;
   });
+}
+
+/**
+ * The outbox's complete rows after `cursor`, with the lines that are not rows counted (`corrupt`); `end` is the byte
+ * offset after the last complete line and `line` its number.
+ */
+function readPending(logFile: string, cursor: Cursor): { pending: Pending[]; corrupt: number; end: number; line: number } {
+  const pending: Pending[] = [];
+  let corrupt = 0;
+  let line = cursor.lines;
+  const end = readCompleteLines(logFile, cursor.offset, ({ text, offset }) => {
+    line++;
+    if (!text.trim()) return;
+    try {
+      const parsed: unknown = JSON.parse(text);
+      const row = toIndexRow(parsed, line);
+      pending.push({ key: columnValue(rowKey(row, text)) as string, row, text, end: offset + Buffer.byteLength(text) + 1, line, parsed: parsed as Record<string, unknown>, hash: rowHash(parsed) });
+    } catch {
+      corrupt++;
+    }
+  });
+  return { pending, corrupt, end, line };
+}
+
+/** `INSERT … VALUES` of `rows` (each under `keyOf(p)`) with `conflict`, returning the keys inserted. */
+async function insertRows(client: pg.Client, logId: string | null, rows: Pending[], keyOf: (p: Pending) => string, conflict: string): Promise<Set<string>> {
+  const cols = ['row_key', ...ATTEMPT_COLUMNS, 'row', 'row_hash', 'prev_hash', 'log_id', 'row_text'];
+  const values: unknown[] = [];
+  const tuples = rows.map((p) => {
+    const base = values.length;
+    const asText = needsRowText(p.text);
+    values.push(keyOf(p), ...ATTEMPT_COLUMNS.map((c) => columnValue(p.row[c])), asText ? JSON.stringify(storableJson(p.parsed)) : p.text, p.hash, isChained(p.parsed) ? (p.parsed.prev_hash ?? null) : null, logId, asText ? p.text : null);
+    return `(${cols.map((_, j) => `$${base + j + 1}`).join(', ')})`;
+  });
+  const res = await client.query(`INSERT INTO swarm_runs AS s (${cols.join(', ')}) VALUES ${tuples.join(', ')} ${conflict} RETURNING row_key, (xmax = 0) AS inserted`, values);
+  return new Set(res.rows.filter((r: { inserted: boolean }) => r.inserted).map((r: { row_key: string }) => r.row_key));
+}
+
+/**
+ * Sends one batch in one transaction (BEGIN … COMMIT; the caller rolls back on a throw) and moves the log's chain
+ * heads past it. A row whose key is taken by another row of this very log lands under its shared key.
+ * @returns the keys inserted
+ */
+async function sendBatch(client: pg.Client, logId: string | null, batch: Pending[]): Promise<Set<string>> {
+  // A row_key twice in one statement would make ON CONFLICT … DO UPDATE touch one row twice, which Postgres
+  // refuses: a later row of a key goes in the second statement below.
+  const keys = new Set<string>();
+  const first: Pending[] = [];
+  const later: Pending[] = [];
+  for (const p of batch) {
+    (keys.has(p.key) ? later : first).push(p);
+    keys.add(p.key);
+  }
+  await client.query('BEGIN');
+  // A row already there without a hash (sent by a Verdict before row_hash) that is this very row gets its
+  // hash, prev_hash and log_id; any other row already there is left as it is.
+  const inserted = await insertRows(client, logId, first, (p) => p.key, `ON CONFLICT (row_key) DO UPDATE SET row_hash = EXCLUDED.row_hash, prev_hash = EXCLUDED.prev_hash, log_id = EXCLUDED.log_id, row_text = EXCLUDED.row_text
+             WHERE s.row_hash IS NULL AND s.row = EXCLUDED.row`);
+  // Another row of this very log under a key taken (two critics' rows of one attempt share a key): it lands too,
+  // under `<key>#<its hash's first 16 hex digits>`, so the log's chain has no gap in the table. A row of another
+  // log under a key taken (a backfill's rewrite: Postgres keeps the rows as first sent) does not.
+  const conflicting = [...first.filter((p) => !inserted.has(p.key)), ...later];
+  if (conflicting.length && logId) {
+    const held = await client.query('SELECT row_key, row_hash, log_id FROM swarm_runs WHERE row_key = ANY($1)', [[...new Set(conflicting.map((p) => p.key))]]);
+    const holder = new Map(held.rows.map((r: { row_key: string; row_hash: string | null; log_id: string | null }) => [r.row_key, r]));
+    const second = conflicting.filter((p) => {
+      const h = holder.get(p.key);
+      return h && h.row_hash !== null && h.row_hash !== p.hash && h.log_id === logId;
+    });
+    for (const p of second) p.key = sharedKey(p.key, p.hash);
+    if (second.length) for (const k of await insertRows(client, logId, second, (p) => p.key, 'ON CONFLICT (row_key) DO NOTHING')) inserted.add(k);
+  }
+  if (logId) await advanceChainHeads(client, logId, batch.map((p) => ({ key: p.key, chained: isChained(p.parsed) ? p.parsed : null })), inserted);
+  await client.query('COMMIT');
+  return inserted;
 }
 
 /** A row of the outbox on its way to swarm_runs. */
