@@ -416,6 +416,6 @@ describe('verdict init', () => {
     assert.equal(again.exitCode, 1);
     const bad = await cli(['init', '--template', 'nope', '--dir', dir]);
     assert.equal(bad.exitCode, 2);
-    assert.match(bad.all, /no template "nope" \(there are: best-of-n, code-review/);
+    assert.match(bad.all, /no template "nope" \(there are: best-of-n, [^)]*\bcode-review, [^)]*\bfan-out, /);
   });
 });
