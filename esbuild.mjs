@@ -104,7 +104,10 @@ fs.copyFileSync('extension/core/process/spawn-helper.cjs', 'dist/spawn-helper.cj
 // the chunks dist/cli.mjs imports (the .vsix ships dist/*.mjs).
 if (!watch) for (const f of fs.readdirSync('dist')) if (/^cli(-.*\.mjs|\.mjs|\.js)(\.map)?$/.test(f)) fs.rmSync(`dist/${f}`);
 // `bin` and the extension run dist/cli.js: a CommonJS stub (dist/package.json says commonjs) for the ESM entry.
-fs.writeFileSync('dist/cli.js', "#!/usr/bin/env node\n// The verdict CLI: its code is dist/cli.mjs and the chunks it loads (esbuild.mjs).\nimport('./cli.mjs');\n");
+fs.writeFileSync(
+  'dist/cli.js',
+  "#!/usr/bin/env node\n// The verdict CLI: its code is dist/cli.mjs and the chunks it loads (esbuild.mjs).\nimport('./cli.mjs');\n",
+);
 
 if (watch) {
   for (const t of targets) await (await esbuild.context(t)).watch();
@@ -117,5 +120,7 @@ if (watch) {
   const chunks = outputs.filter(([file]) => /^dist\/cli-.*\.mjs$/.test(file));
   const listed = outputs.filter(([file]) => !/^dist\/cli-.*\.mjs$/.test(file)).map(([file, o]) => `${file} ${size(o.bytes)}`);
   listed.push(`${chunks.length} CLI chunks ${size(chunks.reduce((n, [, o]) => n + o.bytes, 0))}`);
-  console.log(`built ${listed.join(', ')} in ${Date.now() - started} ms (${production ? 'production: minified, no source maps' : 'development: source maps; --production minifies'})`);
+  console.log(
+    `built ${listed.join(', ')} in ${Date.now() - started} ms (${production ? 'production: minified, no source maps' : 'development: source maps; --production minifies'})`,
+  );
 }

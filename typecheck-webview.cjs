@@ -6,5 +6,14 @@
 require('./typescript-6.cjs');
 const path = require('node:path');
 
-process.argv = [process.argv[0], 'svelte-check', '--tsconfig', path.join(__dirname, 'webview', 'tsconfig.json'), '--fail-on-warnings', '--output', 'human', ...process.argv.slice(2)];
+process.argv = [
+  process.argv[0],
+  'svelte-check',
+  '--tsconfig',
+  path.join(__dirname, 'webview', 'tsconfig.json'),
+  '--fail-on-warnings',
+  '--output',
+  'human',
+  ...process.argv.slice(2),
+];
 require('svelte-check/bin/svelte-check');

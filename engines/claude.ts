@@ -28,7 +28,13 @@ const SYNTHETIC_MODEL = '<synthetic>';
  */
 export function parseClaudeOutput(log: string): UsageReport {
   const events = claudeEvents(jsonEvents(log));
-  if (!events) return { ...emptyUsage(), finalStatus: 'error', finalError: "the log's result events are not the sequence Claude Code prints (result_index 0, 1, … in order): the worker wrote into its engine's output, so none is believed" };
+  if (!events)
+    return {
+      ...emptyUsage(),
+      finalStatus: 'error',
+      finalError:
+        "the log's result events are not the sequence Claude Code prints (result_index 0, 1, … in order): the worker wrote into its engine's output, so none is believed",
+    };
   const report = emptyUsage();
   let initModel: string | null | undefined;
   let answeredModel: string | null = null;
@@ -175,7 +181,8 @@ export function claudeEvents(events: LogEvent[]): LogEvent[] | null {
 function sessionTokens(result: LogEvent): number {
   const perModel = objectAt(result, 'modelUsage') ?? {};
   let total = 0;
-  for (const m of Object.values(perModel)) for (const key of ['inputTokens', 'cacheReadInputTokens', 'cacheCreationInputTokens', 'outputTokens']) total += countAt(m, key) ?? 0;
+  for (const m of Object.values(perModel))
+    for (const key of ['inputTokens', 'cacheReadInputTokens', 'cacheCreationInputTokens', 'outputTokens']) total += countAt(m, key) ?? 0;
   return total;
 }
 
@@ -186,7 +193,13 @@ function sessionTokens(result: LogEvent): number {
  * and plain lines are never read (error-class.ts finalEventQuota). Never throws.
  */
 export function claudeQuotaReset(log: string, now: number): QuotaEvent | null {
-  return finalEventQuota(log, now, isClaudeFinal, (final) => (at(final, 'is_error') === true ? [stringAt(final, 'result') ?? ''] : null), 'its result event (is_error)');
+  return finalEventQuota(
+    log,
+    now,
+    isClaudeFinal,
+    (final) => (at(final, 'is_error') === true ? [stringAt(final, 'result') ?? ''] : null),
+    'its result event (is_error)',
+  );
 }
 
 function claudeFatalErrors(events: LogEvent[]): string[] {
@@ -221,14 +234,38 @@ export const claudeEngine: EngineSpec = {
   credentialEnv: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_AUTH_TOKEN'],
   stateDirs: ['${CLAUDE_CONFIG_DIR:-~/.claude}'],
   stateFiles: ['~/.claude.json'],
-  stateGuarded: ['${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.local.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/CLAUDE.md', '${CLAUDE_CONFIG_DIR:-~/.claude}/agents', '${CLAUDE_CONFIG_DIR:-~/.claude}/commands', '${CLAUDE_CONFIG_DIR:-~/.claude}/hooks', '${CLAUDE_CONFIG_DIR:-~/.claude}/skills'],
+  stateGuarded: [
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.local.json',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/CLAUDE.md',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/agents',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/commands',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/hooks',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/skills',
+  ],
   // The login and the user's settings; projects/ (the sessions), history.jsonl, todos/, shell-snapshots/ and file-history/ are not.
-  stateShared: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json', '${CLAUDE_CONFIG_DIR:-~/.claude}/.claude.json'],
+  stateShared: [
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json',
+    '${CLAUDE_CONFIG_DIR:-~/.claude}/.claude.json',
+  ],
   defaultModel: null,
   retryContext: 'prompt',
   // Seen from Claude Code 2.1.332 (system, assistant, user, result), and the other message types of its stream-json
   // output that the CLI's --help and its SDK name (partial messages, rate-limit and tool-progress notices, …).
-  eventTypes: ['system', 'assistant', 'user', 'result', 'stream_event', 'rate_limit_event', 'tool_progress', 'tool_use_summary', 'auth_status', 'prompt_suggestion', 'keep_alive'],
+  eventTypes: [
+    'system',
+    'assistant',
+    'user',
+    'result',
+    'stream_event',
+    'rate_limit_event',
+    'tool_progress',
+    'tool_use_summary',
+    'auth_status',
+    'prompt_suggestion',
+    'keep_alive',
+  ],
   parseOutput: parseClaudeOutput,
   streamUsage: streamClaudeUsage,
   // tokensIn counts the cache reads in (parseClaudeOutput adds them to input_tokens, which leaves them out).

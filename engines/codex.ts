@@ -76,9 +76,7 @@ export function codexQuotaReset(log: string, now: number): QuotaEvent | null {
 }
 
 function codexFatalErrors(events: LogEvent[]): string[] {
-  return events
-    .filter((e) => e.type === 'turn.failed' || e.type === 'error')
-    .map((e) => codexErrorMessage(e) ?? String(e.type));
+  return events.filter((e) => e.type === 'turn.failed' || e.type === 'error').map((e) => codexErrorMessage(e) ?? String(e.type));
 }
 
 /** The Codex CLI engine. Sandbox mode is codex's own `workspace-write` sandbox (as root inside Verdict's, Verdict's alone); full access bypasses it. */
@@ -103,7 +101,14 @@ export const codexEngine: EngineSpec = {
   // (not $TMPDIR), and its daemon socket in /tmp/codex-daemon-<uid>: both must be writable for codex's sandbox to start inside ours.
   stateDirs: ['${CODEX_HOME:-~/.codex}', '/tmp/codex-bwrap-synthetic-mount-targets-${UID}', '/tmp/codex-daemon-${UID}'],
   stateFiles: [],
-  stateGuarded: ['${CODEX_HOME:-~/.codex}/config.toml', '${CODEX_HOME:-~/.codex}/AGENTS.md', '${CODEX_HOME:-~/.codex}/AGENTS.override.md', '${CODEX_HOME:-~/.codex}/hooks.json', '${CODEX_HOME:-~/.codex}/prompts', '${CODEX_HOME:-~/.codex}/rules'],
+  stateGuarded: [
+    '${CODEX_HOME:-~/.codex}/config.toml',
+    '${CODEX_HOME:-~/.codex}/AGENTS.md',
+    '${CODEX_HOME:-~/.codex}/AGENTS.override.md',
+    '${CODEX_HOME:-~/.codex}/hooks.json',
+    '${CODEX_HOME:-~/.codex}/prompts',
+    '${CODEX_HOME:-~/.codex}/rules',
+  ],
   // The login and the user's settings; sessions/, archived_sessions/, history.jsonl, log/ and the state databases are not.
   stateShared: ['${CODEX_HOME:-~/.codex}/auth.json', '${CODEX_HOME:-~/.codex}/config.toml'],
   defaultModel: null,

@@ -39,7 +39,20 @@ export interface CustomEngineConfig {
   max_attempt_usd?: number;
 }
 
-type OutputReader = Pick<EngineSpec, 'parseOutput' | 'streamUsage' | 'cachedInInput' | 'classifyError' | 'quotaReset' | 'finalMessage' | 'stateDirs' | 'stateFiles' | 'stateGuarded' | 'stateShared' | 'credentialEnv'>;
+type OutputReader = Pick<
+  EngineSpec,
+  | 'parseOutput'
+  | 'streamUsage'
+  | 'cachedInInput'
+  | 'classifyError'
+  | 'quotaReset'
+  | 'finalMessage'
+  | 'stateDirs'
+  | 'stateFiles'
+  | 'stateGuarded'
+  | 'stateShared'
+  | 'credentialEnv'
+>;
 
 const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> = {
   codex: codexEngine,
@@ -48,7 +61,15 @@ const READERS: Record<NonNullable<CustomEngineConfig['output']>, OutputReader> =
   gemini: geminiEngine,
   grok: grokEngine,
   // No structured output: nothing in it is the engine's own event, so no quota wait (plain lines may still name a rate limit).
-  none: { parseOutput: () => emptyUsage(), classifyError: (tail) => classifyLogTail(tail, () => []), finalMessage: lastLineMessage, stateDirs: [], stateFiles: [], stateGuarded: [], stateShared: [] },
+  none: {
+    parseOutput: () => emptyUsage(),
+    classifyError: (tail) => classifyLogTail(tail, () => []),
+    finalMessage: lastLineMessage,
+    stateDirs: [],
+    stateFiles: [],
+    stateGuarded: [],
+    stateShared: [],
+  },
 };
 
 // Same rule as a task key: the name ends up in paths and eval rows.

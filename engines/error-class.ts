@@ -74,7 +74,13 @@ export function classifyLogTail(
  * — plain lines, tool output, the agent's messages, other JSON events — is ever read. `errorTexts` gives the event's
  * error words, or null when the event is not an error (a success). `source` names the event in the wait's record.
  */
-export function finalEventQuota(log: string, now: number, isFinal: (event: LogEvent) => boolean, errorTexts: (final: LogEvent) => string[] | null, source: string): QuotaEvent | null {
+export function finalEventQuota(
+  log: string,
+  now: number,
+  isFinal: (event: LogEvent) => boolean,
+  errorTexts: (final: LogEvent) => string[] | null,
+  source: string,
+): QuotaEvent | null {
   const final = upToSoleFinal(jsonEvents(log), isFinal)?.at(-1);
   if (!final || !isFinal(final)) return null;
   const texts = errorTexts(final);

@@ -33,7 +33,8 @@ export function parseGeminiOutput(log: string): UsageReport {
     report.tokensIn = countAt(event, 'stats', 'input_tokens');
     const candidates = countAt(event, 'stats', 'output_tokens');
     const total = countAt(event, 'stats', 'total_tokens');
-    const thoughts = total !== null && report.tokensIn !== null && candidates !== null && total >= report.tokensIn + candidates ? total - report.tokensIn - candidates : null;
+    const thoughts =
+      total !== null && report.tokensIn !== null && candidates !== null && total >= report.tokensIn + candidates ? total - report.tokensIn - candidates : null;
     report.tokensOut = candidates === null ? null : candidates + (thoughts ?? 0);
     report.tokensReasoning = thoughts;
     report.tokensCached = countAt(event, 'stats', 'cached');
@@ -85,13 +86,17 @@ function isGeminiFinal(event: LogEvent): boolean {
  * throws.
  */
 export function geminiQuotaReset(log: string, now: number): QuotaEvent | null {
-  return finalEventQuota(log, now, isGeminiFinal, (final) => (final.status !== 'success' ? [stringAt(final, 'error', 'message') ?? ''] : null), 'its result event (status error)');
+  return finalEventQuota(
+    log,
+    now,
+    isGeminiFinal,
+    (final) => (final.status !== 'success' ? [stringAt(final, 'error', 'message') ?? ''] : null),
+    'its result event (status error)',
+  );
 }
 
 function geminiFatalErrors(events: LogEvent[]): string[] {
-  return events
-    .filter((e) => e.type === 'result' && e.status !== 'success')
-    .map((e) => stringAt(e, 'error', 'message') ?? 'gemini reported an error');
+  return events.filter((e) => e.type === 'result' && e.status !== 'success').map((e) => stringAt(e, 'error', 'message') ?? 'gemini reported an error');
 }
 
 function geminiWarnings(events: LogEvent[]): string[] {
@@ -119,7 +124,14 @@ export const geminiEngine: EngineSpec = {
   stateFiles: [],
   stateGuarded: ['~/.gemini/settings.json', '~/.gemini/GEMINI.md', '~/.gemini/commands', '~/.gemini/extensions'],
   // The login and the user's settings; tmp/ (the chats, checkpoints and shell history of every project) is not.
-  stateShared: ['~/.gemini/oauth_creds.json', '~/.gemini/google_accounts.json', '~/.gemini/mcp-oauth-tokens.json', '~/.gemini/installation_id', '~/.gemini/user_id', '~/.gemini/settings.json'],
+  stateShared: [
+    '~/.gemini/oauth_creds.json',
+    '~/.gemini/google_accounts.json',
+    '~/.gemini/mcp-oauth-tokens.json',
+    '~/.gemini/installation_id',
+    '~/.gemini/user_id',
+    '~/.gemini/settings.json',
+  ],
   defaultModel: null,
   retryContext: 'prompt',
   // Seen from Gemini CLI 0.61.0 (test/fixtures/engines/gemini*.jsonl).

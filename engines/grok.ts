@@ -62,7 +62,9 @@ export function parseGrokOutput(log: string): UsageReport {
  * Never throws.
  */
 export function grokFinalMessage(log: string): string | null {
-  const last = jsonEvents(log).filter((e) => typeof e.role === 'string').at(-1);
+  const last = jsonEvents(log)
+    .filter((e) => typeof e.role === 'string')
+    .at(-1);
   if (!last || last.role !== 'assistant' || last.tool_calls !== undefined || grokFailure(last) !== null) return null;
   return stringAt(last, 'content');
 }

@@ -64,7 +64,11 @@ export function upToSoleFinal(events: LogEvent[], isFinal: (event: LogEvent) => 
 
 /** The report of a log that holds more than one final event (see upToSoleFinal): nothing known, an error. */
 export function forgedFinalReport(kind: string): UsageReport {
-  return { ...emptyUsage(), finalStatus: 'error', finalError: `the log holds more than one ${kind} event (a one-turn CLI prints one): the worker wrote into its engine's output, so none is believed` };
+  return {
+    ...emptyUsage(),
+    finalStatus: 'error',
+    finalError: `the log holds more than one ${kind} event (a one-turn CLI prints one): the worker wrote into its engine's output, so none is believed`,
+  };
 }
 
 /** The non-empty lines of a log that are not JSON objects (what the CLI printed as plain text, mostly stderr). */

@@ -103,7 +103,12 @@ export function opencodeQuotaReset(log: string, now: number): QuotaEvent | null 
   const statusCode = numberAt(last, 'error', 'data', 'statusCode');
   if (statusCode === 429) {
     const fromHeaders = quotaResetFromHeaders(objectAt(last, 'error', 'data', 'responseHeaders') ?? {}, now);
-    if (fromHeaders) return { until: fromHeaders.until, text: `HTTP 429: ${message} (${fromHeaders.header}: ${fromHeaders.value})`.slice(0, 300), source: `its error event (HTTP 429, header ${fromHeaders.header})` };
+    if (fromHeaders)
+      return {
+        until: fromHeaders.until,
+        text: `HTTP 429: ${message} (${fromHeaders.header}: ${fromHeaders.value})`.slice(0, 300),
+        source: `its error event (HTTP 429, header ${fromHeaders.header})`,
+      };
   }
   const fromWords = quotaResetIn([message, stringAt(last, 'error', 'data', 'responseBody') ?? ''], now);
   return fromWords && { ...fromWords, source: `its error event${statusCode !== null ? ` (HTTP ${statusCode})` : ''}` };
@@ -137,13 +142,47 @@ export const opencodeEngine: EngineSpec = {
   nestedSandboxArgv: [],
   env: { OPENCODE_DISABLE_AUTOUPDATE: '1' },
   // The providers' keys opencode reads from the environment (models.dev's provider entries).
-  credentialEnv: ['OPENROUTER_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_GENERATIVE_AI_API_KEY', 'GROQ_API_KEY', 'MISTRAL_API_KEY', 'DEEPSEEK_API_KEY', 'XAI_API_KEY', 'TOGETHER_AI_API_KEY', 'FIREWORKS_API_KEY', 'CEREBRAS_API_KEY', 'OPENCODE_API_KEY'],
-  stateDirs: ['${XDG_DATA_HOME:-~/.local/share}/opencode', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode', '${XDG_STATE_HOME:-~/.local/state}/opencode'],
+  credentialEnv: [
+    'OPENROUTER_API_KEY',
+    'OPENAI_API_KEY',
+    'ANTHROPIC_API_KEY',
+    'GEMINI_API_KEY',
+    'GOOGLE_GENERATIVE_AI_API_KEY',
+    'GROQ_API_KEY',
+    'MISTRAL_API_KEY',
+    'DEEPSEEK_API_KEY',
+    'XAI_API_KEY',
+    'TOGETHER_AI_API_KEY',
+    'FIREWORKS_API_KEY',
+    'CEREBRAS_API_KEY',
+    'OPENCODE_API_KEY',
+  ],
+  stateDirs: [
+    '${XDG_DATA_HOME:-~/.local/share}/opencode',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode',
+    '${XDG_CACHE_HOME:-~/.cache}/opencode',
+    '${XDG_STATE_HOME:-~/.local/state}/opencode',
+  ],
   stateFiles: [],
-  stateGuarded: ['${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.json', '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.jsonc', '${XDG_CONFIG_HOME:-~/.config}/opencode/AGENTS.md', '${XDG_CONFIG_HOME:-~/.config}/opencode/agent', '${XDG_CONFIG_HOME:-~/.config}/opencode/command', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugin', '${XDG_CONFIG_HOME:-~/.config}/opencode/plugins', '${XDG_CONFIG_HOME:-~/.config}/opencode/tools', '${XDG_CONFIG_HOME:-~/.config}/opencode/tool'],
+  stateGuarded: [
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.json',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/opencode.jsonc',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/AGENTS.md',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/agent',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/command',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/plugin',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/plugins',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/tools',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode/tool',
+  ],
   // The login, the config folder, the provider packages it installed (cache) and the tools it downloaded (bin/); its
   // sessions (storage/, opencode.db), logs, snapshots and prompt history (state) are not.
-  stateShared: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json', '${XDG_DATA_HOME:-~/.local/share}/opencode/bin', '${XDG_CONFIG_HOME:-~/.config}/opencode', '${XDG_CACHE_HOME:-~/.cache}/opencode'],
+  stateShared: [
+    '${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json',
+    '${XDG_DATA_HOME:-~/.local/share}/opencode/bin',
+    '${XDG_CONFIG_HOME:-~/.config}/opencode',
+    '${XDG_CACHE_HOME:-~/.cache}/opencode',
+  ],
   defaultModel: null,
   retryContext: 'prompt',
   // The event types `opencode run --format json` 1.18.33 prints (its run command writes exactly these: step_start,

@@ -35,7 +35,8 @@ export interface QuotaEvent extends QuotaReset {
 /** A reset further away than this is not believed (a misread date), ms: 8 days (codex's weekly limit is 7). */
 export const MAX_QUOTA_WAIT_MS = 8 * 24 * 3600_000;
 
-const LIMIT = /usage[ _-]?limit|session limit|weekly limit|hit your (?:[\w-]+ )?limit|limit (?:has been )?reached|quota (?:exceeded|exhausted|reached)|exceeded your (?:current )?quota|exhausted your (?:\w+ )?(?:quota|capacity)/i;
+const LIMIT =
+  /usage[ _-]?limit|session limit|weekly limit|hit your (?:[\w-]+ )?limit|limit (?:has been )?reached|quota (?:exceeded|exhausted|reached)|exceeded your (?:current )?quota|exhausted your (?:\w+ )?(?:quota|capacity)/i;
 
 const UNITS: Record<string, number> = { d: 86400_000, h: 3600_000, m: 60_000, s: 1000 };
 const DURATION = /^\s*(?:(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])[\s,]*(?:and\s+)?)+/i;
@@ -97,7 +98,10 @@ function durationMs(text: string): number | null {
 function clockTime(text: string, now: number, timeZone: string | undefined): number | null {
   const date = /^([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?/.exec(text);
   const rest = date ? text.slice(date[0].length) : text;
-  const clock = /^(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?=[\s.,)·]|$)\s*(?:\(([A-Za-z_]+(?:\/[A-Za-z_+-]+)+|UTC|GMT)\)|(UTC|GMT)([+-]\d{1,2})?(?::?(\d{2}))?)?/i.exec(rest);
+  const clock =
+    /^(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?(?=[\s.,)·]|$)\s*(?:\(([A-Za-z_]+(?:\/[A-Za-z_+-]+)+|UTC|GMT)\)|(UTC|GMT)([+-]\d{1,2})?(?::?(\d{2}))?)?/i.exec(
+      rest,
+    );
   if (!clock) return null;
   let hour = Number(clock[1]);
   const minute = Number(clock[2] ?? 0);
@@ -145,7 +149,16 @@ function offsetAt(zone: Zone, at: number): number | null {
 function partsIn(timeZone: string | undefined, at: number): { y: number; m: number; d: number; h: number; min: number; s: number } | null {
   let parts: Intl.DateTimeFormatPart[];
   try {
-    parts = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(at);
+    parts = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    }).formatToParts(at);
   } catch {
     return null; // an unknown zone name
   }
@@ -248,7 +261,7 @@ function httpDate(value: string): number | null {
   return Number.isNaN(t) ? null : t;
 }
 
-const GO_UNITS: Record<string, number> = { h: 3600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, 'µs': 0.001, ns: 0.000001 };
+const GO_UNITS: Record<string, number> = { h: 3600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, µs: 0.001, ns: 0.000001 };
 
 /** A Go duration (`6m0s`, `1h2m3.5s`, `20ms`) in ms, as OpenAI's x-ratelimit-reset-* headers give it; null otherwise. */
 function goDurationMs(value: string): number | null {

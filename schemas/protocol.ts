@@ -17,12 +17,38 @@ export { workTimeMs } from './work-time';
 export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
-export { STATUS, resultCounts, roundCounts, runResult, statusInfo, taskResult, type StatusBucket, type StatusInfo, type StepName, type TaskResult, type TaskStatus, type Verdict } from './status';
+export {
+  STATUS,
+  resultCounts,
+  roundCounts,
+  runResult,
+  statusInfo,
+  taskResult,
+  type StatusBucket,
+  type StatusInfo,
+  type StepName,
+  type TaskResult,
+  type TaskStatus,
+  type Verdict,
+} from './status';
 /**
  * The order every view lists tasks in (the task graph's), best-of-N candidates grouped under their task, validated,
  * council and phases members under their lead.
  */
-export { afterLabel, candidateLabel, graphOrder, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines, type CandidateRow, type MemberRow, type TaskRow } from './task-order';
+export {
+  afterLabel,
+  candidateLabel,
+  graphOrder,
+  groupedOrder,
+  leadLines,
+  memberLabel,
+  oneLine,
+  rowAfter,
+  selectLines,
+  type CandidateRow,
+  type MemberRow,
+  type TaskRow,
+} from './task-order';
 
 /** Safe id of a run or a task key: `[A-Za-z0-9._-]`, no leading dot (so never `..`). */
 export const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
@@ -193,7 +219,17 @@ export type HostToPage =
   /** New output of the selected run's workers since the last flush: one message per flush, one chunk per worker. */
   | { type: 'did-append-output'; runId: string; chunks: OutputChunk[] }
   /** Reply to load-artifact: the file's text (its last `maxBytes` when longer; `truncatedBytes` says how much was cut). */
-  | { type: 'did-load-artifact'; replyTo: number; runId: string; artifact: ArtifactKind; key: string | null; attempt: number | null; text: string | null; truncatedBytes: number; error: string | null }
+  | {
+      type: 'did-load-artifact';
+      replyTo: number;
+      runId: string;
+      artifact: ArtifactKind;
+      key: string | null;
+      attempt: number | null;
+      text: string | null;
+      truncatedBytes: number;
+      error: string | null;
+    }
   /**
    * Reply to load-scoreboard. `source` names the module the rows came from; `quarantined` counts the attempts set
    * aside because no model was stamped on them (the script engine, a custom engine that names none).

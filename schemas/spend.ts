@@ -46,7 +46,8 @@ export function spendLine(s: RunSpendState | undefined | null): string | null {
   if (!(s.budgetMicroUsd === null && s.spentMicroUsd === 0 && s.reservedMicroUsd === 0)) {
     parts.push(`spent ${usd(s.spentMicroUsd)}`);
     if (s.reservedMicroUsd > 0) parts.push(`reserved ${usd(s.reservedMicroUsd)}`);
-    if (s.budgetMicroUsd !== null) parts.push(`budget ${usd(s.budgetMicroUsd)} (${Math.floor(((s.spentMicroUsd + s.reservedMicroUsd) / s.budgetMicroUsd) * 100)} %)`);
+    if (s.budgetMicroUsd !== null)
+      parts.push(`budget ${usd(s.budgetMicroUsd)} (${Math.floor(((s.spentMicroUsd + s.reservedMicroUsd) / s.budgetMicroUsd) * 100)} %)`);
   }
   const t = s.tokens;
   if (t && t.budget !== null) {

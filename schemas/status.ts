@@ -152,10 +152,15 @@ export function resultSummary(statuses: readonly string[]): string {
  * retry counts as failed in round 1 and passed in round 2 and on the run's bar; a CANCELLED or BLOCKED one is
  * skipped, never failed.
  */
-export function roundCounts(tasks: readonly { status: string; attempts: readonly { verdict: string | null }[] }[], round: number | null): Record<TaskResult, number> {
+export function roundCounts(
+  tasks: readonly { status: string; attempts: readonly { verdict: string | null }[] }[],
+  round: number | null,
+): Record<TaskResult, number> {
   if (round === null) return resultCounts(tasks.map((t) => t.status));
-  return resultCounts(tasks.flatMap((t) => {
-    const a = t.attempts[round - 1];
-    return a ? [a.verdict ?? 'running'] : round === 1 ? [statusInfo(t.status).final ? t.status : 'queued'] : [];
-  }));
+  return resultCounts(
+    tasks.flatMap((t) => {
+      const a = t.attempts[round - 1];
+      return a ? [a.verdict ?? 'running'] : round === 1 ? [statusInfo(t.status).final ? t.status : 'queued'] : [];
+    }),
+  );
 }

@@ -109,7 +109,11 @@ const blocks = (status: string | undefined): boolean => status !== undefined && 
 export function groupedOrder<T extends GroupedTask>(tasks: readonly T[], inputNames?: InputNames): TaskRow<T>[] {
   const entries = new Map(tasks.filter((t) => t.group === t.key && t.candidate === undefined).map((t) => [t.key, t]));
   const isCandidate = (t: T) => t.candidate !== undefined && t.group !== undefined && t.group !== t.key && entries.has(t.group);
-  const leads = new Map(tasks.filter((t) => !isCandidate(t) && t.workflow?.lead === t.key && t.workflow.member === undefined && Object.hasOwn(LEAD_ROLES, t.workflow.role)).map((t) => [t.key, t]));
+  const leads = new Map(
+    tasks
+      .filter((t) => !isCandidate(t) && t.workflow?.lead === t.key && t.workflow.member === undefined && Object.hasOwn(LEAD_ROLES, t.workflow.role))
+      .map((t) => [t.key, t]),
+  );
   const leadOf = (t: T): T | undefined => {
     const w = t.workflow;
     if (isCandidate(t) || !w || w.lead === t.key || !Number.isInteger(w.member) || (w.member as number) < 1) return undefined;
@@ -132,19 +136,37 @@ export function groupedOrder<T extends GroupedTask>(tasks: readonly T[], inputNa
     const role = leads.has(entry.key) ? (entry.workflow?.role as string) : null;
     rows.push({
       task: entry,
-      candidates: candidates.map((c) => ({ task: c, number: c.candidate as number, winner: entry.winner === c.key, score: typeof entry.scores?.[c.key] === 'number' ? (entry.scores[c.key] as number) : null })),
+      candidates: candidates.map((c) => ({
+        task: c,
+        number: c.candidate as number,
+        winner: entry.winner === c.key,
+        score: typeof entry.scores?.[c.key] === 'number' ? (entry.scores[c.key] as number) : null,
+      })),
       role,
-      ...memberRows(entry, role, mine.filter((m) => !isCandidate(m)), inputNames),
+      ...memberRows(
+        entry,
+        role,
+        mine.filter((m) => !isCandidate(m)),
+        inputNames,
+      ),
     });
   }
   return rows;
 }
 
 /** A lead's members in their order (by role as LEAD_ROLES lists them, then number), with letters and who blocked it. */
-function memberRows<T extends GroupedTask>(lead: T, role: string | null, mine: readonly T[], inputNames?: InputNames): Pick<TaskRow<T>, 'members' | 'blockedBy'> {
+function memberRows<T extends GroupedTask>(
+  lead: T,
+  role: string | null,
+  mine: readonly T[],
+  inputNames?: InputNames,
+): Pick<TaskRow<T>, 'members' | 'blockedBy'> {
   if (role === null) return { members: [], blockedBy: [] };
   const roles = LEAD_ROLES[role] ?? [];
-  const sorted = [...mine].sort((a, b) => roles.indexOf(a.workflow?.role as string) - roles.indexOf(b.workflow?.role as string) || (a.workflow?.member as number) - (b.workflow?.member as number));
+  const sorted = [...mine].sort(
+    (a, b) =>
+      roles.indexOf(a.workflow?.role as string) - roles.indexOf(b.workflow?.role as string) || (a.workflow?.member as number) - (b.workflow?.member as number),
+  );
   const names = inputNames?.[lead.key];
   const letterOf = (key: string) => (names && Object.hasOwn(names, key) && typeof names[key] === 'string' ? (names[key] as string) : null);
   // A review is named after its author: the letter of the same member's answer.
@@ -155,7 +177,13 @@ function memberRows<T extends GroupedTask>(lead: T, role: string | null, mine: r
   const blocked = lead.status === 'BLOCKED';
   const members = sorted.map((m): MemberRow<T> => {
     const w = m.workflow as { role: string; member: number };
-    return { task: m, role: w.role, number: w.member, letter: w.role === 'review' ? answerLetter(w.member) : letterOf(m.key), blocking: blocked && blocks(m.status) };
+    return {
+      task: m,
+      role: w.role,
+      number: w.member,
+      letter: w.role === 'review' ? answerLetter(w.member) : letterOf(m.key),
+      blocking: blocked && blocks(m.status),
+    };
   });
   const after = lead.after ?? [];
   const blockedBy = members.filter((m) => m.blocking).sort((a, b) => after.indexOf(a.task.key) - after.indexOf(b.task.key));
@@ -218,7 +246,7 @@ const LEAD_NOUN: Readonly<Record<string, string>> = { validator: 'validator', ch
 export function leadLines(row: TaskRow<GroupedTask>): string[] {
   if (row.role === null) return [];
   const counts = (LEAD_ROLES[row.role] ?? []).map((r) => [r, row.members.filter((m) => m.role === r).length] as const).filter(([, n]) => n > 0);
-  const of = counts.map(([r, n]) => `${n} ${n === 1 ? r : MEMBER_NOUN[r] ?? r}`).join(', ');
+  const of = counts.map(([r, n]) => `${n} ${n === 1 ? r : (MEMBER_NOUN[r] ?? r)}`).join(', ');
   const blocked = row.blockedBy.map((m) => `${memberLabel(m)} (${m.task.key} ${m.task.status ?? ''})`.replace(' )', ')'));
   return [`${LEAD_NOUN[row.role] ?? row.role}${of ? ` of ${of}` : ''}`, blocked.length ? `blocked by ${blocked.join(', ')}` : ''].filter(Boolean).map(oneLine);
 }

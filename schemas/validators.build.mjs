@@ -48,7 +48,8 @@ export function withoutAnnotations(schema) {
     if (ANNOTATIONS.has(key)) continue;
     if (SUBSCHEMA_LIST.has(key) && Array.isArray(value)) out[key] = value.map(withoutAnnotations);
     else if (SUBSCHEMA.has(key)) out[key] = withoutAnnotations(value);
-    else if (SUBSCHEMA_MAP.has(key) && typeof value === 'object' && value !== null) out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, Array.isArray(v) ? v : withoutAnnotations(v)]));
+    else if (SUBSCHEMA_MAP.has(key) && typeof value === 'object' && value !== null)
+      out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, Array.isArray(v) ? v : withoutAnnotations(v)]));
     else out[key] = value;
   }
   return out;
@@ -104,7 +105,10 @@ export const GENERATED_DIR = path.join(here, 'generated');
 export function writeValidators() {
   fs.mkdirSync(GENERATED_DIR, { recursive: true });
   for (const [name, { js, dts }] of Object.entries(generateValidators())) {
-    for (const [file, text] of [[path.join(GENERATED_DIR, `${name}.js`), js], [path.join(GENERATED_DIR, `${name}.d.ts`), dts]]) {
+    for (const [file, text] of [
+      [path.join(GENERATED_DIR, `${name}.js`), js],
+      [path.join(GENERATED_DIR, `${name}.d.ts`), dts],
+    ]) {
       if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== text) fs.writeFileSync(file, text);
     }
   }

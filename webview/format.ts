@@ -66,7 +66,10 @@ export function activeWaits(waits: Record<string, RunWaitView> | undefined, now:
     .filter(([, w]) => w.until > now)
     .map(([engine, w]) => ({
       engine,
-      reason: w.task === undefined ? w.reason : `set by ${w.task} attempt ${w.attempt ?? '?'}${w.source ? ` (${w.source})` : ''}: "${w.reason}"${w.why ? `; ${w.why}` : ''}`,
+      reason:
+        w.task === undefined
+          ? w.reason
+          : `set by ${w.task} attempt ${w.attempt ?? '?'}${w.source ? ` (${w.source})` : ''}: "${w.reason}"${w.why ? `; ${w.why}` : ''}`,
       text: `waiting for ${engine} until ${clock(w.until)}`,
     }));
 }

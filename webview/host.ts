@@ -52,7 +52,11 @@ function browserHost(): Host {
       const id = client;
       if (!id) return;
       // One POST at a time keeps messages in order.
-      chain = chain.then(() => fetch(`message?client=${encodeURIComponent(id)}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(m) })).catch(() => undefined);
+      chain = chain
+        .then(() =>
+          fetch(`message?client=${encodeURIComponent(id)}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(m) }),
+        )
+        .catch(() => undefined);
     },
     start(onMessage, onConnect, onDisconnect) {
       // Relative URLs: the page lives under /t/<token>/, so every request carries the token.

@@ -9,4 +9,6 @@ mount(App, { target: document.getElementById('app') as HTMLElement });
 connect();
 
 // A style or script the page's CSP blocked is a bug here: say so where tests and developers look.
-document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}:${e.columnNumber} ${e.sample}`));
+document.addEventListener('securitypolicyviolation', (e) =>
+  console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}:${e.columnNumber} ${e.sample}`),
+);

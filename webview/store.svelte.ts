@@ -1,6 +1,17 @@
 // The page's state: what the host sent (runs, outputs, replies) and where the user is (view, run, filters).
 // Host messages are applied in one exhaustive switch; only navigation is persisted through the host.
-import { OUTPUT_RING_BYTES, type ArtifactKind, type HostToPage, type PageToHost, type PoolView, type ReviewerRow, type RunView, type ScoreRow, type SkippedView, type TaskAction } from '../schemas/protocol';
+import {
+  OUTPUT_RING_BYTES,
+  type ArtifactKind,
+  type HostToPage,
+  type PageToHost,
+  type PoolView,
+  type ReviewerRow,
+  type RunView,
+  type ScoreRow,
+  type SkippedView,
+  type TaskAction,
+} from '../schemas/protocol';
 import { host } from './host';
 
 /** The views of the app. */
@@ -72,7 +83,8 @@ let seq = 1;
 /** Key of a worker's output: run and task (the attempt is inside the value). */
 export const outputKey = (runId: string, key: string) => `${runId}/${key}`;
 /** Key of an artifact. */
-export const artifactKey = (runId: string, artifact: ArtifactKind, key: string | null, attempt: number | null) => `${runId}/${artifact}/${key ?? ''}/${attempt ?? ''}`;
+export const artifactKey = (runId: string, artifact: ArtifactKind, key: string | null, attempt: number | null) =>
+  `${runId}/${artifact}/${key ?? ''}/${attempt ?? ''}`;
 
 function send(m: PageToHost): void {
   host.post(m);
@@ -97,7 +109,11 @@ export function loadArtifact(runId: string, artifact: ArtifactKind, key: string 
   const id = artifactKey(runId, artifact, key, attempt);
   if (app.artifacts[id] && !app.artifacts[id].error) return;
   app.artifacts[id] = { loading: true, text: null, truncatedBytes: 0, error: null };
-  send(key === null || attempt === null ? { type: 'load-artifact', seq: seq++, runId, artifact } : { type: 'load-artifact', seq: seq++, runId, artifact, key, attempt });
+  send(
+    key === null || attempt === null
+      ? { type: 'load-artifact', seq: seq++, runId, artifact }
+      : { type: 'load-artifact', seq: seq++, runId, artifact, key, attempt },
+  );
 }
 
 /** Key of a task's action state and diff: run and task. */
@@ -116,7 +132,9 @@ export function act(runId: string, key: string, action: TaskAction): void {
     }
     app.diffs[id] = { loading: true, text: null, error: null };
     host.getText(`diff?run=${encodeURIComponent(runId)}&task=${encodeURIComponent(key)}`).then(
-      (r) => (app.diffs[id] = r.status === 200 ? { loading: false, text: r.text, error: null } : { loading: false, text: null, error: r.text.trim() || `HTTP ${r.status}` }),
+      (r) =>
+        (app.diffs[id] =
+          r.status === 200 ? { loading: false, text: r.text, error: null } : { loading: false, text: null, error: r.text.trim() || `HTTP ${r.status}` }),
       (e: Error) => (app.diffs[id] = { loading: false, text: null, error: e.message }),
     );
     return;

@@ -15,7 +15,9 @@ export interface BackfillFlags {
 }
 
 function changeLine(c: BackfillChange): string {
-  const what = [c.task_type ? `task_type → ${c.task_type.to} (by "${c.task_type.by}")` : '', c.model ? `model → ${c.model.to} (from ${c.model.from})` : ''].filter(Boolean).join(', ');
+  const what = [c.task_type ? `task_type → ${c.task_type.to} (by "${c.task_type.by}")` : '', c.model ? `model → ${c.model.to} (from ${c.model.from})` : '']
+    .filter(Boolean)
+    .join(', ');
   return `line ${c.line}: ${c.run_id}/${c.task_key ?? '-'}${c.attempt !== null ? ` attempt ${c.attempt}` : ''}: ${what}`;
 }
 
@@ -42,7 +44,9 @@ export async function backfillCommand(flags: BackfillFlags, io: Io): Promise<num
   }
   for (const c of report.changes) io.out(changeLine(c));
   const verb = flags.dryRun ? 'would change' : 'changed';
-  io.out(`${report.rows} row(s) in ${log}: ${verb} ${report.changes.length}${report.rechained ? `; ${report.rechained} later chained row(s) ${flags.dryRun ? 'would get' : 'got'} a new prev_hash` : ''}`);
+  io.out(
+    `${report.rows} row(s) in ${log}: ${verb} ${report.changes.length}${report.rechained ? `; ${report.rechained} later chained row(s) ${flags.dryRun ? 'would get' : 'got'} a new prev_hash` : ''}`,
+  );
   if (report.backup) io.out(`the log before the backfill: ${report.backup}; recorded in ${path.join(path.dirname(log), 'backfills.jsonl')}`);
   if (flags.dryRun) io.out('dry run: nothing was written');
   return 0;

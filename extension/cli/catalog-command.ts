@@ -27,7 +27,9 @@ export async function catalogCommand(f: CatalogFlags, io: Io): Promise<number> {
       const changes = readChanges(f.home);
       if (f.json) io.out(JSON.stringify(changes, null, 2));
       else if (!changes.length) io.out('no catalog changes recorded yet (a change log starts with the second refresh)');
-      else for (const c of changes) io.out(`${c.at}  ${c.kind.padEnd(12)} ${c.id}${c.old && c.new ? `  ${c.old.prompt}/${c.old.completion} → ${c.new.prompt}/${c.new.completion}` : ''}`);
+      else
+        for (const c of changes)
+          io.out(`${c.at}  ${c.kind.padEnd(12)} ${c.id}${c.old && c.new ? `  ${c.old.prompt}/${c.old.completion} → ${c.new.prompt}/${c.new.completion}` : ''}`);
       return 0;
     }
     let models: OpenRouterModel[];
@@ -60,7 +62,9 @@ export async function catalogCommand(f: CatalogFlags, io: Io): Promise<number> {
       const p = microUsdPerToken(m.pricing.prompt);
       const c = microUsdPerToken(m.pricing.completion);
       const price = isFree(m) ? 'free' : `$${p ?? '?'}/$${c ?? '?'} per Mtok`;
-      io.out(`${m.id.padEnd(48)} ${String(m.context_length ?? '-').padStart(8)}  ${isTextToText(m) ? 'text→text' : (m.architecture?.modality ?? '?')}  ${price}`);
+      io.out(
+        `${m.id.padEnd(48)} ${String(m.context_length ?? '-').padStart(8)}  ${isTextToText(m) ? 'text→text' : (m.architecture?.modality ?? '?')}  ${price}`,
+      );
     }
     return 0;
   } catch (e) {

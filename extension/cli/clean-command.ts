@@ -20,7 +20,8 @@ export async function cleanCommand(flags: CleanFlags, io: Io): Promise<number> {
   let olderThanDays: number | undefined;
   if (flags.olderThan !== undefined) {
     olderThanDays = Number(flags.olderThan);
-    if (flags.olderThan.trim() === '' || !Number.isFinite(olderThanDays) || olderThanDays < 0) throw new UsageError(`--older-than must be a number of days ≥ 0, got "${flags.olderThan}"`);
+    if (flags.olderThan.trim() === '' || !Number.isFinite(olderThanDays) || olderThanDays < 0)
+      throw new UsageError(`--older-than must be a number of days ≥ 0, got "${flags.olderThan}"`);
   }
   let report;
   try {
@@ -29,7 +30,12 @@ export async function cleanCommand(flags: CleanFlags, io: Io): Promise<number> {
     throw new InputError((e as Error).message);
   }
   const would = flags.dryRun ? 'would ' : '';
-  if (flags.dryRun) for (const id of deadRuns(flags.home)) if (!flags.run || id.startsWith(flags.run)) io.out(`${id}: its orchestrator died; clean would first reconcile it (orphaned workers killed, unfinished tasks INTERRUPTED) and then clean it as a run that is over — not listed below; \`verdict resume ${id}\` instead keeps it going`);
+  if (flags.dryRun)
+    for (const id of deadRuns(flags.home))
+      if (!flags.run || id.startsWith(flags.run))
+        io.out(
+          `${id}: its orchestrator died; clean would first reconcile it (orphaned workers killed, unfinished tasks INTERRUPTED) and then clean it as a run that is over — not listed below; \`verdict resume ${id}\` instead keeps it going`,
+        );
   for (const a of report.actions) io.out(actionLine(a, would));
   const unmerged = report.actions.filter((a) => (a.kind === 'branch-kept' || a.kind === 'branch-deleted') && a.unmerged);
   const kept = report.actions.filter((a) => a.kind === 'branch-kept');

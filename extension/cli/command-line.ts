@@ -102,7 +102,7 @@ export function mainHelp(table: readonly AnyCommand[]): string {
     ...table.map((c) => row([c.name, ...c.args.map(argText)].join(' '), c.summary)),
     '',
     'options:',
-    row('-h, --help', 'this help; verdict <command> --help: that command\'s arguments and options'),
+    row('-h, --help', "this help; verdict <command> --help: that command's arguments and options"),
     row('-V, --version', 'the version'),
     '',
     'exit codes: 0 success (run: every task passed), 1 some task did not pass or the command failed, 2 bad input',
@@ -161,7 +161,8 @@ export function parseCommandLine(table: readonly AnyCommand[], argv: readonly st
   if (parsed.values.help) return { kind: 'help', text: commandHelp(c), code: 0 };
   checkPositionals(c, parsed.positionals);
   const flags: Record<string, string | boolean | undefined> = {};
-  for (const [name, f] of Object.entries(specs)) flags[name] = f.type === 'boolean' ? parsed.values[name] === true : (parsed.values[name] as string | undefined);
+  for (const [name, f] of Object.entries(specs))
+    flags[name] = f.type === 'boolean' ? parsed.values[name] === true : (parsed.values[name] as string | undefined);
   return { kind: 'run', command: c, args: parsed.positionals, flags };
 }
 
@@ -185,8 +186,14 @@ function checkPositionals(c: AnyCommand, positionals: string[]): void {
     i = a.repeat ? positionals.length : Math.min(i + 1, positionals.length);
   }
   if (i < positionals.length) {
-    const extra = positionals.slice(i).map((p) => JSON.stringify(p)).join(' ');
-    throw new CommandUsageError(c, c.args.length ? `unexpected argument ${extra} (takes ${c.args.map(argText).join(' ')})` : `takes no arguments, got ${extra}`);
+    const extra = positionals
+      .slice(i)
+      .map((p) => JSON.stringify(p))
+      .join(' ');
+    throw new CommandUsageError(
+      c,
+      c.args.length ? `unexpected argument ${extra} (takes ${c.args.map(argText).join(' ')})` : `takes no arguments, got ${extra}`,
+    );
   }
 }
 

@@ -24,7 +24,12 @@ const json = { type: 'boolean', help: 'print JSON' } as const satisfies FlagSpec
 const noWait = { type: 'boolean', help: 'return once the command is sent, without waiting for its acknowledgment' } as const satisfies FlagSpec;
 /** The flags of the control verbs (stop, pause, drain, unwait). */
 const controlFlags = {
-  identity: { type: 'string', value: 'NAME', help: 'who sends it (recorded with the acknowledgment)', default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname' },
+  identity: {
+    type: 'string',
+    value: 'NAME',
+    help: 'who sends it (recorded with the acknowledgment)',
+    default: 'VERDICT_IDENTITY, .fleet-agent, config, hostname',
+  },
   'no-wait': noWait,
   home,
 } as const satisfies Record<string, FlagSpec>;
@@ -55,7 +60,12 @@ const runFlags = {
 
 /** The flags of resume and rerun of a run that ended, besides runFlags: the budgets it goes on under. */
 const budgetFlags = {
-  'budget-usd': { type: 'string', value: 'USD', help: 'its budget_usd from now on (a higher one goes on after BUDGET_EXCEEDED); its spend still counts', default: 'the budget it had' },
+  'budget-usd': {
+    type: 'string',
+    value: 'USD',
+    help: 'its budget_usd from now on (a higher one goes on after BUDGET_EXCEEDED); its spend still counts',
+    default: 'the budget it had',
+  },
   'budget-tokens': { type: 'string', value: 'N', help: 'its budget_tokens from now on; the tokens it used still count', default: 'the budget it had' },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -77,12 +87,22 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: {
       ...runFlags,
       only: { type: 'string', value: 'KEYS', help: 'run only these tasks (comma-separated task keys)' },
-      pool: { type: 'string', value: 'URL', help: "run the attempts on the worker pool of this Postgres (`verdict pool worker`; docs/scale.md)", default: "the manifest's pool, else the config's \"pool\"" },
+      pool: {
+        type: 'string',
+        value: 'URL',
+        help: 'run the attempts on the worker pool of this Postgres (`verdict pool worker`; docs/scale.md)',
+        default: 'the manifest\'s pool, else the config\'s "pool"',
+      },
       remote: { type: 'string', value: 'GIT', help: 'pool runs: the git remote every worker fetches from and pushes to', default: "the manifest's remote" },
     },
     summary: 'run a swarm manifest (*.swarm.json / *.swarm.jsonc)',
     exit: '0 every task passed, 1 some task did not, 2 bad input or a lint error without --force (nothing is created)',
-    run: async ({ args: [manifest], flags }, io) => (await (await import('./run-command')).runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only, pool: flags.pool, remote: flags.remote }, io)).code,
+    run: async ({ args: [manifest], flags }, io) =>
+      (
+        await (
+          await import('./run-command')
+        ).runCommand(manifest as string, { ...runFlagsOf(flags), only: flags.only, pool: flags.pool, remote: flags.remote }, io)
+      ).code,
   }),
   command({
     name: 'pool',
@@ -90,7 +110,12 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: {
       db: { type: 'string', value: 'URL', help: "the pool's Postgres", default: 'VERDICT_POOL_URL' },
       slots: { type: 'string', value: 'N', help: 'worker: attempts at once', default: '1' },
-      engines: { type: 'string', value: 'NAMES', help: 'worker: the engines it takes attempts of (comma-separated)', default: 'every engine whose command is on PATH' },
+      engines: {
+        type: 'string',
+        value: 'NAMES',
+        help: 'worker: the engines it takes attempts of (comma-separated)',
+        default: 'every engine whose command is on PATH',
+      },
       host: { type: 'string', value: 'NAME', help: 'worker: its name in rows and status', default: 'the short hostname' },
       'no-sandbox': runFlags['no-sandbox'],
       json,
@@ -99,7 +124,21 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "worker: run pool runs' attempts here until Ctrl-C (drains); status: the pool's workers and queues",
     exit: '0 drained or printed, 2 bad input or the database cannot be reached',
-    run: async ({ args: [action], flags }, io) => (await import('./pool-command')).poolCommand(action as string, { db: flags.db, slots: flags.slots, engines: flags.engines, host: flags.host, home: flags.home, config: flags.config, noSandbox: flags['no-sandbox'], json: flags.json }, io),
+    run: async ({ args: [action], flags }, io) =>
+      (await import('./pool-command')).poolCommand(
+        action as string,
+        {
+          db: flags.db,
+          slots: flags.slots,
+          engines: flags.engines,
+          host: flags.host,
+          home: flags.home,
+          config: flags.config,
+          noSandbox: flags['no-sandbox'],
+          json: flags.json,
+        },
+        io,
+      ),
   }),
   command({
     name: 'resume',
@@ -113,11 +152,22 @@ export const COMMANDS: readonly AnyCommand[] = [
       const live = liveRun(home, run as string);
       if (live && !live.state.paused) {
         const s = live.state;
-        throw new InputError(`run ${s.runId} is live (its orchestrator is pid ${s.pid} on ${s.host}, identity ${s.identity}) and not paused: nothing to resume`);
+        throw new InputError(
+          `run ${s.runId} is live (its orchestrator is pid ${s.pid} on ${s.host}, identity ${s.identity}) and not paused: nothing to resume`,
+        );
       }
-      if (live && (flags['budget-usd'] !== undefined || flags['budget-tokens'] !== undefined)) throw new InputError(`run ${live.state.runId} is live (paused): --budget-usd and --budget-tokens apply to a run that ended (stop it, then resume it with the new budget)`);
+      if (live && (flags['budget-usd'] !== undefined || flags['budget-tokens'] !== undefined))
+        throw new InputError(
+          `run ${live.state.runId} is live (paused): --budget-usd and --budget-tokens apply to a run that ended (stop it, then resume it with the new budget)`,
+        );
       if (live) return sendControl(live, 'resume', undefined, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return (await import('./resume-command')).continueCommand(run as string, 'resume', undefined, { ...runFlagsOf(flags), budgetUsd: flags['budget-usd'], budgetTokens: flags['budget-tokens'] }, io);
+      return (await import('./resume-command')).continueCommand(
+        run as string,
+        'resume',
+        undefined,
+        { ...runFlagsOf(flags), budgetUsd: flags['budget-usd'], budgetTokens: flags['budget-tokens'] },
+        io,
+      );
     },
   }),
   command({
@@ -160,9 +210,16 @@ export const COMMANDS: readonly AnyCommand[] = [
       const home = resolveHome(flags.home);
       const { liveRun, sendControl } = await import('./control-command');
       const live = liveRun(home, run as string);
-      if (live && (flags['budget-usd'] !== undefined || flags['budget-tokens'] !== undefined)) throw new InputError(`run ${live.state.runId} is live: --budget-usd and --budget-tokens apply to a run that ended`);
+      if (live && (flags['budget-usd'] !== undefined || flags['budget-tokens'] !== undefined))
+        throw new InputError(`run ${live.state.runId} is live: --budget-usd and --budget-tokens apply to a run that ended`);
       if (live) return sendControl(live, 'rerun', task, { home, identity: flags.identity, noWait: flags['no-wait'] }, io);
-      return (await import('./resume-command')).continueCommand(run as string, 'rerun', task, { ...runFlagsOf(flags), budgetUsd: flags['budget-usd'], budgetTokens: flags['budget-tokens'] }, io);
+      return (await import('./resume-command')).continueCommand(
+        run as string,
+        'rerun',
+        task,
+        { ...runFlagsOf(flags), budgetUsd: flags['budget-usd'], budgetTokens: flags['budget-tokens'] },
+        io,
+      );
     },
   }),
   command({
@@ -171,7 +228,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: controlFlags,
     summary: "a live run's ENGINE stops waiting for its quota reset: its tasks start again at once",
     exit: controlExit,
-    run: async ({ args: [run, engine], flags }, io) => (await import('./control-command')).unwaitCommand(run as string, engine as string, controlOptions(flags), io),
+    run: async ({ args: [run, engine], flags }, io) =>
+      (await import('./control-command')).unwaitCommand(run as string, engine as string, controlOptions(flags), io),
   }),
   command({
     name: 'merge',
@@ -179,7 +237,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { batch: { type: 'boolean', help: 'merge every passing branch first, run the suite once on the result, bisect only when it fails' }, home },
     summary: 'merge passed task branches into the current branch: rebase, re-check, suite, fast-forward',
     exit: '0 all merged, 1 some did not (conflict, failed re-check or suite, not passed, dirty tree), 2 bad input',
-    run: async ({ args: [run, ...tasks], flags }, io) => (await import('./control-command')).mergeCommand(run as string, tasks, { home: resolveHome(flags.home), batch: flags.batch === true }, io),
+    run: async ({ args: [run, ...tasks], flags }, io) =>
+      (await import('./control-command')).mergeCommand(run as string, tasks, { home: resolveHome(flags.home), batch: flags.batch === true }, io),
   }),
   command({
     name: 'discard',
@@ -187,7 +246,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { home },
     summary: "remove a task's worktree and delete its branch, asking nothing (not while a live run works on it)",
     exit: '0 discarded, 1 a live process works in its worktree, 2 bad input (no such run or task, plain mode, running)',
-    run: async ({ args: [run, task], flags }, io) => (await import('./control-command')).discardCommand(run as string, task as string, { home: resolveHome(flags.home) }, io),
+    run: async ({ args: [run, task], flags }, io) =>
+      (await import('./control-command')).discardCommand(run as string, task as string, { home: resolveHome(flags.home) }, io),
   }),
   command({
     name: 'runs',
@@ -197,7 +257,9 @@ export const COMMANDS: readonly AnyCommand[] = [
     exit: '0 listed, 2 no such run',
     run: async ({ args: [run], flags }, io) => {
       const { runsCommand, runTasksCommand } = await import('./control-command');
-      return run === undefined ? runsCommand({ home: resolveHome(flags.home), json: flags.json }, io) : runTasksCommand(run, { home: resolveHome(flags.home), json: flags.json }, io);
+      return run === undefined
+        ? runsCommand({ home: resolveHome(flags.home), json: flags.json }, io)
+        : runTasksCommand(run, { home: resolveHome(flags.home), json: flags.json }, io);
     },
   }),
   command({
@@ -208,7 +270,11 @@ export const COMMANDS: readonly AnyCommand[] = [
     exit: '0 printed, 2 bad input (the manifest does not load)',
     run: async ({ args: [file], flags }, io) => {
       const { engines, config: c } = (await import('./load-engines')).loadEngines(flags.config);
-      return (await import('./plan-command')).planCommand(file as string, { home: resolveHome(flags.home), json: flags.json === true, engines, route: c.route ?? null }, io);
+      return (await import('./plan-command')).planCommand(
+        file as string,
+        { home: resolveHome(flags.home), json: flags.json === true, engines, route: c.route ?? null },
+        io,
+      );
     },
   }),
   command({
@@ -219,7 +285,10 @@ export const COMMANDS: readonly AnyCommand[] = [
     exit: '0 no finding is an error, 1 some is, 2 bad input',
     run: async ({ args, flags }, io) => {
       const { engines, settings, config: c } = (await import('./load-engines')).loadEngines(flags.config);
-      return (await import('./lint-command')).lintCommand(args, flags.json, engines, settings.allowFullAccess, io, { home: resolveHome(flags.home), route: c.route ?? null });
+      return (await import('./lint-command')).lintCommand(args, flags.json, engines, settings.allowFullAccess, io, {
+        home: resolveHome(flags.home),
+        route: c.route ?? null,
+      });
     },
   }),
   command({
@@ -264,7 +333,11 @@ export const COMMANDS: readonly AnyCommand[] = [
     run: async ({ flags }, io) => {
       if (flags.route !== undefined) {
         const { engines, config: c } = (await import('./load-engines')).loadEngines(flags.config);
-        return (await import('./route-command')).routeCommand(flags.route, { home: resolveHome(flags.home), log: flags.log, manifest: flags.manifest, json: flags.json === true, engines, configRoute: c.route ?? null }, io);
+        return (await import('./route-command')).routeCommand(
+          flags.route,
+          { home: resolveHome(flags.home), log: flags.log, manifest: flags.manifest, json: flags.json === true, engines, configRoute: c.route ?? null },
+          io,
+        );
       }
       const { modelsCommand, postgresUrlFor } = await import('./models-command');
       const filters = { taskType: flags['task-type'], model: flags.model, engine: flags.engine, since: flags.since };
@@ -287,7 +360,18 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'the model catalog (OpenRouter format): snapshot, refresh, change log',
     exit: '0 shown, 1 no snapshot yet, 2 bad input (a source of the wrong shape: the previous snapshot is kept)',
     run: async ({ flags }, io) =>
-      (await import('./catalog-command')).catalogCommand({ home: resolveHome(flags.home), refresh: flags.refresh, source: flags.source, file: flags.file, free: flags.free, changes: flags.changes, json: flags.json }, io),
+      (await import('./catalog-command')).catalogCommand(
+        {
+          home: resolveHome(flags.home),
+          refresh: flags.refresh,
+          source: flags.source,
+          file: flags.file,
+          free: flags.free,
+          changes: flags.changes,
+          json: flags.json,
+        },
+        io,
+      ),
   }),
   command({
     name: 'clean',
@@ -305,7 +389,10 @@ export const COMMANDS: readonly AnyCommand[] = [
       // A run whose orchestrator died is reconciled first (orphaned workers killed), as every starting command does;
       // not in a dry run, which changes nothing (such a run is listed as resumable and kept either way).
       if (!flags['dry-run']) await reconcileAtStart(flags.home, io);
-      return (await import('./clean-command')).cleanCommand({ home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] }, io);
+      return (await import('./clean-command')).cleanCommand(
+        { home: resolveHome(flags.home), run: flags.run, olderThan: flags['older-than'], branches: flags.branches, dryRun: flags['dry-run'] },
+        io,
+      );
     },
   }),
   command({
@@ -315,23 +402,32 @@ export const COMMANDS: readonly AnyCommand[] = [
       port: { type: 'string', value: 'N', help: 'port on 127.0.0.1 (0: any free port)', default: '8700, or a free port when it is taken' },
       'no-open': { type: 'boolean', help: 'print the URL, do not open a browser' },
       'idle-exit-s': { type: 'string', value: 'S', help: 'exit after S seconds with no page open and no run running (`verdict run` starts one with 600)' },
-      pool: { type: 'string', value: 'URL', help: "also show this worker pool's workers (default $VERDICT_POOL_URL, else the config's \"pool\")" },
+      pool: { type: 'string', value: 'URL', help: 'also show this worker pool\'s workers (default $VERDICT_POOL_URL, else the config\'s "pool")' },
       home,
     },
     summary: 'serve the dashboard of every run on this machine to a browser (127.0.0.1, token in the URL)',
     exit: '0 a clean stop (Ctrl-C), 2 bad flags or a taken --port',
     run: async ({ flags }, io) => {
       await reconcileAtStart(flags.home, io);
-      return (await import('./hud/hud-command')).hudCommand({ home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'], pool: flags.pool }, io);
+      return (await import('./hud/hud-command')).hudCommand(
+        { home: resolveHome(flags.home), port: flags.port, open: !flags['no-open'], idleExitS: flags['idle-exit-s'], pool: flags.pool },
+        io,
+      );
     },
   }),
   command({
     name: 'doctor',
     args: [{ name: 'MANIFEST', optional: true }],
-    flags: { json, home, config, probe: { type: 'boolean', help: 'also send each installed, logged-in engine a one-line prompt (a real model call: a few tokens each)' } },
+    flags: {
+      json,
+      home,
+      config,
+      probe: { type: 'boolean', help: 'also send each installed, logged-in engine a one-line prompt (a real model call: a few tokens each)' },
+    },
     summary: 'what this machine offers a run (sandbox, git, engines, home); with MANIFEST, can each task run here',
     exit: '0 a run can start here with the defaults (and every task of MANIFEST can), 1 it cannot (listed)',
-    run: async ({ args: [manifest], flags }, io) => (await import('./doctor-command')).doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe, manifest }, io),
+    run: async ({ args: [manifest], flags }, io) =>
+      (await import('./doctor-command')).doctorCommand({ home: flags.home, config: flags.config, json: flags.json, probe: flags.probe, manifest }, io),
   }),
   command({
     name: 'mcp',
@@ -344,7 +440,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: 'an MCP server on stdio for agents: lint, run, status, control, merge, scoreboard',
     exit: '0 the client disconnected, 2 bad input (no such workspace)',
-    run: async ({ flags }, io) => (await import('./mcp/mcp-command')).mcpCommand({ home: flags.home, config: flags.config, workspace: flags.workspace, identity: flags.identity }, io),
+    run: async ({ flags }, io) =>
+      (await import('./mcp/mcp-command')).mcpCommand({ home: flags.home, config: flags.config, workspace: flags.workspace, identity: flags.identity }, io),
   }),
   command({
     name: 'install-agent',
@@ -372,7 +469,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     name: 'agent-hook',
     args: [{ name: 'MODE' }],
     flags: { home },
-    summary: 'the hook install-agent registers (pre-bash, post-edit): reads Claude Code\'s JSON on stdin',
+    summary: "the hook install-agent registers (pre-bash, post-edit): reads Claude Code's JSON on stdin",
     exit: '0 always: a hook never blocks',
     run: async ({ args: [mode], flags }, io) => (await import('./agent/nudge')).agentHookCommand(mode as string, resolveHome(flags.home), io.out),
   }),
@@ -382,21 +479,30 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: {
       mapping: { type: 'string', value: 'FILE', help: 'JSON object: "run_id:task_key", "run_id" or "name:prefix" to task_type' },
       log: { type: 'string', value: 'FILE', help: "the eval log to fill (Ringer's runs.jsonl too)", default: '<home>/runs.jsonl' },
-      'runs-dir': { type: 'string', value: 'DIR', help: "where run states are: <DIR>/<run_id>/state.json or Ringer's <DIR>/<run_id>.json", default: '<home>/runs' },
+      'runs-dir': {
+        type: 'string',
+        value: 'DIR',
+        help: "where run states are: <DIR>/<run_id>/state.json or Ringer's <DIR>/<run_id>.json",
+        default: '<home>/runs',
+      },
       'dry-run': { type: 'boolean', help: 'print what would change, write nothing' },
       json,
       home,
     },
     summary: "fill old eval rows' missing task_type (mapping) and model (run state); the chain is recomputed",
     exit: '0 done or nothing to do, 2 bad input: no --mapping, no log, a mapping of the wrong shape',
-    run: async ({ flags }, io) => (await import('./backfill-command')).backfillCommand({ home: resolveHome(flags.home), log: flags.log, runsDir: flags['runs-dir'], mapping: flags.mapping, dryRun: flags['dry-run'], json: flags.json }, io),
+    run: async ({ flags }, io) =>
+      (await import('./backfill-command')).backfillCommand(
+        { home: resolveHome(flags.home), log: flags.log, runsDir: flags['runs-dir'], mapping: flags.mapping, dryRun: flags['dry-run'], json: flags.json },
+        io,
+      ),
   }),
   command({
     name: 'verify-log',
     args: [],
     flags: {
       log: { type: 'string', value: 'FILE', help: 'check this eval log (its heads are read from beside it)', default: '<home>/runs.jsonl' },
-      pg: { type: 'boolean', help: "also check every row of swarm_runs in Postgres (VERDICT_PG_URL, postgres_url) against this log" },
+      pg: { type: 'boolean', help: 'also check every row of swarm_runs in Postgres (VERDICT_PG_URL, postgres_url) against this log' },
       'mine-only': { type: 'boolean', help: "with --pg: every row must be this home's (a machine alone, a pool's orchestrator)" },
       json,
       home,
@@ -404,7 +510,11 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "check the eval log's hash chains (and its Postgres copy): the first row edited, removed or added",
     exit: '0 intact, 1 tampered (the first bad row: line, run_id/task_key, attempt), 2 bad input (no log, no database)',
-    run: async ({ flags }, io) => (await import('./verify-log-command')).verifyLogCommand({ log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, mineOnly: flags['mine-only'], config: flags.config }, io),
+    run: async ({ flags }, io) =>
+      (await import('./verify-log-command')).verifyLogCommand(
+        { log: flags.log, home: flags.home, json: flags.json, pg: flags.pg, mineOnly: flags['mine-only'], config: flags.config },
+        io,
+      ),
   }),
   command({
     name: 'archive',
@@ -416,7 +526,8 @@ export const COMMANDS: readonly AnyCommand[] = [
     },
     summary: "one tar of a run's evidence; its SHA-256 manifest's hash recorded in archives.jsonl",
     exit: '0 written, 2 bad input (no such run, --out exists, a git error)',
-    run: async ({ args: [runId], flags }, io) => (await import('./archive-command')).archiveCommand(runId as string, { home: flags.home, out: flags.out, json: flags.json }, io),
+    run: async ({ args: [runId], flags }, io) =>
+      (await import('./archive-command')).archiveCommand(runId as string, { home: flags.home, out: flags.out, json: flags.json }, io),
   }),
   command({
     name: 'verify-archive',
@@ -424,6 +535,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     flags: { json, home },
     summary: 'check an archive against its SHA256SUMS and the hash recorded for it',
     exit: '0 intact, 1 tampered (or recorded in no archives.jsonl of this home), 2 not a Verdict archive',
-    run: async ({ args: [file], flags }, io) => (await import('./verify-archive-command')).verifyArchiveCommand(file as string, { home: flags.home, json: flags.json }, io),
+    run: async ({ args: [file], flags }, io) =>
+      (await import('./verify-archive-command')).verifyArchiveCommand(file as string, { home: flags.home, json: flags.json }, io),
   }),
 ];

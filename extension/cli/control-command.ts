@@ -41,7 +41,10 @@ export function resolveRun(home: string, arg: string): RunInfo {
   }
   const matches = ids.includes(arg) ? [arg] : ids.filter((id) => id.startsWith(arg)).sort();
   if (!matches.length) throw new InputError(`no run ${arg} under ${home}`);
-  if (matches.length > 1) throw new InputError(`"${arg}" is the start of ${matches.length} run ids (${matches.slice(0, 4).join(', ')}${matches.length > 4 ? ', …' : ''}); give more of it`);
+  if (matches.length > 1)
+    throw new InputError(
+      `"${arg}" is the start of ${matches.length} run ids (${matches.slice(0, 4).join(', ')}${matches.length > 4 ? ', …' : ''}); give more of it`,
+    );
   const stateFile = path.join(runDir(home, matches[0] as string), 'state.json');
   const read = readState(stateFile);
   if (!('state' in read)) throw new InputError(`run ${matches[0]}: ${read.reason === 'missing' ? 'no state file' : read.reason}`);
@@ -72,9 +75,16 @@ export async function sendControl(info: RunInfo, verb: ControlVerb, task: string
     const hint = verb === 'unwait' ? ` (\`verdict resume ${state.runId}\` takes it over, honouring its waits; unwait it once it runs)` : '';
     throw new InputError(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run${hint}`);
   }
-  if (task !== undefined && !state.tasks.some((t) => t.key === task)) throw new InputError(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
+  if (task !== undefined && !state.tasks.some((t) => t.key === task))
+    throw new InputError(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
   const by = resolveIdentity({ flag: opts.identity, cwd: process.cwd(), configDefault: loadEngines(undefined).settings.identity }).identity;
-  const cmd = await appendControl(path.dirname(info.stateFile), { verb, ...(task !== undefined ? { task } : {}), ...(opts.engine !== undefined ? { engine: opts.engine } : {}), by, host: shortHost() });
+  const cmd = await appendControl(path.dirname(info.stateFile), {
+    verb,
+    ...(task !== undefined ? { task } : {}),
+    ...(opts.engine !== undefined ? { engine: opts.engine } : {}),
+    by,
+    host: shortHost(),
+  });
   const what = `${verb}${task !== undefined ? ` ${task}` : ''}${opts.engine !== undefined ? ` ${opts.engine}` : ''}`;
   if (opts.noWait) {
     io.out(`sent ${what} to run ${state.runId} (command ${cmd.id}); its acknowledgment will be in ${info.stateFile} (control)`);
@@ -96,7 +106,9 @@ export async function sendControl(info: RunInfo, verb: ControlVerb, task: string
       }
     }
     if (Date.now() > deadline) {
-      io.err(`${what}: sent to run ${state.runId} (command ${cmd.id}) but not acknowledged within ${Math.round((opts.waitMs ?? ACK_WAIT_MS) / 1000)} s; see control in ${info.stateFile}`);
+      io.err(
+        `${what}: sent to run ${state.runId} (command ${cmd.id}) but not acknowledged within ${Math.round((opts.waitMs ?? ACK_WAIT_MS) / 1000)} s; see control in ${info.stateFile}`,
+      );
       return 1;
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -124,7 +136,19 @@ export function unwaitCommand(run: string, engine: string, opts: ControlOptions,
  */
 function waitJson(w: EngineWait): Record<string, unknown> {
   const iso = (t: number) => new Date(t).toISOString();
-  return { until: iso(w.until), reset: iso(w.reset ?? w.until), reason: w.reason, source: w.source ?? null, task: w.task, attempt: w.attempt, since: iso(w.since), why: w.why ?? null, capped: w.capped === true, confirmed: w.confirmed === true, probe: w.probe ? { task: w.probe.task, since: iso(w.probe.since) } : null };
+  return {
+    until: iso(w.until),
+    reset: iso(w.reset ?? w.until),
+    reason: w.reason,
+    source: w.source ?? null,
+    task: w.task,
+    attempt: w.attempt,
+    since: iso(w.since),
+    why: w.why ?? null,
+    capped: w.capped === true,
+    confirmed: w.confirmed === true,
+    probe: w.probe ? { task: w.probe.task, since: iso(w.probe.since) } : null,
+  };
 }
 
 /** One line per run, live ones first (`verdict runs`). */
@@ -141,7 +165,11 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
     paused: r.state.paused === true,
     draining: r.state.draining === true,
     // Engines waiting for a quota reset (a resumed run honours them too), or whose probe runs: see waitJson.
-    waits: Object.fromEntries(Object.entries(r.state.waits ?? {}).filter(([, w]) => w.until > Date.now() || (w.probe && r.liveness === 'running')).map(([e, w]) => [e, waitJson(w)])),
+    waits: Object.fromEntries(
+      Object.entries(r.state.waits ?? {})
+        .filter(([, w]) => w.until > Date.now() || (w.probe && r.liveness === 'running'))
+        .map(([e, w]) => [e, waitJson(w)]),
+    ),
     waiting: waitsLine(r.state),
     passed: r.counts.passed,
     total: r.counts.total,
@@ -167,7 +195,10 @@ export function runsCommand(opts: { home: string; json: boolean }, io: Io): numb
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
   // Machine-wide limits (engine max_parallel, manifest logins): the slots live runs hold now.
   const slots = slotsInUse(opts.home).filter((s) => s.limit > 0);
-  if (slots.length) io.out(`slots on this machine: ${slots.map((s) => `${s.group.replace('-', ' ')} ${s.holders.length}/${s.limit}${s.holders.length ? ` (${s.holders.map((h) => `${h.runId} ${h.task}`).join(', ')})` : ''}`).join('; ')}`);
+  if (slots.length)
+    io.out(
+      `slots on this machine: ${slots.map((s) => `${s.group.replace('-', ' ')} ${s.holders.length}/${s.limit}${s.holders.length ? ` (${s.holders.map((h) => `${h.runId} ${h.task}`).join(', ')})` : ''}`).join('; ')}`,
+    );
   return 0;
 }
 
@@ -191,10 +222,27 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     const last = t.attempts.at(-1);
     // The latest attempt's label while it runs or when it made the task's status; else the status (BLOCKED, CANCELLED…).
     // What was done with the work after the verdict (MERGED <commit>, DISCARDED <commit>) comes first.
-    const label = landedLabel(t) ?? (last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status);
+    const label =
+      landedLabel(t) ?? (last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last, info.liveness === 'orchestrator-died') : t.status);
     const reason = t.reason ?? (last && t.status !== 'PASS' ? last.notes : '');
     const memCap = [...new Set(t.attempts.map((a) => a.memCap).filter((m): m is string => m !== undefined))];
-    return { key: t.key, status: t.status, result: taskResult(t.status), ...(t.merged ? { merged: t.merged } : {}), ...(t.discarded ? { discarded: t.discarded } : {}), label, step: last?.step ?? null, after, attempts: t.attempts.length, engine: t.engine, model: t.model, reason, ...(memCap.length ? { memCap } : {}), ...workflow, why: why ?? (reason.split('\n')[0] ?? '') };
+    return {
+      key: t.key,
+      status: t.status,
+      result: taskResult(t.status),
+      ...(t.merged ? { merged: t.merged } : {}),
+      ...(t.discarded ? { discarded: t.discarded } : {}),
+      label,
+      step: last?.step ?? null,
+      after,
+      attempts: t.attempts.length,
+      engine: t.engine,
+      model: t.model,
+      reason,
+      ...(memCap.length ? { memCap } : {}),
+      ...workflow,
+      why: why ?? reason.split('\n')[0] ?? '',
+    };
   };
   // A best-of-N task, then its candidates (indented in the table): the winner marked, a ranked task's scores shown. A
   // validated, council or phases task's lead, then its members: role, number, letter, and those that blocked it.
@@ -203,36 +251,92 @@ export function runTasksCommand(run: string, opts: { home: string; json: boolean
     if (row.role !== null) {
       const own = line(t, [], {}, null).why;
       return [
-        { ...line(t, rowAfter(row).after ?? [], { role: row.role, blockedBy: row.blockedBy.map((m) => m.task.key) }, [...leadLines(row), own].filter(Boolean).join('; ')), indent: false },
+        {
+          ...line(
+            t,
+            rowAfter(row).after ?? [],
+            { role: row.role, blockedBy: row.blockedBy.map((m) => m.task.key) },
+            [...leadLines(row), own].filter(Boolean).join('; '),
+          ),
+          indent: false,
+        },
         ...row.members.map((m) => {
           const reason = line(m.task, [], {}, null).why;
           const place = { lead: t.key, role: m.role, member: m.number, letter: m.letter, blocking: m.blocking };
-          return { ...line(m.task, [], place, [memberLabel(m), `${m.task.engine}${m.task.model ? `/${m.task.model}` : ''}`, m.task.status === 'PASS' ? '' : reason].filter(Boolean).join(' · ')), indent: true };
+          return {
+            ...line(
+              m.task,
+              [],
+              place,
+              [memberLabel(m), `${m.task.engine}${m.task.model ? `/${m.task.model}` : ''}`, m.task.status === 'PASS' ? '' : reason].filter(Boolean).join(' · '),
+            ),
+            indent: true,
+          };
         }),
       ];
     }
     if (!row.candidates.length) return [{ ...line(t, t.after ?? [], {}, null), indent: false }];
-    const decision = { select: t.select ?? 'first-pass', winner: t.winner ?? null, ...(t.scores ? { scores: t.scores } : {}), ...(t.tie ? { tie: t.tie } : {}), ...(t.disagreement ? { disagreement: t.disagreement } : {}), ...(t.consensus ? { consensus: t.consensus } : {}) };
+    const decision = {
+      select: t.select ?? 'first-pass',
+      winner: t.winner ?? null,
+      ...(t.scores ? { scores: t.scores } : {}),
+      ...(t.tie ? { tie: t.tie } : {}),
+      ...(t.disagreement ? { disagreement: t.disagreement } : {}),
+      ...(t.consensus ? { consensus: t.consensus } : {}),
+    };
     return [
       { ...line(t, rowAfter(row).after ?? [], decision, selectLines(t).join('; ')), indent: false },
       ...row.candidates.map((c) => {
         const reason = line(c.task, [], {}, null).why;
-        return { ...line(c.task, [], { group: t.key, candidate: c.number, won: c.winner, score: c.score }, [candidateLabel(c), `${c.task.engine}${c.task.model ? `/${c.task.model}` : ''}`, c.task.status === 'PASS' ? '' : reason].filter(Boolean).join(' · ')), indent: true };
+        return {
+          ...line(
+            c.task,
+            [],
+            { group: t.key, candidate: c.number, won: c.winner, score: c.score },
+            [candidateLabel(c), `${c.task.engine}${c.task.model ? `/${c.task.model}` : ''}`, c.task.status === 'PASS' ? '' : reason]
+              .filter(Boolean)
+              .join(' · '),
+          ),
+          indent: true,
+        };
       }),
     ];
   });
   if (opts.json) {
-    io.out(JSON.stringify({ runId: s.runId, state: info.liveness, ...(s.spend ? { spend: s.spend } : {}), ...(s.containment ? { containment: s.containment } : {}), ...(s.forced ? { forced: true } : {}), waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])), tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r) }, null, 2));
+    io.out(
+      JSON.stringify(
+        {
+          runId: s.runId,
+          state: info.liveness,
+          ...(s.spend ? { spend: s.spend } : {}),
+          ...(s.containment ? { containment: s.containment } : {}),
+          ...(s.forced ? { forced: true } : {}),
+          waits: Object.fromEntries(Object.entries(s.waits ?? {}).map(([e, w]) => [e, waitJson(w)])),
+          tasks: rows.map(({ label: _label, why: _why, indent: _indent, ...r }) => r),
+        },
+        null,
+        2,
+      ),
+    );
     return 0;
   }
-  io.out(`run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${resultSummary(s.tasks.map((t) => t.status))}`);
+  io.out(
+    `run ${s.runId} (${s.runName}) by ${s.identity}@${s.host}, started ${localTime(new Date(s.startedAt))}: ${info.liveness}${s.paused ? ' (paused)' : s.draining ? ' (draining)' : ''}${waitsLine(s) ? ` (${waitsLine(s)})` : ''}, ${resultSummary(s.tasks.map((t) => t.status))}`,
+  );
   if (s.forced) io.out(`forced: ${forcedLine(s)}; its verdicts are worth what those checks prove (verdict lint ${s.manifestFile})`);
   // Who set each quota wait, from which engine event, why until then, and how to clear it (the engine's words as data).
   for (const line of waitLines(s)) io.out(`  ${printable(line)}`);
   const table = [['TASK', 'STATUS', 'AFTER', 'ATTEMPTS', 'WHY']];
-  for (const r of rows) table.push([`${r.indent ? '  ' : ''}${oneLine(r.key)}`, r.label, r.after.map(oneLine).join(', ') || '—', String(r.attempts), printable(r.why)]);
+  for (const r of rows)
+    table.push([`${r.indent ? '  ' : ''}${oneLine(r.key)}`, r.label, r.after.map(oneLine).join(', ') || '—', String(r.attempts), printable(r.why)]);
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  for (const row of table)
+    io.out(
+      row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    );
   // Spent (settled and reported so far), reserved by running steps, and the budget, as the orchestrator last wrote them.
   const spend = spendLine(s.spend);
   if (spend) io.out(spend);
@@ -293,7 +397,10 @@ export async function mergeCommand(run: string, keys: string[], opts: { home: st
     throw new InputError((e as Error).message);
   }
   if (!requests.length) {
-    if (!keys.length) io.out(`nothing to merge: no task of run ${state.runId} passed${state.tasks.some((t) => t.merged || t.discarded) ? ' and is neither merged nor discarded' : ''}`);
+    if (!keys.length)
+      io.out(
+        `nothing to merge: no task of run ${state.runId} passed${state.tasks.some((t) => t.merged || t.discarded) ? ' and is neither merged nor discarded' : ''}`,
+      );
     // Only tasks already merged or discarded were named: nothing to do, nothing wrong.
     return failed || !keys.length ? 1 : 0;
   }
@@ -332,7 +439,8 @@ export async function discardCommand(run: string, key: string, opts: { home: str
   const { state } = info;
   const task = state.tasks.find((t) => t.key === key);
   if (!task) throw new InputError(`run ${state.runId} has no task ${key} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
-  if (!state.worktrees || !state.repo || !task.branch) throw new InputError(`run ${state.runId} is a plain-mode run: ${key} has no worktree or branch (its folder is ${task.dir})`);
+  if (!state.worktrees || !state.repo || !task.branch)
+    throw new InputError(`run ${state.runId} is a plain-mode run: ${key} has no worktree or branch (its folder is ${task.dir})`);
   if (info.liveness === 'running' && !statusInfo(task.status).final) {
     throw new InputError(`${key} of run ${state.runId} is ${task.status} in a live run; stop it first (verdict stop ${state.runId} ${key})`);
   }
@@ -340,7 +448,9 @@ export async function discardCommand(run: string, key: string, opts: { home: str
     const r = await discardTaskWorktree(state.repo, task.dir, task.branch);
     const why = await recordLanding(info.stateFile, key, { discarded: { commit: r.sha ?? task.discarded?.commit ?? null, at: Date.now() } });
     if (why) io.err(`${key}: discarded, but ${why}`);
-    io.out(`discarded ${key}: ${r.worktreeRemoved ? `worktree ${task.dir} removed` : 'no worktree left'}; ${r.branchDeleted ? `branch ${task.branch} deleted (it held ${r.sha}; recover with: git branch ${task.branch} ${r.sha})` : `branch ${task.branch} was already gone`}`);
+    io.out(
+      `discarded ${key}: ${r.worktreeRemoved ? `worktree ${task.dir} removed` : 'no worktree left'}; ${r.branchDeleted ? `branch ${task.branch} deleted (it held ${r.sha}; recover with: git branch ${task.branch} ${r.sha})` : `branch ${task.branch} was already gone`}`,
+    );
     return 0;
   } catch (e) {
     io.err(`${key}: ${(e as Error).message}`);

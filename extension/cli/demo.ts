@@ -25,7 +25,9 @@ export async function demoCommand(flags: RunFlags, io: Io): Promise<number> {
   const probe = await probeSandbox();
   let noSandbox = flags.noSandbox;
   if (probe.kind === 'none' && !noSandbox) {
-    io.err(`demo: no sandbox here (${probe.reason}); the demo's own scripted workers run without one. Your runs will refuse to start until bubblewrap works or you pass --no-sandbox (see verdict doctor).`);
+    io.err(
+      `demo: no sandbox here (${probe.reason}); the demo's own scripted workers run without one. Your runs will refuse to start until bubblewrap works or you pass --no-sandbox (see verdict doctor).`,
+    );
     noSandbox = true;
   }
   const { code, summary } = await runCommand(manifest, { ...flags, home, noSandbox }, io, (m) => {
@@ -35,9 +37,11 @@ export async function demoCommand(flags: RunFlags, io: Io): Promise<number> {
   const expected: Record<string, string> = { fizzbuzz: 'PASS', greeting: 'PASS', 'port-echo': 'PASS', 'lying-worker': 'FAIL' };
   const asExpected = summary.tasks.every((t) => expected[t.key] === t.verdict);
   io.out('');
-  io.out(asExpected
-    ? 'demo finished as designed: three workers proved their work; "lying-worker" said it was done and its check proved it was not.'
-    : 'demo did NOT end as designed; see the table above.');
+  io.out(
+    asExpected
+      ? 'demo finished as designed: three workers proved their work; "lying-worker" said it was done and its check proved it was not.'
+      : 'demo did NOT end as designed; see the table above.',
+  );
   io.out(`records: ${path.join(home, 'runs', summary.runId)}   eval log: ${path.join(home, 'runs.jsonl')}`);
   return asExpected ? 0 : 1;
 }

@@ -8,7 +8,17 @@ import { engineHealth, type EngineHealth } from './doctor-engines';
 import { resolveHome } from '../core/config/home';
 import { containmentChoice, settingsFromConfig, type ContainmentChoice } from '../core/config/settings';
 import { containmentLine } from '../core/process/containment-line';
-import { HOST_LOOPBACK_ADDRESS, probeNetstack, probeSandbox, secretsReport, socketCoverReport, type NetstackProbe, type SandboxProbe, type SecretsReport, type SocketCoverReport } from '../core/process/sandbox';
+import {
+  HOST_LOOPBACK_ADDRESS,
+  probeNetstack,
+  probeSandbox,
+  secretsReport,
+  socketCoverReport,
+  type NetstackProbe,
+  type SandboxProbe,
+  type SecretsReport,
+  type SocketCoverReport,
+} from '../core/process/sandbox';
 import { expandUserPath } from '../core/config/config';
 import { spawnHelperInfo, type HelperInfo } from '../core/process/spawner';
 import { memoryCapMechanism, type MemoryCapMechanism } from '../core/process/memory-cap';
@@ -103,7 +113,15 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   const env = options.env ?? process.env;
   const problems: string[] = [];
   const where = locateConfig(options.config, env);
-  let config: DoctorReport['config'] = { file: where.file, shown: where.shown, via: where.via, error: null, sandbox: true, allowFullAccess: false, ringer: null };
+  let config: DoctorReport['config'] = {
+    file: where.file,
+    shown: where.shown,
+    via: where.via,
+    error: null,
+    sandbox: true,
+    allowFullAccess: false,
+    ringer: null,
+  };
   let customEngines: Record<string, unknown> = {};
   let loadedConfig: VerdictConfig = {};
   let declaredSockets: string[] = [];
@@ -129,16 +147,25 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
   // probeSandbox keeps one answer per process: a probe of another environment must not become this process's answer.
   if (env !== process.env) void probeSandbox(process.env, true);
   const mode = containmentChoice({ ...config, configFile: where.shown, sockets: [], hide: [], expose: [] }).sandbox;
-  if (probe.kind === 'none' && mode === 'auto') problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
+  if (probe.kind === 'none' && mode === 'auto')
+    problems.push(`sandbox: ${probe.reason} (run with --no-sandbox, or set "sandbox": false in ${where.shown}, to run unsandboxed)`);
   const network = await probeNetstack(env, true);
   if (env !== process.env) void probeNetstack(process.env, true);
-  if (network.kind === 'none' && mode === 'auto') problems.push(`network stack: ${network.reason} (runs with a task whose "network" is true, the default, refuse to start; "network": "host" on a task shares the host's network instead)`);
+  if (network.kind === 'none' && mode === 'auto')
+    problems.push(
+      `network stack: ${network.reason} (runs with a task whose "network" is true, the default, refuse to start; "network": "host" on a task shares the host's network instead)`,
+    );
 
   const gitBinary = findBinary('git', env.PATH ?? '');
   let gitVersion: string | null = null;
   if (gitBinary) {
     const r = await execa(gitBinary, ['--version'], { reject: false, timeout: 10_000, stdin: 'ignore', env: { ...env, GIT_CONFIG_NOSYSTEM: '1' } });
-    gitVersion = r.exitCode === 0 ? String(r.stdout).trim().replace(/^git version\s*/, '') : null;
+    gitVersion =
+      r.exitCode === 0
+        ? String(r.stdout)
+            .trim()
+            .replace(/^git version\s*/, '')
+        : null;
   }
   if (!gitVersion) problems.push(gitBinary ? `git: ${gitBinary} --version failed` : 'git: not found on PATH (worktree-mode runs and the seal need it)');
 
@@ -154,7 +181,10 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     else if (e.probe && !e.probe.ok) fixes.push(`${e.name}: installed${e.login === 'yes' ? ' and logged in' : ''}, but did not answer: ${e.probe.detail}`);
   }
   const postgres = await postgresCheck(postgresUrlOf(loadedConfig, env));
-  if (postgres && !postgres.reachable) fixes.push(`postgres: ${postgres.url} is not reachable (${postgres.error}) — rows wait in runs.jsonl and are sent once it is; check the server, or unset VERDICT_PG_URL / postgres_url`);
+  if (postgres && !postgres.reachable)
+    fixes.push(
+      `postgres: ${postgres.url} is not reachable (${postgres.error}) — rows wait in runs.jsonl and are sent once it is; check the server, or unset VERDICT_PG_URL / postgres_url`,
+    );
 
   const homePath = resolveHome(options.home, env);
   const home = { path: homePath, exists: fs.existsSync(homePath), writable: writableOrCreatable(homePath) };
@@ -180,7 +210,12 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     } catch {
       known = resolveEngines({}, where.shown);
     }
-    manifest = await manifestReport(options.manifest, { engines: known, containment: { sandbox: mode, allowFullAccess: config.allowFullAccess, configSource: where.shown, sockets: [], hide: [], expose: [] }, home: homePath, env });
+    manifest = await manifestReport(options.manifest, {
+      engines: known,
+      containment: { sandbox: mode, allowFullAccess: config.allowFullAccess, configSource: where.shown, sockets: [], hide: [], expose: [] },
+      home: homePath,
+      env,
+    });
   }
 
   return {
@@ -236,7 +271,9 @@ function redactPassword(url: string): string {
 /** `host sockets: …`: what keeps the host's sockets out of every step's reach, with what is bound here now. */
 function socketsLine(s: SocketCoverReport): string {
   const home = s.homeFolders.length ? `, ${s.homeFolders.join(', ')}` : '';
-  const covered = s.covered.length ? `${s.covered.length} of them outside those, each covered where it lies (${s.covered.slice(0, 5).join(', ')}${s.covered.length > 5 ? ', …' : ''})` : 'none outside those';
+  const covered = s.covered.length
+    ? `${s.covered.length} of them outside those, each covered where it lies (${s.covered.slice(0, 5).join(', ')}${s.covered.length > 5 ? ', …' : ''})`
+    : 'none outside those';
   const declared = s.declared.length ? `; reachable, as the config's "sockets" declares: ${s.declared.join(', ')}` : '';
   return `host sockets: none reachable from a step — ${s.folders.join(', ')}${home} are empty in every sandbox (only what a step names is shown); ${s.bound} bound on this host now, ${covered}${declared}`;
 }
@@ -315,7 +352,9 @@ export async function doctorCommand(options: DoctorOptions & { json?: boolean },
     io.out(networkLine(r.network));
   }
   io.out(r.memoryCap.line);
-  io.out(`user: ${r.user.name}${r.user.uid === null ? '' : ` (uid ${r.user.uid})`}${r.user.root ? ' — root: each step still runs with no capability in a user namespace of its own; overlay trees and memory cgroups are available to root' : ' — not root: overlay trees need root, and a memory cap needs a cgroup this user may write (else "memory cap: none" above)'}`);
+  io.out(
+    `user: ${r.user.name}${r.user.uid === null ? '' : ` (uid ${r.user.uid})`}${r.user.root ? ' — root: each step still runs with no capability in a user namespace of its own; overlay trees and memory cgroups are available to root' : ' — not root: overlay trees need root, and a memory cap needs a cgroup this user may write (else "memory cap: none" above)'}`,
+  );
   io.out(`git: ${r.git.version ? `${r.git.version} (${r.git.binary})` : r.git.binary ? `${r.git.binary} does not run` : 'not found on PATH'}`);
   io.out(`node: ${r.node.version} (${r.node.binary})`);
   const h = r.spawnHelper;

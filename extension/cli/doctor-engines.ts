@@ -30,9 +30,17 @@ interface LoginCheck {
 
 const LOGIN: Record<string, LoginCheck> = {
   'codex-cli': { env: [], files: ['${CODEX_HOME:-~/.codex}/auth.json'], command: ['login', 'status'], fix: 'codex login   (or set OPENAI_API_KEY)' },
-  'claude-code': { env: [], files: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json'], fix: 'claude setup-token   (or run claude and /login, or set ANTHROPIC_API_KEY)' },
+  'claude-code': {
+    env: [],
+    files: ['${CLAUDE_CONFIG_DIR:-~/.claude}/.credentials.json'],
+    fix: 'claude setup-token   (or run claude and /login, or set ANTHROPIC_API_KEY)',
+  },
   opencode: { env: [], files: ['${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json'], fix: 'opencode auth login' },
-  'gemini-cli': { env: ['GOOGLE_GENAI_USE_VERTEXAI'], files: ['~/.gemini/oauth_creds.json'], fix: 'gemini   (sign in with Google once, or set GEMINI_API_KEY)' },
+  'gemini-cli': {
+    env: ['GOOGLE_GENAI_USE_VERTEXAI'],
+    files: ['~/.gemini/oauth_creds.json'],
+    fix: 'gemini   (sign in with Google once, or set GEMINI_API_KEY)',
+  },
   'grok-cli': { env: [], files: ['~/.grok/user-settings.json'], fix: 'export GROK_API_KEY=…   (or put apiKey in ~/.grok/user-settings.json)' },
 };
 
@@ -71,17 +79,41 @@ export const PROBE_PROMPT = 'Reply with the single word OK and nothing else. Do 
  */
 export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, probe: boolean, probeTimeoutMs = 90_000): Promise<EngineHealth> {
   const found = findBinary(engine.binary, env.PATH ?? '');
-  const base: EngineHealth = { name: engine.name, binary: engine.binary, found, version: null, tested: { status: 'unknown', versions: TESTED_CLIS[engine.name]?.versions ?? [] }, login: 'unknown', loginDetail: '', probe: null, fix: null, install: engine.install };
+  const base: EngineHealth = {
+    name: engine.name,
+    binary: engine.binary,
+    found,
+    version: null,
+    tested: { status: 'unknown', versions: TESTED_CLIS[engine.name]?.versions ?? [] },
+    login: 'unknown',
+    loginDetail: '',
+    probe: null,
+    fix: null,
+    install: engine.install,
+  };
   if (!found) return { ...base, loginDetail: 'not installed', fix: engine.install };
   // In a throwaway home: asking the version must not touch the user's state (printedVersion says why).
   const printed = await printedVersion(found, env, 15_000);
   // The line naming a version (codex 0.171.0 may print a warning line before it), else the first line.
-  const lines = printed === null ? [] : printed.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines =
+    printed === null
+      ? []
+      : printed
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean);
   const version = lines.find((l) => cliVersion(l) !== null) ?? lines[0] ?? null;
   const login = engine.harness === 'script' ? { login: 'n/a' as const, detail: 'no model, no account' } : await loginOf(engine, found, env);
   const check = LOGIN[engine.harness];
   const vs = versionStatus(engine.name, version);
-  const health: EngineHealth = { ...base, version, tested: { status: vs.status, versions: vs.tested }, login: login.login, loginDetail: login.detail, fix: login.login === 'no' && check ? check.fix : null };
+  const health: EngineHealth = {
+    ...base,
+    version,
+    tested: { status: vs.status, versions: vs.tested },
+    login: login.login,
+    loginDetail: login.detail,
+    fix: login.login === 'no' && check ? check.fix : null,
+  };
   if (probe && engine.harness !== 'script' && health.login !== 'no') health.probe = await probeEngine(engine, found, env, probeTimeoutMs);
   return health;
 }
@@ -146,7 +178,10 @@ async function probeEngine(engine: EngineSpec, binary: string, env: NodeJS.Proce
 }
 
 function lastLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const line = lines[lines.length - 1] ?? '';
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }

@@ -63,7 +63,11 @@ export async function manifestReport(file: string, o: ManifestReportOptions): Pr
   }
   const problems: string[] = [];
   try {
-    await preflight(manifest, o.engines, o.env, o.home, { sandbox: o.containment.sandbox, allowFullAccess: o.containment.allowFullAccess, configSource: o.containment.configSource });
+    await preflight(manifest, o.engines, o.env, o.home, {
+      sandbox: o.containment.sandbox,
+      allowFullAccess: o.containment.allowFullAccess,
+      configSource: o.containment.configSource,
+    });
   } catch (e) {
     if (e instanceof PreflightError) problems.push(...e.problems.filter((p) => !ENGINE_LINE.test(p)));
     else problems.push((e as Error).message);
@@ -71,7 +75,15 @@ export async function manifestReport(file: string, o: ManifestReportOptions): Pr
   for (const f of findings) if (f.taskKey === null && f.severity === 'error') problems.push(formatFinding(f));
   const installed = new Map<string, boolean>();
   const report = tasks.map((t): ManifestTaskReport => {
-    const engines = [...new Set([t.engine, ...t.fallback.map((f) => f.engine), ...(t.review?.engines ?? []).map((r) => r.engine), ...(t.rank?.engines ?? []).map((r) => r.engine), ...(t.critique?.critics ?? []).map((c) => c.engine)])];
+    const engines = [
+      ...new Set([
+        t.engine,
+        ...t.fallback.map((f) => f.engine),
+        ...(t.review?.engines ?? []).map((r) => r.engine),
+        ...(t.rank?.engines ?? []).map((r) => r.engine),
+        ...(t.critique?.critics ?? []).map((c) => c.engine),
+      ]),
+    ];
     const cannot: string[] = [];
     const fails: string[] = [];
     for (const name of engines) {
@@ -108,7 +120,11 @@ export function manifestLines(r: ManifestReport): string[] {
   const fail = r.tasks.filter((t) => t.state === 'will-fail').length;
   if (r.ok) out.push(`this manifest can run here: ${r.tasks.length} task(s) ready`);
   else {
-    const parts = [...(cannot ? [`${cannot} of ${r.tasks.length} task(s) cannot run`] : []), ...(fail ? [`${fail} would fail on a file their check names`] : []), ...(r.problems.length ? ['the run cannot start (above)'] : [])];
+    const parts = [
+      ...(cannot ? [`${cannot} of ${r.tasks.length} task(s) cannot run`] : []),
+      ...(fail ? [`${fail} would fail on a file their check names`] : []),
+      ...(r.problems.length ? ['the run cannot start (above)'] : []),
+    ];
     out.push(`this manifest cannot run here as it is: ${parts.join('; ')}`);
   }
   return out;

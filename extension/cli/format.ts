@@ -7,7 +7,17 @@ export function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
 }
 
-const mark: Record<string, string> = { PASS: '✓', FAIL: '✗', TIMEOUT: '⏱', ERROR: '!', CANCELLED: '-', RATE_LIMITED: '~', INTERRUPTED: '?', BUDGET_EXCEEDED: '$', BLOCKED: '⊘' };
+const mark: Record<string, string> = {
+  PASS: '✓',
+  FAIL: '✗',
+  TIMEOUT: '⏱',
+  ERROR: '!',
+  CANCELLED: '-',
+  RATE_LIMITED: '~',
+  INTERRUPTED: '?',
+  BUDGET_EXCEEDED: '$',
+  BLOCKED: '⊘',
+};
 
 /**
  * `text` without terminal control characters (C0 but tab, DEL, C1), each shown as `?`: a check's output or a worker's
@@ -69,10 +79,13 @@ export function verdictTable(s: RunSummary): string {
   const live = new Map(state.tasks.map((t) => [t.key, t]));
   // A best-of-N task's candidates are listed under it (indented), with the winner, scores and the select decision; a
   // validated, council or phases task's members under its lead, with their role, number and letter.
-  const grouped = groupedOrder(s.tasks.map((t) => {
-    const { after, group, candidate, select, winner, scores, tie, disagreement, consensus, workflow, reason } = live.get(t.key) ?? {};
-    return { ...t, status: t.verdict, after, group, candidate, select, winner, scores, tie, disagreement, consensus, workflow, stateReason: reason };
-  }), state.inputNames);
+  const grouped = groupedOrder(
+    s.tasks.map((t) => {
+      const { after, group, candidate, select, winner, scores, tie, disagreement, consensus, workflow, reason } = live.get(t.key) ?? {};
+      return { ...t, status: t.verdict, after, group, candidate, select, winner, scores, tie, disagreement, consensus, workflow, stateReason: reason };
+    }),
+    state.inputNames,
+  );
   type Row = (typeof grouped)[number]['task'];
   const stepOf = (t: Row) => {
     const last = live.get(t.key)?.attempts.at(-1);
@@ -83,20 +96,55 @@ export function verdictTable(s: RunSummary): string {
     return t ? `${t.engine}${t.model ? `/${t.model}` : ''}` : '';
   };
   const lines = grouped.flatMap((row) => [
-    { t: row.task, key: row.task.key, after: rowAfter(row).after ?? [], why: row.candidates.length ? selectLines({ ...row.task, reason: row.task.stateReason ?? row.task.reason }).join('; ') : [...leadLines(row), row.task.verdict === 'PASS' ? row.task.verified ?? '' : row.task.reason].filter(Boolean).join('; ') },
-    ...row.candidates.map((c) => ({ t: c.task, key: `  ${c.task.key}`, after: [] as string[], why: [candidateLabel(c), live.get(c.task.key)?.engine ?? '', c.task.verdict === 'PASS' ? '' : c.task.reason].filter(Boolean).join(' · ') })),
-    ...row.members.map((m) => ({ t: m.task, key: `  ${m.task.key}`, after: [] as string[], why: [memberLabel(m), engineOf(m.task.key), m.task.verdict === 'PASS' ? '' : m.task.reason].filter(Boolean).join(' · ') })),
+    {
+      t: row.task,
+      key: row.task.key,
+      after: rowAfter(row).after ?? [],
+      why: row.candidates.length
+        ? selectLines({ ...row.task, reason: row.task.stateReason ?? row.task.reason }).join('; ')
+        : [...leadLines(row), row.task.verdict === 'PASS' ? (row.task.verified ?? '') : row.task.reason].filter(Boolean).join('; '),
+    },
+    ...row.candidates.map((c) => ({
+      t: c.task,
+      key: `  ${c.task.key}`,
+      after: [] as string[],
+      why: [candidateLabel(c), live.get(c.task.key)?.engine ?? '', c.task.verdict === 'PASS' ? '' : c.task.reason].filter(Boolean).join(' · '),
+    })),
+    ...row.members.map((m) => ({
+      t: m.task,
+      key: `  ${m.task.key}`,
+      after: [] as string[],
+      why: [memberLabel(m), engineOf(m.task.key), m.task.verdict === 'PASS' ? '' : m.task.reason].filter(Boolean).join(' · '),
+    })),
   ]);
   const steps = lines.some((l) => stepOf(l.t));
   const graph = lines.some((l) => l.after.length);
-  const rows = lines.map(({ t, key, after, why }) => [oneLine(key), t.verdict, String(t.attempts), seconds(t.durationMs), t.tokens === null ? '?' : String(t.tokens), ...(steps ? [stepOf(t) || '—'] : []), ...(graph ? [after.join(', ') || '—'] : []), printable(why)]);
+  const rows = lines.map(({ t, key, after, why }) => [
+    oneLine(key),
+    t.verdict,
+    String(t.attempts),
+    seconds(t.durationMs),
+    t.tokens === null ? '?' : String(t.tokens),
+    ...(steps ? [stepOf(t) || '—'] : []),
+    ...(graph ? [after.join(', ') || '—'] : []),
+    printable(why),
+  ]);
   const head = ['task', 'verdict', 'attempts', 'duration', 'tokens', ...(steps ? ['ended at'] : []), ...(graph ? ['after'] : []), 'verified / why not'];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
   const passed = s.tasks.filter((t) => t.verdict === 'PASS').length;
   const footer = `${passed}/${s.tasks.length} passed in ${seconds(s.durationMs)}${s.cancelled ? ' (cancelled)' : ''} — run ${s.runId}`;
   const { spentMicroUsd, budgetMicroUsd, postgresPending } = s.spend;
-  const money = budgetMicroUsd !== null ? `spent ${formatUsd(spentMicroUsd)} of the ${formatUsd(budgetMicroUsd)} budget` : spentMicroUsd ? `spent ${formatUsd(spentMicroUsd)}` : '';
+  const money =
+    budgetMicroUsd !== null
+      ? `spent ${formatUsd(spentMicroUsd)} of the ${formatUsd(budgetMicroUsd)} budget`
+      : spentMicroUsd
+        ? `spent ${formatUsd(spentMicroUsd)}`
+        : '';
   const notes = [money, postgresPending ? `postgres: rows wait in the outbox (${postgresPending})` : ''].filter(Boolean);
   const branches = s.tasks.filter((t) => t.branch && t.commit).map((t) => `  ${t.branch}  ${t.commit?.slice(0, 10)}`);
   return [line(head), ...rows.map(line), '', footer, ...notes, ...(branches.length ? ['task branches with the work:', ...branches] : [])].join('\n');

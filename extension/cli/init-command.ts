@@ -20,7 +20,8 @@ export interface InitOptions {
  */
 export function shellWord(p: string): string {
   if (/^[\w./:@%+=,-]+$/.test(p)) return p;
-  if (/[\u0000-\u001f\u007f]/.test(p)) return `$'${p.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
+  if (/[\u0000-\u001f\u007f]/.test(p))
+    return `$'${p.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
   return `'${p.replace(/'/g, `'\\''`)}'`;
 }
 

@@ -13,7 +13,10 @@ const closed = { out: false, err: false };
  * Call once, at startup.
  */
 export function guardPipes(): void {
-  for (const [name, stream] of [['out', process.stdout], ['err', process.stderr]] as const) {
+  for (const [name, stream] of [
+    ['out', process.stdout],
+    ['err', process.stderr],
+  ] as const) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code !== 'EPIPE') throw e;
       closed[name] = true;

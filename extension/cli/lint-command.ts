@@ -16,24 +16,49 @@ export interface LintJsonRow {
   task_key: string | null;
 }
 
-
 /**
  * `verdict lint MANIFEST... [--json]`: lints every file; prints findings (or a JSON list of LintJsonRow).
  * Returns 1 when any finding is an error, else 0.
  */
-export async function lintCommand(files: string[], json: boolean, engines: ReadonlyMap<string, EngineSpec>, allowFullAccess: boolean, io: Io, routing: { home: string; route: Record<string, unknown> | null } | null = null): Promise<number> {
+export async function lintCommand(
+  files: string[],
+  json: boolean,
+  engines: ReadonlyMap<string, EngineSpec>,
+  allowFullAccess: boolean,
+  io: Io,
+  routing: { home: string; route: Record<string, unknown> | null } | null = null,
+): Promise<number> {
   const all: Finding[] = [];
   // engine "auto": whether the scoreboard has evidence for a candidate on a task type (the route rule's "auto will explore").
   const rows = routing ? await routeEvidence(routing.home) : [];
   const routeEvidenceOf = (model: string, taskType: string | null) => rows.some((r) => r.model === model && r.task_type === taskType && r.tasks > 0);
-  for (const file of files) all.push(...(await lintManifestFile(path.resolve(file), { engines, allowFullAccess, pathEnv: process.env.PATH ?? '', route: routing?.route ?? null, ...(routing ? { routeEvidence: routeEvidenceOf } : {}) })));
+  for (const file of files)
+    all.push(
+      ...(await lintManifestFile(path.resolve(file), {
+        engines,
+        allowFullAccess,
+        pathEnv: process.env.PATH ?? '',
+        route: routing?.route ?? null,
+        ...(routing ? { routeEvidence: routeEvidenceOf } : {}),
+      })),
+    );
   if (json) {
-    const rows: LintJsonRow[] = all.map((f) => ({ rule: f.rule, severity: f.severity, message: f.message, file: f.file, line: f.range?.start.line ?? null, column: f.range?.start.column ?? null, task_key: f.taskKey }));
+    const rows: LintJsonRow[] = all.map((f) => ({
+      rule: f.rule,
+      severity: f.severity,
+      message: f.message,
+      file: f.file,
+      line: f.range?.start.line ?? null,
+      column: f.range?.start.column ?? null,
+      task_key: f.taskKey,
+    }));
     io.out(JSON.stringify(rows, null, 2));
   } else {
     for (const f of all) io.out(formatFinding(f));
     const errors = all.filter((f) => f.severity === 'error').length;
-    io.out(`${files.length} manifest(s): ${errors} error(s), ${all.filter((f) => f.severity === 'warning').length} warning(s), ${all.filter((f) => f.severity === 'info').length} note(s)`);
+    io.out(
+      `${files.length} manifest(s): ${errors} error(s), ${all.filter((f) => f.severity === 'warning').length} warning(s), ${all.filter((f) => f.severity === 'info').length} note(s)`,
+    );
   }
   return all.some((f) => f.severity === 'error') ? 1 : 0;
 }

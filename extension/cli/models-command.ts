@@ -21,7 +21,12 @@ const opt = (n: number | null, f: (n: number) => string = String) => (n === null
 
 function table(head: string[], rows: string[][]): string[] {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  return [head, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd());
+  return [head, ...rows].map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** The scoreboard as text: tiers, then errors and quarantine apart, then untested suggestions. */
@@ -31,7 +36,21 @@ export function scoreboardText(v: ScoreboardView): string[] {
     out.push(
       ...table(
         ['tier', 'model', 'task_type', 'tasks', 'attempts', 'pass', 'first-try', 'won', 'outvoted', 'med time', 'med tokens', 'med cost', 'last seen'],
-        v.rows.map((r) => [r.tier, r.model, r.task_type ?? '-', String(r.tasks), String(r.attempts), pct(r.pass_rate), pct(r.first_try_pass_rate), r.groups ? `${r.won}/${r.groups}` : '-', r.groups ? String(r.lost_consensus) : '-', opt(r.median_duration_ms, seconds), opt(r.median_tokens, (n) => String(Math.round(n))), opt(r.median_cost_microusd, formatUsd), r.last_seen?.slice(0, 10) ?? '-']),
+        v.rows.map((r) => [
+          r.tier,
+          r.model,
+          r.task_type ?? '-',
+          String(r.tasks),
+          String(r.attempts),
+          pct(r.pass_rate),
+          pct(r.first_try_pass_rate),
+          r.groups ? `${r.won}/${r.groups}` : '-',
+          r.groups ? String(r.lost_consensus) : '-',
+          opt(r.median_duration_ms, seconds),
+          opt(r.median_tokens, (n) => String(Math.round(n))),
+          opt(r.median_cost_microusd, formatUsd),
+          r.last_seen?.slice(0, 10) ?? '-',
+        ]),
       ),
     );
   } else {
@@ -41,11 +60,30 @@ export function scoreboardText(v: ScoreboardView): string[] {
   }
   if (v.errors.length) {
     out.push('', 'kept out of the rates (engine errors and rate limits):');
-    out.push(...table(['model', 'task_type', 'errors', 'rate limits', 'engines'], v.errors.map((e) => [e.model ?? '(no model)', e.task_type ?? '-', String(e.errors), String(e.rate_limits), e.engines.join(',')])).map((l) => `  ${l}`));
+    out.push(
+      ...table(
+        ['model', 'task_type', 'errors', 'rate limits', 'engines'],
+        v.errors.map((e) => [e.model ?? '(no model)', e.task_type ?? '-', String(e.errors), String(e.rate_limits), e.engines.join(',')]),
+      ).map((l) => `  ${l}`),
+    );
   }
   if (v.reviews.length) {
     out.push('', 'reviews (rows with step review, per reviewing model; not attempts: never in the rates above):');
-    out.push(...table(['model', 'reviews', 'approve', 'changes', 'reject', 'error', 'engines', 'last seen'], v.reviews.map((r) => [r.model ?? '(no model)', String(r.reviews), String(r.approve), String(r.changes), String(r.reject), String(r.errors), r.engines.join(','), r.last_seen?.slice(0, 10) ?? '-'])).map((l) => `  ${l}`));
+    out.push(
+      ...table(
+        ['model', 'reviews', 'approve', 'changes', 'reject', 'error', 'engines', 'last seen'],
+        v.reviews.map((r) => [
+          r.model ?? '(no model)',
+          String(r.reviews),
+          String(r.approve),
+          String(r.changes),
+          String(r.reject),
+          String(r.errors),
+          r.engines.join(','),
+          r.last_seen?.slice(0, 10) ?? '-',
+        ]),
+      ).map((l) => `  ${l}`),
+    );
   }
   if (v.quarantined.length) {
     out.push('', `quarantined: ${v.totals.quarantined_attempts} attempt(s) with no stamped model (not credited to any model):`);
@@ -53,7 +91,17 @@ export function scoreboardText(v: ScoreboardView): string[] {
   }
   if (v.untested.length) {
     out.push('', 'untested (from the catalog: text→text, ≥ 32k context, free first, then cheapest):');
-    out.push(...table(['model', 'context', '$/Mtok in', '$/Mtok out'], v.untested.map((u) => [u.model, String(u.context_length), u.free ? 'free' : String(u.prompt_microusd_per_token), u.free ? 'free' : String(u.completion_microusd_per_token)])).map((l) => `  ${l}`));
+    out.push(
+      ...table(
+        ['model', 'context', '$/Mtok in', '$/Mtok out'],
+        v.untested.map((u) => [
+          u.model,
+          String(u.context_length),
+          u.free ? 'free' : String(u.prompt_microusd_per_token),
+          u.free ? 'free' : String(u.completion_microusd_per_token),
+        ]),
+      ).map((l) => `  ${l}`),
+    );
   }
   return out;
 }
@@ -67,12 +115,21 @@ export function scoreboardText(v: ScoreboardView): string[] {
  *   deleted from it cannot be counted); bad flags throw UsageError (exit 2)
  */
 export async function modelsCommand(flags: ModelsFlags, io: Io): Promise<number> {
-  if (flags.filters.since && Number.isNaN(Date.parse(flags.filters.since))) throw new UsageError(`--since: "${flags.filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
+  if (flags.filters.since && Number.isNaN(Date.parse(flags.filters.since)))
+    throw new UsageError(`--since: "${flags.filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
   if (flags.pg === null) throw new InputError('--pg needs a database: set VERDICT_PG_URL or postgres_url in the config file');
-  const { view, source } = await loadScoreboard({ home: flags.home, logFile: flags.log, filters: flags.filters, explore: flags.explore, postgresUrl: flags.pg });
+  const { view, source } = await loadScoreboard({
+    home: flags.home,
+    logFile: flags.log,
+    filters: flags.filters,
+    explore: flags.explore,
+    postgresUrl: flags.pg,
+  });
   const failed = source.verification && !source.verification.intact ? source.verification : null;
   if (failed) {
-    io.err(`postgres: swarm_runs FAILED verification: ${failed.findings} finding(s); ${failed.rejected} row(s) proven edited, forged or unverifiable are left out of these figures, and rows deleted from it are not counted. First: ${failed.first}`);
+    io.err(
+      `postgres: swarm_runs FAILED verification: ${failed.findings} finding(s); ${failed.rejected} row(s) proven edited, forged or unverifiable are left out of these figures, and rows deleted from it are not counted. First: ${failed.first}`,
+    );
     io.err('postgres: run `verdict verify-log --pg` for every finding; the figures below are not the evidence as logged');
   }
   if (flags.json) {

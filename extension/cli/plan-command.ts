@@ -24,7 +24,11 @@ export { forecastManifest, type ManifestForecast } from '../core/scoreboard/plan
  * Prints the forecast of `file` (a table, or with `json` the ManifestForecast).
  * Exit 0 printed, 2 the manifest does not load (its problems on stderr, file:line:column).
  */
-export async function planCommand(file: string, opts: { home: string; json: boolean; engines: ReadonlyMap<string, EngineSpec>; route?: Record<string, unknown> | null }, io: Io): Promise<number> {
+export async function planCommand(
+  file: string,
+  opts: { home: string; json: boolean; engines: ReadonlyMap<string, EngineSpec>; route?: Record<string, unknown> | null },
+  io: Io,
+): Promise<number> {
   let f: ManifestForecast;
   try {
     f = await forecastManifest(file, opts.home, opts.engines, opts.route ?? null);
@@ -42,16 +46,31 @@ export async function planCommand(file: string, opts: { home: string; json: bool
   for (const t of f.tasks) {
     const who = `${t.engine}${t.model ? `/${t.model}` : ''}`;
     const g = t.figures;
-    table.push(g
-      ? [t.key, who, String(g.attempts), usd(g.costMedianMicroUsd), usd(g.costP90MicroUsd), duration(g.durationMedianMs), `${g.tasks} past task(s), ${{ model: 'this model, any task type', engine: 'this engine, any model and task type', 'engine+task_type': `this engine, any model, task type ${t.taskType ?? '(none)'}`, 'model+task_type': `task type ${t.taskType ?? '(none)'}`, none: '' }[t.basis]}`]
-      : [t.key, who, '—', '—', '—', '—', 'no history']);
+    table.push(
+      g
+        ? [
+            t.key,
+            who,
+            String(g.attempts),
+            usd(g.costMedianMicroUsd),
+            usd(g.costP90MicroUsd),
+            duration(g.durationMedianMs),
+            `${g.tasks} past task(s), ${{ model: 'this model, any task type', engine: 'this engine, any model and task type', 'engine+task_type': `this engine, any model, task type ${t.taskType ?? '(none)'}`, 'model+task_type': `task type ${t.taskType ?? '(none)'}`, none: '' }[t.basis]}`,
+          ]
+        : [t.key, who, '—', '—', '—', '—', 'no history'],
+    );
   }
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   for (const row of table) io.out(row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '));
   // engine "auto": what it would pick for each task's first attempt, and why.
   for (const [key, r] of Object.entries(f.routes)) io.out(`${key}: ${r.line} — ${r.reason}`);
   const t = f.total;
-  io.out(`total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${duration(t.durationMedianMs)} of work summed over the tasks (max_parallel ${f.maxParallel})${t.withoutHistory ? `; ${t.withoutHistory} of ${f.tasks.length} task(s) have no history and add nothing` : ''}`);
-  if (budgetMicroUsd !== null && budgetMicroUsd < t.costMedianMicroUsd) io.out(`warning: budget_usd ${formatUsd(budgetMicroUsd)} is below the expected cost ${formatUsd(t.costMedianMicroUsd)} (p50): the run will probably end BUDGET_EXCEEDED`);
+  io.out(
+    `total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${duration(t.durationMedianMs)} of work summed over the tasks (max_parallel ${f.maxParallel})${t.withoutHistory ? `; ${t.withoutHistory} of ${f.tasks.length} task(s) have no history and add nothing` : ''}`,
+  );
+  if (budgetMicroUsd !== null && budgetMicroUsd < t.costMedianMicroUsd)
+    io.out(
+      `warning: budget_usd ${formatUsd(budgetMicroUsd)} is below the expected cost ${formatUsd(t.costMedianMicroUsd)} (p50): the run will probably end BUDGET_EXCEEDED`,
+    );
   return 0;
 }

@@ -29,7 +29,7 @@ export interface PoolFlags {
  */
 export async function poolCommand(action: string, flags: PoolFlags, io: Io): Promise<number> {
   const url = flags.db ?? process.env.VERDICT_POOL_URL;
-  if (!url) throw new UsageError('--db URL (the pool\'s Postgres) is required (or set VERDICT_POOL_URL)');
+  if (!url) throw new UsageError("--db URL (the pool's Postgres) is required (or set VERDICT_POOL_URL)");
   if (action === 'status') {
     const status = await poolStatus(url).catch((e: Error) => {
       throw new InputError(`the pool database ${hidePassword(url)} cannot be read: ${e.message}`);
@@ -40,10 +40,16 @@ export async function poolCommand(action: string, flags: PoolFlags, io: Io): Pro
   }
   if (action !== 'worker') throw new UsageError(`unknown pool action "${action}": worker or status`);
   const slots = flags.slots === undefined ? 1 : Number(flags.slots);
-  if (!Number.isInteger(slots) || slots < 1 || slots > MAX_PARALLEL) throw new UsageError(`--slots must be an integer from 1 to ${MAX_PARALLEL} (attempts at once, as max_parallel), got "${flags.slots}"`);
+  if (!Number.isInteger(slots) || slots < 1 || slots > MAX_PARALLEL)
+    throw new UsageError(`--slots must be an integer from 1 to ${MAX_PARALLEL} (attempts at once, as max_parallel), got "${flags.slots}"`);
   const { settings, engines: all } = loadEngines(flags.config);
   // Default: every engine whose command is on PATH here.
-  const names = flags.engines ? flags.engines.split(',').map((s) => s.trim()).filter(Boolean) : [...all].filter(([, e]) => findBinary(e.binary, process.env.PATH ?? '')).map(([n]) => n);
+  const names = flags.engines
+    ? flags.engines
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [...all].filter(([, e]) => findBinary(e.binary, process.env.PATH ?? '')).map(([n]) => n);
   const unknown = names.filter((n) => !all.has(n));
   if (unknown.length) throw new InputError(`--engines: unknown engine(s) ${unknown.join(', ')}; known: ${[...all.keys()].sort().join(', ')}`);
   if (!names.length) throw new UsageError('--engines names no engine');

@@ -53,7 +53,8 @@ export async function continueCommand(run: string, verb: 'resume' | 'rerun', tas
     for (const line of startGateLines(gate, `cannot ${verb} run ${runId} (${frozen})`, { fix: FROZEN_MANIFEST_FIX })) io.err(line);
     return 2;
   }
-  if (gate.forced) for (const line of startGateLines(gate, `--force: ${verb === 'resume' ? 'resuming' : 'running again'} run ${runId} (${frozen})`)) io.err(line);
+  if (gate.forced)
+    for (const line of startGateLines(gate, `--force: ${verb === 'resume' ? 'resuming' : 'running again'} run ${runId} (${frozen})`)) io.err(line);
   io.out(`${verb === 'resume' ? 'resuming' : 'running again'} ${plan.again.length} task(s) of run ${runId} (same run): ${plan.again.join(', ')}`);
   return (await runCommand(manifest, { ...flags, gate, continueRun: { runId, verb, ...(task !== undefined ? { task } : {}), ...budgets } }, io)).code;
 }
@@ -67,12 +68,14 @@ export function budgetOverrides(flags: Pick<RunFlags, 'budgetUsd' | 'budgetToken
   const out: { budgetUsd?: number; budgetTokens?: number } = {};
   if (flags.budgetUsd !== undefined) {
     const v = Number(flags.budgetUsd);
-    if (flags.budgetUsd.trim() === '' || !Number.isFinite(v) || v <= 0 || v > 1_000_000) throw new InputError(`--budget-usd: must be a number of US dollars more than 0 and at most 1000000, got ${JSON.stringify(flags.budgetUsd)}`);
+    if (flags.budgetUsd.trim() === '' || !Number.isFinite(v) || v <= 0 || v > 1_000_000)
+      throw new InputError(`--budget-usd: must be a number of US dollars more than 0 and at most 1000000, got ${JSON.stringify(flags.budgetUsd)}`);
     out.budgetUsd = v;
   }
   if (flags.budgetTokens !== undefined) {
     const v = Number(flags.budgetTokens);
-    if (!/^\d+$/.test(flags.budgetTokens.trim()) || !Number.isSafeInteger(v) || v < 1 || v > 1e12) throw new InputError(`--budget-tokens: must be a whole number of tokens from 1 to 1000000000000, got ${JSON.stringify(flags.budgetTokens)}`);
+    if (!/^\d+$/.test(flags.budgetTokens.trim()) || !Number.isSafeInteger(v) || v < 1 || v > 1e12)
+      throw new InputError(`--budget-tokens: must be a whole number of tokens from 1 to 1000000000000, got ${JSON.stringify(flags.budgetTokens)}`);
     out.budgetTokens = v;
   }
   return out;

@@ -17,7 +17,12 @@ const pct = (r: number | null) => (r === null ? '-' : `${Math.round(r * 100)}%`)
 const usd = (micro: number | null) => (micro === null ? '-' : `$${(micro / 1e6).toFixed(4)}`);
 
 /** The route block in force: the manifest's (--manifest), else the config's; UsageError when there is none. */
-function routeSpecOf(manifestFile: string | undefined, configRoute: Record<string, unknown> | null, engines: ReadonlyMap<string, EngineSpec>, io: Io): RouteSpec | null {
+function routeSpecOf(
+  manifestFile: string | undefined,
+  configRoute: Record<string, unknown> | null,
+  engines: ReadonlyMap<string, EngineSpec>,
+  io: Io,
+): RouteSpec | null {
   if (manifestFile) {
     try {
       const m = loadManifest(path.resolve(manifestFile), { engines: new Set(engines.keys()), route: configRoute }).manifest;
@@ -38,7 +43,11 @@ function routeSpecOf(manifestFile: string | undefined, configRoute: Record<strin
 /**
  * Prints the ranking (a table, then auto's pick and why), or with `json` the RouteRanking. Exit 0 shown, 2 bad input.
  */
-export async function routeCommand(taskType: string, opts: { home: string; log?: string; manifest?: string; json: boolean; engines: ReadonlyMap<string, EngineSpec>; configRoute: Record<string, unknown> | null }, io: Io): Promise<number> {
+export async function routeCommand(
+  taskType: string,
+  opts: { home: string; log?: string; manifest?: string; json: boolean; engines: ReadonlyMap<string, EngineSpec>; configRoute: Record<string, unknown> | null },
+  io: Io,
+): Promise<number> {
   const spec = routeSpecOf(opts.manifest, opts.configRoute, opts.engines, io);
   if (!spec) return 2;
   const evidence = await routeEvidence(opts.home, opts.log);
@@ -51,12 +60,32 @@ export async function routeCommand(taskType: string, opts: { home: string; log?:
     return 0;
   }
   const rows = [['RANK', 'CANDIDATE', 'TIER', 'TASKS', 'FIRST TRY', 'PASS', 'COST/PASS', 'ATTEMPT COST']];
-  r.candidates.forEach((c, i) => rows.push([String(i + 1), c.candidate, c.tier, String(c.tasks), pct(c.firstTryPassRate), pct(c.passRate), usd(c.costPerPassMicroUsd), usd(c.attemptCostMicroUsd)]));
+  r.candidates.forEach((c, i) =>
+    rows.push([
+      String(i + 1),
+      c.candidate,
+      c.tier,
+      String(c.tasks),
+      pct(c.firstTryPassRate),
+      pct(c.passRate),
+      usd(c.costPerPassMicroUsd),
+      usd(c.attemptCostMicroUsd),
+    ]),
+  );
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  for (const row of rows) io.out(row.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+  for (const row of rows)
+    io.out(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    );
   io.out('');
   io.out(`task type ${taskType}, policy prefer ${spec.prefer}, explore ${spec.explore}, min_tasks ${spec.minTasks} (the ${spec.source}'s route)`);
   io.out(`${routeLine(r.pick, spec.prefer)} — ${r.pick.reason}`);
-  if (r.pick.exploration) io.out(`(an exploration: another draw may pick another; the best proven is ${r.candidates[0]?.tier === 'proven' ? `${r.candidates[0].candidate}, ${evidenceLine(r.candidates[0], spec.prefer)}` : 'none'})`);
+  if (r.pick.exploration)
+    io.out(
+      `(an exploration: another draw may pick another; the best proven is ${r.candidates[0]?.tier === 'proven' ? `${r.candidates[0].candidate}, ${evidenceLine(r.candidates[0], spec.prefer)}` : 'none'})`,
+    );
   return 0;
 }

@@ -61,11 +61,17 @@ export interface RunFlags {
  * Returns the exit code: 0 every task passed, 1 some did not, 2 bad input, a lint error without --force (the errors
  * listed as file:line:column; nothing is created), or a preflight refusal.
  */
-export async function runCommand(source: string | Manifest, flags: RunFlags, io: Io, adjust?: (m: Manifest) => void): Promise<{ code: number; summary: RunSummary | null }> {
+export async function runCommand(
+  source: string | Manifest,
+  flags: RunFlags,
+  io: Io,
+  adjust?: (m: Manifest) => void,
+): Promise<{ code: number; summary: RunSummary | null }> {
   let maxParallel: number | undefined;
   if (flags.maxParallel !== undefined) {
     maxParallel = Number(flags.maxParallel);
-    if (!Number.isInteger(maxParallel) || maxParallel < 1 || maxParallel > MAX_PARALLEL) throw new UsageError(`--max-parallel must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got "${flags.maxParallel}"`);
+    if (!Number.isInteger(maxParallel) || maxParallel < 1 || maxParallel > MAX_PARALLEL)
+      throw new UsageError(`--max-parallel must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got "${flags.maxParallel}"`);
   }
   const { config, settings, engines } = loadEngines(flags.config);
   // The spawn helper and the sandbox probe start now, so their start-up (a Node process; two bubblewrap runs) overlaps
@@ -92,10 +98,14 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   }
   adjust?.(manifest);
   if (flags.only !== undefined) {
-    const keys = flags.only.split(',').map((k) => k.trim()).filter(Boolean);
+    const keys = flags.only
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean);
     const unknown = keys.filter((k) => !manifest.tasks.some((t) => t.key === k));
     if (!keys.length) throw new UsageError('--only needs at least one task key');
-    if (unknown.length) throw new InputError(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')} (tasks: ${manifest.tasks.map((t) => t.key).join(', ')})`);
+    if (unknown.length)
+      throw new InputError(`${manifest.file} has no task ${unknown.map((k) => `"${k}"`).join(', ')} (tasks: ${manifest.tasks.map((t) => t.key).join(', ')})`);
     // A best-of-N task brings its candidates.
     manifest.tasks = manifest.tasks.filter((t) => keys.includes(t.key) || (t.candidate !== undefined && t.group !== undefined && keys.includes(t.group)));
   }
@@ -103,7 +113,11 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   // continued run runs its frozen manifest, which resume-command.ts linted (the file may have changed since). The
   // loader already said what it refuses or warns about (invalid-manifest, unknown-field).
   const lintOptions = { engines, allowFullAccess: settings.allowFullAccess };
-  const findings = flags.continueRun ? [] : (await (parsed ? lintParsed(parsed, lintOptions) : lintManifestFile(manifest.file, lintOptions))).filter((f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field');
+  const findings = flags.continueRun
+    ? []
+    : (await (parsed ? lintParsed(parsed, lintOptions) : lintManifestFile(manifest.file, lintOptions))).filter(
+        (f) => f.rule !== 'invalid-manifest' && f.rule !== 'unknown-field',
+      );
   const gate = flags.gate ?? startGate(findings, flags.force === true);
   if (gate.refused) {
     for (const line of startGateLines(gate, `cannot start ${manifest.file}`)) io.err(line);
@@ -121,7 +135,11 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
   }
   const home = resolveHome(flags.home);
   // The steering profiles' driver rules for the run's models (core/run/steering.ts), for whoever writes the specs.
-  for (const line of driverNotesFor(home, manifest.tasks.map((t) => t.model))) io.err(line);
+  for (const line of driverNotesFor(
+    home,
+    manifest.tasks.map((t) => t.model),
+  ))
+    io.err(line);
   const { identity } = resolveIdentity({ flag: flags.identity, cwd: process.cwd(), configDefault: settings.identity });
 
   if (flags.dashboard !== false) await dashboardForRun(home, io);
@@ -154,7 +172,16 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
       // A pool run mirrors its rows to the pool's database unless another is configured: one scoreboard for the pool.
       postgresUrl: postgresUrlOf(config) ?? pool?.target.url ?? null,
       ...(settings.quotaMaxWaitH !== undefined ? { quotaMaxWaitMs: settings.quotaMaxWaitH * 3600_000 } : {}),
-      ...(config.logins ? { logins: Object.fromEntries(Object.entries(config.logins).map(([name, l]) => [name, { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) }])) } : {}),
+      ...(config.logins
+        ? {
+            logins: Object.fromEntries(
+              Object.entries(config.logins).map(([name, l]) => [
+                name,
+                { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) },
+              ]),
+            ),
+          }
+        : {}),
       ...(pool ? { attemptSteps: poolAttemptSteps(pool.step()) } : {}),
       ...containmentChoice(settings, { noSandbox: flags.noSandbox }),
       onEvent: (e) => {
@@ -186,7 +213,13 @@ export async function runCommand(source: string | Manifest, flags: RunFlags, io:
  * `verdict.pool`), with the config's `pool.trust`; null for a local run; an exit code (2) when the pool cannot be
  * used (said on stderr, naming where the pool came from).
  */
-async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: string | undefined, trust: PoolTrust, io: Io): Promise<PoolDispatcher | null | number> {
+async function openPool(
+  manifest: Manifest,
+  flags: RunFlags,
+  settingsPool: string | undefined,
+  trust: PoolTrust,
+  io: Io,
+): Promise<PoolDispatcher | null | number> {
   const url = flags.pool ?? manifest.pool ?? settingsPool ?? null;
   if (!url) return null;
   const from = flags.pool ? '--pool' : manifest.pool ? `"pool" in ${manifest.file}` : 'the settings ("pool" in the config file, or verdict.pool in VS Code)';
@@ -197,7 +230,8 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
   const planners = manifest.tasks.filter((t) => t.generate).map((t) => t.key);
   if (planners.length) problems.push(`planners (\`generate\`: ${planners.join(', ')}) do not run on the pool yet: run them locally`);
   // Whichever names the pool (--pool, the settings, the manifest): a worker builds a full worktree, never a sparse or overlay one.
-  if ((manifest.tree ?? 'worktree') !== 'worktree') problems.push(`"tree": "${manifest.tree}" is not supported on a worker pool yet (a worker builds a full worktree per attempt): use "tree": "worktree"`);
+  if ((manifest.tree ?? 'worktree') !== 'worktree')
+    problems.push(`"tree": "${manifest.tree}" is not supported on a worker pool yet (a worker builds a full worktree per attempt): use "tree": "worktree"`);
   if (manifest.include.length) problems.push('"include" copies files from this machine, which pool workers do not have: commit them to the remote instead');
   if (problems.length) {
     io.err(`cannot start ${manifest.file} on the pool (named by ${from}):`);
@@ -208,7 +242,8 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
   const [{ PoolDispatcher }, { hidePassword }] = await Promise.all([import('../core/pool/dispatch'), import('../core/pool/schema')]);
   // The trust is the config's alone (pool.trust), whichever names the pool: a manifest cannot turn the re-check off.
   const pool = new PoolDispatcher({ url, remote: remote as string, trust });
-  if (trust === 'worker') io.err('pool: trust "worker" (the config\'s pool.trust): workers\' PASSes are taken as reported, their checks are not run again here');
+  if (trust === 'worker')
+    io.err('pool: trust "worker" (the config\'s pool.trust): workers\' PASSes are taken as reported, their checks are not run again here');
   try {
     await pool.start();
   } catch (e) {
@@ -222,7 +257,8 @@ async function openPool(manifest: Manifest, flags: RunFlags, settingsPool: strin
 /** Reconciles runs whose orchestrator died (see reconcileDeadRuns) and says what it did, on stderr. */
 export async function reconcileAndReport(home: string, engines: ReadonlyMap<string, EngineSpec>, io: Io): Promise<void> {
   for (const r of await reconcileDeadRuns(home, engines)) {
-    io.err(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}. Resume with: verdict resume ${r.runId}`);
+    io.err(
+      `reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}. Resume with: verdict resume ${r.runId}`,
+    );
   }
 }
-

@@ -31,7 +31,9 @@ export async function verifyArchiveCommand(file: string, flags: VerifyArchiveFla
   }
   io.out(`${v.file}: run ${v.run_id}, ${v.members} members, SHA256SUMS sha256 ${v.manifest_sha256}`);
   if (v.intact) {
-    io.out(`intact: every member matches SHA256SUMS, and SHA256SUMS is the one recorded on ${v.recorded?.created_at} (${v.recorded?.host}) in ${archivesLogPath(home)}`);
+    io.out(
+      `intact: every member matches SHA256SUMS, and SHA256SUMS is the one recorded on ${v.recorded?.created_at} (${v.recorded?.host}) in ${archivesLogPath(home)}`,
+    );
     return 0;
   }
   io.out(`TAMPERED: ${v.findings[0]}`);

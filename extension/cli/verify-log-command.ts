@@ -33,7 +33,7 @@ export async function verifyLogCommand(flags: VerifyLogFlags, io: Io): Promise<n
   let report: LogVerification;
   try {
     const pgUrl = flags.pg ? postgresUrlFor(flags.config) : null;
-    if (flags.pg && !pgUrl) throw new Error('--pg: no Postgres configured (VERDICT_PG_URL or the config\'s postgres_url)');
+    if (flags.pg && !pgUrl) throw new Error("--pg: no Postgres configured (VERDICT_PG_URL or the config's postgres_url)");
     if (flags.mineOnly && !flags.pg) throw new Error('--mine-only checks the rows in Postgres: give --pg too');
     report = await verifyEvalLog(log, { pgUrl, mineOnly: flags.mineOnly, send: true });
   } catch (e) {
@@ -45,18 +45,27 @@ export async function verifyLogCommand(flags: VerifyLogFlags, io: Io): Promise<n
   }
   const hosts = Object.entries(report.chains);
   const chained = hosts.reduce((n, [, c]) => n + c.rows, 0);
-  io.out(`${log}: ${report.lines} lines, ${chained} rows in ${hosts.length} chain${hosts.length === 1 ? '' : 's'} (${hosts.map(([h, c]) => `${h || '(no host)'}: ${c.rows}`).join(', ') || 'none'}), ${report.unchained} rows without hashes (Ringer's or older; not judged)${report.corrupt.length ? `, ${report.corrupt.length} lines not JSON (first: line ${report.corrupt[0]})` : ''}`);
+  io.out(
+    `${log}: ${report.lines} lines, ${chained} rows in ${hosts.length} chain${hosts.length === 1 ? '' : 's'} (${hosts.map(([h, c]) => `${h || '(no host)'}: ${c.rows}`).join(', ') || 'none'}), ${report.unchained} rows without hashes (Ringer's or older; not judged)${report.corrupt.length ? `, ${report.corrupt.length} lines not JSON (first: line ${report.corrupt[0]})` : ''}`,
+  );
   io.out(`checked against: the rows themselves${report.heads.map((h) => `, ${h}`).join('')}`);
   for (const n of report.notes) io.out(`note: ${n}`);
   const pg = report.postgres;
   if (pg) {
     const others = pg.others.reduce((n, o) => n + o.rows, 0);
-    const rest = others || pg.unchained_others ? `${others} in ${pg.others.length} chain(s) of other logs (checked by their links and against verdict_chain_heads, which is in the same database), ${pg.unchained_others} of other logs in no chain` : 'none of other logs';
+    const rest =
+      others || pg.unchained_others
+        ? `${others} in ${pg.others.length} chain(s) of other logs (checked by their links and against verdict_chain_heads, which is in the same database), ${pg.unchained_others} of other logs in no chain`
+        : 'none of other logs';
     io.out(`swarm_runs: ${pg.rows} rows, ${pg.mine} of them this home's${pg.sent !== null ? ` (its outbox sent ${pg.sent})` : ''}, ${rest}`);
     for (const n of pg.notes) io.out(`note: ${n}`);
   }
   if (report.intact) {
-    io.out(report.heads.length ? `intact: every link holds and every chain ends where its head says${pg ? '; every row of swarm_runs is as this home logged it, or (other logs) links up to its head' : ''}` : 'intact: every link holds (no heads to compare the ends with: rows cut from the end would not show)');
+    io.out(
+      report.heads.length
+        ? `intact: every link holds and every chain ends where its head says${pg ? '; every row of swarm_runs is as this home logged it, or (other logs) links up to its head' : ''}`
+        : 'intact: every link holds (no heads to compare the ends with: rows cut from the end would not show)',
+    );
     return 0;
   }
   const messages = [...report.findings.map((f) => f.message), ...(pg?.findings ?? []).map((f) => f.message)];

@@ -24,10 +24,13 @@ export async function changedFiles(repo: string, base: string, head: string): Pr
   } catch {
     return [];
   }
-  const files = out.split('\n').filter(Boolean).map((line) => {
-    const [status = '?', ...rest] = line.split('\t');
-    return { status, path: rest.join('\t') };
-  });
+  const files = out
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [status = '?', ...rest] = line.split('\t');
+      return { status, path: rest.join('\t') };
+    });
   cache.set(key, files);
   return files;
 }

@@ -70,7 +70,10 @@ async function pickManifest(): Promise<vscode.Uri | undefined> {
   if (active && isManifestDocument(active)) return active.uri;
   const found = await vscode.workspace.findFiles('**/*.swarm.{json,jsonc}', '**/node_modules/**', 200);
   if (found.length === 1) return found[0];
-  const pick = await vscode.window.showQuickPick(found.map((u) => ({ label: vscode.workspace.asRelativePath(u), uri: u })), { placeHolder: 'Manifest' });
+  const pick = await vscode.window.showQuickPick(
+    found.map((u) => ({ label: vscode.workspace.asRelativePath(u), uri: u })),
+    { placeHolder: 'Manifest' },
+  );
   return pick?.uri;
 }
 
@@ -118,18 +121,21 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown, options
         return undefined;
       }
     }
-    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: ${name}`, cancellable: true }, async (progress, token) => {
-      if (plan) progress.report({ message: plan.line });
-      const summary = await ctx.launcher.run(uri.fsPath, {
-        token,
-        onEvent: (e) => {
-          if (e.type === 'attempt-finished') progress.report({ message: attemptNotice(e) });
-        },
-      });
-      const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
-      void finishNotice(ctx, summary, passed);
-      return summary;
-    });
+    return vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Verdict: ${name}`, cancellable: true },
+      async (progress, token) => {
+        if (plan) progress.report({ message: plan.line });
+        const summary = await ctx.launcher.run(uri.fsPath, {
+          token,
+          onEvent: (e) => {
+            if (e.type === 'attempt-finished') progress.report({ message: attemptNotice(e) });
+          },
+        });
+        const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
+        void finishNotice(ctx, summary, passed);
+        return summary;
+      },
+    );
   });
 }
 
@@ -141,7 +147,8 @@ async function finishNotice(ctx: CommandContext, summary: RunSummary, passed: nu
   const mergeable = summary.state.worktrees && summary.state.tasks.some((t) => t.status === 'PASS' && t.commit);
   const actions = ['Review', ...(mergeable ? ['Merge All Passed'] : []), 'Open Dashboard'];
   const text = `Verdict: ${passed}/${summary.tasks.length} passed (run ${summary.runId})`;
-  const pick = passed === summary.tasks.length ? await vscode.window.showInformationMessage(text, ...actions) : await vscode.window.showWarningMessage(text, ...actions);
+  const pick =
+    passed === summary.tasks.length ? await vscode.window.showInformationMessage(text, ...actions) : await vscode.window.showWarningMessage(text, ...actions);
   if (pick === 'Review') {
     ctx.tree.refresh();
     await vscode.commands.executeCommand('verdict.runs.focus');
@@ -198,11 +205,15 @@ async function pauseOrDrain(ctx: CommandContext, verb: 'pause' | 'drain', ref?: 
 async function resumeRun(ctx: CommandContext, ref?: RunRef): Promise<ControlAck | RunInfo | undefined> {
   return guarded(ctx, async () => {
     ctx.tree.refresh();
-    const info = ref?.runId ? ctx.tree.runs().find((r) => r.state.runId === ref.runId) : ctx.tree.runs().find((r) => r.liveness === 'running' && r.state.paused);
+    const info = ref?.runId
+      ? ctx.tree.runs().find((r) => r.state.runId === ref.runId)
+      : ctx.tree.runs().find((r) => r.liveness === 'running' && r.state.paused);
     if (!info) return refuse(ref?.runId ? `no run ${ref.runId}` : 'no paused run to resume');
     if (info.liveness === 'running') return control(ctx, info, 'resume');
     const resumed = await ctx.launcher.resume(info.state.runId, info.state.manifestFile);
-    void vscode.window.showInformationMessage(`Verdict: run ${info.state.runId} resumed (${resumed.state.resumes?.at(-1)?.tasks.join(', ') ?? 'its tasks that did not pass'})`);
+    void vscode.window.showInformationMessage(
+      `Verdict: run ${info.state.runId} resumed (${resumed.state.resumes?.at(-1)?.tasks.join(', ') ?? 'its tasks that did not pass'})`,
+    );
     ctx.tree.refresh();
     return resumed;
   });
@@ -253,7 +264,8 @@ async function showChanges(info: RunInfo, task: TaskState): Promise<number | und
     const [left, right] = diffArguments({ repo, base: baseSha, head, path: f.path, key: task.key });
     return [vscode.Uri.file(path.join(repo, f.path)), left, right];
   });
-  if (files.length === 1) await vscode.commands.executeCommand('vscode.diff', ...diffArguments({ repo, base: baseSha, head, path: files[0]?.path ?? '', key: task.key }));
+  if (files.length === 1)
+    await vscode.commands.executeCommand('vscode.diff', ...diffArguments({ repo, base: baseSha, head, path: files[0]?.path ?? '', key: task.key }));
   // VS Code adds the count: "<key>: changes (2 files)".
   else await vscode.commands.executeCommand('vscode.changes', `${task.key}: changes`, resources);
   return files.length;
@@ -293,16 +305,21 @@ async function merge(ctx: CommandContext, runId: string | undefined, keys?: stri
     const info = ctx.tree.runs().find((r) => r.state.runId === runId);
     if (!info) return refuse('pick a run or a task in the Verdict runs view');
     const requests = mergeRequestsForRun(resolveHome(readSettings().home), info.state, keys);
-    const landed = keys?.map((k) => info.state.tasks.find((t) => t.key === k)).map((t) => (t ? landedReason(t) : null)).find((r) => r !== null);
+    const landed = keys
+      ?.map((k) => info.state.tasks.find((t) => t.key === k))
+      .map((t) => (t ? landedReason(t) : null))
+      .find((r) => r !== null);
     if (!requests.length && landed && keys?.length === 1) return refuse(`${keys[0]}: ${landed}`);
     if (!requests.length) return refuse(`nothing to merge: ${keys ? keys.join(', ') : 'no task'} of run ${info.state.runId} passed with committed work`);
     // The branch merged into, for the message (a dirty tree makes mergeQueue throw its own explanation).
     const target = requests[0] ? await mergeTarget(requests[0].repo).catch(() => null) : null;
-    const outcomes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Verdict: merging into ${target ?? 'the current branch'}` }, (progress) =>
-      mergeQueue(requests, (o) => {
-        ctx.log.info(`merge ${o.key}: ${o.status}${'reason' in o ? ` — ${o.reason}` : ''}`);
-        progress.report({ message: `${o.key} (${requests.find((r) => r.key === o.key)?.branch ?? 'no branch'}): ${o.status}` });
-      }),
+    const outcomes = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Verdict: merging into ${target ?? 'the current branch'}` },
+      (progress) =>
+        mergeQueue(requests, (o) => {
+          ctx.log.info(`merge ${o.key}: ${o.status}${'reason' in o ? ` — ${o.reason}` : ''}`);
+          progress.report({ message: `${o.key} (${requests.find((r) => r.key === o.key)?.branch ?? 'no branch'}): ${o.status}` });
+        }),
     );
     // Merged is recorded on the task (state.json `merged`): every view shows it, and merging it again changes nothing.
     for (const o of outcomes) {
@@ -331,7 +348,11 @@ async function discardTask(ctx: CommandContext, ref?: TaskRef, opts?: { confirme
     const branch = found.task.branch;
     if (!repo || !branch) return refuse<boolean>(`${ref.key} has no worktree or branch (plain mode); its folder is ${found.task.dir}`);
     if (!opts?.confirmed) {
-      const answer = await vscode.window.showWarningMessage(`Discard ${ref.key}? This removes its worktree and deletes branch ${branch}${found.task.commit ? ', which holds committed work' : ''}.`, { modal: true }, 'Discard');
+      const answer = await vscode.window.showWarningMessage(
+        `Discard ${ref.key}? This removes its worktree and deletes branch ${branch}${found.task.commit ? ', which holds committed work' : ''}.`,
+        { modal: true },
+        'Discard',
+      );
       if (answer !== 'Discard') return false;
     }
     const git = gitFor(repo, { trusted: vscode.workspace.isTrusted });
@@ -344,7 +365,9 @@ async function discardTask(ctx: CommandContext, ref?: TaskRef, opts?: { confirme
     const commit = sha ?? found.task.discarded?.commit ?? null;
     const why = await recordLanding(found.info.stateFile, ref.key, { discarded: { commit, at: Date.now() } });
     if (why) ctx.log.warn(`discard ${ref.key}: ${why}`);
-    ctx.log.info(`discarded ${ref.key}: worktree ${found.task.dir} and branch ${branch}${commit ? ` (it held ${commit}; recover with: git branch ${branch} ${commit})` : ''}`);
+    ctx.log.info(
+      `discarded ${ref.key}: worktree ${found.task.dir} and branch ${branch}${commit ? ` (it held ${commit}; recover with: git branch ${branch} ${commit})` : ''}`,
+    );
     if (commit) void vscode.window.showInformationMessage(`Verdict: discarded ${ref.key}; recover its branch with: git branch ${branch} ${commit}`);
     ctx.tree.refresh();
     return true;
@@ -414,7 +437,8 @@ export function registerCommands(ctx: CommandContext): vscode.Disposable[] {
     'verdict.treatAsManifest': (uri?: unknown) => treatAsManifestCommand(ctx, uri),
     'verdict.doctor': (opts?: { probe?: boolean; show?: boolean }) => runDoctor(ctx.launcher.cli, ctx.log, opts),
     // The templates ship beside dist/ (…/dist/cli.js → …/templates).
-    'verdict.newManifest': (target?: unknown, args?: NewManifestArgs) => guarded(ctx, () => newManifest(path.join(path.dirname(path.dirname(ctx.launcher.cli)), 'templates'), ctx.log, target, args)),
+    'verdict.newManifest': (target?: unknown, args?: NewManifestArgs) =>
+      guarded(ctx, () => newManifest(path.join(path.dirname(path.dirname(ctx.launcher.cli)), 'templates'), ctx.log, target, args)),
   };
   return Object.entries(table).map(([id, fn]) => vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown));
 }

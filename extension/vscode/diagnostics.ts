@@ -55,7 +55,9 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
       vscode.workspace.onDidChangeTextDocument((e) => this.schedule(e.document, LINT_DEBOUNCE_MS)),
       vscode.workspace.onDidCloseTextDocument((d) => this.forget(d.uri)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.refreshAll()),
-      vscode.languages.registerCodeActionsProvider([{ language: 'json' }, { language: 'jsonc' }], this, { providedCodeActionKinds: ManifestDiagnostics.providedCodeActionKinds }),
+      vscode.languages.registerCodeActionsProvider([{ language: 'json' }, { language: 'jsonc' }], this, {
+        providedCodeActionKinds: ManifestDiagnostics.providedCodeActionKinds,
+      }),
     );
     for (const doc of vscode.workspace.textDocuments) this.schedule(doc, 0);
   }
@@ -77,14 +79,22 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
     this.versions.set(key, version);
     let findings: Finding[];
     try {
-      findings = await lintManifestText(doc.getText(), doc.uri.fsPath, { engines: this.engines(), allowFullAccess: this.allowFullAccess(), trusted: vscode.workspace.isTrusted, pathEnv: process.env.PATH ?? '' });
+      findings = await lintManifestText(doc.getText(), doc.uri.fsPath, {
+        engines: this.engines(),
+        allowFullAccess: this.allowFullAccess(),
+        trusted: vscode.workspace.isTrusted,
+        pathEnv: process.env.PATH ?? '',
+      });
     } catch (e) {
       this.log.error(`lint of ${doc.uri.fsPath} failed: ${(e as Error).stack ?? e}`);
       return [];
     }
     if (this.versions.get(key) !== version || doc.isClosed) return findings; // a newer edit is being linted
     this.findings.set(key, findings);
-    this.collection.set(doc.uri, findings.map((f) => toDiagnostic(doc, f)));
+    this.collection.set(
+      doc.uri,
+      findings.map((f) => toDiagnostic(doc, f)),
+    );
     return findings;
   }
 
@@ -113,10 +123,13 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
     if (!isManifestDocument(doc)) return;
     const key = doc.uri.toString();
     clearTimeout(this.timers.get(key));
-    this.timers.set(key, setTimeout(() => {
-      this.timers.delete(key);
-      void this.lintNow(doc);
-    }, delayMs));
+    this.timers.set(
+      key,
+      setTimeout(() => {
+        this.timers.delete(key);
+        void this.lintNow(doc);
+      }, delayMs),
+    );
   }
 
   private forget(uri: vscode.Uri): void {

@@ -10,7 +10,7 @@ import { readSettings } from './settings';
  */
 export function editorEngines(log: vscode.LogOutputChannel): ReadonlyMap<string, EngineSpec> {
   try {
-    return resolveEngines(readSettings().engines, 'settings: verdict.engines (over the config file\'s engines)');
+    return resolveEngines(readSettings().engines, "settings: verdict.engines (over the config file's engines)");
   } catch (e) {
     const message = (e as Error).message;
     if (message !== lastError) log.error(message);

@@ -35,7 +35,11 @@ import { RunTestResults } from './run-test-results';
 export function activate(context: vscode.ExtensionContext): VerdictApi {
   const t0 = performance.now();
   const log = vscode.window.createOutputChannel('Verdict', { log: true });
-  const diagnostics = new ManifestDiagnostics(() => editorEngines(log), () => readSettings().allowFullAccess, log);
+  const diagnostics = new ManifestDiagnostics(
+    () => editorEngines(log),
+    () => readSettings().allowFullAccess,
+    log,
+  );
   // The worker pool of `verdict.pool` (or the config file's "pool"), read every 2 s for the runs tree and the dashboard.
   const pool = new PoolMonitor();
   void pool.follow(readSettings().poolUrl ?? null);
@@ -45,7 +49,10 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const launcher = new RunLauncher(vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath, log);
   const statusBar = new RunsStatusBar();
   // Live task logs follow the runs the view reads, under the home the settings name now.
-  const taskLogs = new TaskLogProvider(() => resolveHome(readSettings().home), () => tree.runs());
+  const taskLogs = new TaskLogProvider(
+    () => resolveHome(readSettings().home),
+    () => tree.runs(),
+  );
   tree.onRuns((runs) => statusBar.update(runs));
   // Run commands show in the palette only when some run allows them (package.json menus' when clauses).
   tree.onRuns((runs) => {
@@ -56,10 +63,11 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   const testResults = new RunTestResults(tests.controller, () => resolveHome(readSettings().home), context.workspaceState);
   tree.onRuns((runs) => testResults.update(runs));
   // The probe runs bwrap once (cached for the process); never awaited here, so activation never waits for it.
-  const showContainment = () => void probeSandbox().then((probe) => {
-    const mode = containmentChoice(readSettings()).sandbox;
-    statusBar.setContainment(containmentLine(probe, mode), probe.kind === 'none' && mode === 'auto');
-  });
+  const showContainment = () =>
+    void probeSandbox().then((probe) => {
+      const mode = containmentChoice(readSettings()).sandbox;
+      statusBar.setContainment(containmentLine(probe, mode), probe.kind === 'none' && mode === 'auto');
+    });
   context.subscriptions.push(
     log,
     diagnostics,
@@ -101,12 +109,14 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   } catch (e) {
     log.warn(`could not put \`verdict\` on the terminal's PATH: ${(e as Error).message}`);
   }
-  context.subscriptions.push(vscode.commands.registerCommand('verdict.copyCliPath', async () => {
-    if (!shim) return refuseCopy();
-    await vscode.env.clipboard.writeText(shim);
-    void vscode.window.showInformationMessage(`Verdict: copied ${shim} — run it from any shell, or link it into a folder on your PATH`);
-    return shim;
-  }));
+  context.subscriptions.push(
+    vscode.commands.registerCommand('verdict.copyCliPath', async () => {
+      if (!shim) return refuseCopy();
+      await vscode.env.clipboard.writeText(shim);
+      void vscode.window.showInformationMessage(`Verdict: copied ${shim} — run it from any shell, or link it into a folder on your PATH`);
+      return shim;
+    }),
+  );
   const refuseCopy = () => {
     void vscode.window.showErrorMessage('Verdict: the `verdict` launcher could not be written; see Output → Verdict');
     return undefined;
@@ -115,7 +125,10 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   setTimeout(() => {
     showContainment();
     void reconcileDeadRuns(resolveHome(readSettings().home), editorEngines(log)).then((reports) => {
-      for (const r of reports) log.warn(`reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}`);
+      for (const r of reports)
+        log.warn(
+          `reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}`,
+        );
       if (reports.length) tree.refresh();
     });
   }, 0);
@@ -123,7 +136,8 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   return {
     runManifest: (file, options = {}) => launcher.run(file, options),
     forecast: (file) => runForecast(file, log),
-    lint: (file) => lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess, trusted: vscode.workspace.isTrusted }),
+    lint: (file) =>
+      lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess, trusted: vscode.workspace.isTrusted }),
     runs: () => {
       tree.refresh();
       return tree.runs();

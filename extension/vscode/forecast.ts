@@ -8,7 +8,15 @@ import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import * as vscode from 'vscode';
 import { evalLogPath, resolveHome } from '../core/config/home';
 import { parseManifest } from '../core/manifest/load';
-import { entryForecasts, entryForecastText, forecastManifest, forecastOf, forecastTotalLine, needsConfirmation, type ManifestForecast } from '../core/scoreboard/plan';
+import {
+  entryForecasts,
+  entryForecastText,
+  forecastManifest,
+  forecastOf,
+  forecastTotalLine,
+  needsConfirmation,
+  type ManifestForecast,
+} from '../core/scoreboard/plan';
 import { isManifestDocument } from './diagnostics';
 import { editorEngines } from './engines';
 import { readSettings } from './settings';
@@ -76,7 +84,10 @@ export class ForecastLensProvider implements vscode.CodeLensProvider {
     const tree = parseTree(text);
     const raw = (manifest.raw as { tasks?: unknown[] }).tasks ?? [];
     const keys = raw.map((t) => (t && typeof t === 'object' && typeof (t as { key?: unknown }).key === 'string' ? (t as { key: string }).key : null));
-    const byEntry = entryForecasts(f, keys.filter((k): k is string => k !== null));
+    const byEntry = entryForecasts(
+      f,
+      keys.filter((k): k is string => k !== null),
+    );
     const lenses: vscode.CodeLens[] = [];
     keys.forEach((key, i) => {
       const node = key !== null && tree ? findNodeAtLocation(tree, ['tasks', i, 'key']) : undefined;

@@ -36,7 +36,9 @@ export interface LaunchOptions {
 /** Thrown when something would execute in an untrusted workspace. */
 export class UntrustedWorkspaceError extends Error {
   constructor(what: string) {
-    super(`Verdict will not ${what} in an untrusted workspace: that executes workers and checks from the manifest. Trust the workspace (Manage Workspace Trust) first.`);
+    super(
+      `Verdict will not ${what} in an untrusted workspace: that executes workers and checks from the manifest. Trust the workspace (Manage Workspace Trust) first.`,
+    );
     this.name = 'UntrustedWorkspaceError';
   }
 }
@@ -95,7 +97,10 @@ export class RunLauncher implements vscode.Disposable {
   private readonly started = new Map<string, DetachedRun>();
 
   /** @param cli the bundled CLI, `<extension>/dist/cli.js` */
-  constructor(readonly cli: string, private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    readonly cli: string,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
 
   /** The orchestrators this window started, by run id (pid and log). */
   launched(): ReadonlyMap<string, Pick<DetachedRun, 'pid' | 'logFile'>> {
@@ -160,13 +165,32 @@ export class RunLauncher implements vscode.Disposable {
     // A state file that cannot be read is left to the CLI, which says why.
     const read = readState(path.join(runDir(home, runId), 'state.json'));
     if ('state' in read) {
-      const gate = startGate(await lintFrozenManifest(home, read.state, { engines: editorEngines(this.log), allowFullAccess: s.allowFullAccess, trusted: true }), false);
+      const gate = startGate(
+        await lintFrozenManifest(home, read.state, { engines: editorEngines(this.log), allowFullAccess: s.allowFullAccess, trusted: true }),
+        false,
+      );
       const verb = task !== undefined ? 'rerun' : 'resume';
-      if (gate.refused) throw new LintRefusedError(startGateLines(gate, `will not ${verb} run ${runId} (its frozen manifest, from ${read.state.manifestFile})`, { force: `\`verdict ${verb} --force\``, fix: FROZEN_MANIFEST_FIX }));
+      if (gate.refused)
+        throw new LintRefusedError(
+          startGateLines(gate, `will not ${verb} run ${runId} (its frozen manifest, from ${read.state.manifestFile})`, {
+            force: `\`verdict ${verb} --force\``,
+            fix: FROZEN_MANIFEST_FIX,
+          }),
+        );
     }
     const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(manifestFile))?.uri.fsPath ?? path.dirname(manifestFile);
     const { identity } = resolveIdentity({ flag: s.identityFlag, cwd: folder, configDefault: s.identity });
-    const run = launchDetached({ cli: this.cli, manifest: manifestFile, resume: runId, ...(task !== undefined ? { rerun: task } : {}), home, cwd: folder, config: configForRun(s), identity, noSandbox: !s.sandbox });
+    const run = launchDetached({
+      cli: this.cli,
+      manifest: manifestFile,
+      resume: runId,
+      ...(task !== undefined ? { rerun: task } : {}),
+      home,
+      cwd: folder,
+      config: configForRun(s),
+      identity,
+      noSandbox: !s.sandbox,
+    });
     const what = task !== undefined ? `verdict rerun ${runId} ${task}` : `verdict resume ${runId}`;
     this.log.info(`started ${what} (pid ${run.pid}, detached; log ${run.logFile})`);
     const info = await waitForRunStart(home, run);
@@ -183,7 +207,9 @@ export class RunLauncher implements vscode.Disposable {
     const info = await this.start(file, options);
     const home = resolveHome(readSettings().home);
     const cancel = options.token?.onCancellationRequested(() => {
-      void sendControlAndWait(info.stateFile, { verb: 'cancel', by: editorIdentity() }).then(({ ack }) => this.log.info(`cancel run ${info.state.runId}: ${ack ? ack.result : 'sent'}`));
+      void sendControlAndWait(info.stateFile, { verb: 'cancel', by: editorIdentity() }).then(({ ack }) =>
+        this.log.info(`cancel run ${info.state.runId}: ${ack ? ack.result : 'sent'}`),
+      );
     });
     const seen = new Set<string>();
     const onState = (state: RunState) => {
@@ -194,7 +220,15 @@ export class RunLauncher implements vscode.Disposable {
           seen.add(id);
           this.log.info(`${t.key} attempt ${a.attempt}: ${a.verdict}${a.notes ? ` — ${a.notes}` : ''}`);
           const last = a === t.attempts[t.attempts.length - 1];
-          options.onEvent?.({ type: 'attempt-finished', key: t.key, attempt: a.attempt, verdict: a.verdict, reason: a.notes, willRetry: !last || !statusInfo(t.status).final, branch: t.branch });
+          options.onEvent?.({
+            type: 'attempt-finished',
+            key: t.key,
+            attempt: a.attempt,
+            verdict: a.verdict,
+            reason: a.notes,
+            willRetry: !last || !statusInfo(t.status).final,
+            branch: t.branch,
+          });
         }
       }
     };

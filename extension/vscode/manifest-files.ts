@@ -34,9 +34,18 @@ export async function treatAsManifest(target?: unknown): Promise<string | undefi
   const folder = vscode.workspace.getWorkspaceFolder(uri);
   const glob = folder ? path.relative(folder.uri.fsPath, uri.fsPath).split(path.sep).join('/') : uri.fsPath;
   const config = vscode.workspace.getConfiguration('verdict', uri);
-  const target_ = folder ? (vscode.workspace.workspaceFolders?.length === 1 ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.WorkspaceFolder) : vscode.ConfigurationTarget.Global;
+  const target_ = folder
+    ? vscode.workspace.workspaceFolders?.length === 1
+      ? vscode.ConfigurationTarget.Workspace
+      : vscode.ConfigurationTarget.WorkspaceFolder
+    : vscode.ConfigurationTarget.Global;
   const inspected = config.inspect<string[]>(SETTING);
-  const current = (target_ === vscode.ConfigurationTarget.Global ? inspected?.globalValue : target_ === vscode.ConfigurationTarget.Workspace ? inspected?.workspaceValue : inspected?.workspaceFolderValue) ?? [];
+  const current =
+    (target_ === vscode.ConfigurationTarget.Global
+      ? inspected?.globalValue
+      : target_ === vscode.ConfigurationTarget.Workspace
+        ? inspected?.workspaceValue
+        : inspected?.workspaceFolderValue) ?? [];
   if (!current.includes(glob)) await config.update(SETTING, [...current, glob], target_);
   return glob;
 }

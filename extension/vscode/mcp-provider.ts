@@ -17,9 +17,18 @@ export const MCP_PROVIDER_ID = 'verdict.mcp';
 /** The part of VS Code 1.101's API this module uses (the typings this project builds against predate it). */
 interface McpApi {
   lm?: {
-    registerMcpServerDefinitionProvider?: (id: string, provider: { onDidChangeMcpServerDefinitions?: vscode.Event<void>; provideMcpServerDefinitions(token: vscode.CancellationToken): unknown[] }) => vscode.Disposable;
+    registerMcpServerDefinitionProvider?: (
+      id: string,
+      provider: { onDidChangeMcpServerDefinitions?: vscode.Event<void>; provideMcpServerDefinitions(token: vscode.CancellationToken): unknown[] },
+    ) => vscode.Disposable;
   };
-  McpStdioServerDefinition?: new (label: string, command: string, args?: string[], env?: Record<string, string | number | null>, version?: string) => { cwd?: vscode.Uri };
+  McpStdioServerDefinition?: new (
+    label: string,
+    command: string,
+    args?: string[],
+    env?: Record<string, string | number | null>,
+    version?: string,
+  ) => { cwd?: vscode.Uri };
 }
 
 /** The arguments of `verdict mcp` for a workspace folder and the home the editor uses. */
@@ -32,11 +41,16 @@ export function mcpServerArgs(cli: string, folder: string, home: string): string
  * server per trusted workspace folder; an untrusted workspace offers none (the server starts runs).
  * @param cli the bundled CLI, `<extension>/dist/cli.js`
  */
-export function registerMcpProvider(cli: string, version: string, log: vscode.LogOutputChannel, api: McpApi = vscode as unknown as McpApi): vscode.Disposable[] {
+export function registerMcpProvider(
+  cli: string,
+  version: string,
+  log: vscode.LogOutputChannel,
+  api: McpApi = vscode as unknown as McpApi,
+): vscode.Disposable[] {
   const register = api.lm?.registerMcpServerDefinitionProvider;
   const Definition = api.McpStdioServerDefinition;
   if (!register || !Definition) {
-    log.info('this VS Code has no MCP server API (1.101+): Verdict\'s MCP server is not offered to it; register `verdict mcp` by hand (docs/agents.md)');
+    log.info("this VS Code has no MCP server API (1.101+): Verdict's MCP server is not offered to it; register `verdict mcp` by hand (docs/agents.md)");
     return [];
   }
   const changed = new vscode.EventEmitter<void>();
@@ -60,6 +74,6 @@ export function registerMcpProvider(cli: string, version: string, log: vscode.Lo
     vscode.workspace.onDidGrantWorkspaceTrust(() => changed.fire()),
     vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('verdict.home') && changed.fire()),
   );
-  log.info('offered Verdict\'s MCP server to VS Code (mcpServerDefinitionProviders: verdict.mcp)');
+  log.info("offered Verdict's MCP server to VS Code (mcpServerDefinitionProviders: verdict.mcp)");
   return disposables;
 }

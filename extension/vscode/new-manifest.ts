@@ -43,15 +43,23 @@ export function templatePickItems(templates: Template[], log: vscode.LogOutputCh
 }
 
 async function pickTemplate(templates: Template[], log: vscode.LogOutputChannel): Promise<Template | undefined> {
-  const pick = await vscode.window.showQuickPick(
-    templatePickItems(templates, log),
-    { placeHolder: 'A template for the new manifest', matchOnDescription: true, matchOnDetail: true },
-  );
+  const pick = await vscode.window.showQuickPick(templatePickItems(templates, log), {
+    placeHolder: 'A template for the new manifest',
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
   return pick?.t;
 }
 
 async function pickFolder(): Promise<string | undefined> {
-  const [uri] = (await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri, openLabel: 'Write the manifest here' })) ?? [];
+  const [uri] =
+    (await vscode.window.showOpenDialog({
+      canSelectFolders: true,
+      canSelectFiles: false,
+      canSelectMany: false,
+      defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
+      openLabel: 'Write the manifest here',
+    })) ?? [];
   return uri?.fsPath;
 }
 
@@ -62,7 +70,12 @@ async function pickFolder(): Promise<string | undefined> {
  * a support file (a check script the manifest names) that exists with other contents refuses the whole write.
  * @param templatesDir the extension's templates/ folder
  */
-export async function newManifest(templatesDir: string, log: vscode.LogOutputChannel, target?: unknown, args: NewManifestArgs = {}): Promise<NewManifestResult> {
+export async function newManifest(
+  templatesDir: string,
+  log: vscode.LogOutputChannel,
+  target?: unknown,
+  args: NewManifestArgs = {},
+): Promise<NewManifestResult> {
   const templates = listTemplates(templatesDir);
   if (!templates.length) return refuse(`no templates in ${templatesDir}`);
   const t = args.template !== undefined ? templates.find((x) => x.id === args.template) : await pickTemplate(templates, log);
@@ -74,17 +87,24 @@ export async function newManifest(templatesDir: string, log: vscode.LogOutputCha
   let plan = planTemplate(t, folder);
   const manifestName = t.files[0] as string;
   const support = plan.conflicts.filter((c) => c !== manifestName);
-  if (support.length) return refuse(`${support.map((c) => path.join(folder, c)).join(', ')} already exist(s) with other contents; the manifest's checks name them, so nothing was written. Choose another folder.`);
+  if (support.length)
+    return refuse(
+      `${support.map((c) => path.join(folder, c)).join(', ')} already exist(s) with other contents; the manifest's checks name them, so nothing was written. Choose another folder.`,
+    );
   if (plan.conflicts.length) {
     const free = freeManifestName(t, folder);
-    const choice = args.onConflict ?? ((await vscode.window.showWarningMessage(`${path.join(folder, manifestName)} already exists.`, { modal: true }, `Write ${free}`)) ? 'rename' : 'cancel');
+    const choice =
+      args.onConflict ??
+      ((await vscode.window.showWarningMessage(`${path.join(folder, manifestName)} already exists.`, { modal: true }, `Write ${free}`)) ? 'rename' : 'cancel');
     if (choice !== 'rename') return { refused: `${manifestName} exists` };
     plan = planTemplate(t, folder, free);
   }
   const written = writeTemplate(t, folder, plan);
   log.info(`New Manifest (${t.id}): wrote ${written.join(', ')}`);
   await vscode.window.showTextDocument(vscode.Uri.file(written[0] as string));
-  void vscode.window.showInformationMessage(`Verdict: wrote ${path.basename(written[0] as string)}${written.length > 1 ? ` and ${written.length - 1} support file(s)` : ''} from the ${t.id} template: adapt the tasks, checks and engines (the template's README says how), then run it.`);
+  void vscode.window.showInformationMessage(
+    `Verdict: wrote ${path.basename(written[0] as string)}${written.length > 1 ? ` and ${written.length - 1} support file(s)` : ''} from the ${t.id} template: adapt the tasks, checks and engines (the template's README says how), then run it.`,
+  );
   return { written };
 
   function refuse(message: string): NewManifestResult {

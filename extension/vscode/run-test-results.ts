@@ -56,7 +56,11 @@ export class RunTestResults implements vscode.Disposable {
   private readonly reported: Set<string>;
   private readonly published: PublishedResult[] = [];
 
-  constructor(private readonly controller: vscode.TestController, private readonly home: () => string, private readonly memento: vscode.Memento) {
+  constructor(
+    private readonly controller: vscode.TestController,
+    private readonly home: () => string,
+    private readonly memento: vscode.Memento,
+  ) {
     this.root = controller.createTestItem('verdict-runs', 'Verdict runs');
     this.root.description = 'every run under VERDICT_HOME';
     this.root.sortText = '~';
@@ -114,7 +118,13 @@ export class RunTestResults implements vscode.Disposable {
       const tid = `${id}/${t.key}`;
       const child = item.children.get(tid) ?? this.controller.createTestItem(tid, t.key);
       const last = t.attempts.at(-1);
-      child.description = [last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status, afterLabel(t), t.status === 'BLOCKED' ? t.reason : ''].filter(Boolean).join(' · ');
+      child.description = [
+        last && (last.verdict === null || last.verdict === t.status) ? attemptLabel(last) : t.status,
+        afterLabel(t),
+        t.status === 'BLOCKED' ? t.reason : '',
+      ]
+        .filter(Boolean)
+        .join(' · ');
       child.sortText = String(i).padStart(4, '0');
       item.children.add(child);
     });
@@ -179,7 +189,14 @@ export class RunTestResults implements vscode.Disposable {
    * manifest's own test item (so a manifest run from the CLI or the runs view does not read "Not yet run"); a
    * failure's message is its last attempt's verdict, reason and check output.
    */
-  private result(run: vscode.TestRun, test: vscode.TestItem, runId: string, t: TaskState, result: 'passed' | 'failed' | 'skipped', own?: vscode.TestItem): void {
+  private result(
+    run: vscode.TestRun,
+    test: vscode.TestItem,
+    runId: string,
+    t: TaskState,
+    result: 'passed' | 'failed' | 'skipped',
+    own?: vscode.TestItem,
+  ): void {
     const a = t.attempts.at(-1);
     const manifestItem = own?.id ?? null;
     const duration = t.attempts.reduce((ms, x) => ms + (x.endedAt !== null ? x.endedAt - x.startedAt : 0), 0) || undefined;
@@ -197,8 +214,10 @@ export class RunTestResults implements vscode.Disposable {
     }
     const log = a ? path.join(attemptDir(this.home(), runId, t.key, a.attempt), 'check.log') : null;
     const output = log ? readFileTail(log, CHECK_OUTPUT_BYTES) : null;
-    const head = a ? `attempt ${a.attempt}: ${a.verdict === t.status ? attemptLabel(a) : t.status}${a.notes ? ` — ${a.notes}` : ''}` : `${t.status}${t.reason ? ` — ${t.reason}` : ''}`;
-    const text = `${head}\n\n${output ? (output.text || '(the check printed nothing)') : '(no check output: the attempt ended before its check)'}`;
+    const head = a
+      ? `attempt ${a.attempt}: ${a.verdict === t.status ? attemptLabel(a) : t.status}${a.notes ? ` — ${a.notes}` : ''}`
+      : `${t.status}${t.reason ? ` — ${t.reason}` : ''}`;
+    const text = `${head}\n\n${output ? output.text || '(the check printed nothing)' : '(no check output: the attempt ended before its check)'}`;
     const message = new vscode.TestMessage(text);
     if (output && log) message.location = new vscode.Location(vscode.Uri.file(log), new vscode.Position(0, 0));
     for (const x of own ? [test, own] : [test]) run.failed(x, message, duration);

@@ -28,7 +28,17 @@ export type LogKind = 'prompt' | 'worker' | 'check';
 /** One row of the runs tree. */
 export type RunsNode =
   | { kind: 'run'; runId: string; info: RunInfo }
-  | { kind: 'task'; runId: string; key: string; task: TaskState; info: RunInfo; row?: TaskRow<TaskState>; candidate?: CandidateRow<TaskState>; member?: MemberRow<TaskState>; ready?: true }
+  | {
+      kind: 'task';
+      runId: string;
+      key: string;
+      task: TaskState;
+      info: RunInfo;
+      row?: TaskRow<TaskState>;
+      candidate?: CandidateRow<TaskState>;
+      member?: MemberRow<TaskState>;
+      ready?: true;
+    }
   /** "Ready to merge": every passed task not yet merged or discarded, across the runs of worktree mode (task-landing.ts readyToMerge). */
   | { kind: 'ready'; runId?: undefined }
   | { kind: 'attempt'; runId: string; key: string; attempt: AttemptState; info: RunInfo }
@@ -62,14 +72,19 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   private readonly unsubscribePool: () => void;
 
   /** `pool`: the worker pool to show as the first row (core/pool/monitor.ts); absent: none. */
-  constructor(private home: string, private readonly log: vscode.LogOutputChannel, poolFeed?: PoolFeed) {
+  constructor(
+    private home: string,
+    private readonly log: vscode.LogOutputChannel,
+    poolFeed?: PoolFeed,
+  ) {
     this.watcher = new RunsWatcher(home, () => this.refresh());
     this.pool = poolFeed?.current() ?? null;
-    this.unsubscribePool = poolFeed?.subscribe((v) => {
-      const appeared = (v === null) !== (this.pool === null);
-      this.pool = v;
-      this.changed.fire(appeared ? undefined : this.poolNode);
-    }) ?? (() => undefined);
+    this.unsubscribePool =
+      poolFeed?.subscribe((v) => {
+        const appeared = (v === null) !== (this.pool === null);
+        this.pool = v;
+        this.changed.fire(appeared ? undefined : this.poolNode);
+      }) ?? (() => undefined);
     this.refresh();
   }
 
@@ -115,7 +130,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
   }
 
   getChildren(node?: RunsNode): RunsNode[] | Promise<RunsNode[]> {
-    if (!node) return [...(this.pool ? [this.poolNode] : []), ...(this.readyTasks().length ? [this.readyNode] : []), ...this.snapshot.map((info): RunsNode => ({ kind: 'run', runId: info.state.runId, info }))];
+    if (!node)
+      return [
+        ...(this.pool ? [this.poolNode] : []),
+        ...(this.readyTasks().length ? [this.readyNode] : []),
+        ...this.snapshot.map((info): RunsNode => ({ kind: 'run', runId: info.state.runId, info })),
+      ];
     switch (node.kind) {
       case 'ready':
         return this.readyTasks();
@@ -126,16 +146,46 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
       case 'run':
         // The task graph's order: a task after its prerequisites, a best-of-N task's candidates under it, a validated,
         // council or phases task's members under its lead (as in the dashboard and the CLI).
-        return groupedOrder(node.info.state.tasks, node.info.state.inputNames).map((row) => ({ kind: 'task', runId: node.runId, key: row.task.key, task: row.task, info: node.info, row }));
+        return groupedOrder(node.info.state.tasks, node.info.state.inputNames).map((row) => ({
+          kind: 'task',
+          runId: node.runId,
+          key: row.task.key,
+          task: row.task,
+          info: node.info,
+          row,
+        }));
       case 'task': {
-        const children: RunsNode[] = (node.row?.candidates ?? []).map((candidate) => ({ kind: 'task', runId: node.runId, key: candidate.task.key, task: candidate.task, info: node.info, candidate }));
-        children.push(...(node.row?.members ?? []).map((member): RunsNode => ({ kind: 'task', runId: node.runId, key: member.task.key, task: member.task, info: node.info, member })));
+        const children: RunsNode[] = (node.row?.candidates ?? []).map((candidate) => ({
+          kind: 'task',
+          runId: node.runId,
+          key: candidate.task.key,
+          task: candidate.task,
+          info: node.info,
+          candidate,
+        }));
+        children.push(
+          ...(node.row?.members ?? []).map((member): RunsNode => ({
+            kind: 'task',
+            runId: node.runId,
+            key: member.task.key,
+            task: member.task,
+            info: node.info,
+            member,
+          })),
+        );
         children.push(...node.task.attempts.map((attempt): RunsNode => ({ kind: 'attempt', runId: node.runId, key: node.key, attempt, info: node.info })));
         if (node.task.commit && node.info.state.baseSha) children.push({ kind: 'changes', runId: node.runId, key: node.key, task: node.task, info: node.info });
         return children;
       }
       case 'attempt':
-        return (Object.keys(LOG_FILES) as LogKind[]).map((log) => ({ kind: 'log', runId: node.runId, key: node.key, attempt: node.attempt.attempt, log, file: this.logFile(node, node.attempt.attempt, log) }));
+        return (Object.keys(LOG_FILES) as LogKind[]).map((log) => ({
+          kind: 'log',
+          runId: node.runId,
+          key: node.key,
+          attempt: node.attempt.attempt,
+          log,
+          file: this.logFile(node, node.attempt.attempt, log),
+        }));
       case 'changes':
         return this.changedFileNodes(node);
       default:
@@ -145,7 +195,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
 
   /** The passed tasks waiting to be merged, newest run first (the snapshot's order), as task rows naming their run. */
   readyTasks(): RunsNode[] {
-    return this.snapshot.filter((info) => info.state.worktrees).flatMap((info) => info.state.tasks.filter(readyToMerge).map((task): RunsNode => ({ kind: 'task', runId: info.state.runId, key: task.key, task, info, ready: true })));
+    return this.snapshot
+      .filter((info) => info.state.worktrees)
+      .flatMap((info) =>
+        info.state.tasks.filter(readyToMerge).map((task): RunsNode => ({ kind: 'task', runId: info.state.runId, key: task.key, task, info, ready: true })),
+      );
   }
 
   getTreeItem(node: RunsNode): vscode.TreeItem {
@@ -155,7 +209,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
         const item = new vscode.TreeItem('Ready to merge', vscode.TreeItemCollapsibleState.Expanded);
         item.id = 'ready-to-merge';
         item.description = `${n} passed task${n === 1 ? '' : 's'} not merged`;
-        item.tooltip = 'Tasks that passed, whose branches hold work nothing was done with yet (neither merged nor discarded), in every run. Merge or discard each from its row.';
+        item.tooltip =
+          'Tasks that passed, whose branches hold work nothing was done with yet (neither merged nor discarded), in every run. Merge or discard each from its row.';
         item.iconPath = new vscode.ThemeIcon('git-merge');
         item.accessibilityInformation = { label: `Ready to merge: ${item.description}` };
         item.contextValue = 'readyToMerge';
@@ -193,7 +248,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
         item.id = 'pool';
         item.description = this.pool ? poolSummary(this.pool) : '';
         item.tooltip = this.pool ? `${this.pool.url}\nread ${new Date(this.pool.readAt).toLocaleTimeString()}` : undefined;
-        item.iconPath = new vscode.ThemeIcon(this.pool?.error ? 'warning' : 'server-environment', this.pool?.error ? new vscode.ThemeColor('problemsWarningIcon.foreground') : undefined);
+        item.iconPath = new vscode.ThemeIcon(
+          this.pool?.error ? 'warning' : 'server-environment',
+          this.pool?.error ? new vscode.ThemeColor('problemsWarningIcon.foreground') : undefined,
+        );
         item.contextValue = 'pool';
         return item;
       }
@@ -229,7 +287,16 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
     const { repo, baseSha } = node.info.state;
     if (!repo || !baseSha || !node.task.commit) return [];
     const files = await changedFiles(repo, baseSha, node.task.commit);
-    return files.map((f) => ({ kind: 'file', runId: node.runId, key: node.key, repo, base: baseSha, head: node.task.commit as string, status: f.status, path: f.path }));
+    return files.map((f) => ({
+      kind: 'file',
+      runId: node.runId,
+      key: node.key,
+      repo,
+      base: baseSha,
+      head: node.task.commit as string,
+      status: f.status,
+      path: f.path,
+    }));
   }
 
   dispose(): void {
@@ -281,12 +348,29 @@ function runItem(info: RunInfo): vscode.TreeItem {
   // Paused or draining first: a long description is cut at the view's edge, and a paused run must not look like one at work.
   const live = info.liveness === 'running';
   const mode = live && s.paused ? 'PAUSED' : live && s.draining ? 'DRAINING' : '';
-  item.description = [mode, resultSummary(s.tasks.map((t) => t.status)), mode ? '' : liveness, waitsLine(s), spendLine(s.spend), s.identity, startedLabel(s.startedAt)].filter(Boolean).join(' · ');
+  item.description = [
+    mode,
+    resultSummary(s.tasks.map((t) => t.status)),
+    mode ? '' : liveness,
+    waitsLine(s),
+    spendLine(s.spend),
+    s.identity,
+    startedLabel(s.startedAt),
+  ]
+    .filter(Boolean)
+    .join(' · ');
   // Tokens are summed over attempts that reported usage; none reported reads as unknown, as in the dashboard.
   item.tooltip = `${s.runId}\n${s.manifestFile}\nstarted ${new Date(s.startedAt).toLocaleString()} on ${s.host} (pid ${s.pid})\n${info.tokens ? `${info.tokens} tokens` : 'tokens: —'}`;
   // A screen reader reads the run's name and state, not the tooltip.
   item.accessibilityInformation = { label: `run ${s.runName}: ${item.description}` };
-  item.iconPath = live && s.paused ? new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('charts.yellow')) : info.liveness === 'running' ? new vscode.ThemeIcon('sync~spin') : info.liveness === 'orchestrator-died' ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground')) : RUN_ICON[runResult(s.tasks.map((t) => t.status))];
+  item.iconPath =
+    live && s.paused
+      ? new vscode.ThemeIcon('debug-pause', new vscode.ThemeColor('charts.yellow'))
+      : info.liveness === 'running'
+        ? new vscode.ThemeIcon('sync~spin')
+        : info.liveness === 'orchestrator-died'
+          ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground'))
+          : RUN_ICON[runResult(s.tasks.map((t) => t.status))];
   // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
   const resumable = live ? s.paused === true : c.passed < c.total;
   item.contextValue = `run.${info.liveness}${live ? (s.paused ? '.paused' : '.active') : ''}${resumable ? '.resumable' : ''}${s.worktrees ? '.worktrees' : ''}`;

@@ -41,11 +41,23 @@ export function readSettings(): EditorSettings {
     allowFullAccess: c.inspect<boolean>('allowFullAccess')?.globalValue,
     sandbox: c.inspect<boolean>('sandbox')?.globalValue,
   });
-  const poolError = merged.poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(merged.poolUrl) ? `verdict.pool: must be a postgres:// or postgresql:// URL` : null;
+  const poolError =
+    merged.poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(merged.poolUrl) ? `verdict.pool: must be a postgres:// or postgresql:// URL` : null;
   // VS Code only warns about a setting outside its schema's range; the value would still reach the run.
   const parallel = merged.maxParallel;
-  const parallelError = parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= MAX_PARALLEL) ? `verdict.maxParallel: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(parallel)}` : null;
-  return { ...merged, engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) }, home: c.get<string>('home') || undefined, identityFlag: c.get<string>('identity') || undefined, configError: error ?? poolError ?? parallelError, confirmAboveUsd: confirmAbove(c.get<unknown>('confirmAboveUsd')), route: config.route ?? null };
+  const parallelError =
+    parallel !== undefined && !(Number.isInteger(parallel) && parallel >= 1 && parallel <= MAX_PARALLEL)
+      ? `verdict.maxParallel: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(parallel)}`
+      : null;
+  return {
+    ...merged,
+    engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) },
+    home: c.get<string>('home') || undefined,
+    identityFlag: c.get<string>('identity') || undefined,
+    configError: error ?? poolError ?? parallelError,
+    confirmAboveUsd: confirmAbove(c.get<unknown>('confirmAboveUsd')),
+    route: config.route ?? null,
+  };
 }
 
 /** `verdict.confirmAboveUsd` as a number of USD ≥ 0; anything else (VS Code only warns about it) is the default, 1. */

@@ -36,7 +36,10 @@ export class RunsStatusBar implements vscode.Disposable {
     if (this.disposed) return; // the sandbox probe may answer after deactivation
     const live = this.runs.filter((r) => r.liveness === 'running');
     const died = this.runs.filter((r) => r.liveness === 'orchestrator-died');
-    const lines = [...live.map((r) => `${r.state.runName}: ${r.counts.passed}/${r.counts.total} passed, ${r.counts.active} running`), ...died.map((r) => `${r.state.runName}: orchestrator died`)];
+    const lines = [
+      ...live.map((r) => `${r.state.runName}: ${r.counts.passed}/${r.counts.total} passed, ${r.counts.active} running`),
+      ...died.map((r) => `${r.state.runName}: orchestrator died`),
+    ];
     if (this.containment) lines.push(this.containment.line);
     if (!lines.length) {
       this.item.hide();
@@ -44,9 +47,10 @@ export class RunsStatusBar implements vscode.Disposable {
     }
     const active = live.reduce((n, r) => n + r.counts.active, 0);
     const refused = this.containment?.refused === true;
-    this.item.text = live.length || died.length
-      ? `$(beaker) ${live.length} live · ${active} running${died.length ? ` · $(warning) ${died.length} died` : ''}${refused ? ' · $(warning) no sandbox' : ''}`
-      : `$(beaker) Verdict${refused ? ' · $(warning) no sandbox' : ''}`;
+    this.item.text =
+      live.length || died.length
+        ? `$(beaker) ${live.length} live · ${active} running${died.length ? ` · $(warning) ${died.length} died` : ''}${refused ? ' · $(warning) no sandbox' : ''}`
+        : `$(beaker) Verdict${refused ? ' · $(warning) no sandbox' : ''}`;
     this.item.tooltip = lines.join('\n');
     this.item.backgroundColor = died.length || refused ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
     this.item.show();
@@ -59,7 +63,7 @@ export class RunsStatusBar implements vscode.Disposable {
 
   /** The tooltip shown, for tests. */
   get tooltip(): string {
-    return typeof this.item.tooltip === 'string' ? this.item.tooltip : this.item.tooltip?.value ?? '';
+    return typeof this.item.tooltip === 'string' ? this.item.tooltip : (this.item.tooltip?.value ?? '');
   }
 
   dispose(): void {

@@ -31,12 +31,17 @@ export class TaskLogProvider implements vscode.TextDocumentContentProvider, vsco
    * @param home VERDICT_HOME now (settings may change it)
    * @param runs the runs as the runs view last read them
    */
-  constructor(private readonly home: () => string, private readonly runs: () => RunInfo[]) {
-    this.subscriptions.push(vscode.workspace.onDidCloseTextDocument((doc) => {
-      if (doc.uri.scheme !== TASK_LOG_SCHEME) return;
-      this.texts.delete(doc.uri.toString());
-      this.schedule();
-    }));
+  constructor(
+    private readonly home: () => string,
+    private readonly runs: () => RunInfo[],
+  ) {
+    this.subscriptions.push(
+      vscode.workspace.onDidCloseTextDocument((doc) => {
+        if (doc.uri.scheme !== TASK_LOG_SCHEME) return;
+        this.texts.delete(doc.uri.toString());
+        this.schedule();
+      }),
+    );
   }
 
   provideTextDocumentContent(uri: vscode.Uri): string {

@@ -14,7 +14,10 @@ export class ManifestTestController implements vscode.Disposable {
   readonly controller = vscode.tests.createTestController('verdict', 'Verdict');
   private readonly disposables: vscode.Disposable[] = [this.controller];
 
-  constructor(private readonly launcher: RunLauncher, private readonly log: vscode.LogOutputChannel) {
+  constructor(
+    private readonly launcher: RunLauncher,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
     this.controller.resolveHandler = async (item) => {
       if (!item) await this.discover();
     };

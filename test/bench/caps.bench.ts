@@ -47,7 +47,9 @@ const baseWall = median(base.map((x) => x.wallMs));
 for (const [name, xs] of results) {
   const cpu = median(xs.map((x) => x.cpuMs));
   const wall = median(xs.map((x) => x.wallMs));
-  console.log(`${name.padEnd(20)} orchestrator CPU ${cpu.toFixed(2)} ms/step (×${(cpu / baseCpu).toFixed(2)})  wall ${wall.toFixed(2)} ms/step (×${(wall / baseWall).toFixed(2)})`);
+  console.log(
+    `${name.padEnd(20)} orchestrator CPU ${cpu.toFixed(2)} ms/step (×${(cpu / baseCpu).toFixed(2)})  wall ${wall.toFixed(2)} ms/step (×${(wall / baseWall).toFixed(2)})`,
+  );
 }
 stopSpawnHelper();
 fs.rmSync(dir, { recursive: true, force: true });

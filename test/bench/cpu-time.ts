@@ -24,7 +24,12 @@ export interface ProcessTimes {
 export function timeNode(args: string[], input?: string): ProcessTimes {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-bench-cpu-')), 'cpu');
   const t = performance.now();
-  execFileSync(process.execPath, ['-r', PRELOAD, ...args], { stdio: ['pipe', 'ignore', 'inherit'], input, maxBuffer: 1 << 28, env: { ...process.env, BENCH_CPU_FILE: file } });
+  execFileSync(process.execPath, ['-r', PRELOAD, ...args], {
+    stdio: ['pipe', 'ignore', 'inherit'],
+    input,
+    maxBuffer: 1 << 28,
+    env: { ...process.env, BENCH_CPU_FILE: file },
+  });
   const wallMs = performance.now() - t;
   const cpuMs = Number(fs.readFileSync(file, 'utf8').trim().split('\n')[0]) / 1000;
   fs.rmSync(path.dirname(file), { recursive: true, force: true });

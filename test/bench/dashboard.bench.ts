@@ -21,11 +21,54 @@ const tasks: TaskState[] = Array.from({ length: WORKERS }, (_, i) => {
   const dir = path.join(runDir, 'tasks', `w${i}`, 'attempt-1');
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'worker.log'), '');
-  return { key: `w${i}`, engine: 'script', model: null, taskType: 'bench', verified: null, status: 'running', dir, branch: null, commit: null, port: null,
-    attempts: [{ attempt: 1, phase: 'running', verdict: null, startedAt: now, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir, notes: '' }] };
+  return {
+    key: `w${i}`,
+    engine: 'script',
+    model: null,
+    taskType: 'bench',
+    verified: null,
+    status: 'running',
+    dir,
+    branch: null,
+    commit: null,
+    port: null,
+    attempts: [
+      {
+        attempt: 1,
+        phase: 'running',
+        verdict: null,
+        startedAt: now,
+        endedAt: null,
+        workerPid: null,
+        tokensIn: null,
+        tokensOut: null,
+        costMicroUsd: null,
+        checkExitCode: null,
+        dir,
+        notes: '',
+      },
+    ],
+  };
 });
-const state: RunState = { version: 1, runId, runName: 'bench: 50 noisy workers', manifestFile: '/bench.swarm.json', identity: 'bench', host: 'bench', pid: process.pid, status: 'running',
-  startedAt: now, heartbeatAt: now, endedAt: null, maxParallel: WORKERS, worktrees: false, repo: null, baseRef: null, baseSha: null, tasks };
+const state: RunState = {
+  version: 1,
+  runId,
+  runName: 'bench: 50 noisy workers',
+  manifestFile: '/bench.swarm.json',
+  identity: 'bench',
+  host: 'bench',
+  pid: process.pid,
+  status: 'running',
+  startedAt: now,
+  heartbeatAt: now,
+  endedAt: null,
+  maxParallel: WORKERS,
+  worktrees: false,
+  repo: null,
+  baseRef: null,
+  baseSha: null,
+  tasks,
+};
 const writeState = () => {
   state.heartbeatAt = Date.now();
   fs.writeFileSync(path.join(runDir, 'state.json.tmp'), JSON.stringify(state));
@@ -54,7 +97,10 @@ await page.addInitScript(`(() => {
 })()`);
 await page.goto(hud.url);
 await page.locator('.run-open').first().click();
-await page.locator('pre[data-testid="output-tail"]').nth(WORKERS - 1).waitFor();
+await page
+  .locator('pre[data-testid="output-tail"]')
+  .nth(WORKERS - 1)
+  .waitFor();
 // In the page (a string: no bundler helpers there): every mutation of an output tail → at the next frame, the age of
 // the newest line each changed tail shows. Lines end with their write time in epoch ms.
 await page.evaluate(`(() => {
@@ -110,8 +156,12 @@ const p95 = pct(95);
 const firstHalf = heap.slice(0, Math.ceil(heap.length / 2));
 const secondHalf = heap.slice(Math.ceil(heap.length / 2));
 console.log(`dashboard bench: ${WORKERS} workers × ${RATE} lines/s × ${SECONDS} s = ${lines} lines, ${mib(bytes)} of worker logs`);
-console.log(`event-to-screen: ${lat.length} samples, p50 ${pct(50)} ms, p95 ${p95} ms, p99 ${pct(99)} ms, max ${lat.at(-1)} ms (budget p95 ≤ 150 ms: ${p95 <= 150 ? 'OK' : 'OVER'})`);
+console.log(
+  `event-to-screen: ${lat.length} samples, p50 ${pct(50)} ms, p95 ${p95} ms, p99 ${pct(99)} ms, max ${lat.at(-1)} ms (budget p95 ≤ 150 ms: ${p95 <= 150 ? 'OK' : 'OVER'})`,
+);
 const at = (v: number[], p: number) => v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))] ?? NaN;
 console.log(`SSE arrival (transport only): ${arrival.length} messages, p50 ${at(arrival, 50)} ms, p95 ${at(arrival, 95)} ms`);
-console.log(`page JS heap: peak ${mib(Math.max(...heap))}, peak of first half ${mib(Math.max(...firstHalf))}, peak of second half ${mib(Math.max(...secondHalf))}, last ${mib(heap.at(-1) ?? 0)}`);
+console.log(
+  `page JS heap: peak ${mib(Math.max(...heap))}, peak of first half ${mib(Math.max(...firstHalf))}, peak of second half ${mib(Math.max(...secondHalf))}, last ${mib(heap.at(-1) ?? 0)}`,
+);
 fs.rmSync(path.dirname(home), { recursive: true, force: true });

@@ -26,14 +26,16 @@ const MB = 1024 * 1024;
 /** Median wall time of one worker spawn + one check spawn while PARALLEL such pairs run at once, ms. */
 async function spawnPairMs(dir: string): Promise<number> {
   const times: number[] = [];
-  await Promise.all(Array.from({ length: PARALLEL }, async () => {
-    for (let i = 0; i < 20; i++) {
-      const t0 = performance.now();
-      await run('bash', ['-c', 'echo ok > /dev/null'], { cwd: dir });
-      await run('bash', ['-c', 'true'], { cwd: dir });
-      times.push(performance.now() - t0);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: PARALLEL }, async () => {
+      for (let i = 0; i < 20; i++) {
+        const t0 = performance.now();
+        await run('bash', ['-c', 'echo ok > /dev/null'], { cwd: dir });
+        await run('bash', ['-c', 'true'], { cwd: dir });
+        times.push(performance.now() - t0);
+      }
+    }),
+  );
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)] as number;
 }
@@ -60,7 +62,12 @@ clearInterval(sampler);
 peakRss = Math.max(peakRss, process.memoryUsage().rss);
 
 const lines = fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8').trim().split('\n');
-const ids = new Set(lines.map((l) => { const r = JSON.parse(l) as { run_id: string; task_key: string }; return `${r.run_id}/${r.task_key}`; }));
+const ids = new Set(
+  lines.map((l) => {
+    const r = JSON.parse(l) as { run_id: string; task_key: string };
+    return `${r.run_id}/${r.task_key}`;
+  }),
+);
 const state = JSON.parse(fs.readFileSync(summary.stateFile, 'utf8')) as { status: string; tasks: { status: string }[] };
 const passed = summary.tasks.filter((t) => t.verdict === 'PASS').length;
 if (lines.length !== TASKS || ids.size !== TASKS || passed !== TASKS || state.tasks.length !== TASKS || state.status !== 'finished') {
@@ -68,6 +75,12 @@ if (lines.length !== TASKS || ids.size !== TASKS || passed !== TASKS || state.ta
 }
 const ideal = (TASKS / PARALLEL) * pair;
 const hwm = vmHwmBytes();
-console.log(`tasks ${TASKS}, max_parallel ${PARALLEL}, plain mode, script engine: ${passed} PASS, ${lines.length} rows, ${state.tasks.length} tasks in state.json`);
-console.log(`peak RSS (50 ms samples): ${(peakRss / MB).toFixed(0)} MB; VmHWM ${hwm === null ? 'n/a' : `${(hwm / MB).toFixed(0)} MB`}; target ≤ 300 MB → ${Math.max(peakRss, hwm ?? 0) <= 300 * MB ? 'met' : 'MISSED'}`);
-console.log(`wall ${(wall / 1000).toFixed(1)} s; ideal ${TASKS}/${PARALLEL} × ${pair.toFixed(1)} ms (one worker + check spawn) = ${(ideal / 1000).toFixed(1)} s → ${(wall / ideal).toFixed(2)}× ideal`);
+console.log(
+  `tasks ${TASKS}, max_parallel ${PARALLEL}, plain mode, script engine: ${passed} PASS, ${lines.length} rows, ${state.tasks.length} tasks in state.json`,
+);
+console.log(
+  `peak RSS (50 ms samples): ${(peakRss / MB).toFixed(0)} MB; VmHWM ${hwm === null ? 'n/a' : `${(hwm / MB).toFixed(0)} MB`}; target ≤ 300 MB → ${Math.max(peakRss, hwm ?? 0) <= 300 * MB ? 'met' : 'MISSED'}`,
+);
+console.log(
+  `wall ${(wall / 1000).toFixed(1)} s; ideal ${TASKS}/${PARALLEL} × ${pair.toFixed(1)} ms (one worker + check spawn) = ${(ideal / 1000).toFixed(1)} s → ${(wall / ideal).toFixed(2)}× ideal`,
+);

@@ -38,7 +38,10 @@ function helperCpuMs(): number {
   const pid = spawnHelperPid();
   if (!pid) throw new Error('no spawn helper');
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const f = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .map(Number);
   // utime, stime, cutime, cstime are fields 14-17 (1-based): 11-14 after the command.
   return ((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0)) * TICK_MS;
 }
@@ -53,7 +56,15 @@ async function runSteps(plan: Pick<BwrapPlan, 'network' | 'netstack'>): Promise<
   const cpu0 = helperCpuMs();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) {
-    const r = await supervise({ file: '/usr/bin/true', args: [], cwd: dir, env: {}, logFile: path.join(dir, 'log'), timeoutMs: 30_000, sandbox: { binary: probe.kind === 'bwrap' ? probe.binary : '', writable: [dir], ...plan } });
+    const r = await supervise({
+      file: '/usr/bin/true',
+      args: [],
+      cwd: dir,
+      env: {},
+      logFile: path.join(dir, 'log'),
+      timeoutMs: 30_000,
+      sandbox: { binary: probe.kind === 'bwrap' ? probe.binary : '', writable: [dir], ...plan },
+    });
     if (r.receipt.exitCode !== 0) throw new Error(`a step failed: ${JSON.stringify(r.receipt)} ${fs.readFileSync(path.join(dir, 'log'), 'utf8')}`);
   }
   return { wallMs: (performance.now() - t0) / N, cpuMs: (helperCpuMs() - cpu0) / N };
@@ -78,5 +89,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 console.log(`sandboxed \`true\`, ${N} steps x ${ROUNDS} rounds per variant (median of rounds), slirp4netns ${stack.version}`);
 const floor = results.loopback as { wall: number[]; cpu: number[] };
 for (const [name, r] of Object.entries(results)) {
-  console.log(`  ${name.padEnd(9)} wall ${median(r.wall).toFixed(1).padStart(6)} ms/step (x${(median(r.wall) / median(floor.wall)).toFixed(2)})   cpu ${median(r.cpu).toFixed(1).padStart(6)} ms/step (x${(median(r.cpu) / median(floor.cpu)).toFixed(2)})`);
+  console.log(
+    `  ${name.padEnd(9)} wall ${median(r.wall).toFixed(1).padStart(6)} ms/step (x${(median(r.wall) / median(floor.wall)).toFixed(2)})   cpu ${median(r.cpu).toFixed(1).padStart(6)} ms/step (x${(median(r.cpu) / median(floor.cpu)).toFixed(2)})`,
+  );
 }

@@ -37,12 +37,25 @@ const WORKTREES = process.env.BENCH_TREE === 'worktree';
 function runOnce(cli: string, n: number, sandbox: boolean): { main: number; proc: number } {
   const dir = fs.mkdtempSync(path.join(TMP, 'verdict-bench-orch-'));
   try {
-    const tasks = Array.from({ length: n }, (_, i) => ({ key: `t${i}`, engine: 'script', spec: 'echo ok > out.txt', check: 'test -s out.txt', verified: 'bench' }));
+    const tasks = Array.from({ length: n }, (_, i) => ({
+      key: `t${i}`,
+      engine: 'script',
+      spec: 'echo ok > out.txt',
+      check: 'test -s out.txt',
+      verified: 'bench',
+    }));
     const where = WORKTREES ? { worktrees: true, repo: makeRepo(path.join(dir, 'repo')) } : { workdir: 'w' };
     fs.writeFileSync(path.join(dir, 'b.swarm.json'), JSON.stringify({ run_name: 'bench', ...where, max_parallel: PARALLEL, tasks }));
     const cpuFile = path.join(dir, 'cpu');
-    execFileSync(process.execPath, ['-r', PRELOAD, cli, 'run', 'b.swarm.json', '--home', 'H', '--no-dashboard', ...(sandbox ? [] : ['--no-sandbox'])], { cwd: dir, stdio: 'ignore', env: { ...process.env, BENCH_CPU_FILE: cpuFile } });
-    const rows = fs.readFileSync(path.join(dir, 'H', 'runs.jsonl'), 'utf8').trim().split('\n').length;
+    execFileSync(process.execPath, ['-r', PRELOAD, cli, 'run', 'b.swarm.json', '--home', 'H', '--no-dashboard', ...(sandbox ? [] : ['--no-sandbox'])], {
+      cwd: dir,
+      stdio: 'ignore',
+      env: { ...process.env, BENCH_CPU_FILE: cpuFile },
+    });
+    const rows = fs
+      .readFileSync(path.join(dir, 'H', 'runs.jsonl'), 'utf8')
+      .trim()
+      .split('\n').length;
     if (rows !== n) throw new Error(`bench run incomplete: ${rows} rows of ${n}`);
     const [main, proc] = fs.readFileSync(cpuFile, 'utf8').trim().split(' ').map(Number) as [number, number];
     return { main, proc };
@@ -55,14 +68,20 @@ function runOnce(cli: string, n: number, sandbox: boolean): { main: number; proc
 function makeRepo(repo: string): string {
   fs.mkdirSync(repo);
   for (let i = 0; i < 50; i++) fs.writeFileSync(path.join(repo, `f${i}.txt`), `${i}\n`);
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', ...args], { cwd: repo, stdio: 'ignore' });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', ...args], { cwd: repo, stdio: 'ignore' });
   git('init', '-q');
   git('add', '.');
   git('commit', '-qm', 'base');
   return repo;
 }
 
-const clis = BASE ? [['this', CLI], ['base', BASE]] as const : [['this', CLI]] as const;
+const clis = BASE
+  ? ([
+      ['this', CLI],
+      ['base', BASE],
+    ] as const)
+  : ([['this', CLI]] as const);
 const results = new Map<string, { main: number[]; proc: number[] }>();
 const add = (key: string, r: { main: number; proc: number }) => {
   const acc = results.get(key) ?? { main: [], proc: [] };
@@ -77,7 +96,9 @@ for (let round = 0; round < ROUNDS; round++) {
     }
   }
 }
-console.log(`instant tasks (${WORKTREES ? "worktree mode" : "plain dirs"}), max_parallel ${PARALLEL}, ${ROUNDS} rounds, medians; CPU of the orchestrator's main thread (whole process in brackets), ms`);
+console.log(
+  `instant tasks (${WORKTREES ? 'worktree mode' : 'plain dirs'}), max_parallel ${PARALLEL}, ${ROUNDS} rounds, medians; CPU of the orchestrator's main thread (whole process in brackets), ms`,
+);
 const perAttempt = new Map<string, number>();
 for (const sandbox of ['unsandboxed', 'sandboxed']) {
   for (const [name] of clis) {
@@ -85,7 +106,9 @@ for (const sandbox of ['unsandboxed', 'sandboxed']) {
     const l = results.get(`${name} ${sandbox} ${LARGE}`)!;
     const per = (median(l.main) - median(s.main)) / (LARGE - SMALL);
     perAttempt.set(`${name} ${sandbox}`, per);
-    console.log(`${name.padEnd(4)} ${sandbox.padEnd(11)}: ${SMALL} tasks ${median(s.main)} (${median(s.proc)}), ${LARGE} tasks ${median(l.main)} (${median(l.proc)}) → ${per.toFixed(2)} ms per attempt (target ≤ 2), ${((median(l.proc) - median(s.proc)) / (LARGE - SMALL)).toFixed(2)} ms whole process`);
+    console.log(
+      `${name.padEnd(4)} ${sandbox.padEnd(11)}: ${SMALL} tasks ${median(s.main)} (${median(s.proc)}), ${LARGE} tasks ${median(l.main)} (${median(l.proc)}) → ${per.toFixed(2)} ms per attempt (target ≤ 2), ${((median(l.proc) - median(s.proc)) / (LARGE - SMALL)).toFixed(2)} ms whole process`,
+    );
   }
   if (BASE) console.log(`  ${sandbox}: this / base = ${(perAttempt.get(`this ${sandbox}`)! / perAttempt.get(`base ${sandbox}`)!).toFixed(2)}×`);
 }

@@ -34,9 +34,11 @@ function generatedRepo(dir: string): string {
 
 async function pool<T>(items: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) await fn(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) await fn(items[next++] as T);
+    }),
+  );
 }
 
 async function floor(root: string): Promise<number> {
@@ -47,7 +49,10 @@ async function floor(root: string): Promise<number> {
   await pool(keys, PARALLEL, async (key) => {
     const dir = path.join(root, 'wt', key);
     const add = lock.then(() => run('git', ['worktree', 'add', '--quiet', '-b', `floor/${key}`, dir, 'HEAD'], { cwd: repo }));
-    lock = add.then(() => undefined, () => undefined);
+    lock = add.then(
+      () => undefined,
+      () => undefined,
+    );
     await add;
     await run('bash', ['-c', 'true'], { cwd: dir });
     await run('bash', ['-c', 'true'], { cwd: dir });
@@ -83,7 +88,10 @@ async function verdict(root: string, sandbox: SandboxMode = 'auto'): Promise<num
   const t0 = performance.now();
   const summary = await runManifest({ manifest, home: path.join(root, 'home'), identity: 'bench', engines: resolveEngines(), sandbox });
   const ms = performance.now() - t0;
-  const rows = fs.readFileSync(path.join(root, 'home', 'runs.jsonl'), 'utf8').trim().split('\n').length;
+  const rows = fs
+    .readFileSync(path.join(root, 'home', 'runs.jsonl'), 'utf8')
+    .trim()
+    .split('\n').length;
   if (!summary.allPassed || rows !== TASKS) throw new Error(`bench run incomplete: ${rows} rows, allPassed=${summary.allPassed}`);
   if (git(repo, 'worktree', 'list').split('\n').length !== TASKS + 1) throw new Error('worktree count mismatch');
   stepsOf.set(ms, stepMeans(path.join(root, 'home')));
@@ -114,8 +122,13 @@ const v = Math.min(...verdicts);
 console.log(`tasks ${TASKS}, files ${FILES}, max_parallel ${PARALLEL}`);
 console.log(`floor   (worktree add + worker + check, direct): ${floors.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(f / TASKS).toFixed(1)} ms/task`);
 console.log(`verdict (runManifest, records, state, commits):  ${verdicts.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(v / TASKS).toFixed(1)} ms/task`);
-console.log(`verdict --no-sandbox:                             ${unsandboxed.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(u / TASKS).toFixed(1)} ms/task`);
-const means = (ms: number): string => Object.entries(stepsOf.get(ms) ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
+console.log(
+  `verdict --no-sandbox:                             ${unsandboxed.map((x) => x.toFixed(0)).join(' / ')} ms → best ${(u / TASKS).toFixed(1)} ms/task`,
+);
+const means = (ms: number): string =>
+  Object.entries(stepsOf.get(ms) ?? {})
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 console.log(`mean ms per step, best sandboxed run:   ${means(v)}`);
 console.log(`mean ms per step, best unsandboxed run: ${means(u)}`);
 console.log(`overhead ratio: ${(v / f).toFixed(2)}× (target ≤ 1.3×)`);

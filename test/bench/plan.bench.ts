@@ -29,7 +29,10 @@ const run = (args: string[]) => execFileSync(process.execPath, [cli, ...args], {
 
 // The manifests: the demo and every template (as `verdict init` writes it).
 const manifests: Record<string, string> = { demo: path.resolve('examples/demo/demo.swarm.json') };
-for (const name of run(['init', '--list']).split('\n').map((l) => l.split(/\s+/)[0]).filter((n): n is string => !!n)) {
+for (const name of run(['init', '--list'])
+  .split('\n')
+  .map((l) => l.split(/\s+/)[0])
+  .filter((n): n is string => !!n)) {
   const into = path.join(dir, 'templates', name);
   run(['init', '--template', name, '--dir', into]);
   const file = fs.readdirSync(into).find((f) => /\.swarm\.jsonc?$/.test(f));
@@ -40,7 +43,8 @@ for (const name of run(['init', '--list']).split('\n').map((l) => l.split(/\s+/)
 const named = new Map<string, { engine: string; model: string; taskType: string }>();
 for (const file of Object.values(manifests)) {
   const f = JSON.parse(run(['plan', file, '--home', empty, '--json'])) as { tasks: { engine: string; model: string | null; taskType: string | null }[] };
-  for (const t of f.tasks) named.set(`${t.engine}\0${t.model}\0${t.taskType}`, { engine: t.engine, model: t.model ?? `${t.engine}-default`, taskType: t.taskType ?? 'general' });
+  for (const t of f.tasks)
+    named.set(`${t.engine}\0${t.model}\0${t.taskType}`, { engine: t.engine, model: t.model ?? `${t.engine}-default`, taskType: t.taskType ?? 'general' });
 }
 const groups = [...named.values()];
 const lines: string[] = [];
@@ -49,12 +53,37 @@ const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 for (let i = 0; i < ROWS; i++) {
   const g = groups[i % groups.length] as { engine: string; model: string; taskType: string };
   const task = Math.floor(i / 2);
-  lines.push(JSON.stringify({ run_id: `run-${Math.floor(task / 40)}`, task_key: `t${task % 40}`, spec: 'generated', worker_engine: g.engine, verdict: rnd() < 0.7 ? 'PASS' : 'FAIL', duration_ms: Math.floor(rnd() * 600000), worker_tokens: 1000, model: g.model, task_type: g.taskType, retry: i % 2 === 1, identity: 'bench', notes: '', attempt: (i % 2) + 1, harness: g.engine, lab: null, reported_model: null, tokens_in: 900, tokens_out: 100, cost_microusd: Math.floor(rnd() * 100000), ended_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString() }));
+  lines.push(
+    JSON.stringify({
+      run_id: `run-${Math.floor(task / 40)}`,
+      task_key: `t${task % 40}`,
+      spec: 'generated',
+      worker_engine: g.engine,
+      verdict: rnd() < 0.7 ? 'PASS' : 'FAIL',
+      duration_ms: Math.floor(rnd() * 600000),
+      worker_tokens: 1000,
+      model: g.model,
+      task_type: g.taskType,
+      retry: i % 2 === 1,
+      identity: 'bench',
+      notes: '',
+      attempt: (i % 2) + 1,
+      harness: g.engine,
+      lab: null,
+      reported_model: null,
+      tokens_in: 900,
+      tokens_out: 100,
+      cost_microusd: Math.floor(rnd() * 100000),
+      ended_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+    }),
+  );
 }
 fs.writeFileSync(path.join(full, 'runs.jsonl'), lines.join('\n') + '\n');
 let t = performance.now();
 run(['plan', manifests.demo as string, '--home', full]);
-console.log(`history: ${ROWS} rows on ${groups.length} (engine, model, task type) groups; the first plan built the index and columns cache in ${(performance.now() - t).toFixed(0)} ms (once per log)`);
+console.log(
+  `history: ${ROWS} rows on ${groups.length} (engine, model, task type) groups; the first plan built the index and columns cache in ${(performance.now() - t).toFixed(0)} ms (once per log)`,
+);
 
 const times: Record<string, ProcessTimes[]> = { 'node -e 0': [] };
 const loadBefore = os.loadavg()[0] as number;
@@ -69,12 +98,19 @@ t = performance.now();
 fs.rmSync(dir, { recursive: true, force: true });
 
 const floor = median(times['node -e 0']!.map((x) => x.wallMs));
-console.log(`${ROUNDS} rounds on ${os.cpus().length} cores, load average ${loadBefore.toFixed(1)} before, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} after`);
+console.log(
+  `${ROUNDS} rounds on ${os.cpus().length} cores, load average ${loadBefore.toFixed(1)} before, ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} after`,
+);
 let worst = 0;
 for (const [name, runs] of Object.entries(times)) {
   const wall = median(runs.map((x) => x.wallMs));
   const cpu = median(runs.map((x) => x.cpuMs));
   if (name !== 'node -e 0') worst = Math.max(worst, wall);
-  console.log(`${name.padEnd(34)} wall ${wall.toFixed(0).padStart(5)} ms (${(wall / floor).toFixed(2)}× node -e 0)  cpu ${cpu.toFixed(0).padStart(5)} ms${name === 'node -e 0' ? '' : wall < 1000 ? '  under 1 s' : '  OVER 1 s'}`);
+  console.log(
+    `${name.padEnd(34)} wall ${wall.toFixed(0).padStart(5)} ms (${(wall / floor).toFixed(2)}× node -e 0)  cpu ${cpu.toFixed(0).padStart(5)} ms${name === 'node -e 0' ? '' : wall < 1000 ? '  under 1 s' : '  OVER 1 s'}`,
+  );
 }
 console.log(`slowest plan: ${worst.toFixed(0)} ms wall (goal < 1000 ms)`);

@@ -38,17 +38,25 @@ async function claimsPerSecond(url: string): Promise<number> {
   await boss.insert(Array.from({ length: JOBS }, (_, i) => ({ name: queue, data: { key: `t${i}` } })));
   const started = performance.now();
   let claimed = 0;
-  await Promise.all(Array.from({ length: FETCHERS }, async (_, f) => {
-    for (;;) {
-      const [job] = await boss.fetch<{ key: string }>(queue, { batchSize: 1 });
-      if (!job) return;
-      const key = job.data.key;
-      const c = await db.query('UPDATE verdict_pool_attempts SET worker_id = $2, host = $3, claimed_at = now() WHERE run_id = $1 AND task_key = $4 AND attempt = 1 AND record IS NULL AND worker_id IS NULL RETURNING attempt', [runId, `f${f}`, 'bench', key]);
-      if (c.rowCount) claimed++;
-      await db.query(`UPDATE verdict_pool_attempts SET record = '{"verdict":"PASS"}', finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = 1`, [runId, key]);
-      await boss.complete(queue, job.id);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: FETCHERS }, async (_, f) => {
+      for (;;) {
+        const [job] = await boss.fetch<{ key: string }>(queue, { batchSize: 1 });
+        if (!job) return;
+        const key = job.data.key;
+        const c = await db.query(
+          'UPDATE verdict_pool_attempts SET worker_id = $2, host = $3, claimed_at = now() WHERE run_id = $1 AND task_key = $4 AND attempt = 1 AND record IS NULL AND worker_id IS NULL RETURNING attempt',
+          [runId, `f${f}`, 'bench', key],
+        );
+        if (c.rowCount) claimed++;
+        await db.query(
+          `UPDATE verdict_pool_attempts SET record = '{"verdict":"PASS"}', finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = 1`,
+          [runId, key],
+        );
+        await boss.complete(queue, job.id);
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   await boss.stop({ graceful: false });
   await db.end();
@@ -61,9 +69,16 @@ async function endToEnd(url: string): Promise<{ medianMs: number; worstMs: numbe
   const repo = makeRepo(path.join(dir, 'repo'));
   const remote = path.join(dir, 'remote.git');
   git(dir, 'init', '-q', '--bare', remote);
-  const tasks = Array.from({ length: TASKS }, (_, i) => scriptTask(`t${i}`, `echo ok > ok${i}.txt`, `test -s ok${i}.txt || { echo 'ok${i}.txt missing'; exit 1; }`));
+  const tasks = Array.from({ length: TASKS }, (_, i) =>
+    scriptTask(`t${i}`, `echo ok > ok${i}.txt`, `test -s ok${i}.txt || { echo 'ok${i}.txt missing'; exit 1; }`),
+  );
   const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 8, tasks });
-  const workers = ['b1', 'b2'].map((name) => execa('node', [CLI, 'pool', 'worker', '--db', url, '--home', path.join(dir, name), '--host', name, '--slots', '4', '--engines', 'script'], { reject: false, stdin: 'ignore' }));
+  const workers = ['b1', 'b2'].map((name) =>
+    execa('node', [CLI, 'pool', 'worker', '--db', url, '--home', path.join(dir, name), '--host', name, '--slots', '4', '--engines', 'script'], {
+      reject: false,
+      stdin: 'ignore',
+    }),
+  );
   await new Promise((r) => setTimeout(r, 3000));
   let t = performance.now();
   const pool = await execa('node', [CLI, 'run', file, '--home', path.join(dir, 'orch'), '--pool', url, '--no-dashboard'], { reject: false });

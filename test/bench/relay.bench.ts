@@ -84,5 +84,10 @@ stopSpawnHelper();
 if (saved === undefined) delete process.env.VERDICT_SPAWN_HELPER;
 else process.env.VERDICT_SPAWN_HELPER = saved;
 fs.rmSync(dir, { recursive: true, force: true });
-console.log(`\nspawn helper CPU and step wall time per step (ms, median of ${ROUNDS} rounds): lines = 20,000 writes of 200 B, bulk = 64 MiB, quiet = /bin/true`);
-for (const [key, v] of Object.entries(seen)) console.log(`  ${key.padEnd(20)} helper CPU ${median(v.cpu).toFixed(3).padStart(9)}   wall ${median(v.wall).toFixed(1).padStart(8)}   (CPU ${v.cpu.map((x) => x.toFixed(2)).join(' / ')})`);
+console.log(
+  `\nspawn helper CPU and step wall time per step (ms, median of ${ROUNDS} rounds): lines = 20,000 writes of 200 B, bulk = 64 MiB, quiet = /bin/true`,
+);
+for (const [key, v] of Object.entries(seen))
+  console.log(
+    `  ${key.padEnd(20)} helper CPU ${median(v.cpu).toFixed(3).padStart(9)}   wall ${median(v.wall).toFixed(1).padStart(8)}   (CPU ${v.cpu.map((x) => x.toFixed(2)).join(' / ')})`,
+  );

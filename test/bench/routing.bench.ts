@@ -205,7 +205,10 @@ function auto(): { all: Tally; late: Tally; explored: number; decisions: number;
       const d = route({ taskType: type, candidates, evidence: stats, policy, random: seededRandom(`${SEED}/route/${i}/${k + 1}`), retryAfter: last });
       decisions++;
       if (d.exploration) explored++;
-      if (process.env.BENCH_DEBUG && nthOfType[i]! >= WARMUP_PER_TYPE) { const key = `${type} ${d.basis} ${d.model}`; dbg.set(key, (dbg.get(key) ?? 0) + 1); }
+      if (process.env.BENCH_DEBUG && nthOfType[i]! >= WARMUP_PER_TYPE) {
+        const key = `${type} ${d.basis} ${d.model}`;
+        dbg.set(key, (dbg.get(key) ?? 0) + 1);
+      }
       const m = MODELS.findIndex((x) => x.id === d.model);
       const o = outcome(i, m, k, type);
       cols.add(i, k + 1, d.model as string, type, o.pass, o.cost);
@@ -219,7 +222,11 @@ function auto(): { all: Tally; late: Tally; explored: number; decisions: number;
       t.tasks++;
     }
   }
-  if (process.env.BENCH_DEBUG) for (const g of filteredStats(cols, {}).stats.sort((x, y) => (x.task_type ?? '').localeCompare(y.task_type ?? ''))) console.log(`${g.task_type} ${g.model}: ${g.first_try}/${g.tasks} first try, ${g.passed} passed, ${g.attempts} attempts, median ${g.median_cost_microusd}`);
+  if (process.env.BENCH_DEBUG)
+    for (const g of filteredStats(cols, {}).stats.sort((x, y) => (x.task_type ?? '').localeCompare(y.task_type ?? '')))
+      console.log(
+        `${g.task_type} ${g.model}: ${g.first_try}/${g.tasks} first try, ${g.passed} passed, ${g.attempts} attempts, median ${g.median_cost_microusd}`,
+      );
   return { all, late, explored, decisions, ms: performance.now() - t0 };
 }
 
@@ -238,16 +245,33 @@ results.push({ name: 'oracle', ...oracle });
 
 const usd = (micro: number) => `$${(micro / 1e6).toFixed(5)}`;
 const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-console.log(`routing replay: ${TASKS} tasks, ${MODELS.length} models × ${TYPES.length} task types, max_attempts ${MAX_ATTEMPTS}, policy ${JSON.stringify(policy)}, seed "${SEED}"`);
+console.log(
+  `routing replay: ${TASKS} tasks, ${MODELS.length} models × ${TYPES.length} task types, max_attempts ${MAX_ATTEMPTS}, policy ${JSON.stringify(policy)}, seed "${SEED}"`,
+);
 console.log(`oracle per type: ${TYPES.map((t) => `${t}→${MODELS[oracleModel.get(t)!]!.id}`).join(', ')}`);
-console.log(`${'strategy'.padEnd(22)} ${'cost/PASS'.padStart(10)} ${'pass rate'.padStart(10)}   ${'after 50/type: cost/PASS'.padStart(24)} ${'pass rate'.padStart(10)}`);
-for (const r of results) console.log(`${r.name.padEnd(22)} ${usd(perPass(r.all)).padStart(10)} ${pct(r.all.passed / r.all.tasks).padStart(10)}   ${usd(perPass(r.late)).padStart(24)} ${pct(r.late.passed / r.late.tasks).padStart(10)}`);
+console.log(
+  `${'strategy'.padEnd(22)} ${'cost/PASS'.padStart(10)} ${'pass rate'.padStart(10)}   ${'after 50/type: cost/PASS'.padStart(24)} ${'pass rate'.padStart(10)}`,
+);
+for (const r of results)
+  console.log(
+    `${r.name.padEnd(22)} ${usd(perPass(r.all)).padStart(10)} ${pct(r.all.passed / r.all.tasks).padStart(10)}   ${usd(perPass(r.late)).padStart(24)} ${pct(r.late.passed / r.late.tasks).padStart(10)}`,
+  );
 console.log(`fixed models: ${fixedRuns.map((f) => `${f.name.slice(6)} ${usd(perPass(f.all))}`).join(', ')}`);
-if (process.env.BENCH_DEBUG) console.log([...dbg].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
+if (process.env.BENCH_DEBUG)
+  console.log(
+    [...dbg]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\n'),
+  );
 const lateRatio = perPass(a.late) / perPass(oracle.late);
 const vsFixed = perPass(a.all) / perPass(bestFixed.all);
-console.log(`auto: ${a.decisions} decisions (${a.explored} explorations, ${pct(a.explored / a.decisions)}), ${(a.ms / a.decisions).toFixed(2)} ms per decision with the scoreboard rebuilt`);
-console.log(`goal: auto after 50/type within 15 % of the oracle: ${pct(lateRatio - 1)} over → ${lateRatio <= 1.15 ? 'MET' : 'NOT MET'}; auto overall below best fixed: ${pct(vsFixed - 1)} → ${vsFixed < 1 ? 'MET' : 'NOT MET'}`);
+console.log(
+  `auto: ${a.decisions} decisions (${a.explored} explorations, ${pct(a.explored / a.decisions)}), ${(a.ms / a.decisions).toFixed(2)} ms per decision with the scoreboard rebuilt`,
+);
+console.log(
+  `goal: auto after 50/type within 15 % of the oracle: ${pct(lateRatio - 1)} over → ${lateRatio <= 1.15 ? 'MET' : 'NOT MET'}; auto overall below best fixed: ${pct(vsFixed - 1)} → ${vsFixed < 1 ? 'MET' : 'NOT MET'}`,
+);
 if (process.env.BENCH_CHILD) console.log(JSON.stringify({ lateRatio, vsFixed }));
 let failed = lateRatio > 1.15 || vsFixed >= 1;
 // The same replay under other seeds (other task orders, outcomes and draws), each in its own process: the goal must
@@ -255,12 +279,17 @@ let failed = lateRatio > 1.15 || vsFixed >= 1;
 const extra = process.env.BENCH_CHILD ? 0 : Number(process.env.BENCH_SEEDS ?? 10);
 if (extra > 0) {
   const runs = Array.from({ length: extra }, (_, n) => {
-    const out = execFileSync(process.execPath, ['--import=tsx', fileURLToPath(import.meta.url)], { env: { ...process.env, BENCH_SEED: `${SEED}-${n + 1}`, BENCH_CHILD: '1', BENCH_DEBUG: '' }, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--import=tsx', fileURLToPath(import.meta.url)], {
+      env: { ...process.env, BENCH_SEED: `${SEED}-${n + 1}`, BENCH_CHILD: '1', BENCH_DEBUG: '' },
+      encoding: 'utf8',
+    });
     return JSON.parse(out.trim().split('\n').pop() as string) as { lateRatio: number; vsFixed: number };
   });
   const met = runs.filter((r) => r.lateRatio <= 1.15 && r.vsFixed < 1).length;
   const range = (xs: number[]) => `${pct(Math.min(...xs) - 1)} to ${pct(Math.max(...xs) - 1)}`;
-  console.log(`${extra} more seeds ("${SEED}-1" … "${SEED}-${extra}"): auto after 50/type vs the oracle ${range(runs.map((r) => r.lateRatio))}; auto overall vs best fixed ${range(runs.map((r) => r.vsFixed))}; goal met on ${met} of ${extra}`);
+  console.log(
+    `${extra} more seeds ("${SEED}-1" … "${SEED}-${extra}"): auto after 50/type vs the oracle ${range(runs.map((r) => r.lateRatio))}; auto overall vs best fixed ${range(runs.map((r) => r.vsFixed))}; goal met on ${met} of ${extra}`,
+  );
   if (met < extra) failed = true;
 }
 if (failed) process.exitCode = 1;

@@ -56,7 +56,12 @@ const at = checkNow.indexOf('--remount-ro');
 const checkBefore = [...checkNow.slice(0, at), '--ro-bind', admin, admin, ...checkNow.slice(at)];
 
 // The worker's sandbox without the covers of /var/tmp and /run (sandbox-view.ts) that /tmp's alone had before.
-const dropCovers = (argv: string[]): string[] => argv.filter((a, i) => !(['--tmpfs', '--remount-ro'].includes(a) && ['/var/tmp', '/run'].includes(argv[i + 1] as string)) && !(['/var/tmp', '/run'].includes(a) && ['--tmpfs', '--remount-ro'].includes(argv[i - 1] as string)));
+const dropCovers = (argv: string[]): string[] =>
+  argv.filter(
+    (a, i) =>
+      !(['--tmpfs', '--remount-ro'].includes(a) && ['/var/tmp', '/run'].includes(argv[i + 1] as string)) &&
+      !(['/var/tmp', '/run'].includes(a) && ['--tmpfs', '--remount-ro'].includes(argv[i - 1] as string)),
+  );
 const workerTmpOnly = dropCovers(worker);
 
 const base = [bwrap, '--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL', '--ro-bind', '/', '/'];
@@ -76,7 +81,10 @@ const VARIANTS: Record<string, string[]> = {
 };
 
 const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-const reaper = process.getuid?.() === 0 ? ['unshare', '--pid', '--fork', '--kill-child', '--mount-proc'] : ['unshare', '--user', '--map-current-user', '--mount', '--pid', '--fork', '--kill-child', '--mount-proc'];
+const reaper =
+  process.getuid?.() === 0
+    ? ['unshare', '--pid', '--fork', '--kill-child', '--mount-proc']
+    : ['unshare', '--user', '--map-current-user', '--mount', '--pid', '--fork', '--kill-child', '--mount-proc'];
 
 /**
  * CPU ms of every process of N runs of `argv`, reaped by a PID 1 of our own. A sandbox that fails is measured again,
@@ -90,7 +98,12 @@ function cpuMs(argv: string[], tries = 3): number {
     out = execFileSync(reaper[0] as string, [...reaper.slice(1), '/usr/bin/bash', '-c', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (e) {
     if (tries <= 1) throw e;
-    console.log(`(measured again: ${String((e as { stderr?: string }).stderr ?? e).trim().split('\n').pop()})`);
+    console.log(
+      `(measured again: ${String((e as { stderr?: string }).stderr ?? e)
+        .trim()
+        .split('\n')
+        .pop()})`,
+    );
     return cpuMs(argv, tries - 1);
   }
   const children = out.trim().split('\n').pop() ?? '';
@@ -138,7 +151,9 @@ try {
   for (const [name, xs] of Object.entries(cpu)) {
     const m = median(xs);
     const piece = name.startsWith('  + ') ? `  (+${(m - minimal).toFixed(2)} ms)` : '';
-    console.log(`${name.padEnd(28)} ${m.toFixed(2).padStart(6)}  (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})  ${(m / floor).toFixed(2)}× bash${piece}   kernel threads ${median(kthreads[name] as number[]).toFixed(2)}`);
+    console.log(
+      `${name.padEnd(28)} ${m.toFixed(2).padStart(6)}  (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})  ${(m / floor).toFixed(2)}× bash${piece}   kernel threads ${median(kthreads[name] as number[]).toFixed(2)}`,
+    );
   }
   const before = median(cpu['check, before'] as number[]);
   const now = median(cpu['check, now'] as number[]);

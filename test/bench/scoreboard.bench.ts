@@ -35,14 +35,37 @@ function generate(): void {
   const fd = fs.openSync(log, 'w');
   let buf: string[] = [];
   let seed = 42;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   for (let i = 0; i < ROWS; i++) {
     const task = Math.floor(i / 2);
     const attempt = (i % 2) + 1;
     const model = models[task % models.length] as string;
     const tokensIn = Math.floor(rnd() * 50000);
     const tokensOut = Math.floor(rnd() * 5000);
-    buf.push(JSON.stringify({ run_id: `run-${Math.floor(task / 50)}`, task_key: `t${task % 50}`, spec: 'generated', worker_engine: i % 3 ? 'codex' : 'opencode', verdict: verdicts[Math.floor(rnd() * verdicts.length)], duration_ms: Math.floor(rnd() * 600000), worker_tokens: tokensIn + tokensOut, model, task_type: types[task % types.length], retry: attempt > 1, identity: 'bench', notes: '', attempt, harness: 'codex-cli', lab: model.split('/')[0], reported_model: null, tokens_in: tokensIn, tokens_out: tokensOut, cost_microusd: Math.floor(rnd() * 100000), ended_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString() }));
+    buf.push(
+      JSON.stringify({
+        run_id: `run-${Math.floor(task / 50)}`,
+        task_key: `t${task % 50}`,
+        spec: 'generated',
+        worker_engine: i % 3 ? 'codex' : 'opencode',
+        verdict: verdicts[Math.floor(rnd() * verdicts.length)],
+        duration_ms: Math.floor(rnd() * 600000),
+        worker_tokens: tokensIn + tokensOut,
+        model,
+        task_type: types[task % types.length],
+        retry: attempt > 1,
+        identity: 'bench',
+        notes: '',
+        attempt,
+        harness: 'codex-cli',
+        lab: model.split('/')[0],
+        reported_model: null,
+        tokens_in: tokensIn,
+        tokens_out: tokensOut,
+        cost_microusd: Math.floor(rnd() * 100000),
+        ended_at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+      }),
+    );
     if (buf.length === 10000) {
       fs.writeSync(fd, buf.join('\n') + '\n');
       buf = [];
@@ -65,11 +88,17 @@ async function main(): Promise<void> {
   generate();
   console.log(`generated ${ROWS} rows (${(fs.statSync(log).size / 1e6).toFixed(0)} MB) in ${ms(performance.now() - t)}`);
   const build = timeCmd('node', [cli, 'models', '--home', home, '--json']);
-  console.log(`build (first verdict models: index the whole log): ${ms(build)}; verdict.sqlite ${(fs.statSync(path.join(home, 'verdict.sqlite')).size / 1e6).toFixed(0)} MB`);
+  console.log(
+    `build (first verdict models: index the whole log): ${ms(build)}; verdict.sqlite ${(fs.statSync(path.join(home, 'verdict.sqlite')).size / 1e6).toFixed(0)} MB`,
+  );
 
   const cold = median([1, 2, 3].map(() => timeCmd('node', [cli, 'models', '--home', home, '--json'])));
   const columnsBuild = timeCmd('node', [cli, 'models', '--home', home, '--json', '--engine', 'codex']);
-  const filters: Record<string, string[]> = { '--engine codex': ['--engine', 'codex'], '--since 2026-01-06': ['--since', '2026-01-06'], '--engine opencode --since 2026-01-03T12:00:00Z': ['--engine', 'opencode', '--since', '2026-01-03T12:00:00Z'] };
+  const filters: Record<string, string[]> = {
+    '--engine codex': ['--engine', 'codex'],
+    '--since 2026-01-06': ['--since', '2026-01-06'],
+    '--engine opencode --since 2026-01-03T12:00:00Z': ['--engine', 'opencode', '--since', '2026-01-03T12:00:00Z'],
+  };
   const filtered: Record<string, ProcessTimes[]> = { 'node -e 0': [], unfiltered: [] };
   for (let round = 0; round < 5; round++) {
     filtered['node -e 0']!.push(timeNode(['-e', '0']));
@@ -103,13 +132,22 @@ async function main(): Promise<void> {
   console.log(`sqlite3 CLI, reading the materialized aggregates: ${ms(sqliteTable)}`);
   console.log(`filtered: the first filtered query (writes the columns cache from the index): ${ms(columnsBuild)}`);
   const nodeFloor = median((filtered['node -e 0'] ?? []).map((x) => x.wallMs));
-  console.log(`filtered rounds at a load average of ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} cores`);
+  console.log(
+    `filtered rounds at a load average of ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} on ${os.cpus().length} cores`,
+  );
   for (const [name, runs] of Object.entries(filtered)) {
     const wall = median(runs.map((x) => x.wallMs));
     const cpu = median(runs.map((x) => x.cpuMs));
-    console.log(`filtered, 5 paired rounds: ${name.padEnd(46)} median ${ms(wall)} wall = ${(wall / nodeFloor).toFixed(1)}× node -e 0, ${ms(cpu)} CPU${name.startsWith('--') ? `; ${(wall / sqliteFull).toFixed(3)}× sqlite3's aggregation; goal ≤ 1000 ms` : ''}`);
+    console.log(
+      `filtered, 5 paired rounds: ${name.padEnd(46)} median ${ms(wall)} wall = ${(wall / nodeFloor).toFixed(1)}× node -e 0, ${ms(cpu)} CPU${name.startsWith('--') ? `; ${(wall / sqliteFull).toFixed(3)}× sqlite3's aggregation; goal ≤ 1000 ms` : ''}`,
+    );
   }
-  console.log(`ratios: cold / sqlite3 aggregation ${(cold / sqliteFull).toFixed(2)}; cold / sqlite3 table read ${(cold / sqliteTable).toFixed(2)}; warm / sqlite3 table read ${(warm / sqliteTable).toFixed(2)}; sql.js live / sqlite3 aggregation ${(liveMs / sqliteFull).toFixed(2)}`);
+  console.log(
+    `ratios: cold / sqlite3 aggregation ${(cold / sqliteFull).toFixed(2)}; cold / sqlite3 table read ${(cold / sqliteTable).toFixed(2)}; warm / sqlite3 table read ${(warm / sqliteTable).toFixed(2)}; sql.js live / sqlite3 aggregation ${(liveMs / sqliteFull).toFixed(2)}`,
+  );
   fs.rmSync(home, { recursive: true, force: true });
 }
 

@@ -74,7 +74,11 @@ function manifestText(groups: Kind[][], select: 'first-pass' | 'consensus', suit
     verified: 'double.sh 3 prints 6',
   }));
   const suiteFields = suite ? { suite: 'grep -qx kept other.txt || { echo "other.txt lost its line"; exit 1; }', suite_timeout_s: 30 } : {};
-  return JSON.stringify({ run_name: `selection-${select}${suite ? '-suite' : ''}`, workdir: 'work', max_parallel: PARALLEL, setup: 'echo kept > other.txt', ...suiteFields, tasks }, null, 2);
+  return JSON.stringify(
+    { run_name: `selection-${select}${suite ? '-suite' : ''}`, workdir: 'work', max_parallel: PARALLEL, setup: 'echo kept > other.txt', ...suiteFields, tasks },
+    null,
+    2,
+  );
 }
 
 async function runMode(dir: string, groups: Kind[][], select: 'first-pass' | 'consensus', suite = false): Promise<{ winners: (number | null)[]; ms: number }> {
@@ -111,14 +115,20 @@ async function main(): Promise<void> {
   const withSuite = await runMode(dir, groups, 'consensus', true);
   // Groups that contain a correct candidate (every kind but `fails` passes the check).
   const counted = groups.map((kinds, g) => ({ kinds, g })).filter(({ kinds }) => kinds.includes('correct'));
-  const share = (winners: (number | null)[]) => counted.filter(({ kinds, g }) => winners[g] !== null && kinds[(winners[g] as number) - 1] === 'correct').length / counted.length;
-  const rankedExpected = counted.reduce((sum, { kinds }) => sum + kinds.filter((k) => k === 'correct').length / kinds.filter((k) => k !== 'fails').length, 0) / counted.length;
+  const share = (winners: (number | null)[]) =>
+    counted.filter(({ kinds, g }) => winners[g] !== null && kinds[(winners[g] as number) - 1] === 'correct').length / counted.length;
+  const rankedExpected =
+    counted.reduce((sum, { kinds }) => sum + kinds.filter((k) => k === 'correct').length / kinds.filter((k) => k !== 'fails').length, 0) / counted.length;
   const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
   console.log(`selection bench: ${GROUPS} groups of ${N} (seed ${SEED}), ${counted.length} with a correct candidate; max_parallel ${PARALLEL}`);
   console.log(`  first-pass                      winner correct in ${pct(share(first.winners))}   wall ${(first.ms / 1000).toFixed(1)} s`);
   console.log(`  ranked (random judge, expected)  winner correct in ${pct(rankedExpected)}`);
-  console.log(`  consensus                       winner correct in ${pct(share(consensus.winners))}   wall ${(consensus.ms / 1000).toFixed(1)} s (${(consensus.ms / first.ms).toFixed(2)}x first-pass)`);
-  console.log(`  consensus + suite               winner correct in ${pct(share(withSuite.winners))}   wall ${(withSuite.ms / 1000).toFixed(1)} s (${(withSuite.ms / first.ms).toFixed(2)}x first-pass)`);
+  console.log(
+    `  consensus                       winner correct in ${pct(share(consensus.winners))}   wall ${(consensus.ms / 1000).toFixed(1)} s (${(consensus.ms / first.ms).toFixed(2)}x first-pass)`,
+  );
+  console.log(
+    `  consensus + suite               winner correct in ${pct(share(withSuite.winners))}   wall ${(withSuite.ms / 1000).toFixed(1)} s (${(withSuite.ms / first.ms).toFixed(2)}x first-pass)`,
+  );
 }
 
 void main().catch((e: unknown) => {

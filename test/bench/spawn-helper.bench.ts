@@ -110,7 +110,8 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const kind of ['perl', 'node'] as const) add(`floor ${kind}`, floorRound(kind, dir));
   for (const mode of modes) {
     for (const wave of [1, 8]) {
-      for (const kind of round % 2 ? (['node', 'perl'] as const) : (['perl', 'node'] as const)) add(`${mode} W=${wave} ${kind}`, await helperRound(kind, mode, wave, dir, bwrap));
+      for (const kind of round % 2 ? (['node', 'perl'] as const) : (['perl', 'node'] as const))
+        add(`${mode} W=${wave} ${kind}`, await helperRound(kind, mode, wave, dir, bwrap));
     }
   }
 }

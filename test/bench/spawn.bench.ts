@@ -52,7 +52,9 @@ const WORKLOADS: Workload[] = [
  * tell the sandbox's own cost from Verdict's.
  */
 async function floor(w: Workload, root: string, sandboxed = false): Promise<number> {
-  const box = sandboxed ? 'bwrap --die-with-parent --unshare-user --unshare-pid --cap-drop ALL --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$1" "$1" --remount-ro /tmp --chdir "$1" -- ' : '';
+  const box = sandboxed
+    ? 'bwrap --die-with-parent --unshare-user --unshare-pid --cap-drop ALL --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$1" "$1" --remount-ro /tmp --chdir "$1" -- '
+    : '';
   const script = `work() { mkdir -p "$1" && cd "$1" && ${box}bash -c '${w.spec}' && ${box}bash -c '${w.check}'; }; export -f work; seq 1 ${w.tasks} | xargs -P ${w.parallel} -I{} bash -c 'work ${root}/w/t{}'`;
   const t0 = performance.now();
   await run('bash', ['-c', script]);
@@ -65,9 +67,16 @@ async function verdict(w: Workload, root: string, cli: string, sandbox: boolean)
   fs.writeFileSync(file, JSON.stringify({ workdir: 'w', max_parallel: w.parallel, tasks }));
   const home = path.join(root, 'home');
   const t0 = performance.now();
-  await run('node', [cli, 'run', file, '--home', home, '--no-dashboard', ...(sandbox ? [] : ['--no-sandbox'])], { env: { ...process.env, HOME: path.join(root, 'user-home') }, maxBuffer: 64 * 1024 * 1024 });
+  await run('node', [cli, 'run', file, '--home', home, '--no-dashboard', ...(sandbox ? [] : ['--no-sandbox'])], {
+    env: { ...process.env, HOME: path.join(root, 'user-home') },
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const ms = performance.now() - t0;
-  const rows = fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8').trim().split('\n').filter((l) => JSON.parse(l).verdict === 'PASS').length;
+  const rows = fs
+    .readFileSync(path.join(home, 'runs.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .filter((l) => JSON.parse(l).verdict === 'PASS').length;
   if (rows !== w.tasks) throw new Error(`${w.name}: ${rows} PASS rows of ${w.tasks}`);
   return ms;
 }
@@ -101,11 +110,16 @@ for (const w of WORKLOADS) {
     }
   }
   const reference = w.idealMs ?? median(sides.floor ?? []);
-  console.log(`\n${w.name}: ${w.tasks} tasks, max_parallel ${w.parallel}, ${w.idealMs === null ? `floor (bash, ${w.parallel} lanes)` : 'ideal'} ${(reference / 1000).toFixed(2)} s`);
+  console.log(
+    `\n${w.name}: ${w.tasks} tasks, max_parallel ${w.parallel}, ${w.idealMs === null ? `floor (bash, ${w.parallel} lanes)` : 'ideal'} ${(reference / 1000).toFixed(2)} s`,
+  );
   for (const [name, xs] of Object.entries(sides)) {
-    console.log(`  ${name.padEnd(22)} ${xs.map((x) => (x / 1000).toFixed(2)).join(' / ')} s → median ${(median(xs) / 1000).toFixed(2)} s = ${(median(xs) / reference).toFixed(2)}× (goal ≤ ${w.goal}×)`);
+    console.log(
+      `  ${name.padEnd(22)} ${xs.map((x) => (x / 1000).toFixed(2)).join(' / ')} s → median ${(median(xs) / 1000).toFixed(2)} s = ${(median(xs) / reference).toFixed(2)}× (goal ≤ ${w.goal}×)`,
+    );
   }
   const boxedFloor = sides['floor + bwrap'];
   if (boxedFloor && sides.verdict) console.log(`  verdict (sandboxed) = ${(median(sides.verdict) / median(boxedFloor)).toFixed(2)}× the sandboxed floor`);
-  if (w.idealMs !== null && sides.floor && sides['verdict --no-sandbox']) console.log(`  verdict --no-sandbox = ${(median(sides['verdict --no-sandbox']) / median(sides.floor)).toFixed(2)}× the bash floor`);
+  if (w.idealMs !== null && sides.floor && sides['verdict --no-sandbox'])
+    console.log(`  verdict --no-sandbox = ${(median(sides['verdict --no-sandbox']) / median(sides.floor)).toFixed(2)}× the bash floor`);
 }

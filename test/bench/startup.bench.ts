@@ -54,10 +54,17 @@ fs.rmSync(dir, { recursive: true, force: true });
 
 const floor = median((times['node -e 0'] ?? []).map((x) => x.wallMs));
 const floorCpu = median((times['node -e 0'] ?? []).map((x) => x.cpuMs));
-console.log(`${ROUNDS} paired rounds on ${os.cpus().length} cores, load average ${loadBefore.toFixed(1)} before, ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} after`);
+console.log(
+  `${ROUNDS} paired rounds on ${os.cpus().length} cores, load average ${loadBefore.toFixed(1)} before, ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} after`,
+);
 for (const [name, runs] of Object.entries(times)) {
   const goal = name.includes('--version') ? 'goal ≤ 1.5×' : name.includes('lint') ? 'goal ≤ 300 ms' : 'the floor';
   const wall = median(runs.map((x) => x.wallMs));
   const cpu = median(runs.map((x) => x.cpuMs));
-  console.log(`${name.padEnd(28)} median ${wall.toFixed(0).padStart(5)} ms wall = ${(wall / floor).toFixed(2)}× node -e 0, ${cpu.toFixed(0).padStart(4)} ms CPU = ${(cpu / floorCpu).toFixed(2)}× (${goal})`);
+  console.log(
+    `${name.padEnd(28)} median ${wall.toFixed(0).padStart(5)} ms wall = ${(wall / floor).toFixed(2)}× node -e 0, ${cpu.toFixed(0).padStart(4)} ms CPU = ${(cpu / floorCpu).toFixed(2)}× (${goal})`,
+  );
 }

@@ -96,7 +96,17 @@ function residentMb(): number {
 function diskBytes(paths: string[], shared: string[] = []): number {
   const existing = paths.filter((p) => fs.existsSync(p));
   if (!existing.length) return 0;
-  const du = (ps: string[]) => (ps.length ? Number((spawnSync('du', ['-skc', ...ps], { encoding: 'utf8' }).stdout.trim().split('\n').pop() ?? '0').split(/\s+/)[0]) * 1024 : 0);
+  const du = (ps: string[]) =>
+    ps.length
+      ? Number(
+          (
+            spawnSync('du', ['-skc', ...ps], { encoding: 'utf8' })
+              .stdout.trim()
+              .split('\n')
+              .pop() ?? '0'
+          ).split(/\s+/)[0],
+        ) * 1024
+      : 0;
   const base = shared.filter((p) => fs.existsSync(p));
   return du([...base, ...existing]) - du(base);
 }
@@ -147,7 +157,9 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
   const info = await inspectRepo(repo, 'main');
   const runRoot = path.join(root, `trees-${kind}`);
   // A kept repository (BENCH_REPO) still has the branches of an earlier bench run.
-  const old = execFileSync('git', ['for-each-ref', '--format=%(refname:short)', `refs/heads/verdict/bench-${kind}/`], { cwd: repo, encoding: 'utf8' }).split('\n').filter(Boolean);
+  const old = execFileSync('git', ['for-each-ref', '--format=%(refname:short)', `refs/heads/verdict/bench-${kind}/`], { cwd: repo, encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
   if (old.length) execFileSync('git', ['branch', '-D', '-q', ...old], { cwd: repo });
   let shared: TreeFigures['shared'];
   let lower: LowerLayer | null = null;
@@ -168,7 +180,8 @@ async function treesAlone(repo: string, kind: TreeKind, root: string): Promise<T
       const i = round * TASKS + n;
       const key = `t${i}`;
       const dir = path.join(runRoot, key);
-      const tree: TreeChoice = kind === 'sparse' ? { kind, cone: [`packages/p${i % PACKAGES}`] } : kind === 'overlay' ? { kind, lower: lower! } : { kind: 'worktree' };
+      const tree: TreeChoice =
+        kind === 'sparse' ? { kind, cone: [`packages/p${i % PACKAGES}`] } : kind === 'overlay' ? { kind, lower: lower! } : { kind: 'worktree' };
       const c0 = cpuMs();
       const t0 = performance.now();
       const links = await addWorktree(info, dir, taskBranch(`bench-${kind}`, key), { tree });
@@ -204,7 +217,15 @@ async function wholeRun(repo: string, kind: TreeKind, mode: SandboxMode, root: s
   const home = path.join(root, `home-${kind}-${mode}`);
   const tasks = Array.from({ length: TASKS }, (_, i) => {
     const rel = `packages/p${i % PACKAGES}/src/out-${i}.txt`;
-    return { key: `t${i}`, engine: 'script', spec: `echo ok > ${rel}`, check: `test -s ${rel}`, task_type: 'bench', verified: 'v', ...(kind === 'sparse' ? { sparse: [`packages/p${i % PACKAGES}/**`] } : {}) };
+    return {
+      key: `t${i}`,
+      engine: 'script',
+      spec: `echo ok > ${rel}`,
+      check: `test -s ${rel}`,
+      task_type: 'bench',
+      verified: 'v',
+      ...(kind === 'sparse' ? { sparse: [`packages/p${i % PACKAGES}/**`] } : {}),
+    };
   });
   const file = path.join(root, `bench-${kind}-${mode}.swarm.json`);
   const text = JSON.stringify({ run_name: `trees-${kind}`, worktrees: true, repo, base_ref: 'main', tree: kind, max_parallel: PARALLEL, tasks });
@@ -231,7 +252,9 @@ async function main(): Promise<void> {
   const root = tempDir('verdict-bench-trees-');
   const t0 = performance.now();
   const repo = await generatedRepo(process.env.BENCH_REPO ? path.resolve(process.env.BENCH_REPO) : path.join(root, 'repo'));
-  console.log(`repository: ${FILES} files of ~${FILE_BYTES} bytes, ${fmtBytes(diskBytes([path.join(repo)]) - diskBytes([path.join(repo, '.git')]))} checked out (made in ${fmtMs(performance.now() - t0)}); ${TASKS} tasks`);
+  console.log(
+    `repository: ${FILES} files of ~${FILE_BYTES} bytes, ${fmtBytes(diskBytes([path.join(repo)]) - diskBytes([path.join(repo, '.git')]))} checked out (made in ${fmtMs(performance.now() - t0)}); ${TASKS} tasks`,
+  );
   // An orchestrator's size (VS Code's extension host is one process with every extension in it): see residentMb.
   const ballast = Array.from({ length: Number(process.env.BENCH_RESIDENT_MB ?? 0) }, () => Buffer.alloc(1 << 20, 1));
   const overlay = await probeOverlay();
@@ -245,7 +268,9 @@ async function main(): Promise<void> {
     const f = await treesAlone(repo, kind, root);
     base ??= f;
     const shared = f.shared ? `; lower layer once: ${fmtMs(f.shared.ms)} (CPU ${fmtMs(f.shared.cpuMs)}), ${fmtBytes(f.shared.bytes)}` : '';
-    console.log(`  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}${rounds(f.roundMedians)}), CPU ${f.roundCpu.map(fmtMs).join(' / ')}, ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`);
+    console.log(
+      `  ${f.kind.padEnd(8)} per task ${fmtMs(f.medianMs)} median (max ${fmtMs(f.maxMs)}${rounds(f.roundMedians)}), CPU ${f.roundCpu.map(fmtMs).join(' / ')}, ${fmtBytes(f.diskPerTask)} — ${(f.medianMs / base.medianMs).toFixed(3)}× time, ${(f.diskPerTask / base.diskPerTask).toFixed(4)}× disk of ${base.kind}${shared}`,
+    );
   }
   await removeTrees(repo, root, kinds);
   ballast.length = 0;

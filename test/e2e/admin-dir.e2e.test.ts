@@ -8,7 +8,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 // A worker writes its worktree's admin dir (HEAD, index, logs), but every `git worktree add` in the repository opens
 // each registered worktree's `gitdir` file there: a FIFO in its place blocks that open forever, so the next task's
 // worktree (made under the repository lock) would never come and the run would hang.
-describe('a worktree\'s admin dir', function () {
+describe("a worktree's admin dir", function () {
   this.timeout(300000);
 
   it('a worker cannot put a FIFO in place of its gitdir: the tasks after it get their worktrees and the run ends', async function () {
@@ -31,7 +31,11 @@ describe('a worktree\'s admin dir', function () {
       worktrees: true,
       repo,
       max_parallel: 3,
-      tasks: [scriptTask('evil', evil, 'test -s out.txt'), scriptTask('first', 'sleep 1; echo f > f.txt', 'test -s f.txt'), scriptTask('next', 'echo n > n.txt', 'test -s n.txt', { after: ['first'] })],
+      tasks: [
+        scriptTask('evil', evil, 'test -s out.txt'),
+        scriptTask('first', 'sleep 1; echo f > f.txt', 'test -s f.txt'),
+        scriptTask('next', 'echo n > n.txt', 'test -s n.txt', { after: ['first'] }),
+      ],
     });
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
@@ -41,7 +45,7 @@ describe('a worktree\'s admin dir', function () {
     assert.match(log, /gitdir replace refused/);
     assert.match(log, /gitdir move refused/);
     assert.doesNotMatch(log, /gitdir is a fifo/);
-    assert.doesNotMatch(log, /locked refused/, 'the admin dir is the worker\'s to write');
+    assert.doesNotMatch(log, /locked refused/, "the admin dir is the worker's to write");
     assert.match(git(repo, 'worktree', 'list'), /evil/, 'git worktree list reads no FIFO the worker left');
     assert.equal(git(repo, 'show', `${String(rows.find((x) => x.task_key === 'next')?.branch)}:n.txt`), 'n');
   });

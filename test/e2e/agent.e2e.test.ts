@@ -24,7 +24,19 @@ describe('verdict install-agent (built CLI, a temporary HOME)', function () {
     const settings = JSON.parse(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'));
     const command = settings.hooks.PreToolUse[0].hooks[0].command as string;
     const hook = (session: string, cmd: string) =>
-      execa('sh', ['-c', command], { env, input: JSON.stringify({ session_id: session, transcript_path: '/t.jsonl', cwd: home, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: cmd }, tool_use_id: 'toolu_1' }), reject: false });
+      execa('sh', ['-c', command], {
+        env,
+        input: JSON.stringify({
+          session_id: session,
+          transcript_path: '/t.jsonl',
+          cwd: home,
+          hook_event_name: 'PreToolUse',
+          tool_name: 'Bash',
+          tool_input: { command: cmd },
+          tool_use_id: 'toolu_1',
+        }),
+        reject: false,
+      });
     const first = await hook('sess-1', 'python3 harness_eval.py');
     assert.equal(first.exitCode, 0);
     assert.equal(JSON.parse(first.stdout).hookSpecificOutput.hookEventName, 'PreToolUse');
@@ -35,7 +47,13 @@ describe('verdict install-agent (built CLI, a temporary HOME)', function () {
     assert.deepEqual([garbage.exitCode, garbage.stdout], [0, '']);
 
     const reg = JSON.parse(fs.readFileSync(path.join(home, '.claude.json'), 'utf8')).mcpServers.verdict;
-    const transport = new StdioClientTransport({ command: reg.command, args: reg.args, cwd: home, env: { ...(process.env as Record<string, string>), ...env }, stderr: 'ignore' });
+    const transport = new StdioClientTransport({
+      command: reg.command,
+      args: reg.args,
+      cwd: home,
+      env: { ...(process.env as Record<string, string>), ...env },
+      stderr: 'ignore',
+    });
     const client = new Client({ name: 't', version: '0' });
     await client.connect(transport);
     try {

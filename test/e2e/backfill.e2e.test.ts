@@ -12,8 +12,18 @@ describe('verdict backfill (built CLI)', function () {
     const home = path.join(dir, 'home');
     const runsDir = path.join(dir, 'ringer-runs');
     fs.mkdirSync(runsDir);
-    fs.writeFileSync(path.join(runsDir, 'docs-sweep-20260101-a1.json'), JSON.stringify({ run_id: 'docs-sweep-20260101-a1', tasks: [{ key: 'readme', model: 'glm-4.6' }, { key: 'guide', model: '' }] }));
-    const row = (o: Record<string, unknown>) => JSON.stringify({ run_id: 'x', task_key: 't', attempt: 1, verdict: 'PASS', duration_ms: 10, worker_engine: 'opencode', ...o });
+    fs.writeFileSync(
+      path.join(runsDir, 'docs-sweep-20260101-a1.json'),
+      JSON.stringify({
+        run_id: 'docs-sweep-20260101-a1',
+        tasks: [
+          { key: 'readme', model: 'glm-4.6' },
+          { key: 'guide', model: '' },
+        ],
+      }),
+    );
+    const row = (o: Record<string, unknown>) =>
+      JSON.stringify({ run_id: 'x', task_key: 't', attempt: 1, verdict: 'PASS', duration_ms: 10, worker_engine: 'opencode', ...o });
     const lines = [
       row({ run_id: 'docs-sweep-20260101-a1', task_key: 'readme', task_type: '' }),
       row({ run_id: 'docs-sweep-20260101-a1', task_key: 'guide' }),
@@ -26,7 +36,16 @@ describe('verdict backfill (built CLI)', function () {
     const original = lines.join('\n') + '\n';
     fs.writeFileSync(log, original);
     const mapping = path.join(dir, 'mapping.json');
-    fs.writeFileSync(mapping, JSON.stringify({ 'docs-sweep-20260101-a1:readme': 'docs', 'fix-20260102-b2': 'bugfix', 'name:docs': 'writing', 'name:docs-sweep': 'sweep', 'name:other': 'never-used' }));
+    fs.writeFileSync(
+      mapping,
+      JSON.stringify({
+        'docs-sweep-20260101-a1:readme': 'docs',
+        'fix-20260102-b2': 'bugfix',
+        'name:docs': 'writing',
+        'name:docs-sweep': 'sweep',
+        'name:other': 'never-used',
+      }),
+    );
 
     const dry = await cli(['backfill', '--log', log, '--runs-dir', runsDir, '--mapping', mapping, '--dry-run', '--home', home]);
     assert.equal(dry.exitCode, 0, dry.all);
@@ -40,7 +59,15 @@ describe('verdict backfill (built CLI)', function () {
     assert.equal(real.exitCode, 0, real.all);
     const after = fs.readFileSync(log, 'utf8').split('\n');
     const parsed = after.slice(0, 4).map((l) => JSON.parse(l));
-    assert.deepEqual(parsed.map((r) => [r.task_type ?? null, r.model ?? null]), [['docs', 'glm-4.6'], ['sweep', null], ['bugfix', 'kept-model'], ['already', null]]);
+    assert.deepEqual(
+      parsed.map((r) => [r.task_type ?? null, r.model ?? null]),
+      [
+        ['docs', 'glm-4.6'],
+        ['sweep', null],
+        ['bugfix', 'kept-model'],
+        ['already', null],
+      ],
+    );
     assert.deepEqual(after.slice(3, 7), [lines[3], lines[4], lines[5], ''], 'unmatched rows and the bad line keep their bytes');
     const backups = fs.readdirSync(dir).filter((f) => f.startsWith('runs.jsonl.before-backfill-'));
     assert.equal(backups.length, 1);
@@ -79,7 +106,16 @@ describe('verdict backfill (built CLI)', function () {
     fs.writeFileSync(mapping, JSON.stringify({ [`${runId}:a`]: 'first', 'name:leg': 'legacy-work' }));
     const r = await cli(['backfill', '--mapping', mapping, '--home', home]);
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(readRows(home).map((x) => [x.task_key, x.task_type]).sort(), [['a', 'first'], ['b', 'legacy-work'], ['c', 'legacy-work']]);
+    assert.deepEqual(
+      readRows(home)
+        .map((x) => [x.task_key, x.task_type])
+        .sort(),
+      [
+        ['a', 'first'],
+        ['b', 'legacy-work'],
+        ['c', 'legacy-work'],
+      ],
+    );
     const verify = await cli(['verify-log', '--home', home]);
     assert.equal(verify.exitCode, 0, verify.all);
     const backup = fs.readdirSync(home).find((f) => /^runs\.jsonl\.before-backfill-\d{8}T\d{6}$/.test(f));

@@ -38,10 +38,18 @@ describe('verdict run with bad input', function () {
 
   it("a time limit past Node's timer (2,200,000 s): file:line:column and the field, nothing run (it was TIMEOUT after 0.2 s)", async () => {
     const file = path.join(dir, 'long.swarm.json');
-    fs.writeFileSync(file, '{\n  "tasks": [\n    { "key": "t", "engine": "script", "spec": "echo done > out.txt", "check": "grep -q done out.txt",\n      "timeout_s": 2200000,\n      "check_timeout_s": 2200000 }\n  ]\n}\n');
+    fs.writeFileSync(
+      file,
+      '{\n  "tasks": [\n    { "key": "t", "engine": "script", "spec": "echo done > out.txt", "check": "grep -q done out.txt",\n      "timeout_s": 2200000,\n      "check_timeout_s": 2200000 }\n  ]\n}\n',
+    );
     const r = await cli(['run', file, '--home', home]);
     assert.equal(r.exitCode, 2, r.all);
-    assert.match(r.stderr, new RegExp(`${file.replace(/[.]/g, '\\.')}:4:20: error: tasks\\[0\\]\\.timeout_s: must be <= 2147483, got 2200000 \\(seconds: Node's timers hold at most 2\\^31−1 ms`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `${file.replace(/[.]/g, '\\.')}:4:20: error: tasks\\[0\\]\\.timeout_s: must be <= 2147483, got 2200000 \\(seconds: Node's timers hold at most 2\\^31−1 ms`,
+      ),
+    );
     assert.match(r.stderr, new RegExp(`${file.replace(/[.]/g, '\\.')}:5:26: error: tasks\\[0\\]\\.check_timeout_s: must be <= 2147483, got 2200000`));
     nothingCreated();
     // verdict lint says the same, at the same places.
@@ -83,7 +91,10 @@ describe('verdict run with bad input', function () {
 
   it('missing engine binary: names the binary and how to install it, before any task starts', async () => {
     const config = path.join(dir, 'verdict.config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { ghost: { binary: 'verdict-ghost-cli', argv: ['{spec}'], install: 'npm i -g ghost-cli', output: 'none' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { ghost: { binary: 'verdict-ghost-cli', argv: ['{spec}'], install: 'npm i -g ghost-cli', output: 'none' } } }),
+    );
     const file = writeManifest(dir, { tasks: [scriptTask('ok', 'true', 'true'), { key: 'g', spec: 'x', check: 'true', engine: 'ghost' }] });
     const r = await cli(['run', file, '--home', home, '--config', config, '--force']);
     assert.equal(r.exitCode, 2, r.all);

@@ -13,7 +13,11 @@ type Row = Record<string, unknown>;
 const spentOf = (rows: Row[]) => rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
 const tokensOf = (rows: Row[]) => rows.reduce((sum, x) => sum + ((x.worker_tokens as number | null) ?? 0), 0);
 const runIdOf = (home: string) => fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
-const stateOf = (home: string) => JSON.parse(fs.readFileSync(path.join(home, 'runs', runIdOf(home), 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string; reason?: string }[]; spend?: Record<string, unknown> };
+const stateOf = (home: string) =>
+  JSON.parse(fs.readFileSync(path.join(home, 'runs', runIdOf(home), 'state.json'), 'utf8')) as {
+    tasks: { key: string; status: string; dir: string; reason?: string }[];
+    spend?: Record<string, unknown>;
+  };
 const statusOf = (home: string) => Object.fromEntries(stateOf(home).tasks.map((t) => [t.key, t.status]));
 const check = 'test -s out.txt || { echo "out.txt missing"; exit 1; }';
 
@@ -31,30 +35,56 @@ function streamingWorker(steps: number, costUsd: number, everyS = 0.2): string {
 /** Config whose engines print opencode's JSON; `extra` adds fields to each engine entry, `top` to the config. */
 function config(dir: string, engines: Record<string, Record<string, unknown>>, top: Record<string, unknown> = {}): string {
   const file = path.join(dir, 'config.json');
-  const entry = (name: string, extra: Record<string, unknown>) => ({ binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: `acme/${name}`, retry_context: 'file', ...extra });
+  const entry = (name: string, extra: Record<string, unknown>) => ({
+    binary: 'bash',
+    argv: ['-c', '{spec}'],
+    output: 'opencode',
+    model: `acme/${name}`,
+    retry_context: 'file',
+    ...extra,
+  });
   fs.writeFileSync(file, JSON.stringify({ engines: Object.fromEntries(Object.entries(engines).map(([n, e]) => [n, entry(n, e)])), ...top }));
   return file;
 }
 
 describe('budget: prices that match the bill, subscription logins and budget_tokens, readers and resume (e2e, built CLI)', () => {
-  it('cache writes and reasoning tokens are priced at the catalog\'s input_cache_write and internal_reasoning; without those prices, with the rest', async () => {
+  it("cache writes and reasoning tokens are priced at the catalog's input_cache_write and internal_reasoning; without those prices, with the rest", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     // $1/Mtok in, $2/Mtok out, $0.10 cache read, $1.25 cache write, $4 reasoning; acme/plain gives no write or
     // reasoning price (0 is no price: a write or a thought is never free).
     const catalog = path.join(dir, 'catalog.json');
-    const model = (id: string, pricing: Record<string, string>) => ({ id, name: id, context_length: 100000, pricing: { prompt: '0.000001', completion: '0.000002', input_cache_read: '0.0000001', ...pricing }, architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] } });
-    fs.writeFileSync(catalog, JSON.stringify({ data: [model('acme/full', { input_cache_write: '0.00000125', internal_reasoning: '0.000004' }), model('acme/plain', { internal_reasoning: '0' })] }));
+    const model = (id: string, pricing: Record<string, string>) => ({
+      id,
+      name: id,
+      context_length: 100000,
+      pricing: { prompt: '0.000001', completion: '0.000002', input_cache_read: '0.0000001', ...pricing },
+      architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] },
+    });
+    fs.writeFileSync(
+      catalog,
+      JSON.stringify({
+        data: [model('acme/full', { input_cache_write: '0.00000125', internal_reasoning: '0.000004' }), model('acme/plain', { internal_reasoning: '0' })],
+      }),
+    );
     assert.equal((await cli(['catalog', '--home', home, '--refresh', '--source', catalog], { env })).exitCode, 0);
     const cfg = config(dir, { full: {}, plain: {} });
     // One call: 1,000 fresh input + 3,000 read from the cache + 2,000 written to it; 100 output + 400 reasoning; no cost.
     const spec = `echo ok > out.txt; echo '${step('stop', { input: 1000, output: 100, reasoning: 400, read: 3000, write: 2000 })}'`;
-    const tasks = [scriptTask('f', spec, check, { engine: 'full', expect_files: ['out.txt'] }), scriptTask('p', spec, check, { engine: 'plain', expect_files: ['out.txt'] })];
+    const tasks = [
+      scriptTask('f', spec, check, { engine: 'full', expect_files: ['out.txt'] }),
+      scriptTask('p', spec, check, { engine: 'plain', expect_files: ['out.txt'] }),
+    ];
     const r = await cli(['run', writeManifest(dir, { run_name: 'prices', workdir: path.join(dir, 'work'), tasks }), '--home', home, '--config', cfg], { env });
     assert.equal(r.exitCode, 0, r.all);
     const rows = Object.fromEntries(readRows(home).map((x) => [x.task_key, x]));
-    console.log(`      6,000 in (3,000 read, 2,000 written), 500 out (400 reasoning): ${String(rows.f?.cost_microusd)} micro-USD with write and reasoning prices, ${String(rows.p?.cost_microusd)} without`);
-    assert.deepEqual([rows.f?.tokens_in, rows.f?.tokens_cached, rows.f?.tokens_cache_write, rows.f?.tokens_out, rows.f?.tokens_reasoning], [6000, 3000, 2000, 500, 400]);
+    console.log(
+      `      6,000 in (3,000 read, 2,000 written), 500 out (400 reasoning): ${String(rows.f?.cost_microusd)} micro-USD with write and reasoning prices, ${String(rows.p?.cost_microusd)} without`,
+    );
+    assert.deepEqual(
+      [rows.f?.tokens_in, rows.f?.tokens_cached, rows.f?.tokens_cache_write, rows.f?.tokens_out, rows.f?.tokens_reasoning],
+      [6000, 3000, 2000, 500, 400],
+    );
     // 1,000 × 1 + 3,000 × 0.1 + 2,000 × 1.25 + 100 × 2 + 400 × 4 = 1000 + 300 + 2500 + 200 + 1600
     assert.equal(rows.f?.cost_microusd, 5_600);
     // Without them: 3,000 × 1 + 3,000 × 0.1 + 500 × 2
@@ -68,11 +98,20 @@ describe('budget: prices that match the bill, subscription logins and budget_tok
     // the cost and budget_usd ($0.001, five calls' worth) does not stop it. budget_tokens (20,000: 19 calls) does.
     const cfg = config(dir, { sub: {} }, { logins: { flat: { engines: ['sub'], max_parallel: 3, billing: 'subscription' } } });
     const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(150, 0.0002), check, { engine: 'sub', expect_files: ['out.txt'], timeout_s: 120 }));
-    const manifest = writeManifest(dir, { run_name: 'flat', max_parallel: 3, budget_usd: 0.001, budget_tokens: 20_000, workdir: path.join(dir, 'work'), tasks });
+    const manifest = writeManifest(dir, {
+      run_name: 'flat',
+      max_parallel: 3,
+      budget_usd: 0.001,
+      budget_tokens: 20_000,
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', cfg], { env });
     const rows = readRows(home);
     const used = tokensOf(rows);
-    console.log(`      used ${used} tokens of a 20,000-token budget (${((used / 20_000 - 1) * 100).toFixed(1)} % over; one whole attempt: 158,550), ${rows.length} attempt(s) ran; cost ${rows.map((x) => String(x.cost_microusd)).join(', ')}`);
+    console.log(
+      `      used ${used} tokens of a 20,000-token budget (${((used / 20_000 - 1) * 100).toFixed(1)} % over; one whole attempt: 158,550), ${rows.length} attempt(s) ran; cost ${rows.map((x) => String(x.cost_microusd)).join(', ')}`,
+    );
     assert.equal(r.exitCode, 1, r.all);
     assert.equal(rows.length, 1, `unknown token use: one attempt at a time, the others refused after it\n${r.all}`);
     assert.equal(rows[0]?.billing, 'subscription');
@@ -88,7 +127,7 @@ describe('budget: prices that match the bill, subscription logins and budget_tok
     assert.match(runs.stdout, /^spent \$0\.0000 · budget \$0\.0010 \(0 %\) · tokens [\d,]+ · budget 20,000 tokens \(1\d\d %\)$/m, runs.stdout);
   });
 
-  it('a task\'s budget_tokens is an envelope for all its attempts: with max_attempt_tokens a retry that could pass it does not start', async () => {
+  it("a task's budget_tokens is an envelope for all its attempts: with max_attempt_tokens a retry that could pass it does not start", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const cfg = config(dir, { meter: {} });
@@ -96,23 +135,46 @@ describe('budget: prices that match the bill, subscription logins and budget_tok
     // second the most an attempt of its engine used (2,100): 4,200 would pass its envelope of 3,000. `other` has no
     // envelope and PASSes.
     const tasks = [
-      scriptTask('retry', streamingWorker(1, 0, 0.01).replace('echo ok > out.txt', 'true'), check, { engine: 'meter', max_attempts: 3, budget_tokens: 3000, max_attempt_tokens: 2000 }),
+      scriptTask('retry', streamingWorker(1, 0, 0.01).replace('echo ok > out.txt', 'true'), check, {
+        engine: 'meter',
+        max_attempts: 3,
+        budget_tokens: 3000,
+        max_attempt_tokens: 2000,
+      }),
       scriptTask('other', streamingWorker(1, 0, 0.01), check, { engine: 'meter', expect_files: ['out.txt'] }),
     ];
-    const r = await cli(['run', writeManifest(dir, { run_name: 'tok-envelope', workdir: path.join(dir, 'work'), tasks }), '--home', home, '--config', cfg], { env });
+    const r = await cli(['run', writeManifest(dir, { run_name: 'tok-envelope', workdir: path.join(dir, 'work'), tasks }), '--home', home, '--config', cfg], {
+      env,
+    });
     const rows = readRows(home);
-    console.log(`      retry: ${rows.filter((x) => x.task_key === 'retry').length} attempt(s), ${tokensOf(rows.filter((x) => x.task_key === 'retry'))} tokens of 3,000`);
+    console.log(
+      `      retry: ${rows.filter((x) => x.task_key === 'retry').length} attempt(s), ${tokensOf(rows.filter((x) => x.task_key === 'retry'))} tokens of 3,000`,
+    );
     assert.deepEqual(statusOf(home), { retry: 'BUDGET_EXCEEDED', other: 'PASS' }, r.all);
     assert.equal(rows.filter((x) => x.task_key === 'retry').length, 1, r.all);
-    assert.match(stateOf(home).tasks.find((t) => t.key === 'retry')?.reason ?? '', /task retry has 2,100 tokens spent, and this attempt may cost up to 2,100 tokens: that would pass the task's budget_tokens 3,000 tokens/);
+    assert.match(
+      stateOf(home).tasks.find((t) => t.key === 'retry')?.reason ?? '',
+      /task retry has 2,100 tokens spent, and this attempt may cost up to 2,100 tokens: that would pass the task's budget_tokens 3,000 tokens/,
+    );
   });
 
-  it('bad token budgets and billing are load errors with their position: negative, zero, fractional, non-numeric; a login\'s billing in the config', async () => {
+  it("bad token budgets and billing are load errors with their position: negative, zero, fractional, non-numeric; a login's billing in the config", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const good = (k: string, extra: Record<string, unknown>) => scriptTask(k, 'echo ok > out.txt', check, { expect_files: ['out.txt'], ...extra });
-    const tasks = [good('a', { budget_tokens: -1 }), good('b', { max_attempt_tokens: 0 }), good('c', { budget_tokens: '5' }), good('d', { budget_tokens: 1.5 })];
-    const manifest = writeManifest(dir, { run_name: 'bad', budget_tokens: 0, logins: { l: { engines: ['script'], max_parallel: 1, billing: 'free' } }, workdir: path.join(dir, 'work'), tasks });
+    const tasks = [
+      good('a', { budget_tokens: -1 }),
+      good('b', { max_attempt_tokens: 0 }),
+      good('c', { budget_tokens: '5' }),
+      good('d', { budget_tokens: 1.5 }),
+    ];
+    const manifest = writeManifest(dir, {
+      run_name: 'bad',
+      budget_tokens: 0,
+      logins: { l: { engines: ['script'], max_parallel: 1, billing: 'free' } },
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
     const r = await cli(['run', manifest, '--home', home], { env });
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.all, /test\.swarm\.json:\d+:\d+: error: budget_tokens: must be >= 1, got 0/);
@@ -140,20 +202,47 @@ describe('budget: prices that match the bill, subscription logins and budget_tok
     const answer = `{"type":"text","part":{"messageID":"m1","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
     fs.writeFileSync(path.join(bin, 'rev'), `#!/bin/bash\necho '${answer}'\necho '${step('stop', { input: 100, output: 10 }, 0.004)}'\n`, { mode: 0o755 });
     const cfg = path.join(dir, 'config.json');
-    fs.writeFileSync(cfg, JSON.stringify({ engines: {
-      meter: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/meter', retry_context: 'file' },
-      rev: { binary: 'rev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/rev' },
-    } }));
+    fs.writeFileSync(
+      cfg,
+      JSON.stringify({
+        engines: {
+          meter: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/meter', retry_context: 'file' },
+          rev: { binary: 'rev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/rev' },
+        },
+      }),
+    );
     const worker = `echo ok > out.txt; echo '${step('stop', { input: 1000, output: 50 }, 0.002)}'`;
     const task = (k: string) => scriptTask(k, worker, check, { engine: 'meter', expect_files: ['out.txt'], review: { engines: ['rev'] } });
     const runEnv = { ...env, PATH: `${bin}:${process.env.PATH}` };
-    const first = await cli(['run', writeManifest(dir, { run_name: 'history', workdir: path.join(dir, 'w1'), tasks: [task('h1'), task('h2')] }, 'h.swarm.json'), '--home', home, '--config', cfg], { env: runEnv });
+    const first = await cli(
+      [
+        'run',
+        writeManifest(dir, { run_name: 'history', workdir: path.join(dir, 'w1'), tasks: [task('h1'), task('h2')] }, 'h.swarm.json'),
+        '--home',
+        home,
+        '--config',
+        cfg,
+      ],
+      { env: runEnv },
+    );
     assert.equal(first.exitCode, 0, first.all);
     assert.equal(readRows(home).filter((x) => x.step === 'review' && x.cost_microusd === 4000).length, 2, first.all);
-    const r = await cli(['run', writeManifest(dir, { run_name: 'capped', budget_usd: 0.005, workdir: path.join(dir, 'w2'), tasks: [task('a')] }), '--home', home, '--config', cfg], { env: runEnv });
+    const r = await cli(
+      [
+        'run',
+        writeManifest(dir, { run_name: 'capped', budget_usd: 0.005, workdir: path.join(dir, 'w2'), tasks: [task('a')] }),
+        '--home',
+        home,
+        '--config',
+        cfg,
+      ],
+      { env: runEnv },
+    );
     const rows = readRows(home).filter((x) => x.run_name === 'capped');
     const review = rows.find((x) => x.step === 'review');
-    console.log(`      the reviewer's p90 $0.004 after a $0.002 worker under $0.005: spent ${spentOf(rows)} micro-USD; review row: exit ${String(review?.worker_exit_code)}, ${String(review?.notes ?? '').slice(0, 100)}`);
+    console.log(
+      `      the reviewer's p90 $0.004 after a $0.002 worker under $0.005: spent ${spentOf(rows)} micro-USD; review row: exit ${String(review?.worker_exit_code)}, ${String(review?.notes ?? '').slice(0, 100)}`,
+    );
     assert.equal(spentOf(rows), 2_000, `only the worker spent: the reviewer did not run\n${r.all}`);
     assert.ok(!review || (review.worker_exit_code === null && review.cost_microusd === null), `the reviewer did not run: ${JSON.stringify(review)}`);
     assert.equal(r.exitCode, 1, r.all);
@@ -167,7 +256,17 @@ describe('budget: prices that match the bill, subscription logins and budget_tok
     // Three tasks one after another at $0.002 each under $0.005: a and b run, c (0.004 + 0.002) is refused.
     const worker = `echo ok > out.txt; echo '${step('stop', { input: 1000, output: 50 }, 0.002)}'`;
     const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, worker, check, { engine: 'meter', expect_files: ['out.txt'] }));
-    const r = await cli(['run', writeManifest(dir, { run_name: 'resumable', max_parallel: 1, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks }), '--home', home, '--config', cfg], { env });
+    const r = await cli(
+      [
+        'run',
+        writeManifest(dir, { run_name: 'resumable', max_parallel: 1, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks }),
+        '--home',
+        home,
+        '--config',
+        cfg,
+      ],
+      { env },
+    );
     assert.equal(r.exitCode, 1, r.all);
     assert.deepEqual(statusOf(home), { a: 'PASS', b: 'PASS', c: 'BUDGET_EXCEEDED' }, r.all);
     const runId = runIdOf(home);

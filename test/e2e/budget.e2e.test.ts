@@ -11,8 +11,18 @@ import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixture
 /** Config with custom engines printing opencode's JSON; `extra` adds fields (max_attempt_usd) to each. */
 function streamingConfig(dir: string, engines: Record<string, Record<string, unknown>>): string {
   const config = path.join(dir, 'config.json');
-  const entry = (model: string, extra: Record<string, unknown>) => ({ binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model, retry_context: 'file', ...extra });
-  fs.writeFileSync(config, JSON.stringify({ engines: Object.fromEntries(Object.entries(engines).map(([name, extra]) => [name, entry(`acme/${name}`, extra)])) }));
+  const entry = (model: string, extra: Record<string, unknown>) => ({
+    binary: 'bash',
+    argv: ['-c', '{spec}'],
+    output: 'opencode',
+    model,
+    retry_context: 'file',
+    ...extra,
+  });
+  fs.writeFileSync(
+    config,
+    JSON.stringify({ engines: Object.fromEntries(Object.entries(engines).map(([name, extra]) => [name, entry(`acme/${name}`, extra)])) }),
+  );
   return config;
 }
 
@@ -21,13 +31,17 @@ function streamingConfig(dir: string, engines: Record<string, Record<string, unk
  * as it happens), then the final step, then writes out.txt: a long attempt unless something stops it.
  */
 function streamingWorker(steps: number, costUsd: number, everyS = 0.2): string {
-  const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":${costUsd}}}`;
+  const step = (reason: string) =>
+    `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":${costUsd}}}`;
   return `echo partial > draft.txt; for i in $(seq ${steps}); do echo '${step('tool-calls')}'; sleep ${everyS}; done; echo '${step('stop')}'; echo ok > out.txt`;
 }
 
 const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
 const spentOf = (rows: Record<string, unknown>[]) => rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
-const stateOf = (home: string) => JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string; reason?: string }[] };
+const stateOf = (home: string) =>
+  JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as {
+    tasks: { key: string; status: string; dir: string; reason?: string }[];
+  };
 
 describe('budget: a hard cap over engines that stream their usage (e2e, built CLI)', () => {
   it('parallel attempts of unknown price under a tiny budget: the running one is stopped mid-run from its streamed usage; at most 10 % over', async () => {
@@ -35,22 +49,30 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const home = path.join(dir, 'home');
     const config = streamingConfig(dir, { stream: {} });
     // Each attempt would cost 150 × $0.0002 = $0.03 (6× the budget) over 30 s; the catalog has no price for acme/stream.
-    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], timeout_s: 120 }));
+    const tasks = ['a', 'b', 'c'].map((k) =>
+      scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], timeout_s: 120 }),
+    );
     const manifest = writeManifest(dir, { run_name: 'stream-unpriced', max_parallel: 3, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home);
     const spent = spentOf(rows);
-    console.log(`      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over; one whole attempt: 30000), ${rows.length} attempt(s) ran`);
+    console.log(
+      `      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over; one whole attempt: 30000), ${rows.length} attempt(s) ran`,
+    );
     assert.equal(r.exitCode, 1, r.all);
     assert.ok(spent > 5000, `the stopped attempt's spend is recorded (${spent})\n${r.all}`);
     assert.ok(spent <= 5500, `spent ${spent} micro-USD: more than 10 % over the 5000 budget\n${r.all}`);
     assert.equal(rows.length, 1, r.all);
     assert.match(r.all, /cost of an attempt on stream \(acme\/stream\) is unknown .* one at a time/);
     const state = stateOf(home);
-    assert.deepEqual(state.tasks.map((t) => t.status), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED'], r.all);
+    assert.deepEqual(
+      state.tasks.map((t) => t.status),
+      ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED'],
+      r.all,
+    );
     const stopped = state.tasks.find((t) => t.key === rows[0]?.task_key);
     assert.match(stopped?.reason ?? '', /spent passed budget_usd \$0\.0050; this attempt was stopped/);
-    assert.ok(fs.existsSync(path.join(stopped?.dir ?? '', 'draft.txt')), 'the stopped attempt\'s work is kept');
+    assert.ok(fs.existsSync(path.join(stopped?.dir ?? '', 'draft.txt')), "the stopped attempt's work is kept");
   });
 
   it('max_attempt_usd is the reserve when nothing else prices an engine: two attempts run at once, a third is refused, both stopped at the budget', async () => {
@@ -59,20 +81,28 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     // The engine says an attempt costs at most $0.004: under $0.01 two reserve $0.008 and start together; a third
     // ($0.012 in all) would pass the budget and is refused up front. The two then stream past the budget together.
     const config = streamingConfig(dir, { capped: { max_attempt_usd: 0.004 } });
-    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'capped', expect_files: ['out.txt'], timeout_s: 120 }));
+    const tasks = ['a', 'b', 'c'].map((k) =>
+      scriptTask(k, streamingWorker(150, 0.0002), 'test -s out.txt', { engine: 'capped', expect_files: ['out.txt'], timeout_s: 120 }),
+    );
     const manifest = writeManifest(dir, { run_name: 'stream-capped', max_parallel: 3, budget_usd: 0.01, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home);
     const spent = spentOf(rows);
-    console.log(`      spent ${spent} micro-USD of a 10000 micro-USD budget (${((spent / 10000 - 1) * 100).toFixed(1)} % over), ${rows.length} attempt(s) ran at once`);
+    console.log(
+      `      spent ${spent} micro-USD of a 10000 micro-USD budget (${((spent / 10000 - 1) * 100).toFixed(1)} % over), ${rows.length} attempt(s) ran at once`,
+    );
     assert.doesNotMatch(r.all, /is unknown/, 'max_attempt_usd bounds the engine');
     assert.equal(rows.length, 2, r.all);
     assert.ok(spent <= 11000, `spent ${spent} micro-USD: more than 10 % over the 10000 budget\n${r.all}`);
     assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*may cost up to \$0\.0040: that would pass budget_usd \$0\.01/, r.stdout);
-    assert.deepEqual(stateOf(home).tasks.map((t) => t.status), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED'], r.all);
+    assert.deepEqual(
+      stateOf(home).tasks.map((t) => t.status),
+      ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED'],
+      r.all,
+    );
   });
 
-  it('a task\'s own budget_usd is an envelope for all its attempts: a retry that could pass it does not start, a long attempt is stopped at it; other tasks go on', async () => {
+  it("a task's own budget_usd is an envelope for all its attempts: a retry that could pass it does not start, a long attempt is stopped at it; other tasks go on", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const config = streamingConfig(dir, { stream: {} });
@@ -80,7 +110,12 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     // second attempt ($0.002 + $0.002) is refused. `long` streams past its $0.003 envelope and is stopped. `free` has
     // no envelope and no run budget binds it: it PASSes. A careless manifest gives max_attempts 3: still refused.
     const tasks = [
-      scriptTask('retry', streamingWorker(10, 0.0002, 0.01).replace('echo ok > out.txt', 'true'), 'test -s out.txt', { engine: 'stream', max_attempts: 3, budget_usd: 0.003, max_attempt_usd: 0.002 }),
+      scriptTask('retry', streamingWorker(10, 0.0002, 0.01).replace('echo ok > out.txt', 'true'), 'test -s out.txt', {
+        engine: 'stream',
+        max_attempts: 3,
+        budget_usd: 0.003,
+        max_attempt_usd: 0.002,
+      }),
       scriptTask('long', streamingWorker(300, 0.0001), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], budget_usd: 0.003, timeout_s: 120 }),
       scriptTask('free', streamingWorker(5, 0.0002, 0.01), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'] }),
     ];
@@ -88,13 +123,21 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home);
     const byTask = (k: string) => rows.filter((x) => x.task_key === k);
-    console.log(`      retry: ${byTask('retry').length} attempt(s), ${spentOf(byTask('retry'))} micro-USD of 3000; long: ${spentOf(byTask('long'))} micro-USD of 3000 (${((spentOf(byTask('long')) / 3000 - 1) * 100).toFixed(1)} % over); free: ${spentOf(byTask('free'))}`);
+    console.log(
+      `      retry: ${byTask('retry').length} attempt(s), ${spentOf(byTask('retry'))} micro-USD of 3000; long: ${spentOf(byTask('long'))} micro-USD of 3000 (${((spentOf(byTask('long')) / 3000 - 1) * 100).toFixed(1)} % over); free: ${spentOf(byTask('free'))}`,
+    );
     const state = stateOf(home);
     const status = Object.fromEntries(state.tasks.map((t) => [t.key, t.status]));
     assert.deepEqual(status, { retry: 'BUDGET_EXCEEDED', long: 'BUDGET_EXCEEDED', free: 'PASS' }, r.all);
     assert.equal(byTask('retry').length, 1, r.all);
-    assert.match(state.tasks.find((t) => t.key === 'retry')?.reason ?? '', /task retry has \$0\.00\d+ spent, and this attempt may cost up to \$0\.00\d+: that would pass the task's budget_usd \$0\.0030/);
-    assert.match(state.tasks.find((t) => t.key === 'long')?.reason ?? '', /task long's \$0\.00\d+ spent passed its budget_usd \$0\.0030; this attempt was stopped/);
+    assert.match(
+      state.tasks.find((t) => t.key === 'retry')?.reason ?? '',
+      /task retry has \$0\.00\d+ spent, and this attempt may cost up to \$0\.00\d+: that would pass the task's budget_usd \$0\.0030/,
+    );
+    assert.match(
+      state.tasks.find((t) => t.key === 'long')?.reason ?? '',
+      /task long's \$0\.00\d+ spent passed its budget_usd \$0\.0030; this attempt was stopped/,
+    );
     assert.ok(spentOf(byTask('long')) <= 3300, `long spent ${spentOf(byTask('long'))}: more than 10 % over its envelope`);
   });
 
@@ -105,17 +148,28 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     // 300 KB of output first (the kept head of a 1 MB cap is 256 KB), then four rounds of 8 model calls at $0.001 and
     // 1.5 MB of output: each compaction cuts the round's calls out of the log, so the log never holds more than $0.008
     // of the $0.033 spent, under the $0.01 budget.
-    const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
+    const step = (reason: string) =>
+      `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
     const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
     const round = `for i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done; sleep 0.3; ${flood(1_500_000)}; sleep 0.3`;
     const worker = `echo partial > draft.txt; ${flood(300_000)}; for r in 1 2 3 4; do ${round}; done; echo '${step('stop')}'; echo ok > out.txt`;
-    const manifest = writeManifest(dir, { run_name: 'cut-spend', budget_usd: 0.01, workdir: path.join(dir, 'work'), tasks: [scriptTask('t', worker, 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], log_max_mb: 1, timeout_s: 120 })] });
+    const manifest = writeManifest(dir, {
+      run_name: 'cut-spend',
+      budget_usd: 0.01,
+      workdir: path.join(dir, 'work'),
+      tasks: [scriptTask('t', worker, 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], log_max_mb: 1, timeout_s: 120 })],
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home);
-    console.log(`      $0.001 calls, the log cut to 1 MB four times, budget $0.01: ${stateOf(home).tasks[0]?.status}, ${String(rows[0]?.cost_microusd)} micro-USD recorded`);
+    console.log(
+      `      $0.001 calls, the log cut to 1 MB four times, budget $0.01: ${stateOf(home).tasks[0]?.status}, ${String(rows[0]?.cost_microusd)} micro-USD recorded`,
+    );
     assert.equal(rows.length, 1, r.all);
     assert.equal(stateOf(home).tasks[0]?.status, 'BUDGET_EXCEEDED', r.all);
-    assert.ok(((rows[0]?.cost_microusd as number | null) ?? 0) >= 10_000, `recorded ${String(rows[0]?.cost_microusd)} micro-USD, the budget was 10000\n${r.all}`);
+    assert.ok(
+      ((rows[0]?.cost_microusd as number | null) ?? 0) >= 10_000,
+      `recorded ${String(rows[0]?.cost_microusd)} micro-USD, the budget was 10000\n${r.all}`,
+    );
   });
 
   it('an attempt whose worker has exited is not stopped when another passes the budget: its check goes on and it PASSes', async () => {
@@ -128,30 +182,54 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const done = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":5}}'`;
     const tasks = [
       scriptTask('done', done, 'sleep 4; test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'quick', expect_files: ['out.txt'] }),
-      scriptTask('spender', streamingWorker(150, 0.001), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'stream', expect_files: ['out.txt'], timeout_s: 120 }),
+      scriptTask('spender', streamingWorker(150, 0.001), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+        engine: 'stream',
+        expect_files: ['out.txt'],
+        timeout_s: 120,
+      }),
     ];
     const manifest = writeManifest(dir, { run_name: 'checking', max_parallel: 2, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home);
-    console.log(`      spent ${spentOf(rows)} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`);
+    console.log(
+      `      spent ${spentOf(rows)} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`,
+    );
     const status = Object.fromEntries(stateOf(home).tasks.map((t) => [t.key, t.status]));
     assert.deepEqual(status, { done: 'PASS', spender: 'BUDGET_EXCEEDED' }, r.all);
   });
 
-  it('a reviewer whose output passes log_max_mb (the worker\'s code printing into it) keeps its spend in its row', async () => {
+  it("a reviewer whose output passes log_max_mb (the worker's code printing into it) keeps its spend in its row", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     // A reviewer speaking opencode's JSON: 300 KB, 8 model calls at $0.001, 1.5 MB (the tool output of the worker's
     // code it ran), then its answer and its last call: the compaction cuts the 8 calls out of its log.
-    const step = (reason: string) => `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
+    const step = (reason: string) =>
+      `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
     const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
     const answer = `{"type":"text","part":{"messageID":"m9","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
-    fs.writeFileSync(path.join(bin, 'rev'), `#!/bin/bash\n${flood(300_000)}\nfor i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done\nsleep 0.3\n${flood(1_500_000)}\nsleep 0.3\necho '${answer}'\necho '${step('stop')}'\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'rev'),
+      `#!/bin/bash\n${flood(300_000)}\nfor i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done\nsleep 0.3\n${flood(1_500_000)}\nsleep 0.3\necho '${answer}'\necho '${step('stop')}'\n`,
+      { mode: 0o755 },
+    );
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { rev: { binary: 'rev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/rev' } } }));
-    const manifest = writeManifest(dir, { run_name: 'cut-review', workdir: path.join(dir, 'work'), tasks: [scriptTask('t', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { expect_files: ['out.txt'], log_max_mb: 1, review: { engines: ['rev'] } })] });
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { rev: { binary: 'rev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/rev' } } }),
+    );
+    const manifest = writeManifest(dir, {
+      run_name: 'cut-review',
+      workdir: path.join(dir, 'work'),
+      tasks: [
+        scriptTask('t', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+          expect_files: ['out.txt'],
+          log_max_mb: 1,
+          review: { engines: ['rev'] },
+        }),
+      ],
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
     const review = readRows(home).find((x) => x.step === 'review');
     console.log(`      a reviewer's 9 calls at 1000 micro-USD, its log cut to 1 MB: ${String(review?.cost_microusd)} micro-USD recorded`);
@@ -159,7 +237,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(((review?.cost_microusd as number | null) ?? 0) >= 9_000, `recorded ${String(review?.cost_microusd)} micro-USD of 9000\n${r.all}`);
   });
 
-  it('a reviewer of unknown cost (no cost report, no catalog price) is charged its engine\'s max_attempt_usd: readers cannot pass the budget at $0', async () => {
+  it("a reviewer of unknown cost (no cost report, no catalog price) is charged its engine's max_attempt_usd: readers cannot pass the budget at $0", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const bin = path.join(dir, 'bin');
@@ -170,17 +248,32 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const answer = `{"type":"text","part":{"messageID":"m1","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
     fs.writeFileSync(path.join(bin, 'freerev'), `#!/bin/bash\necho '${answer}'\n`, { mode: 0o755 });
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: {
-      stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
-      freerev: { binary: 'freerev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/freerev', max_attempt_usd: 0.004 },
-    } }));
-    const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, streamingWorker(0, 0.001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['freerev'] } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: {
+          stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
+          freerev: { binary: 'freerev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/freerev', max_attempt_usd: 0.004 },
+        },
+      }),
+    );
+    const tasks = ['a', 'b', 'c'].map((k) =>
+      scriptTask(k, streamingWorker(0, 0.001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['freerev'] } }),
+    );
     const manifest = writeManifest(dir, { run_name: 'free-review', max_parallel: 1, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
     const rows = readRows(home);
     const status = stateOf(home).tasks.map((t) => t.status);
-    console.log(`      statuses ${status.join(' ')}; ${rows.filter((x) => x.step === 'review').length} review(s) ran, cost ${rows.filter((x) => x.step === 'review').map((x) => String(x.cost_microusd)).join(', ')}`);
-    assert.ok(rows.some((x) => x.step === 'review' && x.cost_microusd === null), `the reviewer's cost is unknown\n${r.all}`);
+    console.log(
+      `      statuses ${status.join(' ')}; ${rows.filter((x) => x.step === 'review').length} review(s) ran, cost ${rows
+        .filter((x) => x.step === 'review')
+        .map((x) => String(x.cost_microusd))
+        .join(', ')}`,
+    );
+    assert.ok(
+      rows.some((x) => x.step === 'review' && x.cost_microusd === null),
+      `the reviewer's cost is unknown\n${r.all}`,
+    );
     assert.deepEqual(status.slice().sort(), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'PASS'], r.all);
     assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*\$0\.0050 spent.*that would pass budget_usd \$0\.0050/, r.stdout);
   });
@@ -194,11 +287,18 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const answer = `{"type":"text","part":{"messageID":"m1","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
     fs.writeFileSync(path.join(bin, 'freerev'), `#!/bin/bash\ntouch "${path.join(dir, 'reviewer-ran')}"\necho '${answer}'\n`, { mode: 0o755 });
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: {
-      stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
-      freerev: { binary: 'freerev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/freerev', max_attempt_usd: 0.0045 },
-    } }));
-    const tasks = [scriptTask('a', streamingWorker(0, 0.001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['freerev'] } })];
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: {
+          stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
+          freerev: { binary: 'freerev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/freerev', max_attempt_usd: 0.0045 },
+        },
+      }),
+    );
+    const tasks = [
+      scriptTask('a', streamingWorker(0, 0.001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['freerev'] } }),
+    ];
     const manifest = writeManifest(dir, { run_name: 'refused-review', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
     const state = stateOf(home);
@@ -215,18 +315,30 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const home = path.join(dir, 'home');
     const config = streamingConfig(dir, { stream: {} });
     // Five tasks one after another at $0.002 each under $0.01: 20 %, 40 %, 60 % (the 50 % note), 80 %, 100 %.
-    const tasks = ['a', 'b', 'c', 'd', 'e'].map((k) => scriptTask(k, streamingWorker(0, 0.002, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'] }));
+    const tasks = ['a', 'b', 'c', 'd', 'e'].map((k) =>
+      scriptTask(k, streamingWorker(0, 0.002, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'] }),
+    );
     const manifest = writeManifest(dir, { run_name: 'spend-notes', max_parallel: 1, budget_usd: 0.01, workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const notes = r.all.split('\n').filter((l) => /budget: \d+ % used/.test(l));
     console.log(`      ${notes.map((l) => l.replace(/^\S+\s+/, '')).join(' | ')}`);
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(notes.map((l) => /budget: (\d+) % used/.exec(l)?.[1]), ['50', '80', '100'], r.all);
+    assert.deepEqual(
+      notes.map((l) => /budget: (\d+) % used/.exec(l)?.[1]),
+      ['50', '80', '100'],
+      r.all,
+    );
     assert.match(notes[0] ?? '', /budget: 50 % used — spent \$0\.0060 · budget \$0\.0100 \(\d+ %\)/);
     assert.match(notes[2] ?? '', /budget: 100 % used — spent \$0\.0100 · budget \$0\.0100 \(100 %\)/);
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
     const spend = (JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { spend?: unknown }).spend;
-    assert.deepEqual(spend, { spentMicroUsd: 10_000, reservedMicroUsd: 0, budgetMicroUsd: 10_000, tokens: { spent: 5 * 1050, reserved: 0, budget: null }, byTask: Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((k) => [k, { usd: 2_000, tokens: 1050 }])) });
+    assert.deepEqual(spend, {
+      spentMicroUsd: 10_000,
+      reservedMicroUsd: 0,
+      budgetMicroUsd: 10_000,
+      tokens: { spent: 5 * 1050, reserved: 0, budget: null },
+      byTask: Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((k) => [k, { usd: 2_000, tokens: 1050 }])),
+    });
     const runs = await cli(['runs', runId, '--home', home], { env });
     assert.equal(runs.exitCode, 0, runs.all);
     assert.match(runs.stdout, /^spent \$0\.0100 · budget \$0\.0100 \(100 %\)$/m, runs.stdout);
@@ -234,12 +346,18 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.deepEqual(json.spend, spend);
   });
 
-  it('cached input tokens are priced at the catalog\'s cache-read price where it gives one (codex\'s cached_input_tokens, part of its input)', async () => {
+  it("cached input tokens are priced at the catalog's cache-read price where it gives one (codex's cached_input_tokens, part of its input)", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     // Catalog: acme/cache at $1/Mtok in, $2/Mtok out, $0.10/Mtok cache read; acme/nocache the same without a cache price.
     const catalog = path.join(dir, 'catalog.json');
-    const model = (id: string, cache: boolean) => ({ id, name: id, context_length: 100000, pricing: { prompt: '0.000001', completion: '0.000002', ...(cache ? { input_cache_read: '0.0000001' } : {}) }, architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] } });
+    const model = (id: string, cache: boolean) => ({
+      id,
+      name: id,
+      context_length: 100000,
+      pricing: { prompt: '0.000001', completion: '0.000002', ...(cache ? { input_cache_read: '0.0000001' } : {}) },
+      architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] },
+    });
     fs.writeFileSync(catalog, JSON.stringify({ data: [model('acme/cache', true), model('acme/nocache', false)] }));
     assert.equal((await cli(['catalog', '--home', home, '--refresh', '--source', catalog], { env })).exitCode, 0);
     const config = path.join(dir, 'config.json');
@@ -248,7 +366,10 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     // 1,000,000 tokens in, 900,000 of them from the cache, 1,000 out.
     const spec = `echo ok > out.txt; echo '{"type":"turn.completed","usage":{"input_tokens":1000000,"cached_input_tokens":900000,"output_tokens":1000,"reasoning_output_tokens":0}}'`;
     const check = 'test -s out.txt || { echo "out.txt missing"; exit 1; }';
-    const tasks = [scriptTask('c', spec, check, { engine: 'cache', expect_files: ['out.txt'] }), scriptTask('n', spec, check, { engine: 'nocache', expect_files: ['out.txt'] })];
+    const tasks = [
+      scriptTask('c', spec, check, { engine: 'cache', expect_files: ['out.txt'] }),
+      scriptTask('n', spec, check, { engine: 'nocache', expect_files: ['out.txt'] }),
+    ];
     const manifest = writeManifest(dir, { run_name: 'cached', workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     assert.equal(r.exitCode, 0, r.all);
@@ -261,7 +382,8 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
   it('bad budgets are load errors with their position: negative, zero, non-numeric, in a task and in an engine entry', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    const good = (k: string, extra: Record<string, unknown>) => scriptTask(k, 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { expect_files: ['out.txt'], ...extra });
+    const good = (k: string, extra: Record<string, unknown>) =>
+      scriptTask(k, 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { expect_files: ['out.txt'], ...extra });
     const tasks = [good('a', { budget_usd: -1 }), good('b', { max_attempt_usd: 0 }), good('c', { budget_usd: '5' })];
     const manifest = writeManifest(dir, { run_name: 'bad', workdir: path.join(dir, 'work'), tasks });
     const r = await cli(['run', manifest, '--home', home], { env });

@@ -42,9 +42,16 @@ describe('Ctrl-C during a run', function () {
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runs[0] as string, 'state.json'), 'utf8')) as RunState;
     assert.equal(state.status, 'cancelled');
     assert.ok(state.endedAt);
-    assert.deepEqual(state.tasks.map((t) => t.status), ['CANCELLED', 'CANCELLED', 'CANCELLED', 'CANCELLED']);
+    assert.deepEqual(
+      state.tasks.map((t) => t.status),
+      ['CANCELLED', 'CANCELLED', 'CANCELLED', 'CANCELLED'],
+    );
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => x.verdict), ['CANCELLED', 'CANCELLED'], 'the two running attempts are recorded; the two queued never started');
+    assert.deepEqual(
+      rows.map((x) => x.verdict),
+      ['CANCELLED', 'CANCELLED'],
+      'the two running attempts are recorded; the two queued never started',
+    );
     assert.match(r.all ?? '', /0\/4 passed .*\(cancelled\)/);
   });
 });

@@ -20,14 +20,19 @@ const ORCHESTRATOR_PEAK_KB = 300 * 1024;
 /** `verdict ARGS` with the peak-RSS preload; resolves with the result and the peak (kB). */
 async function runMeasured(args: string[], dir: string, env: Record<string, string> = {}) {
   const hwm = path.join(dir, 'peak-rss');
-  const child = execa('node', ['--require', PEAK_RSS, CLI, ...args], { env: { ...env, VERDICT_TEST_PEAK_RSS_FILE: hwm }, reject: false, all: true, stdin: 'ignore' });
+  const child = execa('node', ['--require', PEAK_RSS, CLI, ...args], {
+    env: { ...env, VERDICT_TEST_PEAK_RSS_FILE: hwm },
+    reject: false,
+    all: true,
+    stdin: 'ignore',
+  });
   const r = await child;
   const text = fs.existsSync(hwm) ? fs.readFileSync(hwm, 'utf8') : '';
   assert.match(text, /^\d+$/, `no peak RSS recorded (${hwm}): ${r.all}`);
   return { r, peakKb: Number(text), pid: child.pid as number };
 }
 
-describe('caps: memory, output, and what the orchestrator holds of a worker\'s files', function () {
+describe("caps: memory, output, and what the orchestrator holds of a worker's files", function () {
   this.timeout(600000);
 
   before(async function () {
@@ -65,9 +70,19 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     assert.match(r.all ?? '', new RegExp(`memory cap: ${mech.kind === 'cgroup2' ? 'cgroup v2' : 'cgroup v1'}`));
     const rows = readRows(home);
     const hogRows = rows.filter((row) => row.task_key === 'hog');
-    assert.deepEqual(hogRows.map((row) => row.verdict), ['FAIL', 'PASS'], r.all);
+    assert.deepEqual(
+      hogRows.map((row) => row.verdict),
+      ['FAIL', 'PASS'],
+      r.all,
+    );
     assert.match(String(hogRows[0]?.notes), /the worker ran out of memory at 128 MB/);
-    assert.deepEqual(hogRows.map((row) => [row.mem_cap, row.memory_mb]), [[mech.kind, 128], [mech.kind, 128]]);
+    assert.deepEqual(
+      hogRows.map((row) => [row.mem_cap, row.memory_mb]),
+      [
+        [mech.kind, 128],
+        [mech.kind, 128],
+      ],
+    );
     const failure = fs.readFileSync(path.join(home, 'runs', String(hogRows[0]?.run_id), 'tasks', 'hog', 'attempt-2', 'failure.md'), 'utf8');
     assert.match(failure, /ran out of memory at 128 MB/);
     const sibling = rows.find((row) => row.task_key === 'sibling');
@@ -78,7 +93,10 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     const runs = await execa('node', [CLI, 'runs', String(hogRows[0]?.run_id), '--home', home], { reject: false, all: true });
     assert.match(runs.all ?? '', new RegExp(`memory: ${mech.kind} 128 MB \\(hog#1, hog#2\\); ${mech.kind} 512 MB \\(sibling#1\\)`));
     // No step's cgroup is left behind (they are named step-<orchestrator pid>-…).
-    assert.deepEqual(fs.readdirSync(mech.parent as string).filter((n) => n.startsWith(`step-${pid}-`)), []);
+    assert.deepEqual(
+      fs.readdirSync(mech.parent as string).filter((n) => n.startsWith(`step-${pid}-`)),
+      [],
+    );
   });
 
   it('a worker cannot leave its cgroup or raise its limit (it writes the cgroup files it can see), and is still killed', async function () {
@@ -94,7 +112,10 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
       hog(400),
       'echo escaped > out.txt',
     ].join('\n');
-    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('escape', escape, 'grep -q escaped out.txt || { echo no; exit 1; }', { memory_mb: 128, max_attempts: 1 })] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [scriptTask('escape', escape, 'grep -q escaped out.txt || { echo no; exit 1; }', { memory_mb: 128, max_attempts: 1 })],
+    });
     const home = path.join(dir, 'home');
     const { r } = await runMeasured(['run', file, '--home', home, '--no-dashboard'], dir, { HOME: path.join(dir, 'user-home') });
     const row = readRows(home)[0];
@@ -104,7 +125,7 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     assert.match(String(row?.notes), /the worker ran out of memory at 128 MB/);
   });
 
-  it('--no-sandbox: a process that scrubbed its environment (no step cookie) and left its session is still ended with its step\'s cgroup', async function () {
+  it("--no-sandbox: a process that scrubbed its environment (no step cookie) and left its session is still ended with its step's cgroup", async function () {
     const mech = memoryCapMechanism();
     if (mech.kind === 'none') this.skip();
     const dir = tempDir();
@@ -124,7 +145,10 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     const mech = memoryCapMechanism();
     if (mech.kind === 'none') this.skip();
     const dir = tempDir();
-    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('negated', 'echo ok > out.txt', `! ${hog(400)}`, { memory_mb: 128, max_attempts: 1 })] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [scriptTask('negated', 'echo ok > out.txt', `! ${hog(400)}`, { memory_mb: 128, max_attempts: 1 })],
+    });
     const home = path.join(dir, 'home');
     const { r } = await runMeasured(['run', file, '--home', home, '--no-dashboard'], dir, { HOME: path.join(dir, 'user-home') });
     assert.equal(r.exitCode, 1, r.all);
@@ -135,7 +159,10 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
 
   it('where no cgroup can be had it says so at start and every row says mem_cap "none"', async () => {
     const dir = tempDir();
-    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('free', `${hog(64)}\necho ok > out.txt`, 'test -s out.txt || { echo no out.txt; exit 1; }', { memory_mb: 32, max_attempts: 1 })] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [scriptTask('free', `${hog(64)}\necho ok > out.txt`, 'test -s out.txt || { echo no out.txt; exit 1; }', { memory_mb: 32, max_attempts: 1 })],
+    });
     const home = path.join(dir, 'home');
     const { r } = await runMeasured(['run', file, '--home', home, '--no-dashboard'], dir, { HOME: path.join(dir, 'user-home'), VERDICT_MEMORY_CAP: 'none' });
     assert.equal(r.exitCode, 0, r.all);
@@ -148,13 +175,22 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     const dir = tempDir();
     const worker = 'echo FIRST-LINE; yes 0123456789abcdef | head -c 1073741824; echo; echo LAST-LINE; echo ok > out.txt';
     const check = 'echo CHECK-START; yes check-output | head -c 200000000; echo; echo CHECK-END; test -s out.txt';
-    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('flood', worker, check, { max_attempts: 1 }), scriptTask('small', worker, check, { max_attempts: 1, log_max_mb: 4 })] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [scriptTask('flood', worker, check, { max_attempts: 1 }), scriptTask('small', worker, check, { max_attempts: 1, log_max_mb: 4 })],
+    });
     const home = path.join(dir, 'home');
     const { r, peakKb } = await runMeasured(['run', file, '--home', home, '--no-dashboard'], dir, { HOME: path.join(dir, 'user-home') });
     assert.equal(r.exitCode, 0, r.all);
-    for (const [key, capMb] of [['flood', 64], ['small', 4]] as const) {
+    for (const [key, capMb] of [
+      ['flood', 64],
+      ['small', 4],
+    ] as const) {
       const attempt = path.join(home, 'runs', String(readRows(home)[0]?.run_id), 'tasks', key, 'attempt-1');
-      for (const [log, first, last, total] of [['worker.log', 'FIRST-LINE', 'LAST-LINE', 1073741824], ['check.log', 'CHECK-START', 'CHECK-END', 200000000]] as const) {
+      for (const [log, first, last, total] of [
+        ['worker.log', 'FIRST-LINE', 'LAST-LINE', 1073741824],
+        ['check.log', 'CHECK-START', 'CHECK-END', 200000000],
+      ] as const) {
         const size = fs.statSync(path.join(attempt, log)).size;
         assert.ok(size <= capMb * 1024 * 1024, `${key}/${log} is ${size} bytes, over ${capMb} MB`);
         const fd = fs.openSync(path.join(attempt, log), 'r');
@@ -180,7 +216,15 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
   it('bad input: memory_mb or log_max_mb out of range is a load error naming file:line:column (manifest and config)', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'bad.swarm.json');
-    fs.writeFileSync(file, ['{"workdir": "w",', ' "log_max_mb": 0,', ' "tasks": [{"key": "a", "engine": "script", "spec": "true", "check": "true", "verified": "x",', '   "memory_mb": 8}]}'].join('\n'));
+    fs.writeFileSync(
+      file,
+      [
+        '{"workdir": "w",',
+        ' "log_max_mb": 0,',
+        ' "tasks": [{"key": "a", "engine": "script", "spec": "true", "check": "true", "verified": "x",',
+        '   "memory_mb": 8}]}',
+      ].join('\n'),
+    );
     const r = await execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.all ?? '', new RegExp(`${file}:2:16: error: log_max_mb: must be >= 1, got 0`));
@@ -188,12 +232,16 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     const config = path.join(dir, 'config.json');
     fs.writeFileSync(config, '{\n  "log_max_mb": 1.5\n}\n');
     const good = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'true', 'true')] });
-    const c = await execa('node', [CLI, 'run', good, '--config', config, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+    const c = await execa('node', [CLI, 'run', good, '--config', config, '--home', path.join(dir, 'home'), '--no-dashboard'], {
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+    });
     assert.equal(c.exitCode, 2, c.all);
     assert.match(c.all ?? '', new RegExp(`${config}:2:17: log_max_mb: must be an integer number of MB from 1 to 16384`));
   });
 
-  it('plain mode: a 3 GiB sparse file (and a 1.9 GiB one) is snapshotted without entering the orchestrator\'s memory', async () => {
+  it("plain mode: a 3 GiB sparse file (and a 1.9 GiB one) is snapshotted without entering the orchestrator's memory", async () => {
     const dir = tempDir();
     const file = writeManifest(dir, {
       workdir: 'w',
@@ -205,7 +253,11 @@ describe('caps: memory, output, and what the orchestrator holds of a worker\'s f
     const home = path.join(dir, 'home');
     const { r, peakKb } = await runMeasured(['run', file, '--home', home, '--no-dashboard'], dir, { HOME: path.join(dir, 'user-home') });
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(readRows(home).map((row) => row.verdict), ['PASS', 'PASS'], r.all);
+    assert.deepEqual(
+      readRows(home).map((row) => row.verdict),
+      ['PASS', 'PASS'],
+      r.all,
+    );
     assert.ok(peakKb < ORCHESTRATOR_PEAK_KB, `the orchestrator's peak RSS was ${Math.round(peakKb / 1024)} MB (bound ${ORCHESTRATOR_PEAK_KB / 1024} MB)`);
   });
 });

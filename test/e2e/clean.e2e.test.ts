@@ -11,7 +11,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs a worktree manifest with tasks `pass` (commits work) and `fail` (leaves an uncommitted file); returns its run id. */
 async function worktreeRun(repo: string, home: string, name: string): Promise<string> {
-  const file = writeManifest(repo, { run_name: name, worktrees: true, tasks: [scriptTask('pass', 'echo p > p.txt', 'test -s p.txt || exit 1'), scriptTask('fail', 'echo f > f.txt', 'echo no; exit 1', { max_attempts: 1 })] }, `${name}.swarm.json`);
+  const file = writeManifest(
+    repo,
+    {
+      run_name: name,
+      worktrees: true,
+      tasks: [scriptTask('pass', 'echo p > p.txt', 'test -s p.txt || exit 1'), scriptTask('fail', 'echo f > f.txt', 'echo no; exit 1', { max_attempts: 1 })],
+    },
+    `${name}.swarm.json`,
+  );
   const r = await cli(['run', file, '--home', home, '--no-dashboard']);
   assert.equal(r.exitCode, 1, r.all);
   return String(readRows(home).at(-1)?.run_id);
@@ -41,7 +49,13 @@ describe('verdict clean', function () {
     const clean = await cli(['clean', '--home', home]);
     assert.equal(clean.exitCode, 0, clean.all);
     assert.equal(fs.existsSync(wt), false);
-    assert.equal(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1, 'only the main worktree is registered');
+    assert.equal(
+      git(repo, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ')).length,
+      1,
+      'only the main worktree is registered',
+    );
     assert.equal(verdictBranches(repo).length, 2, 'branches stay without --branches');
     assert.match(clean.stdout, new RegExp(`kept branches holding work merged nowhere else: verdict/${runId}/pass\\n`));
     assert.match(clean.stdout, /2 task branches kept; add --branches to delete them/);
@@ -59,7 +73,11 @@ describe('verdict clean', function () {
     const repo = makeRepo(path.join(dir, 'repo'));
     const home = path.join(dir, 'home');
     const pidFile = path.join(dir, 'worker.pid');
-    const file = writeManifest(repo, { run_name: 'dies', worktrees: true, tasks: [scriptTask('hang', `echo $$ > ${pidFile}; sleep 300`, 'test -s out.txt')] }, 'dies.swarm.json');
+    const file = writeManifest(
+      repo,
+      { run_name: 'dies', worktrees: true, tasks: [scriptTask('hang', `echo $$ > ${pidFile}; sleep 300`, 'test -s out.txt')] },
+      'dies.swarm.json',
+    );
     // Unsandboxed so that the worker outlives its killed orchestrator (what reconcile is for).
     const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--no-sandbox'], { reject: false, stdin: 'ignore' });
     for (let i = 0; i < 400 && !(fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim()); i++) await sleep(50);
@@ -71,7 +89,11 @@ describe('verdict clean', function () {
     const worker = Number(fs.readFileSync(pidFile, 'utf8').trim());
     try {
       const runs = await cli(['runs', runId, '--home', home]);
-      assert.match(runs.stdout, /hang\s+interrupted at work \(its orchestrator died\)/, `verdict runs does not call the dead run's attempt running\n${runs.stdout}`);
+      assert.match(
+        runs.stdout,
+        /hang\s+interrupted at work \(its orchestrator died\)/,
+        `verdict runs does not call the dead run's attempt running\n${runs.stdout}`,
+      );
       const before = fs.readFileSync(stateFile);
       const dry = await cli(['clean', '--home', home, '--dry-run']);
       assert.equal(dry.exitCode, 0, dry.all);
@@ -110,7 +132,7 @@ describe('verdict clean', function () {
     git(wt, 'update-index', '--add', '--cacheinfo', `160000,${git(mine, 'rev-parse', 'HEAD')},mine`);
     const clean = await cli(['clean', '--home', home]);
     assert.equal(clean.exitCode, 0, clean.all);
-    assert.equal(fs.existsSync(marker), false, 'verdict clean ran the worker\'s filter');
+    assert.equal(fs.existsSync(marker), false, "verdict clean ran the worker's filter");
     assert.equal(fs.existsSync(wt), false);
   });
 
@@ -120,13 +142,24 @@ describe('verdict clean', function () {
     const home = path.join(dir, 'home');
     const runId = await worktreeRun(repo, home, 'one');
     const wt = path.join(home, 'worktrees', runId, 'fail');
-    const admin = path.resolve(wt, fs.readFileSync(path.join(wt, '.git'), 'utf8').replace(/^gitdir: /, '').trim());
+    const admin = path.resolve(
+      wt,
+      fs
+        .readFileSync(path.join(wt, '.git'), 'utf8')
+        .replace(/^gitdir: /, '')
+        .trim(),
+    );
     fs.rmSync(path.join(admin, 'index'));
     execFileSync('mkfifo', [path.join(admin, 'index')]);
     const clean = await cli(['clean', '--home', home]);
     assert.equal(clean.exitCode, 0, clean.all);
     assert.equal(fs.existsSync(wt), false);
-    assert.equal(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+    assert.equal(
+      git(repo, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ')).length,
+      1,
+    );
   });
 
   it('never touches a live run; --older-than and --run select; bad flags are named', async () => {
@@ -157,7 +190,10 @@ describe('verdict clean', function () {
     const all = await cli(['clean', '--home', home, '--branches']);
     assert.match(all.stdout, new RegExp(`${liveRun}: skipped: still running; its worktrees are in use`));
     assert.ok(fs.existsSync(path.join(home, 'worktrees', liveRun, 'pass')));
-    assert.deepEqual(verdictBranches(repo).filter((b) => b.includes(oldRun)), []);
+    assert.deepEqual(
+      verdictBranches(repo).filter((b) => b.includes(oldRun)),
+      [],
+    );
     assert.equal(verdictBranches(repo).filter((b) => b.includes(liveRun)).length, 2);
 
     const missing = await cli(['clean', '--home', home, '--run', 'nope']);

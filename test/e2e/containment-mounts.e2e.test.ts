@@ -56,7 +56,7 @@ describe('containment: what the sandbox leaves out stays out of reach (the repea
     assert.equal(git(repo, 'show', `${String(row?.branch)}:out.txt`), 'ok');
   });
 
-  it('/dev holds the usual nodes and nothing of the host: no disk, kvm, loop or host pty; /dev/shm is the step\'s own', async function () {
+  it("/dev holds the usual nodes and nothing of the host: no disk, kvm, loop or host pty; /dev/shm is the step's own", async function () {
     await requireSandbox(this);
     const dir = fs.realpathSync(fs.mkdtempSync(path.join('/var/tmp', 'verdict-e2e-dev-')));
     made.push(dir);
@@ -79,7 +79,11 @@ describe('containment: what the sandbox leaves out stays out of reach (the repea
     const out = String(row?.check_output);
     assert.equal(row?.verdict, 'PASS', out);
     const lines = out.split('\n');
-    assert.deepEqual(lines[0]?.trim().split(' ').sort(), ['core', 'fd', 'full', 'null', 'ptmx', 'pts', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero'], out);
+    assert.deepEqual(
+      lines[0]?.trim().split(' ').sort(),
+      ['core', 'fd', 'full', 'null', 'ptmx', 'pts', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero'],
+      out,
+    );
     assert.equal(lines[1]?.trim(), 'ptmx', out);
     assert.doesNotMatch(out, /PRESENT/, out);
     assert.match(out, /shm written/, out);

@@ -194,7 +194,8 @@ while time.time() < end and not os.path.exists("done"):
     const name = `verdict-test-${process.pid}-${path.basename(dir)}`;
     await abstract.listen(name);
     fs.writeFileSync(path.join(dir, 'probe.py'), PROBE);
-    const probe = (out: string) => `python3 ${path.join(dir, 'probe.py')} tcp:127.0.0.1:${port} tcp:\${VERDICT_HOST_LOOPBACK:-10.0.2.2}:${port} abstract:${name} > ${out} 2>&1; echo "VERDICT_HOST_LOOPBACK=\${VERDICT_HOST_LOOPBACK-unset}" >> ${out}; ip -o -4 addr | awk '{print "if", $2}' >> ${out}`;
+    const probe = (out: string) =>
+      `python3 ${path.join(dir, 'probe.py')} tcp:127.0.0.1:${port} tcp:\${VERDICT_HOST_LOOPBACK:-10.0.2.2}:${port} abstract:${name} > ${out} 2>&1; echo "VERDICT_HOST_LOOPBACK=\${VERDICT_HOST_LOOPBACK-unset}" >> ${out}; ip -o -4 addr | awk '{print "if", $2}' >> ${out}`;
     const file = writeManifest(dir, {
       workdir: 'w',
       tasks: [
@@ -242,7 +243,9 @@ while time.time() < end and not os.path.exists("done"):
     const shown = await cli(['runs', runId, '--home', home]);
     assert.equal(shown.exitCode, 0, shown.all);
     assert.match(shown.stdout, /network: each step its own namespace through slirp4netns [^\n]* \(the host's loopback as 10\.0\.2\.2\)/, shown.stdout);
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; attempts: { network?: string }[] }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as {
+      tasks: { key: string; attempts: { network?: string }[] }[];
+    };
     assert.deepEqual(state.tasks.map((t) => `${t.key}:${t.attempts[0]?.network}`).sort(), ['host:host', 'none:none', 'own:netns']);
   });
 
@@ -255,19 +258,36 @@ while time.time() < end and not os.path.exists("done"):
     const file = writeManifest(dir, {
       workdir: 'w',
       tasks: [
-        scriptTask('own', 'cat /etc/resolv.conf > seen.txt', "grep -qx 'nameserver 10.0.2.3' seen.txt && grep -qx 'options edns0 trust-ad' seen.txt && ! grep -q 127.0.0.53 seen.txt", { max_attempts: 1 }),
+        scriptTask(
+          'own',
+          'cat /etc/resolv.conf > seen.txt',
+          "grep -qx 'nameserver 10.0.2.3' seen.txt && grep -qx 'options edns0 trust-ad' seen.txt && ! grep -q 127.0.0.53 seen.txt",
+          { max_attempts: 1 },
+        ),
         scriptTask('none', 'cat /etc/resolv.conf > seen.txt', "grep -qx 'nameserver 127.0.0.53' seen.txt", { max_attempts: 1, network: false }),
       ],
     });
-    const r = await execa('unshare', ['-m', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', fake, 'node', CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+    const r = await execa(
+      'unshare',
+      ['-m', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', fake, 'node', CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard'],
+      { reject: false, all: true, stdin: 'ignore' },
+    );
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => `${row.task_key}:${row.verdict}`).sort(), ['none:PASS', 'own:PASS']);
+    assert.deepEqual(
+      readRows(path.join(dir, 'home'))
+        .map((row) => `${row.task_key}:${row.verdict}`)
+        .sort(),
+      ['none:PASS', 'own:PASS'],
+    );
   });
 
   it('slirp4netns never outlives its step: not when the step ends, nor when the orchestrator and its spawn helper are SIGKILLed', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('sleeper', 'touch started; sleep 300', 'test -e started', { max_attempts: 1, timeout_s: 600 })] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [scriptTask('sleeper', 'touch started; sleep 300', 'test -e started', { max_attempts: 1, timeout_s: 600 })],
+    });
     const running = cli(['run', file, '--home', home, '--no-dashboard']);
     const orchestrator = running.pid as number;
     await waitFor(path.join(dir, 'w', 'sleeper', 'started'));

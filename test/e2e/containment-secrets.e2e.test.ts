@@ -40,16 +40,17 @@ const PLANTED: Record<string, string> = {
 };
 
 /** Prints every marker a step can read (files under the home and the extra places given, its environment). */
-const PROBE = (home: string, extra: string[]) => `grep -rhoE '(SECRET|EXPOSED|PLAIN)-[a-z-]+' ${home} ${extra.join(' ')} 2>/dev/null | sort -u; env | grep -oE '(SECRET|OWN)-[a-z-]+' | sort -u; true`;
+const PROBE = (home: string, extra: string[]) =>
+  `grep -rhoE '(SECRET|EXPOSED|PLAIN)-[a-z-]+' ${home} ${extra.join(' ')} 2>/dev/null | sort -u; env | grep -oE '(SECRET|OWN)-[a-z-]+' | sort -u; true`;
 
-describe('containment: the user\'s secrets are hidden from every step (worker, check, reviewer)', function () {
+describe("containment: the user's secrets are hidden from every step (worker, check, reviewer)", function () {
   this.timeout(300_000);
 
   before(async function () {
     await requireSandbox(this);
   });
 
-  it('every secret place is empty, a config\'s and a manifest\'s hide too; expose shows; credential variables dropped but the engine\'s own', async () => {
+  it("every secret place is empty, a config's and a manifest's hide too; expose shows; credential variables dropped but the engine's own", async () => {
     const dir = tempDir();
     const home = uncoveredDir('user-home-');
     for (const [rel, content] of Object.entries(PLANTED)) {
@@ -61,18 +62,34 @@ describe('containment: the user\'s secrets are hidden from every step (worker, c
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     // The reviewer's scratch dir is its own and gone after it: it reports through its log, which the test reads.
-    fs.writeFileSync(path.join(bin, 'review-probe'), `#!/bin/bash\necho '--- probe'\n${PROBE(home, [manifestHidden, dir])}\necho '--- end'\necho '{"verdict": "approve", "concerns": []}'\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'review-probe'),
+      `#!/bin/bash\necho '--- probe'\n${PROBE(home, [manifestHidden, dir])}\necho '--- end'\necho '{"verdict": "approve", "concerns": []}'\n`,
+      { mode: 0o755 },
+    );
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({
-      engines: { probe: { binary: 'review-probe', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'probe-1', credential_env: ['PROBE_API_KEY'] } },
-      postgres_url: 'postgres://verdict:SECRET-config-in-force@127.0.0.1:9/x',
-      hide: ['~/.config/mycloud'],
-      expose: ['~/.pypirc', '~/.ssh/known_hosts'],
-    }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: {
+          probe: { binary: 'review-probe', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'probe-1', credential_env: ['PROBE_API_KEY'] },
+        },
+        postgres_url: 'postgres://verdict:SECRET-config-in-force@127.0.0.1:9/x',
+        hide: ['~/.config/mycloud'],
+        expose: ['~/.pypirc', '~/.ssh/known_hosts'],
+      }),
+    );
     const file = writeManifest(dir, {
       workdir: 'w',
       hide: [manifestHidden],
-      tasks: [scriptTask('probe', `{ ${PROBE(home, [manifestHidden, dir])}; } > worker-probe.txt; echo ok > out.txt`, `{ ${PROBE(home, [manifestHidden, dir])}; } > check-probe.txt; test -s out.txt`, { max_attempts: 1, review: { engines: ['probe'] } })],
+      tasks: [
+        scriptTask(
+          'probe',
+          `{ ${PROBE(home, [manifestHidden, dir])}; } > worker-probe.txt; echo ok > out.txt`,
+          `{ ${PROBE(home, [manifestHidden, dir])}; } > check-probe.txt; test -s out.txt`,
+          { max_attempts: 1, review: { engines: ['probe'] } },
+        ),
+      ],
     });
     const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--config', config, '--no-dashboard'], {
       env: {
@@ -88,7 +105,10 @@ describe('containment: the user\'s secrets are hidden from every step (worker, c
       },
     });
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => `${row.step}:${row.verdict}`), ['work:PASS', 'review:PASS']);
+    assert.deepEqual(
+      readRows(path.join(dir, 'home')).map((row) => `${row.step}:${row.verdict}`),
+      ['work:PASS', 'review:PASS'],
+    );
     const taskDir = path.join(dir, 'w', 'probe');
     const seen = {
       worker: fs.readFileSync(path.join(taskDir, 'worker-probe.txt'), 'utf8').trim().split('\n'),
@@ -101,7 +121,7 @@ describe('containment: the user\'s secrets are hidden from every step (worker, c
     assert.deepEqual(seen.reviewer, ['EXPOSED-known-hosts', 'EXPOSED-pypirc', 'PLAIN-bashrc', 'OWN-probe-key'], 'reviewer');
   });
 
-  it('Verdict\'s config holds the scoreboard\'s password: a worker cannot read it (nor ~/.pgpass, PGPASSWORD) and its FAIL row stays FAIL', async function () {
+  it("Verdict's config holds the scoreboard's password: a worker cannot read it (nor ~/.pgpass, PGPASSWORD) and its FAIL row stays FAIL", async function () {
     const bin = postgresBinDir();
     if (!bin) {
       console.log('      skipped: no PostgreSQL binaries (/usr/lib/postgresql/*/bin)');
@@ -138,8 +158,15 @@ describe('containment: the user\'s secrets are hidden from every step (worker, c
       const admin = new pg.Client({ connectionString: server.url });
       await admin.connect();
       try {
-        const rows = (await admin.query("SELECT attempt, verdict FROM swarm_runs WHERE task_key = 'cheat' ORDER BY attempt")).rows as { attempt: number; verdict: string }[];
-        assert.deepEqual(rows.map((x) => `${x.attempt}:${x.verdict}`), ['1:FAIL', '2:FAIL'], stolen);
+        const rows = (await admin.query("SELECT attempt, verdict FROM swarm_runs WHERE task_key = 'cheat' ORDER BY attempt")).rows as {
+          attempt: number;
+          verdict: string;
+        }[];
+        assert.deepEqual(
+          rows.map((x) => `${x.attempt}:${x.verdict}`),
+          ['1:FAIL', '2:FAIL'],
+          stolen,
+        );
       } finally {
         await admin.end();
       }
@@ -154,5 +181,8 @@ function reviewerProbe(log: string): string[] {
   const text = fs.readFileSync(log, 'utf8');
   const start = text.indexOf('--- probe\n');
   const end = text.indexOf('--- end', start);
-  return text.slice(start + '--- probe\n'.length, end).trim().split('\n');
+  return text
+    .slice(start + '--- probe\n'.length, end)
+    .trim()
+    .split('\n');
 }

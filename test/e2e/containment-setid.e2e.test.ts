@@ -40,10 +40,10 @@ describe('containment: no set-uid or set-gid file is left by a step (plain workd
 
   before(async function () {
     await requireSandbox(this);
-    if (process.getuid?.() !== 0) console.log('      (not root: the planted files are this user\'s, the bits still count)');
+    if (process.getuid?.() !== 0) console.log("      (not root: the planted files are this user's, the bits still count)");
   });
 
-  it('plain mode: the worker\'s and the check\'s set-id files are cleared after their steps, and a note names them', async () => {
+  it("plain mode: the worker's and the check's set-id files are cleared after their steps, and a note names them", async () => {
     const dir = tempDir();
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('suid', PLANT, CHECK, { max_attempts: 1 })] });
     const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
@@ -51,11 +51,14 @@ describe('containment: no set-uid or set-gid file is left by a step (plain workd
     const taskDir = path.join(dir, 'w', 'suid');
     assert.deepEqual(setIdFiles(taskDir), [], `set-id files left in ${taskDir}`);
     assert.equal(fs.statSync(path.join(taskDir, 'x')).mode & 0o777, 0o755, 'only the set-id bits were cleared');
-    assert.match(r.all ?? '', new RegExp(`the worker left set-uid/set-gid files; their set-id bits were cleared: .*${taskDir}/sub/z.*${taskDir}/x, ${taskDir}/y`));
+    assert.match(
+      r.all ?? '',
+      new RegExp(`the worker left set-uid/set-gid files; their set-id bits were cleared: .*${taskDir}/sub/z.*${taskDir}/x, ${taskDir}/y`),
+    );
     assert.match(r.all ?? '', new RegExp(`the check left set-uid/set-gid files; their set-id bits were cleared: ${taskDir}/c`));
   });
 
-  it('worktree mode: none in the worktree (nor the worker\'s object dir) after the run; the commit holds plain executables', async () => {
+  it("worktree mode: none in the worktree (nor the worker's object dir) after the run; the commit holds plain executables", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const plant = `${PLANT}\ncp /bin/true "$GIT_OBJECT_DIRECTORY/planted" && chmod 4755 "$GIT_OBJECT_DIRECTORY/planted"`;

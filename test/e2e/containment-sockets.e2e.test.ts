@@ -27,7 +27,10 @@ class Service {
     c.on('error', () => undefined);
     c.end('hello\n');
   });
-  constructor(readonly label: string, readonly path: string) {}
+  constructor(
+    readonly label: string,
+    readonly path: string,
+  ) {}
   listen(): Promise<void> {
     fs.mkdirSync(path.dirname(this.path), { recursive: true });
     return new Promise((resolve, reject) => {
@@ -116,7 +119,10 @@ describe('containment: no unix socket of the host is reachable from a step (work
       hostile.push(new Service('/run/user/<uid>', path.join(runUser, 'bus')));
     }
     if (!run || !runUser) console.log(`      (this user cannot write /run: the /run${runUser ? '' : ' and /run/user/<uid>'} places are left out here)`);
-    const declared = [new Service('declared, absolute', path.join(varTmp, 'declared.sock')), new Service('declared, ~/', path.join(userHome, 'declared', 'agent.sock'))];
+    const declared = [
+      new Service('declared, absolute', path.join(varTmp, 'declared.sock')),
+      new Service('declared, ~/', path.join(userHome, 'declared', 'agent.sock')),
+    ];
     for (const s of [...hostile, ...declared]) {
       await s.listen();
       services.push(s);
@@ -133,27 +139,46 @@ describe('containment: no unix socket of the host is reachable from a step (work
     const targets = [...hostile, ...declared].map((s) => s.path).join(' ');
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
-    fs.writeFileSync(path.join(bin, 'review-probe'), `#!/bin/bash\npython3 ${probe} ${targets} >&2\necho '{"verdict": "approve", "concerns": []}'\n`, { mode: 0o755 });
+    fs.writeFileSync(path.join(bin, 'review-probe'), `#!/bin/bash\npython3 ${probe} ${targets} >&2\necho '{"verdict": "approve", "concerns": []}'\n`, {
+      mode: 0o755,
+    });
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({
-      engines: { probe: { binary: 'review-probe', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'probe-1' } },
-      sockets: [declared[0]?.path, '~/declared/agent.sock'],
-    }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: { probe: { binary: 'review-probe', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'probe-1' } },
+        sockets: [declared[0]?.path, '~/declared/agent.sock'],
+      }),
+    );
     const file = writeManifest(dir, {
       workdir: 'w',
-      tasks: [scriptTask('probe', `python3 ${probe} ${targets} > worker-probe.txt 2>&1; echo ok > out.txt`, `cat worker-probe.txt; python3 ${probe} ${targets}; test -s out.txt`, { max_attempts: 1, review: { engines: ['probe'] } })],
+      tasks: [
+        scriptTask(
+          'probe',
+          `python3 ${probe} ${targets} > worker-probe.txt 2>&1; echo ok > out.txt`,
+          `cat worker-probe.txt; python3 ${probe} ${targets}; test -s out.txt`,
+          { max_attempts: 1, review: { engines: ['probe'] } },
+        ),
+      ],
     });
     const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--config', config, '--no-dashboard'], {
       env: { HOME: userHome, SSH_AUTH_SOCK: path.join(userHome, '.ssh', 'agent.sock'), PATH: `${bin}:${process.env.PATH}` },
     });
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => `${row.step}:${row.verdict}`), ['work:PASS', 'review:PASS']);
+    assert.deepEqual(
+      readRows(path.join(dir, 'home')).map((row) => `${row.step}:${row.verdict}`),
+      ['work:PASS', 'review:PASS'],
+    );
     const worker = fs.readFileSync(path.join(dir, 'w', 'probe', 'worker-probe.txt'), 'utf8');
     const reached = hostile.filter((s) => s.hits > 0).map((s) => `${s.label} (${s.hits})`);
     assert.deepEqual(reached, [], `host sockets reached:\n${worker}`);
     for (const s of hostile) assert.match(worker, new RegExp(`${s.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} refused`), worker);
     // The control: the worker, the check and the reviewer each reached both declared sockets.
-    assert.deepEqual(declared.map((s) => s.hits), [3, 3], `declared sockets not reached by every step:\n${worker}`);
+    assert.deepEqual(
+      declared.map((s) => s.hits),
+      [3, 3],
+      `declared sockets not reached by every step:\n${worker}`,
+    );
   });
 
   it('a socket bound after the step started, under /run or /var/tmp: not there either', async () => {
@@ -170,7 +195,9 @@ describe('containment: no unix socket of the host is reachable from a step (work
     } else console.log('      (this user cannot write /run: only /var/tmp here)');
     const probe = path.join(dir, 'probe.py');
     fs.writeFileSync(probe, PROBE);
-    const spec = ['touch started', 'while [ ! -e go ]; do sleep 0.1; done', `python3 ${probe} ${late.map((s) => s.path).join(' ')} > probe.txt 2>&1`].join('\n');
+    const spec = ['touch started', 'while [ ! -e go ]; do sleep 0.1; done', `python3 ${probe} ${late.map((s) => s.path).join(' ')} > probe.txt 2>&1`].join(
+      '\n',
+    );
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('late', spec, 'cat probe.txt; ! grep -q REACHED probe.txt', { max_attempts: 1 })] });
     const taskDir = path.join(dir, 'w', 'late');
     const running = cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: userHome } });
@@ -182,6 +209,10 @@ describe('containment: no unix socket of the host is reachable from a step (work
     fs.writeFileSync(path.join(taskDir, 'go'), '');
     const r = await running;
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(late.map((s) => s.hits), late.map(() => 0), fs.readFileSync(path.join(taskDir, 'probe.txt'), 'utf8'));
+    assert.deepEqual(
+      late.map((s) => s.hits),
+      late.map(() => 0),
+      fs.readFileSync(path.join(taskDir, 'probe.txt'), 'utf8'),
+    );
   });
 });

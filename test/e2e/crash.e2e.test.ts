@@ -43,11 +43,31 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     // The same run went on: its INTERRUPTED attempts have rows (reconciled first), then attempt 2 of each passed.
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
     assert.equal(state.status, 'finished');
-    assert.deepEqual(state.tasks.map((t) => [t.status, t.attempts.map((a) => a.verdict)]), [['PASS', ['INTERRUPTED', 'PASS']], ['PASS', ['INTERRUPTED', 'PASS']], ['PASS', ['INTERRUPTED', 'PASS']]]);
-    assert.deepEqual(state.resumes?.map((x) => [x.verb, x.from, x.tasks]), [['resume', 'interrupted', ['a', 'b', 'c']]]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.status, t.attempts.map((a) => a.verdict)]),
+      [
+        ['PASS', ['INTERRUPTED', 'PASS']],
+        ['PASS', ['INTERRUPTED', 'PASS']],
+        ['PASS', ['INTERRUPTED', 'PASS']],
+      ],
+    );
+    assert.deepEqual(
+      state.resumes?.map((x) => [x.verb, x.from, x.tasks]),
+      [['resume', 'interrupted', ['a', 'b', 'c']]],
+    );
     const rows = readRows(home);
-    assert.ok(rows.every((x) => x.run_id === runId), 'every row has the run id');
-    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict]).sort(), [['a', 1, 'INTERRUPTED'], ['a', 2, 'PASS'], ['b', 1, 'INTERRUPTED'], ['b', 2, 'PASS'], ['c', 1, 'INTERRUPTED'], ['c', 2, 'PASS']]);
+    assert.ok(
+      rows.every((x) => x.run_id === runId),
+      'every row has the run id',
+    );
+    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict]).sort(), [
+      ['a', 1, 'INTERRUPTED'],
+      ['a', 2, 'PASS'],
+      ['b', 1, 'INTERRUPTED'],
+      ['b', 2, 'PASS'],
+      ['c', 1, 'INTERRUPTED'],
+      ['c', 2, 'PASS'],
+    ]);
     assert.match(r.stdout, /resuming 3 task\(s\) of run .* \(same run\)/);
 
     const again = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox']);
@@ -92,6 +112,15 @@ describe('the orchestrator is killed with SIGKILL mid-run', function () {
     assert.match(r.stderr, /3 orphaned worker group\(s\) killed/, r.all);
     await sleep(200);
     for (const p of orphans) assert.equal(alive(p), false, `process ${p} survived the reconcile`);
-    assert.deepEqual(readRows(home).map((x) => [x.task_key, x.attempt, x.verdict]).sort(), [['a', 1, 'INTERRUPTED'], ['b', 1, 'INTERRUPTED'], ['c', 1, 'INTERRUPTED']]);
+    assert.deepEqual(
+      readRows(home)
+        .map((x) => [x.task_key, x.attempt, x.verdict])
+        .sort(),
+      [
+        ['a', 1, 'INTERRUPTED'],
+        ['b', 1, 'INTERRUPTED'],
+        ['c', 1, 'INTERRUPTED'],
+      ],
+    );
   });
 });

@@ -34,7 +34,14 @@ function critics(dir: string, list: Critic[]): { config: string; env: Record<str
 const answer = (criticisms: unknown[]) => `cat <<'JSON'\n${JSON.stringify({ criticisms })}\nJSON`;
 
 interface StateJson {
-  tasks: { key: string; status: string; reason?: string; commit: string | null; branch: string | null; critique?: { report: string; rounds: number; revisions: number; verified: number; dropped: number; unresolved: number; stopped: string | null } }[];
+  tasks: {
+    key: string;
+    status: string;
+    reason?: string;
+    commit: string | null;
+    branch: string | null;
+    critique?: { report: string; rounds: number; revisions: number; verified: number; dropped: number; unresolved: number; stopped: string | null };
+  }[];
 }
 
 async function run(repo: string, dir: string, tasks: Record<string, unknown>[], list: Critic[], o: { worktrees?: boolean; args?: string[] } = {}) {
@@ -57,32 +64,49 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     const repo = makeRepo(path.join(dir, 'repo'));
     // Attempt 1 writes slug.sh; the revision prints what it was handed and changes nothing.
     const spec = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "tr A-Z a-z" > slug.sh; else echo "handed:"; cat "$VERDICT_FAILURE_FILE"; fi';
-    const { code, out, state, rows, runDir } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { max_attempts: 1, expect_files: ['slug.sh'], critique: { critics: [{ engine: 'crit', model: 'crit-2' }], rounds: 3 } })], [
-      {
-        name: 'crit',
-        model: 'crit-1',
-        body: answer([
-          { file: 'slug.sh', line: 1, claim: 'spaces are not turned into hyphens' },
-          { command: 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b', claim: 'a b must become a-b' },
-          { file: 'nope.sh', line: 3, claim: 'a file that is not there' },
-          { file: 'slug.sh', line: 9, claim: 'a line that is not there' },
-          { file: '../../etc/passwd', line: 1, claim: 'outside the proposal' },
-          { command: 'true', claim: 'a command that passes points at nothing' },
-        ]),
-      },
-    ]);
+    const { code, out, state, rows, runDir } = await run(
+      repo,
+      dir,
+      [
+        scriptTask('slug', spec, SLUG_CHECK, {
+          max_attempts: 1,
+          expect_files: ['slug.sh'],
+          critique: { critics: [{ engine: 'crit', model: 'crit-2' }], rounds: 3 },
+        }),
+      ],
+      [
+        {
+          name: 'crit',
+          model: 'crit-1',
+          body: answer([
+            { file: 'slug.sh', line: 1, claim: 'spaces are not turned into hyphens' },
+            { command: 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b', claim: 'a b must become a-b' },
+            { file: 'nope.sh', line: 3, claim: 'a file that is not there' },
+            { file: 'slug.sh', line: 9, claim: 'a line that is not there' },
+            { file: '../../etc/passwd', line: 1, claim: 'outside the proposal' },
+            { command: 'true', claim: 'a command that passes points at nothing' },
+          ]),
+        },
+      ],
+    );
     assert.equal(code, 0, out);
     const task = state.tasks[0]!;
     assert.equal(task.status, 'PASS', out);
-    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict]), [
-      ['work', 1, 'script', null, 'PASS'],
-      ['critique', 1, 'crit', 'crit-2', 'FAIL'],
-      ['work', 2, 'script', null, 'PASS'],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict]),
+      [
+        ['work', 1, 'script', null, 'PASS'],
+        ['critique', 1, 'crit', 'crit-2', 'FAIL'],
+        ['work', 2, 'script', null, 'PASS'],
+      ],
+    );
     // max_attempts 1, yet a second attempt ran: the revision spent no retry.
     const c = rows[1]!.critique as { critic: number; round: number; verified: number; dropped: number; criticisms: { verified: boolean; evidence: string }[] };
     assert.deepEqual([c.critic, c.round, c.verified, c.dropped], [1, 1, 2, 4]);
-    assert.deepEqual(c.criticisms.map((x) => x.verified), [true, true, false, false, false, false]);
+    assert.deepEqual(
+      c.criticisms.map((x) => x.verified),
+      [true, true, false, false, false, false],
+    );
     assert.match(c.criticisms[0]!.evidence, /^slug\.sh:1: tr A-Z a-z$/);
     assert.match(c.criticisms[1]!.evidence, /^exited 1/);
     assert.match(c.criticisms[2]!.evidence, /nope\.sh: the file is not in the sealed commit/);
@@ -90,7 +114,10 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     assert.match(c.criticisms[4]!.evidence, /outside the proposal/);
     assert.equal(c.criticisms[5]!.evidence, 'the command passed (exit 0) on the proposal: it points at nothing');
     // The state names the report and counts; the loop ended on "no change".
-    assert.deepEqual({ ...task.critique, report: undefined, stopped: undefined }, { report: undefined, rounds: 1, revisions: 1, verified: 2, dropped: 4, unresolved: 2, stopped: undefined });
+    assert.deepEqual(
+      { ...task.critique, report: undefined, stopped: undefined },
+      { report: undefined, rounds: 1, revisions: 1, verified: 2, dropped: 4, unresolved: 2, stopped: undefined },
+    );
     assert.match(task.critique!.stopped ?? '', /^no change: revision 1 sealed the same tree/);
     assert.equal(task.critique!.report, path.join(runDir, 'tasks', 'slug', 'critique.md'));
     assert.equal(rows[2]!.critique_report, task.critique!.report, 'the final row names the report');
@@ -110,20 +137,33 @@ describe('critique: criticism → revision → re-check, only criticisms that po
   it('a revision resolves the criticism: round 2 verifies nothing and the loop ends with nothing unresolved', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
-    const spec = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "tr A-Z a-z" > slug.sh; elif grep -q "a-b" "$VERDICT_FAILURE_FILE"; then echo "tr A-Z a-z | tr \' \' -" > slug.sh; fi';
+    const spec =
+      'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "tr A-Z a-z" > slug.sh; elif grep -q "a-b" "$VERDICT_FAILURE_FILE"; then echo "tr A-Z a-z | tr \' \' -" > slug.sh; fi';
     // The critic criticises only while the proposal keeps spaces (its command is the evidence either way).
     const cmd = 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b';
-    const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'] } })], [
-      { name: 'crit', model: 'crit-1', body: `cd "$VERDICT_TASK_DIR" || exit 3\nif ${cmd}; then\n${answer([])}\nelse\n${answer([{ command: cmd, claim: 'a b must become a-b' }])}\nfi` },
-    ]);
+    const { code, out, state, rows } = await run(
+      repo,
+      dir,
+      [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'] } })],
+      [
+        {
+          name: 'crit',
+          model: 'crit-1',
+          body: `cd "$VERDICT_TASK_DIR" || exit 3\nif ${cmd}; then\n${answer([])}\nelse\n${answer([{ command: cmd, claim: 'a b must become a-b' }])}\nfi`,
+        },
+      ],
+    );
     assert.equal(code, 0, out);
     const task = state.tasks[0]!;
-    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.verdict, (r.critique as { verified?: number } | undefined)?.verified ?? null]), [
-      ['work', 1, 'PASS', null],
-      ['critique', 1, 'PASS', 1],
-      ['work', 2, 'PASS', null],
-      ['critique', 2, 'PASS', 0],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.step, r.attempt, r.verdict, (r.critique as { verified?: number } | undefined)?.verified ?? null]),
+      [
+        ['work', 1, 'PASS', null],
+        ['critique', 1, 'PASS', 1],
+        ['work', 2, 'PASS', null],
+        ['critique', 2, 'PASS', 0],
+      ],
+    );
     assert.equal(task.critique?.stopped, 'no verified criticism remains');
     assert.equal(task.critique?.unresolved, 0);
     assert.equal(git(repo, 'show', `${task.branch}:slug.sh`), "tr A-Z a-z | tr ' ' -");
@@ -134,22 +174,33 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const spec = 'echo "tr A-Z a-z" > slug.sh';
-    const { code, out, state, rows, runDir } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 3 } })], [
-      {
-        name: 'crit',
-        model: 'crit-1',
-        body: answer([
-          { command: 'false', claim: 'fails on anything' },
-          { command: 'exit 1', claim: 'fails on anything' },
-          { command: 'test -f /nonexistent', claim: 'fails on anything' },
-          { command: 'grep -q x /dev/null', claim: 'fails on anything' },
-        ]),
-      },
-    ]);
+    const { code, out, state, rows, runDir } = await run(
+      repo,
+      dir,
+      [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 3 } })],
+      [
+        {
+          name: 'crit',
+          model: 'crit-1',
+          body: answer([
+            { command: 'false', claim: 'fails on anything' },
+            { command: 'exit 1', claim: 'fails on anything' },
+            { command: 'test -f /nonexistent', claim: 'fails on anything' },
+            { command: 'grep -q x /dev/null', claim: 'fails on anything' },
+          ]),
+        },
+      ],
+    );
     assert.equal(code, 0, out);
     const task = state.tasks[0]!;
     // No revision: one proposal, one critique row (FAIL: its criticisms were dropped).
-    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'FAIL']]);
+    assert.deepEqual(
+      rows.map((r) => [r.step, r.attempt, r.verdict]),
+      [
+        ['work', 1, 'PASS'],
+        ['critique', 1, 'FAIL'],
+      ],
+    );
     const c = rows[1]!.critique as { verified: number; dropped: number; criticisms: { verified: boolean; evidence: string }[] };
     assert.deepEqual([c.verified, c.dropped], [0, 4]);
     assert.match(c.criticisms[0]!.evidence, /can never exit 0/);
@@ -172,11 +223,31 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     const spec = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then printf "echo debugging >&2\\ntr A-Z a-z\\n" > slug.sh; else echo "tr A-Z a-z | tr \' \' -" > slug.sh; fi';
     const todo = '! grep -rq debugging .';
     const spaces = 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b';
-    const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 2 } })], [
-      { name: 'crit', model: 'crit-1', body: `cd "$VERDICT_TASK_DIR" || exit 3\nif [ "$VERDICT_CRITIQUE_ROUND" = 1 ]; then\n${answer([{ command: todo, claim: 'a debugging line is left' }, { command: spaces, claim: 'a b must become a-b' }])}\nelse\n${answer([])}\nfi` },
-    ]);
+    const { code, out, state, rows } = await run(
+      repo,
+      dir,
+      [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 2 } })],
+      [
+        {
+          name: 'crit',
+          model: 'crit-1',
+          body: `cd "$VERDICT_TASK_DIR" || exit 3\nif [ "$VERDICT_CRITIQUE_ROUND" = 1 ]; then\n${answer([
+            { command: todo, claim: 'a debugging line is left' },
+            { command: spaces, claim: 'a b must become a-b' },
+          ])}\nelse\n${answer([])}\nfi`,
+        },
+      ],
+    );
     assert.equal(code, 0, out);
-    assert.deepEqual(rows.map((r) => [r.step, r.attempt, r.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'PASS'], ['work', 2, 'PASS'], ['critique', 2, 'PASS']]);
+    assert.deepEqual(
+      rows.map((r) => [r.step, r.attempt, r.verdict]),
+      [
+        ['work', 1, 'PASS'],
+        ['critique', 1, 'PASS'],
+        ['work', 2, 'PASS'],
+        ['critique', 2, 'PASS'],
+      ],
+    );
     const c = rows[1]!.critique as { verified: number; criticisms: { verified: boolean; evidence: string }[] };
     assert.equal(c.verified, 2);
     assert.match(c.criticisms[0]!.evidence, /^exited 1 \(it passes on an empty tree\)/);
@@ -190,28 +261,52 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     const repo = makeRepo(path.join(dir, 'repo'));
     // Every revision changes the file, and the critic always finds line 1.
     const spec = 'echo "tr A-Z a-z # $VERDICT_ATTEMPT" > slug.sh';
-    const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 2 } })], [
-      { name: 'crit', model: 'crit-1', body: answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }]) },
-    ]);
+    const { code, out, state, rows } = await run(
+      repo,
+      dir,
+      [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 2 } })],
+      [{ name: 'crit', model: 'crit-1', body: answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }]) }],
+    );
     assert.equal(code, 0, out);
-    assert.deepEqual(rows.map((r) => [r.step, r.attempt]), [['work', 1], ['critique', 1], ['work', 2], ['critique', 2], ['work', 3], ['critique', 3]]);
+    assert.deepEqual(
+      rows.map((r) => [r.step, r.attempt]),
+      [
+        ['work', 1],
+        ['critique', 1],
+        ['work', 2],
+        ['critique', 2],
+        ['work', 3],
+        ['critique', 3],
+      ],
+    );
     assert.equal(state.tasks[0]!.critique?.stopped, 'round limit: 2 revision(s) done');
     assert.equal(state.tasks[0]!.critique?.unresolved, 1);
   });
 
-  it('hostile: a revision that makes the critic\'s command pass by rewriting the test it runs does not resolve it; the check\'s files decide', async () => {
+  it("hostile: a revision that makes the critic's command pass by rewriting the test it runs does not resolve it; the check's files decide", async () => {
     const dir = tempDir();
     // tests/edge.sh is a conventional test file, so it is protected (read-only to the worker, restored, guarded).
-    const repo = makeRepo(path.join(dir, 'repo'), { 'tests/edge.sh': 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b\n', 'tests/check.sh': SLUG_CHECK + '\n' });
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      'tests/edge.sh': 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b\n',
+      'tests/check.sh': SLUG_CHECK + '\n',
+    });
     const spec = 'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "tr A-Z a-z" > slug.sh; else echo "exit 0" > tests/edge.sh; echo "# revised" >> slug.sh; fi';
-    const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, 'bash tests/check.sh', { max_attempts: 1, critique: { critics: ['crit'], rounds: 1 } })], [
-      { name: 'crit', model: 'crit-1', body: answer([{ command: 'bash tests/edge.sh', claim: 'a b must become a-b' }]) },
-    ]);
+    const { code, out, state, rows } = await run(
+      repo,
+      dir,
+      [scriptTask('slug', spec, 'bash tests/check.sh', { max_attempts: 1, critique: { critics: ['crit'], rounds: 1 } })],
+      [{ name: 'crit', model: 'crit-1', body: answer([{ command: 'bash tests/edge.sh', claim: 'a b must become a-b' }]) }],
+    );
     const task = state.tasks[0]!;
     // The edit to the protected test never lands: the branch keeps the original, and the criticism is not resolved.
     assert.equal(git(repo, 'show', `${task.branch}:tests/edge.sh`), 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b');
     const critiques = rows.filter((r) => r.step === 'critique');
-    for (const r of critiques) assert.equal((r.critique as { verified: number }).verified, 1, `round ${(r.critique as { round: number }).round}: the command still fails on the revision`);
+    for (const r of critiques)
+      assert.equal(
+        (r.critique as { verified: number }).verified,
+        1,
+        `round ${(r.critique as { round: number }).round}: the command still fails on the revision`,
+      );
     if (task.status === 'PASS') {
       // Sandboxed: the write failed (read-only), the rest of the revision passed the check; the point stays open.
       assert.equal(code, 0, out);
@@ -238,10 +333,21 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     ].join('\n');
     const cmd = 'out=$(echo "a b" | bash slug.sh); test "$out" = a-b';
     // The critic always points at line 1 (verified while slug.sh exists), and at the spaces while they are kept.
-    const body = `cd "$VERDICT_TASK_DIR" || exit 3\nif ${cmd}; then\n${answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }])}\nelse\n${answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }, { command: cmd, claim: 'a b must become a-b' }])}\nfi`;
+    const body = `cd "$VERDICT_TASK_DIR" || exit 3\nif ${cmd}; then\n${answer([{ file: 'slug.sh', line: 1, claim: 'still not right' }])}\nelse\n${answer([
+      { file: 'slug.sh', line: 1, claim: 'still not right' },
+      { command: cmd, claim: 'a b must become a-b' },
+    ])}\nfi`;
     const { config, env } = critics(dir, [{ name: 'crit', model: 'crit-1', body }]);
-    const manifest = writeManifest(repo, { worktrees: true, tasks: [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 1, time_limit_s: 3600 } })] });
-    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--config', config, '--no-dashboard'], { env, reject: false, all: true, stdin: 'ignore' });
+    const manifest = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 1, time_limit_s: 3600 } })],
+    });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--config', config, '--no-dashboard'], {
+      env,
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+    });
     let runId = '';
     for (let i = 0; i < 1200; i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -255,25 +361,52 @@ describe('critique: criticism → revision → re-check, only criticisms that po
     // The revision's worker could not touch the kept loop (VERDICT_HOME is hidden from every step).
     const before = JSON.parse(fs.readFileSync(kept, 'utf8')) as { startedAt: number; revisions: number; pending: boolean; rounds: unknown[] };
     assert.deepEqual([before.revisions, before.pending, before.rounds.length], [1, true, 1], first.all);
-    assert.deepEqual(readRows(home).map((r) => [r.step, r.attempt, r.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'PASS']]);
+    assert.deepEqual(
+      readRows(home).map((r) => [r.step, r.attempt, r.verdict]),
+      [
+        ['work', 1, 'PASS'],
+        ['critique', 1, 'PASS'],
+      ],
+    );
 
     const r = await cli(['resume', runId, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.all, /critique goes on: round 2 next, 1 of at most 1 revision\(s\) done \(revision 1 asked again, handed 2 point\(s\)\)/);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.step, x.attempt, x.verdict]), [['work', 1, 'PASS'], ['critique', 1, 'PASS'], ['work', 2, 'INTERRUPTED'], ['work', 3, 'PASS'], ['critique', 3, 'PASS']]);
+    assert.deepEqual(
+      rows.map((x) => [x.step, x.attempt, x.verdict]),
+      [
+        ['work', 1, 'PASS'],
+        ['critique', 1, 'PASS'],
+        ['work', 2, 'INTERRUPTED'],
+        ['work', 3, 'PASS'],
+        ['critique', 3, 'PASS'],
+      ],
+    );
     // Each round once: round 2 criticised the resumed revision; it is the last (1 revision at most), its point unresolved.
-    assert.deepEqual(rows.filter((x) => x.step === 'critique').map((x) => (x.critique as { round: number }).round), [1, 2]);
+    assert.deepEqual(
+      rows.filter((x) => x.step === 'critique').map((x) => (x.critique as { round: number }).round),
+      [1, 2],
+    );
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as StateJson;
     const task = state.tasks[0]!;
     assert.equal(task.status, 'PASS');
-    assert.deepEqual({ ...task.critique, report: undefined }, { report: undefined, rounds: 2, revisions: 1, verified: 3, dropped: 0, unresolved: 1, stopped: 'round limit: 1 revision(s) done' });
+    assert.deepEqual(
+      { ...task.critique, report: undefined },
+      { report: undefined, rounds: 2, revisions: 1, verified: 3, dropped: 0, unresolved: 1, stopped: 'round limit: 1 revision(s) done' },
+    );
     // The revision was the one asked before the kill (handed the points), and the time limit counts from round 1.
     assert.equal(git(repo, 'show', `${task.branch}:slug.sh`), "tr A-Z a-z | tr ' ' -");
     const after = JSON.parse(fs.readFileSync(kept, 'utf8')) as { startedAt: number };
     assert.equal(after.startedAt, before.startedAt);
     const report = fs.readFileSync(task.critique!.report, 'utf8');
-    assert.deepEqual([...report.matchAll(/^## Round (\d+) \(attempt (\d+)/gm)].map((m) => [m[1], m[2]]), [['1', '1'], ['2', '3']]);
+    assert.deepEqual(
+      [...report.matchAll(/^## Round (\d+) \(attempt (\d+)/gm)].map((m) => [m[1], m[2]]),
+      [
+        ['1', '1'],
+        ['2', '3'],
+      ],
+    );
   });
 
   for (const sandboxed of [true, false]) {
@@ -284,9 +417,13 @@ describe('critique: criticism → revision → re-check, only criticisms that po
       const spec = 'echo "tr A-Z a-z" > slug.sh';
       // The command tries to plant a file and to rewrite slug.sh, then fails reading slug.sh (so it counts as verified).
       const planted = 'echo planted > planted.txt; echo "exit 0" > slug.sh; grep -q hyphen slug.sh';
-      const { code, out, state, rows } = await run(repo, dir, [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 1 } })], [
-        { name: 'crit', model: 'crit-1', body: answer([{ command: planted, claim: 'plants a file' }]) },
-      ], { worktrees: false, args: sandboxed ? [] : ['--no-sandbox'] });
+      const { code, out, state, rows } = await run(
+        repo,
+        dir,
+        [scriptTask('slug', spec, SLUG_CHECK, { critique: { critics: ['crit'], rounds: 1 } })],
+        [{ name: 'crit', model: 'crit-1', body: answer([{ command: planted, claim: 'plants a file' }]) }],
+        { worktrees: false, args: sandboxed ? [] : ['--no-sandbox'] },
+      );
       assert.equal(code, 0, out);
       const taskDir = path.join(dir, 'work', 'slug');
       assert.ok(!fs.existsSync(path.join(taskDir, 'planted.txt')), 'nothing planted in the task dir');

@@ -91,13 +91,18 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     }
   });
 
-  it('shows the run in graph order with each task\'s step, its prerequisites and BLOCKED with the reason', async () => {
+  it("shows the run in graph order with each task's step, its prerequisites and BLOCKED with the reason", async () => {
     await page.locator('.run-row', { hasText: 'buttons' }).locator('.run-open').click();
     const blocked = page.locator('.deliverable[data-key="blocked"]');
     await blocked.locator('[data-verdict="BLOCKED"]').waitFor({ timeout: 60000 });
     assert.match(await blocked.getByTestId('task-reason').innerText(), /^BLOCKED: .*fails/);
     assert.equal(await blocked.getByTestId('after').innerText(), 'after fails');
-    assert.deepEqual(await page.locator('.deliverable').evaluateAll((els) => els.map((e) => e.getAttribute('data-key'))), ['sleeper', 'writer', 'fails', 'blocked']);
+    assert.deepEqual(await page.locator('.deliverable').evaluateAll((els) => els.map((e) => e.getAttribute('data-key'))), [
+      'sleeper',
+      'writer',
+      'fails',
+      'blocked',
+    ]);
     // The sleeper is in its work step; the failed task says where its attempt ended.
     await page.locator('.deliverable[data-key="sleeper"] [data-testid="step"]', { hasText: 'attempt 1 · work' }).waitFor({ timeout: 30000 });
     assert.match(await page.locator('.deliverable[data-key="fails"] .attempt-line').innerText(), /FAIL at check/);
@@ -143,7 +148,7 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     assert.match(hud.log(), /403 for a POST from origin "http:\/\/127\.0\.0\.1:\d+"/);
   });
 
-  it('shows a passed task\'s diff as text (the hud\'s read-only diff endpoint)', async () => {
+  it("shows a passed task's diff as text (the hud's read-only diff endpoint)", async () => {
     await page.locator('vscode-button[data-action="open-diff"][data-key="writer"]').click();
     const diff = page.locator('pre[data-testid="diff-text"][data-key="writer"]');
     await diff.waitFor({ timeout: 20000 });
@@ -204,7 +209,29 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
   it('shows an engine waiting for its quota: "waiting for <engine> until HH:MM" in the live list, who set it and why in its tooltip', async () => {
     // A live run (this process is its orchestrator) whose codex waits an hour for a usage-limit reset.
     const until = Date.now() + 3600_000;
-    const waiting: RunState = { ...state(), runId: 'waiting-run', runName: 'quota-wait', status: 'running', pid: process.pid, host: shortHost(), heartbeatAt: Date.now(), endedAt: null, control: [], waits: { codex: { until, reset: until, reason: 'usage limit reached; try again at 3pm', source: 'its turn.failed event', why: "the engine's own reset", since: Date.now(), task: 'writer', attempt: 1 } } };
+    const waiting: RunState = {
+      ...state(),
+      runId: 'waiting-run',
+      runName: 'quota-wait',
+      status: 'running',
+      pid: process.pid,
+      host: shortHost(),
+      heartbeatAt: Date.now(),
+      endedAt: null,
+      control: [],
+      waits: {
+        codex: {
+          until,
+          reset: until,
+          reason: 'usage limit reached; try again at 3pm',
+          source: 'its turn.failed event',
+          why: "the engine's own reset",
+          since: Date.now(),
+          task: 'writer',
+          attempt: 1,
+        },
+      },
+    };
     fs.mkdirSync(path.join(home, 'runs', 'waiting-run'), { recursive: true });
     fs.writeFileSync(path.join(home, 'runs', 'waiting-run', 'state.json'), JSON.stringify(waiting));
     await page.locator('vscode-button[data-view="live"]').click();
@@ -212,7 +239,10 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     const wait = page.locator('.run-row[data-run-id="waiting-run"] [data-testid="wait"]');
     await wait.waitFor({ timeout: 20000 });
     assert.equal(await wait.innerText(), `waiting for codex until ${hhmm}`);
-    assert.equal(await wait.getAttribute('title'), 'set by writer attempt 1 (its turn.failed event): "usage limit reached; try again at 3pm"; the engine\'s own reset');
+    assert.equal(
+      await wait.getAttribute('title'),
+      'set by writer attempt 1 (its turn.failed event): "usage limit reached; try again at 3pm"; the engine\'s own reset',
+    );
   });
 
   it('ran under its CSP without a violation or a page error', () => {

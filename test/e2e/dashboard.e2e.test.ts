@@ -66,16 +66,24 @@ describe('dashboard in a browser: verdict hud + a live run, in Debian chromium',
     assert.match(await note.innerText(), /runs\/half-written\/state\.json — corrupt or half-written JSON/);
   });
 
-  it('shows a run started by `verdict run` live: it appears, a worker\'s output grows, verdicts change', async () => {
+  it("shows a run started by `verdict run` live: it appears, a worker's output grows, verdicts change", async () => {
     const manifest = writeManifest(dir, {
       run_name: 'hud-e2e',
       max_parallel: 2,
       tasks: [
-        scriptTask('slow-writer', 'for i in $(seq 1 40); do echo "tick-$i"; sleep 0.15; done; echo done > out.txt', 'test -s out.txt && echo "out.txt is there"', {
-          expect_files: ['out.txt'],
-          verified: 'the worker wrote out.txt after forty ticks.',
+        scriptTask(
+          'slow-writer',
+          'for i in $(seq 1 40); do echo "tick-$i"; sleep 0.15; done; echo done > out.txt',
+          'test -s out.txt && echo "out.txt is there"',
+          {
+            expect_files: ['out.txt'],
+            verified: 'the worker wrote out.txt after forty ticks.',
+          },
+        ),
+        scriptTask('liar', 'echo "All done, trust me"; sleep 2', 'echo "RAW-CHECK-OUTPUT: banana.txt not found"; exit 3', {
+          max_attempts: 1,
+          verified: 'banana.txt exists.',
         }),
-        scriptTask('liar', 'echo "All done, trust me"; sleep 2', 'echo "RAW-CHECK-OUTPUT: banana.txt not found"; exit 3', { max_attempts: 1, verified: 'banana.txt exists.' }),
       ],
     });
     // No --no-dashboard: a hud serves this home, so the run reuses it and prints its URL (and opens nothing here).

@@ -6,7 +6,8 @@ import { CLI } from '../helpers/cli';
 import { makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
 /** Runs the built CLI with exactly `env` (no inherited PATH), node by its absolute path. */
-const run = (args: string[], env: Record<string, string>) => execa(process.execPath, [CLI, ...args], { env, extendEnv: false, reject: false, all: true, stdin: 'ignore' });
+const run = (args: string[], env: Record<string, string>) =>
+  execa(process.execPath, [CLI, ...args], { env, extendEnv: false, reject: false, all: true, stdin: 'ignore' });
 
 /**
  * `verdict doctor MANIFEST` and `verdict lint`: what cannot run here is said before anything runs (an engine not on
@@ -41,7 +42,8 @@ describe('verdict doctor MANIFEST and lint: can this manifest run here', functio
   }
 
   it('says, task by task, which can run: ready, CANNOT RUN with the install command, WILL FAIL naming the file; exit 1', async () => {
-    if (fs.existsSync('/usr/local/bin/codex') || (env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'codex')))) throw new Error('codex must not be on this test\'s PATH');
+    if (fs.existsSync('/usr/local/bin/codex') || (env.PATH ?? '').split(':').some((d) => fs.existsSync(path.join(d, 'codex'))))
+      throw new Error("codex must not be on this test's PATH");
     const manifest = fixture();
     const r = await run(['doctor', manifest], env);
     assert.equal(r.exitCode, 1, r.all);
@@ -53,7 +55,14 @@ describe('verdict doctor MANIFEST and lint: can this manifest run here', functio
     const json = await run(['doctor', manifest, '--json'], env);
     assert.equal(json.exitCode, 1);
     const report = JSON.parse(json.stdout) as { manifest: { ok: boolean; tasks: { key: string; state: string; reasons: string[] }[] } };
-    assert.deepEqual(report.manifest.tasks.map((t) => [t.key, t.state]), [['ready', 'ready'], ['no-engine', 'cannot-run'], ['no-test', 'will-fail']]);
+    assert.deepEqual(
+      report.manifest.tasks.map((t) => [t.key, t.state]),
+      [
+        ['ready', 'ready'],
+        ['no-engine', 'cannot-run'],
+        ['no-test', 'will-fail'],
+      ],
+    );
     assert.equal(report.manifest.ok, false);
   });
 
@@ -82,7 +91,10 @@ describe('verdict doctor MANIFEST and lint: can this manifest run here', functio
     const manifest = fixture();
     const r = await run(['lint', manifest], env);
     assert.equal(r.exitCode, 0, r.all);
-    assert.match(r.stdout, /:\d+:\d+: warning \[engine-not-installed\] \(no-engine\) This task runs on engine "codex", whose command `codex` is not on PATH.*npm i -g @openai\/codex/);
+    assert.match(
+      r.stdout,
+      /:\d+:\d+: warning \[engine-not-installed\] \(no-engine\) This task runs on engine "codex", whose command `codex` is not on PATH.*npm i -g @openai\/codex/,
+    );
     assert.match(r.stdout, /:\d+:\d+: warning \[check-file-missing\] \(no-test\) The check names test\/b\.test\.mjs/);
   });
 
@@ -93,18 +105,25 @@ describe('verdict doctor MANIFEST and lint: can this manifest run here', functio
     const repo = makeRepo(path.join(dir, 'repo'), { 'run-check.sh': `#!/bin/sh\n'${evil}' check-script\n` });
     fs.chmodSync(path.join(repo, 'run-check.sh'), 0o755);
     // Every program git could be made to start from the repository's own config, each writing the marker.
-    fs.appendFileSync(path.join(repo, '.git', 'config'), `[core]\n\tfsmonitor = ${evil}\n\thooksPath = ${path.join(repo, '.git', 'evil-hooks')}\n\tpager = ${evil}\n[diff]\n\texternal = ${evil}\n`);
+    fs.appendFileSync(
+      path.join(repo, '.git', 'config'),
+      `[core]\n\tfsmonitor = ${evil}\n\thooksPath = ${path.join(repo, '.git', 'evil-hooks')}\n\tpager = ${evil}\n[diff]\n\texternal = ${evil}\n`,
+    );
     fs.mkdirSync(path.join(repo, '.git', 'evil-hooks'));
-    for (const hook of ['post-checkout', 'reference-transaction', 'post-index-change', 'pre-commit']) fs.writeFileSync(path.join(repo, '.git', 'evil-hooks', hook), `#!/bin/sh\n'${evil}' hook\n`, { mode: 0o755 });
+    for (const hook of ['post-checkout', 'reference-transaction', 'post-index-change', 'pre-commit'])
+      fs.writeFileSync(path.join(repo, '.git', 'evil-hooks', hook), `#!/bin/sh\n'${evil}' hook\n`, { mode: 0o755 });
     const manifest = writeManifest(repo, {
       worktrees: true,
       setup: `'${evil}' setup`,
-      tasks: [
-        scriptTask('t', `'${evil}' spec`, `./run-check.sh && '${evil}' check`, { expect_files: ['ignored/out.txt'] }),
-      ],
+      tasks: [scriptTask('t', `'${evil}' spec`, `./run-check.sh && '${evil}' check`, { expect_files: ['ignored/out.txt'] })],
     });
     fs.writeFileSync(path.join(repo, '.gitignore'), 'ignored/\n');
-    for (const args of [['lint', manifest], ['lint', manifest, '--json'], ['doctor', manifest], ['doctor', manifest, '--json']]) {
+    for (const args of [
+      ['lint', manifest],
+      ['lint', manifest, '--json'],
+      ['doctor', manifest],
+      ['doctor', manifest, '--json'],
+    ]) {
       const r = await run(args, env);
       assert.ok(r.exitCode === 0 || r.exitCode === 1, `${args.join(' ')}: ${r.all}`);
       assert.equal(fs.existsSync(marker) ? fs.readFileSync(marker, 'utf8') : '', '', `${args.join(' ')} ran something the repository names`);

@@ -76,7 +76,10 @@ describe('verdict doctor and the config file (CLI)', function () {
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     for (const tool of ['git', 'bash']) {
-      const found = (process.env.PATH ?? '').split(':').map((d) => path.join(d, tool)).find((f) => fs.existsSync(f));
+      const found = (process.env.PATH ?? '')
+        .split(':')
+        .map((d) => path.join(d, tool))
+        .find((f) => fs.existsSync(f));
       if (found) fs.symlinkSync(found, path.join(bin, tool));
     }
     const noBwrap = { ...env, PATH: bin };
@@ -105,7 +108,10 @@ describe('verdict doctor and the config file (CLI)', function () {
     const fromFlag = write('flag.json', 'f');
     const shown = async (args: string[], e: Record<string, string>) => JSON.parse((await run(['doctor', '--json', ...args], e)).stdout).config;
     assert.deepEqual([(await shown([], env)).file, (await shown([], env)).via], [dflt, 'default']);
-    assert.deepEqual([(await shown([], { ...env, VERDICT_CONFIG: fromEnv })).file, (await shown([], { ...env, VERDICT_CONFIG: fromEnv })).via], [fromEnv, '$VERDICT_CONFIG']);
+    assert.deepEqual(
+      [(await shown([], { ...env, VERDICT_CONFIG: fromEnv })).file, (await shown([], { ...env, VERDICT_CONFIG: fromEnv })).via],
+      [fromEnv, '$VERDICT_CONFIG'],
+    );
     const f = await shown(['--config', fromFlag], { ...env, VERDICT_CONFIG: fromEnv });
     assert.deepEqual([f.file, f.via], [fromFlag, '--config']);
   });
@@ -130,18 +136,28 @@ describe('verdict doctor and the config file (CLI)', function () {
       const help = await run([command, '--help'], env);
       assert.match(help.stdout, /^ {2}--no-sandbox {7}run every step without bubblewrap/m, command);
     }
-    assert.match((await run(['doctor', '--no-sandbox'], env)).stderr, /^verdict doctor: unknown option --no-sandbox \(doctor takes: .*; --no-sandbox is an option of run, pool, resume, rerun, demo\)/);
+    assert.match(
+      (await run(['doctor', '--no-sandbox'], env)).stderr,
+      /^verdict doctor: unknown option --no-sandbox \(doctor takes: .*; --no-sandbox is an option of run, pool, resume, rerun, demo\)/,
+    );
     assert.match((await run(['--help'], env)).stdout, /^ {2}doctor \[MANIFEST\] +what this machine offers a run/m);
     const manifest = writeManifest(dir, { tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
     const r = await run(['run', manifest, '--no-sandbox', '--no-dashboard'], env);
     assert.equal(r.exitCode, 0, r.all);
   });
   it('full_access: refused naming the config file in force (or the default path), until "allow_full_access": true', async () => {
-    const manifest = writeManifest(dir, { tasks: [scriptTask('fa', 'echo hi > a.txt', 'test -s a.txt', { full_access: true }), scriptTask('plain', 'echo hi > b.txt', 'test -s b.txt')] });
+    const manifest = writeManifest(dir, {
+      tasks: [scriptTask('fa', 'echo hi > a.txt', 'test -s a.txt', { full_access: true }), scriptTask('plain', 'echo hi > b.txt', 'test -s b.txt')],
+    });
     const dflt = path.join(dir, 'xdg', 'verdict', 'config.json');
     const refused = await run(['run', manifest, '--no-dashboard'], env);
     assert.equal(refused.exitCode, 2, refused.all);
-    assert.match(refused.stderr, new RegExp(`task "fa" sets full_access: true \\(run its engine without any sandbox\\); refused: set "allow_full_access": true in ${dflt} or the VS Code setting verdict\\.allowFullAccess`));
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `task "fa" sets full_access: true \\(run its engine without any sandbox\\); refused: set "allow_full_access": true in ${dflt} or the VS Code setting verdict\\.allowFullAccess`,
+      ),
+    );
     assert.doesNotMatch(refused.stderr, /task "plain"/);
     const named = path.join(dir, 'named.json');
     fs.writeFileSync(named, '{}');
@@ -171,27 +187,49 @@ describe('verdict doctor: engines and Postgres (CLI)', function () {
     bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     // No credential variables from this machine: exactly PATH, HOME and the XDG folders.
-    env = { PATH: `${bin}:${process.env.PATH ?? ''}`, HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'xdg'), XDG_DATA_HOME: path.join(dir, 'data'), VERDICT_HOME: path.join(dir, 'home') };
+    env = {
+      PATH: `${bin}:${process.env.PATH ?? ''}`,
+      HOME: dir,
+      XDG_CONFIG_HOME: path.join(dir, 'xdg'),
+      XDG_DATA_HOME: path.join(dir, 'data'),
+      VERDICT_HOME: path.join(dir, 'home'),
+    };
   });
 
   it('an engine installed but not logged in: its version, NOT logged in, and the command that fixes it', async () => {
-    const codex = fake('codex', 'case "$1" in --version) echo "codex-cli 9.9.9-fake";; login) echo "Not logged in" >&2; exit 1;; *) echo "unexpected: $*" >&2; exit 3;; esac');
+    const codex = fake(
+      'codex',
+      'case "$1" in --version) echo "codex-cli 9.9.9-fake";; login) echo "Not logged in" >&2; exit 1;; *) echo "unexpected: $*" >&2; exit 3;; esac',
+    );
     const r = await run(['doctor'], env);
     // 9.9.9 is no version Verdict was tested with (engines/tested-versions.ts), and not of a tested major.
-    assert.match(r.stdout, new RegExp(`^ {2}codex +${codex} \\(codex-cli 9\\.9\\.9-fake\\), UNTESTED major version \\(tested: 0\\.171\\.0\\): flags, events or usage fields may have changed, NOT logged in — codex login`, 'm'), r.all);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `^ {2}codex +${codex} \\(codex-cli 9\\.9\\.9-fake\\), UNTESTED major version \\(tested: 0\\.171\\.0\\): flags, events or usage fields may have changed, NOT logged in — codex login`,
+        'm',
+      ),
+      r.all,
+    );
     assert.match(r.stdout, /^to fix:$/m);
     assert.match(r.stdout, /^ {2}codex: not logged in \(codex login status: Not logged in\) — codex login/m);
     // Not installed: the install command.
     assert.match(r.stdout, /^ {2}gemini: gemini is not installed — npm i -g @google\/gemini-cli/m);
     const j = JSON.parse((await run(['doctor', '--json'], env)).stdout);
     // An engine's trouble stops only its own tasks: a fix to list, not a reason to say a run cannot start.
-    assert.deepEqual(j.problems.filter((p: string) => /codex|gemini/.test(p)), []);
+    assert.deepEqual(
+      j.problems.filter((p: string) => /codex|gemini/.test(p)),
+      [],
+    );
     const c = j.engines.find((e: { name: string }) => e.name === 'codex');
     assert.deepEqual([c.found, c.version, c.login, c.fix], [codex, 'codex-cli 9.9.9-fake', 'no', 'codex login   (or set OPENAI_API_KEY)']);
     assert.equal(j.engines.find((e: { name: string }) => e.name === 'script').login, 'n/a');
     // The same CLI with a key in the environment: logged in, and nothing to fix for it.
     const k = JSON.parse((await run(['doctor', '--json'], { ...env, OPENAI_API_KEY: 'sk-test' })).stdout);
-    assert.deepEqual([k.engines.find((e: { name: string }) => e.name === 'codex').login, k.engines.find((e: { name: string }) => e.name === 'codex').loginDetail], ['yes', '$OPENAI_API_KEY is set']);
+    assert.deepEqual(
+      [k.engines.find((e: { name: string }) => e.name === 'codex').login, k.engines.find((e: { name: string }) => e.name === 'codex').loginDetail],
+      ['yes', '$OPENAI_API_KEY is set'],
+    );
     assert.ok(!k.fixes.some((f: string) => f.startsWith('codex:')), k.fixes.join('\n'));
   });
 
@@ -206,7 +244,7 @@ describe('verdict doctor: engines and Postgres (CLI)', function () {
     assert.deepEqual([(await opencode()).login, (await opencode()).loginDetail], ['yes', auth]);
   });
 
-  it('--probe: a one-line prompt through the engine\'s own command; an engine that answers and one that does not', async () => {
+  it("--probe: a one-line prompt through the engine's own command; an engine that answers and one that does not", async () => {
     fake('answers', 'echo OK');
     fake('broken', 'echo "Error: 401 Unauthorized: invalid api key" >&2; exit 1');
     const cfg = path.join(dir, 'xdg', 'verdict', 'config.json');
@@ -227,6 +265,10 @@ describe('verdict doctor: engines and Postgres (CLI)', function () {
     assert.doesNotMatch(r.all ?? '', /s3cret/);
     const j = JSON.parse((await run(['doctor', '--json'], { ...env, VERDICT_PG_URL: 'postgres://verdict:s3cret@127.0.0.1:9/verdict' })).stdout);
     assert.equal(j.postgres.reachable, false);
-    assert.deepEqual(j.problems.filter((p: string) => /postgres/.test(p)), [], 'an outage never fails a run: not a problem, a fix');
+    assert.deepEqual(
+      j.problems.filter((p: string) => /postgres/.test(p)),
+      [],
+      'an outage never fails a run: not a problem, a fix',
+    );
   });
 });

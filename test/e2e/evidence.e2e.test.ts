@@ -49,7 +49,19 @@ describe('evidence that cannot be quietly edited: verify-log, archive, verify-ar
     assert.equal(a.exitCode, 0, a.all);
     assert.match(a.all ?? '', /recorded in .*archives\.jsonl/);
     const m = await readTar(out);
-    for (const name of ['run/manifest.json', 'rows.jsonl', 'diffs/one.diff', 'diffs/two.diff', 'branches.bundle', 'SHA256SUMS', 'run/tasks/one/attempt-1/prompt.md', 'run/tasks/one/attempt-1/worker.log', 'run/tasks/one/attempt-1/check.log', 'run/tasks/one/attempt-1/receipt.json', 'run/tasks/two/attempt-2/check.log']) {
+    for (const name of [
+      'run/manifest.json',
+      'rows.jsonl',
+      'diffs/one.diff',
+      'diffs/two.diff',
+      'branches.bundle',
+      'SHA256SUMS',
+      'run/tasks/one/attempt-1/prompt.md',
+      'run/tasks/one/attempt-1/worker.log',
+      'run/tasks/one/attempt-1/check.log',
+      'run/tasks/one/attempt-1/receipt.json',
+      'run/tasks/two/attempt-2/check.log',
+    ]) {
       assert.ok(m.has(`${runId}/${name}`), `${name} missing: ${[...m.keys()].join(', ')}`);
     }
     assert.match(m.get(`${runId}/diffs/one.diff`)?.toString() ?? '', /\+one/);
@@ -59,7 +71,11 @@ describe('evidence that cannot be quietly edited: verify-log, archive, verify-ar
 
     const check = `${runId}/run/tasks/two/attempt-2/check.log`;
     m.set(check, Buffer.from('all good\n'));
-    const sums = [...m.keys()].filter((n) => !n.endsWith('/SHA256SUMS')).sort().map((n) => `${sha(m.get(n) as Buffer)}  ${n.slice(runId.length + 1)}\n`).join('');
+    const sums = [...m.keys()]
+      .filter((n) => !n.endsWith('/SHA256SUMS'))
+      .sort()
+      .map((n) => `${sha(m.get(n) as Buffer)}  ${n.slice(runId.length + 1)}\n`)
+      .join('');
     m.set(`${runId}/SHA256SUMS`, Buffer.from(sums));
     const forged = path.join(dir, 'forged.tar');
     await writeTar(forged, m);

@@ -35,14 +35,21 @@ describe('faults: nothing is lost, nothing is left running', function () {
       '( sleep 301 >/dev/null 2>&1 & echo $! >> daemons.pid )',
       'echo done > out.txt',
     ].join('\n');
-    const file = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: [scriptTask('a', spec, 'test -s out.txt || exit 1'), scriptTask('b', spec, 'test -s out.txt || exit 1')] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 2,
+      tasks: [scriptTask('a', spec, 'test -s out.txt || exit 1'), scriptTask('b', spec, 'test -s out.txt || exit 1')],
+    });
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(r.exitCode, 0, r.all);
     const pids = pidsIn(path.join(dir, 'w'), 'daemons.pid');
     assert.equal(pids.length, 4);
     for (const pid of pids) assert.equal(alive(pid), false, `daemon ${pid} outlived its attempt`);
-    assert.deepEqual(readRows(home).map((row) => row.verdict), ['PASS', 'PASS']);
+    assert.deepEqual(
+      readRows(home).map((row) => row.verdict),
+      ['PASS', 'PASS'],
+    );
   });
 
   it('a check that never ends: FAIL with the timeout note, its processes gone, both attempts recorded', async () => {
@@ -53,7 +60,13 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const r = await cli(['run', file, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => [row.verdict, row.attempt]), [['FAIL', 1], ['FAIL', 2]]);
+    assert.deepEqual(
+      rows.map((row) => [row.verdict, row.attempt]),
+      [
+        ['FAIL', 1],
+        ['FAIL', 2],
+      ],
+    );
     for (const row of rows) {
       assert.match(String(row.notes), /the check timed out after 1 s/);
       assert.match(String(row.check_output), /\[verdict\] the check timed out after 1 s and was killed/);
@@ -72,7 +85,10 @@ describe('faults: nothing is lost, nothing is left running', function () {
     // The agent does its work, then deletes itself: every later spawn finds no binary.
     fs.writeFileSync(agent, '#!/bin/bash\nbash -c "$1"\nrm -f "$0"\n', { mode: 0o755 });
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { vanishing: { binary: 'vanishing-agent', argv: ['{spec}'], install: 'it deleted itself', output: 'none' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { vanishing: { binary: 'vanishing-agent', argv: ['{spec}'], install: 'it deleted itself', output: 'none' } } }),
+    );
     const tasks = ['t1', 't2', 't3'].map((k) => scriptTask(k, 'echo ok > ok.txt', 'test -s ok.txt || exit 1', { engine: 'vanishing' }));
     const file = writeManifest(dir, { workdir: 'w', max_parallel: 1, tasks });
     const home = path.join(dir, 'home');
@@ -80,11 +96,21 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env: { PATH: `${bin}:${process.env.PATH}` } });
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => [row.task_key, row.verdict]), [['t1', 'PASS'], ['t2', 'ERROR'], ['t3', 'ERROR']]);
+    assert.deepEqual(
+      rows.map((row) => [row.task_key, row.verdict]),
+      [
+        ['t1', 'PASS'],
+        ['t2', 'ERROR'],
+        ['t3', 'ERROR'],
+      ],
+    );
     for (const row of rows.slice(1)) assert.match(String(row.notes), new RegExp(`the worker could not start: .*${agent}.*ENOENT`));
     const state = onlyState(home);
     assert.equal(state.status, 'finished');
-    assert.deepEqual(state.tasks.map((t) => t.status), ['PASS', 'ERROR', 'ERROR']);
+    assert.deepEqual(
+      state.tasks.map((t) => t.status),
+      ['PASS', 'ERROR', 'ERROR'],
+    );
   });
 
   it('a leftover .git/index.lock: the run is unaffected (worktrees have their own index), the lock is left alone, the merge names it', async () => {
@@ -92,7 +118,10 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const repo = makeRepo(path.join(dir, 'repo'));
     const lock = path.join(repo, '.git', 'index.lock');
     fs.writeFileSync(lock, '');
-    const file = writeManifest(repo, { worktrees: true, tasks: [scriptTask('a', 'echo a > a.txt', 'test -s a.txt || exit 1'), scriptTask('b', 'echo b > b.txt', 'test -s b.txt || exit 1')] });
+    const file = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('a', 'echo a > a.txt', 'test -s a.txt || exit 1'), scriptTask('b', 'echo b > b.txt', 'test -s b.txt || exit 1')],
+    });
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
@@ -103,7 +132,10 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const recheck = async () => ({ passed: true, output: '', reason: '' });
     const outcome = await mergeTask({ key: 'a', repo, branch: String(row?.branch), recheck });
     assert.equal(outcome.status, 'BLOCKED');
-    assert.match((outcome as { reason: string }).reason, new RegExp(`${lock} exists: another git process is running, or one crashed; if none is running: rm ${lock}`));
+    assert.match(
+      (outcome as { reason: string }).reason,
+      new RegExp(`${lock} exists: another git process is running, or one crashed; if none is running: rm ${lock}`),
+    );
     assert.equal(git(repo, 'rev-list', '--count', 'HEAD'), '1', 'nothing was merged');
   });
 
@@ -115,13 +147,18 @@ describe('faults: nothing is lost, nothing is left running', function () {
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'echo a > a.txt', 'test -s a.txt || exit 1')] });
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.notEqual(r.exitCode, 0, r.all);
-    assert.match(r.all ?? '', new RegExp(`cannot append the eval row of \\S+/a attempt 1 to ${path.join(home, 'runs.jsonl')}: no space left on device; the row was not written`));
+    assert.match(
+      r.all ?? '',
+      new RegExp(`cannot append the eval row of \\S+/a attempt 1 to ${path.join(home, 'runs.jsonl')}: no space left on device; the row was not written`),
+    );
     assert.equal(onlyState(home).status, 'finished');
     assert.match(r.stdout, /^a\s+PASS\s+1\s/m, 'the table still shows what happened');
     assert.match(r.stderr, /error: the eval row of a attempt 1 \(PASS\) could not be written/);
     // the attempt's own records are whole
     const [id] = fs.readdirSync(path.join(home, 'runs'));
-    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'tasks', 'a', 'attempt-1', 'receipt.json'), 'utf8')) as { verdict: string };
+    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'tasks', 'a', 'attempt-1', 'receipt.json'), 'utf8')) as {
+      verdict: string;
+    };
     assert.equal(receipt.verdict, 'PASS');
   });
 });

@@ -37,7 +37,11 @@ const PROBES = [
 function council(chairCheck: string): Record<string, unknown> {
   return scriptTask('q', QUESTION, 'grep -q "^answer " answer.md', {
     council: {
-      members: [{ engine: 'script', model: 'm1' }, { engine: 'script', model: 'm2' }, { engine: 'script', model: 'm3' }],
+      members: [
+        { engine: 'script', model: 'm1' },
+        { engine: 'script', model: 'm2' },
+        { engine: 'script', model: 'm3' },
+      ],
       review: { spec: `OUT=review.md\n${PROBES}` },
       chair: { engine: 'script', model: 'chair', spec: `OUT=synthesis.md\n${PROBES}\necho '## Unresolved disagreements'; echo none`, check: chairCheck },
     },
@@ -56,7 +60,7 @@ function assertLearntNothing(seen: string, who: string): void {
 describe('hostile: a council member cannot learn whose answer is whose', function () {
   this.timeout(240000);
 
-  it('worktree mode: no branch, commit message, object or write order names a letter\'s author', async function () {
+  it("worktree mode: no branch, commit message, object or write order names a letter's author", async function () {
     await requireSandbox(this);
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -65,12 +69,16 @@ describe('hostile: a council member cannot learn whose answer is whose', functio
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
     const state = stateOf(home);
-    assert.deepEqual(state.tasks.map((t) => t.status), Array(7).fill('PASS'));
-    for (const k of ['q--r1', 'q--r2', 'q--r3']) assertLearntNothing(fs.readFileSync(path.join(state.tasks.find((t) => t.key === k)!.dir, 'review.md'), 'utf8'), k);
+    assert.deepEqual(
+      state.tasks.map((t) => t.status),
+      Array(7).fill('PASS'),
+    );
+    for (const k of ['q--r1', 'q--r2', 'q--r3'])
+      assertLearntNothing(fs.readFileSync(path.join(state.tasks.find((t) => t.key === k)!.dir, 'review.md'), 'utf8'), k);
     assertLearntNothing(fs.readFileSync(path.join(state.tasks.find((t) => t.key === 'q')!.dir, 'synthesis.md'), 'utf8'), 'the chair');
   });
 
-  it('plain mode: the write order of the copies says nothing of the members\' order', async function () {
+  it("plain mode: the write order of the copies says nothing of the members' order", async function () {
     await requireSandbox(this);
     const dir = tempDir();
     const home = path.join(dir, 'home');
@@ -78,7 +86,11 @@ describe('hostile: a council member cannot learn whose answer is whose', functio
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
     const state = stateOf(home);
-    assert.deepEqual(state.tasks.map((t) => t.status), Array(7).fill('PASS'));
-    for (const k of ['q--r1', 'q--r2', 'q--r3']) assertLearntNothing(fs.readFileSync(path.join(state.tasks.find((t) => t.key === k)!.dir, 'review.md'), 'utf8'), k);
+    assert.deepEqual(
+      state.tasks.map((t) => t.status),
+      Array(7).fill('PASS'),
+    );
+    for (const k of ['q--r1', 'q--r2', 'q--r3'])
+      assertLearntNothing(fs.readFileSync(path.join(state.tasks.find((t) => t.key === k)!.dir, 'review.md'), 'utf8'), k);
   });
 });

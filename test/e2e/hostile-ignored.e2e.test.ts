@@ -36,7 +36,11 @@ function runOf(home: string, key: string): string {
 }
 
 function byKey(home: string): Record<string, Record<string, unknown>> {
-  return Object.fromEntries(readRows(home).filter((r) => r.step === 'work').map((r) => [r.task_key, r]));
+  return Object.fromEntries(
+    readRows(home)
+      .filter((r) => r.step === 'work')
+      .map((r) => [r.task_key, r]),
+  );
 }
 
 describe('hostile: files git ignores are judged only when the worker did not make them', function () {
@@ -45,7 +49,7 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     await requireSandbox(this);
   });
 
-  it('a worker\'s own .gitignore entry: FAIL, the file kept in the attempt\'s record; the honest retry PASSes and merges', async () => {
+  it("a worker's own .gitignore entry: FAIL, the file kept in the attempt's record; the honest retry PASSes and merges", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -59,7 +63,11 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home).filter((row) => row.step === 'work');
-    assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'PASS'], 'attempt 1 passed on a file its commit does not hold');
+    assert.deepEqual(
+      rows.map((row) => row.verdict),
+      ['FAIL', 'PASS'],
+      'attempt 1 passed on a file its commit does not hold',
+    );
     assert.match(String(rows[0]?.notes), /answer\.txt/);
     assert.match(String(rows[0]?.notes), /moved out of the check's sight/);
     assert.match(r.all, /· t {2}the sealed commit does not hold answer\.txt .*moved out of the check.s sight/);
@@ -80,7 +88,11 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'), { '.gitignore': '*.log\n', 'README.md': '# app\n' });
-    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', 'echo "all tests passed" > build.log; echo wip > work.txt', 'grep -q "all tests passed" build.log', { max_attempts: 1 })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('t', 'echo "all tests passed" > build.log; echo wip > work.txt', 'grep -q "all tests passed" build.log', { max_attempts: 1 })],
+    });
     const r = await run(file, home);
     assert.equal(r.exitCode, 1, r.all);
     const row = byKey(home).t;
@@ -92,15 +104,21 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     assert.equal(git(repo, 'rev-parse', String(row?.branch)), git(repo, 'rev-parse', 'main'));
   });
 
-  it('overlay and sparse trees: the worker\'s ignored file is moved out (across file systems from an overlay) and the check FAILs', async function () {
+  it("overlay and sparse trees: the worker's ignored file is moved out (across file systems from an overlay) and the check FAILs", async function () {
     const overlayToo = await overlayHere();
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'), { '.gitignore': '*.log\n', 'pkg/README.md': '# pkg\n', 'other/README.md': '# other\n' });
-    const task = (key: string) => scriptTask(key, 'mkdir -p pkg/out && echo "all tests passed" > pkg/out/build.log && echo wip > pkg/work.txt', 'grep "all tests passed" pkg/out/build.log', { max_attempts: 1 });
+    const task = (key: string) =>
+      scriptTask(
+        key,
+        'mkdir -p pkg/out && echo "all tests passed" > pkg/out/build.log && echo wip > pkg/work.txt',
+        'grep "all tests passed" pkg/out/build.log',
+        { max_attempts: 1 },
+      );
     const overlay = writeManifest(dir, { worktrees: true, repo, tree: 'overlay', tasks: [task('over')] }, 'overlay.swarm.json');
     const sparse = writeManifest(dir, { worktrees: true, repo, tree: 'sparse', sparse: ['pkg'], tasks: [task('cone')] }, 'sparse.swarm.json');
-    for (const [file, key] of [...(overlayToo ? [[overlay, 'over']] as const : []), [sparse, 'cone']] as const) {
+    for (const [file, key] of [...(overlayToo ? ([[overlay, 'over']] as const) : []), [sparse, 'cone']] as const) {
       const r = await run(file, home);
       assert.equal(r.exitCode, 1, r.all);
       assert.equal(byKey(home)[key]?.verdict, 'FAIL', `${key}: a PASS judged pkg/out/build.log, which the commit does not hold`);
@@ -109,7 +127,7 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     }
   });
 
-  it('an ignored folder a committed script sources: new, inside setup\'s ignored folder, or setup\'s file changed — each FAILs; setup\'s own files stay', async () => {
+  it("an ignored folder a committed script sources: new, inside setup's ignored folder, or setup's file changed — each FAILs; setup's own files stay", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'), {
@@ -143,7 +161,7 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     assert.match(String(rows.env?.check_output), /build\/env\.sh/);
   });
 
-  it('legitimate ignored files: setup\'s node_modules and dist/ stay visible; a worker\'s rebuild of dist/ is moved aside and a check that rebuilds PASSes; the merge re-check agrees', async () => {
+  it("legitimate ignored files: setup's node_modules and dist/ stay visible; a worker's rebuild of dist/ is moved aside and a check that rebuilds PASSes; the merge re-check agrees", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'), {
@@ -160,14 +178,19 @@ describe('hostile: files git ignores are judged only when the worker did not mak
       setup: 'mkdir -p node_modules/dep && echo "module.exports = 1" > node_modules/dep/index.js && sh build.sh',
       tasks: [
         // Reads setup's dist/ and node_modules; its own scratch log (ignored) is moved aside, so the reviewer does not see it.
-        scriptTask('reads-setup', 'echo done > feature.txt; echo scratch > notes.log', 'test -s node_modules/dep/index.js && grep -qx part-a dist/lib.js && grep -qx done feature.txt', { review: { engines: ['looker'] } }),
+        scriptTask(
+          'reads-setup',
+          'echo done > feature.txt; echo scratch > notes.log',
+          'test -s node_modules/dep/index.js && grep -qx part-a dist/lib.js && grep -qx done feature.txt',
+          { review: { engines: ['looker'] } },
+        ),
         // Rebuilds dist/ (npm run build would): its dist/lib.js is moved aside; the check builds it again from the commit.
         scriptTask('rebuilds', 'echo part-b > src/b.txt && sh build.sh', 'sh build.sh && grep -qx part-b dist/lib.js && test -s node_modules/dep/index.js'),
         // The same worker with a check that trusts the worker's build: FAIL (the delivered commit holds no dist/).
         scriptTask('trusts-build', 'echo part-c > src/c.txt && sh build.sh', 'grep -qx part-c dist/lib.js', { max_attempts: 1 }),
       ],
     });
-    const r = await run(file, home, ["--config", config], env);
+    const r = await run(file, home, ['--config', config], env);
     if (process.env.SHOW) console.log(r.all);
     const rows = byKey(home);
     assert.equal(rows['reads-setup']?.verdict, 'PASS', r.all);
@@ -180,7 +203,7 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     assert.equal(fs.readFileSync(path.join(taskDir(home, 'reads-setup'), 'dist', 'lib.js'), 'utf8'), 'part-a\n');
     assert.equal(fs.existsSync(path.join(taskDir(home, 'reads-setup'), 'node_modules', 'dep', 'index.js')), true);
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 'reads-setup', 1), 'undelivered', 'notes.log'), 'utf8'), 'scratch\n');
-    assert.equal(fs.existsSync(path.join(attemptDir(home, 'reads-setup', 1), 'undelivered', 'dist')), false, 'setup\'s dist/ was moved aside');
+    assert.equal(fs.existsSync(path.join(attemptDir(home, 'reads-setup', 1), 'undelivered', 'dist')), false, "setup's dist/ was moved aside");
     // The worker's own build output is in the record, setup's node_modules untouched.
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 'rebuilds', 1), 'undelivered', 'dist', 'lib.js'), 'utf8'), 'part-a\npart-b\n');
     assert.equal(fs.existsSync(path.join(taskDir(home, 'rebuilds'), 'node_modules', 'dep', 'index.js')), true);
@@ -199,17 +222,20 @@ function reviewer(dir: string): { config: string; env: Record<string, string> } 
   const body = `if [ -e "$VERDICT_TASK_DIR/notes.log" ]; then echo '{"verdict":"reject","concerns":["notes.log is in the task dir but not in the commit"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi`;
   fs.writeFileSync(path.join(bin, 'looker'), `#!/bin/bash\n${body}\n`, { mode: 0o755 });
   const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ engines: { looker: { binary: 'looker', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'looker-1' } } }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({ engines: { looker: { binary: 'looker', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'looker-1' } } }),
+  );
   return { config, env: { PATH: `${bin}:${process.env.PATH}` } };
 }
 
-describe('hostile: files git never lists, and setup\'s files changed behind their times', function () {
+describe("hostile: files git never lists, and setup's files changed behind their times", function () {
   this.timeout(300000);
   before(async function () {
     await requireSandbox(this);
   });
 
-  it('setup\'s file rewritten with its mtime put back (touch -d), or written through a hard link: each FAILs, setup\'s untouched files stay', async () => {
+  it("setup's file rewritten with its mtime put back (touch -d), or written through a hard link: each FAILs, setup's untouched files stay", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'), {
@@ -224,7 +250,12 @@ describe('hostile: files git never lists, and setup\'s files changed behind thei
       setup: 'mkdir -p build && echo cached > build/cache.txt && echo READY=no > build/env.sh',
       tasks: [
         // Same size, mtime put back: only the ctime (which no step can set) tells.
-        scriptTask('touched', 't=$(stat -c %y build/env.sh | cut -d" " -f1,2) && echo READY=go > build/env.sh && touch -d "$t" build/env.sh && echo "mtime $t kept $(stat -c %y build/env.sh | cut -d" " -f1,2)"', 'bash check.sh', { max_attempts: 1 }),
+        scriptTask(
+          'touched',
+          't=$(stat -c %y build/env.sh | cut -d" " -f1,2) && echo READY=go > build/env.sh && touch -d "$t" build/env.sh && echo "mtime $t kept $(stat -c %y build/env.sh | cut -d" " -f1,2)"',
+          'bash check.sh',
+          { max_attempts: 1 },
+        ),
         // A delivered file hard-linked to setup's, written through the link: setup's file changed (its ctime too).
         scriptTask('linked', 'ln build/env.sh env.sh && echo READY=go > env.sh', 'bash check.sh', { max_attempts: 1 }),
       ],
@@ -248,7 +279,8 @@ describe('hostile: files git never lists, and setup\'s files changed behind thei
       'check.sh': '. ./lib/impl.sh && test "$READY" = go\n',
       'lib/impl.sh': 'READY=no\n',
     });
-    const spec = 'mkdir -p lib/.git sub/.git && echo READY=go > lib/.git/real.sh && echo READY=go > sub/.git/real.sh && echo ". ./lib/.git/real.sh" > lib/impl.sh';
+    const spec =
+      'mkdir -p lib/.git sub/.git && echo READY=go > lib/.git/real.sh && echo READY=go > sub/.git/real.sh && echo ". ./lib/.git/real.sh" > lib/impl.sh';
     const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'bash check.sh', { max_attempts: 1 })] });
     const r = await run(file, home);
     const row = byKey(home).t;
@@ -288,7 +320,11 @@ describe('hostile: odd files in ignored places (regression)', function () {
     const odd = Buffer.concat([Buffer.from(`${aside}/build/odd`), Buffer.from([0x80]), Buffer.from('dir/in.txt')]);
     assert.equal(fs.readFileSync(odd, 'utf8'), 'kept\n');
     // One line per moved entry (the worker's new build/ whole, and the log), names that would break a line quoted.
-    const listed = fs.readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered.txt'), 'utf8').split('\n').filter(Boolean).sort();
+    const listed = fs
+      .readFileSync(path.join(attemptDir(home, 't', 1), 'undelivered.txt'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .sort();
     assert.deepEqual(listed, ['"top\\nname.log"', 'build/'].sort());
     assert.equal(git(repo, 'show', `${String(byKey(home).t?.branch)}:out.txt`), 'ok');
   });

@@ -32,7 +32,10 @@ describe('hostile: an upstream worker against the inputs copy', function () {
       const home = path.join(dir, 'home');
       const up = scriptTask('up', `echo sealed > work.txt; ${DEEP}`, 'test -s work.txt');
       const down = scriptTask('down', 'cat "$VERDICT_INPUTS/up/work.txt" > seen.txt', 'grep -qx sealed seen.txt', { after: ['up'], inputs: ['up'] });
-      const file = mode === 'worktree' ? writeManifest(makeRepo(path.join(dir, 'repo')), { worktrees: true, tasks: [up, down] }) : writeManifest(dir, { workdir: 'w', tasks: [up, down] });
+      const file =
+        mode === 'worktree'
+          ? writeManifest(makeRepo(path.join(dir, 'repo')), { worktrees: true, tasks: [up, down] })
+          : writeManifest(dir, { workdir: 'w', tasks: [up, down] });
       const r = await cli(['run', file, '--home', home, '--no-dashboard']);
       const state = stateOf(home);
       const downState = state.tasks.find((t) => t.key === 'down');
@@ -40,7 +43,10 @@ describe('hostile: an upstream worker against the inputs copy', function () {
       assert.equal(downState?.status, 'PASS', `${downState?.reason}\n${r.all}`);
       assert.equal(r.exitCode, 0, r.all);
       const omitted = downState?.inputs?.omitted ?? [];
-      assert.ok(omitted.some((o) => o.path.endsWith('/f.txt') || /too long/.test(o.reason)), JSON.stringify(omitted));
+      assert.ok(
+        omitted.some((o) => o.path.endsWith('/f.txt') || /too long/.test(o.reason)),
+        JSON.stringify(omitted),
+      );
     });
   }
 });

@@ -36,17 +36,49 @@ describe('hostile: the MCP server stays inside its workspace', function () {
       ['repo-absolute', { ...wt, repo: outside, tasks: [task()] }, /: repo: the repository .*\/outside is outside the workspace/],
       ['repo-dotdot', { ...wt, repo: '../outside', tasks: [task()] }, /: repo: the repository .* is outside the workspace/],
       ['repo-link', { ...wt, repo: 'out-link', tasks: [task()] }, /: repo: the repository .*out-link \(it resolves to .*outside\) is outside the workspace/],
-      ['workdir-absolute', { workdir: path.join(dir, 'outwork-abs'), tasks: [task()] }, /: workdir: the task dirs' folder .*outwork-abs is outside the workspace/],
+      [
+        'workdir-absolute',
+        { workdir: path.join(dir, 'outwork-abs'), tasks: [task()] },
+        /: workdir: the task dirs' folder .*outwork-abs is outside the workspace/,
+      ],
       ['workdir-dotdot', { workdir: '../outwork-up', tasks: [task()] }, /: workdir: .*outwork-up is outside the workspace/],
-      ['workdir-through-link', { workdir: 'out-link/work', tasks: [task()] }, /: workdir: .*out-link\/work \(it resolves to .*outside\/work\) is outside the workspace/],
-      ['workdir-default-link', { tasks: [task()] }, /: workdir: the task dirs' folder \(default: \.verdict-work beside the manifest\) .* \(it resolves to .*outwork\) is outside the workspace/],
-      ['remote', { ...wt, pool: 'postgres://127.0.0.1:9/none', remote: outside, tasks: [task()] }, /: remote: the pool's git remote .* is outside the workspace/],
-      ['remote-file-url', { ...wt, pool: 'postgres://127.0.0.1:9/none', remote: `file://${outside}`, tasks: [task()] }, /: remote: the pool's git remote .* is outside the workspace/],
-      ['include-link', { ...wt, include: ['secret-link'], tasks: [task()] }, /: include\[0\]: the file .*secret-link \(it resolves to .*secret\.env\) is outside the workspace/],
+      [
+        'workdir-through-link',
+        { workdir: 'out-link/work', tasks: [task()] },
+        /: workdir: .*out-link\/work \(it resolves to .*outside\/work\) is outside the workspace/,
+      ],
+      [
+        'workdir-default-link',
+        { tasks: [task()] },
+        /: workdir: the task dirs' folder \(default: \.verdict-work beside the manifest\) .* \(it resolves to .*outwork\) is outside the workspace/,
+      ],
+      [
+        'remote',
+        { ...wt, pool: 'postgres://127.0.0.1:9/none', remote: outside, tasks: [task()] },
+        /: remote: the pool's git remote .* is outside the workspace/,
+      ],
+      [
+        'remote-file-url',
+        { ...wt, pool: 'postgres://127.0.0.1:9/none', remote: `file://${outside}`, tasks: [task()] },
+        /: remote: the pool's git remote .* is outside the workspace/,
+      ],
+      [
+        'include-link',
+        { ...wt, include: ['secret-link'], tasks: [task()] },
+        /: include\[0\]: the file .*secret-link \(it resolves to .*secret\.env\) is outside the workspace/,
+      ],
       ['include-dotdot', { ...wt, include: ['../secret.env'], tasks: [task()] }, /: include\[0\]: "\.\.\/secret\.env" climbs out with "\.\."/],
       ['include-absolute', { ...wt, include: [path.join(dir, 'secret.env')], tasks: [task()] }, /: include\[0\]: ".*secret\.env" is an absolute path/],
-      ['expect-dotdot', { ...wt, tasks: [task({ expect_files: ['out.txt', '../../../../etc/hostname'] })] }, /: tasks\[0\]\.expect_files\[1\]: "\.\.\/\.\.\/\.\.\/\.\.\/etc\/hostname" climbs out/],
-      ['expect-absolute', { ...wt, tasks: [task({ expect_files: ['/etc/hostname'] })] }, /: tasks\[0\]\.expect_files\[0\]: "\/etc\/hostname" is an absolute path/],
+      [
+        'expect-dotdot',
+        { ...wt, tasks: [task({ expect_files: ['out.txt', '../../../../etc/hostname'] })] },
+        /: tasks\[0\]\.expect_files\[1\]: "\.\.\/\.\.\/\.\.\/\.\.\/etc\/hostname" climbs out/,
+      ],
+      [
+        'expect-absolute',
+        { ...wt, tasks: [task({ expect_files: ['/etc/hostname'] })] },
+        /: tasks\[0\]\.expect_files\[0\]: "\/etc\/hostname" is an absolute path/,
+      ],
       ['protect-negated', { ...wt, protect: ['!../x/**'], tasks: [task()] }, /: protect\[0\]: "!\.\.\/x\/\*\*" climbs out/],
       ['allow-paths', { ...wt, tasks: [task({ allow_paths: ['/tmp/**'] })] }, /: tasks\[0\]\.allow_paths\[0\]: "\/tmp\/\*\*" is an absolute path/],
     ];
@@ -110,7 +142,10 @@ describe('hostile: the MCP server stays inside its workspace', function () {
     const home = path.join(dir, 'home');
     const ws = makeRepo(path.join(dir, 'ws'));
     const outside = makeRepo(path.join(dir, 'outside'));
-    const tasks = [scriptTask('good', 'echo hi > out.txt', 'grep -q hi out.txt'), scriptTask('fails', 'echo no > a.txt', 'grep -q yes a.txt', { max_attempts: 1 })];
+    const tasks = [
+      scriptTask('good', 'echo hi > out.txt', 'grep -q hi out.txt'),
+      scriptTask('fails', 'echo no > a.txt', 'grep -q yes a.txt', { max_attempts: 1 }),
+    ];
     // A run started from the CLI with a manifest elsewhere, whose repo is the workspace's repository.
     const elsewhere = path.join(dir, 'elsewhere');
     fs.mkdirSync(elsewhere);
@@ -121,7 +156,11 @@ describe('hostile: the MCP server stays inside its workspace', function () {
     // A run started from the CLI with a manifest inside the workspace whose repo is outside it.
     writeManifest(ws, { run_name: 'inside-out', worktrees: true, repo: outside, tasks }, 'inside-out.swarm.json');
     const runIds: Record<string, string> = {};
-    for (const [name, file] of [['elsewhere', elsewhereFile], ['linked', path.join(ws, 'link.swarm.json')], ['inside-out', path.join(ws, 'inside-out.swarm.json')]] as const) {
+    for (const [name, file] of [
+      ['elsewhere', elsewhereFile],
+      ['linked', path.join(ws, 'link.swarm.json')],
+      ['inside-out', path.join(ws, 'inside-out.swarm.json')],
+    ] as const) {
       const before = new Set(fs.existsSync(path.join(home, 'runs')) ? fs.readdirSync(path.join(home, 'runs')) : []);
       const r = await cli(['run', file, '--home', home, '--no-dashboard']);
       const made = fs.readdirSync(path.join(home, 'runs')).filter((id) => !before.has(id));
@@ -137,11 +176,23 @@ describe('hostile: the MCP server stays inside its workspace', function () {
     try {
       for (const name of ['elsewhere', 'linked']) {
         const id = runIds[name] as string;
-        for (const [verb, args] of [['rerun', { task: 'fails' }], ['resume', {}], ['stop', { task: 'fails' }], ['pause', {}], ['cancel', {}]] as const) {
+        for (const [verb, args] of [
+          ['rerun', { task: 'fails' }],
+          ['resume', {}],
+          ['stop', { task: 'fails' }],
+          ['pause', {}],
+          ['cancel', {}],
+        ] as const) {
           for (const run of [id, id.slice(0, -1)]) {
             const r = await callTool(client, 'control_run', { run, verb, ...args, force: verb === 'rerun' || verb === 'resume' ? true : undefined });
             assert.ok(r.isError, `${name} ${verb} (${run}) was accepted: ${r.text}`);
-            assert.match(r.text, new RegExp(`^run ${id} was started from .*(elsewhere|link|linked)\\.swarm\\.json, outside the workspace .*; control_run acts only on runs whose manifest lies inside it$`), `${name} ${verb}: ${r.text}`);
+            assert.match(
+              r.text,
+              new RegExp(
+                `^run ${id} was started from .*(elsewhere|link|linked)\\.swarm\\.json, outside the workspace .*; control_run acts only on runs whose manifest lies inside it$`,
+              ),
+              `${name} ${verb}: ${r.text}`,
+            );
           }
         }
         const merged = await callTool(client, 'merge_run', { run: id });
@@ -155,15 +206,27 @@ describe('hostile: the MCP server stays inside its workspace', function () {
       // Only the workspace's own run is listed.
       const listed = await callTool(client, 'list_runs', {});
       assert.ok(!listed.isError, listed.text);
-      assert.deepEqual(listed.json.map((r: { run_id: string }) => r.run_id), [runIds['inside-out']]);
+      assert.deepEqual(
+        listed.json.map((r: { run_id: string }) => r.run_id),
+        [runIds['inside-out']],
+      );
       const own = await callTool(client, 'run_status', { run: runIds['inside-out'] as string });
       assert.ok(!own.isError, own.text);
       assert.equal(own.json.run_id, runIds['inside-out']);
       const insideOut = runIds['inside-out'] as string;
-      for (const [verb, args] of [['rerun', { task: 'fails' }], ['resume', {}]] as const) {
+      for (const [verb, args] of [
+        ['rerun', { task: 'fails' }],
+        ['resume', {}],
+      ] as const) {
         const r = await callTool(client, 'control_run', { run: insideOut, verb, ...args, force: true });
         assert.ok(r.isError, `inside-out ${verb} was accepted: ${r.text}`);
-        assert.match(r.text, new RegExp(`^not started: ${verb}( fails)? of run ${insideOut}: its frozen manifest .*runs/${insideOut}/manifest\\.json names 1 place outside the workspace .*\\n  repo: the repository .*outside is outside the workspace`), r.text);
+        assert.match(
+          r.text,
+          new RegExp(
+            `^not started: ${verb}( fails)? of run ${insideOut}: its frozen manifest .*runs/${insideOut}/manifest\\.json names 1 place outside the workspace .*\\n  repo: the repository .*outside is outside the workspace`,
+          ),
+          r.text,
+        );
       }
       // Verbs that only slow or stop a run reach it: it is the workspace's run (and it ended, so they say so).
       const paused = await callTool(client, 'control_run', { run: insideOut, verb: 'pause' });

@@ -8,13 +8,13 @@ import { requireSandbox } from '../helpers/sandbox-env';
 // `verdict merge` re-runs the task's check (the worker's code) after the rebase, sandboxed as the attempt's check was:
 // that includes VERDICT_HOME hidden (other runs' rows, other tasks' worktrees and records). The check here passes only
 // where it sees none of it, so a merge that exits 0 shows the re-check was hidden from it.
-describe('hostile: verdict merge\'s re-check sees no VERDICT_HOME', function () {
+describe("hostile: verdict merge's re-check sees no VERDICT_HOME", function () {
   this.timeout(120000);
   before(async function () {
     await requireSandbox(this);
   });
 
-  it('a check that fails wherever it can list VERDICT_HOME\'s runs passes the attempt and the re-check alike: merged', async () => {
+  it("a check that fails wherever it can list VERDICT_HOME's runs passes the attempt and the re-check alike: merged", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'));

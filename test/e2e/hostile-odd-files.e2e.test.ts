@@ -81,13 +81,20 @@ function oddTasks(at: string): Record<string, unknown>[] {
     task('fifo-attributes', `mkfifo ${p}.gitattributes && echo "fifo made"`),
     task('fifo-gitignore', `mkdir -p ${p}sub && mkfifo ${p}sub/.gitignore && echo "fifo made"`),
     // A socket and a FIFO under ordinary names, and a FIFO .gitignore inside a folder whose name is not UTF-8.
-    task('socket-fifo', [
-      `python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('${p}app.sock')"`,
-      `mkfifo ${p}pipe`,
-      `mkdir ${p}${BASH_ODD_DIR} && mkfifo ${p}${BASH_ODD_DIR}/.gitignore && echo keep > ${p}${BASH_ODD_DIR}/kept.txt`,
-      'echo "fifo made"',
-    ].join('\n')),
-    task('latin1', `printf 'caf\\xe9\\n' > ${p}${BASH_LATIN1} && echo "fifo made"`, `test -s ${p}${BASH_LATIN1} && grep -qx ok ${p}out.txt || { echo "missing"; exit 1; }`),
+    task(
+      'socket-fifo',
+      [
+        `python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('${p}app.sock')"`,
+        `mkfifo ${p}pipe`,
+        `mkdir ${p}${BASH_ODD_DIR} && mkfifo ${p}${BASH_ODD_DIR}/.gitignore && echo keep > ${p}${BASH_ODD_DIR}/kept.txt`,
+        'echo "fifo made"',
+      ].join('\n'),
+    ),
+    task(
+      'latin1',
+      `printf 'caf\\xe9\\n' > ${p}${BASH_LATIN1} && echo "fifo made"`,
+      `test -s ${p}${BASH_LATIN1} && grep -qx ok ${p}out.txt || { echo "missing"; exit 1; }`,
+    ),
   ];
 }
 
@@ -107,10 +114,16 @@ function assertOddFilesDelivered(home: string, repo: string, all: string, at: st
   assert.deepEqual(changes(repo, branch('fifo-gitignore')), [`A\t${p}out.txt`]);
   // The file beside the FIFO in the folder with the odd name is delivered, under its name's exact bytes.
   const oddKept = Buffer.concat([Buffer.from(p), Buffer.from('odd'), Buffer.from([0x80]), Buffer.from('dir/kept.txt')]);
-  assert.ok(treePaths(repo, branch('socket-fifo')).some((x) => x.equals(oddKept)), 'odd\\x80dir/kept.txt is in the PASS commit');
+  assert.ok(
+    treePaths(repo, branch('socket-fifo')).some((x) => x.equals(oddKept)),
+    'odd\\x80dir/kept.txt is in the PASS commit',
+  );
   const latin1 = Buffer.concat([Buffer.from(p), LATIN1_NAME]);
   const delivered = treePaths(repo, branch('latin1'));
-  assert.ok(delivered.some((x) => x.equals(latin1)), `caf\\xe9.txt is in the PASS commit under its exact bytes: ${delivered.map((x) => x.toString('latin1')).join(', ')}`);
+  assert.ok(
+    delivered.some((x) => x.equals(latin1)),
+    `caf\\xe9.txt is in the PASS commit under its exact bytes: ${delivered.map((x) => x.toString('latin1')).join(', ')}`,
+  );
   assert.deepEqual(blob(repo, branch('latin1'), latin1), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]));
 }
 
@@ -154,7 +167,14 @@ describe('hostile odd files: FIFOs, sockets and names that are not UTF-8', funct
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
     const v = verdicts(home);
-    assert.deepEqual([v.refused, v.garbled], [['FAIL', 'PASS'], ['FAIL', 'PASS']], r.all);
+    assert.deepEqual(
+      [v.refused, v.garbled],
+      [
+        ['FAIL', 'PASS'],
+        ['FAIL', 'PASS'],
+      ],
+      r.all,
+    );
     const rows = readRows(home);
     const reason = (key: string) => String(rows.find((x) => x.task_key === key)?.notes);
     assert.match(reason('refused'), /git cannot record \.GIT\/x, git~1\/y/);
@@ -179,8 +199,10 @@ describe('hostile odd files: FIFOs, sockets and names that are not UTF-8', funct
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
     assert.deepEqual(verdicts(home).retry, ['FAIL', 'PASS'], r.all);
-    const logs = readRows(home).filter((x) => x.task_key === 'retry').map((x) => fs.readFileSync(String(x.worker_log), 'utf8'));
-    assert.doesNotMatch(logs[1] ?? '', /leftover seen|fifo seen/, 'the check\'s odd files were discarded before the retry');
+    const logs = readRows(home)
+      .filter((x) => x.task_key === 'retry')
+      .map((x) => fs.readFileSync(String(x.worker_log), 'utf8'));
+    assert.doesNotMatch(logs[1] ?? '', /leftover seen|fifo seen/, "the check's odd files were discarded before the retry");
     const runId = String(readRows(home)[0]?.run_id);
     assert.deepEqual(changes(repo, `verdict/${runId}/retry`), ['A\tout.txt']);
   });
@@ -262,16 +284,26 @@ describe('hostile odd files: Verdict never changes a file the start commit has',
     // crlf-retry: its first check fails, so the tree is put back to the sealed one before attempt 2; the untouched
     // files are not "put back" (the check never wrote them).
     const retryCheck = `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "first check fails"; exit 1; fi; ${CHECK}`;
-    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 3, tasks: [scriptTask('crlf', FIX, CHECK, { max_attempts: 1 }), scriptTask('crlf-paths', FIX, CHECK, { max_attempts: 1, allow_paths: ['calc.py'] }), scriptTask('crlf-retry', FIX, retryCheck, { max_attempts: 2 })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 3,
+      tasks: [
+        scriptTask('crlf', FIX, CHECK, { max_attempts: 1 }),
+        scriptTask('crlf-paths', FIX, CHECK, { max_attempts: 1, allow_paths: ['calc.py'] }),
+        scriptTask('crlf-retry', FIX, retryCheck, { max_attempts: 2 }),
+      ],
+    });
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
     const v = verdicts(home);
     assert.deepEqual([v.crlf, v['crlf-paths'], v['crlf-retry']], [['PASS'], ['PASS'], ['FAIL', 'PASS']], r.all);
-    assert.doesNotMatch(r.all ?? '', /crlf-retry .*put back .*(test_calc|notes)/, 'the retry\'s reset reports only what the check changed');
+    assert.doesNotMatch(r.all ?? '', /crlf-retry .*put back .*(test_calc|notes)/, "the retry's reset reports only what the check changed");
     const runId = String(readRows(home)[0]?.run_id);
     for (const key of ['crlf', 'crlf-paths', 'crlf-retry']) {
       assert.deepEqual(changes(repo, `verdict/${runId}/${key}`), ['M\tcalc.py'], key);
-      for (const f of ['tests/test_calc.py', 'notes.txt']) assert.deepEqual(blob(repo, `verdict/${runId}/${key}`, Buffer.from(f)), blob(repo, 'main', Buffer.from(f)), `${key}: ${f} as committed`);
+      for (const f of ['tests/test_calc.py', 'notes.txt'])
+        assert.deepEqual(blob(repo, `verdict/${runId}/${key}`, Buffer.from(f)), blob(repo, 'main', Buffer.from(f)), `${key}: ${f} as committed`);
     }
   });
 });
@@ -290,7 +322,9 @@ describe('hostile odd files: names that are not UTF-8 where Verdict walks the tr
     });
     // A fixture of the tests (pytest would not take a test module so named), written by bash: a name that is not UTF-8
     // cannot be one of our arguments.
-    execFileSync('bash', ['-c', "printf 'expected\\n' > $'tests/caf\\xe9.txt' && git add -A && git -c user.name=t -c user.email=t@t commit -qm latin1"], { cwd: repo });
+    execFileSync('bash', ['-c', "printf 'expected\\n' > $'tests/caf\\xe9.txt' && git add -A && git -c user.name=t -c user.email=t@t commit -qm latin1"], {
+      cwd: repo,
+    });
     const odd = Buffer.concat([Buffer.from('tests/caf'), Buffer.from([0xe9]), Buffer.from('.txt')]);
     const home = path.join(dir, 'home');
     const tamper = [
@@ -298,7 +332,12 @@ describe('hostile odd files: names that are not UTF-8 where Verdict walks the tr
       `grep -qx expected $'tests/caf\\xe9.txt' && echo "put back"`,
       FIX,
     ].join('\n');
-    const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [scriptTask('fix', FIX, CHECK, { max_attempts: 1 }), scriptTask('tamper', tamper, CHECK, { max_attempts: 2 })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      max_parallel: 2,
+      tasks: [scriptTask('fix', FIX, CHECK, { max_attempts: 1 }), scriptTask('tamper', tamper, CHECK, { max_attempts: 2 })],
+    });
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
     const v = verdicts(home);
@@ -316,7 +355,7 @@ describe('hostile odd files: names that are not UTF-8 where Verdict walks the tr
   // Before: plain mode's walks (the guard's record, the seal's snapshot the retry is put back from) skipped every entry
   // whose name is not UTF-8: a worker wrote outside allow_paths, or a package.json with a dependency, under such a
   // folder and PASSed; a check's file under such a name reached the retry.
-  it('plain mode: writes outside allow_paths and a new dependency under a folder whose name is not UTF-8 FAIL; a check\'s file under such a name is gone before the retry', async function () {
+  it("plain mode: writes outside allow_paths and a new dependency under a folder whose name is not UTF-8 FAIL; a check's file under such a name is gone before the retry", async function () {
     await requireSandbox(this);
     const dir = tempDir();
     const home = path.join(dir, 'home');
@@ -326,9 +365,22 @@ describe('hostile odd files: names that are not UTF-8 where Verdict walks the tr
       workdir: path.join(dir, 'work'),
       max_parallel: 3,
       tasks: [
-        scriptTask('outside', `mkdir -p src ${BASH_ODD_DIR} && echo ok > src/ok.txt && echo evil > ${BASH_ODD_DIR}/evil.txt`, check, { max_attempts: 1, allow_paths: ['src/**'] }),
-        scriptTask('deps', `mkdir -p src ${BASH_ODD_DIR} && echo ok > src/ok.txt && echo '{"dependencies": {"left-pad": "1.3.0"}}' > ${BASH_ODD_DIR}/package.json`, check, { max_attempts: 1 }),
-        scriptTask('leftover', `if ls -b | grep -q junk; then echo "leftover seen"; fi; mkdir -p src && echo ok > src/ok.txt`, `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo junk > $'junk\\xff'; echo "first check fails"; exit 1; fi\n${check}`, { max_attempts: 2 }),
+        scriptTask('outside', `mkdir -p src ${BASH_ODD_DIR} && echo ok > src/ok.txt && echo evil > ${BASH_ODD_DIR}/evil.txt`, check, {
+          max_attempts: 1,
+          allow_paths: ['src/**'],
+        }),
+        scriptTask(
+          'deps',
+          `mkdir -p src ${BASH_ODD_DIR} && echo ok > src/ok.txt && echo '{"dependencies": {"left-pad": "1.3.0"}}' > ${BASH_ODD_DIR}/package.json`,
+          check,
+          { max_attempts: 1 },
+        ),
+        scriptTask(
+          'leftover',
+          `if ls -b | grep -q junk; then echo "leftover seen"; fi; mkdir -p src && echo ok > src/ok.txt`,
+          `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo junk > $'junk\\xff'; echo "first check fails"; exit 1; fi\n${check}`,
+          { max_attempts: 2 },
+        ),
       ],
     });
     const r = await run(file, home);
@@ -338,8 +390,10 @@ describe('hostile odd files: names that are not UTF-8 where Verdict walks the tr
     const note = (key: string) => String(readRows(home).find((x) => x.task_key === key)?.notes);
     assert.match(note('outside'), /the guard refused the work \(paths\): "odd\\200dir\/evil\.txt":1: added outside allow_paths/);
     assert.match(note('deps'), /the guard refused the work \(deps\): "odd\\200dir\/package\.json":\d+: .*left-pad/);
-    const logs = readRows(home).filter((x) => x.task_key === 'leftover').map((x) => fs.readFileSync(String(x.worker_log), 'utf8'));
-    assert.doesNotMatch(logs[1] ?? '', /leftover seen/, 'the check\'s file was removed before the retry');
+    const logs = readRows(home)
+      .filter((x) => x.task_key === 'leftover')
+      .map((x) => fs.readFileSync(String(x.worker_log), 'utf8'));
+    assert.doesNotMatch(logs[1] ?? '', /leftover seen/, "the check's file was removed before the retry");
   });
 });
 
@@ -360,8 +414,16 @@ describe('hostile odd files: the guards over a folder whose name is not UTF-8, w
       repo,
       max_parallel: 2,
       tasks: [
-        scriptTask('outside', "echo ok > src/a/ok.txt && mkdir $'odd\\x80dir' && echo evil > $'odd\\x80dir/evil.txt'", check, { max_attempts: 1, allow_paths: ['src/a/**'] }),
-        scriptTask('deps', `echo ok > src/a/ok.txt && mkdir $'odd\\x80dir' && echo '{"dependencies": {"left-pad": "1.3.0"}}' > $'odd\\x80dir/package.json'`, check, { max_attempts: 1 }),
+        scriptTask('outside', "echo ok > src/a/ok.txt && mkdir $'odd\\x80dir' && echo evil > $'odd\\x80dir/evil.txt'", check, {
+          max_attempts: 1,
+          allow_paths: ['src/a/**'],
+        }),
+        scriptTask(
+          'deps',
+          `echo ok > src/a/ok.txt && mkdir $'odd\\x80dir' && echo '{"dependencies": {"left-pad": "1.3.0"}}' > $'odd\\x80dir/package.json'`,
+          check,
+          { max_attempts: 1 },
+        ),
       ],
     });
     const r = await run(file, home);

@@ -48,7 +48,13 @@ describe('hostile: the Postgres copy of the evidence edited (built CLI, a real P
     });
     const r = await cli(['run', manifest, '--home', home, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 1, r.all);
-    assert.deepEqual(readRows(home).map((x) => [x.task_key, x.verdict]), [['good', 'PASS'], ['bad', 'FAIL']]);
+    assert.deepEqual(
+      readRows(home).map((x) => [x.task_key, x.verdict]),
+      [
+        ['good', 'PASS'],
+        ['bad', 'FAIL'],
+      ],
+    );
     return { url, home, env };
   }
 
@@ -131,13 +137,26 @@ describe('hostile: the Postgres copy of the evidence edited (built CLI, a real P
     const all: Record<string, unknown> = { ...base, ...columns, row: JSON.stringify(row), row_hash: rowHash(row), prev_hash: row.prev_hash ?? null };
     delete all.inserted_at;
     const names = Object.keys(all);
-    await sql(url, `INSERT INTO swarm_runs (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`, names.map((n) => all[n]));
+    await sql(
+      url,
+      `INSERT INTO swarm_runs (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`,
+      names.map((n) => all[n]),
+    );
   }
 
-  it('INSERT of a forged PASS row (hashed, chained after the last row, under this home\'s log): found and not counted', async () => {
+  it("INSERT of a forged PASS row (hashed, chained after the last row, under this home's log): found and not counted", async () => {
     const { url, home, env } = await runInto();
-    const last = (await sql(url, "SELECT row_key, run_id, row_hash FROM swarm_runs WHERE verdict = 'FAIL'")).rows[0] as { row_key: string; run_id: string; row_hash: string };
-    await forge(url, "verdict = 'FAIL'", { task_key: 'extra', verdict: 'PASS', check_exit_code: 0, prev_hash: last.row_hash }, { row_key: `${last.run_id}/extra/1`, task_key: 'extra', verdict: 'PASS' });
+    const last = (await sql(url, "SELECT row_key, run_id, row_hash FROM swarm_runs WHERE verdict = 'FAIL'")).rows[0] as {
+      row_key: string;
+      run_id: string;
+      row_hash: string;
+    };
+    await forge(
+      url,
+      "verdict = 'FAIL'",
+      { task_key: 'extra', verdict: 'PASS', check_exit_code: 0, prev_hash: last.row_hash },
+      { row_key: `${last.run_id}/extra/1`, task_key: 'extra', verdict: 'PASS' },
+    );
     const v = await cli(['verify-log', '--pg', '--home', home], { env });
     assert.equal(v.exitCode, 1, v.all);
     assert.match(v.stdout, /TAMPERED: .*extra attempt 1.*not a row of this home's log/);
@@ -146,10 +165,15 @@ describe('hostile: the Postgres copy of the evidence edited (built CLI, a real P
     assert.deepEqual(m.counts, [2, 1], 'the forged PASS is not counted');
   });
 
-  it('INSERT of a forged row claiming another machine\'s log (no head for it anywhere): found and not counted', async () => {
+  it("INSERT of a forged row claiming another machine's log (no head for it anywhere): found and not counted", async () => {
     const { url, home, env } = await runInto();
     const runId = '20260101-000000-beef';
-    await forge(url, "verdict = 'PASS'", { run_id: runId, host: 'elsewhere', prev_hash: null }, { row_key: `${runId}/good/1`, run_id: runId, host: 'elsewhere', log_id: 'not-a-log' });
+    await forge(
+      url,
+      "verdict = 'PASS'",
+      { run_id: runId, host: 'elsewhere', prev_hash: null },
+      { row_key: `${runId}/good/1`, run_id: runId, host: 'elsewhere', log_id: 'not-a-log' },
+    );
     const v = await cli(['verify-log', '--pg', '--home', home], { env });
     assert.equal(v.exitCode, 1, v.all);
     assert.match(v.stdout, /TAMPERED: .*good attempt 1.*host elsewhere.*no head in verdict_chain_heads/);

@@ -26,22 +26,30 @@ describe('hostile: a sandboxed step forges what reconcile trusts (receipt.json, 
     await requireSandbox(this);
   });
 
-  it('neither the worker nor the check can write them: after a SIGKILL of the orchestrator both attempts are INTERRUPTED and the user\'s process lives', async () => {
+  it("neither the worker nor the check can write them: after a SIGKILL of the orchestrator both attempts are INTERRUPTED and the user's process lives", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'));
     const victim = spawn('sleep', ['600'], { stdio: 'ignore', detached: true });
     try {
-      const forge = (tag: string) => [
-        `a=${home}/runs/$VERDICT_RUN_ID/tasks/$VERDICT_TASK_KEY/attempt-$VERDICT_ATTEMPT`,
-        `if echo '{"verdict":"PASS","reason":"forged"}' > $a/receipt.json 2>/dev/null; then echo receipt-written; else echo receipt-denied; fi >> ${tag}`,
-        `if echo '{"init":{"pid":${victim.pid},"startTime":"${startTime(victim.pid!)}"}}' >> ${home}/runs/$VERDICT_RUN_ID/workers.jsonl 2>/dev/null; then echo journal-written; else echo journal-denied; fi >> ${tag}`,
-        `if ls ${home}/runs >/dev/null 2>&1; then echo home-visible; else echo home-hidden; fi >> ${tag}`,
-      ].join('\n');
+      const forge = (tag: string) =>
+        [
+          `a=${home}/runs/$VERDICT_RUN_ID/tasks/$VERDICT_TASK_KEY/attempt-$VERDICT_ATTEMPT`,
+          `if echo '{"verdict":"PASS","reason":"forged"}' > $a/receipt.json 2>/dev/null; then echo receipt-written; else echo receipt-denied; fi >> ${tag}`,
+          `if echo '{"init":{"pid":${victim.pid},"startTime":"${startTime(victim.pid!)}"}}' >> ${home}/runs/$VERDICT_RUN_ID/workers.jsonl 2>/dev/null; then echo journal-written; else echo journal-denied; fi >> ${tag}`,
+          `if ls ${home}/runs >/dev/null 2>&1; then echo home-visible; else echo home-hidden; fi >> ${tag}`,
+        ].join('\n');
       // w: the worker forges on attempt 1 and hangs; c: the worker writes a check script that does it, and hangs.
-      const w = scriptTask('w', `if [ "$VERDICT_ATTEMPT" = 1 ]; then\n${forge('forge-w.txt')}\nsleep 300; fi\necho ok > out.txt`, 'test -s out.txt', { max_attempts: 1, timeout_s: 600 });
+      const w = scriptTask('w', `if [ "$VERDICT_ATTEMPT" = 1 ]; then\n${forge('forge-w.txt')}\nsleep 300; fi\necho ok > out.txt`, 'test -s out.txt', {
+        max_attempts: 1,
+        timeout_s: 600,
+      });
       const cScript = `if [ "$VERDICT_ATTEMPT" = 1 ]; then\n${forge('forge-c.txt')}\nsleep 300; fi\nexit 0`;
-      const c = scriptTask('c', `cat > c.sh <<'EOS'\n${cScript}\nEOS\necho ok > out.txt`, 'sh ./c.sh', { max_attempts: 1, timeout_s: 600, check_timeout_s: 600 });
+      const c = scriptTask('c', `cat > c.sh <<'EOS'\n${cScript}\nEOS\necho ok > out.txt`, 'sh ./c.sh', {
+        max_attempts: 1,
+        timeout_s: 600,
+        check_timeout_s: 600,
+      });
       const manifest = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, tasks: [w, c] });
       fs.mkdirSync(path.join(dir, 'user-home'));
       const env = { HOME: path.join(dir, 'user-home') };
@@ -60,10 +68,31 @@ describe('hostile: a sandboxed step forges what reconcile trusts (receipt.json, 
       const r = await cli(['resume', runId, '--home', home, '--no-dashboard'], { env });
       assert.match(r.stderr, new RegExp(`reconciled run ${runId}`), r.all);
       assert.ok(alive(victim.pid!), 'reconcile killed a process that is no sandbox of the run');
-      for (const key of ['w', 'c'] as const) assert.deepEqual(tags[key].trim().split('\n'), ['receipt-denied', 'journal-denied', 'home-hidden'], `${key}: ${tags[key]}`);
+      for (const key of ['w', 'c'] as const)
+        assert.deepEqual(tags[key].trim().split('\n'), ['receipt-denied', 'journal-denied', 'home-hidden'], `${key}: ${tags[key]}`);
       const rows = readRows(home);
-      assert.deepEqual(rows.filter((x) => x.attempt === 1).map((x) => [x.task_key, x.verdict]).sort(), [['c', 'INTERRUPTED'], ['w', 'INTERRUPTED']], r.all);
-      assert.deepEqual(rows.filter((x) => x.attempt === 2).map((x) => [x.task_key, x.verdict]).sort(), [['c', 'PASS'], ['w', 'PASS']], r.all);
+      assert.deepEqual(
+        rows
+          .filter((x) => x.attempt === 1)
+          .map((x) => [x.task_key, x.verdict])
+          .sort(),
+        [
+          ['c', 'INTERRUPTED'],
+          ['w', 'INTERRUPTED'],
+        ],
+        r.all,
+      );
+      assert.deepEqual(
+        rows
+          .filter((x) => x.attempt === 2)
+          .map((x) => [x.task_key, x.verdict])
+          .sort(),
+        [
+          ['c', 'PASS'],
+          ['w', 'PASS'],
+        ],
+        r.all,
+      );
     } finally {
       victim.kill('SIGKILL');
     }

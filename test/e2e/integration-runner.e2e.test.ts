@@ -13,7 +13,10 @@ describe('integration runner (test/integration/run.mjs)', function () {
     // The download goes through a proxy on a closed local port: it fails at once and nothing leaves the machine.
     const proxy = 'http://127.0.0.1:9';
     const r = await execa(process.execPath, [path.resolve('test/integration/run.mjs')], {
-      cwd, reject: false, all: true, stdin: 'ignore',
+      cwd,
+      reject: false,
+      all: true,
+      stdin: 'ignore',
       env: { ...process.env, VERDICT_VSCODE_ROUTE: 'electron', VERDICT_INTEGRATION_FROM: 'source', npm_config_proxy: proxy, npm_config_https_proxy: proxy },
     });
     const kept = r.all?.match(/files kept in (\S+)/)?.[1];

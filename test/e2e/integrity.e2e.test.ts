@@ -26,7 +26,10 @@ async function run(file: string, home: string, flags: string[] = []) {
 describe('integrity: a PASS only for the work the check judged, on the check inputs as they were', function () {
   this.timeout(120000);
 
-  for (const mode of [{ name: 'sandboxed', flags: [] as string[] }, { name: 'unsandboxed', flags: ['--no-sandbox'] }]) {
+  for (const mode of [
+    { name: 'sandboxed', flags: [] as string[] },
+    { name: 'unsandboxed', flags: ['--no-sandbox'] },
+  ]) {
     it(`${mode.name}: a worker that rewrites the test runner and a test to pass FAILs, naming them; the retry starts from the real tests`, async function () {
       if (!mode.flags.length) await requireSandbox(this);
       const dir = tempDir();
@@ -44,7 +47,10 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
       const r = await run(file, home, mode.flags);
       assert.equal(r.exitCode, 0, r.all);
       const rows = readRows(home);
-      assert.deepEqual(rows.map((row) => row.verdict), ['FAIL', 'PASS']);
+      assert.deepEqual(
+        rows.map((row) => row.verdict),
+        ['FAIL', 'PASS'],
+      );
       if (mode.flags.length) {
         // Unsandboxed the rewrite lands; the guard names both files.
         assert.match(String(rows[0]?.notes), /changed protected check inputs: run-tests\.sh \(changed\), tests\/t1\.sh \(changed\)/);
@@ -87,7 +93,11 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     const dir = tempDir();
     const repo = repoWithTests(dir);
     const spec = 'echo done > feature.txt; printf "grep -qx done feature.txt\\ntest -s README.md\\n" > tests/t1.sh';
-    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('harden', spec, 'bash run-tests.sh', { protect: [], task_type: 'test-hardening' })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('harden', spec, 'bash run-tests.sh', { protect: [], task_type: 'test-hardening' })],
+    });
     const home = path.join(dir, 'home');
     const r = await run(file, home);
     assert.equal(r.exitCode, 0, r.all);
@@ -112,7 +122,7 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     const branch = String(row?.branch);
     assert.equal(git(repo, 'rev-parse', branch), row?.commit, 'the branch holds the commit the run reported');
     assert.equal(git(repo, 'show', `${branch}:feature.txt`), 'done');
-    assert.equal(git(repo, 'rev-parse', `${branch}^`), git(repo, 'rev-parse', 'main'), 'sealed on base, not on the worker\'s commit');
+    assert.equal(git(repo, 'rev-parse', `${branch}^`), git(repo, 'rev-parse', 'main'), "sealed on base, not on the worker's commit");
     // verdict clean (worktrees and all) cannot lose it: the branch still holds it.
     const clean = await cli(['clean', '--home', home]);
     assert.equal(clean.exitCode, 0, clean.all);
@@ -147,14 +157,19 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     for (let i = 0; i < 100 && readRows(home).length < 6; i++) await new Promise((res) => setTimeout(res, 100));
     assert.equal(readRows(home).length, 6);
     const [runId] = fs.readdirSync(path.join(home, 'runs'));
-    for (let i = 0; i < 100 && JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status === 'running'; i++) await new Promise((res) => setTimeout(res, 100));
+    for (let i = 0; i < 100 && JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status === 'running'; i++)
+      await new Promise((res) => setTimeout(res, 100));
     assert.equal(JSON.parse(fs.readFileSync(path.join(home, 'runs', String(runId), 'state.json'), 'utf8')).status, 'finished');
   });
 
   it('two plain-mode runs on one workdir: the second is refused naming the first; nothing of the first is touched', async () => {
     const dir = tempDir();
     const first = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('slow', 'sleep 3; echo mine > out.txt', 'grep -x mine out.txt')] }, 'first.swarm.json');
-    const lazy = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('slow', 'echo All done!', 'grep -x mine out.txt', { max_attempts: 1 })] }, 'second.swarm.json');
+    const lazy = writeManifest(
+      dir,
+      { workdir: 'w', tasks: [scriptTask('slow', 'echo All done!', 'grep -x mine out.txt', { max_attempts: 1 })] },
+      'second.swarm.json',
+    );
     const home = path.join(dir, 'home');
     const a = execa('node', [CLI, 'run', first, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
     for (let i = 0; i < 100 && !fs.existsSync(path.join(dir, 'w', '.verdict-run.json')); i++) await new Promise((res) => setTimeout(res, 50));
@@ -164,7 +179,11 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     assert.match(b.all ?? '', new RegExp(`in use by run ${holder.runId} \\(pid ${holder.pid}, identity`));
     const ra = await a;
     assert.equal(ra.exitCode, 0, ra.all);
-    assert.deepEqual(readRows(home).map((row) => [row.task_key, row.verdict]), [['slow', 'PASS']], 'the refused run started nothing');
+    assert.deepEqual(
+      readRows(home).map((row) => [row.task_key, row.verdict]),
+      [['slow', 'PASS']],
+      'the refused run started nothing',
+    );
     assert.equal(fs.existsSync(path.join(dir, 'w', '.verdict-previous')), false, 'nothing of the first run was moved aside');
     // Once the first run is over the workdir is free again (and its leftovers are moved aside, as before).
     const later = await cli(['run', lazy, '--home', home, '--no-dashboard']);
@@ -178,7 +197,12 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('feature', 'echo done > feature.txt', 'bash run-tests.sh')] });
     const r = await run(file, path.join(dir, 'home'));
     assert.equal(r.exitCode, 0, r.all);
-    assert.match(r.all ?? '', new RegExp(`worktrees start from ${git(repo, 'rev-parse', 'HEAD').slice(0, 10)} \\(base_ref HEAD\\); 1 uncommitted change\\(s\\) in ${repo} are not in them`));
+    assert.match(
+      r.all ?? '',
+      new RegExp(
+        `worktrees start from ${git(repo, 'rev-parse', 'HEAD').slice(0, 10)} \\(base_ref HEAD\\); 1 uncommitted change\\(s\\) in ${repo} are not in them`,
+      ),
+    );
   });
 
   it('a submodule with a local path as its URL, where git refuses the file transport: prepare ends ERROR saying why and how to allow it', async () => {
@@ -214,7 +238,9 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
       ],
     });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home'), GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'protocol.file.allow', GIT_CONFIG_VALUE_0: 'always' } });
+    const r = await cli(['run', file, '--home', home, '--no-dashboard'], {
+      env: { HOME: path.join(dir, 'user-home'), GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'protocol.file.allow', GIT_CONFIG_VALUE_0: 'always' },
+    });
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
     assert.equal(rows.length, 3, r.all);
@@ -227,7 +253,11 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
   it('a worker that leaves a file too big to seal: the seal stops at check_timeout_s (ERROR), the run does not hang', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
-    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('huge', 'truncate -s 8G big.bin', 'true', { check_timeout_s: 2, max_attempts: 1 })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('huge', 'truncate -s 8G big.bin', 'true', { check_timeout_s: 2, max_attempts: 1 })],
+    });
     const home = path.join(dir, 'home');
     const started = Date.now();
     // --force: the check `true` is a lint error; the seal is what is tested, and it ERRORs before the check.
@@ -294,11 +324,15 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     }
   });
 
-  it('every row names what its check judged: the sealed commit, or the plain task dir\'s tree hash (before the check wrote)', async () => {
+  it("every row names what its check judged: the sealed commit, or the plain task dir's tree hash (before the check wrote)", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const wt = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('w', 'echo a > a.txt', 'cat a.txt')] }, 'wt.swarm.json');
-    const plain = writeManifest(dir, { workdir: 'p', tasks: [scriptTask('p', 'echo a > a.txt', 'cat a.txt && echo by-check > check-wrote.txt')] }, 'plain.swarm.json');
+    const plain = writeManifest(
+      dir,
+      { workdir: 'p', tasks: [scriptTask('p', 'echo a > a.txt', 'cat a.txt && echo by-check > check-wrote.txt')] },
+      'plain.swarm.json',
+    );
     const home = path.join(dir, 'home');
     assert.equal((await run(wt, home)).exitCode, 0);
     assert.equal((await run(plain, home)).exitCode, 0);

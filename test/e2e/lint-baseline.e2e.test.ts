@@ -9,14 +9,17 @@ describe('verdict lint', function () {
   it('--json lists {rule, severity, message, file, line, column, task_key}; exit 1 on an error', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'x.swarm.json');
-    fs.writeFileSync(file, [
-      '{',
-      '  "max_parallel": 2,',
-      '  "tasks": [',
-      '    { "key": "a", "engine": "script", "task_type": "t", "verified": "v", "expect_files": ["a.txt"], "spec": "echo a > a.txt", "check": "true" }',
-      '  ]',
-      '}',
-    ].join('\n'));
+    fs.writeFileSync(
+      file,
+      [
+        '{',
+        '  "max_parallel": 2,',
+        '  "tasks": [',
+        '    { "key": "a", "engine": "script", "task_type": "t", "verified": "v", "expect_files": ["a.txt"], "spec": "echo a > a.txt", "check": "true" }',
+        '  ]',
+        '}',
+      ].join('\n'),
+    );
     const r = await cli(['lint', file, '--json']);
     assert.equal(r.exitCode, 1, r.all);
     const rows = JSON.parse(r.stdout) as Record<string, unknown>[];
@@ -56,7 +59,11 @@ describe('verdict run --baseline', function () {
     assert.match(r.stdout, /^already-true\s+SKIPPED\s+0\s/m);
     assert.match(r.stdout, /^real-work\s+PASS\s+1\s/m);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.verdict]), [['real-work', 'PASS']], 'no worker ran for the skipped task');
+    assert.deepEqual(
+      rows.map((x) => [x.task_key, x.verdict]),
+      [['real-work', 'PASS']],
+      'no worker ran for the skipped task',
+    );
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
     assert.ok(fs.existsSync(path.join(home, 'runs', runId, 'tasks', 'already-true', 'baseline', 'check.log')));
     assert.equal(fs.existsSync(path.join(home, 'worktrees', runId, 'already-true', 'worker-ran.txt')), false);

@@ -57,7 +57,10 @@ describe('lint errors refuse every start', function () {
     assert.match(r.stderr, new RegExp(`^--force: starting ${esc(file)} despite 1 lint error \\(recorded as forced: true`, 'm'));
     assert.match(r.stdout, /^trusted\s+PASS/m);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.verdict, x.forced]).sort(), [['fails', 'FAIL', true], ['trusted', 'PASS', true]]);
+    assert.deepEqual(rows.map((x) => [x.task_key, x.verdict, x.forced]).sort(), [
+      ['fails', 'FAIL', true],
+      ['trusted', 'PASS', true],
+    ]);
     const runId = rows[0]?.run_id as string;
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8'));
     assert.equal(state.forced, true);
@@ -76,7 +79,11 @@ describe('lint errors refuse every start', function () {
     const text = await cli(['models', '--home', home]);
     assert.match(text.stdout, /^2 row\(s\) of runs started over lint errors \(--force\) left out/m);
     // A run without a lint error, --force or not, is not marked.
-    const clean = writeManifest(repo, { worktrees: true, tasks: [scriptTask('honest', 'echo yes > answer.txt', 'grep -q yes answer.txt || exit 1')] }, 'clean.swarm.json');
+    const clean = writeManifest(
+      repo,
+      { worktrees: true, tasks: [scriptTask('honest', 'echo yes > answer.txt', 'grep -q yes answer.txt || exit 1')] },
+      'clean.swarm.json',
+    );
     const c = await cli(['run', clean, '--home', home, '--no-dashboard', '--force']);
     assert.equal(c.exitCode, 0, c.all);
     const honest = readRows(home).find((x) => x.task_key === 'honest');
@@ -93,10 +100,19 @@ describe('lint errors refuse every start', function () {
     fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('"check": "true"', '"check": "test -d ."'));
     const frozen = path.join(home, 'runs', runId, 'manifest.json');
     const stateBefore = fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8');
-    for (const args of [['resume', runId], ['rerun', runId, 'fails']]) {
+    for (const args of [
+      ['resume', runId],
+      ['rerun', runId, 'fails'],
+    ]) {
       const r = await cli([...args, '--home', home, '--no-dashboard']);
       assert.equal(r.exitCode, 2, `${args.join(' ')}: ${r.all}`);
-      assert.match(r.stderr, new RegExp(`^cannot ${args[0]} run ${runId} \\(its frozen manifest, from ${esc(file)}\\): 1 lint error \\(a run keeps the manifest it started with`, 'm'));
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `^cannot ${args[0]} run ${runId} \\(its frozen manifest, from ${esc(file)}\\): 1 lint error \\(a run keeps the manifest it started with`,
+          'm',
+        ),
+      );
       assert.match(r.stderr, new RegExp(`^  ${esc(frozen)}:${checkAt(frozen)}: error \\[check-cannot-fail\\] \\(trusted\\)`, 'm'));
       assert.equal(readRows(home).length, 2, 'no attempt ran');
       assert.equal(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8'), stateBefore, 'the run was not taken over');
@@ -105,7 +121,13 @@ describe('lint errors refuse every start', function () {
     assert.equal(forced.exitCode, 1, forced.all);
     assert.match(forced.stderr, new RegExp(`^--force: resuming run ${runId} \\(its frozen manifest, from ${esc(file)}\\) despite 1 lint error`, 'm'));
     const again = readRows(home).filter((x) => x.task_key === 'fails');
-    assert.deepEqual(again.map((x) => [x.attempt, x.verdict, x.forced]), [[1, 'FAIL', true], [2, 'FAIL', true]]);
+    assert.deepEqual(
+      again.map((x) => [x.attempt, x.verdict, x.forced]),
+      [
+        [1, 'FAIL', true],
+        [2, 'FAIL', true],
+      ],
+    );
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8'));
     assert.equal(state.resumes.at(-1).forced, true);
     assert.match((await cli(['runs', runId, '--home', home])).stdout, /^forced: run with --force over lint errors in its manifest \(forced: resume by /m);

@@ -14,7 +14,7 @@ const call = callTool;
 describe('verdict mcp: the MCP server over stdio, driven by the SDK client', function () {
   this.timeout(180000);
 
-  it('lints, starts a run, polls it to its end, reads each task\'s verdict and check output, merges, and reads the scoreboard', async () => {
+  it("lints, starts a run, polls it to its end, reads each task's verdict and check output, merges, and reads the scoreboard", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -36,7 +36,10 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
       assert.ok(resources.includes('verdict://schemas/manifest.schema.json'), resources.join(', '));
       const schema = await client.readResource({ uri: 'verdict://schemas/manifest.schema.json' });
       assert.ok((schema.contents[0] as { text: string }).text.includes('"tasks"'));
-      assert.ok(resources.some((u) => u.startsWith('verdict://templates/')), 'the templates are resources');
+      assert.ok(
+        resources.some((u) => u.startsWith('verdict://templates/')),
+        'the templates are resources',
+      );
 
       const lint = await call(client, 'lint_manifest', { manifest: 'test.swarm.json' });
       assert.ok(!lint.isError, lint.text);
@@ -45,7 +48,13 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
       // The forecast before launch: no history yet for the script engine.
       const plan = await call(client, 'plan', { manifest: 'test.swarm.json' });
       assert.ok(!plan.isError, plan.text);
-      assert.deepEqual((plan.json.tasks as { key: string; basis: string }[]).map((t) => [t.key, t.basis]), [['good', 'none'], ['bad', 'none']]);
+      assert.deepEqual(
+        (plan.json.tasks as { key: string; basis: string }[]).map((t) => [t.key, t.basis]),
+        [
+          ['good', 'none'],
+          ['bad', 'none'],
+        ],
+      );
       assert.equal((plan.json.total as { withoutHistory: number }).withoutHistory, 2);
 
       const started = await call(client, 'start_run', { manifest: 'test.swarm.json' });
@@ -82,7 +91,11 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
       const board = await call(client, 'scoreboard', {});
       assert.ok(!board.isError, board.text);
       // The script engine stamps no model: its attempts are quarantined (credited to no model), not ranked.
-      assert.deepEqual(board.json.quarantined.map((q: any) => [q.task_type, q.tasks, q.passed]), [['test', 2, 1]], board.text);
+      assert.deepEqual(
+        board.json.quarantined.map((q: any) => [q.task_type, q.tasks, q.passed]),
+        [['test', 2, 1]],
+        board.text,
+      );
       assert.match(board.text, /quarantined: \d+ attempt\(s\) with no stamped model/);
 
       assert.deepEqual(errors, [], 'no transport error: stdout carried only protocol messages');
@@ -92,15 +105,22 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     assert.match(stderr(), /serving on stdio/);
   });
 
-  it('start_run and control_run refuse a manifest with a lint error (listed file:line:column [rule]) unless force: true; a forced run\'s rows say forced', async () => {
+  it("start_run and control_run refuse a manifest with a lint error (listed file:line:column [rule]) unless force: true; a forced run's rows say forced", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'));
     const file = writeManifest(repo, {
       worktrees: true,
-      tasks: [scriptTask('trusted', 'echo "I did nothing"', 'true'), scriptTask('fails', 'echo no > a.txt', 'grep -q yes a.txt || exit 1', { max_attempts: 1 })],
+      tasks: [
+        scriptTask('trusted', 'echo "I did nothing"', 'true'),
+        scriptTask('fails', 'echo no > a.txt', 'grep -q yes a.txt || exit 1', { max_attempts: 1 }),
+      ],
     });
-    const line = fs.readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes('"check": "true"')) + 1;
+    const line =
+      fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes('"check": "true"')) + 1;
     const { client, errors } = await connect(home, repo);
     const finished = async (runId: string) => {
       for (let i = 0; i < 600; i++) {
@@ -113,8 +133,14 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     try {
       const refused = await call(client, 'start_run', { manifest: 'test.swarm.json' });
       assert.ok(refused.isError, refused.text);
-      assert.match(refused.text, new RegExp(`^not started: ${file.replace(/[.]/g, '\\.')}: 1 lint error \\(fix them and lint again; force: true starts it anyway`));
-      assert.match(refused.text, new RegExp(`\\n  ${file.replace(/[.]/g, '\\.')}:${line}:\\d+: error \\[check-cannot-fail\\] \\(trusted\\) This check always exits 0`));
+      assert.match(
+        refused.text,
+        new RegExp(`^not started: ${file.replace(/[.]/g, '\\.')}: 1 lint error \\(fix them and lint again; force: true starts it anyway`),
+      );
+      assert.match(
+        refused.text,
+        new RegExp(`\\n  ${file.replace(/[.]/g, '\\.')}:${line}:\\d+: error \\[check-cannot-fail\\] \\(trusted\\) This check always exits 0`),
+      );
       assert.equal(fs.existsSync(path.join(home, 'runs')), false, 'no run was started');
       assert.equal(git(repo, 'branch', '--list', 'verdict/*'), '');
 
@@ -123,8 +149,21 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
       assert.equal(started.json.forced, true);
       const runId = started.json.run_id as string;
       assert.equal((await finished(runId)).state, 'finished');
-      const rows = () => fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-      assert.deepEqual(rows().map((r) => [r.task_key, r.verdict, r.forced]).sort(), [['fails', 'FAIL', true], ['trusted', 'PASS', true]]);
+      const rows = () =>
+        fs
+          .readFileSync(path.join(home, 'runs.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(
+        rows()
+          .map((r) => [r.task_key, r.verdict, r.forced])
+          .sort(),
+        [
+          ['fails', 'FAIL', true],
+          ['trusted', 'PASS', true],
+        ],
+      );
 
       // Resuming the run that ended starts its frozen manifest: refused the same way, unless force.
       const resume = await call(client, 'control_run', { run: runId, verb: 'resume' });
@@ -136,7 +175,15 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
       assert.ok(!forced.isError, forced.text);
       assert.equal(forced.json.forced, true);
       await finished(runId);
-      assert.deepEqual(rows().filter((r) => r.task_key === 'fails').map((r) => [r.attempt, r.forced]), [[1, true], [2, true]]);
+      assert.deepEqual(
+        rows()
+          .filter((r) => r.task_key === 'fails')
+          .map((r) => [r.attempt, r.forced]),
+        [
+          [1, true],
+          [2, true],
+        ],
+      );
       assert.deepEqual(errors, []);
     } finally {
       await client.close();
@@ -196,16 +243,27 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const lines = [
-      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }),
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+      }),
       JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
       'this is not json',
       JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'lint_manifest', arguments: { manifest: '/etc/passwd' } } }),
       JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }),
       JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/list' }),
     ];
-    const r = await execa(process.execPath, [CLI, 'mcp', '--home', path.join(dir, 'home'), '--workspace', repo], { input: lines.join('\n') + '\n', reject: false });
+    const r = await execa(process.execPath, [CLI, 'mcp', '--home', path.join(dir, 'home'), '--workspace', repo], {
+      input: lines.join('\n') + '\n',
+      reject: false,
+    });
     assert.equal(r.exitCode, 0, r.stderr);
-    const out = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { jsonrpc: string; id?: number; result?: any; error?: any });
+    const out = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { jsonrpc: string; id?: number; result?: any; error?: any });
     assert.ok(out.every((m) => m.jsonrpc === '2.0'));
     const byId = new Map(out.map((m) => [m.id, m]));
     assert.match(JSON.stringify(byId.get(2)), /outside the workspace/);

@@ -14,15 +14,21 @@ import { requireSandbox } from '../helpers/sandbox-env';
  * A repository whose suite checks that the numbers in limits/*.txt add up to at most 10 (base: 3), and a run whose tasks
  * each add one file limits/<key>.txt with its number; every task passes its check and its suite alone (3 + n ≤ 10).
  */
-async function passedRun(shares: Record<string, number>, extra: { files?: Record<string, string>; suite?: string } = {}): Promise<{ dir: string; repo: string; home: string; runId: string; env: Record<string, string> }> {
+async function passedRun(
+  shares: Record<string, number>,
+  extra: { files?: Record<string, string>; suite?: string } = {},
+): Promise<{ dir: string; repo: string; home: string; runId: string; env: Record<string, string> }> {
   const dir = tempDir();
   const repo = makeRepo(path.join(dir, 'repo'), {
     'limits/base.txt': '3\n',
-    'tests/test_budget.sh': 'total=$(cat limits/*.txt | awk \'{ s += $1 } END { print s }\'); test "$total" -le 10 || { echo "the limits add up to $total, more than 10"; exit 1; }; echo "total $total"\n',
+    'tests/test_budget.sh':
+      'total=$(cat limits/*.txt | awk \'{ s += $1 } END { print s }\'); test "$total" -le 10 || { echo "the limits add up to $total, more than 10"; exit 1; }; echo "total $total"\n',
     'ci/suite.sh': 'set -e; for t in tests/test_*.sh; do bash "$t"; done\n',
     ...extra.files,
   });
-  const tasks = Object.entries(shares).map(([key, n]) => scriptTask(key, `echo ${n} > limits/${key}.txt`, `test -s limits/${key}.txt || { echo missing; exit 1; }`, { max_attempts: 1 }));
+  const tasks = Object.entries(shares).map(([key, n]) =>
+    scriptTask(key, `echo ${n} > limits/${key}.txt`, `test -s limits/${key}.txt || { echo missing; exit 1; }`, { max_attempts: 1 }),
+  );
   const file = writeManifest(dir, { worktrees: true, repo, max_parallel: 2, suite: extra.suite ?? 'bash ci/suite.sh', suite_timeout_s: 60, tasks });
   const home = path.join(dir, 'home');
   const env = { HOME: path.join(dir, 'user-home') };
@@ -50,16 +56,32 @@ describe('verdict merge: the suite on the integration branch', function () {
     const merge = await cli(['merge', runId, '--home', home], { env });
     assert.equal(merge.exitCode, 1, merge.all);
     assert.match(merge.stdout, /^t1: MERGED \(now [0-9a-f]{10}\)$/m);
-    assert.match(merge.stdout, /^t2: SUITE_FAILED — its check passed after the rebase, but main with this merge fails the suite `bash ci\/suite\.sh` \(it exited 1: the limits add up to 11, more than 10; see [^)]*merge-suite\/[0-9a-f]{40}\.log\); not merged: main stays at [0-9a-f]{10}, the last good merge \(t1\)/m);
-    assert.match(merge.stdout, /^t3: NOT_TRIED — not tried: the queue stopped at t2, whose merge breaks the suite `bash ci\/suite\.sh`; this branch is kept as it was$/m);
-    assert.match(merge.stdout, /^the suite `bash ci\/suite\.sh` broke at t2: main is at [0-9a-f]{10}, the last good merge \(t1\); not merged, branches kept: t2, t3$/m);
+    assert.match(
+      merge.stdout,
+      /^t2: SUITE_FAILED — its check passed after the rebase, but main with this merge fails the suite `bash ci\/suite\.sh` \(it exited 1: the limits add up to 11, more than 10; see [^)]*merge-suite\/[0-9a-f]{40}\.log\); not merged: main stays at [0-9a-f]{10}, the last good merge \(t1\)/m,
+    );
+    assert.match(
+      merge.stdout,
+      /^t3: NOT_TRIED — not tried: the queue stopped at t2, whose merge breaks the suite `bash ci\/suite\.sh`; this branch is kept as it was$/m,
+    );
+    assert.match(
+      merge.stdout,
+      /^the suite `bash ci\/suite\.sh` broke at t2: main is at [0-9a-f]{10}, the last good merge \(t1\); not merged, branches kept: t2, t3$/m,
+    );
     // main holds t1 and nothing of t2 or t3; their branches still hold their work.
     assert.equal(git(repo, 'rev-parse', 'HEAD^'), before);
     assert.equal(git(repo, 'show', 'HEAD:limits/t1.txt'), '4');
     assert.throws(() => git(repo, 'show', 'HEAD:limits/t2.txt'));
     for (const key of ['t2', 't3']) assert.match(git(repo, 'show', `verdict/${runId}/${key}:limits/${key}.txt`), /^\d$/);
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; merged?: unknown }[] };
-    assert.deepEqual(state.tasks.map((t) => [t.key, Boolean(t.merged)]), [['t1', true], ['t2', false], ['t3', false]]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, Boolean(t.merged)]),
+      [
+        ['t1', true],
+        ['t2', false],
+        ['t3', false],
+      ],
+    );
     // The suite ran on main after t1 (passed) and after t2 (failed): twice, never on t3.
     assert.equal(suiteRuns(home, runId).length, 2);
     // Merging again, after the queue stopped, goes on from the last good merge: t2 still breaks it.
@@ -75,11 +97,20 @@ describe('verdict merge: the suite on the integration branch', function () {
     assert.equal(merge.exitCode, 1, merge.all);
     assert.match(merge.stdout, /^t1: MERGED/m);
     assert.match(merge.stdout, /^t2: MERGED/m);
-    assert.match(merge.stdout, /^t3: SUITE_FAILED — the batch of 4 merges failed the suite `bash ci\/suite\.sh`, and bisecting it found this merge the first that breaks it \(it exited 1: the limits add up to 11, more than 10; see [^)]*\); not merged: main is at [0-9a-f]{10}, the last good merge \(t2\); the branch verdict\/[^ ]+\/t3 is kept as it was$/m);
+    assert.match(
+      merge.stdout,
+      /^t3: SUITE_FAILED — the batch of 4 merges failed the suite `bash ci\/suite\.sh`, and bisecting it found this merge the first that breaks it \(it exited 1: the limits add up to 11, more than 10; see [^)]*\); not merged: main is at [0-9a-f]{10}, the last good merge \(t2\); the branch verdict\/[^ ]+\/t3 is kept as it was$/m,
+    );
     assert.match(merge.stdout, /^t4: NOT_TRIED — not merged: it comes after t3 that breaks the suite/m);
-    assert.match(merge.stdout, /^the suite `bash ci\/suite\.sh` broke at t3: main is at [0-9a-f]{10}, the last good merge \(t2\); not merged, branches kept: t3, t4$/m);
+    assert.match(
+      merge.stdout,
+      /^the suite `bash ci\/suite\.sh` broke at t3: main is at [0-9a-f]{10}, the last good merge \(t2\); not merged, branches kept: t3, t4$/m,
+    );
     assert.equal(git(repo, 'rev-parse', 'HEAD~2'), before, 'main moved by exactly t1 and t2');
-    assert.deepEqual(['t1', 't2'].map((k) => git(repo, 'show', `HEAD:limits/${k}.txt`)), ['1', '2']);
+    assert.deepEqual(
+      ['t1', 't2'].map((k) => git(repo, 'show', `HEAD:limits/${k}.txt`)),
+      ['1', '2'],
+    );
     // t3 and t4 were never moved: each still sits on the base it started from, holding its work.
     for (const key of ['t3', 't4']) {
       assert.equal(git(repo, 'merge-base', `verdict/${runId}/${key}`, before), before);
@@ -114,7 +145,7 @@ describe('verdict merge: the suite on the integration branch', function () {
     }
   });
 
-  it('hostile: a branch that weakens the suite\'s script to merge work that breaks it is refused by the re-check, naming the script', async () => {
+  it("hostile: a branch that weakens the suite's script to merge work that breaks it is refused by the re-check, naming the script", async () => {
     const { repo, home, runId, env } = await passedRun({ t1: 4 });
     // After the run, the branch gets a commit that breaks the budget and makes the suite pass anyway.
     const wt = path.join(path.dirname(repo), 'hostile');

@@ -53,7 +53,9 @@ function descendsFrom(pid: number, ancestor: number): boolean {
 /** The mountinfo lines of mounts at `dir` exactly. */
 function mountsAt(dir: string): string[] {
   const real = fs.realpathSync(dir);
-  return readMountInfo().split('\n').filter((l) => l.split(' ')[4] === real);
+  return readMountInfo()
+    .split('\n')
+    .filter((l) => l.split(' ')[4] === real);
 }
 
 describe('overlay trees and starting sandboxes', function () {
@@ -105,7 +107,7 @@ describe('overlay trees and starting sandboxes', function () {
     return failures;
   }
 
-  it('no sandbox fails to start while other tasks\' overlay trees are mounted and removed', async function () {
+  it("no sandbox fails to start while other tasks' overlay trees are mounted and removed", async function () {
     const { binary } = await requireSandbox(this);
     await requireOverlay(this);
     const dir = tempDir();
@@ -117,7 +119,7 @@ describe('overlay trees and starting sandboxes', function () {
     }
   });
 
-  it('the same where the host\'s mounts are shared (systemd): the run folder is made private, unmounts reach no sandbox', async function () {
+  it("the same where the host's mounts are shared (systemd): the run folder is made private, unmounts reach no sandbox", async function () {
     const { binary } = await requireSandbox(this);
     await requireOverlay(this);
     // A folder with peers, as / is under systemd: bwrap's copies become its slaves, so unmounts below it reach them.
@@ -134,14 +136,20 @@ describe('overlay trees and starting sandboxes', function () {
     }
   });
 
-  it('the run folder is made private once, only where it has peers, never through a symlink, unseen by sandboxes started before; the run\'s end undoes it', async function () {
+  it("the run folder is made private once, only where it has peers, never through a symlink, unseen by sandboxes started before; the run's end undoes it", async function () {
     await requireOverlay(this);
     const dir = tempDir();
     try {
       // Private already (no peers): nothing is mounted.
       const plain = path.join(dir, 'plain', 'worktrees', 'r1');
       fs.mkdirSync(plain, { recursive: true });
-      if (!/ shared:/.test(readMountInfo().split('\n').find((l) => l.split(' ')[4] === '/') ?? '')) {
+      if (
+        !/ shared:/.test(
+          readMountInfo()
+            .split('\n')
+            .find((l) => l.split(' ')[4] === '/') ?? '',
+        )
+      ) {
         await isolateRunRoot(plain);
         assert.deepEqual(mountsAt(plain), [], 'no bind where the holding mount has no peers');
       }
@@ -156,13 +164,19 @@ describe('overlay trees and starting sandboxes', function () {
       const { binary } = await requireSandbox(this);
       const early = path.join(dir, 'early');
       fs.mkdirSync(early);
-      const cmd = bwrapCommand({ binary, writable: [early], network: false }, early, '/bin/sh', ['-c', `while [ ! -e ${early}/go ]; do sleep 0.05; done; ls -A ${runRoot} > ${early}/seen.txt; { echo evil > ${runRoot}/evil.txt; } 2> ${early}/err.txt; touch ${early}/done; sleep 600`]);
+      const cmd = bwrapCommand({ binary, writable: [early], network: false }, early, '/bin/sh', [
+        '-c',
+        `while [ ! -e ${early}/go ]; do sleep 0.05; done; ls -A ${runRoot} > ${early}/seen.txt; { echo evil > ${runRoot}/evil.txt; } 2> ${early}/err.txt; touch ${early}/done; sleep 600`,
+      ]);
       const step = spawn(cmd.file, cmd.args, { stdio: 'ignore' });
       try {
         await Promise.all([isolateRunRoot(runRoot), isolateRunRoot(runRoot), isolateRunRoot(runRoot)]);
         const at = mountsAt(runRoot);
         assert.equal(at.length, 2, 'one tmpfs and the folder on it, however many tasks asked');
-        assert.ok(at.every((l) => !/ shared:/.test(l)), 'private');
+        assert.ok(
+          at.every((l) => !/ shared:/.test(l)),
+          'private',
+        );
         assert.equal(fs.readFileSync(path.join(runRoot, 'kept.txt'), 'utf8'), 'kept\n', 'the folder shows what it held');
         fs.writeFileSync(path.join(runRoot, 'later.txt'), 'later\n');
         fs.writeFileSync(path.join(early, 'go'), '');
@@ -182,7 +196,7 @@ describe('overlay trees and starting sandboxes', function () {
       fs.rmSync(runRoot, { recursive: true });
       fs.symlinkSync(elsewhere, runRoot);
       await assert.rejects(isolateRunRoot(runRoot), /is a symlink/);
-      assert.deepEqual(mountsAt(elsewhere), [], 'nothing is mounted at the symlink\'s target');
+      assert.deepEqual(mountsAt(elsewhere), [], "nothing is mounted at the symlink's target");
     } finally {
       for (const p of [path.join(dir, 'shared', 'worktrees', 'r1'), path.join(dir, 'shared')]) {
         try {
@@ -221,7 +235,7 @@ describe('overlay trees and starting sandboxes', function () {
     }
   });
 
-  it('hostile: a step can neither reach another task\'s tree nor hold a writable copy of it (which would stall its removal)', async function () {
+  it("hostile: a step can neither reach another task's tree nor hold a writable copy of it (which would stall its removal)", async function () {
     const { binary } = await requireSandbox(this);
     await requireOverlay(this);
     const home = path.join(tempDir(), 'home');
@@ -247,15 +261,22 @@ describe('overlay trees and starting sandboxes', function () {
     const step = spawn(cmd.file, cmd.args, { stdio: 'ignore' });
     try {
       while (!fs.existsSync(path.join(own, 'ready'))) await sleep(20);
-      assert.doesNotMatch(fs.readFileSync(path.join(own, 'seen.txt'), 'utf8'), /f\.txt/, 'the other task\'s dir shows nothing');
-      assert.equal(fs.readFileSync(path.join(other, 'f.txt'), 'utf8'), 'lower\n', 'nothing reached the other task\'s tree');
+      assert.doesNotMatch(fs.readFileSync(path.join(own, 'seen.txt'), 'utf8'), /f\.txt/, "the other task's dir shows nothing");
+      assert.equal(fs.readFileSync(path.join(other, 'f.txt'), 'utf8'), 'lower\n', "nothing reached the other task's tree");
       assert.equal(fs.readdirSync(path.join(runRoot, '.overlay', 'victim', 'upper')).length, 0, 'its upper layer is empty');
       // Only the step's own namespaces count: other programs on this machine may copy the host's mounts meanwhile.
       const holders = writableCopies(identity).filter((p) => descendsFrom(p, step.pid as number));
-      assert.deepEqual(holders, [], `no namespace of the step holds a writable copy: ${holders.map((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join('; ')}`);
+      assert.deepEqual(
+        holders,
+        [],
+        `no namespace of the step holds a writable copy: ${holders.map((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join('; ')}`,
+      );
       // Refused either way: as root the step has no capability, so it cannot even map itself into a nested user
       // namespace (--cap-drop ALL); as another user it can, and the locked mounts refuse the umount there.
-      assert.match(fs.readFileSync(path.join(own, 'err.txt'), 'utf8'), /umount: .*(not permitted|Invalid argument|not mounted)|unshare: .*uid_map: Operation not permitted/i);
+      assert.match(
+        fs.readFileSync(path.join(own, 'err.txt'), 'utf8'),
+        /umount: .*(not permitted|Invalid argument|not mounted)|unshare: .*uid_map: Operation not permitted/i,
+      );
     } finally {
       step.kill('SIGKILL');
       await releaseOverlays(runRoot);

@@ -22,7 +22,14 @@ describe('worktrees in parallel', function () {
     const home = path.join(dir, 'home');
     // Instant tasks: each writes its own number; the check reads it back from the sealed tree, with the checkout's
     // own files present (a checkout cut short by a concurrent one would miss them).
-    const tasks = Array.from({ length: TASKS }, (_, i) => scriptTask(`t${i}`, `echo ${i} > out.txt && mkdir -p made && echo ${i} > made/n${i}.txt`, `test "$(cat out.txt)" = ${i} && test -s README.md && test -s src/a.txt`, { max_attempts: 1 }));
+    const tasks = Array.from({ length: TASKS }, (_, i) =>
+      scriptTask(
+        `t${i}`,
+        `echo ${i} > out.txt && mkdir -p made && echo ${i} > made/n${i}.txt`,
+        `test "$(cat out.txt)" = ${i} && test -s README.md && test -s src/a.txt`,
+        { max_attempts: 1 },
+      ),
+    );
     const file = writeManifest(dir, { worktrees: true, repo, max_parallel: TASKS, tasks });
     const runIds: string[] = [];
     for (let round = 1; round <= RUNS; round++) {
@@ -34,7 +41,11 @@ describe('worktrees in parallel', function () {
       runIds.push(runId);
       const mine = rows.filter((row) => row.run_id === runId);
       // 0 lost: one PASS row per task, and each task branch holds exactly that task's work on top of the base commit.
-      assert.deepEqual(mine.map((row) => `${row.task_key as string} ${row.verdict as string}`).sort(), tasks.map((t) => `${t.key as string} PASS`).sort(), `round ${round}`);
+      assert.deepEqual(
+        mine.map((row) => `${row.task_key as string} ${row.verdict as string}`).sort(),
+        tasks.map((t) => `${t.key as string} PASS`).sort(),
+        `round ${round}`,
+      );
       for (let i = 0; i < TASKS; i++) {
         const branch: string = `verdict/${runId}/t${i}`;
         assert.equal(git(repo, 'show', `${branch}:out.txt`), String(i), `round ${round}: ${branch}`);
@@ -45,8 +56,12 @@ describe('worktrees in parallel', function () {
       }
       // 0 leaked processes: every worker and check the receipts name is gone, and nothing works in a task dir.
       for (const row of mine) {
-        const receipt = JSON.parse(fs.readFileSync(row.receipt_path as string, 'utf8')) as { worker: { pid: number | null }; check: { pid: number | null } | null };
-        for (const pid of [receipt.worker.pid, receipt.check?.pid]) if (pid) assert.equal(alive(pid), false, `round ${round}: pid ${pid} of ${row.task_key as string} is alive`);
+        const receipt = JSON.parse(fs.readFileSync(row.receipt_path as string, 'utf8')) as {
+          worker: { pid: number | null };
+          check: { pid: number | null } | null;
+        };
+        for (const pid of [receipt.worker.pid, receipt.check?.pid])
+          if (pid) assert.equal(alive(pid), false, `round ${round}: pid ${pid} of ${row.task_key as string} is alive`);
       }
       assert.deepEqual(processesIn(home), [], `round ${round}: processes still working in ${home}`);
     }

@@ -34,11 +34,26 @@ interface StateJson {
   tasks: { key: string; status: string; branch: string | null; commit: string | null; dir: string }[];
 }
 
-async function run(dir: string, testerBody: string, o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean; base?: Record<string, string>; setup?: string; tree?: string }) {
-  const test: Record<string, unknown> = { engine: 'tester', check: 'bash tests/test.sh', expect_files: ['tests/test.sh'], ...(o.red === false ? { red: false } : {}) };
-  const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', { verified: '{file} is a bash script', max_attempts: o.maxAttempts ?? 1, phases: { files: ['upper.sh', 'lower.sh'], test } });
+async function run(
+  dir: string,
+  testerBody: string,
+  o: { worktrees: boolean; red?: boolean; maxAttempts?: number; noSandbox?: boolean; base?: Record<string, string>; setup?: string; tree?: string },
+) {
+  const test: Record<string, unknown> = {
+    engine: 'tester',
+    check: 'bash tests/test.sh',
+    expect_files: ['tests/test.sh'],
+    ...(o.red === false ? { red: false } : {}),
+  };
+  const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', {
+    verified: '{file} is a bash script',
+    max_attempts: o.maxAttempts ?? 1,
+    phases: { files: ['upper.sh', 'lower.sh'], test },
+  });
   const repo = o.worktrees ? makeRepo(path.join(dir, 'repo'), o.base) : null;
-  const file = repo ? writeManifest(repo, { worktrees: true, ...(o.tree ? { tree: o.tree } : {}), tasks: [task] }) : writeManifest(dir, { workdir: 'work', ...(o.setup ? { setup: o.setup } : {}), tasks: [task] });
+  const file = repo
+    ? writeManifest(repo, { worktrees: true, ...(o.tree ? { tree: o.tree } : {}), tasks: [task] })
+    : writeManifest(dir, { workdir: 'work', ...(o.setup ? { setup: o.setup } : {}), tasks: [task] });
   const { config, env } = tester(dir, testerBody);
   const home = path.join(dir, 'home');
   const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', ...(o.noSandbox ? ['--no-sandbox'] : [])], { env });
@@ -57,9 +72,18 @@ describe('phases: red before green (the tests must fail without the implementati
   it('worktree mode: `exit 0` tests FAIL with the reason, the retry is told why, and real tests then PASS; the tree and branch stay whole', async () => {
     const { repo, runDir, code, out, state, rows } = await run(tempDir(), lazyThenReal(WORKTREE_FILES), { worktrees: true, maxAttempts: 2 });
     assert.equal(code, 0, out);
-    assert.deepEqual(rows.map((r) => r.verdict), ['FAIL', 'PASS'], out);
+    assert.deepEqual(
+      rows.map((r) => r.verdict),
+      ['FAIL', 'PASS'],
+      out,
+    );
     assert.match(String(rows[0]!.notes), /the tests pass without the implementation: `bash tests\/test\.sh` exited 0 on the tree without upper\.sh, lower\.sh/);
-    assert.deepEqual(rows[0]!.red as Red, { files: ['upper.sh', 'lower.sh'], exit_code: 0, timed_out: false, check_log: path.join(runDir, 'tasks', 'case', 'attempt-1', 'red.log') });
+    assert.deepEqual(rows[0]!.red as Red, {
+      files: ['upper.sh', 'lower.sh'],
+      exit_code: 0,
+      timed_out: false,
+      check_log: path.join(runDir, 'tasks', 'case', 'attempt-1', 'red.log'),
+    });
     // The real tests fail there: bash cannot open upper.sh.
     assert.equal((rows[1]!.red as Red)?.exit_code, 1);
     assert.match(fs.readFileSync(path.join(runDir, 'tasks', 'case', 'attempt-2', 'red.log'), 'utf8'), /upper\.sh/);
@@ -106,9 +130,13 @@ describe('phases: red before green (the tests must fail without the implementati
     assert.equal(git(real.repo!, 'show', 'HEAD:upper.sh'), 'cat', 'the base branch is untouched');
   });
 
-  it('plain mode: a phase file setup made is put back in the inputs as the implement task\'s dir had it before its work', async () => {
+  it("plain mode: a phase file setup made is put back in the inputs as the implement task's dir had it before its work", async () => {
     const setup = "printf 'cat\\n' > upper.sh; printf 'cat\\n' > lower.sh";
-    const exists = await run(tempDir(), `mkdir -p tests && echo 'test -s "$VERDICT_INPUTS/case--impl-1/upper.sh" && test -s "$VERDICT_INPUTS/case--impl-2/lower.sh"' > tests/test.sh`, { worktrees: false, setup });
+    const exists = await run(
+      tempDir(),
+      `mkdir -p tests && echo 'test -s "$VERDICT_INPUTS/case--impl-1/upper.sh" && test -s "$VERDICT_INPUTS/case--impl-2/lower.sh"' > tests/test.sh`,
+      { worktrees: false, setup },
+    );
     assert.equal(exists.code, 1, exists.out);
     assert.match(String(exists.rows.at(-1)?.notes), /pass without the implementation/);
     const real = await run(tempDir(), realTests(INPUT_FILES), { worktrees: false, setup });

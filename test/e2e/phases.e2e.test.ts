@@ -22,7 +22,10 @@ interface StateJson {
 
 async function run(dir: string, implement: string, testerBody: string) {
   const repo = makeRepo(path.join(dir, 'repo'));
-  const task = scriptTask('case', implement, 'bash -n {file} && test -s {file}', { verified: '{file} is a bash script', phases: { files: ['upper.sh', 'lower.sh'], test: { engine: 'tester', check: 'bash tests/test.sh', expect_files: ['tests/test.sh'] } } });
+  const task = scriptTask('case', implement, 'bash -n {file} && test -s {file}', {
+    verified: '{file} is a bash script',
+    phases: { files: ['upper.sh', 'lower.sh'], test: { engine: 'tester', check: 'bash tests/test.sh', expect_files: ['tests/test.sh'] } },
+  });
   const file = writeManifest(repo, { worktrees: true, tasks: [task] });
   const { config, env } = tester(dir, testerBody);
   const home = path.join(dir, 'home');
@@ -37,11 +40,22 @@ const IMPLEMENT = `case {file} in upper.sh) echo 'tr a-z A-Z' > upper.sh ;; lowe
 describe('phases: implement → guard → review → test, the tests written by another engine', function () {
   this.timeout(180000);
 
-  it('one implement task per file, then the tester\'s tests run by the check on the merge of the implementations', async () => {
+  it("one implement task per file, then the tester's tests run by the check on the merge of the implementations", async () => {
     const { repo, code, out, state, rows } = await run(tempDir(), IMPLEMENT, WRITE_TESTS);
     assert.equal(code, 0, out);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['case--impl-1', 'PASS'], ['case--impl-2', 'PASS'], ['case', 'PASS']]);
-    assert.deepEqual(rows.map((r) => [r.task_key, r.worker_engine, r.model, r.verdict]).sort(), [['case', 'tester', 'tester-1', 'PASS'], ['case--impl-1', 'script', null, 'PASS'], ['case--impl-2', 'script', null, 'PASS']]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['case--impl-1', 'PASS'],
+        ['case--impl-2', 'PASS'],
+        ['case', 'PASS'],
+      ],
+    );
+    assert.deepEqual(rows.map((r) => [r.task_key, r.worker_engine, r.model, r.verdict]).sort(), [
+      ['case', 'tester', 'tester-1', 'PASS'],
+      ['case--impl-1', 'script', null, 'PASS'],
+      ['case--impl-2', 'script', null, 'PASS'],
+    ]);
     // The test phase's branch holds both implementations (its start point) and its tests.
     const branch = String(state.tasks[2]!.branch);
     assert.equal(git(repo, 'show', `${branch}:upper.sh`), 'tr a-z A-Z');
@@ -49,11 +63,18 @@ describe('phases: implement → guard → review → test, the tests written by 
     assert.match(git(repo, 'show', `${branch}:tests/test.sh`), /lower\.sh/);
   });
 
-  it('a wrong implementation passes its own check but the other engine\'s tests fail it: the workflow does not pass', async () => {
+  it("a wrong implementation passes its own check but the other engine's tests fail it: the workflow does not pass", async () => {
     const wrong = IMPLEMENT.replace("echo 'tr A-Z a-z' > lower.sh", "echo 'cat' > lower.sh");
     const { code, out, state, rows } = await run(tempDir(), wrong, WRITE_TESTS);
     assert.equal(code, 1, out);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['case--impl-1', 'PASS'], ['case--impl-2', 'PASS'], ['case', 'FAIL']]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['case--impl-1', 'PASS'],
+        ['case--impl-2', 'PASS'],
+        ['case', 'FAIL'],
+      ],
+    );
     assert.match(String(rows.filter((r) => r.task_key === 'case').at(-1)?.check_output), /lower\.sh: aB/);
   });
 
@@ -64,7 +85,13 @@ describe('phases: implement → guard → review → test, the tests written by 
     const test = state.tasks[2]!;
     assert.equal(test.status, 'FAIL', out);
     // Sandboxed the write is refused (the tests then fail); unsandboxed the guard names the changed file.
-    assert.match(rows.filter((r) => r.task_key === 'case').map((r) => `${r.notes} ${r.check_output}`).join('\n'), /lower\.sh/);
+    assert.match(
+      rows
+        .filter((r) => r.task_key === 'case')
+        .map((r) => `${r.notes} ${r.check_output}`)
+        .join('\n'),
+      /lower\.sh/,
+    );
     assert.equal(test.commit, null, 'nothing delivered');
     assert.equal(git(repo, 'show', `${state.tasks[1]!.branch}:lower.sh`), 'cat');
   });
@@ -73,7 +100,14 @@ describe('phases: implement → guard → review → test, the tests written by 
     const sprawl = IMPLEMENT.replace("echo 'tr a-z A-Z' > upper.sh", "echo 'tr a-z A-Z' > upper.sh; echo 'tr A-Z a-z' > lower.sh");
     const { code, out, state, rows } = await run(tempDir(), sprawl, WRITE_TESTS);
     assert.equal(code, 1, out);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['case--impl-1', 'FAIL'], ['case--impl-2', 'PASS'], ['case', 'BLOCKED']]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['case--impl-1', 'FAIL'],
+        ['case--impl-2', 'PASS'],
+        ['case', 'BLOCKED'],
+      ],
+    );
     assert.match(String(rows.find((r) => r.task_key === 'case--impl-1')?.notes), /lower\.sh/);
   });
 });

@@ -8,7 +8,8 @@ import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 
 const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
 const CHECK = 'test -s out.txt || { echo "out.txt missing"; exit 1; }';
-const paid = (usd: number) => `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":${usd},"usage":{"input_tokens":10,"output_tokens":5}}'`;
+const paid = (usd: number) =>
+  `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":${usd},"usage":{"input_tokens":10,"output_tokens":5}}'`;
 
 describe('plan: a forecast before launch (e2e, built CLI)', () => {
   it('per task: attempts, cost p50/p90 and duration from past tasks of the same model and task type, else the model, else "no history"; totals; --json; a budget below p50 is flagged', async () => {
@@ -19,7 +20,20 @@ describe('plan: a forecast before launch (e2e, built CLI)', () => {
     fs.writeFileSync(config, JSON.stringify({ engines: { paid: engine('acme/hist'), fresh: engine('acme/new') } }));
     // History: three tasks of acme/hist on task type `test` costing $0.01, $0.02 and (two attempts: a FAIL, then a PASS) $0.03 + $0.03.
     const retry = `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"type":"result","is_error":false,"total_cost_usd":0.03,"usage":{"input_tokens":10,"output_tokens":5}}'; exit 0; fi; ${paid(0.03)}`;
-    const history = writeManifest(dir, { run_name: 'history', max_parallel: 3, workdir: path.join(dir, 'w1'), tasks: [scriptTask('h1', paid(0.01), CHECK, { engine: 'paid' }), scriptTask('h2', paid(0.02), CHECK, { engine: 'paid' }), scriptTask('h3', retry, CHECK, { engine: 'paid' })] }, 'history.swarm.json');
+    const history = writeManifest(
+      dir,
+      {
+        run_name: 'history',
+        max_parallel: 3,
+        workdir: path.join(dir, 'w1'),
+        tasks: [
+          scriptTask('h1', paid(0.01), CHECK, { engine: 'paid' }),
+          scriptTask('h2', paid(0.02), CHECK, { engine: 'paid' }),
+          scriptTask('h3', retry, CHECK, { engine: 'paid' }),
+        ],
+      },
+      'history.swarm.json',
+    );
     assert.equal((await cli(['run', history, '--home', home, '--config', config, '--no-dashboard'], { env })).exitCode, 0);
     const tasks = [
       scriptTask('same', paid(0.01), CHECK, { engine: 'paid' }),
@@ -39,8 +53,19 @@ describe('plan: a forecast before launch (e2e, built CLI)', () => {
     assert.match(r.stdout, /warning: budget_usd \$0\.02 is below the expected cost \$0\.04 \(p50\)/);
     assert.equal(fs.existsSync(path.join(dir, 'w2')), false, 'plan runs nothing');
     const j = await cli(['plan', manifest, '--home', home, '--config', config, '--json'], { env });
-    const f = JSON.parse(j.stdout) as { budgetMicroUsd: number; tasks: { key: string; basis: string; figures: { tasks: number; costMedianMicroUsd: number } | null }[]; total: { costMedianMicroUsd: number; withoutHistory: number } };
-    assert.deepEqual(f.tasks.map((t) => [t.key, t.basis, t.figures?.tasks ?? null, t.figures?.costMedianMicroUsd ?? null]), [['same', 'model+task_type', 3, 20000], ['other-type', 'model', 3, 20000], ['new-model', 'none', null, null]]);
+    const f = JSON.parse(j.stdout) as {
+      budgetMicroUsd: number;
+      tasks: { key: string; basis: string; figures: { tasks: number; costMedianMicroUsd: number } | null }[];
+      total: { costMedianMicroUsd: number; withoutHistory: number };
+    };
+    assert.deepEqual(
+      f.tasks.map((t) => [t.key, t.basis, t.figures?.tasks ?? null, t.figures?.costMedianMicroUsd ?? null]),
+      [
+        ['same', 'model+task_type', 3, 20000],
+        ['other-type', 'model', 3, 20000],
+        ['new-model', 'none', null, null],
+      ],
+    );
     assert.deepEqual([f.budgetMicroUsd, f.total.costMedianMicroUsd, f.total.withoutHistory], [20000, 40000, 1]);
   });
 
@@ -48,7 +73,10 @@ describe('plan: a forecast before launch (e2e, built CLI)', () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const list = await cli(['init', '--list'], { env });
-    const names = list.stdout.split('\n').map((l) => l.split(/\s+/)[0]).filter((n): n is string => !!n);
+    const names = list.stdout
+      .split('\n')
+      .map((l) => l.split(/\s+/)[0])
+      .filter((n): n is string => !!n);
     assert.ok(names.length >= 10, list.stdout);
     for (const name of names) {
       const into = path.join(dir, name);

@@ -23,7 +23,7 @@ describe('Ctrl-C of `verdict run --pool` while Postgres is down', function () {
   this.timeout(300_000);
   const { server: poolServer, workers } = poolSuite('all');
 
-  it('stops cleanly: the attempt INTERRUPTED (resumable), the run ended, no process left; the worker\'s result is kept and `verdict resume` finishes the task', async () => {
+  it("stops cleanly: the attempt INTERRUPTED (resumable), the run ended, no process left; the worker's result is kept and `verdict resume` finishes the task", async () => {
     const pgServer = poolServer();
     const url = pgServer.url;
     const dir = tempDir();
@@ -37,7 +37,13 @@ describe('Ctrl-C of `verdict run --pool` while Postgres is down', function () {
     // The pool named by the settings (as VS Code's verdict.pool passes it), so `verdict resume` finds it too.
     const config = path.join(dir, 'config.json');
     fs.writeFileSync(config, JSON.stringify({ pool: url }));
-    const file = writeManifest(dir, { run_name: 'cancel-while-down', worktrees: true, repo, remote, tasks: [scriptTask('slow', 'sleep 6; echo done > out.txt', 'grep -qx done out.txt')] });
+    const file = writeManifest(dir, {
+      run_name: 'cancel-while-down',
+      worktrees: true,
+      repo,
+      remote,
+      tasks: [scriptTask('slow', 'sleep 6; echo done > out.txt', 'grep -qx done out.txt')],
+    });
     const run = cli(['run', file, '--home', home, '--config', config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
     await until('the worker claims the attempt', () => /claimed .*slow\/1/.test(w.out()));
 
@@ -48,11 +54,17 @@ describe('Ctrl-C of `verdict run --pool` while Postgres is down', function () {
     assert.equal(r.exitCode, 1, r.all);
     assert.match(r.all, /cancelling/);
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { status: string; tasks: { key: string; status: string; attempts: { verdict: string; phase: string }[]; reason?: string }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as {
+      status: string;
+      tasks: { key: string; status: string; attempts: { verdict: string; phase: string }[]; reason?: string }[];
+    };
     assert.notEqual(state.status, 'running', 'the run ended');
     const task = state.tasks[0]!;
     assert.equal(task.status, 'INTERRUPTED');
-    assert.deepEqual(task.attempts.map((a) => [a.phase, a.verdict]), [['done', 'INTERRUPTED']]);
+    assert.deepEqual(
+      task.attempts.map((a) => [a.phase, a.verdict]),
+      [['done', 'INTERRUPTED']],
+    );
     const rows = readRows(home);
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.verdict, 'INTERRUPTED');
@@ -64,21 +76,32 @@ describe('Ctrl-C of `verdict run --pool` while Postgres is down', function () {
     // Postgres back: the worker, which kept its attempt, settles it; its work is on the remote. Nothing lost.
     pgServer.start();
     await until('the worker settles its attempt', async () => {
-      const q = await query(url, 'SELECT record FROM verdict_pool_attempts WHERE run_id = $1 AND task_key = $2 AND attempt = 1', [runId, 'slow']).catch(() => null);
+      const q = await query(url, 'SELECT record FROM verdict_pool_attempts WHERE run_id = $1 AND task_key = $2 AND attempt = 1', [runId, 'slow']).catch(
+        () => null,
+      );
       return q?.rows[0]?.record != null;
     }).catch((e: Error) => {
       throw new Error(`${e.message}; the worker said:\n${w.out()}`);
     });
-    const settled = (await query(url, 'SELECT record FROM verdict_pool_attempts WHERE run_id = $1 AND task_key = $2 AND attempt = 1', [runId, 'slow'])).rows[0].record as { verdict: string; commit: string };
+    const settled = (await query(url, 'SELECT record FROM verdict_pool_attempts WHERE run_id = $1 AND task_key = $2 AND attempt = 1', [runId, 'slow'])).rows[0]
+      .record as { verdict: string; commit: string };
     assert.equal(settled.verdict, 'PASS');
     assert.equal(git(remote, 'rev-parse', `refs/verdict/${runId}/slow/1`), settled.commit);
     assert.equal(git(remote, 'show', `${settled.commit}:out.txt`), 'done');
 
     // Resumable: the same run takes the task again on the pool and finishes it.
-    const resumed = await cli(['resume', runId, '--home', home, '--config', config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const resumed = await cli(['resume', runId, '--home', home, '--config', config, '--no-dashboard', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     assert.equal(resumed.exitCode, 0, resumed.all);
     const after = readRows(home);
-    assert.deepEqual(after.map((row) => [row.attempt, row.verdict]), [[1, 'INTERRUPTED'], [2, 'PASS']]);
+    assert.deepEqual(
+      after.map((row) => [row.attempt, row.verdict]),
+      [
+        [1, 'INTERRUPTED'],
+        [2, 'PASS'],
+      ],
+    );
     assert.equal(after[1]?.host, 'steady');
   });
 });

@@ -41,7 +41,11 @@ describe('pool: a sandbox that outlived its pool worker and spawn helper is kill
     const home = path.join(machineDir, 'home');
     const start = (): PoolWorker => {
       let out = '';
-      const proc = execa('node', [CLI, 'pool', 'worker', '--db', url, '--home', home, '--config', config, '--host', 'm1', '--slots', '1', '--engines', 'script'], { env: { ...env, HOME: machineDir }, reject: false, all: true, stdin: 'ignore' });
+      const proc = execa(
+        'node',
+        [CLI, 'pool', 'worker', '--db', url, '--home', home, '--config', config, '--host', 'm1', '--slots', '1', '--engines', 'script'],
+        { env: { ...env, HOME: machineDir }, reject: false, all: true, stdin: 'ignore' },
+      );
       proc.all?.on('data', (d: Buffer) => {
         out += d.toString();
       });
@@ -50,7 +54,12 @@ describe('pool: a sandbox that outlived its pool worker and spawn helper is kill
       return w;
     };
     const first = start();
-    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [scriptTask('tracer', spec, 'test -s out.txt', { max_attempts: 1, timeout_s: 600 })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      remote,
+      tasks: [scriptTask('tracer', spec, 'test -s out.txt', { max_attempts: 1, timeout_s: 600 })],
+    });
     const run = cli(['run', file, '--home', path.join(dir, 'home'), '--pool', url, '--no-dashboard'], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
     // gdb's answers are in attack.txt once the init is traced (the worker's own command line names the marker too).
     const attack = (): string => {
@@ -60,8 +69,11 @@ describe('pool: a sandbox that outlived its pool worker and spawn helper is kill
     };
     await until('gdb to free the init', () => /^\$2 = [1-9]/m.test(attack()));
     await new Promise((r) => setTimeout(r, 1000));
-    assert.match(attack(), /^\$1 = 0$/m, 'gdb did not clear the init\'s parent-death signal');
-    const journal = fs.readdirSync(path.join(home, 'runs')).map((r) => path.join(home, 'runs', r, 'tasks', 'tracer', 'workers.jsonl')).find((f) => fs.existsSync(f));
+    assert.match(attack(), /^\$1 = 0$/m, "gdb did not clear the init's parent-death signal");
+    const journal = fs
+      .readdirSync(path.join(home, 'runs'))
+      .map((r) => path.join(home, 'runs', r, 'tasks', 'tracer', 'workers.jsonl'))
+      .find((f) => fs.existsSync(f));
     assert.ok(journal && /^\{"init":/m.test(fs.readFileSync(journal, 'utf8')), 'the pool worker journals its sandbox inits');
     for (const p of [first.proc.pid!, ...childrenOf(first.proc.pid!)]) process.kill(p, 'SIGKILL');
     await first.proc;
@@ -76,6 +88,12 @@ describe('pool: a sandbox that outlived its pool worker and spawn helper is kill
     assert.match(second.out(), /killed 1 sandbox\(es\) that outlived a pool worker of this home/);
     const r = await run;
     assert.equal(r.exitCode, 0, r.all);
-    assert.deepEqual(readRows(path.join(dir, 'home')).map((x) => [x.attempt, x.verdict]), [[1, 'INTERRUPTED'], [2, 'PASS']]);
+    assert.deepEqual(
+      readRows(path.join(dir, 'home')).map((x) => [x.attempt, x.verdict]),
+      [
+        [1, 'INTERRUPTED'],
+        [2, 'PASS'],
+      ],
+    );
   });
 });

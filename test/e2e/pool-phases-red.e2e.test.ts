@@ -25,7 +25,13 @@ describe('phases over the worker pool: red before green', function () {
     workers.push(w);
     await workersUp([w]);
     // The test phase is the script engine too, under another model: another writer than the implementers.
-    const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', { max_attempts: 1, phases: { files: ['upper.sh', 'lower.sh'], test: { engine: 'script', model: 'tester', spec: testSpec, check: 'bash tests/test.sh', expect_files: ['tests/test.sh'] } } });
+    const task = scriptTask('case', IMPLEMENT, 'bash -n {file} && test -s {file}', {
+      max_attempts: 1,
+      phases: {
+        files: ['upper.sh', 'lower.sh'],
+        test: { engine: 'script', model: 'tester', spec: testSpec, check: 'bash tests/test.sh', expect_files: ['tests/test.sh'] },
+      },
+    });
     const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [task] });
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
@@ -36,7 +42,10 @@ describe('phases over the worker pool: red before green', function () {
     const lazy = await runOnPool('mkdir -p tests && echo "exit 0" > tests/test.sh');
     assert.equal(lazy.r.exitCode, 1, lazy.r.all);
     assert.equal(lazy.rows.at(-1)?.verdict, 'FAIL', lazy.r.all);
-    assert.match(String(lazy.rows.at(-1)?.notes), /the tests pass without the implementation: `bash tests\/test\.sh` exited 0 on the tree without upper\.sh, lower\.sh/);
+    assert.match(
+      String(lazy.rows.at(-1)?.notes),
+      /the tests pass without the implementation: `bash tests\/test\.sh` exited 0 on the tree without upper\.sh, lower\.sh/,
+    );
     assert.equal((lazy.rows.at(-1)?.red as { exit_code: number } | undefined)?.exit_code, 0);
     for (const w of workers.splice(0)) {
       w.proc.kill('SIGKILL');

@@ -11,21 +11,32 @@ import { LEASE_MS, poolSuite, query, repoAndRemote, startPoolWorker, unsandboxed
  * or misconfigured one can: it claims the attempt, pushes a commit whose check fails, and settles the attempt PASS
  * with a check output of its own making.
  */
-describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run --pool)', function () {
+describe("pool: a worker's PASS is re-checked on the orchestrator (verdict run --pool)", function () {
   this.timeout(300_000);
   const { url: poolUrl, workers } = poolSuite();
 
   /** The task every test runs: its check passes only on a tree whose out.txt says `truth`. */
-  const task = (spec: string) => scriptTask('t', spec, 'grep -qx truth out.txt && echo "out.txt holds the truth" || { echo "out.txt says: $(cat out.txt 2>&1)"; exit 1; }', { max_attempts: 1, expect_files: ['out.txt'] });
+  const task = (spec: string) =>
+    scriptTask('t', spec, 'grep -qx truth out.txt && echo "out.txt holds the truth" || { echo "out.txt says: $(cat out.txt 2>&1)"; exit 1; }', {
+      max_attempts: 1,
+      expect_files: ['out.txt'],
+    });
 
   /**
    * Plays the lying worker `id` for the first attempt queued: claims it, pushes a commit whose out.txt says `lie` to the
    * attempt's ref and the task branch, and settles the attempt PASS with a made-up check output.
    */
-  async function lie(url: string, remote: string, id: string, files: Record<string, string> = { 'out.txt': 'lie\n' }): Promise<{ runId: string; commit: string }> {
+  async function lie(
+    url: string,
+    remote: string,
+    id: string,
+    files: Record<string, string> = { 'out.txt': 'lie\n' },
+  ): Promise<{ runId: string; commit: string }> {
     let attempt: { run_id: string; task_key: string; attempt: number } | undefined;
     await until('the attempt queued', async () => {
-      attempt = (await query(url, 'SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE record IS NULL AND worker_id IS NULL').catch(() => ({ rows: [] }))).rows[0];
+      attempt = (
+        await query(url, 'SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE record IS NULL AND worker_id IS NULL').catch(() => ({ rows: [] }))
+      ).rows[0];
       return !!attempt;
     });
     const { run_id: runId, task_key: key, attempt: n } = attempt!;
@@ -38,17 +49,36 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
     git(clone, 'commit', '-q', '-m', 'the work');
     const commit = git(clone, 'rev-parse', 'HEAD');
     git(clone, 'push', '-q', remote, `${commit}:refs/verdict/${runId}/${key}/${n}`, `+${commit}:refs/heads/verdict/${runId}/${key}`);
-    await query(url, `INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, 'liar', 4242, 1, '{script}') ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = now()`, [id]);
-    await query(url, `UPDATE verdict_pool_attempts SET worker_id = $4, host = 'liar', claimed_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3`, [runId, key, n, id]);
+    await query(
+      url,
+      `INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, 'liar', 4242, 1, '{script}') ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = now()`,
+      [id],
+    );
+    await query(
+      url,
+      `UPDATE verdict_pool_attempts SET worker_id = $4, host = 'liar', claimed_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3`,
+      [runId, key, n, id],
+    );
     const record = {
-      verdict: 'PASS', reason: '', host: 'liar', workerId: id, harness: 'script', model: null, commit, sealed: commit,
+      verdict: 'PASS',
+      reason: '',
+      host: 'liar',
+      workerId: id,
+      harness: 'script',
+      model: null,
+      commit,
+      sealed: commit,
       check: { output: 'ran 12 tests: all passed\n', exitCode: 0, receipt: { exitCode: 0, signal: null, timedOut: false, cancelled: false, durationMs: 5 } },
     };
-    await query(url, `UPDATE verdict_pool_attempts SET record = $4, log_tail = 'did the work', finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`, [runId, key, n, JSON.stringify(record)]);
+    await query(
+      url,
+      `UPDATE verdict_pool_attempts SET record = $4, log_tail = 'did the work', finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`,
+      [runId, key, n, JSON.stringify(record)],
+    );
     return { runId, commit };
   }
 
-  it('a lying worker\'s PASS for a commit whose check fails: FAIL with both outputs, and the worker is marked in pool status', async () => {
+  it("a lying worker's PASS for a commit whose check fails: FAIL with both outputs, and the worker is marked in pool status", async () => {
     const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
@@ -79,7 +109,7 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
     assert.match(text.stdout, /liar .*1 PASS that did not hold here/);
   });
 
-  it('a lying worker\'s PASS for a commit whose check passes and whose suite fails: the re-check runs the suite too, FAIL', async () => {
+  it("a lying worker's PASS for a commit whose check passes and whose suite fails: the re-check runs the suite too, FAIL", async () => {
     const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
@@ -98,7 +128,7 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
     assert.deepEqual((row?.pool as { recheck: { passed: boolean } }).recheck.passed, false);
   });
 
-  it('an honest worker\'s PASS is re-checked here and kept; its row says so', async () => {
+  it("an honest worker's PASS is re-checked here and kept; its row says so", async () => {
     const url = poolUrl();
     const dir = tempDir();
     const { repo, remote } = repoAndRemote(dir);
@@ -128,7 +158,9 @@ describe('pool: a worker\'s PASS is re-checked on the orchestrator (verdict run 
     fs.writeFileSync(config, JSON.stringify({ pool: { trust: 'worker' } }));
     const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [task('echo truth > out.txt')] });
     const home = path.join(dir, 'home');
-    const run = cli(['run', file, '--home', home, '--pool', url, '--config', config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const run = cli(['run', file, '--home', home, '--pool', url, '--config', config, '--no-dashboard', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     const { commit } = await lie(url, remote, 'liar-2');
     const r = await run;
     assert.equal(r.exitCode, 0, r.all);

@@ -27,7 +27,11 @@ async function openEvents(hud: HudProcess): Promise<{ messages: HostToPage[]; cl
       while ((end = buffer.indexOf('\n\n')) >= 0) {
         const event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = event.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+        const data = event
+          .split('\n')
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6))
+          .join('\n');
         if (!data) continue;
         if (/^event: hello/m.test(event)) client = (JSON.parse(data) as { client: string }).client;
         else messages.push(JSON.parse(data) as HostToPage);
@@ -36,7 +40,11 @@ async function openEvents(hud: HudProcess): Promise<{ messages: HostToPage[]; cl
   };
   void pump();
   await until('the hello event', () => client !== '', 20_000);
-  const post = await fetch(`${hud.url}message?client=${client}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${hud.port}` }, body: '{"type":"ready"}' });
+  const post = await fetch(`${hud.url}message?client=${client}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${hud.port}` },
+    body: '{"type":"ready"}',
+  });
   assert.equal(post.status, 204);
   return { messages, close: () => controller.abort() };
 }
@@ -62,7 +70,11 @@ describe('the worker pool in the dashboard (verdict hud --pool) from a real Post
     hud = await startHudProcess(home, { VERDICT_POOL_URL: url, VERDICT_POOL_LEASE_MS: LEASE_MS });
     const events = await openEvents(hud);
     try {
-      await until('a pool view with both workers live', () => poolViews(events.messages).some((v) => v.workers.filter((w) => w.state === 'live').length === 2), 60_000);
+      await until(
+        'a pool view with both workers live',
+        () => poolViews(events.messages).some((v) => v.workers.filter((w) => w.state === 'live').length === 2),
+        60_000,
+      );
       const first = poolViews(events.messages).find((v) => v.workers.filter((w) => w.state === 'live').length === 2) as PoolView;
       assert.equal(first.error, null);
       assert.equal(first.url, url);
@@ -72,7 +84,10 @@ describe('the worker pool in the dashboard (verdict hud --pool) from a real Post
       assert.equal(byHost.get('w2')?.slots, 1);
       assert.deepEqual(byHost.get('w1')?.engines, ['script']);
       assert.deepEqual(byHost.get('w2')?.engines, ['script', 'agent']);
-      assert.ok(first.workers.every((w) => Number.isFinite(w.heartbeatAt) && w.heartbeatAt >= w.startedAt), 'each worker has a heartbeat');
+      assert.ok(
+        first.workers.every((w) => Number.isFinite(w.heartbeatAt) && w.heartbeatAt >= w.startedAt),
+        'each worker has a heartbeat',
+      );
       assert.deepEqual(first.totals, { workers: 2, live: 2, slots: 3, busy: 0, waiting: 0 });
 
       // A pool run of three attempts that each take a while: the views show who holds which.
@@ -102,13 +117,23 @@ describe('the worker pool in the dashboard (verdict hud --pool) from a real Post
 
       // Every attempt was seen running in the pool view, on the worker whose host its eval row names.
       const seen = new Map<string, string>();
-      for (const v of poolViews(events.messages)) for (const w of v.workers) for (const ref of w.running) if (ref.runId === rows[0]?.run_id) seen.set(ref.taskKey, w.host);
+      for (const v of poolViews(events.messages))
+        for (const w of v.workers) for (const ref of w.running) if (ref.runId === rows[0]?.run_id) seen.set(ref.taskKey, w.host);
       assert.deepEqual(new Map([...seen].sort()), new Map([...hostOf].sort()), 'each attempt shown on the worker that ran it');
-      assert.ok(poolViews(events.messages).some((v) => v.totals.busy > 0), 'busy slots were counted');
+      assert.ok(
+        poolViews(events.messages).some((v) => v.totals.busy > 0),
+        'busy slots were counted',
+      );
 
       // The run as the page has it: each attempt names its host.
-      await until('the finished run on the page', () => events.messages.some((m) => m.type === 'did-change-run' && m.run.runName === 'pool-views' && m.run.liveness === 'finished'), 30_000);
-      const run = events.messages.filter((m): m is { type: 'did-change-run'; run: RunView } => m.type === 'did-change-run' && m.run.runName === 'pool-views').at(-1)!.run;
+      await until(
+        'the finished run on the page',
+        () => events.messages.some((m) => m.type === 'did-change-run' && m.run.runName === 'pool-views' && m.run.liveness === 'finished'),
+        30_000,
+      );
+      const run = events.messages
+        .filter((m): m is { type: 'did-change-run'; run: RunView } => m.type === 'did-change-run' && m.run.runName === 'pool-views')
+        .at(-1)!.run;
       for (const t of run.tasks) assert.equal(t.attempts[0]?.host, hostOf.get(t.key), `${t.key}'s attempt names its host`);
 
       // `verdict pool status` prints the same model: each worker's line but the heartbeat age.
@@ -127,11 +152,18 @@ describe('the worker pool in the dashboard (verdict hud --pool) from a real Post
           const page = await browser.newPage();
           await page.goto(hud.url);
           await page.locator('[data-testid="pool-worker"][data-state="live"]').nth(1).waitFor({ timeout: 30_000 });
-          assert.deepEqual((await page.locator('[data-testid="pool-worker"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-host')))).sort(), ['w1', 'w2']);
+          assert.deepEqual((await page.locator('[data-testid="pool-worker"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-host')))).sort(), [
+            'w1',
+            'w2',
+          ]);
           assert.match(await page.getByTestId('pool-summary').innerText(), /2 workers \(2 live\)/);
           await page.locator('.run-row', { hasText: 'pool-views' }).locator('.run-open').click();
           const lines = await page.locator('.attempt-line').allInnerTexts();
-          for (const [key, host] of hostOf) assert.ok(lines.some((l) => l.includes(`on ${host}`)), `an attempt line of ${key} says "on ${host}": ${lines.join(' | ')}`);
+          for (const [key, host] of hostOf)
+            assert.ok(
+              lines.some((l) => l.includes(`on ${host}`)),
+              `an attempt line of ${key} says "on ${host}": ${lines.join(' | ')}`,
+            );
         } finally {
           await browser.close();
         }

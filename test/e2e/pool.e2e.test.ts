@@ -5,7 +5,18 @@ import PgBoss from 'pg-boss';
 import { cli } from '../helpers/cli';
 import { git, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
-import { drain, LEASE_MS, poolMachine as machine, poolSuite, query, repoAndRemote, startPoolWorker as startWorker, unsandboxed, until, workersUp } from '../helpers/pool-workers';
+import {
+  drain,
+  LEASE_MS,
+  poolMachine as machine,
+  poolSuite,
+  query,
+  repoAndRemote,
+  startPoolWorker as startWorker,
+  unsandboxed,
+  until,
+  workersUp,
+} from '../helpers/pool-workers';
 
 describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', function () {
   this.timeout(300_000);
@@ -23,7 +34,9 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const file = writeManifest(dir, { worktrees: true, repo, remote, max_parallel: 20, tasks });
     const home = path.join(dir, 'home');
     // A key of the orchestrator's machine: it must reach no worker.
-    const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], { env: { OPENAI_API_KEY: 'sk-orchestrator-secret-4242', VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--no-dashboard', ...unsandboxed], {
+      env: { OPENAI_API_KEY: 'sk-orchestrator-secret-4242', VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home);
     assert.equal(rows.length, 20);
@@ -53,7 +66,13 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     // Status names both workers; Ctrl-C drains them.
     const status = await cli(['pool', 'status', '--db', url, '--json']);
     const s = JSON.parse(status.stdout) as { workers: { host: string; state: string; engines: string[] }[] };
-    assert.deepEqual(s.workers.filter((w) => w.state === 'live').map((w) => w.host).sort(), ['w1', 'w2']);
+    assert.deepEqual(
+      s.workers
+        .filter((w) => w.state === 'live')
+        .map((w) => w.host)
+        .sort(),
+      ['w1', 'w2'],
+    );
     await Promise.all([drain(a), drain(b)]);
     assert.match(a.out(), /drained and stopped/);
     workers.splice(0);
@@ -67,11 +86,21 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     workers.push(w);
     await workersUp([w]);
     const spec = `echo done > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.5,"usage":{"input_tokens":10,"output_tokens":5}}'`;
-    const file = writeManifest(dir, { worktrees: true, repo, remote, logins: { flat: { engines: ['paid'], max_parallel: 1, billing: 'subscription' } }, tasks: [{ key: 'sub', engine: 'paid', spec, check: 'test -s out.txt', max_attempts: 1 }] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      remote,
+      logins: { flat: { engines: ['paid'], max_parallel: 1, billing: 'subscription' } },
+      tasks: [{ key: 'sub', engine: 'paid', spec, check: 'test -s out.txt', max_attempts: 1 }],
+    });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     const row = readRows(home)[0];
-    console.log(`      row: ${String(row?.verdict)} on ${String(row?.host)}, cost ${String(row?.cost_microusd)}, billing ${String(row?.billing)}, ${String(row?.worker_tokens)} tokens`);
+    console.log(
+      `      row: ${String(row?.verdict)} on ${String(row?.host)}, cost ${String(row?.cost_microusd)}, billing ${String(row?.billing)}, ${String(row?.worker_tokens)} tokens`,
+    );
     assert.equal(r.exitCode, 0, r.all);
     assert.deepEqual([row?.host, row?.cost_microusd, row?.billing, row?.worker_tokens], ['flat', null, 'subscription', 15]);
     await drain(w);
@@ -85,9 +114,16 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     // The first machine's agent never ends; the second's does the work.
     const a = startWorker(url, 'dies', 'agent', 'hang', 1);
     workers.push(a);
-    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'victim', engine: 'agent', spec: 'echo done > out.txt', check: 'test -s out.txt', max_attempts: 1 }] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      remote,
+      tasks: [{ key: 'victim', engine: 'agent', spec: 'echo done > out.txt', check: 'test -s out.txt', max_attempts: 1 }],
+    });
     const home = path.join(dir, 'home');
-    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     await until('the first worker claims the attempt', () => /claimed .*victim\/1/.test(a.out()));
     await new Promise((r) => setTimeout(r, 500));
     a.proc.kill('SIGKILL');
@@ -97,10 +133,13 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const r = await run;
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => [row.attempt, row.verdict, row.host, row.retry]), [
-      [1, 'INTERRUPTED', 'dies', false],
-      [2, 'PASS', 'lives', false],
-    ]);
+    assert.deepEqual(
+      rows.map((row) => [row.attempt, row.verdict, row.host, row.retry]),
+      [
+        [1, 'INTERRUPTED', 'dies', false],
+        [2, 'PASS', 'lives', false],
+      ],
+    );
     assert.match(String(rows[0]?.notes), /stopped renewing its heartbeat/);
     assert.equal(git(remote, 'rev-parse', 'refs/heads/' + String(rows[1]?.branch)), rows[1]?.commit);
   });
@@ -113,17 +152,33 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const b = startWorker(url, 'rich', 'script,good', 'bash', 2);
     workers.push(a, b);
     const file = writeManifest(dir, {
-      worktrees: true, repo, remote,
+      worktrees: true,
+      repo,
+      remote,
       tasks: [
         scriptTask('first', 'echo base > first.txt', 'test -s first.txt'),
-        { key: 'second', engine: 'good', after: ['first'], spec: 'cat first.txt > second.txt; echo more >> second.txt', check: 'grep -qx base second.txt && grep -qx more second.txt' },
+        {
+          key: 'second',
+          engine: 'good',
+          after: ['first'],
+          spec: 'cat first.txt > second.txt; echo more >> second.txt',
+          check: 'grep -qx base second.txt && grep -qx more second.txt',
+        },
       ],
     });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => [row.task_key, row.verdict]), [['first', 'PASS'], ['second', 'PASS']]);
+    assert.deepEqual(
+      rows.map((row) => [row.task_key, row.verdict]),
+      [
+        ['first', 'PASS'],
+        ['second', 'PASS'],
+      ],
+    );
     assert.equal(rows[1]?.host, 'rich', 'only the worker with engine good may run it');
     assert.doesNotMatch(a.out(), /claimed .*second/);
     // The dependent started from its prerequisite's commit, fetched from the remote.
@@ -136,18 +191,29 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const { repo, remote } = repoAndRemote(dir);
     const a = startWorker(url, 'reviewing', 'agent', 'bash', 1);
     workers.push(a);
-    const spec = 'echo work > work.txt; if [ -n "$VERDICT_FAILURE_FILE" ] && grep -q "tests.txt is missing" "$VERDICT_FAILURE_FILE"; then echo ok > tests.txt; fi';
-    const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'reviewed', engine: 'agent', spec, check: 'test -s work.txt', max_attempts: 2, review: { engines: ['strict'], require: 'all' } }] });
+    const spec =
+      'echo work > work.txt; if [ -n "$VERDICT_FAILURE_FILE" ] && grep -q "tests.txt is missing" "$VERDICT_FAILURE_FILE"; then echo ok > tests.txt; fi';
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      remote,
+      tasks: [{ key: 'reviewed', engine: 'agent', spec, check: 'test -s work.txt', max_attempts: 2, review: { engines: ['strict'], require: 'all' } }],
+    });
     const home = path.join(dir, 'home');
-    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const r = await cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => [row.step, row.attempt, row.worker_engine, row.verdict, row.host]), [
-      ['work', 1, 'agent', 'FAIL', 'reviewing'],
-      ['review', 1, 'strict', 'FAIL', 'reviewing'],
-      ['work', 2, 'agent', 'PASS', 'reviewing'],
-      ['review', 2, 'strict', 'PASS', 'reviewing'],
-    ]);
+    assert.deepEqual(
+      rows.map((row) => [row.step, row.attempt, row.worker_engine, row.verdict, row.host]),
+      [
+        ['work', 1, 'agent', 'FAIL', 'reviewing'],
+        ['review', 1, 'strict', 'FAIL', 'reviewing'],
+        ['work', 2, 'agent', 'PASS', 'reviewing'],
+        ['review', 2, 'strict', 'PASS', 'reviewing'],
+      ],
+    );
     assert.equal(git(remote, 'show', `${String(rows[2]?.commit)}:tests.txt`), 'ok');
   });
 
@@ -160,7 +226,9 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const file = writeManifest(dir, { worktrees: true, repo, remote, tasks: [{ key: 'long', engine: 'agent', spec: 'true', check: 'true', max_attempts: 3 }] });
     const home = path.join(dir, 'home');
     // --force: the check `true` is a lint error; the attempt is stopped before it.
-    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', '--force', ...unsandboxed], { env: { VERDICT_POOL_LEASE_MS: LEASE_MS } });
+    const run = cli(['run', file, '--home', home, '--pool', url, '--config', machine(dir, 'bash').config, '--no-dashboard', '--force', ...unsandboxed], {
+      env: { VERDICT_POOL_LEASE_MS: LEASE_MS },
+    });
     await until('the worker claims it', () => /claimed .*long\/1/.test(a.out()));
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] as string;
     const stop = await cli(['stop', runId, 'long', '--home', home]);
@@ -168,7 +236,10 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const r = await run;
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => [row.attempt, row.verdict, row.host]), [[1, 'CANCELLED', 'stoppable']]);
+    assert.deepEqual(
+      rows.map((row) => [row.attempt, row.verdict, row.host]),
+      [[1, 'CANCELLED', 'stoppable']],
+    );
     assert.match(a.out(), /long\/1: CANCELLED/);
   });
 
@@ -194,13 +265,16 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     assert.match(a.out() + b.out(), /the pool database does not answer/);
     assert.match(a.out() + b.out(), /the pool database answers again/);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((row) => row.verdict), Array(6).fill('PASS'));
+    assert.deepEqual(
+      rows.map((row) => row.verdict),
+      Array(6).fill('PASS'),
+    );
     assert.deepEqual(rows.map((row) => row.task_key).sort(), tasks.map((t) => t.key).sort());
     const runId = String(rows[0]?.run_id);
     assert.equal((await query(url, 'SELECT count(*)::int AS n FROM verdict_pool_attempts WHERE run_id = $1', [runId])).rows[0].n, 6);
   });
 
-  it('a task cannot leave its sandbox on a pool worker: the worker\'s home and the rest of the machine stay untouched', async function () {
+  it("a task cannot leave its sandbox on a pool worker: the worker's home and the rest of the machine stay untouched", async function () {
     await requireSandbox(this);
     const url = poolUrl();
     const dir = tempDir();
@@ -209,7 +283,9 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     workers.push(a);
     const outside = path.join(dir, 'outside.txt');
     const file = writeManifest(dir, {
-      worktrees: true, repo, remote,
+      worktrees: true,
+      repo,
+      remote,
       tasks: [scriptTask('escape', `echo x > ${outside}; echo x > ${a.home}/pwned; ls ${a.home} > seen.txt 2>&1; echo done > out.txt`, 'test -s out.txt')],
     });
     const home = path.join(dir, 'home');
@@ -235,7 +311,41 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     const boss = new PgBoss({ connectionString: url, schedule: false, supervise: false });
     boss.on('error', () => undefined);
     await boss.start();
-    const base = { v: 4, runId: '20260101-000000-abcd', runName: 'x', identity: 'x', attempt: 1, retry: false, engine: 'script', model: null, taskType: null, spec: `touch ${dir}/pwned`, failure: null, check: 'true', expectFiles: [], timeoutMs: 60000, checkTimeoutMs: 60000, watchdogMs: null, engineArgs: [], verified: null, network: true, protect: null, setup: null, remote: path.join(dir, 'none.git'), baseSha: 'a'.repeat(40), startFrom: [], group: null, candidate: null, review: null, guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: true, allowPaths: null, inputs: null, red: null, revising: false };
+    const base = {
+      v: 4,
+      runId: '20260101-000000-abcd',
+      runName: 'x',
+      identity: 'x',
+      attempt: 1,
+      retry: false,
+      engine: 'script',
+      model: null,
+      taskType: null,
+      spec: `touch ${dir}/pwned`,
+      failure: null,
+      check: 'true',
+      expectFiles: [],
+      timeoutMs: 60000,
+      checkTimeoutMs: 60000,
+      watchdogMs: null,
+      engineArgs: [],
+      verified: null,
+      network: true,
+      protect: null,
+      setup: null,
+      remote: path.join(dir, 'none.git'),
+      baseSha: 'a'.repeat(40),
+      startFrom: [],
+      group: null,
+      candidate: null,
+      review: null,
+      guard: { secrets: true, stubs: true, deps: true, paths: true },
+      allowDeps: true,
+      allowPaths: null,
+      inputs: null,
+      red: null,
+      revising: false,
+    };
     const escaping = await boss.send('verdict-attempt-script', { ...base, key: '../../escape', branch: 'verdict/20260101-000000-abcd/../../escape' });
     const fullAccess = await boss.send('verdict-attempt-script', { ...base, key: 'ok', branch: 'verdict/20260101-000000-abcd/ok', fullAccess: true });
     await until('both refused', () => (a.out().match(/refused job/g) ?? []).length === 2, 30_000).catch((e: Error) => {

@@ -74,16 +74,34 @@ describe('a reader still running when its input is rerun', function () {
     assert.match(rerun.stdout, /sort--w2 is queued again: .*; sort \(reading it\) stopped, to run again after it/);
     assert.equal(r.exitCode, 0, r.all);
     const s = run.state();
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]).sort(), [['sort', 'PASS'], ['sort--w1', 'PASS'], ['sort--w2', 'PASS']], r.all);
-    assert.doesNotMatch(s.tasks.find((t) => t.key === 'sort')?.reason ?? '', /being rerun/, 'the PASS does not carry the stopped attempt\'s reason');
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]).sort(),
+      [
+        ['sort', 'PASS'],
+        ['sort--w1', 'PASS'],
+        ['sort--w2', 'PASS'],
+      ],
+      r.all,
+    );
+    assert.doesNotMatch(s.tasks.find((t) => t.key === 'sort')?.reason ?? '', /being rerun/, "the PASS does not carry the stopped attempt's reason");
     assert.match(String(s.tasks.find((t) => t.key === 'sort')?.attempts[0]?.notes), /its input sort--w2 is being rerun/);
     const report = fs.readFileSync(path.join(s.tasks.find((t) => t.key === 'sort')!.dir, 'report.md'), 'utf8');
     assert.match(report, /: v2$/m, `the validator judged the old copy:\n${report}`);
     assert.match(report, /: v1$/m);
     const rows = readRows(home).filter((x) => x.task_key === 'sort');
-    assert.deepEqual(rows.map((x) => [x.attempt, x.verdict]), [[1, 'CANCELLED'], [2, 'PASS']], 'max_attempts 1: the stopped attempt spent nothing');
+    assert.deepEqual(
+      rows.map((x) => [x.attempt, x.verdict]),
+      [
+        [1, 'CANCELLED'],
+        [2, 'PASS'],
+      ],
+      'max_attempts 1: the stopped attempt spent nothing',
+    );
     assert.match(String(rows[0]?.notes), /^its input sort--w2 is being rerun: stopped before judging work that no longer stands \(not counted\)/);
-    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', run.runId, 'tasks', 'sort', 'attempt-1', 'receipt.json'), 'utf8')) as { verdict: string; reason: string };
+    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', run.runId, 'tasks', 'sort', 'attempt-1', 'receipt.json'), 'utf8')) as {
+      verdict: string;
+      reason: string;
+    };
     assert.equal(receipt.verdict, 'CANCELLED');
     assert.match(receipt.reason, /its input sort--w2 is being rerun/);
   });
@@ -100,8 +118,21 @@ describe('a reader still running when its input is rerun', function () {
     fs.writeFileSync(release, '');
     const r = await run.child;
     const s = run.state();
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]).sort(), [['sort', 'BLOCKED'], ['sort--w1', 'PASS'], ['sort--w2', 'FAIL']], r.all);
-    assert.deepEqual(readRows(home).filter((x) => x.task_key === 'sort').map((x) => x.verdict), ['CANCELLED']);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]).sort(),
+      [
+        ['sort', 'BLOCKED'],
+        ['sort--w1', 'PASS'],
+        ['sort--w2', 'FAIL'],
+      ],
+      r.all,
+    );
+    assert.deepEqual(
+      readRows(home)
+        .filter((x) => x.task_key === 'sort')
+        .map((x) => x.verdict),
+      ['CANCELLED'],
+    );
   });
 
   it('ranked: a ranking under way when a candidate is rerun is stopped (its row CANCELLED, saying why) and a new round ranks the new work', async () => {
@@ -112,19 +143,42 @@ describe('a reader still running when its input is rerun', function () {
     // The ranker waits while `hold` exists, then scores 3 per GOOD in each solution's material.
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
-    fs.writeFileSync(path.join(bin, 'rank-judge'), [
-      '#!/bin/bash',
-      `while [ -e ${hold} ]; do sleep 0.1; done`,
-      'json=""; for n in A B; do f=$n.txt; [ -e $n.diff ] && f=$n.diff; s=$(( $(grep -o GOOD "$f" | wc -l) * 3 )); [ $s -gt 10 ] && s=10; json="$json${json:+, }\\"$n\\": $s"; done',
-      'echo "{\\"scores\\": {$json}}"',
-    ].join('\n') + '\n', { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'rank-judge'),
+      [
+        '#!/bin/bash',
+        `while [ -e ${hold} ]; do sleep 0.1; done`,
+        'json=""; for n in A B; do f=$n.txt; [ -e $n.diff ] && f=$n.diff; s=$(( $(grep -o GOOD "$f" | wc -l) * 3 )); [ $s -gt 10 ] && s=10; json="$json${json:+, }\\"$n\\": $s"; done',
+        'echo "{\\"scores\\": {$json}}"',
+      ].join('\n') + '\n',
+      { mode: 0o755 },
+    );
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { judge: { binary: 'rank-judge', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'j1' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { judge: { binary: 'rank-judge', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'j1' } } }),
+    );
     // Candidate 1: two GOODs. Candidate 2: one, then three once rerun.
     const spec = `if [ "$VERDICT_CANDIDATE" = 1 ]; then echo "GOOD GOOD" > out.txt; elif [ -e ${v2} ]; then echo "GOOD GOOD GOOD" > out.txt; else echo "GOOD" > out.txt; fi`;
     const home = path.join(dir, 'home');
-    const manifest = writeManifest(dir, { workdir: 'w', max_parallel: 2, tasks: [scriptTask('fix', spec, 'grep -q GOOD out.txt', { repeat: 2, select: 'ranked', max_attempts: 1, rank: { rubric: 'More GOOD is better.', engines: ['judge'] } })] });
-    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', '--config', config], { reject: false, all: true, stdin: 'ignore', env: { PATH: `${bin}:${process.env.PATH}` } });
+    const manifest = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 2,
+      tasks: [
+        scriptTask('fix', spec, 'grep -q GOOD out.txt', {
+          repeat: 2,
+          select: 'ranked',
+          max_attempts: 1,
+          rank: { rubric: 'More GOOD is better.', engines: ['judge'] },
+        }),
+      ],
+    });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard', '--config', config], {
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+      env: { PATH: `${bin}:${process.env.PATH}` },
+    });
     let runId = '';
     await until('the ranker started', () => {
       runId = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
@@ -143,7 +197,10 @@ describe('a reader still running when its input is rerun', function () {
     assert.match(rerun.stdout, /fix--c2 is queued again: .*; fix \(reading it\) stopped, to run again after it/);
     assert.deepEqual(fix.scores, { 'fix--c1': 6, 'fix--c2': 9 });
     const rank = readRows(home).filter((x) => x.step === 'rank');
-    assert.deepEqual(rank.map((x) => x.verdict), ['CANCELLED', 'PASS']);
+    assert.deepEqual(
+      rank.map((x) => x.verdict),
+      ['CANCELLED', 'PASS'],
+    );
     assert.match(String(rank[0]?.notes), /its input fix--c2 is being rerun/);
     assert.ok(fs.existsSync(path.join(home, 'runs', runId, 'tasks', 'fix', 'rank-2', 'receipt.json')), 'a second round ranked the new work');
   });

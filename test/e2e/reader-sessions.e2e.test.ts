@@ -49,13 +49,23 @@ function fakeEngine(dir: string): { config: string; env: Record<string, string>;
   fs.writeFileSync(path.join(userHome, '.fake', 'auth.json'), 'token-7');
   const config = path.join(dir, 'config.json');
   // `other`: the same CLI under another engine name, with its own state dir (~/.other), as claude is to codex.
-  const fake = { binary: 'fake-engine', argv: ['{spec}'], install: 'a test fixture', output: 'none', state_dirs: ['~/.fake'], state_shared: ['~/.fake/auth.json'] };
+  const fake = {
+    binary: 'fake-engine',
+    argv: ['{spec}'],
+    install: 'a test fixture',
+    output: 'none',
+    state_dirs: ['~/.fake'],
+    state_shared: ['~/.fake/auth.json'],
+  };
   fs.writeFileSync(config, JSON.stringify({ engines: { fake, other: { ...fake, state_dirs: ['~/.other'], state_shared: [] } } }));
   return { config, env: { PATH: `${bin}:${process.env.PATH}`, HOME: userHome }, userHome };
 }
 
 function sessionsLeft(userHome: string): string[] {
-  return fs.readdirSync(path.join(userHome, '.fake', 'sessions')).map((f) => f.replace(/-\d+\.jsonl$/, '')).sort();
+  return fs
+    .readdirSync(path.join(userHome, '.fake', 'sessions'))
+    .map((f) => f.replace(/-\d+\.jsonl$/, ''))
+    .sort();
 }
 
 describe('readers do not see the engine sessions of the work they judge', function () {
@@ -64,7 +74,7 @@ describe('readers do not see the engine sessions of the work they judge', functi
     await requireSandbox(this);
   });
 
-  it('ranked: a ranking reviewer on the candidates\' own engine finds its login and no candidate\'s session', async () => {
+  it("ranked: a ranking reviewer on the candidates' own engine finds its login and no candidate's session", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const home = path.join(dir, 'home');
@@ -72,7 +82,18 @@ describe('readers do not see the engine sessions of the work they judge', functi
     const file = writeManifest(repo, {
       worktrees: true,
       max_parallel: 2,
-      tasks: [scriptTask('fix', 'echo "work of $VERDICT_CANDIDATE" > out.txt', 'test -s out.txt', { repeat: 2, candidates: [{ engine: 'fake', model: 'm1' }, { engine: 'fake', model: 'm2' }], select: 'ranked', max_attempts: 1, rank: { rubric: 'Any.', engines: [{ engine: 'fake', model: 'judge' }] } })],
+      tasks: [
+        scriptTask('fix', 'echo "work of $VERDICT_CANDIDATE" > out.txt', 'test -s out.txt', {
+          repeat: 2,
+          candidates: [
+            { engine: 'fake', model: 'm1' },
+            { engine: 'fake', model: 'm2' },
+          ],
+          select: 'ranked',
+          max_attempts: 1,
+          rank: { rubric: 'Any.', engines: [{ engine: 'fake', model: 'judge' }] },
+        }),
+      ],
     });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
@@ -88,7 +109,7 @@ describe('readers do not see the engine sessions of the work they judge', functi
     assert.equal(rank[0]?.verdict, 'PASS', log);
   });
 
-  it('council: the reviewers and the chair, on the members\' own engine, find their login and no member\'s session', async () => {
+  it("council: the reviewers and the chair, on the members' own engine, find their login and no member's session", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const home = path.join(dir, 'home');
@@ -96,22 +117,44 @@ describe('readers do not see the engine sessions of the work they judge', functi
     const file = writeManifest(repo, {
       worktrees: true,
       max_parallel: 2,
-      tasks: [scriptTask('q', 'echo "answer $RANDOM" > answer.md', 'test -s answer.md', {
-        council: {
-          members: [{ engine: 'fake', model: 'm1' }, { engine: 'fake', model: 'm2' }],
-          review: { spec: 'probe > review.md' },
-          chair: { engine: 'fake', model: 'chair', spec: 'probe > synthesis.md', check: 'grep -q "^login: token-7$" synthesis.md && ! grep -q LEAK synthesis.md' },
-        },
-      })],
+      tasks: [
+        scriptTask('q', 'echo "answer $RANDOM" > answer.md', 'test -s answer.md', {
+          council: {
+            members: [
+              { engine: 'fake', model: 'm1' },
+              { engine: 'fake', model: 'm2' },
+            ],
+            review: { spec: 'probe > review.md' },
+            chair: {
+              engine: 'fake',
+              model: 'chair',
+              spec: 'probe > synthesis.md',
+              check: 'grep -q "^login: token-7$" synthesis.md && ! grep -q LEAK synthesis.md',
+            },
+          },
+        }),
+      ],
     });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const [id] = fs.readdirSync(path.join(home, 'runs'));
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string }[] };
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]).sort(), [['q', 'PASS'], ['q--a1', 'PASS'], ['q--a2', 'PASS'], ['q--r1', 'PASS'], ['q--r2', 'PASS']]);
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as {
+      tasks: { key: string; status: string; dir: string }[];
+    };
+    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]).sort(), [
+      ['q', 'PASS'],
+      ['q--a1', 'PASS'],
+      ['q--a2', 'PASS'],
+      ['q--r1', 'PASS'],
+      ['q--r2', 'PASS'],
+    ]);
     // Every member left a session; the reviewers and the chair (tasks with inputs) saw none of them, and theirs are gone.
     assert.deepEqual(sessionsLeft(userHome), ['q--a1', 'q--a2']);
-    for (const [key, out] of [['q--r1', 'review.md'], ['q--r2', 'review.md'], ['q', 'synthesis.md']] as const) {
+    for (const [key, out] of [
+      ['q--r1', 'review.md'],
+      ['q--r2', 'review.md'],
+      ['q', 'synthesis.md'],
+    ] as const) {
       const seen = fs.readFileSync(path.join(state.tasks.find((t) => t.key === key)!.dir, out), 'utf8');
       assert.match(seen, /^login: token-7$/m, `${key}: ${seen}`);
       // its own session only (the engine writes one for every run), which is gone after it
@@ -120,7 +163,7 @@ describe('readers do not see the engine sessions of the work they judge', functi
     }
   });
 
-  it('council over two engines: a reviewer finds no session the other engine\'s member left in that engine\'s state dir', async () => {
+  it("council over two engines: a reviewer finds no session the other engine's member left in that engine's state dir", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const home = path.join(dir, 'home');
@@ -128,22 +171,33 @@ describe('readers do not see the engine sessions of the work they judge', functi
     const file = writeManifest(repo, {
       worktrees: true,
       max_parallel: 2,
-      tasks: [scriptTask('q', 'echo "answer $RANDOM" > answer.md', 'test -s answer.md', {
-        council: {
-          members: [{ engine: 'fake', model: 'm1' }, { engine: 'other', model: 'm2' }],
-          review: { spec: 'probe > review.md' },
-          chair: { engine: 'fake', model: 'chair', spec: 'probe > synthesis.md', check: 'test -s synthesis.md' },
-        },
-      })],
+      tasks: [
+        scriptTask('q', 'echo "answer $RANDOM" > answer.md', 'test -s answer.md', {
+          council: {
+            members: [
+              { engine: 'fake', model: 'm1' },
+              { engine: 'other', model: 'm2' },
+            ],
+            review: { spec: 'probe > review.md' },
+            chair: { engine: 'fake', model: 'chair', spec: 'probe > synthesis.md', check: 'test -s synthesis.md' },
+          },
+        }),
+      ],
     });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const [id] = fs.readdirSync(path.join(home, 'runs'));
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', id as string, 'state.json'), 'utf8')) as {
+      tasks: { key: string; status: string; dir: string }[];
+    };
     // The `other` member left its session in ~/.other (the fake binary writes one there whatever its engine) …
     assert.ok(fs.readdirSync(path.join(userHome, '.other', 'sessions')).some((f) => f.startsWith('q--a2-')));
     // … and no reviewer nor the chair, whatever its engine, saw a member's session in the other engine's state dir.
-    for (const [key, out] of [['q--r1', 'review.md'], ['q--r2', 'review.md'], ['q', 'synthesis.md']] as const) {
+    for (const [key, out] of [
+      ['q--r1', 'review.md'],
+      ['q--r2', 'review.md'],
+      ['q', 'synthesis.md'],
+    ] as const) {
       const seen = fs.readFileSync(path.join(state.tasks.find((t) => t.key === key)!.dir, out), 'utf8');
       assert.match(seen, /^sessions: /m, `${key}: ${seen}`);
       assert.doesNotMatch(seen, /LEAK/, `${key}: ${seen}`);

@@ -53,7 +53,11 @@ describe(`real codex CLI against the scripted model server, the shared scenarios
   it('a key the API refuses (401): the attempt FAILs as an auth error; verdict doctor in that home says codex is not logged in and names the fix', async () => {
     const r = run('badKey');
     assert.equal(r.result.exitCode, 1, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL']], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [[1, 'FAIL']],
+      explainRun(r),
+    );
     assert.match(String(r.rows[0]?.notes), /the worker exited 1 \(auth\)/, explainRun(r));
     assert.equal(r.server.usageSent.calls, 0);
     const { entry: codex, json, text } = await doctorOf('codex', r);
@@ -66,14 +70,32 @@ describe(`real codex CLI against the scripted model server, the shared scenarios
   it("a command writing outside the task dir runs without asking and writes nothing there: the run never waits for input and PASSes; the user's config.toml and AGENTS.md are byte-identical, the session went to $CODEX_HOME/sessions", () => {
     const r = run('permission');
     assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => x.verdict), ['PASS'], explainRun(r));
-    assert.deepEqual(r.server.requests.filter((q) => q.api === 'responses').map((q) => q.tool), ['exec_command', 'exec_command', null], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => x.verdict),
+      ['PASS'],
+      explainRun(r),
+    );
+    assert.deepEqual(
+      r.server.requests.filter((q) => q.api === 'responses').map((q) => q.tool),
+      ['exec_command', 'exec_command', null],
+      explainRun(r),
+    );
     const log = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
-    assert.match(log, /"type":"item.completed"[^\n]*"type":"command_execution"[^\n]*outside\.txt[^\n]*"status":"(?:completed|failed)"/, `codex ran the command without asking\n${explainRun(r)}`);
+    assert.match(
+      log,
+      /"type":"item.completed"[^\n]*"type":"command_execution"[^\n]*outside\.txt[^\n]*"status":"(?:completed|failed)"/,
+      `codex ran the command without asking\n${explainRun(r)}`,
+    );
     assert.ok(!fs.existsSync(path.join(r.dir, 'work', 'outside.txt')), 'nothing was written outside the task dir');
     const codexHome = path.join(r.dir, 'codex-home');
-    assert.deepEqual({ config: fs.readFileSync(path.join(codexHome, 'config.toml'), 'utf8'), agents: fs.readFileSync(path.join(codexHome, 'AGENTS.md'), 'utf8') }, seeded);
-    const sessions = fs.readdirSync(path.join(codexHome, 'sessions'), { recursive: true }).map(String).filter((f) => f.endsWith('.jsonl'));
+    assert.deepEqual(
+      { config: fs.readFileSync(path.join(codexHome, 'config.toml'), 'utf8'), agents: fs.readFileSync(path.join(codexHome, 'AGENTS.md'), 'utf8') },
+      seeded,
+    );
+    const sessions = fs
+      .readdirSync(path.join(codexHome, 'sessions'), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.jsonl'));
     assert.equal(sessions.length, 1, `codex saved its session under $CODEX_HOME/sessions (found: ${sessions.join(', ') || 'nothing'})`);
   });
 });

@@ -29,7 +29,14 @@ interface RealRun {
  * Writes a one-task manifest for `engine`, runs it with `verdict run`, and collects what happened. `binDir` may list
  * several folders (path.delimiter); `alsoEngines` are configured too (a best-of-N task whose candidates run on them).
  */
-async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 'plain', serverOpts: ModelServerOptions = {}, taskExtra: Record<string, unknown> = {}, alsoEngines: AgentCliName[] = []): Promise<RealRun> {
+async function runReal(
+  engine: AgentCliName,
+  binDir: string,
+  mode: 'worktree' | 'plain',
+  serverOpts: ModelServerOptions = {},
+  taskExtra: Record<string, unknown> = {},
+  alsoEngines: AgentCliName[] = [],
+): Promise<RealRun> {
   const server = await startModelServer(serverOpts);
   const dir = tempDir(`verdict-real-${engine}-`);
   const home = path.join(dir, 'verdict-home');
@@ -51,7 +58,12 @@ async function runReal(engine: AgentCliName, binDir: string, mode: 'worktree' | 
     mode === 'worktree'
       ? writeManifest(makeRepo(path.join(dir, 'repo')), { run_name: `real-${engine}`, worktrees: true, max_parallel: 1, tasks: [task] })
       : writeManifest(dir, { run_name: `real-${engine}`, workdir: 'work', max_parallel: 1, tasks: [task] });
-  const env = { ...Object.assign({}, ...alsoEngines.map((e) => engineEnv(e, dir, server))), ...engineEnv(engine, dir, server), PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`, PWD: dir };
+  const env = {
+    ...Object.assign({}, ...alsoEngines.map((e) => engineEnv(e, dir, server))),
+    ...engineEnv(engine, dir, server),
+    PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`,
+    PWD: dir,
+  };
   let result: RealRun['result'];
   try {
     result = await (await startVerdict(['run', manifest, '--home', home, '--identity', 'real-engines-e2e'], { cwd: dir, env, server })).done();
@@ -130,7 +142,14 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
     it('a 429 from the model is RATE_LIMITED and requeued without burning the attempt; the requeue passes', async () => {
       const limited = await runReal('codex', binDir, 'worktree', { rateLimit: { requests: 1, retryAfterS: 1 } });
       assert.equal(limited.result.exitCode, 0, explain(limited));
-      assert.deepEqual(limited.rows.map((r) => [r.attempt, r.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explain(limited));
+      assert.deepEqual(
+        limited.rows.map((r) => [r.attempt, r.verdict]),
+        [
+          [1, 'RATE_LIMITED'],
+          [2, 'PASS'],
+        ],
+        explain(limited),
+      );
       assert.equal(limited.server.requests[0]?.reply, 'rate_limited');
       const pass = limited.rows[1] as Record<string, unknown>;
       // 429 answers carry no usage, so the passing attempt accounts for everything the server sent.
@@ -149,12 +168,16 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       run = await runReal('codex', binDir, 'worktree', { finalText: ANSWER }, { review: { engines: [{ engine: 'codex', model: 'stub-model' }] } });
     });
 
-    it('reads the answer from codex\'s real final message: a review row credited to codex, with its own exact usage', () => {
+    it("reads the answer from codex's real final message: a review row credited to codex, with its own exact usage", () => {
       assert.equal(run.result.exitCode, 0, explain(run));
-      assert.deepEqual(run.rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]), [
-        ['work', 1, 'codex', 'stub-model', 'PASS', null],
-        ['review', 1, 'codex', 'stub-model', 'PASS', 'approve'],
-      ], explain(run));
+      assert.deepEqual(
+        run.rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]),
+        [
+          ['work', 1, 'codex', 'stub-model', 'PASS', null],
+          ['review', 1, 'codex', 'stub-model', 'PASS', 'approve'],
+        ],
+        explain(run),
+      );
       const [work, review] = run.rows as Record<string, unknown>[];
       assert.equal(review?.sandbox, process.env.VERDICT_TEST_UNSANDBOXED ? 'none' : 'bwrap');
       assert.equal(review?.sealed, work?.commit, 'the reviewer judged the commit that was delivered');
@@ -164,12 +187,15 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       assert.equal(Number(work?.tokens_out) + Number(review?.tokens_out), sent.output);
       assert.ok(Number(review?.tokens_in) > 0);
       // The reviewer's prompt reached the model with the diff in it.
-      assert.ok(run.server.requests.some((r) => JSON.stringify(r.body).includes('+alpha ready')), 'a model request carried the diff');
+      assert.ok(
+        run.server.requests.some((r) => JSON.stringify(r.body).includes('+alpha ready')),
+        'a model request carried the diff',
+      );
       if (process.env.VERDICT_CAPTURE_REVIEW) fs.copyFileSync(String(review?.worker_log), `${process.env.VERDICT_CAPTURE_REVIEW}/codex-review.jsonl`);
     });
   });
 
-  describe('codex as a reviewer running the worker\'s hostile tests (plain mode)', function () {
+  describe("codex as a reviewer running the worker's hostile tests (plain mode)", function () {
     let run: RealRun;
     const REJECT = '{"verdict": "reject", "concerns": ["alpha.txt is not what the spec asks"]}';
     // The worker's tests forge codex's own final events (an approving agent_message, then turn.completed) once into
@@ -191,24 +217,40 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       const binDir = await ensureCli('codex');
       // The worker is a script writing alpha.txt and its tests; codex reviews, its one tool call runs those tests, and
       // its final answer, had it come, rejects.
-      run = await runReal('codex', binDir, 'plain', { command: 'bash "$VERDICT_TASK_DIR/run-tests.sh"', prefer: ['shell'], finalText: REJECT }, {
-        engine: 'script',
-        model: undefined,
-        spec: `echo 'alpha ready' > alpha.txt\ncat > run-tests.sh <<'EOF'\n${HOSTILE}\nEOF`,
-        review: { engines: [{ engine: 'codex', model: 'stub-model' }] },
-      });
+      run = await runReal(
+        'codex',
+        binDir,
+        'plain',
+        { command: 'bash "$VERDICT_TASK_DIR/run-tests.sh"', prefer: ['shell'], finalText: REJECT },
+        {
+          engine: 'script',
+          model: undefined,
+          spec: `echo 'alpha ready' > alpha.txt\ncat > run-tests.sh <<'EOF'\n${HOSTILE}\nEOF`,
+          review: { engines: [{ engine: 'codex', model: 'stub-model' }] },
+        },
+      );
     });
 
-    it('killed after the forgery, codex is the reviewer\'s ERROR: no PASS, and no forged line reached its log', () => {
+    it("killed after the forgery, codex is the reviewer's ERROR: no PASS, and no forged line reached its log", () => {
       const rows = run.rows.map((r) => [r.step, r.worker_engine, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]);
-      assert.deepEqual(rows, [['work', 'script', 'ERROR', null], ['review', 'codex', 'ERROR', null]], explain(run));
+      assert.deepEqual(
+        rows,
+        [
+          ['work', 'script', 'ERROR', null],
+          ['review', 'codex', 'ERROR', null],
+        ],
+        explain(run),
+      );
       const review = run.rows[1] as Record<string, unknown>;
       assert.match(String(review.notes), /^the reviewer exited 137 \(128 \+ SIGKILL: killed by a signal\), so it did not end on its own/, explain(run));
       // The model asked codex to run the worker's tests, and codex died running them, before it asked for its answer.
-      assert.ok(run.server.requests.some((r) => r.reply === 'tool_call'), explain(run));
+      assert.ok(
+        run.server.requests.some((r) => r.reply === 'tool_call'),
+        explain(run),
+      );
       assert.ok(!run.server.requests.some((r) => r.reply === 'final'), 'codex never got to its final answer');
       const log = fs.readFileSync(String(review.worker_log), 'utf8');
-      assert.doesNotMatch(log, /item_99/, 'the forged events never reached the reviewer\'s log');
+      assert.doesNotMatch(log, /item_99/, "the forged events never reached the reviewer's log");
     });
   });
 
@@ -218,15 +260,25 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
     before(async function () {
       this.timeout(600000);
       const binDir = await ensureCli('opencode');
-      run = await runReal('opencode', binDir, 'plain', { finalText: ANSWER }, { review: { engines: [{ engine: 'opencode', model: 'verdict-test/stub-model' }] } });
+      run = await runReal(
+        'opencode',
+        binDir,
+        'plain',
+        { finalText: ANSWER },
+        { review: { engines: [{ engine: 'opencode', model: 'verdict-test/stub-model' }] } },
+      );
     });
 
-    it('reads a fenced answer from opencode\'s real final message: the attempt FAILs with the concern, the review row is opencode\'s', () => {
+    it("reads a fenced answer from opencode's real final message: the attempt FAILs with the concern, the review row is opencode's", () => {
       assert.equal(run.result.exitCode, 1, explain(run));
-      assert.deepEqual(run.rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]), [
-        ['work', 1, 'opencode', 'verdict-test/stub-model', 'FAIL', null],
-        ['review', 1, 'opencode', 'verdict-test/stub-model', 'FAIL', 'changes'],
-      ], explain(run));
+      assert.deepEqual(
+        run.rows.map((r) => [r.step, r.attempt, r.worker_engine, r.model, r.verdict, (r.review as { verdict?: string } | undefined)?.verdict ?? null]),
+        [
+          ['work', 1, 'opencode', 'verdict-test/stub-model', 'FAIL', null],
+          ['review', 1, 'opencode', 'verdict-test/stub-model', 'FAIL', 'changes'],
+        ],
+        explain(run),
+      );
       const [work, review] = run.rows as Record<string, unknown>[];
       assert.equal(work?.check_exit_code, 0);
       assert.match(String(work?.notes), /asked for changes: \(1\) alpha\.txt: say 'alpha done'/);
@@ -244,7 +296,10 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
     before(async function () {
       this.timeout(600000);
       const binDirs = [await ensureCli('codex'), await ensureCli('opencode')].join(path.delimiter);
-      const candidates = [{ engine: 'codex', model: 'stub-model' }, { engine: 'opencode', model: 'verdict-test/stub-model' }];
+      const candidates = [
+        { engine: 'codex', model: 'stub-model' },
+        { engine: 'opencode', model: 'verdict-test/stub-model' },
+      ];
       run = await runReal('codex', binDirs, 'worktree', {}, { candidates, select: 'all' }, ['opencode']);
     });
 
@@ -253,7 +308,14 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       const work = run.rows.filter((r) => r.step === 'work');
       const byCandidate = (n: number) => work.find((r) => r.candidate === n) as Record<string, unknown>;
       assert.deepEqual(
-        [1, 2].map((n) => [byCandidate(n)?.task_key, byCandidate(n)?.group, byCandidate(n)?.worker_engine, byCandidate(n)?.harness, byCandidate(n)?.model, byCandidate(n)?.verdict]),
+        [1, 2].map((n) => [
+          byCandidate(n)?.task_key,
+          byCandidate(n)?.group,
+          byCandidate(n)?.worker_engine,
+          byCandidate(n)?.harness,
+          byCandidate(n)?.model,
+          byCandidate(n)?.verdict,
+        ]),
         [
           [`${KEY}--c1`, KEY, 'codex', 'codex-cli', 'stub-model', 'PASS'],
           [`${KEY}--c2`, KEY, 'opencode', 'opencode', 'verdict-test/stub-model', 'PASS'],
@@ -263,18 +325,28 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       assert.equal(work.length, 2, 'one attempt per candidate, none for the task itself');
       // Every token the server sent is on exactly one candidate's row: each engine's own usage output was read.
       const sent = run.server.usageSent;
-      assert.equal(work.reduce((n, r) => n + Number(r.tokens_in), 0), sent.input, explain(run));
-      assert.equal(work.reduce((n, r) => n + Number(r.tokens_out), 0), sent.output);
+      assert.equal(
+        work.reduce((n, r) => n + Number(r.tokens_in), 0),
+        sent.input,
+        explain(run),
+      );
+      assert.equal(
+        work.reduce((n, r) => n + Number(r.tokens_out), 0),
+        sent.output,
+      );
       for (const r of work) assert.ok(Number(r.tokens_in) > 0, `${String(r.task_key)} read its engine's usage`);
       // select all: both ran to their end; the lowest-numbered pass (codex's) wins, in one select row credited to it.
       const select = run.rows.filter((r) => r.step === 'select');
-      assert.deepEqual(select.map((r) => [r.task_key, r.candidate, r.worker_engine, r.model, r.verdict, r.commit]), [[KEY, 1, 'codex', 'stub-model', 'PASS', byCandidate(1).commit]]);
+      assert.deepEqual(
+        select.map((r) => [r.task_key, r.candidate, r.worker_engine, r.model, r.verdict, r.commit]),
+        [[KEY, 1, 'codex', 'stub-model', 'PASS', byCandidate(1).commit]],
+      );
       const group = run.state.tasks.find((t) => t.key === KEY);
       assert.deepEqual([group?.status, group?.winner, group?.select, group?.commit], ['PASS', `${KEY}--c1`, 'all', byCandidate(1).commit]);
       const repo = path.join(run.dir, 'repo');
       const runId = run.state.runId;
-      assert.equal(git(repo, 'rev-parse', `verdict/${runId}/${KEY}`), byCandidate(1).commit, 'the task branch is at the winner\'s commit');
-      assert.equal(git(repo, 'rev-parse', `verdict/${runId}/${KEY}--c2`), byCandidate(2).commit, 'the other candidate\'s branch stays for review');
+      assert.equal(git(repo, 'rev-parse', `verdict/${runId}/${KEY}`), byCandidate(1).commit, "the task branch is at the winner's commit");
+      assert.equal(git(repo, 'rev-parse', `verdict/${runId}/${KEY}--c2`), byCandidate(2).commit, "the other candidate's branch stays for review");
       for (const n of [1, 2]) assert.equal(git(repo, 'show', `verdict/${runId}/${KEY}--c${n}:alpha.txt`), 'alpha ready');
       assert.match(String(run.result.all), new RegExp(`^${KEY}\\s+PASS\\b`, 'm'), explain(run));
     });
@@ -291,14 +363,27 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       // and bash); two attempts.
       [run, permission] = await Promise.all([
         runReal('opencode', binDir, 'plain'),
-        runReal('opencode', binDir, 'plain', { askTool: { name: 'write', input: { filePath: '../outside.txt', content: 'written outside\n' } } }, { max_attempts: 2 }),
+        runReal(
+          'opencode',
+          binDir,
+          'plain',
+          { askTool: { name: 'write', input: { filePath: '../outside.txt', content: 'written outside\n' } } },
+          { max_attempts: 2 },
+        ),
       ]);
     });
 
     it('a write needing permission is rejected without asking (no prompt, no wait): opencode ends its turn, the attempt FAILs its check, the retry PASSes', () => {
       const r = permission;
       assert.equal(r.result.exitCode, 0, explain(r));
-      assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL'], [2, 'PASS']], explain(r));
+      assert.deepEqual(
+        r.rows.map((x) => [x.attempt, x.verdict]),
+        [
+          [1, 'FAIL'],
+          [2, 'PASS'],
+        ],
+        explain(r),
+      );
       const first = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
       assert.match(first, /permission requested: external_directory \([^)]*\); auto-rejecting/, 'opencode headless rejects what it would ask');
       assert.match(first, /"tool":"write"[^\n]*"status":"error"[^\n]*rejected permission/);
@@ -306,7 +391,11 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       assert.ok(!fs.existsSync(path.join(r.dir, 'work', 'outside.txt')), 'nothing was written outside the task dir');
       assert.equal(first.match(/"type":"step_finish"/g)?.length, 1, 'after the rejection opencode asked the model nothing more in that attempt');
       // The retry: the server's script (with askTool, it answers once two tool results are in) has it run bash twice.
-      assert.deepEqual(r.server.requests.filter((q) => q.api === 'chat').map((q) => q.tool), ['write', 'bash', 'bash', null], explain(r));
+      assert.deepEqual(
+        r.server.requests.filter((q) => q.api === 'chat').map((q) => q.tool),
+        ['write', 'bash', 'bash', null],
+        explain(r),
+      );
     });
 
     it('passes, leaves alpha.txt in <workdir>/<key>, and records exactly the usage the server sent', () => {

@@ -64,7 +64,11 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
     assert.equal(r.result.exitCode, 0, explainRun(r));
     assert.equal(r.rows.length, 1, explainRun(r));
     const row = r.rows[0] as Record<string, unknown>;
-    assert.deepEqual([row.verdict, row.worker_engine, row.harness, row.model, row.reported_model, row.worker_exit_code, row.sandbox], ['PASS', 'gemini', 'gemini-cli', MODEL, MODEL, 0, SANDBOX], explainRun(r));
+    assert.deepEqual(
+      [row.verdict, row.worker_engine, row.harness, row.model, row.reported_model, row.worker_exit_code, row.sandbox],
+      ['PASS', 'gemini', 'gemini-cli', MODEL, MODEL, 0, SANDBOX],
+      explainRun(r),
+    );
     const sent = r.server.usageSent;
     assert.equal(sent.calls, 2, `one function call and one final answer\n${explainRun(r)}`);
     assert.deepEqual(
@@ -72,7 +76,14 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
       { in: sent.input, cached: sent.cached, out: sent.output, reasoning: sent.reasoning, total: sent.input + sent.output },
     );
     const calls = r.server.requests.filter((q) => q.api === 'gemini');
-    assert.deepEqual(calls.map((q) => [q.reply, q.tool]), [['tool_call', 'run_shell_command'], ['final', null]], explainRun(r));
+    assert.deepEqual(
+      calls.map((q) => [q.reply, q.tool]),
+      [
+        ['tool_call', 'run_shell_command'],
+        ['final', null],
+      ],
+      explainRun(r),
+    );
     for (const q of calls) assert.match(q.path, new RegExp(`/models/${MODEL}:streamGenerateContent$`), 'the task model reached the server');
     assert.equal(git(path.join(r.dir, 'repo'), 'show', `${String(row.branch)}:alpha.txt`), 'alpha ready');
   });
@@ -86,8 +97,15 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
     // Gemini CLI's own rewrite happened inside the sandbox, where the state guard put the file back, and says so.
     assert.match(String(r.result.all), /alpha {2}the worker changed gemini's own settings; put back: \S+\/user-home\/\.gemini\/settings\.json/, explainRun(r));
     const left = fs.readdirSync(gemini);
-    assert.deepEqual(left.filter((f) => /\.tmp$|\.bak$|~$/.test(f)), [], `no temporary or backup copy left in ~/.gemini (${left.join(', ')})`);
-    const chats = fs.readdirSync(path.join(gemini, 'tmp'), { recursive: true }).map(String).filter((f) => /chats\/session-.*\.jsonl$/.test(f));
+    assert.deepEqual(
+      left.filter((f) => /\.tmp$|\.bak$|~$/.test(f)),
+      [],
+      `no temporary or backup copy left in ~/.gemini (${left.join(', ')})`,
+    );
+    const chats = fs
+      .readdirSync(path.join(gemini, 'tmp'), { recursive: true })
+      .map(String)
+      .filter((f) => /chats\/session-.*\.jsonl$/.test(f));
     assert.equal(chats.length, 1, `Gemini CLI saved its session under ~/.gemini/tmp (found: ${chats.join(', ') || 'nothing'})`);
   });
 
@@ -106,19 +124,36 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
   it("an API key's daily quota used up: Gemini CLI names no reset, so no wait — RATE_LIMITED and requeued with a backoff, the requeue PASSes", () => {
     const r = run('daily');
     assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [
+        [1, 'RATE_LIMITED'],
+        [2, 'PASS'],
+      ],
+      explainRun(r),
+    );
     assert.equal(r.server.requests.find((q) => q.api === 'gemini')?.reply, 'quota');
     // Its headless result says only this (the reset it was sent is in no line it prints as an event).
-    assert.match(fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'), /\{"type":"result"[^\n]*"status":"error"[^\n]*You have exhausted your daily quota on this model\./);
+    assert.match(
+      fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'),
+      /\{"type":"result"[^\n]*"status":"error"[^\n]*You have exhausted your daily quota on this model\./,
+    );
     assert.doesNotMatch(String(r.result.all), /reached its usage limit/, 'no quota wait was set');
     assert.equal(r.state.waits, undefined);
   });
 
-  for (const [name, what] of [['badKey', 'a key the API refuses (401)'], ['noKey', 'no key']] as const) {
+  for (const [name, what] of [
+    ['badKey', 'a key the API refuses (401)'],
+    ['noKey', 'no key'],
+  ] as const) {
     it(`${what}: the attempt FAILs as an auth error`, () => {
       const r = run(name);
       assert.equal(r.result.exitCode, 1, explainRun(r));
-      assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL']], explainRun(r));
+      assert.deepEqual(
+        r.rows.map((x) => [x.attempt, x.verdict]),
+        [[1, 'FAIL']],
+        explainRun(r),
+      );
       assert.match(String(r.rows[0]?.notes), /the worker exited \d+ \(auth\)/, explainRun(r));
       assert.equal(r.server.usageSent.calls, 0);
     });
@@ -135,10 +170,26 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
   it('a write outside the workspace (its own settings) is refused without asking: the run never waits for input and PASSes', () => {
     const r = run('permission');
     assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => x.verdict), ['PASS'], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => x.verdict),
+      ['PASS'],
+      explainRun(r),
+    );
     const log = fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8');
-    assert.match(log, /"tool_name":"write_file"[\s\S]*?"type":"tool_result"[^\n]*"status":"error"[^\n]*Path not in workspace/, 'Gemini CLI refused the write to its own settings');
-    assert.equal(fs.readFileSync(path.join(r.userHome, '.gemini', 'settings.json'), 'utf8'), seeded.permission?.settings, "the user's settings are as they were");
-    assert.deepEqual(r.server.requests.filter((q) => q.api === 'gemini').map((q) => q.tool), ['write_file', 'run_shell_command', null], explainRun(r));
+    assert.match(
+      log,
+      /"tool_name":"write_file"[\s\S]*?"type":"tool_result"[^\n]*"status":"error"[^\n]*Path not in workspace/,
+      'Gemini CLI refused the write to its own settings',
+    );
+    assert.equal(
+      fs.readFileSync(path.join(r.userHome, '.gemini', 'settings.json'), 'utf8'),
+      seeded.permission?.settings,
+      "the user's settings are as they were",
+    );
+    assert.deepEqual(
+      r.server.requests.filter((q) => q.api === 'gemini').map((q) => q.tool),
+      ['write_file', 'run_shell_command', null],
+      explainRun(r),
+    );
   });
 });

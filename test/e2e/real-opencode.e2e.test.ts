@@ -44,15 +44,26 @@ describe(`real opencode CLI against the scripted model server, the shared scenar
   it("after four runs of opencode (two workers, two reviewers) the user's opencode.json and AGENTS.md are byte-identical; its sessions went to its data dir", () => {
     const r = run('review');
     const config = path.join(r.userHome, '.config', 'opencode');
-    assert.deepEqual([fs.readFileSync(path.join(config, 'opencode.json'), 'utf8'), fs.readFileSync(path.join(config, 'AGENTS.md'), 'utf8')], [USER_CONFIG, USER_AGENTS], explainRun(r));
+    assert.deepEqual(
+      [fs.readFileSync(path.join(config, 'opencode.json'), 'utf8'), fs.readFileSync(path.join(config, 'AGENTS.md'), 'utf8')],
+      [USER_CONFIG, USER_AGENTS],
+      explainRun(r),
+    );
     const data = path.join(r.userHome, '.local', 'share', 'opencode');
-    assert.ok(fs.existsSync(data) && fs.readdirSync(data).length > 0, `opencode kept its sessions under $XDG_DATA_HOME/opencode (${fs.existsSync(data) ? fs.readdirSync(data).join(', ') : 'missing'})`);
+    assert.ok(
+      fs.existsSync(data) && fs.readdirSync(data).length > 0,
+      `opencode kept its sessions under $XDG_DATA_HOME/opencode (${fs.existsSync(data) ? fs.readdirSync(data).join(', ') : 'missing'})`,
+    );
   });
 
   it('a key the API refuses (401): the attempt FAILs as an auth error; verdict doctor in that home says opencode is not logged in and names the fix', async () => {
     const r = run('badKey');
     assert.equal(r.result.exitCode, 1, explainRun(r));
-    assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'FAIL']], explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [[1, 'FAIL']],
+      explainRun(r),
+    );
     assert.match(String(r.rows[0]?.notes), /\(auth\)/, explainRun(r));
     assert.equal(r.server.usageSent.calls, 0);
     const { entry: opencode, json, text } = await doctorOf('opencode', r);

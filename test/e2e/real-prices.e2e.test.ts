@@ -15,7 +15,20 @@ import { tempDir } from '../helpers/fixtures';
 async function loadCatalog(home: string): Promise<void> {
   const file = path.join(tempDir('verdict-real-prices-'), 'catalog.json');
   const pricing = { prompt: '0.000001', completion: '0.000002', input_cache_read: '0.0000001', internal_reasoning: '0.000004' };
-  fs.writeFileSync(file, JSON.stringify({ data: [{ id: 'stub-model', name: 'stub-model', context_length: 100000, pricing, architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] } }] }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      data: [
+        {
+          id: 'stub-model',
+          name: 'stub-model',
+          context_length: 100000,
+          pricing,
+          architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] },
+        },
+      ],
+    }),
+  );
   const r = await cli(['catalog', '--home', home, '--refresh', '--source', file]);
   if (r.exitCode !== 0) throw new Error(`verdict catalog failed: ${r.all}`);
 }
@@ -31,22 +44,51 @@ describe(`prices and token budgets on real CLIs against the scripted model serve
     const [codex, claude] = await Promise.all([ensureCli('codex'), ensureCli('claude')]);
     const scenarios = {
       // Odd reasoning and cached counts per call, so a price applied to the wrong part shows.
-      codex: runRealTask({ engine: 'codex', model: 'stub-model', binDirs: [codex], mode: 'plain', server: { usage: { input: 1500, cached: 900, output: 300, reasoning: 120 } }, prepareHome: loadCatalog, name: 'real-prices-codex' }),
-      flat: runRealTask({ engine: 'claude', model: 'claude-sonnet-4-5', binDirs: [claude], mode: 'plain', server: { usage: { cacheWrite: 100 } }, manifest: { ...FLAT, budget_usd: 0.000001, budget_tokens: 1_000_000 }, name: 'real-prices-flat' }),
+      codex: runRealTask({
+        engine: 'codex',
+        model: 'stub-model',
+        binDirs: [codex],
+        mode: 'plain',
+        server: { usage: { input: 1500, cached: 900, output: 300, reasoning: 120 } },
+        prepareHome: loadCatalog,
+        name: 'real-prices-codex',
+      }),
+      flat: runRealTask({
+        engine: 'claude',
+        model: 'claude-sonnet-4-5',
+        binDirs: [claude],
+        mode: 'plain',
+        server: { usage: { cacheWrite: 100 } },
+        manifest: { ...FLAT, budget_usd: 0.000001, budget_tokens: 1_000_000 },
+        name: 'real-prices-flat',
+      }),
       // 1,234 tokens in per call: the first call's streamed usage already passes 1,000 tokens.
-      capped: runRealTask({ engine: 'claude', model: 'claude-sonnet-4-5', binDirs: [claude], mode: 'plain', manifest: { ...FLAT, budget_tokens: 1_000 }, name: 'real-prices-capped' }),
+      capped: runRealTask({
+        engine: 'claude',
+        model: 'claude-sonnet-4-5',
+        binDirs: [claude],
+        mode: 'plain',
+        manifest: { ...FLAT, budget_tokens: 1_000 },
+        name: 'real-prices-capped',
+      }),
     };
     for (const [name, run] of await Promise.all(Object.entries(scenarios).map(async ([n, p]) => [n, await p] as const))) runs[name] = run;
   });
 
-  it('codex: reasoning tokens at the catalog\'s internal_reasoning price and cached input at input_cache_read, the rest at prompt and completion', () => {
+  it("codex: reasoning tokens at the catalog's internal_reasoning price and cached input at input_cache_read, the rest at prompt and completion", () => {
     const run = runs.codex as RealRun;
     const row = run.rows.at(-1) as Record<string, unknown>;
     const sent = run.server.usageSent;
     const expected = Math.round((sent.input - sent.cached) * 1 + sent.cached * 0.1 + (sent.output - sent.reasoning) * 2 + sent.reasoning * 4);
-    console.log(`      ${sent.calls} calls: ${sent.input} in (${sent.cached} cached), ${sent.output} out (${sent.reasoning} reasoning): ${String(row.cost_microusd)} micro-USD; all at prompt/completion it would be ${sent.input + sent.output * 2}`);
+    console.log(
+      `      ${sent.calls} calls: ${sent.input} in (${sent.cached} cached), ${sent.output} out (${sent.reasoning} reasoning): ${String(row.cost_microusd)} micro-USD; all at prompt/completion it would be ${sent.input + sent.output * 2}`,
+    );
     assert.equal(row.verdict, 'PASS', explainRun(run));
-    assert.deepEqual([row.tokens_in, row.tokens_cached, row.tokens_out, row.tokens_reasoning], [sent.input, sent.cached, sent.output, sent.reasoning], explainRun(run));
+    assert.deepEqual(
+      [row.tokens_in, row.tokens_cached, row.tokens_out, row.tokens_reasoning],
+      [sent.input, sent.cached, sent.output, sent.reasoning],
+      explainRun(run),
+    );
     assert.equal(row.cost_microusd, expected, explainRun(run));
     assert.equal(row.billing, undefined, 'a metered engine');
   });
@@ -55,7 +97,9 @@ describe(`prices and token budgets on real CLIs against the scripted model serve
     const run = runs.flat as RealRun;
     const row = run.rows.at(-1) as Record<string, unknown>;
     const sent = run.server.usageSent;
-    console.log(`      ${String(row.verdict)}: ${String(row.tokens_in)} in, ${String(row.tokens_out)} out, ${String(row.tokens_cache_write)} cache writes, cost ${String(row.cost_microusd)}, billing ${String(row.billing)} (budget_usd $0.000001)`);
+    console.log(
+      `      ${String(row.verdict)}: ${String(row.tokens_in)} in, ${String(row.tokens_out)} out, ${String(row.tokens_cache_write)} cache writes, cost ${String(row.cost_microusd)}, billing ${String(row.billing)} (budget_usd $0.000001)`,
+    );
     assert.equal(run.result.exitCode, 0, explainRun(run));
     assert.equal(row.verdict, 'PASS', explainRun(run));
     assert.equal(row.billing, 'subscription');
@@ -68,7 +112,9 @@ describe(`prices and token budgets on real CLIs against the scripted model serve
     const run = runs.capped as RealRun;
     const row = run.rows.at(-1) as Record<string, unknown>;
     const task = run.state.tasks[0];
-    console.log(`      ${String(task?.status)} after ${run.server.usageSent.calls} model call(s); ${String(row.worker_tokens)} tokens recorded of a 1,000-token budget; ${String(task?.reason).slice(0, 110)}`);
+    console.log(
+      `      ${String(task?.status)} after ${run.server.usageSent.calls} model call(s); ${String(row.worker_tokens)} tokens recorded of a 1,000-token budget; ${String(task?.reason).slice(0, 110)}`,
+    );
     assert.equal(run.result.exitCode, 1, explainRun(run));
     assert.equal(task?.status, 'BUDGET_EXCEEDED', explainRun(run));
     assert.match(task?.reason ?? '', /tokens used passed budget_tokens 1,000 tokens; this attempt was stopped/);

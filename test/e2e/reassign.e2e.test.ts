@@ -17,7 +17,15 @@ const RATE_LIMITED = `echo '{"type":"result","is_error":true,"api_error_status":
 
 function config(dir: string): string {
   const file = path.join(dir, 'config.json');
-  const engine = (who: string) => ({ binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file', model: `acme/${who}`, env: { WHO: who } });
+  const engine = (who: string) => ({
+    binary: 'bash',
+    argv: ['-c', '{spec}'],
+    install: 'a test fixture',
+    output: 'claude',
+    retry_context: 'file',
+    model: `acme/${who}`,
+    env: { WHO: who },
+  });
   fs.writeFileSync(file, JSON.stringify({ engines: { lim: engine('lim'), rl: engine('rl'), spare: engine('spare') } }));
   return file;
 }
@@ -30,11 +38,20 @@ describe('reassign: a task moves off a rate-limited or waiting engine to its fal
     const RESET_S = 20;
     const tasks = [
       // Its engine answers 429 (rl, once per task dir); max_attempts 1: only a move reaches its fallback.
-      scriptTask('r', `if [ "$WHO" = rl ] && [ ! -e .rl-once ]; then touch .rl-once; ${RATE_LIMITED}; fi; ${OK}`, check, { engine: 'rl', fallback: ['spare'], max_attempts: 1 }),
+      scriptTask('r', `if [ "$WHO" = rl ] && [ ! -e .rl-once ]; then touch .rl-once; ${RATE_LIMITED}; fi; ${OK}`, check, {
+        engine: 'rl',
+        fallback: ['spare'],
+        max_attempts: 1,
+      }),
       // Its engine reports its usage limit, resetting in RESET_S s: the engine waits from then on.
       scriptTask('q', `if [ "$WHO" = lim ]; then ${quota(RESET_S)}; fi; ${OK}`, check, { engine: 'lim', fallback: ['spare'], max_attempts: 1 }),
       // Start once lim waits: `later` moves off it before any attempt on it; `patient` (on_quota "wait") waits.
-      scriptTask('later', `if [ "$WHO" = lim ]; then ${quota(RESET_S)}; fi; ${OK}`, check, { engine: 'lim', fallback: ['spare'], max_attempts: 1, after: ['q'] }),
+      scriptTask('later', `if [ "$WHO" = lim ]; then ${quota(RESET_S)}; fi; ${OK}`, check, {
+        engine: 'lim',
+        fallback: ['spare'],
+        max_attempts: 1,
+        after: ['q'],
+      }),
       scriptTask('patient', OK, check, { engine: 'lim', fallback: ['spare'], on_quota: 'wait', after: ['q'] }),
     ];
     const manifest = writeManifest(dir, { run_name: 'reassign', max_parallel: 4, workdir: path.join(dir, 'work'), tasks });
@@ -42,11 +59,27 @@ describe('reassign: a task moves off a rate-limited or waiting engine to its fal
     const r = await cli(['run', manifest, '--home', home, '--config', config(dir), '--no-dashboard'], { env });
     const rows = readRows(home);
     const at = (x: Record<string, unknown>) => ((Date.parse(x.started_at as string) - started) / 1000).toFixed(1);
-    console.log(`      ${rows.map((x) => `${x.task_key as string} on ${x.worker_engine as string} ${x.verdict as string} at +${at(x)} s${x.reassigned_from ? ` (from ${x.reassigned_from as string})` : ''}`).join('; ')}`);
+    console.log(
+      `      ${rows.map((x) => `${x.task_key as string} on ${x.worker_engine as string} ${x.verdict as string} at +${at(x)} s${x.reassigned_from ? ` (from ${x.reassigned_from as string})` : ''}`).join('; ')}`,
+    );
     assert.equal(r.exitCode, 0, r.all);
     const of = (k: string) => rows.filter((x) => x.task_key === k).map((x) => [x.worker_engine, x.verdict, x.reassigned_from ?? null]);
-    assert.deepEqual(of('r'), [['rl', 'RATE_LIMITED', null], ['spare', 'PASS', 'rl']], r.all);
-    assert.deepEqual(of('q'), [['lim', 'RATE_LIMITED', null], ['spare', 'PASS', 'lim']], r.all);
+    assert.deepEqual(
+      of('r'),
+      [
+        ['rl', 'RATE_LIMITED', null],
+        ['spare', 'PASS', 'rl'],
+      ],
+      r.all,
+    );
+    assert.deepEqual(
+      of('q'),
+      [
+        ['lim', 'RATE_LIMITED', null],
+        ['spare', 'PASS', 'lim'],
+      ],
+      r.all,
+    );
     assert.deepEqual(of('later'), [['spare', 'PASS', 'lim']], 'no attempt spent on the waiting engine');
     assert.deepEqual(of('patient'), [['lim', 'PASS', null]], 'on_quota "wait" stays on its engine');
     // The moves happen at once: well before the reset; the patient task only after it.
@@ -60,7 +93,11 @@ describe('reassign: a task moves off a rate-limited or waiting engine to its fal
 
   it('on_quota is checked at load: an unknown value is an error at its position', async () => {
     const dir = tempDir();
-    const manifest = writeManifest(dir, { run_name: 'bad', workdir: path.join(dir, 'work'), tasks: [scriptTask('a', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { on_quota: 'retry', expect_files: ['out.txt'] })] });
+    const manifest = writeManifest(dir, {
+      run_name: 'bad',
+      workdir: path.join(dir, 'work'),
+      tasks: [scriptTask('a', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { on_quota: 'retry', expect_files: ['out.txt'] })],
+    });
     const r = await cli(['run', manifest, '--home', path.join(dir, 'home')], { env });
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.all, /test\.swarm\.json:\d+:\d+: error: tasks\[0\]\.on_quota/);

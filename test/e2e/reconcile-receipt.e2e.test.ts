@@ -9,9 +9,9 @@ import type { RunState } from '../../extension/core/live/state';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('the orchestrator is SIGKILLed between an attempt\'s receipt and its eval row', function () {
+describe("the orchestrator is SIGKILLed between an attempt's receipt and its eval row", function () {
   this.timeout(180000);
-  it('the next start writes the passed attempt\'s row from its receipt: the scoreboard keeps the PASS', async () => {
+  it("the next start writes the passed attempt's row from its receipt: the scoreboard keeps the PASS", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const manifest = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('a', 'echo ok > out.txt', 'test -s out.txt')] });
@@ -39,10 +39,17 @@ describe('the orchestrator is SIGKILLed between an attempt\'s receipt and its ev
     const r = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox']);
     assert.match(r.stderr, new RegExp(`reconciled run ${runId}`), r.all);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict]), [['a', 1, 'PASS']], r.all);
+    assert.deepEqual(
+      rows.map((x) => [x.task_key, x.attempt, x.verdict]),
+      [['a', 1, 'PASS']],
+      r.all,
+    );
     // The attempt ended the task (its receipt says so): the task passed, and the resume runs nothing again.
     const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as RunState;
-    assert.deepEqual(state.tasks.map((t) => [t.status, t.attempts.map((a) => a.verdict)]), [['PASS', ['PASS']]]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.status, t.attempts.map((a) => a.verdict)]),
+      [['PASS', ['PASS']]],
+    );
     assert.match(r.stdout, /every task of run .* passed; nothing to resume/, r.all);
     const verify = await cli(['verify-log', '--home', home]);
     assert.equal(verify.exitCode, 0, verify.all);

@@ -15,7 +15,10 @@ const env = { VERDICT_IDENTITY: 'tester' };
  */
 function quotaEngineConfig(dir: string): string {
   const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify({ engines: { lim: { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file' } } }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({ engines: { lim: { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file' } } }),
+  );
   return file;
 }
 
@@ -50,7 +53,12 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
       max_parallel: 3,
       tasks: [
         scriptTask('a', 'echo a > a.txt', 'test -s a.txt'),
-        scriptTask('b', `echo "attempt $VERDICT_ATTEMPT" >> notes.txt; if [ -f ${marker} ]; then echo b > b.txt; fi`, 'test -s b.txt || { echo "b.txt missing"; exit 1; }', { max_attempts: 2 }),
+        scriptTask(
+          'b',
+          `echo "attempt $VERDICT_ATTEMPT" >> notes.txt; if [ -f ${marker} ]; then echo b > b.txt; fi`,
+          'test -s b.txt || { echo "b.txt missing"; exit 1; }',
+          { max_attempts: 2 },
+        ),
         scriptTask('c', 'echo c > c.txt', 'test -s b.txt && test -s c.txt', { after: ['b'] }),
         scriptTask('d', 'true', 'echo "d never passes"; exit 1', { max_attempts: 1 }),
       ],
@@ -59,7 +67,15 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     const r = await cli(['run', manifest, '--home', home, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 1, r.all);
     const { runId, state } = onlyRun(home);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.length]), [['a', 'PASS', 1], ['b', 'FAIL', 2], ['c', 'BLOCKED', 0], ['d', 'FAIL', 1]]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status, t.attempts.length]),
+      [
+        ['a', 'PASS', 1],
+        ['b', 'FAIL', 2],
+        ['c', 'BLOCKED', 0],
+        ['d', 'FAIL', 1],
+      ],
+    );
     return { dir, home, repo, marker, runId, first: state };
   }
 
@@ -78,13 +94,34 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(state.runId, runId);
     assert.equal(state.status, 'finished');
     assert.equal(state.startedAt, first.startedAt, 'the run keeps its start');
-    assert.deepEqual(state.resumes?.map((x) => [x.verb, x.by, x.from, x.tasks]), [['resume', 'resumer', 'finished', ['b', 'c', 'd']]]);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]), [
-      ['a', 'PASS', [[1, 'PASS']]],
-      ['b', 'PASS', [[1, 'FAIL'], [2, 'FAIL'], [3, 'PASS']]],
-      ['c', 'PASS', [[1, 'PASS']]],
-      ['d', 'FAIL', [[1, 'FAIL'], [2, 'FAIL']]],
-    ]);
+    assert.deepEqual(
+      state.resumes?.map((x) => [x.verb, x.by, x.from, x.tasks]),
+      [['resume', 'resumer', 'finished', ['b', 'c', 'd']]],
+    );
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]),
+      [
+        ['a', 'PASS', [[1, 'PASS']]],
+        [
+          'b',
+          'PASS',
+          [
+            [1, 'FAIL'],
+            [2, 'FAIL'],
+            [3, 'PASS'],
+          ],
+        ],
+        ['c', 'PASS', [[1, 'PASS']]],
+        [
+          'd',
+          'FAIL',
+          [
+            [1, 'FAIL'],
+            [2, 'FAIL'],
+          ],
+        ],
+      ],
+    );
     // a: not run again, its branch and commit as they were.
     assert.deepEqual(taskOf(state, 'a'), taskOf(first, 'a'));
     assert.equal(git(repo, 'rev-parse', aBranch), aHead);
@@ -126,8 +163,19 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(r.exitCode, 1, r.all); // d is still FAIL: not every task of the run passed
     assert.match(r.stdout, new RegExp(`running again 2 task\\(s\\) of run ${runId} \\(same run\\): b, c`));
     const { state } = onlyRun(home);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.length]), [['a', 'PASS', 1], ['b', 'PASS', 3], ['c', 'PASS', 1], ['d', 'FAIL', 1]]);
-    assert.deepEqual(state.resumes?.map((x) => [x.verb, x.tasks]), [['rerun', ['b', 'c']]]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status, t.attempts.length]),
+      [
+        ['a', 'PASS', 1],
+        ['b', 'PASS', 3],
+        ['c', 'PASS', 1],
+        ['d', 'FAIL', 1],
+      ],
+    );
+    assert.deepEqual(
+      state.resumes?.map((x) => [x.verb, x.tasks]),
+      [['rerun', ['b', 'c']]],
+    );
     assert.deepEqual(readRows(home).filter((x) => x.task_key === 'd').length, 1, 'd did not run again');
   });
 
@@ -144,7 +192,8 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(r.exitCode, 1, r.all);
     const { runId } = onlyRun(home);
     fs.writeFileSync(marker, '');
-    const start = () => execa('node', [CLI, 'resume', runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
+    const start = () =>
+      execa('node', [CLI, 'resume', runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
     const one = start();
     const two = start();
     const [x, y] = await Promise.all([one, two]);
@@ -156,7 +205,14 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     // Refused either at the run's lock or, once the winner's state says it runs, as a live run: both name its pid.
     assert.match(refused.stderr, new RegExp(`(is being orchestrated by pid ${ranPid} |its orchestrator is pid ${ranPid} )`));
     const { state } = onlyRun(home);
-    assert.deepEqual(state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'FAIL'], [2, 'PASS']], 'the task ran once more, not twice');
+    assert.deepEqual(
+      state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]),
+      [
+        [1, 'FAIL'],
+        [2, 'PASS'],
+      ],
+      'the task ran once more, not twice',
+    );
     assert.equal(state.resumes?.length, 1);
     assert.equal(readRows(home).length, 2);
   });
@@ -176,7 +232,12 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
       ],
     });
     const home = path.join(dir, 'home');
-    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env, reject: false, all: true, stdin: 'ignore' });
+    const child = execa('node', [CLI, 'run', manifest, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], {
+      env,
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+    });
     let waiting: RunState | null = null;
     for (let i = 0; i < 600 && !waiting; i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -190,10 +251,19 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.ok(waiting, 'the engine went into a quota wait');
     const wait = waiting.waits?.lim;
     // While it waits: q's rate-limited attempt is its only one, r (same engine) has not started.
-    assert.deepEqual(waiting.tasks.map((t) => [t.key, t.attempts.map((a) => a.verdict)]), [['q', ['RATE_LIMITED']], ['r', []]]);
+    assert.deepEqual(
+      waiting.tasks.map((t) => [t.key, t.attempts.map((a) => a.verdict)]),
+      [
+        ['q', ['RATE_LIMITED']],
+        ['r', []],
+      ],
+    );
     assert.deepEqual([wait?.task, wait?.attempt], ['q', 1]);
     assert.match(wait?.reason ?? '', /^Claude AI usage limit reached\|\d{10}$/);
-    const listed = JSON.parse((await cli(['runs', '--json', '--home', home], { env })).stdout) as { waits: Record<string, { until: string; task: string; source: string }>; waiting: string }[];
+    const listed = JSON.parse((await cli(['runs', '--json', '--home', home], { env })).stdout) as {
+      waits: Record<string, { until: string; task: string; source: string }>;
+      waiting: string;
+    }[];
     assert.equal(listed[0]?.waits.lim?.until, new Date(wait?.until as number).toISOString());
     assert.deepEqual([listed[0]?.waits.lim?.task, listed[0]?.waits.lim?.source], ['q', 'its result event (is_error)']);
     assert.match(listed[0]?.waiting ?? '', /^waiting for lim until \d\d:\d\d$/);
@@ -201,23 +271,54 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     child.kill('SIGKILL');
     await child;
     const killed = onlyRun(home).state;
-    assert.deepEqual(killed.tasks.map((t) => [t.key, t.attempts.length]), [['q', 1], ['r', 0]], 'killed during the wait: nothing else ran');
+    assert.deepEqual(
+      killed.tasks.map((t) => [t.key, t.attempts.length]),
+      [
+        ['q', 1],
+        ['r', 0],
+      ],
+      'killed during the wait: nothing else ran',
+    );
     assert.deepEqual(killed.waits?.lim, wait, 'the wait is in state.json');
 
     const r = await cli(['resume', killed.runId, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env });
     assert.equal(r.exitCode, 0, r.all);
-    assert.match(r.stdout, /engine lim waits for its quota until \d\d:\d\d \(q attempt 1: "Claude AI usage limit reached\|\d+"\); no attempt on it starts before then/);
+    assert.match(
+      r.stdout,
+      /engine lim waits for its quota until \d\d:\d\d \(q attempt 1: "Claude AI usage limit reached\|\d+"\); no attempt on it starts before then/,
+    );
     const { state } = onlyRun(home);
     assert.equal(state.runId, killed.runId);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]), [['q', 'PASS', [[1, 'RATE_LIMITED'], [2, 'PASS']]], ['r', 'PASS', [[1, 'PASS']]]]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => [a.attempt, a.verdict])]),
+      [
+        [
+          'q',
+          'PASS',
+          [
+            [1, 'RATE_LIMITED'],
+            [2, 'PASS'],
+          ],
+        ],
+        ['r', 'PASS', [[1, 'PASS']]],
+      ],
+    );
     // One row per attempt: the wait spent none, and the interrupted wait left no INTERRUPTED row (no attempt was running).
     const rows = readRows(home);
     // q and r run at once after the wait, so their rows land in either order.
     const byTask = (a: unknown[], b: unknown[]) => `${a[0]}/${a[1]}`.localeCompare(`${b[0]}/${b[1]}`);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict, x.retry]).sort(byTask), [['q', 1, 'RATE_LIMITED', false], ['q', 2, 'PASS', false], ['r', 1, 'PASS', false]]);
+    assert.deepEqual(rows.map((x) => [x.task_key, x.attempt, x.verdict, x.retry]).sort(byTask), [
+      ['q', 1, 'RATE_LIMITED', false],
+      ['q', 2, 'PASS', false],
+      ['r', 1, 'PASS', false],
+    ]);
     assert.deepEqual(rows[0] && [rows[0].task_key, rows[0].attempt], ['q', 1], 'the rate-limited attempt is the first row');
     // The resumed orchestrator honoured the wake-up: no attempt on the engine started before it.
-    for (const row of rows.slice(1)) assert.ok(Date.parse(row.started_at as string) >= (wait?.until as number), `${row.task_key} attempt ${row.attempt} started at ${row.started_at}, before the wake-up ${new Date(wait?.until as number).toISOString()}`);
+    for (const row of rows.slice(1))
+      assert.ok(
+        Date.parse(row.started_at as string) >= (wait?.until as number),
+        `${row.task_key} attempt ${row.attempt} started at ${row.started_at}, before the wake-up ${new Date(wait?.until as number).toISOString()}`,
+      );
   });
 
   it('hostile: a check script a failed attempt rewrote to `exit 0` is put back after resume (the protected inputs come from their snapshot, not the worktree)', async () => {
@@ -233,12 +334,22 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.equal(first.exitCode, 1, first.all);
     const { runId, state: s1 } = onlyRun(home);
     assert.match(s1.tasks[0]?.attempts[0]?.notes ?? '', /run-tests\.sh/);
-    assert.equal(fs.readFileSync(path.join(s1.tasks[0]?.dir as string, 'run-tests.sh'), 'utf8'), 'exit 0\n', 'the failed worktree is left as the attempt left it');
+    assert.equal(
+      fs.readFileSync(path.join(s1.tasks[0]?.dir as string, 'run-tests.sh'), 'utf8'),
+      'exit 0\n',
+      'the failed worktree is left as the attempt left it',
+    );
 
     const r = await cli(['resume', runId, '--home', home, '--no-dashboard', '--no-sandbox'], { env });
     assert.equal(r.exitCode, 1, r.all);
     const { state } = onlyRun(home);
-    assert.deepEqual(state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'FAIL'], [2, 'FAIL']]);
+    assert.deepEqual(
+      state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]),
+      [
+        [1, 'FAIL'],
+        [2, 'FAIL'],
+      ],
+    );
     assert.match(state.tasks[0]?.attempts[1]?.notes ?? '', /out\.txt missing|exit/);
     assert.equal(fs.readFileSync(path.join(state.tasks[0]?.dir as string, 'run-tests.sh'), 'utf8'), 'test -s out.txt || { echo "out.txt missing"; exit 1; }\n');
     assert.ok(readRows(home).every((x) => x.verdict !== 'PASS'));
@@ -250,7 +361,9 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     const marker = path.join(dir, 'may-pass');
     const manifest = writeManifest(repo, {
       worktrees: true,
-      tasks: [scriptTask('t', `echo "attempt $VERDICT_ATTEMPT" >> notes.txt; if [ -f ${marker} ]; then echo ok > ok.txt; fi`, 'test -s ok.txt', { max_attempts: 1 })],
+      tasks: [
+        scriptTask('t', `echo "attempt $VERDICT_ATTEMPT" >> notes.txt; if [ -f ${marker} ]; then echo ok > ok.txt; fi`, 'test -s ok.txt', { max_attempts: 1 }),
+      ],
     });
     const home = path.join(dir, 'home');
     assert.equal((await cli(['run', manifest, '--home', home, '--no-dashboard', '--no-sandbox'], { env })).exitCode, 1);
@@ -264,7 +377,13 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.match(r.stdout, new RegExp(`its worktree was removed: a new one on its branch verdict/${runId}/t \\(${start.slice(0, 10)}\\)`));
     const { state } = onlyRun(home);
     const commit = state.tasks[0]?.commit as string;
-    assert.deepEqual(state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'FAIL'], [2, 'PASS']]);
+    assert.deepEqual(
+      state.tasks[0]?.attempts.map((a) => [a.attempt, a.verdict]),
+      [
+        [1, 'FAIL'],
+        [2, 'PASS'],
+      ],
+    );
     // Made afresh from the branch (its start point): attempt 1's uncommitted notes went with the removed worktree.
     assert.equal(git(repo, 'show', `${commit}:notes.txt`), 'attempt 2');
     assert.equal(git(repo, 'rev-parse', `${commit}~1`), start);
@@ -289,10 +408,18 @@ describe('resume and rerun continue the same run (same id, attempts numbered on)
     assert.match(r.stdout, /engine lim reached its usage limit \(q attempt 1, its result event \(is_error\)\): no attempt on it starts before \d\d:\d\d/);
     const { state } = onlyRun(home);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.worker_engine, x.attempt, x.verdict]), [['q', 'lim', 1, 'RATE_LIMITED'], ['s', 'script', 1, 'PASS'], ['q', 'lim', 2, 'PASS']]);
+    assert.deepEqual(
+      rows.map((x) => [x.task_key, x.worker_engine, x.attempt, x.verdict]),
+      [
+        ['q', 'lim', 1, 'RATE_LIMITED'],
+        ['s', 'script', 1, 'PASS'],
+        ['q', 'lim', 2, 'PASS'],
+      ],
+    );
     // s (another engine) started during the wait, q's attempt 2 only once the engine's reset time had come.
-    const resetAt = Number(/limit reached\|(\d+)/.exec(fs.readFileSync(path.join(home, 'runs', state.runId, 'tasks', 'q', 'attempt-1', 'worker.log'), 'utf8'))?.[1]) * 1000;
-    assert.ok(resetAt > Date.parse(String(rows[0]?.started_at)), 'the reset time is in attempt 1\'s log');
+    const resetAt =
+      Number(/limit reached\|(\d+)/.exec(fs.readFileSync(path.join(home, 'runs', state.runId, 'tasks', 'q', 'attempt-1', 'worker.log'), 'utf8'))?.[1]) * 1000;
+    assert.ok(resetAt > Date.parse(String(rows[0]?.started_at)), "the reset time is in attempt 1's log");
     assert.ok(Date.parse(String(rows[1]?.started_at)) < resetAt, 's did not wait for lim');
     assert.ok(Date.parse(String(rows[2]?.started_at)) >= resetAt, 'q attempt 2 started before the reset');
   });

@@ -51,16 +51,26 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     const repo = makeRepo(path.join(dir, 'repo'));
     const { config, env } = reviewers(dir, [
       // Reads the diff: asks for changes while it subtracts.
-      { name: 'differ', model: 'differ-1', body: `if grep -q 'a - b' "$VERDICT_REVIEW_MATERIAL"; then echo 'looking at the diff'; echo '{"verdict":"changes","concerns":["add.py:1 subtracts; add() must add"]}'; else ${APPROVE}; fi` },
+      {
+        name: 'differ',
+        model: 'differ-1',
+        body: `if grep -q 'a - b' "$VERDICT_REVIEW_MATERIAL"; then echo 'looking at the diff'; echo '{"verdict":"changes","concerns":["add.py:1 subtracts; add() must add"]}'; else ${APPROVE}; fi`,
+      },
       // Rejects the first attempt whatever it is, approves the second.
-      { name: 'strict', model: 'strict-1', body: `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"verdict":"reject","concerns":["no tests were added"]}'; else ${APPROVE}; fi` },
+      {
+        name: 'strict',
+        model: 'strict-1',
+        body: `if [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"verdict":"reject","concerns":["no tests were added"]}'; else ${APPROVE}; fi`,
+      },
     ]);
     // The retry fixes what the failure file names (proof the concerns were injected).
     const spec = [
       'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo "def add(a, b): return a - b" > add.py',
       'else grep -q "add() must add" "$VERDICT_FAILURE_FILE" && grep -q "no tests were added" "$VERDICT_FAILURE_FILE" && { echo "def add(a, b): return a + b" > add.py; echo "assert add(1, 2) == 3" > test_add.py; }; fi',
     ].join('\n');
-    const task = scriptTask('add', spec, 'test -s add.py || { echo "add.py missing"; exit 1; }', { review: { engines: [{ engine: 'differ', model: 'differ-2' }, 'strict'], require: 'all' } });
+    const task = scriptTask('add', spec, 'test -s add.py || { echo "add.py missing"; exit 1; }', {
+      review: { engines: [{ engine: 'differ', model: 'differ-2' }, 'strict'], require: 'all' },
+    });
     const file = writeManifest(repo, { worktrees: true, tasks: [task] });
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
@@ -76,7 +86,10 @@ describe('review: reviewers approve, ask for changes or reject the work after it
       ['review', 2, 'strict', 'strict-1', 'PASS', 'approve'],
     ]);
     const [w1, d1, s1, w2, d2] = rows as Record<string, unknown>[];
-    assert.match(String(w1?.notes), /review: 0 of 2 reviewer\(s\) approved, all needed\. differ\/differ-2 asked for changes: \(1\) add\.py:1 subtracts; add\(\) must add; strict\/strict-1 rejected the work: \(1\) no tests were added/);
+    assert.match(
+      String(w1?.notes),
+      /review: 0 of 2 reviewer\(s\) approved, all needed\. differ\/differ-2 asked for changes: \(1\) add\.py:1 subtracts; add\(\) must add; strict\/strict-1 rejected the work: \(1\) no tests were added/,
+    );
     assert.equal(w1?.check_exit_code, 0, 'the check passed; the review failed the attempt');
     assert.equal(w1?.commit, null);
     assert.deepEqual(d1?.review, { reviewer: 1, verdict: 'changes', concerns: ['add.py:1 subtracts; add() must add'] });
@@ -96,24 +109,42 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     assert.match(failure, /The check passed, but the reviewers did not approve the work/);
     assert.match(failure, /strict\/strict-1 rejected the work as a whole: rethink the approach:\n- no tests were added/);
     const receipt = JSON.parse(fs.readFileSync(path.join(runDir, 'attempt-1', 'receipt.json'), 'utf8')) as { steps: { step: string }[]; reviews: unknown[] };
-    assert.deepEqual(receipt.steps.map((s) => s.step), ['prepare', 'work', 'seal', 'guard', 'check', 'review']);
+    assert.deepEqual(
+      receipt.steps.map((s) => s.step),
+      ['prepare', 'work', 'seal', 'guard', 'check', 'review'],
+    );
     assert.equal(receipt.reviews.length, 2);
     // The scoreboard: two work attempts (the script engine names no model: quarantined), the reviews apart.
     const models = await cli(['models', '--home', home, '--json']);
     assert.equal(models.exitCode, 0, models.all);
-    const { view, source } = JSON.parse(models.stdout) as { view: { reviews: Record<string, unknown>[]; totals: { quarantined_attempts: number } }; source: { rows: number } };
+    const { view, source } = JSON.parse(models.stdout) as {
+      view: { reviews: Record<string, unknown>[]; totals: { quarantined_attempts: number } };
+      source: { rows: number };
+    };
     assert.equal(source.rows, 2);
     assert.equal(view.totals.quarantined_attempts, 2);
-    assert.deepEqual(view.reviews.map((x) => [x.model, x.reviews, x.approve, x.changes, x.reject, x.errors, x.engines]), [['differ-2', 2, 1, 1, 0, 0, ['differ']], ['strict-1', 2, 1, 0, 1, 0, ['strict']]]);
+    assert.deepEqual(
+      view.reviews.map((x) => [x.model, x.reviews, x.approve, x.changes, x.reject, x.errors, x.engines]),
+      [
+        ['differ-2', 2, 1, 1, 0, 0, ['differ']],
+        ['strict-1', 2, 1, 0, 1, 0, ['strict']],
+      ],
+    );
     const text = await cli(['models', '--home', home]);
-    assert.match(text.stdout, /reviews \(rows with step review, per reviewing model; not attempts: never in the rates above\):\n\s+model\s+reviews\s+approve\s+changes\s+reject\s+error\s+engines\s+last seen\n\s+differ-2\s+2\s+1\s+1\s+0\s+0\s+differ/);
+    assert.match(
+      text.stdout,
+      /reviews \(rows with step review, per reviewing model; not attempts: never in the rates above\):\n\s+model\s+reviews\s+approve\s+changes\s+reject\s+error\s+engines\s+last seen\n\s+differ-2\s+2\s+1\s+1\s+0\s+0\s+differ/,
+    );
     assert.match(text.stdout, /^2 attempt\(s\) from /m);
     // The editor's summary of a run it did not start (from state.json and the rows) counts the work rows only.
     const summary = summaryFromRecords(home, await followRun(path.join(home, 'runs', String(w1?.run_id), 'state.json'), undefined, { pollMs: 50 }));
-    assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict, t.attempts, t.durationMs]), [['add', 'PASS', 2, Number(w1?.duration_ms) + Number(w2?.duration_ms)]]);
+    assert.deepEqual(
+      summary.tasks.map((t) => [t.key, t.verdict, t.attempts, t.durationMs]),
+      [['add', 'PASS', 2, Number(w1?.duration_ms) + Number(w2?.duration_ms)]],
+    );
   });
 
-  it('the dashboard\'s scoreboard shows each reviewing model\'s verdicts apart (verdict hud in Chromium)', async function () {
+  it("the dashboard's scoreboard shows each reviewing model's verdicts apart (verdict hud in Chromium)", async function () {
     if (!findChromium() || !reviewedHome) this.skip();
     const hud = await startHudProcess(reviewedHome);
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
@@ -124,7 +155,10 @@ describe('review: reviewers approve, ask for changes or reject the work after it
       const table = page.getByTestId('reviews');
       await table.waitFor({ timeout: 30000 });
       const lines = (await table.locator('tbody tr').allInnerTexts()).map((t) => t.split('\t').map((c) => c.trim()));
-      assert.deepEqual(lines, [['differ-2', '2', '1', '1', '0', '0', 'differ'], ['strict-1', '2', '1', '0', '1', '0', 'strict']]);
+      assert.deepEqual(lines, [
+        ['differ-2', '2', '1', '1', '0', '0', 'differ'],
+        ['strict-1', '2', '1', '0', '1', '0', 'strict'],
+      ]);
     } finally {
       await browser.close();
       await hud.stop();
@@ -155,7 +189,10 @@ describe('review: reviewers approve, ask for changes or reject the work after it
       ['review', 1, 'chatty', 'chatty-1', 'ERROR', null],
       ['review', 1, 'good', 'good-1', 'PASS', 'approve'],
     ]);
-    assert.match(String(of('all')[0]?.notes), /^review undecided: 1 of 2 reviewer\(s\) approved, all needed; chatty\/chatty-1 gave no valid answer \(the reviewer's final message is not JSON: LGTM, ship it\)/);
+    assert.match(
+      String(of('all')[0]?.notes),
+      /^review undecided: 1 of 2 reviewer\(s\) approved, all needed; chatty\/chatty-1 gave no valid answer \(the reviewer's final message is not JSON: LGTM, ship it\)/,
+    );
     assert.match(String(of('all')[1]?.notes), /not JSON: LGTM, ship it/);
     assert.deepEqual(credits(of('any')), [
       ['work', 1, 'script', null, 'PASS', null],
@@ -184,11 +221,17 @@ describe('review: reviewers approve, ask for changes or reject the work after it
       APPROVE,
     ].join('\n');
     const { config, env } = reviewers(dir, [{ name: 'hostile', model: 'h-1', body: hostile }]);
-    const file = writeManifest(repo, { worktrees: true, tasks: [scriptTask('add', 'echo "def add(a, b): return a + b" > add.py', 'grep -q "a + b" add.py', { review: { engines: ['hostile'] } })] });
+    const file = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('add', 'echo "def add(a, b): return a + b" > add.py', 'grep -q "a + b" add.py', { review: { engines: ['hostile'] } })],
+    });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home);
-    assert.deepEqual(credits(rows), [['work', 1, 'script', null, 'PASS', null], ['review', 1, 'hostile', 'h-1', 'PASS', 'approve']]);
+    assert.deepEqual(credits(rows), [
+      ['work', 1, 'script', null, 'PASS', null],
+      ['review', 1, 'hostile', 'h-1', 'PASS', 'approve'],
+    ]);
     const log = fs.readFileSync(String(rows[1]?.worker_log), 'utf8');
     assert.match(log, /CAN READ the task dir/);
     assert.match(log, /add\.py: Read-only file system/);
@@ -199,7 +242,10 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     assert.equal(work.commit, work.sealed);
     assert.equal(git(repo, 'rev-parse', String(work.branch)), work.commit);
     assert.equal(git(repo, 'show', `${String(work.branch)}:add.py`), 'def add(a, b): return a + b');
-    const taskDir = git(repo, 'worktree', 'list', '--porcelain').split('\n').find((l) => l.startsWith('worktree ') && l.endsWith('/add'))?.slice('worktree '.length) as string;
+    const taskDir = git(repo, 'worktree', 'list', '--porcelain')
+      .split('\n')
+      .find((l) => l.startsWith('worktree ') && l.endsWith('/add'))
+      ?.slice('worktree '.length) as string;
     assert.equal(fs.readFileSync(path.join(taskDir, 'add.py'), 'utf8'), 'def add(a, b): return a + b\n');
     assert.equal(fs.existsSync(path.join(taskDir, 'planted.txt')), false);
   });
@@ -207,29 +253,48 @@ describe('review: reviewers approve, ask for changes or reject the work after it
   it('unsandboxed: a reviewer that changes the task dir makes the attempt ERROR, naming it; nothing is delivered', async () => {
     const dir = tempDir();
     const { config, env } = reviewers(dir, [{ name: 'hostile', model: 'h-1', body: `echo "return 42" > "$VERDICT_TASK_DIR/add.py"\n${APPROVE}` }]);
-    const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('add', 'echo "a + b" > add.py', 'grep -q "a + b" add.py', { review: { engines: ['hostile'] } })] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [scriptTask('add', 'echo "a + b" > add.py', 'grep -q "a + b" add.py', { review: { engines: ['hostile'] } })],
+    });
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard', '--no-sandbox'], { env });
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
-    assert.deepEqual(credits(rows), [['work', 1, 'script', null, 'ERROR', null], ['review', 1, 'hostile', 'h-1', 'ERROR', null]]);
-    assert.match(String(rows[0]?.notes), /reviewer 1 \(hostile\/h-1\) changed the task dir during its review; what the check judged is no longer what is there/);
+    assert.deepEqual(credits(rows), [
+      ['work', 1, 'script', null, 'ERROR', null],
+      ['review', 1, 'hostile', 'h-1', 'ERROR', null],
+    ]);
+    assert.match(
+      String(rows[0]?.notes),
+      /reviewer 1 \(hostile\/h-1\) changed the task dir during its review; what the check judged is no longer what is there/,
+    );
     assert.equal(rows[1]?.notes, 'the reviewer changed the task dir during its review');
   });
 
-  it('a task stopped during its review ends CANCELLED: the reviewer\'s processes are gone, no review row, nothing delivered', async () => {
+  it("a task stopped during its review ends CANCELLED: the reviewer's processes are gone, no review row, nothing delivered", async () => {
     const dir = tempDir();
     const { config, env } = reviewers(dir, [{ name: 'slow', model: 's-1', body: `echo reviewing; sleep 3017\n${APPROVE}` }]);
     const repo = makeRepo(path.join(dir, 'repo'));
-    const file = writeManifest(repo, { worktrees: true, tasks: [scriptTask('add', 'echo ok > add.txt', 'test -s add.txt', { review: { engines: ['slow'] } })] });
+    const file = writeManifest(repo, {
+      worktrees: true,
+      tasks: [scriptTask('add', 'echo ok > add.txt', 'test -s add.txt', { review: { engines: ['slow'] } })],
+    });
     const home = path.join(dir, 'home');
-    const child = execa('node', [CLI, 'run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { ...process.env, ...env }, reject: false, all: true, stdin: 'ignore' });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--config', config, '--no-dashboard'], {
+      env: { ...process.env, ...env },
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+    });
     const reviewing = (): string | null => {
       const runs = fs.existsSync(path.join(home, 'runs')) ? fs.readdirSync(path.join(home, 'runs')) : [];
       const runId = runs[0];
       if (!runId) return null;
       try {
-        const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { attempts: { step?: string | null }[] }[] };
+        const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as {
+          tasks: { attempts: { step?: string | null }[] }[];
+        };
         const log = path.join(home, 'runs', runId, 'tasks', 'add', 'attempt-1', 'review-1.log');
         return state.tasks[0]?.attempts[0]?.step === 'review' && fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('reviewing') ? runId : null;
       } catch {
@@ -249,14 +314,17 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     const rows = readRows(home);
     assert.deepEqual(credits(rows), [['work', 1, 'script', null, 'CANCELLED', null]]);
     assert.equal(rows[0]?.commit, null);
-    const sleepers = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('sleep\u00003017');
-      } catch {
-        return false;
-      }
-    });
-    assert.deepEqual(sleepers, [], 'the reviewer\'s sleep is gone with its sandbox');
+    const sleepers = fs
+      .readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('sleep\u00003017');
+        } catch {
+          return false;
+        }
+      });
+    assert.deepEqual(sleepers, [], "the reviewer's sleep is gone with its sandbox");
     const branch = `verdict/${runId}/add`;
     assert.equal(git(repo, 'rev-parse', branch), git(repo, 'rev-parse', 'main'), 'the branch did not move');
   });

@@ -12,12 +12,21 @@ import { readRows, tempDir, writeManifest } from '../helpers/fixtures';
 const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
 const COST: Record<string, number> = { cheap: 0.001, mid: 0.005, dear: 0.02 };
 /** The spec every task runs: writes out.txt unless this engine cannot do this task type, then prints its JSON result. */
-const SPEC = (type: string) => `case "$WHO:${type}" in cheap:ui) echo nope > out.txt;; *) echo ok > out.txt;; esac; echo '{"type":"result","is_error":false,"total_cost_usd":'"$COST"',"usage":{"input_tokens":10,"output_tokens":5}}'`;
+const SPEC = (type: string) =>
+  `case "$WHO:${type}" in cheap:ui) echo nope > out.txt;; *) echo ok > out.txt;; esac; echo '{"type":"result","is_error":false,"total_cost_usd":'"$COST"',"usage":{"input_tokens":10,"output_tokens":5}}'`;
 const CHECK = 'grep -qx ok out.txt || { echo "out.txt is not ok"; exit 1; }';
 
 function config(dir: string): string {
   const file = path.join(dir, 'config.json');
-  const engine = (who: string) => ({ binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file', model: `acme/${who}`, env: { WHO: who, COST: String(COST[who]) } });
+  const engine = (who: string) => ({
+    binary: 'bash',
+    argv: ['-c', '{spec}'],
+    install: 'a test fixture',
+    output: 'claude',
+    retry_context: 'file',
+    model: `acme/${who}`,
+    env: { WHO: who, COST: String(COST[who]) },
+  });
   fs.writeFileSync(file, JSON.stringify({ engines: { cheap: engine('cheap'), mid: engine('mid'), dear: engine('dear') } }));
   return file;
 }
@@ -28,7 +37,21 @@ function seedLog(home: string, history: [string, string, number, number][]): voi
   const rows: string[] = [];
   for (const [who, type, tasks, passed] of history) {
     for (let i = 0; i < tasks; i++) {
-      rows.push(JSON.stringify({ run_id: `seed-${who}-${type}`, task_key: `t${i}`, attempt: 1, step: 'work', worker_engine: who, model: `acme/${who}`, task_type: type, verdict: i < passed ? 'PASS' : 'FAIL', cost_microusd: Math.round(COST[who]! * 1e6), duration_ms: 1000, ended_at: '2026-12-01T00:00:00.000Z' }));
+      rows.push(
+        JSON.stringify({
+          run_id: `seed-${who}-${type}`,
+          task_key: `t${i}`,
+          attempt: 1,
+          step: 'work',
+          worker_engine: who,
+          model: `acme/${who}`,
+          task_type: type,
+          verdict: i < passed ? 'PASS' : 'FAIL',
+          cost_microusd: Math.round(COST[who]! * 1e6),
+          duration_ms: 1000,
+          ended_at: '2026-12-01T00:00:00.000Z',
+        }),
+      );
     }
   }
   fs.writeFileSync(path.join(home, 'runs.jsonl'), rows.join('\n') + '\n');
@@ -42,12 +65,26 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     const home = path.join(dir, 'home');
     // parser: all three proven (5 of 5), cheap cheapest. ui: cheap failed 6 of 6 (expected 1000 ÷ 1/8 = $0.008 per PASS,
     // above mid's $0.005: no challenger), mid and dear proven.
-    seedLog(home, [['cheap', 'parser', 5, 5], ['mid', 'parser', 5, 5], ['dear', 'parser', 5, 5], ['cheap', 'ui', 6, 0], ['mid', 'ui', 5, 5], ['dear', 'ui', 5, 5]]);
+    seedLog(home, [
+      ['cheap', 'parser', 5, 5],
+      ['mid', 'parser', 5, 5],
+      ['dear', 'parser', 5, 5],
+      ['cheap', 'ui', 6, 0],
+      ['mid', 'ui', 5, 5],
+      ['dear', 'ui', 5, 5],
+    ]);
     const tasks = [...Array(6).keys()].flatMap((i) => [
       { key: `parse-${i}`, spec: SPEC('parser'), check: CHECK, task_type: 'parser', verified: 'out.txt says ok', max_attempts: 1 },
       { key: `ui-${i}`, spec: SPEC('ui'), check: CHECK, task_type: 'ui', verified: 'out.txt says ok', max_attempts: 1 },
     ]);
-    const manifest = writeManifest(dir, { run_name: 'route', engine: 'auto', route: { from: FROM, prefer: 'cost', explore: 0, min_tasks: 3, seed: 'e2e' }, max_parallel: 3, workdir: path.join(dir, 'work'), tasks });
+    const manifest = writeManifest(dir, {
+      run_name: 'route',
+      engine: 'auto',
+      route: { from: FROM, prefer: 'cost', explore: 0, min_tasks: 3, seed: 'e2e' },
+      max_parallel: 3,
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
     // Before the run: plan says what auto would pick per task, and why; models --route ranks the candidates.
     const plan = await cli(['plan', manifest, '--home', home, '--config', config(dir)], { env });
     assert.equal(plan.exitCode, 0, plan.all);
@@ -55,7 +92,14 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     assert.match(plan.stdout, /^ui-0: auto → mid\/acme\/mid \(proven, \$0\.0050\/PASS over 5 tasks\)/m);
     const ranking = await cli(['models', '--route', 'ui', '--manifest', manifest, '--home', home, '--config', config(dir)], { env });
     assert.equal(ranking.exitCode, 0, ranking.all);
-    assert.deepEqual(ranking.stdout.split('\n').slice(1, 4).map((l) => l.split(/\s+/).slice(0, 3).join(' ')), ['1 mid:acme/mid proven', '2 dear:acme/dear proven', '3 cheap:acme/cheap probation'], ranking.stdout);
+    assert.deepEqual(
+      ranking.stdout
+        .split('\n')
+        .slice(1, 4)
+        .map((l) => l.split(/\s+/).slice(0, 3).join(' ')),
+      ['1 mid:acme/mid proven', '2 dear:acme/dear proven', '3 cheap:acme/cheap probation'],
+      ranking.stdout,
+    );
     const r = await cli(['run', manifest, '--home', home, '--config', config(dir), '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home).filter((x) => !String(x.run_id).startsWith('seed-'));
@@ -75,13 +119,18 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
       assert.equal(x.model, parser ? 'acme/cheap' : 'acme/mid');
       assert.equal(route.evidence.cost_per_pass_microusd, parser ? 1000 : 5000);
       assert.equal(route.runner_up.candidate, parser ? 'mid:acme/mid' : 'dear:acme/dear');
-      assert.equal(route.line, parser ? 'auto → cheap/acme/cheap (proven, $0.0010/PASS over 5 tasks)' : 'auto → mid/acme/mid (proven, $0.0050/PASS over 5 tasks)');
+      assert.equal(
+        route.line,
+        parser ? 'auto → cheap/acme/cheap (proven, $0.0010/PASS over 5 tasks)' : 'auto → mid/acme/mid (proven, $0.0050/PASS over 5 tasks)',
+      );
       assert.equal(x.verdict, 'PASS');
     }
     assert.match(r.all, /attempt 1: auto → cheap\/acme\/cheap \(proven, \$0\.0010\/PASS over 5 tasks\)/);
     // The view keeps the line for the dashboard's task view.
     const runId = rows[0]!.run_id as string;
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; attempts: { route?: string }[] }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as {
+      tasks: { key: string; attempts: { route?: string }[] }[];
+    };
     assert.equal(state.tasks.find((t) => t.key === 'ui-0')?.attempts[0]?.route, 'auto → mid/acme/mid (proven, $0.0050/PASS over 5 tasks)');
   });
 
@@ -89,10 +138,19 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     // ui: cheap untried; mid and dear proven. explore 1 draws cheap against mid (dear is over the budget).
-    seedLog(home, [['mid', 'ui', 5, 5], ['dear', 'ui', 5, 5]]);
+    seedLog(home, [
+      ['mid', 'ui', 5, 5],
+      ['dear', 'ui', 5, 5],
+    ]);
     // explore 1 with seed 'r2': the first attempt explores cheap (asserted below, the draw is seeded), it FAILs,
     // and the retry moves off it (thin: untried) to mid, the best proven.
-    const manifest = writeManifest(dir, { run_name: 'route-retry', route: { from: FROM, explore: 1, seed: 'r2' }, budget_usd: 1, workdir: path.join(dir, 'work'), tasks: [{ key: 'ui-x', engine: 'auto', spec: SPEC('ui'), check: CHECK, task_type: 'ui', verified: 'ok', max_attempts: 2, budget_usd: 0.015 }] });
+    const manifest = writeManifest(dir, {
+      run_name: 'route-retry',
+      route: { from: FROM, explore: 1, seed: 'r2' },
+      budget_usd: 1,
+      workdir: path.join(dir, 'work'),
+      tasks: [{ key: 'ui-x', engine: 'auto', spec: SPEC('ui'), check: CHECK, task_type: 'ui', verified: 'ok', max_attempts: 2, budget_usd: 0.015 }],
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', config(dir), '--no-dashboard'], { env });
     const rows = readRows(home).filter((x) => x.run_id !== undefined && !String(x.run_id).startsWith('seed-'));
     const routes = rows.map((x) => x.route as Record<string, any>);
@@ -105,18 +163,29 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     assert.equal(routes[1]!.chosen, 'mid:acme/mid');
     assert.match(routes[1]!.reason, /^retry moves off cheap:acme\/cheap \(untried: thin evidence\) to mid:acme\/mid/);
     // dear's reservation ($0.02 observed in no run, but its p90 in the log) would pass the task's $0.015 budget.
-    for (const x of routes) assert.ok(x.skipped.some((s: { candidate: string; reason: string }) => s.candidate === 'dear:acme/dear' && /would pass the task's budget_usd/.test(s.reason)), JSON.stringify(x.skipped));
+    for (const x of routes)
+      assert.ok(
+        x.skipped.some((s: { candidate: string; reason: string }) => s.candidate === 'dear:acme/dear' && /would pass the task's budget_usd/.test(s.reason)),
+        JSON.stringify(x.skipped),
+      );
     assert.equal(rows[1]!.verdict, 'PASS');
     assert.equal(r.exitCode, 0, r.all);
   });
 
-  it('the config\'s route applies to a manifest without one; the run freezes it, so a resume routes the same way', async () => {
+  it("the config's route applies to a manifest without one; the run freezes it, so a resume routes the same way", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    seedLog(home, [['cheap', 'parser', 5, 5], ['mid', 'parser', 5, 5]]);
+    seedLog(home, [
+      ['cheap', 'parser', 5, 5],
+      ['mid', 'parser', 5, 5],
+    ]);
     const cfg = config(dir);
     fs.writeFileSync(cfg, JSON.stringify({ ...JSON.parse(fs.readFileSync(cfg, 'utf8')), route: { from: FROM, explore: 0 } }));
-    const manifest = writeManifest(dir, { run_name: 'route-config', workdir: path.join(dir, 'work'), tasks: [{ key: 'p', engine: 'auto', spec: SPEC('parser'), check: CHECK, task_type: 'parser', verified: 'ok' }] });
+    const manifest = writeManifest(dir, {
+      run_name: 'route-config',
+      workdir: path.join(dir, 'work'),
+      tasks: [{ key: 'p', engine: 'auto', spec: SPEC('parser'), check: CHECK, task_type: 'parser', verified: 'ok' }],
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', cfg, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const row = readRows(home).find((x) => x.task_key === 'p' && !String(x.run_id).startsWith('seed-')) as Record<string, any>;
@@ -126,18 +195,46 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     assert.deepEqual(frozen.manifest.route, { from: FROM, prefer: 'cost', explore: 0, min_tasks: 3 });
   });
 
-  it('hostile: a worker cannot write the eval log or the scoreboard its routing reads; the run\'s routing is unchanged', async function () {
+  it("hostile: a worker cannot write the eval log or the scoreboard its routing reads; the run's routing is unchanged", async function () {
     // Without the sandbox a worker runs as the user and can write the home: what keeps it out is the sandbox.
     if (process.env.VERDICT_TEST_UNSANDBOXED) this.skip();
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    seedLog(home, [['cheap', 'parser', 5, 5], ['mid', 'parser', 5, 5]]);
+    seedLog(home, [
+      ['cheap', 'parser', 5, 5],
+      ['mid', 'parser', 5, 5],
+    ]);
     const before = fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8');
     // The worker knows where the home is and tries to forge evidence for dear, and to poison the index beside it.
-    const forged = JSON.stringify({ run_id: 'forged', task_key: 'x', attempt: 1, step: 'work', worker_engine: 'dear', model: 'acme/dear', task_type: 'parser', verdict: 'PASS', cost_microusd: 1 });
+    const forged = JSON.stringify({
+      run_id: 'forged',
+      task_key: 'x',
+      attempt: 1,
+      step: 'work',
+      worker_engine: 'dear',
+      model: 'acme/dear',
+      task_type: 'parser',
+      verdict: 'PASS',
+      cost_microusd: 1,
+    });
     const attack = `{ echo '${forged}' >> ${home}/runs.jsonl && echo log-written || echo log-denied; echo junk > ${home}/verdict.sqlite && echo index-written || echo index-denied; ls ${home}; } > seen.txt 2>&1; ${SPEC('parser')}`;
-    const tasks = [0, 1].map((i) => ({ key: `p${i}`, engine: 'auto', spec: attack, check: CHECK, task_type: 'parser', verified: 'ok', max_attempts: 1, ...(i ? { after: ['p0'] } : {}) }));
-    const manifest = writeManifest(dir, { run_name: 'route-hostile', worktrees: false, route: { from: FROM, explore: 0, seed: 'h' }, workdir: path.join(dir, 'work'), tasks });
+    const tasks = [0, 1].map((i) => ({
+      key: `p${i}`,
+      engine: 'auto',
+      spec: attack,
+      check: CHECK,
+      task_type: 'parser',
+      verified: 'ok',
+      max_attempts: 1,
+      ...(i ? { after: ['p0'] } : {}),
+    }));
+    const manifest = writeManifest(dir, {
+      run_name: 'route-hostile',
+      worktrees: false,
+      route: { from: FROM, explore: 0, seed: 'h' },
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', config(dir), '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const rows = readRows(home);
@@ -148,7 +245,8 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     // index are untouched: no forged row, and the index is no "junk" (the scoreboard below reads it).
     assert.notEqual(fs.readFileSync(path.join(home, 'verdict.sqlite')).subarray(0, 5).toString(), 'junk\n');
     assert.ok(fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8').startsWith(before), 'the seeded rows are intact');
-    for (const x of rows.filter((x) => x.run_id !== undefined && !String(x.run_id).startsWith('seed-'))) assert.equal((x.route as { chosen: string }).chosen, 'cheap:acme/cheap');
+    for (const x of rows.filter((x) => x.run_id !== undefined && !String(x.run_id).startsWith('seed-')))
+      assert.equal((x.route as { chosen: string }).chosen, 'cheap:acme/cheap');
     // A later run reads the same evidence: dear is still untried on parser.
     const m = await cli(['models', '--home', home, '--route', 'parser', '--manifest', manifest, '--config', config(dir), '--json'], { env });
     assert.equal(m.exitCode, 0, m.all);

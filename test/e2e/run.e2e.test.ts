@@ -21,7 +21,9 @@ describe('verdict run, worktree mode, end to end', function () {
       worktrees: true,
       max_parallel: 3,
       tasks: [
-        scriptTask('pass', 'echo "hello from $VERDICT_TASK_KEY" > out.txt; echo worker-said-done', 'grep -x "hello from pass" out.txt', { expect_files: ['out.txt'] }),
+        scriptTask('pass', 'echo "hello from $VERDICT_TASK_KEY" > out.txt; echo worker-said-done', 'grep -x "hello from pass" out.txt', {
+          expect_files: ['out.txt'],
+        }),
         scriptTask(
           'retry-pass',
           'if [ "$VERDICT_ATTEMPT" = 1 ]; then echo wrong > answer.txt; else grep -q "WANTED 42" "$VERDICT_FAILURE_FILE" && echo 42 > answer.txt; fi',
@@ -53,11 +55,29 @@ describe('verdict run, worktree mode, end to end', function () {
     const rows = readRows(home);
     const by = (key: string) => rows.filter((r) => r.task_key === key).sort((a, b) => Number(a.attempt) - Number(b.attempt));
     assert.equal(rows.length, 8);
-    assert.deepEqual(by('pass').map((r) => r.verdict), ['PASS']);
-    assert.deepEqual(by('retry-pass').map((r) => [r.verdict, r.retry]), [['FAIL', false], ['PASS', true]]);
-    assert.deepEqual(by('fail').map((r) => r.verdict), ['FAIL', 'FAIL']);
-    assert.deepEqual(by('timeout').map((r) => r.verdict), ['TIMEOUT']);
-    assert.deepEqual(by('empty-file').map((r) => r.verdict), ['FAIL', 'FAIL']);
+    assert.deepEqual(
+      by('pass').map((r) => r.verdict),
+      ['PASS'],
+    );
+    assert.deepEqual(
+      by('retry-pass').map((r) => [r.verdict, r.retry]),
+      [
+        ['FAIL', false],
+        ['PASS', true],
+      ],
+    );
+    assert.deepEqual(
+      by('fail').map((r) => r.verdict),
+      ['FAIL', 'FAIL'],
+    );
+    assert.deepEqual(
+      by('timeout').map((r) => r.verdict),
+      ['TIMEOUT'],
+    );
+    assert.deepEqual(
+      by('empty-file').map((r) => r.verdict),
+      ['FAIL', 'FAIL'],
+    );
     const fail = by('fail')[0] as Record<string, unknown>;
     assert.equal(fail.check_output, 'RAW-CHECK-OUTPUT: banana.txt not found\n');
     assert.equal(fail.check_exit_code, 7);
@@ -109,7 +129,13 @@ describe('verdict run, worktree mode, end to end', function () {
     assert.equal(state.status, 'finished');
     assert.equal(state.identity, 'e2e-tester');
     assert.equal(state.pid > 0, true);
-    assert.deepEqual(Object.fromEntries(state.tasks.map((t) => [t.key, t.status])), { pass: 'PASS', 'retry-pass': 'PASS', fail: 'FAIL', timeout: 'TIMEOUT', 'empty-file': 'FAIL' });
+    assert.deepEqual(Object.fromEntries(state.tasks.map((t) => [t.key, t.status])), {
+      pass: 'PASS',
+      'retry-pass': 'PASS',
+      fail: 'FAIL',
+      timeout: 'TIMEOUT',
+      'empty-file': 'FAIL',
+    });
     const ports = state.tasks.map((t) => t.port);
     assert.equal(new Set(ports).size, 5, 'each task has its own PORT');
     const frozen = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'manifest.json'), 'utf8')) as { manifest: { run_name: string } };
@@ -146,9 +172,17 @@ describe('verdict run, plain mode and max_parallel', function () {
   it('a rerun cannot pass on files an earlier run left in <workdir>/<key>: they are moved aside, not deleted', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    const first = writeManifest(dir, { workdir: 'work', tasks: [scriptTask('t', 'echo hello > out.txt', 'grep -x hello out.txt', { expect_files: ['out.txt'] })] }, 'first.swarm.json');
+    const first = writeManifest(
+      dir,
+      { workdir: 'work', tasks: [scriptTask('t', 'echo hello > out.txt', 'grep -x hello out.txt', { expect_files: ['out.txt'] })] },
+      'first.swarm.json',
+    );
     assert.equal((await cli(['run', first, '--home', home])).exitCode, 0);
-    const lazy = writeManifest(dir, { workdir: 'work', tasks: [scriptTask('t', 'echo I did nothing', 'grep -x hello out.txt', { expect_files: ['out.txt'], max_attempts: 1 })] }, 'second.swarm.json');
+    const lazy = writeManifest(
+      dir,
+      { workdir: 'work', tasks: [scriptTask('t', 'echo I did nothing', 'grep -x hello out.txt', { expect_files: ['out.txt'], max_attempts: 1 })] },
+      'second.swarm.json',
+    );
     const r = await cli(['run', lazy, '--home', home]);
     assert.equal(r.exitCode, 1, r.all);
     assert.match(r.stdout, /t {2}the task dir held files from an earlier run; they were moved to .*\.verdict-previous/);

@@ -52,7 +52,7 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
     }
   });
 
-  it('gdb clears the init\'s parent-death signal and setsid()s it; its daemon appends to the deliverable during the check: the commit and the check hold the worker\'s own content, nothing of the step is left', async () => {
+  it("gdb clears the init's parent-death signal and setsid()s it; its daemon appends to the deliverable during the check: the commit and the check hold the worker's own content, nothing of the step is left", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const m = `verdict-init-attack-${process.pid}-${Date.now()}`;
@@ -66,7 +66,11 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
     ].join('\n');
     // The check takes 3 s: the daemon, were it alive, would append about a dozen times meanwhile.
     const check = 'sleep 3; echo "out.txt: $(cat out.txt | tr "\\n" " ")"; [ "$(cat out.txt)" = hello ]';
-    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('tracer', spec, check, { max_attempts: 1, timeout_s: 60, ...networkFields() })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('tracer', spec, check, { max_attempts: 1, timeout_s: 60, ...networkFields() })],
+    });
     const home = path.join(dir, 'home');
     fs.mkdirSync(path.join(dir, 'user-home'));
     const r = await cli(['run', file, '--home', home, '--no-dashboard'], { env: { HOME: path.join(dir, 'user-home') } });
@@ -98,7 +102,11 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
       'sleep 300',
     ].join('\n');
     const check = 'sleep 2; echo "out.txt: $(cat out.txt)"; [ "$(cat out.txt)" = hello ]';
-    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('tracer', spec, check, { max_attempts: 1, timeout_s: 600, ...networkFields() })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('tracer', spec, check, { max_attempts: 1, timeout_s: 600, ...networkFields() })],
+    });
     const home = path.join(dir, 'home');
     fs.mkdirSync(path.join(dir, 'user-home'));
     const env = { HOME: path.join(dir, 'user-home') };
@@ -129,7 +137,14 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
     for (const p of alive) process.kill(p, 'SIGKILL');
     assert.deepEqual(alive, [], 'a process of the step outlived the reconcile');
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.attempt, x.verdict]), [[1, 'INTERRUPTED'], [2, 'FAIL']], r.all);
+    assert.deepEqual(
+      rows.map((x) => [x.attempt, x.verdict]),
+      [
+        [1, 'INTERRUPTED'],
+        [2, 'FAIL'],
+      ],
+      r.all,
+    );
     assert.match(String(rows[1]!.check_output), /out\.txt: bad/);
     const attack = fs.readFileSync(path.join(home, 'worktrees', runId, 'tracer', 'attack.txt'), 'utf8');
     assert.match(attack, /^\$1 = 0$/m, `gdb did not clear the init's parent-death signal:\n${attack}`);
@@ -137,4 +152,3 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-

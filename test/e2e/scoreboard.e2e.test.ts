@@ -13,8 +13,14 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     fs.writeFileSync(log, fs.readFileSync(path.join(FIXTURES, 'ringer-runs.jsonl'), 'utf8') + '{"torn": \n');
     const r = await cli(['models', '--home', home, '--log', log, '--json']);
     assert.equal(r.exitCode, 0, r.all);
-    const { view, source } = JSON.parse(r.stdout) as { view: { rows: { model: string; tasks: number; first_try_pass_rate: number; tier: string }[]; quarantined: unknown[] }; source: { corrupt: number } };
-    assert.deepEqual(view.rows.map((x) => [x.model, x.tasks, x.tier]), [['glm-4.6', 3, 'probation']]);
+    const { view, source } = JSON.parse(r.stdout) as {
+      view: { rows: { model: string; tasks: number; first_try_pass_rate: number; tier: string }[]; quarantined: unknown[] };
+      source: { corrupt: number };
+    };
+    assert.deepEqual(
+      view.rows.map((x) => [x.model, x.tasks, x.tier]),
+      [['glm-4.6', 3, 'probation']],
+    );
     assert.equal(view.quarantined.length, 1);
     assert.equal(source.corrupt, 1);
     const text = await cli(['models', '--home', home, '--log', log, '--task-type', 'cli']);
@@ -34,9 +40,15 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     const b = await cli(['catalog', '--home', home, '--refresh', '--source', path.join(FIXTURES, 'catalog-b.json')]);
     assert.match(b.stderr, /6 model\(s\), 5 change\(s\)/);
     const changes = await cli(['catalog', '--home', home, '--changes', '--json']);
-    assert.deepEqual((JSON.parse(changes.stdout) as { kind: string }[]).map((c) => c.kind), ['price_change', 'went_paid', 'added', 'went_free', 'removed']);
+    assert.deepEqual(
+      (JSON.parse(changes.stdout) as { kind: string }[]).map((c) => c.kind),
+      ['price_change', 'went_paid', 'added', 'went_free', 'removed'],
+    );
     const free = await cli(['catalog', '--home', home, '--free', '--json']);
-    assert.deepEqual((JSON.parse(free.stdout) as { id: string }[]).map((m) => m.id), ['pricey/three', 'img/gen']);
+    assert.deepEqual(
+      (JSON.parse(free.stdout) as { id: string }[]).map((m) => m.id),
+      ['pricey/three', 'img/gen'],
+    );
     const snapshot = fs.readFileSync(path.join(home, 'openrouter-catalog.json'), 'utf8');
     const badFile = path.join(home, 'bad.json');
     fs.writeFileSync(badFile, JSON.stringify({ models: [] }));
@@ -56,7 +68,10 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     const home = path.join(dir, 'home');
     // A worker that reports its cost like Claude Code does ($0.40 an attempt).
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/paid', retry_context: 'file' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/paid', retry_context: 'file' } } }),
+    );
     const spec = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.4,"usage":{"input_tokens":10,"output_tokens":5}}'`;
     const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] }));
     const manifest = writeManifest(dir, { run_name: 'budget', max_parallel: 1, budget_usd: 1, workdir: path.join(dir, 'work'), tasks });
@@ -65,7 +80,13 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     assert.match(r.stdout, /c\s+BUDGET_EXCEEDED\s+0 .*budget: \$0\.80 spent, and this attempt may cost up to \$0\.40: that would pass budget_usd \$1\.00/);
     assert.match(r.stdout, /spent \$0\.80 of the \$1\.00 budget/);
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.verdict, x.cost_microusd]), [['a', 'PASS', 400000], ['b', 'PASS', 400000]]);
+    assert.deepEqual(
+      rows.map((x) => [x.task_key, x.verdict, x.cost_microusd]),
+      [
+        ['a', 'PASS', 400000],
+        ['b', 'PASS', 400000],
+      ],
+    );
   });
 
   it('budget: parallel attempts on an engine of unknown price run one at a time until one is priced (spent ≤ budget + one attempt)', async () => {
@@ -74,7 +95,10 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     // No catalog in this home: acme/unpriced has no price, so nothing bounds an attempt before one has run. Each
     // attempt takes a second (all three would be running at once) and reports $0.012, like Claude Code's result.
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/unpriced', retry_context: 'file' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/unpriced', retry_context: 'file' } } }),
+    );
     const spec = `sleep 1; echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.012,"usage":{"input_tokens":10,"output_tokens":5}}'`;
     const tasks = ['a', 'b', 'c'].map((k) => scriptTask(k, spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] }));
     const manifest = writeManifest(dir, { run_name: 'unpriced', max_parallel: 3, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
@@ -89,7 +113,7 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     assert.equal((r.stdout.match(/BUDGET_EXCEEDED/g) ?? []).length >= 2, true, r.stdout);
   });
 
-  it('budget: a running attempt is stopped when a sibling\'s finished spend passes the budget; its task ends BUDGET_EXCEEDED, its work kept', async () => {
+  it("budget: a running attempt is stopped when a sibling's finished spend passes the budget; its task ends BUDGET_EXCEEDED, its work kept", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     // Two engines of unknown price (each its own first attempt, so both start): `quick` reports $0.012 at once, past
@@ -107,27 +131,42 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...process.env, VERDICT_PG_URL: '' } as Record<string, string> });
     const rows = readRows(home);
     const spent = rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
-    console.log(`      spent ${spent} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`);
+    console.log(
+      `      spent ${spent} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`,
+    );
     assert.equal(r.exitCode, 1, r.all);
     const longRow = rows.find((x) => x.task_key === 'long');
     assert.equal(longRow?.verdict, 'CANCELLED', r.all);
     assert.match(String(longRow?.notes ?? '') + r.all, /spent passed budget_usd \$0\.0050; this attempt was stopped/);
     assert.match(r.stdout, /long\s+BUDGET_EXCEEDED/, r.stdout);
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as { tasks: { key: string; status: string; dir: string }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as {
+      tasks: { key: string; status: string; dir: string }[];
+    };
     const longState = state.tasks.find((t) => t.key === 'long');
     assert.equal(longState?.status, 'BUDGET_EXCEEDED');
-    assert.ok(fs.existsSync(path.join(longState?.dir ?? '', 'draft.txt')), 'the stopped attempt\'s work is kept');
+    assert.ok(fs.existsSync(path.join(longState?.dir ?? '', 'draft.txt')), "the stopped attempt's work is kept");
   });
 
-  it('budget: the eval log\'s p90 cost of (model, task_type) is reserved before an attempt of an engine the catalog does not price', async () => {
+  it("budget: the eval log's p90 cost of (model, task_type) is reserved before an attempt of an engine the catalog does not price", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/hist', retry_context: 'file' } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/hist', retry_context: 'file' } } }),
+    );
     const spec = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.012,"usage":{"input_tokens":10,"output_tokens":5}}'`;
     const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
     // History: one priced attempt of acme/hist on task type 'test' ($0.012), in a run without a budget.
-    const first = writeManifest(dir, { run_name: 'history', workdir: path.join(dir, 'work1'), tasks: [scriptTask('h', spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] })] }, 'history.swarm.json');
+    const first = writeManifest(
+      dir,
+      {
+        run_name: 'history',
+        workdir: path.join(dir, 'work1'),
+        tasks: [scriptTask('h', spec, 'test -s out.txt', { engine: 'paid', expect_files: ['out.txt'] })],
+      },
+      'history.swarm.json',
+    );
     assert.equal((await cli(['run', first, '--home', home, '--config', config], { env })).exitCode, 0);
     // Two parallel attempts under $0.03: each reserves the p90 ($0.012), so both start at once (no one-at-a-time
     // wait), and a third would be refused up front.
@@ -135,7 +174,9 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     const manifest = writeManifest(dir, { run_name: 'p90', max_parallel: 3, budget_usd: 0.03, workdir: path.join(dir, 'work2'), tasks });
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home).filter((x) => x.run_name === 'p90');
-    console.log(`      spent ${rows.reduce((sum, x) => sum + (x.cost_microusd as number), 0)} micro-USD of a 30000 micro-USD budget, ${rows.length} attempt(s)`);
+    console.log(
+      `      spent ${rows.reduce((sum, x) => sum + (x.cost_microusd as number), 0)} micro-USD of a 30000 micro-USD budget, ${rows.length} attempt(s)`,
+    );
     assert.doesNotMatch(r.all, /is unknown/, 'the eval log priced acme/hist');
     assert.equal(rows.length, 2, r.all);
     assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*this attempt may cost up to \$0\.01: that would pass budget_usd \$0\.03/, r.stdout);
@@ -145,7 +186,9 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const manifest = writeManifest(dir, { run_name: 'pg-down', workdir: path.join(dir, 'work'), tasks: [scriptTask('a', 'echo hi > a.txt', 'test -s a.txt')] });
-    const r = await cli(['run', manifest, '--home', home], { env: { ...process.env, VERDICT_PG_URL: 'postgres://nobody@127.0.0.1:1/none' } as Record<string, string> });
+    const r = await cli(['run', manifest, '--home', home], {
+      env: { ...process.env, VERDICT_PG_URL: 'postgres://nobody@127.0.0.1:1/none' } as Record<string, string>,
+    });
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.stdout, /postgres: rows wait in the outbox/);
     assert.equal(readRows(home).length, 1);

@@ -15,7 +15,18 @@ const timed = (s: number) => `date +%s%N > started; sleep ${s}; date +%s%N > end
 
 function config(dir: string, engines: Record<string, Record<string, unknown>>, extra: Record<string, unknown> = {}): string {
   const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify({ ...extra, engines: Object.fromEntries(Object.entries(engines).map(([name, extra]) => [name, { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', retry_context: 'file', ...extra }])) }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      ...extra,
+      engines: Object.fromEntries(
+        Object.entries(engines).map(([name, extra]) => [
+          name,
+          { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', retry_context: 'file', ...extra },
+        ]),
+      ),
+    }),
+  );
   return file;
 }
 
@@ -41,7 +52,18 @@ describe('slots: machine-wide limits per engine and per login, across runs (e2e,
     const home = path.join(dir, 'home');
     const cfg = config(dir, { shared: { max_parallel: 2 } });
     const keys = ['a', 'b', 'c'];
-    const manifests = [1, 2].map((n) => writeManifest(dir, { run_name: `run${n}`, max_parallel: 3, workdir: path.join(dir, `work${n}`), tasks: keys.map((k) => scriptTask(k, timed(1.5), CHECK, { engine: 'shared', expect_files: ['out.txt'] })) }, `run${n}.swarm.json`));
+    const manifests = [1, 2].map((n) =>
+      writeManifest(
+        dir,
+        {
+          run_name: `run${n}`,
+          max_parallel: 3,
+          workdir: path.join(dir, `work${n}`),
+          tasks: keys.map((k) => scriptTask(k, timed(1.5), CHECK, { engine: 'shared', expect_files: ['out.txt'] })),
+        },
+        `run${n}.swarm.json`,
+      ),
+    );
     const runs = manifests.map((m) => cli(['run', m, '--home', home, '--config', cfg, '--no-dashboard'], { env }));
     let seen = '';
     const watch = (async () => {
@@ -64,28 +86,43 @@ describe('slots: machine-wide limits per engine and per login, across runs (e2e,
     assert.match(after.stdout, /engine shared 0\/2/, 'every slot released at the end');
   });
 
-  it('a login shares one limit among its engines; a dead run\'s slots are freed at once', async () => {
+  it("a login shares one limit among its engines; a dead run's slots are freed at once", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const cfg = config(dir, { left: {}, right: {} });
     // A run killed with SIGKILL left both slots of login `sub` held: its pid is gone now.
     const dead = Number(execFileSync('bash', ['-c', 'bash -c "echo \\$\\$"'], { encoding: 'utf8' }).trim());
     fs.mkdirSync(path.join(home, 'slots'), { recursive: true });
-    const holder = (n: number) => ({ id: `dead.${n}`, runId: 'dead-run', pid: dead, startTime: '1', host: execFileSync('hostname', { encoding: 'utf8' }).trim().split('.')[0], task: `t${n}`, engine: 'left', since: Date.now() - 60_000 });
+    const holder = (n: number) => ({
+      id: `dead.${n}`,
+      runId: 'dead-run',
+      pid: dead,
+      startTime: '1',
+      host: execFileSync('hostname', { encoding: 'utf8' }).trim().split('.')[0],
+      task: `t${n}`,
+      engine: 'left',
+      since: Date.now() - 60_000,
+    });
     fs.writeFileSync(path.join(home, 'slots', 'login-sub.json'), JSON.stringify({ limit: 1, holders: [holder(1), holder(2)] }));
     const keys = ['l1', 'r1', 'l2', 'r2'];
     const tasks = keys.map((k) => scriptTask(k, timed(0.8), CHECK, { engine: k.startsWith('l') ? 'left' : 'right', expect_files: ['out.txt'] }));
-    const manifest = writeManifest(dir, { run_name: 'login', max_parallel: 4, logins: { sub: { engines: ['left', 'right'], max_parallel: 1 } }, workdir: path.join(dir, 'work'), tasks });
+    const manifest = writeManifest(dir, {
+      run_name: 'login',
+      max_parallel: 4,
+      logins: { sub: { engines: ['left', 'right'], max_parallel: 1 } },
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
     const r = await cli(['run', manifest, '--home', home, '--config', cfg, '--no-dashboard'], { env });
     const most = peak(taskDirs(path.join(dir, 'work'), keys));
     console.log(`      peak concurrency of login sub (engines left and right): ${most} (limit 1; max_parallel 4)`);
     assert.equal(r.exitCode, 0, r.all);
     assert.equal(most, 1);
     const table = JSON.parse(fs.readFileSync(path.join(home, 'slots', 'login-sub.json'), 'utf8')) as { holders: unknown[] };
-    assert.deepEqual(table.holders, [], 'the dead run\'s holders are gone');
+    assert.deepEqual(table.holders, [], "the dead run's holders are gone");
   });
 
-  it('a login in the user config limits every run that config starts, as a manifest\'s does', async () => {
+  it("a login in the user config limits every run that config starts, as a manifest's does", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const cfg = config(dir, { left: {}, right: {} }, { logins: { sub: { engines: ['left', 'right'], max_parallel: 1 } } });
@@ -103,7 +140,12 @@ describe('slots: machine-wide limits per engine and per login, across runs (e2e,
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const tasks = [scriptTask('a', 'echo ok > out.txt', CHECK, { expect_files: ['out.txt'] })];
-    const bad = writeManifest(dir, { run_name: 'bad', logins: { sub: { engines: ['script', 'codx'], max_parallel: 0 } }, workdir: path.join(dir, 'work'), tasks });
+    const bad = writeManifest(dir, {
+      run_name: 'bad',
+      logins: { sub: { engines: ['script', 'codx'], max_parallel: 0 } },
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
     const r = await cli(['run', bad, '--home', home], { env });
     assert.equal(r.exitCode, 2, r.all);
     assert.match(r.all, /test\.swarm\.json:\d+:\d+: error: logins\.sub\.engines\[1\]: unknown engine "codx" in login sub/);

@@ -59,14 +59,24 @@ audience: driver
 function configWithEngine(dir: string): string {
   const base = process.env.VERDICT_CONFIG ? JSON.parse(fs.readFileSync(process.env.VERDICT_CONFIG, 'utf8')) : {};
   const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify({ ...base, engines: { appender: { binary: 'bash', argv: ['-c', 'echo x >> count.txt', 'worker', '{spec}'], install: 'a test fixture', output: 'none' } } }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      ...base,
+      engines: { appender: { binary: 'bash', argv: ['-c', 'echo x >> count.txt', 'worker', '{spec}'], install: 'a test fixture', output: 'none' } },
+    }),
+  );
   return file;
 }
 
 function prompts(home: string, key: string): string[] {
   const runId = fs.readdirSync(path.join(home, 'runs'))[0]!;
   const dir = path.join(home, 'runs', runId, 'tasks', key);
-  return fs.readdirSync(dir).filter((d) => /^attempt-\d+$/.test(d)).sort().map((n) => fs.readFileSync(path.join(dir, n, 'prompt.md'), 'utf8'));
+  return fs
+    .readdirSync(dir)
+    .filter((d) => /^attempt-\d+$/.test(d))
+    .sort()
+    .map((n) => fs.readFileSync(path.join(dir, n, 'prompt.md'), 'utf8'));
 }
 
 describe('steering profiles (built CLI, script engine)', function () {
@@ -80,21 +90,51 @@ describe('steering profiles (built CLI, script engine)', function () {
     fs.writeFileSync(path.join(steering, 'profiles', 'steer-1.md'), PROFILE);
     const repo = makeRepo(path.join(dir, 'repo'));
     // Attempt 1 fails (one line), the retry passes (two lines): the check says why it failed.
-    const manifest = writeManifest(repo, { run_name: 'steered', worktrees: true, tasks: [scriptTask('t', 'Append a line to count.txt.', 'test "$(wc -l < count.txt)" -ge 2 || { echo "need two lines"; exit 1; }', { engine: 'appender', model: 'acme/steer-1', max_attempts: 2 })] });
-    const r = await cli(['run', manifest, '--home', home, '--no-dashboard', '--config', configWithEngine(dir)], { env: { VERDICT_STEERING_DIR: steering, VERDICT_IDENTITY: 't' } });
+    const manifest = writeManifest(repo, {
+      run_name: 'steered',
+      worktrees: true,
+      tasks: [
+        scriptTask('t', 'Append a line to count.txt.', 'test "$(wc -l < count.txt)" -ge 2 || { echo "need two lines"; exit 1; }', {
+          engine: 'appender',
+          model: 'acme/steer-1',
+          max_attempts: 2,
+        }),
+      ],
+    });
+    const r = await cli(['run', manifest, '--home', home, '--no-dashboard', '--config', configWithEngine(dir)], {
+      env: { VERDICT_STEERING_DIR: steering, VERDICT_IDENTITY: 't' },
+    });
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.stderr, /Steering notes for steer-1 \(v0\.2\.0\).*\n- \(confirmed\) Put hard constraints in a file the spec names\./);
     const [p1, p2] = prompts(home, 't');
     assert.ok(p1 && p2, 'two attempts');
     for (const p of [p1, p2]) {
-      assert.ok(p.startsWith('[Steering profile steer-1 v0.2.0, injected by Verdict]\n- Read NOTES.txt before you change anything.\n- (candidate) Keep each change small.\n[End steering profile]\n\n'), p);
+      assert.ok(
+        p.startsWith(
+          '[Steering profile steer-1 v0.2.0, injected by Verdict]\n- Read NOTES.txt before you change anything.\n- (candidate) Keep each change small.\n[End steering profile]\n\n',
+        ),
+        p,
+      );
       assert.doesNotMatch(p, /CAPITALS|hard constraints/);
     }
     assert.ok(p1.endsWith('\n\nAppend a line to count.txt.'), p1);
-    assert.match(p2, /\n\nAppend a line to count\.txt\.\n\n---\nA previous attempt at this task did not pass\.[\s\S]*need two lines/, 'the retry: rules, spec, then the failure');
+    assert.match(
+      p2,
+      /\n\nAppend a line to count\.txt\.\n\n---\nA previous attempt at this task did not pass\.[\s\S]*need two lines/,
+      'the retry: rules, spec, then the failure',
+    );
     const obsDir = path.join(steering, 'observations', 'verdict');
-    const obs = fs.readdirSync(obsDir).flatMap((f) => fs.readFileSync(path.join(obsDir, f), 'utf8').trim().split('\n')).map((l) => JSON.parse(l));
-    assert.deepEqual(obs.map((o) => [o.task_key, o.attempt, o.retry, o.verdict, o.profile, o.profile_version]), [['t', 1, false, 'FAIL', 'steer-1', '0.2.0'], ['t', 2, true, 'PASS', 'steer-1', '0.2.0']]);
+    const obs = fs
+      .readdirSync(obsDir)
+      .flatMap((f) => fs.readFileSync(path.join(obsDir, f), 'utf8').trim().split('\n'))
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      obs.map((o) => [o.task_key, o.attempt, o.retry, o.verdict, o.profile, o.profile_version]),
+      [
+        ['t', 1, false, 'FAIL', 'steer-1', '0.2.0'],
+        ['t', 2, true, 'PASS', 'steer-1', '0.2.0'],
+      ],
+    );
     assert.deepEqual(obs[0].rules_injected, ['steer-1/read-the-spec-file', 'steer-1/small-commits']);
     assert.match(obs[0].check_excerpt, /need two lines/);
   });
@@ -109,9 +149,13 @@ describe('steering profiles (built CLI, script engine)', function () {
     const manifest = writeManifest(repo, {
       run_name: 'unsteered',
       worktrees: true,
-      tasks: ['a', 'b'].map((k) => scriptTask(k, `Task ${k}.`, 'test "$(wc -l < count.txt)" -ge 2 || { echo again; exit 1; }', { engine: 'appender', model: 'steer-1', max_attempts: 2 })),
+      tasks: ['a', 'b'].map((k) =>
+        scriptTask(k, `Task ${k}.`, 'test "$(wc -l < count.txt)" -ge 2 || { echo again; exit 1; }', { engine: 'appender', model: 'steer-1', max_attempts: 2 }),
+      ),
     });
-    const r = await cli(['run', manifest, '--home', home, '--no-dashboard', '--config', configWithEngine(dir)], { env: { VERDICT_STEERING_DIR: steering, VERDICT_IDENTITY: 't' } });
+    const r = await cli(['run', manifest, '--home', home, '--no-dashboard', '--config', configWithEngine(dir)], {
+      env: { VERDICT_STEERING_DIR: steering, VERDICT_IDENTITY: 't' },
+    });
     assert.equal(r.exitCode, 0, r.all);
     const notes = r.all!.split('\n').filter((l) => /steering: skipped .*steer-1\.md: no front matter/.test(l));
     // Once before the run (driver notes) and once during it, however many tasks and attempts use the model.

@@ -31,18 +31,22 @@ function libRepo(dir: string): string {
 /** The task's check: only the new function `square` (a script that sources lib.sh, so lib.sh is the worker's to change). */
 const SQUARE_CHECK = 'bash tests/check_square.sh';
 /** Good work: `square` added, the rest as the base has it (written whole: a retry starts from what attempt 1 left). */
-const GOOD = 'printf \'double() { echo $(( $1 * 2 )); }\\ntriple() { echo $(( $1 * 3 )); }\\nsquare() { echo $(( $1 * $1 )); }\\n\' > lib.sh';
+const GOOD = "printf 'double() { echo $(( $1 * 2 )); }\\ntriple() { echo $(( $1 * 3 )); }\\nsquare() { echo $(( $1 * $1 )); }\\n' > lib.sh";
 /** Work that passes the check and breaks `triple` (the check does not test it). */
-const BREAKS_TRIPLE = 'printf \'double() { echo $(( $1 * 2 )); }\\ntriple() { echo $(( $1 + 3 )); }\\nsquare() { echo $(( $1 * $1 )); }\\n\' > lib.sh';
+const BREAKS_TRIPLE = "printf 'double() { echo $(( $1 * 2 )); }\\ntriple() { echo $(( $1 + 3 )); }\\nsquare() { echo $(( $1 * $1 )); }\\n' > lib.sh";
 
 describe('suite: the full regression check after the check', function () {
   this.timeout(240000);
 
-  it('work that passes its check and breaks another test FAILs at suite with the suite\'s output in the retry; the retry passes; a best-of-N candidate that breaks it cannot win', async () => {
+  it("work that passes its check and breaks another test FAILs at suite with the suite's output in the retry; the retry passes; a best-of-N candidate that breaks it cannot win", async () => {
     const dir = tempDir();
     const repo = libRepo(dir);
     const tasks = [
-      scriptTask('square', ['if [ "$VERDICT_ATTEMPT" = 1 ]; then', BREAKS_TRIPLE, 'else', '  echo "--- handed: $(cat "$VERDICT_FAILURE_FILE")"', GOOD, 'fi'].join('\n'), SQUARE_CHECK),
+      scriptTask(
+        'square',
+        ['if [ "$VERDICT_ATTEMPT" = 1 ]; then', BREAKS_TRIPLE, 'else', '  echo "--- handed: $(cat "$VERDICT_FAILURE_FILE")"', GOOD, 'fi'].join('\n'),
+        SQUARE_CHECK,
+      ),
       // Candidate 1 breaks triple, candidate 2 does not: first-pass picks the lowest-numbered candidate that passed, and
       // a candidate passes only with its suite.
       scriptTask('pick', ['if [ "$VERDICT_CANDIDATE" = 1 ]; then', BREAKS_TRIPLE, 'else', GOOD, 'fi'].join('\n'), SQUARE_CHECK, { repeat: 2, max_attempts: 1 }),
@@ -54,16 +58,25 @@ describe('suite: the full regression check after the check', function () {
     const rows = readRows(home).filter((row) => row.step === 'work');
     const of = (key: string) => rows.filter((row) => row.task_key === key);
     const [fail, pass] = of('square');
-    assert.deepEqual(of('square').map((row) => row.verdict), ['FAIL', 'PASS']);
+    assert.deepEqual(
+      of('square').map((row) => row.verdict),
+      ['FAIL', 'PASS'],
+    );
     assert.match(String(fail?.notes), /the check passed, but the suite `bash ci\/suite\.sh` exited 1: triple 4 gave 7, want 12/);
     assert.equal(fail?.check_exit_code, 0, 'the check itself passed');
     const suite = fail?.suite as { command: string; passed: boolean; exit_code: number | null; timed_out: boolean; duration_ms: number; log: string };
-    assert.deepEqual({ ...suite, duration_ms: typeof suite.duration_ms, log: path.basename(suite.log) }, { command: 'bash ci/suite.sh', passed: false, exit_code: 1, timed_out: false, duration_ms: 'number', log: 'suite.log' });
+    assert.deepEqual(
+      { ...suite, duration_ms: typeof suite.duration_ms, log: path.basename(suite.log) },
+      { command: 'bash ci/suite.sh', passed: false, exit_code: 1, timed_out: false, duration_ms: 'number', log: 'suite.log' },
+    );
     assert.match(fs.readFileSync(suite.log, 'utf8'), /ok tests\/test_double\.sh\ntriple 4 gave 7, want 12/);
     // The retry was handed the suite's command and output, not the check's.
     const handed = fs.readFileSync(String(pass?.worker_log), 'utf8');
     assert.match(handed, /passed the task's check, then the repository's full test suite ran on it and failed/);
-    assert.match(handed, /The suite command[^\n]*\n```sh\nbash ci\/suite\.sh\n```\nIts exit code was 1\. The end of its output, verbatim:\n```\nok tests\/test_double\.sh\ntriple 4 gave 7, want 12/);
+    assert.match(
+      handed,
+      /The suite command[^\n]*\n```sh\nbash ci\/suite\.sh\n```\nIts exit code was 1\. The end of its output, verbatim:\n```\nok tests\/test_double\.sh\ntriple 4 gave 7, want 12/,
+    );
     assert.equal((pass?.suite as { passed: boolean }).passed, true);
     assert.match(fs.readFileSync((pass?.suite as { log: string }).log, 'utf8'), /ok tests\/test_triple\.sh/);
     // Best-of-N: candidate 1 passed its check and failed the suite; candidate 2 won.
@@ -71,7 +84,9 @@ describe('suite: the full regression check after the check', function () {
     assert.match(String(of('pick--c1')[0]?.notes), /the suite `bash ci\/suite\.sh` exited 1/);
     assert.equal(of('pick--c2')[0]?.verdict, 'PASS');
     const runId = String(fail?.run_id);
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; status: string; winner?: string; attempts: { step: string; verdict: string }[] }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as {
+      tasks: { key: string; status: string; winner?: string; attempts: { step: string; verdict: string }[] }[];
+    };
     const task = (key: string) => state.tasks.find((t) => t.key === key);
     assert.equal(task('pick')?.status, 'PASS');
     assert.equal(task('pick')?.winner, 'pick--c2');
@@ -81,7 +96,7 @@ describe('suite: the full regression check after the check', function () {
     assert.match(git(repo, 'show', `${String(pass?.branch)}:lib.sh`), /triple\(\) \{ echo \$\(\( \$1 \* 3 \)\); \}/);
   });
 
-  it('a worker that weakens the suite — its script at no test place, or a test it runs — cannot: the files are read-only to it (sandboxed) or it FAILs at guard, and the suite that judges is the base\'s', async () => {
+  it("a worker that weakens the suite — its script at no test place, or a test it runs — cannot: the files are read-only to it (sandboxed) or it FAILs at guard, and the suite that judges is the base's", async () => {
     const dir = tempDir();
     const repo = libRepo(dir);
     const retry = (cheat: string) => ['if [ "$VERDICT_ATTEMPT" = 1 ]; then', BREAKS_TRIPLE, cheat, 'else', GOOD, 'fi'].join('\n');
@@ -108,12 +123,20 @@ describe('suite: the full regression check after the check', function () {
     const sandboxed = !process.env.VERDICT_TEST_UNSANDBOXED;
     for (const [key, re] of Object.entries(expected)) {
       const [fail, pass] = of(key);
-      assert.deepEqual(of(key).map((row) => row.verdict), ['FAIL', 'PASS'], `${key}: ${String(fail?.notes)}`);
+      assert.deepEqual(
+        of(key).map((row) => row.verdict),
+        ['FAIL', 'PASS'],
+        `${key}: ${String(fail?.notes)}`,
+      );
       if (sandboxed) {
         // The suite's files are bound read-only into the worker's sandbox: the cheat failed, and the real suite judged.
         assert.match(fs.readFileSync(String(fail?.worker_log), 'utf8'), /Read-only file system|Device or resource busy/, key);
         assert.match(String(fail?.notes), /the check passed, but the suite `bash ci\/(own-)?suite\.sh` exited 1: triple 4 gave 7, want 12/, key);
-        assert.match(fs.readFileSync((fail?.suite as { log: string }).log, 'utf8'), /ok tests\/test_double\.sh\ntriple 4 gave 7/, `${key}: the base's suite ran`);
+        assert.match(
+          fs.readFileSync((fail?.suite as { log: string }).log, 'utf8'),
+          /ok tests\/test_double\.sh\ntriple 4 gave 7/,
+          `${key}: the base's suite ran`,
+        );
       } else {
         // Unsandboxed the worker can write them: the guard refuses the attempt before the check, naming the file.
         assert.match(String(fail?.notes), re, key);
@@ -122,7 +145,9 @@ describe('suite: the full regression check after the check', function () {
       assert.equal((pass?.suite as { passed: boolean }).passed, true, `${key}: the retry passed the real suite`);
     }
     // The suite's files on every branch are the base's.
-    for (const key of Object.keys(expected)) for (const f of ['ci/suite.sh', 'ci/own-suite.sh', 'tests/test_triple.sh']) assert.equal(git(repo, 'show', `${String(of(key)[1]?.branch)}:${f}`), git(repo, 'show', `main:${f}`), `${key}: ${f}`);
+    for (const key of Object.keys(expected))
+      for (const f of ['ci/suite.sh', 'ci/own-suite.sh', 'tests/test_triple.sh'])
+        assert.equal(git(repo, 'show', `${String(of(key)[1]?.branch)}:${f}`), git(repo, 'show', `main:${f}`), `${key}: ${f}`);
   });
 
   it('a worker that rewrites the package.json script the suite runs (`npm test`) FAILs at guard naming it; one that only adds a dependency there passes', async () => {
@@ -131,7 +156,8 @@ describe('suite: the full regression check after the check', function () {
     fs.writeFileSync(path.join(repo, 'package.json'), JSON.stringify({ name: 'lib', version: '1.0.0', scripts: { test: 'bash ci/suite.sh' } }, null, 2) + '\n');
     git(repo, 'add', '-A');
     git(repo, 'commit', '-q', '-m', 'npm test');
-    const pkg = (scripts: Record<string, string>, deps: Record<string, string> = {}) => `printf '%s\\n' '${JSON.stringify({ name: 'lib', version: '1.0.0', scripts, dependencies: deps })}' > package.json`;
+    const pkg = (scripts: Record<string, string>, deps: Record<string, string> = {}) =>
+      `printf '%s\\n' '${JSON.stringify({ name: 'lib', version: '1.0.0', scripts, dependencies: deps })}' > package.json`;
     const tasks = [
       scriptTask('weaken', [BREAKS_TRIPLE, pkg({ test: 'echo all tests passed' })].join('\n'), SQUARE_CHECK, { max_attempts: 1 }),
       scriptTask('pretest', [BREAKS_TRIPLE, pkg({ test: 'bash ci/suite.sh', pretest: 'exit 0' })].join('\n'), SQUARE_CHECK, { max_attempts: 1 }),
@@ -158,7 +184,12 @@ describe('suite: the full regression check after the check', function () {
     const fixer = `setsid nohup bash -c 'sleep 1; while :; do printf "double() { echo \\$(( \\$1 * 2 )); }\\ntriple() { echo \\$(( \\$1 * 3 )); }\\nsquare() { echo \\$(( \\$1 * \\$1 )); }\\n" > lib.sh.new && mv lib.sh.new lib.sh; sleep 0.02; done # suite-fixer-7731' >/dev/null 2>&1 < /dev/null &`;
     const spec = ['if [ "$VERDICT_ATTEMPT" = 1 ]; then', `  ${fixer}`, '  sleep 0.2', BREAKS_TRIPLE, '  exit 0', 'else', GOOD, 'fi'].join('\n');
     // The check sleeps so a surviving loop would have rewritten lib.sh long before the suite.
-    const file = writeManifest(dir, { worktrees: true, repo, suite: 'sleep 0.5; bash ci/suite.sh', tasks: [scriptTask('leave', spec, `${SQUARE_CHECK}; sleep 0.3`)] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      suite: 'sleep 0.5; bash ci/suite.sh',
+      tasks: [scriptTask('leave', spec, `${SQUARE_CHECK}; sleep 0.3`)],
+    });
     const home = path.join(dir, 'home');
     const r = await run(file, home);
     const rows = readRows(home).filter((row) => row.step === 'work');
@@ -175,7 +206,11 @@ describe('suite: the full regression check after the check', function () {
   it('a suite that hangs is stopped at suite_timeout_s, its process group killed, and the attempt FAILs saying so', async () => {
     const dir = tempDir();
     const repo = libRepo(dir);
-    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('hang', GOOD, SQUARE_CHECK, { max_attempts: 1, suite: 'sleep 4242 & sleep 4243; echo never', suite_timeout_s: 2 })] });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('hang', GOOD, SQUARE_CHECK, { max_attempts: 1, suite: 'sleep 4242 & sleep 4243; echo never', suite_timeout_s: 2 })],
+    });
     const home = path.join(dir, 'home');
     const started = Date.now();
     const r = await run(file, home);
@@ -183,7 +218,10 @@ describe('suite: the full regression check after the check', function () {
     const [row] = readRows(home).filter((x) => x.step === 'work');
     assert.equal(row?.verdict, 'FAIL');
     assert.match(String(row?.notes), /the check passed, but the suite `sleep 4242 & sleep 4243; echo never` timed out after 2 s/);
-    assert.deepEqual({ ...(row?.suite as object), duration_ms: 0, log: '' }, { command: 'sleep 4242 & sleep 4243; echo never', passed: false, exit_code: null, timed_out: true, duration_ms: 0, log: '' });
+    assert.deepEqual(
+      { ...(row?.suite as object), duration_ms: 0, log: '' },
+      { command: 'sleep 4242 & sleep 4243; echo never', passed: false, exit_code: null, timed_out: true, duration_ms: 0, log: '' },
+    );
     assert.match(fs.readFileSync((row?.suite as { log: string }).log, 'utf8'), /\[verdict\] the check timed out after 2 s and was killed/);
     assert.deepEqual([...processesWith('sleep 4242'), ...processesWith('sleep 4243')], [], 'nothing of the suite is alive');
     assert.ok(Date.now() - started < 120000);
@@ -192,11 +230,27 @@ describe('suite: the full regression check after the check', function () {
   it('bad input: a suite on a council task or a planner, a blank suite, a limit out of range or limiting nothing — each an error naming file:line:column and the field', async () => {
     const dir = tempDir();
     const cases: [string, string, RegExp][] = [
-      ['council', '{\n  "tasks": [\n    { "key": "c", "engine": "script", "spec": "echo a > answer.md", "check": "test -s answer.md",\n      "suite": "npm test",\n      "council": { "members": [{ "engine": "script", "model": "a" }, { "engine": "script", "model": "b" }], "chair": { "check": "test -s synthesis.md" } } }\n  ]\n}\n', /:4:16: error: tasks\[0\]\.suite: a council task \(its answers, reviews and synthesis are documents\) has nothing a test suite judges/],
-      ['planner', '{\n  "tasks": [\n    { "key": "p", "engine": "script", "spec": "echo [] > t.json",\n      "generate": { "file": "t.json", "max_tasks": 3 }, "suite": "npm test" }\n  ]\n}\n', /:4:66: error: tasks\[0\]\.suite: a planner \("generate": its work is a plan of tasks\) has nothing a test suite judges/],
+      [
+        'council',
+        '{\n  "tasks": [\n    { "key": "c", "engine": "script", "spec": "echo a > answer.md", "check": "test -s answer.md",\n      "suite": "npm test",\n      "council": { "members": [{ "engine": "script", "model": "a" }, { "engine": "script", "model": "b" }], "chair": { "check": "test -s synthesis.md" } } }\n  ]\n}\n',
+        /:4:16: error: tasks\[0\]\.suite: a council task \(its answers, reviews and synthesis are documents\) has nothing a test suite judges/,
+      ],
+      [
+        'planner',
+        '{\n  "tasks": [\n    { "key": "p", "engine": "script", "spec": "echo [] > t.json",\n      "generate": { "file": "t.json", "max_tasks": 3 }, "suite": "npm test" }\n  ]\n}\n',
+        /:4:66: error: tasks\[0\]\.suite: a planner \("generate": its work is a plan of tasks\) has nothing a test suite judges/,
+      ],
       ['blank', '{\n  "suite": "   ",\n  "tasks": [{ "key": "a", "engine": "script", "spec": "true", "check": "true" }]\n}\n', /:2:12: error: suite: /],
-      ['range', '{\n  "suite": "npm test",\n  "tasks": [{ "key": "a", "engine": "script", "spec": "true", "check": "true", "suite_timeout_s": 0 }]\n}\n', /:3:99: error: tasks\[0\]\.suite_timeout_s: must be >= 0\.001, got 0/],
-      ['nothing', '{\n  "suite_timeout_s": 30,\n  "tasks": [{ "key": "a", "engine": "script", "spec": "true", "check": "true" }]\n}\n', /:2:22: error: suite_timeout_s: suite_timeout_s limits the suite, but neither the run nor any task has a "suite"/],
+      [
+        'range',
+        '{\n  "suite": "npm test",\n  "tasks": [{ "key": "a", "engine": "script", "spec": "true", "check": "true", "suite_timeout_s": 0 }]\n}\n',
+        /:3:99: error: tasks\[0\]\.suite_timeout_s: must be >= 0\.001, got 0/,
+      ],
+      [
+        'nothing',
+        '{\n  "suite_timeout_s": 30,\n  "tasks": [{ "key": "a", "engine": "script", "spec": "true", "check": "true" }]\n}\n',
+        /:2:22: error: suite_timeout_s: suite_timeout_s limits the suite, but neither the run nor any task has a "suite"/,
+      ],
     ];
     for (const [name, text, re] of cases) {
       const file = path.join(dir, `${name}.swarm.json`);

@@ -23,7 +23,8 @@ interface Fixture {
 }
 
 const file = (p: string, body: string) => `mkdir -p "$(dirname ${p})" && cat > ${p} <<'EOF'\n${body}\nEOF`;
-const nodeTest = (imports: string, body: string) => `import test from 'node:test';\nimport assert from 'node:assert/strict';\n${imports}\ntest('t', () => {\n${body}\n});\n`;
+const nodeTest = (imports: string, body: string) =>
+  `import test from 'node:test';\nimport assert from 'node:assert/strict';\n${imports}\ntest('t', () => {\n${body}\n});\n`;
 
 const MONEY = `export function splitCents(total, parts) {
   if (!Number.isInteger(total) || total < 0) throw new RangeError('total: ' + total);
@@ -42,28 +43,47 @@ export function allowed(user, action) {
   return user.roles.includes('admin') || user.grants.includes(action);
 }`;
 
-const REPORT = (citations: string[]) => `# Auth flow\n\n## Answer\n\nauthenticate() reads the bearer token; allowed() checks roles.\n\n## Evidence\n\n${citations.join('\n')}\n\n## Open questions\n\nWhere sessions expire.\n`;
+const REPORT = (citations: string[]) =>
+  `# Auth flow\n\n## Answer\n\nauthenticate() reads the bearer token; allowed() checks roles.\n\n## Evidence\n\n${citations.join('\n')}\n\n## Open questions\n\nWhere sessions expire.\n`;
 
 /** The no-model template's own specs (it runs as written: its scripts are the work). */
-const noModelSpecs = Object.fromEntries((parse(fs.readFileSync(path.resolve('templates/no-model/no-model.swarm.json'), 'utf8')) as { tasks: { key: string; spec: string }[] }).tasks.map((t) => [t.key, t.spec]));
+const noModelSpecs = Object.fromEntries(
+  (parse(fs.readFileSync(path.resolve('templates/no-model/no-model.swarm.json'), 'utf8')) as { tasks: { key: string; spec: string }[] }).tasks.map((t) => [
+    t.key,
+    t.spec,
+  ]),
+);
 
 const FIXTURES: Record<string, Fixture> = {
   // Brings its own project (src/, test/): the fixture repository is empty.
   'no-model': {
     files: { 'README.md': '# fixture\n' },
     good: noModelSpecs,
-    bad: { 'fix-fahrenheit': "sed -i 's|/ 5 + 23|/ 5 + 23.5|' src/temperature.mjs", 'word-count': file('src/word-count.mjs', 'export const wordCount = (t) => t.split(" ").length;'), 'wc-command': 'echo nothing done' },
+    bad: {
+      'fix-fahrenheit': "sed -i 's|/ 5 + 23|/ 5 + 23.5|' src/temperature.mjs",
+      'word-count': file('src/word-count.mjs', 'export const wordCount = (t) => t.split(" ").length;'),
+      'wc-command': 'echo nothing done',
+    },
   },
   'fan-out': {
     files: {
       'test/slugify.test.mjs': nodeTest("import { slugify } from '../src/slugify.mjs';", "  assert.equal(slugify(' Hello, World! '), 'hello-world');"),
-      'test/parse-duration.test.mjs': nodeTest("import { parseDuration } from '../src/parse-duration.mjs';", "  assert.equal(parseDuration('1h30m'), 5400000);\n  assert.throws(() => parseDuration('soon'), RangeError);"),
+      'test/parse-duration.test.mjs': nodeTest(
+        "import { parseDuration } from '../src/parse-duration.mjs';",
+        "  assert.equal(parseDuration('1h30m'), 5400000);\n  assert.throws(() => parseDuration('soon'), RangeError);",
+      ),
       'test/format-bytes.test.mjs': nodeTest("import { formatBytes } from '../src/format-bytes.mjs';", "  assert.equal(formatBytes(1536), '1.5 KiB');"),
     },
     good: {
       slugify: file('src/slugify.mjs', "export const slugify = (t) => t.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');"),
-      'parse-duration': file('src/parse-duration.mjs', "export function parseDuration(t) {\n  const m = /^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s)?$/.exec(t);\n  if (!m || t === '') throw new RangeError('not a duration: ' + t);\n  return ((+(m[1] ?? 0) * 60 + +(m[2] ?? 0)) * 60 + +(m[3] ?? 0)) * 1000;\n}"),
-      'format-bytes': file('src/format-bytes.mjs', "export function formatBytes(n) {\n  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];\n  let i = 0;\n  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }\n  return (Math.round(n * 10) / 10) + ' ' + u[i];\n}"),
+      'parse-duration': file(
+        'src/parse-duration.mjs',
+        "export function parseDuration(t) {\n  const m = /^(?:(\\d+)h)?(?:(\\d+)m)?(?:(\\d+)s)?$/.exec(t);\n  if (!m || t === '') throw new RangeError('not a duration: ' + t);\n  return ((+(m[1] ?? 0) * 60 + +(m[2] ?? 0)) * 60 + +(m[3] ?? 0)) * 1000;\n}",
+      ),
+      'format-bytes': file(
+        'src/format-bytes.mjs',
+        "export function formatBytes(n) {\n  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];\n  let i = 0;\n  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }\n  return (Math.round(n * 10) / 10) + ' ' + u[i];\n}",
+      ),
     },
     bad: {
       slugify: file('src/slugify.mjs', 'export const slugify = (t) => t.toLowerCase();'),
@@ -74,10 +94,21 @@ const FIXTURES: Record<string, Fixture> = {
   'test-hardening': {
     files: { 'src/money.mjs': MONEY },
     good: {
-      'money-edge-tests': file('test/money.edge.test.mjs', nodeTest("import { splitCents } from '../src/money.mjs';", "  assert.deepEqual(splitCents(5, 2), [3, 2]);\n  assert.throws(() => splitCents(-1, 2), RangeError);\n  assert.throws(() => splitCents(5, 0), RangeError);")),
+      'money-edge-tests': file(
+        'test/money.edge.test.mjs',
+        nodeTest(
+          "import { splitCents } from '../src/money.mjs';",
+          '  assert.deepEqual(splitCents(5, 2), [3, 2]);\n  assert.throws(() => splitCents(-1, 2), RangeError);\n  assert.throws(() => splitCents(5, 0), RangeError);',
+        ),
+      ),
     },
     // Passes on the code, but checks too little: most mutants survive.
-    bad: { 'money-edge-tests': file('test/money.edge.test.mjs', nodeTest("import { splitCents } from '../src/money.mjs';", '  assert.deepEqual(splitCents(4, 2), [2, 2]);')) },
+    bad: {
+      'money-edge-tests': file(
+        'test/money.edge.test.mjs',
+        nodeTest("import { splitCents } from '../src/money.mjs';", '  assert.deepEqual(splitCents(4, 2), [2, 2]);'),
+      ),
+    },
   },
   'docs-sweep': {
     files: {
@@ -101,42 +132,81 @@ const FIXTURES: Record<string, Fixture> = {
       'src/legacy.mjs': "export function legacyFetch(url, cb) {\n  cb(null, 'body:' + url);\n}\n",
       'src/api/users.mjs': "import { legacyFetch } from '../legacy.mjs';\nexport function fetchUser(id, cb) {\n  legacyFetch('/users/' + id, cb);\n}\n",
       'src/jobs/sync.mjs': "import { legacyFetch } from '../legacy.mjs';\nexport function syncAll(cb) {\n  legacyFetch('/sync', cb);\n}\n",
-      'test/api/users.test.mjs': nodeTest("import { fetchUser } from '../../src/api/users.mjs';", "  return fetchUser(1).then((b) => assert.equal(b, 'body:/users/1'));"),
-      'test/jobs/sync.test.mjs': nodeTest("import { syncAll } from '../../src/jobs/sync.mjs';", "  return syncAll().then((b) => assert.equal(b, 'body:/sync'));"),
+      'test/api/users.test.mjs': nodeTest(
+        "import { fetchUser } from '../../src/api/users.mjs';",
+        "  return fetchUser(1).then((b) => assert.equal(b, 'body:/users/1'));",
+      ),
+      'test/jobs/sync.test.mjs': nodeTest(
+        "import { syncAll } from '../../src/jobs/sync.mjs';",
+        "  return syncAll().then((b) => assert.equal(b, 'body:/sync'));",
+      ),
     },
     good: {
-      'migrate-api': file('src/api/users.mjs', "import * as http from '../http.mjs';\nexport async function fetchUser(id) {\n  return http.get('/users/' + id);\n}"),
+      'migrate-api': file(
+        'src/api/users.mjs',
+        "import * as http from '../http.mjs';\nexport async function fetchUser(id) {\n  return http.get('/users/' + id);\n}",
+      ),
       'migrate-jobs': file('src/jobs/sync.mjs', "import * as http from '../http.mjs';\nexport async function syncAll() {\n  return http.get('/sync');\n}"),
     },
     bad: {
       // Passes the tests by wrapping the old call: the old form is still there.
-      'migrate-api': file('src/api/users.mjs', "import { legacyFetch } from '../legacy.mjs';\nexport const fetchUser = (id) => new Promise((ok, no) => legacyFetch('/users/' + id, (e, b) => (e ? no(e) : ok(b))));"),
+      'migrate-api': file(
+        'src/api/users.mjs',
+        "import { legacyFetch } from '../legacy.mjs';\nexport const fetchUser = (id) => new Promise((ok, no) => legacyFetch('/users/' + id, (e, b) => (e ? no(e) : ok(b))));",
+      ),
       // Removes the call and the behaviour with it.
       'migrate-jobs': file('src/jobs/sync.mjs', 'export async function syncAll() {\n  return null;\n}'),
     },
   },
   'code-review': {
     files: {
-      'test/rate-limiter.test.mjs': nodeTest("import { RateLimiter } from '../src/rate-limiter.mjs';", '  const r = new RateLimiter({ perSecond: 2 });\n  assert.deepEqual([r.tryTake(0), r.tryTake(10), r.tryTake(20), r.tryTake(1001)], [true, true, false, true]);'),
-      'test/lru-cache.test.mjs': nodeTest("import { LruCache } from '../src/lru-cache.mjs';", "  const c = new LruCache(2);\n  c.set('a', 1); c.set('b', 2); c.get('a'); c.set('c', 3);\n  assert.deepEqual([c.get('a'), c.get('b'), c.get('c'), c.size], [1, undefined, 3, 2]);"),
+      'test/rate-limiter.test.mjs': nodeTest(
+        "import { RateLimiter } from '../src/rate-limiter.mjs';",
+        '  const r = new RateLimiter({ perSecond: 2 });\n  assert.deepEqual([r.tryTake(0), r.tryTake(10), r.tryTake(20), r.tryTake(1001)], [true, true, false, true]);',
+      ),
+      'test/lru-cache.test.mjs': nodeTest(
+        "import { LruCache } from '../src/lru-cache.mjs';",
+        "  const c = new LruCache(2);\n  c.set('a', 1); c.set('b', 2); c.get('a'); c.set('c', 3);\n  assert.deepEqual([c.get('a'), c.get('b'), c.get('c'), c.size], [1, undefined, 3, 2]);",
+      ),
     },
     good: {
-      'rate-limiter': file('src/rate-limiter.mjs', 'export class RateLimiter {\n  constructor({ perSecond }) { this.n = perSecond; this.times = []; }\n  tryTake(now) {\n    this.times = this.times.filter((t) => now - t < 1000);\n    if (this.times.length >= this.n) return false;\n    this.times.push(now);\n    return true;\n  }\n}'),
-      'lru-cache': file('src/lru-cache.mjs', 'export class LruCache {\n  constructor(capacity) { this.cap = capacity; this.m = new Map(); }\n  get(k) { if (!this.m.has(k)) return undefined; const v = this.m.get(k); this.m.delete(k); this.m.set(k, v); return v; }\n  set(k, v) { this.m.delete(k); this.m.set(k, v); if (this.m.size > this.cap) this.m.delete(this.m.keys().next().value); }\n  get size() { return this.m.size; }\n}'),
+      'rate-limiter': file(
+        'src/rate-limiter.mjs',
+        'export class RateLimiter {\n  constructor({ perSecond }) { this.n = perSecond; this.times = []; }\n  tryTake(now) {\n    this.times = this.times.filter((t) => now - t < 1000);\n    if (this.times.length >= this.n) return false;\n    this.times.push(now);\n    return true;\n  }\n}',
+      ),
+      'lru-cache': file(
+        'src/lru-cache.mjs',
+        'export class LruCache {\n  constructor(capacity) { this.cap = capacity; this.m = new Map(); }\n  get(k) { if (!this.m.has(k)) return undefined; const v = this.m.get(k); this.m.delete(k); this.m.set(k, v); return v; }\n  set(k, v) { this.m.delete(k); this.m.set(k, v); if (this.m.size > this.cap) this.m.delete(this.m.keys().next().value); }\n  get size() { return this.m.size; }\n}',
+      ),
     },
     bad: {
       'rate-limiter': file('src/rate-limiter.mjs', 'export class RateLimiter {\n  tryTake() { return true; }\n}'),
-      'lru-cache': file('src/lru-cache.mjs', 'export class LruCache {\n  constructor() { this.m = new Map(); }\n  get(k) { return this.m.get(k); }\n  set(k, v) { this.m.set(k, v); }\n  get size() { return this.m.size; }\n}'),
+      'lru-cache': file(
+        'src/lru-cache.mjs',
+        'export class LruCache {\n  constructor() { this.m = new Map(); }\n  get(k) { return this.m.get(k); }\n  set(k, v) { this.m.set(k, v); }\n  get size() { return this.m.size; }\n}',
+      ),
     },
   },
   'model-bakeoff': {
     files: {
-      'test/csv.test.mjs': nodeTest("import { parseCsv } from '../src/csv.mjs';", "  assert.deepEqual(parseCsv('a,\"b,c\"\\r\\n1,2\\n'), [['a', 'b,c'], ['1', '2']]);"),
-      'test/intervals.test.mjs': nodeTest("import { mergeIntervals } from '../src/intervals.mjs';", '  assert.deepEqual(mergeIntervals([[2, 3], [1, 2], [5, 6]]), [[1, 3], [5, 6]]);\n  assert.throws(() => mergeIntervals([[3, 1]]), RangeError);'),
+      'test/csv.test.mjs': nodeTest(
+        "import { parseCsv } from '../src/csv.mjs';",
+        "  assert.deepEqual(parseCsv('a,\"b,c\"\\r\\n1,2\\n'), [['a', 'b,c'], ['1', '2']]);",
+      ),
+      'test/intervals.test.mjs': nodeTest(
+        "import { mergeIntervals } from '../src/intervals.mjs';",
+        '  assert.deepEqual(mergeIntervals([[2, 3], [1, 2], [5, 6]]), [[1, 3], [5, 6]]);\n  assert.throws(() => mergeIntervals([[3, 1]]), RangeError);',
+      ),
     },
     good: {
-      'csv-parser': file('src/csv.mjs', "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n' || c === '\\r') { if (c === '\\r' && text[i + 1] === '\\n') i++; row.push(f); rows.push(row); row = []; f = ''; }\n    else f += c;\n  }\n  if (f !== '' || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}"),
-      'interval-merge': file('src/intervals.mjs', "export function mergeIntervals(list) {\n  for (const [a, b] of list) if (a > b) throw new RangeError('bad pair ' + a + ',' + b);\n  const s = [...list].sort((x, y) => x[0] - y[0]);\n  const out = [];\n  for (const [a, b] of s) { const l = out[out.length - 1]; if (l && a <= l[1]) l[1] = Math.max(l[1], b); else out.push([a, b]); }\n  return out;\n}"),
+      'csv-parser': file(
+        'src/csv.mjs',
+        "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n' || c === '\\r') { if (c === '\\r' && text[i + 1] === '\\n') i++; row.push(f); rows.push(row); row = []; f = ''; }\n    else f += c;\n  }\n  if (f !== '' || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}",
+      ),
+      'interval-merge': file(
+        'src/intervals.mjs',
+        "export function mergeIntervals(list) {\n  for (const [a, b] of list) if (a > b) throw new RangeError('bad pair ' + a + ',' + b);\n  const s = [...list].sort((x, y) => x[0] - y[0]);\n  const out = [];\n  for (const [a, b] of s) { const l = out[out.length - 1]; if (l && a <= l[1]) l[1] = Math.max(l[1], b); else out.push([a, b]); }\n  return out;\n}",
+      ),
     },
     bad: {
       'csv-parser': file('src/csv.mjs', "export const parseCsv = (t) => t.trim().split(/\\r?\\n/).map((l) => l.split(','));"),
@@ -146,44 +216,67 @@ const FIXTURES: Record<string, Fixture> = {
   research: {
     files: { 'src/auth.mjs': AUTH },
     good: {
-      'auth-flow': file('research/auth-flow.md', REPORT([
-        '- `src/auth.mjs:2` "const token = req.headers.authorization"',
-        '- `src/auth.mjs:3` "if (!token) return null"',
-        "- `src/auth.mjs:4` \"lookupSession(token.replace('Bearer ', ''))\"",
-        '- `src/auth.mjs:6` "export function allowed(user, action)"',
-        "- `src/auth.mjs:7` \"user.roles.includes('admin')\"",
-      ])),
+      'auth-flow': file(
+        'research/auth-flow.md',
+        REPORT([
+          '- `src/auth.mjs:2` "const token = req.headers.authorization"',
+          '- `src/auth.mjs:3` "if (!token) return null"',
+          "- `src/auth.mjs:4` \"lookupSession(token.replace('Bearer ', ''))\"",
+          '- `src/auth.mjs:6` "export function allowed(user, action)"',
+          '- `src/auth.mjs:7` "user.roles.includes(\'admin\')"',
+        ]),
+      ),
     },
     // Five citations, one of them invented (line 3 does not hold that text).
     bad: {
-      'auth-flow': file('research/auth-flow.md', REPORT([
-        '- `src/auth.mjs:2` "const token = req.headers.authorization"',
-        '- `src/auth.mjs:3` "if (!token) throw new AuthError()"',
-        "- `src/auth.mjs:4` \"lookupSession(token.replace('Bearer ', ''))\"",
-        '- `src/auth.mjs:6` "export function allowed(user, action)"',
-        "- `src/auth.mjs:7` \"user.roles.includes('admin')\"",
-      ])),
+      'auth-flow': file(
+        'research/auth-flow.md',
+        REPORT([
+          '- `src/auth.mjs:2` "const token = req.headers.authorization"',
+          '- `src/auth.mjs:3` "if (!token) throw new AuthError()"',
+          "- `src/auth.mjs:4` \"lookupSession(token.replace('Bearer ', ''))\"",
+          '- `src/auth.mjs:6` "export function allowed(user, action)"',
+          '- `src/auth.mjs:7` "user.roles.includes(\'admin\')"',
+        ]),
+      ),
     },
   },
   'critique-loop': {
-    files: { 'test/csv.test.mjs': nodeTest("import { parseCsv } from '../src/csv.mjs';", "  assert.deepEqual(parseCsv('a,\"b,c\"\\r\\nd,\"e\"\"f\"\\n'), [['a', 'b,c'], ['d', 'e\"f']]);") },
-    good: { 'csv-parser': file('src/csv.mjs', "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n') { row.push(f); rows.push(row); row = []; f = ''; }\n    else if (c !== '\\r') f += c;\n  }\n  if (f || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}") },
+    files: {
+      'test/csv.test.mjs': nodeTest(
+        "import { parseCsv } from '../src/csv.mjs';",
+        "  assert.deepEqual(parseCsv('a,\"b,c\"\\r\\nd,\"e\"\"f\"\\n'), [['a', 'b,c'], ['d', 'e\"f']]);",
+      ),
+    },
+    good: {
+      'csv-parser': file(
+        'src/csv.mjs',
+        "export function parseCsv(text) {\n  const rows = [];\n  let row = [], f = '', q = false;\n  for (let i = 0; i < text.length; i++) {\n    const c = text[i];\n    if (q) { if (c === '\"' && text[i + 1] === '\"') { f += '\"'; i++; } else if (c === '\"') q = false; else f += c; }\n    else if (c === '\"') q = true;\n    else if (c === ',') { row.push(f); f = ''; }\n    else if (c === '\\n') { row.push(f); rows.push(row); row = []; f = ''; }\n    else if (c !== '\\r') f += c;\n  }\n  if (f || row.length) { row.push(f); rows.push(row); }\n  return rows;\n}",
+      ),
+    },
     bad: { 'csv-parser': file('src/csv.mjs', "export const parseCsv = (t) => t.split('\\n').map((l) => l.split(','));") },
   },
   phases: {
     files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, type: 'module' }) },
     // One script for every file ({file} is replaced per implement task): each module exports one function.
-    good: { 'stats-helpers': `f={file}; mkdir -p src; case $(basename $f .mjs) in
+    good: {
+      'stats-helpers': `f={file}; mkdir -p src; case $(basename $f .mjs) in
 zscore) printf '%s\\n' 'export function zscore(xs) { if (!xs.length) throw new RangeError("empty"); const m = xs.reduce((a, b) => a + b, 0) / xs.length; const sd = Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / xs.length); return xs.map((x) => (x - m) / sd); }' > $f ;;
 winsorize) printf '%s\\n' 'export function winsorize(xs, lo = -Infinity, hi = Infinity) { if (!xs.length) throw new RangeError("empty"); return xs.map((x) => Math.min(hi, Math.max(lo, x))); }' > $f ;;
 ewma) printf '%s\\n' 'export function ewma(xs, a = 0.5) { if (!xs.length) throw new RangeError("empty"); const out = [xs[0]]; for (let i = 1; i < xs.length; i++) out.push(a * xs[i] + (1 - a) * out[i - 1]); return out; }' > $f ;;
-esac` },
+esac`,
+    },
     // Two exports per file: the template's own check fails every implementer (and the test phase never runs).
     bad: { 'stats-helpers': "f={file}; mkdir -p src; printf '%s\\n' 'export const a = 1;' 'export const b = 2;' > $f" },
   },
   'best-of-n': {
-    files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
-    good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
+    files: {
+      'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }),
+      'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n',
+    },
+    good: {
+      'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts",
+    },
     bad: { 'fix-parser': "echo '// unchanged' >> src/parser.ts" },
   },
   'best-of-n-consensus': {
@@ -192,26 +285,42 @@ esac` },
       'src/parser.mjs': 'export const parseLine = (l) => l.split(",");\n',
       'test/parser-cases.txt': 'a,b\n"x,y",z\n\n"",q\n',
     },
-    good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l) => (l.match(/(\"[^\"]*\"|[^,]+)/g) ?? []).map((f) => f.replace(/^\"|\"$/g, \"\"));' > src/parser.mjs" },
+    good: {
+      'fix-parser':
+        'printf \'%s\\n\' \'// handles quoted fields\' \'export const parseLine = (l) => (l.match(/("[^"]*"|[^,]+)/g) ?? []).map((f) => f.replace(/^"|"$/g, ""));\' > src/parser.mjs',
+    },
     bad: { 'fix-parser': "echo '// unchanged' >> src/parser.mjs" },
   },
   ranked: {
-    files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }), 'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n' },
-    good: { 'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts" },
+    files: {
+      'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -n "quoted fields" src/parser.ts' } }),
+      'src/parser.ts': 'export const parseLine = (l: string) => l.split(",");\n',
+    },
+    good: {
+      'fix-parser': "printf '%s\\n' '// handles quoted fields' 'export const parseLine = (l: string) => l.match(/(\"[^\"]*\"|[^,]+)/g) ?? [];' > src/parser.ts",
+    },
     bad: { 'fix-parser': "echo '// unchanged' >> src/parser.ts" },
   },
   generated: {
     files: { 'docs/roadmap.md': '# Roadmap\n\n1. words.txt\n' },
-    good: { plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "grep -x alpha words.txt", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF` },
+    good: {
+      plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "grep -x alpha words.txt", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF`,
+    },
     // A generated task whose check cannot fail: a lint error in tasks.json, so the planner FAILs.
-    bad: { plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "true", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF` },
+    bad: {
+      plan: `cat > tasks.json <<'EOF'\n[{"key": "words", "engine": "script", "spec": "echo alpha > words.txt", "check": "true", "expect_files": ["words.txt"], "task_type": "t", "verified": "words.txt says alpha"}]\nEOF`,
+    },
   },
   validated: {
     files: { 'package.json': JSON.stringify({ name: 'fixture', private: true, scripts: { test: 'grep -q "export function sortWords" src/sort-words.ts' } }) },
     good: {
-      'sort-words': file('src/sort-words.ts', 'export function sortWords(text: string): string[] {\n  return text.split(/\\s+/).filter(Boolean).sort((a, b) => a.localeCompare(b, undefined, { sensitivity: "base" }));\n}'),
+      'sort-words': file(
+        'src/sort-words.ts',
+        'export function sortWords(text: string): string[] {\n  return text.split(/\\s+/).filter(Boolean).sort((a, b) => a.localeCompare(b, undefined, { sensitivity: "base" }));\n}',
+      ),
       // The validator: one judgement per worker folder it was given, then a verdict naming one.
-      'sort-words:validator': 'for d in "$VERDICT_INPUTS"/*/; do echo "$(basename "$d"): keep — exports sortWords"; done > validation.md; echo "verdict: A" >> validation.md',
+      'sort-words:validator':
+        'for d in "$VERDICT_INPUTS"/*/; do echo "$(basename "$d"): keep — exports sortWords"; done > validation.md; echo "verdict: A" >> validation.md',
     },
     bad: { 'sort-words': "echo '// nothing yet' > src/sort-words.ts", 'sort-words:validator': 'echo "verdict: A" > validation.md' },
   },
@@ -253,10 +362,16 @@ function reviewerConfig(dir: string): { config: string; env: Record<string, stri
   fs.mkdirSync(bin, { recursive: true });
   const engines: Record<string, unknown> = {};
   for (const name of ['rev-a', 'rev-b']) {
-    fs.writeFileSync(path.join(bin, name), `#!/bin/bash\ntest -s "$VERDICT_REVIEW_MATERIAL" || exit 3\necho '{"verdict": "approve", "concerns": []}'\n`, { mode: 0o755 });
+    fs.writeFileSync(path.join(bin, name), `#!/bin/bash\ntest -s "$VERDICT_REVIEW_MATERIAL" || exit 3\necho '{"verdict": "approve", "concerns": []}'\n`, {
+      mode: 0o755,
+    });
     engines[name] = { binary: name, argv: ['{spec}'], install: 'a test fixture', output: 'none', model: `${name}-1` };
   }
-  fs.writeFileSync(path.join(bin, 'rank-a'), `#!/bin/bash\ns=''; for n in A B C D E F; do { [ -s "$n.diff" ] || [ -s "$n.txt" ]; } || continue; s="$s\${s:+, }\\"$n\\": 5"; done\n[ -n "$s" ] || exit 3\necho "{\\"scores\\": {$s}}"\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    path.join(bin, 'rank-a'),
+    `#!/bin/bash\ns=''; for n in A B C D E F; do { [ -s "$n.diff" ] || [ -s "$n.txt" ]; } || continue; s="$s\${s:+, }\\"$n\\": 5"; done\n[ -n "$s" ] || exit 3\necho "{\\"scores\\": {$s}}"\n`,
+    { mode: 0o755 },
+  );
   engines['rank-a'] = { binary: 'rank-a', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'rank-a-1' };
   // The phases template's test writer (another engine than the implementers'): tests for its three helpers.
   const statsTest = `import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { zscore } from '../src/zscore.mjs';\nimport { winsorize } from '../src/winsorize.mjs';\nimport { ewma } from '../src/ewma.mjs';\ntest('helpers', () => {\n  assert.deepEqual(zscore([1, 3]), [-1, 1]);\n  assert.deepEqual(winsorize([1, 5, 9], 2, 8), [2, 5, 8]);\n  assert.deepEqual(ewma([2, 4]), [2, 3]);\n  for (const f of [zscore, winsorize, ewma]) assert.throws(() => f([]), RangeError);\n});\n`;
@@ -284,7 +399,13 @@ async function runTemplate(id: string, which: 'good' | 'bad') {
   const m = parse(fs.readFileSync(manifestFile, 'utf8')) as { tasks: Task[]; review?: { engines: unknown[] } };
   const specs = fx[which];
   // `<key>:validator`, `<key>:review`, `<key>:chair`: the scripts of a workflow's own steps.
-  assert.deepEqual(m.tasks.map((t) => t.key).sort(), Object.keys(specs).filter((k) => !k.includes(':')).sort(), `the fixture covers every task of ${id}`);
+  assert.deepEqual(
+    m.tasks.map((t) => t.key).sort(),
+    Object.keys(specs)
+      .filter((k) => !k.includes(':'))
+      .sort(),
+    `the fixture covers every task of ${id}`,
+  );
   for (const t of m.tasks) {
     t.spec = specs[t.key] as string;
     if (t.validate) {
@@ -327,7 +448,13 @@ describe('templates: each runs end to end with the script engine; its check pass
 
   it('covers every template', async () => {
     const list = await cli(['init', '--list']);
-    assert.deepEqual(list.stdout.split('\n').map((l) => l.split(' ')[0]).sort(), Object.keys(FIXTURES).sort());
+    assert.deepEqual(
+      list.stdout
+        .split('\n')
+        .map((l) => l.split(' ')[0])
+        .sort(),
+      Object.keys(FIXTURES).sort(),
+    );
   });
 
   it('no-model, unedited: init prints how to make the folder a repository; done as printed, it lints clean and every task PASSes', async () => {
@@ -339,7 +466,13 @@ describe('templates: each runs end to end with the script engine; its check pass
     const gitLine = lines[lines.findIndex((l) => /is not in a git repository/.test(l)) + 1] ?? '';
     assert.match(gitLine, /git init -q && git add -A && git commit/, init.stdout);
     // The user's identity, as a user has one: the printed line commits.
-    const env = { ...process.env, GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@example.invalid', GIT_COMMITTER_NAME: 'T', GIT_COMMITTER_EMAIL: 't@example.invalid' };
+    const env = {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'T',
+      GIT_AUTHOR_EMAIL: 't@example.invalid',
+      GIT_COMMITTER_NAME: 'T',
+      GIT_COMMITTER_EMAIL: 't@example.invalid',
+    };
     execFileSync('bash', ['-c', gitLine], { env, stdio: 'ignore' });
     const manifestFile = path.join(dir, 'no-model.swarm.json');
     const lint = await cli(['lint', manifestFile]);
@@ -348,7 +481,16 @@ describe('templates: each runs end to end with the script engine; its check pass
     const r = await cli(['run', manifestFile, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.stdout, /3\/3 passed/);
-    assert.deepEqual(readRows(home).map((x) => [x.task_key, x.verdict, x.check_exit_code]).sort(), [['fix-fahrenheit', 'PASS', 0], ['wc-command', 'PASS', 0], ['word-count', 'PASS', 0]]);
+    assert.deepEqual(
+      readRows(home)
+        .map((x) => [x.task_key, x.verdict, x.check_exit_code])
+        .sort(),
+      [
+        ['fix-fahrenheit', 'PASS', 0],
+        ['wc-command', 'PASS', 0],
+        ['word-count', 'PASS', 0],
+      ],
+    );
   });
 
   for (const id of Object.keys(FIXTURES)) {
@@ -356,17 +498,58 @@ describe('templates: each runs end to end with the script engine; its check pass
       const { code, out, state, rows } = await runTemplate(id, 'good');
       assert.equal(code, 0, out);
       // A first-pass candidate that lost is CANCELLED naming the winner; every other task PASSes.
-      for (const t of state.tasks) assert.ok(t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')), `${t.key}: ${t.status} ${t.reason}\n${out}`);
-      if (id === 'code-review') assert.deepEqual(rows.filter((r) => r.step === 'review').map((r) => r.verdict), ['PASS', 'PASS', 'PASS', 'PASS'], 'both reviewers approved both tasks');
-      if (id === 'ranked') assert.deepEqual([rows.filter((r) => r.step === 'rank').map((r) => r.verdict), state.tasks.find((t) => t.key === 'fix-parser')?.reason?.match(/tie between/)?.[0]], [['PASS'], 'tie between'], 'the ranking reviewer scored both candidates (a tie)');
-      if (id === 'phases') assert.deepEqual(rows.map((r) => [r.task_key, r.step, r.worker_engine]).filter((r) => r[1] === 'work').sort(), [['stats-helpers', 'work', 'tester-a'], ['stats-helpers--impl-1', 'work', 'script'], ['stats-helpers--impl-2', 'work', 'script'], ['stats-helpers--impl-3', 'work', 'script']], 'three implementers, then the tests by another engine');
-      if (id === 'critique-loop') assert.deepEqual(rows.map((r) => [r.step, r.worker_engine, r.verdict]), [['work', 'script', 'PASS'], ['critique', 'crit-a', 'PASS']], 'the critic found nothing: the loop ended after round 1');
+      for (const t of state.tasks)
+        assert.ok(
+          t.status === 'PASS' || (t.key.includes('--c') && /^cancelled: candidate \d .* passed first$/.test(t.reason ?? '')),
+          `${t.key}: ${t.status} ${t.reason}\n${out}`,
+        );
+      if (id === 'code-review')
+        assert.deepEqual(
+          rows.filter((r) => r.step === 'review').map((r) => r.verdict),
+          ['PASS', 'PASS', 'PASS', 'PASS'],
+          'both reviewers approved both tasks',
+        );
+      if (id === 'ranked')
+        assert.deepEqual(
+          [rows.filter((r) => r.step === 'rank').map((r) => r.verdict), state.tasks.find((t) => t.key === 'fix-parser')?.reason?.match(/tie between/)?.[0]],
+          [['PASS'], 'tie between'],
+          'the ranking reviewer scored both candidates (a tie)',
+        );
+      if (id === 'phases')
+        assert.deepEqual(
+          rows
+            .map((r) => [r.task_key, r.step, r.worker_engine])
+            .filter((r) => r[1] === 'work')
+            .sort(),
+          [
+            ['stats-helpers', 'work', 'tester-a'],
+            ['stats-helpers--impl-1', 'work', 'script'],
+            ['stats-helpers--impl-2', 'work', 'script'],
+            ['stats-helpers--impl-3', 'work', 'script'],
+          ],
+          'three implementers, then the tests by another engine',
+        );
+      if (id === 'critique-loop')
+        assert.deepEqual(
+          rows.map((r) => [r.step, r.worker_engine, r.verdict]),
+          [
+            ['work', 'script', 'PASS'],
+            ['critique', 'crit-a', 'PASS'],
+          ],
+          'the critic found nothing: the loop ended after round 1',
+        );
       if (id === 'best-of-n-consensus') {
         // Every candidate ran the same script: one group, every line of the cases file an input, none splitting them.
-        const c = rows.find((r) => r.step === 'select')?.consensus as { decided: string; inputs: number; splitting: unknown[]; groups: { size: number }[] } | undefined;
+        const c = rows.find((r) => r.step === 'select')?.consensus as
+          { decided: string; inputs: number; splitting: unknown[]; groups: { size: number }[] } | undefined;
         assert.deepEqual([c?.decided, c?.inputs, c?.splitting, c?.groups.map((g) => g.size)], ['largest', 3, [], [3]], JSON.stringify(c));
       }
-      if (id === 'model-bakeoff') assert.equal(rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length, 4, 'every candidate ran to its end (select: all)');
+      if (id === 'model-bakeoff')
+        assert.equal(
+          rows.filter((r) => r.task_type === 'bakeoff-parser' && r.step === 'work' && r.verdict === 'PASS').length,
+          4,
+          'every candidate ran to its end (select: all)',
+        );
     });
 
     it(`${id}: the work not done, the template's check fails every task`, async () => {
@@ -377,7 +560,8 @@ describe('templates: each runs end to end with the script engine; its check pass
       for (const r of work) {
         assert.equal(r.verdict, 'FAIL', `${r.task_key}: ${r.notes}\n${out}`);
         // The template's own check said no (the planner's check is its file's validation).
-        if (id !== 'generated') assert.ok(typeof r.check_exit_code === 'number' && r.check_exit_code !== 0, `${r.task_key}: check exit ${r.check_exit_code}: ${r.notes}`);
+        if (id !== 'generated')
+          assert.ok(typeof r.check_exit_code === 'number' && r.check_exit_code !== 0, `${r.task_key}: check exit ${r.check_exit_code}: ${r.notes}`);
       }
       const ended = state.tasks.filter((t) => !t.key.includes('--c'));
       for (const t of ended) assert.notEqual(t.status, 'PASS', `${t.key} must not pass`);

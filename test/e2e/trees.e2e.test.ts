@@ -39,13 +39,14 @@ function mountsUnder(dir: string): string[] {
 }
 
 /** A worker that changes files, fails its first check (whose own writes must not reach the retry), then passes. */
-const RETRY_SPEC = 'if [ -e DIR/check-junk.txt ]; then echo leaked > DIR/leak.txt; fi; if [ "$VERDICT_ATTEMPT" = 1 ]; then echo bad > DIR/out.txt; else echo good > DIR/out.txt; fi';
+const RETRY_SPEC =
+  'if [ -e DIR/check-junk.txt ]; then echo leaked > DIR/leak.txt; fi; if [ "$VERDICT_ATTEMPT" = 1 ]; then echo bad > DIR/out.txt; else echo good > DIR/out.txt; fi';
 const RETRY_CHECK = 'echo junk > DIR/check-junk.txt; grep -qx good DIR/out.txt || { echo "out.txt is not good"; exit 1; }';
 
 describe('trees: sparse', function () {
   this.timeout(180000);
 
-  it('a cone task passes with only its cone changed; a retry never sees the check\'s writes; merge and clean', async function () {
+  it("a cone task passes with only its cone changed; a retry never sees the check's writes; merge and clean", async function () {
     await requireSandbox(this);
     const dir = tempDir();
     const repo = repoFiles(dir);
@@ -68,7 +69,10 @@ describe('trees: sparse', function () {
       tree: 'sparse',
       max_parallel: 2,
       tasks: [
-        scriptTask('cone', cone, 'test -s src/a/new.txt && test ! -e src/a/x.txt && grep -qx root root.txt || { echo wrong; exit 1; }', { sparse: ['src/a/**'], expect_files: ['src/a/new.txt'] }),
+        scriptTask('cone', cone, 'test -s src/a/new.txt && test ! -e src/a/x.txt && grep -qx root root.txt || { echo wrong; exit 1; }', {
+          sparse: ['src/a/**'],
+          expect_files: ['src/a/new.txt'],
+        }),
         scriptTask('retry', RETRY_SPEC.replace(/DIR/g, 'src/b'), RETRY_CHECK.replace(/DIR/g, 'src/b'), { sparse: ['src/b'] }),
       ],
     });
@@ -87,7 +91,13 @@ describe('trees: sparse', function () {
     assert.match(log, /link refused/);
     assert.match(log, /patterns rewritten/);
     // Its own git, on the sparse index: exactly its changes (the link it made too).
-    assert.deepEqual(log.split('\n').filter((l) => l.startsWith('status: ')).sort(), ['status:  D src/a/x.txt', 'status: ?? src/a/new.txt', 'status: ?? src/a/out-link']);
+    assert.deepEqual(
+      log
+        .split('\n')
+        .filter((l) => l.startsWith('status: '))
+        .sort(),
+      ['status:  D src/a/x.txt', 'status: ?? src/a/new.txt', 'status: ?? src/a/out-link'],
+    );
     assert.match(log, /^a$/m, 'src/ holds only the cone folder');
     assert.doesNotMatch(log, /^b$/m);
     const wt = path.join(home, 'worktrees', runId, 'cone');
@@ -155,7 +165,11 @@ describe('trees: overlay', function () {
       max_parallel: 1,
       tasks: [
         scriptTask('evil', evil, 'bash checks/ok.sh', { expect_files: ['out.txt'] }),
-        scriptTask('other', 'cat shared.txt root.txt lib/z.txt > seen.txt; test -e lower-link && echo "lower-link leaked"; echo done > out.txt; git status --porcelain --untracked-files=all | sed "s/^/status: /"', 'grep -qx shared shared.txt && grep -qx root root.txt && test -s out.txt || { echo "the lower layer changed"; exit 1; }'),
+        scriptTask(
+          'other',
+          'cat shared.txt root.txt lib/z.txt > seen.txt; test -e lower-link && echo "lower-link leaked"; echo done > out.txt; git status --porcelain --untracked-files=all | sed "s/^/status: /"',
+          'grep -qx shared shared.txt && grep -qx root root.txt && test -s out.txt || { echo "the lower layer changed"; exit 1; }',
+        ),
         scriptTask('retry', RETRY_SPEC.replace(/DIR\//g, ''), RETRY_CHECK.replace(/DIR\//g, '')),
       ],
     });
@@ -169,12 +183,27 @@ describe('trees: overlay', function () {
     assert.deepEqual(byKey('retry'), ['FAIL', 'PASS']);
 
     const log = fs.readFileSync(String(rows.find((x) => x.task_key === 'evil')?.worker_log), 'utf8');
-    for (const refused of ['lower write refused', 'lower delete refused', 'lower link refused', 'other link refused', 'mknod refused', 'check input refused']) assert.match(log, new RegExp(refused));
+    for (const refused of ['lower write refused', 'lower delete refused', 'lower link refused', 'other link refused', 'mknod refused', 'check input refused'])
+      assert.match(log, new RegExp(refused));
     assert.match(log, /shared base: sharedindex\.[0-9a-f]{40}/);
-    for (const refused of ['base write refused', 'base truncate refused', 'base delete refused', 'base replace refused', 'base link refused', 'lower base write refused']) assert.match(log, new RegExp(refused));
+    for (const refused of [
+      'base write refused',
+      'base truncate refused',
+      'base delete refused',
+      'base replace refused',
+      'base link refused',
+      'lower base write refused',
+    ])
+      assert.match(log, new RegExp(refused));
     // The other task's git saw its own changes only, through the split index on that same base.
     const otherLog = fs.readFileSync(String(rows.find((x) => x.task_key === 'other')?.worker_log), 'utf8');
-    assert.deepEqual(otherLog.split('\n').filter((l) => l.startsWith('status: ')).sort(), ['status: ?? out.txt', 'status: ?? seen.txt']);
+    assert.deepEqual(
+      otherLog
+        .split('\n')
+        .filter((l) => l.startsWith('status: '))
+        .sort(),
+      ['status: ?? out.txt', 'status: ?? seen.txt'],
+    );
     // The other task saw the base exactly, and none of the evil task's links.
     const oBranch = `verdict/${runId}/other`;
     assert.equal(git(repo, 'show', `${oBranch}:seen.txt`), 'shared\nroot\nz');
@@ -182,7 +211,13 @@ describe('trees: overlay', function () {
 
     // The evil task's seal: its deletions as deletions, its own links, the protected input as it was.
     const eBranch = `verdict/${runId}/evil`;
-    assert.deepEqual(git(repo, 'diff', '--name-status', 'main', eBranch).split('\n').sort(), ['A\tlower-link', 'A\tother-link', 'A\tout.txt', 'D\tlib/z.txt', 'D\tshared.txt']);
+    assert.deepEqual(git(repo, 'diff', '--name-status', 'main', eBranch).split('\n').sort(), [
+      'A\tlower-link',
+      'A\tother-link',
+      'A\tout.txt',
+      'D\tlib/z.txt',
+      'D\tshared.txt',
+    ]);
     assert.equal(git(repo, 'show', `${eBranch}:checks/ok.sh`), fs.readFileSync(path.join(repo, 'checks/ok.sh'), 'utf8').trim());
     // The retry: the check's junk never reached attempt 2 nor the commit.
     assert.deepEqual(git(repo, 'diff', '--name-status', 'main', `verdict/${runId}/retry`).split('\n'), ['A\tout.txt']);
@@ -203,14 +238,24 @@ describe('trees: overlay', function () {
     assert.deepEqual(mountsUnder(home), []);
   });
 
-  it('a crashed run\'s mounts are found and removed by verdict clean', async function () {
+  it("a crashed run's mounts are found and removed by verdict clean", async function () {
     await requireSandbox(this);
     await requireOverlay(this);
     const dir = tempDir();
     const repo = repoFiles(dir);
     const home = path.join(dir, 'home');
-    const file = writeManifest(dir, { worktrees: true, repo, tree: 'overlay', max_parallel: 2, tasks: ['a', 'b'].map((k) => scriptTask(k, 'echo work > out.txt; sleep 300', 'test -s out.txt')) });
-    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], { reject: false, stdin: 'ignore', env: { HOME: path.join(dir, 'user-home') } });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tree: 'overlay',
+      max_parallel: 2,
+      tasks: ['a', 'b'].map((k) => scriptTask(k, 'echo work > out.txt; sleep 300', 'test -s out.txt')),
+    });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--no-dashboard'], {
+      reject: false,
+      stdin: 'ignore',
+      env: { HOME: path.join(dir, 'user-home') },
+    });
     for (let i = 0; i < 600 && mountsUnder(home).length < 2; i++) await sleep(50);
     assert.equal(mountsUnder(home).length, 2, 'both tasks are mounted');
     child.kill('SIGKILL');

@@ -7,7 +7,7 @@ import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 describe('the CLI tables: graph order, steps and BLOCKED', function () {
   this.timeout(120000);
 
-  it('verdict run\'s table and `verdict runs RUN` list a task after its prerequisites, the step a failure ended in, and BLOCKED with its prerequisite', async () => {
+  it("verdict run's table and `verdict runs RUN` list a task after its prerequisites, the step a failure ended in, and BLOCKED with its prerequisite", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     // Listed in reverse: the views put each task after the one it waits for.
@@ -34,13 +34,25 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
     const listed = await cli(['runs', runId.slice(0, 17), '--home', home]);
     assert.equal(listed.exitCode, 0, listed.all);
     const rows = listed.stdout.trim().split('\n');
-    assert.match(rows[0] ?? '', new RegExp(`^run ${runId} \\(cli-views\\) by .+, started \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d: finished, 1/3 passed · 1 failed · 1 skipped$`));
+    assert.match(
+      rows[0] ?? '',
+      new RegExp(`^run ${runId} \\(cli-views\\) by .+, started \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d: finished, 1/3 passed · 1 failed · 1 skipped$`),
+    );
     assert.match(rows[1] ?? '', /^TASK\s+STATUS\s+AFTER\s+ATTEMPTS\s+WHY$/);
     assert.match(rows[2] ?? '', /^fetch\s+PASS\s+—\s+1$/);
     assert.match(rows[3] ?? '', /^build\s+FAIL at check\s+fetch\s+1\s+.*exited 1/);
     assert.match(rows[4] ?? '', /^report\s+BLOCKED\s+build\s+0\s+.*build ended FAIL/);
-    const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: { key: string; status: string; result: string; step: string | null; after: string[] }[] };
-    assert.deepEqual(json.tasks.map((t) => [t.key, t.status, t.result, t.step, t.after]), [['fetch', 'PASS', 'passed', 'check', []], ['build', 'FAIL', 'failed', 'check', ['fetch']], ['report', 'BLOCKED', 'skipped', null, ['build']]]);
+    const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as {
+      tasks: { key: string; status: string; result: string; step: string | null; after: string[] }[];
+    };
+    assert.deepEqual(
+      json.tasks.map((t) => [t.key, t.status, t.result, t.step, t.after]),
+      [
+        ['fetch', 'PASS', 'passed', 'check', []],
+        ['build', 'FAIL', 'failed', 'check', ['fetch']],
+        ['report', 'BLOCKED', 'skipped', null, ['build']],
+      ],
+    );
     const unknown = await cli(['runs', 'nope', '--home', home]);
     assert.equal(unknown.exitCode, 2);
     assert.match(unknown.stderr, /no run nope/);
@@ -56,7 +68,11 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
       workdir: 'work',
       max_parallel: 1,
       tasks: [
-        scriptTask('fix', 'echo "candidate $VERDICT_CANDIDATE" > out.txt', `if grep -q 'candidate 1' out.txt; then ${hostile}; exit 1; fi; test -s out.txt`, { repeat: 3, select: 'all', max_attempts: 1 }),
+        scriptTask('fix', 'echo "candidate $VERDICT_CANDIDATE" > out.txt', `if grep -q 'candidate 1' out.txt; then ${hostile}; exit 1; fi; test -s out.txt`, {
+          repeat: 3,
+          select: 'all',
+          max_attempts: 1,
+        }),
         { ...scriptTask('ship', 'echo shipped > shipped.txt', 'test -s shipped.txt'), after: ['fix'] },
       ],
     });
@@ -94,17 +110,31 @@ describe('the CLI tables: graph order, steps and BLOCKED', function () {
       assert.doesNotMatch(out, /^fix--c1\s+PASS/m, 'the hostile output does not become a row of its own');
     }
     // The control: the escapes did reach the run's records (the reason in state.json), so the tables had to clean them.
-    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { tasks: { key: string; reason?: string; attempts: { notes: string }[] }[] };
+    const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as {
+      tasks: { key: string; reason?: string; attempts: { notes: string }[] }[];
+    };
     const c1 = state.tasks.find((t) => t.key === 'fix--c1');
     assert.match(`${c1?.reason ?? ''}${c1?.attempts[0]?.notes ?? ''}`, /\u001b\[2J/, 'the hostile output is in the record');
     assert.match(listed.stdout, /<b>ALL GOOD<\/b>\?\[2J\?\]52;c;cm0gLXJm\?/, 'shown as text, each control character a ?');
     const json = JSON.parse((await cli(['runs', runId, '--json', '--home', home])).stdout) as { tasks: Record<string, unknown>[] };
-    assert.deepEqual(json.tasks.map((t) => [t.key, t.status, t.select ?? null, t.winner ?? null, t.group ?? null, t.candidate ?? null, t.won ?? null, t.score === undefined ? 'absent' : t.score]), [
-      ['fix', 'PASS', 'all', 'fix--c2', null, null, null, 'absent'],
-      ['fix--c1', 'FAIL', null, null, 'fix', 1, false, null],
-      ['fix--c2', 'PASS', null, null, 'fix', 2, true, null],
-      ['fix--c3', 'PASS', null, null, 'fix', 3, false, null],
-      ['ship', 'PASS', null, null, null, null, null, 'absent'],
-    ]);
+    assert.deepEqual(
+      json.tasks.map((t) => [
+        t.key,
+        t.status,
+        t.select ?? null,
+        t.winner ?? null,
+        t.group ?? null,
+        t.candidate ?? null,
+        t.won ?? null,
+        t.score === undefined ? 'absent' : t.score,
+      ]),
+      [
+        ['fix', 'PASS', 'all', 'fix--c2', null, null, null, 'absent'],
+        ['fix--c1', 'FAIL', null, null, 'fix', 1, false, null],
+        ['fix--c2', 'PASS', null, null, 'fix', 2, true, null],
+        ['fix--c3', 'PASS', null, null, 'fix', 3, false, null],
+        ['ship', 'PASS', null, null, null, null, null, 'absent'],
+      ],
+    );
   });
 });

@@ -77,27 +77,59 @@ describe('workflows: best-of-N consensus', function () {
     assert.equal(r.exitCode, 0, r.all);
     const s = state(home);
     // Candidate 1 passed first (max_parallel 1) but is wrong on -3: first-pass would have kept it.
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'PASS'], ['fix--c3', 'PASS'], ['fix--c4', 'PASS'], ['next', 'PASS']]);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]),
+      [
+        ['fix', 'PASS'],
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'PASS'],
+        ['fix--c3', 'PASS'],
+        ['fix--c4', 'PASS'],
+        ['next', 'PASS'],
+      ],
+    );
     const group = byKey(s, 'fix');
     assert.equal(group.winner, 'fix--c2');
     assert.equal(group.commit, byKey(s, 'fix--c2').commit);
     assert.equal(git(repo, 'rev-parse', `verdict/${s.runId}/fix`), byKey(s, 'fix--c2').commit);
     assert.deepEqual(group.consensus, { groups: [['fix--c2', 'fix--c3', 'fix--c4'], ['fix--c1']], inputs: 4, splitting: 1, decided: 'largest' });
-    assert.match(group.reason ?? '', /winner: candidate 2 \(fix--c2, script[^)]*\); the largest of 2 groups \(3 of 4: candidate 2, candidate 3, candidate 4\) behaved alike; 1 of 4 input\(s\) split them; the first to pass of it: candidate 2/);
+    assert.match(
+      group.reason ?? '',
+      /winner: candidate 2 \(fix--c2, script[^)]*\); the largest of 2 groups \(3 of 4: candidate 2, candidate 3, candidate 4\) behaved alike; 1 of 4 input\(s\) split them; the first to pass of it: candidate 2/,
+    );
     const row = selectRowOf(home, 'fix');
     assert.equal(row.candidate, 2);
     const c = row.consensus as ConsensusRow;
     assert.deepEqual([c.inputs, c.given, c.decided, c.tie], [4, 4, 'largest', null]);
     assert.deepEqual(c.splitting, [{ input: 1, text: '-3' }]);
-    assert.deepEqual(c.groups.map((g) => [g.size, g.members.map((m) => [m.key, m.candidate, m.engine])]), [
-      [3, [['fix--c2', 2, 'script'], ['fix--c3', 3, 'script'], ['fix--c4', 4, 'script']]],
-      [1, [['fix--c1', 1, 'script']]],
-    ]);
+    assert.deepEqual(
+      c.groups.map((g) => [g.size, g.members.map((m) => [m.key, m.candidate, m.engine])]),
+      [
+        [
+          3,
+          [
+            ['fix--c2', 2, 'script'],
+            ['fix--c3', 3, 'script'],
+            ['fix--c4', 4, 'script'],
+          ],
+        ],
+        [1, [['fix--c1', 1, 'script']]],
+      ],
+    );
     // The records: each candidate's behaviour per input; the scratch (tree copies, inputs) is gone.
-    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', s.runId, 'tasks', 'fix', 'consensus-1', 'receipt.json'), 'utf8')) as { inputs: string[]; behaviours: Record<string, { exitCode: number; preview: string }[]> };
+    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', s.runId, 'tasks', 'fix', 'consensus-1', 'receipt.json'), 'utf8')) as {
+      inputs: string[];
+      behaviours: Record<string, { exitCode: number; preview: string }[]>;
+    };
     assert.deepEqual(receipt.inputs, ['1', '-3', '0', '7']);
-    assert.deepEqual(receipt.behaviours['fix--c1']?.map((b) => b.preview), ['2\n', '0\n', '0\n', '14\n']);
-    assert.deepEqual(receipt.behaviours['fix--c3']?.map((b) => b.preview), ['2\n', '-6\n', '0\n', '14\n']);
+    assert.deepEqual(
+      receipt.behaviours['fix--c1']?.map((b) => b.preview),
+      ['2\n', '0\n', '0\n', '14\n'],
+    );
+    assert.deepEqual(
+      receipt.behaviours['fix--c3']?.map((b) => b.preview),
+      ['2\n', '-6\n', '0\n', '14\n'],
+    );
     assert.equal(fs.existsSync(path.join(home, 'scratch', s.runId, 'fix', 'consensus-1')), false);
     // The views: `verdict runs RUN --json` carries the decision on the task's line.
     const j = await cli(['runs', s.runId, '--home', home, '--json']);
@@ -105,7 +137,7 @@ describe('workflows: best-of-N consensus', function () {
     assert.match(j.stdout, /"consensus":\s*\{\s*"groups":\s*\[\s*\[\s*"fix--c2"/);
   });
 
-  it('a hostile candidate\'s probe reaches no other candidate\'s tree, no record and no git dir, cannot change the inputs, and behaves only as its answer', async () => {
+  it("a hostile candidate's probe reaches no other candidate's tree, no record and no git dir, cannot change the inputs, and behaves only as its answer", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'README.md': '# fixture\n' });
     const home = path.join(dir, 'home');
@@ -147,12 +179,33 @@ describe('workflows: best-of-N consensus', function () {
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
     const s = state(home);
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'PASS'], ['fix--c3', 'PASS']], JSON.stringify(s.tasks.map((t) => t.reason)));
-    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', s.runId, 'tasks', 'fix', 'consensus-1', 'receipt.json'), 'utf8')) as { behaviours: Record<string, { exitCode: number; preview: string }[]> };
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]),
+      [
+        ['fix', 'PASS'],
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'PASS'],
+        ['fix--c3', 'PASS'],
+      ],
+      JSON.stringify(s.tasks.map((t) => t.reason)),
+    );
+    const receipt = JSON.parse(fs.readFileSync(path.join(home, 'runs', s.runId, 'tasks', 'fix', 'consensus-1', 'receipt.json'), 'utf8')) as {
+      behaviours: Record<string, { exitCode: number; preview: string }[]>;
+    };
     // The hostile probe ran (it doubled its input) and managed nothing else: it printed only its answer.
-    assert.deepEqual(receipt.behaviours['fix--c1']?.map((b) => [b.exitCode, b.preview]), [[0, '4\n'], [0, '10\n']]);
+    assert.deepEqual(
+      receipt.behaviours['fix--c1']?.map((b) => [b.exitCode, b.preview]),
+      [
+        [0, '4\n'],
+        [0, '10\n'],
+      ],
+    );
     // The others, probed after it, read the inputs as made: 2 and 5, not 999.
-    for (const k of ['fix--c2', 'fix--c3']) assert.deepEqual(receipt.behaviours[k]?.map((b) => b.preview), ['4\n', '10\n']);
+    for (const k of ['fix--c2', 'fix--c3'])
+      assert.deepEqual(
+        receipt.behaviours[k]?.map((b) => b.preview),
+        ['4\n', '10\n'],
+      );
     assert.equal(byKey(s, 'fix').consensus?.decided, 'largest');
   });
 
@@ -162,7 +215,14 @@ describe('workflows: best-of-N consensus', function () {
     const file = writeManifest(dir, {
       workdir: 'w',
       max_parallel: 1,
-      tasks: [scriptTask('fix', spec, 'test -s say.sh', { repeat: 4, select: 'consensus', max_attempts: 1, distinguish: { inputs: 'echo a', probe: 'bash say.sh "$VERDICT_CASE"' } })],
+      tasks: [
+        scriptTask('fix', spec, 'test -s say.sh', {
+          repeat: 4,
+          select: 'consensus',
+          max_attempts: 1,
+          distinguish: { inputs: 'echo a', probe: 'bash say.sh "$VERDICT_CASE"' },
+        }),
+      ],
     });
     const home = path.join(dir, 'home');
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
@@ -182,9 +242,24 @@ describe('workflows: best-of-N consensus', function () {
       workdir: 'w',
       max_parallel: 1,
       tasks: [
-        scriptTask('never', spec, 'test -s out.txt', { repeat: 2, select: 'consensus', max_attempts: 1, distinguish: { inputs: 'echo a; echo b', probe: 'cat out.txt; exit 3' } }),
-        scriptTask('empty', spec, 'test -s out.txt', { repeat: 2, select: 'consensus', max_attempts: 1, distinguish: { inputs: 'true', probe: 'cat out.txt' } }),
-        scriptTask('broken', spec, 'test -s out.txt', { repeat: 2, select: 'consensus', max_attempts: 1, distinguish: { inputs: 'echo nope >&2; exit 4', probe: 'cat out.txt' } }),
+        scriptTask('never', spec, 'test -s out.txt', {
+          repeat: 2,
+          select: 'consensus',
+          max_attempts: 1,
+          distinguish: { inputs: 'echo a; echo b', probe: 'cat out.txt; exit 3' },
+        }),
+        scriptTask('empty', spec, 'test -s out.txt', {
+          repeat: 2,
+          select: 'consensus',
+          max_attempts: 1,
+          distinguish: { inputs: 'true', probe: 'cat out.txt' },
+        }),
+        scriptTask('broken', spec, 'test -s out.txt', {
+          repeat: 2,
+          select: 'consensus',
+          max_attempts: 1,
+          distinguish: { inputs: 'echo nope >&2; exit 4', probe: 'cat out.txt' },
+        }),
       ],
     });
     const home = path.join(dir, 'home');
@@ -192,8 +267,10 @@ describe('workflows: best-of-N consensus', function () {
     assert.equal(r.exitCode, 0, r.all);
     const s = state(home);
     const expected: Record<string, RegExp> = {
-      never: /^consensus could not decide: the probe never exited 0 on any input of any candidate \(2 input\(s\)\); falling back to the first to pass \(candidate 1\)$/,
-      empty: /^consensus could not decide: the inputs command made no input \(it printed no line and wrote no file into \$VERDICT_CASES\); falling back to the first to pass \(candidate 1\)$/,
+      never:
+        /^consensus could not decide: the probe never exited 0 on any input of any candidate \(2 input\(s\)\); falling back to the first to pass \(candidate 1\)$/,
+      empty:
+        /^consensus could not decide: the inputs command made no input \(it printed no line and wrote no file into \$VERDICT_CASES\); falling back to the first to pass \(candidate 1\)$/,
       broken: /^consensus could not decide: the inputs command exited 4: nope; falling back to the first to pass \(candidate 1\)$/,
     };
     for (const [key, why] of Object.entries(expected)) {
@@ -210,7 +287,10 @@ describe('workflows: best-of-N consensus', function () {
     const dir = tempDir();
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ repeat: 2, select: 'consensus' }, /tasks\[0\]\.select.*"select": "consensus" needs a "distinguish" section/],
-      [{ repeat: 2, select: 'all', distinguish: { inputs: 'echo a', probe: 'true' } }, /tasks\[0\]\.distinguish.*"distinguish" is read only with "select": "consensus"/],
+      [
+        { repeat: 2, select: 'all', distinguish: { inputs: 'echo a', probe: 'true' } },
+        /tasks\[0\]\.distinguish.*"distinguish" is read only with "select": "consensus"/,
+      ],
       [{ repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'true', max_inputs: 0 } }, /max_inputs/],
       [{ repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'true', max_inputs: 500 } }, /max_inputs/],
       [{ repeat: 2, select: 'all', stop_after: 3 }, /tasks\[0\]\.stop_after.*"stop_after" is 3 but the task has 2 candidate\(s\)/],
@@ -233,7 +313,8 @@ describe('workflows: best-of-N stop_after', function () {
     const dir = tempDir();
     // Candidate 1 passes at once and 2 after 3 s; 3 takes 1's slot and runs until stopped; 4 and 5 wait for a slot
     // (max_parallel 2) and never start.
-    const spec = 'if [ "$VERDICT_CANDIDATE" = 1 ]; then echo ok > out.txt; elif [ "$VERDICT_CANDIDATE" = 2 ]; then sleep 3; echo ok > out.txt; else while :; do sleep 0.2; done; fi';
+    const spec =
+      'if [ "$VERDICT_CANDIDATE" = 1 ]; then echo ok > out.txt; elif [ "$VERDICT_CANDIDATE" = 2 ]; then sleep 3; echo ok > out.txt; else while :; do sleep 0.2; done; fi';
     const file = writeManifest(dir, {
       workdir: 'w',
       max_parallel: 2,
@@ -245,11 +326,34 @@ describe('workflows: best-of-N stop_after', function () {
     assert.equal(r.exitCode, 0, r.all);
     assert.ok(Date.now() - started < 100_000, 'the looping candidate was stopped, not waited for');
     const s = state(home);
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'PASS'], ['fix--c3', 'CANCELLED'], ['fix--c4', 'CANCELLED'], ['fix--c5', 'CANCELLED']]);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]),
+      [
+        ['fix', 'PASS'],
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'PASS'],
+        ['fix--c3', 'CANCELLED'],
+        ['fix--c4', 'CANCELLED'],
+        ['fix--c5', 'CANCELLED'],
+      ],
+    );
     assert.equal(byKey(s, 'fix').winner, 'fix--c1');
     for (const k of ['fix--c3', 'fix--c4', 'fix--c5']) assert.equal(byKey(s, k).reason, 'cancelled: stop_after 2 reached (candidate 1, candidate 2 passed)', k);
     // No attempt of 4 or 5 was spent; 3's running attempt was stopped and recorded CANCELLED.
-    assert.deepEqual(['fix--c3', 'fix--c4', 'fix--c5'].map((k) => byKey(s, k).attempts.map((a) => a.verdict)), [['CANCELLED'], [], []]);
-    assert.deepEqual(readRows(home).filter((row) => row.step === 'work').map((row) => [row.task_key, row.verdict]).sort(), [['fix--c1', 'PASS'], ['fix--c2', 'PASS'], ['fix--c3', 'CANCELLED']]);
+    assert.deepEqual(
+      ['fix--c3', 'fix--c4', 'fix--c5'].map((k) => byKey(s, k).attempts.map((a) => a.verdict)),
+      [['CANCELLED'], [], []],
+    );
+    assert.deepEqual(
+      readRows(home)
+        .filter((row) => row.step === 'work')
+        .map((row) => [row.task_key, row.verdict])
+        .sort(),
+      [
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'PASS'],
+        ['fix--c3', 'CANCELLED'],
+      ],
+    );
   });
 });

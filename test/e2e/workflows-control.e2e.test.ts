@@ -44,10 +44,14 @@ describe('workflows under control: stop and drain of a best-of-N task', function
 
   it('stop of the task stops its candidates too; each says who stopped it, in state and in its row; its dependent is BLOCKED', async () => {
     const dir = tempDir();
-    const run = await startRun(dir, [
-      scriptTask('fix', 'while :; do sleep 0.2; done', 'test -s out.txt || exit 1', { repeat: 2, timeout_s: 120 }),
-      scriptTask('next', 'echo n > n.txt', 'test -s n.txt || exit 1', { after: ['fix'] }),
-    ], 2);
+    const run = await startRun(
+      dir,
+      [
+        scriptTask('fix', 'while :; do sleep 0.2; done', 'test -s out.txt || exit 1', { repeat: 2, timeout_s: 120 }),
+        scriptTask('next', 'echo n > n.txt', 'test -s n.txt || exit 1', { after: ['fix'] }),
+      ],
+      2,
+    );
     await until('both candidates run', () => running(run.task('fix--c1')) && running(run.task('fix--c2')));
     const stop = await cli(['stop', run.runId, 'fix', '--home', run.home], { env });
     assert.equal(stop.exitCode, 0, stop.all);
@@ -55,23 +59,40 @@ describe('workflows under control: stop and drain of a best-of-N task', function
     const r = await run.child;
     assert.equal(r.exitCode, 1, r.all);
     const s = run.state();
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status, t.reason ?? null]), [
-      ['fix', 'CANCELLED', 'stopped by tester'],
-      ['fix--c1', 'CANCELLED', 'stopped by tester'],
-      ['fix--c2', 'CANCELLED', 'stopped by tester'],
-      ['next', 'BLOCKED', 'prerequisite fix ended CANCELLED, not PASS; this task did not start'],
-    ]);
-    assert.deepEqual(readRows(run.home).map((row) => [row.task_key, row.verdict, row.notes]).sort(), [
-      ['fix--c1', 'CANCELLED', 'stopped by tester'], ['fix--c2', 'CANCELLED', 'stopped by tester'],
-    ]);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status, t.reason ?? null]),
+      [
+        ['fix', 'CANCELLED', 'stopped by tester'],
+        ['fix--c1', 'CANCELLED', 'stopped by tester'],
+        ['fix--c2', 'CANCELLED', 'stopped by tester'],
+        ['next', 'BLOCKED', 'prerequisite fix ended CANCELLED, not PASS; this task did not start'],
+      ],
+    );
+    assert.deepEqual(
+      readRows(run.home)
+        .map((row) => [row.task_key, row.verdict, row.notes])
+        .sort(),
+      [
+        ['fix--c1', 'CANCELLED', 'stopped by tester'],
+        ['fix--c2', 'CANCELLED', 'stopped by tester'],
+      ],
+    );
   });
 
   it('drain while a candidate runs: the queued one is drained, the running one still decides the task', async () => {
     const dir = tempDir();
     const marker = path.join(dir, 'go');
-    const run = await startRun(dir, [
-      scriptTask('fix', `until [ -f ${marker} ]; do sleep 0.1; done; echo "c$VERDICT_CANDIDATE" > out.txt`, 'test -s out.txt || exit 1', { repeat: 2, select: 'all', timeout_s: 120 }),
-    ], 1);
+    const run = await startRun(
+      dir,
+      [
+        scriptTask('fix', `until [ -f ${marker} ]; do sleep 0.1; done; echo "c$VERDICT_CANDIDATE" > out.txt`, 'test -s out.txt || exit 1', {
+          repeat: 2,
+          select: 'all',
+          timeout_s: 120,
+        }),
+      ],
+      1,
+    );
     await until('candidate 1 runs', () => running(run.task('fix--c1')));
     const drain = await cli(['drain', run.runId, '--home', run.home], { env });
     assert.equal(drain.exitCode, 0, drain.all);
@@ -79,7 +100,15 @@ describe('workflows under control: stop and drain of a best-of-N task', function
     fs.writeFileSync(marker, '');
     const r = await run.child;
     const s = run.state();
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'CANCELLED']], r.all);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]),
+      [
+        ['fix', 'PASS'],
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'CANCELLED'],
+      ],
+      r.all,
+    );
     assert.equal(s.tasks[0]?.winner, 'fix--c1');
     assert.equal(s.tasks[2]?.reason, 'drained');
     assert.equal(r.exitCode, 0, r.all);

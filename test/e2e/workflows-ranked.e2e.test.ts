@@ -60,9 +60,11 @@ function rankers(dir: string, home: string, list: Ranker[]): { config: string; e
 }
 
 /** Scores each solution by how often GOOD appears in its material (3 per GOOD, at most 10). */
-const BY_GOOD = 'json=""; for n in $names; do s=$(( $(grep -o GOOD "$(material $n)" | wc -l) * 3 )); [ $s -gt 10 ] && s=10; json="$json${json:+, }\\"$n\\": $s"; done; echo "{\\"scores\\": {$json}}"';
+const BY_GOOD =
+  'json=""; for n in $names; do s=$(( $(grep -o GOOD "$(material $n)" | wc -l) * 3 )); [ $s -gt 10 ] && s=10; json="$json${json:+, }\\"$n\\": $s"; done; echo "{\\"scores\\": {$json}}"';
 /** Scores 8 the solutions whose material holds `word`, 4 the others. */
-const PREFERS = (word: string) => `json=""; for n in $names; do if grep -q ${word} "$(material $n)"; then s=8; else s=4; fi; json="$json\${json:+, }\\"$n\\": $s"; done; echo "{\\"scores\\": {$json}}"`;
+const PREFERS = (word: string) =>
+  `json=""; for n in $names; do if grep -q ${word} "$(material $n)"; then s=8; else s=4; fi; json="$json\${json:+, }\\"$n\\": $s"; done; echo "{\\"scores\\": {$json}}"`;
 
 function state(home: string): { runId: string; tasks: TaskJson[] } {
   const [id] = fs.readdirSync(path.join(home, 'runs'));
@@ -94,34 +96,62 @@ describe('workflows: ranked best-of-N', function () {
     const file = writeManifest(repo, {
       worktrees: true,
       max_parallel: 3,
-      tasks: [scriptTask('fix', spec, 'grep -q GOOD out.txt || { echo "out.txt has no GOOD"; exit 1; }', { repeat: 3, select: 'ranked', max_attempts: 1, rank: { rubric: 'More GOOD is better.', engines: ['judge-a', { engine: 'chatty' }, { engine: 'judge-b', model: 'jb-2' }] } })],
+      tasks: [
+        scriptTask('fix', spec, 'grep -q GOOD out.txt || { echo "out.txt has no GOOD"; exit 1; }', {
+          repeat: 3,
+          select: 'ranked',
+          max_attempts: 1,
+          rank: { rubric: 'More GOOD is better.', engines: ['judge-a', { engine: 'chatty' }, { engine: 'judge-b', model: 'jb-2' }] },
+        }),
+      ],
     });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
     const s = state(home);
     const fix = task(s, 'fix');
-    assert.deepEqual(s.tasks.map((t) => [t.key, t.status]), [['fix', 'PASS'], ['fix--c1', 'PASS'], ['fix--c2', 'PASS'], ['fix--c3', 'FAIL']]);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]),
+      [
+        ['fix', 'PASS'],
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'PASS'],
+        ['fix--c3', 'FAIL'],
+      ],
+    );
     assert.equal(fix.winner, 'fix--c2');
     assert.deepEqual(fix.scores, { 'fix--c1': 3, 'fix--c2': 9 });
     assert.equal(fix.tie, null);
     assert.equal(fix.disagreement, null);
-    assert.match(fix.reason ?? '', /^winner: candidate 2 \(fix--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 9 over 2 ranking\(s\) \(.*\); chatty\/ch-1 gave no valid ranking \(the ranking reviewer's final message is not JSON/);
+    assert.match(
+      fix.reason ?? '',
+      /^winner: candidate 2 \(fix--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 9 over 2 ranking\(s\) \(.*\); chatty\/ch-1 gave no valid ranking \(the ranking reviewer's final message is not JSON/,
+    );
     // The group's branch is the winner's commit.
     assert.equal(git(repo, 'rev-parse', `verdict/${s.runId}/fix`), task(s, 'fix--c2').commit);
 
     const rows = readRows(home);
-    assert.deepEqual(rows.map((x) => [x.task_key, x.step, x.worker_engine, x.model, x.verdict]).filter((x) => x[1] !== 'work'), [
-      ['fix', 'rank', 'judge-a', 'ja-1', 'PASS'],
-      ['fix', 'rank', 'chatty', 'ch-1', 'ERROR'],
-      ['fix', 'rank', 'judge-b', 'jb-2', 'PASS'],
-      ['fix', 'select', 'script', null, 'PASS'],
-    ]);
+    assert.deepEqual(
+      rows.map((x) => [x.task_key, x.step, x.worker_engine, x.model, x.verdict]).filter((x) => x[1] !== 'work'),
+      [
+        ['fix', 'rank', 'judge-a', 'ja-1', 'PASS'],
+        ['fix', 'rank', 'chatty', 'ch-1', 'ERROR'],
+        ['fix', 'rank', 'judge-b', 'jb-2', 'PASS'],
+        ['fix', 'select', 'script', null, 'PASS'],
+      ],
+    );
     const rank = rows.filter((x) => x.step === 'rank');
     const names = (rank[0]?.rank as { names: Record<string, number> }).names;
     assert.deepEqual(Object.values(names).sort(), [1, 2], 'the names stood for the passing candidates 1 and 2');
     const nameOf = (n: number) => Object.keys(names).find((k) => names[k] === n) as string;
     assert.deepEqual((rank[0]?.rank as { scores: unknown }).scores, { [nameOf(1)]: 3, [nameOf(2)]: 9 });
-    assert.deepEqual(rank.map((x) => [x.attempt, (x.rank as { reviewer: number }).reviewer, x.candidate, x.group]), [[1, 1, null, 'fix'], [1, 2, null, 'fix'], [1, 3, null, 'fix']]);
+    assert.deepEqual(
+      rank.map((x) => [x.attempt, (x.rank as { reviewer: number }).reviewer, x.candidate, x.group]),
+      [
+        [1, 1, null, 'fix'],
+        [1, 2, null, 'fix'],
+        [1, 3, null, 'fix'],
+      ],
+    );
     assert.match(String(rank[1]?.notes), /not JSON/);
     assert.equal((rank[1]?.rank as { scores: unknown }).scores, null);
     const select = rows.find((x) => x.step === 'select');
@@ -138,7 +168,10 @@ describe('workflows: ranked best-of-N', function () {
     // The views: `verdict runs RUN` shows the decision on the task's line.
     const runs = await cli(['runs', s.runId, '--home', home]);
     assert.equal(runs.exitCode, 0, runs.all);
-    assert.match(runs.stdout, /^fix\s+PASS\s+—\s+0\s+select ranked; winner: candidate 2 \(fix--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 9/m);
+    assert.match(
+      runs.stdout,
+      /^fix\s+PASS\s+—\s+0\s+select ranked; winner: candidate 2 \(fix--c2, script\); ranked: candidate 2 \([AB]\) wins with a mean score of 9/m,
+    );
     assert.match(runs.stdout, /^ {2}fix--c2\s+PASS\s+—\s+1\s+candidate 2 · winner · score 9 · script$/m);
     // A merge takes the winner.
     assert.match(r.all, /ranking 2 passing candidates \(fix--c1, fix--c2\) by 3 reviewer\(s\)/);
@@ -150,10 +183,16 @@ describe('workflows: ranked best-of-N', function () {
     const work = path.join(dir, 'work');
     const probe = [
       // What a ranker that runs the candidate's probe.sh would learn: its output ends up in the ranker's log.
-      'echo "--- probe"; ls -A "$(dirname "$0")/.." 2>&1; ls -A ' + `'${work}' '${home}/runs' '${home}/worktrees'` + ' 2>&1; env | grep "^VERDICT_" | grep -v "^VERDICT_HOST_LOOPBACK="; echo "--- end probe"',
+      'echo "--- probe"; ls -A "$(dirname "$0")/.." 2>&1; ls -A ' +
+        `'${work}' '${home}/runs' '${home}/worktrees'` +
+        ' 2>&1; env | grep "^VERDICT_" | grep -v "^VERDICT_HOST_LOOPBACK="; echo "--- end probe"',
     ].join('\n');
     const { config, env } = rankers(dir, home, [
-      { name: 'likes-alpha', model: 'la-1', answer: `for n in $names; do cat "$n.txt"; [ -f "$n/probe.sh" ] && { out=$(bash "$n/probe.sh" 2>&1); echo "$out"; echo "$out" | grep -q -e "--c[0-9]" -e "state.json" -e "^VERDICT_" && leak "probe found: $out"; }; done\n${PREFERS('ALPHA')}` },
+      {
+        name: 'likes-alpha',
+        model: 'la-1',
+        answer: `for n in $names; do cat "$n.txt"; [ -f "$n/probe.sh" ] && { out=$(bash "$n/probe.sh" 2>&1); echo "$out"; echo "$out" | grep -q -e "--c[0-9]" -e "state.json" -e "^VERDICT_" && leak "probe found: $out"; }; done\n${PREFERS('ALPHA')}`,
+      },
       { name: 'likes-beta', model: 'lb-1', answer: PREFERS('BETA') },
     ]);
     // Candidate 1 writes ALPHA; candidate 2 writes BETA, a claim of who made it and a request, its own key, and a probe.
@@ -167,7 +206,14 @@ describe('workflows: ranked best-of-N', function () {
     ].join('\n');
     const file = writeManifest(dir, {
       workdir: 'work',
-      tasks: [scriptTask('pick', spec, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { repeat: 2, select: 'ranked', max_attempts: 1, rank: { rubric: 'ALPHA or BETA, whichever reads better.', engines: ['likes-alpha', 'likes-beta'] } })],
+      tasks: [
+        scriptTask('pick', spec, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+          repeat: 2,
+          select: 'ranked',
+          max_attempts: 1,
+          rank: { rubric: 'ALPHA or BETA, whichever reads better.', engines: ['likes-alpha', 'likes-beta'] },
+        }),
+      ],
     });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(r.exitCode, 0, r.all);
@@ -183,7 +229,10 @@ describe('workflows: ranked best-of-N', function () {
     const select = rows.find((x) => x.step === 'select');
     assert.deepEqual(select?.ranking, { ranked: true, scores: pick.scores, tie: pick.tie, disagreement: pick.disagreement });
     const rank = rows.filter((x) => x.step === 'rank');
-    assert.deepEqual(rank.map((x) => x.verdict), ['PASS', 'PASS']);
+    assert.deepEqual(
+      rank.map((x) => x.verdict),
+      ['PASS', 'PASS'],
+    );
     // The first ranker ran the hostile probe and printed what it saw: the claim as data, the key and dir redacted,
     // nothing of the run's records, the other candidates' dirs or Verdict's variables.
     const log = fs.readFileSync(String(rank[0]?.worker_log), 'utf8');
@@ -201,7 +250,7 @@ describe('workflows: ranked best-of-N', function () {
     assert.match(runs.stdout, /^pick\s+PASS\s+.*tie between .* reviewers disagree/m);
   });
 
-  it('stop while it ranks: the task ends CANCELLED with the running ranker\'s CANCELLED row; resume ranks it again (round 2) and decides', async () => {
+  it("stop while it ranks: the task ends CANCELLED with the running ranker's CANCELLED row; resume ranks it again (round 2) and decides", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const go = path.join(dir, 'go');
@@ -209,9 +258,21 @@ describe('workflows: ranked best-of-N', function () {
     const { config, env } = rankers(dir, home, [{ name: 'slow', model: 's-1', answer: `until [ -f '${go}' ]; do sleep 0.1; done\n${BY_GOOD}` }]);
     const file = writeManifest(dir, {
       workdir: 'work',
-      tasks: [scriptTask('pick', 'if [ "$VERDICT_CANDIDATE" = 1 ]; then echo GOOD > out.txt; else echo GOOD GOOD > out.txt; fi', 'grep -q GOOD out.txt || { echo "no GOOD"; exit 1; }', { repeat: 2, select: 'ranked', max_attempts: 1, timeout_s: 120, rank: { rubric: 'More GOOD is better.', engines: ['slow'] } })],
+      tasks: [
+        scriptTask(
+          'pick',
+          'if [ "$VERDICT_CANDIDATE" = 1 ]; then echo GOOD > out.txt; else echo GOOD GOOD > out.txt; fi',
+          'grep -q GOOD out.txt || { echo "no GOOD"; exit 1; }',
+          { repeat: 2, select: 'ranked', max_attempts: 1, timeout_s: 120, rank: { rubric: 'More GOOD is better.', engines: ['slow'] } },
+        ),
+      ],
     });
-    const child = execa('node', [CLI, 'run', file, '--home', home, '--config', config, '--no-dashboard'], { env: { ...env, VERDICT_IDENTITY: 'tester' }, reject: false, all: true, stdin: 'ignore' });
+    const child = execa('node', [CLI, 'run', file, '--home', home, '--config', config, '--no-dashboard'], {
+      env: { ...env, VERDICT_IDENTITY: 'tester' },
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+    });
     let s: { runId: string; tasks: TaskJson[] } | null = null;
     for (let i = 0; i < 1200 && !(s && task(s, 'pick').status === 'checking'); i++) {
       await new Promise((res) => setTimeout(res, 50));
@@ -230,23 +291,43 @@ describe('workflows: ranked best-of-N', function () {
     const stopped = task(state(home), 'pick');
     assert.deepEqual([stopped.status, stopped.reason, stopped.winner], ['CANCELLED', 'stopped by tester', undefined]);
     const first = readRows(home).filter((x) => x.step !== 'work');
-    assert.deepEqual(first.map((x) => [x.step, x.attempt, x.verdict]), [['rank', 1, 'CANCELLED']]);
+    assert.deepEqual(
+      first.map((x) => [x.step, x.attempt, x.verdict]),
+      [['rank', 1, 'CANCELLED']],
+    );
     assert.match(String(first[0]?.notes), /stopped before it answered \(stopped by tester\)/);
 
     fs.writeFileSync(go, '');
     const resumed = await cli(['resume', runId, '--home', home, '--config', config, '--no-dashboard'], { env });
     assert.equal(resumed.exitCode, 0, resumed.all);
     const after = state(home);
-    assert.deepEqual(after.tasks.map((t) => [t.key, t.status]), [['pick', 'PASS'], ['pick--c1', 'PASS'], ['pick--c2', 'PASS']]);
+    assert.deepEqual(
+      after.tasks.map((t) => [t.key, t.status]),
+      [
+        ['pick', 'PASS'],
+        ['pick--c1', 'PASS'],
+        ['pick--c2', 'PASS'],
+      ],
+    );
     assert.deepEqual([task(after, 'pick').winner, task(after, 'pick').scores], ['pick--c2', { 'pick--c1': 3, 'pick--c2': 6 }]);
     // The candidates did not run again; the ranking did, as round 2.
     const rows = readRows(home);
     assert.equal(rows.filter((x) => x.step === 'work').length, 2);
-    assert.deepEqual(rows.filter((x) => x.step !== 'work').map((x) => [x.step, x.attempt, x.verdict]), [['rank', 1, 'CANCELLED'], ['rank', 2, 'PASS'], ['select', 1, 'PASS']]);
+    assert.deepEqual(
+      rows.filter((x) => x.step !== 'work').map((x) => [x.step, x.attempt, x.verdict]),
+      [
+        ['rank', 1, 'CANCELLED'],
+        ['rank', 2, 'PASS'],
+        ['select', 1, 'PASS'],
+      ],
+    );
     assert.ok(fs.existsSync(path.join(home, 'runs', runId, 'tasks', 'pick', 'rank-2', 'receipt.json')));
     // The winner passed under the first orchestrator: its select row is rebuilt from state.json, credited to it.
     const select = rows.find((x) => x.step === 'select');
-    assert.deepEqual([select?.task_key, select?.candidate, select?.worker_engine, select?.commit, (select?.ranking as { ranked?: boolean } | undefined)?.ranked], ['pick', 2, 'script', null, true]);
+    assert.deepEqual(
+      [select?.task_key, select?.candidate, select?.worker_engine, select?.commit, (select?.ranking as { ranked?: boolean } | undefined)?.ranked],
+      ['pick', 2, 'script', null, true],
+    );
     // The resumed orchestrator did not act again on the stop the first one acknowledged.
     assert.doesNotMatch(resumed.all, /control: stop pick/);
   });
@@ -258,8 +339,18 @@ describe('workflows: ranked best-of-N', function () {
     const file = writeManifest(dir, {
       workdir: 'work',
       tasks: [
-        scriptTask('solo', 'if [ "$VERDICT_CANDIDATE" = 2 ]; then echo ok > out.txt; fi', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { repeat: 2, select: 'ranked', max_attempts: 1, rank: { rubric: 'any', engines: ['mute'] } }),
-        scriptTask('both', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', { repeat: 2, select: 'ranked', max_attempts: 1, rank: { rubric: 'any', engines: ['mute'] } }),
+        scriptTask('solo', 'if [ "$VERDICT_CANDIDATE" = 2 ]; then echo ok > out.txt; fi', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+          repeat: 2,
+          select: 'ranked',
+          max_attempts: 1,
+          rank: { rubric: 'any', engines: ['mute'] },
+        }),
+        scriptTask('both', 'echo ok > out.txt', 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+          repeat: 2,
+          select: 'ranked',
+          max_attempts: 1,
+          rank: { rubric: 'any', engines: ['mute'] },
+        }),
       ],
     });
     const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
@@ -270,9 +361,22 @@ describe('workflows: ranked best-of-N', function () {
     assert.match(solo.reason ?? '', /^winner: candidate 2 \(solo--c2, script\); the only candidate that passed: no ranking needed$/);
     const both = task(s, 'both');
     assert.deepEqual([both.status, both.winner, both.scores], ['PASS', 'both--c1', {}]);
-    assert.match(both.reason ?? '', /no valid ranking \(mute\/m-1 gave no valid ranking \(the ranking reviewer exited 3, so it did not end on its own: its answer is not counted, whatever its output or files hold\)\): candidate 1, the lowest-numbered that passed, is chosen unranked/);
+    assert.match(
+      both.reason ?? '',
+      /no valid ranking \(mute\/m-1 gave no valid ranking \(the ranking reviewer exited 3, so it did not end on its own: its answer is not counted, whatever its output or files hold\)\): candidate 1, the lowest-numbered that passed, is chosen unranked/,
+    );
     const rows = readRows(home);
-    assert.deepEqual(rows.filter((x) => x.step !== 'work').map((x) => [x.task_key, x.step, x.verdict]).sort(), [['both', 'rank', 'ERROR'], ['both', 'select', 'PASS'], ['solo', 'select', 'PASS']]);
+    assert.deepEqual(
+      rows
+        .filter((x) => x.step !== 'work')
+        .map((x) => [x.task_key, x.step, x.verdict])
+        .sort(),
+      [
+        ['both', 'rank', 'ERROR'],
+        ['both', 'select', 'PASS'],
+        ['solo', 'select', 'PASS'],
+      ],
+    );
     assert.deepEqual(rows.find((x) => x.step === 'select' && x.task_key === 'both')?.ranking, { ranked: false, scores: {}, tie: null, disagreement: null });
     // The leak guard every ranker of this file starts with can fail: given a VERDICT_ variable, or a candidate's cwd.
     const ranker = path.join(dir, 'bin', 'rank-mute');

@@ -10,7 +10,17 @@ import { makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpe
 interface StateJson {
   runId: string;
   inputNames?: Record<string, Record<string, string>>;
-  tasks: { key: string; status: string; reason?: string; engine: string; model: string | null; dir: string; commit: string | null; after?: string[]; inputs?: { entries: { name: string; key: string }[] } }[];
+  tasks: {
+    key: string;
+    status: string;
+    reason?: string;
+    engine: string;
+    model: string | null;
+    dir: string;
+    commit: string | null;
+    after?: string[];
+    inputs?: { entries: { name: string; key: string }[] };
+  }[];
 }
 
 function stateOf(home: string): StateJson {
@@ -35,10 +45,24 @@ describe('workflows: validated', function () {
       '  if [ "$out" = "a b " ]; then echo "$n: keep"; else echo "$n: reject ($out)"; fi; done > report.md',
       'echo "touched" > ../escape.txt 2>/dev/null || true',
     ].join('\n');
-    const task = scriptTask('sort', spec, 'out=$(printf "b\\na\\n" | bash sort.sh | tr "\\n" " "); test "$out" = "a b " || { echo "sort.sh printed \'$out\'"; exit 1; }', {
-      max_attempts: 1,
-      validate: { engines: [{ engine: 'script', model: 'm1' }, { engine: 'script', model: 'm2' }], model: 'judge', spec: validator, report: 'report.md', check: 'test "$(grep -c \': keep$\' report.md)" = 2 || { cat report.md; exit 1; }' },
-    });
+    const task = scriptTask(
+      'sort',
+      spec,
+      'out=$(printf "b\\na\\n" | bash sort.sh | tr "\\n" " "); test "$out" = "a b " || { echo "sort.sh printed \'$out\'"; exit 1; }',
+      {
+        max_attempts: 1,
+        validate: {
+          engines: [
+            { engine: 'script', model: 'm1' },
+            { engine: 'script', model: 'm2' },
+          ],
+          model: 'judge',
+          spec: validator,
+          report: 'report.md',
+          check: 'test "$(grep -c \': keep$\' report.md)" = 2 || { cat report.md; exit 1; }',
+        },
+      },
+    );
     const file = writeManifest(repo, { worktrees: true, max_parallel: 2, tasks: [task] });
     const lint = await cli(['lint', file]);
     assert.match(lint.all, / 0 error\(s\)/, lint.all);
@@ -46,39 +70,73 @@ describe('workflows: validated', function () {
     const first = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(first.exitCode, 1, first.all);
     let state = stateOf(home);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['sort--w1', 'PASS'], ['sort--w2', 'FAIL'], ['sort', 'BLOCKED']]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['sort--w1', 'PASS'],
+        ['sort--w2', 'FAIL'],
+        ['sort', 'BLOCKED'],
+      ],
+    );
     const v = state.tasks.find((t) => t.key === 'sort');
     assert.match(v?.reason ?? '', /sort--w2/);
     assert.match(v?.reason ?? '', /FAIL/);
     assert.deepEqual(v?.after, ['sort--w1', 'sort--w2']);
     // No validator row: it never ran.
-    assert.deepEqual(readRows(home).map((r) => [r.task_key, r.model, r.verdict]).sort(), [['sort--w1', 'm1', 'PASS'], ['sort--w2', 'm2', 'FAIL']]);
+    assert.deepEqual(
+      readRows(home)
+        .map((r) => [r.task_key, r.model, r.verdict])
+        .sort(),
+      [
+        ['sort--w1', 'm1', 'PASS'],
+        ['sort--w2', 'm2', 'FAIL'],
+      ],
+    );
 
     fs.writeFileSync(mayPass, '');
     const rerun = await cli(['rerun', state.runId, 'sort--w2', '--home', home, '--no-dashboard']);
     assert.equal(rerun.exitCode, 0, rerun.all);
     state = stateOf(home);
-    assert.deepEqual(state.tasks.map((t) => [t.key, t.status]), [['sort--w1', 'PASS'], ['sort--w2', 'PASS'], ['sort', 'PASS']]);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['sort--w1', 'PASS'],
+        ['sort--w2', 'PASS'],
+        ['sort', 'PASS'],
+      ],
+    );
     const validated = state.tasks.find((t) => t.key === 'sort');
     // It read both workers' sealed work, under the letters drawn for the run and recorded.
     const names = state.inputNames?.sort ?? {};
     assert.deepEqual(Object.values(names).sort(), ['A', 'B']);
-    assert.deepEqual(validated?.inputs?.entries.map((e) => [e.key, e.name]), [['sort--w1', names['sort--w1']], ['sort--w2', names['sort--w2']]]);
+    assert.deepEqual(
+      validated?.inputs?.entries.map((e) => [e.key, e.name]),
+      [
+        ['sort--w1', names['sort--w1']],
+        ['sort--w2', names['sort--w2']],
+      ],
+    );
     const report = fs.readFileSync(path.join(validated?.dir as string, 'report.md'), 'utf8');
     assert.equal(report, ['A: keep', 'B: keep', ''].join('\n'));
     // Read-only: nothing was written beside its task dir; its branch holds the report, not the workers' work.
     assert.ok(!fs.existsSync(path.join(path.dirname(validated?.dir as string), 'escape.txt')));
     // Its row is an ordinary eval row with its own engine and model.
     const rows = readRows(home).filter((r) => r.task_key === 'sort');
-    assert.deepEqual(rows.map((r) => [r.worker_engine, r.model, r.verdict, r.step]), [['script', 'judge', 'PASS', 'work']]);
+    assert.deepEqual(
+      rows.map((r) => [r.worker_engine, r.model, r.verdict, r.step]),
+      [['script', 'judge', 'PASS', 'work']],
+    );
   });
 
   it('lint: a validated task that is also best-of-N, a report outside the task dir, a worker key taken', async () => {
     const dir = tempDir();
-    const file = writeManifest(dir, { workdir: 'w', tasks: [
-      scriptTask('t', 'true', 'true', { repeat: 2, validate: { check: 'test -s validation.md', report: '../x.md' } }),
-      scriptTask('t--w1', 'true', 'true'),
-    ] });
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      tasks: [
+        scriptTask('t', 'true', 'true', { repeat: 2, validate: { check: 'test -s validation.md', report: '../x.md' } }),
+        scriptTask('t--w1', 'true', 'true'),
+      ],
+    });
     const r = await cli(['lint', file]);
     assert.notEqual(r.exitCode, 0, r.all);
     assert.match(r.all, /error \[validate\].*cannot also have "repeat"/);

@@ -37,7 +37,15 @@ async function installedVersion(bin: string): Promise<string | null> {
   // cache, so that a cache another user installed (CI's root pass, read by its unprivileged pass) is only read.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-cli-version-'));
   try {
-    const env = { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), XDG_DATA_HOME: path.join(home, '.local/share'), XDG_CACHE_HOME: path.join(home, '.cache'), XDG_STATE_HOME: path.join(home, '.local/state'), CODEX_HOME: path.join(home, '.codex'), OPENCODE_DISABLE_AUTOUPDATE: '1' };
+    const env = {
+      HOME: home,
+      XDG_CONFIG_HOME: path.join(home, '.config'),
+      XDG_DATA_HOME: path.join(home, '.local/share'),
+      XDG_CACHE_HOME: path.join(home, '.cache'),
+      XDG_STATE_HOME: path.join(home, '.local/state'),
+      CODEX_HOME: path.join(home, '.codex'),
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+    };
     const r = await execa(bin, ['--version'], { reject: false, stdin: 'ignore', timeout: 60000, all: true, env });
     return r.exitCode === 0 ? String(r.all ?? '').trim() : null;
   } finally {

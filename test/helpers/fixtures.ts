@@ -52,7 +52,12 @@ export function scriptTask(key: string, spec: string, check: string, extra: Reco
 export function readRows(home: string): Record<string, unknown>[] {
   const file = path.join(home, 'runs.jsonl');
   if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  return fs
+    .readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 /** True when a process with this pid exists and is not a zombie (an exited child nobody reaped yet). */
@@ -72,7 +77,51 @@ export function alive(pid: number): boolean {
 
 /** A complete, schema-valid eval row (schemas/eval-row.schema.json) with `over` applied. */
 export function sampleRow(over: Partial<EvalRow> = {}): EvalRow {
-  return { run_id: 'r', task_key: 't', spec: 's', worker_engine: 'script', verdict: 'PASS', duration_ms: 10, worker_tokens: null, model: null, task_type: null, retry: false, identity: 'me', notes: '', attempt: 1, harness: 'script', lab: null, reported_model: null, access_plan: null, reasoning_effort: null, sandbox: 'bwrap', tokens_in: null, tokens_out: null, tokens_cached: null, tokens_reasoning: null, cost_microusd: null, check_exit_code: 0, check_output: '', worker_exit_code: 0, run_name: 'r', host: 'h', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:00:01Z', branch: null, commit: null, prompt_path: '', worker_log: '', check_log: '', receipt_path: '', prev_hash: null, sealed: null, step: 'work', group: null, candidate: null, ...over };
+  return {
+    run_id: 'r',
+    task_key: 't',
+    spec: 's',
+    worker_engine: 'script',
+    verdict: 'PASS',
+    duration_ms: 10,
+    worker_tokens: null,
+    model: null,
+    task_type: null,
+    retry: false,
+    identity: 'me',
+    notes: '',
+    attempt: 1,
+    harness: 'script',
+    lab: null,
+    reported_model: null,
+    access_plan: null,
+    reasoning_effort: null,
+    sandbox: 'bwrap',
+    tokens_in: null,
+    tokens_out: null,
+    tokens_cached: null,
+    tokens_reasoning: null,
+    cost_microusd: null,
+    check_exit_code: 0,
+    check_output: '',
+    worker_exit_code: 0,
+    run_name: 'r',
+    host: 'h',
+    started_at: '2026-01-01T00:00:00Z',
+    ended_at: '2026-01-01T00:00:01Z',
+    branch: null,
+    commit: null,
+    prompt_path: '',
+    worker_log: '',
+    check_log: '',
+    receipt_path: '',
+    prev_hash: null,
+    sealed: null,
+    step: 'work',
+    group: null,
+    candidate: null,
+    ...over,
+  };
 }
 
 /**

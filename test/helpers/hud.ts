@@ -4,13 +4,27 @@ import { execa, type ResultPromise } from 'execa';
 import { CLI } from './cli';
 
 /** Flags Debian's chromium needs here (root, no GPU, no network but 127.0.0.1). */
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 /**
  * A Chromium or Chrome binary: $CHROMIUM, else the first that exists of Debian's chromium (test/integration/host/
  * install.sh installs it), chromium-browser, google-chrome, and macOS's Chrome. Null when none is found.
  */
 export function findChromium(): string | null {
-  const candidates = [process.env.CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome'];
+  const candidates = [
+    process.env.CHROMIUM,
+    '/usr/bin/chromium',
+    '/usr/bin/chromium-browser',
+    '/usr/bin/google-chrome',
+    '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+  ];
   return candidates.find((c): c is string => !!c && fs.existsSync(c)) ?? null;
 }
 

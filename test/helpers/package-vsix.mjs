@@ -25,7 +25,12 @@ export function packageVsix(repo) {
   }
   fs.symlinkSync(fs.realpathSync(path.join(repo, 'node_modules')), path.join(dir, 'node_modules'));
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const r = spawnSync(npm, ['run', 'package'], { cwd: dir, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(npm, ['run', 'package'], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_update_notifier: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return { vsix: path.join(dir, 'verdict.vsix'), output: `${r.stdout}${r.stderr}`, exitCode: r.status ?? 1, dir };
 }
 
@@ -37,7 +42,10 @@ export function zipEntries(file) {
   const buf = fs.readFileSync(file);
   let end = -1;
   for (let i = buf.length - 22; i >= Math.max(0, buf.length - 22 - 65535); i--) {
-    if (buf.readUInt32LE(i) === 0x06054b50) { end = i; break; }
+    if (buf.readUInt32LE(i) === 0x06054b50) {
+      end = i;
+      break;
+    }
   }
   if (end < 0) throw new Error(`${file}: not a zip file (no end-of-central-directory record)`);
   const count = buf.readUInt16LE(end + 10);
@@ -49,7 +57,13 @@ export function zipEntries(file) {
     const nameLength = buf.readUInt16LE(at + 28);
     const extra = buf.readUInt16LE(at + 30);
     const comment = buf.readUInt16LE(at + 32);
-    entries.push({ name: buf.toString('utf8', at + 46, at + 46 + nameLength), size, method: buf.readUInt16LE(at + 10), compressed: buf.readUInt32LE(at + 20), local: buf.readUInt32LE(at + 42) });
+    entries.push({
+      name: buf.toString('utf8', at + 46, at + 46 + nameLength),
+      size,
+      method: buf.readUInt16LE(at + 10),
+      compressed: buf.readUInt32LE(at + 20),
+      local: buf.readUInt32LE(at + 42),
+    });
     at += 46 + nameLength + extra + comment;
   }
   return entries;

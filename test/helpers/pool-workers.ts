@@ -25,17 +25,24 @@ export function poolMachine(dir: string, agent: 'bash' | 'hang'): { config: stri
   fs.mkdirSync(bin, { recursive: true });
   fs.writeFileSync(path.join(bin, 'agent-run'), agent === 'bash' ? '#!/bin/bash\nbash -c "$1"\n' : '#!/bin/bash\necho "working"; sleep 600\n', { mode: 0o755 });
   // A reviewer: rejects attempt 1 naming what is missing, approves attempt 2.
-  fs.writeFileSync(path.join(bin, 'review-strict'), `#!/bin/bash\nif [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"verdict":"reject","concerns":["tests.txt is missing"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    path.join(bin, 'review-strict'),
+    `#!/bin/bash\nif [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"verdict":"reject","concerns":["tests.txt is missing"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi\n`,
+    { mode: 0o755 },
+  );
   const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({
-    engines: {
-      agent: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'agent-1' },
-      good: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'good-1' },
-      strict: { binary: 'review-strict', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'strict-1' },
-      // Prints Claude Code's JSON, whose result carries a cost: what a subscription login must not count as paid.
-      paid: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'claude', model: 'paid-1' },
-    },
-  }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      engines: {
+        agent: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'agent-1' },
+        good: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'good-1' },
+        strict: { binary: 'review-strict', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'strict-1' },
+        // Prints Claude Code's JSON, whose result carries a cost: what a subscription login must not count as paid.
+        paid: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'claude', model: 'paid-1' },
+      },
+    }),
+  );
   return { config, env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS } };
 }
 
@@ -45,7 +52,11 @@ export function startPoolWorker(url: string, name: string, engines: string, agen
   const { config, env } = poolMachine(dir, agent);
   const home = path.join(dir, 'home');
   let out = '';
-  const proc = execa('node', [CLI, 'pool', 'worker', '--db', url, '--home', home, '--config', config, '--host', name, '--slots', String(slots), '--engines', engines, ...unsandboxed], { env, reject: false, all: true, stdin: 'ignore' });
+  const proc = execa(
+    'node',
+    [CLI, 'pool', 'worker', '--db', url, '--home', home, '--config', config, '--host', name, '--slots', String(slots), '--engines', engines, ...unsandboxed],
+    { env, reject: false, all: true, stdin: 'ignore' },
+  );
   proc.all?.on('data', (d: Buffer) => {
     out += d.toString();
   });
@@ -78,7 +89,6 @@ export async function drain(w: PoolWorker): Promise<void> {
   w.proc.kill('SIGINT');
   await w.proc;
 }
-
 
 /** A repository to run in (`<dir>/repo`, one commit) and a bare repository as the remote every worker fetches from. */
 export function repoAndRemote(dir: string): { repo: string; remote: string } {
@@ -128,7 +138,7 @@ export function poolSuite(kill: 'each' | 'all' = 'each'): { url: () => string; s
     pgServer?.stop();
   });
   const server = (): TestPostgres => {
-    if (!pgServer) throw new Error('poolSuite: the server is made in the suite\'s before hook');
+    if (!pgServer) throw new Error("poolSuite: the server is made in the suite's before hook");
     return pgServer;
   };
   return { url: () => server().url, server, workers };

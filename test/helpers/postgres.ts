@@ -62,7 +62,16 @@ export class TestPostgres {
   }
 
   start(): void {
-    this.asPostgres(path.join(this.bin, 'pg_ctl'), ['-D', path.join(this.dir, 'data'), '-l', path.join(this.dir, 'log'), '-w', '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+    this.asPostgres(path.join(this.bin, 'pg_ctl'), [
+      '-D',
+      path.join(this.dir, 'data'),
+      '-l',
+      path.join(this.dir, 'log'),
+      '-w',
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      'start',
+    ]);
   }
 
   stop(): void {

@@ -28,9 +28,20 @@ import { HOST_LOOPBACK_ADDRESS } from '../../extension/core/process/sandbox';
  */
 function isolation(): string[] | null {
   if (process.env.VERDICT_E2E_NETNS === '0') return null;
-  const prefix = process.getuid?.() === 0
-    ? ['unshare', '-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh']
-    : ['unshare', '--user', '--map-current-user', '--net', '--keep-caps', 'sh', '-c', 'ip link set lo up && exec setpriv --inh-caps=-all --ambient-caps=-all "$@"', 'sh'];
+  const prefix =
+    process.getuid?.() === 0
+      ? ['unshare', '-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh']
+      : [
+          'unshare',
+          '--user',
+          '--map-current-user',
+          '--net',
+          '--keep-caps',
+          'sh',
+          '-c',
+          'ip link set lo up && exec setpriv --inh-caps=-all --ambient-caps=-all "$@"',
+          'sh',
+        ];
   try {
     const [cmd, ...args] = prefix as [string, ...string[]];
     execFileSync(cmd, [...args, 'true'], { stdio: 'ignore', timeout: 10000 });
@@ -264,8 +275,14 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
     ...o.task,
   };
   const run = { run_name: o.name ?? `real-${o.engine}`, max_parallel: 1, ...o.manifest, tasks: [task] };
-  const manifest = o.mode === 'worktree' ? writeManifest(makeRepo(path.join(dir, 'repo')), { ...run, worktrees: true }) : writeManifest(dir, { ...run, workdir: 'work' });
-  const env: Record<string, string> = { ...Object.assign({}, ...(o.alsoEngines ?? []).map((e) => engineEnv(e, dir, server))), ...engineEnv(o.engine, dir, server), PATH: [...o.binDirs, process.env.PATH ?? ''].join(path.delimiter), PWD: dir };
+  const manifest =
+    o.mode === 'worktree' ? writeManifest(makeRepo(path.join(dir, 'repo')), { ...run, worktrees: true }) : writeManifest(dir, { ...run, workdir: 'work' });
+  const env: Record<string, string> = {
+    ...Object.assign({}, ...(o.alsoEngines ?? []).map((e) => engineEnv(e, dir, server))),
+    ...engineEnv(o.engine, dir, server),
+    PATH: [...o.binDirs, process.env.PATH ?? ''].join(path.delimiter),
+    PWD: dir,
+  };
   for (const [k, v] of Object.entries(o.env ?? {})) {
     if (v === null) delete env[k];
     else env[k] = v;
@@ -297,7 +314,12 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
 
 /** What an assertion failure shows about a run: verdict's output, what the server saw, the worker logs' tails. */
 export function explainRun(run: RealRun): string {
-  const log = run.rows.map((r) => `${String(r.step)} ${String(r.attempt)}: ${fs.existsSync(String(r.worker_log)) ? fs.readFileSync(String(r.worker_log), 'utf8').slice(-3000) : '(no log)'}`).join('\n---\n');
+  const log = run.rows
+    .map(
+      (r) =>
+        `${String(r.step)} ${String(r.attempt)}: ${fs.existsSync(String(r.worker_log)) ? fs.readFileSync(String(r.worker_log), 'utf8').slice(-3000) : '(no log)'}`,
+    )
+    .join('\n---\n');
   const seen = run.server.requests.map((r) => `${r.method} ${r.path} → ${r.reply}${r.tool ? ` (${r.tool})` : ''}`).join('\n');
   return `verdict output:\n${run.result.all}\n\nserver saw:\n${seen}\n\nworker log tails:\n${log}`;
 }

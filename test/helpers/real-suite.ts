@@ -63,8 +63,18 @@ export async function runScenarios(prefix: string, scenarios: Record<string, Rea
  */
 export function assertRetried(r: RealRun, api: RecordedRequest['api'], usageKnown = true): void {
   assert.equal(r.result.exitCode, 0, explainRun(r));
-  assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict, x.retry, x.check_exit_code]), [[1, 'FAIL', false, 1], [2, 'PASS', true, 0]], explainRun(r));
-  assert.ok(r.server.requests.some((q) => q.api === api && JSON.stringify(q.body).includes('CHECK-42')), 'the retry prompt reached the model with the check output');
+  assert.deepEqual(
+    r.rows.map((x) => [x.attempt, x.verdict, x.retry, x.check_exit_code]),
+    [
+      [1, 'FAIL', false, 1],
+      [2, 'PASS', true, 0],
+    ],
+    explainRun(r),
+  );
+  assert.ok(
+    r.server.requests.some((q) => q.api === api && JSON.stringify(q.body).includes('CHECK-42')),
+    'the retry prompt reached the model with the check output',
+  );
   assertUsageSplit(r, usageKnown);
   assert.equal(fs.readFileSync(path.join(r.dir, 'work', 'alpha', 'alpha.txt'), 'utf8'), 'alpha ready\n');
 }
@@ -75,24 +85,39 @@ export function assertRetried(r: RealRun, api: RecordedRequest['api'], usageKnow
  */
 function assertUsageSplit(r: RealRun, usageKnown: boolean): void {
   if (!usageKnown) {
-    assert.deepEqual(r.rows.map((x) => [x.tokens_in, x.tokens_out]), r.rows.map(() => [null, null]), explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.tokens_in, x.tokens_out]),
+      r.rows.map(() => [null, null]),
+      explainRun(r),
+    );
     return;
   }
   const sent = r.server.usageSent;
-  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_in), 0), sent.input, `every token the server sent is on exactly one row\n${explainRun(r)}`);
-  assert.equal(r.rows.reduce((n, x) => n + Number(x.tokens_out), 0), sent.output);
+  assert.equal(
+    r.rows.reduce((n, x) => n + Number(x.tokens_in), 0),
+    sent.input,
+    `every token the server sent is on exactly one row\n${explainRun(r)}`,
+  );
+  assert.equal(
+    r.rows.reduce((n, x) => n + Number(x.tokens_out), 0),
+    sent.output,
+  );
 }
 
 /** The review scenario's run: work, changes, work again, approve — all on `engine`; every token on one row (assertRetried). */
 export function assertReviewedTwice(r: RealRun, engine: AgentCliName, usageKnown = true): void {
   assert.equal(r.result.exitCode, 0, explainRun(r));
   const rows = r.rows.map((x) => [x.step, x.attempt, x.worker_engine, x.verdict, (x.review as { verdict?: string } | undefined)?.verdict ?? null]);
-  assert.deepEqual(rows, [
-    ['work', 1, engine, 'FAIL', null],
-    ['review', 1, engine, 'FAIL', 'changes'],
-    ['work', 2, engine, 'PASS', null],
-    ['review', 2, engine, 'PASS', 'approve'],
-  ], explainRun(r));
+  assert.deepEqual(
+    rows,
+    [
+      ['work', 1, engine, 'FAIL', null],
+      ['review', 1, engine, 'FAIL', 'changes'],
+      ['work', 2, engine, 'PASS', null],
+      ['review', 2, engine, 'PASS', 'approve'],
+    ],
+    explainRun(r),
+  );
   assert.match(String(r.rows[0]?.notes), /asked for changes: \(1\) alpha\.txt: also say it twice/);
   assertUsageSplit(r, usageKnown);
 }
@@ -100,7 +125,14 @@ export function assertReviewedTwice(r: RealRun, engine: AgentCliName, usageKnown
 /** A run whose first model call (`api`) was answered 429: RATE_LIMITED, requeued, and the requeue PASSes with every token. */
 export function assertRequeued(r: RealRun, api: RecordedRequest['api']): void {
   assert.equal(r.result.exitCode, 0, explainRun(r));
-  assert.deepEqual(r.rows.map((x) => [x.attempt, x.verdict]), [[1, 'RATE_LIMITED'], [2, 'PASS']], explainRun(r));
+  assert.deepEqual(
+    r.rows.map((x) => [x.attempt, x.verdict]),
+    [
+      [1, 'RATE_LIMITED'],
+      [2, 'PASS'],
+    ],
+    explainRun(r),
+  );
   assert.equal(r.server.requests.find((q) => q.api === api)?.reply, 'rate_limited');
   const pass = r.rows[1] as Record<string, unknown>;
   assert.deepEqual([pass.tokens_in, pass.tokens_out], [r.server.usageSent.input, r.server.usageSent.output]);

@@ -24,7 +24,8 @@ class SlowestReporter extends Mocha.reporters.Spec {
       times.sort((a, b) => b[0] - a[0]);
       const total = times.reduce((s, t) => s + t[0], 0);
       console.log(`  the ${Math.min(SHOWN, times.length)} slowest of ${times.length} tests (${(total / 1000).toFixed(0)} s of test time in all):`);
-      for (const [ms, title, file] of times.slice(0, SHOWN)) console.log(`    ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}: ${title.length > 110 ? `${title.slice(0, 107)}...` : title}`);
+      for (const [ms, title, file] of times.slice(0, SHOWN))
+        console.log(`    ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}: ${title.length > 110 ? `${title.slice(0, 107)}...` : title}`);
       console.log('');
     });
   }

@@ -15,7 +15,14 @@ export function describeEachHelper(title: string, body: (this: Mocha.Suite, kind
     describe(`${title} (${kind} helper)`, function () {
       let saved: string | undefined;
       before(function () {
-        const without = kind !== 'perl' ? null : process.platform !== 'linux' ? `not Linux (${process.platform})` : findBinary('perl', process.env.PATH ?? '') ? null : 'no perl on PATH';
+        const without =
+          kind !== 'perl'
+            ? null
+            : process.platform !== 'linux'
+              ? `not Linux (${process.platform})`
+              : findBinary('perl', process.env.PATH ?? '')
+                ? null
+                : 'no perl on PATH';
         if (without) {
           if (process.env.CI) throw new Error(`${without}: the perl spawn helper cannot be tested (CI requires it)`);
           console.log(`[verdict tests] the perl spawn helper's suites skip: ${without}`);

@@ -29,11 +29,24 @@ const harness = path.join(repo, 'test/integration/harness');
 
 // 1. Bundle the suite: index.js (mocha runner) and tests.js (every *.integration.test.ts), vscode external.
 const testFiles = fs.readdirSync(path.join(repo, 'test/integration/suite')).filter((f) => f.endsWith('.integration.test.ts'));
-const common = { bundle: true, platform: 'node', format: 'cjs', target: 'node20', external: ['vscode', 'mocha'], mainFields: ['module', 'main'], logLevel: 'warning',
-  define: { 'import.meta.url': 'import_meta_url' }, banner: { js: "const import_meta_url = require('node:url').pathToFileURL(__filename).href;" } };
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  external: ['vscode', 'mocha'],
+  mainFields: ['module', 'main'],
+  logLevel: 'warning',
+  define: { 'import.meta.url': 'import_meta_url' },
+  banner: { js: "const import_meta_url = require('node:url').pathToFileURL(__filename).href;" },
+};
 fs.rmSync(out, { recursive: true, force: true });
 await esbuild.build({ ...common, entryPoints: [path.join(repo, 'test/integration/suite/index.ts')], outfile: path.join(out, 'index.js') });
-await esbuild.build({ ...common, stdin: { contents: testFiles.map((f) => `import './${f}';`).join('\n'), resolveDir: path.join(repo, 'test/integration/suite'), loader: 'ts' }, outfile: path.join(out, 'tests.js') });
+await esbuild.build({
+  ...common,
+  stdin: { contents: testFiles.map((f) => `import './${f}';`).join('\n'), resolveDir: path.join(repo, 'test/integration/suite'), loader: 'ts' },
+  outfile: path.join(out, 'tests.js'),
+});
 fs.writeFileSync(path.join(out, 'package.json'), '{"type":"commonjs"}\n');
 
 // 2. Each session opens its own throwaway copy of the fixture workspace, so tests may edit and run things in it.
@@ -44,7 +57,13 @@ const freshWorkspace = (name) => {
   return ws;
 };
 const testLog = path.join(tmp, 'mocha.log');
-const env = { ...process.env, VERDICT_TEST_LOG: testLog, VERDICT_HOME: path.join(tmp, 'verdict-home'), VERDICT_TEST_TMP: tmp, VERDICT_FROM_VSIX: fromVsix ? '1' : '0' };
+const env = {
+  ...process.env,
+  VERDICT_TEST_LOG: testLog,
+  VERDICT_HOME: path.join(tmp, 'verdict-home'),
+  VERDICT_TEST_TMP: tmp,
+  VERDICT_FROM_VSIX: fromVsix ? '1' : '0',
+};
 
 console.log(`integration tests: ${testFiles.length} file(s), route ${route}, extension from ${fromVsix ? 'its .vsix' : 'source'}, files in ${tmp}`);
 let code = 2;
@@ -83,8 +102,10 @@ async function viaElectron(untrusted) {
   try {
     vscodeExecutablePath = await downloadAndUnzipVSCode({ cachePath: path.join(process.cwd(), '.vscode-test') });
   } catch (e) {
-    console.error(`integration infrastructure error: VS Code could not be downloaded (${e?.message || e}).\n` +
-      'On a machine without internet, install the code-server host once (bash test/integration/host/install.sh) and run again: it is used instead.');
+    console.error(
+      `integration infrastructure error: VS Code could not be downloaded (${e?.message || e}).\n` +
+        'On a machine without internet, install the code-server host once (bash test/integration/host/install.sh) and run again: it is used instead.',
+    );
     return 2;
   }
   try {
@@ -98,11 +119,23 @@ async function viaElectron(untrusted) {
       const { resolveCliArgsFromVSCodeExecutablePath } = await import('@vscode/test-electron');
       // reuseMachineInstall: only the CLI's path, without test-electron's default --extensions-dir/--user-data-dir.
       const [cli, ...args] = resolveCliArgsFromVSCodeExecutablePath(vscodeExecutablePath, { reuseMachineInstall: true });
-      const installed = spawnSync(cli, [...args, '--extensions-dir', dir, '--install-extension', vsix], { encoding: 'utf8', shell: process.platform === 'win32' });
-      if (installed.status !== 0) { console.error(`--install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`); return 1; }
+      const installed = spawnSync(cli, [...args, '--extensions-dir', dir, '--install-extension', vsix], {
+        encoding: 'utf8',
+        shell: process.platform === 'win32',
+      });
+      if (installed.status !== 0) {
+        console.error(`--install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`);
+        return 1;
+      }
       extensions = ['--extensions-dir', dir];
     }
-    await runTests({ vscodeExecutablePath, extensionDevelopmentPath: vsix ? harness : repo, extensionTestsPath: path.join(out, 'index.js'), launchArgs: [workspace, ...extensions, ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')], extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' } });
+    await runTests({
+      vscodeExecutablePath,
+      extensionDevelopmentPath: vsix ? harness : repo,
+      extensionTestsPath: path.join(out, 'index.js'),
+      launchArgs: [workspace, ...extensions, ...trust, '--user-data-dir', path.join(tmp, untrusted ? 'ud-untrusted' : 'ud')],
+      extensionTestsEnv: { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0' },
+    });
     return 0;
   } catch (e) {
     console.error(e?.message || e);
@@ -118,40 +151,103 @@ async function viaCodeServer(untrusted) {
   const home = path.join(session, 'home');
   fs.mkdirSync(path.join(session, 'user-data', 'User'), { recursive: true });
   fs.mkdirSync(home, { recursive: true });
-  fs.writeFileSync(path.join(session, 'user-data', 'User', 'settings.json'), JSON.stringify({
-    'workbench.startupEditor': 'none', 'telemetry.telemetryLevel': 'off', 'extensions.autoCheckUpdates': false,
-    'extensions.autoUpdate': false, 'update.mode': 'none', 'git.enabled': false, 'workbench.enableExperiments': false,
-    'chat.disableAIFeatures': true, 'security.workspace.trust.enabled': untrusted, 'security.workspace.trust.startupPrompt': 'never',
-  }));
+  fs.writeFileSync(
+    path.join(session, 'user-data', 'User', 'settings.json'),
+    JSON.stringify({
+      'workbench.startupEditor': 'none',
+      'telemetry.telemetryLevel': 'off',
+      'extensions.autoCheckUpdates': false,
+      'extensions.autoUpdate': false,
+      'update.mode': 'none',
+      'git.enabled': false,
+      'workbench.enableExperiments': false,
+      'chat.disableAIFeatures': true,
+      'security.workspace.trust.enabled': untrusted,
+      'security.workspace.trust.startupPrompt': 'never',
+    }),
+  );
   const serverLog = fs.openSync(path.join(session, 'code-server.log'), 'w');
-  const serverEnv = { ...env, VERDICT_UNTRUSTED: untrusted ? '1' : '0', EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }), HOME: home, XDG_CONFIG_HOME: path.join(session, 'config'), XDG_DATA_HOME: path.join(session, 'data') };
+  const serverEnv = {
+    ...env,
+    VERDICT_UNTRUSTED: untrusted ? '1' : '0',
+    EXTENSIONS_GALLERY: JSON.stringify({ serviceUrl: 'http://127.0.0.1:9/gallery', itemUrl: 'http://127.0.0.1:9/item' }),
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(session, 'config'),
+    XDG_DATA_HOME: path.join(session, 'data'),
+  };
   if (vsix) {
     // code-server's own CLI installs the .vsix into this session's extensions folder, as a user's `--install-extension` does.
-    const installed = spawnSync(node24, [csEntry, '--user-data-dir', path.join(session, 'user-data'), '--extensions-dir', path.join(session, 'extensions'), '--install-extension', vsix], { encoding: 'utf8', env: serverEnv, timeout: 120000 });
+    const installed = spawnSync(
+      node24,
+      [csEntry, '--user-data-dir', path.join(session, 'user-data'), '--extensions-dir', path.join(session, 'extensions'), '--install-extension', vsix],
+      { encoding: 'utf8', env: serverEnv, timeout: 120000 },
+    );
     fs.writeSync(serverLog, `--install-extension ${vsix}: exit ${installed.status}\n${installed.stdout}${installed.stderr}\n`);
-    if (installed.status !== 0) { console.error(`code-server --install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`); return 1; }
+    if (installed.status !== 0) {
+      console.error(`code-server --install-extension ${vsix} failed (exit ${installed.status}):\n${installed.stdout}${installed.stderr}`);
+      return 1;
+    }
   }
-  const server = spawn(node24, [csEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
-    '--disable-update-check', ...(untrusted ? [] : ['--disable-workspace-trust']), '--disable-getting-started-override', '--ignore-last-opened',
-    '--user-data-dir', path.join(session, 'user-data'), '--extensions-dir', path.join(session, 'extensions'), '--config', path.join(session, 'config.yaml'),
-    // Without this the workbench ignores ?payload= (extensionDevelopmentPath / extensionTestsPath).
-    '--vscode-option', 'enable-smoke-test-driver'],
-  // EXTENSIONS_GALLERY (serverEnv): the marketplace at a closed local port, so nothing tries to leave the machine.
-  { env: serverEnv, stdio: ['ignore', serverLog, serverLog], detached: true });
+  const server = spawn(
+    node24,
+    [
+      csEntry,
+      '--auth',
+      'none',
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--disable-telemetry',
+      '--disable-update-check',
+      ...(untrusted ? [] : ['--disable-workspace-trust']),
+      '--disable-getting-started-override',
+      '--ignore-last-opened',
+      '--user-data-dir',
+      path.join(session, 'user-data'),
+      '--extensions-dir',
+      path.join(session, 'extensions'),
+      '--config',
+      path.join(session, 'config.yaml'),
+      // Without this the workbench ignores ?payload= (extensionDevelopmentPath / extensionTestsPath).
+      '--vscode-option',
+      'enable-smoke-test-driver',
+    ],
+    // EXTENSIONS_GALLERY (serverEnv): the marketplace at a closed local port, so nothing tries to leave the machine.
+    { env: serverEnv, stdio: ['ignore', serverLog, serverLog], detached: true },
+  );
   let browser;
   try {
     const base = `http://127.0.0.1:${port}`;
     for (const t0 = Date.now(); ; await sleep(250)) {
-      try { if ((await fetch(`${base}/healthz`)).ok) break; } catch { /* not up yet */ }
+      try {
+        if ((await fetch(`${base}/healthz`)).ok) break;
+      } catch {
+        /* not up yet */
+      }
       if (Date.now() - t0 > 60000 || server.exitCode !== null) throw new Error(`code-server did not start; see ${session}/code-server.log`);
     }
     const remote = (p) => `vscode-remote://127.0.0.1:${port}${p}`;
-    const payload = [['extensionDevelopmentPath', remote(vsix ? harness : repo)], ['extensionTestsPath', remote(path.join(out, 'index.js'))]];
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const payload = [
+      ['extensionDevelopmentPath', remote(vsix ? harness : repo)],
+      ['extensionTestsPath', remote(path.join(out, 'index.js'))],
+    ];
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-dev-shm-usage',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     let done;
-    const finished = new Promise((r) => { done = r; });
+    const finished = new Promise((r) => {
+      done = r;
+    });
     // The workbench calls window.codeAutomationExit(code) when the extension host has run extensionTestsPath.
     await page.exposeFunction('codeAutomationExit', async (c) => done(c));
     if (process.env.VERDICT_VERBOSE) {
@@ -163,11 +259,18 @@ async function viaCodeServer(untrusted) {
     const result = await Promise.race([finished, sleep(TIMEOUT_MS).then(() => 'timeout')]);
     stopProbe();
     if (process.env.VERDICT_SCREENSHOT) await page.screenshot({ path: process.env.VERDICT_SCREENSHOT }).catch(() => undefined);
-    if (result === 'timeout') { console.error(`timeout after ${TIMEOUT_MS} ms`); return 2; }
+    if (result === 'timeout') {
+      console.error(`timeout after ${TIMEOUT_MS} ms`);
+      return 2;
+    }
     return result === 0 ? 0 : 1;
   } finally {
     await browser?.close().catch(() => undefined);
-    try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
+    try {
+      process.kill(-server.pid, 'SIGTERM');
+    } catch {
+      /* gone */
+    }
   }
 }
 
@@ -178,14 +281,21 @@ function killOutlivingRun() {
     const { pid } = JSON.parse(fs.readFileSync(path.join(tmp, 'outlive.json'), 'utf8'));
     process.kill(-pid, 'SIGKILL');
     console.error(`killed the orchestrator the tests left running (process group ${pid})`);
-  } catch { /* no hand-over, or already gone */ }
+  } catch {
+    /* no hand-over, or already gone */
+  }
 }
 
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
   });
 }
-function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}

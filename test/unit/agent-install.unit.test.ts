@@ -40,7 +40,10 @@ function livedInHome(): string {
     path.join(home, '.claude', 'settings.json'),
     '{\n\t"model": "opus",\n\t"hooks": {\n\t\t"PreToolUse": [ { "matcher": "Bash", "hooks": [ { "type": "command", "command": "~/bin/audit.sh" } ] } ],\n\t\t"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]\n\t},\n\t"permissions": {"allow": ["Bash(ls:*)"]}\n}',
   );
-  fs.writeFileSync(path.join(home, '.claude.json'), JSON.stringify({ numStartups: 12, mcpServers: { other: { type: 'stdio', command: 'other-mcp', args: [] } }, projects: { '/x': { allowedTools: [] } } }));
+  fs.writeFileSync(
+    path.join(home, '.claude.json'),
+    JSON.stringify({ numStartups: 12, mcpServers: { other: { type: 'stdio', command: 'other-mcp', args: [] } }, projects: { '/x': { allowedTools: [] } } }),
+  );
   fs.mkdirSync(path.join(home, '.codex'));
   fs.writeFileSync(path.join(home, '.codex', 'config.toml'), 'model = "gpt-5"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n');
   return home;
@@ -59,7 +62,10 @@ describe('verdict install-agent / uninstall-agent', () => {
     assert.ok(fs.existsSync(path.join(home, '.codex', 'skills', 'verdict', 'SKILL.md')));
     const settings = JSON.parse(fs.readFileSync(path.join(home, '.claude', 'settings.json'), 'utf8'));
     assert.equal(settings.model, 'opus');
-    assert.deepEqual(settings.hooks.PreToolUse.map((g: any) => g.matcher), ['Bash', 'Bash']);
+    assert.deepEqual(
+      settings.hooks.PreToolUse.map((g: any) => g.matcher),
+      ['Bash', 'Bash'],
+    );
     assert.equal(settings.hooks.PreToolUse[0].hooks[0].command, '~/bin/audit.sh', "the user's hook is first and untouched");
     assert.equal(settings.hooks.PreToolUse[1].hooks[0].command, "/usr/bin/node '/opt/verdict with space/dist/cli.js' agent-hook pre-bash");
     assert.equal(settings.hooks.PostToolUse[0].matcher, 'Edit|MultiEdit|Write');
@@ -81,7 +87,7 @@ describe('verdict install-agent / uninstall-agent', () => {
     assert.deepEqual(snapshot(home), before, 'a second uninstall is a no-op');
   });
 
-  it('uninstall after the user changed the files: only Verdict\'s entries go, the user\'s later changes stay', () => {
+  it("uninstall after the user changed the files: only Verdict's entries go, the user's later changes stay", () => {
     const home = livedInHome();
     const t = agentTargets(false, home, { HOME: home });
     installAgent(t, launch, quiet);
@@ -140,7 +146,10 @@ describe('verdict install-agent / uninstall-agent', () => {
   });
 
   it('registers hook commands a shell runs as this node and this CLI', () => {
-    assert.deepEqual(hookEntries({ node: '/n', cli: "/it's/cli.js" }).map((h) => h.command), ["/n '/it'\\''s/cli.js' agent-hook pre-bash", "/n '/it'\\''s/cli.js' agent-hook post-edit"]);
+    assert.deepEqual(
+      hookEntries({ node: '/n', cli: "/it's/cli.js" }).map((h) => h.command),
+      ["/n '/it'\\''s/cli.js' agent-hook pre-bash", "/n '/it'\\''s/cli.js' agent-hook post-edit"],
+    );
   });
 });
 
@@ -166,20 +175,32 @@ describe('the nudge hooks (verdict agent-hook)', () => {
     const first = hookAnswer('pre-bash', curl, home, {});
     assert.deepEqual(JSON.parse(first!), { hookSpecificOutput: { hookEventName: 'PreToolUse', additionalContext: NUDGE_TEXT } });
     assert.equal(hookAnswer('pre-bash', curl, home, {}), null, 'once per session');
-    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 's1', 'Bash', { command: 'python3 scripts/eval_persona.py' }), home, {}), null, 'once per session, whatever the command');
-    assert.ok(hookAnswer('pre-bash', payload('PreToolUse', 's2', 'Bash', { command: 'node tools/smoke-test.mjs --all' }), home, {}), 'a new session is nudged again');
+    assert.equal(
+      hookAnswer('pre-bash', payload('PreToolUse', 's1', 'Bash', { command: 'python3 scripts/eval_persona.py' }), home, {}),
+      null,
+      'once per session, whatever the command',
+    );
+    assert.ok(
+      hookAnswer('pre-bash', payload('PreToolUse', 's2', 'Bash', { command: 'node tools/smoke-test.mjs --all' }), home, {}),
+      'a new session is nudged again',
+    );
     for (const command of ['ls -la', 'npm test', 'git diff', 'verdict run x.swarm.json', 'node dist/cli.js run probe.swarm.json', 'cat eval.py']) {
       assert.equal(hookAnswer('pre-bash', payload('PreToolUse', `s-${command}`, 'Bash', { command }), home, {}), null, command);
     }
-    for (const junk of ['', 'not json', '[]', 'null', '{"tool_input": 5}', JSON.stringify({ session_id: 's9', tool_input: { command: 42 } })]) assert.equal(hookAnswer('pre-bash', junk, home, {}), null, junk);
+    for (const junk of ['', 'not json', '[]', 'null', '{"tool_input": 5}', JSON.stringify({ session_id: 's9', tool_input: { command: 42 } })])
+      assert.equal(hookAnswer('pre-bash', junk, home, {}), null, junk);
   });
 
   it('post-edit: the edit loop (8 edits over 3 files) is nudged once; fewer files or edits are not', () => {
     const home = temp('verdict-hook-');
-    const edit = (session: string, file: string) => hookAnswer('post-edit', payload('PostToolUse', session, 'Edit', { file_path: file, old_string: 'a', new_string: 'b' }), home, {});
+    const edit = (session: string, file: string) =>
+      hookAnswer('post-edit', payload('PostToolUse', session, 'Edit', { file_path: file, old_string: 'a', new_string: 'b' }), home, {});
     for (let i = 0; i < 20; i++) assert.equal(edit('one-file', '/w/a.ts'), null, 'many edits of one file are not a loop across files');
     const answers = Array.from({ length: EDIT_LOOP_EDITS + 3 }, (_, i) => edit('loop', `/w/f${i % 3}.ts`));
-    assert.deepEqual(answers.map((a) => a !== null), answers.map((_, i) => i === EDIT_LOOP_EDITS - 1));
+    assert.deepEqual(
+      answers.map((a) => a !== null),
+      answers.map((_, i) => i === EDIT_LOOP_EDITS - 1),
+    );
     assert.equal(JSON.parse(answers[EDIT_LOOP_EDITS - 1]!).hookSpecificOutput.hookEventName, 'PostToolUse');
   });
 
@@ -188,12 +209,39 @@ describe('the nudge hooks (verdict agent-hook)', () => {
     const dir = path.join(home, 'runs', 'r1');
     fs.mkdirSync(dir, { recursive: true });
     const now = Date.now();
-    fs.writeFileSync(path.join(dir, 'state.json'), JSON.stringify({ version: 1, runId: 'r1', runName: 'live', manifestFile: '/m', identity: 'me', host: shortHost(), pid: process.pid, status: 'running', startedAt: now, heartbeatAt: now, endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null, tasks: [] }));
+    fs.writeFileSync(
+      path.join(dir, 'state.json'),
+      JSON.stringify({
+        version: 1,
+        runId: 'r1',
+        runName: 'live',
+        manifestFile: '/m',
+        identity: 'me',
+        host: shortHost(),
+        pid: process.pid,
+        status: 'running',
+        startedAt: now,
+        heartbeatAt: now,
+        endedAt: null,
+        maxParallel: 1,
+        worktrees: false,
+        repo: null,
+        baseRef: null,
+        baseSha: null,
+        tasks: [],
+      }),
+    );
     const curl = payload('PreToolUse', 'live', 'Bash', { command: 'curl https://api.anthropic.com/v1/messages' });
     assert.equal(hookAnswer('pre-bash', curl, home, {}), null);
     // A run's worker (Claude Code as an engine reads the same user hooks; its sandbox hides VERDICT_HOME): never nudged.
-    assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 'worker', 'Bash', { command: 'curl https://api.anthropic.com/v1/messages' }), temp('verdict-hook-'), { VERDICT_RUN_ID: 'r1' }), null);
-    for (let i = 0; i < 10; i++) assert.equal(hookAnswer('post-edit', payload('PostToolUse', 'live', 'Write', { file_path: `/w/${i}`, content: '' }), home, {}), null);
+    assert.equal(
+      hookAnswer('pre-bash', payload('PreToolUse', 'worker', 'Bash', { command: 'curl https://api.anthropic.com/v1/messages' }), temp('verdict-hook-'), {
+        VERDICT_RUN_ID: 'r1',
+      }),
+      null,
+    );
+    for (let i = 0; i < 10; i++)
+      assert.equal(hookAnswer('post-edit', payload('PostToolUse', 'live', 'Write', { file_path: `/w/${i}`, content: '' }), home, {}), null);
     const file = path.join(temp('verdict-hook-'), 'a-file');
     fs.writeFileSync(file, '');
     assert.equal(hookAnswer('pre-bash', payload('PreToolUse', 'x', 'Bash', { command: 'curl https://openrouter.ai/api/v1/chat/completions' }), file, {}), null);

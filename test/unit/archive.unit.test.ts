@@ -30,7 +30,28 @@ async function fixture(): Promise<{ home: string; repo: string; dir: string }> {
   const run = path.join(home, 'runs', 'r1');
   fs.mkdirSync(path.join(run, 'tasks', 'a', 'attempt-1'), { recursive: true });
   fs.writeFileSync(path.join(run, 'manifest.json'), JSON.stringify({ source: 'x.swarm.json', manifest: { tasks: [] } }));
-  const state = { version: 1, runId: 'r1', runName: 'r1', manifestFile: 'x', identity: 'me', host: 'h', pid: 1, status: 'finished', startedAt: 0, heartbeatAt: 0, endedAt: 1, maxParallel: 1, worktrees: true, repo, baseRef: 'HEAD', baseSha: base, tasks: [{ key: 'a', branch: 'verdict/r1/a', commit: tip }, { key: 'b', branch: 'verdict/r1/b', commit: null }] };
+  const state = {
+    version: 1,
+    runId: 'r1',
+    runName: 'r1',
+    manifestFile: 'x',
+    identity: 'me',
+    host: 'h',
+    pid: 1,
+    status: 'finished',
+    startedAt: 0,
+    heartbeatAt: 0,
+    endedAt: 1,
+    maxParallel: 1,
+    worktrees: true,
+    repo,
+    baseRef: 'HEAD',
+    baseSha: base,
+    tasks: [
+      { key: 'a', branch: 'verdict/r1/a', commit: tip },
+      { key: 'b', branch: 'verdict/r1/b', commit: null },
+    ],
+  };
   fs.writeFileSync(path.join(run, 'state.json'), JSON.stringify(state));
   for (const f of ['prompt.md', 'worker.log', 'check.log', 'receipt.json']) fs.writeFileSync(path.join(run, 'tasks', 'a', 'attempt-1', f), `${f} of a\n`);
   await appendEvalRow(path.join(home, 'runs.jsonl'), sampleRow({ run_id: 'r1', task_key: 'a', commit: tip, branch: 'verdict/r1/a' }));
@@ -47,13 +68,26 @@ describe('verdict archive and verify-archive', function () {
     const c = collector();
     assert.equal(await archiveCommand('r1', { home, out }, c.io), 0, c.text());
     const m = await readTar(out);
-    for (const name of ['run/manifest.json', 'run/state.json', 'run/tasks/a/attempt-1/prompt.md', 'run/tasks/a/attempt-1/worker.log', 'run/tasks/a/attempt-1/check.log', 'run/tasks/a/attempt-1/receipt.json', 'rows.jsonl', 'diffs/a.diff', 'diffs/b.diff', 'branches.bundle', 'archive.json', 'SHA256SUMS']) {
+    for (const name of [
+      'run/manifest.json',
+      'run/state.json',
+      'run/tasks/a/attempt-1/prompt.md',
+      'run/tasks/a/attempt-1/worker.log',
+      'run/tasks/a/attempt-1/check.log',
+      'run/tasks/a/attempt-1/receipt.json',
+      'rows.jsonl',
+      'diffs/a.diff',
+      'diffs/b.diff',
+      'branches.bundle',
+      'archive.json',
+      'SHA256SUMS',
+    ]) {
       assert.ok(m.has(`r1/${name}`), `r1/${name} missing: ${[...m.keys()].join(', ')}`);
     }
     assert.match(m.get('r1/diffs/a.diff')?.toString() ?? '', /\+\+\+ b\/out\.txt\n@@ .* @@\n\+work/);
     assert.equal(m.get('r1/diffs/b.diff')?.toString(), '');
     const rows = (m.get('r1/rows.jsonl')?.toString() ?? '').trim().split('\n');
-    assert.equal(rows.length, 1, 'only the run\'s own rows');
+    assert.equal(rows.length, 1, "only the run's own rows");
     assert.match(rows[0] as string, /"prev_hash":null/);
     const sums = m.get('r1/SHA256SUMS')?.toString() ?? '';
     assert.match(sums, new RegExp(`^${sha(m.get('r1/archive.json') as Buffer)}  archive\\.json$`, 'm'));
@@ -79,7 +113,11 @@ describe('verdict archive and verify-archive', function () {
     await archiveCommand('r1', { home, out }, collector().io);
     const m = await readTar(out);
     m.set('r1/run/tasks/a/attempt-1/check.log', Buffer.from('all tests passed\n'));
-    const sums = [...m.keys()].filter((n) => n !== 'r1/SHA256SUMS').sort().map((n) => `${sha(m.get(n) as Buffer)}  ${n.slice(3)}\n`).join('');
+    const sums = [...m.keys()]
+      .filter((n) => n !== 'r1/SHA256SUMS')
+      .sort()
+      .map((n) => `${sha(m.get(n) as Buffer)}  ${n.slice(3)}\n`)
+      .join('');
     m.set('r1/SHA256SUMS', Buffer.from(sums));
     const forged = path.join(dir, 'forged.tar');
     await writeTar(forged, m);
@@ -100,8 +138,14 @@ describe('verdict archive and verify-archive', function () {
     const v = await verifyArchive(forged, archivesLogPath(home));
     assert.equal(v.intact, false);
     assert.ok(v.recorded, 'the manifest itself is the recorded one');
-    assert.ok(v.findings.some((f) => /^diffs\/a\.diff: its SHA-256 is not the one in SHA256SUMS/.test(f)), v.findings.join('\n'));
-    assert.ok(v.findings.some((f) => /extra\.txt: in the archive but not in SHA256SUMS/.test(f)), v.findings.join('\n'));
+    assert.ok(
+      v.findings.some((f) => /^diffs\/a\.diff: its SHA-256 is not the one in SHA256SUMS/.test(f)),
+      v.findings.join('\n'),
+    );
+    assert.ok(
+      v.findings.some((f) => /extra\.txt: in the archive but not in SHA256SUMS/.test(f)),
+      v.findings.join('\n'),
+    );
   });
 
   it('an edited record in archives.jsonl is caught by its chain; another home vouches for nothing; a non-archive is exit 2', async () => {
@@ -120,6 +164,9 @@ describe('verdict archive and verify-archive', function () {
     const junk = path.join(dir, 'junk.tar');
     fs.writeFileSync(junk, 'not a tar at all'.repeat(100));
     await assert.rejects(verifyArchiveCommand(junk, { home }, collector().io), (e: unknown) => e instanceof InputError);
-    await assert.rejects(archiveCommand('nope', { home, out: path.join(dir, 'n.tar') }, collector().io), (e: unknown) => e instanceof InputError && /no run nope/.test((e as Error).message));
+    await assert.rejects(
+      archiveCommand('nope', { home, out: path.join(dir, 'n.tar') }, collector().io),
+      (e: unknown) => e instanceof InputError && /no run nope/.test((e as Error).message),
+    );
   });
 });

@@ -12,7 +12,11 @@ function task(key: string, over: Record<string, unknown> = {}): TaskRuntime {
     abort: new AbortController(),
     state: { key, status: 'queued', engine: 'e1', model: null, attempts: [] },
     summary: { key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: null, branch: null, commit: null, reason: '', checkOutput: '' },
-    records: [], used: 0, rateLimited: 0, failure: null, prepared: false,
+    records: [],
+    used: 0,
+    rateLimited: 0,
+    failure: null,
+    prepared: false,
     ...over,
   } as unknown as TaskRuntime;
 }
@@ -30,9 +34,18 @@ function loopOf(gate: () => unknown, admit: () => unknown = () => 'over budget')
     markCancelled: (t: TaskRuntime) => void calls.push(`cancelled ${t.spec.key}`),
     waitForInputsAgain: (t: TaskRuntime) => void calls.push(`again ${t.spec.key}`),
   } as unknown as TaskGraph;
-  const engines = new Map([['e1', { defaultModel: 'd1' }], ['e2', { defaultModel: 'd2' }]]);
+  const engines = new Map([
+    ['e1', { defaultModel: 'd1' }],
+    ['e2', { defaultModel: 'd2' }],
+  ]);
   const run = {
-    opts: { engines }, manifest: {}, maxParallel: 4, home: '/home/x', runId: 'r1', stateFile, emit: (e: RunEvent) => events.push(e),
+    opts: { engines },
+    manifest: {},
+    maxParallel: 4,
+    home: '/home/x',
+    runId: 'r1',
+    stateFile,
+    emit: (e: RunEvent) => events.push(e),
     ctx: { emit: (e: RunEvent) => events.push(e), stateFile, recordErrors: [] },
     waits: { gate, abandonProbe: () => false },
     spend: { admit },
@@ -41,7 +54,7 @@ function loopOf(gate: () => unknown, admit: () => unknown = () => 'over budget')
 }
 
 describe('AttemptLoop: one scheduler job per attempt', () => {
-  it('the next attempt runs on the task\'s engine, then on its fallback (with that entry\'s model)', () => {
+  it("the next attempt runs on the task's engine, then on its fallback (with that entry's model)", () => {
     const { loop } = loopOf(() => ({ kind: 'go', probe: false }));
     assert.deepEqual(loop.choiceOf(task('a')), { engine: 'e1', model: 'd1' });
     assert.deepEqual(loop.choiceOf(task('a', { used: 1 })), { engine: 'e2', model: 'm2' });
@@ -70,17 +83,26 @@ describe('AttemptLoop: one scheduler job per attempt', () => {
     assert.equal(t.state.attempts.length, 0);
     withdrawable.add(t);
     loop.wake('e1');
-    assert.deepEqual(pushed, [['a', 5000], ['a', 0]]);
+    assert.deepEqual(pushed, [
+      ['a', 5000],
+      ['a', 0],
+    ]);
     assert.equal(loop.parkedOn('e1'), 0);
   });
 
-  it('a budget that cannot hold the attempt\'s worst case ends the task BUDGET_EXCEEDED before any worker starts', async () => {
-    const { loop, calls, events } = loopOf(() => ({ kind: 'go', probe: false }), () => 'budget: $0.01 of $0.01 spent');
+  it("a budget that cannot hold the attempt's worst case ends the task BUDGET_EXCEEDED before any worker starts", async () => {
+    const { loop, calls, events } = loopOf(
+      () => ({ kind: 'go', probe: false }),
+      () => 'budget: $0.01 of $0.01 spent',
+    );
     const t = task('a');
     await loop.job(t);
     assert.deepEqual([t.state.status, t.summary.verdict, t.summary.reason], ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'budget: $0.01 of $0.01 spent']);
     assert.deepEqual(calls, ['settled a BUDGET_EXCEEDED']);
-    assert.deepEqual(events.map((e) => e.type), ['task-skipped']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['task-skipped'],
+    );
   });
 
   it('a job that throws (a full disk) ends its task ERROR saying what to do, never CANCELLED, and it settles', async () => {

@@ -8,16 +8,57 @@ import { sampleRow, tempDir } from '../helpers/fixtures';
 
 function record(over: Partial<AttemptRecord> = {}): AttemptRecord {
   return {
-    runId: '20261201-000000-abcd', runName: 'r', identity: 'me', host: 'h', taskKey: 't', spec: 'do it', engine: 'codex', harness: 'codex-cli',
-    model: 'openai/gpt-5-mini', taskType: 'parser', reasoningEffort: null, accessPlan: null, sandbox: 'bwrap', attempt: 1, retry: false,
-    branch: 'verdict/20261201-000000-abcd/t', dir: '/records/t/attempt-1', startedAt: 1_000, phase: 'done', steps: [], workerPid: null, workerStartTime: null,
-    worker: null, usage: { tokensIn: 100, tokensOut: 20, tokensCached: 10, tokensCacheWrite: null, tokensReasoning: 2, costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null },
-    seal: null, check: null, verdict: 'FAIL', reason: 'the check exited 1', endedAt: 3_500, costMicroUsd: 1234, commit: null, sealed: null, rowStep: 'work', group: null, candidate: null, ...over,
+    runId: '20261201-000000-abcd',
+    runName: 'r',
+    identity: 'me',
+    host: 'h',
+    taskKey: 't',
+    spec: 'do it',
+    engine: 'codex',
+    harness: 'codex-cli',
+    model: 'openai/gpt-5-mini',
+    taskType: 'parser',
+    reasoningEffort: null,
+    accessPlan: null,
+    sandbox: 'bwrap',
+    attempt: 1,
+    retry: false,
+    branch: 'verdict/20261201-000000-abcd/t',
+    dir: '/records/t/attempt-1',
+    startedAt: 1_000,
+    phase: 'done',
+    steps: [],
+    workerPid: null,
+    workerStartTime: null,
+    worker: null,
+    usage: {
+      tokensIn: 100,
+      tokensOut: 20,
+      tokensCached: 10,
+      tokensCacheWrite: null,
+      tokensReasoning: 2,
+      costMicroUsd: null,
+      reportedModel: null,
+      finalStatus: 'success',
+      finalError: null,
+    },
+    seal: null,
+    check: null,
+    verdict: 'FAIL',
+    reason: 'the check exited 1',
+    endedAt: 3_500,
+    costMicroUsd: 1234,
+    commit: null,
+    sealed: null,
+    rowStep: 'work',
+    group: null,
+    candidate: null,
+    ...over,
   };
 }
 
 describe('one attempt record, three projections', () => {
-  it('the eval row of a record matches schemas/eval-row.schema.json and carries the record\'s one cost', () => {
+  it("the eval row of a record matches schemas/eval-row.schema.json and carries the record's one cost", () => {
     const row = evalRow(record());
     assert.deepEqual(evalRowProblems(row), []);
     assert.equal(row.cost_microusd, 1234);
@@ -27,8 +68,21 @@ describe('one attempt record, three projections', () => {
   });
 
   it('state.json shows the step running now, and a verdict only once the attempt is settled', () => {
-    const running = record({ phase: 'checking', verdict: 'PASS', endedAt: null, steps: [{ step: 'work', startedAt: 1, endedAt: 2, note: '' }, { step: 'check', startedAt: 2, endedAt: 3, note: 'PASS' }], currentStep: 'deliver' });
-    assert.deepEqual([attemptView(running).step, attemptView(running).verdict], ['deliver', null], 'a PASS from the check is not the attempt\'s verdict until it settles');
+    const running = record({
+      phase: 'checking',
+      verdict: 'PASS',
+      endedAt: null,
+      steps: [
+        { step: 'work', startedAt: 1, endedAt: 2, note: '' },
+        { step: 'check', startedAt: 2, endedAt: 3, note: 'PASS' },
+      ],
+      currentStep: 'deliver',
+    });
+    assert.deepEqual(
+      [attemptView(running).step, attemptView(running).verdict],
+      ['deliver', null],
+      "a PASS from the check is not the attempt's verdict until it settles",
+    );
     const { currentStep: _current, ...between } = running;
     assert.equal(attemptView(between).step, 'check', 'between steps: the last one');
     assert.deepEqual([attemptView(record({})).verdict, attemptView(record({})).step], ['FAIL', null]);
@@ -53,7 +107,7 @@ describe('one attempt record, three projections', () => {
     assert.throws(() => evalRow(record({ verdict: null, endedAt: null })), /not settled/);
   });
 
-  it('reconcile rebuilds a record from the state view: the row has the runner\'s shape and facts', () => {
+  it("reconcile rebuilds a record from the state view: the row has the runner's shape and facts", () => {
     const rec = record({ attempt: 2, retry: false, verdict: null, endedAt: null, phase: 'running' });
     const run = { runId: rec.runId, runName: 'r', identity: 'me', host: 'h' } as RunState;
     const task = { key: 't', engine: 'codex', model: rec.model, taskType: 'parser', branch: rec.branch } as TaskState;

@@ -4,7 +4,7 @@ import { Budget } from '../../extension/core/cost/budget';
 import { engineFixture } from './engines/fixture';
 
 describe('budget: reservations, spend reported while attempts run, task envelopes', () => {
-  it('a running attempt\'s reported spend counts: it passes the cap, holds more than its reservation, and is charged when its final cost is unknown', () => {
+  it("a running attempt's reported spend counts: it passes the cap, holds more than its reservation, and is charged when its final cost is unknown", () => {
     const b = new Budget(10_000);
     const r = b.reserve('e/m', null, true, { maxAttemptMicroUsd: 4_000 });
     assert.ok(r && !('waitFor' in r));
@@ -51,7 +51,10 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     b.settle(r, 2_200);
     assert.equal(b.taskExceeded('t'), false);
     assert.equal(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task }), null);
-    assert.match(b.refusal('e/m', null, { maxAttemptMicroUsd: 2_000, task }), /task t has \$0\.0022 spent, and this attempt may cost up to \$0\.0022: that would pass the task's budget_usd \$0\.0030/);
+    assert.match(
+      b.refusal('e/m', null, { maxAttemptMicroUsd: 2_000, task }),
+      /task t has \$0\.0022 spent, and this attempt may cost up to \$0\.0022: that would pass the task's budget_usd \$0\.0030/,
+    );
     // Another task is not bound by t's envelope.
     assert.ok(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task: { key: 'u', capMicroUsd: null } }));
   });
@@ -59,7 +62,10 @@ describe('budget: reservations, spend reported while attempts run, task envelope
   it('streamUsage: claude sums its assistant messages (the last per id) until its result; opencode sums its steps so far; codex reports only at its end', () => {
     const engines = builtinEngines();
     const claude = engineFixture('claude');
-    const beforeResult = claude.split('\n').filter((l) => !l.includes('"type":"result"')).join('\n');
+    const beforeResult = claude
+      .split('\n')
+      .filter((l) => !l.includes('"type":"result"'))
+      .join('\n');
     const running = engines.get('claude')?.streamUsage?.(beforeResult);
     assert.deepEqual([running?.tokensIn, running?.tokensCached, running?.tokensOut, running?.costMicroUsd], [2468, 400, 2, null]);
     assert.equal(engines.get('claude')?.streamUsage?.(claude).costMicroUsd, 8154, 'with its result: the result');
@@ -77,7 +83,11 @@ describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut pa
     let log = step(0.001) + step(0.001);
     const seen: (number | null)[] = [];
     const { parseOpencodeOutput } = await import('../../engines/opencode');
-    const meter = usageMeter({ streamUsage: parseOpencodeOutput }, () => log, (u) => seen.push(u.costMicroUsd));
+    const meter = usageMeter(
+      { streamUsage: parseOpencodeOutput },
+      () => log,
+      (u) => seen.push(u.costMicroUsd),
+    );
     meter.compaction.before();
     log = 'head\n[verdict] cut\n'; // the two calls were in the cut middle
     meter.compaction.after();

@@ -48,7 +48,7 @@ describe('byte names', () => {
     assert.equal(showName('src/café.txt'), 'src/café.txt');
   });
 
-  it('plain mode\'s walks see such a name: the snapshot puts it back and removes a new one, the guard lists it, the tree hash reads it', () => {
+  it("plain mode's walks see such a name: the snapshot puts it back and removes a new one, the guard lists it, the tree hash reads it", () => {
     const dir = tempDir();
     const odd = Buffer.concat([Buffer.from(`${dir}/d`), Buffer.from([0x80])]);
     fs.mkdirSync(odd);

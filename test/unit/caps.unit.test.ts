@@ -10,7 +10,7 @@ import { tempDir } from '../helpers/fixtures';
 const MB = 1024 * 1024;
 
 describe('log caps (core/process/log-cap.ts)', () => {
-  it('keeps an earlier step\'s part, the head and the latest tail, with a cut line counting exactly what went', () => {
+  it("keeps an earlier step's part, the head and the latest tail, with a cut line counting exactly what went", () => {
     const file = path.join(tempDir(), 'worker.log');
     fs.writeFileSync(file, 'EARLIER STEP\n');
     const start = fs.statSync(file).size;
@@ -42,7 +42,9 @@ describe('log caps (core/process/log-cap.ts)', () => {
     assert.ok(cap.cutBytes > 0, 'it was compacted');
     assert.ok(text.length - start <= MB, `${text.length - start} bytes kept`);
     assert.equal(text.subarray(0, start).toString(), 'EARLIER STEP\n');
-    const line = /\n\[verdict\] (at least )?(\d+) +bytes of output were cut here: a step's log keeps at most 1 MB \(log_max_mb\), its head and its tail\n/.exec(text.toString('latin1'));
+    const line = /\n\[verdict\] (at least )?(\d+) +bytes of output were cut here: a step's log keeps at most 1 MB \(log_max_mb\), its head and its tail\n/.exec(
+      text.toString('latin1'),
+    );
     assert.ok(line);
     const head = text.subarray(start, start + MB / 4);
     assert.ok(all.subarray(0, head.length).equals(head), 'the head is the first quarter of the cap');
@@ -55,7 +57,10 @@ describe('log caps (core/process/log-cap.ts)', () => {
     const file = path.join(tempDir(), 'check.log');
     fs.writeFileSync(file, 'short\n');
     const fd = fs.openSync(file, 'r+');
-    assert.equal(new LogCap(fd, 0, MB).compact(0, () => undefined, true), null);
+    assert.equal(
+      new LogCap(fd, 0, MB).compact(0, () => undefined, true),
+      null,
+    );
     fs.closeSync(fd);
     assert.equal(fs.readFileSync(file, 'utf8'), 'short\n');
     assert.equal(cutLine(1, MB, true).length, cutLine(123456789012345, MB, false).length);
@@ -103,7 +108,7 @@ describe('memory caps (core/process/memory-cap.ts)', () => {
     assert.throws(() => createStepCgroup({ kind: 'cgroup1', parent: missing, line: '' }, 64), /cannot make the step's memory cgroup .*gone\/step-/);
   });
 
-  it('labels and defaults: a task\'s caps, else 4096 MB and 64 MB', () => {
+  it("labels and defaults: a task's caps, else 4096 MB and 64 MB", () => {
     assert.equal(memCapLabel({ kind: 'cgroup2', limitMb: 512 }), 'cgroup2 512 MB');
     assert.equal(memCapLabel({ kind: 'none', limitMb: 4096 }), 'none (4096 MB not enforced)');
     assert.deepEqual(stepCaps({}), { memoryMb: 4096, logMaxBytes: 64 * MB });

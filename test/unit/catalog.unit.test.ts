@@ -40,9 +40,21 @@ describe('catalog (unit)', () => {
         ['went_free', 'pricey/three'],
         ['removed', 'small/ctx'],
       ];
-      assert.deepEqual(second.changes.map((c) => [c.kind, c.id]), expected);
-      assert.deepEqual(readChanges(home).map((c) => [c.kind, c.id]), expected);
-      assert.deepEqual(readChanges(home)[0], { at: '2026-01-02T00:00:00.000Z', kind: 'price_change', id: 'cheap/two', old: { prompt: '0.0000001', completion: '0.0000002' }, new: { prompt: '0.0000002', completion: '0.0000002' } });
+      assert.deepEqual(
+        second.changes.map((c) => [c.kind, c.id]),
+        expected,
+      );
+      assert.deepEqual(
+        readChanges(home).map((c) => [c.kind, c.id]),
+        expected,
+      );
+      assert.deepEqual(readChanges(home)[0], {
+        at: '2026-01-02T00:00:00.000Z',
+        kind: 'price_change',
+        id: 'cheap/two',
+        old: { prompt: '0.0000001', completion: '0.0000002' },
+        new: { prompt: '0.0000002', completion: '0.0000002' },
+      });
       assert.equal(readSnapshot(home)?.source, server.url);
       assert.equal(server.hits(), 2);
     } finally {
@@ -65,7 +77,7 @@ describe('catalog (unit)', () => {
     assert.deepEqual(readChanges(home), []);
   });
 
-  it('refreshes in the background at most once in 24 h, only from a snapshot\'s source, never throwing', async () => {
+  it("refreshes in the background at most once in 24 h, only from a snapshot's source, never throwing", async () => {
     const home = tempDir();
     assert.equal(await refreshInBackground(home), 'no-snapshot');
     const server = await serve(() => fs.readFileSync(path.join(FIXTURES, 'catalog-b.json'), 'utf8'));
@@ -86,10 +98,15 @@ describe('catalog (unit)', () => {
 describe('cost and budget (unit)', () => {
   const catalog = parseCatalog(JSON.parse(fs.readFileSync(path.join(FIXTURES, 'catalog-a.json'), 'utf8')), 'catalog-a.json');
 
-  it('takes the CLI\'s cost, else tokens × catalog price, else null', () => {
+  it("takes the CLI's cost, else tokens × catalog price, else null", () => {
     const alpha = priceOf(catalog, 'alpha');
     assert.equal(alpha?.id, 'lab/alpha', 'a bare id finds its lab/ id');
-    const u = (costMicroUsd: number | null, tokensIn: number | null, tokensOut: number | null, parts: Partial<PricedUsage> = {}): PricedUsage => ({ costMicroUsd, tokensIn, tokensOut, ...parts });
+    const u = (costMicroUsd: number | null, tokensIn: number | null, tokensOut: number | null, parts: Partial<PricedUsage> = {}): PricedUsage => ({
+      costMicroUsd,
+      tokensIn,
+      tokensOut,
+      ...parts,
+    });
     assert.equal(attemptCostMicroUsd(u(1234, 1000, 1000), alpha), 1234);
     // 1000 × $3/Mtok + 2000 × $15/Mtok = 3000 + 30000 micro-USD
     assert.equal(attemptCostMicroUsd(u(null, 1000, 2000), alpha), 33000);
@@ -98,16 +115,31 @@ describe('cost and budget (unit)', () => {
     // Cached input priced apart where the catalog gives input_cache_read (and the engine reports cached as part of input).
     const cache = { ...(alpha as NonNullable<typeof alpha>), cacheReadMicroUsd: 0.3 };
     assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 800 }), cache), 200 * 3 + 800 * 0.3 + 2000 * 15);
-    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: null }), cache), 33000, 'cached not known to be part of input: all at the prompt price');
+    assert.equal(
+      attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: null }), cache),
+      33000,
+      'cached not known to be part of input: all at the prompt price',
+    );
     assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 800 }), alpha), 33000, 'no cache price in the catalog: all at the prompt price');
-    assert.equal(attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 5000 }), cache), 33000, 'a cached count above the input (a forged line) is not believed');
+    assert.equal(
+      attemptCostMicroUsd(u(null, 1000, 2000, { cachedInInput: 5000 }), cache),
+      33000,
+      'a cached count above the input (a forged line) is not believed',
+    );
   });
 
   it('prices cache writes and reasoning apart where the catalog gives input_cache_write and internal_reasoning', () => {
     const m = (pricing: Record<string, string>) => ({ id: 'lab/p', context_length: 1000, pricing: { prompt: '0.000003', completion: '0.000015', ...pricing } });
     const full = priceOf([m({ input_cache_read: '0.0000003', input_cache_write: '0.00000375', internal_reasoning: '0.00002' })], 'lab/p');
     assert.deepEqual([full?.cacheReadMicroUsd, full?.cacheWriteMicroUsd, full?.reasoningMicroUsd], [0.3, 3.75, 20]);
-    const usage: PricedUsage = { costMicroUsd: null, tokensIn: 10_000, tokensOut: 3_000, cachedInInput: 6_000, cacheWriteInInput: 1_000, reasoningInOutput: 2_000 };
+    const usage: PricedUsage = {
+      costMicroUsd: null,
+      tokensIn: 10_000,
+      tokensOut: 3_000,
+      cachedInInput: 6_000,
+      cacheWriteInInput: 1_000,
+      reasoningInOutput: 2_000,
+    };
     // 3,000 fresh × 3 + 6,000 read × 0.3 + 1,000 written × 3.75 + 1,000 output × 15 + 2,000 reasoning × 20
     assert.equal(attemptCostMicroUsd(usage, full), 9_000 + 1_800 + 3_750 + 15_000 + 40_000);
     // Without those prices (or priced 0: not a free write or free thinking) each part is priced with the rest.

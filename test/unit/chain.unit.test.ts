@@ -32,7 +32,20 @@ function collector() {
 
 /** Ringer's row: its columns only, no prev_hash, no host. */
 function ringerRow(i: number): string {
-  return JSON.stringify({ run_id: 'ringer-run', task_key: `r${i}`, spec: 'do it', worker_engine: 'codex', verdict: i % 2 ? 'PASS' : 'FAIL', duration_ms: 1000, worker_tokens: 10, model: 'gpt-5', task_type: 'code', retry: false, identity: 'old', notes: '' });
+  return JSON.stringify({
+    run_id: 'ringer-run',
+    task_key: `r${i}`,
+    spec: 'do it',
+    worker_engine: 'codex',
+    verdict: i % 2 ? 'PASS' : 'FAIL',
+    duration_ms: 1000,
+    worker_tokens: 10,
+    model: 'gpt-5',
+    task_type: 'code',
+    retry: false,
+    identity: 'old',
+    notes: '',
+  });
 }
 
 describe('hash chain of the eval log', () => {
@@ -110,7 +123,10 @@ describe('hash chain of the eval log', () => {
     assert.equal(f?.line, 2);
     assert.equal(f?.next_line, 3);
     assert.match(f?.message ?? '', /rows between it and line 3 \(run1\/t4 attempt 1\) were removed/);
-    assert.ok(v.findings.some((x) => x.kind === 'cut' || x.kind === 'shrunk'), 'the head also sees one row fewer');
+    assert.ok(
+      v.findings.some((x) => x.kind === 'cut' || x.kind === 'shrunk'),
+      'the head also sees one row fewer',
+    );
   });
 
   it('reordered rows: the first row out of place is named', async () => {
@@ -148,7 +164,7 @@ describe('hash chain of the eval log', () => {
     assert.equal(v.findings[0]?.line, 2);
   });
 
-  it("a Ringer log without hashes loads everywhere and verifies; the chain starts where hashes start", async () => {
+  it('a Ringer log without hashes loads everywhere and verifies; the chain starts where hashes start', async () => {
     const home = tempDir();
     const log = path.join(home, 'runs.jsonl');
     writeLines(log, [1, 2, 3].map(ringerRow));
@@ -218,6 +234,9 @@ describe('hash chain of the eval log', () => {
   });
 
   it('bad input: a missing log is exit 2 (InputError)', async () => {
-    await assert.rejects(verifyLogCommand({ log: path.join(tempDir(), 'nope.jsonl') }, collector().io), (e: unknown) => e instanceof InputError && /no eval log/.test((e as Error).message));
+    await assert.rejects(
+      verifyLogCommand({ log: path.join(tempDir(), 'nope.jsonl') }, collector().io),
+      (e: unknown) => e instanceof InputError && /no eval log/.test((e as Error).message),
+    );
   });
 });

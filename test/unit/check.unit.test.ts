@@ -13,7 +13,8 @@ describe('check judging', function () {
     dir = tempDir();
     log = path.join(tempDir(), 'check.log');
   });
-  const check = (cmd: string, expectFiles: string[] = [], timeoutMs = 5000) => runCheck({ check: cmd, taskDir: dir, logFile: log, timeoutMs, env: { PORT: '4321' }, expectFiles });
+  const check = (cmd: string, expectFiles: string[] = [], timeoutMs = 5000) =>
+    runCheck({ check: cmd, taskDir: dir, logFile: log, timeoutMs, env: { PORT: '4321' }, expectFiles });
 
   it('passes only on exit 0, runs in the task dir with the task env, keeps output verbatim', async () => {
     const r = await check('pwd; echo "port=$PORT"; printf "no newline"');
@@ -43,7 +44,10 @@ describe('check judging', function () {
     const bad = await check('true', ['empty.txt', 'absent.txt', '../outside.txt']);
     assert.equal(bad.passed, false);
     assert.deepEqual(bad.missingFiles, ['empty.txt', 'absent.txt', '../outside.txt']);
-    assert.equal(bad.reason, 'expected files missing or not real files in the task dir: empty.txt (empty), absent.txt (missing), ../outside.txt (outside the task dir)');
+    assert.equal(
+      bad.reason,
+      'expected files missing or not real files in the task dir: empty.txt (empty), absent.txt (missing), ../outside.txt (outside the task dir)',
+    );
   });
 
   it('a symlinked deliverable is not a deliverable: a link out, a link through a folder, even a link inside', async () => {
@@ -76,7 +80,15 @@ describe('check judging', function () {
 describe('retry prompt', () => {
   it('carries the spec, the check, its exit code and bounded verbatim output tails', () => {
     const big = 'x'.repeat(RETRY_CHECK_BYTES * 3) + '\nLAST LINE';
-    const text = failureText({ attempt: 1, verdict: 'FAIL', check: 'npm test', checkExitCode: 1, checkOutput: big, workerTail: 'I am done', reason: 'the check exited 1' });
+    const text = failureText({
+      attempt: 1,
+      verdict: 'FAIL',
+      check: 'npm test',
+      checkExitCode: 1,
+      checkOutput: big,
+      workerTail: 'I am done',
+      reason: 'the check exited 1',
+    });
     const prompt = retryPrompt('Write parse()', text);
     assert.ok(prompt.startsWith('Write parse()\n\n---\n'));
     assert.ok(prompt.includes('Attempt 1 was judged FAIL: the check exited 1.'));

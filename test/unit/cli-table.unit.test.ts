@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { command, commandHelp, parseCommandLine, runCommandLine, usageBlock, usageLine, type AnyCommand, type FlagSpec } from '../../extension/cli/command-line';
+import {
+  command,
+  commandHelp,
+  parseCommandLine,
+  runCommandLine,
+  usageBlock,
+  usageLine,
+  type AnyCommand,
+  type FlagSpec,
+} from '../../extension/cli/command-line';
 import { COMMANDS } from '../../extension/cli/commands';
 import type { Io } from '../../extension/cli/io';
 import { UsageError } from '../../extension/cli/io';
@@ -61,7 +70,11 @@ describe('CLI command table', () => {
   it('verdict --help lists every command from the table; -V prints the version; no command: the help and exit 2', async () => {
     const help = await verdict('--help');
     assert.equal(help.code, 0);
-    for (const c of COMMANDS) assert.match(help.stdout, new RegExp(`^ {2}${escape([c.name, ...c.args.map(argShown)].join(' '))}(?:.* |\n {21})${c.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+    for (const c of COMMANDS)
+      assert.match(
+        help.stdout,
+        new RegExp(`^ {2}${escape([c.name, ...c.args.map(argShown)].join(' '))}(?:.* |\n {21})${c.summary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
+      );
     assert.equal((await verdict('-h')).stdout, help.stdout);
     for (const v of ['-V', '--version']) assert.match((await verdict(v)).stdout, /^verdict \d+\.\d+\.\d+/);
     const none = await verdict();
@@ -77,21 +90,31 @@ describe('CLI command table', () => {
 
   for (const c of COMMANDS) {
     it(`verdict ${c.name} --help: its usage line, every flag with its help, exit codes; exit 0`, async () => {
-      for (const argv of [[c.name, '--help'], [c.name, '-h'], [c.name, ...argsFor(c), '--help']]) {
+      for (const argv of [
+        [c.name, '--help'],
+        [c.name, '-h'],
+        [c.name, ...argsFor(c), '--help'],
+      ]) {
         const r = await verdict(...argv);
         assert.equal(r.code, 0, r.stderr);
         assert.equal(r.stdout, commandHelp(c));
       }
       const text = commandHelp(c);
       assert.ok(text.startsWith(`usage: ${usageLine(c)}\n`));
-      for (const [name, f] of Object.entries(c.flags as Record<string, FlagSpec>)) assert.match(text, new RegExp(`^ {2}--${name}${f.value ? ` ${f.value.replace('|', '\\|')}` : ''} +${f.help.slice(0, 20).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'));
+      for (const [name, f] of Object.entries(c.flags as Record<string, FlagSpec>))
+        assert.match(
+          text,
+          new RegExp(`^ {2}--${name}${f.value ? ` ${f.value.replace('|', '\\|')}` : ''} +${f.help.slice(0, 20).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'),
+        );
       assert.match(text, new RegExp(`^exit codes: ${c.exit.slice(0, 10)}`, 'm'));
     });
 
     it(`verdict ${c.name}: an unknown flag is exit 2 naming the flag, the command and what it takes`, async () => {
       const r = await verdict(c.name, ...argsFor(c), '--frobnicate');
       assert.equal(r.code, 2);
-      const takes = flagsOf(c).map((f) => `--${f}`).join(', ');
+      const takes = flagsOf(c)
+        .map((f) => `--${f}`)
+        .join(', ');
       assert.ok(r.stderr.startsWith(`verdict ${c.name}: unknown option --frobnicate (${c.name} takes: ${takes})\n\nusage: ${usageLine(c)}`), r.stderr);
       assert.doesNotMatch(r.stderr, /To specify a positional argument/);
       const short = await verdict(c.name, ...argsFor(c), '-x');
@@ -102,11 +125,16 @@ describe('CLI command table', () => {
     const foreign = COMMANDS.flatMap((o) => flagsOf(o)).find((f) => !flagsOf(c).includes(f));
     if (foreign) {
       it(`verdict ${c.name} --${foreign} (a flag of another command) is exit 2 naming the commands that take it`, async () => {
-        const owners = COMMANDS.filter((o) => flagsOf(o).includes(foreign)).map((o) => o.name).join(', ');
+        const owners = COMMANDS.filter((o) => flagsOf(o).includes(foreign))
+          .map((o) => o.name)
+          .join(', ');
         const spec = COMMANDS.find((o) => flagsOf(o).includes(foreign))!.flags[foreign] as FlagSpec;
         const r = await verdict(c.name, ...argsFor(c), `--${foreign}`, ...(spec.type === 'string' ? ['v'] : []));
         assert.equal(r.code, 2);
-        assert.match(r.stderr, new RegExp(`^verdict ${c.name}: unknown option --${foreign} \\(${c.name} takes: [^;]*; --${foreign} is an option of ${owners}\\)`));
+        assert.match(
+          r.stderr,
+          new RegExp(`^verdict ${c.name}: unknown option --${foreign} \\(${c.name} takes: [^;]*; --${foreign} is an option of ${owners}\\)`),
+        );
       });
     }
 
@@ -118,8 +146,11 @@ describe('CLI command table', () => {
         // An optional positional takes "one"; only what is left over is unexpected.
         const left = c.args.some((a) => a.optional) ? '"two"' : '"one" "two"';
         assert.match(extra.stderr, new RegExp(`^verdict ${c.name}: unexpected argument ${left} \\(takes ${escape(c.args.map(argShown).join(' '))}\\)`));
-      }
-      else assert.match(extra.stderr, new RegExp(`^verdict ${c.name}: takes no arguments, got "one" "two"\n\nusage: ${usageLine(c).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      } else
+        assert.match(
+          extra.stderr,
+          new RegExp(`^verdict ${c.name}: takes no arguments, got "one" "two"\n\nusage: ${usageLine(c).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+        );
       const required = c.args.find((a) => !a.optional);
       if (required) {
         const missing = await verdict(c.name);
@@ -132,7 +163,10 @@ describe('CLI command table', () => {
   it('the flag from the issue: verdict run --free is refused, naming catalog', async () => {
     const r = await verdict('run', 'x.swarm.json', '--free');
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /^verdict run: unknown option --free \(run takes: --max-parallel, --identity, --home, --config, --baseline, --no-sandbox, --no-dashboard, --force, --only, --pool, --remote; --free is an option of catalog\)/);
+    assert.match(
+      r.stderr,
+      /^verdict run: unknown option --free \(run takes: --max-parallel, --identity, --home, --config, --baseline, --no-sandbox, --no-dashboard, --force, --only, --pool, --remote; --free is an option of catalog\)/,
+    );
   });
 
   it("a flag without its value, or a boolean given one: exit 2 with parseArgs' first sentence only", async () => {
@@ -187,7 +221,10 @@ describe('CLI command table: the machinery (command-line.ts)', () => {
   });
 
   it("a UsageError thrown by the handler names the command; '--' ends the options", async () => {
-    await assert.rejects(runCommandLine(table, ['copy', 'a', '--mode', 'bad'], collect().io, '1'), (e: Error & { command?: AnyCommand }) => e.command === copy && e.message === '--mode must be octal');
+    await assert.rejects(
+      runCommandLine(table, ['copy', 'a', '--mode', 'bad'], collect().io, '1'),
+      (e: Error & { command?: AnyCommand }) => e.command === copy && e.message === '--mode must be octal',
+    );
     const p = parseCommandLine(table, ['copy', '--', '--force']);
     assert.equal(p.kind, 'run');
     assert.deepEqual(p.kind === 'run' && [p.args, p.flags.force], [['--force'], false]);
@@ -212,6 +249,9 @@ describe('verdict models --pg: the config file in force', () => {
     assert.equal(postgresUrlFor(fromFlag, { ...env, VERDICT_CONFIG: fromEnv }), 'postgres://flag');
     assert.equal(postgresUrlFor(fromFlag, { ...env, VERDICT_PG_URL: 'postgres://pg-url' }), 'postgres://pg-url');
     assert.equal(postgresUrlFor(undefined, { HOME: dir, XDG_CONFIG_HOME: path.join(dir, 'none') }), null);
-    assert.throws(() => postgresUrlFor(undefined, { ...env, VERDICT_CONFIG: path.join(dir, 'missing.json') }), /the config file named by \$VERDICT_CONFIG does not exist/);
+    assert.throws(
+      () => postgresUrlFor(undefined, { ...env, VERDICT_CONFIG: path.join(dir, 'missing.json') }),
+      /the config file named by \$VERDICT_CONFIG does not exist/,
+    );
   });
 });

@@ -67,11 +67,20 @@ describe('concurrent writers to one VERDICT_HOME', function () {
       assert.equal(r.exitCode, 0, r.all);
       assert.doesNotMatch(r.all ?? '', /cannot write/);
     }
-    const names = [0, 1, 2, 3].flatMap((w) => fs.readFileSync(path.join(dir, `names-${w}.txt`), 'utf8').split('\n').filter(Boolean));
+    const names = [0, 1, 2, 3].flatMap((w) =>
+      fs
+        .readFileSync(path.join(dir, `names-${w}.txt`), 'utf8')
+        .split('\n')
+        .filter(Boolean),
+    );
     // Saves coalesce (one write in flight, one waiting), so each instance writes at least once and far fewer than 100 times.
     assert.ok(names.length >= 4 * 3 && names.length <= 4 * 3 * 100, `${names.length} temp files`);
     assert.equal(new Set(names).size, names.length, 'two saves shared a temp name');
-    assert.deepEqual(fs.readdirSync(dir).filter((f) => f.startsWith('state.json.')), [], 'no temp file left behind');
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f.startsWith('state.json.')),
+      [],
+      'no temp file left behind',
+    );
     const final = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { version: number; runId: string; tasks: unknown[] };
     assert.match(final.runId, /^writer-\d-\d$/);
     assert.equal(final.tasks.length, 50);

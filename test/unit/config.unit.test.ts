@@ -32,7 +32,12 @@ describe('config: location and precedence', () => {
   it('no flag, no variable, no default file: empty config, shown as the default path it would be read from', () => {
     const env = { XDG_CONFIG_HOME: xdg };
     assert.deepEqual(locateConfig(undefined, env), { file: null, shown: path.join(xdg, 'verdict', 'config.json'), via: 'default' });
-    assert.deepEqual(loadUserConfig(undefined, env), { config: {}, file: null, shown: path.join(xdg, 'verdict', 'config.json'), ringer: { file: null, notes: [] } });
+    assert.deepEqual(loadUserConfig(undefined, env), {
+      config: {},
+      file: null,
+      shown: path.join(xdg, 'verdict', 'config.json'),
+      ringer: { file: null, notes: [] },
+    });
   });
 
   it('the default file is read when it exists; $VERDICT_CONFIG beats it; --config beats both', () => {
@@ -53,7 +58,10 @@ describe('config: location and precedence', () => {
   it('a file named by --config or $VERDICT_CONFIG must exist; the error names it', () => {
     const missing = path.join(dir, 'missing.json');
     assert.throws(() => loadUserConfig(missing, {}), new RegExp(`^Error: ${missing}: cannot read the config file`));
-    assert.throws(() => loadUserConfig(undefined, { VERDICT_CONFIG: missing }), new RegExp(`^Error: ${missing}: the config file named by \\$VERDICT_CONFIG does not exist`));
+    assert.throws(
+      () => loadUserConfig(undefined, { VERDICT_CONFIG: missing }),
+      new RegExp(`^Error: ${missing}: the config file named by \\$VERDICT_CONFIG does not exist`),
+    );
   });
 
   it('sandbox and allow_full_access: booleans, a wrong type names file:line:column and field', () => {
@@ -88,7 +96,8 @@ describe('config: location and precedence', () => {
   });
 
   it('quota.max_wait_h: hours from 0 to 192 (fractions allowed); anything else names file:line:column and field', () => {
-    for (const h of [0, 0.25, 6, 192]) assert.deepEqual(loadConfig(write(path.join(dir, `ok-${h}.json`), { quota: { max_wait_h: h } })).config.quota, { max_wait_h: h });
+    for (const h of [0, 0.25, 6, 192])
+      assert.deepEqual(loadConfig(write(path.join(dir, `ok-${h}.json`), { quota: { max_wait_h: h } })).config.quota, { max_wait_h: h });
     for (const [name, quota, message] of [
       ['negative', { max_wait_h: -1 }, '1:24: quota.max_wait_h: must be a number of hours from 0 to 192, got -1'],
       ['past 8 days', { max_wait_h: 200 }, '1:24: quota.max_wait_h: must be a number of hours from 0 to 192, got 200'],
@@ -97,7 +106,11 @@ describe('config: location and precedence', () => {
       ['not an object', 6, '1:10: quota: must be an object'],
     ] as const) {
       const file = write(path.join(dir, `bad-quota-${name.replace(/ /g, '-')}.json`), { quota });
-      assert.throws(() => loadConfig(file), (e: Error) => e.message.startsWith(`${file}:${message}`), name);
+      assert.throws(
+        () => loadConfig(file),
+        (e: Error) => e.message.startsWith(`${file}:${message}`),
+        name,
+      );
     }
     assert.equal(settingsFromConfig({ quota: { max_wait_h: 2 } }, '/c.json').quotaMaxWaitH, 2);
   });
@@ -109,22 +122,50 @@ describe('config: location and precedence', () => {
     assert.throws(() => loadConfig(hide), new RegExp(`^Error: ${hide}:3:5: hide\\[1\\]: ".aws" must be an absolute path or start with ~/$`));
     const expose = write(path.join(dir, 'expose.json'), '{"expose": ["$HOME/.npmrc"]}');
     assert.throws(() => loadConfig(expose), new RegExp(`^Error: ${expose}:1:13: expose\\[0\\]: "\\$HOME/.npmrc" must be an absolute path or start with ~/$`));
-    assert.deepEqual([settingsFromConfig(loadConfig(good).config, good).hide, containmentChoice(settingsFromConfig(loadConfig(good).config, good)).expose], [['~/.config/mycloud', '/etc/app/secret.env'], ['~/.npmrc']]);
+    assert.deepEqual(
+      [settingsFromConfig(loadConfig(good).config, good).hide, containmentChoice(settingsFromConfig(loadConfig(good).config, good)).expose],
+      [['~/.config/mycloud', '/etc/app/secret.env'], ['~/.npmrc']],
+    );
   });
 });
 
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */
 describe('settings: one type, containment precedence', () => {
   it('from the config file: snake_case → camelCase, defaults sandbox on, full access off', () => {
-    assert.deepEqual(settingsFromConfig({}, '/c.json'), { identity: undefined, engines: {}, maxParallel: undefined, memoryMb: undefined, logMaxMb: undefined, allowFullAccess: false, sandbox: true, sockets: [], hide: [], expose: [], postgresUrl: undefined, poolUrl: undefined, poolTrust: 'check', quotaMaxWaitH: undefined, configFile: '/c.json' });
+    assert.deepEqual(settingsFromConfig({}, '/c.json'), {
+      identity: undefined,
+      engines: {},
+      maxParallel: undefined,
+      memoryMb: undefined,
+      logMaxMb: undefined,
+      allowFullAccess: false,
+      sandbox: true,
+      sockets: [],
+      hide: [],
+      expose: [],
+      postgresUrl: undefined,
+      poolUrl: undefined,
+      poolTrust: 'check',
+      quotaMaxWaitH: undefined,
+      configFile: '/c.json',
+    });
     assert.deepEqual(settingsFromConfig({ sockets: ['~/a.sock'] }, '/c.json').sockets, ['~/a.sock']);
     assert.deepEqual(containmentChoice(settingsFromConfig({ sockets: ['/run/x.sock'] }, '/c.json')).sockets, ['/run/x.sock']);
-    const s = settingsFromConfig({ identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' }, '/c.json');
-    assert.deepEqual([s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl, s.poolTrust], ['me', 3, true, false, 'postgres://x', 'postgres://pool', 'check']);
+    const s = settingsFromConfig(
+      { identity: 'me', max_parallel: 3, allow_full_access: true, sandbox: false, postgres_url: 'postgres://x', pool: 'postgres://pool' },
+      '/c.json',
+    );
+    assert.deepEqual(
+      [s.identity, s.maxParallel, s.allowFullAccess, s.sandbox, s.postgresUrl, s.poolUrl, s.poolTrust],
+      ['me', 3, true, false, 'postgres://x', 'postgres://pool', 'check'],
+    );
     // The pool as an object: its URL and its trust (docs/scale.md "Trust").
     const t = settingsFromConfig({ pool: { url: 'postgres://pool', trust: 'worker' } }, '/c.json');
     assert.deepEqual([t.poolUrl, t.poolTrust], ['postgres://pool', 'worker']);
-    assert.deepEqual([settingsFromConfig({ pool: { trust: 'worker' } }, '/c.json').poolUrl, settingsFromConfig({ pool: { url: 'postgres://p' } }, '/c.json').poolTrust], [undefined, 'check']);
+    assert.deepEqual(
+      [settingsFromConfig({ pool: { trust: 'worker' } }, '/c.json').poolUrl, settingsFromConfig({ pool: { url: 'postgres://p' } }, '/c.json').poolTrust],
+      [undefined, 'check'],
+    );
   });
 
   it('editor settings the user set win over the config file; unset ones leave it', () => {
@@ -140,10 +181,28 @@ describe('settings: one type, containment precedence', () => {
     const on = settingsFromConfig({}, '/c.json');
     const off = settingsFromConfig({ sandbox: false }, '/c.json');
     assert.deepEqual(containmentChoice(on), { sandbox: 'auto', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] });
-    assert.deepEqual(containmentChoice(on, { noSandbox: true }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] });
+    assert.deepEqual(containmentChoice(on, { noSandbox: true }), {
+      sandbox: 'off',
+      allowFullAccess: false,
+      configSource: '/c.json',
+      sockets: [],
+      hide: [],
+      expose: [],
+    });
     assert.deepEqual(containmentChoice(off), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] });
-    assert.deepEqual(containmentChoice(off, { noSandbox: false }), { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] }, 'no flag turns the sandbox back on');
-    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), { sandbox: 'auto', allowFullAccess: true, configSource: '/c.json', sockets: [], hide: [], expose: [] });
+    assert.deepEqual(
+      containmentChoice(off, { noSandbox: false }),
+      { sandbox: 'off', allowFullAccess: false, configSource: '/c.json', sockets: [], hide: [], expose: [] },
+      'no flag turns the sandbox back on',
+    );
+    assert.deepEqual(containmentChoice(settingsFromConfig({ allow_full_access: true }, '/c.json')), {
+      sandbox: 'auto',
+      allowFullAccess: true,
+      configSource: '/c.json',
+      sockets: [],
+      hide: [],
+      expose: [],
+    });
   });
 });
 

@@ -6,40 +6,80 @@ import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-
 
 const engines = new Set(ctx.engines.keys());
 
-const member = (n: number, over: Partial<ConsensusMember> = {}): ConsensusMember => ({ key: `fix--c${n}`, candidate: n, engine: 'codex', model: null, costMicroUsd: null, passedAt: 1000 + n, ...over });
+const member = (n: number, over: Partial<ConsensusMember> = {}): ConsensusMember => ({
+  key: `fix--c${n}`,
+  candidate: n,
+  engine: 'codex',
+  model: null,
+  costMicroUsd: null,
+  passedAt: 1000 + n,
+  ...over,
+});
 const says = (out: string, exitCode: number | null = 0, timedOut = false): Behaviour => ({ exitCode, timedOut, digest: `d:${out}`, preview: out });
 const table = (rows: Record<string, Behaviour[]>) => new Map(Object.entries(rows));
 
 describe('consensus: the decision', () => {
   it('the largest group of alike behaviour wins, over the first to pass; the splitting inputs and the groups are recorded', () => {
     const members = [member(1), member(2), member(3), member(4)];
-    const d = decideConsensus(members, ['1', '-3', '0'], 3, table({
-      'fix--c1': [says('2'), says('0'), says('0')],
-      'fix--c2': [says('2'), says('-6'), says('0')],
-      'fix--c3': [says('2'), says('-6'), says('0')],
-      'fix--c4': [says('2'), says('-6'), says('0')],
-    }), null, false);
+    const d = decideConsensus(
+      members,
+      ['1', '-3', '0'],
+      3,
+      table({
+        'fix--c1': [says('2'), says('0'), says('0')],
+        'fix--c2': [says('2'), says('-6'), says('0')],
+        'fix--c3': [says('2'), says('-6'), says('0')],
+        'fix--c4': [says('2'), says('-6'), says('0')],
+      }),
+      null,
+      false,
+    );
     assert.equal(d.kind, 'won');
     assert.equal(d.kind === 'won' && d.winner, 'fix--c2');
-    assert.deepEqual(d.column.groups.map((g) => [g.size, g.members.map((m) => m.key)]), [[3, ['fix--c2', 'fix--c3', 'fix--c4']], [1, ['fix--c1']]]);
+    assert.deepEqual(
+      d.column.groups.map((g) => [g.size, g.members.map((m) => m.key)]),
+      [
+        [3, ['fix--c2', 'fix--c3', 'fix--c4']],
+        [1, ['fix--c1']],
+      ],
+    );
     assert.deepEqual(d.column.splitting, [{ input: 1, text: '-3' }]);
     assert.equal(d.column.decided, 'largest');
     assert.equal(d.column.tie, null);
-    assert.match(d.column.why, /the largest of 2 groups \(3 of 4: candidate 2, candidate 3, candidate 4\) behaved alike; 1 of 3 input\(s\) split them; the first to pass of it: candidate 2/);
+    assert.match(
+      d.column.why,
+      /the largest of 2 groups \(3 of 4: candidate 2, candidate 3, candidate 4\) behaved alike; 1 of 3 input\(s\) split them; the first to pass of it: candidate 2/,
+    );
   });
 
   it('in the winning group the cheapest member wins when every cost is known; an unknown cost falls back to the first to pass', () => {
-    assert.equal(pickOf([member(1, { costMicroUsd: 50 }), member(2, { costMicroUsd: 20 }), member(3, { costMicroUsd: 20, passedAt: 0 })]).member.key, 'fix--c3');
+    assert.equal(
+      pickOf([member(1, { costMicroUsd: 50 }), member(2, { costMicroUsd: 20 }), member(3, { costMicroUsd: 20, passedAt: 0 })]).member.key,
+      'fix--c3',
+    );
     assert.equal(pickOf([member(1, { costMicroUsd: 50 }), member(2, { costMicroUsd: 20 })]).by, 'cheapest');
-    assert.deepEqual([pickOf([member(1), member(2, { costMicroUsd: 1 })]).member.key, pickOf([member(1), member(2, { costMicroUsd: 1 })]).by], ['fix--c1', 'first to pass']);
+    assert.deepEqual(
+      [pickOf([member(1), member(2, { costMicroUsd: 1 })]).member.key, pickOf([member(1), member(2, { costMicroUsd: 1 })]).by],
+      ['fix--c1', 'first to pass'],
+    );
   });
 
   it('exit code and timeouts are behaviour: the same output with another exit code, or a timeout, is another group', () => {
     assert.notEqual(behaviourWord(says('x', 0)), behaviourWord(says('x', 1)));
     assert.notEqual(behaviourWord(says('x', null, true)), behaviourWord(says('x', null, false)));
-    const d = decideConsensus([member(1), member(2), member(3)], ['a'], 1, table({ 'fix--c1': [says('x', 0)], 'fix--c2': [says('x', 1)], 'fix--c3': [says('x', 0)] }), null, false);
+    const d = decideConsensus(
+      [member(1), member(2), member(3)],
+      ['a'],
+      1,
+      table({ 'fix--c1': [says('x', 0)], 'fix--c2': [says('x', 1)], 'fix--c3': [says('x', 0)] }),
+      null,
+      false,
+    );
     assert.equal(d.kind === 'won' && d.winner, 'fix--c1');
-    assert.deepEqual(d.column.groups.map((g) => g.size), [2, 1]);
+    assert.deepEqual(
+      d.column.groups.map((g) => g.size),
+      [2, 1],
+    );
   });
 
   it('a tie between groups goes to the rank reviewers when there are some (one pick per tied group), else to the group with the cheapest member; the tie is said', () => {
@@ -57,12 +97,25 @@ describe('consensus: the decision', () => {
 
   it('cannot decide (no inputs, the probe never exits 0, the inputs command failed, a candidate without behaviour): said, and the first to pass wins', () => {
     const members = [member(2, { passedAt: 5 }), member(1, { passedAt: 9 })];
-    const never = decideConsensus(members, ['a', 'b'], 2, table({ 'fix--c1': [says('1', 3), says('1', 3)], 'fix--c2': [says('2', 3), says('2', null, true)] }), null, false);
+    const never = decideConsensus(
+      members,
+      ['a', 'b'],
+      2,
+      table({ 'fix--c1': [says('1', 3), says('1', 3)], 'fix--c2': [says('2', 3), says('2', null, true)] }),
+      null,
+      false,
+    );
     assert.equal(never.kind === 'won' && never.winner, 'fix--c2');
     assert.equal(never.column.decided, 'undecided');
-    assert.match(never.column.why, /^consensus could not decide: the probe never exited 0 on any input of any candidate \(2 input\(s\)\); falling back to the first to pass \(candidate 2\)$/);
+    assert.match(
+      never.column.why,
+      /^consensus could not decide: the probe never exited 0 on any input of any candidate \(2 input\(s\)\); falling back to the first to pass \(candidate 2\)$/,
+    );
     assert.match(decideConsensus(members, [], 0, new Map(), null, false).column.why, /there were no inputs/);
-    assert.match(decideConsensus(members, [], 0, new Map(), 'the inputs command exited 4', true).column.why, /^consensus could not decide: the inputs command exited 4;/);
+    assert.match(
+      decideConsensus(members, [], 0, new Map(), 'the inputs command exited 4', true).column.why,
+      /^consensus could not decide: the inputs command exited 4;/,
+    );
     assert.match(decideConsensus(members, ['a'], 1, table({ 'fix--c2': [says('x')] }), null, false).column.why, /candidate 1 has no behaviour on every input/);
   });
 });
@@ -71,7 +124,11 @@ describe('best-of-N: stop_after in the group gate', () => {
   const c = (n: number, status: string) => ({ key: `fix--c${n}`, candidate: n, status });
   it('once K passed while others are not final: the others are to be stopped; not before, not for first-pass, and decided once all are final', () => {
     assert.deepEqual(groupGate('all', [c(1, 'PASS'), c(2, 'running'), c(3, 'queued')], 2), { kind: 'wait' });
-    assert.deepEqual(groupGate('all', [c(1, 'PASS'), c(2, 'PASS'), c(3, 'queued'), c(4, 'FAIL')], 2), { kind: 'enough', passed: [c(1, 'PASS'), c(2, 'PASS')], stop: [c(3, 'queued')] });
+    assert.deepEqual(groupGate('all', [c(1, 'PASS'), c(2, 'PASS'), c(3, 'queued'), c(4, 'FAIL')], 2), {
+      kind: 'enough',
+      passed: [c(1, 'PASS'), c(2, 'PASS')],
+      stop: [c(3, 'queued')],
+    });
     assert.equal(groupGate('consensus', [c(1, 'PASS'), c(2, 'PASS'), c(3, 'CANCELLED')], 2).kind, 'consensus');
     assert.equal(groupGate('consensus', [c(1, 'PASS'), c(2, 'running')]).kind, 'wait');
     assert.equal(groupGate('first-pass', [c(1, 'PASS'), c(2, 'running')], 1).kind, 'won');
@@ -83,7 +140,11 @@ describe('lint: repeat (consensus, stop_after)', () => {
   it('consensus without distinguish, distinguish without consensus, stop_after above N, with first-pass or without candidates: errors at the value; the loader refuses each', async () => {
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ repeat: 2, select: 'consensus' }, '"consensus"', /"select": "consensus" needs a "distinguish" section/],
-      [{ repeat: 2, select: 'all', distinguish: { inputs: 'echo a', probe: 'true' } }, '{"inputs":"echo a","probe":"true"}', /"distinguish" is read only with "select": "consensus"/],
+      [
+        { repeat: 2, select: 'all', distinguish: { inputs: 'echo a', probe: 'true' } },
+        '{"inputs":"echo a","probe":"true"}',
+        /"distinguish" is read only with "select": "consensus"/,
+      ],
       [{ repeat: 2, select: 'all', stop_after: 3 }, '3', /"stop_after" is 3 but the task has 2 candidate\(s\)/],
       [{ repeat: 2, stop_after: 1 }, '1', /"first-pass" already stops the other candidates/],
       [{ stop_after: 1 }, '1', /this task has neither "repeat" nor "candidates"/],
@@ -101,14 +162,28 @@ describe('lint: repeat (consensus, stop_after)', () => {
   });
 
   it('consensus with distinguish (and rank as a tie-breaker) compiles onto the group only; max_inputs out of range is a schema error', async () => {
-    const text = manifest([task('fix', { repeat: 2, select: 'consensus', stop_after: 2, distinguish: { inputs: 'echo a', probe: 'cat x' }, rank: { rubric: 'short', engines: ['claude'] } })]);
+    const text = manifest([
+      task('fix', {
+        repeat: 2,
+        select: 'consensus',
+        stop_after: 2,
+        distinguish: { inputs: 'echo a', probe: 'cat x' },
+        rank: { rubric: 'short', engines: ['claude'] },
+      }),
+    ]);
     assert.deepEqual(await findingsOf('repeat', text), []);
     const m = parseManifest(text, FILE, { engines }).manifest;
     assert.ok(m);
     const [group, c1] = m.tasks;
-    assert.deepEqual([group?.select, group?.stopAfter, group?.distinguish, group?.rank?.rubric], ['consensus', 2, { inputs: 'echo a', probe: 'cat x', maxInputs: 20, timeoutMs: 30_000 }, 'short']);
+    assert.deepEqual(
+      [group?.select, group?.stopAfter, group?.distinguish, group?.rank?.rubric],
+      ['consensus', 2, { inputs: 'echo a', probe: 'cat x', maxInputs: 20, timeoutMs: 30_000 }, 'short'],
+    );
     assert.deepEqual([c1?.select, c1?.stopAfter, c1?.distinguish, c1?.rank], [undefined, undefined, undefined, undefined]);
-    const bad = await findingsOf('invalid-manifest', manifest([task('fix', { repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'x', max_inputs: 201 } })]));
+    const bad = await findingsOf(
+      'invalid-manifest',
+      manifest([task('fix', { repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'x', max_inputs: 201 } })]),
+    );
     assert.match(bad[0]?.message ?? '', /tasks\[0\]\.distinguish\.max_inputs: must be <= 200/);
   });
 });

@@ -19,7 +19,11 @@ function task(key: string, status: string, over: Record<string, unknown> = {}): 
     abort: new AbortController(),
     state: { key, status, commit: null, attempts: [] },
     summary: { key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: null, branch: null, commit: null, reason: '', checkOutput: '' },
-    records: [], used: 1, rateLimited: 0, failure: null, startFrom: [],
+    records: [],
+    used: 1,
+    rateLimited: 0,
+    failure: null,
+    startFrom: [],
   } as unknown as TaskRuntime;
 }
 
@@ -28,15 +32,28 @@ function handlerOf(tasks: TaskRuntime[], control: RunState['control'] = []) {
   const dir = tempDir();
   const calls: string[] = [];
   const scheduler = {
-    push: (t: TaskRuntime) => void calls.push(`push ${t.spec.key}`), pause: () => void calls.push('pause'), resume: () => void calls.push('resume'),
-    close: () => void calls.push('close'), drop: (t: TaskRuntime) => void calls.push(`drop ${t.spec.key}`), withdraw: () => false,
+    push: (t: TaskRuntime) => void calls.push(`push ${t.spec.key}`),
+    pause: () => void calls.push('pause'),
+    resume: () => void calls.push('resume'),
+    close: () => void calls.push('close'),
+    drop: (t: TaskRuntime) => void calls.push(`drop ${t.spec.key}`),
+    withdraw: () => false,
   } as unknown as Scheduler<TaskRuntime>;
   const state = { paused: false, draining: false, control } as unknown as RunState;
   const stateFile = { save: async () => undefined } as unknown as StateFile;
   const emit = () => undefined;
   const run = {
-    dir, runId: 'r1', tasks, byKey: new Map(tasks.map((t) => [t.spec.key, t])), prior: new Map(), state, stateFile, emit, cancelled: false,
-    ctx: { emit, stateFile, recordErrors: [] }, opts: { engines: new Map([['codex', {}]]) },
+    dir,
+    runId: 'r1',
+    tasks,
+    byKey: new Map(tasks.map((t) => [t.spec.key, t])),
+    prior: new Map(),
+    state,
+    stateFile,
+    emit,
+    cancelled: false,
+    ctx: { emit, stateFile, recordErrors: [] },
+    opts: { engines: new Map([['codex', {}]]) },
     waits: { clear: (e: string) => (e === 'codex' ? { until: Date.now() + 60_000, task: 'a', attempt: 1, source: 'its error event' } : null) },
   } as unknown as LiveRun;
   const graph = new TaskGraph(run, scheduler);
@@ -45,7 +62,8 @@ function handlerOf(tasks: TaskRuntime[], control: RunState['control'] = []) {
   graph.workflows = workflows;
   const handler = new ControlHandler(run, graph, loop, workflows);
   let n = 0;
-  const send = (verb: ControlCommand['verb'], extra: Partial<ControlCommand> = {}) => handler.handle({ id: `c${++n}`, verb, by: 'me', host: 'h', pid: 1, at: 0, ...extra });
+  const send = (verb: ControlCommand['verb'], extra: Partial<ControlCommand> = {}) =>
+    handler.handle({ id: `c${++n}`, verb, by: 'me', host: 'h', pid: 1, at: 0, ...extra });
   const acks = () => (state.control ?? []).map((a) => `${a.verb}${a.task ? ` ${a.task}` : ''}: ${a.result} (${a.reason})`);
   return { handler, graph, run, state, calls, send, acks, dir };
 }
@@ -58,7 +76,12 @@ describe('ControlHandler: one function per verb', () => {
     h.send('resume');
     h.send('resume');
     assert.deepEqual(h.calls, ['pause', 'resume']);
-    assert.deepEqual(h.acks(), ['pause: done (paused: no new attempt starts; running ones go on)', 'pause: done (already paused)', 'resume: done (resumed: attempts start again)', 'resume: done (not paused)']);
+    assert.deepEqual(h.acks(), [
+      'pause: done (paused: no new attempt starts; running ones go on)',
+      'pause: done (already paused)',
+      'resume: done (resumed: attempts start again)',
+      'resume: done (not paused)',
+    ]);
   });
 
   it('drain: waiting tasks end CANCELLED (drained), nothing more starts, and a later pause or rerun is refused', () => {
@@ -70,7 +93,10 @@ describe('ControlHandler: one function per verb', () => {
     assert.ok(h.calls.includes('close'));
     h.send('pause');
     h.send('rerun', { task: 'a' });
-    assert.deepEqual(h.acks().slice(1), ['pause: refused (the run is draining: nothing more starts)', 'rerun a: refused (the run is draining: nothing more starts)']);
+    assert.deepEqual(h.acks().slice(1), [
+      'pause: refused (the run is draining: nothing more starts)',
+      'rerun a: refused (the run is draining: nothing more starts)',
+    ]);
   });
 
   it('stop: acknowledged only once the task is final; a final task is refused; an unknown task is refused', () => {
@@ -113,10 +139,13 @@ describe('ControlHandler: one function per verb', () => {
     assert.deepEqual(h.acks(), []);
     h.handler.end();
     h.send('pause');
-    assert.deepEqual(h.acks(), ['cancel: done (the run was cancelled: running attempts stopped and recorded CANCELLED, queued tasks never started)', 'pause: refused (the run had already ended)']);
+    assert.deepEqual(h.acks(), [
+      'cancel: done (the run was cancelled: running attempts stopped and recorded CANCELLED, queued tasks never started)',
+      'pause: refused (the run had already ended)',
+    ]);
   });
 
-  it('unwait: an unknown engine is refused naming the run\'s; a waiting one is cleared and its tasks woken', () => {
+  it("unwait: an unknown engine is refused naming the run's; a waiting one is cleared and its tasks woken", () => {
     const h = handlerOf([]);
     h.send('unwait', { engine: 'nope' });
     h.send('unwait', { engine: 'codex' });

@@ -25,7 +25,10 @@ describe('control channel: runs/<id>/control.jsonl', () => {
     const line = JSON.stringify({ id: 'x1', verb: 'stop', task: 'a', by: 'carol', host: 'h', pid: 1, at: 5 });
     fs.writeFileSync(file, JSON.stringify({ id: 'x0', verb: 'pause', by: 'carol', host: 'h', pid: 1, at: 4 }) + '\n' + line.slice(0, 20));
     const reader = new ControlReader(file);
-    assert.deepEqual(reader.read().map((c) => c.id), ['x0']);
+    assert.deepEqual(
+      reader.read().map((c) => c.id),
+      ['x0'],
+    );
     assert.deepEqual(reader.read(), []);
     fs.appendFileSync(file, line.slice(20));
     assert.deepEqual(reader.read(), [], 'still no newline');
@@ -44,7 +47,13 @@ describe('control channel: runs/<id>/control.jsonl', () => {
     const ok = record({ merged: { commit: sha, into: 'main', at: 2 } });
     assert.ok(isCommand(ok) && ok.landed && 'merged' in ok.landed && ok.landed.merged?.into === 'main');
     assert.ok(isCommand(record({ discarded: { commit: null, at: 2 } })));
-    for (const bad of [undefined, { merged: { commit: 'HEAD', into: 'main', at: 2 } }, { merged: { commit: sha, into: '', at: 2 } }, { discarded: { commit: sha } }, { merged: { commit: sha, into: 'main', at: 2 }, discarded: { commit: null, at: 2 } }]) {
+    for (const bad of [
+      undefined,
+      { merged: { commit: 'HEAD', into: 'main', at: 2 } },
+      { merged: { commit: sha, into: '', at: 2 } },
+      { discarded: { commit: sha } },
+      { merged: { commit: sha, into: 'main', at: 2 }, discarded: { commit: null, at: 2 } },
+    ]) {
       const r = record(bad);
       assert.ok(!isCommand(r) && /^record needs landed/.test(r.reason), JSON.stringify(bad));
     }
@@ -87,10 +96,15 @@ describe('Scheduler: pause, resume, drop', () => {
     const started: string[] = [];
     const dropped: string[] = [];
     const gates = new Map<string, () => void>();
-    const s = new Scheduler<string>(1, (job) => new Promise<void>((resolve) => {
-      started.push(job);
-      gates.set(job, resolve);
-    }), (job) => dropped.push(job));
+    const s = new Scheduler<string>(
+      1,
+      (job) =>
+        new Promise<void>((resolve) => {
+          started.push(job);
+          gates.set(job, resolve);
+        }),
+      (job) => dropped.push(job),
+    );
     for (const j of ['a', 'b', 'c']) s.push(j);
     assert.deepEqual(started, ['a']);
     s.pause();

@@ -2,12 +2,33 @@ import assert from 'node:assert/strict';
 import { cannotPass, commandCounts, MAX_NAMED_PATHS, namedPaths } from '../../extension/core/run/workflows/critique/command';
 
 describe('critique: a command criticism must be about the proposal (run/workflows/critique/command.ts)', () => {
-  it('a command that can never exit 0 is dropped before it runs (lint\'s shell reading, the other way round)', () => {
-    for (const cmd of ['false', 'exit 1', 'exit 3', '! true', 'echo x; false', 'true && exit 1', 'grep -q x a.txt; exit 2', '{ echo a; false; }', 'false | cat', 'if grep -q x f; then exit 1; else false; fi']) {
+  it("a command that can never exit 0 is dropped before it runs (lint's shell reading, the other way round)", () => {
+    for (const cmd of [
+      'false',
+      'exit 1',
+      'exit 3',
+      '! true',
+      'echo x; false',
+      'true && exit 1',
+      'grep -q x a.txt; exit 2',
+      '{ echo a; false; }',
+      'false | cat',
+      'if grep -q x f; then exit 1; else false; fi',
+    ]) {
       assert.match(cannotPass(cmd) ?? '', /can never exit 0/, cmd);
     }
     // Anything whose status depends on what it runs is run, and judged by its runs.
-    for (const cmd of ['test -f /nonexistent', 'grep -q x /dev/null', 'npm test', 'false || grep -q x a.txt', 'out=$(bash slug.sh); test "$out" = a-b', 'exit 0', 'true', '! grep -rq TODO .', 'set -e; false; echo']) {
+    for (const cmd of [
+      'test -f /nonexistent',
+      'grep -q x /dev/null',
+      'npm test',
+      'false || grep -q x a.txt',
+      'out=$(bash slug.sh); test "$out" = a-b',
+      'exit 0',
+      'true',
+      '! grep -rq TODO .',
+      'set -e; false; echo',
+    ]) {
       assert.equal(cannotPass(cmd), null, cmd);
     }
   });

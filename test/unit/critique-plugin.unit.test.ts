@@ -15,7 +15,10 @@ describe('critique plugin: a revision is handed through the workflow table, and 
     assert.equal(critiqueWorkflow.onAttemptEnd?.(ctx, task, passed('fix line 3'), { goOn: true, stopped: false }), 'fix line 3');
     task.failure = 'fix line 3';
     assert.equal(isRevision(task), true);
-    assert.match(workflowPrompt(task, task.failure) ?? '', /^Write a\.txt\n\n---\nYour previous proposal for this task passed its check and was then criticised\..*\nfix line 3$/s);
+    assert.match(
+      workflowPrompt(task, task.failure) ?? '',
+      /^Write a\.txt\n\n---\nYour previous proposal for this task passed its check and was then criticised\..*\nfix line 3$/s,
+    );
   });
 
   it('a stopped task, a draining run or a restart asks no revision', () => {
@@ -26,7 +29,7 @@ describe('critique plugin: a revision is handed through the workflow table, and 
     assert.equal(isRevision(task), false, 'nothing was handed');
   });
 
-  it('after a retry replaced the revision\'s text, or a rerun cleared it, the next attempt is no revision; the handed text is the task\'s own', () => {
+  it("after a retry replaced the revision's text, or a rerun cleared it, the next attempt is no revision; the handed text is the task's own", () => {
     const task = taskOf();
     critiqueWorkflow.onAttemptEnd?.(ctx, task, passed('the points'), { goOn: true, stopped: false });
     task.failure = 'the points';
@@ -37,10 +40,10 @@ describe('critique plugin: a revision is handed through the workflow table, and 
     assert.equal(isRevision(task), false);
     const other = taskOf();
     other.failure = 'the points';
-    assert.equal(isRevision(other), false, 'the handed text is the task\'s own, not any task\'s');
+    assert.equal(isRevision(other), false, "the handed text is the task's own, not any task's");
   });
 
-  it('a pool worker marks the job\'s failure as the revision it is', () => {
+  it("a pool worker marks the job's failure as the revision it is", () => {
     const task = taskOf();
     task.failure = 'criticisms';
     assert.equal(isRevision(task), false);

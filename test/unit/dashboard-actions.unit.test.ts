@@ -18,10 +18,42 @@ const quiet = () => {
   return { lines, info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m) };
 };
 
-const task = (key: string, over: Partial<TaskState> = {}): TaskState => ({ key, engine: 'script', model: null, taskType: null, verified: null, status: 'queued', dir: '/tmp', branch: null, commit: null, port: null, attempts: [], ...over });
+const task = (key: string, over: Partial<TaskState> = {}): TaskState => ({
+  key,
+  engine: 'script',
+  model: null,
+  taskType: null,
+  verified: null,
+  status: 'queued',
+  dir: '/tmp',
+  branch: null,
+  commit: null,
+  port: null,
+  attempts: [],
+  ...over,
+});
 
 function state(runId: string, tasks: TaskState[], over: Partial<RunState> = {}): RunState {
-  return { version: 1, runId, runName: `run ${runId}`, manifestFile: '/x.swarm.json', identity: 'me', host: 'h', pid: process.pid, status: 'running', startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null, tasks, ...over };
+  return {
+    version: 1,
+    runId,
+    runName: `run ${runId}`,
+    manifestFile: '/x.swarm.json',
+    identity: 'me',
+    host: 'h',
+    pid: process.pid,
+    status: 'running',
+    startedAt: Date.now(),
+    heartbeatAt: Date.now(),
+    endedAt: null,
+    maxParallel: 1,
+    worktrees: false,
+    repo: null,
+    baseRef: null,
+    baseSha: null,
+    tasks,
+    ...over,
+  };
 }
 
 function writeState(home: string, s: RunState): string {
@@ -64,8 +96,16 @@ describe('dashboard protocol: task-action', () => {
       calls.push(`${action} ${info.state.runId}/${key}`);
       return { result: 'done', message: `${action} ${key}: done` };
     };
-    const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }), actions });
-    const bare = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) });
+    const session = new DashboardSession(
+      source,
+      { post: (m) => posted.push(m) },
+      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }), actions },
+    );
+    const bare = new DashboardSession(
+      source,
+      { post: (m) => posted.push(m) },
+      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
+    );
     try {
       assert.equal(session.receive({ type: 'task-action', seq: 1, runId: 'r1', key: 'a', action: 'stop' }), false, 'nothing before ready');
       session.receive({ type: 'ready' });
@@ -96,19 +136,38 @@ describe('dashboard protocol: task-action', () => {
     const log = quiet();
     const source = new DashboardSource(home, log);
     const posted: HostToPage[] = [];
-    const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }), actions: async () => { throw new Error('the repository is gone\nstack'); } });
+    const session = new DashboardSession(
+      source,
+      { post: (m) => posted.push(m) },
+      {
+        host: 'browser',
+        log,
+        scoreboard: async () => ({ rows: [], source: 'none' }),
+        actions: async () => {
+          throw new Error('the repository is gone\nstack');
+        },
+      },
+    );
     try {
       session.receive({ type: 'ready' });
       session.receive({ type: 'task-action', seq: 9, runId: 'r1', key: 'a', action: 'merge' });
       await new Promise((r) => setImmediate(r));
-      assert.deepEqual(posted.at(-1), { type: 'did-act', replyTo: 9, runId: 'r1', key: 'a', action: 'merge', result: 'refused', message: 'the repository is gone' });
+      assert.deepEqual(posted.at(-1), {
+        type: 'did-act',
+        replyTo: 9,
+        runId: 'r1',
+        key: 'a',
+        action: 'merge',
+        result: 'refused',
+        message: 'the repository is gone',
+      });
     } finally {
       session.dispose();
       source.close();
     }
   });
 
-  it('the hud\'s actions: stop of a run that is not live, rerun of a finished run (no CLI given) and merge of a task that did not pass are refused; nothing is written', async () => {
+  it("the hud's actions: stop of a run that is not live, rerun of a finished run (no CLI given) and merge of a task that did not pass are refused; nothing is written", async () => {
     const home = tempDir();
     const repo = makeRepo(path.join(tempDir(), 'repo'));
     const s = state('r2', [task('a', { status: 'FAIL', branch: 'verdict/r2/a' })], { status: 'finished', endedAt: Date.now(), worktrees: true, repo });
@@ -116,15 +175,22 @@ describe('dashboard protocol: task-action', () => {
     const info = describeRun(s, file);
     const act = localActions(home, 'tester', { ackWaitMs: 500 });
     assert.deepEqual(await act('stop', info, 'a'), { result: 'refused', message: 'run r2 is not live (finished); stop acts on a running run' });
-    assert.deepEqual(await act('rerun', info, 'a'), { result: 'refused', message: 'run r2 is not live (finished); rerun acts on a running run' }, 'without a CLI to start, a finished run is not rerun');
+    assert.deepEqual(
+      await act('rerun', info, 'a'),
+      { result: 'refused', message: 'run r2 is not live (finished); rerun acts on a running run' },
+      'without a CLI to start, a finished run is not rerun',
+    );
     await assert.rejects(act('merge', info, 'a'), /frozen manifest|ENOENT|manifest/, 'no frozen manifest: the merge cannot re-check, so it does not merge');
     assert.equal(fs.existsSync(path.join(home, 'runs', 'r2', 'control.jsonl')), false, 'no control command was sent');
     assert.equal((await act('open-diff', info, 'a')).result, 'refused');
-    assert.deepEqual(await act('open-log', info, 'a'), { result: 'refused', message: 'this page shows each worker\'s output live under it; this host opens no editor' });
+    assert.deepEqual(await act('open-log', info, 'a'), {
+      result: 'refused',
+      message: "this page shows each worker's output live under it; this host opens no editor",
+    });
   });
 });
 
-describe('dashboard: a task\'s diff for the browser host', () => {
+describe("dashboard: a task's diff for the browser host", () => {
   it('is git diff of the task commit against the run base, capped; a task without a commit has none', async () => {
     const repo = makeRepo(path.join(tempDir(), 'repo'), { 'a.txt': 'one\n' });
     const base = git(repo, 'rev-parse', 'HEAD');
@@ -140,37 +206,78 @@ describe('dashboard: a task\'s diff for the browser host', () => {
     const marker = path.join(tempDir(), 'ran');
     git(repo, 'config', 'diff.evil.command', `touch ${marker}`);
     git(repo, 'config', 'diff.evil.textconv', `touch ${marker}; cat`);
-    const s = state('r', [task('a', { status: 'PASS', commit: head, branch: 'verdict/r/a' }), task('b', { status: 'FAIL' })], { worktrees: true, repo, baseSha: base });
+    const s = state('r', [task('a', { status: 'PASS', commit: head, branch: 'verdict/r/a' }), task('b', { status: 'FAIL' })], {
+      worktrees: true,
+      repo,
+      baseSha: base,
+    });
     const info = describeRun(s, '/nowhere/state.json');
     const d = await taskDiff(info, 'a');
     assert.ok(d.ok);
     assert.match(d.text, /^diff --git a\/a\.txt b\/a\.txt/m);
     assert.match(d.text, /^\+two$/m);
     assert.equal(d.truncated, false);
-    assert.equal(fs.existsSync(marker), false, 'the repository\'s diff programs did not run');
+    assert.equal(fs.existsSync(marker), false, "the repository's diff programs did not run");
     const cut = await taskDiff(info, 'a', 1000);
     assert.ok(cut.ok && cut.truncated && Buffer.byteLength(cut.text) <= 1000);
-    assert.deepEqual(await taskDiff(info, 'b'), { ok: false, status: 409, reason: 'b has no committed work to show (only a task of a worktree-mode run that passed has a commit)' });
-    assert.equal((await taskDiff(info, 'zz') as { status: number }).status, 404);
+    assert.deepEqual(await taskDiff(info, 'b'), {
+      ok: false,
+      status: 409,
+      reason: 'b has no committed work to show (only a task of a worktree-mode run that passed has a commit)',
+    });
+    assert.equal(((await taskDiff(info, 'zz')) as { status: number }).status, 404);
     const forged = describeRun({ ...s, baseSha: '--output=/tmp/x' }, '/nowhere/state.json');
-    assert.equal((await taskDiff(forged, 'a') as { status: number }).status, 500);
+    assert.equal(((await taskDiff(forged, 'a')) as { status: number }).status, 500);
   });
 });
 
-describe('views: the task graph\'s order', () => {
+describe("views: the task graph's order", () => {
   it('lists a task after its prerequisites, ties in manifest order, and labels them', () => {
     const tasks = [{ key: 'c', after: ['b'] }, { key: 'a' }, { key: 'b', after: ['a'] }, { key: 'd' }, { key: 'e', after: ['a', 'zz'] }];
-    assert.deepEqual(graphOrder(tasks).map((t) => t.key), ['a', 'b', 'c', 'd', 'e']);
-    assert.deepEqual(graphOrder([{ key: 'x', after: ['y'] }, { key: 'y', after: ['x'] }]).map((t) => t.key), ['x', 'y'], 'a cycle (damaged state) keeps manifest order');
+    assert.deepEqual(
+      graphOrder(tasks).map((t) => t.key),
+      ['a', 'b', 'c', 'd', 'e'],
+    );
+    assert.deepEqual(
+      graphOrder([
+        { key: 'x', after: ['y'] },
+        { key: 'y', after: ['x'] },
+      ]).map((t) => t.key),
+      ['x', 'y'],
+      'a cycle (damaged state) keeps manifest order',
+    );
     assert.equal(afterLabel(tasks[4] as { key: string; after: string[] }), 'after a, zz');
     assert.equal(afterLabel({ key: 'a' }), '');
   });
 
-  it('the page sees a task\'s prerequisites, its BLOCKED reason and the attempt\'s step, never its folder', () => {
-    const s = state('r', [
-      task('a', { status: 'FAIL', attempts: [{ attempt: 1, phase: 'done', verdict: 'FAIL', startedAt: 1, endedAt: 2, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: 1, dir: '/secret/a', notes: 'check failed', step: 'check' }] }),
-      task('b', { status: 'BLOCKED', after: ['a'], reason: 'a did not pass (FAIL)' }),
-    ], { paused: true });
+  it("the page sees a task's prerequisites, its BLOCKED reason and the attempt's step, never its folder", () => {
+    const s = state(
+      'r',
+      [
+        task('a', {
+          status: 'FAIL',
+          attempts: [
+            {
+              attempt: 1,
+              phase: 'done',
+              verdict: 'FAIL',
+              startedAt: 1,
+              endedAt: 2,
+              workerPid: null,
+              tokensIn: null,
+              tokensOut: null,
+              costMicroUsd: null,
+              checkExitCode: 1,
+              dir: '/secret/a',
+              notes: 'check failed',
+              step: 'check',
+            },
+          ],
+        }),
+        task('b', { status: 'BLOCKED', after: ['a'], reason: 'a did not pass (FAIL)' }),
+      ],
+      { paused: true },
+    );
     const v = runView(describeRun(s, '/x/state.json'));
     assert.equal(v.paused, true);
     assert.equal(v.draining, false);

@@ -16,10 +16,52 @@ const quiet = () => {
 
 function writeRun(home: string, runId: string, attemptDir: string): void {
   const state: RunState = {
-    version: 1, runId, runName: `run ${runId}`, manifestFile: '/x.swarm.json', identity: 'me', host: 'h', pid: process.pid, status: 'running',
-    startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null,
-    tasks: [{ key: 'k', engine: 'script', model: null, taskType: null, verified: null, status: 'running', dir: '/tmp', branch: null, commit: null, port: null,
-      attempts: [{ attempt: 1, phase: 'running', verdict: null, startedAt: Date.now(), endedAt: null, workerPid: 1, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: attemptDir, notes: '' }] }],
+    version: 1,
+    runId,
+    runName: `run ${runId}`,
+    manifestFile: '/x.swarm.json',
+    identity: 'me',
+    host: 'h',
+    pid: process.pid,
+    status: 'running',
+    startedAt: Date.now(),
+    heartbeatAt: Date.now(),
+    endedAt: null,
+    maxParallel: 1,
+    worktrees: false,
+    repo: null,
+    baseRef: null,
+    baseSha: null,
+    tasks: [
+      {
+        key: 'k',
+        engine: 'script',
+        model: null,
+        taskType: null,
+        verified: null,
+        status: 'running',
+        dir: '/tmp',
+        branch: null,
+        commit: null,
+        port: null,
+        attempts: [
+          {
+            attempt: 1,
+            phase: 'running',
+            verdict: null,
+            startedAt: Date.now(),
+            endedAt: null,
+            workerPid: 1,
+            tokensIn: null,
+            tokensOut: null,
+            costMicroUsd: null,
+            checkExitCode: null,
+            dir: attemptDir,
+            notes: '',
+          },
+        ],
+      },
+    ],
   };
   fs.mkdirSync(path.join(home, 'runs', runId), { recursive: true });
   fs.writeFileSync(path.join(home, 'runs', runId, 'state.json'), JSON.stringify(state));
@@ -27,8 +69,14 @@ function writeRun(home: string, runId: string, attemptDir: string): void {
 
 describe('dashboard: page messages are validated', () => {
   it('accepts each known message', () => {
-    for (const m of [{ type: 'ready' }, { type: 'select-run', runId: null }, { type: 'select-run', runId: '2026-x_1' }, { type: 'load-scoreboard', seq: 3 },
-      { type: 'load-artifact', seq: 1, runId: 'r', artifact: 'manifest' }, { type: 'load-artifact', seq: 2, runId: 'r', artifact: 'check-output', key: 'k.1', attempt: 2 }]) {
+    for (const m of [
+      { type: 'ready' },
+      { type: 'select-run', runId: null },
+      { type: 'select-run', runId: '2026-x_1' },
+      { type: 'load-scoreboard', seq: 3 },
+      { type: 'load-artifact', seq: 1, runId: 'r', artifact: 'manifest' },
+      { type: 'load-artifact', seq: 2, runId: 'r', artifact: 'check-output', key: 'k.1', attempt: 2 },
+    ]) {
       assert.deepEqual(parsePageMessage(m), { ok: true, message: m });
     }
   });
@@ -85,7 +133,7 @@ describe('dashboard: LogTail reads a growing log with bounded reads', () => {
 });
 
 describe('dashboard: a session', () => {
-  it('posts nothing before ready, then a snapshot; rejects and logs bad messages; streams the selected run\'s output', async () => {
+  it("posts nothing before ready, then a snapshot; rejects and logs bad messages; streams the selected run's output", async () => {
     const home = tempDir();
     const attempt = path.join(home, 'runs', 'r1', 'tasks', 'k', 'attempt-1');
     fs.mkdirSync(attempt, { recursive: true });
@@ -96,14 +144,21 @@ describe('dashboard: a session', () => {
     const log = quiet();
     const source = new DashboardSource(home, log);
     const posted: HostToPage[] = [];
-    const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) });
+    const session = new DashboardSession(
+      source,
+      { post: (m) => posted.push(m) },
+      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
+    );
     try {
       assert.equal(session.receive({ type: 'select-run', runId: 'r1' }), false);
       assert.equal(posted.length, 0, 'nothing before ready');
       assert.equal(session.receive({ type: 'ready' }), true);
       const snap = posted[0];
       assert.ok(snap?.type === 'snapshot');
-      assert.deepEqual(snap.runs.map((r) => r.runId), ['r1']);
+      assert.deepEqual(
+        snap.runs.map((r) => r.runId),
+        ['r1'],
+      );
       assert.equal(snap.skipped[0]?.runId, 'broken');
       assert.match(log.lines.join('\n'), /skipped runs\/broken\/state\.json: corrupt or half-written JSON/);
       assert.equal(JSON.stringify(snap).includes(attempt), false, 'no local paths reach the page');
@@ -117,7 +172,17 @@ describe('dashboard: a session', () => {
       assert.deepEqual(out, [{ type: 'did-append-output', runId: 'r1', chunks: [{ key: 'k', attempt: 1, text: 'hello\n', reset: true, totalBytes: 6 }] }]);
 
       session.receive({ type: 'load-artifact', seq: 7, runId: 'r1', artifact: 'worker-log', key: 'k', attempt: 1 });
-      assert.deepEqual(posted.at(-1), { type: 'did-load-artifact', replyTo: 7, runId: 'r1', artifact: 'worker-log', key: 'k', attempt: 1, text: 'hello\n', truncatedBytes: 0, error: null });
+      assert.deepEqual(posted.at(-1), {
+        type: 'did-load-artifact',
+        replyTo: 7,
+        runId: 'r1',
+        artifact: 'worker-log',
+        key: 'k',
+        attempt: 1,
+        text: 'hello\n',
+        truncatedBytes: 0,
+        error: null,
+      });
       session.receive({ type: 'load-artifact', seq: 8, runId: 'r1', artifact: 'prompt', key: 'k', attempt: 9 });
       assert.equal((posted.at(-1) as { error: string }).error, 'no such attempt');
     } finally {

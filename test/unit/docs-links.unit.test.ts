@@ -15,7 +15,11 @@ const BASES = ['', 'extension', 'extension/core', 'extension/core/run'];
 const SOURCE_DIRS = ['extension', 'engines', 'schemas', 'webview/src', 'test', '.ci'];
 
 const read = (file: string) => fs.readFileSync(file, 'utf8');
-const docFiles = () => fs.readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => path.join(DOCS, f));
+const docFiles = () =>
+  fs
+    .readdirSync(DOCS)
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => path.join(DOCS, f));
 
 /** The repository file a path written in a doc means, or null. */
 function resolveDocPath(p: string): string | null {
@@ -28,7 +32,11 @@ function resolveDocPath(p: string): string | null {
 
 /** GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
 function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 /** The names a document can be cited by: its headings' texts and its bold labels, normalised. */
@@ -42,7 +50,7 @@ const norm = (s: string) => s.replace(/`/g, '').replace(/\s+/g, ' ').trim().repl
 function walk(dir: string, out: string[] = []): string[] {
   if (!fs.existsSync(dir)) return out;
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (e.name === 'node_modules' || e.name === 'generated' || e.name.startsWith('.') && e.name !== '.ci') continue;
+    if (e.name === 'node_modules' || e.name === 'generated' || (e.name.startsWith('.') && e.name !== '.ci')) continue;
     const full = path.join(dir, e.name);
     if (e.isDirectory()) walk(full, out);
     else if (/\.(ts|cjs|mjs|pl|svelte|md|sh)$/.test(e.name) || e.name === 'run') out.push(full);
@@ -82,7 +90,10 @@ describe('docs: the map and every citation lead somewhere', () => {
       assert.ok(names.length > 0, `an answer names no function: ${answer.slice(0, 80)}`);
       for (const name of names) {
         const word = new RegExp(`\\b${name.replace(/\$/g, '\\$')}\\b`);
-        assert.ok(sources.some((s) => word.test(s)), `the worked example names \`${name}\`, found in none of ${files.join(', ')}`);
+        assert.ok(
+          sources.some((s) => word.test(s)),
+          `the worked example names \`${name}\`, found in none of ${files.join(', ')}`,
+        );
       }
     }
   });

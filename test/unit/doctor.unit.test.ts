@@ -27,15 +27,26 @@ describe('verdict doctor (command function)', () => {
     const code = await doctorCommand({ home: path.join(dir, 'home'), env }, io);
     const text = out.join('\n');
     assert.equal(code, 0, text);
-    assert.match(text, /^sandbox: bwrap \S+ \(\/\S*bwrap\): every step runs in its own PID namespace with no capability, filesystem read-only except the task dir, a scratch dir and the engine's state dirs$/m);
+    assert.match(
+      text,
+      /^sandbox: bwrap \S+ \(\/\S*bwrap\): every step runs in its own PID namespace with no capability, filesystem read-only except the task dir, a scratch dir and the engine's state dirs$/m,
+    );
     assert.match(text, /^git: \d+\.\d+\S* \(\/\S+\/git\)$/m);
     assert.match(text, new RegExp(`^node: ${process.version.replace(/\./g, '\\.')} `, 'm'));
     // perl is on PATH here (git needs it): the perl helper, unless the suite forces the Node one.
-    assert.match(text, process.env.VERDICT_SPAWN_HELPER === 'node' ? /^spawn helper: node v\S+ \(\S+; VERDICT_SPAWN_HELPER=node\)$/m : /^spawn helper: perl v5\.\d+\.\d+ \(\/\S*perl\)$/m);
+    assert.match(
+      text,
+      process.env.VERDICT_SPAWN_HELPER === 'node'
+        ? /^spawn helper: node v\S+ \(\S+; VERDICT_SPAWN_HELPER=node\)$/m
+        : /^spawn helper: perl v5\.\d+\.\d+ \(\/\S*perl\)$/m,
+    );
     assert.match(text, /^ {2}script +\/\S+\/bash \(.*\)$/m);
     assert.match(text, /^ {2}codex +(\/\S+|codex not on PATH — npm i -g @openai\/codex)$/m);
     assert.match(text, new RegExp(`^home: ${path.join(dir, 'home')} \\(will be created\\)$`, 'm'));
-    assert.match(text, new RegExp(`^config: ${path.join(dir, 'xdg', 'verdict', 'config.json')} \\(absent: built-in defaults\\): sandbox on, allow_full_access false$`, 'm'));
+    assert.match(
+      text,
+      new RegExp(`^config: ${path.join(dir, 'xdg', 'verdict', 'config.json')} \\(absent: built-in defaults\\): sandbox on, allow_full_access false$`, 'm'),
+    );
     assert.match(text, /^a run can start here with the defaults$/m);
   });
 

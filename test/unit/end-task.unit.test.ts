@@ -18,29 +18,75 @@ function task(over: Partial<TaskRuntime> = {}): TaskRuntime {
 }
 
 function run(): TaskEnd & { events: RunEvent[]; saves: number } {
-  const r = { events: [] as RunEvent[], saves: 0, recordErrors: [] as string[], emit: (e: RunEvent) => r.events.push(e), stateFile: { save: async () => void r.saves++ } as unknown as StateFile };
+  const r = {
+    events: [] as RunEvent[],
+    saves: 0,
+    recordErrors: [] as string[],
+    emit: (e: RunEvent) => r.events.push(e),
+    stateFile: { save: async () => void r.saves++ } as unknown as StateFile,
+  };
   return r;
 }
 
 function record(over: Partial<AttemptRecord> = {}): AttemptRecord {
   return {
-    runId: '20261201-000000-abcd', runName: 'r', identity: 'me', host: 'h', taskKey: 't', spec: 'do it', engine: 'codex', harness: 'codex-cli',
-    model: 'm', taskType: 'parser', reasoningEffort: null, accessPlan: null, sandbox: 'none', attempt: 1, retry: false,
-    branch: null, dir: '/records/t/attempt-1', startedAt: 1_000, phase: 'done', steps: [], workerPid: null, workerStartTime: null,
-    worker: null, usage: null, seal: null, check: null, verdict: 'FAIL', reason: 'the check exited 1', endedAt: 3_500, costMicroUsd: null, commit: null,
-    sealed: null, rowStep: 'work', group: null, candidate: null, ...over,
+    runId: '20261201-000000-abcd',
+    runName: 'r',
+    identity: 'me',
+    host: 'h',
+    taskKey: 't',
+    spec: 'do it',
+    engine: 'codex',
+    harness: 'codex-cli',
+    model: 'm',
+    taskType: 'parser',
+    reasoningEffort: null,
+    accessPlan: null,
+    sandbox: 'none',
+    attempt: 1,
+    retry: false,
+    branch: null,
+    dir: '/records/t/attempt-1',
+    startedAt: 1_000,
+    phase: 'done',
+    steps: [],
+    workerPid: null,
+    workerStartTime: null,
+    worker: null,
+    usage: null,
+    seal: null,
+    check: null,
+    verdict: 'FAIL',
+    reason: 'the check exited 1',
+    endedAt: 3_500,
+    costMicroUsd: null,
+    commit: null,
+    sealed: null,
+    rowStep: 'work',
+    group: null,
+    candidate: null,
+    ...over,
   };
 }
 
-describe('endTask: the one writer of a task\'s final status', () => {
+describe("endTask: the one writer of a task's final status", () => {
   it('an ending without an attempt writes the same outcome and reason into the state and the summary, says it once and saves', () => {
-    for (const [outcome, event] of [['BLOCKED', 'task-blocked'], ['CANCELLED', 'task-cancelled'], ['SKIPPED', 'task-skipped'], ['BUDGET_EXCEEDED', 'task-skipped'], ['ERROR', 'task-note']] as const) {
+    for (const [outcome, event] of [
+      ['BLOCKED', 'task-blocked'],
+      ['CANCELLED', 'task-cancelled'],
+      ['SKIPPED', 'task-skipped'],
+      ['BUDGET_EXCEEDED', 'task-skipped'],
+      ['ERROR', 'task-note'],
+    ] as const) {
       const r = run();
       const t = task();
       endTask(r, t, outcome, `why ${outcome}`);
       assert.deepEqual([t.state.status, t.summary.verdict], [outcome, outcome]);
       assert.deepEqual([t.state.reason, t.summary.reason], [`why ${outcome}`, `why ${outcome}`]);
-      assert.deepEqual(r.events.map((e) => e.type), [event]);
+      assert.deepEqual(
+        r.events.map((e) => e.type),
+        [event],
+      );
       assert.equal(r.saves, 1);
       assert.deepEqual(r.recordErrors, []);
     }
@@ -54,9 +100,11 @@ describe('endTask: the one writer of a task\'s final status', () => {
     }
   });
 
-  it('an attempt\'s ending takes its summary from the records and leaves state.reason to the attempt (a stop\'s reason stays)', () => {
+  it("an attempt's ending takes its summary from the records and leaves state.reason to the attempt (a stop's reason stays)", () => {
     const r = run();
-    const t = task({ records: [record({ attempt: 1 }), record({ attempt: 2, verdict: 'CANCELLED', reason: 'stopped by me', startedAt: 4_000, endedAt: 4_500 })] });
+    const t = task({
+      records: [record({ attempt: 1 }), record({ attempt: 2, verdict: 'CANCELLED', reason: 'stopped by me', startedAt: 4_000, endedAt: 4_500 })],
+    });
     t.state.reason = 'stopped by me';
     endTask(r, t, 'CANCELLED', '', { by: 'attempt', save: false });
     assert.deepEqual([t.state.status, t.summary.verdict, t.summary.attempts, t.summary.durationMs], ['CANCELLED', 'CANCELLED', 2, 3_000]);
@@ -66,7 +114,7 @@ describe('endTask: the one writer of a task\'s final status', () => {
     assert.equal(r.saves, 0);
   });
 
-  it('a decided group takes its winner\'s commit in state and summary; a record error is counted with the task\'s key', () => {
+  it("a decided group takes its winner's commit in state and summary; a record error is counted with the task's key", () => {
     const r = run();
     const t = task();
     endTask(r, t, 'PASS', 'winner: candidate 2', { commit: 'c'.repeat(40) });
@@ -76,7 +124,7 @@ describe('endTask: the one writer of a task\'s final status', () => {
     assert.deepEqual(r.recordErrors, ['t: its ranking failed']);
   });
 
-  it('no other file of the core writes a final status or a summary\'s verdict by hand', () => {
+  it("no other file of the core writes a final status or a summary's verdict by hand", () => {
     const root = path.resolve('extension', 'core');
     const files: string[] = [];
     const walk = (d: string) => {
@@ -94,8 +142,16 @@ describe('endTask: the one writer of a task\'s final status', () => {
       new RegExp(`state\\.status\\s*=\\s*'(${finals})'`),
       new RegExp(`state,\\s*\\{[^}]*status:\\s*'(${finals})'`),
     ];
-    const found = files.filter((f) => !f.endsWith(`${path.sep}end-task.ts`)).flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').map((line, i) => ({ f, i, line })))
-      .filter(({ line }) => byHand.some((re) => re.test(line))).map(({ f, i, line }) => `${path.relative(root, f)}:${i + 1}: ${line.trim()}`);
+    const found = files
+      .filter((f) => !f.endsWith(`${path.sep}end-task.ts`))
+      .flatMap((f) =>
+        fs
+          .readFileSync(f, 'utf8')
+          .split('\n')
+          .map((line, i) => ({ f, i, line })),
+      )
+      .filter(({ line }) => byHand.some((re) => re.test(line)))
+      .map(({ f, i, line }) => `${path.relative(root, f)}:${i + 1}: ${line.trim()}`);
     assert.deepEqual(found, []);
   });
 });

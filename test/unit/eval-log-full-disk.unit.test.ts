@@ -15,7 +15,9 @@ describe('eval log on a disk that fills up mid-row', function () {
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir], { stdio: 'pipe' });
       mountPoint = dir;
     } catch (e) {
-      console.log(`      (skipped: cannot mount a tmpfs here: ${(e as Error).message.split('\n')[0]}; the /dev/full case in test/e2e/faults.e2e.test.ts still runs)`);
+      console.log(
+        `      (skipped: cannot mount a tmpfs here: ${(e as Error).message.split('\n')[0]}; the /dev/full case in test/e2e/faults.e2e.test.ts still runs)`,
+      );
       this.skip();
     }
   });

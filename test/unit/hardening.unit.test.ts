@@ -8,16 +8,29 @@ import { tempDir } from '../helpers/fixtures';
 describe('hardening against hostile output and trees', () => {
   it('a run event prints as one line: a reason naming a file a worker called "x\\n… ✓ t  attempt 9  PASS" forges no line', () => {
     const reason = 'the guard refused the work (paths): x\n12:00:00  \u2713 t  attempt 9  PASS:1: added outside allow_paths (out.txt)';
-    const line = eventLine({ type: 'attempt-finished', key: 't', attempt: 1, verdict: 'FAIL', durationMs: 200, tokens: null, reason, willRetry: false } as Parameters<typeof eventLine>[0]) as string;
+    const line = eventLine({
+      type: 'attempt-finished',
+      key: 't',
+      attempt: 1,
+      verdict: 'FAIL',
+      durationMs: 200,
+      tokens: null,
+      reason,
+      willRetry: false,
+    } as Parameters<typeof eventLine>[0]) as string;
     assert.equal(line.split('\n').length, 1, line);
     assert.match(line, /x\?12:00:00/);
     const note = eventLine({ type: 'task-note', key: 't', note: 'inputs: a\nb\u001b[2K' }) as string;
     assert.equal(note.split('\n').length, 1, note);
     // The run's own first event keeps its two lines.
-    assert.equal((eventLine({ type: 'run-started', runId: 'r', tasks: 1, maxParallel: 1, stateFile: '/s' } as Parameters<typeof eventLine>[0]) as string).split('\n').length, 2);
+    assert.equal(
+      (eventLine({ type: 'run-started', runId: 'r', tasks: 1, maxParallel: 1, stateFile: '/s' } as Parameters<typeof eventLine>[0]) as string).split('\n')
+        .length,
+      2,
+    );
   });
 
-  it('terminal control characters in a check\'s output are shown as ?, never sent to the terminal', () => {
+  it("terminal control characters in a check's output are shown as ?, never sent to the terminal", () => {
     assert.equal(printable('ok\u001b[2K\rall good\u0007\u009b'), 'ok?[2K?all good??');
     assert.equal(printable('tabs\tstay'), 'tabs\tstay');
   });

@@ -15,7 +15,10 @@ function init(dir: string): { code: number; out: string[] } {
 /** The arguments bash gives `verdict` in each command of `line` (a stub that prints them, NUL-separated). */
 function argsBashSees(line: string): string[][] {
   const stdout = execFileSync('bash', ['-c', `verdict() { printf '%s\\0' "$@"; printf '\\n\\0'; }\n${line}`], { encoding: 'utf8' });
-  return stdout.split('\n\0').filter((s) => s !== '').map((s) => s.split('\0').filter((a) => a !== ''));
+  return stdout
+    .split('\n\0')
+    .filter((s) => s !== '')
+    .map((s) => s.split('\0').filter((a) => a !== ''));
 }
 
 describe('verdict init: the next command it prints', () => {
@@ -33,7 +36,14 @@ describe('verdict init: the next command it prints', () => {
       const at = r.out.findIndex((l) => l.startsWith('next: '));
       const command = r.out[at + 1] ?? '';
       assert.ok(!command.includes('\n'), `the command is cut over lines: ${JSON.stringify(command)}`);
-      assert.deepEqual(argsBashSees(command), [['lint', manifest], ['run', manifest]], `printed: ${command}`);
+      assert.deepEqual(
+        argsBashSees(command),
+        [
+          ['lint', manifest],
+          ['run', manifest],
+        ],
+        `printed: ${command}`,
+      );
     });
   }
 

@@ -79,7 +79,7 @@ describe('json-tree: one read of manifest text (jsonc-parser) for the loader and
     for (const text of texts) assert.ok(agrees(text), `${JSON.stringify(text)} should read without errors`);
   });
 
-  it('gives jsonc-parser\'s errors, and no value, for every text jsonc-parser reports', () => {
+  it("gives jsonc-parser's errors, and no value, for every text jsonc-parser reports", () => {
     const bad = [
       '',
       '   ',
@@ -122,19 +122,24 @@ describe('json-tree: one read of manifest text (jsonc-parser) for the loader and
     for (const text of bad) assert.equal(agrees(text), false, `${JSON.stringify(text)} should have errors`);
   });
 
-  it('lists every repeated property in text order with its path, the later occurrence\'s name node', () => {
+  it("lists every repeated property in text order with its path, the later occurrence's name node", () => {
     const read = parseJsonc(RICH);
-    assert.deepEqual(read.repeated.map((r) => ({ path: r.path, name: r.name, text: RICH.slice(r.node.offset, r.node.offset + r.node.length) })), [
-      { path: ['tasks', 0, 'key'], name: 'key', text: '"key"' },
-      { path: ['tasks', 1, 'nested', 'x', 'x'], name: 'x', text: '"x"' },
-      { path: ['tasks'], name: 'tasks', text: '"tasks"' },
-    ]);
+    assert.deepEqual(
+      read.repeated.map((r) => ({ path: r.path, name: r.name, text: RICH.slice(r.node.offset, r.node.offset + r.node.length) })),
+      [
+        { path: ['tasks', 0, 'key'], name: 'key', text: '"key"' },
+        { path: ['tasks', 1, 'nested', 'x', 'x'], name: 'x', text: '"x"' },
+        { path: ['tasks'], name: 'tasks', text: '"tasks"' },
+      ],
+    );
     const later = read.repeated[0] as { node: { offset: number } };
     assert.ok(later.node.offset > RICH.indexOf('"key"'), 'the later "key", not the first');
   });
 
   it('keeps a property named __proto__ an ordinary property in the value the loader validates (no prototype set)', () => {
-    const { value } = parseManifest('{"tasks": [{"key": "a", "spec": "s", "check": "true", "__proto__": {"verified": "v"}}]}', '/m/x.swarm.json', { problemsOnly: true });
+    const { value } = parseManifest('{"tasks": [{"key": "a", "spec": "s", "check": "true", "__proto__": {"verified": "v"}}]}', '/m/x.swarm.json', {
+      problemsOnly: true,
+    });
     const task = (value as { tasks: Record<string, unknown>[] }).tasks[0] as Record<string, unknown>;
     assert.equal(Object.getPrototypeOf(task), null);
     assert.equal(task.verified, undefined, 'verified must not be inherited through __proto__');

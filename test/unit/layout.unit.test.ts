@@ -5,16 +5,21 @@ import path from 'node:path';
 /** Every .ts/.svelte file under `dir`. */
 function sources(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir, { withFileTypes: true, recursive: true })
+  return fs
+    .readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile() && /\.(ts|mts|svelte)$/.test(e.name))
     .map((e) => path.join(e.parentPath, e.name));
 }
 
 /** What `file` imports: `from '…'` (imports and re-exports), side-effect `import '…'`, `import('…')`, `require('…')`. */
-const importsOf = (file: string) => [...fs.readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+|require\(\s*)['"]([^'"]+)['"]/g)].map((m) => m[1] as string);
+const importsOf = (file: string) =>
+  [...fs.readFileSync(file, 'utf8').matchAll(/(?:from\s+|import\s*\(\s*|import\s+|require\(\s*)['"]([^'"]+)['"]/g)].map((m) => m[1] as string);
 
 /** The project files `file` imports (relative imports resolved from the repository root); packages left out. */
-const projectImportsOf = (file: string) => importsOf(file).filter((i) => i.startsWith('.')).map((i) => path.normalize(path.join(path.dirname(file), i)));
+const projectImportsOf = (file: string) =>
+  importsOf(file)
+    .filter((i) => i.startsWith('.'))
+    .map((i) => path.normalize(path.join(path.dirname(file), i)));
 
 /**
  * The layer of a file: `core/<folder>` for extension/core/<folder>/**, `schemas`, `engines`, `webview`,
@@ -29,7 +34,11 @@ function layerOf(file: string): string {
 
 /** Files under `dirs` that import a project file whose layer is one of `forbidden`, as "file -> import". */
 function strayImports(dirs: string[], forbidden: (layer: string) => boolean): string[] {
-  return dirs.flatMap(sources).flatMap((f) => projectImportsOf(f).filter((i) => forbidden(layerOf(i))).map((i) => `${f} -> ${i}`));
+  return dirs.flatMap(sources).flatMap((f) =>
+    projectImportsOf(f)
+      .filter((i) => forbidden(layerOf(i)))
+      .map((i) => `${f} -> ${i}`),
+  );
 }
 
 /**
@@ -81,7 +90,14 @@ function resolveImport(from: string, spec: string, known: ReadonlySet<string>): 
 function fileGraph(dirs: string[]): Map<string, string[]> {
   const files = dirs.flatMap(sources);
   const known = new Set(files);
-  return new Map(files.map((f) => [f, importsOf(f).map((i) => resolveImport(f, i, known)).filter((i): i is string => i !== null)]));
+  return new Map(
+    files.map((f) => [
+      f,
+      importsOf(f)
+        .map((i) => resolveImport(f, i, known))
+        .filter((i): i is string => i !== null),
+    ]),
+  );
 }
 
 /**
@@ -139,9 +155,13 @@ describe('layout: import rules', () => {
   });
 
   it('keeps Svelte and the DOM in webview/**, and webview/** free of Node, vscode and the extension (types from schemas/ only)', () => {
-    const svelteOutside = ['extension', 'engines', 'schemas'].flatMap(sources).filter((f) => importsOf(f).some((i) => i === 'svelte' || i.startsWith('svelte/') || i.endsWith('.svelte')));
+    const svelteOutside = ['extension', 'engines', 'schemas']
+      .flatMap(sources)
+      .filter((f) => importsOf(f).some((i) => i === 'svelte' || i.startsWith('svelte/') || i.endsWith('.svelte')));
     assert.deepEqual(svelteOutside, []);
-    const domOutside = ['extension', 'engines', 'schemas'].flatMap(sources).filter((f) => /(?<![\w.])(document|window)\.[a-zA-Z]/.test(fs.readFileSync(f, 'utf8')));
+    const domOutside = ['extension', 'engines', 'schemas']
+      .flatMap(sources)
+      .filter((f) => /(?<![\w.])(document|window)\.[a-zA-Z]/.test(fs.readFileSync(f, 'utf8')));
     assert.deepEqual(domOutside, []);
     const webview = sources('webview');
     assert.ok(webview.length > 5);
@@ -150,27 +170,44 @@ describe('layout: import rules', () => {
   });
 
   it('keeps git/ and store/ below run/ and live/: neither imports them', () => {
-    assert.deepEqual(strayImports(['extension/core/git', 'extension/core/store'], (l) => l === 'core/run' || l === 'core/live'), []);
+    assert.deepEqual(
+      strayImports(['extension/core/git', 'extension/core/store'], (l) => l === 'core/run' || l === 'core/live'),
+      [],
+    );
   });
 
   it('keeps live/ (state files, registry, watch) below run/ and dashboard/', () => {
-    assert.deepEqual(strayImports(['extension/core/live'], (l) => l === 'core/run' || l === 'core/dashboard'), []);
+    assert.deepEqual(
+      strayImports(['extension/core/live'], (l) => l === 'core/run' || l === 'core/dashboard'),
+      [],
+    );
   });
 
   it('keeps schemas/ self-contained: it imports nothing from extension/ (or engines/)', () => {
-    assert.deepEqual(strayImports(['schemas'], (l) => l !== 'schemas'), []);
+    assert.deepEqual(
+      strayImports(['schemas'], (l) => l !== 'schemas'),
+      [],
+    );
   });
 
   it('keeps core/fs and core/host at the bottom: they import nothing of the project but each other', () => {
-    assert.deepEqual(strayImports(['extension/core/fs'], (l) => l !== 'core/fs'), []);
-    assert.deepEqual(strayImports(['extension/core/host'], (l) => l !== 'core/host' && l !== 'core/fs'), []);
+    assert.deepEqual(
+      strayImports(['extension/core/fs'], (l) => l !== 'core/fs'),
+      [],
+    );
+    assert.deepEqual(
+      strayImports(['extension/core/host'], (l) => l !== 'core/host' && l !== 'core/fs'),
+      [],
+    );
   });
 
   it('follows the layer table of docs/architecture.md: each folder imports only rows below its own', () => {
     const rank = new Map(LAYERS.flatMap((row, i) => row.map((layer) => [layer, LAYERS.length - i] as const)));
     const unknown = [...layerGraph().keys()].filter((l) => !rank.has(l));
     assert.deepEqual(unknown, [], 'a folder with no row in LAYERS (add it there and in docs/architecture.md)');
-    const upward = [...layerGraph()].flatMap(([from, tos]) => [...tos].filter((to) => (rank.get(to) ?? Infinity) >= rank.get(from)!).map((to) => `${from} -> ${to}`));
+    const upward = [...layerGraph()].flatMap(([from, tos]) =>
+      [...tos].filter((to) => (rank.get(to) ?? Infinity) >= rank.get(from)!).map((to) => `${from} -> ${to}`),
+    );
     assert.deepEqual(upward, []);
   });
 
@@ -197,15 +234,47 @@ describe('layout: import rules', () => {
   });
 
   it('finds a cycle when there is one: direct, through a third file, and a file importing itself', () => {
-    assert.deepEqual(importCycles(new Map([['a', ['b']], ['b', ['a']], ['c', ['a']]])), [['a', 'b']]);
-    assert.deepEqual(importCycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), [['a', 'b', 'c']]);
+    assert.deepEqual(
+      importCycles(
+        new Map([
+          ['a', ['b']],
+          ['b', ['a']],
+          ['c', ['a']],
+        ]),
+      ),
+      [['a', 'b']],
+    );
+    assert.deepEqual(
+      importCycles(
+        new Map([
+          ['a', ['b']],
+          ['b', ['c']],
+          ['c', ['a']],
+        ]),
+      ),
+      [['a', 'b', 'c']],
+    );
     assert.deepEqual(importCycles(new Map([['a', ['a']]])), [['a']]);
-    assert.deepEqual(importCycles(new Map([['a', ['b']], ['b', []]])), []);
+    assert.deepEqual(
+      importCycles(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+      [],
+    );
   });
 
   it('keeps the adapters apart: extension/vscode and extension/cli never import each other', () => {
-    assert.deepEqual(strayImports(['extension/vscode'], (l) => l === 'extension/cli'), []);
-    assert.deepEqual(strayImports(['extension/cli'], (l) => l === 'extension/vscode'), []);
+    assert.deepEqual(
+      strayImports(['extension/vscode'], (l) => l === 'extension/cli'),
+      [],
+    );
+    assert.deepEqual(
+      strayImports(['extension/cli'], (l) => l === 'extension/vscode'),
+      [],
+    );
   });
 
   it('finds the sources it checks (the rule cannot pass vacuously)', () => {

@@ -30,7 +30,7 @@ const CHECKS: ((i: number) => string)[] = [
   (i) => `bash run-tests.sh ${i} &`,
   (i) => `if grep -q x${i} f; then echo good; fi`,
   (i) => `if test -s o${i}; then exit 0; else echo bad; exit 1; fi`,
-  (i) => `npm test | head -${i % 9 + 1}`,
+  (i) => `npm test | head -${(i % 9) + 1}`,
   (i) => `bash run-tests.sh | tee log${i}`,
   (i) => `set -e; test -s a${i}; grep -q b c`,
   (i) => `set -euo pipefail\nnode check.js ${i} | grep -q ok`,
@@ -109,13 +109,34 @@ describe('lint of a 1,000-task manifest: findings unchanged by the speed-ups', (
   it('removes quotes from every word of every check as shell-quote does', () => {
     const words = new Set<string>();
     const collect = (lists: ShellList[]): void => {
-      for (const l of lists) for (const p of l.pipelines) for (const c of p.commands) {
-        for (const w of c.words) words.add(w.raw);
-        collect(c.inner);
-      }
+      for (const l of lists)
+        for (const p of l.pipelines)
+          for (const c of p.commands) {
+            for (const w of c.words) words.add(w.raw);
+            collect(c.inner);
+          }
     };
     for (let i = 0; i < 200; i++) for (const check of CHECKS) collect(parseShell(check(i)));
-    for (const extra of ['${}', '"${}"', '""', "''", '"a b"', "'a\"b'", '"$X"', '"${X}"', '"a\\"b"', '"*"', '"$(a "b")"', '"a"b', "'a'\"b\"", '"$"', '"#x"', '"a$"', '"\n"']) words.add(extra);
+    for (const extra of [
+      '${}',
+      '"${}"',
+      '""',
+      "''",
+      '"a b"',
+      "'a\"b'",
+      '"$X"',
+      '"${X}"',
+      '"a\\"b"',
+      '"*"',
+      '"$(a "b")"',
+      '"a"b',
+      '\'a\'"b"',
+      '"$"',
+      '"#x"',
+      '"a$"',
+      '"\n"',
+    ])
+      words.add(extra);
     let checked = 0;
     for (const w of words) {
       let reference: string;

@@ -67,7 +67,10 @@ describe('lint: check-cannot-fail', () => {
 
   it('names the if that cannot fail and says how to make it fail', async () => {
     const [f] = await findingsOf('check-cannot-fail', manifest([task('a', { check: 'if grep -q x f; then echo good; fi' })]));
-    assert.match(f?.message ?? '', /`if grep -q x f; then \.\.\. fi` exits 0 whichever way it goes \(its branch cannot fail, and with no `else` a false condition exits 0 too\)/);
+    assert.match(
+      f?.message ?? '',
+      /`if grep -q x f; then \.\.\. fi` exits 0 whichever way it goes \(its branch cannot fail, and with no `else` a false condition exits 0 too\)/,
+    );
     assert.match(f?.message ?? '', /`exit 1`/);
   });
 
@@ -203,7 +206,7 @@ describe('lint: hard-coded-port', () => {
     assert.deepEqual(await findingsOf('hard-coded-port', after), []);
   });
 
-  it("quick fix inside single quotes closes them around \"$PORT\" so it expands", async () => {
+  it('quick fix inside single quotes closes them around "$PORT" so it expands', async () => {
     const text = manifest([task('a', { check: "curl -sf 'http://localhost:3000/health'" })]);
     const after = applyFix(text, (await findingsOf('hard-coded-port', text))[0]);
     assert.equal(after, manifest([task('a', { check: `curl -sf 'http://localhost:'"$PORT"'/health'` })]));
@@ -237,7 +240,10 @@ describe('lint: check-pipefail', () => {
 
   it('names the pipeline, the command that now decides, and the way back', async () => {
     const [f] = await findingsOf('check-pipefail', manifest([task('a', { check: 'bash run-tests.sh | tee log' })]));
-    assert.equal(f?.message, 'Verdict runs checks with pipefail: `bash run-tests.sh | tee log` now fails when `bash run-tests.sh` fails; under Ringer (plain `bash -c`) only `tee log` decided, so it passed. Usually what you want; to keep the old behaviour start the check with `set +o pipefail;`.');
+    assert.equal(
+      f?.message,
+      'Verdict runs checks with pipefail: `bash run-tests.sh | tee log` now fails when `bash run-tests.sh` fails; under Ringer (plain `bash -c`) only `tee log` decided, so it passed. Usually what you want; to keep the old behaviour start the check with `set +o pipefail;`.',
+    );
   });
 
   for (const check of [
@@ -294,12 +300,18 @@ describe('lint: check-pipefail', () => {
     const run = { $schema: '../../schemas/manifest.schema.json', run_name: 't' };
     assert.deepEqual(await findingsOf('check-pipefail', manifest([task('a', { check: 'bash run-tests.sh | tee log' })], run)), []);
     const found = await findingsOf('check-pipefail', manifest([task('a', { check: 'npm test | head -5' })], run));
-    assert.deepEqual(found.map((f) => f.severity), ['warning']);
+    assert.deepEqual(
+      found.map((f) => f.severity),
+      ['warning'],
+    );
   });
 
   it('head -n -5 reads all its input: no SIGPIPE warning, only the Ringer note', async () => {
     const found = await findingsOf('check-pipefail', manifest([task('a', { check: 'npm test | head -n -5' })]));
-    assert.deepEqual(found.map((f) => f.severity), ['info']);
+    assert.deepEqual(
+      found.map((f) => f.severity),
+      ['info'],
+    );
   });
 
   it('the sed replacement really reads everything: the producer is not killed and the check passes', () => {

@@ -9,7 +9,14 @@ import type { RunState } from '../../extension/core/live/state';
 import { tempDir } from '../helpers/fixtures';
 import { ctx, FILE, manifest, task } from './lint-helpers';
 
-const finding = (severity: Finding['severity'], rule: Finding['rule'] = 'check-cannot-fail'): Finding => ({ rule, severity, message: 'm', file: FILE, range: new LineIndex('x').range(0, 1), taskKey: 'a' });
+const finding = (severity: Finding['severity'], rule: Finding['rule'] = 'check-cannot-fail'): Finding => ({
+  rule,
+  severity,
+  message: 'm',
+  file: FILE,
+  range: new LineIndex('x').range(0, 1),
+  taskKey: 'a',
+});
 
 /** The one rule every start applies (CLI, MCP, editor): core/manifest/lint.ts startGate. */
 describe('startGate: lint errors refuse a start unless forced', () => {
@@ -28,7 +35,10 @@ describe('startGate: lint errors refuse a start unless forced', () => {
       `  ${FILE}:1:1: error [check-cannot-fail] (a) m`,
       `  ${FILE}:1:1: error [allow-paths] (a) m`,
     ]);
-    assert.match(startGateLines(startGate([finding('error')], true), '--force: starting /m')[0] ?? '', /^--force: starting \/m despite 1 lint error \(recorded as forced: true/);
+    assert.match(
+      startGateLines(startGate([finding('error')], true), '--force: starting /m')[0] ?? '',
+      /^--force: starting \/m despite 1 lint error \(recorded as forced: true/,
+    );
   });
 });
 
@@ -47,7 +57,11 @@ describe('lintFrozenManifest: findings at their place in the frozen file', () =>
 
     const found = await lintFrozenManifest(home, state, ctx);
     const direct = await lintManifestText(manifest(raw.tasks, { run_name: 't' }), FILE, ctx);
-    assert.deepEqual(found.map((f) => [f.rule, f.severity, f.taskKey]).sort(), direct.map((f) => [f.rule, f.severity, f.taskKey]).sort(), 'the same findings as the manifest itself');
+    assert.deepEqual(
+      found.map((f) => [f.rule, f.severity, f.taskKey]).sort(),
+      direct.map((f) => [f.rule, f.severity, f.taskKey]).sort(),
+      'the same findings as the manifest itself',
+    );
     assert.ok(found.every((f) => f.file === file));
     const swallow = found.find((f) => f.rule === 'check-cannot-fail' && f.taskKey === 'a');
     assert.deepEqual(swallow?.range?.start, at('|| true'), 'a range inside a string keeps its place in it');

@@ -49,7 +49,10 @@ describe('lint: task-graph (after) and fallback engines', () => {
     const text = manifest([task('a'), task('b', { after: ['a'] }), task('c', { after: ['a'] }), task('d', { after: ['b', 'c'] })]);
     assert.deepEqual(await findingsOf('task-graph', text), []);
     const { manifest: loaded } = parseManifest(text, FILE, { engines });
-    assert.deepEqual(loaded?.tasks.map((t) => t.after), [[], ['a'], ['a'], ['b', 'c']]);
+    assert.deepEqual(
+      loaded?.tasks.map((t) => t.after),
+      [[], ['a'], ['a'], ['b', 'c']],
+    );
   });
 
   it('an unknown engine in fallback is an unknown-engine error at its position (string or {engine})', async () => {
@@ -65,8 +68,15 @@ describe('lint: task-graph (after) and fallback engines', () => {
   it('loads fallback entries as engine + model (null: the engine default)', () => {
     const text = manifest([task('a', { engine: 'codex', fallback: ['opencode', { engine: 'claude', model: 'opus' }, { engine: 'script' }] })]);
     const { manifest: loaded, problems } = parseManifest(text, FILE, { engines });
-    assert.deepEqual(problems.filter((p) => p.severity === 'error'), []);
-    assert.deepEqual(loaded?.tasks[0]?.fallback, [{ engine: 'opencode', model: null }, { engine: 'claude', model: 'opus' }, { engine: 'script', model: null }]);
+    assert.deepEqual(
+      problems.filter((p) => p.severity === 'error'),
+      [],
+    );
+    assert.deepEqual(loaded?.tasks[0]?.fallback, [
+      { engine: 'opencode', model: null },
+      { engine: 'claude', model: 'opus' },
+      { engine: 'script', model: null },
+    ]);
   });
 
   it('a malformed fallback entry is a schema error', async () => {

@@ -24,7 +24,15 @@ export function manifest(tasks: Record<string, unknown>[], run: Record<string, u
 
 /** A complete, quiet task; `over` replaces or adds fields, `undefined` removes one. */
 export function task(key: string, over: Record<string, unknown> = {}): Record<string, unknown> {
-  const t: Record<string, unknown> = { key, spec: SPEC, check: 'npm test', expect_files: ['csv.ts'], task_type: 'parser', verified: 'parseCsv passes its tests.', ...over };
+  const t: Record<string, unknown> = {
+    key,
+    spec: SPEC,
+    check: 'npm test',
+    expect_files: ['csv.ts'],
+    task_type: 'parser',
+    verified: 'parseCsv passes its tests.',
+    ...over,
+  };
   for (const k of Object.keys(t)) if (t[k] === undefined) delete t[k];
   return t;
 }

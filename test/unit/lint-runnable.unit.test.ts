@@ -30,7 +30,8 @@ describe('lint: what cannot run here', () => {
     fs.writeFileSync(path.join(bin, name), '#!/bin/sh\nexit 0\n');
     fs.chmodSync(path.join(bin, name), 0o755);
   };
-  const lint = async (rule: RuleId, text: string, pathEnv: string | null = bin): Promise<Finding[]> => (await lintManifestText(text, file, { ...ctx, pathEnv: pathEnv ?? undefined })).filter((f) => f.rule === rule);
+  const lint = async (rule: RuleId, text: string, pathEnv: string | null = bin): Promise<Finding[]> =>
+    (await lintManifestText(text, file, { ...ctx, pathEnv: pathEnv ?? undefined })).filter((f) => f.rule === rule);
 
   describe('engine-not-installed', () => {
     it('warns at the engine when its binary is not on PATH, with the install command', async () => {
@@ -61,7 +62,14 @@ describe('lint: what cannot run here', () => {
       const t = task('a', { fallback: ['claude'], review: { engines: ['gemini', 'claude'] } });
       const text = manifest([t, task('b', { engine: 'codex', review: { engines: ['gemini'] } })]);
       const found = await lint('engine-not-installed', text);
-      assert.deepEqual(found.map((f) => [f.taskKey, /engine "(\w+)"/.exec(f.message)?.[1]]), [['a', 'claude'], ['a', 'gemini'], ['b', 'gemini']]);
+      assert.deepEqual(
+        found.map((f) => [f.taskKey, /engine "(\w+)"/.exec(f.message)?.[1]]),
+        [
+          ['a', 'claude'],
+          ['a', 'gemini'],
+          ['b', 'gemini'],
+        ],
+      );
       assertRange(text, found[0], 4, col(t, '"claude"'), '"claude"');
       assert.match(found[1]?.message ?? '', /^A reviewer runs on engine "gemini"/);
       const bare = task('c', { engine: undefined });
@@ -93,11 +101,17 @@ describe('lint: what cannot run here', () => {
 
     it('a script the check runs, and a folder it names, are looked for too', async () => {
       const found = await lint('check-file-missing', manifest([task('a', { check: 'bash checks/verify.sh && ./run-tests.sh && pytest tests/' })], WT));
-      assert.deepEqual(found.map((f) => /names (\S+),/.exec(f.message)?.[1]), ['checks/verify.sh', 'tests/']);
+      assert.deepEqual(
+        found.map((f) => /names (\S+),/.exec(f.message)?.[1]),
+        ['checks/verify.sh', 'tests/'],
+      );
     });
 
     it('a file some task expects (or include copies) is not missing', async () => {
-      const text = manifest([task('make', { expect_files: ['test/b.test.mjs'] }), task('use', { check: 'node --test test/b.test.mjs && cat .env', after: ['make'] })], { ...WT, include: ['.env'] });
+      const text = manifest(
+        [task('make', { expect_files: ['test/b.test.mjs'] }), task('use', { check: 'node --test test/b.test.mjs && cat .env', after: ['make'] })],
+        { ...WT, include: ['.env'] },
+      );
       assert.deepEqual(await lint('check-file-missing', text), []);
     });
 
@@ -124,7 +138,10 @@ describe('lint: what cannot run here', () => {
       assertRange(text, found[0], 4, col(t, '"fixtures/data.json"'), '"fixtures/data.json"');
       assert.match(found[0]?.message ?? '', /"protect" names fixtures\/data\.json/);
       const run = await lint('check-file-missing', manifest([task('a')], { ...WT, protect: ['nope.txt'] }));
-      assert.deepEqual(run.map((f) => f.taskKey), [null]);
+      assert.deepEqual(
+        run.map((f) => f.taskKey),
+        [null],
+      );
     });
 
     it('says nothing in plain mode (the task dir starts empty) or outside a git repository', async () => {

@@ -56,7 +56,13 @@ describe('lint: shell reader', () => {
     const parts = command?.ifParts;
     assert.ok(parts);
     const text = (lists: { start: number; end: number }[]) => src.slice(lists[0]?.start, lists[lists.length - 1]?.end);
-    assert.deepEqual(parts.clauses.map((c) => [text(c.condition), text(c.body)]), [['grep -q a f', 'echo a'], ['test -s g', 'exit 1']]);
+    assert.deepEqual(
+      parts.clauses.map((c) => [text(c.condition), text(c.body)]),
+      [
+        ['grep -q a f', 'echo a'],
+        ['test -s g', 'exit 1'],
+      ],
+    );
     assert.equal(text(parts.elseBody ?? []), '{ echo none; }');
     assert.equal(parts.closed, true);
     assert.equal(parseShell('if a; then b')[0]?.pipelines[0]?.commands[0]?.ifParts?.closed, false);
@@ -76,10 +82,16 @@ describe('lint: shell reader', () => {
 
   it('marks a chain ended by & as backgrounded; its status is never seen', () => {
     const lists = parseShell('server & sleep 1; npm test &');
-    assert.deepEqual(lists.map((l) => l.background?.op ?? null), ['&', null, '&']);
+    assert.deepEqual(
+      lists.map((l) => l.background?.op ?? null),
+      ['&', null, '&'],
+    );
     assert.equal(scriptOutcome(lists).canFail, false);
     assert.equal(scriptOutcome(parseShell('npm start & npm test')).canFail, true);
-    assert.deepEqual(parseShell('npm test 2>&1 &>/dev/null').map((l) => l.background), [null]);
+    assert.deepEqual(
+      parseShell('npm test 2>&1 &>/dev/null').map((l) => l.background),
+      [null],
+    );
   });
 });
 

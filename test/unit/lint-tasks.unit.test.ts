@@ -85,7 +85,9 @@ describe('lint: deliverable-lost', () => {
     after(() => fs.rmSync(repo, { recursive: true, force: true }));
 
     const lint = (expect: string[], run: Record<string, unknown>, useGit = true) =>
-      lintManifestText(manifest([task('a', { expect_files: expect })], run), path.join(repo, 'm.swarm.json'), { ...ctx, useGit }).then((fs) => fs.filter((f) => f.rule === 'deliverable-lost'));
+      lintManifestText(manifest([task('a', { expect_files: expect })], run), path.join(repo, 'm.swarm.json'), { ...ctx, useGit }).then((fs) =>
+        fs.filter((f) => f.rule === 'deliverable-lost'),
+      );
 
     it('trips on a file the repository ignores, pointing at the entry', async () => {
       const expect = ['src/csv.ts', 'build/csv.js', 'test.log'];
@@ -133,8 +135,14 @@ describe('lint: write-collision', () => {
   });
 
   it('in worktree mode trips on two specs naming the same repository file, at the second mention', async () => {
-    const b = task('b', { expect_files: undefined, spec: 'Add a dark theme toggle to src/app.ts that stores the choice in localStorage and applies it on load.' });
-    const text = manifest([task('a', { expect_files: undefined, spec: 'Add routing to ./src/app.ts with a /settings page, and a test in src/app.test.ts for both routes.' }), b], WT);
+    const b = task('b', {
+      expect_files: undefined,
+      spec: 'Add a dark theme toggle to src/app.ts that stores the choice in localStorage and applies it on load.',
+    });
+    const text = manifest(
+      [task('a', { expect_files: undefined, spec: 'Add routing to ./src/app.ts with a /settings page, and a test in src/app.test.ts for both routes.' }), b],
+      WT,
+    );
     const found = await findingsOf('write-collision', text);
     assert.equal(found.length, 1);
     assert.match(found[0]?.message ?? '', /Task "a" also names src\/app\.ts/);
@@ -151,8 +159,14 @@ describe('lint: write-collision', () => {
   });
 
   it('does not trip on different files, URLs or product names', async () => {
-    const a = task('a', { expect_files: [], spec: 'Read https://example.com/docs/app.ts and write src/a.ts using Node.js streams; keep it under 200 lines please.' });
-    const b = task('b', { expect_files: [], spec: 'Read https://example.com/docs/app.ts and write src/b.ts using Node.js streams; keep it under 200 lines please.' });
+    const a = task('a', {
+      expect_files: [],
+      spec: 'Read https://example.com/docs/app.ts and write src/a.ts using Node.js streams; keep it under 200 lines please.',
+    });
+    const b = task('b', {
+      expect_files: [],
+      spec: 'Read https://example.com/docs/app.ts and write src/b.ts using Node.js streams; keep it under 200 lines please.',
+    });
     assert.deepEqual(await findingsOf('write-collision', manifest([a, b], WT)), []);
   });
 });
@@ -183,19 +197,44 @@ describe('lint: subscription-uncapped', () => {
     assert.match(found[0]?.message ?? '', /subscription login "claude".*budget_usd does not cap this task.*budget_tokens/);
     assertRange(text, found[0], 4, col(t, '"claude"'), '"claude"');
     // A task's own budget_usd is a cap it would not have either.
-    assert.equal((await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude', budget_usd: 1 })], { run_name: 't', logins: flat }))).length, 1);
+    assert.equal(
+      (await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude', budget_usd: 1 })], { run_name: 't', logins: flat }))).length,
+      1,
+    );
   });
 
   it('does not trip with budget_tokens (run or task), without budget_usd, or on a metered login', async () => {
-    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude' })], { run_name: 't', budget_usd: 5, budget_tokens: 100000, logins: flat })), []);
-    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude', budget_tokens: 1000 })], { run_name: 't', budget_usd: 5, logins: flat })), []);
+    assert.deepEqual(
+      await findingsOf(
+        'subscription-uncapped',
+        manifest([task('a', { engine: 'claude' })], { run_name: 't', budget_usd: 5, budget_tokens: 100000, logins: flat }),
+      ),
+      [],
+    );
+    assert.deepEqual(
+      await findingsOf(
+        'subscription-uncapped',
+        manifest([task('a', { engine: 'claude', budget_tokens: 1000 })], { run_name: 't', budget_usd: 5, logins: flat }),
+      ),
+      [],
+    );
     assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude' })], { run_name: 't', logins: flat })), []);
-    assert.deepEqual(await findingsOf('subscription-uncapped', manifest([task('a', { engine: 'claude' })], { run_name: 't', budget_usd: 5, logins: { claude: { engines: ['claude'], max_parallel: 2 } } })), []);
+    assert.deepEqual(
+      await findingsOf(
+        'subscription-uncapped',
+        manifest([task('a', { engine: 'claude' })], { run_name: 't', budget_usd: 5, logins: { claude: { engines: ['claude'], max_parallel: 2 } } }),
+      ),
+      [],
+    );
   });
 });
 
 describe('lint: missing-verified, missing-task-type, missing-expect-files', () => {
-  for (const [rule, field] of [['missing-verified', 'verified'], ['missing-task-type', 'task_type'], ['missing-expect-files', 'expect_files']] as const) {
+  for (const [rule, field] of [
+    ['missing-verified', 'verified'],
+    ['missing-task-type', 'task_type'],
+    ['missing-expect-files', 'expect_files'],
+  ] as const) {
     it(`${rule}: an info at the task's key when ${field} is absent; nothing when present`, async () => {
       const t = task('parse-csv', { [field]: undefined });
       const text = manifest([task('ok'), t]);
@@ -289,7 +328,10 @@ describe('lint: spec-too-long', () => {
     assert.equal(found.length, 1);
     assert.equal(found[0]?.severity, 'error');
     assert.equal(found[0]?.taskKey, 'a');
-    assert.ok(found[0]?.message.startsWith('spec is 2,000,000 bytes; one argument may be at most 131,072 bytes on Linux (execve(2) MAX_ARG_STRLEN'), found[0]?.message);
+    assert.ok(
+      found[0]?.message.startsWith('spec is 2,000,000 bytes; one argument may be at most 131,072 bytes on Linux (execve(2) MAX_ARG_STRLEN'),
+      found[0]?.message,
+    );
     const r = found[0]?.range;
     assert.equal(text.slice(r?.offset, (r?.offset ?? 0) + (r?.length ?? 0)), JSON.stringify(t.spec));
   });
@@ -359,15 +401,28 @@ describe('lint: tests-protected', () => {
     assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', hardening)], { run_name: 't', protect: [] })), []);
     assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { spec: `${SPEC} Do not edit the tests.` })])), []);
     assert.deepEqual(await findingsOf('tests-protected', manifest([task('a')])), []);
-    assert.deepEqual(await findingsOf('tests-protected', manifest([task('a', { spec: `${SPEC} Add tests/test_csv.py with at least 8 cases.` })])), [], 'new test files are allowed');
+    assert.deepEqual(
+      await findingsOf('tests-protected', manifest([task('a', { spec: `${SPEC} Add tests/test_csv.py with at least 8 cases.` })])),
+      [],
+      'new test files are allowed',
+    );
   });
 });
 
 describe('lint: allow-paths and deps-not-allowed', () => {
-  it('allow-paths: an expected file outside the task\'s (or the run\'s) allow_paths is an error at the entry', async () => {
-    const text = manifest([task('a', { expect_files: ['src/parser/a.ts', 'docs/a.md'], allow_paths: ['src/parser'] }), task('b', { expect_files: ['lib/b.ts'] })], { allow_paths: ['src/**'] });
+  it("allow-paths: an expected file outside the task's (or the run's) allow_paths is an error at the entry", async () => {
+    const text = manifest(
+      [task('a', { expect_files: ['src/parser/a.ts', 'docs/a.md'], allow_paths: ['src/parser'] }), task('b', { expect_files: ['lib/b.ts'] })],
+      { allow_paths: ['src/**'] },
+    );
     const found = await findingsOf('allow-paths', text);
-    assert.deepEqual(found.map((f) => [f.taskKey, f.severity]), [['a', 'error'], ['b', 'error']]);
+    assert.deepEqual(
+      found.map((f) => [f.taskKey, f.severity]),
+      [
+        ['a', 'error'],
+        ['b', 'error'],
+      ],
+    );
     assert.match(found[0]?.message ?? '', /docs\/a\.md is outside allow_paths \(src\/parser\)/);
     assert.deepEqual(await findingsOf('allow-paths', manifest([task('a', { expect_files: ['src/a.ts'] })], { allow_paths: ['src/**'] })), []);
   });

@@ -25,7 +25,10 @@ describe('lint: loader problems as findings', () => {
     const t = task('a', { timeout_s: -1 });
     const text = manifest([t], { max_parallel: 'four' });
     const found = (await lintManifestText(text, FILE, ctx)).filter((f) => f.rule === 'invalid-manifest');
-    assert.deepEqual(found.map((f) => f.message), ['max_parallel: must be integer', 'tasks[0].timeout_s: must be >= 0.001, got -1']);
+    assert.deepEqual(
+      found.map((f) => f.message),
+      ['max_parallel: must be integer', 'tasks[0].timeout_s: must be >= 0.001, got -1'],
+    );
     assertRange(text, found[0], 2, 18, '"four"');
     assertRange(text, found[1], 4, col(t, '-1'), '-1');
     assert.equal(found[1]?.taskKey, 'a');
@@ -35,7 +38,10 @@ describe('lint: loader problems as findings', () => {
     const t = { ...task('a'), colour: 'red' };
     const text = manifest([t], { owner: 'me' });
     const found = await findingsOf('unknown-field', text);
-    assert.deepEqual(found.map((f) => f.severity), ['warning', 'warning']);
+    assert.deepEqual(
+      found.map((f) => f.severity),
+      ['warning', 'warning'],
+    );
     assertRange(text, found[0], 2, 3, '"owner"');
     assertRange(text, found[1], 4, col(t, '"colour"'), '"colour"');
   });
@@ -46,7 +52,10 @@ describe('lint: loader problems as findings', () => {
     const unknown = task('c', { engine: 'gpt-magic' });
     const text = manifest([task('a'), dup, unsafe, unknown]);
     const found = (await lintManifestText(text, FILE, ctx)).filter((f) => f.severity === 'error');
-    assert.deepEqual(found.map((f) => f.rule), ['duplicate-key', 'unsafe-key', 'unknown-engine']);
+    assert.deepEqual(
+      found.map((f) => f.rule),
+      ['duplicate-key', 'unsafe-key', 'unknown-engine'],
+    );
     assertRange(text, found[0], 5, col(dup, '"a"'), '"a"');
     assertRange(text, found[1], 6, col(unsafe, '"../escape"'), '"../escape"');
     assertRange(text, found[2], 7, col(unknown, '"gpt-magic"'), '"gpt-magic"');
@@ -63,7 +72,10 @@ describe('lint: loader problems as findings', () => {
   it('sorts findings by position', async () => {
     const text = manifest([task('a', { check: 'true', verified: undefined }), task('b', { full_access: true })], { max_parallel: 1, colour: 1 });
     const offsets = (await lintManifestText(text, FILE, ctx)).map((f) => f.range?.offset ?? -1);
-    assert.deepEqual(offsets, [...offsets].sort((x, y) => x - y));
+    assert.deepEqual(
+      offsets,
+      [...offsets].sort((x, y) => x - y),
+    );
   });
 
   it('reports an unreadable file as one invalid-manifest error without a range', async () => {
@@ -76,7 +88,18 @@ describe('lint: loader problems as findings', () => {
 });
 
 describe('lint: bad input never throws', () => {
-  for (const text of ['', '   ', 'hello', '[]', '42', 'null', '{', '{"tasks": 3}', '{"tasks": [1, "x", null, []]}', '{"tasks": [{"key": 7, "check": ["a"], "spec": {}, "expect_files": "x"}]}']) {
+  for (const text of [
+    '',
+    '   ',
+    'hello',
+    '[]',
+    '42',
+    'null',
+    '{',
+    '{"tasks": 3}',
+    '{"tasks": [1, "x", null, []]}',
+    '{"tasks": [{"key": 7, "check": ["a"], "spec": {}, "expect_files": "x"}]}',
+  ]) {
     it(`lints ${JSON.stringify(text)} into findings with ranges`, async () => {
       const found = await lintManifestText(text, FILE, ctx);
       assert.ok(found.length >= 1);
@@ -185,7 +208,13 @@ describe('lint: task keys git cannot use in a branch name', () => {
     const lock = task('bar.lock');
     const text = manifest([dot, lock]);
     const found = await findingsOf('unsafe-key', text);
-    assert.deepEqual(found.map((f) => [f.severity, f.taskKey]), [['error', 'foo.'], ['error', 'bar.lock']]);
+    assert.deepEqual(
+      found.map((f) => [f.severity, f.taskKey]),
+      [
+        ['error', 'foo.'],
+        ['error', 'bar.lock'],
+      ],
+    );
     assertRange(text, found[0], 4, col(dot, '"foo."'), '"foo."');
     assertRange(text, found[1], 5, col(lock, '"bar.lock"'), '"bar.lock"');
     assert.match(found[0]?.message ?? '', /^tasks\[0\]\.key: task key "foo\." cannot be part of a git branch name: it ends with "\."/);

@@ -10,9 +10,12 @@ describe('withLock (fs/lock.ts)', () => {
     const file = path.join(tempDir(), 'runs.jsonl');
     assert.equal(await withLock(file, async () => (fs.existsSync(`${file}.lock`) ? 'held' : 'not held')), 'held');
     assert.equal(fs.existsSync(`${file}.lock`), false);
-    await assert.rejects(withLock(file, async () => {
-      throw new Error('boom');
-    }), /boom/);
+    await assert.rejects(
+      withLock(file, async () => {
+        throw new Error('boom');
+      }),
+      /boom/,
+    );
     assert.equal(fs.existsSync(`${file}.lock`), false);
   });
 
@@ -44,11 +47,15 @@ describe('withLock (fs/lock.ts)', () => {
   it('callers in one process run one at a time, in order', async () => {
     const file = path.join(tempDir(), 'runs.jsonl');
     const order: string[] = [];
-    await Promise.all([0, 1, 2].map((i) => withLock(file, async () => {
-      order.push(`start ${i}`);
-      await new Promise((r) => setTimeout(r, 5));
-      order.push(`end ${i}`);
-    })));
+    await Promise.all(
+      [0, 1, 2].map((i) =>
+        withLock(file, async () => {
+          order.push(`start ${i}`);
+          await new Promise((r) => setTimeout(r, 5));
+          order.push(`end ${i}`);
+        }),
+      ),
+    );
     assert.deepEqual(order, ['start 0', 'end 0', 'start 1', 'end 1', 'start 2', 'end 2']);
   });
 });

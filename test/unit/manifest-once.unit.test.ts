@@ -26,10 +26,13 @@ describe('a manifest is parsed once per run and handed on', () => {
     const before = await lintParsed(parsed, ctx);
     fs.writeFileSync(file, '{ "tasks": [ ');
     assert.deepEqual(await lintParsed(parsed, ctx), before);
-    assert.ok((await lintManifestFile(file, ctx)).some((f) => f.severity === 'error'), 'the file itself now fails');
+    assert.ok(
+      (await lintManifestFile(file, ctx)).some((f) => f.severity === 'error'),
+      'the file itself now fails',
+    );
   });
 
-  it('the keys a manifest compiles to (a best-of-N task\'s candidates included) are the keys of its frozen copy, --only or not', () => {
+  it("the keys a manifest compiles to (a best-of-N task's candidates included) are the keys of its frozen copy, --only or not", () => {
     const dir = tempDir();
     const tasks = [scriptTask('a', 'true', 'true'), { ...scriptTask('b', 'true', 'true'), candidates: [{ engine: 'script' }, { engine: 'script' }] }];
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', tasks }));
@@ -38,7 +41,10 @@ describe('a manifest is parsed once per run and handed on', () => {
     writeFrozenManifest(home, 'r1', manifest);
     manifest.tasks = manifest.tasks.filter((t) => t.key === 'a');
     const frozen = loadFrozenManifest(home, { runId: 'r1', manifestFile: manifest.file } as RunState);
-    assert.deepEqual(manifest.taskKeys, frozen.tasks.map((t) => t.key));
+    assert.deepEqual(
+      manifest.taskKeys,
+      frozen.tasks.map((t) => t.key),
+    );
     assert.ok((manifest.taskKeys ?? []).length > 3, 'the candidates are compiled keys too');
   });
 });

@@ -27,9 +27,29 @@ describe('manifest loader', () => {
     assert.equal(manifest.maxParallel, 3);
     assert.equal(manifest.worktrees, false);
     assert.deepEqual(manifest.tasks[0], {
-      key: 'a', spec: 'do a', check: 'true', expectFiles: ['a.txt'], engine: 'codex', model: 'gpt-5-mini', taskType: 'parser',
-      timeoutMs: 60000, checkTimeoutMs: 300000, watchdogMs: null, engineArgs: ['--x', '1'], verified: 'a works', fullAccess: true, network: true, protect: null, maxAttempts: 3, fallback: [], after: [], review: null,
-      guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: [], allowPaths: null, sparse: null,
+      key: 'a',
+      spec: 'do a',
+      check: 'true',
+      expectFiles: ['a.txt'],
+      engine: 'codex',
+      model: 'gpt-5-mini',
+      taskType: 'parser',
+      timeoutMs: 60000,
+      checkTimeoutMs: 300000,
+      watchdogMs: null,
+      engineArgs: ['--x', '1'],
+      verified: 'a works',
+      fullAccess: true,
+      network: true,
+      protect: null,
+      maxAttempts: 3,
+      fallback: [],
+      after: [],
+      review: null,
+      guard: { secrets: true, stubs: true, deps: true, paths: true },
+      allowDeps: [],
+      allowPaths: null,
+      sparse: null,
     });
     const b = manifest.tasks[1];
     assert.ok(b);
@@ -86,7 +106,10 @@ describe('manifest loader', () => {
     it(`refuses the unsafe key ${JSON.stringify(bad)}`, () => {
       const errs = errors(`{ "tasks": [ {"key":"${bad}","spec":"x","check":"true"} ] }`);
       assert.ok(errs.length >= 1, 'expected an error');
-      assert.ok(errs.every((e) => e.path === 'tasks[0].key'), JSON.stringify(errs));
+      assert.ok(
+        errs.every((e) => e.path === 'tasks[0].key'),
+        JSON.stringify(errs),
+      );
     });
   }
 
@@ -102,16 +125,31 @@ describe('manifest loader', () => {
   });
 
   it('hide: absolute or ~/ paths kept as written; a relative one, an expose or a sockets is an error at its place', () => {
-    const { manifest, problems } = parseManifest('{ "hide": ["~/.config/mycloud", "/etc/app/secret.env"], "tasks": [ {"key":"a","spec":"x","check":"true"} ] }', FILE, { engines });
+    const { manifest, problems } = parseManifest(
+      '{ "hide": ["~/.config/mycloud", "/etc/app/secret.env"], "tasks": [ {"key":"a","spec":"x","check":"true"} ] }',
+      FILE,
+      { engines },
+    );
     assert.deepEqual(problems, []);
     assert.deepEqual(manifest?.hide, ['~/.config/mycloud', '/etc/app/secret.env']);
     assert.deepEqual(parseManifest('{ "tasks": [ {"key":"a","spec":"x","check":"true"} ] }', FILE, { engines }).manifest?.hide, []);
-    const text = '{\n  "hide": ["/ok", "relative/secret"],\n  "expose": ["~/.ssh"],\n  "sockets": ["/run/docker.sock"],\n  "tasks": [ {"key":"a","spec":"x","check":"true"} ]\n}';
+    const text =
+      '{\n  "hide": ["/ok", "relative/secret"],\n  "expose": ["~/.ssh"],\n  "sockets": ["/run/docker.sock"],\n  "tasks": [ {"key":"a","spec":"x","check":"true"} ]\n}';
     const errs = errors(text).map((e) => [e.path, e.range?.start.line, e.range?.start.column, e.message]);
     assert.deepEqual(errs, [
       ['hide[1]', 2, 19, '"relative/secret" must be an absolute path or start with ~/'],
-      ['expose', 3, 3, 'a manifest cannot expose a hidden path (a repository may not widen its own sandbox); only your own config file can ("expose" in ~/.config/verdict/config.json)'],
-      ['sockets', 4, 3, 'a manifest cannot let its steps reach a socket of the machine (a repository may not widen its own sandbox); only your own config file can ("sockets" in ~/.config/verdict/config.json)'],
+      [
+        'expose',
+        3,
+        3,
+        'a manifest cannot expose a hidden path (a repository may not widen its own sandbox); only your own config file can ("expose" in ~/.config/verdict/config.json)',
+      ],
+      [
+        'sockets',
+        4,
+        3,
+        'a manifest cannot let its steps reach a socket of the machine (a repository may not widen its own sandbox); only your own config file can ("sockets" in ~/.config/verdict/config.json)',
+      ],
     ]);
     assert.equal(parseManifest(text, FILE, { engines }).manifest, null);
   });
@@ -119,7 +157,13 @@ describe('manifest loader', () => {
   it('warns, not fails, on unknown fields, pointing at the field name', () => {
     const { manifest, problems } = parseManifest('{ "owner": "me", "tasks": [ {"key":"a","spec":"x","check":"true","colour":"red"} ] }', FILE, { engines });
     assert.ok(manifest);
-    assert.deepEqual(problems.map((p) => [p.severity, p.path]), [['warning', 'owner'], ['warning', 'tasks[0].colour']]);
+    assert.deepEqual(
+      problems.map((p) => [p.severity, p.path]),
+      [
+        ['warning', 'owner'],
+        ['warning', 'tasks[0].colour'],
+      ],
+    );
     assert.equal(problems[1]?.range?.start.column, 66);
   });
 
@@ -135,14 +179,20 @@ describe('manifest loader', () => {
       ],
     });
     const tasks = parseManifest(text, FILE, { engines }).manifest?.tasks ?? [];
-    assert.deepEqual(tasks.map((t) => [t.guard, t.allowDeps, t.allowPaths]), [
-      [{ secrets: true, stubs: false, deps: true, paths: true }, ['zod'], ['src/**']],
-      [{ secrets: true, stubs: true, deps: false, paths: true }, true, ['lib/']],
-      [{ secrets: false, stubs: false, deps: false, paths: false }, [], ['src/**']],
-    ]);
+    assert.deepEqual(
+      tasks.map((t) => [t.guard, t.allowDeps, t.allowPaths]),
+      [
+        [{ secrets: true, stubs: false, deps: true, paths: true }, ['zod'], ['src/**']],
+        [{ secrets: true, stubs: true, deps: false, paths: true }, true, ['lib/']],
+        [{ secrets: false, stubs: false, deps: false, paths: false }, [], ['src/**']],
+      ],
+    );
     const bad = errors(JSON.stringify({ tasks: [{ key: 'a', spec: 's', check: 'true', guard: { stub: false }, allow_paths: [] }] }));
     assert.deepEqual([...new Set(bad.map((p) => p.path))], ['tasks[0].guard', 'tasks[0].allow_paths']);
-    assert.ok(bad.some((p) => /additional properties/.test(p.message)), 'the unknown guard name is the reason');
+    assert.ok(
+      bad.some((p) => /additional properties/.test(p.message)),
+      'the unknown guard name is the reason',
+    );
   });
 
   it('splits a string engine_args like a shell, and refuses shell operators in it', () => {
@@ -153,7 +203,10 @@ describe('manifest loader', () => {
   });
 
   it('throws ManifestError from loadManifest for a missing file, naming it', () => {
-    assert.throws(() => loadManifest('/nonexistent/m.swarm.json'), (e: unknown) => e instanceof ManifestError && /\/nonexistent\/m\.swarm\.json: error: \(file\): cannot read the manifest/.test(e.message));
+    assert.throws(
+      () => loadManifest('/nonexistent/m.swarm.json'),
+      (e: unknown) => e instanceof ManifestError && /\/nonexistent\/m\.swarm\.json: error: \(file\): cannot read the manifest/.test(e.message),
+    );
   });
 
   it('loads the bundled demo manifest', () => {

@@ -65,7 +65,9 @@ describe('merge queue', function () {
     git(repo, 'commit', '-qm', 'ignore build');
     // The worker's deliverable lands in an ignored folder: the attempt's check no longer sees it either (it is moved
     // out of the task dir, run/undelivered.ts), so the run and the merge agree: FAIL, nothing to merge.
-    const ignored = await run(repo, home, [scriptTask('ignored', 'mkdir -p build && echo out > build/out.txt && echo x > note.txt', 'cat build/out.txt', { max_attempts: 1 })]);
+    const ignored = await run(repo, home, [
+      scriptTask('ignored', 'mkdir -p build && echo out > build/out.txt && echo x > note.txt', 'cat build/out.txt', { max_attempts: 1 }),
+    ]);
     assert.equal(ignored.tasks[0]?.status, 'FAIL');
     assert.deepEqual(mergeRequestsForRun(home, ignored), []);
     // A PASS whose branch then loses the file (moved back by hand) while the worker's worktree still has it: the
@@ -74,7 +76,15 @@ describe('merge queue', function () {
     assert.equal(state.tasks[0]?.status, 'PASS');
     const branch = String(state.tasks[0]?.branch);
     const tree = git(repo, 'rev-parse', `${branch}^{tree}`);
-    const without = execFileSync('git', ['mktree'], { cwd: repo, input: git(repo, 'ls-tree', tree).split('\n').filter((l) => !l.endsWith('\tout.txt')).join('\n') + '\n', encoding: 'utf8' }).trim();
+    const without = execFileSync('git', ['mktree'], {
+      cwd: repo,
+      input:
+        git(repo, 'ls-tree', tree)
+          .split('\n')
+          .filter((l) => !l.endsWith('\tout.txt'))
+          .join('\n') + '\n',
+      encoding: 'utf8',
+    }).trim();
     git(repo, 'update-ref', `refs/heads/${branch}`, git(repo, 'commit-tree', without, '-p', branch, '-m', 'out.txt dropped'));
     assert.equal(fs.existsSync(path.join(String(state.tasks[0]?.dir), 'out.txt')), true);
     const [outcome] = await mergeQueue(mergeRequestsForRun(path.join(dir, 'home2'), state));
@@ -91,7 +101,10 @@ describe('merge queue', function () {
     // Setup fails only while the marker file exists (made after the run, before the first merge).
     const fail = path.join(dir, 'fail-setup');
     const setup = `test ! -e ${fail} || exit 3; mkdir -p deps && echo dep > deps/lib.txt`;
-    const state = await run(repo, home, [scriptTask('uses-deps', 'echo x > note.txt', 'cat deps/lib.txt && grep -x TOKEN=local .env')], { setup, include: ['.env'] });
+    const state = await run(repo, home, [scriptTask('uses-deps', 'echo x > note.txt', 'cat deps/lib.txt && grep -x TOKEN=local .env')], {
+      setup,
+      include: ['.env'],
+    });
     assert.equal(state.tasks[0]?.status, 'PASS');
     fs.writeFileSync(fail, '');
     const [failed] = await mergeQueue(mergeRequestsForRun(home, state));
@@ -114,7 +127,7 @@ describe('merge queue', function () {
     assert.equal(fs.existsSync(marker), false, 'the merge-time check wrote outside its checkout');
   });
 
-  it('the re-check runs with the base\'s versions of protected check inputs: a branch that changed a test fails on the real one, and one that passes it is still not merged', async function () {
+  it("the re-check runs with the base's versions of protected check inputs: a branch that changed a test fails on the real one, and one that passes it is still not merged", async function () {
     await requireSandbox(this);
     fs.mkdirSync(path.join(repo, 'tests'));
     fs.writeFileSync(path.join(repo, 'run-tests.sh'), 'for t in tests/*.sh; do bash "$t" || { echo "FAIL $t"; exit 1; }; done; echo "tests pass"\n');
@@ -126,7 +139,10 @@ describe('merge queue', function () {
       scriptTask('honest', 'echo done > feature.txt', 'bash run-tests.sh'),
       scriptTask('untouched', 'echo done > feature.txt', 'bash run-tests.sh'),
     ]);
-    assert.deepEqual(state.tasks.map((t) => t.status), ['PASS', 'PASS', 'PASS']);
+    assert.deepEqual(
+      state.tasks.map((t) => t.status),
+      ['PASS', 'PASS', 'PASS'],
+    );
     // Somehow (a commit made before protection, a rebase, a hand edit) two branches now change the protected test.
     const commitOn = (key: string, edit: () => void) => {
       const t = state.tasks.find((x) => x.key === key);
@@ -143,7 +159,10 @@ describe('merge queue', function () {
     commitOn('honest', () => fs.writeFileSync(path.join(state.tasks[1]!.dir, 'tests', 't1.sh'), 'true\n'));
     const head = git(repo, 'rev-parse', 'HEAD');
     const outcomes = await mergeQueue(mergeRequestsForRun(home, state));
-    assert.deepEqual(outcomes.map((o) => `${o.key}:${o.status}`), ['broken:CHECK_FAILED', 'honest:CHECK_FAILED', 'untouched:MERGED']);
+    assert.deepEqual(
+      outcomes.map((o) => `${o.key}:${o.status}`),
+      ['broken:CHECK_FAILED', 'honest:CHECK_FAILED', 'untouched:MERGED'],
+    );
     const [broken, honest] = outcomes as { reason: string; output: string }[];
     assert.match(String(broken?.output), /FAIL tests\/t1\.sh/, 'the real test ran and failed');
     assert.match(String(broken?.reason), /with the base's versions of the protected check inputs the branch changes: tests\/t1\.sh/);
@@ -157,24 +176,35 @@ describe('merge queue', function () {
     const state = await run(repo, home, [scriptTask('add-a', 'echo a > a.txt', 'test -s a.txt || exit 1')]);
     fs.writeFileSync(path.join(repo, 'README.md'), 'uncommitted edit\n');
     const head = git(repo, 'rev-parse', 'HEAD');
-    await assert.rejects(mergeQueue(mergeRequestsForRun(home, state)), (e) => e instanceof DirtyTreeError && /README\.md/.test(e.message) && /never merges into a dirty working tree/.test(e.message));
+    await assert.rejects(
+      mergeQueue(mergeRequestsForRun(home, state)),
+      (e) => e instanceof DirtyTreeError && /README\.md/.test(e.message) && /never merges into a dirty working tree/.test(e.message),
+    );
     assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
     assert.equal(fs.readFileSync(path.join(repo, 'README.md'), 'utf8'), 'uncommitted edit\n');
   });
 
   it('reports a task branch deleted by hand as MISSING and goes on', async () => {
-    const state = await run(repo, home, [scriptTask('gone', 'echo g > g.txt', 'test -s g.txt || exit 1'), scriptTask('kept', 'echo k > k.txt', 'test -s k.txt || exit 1')]);
+    const state = await run(repo, home, [
+      scriptTask('gone', 'echo g > g.txt', 'test -s g.txt || exit 1'),
+      scriptTask('kept', 'echo k > k.txt', 'test -s k.txt || exit 1'),
+    ]);
     const gone = state.tasks[0];
     assert.ok(gone?.branch);
     git(repo, 'worktree', 'remove', '--force', gone.dir);
     git(repo, 'branch', '-D', gone.branch);
     const outcomes = await mergeQueue(mergeRequestsForRun(home, state));
-    assert.deepEqual(outcomes.map((o) => o.status), ['MISSING', 'MERGED']);
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      ['MISSING', 'MERGED'],
+    );
     assert.match(outcomes[0]?.status === 'MISSING' ? outcomes[0].reason : '', /no longer exists/);
   });
 
-  it('does not merge when the check fails on the rebased result, and uses a temporary worktree when the task\'s is gone', async () => {
-    const state = await run(repo, home, [scriptTask('needs-one-line', 'echo n > n.txt', 'test "$(wc -l < README.md)" = 1 || { echo "README.md has $(wc -l < README.md) lines"; exit 1; }')]);
+  it("does not merge when the check fails on the rebased result, and uses a temporary worktree when the task's is gone", async () => {
+    const state = await run(repo, home, [
+      scriptTask('needs-one-line', 'echo n > n.txt', 'test "$(wc -l < README.md)" = 1 || { echo "README.md has $(wc -l < README.md) lines"; exit 1; }'),
+    ]);
     fs.appendFileSync(path.join(repo, 'README.md'), 'line two\n');
     git(repo, 'commit', '-qam', 'two lines');
     const t = state.tasks[0];

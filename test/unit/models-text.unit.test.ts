@@ -8,8 +8,29 @@ import { tempDir } from '../helpers/fixtures';
 /** A Verdict-format eval row with the fields the scoreboard reads. */
 function row(key: string, verdict: string, model: string | null, engine: string, second: number) {
   return {
-    run_id: 'r1', task_key: key, spec: 's', worker_engine: engine, verdict, duration_ms: 10, worker_tokens: null, model, task_type: engine === 'script' ? 'script' : 'parser', retry: false, identity: 'me', notes: '', attempt: 1, harness: engine, lab: null, reported_model: null,
-    tokens_in: null, tokens_out: null, cost_microusd: null, ended_at: `2026-01-01T00:00:${String(second).padStart(2, '0')}.000Z`, step: 'work', group: null, candidate: null,
+    run_id: 'r1',
+    task_key: key,
+    spec: 's',
+    worker_engine: engine,
+    verdict,
+    duration_ms: 10,
+    worker_tokens: null,
+    model,
+    task_type: engine === 'script' ? 'script' : 'parser',
+    retry: false,
+    identity: 'me',
+    notes: '',
+    attempt: 1,
+    harness: engine,
+    lab: null,
+    reported_model: null,
+    tokens_in: null,
+    tokens_out: null,
+    cost_microusd: null,
+    ended_at: `2026-01-01T00:00:${String(second).padStart(2, '0')}.000Z`,
+    step: 'work',
+    group: null,
+    candidate: null,
   };
 }
 
@@ -24,7 +45,10 @@ describe('verdict models: the line when no model has judged attempts', () => {
     const out = await text([row('fizzbuzz', 'PASS', null, 'script', 1), row('lying', 'FAIL', null, 'script', 2)]);
     assert.match(out[0] ?? '', /no stamped model/, out.join('\n'));
     assert.doesNotMatch(out[0] ?? '', /error/, out.join('\n'));
-    assert.ok(out.some((l) => l.startsWith('quarantined: 2 attempt(s)')), out.join('\n'));
+    assert.ok(
+      out.some((l) => l.startsWith('quarantined: 2 attempt(s)')),
+      out.join('\n'),
+    );
   });
 
   it('with only engine errors it points at them', async () => {

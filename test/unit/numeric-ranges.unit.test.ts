@@ -41,7 +41,10 @@ const task = (extra: Record<string, unknown> = {}) => ({ key: 'a', engine: 'scri
  */
 const FIELDS: Record<string, { at: (string | number)[]; manifest: (v: number) => unknown }> = {
   '#/properties/max_parallel': { at: ['max_parallel'], manifest: (v) => ({ max_parallel: v, tasks: [task()] }) },
-  '#/properties/logins/additionalProperties/properties/max_parallel': { at: ['logins', 'sub', 'max_parallel'], manifest: (v) => ({ logins: { sub: { engines: ['script'], max_parallel: v } }, tasks: [task()] }) },
+  '#/properties/logins/additionalProperties/properties/max_parallel': {
+    at: ['logins', 'sub', 'max_parallel'],
+    manifest: (v) => ({ logins: { sub: { engines: ['script'], max_parallel: v } }, tasks: [task()] }),
+  },
   '#/properties/budget_usd': { at: ['budget_usd'], manifest: (v) => ({ budget_usd: v, tasks: [task()] }) },
   '#/properties/budget_tokens': { at: ['budget_tokens'], manifest: (v) => ({ budget_tokens: v, tasks: [task()] }) },
   '#/properties/route/properties/explore': { at: ['route', 'explore'], manifest: (v) => ({ route: { from: ['script'], explore: v }, tasks: [task()] }) },
@@ -53,21 +56,48 @@ const FIELDS: Record<string, { at: (string | number)[]; manifest: (v: number) =>
   '#/definitions/task/properties/timeout_s': { at: ['tasks', 0, 'timeout_s'], manifest: (v) => ({ tasks: [task({ timeout_s: v })] }) },
   '#/definitions/task/properties/check_timeout_s': { at: ['tasks', 0, 'check_timeout_s'], manifest: (v) => ({ tasks: [task({ check_timeout_s: v })] }) },
   '#/properties/suite_timeout_s': { at: ['suite_timeout_s'], manifest: (v) => ({ suite: 'npm test', suite_timeout_s: v, tasks: [task()] }) },
-  '#/definitions/task/properties/suite_timeout_s': { at: ['tasks', 0, 'suite_timeout_s'], manifest: (v) => ({ tasks: [task({ suite: 'npm test', suite_timeout_s: v })] }) },
+  '#/definitions/task/properties/suite_timeout_s': {
+    at: ['tasks', 0, 'suite_timeout_s'],
+    manifest: (v) => ({ tasks: [task({ suite: 'npm test', suite_timeout_s: v })] }),
+  },
   '#/definitions/task/properties/watchdog_s': { at: ['tasks', 0, 'watchdog_s'], manifest: (v) => ({ tasks: [task({ watchdog_s: v })] }) },
   '#/definitions/task/properties/budget_usd': { at: ['tasks', 0, 'budget_usd'], manifest: (v) => ({ tasks: [task({ budget_usd: v })] }) },
   '#/definitions/task/properties/max_attempt_usd': { at: ['tasks', 0, 'max_attempt_usd'], manifest: (v) => ({ tasks: [task({ max_attempt_usd: v })] }) },
   '#/definitions/task/properties/budget_tokens': { at: ['tasks', 0, 'budget_tokens'], manifest: (v) => ({ tasks: [task({ budget_tokens: v })] }) },
-  '#/definitions/task/properties/max_attempt_tokens': { at: ['tasks', 0, 'max_attempt_tokens'], manifest: (v) => ({ tasks: [task({ max_attempt_tokens: v })] }) },
+  '#/definitions/task/properties/max_attempt_tokens': {
+    at: ['tasks', 0, 'max_attempt_tokens'],
+    manifest: (v) => ({ tasks: [task({ max_attempt_tokens: v })] }),
+  },
   '#/definitions/task/properties/max_attempts': { at: ['tasks', 0, 'max_attempts'], manifest: (v) => ({ tasks: [task({ max_attempts: v })] }) },
   '#/definitions/task/properties/repeat': { at: ['tasks', 0, 'repeat'], manifest: (v) => ({ tasks: [task({ repeat: v })] }) },
-  '#/definitions/task/properties/stop_after': { at: ['tasks', 0, 'stop_after'], manifest: (v) => ({ tasks: [task({ repeat: 32, select: 'all', stop_after: v })] }) },
-  '#/definitions/task/properties/distinguish/properties/max_inputs': { at: ['tasks', 0, 'distinguish', 'max_inputs'], manifest: (v) => ({ tasks: [task({ repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'true', max_inputs: v } })] }) },
-  '#/definitions/task/properties/distinguish/properties/timeout_s': { at: ['tasks', 0, 'distinguish', 'timeout_s'], manifest: (v) => ({ tasks: [task({ repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'true', timeout_s: v } })] }) },
-  '#/definitions/task/properties/validate/properties/workers': { at: ['tasks', 0, 'validate', 'workers'], manifest: (v) => ({ tasks: [task({ validate: { workers: v, check: 'test -s validation.md' } })] }) },
-  '#/definitions/task/properties/critique/properties/rounds': { at: ['tasks', 0, 'critique', 'rounds'], manifest: (v) => ({ tasks: [task({ critique: { critics: ['claude'], rounds: v } })] }) },
-  '#/definitions/task/properties/critique/properties/time_limit_s': { at: ['tasks', 0, 'critique', 'time_limit_s'], manifest: (v) => ({ tasks: [task({ critique: { critics: ['claude'], time_limit_s: v } })] }) },
-  '#/definitions/task/properties/generate/properties/max_tasks': { at: ['tasks', 0, 'generate', 'max_tasks'], manifest: (v) => ({ tasks: [task({ generate: { file: 'tasks.json', max_tasks: v } })] }) },
+  '#/definitions/task/properties/stop_after': {
+    at: ['tasks', 0, 'stop_after'],
+    manifest: (v) => ({ tasks: [task({ repeat: 32, select: 'all', stop_after: v })] }),
+  },
+  '#/definitions/task/properties/distinguish/properties/max_inputs': {
+    at: ['tasks', 0, 'distinguish', 'max_inputs'],
+    manifest: (v) => ({ tasks: [task({ repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'true', max_inputs: v } })] }),
+  },
+  '#/definitions/task/properties/distinguish/properties/timeout_s': {
+    at: ['tasks', 0, 'distinguish', 'timeout_s'],
+    manifest: (v) => ({ tasks: [task({ repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'true', timeout_s: v } })] }),
+  },
+  '#/definitions/task/properties/validate/properties/workers': {
+    at: ['tasks', 0, 'validate', 'workers'],
+    manifest: (v) => ({ tasks: [task({ validate: { workers: v, check: 'test -s validation.md' } })] }),
+  },
+  '#/definitions/task/properties/critique/properties/rounds': {
+    at: ['tasks', 0, 'critique', 'rounds'],
+    manifest: (v) => ({ tasks: [task({ critique: { critics: ['claude'], rounds: v } })] }),
+  },
+  '#/definitions/task/properties/critique/properties/time_limit_s': {
+    at: ['tasks', 0, 'critique', 'time_limit_s'],
+    manifest: (v) => ({ tasks: [task({ critique: { critics: ['claude'], time_limit_s: v } })] }),
+  },
+  '#/definitions/task/properties/generate/properties/max_tasks': {
+    at: ['tasks', 0, 'generate', 'max_tasks'],
+    manifest: (v) => ({ tasks: [task({ generate: { file: 'tasks.json', max_tasks: v } })] }),
+  },
 };
 
 /** `tasks[0].timeout_s` for ['tasks', 0, 'timeout_s'], as the loader names a path. */
@@ -114,7 +144,7 @@ describe('numeric ranges at load', () => {
     });
   }
 
-  it('counts are integers; durations in seconds stop at Node\'s timer limit and never round to 0 ms', () => {
+  it("counts are integers; durations in seconds stop at Node's timer limit and never round to 0 ms", () => {
     for (const [at, s] of found) {
       const field = at.split('/').pop() as string;
       if (field.endsWith('_s')) {
@@ -138,7 +168,10 @@ describe('numeric ranges at load', () => {
   it('timeout_s and check_timeout_s of 2,200,000 s: a load error naming file:line:column and the field (it fired after 1 ms)', () => {
     const dir = tempDir();
     const file = path.join(dir, 'big.swarm.json');
-    fs.writeFileSync(file, '{\n  "tasks": [\n    { "key": "t", "engine": "script", "spec": "sleep 1", "check": "test -s out.txt",\n      "timeout_s": 2200000, "check_timeout_s": 2200000 }\n  ]\n}\n');
+    fs.writeFileSync(
+      file,
+      '{\n  "tasks": [\n    { "key": "t", "engine": "script", "spec": "sleep 1", "check": "test -s out.txt",\n      "timeout_s": 2200000, "check_timeout_s": 2200000 }\n  ]\n}\n',
+    );
     let thrown: unknown;
     try {
       loadManifest(file, { engines });
@@ -147,10 +180,13 @@ describe('numeric ranges at load', () => {
     }
     assert.ok(thrown instanceof ManifestError, 'the manifest must not load');
     const lines = thrown.problems.map(formatProblem);
-    assert.deepEqual(lines.map((l) => l.replace(/ \(seconds: .*\)$/, '')), [
-      `${file}:4:20: error: tasks[0].timeout_s: must be <= 2147483, got 2200000`,
-      `${file}:4:48: error: tasks[0].check_timeout_s: must be <= 2147483, got 2200000`,
-    ]);
+    assert.deepEqual(
+      lines.map((l) => l.replace(/ \(seconds: .*\)$/, '')),
+      [
+        `${file}:4:20: error: tasks[0].timeout_s: must be <= 2147483, got 2200000`,
+        `${file}:4:48: error: tasks[0].check_timeout_s: must be <= 2147483, got 2200000`,
+      ],
+    );
     assert.match(lines[0] ?? '', /Node's timers hold at most 2\^31−1 ms/);
   });
 
@@ -168,7 +204,10 @@ describe('numeric ranges of the user config', () => {
     for (const bad of [0, 257, 2.5, 1e9]) {
       const file = path.join(dir, `c${bad}.json`);
       fs.writeFileSync(file, `{\n  "identity": "me",\n  "max_parallel": ${bad}\n}\n`);
-      assert.throws(() => loadConfig(file), (e: Error) => e.message === `${file}:3:19: max_parallel: must be an integer from 1 to 256 (as the manifest's max_parallel), got ${bad}`);
+      assert.throws(
+        () => loadConfig(file),
+        (e: Error) => e.message === `${file}:3:19: max_parallel: must be an integer from 1 to 256 (as the manifest's max_parallel), got ${bad}`,
+      );
     }
     const ok = path.join(dir, 'ok.json');
     fs.writeFileSync(ok, '{ "max_parallel": 256 }');
@@ -189,7 +228,13 @@ describe("timers with a user's delay (fs/timer.ts)", function () {
 
   it('a process under a time limit past the timer limit is not stopped at once (it was TIMEOUT after 1 ms)', async () => {
     const dir = tempDir();
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', 'sleep 0.3; echo done'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 2_200_000_000 });
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', 'sleep 0.3; echo done'],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 2_200_000_000,
+    });
     assert.equal(receipt.timedOut, false);
     assert.equal(receipt.exitCode, 0);
   });
@@ -197,7 +242,11 @@ describe("timers with a user's delay (fs/timer.ts)", function () {
   it('a job queued for longer than the timer limit does not start at once', async () => {
     const ran: number[] = [];
     const dropped: number[] = [];
-    const s = new Scheduler<number>(1, async (n) => void ran.push(n), (n) => dropped.push(n));
+    const s = new Scheduler<number>(
+      1,
+      async (n) => void ran.push(n),
+      (n) => dropped.push(n),
+    );
     s.push(1, 30 * 24 * 3600 * 1000);
     await sleep(100);
     assert.deepEqual(ran, []);

@@ -12,17 +12,44 @@ import { findingsOf, manifest as lintManifest, task as lintTask } from './lint-h
 // red copy is bound at the task dir's path, how a phase file is put back, and the lint warning when it is turned off.
 
 const engines = new Set(['codex', 'claude', 'script']);
-const manifest = (test: Record<string, unknown>) => JSON.stringify({ worktrees: true, tasks: [{ key: 'util', engine: 'codex', spec: 'Write {file}.', check: 'node --check {file}', phases: { files: ['src/a.mjs', 'src/b.mjs'], test: { engine: 'claude', check: 'node --test test/', ...test } } }] });
+const manifest = (test: Record<string, unknown>) =>
+  JSON.stringify({
+    worktrees: true,
+    tasks: [
+      {
+        key: 'util',
+        engine: 'codex',
+        spec: 'Write {file}.',
+        check: 'node --check {file}',
+        phases: { files: ['src/a.mjs', 'src/b.mjs'], test: { engine: 'claude', check: 'node --test test/', ...test } },
+      },
+    ],
+  });
 
 describe('phases: red before green', () => {
   it('the test phase carries its phase files and their implement tasks; the implement tasks carry none', () => {
     const m = parseManifest(manifest({}), '/m.swarm.json', { engines }).manifest!;
-    assert.deepEqual(m.tasks.map((t) => [t.key, t.red]), [['util--impl-1', undefined], ['util--impl-2', undefined], ['util', [{ file: 'src/a.mjs', implement: 'util--impl-1' }, { file: 'src/b.mjs', implement: 'util--impl-2' }]]]);
+    assert.deepEqual(
+      m.tasks.map((t) => [t.key, t.red]),
+      [
+        ['util--impl-1', undefined],
+        ['util--impl-2', undefined],
+        [
+          'util',
+          [
+            { file: 'src/a.mjs', implement: 'util--impl-1' },
+            { file: 'src/b.mjs', implement: 'util--impl-2' },
+          ],
+        ],
+      ],
+    );
   });
 
   it('"red": false leaves it out, and lint warns at the false (rule phases-red-off); true or absent does not warn', async () => {
     assert.equal(parseManifest(manifest({ red: false }), '/m.swarm.json', { engines }).manifest!.tasks[2]!.red, undefined);
-    const off = lintManifest([lintTask('util', { engine: 'codex', phases: { files: ['a.mjs'], test: { engine: 'claude', check: 'node --test', red: false } } })]);
+    const off = lintManifest([
+      lintTask('util', { engine: 'codex', phases: { files: ['a.mjs'], test: { engine: 'claude', check: 'node --test', red: false } } }),
+    ]);
     const found = await findingsOf('phases-red-off', off);
     assert.equal(found.length, 1);
     assert.equal(found[0]!.severity, 'warning');
@@ -33,15 +60,35 @@ describe('phases: red before green', () => {
   });
 
   it('the retry is told that its tests passed without the code, and whose output it sees', () => {
-    const text = failureText({ attempt: 1, verdict: 'FAIL', check: 'bash t.sh', checkExitCode: 0, checkOutput: 'ok', workerTail: '', reason: redPassedReason('bash t.sh', ['a.sh']), redFiles: ['a.sh'] });
+    const text = failureText({
+      attempt: 1,
+      verdict: 'FAIL',
+      check: 'bash t.sh',
+      checkExitCode: 0,
+      checkOutput: 'ok',
+      workerTail: '',
+      reason: redPassedReason('bash t.sh', ['a.sh']),
+      redFiles: ['a.sh'],
+    });
     assert.match(text, /ran again on the same tree without the implementation \(a\.sh as they were before it was written\) and passed there too/);
     assert.match(text, /Its exit code on the tree without the implementation was 0\./);
-    const plain = failureText({ attempt: 1, verdict: 'FAIL', check: 'bash t.sh', checkExitCode: 1, checkOutput: 'x', workerTail: '', reason: 'the check exited 1' });
+    const plain = failureText({
+      attempt: 1,
+      verdict: 'FAIL',
+      check: 'bash t.sh',
+      checkExitCode: 1,
+      checkOutput: 'x',
+      workerTail: '',
+      reason: 'the check exited 1',
+    });
     assert.doesNotMatch(plain, /without the implementation/);
   });
 
   it('the reason names the check and the files', () => {
-    assert.equal(redPassedReason('bash t.sh', ['a.sh', 'b.sh']), 'the tests pass without the implementation: `bash t.sh` exited 0 on the tree without a.sh, b.sh (each put back as it was before its implement task ran); tests must fail when the code they test is missing');
+    assert.equal(
+      redPassedReason('bash t.sh', ['a.sh', 'b.sh']),
+      'the tests pass without the implementation: `bash t.sh` exited 0 on the tree without a.sh, b.sh (each put back as it was before its implement task ran); tests must fail when the code they test is missing',
+    );
   });
 });
 
@@ -55,20 +102,31 @@ describe('sandbox: a folder shown at another path (substitute)', () => {
     assert.equal(bindSource([], '/w/t'), '/w/t');
   });
 
-  it('bwrap binds the copy at the task dir\'s path, and a read-only file from the copy (left out when the copy lacks it)', () => {
+  it("bwrap binds the copy at the task dir's path, and a read-only file from the copy (left out when the copy lacks it)", () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'red-bind-'));
     const task = path.join(root, 'task');
     const copy = path.join(root, 'copy');
     for (const d of [task, copy]) fs.mkdirSync(d);
     for (const f of ['kept.txt', 'gone.txt']) fs.writeFileSync(path.join(task, f), 'x');
     fs.writeFileSync(path.join(copy, 'kept.txt'), 'x');
-    const { args } = bwrapCommand({ binary: 'bwrap', writable: [task], network: false, readOnly: [path.join(task, 'kept.txt'), path.join(task, 'gone.txt')], substitute: [{ source: copy, at: task }] }, task, 'bash', ['-c', 'true']);
+    const { args } = bwrapCommand(
+      {
+        binary: 'bwrap',
+        writable: [task],
+        network: false,
+        readOnly: [path.join(task, 'kept.txt'), path.join(task, 'gone.txt')],
+        substitute: [{ source: copy, at: task }],
+      },
+      task,
+      'bash',
+      ['-c', 'true'],
+    );
     const line = args.join(' ');
     assert.ok(line.includes(`--bind ${copy} ${task}`), line);
     assert.ok(line.includes(`--ro-bind ${path.join(copy, 'kept.txt')} ${path.join(task, 'kept.txt')}`), line);
     assert.ok(!line.includes('gone.txt'), 'a file the copy lacks is not bound in from the real dir');
     assert.ok(!line.includes(`--bind ${task} ${task}`), 'the real task dir is not bound');
-    assert.deepEqual(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2), ['--chdir', task], 'the working directory is the task dir\'s path');
+    assert.deepEqual(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2), ['--chdir', task], "the working directory is the task dir's path");
     fs.rmSync(root, { recursive: true, force: true });
   });
 });
@@ -93,7 +151,7 @@ describe('putBack: a phase file as it was before its implementation', () => {
     assert.equal(fs.statSync(dir).mtimeMs, old.getTime());
   });
 
-  it('there at the start: its content and mode come back; its times and its folders\' times stay', () => {
+  it("there at the start: its content and mode come back; its times and its folders' times stay", () => {
     fs.utimesSync(path.join(dir, 'src', 'b.mjs'), old, old);
     fs.utimesSync(path.join(dir, 'src'), old, old);
     putBack(dir, 'src/b.mjs', { kind: 'file', content: Buffer.from('stub'), mode: 0o755 });

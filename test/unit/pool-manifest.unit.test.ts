@@ -15,6 +15,9 @@ describe('manifest: pool and remote (docs/scale.md)', () => {
 
   it('refuses an empty pool URL, naming the field', () => {
     const r = parseManifest(JSON.stringify({ pool: '', tasks: [task] }), '/srv/app/app.swarm.json');
-    assert.ok(r.problems.some((p) => p.severity === 'error' && /pool/.test(p.path + p.message)), JSON.stringify(r.problems));
+    assert.ok(
+      r.problems.some((p) => p.severity === 'error' && /pool/.test(p.path + p.message)),
+      JSON.stringify(r.problems),
+    );
   });
 });

@@ -3,12 +3,45 @@ import { BadJobError, parseJob, queueOf, type AttemptJob } from '../../extension
 import { uuidOf } from '../../extension/core/pool/dispatch';
 
 const job: AttemptJob = {
-  v: 4, runId: '20260101-120000-ab12', runName: 'r', identity: 'me', key: 't1', attempt: 2, retry: true, engine: 'codex', model: null, taskType: null,
-  spec: 'do it', failure: 'it failed', check: 'npm test', expectFiles: [], timeoutMs: 1000, checkTimeoutMs: 1000, watchdogMs: null, engineArgs: [],
-  verified: null, network: true, protect: null, setup: null, remote: '/srv/git/app.git', baseSha: 'a'.repeat(40), branch: 'verdict/20260101-120000-ab12/t1',
-  startFrom: [{ key: 'dep', commit: 'b'.repeat(40) }], group: null, candidate: null,
-  review: { engines: [{ engine: 'claude', model: null }], require: 'all' }, guard: { secrets: true, stubs: true, deps: true, paths: true }, allowDeps: true, allowPaths: null,
-  inputs: { anonymous: true, entries: [{ path: 'answers/A', commit: 'c'.repeat(40) }, { path: 'answers/B', commit: 'd'.repeat(40) }] },
+  v: 4,
+  runId: '20260101-120000-ab12',
+  runName: 'r',
+  identity: 'me',
+  key: 't1',
+  attempt: 2,
+  retry: true,
+  engine: 'codex',
+  model: null,
+  taskType: null,
+  spec: 'do it',
+  failure: 'it failed',
+  check: 'npm test',
+  expectFiles: [],
+  timeoutMs: 1000,
+  checkTimeoutMs: 1000,
+  watchdogMs: null,
+  engineArgs: [],
+  verified: null,
+  network: true,
+  protect: null,
+  setup: null,
+  remote: '/srv/git/app.git',
+  baseSha: 'a'.repeat(40),
+  branch: 'verdict/20260101-120000-ab12/t1',
+  startFrom: [{ key: 'dep', commit: 'b'.repeat(40) }],
+  group: null,
+  candidate: null,
+  review: { engines: [{ engine: 'claude', model: null }], require: 'all' },
+  guard: { secrets: true, stubs: true, deps: true, paths: true },
+  allowDeps: true,
+  allowPaths: null,
+  inputs: {
+    anonymous: true,
+    entries: [
+      { path: 'answers/A', commit: 'c'.repeat(40) },
+      { path: 'answers/B', commit: 'd'.repeat(40) },
+    ],
+  },
   red: [{ file: 'src/a.mjs', implement: 't1--impl-1', start: 'e'.repeat(40) }],
   revising: false,
 };
@@ -19,7 +52,13 @@ describe('pool payload: what a worker accepts from the queue', () => {
     assert.deepEqual(parseJob({ ...job, inputs: null }).inputs, null);
     assert.deepEqual(parseJob({ ...job, red: null }).red, null);
     // Named inputs (not anonymous) keep their key names, in a folder or not.
-    const named = { anonymous: false, entries: [{ path: 'impl-1', commit: 'c'.repeat(40) }, { path: 'answers/b_2.x', commit: 'e'.repeat(64) }] };
+    const named = {
+      anonymous: false,
+      entries: [
+        { path: 'impl-1', commit: 'c'.repeat(40) },
+        { path: 'answers/b_2.x', commit: 'e'.repeat(64) },
+      ],
+    };
     assert.deepEqual(parseJob({ ...job, inputs: named }).inputs, named);
   });
 
@@ -42,16 +81,40 @@ describe('pool payload: what a worker accepts from the queue', () => {
     // Inputs: a worker copies what a payload names into a folder its sandbox shows; a hostile payload must not make it
     // read or write elsewhere, run git with an option, or tell an anonymous reader whose work is whose.
     ['no inputs field (an older payload)', { inputs: undefined }, /field inputs/],
-    ['an input path that climbs out of the inputs folder', { inputs: { anonymous: false, entries: [{ path: '../../etc', commit: 'c'.repeat(40) }] } }, /field inputs/],
+    [
+      'an input path that climbs out of the inputs folder',
+      { inputs: { anonymous: false, entries: [{ path: '../../etc', commit: 'c'.repeat(40) }] } },
+      /field inputs/,
+    ],
     ['an input path with ..', { inputs: { anonymous: false, entries: [{ path: 'answers/..', commit: 'c'.repeat(40) }] } }, /field inputs/],
     ['an absolute input path', { inputs: { anonymous: false, entries: [{ path: '/home/me/repo', commit: 'c'.repeat(40) }] } }, /field inputs/],
     ['an input path three deep', { inputs: { anonymous: false, entries: [{ path: 'a/b/c', commit: 'c'.repeat(40) }] } }, /field inputs/],
     ['a hidden input name', { inputs: { anonymous: false, entries: [{ path: '.git', commit: 'c'.repeat(40) }] } }, /field inputs/],
     ['an input commit read as a git option', { inputs: { anonymous: false, entries: [{ path: 'a', commit: '--upload-pack=touch /tmp/x' }] } }, /field inputs/],
     ['an input commit that is a ref, not a sha', { inputs: { anonymous: false, entries: [{ path: 'a', commit: 'refs/heads/main' }] } }, /field inputs/],
-    ['an anonymous input named by its task key', { inputs: { anonymous: true, entries: [{ path: 'answers/agent--c1', commit: 'c'.repeat(40) }] } }, /anonymous names are one capital letter/],
-    ['an input path twice', { inputs: { anonymous: true, entries: [{ path: 'A', commit: 'c'.repeat(40) }, { path: 'A', commit: 'd'.repeat(40) }] } }, /there twice/],
-    ['an input entry with a source path', { inputs: { anonymous: false, entries: [{ path: 'a', commit: 'c'.repeat(40), dir: '/home/me/.verdict/runs' }] } }, /field inputs/],
+    [
+      'an anonymous input named by its task key',
+      { inputs: { anonymous: true, entries: [{ path: 'answers/agent--c1', commit: 'c'.repeat(40) }] } },
+      /anonymous names are one capital letter/,
+    ],
+    [
+      'an input path twice',
+      {
+        inputs: {
+          anonymous: true,
+          entries: [
+            { path: 'A', commit: 'c'.repeat(40) },
+            { path: 'A', commit: 'd'.repeat(40) },
+          ],
+        },
+      },
+      /there twice/,
+    ],
+    [
+      'an input entry with a source path',
+      { inputs: { anonymous: false, entries: [{ path: 'a', commit: 'c'.repeat(40), dir: '/home/me/.verdict/runs' }] } },
+      /field inputs/,
+    ],
     ['inputs with an extra field', { inputs: { anonymous: false, entries: [], gitDir: '/home/me/repo/.git' } }, /field inputs/],
     ['inputs that are a list', { inputs: [{ path: 'a', commit: 'c'.repeat(40) }] }, /field inputs/],
     // Red before green: the worker writes what a payload's start commit holds at `file` in its red copy; a hostile
@@ -65,7 +128,10 @@ describe('pool payload: what a worker accepts from the queue', () => {
   ];
   for (const [name, change, message] of refused) {
     it(`refuses ${name}`, () => {
-      assert.throws(() => parseJob({ ...job, ...change }), (e: Error) => e instanceof BadJobError && message.test(e.message));
+      assert.throws(
+        () => parseJob({ ...job, ...change }),
+        (e: Error) => e instanceof BadJobError && message.test(e.message),
+      );
     });
   }
 

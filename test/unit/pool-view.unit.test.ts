@@ -6,7 +6,18 @@ import { DashboardSource, type PoolFeed } from '../../extension/core/dashboard/s
 import { tempDir } from '../helpers/fixtures';
 
 const worker = (host: string, over: Partial<PoolStatus['workers'][number]> = {}): PoolStatus['workers'][number] => ({
-  workerId: `${host}-1234-abcd`, host, pid: 1234, slots: 2, engines: ['codex', 'script'], startedAt: 1_000, heartbeatAt: 9_000, silentMs: 400, state: 'live', running: [], mismatches: 0, ...over,
+  workerId: `${host}-1234-abcd`,
+  host,
+  pid: 1234,
+  slots: 2,
+  engines: ['codex', 'script'],
+  startedAt: 1_000,
+  heartbeatAt: 9_000,
+  silentMs: 400,
+  state: 'live',
+  running: [],
+  mismatches: 0,
+  ...over,
 });
 
 describe('pool view: one model for `verdict pool status`, the dashboard and the runs tree', () => {
@@ -17,13 +28,22 @@ describe('pool view: one model for `verdict pool status`, the dashboard and the 
       worker('box', { state: 'draining', running: ['run-1/lint/3'], slots: 1 }),
       worker('old', { state: 'stopped', silentMs: 7_300_000, mismatches: 2 }),
     ],
-    queues: [{ engine: 'codex', waiting: 3, running: 2 }, { engine: 'script', waiting: 1, running: 1 }],
+    queues: [
+      { engine: 'codex', waiting: 3, running: 2 },
+      { engine: 'script', waiting: 1, running: 1 },
+    ],
   };
 
   it('parses each held attempt, counts free slots, and totals busy slots over live and draining workers only', () => {
     const v = poolView(status, { url: 'postgres://u:***@db/pool', readAt: 42 });
-    assert.deepEqual(v.workers[0]?.running, [{ runId: 'run-1', taskKey: 'build', attempt: 1 }, { runId: 'run-1', taskKey: 'test.unit', attempt: 2 }]);
-    assert.deepEqual(v.workers.map((w) => w.freeSlots), [0, 0, 0, 2]);
+    assert.deepEqual(v.workers[0]?.running, [
+      { runId: 'run-1', taskKey: 'build', attempt: 1 },
+      { runId: 'run-1', taskKey: 'test.unit', attempt: 2 },
+    ]);
+    assert.deepEqual(
+      v.workers.map((w) => w.freeSlots),
+      [0, 0, 0, 2],
+    );
     // desk 2/2 + box 1/1 (the lost vm's attempt is about to run elsewhere; the stopped worker has no slots any more).
     assert.deepEqual(v.totals, { workers: 4, live: 1, slots: 3, busy: 3, waiting: 4 });
     assert.equal(v.error, null);
@@ -67,7 +87,10 @@ describe('pool view: one model for `verdict pool status`, the dashboard and the 
   });
 
   it('ages: tenths of seconds under a minute, then minutes, then hours; never negative', () => {
-    assert.deepEqual([ageText(-5), ageText(1234), ageText(59_999), ageText(60_000), ageText(3_599_999), ageText(3_600_000)], ['0.0 s', '1.2 s', '60.0 s', '1 min', '59 min', '1 h']);
+    assert.deepEqual(
+      [ageText(-5), ageText(1234), ageText(59_999), ageText(60_000), ageText(3_599_999), ageText(3_600_000)],
+      ['0.0 s', '1.2 s', '60.0 s', '1 min', '59 min', '1 h'],
+    );
   });
 });
 
@@ -84,12 +107,19 @@ describe('pool view in a dashboard session', () => {
     const log = { info: () => undefined, warn: () => undefined };
     const source = new DashboardSource(tempDir(), log, { pool: feed });
     const posted: HostToPage[] = [];
-    const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) });
+    const session = new DashboardSession(
+      source,
+      { post: (m) => posted.push(m) },
+      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
+    );
     try {
       assert.equal(session.receive({ type: 'ready' }), true);
       const snap = posted.find((m) => m.type === 'snapshot');
       assert.ok(snap && snap.type === 'snapshot');
-      assert.deepEqual(snap.pool?.workers.map((w) => w.host), ['w1', 'w2']);
+      assert.deepEqual(
+        snap.pool?.workers.map((w) => w.host),
+        ['w1', 'w2'],
+      );
       // Two reads between flushes: the page gets the newer only.
       current = poolView({ workers: [worker('w1', { running: ['r/k/1'] })], queues: [] }, { url: 'x', readAt: 2 });
       (listener as unknown as (v: PoolView | null) => void)(poolView({ workers: [], queues: [] }, { url: 'x', readAt: 2 }));

@@ -16,8 +16,17 @@ function tree(files: Record<string, string>): string {
 }
 
 const FILES = {
-  'run-tests.sh': 'x', 'check.py': 'x', 'out.txt': 'old', 'src/lib.ts': 'x', 'src/lib.test.ts': 'x', 'pkg/a_test.go': 'x',
-  'tests/t1.sh': 'x', 'tests/fixtures/expected.txt': 'x', 'spec/s.rb': 'x', 'golden/expected.txt': 'x', 'web/__tests__/x.js': 'x',
+  'run-tests.sh': 'x',
+  'check.py': 'x',
+  'out.txt': 'old',
+  'src/lib.ts': 'x',
+  'src/lib.test.ts': 'x',
+  'pkg/a_test.go': 'x',
+  'tests/t1.sh': 'x',
+  'tests/fixtures/expected.txt': 'x',
+  'spec/s.rb': 'x',
+  'golden/expected.txt': 'x',
+  'web/__tests__/x.js': 'x',
 };
 
 /** Narrows away every conventional test place, leaving what the check itself names. */
@@ -25,13 +34,37 @@ const NOT_CONVENTIONAL = ['!tests/**', '!**/*.test.*', '!**/*_test.*', '!spec/**
 
 describe('protected check inputs: the default set and the protect setting', () => {
   const cases: { name: string; check: string; protect?: string[] | null; deliverables?: string[]; want: string[] }[] = [
-    { name: 'the script bash runs, and every conventional test file', check: 'bash run-tests.sh', want: ['pkg/a_test.go', 'run-tests.sh', 'spec/s.rb', 'src/lib.test.ts', 'tests/fixtures/expected.txt', 'tests/t1.sh', 'web/__tests__/x.js'] },
-    { name: 'a script run as a command word and by python; a data file grep reads is not taken', check: './run-tests.sh && python3 -u check.py && grep -x new out.txt', protect: NOT_CONVENTIONAL, want: ['check.py', 'run-tests.sh'] },
+    {
+      name: 'the script bash runs, and every conventional test file',
+      check: 'bash run-tests.sh',
+      want: ['pkg/a_test.go', 'run-tests.sh', 'spec/s.rb', 'src/lib.test.ts', 'tests/fixtures/expected.txt', 'tests/t1.sh', 'web/__tests__/x.js'],
+    },
+    {
+      name: 'a script run as a command word and by python; a data file grep reads is not taken',
+      check: './run-tests.sh && python3 -u check.py && grep -x new out.txt',
+      protect: NOT_CONVENTIONAL,
+      want: ['check.py', 'run-tests.sh'],
+    },
     { name: 'a folder the check names: every file under it', check: 'diff -r golden/ out', protect: NOT_CONVENTIONAL, want: ['golden/expected.txt'] },
-    { name: 'protect widens', check: 'true', protect: ['src/lib.ts'], want: ['pkg/a_test.go', 'spec/s.rb', 'src/lib.test.ts', 'src/lib.ts', 'tests/fixtures/expected.txt', 'tests/t1.sh', 'web/__tests__/x.js'] },
-    { name: 'protect narrows with !', check: 'bash run-tests.sh', protect: ['!tests/fixtures/**', '!**/*_test.*', '!spec/**', '!**/__tests__/**', '!**/*.test.*'], want: ['run-tests.sh', 'tests/t1.sh'] },
+    {
+      name: 'protect widens',
+      check: 'true',
+      protect: ['src/lib.ts'],
+      want: ['pkg/a_test.go', 'spec/s.rb', 'src/lib.test.ts', 'src/lib.ts', 'tests/fixtures/expected.txt', 'tests/t1.sh', 'web/__tests__/x.js'],
+    },
+    {
+      name: 'protect narrows with !',
+      check: 'bash run-tests.sh',
+      protect: ['!tests/fixtures/**', '!**/*_test.*', '!spec/**', '!**/__tests__/**', '!**/*.test.*'],
+      want: ['run-tests.sh', 'tests/t1.sh'],
+    },
     { name: '"protect": [] turns it off', check: 'bash run-tests.sh', protect: [], want: [] },
-    { name: 'a deliverable is never protected', check: 'bash run-tests.sh', deliverables: ['tests/t1.sh'], want: ['pkg/a_test.go', 'run-tests.sh', 'spec/s.rb', 'src/lib.test.ts', 'tests/fixtures/expected.txt', 'web/__tests__/x.js'] },
+    {
+      name: 'a deliverable is never protected',
+      check: 'bash run-tests.sh',
+      deliverables: ['tests/t1.sh'],
+      want: ['pkg/a_test.go', 'run-tests.sh', 'spec/s.rb', 'src/lib.test.ts', 'tests/fixtures/expected.txt', 'web/__tests__/x.js'],
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -56,9 +89,9 @@ describe('protected check inputs: the default set and the protect setting', () =
   });
 });
 
-describe('protected check inputs: the runner\'s own files', () => {
+describe("protected check inputs: the runner's own files", () => {
   it('`make test` protects the Makefile; `pytest` forbids a new conftest.py (it rewrites what pytest reports)', () => {
-    const dir = tree({ 'Makefile': 'test:\n\tbash t.sh\n', 't.sh': 'exit 1\n', 'src/a.py': 'x = 1\n' });
+    const dir = tree({ Makefile: 'test:\n\tbash t.sh\n', 't.sh': 'exit 1\n', 'src/a.py': 'x = 1\n' });
     assert.deepEqual([...protectedSet(dir, 'make test', null).files.keys()], ['Makefile']);
     const set = protectedSet(dir, 'python3 -m pytest -q', null);
     fs.writeFileSync(path.join(dir, 'src', 'conftest.py'), 'def pytest_runtest_makereport(): pass\n');
@@ -82,7 +115,11 @@ describe('protected check inputs: compared with the tree as prepared', () => {
     fs.rmSync(path.join(dir, 'pytest.ini'));
     fs.mkdirSync(path.join(dir, 'sub'));
     fs.writeFileSync(path.join(dir, 'sub/conftest.py'), '# new\n');
-    assert.deepEqual(protectedChanges(dir, set), ['pkg/conftest.py (changed)', 'pytest.ini (deleted)', 'sub/conftest.py (new: it changes what the test runner reports)']);
+    assert.deepEqual(protectedChanges(dir, set), [
+      'pkg/conftest.py (changed)',
+      'pytest.ini (deleted)',
+      'sub/conftest.py (new: it changes what the test runner reports)',
+    ]);
     assert.deepEqual(restoreProtected(dir, set).sort(), ['pkg/conftest.py', 'pytest.ini', 'sub/conftest.py']);
     assert.equal(fs.readFileSync(path.join(dir, 'pkg/conftest.py'), 'utf8'), '# pkg\n');
     assert.equal(fs.readFileSync(path.join(dir, 'pytest.ini'), 'utf8'), '[pytest]\n');
@@ -112,8 +149,8 @@ describe('protected check inputs: compared with the tree as prepared', () => {
   });
 });
 
-describe('the merge queue\'s re-check: the base\'s check inputs', () => {
-  it('a branch that leaves the base\'s conftest.py and pytest.ini alone has nothing put back; one that changes them has', async () => {
+describe("the merge queue's re-check: the base's check inputs", () => {
+  it("a branch that leaves the base's conftest.py and pytest.ini alone has nothing put back; one that changes them has", async () => {
     const repo = makeRepo(path.join(tempDir(), 'r'), { 'pytest.ini': '[pytest]\n', 'pkg/conftest.py': '# pkg\n', 'calc.py': 'x = 1\n' });
     const spec = { check: 'python3 -m pytest -q', protect: null, expectFiles: [] } as unknown as TaskSpec;
     git(repo, 'checkout', '-q', '-b', 'work');

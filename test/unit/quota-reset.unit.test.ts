@@ -13,11 +13,27 @@ const H = 3600_000;
 
 describe('quota resets in engine messages (engines/quota-reset.ts)', () => {
   const cases: [string, string, number | null][] = [
-    ['codex, relative', "■ You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 5 days 22 hours 11 minutes.", now + 5 * 24 * H + 22 * H + 11 * 60_000],
-    ['codex, date and time', "You've hit your usage limit. Upgrade to Plus to continue using Codex (https://chatgpt.com/explore/plus), or try again at Jul 5th, 2026 8:19 PM.", at('2026-07-05T20:19:00Z')],
+    [
+      'codex, relative',
+      "■ You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 5 days 22 hours 11 minutes.",
+      now + 5 * 24 * H + 22 * H + 11 * 60_000,
+    ],
+    [
+      'codex, date and time',
+      "You've hit your usage limit. Upgrade to Plus to continue using Codex (https://chatgpt.com/explore/plus), or try again at Jul 5th, 2026 8:19 PM.",
+      at('2026-07-05T20:19:00Z'),
+    ],
     ['codex, time today', "You've hit your usage limit. Try again at 3:05 PM.", at('2026-07-04T15:05:00Z')],
-    ['codex API body', '{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"free","resets_at":1783180800,"resets_in_seconds":602705}}', 1783180800_000],
-    ['codex API body, seconds only', '{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_in_seconds":90}}', now + 90_000],
+    [
+      'codex API body',
+      '{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"free","resets_at":1783180800,"resets_in_seconds":602705}}',
+      1783180800_000,
+    ],
+    [
+      'codex API body, seconds only',
+      '{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","resets_in_seconds":90}}',
+      now + 90_000,
+    ],
     ['claude, epoch', 'Claude AI usage limit reached|1783188000', 1783188000_000],
     ['claude, zone', 'Claude usage limit reached. Your limit will reset at 10am (America/Chicago).', at('2026-07-04T15:00:00Z')],
     ['claude, zone, passed today: tomorrow', 'Claude usage limit reached. Your limit will reset at 7am (America/Chicago).', at('2026-07-05T12:00:00Z')],
@@ -30,7 +46,7 @@ describe('quota resets in engine messages (engines/quota-reset.ts)', () => {
     ['claude, 5-hour, date without a year', "You've hit your 5-hour limit · resets Jul 5, 4:25am (UTC)", at('2026-07-05T04:25:00Z')],
     ['a date without a year already past: next year, too far ahead', "You've hit your weekly limit · resets Jul 1, 4:32am (UTC)", null],
     ['gemini, GMT offset', 'Usage limit reached for gemini-3-flash-preview. Access resets at 10:57 PM GMT-3.', at('2026-07-05T01:57:00Z')],
-    ['gemini, retry in seconds', 'Quota exceeded for quota metric \'Gemini 2.5 Pro Requests\'. Please retry in 23.5s.', now + 23_500],
+    ['gemini, retry in seconds', "Quota exceeded for quota metric 'Gemini 2.5 Pro Requests'. Please retry in 23.5s.", now + 23_500],
     ['compact duration', 'usage limit reached; resets in 2h13m5s', now + 2 * H + 13 * 60_000 + 5000],
     // Not quota resets: a rate limit with no reset time, a reset time with no limit, a bare number.
     ['429 without a time', 'exceeded retry limit, last status: 429 Too Many Requests', null],
@@ -62,7 +78,7 @@ describe('quota resets in engine messages (engines/quota-reset.ts)', () => {
     const line = `Claude AI usage limit reached|${Math.floor(Date.now() / 1000) + 600}`;
     assert.equal(claudeEngine.classifyError(`${line}\n`), 'rate_limit', 'requeued with backoff, as any rate limit');
     assert.equal(claudeEngine.quotaReset?.(`${line}\n`, Date.now()), null);
-    assert.equal(scriptEngine.classifyError(`working\n${line}\n`), null, 'a script\'s output is the worker\'s: never classified');
+    assert.equal(scriptEngine.classifyError(`working\n${line}\n`), null, "a script's output is the worker's: never classified");
     assert.equal(scriptEngine.quotaReset, undefined);
     // The echoed prompt (a user message event) and the agent's message quoting it: not the engine's error event.
     const echoed = JSON.stringify({ type: 'user', message: { content: [{ type: 'text', text: line }] } });
@@ -77,7 +93,12 @@ describe('reset headers of an HTTP 429 (engines/quota-reset.ts quotaResetFromHea
     ['retry-after seconds', { 'Retry-After': '120' }, now + 120_000, 'retry-after'],
     ['retry-after HTTP-date', { 'retry-after': 'Sat, 04 Jul 2026 16:00:00 GMT' }, at('2026-07-04T16:00:00Z'), 'retry-after'],
     ['retry-after-ms', { 'retry-after-ms': '1500' }, now + 1500, 'retry-after-ms'],
-    ['retry-after 0 falls through to the provider resets (the latest)', { 'retry-after': '0', 'x-ratelimit-reset-requests': '1s', 'x-ratelimit-reset-tokens': '6m0s' }, now + 6 * 60_000, 'x-ratelimit-reset-tokens'],
+    [
+      'retry-after 0 falls through to the provider resets (the latest)',
+      { 'retry-after': '0', 'x-ratelimit-reset-requests': '1s', 'x-ratelimit-reset-tokens': '6m0s' },
+      now + 6 * 60_000,
+      'x-ratelimit-reset-tokens',
+    ],
     ['OpenAI Go durations', { 'x-ratelimit-reset-requests': '1h2m3.5s' }, now + H + 2 * 60_000 + 3500, 'x-ratelimit-reset-requests'],
     ['OpenAI milliseconds', { 'x-ratelimit-reset-tokens': '20ms' }, now + 20, 'x-ratelimit-reset-tokens'],
     ['Anthropic RFC 3339', { 'anthropic-ratelimit-requests-reset': '2026-07-05T02:00:00Z' }, at('2026-07-05T02:00:00Z'), 'anthropic-ratelimit-requests-reset'],
@@ -114,7 +135,10 @@ describe('EngineWaits: waits from engine events, capped, confirmed by a probe, c
   it('a reset within the cap: the engine waits until it, then its jobs go and the wait is dropped', () => {
     const { state, w } = fresh();
     const change = w.settle('codex', 'a', 1, event(t0 + H), t0);
-    assert.deepEqual([change.set?.until, change.set?.capped, change.set?.task, change.set?.attempt, change.set?.source], [t0 + H, undefined, 'a', 1, 'its turn.failed event']);
+    assert.deepEqual(
+      [change.set?.until, change.set?.capped, change.set?.task, change.set?.attempt, change.set?.source],
+      [t0 + H, undefined, 'a', 1, 'its turn.failed event'],
+    );
     assert.deepEqual(w.gate('codex', t0 + 10, 'b'), { kind: 'wait', ms: H - 10 });
     assert.deepEqual(w.gate('claude', t0, 'c'), { kind: 'go', probe: false });
     assert.match(waitsLine(state, t0), /^waiting for codex until \d\d:\d\d$/);
@@ -133,7 +157,10 @@ describe('EngineWaits: waits from engine events, capped, confirmed by a probe, c
     assert.deepEqual(w.gate('codex', t0 + CAP, 'b'), { kind: 'go', probe: true });
     assert.deepEqual(state.waits?.codex?.probe, { task: 'b', since: t0 + CAP });
     assert.deepEqual(w.gate('codex', t0 + CAP + 5, 'c'), { kind: 'hold' });
-    assert.match(waitLines(state, t0 + CAP + 5)[0] ?? '', /^codex is being probed by b .* set by a attempt 1 from its turn\.failed event .*verdict unwait r1 codex$/);
+    assert.match(
+      waitLines(state, t0 + CAP + 5)[0] ?? '',
+      /^codex is being probed by b .* set by a attempt 1 from its turn\.failed event .*verdict unwait r1 codex$/,
+    );
     // An attempt that started before the cap ended (not the probe): its report is capped again, from its end.
     const again = w.settle('codex', 'c', 1, event(reset), t0 + CAP + 6);
     assert.equal(again.probeSettled, false);

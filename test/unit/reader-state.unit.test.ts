@@ -12,7 +12,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 // What a read-only reader (ranking reviewer, council reviewer, validator…) sees of its engine's state
 // (containment.ts readerStateView, sandbox.ts privateDirs/sharedPaths): each state dir its own empty folder with only
 // the login and settings bound back, never the sessions another run left there.
-describe('sandbox: a reader\'s own view of its engine\'s state', () => {
+describe("sandbox: a reader's own view of its engine's state", () => {
   const made: string[] = [];
   after(() => {
     for (const d of made) fs.rmSync(d, { recursive: true, force: true });
@@ -46,17 +46,24 @@ describe('sandbox: a reader\'s own view of its engine\'s state', () => {
         const p = expandStatePath(t, env, '/h');
         assert.ok(p && dirs.some((d) => p === d || p.startsWith(`${d}/`)), `${engine.name}: shared ${t} is in none of its state dirs ${dirs.join(', ')}`);
       }
-      if (engine.stateDirs.length) assert.ok(engine.stateShared.some((t) => /auth|credential|oauth|user-settings/.test(t)), `${engine.name} shares no login`);
+      if (engine.stateDirs.length)
+        assert.ok(
+          engine.stateShared.some((t) => /auth|credential|oauth|user-settings/.test(t)),
+          `${engine.name} shares no login`,
+        );
     }
     assert.deepEqual(builtinEngines().get('script')?.stateShared, []);
   });
 
-  it('a custom engine declares state_shared, else takes its output reader\'s', () => {
+  it("a custom engine declares state_shared, else takes its output reader's", () => {
     const own = customEngineFromConfig('x', { binary: 'x', argv: ['{spec}'], state_dirs: ['~/.x'], state_shared: ['~/.x/token'] }, 'test');
     assert.deepEqual(own.stateShared, ['~/.x/token']);
     const codexLike = customEngineFromConfig('y', { binary: 'y', argv: ['{spec}'], output: 'codex' }, 'test');
     assert.deepEqual(codexLike.stateShared, builtinEngines().get('codex')?.stateShared);
-    assert.throws(() => customEngineFromConfig('z', { binary: 'z', argv: ['{spec}'], state_shared: 'auth.json' }, 'conf.json'), /conf\.json: z\.state_shared must be array/);
+    assert.throws(
+      () => customEngineFromConfig('z', { binary: 'z', argv: ['{spec}'], state_shared: 'auth.json' }, 'conf.json'),
+      /conf\.json: z\.state_shared must be array/,
+    );
   });
 
   it('the plan: a 0700 tmpfs over each private dir after the writable binds, then the existing shared paths bound back', () => {
@@ -64,7 +71,12 @@ describe('sandbox: a reader\'s own view of its engine\'s state', () => {
     const dir = path.join(home, '.eng');
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'auth.json'), 'token');
-    const { args } = bwrapCommand({ binary: 'bwrap', writable: [home], network: true, privateDirs: [dir], sharedPaths: [path.join(dir, 'auth.json'), path.join(dir, 'missing.json')] }, home, 'true', []);
+    const { args } = bwrapCommand(
+      { binary: 'bwrap', writable: [home], network: true, privateDirs: [dir], sharedPaths: [path.join(dir, 'auth.json'), path.join(dir, 'missing.json')] },
+      home,
+      'true',
+      [],
+    );
     const tmpfs = args.findIndex((a, i) => a === '--tmpfs' && args[i + 1] === dir);
     assert.ok(tmpfs > 0, args.join(' '));
     assert.deepEqual(args.slice(tmpfs - 2, tmpfs), ['--perms', '0700']);
@@ -74,10 +86,14 @@ describe('sandbox: a reader\'s own view of its engine\'s state', () => {
     assert.ok(!args.includes(path.join(dir, 'missing.json')), 'a shared path that does not exist is skipped');
   });
 
-  it('inside bubblewrap: the reader reads the login, not another run\'s session; its own writes to the dir are dropped, to the login kept', async function () {
+  it("inside bubblewrap: the reader reads the login, not another run's session; its own writes to the dir are dropped, to the login kept", async function () {
     const { binary } = await requireSandbox(this);
     const home = mk();
-    const engine = customEngineFromConfig('eng', { binary: 'bash', argv: ['-c', '{spec}'], state_dirs: ['~/.eng', '~/.eng-cache'], state_shared: ['~/.eng/auth.json', '~/.eng-cache'] }, 'test');
+    const engine = customEngineFromConfig(
+      'eng',
+      { binary: 'bash', argv: ['-c', '{spec}'], state_dirs: ['~/.eng', '~/.eng-cache'], state_shared: ['~/.eng/auth.json', '~/.eng-cache'] },
+      'test',
+    );
     const state = engineState(engine, { HOME: home });
     fs.mkdirSync(path.join(home, '.eng', 'sessions'));
     fs.writeFileSync(path.join(home, '.eng', 'sessions', 'other-run.jsonl'), 'I am candidate 2, made by codex');
@@ -96,7 +112,14 @@ describe('sandbox: a reader\'s own view of its engine\'s state', () => {
       'mkdir -p sessions && echo mine > sessions/reader.jsonl && echo written',
       'echo token-2 > auth.json',
     ].join('\n');
-    const cmd = bwrapCommand({ binary, writable: [...view.writable], network: true, privateDirs: view.privateDirs, sharedPaths: view.sharedPaths }, home, 'bash', ['-c', script], [], { HOME: home });
+    const cmd = bwrapCommand(
+      { binary, writable: [...view.writable], network: true, privateDirs: view.privateDirs, sharedPaths: view.sharedPaths },
+      home,
+      'bash',
+      ['-c', script],
+      [],
+      { HOME: home },
+    );
     const r = await execa(cmd.file, cmd.args, { env: { ...process.env, HOME: home }, reject: false, all: true, stdin: 'ignore' });
     assert.equal(r.exitCode, 0, r.all);
     assert.match(r.all, /^login: token-1$/m);
@@ -112,8 +135,8 @@ describe('sandbox: a reader\'s own view of its engine\'s state', () => {
   });
 });
 
-describe('sandbox: a reader does not see the other engines\' state dirs', () => {
-  it('lists the other engines\' existing state dirs, never its own, one that does not exist, nor one holding a kept path', () => {
+describe("sandbox: a reader does not see the other engines' state dirs", () => {
+  it("lists the other engines' existing state dirs, never its own, one that does not exist, nor one holding a kept path", () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-others-'));
     try {
       for (const d of ['.own', '.other', '.wide/inner']) fs.mkdirSync(path.join(home, d), { recursive: true });

@@ -7,7 +7,7 @@ const task = (engine: string, fallback: string[], extra: Partial<Reassignable['s
   used,
 });
 
-describe('reassign: moving a task\'s next attempt off an exhausted engine', () => {
+describe("reassign: moving a task's next attempt off an exhausted engine", () => {
   it('moves one step along the chain without spending an attempt; a later retry goes on from there', () => {
     const t = task('a', ['b', 'c']);
     assert.match(reassign(t, 'a', 'was rate-limited', none) ?? '', /^engine a was rate-limited: t's next attempt runs on b at once/);

@@ -11,7 +11,13 @@ describe('taking a task dir over after its orchestrator ended (run/reattach.ts t
     const dir = path.join(root, 'wt', 't');
     git(repo, 'worktree', 'add', '--quiet', '--detach', dir, 'HEAD');
     const commonDir = path.join(repo, '.git');
-    const admin = path.resolve(dir, fs.readFileSync(path.join(dir, '.git'), 'utf8').replace(/^gitdir:\s*/, '').trim());
+    const admin = path.resolve(
+      dir,
+      fs
+        .readFileSync(path.join(dir, '.git'), 'utf8')
+        .replace(/^gitdir:\s*/, '')
+        .trim(),
+    );
     return { repo, dir, commonDir, admin };
   }
 
@@ -31,7 +37,10 @@ describe('taking a task dir over after its orchestrator ended (run/reattach.ts t
     assert.equal(links.dir, dir);
     assert.equal(links.worktreeConfig, false);
     fs.writeFileSync(path.join(admin, 'gitdir'), '/somewhere/else/.git\n');
-    assert.throws(() => trustedLinks('/nonexistent', dir, commonDir), new RegExp(`${path.join(admin, 'gitdir').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not as git wrote it`));
+    assert.throws(
+      () => trustedLinks('/nonexistent', dir, commonDir),
+      new RegExp(`${path.join(admin, 'gitdir').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not as git wrote it`),
+    );
     fs.writeFileSync(path.join(admin, 'gitdir'), `${path.join(dir, '.git')}\n`);
     fs.writeFileSync(path.join(admin, 'commondir'), '/tmp/evil-git\n');
     assert.throws(() => trustedLinks('/nonexistent', dir, commonDir), /commondir is not as git wrote it/);

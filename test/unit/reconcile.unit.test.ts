@@ -14,7 +14,28 @@ import { sampleRow } from '../helpers/fixtures';
 
 function view(dir: string, attempt: number, over: Partial<AttemptState> = {}): AttemptState {
   // A pid that is never a live process of this test's (pid_max is far below it), so reconcile has nothing to kill.
-  return { attempt, phase: 'running', verdict: null, startedAt: 1, endedAt: null, workerPid: 2 ** 30, workerStartTime: '1', tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir, notes: '', engine: 'script', model: null, host: 'elsewhere', retry: false, sandbox: 'none', step: 'work', ...over };
+  return {
+    attempt,
+    phase: 'running',
+    verdict: null,
+    startedAt: 1,
+    endedAt: null,
+    workerPid: 2 ** 30,
+    workerStartTime: '1',
+    tokensIn: null,
+    tokensOut: null,
+    costMicroUsd: null,
+    checkExitCode: null,
+    dir,
+    notes: '',
+    engine: 'script',
+    model: null,
+    host: 'elsewhere',
+    retry: false,
+    sandbox: 'none',
+    step: 'work',
+    ...over,
+  };
 }
 
 /** A run of another host with a stale heartbeat: the registry calls its orchestrator dead. */
@@ -22,10 +43,41 @@ function deadRun(home: string, attempts: (dir: (n: number) => string) => Attempt
   const runId = 'r1';
   const dir = (n: number) => attemptDir(home, runId, 't', n);
   const state = {
-    version: 1, runId, runName: 'n', manifestFile: path.join(home, 'm.json'), identity: 'i', host: 'elsewhere', pid: 1, status: 'running',
-    startedAt: 0, heartbeatAt: 0, endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null, containment: 'none',
-    paused: false, draining: false, control: [],
-    tasks: [{ key: 't', engine: 'script', model: null, taskType: null, verified: null, status: 'running', dir: path.join(home, 'w'), branch: null, commit: null, port: null, attempts: attempts(dir) }],
+    version: 1,
+    runId,
+    runName: 'n',
+    manifestFile: path.join(home, 'm.json'),
+    identity: 'i',
+    host: 'elsewhere',
+    pid: 1,
+    status: 'running',
+    startedAt: 0,
+    heartbeatAt: 0,
+    endedAt: null,
+    maxParallel: 1,
+    worktrees: false,
+    repo: null,
+    baseRef: null,
+    baseSha: null,
+    containment: 'none',
+    paused: false,
+    draining: false,
+    control: [],
+    tasks: [
+      {
+        key: 't',
+        engine: 'script',
+        model: null,
+        taskType: null,
+        verified: null,
+        status: 'running',
+        dir: path.join(home, 'w'),
+        branch: null,
+        commit: null,
+        port: null,
+        attempts: attempts(dir),
+      },
+    ],
   } as unknown as RunState;
   const stateFile = path.join(home, 'runs', runId, 'state.json');
   fs.mkdirSync(path.dirname(stateFile), { recursive: true });
@@ -47,10 +99,23 @@ describe('reconcile (run/reconcile.ts)', () => {
     const [report] = await reconcileDeadRuns(home, new Map());
     assert.deepEqual(report?.interrupted, ['t']);
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.phase, a.verdict]), [[1, 'done', 'PASS'], [2, 'done', 'INTERRUPTED']]);
+    assert.deepEqual(
+      state.tasks[0]!.attempts.map((a) => [a.attempt, a.phase, a.verdict]),
+      [
+        [1, 'done', 'PASS'],
+        [2, 'done', 'INTERRUPTED'],
+      ],
+    );
     assert.equal(state.tasks[0]!.status, 'INTERRUPTED');
-    const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { attempt: number; verdict: string });
-    assert.deepEqual(rows.map((r) => [r.attempt, r.verdict]), [[2, 'INTERRUPTED']]);
+    const rows = fs
+      .readFileSync(evalLogPath(home), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { attempt: number; verdict: string });
+    assert.deepEqual(
+      rows.map((r) => [r.attempt, r.verdict]),
+      [[2, 'INTERRUPTED']],
+    );
   });
 
   it('a receipt without a known verdict does not count as settled: the attempt is INTERRUPTED', async () => {
@@ -60,7 +125,10 @@ describe('reconcile (run/reconcile.ts)', () => {
     fs.writeFileSync(path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json'), JSON.stringify({ verdict: 'PASSED' }));
     await reconcileDeadRuns(home, new Map());
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED']]);
+    assert.deepEqual(
+      state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]),
+      [[1, 'INTERRUPTED']],
+    );
   });
 
   it('a settled attempt whose rows never reached the log (killed between its receipt and its rows) gets them from its receipt, each once', async () => {
@@ -77,21 +145,38 @@ describe('reconcile (run/reconcile.ts)', () => {
 
     await reconcileDeadRuns(home, new Map());
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'PASS']]);
-    const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { run_id: string; attempt: number; verdict: string; step: string });
-    assert.deepEqual(rows.map((r) => [r.run_id, r.attempt, r.step, r.verdict]), [['other', 1, 'work', 'PASS'], ['r1', 1, 'review', 'PASS'], ['r1', 1, 'work', 'PASS']]);
+    assert.deepEqual(
+      state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]),
+      [[1, 'PASS']],
+    );
+    const rows = fs
+      .readFileSync(evalLogPath(home), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { run_id: string; attempt: number; verdict: string; step: string });
+    assert.deepEqual(
+      rows.map((r) => [r.run_id, r.attempt, r.step, r.verdict]),
+      [
+        ['other', 1, 'work', 'PASS'],
+        ['r1', 1, 'review', 'PASS'],
+        ['r1', 1, 'work', 'PASS'],
+      ],
+    );
     assert.deepEqual({ ...rows[2], prev_hash: null }, { ...work, prev_hash: null }, 'the row is the one the receipt kept');
     const v = await verifyEvalLog(evalLogPath(home));
     assert.equal(v.intact, true, JSON.stringify(v.findings));
   });
 
-  it('a receipt older than the attempt (its folder reused after a crash and a resume) is not that attempt\'s: it is INTERRUPTED', async () => {
+  it("a receipt older than the attempt (its folder reused after a crash and a resume) is not that attempt's: it is INTERRUPTED", async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     const startedAt = Date.now();
     const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { startedAt }), view(dir(2), 2, { startedAt })]);
     const receipt = path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json');
     fs.mkdirSync(path.dirname(receipt), { recursive: true });
-    fs.writeFileSync(receipt, JSON.stringify({ verdict: 'PASS', reason: 'check passed', rows: [sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, prev_hash: null })] }));
+    fs.writeFileSync(
+      receipt,
+      JSON.stringify({ verdict: 'PASS', reason: 'check passed', rows: [sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, prev_hash: null })] }),
+    );
     const before = new Date(startedAt - 60_000);
     fs.utimesSync(receipt, before, before);
     // And one that names its attempt's start: another's, though written after this attempt began.
@@ -100,12 +185,25 @@ describe('reconcile (run/reconcile.ts)', () => {
     fs.writeFileSync(receipt2, JSON.stringify({ startedAt: startedAt - 1, verdict: 'PASS', reason: 'check passed' }));
     await reconcileDeadRuns(home, new Map());
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-    assert.deepEqual(state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]), [[1, 'INTERRUPTED'], [2, 'INTERRUPTED']]);
-    const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { verdict: string });
-    assert.deepEqual(rows.map((r) => r.verdict), ['INTERRUPTED', 'INTERRUPTED']);
+    assert.deepEqual(
+      state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]),
+      [
+        [1, 'INTERRUPTED'],
+        [2, 'INTERRUPTED'],
+      ],
+    );
+    const rows = fs
+      .readFileSync(evalLogPath(home), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { verdict: string });
+    assert.deepEqual(
+      rows.map((r) => r.verdict),
+      ['INTERRUPTED', 'INTERRUPTED'],
+    );
   });
 
-  it('a run of another host: no pid its journal or state names is signalled here (they are that host\'s pids), even one with a matching start time', async () => {
+  it("a run of another host: no pid its journal or state names is signalled here (they are that host's pids), even one with a matching start time", async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     // A process of this host whose pid and start time the other host's records happen to name.
     const local = spawn('sleep', ['60'], { stdio: 'ignore' });
@@ -118,19 +216,26 @@ describe('reconcile (run/reconcile.ts)', () => {
       fs.closeSync(fd);
       const [report] = await reconcileDeadRuns(home, new Map());
       assert.deepEqual([report?.killed, report?.killedInits, report?.interrupted], [[], [], ['t']]);
-      assert.equal(local.exitCode ?? local.signalCode, null, 'a process of this host was killed for another host\'s run');
+      assert.equal(local.exitCode ?? local.signalCode, null, "a process of this host was killed for another host's run");
     } finally {
       local.kill('SIGKILL');
     }
   });
 
-  it('a settled PASS that ended its task (the receipt\'s taskStatus) makes the task PASS with its commit; one followed by a retry or revision does not', async () => {
-    for (const [taskStatus, expected] of [['PASS', ['PASS', 'c0ffee']], ['retry_queued', ['INTERRUPTED', null]], [null, ['INTERRUPTED', null]]] as const) {
+  it("a settled PASS that ended its task (the receipt's taskStatus) makes the task PASS with its commit; one followed by a retry or revision does not", async () => {
+    for (const [taskStatus, expected] of [
+      ['PASS', ['PASS', 'c0ffee']],
+      ['retry_queued', ['INTERRUPTED', null]],
+      [null, ['INTERRUPTED', null]],
+    ] as const) {
       const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
       const stateFile = deadRun(home, (dir) => [view(dir(1), 1, { phase: 'checking' })]);
       fs.mkdirSync(attemptDir(home, 'r1', 't', 1), { recursive: true });
       const row = sampleRow({ run_id: 'r1', task_key: 't', attempt: 1, verdict: 'PASS', commit: 'c0ffee', prev_hash: null });
-      fs.writeFileSync(path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json'), JSON.stringify({ startedAt: 1, taskStatus, verdict: 'PASS', reason: 'check passed', rows: [row] }));
+      fs.writeFileSync(
+        path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json'),
+        JSON.stringify({ startedAt: 1, taskStatus, verdict: 'PASS', reason: 'check passed', rows: [row] }),
+      );
       const [report] = await reconcileDeadRuns(home, new Map());
       const task = (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState).tasks[0]!;
       assert.deepEqual([task.status, task.commit], expected, String(taskStatus));
@@ -143,10 +248,41 @@ describe('takeRun reconciles once: only its own run, only when no one has yet', 
   /** A dead run `runId` of another host with one task `t` whose attempt 1 was running. */
   function dead(home: string, runId: string): string {
     const state = {
-      version: 1, runId, runName: 'n', manifestFile: path.join(home, 'm.json'), identity: 'i', host: 'elsewhere', pid: 1, status: 'running',
-      startedAt: 0, heartbeatAt: 0, endedAt: null, maxParallel: 1, worktrees: false, repo: null, baseRef: null, baseSha: null, containment: 'none',
-      paused: false, draining: false, control: [],
-      tasks: [{ key: 't', engine: 'script', model: null, taskType: null, verified: null, status: 'running', dir: path.join(home, 'w'), branch: null, commit: null, port: null, attempts: [view(attemptDir(home, runId, 't', 1), 1)] }],
+      version: 1,
+      runId,
+      runName: 'n',
+      manifestFile: path.join(home, 'm.json'),
+      identity: 'i',
+      host: 'elsewhere',
+      pid: 1,
+      status: 'running',
+      startedAt: 0,
+      heartbeatAt: 0,
+      endedAt: null,
+      maxParallel: 1,
+      worktrees: false,
+      repo: null,
+      baseRef: null,
+      baseSha: null,
+      containment: 'none',
+      paused: false,
+      draining: false,
+      control: [],
+      tasks: [
+        {
+          key: 't',
+          engine: 'script',
+          model: null,
+          taskType: null,
+          verified: null,
+          status: 'running',
+          dir: path.join(home, 'w'),
+          branch: null,
+          commit: null,
+          port: null,
+          attempts: [view(attemptDir(home, runId, 't', 1), 1)],
+        },
+      ],
     } as unknown as RunState;
     const stateFile = path.join(home, 'runs', runId, 'state.json');
     fs.mkdirSync(path.dirname(stateFile), { recursive: true });
@@ -163,7 +299,7 @@ describe('takeRun reconciles once: only its own run, only when no one has yet', 
     assert.equal(cont.state.tasks[0]!.attempts[0]!.verdict, 'INTERRUPTED');
     assert.deepEqual([...cont.again], ['t']);
     assert.equal(statusOf(mine), 'interrupted');
-    assert.equal(statusOf(other), 'running', 'not this command\'s run');
+    assert.equal(statusOf(other), 'running', "not this command's run");
     const rows = fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n');
     assert.equal(rows.length, 1, 'one INTERRUPTED row, for r1 alone');
   });

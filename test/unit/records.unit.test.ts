@@ -101,7 +101,7 @@ describe('records', () => {
     assert.deepEqual(fs.readdirSync(dir), ['state.json']);
   });
 
-  it('an urgent save (a worker\'s pid) does not wait for the gap, even behind a save that waits', async () => {
+  it("an urgent save (a worker's pid) does not wait for the gap, even behind a save that waits", async () => {
     const dir = tempDir();
     const file = path.join(dir, 'state.json');
     const state = { version: 1, tasks: [] as unknown[], runId: 'r' } as unknown as RunState;

@@ -6,8 +6,35 @@ import { refComponentProblem } from '../../extension/core/manifest/ref-name';
 /** Task keys as git branch name components: the pure rules against git itself, and what the loader says. */
 describe('ref names: git-check-ref-format(1) in TypeScript', () => {
   const samples = [
-    'a', 'parse-csv', 'A-1_b.c', 'v1.2', 'foo.', 'bar.lock', 'bar.lock.', 'x.locked', 'lock', '.lock', '.hidden', 'a..b',
-    '@', 'a@b', 'a@{1}', 'a b', 'a~1', 'a^', 'a:b', 'a?', 'a*', 'a[1]', 'a\\b', 'a/b', '', 'tab\there', 'del\x7f', '-dash', 'HEAD',
+    'a',
+    'parse-csv',
+    'A-1_b.c',
+    'v1.2',
+    'foo.',
+    'bar.lock',
+    'bar.lock.',
+    'x.locked',
+    'lock',
+    '.lock',
+    '.hidden',
+    'a..b',
+    '@',
+    'a@b',
+    'a@{1}',
+    'a b',
+    'a~1',
+    'a^',
+    'a:b',
+    'a?',
+    'a*',
+    'a[1]',
+    'a\\b',
+    'a/b',
+    '',
+    'tab\there',
+    'del\x7f',
+    '-dash',
+    'HEAD',
   ];
   /** git's own answer for `verdict/run1/<component>`. */
   const gitAccepts = (component: string) => {
@@ -36,7 +63,8 @@ describe('ref names: git-check-ref-format(1) in TypeScript', () => {
 });
 
 describe('manifest loader: task keys that cannot name a branch', () => {
-  const keyErrors = (key: string) => parseManifest(JSON.stringify({ tasks: [{ key, spec: 'x', check: 'true' }] }), '/work/x/m.json').problems.filter((p) => p.severity === 'error');
+  const keyErrors = (key: string) =>
+    parseManifest(JSON.stringify({ tasks: [{ key, spec: 'x', check: 'true' }] }), '/work/x/m.json').problems.filter((p) => p.severity === 'error');
 
   for (const [key, reason, instead] of [
     ['foo.', 'it ends with "."', 'foo'],

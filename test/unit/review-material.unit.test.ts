@@ -20,7 +20,10 @@ describe('review material: what reviewers are given', function () {
     fs.symlinkSync('/etc/passwd', path.join(dir, 'link'));
     const m = filesMaterial(dir);
     assert.equal(m.truncated, false);
-    assert.equal(m.text, '3 file(s):\n  blob.bin (3 bytes)\n  link -> /etc/passwd (0 bytes)\n  src/add.py (32 bytes)\n\n=== src/add.py\ndef add(a, b):\n    return a + b\n');
+    assert.equal(
+      m.text,
+      '3 file(s):\n  blob.bin (3 bytes)\n  link -> /etc/passwd (0 bytes)\n  src/add.py (32 bytes)\n\n=== src/add.py\ndef add(a, b):\n    return a + b\n',
+    );
   });
 
   it('plain mode: cut at REVIEW_MATERIAL_BYTES, and says so', () => {
@@ -32,7 +35,7 @@ describe('review material: what reviewers are given', function () {
     assert.match(m.text, /^8 file\(s\):/);
   });
 
-  it('worktree mode: the sealed commit against its parent, read by our own git; a hostile repository\'s diff programs never run', async () => {
+  it("worktree mode: the sealed commit against its parent, read by our own git; a hostile repository's diff programs never run", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'a.txt': 'one\n', '.gitattributes': '*.txt diff=evil\n' });
     const pwned = path.join(dir, 'pwned');
@@ -48,7 +51,10 @@ describe('review material: what reviewers are given', function () {
     assert.match(m.text, /a\.txt \| 1 \+/);
     assert.match(m.text, /^\+two$/m);
     assert.match(m.kind, new RegExp(`${seal.parent.slice(0, 12)} ${seal.sha.slice(0, 12)}`));
-    assert.deepEqual(fs.readdirSync(dir).filter((f) => f.startsWith('pwned')), []);
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f.startsWith('pwned')),
+      [],
+    );
     // Cut at the byte limit, on a line.
     const cut = await commitDiff(links, seal.parent, seal.sha, 40, 30000);
     assert.equal(cut.truncated, true);
@@ -59,7 +65,14 @@ describe('review material: what reviewers are given', function () {
   });
 
   it('the prompt: spec, check, its output and the material; material over 64 KiB is cut there and the file named', () => {
-    const base = { spec: 'Make add() add.', check: 'pytest -q', verified: 'add works', checkOutput: '1 passed', materialFile: '/scratch/review-material.txt', taskDir: '/work/t' };
+    const base = {
+      spec: 'Make add() add.',
+      check: 'pytest -q',
+      verified: 'add works',
+      checkOutput: '1 passed',
+      materialFile: '/scratch/review-material.txt',
+      taskDir: '/work/t',
+    };
     const small = reviewPrompt({ ...base, material: { kind: 'the diff', text: '+return a + b\n', truncated: false } });
     assert.match(small, /in \/work\/t \(read it there/);
     assert.match(small, /<task>\nMake add\(\) add\.\n<\/task>/);

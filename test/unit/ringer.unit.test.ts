@@ -29,8 +29,14 @@ describe('Ringer compatibility', () => {
 
   it('lints with no error; the empty task_type gets the same hint as a missing one', async () => {
     const found = await lintManifestFile(path.join(RINGER, 'manifest.json'), { ...ctx, useGit: false });
-    assert.deepEqual(found.filter((f) => f.severity === 'error').map((f) => `${f.rule}: ${f.message}`), []);
-    assert.deepEqual(found.filter((f) => f.rule === 'missing-task-type').map((f) => f.taskKey), ['fix-parser']);
+    assert.deepEqual(
+      found.filter((f) => f.severity === 'error').map((f) => `${f.rule}: ${f.message}`),
+      [],
+    );
+    assert.deepEqual(
+      found.filter((f) => f.rule === 'missing-task-type').map((f) => f.taskKey),
+      ['fix-parser'],
+    );
   });
 
   it("a manifest.json is a Ringer manifest by its shape only: a browser extension's or a web app's is not", () => {
@@ -62,7 +68,14 @@ describe('Ringer compatibility', () => {
     assert.ok(aider);
     assert.equal(aider.binary, 'aider');
     assert.equal(aider.defaultModel, 'openrouter/z-ai/glm-5.2');
-    assert.deepEqual(expandArgv(aider, { spec: 'do it', taskdir: '/t', model: null, engineArgs: ['--x'], fullAccess: false }), ['--yes', '-m', 'openrouter/z-ai/glm-5.2', '--x', '--message', 'do it']);
+    assert.deepEqual(expandArgv(aider, { spec: 'do it', taskdir: '/t', model: null, engineArgs: ['--x'], fullAccess: false }), [
+      '--yes',
+      '-m',
+      'openrouter/z-ai/glm-5.2',
+      '--x',
+      '--message',
+      'do it',
+    ]);
     // And through the settings: the identity default and the full-access permission.
     const s = settingsFromConfig(r.config, file);
     assert.equal(s.allowFullAccess, true);
@@ -82,7 +95,10 @@ describe('Ringer compatibility', () => {
     const only = loadUserConfig(undefined, { XDG_CONFIG_HOME: dir, RINGER_CONFIG: path.join(RINGER, 'config.toml') });
     assert.equal(only.config.identity, 'ringer-laptop');
     // VERDICT_RINGER_CONFIG=0: not read at all.
-    assert.equal(loadUserConfig(undefined, { XDG_CONFIG_HOME: dir, RINGER_CONFIG: path.join(RINGER, 'config.toml'), VERDICT_RINGER_CONFIG: '0' }).config.identity, undefined);
+    assert.equal(
+      loadUserConfig(undefined, { XDG_CONFIG_HOME: dir, RINGER_CONFIG: path.join(RINGER, 'config.toml'), VERDICT_RINGER_CONFIG: '0' }).config.identity,
+      undefined,
+    );
   });
 
   it('a malformed config.toml is an error naming file:line:column; a wrong type names the key', () => {

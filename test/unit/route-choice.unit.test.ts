@@ -3,11 +3,42 @@ import type { RouteSpec } from '../../extension/core/manifest/types';
 import type { GroupStats } from '../../extension/core/scoreboard/group-stats';
 import { routeAttempt, routeColumn, type RoutableTask } from '../../extension/core/run/route-choice';
 
-const row = (model: string, tasks: number, firstTry: number, cost: number): GroupStats => ({ model, task_type: 'ui', tasks, attempts: tasks + tasks - firstTry, passed: firstTry, first_try: firstTry, pass_rate: firstTry / tasks, first_try_pass_rate: firstTry / tasks, median_duration_ms: 1000, median_tokens: null, median_cost_microusd: cost, errors: 0, rate_limits: 0, other: 0, last_seen: null, engines: [], lab: null });
-const SPEC: RouteSpec = { from: [{ id: 'a:new', engine: 'a', model: 'new' }, { id: 'b:good', engine: 'b', model: 'good' }], prefer: 'cost', explore: 0, minTasks: 3, seed: null, source: 'manifest' };
+const row = (model: string, tasks: number, firstTry: number, cost: number): GroupStats => ({
+  model,
+  task_type: 'ui',
+  tasks,
+  attempts: tasks + tasks - firstTry,
+  passed: firstTry,
+  first_try: firstTry,
+  pass_rate: firstTry / tasks,
+  first_try_pass_rate: firstTry / tasks,
+  median_duration_ms: 1000,
+  median_tokens: null,
+  median_cost_microusd: cost,
+  errors: 0,
+  rate_limits: 0,
+  other: 0,
+  last_seen: null,
+  engines: [],
+  lab: null,
+});
+const SPEC: RouteSpec = {
+  from: [
+    { id: 'a:new', engine: 'a', model: 'new' },
+    { id: 'b:good', engine: 'b', model: 'good' },
+  ],
+  prefer: 'cost',
+  explore: 0,
+  minTasks: 3,
+  seed: null,
+  source: 'manifest',
+};
 // new: 1000 ÷ posterior mean 1/3 = 3000 per PASS expected, no challenger to good's 900.
 const EVIDENCE = [row('new', 1, 0, 1000), row('good', 10, 10, 900)];
-const task = (verdicts: (string | null)[]): RoutableTask => ({ spec: { key: 'k', taskType: 'ui', route: SPEC }, state: { attempts: verdicts.map((verdict) => ({ verdict })) } });
+const task = (verdicts: (string | null)[]): RoutableTask => ({
+  spec: { key: 'k', taskType: 'ui', route: SPEC },
+  state: { attempts: verdicts.map((verdict) => ({ verdict })) },
+});
 
 describe('route-choice: an attempt of engine "auto" in a run', () => {
   it('decides once per attempt number and keeps it: a second question gets the same decision, whatever is excluded by then', () => {
@@ -52,11 +83,25 @@ describe('route-choice: an attempt of engine "auto" in a run', () => {
 });
 
 describe('route-choice: catalog cost hints for candidates the scoreboard has no cost of', () => {
-  const prices: Record<string, { promptMicroUsd: number; completionMicroUsd: number }> = { dear: { promptMicroUsd: 3, completionMicroUsd: 15 }, cheap: { promptMicroUsd: 0.1, completionMicroUsd: 0.4 } };
+  const prices: Record<string, { promptMicroUsd: number; completionMicroUsd: number }> = {
+    dear: { promptMicroUsd: 3, completionMicroUsd: 15 },
+    cheap: { promptMicroUsd: 0.1, completionMicroUsd: 0.4 },
+  };
   const price = (m: string) => prices[m] ?? null;
-  const spec: RouteSpec = { from: [{ id: 'x:dear', engine: 'x', model: 'dear' }, { id: 'y:cheap', engine: 'y', model: 'cheap' }, { id: 'z:unpriced', engine: 'z', model: 'unpriced' }], prefer: 'cost', explore: 0.1, minTasks: 3, seed: null, source: 'manifest' };
+  const spec: RouteSpec = {
+    from: [
+      { id: 'x:dear', engine: 'x', model: 'dear' },
+      { id: 'y:cheap', engine: 'y', model: 'cheap' },
+      { id: 'z:unpriced', engine: 'z', model: 'unpriced' },
+    ],
+    prefer: 'cost',
+    explore: 0.1,
+    minTasks: 3,
+    seed: null,
+    source: 'manifest',
+  };
 
-  it('an attempt is priced at the median tokens of the type\'s known candidates (90 % in), else 20,000 tokens; unlisted models get none', async () => {
+  it("an attempt is priced at the median tokens of the type's known candidates (90 % in), else 20,000 tokens; unlisted models get none", async () => {
     const { costHint } = await import('../../extension/core/scoreboard/route');
     assert.equal(costHint('dear', 'ui', spec, [], price), Math.round(18_000 * 3 + 2_000 * 15));
     const withTokens = [{ ...row('cheap', 4, 2, 500), median_tokens: 10_000 }];

@@ -44,7 +44,11 @@ describeEachHelper('runCaptured: a command started by the spawn helper, stdout a
   });
 
   it('runs as a child of the helper, in its own process group, its files in a 0700 folder that is gone afterwards', async () => {
-    const r = await runCaptured('sh', ['-c', 'echo "$PPID $(ps -o pgid= -p $$) $$"; p=$(readlink /proc/$$/fd/1); stat -c %a "${p%/*}"; echo "$p"; readlink /proc/$$/fd/0'], { env: PATH_ONLY, input: 'x' });
+    const r = await runCaptured(
+      'sh',
+      ['-c', 'echo "$PPID $(ps -o pgid= -p $$) $$"; p=$(readlink /proc/$$/fd/1); stat -c %a "${p%/*}"; echo "$p"; readlink /proc/$$/fd/0'],
+      { env: PATH_ONLY, input: 'x' },
+    );
     const [ids, mode, out, input] = r.stdout.trim().split('\n') as [string, string, string, string];
     const [ppid, pgid, pid] = ids.trim().split(/\s+/).map(Number) as [number, number, number];
     assert.equal(ppid, spawnHelperPid(), 'started by the spawn helper, not forked from this process');
@@ -136,6 +140,9 @@ describe('runCaptured output folders left by killed processes', () => {
     const script = `import { runCaptured } from ${JSON.stringify(path.resolve('extension/core/process/run-captured.ts'))};\nconst r = await runCaptured('true', [], { env: { PATH: process.env.PATH } });\nif (r.exitCode !== 0) throw new Error(String(r.error));`;
     const r = spawnSync(process.execPath, ['--import=tsx', '--input-type=module', '-e', script], { env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual([orphan, recent, alive, other].map((d) => fs.existsSync(d)), [false, true, true, true]);
+    assert.deepEqual(
+      [orphan, recent, alive, other].map((d) => fs.existsSync(d)),
+      [false, true, true, true],
+    );
   });
 });

@@ -15,7 +15,9 @@ describeEachHelper('runQuiet: a command started by the spawn helper, its output 
   this.timeout(60000);
 
   it('exit code and the whole output (stdout and stderr together) as stderr; only the given environment', async () => {
-    const r = await runQuiet('sh', ['-c', 'printf "out\\n"; printf "err $ONLY ${HOME:-nohome}" >&2; exit 3'], { env: { PATH: process.env.PATH, ONLY: 'given' } });
+    const r = await runQuiet('sh', ['-c', 'printf "out\\n"; printf "err $ONLY ${HOME:-nohome}" >&2; exit 3'], {
+      env: { PATH: process.env.PATH, ONLY: 'given' },
+    });
     assert.deepEqual({ ...r }, { exitCode: 3, signal: null, stdout: '', stderr: 'out\nerr given nohome', timedOut: false, error: null });
     const ok = await runQuiet('true', [], { env: { PATH: process.env.PATH } });
     assert.deepEqual([ok.exitCode, ok.error, ok.stderr], [0, null, '']);
@@ -54,7 +56,11 @@ describeEachHelper('runQuiet: a command started by the spawn helper, its output 
     const killed = await runQuiet('sh', ['-c', 'kill -TERM $$'], { env: { PATH: process.env.PATH } });
     assert.deepEqual([killed.exitCode, killed.signal, killed.error], [null, 'SIGTERM', null]);
     // Long output is cut where it is read back; the command is not stopped for it (it ran to its end: exit 0).
-    const loud = await runQuiet('sh', ['-c', 'yes | head -c 5000; sleep 0.5; echo done > done'], { cwd: dir, env: { PATH: process.env.PATH }, maxBuffer: 1000 });
+    const loud = await runQuiet('sh', ['-c', 'yes | head -c 5000; sleep 0.5; echo done > done'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH },
+      maxBuffer: 1000,
+    });
     assert.match(String(loud.error?.message), /printed more than 1000 bytes/);
     assert.equal(loud.stderr.length, 1000);
     assert.deepEqual([loud.exitCode, fs.existsSync(path.join(dir, 'done'))], [0, true]);

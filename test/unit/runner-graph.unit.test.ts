@@ -23,10 +23,20 @@ describe('runner: the task graph while a run is live', function () {
     ];
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', max_parallel: 3, tasks }));
     const order: string[] = [];
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), onEvent: (e) => {
-      if (e.type === 'attempt-started') order.push(e.key);
-    } });
-    assert.deepEqual(summary.tasks.map((t) => t.verdict), ['PASS', 'PASS', 'PASS', 'PASS']);
+    const summary = await runManifest({
+      manifest,
+      home: path.join(dir, 'home'),
+      identity: 't',
+      engines: resolveEngines(),
+      sandbox: testSandboxMode(),
+      onEvent: (e) => {
+        if (e.type === 'attempt-started') order.push(e.key);
+      },
+    });
+    assert.deepEqual(
+      summary.tasks.map((t) => t.verdict),
+      ['PASS', 'PASS', 'PASS', 'PASS'],
+    );
     assert.deepEqual(order.slice(0, 3).sort(), ['a', 'x', 'y']);
     assert.equal(order[3], 'b');
   });
@@ -46,18 +56,29 @@ describe('runner: the task graph while a run is live', function () {
     let runId = '';
     const blocked: string[] = [];
     const events: RunEvent[] = [];
-    const done = runManifest({ manifest, home, identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), onEvent: (e) => {
-      events.push(e);
-      if (e.type === 'run-started') runId = e.runId;
-      if (e.type === 'task-blocked') blocked.push(e.key);
-    } });
+    const done = runManifest({
+      manifest,
+      home,
+      identity: 't',
+      engines: resolveEngines(),
+      sandbox: testSandboxMode(),
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'run-started') runId = e.runId;
+        if (e.type === 'task-blocked') blocked.push(e.key);
+      },
+    });
     const until = async (ok: () => boolean) => {
       for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
       assert.ok(ok());
     };
     await until(() => blocked.length === 2);
     assert.deepEqual(blocked, ['b', 'c']);
-    const state = () => JSON.parse(fs.readFileSync(path.join(runDir(home, runId), 'state.json'), 'utf8')) as { tasks: { key: string; status: string; reason?: string }[]; control: { id: string; result: string; reason: string }[] };
+    const state = () =>
+      JSON.parse(fs.readFileSync(path.join(runDir(home, runId), 'state.json'), 'utf8')) as {
+        tasks: { key: string; status: string; reason?: string }[];
+        control: { id: string; result: string; reason: string }[];
+      };
     const c1 = await appendControl(runDir(home, runId), { verb: 'rerun', task: 'c', by: 't', host: 'h' });
     await until(() => (state().control ?? []).some((a) => a.id === c1.id));
     const ack1 = state().control.find((a) => a.id === c1.id);
@@ -68,9 +89,27 @@ describe('runner: the task graph while a run is live', function () {
     await until(() => events.some((e) => e.type === 'attempt-finished' && e.key === 'c'));
     fs.writeFileSync(path.join(dir, 'w', 'hold', 'release'), ''); // inside its task dir: the sandbox hides the rest of the workdir
     const summary = await done;
-    assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict]), [['a', 'PASS'], ['b', 'PASS'], ['c', 'PASS'], ['hold', 'PASS']]);
+    assert.deepEqual(
+      summary.tasks.map((t) => [t.key, t.verdict]),
+      [
+        ['a', 'PASS'],
+        ['b', 'PASS'],
+        ['c', 'PASS'],
+        ['hold', 'PASS'],
+      ],
+    );
     assert.match(state().control.find((a) => a.id === c2.id)?.reason ?? '', /a is queued again.*; then b, c/);
-    assert.deepEqual(readRows(home).filter((r) => r.task_key !== 'hold').map((r) => [r.task_key, r.verdict]), [['a', 'FAIL'], ['a', 'PASS'], ['b', 'PASS'], ['c', 'PASS']]);
+    assert.deepEqual(
+      readRows(home)
+        .filter((r) => r.task_key !== 'hold')
+        .map((r) => [r.task_key, r.verdict]),
+      [
+        ['a', 'FAIL'],
+        ['a', 'PASS'],
+        ['b', 'PASS'],
+        ['c', 'PASS'],
+      ],
+    );
   });
 
   it('stop of a waiting task cancels it and blocks its dependents; a cancel cancels waiting tasks (not BLOCKED)', async () => {
@@ -85,25 +124,53 @@ describe('runner: the task graph while a run is live', function () {
     const home = path.join(dir, 'home');
     const abort = new AbortController();
     let runId = '';
-    const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), signal: abort.signal, killGraceMs: 200, onEvent: (e) => {
-      if (e.type === 'run-started') runId = e.runId;
-      if (e.type === 'attempt-started' && e.key === 'a') {
-        void appendControl(runDir(home, runId), { verb: 'stop', task: 'b', by: 't', host: 'h' });
-      }
-      if (e.type === 'task-blocked' && e.key === 'c') abort.abort();
-    } });
-    assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict]), [['a', 'CANCELLED'], ['b', 'CANCELLED'], ['c', 'BLOCKED'], ['d', 'CANCELLED']]);
+    const summary = await runManifest({
+      manifest,
+      home,
+      identity: 't',
+      engines: resolveEngines(),
+      sandbox: testSandboxMode(),
+      signal: abort.signal,
+      killGraceMs: 200,
+      onEvent: (e) => {
+        if (e.type === 'run-started') runId = e.runId;
+        if (e.type === 'attempt-started' && e.key === 'a') {
+          void appendControl(runDir(home, runId), { verb: 'stop', task: 'b', by: 't', host: 'h' });
+        }
+        if (e.type === 'task-blocked' && e.key === 'c') abort.abort();
+      },
+    });
+    assert.deepEqual(
+      summary.tasks.map((t) => [t.key, t.verdict]),
+      [
+        ['a', 'CANCELLED'],
+        ['b', 'CANCELLED'],
+        ['c', 'BLOCKED'],
+        ['d', 'CANCELLED'],
+      ],
+    );
     assert.match(summary.tasks[2]?.reason ?? '', /prerequisite b ended CANCELLED/);
   });
 
-  it('priorTasks follows resumedFrom: each key\'s newest status and commit', () => {
+  it("priorTasks follows resumedFrom: each key's newest status and commit", () => {
     const home = tempDir();
     const write = (id: string, tasks: { key: string; status: string; commit: string | null }[], resumedFrom?: string) => {
       fs.mkdirSync(runDir(home, id), { recursive: true });
       fs.writeFileSync(path.join(runDir(home, id), 'state.json'), JSON.stringify({ version: 1, runId: id, tasks, ...(resumedFrom ? { resumedFrom } : {}) }));
     };
-    write('r1', [{ key: 'a', status: 'PASS', commit: 'c1' }, { key: 'b', status: 'FAIL', commit: null }, { key: 'c', status: 'BLOCKED', commit: null }]);
-    write('r2', [{ key: 'b', status: 'PASS', commit: 'c2' }, { key: 'c', status: 'FAIL', commit: null }], 'r1');
+    write('r1', [
+      { key: 'a', status: 'PASS', commit: 'c1' },
+      { key: 'b', status: 'FAIL', commit: null },
+      { key: 'c', status: 'BLOCKED', commit: null },
+    ]);
+    write(
+      'r2',
+      [
+        { key: 'b', status: 'PASS', commit: 'c2' },
+        { key: 'c', status: 'FAIL', commit: null },
+      ],
+      'r1',
+    );
     const prior = priorTasks(home, 'r2');
     assert.deepEqual(Object.fromEntries(prior), {
       b: { status: 'PASS', runId: 'r2', commit: 'c2' },

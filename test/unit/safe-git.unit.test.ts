@@ -12,7 +12,25 @@ import { changedFiles } from '../../extension/vscode/changed-files';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
 
 /** Every hook githooks(5) lists that a local command can run. */
-const HOOKS = ['applypatch-msg', 'pre-applypatch', 'post-applypatch', 'pre-commit', 'pre-merge-commit', 'prepare-commit-msg', 'commit-msg', 'post-commit', 'pre-rebase', 'post-checkout', 'post-merge', 'pre-push', 'pre-auto-gc', 'post-rewrite', 'reference-transaction', 'post-index-change', 'push-to-checkout'];
+const HOOKS = [
+  'applypatch-msg',
+  'pre-applypatch',
+  'post-applypatch',
+  'pre-commit',
+  'pre-merge-commit',
+  'prepare-commit-msg',
+  'commit-msg',
+  'post-commit',
+  'pre-rebase',
+  'post-checkout',
+  'post-merge',
+  'pre-push',
+  'pre-auto-gc',
+  'post-rewrite',
+  'reference-transaction',
+  'post-index-change',
+  'push-to-checkout',
+];
 
 /** The filter markers: allowed in a trusted workspace only. */
 const FILTERS = new Set(['clean', 'smudge']);
@@ -168,7 +186,10 @@ describe('safe git: a repository cannot make Verdict run its programs', function
     assert.match(out, /\+more/);
     await assert.rejects(g.raw(['diff']), /external diff died/);
     await g.raw(['log', '-p', '-1']); // textconv on by default in log: overridden to cat
-    assert.deepEqual(h.seen().filter((m) => !FILTERS.has(m)), []);
+    assert.deepEqual(
+      h.seen().filter((m) => !FILTERS.has(m)),
+      [],
+    );
   });
 
   it('rebase with a merge driver: plain git runs it and the rebase hooks; mergeTask merges as text, runs none, and the re-check still runs', async () => {
@@ -192,13 +213,30 @@ describe('safe git: a repository cannot make Verdict run its programs', function
     const outcome = await mergeTask({ key: 'a', repo: h.repo, branch: 'verdict/r1/a', recheck });
     assert.equal(outcome.status, 'MERGED', JSON.stringify(outcome));
     assert.equal(fs.readFileSync(path.join(h.repo, 'data.tc'), 'utf8'), 'ONE\ntwo\nthree\nfour\nFIVE\n');
-    assert.deepEqual(h.seen().filter((m) => !FILTERS.has(m)), []);
+    assert.deepEqual(
+      h.seen().filter((m) => !FILTERS.has(m)),
+      [],
+    );
   });
 
   it('verdict clean: plain branch -D runs reference-transaction; cleanRuns removes worktree and branches running nothing', async () => {
     const home = path.join(dir, 'home');
     const wt = path.join(home, 'worktrees', 'r1', 'a');
-    git(h.repo, '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'filter.fl.smudge=cat', 'worktree', 'add', '-q', '-b', 'verdict/r1/a', wt);
+    git(
+      h.repo,
+      '-c',
+      'core.hooksPath=/dev/null',
+      '-c',
+      'core.fsmonitor=false',
+      '-c',
+      'filter.fl.smudge=cat',
+      'worktree',
+      'add',
+      '-q',
+      '-b',
+      'verdict/r1/a',
+      wt,
+    );
     git(h.repo, 'branch', 'throwaway');
     h.clear();
     plainGit(h.repo, 'branch', '-D', 'throwaway');
@@ -206,8 +244,14 @@ describe('safe git: a repository cannot make Verdict run its programs', function
     h.clear();
     touch(path.join(wt, 'big.fl'));
     const report = await cleanRuns({ home, branches: true, dryRun: false });
-    assert.deepEqual(report.actions.map((a) => a.kind), ['worktree-removed', 'branch-deleted']);
-    assert.deepEqual(h.seen().filter((m) => !FILTERS.has(m)), []);
+    assert.deepEqual(
+      report.actions.map((a) => a.kind),
+      ['worktree-removed', 'branch-deleted'],
+    );
+    assert.deepEqual(
+      h.seen().filter((m) => !FILTERS.has(m)),
+      [],
+    );
   });
 
   it('changed files between two commits: plain diff runs textconv; changedFiles runs nothing', async () => {
@@ -224,7 +268,23 @@ describe('safe git: a repository cannot make Verdict run its programs', function
   describe('lint of a worktree-mode manifest in the repository', () => {
     const manifest = (repo: string) => {
       const file = path.join(repo, 'm.swarm.json');
-      fs.writeFileSync(file, JSON.stringify({ worktrees: true, tasks: [{ key: 'a', engine: 'script', spec: 'echo hi > ignored/out.txt', check: 'test -s ignored/out.txt', expect_files: ['ignored/out.txt'], task_type: 't', verified: 'out.txt is written' }] }));
+      fs.writeFileSync(
+        file,
+        JSON.stringify({
+          worktrees: true,
+          tasks: [
+            {
+              key: 'a',
+              engine: 'script',
+              spec: 'echo hi > ignored/out.txt',
+              check: 'test -s ignored/out.txt',
+              expect_files: ['ignored/out.txt'],
+              task_type: 't',
+              verified: 'out.txt is written',
+            },
+          ],
+        }),
+      );
       return file;
     };
 
@@ -245,7 +305,7 @@ describe('safe git: a repository cannot make Verdict run its programs', function
       assert.match(trusted.find((f) => f.rule === 'deliverable-lost')?.message ?? '', /ignored by the repository's \.gitignore/, 'git was asked, and answered');
     });
 
-    it('verdict lint (the CLI, trusted by default) runs none of the repository\'s programs', async () => {
+    it("verdict lint (the CLI, trusted by default) runs none of the repository's programs", async () => {
       const file = manifest(h.repo);
       const lines: string[] = [];
       const io = { out: (s: string) => lines.push(s), err: (s: string) => lines.push(s) };
@@ -270,10 +330,10 @@ describe('safe git: a repository cannot make Verdict run its programs', function
   });
 });
 
-describe('runGit: gitFor\'s git without simple-git', function () {
+describe("runGit: gitFor's git without simple-git", function () {
   this.timeout(60000);
 
-  it('runs none of a hostile repository\'s programs: registration and refs without driver names, a checkout with them (smudge only when trusted)', async () => {
+  it("runs none of a hostile repository's programs: registration and refs without driver names, a checkout with them (smudge only when trusted)", async () => {
     const dir = tempDir();
     const h = hostileRepo(dir);
     git(h.repo, 'branch', 'gone');
@@ -282,18 +342,26 @@ describe('runGit: gitFor\'s git without simple-git', function () {
     await runGit(h.repo, ['worktree', 'add', '--quiet', '--no-checkout', '--detach', path.join(dir, 'wt1'), 'HEAD'], { noDrivers: true });
     await runGit(h.repo, ['branch', '-D', 'gone'], { noDrivers: true });
     assert.deepEqual(h.seen(), []);
-    const env = { GIT_DIR: path.join(h.repo, '.git', 'worktrees', 'wt1'), GIT_COMMON_DIR: path.join(h.repo, '.git'), GIT_WORK_TREE: path.join(dir, 'wt1'), GIT_INDEX_FILE: path.join(dir, 'wt1.index') };
+    const env = {
+      GIT_DIR: path.join(h.repo, '.git', 'worktrees', 'wt1'),
+      GIT_COMMON_DIR: path.join(h.repo, '.git'),
+      GIT_WORK_TREE: path.join(dir, 'wt1'),
+      GIT_INDEX_FILE: path.join(dir, 'wt1.index'),
+    };
     await runGit(path.join(dir, 'wt1'), ['read-tree', '-u', '--reset', 'HEAD'], { env, trusted: false });
     assert.equal(await runGit(path.join(dir, 'wt1'), ['status', '--porcelain'], { env, trusted: false }), '');
     assert.deepEqual(h.seen(), [], 'untrusted: not even the smudge filter');
-    await runGit(path.join(dir, 'wt1'), ['read-tree', '-u', '--reset', 'HEAD'], { env: { ...env, GIT_INDEX_FILE: path.join(dir, 'wt1.trusted') }, trusted: true });
+    await runGit(path.join(dir, 'wt1'), ['read-tree', '-u', '--reset', 'HEAD'], {
+      env: { ...env, GIT_INDEX_FILE: path.join(dir, 'wt1.trusted') },
+      trusted: true,
+    });
     fs.rmSync(path.join(dir, 'wt1', 'big.fl'));
     await runGit(path.join(dir, 'wt1'), ['checkout-index', '-f', 'big.fl'], { env: { ...env, GIT_INDEX_FILE: path.join(dir, 'wt1.trusted') }, trusted: true });
     assert.deepEqual(h.seen(), ['smudge'], 'trusted: the smudge filter, nothing else');
     assert.equal(fs.readFileSync(path.join(dir, 'wt1', 'big.fl'), 'utf8'), 'stored\n');
   });
 
-  it('resolves to stdout as printed; rejects with git\'s message, on a disallowed variable, and when its time limit ends it', async () => {
+  it("resolves to stdout as printed; rejects with git's message, on a disallowed variable, and when its time limit ends it", async () => {
     const repo = makeRepo(path.join(tempDir(), 'repo'));
     assert.equal(await runGit(repo, ['rev-parse', 'HEAD']), `${git(repo, 'rev-parse', 'HEAD')}\n`);
     await assert.rejects(runGit(repo, ['rev-parse', '--verify', 'no-such-ref']), /Needed a single revision/);

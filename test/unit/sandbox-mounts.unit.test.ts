@@ -40,7 +40,8 @@ describe('sandbox: mounts that repeat `--ro-bind / /` are left out, nothing else
     assert.ok(!bound.includes(at('plain')), `plain is shown read-only by / already: ${args.join(' ')}`);
     // inside a writable folder (a protected check input), around a writable folder (the bind would cover it), under a
     // hidden tmpfs, through a symbolic link, or from another source: each keeps its bind.
-    for (const kept of ['task/protected', 'outer', 'hidden/objects', 'link', 'sub-at']) assert.ok(bound.includes(at(kept)), `${kept} must stay bound: ${args.join(' ')}`);
+    for (const kept of ['task/protected', 'outer', 'hidden/objects', 'link', 'sub-at'])
+      assert.ok(bound.includes(at(kept)), `${kept} must stay bound: ${args.join(' ')}`);
     assert.equal(args[args.indexOf(at('sub-at')) - 1], at('sub-src'));
   });
 
@@ -70,7 +71,12 @@ describe('sandbox: mounts that repeat `--ro-bind / /` are left out, nothing else
       `if mv ${root}/admin ${root}/moved; then echo MOVED; fi`,
       'true',
     ].join('\n');
-    const { file, args } = bwrapCommand({ binary: probe.binary, network: true, writable: [path.join(root, 'task')], readOnly: [path.join(root, 'admin')] }, path.join(root, 'task'), '/bin/bash', ['-c', script]);
+    const { file, args } = bwrapCommand(
+      { binary: probe.binary, network: true, writable: [path.join(root, 'task')], readOnly: [path.join(root, 'admin')] },
+      path.join(root, 'task'),
+      '/bin/bash',
+      ['-c', script],
+    );
     assert.ok(!roBinds(args).includes(path.join(root, 'admin')));
     const r = await execa(file, args, { reject: false, all: true, stdin: 'ignore' });
     assert.equal(r.exitCode, 0, r.all);
@@ -111,7 +117,11 @@ describe('sandbox: mounts that repeat `--ro-bind / /` are left out, nothing else
     const base = ['--die-with-parent', '--unshare-user', '--unshare-pid', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
     const covered = hostSocketCovers([], [linked]).files;
     assert.deepEqual(covered, [sock]);
-    const r = await execa(probe.binary, [...base, ...covered.flatMap((f) => ['--ro-bind', '/dev/null', f]), '--', process.execPath, '-e', connect], { reject: false, all: true, stdin: 'ignore' });
+    const r = await execa(probe.binary, [...base, ...covered.flatMap((f) => ['--ro-bind', '/dev/null', f]), '--', process.execPath, '-e', connect], {
+      reject: false,
+      all: true,
+      stdin: 'ignore',
+    });
     assert.equal(r.exitCode, 0, r.all);
     assert.match(String(r.all), /refused/);
     assert.doesNotMatch(String(r.all), /REACHED/);

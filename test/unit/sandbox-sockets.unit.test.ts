@@ -11,7 +11,7 @@ import { uncoveredDir } from '../helpers/uncovered';
 // What a sandbox shows of the host's sockets (core/process/sandbox-view.ts): the folders where sockets are made are
 // empty tmpfs showing back only what the step names, and every socket bound on the host that would still show is
 // covered where it lies.
-describe('sandbox: no host socket shows in a step\'s view', () => {
+describe("sandbox: no host socket shows in a step's view", () => {
   const made: string[] = [];
   const servers: net.Server[] = [];
   after(() => {
@@ -82,12 +82,27 @@ describe('sandbox: no host socket shows in a step\'s view', () => {
     const declared = await listen(path.join(root, 'declared', 's.sock'));
     const inDeclared = await listen(path.join(root, 'decl-dir', 's.sock'));
     fs.writeFileSync(path.join(root, 'file.sock'), 'not a socket');
-    const mounts: ViewMount[] = [{ dest: path.join(root, 'hidden'), view: 'hidden' }, { dest: path.join(root, 'own'), view: 'own' }];
-    const candidates = [shown, shown, path.join(root, 'link', 'l.sock'), hidden, own, declared, inDeclared, path.join(root, 'file.sock'), path.join(root, 'gone.sock'), 'relative.sock', '/'];
+    const mounts: ViewMount[] = [
+      { dest: path.join(root, 'hidden'), view: 'hidden' },
+      { dest: path.join(root, 'own'), view: 'own' },
+    ];
+    const candidates = [
+      shown,
+      shown,
+      path.join(root, 'link', 'l.sock'),
+      hidden,
+      own,
+      declared,
+      inDeclared,
+      path.join(root, 'file.sock'),
+      path.join(root, 'gone.sock'),
+      'relative.sock',
+      '/',
+    ];
     assert.deepEqual(socketsToCover(candidates, mounts, [declared, path.join(root, 'decl-dir')]).sort(), [shown, viaLink].sort());
   });
 
-  it('socketsToCover: a socket no capability-less step could reach (another user\'s 0700 folder, a socket it may not write) is left uncovered', async function () {
+  it("socketsToCover: a socket no capability-less step could reach (another user's 0700 folder, a socket it may not write) is left uncovered", async function () {
     if (process.getuid?.() !== 0) this.skip(); // making files of another user needs root
     const root = uncoveredDir('verdict-unit-socks-');
     made.push(root);
@@ -116,19 +131,31 @@ describe('sandbox: no host socket shows in a step\'s view', () => {
       `/run/../etc/passwd ${fs.existsSync('/run/lock') ? '/var/run/lock/x /run/lock' : ''}`,
     ]);
     assert.deepEqual(backs.get(varTmp.root), [{ path: entry, link: null }]);
-    assert.deepEqual(backs.get(run.root), fs.existsSync('/run/lock') && fs.realpathSync('/run/lock') === path.join(run.root, 'lock') ? [{ path: path.join(run.root, 'lock'), link: null }] : []);
+    assert.deepEqual(
+      backs.get(run.root),
+      fs.existsSync('/run/lock') && fs.realpathSync('/run/lock') === path.join(run.root, 'lock') ? [{ path: path.join(run.root, 'lock'), link: null }] : [],
+    );
   });
 
-  it('inside bubblewrap: a host socket in a shown folder or in a named /tmp folder is refused; the step\'s own and a declared one reached', async function () {
+  it("inside bubblewrap: a host socket in a shown folder or in a named /tmp folder is refused; the step's own and a declared one reached", async function () {
     const probe = await requireSandbox(this);
     const root = uncoveredDir('verdict-unit-socks-');
     made.push(root);
     const tmp = fs.mkdtempSync('/tmp/verdict-unit-socks-');
     made.push(tmp);
-    const targets = [await listen(path.join(root, 'svc', 's.sock')), await listen(path.join(tmp, 'named.sock')), await listen(path.join(root, 'task', 'own.sock'))];
+    const targets = [
+      await listen(path.join(root, 'svc', 's.sock')),
+      await listen(path.join(tmp, 'named.sock')),
+      await listen(path.join(root, 'task', 'own.sock')),
+    ];
     const declared = await listen(path.join(root, 'declared', 'd.sock'));
     const connect = `for p in ${[...targets, declared].join(' ')}; do python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(sys.argv[1], 'REACHED')" "$p" 2>/dev/null || echo "$p refused"; done`;
-    const { file, args } = bwrapCommand({ binary: probe.binary, network: true, writable: [path.join(root, 'task')], sockets: [declared] }, path.join(root, 'task'), '/bin/bash', ['-c', connect]);
+    const { file, args } = bwrapCommand(
+      { binary: probe.binary, network: true, writable: [path.join(root, 'task')], sockets: [declared] },
+      path.join(root, 'task'),
+      '/bin/bash',
+      ['-c', connect],
+    );
     const r = await execa(file, args, { reject: false, all: true, stdin: 'ignore' });
     assert.equal(r.exitCode, 0, r.all);
     const out = String(r.all);

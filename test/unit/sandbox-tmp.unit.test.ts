@@ -45,11 +45,15 @@ describe('sandbox: /tmp shows only what the step names', () => {
     assert.match(line, /--tmpfs \/tmp /);
     for (const shown of [task, tool, envDir]) assert.ok(line.includes(`--ro-bind ${shown} ${shown}`), `${shown} not shown: ${line}`);
     assert.ok(line.includes(`--symlink ${tool} ${link}`), line);
-    for (const hidden of [sock, sshDir, 'verdict-unit-missing']) assert.ok(!line.includes(`--ro-bind ${hidden}`) && !line.includes(`--ro-bind /tmp/${hidden}`), `${hidden} shown: ${line}`);
+    for (const hidden of [sock, sshDir, 'verdict-unit-missing'])
+      assert.ok(!line.includes(`--ro-bind ${hidden}`) && !line.includes(`--ro-bind /tmp/${hidden}`), `${hidden} shown: ${line}`);
     // The writable task dir is bound after its read-only entry, and /tmp is made read-only after every mount.
     assert.ok(line.indexOf(`--bind ${task} ${task}`) > line.indexOf(`--ro-bind ${task} ${task}`), line);
     const remounts = args.flatMap((a, i) => (a === '--remount-ro' ? [i] : []));
     assert.ok(remounts.length >= 1 && remounts.every((i, n) => i === args.indexOf('--chdir') - 2 * (remounts.length - n)), line);
-    assert.ok(remounts.some((i) => args[i + 1] === '/tmp'), line);
+    assert.ok(
+      remounts.some((i) => args[i + 1] === '/tmp'),
+      line,
+    );
   });
 });

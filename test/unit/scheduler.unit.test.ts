@@ -19,7 +19,10 @@ describe('scheduler', () => {
     assert.equal(s.peakActive, 3);
     // every job that started while ≥ 3 jobs remained saw exactly 3 running (itself included)
     assert.deepEqual(samples.slice(0, 3), [1, 2, 3]);
-    assert.ok(samples.slice(3, lengths.length - 2).every((n) => n === 3), `samples ${samples}`);
+    assert.ok(
+      samples.slice(3, lengths.length - 2).every((n) => n === 3),
+      `samples ${samples}`,
+    );
     assert.equal(samples.length, lengths.length);
   });
 
@@ -38,10 +41,14 @@ describe('scheduler', () => {
   it('after close, queued and delayed jobs are dropped, running ones finish', async () => {
     const ran: number[] = [];
     const dropped: number[] = [];
-    const s = new Scheduler<number>(1, async (n) => {
-      await sleep(20);
-      ran.push(n);
-    }, (n) => dropped.push(n));
+    const s = new Scheduler<number>(
+      1,
+      async (n) => {
+        await sleep(20);
+        ran.push(n);
+      },
+      (n) => dropped.push(n),
+    );
     s.push(1);
     s.push(2);
     s.push(3, 50);
@@ -55,10 +62,14 @@ describe('scheduler', () => {
     const ran: number[] = [];
     const dropped: number[] = [];
     let release: () => void = () => undefined;
-    const s = new Scheduler<number>(1, async (n) => {
-      if (n === 1) await new Promise<void>((r) => (release = r));
-      ran.push(n);
-    }, (n) => dropped.push(n));
+    const s = new Scheduler<number>(
+      1,
+      async (n) => {
+        if (n === 1) await new Promise<void>((r) => (release = r));
+        ran.push(n);
+      },
+      (n) => dropped.push(n),
+    );
     s.push(1);
     s.push(2);
     s.push(3, 30);

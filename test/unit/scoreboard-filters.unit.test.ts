@@ -8,7 +8,7 @@ import { tempDir } from '../helpers/fixtures';
 /** A seeded generator (the same rows every run). */
 function rng(seed: number): () => number {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 }
 
 const DAY = 86_400_000;
@@ -76,7 +76,10 @@ function keep(row: Record<string, unknown>, f: ScoreboardFilters): boolean {
 /** The unfiltered scoreboard of a log holding only the rows the filter keeps: the brute-force answer. */
 async function bruteForce(rows: Record<string, unknown>[], f: ScoreboardFilters) {
   const home = tempDir();
-  writeLog(home, rows.filter((x) => keep(x, f)));
+  writeLog(
+    home,
+    rows.filter((x) => keep(x, f)),
+  );
   const { view, source } = await loadScoreboard({ home });
   return { view: { ...view, filters: f }, rows: source.rows };
 }
@@ -105,7 +108,8 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
       const slow = await bruteForce(rows, f);
       assert.deepEqual(fast.view, slow.view, `filters ${JSON.stringify(f)}`);
       assert.equal(fast.source.rows, slow.rows, `attempt count, filters ${JSON.stringify(f)}`);
-      if (f.engine !== 'nobody' && f.since !== '2027-01-01') assert.ok(fast.view.rows.length > 0, `filters ${JSON.stringify(f)} selected nothing: the test would prove little`);
+      if (f.engine !== 'nobody' && f.since !== '2027-01-01')
+        assert.ok(fast.view.rows.length > 0, `filters ${JSON.stringify(f)} selected nothing: the test would prove little`);
     }
     // The second time the columns come from their file (the index is not opened): the same answers.
     for (const f of FILTERS.slice(0, 3)) assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(rows, f)).view);
@@ -133,7 +137,10 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
     const home = tempDir();
     writeLog(home, rows);
     const clean = tempDir();
-    writeLog(clean, rows.filter((x) => x.forced !== true));
+    writeLog(
+      clean,
+      rows.filter((x) => x.forced !== true),
+    );
     for (const f of [{}, { engine: 'codex' }, { since: '2026-01-04' }] as ScoreboardFilters[]) {
       const got = await loadScoreboard({ home, filters: f });
       const want = await loadScoreboard({ home: clean, filters: f });
@@ -144,7 +151,21 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
     }
     // A forced PASS alone: the model has no evidence at all, not a pass.
     const lone = tempDir();
-    writeLog(lone, [{ run_id: 'r', task_key: 't', spec: 's', worker_engine: 'codex', verdict: 'PASS', model: 'm', task_type: 'x', attempt: 1, harness: 'h', cost_microusd: 5, forced: true }]);
+    writeLog(lone, [
+      {
+        run_id: 'r',
+        task_key: 't',
+        spec: 's',
+        worker_engine: 'codex',
+        verdict: 'PASS',
+        model: 'm',
+        task_type: 'x',
+        attempt: 1,
+        harness: 'h',
+        cost_microusd: 5,
+        forced: true,
+      },
+    ]);
     const only = await loadScoreboard({ home: lone });
     assert.deepEqual(only.view.rows, []);
     assert.equal(only.source.forced, 1);

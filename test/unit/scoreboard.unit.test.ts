@@ -14,9 +14,41 @@ const catalogA = () => parseCatalog(JSON.parse(fs.readFileSync(path.join(FIXTURE
 
 let clock = 0;
 /** A Verdict-format eval row with the fields the scoreboard reads; ended_at increases row by row. */
-function row(run: string, key: string, attempt: number, verdict: string, model: string | null, taskType: string | null, engine: string, dur: number, tokens: number | null, cost: number | null) {
+function row(
+  run: string,
+  key: string,
+  attempt: number,
+  verdict: string,
+  model: string | null,
+  taskType: string | null,
+  engine: string,
+  dur: number,
+  tokens: number | null,
+  cost: number | null,
+) {
   clock++;
-  return { run_id: run, task_key: key, spec: 's', worker_engine: engine, verdict, duration_ms: dur, worker_tokens: tokens, model, task_type: taskType, retry: attempt > 1, identity: 'me', notes: '', attempt, harness: engine, lab: model?.includes('/') ? model.split('/')[0] : null, reported_model: null, tokens_in: null, tokens_out: null, cost_microusd: cost, ended_at: `2026-01-01T00:00:${String(clock).padStart(2, '0')}.000Z` };
+  return {
+    run_id: run,
+    task_key: key,
+    spec: 's',
+    worker_engine: engine,
+    verdict,
+    duration_ms: dur,
+    worker_tokens: tokens,
+    model,
+    task_type: taskType,
+    retry: attempt > 1,
+    identity: 'me',
+    notes: '',
+    attempt,
+    harness: engine,
+    lab: model?.includes('/') ? model.split('/')[0] : null,
+    reported_model: null,
+    tokens_in: null,
+    tokens_out: null,
+    cost_microusd: cost,
+    ended_at: `2026-01-01T00:00:${String(clock).padStart(2, '0')}.000Z`,
+  };
 }
 
 /**
@@ -64,12 +96,51 @@ describe('scoreboard (unit)', () => {
     assert.deepEqual(view.rows.map(key), ['lab/alpha|parser', 'beta|parser', 'beta|ui']);
     const alpha = view.rows[0]!;
     assert.deepEqual(
-      { tier: alpha.tier, tasks: alpha.tasks, attempts: alpha.attempts, passed: alpha.passed, first_try: alpha.first_try, pass: alpha.pass_rate, ft: alpha.first_try_pass_rate, d: alpha.median_duration_ms, t: alpha.median_tokens, c: alpha.median_cost_microusd, e: alpha.errors, rl: alpha.rate_limits, seen: alpha.last_seen, lab: alpha.lab },
-      { tier: 'proven', tasks: 4, attempts: 5, passed: 4, first_try: 3, pass: 1, ft: 0.75, d: 300, t: 30, c: 3000, e: 1, rl: 1, seen: '2026-01-01T00:00:07.000Z', lab: 'lab' },
+      {
+        tier: alpha.tier,
+        tasks: alpha.tasks,
+        attempts: alpha.attempts,
+        passed: alpha.passed,
+        first_try: alpha.first_try,
+        pass: alpha.pass_rate,
+        ft: alpha.first_try_pass_rate,
+        d: alpha.median_duration_ms,
+        t: alpha.median_tokens,
+        c: alpha.median_cost_microusd,
+        e: alpha.errors,
+        rl: alpha.rate_limits,
+        seen: alpha.last_seen,
+        lab: alpha.lab,
+      },
+      {
+        tier: 'proven',
+        tasks: 4,
+        attempts: 5,
+        passed: 4,
+        first_try: 3,
+        pass: 1,
+        ft: 0.75,
+        d: 300,
+        t: 30,
+        c: 3000,
+        e: 1,
+        rl: 1,
+        seen: '2026-01-01T00:00:07.000Z',
+        lab: 'lab',
+      },
     );
     const beta = view.rows.find((r) => key(r) === 'beta|parser')!;
     assert.deepEqual(
-      { tier: beta.tier, tasks: beta.tasks, attempts: beta.attempts, passed: beta.passed, first_try: beta.first_try, d: beta.median_duration_ms, t: beta.median_tokens, c: beta.median_cost_microusd },
+      {
+        tier: beta.tier,
+        tasks: beta.tasks,
+        attempts: beta.attempts,
+        passed: beta.passed,
+        first_try: beta.first_try,
+        d: beta.median_duration_ms,
+        t: beta.median_tokens,
+        c: beta.median_cost_microusd,
+      },
       { tier: 'probation', tasks: 3, attempts: 4, passed: 2, first_try: 2, d: 25, t: 2, c: null },
     );
     assert.equal(beta.pass_rate, 2 / 3);
@@ -88,9 +159,15 @@ describe('scoreboard (unit)', () => {
     const home = tempDir();
     writeLog(path.join(home, 'runs.jsonl'), generatedLog());
     const byType = (await loadScoreboard({ home, filters: { taskType: 'ui' } })).view;
-    assert.deepEqual(byType.rows.map((r) => r.model), ['beta']);
+    assert.deepEqual(
+      byType.rows.map((r) => r.model),
+      ['beta'],
+    );
     const byModel = (await loadScoreboard({ home, filters: { model: 'ALPHA' } })).view;
-    assert.deepEqual(byModel.rows.map((r) => r.model), ['lab/alpha']);
+    assert.deepEqual(
+      byModel.rows.map((r) => r.model),
+      ['lab/alpha'],
+    );
     const byEngine = (await loadScoreboard({ home, filters: { engine: 'opencode' } })).view;
     assert.deepEqual(byEngine.rows.map((r) => `${r.model}|${r.task_type}`).sort(), ['beta|parser', 'beta|ui']);
     // since the 10th row: beta's t3 second attempt (FAIL) and the ui task remain; t3's first attempt is gone, so
@@ -114,8 +191,19 @@ describe('scoreboard (unit)', () => {
     const { view } = await loadScoreboard({ home });
     const withCatalog = scoreboardView([...view.rows, ...view.quarantined], catalogA());
     // lab/alpha is in the log; img/gen is text→image; small/ctx has 8k context; cheap/two takes images (not text→text).
-    assert.deepEqual(withCatalog.untested.map((u) => [u.model, u.free]), [['free/one', true], ['pricey/three', false]]);
-    const many = Array.from({ length: 15 }, (_, i) => ({ id: `m/${String(i).padStart(2, '0')}`, context_length: 32000, pricing: { prompt: String((15 - i) / 1e6), completion: '0' }, architecture: { modality: 'text->text' } }));
+    assert.deepEqual(
+      withCatalog.untested.map((u) => [u.model, u.free]),
+      [
+        ['free/one', true],
+        ['pricey/three', false],
+      ],
+    );
+    const many = Array.from({ length: 15 }, (_, i) => ({
+      id: `m/${String(i).padStart(2, '0')}`,
+      context_length: 32000,
+      pricing: { prompt: String((15 - i) / 1e6), completion: '0' },
+      architecture: { modality: 'text->text' },
+    }));
     const u = scoreboardView([], many).untested;
     assert.equal(u.length, 10);
     assert.equal(u[0]!.model, 'm/14', 'cheapest first');
@@ -128,7 +216,19 @@ describe('scoreboard (unit)', () => {
     assert.equal(view.rows.length, 1);
     const glm = view.rows[0]!;
     assert.deepEqual(
-      { model: glm.model, type: glm.task_type, tasks: glm.tasks, attempts: glm.attempts, passed: glm.passed, ft: glm.first_try, d: glm.median_duration_ms, t: glm.median_tokens, e: glm.errors, tier: glm.tier, seen: glm.last_seen },
+      {
+        model: glm.model,
+        type: glm.task_type,
+        tasks: glm.tasks,
+        attempts: glm.attempts,
+        passed: glm.passed,
+        ft: glm.first_try,
+        d: glm.median_duration_ms,
+        t: glm.median_tokens,
+        e: glm.errors,
+        tier: glm.tier,
+        seen: glm.last_seen,
+      },
       { model: 'glm-4.6', type: 'cli', tasks: 3, attempts: 4, passed: 3, ft: 2, d: 2500, t: 600, e: 1, tier: 'probation', seen: null },
     );
     assert.equal(view.quarantined[0]?.tasks, 1);
@@ -146,7 +246,10 @@ describe('scoreboard (unit)', () => {
     let index = await openScoreboardIndex(home);
     assert.equal(Number(index.db.exec('SELECT COUNT(*) FROM attempts')[0]!.values[0]![0]), 3);
     assert.equal(index.corruptCount, 2);
-    assert.deepEqual(index.corruptSamples().map((c) => c.line), [4, 5]);
+    assert.deepEqual(
+      index.corruptSamples().map((c) => c.line),
+      [4, 5],
+    );
     assert.match(index.corruptSamples()[1]!.reason, /field "task_key" is missing/);
     const offset = index.offset;
     assert.equal(offset, fs.statSync(log).size - 20, 'stops before the half-written line');
@@ -170,8 +273,20 @@ describe('scoreboard (unit)', () => {
 
   it('review rows are not attempts: the figures do not move; each reviewing model gets its own line of verdicts', async () => {
     const home = tempDir();
-    const review = (base: ReturnType<typeof row>, engine: string, model: string | null, reviewer: number, verdict: 'approve' | 'changes' | 'reject' | null) => ({
-      ...base, worker_engine: engine, harness: engine, model, step: 'review', verdict: verdict === 'approve' ? 'PASS' : verdict === null ? 'ERROR' : 'FAIL', review: { reviewer, verdict, concerns: verdict === 'approve' || verdict === null ? [] : ['x'] },
+    const review = (
+      base: ReturnType<typeof row>,
+      engine: string,
+      model: string | null,
+      reviewer: number,
+      verdict: 'approve' | 'changes' | 'reject' | null,
+    ) => ({
+      ...base,
+      worker_engine: engine,
+      harness: engine,
+      model,
+      step: 'review',
+      verdict: verdict === 'approve' ? 'PASS' : verdict === null ? 'ERROR' : 'FAIL',
+      review: { reviewer, verdict, concerns: verdict === 'approve' || verdict === null ? [] : ['x'] },
     });
     const rows = generatedLog();
     const withReviews: object[] = [];
@@ -180,8 +295,18 @@ describe('scoreboard (unit)', () => {
       withReviews.push({ ...r, step: 'work' });
       if (r.verdict !== 'PASS' && r.verdict !== 'FAIL') continue;
       // Two reviewers of every judged attempt: claude approves a PASS and asks changes of a FAIL; gemini errs on r2.
-      withReviews.push(review(row(r.run_id, r.task_key, r.attempt, '', null, r.task_type, '', 5, 7, 11), 'claude', 'rev/claude', 1, r.verdict === 'PASS' ? 'approve' : 'changes'));
-      withReviews.push(review(row(r.run_id, r.task_key, r.attempt, '', null, r.task_type, '', 5, 7, 11), 'gemini', 'rev/gemini', 2, r.run_id === 'r2' ? null : 'reject'));
+      withReviews.push(
+        review(
+          row(r.run_id, r.task_key, r.attempt, '', null, r.task_type, '', 5, 7, 11),
+          'claude',
+          'rev/claude',
+          1,
+          r.verdict === 'PASS' ? 'approve' : 'changes',
+        ),
+      );
+      withReviews.push(
+        review(row(r.run_id, r.task_key, r.attempt, '', null, r.task_type, '', 5, 7, 11), 'gemini', 'rev/gemini', 2, r.run_id === 'r2' ? null : 'reject'),
+      );
     }
     writeLog(path.join(home, 'runs.jsonl'), withReviews);
     const { view, source } = await loadScoreboard({ home });
@@ -189,17 +314,31 @@ describe('scoreboard (unit)', () => {
     writeLog(path.join(plain, 'runs.jsonl'), generatedLog());
     const expected = (await loadScoreboard({ home: plain })).view;
     // Every figure as without the reviews (last_seen aside: the review rows came later).
-    const strip = (v: typeof view) => ({ ...v, rows: v.rows.map((r) => ({ ...r, last_seen: null })), quarantined: v.quarantined.map((r) => ({ ...r, last_seen: null })), reviews: [] });
+    const strip = (v: typeof view) => ({
+      ...v,
+      rows: v.rows.map((r) => ({ ...r, last_seen: null })),
+      quarantined: v.quarantined.map((r) => ({ ...r, last_seen: null })),
+      reviews: [],
+    });
     assert.deepEqual(strip(view), strip(expected));
     assert.equal(source.rows, 14);
-    assert.deepEqual(view.reviews.map((r) => [r.model, r.reviews, r.approve, r.changes, r.reject, r.errors, r.engines]), [
-      ['rev/claude', 11, 8, 3, 0, 0, ['claude']],
-      ['rev/gemini', 11, 0, 0, 6, 5, ['gemini']],
-    ]);
+    assert.deepEqual(
+      view.reviews.map((r) => [r.model, r.reviews, r.approve, r.changes, r.reject, r.errors, r.engines]),
+      [
+        ['rev/claude', 11, 8, 3, 0, 0, ['claude']],
+        ['rev/gemini', 11, 0, 0, 6, 5, ['gemini']],
+      ],
+    );
     // From the cache (unchanged log) and filtered by engine and model, the same way.
     assert.deepEqual((await loadScoreboard({ home })).view.reviews, view.reviews);
-    assert.deepEqual((await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.reviews.map((r) => r.model), ['rev/gemini']);
-    assert.deepEqual((await loadScoreboard({ home, filters: { model: 'claude' } })).view.reviews.map((r) => r.model), ['rev/claude']);
+    assert.deepEqual(
+      (await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.reviews.map((r) => r.model),
+      ['rev/gemini'],
+    );
+    assert.deepEqual(
+      (await loadScoreboard({ home, filters: { model: 'claude' } })).view.reviews.map((r) => r.model),
+      ['rev/claude'],
+    );
     assert.deepEqual((await loadScoreboard({ home, filters: { engine: 'gemini' } })).view.rows, []);
     // The dashboard gets the same lines (protocol ReviewerRow).
     const dash = await dashboardScoreboard(home);
@@ -215,7 +354,13 @@ describe('scoreboard (unit)', () => {
     const log = path.join(home, 'runs.jsonl');
     const rows = generatedLog();
     for (let i = 0; i < rows.length; i += 3) {
-      fs.appendFileSync(log, rows.slice(i, i + 3).map((r) => JSON.stringify(r) + '\n').join(''));
+      fs.appendFileSync(
+        log,
+        rows
+          .slice(i, i + 3)
+          .map((r) => JSON.stringify(r) + '\n')
+          .join(''),
+      );
       (await openScoreboardIndex(home)).close();
     }
     const incremental = (await loadScoreboard({ home })).view;
@@ -229,7 +374,7 @@ describe('scoreboard (unit)', () => {
 });
 
 describe('dashboard scoreboard over rows with no stamped model', () => {
-  it('an empty scoreboard over a full log says how many attempts were set aside (the demo\'s script rows)', async () => {
+  it("an empty scoreboard over a full log says how many attempts were set aside (the demo's script rows)", async () => {
     const home = tempDir();
     const log = path.join(home, 'runs.jsonl');
     for (let i = 1; i <= 3; i++) await appendEvalRow(log, sampleRow({ run_id: 'r1', task_key: `t${i}`, model: null, verdict: i === 3 ? 'FAIL' : 'PASS' }));
@@ -239,7 +384,10 @@ describe('dashboard scoreboard over rows with no stamped model', () => {
     // One attempt with a model is scored; the others stay set aside.
     await appendEvalRow(log, sampleRow({ run_id: 'r2', task_key: 'm', model: 'openai/gpt-5-mini', worker_engine: 'codex' }));
     const again = await dashboardScoreboard(home);
-    assert.deepEqual(again.rows.map((r) => r.model), ['openai/gpt-5-mini']);
+    assert.deepEqual(
+      again.rows.map((r) => r.model),
+      ['openai/gpt-5-mini'],
+    );
     assert.equal(again.quarantined, 3);
   });
 });

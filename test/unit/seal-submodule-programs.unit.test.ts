@@ -31,7 +31,9 @@ async function withSubmodule(dir: string, deep = false) {
   try {
     links = await addWorktree(repo, wt, branch);
   } finally {
-    for (const k of ['GIT_CONFIG_COUNT', 'GIT_CONFIG_KEY_0', 'GIT_CONFIG_VALUE_0']) if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k];
+    for (const k of ['GIT_CONFIG_COUNT', 'GIT_CONFIG_KEY_0', 'GIT_CONFIG_VALUE_0'])
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
   }
   assert.ok(links.hasSubmodules);
   return { repo, wt, branch, links };
@@ -52,7 +54,7 @@ function plantFilter(repoDir: string, marker: string): void {
   fs.utimesSync(path.join(repoDir, 'f.txt'), old, old);
 }
 
-describe('the seal runs no program a submodule\'s config names, unless that config is the one Verdict made', function () {
+describe("the seal runs no program a submodule's config names, unless that config is the one Verdict made", function () {
   this.timeout(60000);
 
   it('a folder the worker made a repository (a new gitlink): its filter does not run; the seal names it', async () => {
@@ -61,7 +63,7 @@ describe('the seal runs no program a submodule\'s config names, unless that conf
     const marker = path.join(dir, 'PWNED-new');
     plantFilter(path.join(wt, 'mine'), marker);
     const seal = await sealWorktree(links, branch, path.join(dir, 'seal.index'), 'seal', repo.identityArgs);
-    assert.equal(fs.existsSync(marker), false, 'the worker\'s clean filter ran in the orchestrator');
+    assert.equal(fs.existsSync(marker), false, "the worker's clean filter ran in the orchestrator");
     assert.deepEqual(seal.nested, ['mine']);
   });
 
@@ -74,7 +76,7 @@ describe('the seal runs no program a submodule\'s config names, unless that conf
     fs.rmSync(path.join(sub, 'lib.txt'));
     plantFilter(sub, marker);
     const seal = await sealWorktree(links, branch, path.join(dir, 'seal.index'), 'seal', repo.identityArgs);
-    assert.equal(fs.existsSync(marker), false, 'the worker\'s clean filter ran in the orchestrator');
+    assert.equal(fs.existsSync(marker), false, "the worker's clean filter ran in the orchestrator");
     assert.deepEqual(seal.submodules, ['vendor/lib']);
   });
 
@@ -91,7 +93,7 @@ describe('the seal runs no program a submodule\'s config names, unless that conf
     const old = new Date(Date.now() - 86400_000);
     fs.utimesSync(path.join(sub, 'lib.txt'), old, old);
     const seal = await sealWorktree(links, branch, path.join(dir, 'seal.index'), 'seal', repo.identityArgs);
-    assert.equal(fs.existsSync(marker), false, 'the worker\'s clean filter ran in the orchestrator');
+    assert.equal(fs.existsSync(marker), false, "the worker's clean filter ran in the orchestrator");
     assert.deepEqual(seal.submodules, ['vendor/lib']);
   });
 
@@ -107,7 +109,7 @@ describe('the seal runs no program a submodule\'s config names, unless that conf
     fs.rmSync(path.join(deep, 'deep.txt'));
     plantFilter(deep, marker);
     const seal = await sealWorktree(links, branch, path.join(dir, 'seal.index'), 'seal', repo.identityArgs);
-    assert.equal(fs.existsSync(marker), false, 'the worker\'s clean filter ran in the orchestrator');
+    assert.equal(fs.existsSync(marker), false, "the worker's clean filter ran in the orchestrator");
     assert.deepEqual(seal.submodules, ['vendor/lib']);
   });
 

@@ -10,7 +10,7 @@ import { gitRunner } from '../../extension/core/git/safe-git';
 // `hash-object --no-filters`, the raw diff parser against git's output, and the rewrite of what git converted.
 
 describe('sealed bytes', () => {
-  it('a working file\'s blob id is git\'s hash-object --no-filters (a file, an empty one, a large one, a symlink)', () => {
+  it("a working file's blob id is git's hash-object --no-filters (a file, an empty one, a large one, a symlink)", () => {
     const dir = makeRepo(path.join(tempDir(), 'r'));
     fs.writeFileSync(path.join(dir, 'a.txt'), 'a\r\n$Id: x $\n');
     fs.writeFileSync(path.join(dir, 'empty'), '');
@@ -31,11 +31,15 @@ describe('sealed bytes', () => {
     git(dir, 'add', '-A');
     const out = git(dir, 'diff-index', '--cached', '-z', 'HEAD');
     const parsed = parseRawZ(`${out}\0`);
-    assert.deepEqual(parsed.map((c) => [c.status, c.path]).sort(), [['A', 'we\tird\nname.txt'], ['D', 'gone.txt'], ['M', 'keep.txt']]);
+    assert.deepEqual(parsed.map((c) => [c.status, c.path]).sort(), [
+      ['A', 'we\tird\nname.txt'],
+      ['D', 'gone.txt'],
+      ['M', 'keep.txt'],
+    ]);
     assert.equal(parsed.find((c) => c.path === 'keep.txt')?.dstId, git(dir, 'rev-parse', ':keep.txt'));
   });
 
-  it('writes again only what git converted (ident, text), as a checkout writes it; the index\'s stat data follows', async () => {
+  it("writes again only what git converted (ident, text), as a checkout writes it; the index's stat data follows", async () => {
     const dir = makeRepo(path.join(tempDir(), 'r'), { 'base.txt': 'b\n' });
     fs.writeFileSync(path.join(dir, '.gitattributes'), 'id.txt ident\ncr.txt text\n');
     fs.writeFileSync(path.join(dir, 'id.txt'), '$Id: the answer is 42 $\n');
@@ -65,7 +69,7 @@ describe('sealed bytes', () => {
     git(dir, 'add', '-A');
     const changes = parseRawZ(execFileSync('git', ['diff-index', '--cached', '-z', 'HEAD'], { cwd: dir }));
     const odd = changes.find((c) => c.bytes.equals(name));
-    assert.ok(odd, 'the raw record keeps the name\'s bytes');
+    assert.ok(odd, "the raw record keeps the name's bytes");
     assert.equal(odd.path, 'caf\ufffd.txt', 'its text form is for messages only');
     assert.deepEqual(await writeSealedBytes(gitRunner(dir), dir, changes), ['"caf\\351.txt"']);
     assert.deepEqual(fs.readFileSync(abs), Buffer.from('caf\xe9\n', 'latin1'), 'written again as the commit holds it (LF)');
@@ -75,7 +79,7 @@ describe('sealed bytes', () => {
   // Before: a file the start commit holds with CRLF, under a `text` attribute added later, was staged anew by the
   // seal's `add -A` (git's racy check converts it and sees a change), committed as LF and written again as LF, though
   // the worker never touched it: the PASS commit changed a file of the start commit, and a protected test FAILed.
-  it('a file whose bytes are the parent\'s blob is kept as the parent has it, whatever git\'s conversion staged', async () => {
+  it("a file whose bytes are the parent's blob is kept as the parent has it, whatever git's conversion staged", async () => {
     const dir = makeRepo(path.join(tempDir(), 'r'), { 'crlf.txt': 'a\r\nb\r\n', 'mine.txt': 'm\r\n' });
     fs.writeFileSync(path.join(dir, '.gitattributes'), '*.txt text\n');
     git(dir, 'add', '.gitattributes');
@@ -85,12 +89,22 @@ describe('sealed bytes', () => {
     const changes = parseRawZ(execFileSync('git', ['diff-index', '--cached', '-z', 'HEAD'], { cwd: dir }));
     assert.deepEqual(changes.map((c) => c.path).sort(), ['crlf.txt', 'mine.txt'], 'git staged the untouched file converted');
     const kept = unchangedFromParent(dir, changes);
-    assert.deepEqual(kept.map((c) => c.path), ['crlf.txt']);
+    assert.deepEqual(
+      kept.map((c) => c.path),
+      ['crlf.txt'],
+    );
     await keepParentEntries(gitRunner(dir), kept);
     assert.equal(git(dir, 'diff-index', '--cached', '--name-only', 'HEAD'), 'mine.txt', 'the index holds crlf.txt as committed');
-    assert.deepEqual(await writeSealedBytes(gitRunner(dir), dir, changes.filter((c) => !kept.includes(c))), ['mine.txt']);
+    assert.deepEqual(
+      await writeSealedBytes(
+        gitRunner(dir),
+        dir,
+        changes.filter((c) => !kept.includes(c)),
+      ),
+      ['mine.txt'],
+    );
     assert.equal(fs.readFileSync(path.join(dir, 'crlf.txt'), 'utf8'), 'a\r\nb\r\n', 'its bytes are left alone');
-    assert.equal(fs.readFileSync(path.join(dir, 'mine.txt'), 'utf8'), 'changed\n', 'the worker\'s change is converted as before');
+    assert.equal(fs.readFileSync(path.join(dir, 'mine.txt'), 'utf8'), 'changed\n', "the worker's change is converted as before");
   });
 });
 

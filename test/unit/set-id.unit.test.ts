@@ -6,14 +6,20 @@ import { clearSetIdBits, IN_PROCESS_ENTRIES, setIdNote } from '../../extension/c
 import { tempDir } from '../helpers/fixtures';
 
 // No set-uid or set-gid file leaves a step (core/process/set-id.ts).
-describe('set-id bits: cleared on every regular file of a step\'s folders, and named', () => {
+describe("set-id bits: cleared on every regular file of a step's folders, and named", () => {
   const mode = (p: string | Buffer) => fs.lstatSync(p).mode & 0o7777;
 
   it('clears both bits of files at any depth (.git too), keeps the other bits; never follows a link, leaves folders and plain files', async () => {
     const dir = tempDir();
     const outside = tempDir();
     fs.mkdirSync(path.join(dir, 'sub', '.git'), { recursive: true });
-    const files: [string, number][] = [['uid', 0o4755], ['gid', 0o2750], ['both', 0o6711], ['sub/.git/hook', 0o4700], ['plain', 0o755]];
+    const files: [string, number][] = [
+      ['uid', 0o4755],
+      ['gid', 0o2750],
+      ['both', 0o6711],
+      ['sub/.git/hook', 0o4700],
+      ['plain', 0o755],
+    ];
     for (const [rel, m] of files) {
       fs.writeFileSync(path.join(dir, rel), '#!/bin/sh\n');
       fs.chmodSync(path.join(dir, rel), m);
@@ -30,7 +36,10 @@ describe('set-id bits: cleared on every regular file of a step\'s folders, and n
     const r = await clearSetIdBits([dir, path.join(dir, 'missing')]);
     assert.equal(r.error, null);
     assert.deepEqual(r.files, [path.join(dir, 'both'), showPath(odd), path.join(dir, 'gid'), path.join(dir, 'sub/.git/hook'), path.join(dir, 'uid')].sort());
-    assert.deepEqual(files.map(([rel]) => mode(path.join(dir, rel))), [0o755, 0o750, 0o711, 0o700, 0o755]);
+    assert.deepEqual(
+      files.map(([rel]) => mode(path.join(dir, rel))),
+      [0o755, 0o750, 0o711, 0o700, 0o755],
+    );
     assert.equal(mode(odd), 0o755);
     assert.equal(mode(path.join(dir, 'sgid-dir')) & 0o2000, 0o2000, 'a folder is left as it is');
     assert.equal(mode(path.join(outside, 'target')), 0o4755, 'the link was not followed');
@@ -56,7 +65,13 @@ describe('set-id bits: cleared on every regular file of a step\'s folders, and n
     assert.equal(setIdNote('the worker', null), null);
     assert.equal(setIdNote('the worker', { files: [], error: null }), null);
     assert.equal(setIdNote('the check', { files: ['/t/a'], error: null }), 'the check left set-uid/set-gid files; their set-id bits were cleared: /t/a');
-    assert.equal(setIdNote('the worker', { files: ['1', '2', '3', '4', '5', '6'], error: null }), 'the worker left set-uid/set-gid files; their set-id bits were cleared: 1, 2, 3, 4, 5, … (6)');
-    assert.equal(setIdNote('setup', { files: [], error: 'find could not look for set-uid and set-gid files: x' }), 'after setup: find could not look for set-uid and set-gid files: x');
+    assert.equal(
+      setIdNote('the worker', { files: ['1', '2', '3', '4', '5', '6'], error: null }),
+      'the worker left set-uid/set-gid files; their set-id bits were cleared: 1, 2, 3, 4, 5, … (6)',
+    );
+    assert.equal(
+      setIdNote('setup', { files: [], error: 'find could not look for set-uid and set-gid files: x' }),
+      'after setup: find could not look for set-uid and set-gid files: x',
+    );
   });
 });

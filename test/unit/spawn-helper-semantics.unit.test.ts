@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { encodeRequest, parseReply, spawnHelperInfo, spawnHelperPid, spawnViaHelper, stopSpawnHelper, type SpawnRequest } from '../../extension/core/process/spawner';
+import {
+  encodeRequest,
+  parseReply,
+  spawnHelperInfo,
+  spawnHelperPid,
+  spawnViaHelper,
+  stopSpawnHelper,
+  type SpawnRequest,
+} from '../../extension/core/process/spawner';
 import { STEP_COOKIE_VAR } from '../../extension/core/process/supervisor';
 import { alive, tempDir } from '../helpers/fixtures';
 import { describeEachHelper } from '../helpers/spawn-helpers';
@@ -45,36 +53,51 @@ describeEachHelper('spawn helper semantics', function () {
 
   it('each child leads its own session and process group; stdin is /dev/null; stdout and stderr are the log, appended', async () => {
     fs.writeFileSync(path.join(dir, 'log'), 'before\n');
-    const s = await spawnViaHelper(bash(dir, 'echo "sid=$(ps -o sid= -p $$ | tr -d " ") pgid=$(ps -o pgid= -p $$ | tr -d " ") pid=$$"; readlink /proc/self/fd/0; echo err >&2'));
+    const s = await spawnViaHelper(
+      bash(dir, 'echo "sid=$(ps -o sid= -p $$ | tr -d " ") pgid=$(ps -o pgid= -p $$ | tr -d " ") pid=$$"; readlink /proc/self/fd/0; echo err >&2'),
+    );
     const exit = await s.exited;
     assert.deepEqual(exit, { code: 0, signal: null });
     assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `before\nsid=${s.pid} pgid=${s.pid} pid=${s.pid}\n/dev/null\nerr\n`);
   });
 
-  it('`files` are the child\'s fds 3, 4 … in order, read-only, and it holds no other descriptor of the helper', async () => {
+  it("`files` are the child's fds 3, 4 … in order, read-only, and it holds no other descriptor of the helper", async () => {
     fs.writeFileSync(path.join(dir, 'a'), 'A');
     fs.writeFileSync(path.join(dir, 'b'), 'B');
-    const s = await spawnViaHelper(bash(dir, 'cat <&3; cat <&4; echo; { echo x >&3; } 2>/dev/null || echo ro; exec ls -l /proc/self/fd/', { files: [path.join(dir, 'a'), path.join(dir, 'b')] }));
+    const s = await spawnViaHelper(
+      bash(dir, 'cat <&3; cat <&4; echo; { echo x >&3; } 2>/dev/null || echo ro; exec ls -l /proc/self/fd/', {
+        files: [path.join(dir, 'a'), path.join(dir, 'b')],
+      }),
+    );
     await s.exited;
     const [content, ro, ...listing] = fs.readFileSync(path.join(dir, 'log'), 'utf8').split('\n');
     assert.equal(content, 'AB');
     assert.equal(ro, 'ro');
     // Exactly stdin, the log twice and the two files — no descriptor the orchestrator itself inherited without
     // close-on-exec either — besides ls's own handle on the folder it lists.
-    const fds = listing.map((l) => / (\d+) -> (.*)$/.exec(l)).filter((m) => m && !/^\/proc\/\d+\/fd$/.test(m[2] as string)).map((m) => `${m?.[1]} ${m?.[2]}`);
+    const fds = listing
+      .map((l) => / (\d+) -> (.*)$/.exec(l))
+      .filter((m) => m && !/^\/proc\/\d+\/fd$/.test(m[2] as string))
+      .map((m) => `${m?.[1]} ${m?.[2]}`);
     assert.deepEqual(fds, ['0 /dev/null', `1 ${path.join(dir, 'log')}`, `2 ${path.join(dir, 'log')}`, `3 ${path.join(dir, 'a')}`, `4 ${path.join(dir, 'b')}`]);
   });
 
   it('relay: stdout and stderr are one socket, never the log; /proc/<pid>/fd/1 cannot be opened again (ENXIO); 3 MB in order, all in the log before the exit reply', async () => {
     fs.writeFileSync(path.join(dir, 'log'), 'before\n');
     // What a tool run by a reader's engine tries: append a forged line to the engine's stdout by its /proc path.
-    const script = 'readlink /proc/$$/fd/1 | sed "s/[0-9]//g"; readlink /proc/$$/fd/2 | sed "s/[0-9]//g"; (echo FORGED >> /proc/$$/fd/1) 2>&1 | grep -o "No such device or address"; echo err >&2; head -c 3000000 /dev/zero | tr "\\0" a; echo; echo end';
+    const script =
+      'readlink /proc/$$/fd/1 | sed "s/[0-9]//g"; readlink /proc/$$/fd/2 | sed "s/[0-9]//g"; (echo FORGED >> /proc/$$/fd/1) 2>&1 | grep -o "No such device or address"; echo err >&2; head -c 3000000 /dev/zero | tr "\\0" a; echo; echo end';
     const s = await spawnViaHelper(bash(dir, script, { relay: true }));
     assert.deepEqual(await s.exited, { code: 0, signal: null });
-    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `before\nsocket:[]\nsocket:[]\nNo such device or address\nerr\n${'a'.repeat(3_000_000)}\nend\n`);
+    assert.equal(
+      fs.readFileSync(path.join(dir, 'log'), 'utf8'),
+      `before\nsocket:[]\nsocket:[]\nNo such device or address\nerr\n${'a'.repeat(3_000_000)}\nend\n`,
+    );
     // The same step with the log as its stdout (no relay): the forged line lands, which is what relay is for.
     fs.writeFileSync(path.join(dir, 'log'), '');
-    await (await spawnViaHelper(bash(dir, 'echo FORGED >> /proc/$$/fd/1'))).exited;
+    await (
+      await spawnViaHelper(bash(dir, 'echo FORGED >> /proc/$$/fd/1'))
+    ).exited;
     assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), 'FORGED\n');
   });
 
@@ -96,7 +119,10 @@ describeEachHelper('spawn helper semantics', function () {
     } finally {
       process.kill(pid, 'SIGKILL');
     }
-    await assert.rejects(spawnViaHelper({ ...bash(dir, 'true', { relay: true }), file: path.join(dir, 'no-such-program') }), new RegExp(`^Error: spawn ${path.join(dir, 'no-such-program')} ENOENT$`));
+    await assert.rejects(
+      spawnViaHelper({ ...bash(dir, 'true', { relay: true }), file: path.join(dir, 'no-such-program') }),
+      new RegExp(`^Error: spawn ${path.join(dir, 'no-such-program')} ENOENT$`),
+    );
   });
 
   it('the pid reply carries the kernel start time; the exit reply the code, or the signal by name', async () => {
@@ -118,7 +144,13 @@ describeEachHelper('spawn helper semantics', function () {
     const pidFile = path.join(dir, 'pid');
     const cookie = `c${process.pid}x${Date.now()}`;
     const env = { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie };
-    const s = await spawnViaHelper(bash(dir, `setsid bash -c 'echo $$ > ${pidFile}; exec sleep 300' & while [ ! -s ${pidFile} ]; do sleep 0.02; done; exit 0`, { env, cookie, sweepAgainMs: 500 }));
+    const s = await spawnViaHelper(
+      bash(dir, `setsid bash -c 'echo $$ > ${pidFile}; exec sleep 300' & while [ ! -s ${pidFile} ]; do sleep 0.02; done; exit 0`, {
+        env,
+        cookie,
+        sweepAgainMs: 500,
+      }),
+    );
     assert.deepEqual(await s.exited, { code: 0, signal: null });
     const pid = Number(fs.readFileSync(pidFile, 'utf8'));
     // The exit reply is sent after the sweep; the daemon may be a zombie for a moment until its new parent reaps it.
@@ -135,7 +167,7 @@ describeEachHelper('spawn helper semantics', function () {
     // The layout, seen on a copy the test starts itself: the cookie lies past 300 KB of the environment.
     const copy = spawn('/bin/bash', ['-c', `exec ${daemon}`], { env, stdio: 'ignore' });
     await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n'), 'the copy started');
-    await until(() => fs.readFileSync(`/proc/${copy.pid}/cmdline`, 'latin1').startsWith('sleep'), 'the copy exec\'d sleep');
+    await until(() => fs.readFileSync(`/proc/${copy.pid}/cmdline`, 'latin1').startsWith('sleep'), "the copy exec'd sleep");
     assert.ok(fs.readFileSync(`/proc/${copy.pid}/environ`, 'latin1').indexOf(`${STEP_COOKIE_VAR}=${cookie}`) > 300_000);
     copy.kill('SIGKILL');
     fs.rmSync(pidFile);
@@ -147,7 +179,9 @@ describeEachHelper('spawn helper semantics', function () {
 
   it('the second sweep kills a cookie holder that appeared after the first', async () => {
     const cookie = `late${process.pid}x${Date.now()}`;
-    const s = await spawnViaHelper(bash(dir, 'exit 0', { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, sweepAgainMs: 700 }));
+    const s = await spawnViaHelper(
+      bash(dir, 'exit 0', { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, sweepAgainMs: 700 }),
+    );
     await s.exited;
     // Not a descendant of the step: started after the first sweep, carrying the step's cookie.
     const late = spawn('sleep', ['300'], { env: { ...process.env, [STEP_COOKIE_VAR]: cookie }, stdio: 'ignore' });
@@ -159,20 +193,40 @@ describeEachHelper('spawn helper semantics', function () {
     const steps = await Promise.all(
       Array.from({ length: 20 }, (_, i) => {
         const cookie = `many${i}x${process.pid}`;
-        return spawnViaHelper(bash(dir, `exit ${i}`, { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, log: path.join(dir, `log${i}`) }));
+        return spawnViaHelper(
+          bash(dir, `exit ${i}`, { env: { ...(process.env as Record<string, string>), [STEP_COOKIE_VAR]: cookie }, cookie, log: path.join(dir, `log${i}`) }),
+        );
       }),
     );
     const exits = await Promise.all(steps.map((s) => s.exited));
-    assert.deepEqual(exits.map((e) => e.code), Array.from({ length: 20 }, (_, i) => i));
+    assert.deepEqual(
+      exits.map((e) => e.code),
+      Array.from({ length: 20 }, (_, i) => i),
+    );
   });
 
   it('a log that cannot be opened, a file that does not exist, a missing cwd or program: an error naming it, and the helper goes on', async () => {
-    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log: path.join(dir, 'no', 'such', 'log') })), (e: Error) => e.message === `ENOENT: no such file or directory, open '${path.join(dir, 'no', 'such', 'log')}'`);
-    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log: dir })), /^Error: EISDIR: illegal operation on a directory, open|^Error: EISDIR: is a directory, open/);
-    await assert.rejects(spawnViaHelper(bash(dir, 'true', { files: [path.join(dir, 'missing')] })), (e: Error) => e.message === `ENOENT: no such file or directory, open '${path.join(dir, 'missing')}'`);
+    await assert.rejects(
+      spawnViaHelper(bash(dir, 'true', { log: path.join(dir, 'no', 'such', 'log') })),
+      (e: Error) => e.message === `ENOENT: no such file or directory, open '${path.join(dir, 'no', 'such', 'log')}'`,
+    );
+    await assert.rejects(
+      spawnViaHelper(bash(dir, 'true', { log: dir })),
+      /^Error: EISDIR: illegal operation on a directory, open|^Error: EISDIR: is a directory, open/,
+    );
+    await assert.rejects(
+      spawnViaHelper(bash(dir, 'true', { files: [path.join(dir, 'missing')] })),
+      (e: Error) => e.message === `ENOENT: no such file or directory, open '${path.join(dir, 'missing')}'`,
+    );
     await assert.rejects(spawnViaHelper(bash(path.join(dir, 'gone'), 'true', { log: path.join(dir, 'log') })), /^Error: spawn \/bin\/bash ENOENT$/);
-    await assert.rejects(spawnViaHelper({ ...bash(dir, 'true'), file: path.join(dir, 'no-such-program') }), new RegExp(`^Error: spawn ${path.join(dir, 'no-such-program')} ENOENT$`));
-    await assert.rejects(spawnViaHelper(bash(dir, 'true', { log: path.join(dir, 'a\nb', 'log') })), (e: Error) => e.message.includes("open '") && !e.message.includes('\n'));
+    await assert.rejects(
+      spawnViaHelper({ ...bash(dir, 'true'), file: path.join(dir, 'no-such-program') }),
+      new RegExp(`^Error: spawn ${path.join(dir, 'no-such-program')} ENOENT$`),
+    );
+    await assert.rejects(
+      spawnViaHelper(bash(dir, 'true', { log: path.join(dir, 'a\nb', 'log') })),
+      (e: Error) => e.message.includes("open '") && !e.message.includes('\n'),
+    );
     await assert.rejects(spawnViaHelper(bash(dir, 'echo a\0b')), /a NUL byte in args\[1\]/);
     const s = await spawnViaHelper(bash(dir, 'echo still here'));
     assert.deepEqual(await s.exited, { code: 0, signal: null });
@@ -187,17 +241,30 @@ describeEachHelper('spawn helper semantics', function () {
 
   it('arguments and environment values with newlines, spaces and non-ASCII reach the child byte for byte', async () => {
     const odd = 'line one\nline two  é ✓ \t$HOME `x` \'q\' "dq"';
-    const s = await spawnViaHelper({ file: '/bin/bash', args: ['-c', 'printf %s "$1"; printf "|%s" "$ODD"', 'bash', odd], cwd: dir, env: { PATH: process.env.PATH ?? '', ODD: odd, 'WITH=EQUALS': 'v' }, log: path.join(dir, 'log') });
+    const s = await spawnViaHelper({
+      file: '/bin/bash',
+      args: ['-c', 'printf %s "$1"; printf "|%s" "$ODD"', 'bash', odd],
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', ODD: odd, 'WITH=EQUALS': 'v' },
+      log: path.join(dir, 'log'),
+    });
     await s.exited;
     assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `${odd}|${odd}`);
   });
 
-  it('the orchestrator gone (the helper\'s stdin ends): dieWithHelper groups are killed, unsandboxed ones are left for reconcile', async () => {
+  it("the orchestrator gone (the helper's stdin ends): dieWithHelper groups are killed, unsandboxed ones are left for reconcile", async () => {
     const boxedPid = path.join(dir, 'boxed');
     const freePid = path.join(dir, 'free');
     const boxed = await spawnViaHelper(bash(dir, `sleep 300 & echo $! > ${boxedPid}; wait`, { dieWithHelper: true }));
     const free = await spawnViaHelper(bash(dir, `sleep 300 & echo $! > ${freePid}; wait`, { log: path.join(dir, 'log2') }));
-    await until(() => fs.existsSync(boxedPid) && fs.existsSync(freePid) && fs.readFileSync(freePid, 'utf8').endsWith('\n') && fs.readFileSync(boxedPid, 'utf8').endsWith('\n'), 'both steps started their child');
+    await until(
+      () =>
+        fs.existsSync(boxedPid) &&
+        fs.existsSync(freePid) &&
+        fs.readFileSync(freePid, 'utf8').endsWith('\n') &&
+        fs.readFileSync(boxedPid, 'utf8').endsWith('\n'),
+      'both steps started their child',
+    );
     const helper = spawnHelperPid() as number;
     stopSpawnHelper();
     await until(() => !alive(helper), 'the helper exits when its stdin ends', 60);
@@ -230,13 +297,13 @@ describeEachHelper('spawn helper semantics', function () {
     assert.match(String(seen[0]!.startTime), /^[0-9]+$/);
   });
 
-  it('sandboxInit: a pid that is not the child\'s own child (a reused or foreign pid) is never killed', async () => {
+  it("sandboxInit: a pid that is not the child's own child (a reused or foreign pid) is never killed", async () => {
     const foreign = spawn('sleep', ['300'], { stdio: 'ignore', detached: true });
     try {
       const seen: unknown[] = [];
       const s = await spawnViaHelper({ ...fakeBwrap('setsid sleep 0.1', String(foreign.pid)), onInit: (init) => seen.push(init) });
       assert.deepEqual(await s.exited, { code: 3, signal: null });
-      assert.ok(alive(foreign.pid as number), 'a process that is not the sandbox\'s init was killed');
+      assert.ok(alive(foreign.pid as number), "a process that is not the sandbox's init was killed");
       assert.deepEqual(seen, [], 'a pid that is not the init was reported as one (reconcile would kill it)');
     } finally {
       foreign.kill('SIGKILL');
@@ -249,7 +316,9 @@ describeEachHelper('spawn helper semantics', function () {
     assert.deepEqual(await s1.exited, { code: 3, signal: null });
     const s2 = await spawnViaHelper(bash(dir, 'exec 3>&-; exit 4', { dieWithHelper: true, sandboxInit: true }));
     assert.deepEqual(await s2.exited, { code: 4, signal: null });
-    const s3 = await spawnViaHelper(bash(dir, 'printf "{ \\"child-pid\\": 1 }" >&3; printf "{ \\"child-pid\\": %s }" $$ >&3; exit 5', { dieWithHelper: true, sandboxInit: true }));
+    const s3 = await spawnViaHelper(
+      bash(dir, 'printf "{ \\"child-pid\\": 1 }" >&3; printf "{ \\"child-pid\\": %s }" $$ >&3; exit 5', { dieWithHelper: true, sandboxInit: true }),
+    );
     assert.deepEqual(await s3.exited, { code: 5, signal: null });
     const s4 = await spawnViaHelper(bash(dir, 'exit 6'));
     assert.deepEqual(await s4.exited, { code: 6, signal: null });
@@ -259,7 +328,10 @@ describeEachHelper('spawn helper semantics', function () {
     const kind = process.env.VERDICT_SPAWN_HELPER as 'perl' | 'node';
     // The helper's parent is a `sleep 1` (sh's pid, exec'd); this test holds the helper's stdin (given as fd 3: an
     // asynchronous list's stdin is /dev/null) and reads its stdout.
-    const sh = spawn('/bin/sh', ['-c', `exec 3<&0; "$0" "$1" <&3 3<&- & exec sleep 1`, kind === 'perl' ? 'perl' : process.execPath, HELPERS[kind]], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+    const sh = spawn('/bin/sh', ['-c', `exec 3<&0; "$0" "$1" <&3 3<&- & exec sleep 1`, kind === 'perl' ? 'perl' : process.execPath, HELPERS[kind]], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+    });
     let out = '';
     sh.stdout.on('data', (c: Buffer) => (out += c.toString()));
     const pidFile = path.join(dir, 'pid');
@@ -275,17 +347,36 @@ describeEachHelper('spawn helper semantics', function () {
 
 describe('spawn helper protocol (spawner.ts)', () => {
   it('encodes a request as its byte length and NUL-separated fields, and decodes every reply', () => {
-    const line = encodeRequest(3, { file: 'f', args: ['a b', 'é'], cwd: '/c', env: { K: 'v=w' }, log: '/l', files: ['/x'], cookie: 'ck', sweepAgainMs: 2000, dieWithHelper: true, sandboxInit: true, netstack: '/usr/bin/slirp4netns' });
+    const line = encodeRequest(3, {
+      file: 'f',
+      args: ['a b', 'é'],
+      cwd: '/c',
+      env: { K: 'v=w' },
+      log: '/l',
+      files: ['/x'],
+      cookie: 'ck',
+      sweepAgainMs: 2000,
+      dieWithHelper: true,
+      sandboxInit: true,
+      netstack: '/usr/bin/slirp4netns',
+    });
     const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '', '/usr/bin/slirp4netns', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
     assert.equal(line, `${Buffer.byteLength(payload)}\n${payload}`);
     assert.match(encodeRequest(4, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', relay: true }), /\0\0\0\x001\0\x000\x000\x000$/);
-    assert.throws(() => encodeRequest(5, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', netstack: '/x\0y' }), /^Error: spawn f: a NUL byte in netstack$/);
+    assert.throws(
+      () => encodeRequest(5, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', netstack: '/x\0y' }),
+      /^Error: spawn f: a NUL byte in netstack$/,
+    );
     assert.deepEqual(parseReply('ready perl v5.36.0'), { type: 'ready', kind: 'perl', version: 'v5.36.0' });
     assert.deepEqual(parseReply('unsupported pidfd_open: Function not implemented'), { type: 'unsupported', reason: 'pidfd_open: Function not implemented' });
     assert.deepEqual(parseReply('3 pid 42 12345'), { type: 'pid', id: 3, pid: 42, startTime: '12345' });
     assert.deepEqual(parseReply('3 pid 42 -'), { type: 'pid', id: 3, pid: 42, startTime: null });
     assert.deepEqual(parseReply('3 init 43 12346'), { type: 'init', id: 3, pid: 43, startTime: '12346' });
-    assert.deepEqual(parseReply("3 error ENOENT: no such file or directory, open '/a b'"), { type: 'error', id: 3, message: "ENOENT: no such file or directory, open '/a b'" });
+    assert.deepEqual(parseReply("3 error ENOENT: no such file or directory, open '/a b'"), {
+      type: 'error',
+      id: 3,
+      message: "ENOENT: no such file or directory, open '/a b'",
+    });
     assert.deepEqual(parseReply('3 exit 0 -'), { type: 'exit', id: 3, code: 0, signal: null });
     assert.deepEqual(parseReply('3 exit - 9'), { type: 'exit', id: 3, code: null, signal: 'SIGKILL' });
     assert.equal(parseReply('garbage'), null);

@@ -41,7 +41,7 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
     dir = tempDir();
   });
 
-  it('a worker\'s output reaches the log, the live view (onOutput) and a dashboard tail of the log, in order, while it runs', async () => {
+  it("a worker's output reaches the log, the live view (onOutput) and a dashboard tail of the log, in order, while it runs", async () => {
     const log = path.join(dir, 'worker.log');
     const go = path.join(dir, 'go');
     // stdout and stderr alternate; the worker waits after its first line until the test has seen that line live.
@@ -65,7 +65,7 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
     assert.equal(receipt.outputBytes, Buffer.byteLength(expected));
   });
 
-  it('appends to an existing log and counts only this step\'s bytes; the tail holds only this step\'s output', async () => {
+  it("appends to an existing log and counts only this step's bytes; the tail holds only this step's output", async () => {
     const log = path.join(dir, 'check.log');
     fs.writeFileSync(log, 'earlier\n');
     const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', 'echo now'], cwd: dir, logFile: log, timeoutMs: 5000 });
@@ -75,14 +75,28 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
   });
 
   it('the no-output watchdog goes by the log: silence after output is stalled, the output before it is kept', async () => {
-    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', 'echo working; sleep 30'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 20000, idleTimeoutMs: 600, killGraceMs: 200 });
+    const { receipt, tail } = await supervise({
+      file: 'bash',
+      args: ['-c', 'echo working; sleep 30'],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 20000,
+      idleTimeoutMs: 600,
+      killGraceMs: 200,
+    });
     assert.equal(receipt.stalled, true);
     assert.equal(receipt.timedOut, false);
     assert.equal(tail, 'working\n');
   });
 
   it('the receipt has the pid, its start time as the kernel counts it, and the exit status', async () => {
-    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', 'cut -d" " -f22 /proc/$$/stat; echo $$; kill -TERM $$'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
+    const { receipt, tail } = await supervise({
+      file: 'bash',
+      args: ['-c', 'cut -d" " -f22 /proc/$$/stat; echo $$; kill -TERM $$'],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 5000,
+    });
     const [startTime, pid] = tail.trim().split('\n');
     assert.equal(receipt.pid, Number(pid));
     assert.equal(receipt.startTime, startTime);
@@ -90,13 +104,13 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
     assert.equal(receipt.signal, 'SIGTERM');
   });
 
-  it('one helper serves every step; it is not the orchestrator and holds no step\'s output', async () => {
+  it("one helper serves every step; it is not the orchestrator and holds no step's output", async () => {
     await supervise({ file: 'true', args: [], cwd: dir, logFile: path.join(dir, 'a'), timeoutMs: 5000 });
     const helper = spawnHelperPid();
     assert.ok(helper && helper !== process.pid && alive(helper));
     const { receipt } = await supervise({ file: 'bash', args: ['-c', 'echo $PPID'], cwd: dir, logFile: path.join(dir, 'b'), timeoutMs: 5000 });
     assert.equal(spawnHelperPid(), helper);
-    assert.equal(fs.readFileSync(path.join(dir, 'b'), 'utf8').trim(), String(helper), 'the step is the helper\'s child');
+    assert.equal(fs.readFileSync(path.join(dir, 'b'), 'utf8').trim(), String(helper), "the step is the helper's child");
     assert.equal(receipt.exitCode, 0);
   });
 
@@ -110,7 +124,7 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
     const { receipt } = await done;
     assert.equal(receipt.signal, 'SIGKILL');
     assert.match(receipt.logError ?? '', /the spawn helper exited/);
-    await until(() => !alive(Number(fs.readFileSync(pidFile, 'utf8'))), 'the step\'s child is gone', 40);
+    await until(() => !alive(Number(fs.readFileSync(pidFile, 'utf8'))), "the step's child is gone", 40);
     const next = await supervise({ file: 'bash', args: ['-c', 'echo again'], cwd: dir, logFile: path.join(dir, 'n'), timeoutMs: 5000 });
     assert.equal(next.tail, 'again\n');
     assert.notEqual(spawnHelperPid(), helper);
@@ -130,7 +144,14 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
       'kill -9 $PPID 2>/dev/null; echo "kill-parent:$?"',
       'kill -9 -1 2>/dev/null; echo "kill-all:$?"',
     ].join('; ');
-    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', script], cwd: task, logFile: path.join(dir, 'l'), timeoutMs: 10000, sandbox: { binary: probe.binary, writable: [task], network: true } });
+    const { receipt, tail } = await supervise({
+      file: 'bash',
+      args: ['-c', script],
+      cwd: task,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 10000,
+      sandbox: { binary: probe.binary, writable: [task], network: true },
+    });
     assert.match(tail, /^seen:0\n/, tail);
     assert.match(tail, /kill-helper:1\n/, tail);
     assert.match(tail, /kill-orchestrator:1\n/, tail);
@@ -139,7 +160,7 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
     assert.equal(receipt.spawnError, null);
   });
 
-  it('sandboxed: bwrap\'s init is dead when each step\'s exit is reported; the perl helper (a subreaper) has reaped it, no zombie is left (8 steps)', async function () {
+  it("sandboxed: bwrap's init is dead when each step's exit is reported; the perl helper (a subreaper) has reaped it, no zombie is left (8 steps)", async function () {
     const probe = await requireSandbox(this);
     const task = path.join(dir, 'task');
     fs.mkdirSync(task);
@@ -147,7 +168,15 @@ describeEachHelper('spawn helper: steps started by a small helper process, outpu
       const fifo = path.join(task, `go${i}`);
       execFileSync('mkfifo', [fifo]);
       let bwrap = 0;
-      const done = supervise({ file: 'bash', args: ['-c', `cat ${fifo}`], cwd: task, logFile: path.join(dir, `l${i}`), timeoutMs: 20000, sandbox: { binary: probe.binary, writable: [task], network: true }, onSpawn: (pid) => (bwrap = pid) });
+      const done = supervise({
+        file: 'bash',
+        args: ['-c', `cat ${fifo}`],
+        cwd: task,
+        logFile: path.join(dir, `l${i}`),
+        timeoutMs: 20000,
+        sandbox: { binary: probe.binary, writable: [task], network: true },
+        onSpawn: (pid) => (bwrap = pid),
+      });
       await until(() => bwrap > 0 && childOf(bwrap) > 0, 'bwrap started its init');
       const init = childOf(bwrap);
       fs.writeFileSync(fifo, 'go\n');

@@ -43,8 +43,14 @@ describe('special files', () => {
 
     const removed = await removeSpecialFiles(dir);
     const want = ['.gitattributes', 'app.sock', ...(root ? ['null-dev'] : []), 'odd\x80dir/.gitignore', 'sub/nested/.git/HEAD'];
-    assert.deepEqual(removed.map((f) => f.path.toString('latin1')), want);
-    assert.deepEqual(removed.map((f) => f.kind), ['FIFO', 'socket', ...(root ? ['character device'] : []), 'FIFO', 'FIFO']);
+    assert.deepEqual(
+      removed.map((f) => f.path.toString('latin1')),
+      want,
+    );
+    assert.deepEqual(
+      removed.map((f) => f.kind),
+      ['FIFO', 'socket', ...(root ? ['character device'] : []), 'FIFO', 'FIFO'],
+    );
     assert.equal(fs.existsSync(path.join(dir, '.gitattributes')), false);
     assert.equal(fs.existsSync(Buffer.concat([oddDir, Buffer.from('/.gitignore')])), false, 'removed by its exact name');
     assert.equal(fs.readFileSync(path.join(dir, 'keep.txt'), 'utf8'), 'k\n');
@@ -62,7 +68,10 @@ describe('special files', () => {
     execFileSync('mkfifo', [path.join(upper, 'pipe'), path.join(merged, 'pipe'), path.join(upper, 'gone')]);
     execFileSync('mkfifo', [path.join(merged, 'only-in-lower-view')]);
     const removed = await removeSpecialFiles(merged, { upper });
-    assert.deepEqual(removed.map((f) => f.path.toString()), ['pipe']);
+    assert.deepEqual(
+      removed.map((f) => f.path.toString()),
+      ['pipe'],
+    );
     assert.ok(fs.lstatSync(path.join(upper, 'gone')).isFIFO(), 'an upper entry the merged view does not show is not touched');
     assert.ok(fs.lstatSync(path.join(merged, 'only-in-lower-view')).isFIFO(), 'the lower layer is not searched');
   });

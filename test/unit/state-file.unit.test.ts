@@ -5,7 +5,34 @@ import { StateFile, type RunState, type TaskState } from '../../extension/core/l
 import { tempDir } from '../helpers/fixtures';
 
 function task(key: string, notes: string): TaskState {
-  return { key, engine: 'script', model: null, taskType: null, verified: 'it says "$&" and $\' and $1', status: 'running', dir: `/w/${key}`, branch: null, commit: null, port: 4000, attempts: [{ attempt: 1, phase: 'running', verdict: null, startedAt: 1, endedAt: null, workerPid: 7, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: '/d', notes }] };
+  return {
+    key,
+    engine: 'script',
+    model: null,
+    taskType: null,
+    verified: 'it says "$&" and $\' and $1',
+    status: 'running',
+    dir: `/w/${key}`,
+    branch: null,
+    commit: null,
+    port: 4000,
+    attempts: [
+      {
+        attempt: 1,
+        phase: 'running',
+        verdict: null,
+        startedAt: 1,
+        endedAt: null,
+        workerPid: 7,
+        tokensIn: null,
+        tokensOut: null,
+        costMicroUsd: null,
+        checkExitCode: null,
+        dir: '/d',
+        notes,
+      },
+    ],
+  };
 }
 
 describe('StateFile: each task serialised again only when it may have changed', () => {
@@ -13,7 +40,7 @@ describe('StateFile: each task serialised again only when it may have changed', 
     const file = path.join(tempDir(), 'state.json');
     const a = task('a', 'line one\nline two, ünïcode, \u0000 and "quotes"');
     const b = task('b', '');
-    const state = { version: 1, runId: 'r', tasks: [a, b], control: [], note: '$& $` $\'' } as unknown as RunState;
+    const state = { version: 1, runId: 'r', tasks: [a, b], control: [], note: "$& $` $'" } as unknown as RunState;
     const sf = new StateFile(file, state, 0);
     const same = () => assert.equal(fs.readFileSync(file, 'utf8'), JSON.stringify(state, null, 1));
     await sf.save();

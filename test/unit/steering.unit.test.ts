@@ -12,8 +12,18 @@ describe('steering profiles (parser and injection)', () => {
     const text = `---\nkind: steering-profile\nformat: 1\nmodel: glm-5\nprofile_version: 1.2.0\n---\n\n${rule(1, 'a', 'confirmed', 'worker', 'Do A.\nStill A.')}${rule(2, 'b', 'stale-pending-reverify', 'worker', 'Do B.')}${rule(3, 'c', 'candidate', null, 'Tell it C.')}${rule(4, 'd', 'maybe', 'worker', 'Bad status.')}## Environment notes\n\n- x — cli, 2026-01-01\n`;
     const p = parseProfile(text, '/s/profiles/glm-5.md');
     assert.deepEqual([p.model, p.version, p.slug], ['glm-5', '1.2.0', 'glm-5']);
-    assert.deepEqual(p.rules.map((r) => [r.id, r.status, r.audience, r.inject]), [['a', 'confirmed', 'worker', 'Do A. Still A.'], ['b', 'stale-pending-reverify', 'worker', 'Do B.'], ['c', 'candidate', 'driver', 'Tell it C.']]);
-    assert.equal(workerBlock(p), '[Steering profile glm-5 v1.2.0, injected by Verdict]\n- Do A. Still A.\n- (unverified on current model version) Do B.\n[End steering profile]\n\n');
+    assert.deepEqual(
+      p.rules.map((r) => [r.id, r.status, r.audience, r.inject]),
+      [
+        ['a', 'confirmed', 'worker', 'Do A. Still A.'],
+        ['b', 'stale-pending-reverify', 'worker', 'Do B.'],
+        ['c', 'candidate', 'driver', 'Tell it C.'],
+      ],
+    );
+    assert.equal(
+      workerBlock(p),
+      '[Steering profile glm-5 v1.2.0, injected by Verdict]\n- Do A. Still A.\n- (unverified on current model version) Do B.\n[End steering profile]\n\n',
+    );
     assert.equal(workerBlock({ ...p, rules: p.rules.filter((r) => r.audience === 'driver') }), '', 'no worker rule: no empty block');
   });
 
@@ -41,6 +51,8 @@ describe('steering profiles (parser and injection)', () => {
     for (let i = 0; i < 3; i++) s.observe({}, { task_key: 't' });
     assert.equal(notes.length, 2);
     assert.match(notes[1]!, /observation row could not be written/);
-    assert.deepEqual(driverNotesFor('/nonexistent-home', ['m'], { VERDICT_STEERING_DIR: dir }), [`steering: skipped ${path.join(dir, 'profiles', 'm.md')}: cannot read it: EISDIR: illegal operation on a directory, read`]);
+    assert.deepEqual(driverNotesFor('/nonexistent-home', ['m'], { VERDICT_STEERING_DIR: dir }), [
+      `steering: skipped ${path.join(dir, 'profiles', 'm.md')}: cannot read it: EISDIR: illegal operation on a directory, read`,
+    ]);
   });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { STEP_PHASE } from '../../schemas/status';
 import { ATTEMPT_STEPS } from '../../extension/core/run/workflows';
 
-describe('a task\'s phase derives from the step it is in', () => {
+describe("a task's phase derives from the step it is in", () => {
   it('along the steps in their order the phase never goes back (preparing, then running, then checking)', () => {
     const rank = { preparing: 0, running: 1, checking: 2 } as const;
     const phases = ATTEMPT_STEPS.map((s) => STEP_PHASE[s.name]);
@@ -13,12 +13,24 @@ describe('a task\'s phase derives from the step it is in', () => {
     assert.equal(STEP_PHASE.check, 'checking');
   });
 
-  it('no step writes the task\'s status or the attempt\'s phase itself: the attempt loop does, from STEP_PHASE', () => {
+  it("no step writes the task's status or the attempt's phase itself: the attempt loop does, from STEP_PHASE", () => {
     // The default steps, and the workflow plugins' (their steps and hooks live in run/workflows/<name>/).
-    const files = ['steps', 'workflows'].flatMap((d) => fs.readdirSync(path.resolve('extension', 'core', 'run', d), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => path.join(d, f)));
-    assert.ok(files.includes(path.join('workflows', 'generate', 'step.ts')), 'a workflow\'s step is scanned');
-    const found = files.flatMap((f) => fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8').split('\n').map((line, i) => ({ f, i, line })))
-      .filter(({ line }) => /state\.status\s*=[^=]|rec\.phase\s*=[^=]/.test(line)).map(({ f, i, line }) => `${f}:${i + 1}: ${line.trim()}`);
+    const files = ['steps', 'workflows'].flatMap((d) =>
+      fs
+        .readdirSync(path.resolve('extension', 'core', 'run', d), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => path.join(d, f)),
+    );
+    assert.ok(files.includes(path.join('workflows', 'generate', 'step.ts')), "a workflow's step is scanned");
+    const found = files
+      .flatMap((f) =>
+        fs
+          .readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8')
+          .split('\n')
+          .map((line, i) => ({ f, i, line })),
+      )
+      .filter(({ line }) => /state\.status\s*=[^=]|rec\.phase\s*=[^=]/.test(line))
+      .map(({ f, i, line }) => `${f}:${i + 1}: ${line.trim()}`);
     assert.deepEqual(found, []);
   });
 });

@@ -18,7 +18,13 @@ describeEachHelper('supervisor', function () {
 
   it('logs stdout and stderr interleaved, records the exit code, gives stdin /dev/null', async () => {
     const log = path.join(dir, 'w.log');
-    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', 'echo out; echo err >&2; read -r x && echo "read:$x"; exit 3'], cwd: dir, logFile: log, timeoutMs: 5000 });
+    const { receipt, tail } = await supervise({
+      file: 'bash',
+      args: ['-c', 'echo out; echo err >&2; read -r x && echo "read:$x"; exit 3'],
+      cwd: dir,
+      logFile: log,
+      timeoutMs: 5000,
+    });
     assert.equal(receipt.exitCode, 3);
     assert.equal(receipt.timedOut, false);
     assert.equal(receipt.signal, null);
@@ -26,7 +32,7 @@ describeEachHelper('supervisor', function () {
     assert.equal(fs.readFileSync(log, 'utf8'), 'out\nerr\n');
   });
 
-  it('runs in cwd with PWD set to it (CLIs that read $PWD must not see the orchestrator\'s folder)', async () => {
+  it("runs in cwd with PWD set to it (CLIs that read $PWD must not see the orchestrator's folder)", async () => {
     const { tail } = await supervise({ file: 'bash', args: ['-c', 'echo "$PWD"; /bin/pwd'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
     assert.equal(tail, `${dir}\n${dir}\n`);
   });
@@ -36,10 +42,19 @@ describeEachHelper('supervisor', function () {
     process.env.VERDICT_PG_URL = 'postgres://verdict:secret@127.0.0.1:5/evals';
     process.env.VERDICT_POOL_URL = 'postgres://verdict:secret@127.0.0.1:5/pool';
     try {
-      const { tail } = await supervise({ file: 'bash', args: ['-c', 'echo "pg=${VERDICT_PG_URL-unset} pool=${VERDICT_POOL_URL-unset} home=${HOME:+set}"; env | grep -c secret || true'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 5000 });
+      const { tail } = await supervise({
+        file: 'bash',
+        args: ['-c', 'echo "pg=${VERDICT_PG_URL-unset} pool=${VERDICT_POOL_URL-unset} home=${HOME:+set}"; env | grep -c secret || true'],
+        cwd: dir,
+        logFile: path.join(dir, 'l'),
+        timeoutMs: 5000,
+      });
       assert.equal(tail, 'pg=unset pool=unset home=set\n0\n');
     } finally {
-      for (const [name, value] of [['VERDICT_PG_URL', saved.pg], ['VERDICT_POOL_URL', saved.pool]] as const) {
+      for (const [name, value] of [
+        ['VERDICT_PG_URL', saved.pg],
+        ['VERDICT_POOL_URL', saved.pool],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }
@@ -68,7 +83,13 @@ describeEachHelper('supervisor', function () {
 
   it('kills what the leader left running in its group when it exits normally', async () => {
     const pidFile = path.join(dir, 'pid');
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', `sleep 300 & echo $! > ${pidFile}; echo bye`], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 10000 });
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', `sleep 300 & echo $! > ${pidFile}; echo bye`],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 10000,
+    });
     assert.equal(receipt.exitCode, 0);
     await sleep(100);
     assert.equal(alive(Number(fs.readFileSync(pidFile, 'utf8'))), false);
@@ -83,7 +104,15 @@ describeEachHelper('supervisor', function () {
   it('stops the group on abort and records it as cancelled', async () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 200);
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', 'sleep 300'], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 60000, signal: ac.signal, killGraceMs: 200 });
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', 'sleep 300'],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 60000,
+      signal: ac.signal,
+      killGraceMs: 200,
+    });
     assert.equal(receipt.cancelled, true);
     assert.equal(receipt.timedOut, false);
     assert.equal(receipt.signal, 'SIGTERM');
@@ -91,7 +120,14 @@ describeEachHelper('supervisor', function () {
 
   it('keeps a bounded tail while the log keeps everything', async () => {
     const log = path.join(dir, 'l');
-    const { tail, receipt } = await supervise({ file: 'bash', args: ['-c', 'for i in $(seq 1 20000); do echo "line $i"; done'], cwd: dir, logFile: log, timeoutMs: 10000, tailBytes: 1024 });
+    const { tail, receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', 'for i in $(seq 1 20000); do echo "line $i"; done'],
+      cwd: dir,
+      logFile: log,
+      timeoutMs: 10000,
+      tailBytes: 1024,
+    });
     assert.ok(Buffer.byteLength(tail) <= 1024);
     assert.ok(tail.endsWith('line 20000\n'));
     assert.equal(fs.statSync(log).size, receipt.outputBytes);
@@ -109,7 +145,13 @@ describeEachHelper('supervisor: escaped descendants', function () {
   it('unsandboxed: a setsid grandchild holding the pipe is killed by its cookie and the pipes are not waited on', async () => {
     const pidFile = path.join(dir, 'pid');
     const t0 = Date.now();
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', `setsid bash -c 'echo $$ > ${pidFile}; sleep 300' & sleep 0.3; exit 0`], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 20000 });
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', `setsid bash -c 'echo $$ > ${pidFile}; sleep 300' & sleep 0.3; exit 0`],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 20000,
+    });
     assert.equal(receipt.exitCode, 0);
     assert.ok(Date.now() - t0 < 10000, 'the run waited for the escaped child');
     await sleep(100);
@@ -118,14 +160,28 @@ describeEachHelper('supervisor: escaped descendants', function () {
 
   it('unsandboxed: a child that scrubbed its environment still cannot hold the run past the pipe grace', async () => {
     const t0 = Date.now();
-    const { receipt } = await supervise({ file: 'bash', args: ['-c', `env -i setsid sleep 5 & exit 0`], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 20000, pipeGraceMs: 500 });
+    const { receipt } = await supervise({
+      file: 'bash',
+      args: ['-c', `env -i setsid sleep 5 & exit 0`],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 20000,
+      pipeGraceMs: 500,
+    });
     assert.equal(receipt.exitCode, 0);
     assert.ok(Date.now() - t0 < 4000, `waited ${Date.now() - t0} ms`);
   });
 
   it('sandboxed: a missing command is a spawn error, as it is unsandboxed', async function () {
     const probe = await requireSandbox(this);
-    const { receipt } = await supervise({ file: 'verdict-no-such-binary', args: [], cwd: dir, logFile: path.join(dir, 'l'), timeoutMs: 1000, sandbox: { binary: probe.binary, writable: [dir], network: true } });
+    const { receipt } = await supervise({
+      file: 'verdict-no-such-binary',
+      args: [],
+      cwd: dir,
+      logFile: path.join(dir, 'l'),
+      timeoutMs: 1000,
+      sandbox: { binary: probe.binary, writable: [dir], network: true },
+    });
     assert.match(receipt.spawnError ?? '', /spawn verdict-no-such-binary ENOENT/);
   });
 

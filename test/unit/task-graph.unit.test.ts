@@ -13,7 +13,11 @@ function task(key: string, after: string[] = [], reads: string[] = []): TaskRunt
     abort: new AbortController(),
     state: { key, status: 'queued', commit: null, attempts: [] },
     summary: { key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: null, branch: null, commit: null, reason: '', checkOutput: '' },
-    records: [], used: 1, rateLimited: 0, failure: 'old failure', startFrom: [],
+    records: [],
+    used: 1,
+    rateLimited: 0,
+    failure: 'old failure',
+    startFrom: [],
   } as unknown as TaskRuntime;
 }
 
@@ -32,8 +36,14 @@ function graphOf(tasks: TaskRuntime[]) {
   } as unknown as Scheduler<TaskRuntime>;
   const stateFile = { save: async () => undefined } as unknown as StateFile;
   const run = {
-    tasks, byKey: new Map(tasks.map((t) => [t.spec.key, t])), prior: new Map(), state: { draining: false }, stateFile, cancelled: false,
-    emit: (e: RunEvent) => events.push(e), ctx: { emit: (e: RunEvent) => events.push(e), stateFile, recordErrors: [] },
+    tasks,
+    byKey: new Map(tasks.map((t) => [t.spec.key, t])),
+    prior: new Map(),
+    state: { draining: false },
+    stateFile,
+    cancelled: false,
+    emit: (e: RunEvent) => events.push(e),
+    ctx: { emit: (e: RunEvent) => events.push(e), stateFile, recordErrors: [] },
   } as unknown as LiveRun;
   const graph = new TaskGraph(run, scheduler);
   const end = (t: TaskRuntime, status: 'PASS' | 'FAIL', commit: string | null = null) => {
@@ -54,7 +64,10 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     assert.deepEqual(g.pushed, ['a', 'b'], 'b is not final yet: c still waits');
     g.end(b, 'PASS', 'b'.repeat(40));
     assert.deepEqual(g.pushed, ['a', 'b', 'c']);
-    assert.deepEqual(c.startFrom, [{ key: 'a', commit: 'a'.repeat(40) }, { key: 'b', commit: 'b'.repeat(40) }]);
+    assert.deepEqual(c.startFrom, [
+      { key: 'a', commit: 'a'.repeat(40) },
+      { key: 'b', commit: 'b'.repeat(40) },
+    ]);
   });
 
   it('a prerequisite that did not pass blocks its dependents, and theirs, naming it; nothing of them starts', () => {
@@ -66,7 +79,10 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     assert.match(b.state.reason ?? '', /prerequisite a ended FAIL/);
     assert.match(c.state.reason ?? '', /prerequisite b ended BLOCKED/);
     assert.deepEqual(g.pushed, ['a']);
-    assert.deepEqual(g.events.filter((e) => e.type === 'task-blocked').map((e) => (e as { key: string }).key), ['b', 'c']);
+    assert.deepEqual(
+      g.events.filter((e) => e.type === 'task-blocked').map((e) => (e as { key: string }).key),
+      ['b', 'c'],
+    );
   });
 
   it('a prerequisite neither in the run nor in the run it continues blocks at once', () => {
@@ -83,7 +99,10 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     for (const t of [a, b, c]) g.graph.enqueue(t);
     g.end(a, 'FAIL');
     const reopened = g.graph.reopen(a);
-    assert.deepEqual(reopened.unblocked.map((t) => t.spec.key), ['b', 'c']);
+    assert.deepEqual(
+      reopened.unblocked.map((t) => t.spec.key),
+      ['b', 'c'],
+    );
     assert.deepEqual([a.state.status, b.state.status, c.state.status], ['queued', 'queued', 'queued']);
     assert.deepEqual([a.used, a.failure, b.state.reason], [0, null, undefined]);
     g.graph.requeue(a, reopened);
@@ -99,10 +118,16 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     running.state.status = 'running';
     Object.assign(done.state, { status: 'FAIL', inputs: { entries: [{ key: 'a' }] } });
     const reopened = g.graph.reopen(a);
-    assert.deepEqual(reopened.restarted.map((t) => t.spec.key), ['r']);
+    assert.deepEqual(
+      reopened.restarted.map((t) => t.spec.key),
+      ['r'],
+    );
     assert.ok(running.abort.signal.aborted);
     assert.match(running.restart ?? '', /its input a is being rerun/);
-    assert.deepEqual(reopened.unblocked.map((t) => t.spec.key), ['v']);
+    assert.deepEqual(
+      reopened.unblocked.map((t) => t.spec.key),
+      ['v'],
+    );
     assert.deepEqual([done.state.status, done.used], ['queued', 0]);
   });
 
@@ -161,13 +186,18 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     assert.deepEqual(seen, ['final a', 'acted grp parked=false'], 'not BLOCKED by the graph: the workflow acted on it, out of waiting');
     assert.deepEqual(g.pushed, ['a']);
     assert.equal(grp.state.status, 'queued');
-    assert.ok(g.graph.parked.has(c), 'the graph still gates the tasks that are not the workflow\'s');
+    assert.ok(g.graph.parked.has(c), "the graph still gates the tasks that are not the workflow's");
   });
 
   it('drain keeps the waiting tasks a workflow keeps; a rerun stops a task a workflow is deciding from it, as it stops a reader', () => {
     const [a, b, grp, other] = [task('a'), task('b'), task('grp', ['a', 'b']), task('o', ['b'])];
     const g = graphOf([a, b, grp, other]);
-    g.graph.workflows = { settled: () => undefined, release: (t) => (t === grp ? 'wait' : undefined), keepWaiting: (t) => t === grp, waitsAgainFor: (t, k) => t === grp && k === 'a' };
+    g.graph.workflows = {
+      settled: () => undefined,
+      release: (t) => (t === grp ? 'wait' : undefined),
+      keepWaiting: (t) => t === grp,
+      waitsAgainFor: (t, k) => t === grp && k === 'a',
+    };
     for (const t of [a, b, grp, other]) g.graph.enqueue(t);
     assert.equal(g.graph.cancelWaiting(true), 1);
     assert.deepEqual([grp.state.status, other.state.status], ['queued', 'CANCELLED']);
@@ -176,9 +206,11 @@ describe('TaskGraph: gate, release, block, rerun cascade', () => {
     grp.state.status = 'checking';
     a.state.status = 'PASS';
     const reopened = g.graph.reopen(a);
-    assert.deepEqual(reopened.restarted.map((t) => t.spec.key), ['grp']);
+    assert.deepEqual(
+      reopened.restarted.map((t) => t.spec.key),
+      ['grp'],
+    );
     assert.ok(grp.abort.signal.aborted);
     assert.match(grp.restart ?? '', /its input a is being rerun/);
   });
 });
-

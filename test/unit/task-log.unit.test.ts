@@ -8,11 +8,33 @@ import type { AttemptState, TaskState } from '../../extension/core/live/state';
 import { tempDir } from '../helpers/fixtures';
 
 function attempt(n: number, over: Partial<AttemptState> = {}): AttemptState {
-  return { attempt: n, phase: 'running', step: 'work', verdict: null, startedAt: 1, endedAt: null, workerPid: 1, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: '', notes: '', ...over } as AttemptState;
+  return {
+    attempt: n,
+    phase: 'running',
+    step: 'work',
+    verdict: null,
+    startedAt: 1,
+    endedAt: null,
+    workerPid: 1,
+    tokensIn: null,
+    tokensOut: null,
+    costMicroUsd: null,
+    checkExitCode: null,
+    dir: '',
+    notes: '',
+    ...over,
+  } as AttemptState;
 }
 
 function info(tasks: Partial<TaskState>[]): RunInfo {
-  return { state: { runId: 'r1', runName: 'demo', tasks }, liveness: 'running', stateFile: '', counts: {}, tokens: 0, costMicroUsd: null } as unknown as RunInfo;
+  return {
+    state: { runId: 'r1', runName: 'demo', tasks },
+    liveness: 'running',
+    stateFile: '',
+    counts: {},
+    tokens: 0,
+    costMicroUsd: null,
+  } as unknown as RunInfo;
 }
 
 /** A task's live log (core/dashboard/task-log.ts): the latest attempt's worker output, bounded, with a header. */
@@ -27,7 +49,7 @@ describe('taskLogText', () => {
     home = tempDir();
   });
 
-  it('shows the latest attempt\'s worker output under a header naming run, task, attempt and state; appended text shows on the next read', () => {
+  it("shows the latest attempt's worker output under a header naming run, task, attempt and state; appended text shows on the next read", () => {
     const run = info([{ key: 'a', status: 'running', attempts: [attempt(1)] }]);
     log('a', 1, 'tick-1\n');
     const first = taskLogText(home, run, 'a');
@@ -36,10 +58,20 @@ describe('taskLogText', () => {
     assert.match(taskLogText(home, run, 'a'), /tick-1\ntick-2\n$/);
   });
 
-  it('a retry\'s attempt replaces the first, and the header says how that one ended', () => {
+  it("a retry's attempt replaces the first, and the header says how that one ended", () => {
     log('a', 1, 'first try\n');
     log('a', 2, 'second try\n');
-    const text = taskLogText(home, info([{ key: 'a', status: 'retry_queued', attempts: [attempt(1, { phase: 'done', verdict: 'FAIL', endedAt: 2, step: 'check' } as Partial<AttemptState>), attempt(2)] }]), 'a');
+    const text = taskLogText(
+      home,
+      info([
+        {
+          key: 'a',
+          status: 'retry_queued',
+          attempts: [attempt(1, { phase: 'done', verdict: 'FAIL', endedAt: 2, step: 'check' } as Partial<AttemptState>), attempt(2)],
+        },
+      ]),
+      'a',
+    );
     assert.match(text, /^# demo \| a \| attempt 2 \| running \(work\) \(attempt 1: FAIL at check\)/);
     assert.match(text, /second try\n$/);
     assert.doesNotMatch(text, /first try/);
@@ -57,7 +89,10 @@ describe('taskLogText', () => {
 
   it('says so when there is no attempt, no log yet, or no such task', () => {
     assert.match(taskLogText(home, info([{ key: 'a', status: 'queued', attempts: [] }]), 'a'), /^# demo \| a \| queued: no attempt has started yet/);
-    assert.match(taskLogText(home, info([{ key: 'a', status: 'running', attempts: [attempt(1, { phase: 'preparing' })] }]), 'a'), /# worker\.log not written yet/);
+    assert.match(
+      taskLogText(home, info([{ key: 'a', status: 'running', attempts: [attempt(1, { phase: 'preparing' })] }]), 'a'),
+      /# worker\.log not written yet/,
+    );
     assert.match(taskLogText(home, info([]), 'b'), /^# run demo \(r1\) has no task b/);
   });
 });

@@ -31,13 +31,29 @@ function runOf(tasks: TaskRuntime[], cancelled = false) {
   const order: string[] = [];
   const events: RunEvent[] = [];
   const state = { status: 'running', endedAt: null, draining: false } as unknown as RunState;
-  const stateFile = { file: path.join(dir, 'state.json'), save: async () => undefined, close: async () => void order.push(`close ${state.status}`) } as unknown as StateFile;
+  const stateFile = {
+    file: path.join(dir, 'state.json'),
+    save: async () => undefined,
+    close: async () => void order.push(`close ${state.status}`),
+  } as unknown as StateFile;
   const emit = (e: RunEvent) => events.push(e);
   const run = {
-    home, dir, runId: 'r1', state, stateFile, emit, tasks, byKey: new Map(tasks.map((t) => [t.spec.key, t])), prior: new Map(), cancelled, startedAt: Date.now() - 1000,
-    manifest: { runName: 'demo' }, ctx: { emit, stateFile, recordErrors: ['x: a row could not be written'], opts: { manifest: {} }, runId: 'r1' },
+    home,
+    dir,
+    runId: 'r1',
+    state,
+    stateFile,
+    emit,
+    tasks,
+    byKey: new Map(tasks.map((t) => [t.spec.key, t])),
+    prior: new Map(),
+    cancelled,
+    startedAt: Date.now() - 1000,
+    manifest: { runName: 'demo' },
+    ctx: { emit, stateFile, recordErrors: ['x: a row could not be written'], opts: { manifest: {} }, runId: 'r1' },
     spend: { finish: async () => ({ spentMicroUsd: 0 }) },
-    releaseRun: async () => void order.push('release run'), releaseWorkdir: async () => void order.push('release workdir'),
+    releaseRun: async () => void order.push('release run'),
+    releaseWorkdir: async () => void order.push('release workdir'),
   } as unknown as LiveRun;
   const scheduler = { close: () => undefined } as unknown as Scheduler<TaskRuntime>;
   const graph = new TaskGraph(run, scheduler);
@@ -74,6 +90,9 @@ describe('finishRun: the end of a live run', () => {
     assert.equal(r.run.state.status, 'cancelled');
     assert.equal(summary.cancelled, true);
     assert.equal(summary.allPassed, true);
-    assert.deepEqual(summary.tasks.map((t) => t.key), ['c1', 'c2', 'grp']);
+    assert.deepEqual(
+      summary.tasks.map((t) => t.key),
+      ['c1', 'c2', 'grp'],
+    );
   });
 });

@@ -3,7 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lintManifestFile } from '../../extension/core/manifest/lint';
 import { loadManifest } from '../../extension/core/manifest/load';
-import { freeManifestName, listTemplates, manifestEngines, planTemplate, templateEnginesLine, writeTemplate, type Template } from '../../extension/core/manifest/templates';
+import {
+  freeManifestName,
+  listTemplates,
+  manifestEngines,
+  planTemplate,
+  templateEnginesLine,
+  writeTemplate,
+  type Template,
+} from '../../extension/core/manifest/templates';
 import { tempDir } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
 
@@ -12,18 +20,53 @@ describe('templates/', () => {
   const templates = listTemplates(path.resolve('templates'));
 
   it('holds the patterns that pay, each a folder with a manifest and a README', () => {
-    assert.deepEqual(templates.map((t) => t.id), ['best-of-n', 'best-of-n-consensus', 'code-review', 'council', 'critique-loop', 'docs-sweep', 'fan-out', 'generated', 'migration', 'model-bakeoff', 'no-model', 'phases', 'ranked', 'research', 'test-hardening', 'validated']);
+    assert.deepEqual(
+      templates.map((t) => t.id),
+      [
+        'best-of-n',
+        'best-of-n-consensus',
+        'code-review',
+        'council',
+        'critique-loop',
+        'docs-sweep',
+        'fan-out',
+        'generated',
+        'migration',
+        'model-bakeoff',
+        'no-model',
+        'phases',
+        'ranked',
+        'research',
+        'test-hardening',
+        'validated',
+      ],
+    );
     for (const t of templates) assert.ok(t.readme, `${t.id} has a README.md`);
   });
 
   it('says which engines each template needs: every place a manifest names one, the default engine for a task naming none', () => {
-    const text = JSON.stringify({ review: { engines: ['gemini'] }, tasks: [{ key: 'a' }, { key: 'b', engine: 'script', fallback: [{ engine: 'opencode' }], critique: { critics: ['grok'] } }, { key: 'c', engine: 'x', phases: { implement: { engine: 'claude' }, test: { engine: 'y' } }, council: { members: [{ engine: 'm' }], chair: { engine: 'ch' } } }] });
+    const text = JSON.stringify({
+      review: { engines: ['gemini'] },
+      tasks: [
+        { key: 'a' },
+        { key: 'b', engine: 'script', fallback: [{ engine: 'opencode' }], critique: { critics: ['grok'] } },
+        {
+          key: 'c',
+          engine: 'x',
+          phases: { implement: { engine: 'claude' }, test: { engine: 'y' } },
+          council: { members: [{ engine: 'm' }], chair: { engine: 'ch' } },
+        },
+      ],
+    });
     assert.deepEqual(manifestEngines(text), ['ch', 'claude', 'codex', 'gemini', 'grok', 'm', 'opencode', 'script', 'x', 'y']);
     assert.deepEqual(manifestEngines('not json'), []);
     const byId = new Map(templates.map((t) => [t.id, t]));
     assert.equal(templateEnginesLine(byId.get('no-model') as Template), 'runs with no model (script engine)');
     assert.equal(templateEnginesLine(byId.get('fan-out') as Template), 'needs codex');
-    assert.equal(templateEnginesLine(byId.get('code-review') as Template, (e) => e === 'codex'), 'needs claude (not installed), codex, gemini (not installed)');
+    assert.equal(
+      templateEnginesLine(byId.get('code-review') as Template, (e) => e === 'codex'),
+      'needs claude (not installed), codex, gemini (not installed)',
+    );
   });
 
   for (const t of templates) {
@@ -33,7 +76,10 @@ describe('templates/', () => {
       fs.mkdirSync(path.join(dir, '.git'));
       writeTemplate(t, dir, planTemplate(t, dir));
       const findings = await lintManifestFile(path.join(dir, t.files[0] as string), ctx);
-      assert.deepEqual(findings.filter((x) => x.rule !== 'check-file-missing').map((x) => `${x.severity} ${x.rule}: ${x.message}`), []);
+      assert.deepEqual(
+        findings.filter((x) => x.rule !== 'check-file-missing').map((x) => `${x.severity} ${x.rule}: ${x.message}`),
+        [],
+      );
       // The code and tests the template works on are the user's (its README says so); what it ships is never missing.
       for (const f of findings) assert.ok(!t.files.includes(/names (\S+),/.exec(f.message)?.[1] ?? ''), `${t.id} ships the file: ${f.message}`);
       if (t.id === 'no-model') assert.deepEqual(findings, [], 'the no-model template brings everything its checks name');
@@ -41,7 +87,8 @@ describe('templates/', () => {
 
     it(`${t.id}: its README says when to use it, what to change and how the check proves the work`, () => {
       const text = fs.readFileSync(t.readme as string, 'utf8');
-      for (const h of ['## When to use it', '## What to change', '## How the check proves the work']) assert.ok(text.includes(`\n${h}\n`), `${t.id}/README.md lacks "${h}"`);
+      for (const h of ['## When to use it', '## What to change', '## How the check proves the work'])
+        assert.ok(text.includes(`\n${h}\n`), `${t.id}/README.md lacks "${h}"`);
       assert.ok(t.description.length >= 40 && t.description.length <= 160, `${t.id}: the one-line description is ${t.description.length} characters`);
     });
 
@@ -51,7 +98,8 @@ describe('templates/', () => {
       for (const task of manifest.tasks) {
         if (t.id === 'no-model') continue;
         assert.notEqual(task.engine, 'script', `${t.id}: ${task.key}`);
-        for (const m of (task.check ?? '').matchAll(/bash (checks\/[\w.-]+)/g)) assert.ok(t.files.includes(m[1] as string), `${t.id}: ${m[1]} is not in the template`);
+        for (const m of (task.check ?? '').matchAll(/bash (checks\/[\w.-]+)/g))
+          assert.ok(t.files.includes(m[1] as string), `${t.id}: ${m[1]} is not in the template`);
       }
     });
   }
@@ -65,7 +113,10 @@ describe('templates: writing one into a folder', () => {
     const plan = planTemplate(t, dir);
     assert.deepEqual(plan.conflicts, []);
     const written = writeTemplate(t, dir, plan);
-    assert.deepEqual(written.map((f) => path.relative(dir, f)), ['test-hardening.swarm.json', 'checks/mutants.sh', 'checks/mutants.txt']);
+    assert.deepEqual(
+      written.map((f) => path.relative(dir, f)),
+      ['test-hardening.swarm.json', 'checks/mutants.sh', 'checks/mutants.txt'],
+    );
     assert.ok(!fs.existsSync(path.join(dir, 'README.md')));
     assert.ok(fs.readFileSync(path.join(dir, 'checks/mutants.sh')).equals(fs.readFileSync(path.join(t.root, 'checks/mutants.sh'))));
   });
@@ -111,7 +162,10 @@ describe('templates: writing one into a folder', () => {
     fs.writeFileSync(path.join(dir, 'council.swarm.jsonc'), '// Council: several models answer. Then a chair.\n{"tasks": []}\n');
     fs.mkdirSync(path.join(dir, 'not-a-template'));
     fs.writeFileSync(path.join(dir, 'not-a-template', 'notes.md'), 'x');
-    assert.deepEqual(listTemplates(dir).map((x) => [x.id, x.description, x.files]), [['council', 'Council: several models answer.', ['council.swarm.jsonc']]]);
+    assert.deepEqual(
+      listTemplates(dir).map((x) => [x.id, x.description, x.files]),
+      [['council', 'Council: several models answer.', ['council.swarm.jsonc']]],
+    );
     assert.deepEqual(listTemplates(path.join(dir, 'missing')), []);
   });
 });

@@ -20,18 +20,27 @@ describe('makeFreshDir', () => {
     const empty = path.join(root, 'empty');
     fs.mkdirSync(empty);
     const inode = fs.statSync(empty).ino;
-    assert.throws(() => makeFreshDir(empty), (e: NodeJS.ErrnoException) => e.code === 'EEXIST');
+    assert.throws(
+      () => makeFreshDir(empty),
+      (e: NodeJS.ErrnoException) => e.code === 'EEXIST',
+    );
     assert.equal(fs.statSync(empty).ino, inode);
     const file = path.join(root, 'file');
     fs.writeFileSync(file, 'kept');
-    assert.throws(() => makeFreshDir(file), (e: NodeJS.ErrnoException) => e.code === 'EEXIST');
+    assert.throws(
+      () => makeFreshDir(file),
+      (e: NodeJS.ErrnoException) => e.code === 'EEXIST',
+    );
     assert.equal(fs.readFileSync(file, 'utf8'), 'kept');
     assert.deepEqual(fs.readdirSync(root).sort(), ['empty', 'file']);
   });
 
   it('a missing parent: ENOENT, nothing made', () => {
     const root = tempDir();
-    assert.throws(() => makeFreshDir(path.join(root, 'no', 'such')), (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
+    assert.throws(
+      () => makeFreshDir(path.join(root, 'no', 'such')),
+      (e: NodeJS.ErrnoException) => e.code === 'ENOENT',
+    );
     assert.deepEqual(fs.readdirSync(root), []);
   });
 });

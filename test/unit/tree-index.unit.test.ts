@@ -52,7 +52,7 @@ describe('tree indexes', function () {
     const old = new Date(Date.now() - 3600_000);
     fs.utimesSync(path.join(wt, 'a.txt'), old, old);
     git(wt, 'add', 'b.txt');
-    assert.ok(sharedIndexes(links.adminDir).length > 0, 'the worker\'s git wrote a shared index into the admin dir');
+    assert.ok(sharedIndexes(links.adminDir).length > 0, "the worker's git wrote a shared index into the admin dir");
     for (const f of sharedIndexes(links.adminDir)) forgeEntry(path.join(links.adminDir, f), 'a.txt', path.join(wt, 'a.txt'));
     const seal = await sealWorktree(links, branch, path.join(dir, 'seal.index'), 'seal', repo.identityArgs);
     assert.equal(seal.changed, true);
@@ -60,7 +60,7 @@ describe('tree indexes', function () {
     assert.deepEqual(sharedIndexes(path.dirname(path.join(dir, 'seal.index'))), [], 'nor did the seal split its own index');
   });
 
-  it('an overlay\'s shared base: an entry the worker replaced is put back as the same file; the link files as always', () => {
+  it("an overlay's shared base: an entry the worker replaced is put back as the same file; the link files as always", () => {
     const dir = tempDir();
     const adminDir = path.join(dir, 'admin');
     const taskDir = path.join(dir, 'task');
@@ -101,7 +101,7 @@ describe('tree indexes', function () {
     assert.equal(fs.readFileSync(path.join(taskDir, '.git'), 'utf8'), links.dotGit);
   });
 
-  it('sparse: git\'s sparse index (out-of-cone folders one entry each); the seal puts the pattern file back and commits exactly the cone\'s changes', async () => {
+  it("sparse: git's sparse index (out-of-cone folders one entry each); the seal puts the pattern file back and commits exactly the cone's changes", async () => {
     const dir = tempDir();
     const files: Record<string, string> = { 'root.txt': 'r\n', 'src/a/x.txt': 'x\n', 'src/a/gone.txt': 'g\n', 'lib/z.txt': 'z\n' };
     for (let i = 0; i < 50; i++) files[`src/b/f${i}.txt`] = `${i}\n`;
@@ -111,9 +111,19 @@ describe('tree indexes', function () {
     const branch = 'verdict/r1/t';
     const links = await addWorktree(repo, wt, branch, { tree: { kind: 'sparse', cone: ['src/a'] } });
     const env = { ...process.env, GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: wt, GIT_INDEX_FILE: links.baseIndex as string };
-    const sparseEntries = execFileSync('git', ['-c', 'core.sparseCheckout=true', '-c', 'core.sparseCheckoutCone=true', '-c', 'index.sparse=true', 'ls-files', '--sparse'], { cwd: wt, env, encoding: 'utf8' }).split('\n').filter(Boolean);
-    assert.deepEqual(sparseEntries, ['lib/', 'root.txt', 'src/a/gone.txt', 'src/a/x.txt', 'src/b/'], 'the index holds the cone and one entry per folder outside it');
-    assert.equal(git(wt, 'status', '--porcelain'), '', 'the worker\'s git (no sparse settings) reads it');
+    const sparseEntries = execFileSync(
+      'git',
+      ['-c', 'core.sparseCheckout=true', '-c', 'core.sparseCheckoutCone=true', '-c', 'index.sparse=true', 'ls-files', '--sparse'],
+      { cwd: wt, env, encoding: 'utf8' },
+    )
+      .split('\n')
+      .filter(Boolean);
+    assert.deepEqual(
+      sparseEntries,
+      ['lib/', 'root.txt', 'src/a/gone.txt', 'src/a/x.txt', 'src/b/'],
+      'the index holds the cone and one entry per folder outside it',
+    );
+    assert.equal(git(wt, 'status', '--porcelain'), '', "the worker's git (no sparse settings) reads it");
     assert.equal(fs.existsSync(path.join(wt, 'src', 'b')), false);
     // The worker's work, and its attempt to steer the seal's sparse git: a pattern file that leaves its cone out.
     fs.writeFileSync(path.join(wt, 'src/a/x.txt'), 'changed\n');
@@ -126,11 +136,11 @@ describe('tree indexes', function () {
     assert.equal(git(wt, 'status', '--porcelain', '--untracked-files=all'), 'D src/a/gone.txt\n M src/a/x.txt\n?? src/a/new.txt');
     const seal = await sealWorktree(links, branch, path.join(dir, 'seal.index'), 'seal', repo.identityArgs);
     assert.deepEqual(git(root, 'diff', '--name-status', repo.baseSha, seal.sha).split('\n'), ['D\tsrc/a/gone.txt', 'A\tsrc/a/new.txt', 'M\tsrc/a/x.txt']);
-    assert.equal(git(root, 'show', `${seal.sha}:lib/z.txt`), 'z', 'outside the cone the commit is the base\'s');
-    assert.ok(fs.statSync(path.join(dir, 'seal.index')).size < fs.statSync(path.join(root, '.git', 'index')).size, 'the seal\'s index stayed sparse');
+    assert.equal(git(root, 'show', `${seal.sha}:lib/z.txt`), 'z', "outside the cone the commit is the base's");
+    assert.ok(fs.statSync(path.join(dir, 'seal.index')).size < fs.statSync(path.join(root, '.git', 'index')).size, "the seal's index stayed sparse");
   });
 
-  it('the folder of a run\'s trees is marked a top directory for ext4 (chattr +T): its task dirs spread over block groups', async function () {
+  it("the folder of a run's trees is marked a top directory for ext4 (chattr +T): its task dirs spread over block groups", async function () {
     const dir = tempDir();
     const probe = path.join(dir, 'probe');
     fs.mkdirSync(probe);

@@ -54,11 +54,15 @@ describe('trees: overlay mounts in mountinfo', () => {
       '48 27 0:43 / /home/u/.verdict/worktrees/r1/t rw - tmpfs tmpfs rw',
       'garbage',
     ].join('\n');
-    assert.deepEqual(overlayMountsUnder(info, '/home/u/.verdict/worktrees/r1'), ['/home/u/.verdict/worktrees/r1/a/sub', '/home/u/.verdict/worktrees/r1/b c', '/home/u/.verdict/worktrees/r1/a']);
+    assert.deepEqual(overlayMountsUnder(info, '/home/u/.verdict/worktrees/r1'), [
+      '/home/u/.verdict/worktrees/r1/a/sub',
+      '/home/u/.verdict/worktrees/r1/b c',
+      '/home/u/.verdict/worktrees/r1/a',
+    ]);
     assert.deepEqual(overlayMountsUnder(info, '/nowhere'), []);
   });
 
-  it('names an overlay by its device and super options, the same in a sandbox\'s copy at another path and flags', () => {
+  it("names an overlay by its device and super options, the same in a sandbox's copy at another path and flags", () => {
     const host = [
       '44 27 0:39 / /h/worktrees/r1/a rw,relatime - overlay overlay rw,lowerdir=/h/l,upperdir=/h/u/a,workdir=/h/w/a',
       '45 27 0:40 / /h/worktrees/r1/b\\040c rw - overlay overlay rw,lowerdir=/h/l,upperdir=/h/u/b,workdir=/h/w/b',
@@ -78,9 +82,24 @@ describe('lint: sparse-outside', () => {
   const SPARSE = { run_name: 't', worktrees: true, tree: 'sparse' };
 
   it('warns when the check names a path the sparse tree does not hold, or an expected file lies outside the folders', async () => {
-    const text = manifest([task('a', { sparse: ['src/a/**'], check: 'bash checks/a.sh && node src/a/t.js && test -s package.json', expect_files: ['src/a/out.txt', 'src/b/out.txt'] })], SPARSE);
+    const text = manifest(
+      [
+        task('a', {
+          sparse: ['src/a/**'],
+          check: 'bash checks/a.sh && node src/a/t.js && test -s package.json',
+          expect_files: ['src/a/out.txt', 'src/b/out.txt'],
+        }),
+      ],
+      SPARSE,
+    );
     const found = await findingsOf('sparse-outside', text);
-    assert.deepEqual(found.map((f) => [f.taskKey, f.severity]), [['a', 'warning'], ['a', 'warning']]);
+    assert.deepEqual(
+      found.map((f) => [f.taskKey, f.severity]),
+      [
+        ['a', 'warning'],
+        ['a', 'warning'],
+      ],
+    );
     assert.match(found.map((f) => f.message).join('\n'), /The check names checks\/a\.sh, which the sparse tree of src\/a does not hold/);
     assert.match(found.map((f) => f.message).join('\n'), /The expected file src\/b\/out\.txt is outside the sparse folders \(src\/a\)/);
   });

@@ -44,10 +44,10 @@ function tree(dir: string): string[] {
   return out.sort();
 }
 
-describe('undelivered: files the seal does not hold are moved out of the check\'s sight', function () {
+describe("undelivered: files the seal does not hold are moved out of the check's sight", function () {
   this.timeout(60000);
 
-  it('comparePaths orders a folder\'s entries right after it, before a sibling sharing its prefix', () => {
+  it("comparePaths orders a folder's entries right after it, before a sibling sharing its prefix", () => {
     const walked = ['a', 'a/x', 'a/x/y', 'a-b', 'a.c', 'ab', 'b'];
     assert.deepEqual([...walked].reverse().sort(comparePaths), walked);
     assert.ok(comparePaths('a/\u00ff', 'a/z') > 0, 'bytes, not UTF-16 surrogates, order names');
@@ -59,7 +59,7 @@ describe('undelivered: files the seal does not hold are moved out of the check\'
     assert.equal(racyWaitMs(5_000_000.5, false, 5_000_001), 0);
   });
 
-  it('unquoteGitPath reads git\'s quoted paths back as their bytes', () => {
+  it("unquoteGitPath reads git's quoted paths back as their bytes", () => {
     assert.deepEqual(unquoteGitPath('plain/name.txt'), Buffer.from('plain/name.txt'));
     assert.deepEqual(unquoteGitPath('"bad\\377name"'), Buffer.from([0x62, 0x61, 0x64, 0xff, 0x6e, 0x61, 0x6d, 0x65]));
     assert.deepEqual(unquoteGitPath('"caf\\303\\251 \\"q\\" \\\\ \\n"'), Buffer.from('café "q" \\ \n'));
@@ -67,7 +67,7 @@ describe('undelivered: files the seal does not hold are moved out of the check\'
     assert.throws(() => unquoteGitPath('"x\\q"'), /malformed quoted path/);
   });
 
-  it('new, changed and replaced files go to the record; setup\'s untouched files, folders and a start-tree folder\'s setup files stay', async () => {
+  it("new, changed and replaced files go to the record; setup's untouched files, folders and a start-tree folder's setup files stay", async () => {
     const p = await prepared({ '.gitignore': 'node_modules/\ndist/\n*.log\nsrc/*.gen\n', 'src/main.txt': 'main\n' }, (wt) => {
       fs.mkdirSync(path.join(wt, 'node_modules', 'dep'), { recursive: true });
       fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'dep\n');
@@ -94,12 +94,40 @@ describe('undelivered: files the seal does not hold are moved out of the check\'
     const u = await sealAndSetAside(p, attempt);
     assert.deepEqual(u.unmoved, []);
     assert.equal(u.count, 5);
-    assert.deepEqual(tree(path.join(attempt, 'undelivered')), ['answer.log', 'build/', 'build/deep/', 'build/deep/env.sh', 'dist/', 'dist/lib.js', 'node_modules/', 'node_modules/dep/', 'node_modules/dep/evil.js', 'node_modules/dep/index.js']);
+    assert.deepEqual(tree(path.join(attempt, 'undelivered')), [
+      'answer.log',
+      'build/',
+      'build/deep/',
+      'build/deep/env.sh',
+      'dist/',
+      'dist/lib.js',
+      'node_modules/',
+      'node_modules/dep/',
+      'node_modules/dep/evil.js',
+      'node_modules/dep/index.js',
+    ]);
     assert.equal(fs.readFileSync(path.join(attempt, 'undelivered', 'node_modules', 'dep', 'index.js'), 'utf8'), 'DEP\n');
-    assert.deepEqual(fs.readFileSync(path.join(attempt, 'undelivered.txt'), 'utf8').split('\n').filter(Boolean).sort(), ['answer.log', 'build/', 'dist/lib.js', 'node_modules/dep/evil.js', 'node_modules/dep/index.js']);
+    assert.deepEqual(fs.readFileSync(path.join(attempt, 'undelivered.txt'), 'utf8').split('\n').filter(Boolean).sort(), [
+      'answer.log',
+      'build/',
+      'dist/lib.js',
+      'node_modules/dep/evil.js',
+      'node_modules/dep/index.js',
+    ]);
     // What is left: the commit's files, and setup's as setup left them.
     const left = tree(wt).filter((f) => f !== '.git');
-    assert.deepEqual(left, ['.gitignore', 'dist/', 'node_modules/', 'node_modules/dep/', 'node_modules/dep/util.js', 'setup.log', 'src/', 'src/main.txt', 'src/setup.gen', 'work.txt']);
+    assert.deepEqual(left, [
+      '.gitignore',
+      'dist/',
+      'node_modules/',
+      'node_modules/dep/',
+      'node_modules/dep/util.js',
+      'setup.log',
+      'src/',
+      'src/main.txt',
+      'src/setup.gen',
+      'work.txt',
+    ]);
     // Nothing else to move the second time.
     const again = path.join(p.dir, 'attempt-2');
     fs.mkdirSync(again);

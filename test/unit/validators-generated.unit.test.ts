@@ -10,7 +10,13 @@ import { DATE_TIME, GENERATED_DIR, SCHEMAS, generateValidators, withoutAnnotatio
  */
 function astralSamples(): unknown[] {
   const task = (report: string, spec: string) => ({ tasks: [{ key: 'a', spec, check: 'true', validate: { check: 'true', report } }] });
-  return [task('😀'.repeat(255), '😀'), task('😀'.repeat(256), '\uD83D'), task(`${'😀'.repeat(254)}a\uD83D`, 'x\uD83D'), task('\uDE00'.repeat(256), '\uDE00'), task('é'.repeat(255), '')];
+  return [
+    task('😀'.repeat(255), '😀'),
+    task('😀'.repeat(256), '\uD83D'),
+    task(`${'😀'.repeat(254)}a\uD83D`, 'x\uD83D'),
+    task('\uDE00'.repeat(256), '\uDE00'),
+    task('é'.repeat(255), ''),
+  ];
 }
 
 /** Every generated module, by export name (each exports only its own validator). */
@@ -38,20 +44,41 @@ describe('schemas/generated/*.js (Ajv standalone code, one module per schema)', 
   });
 
   it('leaves out annotations only where they are keywords (a property named "title" or "default" stays)', () => {
-    const schema = { title: 't', description: 'd', type: 'object', properties: { title: { type: 'string', description: 'x' }, default: { type: 'number', default: 1 } }, items: [{ examples: [1], type: 'number' }], definitions: { a: { $comment: 'c', enum: ['description'] } } };
-    assert.deepEqual(withoutAnnotations(schema), { type: 'object', properties: { title: { type: 'string' }, default: { type: 'number' } }, items: [{ type: 'number' }], definitions: { a: { enum: ['description'] } } });
+    const schema = {
+      title: 't',
+      description: 'd',
+      type: 'object',
+      properties: { title: { type: 'string', description: 'x' }, default: { type: 'number', default: 1 } },
+      items: [{ examples: [1], type: 'number' }],
+      definitions: { a: { $comment: 'c', enum: ['description'] } },
+    };
+    assert.deepEqual(withoutAnnotations(schema), {
+      type: 'object',
+      properties: { title: { type: 'string' }, default: { type: 'number' } },
+      items: [{ type: 'number' }],
+      definitions: { a: { enum: ['description'] } },
+    });
   });
 
   it('exports one validator per schema, each judging a document as Ajv compiling the schema at run time does', () => {
     const samples: Record<string, unknown[]> = {
-      validateManifest: [{ tasks: [{ key: 'a', spec: 's', check: 'true' }] }, { tasks: [{ key: 'a/b', spec: 's', check: 'true' }] }, { tasks: 'no' }, { tasks: [{ key: 'ok', spec: '', check: 'true', max_attempts: 0 }] }, { tree: 'nope', max_parallel: 'x', tasks: [{ key: 'a', spec: 's', check: 'true', select: 'x', validate: { bogus: 1 }, review: { engines: [] } }] }, ...astralSamples()],
+      validateManifest: [
+        { tasks: [{ key: 'a', spec: 's', check: 'true' }] },
+        { tasks: [{ key: 'a/b', spec: 's', check: 'true' }] },
+        { tasks: 'no' },
+        { tasks: [{ key: 'ok', spec: '', check: 'true', max_attempts: 0 }] },
+        { tree: 'nope', max_parallel: 'x', tasks: [{ key: 'a', spec: 's', check: 'true', select: 'x', validate: { bogus: 1 }, review: { engines: [] } }] },
+        ...astralSamples(),
+      ],
       validateEvalRow: [{}, { run_id: 'r', ended_at: '2026-01-01T00:00:00Z' }, { run_id: 'r', ended_at: 'yesterday' }],
       validateEngineEntry: [{ argv: ['x', '{spec}'] }, { argv: 'x' }, {}],
       validateReviewAnswer: [{ verdict: 'approve', concerns: [] }, { verdict: 'changes', concerns: [] }, { verdict: 'maybe' }],
       validateRankAnswer: [{ scores: { a: 3 } }, { scores: { a: 11 } }, { scores: 'x' }],
     };
     for (const [name, file] of Object.entries(SCHEMAS)) {
-      const runtime = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': DATE_TIME } }).compile(JSON.parse(fs.readFileSync(`schemas/${file}`, 'utf8')));
+      const runtime = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': DATE_TIME } }).compile(
+        JSON.parse(fs.readFileSync(`schemas/${file}`, 'utf8')),
+      );
       const built = generated[name]?.[name] as typeof runtime | undefined;
       assert.ok(built, `${name} is not exported by schemas/generated/${name}.js`);
       assert.deepEqual(Object.keys(generated[name] ?? {}), [name], `schemas/generated/${name}.js exports only ${name}`);

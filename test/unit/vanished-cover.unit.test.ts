@@ -9,7 +9,7 @@ import { tempDir } from '../helpers/fixtures';
 const r = (tail: string, startedAt = Date.now()) => ({ receipt: { exitCode: 1, startedAt }, tail }) as unknown as SupervisedResult;
 
 describe('a host socket gone while bubblewrap covers it (unit)', () => {
-  it('counts only a covered path that is gone or made again since the step started, in bubblewrap\'s own first line', async () => {
+  it("counts only a covered path that is gone or made again since the step started, in bubblewrap's own first line", async () => {
     const dir = tempDir();
     const gone = path.join(dir, 'gone.sock');
     const stays = path.join(dir, 'stays.sock');
@@ -18,11 +18,29 @@ describe('a host socket gone while bubblewrap covers it (unit)', () => {
     try {
       const args = ['--ro-bind', '/', '/', '--ro-bind', '/dev/null', gone, '--ro-bind', '/dev/null', stays];
       assert.equal(vanishedCover(r(`bwrap: Can't create file at ${gone}: Read-only file system\n`), args), true);
-      assert.equal(vanishedCover(r(`bwrap: Can't bind mount /oldroot/dev/null on /newroot${gone}: Unable to mount source on destination: No such file or directory\n`), args), true);
-      assert.equal(vanishedCover(r(`bwrap: Can't create file at ${stays}: Read-only file system\n`, Date.now() + 60_000), args), false, 'a socket that stayed, older than the step');
-      assert.equal(vanishedCover(r(`bwrap: Can't create file at ${stays}: Read-only file system\n`, fs.statSync(stays).ctimeMs), args), true, 'made again since the step started');
+      assert.equal(
+        vanishedCover(
+          r(`bwrap: Can't bind mount /oldroot/dev/null on /newroot${gone}: Unable to mount source on destination: No such file or directory\n`),
+          args,
+        ),
+        true,
+      );
+      assert.equal(
+        vanishedCover(r(`bwrap: Can't create file at ${stays}: Read-only file system\n`, Date.now() + 60_000), args),
+        false,
+        'a socket that stayed, older than the step',
+      );
+      assert.equal(
+        vanishedCover(r(`bwrap: Can't create file at ${stays}: Read-only file system\n`, fs.statSync(stays).ctimeMs), args),
+        true,
+        'made again since the step started',
+      );
       assert.equal(vanishedCover(r(`bwrap: Can't create file at ${path.join(dir, 'other.sock')}: Read-only file system\n`), args), false, 'not a covered path');
-      assert.equal(vanishedCover(r(`test output\nbwrap: Can't create file at ${gone}: Read-only file system\n`), args), false, 'printed by the step, not bubblewrap\'s first line');
+      assert.equal(
+        vanishedCover(r(`test output\nbwrap: Can't create file at ${gone}: Read-only file system\n`), args),
+        false,
+        "printed by the step, not bubblewrap's first line",
+      );
     } finally {
       server.close();
     }

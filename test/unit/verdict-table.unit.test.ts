@@ -8,10 +8,10 @@ import { runManifest } from '../../extension/core/run/runner';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { testSandboxMode } from '../helpers/sandbox-env';
 
-describe('the final verdict table comes from the run\'s summary in memory', function () {
+describe("the final verdict table comes from the run's summary in memory", function () {
   this.timeout(60000);
 
-  it('the summary carries the run\'s state as state.json holds it; the table needs nothing read back off the disk', async () => {
+  it("the summary carries the run's state as state.json holds it; the table needs nothing read back off the disk", async () => {
     const dir = tempDir();
     const tasks = [
       scriptTask('a', 'echo a > a.txt', 'test -s a.txt || exit 1'),
@@ -19,7 +19,14 @@ describe('the final verdict table comes from the run\'s summary in memory', func
       scriptTask('c', 'true', 'true', { after: ['b'] }),
     ];
     const { manifest } = loadManifest(writeManifest(dir, { workdir: 'w', tasks }));
-    const summary = await runManifest({ manifest, home: path.join(dir, 'home'), identity: 't', engines: resolveEngines(), sandbox: testSandboxMode(), forced: true });
+    const summary = await runManifest({
+      manifest,
+      home: path.join(dir, 'home'),
+      identity: 't',
+      engines: resolveEngines(),
+      sandbox: testSandboxMode(),
+      forced: true,
+    });
     assert.deepEqual(JSON.parse(fs.readFileSync(summary.stateFile, 'utf8')), JSON.parse(JSON.stringify(summary.state)));
     fs.rmSync(summary.stateFile);
     const table = verdictTable(summary);

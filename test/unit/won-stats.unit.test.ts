@@ -8,15 +8,47 @@ import { tempDir } from '../helpers/fixtures';
 
 let clock = 0;
 /** A Verdict-format eval row with the fields the scoreboard reads; ended_at increases row by row. */
-function row(run: string, key: string, attempt: number, verdict: string, model: string, taskType: string, engine: string, extra: { step?: string; group?: string | null; candidate?: number | null } = {}) {
+function row(
+  run: string,
+  key: string,
+  attempt: number,
+  verdict: string,
+  model: string,
+  taskType: string,
+  engine: string,
+  extra: { step?: string; group?: string | null; candidate?: number | null } = {},
+) {
   clock++;
   return {
-    run_id: run, task_key: key, spec: 's', worker_engine: engine, verdict, duration_ms: 10, worker_tokens: 5, model, task_type: taskType, retry: attempt > 1, identity: 'me', notes: '', attempt, harness: engine, lab: null, reported_model: null,
-    tokens_in: null, tokens_out: null, cost_microusd: null, ended_at: `2026-01-01T00:00:${String(clock).padStart(2, '0')}.000Z`, step: extra.step ?? 'work', group: extra.group ?? null, candidate: extra.candidate ?? null,
+    run_id: run,
+    task_key: key,
+    spec: 's',
+    worker_engine: engine,
+    verdict,
+    duration_ms: 10,
+    worker_tokens: 5,
+    model,
+    task_type: taskType,
+    retry: attempt > 1,
+    identity: 'me',
+    notes: '',
+    attempt,
+    harness: engine,
+    lab: null,
+    reported_model: null,
+    tokens_in: null,
+    tokens_out: null,
+    cost_microusd: null,
+    ended_at: `2026-01-01T00:00:${String(clock).padStart(2, '0')}.000Z`,
+    step: extra.step ?? 'work',
+    group: extra.group ?? null,
+    candidate: extra.candidate ?? null,
   };
 }
-const cand = (run: string, group: string, n: number, attempt: number, verdict: string, model: string, engine: string, taskType = 'parser') => row(run, `${group}--c${n}`, attempt, verdict, model, taskType, engine, { group, candidate: n });
-const select = (run: string, group: string, n: number, model: string, engine: string, taskType = 'parser') => row(run, group, 1, 'PASS', model, taskType, engine, { step: 'select', group, candidate: n });
+const cand = (run: string, group: string, n: number, attempt: number, verdict: string, model: string, engine: string, taskType = 'parser') =>
+  row(run, `${group}--c${n}`, attempt, verdict, model, taskType, engine, { group, candidate: n });
+const select = (run: string, group: string, n: number, model: string, engine: string, taskType = 'parser') =>
+  row(run, group, 1, 'PASS', model, taskType, engine, { step: 'select', group, candidate: n });
 
 /**
  * The hand-made log, with the "won" figures computed by hand:
@@ -77,11 +109,17 @@ describe('scoreboard: the "won" column (unit)', () => {
     assert.match(text, /\bwon\b/);
     assert.match(text, /lab\/alpha\s+parser\s+5\s+5\s+60%\s+\d+%\s+1\/3\b/);
     const dash = await dashboardScoreboard(home);
-    assert.deepEqual(dash.rows.filter((r) => r.tier !== 'untested').map((r) => [r.model, r.taskType, r.won, r.groups]).sort((a, b) => String(a).localeCompare(String(b))), [
-      ['beta', 'parser', 1, 3],
-      ['beta', 'ui', 1, 1],
-      ['lab/alpha', 'parser', 1, 3],
-    ]);
+    assert.deepEqual(
+      dash.rows
+        .filter((r) => r.tier !== 'untested')
+        .map((r) => [r.model, r.taskType, r.won, r.groups])
+        .sort((a, b) => String(a).localeCompare(String(b))),
+      [
+        ['beta', 'parser', 1, 3],
+        ['beta', 'ui', 1, 1],
+        ['lab/alpha', 'parser', 1, 3],
+      ],
+    );
   });
 
   it('a model with no candidate in any group shows no groups (0 of 0), not a loss', async () => {
@@ -89,21 +127,35 @@ describe('scoreboard: the "won" column (unit)', () => {
     clock = 0;
     writeLog(home, [row('r1', 't1', 1, 'PASS', 'gamma', 'parser', 'codex'), row('r1', 't2', 1, 'FAIL', 'gamma', 'parser', 'codex')]);
     const { view } = await loadScoreboard({ home });
-    assert.deepEqual(view.rows.map((r) => [r.model, r.won, r.groups]), [['gamma', 0, 0]]);
+    assert.deepEqual(
+      view.rows.map((r) => [r.model, r.won, r.groups]),
+      [['gamma', 0, 0]],
+    );
     assert.match(scoreboardText(view).join('\n'), /gamma\s+parser\s+2\s+2\s+50%\s+50%\s+-\s/);
   });
 
-  it('outvoted: a passing candidate in a group consensus decided against counts once per group for its model; an undecided consensus, a failed candidate or the winner\'s group do not', async () => {
+  it("outvoted: a passing candidate in a group consensus decided against counts once per group for its model; an undecided consensus, a failed candidate or the winner's group do not", async () => {
     const home = tempDir();
     clock = 0;
     const member = (n: number, model: string, engine: string) => ({ key: `g--c${n}`, candidate: n, engine, model });
-    const consensus = (decided: string, groups: ReturnType<typeof member>[][]) => ({ inputs: 2, given: 2, groups: groups.map((g) => ({ members: g, size: g.length })), splitting: [], decided, tie: null, why: 'w' });
+    const consensus = (decided: string, groups: ReturnType<typeof member>[][]) => ({
+      inputs: 2,
+      given: 2,
+      groups: groups.map((g) => ({ members: g, size: g.length })),
+      splitting: [],
+      decided,
+      tie: null,
+      why: 'w',
+    });
     const rows = [
       // r1: alpha c1 and c3 pass, beta c2 passes; beta and alpha c3 agree and win (c2 chosen); alpha c1 outvoted.
       cand('r1', 'g', 1, 1, 'PASS', 'alpha', 'codex'),
       cand('r1', 'g', 2, 1, 'PASS', 'beta', 'opencode'),
       cand('r1', 'g', 3, 1, 'PASS', 'alpha', 'codex'),
-      { ...select('r1', 'g', 2, 'beta', 'opencode'), consensus: consensus('largest', [[member(2, 'beta', 'opencode'), member(3, 'alpha', 'codex')], [member(1, 'alpha', 'codex')]]) },
+      {
+        ...select('r1', 'g', 2, 'beta', 'opencode'),
+        consensus: consensus('largest', [[member(2, 'beta', 'opencode'), member(3, 'alpha', 'codex')], [member(1, 'alpha', 'codex')]]),
+      },
       // r2: consensus could not decide: no one is outvoted.
       cand('r2', 'g', 1, 1, 'PASS', 'alpha', 'codex'),
       cand('r2', 'g', 2, 1, 'PASS', 'beta', 'opencode'),
@@ -115,8 +167,12 @@ describe('scoreboard: the "won" column (unit)', () => {
       { ...select('r3', 'g', 1, 'alpha', 'codex'), consensus: consensus('tie-cheapest', [[member(1, 'alpha', 'codex')], [member(2, 'beta', 'opencode')]]) },
     ];
     writeLog(home, rows);
-    const figures = (v: Awaited<ReturnType<typeof loadScoreboard>>['view']) => v.rows.map((r) => [r.model, r.won, r.lost_consensus, r.groups]).sort((a, b) => String(a).localeCompare(String(b)));
-    const expected = [['alpha', 2, 1, 3], ['beta', 1, 1, 3]];
+    const figures = (v: Awaited<ReturnType<typeof loadScoreboard>>['view']) =>
+      v.rows.map((r) => [r.model, r.won, r.lost_consensus, r.groups]).sort((a, b) => String(a).localeCompare(String(b)));
+    const expected = [
+      ['alpha', 2, 1, 3],
+      ['beta', 1, 1, 3],
+    ];
     const first = await loadScoreboard({ home });
     assert.deepEqual(figures(first.view), expected);
     // The cache, and the columns a filter reads, agree with the index.
@@ -126,6 +182,15 @@ describe('scoreboard: the "won" column (unit)', () => {
     assert.match(scoreboardText(first.view).join('\n'), /\boutvoted\b/);
     assert.match(scoreboardText(first.view).join('\n'), /alpha\s+parser\s+\d+\s+\d+\s+\d+%\s+\d+%\s+2\/3\s+1\s/);
     const dash = await dashboardScoreboard(home);
-    assert.deepEqual(dash.rows.filter((r) => r.tier !== 'untested').map((r) => [r.model, r.lostConsensus]).sort(), [['alpha', 1], ['beta', 1]]);
+    assert.deepEqual(
+      dash.rows
+        .filter((r) => r.tier !== 'untested')
+        .map((r) => [r.model, r.lostConsensus])
+        .sort(),
+      [
+        ['alpha', 1],
+        ['beta', 1],
+      ],
+    );
   });
 });

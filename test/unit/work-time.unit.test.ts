@@ -8,7 +8,13 @@ const run = (...attempts: [number, number | null][][]) => attempts.map((as) => (
 describe('workTimeMs', () => {
   it('a rerun hours later adds its own span, not the idle hours between', () => {
     // Two tasks ran 0–60 s together; one was rerun five hours later for 30 s.
-    const tasks = run([[0, 60_000], [5 * H, 5 * H + 30_000]], [[1_000, 50_000]]);
+    const tasks = run(
+      [
+        [0, 60_000],
+        [5 * H, 5 * H + 30_000],
+      ],
+      [[1_000, 50_000]],
+    );
     assert.equal(workTimeMs(tasks, 6 * H), 90_000);
   });
 

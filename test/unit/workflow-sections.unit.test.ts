@@ -9,7 +9,10 @@ const spec = (key: string): TaskSpec => ({ key, spec: 's', check: 'true' }) as u
 
 describe('workflow sections: one table the loader reaches every workflow through (manifest/workflows/index.ts)', () => {
   it('registers every workflow section of a task', () => {
-    assert.deepEqual(WORKFLOW_SECTIONS.map((s) => s.name), ['best-of-N', 'generate', 'validate', 'council', 'phases', 'critique']);
+    assert.deepEqual(
+      WORKFLOW_SECTIONS.map((s) => s.name),
+      ['best-of-N', 'generate', 'validate', 'council', 'phases', 'critique'],
+    );
   });
 
   it('parseManifest names no workflow: its engine checks and problems come from the table', () => {
@@ -30,8 +33,13 @@ describe('workflow sections: one table the loader reaches every workflow through
       compile: (s, raw) => (raw.twice ? [s, { ...s, key: `${s.key}--2` }] : null),
     };
     const out = compileWorkflows([spec('a'), spec('b')], [{ twice: 1 }, {}], { worktrees: false }, [twice]);
-    assert.deepEqual(out.map((t) => t.key), ['a', 'a--2', 'b']);
-    assert.deepEqual(sectionProblems([{ twice: 0 }], { existingKeys: new Set(), defaultEngine: 'codex' }, [twice]), [{ code: 'repeat', problem: { path: ['tasks', 0, 'twice'], message: 'zero' } }]);
+    assert.deepEqual(
+      out.map((t) => t.key),
+      ['a', 'a--2', 'b'],
+    );
+    assert.deepEqual(sectionProblems([{ twice: 0 }], { existingKeys: new Set(), defaultEngine: 'codex' }, [twice]), [
+      { code: 'repeat', problem: { path: ['tasks', 0, 'twice'], message: 'zero' } },
+    ]);
     assert.deepEqual(sectionEngines({ twice: 1 }, [twice]), [{ kind: 'writer', at: ['twice'], name: 'e', who: 'the second' }]);
   });
 
@@ -40,13 +48,25 @@ describe('workflow sections: one table the loader reaches every workflow through
       workdir: '.',
       tasks: [
         { key: 'v', spec: 's', check: 'true', engine: 'codex', validate: { engine: 'nosuch-v', engines: [{ engine: 'codex' }, { engine: 'codex' }] } },
-        { key: 'p', spec: 's', check: 'true', engine: 'codex', phases: { files: ['a.txt'], implement: { engine: 'codex' }, test: { engine: 'nosuch-t', check: 'true' }, review: { engines: ['script'] } } },
+        {
+          key: 'p',
+          spec: 's',
+          check: 'true',
+          engine: 'codex',
+          phases: { files: ['a.txt'], implement: { engine: 'codex' }, test: { engine: 'nosuch-t', check: 'true' }, review: { engines: ['script'] } },
+        },
         { key: 'c', spec: 's', check: 'true', engine: 'codex', critique: { critics: ['nosuch-c'] } },
         { key: 'b', spec: 's', check: 'true', engine: 'codex', candidates: [{ engine: 'codex' }, { engine: 'nosuch-b' }] },
       ],
     });
     const { problems } = parseManifest(manifest, '/x/m.swarm.json', { engines: new Set(['codex', 'claude', 'script']) });
     const engines = problems.filter((p) => p.code === 'unknown-engine' || /script engine/.test(p.message)).map((p) => p.path);
-    assert.deepEqual(engines, ['tasks[0].validate.engine', 'tasks[1].phases.test.engine', 'tasks[1].phases.review.engines[0]', 'tasks[2].critique.critics[0]', 'tasks[3].candidates[1].engine']);
+    assert.deepEqual(engines, [
+      'tasks[0].validate.engine',
+      'tasks[1].phases.test.engine',
+      'tasks[1].phases.review.engines[0]',
+      'tasks[2].critique.critics[0]',
+      'tasks[3].candidates[1].engine',
+    ]);
   });
 });

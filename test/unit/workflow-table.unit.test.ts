@@ -11,7 +11,11 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
   it('puts each workflow step right after the default step it names: generate after red, before suite and review', () => {
     const names = ATTEMPT_STEPS.map((s) => s.name);
     assert.deepEqual(names, ['prepare', 'inputs', 'work', 'seal', 'guard', 'check', 'red', 'generate', 'suite', 'review', 'critique', 'deliver']);
-    assert.equal(DEFAULT_STEPS.some((s) => s.name === 'generate'), false, 'the default steps do not name the generate workflow');
+    assert.equal(
+      DEFAULT_STEPS.some((s) => s.name === 'generate'),
+      false,
+      'the default steps do not name the generate workflow',
+    );
   });
 
   it('refuses a workflow step that follows a step the attempt does not have, naming the workflow and both steps', () => {
@@ -23,8 +27,14 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
     const base = [step('prepare'), step('check')];
     const a: Workflow = { name: 'a', steps: [{ step: step('review'), after: 'check' }] };
     const b: Workflow = { name: 'b', steps: [{ step: step('critique'), after: 'prepare' }] };
-    assert.deepEqual(withWorkflowSteps(base, [a, b]).map((s) => s.name), ['prepare', 'critique', 'check', 'review']);
-    assert.deepEqual(base.map((s) => s.name), ['prepare', 'check']);
+    assert.deepEqual(
+      withWorkflowSteps(base, [a, b]).map((s) => s.name),
+      ['prepare', 'critique', 'check', 'review'],
+    );
+    assert.deepEqual(
+      base.map((s) => s.name),
+      ['prepare', 'check'],
+    );
   });
 
   it('registers generate, and the runner, the task graph and the attempt reach it only through the table', () => {
@@ -38,8 +48,20 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
   it('registers critique, and the runner, the task graph, the attempt and resume name no critique: they reach it through the table', () => {
     const critique = WORKFLOWS.find((w) => w.name === 'critique');
     assert.ok(critique?.steps?.some((s) => s.step.name === 'critique' && s.after === 'review'));
-    assert.equal(DEFAULT_STEPS.some((s) => s.name === 'critique'), false, 'the default steps do not name the critique workflow');
-    for (const f of ['runner.ts', 'task-graph.ts', 'attempt.ts', 'attempt-loop.ts', 'resume.ts', path.join('steps', 'index.ts'), path.join('steps', 'context.ts')]) {
+    assert.equal(
+      DEFAULT_STEPS.some((s) => s.name === 'critique'),
+      false,
+      'the default steps do not name the critique workflow',
+    );
+    for (const f of [
+      'runner.ts',
+      'task-graph.ts',
+      'attempt.ts',
+      'attempt-loop.ts',
+      'resume.ts',
+      path.join('steps', 'index.ts'),
+      path.join('steps', 'context.ts'),
+    ]) {
       const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
       assert.doesNotMatch(text, /critique|critic\b|revising|revision/i, `${f} names the critique workflow`);
     }
@@ -48,11 +70,23 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
   it('registers phases: step red follows check through the table, and the check step and the default steps name no phases', () => {
     const phases = WORKFLOWS.find((w) => w.name === 'phases');
     assert.ok(phases?.steps?.some((s) => s.step.name === 'red' && s.after === 'check'));
-    assert.equal(DEFAULT_STEPS.some((s) => s.name === 'red'), false, 'the default steps do not name the phases workflow');
+    assert.equal(
+      DEFAULT_STEPS.some((s) => s.name === 'red'),
+      false,
+      'the default steps do not name the phases workflow',
+    );
     const spec = (red: boolean) => ({ spec: red ? { red: [{ file: 'a', implement: 'k--impl-1' }] } : {} }) as never;
     assert.equal(phases?.checkOnCopy?.(spec(true)), true);
     assert.equal(phases?.checkOnCopy?.(spec(false)), false);
-    for (const f of ['runner.ts', 'task-graph.ts', 'attempt.ts', 'attempt-loop.ts', path.join('steps', 'index.ts'), path.join('steps', 'check.ts'), path.join('steps', 'context.ts')]) {
+    for (const f of [
+      'runner.ts',
+      'task-graph.ts',
+      'attempt.ts',
+      'attempt-loop.ts',
+      path.join('steps', 'index.ts'),
+      path.join('steps', 'check.ts'),
+      path.join('steps', 'context.ts'),
+    ]) {
       const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
       assert.doesNotMatch(text, /spec\.red\b|rec\.red\b|workflows\/phases|redStep|phases/, `${f} names the phases workflow`);
     }
@@ -65,8 +99,13 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
       const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
       // live-run.ts copies the task's compiled place (group, candidate, select, workflow) into its state for the views:
       // a projection of the manifest, not a decision; any other `spec.select` or `spec.candidate` is one.
-      const code = f === 'live-run.ts' ? text.replace(/\.\.\.\(spec\.(group|candidate|select|workflow) !== undefined \? \{ \1: spec\.\1 \} : \{\}\),/g, '') : text;
-      assert.doesNotMatch(code, /spec\.select|spec\.candidate|GroupHost|BestOfN|workflows\/best-of-n|groups\.(busy|idle|gate|decide)/, `${f} names the best-of-N workflow`);
+      const code =
+        f === 'live-run.ts' ? text.replace(/\.\.\.\(spec\.(group|candidate|select|workflow) !== undefined \? \{ \1: spec\.\1 \} : \{\}\),/g, '') : text;
+      assert.doesNotMatch(
+        code,
+        /spec\.select|spec\.candidate|GroupHost|BestOfN|workflows\/best-of-n|groups\.(busy|idle|gate|decide)/,
+        `${f} names the best-of-N workflow`,
+      );
     }
   });
 });
@@ -80,7 +119,7 @@ function hostOf(): { host: WorkflowHost; idles: () => number } {
 
 const fakeTask = (key: string) => ({ spec: { key, after: [] }, state: { status: 'queued' } }) as unknown as Parameters<RunWorkflows['release']>[0];
 
-describe('RunWorkflows: every workflow\'s part of one run, asked as one', () => {
+describe("RunWorkflows: every workflow's part of one run, asked as one", () => {
   it('opens each workflow once per run; the first answer in table order releases a task; no answer leaves it to the graph', () => {
     const opened: string[] = [];
     const mine = fakeTask('mine');
@@ -100,7 +139,16 @@ describe('RunWorkflows: every workflow\'s part of one run, asked as one', () => 
   it('a refusal of a rerun comes from the first workflow that refuses; stop, keepWaiting, waitsAgainFor and passNotNeeded ask every one', () => {
     const stopped: string[] = [];
     const a: Workflow = { name: 'a', open: () => ({ refuseRerun: () => null, onStop: (_t, r) => void stopped.push(`a ${r}`), keepWaiting: () => false }) };
-    const b: Workflow = { name: 'b', open: () => ({ refuseRerun: (t) => `b refuses ${t.spec.key}`, onStop: (_t, r) => void stopped.push(`b ${r}`), keepWaiting: () => true, waitsAgainFor: (_t, k) => k === 'x', passNotNeeded: () => true }) };
+    const b: Workflow = {
+      name: 'b',
+      open: () => ({
+        refuseRerun: (t) => `b refuses ${t.spec.key}`,
+        onStop: (_t, r) => void stopped.push(`b ${r}`),
+        keepWaiting: () => true,
+        waitsAgainFor: (_t, k) => k === 'x',
+        passNotNeeded: () => true,
+      }),
+    };
     const w = new RunWorkflows(hostOf().host, [a, b]);
     const t = fakeTask('t');
     assert.equal(w.refuseRerun(t), 'b refuses t');
@@ -113,14 +161,27 @@ describe('RunWorkflows: every workflow\'s part of one run, asked as one', () => 
     assert.equal(new RunWorkflows(hostOf().host, [a]).passNotNeeded(t), false);
   });
 
-  it('quiet: waits for the scheduler, then for each workflow\'s work under way and the scheduler again, until nothing is', async () => {
+  it("quiet: waits for the scheduler, then for each workflow's work under way and the scheduler again, until nothing is", async () => {
     let rounds = 2;
     const done: string[] = [];
-    const a: Workflow = { name: 'a', open: () => ({ idle: () => (rounds > 0 ? new Promise<void>((r) => setTimeout(() => { rounds--; done.push(`round ${2 - rounds}`); r(); }, 5)) : null) }) };
+    const a: Workflow = {
+      name: 'a',
+      open: () => ({
+        idle: () =>
+          rounds > 0
+            ? new Promise<void>((r) =>
+                setTimeout(() => {
+                  rounds--;
+                  done.push(`round ${2 - rounds}`);
+                  r();
+                }, 5),
+              )
+            : null,
+      }),
+    };
     const h = hostOf();
     await new RunWorkflows(h.host, [a, { name: 'b', open: () => ({}) }]).quiet();
     assert.deepEqual(done, ['round 1', 'round 2']);
     assert.equal(h.idles(), 3, 'the scheduler once first and once after each round of work');
   });
 });
-

@@ -13,7 +13,14 @@ function plannerSpec(over: Partial<TaskSpec> = {}): TaskSpec {
   return { ...(m.tasks[0] as TaskSpec), ...over };
 }
 
-const gctx = (over: Record<string, unknown> = {}) => ({ planner: plannerSpec(), existingKeys: new Set(['plan', 'old']), allowedEngines: new Set(['codex', 'script']), lint: { engines: builtinEngines() }, worktrees: false, ...over });
+const gctx = (over: Record<string, unknown> = {}) => ({
+  planner: plannerSpec(),
+  existingKeys: new Set(['plan', 'old']),
+  allowedEngines: new Set(['codex', 'script']),
+  lint: { engines: builtinEngines() },
+  worktrees: false,
+  ...over,
+});
 
 describe('generated: a planner in the manifest', () => {
   it('without a check of its own, its check is that the file exists and is not empty, and the file is expected', () => {
@@ -34,7 +41,10 @@ describe('generated: a planner in the manifest', () => {
     const b = task('b', { generate: { file: 'ok.json', max_tasks: 2 }, repeat: 2 });
     const text = manifest([a, b]);
     const found = await findingsOf('generate', text);
-    assert.deepEqual(found.map((f) => f.taskKey), ['a', 'b']);
+    assert.deepEqual(
+      found.map((f) => f.taskKey),
+      ['a', 'b'],
+    );
     assertRange(text, found[0], 4, col(a, '"../up.json"'), '"../up.json"');
     assert.match(found[0]?.message ?? '', /climbs out with "\.\."/);
     assert.match(found[1]?.message ?? '', /a planner cannot be best-of-N as well/);
@@ -43,7 +53,7 @@ describe('generated: a planner in the manifest', () => {
 });
 
 describe('generated: the file', () => {
-  it('positions are the file\'s own, line 1 included (the lint text\'s prefix is taken back out)', async () => {
+  it("positions are the file's own, line 1 included (the lint text's prefix is taken back out)", async () => {
     const text = '[{"key": "a", "engine": "script", "spec": "x"}]';
     const r = await validateGenerated(text, '/t/tasks.json', gctx());
     assert.equal(r.tasks, null);
@@ -57,13 +67,26 @@ describe('generated: the file', () => {
       { key: 'b', engine: 'script', spec: 'echo b > b.txt', check: 'test -s b.txt || exit 1', after: ['old', 'a'] },
     ]);
     const r = await validateGenerated(text, '/t/tasks.json', gctx());
-    assert.deepEqual(r.findings.filter((f) => f.severity === 'error'), []);
-    assert.deepEqual(r.tasks?.map((t) => t.after), [['plan'], ['plan', 'old', 'a']]);
+    assert.deepEqual(
+      r.findings.filter((f) => f.severity === 'error'),
+      [],
+    );
+    assert.deepEqual(
+      r.tasks?.map((t) => t.after),
+      [['plan'], ['plan', 'old', 'a']],
+    );
   });
 
-  it('an after naming a task that exists nowhere is a task-graph error listing the keys, the run\'s included', async () => {
-    const r = await validateGenerated(JSON.stringify([{ key: 'a', engine: 'script', spec: 'x', check: 'test -s x || exit 1', after: ['nope'] }]), '/t/tasks.json', gctx());
-    assert.match(r.findings.find((f) => f.rule === 'task-graph')?.message ?? '', /\[0\]\.after\[0\]: no task has the key "nope"; keys in this manifest: plan, old/);
+  it("an after naming a task that exists nowhere is a task-graph error listing the keys, the run's included", async () => {
+    const r = await validateGenerated(
+      JSON.stringify([{ key: 'a', engine: 'script', spec: 'x', check: 'test -s x || exit 1', after: ['nope'] }]),
+      '/t/tasks.json',
+      gctx(),
+    );
+    assert.match(
+      r.findings.find((f) => f.rule === 'task-graph')?.message ?? '',
+      /\[0\]\.after\[0\]: no task has the key "nope"; keys in this manifest: plan, old/,
+    );
   });
 
   it('malformed JSON: a syntax error at its place', async () => {
@@ -76,29 +99,69 @@ describe('generated: the file', () => {
 describe('generated: what every workflow section of a generated task names and compiles into', () => {
   // The run started with codex and script only: claude exists (lint knows it) but preflight never checked its binary.
   const errorsOf = async (t: Record<string, unknown>, maxTasks = 2) => {
-    const r = await validateGenerated(JSON.stringify([t], null, 2), '/w/tasks.json', gctx({ planner: plannerSpec({ generate: { file: 'tasks.json', maxTasks } }) }));
+    const r = await validateGenerated(
+      JSON.stringify([t], null, 2),
+      '/w/tasks.json',
+      gctx({ planner: plannerSpec({ generate: { file: 'tasks.json', maxTasks } }) }),
+    );
     return r.findings.filter((f) => f.severity === 'error').map((f) => f.message);
   };
   const base = { spec: 'Write a.txt', check: 'test -s a.txt', engine: 'codex', task_type: 't', verified: 'v' };
 
   it('hostile plan: an engine the run did not start with, named by validate, council, phases review or a review, is refused', async () => {
     const cases: [Record<string, unknown>, RegExp][] = [
-      [{ key: 'v', ...base, validate: { engine: 'claude', check: 'true', engines: [{ engine: 'codex' }] } }, /^\[0\]\.validate\.engine: engine "claude" is not one this run started with/],
-      [{ key: 'c', ...base, council: { members: [{ engine: 'claude' }, { engine: 'codex' }], chair: { engine: 'codex', check: 'true' } } }, /^\[0\]\.council\.members\.0\.engine: engine "claude" is not one this run started with/],
-      [{ key: 'p', ...base, spec: 'Write {file}', check: 'test -s {file}', phases: { files: ['a.txt'], test: { engine: 'codex', model: 'm2', check: 'true' }, review: { engines: ['claude'] } } }, /^\[0\]\.phases\.review\.engines\.0: engine "claude" is not one this run started with/],
-      [{ key: 'r', ...base, review: { engines: [{ engine: 'claude' }] } }, /^\[0\]\.review\.engines\.0\.engine: engine "claude" is not one this run started with/],
+      [
+        { key: 'v', ...base, validate: { engine: 'claude', check: 'true', engines: [{ engine: 'codex' }] } },
+        /^\[0\]\.validate\.engine: engine "claude" is not one this run started with/,
+      ],
+      [
+        { key: 'c', ...base, council: { members: [{ engine: 'claude' }, { engine: 'codex' }], chair: { engine: 'codex', check: 'true' } } },
+        /^\[0\]\.council\.members\.0\.engine: engine "claude" is not one this run started with/,
+      ],
+      [
+        {
+          key: 'p',
+          ...base,
+          spec: 'Write {file}',
+          check: 'test -s {file}',
+          phases: { files: ['a.txt'], test: { engine: 'codex', model: 'm2', check: 'true' }, review: { engines: ['claude'] } },
+        },
+        /^\[0\]\.phases\.review\.engines\.0: engine "claude" is not one this run started with/,
+      ],
+      [
+        { key: 'r', ...base, review: { engines: [{ engine: 'claude' }] } },
+        /^\[0\]\.review\.engines\.0\.engine: engine "claude" is not one this run started with/,
+      ],
     ];
     for (const [t, expected] of cases) {
       const errors = await errorsOf(t, 9);
-      assert.ok(errors.some((m) => expected.test(m)), `${String(t.key)}: ${errors.join('\n') || 'accepted'}`);
+      assert.ok(
+        errors.some((m) => expected.test(m)),
+        `${String(t.key)}: ${errors.join('\n') || 'accepted'}`,
+      );
     }
   });
 
   it('hostile plan: a validated task and a council count every task they compile into against max_tasks', async () => {
     const validated = await errorsOf({ key: 'v', ...base, validate: { engine: 'codex', check: 'true', engines: [{ engine: 'codex' }, { engine: 'codex' }] } });
-    assert.ok(validated.some((m) => /more tasks than "max_tasks": 2 .*with its 3 workers and validator/.test(m)), validated.join('\n') || 'accepted');
-    const council = await errorsOf({ key: 'c', ...base, council: { members: [{ engine: 'codex' }, { engine: 'codex', model: 'm2' }], chair: { engine: 'codex', check: 'true' } } }, 4);
-    assert.ok(council.some((m) => /more tasks than "max_tasks": 4 .*with its 5 answers, reviews and chair/.test(m)), council.join('\n') || 'accepted');
-    assert.deepEqual(await errorsOf({ key: 'c', ...base, council: { members: [{ engine: 'codex' }, { engine: 'codex', model: 'm2' }], chair: { engine: 'codex', check: 'true' } } }, 5), []);
+    assert.ok(
+      validated.some((m) => /more tasks than "max_tasks": 2 .*with its 3 workers and validator/.test(m)),
+      validated.join('\n') || 'accepted',
+    );
+    const council = await errorsOf(
+      { key: 'c', ...base, council: { members: [{ engine: 'codex' }, { engine: 'codex', model: 'm2' }], chair: { engine: 'codex', check: 'true' } } },
+      4,
+    );
+    assert.ok(
+      council.some((m) => /more tasks than "max_tasks": 4 .*with its 5 answers, reviews and chair/.test(m)),
+      council.join('\n') || 'accepted',
+    );
+    assert.deepEqual(
+      await errorsOf(
+        { key: 'c', ...base, council: { members: [{ engine: 'codex' }, { engine: 'codex', model: 'm2' }], chair: { engine: 'codex', check: 'true' } } },
+        5,
+      ),
+      [],
+    );
   });
 });

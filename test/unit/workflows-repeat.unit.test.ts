@@ -11,29 +11,40 @@ import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-
 const engines = new Set(ctx.engines.keys());
 
 describe('best-of-N: compiled into ordinary tasks', () => {
-  it('repeat: 3 becomes the group entry (after its candidates) and three candidates on the task\'s engine', () => {
+  it("repeat: 3 becomes the group entry (after its candidates) and three candidates on the task's engine", () => {
     const text = manifest([task('fix', { repeat: 3, engine: 'codex', model: 'gpt-5-mini', engine_args: ['--x'], after: ['a'] }), task('a')]);
     const { manifest: m, problems } = parseManifest(text, FILE, { engines });
-    assert.deepEqual(problems.filter((p) => p.severity === 'error'), []);
-    assert.deepEqual(m?.tasks.map((t) => [t.key, t.group ?? null, t.candidate ?? null, t.select ?? null, t.after, t.engine, t.model]), [
-      ['fix', 'fix', null, 'first-pass', ['fix--c1', 'fix--c2', 'fix--c3'], 'codex', 'gpt-5-mini'],
-      ['fix--c1', 'fix', 1, null, ['a'], 'codex', 'gpt-5-mini'],
-      ['fix--c2', 'fix', 2, null, ['a'], 'codex', 'gpt-5-mini'],
-      ['fix--c3', 'fix', 3, null, ['a'], 'codex', 'gpt-5-mini'],
-      ['a', null, null, null, [], 'codex', null],
-    ]);
+    assert.deepEqual(
+      problems.filter((p) => p.severity === 'error'),
+      [],
+    );
+    assert.deepEqual(
+      m?.tasks.map((t) => [t.key, t.group ?? null, t.candidate ?? null, t.select ?? null, t.after, t.engine, t.model]),
+      [
+        ['fix', 'fix', null, 'first-pass', ['fix--c1', 'fix--c2', 'fix--c3'], 'codex', 'gpt-5-mini'],
+        ['fix--c1', 'fix', 1, null, ['a'], 'codex', 'gpt-5-mini'],
+        ['fix--c2', 'fix', 2, null, ['a'], 'codex', 'gpt-5-mini'],
+        ['fix--c3', 'fix', 3, null, ['a'], 'codex', 'gpt-5-mini'],
+        ['a', null, null, null, [], 'codex', null],
+      ],
+    );
     // Same spec and check everywhere: the group's check is what `verdict merge` re-checks the winner with.
     assert.ok(m?.tasks.slice(0, 4).every((t) => t.check === 'npm test' && t.engineArgs.join() === '--x'));
   });
 
-  it('candidates: one per entry, a missing model is the engine default (null), engine_args only on the task\'s own engine', () => {
-    const text = manifest([task('fix', { engine: 'codex', engine_args: ['--x'], candidates: [{ engine: 'codex' }, { engine: 'claude', model: 'opus' }], select: 'all' })]);
-    const { manifest: m } = parseManifest(text, FILE, { engines });
-    assert.deepEqual(m?.tasks.map((t) => [t.key, t.engine, t.model, t.engineArgs, t.select ?? null]), [
-      ['fix', 'codex', null, ['--x'], 'all'],
-      ['fix--c1', 'codex', null, ['--x'], null],
-      ['fix--c2', 'claude', 'opus', [], null],
+  it("candidates: one per entry, a missing model is the engine default (null), engine_args only on the task's own engine", () => {
+    const text = manifest([
+      task('fix', { engine: 'codex', engine_args: ['--x'], candidates: [{ engine: 'codex' }, { engine: 'claude', model: 'opus' }], select: 'all' }),
     ]);
+    const { manifest: m } = parseManifest(text, FILE, { engines });
+    assert.deepEqual(
+      m?.tasks.map((t) => [t.key, t.engine, t.model, t.engineArgs, t.select ?? null]),
+      [
+        ['fix', 'codex', null, ['--x'], 'all'],
+        ['fix--c1', 'codex', null, ['--x'], null],
+        ['fix--c2', 'claude', 'opus', [], null],
+      ],
+    );
   });
 });
 
@@ -50,7 +61,10 @@ describe('lint: repeat', () => {
     const stray = task('fix', { repeat: 2, select: 'all', rank: { rubric: 'short', engines: ['claude'] } });
     const strayText = manifest([stray]);
     const strayFound = await findingsOf('repeat', strayText);
-    assert.deepEqual(strayFound.map((f) => [f.severity, f.range?.start.line, f.range?.start.column]), [['error', 4, col(stray, '{"rubric"')]]);
+    assert.deepEqual(
+      strayFound.map((f) => [f.severity, f.range?.start.line, f.range?.start.column]),
+      [['error', 4, col(stray, '{"rubric"')]],
+    );
     assert.match(strayFound[0]?.message ?? '', /"rank" is read only with "select": "ranked"/);
     assert.equal(parseManifest(strayText, FILE, { engines }).manifest, null);
   });
@@ -73,35 +87,87 @@ describe('lint: repeat', () => {
     assert.match(errors[4] ?? '', /^tasks\[4\]\.rank\.engines\[0\]: unknown ranking reviewer engine "nope"/);
   });
 
-  it('ranked on a pool run: its rankers run on the orchestrator\'s machine, so their binaries must be here (the candidates\' need not)', async () => {
+  it("ranked on a pool run: its rankers run on the orchestrator's machine, so their binaries must be here (the candidates' need not)", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-ranked-pool-'));
     const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test', enginesElsewhere: true };
-    const ranked = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }] }), path.join(dir, 'm.json')).manifest;
+    const ranked = parseManifest(
+      JSON.stringify({
+        workdir: 'w',
+        tasks: [{ key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }],
+      }),
+      path.join(dir, 'm.json'),
+    ).manifest;
     assert.ok(ranked);
     // No binary on PATH: the ranker (claude) is named; the candidates' engine (codex, on the workers) is not.
-    const codexRanked = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }] }), path.join(dir, 'm.json')).manifest;
-    await assert.rejects(preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy), (e: Error) => e instanceof PreflightError && /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers and critics run on this machine, even on a pool run\)/.test(e.message) && !/codex/.test(e.message));
+    const codexRanked = parseManifest(
+      JSON.stringify({
+        workdir: 'w',
+        tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'ranked', rank: { rubric: 'r', engines: ['claude'] } }],
+      }),
+      path.join(dir, 'm.json'),
+    ).manifest;
+    await assert.rejects(
+      preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy),
+      (e: Error) =>
+        e instanceof PreflightError &&
+        /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers and critics run on this machine, even on a pool run\)/.test(
+          e.message,
+        ) &&
+        !/codex/.test(e.message),
+    );
     // select all: nothing runs here, no binary needed.
-    const all = parseManifest(JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'all' }] }), path.join(dir, 'm.json')).manifest;
+    const all = parseManifest(
+      JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'all' }] }),
+      path.join(dir, 'm.json'),
+    ).manifest;
     await preflight(all as NonNullable<typeof all>, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy);
   });
 
   it('ranked compiles: the group carries select ranked and its rank; candidates do not', () => {
-    const text = manifest([task('fix', { candidates: [{ engine: 'codex' }, { engine: 'claude' }], select: 'ranked', rank: { rubric: 'the smallest diff wins', engines: ['claude', { engine: 'codex', model: 'gpt-5' }] } })]);
-    const { manifest: m, problems } = parseManifest(text, FILE, { engines });
-    assert.deepEqual(problems.filter((p) => p.severity === 'error'), []);
-    assert.deepEqual(m?.tasks.map((t) => [t.key, t.select ?? null, t.rank ?? null]), [
-      ['fix', 'ranked', { rubric: 'the smallest diff wins', engines: [{ engine: 'claude', model: null }, { engine: 'codex', model: 'gpt-5' }] }],
-      ['fix--c1', null, null],
-      ['fix--c2', null, null],
+    const text = manifest([
+      task('fix', {
+        candidates: [{ engine: 'codex' }, { engine: 'claude' }],
+        select: 'ranked',
+        rank: { rubric: 'the smallest diff wins', engines: ['claude', { engine: 'codex', model: 'gpt-5' }] },
+      }),
     ]);
+    const { manifest: m, problems } = parseManifest(text, FILE, { engines });
+    assert.deepEqual(
+      problems.filter((p) => p.severity === 'error'),
+      [],
+    );
+    assert.deepEqual(
+      m?.tasks.map((t) => [t.key, t.select ?? null, t.rank ?? null]),
+      [
+        [
+          'fix',
+          'ranked',
+          {
+            rubric: 'the smallest diff wins',
+            engines: [
+              { engine: 'claude', model: null },
+              { engine: 'codex', model: 'gpt-5' },
+            ],
+          },
+        ],
+        ['fix--c1', null, null],
+        ['fix--c2', null, null],
+      ],
+    );
   });
 
   it('a candidate key taken by another task, select without candidates, repeat and candidates disagreeing', async () => {
     const fix = task('fix', { repeat: 2 });
     const text = manifest([fix, task('fix--c2'), task('solo', { select: 'all' }), task('both', { repeat: 3, candidates: [{ engine: 'codex' }] })]);
     const found = await findingsOf('repeat', text);
-    assert.deepEqual(found.map((f) => [f.taskKey, f.range?.start.line]), [['fix', 4], ['solo', 6], ['both', 7]]);
+    assert.deepEqual(
+      found.map((f) => [f.taskKey, f.range?.start.line]),
+      [
+        ['fix', 4],
+        ['solo', 6],
+        ['both', 7],
+      ],
+    );
     assert.match(found[0]?.message ?? '', /candidate 2 of "fix" would be the task "fix--c2", but tasks\[1\] already has that key/);
     assert.match(found[1]?.message ?? '', /"select" chooses among best-of-N candidates, but this task has neither/);
     assert.match(found[2]?.message ?? '', /"repeat" is 3 but "candidates" lists 1 engine/);

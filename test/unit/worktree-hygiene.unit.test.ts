@@ -21,7 +21,10 @@ describe('worktree hygiene', function () {
     const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
     const keys = Array.from({ length: 16 }, (_, i) => `t${i}`);
     const results = await Promise.allSettled(keys.map((k) => addWorktree(repo, path.join(dir, 'wt', k), taskBranch('r1', k))));
-    assert.deepEqual(results.filter((r) => r.status === 'rejected'), []);
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected'),
+      [],
+    );
     assert.equal(verdictBranches(repo.root).length, 16);
     for (const k of keys) assert.ok(fs.existsSync(path.join(dir, 'wt', k, 'README.md')), k);
     assert.doesNotMatch(git(repo.root, 'worktree', 'list', '--porcelain'), /prunable/);
@@ -98,7 +101,12 @@ describe('worktree hygiene', function () {
     await assert.rejects(addWorktree(repo, wt, 'verdict/r1/a'), /checking out .*wt\/a failed/);
     assert.equal(fs.existsSync(wt), false);
     assert.deepEqual(verdictBranches(root), []);
-    assert.equal(git(root, 'worktree', 'list', '--porcelain').split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+    assert.equal(
+      git(root, 'worktree', 'list', '--porcelain')
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ')).length,
+      1,
+    );
   });
 
   it('16 worktree tasks at max_parallel 16 through runManifest: 16 PASS, 16 rows, 16 branches', async () => {
@@ -108,7 +116,10 @@ describe('worktree hygiene', function () {
     const { manifest } = loadManifest(writeManifest(repo, { worktrees: true, max_parallel: 16, tasks }));
     const home = path.join(dir, 'home');
     const summary = await runManifest({ manifest, home, identity: 't', engines: resolveEngines(), sandbox: testSandboxMode() });
-    assert.deepEqual(summary.tasks.filter((t) => t.verdict !== 'PASS').map((t) => [t.key, t.reason]), []);
+    assert.deepEqual(
+      summary.tasks.filter((t) => t.verdict !== 'PASS').map((t) => [t.key, t.reason]),
+      [],
+    );
     assert.equal(readRows(home).length, 16);
     assert.equal(verdictBranches(repo).length, 16);
   });
@@ -206,7 +217,10 @@ describe('worktree hygiene', function () {
     fs.rmSync(lib, { recursive: true });
     const repo = await inspectRepo(main, 'HEAD');
     const wt = path.join(dir, 'wt', 'a');
-    await assert.rejects(addWorktree(repo, wt, 'verdict/r1/a'), /git submodule update --init --recursive -- vendor\/lib` in .* exited \d+; see .*a\.submodules\.log/);
+    await assert.rejects(
+      addWorktree(repo, wt, 'verdict/r1/a'),
+      /git submodule update --init --recursive -- vendor\/lib` in .* exited \d+; see .*a\.submodules\.log/,
+    );
     assert.equal(fs.existsSync(wt), false);
     assert.deepEqual(verdictBranches(repo.root), []);
   });

@@ -35,7 +35,12 @@ export function agentTargets(project: boolean, cwd = process.cwd(), env: NodeJS.
   if (project) return { scope: 'project', claudeDir: path.join(cwd, '.claude'), claudeMcpFile: path.join(cwd, '.mcp.json'), codexDir: null };
   const home = env.HOME || os.homedir();
   const codex = env.CODEX_HOME || path.join(home, '.codex');
-  return { scope: 'user', claudeDir: path.join(home, '.claude'), claudeMcpFile: path.join(home, '.claude.json'), codexDir: fs.existsSync(codex) ? codex : null };
+  return {
+    scope: 'user',
+    claudeDir: path.join(home, '.claude'),
+    claudeMcpFile: path.join(home, '.claude.json'),
+    codexDir: fs.existsSync(codex) ? codex : null,
+  };
 }
 
 /** How the hooks and the MCP server start Verdict: this Node and this CLI, absolute. */
@@ -98,11 +103,13 @@ function readText(file: string): string | null {
 function jsonObject(file: string, text: string): Record<string, any> {
   const errors: ParseError[] = [];
   const v = parse(text, errors, { allowTrailingComma: true });
-  if (errors.length || !v || typeof v !== 'object' || Array.isArray(v)) throw new InputError(`${file}: not a JSON object (left as it is; fix it and run again)`);
+  if (errors.length || !v || typeof v !== 'object' || Array.isArray(v))
+    throw new InputError(`${file}: not a JSON object (left as it is; fix it and run again)`);
   return v as Record<string, any>;
 }
 
-const edit = (text: string, p: (string | number)[], value: unknown, insert = false) => applyEdits(text, modify(text, p, value, { formattingOptions: FMT, ...(insert ? { isArrayInsertion: true } : {}) }));
+const edit = (text: string, p: (string | number)[], value: unknown, insert = false) =>
+  applyEdits(text, modify(text, p, value, { formattingOptions: FMT, ...(insert ? { isArrayInsertion: true } : {}) }));
 
 /** settings.json with Verdict's hooks added (none twice); `created` gains the containers it made. */
 function addHooks(file: string, text: string, l: VerdictLaunch, created: string[]): string {
@@ -145,7 +152,8 @@ function removeHooks(file: string, text: string, created: readonly string[]): st
     const v = jsonObject(file, text);
     const parts = p.split('.');
     const node = parts.reduce<any>((o, k) => (o && typeof o === 'object' ? o[k] : undefined), v);
-    if (node !== undefined && (Array.isArray(node) ? node.length === 0 : typeof node === 'object' && node && Object.keys(node).length === 0)) text = edit(text, parts, undefined);
+    if (node !== undefined && (Array.isArray(node) ? node.length === 0 : typeof node === 'object' && node && Object.keys(node).length === 0))
+      text = edit(text, parts, undefined);
   }
   return text;
 }
@@ -247,7 +255,12 @@ export function installAgent(t: AgentTargets, l: VerdictLaunch, io: Io): void {
     const prev = old?.files[p.file];
     // The exact text to restore survives a second install only when nothing else changed the file in between.
     const keepBefore = prev ? (prev.after === (p.before ?? '') || (p.before === null && !prev.existed) ? prev.before : undefined) : p.before;
-    record.files[p.file] = { existed: prev ? prev.existed : p.before !== null, ...(keepBefore !== undefined ? { before: keepBefore } : {}), after: p.after, created: [...(prev?.created ?? []), ...p.created] };
+    record.files[p.file] = {
+      existed: prev ? prev.existed : p.before !== null,
+      ...(keepBefore !== undefined ? { before: keepBefore } : {}),
+      after: p.after,
+      created: [...(prev?.created ?? []), ...p.created],
+    };
     if (p.after !== (p.before ?? null)) {
       mkdirs(path.dirname(p.file), record.dirs);
       writeFileAtomic.sync(p.file, p.after);
@@ -255,7 +268,9 @@ export function installAgent(t: AgentTargets, l: VerdictLaunch, io: Io): void {
     } else io.out(`already there: ${p.file}`);
   }
   writeFileAtomic.sync(recordFile(t), JSON.stringify(record, null, 2) + '\n', { mode: 0o600 });
-  io.out(`installed the Verdict agent (${t.scope} scope): skill, hooks (PreToolUse Bash, PostToolUse Edit|MultiEdit|Write), MCP server "verdict"${t.codexDir ? `; Codex: skill and [mcp_servers.verdict] in ${path.join(t.codexDir, 'config.toml')} (no hooks)` : ''}`);
+  io.out(
+    `installed the Verdict agent (${t.scope} scope): skill, hooks (PreToolUse Bash, PostToolUse Edit|MultiEdit|Write), MCP server "verdict"${t.codexDir ? `; Codex: skill and [mcp_servers.verdict] in ${path.join(t.codexDir, 'config.toml')} (no hooks)` : ''}`,
+  );
 }
 
 /** Uninstalls (see the module doc): the other skills, hooks and settings are left as they are. Idempotent. */
@@ -277,7 +292,11 @@ export function uninstallAgent(t: AgentTargets, io: Io): void {
       continue;
     }
     const created = rec?.created ?? [];
-    const next = file.endsWith('.toml') ? removeCodexMcp(now) : file.endsWith('settings.json') ? removeHooks(file, now, created) : removeMcp(file, now, created);
+    const next = file.endsWith('.toml')
+      ? removeCodexMcp(now)
+      : file.endsWith('settings.json')
+        ? removeHooks(file, now, created)
+        : removeMcp(file, now, created);
     if (next !== now) {
       writeFileAtomic.sync(file, next);
       io.out(`removed Verdict's entries from: ${file}`);

@@ -32,7 +32,8 @@ export const NUDGE_TEXT =
   'Load the verdict skill and write it as a manifest with a check that can fail (one task is a one-task manifest). ' +
   'If the user asked for this inline, go on.';
 
-const PROVIDER = /(api\.anthropic\.com|api\.openai\.com|openrouter\.ai|generativelanguage\.googleapis\.com|api\.x\.ai|api\.mistral\.ai|\/v1\/chat\/completions|\/v1\/messages|\/v1\/responses)/i;
+const PROVIDER =
+  /(api\.anthropic\.com|api\.openai\.com|openrouter\.ai|generativelanguage\.googleapis\.com|api\.x\.ai|api\.mistral\.ai|\/v1\/chat\/completions|\/v1\/messages|\/v1\/responses)/i;
 const HARNESS = /\b(?:node|python3?|bun|deno|tsx|npx\s+tsx)\s+\S*(?:probe|smoke|harness|eval|grader|simulat|persona)\S*\.(?:mjs|cjs|js|ts|py)\b/i;
 const VERDICT = /(^|[\s/'"])verdict(\s|$)|dist\/cli\.js/;
 
@@ -53,7 +54,11 @@ function stateDir(home: string): string {
 
 /** A session id as a file name: its SHA-256 (a hostile id cannot name a path). */
 function sessionKey(id: unknown): string {
-  return crypto.createHash('sha256').update(String(id ?? 'no-session')).digest('hex').slice(0, 32);
+  return crypto
+    .createHash('sha256')
+    .update(String(id ?? 'no-session'))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** Claims the session's one nudge for `mode`: true the first time, false ever after (an exclusive create). */

@@ -38,7 +38,8 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   const port = explicit ? Number(flags.port) : DEFAULT_HUD_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0..65535, got "${flags.port}"`);
   const idle = flags.idleExitS === undefined ? null : Number(flags.idleExitS);
-  if (idle !== null && !(idle > 0 && idle <= MAX_TIMER_S)) throw new UsageError(`--idle-exit-s must be a number of seconds above 0 and at most ${MAX_TIMER_S}, got "${flags.idleExitS}"`);
+  if (idle !== null && !(idle > 0 && idle <= MAX_TIMER_S))
+    throw new UsageError(`--idle-exit-s must be a number of seconds above 0 and at most ${MAX_TIMER_S}, got "${flags.idleExitS}"`);
   const running = await findRunningHud(flags.home);
   if (running) {
     io.out(`verdict hud already serves ${flags.home}: ${running}`);
@@ -58,7 +59,8 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   // Rerun of a run that ended starts `verdict rerun` detached with this CLI and the config in force here.
   const actions = localActions(flags.home, by, { cli: process.argv[1], config });
   const poolUrl = flags.pool ?? (process.env.VERDICT_POOL_URL || poolUrlOf(config));
-  if (poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(poolUrl)) throw new UsageError(`--pool must be a postgres:// or postgresql:// URL, got "${poolUrl}"`);
+  if (poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(poolUrl))
+    throw new UsageError(`--pool must be a postgres:// or postgresql:// URL, got "${poolUrl}"`);
   // The first read is not awaited: a pool database that is down shows as such in the page, the hud still serves.
   const pool = poolUrl ? new PoolMonitor() : undefined;
   void pool?.follow(poolUrl ?? null);
@@ -104,4 +106,3 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   await pool?.close();
   return 0;
 }
-

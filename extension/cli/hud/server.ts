@@ -61,7 +61,13 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
 
   const server = http.createServer((req, res) => {
     const send = (status: number, body: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', ...headers });
+      res.writeHead(status, {
+        'content-type': 'text/plain; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+        ...headers,
+      });
       res.end(body);
     };
     const hostHeader = req.headers.host ?? '';
@@ -81,12 +87,21 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
       const nonce = newNonce();
       const csp = `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'self' 'nonce-${nonce}'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'`;
       const html = pageHtml({ csp, nonce, scriptSrc: WEBVIEW_FILES.script, styleHrefs: [WEBVIEW_FILES.themes, WEBVIEW_FILES.style], title: 'Verdict' });
-      return send(200, html, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': `${csp}; frame-ancestors 'none'`, 'x-frame-options': 'DENY' });
+      return send(200, html, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': `${csp}; frame-ancestors 'none'`,
+        'x-frame-options': 'DENY',
+      });
     }
-    if (req.method === 'GET' && sub === '/health') return send(200, JSON.stringify({ ok: true, home: opts.home, clients: clients.size }), { 'content-type': 'application/json' });
+    if (req.method === 'GET' && sub === '/health')
+      return send(200, JSON.stringify({ ok: true, home: opts.home, clients: clients.size }), { 'content-type': 'application/json' });
     if (req.method === 'GET' && (Object.values(WEBVIEW_FILES) as string[]).includes(sub.slice(1))) {
       const file = path.join(opts.assets, sub.slice(1));
-      fs.readFile(file, (err, data) => (err ? send(500, `missing ${sub.slice(1)}: run the build\n`) : send(200, data.toString('utf8'), { 'content-type': TYPES[path.extname(file)] ?? 'text/plain' })));
+      fs.readFile(file, (err, data) =>
+        err
+          ? send(500, `missing ${sub.slice(1)}: run the build\n`)
+          : send(200, data.toString('utf8'), { 'content-type': TYPES[path.extname(file)] ?? 'text/plain' }),
+      );
       return;
     }
     if (req.method === 'GET' && sub === '/events') return openEvents(res);
@@ -111,13 +126,23 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
     if (!SAFE_ID.test(runId) || !SAFE_ID.test(key)) return send(400, 'diff needs run=<run id>&task=<task key>\n');
     void taskDiff(source.run(runId), key).then((d) => {
       if (!d.ok) return send(d.status, `${d.reason}\n`);
-      send(200, d.truncated ? `${d.text}\n… the diff is longer than ${DIFF_MAX_BYTES} bytes; the rest is not shown (git diff on the task branch shows it all)\n` : d.text);
+      send(
+        200,
+        d.truncated
+          ? `${d.text}\n… the diff is longer than ${DIFF_MAX_BYTES} bytes; the rest is not shown (git diff on the task branch shows it all)\n`
+          : d.text,
+      );
     });
   }
 
   function openEvents(res: http.ServerResponse): void {
     const id = crypto.randomBytes(12).toString('base64url');
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-content-type-options': 'nosniff' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-content-type-options': 'nosniff',
+    });
     res.write(`retry: 2000\nevent: hello\ndata: ${JSON.stringify({ client: id })}\n\n`);
     const session = new DashboardSession(
       source,
@@ -149,7 +174,9 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
         opts.log.warn(`hud: rejected a message from an unknown client "${client.slice(0, 30)}"`);
         return send(409, 'unknown client: reconnect to events first\n');
       }
-      const parsed = over ? ({ ok: false, reason: `message larger than ${MAX_PAGE_MESSAGE_BYTES} bytes` } as const) : parsePageMessageText(Buffer.concat(chunks).toString('utf8'));
+      const parsed = over
+        ? ({ ok: false, reason: `message larger than ${MAX_PAGE_MESSAGE_BYTES} bytes` } as const)
+        : parsePageMessageText(Buffer.concat(chunks).toString('utf8'));
       if (!parsed.ok) {
         entry.session.reject(parsed.reason);
         return send(400, `rejected: ${parsed.reason}\n`);

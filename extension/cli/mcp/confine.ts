@@ -37,9 +37,18 @@ export interface ConfinementProblem {
 /** Task fields that are lists of paths relative to the task dir (run level too for the first three). */
 const TASK_PATH_LISTS = ['expect_files', 'sparse', 'protect', 'allow_paths'] as const;
 /** Task fields under a workflow object that are one path relative to the task dir. */
-const TASK_PATH_FIELDS: (string | number)[][] = [['generate', 'file'], ['validate', 'report'], ['council', 'answer'], ['council', 'review', 'file'], ['council', 'chair', 'file']];
+const TASK_PATH_FIELDS: (string | number)[][] = [
+  ['generate', 'file'],
+  ['validate', 'report'],
+  ['council', 'answer'],
+  ['council', 'review', 'file'],
+  ['council', 'chair', 'file'],
+];
 /** Task fields under a workflow object that are lists of paths relative to the task dir. */
-const TASK_PATH_FIELD_LISTS: (string | number)[][] = [['phases', 'files'], ['phases', 'test', 'expect_files']];
+const TASK_PATH_FIELD_LISTS: (string | number)[][] = [
+  ['phases', 'files'],
+  ['phases', 'test', 'expect_files'],
+];
 
 /** The field's path as written in messages: `tasks[2].expect_files[0]`. */
 export function fieldName(at: (string | number)[]): string {
@@ -94,7 +103,7 @@ export async function confinementProblems(manifest: Manifest, workspace: Workspa
   };
 
   let repoTop: string | null = null;
-  const repoOut = outside(['repo'], raw.repo === undefined ? 'the repository (default: the manifest\'s folder)' : 'the repository', manifest.repo);
+  const repoOut = outside(['repo'], raw.repo === undefined ? "the repository (default: the manifest's folder)" : 'the repository', manifest.repo);
   if (!repoOut && (manifest.worktrees || manifest.pool)) {
     const git = fs.existsSync(manifest.repo) ? await gitPlaces(manifest.repo) : null;
     if (git) {
@@ -105,25 +114,36 @@ export async function confinementProblems(manifest: Manifest, workspace: Workspa
     }
   }
   if (!manifest.worktrees || raw.workdir !== undefined) {
-    outside(['workdir'], raw.workdir === undefined ? 'the task dirs\' folder (default: .verdict-work beside the manifest)' : 'the task dirs\' folder', manifest.workdir);
+    outside(
+      ['workdir'],
+      raw.workdir === undefined ? "the task dirs' folder (default: .verdict-work beside the manifest)" : "the task dirs' folder",
+      manifest.workdir,
+    );
   }
   if (manifest.remote && isLocalRemote(manifest.remote)) {
     const local = manifest.remote.replace(/^file:\/\//i, '');
-    outside(['remote'], 'the pool\'s git remote', path.resolve(repoTop ?? manifest.repo, local));
+    outside(['remote'], "the pool's git remote", path.resolve(repoTop ?? manifest.repo, local));
   }
   manifest.include.forEach((rel, i) => {
     const at = ['include', i];
     const place = placeOf(rel);
-    if (place !== 'inside') problems.push({ at, message: `${fieldName(at)}: ${JSON.stringify(rel)} ${place === 'absolute' ? 'is an absolute path' : 'climbs out with ".."'}; an include is a path relative to the repository` });
+    if (place !== 'inside')
+      problems.push({
+        at,
+        message: `${fieldName(at)}: ${JSON.stringify(rel)} ${place === 'absolute' ? 'is an absolute path' : 'climbs out with ".."'}; an include is a path relative to the repository`,
+      });
     else outside(at, 'the file', path.resolve(repoTop ?? manifest.repo, rel));
   });
 
   const relative = (at: (string | number)[], value: unknown) => {
     if (typeof value !== 'string') return;
-    const p = value.startsWith('!') && (at.includes('protect')) ? value.slice(1) : value;
+    const p = value.startsWith('!') && at.includes('protect') ? value.slice(1) : value;
     const place = placeOf(p);
     if (place === 'inside') return;
-    problems.push({ at, message: `${fieldName(at)}: ${JSON.stringify(value)} ${place === 'absolute' ? 'is an absolute path' : 'climbs out with ".."'}; it must be a path relative to the task dir, inside it` });
+    problems.push({
+      at,
+      message: `${fieldName(at)}: ${JSON.stringify(value)} ${place === 'absolute' ? 'is an absolute path' : 'climbs out with ".."'}; it must be a path relative to the task dir, inside it`,
+    });
   };
   const relativeList = (at: (string | number)[], list: unknown) => {
     if (Array.isArray(list)) list.forEach((v, j) => relative([...at, j], v));

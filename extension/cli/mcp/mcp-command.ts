@@ -50,7 +50,14 @@ export async function mcpCommand(flags: McpFlags, io: Io): Promise<number> {
     },
   });
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
-  const server = createMcpServer({ home: resolveHome(flags.home), workspace, config: flags.config, identity: flags.identity, cli: cliPath(), version: pkg.version });
+  const server = createMcpServer({
+    home: resolveHome(flags.home),
+    workspace,
+    config: flags.config,
+    identity: flags.identity,
+    cli: cliPath(),
+    version: pkg.version,
+  });
   const transport = new StdioServerTransport(process.stdin, protocolOut);
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();

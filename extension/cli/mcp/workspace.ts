@@ -37,7 +37,7 @@ export class Workspace {
   static landing(abs: string): string {
     const rest: string[] = [];
     let at = path.resolve(abs);
-    for (let hops = 0; ; ) {
+    for (let hops = 0; ;) {
       try {
         return path.join(fs.realpathSync(at), ...rest.reverse());
       } catch {

@@ -24,7 +24,9 @@ export class CatalogShapeError extends Error {
  */
 export function parseCatalog(value: unknown, where: string): OpenRouterModel[] {
   const fail = (field: string, msg: string): never => {
-    throw new CatalogShapeError(`${where}: ${field}: ${msg} (expected the OpenRouter models format: {"data": [{"id", "pricing": {"prompt", "completion"}, "context_length", …}]})`);
+    throw new CatalogShapeError(
+      `${where}: ${field}: ${msg} (expected the OpenRouter models format: {"data": [{"id", "pricing": {"prompt", "completion"}, "context_length", …}]})`,
+    );
   };
   if (!value || typeof value !== 'object' || Array.isArray(value)) fail('(top level)', 'must be a JSON object');
   const data = (value as { data?: unknown }).data;
@@ -43,7 +45,8 @@ export function parseCatalog(value: unknown, where: string): OpenRouterModel[] {
     const p = o.pricing as Record<string, unknown> | undefined;
     if (!p || typeof p !== 'object') return fail(`${at}.pricing`, 'must be an object');
     for (const k of ['prompt', 'completion']) {
-      if (typeof p[k] !== 'string' || !Number.isFinite(Number(p[k])) || (p[k] as string).trim() === '') fail(`${at}.pricing.${k}`, 'must be a decimal string (USD per token)');
+      if (typeof p[k] !== 'string' || !Number.isFinite(Number(p[k])) || (p[k] as string).trim() === '')
+        fail(`${at}.pricing.${k}`, 'must be a decimal string (USD per token)');
     }
     const a = o.architecture;
     if (a !== undefined && (typeof a !== 'object' || a === null)) fail(`${at}.architecture`, 'must be an object');

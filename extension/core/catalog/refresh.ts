@@ -65,7 +65,11 @@ export async function refreshCatalog(home: string, source: string, now = new Dat
  * which also names the source) and it is older than 24 h. Never throws and never delays the run: the run aborts
  * `signal` when it ends; the promise resolves to what happened, for logs and tests.
  */
-export async function refreshInBackground(home: string, signal?: AbortSignal, now = new Date()): Promise<'fresh' | 'no-snapshot' | 'refreshed' | `failed: ${string}`> {
+export async function refreshInBackground(
+  home: string,
+  signal?: AbortSignal,
+  now = new Date(),
+): Promise<'fresh' | 'no-snapshot' | 'refreshed' | `failed: ${string}`> {
   const snap = readSnapshotQuietly(home);
   if (!snap) return 'no-snapshot';
   if (now.getTime() - Date.parse(snap.fetched_at) < REFRESH_INTERVAL_MS) return 'fresh';

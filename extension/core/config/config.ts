@@ -144,9 +144,13 @@ export function locateConfig(flag?: string | null, env: NodeJS.ProcessEnv = proc
  *   null, and notes on what was not taken over)
  * @throws Error naming the file (and line:column or field) when either file cannot be read or is invalid
  */
-export function loadUserConfig(flag?: string | null, env: NodeJS.ProcessEnv = process.env): { config: VerdictConfig; file: string | null; shown: string; ringer: { file: string | null; notes: string[] } } {
+export function loadUserConfig(
+  flag?: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): { config: VerdictConfig; file: string | null; shown: string; ringer: { file: string | null; notes: string[] } } {
   const where = locateConfig(flag, env);
-  if (where.via === '$VERDICT_CONFIG' && !fs.existsSync(where.shown)) throw new Error(`${where.shown}: the config file named by $VERDICT_CONFIG does not exist`);
+  if (where.via === '$VERDICT_CONFIG' && !fs.existsSync(where.shown))
+    throw new Error(`${where.shown}: the config file named by $VERDICT_CONFIG does not exist`);
   const own = loadConfig(where.file);
   const ringer = loadRingerConfig(env);
   const config: VerdictConfig = { ...ringer.config, ...own.config };
@@ -194,7 +198,9 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
     if (p) throw new Error(`${at(['route', ...p.at].join('.'), ['route', ...p.at])}: ${p.message}`);
   }
   if (c.max_parallel !== undefined && !(Number.isInteger(c.max_parallel) && (c.max_parallel as number) >= 1 && (c.max_parallel as number) <= MAX_PARALLEL)) {
-    throw new Error(`${at('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got ${JSON.stringify(c.max_parallel)}`);
+    throw new Error(
+      `${at('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL} (as the manifest's max_parallel), got ${JSON.stringify(c.max_parallel)}`,
+    );
   }
   if (c.postgres_url !== undefined && !(typeof c.postgres_url === 'string' && /^postgres(ql)?:\/\//.test(c.postgres_url))) {
     throw new Error(`${at('postgres_url')}: must be a postgres:// or postgresql:// URL`);
@@ -202,9 +208,13 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   checkPool(c, at);
   checkLogins(c, at);
   checkQuota(c, at);
-  for (const [field, min, max] of [['memory_mb', MIN_MEMORY_MB, MAX_MEMORY_MB], ['log_max_mb', MIN_LOG_MAX_MB, MAX_LOG_MAX_MB]] as const) {
+  for (const [field, min, max] of [
+    ['memory_mb', MIN_MEMORY_MB, MAX_MEMORY_MB],
+    ['log_max_mb', MIN_LOG_MAX_MB, MAX_LOG_MAX_MB],
+  ] as const) {
     const v = c[field];
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max)) throw new Error(`${at(field)}: must be an integer number of MB from ${min} to ${max} (as the manifest's ${field}), got ${JSON.stringify(v)}`);
+    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max))
+      throw new Error(`${at(field)}: must be an integer number of MB from ${min} to ${max} (as the manifest's ${field}), got ${JSON.stringify(v)}`);
   }
   for (const field of ['allow_full_access', 'sandbox'] as const) {
     if (c[field] !== undefined && typeof c[field] !== 'boolean') throw new Error(`${at(field)}: must be true or false, got ${JSON.stringify(c[field])}`);
@@ -231,7 +241,10 @@ function checkPool(c: Record<string, unknown>, at: ConfigAt): void {
     const extra = Object.keys(p).filter((k) => k !== 'url' && k !== 'trust');
     if (extra.length) throw new Error(`${at('pool')}: unknown field(s) ${extra.join(', ')} (a pool is {"url", "trust"})`);
     if (p.url !== undefined && !isUrl(p.url)) throw new Error(`${at('pool.url', ['pool', 'url'])}: must be a postgres:// or postgresql:// URL`);
-    if (p.trust !== undefined && p.trust !== 'check' && p.trust !== 'worker') throw new Error(`${at('pool.trust', ['pool', 'trust'])}: must be "check" (the orchestrator re-runs a worker's passed check; the default) or "worker" (a worker's PASS is taken as reported), got ${JSON.stringify(p.trust)}`);
+    if (p.trust !== undefined && p.trust !== 'check' && p.trust !== 'worker')
+      throw new Error(
+        `${at('pool.trust', ['pool', 'trust'])}: must be "check" (the orchestrator re-runs a worker's passed check; the default) or "worker" (a worker's PASS is taken as reported), got ${JSON.stringify(p.trust)}`,
+      );
   } else if (c.pool !== undefined && !isUrl(c.pool)) {
     throw new Error(`${at('pool')}: must be a postgres:// or postgresql:// URL, or {"url", "trust"}`);
   }
@@ -243,20 +256,31 @@ function checkPool(c: Record<string, unknown>, at: ConfigAt): void {
  */
 function checkLogins(c: Record<string, unknown>, at: ConfigAt): void {
   if (c.logins !== undefined) {
-    if (typeof c.logins !== 'object' || c.logins === null || Array.isArray(c.logins)) throw new Error(`${at('logins')}: must be an object of login name → {"engines": [...], "max_parallel": N}`);
+    if (typeof c.logins !== 'object' || c.logins === null || Array.isArray(c.logins))
+      throw new Error(`${at('logins')}: must be an object of login name → {"engines": [...], "max_parallel": N}`);
     const known = new Set([...builtinEngines().keys(), ...Object.keys((c.engines as Record<string, unknown> | undefined) ?? {})]);
     for (const [name, login] of Object.entries(c.logins as Record<string, unknown>)) {
       const where = (field: string) => at(`logins.${name}.${field}`, ['logins', name, field]);
-      if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`${at(`logins.${name}`, ['logins', name])}: a login name may only contain letters, digits, '.', '_' and '-'`);
-      if (typeof login !== 'object' || login === null || Array.isArray(login)) throw new Error(`${at(`logins.${name}`, ['logins', name])}: must be {"engines": [...], "max_parallel": N}`);
+      if (!/^[A-Za-z0-9._-]+$/.test(name))
+        throw new Error(`${at(`logins.${name}`, ['logins', name])}: a login name may only contain letters, digits, '.', '_' and '-'`);
+      if (typeof login !== 'object' || login === null || Array.isArray(login))
+        throw new Error(`${at(`logins.${name}`, ['logins', name])}: must be {"engines": [...], "max_parallel": N}`);
       const l = login as Record<string, unknown>;
-      for (const key of Object.keys(l)) if (key !== 'engines' && key !== 'max_parallel' && key !== 'billing') throw new Error(`${where(key)}: is not a known field (known: engines, max_parallel, billing)`);
-      if (l.billing !== undefined && l.billing !== 'subscription' && l.billing !== 'metered') throw new Error(`${where('billing')}: must be "subscription" or "metered", got ${JSON.stringify(l.billing)}`);
-      if (!Array.isArray(l.engines) || !l.engines.length || l.engines.some((e) => typeof e !== 'string')) throw new Error(`${where('engines')}: must be a non-empty list of engine names`);
+      for (const key of Object.keys(l))
+        if (key !== 'engines' && key !== 'max_parallel' && key !== 'billing')
+          throw new Error(`${where(key)}: is not a known field (known: engines, max_parallel, billing)`);
+      if (l.billing !== undefined && l.billing !== 'subscription' && l.billing !== 'metered')
+        throw new Error(`${where('billing')}: must be "subscription" or "metered", got ${JSON.stringify(l.billing)}`);
+      if (!Array.isArray(l.engines) || !l.engines.length || l.engines.some((e) => typeof e !== 'string'))
+        throw new Error(`${where('engines')}: must be a non-empty list of engine names`);
       (l.engines as string[]).forEach((e, j) => {
-        if (!known.has(e)) throw new Error(`${at(`logins.${name}.engines[${j}]`, ['logins', name, 'engines', j])}: unknown engine "${e}" in login ${name}; known engines: ${[...known].sort().join(', ')}`);
+        if (!known.has(e))
+          throw new Error(
+            `${at(`logins.${name}.engines[${j}]`, ['logins', name, 'engines', j])}: unknown engine "${e}" in login ${name}; known engines: ${[...known].sort().join(', ')}`,
+          );
       });
-      if (!(Number.isInteger(l.max_parallel) && (l.max_parallel as number) >= 1 && (l.max_parallel as number) <= MAX_PARALLEL)) throw new Error(`${where('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(l.max_parallel)}`);
+      if (!(Number.isInteger(l.max_parallel) && (l.max_parallel as number) >= 1 && (l.max_parallel as number) <= MAX_PARALLEL))
+        throw new Error(`${where('max_parallel')}: must be an integer from 1 to ${MAX_PARALLEL}, got ${JSON.stringify(l.max_parallel)}`);
     }
   }
 }
@@ -269,10 +293,13 @@ function checkQuota(c: Record<string, unknown>, at: ConfigAt): void {
   if (c.quota !== undefined) {
     if (typeof c.quota !== 'object' || c.quota === null || Array.isArray(c.quota)) throw new Error(`${at('quota')}: must be an object, e.g. {"max_wait_h": 6}`);
     const q = c.quota as Record<string, unknown>;
-    for (const key of Object.keys(q)) if (key !== 'max_wait_h') throw new Error(`${at(`quota.${key}`, ['quota', key])}: is not a known field (known: max_wait_h)`);
+    for (const key of Object.keys(q))
+      if (key !== 'max_wait_h') throw new Error(`${at(`quota.${key}`, ['quota', key])}: is not a known field (known: max_wait_h)`);
     const h = q.max_wait_h;
     if (h !== undefined && !(typeof h === 'number' && Number.isFinite(h) && h >= 0 && h <= MAX_QUOTA_MAX_WAIT_H)) {
-      throw new Error(`${at('quota.max_wait_h', ['quota', 'max_wait_h'])}: must be a number of hours from 0 to ${MAX_QUOTA_MAX_WAIT_H}, got ${JSON.stringify(h)}`);
+      throw new Error(
+        `${at('quota.max_wait_h', ['quota', 'max_wait_h'])}: must be a number of hours from 0 to ${MAX_QUOTA_MAX_WAIT_H}, got ${JSON.stringify(h)}`,
+      );
     }
   }
 }

@@ -85,7 +85,9 @@ export function ringerToVerdict(data: Record<string, unknown>, file: string): { 
     for (const [name, section] of Object.entries(engines)) {
       if (!isTable(section)) throw new Error(`${file}: engines.${name}: must be a table`);
       if (BUILTIN_NAMES.has(name)) {
-        notes.push(`${file}: [engines.${name}] not taken over: Verdict's built-in ${name} engine reads its structured output (tokens, model, errors), which a Ringer template does not ask for`);
+        notes.push(
+          `${file}: [engines.${name}] not taken over: Verdict's built-in ${name} engine reads its structured output (tokens, model, errors), which a Ringer template does not ask for`,
+        );
         continue;
       }
       out[name] = ringerEngine(name, section, file);

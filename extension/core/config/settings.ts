@@ -94,6 +94,16 @@ export interface ContainmentChoice {
  * only ever lowers it. Full access is allowed only by the settings (`verdict.allowFullAccess`, else the config
  * file's `"allow_full_access"`); no flag allows it. Declared sockets, `hide` and `expose` come from the config file only.
  */
-export function containmentChoice(settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile' | 'sockets' | 'hide' | 'expose'>, flags: { noSandbox?: boolean } = {}): ContainmentChoice {
-  return { sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto', allowFullAccess: settings.allowFullAccess, configSource: settings.configFile, sockets: settings.sockets, hide: settings.hide, expose: settings.expose };
+export function containmentChoice(
+  settings: Pick<VerdictSettings, 'sandbox' | 'allowFullAccess' | 'configFile' | 'sockets' | 'hide' | 'expose'>,
+  flags: { noSandbox?: boolean } = {},
+): ContainmentChoice {
+  return {
+    sandbox: flags.noSandbox === true || !settings.sandbox ? 'off' : 'auto',
+    allowFullAccess: settings.allowFullAccess,
+    configSource: settings.configFile,
+    sockets: settings.sockets,
+    hide: settings.hide,
+    expose: settings.expose,
+  };
 }

@@ -146,7 +146,10 @@ export class Budget {
 
   /** The worst-case estimate of one attempt on `key` (engine/model), micro-USD. */
   estimate(key: string, price: ModelPrice | null, bounds: AttemptBounds = {}): number {
-    const catalog = this.unit === 'usd' && price?.contextLength ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd : 0;
+    const catalog =
+      this.unit === 'usd' && price?.contextLength
+        ? price.contextLength * price.promptMicroUsd + price.contextLength * WORST_CASE_OUTPUT_SHARE * price.completionMicroUsd
+        : 0;
     return Math.ceil(Math.max(this.observedMax.get(key) ?? 0, catalog, bounds.historyMicroUsd ?? bounds.maxAttemptMicroUsd ?? 0));
   }
 

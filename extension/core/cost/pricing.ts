@@ -75,7 +75,8 @@ export function attemptCostMicroUsd(usage: PricedUsage, price: ModelPrice | null
   if (usage.costMicroUsd !== null) return usage.costMicroUsd;
   const { tokensIn, tokensOut } = usage;
   if (!price || tokensIn === null || tokensOut === null) return null;
-  const part = (count: number | null | undefined, partPrice: number | null | undefined, of: number): number => (count != null && partPrice != null && count >= 0 && count <= of ? count : 0);
+  const part = (count: number | null | undefined, partPrice: number | null | undefined, of: number): number =>
+    count != null && partPrice != null && count >= 0 && count <= of ? count : 0;
   const cached = part(usage.cachedInInput, price.cacheReadMicroUsd, tokensIn);
   const written = part(usage.cacheWriteInInput, price.cacheWriteMicroUsd, tokensIn - cached);
   const reasoning = part(usage.reasoningInOutput, price.reasoningMicroUsd, tokensOut);

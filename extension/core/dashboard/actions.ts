@@ -56,7 +56,8 @@ export function localActions(home: string, by: string, opts: { ackWaitMs?: numbe
           const task = info.state.tasks.find((t) => t.key === key);
           const landed = task ? landedReason(task) : null;
           if (landed) return { result: 'refused', message: `${key}: ${landed}` };
-          if (!requests.length) return { result: 'refused', message: `${key} is ${task?.status ?? 'unknown'}: only a task that passed has work on its branch to merge` };
+          if (!requests.length)
+            return { result: 'refused', message: `${key} is ${task?.status ?? 'unknown'}: only a task that passed has work on its branch to merge` };
           const into = await mergeTarget(requests[0]!.repo);
           const [o] = await mergeQueue(requests);
           if (!o) return { result: 'refused', message: `${key}: nothing merged` };
@@ -73,7 +74,7 @@ export function localActions(home: string, by: string, opts: { ackWaitMs?: numbe
       case 'open-diff':
         return { result: 'refused', message: 'this host shows the diff as text (its diff endpoint); it opens no editor' };
       case 'open-log':
-        return { result: 'refused', message: 'this page shows each worker\'s output live under it; this host opens no editor' };
+        return { result: 'refused', message: "this page shows each worker's output live under it; this host opens no editor" };
     }
   };
 }

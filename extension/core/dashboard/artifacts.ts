@@ -20,14 +20,19 @@ const FILE: Record<Exclude<ArtifactKind, 'manifest'>, string> = { prompt: 'promp
  * Only runs the registry knows and attempts their state lists are read, and every path is built from validated ids
  * (protocol SAFE_ID), so a page can name nothing outside `<home>/runs`. Never throws: `error` says what went wrong.
  */
-export function loadArtifact(home: string, info: RunInfo | undefined, req: { artifact: ArtifactKind; key?: string; attempt?: number }): { text: string | null; truncatedBytes: number; error: string | null } {
+export function loadArtifact(
+  home: string,
+  info: RunInfo | undefined,
+  req: { artifact: ArtifactKind; key?: string; attempt?: number },
+): { text: string | null; truncatedBytes: number; error: string | null } {
   if (!info) return { text: null, truncatedBytes: 0, error: 'no such run' };
   const runId = info.state.runId;
   let file: string;
   if (req.artifact === 'manifest') file = frozenManifestPath(home, runId);
   else {
     const task = info.state.tasks.find((t) => t.key === req.key);
-    if (!task || req.attempt === undefined || !task.attempts.some((a) => a.attempt === req.attempt)) return { text: null, truncatedBytes: 0, error: 'no such attempt' };
+    if (!task || req.attempt === undefined || !task.attempts.some((a) => a.attempt === req.attempt))
+      return { text: null, truncatedBytes: 0, error: 'no such attempt' };
     file = path.join(attemptDir(home, runId, task.key, req.attempt), FILE[req.artifact]);
   }
   const tail = readFileTail(file, ARTIFACT_MAX_BYTES[req.artifact]);

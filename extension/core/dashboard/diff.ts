@@ -22,7 +22,8 @@ export async function taskDiff(info: RunInfo | undefined, key: string, maxBytes 
   if (!info || !task) return { ok: false, status: 404, reason: 'no such run or task' };
   const { repo, baseSha } = info.state;
   const head = task.commit;
-  if (!repo || !baseSha || !head) return { ok: false, status: 409, reason: `${key} has no committed work to show (only a task of a worktree-mode run that passed has a commit)` };
+  if (!repo || !baseSha || !head)
+    return { ok: false, status: 409, reason: `${key} has no committed work to show (only a task of a worktree-mode run that passed has a commit)` };
   if (!OBJECT_ID.test(baseSha) || !OBJECT_ID.test(head)) return { ok: false, status: 500, reason: 'the run state names a commit that is not an object id' };
   let config: string[];
   try {
@@ -33,7 +34,11 @@ export async function taskDiff(info: RunInfo | undefined, key: string, maxBytes 
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.toUpperCase().startsWith('GIT_')) env[k] = v;
   return new Promise((resolve) => {
-    const git = spawn('git', [...config, 'diff', ...NO_DIFF_PROGRAMS, '--no-color', baseSha, head, '--'], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const git = spawn('git', [...config, 'diff', ...NO_DIFF_PROGRAMS, '--no-color', baseSha, head, '--'], {
+      cwd: repo,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let size = 0;
     let truncated = false;

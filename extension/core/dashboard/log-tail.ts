@@ -10,7 +10,10 @@ export class LogTail {
   private offset = 0;
   private started = false;
 
-  constructor(readonly file: string, readonly ringBytes: number) {}
+  constructor(
+    readonly file: string,
+    readonly ringBytes: number,
+  ) {}
 
   /**
    * The new text, or null when nothing changed (or the file does not exist yet).

@@ -19,7 +19,22 @@ export function runView(info: RunInfo): RunView {
     worktrees: s.worktrees,
     paused: s.paused === true,
     draining: s.draining === true,
-    waits: Object.fromEntries(Object.entries(s.waits ?? {}).filter(([, w]) => w.until > Date.now()).map(([engine, w]) => [engine, { until: w.until, reason: w.reason, task: w.task, attempt: w.attempt, ...(w.source !== undefined ? { source: w.source } : {}), ...(w.reset !== undefined ? { reset: w.reset } : {}), ...(w.why !== undefined ? { why: w.why } : {}) }])),
+    waits: Object.fromEntries(
+      Object.entries(s.waits ?? {})
+        .filter(([, w]) => w.until > Date.now())
+        .map(([engine, w]) => [
+          engine,
+          {
+            until: w.until,
+            reason: w.reason,
+            task: w.task,
+            attempt: w.attempt,
+            ...(w.source !== undefined ? { source: w.source } : {}),
+            ...(w.reset !== undefined ? { reset: w.reset } : {}),
+            ...(w.why !== undefined ? { why: w.why } : {}),
+          },
+        ]),
+    ),
     counts: info.counts,
     tokens: info.tokens,
     costMicroUsd: info.costMicroUsd,

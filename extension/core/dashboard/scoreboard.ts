@@ -31,8 +31,37 @@ export async function dashboardScoreboard(home: string): Promise<{ rows: ScoreRo
     lostConsensus: r.lost_consensus,
   }));
   for (const u of view.untested) {
-    rows.push({ model: u.model, taskType: '—', tier: 'untested', tasks: 0, attempts: 0, passRate: null, firstTryPassRate: null, medianDurationMs: null, medianTokens: null, medianCostMicroUsd: null, engineErrors: 0, lastSeen: null, groups: 0, won: 0, lostConsensus: 0 });
+    rows.push({
+      model: u.model,
+      taskType: '—',
+      tier: 'untested',
+      tasks: 0,
+      attempts: 0,
+      passRate: null,
+      firstTryPassRate: null,
+      medianDurationMs: null,
+      medianTokens: null,
+      medianCostMicroUsd: null,
+      engineErrors: 0,
+      lastSeen: null,
+      groups: 0,
+      won: 0,
+      lostConsensus: 0,
+    });
   }
-  const reviews: ReviewerRow[] = view.reviews.map((r) => ({ model: r.model ?? '(no model)', reviews: r.reviews, approve: r.approve, changes: r.changes, reject: r.reject, errors: r.errors, engines: r.engines }));
-  return { rows, reviews, quarantined: view.totals.quarantined_attempts, source: `${source.from} (${source.rows} attempts${source.corrupt ? `, ${source.corrupt} corrupt lines skipped` : ''}${source.forced ? `, ${source.forced} rows of forced runs left out` : ''})` };
+  const reviews: ReviewerRow[] = view.reviews.map((r) => ({
+    model: r.model ?? '(no model)',
+    reviews: r.reviews,
+    approve: r.approve,
+    changes: r.changes,
+    reject: r.reject,
+    errors: r.errors,
+    engines: r.engines,
+  }));
+  return {
+    rows,
+    reviews,
+    quarantined: view.totals.quarantined_attempts,
+    source: `${source.from} (${source.rows} attempts${source.corrupt ? `, ${source.corrupt} corrupt lines skipped` : ''}${source.forced ? `, ${source.forced} rows of forced runs left out` : ''})`,
+  };
 }

@@ -1,5 +1,13 @@
 import path from 'node:path';
-import { OUTPUT_RING_BYTES, PATCH_INTERVAL_MS, type HostToPage, type OutputChunk, type PageToHost, type ReviewerRow, type ScoreRow } from '../../../schemas/protocol';
+import {
+  OUTPUT_RING_BYTES,
+  PATCH_INTERVAL_MS,
+  type HostToPage,
+  type OutputChunk,
+  type PageToHost,
+  type ReviewerRow,
+  type ScoreRow,
+} from '../../../schemas/protocol';
 import type { DashboardActions } from './actions';
 import { loadArtifact } from './artifacts';
 import { LogTail } from './log-tail';
@@ -100,13 +108,31 @@ export class DashboardSession {
         return true;
       case 'load-artifact': {
         const r = loadArtifact(this.source.home, this.source.run(m.runId), m);
-        this.transport.post({ type: 'did-load-artifact', replyTo: m.seq, runId: m.runId, artifact: m.artifact, key: m.key ?? null, attempt: m.attempt ?? null, ...r });
+        this.transport.post({
+          type: 'did-load-artifact',
+          replyTo: m.seq,
+          runId: m.runId,
+          artifact: m.artifact,
+          key: m.key ?? null,
+          attempt: m.attempt ?? null,
+          ...r,
+        });
         return true;
       }
       case 'load-scoreboard':
         this.opts.scoreboard().then(
-          ({ rows, reviews, source, quarantined }) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows, reviews: reviews ?? [], source, quarantined: quarantined ?? 0, error: null }),
-          (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', quarantined: 0, error: e.message }),
+          ({ rows, reviews, source, quarantined }) =>
+            this.transport.post({
+              type: 'did-load-scoreboard',
+              replyTo: m.seq,
+              rows,
+              reviews: reviews ?? [],
+              source,
+              quarantined: quarantined ?? 0,
+              error: null,
+            }),
+          (e: Error) =>
+            this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', quarantined: 0, error: e.message }),
         );
         return true;
       case 'task-action': {

@@ -38,7 +38,11 @@ export class DashboardSource {
   private pool: { feed: PoolFeed; unsubscribe: () => void } | null = null;
 
   /** `pool`: the worker pool to show beside the runs (see setPool). */
-  constructor(readonly home: string, private readonly log: DashboardLog, opts: { pollMs?: number; pool?: PoolFeed } = {}) {
+  constructor(
+    readonly home: string,
+    private readonly log: DashboardLog,
+    opts: { pollMs?: number; pool?: PoolFeed } = {},
+  ) {
     if (opts.pool) this.setPool(opts.pool);
     this.refresh();
     this.watcher = new RunsWatcher(home, () => this.refresh(), opts.pollMs ?? 200);

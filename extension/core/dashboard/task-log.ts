@@ -33,6 +33,11 @@ export function taskLogText(home: string, info: RunInfo, key: string, maxBytes =
   const tail = readFileTail(file, maxBytes);
   const lines = [`${head}attempt ${last.attempt} | ${state}${earlier}`];
   if (!tail) lines.push(`# worker.log not written yet (${file})`, '');
-  else lines.push(`# the worker's output as it arrives${tail.truncatedBytes ? `; the first ${tail.truncatedBytes} bytes are not shown (the last ${maxBytes} are)` : ''}: ${file}`, '', tail.text);
+  else
+    lines.push(
+      `# the worker's output as it arrives${tail.truncatedBytes ? `; the first ${tail.truncatedBytes} bytes are not shown (the last ${maxBytes} are)` : ''}: ${file}`,
+      '',
+      tail.text,
+    );
   return lines.join('\n');
 }

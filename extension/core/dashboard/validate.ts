@@ -62,7 +62,10 @@ export function parsePageMessage(raw: unknown): { ok: true; message: PageToHost 
   if (!validate) return { ok: false, reason: `unknown message type ${JSON.stringify(type)?.slice(0, 60) ?? 'undefined'}` };
   if (!validate(raw)) {
     const e = validate.errors?.[0];
-    return { ok: false, reason: `bad "${type}" message: ${e?.instancePath || '/'} ${e?.message ?? 'invalid'}${e?.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}` };
+    return {
+      ok: false,
+      reason: `bad "${type}" message: ${e?.instancePath || '/'} ${e?.message ?? 'invalid'}${e?.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+    };
   }
   return { ok: true, message: raw as PageToHost };
 }

@@ -110,7 +110,8 @@ export function showPath(p: Buffer): string {
       continue;
     }
     const c = String.fromCharCode(b);
-    out += b === 0x09 ? '\\t' : b === 0x0a ? '\\n' : c === '"' ? '\\"' : c === '\\' ? '\\\\' : b < 0x20 || b >= 0x7f ? `\\${b.toString(8).padStart(3, '0')}` : c;
+    out +=
+      b === 0x09 ? '\\t' : b === 0x0a ? '\\n' : c === '"' ? '\\"' : c === '\\' ? '\\\\' : b < 0x20 || b >= 0x7f ? `\\${b.toString(8).padStart(3, '0')}` : c;
     at += 1;
   }
   return `"${out}"`;

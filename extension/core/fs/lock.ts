@@ -10,18 +10,20 @@ const chains = new Map<string, Promise<unknown>>();
  */
 export async function withLock<T>(lockPath: string, fn: () => Promise<T>): Promise<T> {
   const previous = chains.get(lockPath) ?? Promise.resolve();
-  const run = previous.catch(() => undefined).then(async () => {
-    const release = await lockfile.lock(lockPath, {
-      realpath: false,
-      stale: 30_000,
-      retries: { retries: 600, minTimeout: 20, maxTimeout: 200, factor: 1.2 },
+  const run = previous
+    .catch(() => undefined)
+    .then(async () => {
+      const release = await lockfile.lock(lockPath, {
+        realpath: false,
+        stale: 30_000,
+        retries: { retries: 600, minTimeout: 20, maxTimeout: 200, factor: 1.2 },
+      });
+      try {
+        return await fn();
+      } finally {
+        await release();
+      }
     });
-    try {
-      return await fn();
-    } finally {
-      await release();
-    }
-  });
   chains.set(lockPath, run);
   try {
     return await run;

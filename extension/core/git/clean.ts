@@ -80,7 +80,8 @@ export async function cleanRuns(opts: CleanOptions): Promise<CleanReport> {
   let selected = candidates;
   if (opts.runId !== undefined) {
     selected = candidates.filter((c) => c.runId === opts.runId);
-    if (!selected.length) throw new Error(`no run ${opts.runId} under ${opts.home} (neither runs/${opts.runId}/state.json nor worktrees/${opts.runId}/ exists)`);
+    if (!selected.length)
+      throw new Error(`no run ${opts.runId} under ${opts.home} (neither runs/${opts.runId}/state.json nor worktrees/${opts.runId}/ exists)`);
   }
   if (opts.olderThanDays !== undefined) selected = selected.filter((c) => now - c.lastActiveAt > (opts.olderThanDays as number) * DAY_MS);
 
@@ -91,7 +92,11 @@ export async function cleanRuns(opts: CleanOptions): Promise<CleanReport> {
       continue;
     }
     if (run.use === 'resumable' && opts.runId === undefined) {
-      actions.push({ kind: 'run-skipped', runId: run.runId, reason: `its orchestrator died; \`verdict resume ${run.runId}\` needs its worktrees (name it with --run to clean it anyway)` });
+      actions.push({
+        kind: 'run-skipped',
+        runId: run.runId,
+        reason: `its orchestrator died; \`verdict resume ${run.runId}\` needs its worktrees (name it with --run to clean it anyway)`,
+      });
       continue;
     }
     await cleanOneRun(run, opts, actions);
@@ -112,7 +117,15 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
     // Never delete a folder a live process works in (an orphaned worker, a user's shell, an editor's terminal).
     const inside = processesIn(dir);
     if (inside.length) {
-      actions.push({ kind: 'failed', runId: run.runId, what: dir, reason: `kept: a live process works in it (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}${inside.length > 3 ? ', …' : ''})` });
+      actions.push({
+        kind: 'failed',
+        runId: run.runId,
+        what: dir,
+        reason: `kept: a live process works in it (${inside
+          .slice(0, 3)
+          .map((p) => `pid ${p.pid} ${p.command}`)
+          .join(', ')}${inside.length > 3 ? ', …' : ''})`,
+      });
       continue;
     }
     const uncommitted = await uncommittedFiles(dir);
@@ -144,7 +157,10 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
   }
   for (const repo of repos) {
     if (!fs.existsSync(repo)) continue;
-    if (!opts.dryRun) await gitFor(repo, { trusted: true }).raw(['worktree', 'prune']).catch(() => undefined);
+    if (!opts.dryRun)
+      await gitFor(repo, { trusted: true })
+        .raw(['worktree', 'prune'])
+        .catch(() => undefined);
     await handleBranches(repo, run.runId, opts, actions);
   }
 }
@@ -176,7 +192,9 @@ async function handleBranches(repo: string, runId: string, opts: CleanOptions, a
 
 /** True when `sha` is reachable from some ref outside `prefix` (another branch, a tag, a remote branch). */
 async function reachableElsewhere(repo: string, sha: string, prefix: string): Promise<boolean> {
-  const refs = await gitFor(repo, { trusted: true }).raw(['for-each-ref', '--contains', sha, '--format=%(refname)']).catch(() => '');
+  const refs = await gitFor(repo, { trusted: true })
+    .raw(['for-each-ref', '--contains', sha, '--format=%(refname)'])
+    .catch(() => '');
   return refs.split('\n').some((r) => r && !r.startsWith(prefix) && r !== 'refs/stash');
 }
 
@@ -227,7 +245,9 @@ async function uncommittedFiles(dir: string): Promise<number> {
   // Submodules by their commit only (`dirty`): git answers "is its checkout changed?" by running git inside it with its
   // own config, which a worker can have written (a git dir of its own in a submodule's place), and that config is not
   // read here, so a filter it names would run (git/submodule-trust.ts).
-  const out = await gitFor(dir, { trusted: false, timeoutMs: STATUS_TIMEOUT_MS }).raw(['status', '--porcelain', '--ignore-submodules=dirty']).catch(() => '');
+  const out = await gitFor(dir, { trusted: false, timeoutMs: STATUS_TIMEOUT_MS })
+    .raw(['status', '--porcelain', '--ignore-submodules=dirty'])
+    .catch(() => '');
   return out.split('\n').filter(Boolean).length;
 }
 

@@ -22,11 +22,31 @@ export interface CommitDiff {
  * @param leaveOut paths relative to the top of the tree (files or folders) left out of the diff, taken literally
  * @throws Error with git's message when it fails (unknown commit), or when it ran out of time
  */
-export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, from: string, to: string, maxBytes: number, timeoutMs: number, leaveOut: readonly string[] = []): Promise<CommitDiff> {
+export function commitDiff(
+  links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>,
+  from: string,
+  to: string,
+  maxBytes: number,
+  timeoutMs: number,
+  leaveOut: readonly string[] = [],
+): Promise<CommitDiff> {
   // With no work tree (`core.bare`, the repository's own git dir): git then reads no `.gitattributes` of the tree, so
   // a worker's `* -diff` cannot turn its changes into "Binary files differ" for the reviewer (git 2.39 attr.c reads
   // in-tree attributes only with a work tree). Binary files are still found by their content.
-  const args = [...safeGitConfigArgs({ repo: links.dir, trusted: false }), '-c', 'core.bare=true', 'diff', ...NO_DIFF_PROGRAMS, '--no-color', '--stat', '--patch', from, to, '--', ...leaveOut.map((p) => `:(top,exclude,literal)${p}`)];
+  const args = [
+    ...safeGitConfigArgs({ repo: links.dir, trusted: false }),
+    '-c',
+    'core.bare=true',
+    'diff',
+    ...NO_DIFF_PROGRAMS,
+    '--no-color',
+    '--stat',
+    '--patch',
+    from,
+    to,
+    '--',
+    ...leaveOut.map((p) => `:(top,exclude,literal)${p}`),
+  ];
   // Only what git needs: no ambient GIT_* variable reaches it.
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, LC_ALL: 'C', GIT_DIR: links.commonDir, GIT_CONFIG_NOSYSTEM: '1' };
   return new Promise((resolve, reject) => {
@@ -53,7 +73,13 @@ export function commitDiff(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'comm
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       if (!truncated && (code !== 0 || signal)) {
-        reject(new Error(signal ? `git diff ${from.slice(0, 10)} ${to.slice(0, 10)} was stopped after ${Math.round(timeoutMs / 1000)} s` : `git diff ${from.slice(0, 10)} ${to.slice(0, 10)} failed: ${stderr.trim()}`));
+        reject(
+          new Error(
+            signal
+              ? `git diff ${from.slice(0, 10)} ${to.slice(0, 10)} was stopped after ${Math.round(timeoutMs / 1000)} s`
+              : `git diff ${from.slice(0, 10)} ${to.slice(0, 10)} failed: ${stderr.trim()}`,
+          ),
+        );
         return;
       }
       let text = Buffer.concat(chunks).subarray(0, maxBytes).toString('utf8');

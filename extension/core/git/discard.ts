@@ -24,7 +24,13 @@ export interface DiscardReport {
  */
 export async function discardTaskWorktree(repo: string, dir: string, branch: string): Promise<DiscardReport> {
   const inside = fs.existsSync(dir) ? processesIn(dir) : [];
-  if (inside.length) throw new Error(`kept: a live process works in ${dir} (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}${inside.length > 3 ? ', …' : ''})`);
+  if (inside.length)
+    throw new Error(
+      `kept: a live process works in ${dir} (${inside
+        .slice(0, 3)
+        .map((p) => `pid ${p.pid} ${p.command}`)
+        .join(', ')}${inside.length > 3 ? ', …' : ''})`,
+    );
   const git = gitFor(repo, { trusted: true });
   const existed = fs.existsSync(dir);
   // An overlay tree still mounted (kept at its run's end while someone worked in it, or left by a crash): unmounted

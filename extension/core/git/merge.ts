@@ -68,8 +68,13 @@ export interface MergeOptions {
 
 /** Thrown when the repository's working tree has changes to tracked files: merging would touch the user's work. */
 export class DirtyTreeError extends Error {
-  constructor(readonly repo: string, readonly files: string[]) {
-    super(`${repo} has uncommitted changes (${files.slice(0, 5).join(', ')}${files.length > 5 ? ', …' : ''}); commit or stash them first — Verdict never merges into a dirty working tree`);
+  constructor(
+    readonly repo: string,
+    readonly files: string[],
+  ) {
+    super(
+      `${repo} has uncommitted changes (${files.slice(0, 5).join(', ')}${files.length > 5 ? ', …' : ''}); commit or stash them first — Verdict never merges into a dirty working tree`,
+    );
     this.name = 'DirtyTreeError';
   }
 }
@@ -81,7 +86,10 @@ export class DirtyTreeError extends Error {
  */
 export async function mergeTarget(repo: string): Promise<string> {
   const git = gitFor(repo, { trusted: true });
-  const dirty = (await git.raw(['status', '--porcelain', '--untracked-files=no'])).split('\n').filter(Boolean).map((l) => l.slice(3));
+  const dirty = (await git.raw(['status', '--porcelain', '--untracked-files=no']))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.slice(3));
   if (dirty.length) throw new DirtyTreeError(repo, dirty);
   const branch = (await git.raw(['symbolic-ref', '--quiet', '--short', 'HEAD']).catch(() => '')).trim();
   if (!branch) throw new Error(`${repo} has a detached HEAD; check out the branch the task branches should be merged into`);
@@ -100,7 +108,11 @@ export async function mergeTarget(repo: string): Promise<string> {
  * so filters stay on).
  * @throws DirtyTreeError (or a detached-HEAD Error) before the first task, touching nothing
  */
-export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeOutcome) => void = () => undefined, opts: MergeOptions = {}): Promise<MergeOutcome[]> {
+export async function mergeQueue(
+  requests: MergeRequest[],
+  onOutcome: (o: MergeOutcome) => void = () => undefined,
+  opts: MergeOptions = {},
+): Promise<MergeOutcome[]> {
   if (opts.batch) return mergeBatch(requests, onOutcome);
   const outcomes: MergeOutcome[] = [];
   if (requests[0]) await mergeTarget(requests[0].repo);
@@ -114,10 +126,17 @@ export async function mergeQueue(requests: MergeRequest[], onOutcome: (o: MergeO
       try {
         outcome = await mergeTask(req, suites, lastGood);
       } catch (e) {
-        outcome = e instanceof DirtyTreeError ? { key: req.key, status: 'REFUSED', reason: e.message } : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message };
+        outcome =
+          e instanceof DirtyTreeError
+            ? { key: req.key, status: 'REFUSED', reason: e.message }
+            : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message };
       }
       if (outcome.status === 'MERGED') lastGood = req.key;
-      if (outcome.status === 'SUITE_FAILED') stopped = { key: req.key, why: `not tried: the queue stopped at ${req.key}, whose merge breaks the suite \`${outcome.command}\`; this branch is kept as it was` };
+      if (outcome.status === 'SUITE_FAILED')
+        stopped = {
+          key: req.key,
+          why: `not tried: the queue stopped at ${req.key}, whose merge breaks the suite \`${outcome.command}\`; this branch is kept as it was`,
+        };
       if (outcome.status === 'NOT_TRIED') stopped = { key: req.key, why: outcome.reason };
     }
     outcomes.push(outcome);
@@ -135,21 +154,35 @@ export async function mergeTask(req: MergeRequest, suites: SuiteResults = new Su
   const git = gitFor(req.repo, { trusted: true });
   await mergeTarget(req.repo);
   if (!(await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim()) {
-    return { key: req.key, status: 'MISSING', reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched` };
+    return {
+      key: req.key,
+      status: 'MISSING',
+      reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched`,
+    };
   }
   const target = (await git.revparse(['HEAD'])).trim();
   const dir = await checkoutForMerge(git, req);
   try {
     const wt = gitFor(dir, { trusted: true });
     if ((await wt.raw(['status', '--porcelain'])).trim()) {
-      return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `a fresh checkout of ${req.branch} is not clean (a filter or line-ending rule changes its files), so it cannot be rebased safely` };
+      return {
+        key: req.key,
+        status: 'BLOCKED',
+        conflicts: [],
+        reason: `a fresh checkout of ${req.branch} is not clean (a filter or line-ending rule changes its files), so it cannot be rebased safely`,
+      };
     }
     try {
       await wt.raw([...(await fallbackIdentityArgs(wt)), 'rebase', '--quiet', target]);
     } catch (e) {
       const conflicts = (await wt.raw(['diff', '--name-only', '--diff-filter=U']).catch(() => '')).split('\n').filter(Boolean);
       await wt.raw(['rebase', '--abort']).catch(() => undefined);
-      return { key: req.key, status: 'BLOCKED', conflicts, reason: conflicts.length ? `rebase onto the current branch conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}` };
+      return {
+        key: req.key,
+        status: 'BLOCKED',
+        conflicts,
+        reason: conflicts.length ? `rebase onto the current branch conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}`,
+      };
     }
     const check = await req.recheck(dir, target);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
@@ -160,14 +193,32 @@ export async function mergeTask(req: MergeRequest, suites: SuiteResults = new Su
         const into = await currentBranch(git);
         // Never blame a merge for a suite the branch failed already: the first failure of a queue is checked on the base.
         const base = suites.known(req.suite.command, target) ?? (await suites.run(req.repo, req.suite, target));
-        if (!base.passed) return { key: req.key, status: 'NOT_TRIED', reason: `not merged: the suite \`${req.suite.command}\` already fails on ${into} (${target.slice(0, 10)}) before any merge (${base.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was` };
-        return { key: req.key, status: 'SUITE_FAILED', output: suite.output, command: req.suite.command, head: target, lastGood, reason: `its check passed after the rebase, but ${into} with this merge fails the suite \`${req.suite.command}\` (${suite.reason}); not merged: ${into} stays at ${target.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${req.branch} is kept (rebased onto ${into})` };
+        if (!base.passed)
+          return {
+            key: req.key,
+            status: 'NOT_TRIED',
+            reason: `not merged: the suite \`${req.suite.command}\` already fails on ${into} (${target.slice(0, 10)}) before any merge (${base.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
+          };
+        return {
+          key: req.key,
+          status: 'SUITE_FAILED',
+          output: suite.output,
+          command: req.suite.command,
+          head: target,
+          lastGood,
+          reason: `its check passed after the rebase, but ${into} with this merge fails the suite \`${req.suite.command}\` (${suite.reason}); not merged: ${into} stays at ${target.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${req.branch} is kept (rebased onto ${into})`,
+        };
       }
     }
     try {
       await git.raw(['merge', '--ff-only', '--quiet', req.branch]);
     } catch (e) {
-      return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `fast-forward refused: ${explainGitFailure((e as Error).message, { root: req.repo, branch: req.branch })}` };
+      return {
+        key: req.key,
+        status: 'BLOCKED',
+        conflicts: [],
+        reason: `fast-forward refused: ${explainGitFailure((e as Error).message, { root: req.repo, branch: req.branch })}`,
+      };
     }
     return { key: req.key, status: 'MERGED', sha: (await git.revparse(['HEAD'])).trim() };
   } finally {
@@ -269,7 +320,11 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
         tip = r.sha;
       } else emit(r);
     } catch (e) {
-      emit(e instanceof DirtyTreeError ? { key: req.key, status: 'REFUSED', reason: e.message } : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message });
+      emit(
+        e instanceof DirtyTreeError
+          ? { key: req.key, status: 'REFUSED', reason: e.message }
+          : { key: req.key, status: 'BLOCKED', conflicts: [], reason: (e as Error).message },
+      );
     }
   }
   const suites = new SuiteResults();
@@ -319,11 +374,13 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
     try {
       await mergeTarget(first.repo);
       const head = (await git.revparse(['HEAD'])).trim();
-      if (head !== start) throw new Error(`${into} moved during the merge (from ${start.slice(0, 10)} to ${head.slice(0, 10)}); nothing was merged, merge again`);
+      if (head !== start)
+        throw new Error(`${into} moved during the merge (from ${start.slice(0, 10)} to ${head.slice(0, 10)}); nothing was merged, merge again`);
       await git.raw(['merge', '--ff-only', '--quiet', (batch[good - 1] as { sha: string }).sha]);
     } catch (e) {
       landed = false;
-      refusal = e instanceof DirtyTreeError ? e.message : `fast-forward refused: ${explainGitFailure((e as Error).message, { root: first.repo, branch: into })}`;
+      refusal =
+        e instanceof DirtyTreeError ? e.message : `fast-forward refused: ${explainGitFailure((e as Error).message, { root: first.repo, branch: into })}`;
     }
   }
   const head = landed ? (batch[good - 1] as { sha: string }).sha : start;
@@ -331,14 +388,32 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
   for (const [i, b] of batch.entries()) {
     let o: MergeOutcome;
     if (!landed && refusal) o = { key: b.req.key, status: 'REFUSED', reason: refusal };
-    else if (baseFails) o = { key: b.req.key, status: 'NOT_TRIED', reason: `not merged: the suite \`${baseFails.suite.command}\` already fails on ${into} (${start.slice(0, 10)}) before any merge (${baseFails.result.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was` };
+    else if (baseFails)
+      o = {
+        key: b.req.key,
+        status: 'NOT_TRIED',
+        reason: `not merged: the suite \`${baseFails.suite.command}\` already fails on ${into} (${start.slice(0, 10)}) before any merge (${baseFails.result.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
+      };
     else if (i < good) {
       // The task branch takes its rebased commit, as a merge of the sequential queue leaves it.
       await git.raw(['update-ref', `refs/heads/${b.req.branch}`, b.sha]).catch(() => undefined);
       o = { key: b.req.key, status: 'MERGED', sha: b.sha };
     } else if (culprit && i === culprit.index) {
-      o = { key: b.req.key, status: 'SUITE_FAILED', output: culprit.result.output, command: culprit.suite.command, head, lastGood, reason: `the batch of ${batch.length} merges failed the suite \`${culprit.suite.command}\`, and bisecting it found this merge the first that breaks it (${culprit.result.reason}); not merged: ${into} is at ${head.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${b.req.branch} is kept as it was` };
-    } else o = { key: b.req.key, status: 'NOT_TRIED', reason: `not merged: it comes after ${culprit ? batch[culprit.index]?.req.key : 'the merge'} that breaks the suite, and the suite was not judged without that one; this branch is kept as it was (merge it again)` };
+      o = {
+        key: b.req.key,
+        status: 'SUITE_FAILED',
+        output: culprit.result.output,
+        command: culprit.suite.command,
+        head,
+        lastGood,
+        reason: `the batch of ${batch.length} merges failed the suite \`${culprit.suite.command}\`, and bisecting it found this merge the first that breaks it (${culprit.result.reason}); not merged: ${into} is at ${head.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${b.req.branch} is kept as it was`,
+      };
+    } else
+      o = {
+        key: b.req.key,
+        status: 'NOT_TRIED',
+        reason: `not merged: it comes after ${culprit ? batch[culprit.index]?.req.key : 'the merge'} that breaks the suite, and the suite was not judged without that one; this branch is kept as it was (merge it again)`,
+      };
     emit(o);
   }
   return requests.map((r) => outcomes.get(r.key) as MergeOutcome);
@@ -352,16 +427,32 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
 async function rebaseDetached(req: MergeRequest, onto: string): Promise<{ sha: string } | MergeOutcome> {
   const git = gitFor(req.repo, { trusted: true });
   const head = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim();
-  if (!head) return { key: req.key, status: 'MISSING', reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched` };
+  if (!head)
+    return {
+      key: req.key,
+      status: 'MISSING',
+      reason: `branch ${req.branch} no longer exists (deleted by hand?); nothing to merge, and nothing on the current branch was touched`,
+    };
   return withCheckoutAt(req.repo, head, async (dir) => {
     const wt = gitFor(dir, { trusted: true });
-    if ((await wt.raw(['status', '--porcelain'])).trim()) return { key: req.key, status: 'BLOCKED', conflicts: [], reason: `a fresh checkout of ${req.branch} is not clean (a filter or line-ending rule changes its files), so it cannot be rebased safely` };
+    if ((await wt.raw(['status', '--porcelain'])).trim())
+      return {
+        key: req.key,
+        status: 'BLOCKED',
+        conflicts: [],
+        reason: `a fresh checkout of ${req.branch} is not clean (a filter or line-ending rule changes its files), so it cannot be rebased safely`,
+      };
     try {
       await wt.raw([...(await fallbackIdentityArgs(wt)), 'rebase', '--quiet', onto]);
     } catch (e) {
       const conflicts = (await wt.raw(['diff', '--name-only', '--diff-filter=U']).catch(() => '')).split('\n').filter(Boolean);
       await wt.raw(['rebase', '--abort']).catch(() => undefined);
-      return { key: req.key, status: 'BLOCKED', conflicts, reason: conflicts.length ? `rebase onto the merges before it conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}` };
+      return {
+        key: req.key,
+        status: 'BLOCKED',
+        conflicts,
+        reason: conflicts.length ? `rebase onto the merges before it conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}`,
+      };
     }
     const check = await req.recheck(dir, onto);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
@@ -377,7 +468,8 @@ export function suiteStopLine(outcomes: readonly MergeOutcome[], target: string 
   const failed = outcomes.find((o): o is Extract<MergeOutcome, { status: 'SUITE_FAILED' }> => o.status === 'SUITE_FAILED');
   const held = outcomes.filter((o) => o.status === 'NOT_TRIED').map((o) => o.key);
   const into = target ?? 'the current branch';
-  if (failed) return `the suite \`${failed.command}\` broke at ${failed.key}: ${into} is at ${failed.head.slice(0, 10)}, ${failed.lastGood ? `the last good merge (${failed.lastGood})` : 'as it was before the queue'}; not merged, branches kept: ${[failed.key, ...held].join(', ')}`;
+  if (failed)
+    return `the suite \`${failed.command}\` broke at ${failed.key}: ${into} is at ${failed.head.slice(0, 10)}, ${failed.lastGood ? `the last good merge (${failed.lastGood})` : 'as it was before the queue'}; not merged, branches kept: ${[failed.key, ...held].join(', ')}`;
   if (held.length) return `the suite already fails on ${into} before any merge: nothing was judged by it, branches kept: ${held.join(', ')}`;
   return null;
 }

@@ -50,8 +50,12 @@ export function lowerLayer(commonDir: string, sha: string, runRoot: string): Pro
       makeFreshDir(dir);
       fs.mkdirSync(gitDir);
       fs.writeFileSync(path.join(gitDir, 'HEAD'), `${sha}\n`);
-      await runGit(dir, ['read-tree', '-u', '--reset', sha], { env: { GIT_DIR: gitDir, GIT_COMMON_DIR: commonDir, GIT_WORK_TREE: dir, GIT_INDEX_FILE: index }, config: ['core.splitIndex=true'] });
-      if (fs.existsSync(path.join(dir, '.gitmodules'))) throw new Error(`overlay trees do not take submodules, and ${sha.slice(0, 10)} has a .gitmodules; use "tree": "worktree" for this repository`);
+      await runGit(dir, ['read-tree', '-u', '--reset', sha], {
+        env: { GIT_DIR: gitDir, GIT_COMMON_DIR: commonDir, GIT_WORK_TREE: dir, GIT_INDEX_FILE: index },
+        config: ['core.splitIndex=true'],
+      });
+      if (fs.existsSync(path.join(dir, '.gitmodules')))
+        throw new Error(`overlay trees do not take submodules, and ${sha.slice(0, 10)} has a .gitmodules; use "tree": "worktree" for this repository`);
       fs.writeFileSync(`${dir}.done`, '');
     });
     const shared = fs.readdirSync(gitDir).filter((f) => /^sharedindex\.[0-9a-f]+$/.test(f));

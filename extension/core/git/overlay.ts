@@ -30,7 +30,8 @@ export interface OverlayLayers {
  */
 export async function mountOverlay(layers: OverlayLayers, target: string): Promise<void> {
   for (const p of [layers.lower, layers.upper, layers.work]) {
-    if (/[,:\\\n]/.test(p)) throw new Error(`overlay tree: the path ${p} holds a comma, colon or backslash, which overlay mount options cannot say; use a VERDICT_HOME without them`);
+    if (/[,:\\\n]/.test(p))
+      throw new Error(`overlay tree: the path ${p} holds a comma, colon or backslash, which overlay mount options cannot say; use a VERDICT_HOME without them`);
   }
   const options = `lowerdir=${layers.lower},upperdir=${layers.upper},workdir=${layers.work},index=off,metacopy=off,xino=off`;
   // Through the spawn helper (process/run-captured.ts runQuiet): one per task, and mount(8) prints nothing when it succeeds.
@@ -61,7 +62,8 @@ export async function unmountOverlay(target: string): Promise<'unmounted' | 'det
   const r = await runCaptured('umount', [target], { env: process.env, timeoutMs: 30_000 });
   let how: 'unmounted' | 'detached' = 'unmounted';
   if (!succeeded(r)) {
-    if (!succeeded(await runCaptured('umount', ['-l', target], { env: process.env, timeoutMs: 30_000 }))) throw new Error(`overlay tree: unmounting ${target} failed: ${failure(r)}`);
+    if (!succeeded(await runCaptured('umount', ['-l', target], { env: process.env, timeoutMs: 30_000 })))
+      throw new Error(`overlay tree: unmounting ${target} failed: ${failure(r)}`);
     how = 'detached';
   }
   if (identity) await awaitSandboxSetups(identity);
@@ -129,7 +131,10 @@ export function isolateRunRoot(runRoot: string): Promise<void> {
   if (known) return known;
   const made = withLock(`${key}.isolate`, async () => {
     const st = fs.lstatSync(key, { throwIfNoEntry: false });
-    if (!st?.isDirectory()) throw new Error(`overlay trees: ${key} is ${st ? (st.isSymbolicLink() ? 'a symlink' : 'not a folder') : 'missing'}; the run's trees are mounted only in a folder of its own`);
+    if (!st?.isDirectory())
+      throw new Error(
+        `overlay trees: ${key} is ${st ? (st.isSymbolicLink() ? 'a symlink' : 'not a folder') : 'missing'}; the run's trees are mounted only in a folder of its own`,
+      );
     const real = fs.realpathSync(key);
     const mounts = parseMountInfo(readMountInfo());
     const holding = mounts.filter((m) => real === m.point || real.startsWith(m.point === '/' ? '/' : m.point + path.sep)).pop();
@@ -236,7 +241,13 @@ function parseMountInfo(mountinfo: string): MountLine[] {
     const tail = line.slice(sep + 3).split(' ');
     if (fields.length < 6) continue;
     const point = (fields[4] ?? '').replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-    out.push({ point, options: (fields[5] ?? '').split(','), fstype: tail[0] ?? '', identity: `${fields[2]} ${fields[3]} ${tail[2] ?? ''}`, shared: fields.slice(6).some((f) => f.startsWith('shared:')) });
+    out.push({
+      point,
+      options: (fields[5] ?? '').split(','),
+      fstype: tail[0] ?? '',
+      identity: `${fields[2]} ${fields[3]} ${tail[2] ?? ''}`,
+      shared: fields.slice(6).some((f) => f.startsWith('shared:')),
+    });
   }
   return out;
 }
@@ -257,7 +268,9 @@ export function readMountInfo(): string {
  */
 export function overlayMountsUnder(mountinfo: string, root: string): string[] {
   const base = path.resolve(root);
-  const out = parseMountInfo(mountinfo).filter((m) => m.fstype === 'overlay' && (m.point === base || m.point.startsWith(base + path.sep))).map((m) => m.point);
+  const out = parseMountInfo(mountinfo)
+    .filter((m) => m.fstype === 'overlay' && (m.point === base || m.point.startsWith(base + path.sep)))
+    .map((m) => m.point);
   return [...new Set(out)].sort((a, b) => b.length - a.length);
 }
 
@@ -271,7 +284,10 @@ export type OverlayProbe = { ok: true } | { ok: false; reason: string };
 export async function probeOverlay(scratchRoot = os.tmpdir()): Promise<OverlayProbe> {
   if (process.platform !== 'linux') return { ok: false, reason: 'overlay trees need Linux' };
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    return { ok: false, reason: `overlay trees need root (the mount must be seen by every process of the run: the seal, review, verdict clean); this is uid ${process.getuid()}` };
+    return {
+      ok: false,
+      reason: `overlay trees need root (the mount must be seen by every process of the run: the seal, review, verdict clean); this is uid ${process.getuid()}`,
+    };
   }
   const dir = fs.mkdtempSync(path.join(scratchRoot, 'verdict-overlay-probe-'));
   const layers = { lower: path.join(dir, 'lower'), upper: path.join(dir, 'upper'), work: path.join(dir, 'work') };
@@ -282,7 +298,8 @@ export async function probeOverlay(scratchRoot = os.tmpdir()): Promise<OverlayPr
     await mountOverlay(layers, merged);
     try {
       fs.writeFileSync(path.join(merged, 'f'), 'upper');
-      if (fs.readFileSync(path.join(layers.lower, 'f'), 'utf8') !== 'lower') return { ok: false, reason: 'a write through the overlay reached its lower layer' };
+      if (fs.readFileSync(path.join(layers.lower, 'f'), 'utf8') !== 'lower')
+        return { ok: false, reason: 'a write through the overlay reached its lower layer' };
     } finally {
       await unmountOverlay(merged);
     }

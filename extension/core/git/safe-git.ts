@@ -105,8 +105,13 @@ const TEXT_MERGE_DRIVER = 'git merge-file --marker-size=%L %A %O %B';
  * the name: `-c` splits at the first `=`), so its program could not be switched off. Verdict then runs no git there.
  */
 export class UnsafeRepositoryConfigError extends Error {
-  constructor(readonly dir: string, readonly key: string) {
-    super(`${dir}: the git config key ${JSON.stringify(key)} names a program Verdict cannot switch off (its name contains "="); Verdict runs no git in this repository until it is renamed`);
+  constructor(
+    readonly dir: string,
+    readonly key: string,
+  ) {
+    super(
+      `${dir}: the git config key ${JSON.stringify(key)} names a program Verdict cannot switch off (its name contains "="); Verdict runs no git in this repository until it is renamed`,
+    );
     this.name = 'UnsafeRepositoryConfigError';
   }
 }
@@ -221,11 +226,16 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): ByteGit {
   // The driver names are read (through the spawn helper, like the commands) before the first command, once.
   let head: Promise<string[]> | null = null;
   const heads = async (): Promise<string[]> => {
-    const pairs = opts.noDrivers ? configPairs({ ...opts, repo: undefined }, []) : configPairs({ ...opts, repo: baseDir }, await configuredDrivers(baseDir, opts.env));
+    const pairs = opts.noDrivers
+      ? configPairs({ ...opts, repo: undefined }, [])
+      : configPairs({ ...opts, repo: baseDir }, await configuredDrivers(baseDir, opts.env));
     return [...pairs.flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...(opts.config ?? []).flatMap((c) => ['-c', c])];
   };
   const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
-  const ended = <T extends string | Buffer>(args: readonly string[], r: { timedOut: boolean; error: Error | null; exitCode: number | null; signal: NodeJS.Signals | null; stdout: T; stderr: string }): T => {
+  const ended = <T extends string | Buffer>(
+    args: readonly string[],
+    r: { timedOut: boolean; error: Error | null; exitCode: number | null; signal: NodeJS.Signals | null; stdout: T; stderr: string },
+  ): T => {
     const what = `git ${args[0] ?? ''}`;
     if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
     if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);
@@ -236,10 +246,18 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): ByteGit {
   };
   return {
     async raw(args) {
-      return ended(args, await (opts.quiet ? runQuiet : runCaptured)('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs }));
+      return ended(
+        args,
+        await (opts.quiet ? runQuiet : runCaptured)('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs }),
+      );
     },
     async rawBytes(args, input) {
-      const r = await runCapturedBytes('git', [...(await (head ??= heads())), ...args], { cwd: baseDir, env, timeoutMs: opts.timeoutMs, ...(input ? { input } : {}) });
+      const r = await runCapturedBytes('git', [...(await (head ??= heads())), ...args], {
+        cwd: baseDir,
+        env,
+        timeoutMs: opts.timeoutMs,
+        ...(input ? { input } : {}),
+      });
       return ended(args, { ...r, stderr: r.stderr.toString('utf8') });
     },
   };
@@ -281,11 +299,20 @@ function configPairs(opts: SafeGitOptions, drivers: readonly [string, string | n
 /** The overrides for one configured `<section>.<name>.<variable>`, as (variable, value) pairs; null for none. */
 function overrideFor(section: string, variable: string, value: string | null, trusted: boolean): [string, string][] | null {
   if (section === 'merge' && variable === 'driver') return [['driver', TEXT_MERGE_DRIVER]];
-  if (section === 'diff' && variable === 'textconv') return [['textconv', 'cat'], ['cachetextconv', 'false']];
+  if (section === 'diff' && variable === 'textconv')
+    return [
+      ['textconv', 'cat'],
+      ['cachetextconv', 'false'],
+    ];
   if (section === 'diff' && variable === 'command') return [['command', 'false']];
   if (section === 'submodule' && variable === 'update' && value?.startsWith('!')) return [['update', 'checkout']];
   if (section === 'filter' && !trusted && ['clean', 'smudge', 'process', 'required'].includes(variable)) {
-    return [['clean', ''], ['smudge', ''], ['process', ''], ['required', 'false']];
+    return [
+      ['clean', ''],
+      ['smudge', ''],
+      ['process', ''],
+      ['required', 'false'],
+    ];
   }
   return null;
 }
@@ -308,7 +335,13 @@ async function configuredDrivers(dir: string, env: Record<string, string> | unde
 function configuredDriversSync(dir: string, env: Record<string, string> | undefined): [string, string | null][] {
   let out: string;
   try {
-    out = execFileSync('git', DRIVER_QUERY, { cwd: dir, env: gitEnv(env ?? {}), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 * 1024 * 1024 });
+    out = execFileSync('git', DRIVER_QUERY, {
+      cwd: dir,
+      env: gitEnv(env ?? {}),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 16 * 1024 * 1024,
+    });
   } catch {
     return [];
   }
@@ -317,10 +350,13 @@ function configuredDriversSync(dir: string, env: Record<string, string> | undefi
 
 /** `git config --null --get-regexp` output as (key, value) pairs: entries end with NUL, key and value split by newline. */
 function parseDrivers(out: string): [string, string | null][] {
-  return out.split('\0').filter(Boolean).map((entry) => {
-    const nl = entry.indexOf('\n');
-    return nl < 0 ? [entry, null] : [entry.slice(0, nl), entry.slice(nl + 1)];
-  });
+  return out
+    .split('\0')
+    .filter(Boolean)
+    .map((entry) => {
+      const nl = entry.indexOf('\n');
+      return nl < 0 ? [entry, null] : [entry.slice(0, nl), entry.slice(nl + 1)];
+    });
 }
 
 /**

@@ -45,7 +45,15 @@ export function parseRawZ(out: Buffer | string): RawChange[] {
     const m = /^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) ([A-Z])\d*$/.exec(parts[i]?.toString('latin1').trim() ?? '');
     const p = parts[i + 1];
     if (!m || p === undefined) continue;
-    changes.push({ srcMode: m[1] as string, dstMode: m[2] as string, srcId: m[3] as string, dstId: m[4] as string, status: m[5] as string, path: p.toString('utf8'), bytes: Buffer.from(p) });
+    changes.push({
+      srcMode: m[1] as string,
+      dstMode: m[2] as string,
+      srcId: m[3] as string,
+      dstId: m[4] as string,
+      status: m[5] as string,
+      path: p.toString('utf8'),
+      bytes: Buffer.from(p),
+    });
   }
   return changes;
 }
@@ -109,7 +117,14 @@ function workingIdOf(dir: string, c: RawChange): string | null {
  * them would change a file of the start commit behind everyone's back (and FAIL a protected test it "changed").
  */
 export function unchangedFromParent(dir: string, changes: readonly RawChange[]): RawChange[] {
-  return changes.filter((c) => c.status === 'M' && c.srcMode === c.dstMode && (c.srcMode === '100644' || c.srcMode === '100755') && !/^0+$/.test(c.srcId) && workingIdOf(dir, c) === c.srcId);
+  return changes.filter(
+    (c) =>
+      c.status === 'M' &&
+      c.srcMode === c.dstMode &&
+      (c.srcMode === '100644' || c.srcMode === '100755') &&
+      !/^0+$/.test(c.srcId) &&
+      workingIdOf(dir, c) === c.srcId,
+  );
 }
 
 /**
@@ -144,7 +159,8 @@ export async function writeSealedBytes(git: ByteGit, dir: string, changes: reado
     const parent = Buffer.from(path.dirname(file.toString('latin1')), 'latin1');
     const relDir = path.posix.dirname(c.bytes.toString('latin1'));
     const expected = relDir === '.' ? real : Buffer.concat([real, Buffer.from(path.sep), Buffer.from(relDir, 'latin1')]);
-    if (!fs.realpathSync(parent, { encoding: 'buffer' }).equals(expected)) throw new Error(`sealing ${dir}: the folder of ${showPath(c.bytes)} is not a real folder of the tree`);
+    if (!fs.realpathSync(parent, { encoding: 'buffer' }).equals(expected))
+      throw new Error(`sealing ${dir}: the folder of ${showPath(c.bytes)} is not a real folder of the tree`);
     // checkout-index leaves a file alone whose stat data the index holds (it was just added): removed first.
     fs.rmSync(file, { force: true });
   }

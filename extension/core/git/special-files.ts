@@ -44,9 +44,14 @@ export async function removeSpecialFiles(dir: string, opts: { upper?: string | n
   const timeoutMs = opts.timeoutMs ?? SPECIAL_FILES_TIMEOUT_MS;
   // -P: never follow a symlink; %y the type letter, %P the path below the starting point, NUL-ended (any byte but NUL
   // and `/` can be in a name).
-  const r = await runCapturedBytes('find', ['-P', root, '-mindepth', '1', '(', '-type', 'p', '-o', '-type', 's', '-o', '-type', 'b', '-o', '-type', 'c', ')', '-printf', '%y%P\\0'], { timeoutMs });
+  const r = await runCapturedBytes(
+    'find',
+    ['-P', root, '-mindepth', '1', '(', '-type', 'p', '-o', '-type', 's', '-o', '-type', 'b', '-o', '-type', 'c', ')', '-printf', '%y%P\\0'],
+    { timeoutMs },
+  );
   if (r.timedOut) throw new Error(`looking for FIFOs, sockets and device files in ${dir} took longer than ${Math.round(timeoutMs / 1000)} s and was stopped`);
-  if (r.exitCode === null) throw new Error(`find could not look for FIFOs, sockets and device files in ${dir}: ${r.error?.message ?? r.stderr.toString('utf8').trim()}`);
+  if (r.exitCode === null)
+    throw new Error(`find could not look for FIFOs, sockets and device files in ${dir}: ${r.error?.message ?? r.stderr.toString('utf8').trim()}`);
   // A non-zero exit with output: some folder could not be read; what was found is still removed.
   const found: SpecialFile[] = [];
   const base = Buffer.from(`${dir}${path.sep}`);
@@ -77,6 +82,9 @@ function kindOf(st: fs.Stats): SpecialFile['kind'] {
 
 /** `FIFO a, socket b, …` for a task note: the first `max` of `files`, then how many there were. */
 export function listSpecialFiles(files: readonly SpecialFile[], max = 5): string {
-  const shown = files.slice(0, max).map((f) => `${f.kind} ${showPath(f.path)}`).join(', ');
+  const shown = files
+    .slice(0, max)
+    .map((f) => `${f.kind} ${showPath(f.path)}`)
+    .join(', ');
   return files.length > max ? `${shown}, … (${files.length})` : shown;
 }

@@ -21,12 +21,16 @@ import { runGit } from './safe-git';
 export async function untrustedGitlinks(workTree: string, gitDir: string, indexFile: string, commonDir?: string): Promise<string[]> {
   const env: Record<string, string> = { GIT_DIR: gitDir, GIT_INDEX_FILE: indexFile, ...(commonDir ? { GIT_COMMON_DIR: commonDir } : {}) };
   const out = await runGit(workTree, ['ls-files', '--stage', '-z'], { env, noDrivers: true });
-  const links = out.split('\0').filter((e) => e.startsWith('160000 ')).map((e) => e.slice(e.indexOf('\t') + 1));
+  const links = out
+    .split('\0')
+    .filter((e) => e.startsWith('160000 '))
+    .map((e) => e.slice(e.indexOf('\t') + 1));
   const bad: string[] = [];
   for (const rel of links) {
     const own = ownGitDir(path.join(workTree, rel), path.join(gitDir, 'modules'));
     if (own === null) bad.push(rel);
-    else if (own && fs.existsSync(path.join(own, 'index')) && (await untrustedGitlinks(path.join(workTree, rel), own, path.join(own, 'index'))).length) bad.push(rel);
+    else if (own && fs.existsSync(path.join(own, 'index')) && (await untrustedGitlinks(path.join(workTree, rel), own, path.join(own, 'index'))).length)
+      bad.push(rel);
   }
   return bad;
 }

@@ -39,11 +39,23 @@ export async function initSubmodules(root: string, worktree: string, opts: Submo
     const args = ['submodule', 'update', '--init', '--recursive', ...reference, '--', sub];
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw new Error(`submodules of ${worktree}: the time limit of ${limitText(opts)} ran out before ${sub}; see ${opts.logFile}`);
-    const { receipt } = await supervise({ file: 'git', args: [...safe, ...args], cwd: worktree, logFile: opts.logFile, timeoutMs: remaining, signal: opts.signal, killGraceMs: 1000 });
+    const { receipt } = await supervise({
+      file: 'git',
+      args: [...safe, ...args],
+      cwd: worktree,
+      logFile: opts.logFile,
+      timeoutMs: remaining,
+      signal: opts.signal,
+      killGraceMs: 1000,
+    });
     if (receipt.spawnError) throw new Error(`git could not start to initialise submodule ${sub}: ${receipt.spawnError}`);
-    if (receipt.timedOut) throw new Error(`submodule ${sub} in ${worktree} was not initialised within ${limitText(opts)} (git was stopped); see ${opts.logFile}`);
+    if (receipt.timedOut)
+      throw new Error(`submodule ${sub} in ${worktree} was not initialised within ${limitText(opts)} (git was stopped); see ${opts.logFile}`);
     if (receipt.cancelled) throw new Error(`initialising submodule ${sub} in ${worktree} was cancelled`);
-    if (receipt.exitCode !== 0) throw new Error(`\`git ${args.join(' ')}\` in ${worktree} exited ${receipt.exitCode ?? receipt.signal}; see ${opts.logFile}${fileTransportHint(opts.logFile, sub)}`);
+    if (receipt.exitCode !== 0)
+      throw new Error(
+        `\`git ${args.join(' ')}\` in ${worktree} exited ${receipt.exitCode ?? receipt.signal}; see ${opts.logFile}${fileTransportHint(opts.logFile, sub)}`,
+      );
   }
   return paths;
 }

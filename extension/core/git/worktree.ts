@@ -78,7 +78,8 @@ export interface AddWorktreeOptions {
  * A task's tree: a full checkout; a sparse checkout of `cone` (git/sparse-cone.ts; `['']` is the whole tree); or an
  * overlay on the shared checkout `lower` (git/overlay-tree.ts), its upper layer under `<worktrees>/<run>/.overlay/<key>/`.
  */
-export type TreeChoice = { kind: 'worktree' } | { kind: 'sparse'; cone: string[] } | { kind: 'overlay'; lower: { dir: string; index: string; sharedIndex: string | null } };
+export type TreeChoice =
+  { kind: 'worktree' } | { kind: 'sparse'; cone: string[] } | { kind: 'overlay'; lower: { dir: string; index: string; sharedIndex: string | null } };
 
 /**
  * Creates worktree `dir` on a new branch `branch` at `baseSha`. Only the registration (`git worktree add
@@ -111,7 +112,12 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   const dirExisted = fs.existsSync(dir);
   // Made here under a fresh name (git takes an empty folder): see makeFreshDir. Removed on every failure path below.
   if (!dirExisted) makeFreshDir(dir);
-  const branchMade: Promise<Error | null> = opts.existingBranch ? Promise.resolve(null) : git.raw(['branch', '--no-track', branch, repo.baseSha]).then(() => null, (e: Error) => e);
+  const branchMade: Promise<Error | null> = opts.existingBranch
+    ? Promise.resolve(null)
+    : git.raw(['branch', '--no-track', branch, repo.baseSha]).then(
+        () => null,
+        (e: Error) => e,
+      );
   if (dirExisted) {
     const refused = await branchMade;
     if (refused) throw failed(refused);
@@ -131,10 +137,11 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       throw failed((await branchMade) ?? (e as Error));
     }
   });
-  const undo = (): Promise<void> => withLock(lock, async () => {
-    await removeWorktreeQuietly(repo.root, dir);
-    await dropBranch();
-  });
+  const undo = (): Promise<void> =>
+    withLock(lock, async () => {
+      await removeWorktreeQuietly(repo.root, dir);
+      await dropBranch();
+    });
   const refused = await branchMade;
   if (refused) {
     await withLock(lock, () => removeWorktreeQuietly(repo.root, dir));
@@ -145,7 +152,8 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     links = readWorktreeLinks(dir, repo.commonDir);
     await checkOut(links, repo.baseSha, opts.tree ?? { kind: 'worktree' });
     links.hasSubmodules = fs.existsSync(path.join(dir, '.gitmodules'));
-    if (links.hasSubmodules && links.overlay) throw new Error('overlay trees do not take submodules (their checkouts live in the worktree\'s own git dir); use "tree": "worktree" for this repository');
+    if (links.hasSubmodules && links.overlay)
+      throw new Error('overlay trees do not take submodules (their checkouts live in the worktree\'s own git dir); use "tree": "worktree" for this repository');
   } catch (e) {
     await unmountQuietly(dir);
     await undo();
@@ -230,7 +238,8 @@ export interface SharedIndex {
 export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks {
   const dotGit = fs.readFileSync(path.join(dir, '.git'), 'utf8');
   const adminDir = path.resolve(dir, dotGit.replace(/^gitdir:\s*/, '').trim());
-  if (path.dirname(adminDir) !== path.join(commonDir, 'worktrees')) throw new Error(`${dir}/.git points at ${adminDir}, not at a worktree admin dir of ${commonDir}`);
+  if (path.dirname(adminDir) !== path.join(commonDir, 'worktrees'))
+    throw new Error(`${dir}/.git points at ${adminDir}, not at a worktree admin dir of ${commonDir}`);
   return {
     dir,
     adminDir,
@@ -255,7 +264,8 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
   if (!links.worktreeConfig) fs.rmSync(path.join(links.adminDir, 'config.worktree'), { recursive: true, force: true });
   // `locked` too (Verdict never locks a task's worktree): `git worktree list` opens every worktree's, and a FIFO there
   // would hold it forever.
-  for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock', 'locked']) fs.rmSync(path.join(links.adminDir, lock), { recursive: true, force: true });
+  for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock', 'locked'])
+    fs.rmSync(path.join(links.adminDir, lock), { recursive: true, force: true });
   // Git opens more of every worktree's admin dir whenever it looks at the repository's worktrees (`worktree add`,
   // `branch -d`, `worktree list`: HEAD, rebase-merge/head-name, BISECT_START…), and HEAD to take the admin dir for a
   // git dir at all: a FIFO there, or a symlink to one, held each such command — the next run's `worktree add` under the
@@ -265,7 +275,11 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
   // user (`checkout main`: "already used by worktree", `branch -D`): the worker's commits only ever go on a detached HEAD.
   removeNonRegular(links.adminDir, new Set(adminReadOnly(links)));
   if (links.baseSha && !headIsOurs(links)) writeAdminFile(links, 'HEAD', `${links.baseSha}\n`);
-  for (const [file, text] of [[path.join(links.dir, '.git'), links.dotGit], [path.join(links.adminDir, 'commondir'), links.commondirFile], [path.join(links.adminDir, 'gitdir'), links.gitdirFile]] as const) {
+  for (const [file, text] of [
+    [path.join(links.dir, '.git'), links.dotGit],
+    [path.join(links.adminDir, 'commondir'), links.commondirFile],
+    [path.join(links.adminDir, 'gitdir'), links.gitdirFile],
+  ] as const) {
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
     if (!st || !fs.existsSync(file)) fs.writeFileSync(file, text);
@@ -274,7 +288,8 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
     const at = path.join(links.adminDir, links.sharedIndex.name);
     const st = fs.lstatSync(at, { throwIfNoEntry: false });
     // Gone with its lower layer (the run released its trees): git then fails on the index, naming the file.
-    if ((!st || !st.isFile() || st.ino !== links.sharedIndex.ino) && fs.existsSync(links.sharedIndex.file)) links.sharedIndex = placeSharedIndex(links.adminDir, links.sharedIndex.file);
+    if ((!st || !st.isFile() || st.ino !== links.sharedIndex.ino) && fs.existsSync(links.sharedIndex.file))
+      links.sharedIndex = placeSharedIndex(links.adminDir, links.sharedIndex.file);
   }
   // A sparse tree's patterns steer the orchestrator's own sparse git (sealGit): always the cone's, in a real folder.
   if (links.cone && !coneIsWhole(links.cone)) {
@@ -349,7 +364,11 @@ function placeSharedIndex(adminDir: string, file: string): SharedIndex {
  * `worktree add` (and the repository lock with it) forever. Absolute; those that do not exist are skipped by the sandbox.
  */
 export function adminReadOnly(links: WorktreeLinks): string[] {
-  return [path.join(links.adminDir, 'modules'), path.join(links.adminDir, 'gitdir'), ...(links.sharedIndex ? [path.join(links.adminDir, links.sharedIndex.name)] : [])];
+  return [
+    path.join(links.adminDir, 'modules'),
+    path.join(links.adminDir, 'gitdir'),
+    ...(links.sharedIndex ? [path.join(links.adminDir, links.sharedIndex.name)] : []),
+  ];
 }
 
 /**
@@ -428,15 +447,25 @@ const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  * orchestrator with `identityArgs`. The branch does not move here: see advanceBranch, after the check passed.
  * @throws Error with git's message
  */
-export async function sealWorktree(links: WorktreeLinks, branch: string, indexFile: string, message: string, identityArgs: string[], opts: { timeoutMs?: number; expectFiles?: string[] } = {}): Promise<Seal> {
+export async function sealWorktree(
+  links: WorktreeLinks,
+  branch: string,
+  indexFile: string,
+  message: string,
+  identityArgs: string[],
+  opts: { timeoutMs?: number; expectFiles?: string[] } = {},
+): Promise<Seal> {
   restoreWorktreeLinks(links);
   fs.rmSync(indexFile, { force: true });
   // Before any git reads the tree: a FIFO where git opens a file (`.gitattributes`, a folder's `.gitignore`) would hold
   // it until the time limit. An overlay's new entries are all in its upper layer.
   const special = (await removeSpecialFiles(links.dir, { upper: links.overlay?.upper, timeoutMs: opts.timeoutMs })).map((f) => listSpecialFiles([f]));
   const git = sealGit(links, indexFile, opts.timeoutMs);
-  const [parent, parentTree] = (await git.raw(['rev-parse', `refs/heads/${branch}^{commit}`, `refs/heads/${branch}^{tree}`]).catch(() => '')).trim().split('\n');
-  if (!parent || !parentTree || !OBJECT_ID.test(parent) || !OBJECT_ID.test(parentTree)) throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
+  const [parent, parentTree] = (await git.raw(['rev-parse', `refs/heads/${branch}^{commit}`, `refs/heads/${branch}^{tree}`]).catch(() => ''))
+    .trim()
+    .split('\n');
+  if (!parent || !parentTree || !OBJECT_ID.test(parent) || !OBJECT_ID.test(parentTree))
+    throw new Error(`the task branch ${branch} no longer exists in ${links.commonDir}`);
   try {
     // From the checkout's own index (trusted stat data: only changed files are hashed again), else from the tree.
     if (links.baseIndex && links.baseSha === parent && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, indexFile);
@@ -470,7 +499,8 @@ export async function sealWorktree(links: WorktreeLinks, branch: string, indexFi
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed, ...extra };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
   // Never hand an empty or garbled id on (update-ref would fail with git's bare "fatal: : not a valid SHA1").
-  if (!OBJECT_ID.test(sha) || !OBJECT_ID.test(tree)) throw new Error(`sealing ${links.dir} failed: git gave no commit id (tree "${tree.slice(0, 80)}", commit "${sha.slice(0, 80)}")`);
+  if (!OBJECT_ID.test(sha) || !OBJECT_ID.test(tree))
+    throw new Error(`sealing ${links.dir} failed: git gave no commit id (tree "${tree.slice(0, 80)}", commit "${sha.slice(0, 80)}")`);
   // The check reads the files as the commit holds them: what git converted on the way in is written again.
   const rewritten = await writeSealedBytes(git, links.dir, staged);
   return { sha, parent, changed: true, submodules, nested, unsealed, ...(rewritten.length ? { rewritten } : {}), ...extra };
@@ -496,7 +526,8 @@ export class UnsealableTreeError extends Error {
  */
 function unsealable(message: string, dir: string): string | null {
   const invalid = [...new Set([...message.matchAll(/^error: invalid path '(.*)'$/gm)].map((m) => m[1] as string))];
-  if (invalid.length) return `git cannot record ${invalid.slice(0, 10).join(', ')}${invalid.length > 10 ? `, … (${invalid.length})` : ''}: git refuses a path that names a .git folder another way (.GIT, git~1, ".git "); rename or remove them`;
+  if (invalid.length)
+    return `git cannot record ${invalid.slice(0, 10).join(', ')}${invalid.length > 10 ? `, … (${invalid.length})` : ''}: git refuses a path that names a .git folder another way (.GIT, git~1, ".git "); rename or remove them`;
   const inside = `${dir}/`;
   const at = message.indexOf(inside);
   if (at < 0 || !/^[^/\s']+\/./.test(message.slice(at + inside.length))) return null;
@@ -562,7 +593,12 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
  * process per tree, run synchronously on the orchestrator's event loop.
  */
 function checkoutGit(links: WorktreeLinks, indexFile: string): RawGit {
-  return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, config: indexConfig(links), noDrivers: true, quiet: true });
+  return gitRunner(links.dir, {
+    env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile },
+    config: indexConfig(links),
+    noDrivers: true,
+    quiet: true,
+  });
 }
 
 /**
@@ -578,7 +614,8 @@ export function coneFolders(links: WorktreeLinks): string[] {
       at = path.join(at, part);
       const st = fs.lstatSync(at, { throwIfNoEntry: false });
       if (!st) fs.mkdirSync(at);
-      else if (!st.isDirectory()) throw new Error(`sparse folder ${rel}: ${path.relative(links.dir, at)} is ${st.isSymbolicLink() ? 'a symlink' : 'a file'} in the tree, not a folder`);
+      else if (!st.isDirectory())
+        throw new Error(`sparse folder ${rel}: ${path.relative(links.dir, at)} is ${st.isSymbolicLink() ? 'a symlink' : 'a file'} in the tree, not a folder`);
     }
     return at;
   });
@@ -674,12 +711,25 @@ export async function advanceBranch(links: WorktreeLinks, branch: string, seal: 
  * files). Any of the three means work inside the submodule that is not, or cannot be, on the task branch. `staged` is
  * `git diff-index --cached -z --ignore-submodules=none <parent>` of the seal's index, parsed.
  */
-async function changedSubmodules(git: RawGit, staged: readonly RawChange[], links: WorktreeLinks, indexFile: string): Promise<{ changed: string[]; added: string[] }> {
+async function changedSubmodules(
+  git: RawGit,
+  staged: readonly RawChange[],
+  links: WorktreeLinks,
+  indexFile: string,
+): Promise<{ changed: string[]; added: string[] }> {
   // Only a checkout that had submodules can have work inside one (a new gitlink is found by diff-index below).
   // Git answers by running git inside each submodule with its own config: only in those whose git dir is Verdict's
   // (git/submodule-trust.ts); any other is the worker's doing, so its work cannot be on the branch either.
   const untrusted = links.hasSubmodules ? await untrustedGitlinks(links.dir, links.adminDir, indexFile, links.commonDir) : [];
-  const statusArgs = ['status', '--porcelain=v2', '--ignore-submodules=none', '--untracked-files=no', '--', '.', ...untrusted.map((p) => `:(exclude,literal)${p}`)];
+  const statusArgs = [
+    'status',
+    '--porcelain=v2',
+    '--ignore-submodules=none',
+    '--untracked-files=no',
+    '--',
+    '.',
+    ...untrusted.map((p) => `:(exclude,literal)${p}`),
+  ];
   const out = links.hasSubmodules ? await git.raw(statusArgs).catch(() => '') : '';
   const paths: string[] = [];
   for (const line of out.split('\n')) {
@@ -709,7 +759,11 @@ async function changedSubmodules(git: RawGit, staged: readonly RawChange[], link
  * - otherwise never split (`core.splitIndex=false`, whatever the repository's config says), for the same reason.
  */
 export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): ByteGit {
-  return gitRunner(links.dir, { env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile }, timeoutMs, config: indexConfig(links) });
+  return gitRunner(links.dir, {
+    env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile },
+    timeoutMs,
+    config: indexConfig(links),
+  });
 }
 
 /** The `-c` settings of sealGit's index (see there). */
@@ -746,7 +800,8 @@ async function removeWorktreeQuietly(root: string, dir: string): Promise<void> {
 export function copyIncludes(repoRoot: string, worktree: string, include: string[]): void {
   const root = fs.realpathSync(repoRoot);
   for (const rel of include) {
-    if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..')) throw new Error(`include ${rel}: must be a path inside the repository (no absolute path, no ..)`);
+    if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..'))
+      throw new Error(`include ${rel}: must be a path inside the repository (no absolute path, no ..)`);
     const from = path.join(repoRoot, rel);
     if (!fs.existsSync(from)) throw new Error(`include file ${rel} does not exist in ${repoRoot}`);
     const real = fs.realpathSync(from);
@@ -754,10 +809,16 @@ export function copyIncludes(repoRoot: string, worktree: string, include: string
     // The destination is the worktree's checkout, which base_ref decides: a symlinked folder there would carry the copy
     // out of the worktree (onto ~/.bashrc). Every component must be a real folder or not exist yet.
     let at = worktree;
-    for (const part of path.dirname(path.normalize(rel)).split(path.sep).filter((p) => p && p !== '.')) {
+    for (const part of path
+      .dirname(path.normalize(rel))
+      .split(path.sep)
+      .filter((p) => p && p !== '.')) {
       at = path.join(at, part);
       const st = fs.lstatSync(at, { throwIfNoEntry: false });
-      if (st && !st.isDirectory()) throw new Error(`include ${rel}: ${path.relative(worktree, at)} in the worktree is ${st.isSymbolicLink() ? 'a symlink' : 'not a folder'}; the copy would not stay inside the worktree`);
+      if (st && !st.isDirectory())
+        throw new Error(
+          `include ${rel}: ${path.relative(worktree, at)} in the worktree is ${st.isSymbolicLink() ? 'a symlink' : 'not a folder'}; the copy would not stay inside the worktree`,
+        );
     }
     const dest = path.join(worktree, rel);
     if (fs.lstatSync(dest, { throwIfNoEntry: false })?.isSymbolicLink()) fs.rmSync(dest);

@@ -21,11 +21,18 @@ function shWord(s: string): string {
  */
 export function cliShimText(cli: string, node: NodeCommand, platform: NodeJS.Platform = process.platform): { name: string; text: string } {
   if (platform === 'win32') {
-    const sets = Object.entries(node.env).map(([k, v]) => `set "${k}=${v}"\r\n`).join('');
+    const sets = Object.entries(node.env)
+      .map(([k, v]) => `set "${k}=${v}"\r\n`)
+      .join('');
     return { name: 'verdict.cmd', text: `@echo off\r\nsetlocal\r\n${sets}"${node.command}" "${cli}" %*\r\n` };
   }
-  const env = Object.entries(node.env).map(([k, v]) => `${k}=${shWord(v)} `).join('');
-  return { name: 'verdict', text: `#!/bin/sh\n# Written by the Verdict extension: its bundled CLI on the editor's own Node.\n${env}exec ${shWord(node.command)} ${shWord(cli)} "$@"\n` };
+  const env = Object.entries(node.env)
+    .map(([k, v]) => `${k}=${shWord(v)} `)
+    .join('');
+  return {
+    name: 'verdict',
+    text: `#!/bin/sh\n# Written by the Verdict extension: its bundled CLI on the editor's own Node.\n${env}exec ${shWord(node.command)} ${shWord(cli)} "$@"\n`,
+  };
 }
 
 /**

@@ -10,7 +10,10 @@ export type IdentitySource = 'flag' | 'env' | 'file' | 'config' | 'hostname';
  * `.fleet-agent` file found walking up from `cwd` > the config default > the short hostname.
  * The order is Ringer's, kept so one `.fleet-agent` file or variable names the same person to both tools.
  */
-export function resolveIdentity(opts: { flag?: string | null; cwd: string; configDefault?: string | null; env?: NodeJS.ProcessEnv }): { identity: string; source: IdentitySource } {
+export function resolveIdentity(opts: { flag?: string | null; cwd: string; configDefault?: string | null; env?: NodeJS.ProcessEnv }): {
+  identity: string;
+  source: IdentitySource;
+} {
   const env = opts.env ?? process.env;
   if (opts.flag?.trim()) return { identity: opts.flag.trim(), source: 'flag' };
   for (const name of ['VERDICT_IDENTITY', 'FLEET_IDENTITY', 'RINGER_IDENTITY']) {

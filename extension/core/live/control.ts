@@ -52,8 +52,21 @@ export function controlFile(runDir: string): string {
  * Appends one command to the run's control file under the cross-process lock (so two senders never interleave a
  * line) and returns it with its fresh id.
  */
-export async function appendControl(runDir: string, cmd: Omit<ControlCommand, 'id' | 'at' | 'pid'> & { id?: string; at?: number; pid?: number }): Promise<ControlCommand> {
-  const full: ControlCommand = { id: cmd.id ?? crypto.randomUUID(), verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), ...(cmd.landed !== undefined ? { landed: cmd.landed } : {}), by: cmd.by, host: cmd.host, pid: cmd.pid ?? process.pid, at: cmd.at ?? Date.now() };
+export async function appendControl(
+  runDir: string,
+  cmd: Omit<ControlCommand, 'id' | 'at' | 'pid'> & { id?: string; at?: number; pid?: number },
+): Promise<ControlCommand> {
+  const full: ControlCommand = {
+    id: cmd.id ?? crypto.randomUUID(),
+    verb: cmd.verb,
+    ...(cmd.task !== undefined ? { task: cmd.task } : {}),
+    ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}),
+    ...(cmd.landed !== undefined ? { landed: cmd.landed } : {}),
+    by: cmd.by,
+    host: cmd.host,
+    pid: cmd.pid ?? process.pid,
+    at: cmd.at ?? Date.now(),
+  };
   const file = controlFile(runDir);
   await withLock(file, async () => {
     await fs.promises.appendFile(file, JSON.stringify(full) + '\n');
@@ -90,7 +103,17 @@ export function parseControlLine(line: string, offset: number): ControlCommand |
     landed = parseLanded(o.landed) ?? undefined;
     if (!landed) return bad('record needs landed: { merged: { commit, into, at } } or { discarded: { commit, at } }');
   } else if (o.landed !== undefined) return bad(`${verb} takes no landed`);
-  return { id, verb: verb as ControlVerb, ...(task ? { task } : {}), ...(engine ? { engine } : {}), ...(landed ? { landed } : {}), by, host, pid: typeof o.pid === 'number' ? o.pid : 0, at };
+  return {
+    id,
+    verb: verb as ControlVerb,
+    ...(task ? { task } : {}),
+    ...(engine ? { engine } : {}),
+    ...(landed ? { landed } : {}),
+    by,
+    host,
+    pid: typeof o.pid === 'number' ? o.pid : 0,
+    at,
+  };
 }
 
 /** A `record` command's `landed`, checked field by field (the control file is written by other processes); null when malformed. */
@@ -101,7 +124,8 @@ function parseLanded(v: unknown): Landed | null {
   const rec = (x: unknown) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : null);
   const m = rec(o.merged);
   const d = rec(o.discarded);
-  if (m && !d && sha(m.commit) && typeof m.into === 'string' && m.into && typeof m.at === 'number') return { merged: { commit: m.commit, into: m.into, at: m.at } };
+  if (m && !d && sha(m.commit) && typeof m.into === 'string' && m.into && typeof m.at === 'number')
+    return { merged: { commit: m.commit, into: m.into, at: m.at } };
   if (d && !m && (d.commit === null || sha(d.commit)) && typeof d.at === 'number') return { discarded: { commit: d.commit as string | null, at: d.at } };
   return null;
 }

@@ -53,7 +53,11 @@ export class StateFile {
   private readonly tasksMarker = JSON.stringify(`\u0000tasks-${crypto.randomUUID()}`);
 
   /** @param gapMs shortest time between the starts of two writes, ms (default STATE_WRITE_GAP_MS) */
-  constructor(readonly file: string, readonly state: RunState, private readonly gapMs = STATE_WRITE_GAP_MS) {}
+  constructor(
+    readonly file: string,
+    readonly state: RunState,
+    private readonly gapMs = STATE_WRITE_GAP_MS,
+  ) {}
 
   /** Starts the heartbeat. */
   start(): void {

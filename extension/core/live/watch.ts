@@ -13,7 +13,11 @@ export class RunsWatcher {
   private readonly timer: NodeJS.Timeout;
   private last = '';
 
-  constructor(private readonly home: string, private readonly onChange: () => void, pollMs = RUNS_POLL_MS) {
+  constructor(
+    private readonly home: string,
+    private readonly onChange: () => void,
+    pollMs = RUNS_POLL_MS,
+  ) {
     this.last = this.fingerprint();
     this.timer = setInterval(() => this.poll(), pollMs);
     this.timer.unref();

@@ -88,7 +88,8 @@ export function readSandboxInits(file: string): SandboxInit[] {
   const out: SandboxInit[] = [];
   for (const e of journalLines(file)) {
     const init = (e as Partial<InitEntry> | null)?.init;
-    if (init && Number.isInteger(init.pid) && init.pid > 1 && (typeof init.startTime === 'string' || init.startTime === null)) out.push({ pid: init.pid, startTime: init.startTime });
+    if (init && Number.isInteger(init.pid) && init.pid > 1 && (typeof init.startTime === 'string' || init.startTime === null))
+      out.push({ pid: init.pid, startTime: init.startTime });
   }
   return out;
 }

@@ -115,7 +115,14 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
  * @returns findings sorted by position (offset, then rule id); findings without a range first
  */
 export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
-  return lintParsed({ ...parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true, route: ctx.route ?? null }), text, file }, ctx);
+  return lintParsed(
+    {
+      ...parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true, route: ctx.route ?? null }),
+      text,
+      file,
+    },
+    ctx,
+  );
 }
 
 /**
@@ -149,7 +156,9 @@ export async function lintManifestFile(file: string, ctx: LintOptions): Promise<
   try {
     text = await fs.readFile(abs, 'utf8');
   } catch (e) {
-    return [{ rule: 'invalid-manifest', severity: 'error', message: `cannot read the manifest: ${(e as Error).message}`, file: abs, range: null, taskKey: null }];
+    return [
+      { rule: 'invalid-manifest', severity: 'error', message: `cannot read the manifest: ${(e as Error).message}`, file: abs, range: null, taskKey: null },
+    ];
   }
   return lintManifestText(text, abs, ctx);
 }

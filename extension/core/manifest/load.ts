@@ -12,7 +12,21 @@ import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
-import { ManifestError, type EngineChoice, type CritiquePolicy, type DistinguishPolicy, type GuardSwitches, type Manifest, type ManifestProblem, type ProblemCode, type ReviewPolicy, type RouteSpec, type SuiteSpec, type TaskSpec, type TreeKind } from './types';
+import {
+  ManifestError,
+  type EngineChoice,
+  type CritiquePolicy,
+  type DistinguishPolicy,
+  type GuardSwitches,
+  type Manifest,
+  type ManifestProblem,
+  type ProblemCode,
+  type ReviewPolicy,
+  type RouteSpec,
+  type SuiteSpec,
+  type TaskSpec,
+  type TreeKind,
+} from './types';
 import { suiteProblems } from './rules/suite';
 import { AUTO_ENGINE, routeProblems, toRouteSpec } from './route-spec';
 
@@ -73,7 +87,11 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
 
   const { root, errors: parseErrors, value: raw, repeated } = parseJsonc(text);
   for (const e of parseErrors) {
-    error('syntax', { range: index.range(e.offset, e.length), path: '(syntax)', message: `malformed JSON: ${describeParseError(printParseErrorCode(e.error))}` });
+    error('syntax', {
+      range: index.range(e.offset, e.length),
+      path: '(syntax)',
+      message: `malformed JSON: ${describeParseError(printParseErrorCode(e.error))}`,
+    });
   }
   if (parseErrors.length || !root) {
     if (!root && !parseErrors.length) error('syntax', { range: null, path: '(root)', message: 'the file is empty' });
@@ -81,14 +99,22 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   }
 
   for (const dup of repeated) {
-    error('duplicate-property', { range: index.range(dup.node.offset, dup.node.length), path: formatPath(dup.path), message: `property "${dup.name}" appears more than once; the later one would silently win` });
+    error('duplicate-property', {
+      range: index.range(dup.node.offset, dup.node.length),
+      path: formatPath(dup.path),
+      message: `property "${dup.name}" appears more than once; the later one would silently win`,
+    });
   }
 
   if (!validateSchema(raw)) {
     for (const e of simplifyAjvErrors(validateSchema.errors ?? [])) {
       const p = instancePathToJsonPath(e.instancePath);
       const unsafe = isUnsafeKey(e);
-      error(unsafe ? 'unsafe-key' : 'schema', { range: rangeOfPath(root, p, index), path: formatPath(p), message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e, valueAt(raw, p)) });
+      error(unsafe ? 'unsafe-key' : 'schema', {
+        range: rangeOfPath(root, p, index),
+        path: formatPath(p),
+        message: unsafe ? keyMessage(valueAt(raw, p)) : ajvMessage(e, valueAt(raw, p)),
+      });
     }
   }
   // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
@@ -97,17 +123,33 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   // A repository cannot widen its own sandbox: what every step may reach besides its own dirs is the user's to say.
   for (const key of ['expose', 'sockets']) {
     if (!(key in data)) continue;
-    error('schema', { range: rangeOfPropertyName(root, [], key, index), path: key, message: `a manifest cannot ${key === 'expose' ? 'expose a hidden path' : 'let its steps reach a socket of the machine'} (a repository may not widen its own sandbox); only your own config file can ("${key}" in ~/.config/verdict/config.json)` });
+    error('schema', {
+      range: rangeOfPropertyName(root, [], key, index),
+      path: key,
+      message: `a manifest cannot ${key === 'expose' ? 'expose a hidden path' : 'let its steps reach a socket of the machine'} (a repository may not widen its own sandbox); only your own config file can ("${key}" in ~/.config/verdict/config.json)`,
+    });
   }
   if (Array.isArray(data.hide)) {
     data.hide.forEach((p, i) => {
-      if (typeof p === 'string' && !p.startsWith('/') && !p.startsWith('~/')) error('schema', { range: rangeOfPath(root, ['hide', i], index), path: `hide[${i}]`, message: `${JSON.stringify(p)} must be an absolute path or start with ~/` });
+      if (typeof p === 'string' && !p.startsWith('/') && !p.startsWith('~/'))
+        error('schema', {
+          range: rangeOfPath(root, ['hide', i], index),
+          path: `hide[${i}]`,
+          message: `${JSON.stringify(p)} must be an absolute path or start with ~/`,
+        });
     });
   }
   for (const key of Object.keys(data)) {
     if (key === 'expose' || key === 'sockets') continue;
     if (!runFields.has(key)) {
-      problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, [], key, index), path: key, message: `unknown field "${key}" is ignored` });
+      problems.push({
+        severity: 'warning',
+        code: 'unknown-field',
+        file,
+        range: rangeOfPropertyName(root, [], key, index),
+        path: key,
+        message: `unknown field "${key}" is ignored`,
+      });
     }
   }
   // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task). The
@@ -121,12 +163,25 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
       const path = typeof entry === 'string' ? [...at, list, j] : [...at, list, j, 'engine'];
       if (name === 'script') {
-        const whose = verb === 'review' ? 'a reviewer\'s prompt holds the worker\'s files' : verb === 'rank' ? 'a ranking reviewer\'s prompt holds the candidates\' work' : 'a critic\'s prompt holds the worker\'s files';
-        error('schema', { range: rangeOfPath(root, path, index), path: `${where}.${list}[${j}]`, message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)` });
+        const whose =
+          verb === 'review'
+            ? "a reviewer's prompt holds the worker's files"
+            : verb === 'rank'
+              ? "a ranking reviewer's prompt holds the candidates' work"
+              : "a critic's prompt holds the worker's files";
+        error('schema', {
+          range: rangeOfPath(root, path, index),
+          path: `${where}.${list}[${j}]`,
+          message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)`,
+        });
         return;
       }
       if (name === null || !options.engines || options.engines.has(name)) return;
-      error('unknown-engine', { range: rangeOfPath(root, path, index), path: `${where}.${list}[${j}]`, message: `unknown ${verb === 'review' ? 'reviewer' : verb === 'rank' ? 'ranking reviewer' : 'critic'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+      error('unknown-engine', {
+        range: rangeOfPath(root, path, index),
+        path: `${where}.${list}[${j}]`,
+        message: `unknown ${verb === 'review' ? 'reviewer' : verb === 'rank' ? 'ranking reviewer' : 'critic'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
+      });
     });
   };
   if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
@@ -136,48 +191,101 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       if (!isObject(login) || !Array.isArray(login.engines)) continue;
       login.engines.forEach((engine, j) => {
         if (typeof engine !== 'string' || (options.engines as ReadonlySet<string>).has(engine)) return;
-        error('unknown-engine', { range: rangeOfPath(root, ['logins', name, 'engines', j], index), path: `logins.${name}.engines[${j}]`, message: `unknown engine "${engine}" in login ${name}; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+        error('unknown-engine', {
+          range: rangeOfPath(root, ['logins', name, 'engines', j], index),
+          path: `logins.${name}.engines[${j}]`,
+          message: `unknown engine "${engine}" in login ${name}; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
+        });
       });
     }
   }
   if (data.route !== undefined) {
     // prefer, explore, min_tasks and seed are the schema's (its errors name the range); the rest only these checks see.
-    for (const p of routeProblems(data.route, options.engines).filter((x) => !['prefer', 'explore', 'min_tasks', 'seed'].includes(String(x.at[0])))) error(p.message.startsWith('unknown engine') ? 'unknown-engine' : 'schema', { range: rangeOfPath(root, ['route', ...p.at], index), path: formatPath(['route', ...p.at]), message: p.message });
+    for (const p of routeProblems(data.route, options.engines).filter((x) => !['prefer', 'explore', 'min_tasks', 'seed'].includes(String(x.at[0]))))
+      error(p.message.startsWith('unknown engine') ? 'unknown-engine' : 'schema', {
+        range: rangeOfPath(root, ['route', ...p.at], index),
+        path: formatPath(['route', ...p.at]),
+        message: p.message,
+      });
   }
   if (typeof data.engine === 'string' && data.engine !== AUTO_ENGINE && options.engines && !options.engines.has(data.engine)) {
-    error('unknown-engine', { range: rangeOfPath(root, ['engine'], index), path: 'engine', message: `unknown engine "${data.engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
+    error('unknown-engine', {
+      range: rangeOfPath(root, ['engine'], index),
+      path: 'engine',
+      message: `unknown engine "${data.engine}"; known engines: ${[...options.engines].sort().join(', ')}`,
+    });
   }
   const seen = new Map<string, number>();
   taskList.forEach((t, i) => {
     if (!isObject(t)) return;
     for (const key of Object.keys(t)) {
       if (!taskFields.has(key)) {
-        problems.push({ severity: 'warning', code: 'unknown-field', file, range: rangeOfPropertyName(root, ['tasks', i], key, index), path: `tasks[${i}].${key}`, message: `unknown field "${key}" is ignored` });
+        problems.push({
+          severity: 'warning',
+          code: 'unknown-field',
+          file,
+          range: rangeOfPropertyName(root, ['tasks', i], key, index),
+          path: `tasks[${i}].${key}`,
+          message: `unknown field "${key}" is ignored`,
+        });
       }
     }
     const key = t.key;
     if (typeof key === 'string' && options.existingKeys?.has(key)) {
-      error('duplicate-key', { range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `the run already has a task "${key}"; keys name directories and branches, so they must be unique` });
+      error('duplicate-key', {
+        range: rangeOfPath(root, ['tasks', i, 'key'], index),
+        path: `tasks[${i}].key`,
+        message: `the run already has a task "${key}"; keys name directories and branches, so they must be unique`,
+      });
     } else if (typeof key === 'string') {
       const first = seen.get(key);
       if (first === undefined) seen.set(key, i);
-      else error('duplicate-key', { range: rangeOfPath(root, ['tasks', i, 'key'], index), path: `tasks[${i}].key`, message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique` });
+      else
+        error('duplicate-key', {
+          range: rangeOfPath(root, ['tasks', i, 'key'], index),
+          path: `tasks[${i}].key`,
+          message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique`,
+        });
     }
     const engine = t.engine ?? data.engine ?? DEFAULT_ENGINE;
     if (engine === AUTO_ENGINE) {
       const at = ['tasks', i, t.engine === undefined ? 'key' : 'engine'];
-      if (data.route === undefined && !options.route) error('schema', { range: rangeOfPath(root, at, index), path: `tasks[${i}].engine`, message: 'engine "auto" needs a route block (in the manifest, or the config file\'s "route"): {"from": ["engine:model", …]} names the candidates it picks from' });
-      if (t.model !== undefined && blankAsNull(t.model) !== null) error('schema', { range: rangeOfPath(root, ['tasks', i, 'model'], index), path: `tasks[${i}].model`, message: 'a task with engine "auto" has its model picked by route.from; remove "model" (or name an engine)' });
-      if (Array.isArray(t.fallback) && t.fallback.length) error('schema', { range: rangeOfPath(root, ['tasks', i, 'fallback'], index), path: `tasks[${i}].fallback`, message: 'a task with engine "auto" routes its retries itself (docs/scoreboard.md "Routing"); remove "fallback" (or name an engine)' });
+      if (data.route === undefined && !options.route)
+        error('schema', {
+          range: rangeOfPath(root, at, index),
+          path: `tasks[${i}].engine`,
+          message:
+            'engine "auto" needs a route block (in the manifest, or the config file\'s "route"): {"from": ["engine:model", …]} names the candidates it picks from',
+        });
+      if (t.model !== undefined && blankAsNull(t.model) !== null)
+        error('schema', {
+          range: rangeOfPath(root, ['tasks', i, 'model'], index),
+          path: `tasks[${i}].model`,
+          message: 'a task with engine "auto" has its model picked by route.from; remove "model" (or name an engine)',
+        });
+      if (Array.isArray(t.fallback) && t.fallback.length)
+        error('schema', {
+          range: rangeOfPath(root, ['tasks', i, 'fallback'], index),
+          path: `tasks[${i}].fallback`,
+          message: 'a task with engine "auto" routes its retries itself (docs/scoreboard.md "Routing"); remove "fallback" (or name an engine)',
+        });
     } else if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
-      error('unknown-engine', { range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index), path: `tasks[${i}].engine`, message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}` });
+      error('unknown-engine', {
+        range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index),
+        path: `tasks[${i}].engine`,
+        message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}`,
+      });
     }
     if (Array.isArray(t.fallback) && options.engines) {
       t.fallback.forEach((entry, j) => {
         const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
         if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
         const at = typeof entry === 'string' ? ['tasks', i, 'fallback', j] : ['tasks', i, 'fallback', j, 'engine'];
-        error('unknown-engine', { range: rangeOfPath(root, at, index), path: `tasks[${i}].fallback[${j}]`, message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}` });
+        error('unknown-engine', {
+          range: rangeOfPath(root, at, index),
+          path: `tasks[${i}].fallback[${j}]`,
+          message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
+        });
       });
     }
     if (isObject(t.review)) unknownReviewers(t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
@@ -189,12 +297,20 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
         continue;
       }
       if (typeof ref.name !== 'string' || !options.engines || options.engines.has(ref.name)) continue;
-      error('unknown-engine', { range: rangeOfPath(root, at, index), path: formatPath(at), message: `unknown engine "${ref.name}" (${ref.who} would run on it); known engines: ${[...options.engines].sort().join(', ')}` });
+      error('unknown-engine', {
+        range: rangeOfPath(root, at, index),
+        path: formatPath(at),
+        message: `unknown engine "${ref.name}" (${ref.who} would run on it); known engines: ${[...options.engines].sort().join(', ')}`,
+      });
     }
     if (typeof t.engine_args === 'string') {
       const parsed = shellParse(t.engine_args);
       if (parsed.some((x) => typeof x !== 'string')) {
-        error('engine-args', { range: rangeOfPath(root, ['tasks', i, 'engine_args'], index), path: `tasks[${i}].engine_args`, message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead' });
+        error('engine-args', {
+          range: rangeOfPath(root, ['tasks', i, 'engine_args'], index),
+          path: `tasks[${i}].engine_args`,
+          message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead',
+        });
       }
     }
   });
@@ -227,7 +343,9 @@ export function loadManifest(file: string, options: ParseOptions = {}): { manife
   try {
     text = fs.readFileSync(abs, 'utf8');
   } catch (e) {
-    throw new ManifestError([{ severity: 'error', code: 'unreadable', file: abs, range: null, path: '(file)', message: `cannot read the manifest: ${(e as Error).message}` }]);
+    throw new ManifestError([
+      { severity: 'error', code: 'unreadable', file: abs, range: null, path: '(file)', message: `cannot read the manifest: ${(e as Error).message}` },
+    ]);
   }
   const parsed = parseManifest(text, abs, options);
   const { manifest, problems } = parsed;
@@ -260,7 +378,11 @@ function suiteOf(t: Record<string, unknown>, data: Record<string, unknown>): { s
   return { suite: { command, timeoutMs: Math.round(seconds * 1000) } };
 }
 
-function toManifest(data: Record<string, unknown> & { tasks: Record<string, unknown>[] }, file: string, configRoute: Record<string, unknown> | null = null): Manifest {
+function toManifest(
+  data: Record<string, unknown> & { tasks: Record<string, unknown>[] },
+  file: string,
+  configRoute: Record<string, unknown> | null = null,
+): Manifest {
   const dir = path.dirname(file);
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
   const route = isObject(data.route) ? toRouteSpec(data.route, 'manifest') : configRoute ? toRouteSpec(configRoute, 'config') : null;
@@ -272,7 +394,7 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     check: (t.check as string | undefined) ?? plannerCheck((t.generate as { file: string }).file),
     expectFiles: withPlannerFile((t.expect_files as string[] | undefined) ?? [], t.generate),
     // engine "auto": the first candidate until an attempt is routed (run/route-choice.ts).
-    engine: auto(t) ? (route as RouteSpec).from[0]!.engine : str(t.engine) ?? str(data.engine) ?? DEFAULT_ENGINE,
+    engine: auto(t) ? (route as RouteSpec).from[0]!.engine : (str(t.engine) ?? str(data.engine) ?? DEFAULT_ENGINE),
     model: auto(t) ? (route as RouteSpec).from[0]!.model : blankAsNull(t.model),
     ...(auto(t) ? { route: route as RouteSpec } : {}),
     taskType: blankAsNull(t.task_type),
@@ -293,7 +415,9 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     ...(typeof t.max_attempt_usd === 'number' ? { maxAttemptUsd: t.max_attempt_usd } : {}),
     ...(typeof t.budget_tokens === 'number' ? { budgetTokens: t.budget_tokens } : {}),
     ...(typeof t.max_attempt_tokens === 'number' ? { maxAttemptTokens: t.max_attempt_tokens } : {}),
-    fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) })),
+    fallback: ((t.fallback as unknown[] | undefined) ?? []).map((f): EngineChoice =>
+      typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: str((f as { model?: unknown }).model) },
+    ),
     after: (t.after as string[] | undefined) ?? [],
     review: t.review === false ? null : reviewPolicy(isObject(t.review) ? t.review : data.review),
     guard: guardSwitches(data.guard, t.guard),
@@ -319,7 +443,15 @@ function toManifest(data: Record<string, unknown> & { tasks: Record<string, unkn
     baseRef: str(data.base_ref) ?? 'HEAD',
     budgetUsd: (data.budget_usd as number | undefined) ?? null,
     budgetTokens: (data.budget_tokens as number | undefined) ?? null,
-    ...(isObject(data.logins) ? { logins: Object.fromEntries(Object.entries(data.logins).filter(([, l]) => isObject(l)).map(([name, l]) => [name, loginOf(l as { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' })])) } : {}),
+    ...(isObject(data.logins)
+      ? {
+          logins: Object.fromEntries(
+            Object.entries(data.logins)
+              .filter(([, l]) => isObject(l))
+              .map(([name, l]) => [name, loginOf(l as { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' })]),
+          ),
+        }
+      : {}),
     setup: str(data.setup),
     include: (data.include as string[] | undefined) ?? [],
     pool: str(data.pool),
@@ -353,7 +485,11 @@ function reviewPolicy(v: unknown): ReviewPolicy | null {
 
 /** Schema-valid reviewer entries (an engine name, or `{engine, model}`) as EngineChoices. */
 function engineChoices(entries: unknown[]): EngineChoice[] {
-  return entries.map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof (f as { model?: unknown }).model === 'string' ? ((f as { model: string }).model) : null }));
+  return entries.map((f): EngineChoice =>
+    typeof f === 'string'
+      ? { engine: f, model: null }
+      : { engine: (f as { engine: string }).engine, model: typeof (f as { model?: unknown }).model === 'string' ? (f as { model: string }).model : null },
+  );
 }
 
 /** A schema-valid `critique` object as a CritiquePolicy (`rounds` defaults to 2, no time limit). */
@@ -425,7 +561,8 @@ function simplifyAjvErrors(errors: ErrorObject[]): ErrorObject[] {
  * breaks (the key is the last component of the branch `verdict/<run_id>/<key>`), with a key that would do.
  */
 function keyMessage(key: unknown): string {
-  const generic = 'a task key becomes a directory and a branch name: use only letters, digits, ".", "_" and "-", do not start with a dot, and never use ".." (no "/" or "\\")';
+  const generic =
+    'a task key becomes a directory and a branch name: use only letters, digits, ".", "_" and "-", do not start with a dot, and never use ".." (no "/" or "\\")';
   if (typeof key !== 'string' || !/^[A-Za-z0-9._-]+$/.test(key)) return generic;
   const reason = refComponentProblem(key);
   if (!reason) return generic;
@@ -462,7 +599,10 @@ function ajvMessage(e: ErrorObject, value?: unknown): string {
   if (e.keyword === 'type') return `must be ${(e.params as { type: string }).type}`;
   if (RANGE_KEYWORDS.has(e.keyword)) {
     const { comparison, limit } = e.params as { comparison: string; limit: number };
-    const timer = e.keyword === 'maximum' && limit === MAX_TIMER_S ? ` (seconds: Node's timers hold at most 2^31−1 ms, about 24.8 days, and a longer limit would fire at once)` : '';
+    const timer =
+      e.keyword === 'maximum' && limit === MAX_TIMER_S
+        ? ` (seconds: Node's timers hold at most 2^31−1 ms, about 24.8 days, and a longer limit would fire at once)`
+        : '';
     return `must be ${comparison} ${limit}, got ${JSON.stringify(value)}${timer}`;
   }
   return e.message ?? `fails ${e.keyword}`;
@@ -490,11 +630,20 @@ function describeParseError(code: string): string {
 }
 
 /** A validated `logins` entry as the run reads it (`billing` only when given). */
-function loginOf(l: { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' }): { engines: string[]; maxParallel: number; billing?: 'subscription' | 'metered' } {
+function loginOf(l: { engines: string[]; max_parallel: number; billing?: 'subscription' | 'metered' }): {
+  engines: string[];
+  maxParallel: number;
+  billing?: 'subscription' | 'metered';
+} {
   return { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) };
 }
 
 /** `distinguish` as the schema let it through (inputs and probe given), its defaults filled in: 20 inputs, 30 s. */
 function distinguishPolicy(d: Record<string, unknown>): DistinguishPolicy {
-  return { inputs: d.inputs as string, probe: d.probe as string, maxInputs: (d.max_inputs as number | undefined) ?? 20, timeoutMs: Math.round(((d.timeout_s as number | undefined) ?? 30) * 1000) };
+  return {
+    inputs: d.inputs as string,
+    probe: d.probe as string,
+    maxInputs: (d.max_inputs as number | undefined) ?? 20,
+    timeoutMs: Math.round(((d.timeout_s as number | undefined) ?? 30) * 1000),
+  };
 }

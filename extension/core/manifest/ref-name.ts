@@ -29,7 +29,12 @@ export function refComponentProblem(component: string): string | null {
   const bad = /[\x00-\x20\x7f~^:?*[\\/]/.exec(component);
   if (bad) {
     const c = bad[0];
-    const name = c === ' ' ? 'a space' : c.charCodeAt(0) < 0x20 || c === '\x7f' ? `the control character U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}` : `"${c}"`;
+    const name =
+      c === ' '
+        ? 'a space'
+        : c.charCodeAt(0) < 0x20 || c === '\x7f'
+          ? `the control character U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`
+          : `"${c}"`;
     return `it contains ${name}`;
   }
   return null;

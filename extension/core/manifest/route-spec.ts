@@ -29,29 +29,44 @@ export function parseRouteChoice(entry: string): RouteChoice {
  * `explore` not a number in [0, 1]; `min_tasks` not an integer ≥ 1; `seed` not a string; an unknown field.
  */
 export function routeProblems(block: unknown, engines?: ReadonlySet<string>): RouteProblem[] {
-  if (typeof block !== 'object' || block === null || Array.isArray(block)) return [{ at: [], message: 'route must be an object: {"from": ["engine:model", …], "prefer": "cost", "explore": 0.1, "min_tasks": 3}' }];
+  if (typeof block !== 'object' || block === null || Array.isArray(block))
+    return [{ at: [], message: 'route must be an object: {"from": ["engine:model", …], "prefer": "cost", "explore": 0.1, "min_tasks": 3}' }];
   const b = block as Record<string, unknown>;
   const out: RouteProblem[] = [];
-  for (const key of Object.keys(b)) if (!FIELDS.has(key)) out.push({ at: [key], message: `route.${key} is not a known field (known: ${[...FIELDS].join(', ')})` });
-  if (b.from === undefined) out.push({ at: [], message: 'route.from is missing: name the candidates auto picks from, e.g. ["codex:gpt-5-mini", "claude:haiku"]' });
+  for (const key of Object.keys(b))
+    if (!FIELDS.has(key)) out.push({ at: [key], message: `route.${key} is not a known field (known: ${[...FIELDS].join(', ')})` });
+  if (b.from === undefined)
+    out.push({ at: [], message: 'route.from is missing: name the candidates auto picks from, e.g. ["codex:gpt-5-mini", "claude:haiku"]' });
   else if (!Array.isArray(b.from)) out.push({ at: ['from'], message: 'route.from must be a list of "engine:model" strings' });
   else if (!b.from.length) out.push({ at: ['from'], message: 'route.from is empty: auto has no candidate to pick; name at least one "engine:model"' });
   else {
     const seen = new Set<string>();
     b.from.forEach((entry, j) => {
-      if (typeof entry !== 'string' || !entry.trim()) return void out.push({ at: ['from', j], message: `route.from[${j}] must be a non-empty "engine:model" string` });
+      if (typeof entry !== 'string' || !entry.trim())
+        return void out.push({ at: ['from', j], message: `route.from[${j}] must be a non-empty "engine:model" string` });
       const c = parseRouteChoice(entry);
       if (!c.engine) out.push({ at: ['from', j], message: `route.from[${j}] "${entry}" names no engine before the ":"` });
-      else if (c.model !== null && !c.model.trim()) out.push({ at: ['from', j], message: `route.from[${j}] "${entry}" has an empty model after the ":" (write "${c.engine}" alone for its default model)` });
+      else if (c.model !== null && !c.model.trim())
+        out.push({
+          at: ['from', j],
+          message: `route.from[${j}] "${entry}" has an empty model after the ":" (write "${c.engine}" alone for its default model)`,
+        });
       else if (c.engine === AUTO_ENGINE) out.push({ at: ['from', j], message: `route.from[${j}] cannot be "auto" itself` });
-      else if (engines && !engines.has(c.engine)) out.push({ at: ['from', j], message: `unknown engine "${c.engine}" in route.from[${j}]; known engines: ${[...engines].sort().join(', ')}` });
+      else if (engines && !engines.has(c.engine))
+        out.push({ at: ['from', j], message: `unknown engine "${c.engine}" in route.from[${j}]; known engines: ${[...engines].sort().join(', ')}` });
       else if (seen.has(entry)) out.push({ at: ['from', j], message: `route.from[${j}] "${entry}" is listed twice` });
       seen.add(entry);
     });
   }
-  if (b.prefer !== undefined && b.prefer !== 'cost' && b.prefer !== 'time' && b.prefer !== 'pass_rate') out.push({ at: ['prefer'], message: `route.prefer must be "cost", "time" or "pass_rate", got ${JSON.stringify(b.prefer)}` });
-  if (b.explore !== undefined && !(typeof b.explore === 'number' && b.explore >= 0 && b.explore <= 1)) out.push({ at: ['explore'], message: `route.explore is the share of decisions that explore and must be a number from 0 to 1, got ${JSON.stringify(b.explore)}` });
-  if (b.min_tasks !== undefined && !(Number.isInteger(b.min_tasks) && (b.min_tasks as number) >= 1 && (b.min_tasks as number) <= 1_000_000)) out.push({ at: ['min_tasks'], message: `route.min_tasks must be an integer from 1 to 1000000, got ${JSON.stringify(b.min_tasks)}` });
+  if (b.prefer !== undefined && b.prefer !== 'cost' && b.prefer !== 'time' && b.prefer !== 'pass_rate')
+    out.push({ at: ['prefer'], message: `route.prefer must be "cost", "time" or "pass_rate", got ${JSON.stringify(b.prefer)}` });
+  if (b.explore !== undefined && !(typeof b.explore === 'number' && b.explore >= 0 && b.explore <= 1))
+    out.push({
+      at: ['explore'],
+      message: `route.explore is the share of decisions that explore and must be a number from 0 to 1, got ${JSON.stringify(b.explore)}`,
+    });
+  if (b.min_tasks !== undefined && !(Number.isInteger(b.min_tasks) && (b.min_tasks as number) >= 1 && (b.min_tasks as number) <= 1_000_000))
+    out.push({ at: ['min_tasks'], message: `route.min_tasks must be an integer from 1 to 1000000, got ${JSON.stringify(b.min_tasks)}` });
   if (b.seed !== undefined && typeof b.seed !== 'string') out.push({ at: ['seed'], message: 'route.seed must be a string' });
   return out;
 }

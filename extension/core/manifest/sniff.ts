@@ -15,5 +15,11 @@ export function looksLikeRingerManifest(text: string): boolean {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
   const o = value as Record<string, unknown>;
   if ('manifest_version' in o || !Array.isArray(o.tasks) || o.tasks.length === 0) return false;
-  return o.tasks.every((t) => typeof t === 'object' && t !== null && typeof (t as Record<string, unknown>).spec === 'string' && typeof (t as Record<string, unknown>).check === 'string');
+  return o.tasks.every(
+    (t) =>
+      typeof t === 'object' &&
+      t !== null &&
+      typeof (t as Record<string, unknown>).spec === 'string' &&
+      typeof (t as Record<string, unknown>).check === 'string',
+  );
 }

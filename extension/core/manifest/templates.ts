@@ -143,9 +143,20 @@ export function listTemplates(dir: string): Template[] {
       const manifest = manifests.find((f) => f.replace(MANIFEST, '') === e.name) ?? (manifests.length === 1 ? manifests[0] : undefined);
       if (manifest === undefined) continue;
       const readme = fs.existsSync(path.join(full, 'README.md')) ? path.join(full, 'README.md') : undefined;
-      const summary = readme ? readmeSummary(fs.readFileSync(readme, 'utf8')) : { description: commentSummary(fs.readFileSync(path.join(full, manifest), 'utf8')) };
+      const summary = readme
+        ? readmeSummary(fs.readFileSync(readme, 'utf8'))
+        : { description: commentSummary(fs.readFileSync(path.join(full, manifest), 'utf8')) };
       const engines = manifestEngines(fs.readFileSync(path.join(full, manifest), 'utf8'));
-      out.push({ id: e.name, title: summary.title ?? e.name, description: summary.description, manifest: path.join(full, manifest), readme, files: [manifest, ...files.filter((f) => f !== manifest)], root: full, engines });
+      out.push({
+        id: e.name,
+        title: summary.title ?? e.name,
+        description: summary.description,
+        manifest: path.join(full, manifest),
+        readme,
+        files: [manifest, ...files.filter((f) => f !== manifest)],
+        root: full,
+        engines,
+      });
     } else if (e.isFile() && MANIFEST.test(e.name)) {
       const id = e.name.replace(MANIFEST, '');
       if (entries.some((o) => o.isDirectory() && o.name === id)) continue;
@@ -231,7 +242,8 @@ export function freeManifestName(t: Template, target: string): string {
  *   be created (EEXIST: it appeared after planning); files written before it stay.
  */
 export function writeTemplate(t: Template, target: string, plan: TemplatePlan): string[] {
-  if (plan.conflicts.length) throw new Error(`${plan.conflicts.map((c) => path.join(target, c)).join(', ')} already exist(s) with other contents; nothing was written`);
+  if (plan.conflicts.length)
+    throw new Error(`${plan.conflicts.map((c) => path.join(target, c)).join(', ')} already exist(s) with other contents; nothing was written`);
   const written: string[] = [];
   for (const { from, to } of plan.writes) {
     const src = path.join(t.root, from);

@@ -345,7 +345,12 @@ export interface ManifestProblem {
 /** Thrown by the loader when the manifest cannot run; `problems` lists every error (and warning) found. */
 export class ManifestError extends Error {
   constructor(readonly problems: ManifestProblem[]) {
-    super(problems.filter((p) => p.severity === 'error').map(formatProblem).join('\n'));
+    super(
+      problems
+        .filter((p) => p.severity === 'error')
+        .map(formatProblem)
+        .join('\n'),
+    );
     this.name = 'ManifestError';
   }
 }

@@ -57,13 +57,40 @@ export interface PoolTarget {
 }
 
 /** The worker's record of an attempt as stored in verdict_pool_attempts.record (AttemptRecord without local paths). */
-export type RemoteRecord = Omit<AttemptRecord, 'dir'> & { workerId?: string; logDir?: string; inputs?: { dir: string; omitted: { path: string; reason: string }[] } };
+export type RemoteRecord = Omit<AttemptRecord, 'dir'> & {
+  workerId?: string;
+  logDir?: string;
+  inputs?: { dir: string; omitted: { path: string; reason: string }[] };
+};
 
 /** state.json's `inputs.dir` of a pool attempt until its worker says where it copied them. */
 export const INPUTS_ON_WORKER = "(on the pool worker: its VERDICT_HOME's runs/<run_id>/tasks/<key>/inputs)";
 
 /** Fields of the worker's record that become the attempt's; the rest (who, what, which attempt) stays the orchestrator's. */
-const TAKEN: (keyof AttemptRecord)[] = ['host', 'harness', 'model', 'accessPlan', 'reasoningEffort', 'sandbox', 'startedAt', 'steps', 'workerPid', 'workerStartTime', 'worker', 'usage', 'seal', 'check', 'verdict', 'reason', 'costMicroUsd', 'commit', 'sealed', 'reviews', 'red', 'suite'];
+const TAKEN: (keyof AttemptRecord)[] = [
+  'host',
+  'harness',
+  'model',
+  'accessPlan',
+  'reasoningEffort',
+  'sandbox',
+  'startedAt',
+  'steps',
+  'workerPid',
+  'workerStartTime',
+  'worker',
+  'usage',
+  'seal',
+  'check',
+  'verdict',
+  'reason',
+  'costMicroUsd',
+  'commit',
+  'sealed',
+  'reviews',
+  'red',
+  'suite',
+];
 
 /**
  * Sends a run's attempts to the pool. One per run: `start()` before the run, `step()` as the run's only step,
@@ -79,7 +106,10 @@ export class PoolDispatcher {
   private readonly lease: number;
   private readonly trust: PoolTrust;
 
-  constructor(readonly target: PoolTarget, env: NodeJS.ProcessEnv = process.env) {
+  constructor(
+    readonly target: PoolTarget,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
     this.trust = target.trust ?? 'check';
     this.db = poolDb(target.url);
     this.boss = new PgBoss({ connectionString: target.url, schedule: false, max: 4 });
@@ -140,8 +170,20 @@ export class PoolDispatcher {
     await this.ensureQueue(queue, task);
     const jobId = uuidOf(`${job.runId}/${job.key}/${job.attempt}`);
     // Idempotent on run/task/attempt: a repeated send (after an outage hid whether the first one landed) adds nothing.
-    await this.query(`INSERT INTO verdict_pool_attempts (run_id, task_key, attempt, engine, queue, job_id) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, [job.runId, job.key, job.attempt, job.engine, queue, jobId], task);
-    await this.untilDone(() => this.boss.send(queue, job, { id: jobId, retryLimit: QUEUE_RETRIES, expireInSeconds: Math.ceil((job.timeoutMs + job.checkTimeoutMs) / 1000) + EXPIRY_MARGIN_S }), task);
+    await this.query(
+      `INSERT INTO verdict_pool_attempts (run_id, task_key, attempt, engine, queue, job_id) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+      [job.runId, job.key, job.attempt, job.engine, queue, jobId],
+      task,
+    );
+    await this.untilDone(
+      () =>
+        this.boss.send(queue, job, {
+          id: jobId,
+          retryLimit: QUEUE_RETRIES,
+          expireInSeconds: Math.ceil((job.timeoutMs + job.checkTimeoutMs) / 1000) + EXPIRY_MARGIN_S,
+        }),
+      task,
+    );
     ctx.emit({ type: 'task-note', key: job.key, note: `attempt ${job.attempt} queued on ${queue}` });
 
     let host: string | null = null;
@@ -160,7 +202,11 @@ export class PoolDispatcher {
         }
         if (task.abort.signal.aborted && !cancelSent) {
           cancelSent = true;
-          await this.query(`UPDATE verdict_pool_attempts SET cancel_requested = true WHERE run_id = $1 AND task_key = $2 AND attempt = $3`, [job.runId, job.key, job.attempt], null).catch(() => undefined);
+          await this.query(
+            `UPDATE verdict_pool_attempts SET cancel_requested = true WHERE run_id = $1 AND task_key = $2 AND attempt = $3`,
+            [job.runId, job.key, job.attempt],
+            null,
+          ).catch(() => undefined);
           if (!row.worker_id) {
             // Not claimed yet: withdrawn from the queue and settled here.
             await this.boss.cancel(queue, jobId).catch(() => undefined);
@@ -219,7 +265,11 @@ export class PoolDispatcher {
 
   /** Settles the attempt's row from here (the first settlement wins); true when this one did. */
   private async settleHere(job: AttemptJob, record: { verdict: string; reason: string; host?: string }): Promise<boolean> {
-    const r = await this.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL RETURNING attempt`, [job.runId, job.key, job.attempt, JSON.stringify({ ...record, settledBy: 'orchestrator' })], null);
+    const r = await this.query(
+      `UPDATE verdict_pool_attempts SET record = $4, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL RETURNING attempt`,
+      [job.runId, job.key, job.attempt, JSON.stringify({ ...record, settledBy: 'orchestrator' })],
+      null,
+    );
     return (r?.rowCount ?? 0) > 0;
   }
 
@@ -241,7 +291,17 @@ export class PoolDispatcher {
    * and passed (pool/recheck.ts; a failure there is a FAIL with both outputs, counted against the worker in
    * verdict_pool_mismatches); the task branch is then set here and on the remote.
    */
-  private async settleFrom(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, job: AttemptJob, remote: RemoteRecord & { settledBy?: string }, tail: string, logDir: string | null, claimedBy: string | null): Promise<Judgement> {
+  private async settleFrom(
+    ctx: AttemptContext,
+    task: TaskRuntime,
+    rec: AttemptRecord,
+    io: AttemptIo,
+    job: AttemptJob,
+    remote: RemoteRecord & { settledBy?: string },
+    tail: string,
+    logDir: string | null,
+    claimedBy: string | null,
+  ): Promise<Judgement> {
     if (remote.settledBy === 'orchestrator') {
       // Settled here before a worker's result arrived (cancelled before it was claimed, or its worker was lost).
       if (remote.verdict === 'CANCELLED') throw new Cancelled();
@@ -250,7 +310,9 @@ export class PoolDispatcher {
     // The worker that claimed the attempt's row, not the one its record names (a record is the worker's own word).
     rec.pool = { worker: claimedBy ?? (typeof remote.workerId === 'string' ? remote.workerId : null), trust: this.trust, recheck: null };
     // What the worker's record holds (a worker that could not run the attempt sends only its verdict and reason).
-    for (const f of TAKEN) if ((remote as unknown as Record<string, unknown>)[f] !== undefined) (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
+    for (const f of TAKEN)
+      if ((remote as unknown as Record<string, unknown>)[f] !== undefined)
+        (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
     // An engine of this run's subscription logins pays nothing per token, whatever cost the worker's engine reported.
     if (ctx.spend.billingOf(rec.engine).billing) {
       rec.costMicroUsd = null;
@@ -261,12 +323,28 @@ export class PoolDispatcher {
     fs.writeFileSync(files.worker, tail);
     if (rec.check) fs.writeFileSync(files.check, rec.check.output);
     if (rec.red) fs.writeFileSync(files.red, rec.red.output);
-    fs.writeFileSync(path.join(rec.dir, 'pool.json'), JSON.stringify({ host: remote.host, worker: remote.workerId ?? null, logs: logDir, note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`' }, null, 2));
+    fs.writeFileSync(
+      path.join(rec.dir, 'pool.json'),
+      JSON.stringify(
+        {
+          host: remote.host,
+          worker: remote.workerId ?? null,
+          logs: logDir,
+          note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`',
+        },
+        null,
+        2,
+      ),
+    );
     // Where the worker copied the inputs and what it left out (size caps, special files): its own record of them.
-    if (task.state.inputs && remote.inputs) task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
+    if (task.state.inputs && remote.inputs)
+      task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
     const verdict = remote.verdict ?? 'ERROR';
     if (verdict === 'PASS' && this.trust === 'check' && !rec.commit) {
-      return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS but no commit, so there is nothing to re-check here and it is not counted` };
+      return {
+        verdict: 'ERROR',
+        reason: `the worker on ${rec.host} reported a PASS but no commit, so there is nothing to re-check here and it is not counted`,
+      };
     }
     if (verdict === 'PASS' && rec.commit && task.state.branch && ctx.repo) {
       const ref = `refs/verdict/${ctx.runId}/${task.spec.key}/${rec.attempt}`;
@@ -277,7 +355,10 @@ export class PoolDispatcher {
         if (got !== rec.commit) throw new Error(`${ref} on the remote is ${got}, not the recorded ${rec.commit}`);
       } catch (e) {
         rec.commit = null;
-        return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS, but its commit could not be taken from the remote, so the work is not counted: ${(e as Error).message}` };
+        return {
+          verdict: 'ERROR',
+          reason: `the worker on ${rec.host} reported a PASS, but its commit could not be taken from the remote, so the work is not counted: ${(e as Error).message}`,
+        };
       }
       if (this.trust === 'check') {
         const judged = await this.recheck(ctx, task, rec, io, job);
@@ -290,7 +371,10 @@ export class PoolDispatcher {
         task.state.commit = rec.commit;
       } catch (e) {
         rec.commit = null;
-        return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported a PASS and its check passed here, but its commit could not be set on the task branch: ${(e as Error).message}` };
+        return {
+          verdict: 'ERROR',
+          reason: `the worker on ${rec.host} reported a PASS and its check passed here, but its commit could not be set on the task branch: ${(e as Error).message}`,
+        };
       }
     }
     return { verdict, reason: remote.reason };
@@ -307,12 +391,19 @@ export class PoolDispatcher {
     const reported = rec.check;
     const files = recordFiles(rec);
     fs.writeFileSync(files.workerCheck, reported?.output ?? '');
-    ctx.emit({ type: 'task-note', key: task.spec.key, note: `attempt ${rec.attempt}: ${rec.host} reported PASS for ${commit.slice(0, 10)}; its check runs again here` });
+    ctx.emit({
+      type: 'task-note',
+      key: task.spec.key,
+      note: `attempt ${rec.attempt}: ${rec.host} reported PASS for ${commit.slice(0, 10)}; its check runs again here`,
+    });
     const here = await recheckHere(ctx, task, rec, io, job);
     const pool = rec.pool as NonNullable<AttemptRecord['pool']>;
     if (!here.ran) {
       rec.commit = null;
-      return { verdict: 'ERROR', reason: `the worker on ${rec.host} reported PASS for ${commit.slice(0, 10)}, but its check could not be re-run here, so it is not counted: ${here.reason} (the config's "pool": {"trust": "worker"} takes workers' PASSes as reported)` };
+      return {
+        verdict: 'ERROR',
+        reason: `the worker on ${rec.host} reported PASS for ${commit.slice(0, 10)}, but its check could not be re-run here, so it is not counted: ${here.reason} (the config's "pool": {"trust": "worker"} takes workers' PASSes as reported)`,
+      };
     }
     pool.recheck = { passed: here.passed, exitCode: here.exitCode };
     rec.check = { receipt: here.receipt, output: here.output, exitCode: here.exitCode };
@@ -380,7 +471,14 @@ interface PollRow {
 }
 
 /** The payload of an attempt: the task as the manifest states it, nothing of this machine's environment. */
-export function jobOf(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, remote: string, inputs: JobInputs | null = null, red: JobRed[] | null = null): AttemptJob {
+export function jobOf(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  remote: string,
+  inputs: JobInputs | null = null,
+  red: JobRed[] | null = null,
+): AttemptJob {
   const { spec } = task;
   return {
     v: JOB_VERSION,

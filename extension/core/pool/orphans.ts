@@ -25,7 +25,9 @@ export function killOrphanedSandboxes(home: string, host: string): number[] {
   for (const run of readDirOrEmpty(path.join(home, 'runs'))) {
     for (const key of readDirOrEmpty(path.join(runDir(home, run), 'tasks'))) {
       const dir = path.join(runDir(home, run), 'tasks', key);
-      const states = readDirOrEmpty(dir).filter((f) => /^state-\d+\.json$/.test(f)).map((f) => readAttemptState(path.join(dir, f)));
+      const states = readDirOrEmpty(dir)
+        .filter((f) => /^state-\d+\.json$/.test(f))
+        .map((f) => readAttemptState(path.join(dir, f)));
       const orphaned = states.some((s) => s?.status === 'running' && s.host === host && !pidAlive(s.pid));
       const busy = states.some((s) => s === null || (s.status === 'running' && (s.host !== host || pidAlive(s.pid))));
       if (!orphaned || busy) continue;

@@ -116,7 +116,45 @@ const RUN_ID = /^\d{8}-\d{6}-[0-9a-f]{4}$/;
 /** The manifest's rule for task keys (safe as a folder and a branch name). */
 const KEY = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 const SHA = /^[0-9a-f]{40,64}$/;
-const FIELDS: (keyof AttemptJob)[] = ['v', 'runId', 'runName', 'identity', 'key', 'attempt', 'retry', 'engine', 'model', 'taskType', 'spec', 'failure', 'check', 'expectFiles', 'timeoutMs', 'checkTimeoutMs', 'watchdogMs', 'engineArgs', 'verified', 'network', 'protect', 'setup', 'remote', 'baseSha', 'branch', 'startFrom', 'group', 'candidate', 'review', 'guard', 'allowDeps', 'allowPaths', 'inputs', 'red', 'revising', 'hide', 'suite'];
+const FIELDS: (keyof AttemptJob)[] = [
+  'v',
+  'runId',
+  'runName',
+  'identity',
+  'key',
+  'attempt',
+  'retry',
+  'engine',
+  'model',
+  'taskType',
+  'spec',
+  'failure',
+  'check',
+  'expectFiles',
+  'timeoutMs',
+  'checkTimeoutMs',
+  'watchdogMs',
+  'engineArgs',
+  'verified',
+  'network',
+  'protect',
+  'setup',
+  'remote',
+  'baseSha',
+  'branch',
+  'startFrom',
+  'group',
+  'candidate',
+  'review',
+  'guard',
+  'allowDeps',
+  'allowPaths',
+  'inputs',
+  'red',
+  'revising',
+  'hide',
+  'suite',
+];
 
 /**
  * Checks a payload taken from the queue.
@@ -134,8 +172,12 @@ export function parseJob(data: unknown): AttemptJob {
   const strOrNull = (f: string) => (d[f] === null || typeof d[f] === 'string' ? (d[f] as string | null) : bad(f, 'a string or null'));
   const posInt = (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 ? (d[f] as number) : bad(f, 'a positive integer'));
   // A time limit a Node timer can hold (fs/timer.ts): a larger one would fire after 1 ms.
-  const timerMs = (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 && (d[f] as number) <= MAX_TIMER_MS ? (d[f] as number) : bad(f, `an integer number of ms from 1 to ${MAX_TIMER_MS}`));
-  const strings = (f: string) => (Array.isArray(d[f]) && (d[f] as unknown[]).every((s) => typeof s === 'string') ? (d[f] as string[]) : bad(f, 'an array of strings'));
+  const timerMs = (f: string) =>
+    Number.isInteger(d[f]) && (d[f] as number) > 0 && (d[f] as number) <= MAX_TIMER_MS
+      ? (d[f] as number)
+      : bad(f, `an integer number of ms from 1 to ${MAX_TIMER_MS}`);
+  const strings = (f: string) =>
+    Array.isArray(d[f]) && (d[f] as unknown[]).every((s) => typeof s === 'string') ? (d[f] as string[]) : bad(f, 'an array of strings');
   const bool = (f: string) => (typeof d[f] === 'boolean' ? (d[f] as boolean) : bad(f, 'true or false'));
   if (d.v !== JOB_VERSION) bad('v', String(JOB_VERSION));
   const runId = str('runId');
@@ -148,7 +190,14 @@ export function parseJob(data: unknown): AttemptJob {
   if (branch !== taskBranch(runId, key)) bad('branch', `${taskBranch(runId, key)}`);
   const startFrom = Array.isArray(d.startFrom) ? (d.startFrom as unknown[]) : bad('startFrom', 'an array');
   for (const p of startFrom) {
-    const ok = p && typeof p === 'object' && typeof (p as { key?: unknown }).key === 'string' && KEY.test((p as { key: string }).key) && typeof (p as { commit?: unknown }).commit === 'string' && SHA.test((p as { commit: string }).commit) && Object.keys(p).length === 2;
+    const ok =
+      p &&
+      typeof p === 'object' &&
+      typeof (p as { key?: unknown }).key === 'string' &&
+      KEY.test((p as { key: string }).key) &&
+      typeof (p as { commit?: unknown }).commit === 'string' &&
+      SHA.test((p as { commit: string }).commit) &&
+      Object.keys(p).length === 2;
     if (!ok) bad('startFrom', 'entries {key, commit}');
   }
   const remote = str('remote');
@@ -159,7 +208,8 @@ export function parseJob(data: unknown): AttemptJob {
   const candidate = d.candidate === null ? null : posInt('candidate');
   const guard = d.guard as Record<string, unknown> | null;
   const switches = ['secrets', 'stubs', 'deps', 'paths'];
-  if (!guard || typeof guard !== 'object' || Object.keys(guard).length !== 4 || !switches.every((k) => typeof guard[k] === 'boolean')) bad('guard', '{secrets, stubs, deps, paths} each true or false');
+  if (!guard || typeof guard !== 'object' || Object.keys(guard).length !== 4 || !switches.every((k) => typeof guard[k] === 'boolean'))
+    bad('guard', '{secrets, stubs, deps, paths} each true or false');
   const allowDeps = d.allowDeps === true ? true : strings('allowDeps');
   const allowPaths = d.allowPaths === null ? null : strings('allowPaths');
   const review = d.review === null ? null : reviewOf(d.review, bad);
@@ -169,12 +219,41 @@ export function parseJob(data: unknown): AttemptJob {
   const suite = d.suite === undefined ? null : suiteOf(d.suite, bad);
   if (hide.some((p) => !p.startsWith('/') && !p.startsWith('~/'))) bad('hide', 'absolute or ~/ paths');
   return {
-    v: JOB_VERSION, runId, runName: str('runName'), identity: str('identity'), key, attempt: posInt('attempt'), retry: bool('retry'),
-    engine: str('engine'), model: strOrNull('model'), taskType: strOrNull('taskType'), spec: str('spec'), failure: strOrNull('failure'),
-    check: str('check'), expectFiles: strings('expectFiles'), timeoutMs: timerMs('timeoutMs'), checkTimeoutMs: timerMs('checkTimeoutMs'), watchdogMs,
-    engineArgs: strings('engineArgs'), verified: strOrNull('verified'), network: d.network === 'host' ? 'host' : bool('network'), protect, setup: strOrNull('setup'),
-    remote, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], group: strOrNull('group'), candidate,
-    review, guard: guard as unknown as GuardSwitches, allowDeps, allowPaths, inputs, red, revising: bool('revising'),
+    v: JOB_VERSION,
+    runId,
+    runName: str('runName'),
+    identity: str('identity'),
+    key,
+    attempt: posInt('attempt'),
+    retry: bool('retry'),
+    engine: str('engine'),
+    model: strOrNull('model'),
+    taskType: strOrNull('taskType'),
+    spec: str('spec'),
+    failure: strOrNull('failure'),
+    check: str('check'),
+    expectFiles: strings('expectFiles'),
+    timeoutMs: timerMs('timeoutMs'),
+    checkTimeoutMs: timerMs('checkTimeoutMs'),
+    watchdogMs,
+    engineArgs: strings('engineArgs'),
+    verified: strOrNull('verified'),
+    network: d.network === 'host' ? 'host' : bool('network'),
+    protect,
+    setup: strOrNull('setup'),
+    remote,
+    baseSha,
+    branch,
+    startFrom: startFrom as AttemptJob['startFrom'],
+    group: strOrNull('group'),
+    candidate,
+    review,
+    guard: guard as unknown as GuardSwitches,
+    allowDeps,
+    allowPaths,
+    inputs,
+    red,
+    revising: bool('revising'),
     ...(hide.length ? { hide } : {}),
     ...(suite ? { suite } : {}),
   };
@@ -185,15 +264,28 @@ function suiteOf(v: unknown, bad: (field: string, want: string) => never): { com
   const want = `{command: a non-blank string, timeoutMs: an integer number of ms from 1 to ${MAX_TIMER_MS}}`;
   const r = v as Record<string, unknown> | null;
   if (!r || typeof r !== 'object' || Array.isArray(r) || Object.keys(r).length !== 2) return bad('suite', want);
-  if (typeof r.command !== 'string' || !r.command.trim() || !Number.isInteger(r.timeoutMs) || (r.timeoutMs as number) < 1 || (r.timeoutMs as number) > MAX_TIMER_MS) return bad('suite', want);
+  if (
+    typeof r.command !== 'string' ||
+    !r.command.trim() ||
+    !Number.isInteger(r.timeoutMs) ||
+    (r.timeoutMs as number) < 1 ||
+    (r.timeoutMs as number) > MAX_TIMER_MS
+  )
+    return bad('suite', want);
   return { command: r.command, timeoutMs: r.timeoutMs as number };
 }
 
 function reviewOf(v: unknown, bad: (field: string, want: string) => never): ReviewPolicy {
   const r = v as { engines?: unknown; require?: unknown };
   const engines = Array.isArray(r?.engines) ? (r.engines as unknown[]) : bad('review', '{engines, require}');
-  const okEngine = (e: unknown) => !!e && typeof e === 'object' && typeof (e as EngineChoice).engine === 'string' && ((e as EngineChoice).model === null || typeof (e as EngineChoice).model === 'string') && Object.keys(e).length === 2;
-  if (!engines.length || !engines.every(okEngine) || !['all', 'majority', 'any'].includes(r.require as string) || Object.keys(r).length !== 2) bad('review', '{engines: [{engine, model}], require: all|majority|any}');
+  const okEngine = (e: unknown) =>
+    !!e &&
+    typeof e === 'object' &&
+    typeof (e as EngineChoice).engine === 'string' &&
+    ((e as EngineChoice).model === null || typeof (e as EngineChoice).model === 'string') &&
+    Object.keys(e).length === 2;
+  if (!engines.length || !engines.every(okEngine) || !['all', 'majority', 'any'].includes(r.require as string) || Object.keys(r).length !== 2)
+    bad('review', '{engines: [{engine, model}], require: all|majority|any}');
   return { engines: engines as EngineChoice[], require: r.require as ReviewPolicy['require'] };
 }
 
@@ -211,10 +303,20 @@ function inputsOf(v: unknown, bad: (field: string, want: string) => never): JobI
   const seen = new Set<string>();
   for (const e of r.entries as unknown[]) {
     const entry = e as Record<string, unknown> | null;
-    if (!entry || typeof entry !== 'object' || Array.isArray(entry) || Object.keys(entry).length !== 2 || typeof entry.path !== 'string' || typeof entry.commit !== 'string') return bad('inputs', want);
+    if (
+      !entry ||
+      typeof entry !== 'object' ||
+      Array.isArray(entry) ||
+      Object.keys(entry).length !== 2 ||
+      typeof entry.path !== 'string' ||
+      typeof entry.commit !== 'string'
+    )
+      return bad('inputs', want);
     const parts = entry.path.split('/');
-    if (parts.length > 2 || !parts.every((p) => KEY.test(p) && !p.includes('..'))) bad('inputs', `entry paths "[folder/]name", each part [A-Za-z0-9._-] with no leading dot and no .. (got ${JSON.stringify(entry.path).slice(0, 80)})`);
-    if (r.anonymous && !/^[A-Z]$/.test(parts.at(-1) as string)) bad('inputs', `anonymous names are one capital letter (got ${JSON.stringify(entry.path).slice(0, 80)})`);
+    if (parts.length > 2 || !parts.every((p) => KEY.test(p) && !p.includes('..')))
+      bad('inputs', `entry paths "[folder/]name", each part [A-Za-z0-9._-] with no leading dot and no .. (got ${JSON.stringify(entry.path).slice(0, 80)})`);
+    if (r.anonymous && !/^[A-Z]$/.test(parts.at(-1) as string))
+      bad('inputs', `anonymous names are one capital letter (got ${JSON.stringify(entry.path).slice(0, 80)})`);
     if (seen.has(entry.path)) bad('inputs', `each path once (${entry.path} is there twice)`);
     seen.add(entry.path);
     if (!SHA.test(entry.commit)) bad('inputs', `entry commits are full commit shas (got ${JSON.stringify(entry.commit).slice(0, 80)})`);
@@ -232,10 +334,21 @@ function redOf(v: unknown, bad: (field: string, want: string) => never): JobRed[
   if (!Array.isArray(v) || !v.length || v.length > 50) return bad('red', want);
   for (const e of v as unknown[]) {
     const entry = e as Record<string, unknown> | null;
-    if (!entry || typeof entry !== 'object' || Array.isArray(entry) || Object.keys(entry).length !== 3 || typeof entry.file !== 'string' || typeof entry.implement !== 'string' || typeof entry.start !== 'string') return bad('red', want);
-    if (!KEY.test(entry.implement) || entry.implement.includes('..')) bad('red', `implement keys as task keys are (got ${JSON.stringify(entry.implement).slice(0, 80)})`);
+    if (
+      !entry ||
+      typeof entry !== 'object' ||
+      Array.isArray(entry) ||
+      Object.keys(entry).length !== 3 ||
+      typeof entry.file !== 'string' ||
+      typeof entry.implement !== 'string' ||
+      typeof entry.start !== 'string'
+    )
+      return bad('red', want);
+    if (!KEY.test(entry.implement) || entry.implement.includes('..'))
+      bad('red', `implement keys as task keys are (got ${JSON.stringify(entry.implement).slice(0, 80)})`);
     const parts = entry.file.split('/');
-    if (entry.file.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..')) bad('red', `files inside the task dir (got ${JSON.stringify(entry.file).slice(0, 80)})`);
+    if (entry.file.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..'))
+      bad('red', `files inside the task dir (got ${JSON.stringify(entry.file).slice(0, 80)})`);
     if (!SHA.test(entry.start)) bad('red', `start commits are full commit shas (got ${JSON.stringify(entry.start).slice(0, 80)})`);
   }
   return (v as JobRed[]).map((e) => ({ file: e.file, implement: e.implement, start: e.start }));

@@ -74,7 +74,13 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
         return { ran: false, reason: `the task's inputs could not be copied here: ${(e as Error).message}` };
       }
     }
-    const env = (): Record<string, string> => ({ ...io.taskEnv(), PORT: String(port), VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: String(rec.attempt), ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}) });
+    const env = (): Record<string, string> => ({
+      ...io.taskEnv(),
+      PORT: String(port),
+      VERDICT_TASK_DIR: dir,
+      VERDICT_ATTEMPT: String(rec.attempt),
+      ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}),
+    });
     try {
       await runSetup(ctx, task, dir, path.join(rec.dir, 'recheck-setup.log'), env());
     } catch (e) {
@@ -82,18 +88,72 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
       return { ran: false, reason: `setup failed here: ${(e as Error).message}` };
     }
     // Read-only to the check, as in the attempt's own check (run/steps/context.ts protectedPaths).
-    task.protected = protectedSet(dir, judgedCommands(spec), spec.protect, null, spec.expectFiles.map((f) => path.normalize(f)));
+    task.protected = protectedSet(
+      dir,
+      judgedCommands(spec),
+      spec.protect,
+      null,
+      spec.expectFiles.map((f) => path.normalize(f)),
+    );
     const where = taskCheckEnvironment(ctx, task, rec.attempt, { ...io, taskEnv: env }, null);
-    const check = await runCheck({ check: spec.check, taskDir: dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
+    const check = await runCheck({
+      check: spec.check,
+      taskDir: dir,
+      logFile: recordFiles(rec).check,
+      timeoutMs: spec.checkTimeoutMs,
+      env: where.env,
+      inherit: ctx.inheritedEnv,
+      expectFiles: spec.expectFiles,
+      signal: task.abort.signal,
+      sandbox: where.sandbox,
+      ...stepCaps(spec),
+    });
     if (check.receipt.cancelled) throw new Cancelled();
     const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
-    if (!check.passed) return { ran: true, passed: false, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: tampered.length ? `${check.reason} (run with the start commit's versions of the protected check inputs the commit changes: ${list})` : check.reason };
-    if (tampered.length) return { ran: true, passed: false, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: `the commit changes protected check inputs (${list}); the check passed with the start commit's versions of them` };
+    if (!check.passed)
+      return {
+        ran: true,
+        passed: false,
+        receipt: check.receipt,
+        output: check.output,
+        exitCode: check.receipt.exitCode,
+        reason: tampered.length
+          ? `${check.reason} (run with the start commit's versions of the protected check inputs the commit changes: ${list})`
+          : check.reason,
+      };
+    if (tampered.length)
+      return {
+        ran: true,
+        passed: false,
+        receipt: check.receipt,
+        output: check.output,
+        exitCode: check.receipt.exitCode,
+        reason: `the commit changes protected check inputs (${list}); the check passed with the start commit's versions of them`,
+      };
     // The full suite too (run/steps/suite.ts): a worker's word that it passed is no more believed than its check's.
     if (spec.suite) {
-      const suite = await runCheck({ check: spec.suite.command, taskDir: dir, logFile: recordFiles(rec).suite, timeoutMs: spec.suite.timeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
+      const suite = await runCheck({
+        check: spec.suite.command,
+        taskDir: dir,
+        logFile: recordFiles(rec).suite,
+        timeoutMs: spec.suite.timeoutMs,
+        env: where.env,
+        inherit: ctx.inheritedEnv,
+        expectFiles: [],
+        signal: task.abort.signal,
+        sandbox: where.sandbox,
+        ...stepCaps(spec),
+      });
       if (suite.receipt.cancelled) throw new Cancelled();
-      if (!suite.passed) return { ran: true, passed: false, receipt: suite.receipt, output: suite.output, exitCode: suite.receipt.exitCode, reason: suiteFailedReason(spec.suite.command, suite.reason.replace(/^the check /, ''), suite.output) };
+      if (!suite.passed)
+        return {
+          ran: true,
+          passed: false,
+          receipt: suite.receipt,
+          output: suite.output,
+          exitCode: suite.receipt.exitCode,
+          reason: suiteFailedReason(spec.suite.command, suite.reason.replace(/^the check /, ''), suite.output),
+        };
     }
     return { ran: true, passed: true, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: check.reason };
   } finally {

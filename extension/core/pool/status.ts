@@ -37,12 +37,21 @@ export async function readStatus(db: pg.Pool, lease: number): Promise<PoolStatus
   const workers = w.rows.map((r): PoolWorkerStatus => {
     const silentMs = Number(r.silent_ms);
     return {
-      workerId: r.worker_id, host: r.host, pid: r.pid, slots: r.slots, engines: r.engines, startedAt: new Date(r.started_at).getTime(), heartbeatAt: new Date(r.heartbeat_at).getTime(), silentMs,
+      workerId: r.worker_id,
+      host: r.host,
+      pid: r.pid,
+      slots: r.slots,
+      engines: r.engines,
+      startedAt: new Date(r.started_at).getTime(),
+      heartbeatAt: new Date(r.heartbeat_at).getTime(),
+      silentMs,
       state: r.stopped_at ? 'stopped' : silentMs > lease ? 'lost' : r.draining ? 'draining' : 'live',
       running: r.holds,
       mismatches: r.mismatches,
     };
   });
-  const q = await db.query(`SELECT engine, count(*) FILTER (WHERE worker_id IS NULL)::int AS waiting, count(*) FILTER (WHERE worker_id IS NOT NULL)::int AS running FROM verdict_pool_attempts WHERE record IS NULL GROUP BY engine ORDER BY engine`);
+  const q = await db.query(
+    `SELECT engine, count(*) FILTER (WHERE worker_id IS NULL)::int AS waiting, count(*) FILTER (WHERE worker_id IS NOT NULL)::int AS running FROM verdict_pool_attempts WHERE record IS NULL GROUP BY engine ORDER BY engine`,
+  );
   return { workers, queues: q.rows.map((r) => ({ engine: r.engine, waiting: r.waiting, running: r.running })) };
 }

@@ -88,7 +88,9 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
   await Promise.all(Array.from({ length: opts.slots }, slot));
   // Draining: every slot has finished its attempt.
   clearInterval(timer);
-  await w.db.query(`UPDATE verdict_pool_workers SET stopped_at = now(), draining = true, running = '{}' WHERE worker_id = $1`, [w.workerId]).catch(() => undefined);
+  await w.db
+    .query(`UPDATE verdict_pool_workers SET stopped_at = now(), draining = true, running = '{}' WHERE worker_id = $1`, [w.workerId])
+    .catch(() => undefined);
   await w.boss.stop({ graceful: false, wait: true }).catch(() => undefined);
   await w.db.end().catch(() => undefined);
   opts.log(`worker ${w.workerId} drained and stopped`);
@@ -124,7 +126,13 @@ async function startWorker(opts: PoolWorkerOptions): Promise<Worker> {
     for (const e of engines) await ensureQueue(boss, queueOf(e));
   });
   const workerId = `${opts.host}-${process.pid}-${crypto.randomBytes(3).toString('hex')}`;
-  await db.query(`INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, $2, $3, $4, $5)`, [workerId, opts.host, process.pid, opts.slots, engines]);
+  await db.query(`INSERT INTO verdict_pool_workers (worker_id, host, pid, slots, engines) VALUES ($1, $2, $3, $4, $5)`, [
+    workerId,
+    opts.host,
+    process.pid,
+    opts.slots,
+    engines,
+  ]);
   opts.log(`worker ${workerId}: ${opts.slots} slot(s), engines ${engines.join(', ')}`);
   return { opts, db, boss, workerId, engines, running: new Map() };
 }
@@ -137,9 +145,17 @@ function heartbeat(w: Worker): () => Promise<void> {
   let down = false;
   return async () => {
     try {
-      await w.db.query(`UPDATE verdict_pool_workers SET heartbeat_at = now(), draining = $2, running = $3 WHERE worker_id = $1`, [w.workerId, w.opts.signal.aborted, [...w.running.keys()]]);
-      const stop = await w.db.query(`SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE worker_id = $1 AND record IS NULL AND cancel_requested`, [w.workerId]);
-      for (const r of stop.rows as { run_id: string; task_key: string; attempt: number }[]) w.running.get(`${r.run_id}/${r.task_key}/${r.attempt}`)?.abort.abort();
+      await w.db.query(`UPDATE verdict_pool_workers SET heartbeat_at = now(), draining = $2, running = $3 WHERE worker_id = $1`, [
+        w.workerId,
+        w.opts.signal.aborted,
+        [...w.running.keys()],
+      ]);
+      const stop = await w.db.query(
+        `SELECT run_id, task_key, attempt FROM verdict_pool_attempts WHERE worker_id = $1 AND record IS NULL AND cancel_requested`,
+        [w.workerId],
+      );
+      for (const r of stop.rows as { run_id: string; task_key: string; attempt: number }[])
+        w.running.get(`${r.run_id}/${r.task_key}/${r.attempt}`)?.abort.abort();
       if (down) w.opts.log('the pool database answers again');
       down = false;
     } catch (e) {
@@ -161,7 +177,24 @@ async function handleJob(w: Worker, queue: string, job: PgBoss.Job<unknown>): Pr
     // Refused, and recorded where the orchestrator looks (when the payload names a row): never run.
     const d = (job.data ?? {}) as Record<string, unknown>;
     opts.log(`refused job ${job.id}: ${(e as Error).message}`);
-    await db.query(`UPDATE verdict_pool_attempts SET record = $4, finished_at = now(), worker_id = $5, host = $6 WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`, [String(d.runId), String(d.key), Number(d.attempt) || 0, JSON.stringify({ verdict: 'ERROR', reason: `refused by the pool worker on ${opts.host}: ${(e as Error).message}`, settledBy: 'orchestrator', host: opts.host }), workerId, opts.host]).catch(() => undefined);
+    await db
+      .query(
+        `UPDATE verdict_pool_attempts SET record = $4, finished_at = now(), worker_id = $5, host = $6 WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND record IS NULL`,
+        [
+          String(d.runId),
+          String(d.key),
+          Number(d.attempt) || 0,
+          JSON.stringify({
+            verdict: 'ERROR',
+            reason: `refused by the pool worker on ${opts.host}: ${(e as Error).message}`,
+            settledBy: 'orchestrator',
+            host: opts.host,
+          }),
+          workerId,
+          opts.host,
+        ],
+      )
+      .catch(() => undefined);
     // Cancelled, not failed: a refused payload is never retried.
     await boss.cancel(queue, job.id).catch(() => undefined);
     return;
@@ -178,13 +211,20 @@ async function handleJob(w: Worker, queue: string, job: PgBoss.Job<unknown>): Pr
   try {
     result = await runJob(parsed, task, opts);
   } catch (e) {
-    result = { record: { verdict: 'ERROR', reason: `the pool worker on ${opts.host} could not run it: ${(e as Error).message}`, host: opts.host, workerId }, tail: '', logDir: null };
+    result = {
+      record: { verdict: 'ERROR', reason: `the pool worker on ${opts.host} could not run it: ${(e as Error).message}`, host: opts.host, workerId },
+      tail: '',
+      logDir: null,
+    };
   }
   result.record.workerId = workerId;
   // Settled once, retried through an outage: the record is never lost and never written twice.
   for (;;) {
     try {
-      const done = await db.query(`UPDATE verdict_pool_attempts SET record = $5, log_tail = $6, log_dir = $7, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND worker_id = $4 AND record IS NULL RETURNING attempt`, [parsed.runId, parsed.key, parsed.attempt, workerId, JSON.stringify(result.record), result.tail, result.logDir]);
+      const done = await db.query(
+        `UPDATE verdict_pool_attempts SET record = $5, log_tail = $6, log_dir = $7, finished_at = now() WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND worker_id = $4 AND record IS NULL RETURNING attempt`,
+        [parsed.runId, parsed.key, parsed.attempt, workerId, JSON.stringify(result.record), result.tail, result.logDir],
+      );
       opts.log(`${id}: ${String(result.record.verdict)}${done.rowCount ? '' : ' (already settled elsewhere: not recorded)'}`);
       await boss.complete(queue, job.id).catch(() => undefined);
       break;
@@ -230,12 +270,29 @@ export function workerHome(home: string): string {
 /** The task as the attempt's steps see it, built from the payload alone. */
 function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
   const spec: TaskSpec = {
-    key: job.key, spec: job.spec, check: job.check, expectFiles: job.expectFiles, engine: job.engine, model: job.model, taskType: job.taskType,
-    timeoutMs: job.timeoutMs, checkTimeoutMs: job.checkTimeoutMs, watchdogMs: job.watchdogMs, engineArgs: job.engineArgs, verified: job.verified,
+    key: job.key,
+    spec: job.spec,
+    check: job.check,
+    expectFiles: job.expectFiles,
+    engine: job.engine,
+    model: job.model,
+    taskType: job.taskType,
+    timeoutMs: job.timeoutMs,
+    checkTimeoutMs: job.checkTimeoutMs,
+    watchdogMs: job.watchdogMs,
+    engineArgs: job.engineArgs,
+    verified: job.verified,
     // A payload never turns the sandbox off: full access is not a field a worker takes.
     fullAccess: false,
-    network: job.network, protect: job.protect, maxAttempts: 1, fallback: [], after: [],
-    review: job.review, guard: job.guard, allowDeps: job.allowDeps, allowPaths: job.allowPaths,
+    network: job.network,
+    protect: job.protect,
+    maxAttempts: 1,
+    fallback: [],
+    after: [],
+    review: job.review,
+    guard: job.guard,
+    allowDeps: job.allowDeps,
+    allowPaths: job.allowPaths,
     ...(job.group !== null ? { group: job.group } : {}),
     ...(job.candidate !== null ? { candidate: job.candidate } : {}),
     // What to copy is the payload's (task.inputSources); the spec says only whether the names are anonymous.
@@ -246,7 +303,20 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
   };
   const wHome = workerHome(opts.home);
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
-  const earlier: AttemptState[] = Array.from({ length: job.attempt - 1 }, (_, i) => ({ attempt: i + 1, phase: 'done', verdict: null, startedAt: 0, endedAt: null, workerPid: null, tokensIn: null, tokensOut: null, costMicroUsd: null, checkExitCode: null, dir: '', notes: 'ran on another pool worker' }));
+  const earlier: AttemptState[] = Array.from({ length: job.attempt - 1 }, (_, i) => ({
+    attempt: i + 1,
+    phase: 'done',
+    verdict: null,
+    startedAt: 0,
+    endedAt: null,
+    workerPid: null,
+    tokensIn: null,
+    tokensOut: null,
+    costMicroUsd: null,
+    checkExitCode: null,
+    dir: '',
+    notes: 'ran on another pool worker',
+  }));
   const task: TaskRuntime = {
     ...freshRuntime(),
     spec,
@@ -256,8 +326,31 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     failure: job.failure,
     startFrom: job.startFrom,
     ...(job.inputs ? { inputSources: job.inputs.entries } : {}),
-    state: { key: job.key, engine: job.engine, model: job.model, taskType: job.taskType, verified: job.verified, status: 'queued', dir: worktreePath(wHome, job.runId, job.key), branch: job.branch, commit: null, port: null, attempts: earlier },
-    summary: { key: job.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: job.verified, branch: job.branch, commit: null, reason: '', checkOutput: '' },
+    state: {
+      key: job.key,
+      engine: job.engine,
+      model: job.model,
+      taskType: job.taskType,
+      verified: job.verified,
+      status: 'queued',
+      dir: worktreePath(wHome, job.runId, job.key),
+      branch: job.branch,
+      commit: null,
+      port: null,
+      attempts: earlier,
+    },
+    summary: {
+      key: job.key,
+      verdict: 'CANCELLED',
+      attempts: 0,
+      durationMs: 0,
+      tokens: 0,
+      verified: job.verified,
+      branch: job.branch,
+      commit: null,
+      reason: '',
+      checkOutput: '',
+    },
   };
   // A critique's revision: its failure is the revision's text, and its prompt says so, as a local revision's does.
   if (job.revising) markRevision(task);
@@ -271,23 +364,66 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   // A task dir left by an earlier attempt of this task on this worker: removed (its records stay in the attempt dirs).
   await dropTaskDir(checkout, task.state.dir, job.branch);
   const manifest: Manifest = {
-    file: `pool:${job.runId}`, runName: job.runName, workdir: wHome, maxParallel: 1, worktrees: true, repo: checkout, baseRef: job.baseSha,
-    budgetUsd: null, budgetTokens: null, setup: job.setup, include: [], tasks: [task.spec], raw: {},
+    file: `pool:${job.runId}`,
+    runName: job.runName,
+    workdir: wHome,
+    maxParallel: 1,
+    worktrees: true,
+    repo: checkout,
+    baseRef: job.baseSha,
+    budgetUsd: null,
+    budgetTokens: null,
+    setup: job.setup,
+    include: [],
+    tasks: [task.spec],
+    raw: {},
   };
   const known = opts.known ?? opts.engines;
-  const pre = await preflight(manifest, known, opts.env, wHome, { sandbox: opts.sandbox, allowFullAccess: false, configSource: 'a pool worker never allows full_access' });
+  const pre = await preflight(manifest, known, opts.env, wHome, {
+    sandbox: opts.sandbox,
+    allowFullAccess: false,
+    configSource: 'a pool worker never allows full_access',
+  });
   task.containment = taskContainment(pre.containment, false);
   fs.mkdirSync(path.join(runDir(wHome, job.runId), 'tasks', job.key), { recursive: true });
   const stateFile = new StateFile(path.join(runDir(wHome, job.runId), 'tasks', job.key, `state-${job.attempt}.json`), {
-    version: 1, runId: job.runId, runName: job.runName, manifestFile: manifest.file, identity: job.identity, host: opts.host, pid: process.pid, status: 'running',
-    startedAt: Date.now(), heartbeatAt: Date.now(), endedAt: null, maxParallel: 1, worktrees: true, repo: checkout, baseRef: job.baseSha, baseSha: job.baseSha,
-    containment: pre.containment.summary, paused: false, draining: false, control: [], tasks: [task.state],
+    version: 1,
+    runId: job.runId,
+    runName: job.runName,
+    manifestFile: manifest.file,
+    identity: job.identity,
+    host: opts.host,
+    pid: process.pid,
+    status: 'running',
+    startedAt: Date.now(),
+    heartbeatAt: Date.now(),
+    endedAt: null,
+    maxParallel: 1,
+    worktrees: true,
+    repo: checkout,
+    baseRef: job.baseSha,
+    baseSha: job.baseSha,
+    containment: pre.containment.summary,
+    paused: false,
+    draining: false,
+    control: [],
+    tasks: [task.state],
   });
   const spend = new RunSpend(wHome, null, null);
   const ctx: AttemptContext = {
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
-    env: opts.env, runId: job.runId, stateFile, binaries: pre.binaries, repo: pre.repo, bwrap: pre.containment.bwrap, netstack: pre.containment.netstack, view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(job.hide ?? [])], expose: opts.expose }, opts.env),
-    emit: () => undefined, spend, recordErrors: [], stateBaselines: new Map(),
+    env: opts.env,
+    runId: job.runId,
+    stateFile,
+    binaries: pre.binaries,
+    repo: pre.repo,
+    bwrap: pre.containment.bwrap,
+    netstack: pre.containment.netstack,
+    view: sandboxView({ sockets: opts.sockets, hide: [...(opts.hide ?? []), ...(job.hide ?? [])], expose: opts.expose }, opts.env),
+    emit: () => undefined,
+    spend,
+    recordErrors: [],
+    stateBaselines: new Map(),
   };
   try {
     await runAttempt(ctx, task);
@@ -324,12 +460,23 @@ async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
       await simpleGit().clone(job.remote, dir, ['--no-checkout', '--quiet']);
     }
     const inputs = [...new Set([...job.startFrom, ...(job.inputs?.entries ?? [])].map((e) => sealedRef(job.runId, e.commit)))];
-    const refs = [`+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`, ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`), ...inputs.map((r) => `+${r}:${r}`)];
+    const refs = [
+      `+refs/verdict/${job.runId}/base:refs/verdict/${job.runId}/base`,
+      ...job.startFrom.map((p) => `+refs/verdict/${job.runId}/${p.key}/*:refs/verdict/${job.runId}/${p.key}/*`),
+      ...inputs.map((r) => `+${r}:${r}`),
+    ];
     await gitFor(dir).raw(['fetch', '--no-tags', '--quiet', '--', job.remote, ...refs]);
-    for (const sha of [job.baseSha, ...job.startFrom.map((p) => p.commit), ...(job.inputs?.entries ?? []).map((e) => e.commit), ...(job.red ?? []).map((r) => r.start)]) {
-      await gitFor(dir).raw(['cat-file', '-e', `${sha}^{commit}`]).catch(() => {
-        throw new Error(`commit ${sha} is not on the remote ${job.remote}`);
-      });
+    for (const sha of [
+      job.baseSha,
+      ...job.startFrom.map((p) => p.commit),
+      ...(job.inputs?.entries ?? []).map((e) => e.commit),
+      ...(job.red ?? []).map((r) => r.start),
+    ]) {
+      await gitFor(dir)
+        .raw(['cat-file', '-e', `${sha}^{commit}`])
+        .catch(() => {
+          throw new Error(`commit ${sha} is not on the remote ${job.remote}`);
+        });
     }
     return dir;
   });

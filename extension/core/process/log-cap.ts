@@ -45,7 +45,11 @@ export class LogCap {
    * @param start where the step's part of the log begins, bytes (earlier steps' output before it is left alone)
    * @param maxBytes the most the step's part may hold, bytes (at least 1 MiB)
    */
-  constructor(private readonly fd: number, private readonly start: number, readonly maxBytes: number) {
+  constructor(
+    private readonly fd: number,
+    private readonly start: number,
+    readonly maxBytes: number,
+  ) {
     this.headBytes = Math.floor(maxBytes / 4);
     this.keepBytes = Math.floor(maxBytes / 4);
     this.lineBytes = Buffer.byteLength(cutLine(0, maxBytes, false));
@@ -85,7 +89,7 @@ export class LogCap {
         const n = fs.readSync(this.fd, buf, 0, Math.min(buf.length, size - from), from);
         if (n <= 0) break;
         if (from + n > readTo) unread(Buffer.from(buf.subarray(Math.max(0, readTo - from), n)));
-        for (let at = 0; at < n; ) at += fs.writeSync(this.fd, buf, at, n - at, to + at);
+        for (let at = 0; at < n;) at += fs.writeSync(this.fd, buf, at, n - at, to + at);
         from += n;
         to += n;
       }

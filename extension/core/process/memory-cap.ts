@@ -91,7 +91,12 @@ export function probeMemoryCap(mountsText?: string, env: NodeJS.ProcessEnv = pro
       const parent = path.join(at, 'verdict');
       const problem = prepareParent('cgroup2', at, parent);
       if (problem) reasons.push(problem);
-      else return { kind: 'cgroup2', parent, line: `memory cap: cgroup v2 (${parent}): each step in its own cgroup with memory.max = the task's memory_mb, no swap; over it the step is killed and FAILs` };
+      else
+        return {
+          kind: 'cgroup2',
+          parent,
+          line: `memory cap: cgroup v2 (${parent}): each step in its own cgroup with memory.max = the task's memory_mb, no swap; over it the step is killed and FAILs`,
+        };
     }
   }
   for (const m of found.filter((f) => f.type === 'cgroup' && f.options.includes('memory'))) {
@@ -99,7 +104,12 @@ export function probeMemoryCap(mountsText?: string, env: NodeJS.ProcessEnv = pro
       const parent = path.join(at, 'verdict');
       const problem = prepareParent('cgroup1', at, parent);
       if (problem) reasons.push(problem);
-      else return { kind: 'cgroup1', parent, line: `memory cap: cgroup v1 (${parent}): each step in its own memory cgroup with memory.limit_in_bytes = the task's memory_mb; over it the step is killed and FAILs` };
+      else
+        return {
+          kind: 'cgroup1',
+          parent,
+          line: `memory cap: cgroup v1 (${parent}): each step in its own memory cgroup with memory.limit_in_bytes = the task's memory_mb; over it the step is killed and FAILs`,
+        };
     }
   }
   if (!found.length) reasons.push('no cgroup hierarchy is mounted');
@@ -108,7 +118,10 @@ export function probeMemoryCap(mountsText?: string, env: NodeJS.ProcessEnv = pro
 }
 
 function none(reason: string): MemoryCapMechanism {
-  const fix = process.getuid?.() === 0 ? 'mount a cgroup hierarchy with the memory controller (cgroup v2 at /sys/fs/cgroup)' : 'run as root (an unprivileged user gets no cgroup here)';
+  const fix =
+    process.getuid?.() === 0
+      ? 'mount a cgroup hierarchy with the memory controller (cgroup v2 at /sys/fs/cgroup)'
+      : 'run as root (an unprivileged user gets no cgroup here)';
   return { kind: 'none', parent: null, line: `memory cap: none — ${reason}; steps run without a memory limit (rows say mem_cap "none"). To cap them: ${fix}` };
 }
 
@@ -255,7 +268,12 @@ export function createStepCgroup(mech: MemoryCapMechanism, limitMb: number): Ste
       return null;
     }
   };
-  const pids = (): number[] => (read('cgroup.procs') ?? '').split('\n').filter(Boolean).map(Number).filter((n) => n > 1);
+  const pids = (): number[] =>
+    (read('cgroup.procs') ?? '')
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
+      .filter((n) => n > 1);
   const killAll = () => {
     if (kind === 'cgroup2' && fs.existsSync(path.join(dir, 'cgroup.kill'))) {
       try {

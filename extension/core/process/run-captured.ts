@@ -88,7 +88,13 @@ export async function runQuiet(file: string, args: readonly string[], opts: Omit
 type Ended = Omit<CapturedBytes, 'stdout' | 'stderr'>;
 
 /** Starts the command through the helper and waits for its end; with `maxBuffer`, output past it kills its group. */
-async function runInHelper(file: string, args: readonly string[], opts: RunCapturedOptions, maxBuffer: number | null, io: { log: string; errLog?: string; stdin?: string }): Promise<Ended> {
+async function runInHelper(
+  file: string,
+  args: readonly string[],
+  opts: RunCapturedOptions,
+  maxBuffer: number | null,
+  io: { log: string; errLog?: string; stdin?: string },
+): Promise<Ended> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(opts.env ?? {})) if (v !== undefined) env[k] = v;
   let spawned;

@@ -41,7 +41,11 @@ export function runForked(file: string, args: readonly string[], opts: RunCaptur
     let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
     try {
       const stdin = opts.input === undefined ? 'ignore' : 'pipe';
-      child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: [stdin, 'pipe', 'pipe'] as const }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+      child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: [stdin, 'pipe', 'pipe'] as const }) as ChildProcessByStdio<
+        Writable | null,
+        Readable,
+        Readable
+      >;
     } catch (e) {
       resolve({ exitCode: null, signal: null, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), timedOut: false, error: e as Error });
       return;

@@ -160,7 +160,10 @@ export function namedBacks(roots: readonly CoveredRoot[], texts: Iterable<string
   // A bind inside another bind of the same root is already shown by it.
   for (const [root, backs] of out) {
     const dirs = backs.filter((b) => b.link === null).map((b) => b.path);
-    out.set(root, backs.filter((b) => !dirs.some((d) => d !== b.path && b.path.startsWith(`${d}/`))));
+    out.set(
+      root,
+      backs.filter((b) => !dirs.some((d) => d !== b.path && b.path.startsWith(`${d}/`))),
+    );
   }
   return out;
 }
@@ -245,7 +248,12 @@ export function viewOf(mounts: readonly ViewMount[], p: string): PathView {
  * kept only when it is a socket there; one `hiddenByName` says is hidden is passed over without a system call (most
  * of a desktop's sockets lie in /run/user and /tmp: {@link coveredByName}). Never throws.
  */
-export function socketsToCover(candidates: readonly string[], mounts: readonly ViewMount[], declared: readonly string[] = [], hiddenByName: (p: string) => boolean = () => false): string[] {
+export function socketsToCover(
+  candidates: readonly string[],
+  mounts: readonly ViewMount[],
+  declared: readonly string[] = [],
+  hiddenByName: (p: string) => boolean = () => false,
+): string[] {
   const realDirs = new Map<string, string | null>();
   const realDir = (dir: string): string | null => {
     if (!realDirs.has(dir)) {

@@ -12,16 +12,24 @@ import { execa } from 'execa';
 import { findBinary } from '../../../engines/find-binary';
 import { readDirOrEmpty } from '../fs/read-dir';
 import { isExecutable, resolveCommand } from './resolve-command';
-import { boundSocketPaths, coveredByName, coveredRoots, HOME_SOCKET_DIRS, namedBacks, socketsToCover, viewOf, type PathView, type ViewMount } from './sandbox-view';
+import {
+  boundSocketPaths,
+  coveredByName,
+  coveredRoots,
+  HOME_SOCKET_DIRS,
+  namedBacks,
+  socketsToCover,
+  viewOf,
+  type PathView,
+  type ViewMount,
+} from './sandbox-view';
 import { emptyFile, looksLikeCredential, secretCovers, secretPlaces } from './secrets';
 
 /** The containment a step ran under, as recorded in every eval row (`sandbox`). */
 export type Containment = 'bwrap' | 'none';
 
 /** What this machine offers: bubblewrap that was seen to work, or nothing, with the reason in one line. */
-export type SandboxProbe =
-  | { kind: 'bwrap'; binary: string; version: string }
-  | { kind: 'none'; reason: string };
+export type SandboxProbe = { kind: 'bwrap'; binary: string; version: string } | { kind: 'none'; reason: string };
 
 /**
  * How a run asks for containment: `auto` (the default) uses bubblewrap and refuses to start without it; `off`
@@ -50,15 +58,34 @@ async function probe(env: NodeJS.ProcessEnv): Promise<SandboxProbe> {
   if (process.platform !== 'linux') return { kind: 'none', reason: `bubblewrap runs only on Linux (this is ${process.platform})` };
   if (env.VERDICT_BWRAP && !isExecutable(env.VERDICT_BWRAP)) return { kind: 'none', reason: `VERDICT_BWRAP=${env.VERDICT_BWRAP} is not an executable file` };
   const binary = env.VERDICT_BWRAP || findBinary('bwrap', env.PATH ?? '');
-  if (!binary) return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap (Fedora)' };
+  if (!binary)
+    return { kind: 'none', reason: 'bubblewrap (bwrap) is not installed: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap (Fedora)' };
   try {
     const version = await execa(binary, ['--version'], { reject: false, timeout: 5000, stdin: 'ignore' });
-    const trial = await execa(binary, ['--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'], { reject: false, timeout: 10_000, stdin: 'ignore', all: true });
+    const trial = await execa(
+      binary,
+      ['--die-with-parent', '--unshare-user', '--unshare-pid', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', 'true'],
+      { reject: false, timeout: 10_000, stdin: 'ignore', all: true },
+    );
     if (trial.exitCode !== 0) {
-      const why = String(trial.all ?? '').trim().split('\n').pop() || `exit ${trial.exitCode ?? trial.signal}`;
-      return { kind: 'none', reason: `bubblewrap is installed (${binary}) but cannot make a sandbox here: ${why} (user namespaces disabled, or an AppArmor/container policy forbids them)` };
+      const why =
+        String(trial.all ?? '')
+          .trim()
+          .split('\n')
+          .pop() || `exit ${trial.exitCode ?? trial.signal}`;
+      return {
+        kind: 'none',
+        reason: `bubblewrap is installed (${binary}) but cannot make a sandbox here: ${why} (user namespaces disabled, or an AppArmor/container policy forbids them)`,
+      };
     }
-    return { kind: 'bwrap', binary, version: String(version.stdout).trim().replace(/^bubblewrap\s*/, '') || 'unknown' };
+    return {
+      kind: 'bwrap',
+      binary,
+      version:
+        String(version.stdout)
+          .trim()
+          .replace(/^bubblewrap\s*/, '') || 'unknown',
+    };
   } catch (e) {
     return { kind: 'none', reason: `bubblewrap (${binary}) could not be started: ${(e as Error).message}` };
   }
@@ -181,7 +208,15 @@ export interface BwrapPlan {
  *   holder of the parent-death signal, which it can clear (prctl) before leaving its process group: it then outlives
  *   its bwrap (seen).
  */
-export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: string[], files: string[] = [], env: NodeJS.ProcessEnv = {}, infoFd = false): { file: string; args: string[] } {
+export function bwrapCommand(
+  plan: BwrapPlan,
+  cwd: string,
+  file: string,
+  args: string[],
+  files: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  infoFd = false,
+): { file: string; args: string[] } {
   // --unshare-user: a step started by root keeps no capability outside its own user namespace (the host's network,
   // device nodes, other processes). Inside it, though, bubblewrap leaves a root caller's capabilities in place, and the
   // sandbox's mount namespace belongs to that user namespace: with CAP_SYS_ADMIN a root step ran `mount -o
@@ -210,7 +245,11 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   for (const dir of sockets.dirs) mount(dir, '--tmpfs', dir);
   // The user's secrets (secrets.ts): each folder an empty tmpfs (read-only once the mounts are made), each file an
   // empty read-only file; what the plan binds after them (the step's own folders, its engine's login) shows over them.
-  const secrets = secretCovers(secretPlaces(knownHomes(env), [env, process.env], plan.hide ?? [], plan.credentialEnv ?? []), [cwd, file, ...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? [])], plan.expose ?? []);
+  const secrets = secretCovers(
+    secretPlaces(knownHomes(env), [env, process.env], plan.hide ?? [], plan.credentialEnv ?? []),
+    [cwd, file, ...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? [])],
+    plan.expose ?? [],
+  );
   const shownSoFar = viewMounts(ops);
   const secretDirs = secrets.dirs.filter((d) => viewOf(shownSoFar, d) !== 'hidden');
   for (const dir of secretDirs) mount(dir, '--tmpfs', dir);
@@ -236,7 +275,8 @@ export function bwrapCommand(plan: BwrapPlan, cwd: string, file: string, args: s
   const readOnlyBind = (dest: string) => ops.push({ dest, op: ['--ro-bind', from(dest), dest], elidable: from(dest) === dest });
   for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) readOnlyBind(dir);
   for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) mount(dir, '--bind', from(dir), dir);
-  for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) mount(dir, '--perms', '0700', '--tmpfs', dir);
+  for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length))
+    mount(dir, '--perms', '0700', '--tmpfs', dir);
   for (const p of [...new Set((plan.sharedPaths ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
     if (fs.existsSync(p)) mount(p, '--bind', p, p);
   }
@@ -362,13 +402,17 @@ export function probeNetstack(env: NodeJS.ProcessEnv = process.env, fresh = fals
 
 async function probeSlirp(env: NodeJS.ProcessEnv): Promise<NetstackProbe> {
   if (process.platform !== 'linux') return { kind: 'none', reason: `slirp4netns runs only on Linux (this is ${process.platform})` };
-  if (env.VERDICT_SLIRP4NETNS !== undefined && !isExecutable(env.VERDICT_SLIRP4NETNS)) return { kind: 'none', reason: `VERDICT_SLIRP4NETNS=${env.VERDICT_SLIRP4NETNS} is not an executable file` };
+  if (env.VERDICT_SLIRP4NETNS !== undefined && !isExecutable(env.VERDICT_SLIRP4NETNS))
+    return { kind: 'none', reason: `VERDICT_SLIRP4NETNS=${env.VERDICT_SLIRP4NETNS} is not an executable file` };
   const binary = env.VERDICT_SLIRP4NETNS || findBinary('slirp4netns', env.PATH ?? '');
   if (!binary) return { kind: 'none', reason: 'slirp4netns is not installed: apt-get install slirp4netns (Debian/Ubuntu) or dnf install slirp4netns (Fedora)' };
   try {
     fs.accessSync('/dev/net/tun', fs.constants.R_OK | fs.constants.W_OK);
   } catch (e) {
-    return { kind: 'none', reason: `slirp4netns is installed (${binary}) but /dev/net/tun cannot be opened (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): as root, \`mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200\` where it is missing, \`chmod 0666 /dev/net/tun\` where it is root's only` };
+    return {
+      kind: 'none',
+      reason: `slirp4netns is installed (${binary}) but /dev/net/tun cannot be opened (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): as root, \`mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200\` where it is missing, \`chmod 0666 /dev/net/tun\` where it is root's only`,
+    };
   }
   try {
     const version = await execa(binary, ['--version'], { reject: false, timeout: 5000, stdin: 'ignore' });
@@ -463,7 +507,13 @@ export function knownHomes(env: NodeJS.ProcessEnv): string[] {
       accountHome = null;
     }
   }
-  return [...new Set([env.HOME, process.env.HOME, accountHome].filter((h): h is string => typeof h === 'string' && path.isAbsolute(h) && path.resolve(h) !== '/').map((h) => path.resolve(h)))];
+  return [
+    ...new Set(
+      [env.HOME, process.env.HOME, accountHome]
+        .filter((h): h is string => typeof h === 'string' && path.isAbsolute(h) && path.resolve(h) !== '/')
+        .map((h) => path.resolve(h)),
+    ),
+  ];
 }
 let accountHome: string | null | undefined;
 
@@ -489,7 +539,10 @@ export function socketCoverReport(env: NodeJS.ProcessEnv, declared: readonly str
   const roots = coveredRoots();
   const homeFolders = hostSocketCovers(homeSocketDirs(env), []).dirs;
   const bound = boundSocketPaths();
-  const mounts: ViewMount[] = [...roots.map((r) => ({ dest: r.root, view: 'hidden' as const })), ...homeFolders.map((d) => ({ dest: d, view: 'hidden' as const }))];
+  const mounts: ViewMount[] = [
+    ...roots.map((r) => ({ dest: r.root, view: 'hidden' as const })),
+    ...homeFolders.map((d) => ({ dest: d, view: 'hidden' as const })),
+  ];
   const covered = socketsToCover(bound, mounts, declaredSockets(declared), coveredByName(roots, new Map()));
   const isSocket = (p: string) => {
     try {
@@ -517,7 +570,10 @@ export interface SecretsReport {
  */
 export function secretsReport(env: NodeJS.ProcessEnv, hide: readonly string[], expose: readonly string[]): SecretsReport {
   const covers = secretCovers(secretPlaces(knownHomes(env), [env], hide), [], expose);
-  const droppedEnv = Object.entries(env).filter(([k, v]) => v !== undefined && looksLikeCredential(k, v)).map(([k]) => k).sort();
+  const droppedEnv = Object.entries(env)
+    .filter(([k, v]) => v !== undefined && looksLikeCredential(k, v))
+    .map(([k]) => k)
+    .sort();
   return { hidden: [...covers.dirs, ...covers.files].sort(), exposed: expose.filter((e) => fs.existsSync(e)), droppedEnv };
 }
 
@@ -540,7 +596,17 @@ function namedTexts(plan: BwrapPlan, cwd: string, file: string, args: string[], 
       return '';
     }
   };
-  const out = [...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.readOnly ?? []), ...(plan.privateFiles ?? []), ...(plan.hidden ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? []), cwd, file].map((p) => path.resolve(p));
+  const out = [
+    ...plan.writable,
+    ...(plan.readOnlyDirs ?? []),
+    ...(plan.readOnly ?? []),
+    ...(plan.privateFiles ?? []),
+    ...(plan.hidden ?? []),
+    ...(plan.privateDirs ?? []),
+    ...(plan.sharedPaths ?? []),
+    cwd,
+    file,
+  ].map((p) => path.resolve(p));
   out.push(real(file), ...args);
   for (const v of Object.values(env)) if (v) out.push(v);
   out.push(...pathReals(env.PATH ?? '', real));
@@ -557,7 +623,10 @@ const pathRealsCache = new Map<string, string[]>();
 function pathReals(pathEnv: string, real: (p: string) => string): string[] {
   let out = pathRealsCache.get(pathEnv);
   if (!out) {
-    out = pathEnv.split(':').filter((d) => path.isAbsolute(d)).map(real);
+    out = pathEnv
+      .split(':')
+      .filter((d) => path.isAbsolute(d))
+      .map(real);
     const node = resolveCommand('node', pathEnv);
     if (node) out.push(real(node));
     pathRealsCache.set(pathEnv, out);
@@ -581,7 +650,10 @@ function declaredSockets(paths: readonly string[]): string[] {
 
 /** The sandbox's mounts as {@link socketsToCover} reads them: /dev and /proc are the step's own, then each mount's effect. */
 function viewMounts(ops: readonly Mount[]): ViewMount[] {
-  const out: ViewMount[] = [{ dest: '/dev', view: 'hidden' }, { dest: '/proc', view: 'hidden' }];
+  const out: ViewMount[] = [
+    { dest: '/dev', view: 'hidden' },
+    { dest: '/proc', view: 'hidden' },
+  ];
   for (const o of ops) {
     const kind = o.op[0];
     if (kind === '--remount-ro') continue;
@@ -596,7 +668,23 @@ function viewMounts(ops: readonly Mount[]): ViewMount[] {
  * Environment variables that point a step at the user's own agents and sessions (ssh-agent, the D-Bus session bus,
  * tmux, VS Code's IPC, the display): removed from every sandboxed step's environment.
  */
-export const SESSION_ENV = ['SSH_AUTH_SOCK', 'SSH_AGENT_PID', 'DBUS_SESSION_BUS_ADDRESS', 'TMUX', 'TMUX_PANE', 'STY', 'VSCODE_IPC_HOOK', 'VSCODE_IPC_HOOK_CLI', 'VSCODE_GIT_IPC_HANDLE', 'DISPLAY', 'WAYLAND_DISPLAY', 'XAUTHORITY', 'GPG_AGENT_INFO', 'XDG_RUNTIME_DIR', 'DOCKER_HOST'];
+export const SESSION_ENV = [
+  'SSH_AUTH_SOCK',
+  'SSH_AGENT_PID',
+  'DBUS_SESSION_BUS_ADDRESS',
+  'TMUX',
+  'TMUX_PANE',
+  'STY',
+  'VSCODE_IPC_HOOK',
+  'VSCODE_IPC_HOOK_CLI',
+  'VSCODE_GIT_IPC_HANDLE',
+  'DISPLAY',
+  'WAYLAND_DISPLAY',
+  'XAUTHORITY',
+  'GPG_AGENT_INFO',
+  'XDG_RUNTIME_DIR',
+  'DOCKER_HOST',
+];
 
 function privateFileDirs(files: string[]): string[] {
   return [...new Set(files.filter((f) => fs.existsSync(f)).map((f) => path.dirname(f)))];
@@ -611,13 +699,16 @@ function privateFileDirs(files: string[]): string[] {
 export function expandStatePath(template: string, env: NodeJS.ProcessEnv, home: string): string | null {
   if (env.UID === undefined && process.getuid) env = { ...env, UID: String(process.getuid()) };
   let missing = false;
-  const expanded = template.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_m, braced: string | undefined, fallback: string | undefined, bare: string | undefined) => {
-    const value = env[(braced ?? bare) as string];
-    if (value) return value;
-    if (fallback !== undefined) return expandStatePath(fallback, env, home) ?? '';
-    missing = true;
-    return '';
-  });
+  const expanded = template.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_m, braced: string | undefined, fallback: string | undefined, bare: string | undefined) => {
+      const value = env[(braced ?? bare) as string];
+      if (value) return value;
+      if (fallback !== undefined) return expandStatePath(fallback, env, home) ?? '';
+      missing = true;
+      return '';
+    },
+  );
   if (missing || !expanded) return null;
   const withHome = expanded === '~' ? home : expanded.startsWith('~/') ? path.join(home, expanded.slice(2)) : expanded;
   return path.isAbsolute(withHome) ? path.resolve(withHome) : null;

@@ -16,8 +16,23 @@ import path from 'node:path';
  * stored credentials, GitHub CLI's token, Verdict's own config folder (its Postgres URLs) and Ringer's.
  */
 export const HOME_SECRETS: readonly string[] = [
-  '.ssh', '.gnupg', '.aws', '.azure', '.config/gcloud', '.kube', '.docker', '.netrc', '.pgpass', '.npmrc', '.pypirc',
-  '.git-credentials', '.config/git/credentials', '.config/gh', '.config/verdict', '.ringer', '.config/ringer',
+  '.ssh',
+  '.gnupg',
+  '.aws',
+  '.azure',
+  '.config/gcloud',
+  '.kube',
+  '.docker',
+  '.netrc',
+  '.pgpass',
+  '.npmrc',
+  '.pypirc',
+  '.git-credentials',
+  '.config/git/credentials',
+  '.config/gh',
+  '.config/verdict',
+  '.ringer',
+  '.config/ringer',
 ];
 
 /**
@@ -28,8 +43,21 @@ export const HOME_SECRETS: readonly string[] = [
  * PGSERVICEFILE, Google's GOOGLE_APPLICATION_CREDENTIALS, Verdict's VERDICT_CONFIG, Ringer's RINGER_CONFIG).
  */
 const ENV_SECRETS: readonly string[] = [
-  'GNUPGHOME', 'CLOUDSDK_CONFIG', 'GH_CONFIG_DIR', 'DOCKER_CONFIG', 'AWS_CONFIG_FILE', 'AWS_SHARED_CREDENTIALS_FILE', 'NPM_CONFIG_USERCONFIG',
-  'npm_config_userconfig', 'NETRC', 'PGPASSFILE', 'PGSERVICEFILE', 'GOOGLE_APPLICATION_CREDENTIALS', 'KUBECONFIG', 'VERDICT_CONFIG', 'RINGER_CONFIG',
+  'GNUPGHOME',
+  'CLOUDSDK_CONFIG',
+  'GH_CONFIG_DIR',
+  'DOCKER_CONFIG',
+  'AWS_CONFIG_FILE',
+  'AWS_SHARED_CREDENTIALS_FILE',
+  'NPM_CONFIG_USERCONFIG',
+  'npm_config_userconfig',
+  'NETRC',
+  'PGPASSFILE',
+  'PGSERVICEFILE',
+  'GOOGLE_APPLICATION_CREDENTIALS',
+  'KUBECONFIG',
+  'VERDICT_CONFIG',
+  'RINGER_CONFIG',
 ];
 
 /** Under $XDG_CONFIG_HOME (when it is set and not ~/.config, already in {@link HOME_SECRETS}): the same folders. */
@@ -41,7 +69,12 @@ const XDG_SECRETS: readonly string[] = ['verdict', 'ringer', 'gh', 'git/credenti
  * force), each absolute, once, as named (not resolved). A variable of `own` (the step's engine's credentials:
  * GOOGLE_APPLICATION_CREDENTIALS for gemini) names no place: that engine reads its login there. Pure.
  */
-export function secretPlaces(homes: readonly string[], envs: readonly NodeJS.ProcessEnv[], extra: readonly string[] = [], own: readonly string[] = []): string[] {
+export function secretPlaces(
+  homes: readonly string[],
+  envs: readonly NodeJS.ProcessEnv[],
+  extra: readonly string[] = [],
+  own: readonly string[] = [],
+): string[] {
   const out = new Set<string>();
   for (const h of homes) for (const rel of HOME_SECRETS) out.add(path.join(h, rel));
   for (const env of envs) {

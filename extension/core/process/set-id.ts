@@ -47,7 +47,10 @@ export const IN_PROCESS_ENTRIES = 300;
 export async function clearSetIdBits(dirs: readonly string[], timeoutMs = SET_ID_TIMEOUT_MS): Promise<SetIdCleared> {
   const roots = [...new Set(dirs.map((d) => path.resolve(d)))].filter((d) => fs.existsSync(d));
   if (!roots.length) return { files: [], error: null };
-  let hits = walkForSetId(roots.map((r) => Buffer.from(r)), IN_PROCESS_ENTRIES);
+  let hits = walkForSetId(
+    roots.map((r) => Buffer.from(r)),
+    IN_PROCESS_ENTRIES,
+  );
   let error: string | null = null;
   if (hits === null) {
     // -P: never follow a symlink; -perm /6000: either bit; %p the whole path, NUL-ended (any byte but NUL can be in a name).
@@ -59,7 +62,11 @@ export async function clearSetIdBits(dirs: readonly string[], timeoutMs = SET_ID
       if (end > at) hits.push(Buffer.from(r.stdout.subarray(at, end)));
       at = end + 1;
     }
-    error = r.timedOut ? `looking for set-uid and set-gid files took longer than ${Math.round(timeoutMs / 1000)} s and was stopped` : r.exitCode === null ? `find could not look for set-uid and set-gid files: ${r.error?.message ?? r.stderr.toString('utf8').trim()}` : null;
+    error = r.timedOut
+      ? `looking for set-uid and set-gid files took longer than ${Math.round(timeoutMs / 1000)} s and was stopped`
+      : r.exitCode === null
+        ? `find could not look for set-uid and set-gid files: ${r.error?.message ?? r.stderr.toString('utf8').trim()}`
+        : null;
   }
   const files: string[] = [];
   for (const abs of hits) {

@@ -163,7 +163,11 @@ function startNet(net, pid, tries = 0) {
   }
   let proc;
   try {
-    proc = spawn(net.netstack, ['--configure', '--mtu=65520', '--ready-fd=3', '--exit-fd=4', String(pid), 'tap0'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'], detached: true, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } });
+    proc = spawn(net.netstack, ['--configure', '--mtu=65520', '--ready-fd=3', '--exit-fd=4', String(pid), 'tap0'], {
+      stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+    });
   } catch (e) {
     return netFailed(net, e.message);
   }
@@ -354,7 +358,14 @@ function start(fields) {
     return;
   }
   const out = relay ? 'pipe' : fds[0];
-  const stdio = [stdin ? streams[0] : 'ignore', out, errLog ? streams[streams.length - 1] : out, ...fds.slice(1), ...(sandboxInit ? ['pipe'] : []), ...(sandboxInit && netstack ? ['pipe'] : [])];
+  const stdio = [
+    stdin ? streams[0] : 'ignore',
+    out,
+    errLog ? streams[streams.length - 1] : out,
+    ...fds.slice(1),
+    ...(sandboxInit ? ['pipe'] : []),
+    ...(sandboxInit && netstack ? ['pipe'] : []),
+  ];
   // relay without errLog: stderr becomes the stdout socket in the child, through sh's exec (same pid); the file is
   // looked for first so that a missing one is a spawn error worded as Node words it.
   let argv = [file, args];
@@ -440,7 +451,7 @@ function relayTo(stream, fd) {
   stream.on('data', (chunk) => {
     if (closed) return;
     try {
-      for (let at = 0; at < chunk.length; ) at += fs.writeSync(fd, chunk, at, chunk.length - at);
+      for (let at = 0; at < chunk.length;) at += fs.writeSync(fd, chunk, at, chunk.length - at);
     } catch {
       // the log cannot take it (a full disk): this chunk is lost
     }
@@ -460,7 +471,12 @@ function relayTo(stream, fd) {
 
 /** Why `file` cannot be started ('ENOENT', 'EACCES'), looked up on `pathVar` when it names no folder; null when it can. */
 function notExecutable(file, pathVar) {
-  const candidates = file.includes('/') ? [file] : String(pathVar ?? '').split(':').filter(Boolean).map((d) => `${d}/${file}`);
+  const candidates = file.includes('/')
+    ? [file]
+    : String(pathVar ?? '')
+        .split(':')
+        .filter(Boolean)
+        .map((d) => `${d}/${file}`);
   let why = 'ENOENT';
   for (const c of candidates) {
     try {

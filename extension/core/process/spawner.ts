@@ -123,7 +123,18 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
   for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
   if (nuls !== 14 + req.args.length + keys.length + files.length) {
     const env = keys.map((k) => `${k}=${req.env[k]}`);
-    const where = [['file', [req.file]], ['cwd', [req.cwd]], ['log', [req.log]], ['cookie', [req.cookie ?? '']], ['errLog', [req.errLog ?? '']], ['stdin', [req.stdin ?? '']], ['netstack', [req.netstack ?? '']], ['args', req.args], ['env', env], ['files', files]] as const;
+    const where = [
+      ['file', [req.file]],
+      ['cwd', [req.cwd]],
+      ['log', [req.log]],
+      ['cookie', [req.cookie ?? '']],
+      ['errLog', [req.errLog ?? '']],
+      ['stdin', [req.stdin ?? '']],
+      ['netstack', [req.netstack ?? '']],
+      ['args', req.args],
+      ['env', env],
+      ['files', files],
+    ] as const;
     for (const [name, values] of where) {
       const i = values.findIndex((v) => v.includes('\0'));
       if (i !== -1) throw new Error(`spawn ${req.file}: a NUL byte in ${name}${name === 'args' || name === 'env' || name === 'files' ? `[${i}]` : ''}`);
@@ -161,7 +172,8 @@ export function parseReply(line: string): Reply | null {
   if (kind === 'error') return { type: 'error', id, message: more };
   const [a = '-', b = '-'] = more.split(' ');
   if (kind === 'pid' || kind === 'init') return { type: kind, id, pid: Number(a), startTime: b === '-' ? null : b };
-  if (kind === 'exit') return { type: 'exit', id, code: a === '-' ? null : Number(a), signal: b === '-' ? null : (SIGNAL_NAMES.get(Number(b)) ?? `signal ${b}`) };
+  if (kind === 'exit')
+    return { type: 'exit', id, code: a === '-' ? null : Number(a), signal: b === '-' ? null : (SIGNAL_NAMES.get(Number(b)) ?? `signal ${b}`) };
   return null;
 }
 
@@ -176,7 +188,11 @@ interface Waiter {
 /** A helper program: beside the bundle (dist/, where esbuild.mjs copies it), else beside this source file (seen from the sources, or from a bundle one or two folders below the root: out/integration). */
 function helperProgram(name: string): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const candidate of [path.join(here, name), path.join(here, '..', 'extension', 'core', 'process', name), path.join(here, '..', '..', 'extension', 'core', 'process', name)]) {
+  for (const candidate of [
+    path.join(here, name),
+    path.join(here, '..', 'extension', 'core', 'process', name),
+    path.join(here, '..', '..', 'extension', 'core', 'process', name),
+  ]) {
     if (fs.existsSync(candidate)) return candidate;
   }
   throw new Error(`the spawn helper (${name}) is missing beside ${here}; rebuild with \`node esbuild.mjs\``);
@@ -190,7 +206,8 @@ function helperProgram(name: string): string {
 function chooseHelper(env: NodeJS.ProcessEnv): { kind: HelperKind; binary: string; fallback: string | null } {
   const forced = env.VERDICT_SPAWN_HELPER;
   if (forced === 'node') return { kind: 'node', binary: process.execPath, fallback: 'VERDICT_SPAWN_HELPER=node' };
-  if (process.platform !== 'linux') return { kind: 'node', binary: process.execPath, fallback: `the perl helper needs Linux (pidfd_open), not ${process.platform}` };
+  if (process.platform !== 'linux')
+    return { kind: 'node', binary: process.execPath, fallback: `the perl helper needs Linux (pidfd_open), not ${process.platform}` };
   const perl = findBinary('perl', env.PATH ?? '');
   if (perl) return { kind: 'perl', binary: perl, fallback: null };
   return { kind: 'node', binary: process.execPath, fallback: 'no perl on PATH' };
@@ -240,7 +257,8 @@ class SpawnHelper {
       if (child !== this.child) return;
       const how = signal ?? `exit ${code}`;
       // Before it said it is ready, what it printed last (`unsupported …`) is read first: its stdout closes after the exit.
-      if (this.choice.kind === 'perl' && !this.info) child.once('close', () => child === this.child && this.perlFailed(`perl exited before it was ready (${how})`));
+      if (this.choice.kind === 'perl' && !this.info)
+        child.once('close', () => child === this.child && this.perlFailed(`perl exited before it was ready (${how})`));
       else this.die(`the spawn helper exited (${how}) while the step ran`);
     });
     for (const line of this.early ?? []) child.stdin?.write(line);

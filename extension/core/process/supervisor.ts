@@ -187,7 +187,10 @@ export async function supervise(opts: SuperviseOptions): Promise<SupervisedResul
  * that line about a socket that stayed gains nothing, and no step can make a socket where sockets are covered.
  */
 export function vanishedCover(result: SupervisedResult, bwrapArgs: readonly string[]): boolean {
-  const m = /^bwrap: (?:(?:Can't create file at|Can't mkdir parents for|Can't create directory at) (\/[^\n]*?)|Can't bind mount \/oldroot\/dev\/null on \/newroot(\/[^\n]*?)): /.exec(result.tail);
+  const m =
+    /^bwrap: (?:(?:Can't create file at|Can't mkdir parents for|Can't create directory at) (\/[^\n]*?)|Can't bind mount \/oldroot\/dev\/null on \/newroot(\/[^\n]*?)): /.exec(
+      result.tail,
+    );
   if (!m) return false;
   const target = (m[1] ?? m[2]) as string;
   const covered = bwrapArgs.some((a, i) => a === '--ro-bind' && bwrapArgs[i + 1] === '/dev/null' && bwrapArgs[i + 2] === target);
@@ -227,7 +230,14 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
       log: opts.logFile,
       files: step.files,
       ...(opts.relayOutput ? { relay: true } : {}),
-      ...(opts.sandbox ? { dieWithHelper: true, sandboxInit: true, ...(stepNetwork(opts.sandbox) === 'netns' ? { netstack: opts.sandbox.netstack as string } : {}), ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}) } : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
+      ...(opts.sandbox
+        ? {
+            dieWithHelper: true,
+            sandboxInit: true,
+            ...(stepNetwork(opts.sandbox) === 'netns' ? { netstack: opts.sandbox.netstack as string } : {}),
+            ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}),
+          }
+        : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
     });
   } catch (e) {
     await cgroup?.remove();
@@ -252,7 +262,9 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
 
   const endedAt = Date.now();
   // Nothing of a sandboxed step is alive now: no set-uid or set-gid file it made in its writable folders stays so.
-  const setId = opts.sandbox ? await clearSetIdBits([...opts.sandbox.writable.map((d) => bindSource(opts.sandbox?.substitute ?? [], d)), ...(opts.sandbox.sharedPaths ?? [])]) : null;
+  const setId = opts.sandbox
+    ? await clearSetIdBits([...opts.sandbox.writable.map((d) => bindSource(opts.sandbox?.substitute ?? [], d)), ...(opts.sandbox.sharedPaths ?? [])])
+    : null;
   return {
     receipt: {
       pid,
@@ -289,7 +301,24 @@ function closeQuietly(fd: number): void {
 /** The result of a step that never started: `spawnError` says why. */
 function notStartedResult(spawnError: string): SupervisedResult {
   const now = Date.now();
-  return { receipt: { pid: null, exitCode: null, signal: null, startedAt: now, endedAt: now, durationMs: 0, timedOut: false, cancelled: false, stalled: false, stoppedAfterFinal: false, startTime: null, spawnError, outputBytes: 0 }, tail: '' };
+  return {
+    receipt: {
+      pid: null,
+      exitCode: null,
+      signal: null,
+      startedAt: now,
+      endedAt: now,
+      durationMs: 0,
+      timedOut: false,
+      cancelled: false,
+      stalled: false,
+      stoppedAfterFinal: false,
+      startTime: null,
+      spawnError,
+      outputBytes: 0,
+    },
+    tail: '',
+  };
 }
 
 /**
@@ -298,14 +327,18 @@ function notStartedResult(spawnError: string): SupervisedResult {
  * sandboxed, wrapped in bubblewrap (`files`: the descriptors bubblewrap reads its arguments from).
  * @returns `spawnError` when the command is not found (said as an unsandboxed spawn says it)
  */
-function stepCommand(opts: SuperviseOptions, cookie: string): { env: Record<string, string>; files: string[]; plain: { file: string; args: string[] } } | { spawnError: string } {
+function stepCommand(
+  opts: SuperviseOptions,
+  cookie: string,
+): { env: Record<string, string>; files: string[]; plain: { file: string; args: string[] } } | { spawnError: string } {
   const inherited = { ...(opts.inherit ?? process.env) };
   for (const name of [...CREDENTIAL_ENV, ...(opts.unsetEnv ?? [])]) delete inherited[name];
   // A sandboxed step inherits no credential of the user's (secrets.ts) but its engine's own; what the step is given
   // explicitly (opts.env: the task's variables, an engine's settings) stays.
   if (opts.sandbox) {
     const keep = opts.sandbox.credentialEnv ?? [];
-    for (const [name, value] of Object.entries(inherited)) if (value !== undefined && !keep.includes(name) && looksLikeCredential(name, value)) delete inherited[name];
+    for (const [name, value] of Object.entries(inherited))
+      if (value !== undefined && !keep.includes(name) && looksLikeCredential(name, value)) delete inherited[name];
   }
   const merged = { ...inherited, ...opts.env };
   // Resolved once per name and PATH (a check's `bash` no longer walks PATH on every spawn). In a sandbox a missing
@@ -318,7 +351,9 @@ function stepCommand(opts: SuperviseOptions, cookie: string): { env: Record<stri
   const network = stepNetwork(opts.sandbox);
   const loopback = network === 'none' ? {} : { VERDICT_HOST_LOOPBACK: network === 'netns' ? HOST_LOOPBACK_ADDRESS : '127.0.0.1' };
   if (network === 'none') delete merged.VERDICT_HOST_LOOPBACK;
-  const env = opts.sandbox ? sandboxEnv({ ...merged, ...loopback, PWD: opts.cwd }, opts.sandbox.sockets ?? []) : definedEnv({ ...merged, ...loopback, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
+  const env = opts.sandbox
+    ? sandboxEnv({ ...merged, ...loopback, PWD: opts.cwd }, opts.sandbox.sockets ?? [])
+    : definedEnv({ ...merged, ...loopback, PWD: opts.cwd, [STEP_COOKIE_VAR]: cookie });
   const plain = opts.sandbox ? bwrapCommand(opts.sandbox, opts.cwd, file, opts.args, files, env, true) : { file, args: opts.args };
   return { env, files, plain };
 }
@@ -398,11 +433,15 @@ class LogFollower {
       if (!cap.over(fs.fstatSync(this.log).size)) return;
       if (watched) this.readNew();
       opts.onCompact?.before();
-      const done = cap.compact(watched ? this.offset : Number.MAX_SAFE_INTEGER, (chunk) => {
-        this.lastOutputAt = Date.now();
-        this.tail.push(chunk);
-        opts.onOutput?.(chunk);
-      }, final);
+      const done = cap.compact(
+        watched ? this.offset : Number.MAX_SAFE_INTEGER,
+        (chunk) => {
+          this.lastOutputAt = Date.now();
+          this.tail.push(chunk);
+          opts.onOutput?.(chunk);
+        },
+        final,
+      );
       opts.onCompact?.after();
       if (!done) return;
       // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
@@ -458,22 +497,26 @@ class StepStopper {
     output: LogFollower,
     cgroup: StepCgroup | null,
   ) {
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      this.stopGroup();
-    }, timerDelay(opts.timeoutMs - (Date.now() - startedAt)));
+    this.timer = setTimeout(
+      () => {
+        this.timedOut = true;
+        this.stopGroup();
+      },
+      timerDelay(opts.timeoutMs - (Date.now() - startedAt)),
+    );
     const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
-    this.poll = watched || output.cap || cgroup
-      ? setInterval(() => {
-          if (watched) output.readNew();
-          output.keepWithinCap(false);
-          // Over its memory cap: the kernel killed a process of the step; the rest of it is ended too.
-          if (cgroup && !this.outOfMemory && cgroup.oomKills() > 0) {
-            this.outOfMemory = true;
-            cgroup.killAll();
-          }
-        }, TAIL_POLL_MS)
-      : undefined;
+    this.poll =
+      watched || output.cap || cgroup
+        ? setInterval(() => {
+            if (watched) output.readNew();
+            output.keepWithinCap(false);
+            // Over its memory cap: the kernel killed a process of the step; the rest of it is ended too.
+            if (cgroup && !this.outOfMemory && cgroup.oomKills() > 0) {
+              this.outOfMemory = true;
+              cgroup.killAll();
+            }
+          }, TAIL_POLL_MS)
+        : undefined;
     this.guard = opts.idleTimeoutMs || opts.finalEvent ? setInterval(() => this.checkIdle(output), GUARD_TICK_MS) : undefined;
     if (opts.signal?.aborted) this.onAbort();
     opts.signal?.addEventListener('abort', this.onAbort);
@@ -552,8 +595,6 @@ function logProblem(logFile: string, lost: string | undefined): string | null {
   }
   return null;
 }
-
-
 
 /**
  * A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or null when it is gone or /proc is

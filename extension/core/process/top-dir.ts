@@ -20,7 +20,9 @@ const marked = new Map<string, Promise<boolean>>();
 export function markTopDir(dir: string): Promise<boolean> {
   let done = marked.get(dir);
   if (!done) {
-    done = runCaptured('chattr', ['+T', dir], { env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' }, timeoutMs: 10_000 }).then((r) => r.exitCode === 0 && !r.error);
+    done = runCaptured('chattr', ['+T', dir], { env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', LC_ALL: 'C' }, timeoutMs: 10_000 }).then(
+      (r) => r.exitCode === 0 && !r.error,
+    );
     marked.set(dir, done);
   }
   return done;

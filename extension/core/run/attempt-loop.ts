@@ -42,8 +42,18 @@ export class AttemptLoop {
   /** Machine-wide limits per engine and per login, across every run (run/slots.ts). */
   private readonly slots: MachineSlots;
 
-  constructor(private readonly run: LiveRun, private readonly graph: TaskGraph) {
-    this.slots = new MachineSlots(run.home, run.runId, (engine) => run.opts.engines.get(engine)?.maxParallel, run.manifest.logins, (note) => run.emit({ type: 'run-note', note }), run.opts.logins);
+  constructor(
+    private readonly run: LiveRun,
+    private readonly graph: TaskGraph,
+  ) {
+    this.slots = new MachineSlots(
+      run.home,
+      run.runId,
+      (engine) => run.opts.engines.get(engine)?.maxParallel,
+      run.manifest.logins,
+      (note) => run.emit({ type: 'run-note', note }),
+      run.opts.logins,
+    );
     // The spend reported while attempts run passed the run's budget (task null) or a task's own: stop those attempts.
     run.spend.onOver = (key, reason) => {
       // An attempt whose worker has exited spends nothing more on its engine: its check goes on (spend.ts spendingOver).
@@ -61,7 +71,16 @@ export class AttemptLoop {
    */
   choiceOf(task: TaskRuntime): { engine: string; model: string | null } {
     if (!task.spec.route) return nextChoice(task, this.defaultModel);
-    const routed = task.routed && this.attemptsRunning.has(task) ? task.routed : routeAttempt(task, this.run.runId, this.run.routeEvidence, (engine, model) => this.excluded(task, engine, model), (model) => this.run.spend.priceOf(model));
+    const routed =
+      task.routed && this.attemptsRunning.has(task)
+        ? task.routed
+        : routeAttempt(
+            task,
+            this.run.runId,
+            this.run.routeEvidence,
+            (engine, model) => this.excluded(task, engine, model),
+            (model) => this.run.spend.priceOf(model),
+          );
     const { engine, model } = routed.decision;
     return { engine, model: model ?? this.defaultModel(engine) };
   }
@@ -110,9 +129,14 @@ export class AttemptLoop {
     } catch (e) {
       // A bug or an unwritable record must not leave the task looking CANCELLED: it ends ERROR, saying why.
       const err = e as NodeJS.ErrnoException;
-      endTask(this.run.ctx, task, 'ERROR', err.code === 'ENOSPC'
-        ? `the task's records could not be written: no space left on the device of ${this.run.home} (free some, then: verdict resume ${this.run.runId})`
-        : `internal error: ${err.message}`);
+      endTask(
+        this.run.ctx,
+        task,
+        'ERROR',
+        err.code === 'ENOSPC'
+          ? `the task's records could not be written: no space left on the device of ${this.run.home} (free some, then: verdict resume ${this.run.runId})`
+          : `internal error: ${err.message}`,
+      );
       this.graph.settled(task);
     }
   }
@@ -126,7 +150,15 @@ export class AttemptLoop {
     let waitEngine = this.choiceOf(task).engine;
     let gate = waits.gate(waitEngine, Date.now(), task.spec.key);
     // A task with `fallback` moves off a waiting engine at once (run/reassign.ts).
-    const moveOff = () => (gate.kind === 'go' ? null : reassign(task, waitEngine, gate.kind === 'wait' ? `waits for its quota until ${wakeTime(Date.now() + gate.ms)}` : 'waits for the probe of its quota', this.defaultModel));
+    const moveOff = () =>
+      gate.kind === 'go'
+        ? null
+        : reassign(
+            task,
+            waitEngine,
+            gate.kind === 'wait' ? `waits for its quota until ${wakeTime(Date.now() + gate.ms)}` : 'waits for the probe of its quota',
+            this.defaultModel,
+          );
     for (let moved = moveOff(); moved; moved = moveOff()) {
       emit({ type: 'task-note', key: task.spec.key, note: moved });
       waitEngine = this.choiceOf(task).engine;
@@ -137,7 +169,12 @@ export class AttemptLoop {
       const from = waitEngine;
       task.routed = undefined;
       waitEngine = this.choiceOf(task).engine;
-      if (waitEngine !== from) emit({ type: 'task-note', key: task.spec.key, note: `engine ${from} waits for its quota: ${task.spec.key}'s attempt is routed again — ${task.routed!.decision.reason}` });
+      if (waitEngine !== from)
+        emit({
+          type: 'task-note',
+          key: task.spec.key,
+          note: `engine ${from} waits for its quota: ${task.spec.key}'s attempt is routed again — ${task.routed!.decision.reason}`,
+        });
       gate = waits.gate(waitEngine, Date.now(), task.spec.key);
     }
     if (gate.kind !== 'go') {
@@ -163,7 +200,10 @@ export class AttemptLoop {
       await this.runJobAttempt(task);
       return;
     }
-    emit({ type: 'run-note', note: `engine ${waitEngine}: its wait was shortened to the cap, now over; ${task.spec.key} attempt ${task.state.attempts.length + 1} probes it (its other tasks wait for the probe)` });
+    emit({
+      type: 'run-note',
+      note: `engine ${waitEngine}: its wait was shortened to the cap, now over; ${task.spec.key} attempt ${task.state.attempts.length + 1} probes it (its other tasks wait for the probe)`,
+    });
     void stateFile.save();
     let probed = false;
     try {
@@ -201,10 +241,15 @@ export class AttemptLoop {
       // Its cost is unbounded and another attempt of its engine runs unpriced: back in the queue until one settles.
       if (reservation.note) this.run.emit({ type: 'run-note', note: reservation.note });
       this.budgetHeld.add(task);
-      return scheduler.push(task, PROBE_HOLD_MS), false;
+      return (scheduler.push(task, PROBE_HOLD_MS), false);
     }
     this.budgetHeld.delete(task);
-    if (task.spec.route && task.routed) this.run.emit({ type: 'task-note', key: task.spec.key, note: `attempt ${task.routed.attempt}: ${routeLine(task.routed.decision, task.spec.route.prefer)} — ${task.routed.decision.reason}` });
+    if (task.spec.route && task.routed)
+      this.run.emit({
+        type: 'task-note',
+        key: task.spec.key,
+        note: `attempt ${task.routed.attempt}: ${routeLine(task.routed.decision, task.spec.route.prefer)} — ${task.routed.decision.reason}`,
+      });
     this.attemptsRunning.add(task);
     const outcome = await runAttempt(ctx, task, opts.attemptSteps).finally(() => this.attemptsRunning.delete(task));
     spend.settle(reservation, outcome.costMicroUsd, outcome.tokens);
@@ -220,22 +265,34 @@ export class AttemptLoop {
     }
     // A stopped or interrupted attempt says nothing of its engine: a probe's turn passes on (runJob).
     const informative = !task.restart && outcome.verdict !== 'CANCELLED' && outcome.verdict !== 'INTERRUPTED';
-    this.afterWaitChange(task, task.state.engine, waits.settle(task.state.engine, task.spec.key, task.state.attempts.length, outcome.quota, Date.now(), informative));
+    this.afterWaitChange(
+      task,
+      task.state.engine,
+      waits.settle(task.state.engine, task.spec.key, task.state.attempts.length, outcome.quota, Date.now(), informative),
+    );
     if (task.restart) {
       this.graph.waitForInputsAgain(task);
       return informative;
     }
     if (outcome.rateLimited) this.halveLimit(task);
     // A rate-limited task with `fallback` runs its next attempt on the next engine at once (run/reassign.ts).
-    const moved = outcome.rateLimited && outcome.requeueAfterMs !== null ? reassign(task, task.state.engine, outcome.quota ? 'reached its usage limit' : 'was rate-limited', this.defaultModel) : null;
+    const moved =
+      outcome.rateLimited && outcome.requeueAfterMs !== null
+        ? reassign(task, task.state.engine, outcome.quota ? 'reached its usage limit' : 'was rate-limited', this.defaultModel)
+        : null;
     if (moved) {
       this.run.emit({ type: 'task-note', key: task.spec.key, note: moved });
-      return scheduler.push(task), informative;
+      return (scheduler.push(task), informative);
     }
     if (outcome.requeueAfterMs !== null) {
       if (task.used > 0 && outcome.requeueAfterMs === 0) {
         const next = this.choiceOf(task);
-        if (next.engine !== task.state.engine || next.model !== task.state.model) this.run.emit({ type: 'task-note', key: task.spec.key, note: `attempt ${task.state.attempts.length + 1} falls back to ${next.engine}${next.model ? `/${next.model}` : ''}` });
+        if (next.engine !== task.state.engine || next.model !== task.state.model)
+          this.run.emit({
+            type: 'task-note',
+            key: task.spec.key,
+            note: `attempt ${task.state.attempts.length + 1} falls back to ${next.engine}${next.model ? `/${next.model}` : ''}`,
+          });
       }
       scheduler.push(task, outcome.requeueAfterMs);
     }
@@ -256,7 +313,12 @@ export class AttemptLoop {
     const before = this.limitOf(task.state.engine);
     const after = Math.max(1, Math.floor(before / 2));
     this.engineLimits.set(task.state.engine, after);
-    if (after < before) this.run.emit({ type: 'task-note', key: task.spec.key, note: `engine ${task.state.engine} was rate-limited: at most ${after} of its attempts run at once from now on` });
+    if (after < before)
+      this.run.emit({
+        type: 'task-note',
+        key: task.spec.key,
+        note: `engine ${task.state.engine} was rate-limited: at most ${after} of its attempts run at once from now on`,
+      });
   }
 
   /** What an attempt's end did to its engine's wait (run/quota-wait.ts settle): said, saved, and held jobs woken. */
@@ -272,7 +334,10 @@ export class AttemptLoop {
           : `engine ${engine} reached its usage limit (${task.spec.key} attempt ${n}, ${w.source}): no attempt on it starts before ${wakeTime(w.until)} — "${w.reason}"`;
       emit({ type: 'run-note', note: `${note} (verdict unwait ${runId} ${engine} clears it)` });
     } else if (change.ended) {
-      emit({ type: 'run-note', note: `engine ${engine}: the probe (${task.spec.key} attempt ${n}) did not report the usage limit again, so the wait ${change.ended.task} attempt ${change.ended.attempt} set is over` });
+      emit({
+        type: 'run-note',
+        note: `engine ${engine}: the probe (${task.spec.key} attempt ${n}) did not report the usage limit again, so the wait ${change.ended.task} attempt ${change.ended.attempt} set is over`,
+      });
     }
     if (change.set || change.ended || change.probeSettled) void stateFile.save();
     if (change.probeSettled) this.wake(engine);

@@ -145,7 +145,17 @@ export function recordTokens(rec: AttemptRecord): number | null {
 }
 
 /** The attempt's record files. */
-export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): { prompt: string; worker: string; check: string; workerCheck: string; red: string; suite: string; receipt: string; failure: string; setup: string } {
+export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): {
+  prompt: string;
+  worker: string;
+  check: string;
+  workerCheck: string;
+  red: string;
+  suite: string;
+  receipt: string;
+  failure: string;
+  setup: string;
+} {
   return {
     prompt: path.join(rec.dir, 'prompt.md'),
     worker: path.join(rec.dir, 'worker.log'),
@@ -193,10 +203,44 @@ export function attemptView(rec: AttemptRecord): AttemptState {
 }
 
 /** What every eval row says of where it comes from, taken from an attempt's record (a ranking's row: its group's). */
-export type RowSource = Pick<AttemptRecord, 'runId' | 'runName' | 'identity' | 'host' | 'taskKey' | 'spec' | 'taskType' | 'retry' | 'attempt' | 'accessPlan' | 'sandbox' | 'branch' | 'group' | 'candidate' | 'forced'>;
+export type RowSource = Pick<
+  AttemptRecord,
+  | 'runId'
+  | 'runName'
+  | 'identity'
+  | 'host'
+  | 'taskKey'
+  | 'spec'
+  | 'taskType'
+  | 'retry'
+  | 'attempt'
+  | 'accessPlan'
+  | 'sandbox'
+  | 'branch'
+  | 'group'
+  | 'candidate'
+  | 'forced'
+>;
 
 /** The columns every eval row shares, whichever step it credits (work, review, critique, rank, select). */
-export type RowBase = Pick<EvalRow, 'run_id' | 'run_name' | 'identity' | 'host' | 'task_key' | 'spec' | 'task_type' | 'retry' | 'attempt' | 'access_plan' | 'sandbox' | 'branch' | 'group' | 'candidate' | 'forced'>;
+export type RowBase = Pick<
+  EvalRow,
+  | 'run_id'
+  | 'run_name'
+  | 'identity'
+  | 'host'
+  | 'task_key'
+  | 'spec'
+  | 'task_type'
+  | 'retry'
+  | 'attempt'
+  | 'access_plan'
+  | 'sandbox'
+  | 'branch'
+  | 'group'
+  | 'candidate'
+  | 'forced'
+>;
 
 /**
  * The base of every eval row built from an attempt (evalRow, and through it selectRow; reviewRow, critiqueRow; rankRow
@@ -267,7 +311,18 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     step: rec.rowStep,
     ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
     ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
-    ...(rec.suite ? { suite: { command: rec.suite.command, passed: rec.suite.passed, exit_code: rec.suite.exitCode, timed_out: rec.suite.receipt.timedOut, duration_ms: rec.suite.durationMs, log: files.suite } } : {}),
+    ...(rec.suite
+      ? {
+          suite: {
+            command: rec.suite.command,
+            passed: rec.suite.passed,
+            exit_code: rec.suite.exitCode,
+            timed_out: rec.suite.receipt.timedOut,
+            duration_ms: rec.suite.durationMs,
+            log: files.suite,
+          },
+        }
+      : {}),
     ...(rec.pool && rec.rowStep === 'work' ? { pool: poolColumn(rec.pool) } : {}),
     ...(rec.reassignedFrom ? { reassigned_from: rec.reassignedFrom } : {}),
     ...(rec.route && rec.rowStep === 'work' ? { route: rec.route } : {}),
@@ -317,7 +372,15 @@ export function summarize(records: AttemptRecord[]): AttemptsSummary {
     tokens = tokens === null || row.worker_tokens === null ? null : tokens + row.worker_tokens;
   }
   const row = evalRow(last);
-  return { attempts: last.attempt, durationMs, tokens, verdict: row.verdict, reason: row.verdict === 'PASS' ? '' : row.notes, checkOutput: row.check_output, commit: row.commit };
+  return {
+    attempts: last.attempt,
+    durationMs,
+    tokens,
+    verdict: row.verdict,
+    reason: row.verdict === 'PASS' ? '' : row.notes,
+    checkOutput: row.check_output,
+    commit: row.commit,
+  };
 }
 
 /**
@@ -351,7 +414,20 @@ export function recordFromView(run: RunState, task: TaskState, view: AttemptStat
     workerPid: view.workerPid,
     workerStartTime: view.workerStartTime ?? null,
     worker: null,
-    usage: view.tokensIn === null && view.tokensOut === null ? null : { tokensIn: view.tokensIn, tokensOut: view.tokensOut, tokensCached: null, tokensCacheWrite: null, tokensReasoning: null, costMicroUsd: null, reportedModel: null, finalStatus: null, finalError: null },
+    usage:
+      view.tokensIn === null && view.tokensOut === null
+        ? null
+        : {
+            tokensIn: view.tokensIn,
+            tokensOut: view.tokensOut,
+            tokensCached: null,
+            tokensCacheWrite: null,
+            tokensReasoning: null,
+            costMicroUsd: null,
+            reportedModel: null,
+            finalStatus: null,
+            finalError: null,
+          },
     seal: null,
     check: null,
     verdict: view.verdict,

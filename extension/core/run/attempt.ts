@@ -18,7 +18,17 @@ import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
-import { ATTEMPT_STEPS, checkOnCopy, statusPending, workflowFailedCheck, workflowFailureNotes, workflowPrompt, workflowReceipt, workflowRows, workflowsAttemptEnd } from './workflows';
+import {
+  ATTEMPT_STEPS,
+  checkOnCopy,
+  statusPending,
+  workflowFailedCheck,
+  workflowFailureNotes,
+  workflowPrompt,
+  workflowReceipt,
+  workflowRows,
+  workflowsAttemptEnd,
+} from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
@@ -73,7 +83,11 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
   const files = recordFiles(rec);
   // The model's worker steering rules (steering.ts; fail-open) go in front of the first prompt and every retry alike
   // (not the script engine's: its spec is a program, and it runs no model).
-  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(rec, engine.harness === 'script' ? null : task.state.model, task.failure && engine.retryContext === 'prompt' ? (workflowPrompt(task, task.failure) ?? retryPrompt(spec.spec, task.failure)) : spec.spec);
+  const prompt = steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).prompt(
+    rec,
+    engine.harness === 'script' ? null : task.state.model,
+    task.failure && engine.retryContext === 'prompt' ? (workflowPrompt(task, task.failure) ?? retryPrompt(spec.spec, task.failure)) : spec.spec,
+  );
   fs.writeFileSync(files.prompt, prompt);
   const io: AttemptIo = {
     prompt,
@@ -81,7 +95,15 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     checkOnCopy: checkOnCopy(task),
     workerTail: '',
     sync,
-    taskEnv: () => ({ PORT: String(task.state.port), VERDICT_RUN_ID: runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: String(n), ...(spec.candidate ? { VERDICT_CANDIDATE: String(spec.candidate) } : {}), ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}) }),
+    taskEnv: () => ({
+      PORT: String(task.state.port),
+      VERDICT_RUN_ID: runId,
+      VERDICT_TASK_KEY: spec.key,
+      VERDICT_TASK_DIR: task.state.dir,
+      VERDICT_ATTEMPT: String(n),
+      ...(spec.candidate ? { VERDICT_CANDIDATE: String(spec.candidate) } : {}),
+      ...(task.inputsDir ? { VERDICT_INPUTS: task.inputsDir } : {}),
+    }),
   };
 
   for (const step of steps) {
@@ -127,7 +149,29 @@ async function writeRecords(ctx: AttemptContext, task: TaskRuntime, rec: Attempt
   // The rows go in the receipt too: an orchestrator killed before they reach the log leaves them for reconcile to
   // append; so does the status the task takes (null while a workflow holds it open: a planner whose tasks have still to
   // join the run).
-  fs.writeFileSync(files.receipt, JSON.stringify({ startedAt: rec.startedAt, taskStatus: statusPending(task) ? null : taskStatus, worker: rec.worker, check: rec.check?.receipt ?? null, verdict, reason: rec.reason, usage: rec.usage, sandbox: rec.sandbox, seal: rec.seal, ...(rec.undelivered ? { undelivered: rec.undelivered } : {}), steps: rec.steps, ...(rec.reviews ? { reviews: rec.reviews } : {}), ...workflowReceipt(rec), rows }, null, 2));
+  fs.writeFileSync(
+    files.receipt,
+    JSON.stringify(
+      {
+        startedAt: rec.startedAt,
+        taskStatus: statusPending(task) ? null : taskStatus,
+        worker: rec.worker,
+        check: rec.check?.receipt ?? null,
+        verdict,
+        reason: rec.reason,
+        usage: rec.usage,
+        sandbox: rec.sandbox,
+        seal: rec.seal,
+        ...(rec.undelivered ? { undelivered: rec.undelivered } : {}),
+        steps: rec.steps,
+        ...(rec.reviews ? { reviews: rec.reviews } : {}),
+        ...workflowReceipt(rec),
+        rows,
+      },
+      null,
+      2,
+    ),
+  );
   for (const step of ['worker', 'check'] as const) removeStepScratch(opts.home, runId, spec.key, rec.attempt, step);
   // Worktree mode's seal index (kept for deliver); plain mode makes none.
   if (task.links) fs.rmSync(path.join(rec.dir, 'seal.index'), { force: true });
@@ -215,10 +259,24 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const stopped = task.abort.signal.aborted;
   const again = workflowsAttemptEnd(ctx, task, rec, { goOn: restart === null && !stopped && !ctx.stateFile.state.draining, stopped });
   const revise = again !== null;
-  const next = revise ? ({ kind: 'retry' } as const) : nextStep(
-    { verdict, used: task.used, rateLimited: task.rateLimited, stopped: task.abort.signal.aborted, ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}) },
-    { maxAttempts: spec.maxAttempts, maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES, rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS, retryAfterS: retryAfterSeconds(io.workerTail), random: Math.random() },
-  );
+  const next = revise
+    ? ({ kind: 'retry' } as const)
+    : nextStep(
+        {
+          verdict,
+          used: task.used,
+          rateLimited: task.rateLimited,
+          stopped: task.abort.signal.aborted,
+          ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}),
+        },
+        {
+          maxAttempts: spec.maxAttempts,
+          maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES,
+          rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS,
+          retryAfterS: retryAfterSeconds(io.workerTail),
+          random: Math.random(),
+        },
+      );
   if (restart !== null) {
     // nothing spent: the attempt judged inputs that were replaced under it
   } else if (next.kind === 'requeue') {
@@ -232,7 +290,19 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     const other = verdict === 'FAIL' ? workflowFailedCheck(rec) : null;
     const suiteFailed = verdict === 'FAIL' && rec.suite !== undefined && !rec.suite.passed;
     const shown = other ?? (suiteFailed ? rec.suite : rec.check);
-    task.failure = failureText({ attempt: rec.attempt, verdict, check: spec.check, checkExitCode: shown?.exitCode ?? null, checkOutput: shown?.output ?? '', workerTail: io.workerTail, reason: rec.reason, review: reviewConcerns(rec), ...(other ? { redFiles: other.files } : {}), ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}) }) + workflowFailureNotes(task);
+    task.failure =
+      failureText({
+        attempt: rec.attempt,
+        verdict,
+        check: spec.check,
+        checkExitCode: shown?.exitCode ?? null,
+        checkOutput: shown?.output ?? '',
+        workerTail: io.workerTail,
+        reason: rec.reason,
+        review: reviewConcerns(rec),
+        ...(other ? { redFiles: other.files } : {}),
+        ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}),
+      }) + workflowFailureNotes(task);
   }
   const row = evalRow(rec);
   // The work row, then one row per review of this attempt (step review, credited to it), then the workflows' rows.
@@ -241,7 +311,20 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const taskStatus = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
   await writeRecords(ctx, task, rec, rows, taskStatus);
 
-  steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, { run_id: row.run_id, run_name: row.run_name, task_key: row.task_key, task_type: row.task_type, engine: row.worker_engine, model: row.model, attempt: row.attempt, retry: row.retry, verdict: row.verdict, duration_ms: row.duration_ms, worker_tokens: row.worker_tokens, check_excerpt: row.check_output.slice(0, 500) });
+  steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, {
+    run_id: row.run_id,
+    run_name: row.run_name,
+    task_key: row.task_key,
+    task_type: row.task_type,
+    engine: row.worker_engine,
+    model: row.model,
+    attempt: row.attempt,
+    retry: row.retry,
+    verdict: row.verdict,
+    duration_ms: row.duration_ms,
+    worker_tokens: row.worker_tokens,
+    check_excerpt: row.check_output.slice(0, 500),
+  });
   task.records.push(rec);
   // The task's last attempt: it ends with its verdict; else it waits for the next (or for its inputs again).
   if (statusInfo(taskStatus).final) endTask(ctx, task, verdict, '', { by: 'attempt', save: false });
@@ -249,12 +332,24 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     Object.assign(task.summary, summarize(task.records));
     task.state.status = taskStatus;
   }
-  ctx.emit({ type: 'attempt-finished', key: spec.key, attempt: rec.attempt, verdict, reason: rec.reason, durationMs: row.duration_ms, tokens: row.worker_tokens, willRetry });
+  ctx.emit({
+    type: 'attempt-finished',
+    key: spec.key,
+    attempt: rec.attempt,
+    verdict,
+    reason: rec.reason,
+    durationMs: row.duration_ms,
+    tokens: row.worker_tokens,
+    willRetry,
+  });
   io.sync();
   // The readers' costs (reviewers, a workflow's critics) were settled against the budget as each ended (steps/reader.ts runReader).
   // A quota wait only from the engine's own event, in a log an engine that ended on its own wrote: one killed by a
   // signal (the worker can kill its own engine right after writing a forged event into its output) says nothing.
-  const quota = verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker) ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null) : null;
+  const quota =
+    verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker)
+      ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null)
+      : null;
   const outcome = { costMicroUsd: rec.costMicroUsd, tokens: usageTokens(rec.usage), rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
   if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };

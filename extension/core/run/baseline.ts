@@ -23,7 +23,13 @@ export async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Pr
   const { opts, stateFile } = ctx;
   const dir = path.join(runDir(opts.home, ctx.runId), 'tasks', task.spec.key, 'baseline');
   fs.mkdirSync(dir, { recursive: true });
-  const env = (): Record<string, string> => ({ PORT: String(task.state.port), VERDICT_RUN_ID: ctx.runId, VERDICT_TASK_KEY: task.spec.key, VERDICT_TASK_DIR: task.state.dir, VERDICT_ATTEMPT: '0' });
+  const env = (): Record<string, string> => ({
+    PORT: String(task.state.port),
+    VERDICT_RUN_ID: ctx.runId,
+    VERDICT_TASK_KEY: task.spec.key,
+    VERDICT_TASK_DIR: task.state.dir,
+    VERDICT_ATTEMPT: '0',
+  });
   task.state.status = 'baseline';
   void stateFile.save();
   let reason: string;
@@ -32,10 +38,29 @@ export async function baselinePasses(ctx: AttemptContext, task: TaskRuntime): Pr
     await prepareTask(ctx, task, path.join(dir, 'setup.log'), env);
     const scratch = stepScratch(opts.home, ctx.runId, task.spec.key, 0, 'check');
     // VERDICT_HOME (other tasks' worktrees and records) and a plain run's workdir hidden, as from every check.
-    const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: task.spec.network, taskEnv: env(), hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir) });
+    const where = checkEnvironment({
+      run: ctx,
+      containment: task.containment,
+      taskDir: task.state.dir,
+      scratch,
+      links: task.links,
+      network: task.spec.network,
+      taskEnv: env(),
+      hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
+    });
     // What the baseline's check writes is discarded before attempt 1, as any check's is before a retry.
     const prepared = await preparedState(task.state.dir, task.links, path.dirname(dir));
-    const check = await runCheck({ check: task.spec.check, taskDir: task.state.dir, logFile: path.join(dir, 'check.log'), timeoutMs: task.spec.checkTimeoutMs, env: where.env, expectFiles: task.spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(task.spec) });
+    const check = await runCheck({
+      check: task.spec.check,
+      taskDir: task.state.dir,
+      logFile: path.join(dir, 'check.log'),
+      timeoutMs: task.spec.checkTimeoutMs,
+      env: where.env,
+      expectFiles: task.spec.expectFiles,
+      signal: task.abort.signal,
+      sandbox: where.sandbox,
+      ...stepCaps(task.spec),
+    });
     const setId = setIdNote('the baseline check', check.receipt.setIdCleared);
     if (setId) ctx.emit({ type: 'task-note', key: task.spec.key, note: setId });
     if (!check.passed) {

@@ -39,7 +39,8 @@ export async function copyCheckTree(taskRunDir: string, taskDir: string, inputsD
     // was written, so a copy made after another would show as read what the first showed unread. Every entry of
     // every copy gets one access time (the epoch); the check's own reads then change its copy alike in both runs.
     const t = await execa('find', [to, '-exec', 'touch', '-a', '-h', '-c', '-d', '@0', '--', '{}', '+'], { reject: false, all: true, stdin: 'ignore' });
-    if (t.exitCode !== 0) throw new Error(`red before green: setting the access times of the copy of ${from} failed: ${String(t.all).trim().split('\n').slice(-3).join('; ')}`);
+    if (t.exitCode !== 0)
+      throw new Error(`red before green: setting the access times of the copy of ${from} failed: ${String(t.all).trim().split('\n').slice(-3).join('; ')}`);
   }
   return tree;
 }

@@ -59,7 +59,11 @@ export async function discardCheckWrites(dir: string, links: WorktreeLinks | nul
   }
   if (!removed.length && !restored.length && !lost.length) return null;
   const list = (xs: string[]) => `${xs.slice(0, 5).join(', ')}${xs.length > 5 ? `, … (${xs.length})` : ''}`;
-  const parts = [removed.length ? `removed ${list(removed)}` : '', restored.length ? `put back ${list(restored)}` : '', lost.length ? `could not put back ${list(lost)} (no copy was kept; left as the check left them)` : ''].filter(Boolean);
+  const parts = [
+    removed.length ? `removed ${list(removed)}` : '',
+    restored.length ? `put back ${list(restored)}` : '',
+    lost.length ? `could not put back ${list(lost)} (no copy was kept; left as the check left them)` : '',
+  ].filter(Boolean);
   return `what the previous check wrote was discarded: ${parts.join('; ')}`;
 }
 
@@ -86,7 +90,12 @@ export function saveSealedState(file: string, state: SealedState | null): void {
 /** The sealed state kept by {@link saveSealedState}, or null. */
 export function loadSealedState(file: string): SealedState | null {
   try {
-    const data = JSON.parse(fs.readFileSync(file, 'utf8')) as { kind: string; tree?: { sha: string; index: string; ignored: string[] }; store?: string | null; entries?: [string, SnapshotEntry][] };
+    const data = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+      kind: string;
+      tree?: { sha: string; index: string; ignored: string[] };
+      store?: string | null;
+      entries?: [string, SnapshotEntry][];
+    };
     if (data.kind === 'commit' && data.tree && typeof data.tree.sha === 'string') return { kind: 'commit', tree: data.tree };
     if (data.kind === 'dir' && Array.isArray(data.entries)) return { kind: 'dir', snapshot: { store: data.store ?? null, entries: new Map(data.entries) } };
   } catch {

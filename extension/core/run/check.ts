@@ -27,7 +27,20 @@ export interface CheckResult {
  * file. `judgeDir` (default `taskDir`): where expect_files are looked for, when the sandbox shows another folder at
  * `taskDir` (a check tree, run/check-tree.ts).
  */
-export async function runCheck(opts: { check: string; taskDir: string; judgeDir?: string; logFile: string; timeoutMs: number; env: Record<string, string>; inherit?: Readonly<NodeJS.ProcessEnv>; expectFiles: string[]; signal?: AbortSignal; sandbox?: BwrapPlan | null; memoryMb?: number; logMaxBytes?: number }): Promise<CheckResult> {
+export async function runCheck(opts: {
+  check: string;
+  taskDir: string;
+  judgeDir?: string;
+  logFile: string;
+  timeoutMs: number;
+  env: Record<string, string>;
+  inherit?: Readonly<NodeJS.ProcessEnv>;
+  expectFiles: string[];
+  signal?: AbortSignal;
+  sandbox?: BwrapPlan | null;
+  memoryMb?: number;
+  logMaxBytes?: number;
+}): Promise<CheckResult> {
   const { receipt, tail } = await supervise({
     file: 'bash',
     args: ['-o', 'pipefail', '-c', opts.check],
@@ -108,4 +121,3 @@ function isInside(dir: string, target: string): boolean {
   }
   return target === real || target.startsWith(real + path.sep);
 }
-

@@ -18,7 +18,9 @@ export async function cleanRuns(opts: Omit<CleanOptions, 'runs'>): Promise<Clean
 
 /** The runs whose orchestrator died and that the next starting command will reconcile (run/reconcile.ts), by id. */
 export function deadRuns(home: string, now = Date.now()): string[] {
-  return listRuns(home, now).runs.filter((r) => r.liveness === 'orchestrator-died').map((r) => r.state.runId);
+  return listRuns(home, now)
+    .runs.filter((r) => r.liveness === 'orchestrator-died')
+    .map((r) => r.state.runId);
 }
 
 /**

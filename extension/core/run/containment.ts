@@ -10,7 +10,15 @@ import type { EngineSpec } from '../../../engines/types';
 import type { StateFile } from '../live/state';
 import type { SandboxInit } from '../live/worker-journal';
 import { expandUserPath } from '../config/config';
-import { expandStatePath, HOST_LOOPBACK_ADDRESS, type BwrapPlan, type Containment, type NetstackProbe, type SandboxMode, type SandboxProbe } from '../process/sandbox';
+import {
+  expandStatePath,
+  HOST_LOOPBACK_ADDRESS,
+  type BwrapPlan,
+  type Containment,
+  type NetstackProbe,
+  type SandboxMode,
+  type SandboxProbe,
+} from '../process/sandbox';
 import { DEFAULT_MEMORY_MB } from '../process/memory-cap';
 import { DEFAULT_LOG_MAX_MB } from '../process/log-cap';
 import type { TaskSpec } from '../manifest/types';
@@ -30,9 +38,18 @@ export interface RunContainment {
  * is refused before anything starts (never silently unsandboxed): the result is then a string, the one line that
  * names the reason and the way to go on anyway.
  */
-export function decideContainment(mode: SandboxMode, probe: SandboxProbe, net: NetstackProbe = { kind: 'none', reason: 'not probed' }, needsNet: readonly string[] = []): RunContainment | string {
+export function decideContainment(
+  mode: SandboxMode,
+  probe: SandboxProbe,
+  net: NetstackProbe = { kind: 'none', reason: 'not probed' },
+  needsNet: readonly string[] = [],
+): RunContainment | string {
   if (mode === 'off') {
-    return { bwrap: null, netstack: null, summary: `sandbox: off (--no-sandbox): workers and checks can write anywhere you can, and share the host's network${probe.kind === 'none' ? `; ${probe.reason}` : ''}` };
+    return {
+      bwrap: null,
+      netstack: null,
+      summary: `sandbox: off (--no-sandbox): workers and checks can write anywhere you can, and share the host's network${probe.kind === 'none' ? `; ${probe.reason}` : ''}`,
+    };
   }
   if (probe.kind === 'none') {
     return `no sandbox: ${probe.reason}. Nothing ran. To run without one anyway (workers can then write anywhere you can): --no-sandbox, "sandbox": false in the config, or the VS Code setting verdict.sandbox`;
@@ -40,10 +57,15 @@ export function decideContainment(mode: SandboxMode, probe: SandboxProbe, net: N
   const base = `sandbox: bwrap ${probe.version}: each step in its own PID namespace with no capability, the filesystem read-only but the task dir, a scratch dir and the engine's state dirs`;
   if (net.kind === 'none') {
     // Never silently on the host's network: a task that asks for its own network needs the stack.
-    if (needsNet.length) return `no network stack: ${net.reason}. Nothing ran. Tasks ${needsNet.join(', ')} have "network": true (the default), which gives each step a network namespace of its own through slirp4netns. Install it, or set "network": "host" on those tasks to share the host's network (every port, abstract socket and 127.0.0.1 shared with the host and other tasks), or "network": false for none`;
+    if (needsNet.length)
+      return `no network stack: ${net.reason}. Nothing ran. Tasks ${needsNet.join(', ')} have "network": true (the default), which gives each step a network namespace of its own through slirp4netns. Install it, or set "network": "host" on those tasks to share the host's network (every port, abstract socket and 127.0.0.1 shared with the host and other tasks), or "network": false for none`;
     return { bwrap: probe.binary, netstack: null, summary: `${base}; network: no user-mode stack (${net.reason}), no task asks for one` };
   }
-  return { bwrap: probe.binary, netstack: net.binary, summary: `${base}; network: each step its own namespace through slirp4netns ${net.version} (the host's loopback as ${HOST_LOOPBACK_ADDRESS})` };
+  return {
+    bwrap: probe.binary,
+    netstack: net.binary,
+    summary: `${base}; network: each step its own namespace through slirp4netns ${net.version} (the host's loopback as ${HOST_LOOPBACK_ADDRESS})`,
+  };
 }
 
 /** The keys of the tasks whose steps need a network namespace of their own (`"network": true`, not full_access). */
@@ -231,8 +253,20 @@ export function stepPlan(run: SandboxedRun, containment: Containment, plan: Omit
   if (containment !== 'bwrap' || !run.bwrap) return null;
   const { stateFile } = run;
   const v = run.view;
-  const view = v ? { ...(v.sockets.length ? { sockets: [...v.sockets] } : {}), ...(v.hide.length ? { hide: [...(plan.hide ?? []), ...v.hide] } : {}), ...(v.expose.length ? { expose: [...v.expose] } : {}) } : {};
-  return { binary: run.bwrap, ...plan, ...(run.netstack ? { netstack: run.netstack } : {}), ...view, ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}) };
+  const view = v
+    ? {
+        ...(v.sockets.length ? { sockets: [...v.sockets] } : {}),
+        ...(v.hide.length ? { hide: [...(plan.hide ?? []), ...v.hide] } : {}),
+        ...(v.expose.length ? { expose: [...v.expose] } : {}),
+      }
+    : {};
+  return {
+    binary: run.bwrap,
+    ...plan,
+    ...(run.netstack ? { netstack: run.netstack } : {}),
+    ...view,
+    ...(stateFile ? { onInit: (init: SandboxInit) => stateFile.recordSandboxInit(init) } : {}),
+  };
 }
 
 /** What the user's config and the manifest add to every sandbox of a run (BwrapPlan `sockets`, `hide`, `expose`). Paths absolute. */

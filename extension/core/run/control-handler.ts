@@ -27,7 +27,12 @@ export class ControlHandler {
   private readonly acknowledged: Set<string>;
   private poller: ReturnType<typeof setInterval> | null = null;
 
-  constructor(private readonly run: LiveRun, private readonly graph: TaskGraph, private readonly loop: AttemptLoop, private readonly workflows: RunWorkflows) {
+  constructor(
+    private readonly run: LiveRun,
+    private readonly graph: TaskGraph,
+    private readonly loop: AttemptLoop,
+    private readonly workflows: RunWorkflows,
+  ) {
     this.reader = new ControlReader(controlFile(run.dir));
     this.acknowledged = new Set((run.state.control ?? []).map((a) => a.id));
   }
@@ -77,8 +82,22 @@ export class ControlHandler {
 
   private ack(c: AnyLine, result: 'done' | 'refused', reason: string): void {
     const { state } = this.run;
-    (state.control ??= []).push({ id: c.id, verb: c.verb, task: c.task ?? null, ...(c.engine !== undefined ? { engine: c.engine } : {}), by: c.by, host: c.host, at: c.at, ackAt: Date.now(), result, reason });
-    this.run.emit({ type: 'run-note', note: `control: ${c.verb}${c.task ? ` ${c.task}` : ''}${c.engine ? ` ${c.engine}` : ''} from ${c.by}@${c.host}: ${result}${reason ? ` (${reason})` : ''}` });
+    (state.control ??= []).push({
+      id: c.id,
+      verb: c.verb,
+      task: c.task ?? null,
+      ...(c.engine !== undefined ? { engine: c.engine } : {}),
+      by: c.by,
+      host: c.host,
+      at: c.at,
+      ackAt: Date.now(),
+      result,
+      reason,
+    });
+    this.run.emit({
+      type: 'run-note',
+      note: `control: ${c.verb}${c.task ? ` ${c.task}` : ''}${c.engine ? ` ${c.engine}` : ''} from ${c.by}@${c.host}: ${result}${reason ? ` (${reason})` : ''}`,
+    });
     void this.run.stateFile.save();
   }
 
@@ -136,7 +155,8 @@ export class ControlHandler {
     if (refused) return this.ack(c, 'refused', refused);
     if (t.state.status === 'BLOCKED') {
       const gate = this.graph.gateOf(t);
-      if (gate.kind === 'blocked') return this.ack(c, 'refused', `${t.spec.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${t.spec.key} runs again once it passes`);
+      if (gate.kind === 'blocked')
+        return this.ack(c, 'refused', `${t.spec.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${t.spec.key} runs again once it passes`);
     }
     if (statusInfo(t.state.status).final) return this.rerunFinal(c, t);
     this.graph.waitFinal(t, () => this.rerunFinal(c, t));
@@ -149,7 +169,11 @@ export class ControlHandler {
     const reopened = this.graph.reopen(task);
     const { unblocked, restarted } = reopened;
     // Acknowledged first: queueing may start the attempt at once.
-    this.ack(c, 'done', `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}${restarted.length ? `; ${restarted.map((t) => t.spec.key).join(', ')} (reading it) stopped, to run again after it` : ''}`);
+    this.ack(
+      c,
+      'done',
+      `${task.spec.key} is queued again: attempt ${task.state.attempts.length + 1} next, with ${task.spec.maxAttempts} attempt(s)${unblocked.length ? `; then ${unblocked.map((t) => t.spec.key).join(', ')}` : ''}${restarted.length ? `; ${restarted.map((t) => t.spec.key).join(', ')} (reading it) stopped, to run again after it` : ''}`,
+    );
     this.graph.requeue(task, reopened);
   }
 
@@ -159,7 +183,13 @@ export class ControlHandler {
     if (!landed) return this.ack(c, 'refused', 'record needs landed');
     if ('merged' in landed && t.state.status !== 'PASS') return this.ack(c, 'refused', `${t.spec.key} is ${t.state.status}: only a task that passed is merged`);
     Object.assign(t.state, landed);
-    this.ack(c, 'done', 'merged' in landed && landed.merged ? `${t.spec.key} merged into ${landed.merged.into} at ${landed.merged.commit.slice(0, 10)}` : `${t.spec.key} discarded`);
+    this.ack(
+      c,
+      'done',
+      'merged' in landed && landed.merged
+        ? `${t.spec.key} merged into ${landed.merged.into} at ${landed.merged.commit.slice(0, 10)}`
+        : `${t.spec.key} discarded`,
+    );
   }
 
   private unwait(c: ControlCommand, engine: string): void {
@@ -171,7 +201,11 @@ export class ControlHandler {
     // already parked on it or still queued behind it (a count of parked jobs alone depended on the timing).
     const woken = this.loop.heldBy(engine);
     // Acknowledged first: waking may start an attempt at once.
-    this.ack(c, 'done', `${engine} no longer waits (it waited until ${wakeTime(cleared.until)}, set by ${cleared.task} attempt ${cleared.attempt}${cleared.source ? ` from ${cleared.source}` : ''}); ${woken} task(s) on it go on`);
+    this.ack(
+      c,
+      'done',
+      `${engine} no longer waits (it waited until ${wakeTime(cleared.until)}, set by ${cleared.task} attempt ${cleared.attempt}${cleared.source ? ` from ${cleared.source}` : ''}); ${woken} task(s) on it go on`,
+    );
     this.loop.wake(engine);
   }
 }

@@ -27,7 +27,17 @@ export interface WorkerOutcome {
  * bubblewrap and a shell report as exit code 128 + the signal's number).
  */
 export function endedOnItsOwn(worker: WorkerOutcome): boolean {
-  return worker.exitCode !== null && worker.exitCode > 0 && worker.exitCode < 128 && worker.signal === null && !worker.timedOut && !worker.stalled && !worker.cancelled && !worker.stoppedAfterFinal && worker.spawnError === null;
+  return (
+    worker.exitCode !== null &&
+    worker.exitCode > 0 &&
+    worker.exitCode < 128 &&
+    worker.signal === null &&
+    !worker.timedOut &&
+    !worker.stalled &&
+    !worker.cancelled &&
+    !worker.stoppedAfterFinal &&
+    worker.spawnError === null
+  );
 }
 
 /** What judge() needs of the check (core/run/check.ts CheckResult), or null when no check ran. */
@@ -61,7 +71,8 @@ const seconds = (ms: number): number => Math.round(ms / 1000);
 export function judgeWork(worker: WorkerOutcome, limits: JudgeLimits): Judgement | null {
   if (worker.cancelled) return { verdict: 'CANCELLED', reason: 'the run was cancelled' };
   if (worker.spawnError) return { verdict: 'ERROR', reason: `the worker could not start: ${worker.spawnError}` };
-  if (worker.memory?.outOfMemory) return { verdict: 'FAIL', reason: `the worker ran out of memory at ${worker.memory.limitMb} MB (the task's memory_mb) and was killed` };
+  if (worker.memory?.outOfMemory)
+    return { verdict: 'FAIL', reason: `the worker ran out of memory at ${worker.memory.limitMb} MB (the task's memory_mb) and was killed` };
   if (worker.stalled) return { verdict: 'STALLED', reason: `the worker printed nothing for ${seconds(limits.watchdogMs ?? 0)} s and was stopped` };
   if (worker.timedOut) return { verdict: 'TIMEOUT', reason: `the worker ran out of time after ${seconds(limits.timeoutMs)} s and was stopped` };
   return null;
@@ -82,11 +93,13 @@ export function judge(worker: WorkerOutcome, check: CheckOutcome | null, errorCl
   if (early) return early;
   if (!check) return { verdict: 'ERROR', reason: 'no check ran' };
   if (check.cancelled) return { verdict: 'CANCELLED', reason: 'the run was cancelled' };
-  const readerProblem = reader && check.passed ? readerEnd(worker, 'the worker (it reads other tasks\' work: inputs)', limits, errorClass) : null;
+  const readerProblem = reader && check.passed ? readerEnd(worker, "the worker (it reads other tasks' work: inputs)", limits, errorClass) : null;
   if (readerProblem) return { verdict: 'ERROR', reason: `${readerProblem}; the check passed on what it left` };
   const exitNote = worker.stoppedAfterFinal
     ? `the engine printed its final event but kept running; it was stopped after ${seconds(limits.finalGraceMs)} s`
-    : worker.exitCode !== 0 ? `the worker exited ${worker.exitCode ?? worker.signal}` : '';
+    : worker.exitCode !== 0
+      ? `the worker exited ${worker.exitCode ?? worker.signal}`
+      : '';
   if (check.passed) return { verdict: 'PASS', reason: exitNote ? `${exitNote}, but the check passed` : '' };
   if (errorClass === 'rate_limit') return { verdict: 'RATE_LIMITED', reason: `the engine was rate-limited (${check.reason})` };
   const engineNote = exitNote || (errorClass ? 'the engine reported an error' : '');
@@ -132,10 +145,7 @@ export const MAX_LOST_WORKER_REQUEUES = 3;
  * What happens to the task next. `requeue` does not use an attempt (the caller counts a rate limit instead); `retry`
  * and `done` do.
  */
-export type NextStep =
-  | { kind: 'retry' }
-  | { kind: 'requeue'; afterMs: number; lostWorker?: true }
-  | { kind: 'done' };
+export type NextStep = { kind: 'retry' } | { kind: 'requeue'; afterMs: number; lostWorker?: true } | { kind: 'done' };
 
 /**
  * After an attempt: nothing more once the task is stopped; requeue a rate-limited task while requeues remain, after
@@ -154,7 +164,10 @@ export function nextStep(history: TaskHistory, policy: RetryPolicy): NextStep {
   if (info.requeued && history.rateLimited < policy.maxRateLimitRequeues) {
     const exp = policy.rateLimitBaseMs * 2 ** history.rateLimited;
     const backoff = exp + Math.floor(policy.random * exp);
-    return { kind: 'requeue', afterMs: policy.retryAfterS === null ? backoff : Math.max(backoff, Math.ceil(Math.min(policy.retryAfterS, MAX_RETRY_AFTER_S) * 1000)) };
+    return {
+      kind: 'requeue',
+      afterMs: policy.retryAfterS === null ? backoff : Math.max(backoff, Math.ceil(Math.min(policy.retryAfterS, MAX_RETRY_AFTER_S) * 1000)),
+    };
   }
   if (info.retryable && history.used + 1 < policy.maxAttempts) return { kind: 'retry' };
   return { kind: 'done' };
@@ -190,10 +203,7 @@ export function attemptEngine(
 }
 
 /** How a task's prerequisites stand: `wait` while one is not final, `blocked` by the first that did not PASS, else `ready`. */
-export type GraphGate =
-  | { kind: 'ready' }
-  | { kind: 'wait' }
-  | { kind: 'blocked'; by: string; status: string; reason: string };
+export type GraphGate = { kind: 'ready' } | { kind: 'wait' } | { kind: 'blocked'; by: string; status: string; reason: string };
 
 /**
  * Whether a task may start, from its prerequisites' statuses in `after` order (pure; the status table decides what
@@ -203,7 +213,12 @@ export function graphGate(prerequisites: readonly { key: string; status: string;
   for (const p of prerequisites) {
     if (p.status === 'PASS') continue;
     if (!STATUS_FINAL(p.status)) continue;
-    return { kind: 'blocked', by: p.key, status: p.status, reason: `prerequisite ${p.key}${p.where ? ` (${p.where})` : ''} ended ${p.status}, not PASS; this task did not start` };
+    return {
+      kind: 'blocked',
+      by: p.key,
+      status: p.status,
+      reason: `prerequisite ${p.key}${p.where ? ` (${p.where})` : ''} ended ${p.status}, not PASS; this task did not start`,
+    };
   }
   return prerequisites.every((p) => p.status === 'PASS') ? { kind: 'ready' } : { kind: 'wait' };
 }

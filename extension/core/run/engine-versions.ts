@@ -13,7 +13,16 @@ import { TESTED_CLIS, versionWarning } from '../../../engines/tested-versions';
  * HOME and the XDG base directories (opencode), CODEX_HOME (codex), CLAUDE_CONFIG_DIR (Claude Code), GEMINI_CLI_HOME
  * (Gemini CLI).
  */
-const STATE_HOME_VARS = ['HOME', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME', 'XDG_CACHE_HOME', 'XDG_STATE_HOME', 'CODEX_HOME', 'CLAUDE_CONFIG_DIR', 'GEMINI_CLI_HOME'] as const;
+const STATE_HOME_VARS = [
+  'HOME',
+  'XDG_CONFIG_HOME',
+  'XDG_DATA_HOME',
+  'XDG_CACHE_HOME',
+  'XDG_STATE_HOME',
+  'CODEX_HOME',
+  'CLAUDE_CONFIG_DIR',
+  'GEMINI_CLI_HOME',
+] as const;
 
 /**
  * What `<binary> --version` prints (stdout and stderr), or null when it fails, times out or cannot start. It runs with
@@ -32,7 +41,15 @@ export async function printedVersion(binary: string, env: Record<string, string 
       own[name] = name === 'HOME' ? home : path.join(home, name.toLowerCase());
       fs.mkdirSync(own[name], { recursive: true });
     }
-    const r = await execa(binary, ['--version'], { env: { ...env, ...own }, extendEnv: false, reject: false, timeout: timeoutMs, stdin: 'ignore', all: true, cwd: home });
+    const r = await execa(binary, ['--version'], {
+      env: { ...env, ...own },
+      extendEnv: false,
+      reject: false,
+      timeout: timeoutMs,
+      stdin: 'ignore',
+      all: true,
+      cwd: home,
+    });
     return r.exitCode === 0 ? String(r.all ?? '') : null;
   } catch {
     return null;
@@ -47,7 +64,11 @@ export async function printedVersion(binary: string, env: Record<string, string 
  * `<binary> --version` runs at once (printedVersion: with `env`, in a throwaway home), at most `timeoutMs` (default
  * 15 s); one that fails or prints no version gives no warning. Never throws.
  */
-export async function engineVersionWarnings(binaries: ReadonlyMap<string, string>, env: Record<string, string | undefined>, timeoutMs = 15_000): Promise<string[]> {
+export async function engineVersionWarnings(
+  binaries: ReadonlyMap<string, string>,
+  env: Record<string, string | undefined>,
+  timeoutMs = 15_000,
+): Promise<string[]> {
   const asked = [...binaries].filter(([name]) => TESTED_CLIS[name]);
   const printed = await Promise.all(asked.map(async ([name, binary]) => [name, await printedVersion(binary, env, timeoutMs)] as const));
   return printed.map(([name, text]) => versionWarning(name, text)).filter((w): w is string => w !== null);

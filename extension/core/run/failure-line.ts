@@ -23,7 +23,10 @@ const TELLING = [
  * '' when the output has no line.
  */
 export function failureLine(output: string): string {
-  const lines = output.split('\n').map((l) => l.trim()).slice(-80);
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .slice(-80);
   let end = lines.length;
   while (end > 0 && SUMMARY.test(lines[end - 1] as string)) end--;
   const body = lines.slice(0, end);

@@ -20,7 +20,18 @@ export function writeFrozenManifest(home: string, runId: string, manifest: Manif
   // whatever the config says by then.
   const own = manifest.raw as Record<string, unknown>;
   const fromConfig = own.route === undefined ? manifest.tasks.find((t) => t.route?.source === 'config')?.route : undefined;
-  const raw = fromConfig ? { ...own, route: { from: fromConfig.from.map((c) => c.id), prefer: fromConfig.prefer, explore: fromConfig.explore, min_tasks: fromConfig.minTasks, ...(fromConfig.seed !== null ? { seed: fromConfig.seed } : {}) } } : manifest.raw;
+  const raw = fromConfig
+    ? {
+        ...own,
+        route: {
+          from: fromConfig.from.map((c) => c.id),
+          prefer: fromConfig.prefer,
+          explore: fromConfig.explore,
+          min_tasks: fromConfig.minTasks,
+          ...(fromConfig.seed !== null ? { seed: fromConfig.seed } : {}),
+        },
+      }
+    : manifest.raw;
   fs.writeFileSync(frozenManifestPath(home, runId), JSON.stringify({ source: manifest.file, manifest: raw }, null, 2));
 }
 
@@ -37,7 +48,13 @@ export function loadFrozenManifest(home: string, state: RunState, engines?: Read
     throw new Error(`cannot read the frozen manifest ${file}: ${(e as Error).message}`);
   }
   const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest ?? null), state.manifestFile, { engines });
-  if (!manifest) throw new Error(`the frozen manifest ${file} no longer loads: ${problems.filter((p) => p.severity === 'error').map(formatProblem).join('; ')}`);
+  if (!manifest)
+    throw new Error(
+      `the frozen manifest ${file} no longer loads: ${problems
+        .filter((p) => p.severity === 'error')
+        .map(formatProblem)
+        .join('; ')}`,
+    );
   return manifest;
 }
 
@@ -60,7 +77,9 @@ export async function lintFrozenManifest(home: string, state: RunState, ctx: Lin
     text = fs.readFileSync(file, 'utf8');
     frozen = JSON.parse(text) as { manifest?: unknown };
   } catch (e) {
-    return [{ rule: 'invalid-manifest', severity: 'error', message: `cannot read the frozen manifest: ${(e as Error).message}`, file, range: null, taskKey: null }];
+    return [
+      { rule: 'invalid-manifest', severity: 'error', message: `cannot read the frozen manifest: ${(e as Error).message}`, file, range: null, taskKey: null },
+    ];
   }
   const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
   const findings = await lintManifestText(linted, state.manifestFile, ctx);

@@ -18,5 +18,8 @@ export function fullAccessProblems(manifest: Manifest, allowFullAccess: boolean,
   if (allowFullAccess) return [];
   return manifest.tasks
     .filter((t) => t.fullAccess)
-    .map((t) => `task "${t.key}" sets full_access: true (run its engine without any sandbox); refused: set "allow_full_access": true in ${configSource} or the VS Code setting ${FULL_ACCESS_SETTING}`);
+    .map(
+      (t) =>
+        `task "${t.key}" sets full_access: true (run its engine without any sandbox); refused: set "allow_full_access": true in ${configSource} or the VS Code setting ${FULL_ACCESS_SETTING}`,
+    );
 }

@@ -83,7 +83,11 @@ export function inputMembers(inputs: TaskInputs): string[] {
  * (so every task of a scope gets the same letter for a member, whichever asks first). Returns the completed map.
  * @throws Error past MAX_ANONYMOUS members
  */
-export function drawNames(members: readonly string[], known: Readonly<Record<string, string>> = {}, randomInt: (max: number) => number = crypto.randomInt): Record<string, string> {
+export function drawNames(
+  members: readonly string[],
+  known: Readonly<Record<string, string>> = {},
+  randomInt: (max: number) => number = crypto.randomInt,
+): Record<string, string> {
   const out = { ...known };
   const used = new Set(Object.values(out));
   const fresh = members.filter((m) => out[m] === undefined);
@@ -267,7 +271,11 @@ function catFileBatch(root: string, shas: readonly string[], maxBytes: number): 
   const out = new Map<string, Buffer>();
   if (!shas.length) return Promise.resolve(out);
   return new Promise((resolve, reject) => {
-    const child = spawn('git', [...safeGitConfigArgs({ repo: root }), 'cat-file', '--batch'], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, GIT_DIR: undefined, GIT_WORK_TREE: undefined, GIT_INDEX_FILE: undefined } });
+    const child = spawn('git', [...safeGitConfigArgs({ repo: root }), 'cat-file', '--batch'], {
+      cwd: root,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, GIT_DIR: undefined, GIT_WORK_TREE: undefined, GIT_INDEX_FILE: undefined },
+    });
     let buf = Buffer.alloc(0);
     let total = 0;
     let stderr = '';
@@ -314,7 +322,14 @@ export async function copySnapshot(snap: DirSnapshot, dest: string, budget: Copy
     else if (e.kind === 'symlink') entries.push({ rel, kind: 'symlink', target: e.target ?? '' });
     else if (e.kind === 'file') {
       const size = e.kept && snap.store && e.sha ? (fs.statSync(path.join(snap.store, e.sha), { throwIfNoEntry: false })?.size ?? 0) : 0;
-      entries.push({ rel, kind: 'file', exec: (e.mode & 0o111) !== 0, size, read: async () => keptContent(snap, e), missing: 'no copy of it was kept when it was sealed (plain mode keeps files up to 2 MiB, 128 MiB in all)' });
+      entries.push({
+        rel,
+        kind: 'file',
+        exec: (e.mode & 0o111) !== 0,
+        size,
+        read: async () => keptContent(snap, e),
+        missing: 'no copy of it was kept when it was sealed (plain mode keeps files up to 2 MiB, 128 MiB in all)',
+      });
     } else omitted.push({ path: `${label}/${rel}`, reason: 'not a file, folder or link' });
   }
   return [...omitted, ...(await writeTree(dest, entries, budget, label))];

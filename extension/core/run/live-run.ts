@@ -121,7 +121,9 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   const startedAt = cont?.state.startedAt ?? Date.now();
   const runtimeOf = (spec: TaskSpec) => taskRuntime(opts, runId, cont, pre, spec);
   const tasks: TaskRuntime[] = manifest.tasks.map(runtimeOf);
-  const state = cont ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line }) : newState(opts, runId, pre, maxParallel, startedAt, tasks);
+  const state = cont
+    ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line })
+    : newState(opts, runId, pre, maxParallel, startedAt, tasks);
   // A continued run forced over lint errors says so too: in its resume's entry, and on the run (it ran forced once).
   if (cont && opts.forced) {
     state.forced = true;
@@ -136,13 +138,20 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   await sayOpening(emit, opts, runId, stateFile, pre, cont, waits, tasks, maxParallel, env);
   // A continued run goes on under the budgets it had (or those its resume gave) and from what it spent: never from 0.
   const budgets = continuedBudgets(manifest, cont?.state ?? null, opts.continueRun);
-  const spend = new RunSpend(home, budgets.usd, opts.postgresUrl ?? null, { budgetTokens: budgets.tokens, subscription: subscriptionEngines(manifest.logins, opts.logins) });
+  const spend = new RunSpend(home, budgets.usd, opts.postgresUrl ?? null, {
+    budgetTokens: budgets.tokens,
+    subscription: subscriptionEngines(manifest.logins, opts.logins),
+  });
   if (cont) {
     spend.seed(priorSpend(cont.state));
     const line = spendLine(spend.snapshot());
-    if (line && (budgets.usd !== null || budgets.tokens !== null)) emit({ type: 'run-note', note: `budget: the run goes on from what it spent before: ${line}` });
+    if (line && (budgets.usd !== null || budgets.tokens !== null))
+      emit({ type: 'run-note', note: `budget: the run goes on from what it spent before: ${line}` });
   }
-  await spend.loadHistory(home, manifest.tasks.some((t) => t.budgetUsd !== undefined || t.budgetTokens !== undefined));
+  await spend.loadHistory(
+    home,
+    manifest.tasks.some((t) => t.budgetUsd !== undefined || t.budgetTokens !== undefined),
+  );
   // engine "auto": the scoreboard as it stands now is the evidence of every routing decision of this run.
   const routeEvidence = manifest.tasks.some((t) => t.route) ? await loadRouteEvidence(home) : { rows: [], note: null };
   if (routeEvidence.note) emit({ type: 'run-note', note: routeEvidence.note });
@@ -160,10 +169,50 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   // A continued run's task branches start where the run's did, whatever base_ref names now.
   const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
   const hide = [...(opts.hide ?? []), ...(manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])];
-  const ctx: AttemptContext = { opts, env, runId, stateFile, binaries: pre.binaries, repo, bwrap: pre.containment.bwrap, netstack: pre.containment.netstack, view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env), emit, spend, recordErrors: [], stateBaselines: new Map(), inheritedEnv: { ...process.env }, taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])] };
+  const ctx: AttemptContext = {
+    opts,
+    env,
+    runId,
+    stateFile,
+    binaries: pre.binaries,
+    repo,
+    bwrap: pre.containment.bwrap,
+    netstack: pre.containment.netstack,
+    view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env),
+    emit,
+    spend,
+    recordErrors: [],
+    stateBaselines: new Map(),
+    inheritedEnv: { ...process.env },
+    taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])],
+  };
   // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
   const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
-  return { opts, manifest, home, runId, dir, state, stateFile, ctx, emit, tasks, byKey, frozenKeys, prior, cont, spend, waits, maxParallel, startedAt, releaseRun, releaseWorkdir, cancelled: false, runtimeOf, routeEvidence: routeEvidence.rows };
+  return {
+    opts,
+    manifest,
+    home,
+    runId,
+    dir,
+    state,
+    stateFile,
+    ctx,
+    emit,
+    tasks,
+    byKey,
+    frozenKeys,
+    prior,
+    cont,
+    spend,
+    waits,
+    maxParallel,
+    startedAt,
+    releaseRun,
+    releaseWorkdir,
+    cancelled: false,
+    runtimeOf,
+    routeEvidence: routeEvidence.rows,
+  };
 }
 
 /** A task's runtime: a continued run's task keeps its state object (attempts, branch, commit) and, unless run again, its summary. */
@@ -187,14 +236,35 @@ function taskRuntime(opts: RunOptions, runId: string, cont: RunContinuation | nu
     failure: null,
     startFrom: [],
     state: earlier ?? {
-      key: spec.key, engine: spec.engine, model, taskType: spec.taskType, verified: spec.verified, status: 'queued', dir: taskDir, branch, commit: null, port: null, attempts: [],
+      key: spec.key,
+      engine: spec.engine,
+      model,
+      taskType: spec.taskType,
+      verified: spec.verified,
+      status: 'queued',
+      dir: taskDir,
+      branch,
+      commit: null,
+      port: null,
+      attempts: [],
       ...(spec.after.length ? { after: spec.after } : {}),
       ...(spec.group !== undefined ? { group: spec.group } : {}),
       ...(spec.candidate !== undefined ? { candidate: spec.candidate } : {}),
       ...(spec.select !== undefined ? { select: spec.select } : {}),
       ...(spec.workflow !== undefined ? { workflow: spec.workflow } : {}),
     },
-    summary: kept ?? { key: spec.key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: spec.verified, branch, commit: earlier?.commit ?? null, reason: '', checkOutput: '' },
+    summary: kept ?? {
+      key: spec.key,
+      verdict: 'CANCELLED',
+      attempts: 0,
+      durationMs: 0,
+      tokens: 0,
+      verified: spec.verified,
+      branch,
+      commit: earlier?.commit ?? null,
+      reason: '',
+      checkOutput: '',
+    },
   };
 }
 
@@ -229,20 +299,42 @@ function newState(opts: RunOptions, runId: string, pre: Preflight, maxParallel: 
 }
 
 /** The run's first events: started, its containment and memory cap, engine versions it was not tested with, uncommitted changes left out, engines still waiting, full_access tasks. */
-async function sayOpening(emit: (e: RunEvent) => void, opts: RunOptions, runId: string, stateFile: StateFile, pre: Preflight, cont: RunContinuation | null, waits: EngineWaits, tasks: TaskRuntime[], maxParallel: number, env: NodeJS.ProcessEnv): Promise<void> {
+async function sayOpening(
+  emit: (e: RunEvent) => void,
+  opts: RunOptions,
+  runId: string,
+  stateFile: StateFile,
+  pre: Preflight,
+  cont: RunContinuation | null,
+  waits: EngineWaits,
+  tasks: TaskRuntime[],
+  maxParallel: number,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   emit({ type: 'run-started', runId, stateFile: stateFile.file, tasks: tasks.length, maxParallel });
   emit({ type: 'run-note', note: pre.containment.summary });
   // Where no cgroup can be had the steps run without a memory limit: said here once, and in every row (mem_cap).
   emit({ type: 'run-note', note: memoryCapMechanism().line });
   for (const warning of await engineVersionWarnings(pre.binaries, env)) emit({ type: 'run-note', note: warning });
   if (pre.repo && pre.repo.uncommitted > 0 && !cont) {
-    emit({ type: 'run-note', note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${opts.manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)` });
+    emit({
+      type: 'run-note',
+      note: `worktrees start from ${pre.repo.baseSha.slice(0, 10)} (base_ref ${opts.manifest.baseRef}); ${pre.repo.uncommitted} uncommitted change(s) in ${pre.repo.root} are not in them (commit them first to include them)`,
+    });
   }
   for (const [engine, w] of waits.active(Date.now())) {
-    emit({ type: 'run-note', note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then${w.capped ? ', and the first after it probes the engine' : ''} (verdict unwait ${runId} ${engine} clears it)` });
+    emit({
+      type: 'run-note',
+      note: `engine ${engine} waits for its quota until ${wakeTime(w.until)} (${w.task} attempt ${w.attempt}: "${w.reason}"); no attempt on it starts before then${w.capped ? ', and the first after it probes the engine' : ''} (verdict unwait ${runId} ${engine} clears it)`,
+    });
   }
   for (const t of tasks) {
-    if (t.spec.fullAccess && pre.containment.bwrap) emit({ type: 'task-note', key: t.spec.key, note: 'full_access (allowed by your config): this task runs without the sandbox, with its engine\'s own sandbox off' });
+    if (t.spec.fullAccess && pre.containment.bwrap)
+      emit({
+        type: 'task-note',
+        key: t.spec.key,
+        note: "full_access (allowed by your config): this task runs without the sandbox, with its engine's own sandbox off",
+      });
   }
 }
 

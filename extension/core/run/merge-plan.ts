@@ -29,15 +29,23 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
   const manifest = loadFrozenManifest(home, state);
   const specs = new Map(manifest.tasks.map((t) => [t.key, t]));
   const prepare = { setup: manifest.setup, include: manifest.include };
-  return state.tasks
-    // A task already merged or discarded (state.json `merged`, `discarded`) is left alone: merging it again changes nothing.
-    .filter((t) => t.status === 'PASS' && t.branch && !t.merged && !t.discarded && (keys ? keys.includes(t.key) : readyToMerge(t)))
-    .map((t) => {
-      const spec = specs.get(t.key);
-      // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.
-      if (!spec) throw new Error(`task ${t.key} of run ${state.runId} is not in its frozen manifest; it cannot be re-checked, so it is not merged`);
-      return { key: t.key, repo: state.repo as string, branch: t.branch as string, recheck: recheckFor(home, state, spec, prepare), suite: spec.suite ? suiteFor(home, state, spec, prepare) : null };
-    });
+  return (
+    state.tasks
+      // A task already merged or discarded (state.json `merged`, `discarded`) is left alone: merging it again changes nothing.
+      .filter((t) => t.status === 'PASS' && t.branch && !t.merged && !t.discarded && (keys ? keys.includes(t.key) : readyToMerge(t)))
+      .map((t) => {
+        const spec = specs.get(t.key);
+        // Never merge unchecked: a task missing from its own frozen manifest means the records were tampered with.
+        if (!spec) throw new Error(`task ${t.key} of run ${state.runId} is not in its frozen manifest; it cannot be re-checked, so it is not merged`);
+        return {
+          key: t.key,
+          repo: state.repo as string,
+          branch: t.branch as string,
+          recheck: recheckFor(home, state, spec, prepare),
+          suite: spec.suite ? suiteFor(home, state, spec, prepare) : null,
+        };
+      })
+  );
 }
 
 /**
@@ -51,28 +59,81 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
  * the attempt's check could: the commit and what setup made, nothing a worker left (docs/architecture.md "What a PASS
  * guarantees"). The log goes to `runs/<run>/tasks/<key>/merge-check.log`.
  */
-export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepare: { setup: string | null; include: string[] } = { setup: null, include: [] }): (dir: string, base: string) => Promise<RecheckResult> {
+export function recheckFor(
+  home: string,
+  state: RunState,
+  spec: TaskSpec,
+  prepare: { setup: string | null; include: string[] } = { setup: null, include: [] },
+): (dir: string, base: string) => Promise<RecheckResult> {
   return async (dir, base) => {
     const probe = await probeSandbox();
     const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
     const net = await probeNetstack();
     const netstack = net.kind === 'slirp4netns' ? net.binary : null;
     // Never silently unsandboxed: the re-check runs what the worker wrote (its tests, its scripts).
-    if (!bwrap && !spec.fullAccess) return { passed: false, output: '', reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the re-check would run code the worker wrote with your full rights, so it did not run` };
+    if (!bwrap && !spec.fullAccess)
+      return {
+        passed: false,
+        output: '',
+        reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the re-check would run code the worker wrote with your full rights, so it did not run`,
+      };
     const tampered = await baseCheckInputs(dir, base, spec);
     const logFile = path.join(runDir(home, state.runId), 'tasks', spec.key, 'merge-check.log');
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
-    const taskEnv = { PORT: String(await reservePort()), VERDICT_RUN_ID: state.runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: 'merge' };
+    const taskEnv = {
+      PORT: String(await reservePort()),
+      VERDICT_RUN_ID: state.runId,
+      VERDICT_TASK_KEY: spec.key,
+      VERDICT_TASK_DIR: dir,
+      VERDICT_ATTEMPT: 'merge',
+    };
     // VERDICT_HOME hidden as from the attempt's check (the checkout and the scratch dir are bound back).
-    const where = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
+    const where = checkEnvironment({
+      run: { bwrap, netstack },
+      containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none',
+      taskDir: dir,
+      scratch,
+      links: null,
+      network: spec.network,
+      taskEnv,
+      hidden: hiddenFromSteps(home, null),
+    });
     try {
-      const unprepared = await prepareMergeCheckout(home, state, spec, prepare, dir, { bwrap, netstack }, taskEnv, path.join(path.dirname(logFile), 'merge-setup.log'));
+      const unprepared = await prepareMergeCheckout(
+        home,
+        state,
+        spec,
+        prepare,
+        dir,
+        { bwrap, netstack },
+        taskEnv,
+        path.join(path.dirname(logFile), 'merge-setup.log'),
+      );
       if (unprepared) return unprepared;
-      const check = await runCheck({ check: spec.check, taskDir: dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: spec.expectFiles, sandbox: where.sandbox, ...stepCaps(spec) });
+      const check = await runCheck({
+        check: spec.check,
+        taskDir: dir,
+        logFile,
+        timeoutMs: spec.checkTimeoutMs,
+        env: where.env,
+        expectFiles: spec.expectFiles,
+        sandbox: where.sandbox,
+        ...stepCaps(spec),
+      });
       const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
-      if (!check.passed) return { passed: false, output: check.output, reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason };
-      if (tampered.length) return { passed: false, output: check.output, reason: `the branch changes protected check inputs (${list}); the check passed with the base's versions of them, but merging would bring the branch's along (a task meant to change them says "protect": [])` };
+      if (!check.passed)
+        return {
+          passed: false,
+          output: check.output,
+          reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason,
+        };
+      if (tampered.length)
+        return {
+          passed: false,
+          output: check.output,
+          reason: `the branch changes protected check inputs (${list}); the check passed with the base's versions of them, but merging would bring the branch's along (a task meant to change them says "protect": [])`,
+        };
       return { passed: true, output: check.output, reason: check.reason };
     } finally {
       fs.rmSync(scratch, { recursive: true, force: true });
@@ -85,14 +146,47 @@ export function recheckFor(home: string, state: RunState, spec: TaskSpec, prepar
  * then `setup` run there in the check's sandbox (log `setupLog`, limit the task's check_timeout_s). Returns null when
  * ready, else the failed result to report.
  */
-async function prepareMergeCheckout(home: string, state: RunState, spec: TaskSpec, prepare: { setup: string | null; include: string[] }, dir: string, run: { bwrap: string | null; netstack: string | null }, taskEnv: Record<string, string>, setupLog: string): Promise<RecheckResult | null> {
+async function prepareMergeCheckout(
+  home: string,
+  state: RunState,
+  spec: TaskSpec,
+  prepare: { setup: string | null; include: string[] },
+  dir: string,
+  run: { bwrap: string | null; netstack: string | null },
+  taskEnv: Record<string, string>,
+  setupLog: string,
+): Promise<RecheckResult | null> {
   if (prepare.include.length) copyIncludes(state.repo as string, dir, prepare.include);
   if (!prepare.setup) return null;
   const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
   try {
-    const setupWhere = checkEnvironment({ run, containment: run.bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch: setupScratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
-    const { receipt, tail } = await supervise({ file: 'bash', args: ['-c', prepare.setup], cwd: dir, env: setupWhere.env, logFile: setupLog, timeoutMs: spec.checkTimeoutMs, tailBytes: 64 * 1024, sandbox: setupWhere.sandbox, ...stepCaps(spec) });
-    if (receipt.exitCode !== 0) return { passed: false, output: tail, reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}` };
+    const setupWhere = checkEnvironment({
+      run,
+      containment: run.bwrap && !spec.fullAccess ? 'bwrap' : 'none',
+      taskDir: dir,
+      scratch: setupScratch,
+      links: null,
+      network: spec.network,
+      taskEnv,
+      hidden: hiddenFromSteps(home, null),
+    });
+    const { receipt, tail } = await supervise({
+      file: 'bash',
+      args: ['-c', prepare.setup],
+      cwd: dir,
+      env: setupWhere.env,
+      logFile: setupLog,
+      timeoutMs: spec.checkTimeoutMs,
+      tailBytes: 64 * 1024,
+      sandbox: setupWhere.sandbox,
+      ...stepCaps(spec),
+    });
+    if (receipt.exitCode !== 0)
+      return {
+        passed: false,
+        output: tail,
+        reason: `setup \`${prepare.setup}\` ${receipt.timedOut ? 'timed out' : `exited ${receipt.exitCode ?? receipt.signal}`} in the merge checkout; see ${setupLog}`,
+      };
     return null;
   } finally {
     fs.rmSync(setupScratch, { recursive: true, force: true });
@@ -106,7 +200,12 @@ async function prepareMergeCheckout(home: string, state: RunState, spec: TaskSpe
  * the integration branch holds code workers wrote. Its log is `runs/<run>/merge-suite/<commit>.log`, named in a
  * failure's reason. Not the task's `expect_files`: the suite judges the repository, not one task's deliverables.
  */
-export function suiteFor(home: string, state: RunState, spec: TaskSpec, prepare: { setup: string | null; include: string[] } = { setup: null, include: [] }): IntegrationSuite {
+export function suiteFor(
+  home: string,
+  state: RunState,
+  spec: TaskSpec,
+  prepare: { setup: string | null; include: string[] } = { setup: null, include: [] },
+): IntegrationSuite {
   const suite = spec.suite!;
   return {
     command: suite.command,
@@ -115,16 +214,54 @@ export function suiteFor(home: string, state: RunState, spec: TaskSpec, prepare:
       const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
       const net = await probeNetstack();
       const netstack = net.kind === 'slirp4netns' ? net.binary : null;
-      if (!bwrap && !spec.fullAccess) return { passed: false, output: '', reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the suite would run code workers wrote with your full rights, so it did not run` };
+      if (!bwrap && !spec.fullAccess)
+        return {
+          passed: false,
+          output: '',
+          reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the suite would run code workers wrote with your full rights, so it did not run`,
+        };
       const logFile = path.join(runDir(home, state.runId), 'merge-suite', `${commit}.log`);
       fs.mkdirSync(path.dirname(logFile), { recursive: true });
       const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
-      const taskEnv = { PORT: String(await reservePort()), VERDICT_RUN_ID: state.runId, VERDICT_TASK_KEY: spec.key, VERDICT_TASK_DIR: dir, VERDICT_ATTEMPT: 'merge-suite' };
+      const taskEnv = {
+        PORT: String(await reservePort()),
+        VERDICT_RUN_ID: state.runId,
+        VERDICT_TASK_KEY: spec.key,
+        VERDICT_TASK_DIR: dir,
+        VERDICT_ATTEMPT: 'merge-suite',
+      };
       try {
-        const unprepared = await prepareMergeCheckout(home, state, spec, prepare, dir, { bwrap, netstack }, taskEnv, path.join(path.dirname(logFile), `${commit}-setup.log`));
+        const unprepared = await prepareMergeCheckout(
+          home,
+          state,
+          spec,
+          prepare,
+          dir,
+          { bwrap, netstack },
+          taskEnv,
+          path.join(path.dirname(logFile), `${commit}-setup.log`),
+        );
         if (unprepared) return unprepared;
-        const where = checkEnvironment({ run: { bwrap, netstack }, containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none', taskDir: dir, scratch, links: null, network: spec.network, taskEnv, hidden: hiddenFromSteps(home, null) });
-        const r = await runCheck({ check: suite.command, taskDir: dir, logFile, timeoutMs: suite.timeoutMs, env: where.env, expectFiles: [], sandbox: where.sandbox, ...stepCaps(spec) });
+        const where = checkEnvironment({
+          run: { bwrap, netstack },
+          containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none',
+          taskDir: dir,
+          scratch,
+          links: null,
+          network: spec.network,
+          taskEnv,
+          hidden: hiddenFromSteps(home, null),
+        });
+        const r = await runCheck({
+          check: suite.command,
+          taskDir: dir,
+          logFile,
+          timeoutMs: suite.timeoutMs,
+          env: where.env,
+          expectFiles: [],
+          sandbox: where.sandbox,
+          ...stepCaps(spec),
+        });
         return { passed: r.passed, output: r.output, reason: r.passed ? '' : `${r.reason.replace(/^the check /, 'it ')}; see ${logFile}` };
       } finally {
         fs.rmSync(scratch, { recursive: true, force: true });
@@ -147,9 +284,24 @@ export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec)
   const git = gitFor(dir, { trusted: true });
   const files = (await git.raw(['ls-tree', '-r', '-z', '--name-only', base])).split('\0').filter(Boolean);
   const fileSet = new Set(files);
-  const dirs = new Set(files.flatMap((f) => f.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+  const dirs = new Set(
+    files.flatMap((f) =>
+      f
+        .split('/')
+        .slice(0, -1)
+        .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+    ),
+  );
   const kindOf = (rel: string): 'file' | 'dir' | null => (fileSet.has(rel) ? 'file' : dirs.has(rel) ? 'dir' : null);
-  const guarded = new Set(protectedPaths(files, kindOf, judgedCommands(spec), spec.protect, spec.expectFiles.map((f) => path.normalize(f))));
+  const guarded = new Set(
+    protectedPaths(
+      files,
+      kindOf,
+      judgedCommands(spec),
+      spec.protect,
+      spec.expectFiles.map((f) => path.normalize(f)),
+    ),
+  );
   const isForbidden = newFileRefused(judgedCommands(spec), spec.protect);
   const diff = (await git.raw(['diff', '--name-status', '-z', '--no-renames', base, 'HEAD'])).split('\0').filter(Boolean);
   const changed: string[] = [];
@@ -164,6 +316,8 @@ export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec)
   // A package.json script the check or the suite runs (`npm test`) is protected entry by entry: the branch's is kept
   // (the file may hold the work), and a change to one is named, so the branch is not merged.
   const scripts = spec.protect !== null && spec.protect.length === 0 ? [] : runnerScripts(judgedCommands(spec));
-  const scriptChanges = scripts.length ? changedScripts(await git.show([`${base}:package.json`]).catch(() => null), await git.show(['HEAD:package.json']).catch(() => null), scripts) : [];
+  const scriptChanges = scripts.length
+    ? changedScripts(await git.show([`${base}:package.json`]).catch(() => null), await git.show(['HEAD:package.json']).catch(() => null), scripts)
+    : [];
   return [...changed, ...added.map((f) => `${f} (new)`), ...scriptChanges].sort();
 }

@@ -39,10 +39,12 @@ export function attemptNotice(e: AttemptNoticeInput): string {
 export function mergeNotice(outcomes: readonly MergeOutcome[], branches: ReadonlyMap<string, string>, target: string | null): string {
   const named = (key: string) => (branches.has(key) ? `${key} (${branches.get(key)})` : key);
   const merged = outcomes.filter((o) => o.status === 'MERGED').map((o) => named(o.key));
-  const others = outcomes.filter((o) => o.status !== 'MERGED').map((o) => {
-    const why = o.status === 'BLOCKED' && o.conflicts.length ? `conflicts in ${o.conflicts.join(', ')}` : 'reason' in o ? firstLine(o.reason) : '';
-    return `${named(o.key)} ${o.status}${why ? ` (${why})` : ''}`;
-  });
+  const others = outcomes
+    .filter((o) => o.status !== 'MERGED')
+    .map((o) => {
+      const why = o.status === 'BLOCKED' && o.conflicts.length ? `conflicts in ${o.conflicts.join(', ')}` : 'reason' in o ? firstLine(o.reason) : '';
+      return `${named(o.key)} ${o.status}${why ? ` (${why})` : ''}`;
+    });
   const into = target ? ` into ${target}` : '';
   const parts = [merged.length ? `merged ${merged.join(', ')}${into}` : `nothing merged${into}`];
   if (others.length) parts.push(`not merged: ${others.join('; ')}`);
@@ -62,7 +64,10 @@ function firstLine(text: string): string {
  * the next lines while the text so far ends with a colon, at most `maxChars` characters (an ellipsis marks a cut).
  */
 export function notificationLine(message: string, maxChars = 400): string {
-  const lines = message.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   let text = lines[0] ?? '';
   for (let i = 1; text.endsWith(':') && i < lines.length; i++) text = `${text} ${lines[i]}`;
   return text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text;

@@ -44,7 +44,13 @@ export interface RunPolicy {
  * sandbox where `policy` wants one, a task with full_access that `policy` does not allow. Creates nothing.
  * @throws PreflightError listing every problem found
  */
-export async function preflight(manifest: Manifest, engines: ReadonlyMap<string, EngineSpec>, env: NodeJS.ProcessEnv = process.env, home?: string, policy: RunPolicy = DEFAULT_POLICY): Promise<Preflight> {
+export async function preflight(
+  manifest: Manifest,
+  engines: ReadonlyMap<string, EngineSpec>,
+  env: NodeJS.ProcessEnv = process.env,
+  home?: string,
+  policy: RunPolicy = DEFAULT_POLICY,
+): Promise<Preflight> {
   const problems: string[] = [];
   const decided = decideContainment(policy.sandbox, await probeSandbox(env), await probeNetstack(env), tasksNeedingNetstack(manifest.tasks));
   const containment: RunContainment | null = typeof decided === 'string' ? null : decided;
@@ -55,11 +61,25 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     if (problem) problems.push(problem);
   }
   // Ranking reviewers and critics run here even on a pool run (on sealed commits fetched from the remote).
-  const here = new Set(manifest.tasks.flatMap((t) => [...(t.select === 'ranked' || t.select === 'consensus' ? (t.rank?.engines ?? []).map((r) => r.engine) : []), ...(t.critique?.critics ?? []).map((c) => c.engine)]));
+  const here = new Set(
+    manifest.tasks.flatMap((t) => [
+      ...(t.select === 'ranked' || t.select === 'consensus' ? (t.rank?.engines ?? []).map((r) => r.engine) : []),
+      ...(t.critique?.critics ?? []).map((c) => c.engine),
+    ]),
+  );
   const binaries = new Map<string, string>();
   // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
   // and its reviewers (a ranked best-of-N task's ranking reviewers too) and critics.
-  for (const name of new Set(manifest.tasks.flatMap((t) => [t.engine, ...t.fallback.map((f) => f.engine), ...(t.route?.from ?? []).map((c) => c.engine), ...(t.review?.engines ?? []).map((r) => r.engine), ...(t.rank?.engines ?? []).map((r) => r.engine), ...(t.critique?.critics ?? []).map((c) => c.engine)]))) {
+  for (const name of new Set(
+    manifest.tasks.flatMap((t) => [
+      t.engine,
+      ...t.fallback.map((f) => f.engine),
+      ...(t.route?.from ?? []).map((c) => c.engine),
+      ...(t.review?.engines ?? []).map((r) => r.engine),
+      ...(t.rank?.engines ?? []).map((r) => r.engine),
+      ...(t.critique?.critics ?? []).map((c) => c.engine),
+    ]),
+  )) {
     const engine = engines.get(name);
     if (!engine) {
       problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);
@@ -68,14 +88,18 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     if (policy.enginesElsewhere && !here.has(name)) continue;
     const found = findBinary(engine.binary, env.PATH ?? '');
     if (found) binaries.set(name, found);
-    else problems.push(`engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH${policy.enginesElsewhere ? ' (ranking reviewers and critics run on this machine, even on a pool run)' : ''}. Install it: ${engine.install}`);
+    else
+      problems.push(
+        `engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH${policy.enginesElsewhere ? ' (ranking reviewers and critics run on this machine, even on a pool run)' : ''}. Install it: ${engine.install}`,
+      );
   }
   let repo: RepoInfo | null = null;
   if (manifest.worktrees) {
     try {
       repo = await inspectRepo(manifest.repo, manifest.baseRef);
       for (const rel of manifest.include) {
-        if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..')) problems.push(`include: ${rel} must be a path inside the repository (no absolute path, no ..)`);
+        if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..'))
+          problems.push(`include: ${rel} must be a path inside the repository (no absolute path, no ..)`);
         else if (!fs.existsSync(path.join(repo.root, rel))) problems.push(`include: ${rel} does not exist in ${repo.root}`);
       }
     } catch (e) {
@@ -87,7 +111,8 @@ export async function preflight(manifest: Manifest, engines: ReadonlyMap<string,
     const problem = writableFolderProblem('workdir', manifest.workdir);
     if (problem) problems.push(problem);
     // Task dirs inside VERDICT_HOME would move the records aside (a key named "runs").
-    if (home && isWithin(path.resolve(manifest.workdir), path.resolve(home))) problems.push(`workdir ${manifest.workdir} is inside VERDICT_HOME (${home}), where the run records live; choose a workdir outside it`);
+    if (home && isWithin(path.resolve(manifest.workdir), path.resolve(home)))
+      problems.push(`workdir ${manifest.workdir} is inside VERDICT_HOME (${home}), where the run records live; choose a workdir outside it`);
   }
   if (problems.length || !containment) throw new PreflightError(problems);
   return { repo, binaries, containment };

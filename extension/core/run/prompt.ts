@@ -47,9 +47,25 @@ export function failureText(f: FailureContext): string {
   return [
     `Attempt ${f.attempt} was judged ${f.verdict}: ${f.reason}.`,
     '',
-    ...(review.length ? ['The check passed, but the reviewers did not approve the work. Address every concern below; the check must still pass.', cutHead(review.join('\n'), RETRY_REVIEW_BYTES), ''] : []),
-    ...(f.redFiles?.length ? [`The check passed on your work, then ran again on the same tree without the implementation (${f.redFiles.join(', ')} as they were before it was written) and passed there too, so your tests do not depend on the code they are meant to test. Write tests that exercise it and fail when it is missing or wrong.`, ''] : []),
-    ...(f.suite ? [`Your work passed the task's check, then the repository's full test suite ran on it and failed: your change breaks something the check does not test. Make the suite pass too; do not weaken or edit its tests.`, ''] : []),
+    ...(review.length
+      ? [
+          'The check passed, but the reviewers did not approve the work. Address every concern below; the check must still pass.',
+          cutHead(review.join('\n'), RETRY_REVIEW_BYTES),
+          '',
+        ]
+      : []),
+    ...(f.redFiles?.length
+      ? [
+          `The check passed on your work, then ran again on the same tree without the implementation (${f.redFiles.join(', ')} as they were before it was written) and passed there too, so your tests do not depend on the code they are meant to test. Write tests that exercise it and fail when it is missing or wrong.`,
+          '',
+        ]
+      : []),
+    ...(f.suite
+      ? [
+          `Your work passed the task's check, then the repository's full test suite ran on it and failed: your change breaks something the check does not test. Make the suite pass too; do not weaken or edit its tests.`,
+          '',
+        ]
+      : []),
     `The ${f.suite ? 'suite' : 'check'} command (run with bash -c in your working directory; exit 0 is the only pass):`,
     '```sh',
     f.suite ?? f.check,
@@ -69,7 +85,10 @@ export function failureText(f: FailureContext): string {
 function cutHead(text: string, maxBytes: number): string {
   const buf = Buffer.from(text, 'utf8');
   if (buf.length <= maxBytes) return text;
-  return `${buf.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '')}\n(cut)`;
+  return `${buf
+    .subarray(0, maxBytes)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '')}\n(cut)`;
 }
 
 /** The retry prompt: the original spec, then the failure text and a request to fix it in place. */

@@ -62,7 +62,13 @@ export interface ProtectedSet {
  * `protect` (null: the default set; [] : none; otherwise default ∪ globs − `!`globs). The task's `deliverables`
  * (expect_files, relative) are never protected. With `snapshotDir`, a copy of each protected file is kept there.
  */
-export function protectedSet(taskDir: string, check: CheckCommands, protect: readonly string[] | null, snapshotDir: string | null = null, deliverables: readonly string[] = []): ProtectedSet {
+export function protectedSet(
+  taskDir: string,
+  check: CheckCommands,
+  protect: readonly string[] | null,
+  snapshotDir: string | null = null,
+  deliverables: readonly string[] = [],
+): ProtectedSet {
   const files = new Map<string, string>();
   if (protect !== null && protect.length === 0) return { files, snapshotDir: null };
   const kindOf = (rel: string): 'file' | 'dir' | null => {
@@ -107,7 +113,13 @@ export function newFileRefused(check: CheckCommands, protect: readonly string[] 
  * whether a path is a file or a folder of that tree (null: neither). Pure: the tree may be a dir or a commit (the merge
  * queue's re-check takes it from the base it rebased onto).
  */
-export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 'file' | 'dir' | null, check: CheckCommands, protect: readonly string[] | null, deliverables: readonly string[] = []): string[] {
+export function protectedPaths(
+  all: readonly string[],
+  kindOf: (rel: string) => 'file' | 'dir' | null,
+  check: CheckCommands,
+  protect: readonly string[] | null,
+  deliverables: readonly string[] = [],
+): string[] {
   if (protect !== null && protect.length === 0) return [];
   const named = commandsOf(check).flatMap((c) => namedPaths(c, kindOf));
   const positive = (protect ?? []).filter((g) => !g.startsWith('!'));
@@ -118,7 +130,12 @@ export function protectedPaths(all: readonly string[], kindOf: (rel: string) => 
   // The runner's own files that exist (a committed pytest.ini): a new one is refused, so an existing one is protected.
   const isRunnerFile = globMatcher(forbidNewFor(check));
   // A deliverable (expect_files) is the worker's to write, whatever else says.
-  return all.filter((rel) => (named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel) || isRunnerFile(rel)) && !isExcluded(rel) && !deliverables.includes(rel));
+  return all.filter(
+    (rel) =>
+      (named.some((n) => rel === n || rel.startsWith(`${n}/`)) || isConventional(rel) || isExtra(rel) || isRunnerFile(rel)) &&
+      !isExcluded(rel) &&
+      !deliverables.includes(rel),
+  );
 }
 
 const matchers = new Map<string, (rel: string) => boolean>();
@@ -191,7 +208,9 @@ export function restoreProtected(taskDir: string, set: ProtectedSet): string[] {
  * them (showName); empty when none.
  */
 export function protectedChanges(taskDir: string, set: ProtectedSet): string[] {
-  return changesOf(taskDir, set).map(({ rel, what }) => `${showName(rel)} (${what === 'new' ? 'new: it changes what the test runner reports' : what})`).sort();
+  return changesOf(taskDir, set)
+    .map(({ rel, what }) => `${showName(rel)} (${what === 'new' ? 'new: it changes what the test runner reports' : what})`)
+    .sort();
 }
 
 /** What protectedChanges reports, by relative path (a fs/byte-names.ts string). */
@@ -218,10 +237,113 @@ function changesOf(taskDir: string, set: ProtectedSet): { rel: string; what: 'ch
 /** Package managers that run a script of the package.json in the current folder, and their own commands (not scripts). */
 const PACKAGE_RUNNERS: Record<string, { run: string[]; aliases: Record<string, string>; builtins: Set<string> | null }> = {
   // npm runs a script only through run/run-script (and its aliases) or the lifecycle commands named in `aliases`.
-  npm: { run: ['run', 'run-script', 'rum', 'urn'], aliases: { test: 'test', t: 'test', tst: 'test', start: 'start', stop: 'stop', restart: 'restart' }, builtins: null },
+  npm: {
+    run: ['run', 'run-script', 'rum', 'urn'],
+    aliases: { test: 'test', t: 'test', tst: 'test', start: 'start', stop: 'stop', restart: 'restart' },
+    builtins: null,
+  },
   // yarn and pnpm also run `yarn <script>` when <script> is none of their own commands.
-  yarn: { run: ['run'], aliases: { test: 'test', start: 'start' }, builtins: new Set(['add', 'audit', 'autoclean', 'bin', 'cache', 'check', 'config', 'create', 'dlx', 'exec', 'generate-lock-entry', 'global', 'help', 'import', 'info', 'init', 'install', 'licenses', 'link', 'list', 'login', 'logout', 'node', 'outdated', 'owner', 'pack', 'policies', 'publish', 'remove', 'tag', 'team', 'unlink', 'unplug', 'upgrade', 'upgrade-interactive', 'version', 'versions', 'why', 'workspace', 'workspaces', 'set', 'up', 'dedupe', 'npm', 'plugin', 'constraints', 'explain', 'rebuild', 'patch', 'patch-commit', 'stage', 'search']) },
-  pnpm: { run: ['run', 'run-script'], aliases: { test: 'test', t: 'test', tst: 'test', start: 'start' }, builtins: new Set(['add', 'install', 'i', 'update', 'up', 'remove', 'rm', 'link', 'unlink', 'import', 'rebuild', 'prune', 'fetch', 'patch', 'patch-commit', 'exec', 'dlx', 'create', 'audit', 'list', 'ls', 'outdated', 'why', 'pack', 'publish', 'root', 'bin', 'store', 'server', 'setup', 'init', 'env', 'config', 'licenses', 'deploy', 'doctor', 'help']) },
+  yarn: {
+    run: ['run'],
+    aliases: { test: 'test', start: 'start' },
+    builtins: new Set([
+      'add',
+      'audit',
+      'autoclean',
+      'bin',
+      'cache',
+      'check',
+      'config',
+      'create',
+      'dlx',
+      'exec',
+      'generate-lock-entry',
+      'global',
+      'help',
+      'import',
+      'info',
+      'init',
+      'install',
+      'licenses',
+      'link',
+      'list',
+      'login',
+      'logout',
+      'node',
+      'outdated',
+      'owner',
+      'pack',
+      'policies',
+      'publish',
+      'remove',
+      'tag',
+      'team',
+      'unlink',
+      'unplug',
+      'upgrade',
+      'upgrade-interactive',
+      'version',
+      'versions',
+      'why',
+      'workspace',
+      'workspaces',
+      'set',
+      'up',
+      'dedupe',
+      'npm',
+      'plugin',
+      'constraints',
+      'explain',
+      'rebuild',
+      'patch',
+      'patch-commit',
+      'stage',
+      'search',
+    ]),
+  },
+  pnpm: {
+    run: ['run', 'run-script'],
+    aliases: { test: 'test', t: 'test', tst: 'test', start: 'start' },
+    builtins: new Set([
+      'add',
+      'install',
+      'i',
+      'update',
+      'up',
+      'remove',
+      'rm',
+      'link',
+      'unlink',
+      'import',
+      'rebuild',
+      'prune',
+      'fetch',
+      'patch',
+      'patch-commit',
+      'exec',
+      'dlx',
+      'create',
+      'audit',
+      'list',
+      'ls',
+      'outdated',
+      'why',
+      'pack',
+      'publish',
+      'root',
+      'bin',
+      'store',
+      'server',
+      'setup',
+      'init',
+      'env',
+      'config',
+      'licenses',
+      'deploy',
+      'doctor',
+      'help',
+    ]),
+  },
 };
 
 /**

@@ -137,9 +137,21 @@ export class EngineWaits {
   private waitFor(quota: QuotaEvent, task: string, attempt: number, now: number, probe: boolean): EngineWait {
     const base = { reason: quota.text, source: quota.source, reset: quota.until, since: now, task, attempt };
     const cap = now + this.maxWaitMs;
-    if (quota.until <= cap) return { ...base, until: quota.until, why: `the engine's own reset${probe ? ` (reported again by the probe, ${task} attempt ${attempt})` : ''}` };
-    if (probe) return { ...base, until: quota.until, confirmed: true, why: `the engine's own reset, past the ${hours(this.maxWaitMs)} cap: confirmed by ${task} attempt ${attempt}, the probe started after the cap, which reported it again` };
-    return { ...base, until: cap, capped: true, why: `the engine's reset (${wakeTime(quota.until, now)}) is past the ${hours(this.maxWaitMs)} cap (quota.max_wait_h): shortened to the cap; then one attempt probes the engine, and only if it reports the quota again does the engine wait until the reset` };
+    if (quota.until <= cap)
+      return { ...base, until: quota.until, why: `the engine's own reset${probe ? ` (reported again by the probe, ${task} attempt ${attempt})` : ''}` };
+    if (probe)
+      return {
+        ...base,
+        until: quota.until,
+        confirmed: true,
+        why: `the engine's own reset, past the ${hours(this.maxWaitMs)} cap: confirmed by ${task} attempt ${attempt}, the probe started after the cap, which reported it again`,
+      };
+    return {
+      ...base,
+      until: cap,
+      capped: true,
+      why: `the engine's reset (${wakeTime(quota.until, now)}) is past the ${hours(this.maxWaitMs)} cap (quota.max_wait_h): shortened to the cap; then one attempt probes the engine, and only if it reports the quota again does the engine wait until the reset`,
+    };
   }
 
   private drop(engine: string): void {
@@ -177,7 +189,12 @@ export function waitsLine(state: Pick<RunState, 'waits'>, now = Date.now()): str
  */
 export function waitLines(state: Pick<RunState, 'waits' | 'runId'>, now = Date.now()): string[] {
   return Object.entries(state.waits ?? {}).map(([engine, w]) => {
-    const when = w.until > now ? `waits until ${wakeTime(w.until, now)}` : w.probe ? `is being probed by ${w.probe.task} (its wait was shortened to the cap, ${wakeTime(w.until, now)})` : `waited until ${wakeTime(w.until, now)}`;
+    const when =
+      w.until > now
+        ? `waits until ${wakeTime(w.until, now)}`
+        : w.probe
+          ? `is being probed by ${w.probe.task} (its wait was shortened to the cap, ${wakeTime(w.until, now)})`
+          : `waited until ${wakeTime(w.until, now)}`;
     const from = `set by ${w.task} attempt ${w.attempt}${w.source ? ` from ${w.source}` : ''} at ${wakeTime(w.since, now)}`;
     return `${engine} ${when} — ${from}: "${w.reason}"${w.why ? `; ${w.why}` : ''}. Clear it: verdict unwait ${state.runId} ${engine}`;
   });

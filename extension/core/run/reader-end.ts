@@ -41,7 +41,8 @@ export function readerEnd(receipt: ReaderReceipt, who: string, limits: ReaderLim
   if (receipt.stalled) return `${who} printed nothing for ${seconds(limits.watchdogMs ?? 0)} s and was stopped`;
   if (receipt.timedOut) return `${who} ran out of time after ${seconds(limits.timeoutMs)} s and was stopped`;
   const notCounted = 'so it did not end on its own: its answer is not counted, whatever its output or files hold';
-  if (receipt.stoppedAfterFinal) return `${who} printed its final event but kept running and was stopped after ${seconds(limits.finalGraceMs)} s, ${notCounted}`;
+  if (receipt.stoppedAfterFinal)
+    return `${who} printed its final event but kept running and was stopped after ${seconds(limits.finalGraceMs)} s, ${notCounted}`;
   if (receipt.signal) return `${who} was killed by ${receipt.signal}, ${notCounted}`;
   if (receipt.exitCode !== 0) {
     const code = receipt.exitCode;

@@ -55,9 +55,28 @@ export function readerName(r: Pick<ReaderRun, 'engine' | 'model'>): string {
 /** The eval-row columns a reader's row fills from its run (schemas/eval-row.schema.json); `prev_hash` is null until appendEvalRow sets it under the log's lock. */
 export type ReaderColumns = Pick<
   EvalRow,
-  | 'worker_engine' | 'duration_ms' | 'worker_tokens' | 'model' | 'harness' | 'lab' | 'reported_model' | 'reasoning_effort'
-  | 'tokens_in' | 'tokens_out' | 'tokens_cached' | 'tokens_reasoning' | 'cost_microusd' | 'check_exit_code' | 'check_output'
-  | 'worker_exit_code' | 'started_at' | 'ended_at' | 'commit' | 'prev_hash' | 'tokens_cache_write' | 'billing'
+  | 'worker_engine'
+  | 'duration_ms'
+  | 'worker_tokens'
+  | 'model'
+  | 'harness'
+  | 'lab'
+  | 'reported_model'
+  | 'reasoning_effort'
+  | 'tokens_in'
+  | 'tokens_out'
+  | 'tokens_cached'
+  | 'tokens_reasoning'
+  | 'cost_microusd'
+  | 'check_exit_code'
+  | 'check_output'
+  | 'worker_exit_code'
+  | 'started_at'
+  | 'ended_at'
+  | 'commit'
+  | 'prev_hash'
+  | 'tokens_cache_write'
+  | 'billing'
 >;
 
 /** {@link ReaderColumns} of one reader's run: credited to its engine and model; duration ms; tokens in + out when both are known. */

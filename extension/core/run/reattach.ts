@@ -48,7 +48,10 @@ export function trustedLinks(file: string, dir: string, commonDir: string): Work
     // not saved (an older run): check the ones on disk
   }
   const links = readWorktreeLinks(dir, commonDir);
-  const altered = (what: string) => new Error(`${what} is not as git wrote it (a worker may have changed it before its orchestrator died); discard the task (verdict discard) and resume again`);
+  const altered = (what: string) =>
+    new Error(
+      `${what} is not as git wrote it (a worker may have changed it before its orchestrator died); discard the task (verdict discard) and resume again`,
+    );
   if (path.resolve(links.adminDir, links.gitdirFile.trim()) !== path.join(dir, '.git')) throw altered(path.join(links.adminDir, 'gitdir'));
   if (path.resolve(links.adminDir, links.commondirFile.trim()) !== commonDir) throw altered(path.join(links.adminDir, 'commondir'));
   return { ...links, worktreeConfig: false };
@@ -83,7 +86,12 @@ export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Prom
   if (!ctx.repo && guardsOn(task.spec)) task.guardBase = loadSnapshot(path.join(taskRun, 'guard-base.json')) ?? baseFromNow(ctx, task, taskRun);
   task.sealedState = loadSealedState(sealedStateFile(taskRun));
   // A run from before the record of what setup made was kept: nothing counts as there before the worker (said so).
-  if (task.links && !fs.existsSync(preparedFilesFile(taskRun))) ctx.emit({ type: 'task-note', key, note: 'no record of the files setup made was kept (a run from an earlier Verdict): every file the sealed commit does not hold, setup\'s included, is moved out of the check\'s sight; discard the task and run it again if its check needs them' });
+  if (task.links && !fs.existsSync(preparedFilesFile(taskRun)))
+    ctx.emit({
+      type: 'task-note',
+      key,
+      note: "no record of the files setup made was kept (a run from an earlier Verdict): every file the sealed commit does not hold, setup's included, is moved out of the check's sight; discard the task and run it again if its check needs them",
+    });
   task.prepared = true;
   return true;
 }

@@ -35,7 +35,6 @@ export interface ReconcileReport {
   killedInits: number[];
 }
 
-
 /**
  * Reconciles every run under `home` whose orchestrator died (still "running", heartbeat stale, pid gone): kills the
  * sandbox inits its worker journal names that are still alive (same pid and start time), kills its
@@ -70,7 +69,13 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
 }
 
 /** `here`: the run's host is this one (its recorded worker pids are this machine's; else none is signalled). */
-async function reconcileRun(home: string, state: RunState, stateFile: string, engines: ReadonlyMap<string, EngineSpec>, here: boolean): Promise<ReconcileReport> {
+async function reconcileRun(
+  home: string,
+  state: RunState,
+  stateFile: string,
+  engines: ReadonlyMap<string, EngineSpec>,
+  here: boolean,
+): Promise<ReconcileReport> {
   const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [], killedInits: [] };
   const specs = frozenSpecs(home, state);
   const now = Date.now();
@@ -86,9 +91,16 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
       // log, or, when the orchestrator died before they got there, in the receipt: those are appended now.
       const settled = settledReceipt(attempt.dir, attempt.startedAt);
       if (settled) {
-        task.attempts[task.attempts.indexOf(attempt)] = { ...attempt, phase: 'done', verdict: settled.verdict, notes: settled.reason, endedAt: attempt.endedAt ?? now };
+        task.attempts[task.attempts.indexOf(attempt)] = {
+          ...attempt,
+          phase: 'done',
+          verdict: settled.verdict,
+          notes: settled.reason,
+          endedAt: attempt.endedAt ?? now,
+        };
         const last = attempt.attempt === Math.max(...task.attempts.map((a) => a.attempt));
-        if (last && settled.taskStatus === 'PASS') passed = (settled.rows.find((r) => r.step === 'work')?.commit as string | null | undefined) ?? task.commit ?? null;
+        if (last && settled.taskStatus === 'PASS')
+          passed = (settled.rows.find((r) => r.step === 'work')?.commit as string | null | undefined) ?? task.commit ?? null;
         logged ??= loggedRows(evalLogPath(home), state.runId);
         for (const row of settled.rows) {
           if (logged.has(rowKey(row))) continue;
@@ -107,7 +119,13 @@ async function reconcileRun(home: string, state: RunState, stateFile: string, en
           report.killed.push(attempt.workerPid);
         } else if (processStartTime(attempt.workerPid) !== null) report.spared.push(attempt.workerPid);
       }
-      const rec = recordFromView(state, task, attempt, specs.get(task.key) ?? '', engines.get(attempt.engine ?? task.engine)?.harness ?? attempt.engine ?? task.engine);
+      const rec = recordFromView(
+        state,
+        task,
+        attempt,
+        specs.get(task.key) ?? '',
+        engines.get(attempt.engine ?? task.engine)?.harness ?? attempt.engine ?? task.engine,
+      );
       rec.phase = 'done';
       rec.verdict = 'INTERRUPTED';
       rec.endedAt = now;
@@ -159,12 +177,23 @@ export function killSandboxInits(inits: readonly SandboxInit[]): number[] {
 function settledReceipt(dir: string, startedAt: number): { verdict: Verdict; reason: string; rows: EvalRowInput[]; taskStatus: string | null } | null {
   try {
     const file = path.join(dir, 'receipt.json');
-    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as { startedAt?: unknown; taskStatus?: unknown; verdict?: unknown; reason?: unknown; rows?: unknown };
+    const receipt = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+      startedAt?: unknown;
+      taskStatus?: unknown;
+      verdict?: unknown;
+      reason?: unknown;
+      rows?: unknown;
+    };
     // The receipt names its attempt's start; one of an older version is judged by its time of writing.
     if (typeof receipt.startedAt === 'number' ? receipt.startedAt !== startedAt : fs.statSync(file).mtimeMs < startedAt) return null;
     if (typeof receipt.verdict !== 'string' || !(VERDICTS as readonly string[]).includes(receipt.verdict)) return null;
     const rows = Array.isArray(receipt.rows) ? (receipt.rows.filter((r) => r && typeof r === 'object' && !Array.isArray(r)) as EvalRowInput[]) : [];
-    return { verdict: receipt.verdict as Verdict, reason: typeof receipt.reason === 'string' ? receipt.reason : '', rows, taskStatus: typeof receipt.taskStatus === 'string' ? receipt.taskStatus : null };
+    return {
+      verdict: receipt.verdict as Verdict,
+      reason: typeof receipt.reason === 'string' ? receipt.reason : '',
+      rows,
+      taskStatus: typeof receipt.taskStatus === 'string' ? receipt.taskStatus : null,
+    };
   } catch {
     return null;
   }
@@ -199,4 +228,3 @@ function frozenSpecs(home: string, state: RunState): Map<string, string> {
     return new Map();
   }
 }
-

@@ -56,19 +56,24 @@ export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'ver
   if (req.verb === 'resume') {
     // A best-of-N candidate whose task passed (another candidate won) stays as it ended.
     const won = new Set(state.tasks.filter((t) => t.select && t.status === 'PASS').map((t) => t.key));
-    const again = state.tasks.filter((t) => statusInfo(t.status).resumable && !(t.candidate !== undefined && t.group !== undefined && won.has(t.group))).map((t) => t.key);
+    const again = state.tasks
+      .filter((t) => statusInfo(t.status).resumable && !(t.candidate !== undefined && t.group !== undefined && won.has(t.group)))
+      .map((t) => t.key);
     return again.length ? { again } : { refused: `every task of run ${state.runId} passed; nothing to resume` };
   }
   const task = state.tasks.find((t) => t.key === req.task);
   if (!task) return { refused: `run ${state.runId} has no task ${req.task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})` };
-  if (task.select) return { refused: `${task.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${(task.after ?? []).join(', ')})` };
-  if (task.generated?.length) return { refused: `${task.key} is a planner whose tasks already joined the run (${task.generated.join(', ')}); rerun those instead` };
+  if (task.select)
+    return { refused: `${task.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${(task.after ?? []).join(', ')})` };
+  if (task.generated?.length)
+    return { refused: `${task.key} is a planner whose tasks already joined the run (${task.generated.join(', ')}); rerun those instead` };
   if (task.status === 'BLOCKED') {
     const gate = graphGate((task.after ?? []).map((k) => ({ key: k, status: state.tasks.find((t) => t.key === k)?.status ?? 'absent' })));
-    if (gate.kind === 'blocked') return { refused: `${task.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${task.key} runs again once it passes` };
+    if (gate.kind === 'blocked')
+      return { refused: `${task.key} is BLOCKED by ${gate.by} (${gate.status}): rerun ${gate.by}, and ${task.key} runs again once it passes` };
   }
   const again = new Set([task.key]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const t of state.tasks) {
       if (again.has(t.key) || !(t.after ?? []).some((k) => again.has(k))) continue;
@@ -110,7 +115,10 @@ export async function takeRun(home: string, req: ContinueRequest, identity: stri
     }
     if (!('state' in read)) throw new ContinueError(`run ${req.runId}: ${read.reason === 'missing' ? 'no state file' : read.reason}`);
     const info = describeRun(read.state, stateFile);
-    if (info.liveness === 'running') throw new ContinueError(`run ${req.runId} is live (pid ${read.state.pid} on ${read.state.host}); ${req.verb} of a live run goes through its control channel`);
+    if (info.liveness === 'running')
+      throw new ContinueError(
+        `run ${req.runId} is live (pid ${read.state.pid} on ${read.state.host}); ${req.verb} of a live run goes through its control channel`,
+      );
     const plan = tasksToRunAgain(read.state, req);
     if ('refused' in plan) throw new ContinueError(plan.refused);
     const kept = new Map(summaryFromRecords(home, info).tasks.map((t) => [t.key, t]));

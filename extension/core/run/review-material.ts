@@ -30,7 +30,12 @@ export interface ReviewMaterial {
  * entries named in `leaveOut` (a ranking reviewer's: the engines' own folders, rank-material.ts engineFolders).
  * @throws Error from git
  */
-export async function diffMaterial(links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>, seal: Pick<Seal, 'parent' | 'sha' | 'changed'>, timeoutMs: number, leaveOut: readonly string[] = []): Promise<ReviewMaterial> {
+export async function diffMaterial(
+  links: Pick<WorktreeLinks, 'dir' | 'adminDir' | 'commonDir'>,
+  seal: Pick<Seal, 'parent' | 'sha' | 'changed'>,
+  timeoutMs: number,
+  leaveOut: readonly string[] = [],
+): Promise<ReviewMaterial> {
   const kind = `the diff of the work (git diff --stat --patch ${seal.parent.slice(0, 12)} ${seal.sha.slice(0, 12)}: the task's start point → the sealed commit the check passed${leftOutNote(leaveOut)})`;
   if (!seal.changed) return { kind, text: '(no changes: the worker changed no file git tracks)\n', truncated: false };
   const d = await commitDiff(links, seal.parent, seal.sha, REVIEW_MATERIAL_BYTES, timeoutMs, leaveOut);
@@ -89,7 +94,11 @@ export function filesMaterial(dir: string, leaveOut: readonly string[] = []): Re
     parts.push(block);
     bytes += Buffer.byteLength(block);
   }
-  return { kind: `the files of the task dir as the check judged them (plain mode: no history to diff against), then the contents of its text files${leftOutNote(leaveOut)}`, text: parts.join('\n'), truncated };
+  return {
+    kind: `the files of the task dir as the check judged them (plain mode: no history to diff against), then the contents of its text files${leftOutNote(leaveOut)}`,
+    text: parts.join('\n'),
+    truncated,
+  };
 }
 
 function safeReadlink(p: string): string {

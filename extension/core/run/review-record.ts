@@ -45,5 +45,7 @@ export function reviewRow(rec: AttemptRecord, r: ReviewRecord): EvalRow {
 
 /** The reviews that asked for changes or rejected, for the retry's failure text (run/prompt.ts failureText). */
 export function reviewConcerns(rec: Pick<AttemptRecord, 'reviews'>): { who: string; verdict: 'changes' | 'reject'; concerns: string[] }[] {
-  return (rec.reviews ?? []).flatMap((r) => (r.verdict === 'changes' || r.verdict === 'reject' ? [{ who: reviewerName(r), verdict: r.verdict, concerns: r.concerns }] : []));
+  return (rec.reviews ?? []).flatMap((r) =>
+    r.verdict === 'changes' || r.verdict === 'reject' ? [{ who: reviewerName(r), verdict: r.verdict, concerns: r.concerns }] : [],
+  );
 }

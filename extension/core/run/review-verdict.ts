@@ -45,7 +45,12 @@ export function parseReviewAnswer(message: string | null): ParsedAnswer {
   }
   const validate = validateAnswer();
   if (!validate(value)) {
-    const problems = (validate.errors ?? []).filter((e) => e.keyword !== 'if').map((e) => `${e.instancePath || '(answer)'} ${e.message ?? 'is invalid'}${e.keyword === 'enum' ? ` (${(e.params.allowedValues as string[]).join(', ')})` : ''}`);
+    const problems = (validate.errors ?? [])
+      .filter((e) => e.keyword !== 'if')
+      .map(
+        (e) =>
+          `${e.instancePath || '(answer)'} ${e.message ?? 'is invalid'}${e.keyword === 'enum' ? ` (${(e.params.allowedValues as string[]).join(', ')})` : ''}`,
+      );
     return { ok: false, error: `the reviewer's answer does not match schemas/review-answer.schema.json: ${[...new Set(problems)].join('; ')}` };
   }
   return { ok: true, answer: { verdict: value.verdict, concerns: [...value.concerns] } };
@@ -102,7 +107,10 @@ export function judgeReviews(outcomes: readonly ReviewOutcome[], require: Review
   if (approvals + errors.length >= need) return { verdict: 'ERROR', reason: `review undecided: ${tally}; ${errored.join('; ')}` };
   const denied = outcomes
     .filter((o) => o.verdict === 'changes' || o.verdict === 'reject')
-    .map((o) => `${o.who} ${o.verdict === 'reject' ? 'rejected the work' : 'asked for changes'}: ${o.concerns.map((c, i) => `(${i + 1}) ${clip(c.replace(/\s+/g, ' ').trim(), REASON_CONCERN_CHARS)}`).join(' ')}`);
+    .map(
+      (o) =>
+        `${o.who} ${o.verdict === 'reject' ? 'rejected the work' : 'asked for changes'}: ${o.concerns.map((c, i) => `(${i + 1}) ${clip(c.replace(/\s+/g, ' ').trim(), REASON_CONCERN_CHARS)}`).join(' ')}`,
+    );
   return { verdict: 'FAIL', reason: clip(`review: ${tally}. ${[...denied, ...errored].join('; ')}`, REASON_CHARS) };
 }
 

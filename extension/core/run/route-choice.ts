@@ -48,7 +48,13 @@ export interface RoutableTask {
  * number, else a new one (kept). `excluded(engine, model)`: why that candidate cannot run now, or null. The seed of
  * attempt n of task K is `<route seed, else run id>/K/n`.
  */
-export function routeAttempt(task: RoutableTask, runId: string, evidence: readonly GroupStats[], excluded: (engine: string, model: string | null) => string | null, price: (model: string) => { promptMicroUsd: number; completionMicroUsd: number } | null = () => null): RoutedAttempt {
+export function routeAttempt(
+  task: RoutableTask,
+  runId: string,
+  evidence: readonly GroupStats[],
+  excluded: (engine: string, model: string | null) => string | null,
+  price: (model: string) => { promptMicroUsd: number; completionMicroUsd: number } | null = () => null,
+): RoutedAttempt {
   const spec = task.spec.route as RouteSpec;
   const n = task.state.attempts.length + 1;
   if (task.routed?.attempt === n) return task.routed;
@@ -67,7 +73,15 @@ export function routeAttempt(task: RoutableTask, runId: string, evidence: readon
 }
 
 function figures(e: CandidateEvidence): RouteColumn['evidence'] {
-  return { candidate: e.candidate, tier: e.tier, tasks: e.tasks, first_try_pass_rate: e.firstTryPassRate, pass_rate: e.passRate, cost_per_pass_microusd: e.costPerPassMicroUsd === null ? null : Math.round(e.costPerPassMicroUsd), time_per_pass_ms: e.timePerPassMs === null ? null : Math.round(e.timePerPassMs) };
+  return {
+    candidate: e.candidate,
+    tier: e.tier,
+    tasks: e.tasks,
+    first_try_pass_rate: e.firstTryPassRate,
+    pass_rate: e.passRate,
+    cost_per_pass_microusd: e.costPerPassMicroUsd === null ? null : Math.round(e.costPerPassMicroUsd),
+    time_per_pass_ms: e.timePerPassMs === null ? null : Math.round(e.timePerPassMs),
+  };
 }
 
 /** The eval row's `route` of a routed attempt (store/eval-row.ts RouteColumn). */

@@ -62,7 +62,10 @@ export interface DetachedRun {
  * How to run the bundled CLI with the Node this process runs on: under Electron (VS Code desktop) its own binary with
  * ELECTRON_RUN_AS_NODE=1; under plain Node (code-server's extension host, the CLI) that Node.
  */
-export function nodeCommand(versions: NodeJS.ProcessVersions = process.versions, execPath = process.execPath): { command: string; env: Record<string, string> } {
+export function nodeCommand(
+  versions: NodeJS.ProcessVersions = process.versions,
+  execPath = process.execPath,
+): { command: string; env: Record<string, string> } {
   return versions.electron ? { command: execPath, env: { ELECTRON_RUN_AS_NODE: '1' } } : { command: execPath, env: {} };
 }
 
@@ -175,7 +178,10 @@ export function launchFailureReason(tail: string): string {
 
 /** Thrown when the orchestrator ended before its run started (bad manifest, preflight, config): the log says why. */
 export class LaunchError extends Error {
-  constructor(message: string, readonly logFile: string) {
+  constructor(
+    message: string,
+    readonly logFile: string,
+  ) {
     super(message);
     this.name = 'LaunchError';
   }
@@ -203,9 +209,13 @@ export async function waitForRunStart(home: string, run: DetachedRun, timeoutMs 
     if (exited) {
       const tail = logTail(run.logFile);
       const how = exited.signal ?? `exit ${exited.code}`;
-      throw new LaunchError(`verdict run could not start: ${launchFailureReason(tail) || `it ended (${how}) before its run started`} (${how}; log: ${run.logFile})${tail ? `\n${tail}` : ''}`, run.logFile);
+      throw new LaunchError(
+        `verdict run could not start: ${launchFailureReason(tail) || `it ended (${how}) before its run started`} (${how}; log: ${run.logFile})${tail ? `\n${tail}` : ''}`,
+        run.logFile,
+      );
     }
-    if (Date.now() > deadline) throw new LaunchError(`verdict run (pid ${run.pid}) started no run within ${Math.round(timeoutMs / 1000)} s; see ${run.logFile}`, run.logFile);
+    if (Date.now() > deadline)
+      throw new LaunchError(`verdict run (pid ${run.pid}) started no run within ${Math.round(timeoutMs / 1000)} s; see ${run.logFile}`, run.logFile);
     await sleep(100);
   }
 }
@@ -274,7 +284,9 @@ export function summaryFromRecords(home: string, info: RunInfo): RunSummary {
     const last = mine[mine.length - 1];
     const final = statusInfo(t.status).final;
     const verdict = (final ? t.status : info.liveness === 'cancelled' ? 'CANCELLED' : 'INTERRUPTED') as TaskOutcome;
-    const durationMs = mine.length ? mine.reduce((n, r) => n + r.duration_ms, 0) : t.attempts.reduce((n, a) => n + ((a.endedAt ?? a.startedAt) - a.startedAt), 0);
+    const durationMs = mine.length
+      ? mine.reduce((n, r) => n + r.duration_ms, 0)
+      : t.attempts.reduce((n, a) => n + ((a.endedAt ?? a.startedAt) - a.startedAt), 0);
     let tokens: number | null = 0;
     for (const r of mine) tokens = tokens === null || r.worker_tokens === null ? null : tokens + r.worker_tokens;
     const lastRowIsLast = last !== undefined && last.attempt === t.attempts.length;
@@ -310,8 +322,19 @@ export function summaryFromRecords(home: string, info: RunInfo): RunSummary {
  * Appends a control command to a run's channel and waits (up to `waitMs`) for its acknowledgment in state.json.
  * Resolves with the command and its acknowledgment, or `ack: null` when the run ended or the time ran out first.
  */
-export async function sendControlAndWait(stateFile: string, cmd: { verb: ControlVerb; task?: string; engine?: string; landed?: Landed; by: string }, waitMs = 15_000): Promise<{ command: ControlCommand; ack: ControlAck | null }> {
-  const command = await appendControl(path.dirname(stateFile), { verb: cmd.verb, ...(cmd.task !== undefined ? { task: cmd.task } : {}), ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}), ...(cmd.landed !== undefined ? { landed: cmd.landed } : {}), by: cmd.by, host: shortHost() });
+export async function sendControlAndWait(
+  stateFile: string,
+  cmd: { verb: ControlVerb; task?: string; engine?: string; landed?: Landed; by: string },
+  waitMs = 15_000,
+): Promise<{ command: ControlCommand; ack: ControlAck | null }> {
+  const command = await appendControl(path.dirname(stateFile), {
+    verb: cmd.verb,
+    ...(cmd.task !== undefined ? { task: cmd.task } : {}),
+    ...(cmd.engine !== undefined ? { engine: cmd.engine } : {}),
+    ...(cmd.landed !== undefined ? { landed: cmd.landed } : {}),
+    by: cmd.by,
+    host: shortHost(),
+  });
   const deadline = Date.now() + waitMs;
   for (;;) {
     const read = readState(stateFile);

@@ -93,7 +93,6 @@ export interface PriorTask {
   commit: string | null;
 }
 
-
 /** State changes, in the order they happen. */
 export type RunEvent =
   | { type: 'run-started'; runId: string; stateFile: string; tasks: number; maxParallel: number }

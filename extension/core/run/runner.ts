@@ -32,10 +32,15 @@ export type { PriorTask, RunEvent, RunSettings, RunSummary, TaskSummary } from '
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const run = await openRun(opts);
   // The scheduler's job and drop reach the loop and the graph, built right after it (called only once tasks are pushed).
-  const scheduler: Scheduler<TaskRuntime> = new Scheduler<TaskRuntime>(run.maxParallel, (task) => loop.job(task), (task) => graph.cancel(task), {
-    groupOf: (task) => loop.choiceOf(task).engine,
-    limitOf: (engine) => loop.limitOf(engine),
-  });
+  const scheduler: Scheduler<TaskRuntime> = new Scheduler<TaskRuntime>(
+    run.maxParallel,
+    (task) => loop.job(task),
+    (task) => graph.cancel(task),
+    {
+      groupOf: (task) => loop.choiceOf(task).engine,
+      limitOf: (engine) => loop.limitOf(engine),
+    },
+  );
   const graph = new TaskGraph(run, scheduler);
   const loop = new AttemptLoop(run, graph);
   // Workflow plugins (workflows/index.ts): they see each task that became final before its dependents are released,
@@ -47,7 +52,10 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
 
   if (run.cont) {
     const again = run.cont.again;
-    await takeOverTasks(run.ctx, run.tasks.filter((t) => again.has(t.spec.key)));
+    await takeOverTasks(
+      run.ctx,
+      run.tasks.filter((t) => again.has(t.spec.key)),
+    );
     await run.stateFile.save();
   }
   for (const t of run.tasks) opts.control?.bind(t.spec.key, () => t.abort.abort());

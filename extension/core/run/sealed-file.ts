@@ -17,7 +17,14 @@ import type { Seal } from '../git/worktree';
  * @param limit how the refusal names the limit (after `the file is N bytes; `)
  * @throws Error saying why the file cannot be read (missing, a symlink or folder, too big)
  */
-export async function readSealedFile(repoRoot: string | null, seal: Seal | null, taskDir: string, rel: string, maxBytes: number, limit = `at most ${maxBytes} bytes are read`): Promise<string> {
+export async function readSealedFile(
+  repoRoot: string | null,
+  seal: Seal | null,
+  taskDir: string,
+  rel: string,
+  maxBytes: number,
+  limit = `at most ${maxBytes} bytes are read`,
+): Promise<string> {
   const tooBig = (n: number) => new Error(`the file is ${n} bytes; ${limit}`);
   if (repoRoot && seal) {
     const git = gitFor(repoRoot);
@@ -26,9 +33,13 @@ export async function readSealedFile(repoRoot: string | null, seal: Seal | null,
     const treeish = dir === '.' ? `${seal.sha}^{tree}` : `${seal.sha}:${dir}`;
     const listing = await git.raw(['ls-tree', '-z', treeish]).catch(() => '');
     // `<mode> SP <type> SP <object> TAB <name>` per entry, NUL-terminated (git-ls-tree(1)).
-    const entry = listing.split('\0').map((l) => /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(l)).find((m) => m?.[4] === name);
+    const entry = listing
+      .split('\0')
+      .map((l) => /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(l))
+      .find((m) => m?.[4] === name);
     if (!entry) throw new Error('the file is not in the sealed commit');
-    if (entry[1] !== '100644' && entry[1] !== '100755') throw new Error(`the file is not a regular file in the sealed commit (git mode ${entry[1]}${entry[1] === '120000' ? ', a symlink' : ''})`);
+    if (entry[1] !== '100644' && entry[1] !== '100755')
+      throw new Error(`the file is not a regular file in the sealed commit (git mode ${entry[1]}${entry[1] === '120000' ? ', a symlink' : ''})`);
     const size = Number((await git.raw(['cat-file', '-s', entry[3] as string])).trim());
     if (size > maxBytes) throw tooBig(size);
     return git.raw(['cat-file', 'blob', entry[3] as string]);
@@ -59,8 +70,15 @@ export async function readSealedFile(repoRoot: string | null, seal: Seal | null,
 export async function firstSealedFile(repoRoot: string | null, seal: Seal | null, taskDir: string, rels: readonly string[]): Promise<string | null> {
   if (!rels.length) return null;
   if (repoRoot && seal) {
-    const listing = await gitFor(repoRoot).raw(['--literal-pathspecs', 'ls-tree', '-z', seal.sha, '--', ...rels]).catch(() => '');
-    const files = new Set(listing.split('\0').map((l) => /^(100644|100755) blob [0-9a-f]+\t(.*)$/s.exec(l)?.[2]).filter((f): f is string => f !== undefined));
+    const listing = await gitFor(repoRoot)
+      .raw(['--literal-pathspecs', 'ls-tree', '-z', seal.sha, '--', ...rels])
+      .catch(() => '');
+    const files = new Set(
+      listing
+        .split('\0')
+        .map((l) => /^(100644|100755) blob [0-9a-f]+\t(.*)$/s.exec(l)?.[2])
+        .filter((f): f is string => f !== undefined),
+    );
     return rels.find((r) => files.has(r)) ?? null;
   }
   let root: string;

@@ -59,7 +59,8 @@ export function slotsDir(home: string): string {
 export function groupsOf(engine: string, engineLimit: number | undefined, logins: ReadonlyMap<string, Login>): SlotGroup[] {
   const groups: SlotGroup[] = [];
   if (engineLimit !== undefined) groups.push({ group: `engine-${engine}`, limit: engineLimit, label: `engine ${engine}` });
-  for (const [name, login] of logins) if (login.engines.includes(engine)) groups.push({ group: `login-${name}`, limit: login.maxParallel, label: `login ${name}` });
+  for (const [name, login] of logins)
+    if (login.engines.includes(engine)) groups.push({ group: `login-${name}`, limit: login.maxParallel, label: `login ${name}` });
   return groups.sort((a, b) => a.group.localeCompare(b.group));
 }
 
@@ -92,18 +93,33 @@ let counter = 0;
  * when one of the groups has all its slots held by live runs (try again later). Dead holders are dropped on the way.
  * @throws Error when the slot folder cannot be written or a lock cannot be taken within about a minute
  */
-export async function takeSlots(home: string, groups: readonly SlotGroup[], who: { runId: string; task: string; engine: string }): Promise<(() => Promise<void>) | null> {
+export async function takeSlots(
+  home: string,
+  groups: readonly SlotGroup[],
+  who: { runId: string; task: string; engine: string },
+): Promise<(() => Promise<void>) | null> {
   if (!groups.length) return async () => undefined;
   const dir = slotsDir(home);
   fs.mkdirSync(dir, { recursive: true });
-  const holder: SlotHolder = { id: `${who.runId}.${process.pid}.${++counter}`, runId: who.runId, pid: process.pid, startTime: processStartTime(process.pid), host: shortHost(), task: who.task, engine: who.engine, since: Date.now() };
+  const holder: SlotHolder = {
+    id: `${who.runId}.${process.pid}.${++counter}`,
+    runId: who.runId,
+    pid: process.pid,
+    startTime: processStartTime(process.pid),
+    host: shortHost(),
+    task: who.task,
+    engine: who.engine,
+    since: Date.now(),
+  };
   const taken = await underLocks(dir, groups, () => {
     const tables = groups.map((g) => {
       const t = readTable(path.join(dir, `${g.group}.json`));
       return { ...t, holders: t.holders.filter((h) => !holderGone(h)) };
     });
     if (tables.some((t, i) => t.holders.length >= (groups[i] as SlotGroup).limit)) return false;
-    tables.forEach((t, i) => writeTable(path.join(dir, `${(groups[i] as SlotGroup).group}.json`), { limit: (groups[i] as SlotGroup).limit, holders: [...t.holders, holder] }));
+    tables.forEach((t, i) =>
+      writeTable(path.join(dir, `${(groups[i] as SlotGroup).group}.json`), { limit: (groups[i] as SlotGroup).limit, holders: [...t.holders, holder] }),
+    );
     return true;
   });
   if (!taken) return null;
@@ -167,7 +183,12 @@ export class MachineSlots {
     // The user config's logins too; one of the manifest's name is the same login: both engine lists, the lower limit.
     for (const [name, l] of Object.entries(configLogins ?? {})) {
       const m = this.logins.get(name);
-      this.logins.set(name, m ? { engines: [...new Set([...m.engines, ...l.engines])], maxParallel: Math.min(m.maxParallel, l.maxParallel) } : { engines: l.engines, maxParallel: l.maxParallel });
+      this.logins.set(
+        name,
+        m
+          ? { engines: [...new Set([...m.engines, ...l.engines])], maxParallel: Math.min(m.maxParallel, l.maxParallel) }
+          : { engines: l.engines, maxParallel: l.maxParallel },
+      );
     }
   }
 
@@ -196,7 +217,9 @@ export class MachineSlots {
     const full = groups.map((g) => g.label).join(', ');
     if (!this.saidFull.has(full)) {
       this.saidFull.add(full);
-      this.note(`${full}: every one of ${groups.map((g) => `${g.label}'s ${g.limit}`).join(', ')} slot(s) on this machine is in use (by this or another run): ${task} and others wait for one`);
+      this.note(
+        `${full}: every one of ${groups.map((g) => `${g.label}'s ${g.limit}`).join(', ')} slot(s) on this machine is in use (by this or another run): ${task} and others wait for one`,
+      );
     }
     return null;
   }

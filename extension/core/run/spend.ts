@@ -67,7 +67,11 @@ export function subscriptionEngines(...logins: (Record<string, { engines: string
  * (--budget-usd, --budget-tokens), else the ones it last ran under (state.json `spend`, which holds an earlier resume's
  * raise), else its frozen manifest's. budget_usd in USD, budget_tokens in tokens; null: none.
  */
-export function continuedBudgets(manifest: Pick<Manifest, 'budgetUsd' | 'budgetTokens'>, state: Pick<RunState, 'spend'> | null, req?: { budgetUsd?: number; budgetTokens?: number }): { usd: number | null; tokens: number | null } {
+export function continuedBudgets(
+  manifest: Pick<Manifest, 'budgetUsd' | 'budgetTokens'>,
+  state: Pick<RunState, 'spend'> | null,
+  req?: { budgetUsd?: number; budgetTokens?: number },
+): { usd: number | null; tokens: number | null } {
   const had = state?.spend;
   const usd = req?.budgetUsd ?? (had ? (had.budgetMicroUsd === null ? null : had.budgetMicroUsd / 1_000_000) : manifest.budgetUsd);
   const tokens = req?.budgetTokens ?? (had?.tokens ? had.tokens.budget : manifest.budgetTokens);
@@ -136,7 +140,12 @@ export class RunSpend {
    * @param more `budgetTokens`: the run's budget_tokens, null or absent for none; `subscription`: engines of a
    *   subscription login (subscriptionEngines), priced at nothing and counted in tokens only
    */
-  constructor(home: string, budgetUsd: number | null, postgresUrl: string | null, more: { budgetTokens?: number | null; subscription?: ReadonlySet<string> } = {}) {
+  constructor(
+    home: string,
+    budgetUsd: number | null,
+    postgresUrl: string | null,
+    more: { budgetTokens?: number | null; subscription?: ReadonlySet<string> } = {},
+  ) {
     this.budget = new Budget(budgetUsd === null ? null : Math.round(budgetUsd * 1_000_000));
     this.tokenBudget = new Budget(more.budgetTokens ?? null, 'tokens');
     this.subscription = more.subscription ?? new Set();
@@ -167,7 +176,11 @@ export class RunSpend {
    * (extension/core/cost/budget.ts): queue it again when that one settles. While admitted, the task's worker reports
    * its spend through progress().
    */
-  admit(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask): SpendHold | string | (BudgetWait & { note: string | null }) {
+  admit(
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
+    model: string | null,
+    task: SpendTask,
+  ): SpendHold | string | (BudgetWait & { note: string | null }) {
     const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
     const usdBounds = this.bounds(engine, model, task, 'work');
@@ -259,7 +272,8 @@ export class RunSpend {
   /** Settled spend per task (micro-USD and tokens), for a resumed run's seed; only tasks that spent. */
   private byTask(): Record<string, { usd: number; tokens: number }> {
     const out: Record<string, { usd: number; tokens: number }> = {};
-    for (const k of new Set([...this.budget.taskKeys(), ...this.tokenBudget.taskKeys()])) out[k] = { usd: this.budget.taskSettled(k), tokens: this.tokenBudget.taskSettled(k) };
+    for (const k of new Set([...this.budget.taskKeys(), ...this.tokenBudget.taskKeys()]))
+      out[k] = { usd: this.budget.taskSettled(k), tokens: this.tokenBudget.taskSettled(k) };
     return out;
   }
 
@@ -285,7 +299,10 @@ export class RunSpend {
     const usdTop = share('usd', s.spentMicroUsd, s.budgetMicroUsd);
     if (usdTop !== null) notes.push(`budget: ${usdTop} % used — ${spendLine({ ...s, tokens: undefined }) ?? ''}`);
     const tokTop = share('tokens', s.tokens?.spent ?? 0, s.tokens?.budget ?? null);
-    if (tokTop !== null) notes.push(`budget_tokens: ${tokTop} % used — ${spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: null, ...(s.tokens ? { tokens: s.tokens } : {}) }) ?? ''}`);
+    if (tokTop !== null)
+      notes.push(
+        `budget_tokens: ${tokTop} % used — ${spendLine({ spentMicroUsd: 0, reservedMicroUsd: 0, budgetMicroUsd: null, ...(s.tokens ? { tokens: s.tokens } : {}) }) ?? ''}`,
+      );
     this.onChange(s, notes.length ? notes.join('; ') : null);
   }
 
@@ -424,7 +441,14 @@ export class RunSpend {
    */
   cost(usage: UsageReport | null, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): number | null {
     if (!usage || (engine && this.subscription.has(engine.name))) return null;
-    const priced = { costMicroUsd: usage.costMicroUsd, tokensIn: usage.tokensIn, tokensOut: usage.tokensOut, cachedInInput: engine?.cachedInInput ? usage.tokensCached : null, cacheWriteInInput: usage.tokensCacheWrite, reasoningInOutput: usage.tokensReasoning };
+    const priced = {
+      costMicroUsd: usage.costMicroUsd,
+      tokensIn: usage.tokensIn,
+      tokensOut: usage.tokensOut,
+      cachedInInput: engine?.cachedInInput ? usage.tokensCached : null,
+      cacheWriteInInput: usage.tokensCacheWrite,
+      reasoningInOutput: usage.tokensReasoning,
+    };
     return attemptCostMicroUsd(priced, priceOf(this.catalog, model ?? usage.reportedModel));
   }
 

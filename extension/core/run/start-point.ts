@@ -29,10 +29,14 @@ export async function startPoint(repo: RepoInfo, dependent: string, prerequisite
     const out = await git.raw(['merge-tree', '--write-tree', '--name-only', '--no-messages', head, next.commit]);
     const [tree, ...conflicts] = out.split('\n').filter(Boolean);
     if (!tree || conflicts.length) {
-      throw new Error(`the prerequisites of ${dependent} do not merge: ${[...new Set(conflicts)].join(', ') || 'git merge-tree gave no tree'} conflict between ${merged.join(' + ')} and ${next.key} (make one task own those files, or put one after the other)`);
+      throw new Error(
+        `the prerequisites of ${dependent} do not merge: ${[...new Set(conflicts)].join(', ') || 'git merge-tree gave no tree'} conflict between ${merged.join(' + ')} and ${next.key} (make one task own those files, or put one after the other)`,
+      );
     }
     merged.push(next.key);
-    head = (await git.raw([...repo.identityArgs, 'commit-tree', tree, '-p', head, '-p', next.commit, '-m', `verdict: ${dependent} starts from ${merged.join(' + ')}`])).trim();
+    head = (
+      await git.raw([...repo.identityArgs, 'commit-tree', tree, '-p', head, '-p', next.commit, '-m', `verdict: ${dependent} starts from ${merged.join(' + ')}`])
+    ).trim();
   }
   return head;
 }

@@ -53,7 +53,11 @@ export function steeringDir(home: string, env: NodeJS.ProcessEnv = process.env):
 
 /** The profile files tried for a model, in order: the whole id as a slug, then its last path segment. */
 export function profileCandidates(model: string): string[] {
-  const slug = (s: string) => s.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '');
+  const slug = (s: string) =>
+    s
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^-+|-+$/g, '');
   const whole = slug(model);
   const last = slug(model.split('/').at(-1) ?? model);
   return [...new Set([whole, last].filter(Boolean))];
@@ -85,7 +89,8 @@ export function parseProfile(text: string, file: string): SteeringProfile {
     if (!id || !status || !STATUSES.has(status) || (audience !== 'driver' && audience !== 'worker') || !inject) continue;
     rules.push({ id, status: status as RuleStatus, audience, inject });
   }
-  if (ruleSections > 0 && rules.length === 0) throw new Error(`none of its ${ruleSections} rule section(s) parses (each needs a yaml block with id, status, audience and an **Inject:** paragraph)`);
+  if (ruleSections > 0 && rules.length === 0)
+    throw new Error(`none of its ${ruleSections} rule section(s) parses (each needs a yaml block with id, status, audience and an **Inject:** paragraph)`);
   return { file, slug: path.basename(file, '.md'), model, version, rules };
 }
 
@@ -109,7 +114,12 @@ export function findProfile(dir: string, model: string): { profile: SteeringProf
   return { none: true };
 }
 
-const LABEL: Record<RuleStatus, string | null> = { confirmed: '', candidate: '(candidate) ', 'stale-pending-reverify': '(unverified on current model version) ', refuted: null };
+const LABEL: Record<RuleStatus, string | null> = {
+  confirmed: '',
+  candidate: '(candidate) ',
+  'stale-pending-reverify': '(unverified on current model version) ',
+  refuted: null,
+};
 
 /** The worker rules a prompt gets, in profile order (refuted never; candidates unless `candidates` is false). */
 export function workerRules(p: SteeringProfile, candidates = true): SteeringRule[] {
@@ -120,7 +130,13 @@ export function workerRules(p: SteeringProfile, candidates = true): SteeringRule
 export function workerBlock(p: SteeringProfile, candidates = true): string {
   const rules = workerRules(p, candidates);
   if (!rules.length) return '';
-  return [`[Steering profile ${p.model} v${p.version}, injected by Verdict]`, ...rules.map((r) => `- ${LABEL[r.status]}${r.inject}`), '[End steering profile]', '', ''].join('\n');
+  return [
+    `[Steering profile ${p.model} v${p.version}, injected by Verdict]`,
+    ...rules.map((r) => `- ${LABEL[r.status]}${r.inject}`),
+    '[End steering profile]',
+    '',
+    '',
+  ].join('\n');
 }
 
 /** The driver notes for the orchestrator, or [] when none. */
@@ -179,7 +195,10 @@ export class RunSteering {
       let entry = this.cache.get(model);
       if (!entry) {
         const found = findProfile(this.dir, model);
-        entry = 'profile' in found ? { profile: found.profile, note: null } : { profile: null, note: 'skipped' in found ? `steering: skipped ${found.file}: ${found.skipped}; the run goes on without it` : null };
+        entry =
+          'profile' in found
+            ? { profile: found.profile, note: null }
+            : { profile: null, note: 'skipped' in found ? `steering: skipped ${found.file}: ${found.skipped}; the run goes on without it` : null };
         this.cache.set(model, entry);
       }
       if (entry.note) this.once(entry.note);
@@ -187,7 +206,11 @@ export class RunSteering {
         this.byAttempt.set(attempt, { dir: this.dir, profile: null, rules: [] });
         return prompt;
       }
-      this.byAttempt.set(attempt, { dir: this.dir, profile: entry.profile, rules: workerRules(entry.profile, this.candidates).map((r) => `${entry.profile!.slug}/${r.id}`) });
+      this.byAttempt.set(attempt, {
+        dir: this.dir,
+        profile: entry.profile,
+        rules: workerRules(entry.profile, this.candidates).map((r) => `${entry.profile!.slug}/${r.id}`),
+      });
       return workerBlock(entry.profile, this.candidates) + prompt;
     } catch {
       return prompt;
@@ -201,7 +224,14 @@ export class RunSteering {
     try {
       const dir = path.join(this.dir, 'observations', 'verdict');
       fs.mkdirSync(dir, { recursive: true });
-      const line = { ts: now.toISOString(), source: 'verdict', ...row, profile: inj?.profile?.slug ?? null, profile_version: inj?.profile?.version ?? null, rules_injected: inj?.rules ?? [] };
+      const line = {
+        ts: now.toISOString(),
+        source: 'verdict',
+        ...row,
+        profile: inj?.profile?.slug ?? null,
+        profile_version: inj?.profile?.version ?? null,
+        rules_injected: inj?.rules ?? [],
+      };
       fs.appendFileSync(path.join(dir, `${now.toISOString().slice(0, 10)}.jsonl`), JSON.stringify(line) + '\n');
     } catch (e) {
       this.once(`steering: the observation row could not be written (${(e as Error).message}); the run goes on`);

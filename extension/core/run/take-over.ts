@@ -17,7 +17,12 @@ export async function takeOverTasks(ctx: AttemptContext, tasks: readonly TaskRun
     try {
       // What a workflow kept of the task goes on where it was (Workflow.onResume).
       workflowsResumed(ctx, task);
-      if (await reattachTask(ctx, task)) ctx.emit({ type: 'task-note', key: task.spec.key, note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)` });
+      if (await reattachTask(ctx, task))
+        ctx.emit({
+          type: 'task-note',
+          key: task.spec.key,
+          note: `goes on in ${task.state.dir} as its last attempt left it (attempt ${task.state.attempts.length + 1} next)`,
+        });
     } catch (e) {
       endTask(ctx, task, 'ERROR', `cannot take the task over: ${(e as Error).message}`, { save: false });
     }

@@ -44,19 +44,30 @@ export class TaskGraph {
   /** The run's workflow plugins (run/workflows/index.ts RunWorkflows); set once, after construction. */
   workflows: GraphWorkflows | null = null;
 
-  constructor(private readonly run: LiveRun, readonly scheduler: Scheduler<TaskRuntime>) {}
+  constructor(
+    private readonly run: LiveRun,
+    readonly scheduler: Scheduler<TaskRuntime>,
+  ) {}
 
   /** Where `task` stands against its prerequisites (in this run, or the runs it continues). */
   gateOf(task: TaskRuntime): GraphGate {
     const { byKey, prior } = this.run;
     const missing = task.spec.after.find((k) => !byKey.has(k) && !prior.has(k));
-    if (missing) return { kind: 'blocked', by: missing, status: 'absent', reason: `prerequisite ${missing} is not part of this run and did not pass in the run it continues; this task did not start` };
-    return graphGate(task.spec.after.map((k) => {
-      const t = byKey.get(k);
-      if (t) return { key: k, status: t.state.status };
-      const p = prior.get(k) as NonNullable<ReturnType<typeof prior.get>>;
-      return { key: k, status: p.status, where: `in run ${p.runId}` };
-    }));
+    if (missing)
+      return {
+        kind: 'blocked',
+        by: missing,
+        status: 'absent',
+        reason: `prerequisite ${missing} is not part of this run and did not pass in the run it continues; this task did not start`,
+      };
+    return graphGate(
+      task.spec.after.map((k) => {
+        const t = byKey.get(k);
+        if (t) return { key: k, status: t.state.status };
+        const p = prior.get(k) as NonNullable<ReturnType<typeof prior.get>>;
+        return { key: k, status: p.status, where: `in run ${p.runId}` };
+      }),
+    );
   }
 
   /** Starts the task now, or parks it until its prerequisites are final (then release() decides). */
@@ -82,7 +93,10 @@ export class TaskGraph {
     if (gate.kind === 'ready') {
       const { byKey, prior } = this.run;
       // A prerequisite the task reads as an input (its `inputs`) is not merged into its tree: it is copied beside it.
-      task.startFrom = task.spec.after.filter((k) => !readsAsInput(task.spec, k)).map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null })).filter((p): p is { key: string; commit: string } => p.commit !== null);
+      task.startFrom = task.spec.after
+        .filter((k) => !readsAsInput(task.spec, k))
+        .map((k) => ({ key: k, commit: byKey.get(k)?.state.commit ?? prior.get(k)?.commit ?? null }))
+        .filter((p): p is { key: string; commit: string } => p.commit !== null);
       return this.scheduler.push(task);
     }
     this.block(task, gate.reason);

@@ -21,7 +21,8 @@ export const RECORD_WAIT_MS = 15_000;
  */
 export function landedReason(t: TaskState): string | null {
   if (t.merged) return `already merged into ${t.merged.into} at ${t.merged.commit.slice(0, 10)}; nothing was changed`;
-  if (t.discarded) return `discarded${t.discarded.commit ? ` (recover it with: git branch ${t.branch ?? `verdict/<run>/${t.key}`} ${t.discarded.commit})` : ''}; nothing was changed`;
+  if (t.discarded)
+    return `discarded${t.discarded.commit ? ` (recover it with: git branch ${t.branch ?? `verdict/<run>/${t.key}`} ${t.discarded.commit})` : ''}; nothing was changed`;
   return null;
 }
 
@@ -63,13 +64,16 @@ export async function recordLanding(stateFile: string, key: string, what: Landed
     // A live run: its orchestrator puts it on the task (control verb `record`) and acknowledges it in state.json.
     const { command, ack } = await sendControlAndWait(stateFile, { verb: 'record', task: key, landed: what, by: 'verdict' }, waitMs);
     if (ack?.result === 'done') return null;
-    return ack ? `the live run refused to record it: ${ack.reason}` : `${e.message}: sent to it (control command ${command.id}), but not acknowledged within ${waitMs / 1000} s; see control in ${stateFile}`;
+    return ack
+      ? `the live run refused to record it: ${ack.reason}`
+      : `${e.message}: sent to it (control command ${command.id}), but not acknowledged within ${waitMs / 1000} s; see control in ${stateFile}`;
   }
   try {
     return await withLock(stateFile, async () => {
       const read = readState(stateFile);
       if (!('state' in read)) throw new Error(`${stateFile}: ${read.reason}`);
-      if (describeRun(read.state, stateFile).liveness === 'running') return `run ${read.state.runId} is live: its orchestrator owns ${stateFile}, so this was not recorded there`;
+      if (describeRun(read.state, stateFile).liveness === 'running')
+        return `run ${read.state.runId} is live: its orchestrator owns ${stateFile}, so this was not recorded there`;
       const task = read.state.tasks.find((t) => t.key === key);
       if (!task) throw new Error(`${stateFile}: no task ${key}`);
       Object.assign(task, what);

@@ -43,7 +43,8 @@ export async function treeProblems(manifest: Manifest): Promise<string[]> {
   }
   if (tree === 'overlay') {
     const probe = await overlaySupport();
-    if (!probe.ok) problems.push(`"tree": "overlay" cannot run on this machine: ${probe.reason} (see verdict doctor; "tree": "sparse" or "worktree" work everywhere)`);
+    if (!probe.ok)
+      problems.push(`"tree": "overlay" cannot run on this machine: ${probe.reason} (see verdict doctor; "tree": "sparse" or "worktree" work everywhere)`);
   }
   return problems;
 }
@@ -81,7 +82,12 @@ export async function releaseTrees(ctx: AttemptContext, tasks: readonly TaskRunt
     const inside = processesIn(t.state.dir);
     if (inside.length) {
       kept.add(path.dirname(t.state.dir));
-      notes.push(`${t.spec.key}: kept mounted at ${t.state.dir}: a live process works in it (${inside.slice(0, 3).map((p) => `pid ${p.pid} ${p.command}`).join(', ')}); \`verdict clean --run ${ctx.runId}\` removes it once it is left`);
+      notes.push(
+        `${t.spec.key}: kept mounted at ${t.state.dir}: a live process works in it (${inside
+          .slice(0, 3)
+          .map((p) => `pid ${p.pid} ${p.command}`)
+          .join(', ')}); \`verdict clean --run ${ctx.runId}\` removes it once it is left`,
+      );
       continue;
     }
     try {

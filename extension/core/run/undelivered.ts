@@ -115,7 +115,13 @@ export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: nu
  * @param timeoutMs limit of the whole search, ms: git's listing and the walk (a worker that left millions of files)
  * @throws Error with git's message, or saying the search ran out of time
  */
-export async function setAsideUndelivered(links: WorktreeLinks, sealIndex: string, prepared: string, attemptDir: string, timeoutMs?: number): Promise<Undelivered> {
+export async function setAsideUndelivered(
+  links: WorktreeLinks,
+  sealIndex: string,
+  prepared: string,
+  attemptDir: string,
+  timeoutMs?: number,
+): Promise<Undelivered> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   const result: Undelivered = { dir: freshName(path.join(attemptDir, 'undelivered')), count: 0, shown: [], unmoved: [] };
   const tops = await uncommittedTops(links, sealIndex, timeoutMs);
@@ -128,10 +134,11 @@ export async function setAsideUndelivered(links: WorktreeLinks, sealIndex: strin
   let n = 0;
   const walk = walkEntries(root, tops);
   try {
-    for (let r = walk.next(); !r.done; ) {
+    for (let r = walk.next(); !r.done;) {
       const e = r.value;
       if (++n % YIELD_EVERY === 0) {
-        if (Date.now() > deadline) throw new Error(`looking for files the seal does not hold timed out after ${timeoutMs} ms (${n} entries walked); the worker left too many files`);
+        if (Date.now() > deadline)
+          throw new Error(`looking for files the seal does not hold timed out after ${timeoutMs} ms (${n} entries walked); the worker left too many files`);
         await turn();
       }
       while (!was.done && comparePaths(was.value.rel, e.rel) < 0) was = before.next();
@@ -287,7 +294,10 @@ function* readRecords(file: string): Generator<Entry, void, undefined> {
 class ChunkWriter {
   private readonly fd: number;
   private pending = '';
-  constructor(file: string, private readonly encoding: 'latin1' | 'utf8') {
+  constructor(
+    file: string,
+    private readonly encoding: 'latin1' | 'utf8',
+  ) {
     this.fd = fs.openSync(file, 'wx');
   }
   write(text: string): void {

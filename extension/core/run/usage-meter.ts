@@ -57,7 +57,8 @@ export function withCutPart(parsed: UsageReport, cut: Partial<Pick<UsageReport, 
  */
 export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () => string, report: (usage: UsageReport) => void): UsageMeter {
   const stream = engine.streamUsage;
-  if (!stream) return { onOutput: () => undefined, stop: () => undefined, compaction: { before: () => undefined, after: () => undefined }, cutPart: () => null };
+  if (!stream)
+    return { onOutput: () => undefined, stop: () => undefined, compaction: { before: () => undefined, after: () => undefined }, cutPart: () => null };
   /** What the parts cut out of the log reported, count by count. */
   const cutPart: Partial<Record<UsageCount, number>> = {};
   let cut = false;

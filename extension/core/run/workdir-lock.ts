@@ -28,7 +28,10 @@ export interface WorkdirHolder {
 
 /** The workdir is in use by another run; the message names it, its pid, identity and host. Nothing was touched. */
 export class WorkdirBusyError extends Error {
-  constructor(readonly workdir: string, readonly holder: WorkdirHolder | null) {
+  constructor(
+    readonly workdir: string,
+    readonly holder: WorkdirHolder | null,
+  ) {
     super(
       holder
         ? `workdir ${workdir} is in use by run ${holder.runId} (pid ${holder.pid}, identity ${holder.identity}, host ${holder.host}); one run per plain-mode workdir at a time: wait for it to finish, or give this manifest another "workdir"`
@@ -40,7 +43,10 @@ export class WorkdirBusyError extends Error {
 
 /** Another orchestrator works on this run now; the message names its pid, identity, host and since when. */
 export class RunBusyError extends Error {
-  constructor(readonly runId: string, readonly holder: WorkdirHolder | null) {
+  constructor(
+    readonly runId: string,
+    readonly holder: WorkdirHolder | null,
+  ) {
     super(
       holder
         ? `run ${runId} is being orchestrated by pid ${holder.pid} (identity ${holder.identity}, host ${holder.host}, since ${new Date(holder.since).toISOString()}); one orchestrator per run: control that one (verdict pause|drain|stop|rerun ${runId}) or wait for it to end`
@@ -76,14 +82,15 @@ async function lockFolder(folder: string, holder: WorkdirHolder, busy: (held: Wo
   fs.mkdirSync(folder, { recursive: true });
   const info = path.join(folder, '.verdict-run.json');
   const lockPath = path.join(folder, '.verdict-run.lock');
-  const take = () => lockfile.lock(folder, {
-    lockfilePath: lockPath,
-    stale: 30_000,
-    update: 10_000,
-    realpath: false,
-    // A lost refresh (a machine that slept) must not crash the run: the records are still ours to finish.
-    onCompromised: () => undefined,
-  });
+  const take = () =>
+    lockfile.lock(folder, {
+      lockfilePath: lockPath,
+      stale: 30_000,
+      update: 10_000,
+      realpath: false,
+      // A lost refresh (a machine that slept) must not crash the run: the records are still ours to finish.
+      onCompromised: () => undefined,
+    });
   let release: () => Promise<void>;
   try {
     release = await take();

@@ -68,11 +68,24 @@ const STEPS = ['work', 'review', 'select'];
 /** toISOString's form, years 0000-9999: for these, comparing the strings is comparing the times. */
 export const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-type ColumnName = 'step' | 'group' | 'unit' | 'engine' | 'lab' | 'bestOf' | 'candidate' | 'outvoted' | 'ord' | 'verdict' | 'review' | 'duration' | 'tokens' | 'cost' | 'ended';
+type ColumnName =
+  'step' | 'group' | 'unit' | 'engine' | 'lab' | 'bestOf' | 'candidate' | 'outvoted' | 'ord' | 'verdict' | 'review' | 'duration' | 'tokens' | 'cost' | 'ended';
 const LAYOUT: [ColumnName, Uint8ArrayConstructor | Int32ArrayConstructor | Float64ArrayConstructor][] = [
-  ['ord', Float64Array], ['duration', Float64Array], ['tokens', Float64Array], ['cost', Float64Array], ['ended', Float64Array], ['outvoted', Float64Array],
-  ['group', Int32Array], ['unit', Int32Array], ['engine', Int32Array], ['lab', Int32Array], ['bestOf', Int32Array],
-  ['step', Uint8Array], ['candidate', Uint8Array], ['verdict', Uint8Array], ['review', Uint8Array],
+  ['ord', Float64Array],
+  ['duration', Float64Array],
+  ['tokens', Float64Array],
+  ['cost', Float64Array],
+  ['ended', Float64Array],
+  ['outvoted', Float64Array],
+  ['group', Int32Array],
+  ['unit', Int32Array],
+  ['engine', Int32Array],
+  ['lab', Int32Array],
+  ['bestOf', Int32Array],
+  ['step', Uint8Array],
+  ['candidate', Uint8Array],
+  ['verdict', Uint8Array],
+  ['review', Uint8Array],
 ];
 
 /** What the file's JSON header holds besides the arrays. */
@@ -122,7 +135,8 @@ class Builder {
 
   /** Adds one attempts-table row (columns in {@link SELECT_COLUMNS} order). */
   add(v: unknown[]): void {
-    const [runId, taskKey, ord, model, taskType, engine, lab, verdict, duration, tokens, cost, endedAt, step, review, groupKey, candidate, forced, outvoted] = v;
+    const [runId, taskKey, ord, model, taskType, engine, lab, verdict, duration, tokens, cost, endedAt, step, review, groupKey, candidate, forced, outvoted] =
+      v;
     const modelId = model === null ? -1 : this.str(String(model));
     const typeId = this.str(String(taskType ?? ''));
     const gk = `${modelId}\u0001${typeId}`;
@@ -169,8 +183,26 @@ class Builder {
   }
 
   build(offset: number, head: string, lastLine: number, corrupt: number, corruptSamples: CorruptLine[]): StoredColumns {
-    const arrays = Object.fromEntries(LAYOUT.map(([name, Type]) => [name, Type.from(this.cols[name] as ArrayLike<number>)])) as Pick<AttemptColumns, ColumnName>;
-    return { offset, head, lastLine, corrupt, corruptSamples, rows: this.rows, units: this.unitKeys.length, bestOfs: this.bestOfKeys.length, strings: this.strings, groups: this.groups, endedText: this.endedText, forced: this.forced, keys: { units: this.unitKeys, bestOf: this.bestOfKeys }, ...arrays };
+    const arrays = Object.fromEntries(LAYOUT.map(([name, Type]) => [name, Type.from(this.cols[name] as ArrayLike<number>)])) as Pick<
+      AttemptColumns,
+      ColumnName
+    >;
+    return {
+      offset,
+      head,
+      lastLine,
+      corrupt,
+      corruptSamples,
+      rows: this.rows,
+      units: this.unitKeys.length,
+      bestOfs: this.bestOfKeys.length,
+      strings: this.strings,
+      groups: this.groups,
+      endedText: this.endedText,
+      forced: this.forced,
+      keys: { units: this.unitKeys, bestOf: this.bestOfKeys },
+      ...arrays,
+    };
   }
 }
 
@@ -180,7 +212,8 @@ function indexOr(list: string[], value: unknown, other: number): number {
 }
 
 /** The attempts table's columns {@link Builder.add} reads, in its order. */
-const SELECT_COLUMNS = 'run_id, task_key, ord, model, task_type, engine, lab, verdict, duration_ms, tokens, cost_microusd, ended_at, step, review_verdict, group_key, candidate, forced, outvoted';
+const SELECT_COLUMNS =
+  'run_id, task_key, ord, model, task_type, engine, lab, verdict, duration_ms, tokens, cost_microusd, ended_at, step, review_verdict, group_key, candidate, forced, outvoted';
 
 /**
  * The columns of every row of the index's attempts table with `line` above `base.lastLine` appended to `base` (all
@@ -188,7 +221,14 @@ const SELECT_COLUMNS = 'run_id, task_key, ord, model, task_type, engine, lab, ve
  * @param offset, head the log position the index is now at (its meta log_offset and head)
  * @param corrupt, corruptSamples the index's corrupt-line count and first lines, kept with the columns
  */
-export function columnsFromIndex(db: Database, base: StoredColumns | null, offset: number, head: string, corrupt: number, corruptSamples: CorruptLine[]): StoredColumns {
+export function columnsFromIndex(
+  db: Database,
+  base: StoredColumns | null,
+  offset: number,
+  head: string,
+  corrupt: number,
+  corruptSamples: CorruptLine[],
+): StoredColumns {
   const b = new Builder(base);
   const stmt = db.prepare(`SELECT line, ${SELECT_COLUMNS} FROM attempts WHERE line > ? ORDER BY line`);
   let lastLine = base?.lastLine ?? 0;
@@ -214,7 +254,21 @@ export type StoredColumns = AttemptColumns & { keys: Keys };
  */
 export async function writeColumns(file: string, c: StoredColumns): Promise<void> {
   await writeFileAtomic(`${file}.keys.json`, JSON.stringify({ version: COLUMNS_VERSION, lastLine: c.lastLine, ...c.keys }));
-  const header: Header = { version: COLUMNS_VERSION, offset: c.offset, head: c.head, lastLine: c.lastLine, corrupt: c.corrupt, corruptSamples: c.corruptSamples, rows: c.rows, units: c.units, bestOfs: c.bestOfs, strings: c.strings, groups: c.groups, endedText: c.endedText, forced: c.forced };
+  const header: Header = {
+    version: COLUMNS_VERSION,
+    offset: c.offset,
+    head: c.head,
+    lastLine: c.lastLine,
+    corrupt: c.corrupt,
+    corruptSamples: c.corruptSamples,
+    rows: c.rows,
+    units: c.units,
+    bestOfs: c.bestOfs,
+    strings: c.strings,
+    groups: c.groups,
+    endedText: c.endedText,
+    forced: c.forced,
+  };
   const json = Buffer.from(JSON.stringify(header));
   const parts: Buffer[] = [];
   const lengthField = Buffer.alloc(4);

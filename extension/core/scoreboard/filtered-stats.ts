@@ -121,7 +121,8 @@ function scanRows(c: AttemptColumns, engineId: number, since: string | null): Sc
     lostKeys: new Set(),
     outvotedBy: new Map(),
   };
-  for (let i = 0; i < c.rows; i++) if (c.step[i] === 2 && (c.bestOf[i] as number) >= 0 && c.outvoted[i]) s.outvotedBy.set(c.bestOf[i] as number, c.outvoted[i] as number);
+  for (let i = 0; i < c.rows; i++)
+    if (c.step[i] === 2 && (c.bestOf[i] as number) >= 0 && c.outvoted[i]) s.outvotedBy.set(c.bestOf[i] as number, c.outvoted[i] as number);
   const selected = since === null ? null : endedAtLeast(c, since);
   const valueCols = valueColumns(c);
   for (let i = 0; i < c.rows; i++) {
@@ -164,7 +165,8 @@ function noteWork(c: AttemptColumns, s: Scan, valueCols: Float64Array[], i: numb
   s.engineSeen[g * s.E + (c.engine[i] as number)] = 1;
   if ((c.bestOf[i] as number) >= 0 && c.candidate[i]) s.took.add(g * s.B + (c.bestOf[i] as number));
   const mask = s.outvotedBy.get(c.bestOf[i] as number);
-  if (mask !== undefined && v === 0 && c.candidate[i] && Math.floor(mask / 2 ** ((c.candidate[i] as number) - 1)) % 2 === 1) s.lostKeys.add(g * s.B + (c.bestOf[i] as number));
+  if (mask !== undefined && v === 0 && c.candidate[i] && Math.floor(mask / 2 ** ((c.candidate[i] as number) - 1)) % 2 === 1)
+    s.lostKeys.add(g * s.B + (c.bestOf[i] as number));
 }
 
 /** Counts review row i (step 1) for the reviewing model of group g. */
@@ -278,7 +280,16 @@ function groupRows(c: AttemptColumns, s: Scan): GroupStats[] {
 
 /** review-stats.ts's rows, in its order (most reviews first, then by model). */
 function reviewerRows(c: AttemptColumns, s: Scan): ReviewerStats[] {
-  const reviews: ReviewerStats[] = [...s.reviewers].map(([m, r]) => ({ model: str(c, m), reviews: r.reviews, approve: r.approve, changes: r.changes, reject: r.reject, errors: r.errors, engines: [...r.engines].map((e) => c.strings[e] as string).sort(), last_seen: maxText(r.lastMs, r.lastText) }));
+  const reviews: ReviewerStats[] = [...s.reviewers].map(([m, r]) => ({
+    model: str(c, m),
+    reviews: r.reviews,
+    approve: r.approve,
+    changes: r.changes,
+    reject: r.reject,
+    errors: r.errors,
+    engines: [...r.engines].map((e) => c.strings[e] as string).sort(),
+    last_seen: maxText(r.lastMs, r.lastText),
+  }));
   reviews.sort((a, b) => b.reviews - a.reviews || byName(a.model, b.model));
   return reviews;
 }

@@ -45,15 +45,36 @@ function nearestRank(sorted: number[], q: number): number | null {
 }
 
 /** Per past task (unit), its model and task type strings and totals of its work attempts. */
-function pastTasks(c: AttemptColumns): Map<number, { model: string; engine: string; taskType: string; attempts: number; cost: number; costKnown: boolean; duration: number; durationKnown: boolean }> {
-  const units = new Map<number, { model: string; engine: string; taskType: string; attempts: number; cost: number; costKnown: boolean; duration: number; durationKnown: boolean }>();
+function pastTasks(
+  c: AttemptColumns,
+): Map<
+  number,
+  { model: string; engine: string; taskType: string; attempts: number; cost: number; costKnown: boolean; duration: number; durationKnown: boolean }
+> {
+  const units = new Map<
+    number,
+    { model: string; engine: string; taskType: string; attempts: number; cost: number; costKnown: boolean; duration: number; durationKnown: boolean }
+  >();
   for (let i = 0; i < c.rows; i++) {
     if (c.step[i] !== 0) continue;
     const g = c.groups[c.group[i] ?? -1];
     if (!g || g[0] < 0) continue;
     const unit = c.unit[i] as number;
     let u = units.get(unit);
-    if (!u) units.set(unit, (u = { model: c.strings[g[0]] ?? '', engine: c.strings[c.engine[i] ?? -1] ?? '', taskType: c.strings[g[1]] ?? '', attempts: 0, cost: 0, costKnown: true, duration: 0, durationKnown: true }));
+    if (!u)
+      units.set(
+        unit,
+        (u = {
+          model: c.strings[g[0]] ?? '',
+          engine: c.strings[c.engine[i] ?? -1] ?? '',
+          taskType: c.strings[g[1]] ?? '',
+          attempts: 0,
+          cost: 0,
+          costKnown: true,
+          duration: 0,
+          durationKnown: true,
+        }),
+      );
     u.attempts++;
     const cost = c.cost[i] ?? NaN;
     if (Number.isFinite(cost)) u.cost += cost;
@@ -68,8 +89,14 @@ function pastTasks(c: AttemptColumns): Map<number, { model: string; engine: stri
 function figuresOf(units: { attempts: number; cost: number; costKnown: boolean; duration: number; durationKnown: boolean }[]): PastFigures | null {
   if (!units.length) return null;
   const attempts = units.map((u) => u.attempts).sort((a, b) => a - b);
-  const costs = units.filter((u) => u.costKnown).map((u) => u.cost).sort((a, b) => a - b);
-  const durations = units.filter((u) => u.durationKnown).map((u) => u.duration).sort((a, b) => a - b);
+  const costs = units
+    .filter((u) => u.costKnown)
+    .map((u) => u.cost)
+    .sort((a, b) => a - b);
+  const durations = units
+    .filter((u) => u.durationKnown)
+    .map((u) => u.duration)
+    .sort((a, b) => a - b);
   return {
     tasks: units.length,
     attempts: nearestRank(attempts, 0.5) as number,
@@ -101,6 +128,11 @@ export function forecast(tasks: readonly PlanTask[], columns: AttemptColumns | n
   const sum = (f: (x: PastFigures) => number | null) => out.reduce((s, t) => s + ((t.figures && f(t.figures)) ?? 0), 0);
   return {
     tasks: out,
-    total: { costMedianMicroUsd: sum((f) => f.costMedianMicroUsd), costP90MicroUsd: sum((f) => f.costP90MicroUsd), durationMedianMs: sum((f) => f.durationMedianMs), withoutHistory: out.filter((t) => t.basis === 'none').length },
+    total: {
+      costMedianMicroUsd: sum((f) => f.costMedianMicroUsd),
+      costP90MicroUsd: sum((f) => f.costP90MicroUsd),
+      durationMedianMs: sum((f) => f.durationMedianMs),
+      withoutHistory: out.filter((t) => t.basis === 'none').length,
+    },
   };
 }

@@ -90,7 +90,23 @@ export function groupStatsSql(where: string): string {
 }
 
 /** The columns {@link groupStatsSql} returns, which are also the group_stats table's. */
-export const GROUP_COLUMNS = ['model', 'task_type', 'tasks', 'attempts', 'passed', 'first_try', 'median_duration_ms', 'median_tokens', 'median_cost_microusd', 'errors', 'rate_limits', 'other', 'last_seen', 'engines', 'lab'] as const;
+export const GROUP_COLUMNS = [
+  'model',
+  'task_type',
+  'tasks',
+  'attempts',
+  'passed',
+  'first_try',
+  'median_duration_ms',
+  'median_tokens',
+  'median_cost_microusd',
+  'errors',
+  'rate_limits',
+  'other',
+  'last_seen',
+  'engines',
+  'lab',
+] as const;
 
 /** The materialized aggregates for the unfiltered scoreboard, one row per (model, task_type). */
 export const GROUP_STATS_TABLE = `CREATE TABLE IF NOT EXISTS group_stats (

@@ -113,7 +113,7 @@ export function indexGroupStats(index: EvalIndex, filters: ScoreboardFilters = {
 export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ view: ScoreboardView; source: ScoreboardSource }> {
   const filters = opts.filters ?? {};
   if (filters.since && Number.isNaN(Date.parse(filters.since))) throw new Error(`since: "${filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
-  const catalog = opts.explore ? readSnapshot(opts.home)?.data ?? [] : null;
+  const catalog = opts.explore ? (readSnapshot(opts.home)?.data ?? []) : null;
   if (opts.postgresUrl) {
     // pg is loaded only here: a scoreboard of the local log never needs it.
     const { syncToPostgres } = await import('../store/postgres');
@@ -127,7 +127,13 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
     // Counted only after it is checked: an UPDATE of a FAIL row to PASS must not pass as evidence.
     const logFile = evalLogPath(opts.home);
     const { report, rows } = await verifySwarmRuns(opts.postgresUrl, { logFile, home: opts.home, depth: 'columns', collect: true });
-    const verification = { intact: report.intact, findings: report.findings.length, first: report.findings[0]?.message ?? null, rejected: report.rejected.length, depth: 'columns' as const };
+    const verification = {
+      intact: report.intact,
+      findings: report.findings.length,
+      first: report.findings[0]?.message ?? null,
+      rejected: report.rejected.length,
+      depth: 'columns' as const,
+    };
     const index = await EvalIndex.open(evalLogPath(opts.home), null);
     try {
       const insert = index.db.prepare(`INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (?${', ?'.repeat(ATTEMPT_COLUMNS.length - 1)})`);
@@ -138,7 +144,18 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
       insert.free();
       const { where, params } = aggregationWhere(filters);
       const stats = queryGroupStats(index.db, groupStatsSql(where), params);
-      return { view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)), source: { from: 'postgres: table swarm_runs', rows: attemptCount(stats), corrupt: 0, corruptSamples: [], forced: forcedCount(index.db), outboxError, verification } };
+      return {
+        view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)),
+        source: {
+          from: 'postgres: table swarm_runs',
+          rows: attemptCount(stats),
+          corrupt: 0,
+          corruptSamples: [],
+          forced: forcedCount(index.db),
+          outboxError,
+          verification,
+        },
+      };
     } finally {
       index.close();
     }
@@ -148,12 +165,33 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   const cacheFile = indexFileFor(opts.home, logFile) + '.groups.json';
   if (unfiltered) {
     const cached = readGroupsCache(cacheFile, logFile);
-    if (cached) return { view: scoreboardView(cached.stats, catalog, filters, cached.reviews, cached.won), source: { from: logFile, rows: attemptCount(cached.stats), corrupt: cached.corrupt, corruptSamples: cached.samples, forced: cached.forced, outboxError: null } };
+    if (cached)
+      return {
+        view: scoreboardView(cached.stats, catalog, filters, cached.reviews, cached.won),
+        source: {
+          from: logFile,
+          rows: attemptCount(cached.stats),
+          corrupt: cached.corrupt,
+          corruptSamples: cached.samples,
+          forced: cached.forced,
+          outboxError: null,
+        },
+      };
   }
   if (!unfiltered) {
     const columns = await currentColumns(opts.home, logFile);
     const { stats, reviews, won } = filteredStats(columns, { engine: filters.engine, sinceIso: filters.since ? new Date(filters.since).toISOString() : null });
-    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: columns.corrupt, corruptSamples: columns.corruptSamples, forced: columns.forced, outboxError: null } };
+    return {
+      view: scoreboardView(stats, catalog, filters, reviews, won),
+      source: {
+        from: logFile,
+        rows: attemptCount(stats),
+        corrupt: columns.corrupt,
+        corruptSamples: columns.corruptSamples,
+        forced: columns.forced,
+        outboxError: null,
+      },
+    };
   }
   const index = await openScoreboardIndex(opts.home, logFile);
   try {
@@ -162,8 +200,25 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
     const reviews = queryReviewStats(index.db, where, params);
     const won = queryWonStats(index.db, where, params);
     const forced = forcedCount(index.db);
-    if (unfiltered) await writeFileAtomic(cacheFile, JSON.stringify({ version: INDEX_SCHEMA_VERSION, offset: index.offset, head: index.meta('head'), corrupt: index.corruptCount, samples: index.corruptSamples(), forced, stats, reviews, won } satisfies GroupsCache));
-    return { view: scoreboardView(stats, catalog, filters, reviews, won), source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), forced, outboxError: null } };
+    if (unfiltered)
+      await writeFileAtomic(
+        cacheFile,
+        JSON.stringify({
+          version: INDEX_SCHEMA_VERSION,
+          offset: index.offset,
+          head: index.meta('head'),
+          corrupt: index.corruptCount,
+          samples: index.corruptSamples(),
+          forced,
+          stats,
+          reviews,
+          won,
+        } satisfies GroupsCache),
+      );
+    return {
+      view: scoreboardView(stats, catalog, filters, reviews, won),
+      source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), forced, outboxError: null },
+    };
   } finally {
     index.close();
   }
@@ -194,7 +249,15 @@ interface GroupsCache {
 function readGroupsCache(file: string, logFile: string): GroupsCache | null {
   try {
     const c = JSON.parse(fs.readFileSync(file, 'utf8')) as GroupsCache;
-    if (c.version === INDEX_SCHEMA_VERSION && typeof c.forced === 'number' && Array.isArray(c.reviews) && Array.isArray(c.won) && c.offset === fileSize(logFile) && c.head === headOf(logFile, c.offset)) return c;
+    if (
+      c.version === INDEX_SCHEMA_VERSION &&
+      typeof c.forced === 'number' &&
+      Array.isArray(c.reviews) &&
+      Array.isArray(c.won) &&
+      c.offset === fileSize(logFile) &&
+      c.head === headOf(logFile, c.offset)
+    )
+      return c;
   } catch {
     // no cache, or a damaged one: the index answers
   }

@@ -48,7 +48,12 @@ export interface ManifestForecast extends Forecast {
  * Loads `file` and forecasts it from the eval log under `home` (no log yet: every task without history).
  * @throws ManifestError when the manifest does not load (its problems with positions)
  */
-export async function forecastManifest(file: string, home: string, engines: ReadonlyMap<string, EngineSpec>, configRoute: Record<string, unknown> | null = null): Promise<ManifestForecast> {
+export async function forecastManifest(
+  file: string,
+  home: string,
+  engines: ReadonlyMap<string, EngineSpec>,
+  configRoute: Record<string, unknown> | null = null,
+): Promise<ManifestForecast> {
   return forecastOf(loadManifest(path.resolve(file), { engines: new Set(engines.keys()), route: configRoute }).manifest, home, engines);
 }
 
@@ -69,17 +74,25 @@ export async function forecastOf(manifest: Manifest, home: string, engines: Read
     picks.set(t.key, { engine: r.pick.engine, model: r.pick.model });
   }
   // A best-of-N group's own entry runs no worker: its candidates are the tasks.
-  const tasks = manifest.tasks.filter((t) => !t.select).map((t) => {
-    const { engine, model } = picks.get(t.key) ?? t;
-    return { key: t.key, engine, model: model ?? engines.get(engine)?.defaultModel ?? null, taskType: t.taskType };
-  });
+  const tasks = manifest.tasks
+    .filter((t) => !t.select)
+    .map((t) => {
+      const { engine, model } = picks.get(t.key) ?? t;
+      return { key: t.key, engine, model: model ?? engines.get(engine)?.defaultModel ?? null, taskType: t.taskType };
+    });
   let columns = null;
   try {
     columns = await currentColumns(home, evalLogPath(home));
   } catch {
     // no eval log yet: every task is without history
   }
-  return { manifest: manifest.file, routes, budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000), maxParallel: manifest.maxParallel, ...forecast(tasks, columns) };
+  return {
+    manifest: manifest.file,
+    routes,
+    budgetMicroUsd: manifest.budgetUsd === null ? null : Math.round(manifest.budgetUsd * 1_000_000),
+    maxParallel: manifest.maxParallel,
+    ...forecast(tasks, columns),
+  };
 }
 
 /**
@@ -109,7 +122,8 @@ export function entryForecasts(f: Forecast, keys: readonly string[]): Map<string
   const out = new Map<string, TaskForecast[]>(keys.map((k) => [k, []]));
   for (const t of f.tasks) {
     let best: string | null = null;
-    for (const k of keys) if ((t.key === k || (t.key.startsWith(k) && /[^A-Za-z0-9]/.test(t.key.charAt(k.length)))) && (best === null || k.length > best.length)) best = k;
+    for (const k of keys)
+      if ((t.key === k || (t.key.startsWith(k) && /[^A-Za-z0-9]/.test(t.key.charAt(k.length)))) && (best === null || k.length > best.length)) best = k;
     if (best !== null) out.get(best)?.push(t);
   }
   return out;

@@ -36,7 +36,16 @@ export function queryReviewStats(db: Database, where: string, params: SqlValue[]
     while (stmt.step()) {
       const v = stmt.get();
       const n = (i: number) => Number(v[i] ?? 0);
-      out.push({ model: v[0] === null ? null : String(v[0]), reviews: n(1), approve: n(2), changes: n(3), reject: n(4), errors: n(5), engines: v[6] === null ? [] : String(v[6]).split(',').sort(), last_seen: v[7] === null ? null : String(v[7]) });
+      out.push({
+        model: v[0] === null ? null : String(v[0]),
+        reviews: n(1),
+        approve: n(2),
+        changes: n(3),
+        reject: n(4),
+        errors: n(5),
+        engines: v[6] === null ? [] : String(v[6]).split(',').sort(),
+        last_seen: v[7] === null ? null : String(v[7]),
+      });
     }
     return out;
   } finally {

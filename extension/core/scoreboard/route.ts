@@ -131,7 +131,18 @@ export const THIN_TASKS = 10;
 export function candidateEvidence(c: RouteCandidate, taskType: string | null, evidence: readonly GroupStats[], minTasks: number): CandidateEvidence {
   const s = c.model === null ? undefined : evidence.find((g) => g.model === c.model && g.task_type === taskType && g.tasks > 0);
   const hint = c.costHintMicroUsd ?? null;
-  if (!s) return { candidate: c.id, tier: 'untried', tasks: 0, firstTryPassRate: null, passRate: null, attemptsPerTask: null, attemptCostMicroUsd: hint, costPerPassMicroUsd: null, timePerPassMs: null };
+  if (!s)
+    return {
+      candidate: c.id,
+      tier: 'untried',
+      tasks: 0,
+      firstTryPassRate: null,
+      passRate: null,
+      attemptsPerTask: null,
+      attemptCostMicroUsd: hint,
+      costPerPassMicroUsd: null,
+      timePerPassMs: null,
+    };
   const perPass = (median: number | null) => (median === null || s.passed === 0 ? null : (median * s.attempts) / s.passed);
   return {
     candidate: c.id,
@@ -156,16 +167,28 @@ export function rankProven(list: readonly CandidateEvidence[], prefer: RoutePref
     return x - y;
   };
   const cheaper = (a: CandidateEvidence, b: CandidateEvidence) => (a.attemptCostMicroUsd ?? Infinity) - (b.attemptCostMicroUsd ?? Infinity) || 0;
-  return [...list].sort((a, b) =>
-    (prefer === 'pass_rate' ? (b.firstTryPassRate ?? 0) - (a.firstTryPassRate ?? 0) || (b.passRate ?? 0) - (a.passRate ?? 0) || byMetric(a, b) : byMetric(a, b))
-    || cheaper(a, b) || order.indexOf(a.candidate) - order.indexOf(b.candidate));
+  return [...list].sort(
+    (a, b) =>
+      (prefer === 'pass_rate'
+        ? (b.firstTryPassRate ?? 0) - (a.firstTryPassRate ?? 0) || (b.passRate ?? 0) - (a.passRate ?? 0) || byMetric(a, b)
+        : byMetric(a, b)) ||
+      cheaper(a, b) ||
+      order.indexOf(a.candidate) - order.indexOf(b.candidate),
+  );
 }
 
 /**
  * One Thompson draw over `list` (in `from` order, one θ per candidate from `random`): the candidates sorted by their
  * sampled score, best first, each with `sampled` set. Ties: the cheaper attempt, then the order of `from`.
  */
-export function thompson(list: readonly CandidateEvidence[], evidence: ReadonlyMap<string, { firstTry: number; tasks: number }>, prefer: RoutePreference, random: RandomSource, order: readonly string[], durations: ReadonlyMap<string, number | null>): CandidateEvidence[] {
+export function thompson(
+  list: readonly CandidateEvidence[],
+  evidence: ReadonlyMap<string, { firstTry: number; tasks: number }>,
+  prefer: RoutePreference,
+  random: RandomSource,
+  order: readonly string[],
+  durations: ReadonlyMap<string, number | null>,
+): CandidateEvidence[] {
   const known = (xs: (number | null)[]) => xs.filter((x): x is number => x !== null && x > 0).sort((a, b) => a - b);
   // Unknown figures are taken as the lowest known one (optimism: a candidate is not kept untried for being unknown).
   const neutral = (xs: number[]) => (xs.length ? (xs[0] as number) : 1);
@@ -190,10 +213,17 @@ export function thompson(list: readonly CandidateEvidence[], evidence: ReadonlyM
  * cost (time) per PASS; for `pass_rate`, its posterior mean above the proven one's first-try rate. An unknown figure is
  * taken as the lowest known one of any candidate (`lowest`), as in the Thompson draw.
  */
-function promising(e: CandidateEvidence, best: CandidateEvidence, r: { firstTry: number; tasks: number }, prefer: RoutePreference, duration: number | null, lowest: { cost: number | null; time: number | null }): boolean {
+function promising(
+  e: CandidateEvidence,
+  best: CandidateEvidence,
+  r: { firstTry: number; tasks: number },
+  prefer: RoutePreference,
+  duration: number | null,
+  lowest: { cost: number | null; time: number | null },
+): boolean {
   const mean = (1 + r.firstTry) / (2 + r.tasks);
   if (prefer === 'pass_rate') return mean > (best.firstTryPassRate ?? 1);
-  const own = prefer === 'time' ? duration ?? lowest.time : e.attemptCostMicroUsd ?? lowest.cost;
+  const own = prefer === 'time' ? (duration ?? lowest.time) : (e.attemptCostMicroUsd ?? lowest.cost);
   const theirs = prefer === 'time' ? best.timePerPassMs : best.costPerPassMicroUsd;
   return own !== null && theirs !== null && own / mean < theirs;
 }
@@ -204,7 +234,12 @@ const usd = (micro: number): string => `$${(micro / 1e6).toFixed(micro >= 1e6 ? 
 export function evidenceLine(e: CandidateEvidence, prefer: RoutePreference = 'cost'): string {
   if (e.tier === 'untried') return 'untried';
   const n = `${e.tasks} task${e.tasks === 1 ? '' : 's'}`;
-  const figure = prefer === 'time' && e.timePerPassMs !== null ? `${(e.timePerPassMs / 1000).toFixed(1)} s/PASS` : e.costPerPassMicroUsd !== null ? `${usd(e.costPerPassMicroUsd)}/PASS` : `${Math.round((e.firstTryPassRate ?? 0) * 100)} % first try`;
+  const figure =
+    prefer === 'time' && e.timePerPassMs !== null
+      ? `${(e.timePerPassMs / 1000).toFixed(1)} s/PASS`
+      : e.costPerPassMicroUsd !== null
+        ? `${usd(e.costPerPassMicroUsd)}/PASS`
+        : `${Math.round((e.firstTryPassRate ?? 0) * 100)} % first try`;
   return `${e.tier}, ${figure} over ${n}`;
 }
 
@@ -219,20 +254,39 @@ export function route(input: RouteInput): RouteDecision {
   const order = candidates.map((c) => c.id);
   const byId = new Map(candidates.map((c) => [c.id, c]));
   const all = candidates.map((c) => candidateEvidence(c, input.taskType, input.evidence, policy.minTasks));
-  const stats = new Map(candidates.map((c) => {
-    const s = c.model === null ? undefined : input.evidence.find((g) => g.model === c.model && g.task_type === input.taskType && g.tasks > 0);
-    return [c.id, { firstTry: s?.first_try ?? 0, tasks: s?.tasks ?? 0, duration: s?.median_duration_ms ?? null }] as const;
-  }));
+  const stats = new Map(
+    candidates.map((c) => {
+      const s = c.model === null ? undefined : input.evidence.find((g) => g.model === c.model && g.task_type === input.taskType && g.tasks > 0);
+      return [c.id, { firstTry: s?.first_try ?? 0, tasks: s?.tasks ?? 0, duration: s?.median_duration_ms ?? null }] as const;
+    }),
+  );
   const durations = new Map([...stats].map(([id, s]) => [id, s.duration]));
   const excluded = input.excluded ?? new Map<string, string>();
   const skipped = all.filter((e) => excluded.has(e.candidate)).map((e) => ({ candidate: e.candidate, reason: excluded.get(e.candidate) as string }));
   const allExcluded = skipped.length === all.length;
   const open = allExcluded ? all : all.filter((e) => !excluded.has(e.candidate));
-  const proven = rankProven(open.filter((e) => e.tier === 'proven'), policy.prefer, order);
-  const skipNote = skipped.length ? `; skipped ${skipped.map((s) => `${s.candidate} (${s.reason})`).join(', ')}${allExcluded ? ' — every candidate is held, so the first choice waits' : ''}` : '';
+  const proven = rankProven(
+    open.filter((e) => e.tier === 'proven'),
+    policy.prefer,
+    order,
+  );
+  const skipNote = skipped.length
+    ? `; skipped ${skipped.map((s) => `${s.candidate} (${s.reason})`).join(', ')}${allExcluded ? ' — every candidate is held, so the first choice waits' : ''}`
+    : '';
   const decide = (chosen: CandidateEvidence, runnerUp: CandidateEvidence | null, basis: RouteBasis, draw: number | null, why: string): RouteDecision => {
     const c = byId.get(chosen.candidate) as RouteCandidate;
-    return { chosen, engine: c.engine, model: c.model, basis, exploration: basis === 'explore' || basis === 'no-proven' || basis === 'challenge' || (basis === 'retry-moves' && chosen.tier !== 'proven'), runnerUp, skipped, allExcluded, draw, reason: `${why}${skipNote}` };
+    return {
+      chosen,
+      engine: c.engine,
+      model: c.model,
+      basis,
+      exploration: basis === 'explore' || basis === 'no-proven' || basis === 'challenge' || (basis === 'retry-moves' && chosen.tier !== 'proven'),
+      runnerUp,
+      skipped,
+      allExcluded,
+      draw,
+      reason: `${why}${skipNote}`,
+    };
   };
 
   if (input.retryAfter) {
@@ -240,47 +294,116 @@ export function route(input: RouteInput): RouteDecision {
     const others = open.filter((e) => e.candidate !== input.retryAfter);
     if (failed && (failed.tier === 'proven' || failed.tasks >= THIN_TASKS || !others.length)) {
       const why = failed.tier === 'proven' ? 'proven' : failed.tasks >= THIN_TASKS ? `its evidence is not thin (${failed.tasks} tasks ≥ ${THIN_TASKS})` : null;
-      return decide(failed, others.length ? rankProven(others.filter((e) => e.tier === 'proven'), policy.prefer, order)[0] ?? null : null, 'retry-stays', null, why ? `retry stays on ${failed.candidate}: ${why} (${evidenceLine(failed, policy.prefer)}), its retry lane is part of its cost` : `retry stays on ${failed.candidate}: no other candidate is open`);
+      return decide(
+        failed,
+        others.length
+          ? (rankProven(
+              others.filter((e) => e.tier === 'proven'),
+              policy.prefer,
+              order,
+            )[0] ?? null)
+          : null,
+        'retry-stays',
+        null,
+        why
+          ? `retry stays on ${failed.candidate}: ${why} (${evidenceLine(failed, policy.prefer)}), its retry lane is part of its cost`
+          : `retry stays on ${failed.candidate}: no other candidate is open`,
+      );
     }
-    const provenOthers = rankProven(others.filter((e) => e.tier === 'proven'), policy.prefer, order);
+    const provenOthers = rankProven(
+      others.filter((e) => e.tier === 'proven'),
+      policy.prefer,
+      order,
+    );
     const ranked = provenOthers.length ? provenOthers : thompson(others.length ? others : open, stats, policy.prefer, random, order, durations);
     const [first, second] = ranked as [CandidateEvidence, CandidateEvidence | undefined];
-    return decide(first, second ?? null, 'retry-moves', null, `retry moves off ${input.retryAfter} (${failed ? evidenceLine(failed, policy.prefer) : 'held'}: thin evidence) to ${first.candidate} (${provenOthers.length ? evidenceLine(first, policy.prefer) : `Thompson draw, ${evidenceLine(first, policy.prefer)}`})`);
+    return decide(
+      first,
+      second ?? null,
+      'retry-moves',
+      null,
+      `retry moves off ${input.retryAfter} (${failed ? evidenceLine(failed, policy.prefer) : 'held'}: thin evidence) to ${first.candidate} (${provenOthers.length ? evidenceLine(first, policy.prefer) : `Thompson draw, ${evidenceLine(first, policy.prefer)}`})`,
+    );
   }
 
   const draw = random();
   const rest = open.filter((e) => e.tier !== 'proven');
   if (!proven.length) {
     const [first, second] = thompson(open, stats, policy.prefer, random, order, durations) as [CandidateEvidence, CandidateEvidence | undefined];
-    return decide(first, second ?? null, 'no-proven', draw, `no candidate is proven on ${input.taskType ?? 'this task type'}: explores ${first.candidate} (Thompson draw θ=${first.sampled?.toFixed(2)}, ${evidenceLine(first, policy.prefer)})`);
+    return decide(
+      first,
+      second ?? null,
+      'no-proven',
+      draw,
+      `no candidate is proven on ${input.taskType ?? 'this task type'}: explores ${first.candidate} (Thompson draw θ=${first.sampled?.toFixed(2)}, ${evidenceLine(first, policy.prefer)})`,
+    );
   }
   const [best, second] = proven as [CandidateEvidence, CandidateEvidence | undefined];
   if (draw < policy.explore && rest.length) {
     // The best proven candidate takes part in the draw: one the evidence has ruled out (or too dear to ever be
     // cheaper per PASS) seldom beats it, so the explore share goes to candidates that may still be the better buy.
     const [first, next] = thompson([best, ...rest], stats, policy.prefer, random, order, durations) as [CandidateEvidence, CandidateEvidence];
-    if (first.candidate !== best.candidate) return decide(first, best, 'explore', draw, `explores ${first.candidate} (draw ${draw.toFixed(3)} < explore ${policy.explore}; Thompson θ=${first.sampled?.toFixed(2)}, ${evidenceLine(first, policy.prefer)}) instead of ${best.candidate}`);
-    return decide(best, second ?? next, 'proven', draw, `${best.candidate}: ${evidenceLine(best, policy.prefer)}; it won the explore draw (${draw.toFixed(3)} < explore ${policy.explore}) against ${rest.map((c) => c.candidate).join(', ')}`);
+    if (first.candidate !== best.candidate)
+      return decide(
+        first,
+        best,
+        'explore',
+        draw,
+        `explores ${first.candidate} (draw ${draw.toFixed(3)} < explore ${policy.explore}; Thompson θ=${first.sampled?.toFixed(2)}, ${evidenceLine(first, policy.prefer)}) instead of ${best.candidate}`,
+      );
+    return decide(
+      best,
+      second ?? next,
+      'proven',
+      draw,
+      `${best.candidate}: ${evidenceLine(best, policy.prefer)}; it won the explore draw (${draw.toFixed(3)} < explore ${policy.explore}) against ${rest.map((c) => c.candidate).join(', ')}`,
+    );
   }
   // Challengers: a probation or untried candidate whose expected figure (posterior mean) beats the best proven one's
   // is drawn against it, so a good model that started unlucky is not left to the explore share alone.
-  const lowestOf = (xs: (number | null)[]) => xs.filter((x): x is number => x !== null && x > 0).reduce<number | null>((m, x) => (m === null || x < m ? x : m), null);
+  const lowestOf = (xs: (number | null)[]) =>
+    xs.filter((x): x is number => x !== null && x > 0).reduce<number | null>((m, x) => (m === null || x < m ? x : m), null);
   const lowest = { cost: lowestOf(all.map((e) => e.attemptCostMicroUsd)), time: lowestOf([...durations.values()]) };
-  const challengers = rest.filter((e) => promising(e, best, stats.get(e.candidate) as { firstTry: number; tasks: number }, policy.prefer, durations.get(e.candidate) ?? null, lowest));
+  const challengers = rest.filter((e) =>
+    promising(e, best, stats.get(e.candidate) as { firstTry: number; tasks: number }, policy.prefer, durations.get(e.candidate) ?? null, lowest),
+  );
   if (challengers.length) {
     const [first, next] = thompson([best, ...challengers], stats, policy.prefer, random, order, durations) as [CandidateEvidence, CandidateEvidence];
-    if (first.candidate !== best.candidate) return decide(first, next, 'challenge', draw, `${first.candidate} challenges ${best.candidate} (${evidenceLine(best, policy.prefer)}): its expected ${policy.prefer === 'pass_rate' ? 'pass rate' : `${policy.prefer} per PASS`} is better on ${evidenceLine(first, policy.prefer)}; Thompson θ=${first.sampled?.toFixed(2)}`);
-    return decide(best, second ?? next, 'proven', draw, `${best.candidate}: ${evidenceLine(best, policy.prefer)}; won the draw against ${challengers.map((c) => c.candidate).join(', ')}`);
+    if (first.candidate !== best.candidate)
+      return decide(
+        first,
+        next,
+        'challenge',
+        draw,
+        `${first.candidate} challenges ${best.candidate} (${evidenceLine(best, policy.prefer)}): its expected ${policy.prefer === 'pass_rate' ? 'pass rate' : `${policy.prefer} per PASS`} is better on ${evidenceLine(first, policy.prefer)}; Thompson θ=${first.sampled?.toFixed(2)}`,
+      );
+    return decide(
+      best,
+      second ?? next,
+      'proven',
+      draw,
+      `${best.candidate}: ${evidenceLine(best, policy.prefer)}; won the draw against ${challengers.map((c) => c.candidate).join(', ')}`,
+    );
   }
-  return decide(best, second ?? null, 'proven', draw, `${best.candidate}: ${evidenceLine(best, policy.prefer)}${second ? `; runner-up ${second.candidate} (${evidenceLine(second, policy.prefer)})` : ''}`);
+  return decide(
+    best,
+    second ?? null,
+    'proven',
+    draw,
+    `${best.candidate}: ${evidenceLine(best, policy.prefer)}${second ? `; runner-up ${second.candidate} (${evidenceLine(second, policy.prefer)})` : ''}`,
+  );
 }
 
 /** The dashboard's and plan's line: `auto → claude/haiku (proven, $0.004/PASS over 12 tasks)`. */
 export function routeLine(d: Pick<RouteDecision, 'engine' | 'model' | 'chosen' | 'basis'>, prefer: RoutePreference = 'cost'): string {
-  const what = d.basis === 'explore' || d.basis === 'no-proven' || d.basis === 'challenge' ? `exploring; ${evidenceLine(d.chosen, prefer)}` : d.basis.startsWith('retry') ? `retry; ${evidenceLine(d.chosen, prefer)}` : evidenceLine(d.chosen, prefer);
+  const what =
+    d.basis === 'explore' || d.basis === 'no-proven' || d.basis === 'challenge'
+      ? `exploring; ${evidenceLine(d.chosen, prefer)}`
+      : d.basis.startsWith('retry')
+        ? `retry; ${evidenceLine(d.chosen, prefer)}`
+        : evidenceLine(d.chosen, prefer);
   return `auto → ${d.engine}/${d.model ?? 'default'} (${what})`;
 }
-
 
 /** Tokens of one attempt assumed for a catalog price when the evidence gives no median (in + out), and the share in. */
 export const HINT_TOKENS = 20_000;
@@ -292,12 +415,21 @@ const HINT_INPUT_SHARE = 0.9;
  * 90 % of them in and 10 % out, at the model's prompt and completion prices. Null without a price. So among untried
  * candidates the cheaper is drawn more often ("cheapest first among equals"), on the same scale as known costs.
  */
-export function costHint(model: string | null, taskType: string | null, spec: { from: readonly { model: string | null }[] }, evidence: readonly GroupStats[], price: (model: string) => { promptMicroUsd: number; completionMicroUsd: number } | null): number | null {
+export function costHint(
+  model: string | null,
+  taskType: string | null,
+  spec: { from: readonly { model: string | null }[] },
+  evidence: readonly GroupStats[],
+  price: (model: string) => { promptMicroUsd: number; completionMicroUsd: number } | null,
+): number | null {
   if (model === null) return null;
   const p = price(model);
   if (!p) return null;
   const models = new Set(spec.from.map((c) => c.model));
-  const tokens = evidence.filter((g) => g.task_type === taskType && models.has(g.model) && g.median_tokens !== null).map((g) => g.median_tokens as number).sort((a, b) => a - b);
+  const tokens = evidence
+    .filter((g) => g.task_type === taskType && models.has(g.model) && g.median_tokens !== null)
+    .map((g) => g.median_tokens as number)
+    .sort((a, b) => a - b);
   const n = tokens.length ? (tokens[Math.floor((tokens.length - 1) / 2)] as number) : HINT_TOKENS;
   return Math.round(n * HINT_INPUT_SHARE * p.promptMicroUsd + n * (1 - HINT_INPUT_SHARE) * p.completionMicroUsd);
 }
@@ -318,16 +450,32 @@ export interface RouteRanking {
  * same function a run calls: route). Pure.
  * @throws Error when `candidates` is empty
  */
-export function routeRanking(taskType: string | null, candidates: readonly RouteCandidate[], policy: RoutePolicy, evidence: readonly GroupStats[], random: RandomSource, seed: string): RouteRanking {
+export function routeRanking(
+  taskType: string | null,
+  candidates: readonly RouteCandidate[],
+  policy: RoutePolicy,
+  evidence: readonly GroupStats[],
+  random: RandomSource,
+  seed: string,
+): RouteRanking {
   const order = candidates.map((c) => c.id);
   const all = candidates.map((c) => candidateEvidence(c, taskType, evidence, policy.minTasks));
-  const proven = rankProven(all.filter((e) => e.tier === 'proven'), policy.prefer, order);
+  const proven = rankProven(
+    all.filter((e) => e.tier === 'proven'),
+    policy.prefer,
+    order,
+  );
   const expected = (e: CandidateEvidence) => {
     const s = evidence.find((g) => g.model === candidates[order.indexOf(e.candidate)]?.model && g.task_type === taskType);
     const mean = (1 + (s?.first_try ?? 0)) / (2 + (s?.tasks ?? 0));
-    const figure = policy.prefer === 'time' ? s?.median_duration_ms ?? null : e.attemptCostMicroUsd;
+    const figure = policy.prefer === 'time' ? (s?.median_duration_ms ?? null) : e.attemptCostMicroUsd;
     return policy.prefer === 'pass_rate' ? -mean : figure === null ? Infinity : figure / mean;
   };
-  const rest = all.filter((e) => e.tier !== 'proven').sort((a, b) => Number(a.tier === 'untried') - Number(b.tier === 'untried') || expected(a) - expected(b) || order.indexOf(a.candidate) - order.indexOf(b.candidate));
+  const rest = all
+    .filter((e) => e.tier !== 'proven')
+    .sort(
+      (a, b) =>
+        Number(a.tier === 'untried') - Number(b.tier === 'untried') || expected(a) - expected(b) || order.indexOf(a.candidate) - order.indexOf(b.candidate),
+    );
   return { taskType, policy, candidates: [...proven, ...rest], pick: route({ taskType, candidates, evidence, policy, random }), seed };
 }

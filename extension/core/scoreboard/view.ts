@@ -108,9 +108,22 @@ export function untestedModels(catalog: readonly OpenRouterModel[], seen: readon
     if (p === null || c === null || !isTextToText(m) || (m.context_length ?? 0) < UNTESTED_MIN_CONTEXT) continue;
     if (f && !m.id.toLowerCase().includes(f)) continue;
     if (seen.some((s) => sameModel(s, m.id))) continue;
-    out.push({ tier: 'untested', model: m.id, name: typeof m.name === 'string' ? m.name : null, free: isFree(m), prompt_microusd_per_token: p, completion_microusd_per_token: c, context_length: m.context_length ?? 0 });
+    out.push({
+      tier: 'untested',
+      model: m.id,
+      name: typeof m.name === 'string' ? m.name : null,
+      free: isFree(m),
+      prompt_microusd_per_token: p,
+      completion_microusd_per_token: c,
+      context_length: m.context_length ?? 0,
+    });
   }
-  out.sort((a, b) => Number(b.free) - Number(a.free) || a.prompt_microusd_per_token + a.completion_microusd_per_token - (b.prompt_microusd_per_token + b.completion_microusd_per_token) || (a.model < b.model ? -1 : 1));
+  out.sort(
+    (a, b) =>
+      Number(b.free) - Number(a.free) ||
+      a.prompt_microusd_per_token + a.completion_microusd_per_token - (b.prompt_microusd_per_token + b.completion_microusd_per_token) ||
+      (a.model < b.model ? -1 : 1),
+  );
   return out.slice(0, UNTESTED_MAX);
 }
 
@@ -124,7 +137,13 @@ export function untestedModels(catalog: readonly OpenRouterModel[], seen: readon
  * @param won per (model, task_type), best-of-N groups taken part in and won (scoreboard/won-stats.ts; engine and
  *   since applied)
  */
-export function scoreboardView(stats: readonly GroupStats[], catalog: readonly OpenRouterModel[] | null, filters: ScoreboardFilters = {}, reviews: readonly ReviewerStats[] = [], won: readonly WonStats[] = []): ScoreboardView {
+export function scoreboardView(
+  stats: readonly GroupStats[],
+  catalog: readonly OpenRouterModel[] | null,
+  filters: ScoreboardFilters = {},
+  reviews: readonly ReviewerStats[] = [],
+  won: readonly WonStats[] = [],
+): ScoreboardView {
   const wonOf = (s: GroupStats) => won.find((w) => w.model === s.model && w.task_type === s.task_type);
   const mf = filters.model?.toLowerCase();
   const keep = (s: GroupStats) => (!filters.taskType || s.task_type === filters.taskType) && (!mf || (s.model ?? '').toLowerCase().includes(mf));
@@ -132,7 +151,15 @@ export function scoreboardView(stats: readonly GroupStats[], catalog: readonly O
   const rows: ScoreboardRow[] = selected
     .filter((s): s is GroupStats & { model: string } => s.model !== null && s.tasks > 0)
     .map((s) => ({ ...s, tier: tierOf(s), groups: wonOf(s)?.groups ?? 0, won: wonOf(s)?.won ?? 0, lost_consensus: wonOf(s)?.lost_consensus ?? 0 }))
-    .sort((a, b) => (a.tier === b.tier ? 0 : a.tier === 'proven' ? -1 : 1) || (b.first_try_pass_rate ?? 0) - (a.first_try_pass_rate ?? 0) || (b.pass_rate ?? 0) - (a.pass_rate ?? 0) || b.tasks - a.tasks || a.model.localeCompare(b.model) || (a.task_type ?? '').localeCompare(b.task_type ?? ''));
+    .sort(
+      (a, b) =>
+        (a.tier === b.tier ? 0 : a.tier === 'proven' ? -1 : 1) ||
+        (b.first_try_pass_rate ?? 0) - (a.first_try_pass_rate ?? 0) ||
+        (b.pass_rate ?? 0) - (a.pass_rate ?? 0) ||
+        b.tasks - a.tasks ||
+        a.model.localeCompare(b.model) ||
+        (a.task_type ?? '').localeCompare(b.task_type ?? ''),
+    );
   const quarantined = selected.filter((s) => s.model === null);
   const errors: ErrorLine[] = selected
     .filter((s) => s.errors || s.rate_limits)

@@ -49,7 +49,13 @@ export function queryWonStats(db: Database, where: string, params: SqlValue[] = 
     const out: WonStats[] = [];
     while (stmt.step()) {
       const v = stmt.get();
-      out.push({ model: v[0] === null ? null : String(v[0]), task_type: v[1] === '' || v[1] === null ? null : String(v[1]), groups: Number(v[2] ?? 0), won: Number(v[3] ?? 0), lost_consensus: Number(v[4] ?? 0) });
+      out.push({
+        model: v[0] === null ? null : String(v[0]),
+        task_type: v[1] === '' || v[1] === null ? null : String(v[1]),
+        groups: Number(v[2] ?? 0),
+        won: Number(v[3] ?? 0),
+        lost_consensus: Number(v[4] ?? 0),
+      });
     }
     return out;
   } finally {

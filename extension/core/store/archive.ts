@@ -110,7 +110,8 @@ function filesUnder(dir: string, skipped: string[], rel = ''): string[] {
  */
 export async function createArchive(src: ArchiveSources, outFile: string): Promise<ArchiveResult> {
   const { runId, runDir: dir } = src;
-  if (!fs.existsSync(path.join(dir, 'state.json')) && !fs.existsSync(path.join(dir, 'manifest.json'))) throw new Error(`no run ${runId} (no ${path.join(dir, 'state.json')})`);
+  if (!fs.existsSync(path.join(dir, 'state.json')) && !fs.existsSync(path.join(dir, 'manifest.json')))
+    throw new Error(`no run ${runId} (no ${path.join(dir, 'state.json')})`);
   if (fs.existsSync(outFile)) throw new Error(`${outFile} exists; archives are never overwritten (choose another --out)`);
   let state: RunState | null = null;
   try {
@@ -127,7 +128,14 @@ export async function createArchive(src: ArchiveSources, outFile: string): Promi
   for (const s of skipped) notes.push(`run/${s}: not a regular file (symlink or special), not archived`);
   if (!members.has(`${runId}/run/manifest.json`)) notes.push('the run has no frozen manifest (runs/<run_id>/manifest.json)');
 
-  put('rows.jsonl', Buffer.from(runRows(src.evalLog, runId).map((r) => r + '\n').join('')));
+  put(
+    'rows.jsonl',
+    Buffer.from(
+      runRows(src.evalLog, runId)
+        .map((r) => r + '\n')
+        .join(''),
+    ),
+  );
   const branches = await putBranches(src, state, put, notes);
 
   const info = {
@@ -153,7 +161,20 @@ export async function createArchive(src: ArchiveSources, outFile: string): Promi
   const log = src.archivesLog;
   fs.mkdirSync(path.dirname(log), { recursive: true });
   const record = await withLock(log, async () =>
-    appendChained(log, { run_id: runId, file: path.resolve(outFile), manifest_sha256: sha256(sums), archive_sha256: sha256(tarBytes), members: order.length, bytes: tarBytes.length, created_at: info.created_at, host: info.host }, (line) => fs.appendFileSync(log, line)),
+    appendChained(
+      log,
+      {
+        run_id: runId,
+        file: path.resolve(outFile),
+        manifest_sha256: sha256(sums),
+        archive_sha256: sha256(tarBytes),
+        members: order.length,
+        bytes: tarBytes.length,
+        created_at: info.created_at,
+        host: info.host,
+      },
+      (line) => fs.appendFileSync(log, line),
+    ),
   );
   return { file: path.resolve(outFile), record: record as ArchiveRecord, members: order, notes };
 }
@@ -177,7 +198,12 @@ function runRows(evalLog: string, runId: string): string[] {
  * (`branches.bundle`), for a worktree-mode run whose repository and base are recorded; says in `notes` what is left out.
  * @returns each task's branch and its tip (null when the branch is gone)
  */
-async function putBranches(src: ArchiveSources, state: RunState | null, put: (name: string, data: Buffer) => void, notes: string[]): Promise<Record<string, { branch: string; commit: string | null }>> {
+async function putBranches(
+  src: ArchiveSources,
+  state: RunState | null,
+  put: (name: string, data: Buffer) => void,
+  notes: string[],
+): Promise<Record<string, { branch: string; commit: string | null }>> {
   const branches: Record<string, { branch: string; commit: string | null }> = {};
   const worktree = !!(state?.worktrees && state.repo && state.baseSha);
   if (worktree && state && src.git) {
@@ -207,7 +233,12 @@ async function putBranches(src: ArchiveSources, state: RunState | null, put: (na
         fs.rmSync(tmp, { recursive: true, force: true });
       }
     } else if (refs.length) notes.push('no task branch has commits beyond the base: no bundle');
-  } else notes.push(state?.worktrees ? `worktree mode without ${src.git ? 'a recorded repository or base commit' : 'git'}: no diffs, no bundle` : 'plain mode: no branches, no diffs, no bundle');
+  } else
+    notes.push(
+      state?.worktrees
+        ? `worktree mode without ${src.git ? 'a recorded repository or base commit' : 'git'}: no diffs, no bundle`
+        : 'plain mode: no branches, no diffs, no bundle',
+    );
   return branches;
 }
 
@@ -318,12 +349,25 @@ export async function verifyArchive(file: string, archivesLog: string): Promise<
   });
   const recorded = records.find((r) => r.manifest_sha256 === manifestHash) ?? null;
   if (!recorded) {
-    if (records.length) findings.unshift(`${SUMS_NAME} (sha256 ${manifestHash}) is not the manifest recorded for run ${runId} in ${log} (${records.map((r) => r.manifest_sha256.slice(0, 12)).join(', ')}): the archive was changed and its manifest recomputed`);
+    if (records.length)
+      findings.unshift(
+        `${SUMS_NAME} (sha256 ${manifestHash}) is not the manifest recorded for run ${runId} in ${log} (${records.map((r) => r.manifest_sha256.slice(0, 12)).join(', ')}): the archive was changed and its manifest recomputed`,
+      );
     else findings.unshift(`no archive of run ${runId} is recorded in ${log}: nothing vouches for this file (another home? use --home)`);
   }
   const head = headFileSource(log);
   const chain = fs.existsSync(log) ? verifyChains(log, head ? [head] : [], (r) => `archive of ${String(r.run_id)}`) : null;
   const recordLog = chain?.findings ?? [];
   for (const f of recordLog) findings.push(`${path.basename(log)}: ${f.message}`);
-  return { intact: findings.length === 0, file: path.resolve(file), run_id: runId, members: seen.size, manifest_sha256: manifestHash, archive_sha256: sha256(fs.readFileSync(file)), recorded, findings, recordLog };
+  return {
+    intact: findings.length === 0,
+    file: path.resolve(file),
+    run_id: runId,
+    members: seen.size,
+    manifest_sha256: manifestHash,
+    archive_sha256: sha256(fs.readFileSync(file)),
+    recorded,
+    findings,
+    recordLog,
+  };
 }

@@ -52,8 +52,10 @@ export function readMapping(file: string): Record<string, string> {
   } catch (e) {
     throw new Error(`${file}: not a JSON file (${(e as Error).message})`);
   }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${file}: the mapping must be one JSON object ("run_id:task_key", "run_id" or "name:prefix" → task_type)`);
-  for (const [k, val] of Object.entries(v)) if (typeof val !== 'string' || !val) throw new Error(`${file}: "${k}" must map to a non-empty string (a task_type)`);
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new Error(`${file}: the mapping must be one JSON object ("run_id:task_key", "run_id" or "name:prefix" → task_type)`);
+  for (const [k, val] of Object.entries(v))
+    if (typeof val !== 'string' || !val) throw new Error(`${file}: "${k}" must map to a non-empty string (a task_type)`);
   return v as Record<string, string>;
 }
 
@@ -94,7 +96,14 @@ const empty = (v: unknown) => v === undefined || v === null || v === '';
  * Plans (dry) or does the backfill of `log`. @throws Error when the log cannot be read, or (not dry) written; the log
  * is then as it was
  */
-export async function backfill(opts: { log: string; runsDir: string; mapping: Record<string, string>; mappingFile: string; dryRun: boolean; now?: Date }): Promise<BackfillReport> {
+export async function backfill(opts: {
+  log: string;
+  runsDir: string;
+  mapping: Record<string, string>;
+  mappingFile: string;
+  dryRun: boolean;
+  now?: Date;
+}): Promise<BackfillReport> {
   const work = async (): Promise<BackfillReport> => {
     const text = fs.readFileSync(opts.log, 'utf8');
     const lines = text.split(/(?<=\n)/);
@@ -156,12 +165,29 @@ export async function backfill(opts: { log: string; runsDir: string; mapping: Re
     const tmp = `${opts.log}.backfill-${process.pid}.tmp`;
     fs.writeFileSync(tmp, newText);
     fs.renameSync(tmp, opts.log);
-    const newHeads: ChainHeads = { version: 1, log: path.basename(opts.log), log_id: crypto.randomUUID(), log_bytes: Buffer.byteLength(newText), chains: heads };
+    const newHeads: ChainHeads = {
+      version: 1,
+      log: path.basename(opts.log),
+      log_id: crypto.randomUUID(),
+      log_bytes: Buffer.byteLength(newText),
+      chains: heads,
+    };
     if (Object.keys(heads).length || fs.existsSync(headFile)) writeChainHeads(opts.log, newHeads);
     const sha = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
     fs.appendFileSync(
       path.join(path.dirname(opts.log), 'backfills.jsonl'),
-      JSON.stringify({ at: (opts.now ?? new Date()).toISOString(), log: opts.log, mapping: opts.mappingFile, mapping_sha256: sha(fs.readFileSync(opts.mappingFile, 'utf8')), runs_dir: opts.runsDir, rows_changed: changes.length, rows_rechained: rechained, old_sha256: sha(text), new_sha256: sha(newText), backup }) + '\n',
+      JSON.stringify({
+        at: (opts.now ?? new Date()).toISOString(),
+        log: opts.log,
+        mapping: opts.mappingFile,
+        mapping_sha256: sha(fs.readFileSync(opts.mappingFile, 'utf8')),
+        runs_dir: opts.runsDir,
+        rows_changed: changes.length,
+        rows_rechained: rechained,
+        old_sha256: sha(text),
+        new_sha256: sha(newText),
+        backup,
+      }) + '\n',
     );
     return { ...report, backup };
   };

@@ -32,7 +32,9 @@ export function canonicalJson(value: unknown): string {
   }
   if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
   const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
 }
 
@@ -233,15 +235,28 @@ export function verifyChains(logFile: string, heads: HeadSource[], label: RowLab
   for (const u of unchainedAt) {
     const start = u.host !== null ? firstLine.get(u.host) : undefined;
     if (start !== undefined && start < u.line) {
-      findings.push({ kind: 'unchained', host: u.host as string, line: u.line, row: u.label, message: `line ${u.line} (${u.label}) has no prev_hash although host ${u.host}'s chain started at line ${start}: its hash was stripped (an edit), or a writer that keeps no chain wrote it` });
+      findings.push({
+        kind: 'unchained',
+        host: u.host as string,
+        line: u.line,
+        row: u.label,
+        message: `line ${u.line} (${u.label}) has no prev_hash although host ${u.host}'s chain started at line ${start}: its hash was stripped (an edit), or a writer that keeps no chain wrote it`,
+      });
     } else legacy++;
   }
   for (const src of heads) headFindings(logFile, src, perHost, findings, notes);
-  if (!heads.length && entries.length) notes.push(`no chain heads outside the log (${path.basename(chainHeadPath(logFile))} is missing): rows cut from the end cannot be noticed`);
+  if (!heads.length && entries.length)
+    notes.push(`no chain heads outside the log (${path.basename(chainHeadPath(logFile))} is missing): rows cut from the end cannot be noticed`);
 
   findings.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
   const chains: ChainReport['chains'] = {};
-  for (const [host, list] of perHost) chains[host] = { rows: list.length, first_line: (list[0] as Entry).line, last_line: (list[list.length - 1] as Entry).line, hash: (list[list.length - 1] as Entry).hash };
+  for (const [host, list] of perHost)
+    chains[host] = {
+      rows: list.length,
+      first_line: (list[0] as Entry).line,
+      last_line: (list[list.length - 1] as Entry).line,
+      hash: (list[list.length - 1] as Entry).hash,
+    };
   return { intact: findings.length === 0, lines, chains, unchained: legacy, corrupt, findings, notes };
 }
 
@@ -293,17 +308,36 @@ function linkFindings(entries: Entry[], unchainedAt: Unchained[], findings: Chai
       const target = e.prev === null ? undefined : byHash.get(`${e.host}\0${e.prev}`);
       if (target && target !== e) {
         findings.push({
-          kind: 'reordered', host: e.host, line: e.line, row: e.label,
+          kind: 'reordered',
+          host: e.host,
+          line: e.line,
+          row: e.label,
           message: `line ${e.line} (${e.label}) comes right after line ${target.line} (${target.label}) in host ${e.host}'s chain, but ${before ? `follows line ${before.line} (${before.label}) in the log` : 'is the first row of that chain in the log'}: rows were reordered or copied`,
         });
       } else if (!before) {
-        findings.push({ kind: 'removed-before', host: e.host, line: e.line, row: e.label, message: `line ${e.line} (${e.label}) is the first row of host ${e.host}'s chain in the log, but its prev_hash names a row that is not in the log: rows before it were removed` });
+        findings.push({
+          kind: 'removed-before',
+          host: e.host,
+          line: e.line,
+          row: e.label,
+          message: `line ${e.line} (${e.label}) is the first row of host ${e.host}'s chain in the log, but its prev_hash names a row that is not in the log: rows before it were removed`,
+        });
       } else if (e.prev === null) {
-        findings.push({ kind: 'restarted', host: e.host, line: e.line, row: e.label, message: `line ${e.line} (${e.label}) starts host ${e.host}'s chain again (prev_hash null) after line ${before.line} (${before.label}): the rows before it were replaced, or written by another log's chain` });
+        findings.push({
+          kind: 'restarted',
+          host: e.host,
+          line: e.line,
+          row: e.label,
+          message: `line ${e.line} (${e.label}) starts host ${e.host}'s chain again (prev_hash null) after line ${before.line} (${before.label}): the rows before it were replaced, or written by another log's chain`,
+        });
       } else if (!unchainedAt.some((u) => u.host === e.host && u.line > before.line && u.line < e.line)) {
         // (a row of this host without prev_hash between them is the edit; the `unchained` finding names it)
         findings.push({
-          kind: 'broken', host: e.host, line: before.line, row: before.label, next_line: e.line,
+          kind: 'broken',
+          host: e.host,
+          line: before.line,
+          row: before.label,
+          next_line: e.line,
           message: `line ${before.line} (${before.label}) was edited, or rows between it and line ${e.line} (${e.label}) were removed: line ${e.line}'s prev_hash is not the hash of line ${before.line}, the row before it in host ${e.host}'s chain`,
         });
       }
@@ -324,29 +358,56 @@ function headFindings(logFile: string, src: HeadSource, perHost: Map<string, Ent
     const c = chain.length;
     if (c < head.rows) {
       const tail = chain[c - 1];
-      findings.push({ kind: 'cut', host, line: null, row: null, message: `${src.name} records ${head.rows} rows for host ${host}, the log has ${c}: ${head.rows - c} rows were cut from the end${tail ? ` (after line ${tail.line}, ${tail.label})` : ''}${c ? '' : ' (or the log was replaced)'}` });
+      findings.push({
+        kind: 'cut',
+        host,
+        line: null,
+        row: null,
+        message: `${src.name} records ${head.rows} rows for host ${host}, the log has ${c}: ${head.rows - c} rows were cut from the end${tail ? ` (after line ${tail.line}, ${tail.label})` : ''}${c ? '' : ' (or the log was replaced)'}`,
+      });
       continue;
     }
     if (head.rows === 0) continue;
     const at = chain[head.rows - 1] as Entry;
     if (at.hash !== head.hash) {
-      findings.push({ kind: 'head-mismatch', host, line: at.line, row: at.label, message: `line ${at.line} (${at.label}), row ${head.rows} of host ${host}'s chain, is not the row ${src.name} recorded there: it was edited, or rows before it were replaced` });
+      findings.push({
+        kind: 'head-mismatch',
+        host,
+        line: at.line,
+        row: at.label,
+        message: `line ${at.line} (${at.label}), row ${head.rows} of host ${host}'s chain, is not the row ${src.name} recorded there: it was edited, or rows before it were replaced`,
+      });
       continue;
     }
     if (c > head.rows) {
       if (src.mayLag) notes.push(`${src.name} has ${head.rows} of host ${host}'s ${c} rows (the rest not sent yet)`);
-      else notes.push(`${src.name} is ${c - head.rows} rows behind host ${host}'s chain (an append whose head update did not happen: a crash?); the rows link up, so nothing is missing`);
+      else
+        notes.push(
+          `${src.name} is ${c - head.rows} rows behind host ${host}'s chain (an append whose head update did not happen: a crash?); the rows link up, so nothing is missing`,
+        );
     }
   }
   for (const host of perHost.keys()) {
     if (!(host in src.chains) && !src.mayLag) {
       const first = (perHost.get(host) as Entry[])[0] as Entry;
-      findings.push({ kind: 'no-head', host, line: first.line, row: first.label, message: `host ${host}'s chain (from line ${first.line}, ${first.label}) is not in ${src.name}: its rows were added by something other than Verdict's append, or ${src.name} was replaced` });
+      findings.push({
+        kind: 'no-head',
+        host,
+        line: first.line,
+        row: first.label,
+        message: `host ${host}'s chain (from line ${first.line}, ${first.label}) is not in ${src.name}: its rows were added by something other than Verdict's append, or ${src.name} was replaced`,
+      });
     }
   }
   const size = fileSize(logFile);
   if (src.logBytes !== undefined && size < src.logBytes) {
-    findings.push({ kind: 'shrunk', host: '', line: null, row: null, message: `the log has ${size} bytes, ${src.logBytes - size} fewer than after the last append recorded in ${src.name}: the log can only grow, so rows were cut or shortened` });
+    findings.push({
+      kind: 'shrunk',
+      host: '',
+      line: null,
+      row: null,
+      message: `the log has ${size} bytes, ${src.logBytes - size} fewer than after the last append recorded in ${src.name}: the log can only grow, so rows were cut or shortened`,
+    });
   }
 }
 

@@ -19,7 +19,10 @@ const validateRow = (): ValidateFunction<EvalRow> => validateEvalRow as Validate
 export function evalRowProblems(row: unknown): string[] {
   const validate = validateRow();
   if (validate(row)) return [];
-  return (validate.errors ?? []).map((e: ErrorObject) => `${e.instancePath.slice(1) || (e.params as { missingProperty?: string; additionalProperty?: string }).missingProperty || (e.params as { additionalProperty?: string }).additionalProperty || '(row)'}: ${e.message ?? 'is invalid'}`);
+  return (validate.errors ?? []).map(
+    (e: ErrorObject) =>
+      `${e.instancePath.slice(1) || (e.params as { missingProperty?: string; additionalProperty?: string }).missingProperty || (e.params as { additionalProperty?: string }).additionalProperty || '(row)'}: ${e.message ?? 'is invalid'}`,
+  );
 }
 
 /**
@@ -39,7 +42,10 @@ export function evalRowProblems(row: unknown): string[] {
 export async function appendEvalRow(logFile: string, input: EvalRowInput): Promise<EvalRow> {
   const row: EvalRow = { ...input, prev_hash: null };
   const problems = evalRowProblems(row);
-  if (problems.length) throw new Error(`the eval row of ${row.run_id}/${row.task_key} attempt ${row.attempt} does not match schemas/eval-row.schema.json (${problems.join('; ')}); it was not written to ${logFile}`);
+  if (problems.length)
+    throw new Error(
+      `the eval row of ${row.run_id}/${row.task_key} attempt ${row.attempt} does not match schemas/eval-row.schema.json (${problems.join('; ')}); it was not written to ${logFile}`,
+    );
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   return new Promise((resolve, reject) => {
     const waiting = batches.get(logFile);
@@ -89,25 +95,29 @@ function writeBatch(logFile: string, batch: readonly Pending[]): void {
   let index = 0;
   let results: ChainedAppend<EvalRow>[];
   try {
-    results = appendChainedAll(logFile, batch.map((p) => p.row), (line) => {
-      const p = batch[index++] as Pending;
-      let before: number | null = null;
-      try {
-        const stat = fs.fstatSync(fd);
-        if (stat.isFile()) before = stat.size;
-        let written = 0;
-        while (written < line.length) written += fs.writeSync(fd, line, written);
-      } catch (e) {
-        if (before !== null) {
-          try {
-            fs.ftruncateSync(fd, before);
-          } catch {
-            // the message below still says the row was not written
+    results = appendChainedAll(
+      logFile,
+      batch.map((p) => p.row),
+      (line) => {
+        const p = batch[index++] as Pending;
+        let before: number | null = null;
+        try {
+          const stat = fs.fstatSync(fd);
+          if (stat.isFile()) before = stat.size;
+          let written = 0;
+          while (written < line.length) written += fs.writeSync(fd, line, written);
+        } catch (e) {
+          if (before !== null) {
+            try {
+              fs.ftruncateSync(fd, before);
+            } catch {
+              // the message below still says the row was not written
+            }
           }
+          throw appendError(logFile, p.row, e);
         }
-        throw appendError(logFile, p.row, e);
-      }
-    });
+      },
+    );
   } catch (e) {
     // reading the chain heads failed (the log unreadable): no row was written
     results = batch.map((p) => ({ error: appendError(logFile, p.row, e) }));
@@ -141,5 +151,7 @@ function appendError(logFile: string, row: EvalRow, e: unknown): Error {
   const err = e as NodeJS.ErrnoException;
   if (err instanceof Error && err.message.startsWith('cannot append the eval row')) return err;
   const cause = err?.code === 'ENOSPC' ? 'no space left on device' : err?.message;
-  return new Error(`cannot append the eval row of ${row.run_id}/${row.task_key} attempt ${row.attempt} to ${logFile}: ${cause}; the row was not written`, { cause: e });
+  return new Error(`cannot append the eval row of ${row.run_id}/${row.task_key} attempt ${row.attempt} to ${logFile}: ${cause}; the row was not written`, {
+    cause: e,
+  });
 }

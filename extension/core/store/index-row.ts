@@ -144,10 +144,14 @@ function outvotedMask(o: Obj): number | null {
   const c = o.consensus as { decided?: unknown; groups?: unknown } | undefined;
   if (o.step !== 'select' || !c || typeof c !== 'object' || c.decided === 'undecided' || !Array.isArray(c.groups)) return null;
   const winner = typeof o.candidate === 'number' ? o.candidate : null;
-  const groups = c.groups.filter((g): g is { members: { candidate: unknown }[] } => !!g && typeof g === 'object' && Array.isArray((g as { members?: unknown }).members));
+  const groups = c.groups.filter(
+    (g): g is { members: { candidate: unknown }[] } => !!g && typeof g === 'object' && Array.isArray((g as { members?: unknown }).members),
+  );
   let mask = 0;
   for (const g of groups) {
-    const numbers = g.members.map((m) => (m && typeof m.candidate === 'number' && Number.isInteger(m.candidate) && m.candidate >= 1 && m.candidate <= 32 ? m.candidate : null));
+    const numbers = g.members.map((m) =>
+      m && typeof m.candidate === 'number' && Number.isInteger(m.candidate) && m.candidate >= 1 && m.candidate <= 32 ? m.candidate : null,
+    );
     if (winner !== null && numbers.includes(winner)) continue;
     for (const n of numbers) if (n !== null) mask = (mask | (1 << (n - 1))) >>> 0;
   }

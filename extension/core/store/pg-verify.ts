@@ -115,7 +115,33 @@ const PAGE_ROWS = 1000;
 const BIGINT_COLUMNS = new Set<string>(['ord', 'tokens', 'cost_microusd', 'outvoted']);
 
 /** The fields of an eval row that toIndexRow reads (the `columns` depth reads only these of `row`). */
-const INDEX_FIELDS = ['run_id', 'task_key', 'attempt', 'tokens_in', 'tokens_out', 'worker_tokens', 'model', 'reported_model', 'task_type', 'worker_engine', 'harness', 'lab', 'access_plan', 'reasoning_effort', 'verdict', 'duration_ms', 'cost_microusd', 'ended_at', 'logged_at', 'identity', 'host', 'step', 'group', 'candidate', 'prev_hash'];
+const INDEX_FIELDS = [
+  'run_id',
+  'task_key',
+  'attempt',
+  'tokens_in',
+  'tokens_out',
+  'worker_tokens',
+  'model',
+  'reported_model',
+  'task_type',
+  'worker_engine',
+  'harness',
+  'lab',
+  'access_plan',
+  'reasoning_effort',
+  'verdict',
+  'duration_ms',
+  'cost_microusd',
+  'ended_at',
+  'logged_at',
+  'identity',
+  'host',
+  'step',
+  'group',
+  'candidate',
+  'prev_hash',
+];
 
 /** A row of one of this home's logs. */
 interface LocalRow {
@@ -175,7 +201,10 @@ function localLogs(logFile: string): string[] {
   const prefix = `${path.basename(logFile)}.before-backfill-`;
   let names: string[] = [];
   try {
-    names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix) && !n.endsWith('.chain.json')).sort();
+    names = fs
+      .readdirSync(dir)
+      .filter((n) => n.startsWith(prefix) && !n.endsWith('.chain.json'))
+      .sort();
   } catch {
     // no folder: no backups
   }
@@ -208,7 +237,15 @@ function readLocal(logFile: string, sentBytes: number | null): { byHash: Map<str
       const hash = rowHash(parsed);
       if (byHash.has(hash)) return;
       const sent = file === logFile && sentBytes !== null && offset + Buffer.byteLength(text) + 1 <= sentBytes;
-      byHash.set(hash, { file, line, label: evalRowLabel(parsed as Record<string, unknown>), key: columnValue(rowKey(row, text)) as string, columns: canonicalJson(columnsOf(row)), sent, found: false });
+      byHash.set(hash, {
+        file,
+        line,
+        label: evalRowLabel(parsed as Record<string, unknown>),
+        key: columnValue(rowKey(row, text)) as string,
+        columns: canonicalJson(columnsOf(row)),
+        sent,
+        found: false,
+      });
     });
   }
   return { byHash, logIds };
@@ -220,8 +257,13 @@ function selectList(depth: PgDepth): string {
   if (depth === 'full') return [...cols, 'row', 'row_text'].join(', ');
   // Only the fields the columns come from, built in Postgres: the rows' big fields (check output, spec) stay there.
   const fields = INDEX_FIELDS.map((f) => `'${f}', row->'${f}'`).join(', ');
-  const reduced = (f: string) => `CASE WHEN jsonb_typeof(row->'${f}') = 'object' THEN jsonb_build_object('reviewer', row->'${f}'->'reviewer', 'verdict', row->'${f}'->'verdict') ELSE row->'${f}' END`;
-  return [...cols, `jsonb_build_object(${fields}) || jsonb_build_object('review', ${reduced('review')}, 'rank', ${reduced('rank')}) AS row`, 'NULL::text AS row_text'].join(', ');
+  const reduced = (f: string) =>
+    `CASE WHEN jsonb_typeof(row->'${f}') = 'object' THEN jsonb_build_object('reviewer', row->'${f}'->'reviewer', 'verdict', row->'${f}'->'verdict') ELSE row->'${f}' END`;
+  return [
+    ...cols,
+    `jsonb_build_object(${fields}) || jsonb_build_object('review', ${reduced('review')}, 'rank', ${reduced('rank')}) AS row`,
+    'NULL::text AS row_text',
+  ].join(', ');
 }
 
 /** One other log's chained rows in swarm_runs, by their keys, hashes and links. */
@@ -266,7 +308,19 @@ function find(v: VerifyState, f: PgFinding, reject: boolean): void {
 export async function verifySwarmRuns(url: string, opts: PgVerifyOptions): Promise<{ report: PgVerification; rows: unknown[][] }> {
   const sentBytes = opts.home ? sentOffset(opts.home, url) : null;
   const { byHash, logIds } = readLocal(opts.logFile, sentBytes);
-  const v: VerifyState = { opts, byHash, logIds, findings: [], rejected: new Set(), localKeys: new Set(), unhashedKeys: new Set(), seenHashes: new Set(), groups: new Map(), unchainedOthers: 0, mine: 0 };
+  const v: VerifyState = {
+    opts,
+    byHash,
+    logIds,
+    findings: [],
+    rejected: new Set(),
+    localKeys: new Set(),
+    unhashedKeys: new Set(),
+    seenHashes: new Set(),
+    groups: new Map(),
+    unchainedOthers: 0,
+    mine: 0,
+  };
   const collected: { key: string; columns: unknown[] }[] = [];
   let heads = new Map<string, ChainHead>();
   let total = 0;
@@ -294,8 +348,17 @@ export async function verifySwarmRuns(url: string, opts: PgVerifyOptions): Promi
   v.findings.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
   const others = [...v.groups.entries()].map(([id, g]) => ({ log_id: g.log_id, host: g.host, rows: g.entries.length, head_rows: heads.get(id)?.rows ?? null }));
   const report: PgVerification = {
-    table: 'swarm_runs', depth: v.opts.depth, intact: v.findings.length === 0, rows: total, mine: v.mine, sent: sentBytes === null ? null : [...byHash.values()].filter((l) => l.sent).length,
-    others, unchained_others: v.unchainedOthers, findings: v.findings, rejected: [...v.rejected].sort(), notes,
+    table: 'swarm_runs',
+    depth: v.opts.depth,
+    intact: v.findings.length === 0,
+    rows: total,
+    mine: v.mine,
+    sent: sentBytes === null ? null : [...byHash.values()].filter((l) => l.sent).length,
+    others,
+    unchained_others: v.unchainedOthers,
+    findings: v.findings,
+    rejected: [...v.rejected].sort(),
+    notes,
   };
   return { report, rows: collected.filter((c) => !v.rejected.has(c.key)).map((c) => c.columns) };
 }
@@ -328,7 +391,16 @@ function checkRow(v: VerifyState, r: PgRow): boolean {
   const at = `row_key ${r.row_key} (${label}${base.line !== null ? `, line ${base.line} of ${v.opts.logFile}` : ''})`;
   if (!r.row_hash) {
     v.unhashedKeys.add(r.row_key);
-    find(v, { kind: 'unhashed', ...base, row: label, message: `${at} has no row_hash: it was sent before Verdict kept one and no machine whose log holds it has synced since (the next sync of that machine fills it), or its hash was stripped; it cannot be verified` }, true);
+    find(
+      v,
+      {
+        kind: 'unhashed',
+        ...base,
+        row: label,
+        message: `${at} has no row_hash: it was sent before Verdict kept one and no machine whose log holds it has synced since (the next sync of that machine fills it), or its hash was stripped; it cannot be verified`,
+      },
+      true,
+    );
     return false;
   }
   if (v.opts.depth === 'full') {
@@ -345,7 +417,16 @@ function checkRow(v: VerifyState, r: PgRow): boolean {
   }
   const ownPrev = r.chained ? ((parsed.prev_hash as string | null | undefined) ?? null) : null;
   if (ownPrev !== r.prev_hash) {
-    find(v, { kind: 'row-edited', ...base, row: label, message: `${at} was edited in swarm_runs: its prev_hash column (${show(r.prev_hash)}) is not its row's (${show(ownPrev)})` }, true);
+    find(
+      v,
+      {
+        kind: 'row-edited',
+        ...base,
+        row: label,
+        message: `${at} was edited in swarm_runs: its prev_hash column (${show(r.prev_hash)}) is not its row's (${show(ownPrev)})`,
+      },
+      true,
+    );
     return false;
   }
   // Ringer rows' ord is their line in the log that sent them: only this home knows it for its own rows.
@@ -375,7 +456,16 @@ function placeRow(v: VerifyState, r: PgRow & { row_hash: string }, row: RowFacts
   const { local, base, at, label, derived, have } = row;
   const key = derived.attempt === null ? null : (columnValue(rowKey(derived, '')) as string);
   if (key !== null ? key !== r.row_key && sharedKey(key, r.row_hash) !== r.row_key : !r.row_key.startsWith('sha256:')) {
-    find(v, { kind: 'wrong-key', ...base, row: label, message: `${at} is filed under a key that is not its row's (${key ?? 'sha256:<its line>'}): a row copied under another attempt` }, true);
+    find(
+      v,
+      {
+        kind: 'wrong-key',
+        ...base,
+        row: label,
+        message: `${at} is filed under a key that is not its row's (${key ?? 'sha256:<its line>'}): a row copied under another attempt`,
+      },
+      true,
+    );
     return false;
   }
   if (local) {
@@ -397,11 +487,29 @@ function placeRow(v: VerifyState, r: PgRow & { row_hash: string }, row: RowFacts
     return true;
   }
   if (r.log_id !== null && v.logIds.has(r.log_id)) {
-    find(v, { kind: 'forged', ...base, row: label, message: `${at} names this home's log (log_id ${r.log_id}) but is not a row of this home's log: inserted, or edited with its hash recomputed` }, true);
+    find(
+      v,
+      {
+        kind: 'forged',
+        ...base,
+        row: label,
+        message: `${at} names this home's log (log_id ${r.log_id}) but is not a row of this home's log: inserted, or edited with its hash recomputed`,
+      },
+      true,
+    );
     return false;
   }
   if (v.opts.mineOnly) {
-    find(v, { kind: 'foreign', ...base, row: label, message: `${at} (host ${derived.host ?? '?'}, log ${r.log_id ?? 'none'}) is not a row of this home's log, and this home writes every row (--mine-only)` }, true);
+    find(
+      v,
+      {
+        kind: 'foreign',
+        ...base,
+        row: label,
+        message: `${at} (host ${derived.host ?? '?'}, log ${r.log_id ?? 'none'}) is not a row of this home's log, and this home writes every row (--mine-only)`,
+      },
+      true,
+    );
     return false;
   }
   if (!r.chained) {
@@ -416,14 +524,35 @@ function placeRow(v: VerifyState, r: PgRow & { row_hash: string }, row: RowFacts
   return true;
 }
 
-
 /** Other logs' chains: their links, and their ends against verdict_chain_heads. */
 function checkChains(v: VerifyState, heads: Map<string, ChainHead>): void {
   for (const [id, head] of heads) {
     if (v.groups.has(id) || head.rows === 0) continue;
     const [logId, host] = id.split('\0') as [string, string];
-    if (v.opts.mineOnly) find(v, { kind: 'foreign', row_key: null, row: null, line: null, message: `verdict_chain_heads holds a head for host ${host || '(none)'}'s chain of log ${logId}, which is not this home's log, and this home writes every row (--mine-only)` }, false);
-    else find(v, { kind: 'cut', row_key: null, row: null, line: null, message: `verdict_chain_heads records ${head.rows} rows for host ${host || '(none)'}'s chain of log ${logId}, swarm_runs has none of them: they were deleted` }, false);
+    if (v.opts.mineOnly)
+      find(
+        v,
+        {
+          kind: 'foreign',
+          row_key: null,
+          row: null,
+          line: null,
+          message: `verdict_chain_heads holds a head for host ${host || '(none)'}'s chain of log ${logId}, which is not this home's log, and this home writes every row (--mine-only)`,
+        },
+        false,
+      );
+    else
+      find(
+        v,
+        {
+          kind: 'cut',
+          row_key: null,
+          row: null,
+          line: null,
+          message: `verdict_chain_heads records ${head.rows} rows for host ${host || '(none)'}'s chain of log ${logId}, swarm_runs has none of them: they were deleted`,
+        },
+        false,
+      );
   }
   for (const [id, g] of v.groups) checkChain(v, g, heads.get(id));
 }
@@ -435,10 +564,32 @@ function checkChain(v: VerifyState, g: ChainGroup, head: ChainHead | undefined):
   const next = new Map<string | null, typeof g.entries>();
   for (const e of g.entries) next.set(e.prev, [...(next.get(e.prev) ?? []), e]);
   for (const e of g.entries) {
-    if (e.prev !== null && !byHash.has(e.prev)) find(v, { kind: 'broken', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}), in ${where}, follows a row that is not in swarm_runs: the rows before it were deleted, or the one before it edited` }, false);
+    if (e.prev !== null && !byHash.has(e.prev))
+      find(
+        v,
+        {
+          kind: 'broken',
+          row_key: e.key,
+          row: e.label,
+          line: null,
+          message: `row_key ${e.key} (${e.label}), in ${where}, follows a row that is not in swarm_runs: the rows before it were deleted, or the one before it edited`,
+        },
+        false,
+      );
   }
   for (const [prev, list] of next) {
-    if (list.length > 1) find(v, { kind: 'forked', row_key: (list[1] as (typeof list)[number]).key, row: (list[1] as (typeof list)[number]).label, line: null, message: `${list.map((e) => `row_key ${e.key} (${e.label})`).join(' and ')} both follow ${prev === null ? 'the start' : `the row hashed ${prev.slice(0, 12)}…`} of ${where}: one was inserted` }, false);
+    if (list.length > 1)
+      find(
+        v,
+        {
+          kind: 'forked',
+          row_key: (list[1] as (typeof list)[number]).key,
+          row: (list[1] as (typeof list)[number]).label,
+          line: null,
+          message: `${list.map((e) => `row_key ${e.key} (${e.label})`).join(' and ')} both follow ${prev === null ? 'the start' : `the row hashed ${prev.slice(0, 12)}…`} of ${where}: one was inserted`,
+        },
+        false,
+      );
   }
   // The chain from its start, as far as it runs without a fork.
   const order: typeof g.entries = [];
@@ -451,15 +602,59 @@ function checkChain(v: VerifyState, g: ChainGroup, head: ChainHead | undefined):
     at = after.length === 1 ? after[0] : undefined;
   }
   if (!head) {
-    for (const e of g.entries) find(v, { kind: 'no-head', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}), in ${where}: no head in verdict_chain_heads for that chain, so nothing vouches for it (inserted by something other than Verdict's outbox)` }, true);
+    for (const e of g.entries)
+      find(
+        v,
+        {
+          kind: 'no-head',
+          row_key: e.key,
+          row: e.label,
+          line: null,
+          message: `row_key ${e.key} (${e.label}), in ${where}: no head in verdict_chain_heads for that chain, so nothing vouches for it (inserted by something other than Verdict's outbox)`,
+        },
+        true,
+      );
     return;
   }
   if (order.length === g.entries.length) {
-    if (order.length < head.rows) find(v, { kind: 'cut', row_key: null, row: null, line: null, message: `verdict_chain_heads records ${head.rows} rows for ${where}, swarm_runs has ${order.length}: rows were deleted from its end` }, false);
+    if (order.length < head.rows)
+      find(
+        v,
+        {
+          kind: 'cut',
+          row_key: null,
+          row: null,
+          line: null,
+          message: `verdict_chain_heads records ${head.rows} rows for ${where}, swarm_runs has ${order.length}: rows were deleted from its end`,
+        },
+        false,
+      );
     else {
       const last = order[head.rows - 1];
-      if (last && last.hash !== head.hash) find(v, { kind: 'head-mismatch', row_key: last.key, row: last.label, line: null, message: `row_key ${last.key} (${last.label}), row ${head.rows} of ${where}, is not the row verdict_chain_heads records there: it was edited` }, true);
-      for (const e of order.slice(head.rows)) find(v, { kind: 'beyond-head', row_key: e.key, row: e.label, line: null, message: `row_key ${e.key} (${e.label}) comes after the last row verdict_chain_heads records for ${where}: it was inserted` }, true);
+      if (last && last.hash !== head.hash)
+        find(
+          v,
+          {
+            kind: 'head-mismatch',
+            row_key: last.key,
+            row: last.label,
+            line: null,
+            message: `row_key ${last.key} (${last.label}), row ${head.rows} of ${where}, is not the row verdict_chain_heads records there: it was edited`,
+          },
+          true,
+        );
+      for (const e of order.slice(head.rows))
+        find(
+          v,
+          {
+            kind: 'beyond-head',
+            row_key: e.key,
+            row: e.label,
+            line: null,
+            message: `row_key ${e.key} (${e.label}) comes after the last row verdict_chain_heads records for ${where}: it was inserted`,
+          },
+          true,
+        );
     }
   }
 }
@@ -470,18 +665,31 @@ function checkChain(v: VerifyState, g: ChainGroup, head: ChainHead | undefined):
  */
 function missingRows(v: VerifyState, sentBytes: number | null): string[] {
   const notes: string[] = [];
-const held: LocalRow[] = [];
-for (const local of v.byHash.values()) {
-  if (!local.sent || local.found) continue;
-  if (v.unhashedKeys.has(local.key)) continue; // its `unhashed` finding says it
-  if (v.localKeys.has(local.key)) {
-    held.push(local);
-    continue;
+  const held: LocalRow[] = [];
+  for (const local of v.byHash.values()) {
+    if (!local.sent || local.found) continue;
+    if (v.unhashedKeys.has(local.key)) continue; // its `unhashed` finding says it
+    if (v.localKeys.has(local.key)) {
+      held.push(local);
+      continue;
+    }
+    find(
+      v,
+      {
+        kind: 'missing',
+        row_key: null,
+        row: local.label,
+        line: local.line,
+        message: `line ${local.line} of ${local.file} (${local.label}) was sent to swarm_runs and is not there: it was deleted, or edited and filed under another key`,
+      },
+      false,
+    );
   }
-  find(v, { kind: 'missing', row_key: null, row: local.label, line: local.line, message: `line ${local.line} of ${local.file} (${local.label}) was sent to swarm_runs and is not there: it was deleted, or edited and filed under another key` }, false);
-}
-if (held.length) notes.push(`${held.length} row(s) of ${v.opts.logFile} are in swarm_runs as another row of this home under the same key (first: line ${held[0]?.line}, ${held[0]?.label}): Postgres keeps the first row sent for a key, and a backfill's earlier version stays as it was sent`);
-if (sentBytes === null) notes.push(`${v.opts.logFile} is not a home's runs.jsonl: what it sent is unknown, so rows missing from swarm_runs cannot be named`);
+  if (held.length)
+    notes.push(
+      `${held.length} row(s) of ${v.opts.logFile} are in swarm_runs as another row of this home under the same key (first: line ${held[0]?.line}, ${held[0]?.label}): Postgres keeps the first row sent for a key, and a backfill's earlier version stays as it was sent`,
+    );
+  if (sentBytes === null) notes.push(`${v.opts.logFile} is not a home's runs.jsonl: what it sent is unknown, so rows missing from swarm_runs cannot be named`);
   return notes;
 }
 
@@ -490,6 +698,7 @@ async function otherHeads(client: pg.Client, mine: Set<string>): Promise<Map<str
   const heads = new Map<string, ChainHead>();
   await client.query(CHAIN_HEADS_DDL);
   const res = await client.query('SELECT log_id, host, hash, rows FROM verdict_chain_heads WHERE NOT (log_id = ANY($1))', [[...mine]]);
-  for (const r of res.rows as { log_id: string; host: string; hash: string; rows: string }[]) heads.set(`${r.log_id}\0${r.host}`, { hash: r.hash, rows: Number(r.rows) });
+  for (const r of res.rows as { log_id: string; host: string; hash: string; rows: string }[])
+    heads.set(`${r.log_id}\0${r.host}`, { hash: r.hash, rows: Number(r.rows) });
   return heads;
 }

@@ -232,7 +232,15 @@ function readPending(logFile: string, cursor: Cursor): { pending: Pending[]; cor
     try {
       const parsed: unknown = JSON.parse(text);
       const row = toIndexRow(parsed, line);
-      pending.push({ key: columnValue(rowKey(row, text)) as string, row, text, end: offset + Buffer.byteLength(text) + 1, line, parsed: parsed as Record<string, unknown>, hash: rowHash(parsed) });
+      pending.push({
+        key: columnValue(rowKey(row, text)) as string,
+        row,
+        text,
+        end: offset + Buffer.byteLength(text) + 1,
+        line,
+        parsed: parsed as Record<string, unknown>,
+        hash: rowHash(parsed),
+      });
     } catch {
       corrupt++;
     }
@@ -247,10 +255,21 @@ async function insertRows(client: pg.Client, logId: string | null, rows: Pending
   const tuples = rows.map((p) => {
     const base = values.length;
     const asText = needsRowText(p.text);
-    values.push(keyOf(p), ...ATTEMPT_COLUMNS.map((c) => columnValue(p.row[c])), asText ? JSON.stringify(storableJson(p.parsed)) : p.text, p.hash, isChained(p.parsed) ? (p.parsed.prev_hash ?? null) : null, logId, asText ? p.text : null);
+    values.push(
+      keyOf(p),
+      ...ATTEMPT_COLUMNS.map((c) => columnValue(p.row[c])),
+      asText ? JSON.stringify(storableJson(p.parsed)) : p.text,
+      p.hash,
+      isChained(p.parsed) ? (p.parsed.prev_hash ?? null) : null,
+      logId,
+      asText ? p.text : null,
+    );
     return `(${cols.map((_, j) => `$${base + j + 1}`).join(', ')})`;
   });
-  const res = await client.query(`INSERT INTO swarm_runs AS s (${cols.join(', ')}) VALUES ${tuples.join(', ')} ${conflict} RETURNING row_key, (xmax = 0) AS inserted`, values);
+  const res = await client.query(
+    `INSERT INTO swarm_runs AS s (${cols.join(', ')}) VALUES ${tuples.join(', ')} ${conflict} RETURNING row_key, (xmax = 0) AS inserted`,
+    values,
+  );
   return new Set(res.rows.filter((r: { inserted: boolean }) => r.inserted).map((r: { row_key: string }) => r.row_key));
 }
 
@@ -272,8 +291,14 @@ async function sendBatch(client: pg.Client, logId: string | null, batch: Pending
   await client.query('BEGIN');
   // A row already there without a hash (sent by a Verdict before row_hash) that is this very row gets its
   // hash, prev_hash and log_id; any other row already there is left as it is.
-  const inserted = await insertRows(client, logId, first, (p) => p.key, `ON CONFLICT (row_key) DO UPDATE SET row_hash = EXCLUDED.row_hash, prev_hash = EXCLUDED.prev_hash, log_id = EXCLUDED.log_id, row_text = EXCLUDED.row_text
-             WHERE s.row_hash IS NULL AND s.row = EXCLUDED.row`);
+  const inserted = await insertRows(
+    client,
+    logId,
+    first,
+    (p) => p.key,
+    `ON CONFLICT (row_key) DO UPDATE SET row_hash = EXCLUDED.row_hash, prev_hash = EXCLUDED.prev_hash, log_id = EXCLUDED.log_id, row_text = EXCLUDED.row_text
+             WHERE s.row_hash IS NULL AND s.row = EXCLUDED.row`,
+  );
   // Another row of this very log under a key taken (two critics' rows of one attempt share a key): it lands too,
   // under `<key>#<its hash's first 16 hex digits>`, so the log's chain has no gap in the table. A row of another
   // log under a key taken (a backfill's rewrite: Postgres keeps the rows as first sent) does not.
@@ -288,7 +313,13 @@ async function sendBatch(client: pg.Client, logId: string | null, batch: Pending
     for (const p of second) p.key = sharedKey(p.key, p.hash);
     if (second.length) for (const k of await insertRows(client, logId, second, (p) => p.key, 'ON CONFLICT (row_key) DO NOTHING')) inserted.add(k);
   }
-  if (logId) await advanceChainHeads(client, logId, batch.map((p) => ({ key: p.key, chained: isChained(p.parsed) ? p.parsed : null })), inserted);
+  if (logId)
+    await advanceChainHeads(
+      client,
+      logId,
+      batch.map((p) => ({ key: p.key, chained: isChained(p.parsed) ? p.parsed : null })),
+      inserted,
+    );
   await client.query('COMMIT');
   return inserted;
 }
@@ -311,7 +342,12 @@ interface Pending {
  * Moves the Postgres chain heads of `logId` over the chained rows of `batch` that were inserted now (in log order),
  * in the caller's transaction. Rows already in swarm_runs (a batch sent again) do not move a head twice.
  */
-async function advanceChainHeads(client: pg.Client, logId: string, batch: { key: string; chained: Record<string, unknown> | null }[], inserted: Set<string>): Promise<void> {
+async function advanceChainHeads(
+  client: pg.Client,
+  logId: string,
+  batch: { key: string; chained: Record<string, unknown> | null }[],
+  inserted: Set<string>,
+): Promise<void> {
   const rows = batch.filter((p) => p.chained && inserted.has(p.key)).map((p) => p.chained as Record<string, unknown>);
   if (!rows.length) return;
   const hosts = [...new Set(rows.map(chainKey))];

@@ -18,7 +18,35 @@ const CORRUPT_SAMPLES = 100;
 const HEAD_BYTES = 256;
 
 /** The attempts table: the narrow columns of every eval row (the row itself stays in runs.jsonl). */
-export const ATTEMPT_COLUMNS = ['run_id', 'task_key', 'attempt', 'ord', 'model', 'task_type', 'engine', 'harness', 'lab', 'reported_model', 'access_plan', 'reasoning_effort', 'verdict', 'duration_ms', 'tokens', 'cost_microusd', 'ended_at', 'identity', 'host', 'format', 'step', 'reviewer', 'review_verdict', 'group_key', 'candidate', 'forced', 'outvoted'] as const satisfies readonly (keyof IndexRow)[];
+export const ATTEMPT_COLUMNS = [
+  'run_id',
+  'task_key',
+  'attempt',
+  'ord',
+  'model',
+  'task_type',
+  'engine',
+  'harness',
+  'lab',
+  'reported_model',
+  'access_plan',
+  'reasoning_effort',
+  'verdict',
+  'duration_ms',
+  'tokens',
+  'cost_microusd',
+  'ended_at',
+  'identity',
+  'host',
+  'format',
+  'step',
+  'reviewer',
+  'review_verdict',
+  'group_key',
+  'candidate',
+  'forced',
+  'outvoted',
+] as const satisfies readonly (keyof IndexRow)[];
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -244,7 +272,12 @@ export function headOf(file: string, offset: number): string {
  * @param onUpdate runs inside the lock after an update that added rows or rebuilt, before the save (the
  *   scoreboard refreshes its aggregates there)
  */
-export async function openCurrentIndex(logFile: string, indexFile: string, prepare: (index: EvalIndex) => void, onUpdate: (index: EvalIndex, u: IndexUpdate) => void): Promise<{ index: EvalIndex; update: IndexUpdate | null }> {
+export async function openCurrentIndex(
+  logFile: string,
+  indexFile: string,
+  prepare: (index: EvalIndex) => void,
+  onUpdate: (index: EvalIndex, u: IndexUpdate) => void,
+): Promise<{ index: EvalIndex; update: IndexUpdate | null }> {
   let index = await EvalIndex.open(logFile, indexFile);
   prepare(index);
   if (!index.stale()) return { index, update: null };

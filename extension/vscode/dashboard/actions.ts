@@ -28,7 +28,9 @@ export const editorActions: DashboardActions = async (action, info, key) => {
       const outcomes = await vscode.commands.executeCommand<MergeOutcome[] | undefined>('verdict.mergeTask', ref);
       const o = outcomes?.[0];
       if (!o) return SEE_NOTIFICATION;
-      return o.status === 'MERGED' ? { result: 'done', message: `${key}: MERGED (now ${o.sha.slice(0, 10)})` } : { result: 'refused', message: `${key}: ${o.status} — ${o.reason}` };
+      return o.status === 'MERGED'
+        ? { result: 'done', message: `${key}: MERGED (now ${o.sha.slice(0, 10)})` }
+        : { result: 'refused', message: `${key}: ${o.status} — ${o.reason}` };
     }
     case 'open-diff': {
       const files = await vscode.commands.executeCommand<number | undefined>('verdict.reviewTask', ref);

@@ -35,7 +35,12 @@ export class DashboardPanel implements vscode.Disposable {
   /** The records folder (VERDICT_HOME) this panel shows. */
   home = '';
 
-  constructor(readonly panel: vscode.WebviewPanel, private readonly extensionUri: vscode.Uri, private readonly deps: DashboardDeps, private readonly onDispose: () => void) {
+  constructor(
+    readonly panel: vscode.WebviewPanel,
+    private readonly extensionUri: vscode.Uri,
+    private readonly deps: DashboardDeps,
+    private readonly onDispose: () => void,
+  ) {
     panel.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist', 'webview')] };
     this.bind();
     this.subscriptions.push(

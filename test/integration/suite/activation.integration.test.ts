@@ -15,21 +15,28 @@ describe('extension activation', () => {
     const declared = (ext.packageJSON.contributes.commands as { command: string }[]).map((c) => c.command);
     const registered = new Set(await vscode.commands.getCommands(true));
     assert.ok(declared.length >= 2);
-    assert.deepEqual(declared.filter((c) => !registered.has(c)), []);
+    assert.deepEqual(
+      declared.filter((c) => !registered.has(c)),
+      [],
+    );
     const api = ext.exports as { activationMs: number };
     assert.ok(api.activationMs > 0);
     // For test/bench/extension.bench.mjs only, in a file of its own (never in the test report).
     if (process.env.VERDICT_ACTIVATION_FILE) appendFileSync(process.env.VERDICT_ACTIVATION_FILE, `activationMs=${api.activationMs.toFixed(2)}\n`);
   });
 
-  it('puts `verdict` on the integrated terminal\'s PATH (a terminal opened now runs it), and Copy CLI Path copies the launcher', async () => {
+  it("puts `verdict` on the integrated terminal's PATH (a terminal opened now runs it), and Copy CLI Path copies the launcher", async () => {
     const shim = await vscode.commands.executeCommand<string>('verdict.copyCliPath');
     assert.ok(shim && path.isAbsolute(shim), `a launcher path: ${shim}`);
     assert.equal(await vscode.env.clipboard.readText(), shim);
     assert.equal(execFileSync(shim, ['--version'], { encoding: 'utf8' }).trim().split(' ')[0], 'verdict');
     const out = path.join(process.env.VERDICT_TEST_TMP ?? os.tmpdir(), `terminal-${process.pid}.txt`);
     // The shell resolves `verdict` through PATH alone: the launcher's folder comes only from the terminal environment.
-    const terminal = vscode.window.createTerminal({ name: 'verdict-path', shellPath: '/bin/sh', shellArgs: ['-c', `command -v verdict > '${out}.tmp' && verdict --version >> '${out}.tmp'; mv '${out}.tmp' '${out}'`] });
+    const terminal = vscode.window.createTerminal({
+      name: 'verdict-path',
+      shellPath: '/bin/sh',
+      shellArgs: ['-c', `command -v verdict > '${out}.tmp' && verdict --version >> '${out}.tmp'; mv '${out}.tmp' '${out}'`],
+    });
     try {
       for (let i = 0; i < 200 && !existsSync(out); i++) await new Promise((r) => setTimeout(r, 100));
       assert.ok(existsSync(out), 'the terminal wrote its answer');

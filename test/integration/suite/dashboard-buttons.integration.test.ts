@@ -38,11 +38,24 @@ describe('dashboard buttons in the VS Code webview: the webview asks the extensi
     const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
     const tmp = process.env.VERDICT_TEST_TMP as string;
     const manifest = path.join(tmp, 'buttons.swarm.json');
-    fs.writeFileSync(manifest, JSON.stringify({ run_name: 'webview-buttons', workdir: 'buttons-work', tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo sleeping until stopped; sleep 600', check: 'true' }] }));
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify({
+        run_name: 'webview-buttons',
+        workdir: 'buttons-work',
+        tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo sleeping until stopped; sleep 600', check: 'true' }],
+      }),
+    );
     // --force: the check `true` is a lint error; the sleeper is stopped before it.
-    const child = spawn('node', [path.resolve(__dirname, '../../dist/cli.js'), 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard', '--force'], { stdio: 'ignore' });
+    const child = spawn(
+      'node',
+      [path.resolve(__dirname, '../../dist/cli.js'), 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard', '--force'],
+      { stdio: 'ignore' },
+    );
     try {
-      const info = await until('the sleeper running', () => api.runs().find((r) => r.state.pid === child.pid && r.liveness === 'running' && r.state.tasks[0]?.status === 'running'));
+      const info = await until('the sleeper running', () =>
+        api.runs().find((r) => r.state.pid === child.pid && r.liveness === 'running' && r.state.tasks[0]?.status === 'running'),
+      );
       const state = () => JSON.parse(fs.readFileSync(info.stateFile, 'utf8')) as RunState;
       await vscode.commands.executeCommand('verdict.openDashboard');
       assert.ok((await probe(probeDir, { click: `.run-row[data-run-id="${info.state.runId}"] .run-open` })).found, 'the run opens in the webview');
@@ -56,12 +69,16 @@ describe('dashboard buttons in the VS Code webview: the webview asks the extensi
       // Live log: the task's worker output in a read-only editor that follows it (Follow Task Log).
       const logClicked = await probe(probeDir, { click: 'vscode-button[data-action="open-log"][data-key="sleeper"]' });
       assert.ok(logClicked.found, `the Live log button: ${logClicked.error}`);
-      const logDoc = await until('the live log open', () => vscode.window.visibleTextEditors.map((e) => e.document).find((d) => d.uri.scheme === 'verdict-task-log'));
+      const logDoc = await until('the live log open', () =>
+        vscode.window.visibleTextEditors.map((e) => e.document).find((d) => d.uri.scheme === 'verdict-task-log'),
+      );
       assert.match(logDoc.getText(), /^# webview-buttons \| sleeper \| attempt 1 \| [\s\S]*sleeping until stopped\n/);
     } finally {
       child.kill('SIGINT');
       // The next suite opens its own dashboard on the live list: close this one, which shows a run document.
-      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard'));
+      const tabs = vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard'));
       await vscode.window.tabGroups.close(tabs);
     }
   });

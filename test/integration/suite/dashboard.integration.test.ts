@@ -26,16 +26,28 @@ describe('dashboard panel in VS Code', function () {
     const tmp = process.env.VERDICT_TEST_TMP as string;
     const dir = fs.mkdtempSync(path.join(tmp, 'dashboard-'));
     const file = path.join(dir, 'dashboard.swarm.json');
-    fs.writeFileSync(file, JSON.stringify({ run_name: 'panel-e2e-run', workdir: 'work', tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo panel-worker-started; sleep 60', check: 'true' }] }));
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        run_name: 'panel-e2e-run',
+        workdir: 'work',
+        tasks: [{ key: 'sleeper', engine: 'script', spec: 'echo panel-worker-started; sleep 60', check: 'true' }],
+      }),
+    );
     const engines = resolveEngines({});
     const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
     const controller = new AbortController();
     const run = runManifest({ manifest, home: resolveHome(), identity: 'integration', engines, signal: controller.signal, killGraceMs: 500 });
     try {
       await vscode.commands.executeCommand('verdict.openDashboard');
-      const dashboardTab = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard'));
+      const dashboardTab = () =>
+        vscode.window.tabGroups.all
+          .flatMap((g) => g.tabs)
+          .find((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('verdict.dashboard'));
       for (let i = 0; i < 50 && !dashboardTab(); i++) await sleep(100);
-      const inputs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).map((t) => `${t.label}: ${(t.input as { viewType?: string })?.viewType ?? typeof t.input}`);
+      const inputs = vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .map((t) => `${t.label}: ${(t.input as { viewType?: string })?.viewType ?? typeof t.input}`);
       assert.ok(dashboardTab(), `a dashboard webview tab is open (tabs: ${inputs.join(', ')})`);
       const probe = path.join(tmp, 'webview-probe');
       if (!fs.existsSync(probe)) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
@@ -54,7 +66,14 @@ describe('dashboard panel in VS Code', function () {
     const dir = fs.mkdtempSync(path.join(tmp, 'other-home-'));
     const home = path.join(dir, 'home');
     const file = path.join(dir, 'other.swarm.json');
-    fs.writeFileSync(file, JSON.stringify({ run_name: 'other-home-run', workdir: 'work', tasks: [{ key: 'quick', engine: 'script', spec: 'echo hi > hi.txt', check: 'test -s hi.txt' }] }));
+    fs.writeFileSync(
+      file,
+      JSON.stringify({
+        run_name: 'other-home-run',
+        workdir: 'work',
+        tasks: [{ key: 'quick', engine: 'script', spec: 'echo hi > hi.txt', check: 'test -s hi.txt' }],
+      }),
+    );
     const engines = resolveEngines({});
     const { manifest } = loadManifest(file, { engines: new Set(engines.keys()) });
     await runManifest({ manifest, home, identity: 'integration', engines, killGraceMs: 500 });

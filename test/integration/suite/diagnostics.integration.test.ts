@@ -46,10 +46,18 @@ describe('manifest diagnostics and quick fixes in the editor', () => {
   });
 
   it('offers quick fixes that rewrite the check: diff -q → diff, a literal port → $PORT', async () => {
-    for (const [rule, expected] of [['check-silent', '"check": "diff out.txt expected.txt"'], ['hard-coded-port', 'localhost:$PORT/health']] as const) {
+    for (const [rule, expected] of [
+      ['check-silent', '"check": "diff out.txt expected.txt"'],
+      ['hard-coded-port', 'localhost:$PORT/health'],
+    ] as const) {
       const diags = await diagnosticsWhere(uri, (d) => d.some((x) => code(x) === rule));
       const diag = diags.find((d) => code(d) === rule) as vscode.Diagnostic;
-      const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>('vscode.executeCodeActionProvider', uri, diag.range, vscode.CodeActionKind.QuickFix.value);
+      const actions = await vscode.commands.executeCommand<vscode.CodeAction[]>(
+        'vscode.executeCodeActionProvider',
+        uri,
+        diag.range,
+        vscode.CodeActionKind.QuickFix.value,
+      );
       // The command API drops the diagnostics' codes from returned actions; the range selects the one fix.
       const fixes = actions.filter((a) => a.edit);
       assert.equal(fixes.length, 1, `quick fixes for ${rule}: ${JSON.stringify(actions.map((a) => a.title))}`);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 
 describe('Verdict: Doctor', () => {
-  it('runs the bundled CLI on the editor\'s Node and returns its report: containment, engines, home', async () => {
+  it("runs the bundled CLI on the editor's Node and returns its report: containment, engines, home", async () => {
     await vscode.extensions.getExtension('verdict-dev.verdict')?.activate();
     const r = await vscode.commands.executeCommand<{ exitCode: number; text: string }>('verdict.doctor', { show: false });
     assert.ok(r, 'the command returned nothing');

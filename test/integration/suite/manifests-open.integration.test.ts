@@ -57,26 +57,61 @@ describe('manifests open clean', () => {
     // A control manifest in the same state: a comment and a schema error. Its schema diagnostic proves the JSON
     // language service (its diagnostics carry no source here) has validated *.swarm.json files against the schema
     // bound by file pattern.
-    const control = await openCopy('copied/elsewhere/control.swarm.json', '{\n  // a comment\n  "max_parallel": "three",\n  "tasks": [{ "key": "a", "spec": "s", "check": "test -f a" }]\n}\n');
-    const controlDiags = await until(control.uri, (d) => d.some((x) => x.source !== 'verdict' && /integer/i.test(x.message)), 'schema error on the control manifest');
-    assert.deepEqual(controlDiags.filter((x) => /comment/i.test(x.message)).map((x) => x.message), [], 'comments are allowed in *.swarm.json');
+    const control = await openCopy(
+      'copied/elsewhere/control.swarm.json',
+      '{\n  // a comment\n  "max_parallel": "three",\n  "tasks": [{ "key": "a", "spec": "s", "check": "test -f a" }]\n}\n',
+    );
+    const controlDiags = await until(
+      control.uri,
+      (d) => d.some((x) => x.source !== 'verdict' && /integer/i.test(x.message)),
+      'schema error on the control manifest',
+    );
+    assert.deepEqual(
+      controlDiags.filter((x) => /comment/i.test(x.message)).map((x) => x.message),
+      [],
+      'comments are allowed in *.swarm.json',
+    );
     // Our linter has run on the demo too (lint of a clean manifest publishes an empty list: poll for the API's view).
     const api = ext.exports as { lint(file: string): Promise<unknown[]> };
     assert.deepEqual(await api.lint(doc.uri.fsPath), []);
     await sleep(500); // let a late JSON validation of the demo land, if it were to
-    assert.deepEqual(vscode.languages.getDiagnostics(doc.uri).map((x) => `${x.source}: ${x.message}`), []);
+    assert.deepEqual(
+      vscode.languages.getDiagnostics(doc.uri).map((x) => `${x.source}: ${x.message}`),
+      [],
+    );
   });
 
-  it("a Ringer manifest.json (empty model and task_type) is recognised by its shape and lints with no error", async () => {
+  it('a Ringer manifest.json (empty model and task_type) is recognised by its shape and lints with no error', async () => {
     const ringer = fs.readFileSync(path.join(REPO, 'test/fixtures/ringer/manifest.json'), 'utf8');
     const doc = await openCopy('ringer/manifest.json', ringer);
     const diags = await until(doc.uri, (d) => d.some((x) => x.source === 'verdict'), 'verdict diagnostics on a Ringer manifest.json');
-    assert.deepEqual(diags.filter((x) => x.severity === vscode.DiagnosticSeverity.Error).map((x) => x.message), []);
-    assert.ok(diags.some((x) => /task_type/.test(x.message)), 'the empty task_type gets the missing-task-type hint');
+    assert.deepEqual(
+      diags.filter((x) => x.severity === vscode.DiagnosticSeverity.Error).map((x) => x.message),
+      [],
+    );
+    assert.ok(
+      diags.some((x) => /task_type/.test(x.message)),
+      'the empty task_type gets the missing-task-type hint',
+    );
   });
 
   it("an engine from Ringer's config.toml is known to the editor's lint, as to the CLI", async () => {
-    const doc = await openCopy('ringer-engine/uses-aider.swarm.json', JSON.stringify({ tasks: [{ key: 'a', engine: 'aider', task_type: 'docs', verified: 'a.md exists', expect_files: ['a.md'], spec: 'Write a.md: one paragraph on what this folder is for, for a new reader.', check: 'test -s a.md || { echo "a.md is missing"; exit 1; }' }] }));
+    const doc = await openCopy(
+      'ringer-engine/uses-aider.swarm.json',
+      JSON.stringify({
+        tasks: [
+          {
+            key: 'a',
+            engine: 'aider',
+            task_type: 'docs',
+            verified: 'a.md exists',
+            expect_files: ['a.md'],
+            spec: 'Write a.md: one paragraph on what this folder is for, for a new reader.',
+            check: 'test -s a.md || { echo "a.md is missing"; exit 1; }',
+          },
+        ],
+      }),
+    );
     const api = ext.exports as { lint(file: string): Promise<{ rule: string; message: string }[]> };
     const unknown = async () => (await api.lint(doc.uri.fsPath)).filter((f) => /unknown engine/.test(f.message));
     assert.equal((await unknown()).length, 1, 'without the Ringer config, aider is unknown');
@@ -92,11 +127,18 @@ describe('manifests open clean', () => {
     const doc = await openCopy('webext/manifest.json', JSON.stringify({ manifest_version: 3, name: 'x', version: '1.0' }, null, 2));
     const api = ext.exports as { lint(file: string): Promise<unknown[]> };
     await api.lint(doc.uri.fsPath); // a lint round trip: the extension is up and has seen the document
-    assert.deepEqual(vscode.languages.getDiagnostics(doc.uri).filter((x) => x.source === 'verdict'), []);
+    assert.deepEqual(
+      vscode.languages.getDiagnostics(doc.uri).filter((x) => x.source === 'verdict'),
+      [],
+    );
     const findings = await vscode.commands.executeCommand<{ rule: string }[]>('verdict.treatAsManifest', doc.uri);
     assert.ok(findings && findings.length > 0, 'linted as a manifest now');
     assert.deepEqual(vscode.workspace.getConfiguration('verdict').get('manifestFiles'), ['webext/manifest.json']);
-    await until(doc.uri, (d) => d.some((x) => x.source === 'verdict' && x.severity === vscode.DiagnosticSeverity.Error), 'verdict errors (no tasks) after Treat as a Verdict Manifest');
+    await until(
+      doc.uri,
+      (d) => d.some((x) => x.source === 'verdict' && x.severity === vscode.DiagnosticSeverity.Error),
+      'verdict errors (no tasks) after Treat as a Verdict Manifest',
+    );
   });
 });
 
@@ -116,11 +158,31 @@ describe('run notices name the task, its branch, and whether a retry comes', fun
     const manifest = path.join(repo, 'notice.swarm.json');
     // The script engine's retry gets the failure in $VERDICT_FAILURE_FILE: the first attempt writes the wrong word.
     const spec = 'if [ -n "$VERDICT_FAILURE_FILE" ] && [ -s "$VERDICT_FAILURE_FILE" ]; then echo right > w.txt; else echo wrong > w.txt; fi';
-    fs.writeFileSync(manifest, JSON.stringify({ run_name: 'notices', worktrees: true, tasks: [{ key: 'flaky', engine: 'script', task_type: 'script', verified: 'w.txt says right', spec, check: 'grep -x right w.txt || { echo "w.txt says $(cat w.txt)"; exit 1; }' }] }));
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify({
+        run_name: 'notices',
+        worktrees: true,
+        tasks: [
+          {
+            key: 'flaky',
+            engine: 'script',
+            task_type: 'script',
+            verified: 'w.txt says right',
+            spec,
+            check: 'grep -x right w.txt || { echo "w.txt says $(cat w.txt)"; exit 1; }',
+          },
+        ],
+      }),
+    );
     git('add', '.');
     git('commit', '-qm', 'manifest');
     const notices: string[] = [];
-    const summary = await api.runManifest(manifest, { onEvent: (e) => { if (e.type === 'attempt-finished') notices.push(attemptNotice(e as AttemptNoticeInput)); } });
+    const summary = await api.runManifest(manifest, {
+      onEvent: (e) => {
+        if (e.type === 'attempt-finished') notices.push(attemptNotice(e as AttemptNoticeInput));
+      },
+    });
     assert.equal(summary.tasks[0]?.verdict, 'PASS');
     assert.equal(notices.length, 2, notices.join('\n'));
     assert.match(notices[0] ?? '', /^flaky, attempt 1: FAIL \(.+\) — retrying \(attempt 2\)$/);

@@ -5,9 +5,18 @@ import * as vscode from 'vscode';
 import { MCP_PROVIDER_ID, registerMcpProvider } from '../../../extension/vscode/mcp-provider';
 
 /** Sends `initialize` to a stdio MCP server started as `command args` and resolves with its first answer line. */
-function initialize(command: string, args: string[], env: Record<string, string | number | null>, cwd: string): Promise<{ result?: { serverInfo?: { name?: string } } }> {
+function initialize(
+  command: string,
+  args: string[],
+  env: Record<string, string | number | null>,
+  cwd: string,
+): Promise<{ result?: { serverInfo?: { name?: string } } }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) }, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(command, args, {
+      cwd,
+      env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     let out = '';
     const timer = setTimeout(() => (child.kill(), reject(new Error(`no answer; stdout: ${out}`))), 30000);
     child.stdout.on('data', (d: Buffer) => {
@@ -23,7 +32,14 @@ function initialize(command: string, args: string[], env: Record<string, string 
       }
     });
     child.on('error', reject);
-    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'vscode-test', version: '0' } } }) + '\n');
+    child.stdin.write(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'vscode-test', version: '0' } },
+      }) + '\n',
+    );
   });
 }
 
@@ -32,8 +48,12 @@ describe('Verdict MCP server in VS Code (mcpServerDefinitionProviders)', () => {
     const ext = vscode.extensions.getExtension('verdict-dev.verdict');
     assert.ok(ext);
     await ext.activate();
-    const contributed = (ext.packageJSON as { contributes: { mcpServerDefinitionProviders?: { id: string }[] } }).contributes.mcpServerDefinitionProviders ?? [];
-    assert.deepEqual(contributed.map((c) => c.id), [MCP_PROVIDER_ID]);
+    const contributed =
+      (ext.packageJSON as { contributes: { mcpServerDefinitionProviders?: { id: string }[] } }).contributes.mcpServerDefinitionProviders ?? [];
+    assert.deepEqual(
+      contributed.map((c) => c.id),
+      [MCP_PROVIDER_ID],
+    );
     const lm = (vscode as unknown as { lm?: { registerMcpServerDefinitionProvider?: unknown } }).lm;
     assert.equal(typeof lm?.registerMcpServerDefinitionProvider, 'function', `VS Code ${vscode.version} has the API`);
 
@@ -41,10 +61,19 @@ describe('Verdict MCP server in VS Code (mcpServerDefinitionProviders)', () => {
     let provider: { provideMcpServerDefinitions(token: vscode.CancellationToken): unknown[] } | undefined;
     const Definition = (vscode as unknown as { McpStdioServerDefinition: new (...a: never[]) => unknown }).McpStdioServerDefinition;
     const log = vscode.window.createOutputChannel('Verdict MCP test', { log: true });
-    const disposables = registerMcpProvider(path.join(ext.extensionPath, 'dist', 'cli.js'), '0', log, { lm: { registerMcpServerDefinitionProvider: (_id, p) => ((provider = p), new vscode.Disposable(() => undefined)) }, McpStdioServerDefinition: Definition as never });
+    const disposables = registerMcpProvider(path.join(ext.extensionPath, 'dist', 'cli.js'), '0', log, {
+      lm: { registerMcpServerDefinitionProvider: (_id, p) => ((provider = p), new vscode.Disposable(() => undefined)) },
+      McpStdioServerDefinition: Definition as never,
+    });
     try {
       assert.ok(provider);
-      const defs = provider.provideMcpServerDefinitions(new vscode.CancellationTokenSource().token) as { label: string; command: string; args: string[]; env: Record<string, string | number | null>; cwd?: vscode.Uri }[];
+      const defs = provider.provideMcpServerDefinitions(new vscode.CancellationTokenSource().token) as {
+        label: string;
+        command: string;
+        args: string[];
+        env: Record<string, string | number | null>;
+        cwd?: vscode.Uri;
+      }[];
       const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       assert.ok(folder);
       if (!vscode.workspace.isTrusted) {

@@ -9,7 +9,15 @@ import { runView } from '../../../extension/core/dashboard/run-view';
 import { roundCounts, taskResult } from '../../../schemas/status';
 import { sleep, until } from './until';
 
-const task = (key: string, spec: string, check: string, extra: Record<string, unknown> = {}) => ({ key, engine: 'script', task_type: 'script', verified: `${key} works`, spec, check, ...extra });
+const task = (key: string, spec: string, check: string, extra: Record<string, unknown> = {}) => ({
+  key,
+  engine: 'script',
+  task_type: 'script',
+  verified: `${key} works`,
+  spec,
+  check,
+  ...extra,
+});
 
 /** The result a runs-tree row shows, read from its icon's colour (the only thing a glance reads). */
 function treeResult(item: vscode.TreeItem): string {
@@ -31,22 +39,31 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
     // In the workspace, so the manifest is a suite of the Testing view too (its tasks must not read "Not yet run").
     const ws = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath as string;
     manifest = path.join(ws, 'one-truth.swarm.json');
-    fs.writeFileSync(manifest, JSON.stringify({
-      run_name: 'one-truth',
-      workdir: 'one-truth-work',
-      tasks: [
-        // Fails its first attempt, passes its retry: the task passed.
-        task('flaky', 'if [ "$VERDICT_ATTEMPT" = 2 ]; then echo ok > ok.txt; fi', 'test -s ok.txt || { echo "ok.txt missing"; exit 1; }', { max_attempts: 2 }),
-        task('broken', 'echo nothing', 'echo "no artifact"; exit 1', { max_attempts: 2 }),
-        // Never starts: its prerequisite failed. Skipped, not failed (the failure counts once, at broken).
-        { ...task('after-broken', 'echo r > r.txt', 'test -s r.txt'), after: ['broken'] },
-      ],
-    }));
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify({
+        run_name: 'one-truth',
+        workdir: 'one-truth-work',
+        tasks: [
+          // Fails its first attempt, passes its retry: the task passed.
+          task('flaky', 'if [ "$VERDICT_ATTEMPT" = 2 ]; then echo ok > ok.txt; fi', 'test -s ok.txt || { echo "ok.txt missing"; exit 1; }', {
+            max_attempts: 2,
+          }),
+          task('broken', 'echo nothing', 'echo "no artifact"; exit 1', { max_attempts: 2 }),
+          // Never starts: its prerequisite failed. Skipped, not failed (the failure counts once, at broken).
+          { ...task('after-broken', 'echo r > r.txt', 'test -s r.txt'), after: ['broken'] },
+        ],
+      }),
+    );
     await vscode.commands.executeCommand('testing.refreshTests');
     await sleep(1500); // let the controller load the manifest's suite
     const cli = path.resolve(__dirname, '../../dist/cli.js');
     const child = spawn('node', [cli, 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore' });
-    const info = await until('the CLI run, finished', () => api.runs().find((r) => r.state.runName === 'one-truth' && r.state.pid === child.pid && r.liveness === 'finished'), 90000);
+    const info = await until(
+      'the CLI run, finished',
+      () => api.runs().find((r) => r.state.runName === 'one-truth' && r.state.pid === child.pid && r.liveness === 'finished'),
+      90000,
+    );
     runId = info.state.runId;
   });
 
@@ -57,19 +74,32 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
     // The status table: the truth the views derive from.
     const table = Object.fromEntries(info.state.tasks.map((t) => [t.key, taskResult(t.status)]));
     assert.deepEqual(table, expected);
-    assert.deepEqual(info.state.tasks.find((t) => t.key === 'flaky')?.attempts.map((a) => a.verdict), ['FAIL', 'PASS'], 'flaky passed on its retry');
+    assert.deepEqual(
+      info.state.tasks.find((t) => t.key === 'flaky')?.attempts.map((a) => a.verdict),
+      ['FAIL', 'PASS'],
+      'flaky passed on its retry',
+    );
 
     // The Testing view: exactly one result per task, the task's (flaky's failed attempt 1 is output, not a failure).
-    await until('every task result in the Test Explorer', () => {
-      const mine = api.testExplorer.results().filter((r) => r.runId === runId && r.state !== 'started');
-      return mine.length >= 3 ? mine : undefined;
-    }, 90000);
+    await until(
+      'every task result in the Test Explorer',
+      () => {
+        const mine = api.testExplorer.results().filter((r) => r.runId === runId && r.state !== 'started');
+        return mine.length >= 3 ? mine : undefined;
+      },
+      90000,
+    );
     await sleep(1000);
     const settled = api.testExplorer.results().filter((r) => r.runId === runId && r.state !== 'started');
-    assert.deepEqual(settled.map((r) => [r.key, r.state]).sort(), Object.entries(expected).sort(), 'one result per task, the task\'s own');
+    assert.deepEqual(settled.map((r) => [r.key, r.state]).sort(), Object.entries(expected).sort(), "one result per task, the task's own");
     // The manifest's own test items got the same results (a run from the CLI, not the Testing view).
     const suite = vscode.Uri.file(manifest).toString();
-    assert.deepEqual(settled.map((r) => [r.key, r.manifestItem]).sort(), Object.keys(expected).map((k) => [k, `${suite}#${k}`]).sort());
+    assert.deepEqual(
+      settled.map((r) => [r.key, r.manifestItem]).sort(),
+      Object.keys(expected)
+        .map((k) => [k, `${suite}#${k}`])
+        .sort(),
+    );
     const item = api.testExplorer.items().find((i) => i.id === `verdict-run:${runId}`);
     assert.match(item?.description ?? '', /1\/3 passed · 1 failed · 1 skipped$/);
 
@@ -92,7 +122,11 @@ describe('one truth in every view: a task passed on its retry, one failed, one B
     assert.deepEqual(bar, { queued: 0, running: 0, passed: 1, failed: 1, skipped: 1 });
     assert.equal(view.counts.failed, bar.failed, 'the text\'s "N failed" is the bar\'s red');
     assert.equal(view.counts.passed, bar.passed);
-    assert.deepEqual(roundCounts(view.tasks, 1), { queued: 0, running: 0, passed: 0, failed: 2, skipped: 1 }, 'round 1: both first attempts failed; after-broken never started and is skipped, not queued');
+    assert.deepEqual(
+      roundCounts(view.tasks, 1),
+      { queued: 0, running: 0, passed: 0, failed: 2, skipped: 1 },
+      'round 1: both first attempts failed; after-broken never started and is skipped, not queued',
+    );
     assert.deepEqual(roundCounts(view.tasks, 2), { queued: 0, running: 0, passed: 1, failed: 1, skipped: 0 });
   });
 });

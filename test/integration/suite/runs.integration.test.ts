@@ -10,7 +10,8 @@ import type { RunSummary } from '../../../extension/core/run/runner';
 import type { RunInfo } from '../../../extension/core/live/registry';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], { cwd, encoding: 'utf8' }).trim();
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], { cwd, encoding: 'utf8' }).trim();
 
 async function until<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 20000): Promise<T> {
   const t0 = Date.now();
@@ -24,7 +25,10 @@ async function until<T>(what: string, fn: () => T | undefined | Promise<T | unde
 
 /** Whether the runs view's context menu offers `command` on a row with this context value (package.json's `when`). */
 function offers(command: string, contextValue: string): boolean {
-  const menus = vscode.extensions.getExtension('verdict-dev.verdict')?.packageJSON.contributes.menus['view/item/context'] as { command: string; when: string }[];
+  const menus = vscode.extensions.getExtension('verdict-dev.verdict')?.packageJSON.contributes.menus['view/item/context'] as {
+    command: string;
+    when: string;
+  }[];
   const entry = menus.find((m) => m.command === command);
   const re = /viewItem =~ \/(.*)\/$/.exec(entry?.when ?? '');
   assert.ok(re, `${command} has a viewItem rule`);
@@ -55,30 +59,54 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     git(repo, 'add', '-A');
     git(repo, 'commit', '-qm', 'base');
     manifest = path.join(repo, 'runs.swarm.json');
-    fs.writeFileSync(manifest, JSON.stringify({
-      run_name: 'integration-runs',
-      worktrees: true,
-      max_parallel: 3,
-      tasks: [
-        task('add-a', 'echo a > a.txt', 'test -s a.txt || { echo a.txt missing; exit 1; }'),
-        task('edit-shared', 'echo from-task > shared.txt', 'grep -x from-task shared.txt || { echo shared.txt not edited; exit 1; }'),
-        { ...task('fails', 'echo nothing', 'echo RAW: no proof here; exit 3'), max_attempts: 1 },
-      ],
-    }, null, 2));
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify(
+        {
+          run_name: 'integration-runs',
+          worktrees: true,
+          max_parallel: 3,
+          tasks: [
+            task('add-a', 'echo a > a.txt', 'test -s a.txt || { echo a.txt missing; exit 1; }'),
+            task('edit-shared', 'echo from-task > shared.txt', 'grep -x from-task shared.txt || { echo shared.txt not edited; exit 1; }'),
+            { ...task('fails', 'echo nothing', 'echo RAW: no proof here; exit 3'), max_attempts: 1 },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
   });
 
   it('a run that cannot start says why on the first line of its error (what a notification shows): the engine not on PATH and its install command', async () => {
     const file = path.join(repo, 'no-engine.swarm.json');
-    fs.writeFileSync(file, JSON.stringify({ run_name: 'no-engine', tasks: [{ ...task('x', 'echo x > x.txt', 'test -s x.txt || { echo x.txt missing; exit 1; }'), engine: 'grok' }] }, null, 2));
+    fs.writeFileSync(
+      file,
+      JSON.stringify(
+        { run_name: 'no-engine', tasks: [{ ...task('x', 'echo x > x.txt', 'test -s x.txt || { echo x.txt missing; exit 1; }'), engine: 'grok' }] },
+        null,
+        2,
+      ),
+    );
     await assert.rejects(api.runManifest(file), (e: Error) => {
-      assert.match(e.message.split('\n')[0] as string, /^verdict run could not start: .*engine "grok" needs the `grok` command, which is not on PATH\. Install it: npm i -g @vibe-kit\/grok-cli.*\(exit 2; log: /);
+      assert.match(
+        e.message.split('\n')[0] as string,
+        /^verdict run could not start: .*engine "grok" needs the `grok` command, which is not on PATH\. Install it: npm i -g @vibe-kit\/grok-cli.*\(exit 2; log: /,
+      );
       return true;
     });
   });
 
   it('runs a worktree-mode manifest through the API and returns each verdict', async () => {
     summary = await api.runManifest(manifest);
-    assert.deepEqual(summary.tasks.map((t) => [t.key, t.verdict]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL']]);
+    assert.deepEqual(
+      summary.tasks.map((t) => [t.key, t.verdict]),
+      [
+        ['add-a', 'PASS'],
+        ['edit-shared', 'PASS'],
+        ['fails', 'FAIL'],
+      ],
+    );
     assert.equal(summary.tasks[2]?.checkOutput, 'RAW: no proof here\n');
   });
 
@@ -93,28 +121,52 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.equal(runItem.label, 'integration-runs');
     assert.match(String(runItem.description), /^2\/3 passed · 1 failed · finished · [^·]+ · \d\d:\d\d$/, 'verdicts, state, identity, start time');
     const tasks = await api.runsView.getChildren(run);
-    assert.deepEqual(tasks.map((t) => [api.runsView.getTreeItem(t).label, String(api.runsView.getTreeItem(t).description).split(' · ')[0]]), [['add-a', 'PASS'], ['edit-shared', 'PASS'], ['fails', 'FAIL at check']]);
+    assert.deepEqual(
+      tasks.map((t) => [api.runsView.getTreeItem(t).label, String(api.runsView.getTreeItem(t).description).split(' · ')[0]]),
+      [
+        ['add-a', 'PASS'],
+        ['edit-shared', 'PASS'],
+        ['fails', 'FAIL at check'],
+      ],
+    );
     // What a screen reader says: the name and the verdict first (the tooltip was read before), no "0 tokens" for unknown usage.
     assert.match(String(runItem.accessibilityInformation?.label), /^run integration-runs: 2\/3 passed · 1 failed · finished/);
     assert.match(String(runItem.tooltip), /tokens: —$/, 'script attempts report no usage: unknown, not 0');
-    assert.deepEqual(tasks.map((t) => String(api.runsView.getTreeItem(t).accessibilityInformation?.label).split(',')[0]), ['task add-a: PASS', 'task edit-shared: PASS', 'task fails: FAIL']);
+    assert.deepEqual(
+      tasks.map((t) => String(api.runsView.getTreeItem(t).accessibilityInformation?.label).split(',')[0]),
+      ['task add-a: PASS', 'task edit-shared: PASS', 'task fails: FAIL'],
+    );
     const addA = tasks[0] as RunsNode;
     const children = await api.runsView.getChildren(addA);
-    assert.deepEqual(children.map((c) => c.kind), ['attempt', 'changes']);
+    assert.deepEqual(
+      children.map((c) => c.kind),
+      ['attempt', 'changes'],
+    );
     const logs = await api.runsView.getChildren(children[0] as RunsNode);
-    assert.deepEqual(logs.map((l) => api.runsView.getTreeItem(l).label), ['prompt.md', 'worker.log', 'check.log']);
+    assert.deepEqual(
+      logs.map((l) => api.runsView.getTreeItem(l).label),
+      ['prompt.md', 'worker.log', 'check.log'],
+    );
     const files = await api.runsView.getChildren(children[1] as RunsNode);
-    assert.deepEqual(files.map((f) => [api.runsView.getTreeItem(f).label, api.runsView.getTreeItem(f).description]), [['a.txt', 'A']]);
+    assert.deepEqual(
+      files.map((f) => [api.runsView.getTreeItem(f).label, api.runsView.getTreeItem(f).description]),
+      [['a.txt', 'A']],
+    );
   });
 
   it('a CLI run of another process appears in the view too, and a state change shows within a second', async () => {
     const cli = path.resolve(__dirname, '../../dist/cli.js');
     const other = path.join(process.env.VERDICT_TEST_TMP as string, 'cli-run.swarm.json');
-    fs.writeFileSync(other, JSON.stringify({ run_name: 'from-the-terminal', workdir: 'cli-work', tasks: [task('slow', 'sleep 2; echo done > d.txt', 'test -s d.txt || exit 1')] }));
+    fs.writeFileSync(
+      other,
+      JSON.stringify({ run_name: 'from-the-terminal', workdir: 'cli-work', tasks: [task('slow', 'sleep 2; echo done > d.txt', 'test -s d.txt || exit 1')] }),
+    );
     const child = spawn('node', [cli, 'run', other, '--home', process.env.VERDICT_HOME as string], { stdio: 'ignore' });
     const live = await until('the CLI run, live', () => api.runs().find((r) => r.state.runName === 'from-the-terminal' && r.liveness === 'running'));
     assert.equal(live.state.pid, child.pid);
-    await until('the CLI run, finished', () => api.runs().find((r) => r.state.runName === 'from-the-terminal' && r.liveness === 'finished' && r.counts.passed === 1));
+    await until('the CLI run, finished', () =>
+      api.runs().find((r) => r.state.runName === 'from-the-terminal' && r.liveness === 'finished' && r.counts.passed === 1),
+    );
   });
 
   it('opens a read-only diff of a changed file: base_ref against the task branch', async () => {
@@ -139,7 +191,13 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.equal(fs.readFileSync(path.join(repo, 'shared.txt'), 'utf8'), 'changed on main meanwhile\n');
     git(repo, 'commit', '-qam', 'main moves on');
     const outcomes = await vscode.commands.executeCommand<MergeOutcome[]>('verdict.mergeAllPassed', { runId: summary.runId });
-    assert.deepEqual(outcomes.map((o) => [o.key, o.status]), [['add-a', 'MERGED'], ['edit-shared', 'BLOCKED']]);
+    assert.deepEqual(
+      outcomes.map((o) => [o.key, o.status]),
+      [
+        ['add-a', 'MERGED'],
+        ['edit-shared', 'BLOCKED'],
+      ],
+    );
     const blocked = outcomes[1];
     assert.deepEqual(blocked?.status === 'BLOCKED' ? blocked.conflicts : [], ['shared.txt']);
     assert.match(git(repo, 'log', '-1', '--format=%s'), /^verdict: add-a/);
@@ -164,7 +222,11 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.equal(await vscode.commands.executeCommand('verdict.mergeTask', { runId: summary.runId, key: 'add-a' }), undefined);
     assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
     const again = await vscode.commands.executeCommand<MergeOutcome[]>('verdict.mergeAllPassed', { runId: summary.runId });
-    assert.deepEqual(again.map((o) => o.key), ['edit-shared'], 'Merge All leaves the merged task alone');
+    assert.deepEqual(
+      again.map((o) => o.key),
+      ['edit-shared'],
+      'Merge All leaves the merged task alone',
+    );
     assert.equal(git(repo, 'rev-parse', 'HEAD'), head);
   });
 
@@ -178,14 +240,24 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     editor.selection = new vscode.Selection(at, at);
     await sleep(1500); // let the controller discover the workspace's manifests
     await vscode.commands.executeCommand('testing.runAtCursor');
-    const run = await until('the Test Explorer run', () => api.runs().find((r) => !before.has(r.state.runId) && r.state.runName === 'integration-ok' && r.liveness === 'finished'), 60000);
-    assert.deepEqual(run.state.tasks.map((t) => [t.key, t.status]), [['hello', 'PASS']]);
+    const run = await until(
+      'the Test Explorer run',
+      () => api.runs().find((r) => !before.has(r.state.runId) && r.state.runName === 'integration-ok' && r.liveness === 'finished'),
+      60000,
+    );
+    assert.deepEqual(
+      run.state.tasks.map((t) => [t.key, t.status]),
+      [['hello', 'PASS']],
+    );
   });
 
   it('runs through the Run Manifest command as well', async () => {
     const [uri] = await vscode.workspace.findFiles('ok.swarm.json');
     const result = await vscode.commands.executeCommand<RunSummary>('verdict.runManifest', uri);
-    assert.deepEqual(result.tasks.map((t) => t.verdict), ['PASS']);
+    assert.deepEqual(
+      result.tasks.map((t) => t.verdict),
+      ['PASS'],
+    );
   });
 
   it('Resume Run of a run that ended starts a detached `verdict resume`: the same run runs its task that did not pass again', async () => {
@@ -193,9 +265,23 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.ok(info, 'the run was taken over');
     assert.equal(info.state.runId, summary.runId, 'the same run id');
     assert.notEqual(info.state.pid, process.pid, 'its orchestrator is not the extension host');
-    assert.deepEqual(info.state.resumes?.map((r) => [r.verb, r.tasks]), [['resume', ['fails']]]);
-    const end = await until('the resumed run, finished', () => api.runs().find((r) => r.state.runId === summary.runId && r.liveness === 'finished' && (r.state.resumes?.length ?? 0) > 0), 30000);
-    assert.deepEqual(end.state.tasks.map((t) => [t.key, t.status, t.attempts.length]), [['add-a', 'PASS', 1], ['edit-shared', 'PASS', 1], ['fails', 'FAIL', 2]]);
+    assert.deepEqual(
+      info.state.resumes?.map((r) => [r.verb, r.tasks]),
+      [['resume', ['fails']]],
+    );
+    const end = await until(
+      'the resumed run, finished',
+      () => api.runs().find((r) => r.state.runId === summary.runId && r.liveness === 'finished' && (r.state.resumes?.length ?? 0) > 0),
+      30000,
+    );
+    assert.deepEqual(
+      end.state.tasks.map((t) => [t.key, t.status, t.attempts.length]),
+      [
+        ['add-a', 'PASS', 1],
+        ['edit-shared', 'PASS', 1],
+        ['fails', 'FAIL', 2],
+      ],
+    );
   });
 
   it('discards a task: its worktree and branch go (after confirmation)', async () => {

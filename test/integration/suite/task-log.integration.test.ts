@@ -32,11 +32,25 @@ describe('Follow Task Log: a live log of one task', function () {
     const dir = path.join(process.env.VERDICT_TEST_TMP as string, 'task-log');
     fs.mkdirSync(dir, { recursive: true });
     const manifest = path.join(dir, 'ticks.swarm.json');
-    fs.writeFileSync(manifest, JSON.stringify({
-      run_name: 'ticks',
-      workdir: 'work',
-      tasks: [{ key: 'ticker', engine: 'script', task_type: 'script', verified: 'the ticker wrote out.txt', network: false, spec: 'for i in $(seq 1 60); do echo "tick-$i"; sleep 0.2; done; echo done > out.txt', check: 'test -s out.txt || { echo out.txt missing; exit 1; }', expect_files: ['out.txt'] }],
-    }));
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify({
+        run_name: 'ticks',
+        workdir: 'work',
+        tasks: [
+          {
+            key: 'ticker',
+            engine: 'script',
+            task_type: 'script',
+            verified: 'the ticker wrote out.txt',
+            network: false,
+            spec: 'for i in $(seq 1 60); do echo "tick-$i"; sleep 0.2; done; echo done > out.txt',
+            check: 'test -s out.txt || { echo out.txt missing; exit 1; }',
+            expect_files: ['out.txt'],
+          },
+        ],
+      }),
+    );
     const cli = path.resolve(__dirname, '../../dist/cli.js');
     child = spawn(process.execPath, [cli, 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore' });
     runId = (await until('the ticks run, live', () => api.runs().find((r) => r.state.runName === 'ticks' && r.liveness === 'running'))).state.runId;

@@ -23,7 +23,11 @@ describe('in an untrusted workspace', () => {
     assert.equal(await vscode.commands.executeCommand('verdict.rerunTask', { runId: 'x', key: 'y' }), undefined);
     const before = new Set(api.runs().map((r) => r.state.runId));
     await vscode.commands.executeCommand('verdict.runManifest', uri);
-    assert.deepEqual(api.runs().filter((r) => !before.has(r.state.runId)), [], 'no run was started');
+    assert.deepEqual(
+      api.runs().filter((r) => !before.has(r.state.runId)),
+      [],
+      'no run was started',
+    );
   });
 
   it('still lints: diagnostics work without trust', async () => {
@@ -31,10 +35,17 @@ describe('in an untrusted workspace', () => {
     assert.ok(uri);
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri));
     for (let i = 0; i < 100; i++) {
-      if (vscode.languages.getDiagnostics(uri).some((d) => d.source === 'verdict' && String(typeof d.code === 'object' ? d.code.value : d.code) === 'check-cannot-fail')) return;
+      if (
+        vscode.languages
+          .getDiagnostics(uri)
+          .some((d) => d.source === 'verdict' && String(typeof d.code === 'object' ? d.code.value : d.code) === 'check-cannot-fail')
+      )
+        return;
       await sleep(100);
     }
     const direct = await api.lint(uri.fsPath);
-    assert.fail(`no Verdict diagnostics in the untrusted workspace; api.lint finds ${JSON.stringify(direct.map((f) => f.rule))}; all diagnostics: ${JSON.stringify(vscode.languages.getDiagnostics(uri).map((d) => [d.source, d.code]))}`);
+    assert.fail(
+      `no Verdict diagnostics in the untrusted workspace; api.lint finds ${JSON.stringify(direct.map((f) => f.rule))}; all diagnostics: ${JSON.stringify(vscode.languages.getDiagnostics(uri).map((d) => [d.source, d.code]))}`,
+    );
   });
 });

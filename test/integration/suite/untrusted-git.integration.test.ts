@@ -28,10 +28,27 @@ function foreignRepo(root: string, markers: string): string {
   script(path.join(repo, '.git', 'fsmonitor.sh'), 'fsmonitor');
   for (const hook of ['post-checkout', 'pre-commit', 'reference-transaction']) script(path.join(repo, '.git', 'hooks', hook), hook);
   git('config', 'core.fsmonitor', path.join(repo, '.git', 'fsmonitor.sh'));
-  fs.writeFileSync(path.join(repo, 'm.swarm.json'), JSON.stringify({
-    worktrees: true,
-    tasks: [{ key: 'a', engine: 'script', spec: 'mkdir -p ignored && echo hi > ignored/out.txt', check: 'test -s ignored/out.txt', expect_files: ['ignored/out.txt'], task_type: 'demo', verified: 'out.txt is written' }],
-  }, null, 2));
+  fs.writeFileSync(
+    path.join(repo, 'm.swarm.json'),
+    JSON.stringify(
+      {
+        worktrees: true,
+        tasks: [
+          {
+            key: 'a',
+            engine: 'script',
+            spec: 'mkdir -p ignored && echo hi > ignored/out.txt',
+            check: 'test -s ignored/out.txt',
+            expect_files: ['ignored/out.txt'],
+            task_type: 'demo',
+            verified: 'out.txt is written',
+          },
+        ],
+      },
+      null,
+      2,
+    ),
+  );
   return repo;
 }
 
@@ -70,7 +87,10 @@ describe('git in an untrusted workspace', () => {
       skipped = vscode.languages.getDiagnostics(uri).find((d) => d.source === 'verdict' && /untrusted/.test(d.message));
       if (!skipped) await sleep(100);
     }
-    assert.ok(skipped, `no "skipped: untrusted" diagnostic; diagnostics: ${JSON.stringify(vscode.languages.getDiagnostics(uri).map((d) => [d.code, d.message]))}`);
+    assert.ok(
+      skipped,
+      `no "skipped: untrusted" diagnostic; diagnostics: ${JSON.stringify(vscode.languages.getDiagnostics(uri).map((d) => [d.code, d.message]))}`,
+    );
     assert.equal(skipped.severity, vscode.DiagnosticSeverity.Information);
     await api.lint(uri.fsPath);
     await sleep(500); // anything started by the lint has had time to touch its marker

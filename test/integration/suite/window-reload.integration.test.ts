@@ -58,26 +58,54 @@ describe('a run outlives the window that started it', function () {
     const dir = path.join(process.env.VERDICT_TEST_TMP as string, 'outlive');
     fs.mkdirSync(dir, { recursive: true });
     const manifest = path.join(dir, 'outlive.swarm.json');
-    const script = (key: string, spec: string, check: string) => ({ key, engine: 'script', task_type: 'script', verified: `${key} works`, spec, check, max_attempts: 1 });
-    fs.writeFileSync(manifest, JSON.stringify({
-      run_name: 'outlives-the-window',
-      workdir: 'work',
-      max_parallel: 2,
-      tasks: [
-        script('stop-me', 'sleep 600; echo late > out.txt', 'test -s out.txt || { echo out.txt missing; exit 1; }'),
-        script('finish-me', 'until [ -f release ]; do sleep 0.2; done; echo ok > done.txt', 'test -s done.txt || { echo done.txt missing; exit 1; }'),
-      ],
-    }, null, 2));
+    const script = (key: string, spec: string, check: string) => ({
+      key,
+      engine: 'script',
+      task_type: 'script',
+      verified: `${key} works`,
+      spec,
+      check,
+      max_attempts: 1,
+    });
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify(
+        {
+          run_name: 'outlives-the-window',
+          workdir: 'work',
+          max_parallel: 2,
+          tasks: [
+            script('stop-me', 'sleep 600; echo late > out.txt', 'test -s out.txt || { echo out.txt missing; exit 1; }'),
+            script('finish-me', 'until [ -f release ]; do sleep 0.2; done; echo ok > done.txt', 'test -s done.txt || { echo done.txt missing; exit 1; }'),
+          ],
+        },
+        null,
+        2,
+      ),
+    );
     const before = new Set(api.runs().map((r) => r.state.runId));
     // Not awaited: the command follows the run until it ends, which happens in the next session.
     void vscode.commands.executeCommand('verdict.runManifest', vscode.Uri.file(manifest));
-    const live = await until('the run, live, with both workers running', () => api.runs().find((r) => !before.has(r.state.runId) && r.state.runName === 'outlives-the-window' && r.liveness === 'running' && r.state.tasks.every((t) => t.status === 'running')));
+    const live = await until('the run, live, with both workers running', () =>
+      api
+        .runs()
+        .find(
+          (r) =>
+            !before.has(r.state.runId) &&
+            r.state.runName === 'outlives-the-window' &&
+            r.liveness === 'running' &&
+            r.state.tasks.every((t) => t.status === 'running'),
+        ),
+    );
     const pid = live.state.pid;
     assert.notEqual(pid, process.pid, 'the orchestrator is not the extension host');
     assert.equal(processGroup(pid), pid, 'the orchestrator leads its own process group (detached)');
     assert.notEqual(processGroup(pid), processGroup(process.pid));
     const logFile = path.join(process.env.VERDICT_HOME as string, 'launches', `${live.state.runId}.log`);
-    await until('its output in a log under VERDICT_HOME, named after the run', () => fs.existsSync(logFile) && /▶ stop-me/.test(fs.readFileSync(logFile, 'utf8')));
+    await until(
+      'its output in a log under VERDICT_HOME, named after the run',
+      () => fs.existsSync(logFile) && /▶ stop-me/.test(fs.readFileSync(logFile, 'utf8')),
+    );
     const h: Handover = { runId: live.state.runId, pid, stateFile: live.stateFile, workdir: path.join(dir, 'work') };
     fs.writeFileSync(handover(), JSON.stringify(h));
     // This session now ends with the run going on: run.mjs closes the browser and kills code-server.
@@ -134,7 +162,13 @@ describe('a run outlives the window that started it', function () {
 
       fs.writeFileSync(path.join(h.workdir, 'finish-me', 'release'), '');
       const end = await until('the run, finished', () => api.runs().find((r) => r.state.runId === h?.runId && r.liveness === 'finished'), 60000);
-      assert.deepEqual(end.state.tasks.map((t) => [t.key, t.status]), [['stop-me', 'CANCELLED'], ['finish-me', 'PASS']]);
+      assert.deepEqual(
+        end.state.tasks.map((t) => [t.key, t.status]),
+        [
+          ['stop-me', 'CANCELLED'],
+          ['finish-me', 'PASS'],
+        ],
+      );
       await until('the orchestrator to exit', () => !alive(h?.pid as number), 15000);
     });
   });

@@ -7,7 +7,12 @@ import { builtinEngines, expandArgv, findBinary, templateProblems, type ArgvValu
 const engines = builtinEngines();
 const codex = engines.get('codex')!;
 const values = (over: Partial<ArgvValues> = {}): ArgvValues => ({
-  spec: 'Create alpha.txt', taskdir: '/work/t1', model: null, engineArgs: [], fullAccess: false, ...over,
+  spec: 'Create alpha.txt',
+  taskdir: '/work/t1',
+  model: null,
+  engineArgs: [],
+  fullAccess: false,
+  ...over,
 });
 const withArgv = (argv: EngineSpec['argv'], over: Partial<EngineSpec> = {}): EngineSpec => ({ ...codex, name: 'test', argv, ...over });
 
@@ -19,9 +24,26 @@ describe('expandArgv', () => {
   });
 
   it("nested in Verdict's sandbox: codex's own sandbox gets its nested options; as root Verdict's sandbox alone contains it", () => {
-    const nested = ['exec', '--json', '--skip-git-repo-check', '-s', 'workspace-write', '-c', 'sandbox_workspace_write.exclude_slash_tmp=true', '--', 'Create alpha.txt'];
+    const nested = [
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '-s',
+      'workspace-write',
+      '-c',
+      'sandbox_workspace_write.exclude_slash_tmp=true',
+      '--',
+      'Create alpha.txt',
+    ];
     assert.deepEqual(expandArgv(codex, values({ nested: true })), nested);
-    assert.deepEqual(expandArgv(codex, values({ nested: true, root: true })), ['exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--', 'Create alpha.txt']);
+    assert.deepEqual(expandArgv(codex, values({ nested: true, root: true })), [
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-approvals-and-sandbox',
+      '--',
+      'Create alpha.txt',
+    ]);
     // Only nested: a root run without Verdict's sandbox keeps codex's own.
     assert.deepEqual(expandArgv(codex, values({ root: true })), ['exec', '--json', '--skip-git-repo-check', '-s', 'workspace-write', '--', 'Create alpha.txt']);
     // An engine without rootNestedArgv is unchanged as root.
@@ -31,7 +53,14 @@ describe('expandArgv', () => {
 
   it('keeps the model group when a model is set and picks the full-access argv', () => {
     assert.deepEqual(expandArgv(codex, values({ model: 'gpt-5-codex', fullAccess: true })), [
-      'exec', '--json', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '-m', 'gpt-5-codex', '--', 'Create alpha.txt',
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-approvals-and-sandbox',
+      '-m',
+      'gpt-5-codex',
+      '--',
+      'Create alpha.txt',
     ]);
   });
 
@@ -55,7 +84,11 @@ describe('expandArgv', () => {
     const spec = withArgv(['run', '{engine_args}', '{spec}']);
     assert.deepEqual(expandArgv(spec, values()), ['run', 'Create alpha.txt']);
     assert.deepEqual(expandArgv(spec, values({ engineArgs: ['-c', 'model_reasoning_effort="high"', 'a b'] })), [
-      'run', '-c', 'model_reasoning_effort="high"', 'a b', 'Create alpha.txt',
+      'run',
+      '-c',
+      'model_reasoning_effort="high"',
+      'a b',
+      'Create alpha.txt',
     ]);
   });
 

@@ -29,7 +29,13 @@ describe('engine error classification', () => {
     assert.equal(classify('opencode', 'request failed: HTTP 403 Forbidden'), 'auth');
     assert.equal(classify('grok', '❌ Error: API key required. Set GROK_API_KEY environment variable'), 'auth');
     // Gemini CLI 0.61.0 run with no key (test/e2e/real-gemini.e2e.test.ts), its whole log:
-    assert.equal(classify('gemini', 'YOLO mode is enabled. All tool calls will be automatically approved.\nWhen using Gemini API, you must specify the GEMINI_API_KEY environment variable.\nUpdate your environment and try again (no reload needed if using .env)!\n'), 'auth');
+    assert.equal(
+      classify(
+        'gemini',
+        'YOLO mode is enabled. All tool calls will be automatically approved.\nWhen using Gemini API, you must specify the GEMINI_API_KEY environment variable.\nUpdate your environment and try again (no reload needed if using .env)!\n',
+      ),
+      'auth',
+    );
     assert.equal(classify('codex', 'TypeError: cannot read x\n    at run (/app/cli.js:429:7)\n    at main (/app/cli.js:401:3)'), 'engine_error');
     assert.equal(classify('codex', 'Reading additional input from stdin...\nall good'), null);
   });

@@ -11,7 +11,10 @@ const aider = {
   full_access_argv: ['--no-git'],
   sandbox_argv: [],
 };
-const bad = (entry: unknown, name = 'aider') => () => customEngineFromConfig(name, entry, WHERE);
+const bad =
+  (entry: unknown, name = 'aider') =>
+  () =>
+    customEngineFromConfig(name, entry, WHERE);
 
 describe('custom engines from configuration', () => {
   it('builds an EngineSpec from an entry, with defaults for what it leaves out', () => {
@@ -24,7 +27,13 @@ describe('custom engines from configuration', () => {
     assert.equal(engine.defaultModel, null);
     assert.equal(engine.retryContext, 'prompt');
     assert.deepEqual(expandArgv(engine, { spec: 'do it', taskdir: '/t', model: 'gpt-x', engineArgs: ['--lint'], fullAccess: true }), [
-      '--yes-always', '--no-git', '--model', 'gpt-x', '--lint', '--message', 'do it',
+      '--yes-always',
+      '--no-git',
+      '--model',
+      'gpt-x',
+      '--lint',
+      '--message',
+      'do it',
     ]);
     assert.deepEqual(engine.parseOutput('anything'), builtinEngines().get('script')!.parseOutput(''));
   });
@@ -36,9 +45,12 @@ describe('custom engines from configuration', () => {
     assert.equal(engine.classifyError(engineFixture('claude-error')), 'rate_limit');
   });
 
-  it('credential_env: declared, else the output reader\'s, else none; a name that is no variable name is refused', () => {
+  it("credential_env: declared, else the output reader's, else none; a name that is no variable name is refused", () => {
     assert.deepEqual(customEngineFromConfig('aider', { ...aider, credential_env: ['AIDER_API_KEY'] }, WHERE).credentialEnv, ['AIDER_API_KEY']);
-    assert.deepEqual(customEngineFromConfig('my-codex', { binary: 'codex-wrapper', argv: ['{spec}'], output: 'codex' }, WHERE).credentialEnv, ['OPENAI_API_KEY', 'CODEX_API_KEY']);
+    assert.deepEqual(customEngineFromConfig('my-codex', { binary: 'codex-wrapper', argv: ['{spec}'], output: 'codex' }, WHERE).credentialEnv, [
+      'OPENAI_API_KEY',
+      'CODEX_API_KEY',
+    ]);
     assert.deepEqual(customEngineFromConfig('aider', aider, WHERE).credentialEnv, []);
     assert.throws(bad({ ...aider, credential_env: ['MY KEY'] }), /aider\.credential_env\[0\] must match pattern/);
   });
@@ -49,13 +61,18 @@ describe('custom engines from configuration', () => {
     assert.throws(bad({ ...aider, env: { A: 1 } }), { message: `${WHERE}: aider.env.A must be string` });
     assert.throws(bad({ ...aider, output: 'cursor' }), /aider\.output must be one of "codex", "claude", "opencode", "gemini", "grok", "none"/);
     assert.throws(bad({ ...aider, full_acess_argv: [] }), { message: `${WHERE}: aider.full_acess_argv is not a known field` });
-    assert.throws(bad({ ...aider, argv: ['--message', '{prompt}'] }), { message: new RegExp(`^${WHERE}: aider\\.argv\\[1\\]: unknown placeholder \\{prompt\\}`) });
+    assert.throws(bad({ ...aider, argv: ['--message', '{prompt}'] }), {
+      message: new RegExp(`^${WHERE}: aider\\.argv\\[1\\]: unknown placeholder \\{prompt\\}`),
+    });
     assert.throws(bad('aider --message'), { message: `${WHERE}: aider must be object` });
     assert.throws(bad(aider, '../evil'), { message: new RegExp(`^${WHERE}: engine name "\\.\\./evil"`) });
   });
 
   it('reports every problem of an entry at once', () => {
-    assert.throws(bad({ binary: '', argv: 'x' }), (e: Error) => /aider\.binary must NOT have fewer than 1 characters/.test(e.message) && /aider\.argv must be array/.test(e.message));
+    assert.throws(
+      bad({ binary: '', argv: 'x' }),
+      (e: Error) => /aider\.binary must NOT have fewer than 1 characters/.test(e.message) && /aider\.argv must be array/.test(e.message),
+    );
   });
 });
 

@@ -17,11 +17,14 @@ describe('engines: the final message on real CLI output', () => {
     });
   }
 
-  it('a reviewer\'s real log (the review step, captured): the answer read from the final message', () => {
+  it("a reviewer's real log (the review step, captured): the answer read from the final message", () => {
     assert.deepEqual(parseReviewAnswer(finalOf('codex', 'codex-review')), { ok: true, answer: { verdict: 'approve', concerns: [] } });
     // opencode answered in a fenced json block.
     assert.match(finalOf('opencode', 'opencode-review') ?? '', /^```json\n/);
-    assert.deepEqual(parseReviewAnswer(finalOf('opencode', 'opencode-review')), { ok: true, answer: { verdict: 'changes', concerns: ["alpha.txt: say 'alpha done'"] } });
+    assert.deepEqual(parseReviewAnswer(finalOf('opencode', 'opencode-review')), {
+      ok: true,
+      answer: { verdict: 'changes', concerns: ["alpha.txt: say 'alpha done'"] },
+    });
   });
 
   it('codex: the last agent_message, not a tool command or an earlier message; a later turn.failed cancels it', () => {
@@ -39,7 +42,14 @@ describe('engines: the final message on real CLI output', () => {
 
   it('gemini: streamed deltas after the last tool result are one answer', () => {
     const msg = (content: string) => JSON.stringify({ type: 'message', role: 'assistant', content, delta: true });
-    const log = [msg('Let me look.'), JSON.stringify({ type: 'tool_use', tool_name: 'read_file' }), JSON.stringify({ type: 'tool_result', status: 'success' }), msg('{"verdict":"changes",'), msg('"concerns":["a.py:1 typo"]}'), JSON.stringify({ type: 'result', status: 'success' })].join('\n');
+    const log = [
+      msg('Let me look.'),
+      JSON.stringify({ type: 'tool_use', tool_name: 'read_file' }),
+      JSON.stringify({ type: 'tool_result', status: 'success' }),
+      msg('{"verdict":"changes",'),
+      msg('"concerns":["a.py:1 typo"]}'),
+      JSON.stringify({ type: 'result', status: 'success' }),
+    ].join('\n');
     assert.equal(engines.get('gemini')!.finalMessage(log), '{"verdict":"changes","concerns":["a.py:1 typo"]}');
   });
 
@@ -56,7 +66,7 @@ describe('engines: the final message on real CLI output', () => {
     assert.equal(custom.finalMessage(''), null);
   });
 
-  it('a custom engine with output codex reads codex\'s final message', () => {
+  it("a custom engine with output codex reads codex's final message", () => {
     const custom = customEngineFromConfig('mycodex', { binary: 'codex', argv: ['exec', '{spec}'], output: 'codex' }, 'test');
     assert.equal(custom.finalMessage(engineFixture('codex')), 'Done: created alpha.txt');
   });

@@ -11,8 +11,15 @@ const parse = (engine: string, fixture: string): UsageReport => engines.get(engi
 describe('engine output parsers on real CLI output', () => {
   it('codex: the turn.completed total covers both model calls (2 x 1234 in, 2 x 200 cached, 2 x 56 out, 2 x 7 reasoning)', () => {
     assert.deepEqual(parse('codex', 'codex'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: null, tokensReasoning: 14,
-      costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null,
+      tokensIn: 2468,
+      tokensOut: 112,
+      tokensCached: 400,
+      tokensCacheWrite: null,
+      tokensReasoning: 14,
+      costMicroUsd: null,
+      reportedModel: null,
+      finalStatus: 'success',
+      finalError: null,
     });
   });
 
@@ -20,8 +27,15 @@ describe('engine output parsers on real CLI output', () => {
     // Per step opencode prints input 1034 (= 1234 - 200 cached), output 49 (= 56 - 7 reasoning), reasoning 7,
     // cache.read 200, cost 0; the parser adds cached and reasoning back (2 × 1234, 2 × 56) and records cost 0 as unknown.
     assert.deepEqual(parse('opencode', 'opencode'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: 0, tokensReasoning: 14,
-      costMicroUsd: null, reportedModel: null, finalStatus: 'success', finalError: null,
+      tokensIn: 2468,
+      tokensOut: 112,
+      tokensCached: 400,
+      tokensCacheWrite: 0,
+      tokensReasoning: 14,
+      costMicroUsd: null,
+      reportedModel: null,
+      finalStatus: 'success',
+      finalError: null,
     });
   });
 
@@ -30,8 +44,15 @@ describe('engine output parsers on real CLI output', () => {
     // (input_tokens 934): tokens in count all three again. total_cost_usd 0.008154 (list price of claude-sonnet-4-5)
     // -> 8154 micro-USD; no thinking blocks were sent, thinking_tokens is 0.
     assert.deepEqual(parse('claude', 'claude'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: 200, tokensReasoning: 0,
-      costMicroUsd: 8154, reportedModel: 'claude-sonnet-4-5', finalStatus: 'success', finalError: null,
+      tokensIn: 2468,
+      tokensOut: 112,
+      tokensCached: 400,
+      tokensCacheWrite: 200,
+      tokensReasoning: 0,
+      costMicroUsd: 8154,
+      reportedModel: 'claude-sonnet-4-5',
+      finalStatus: 'success',
+      finalError: null,
     });
   });
 
@@ -39,8 +60,15 @@ describe('engine output parsers on real CLI output', () => {
     // stats.models is keyed by the modelVersion the API answered with. output_tokens is 98 (2 x 49 candidates); the
     // 2 x 7 thinking tokens are only in total_tokens (2580), and are added back.
     assert.deepEqual(parse('gemini', 'gemini'), {
-      tokensIn: 2468, tokensOut: 112, tokensCached: 400, tokensCacheWrite: null, tokensReasoning: 14,
-      costMicroUsd: null, reportedModel: 'gemini-2.5-flash', finalStatus: 'success', finalError: null,
+      tokensIn: 2468,
+      tokensOut: 112,
+      tokensCached: 400,
+      tokensCacheWrite: null,
+      tokensReasoning: 14,
+      costMicroUsd: null,
+      reportedModel: 'gemini-2.5-flash',
+      finalStatus: 'success',
+      finalError: null,
     });
   });
 
@@ -51,7 +79,9 @@ describe('engine output parsers on real CLI output', () => {
   describe('failures (HTTP 429 and 401 from the model server)', () => {
     it('codex: turn.failed carries the error; no usage is known', () => {
       assert.deepEqual(parse('codex', 'codex-error'), {
-        ...emptyUsage(), finalStatus: 'error', finalError: 'exceeded retry limit, last status: 429 Too Many Requests',
+        ...emptyUsage(),
+        finalStatus: 'error',
+        finalError: 'exceeded retry limit, last status: 429 Too Many Requests',
       });
       const auth = parse('codex', 'codex-auth');
       assert.equal(auth.finalStatus, 'error');
@@ -61,17 +91,27 @@ describe('engine output parsers on real CLI output', () => {
 
     it('opencode: an error event and no step: usage and cost stay null', () => {
       assert.deepEqual(parse('opencode', 'opencode-error'), {
-        ...emptyUsage(), finalStatus: 'error', finalError: 'Rate limit reached for requests',
+        ...emptyUsage(),
+        finalStatus: 'error',
+        finalError: 'Rate limit reached for requests',
       });
       assert.deepEqual(parse('opencode', 'opencode-auth'), {
-        ...emptyUsage(), finalStatus: 'error', finalError: 'Invalid API key provided',
+        ...emptyUsage(),
+        finalStatus: 'error',
+        finalError: 'Invalid API key provided',
       });
     });
 
     it('claude: is_error result; the <synthetic> error message is not taken as the model', () => {
       assert.deepEqual(parse('claude', 'claude-error'), {
-        tokensIn: 0, tokensOut: 0, tokensCached: 0, tokensCacheWrite: 0, tokensReasoning: 0, costMicroUsd: 0,
-        reportedModel: 'claude-sonnet-4-5', finalStatus: 'error',
+        tokensIn: 0,
+        tokensOut: 0,
+        tokensCached: 0,
+        tokensCacheWrite: 0,
+        tokensReasoning: 0,
+        costMicroUsd: 0,
+        reportedModel: 'claude-sonnet-4-5',
+        finalStatus: 'error',
         finalError: 'API Error: Request rejected (429) · Number of requests has exceeded your rate limit (scripted by the model server)',
       });
       assert.equal(parse('claude', 'claude-auth').finalError, 'Invalid API key · Fix external API key');
@@ -88,7 +128,9 @@ describe('engine output parsers on real CLI output', () => {
 
     it('grok: the failure is the last assistant message (grok exits 0)', () => {
       assert.deepEqual(parse('grok', 'grok-error'), {
-        ...emptyUsage(), finalStatus: 'error', finalError: 'Grok API error: 429 Rate limit reached for requests',
+        ...emptyUsage(),
+        finalStatus: 'error',
+        finalError: 'Grok API error: 429 Rate limit reached for requests',
       });
       assert.equal(parse('grok', 'grok-auth').finalError, 'Grok API error: 401 Invalid API key provided');
     });
@@ -104,7 +146,10 @@ describe('engine output parsers on real CLI output', () => {
     }
 
     it('codex: the run cut off before turn.completed reports no usage and no final status', () => {
-      const cut = engineFixture('codex').split('\n').filter((l) => !l.includes('"turn.completed"')).join('\n');
+      const cut = engineFixture('codex')
+        .split('\n')
+        .filter((l) => !l.includes('"turn.completed"'))
+        .join('\n');
       assert.deepEqual(parse('codex', 'codex').tokensIn, 2468);
       assert.deepEqual(engines.get('codex')!.parseOutput(cut), emptyUsage());
     });
@@ -112,8 +157,15 @@ describe('engine output parsers on real CLI output', () => {
     it('opencode: cut after a tool-calls step, one step is counted and there is no final status', () => {
       const firstStep = engineFixture('opencode').split('\n').slice(0, 3).join('\n');
       assert.deepEqual(engines.get('opencode')!.parseOutput(firstStep), {
-        tokensIn: 1234, tokensOut: 56, tokensCached: 200, tokensCacheWrite: 0, tokensReasoning: 7,
-        costMicroUsd: null, reportedModel: null, finalStatus: null, finalError: null,
+        tokensIn: 1234,
+        tokensOut: 56,
+        tokensCached: 200,
+        tokensCacheWrite: 0,
+        tokensReasoning: 7,
+        costMicroUsd: null,
+        reportedModel: null,
+        finalStatus: null,
+        finalError: null,
       });
     });
 

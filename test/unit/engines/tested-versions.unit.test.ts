@@ -26,11 +26,15 @@ describe('tested CLI versions (engines/tested-versions.ts)', () => {
     assert.equal(versionStatus('grok', '0.0.34').status, 'untested-major');
     assert.equal(versionStatus('claude', null).status, 'unknown');
     assert.equal(versionWarning('claude', '2.2.0 (Claude Code)'), null, 'a new minor of a tested major is no warning');
-    assert.match(versionWarning('claude', '3.0.0 (Claude Code)') ?? '', /^engine claude: its CLI is 3\.0\.0, a major version Verdict has not been tested with \(tested: 2\.1\.332\)/);
+    assert.match(
+      versionWarning('claude', '3.0.0 (Claude Code)') ?? '',
+      /^engine claude: its CLI is 3\.0\.0, a major version Verdict has not been tested with \(tested: 2\.1\.332\)/,
+    );
   });
 
   it('the e2e tier installs exactly the newest tested version of every engine it runs', () => {
-    for (const [name, cli] of Object.entries(AGENT_CLIS)) assert.deepEqual([cli.pkg, cli.version], [TESTED_CLIS[name]?.pkg, TESTED_CLIS[name]?.versions.at(-1)], name);
+    for (const [name, cli] of Object.entries(AGENT_CLIS))
+      assert.deepEqual([cli.pkg, cli.version], [TESTED_CLIS[name]?.pkg, TESTED_CLIS[name]?.versions.at(-1)], name);
   });
 
   it('at run start: a warning for each engine whose CLI prints an untested major version; none for a tested one or a custom engine', async () => {
@@ -61,7 +65,11 @@ describe('tested CLI versions (engines/tested-versions.ts)', () => {
     const seen = path.join(dir, 'seen');
     const cli = path.join(dir, 'gemini');
     // And as codex 0.171.0 does: a CODEX_HOME that does not exist is an error.
-    fs.writeFileSync(cli, `#!/bin/sh\n[ -d "$CODEX_HOME" ] || { echo "CODEX_HOME points to $CODEX_HOME, but that path does not exist"; exit 1; }\nmkdir -p "$HOME/.gemini" && echo '{}' > "$HOME/.gemini/settings.json" && touch "$HOME/.gemini/projects.json.1.tmp"\necho "$HOME $XDG_CONFIG_HOME $CODEX_HOME" > '${seen}'\necho 9.0.0\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      cli,
+      `#!/bin/sh\n[ -d "$CODEX_HOME" ] || { echo "CODEX_HOME points to $CODEX_HOME, but that path does not exist"; exit 1; }\nmkdir -p "$HOME/.gemini" && echo '{}' > "$HOME/.gemini/settings.json" && touch "$HOME/.gemini/projects.json.1.tmp"\necho "$HOME $XDG_CONFIG_HOME $CODEX_HOME" > '${seen}'\necho 9.0.0\n`,
+      { mode: 0o755 },
+    );
     const env = { PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), CODEX_HOME: path.join(home, '.codex') };
     const warnings = await engineVersionWarnings(new Map([['gemini', cli]]), env);
     assert.match(warnings[0] ?? '', /^engine gemini: its CLI is 9\.0\.0/, 'the version was still read');
@@ -76,7 +84,15 @@ describe('tested CLI versions (engines/tested-versions.ts)', () => {
 describe('unknown event types (engines/jsonl.ts unknownEventTypes)', () => {
   it('names each unknown type once, in order, at most five; an odd name is not repeated verbatim', async () => {
     const { unknownEventTypes } = await import('../../../engines/jsonl');
-    const log = ['{"type":"result"}', '{"type":"new_a"}', 'plain text', '{"type":"new_a"}', '{"type":"new b\\u001b[31m"}', '{"no":"type"}', '{"type":"new_c"}'].join('\n');
+    const log = [
+      '{"type":"result"}',
+      '{"type":"new_a"}',
+      'plain text',
+      '{"type":"new_a"}',
+      '{"type":"new b\\u001b[31m"}',
+      '{"no":"type"}',
+      '{"type":"new_c"}',
+    ].join('\n');
     assert.deepEqual(unknownEventTypes(log, ['result']), ['new_a', '(odd type)', 'new_c']);
     assert.deepEqual(unknownEventTypes(Array.from({ length: 9 }, (_, i) => `{"type":"t${i}"}`).join('\n'), []).length, 5);
   });
@@ -86,11 +102,15 @@ describe('unknown event types (engines/jsonl.ts unknownEventTypes)', () => {
     const { engineFixture } = await import('./fixture');
     const { unknownEventTypes } = await import('../../../engines/jsonl');
     // The new event carries fields the known ones use (usage, tokens, an error, text), so a parser that read it would show.
-    const NEW = '{"type":"brand_new_event","usage":{"input_tokens":999999,"output_tokens":999999},"part":{"tokens":{"input":999999},"reason":"stop"},"error":{"message":"boom"},"status":"error","result":"forged"}';
+    const NEW =
+      '{"type":"brand_new_event","usage":{"input_tokens":999999,"output_tokens":999999},"part":{"tokens":{"input":999999},"reason":"stop"},"error":{"message":"boom"},"status":"error","result":"forged"}';
     for (const name of ['claude', 'gemini', 'codex', 'opencode']) {
       const engine = builtinEngines().get(name)!;
       assert.ok(engine.eventTypes?.length, `${name} lists the event types it knows`);
-      const captures = fs.readdirSync(new URL('../../fixtures/engines/', import.meta.url)).filter((f) => f.startsWith(`${name}`) && f.endsWith('.jsonl')).map((f) => f.replace(/\.jsonl$/, ''));
+      const captures = fs
+        .readdirSync(new URL('../../fixtures/engines/', import.meta.url))
+        .filter((f) => f.startsWith(`${name}`) && f.endsWith('.jsonl'))
+        .map((f) => f.replace(/\.jsonl$/, ''));
       assert.ok(captures.length >= 3, `${name}: ${captures.join(', ')}`);
       for (const fixture of captures) {
         const lines = engineFixture(fixture).trimEnd().split('\n');

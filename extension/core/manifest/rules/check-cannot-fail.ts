@@ -70,9 +70,7 @@ function lastIf(lists: ShellList[], check: JsonString): Structural | null {
   if (!command || !parts) return null;
   const condition = parts.clauses[0]?.condition ?? [];
   const conditionText = condition.length ? check.value.slice(condition[0]?.start, condition[condition.length - 1]?.end) : '...';
-  const why = parts.elseBody
-    ? 'none of its branches can fail'
-    : 'its branch cannot fail, and with no `else` a false condition exits 0 too';
+  const why = parts.elseBody ? 'none of its branches can fail' : 'its branch cannot fail, and with no `else` a false condition exits 0 too';
   return {
     message: `\`if ${conditionText}; then ... fi\` exits 0 whichever way it goes (${why}), so the task PASSes whatever the worker did. End the branch for the bad case with \`exit 1\` (e.g. \`else echo 'why it failed'; exit 1; fi\`), or make the condition itself the check.`,
     range: check.rangeOf(command.start, command.end),

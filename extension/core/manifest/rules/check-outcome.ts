@@ -38,7 +38,9 @@ export function commandName(command: ShellCommand): string | null {
 export function updateFlags(flags: ShellFlags, list: ShellList): ShellFlags {
   const command = list.pipelines.length === 1 ? list.pipelines[0]?.commands[0] : undefined;
   if (!command || commandName(command) !== 'set') return flags;
-  const args = commandWords(command).slice(1).map((w) => unquote(w.raw));
+  const args = commandWords(command)
+    .slice(1)
+    .map((w) => unquote(w.raw));
   const next = { ...flags };
   args.forEach((arg, i) => {
     const on = arg.startsWith('-');
@@ -85,9 +87,10 @@ export function listOutcome(list: ShellList, flags: ShellFlags, failing = -1): O
     const runs = op.op === '&&' ? out.canSucceed : out.canFail;
     if (!runs) return;
     const then = outcomeOf(i + 1, next);
-    out = op.op === '&&'
-      ? { canSucceed: then.canSucceed, canFail: out.canFail || then.canFail }
-      : { canSucceed: out.canSucceed || then.canSucceed, canFail: then.canFail };
+    out =
+      op.op === '&&'
+        ? { canSucceed: then.canSucceed, canFail: out.canFail || then.canFail }
+        : { canSucceed: out.canSucceed || then.canSucceed, canFail: then.canFail };
   });
   return out;
 }

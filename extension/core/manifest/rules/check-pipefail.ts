@@ -81,7 +81,12 @@ function sigpipe(check: JsonString, pipeline: ShellPipeline, reader: number, tas
     range: check.rangeOf(consumer.start, consumer.end),
     taskKey,
   };
-  if (stop.replacement) finding.fix = { title: `Replace \`${what}\` with \`${stop.replacement}\``, range: check.rangeOf(consumer.start, consumer.end), newText: jsonEscape(stop.replacement) };
+  if (stop.replacement)
+    finding.fix = {
+      title: `Replace \`${what}\` with \`${stop.replacement}\``,
+      range: check.rangeOf(consumer.start, consumer.end),
+      newText: jsonEscape(stop.replacement),
+    };
   return finding;
 }
 
@@ -104,7 +109,11 @@ function* decidingPipelines(lists: ShellList[], verdict: ShellFlags, ringer: She
         if (!parts) continue;
         for (const [k, clause] of parts.clauses.entries()) {
           const rest = parts.clauses.slice(k + 1);
-          const otherwise = rest.length ? ifOutcome({ ...parts, clauses: rest }, verdict) : parts.elseBody ? scriptOutcome(parts.elseBody, verdict) : { canFail: false };
+          const otherwise = rest.length
+            ? ifOutcome({ ...parts, clauses: rest }, verdict)
+            : parts.elseBody
+              ? scriptOutcome(parts.elseBody, verdict)
+              : { canFail: false };
           if (otherwise.canFail) yield* decidingPipelines(clause.condition, { ...verdict, errexit: false }, { ...ringer, errexit: false });
           yield* decidingPipelines(clause.body, verdict, ringer);
         }
@@ -122,7 +131,9 @@ function earlyExit(command: ShellCommand): EarlyExit | null {
   if (name === 'head') return headExit(args, words.length === args.length + 1);
   if (name === 'grep' || name === 'egrep' || name === 'fgrep') {
     const flag = args.find((a) => /^--(quiet|silent|max-count(=.*)?|files-with(out)?-match(es)?)$/.test(a) || /^-[A-Za-z]*[qmlL]/.test(a));
-    return flag ? { why: flag.includes('m') && !flag.startsWith('--f') ? 'stops reading after that many matches' : 'stops reading at the first match', replacement: null } : null;
+    return flag
+      ? { why: flag.includes('m') && !flag.startsWith('--f') ? 'stops reading after that many matches' : 'stops reading at the first match', replacement: null }
+      : null;
   }
   if (name === 'sed') {
     const script = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-f') ?? '';

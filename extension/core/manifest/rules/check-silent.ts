@@ -109,8 +109,20 @@ function quietCommand(command: ShellCommand, src: string): Quiet | null {
     const file = values[2];
     if (!op || !FILE_TESTS.has(op) || file === undefined) return null;
     const what = name === 'test' ? `test ${op}` : `${name} ${op} ... ${name === '[' ? ']' : ']]'}`;
-    const message = op === '-s' ? `${file} is missing or empty` : op === '-d' ? `directory ${file} is missing` : op === '-e' || op === '-f' ? `${file} is missing` : `${file} fails test ${op}`;
-    return { what, why: `\`${what}\` prints nothing when ${file} is not there, so a FAIL gives the retry and the reviewer nothing to go on. Add \`|| { echo '${message}'; exit 1; }\`.`, louder: withFallback(message), addsFallback: true };
+    const message =
+      op === '-s'
+        ? `${file} is missing or empty`
+        : op === '-d'
+          ? `directory ${file} is missing`
+          : op === '-e' || op === '-f'
+            ? `${file} is missing`
+            : `${file} fails test ${op}`;
+    return {
+      what,
+      why: `\`${what}\` prints nothing when ${file} is not there, so a FAIL gives the retry and the reviewer nothing to go on. Add \`|| { echo '${message}'; exit 1; }\`.`,
+      louder: withFallback(message),
+      addsFallback: true,
+    };
   }
   if (name === 'grep' || name === 'egrep' || name === 'fgrep') {
     const q = words.findIndex((w, i) => i > 0 && isQuietFlag(unquote(w.raw), 'q', ['--quiet', '--silent']));
@@ -127,18 +139,33 @@ function quietCommand(command: ShellCommand, src: string): Quiet | null {
   if (name === 'cmp') {
     const s = words.findIndex((w, i) => i > 0 && isQuietFlag(unquote(w.raw), 's', ['--silent', '--quiet']));
     if (s < 0) return null;
-    return { what: 'cmp -s', why: '`cmp -s` prints nothing when the files differ, so a FAIL gives the retry nothing to go on; without -s it names the first difference.', louder: dropFlag(text, command, words[s] as ShellWord, 's'), addsFallback: false };
+    return {
+      what: 'cmp -s',
+      why: '`cmp -s` prints nothing when the files differ, so a FAIL gives the retry nothing to go on; without -s it names the first difference.',
+      louder: dropFlag(text, command, words[s] as ShellWord, 's'),
+      addsFallback: false,
+    };
   }
   if (name === 'diff') {
     const q = words.findIndex((w, i) => i > 0 && isQuietFlag(unquote(w.raw), 'q', ['--brief']));
     if (q < 0) return null;
-    return { what: 'diff -q', why: '`diff -q` says only that the files differ, not how, so the retry cannot see what to fix; plain `diff` (or `diff -u`) shows the lines.', louder: dropFlag(text, command, words[q] as ShellWord, 'q'), addsFallback: false };
+    return {
+      what: 'diff -q',
+      why: '`diff -q` says only that the files differ, not how, so the retry cannot see what to fix; plain `diff` (or `diff -u`) shows the lines.',
+      louder: dropFlag(text, command, words[q] as ShellWord, 'q'),
+      addsFallback: false,
+    };
   }
   if (name === 'git' && gitSubcommand(values) === 'diff') {
     const quiet = words.findIndex((w) => unquote(w.raw) === '--quiet');
     if (quiet < 0) return null;
     const replacement = values.includes('--exit-code') ? '--stat' : '--exit-code --stat';
-    return { what: 'git diff --quiet', why: '`git diff --quiet` prints nothing when it finds changes, so a FAIL gives the retry nothing to go on; `git diff --exit-code --stat` fails the same way and names the files.', louder: replaceWord(text, command, words[quiet] as ShellWord, replacement), addsFallback: false };
+    return {
+      what: 'git diff --quiet',
+      why: '`git diff --quiet` prints nothing when it finds changes, so a FAIL gives the retry nothing to go on; `git diff --exit-code --stat` fails the same way and names the files.',
+      louder: replaceWord(text, command, words[quiet] as ShellWord, replacement),
+      addsFallback: false,
+    };
   }
   return null;
 }
@@ -172,7 +199,8 @@ function grepOperands(values: string[]): { pattern: string | null; files: string
     if (v === '-e' || v === '--regexp') pattern = values[++i] ?? null;
     else if (v.startsWith('--regexp=')) pattern = v.slice('--regexp='.length);
     else if (GREP_ARG_OPTIONS.has(v)) i++;
-    else if (/^[0-9]*[<>]/.test(v)) continue; // a redirection
+    else if (/^[0-9]*[<>]/.test(v))
+      continue; // a redirection
     else if (!v.startsWith('-') || v === '-') operands.push(v);
   }
   if (pattern === null) pattern = operands.shift() ?? null;

@@ -24,9 +24,10 @@ export const deliverableLost: Rule = async (doc, ctx) => {
       out.push({
         rule: 'deliverable-lost',
         severity: 'warning',
-        message: place === 'absolute'
-          ? `Expected files are looked for relative to the task dir, so the absolute path ${file.value} is outside it${doc.worktrees ? ' and never reaches the task branch' : ''}. Use a path inside the task dir.`
-          : `${file.value} leaves the task dir with "..", so it is shared by every task${doc.worktrees ? ' and never reaches the task branch' : ''}. Use a path inside the task dir.`,
+        message:
+          place === 'absolute'
+            ? `Expected files are looked for relative to the task dir, so the absolute path ${file.value} is outside it${doc.worktrees ? ' and never reaches the task branch' : ''}. Use a path inside the task dir.`
+            : `${file.value} leaves the task dir with "..", so it is shared by every task${doc.worktrees ? ' and never reaches the task branch' : ''}. Use a path inside the task dir.`,
         range: file.range,
         taskKey: task.key,
       });
@@ -46,4 +47,3 @@ export const deliverableLost: Rule = async (doc, ctx) => {
   }
   return out;
 };
-

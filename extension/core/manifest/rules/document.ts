@@ -122,8 +122,13 @@ export function lintDocument(text: string, file: string, root: Node, index: Line
         check,
         checkScript: check ? scriptOf(check.value) : null,
         model: string('model'),
-        expectFiles: filesNode?.type === 'array' ? (filesNode.children ?? []).filter((c) => c.type === 'string').map((c) => new JsonString(c, text, index)) : null,
-        engineArgs: Array.isArray(args) ? args.filter((a): a is string => typeof a === 'string') : typeof args === 'string' ? args.split(/\s+/).filter(Boolean) : [],
+        expectFiles:
+          filesNode?.type === 'array' ? (filesNode.children ?? []).filter((c) => c.type === 'string').map((c) => new JsonString(c, text, index)) : null,
+        engineArgs: Array.isArray(args)
+          ? args.filter((a): a is string => typeof a === 'string')
+          : typeof args === 'string'
+            ? args.split(/\s+/).filter(Boolean)
+            : [],
         raw: taskRaw,
       });
     });

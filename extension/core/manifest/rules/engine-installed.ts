@@ -66,7 +66,12 @@ function taskEngines(doc: LintDocument, task: LintTask): EngineUse[] {
   uses.push(...engineList(doc, node, ['validate'], 'engines', 'a worker'));
   uses.push(...engineList(doc, node, ['council'], 'members', 'a council member'));
   uses.push(...engineList(doc, node, ['phases', 'review'], 'engines', 'a reviewer'));
-  for (const [at, who] of [[['validate'], 'the validator'], [['council', 'chair'], 'the chair'], [['phases', 'implement'], 'the implementer'], [['phases', 'test'], 'the test phase']] as const) {
+  for (const [at, who] of [
+    [['validate'], 'the validator'],
+    [['council', 'chair'], 'the chair'],
+    [['phases', 'implement'], 'the implementer'],
+    [['phases', 'test'], 'the test phase'],
+  ] as const) {
     const n = findNodeAtLocation(node, [...at, 'engine']);
     if (n?.type === 'string') uses.push({ name: String(n.value), who: capital(who), range: doc.index.range(n.offset, n.length) });
   }

@@ -18,7 +18,8 @@ export const fullAccessNotEnabled: Rule = (doc, ctx) => {
     out.push({
       rule: 'full-access-not-enabled',
       severity: 'warning',
-      message: "With full_access the engine runs without its sandbox or Verdict's, free to change anything on this machine, so the run will be refused until `\"allow_full_access\": true` is in the config file (or the `verdict.allowFullAccess` setting is on). Set it once you mean it, or remove full_access.",
+      message:
+        'With full_access the engine runs without its sandbox or Verdict\'s, free to change anything on this machine, so the run will be refused until `"allow_full_access": true` is in the config file (or the `verdict.allowFullAccess` setting is on). Set it once you mean it, or remove full_access.',
       range: doc.index.range(node.offset, node.length),
       taskKey: task.key,
     });

@@ -73,10 +73,12 @@ function fingerprintOf(repo: Repo, paths: string[]): string {
     path.join(repo.gitDir, 'index'),
     path.join(config, 'git', 'ignore'),
   ];
-  return files.map((f) => {
-    const s = fs.statSync(f, { throwIfNoEntry: false });
-    return s ? `${s.mtimeMs}:${s.size}` : '-';
-  }).join('|');
+  return files
+    .map((f) => {
+      const s = fs.statSync(f, { throwIfNoEntry: false });
+      return s ? `${s.mtimeMs}:${s.size}` : '-';
+    })
+    .join('|');
 }
 
 /** git/safe-git.ts's gitFor, imported on first use: simple-git is loaded only when a lint has git to ask. */

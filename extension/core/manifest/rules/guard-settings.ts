@@ -28,7 +28,8 @@ export const allowPathsRule: Rule = (doc) => {
 };
 
 /** Words in a spec that ask the worker to add a dependency. */
-const ADDS_DEPENDENCY = /\b(?:npm (?:i|install|add)|yarn add|pnpm add|pip install|poetry add|uv add|cargo add|go get)\s+[@\w]|\badd (?:a |the )?(?:new )?(?:dependency|dependencies|package|library)\b/i;
+const ADDS_DEPENDENCY =
+  /\b(?:npm (?:i|install|add)|yarn add|pnpm add|pip install|poetry add|uv add|cargo add|go get)\s+[@\w]|\badd (?:a |the )?(?:new )?(?:dependency|dependencies|package|library)\b/i;
 
 /**
  * deps-not-allowed (warning): a spec that asks for a new dependency (`npm install zod`, "add the dependency …") while
@@ -45,7 +46,8 @@ export const depsNotAllowed: Rule = (doc) => {
     out.push({
       rule: 'deps-not-allowed',
       severity: 'warning',
-      message: 'The spec asks for a new dependency, but the `deps` guard refuses any dependency not in `allow_deps`, so the work would FAIL. Name the packages in "allow_deps" (or set it to true).',
+      message:
+        'The spec asks for a new dependency, but the `deps` guard refuses any dependency not in `allow_deps`, so the work would FAIL. Name the packages in "allow_deps" (or set it to true).',
       range: taskAnchor(doc, task),
       taskKey: task.key,
     });

@@ -34,9 +34,14 @@ export function inputsProblems(tasks: readonly unknown[]): InputsProblem[] {
     inputs.keys.forEach((k, j) => {
       const path = ['tasks', i, 'inputs', ...inputs.at, j];
       if (k === task.key) out.push({ path, message: `a task cannot read its own work as an input ("${k}")` });
-      else if (!after.includes(k)) out.push({ path, message: `"${k}" is an input but not in "after": a task reads only the sealed work of prerequisites that passed before it starts; add "${k}" to "after"` });
+      else if (!after.includes(k))
+        out.push({
+          path,
+          message: `"${k}" is an input but not in "after": a task reads only the sealed work of prerequisites that passed before it starts; add "${k}" to "after"`,
+        });
     });
-    if (inputs.anonymous && inputs.keys.length > MAX_ANONYMOUS) out.push({ path: ['tasks', i, 'inputs', 'from'], message: `${inputs.keys.length} anonymous inputs: at most ${MAX_ANONYMOUS} (one letter each)` });
+    if (inputs.anonymous && inputs.keys.length > MAX_ANONYMOUS)
+      out.push({ path: ['tasks', i, 'inputs', 'from'], message: `${inputs.keys.length} anonymous inputs: at most ${MAX_ANONYMOUS} (one letter each)` });
   });
   return out;
 }

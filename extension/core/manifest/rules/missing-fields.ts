@@ -26,7 +26,8 @@ export const missingTaskType: Rule = (doc, ctx) =>
     .map((task): RuleFinding => ({
       rule: 'missing-task-type',
       severity: 'info',
-      message: 'Add "task_type" (e.g. "parser", "ui", "refactor"): the scoreboard ranks models per task type, and untyped attempts teach it nothing about this kind of work.',
+      message:
+        'Add "task_type" (e.g. "parser", "ui", "refactor"): the scoreboard ranks models per task type, and untyped attempts teach it nothing about this kind of work.',
       range: taskAnchor(doc, task),
       taskKey: task.key,
     }));
@@ -38,17 +39,20 @@ export const missingTaskType: Rule = (doc, ctx) =>
  */
 export const missingExpectFiles: Rule = (doc) => {
   if (doc.worktrees) return [];
-  return doc.tasks
-    // A planner's tasks file is always expected (`generate`: manifest/load.ts adds it).
-    .filter((t) => (!Array.isArray(t.raw.expect_files) || t.raw.expect_files.length === 0) && t.raw.generate === undefined)
-    .map((task): RuleFinding => {
-      const empty = findNodeAtLocation(task.node, ['expect_files']);
-      return {
-        rule: 'missing-expect-files',
-        severity: 'info',
-        message: 'List the files this task must produce in "expect_files": a PASS then also needs them to exist and be non-empty, and the dashboard shows them as the deliverable.',
-        range: empty ? doc.index.range(empty.offset, empty.length) : taskAnchor(doc, task),
-        taskKey: task.key,
-      };
-    });
+  return (
+    doc.tasks
+      // A planner's tasks file is always expected (`generate`: manifest/load.ts adds it).
+      .filter((t) => (!Array.isArray(t.raw.expect_files) || t.raw.expect_files.length === 0) && t.raw.generate === undefined)
+      .map((task): RuleFinding => {
+        const empty = findNodeAtLocation(task.node, ['expect_files']);
+        return {
+          rule: 'missing-expect-files',
+          severity: 'info',
+          message:
+            'List the files this task must produce in "expect_files": a PASS then also needs them to exist and be non-empty, and the dashboard shows them as the deliverable.',
+          range: empty ? doc.index.range(empty.offset, empty.length) : taskAnchor(doc, task),
+          taskKey: task.key,
+        };
+      })
+  );
 };

@@ -7,7 +7,15 @@ const NATIVE: Record<string, { lab: string; engine: string; models: string }> = 
   'gemini-cli': { lab: 'google', engine: 'gemini', models: 'a Google model (e.g. "gemini-2.5-flash")' },
 };
 /** `lab/` prefixes as model ids spell them (OpenRouter and models.dev style), to one lab name. */
-const LAB_PREFIX: Record<string, string> = { openai: 'openai', anthropic: 'anthropic', google: 'google', gemini: 'google', 'google-vertex': 'google', xai: 'xai', 'x-ai': 'xai' };
+const LAB_PREFIX: Record<string, string> = {
+  openai: 'openai',
+  anthropic: 'anthropic',
+  google: 'google',
+  gemini: 'google',
+  'google-vertex': 'google',
+  xai: 'xai',
+  'x-ai': 'xai',
+};
 /** Bare model ids whose family names their lab. */
 const FAMILIES: [RegExp, string][] = [
   [/^(?:gpt-|o[1-9](?:-|$)|codex-|chatgpt-)/i, 'openai'],
@@ -50,7 +58,9 @@ export const modelNotRoutable: Rule = (doc, ctx) => {
 function routingProblem(model: string, harness: string, task: LintTask): string | null {
   if (harness === 'script') return `The script engine runs no model, so "${model}" is ignored (and recorded as if it did the work). Remove "model".`;
   if (harness === 'opencode') {
-    return /^[^/\s]+\/\S*[^/\s]$/.test(model) ? null : `opencode resolves models as provider/model, so "${model}" reaches no provider. Name the provider too, as \`opencode models\` lists them (e.g. "openrouter/qwen/qwen3-coder").`;
+    return /^[^/\s]+\/\S*[^/\s]$/.test(model)
+      ? null
+      : `opencode resolves models as provider/model, so "${model}" reaches no provider. Name the provider too, as \`opencode models\` lists them (e.g. "openrouter/qwen/qwen3-coder").`;
   }
   const native = NATIVE[harness];
   if (!native) return null;

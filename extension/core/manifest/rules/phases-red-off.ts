@@ -14,7 +14,8 @@ export const phasesRedOff: Rule = (doc) => {
     out.push({
       rule: 'phases-red-off',
       severity: 'warning',
-      message: 'With "red": false the test phase can pass with tests that pass without the implementation as well (an `exit 0`, or tests of their own copy of the code), and nothing says so. Leave red before green on (remove "red": false) unless the check cannot run without the files at all.',
+      message:
+        'With "red": false the test phase can pass with tests that pass without the implementation as well (an `exit 0`, or tests of their own copy of the code), and nothing says so. Leave red before green on (remove "red": false) unless the check cannot run without the files at all.',
       range: doc.index.range(node.offset, node.length),
       taskKey: task.key,
     });

@@ -30,44 +30,83 @@ export function repeatProblems(tasks: readonly unknown[], external: ReadonlySet<
     const repeat = typeof t.repeat === 'number' && Number.isInteger(t.repeat) ? t.repeat : null;
     const candidates = Array.isArray(t.candidates) ? t.candidates.length : null;
     if (t.select !== undefined && repeat === null && candidates === null) {
-      out.push({ path: ['tasks', i, 'select'], message: '"select" chooses among best-of-N candidates, but this task has neither "repeat" nor "candidates"; add "repeat": N, or remove "select"' });
+      out.push({
+        path: ['tasks', i, 'select'],
+        message: '"select" chooses among best-of-N candidates, but this task has neither "repeat" nor "candidates"; add "repeat": N, or remove "select"',
+      });
     } else if (t.select === 'ranked' && t.rank === undefined) {
-      out.push({ path: ['tasks', i, 'select'], message: '"select": "ranked" needs a "rank" section saying who scores the passing candidates and against what: "rank": {"rubric": "…", "engines": ["claude"]}' });
+      out.push({
+        path: ['tasks', i, 'select'],
+        message:
+          '"select": "ranked" needs a "rank" section saying who scores the passing candidates and against what: "rank": {"rubric": "…", "engines": ["claude"]}',
+      });
     } else if (t.select === 'consensus' && t.distinguish === undefined) {
-      out.push({ path: ['tasks', i, 'select'], message: '"select": "consensus" needs a "distinguish" section saying how the passing candidates are told apart: "distinguish": {"inputs": "<command printing one input per line>", "probe": "<command run on each candidate with $VERDICT_CASE>"}' });
+      out.push({
+        path: ['tasks', i, 'select'],
+        message:
+          '"select": "consensus" needs a "distinguish" section saying how the passing candidates are told apart: "distinguish": {"inputs": "<command printing one input per line>", "probe": "<command run on each candidate with $VERDICT_CASE>"}',
+      });
     }
     if (t.rank !== undefined && t.select !== 'ranked' && t.select !== 'consensus') {
-      out.push({ path: ['tasks', i, 'rank'], message: '"rank" is read only with "select": "ranked" (the reviewers score the candidates that passed) or "consensus" (they break a tie between groups); add one of them, or remove "rank"' });
+      out.push({
+        path: ['tasks', i, 'rank'],
+        message:
+          '"rank" is read only with "select": "ranked" (the reviewers score the candidates that passed) or "consensus" (they break a tie between groups); add one of them, or remove "rank"',
+      });
     }
     if (t.distinguish !== undefined && t.select !== 'consensus') {
-      out.push({ path: ['tasks', i, 'distinguish'], message: '"distinguish" is read only with "select": "consensus" (it tells the passing candidates apart by what they do); add "select": "consensus", or remove "distinguish"' });
+      out.push({
+        path: ['tasks', i, 'distinguish'],
+        message:
+          '"distinguish" is read only with "select": "consensus" (it tells the passing candidates apart by what they do); add "select": "consensus", or remove "distinguish"',
+      });
     }
     // Out of the schema's range (1–32) or not an integer: the schema reports it.
     const stopAfter = typeof t.stop_after === 'number' && Number.isInteger(t.stop_after) && t.stop_after >= 1 && t.stop_after <= 32 ? t.stop_after : null;
     if (stopAfter !== null && (repeat !== null || candidates !== null)) {
       const n = repeat ?? (candidates as number);
       if (t.select === undefined || t.select === 'first-pass') {
-        out.push({ path: ['tasks', i, 'stop_after'], message: '"stop_after" is read with "select" "all", "ranked" or "consensus": "first-pass" already stops the other candidates at the first PASS; set "select", or remove "stop_after"' });
+        out.push({
+          path: ['tasks', i, 'stop_after'],
+          message:
+            '"stop_after" is read with "select" "all", "ranked" or "consensus": "first-pass" already stops the other candidates at the first PASS; set "select", or remove "stop_after"',
+        });
       } else if (stopAfter > n) {
-        out.push({ path: ['tasks', i, 'stop_after'], message: `"stop_after" is ${stopAfter} but the task has ${n} candidate(s): that many can never pass; use at most ${n}` });
+        out.push({
+          path: ['tasks', i, 'stop_after'],
+          message: `"stop_after" is ${stopAfter} but the task has ${n} candidate(s): that many can never pass; use at most ${n}`,
+        });
       }
     } else if (stopAfter !== null) {
-      out.push({ path: ['tasks', i, 'stop_after'], message: '"stop_after" stops best-of-N candidates once that many passed, but this task has neither "repeat" nor "candidates"; add "repeat": N, or remove "stop_after"' });
+      out.push({
+        path: ['tasks', i, 'stop_after'],
+        message:
+          '"stop_after" stops best-of-N candidates once that many passed, but this task has neither "repeat" nor "candidates"; add "repeat": N, or remove "stop_after"',
+      });
     }
     if (repeat !== null && candidates !== null && repeat !== candidates) {
-      out.push({ path: ['tasks', i, 'repeat'], message: `"repeat" is ${repeat} but "candidates" lists ${candidates} engine(s): candidate N runs on entry N, so the two must agree (or drop "repeat": N is then the list's length)` });
+      out.push({
+        path: ['tasks', i, 'repeat'],
+        message: `"repeat" is ${repeat} but "candidates" lists ${candidates} engine(s): candidate N runs on entry N, so the two must agree (or drop "repeat": N is then the list's length)`,
+      });
     }
     const n = repeat ?? candidates;
     if (n === null || typeof t.key !== 'string') return;
     for (let c = 1; c <= n; c++) {
       const key = candidateKey(t.key, c);
       if (external.has(key)) {
-        out.push({ path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'], message: `candidate ${c} of "${t.key}" would be the task "${key}", but the run already has a task with that key; rename "${t.key}"` });
+        out.push({
+          path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'],
+          message: `candidate ${c} of "${t.key}" would be the task "${key}", but the run already has a task with that key; rename "${t.key}"`,
+        });
         continue;
       }
       const other = keys.get(key);
       if (other === undefined) continue;
-      out.push({ path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'], message: `candidate ${c} of "${t.key}" would be the task "${key}", but tasks[${other}] already has that key; rename one of them` });
+      out.push({
+        path: ['tasks', i, repeat !== null ? 'repeat' : 'candidates'],
+        message: `candidate ${c} of "${t.key}" would be the task "${key}", but tasks[${other}] already has that key; rename one of them`,
+      });
     }
   });
   return out;

@@ -25,13 +25,20 @@ export const routeRule: Rule = (doc, ctx) => {
       const c = parseRouteChoice(String(n.value));
       const engine = ctx.engines.get(c.engine);
       if (!engine || findBinary(engine.binary, ctx.pathEnv) !== null) continue;
-      out.push({ rule: 'route', severity: 'warning', message: `route.from names "${c.id}", whose engine's command \`${engine.binary}\` is not on PATH: auto may pick it and the run would refuse to start. Install it (${engine.install}), or take it out of route.from.`, range: doc.index.range(n.offset, n.length), taskKey: null });
+      out.push({
+        rule: 'route',
+        severity: 'warning',
+        message: `route.from names "${c.id}", whose engine's command \`${engine.binary}\` is not on PATH: auto may pick it and the run would refuse to start. Install it (${engine.install}), or take it out of route.from.`,
+        range: doc.index.range(n.offset, n.length),
+        taskKey: null,
+      });
     }
   }
   if (ctx.routeEvidence && entries.length) {
     const said = new Set<string>();
     for (const t of auto) {
-      const type = typeof (t.node && findNodeAtLocation(t.node, ['task_type'])?.value) === 'string' ? String(findNodeAtLocation(t.node, ['task_type'])?.value) : null;
+      const type =
+        typeof (t.node && findNodeAtLocation(t.node, ['task_type'])?.value) === 'string' ? String(findNodeAtLocation(t.node, ['task_type'])?.value) : null;
       const key = type ?? '';
       if (said.has(key)) continue;
       said.add(key);
@@ -40,7 +47,13 @@ export const routeRule: Rule = (doc, ctx) => {
         return c.model !== null && ctx.routeEvidence!(c.model, type);
       });
       if (known) continue;
-      out.push({ rule: 'route', severity: 'info', message: `auto will explore: no candidate of route.from has a judged task of task type ${type === null ? '(none)' : `"${type}"`} in the eval log, so its first attempts are Thompson draws among untried candidates (cheaper ones more often) until one is proven.`, range: rangeAt(doc, t.node, ['engine']) ?? taskAnchor(doc, t), taskKey: t.key });
+      out.push({
+        rule: 'route',
+        severity: 'info',
+        message: `auto will explore: no candidate of route.from has a judged task of task type ${type === null ? '(none)' : `"${type}"`} in the eval log, so its first attempts are Thompson draws among untried candidates (cheaper ones more often) until one is proven.`,
+        range: rangeAt(doc, t.node, ['engine']) ?? taskAnchor(doc, t),
+        taskKey: t.key,
+      });
     }
   }
   return out;

@@ -12,11 +12,13 @@ export const SERIAL_FAN_OUT_TASKS = 3;
 export const serialFanOut: Rule = (doc) => {
   const node = findNodeAtLocation(doc.root, ['max_parallel']);
   if (doc.raw.max_parallel !== 1 || !node || doc.tasks.length < SERIAL_FAN_OUT_TASKS) return [];
-  return [{
-    rule: 'serial-fan-out',
-    severity: 'warning',
-    message: `max_parallel 1 runs these ${doc.tasks.length} tasks one after another, so the swarm takes as long as all of them together. Raise max_parallel (e.g. 4); if some tasks must wait for others, say so with \`after\` instead.`,
-    range: doc.index.range(node.offset, node.length),
-    taskKey: null,
-  }];
+  return [
+    {
+      rule: 'serial-fan-out',
+      severity: 'warning',
+      message: `max_parallel 1 runs these ${doc.tasks.length} tasks one after another, so the swarm takes as long as all of them together. Raise max_parallel (e.g. 4); if some tasks must wait for others, say so with \`after\` instead.`,
+      range: doc.index.range(node.offset, node.length),
+      taskKey: null,
+    },
+  ];
 };

@@ -262,7 +262,7 @@ class Parser {
         this.pos++;
         continue;
       }
-      if ((t.kind === 'op' && t.op === ')') || (t.kind === 'word' && (t.raw === '}' && close === '}' || until.has(t.raw)))) break;
+      if ((t.kind === 'op' && t.op === ')') || (t.kind === 'word' && ((t.raw === '}' && close === '}') || until.has(t.raw)))) break;
       if (this.isOp(t, '&&', '||', '|', '|&')) {
         this.pos++; // an operator with nothing before it: half-typed, skip
         continue;

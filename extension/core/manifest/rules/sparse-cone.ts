@@ -17,7 +17,13 @@ export const sparseOutside: Rule = (doc) => {
   for (const task of doc.tasks) {
     const entries = stringList(task.raw.sparse) ?? runSparse;
     if (!entries?.length) {
-      out.push({ rule: 'sparse-outside', severity: 'warning', message: 'With "tree": "sparse" every task needs its folders: give it (or the run) "sparse": ["src/…/**"]; the run refuses to start without them.', range: taskAnchor(doc, task), taskKey: task.key });
+      out.push({
+        rule: 'sparse-outside',
+        severity: 'warning',
+        message: 'With "tree": "sparse" every task needs its folders: give it (or the run) "sparse": ["src/…/**"]; the run refuses to start without them.',
+        range: taskAnchor(doc, task),
+        taskKey: task.key,
+      });
       continue;
     }
     let cone: string[];
@@ -30,12 +36,24 @@ export const sparseOutside: Rule = (doc) => {
     if (task.check) {
       for (const p of checkPaths(task.check.value)) {
         if (visibleInCone(cone, p)) continue;
-        out.push({ rule: 'sparse-outside', severity: 'warning', message: `The check names ${p}, which the sparse tree of ${shown} does not hold, so the check may fail for want of it. Add its folder to "sparse".`, range: task.check.range, taskKey: task.key });
+        out.push({
+          rule: 'sparse-outside',
+          severity: 'warning',
+          message: `The check names ${p}, which the sparse tree of ${shown} does not hold, so the check may fail for want of it. Add its folder to "sparse".`,
+          range: task.check.range,
+          taskKey: task.key,
+        });
       }
     }
     for (const f of task.expectFiles ?? []) {
       if (inCone(cone, normalizeRelative(f.value))) continue;
-      out.push({ rule: 'sparse-outside', severity: 'warning', message: `The expected file ${f.value} is outside the sparse folders (${shown}): the worker cannot write it there and the seal would not commit it. Add its folder to "sparse".`, range: f.range, taskKey: task.key });
+      out.push({
+        rule: 'sparse-outside',
+        severity: 'warning',
+        message: `The expected file ${f.value} is outside the sparse folders (${shown}): the worker cannot write it there and the seal would not commit it. Add its folder to "sparse".`,
+        range: f.range,
+        taskKey: task.key,
+      });
     }
   }
   return out;

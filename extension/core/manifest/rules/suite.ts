@@ -14,17 +14,28 @@ export function suiteProblems(tasks: readonly unknown[], run: Record<string, unk
   const out: WorkflowProblem[] = [];
   const runSuite = typeof run.suite === 'string';
   if (run.suite_timeout_s !== undefined && !runSuite && !tasks.some((t) => isObject(t) && typeof t.suite === 'string')) {
-    out.push({ path: ['suite_timeout_s'], message: 'suite_timeout_s limits the suite, but neither the run nor any task has a "suite": add one (e.g. "suite": "npm test") or remove the limit' });
+    out.push({
+      path: ['suite_timeout_s'],
+      message: 'suite_timeout_s limits the suite, but neither the run nor any task has a "suite": add one (e.g. "suite": "npm test") or remove the limit',
+    });
   }
   tasks.forEach((t, i) => {
     if (!isObject(t)) return;
     const kind = isObject(t.council) ? 'council' : isObject(t.generate) ? 'generate' : null;
     if (typeof t.suite === 'string' && kind) {
-      out.push({ path: ['tasks', i, 'suite'], message: `a ${kind === 'council' ? 'council task (its answers, reviews and synthesis are documents)' : 'planner ("generate": its work is a plan of tasks)'} has nothing a test suite judges; remove "suite" here (the tasks it leads to get the run's "suite" or their own)` });
+      out.push({
+        path: ['tasks', i, 'suite'],
+        message: `a ${kind === 'council' ? 'council task (its answers, reviews and synthesis are documents)' : 'planner ("generate": its work is a plan of tasks)'} has nothing a test suite judges; remove "suite" here (the tasks it leads to get the run's "suite" or their own)`,
+      });
     }
     const gets = typeof t.suite === 'string' || (runSuite && !kind);
     if (t.suite_timeout_s !== undefined && !gets) {
-      out.push({ path: ['tasks', i, 'suite_timeout_s'], message: kind ? `a ${kind === 'council' ? 'council task' : 'planner ("generate")'} runs no suite, so suite_timeout_s limits nothing; remove it` : 'suite_timeout_s limits the suite, but this task has none and the run has no "suite": add one or remove the limit' });
+      out.push({
+        path: ['tasks', i, 'suite_timeout_s'],
+        message: kind
+          ? `a ${kind === 'council' ? 'council task' : 'planner ("generate")'} runs no suite, so suite_timeout_s limits nothing; remove it`
+          : 'suite_timeout_s limits the suite, but this task has none and the run has no "suite": add one or remove the limit',
+      });
     }
   });
   return out;

@@ -35,7 +35,10 @@ export function taskGraphProblems(tasks: readonly unknown[], external: ReadonlyS
       if (external.has(dep) && !keys.has(dep)) return;
       if (!keys.has(dep)) {
         const known = [...keys.keys(), ...external].filter((k) => k !== key);
-        out.push({ path: ['tasks', i, 'after', j], message: `no task has the key "${dep}"${known.length ? `; keys in this manifest: ${known.join(', ')}` : ''}` });
+        out.push({
+          path: ['tasks', i, 'after', j],
+          message: `no task has the key "${dep}"${known.length ? `; keys in this manifest: ${known.join(', ')}` : ''}`,
+        });
       } else if (dep === key) {
         out.push({ path: ['tasks', i, 'after', j], message: `task "${key}" waits for itself, so it would never start; remove "${dep}" from its after` });
       } else list.push([dep, j]);
@@ -81,7 +84,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function ordered(tasks: readonly unknown[], a: string, b: string): boolean {
   const after = new Map<string, string[]>();
   for (const t of tasks) {
-    if (isObject(t) && typeof t.key === 'string' && Array.isArray(t.after)) after.set(t.key, t.after.filter((x): x is string => typeof x === 'string'));
+    if (isObject(t) && typeof t.key === 'string' && Array.isArray(t.after))
+      after.set(
+        t.key,
+        t.after.filter((x): x is string => typeof x === 'string'),
+      );
   }
   const reaches = (from: string, to: string): boolean => {
     const seen = new Set<string>();

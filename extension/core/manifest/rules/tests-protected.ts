@@ -7,7 +7,8 @@ const TEST_TASK_TYPE = /^tests?[-_ ]?(hardening|writing|authoring)$/i;
  * Words saying the worker is to change tests that exist: an editing verb, up to three words, then tests; or "the
  * existing tests". Adding new test files is allowed under the default protection, so "add tests" is not enough.
  */
-const EDITS_TESTS = /\b(?:(?:edit|modify|update|change|extend|rewrite|harden|strengthen|improve|expand|fix up)(?:s|es|ed|ing)?\s+(?:[\w-]+\s+){0,3}?|existing\s+)(?:unit\s+|regression\s+|property\s+)?(?:test\s+(?:cases?|suites?|files?)|tests?)\b/i;
+const EDITS_TESTS =
+  /\b(?:(?:edit|modify|update|change|extend|rewrite|harden|strengthen|improve|expand|fix up)(?:s|es|ed|ing)?\s+(?:[\w-]+\s+){0,3}?|existing\s+)(?:unit\s+|regression\s+|property\s+)?(?:test\s+(?:cases?|suites?|files?)|tests?)\b/i;
 /** A negation just before the words ("do not edit the tests"). */
 const NEGATED = /\b(?:not|never|don't|without|no)\s+(?:\w+\s+)?$/i;
 

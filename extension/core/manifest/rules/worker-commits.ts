@@ -3,7 +3,8 @@ import type { Rule, RuleFinding } from './document';
 /** `git commit`, `git push` (also `git -C dir commit`). */
 const GIT_COMMIT = /\bgit\s+(?:-C\s+\S+\s+)?(?:commit|push)\b/gi;
 /** Imperatives: "commit your changes", "commit and push", "push to origin", "commit the work". */
-const COMMIT_IMPERATIVE = /\b(?:commit|push)(?:\s+(?:and|&)\s+(?:commit|push))?\s+(?:(?:your|the|all|these|this|those|to)\s+[\w/.-]+|it|them|everything|changes|work)\b/gi;
+const COMMIT_IMPERATIVE =
+  /\b(?:commit|push)(?:\s+(?:and|&)\s+(?:commit|push))?\s+(?:(?:your|the|all|these|this|those|to)\s+[\w/.-]+|it|them|everything|changes|work)\b/gi;
 /** A negation earlier in the same sentence: "do not commit", "never push", "without committing". */
 const NEGATED = /\b(?:not|never|don't|dont|do not|no need to|without|avoid|must not|shouldn't|should not)\b[^.!?\n]*$/i;
 

@@ -38,7 +38,14 @@ export const writeCollision: Rule = (doc) => {
       const target = place === 'absolute' ? path.resolve(file.value) : path.resolve(taskRoot, task.key ?? `#${task.index}`, file.value);
       const first = owners.get(target);
       if (!first) owners.set(target, task);
-      else if (first !== task) report(task, first, file.value, file.range, 'parallel workers overwrite each other\'s file and one task\'s check may pass on the other\'s work. Give each task its own path inside its task dir.');
+      else if (first !== task)
+        report(
+          task,
+          first,
+          file.value,
+          file.range,
+          "parallel workers overwrite each other's file and one task's check may pass on the other's work. Give each task its own path inside its task dir.",
+        );
     }
   }
 
@@ -58,7 +65,22 @@ export const writeCollision: Rule = (doc) => {
       const first = repoOwners.get(rel);
       if (!first) repoOwners.set(rel, task);
       // A task that comes after the other (`after`) starts from its branch: both changing a file is no conflict.
-      else if (!(first.key && task.key && ordered(doc.tasks.map((t) => t.raw), first.key, task.key))) report(task, first, rel, range, 'each task works on its own branch, so if both change it their branches conflict at merge. Give the file to one task, merge the two tasks, or put one after the other (`after`).');
+      else if (!(
+        first.key &&
+        task.key &&
+        ordered(
+          doc.tasks.map((t) => t.raw),
+          first.key,
+          task.key,
+        )
+      ))
+        report(
+          task,
+          first,
+          rel,
+          range,
+          'each task works on its own branch, so if both change it their branches conflict at merge. Give the file to one task, merge the two tasks, or put one after the other (`after`).',
+        );
     }
   }
   return out;

@@ -26,11 +26,19 @@ const bestOfNSection: WorkflowSection = {
   problems: (tasks, ctx) => repeatProblems(tasks, ctx.existingKeys),
   engines(t) {
     const refs: EngineRef[] = [];
-    if (Array.isArray(t.candidates)) t.candidates.forEach((entry, j) => refs.push({ kind: 'writer', at: ['candidates', j, 'engine'], name: isObject(entry) ? entry.engine : undefined, who: `candidate ${j + 1}` }));
+    if (Array.isArray(t.candidates))
+      t.candidates.forEach((entry, j) =>
+        refs.push({ kind: 'writer', at: ['candidates', j, 'engine'], name: isObject(entry) ? entry.engine : undefined, who: `candidate ${j + 1}` }),
+      );
     if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank' });
     return refs;
   },
-  count: (raw) => (typeof raw.repeat === 'number' ? { tasks: raw.repeat, what: 'candidates' } : Array.isArray(raw.candidates) ? { tasks: raw.candidates.length, what: 'candidates' } : null),
+  count: (raw) =>
+    typeof raw.repeat === 'number'
+      ? { tasks: raw.repeat, what: 'candidates' }
+      : Array.isArray(raw.candidates)
+        ? { tasks: raw.candidates.length, what: 'candidates' }
+        : null,
   compile(spec, raw) {
     const out = compileRepeat([spec], [raw]);
     // compileRepeat hands a task that is not best-of-N back as it is.
@@ -46,7 +54,12 @@ export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = [bestOfNSection, ge
  * @param raw the manifest's `tasks` array as written, index for index with `tasks`
  * @param opts.worktrees the run's mode
  */
-export function compileWorkflows(tasks: readonly TaskSpec[], raw: readonly Record<string, unknown>[], opts: { worktrees: boolean } = { worktrees: false }, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): TaskSpec[] {
+export function compileWorkflows(
+  tasks: readonly TaskSpec[],
+  raw: readonly Record<string, unknown>[],
+  opts: { worktrees: boolean } = { worktrees: false },
+  sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS,
+): TaskSpec[] {
   return tasks.flatMap((spec, i) => {
     const t = raw[i] ?? {};
     for (const s of sections) {
@@ -58,7 +71,11 @@ export function compileWorkflows(tasks: readonly TaskSpec[], raw: readonly Recor
 }
 
 /** Every section's problems in `tasks` (as written), each with the code it is reported under, in table order. */
-export function sectionProblems(tasks: readonly unknown[], ctx: SectionContext, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): { code: ProblemCode; problem: WorkflowProblem }[] {
+export function sectionProblems(
+  tasks: readonly unknown[],
+  ctx: SectionContext,
+  sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS,
+): { code: ProblemCode; problem: WorkflowProblem }[] {
   return sections.flatMap((s) => (s.problems?.(tasks, ctx) ?? []).map((problem) => ({ code: s.code, problem })));
 }
 
@@ -82,7 +99,9 @@ export function namedEngines(ref: EngineRef): { at: (string | number)[]; name: u
   if (ref.kind === 'writer') return [{ at: ref.at, name: ref.name }];
   const list = ref.list ?? 'engines';
   if (!Array.isArray(ref.entries)) return [];
-  return ref.entries.map((e, j) => (typeof e === 'string' ? { at: [...ref.at, list, j], name: e } : { at: [...ref.at, list, j, 'engine'], name: isObject(e) ? e.engine : undefined }));
+  return ref.entries.map((e, j) =>
+    typeof e === 'string' ? { at: [...ref.at, list, j], name: e } : { at: [...ref.at, list, j, 'engine'], name: isObject(e) ? e.engine : undefined },
+  );
 }
 
 /** Every engine the sections name in one task (as written), in table order. */

@@ -6,12 +6,20 @@
 import type { WorkflowProblem } from './section';
 
 /** Problems for compiled keys another task (of this file: `keys`, or of the run: `external`) already has. */
-export function takenKeys(owner: string, compiled: readonly string[], at: (string | number)[], keys: ReadonlyMap<string, number>, external: ReadonlySet<string>, what: string): WorkflowProblem[] {
+export function takenKeys(
+  owner: string,
+  compiled: readonly string[],
+  at: (string | number)[],
+  keys: ReadonlyMap<string, number>,
+  external: ReadonlySet<string>,
+  what: string,
+): WorkflowProblem[] {
   const out: WorkflowProblem[] = [];
   for (const key of compiled) {
     const other = keys.get(key);
     if (external.has(key)) out.push({ path: at, message: `the ${what} "${key}" of "${owner}" would take a key the run already has; rename "${owner}"` });
-    else if (other !== undefined) out.push({ path: at, message: `the ${what} "${key}" of "${owner}" would take the key of tasks[${other}]; rename one of them` });
+    else if (other !== undefined)
+      out.push({ path: at, message: `the ${what} "${key}" of "${owner}" would take the key of tasks[${other}]; rename one of them` });
   }
   return out;
 }

@@ -104,7 +104,13 @@ export function dirChanges(base: DirSnapshot, dir: string, current?: DirSnapshot
     const was = base.entries.get(rel);
     if (was && !entryChanged(was, e)) continue;
     const after = e.kind === 'file' ? content(fsPath(dir, rel)) : { text: null };
-    const change: Change = { path: rel, status: was && was.kind !== 'dir' ? 'modified' : 'added', kind: kindOf(e), before: was?.kind === 'file' ? baseText(was) : null, after: after.text };
+    const change: Change = {
+      path: rel,
+      status: was && was.kind !== 'dir' ? 'modified' : 'added',
+      kind: kindOf(e),
+      before: was?.kind === 'file' ? baseText(was) : null,
+      after: after.text,
+    };
     if (e.kind === 'symlink') change.target = e.target ?? '';
     if (after.unreadable) change.unreadable = after.unreadable;
     out.push(change);
@@ -122,7 +128,11 @@ async function readBlobs(commonDir: string, shas: string[]): Promise<Map<string,
   if (!shas.length) return out;
   const check = (await git(commonDir, ['cat-file', '--batch-check'], shas.join('\n') + '\n')).toString('utf8');
   let budget = GUARD_MAX_READ_BYTES;
-  const small = check.split('\n').map((l) => l.split(' ')).filter(([, type, size]) => type === 'blob' && Number(size) <= GUARD_TEXT_BYTES && (budget -= Number(size)) >= 0).map(([sha]) => sha as string);
+  const small = check
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter(([, type, size]) => type === 'blob' && Number(size) <= GUARD_TEXT_BYTES && (budget -= Number(size)) >= 0)
+    .map(([sha]) => sha as string);
   if (!small.length) return out;
   const buf = await git(commonDir, ['cat-file', '--batch'], small.join('\n') + '\n', 1024 * 1024 * 1024);
   let at = 0;

@@ -47,7 +47,10 @@ export function manifestKind(file: string): 'npm' | 'pip' | 'pyproject' | 'go' |
  * names (`lodash from github:x/y`, `override lodash`, `-r extra.txt`) keep their words apart.
  */
 export function normalizeName(name: string): string {
-  return name.trim().toLowerCase().replace(/[-_.]+/g, '-');
+  return name
+    .trim()
+    .toLowerCase()
+    .replace(/[-_.]+/g, '-');
 }
 
 /**
@@ -77,18 +80,33 @@ export function findNewDependencies(changes: readonly Change[], allow: readonly 
     if (!kind || c.status === 'deleted') continue;
     if (c.kind !== 'file') {
       // A manifest made a link (to a file of another name) would declare whatever that file holds, unread.
-      out.push({ guard: 'deps', file: c.path, line: null, message: `a dependency manifest that is ${c.kind === 'symlink' ? `a symlink (to ${c.target ?? '?'})` : 'not a regular file'}, so its new dependencies cannot be ruled out` });
+      out.push({
+        guard: 'deps',
+        file: c.path,
+        line: null,
+        message: `a dependency manifest that is ${c.kind === 'symlink' ? `a symlink (to ${c.target ?? '?'})` : 'not a regular file'}, so its new dependencies cannot be ruled out`,
+      });
       continue;
     }
     if (c.after === null) {
-      out.push({ guard: 'deps', file: c.path, line: null, message: `a dependency manifest that is ${c.unreadable === 'large' ? 'too large' : 'not text'}, so its new dependencies cannot be ruled out` });
+      out.push({
+        guard: 'deps',
+        file: c.path,
+        line: null,
+        message: `a dependency manifest that is ${c.unreadable === 'large' ? 'too large' : 'not text'}, so its new dependencies cannot be ruled out`,
+      });
       continue;
     }
     let now: Declared;
     try {
       now = declaredDependencies(kind, c.after);
     } catch (e) {
-      out.push({ guard: 'deps', file: c.path, line: null, message: `no longer parses (${(e as Error).message.split('\n')[0]}), so its new dependencies cannot be ruled out` });
+      out.push({
+        guard: 'deps',
+        file: c.path,
+        line: null,
+        message: `no longer parses (${(e as Error).message.split('\n')[0]}), so its new dependencies cannot be ruled out`,
+      });
       continue;
     }
     let before: Declared = new Map();
@@ -102,7 +120,12 @@ export function findNewDependencies(changes: readonly Change[], allow: readonly 
     }
     for (const [name, line] of now) {
       if (before.has(name) || allowed(name)) continue;
-      out.push({ guard: 'deps', file: c.path, line, message: `new dependency "${name}", not in the task's allow_deps${allow.length ? ` (${allow.join(', ')})` : ''}` });
+      out.push({
+        guard: 'deps',
+        file: c.path,
+        line,
+        message: `new dependency "${name}", not in the task's allow_deps${allow.length ? ` (${allow.join(', ')})` : ''}`,
+      });
     }
   }
   return out;
@@ -111,7 +134,8 @@ export function findNewDependencies(changes: readonly Change[], allow: readonly 
 function npmDeps(text: string): Declared {
   const errors: { offset: number }[] = [];
   const root = parseTree(text, errors as never, { allowTrailingComma: false, disallowComments: true });
-  if (!root || errors.length || root.type !== 'object') throw new Error(`not a valid JSON object${errors[0] ? ` at line ${lineAt(text, errors[0].offset)}` : ''}`);
+  if (!root || errors.length || root.type !== 'object')
+    throw new Error(`not a valid JSON object${errors[0] ? ` at line ${lineAt(text, errors[0].offset)}` : ''}`);
   const out: Declared = new Map();
   const add = (name: string, node: Node) => {
     const key = normalizeName(name);
@@ -131,13 +155,15 @@ function npmDeps(text: string): Declared {
         const source = typeof spec?.value === 'string' ? spec.value.trim() : '';
         const alias = /^npm:((?:@[^/@]+\/)?[^@]+)/.exec(source);
         if (alias?.[1]) add(alias[1], depName);
-        else if (/^(?:git\+|git:|https?:|file:|link:|github:|gitlab:|bitbucket:|[\w.-]+\/[\w.-]+(?:#.*)?$)/.test(source)) add(`${depName.value} from ${source}`, depName);
+        else if (/^(?:git\+|git:|https?:|file:|link:|github:|gitlab:|bitbucket:|[\w.-]+\/[\w.-]+(?:#.*)?$)/.test(source))
+          add(`${depName.value} from ${source}`, depName);
       }
     } else if (BUNDLED.includes(section) && value.type === 'array') {
       for (const item of value.children ?? []) if (typeof item.value === 'string') add(item.value, item);
     } else if (OVERRIDES.includes(section) && value.type === 'object') {
       // An override changes what an existing dependency resolves to: a new one is judged like a new dependency.
-      for (const entry of value.children ?? []) if (typeof entry.children?.[0]?.value === 'string') add(`override ${entry.children[0].value}`, entry.children[0]);
+      for (const entry of value.children ?? [])
+        if (typeof entry.children?.[0]?.value === 'string') add(`override ${entry.children[0].value}`, entry.children[0]);
     }
   }
   return out;
@@ -160,7 +186,8 @@ function pipDeps(text: string): Declared {
     let name: string | null;
     if (/^(-e|--editable)\b/.test(line)) name = pipName(line.replace(/^(-e|--editable)\s*=?\s*/, ''));
     // Another requirements file, a constraints file or another package index brings in what this file does not name.
-    else if (/^(-r|--requirement|-c|--constraint|-i|--index-url|--extra-index-url|-f|--find-links)\b/.test(line)) name = line.replace(/\s+#.*$/, '').replace(/\s*=\s*|\s+/, ' ');
+    else if (/^(-r|--requirement|-c|--constraint|-i|--index-url|--extra-index-url|-f|--find-links)\b/.test(line))
+      name = line.replace(/\s+#.*$/, '').replace(/\s*=\s*|\s+/, ' ');
     else if (line.startsWith('-')) name = null;
     else name = pipName(line);
     if (!name) return;

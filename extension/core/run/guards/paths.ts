@@ -18,14 +18,21 @@ export function findPathViolations(changes: readonly Change[], allowPaths: reado
   const out: GuardFinding[] = [];
   for (const c of changes) {
     const firstLine = c.after !== null && c.status !== 'deleted' ? 1 : null;
-    if (c.status === 'renamed' && c.from && !allowed(c.from)) out.push({ guard: 'paths', file: c.from, line: null, message: `renamed to ${c.path}; it is outside allow_paths (${list})` });
+    if (c.status === 'renamed' && c.from && !allowed(c.from))
+      out.push({ guard: 'paths', file: c.from, line: null, message: `renamed to ${c.path}; it is outside allow_paths (${list})` });
     if (!allowed(c.path)) {
-      out.push({ guard: 'paths', file: c.path, line: firstLine, message: `${c.status === 'renamed' ? 'renamed here' : c.status} outside allow_paths (${list})` });
+      out.push({
+        guard: 'paths',
+        file: c.path,
+        line: firstLine,
+        message: `${c.status === 'renamed' ? 'renamed here' : c.status} outside allow_paths (${list})`,
+      });
       continue;
     }
     if (c.kind === 'symlink' && c.status !== 'deleted' && c.target !== undefined) {
       const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(c.path), c.target));
-      if (path.posix.isAbsolute(c.target) || resolved === '..' || resolved.startsWith('../')) out.push({ guard: 'paths', file: c.path, line: null, message: `a symlink to ${c.target}, outside the task dir` });
+      if (path.posix.isAbsolute(c.target) || resolved === '..' || resolved.startsWith('../'))
+        out.push({ guard: 'paths', file: c.path, line: null, message: `a symlink to ${c.target}, outside the task dir` });
       else if (!allowed(resolved)) out.push({ guard: 'paths', file: c.path, line: null, message: `a symlink to ${resolved}, outside allow_paths (${list})` });
     }
   }

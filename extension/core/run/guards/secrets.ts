@@ -22,8 +22,18 @@ interface SecretRule {
 }
 
 const RULES: SecretRule[] = [
-  { id: 'aws-access-key', what: 'an AWS access key id', re: /\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[A-Z2-7]{16}\b/g, skip: (m) => m.endsWith('EXAMPLE') },
-  { id: 'aws-secret-key', what: 'an AWS secret access key', re: /aws_?secret_?access_?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi, skip: (m) => /EXAMPLEKEY/.test(m) },
+  {
+    id: 'aws-access-key',
+    what: 'an AWS access key id',
+    re: /\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|APKA)[A-Z2-7]{16}\b/g,
+    skip: (m) => m.endsWith('EXAMPLE'),
+  },
+  {
+    id: 'aws-secret-key',
+    what: 'an AWS secret access key',
+    re: /aws_?secret_?access_?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])/gi,
+    skip: (m) => /EXAMPLEKEY/.test(m),
+  },
   { id: 'private-key', what: 'a private key', re: /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----/g },
   { id: 'github-token', what: 'a GitHub token', re: /\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b/g },
   { id: 'anthropic-key', what: 'an Anthropic API key', re: /\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{80,}/g },
@@ -43,7 +53,8 @@ const RULES: SecretRule[] = [
  * no placeholder word (example, sample, dummy, fake, test, your, xxx, changeme, placeholder, redacted) and no
  * interpolation (`$`, `{`, `<`, `%`).
  */
-const GENERIC = /\b[\w.-]*(?:secret|token|api[_-]?key|apikey|passw(?:or)?d|credential|private[_-]?key|access[_-]?key)[\w.-]*["']?\s*(?::=|=>|[:=])\s*["'`]([^"'`\s]{24,})["'`]/gi;
+const GENERIC =
+  /\b[\w.-]*(?:secret|token|api[_-]?key|apikey|passw(?:or)?d|credential|private[_-]?key|access[_-]?key)[\w.-]*["']?\s*(?::=|=>|[:=])\s*["'`]([^"'`\s]{24,})["'`]/gi;
 /** Bits per character a generic secret's value must reach (a random base64 or alphanumeric string of 24+ is above 4). */
 export const GENERIC_MIN_ENTROPY = 3.7;
 const PLACEHOLDER = /example|sample|dummy|fake|test|your|xxx|changeme|placeholder|redacted|[${}<>%]/i;
@@ -57,14 +68,24 @@ export function findSecrets(file: string, lines: readonly Line[]): GuardFinding[
       for (const m of text.matchAll(rule.re)) {
         if (rule.skip?.(m[0]) || seen.has(rule.id)) continue;
         seen.add(rule.id);
-        out.push({ guard: 'secrets', file, line, message: `${rule.what} (${redact(m[0])}); secrets do not belong in the work — read it from the environment instead` });
+        out.push({
+          guard: 'secrets',
+          file,
+          line,
+          message: `${rule.what} (${redact(m[0])}); secrets do not belong in the work — read it from the environment instead`,
+        });
       }
     }
     if (seen.size) continue;
     for (const m of text.matchAll(GENERIC)) {
       const value = m[1] ?? '';
       if (!looksRandom(value)) continue;
-      out.push({ guard: 'secrets', file, line, message: `a hard-coded secret (${redact(value)}, assigned to a secret-like name); read it from the environment instead` });
+      out.push({
+        guard: 'secrets',
+        file,
+        line,
+        message: `a hard-coded secret (${redact(value)}, assigned to a secret-like name); read it from the environment instead`,
+      });
       break;
     }
   }

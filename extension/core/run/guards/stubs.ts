@@ -25,7 +25,19 @@ const RULES: { what: string; re: RegExp }[] = [
 ];
 
 /** Generated files whose lines a worker does not write by hand. */
-const GENERATED = new Set(['package-lock.json', 'npm-shrinkwrap.json', 'yarn.lock', 'pnpm-lock.yaml', 'Cargo.lock', 'go.sum', 'poetry.lock', 'uv.lock', 'Pipfile.lock', 'composer.lock', 'Gemfile.lock']);
+const GENERATED = new Set([
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'yarn.lock',
+  'pnpm-lock.yaml',
+  'Cargo.lock',
+  'go.sum',
+  'poetry.lock',
+  'uv.lock',
+  'Pipfile.lock',
+  'composer.lock',
+  'Gemfile.lock',
+]);
 
 /** Placeholders in `lines` (the lines the worker added to `file`), at most one finding per line. */
 export function findStubs(file: string, lines: readonly Line[]): GuardFinding[] {

@@ -33,7 +33,6 @@ export interface Change {
   unreadable?: 'binary' | 'large';
 }
 
-
 /** One thing a guard refuses: `file:line: message` (line null when none applies, e.g. a deleted file). */
 export interface GuardFinding {
   guard: keyof GuardSwitches;

@@ -29,7 +29,19 @@ export const checkStep: Step = {
     let check: CheckResult;
     try {
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
-      check = await runCheck({ check: spec.check, taskDir: tree && !where.sandbox ? tree.dir : task.state.dir, judgeDir: tree?.dir, logFile: recordFiles(rec).check, timeoutMs: spec.checkTimeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: spec.expectFiles, signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
+      check = await runCheck({
+        check: spec.check,
+        taskDir: tree && !where.sandbox ? tree.dir : task.state.dir,
+        judgeDir: tree?.dir,
+        logFile: recordFiles(rec).check,
+        timeoutMs: spec.checkTimeoutMs,
+        env: where.env,
+        inherit: ctx.inheritedEnv,
+        expectFiles: spec.expectFiles,
+        signal: task.abort.signal,
+        sandbox: where.sandbox,
+        ...stepCaps(spec),
+      });
     } finally {
       if (tree) await removeCheckTree(tree.root);
     }
@@ -41,12 +53,20 @@ export const checkStep: Step = {
     // an error is read as a failed run's is.
     const failed = worker.exitCode !== 0 || rec.usage?.finalStatus === 'error';
     const errorClass = failed && !worker.stoppedAfterFinal ? task.engine.classifyError(io.workerTail) : null;
-    const judged = judge(worker, { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason }, errorClass, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, spec.inputs !== undefined);
+    const judged = judge(
+      worker,
+      { passed: check.passed, cancelled: check.receipt.cancelled, reason: check.reason },
+      errorClass,
+      { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+      spec.inputs !== undefined,
+    );
     const problems = rec.seal ? sealProblems(rec.seal, task.state.dir, rec.undelivered) : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
     // A failing check may have looked for what was moved out of its sight: the retry is told where it went and why.
-    const moved = rec.undelivered?.count ? [`${undeliveredWords(rec.undelivered)}; a file the check reads must be committed (not under a path git ignores), or made by the check itself`] : [];
+    const moved = rec.undelivered?.count
+      ? [`${undeliveredWords(rec.undelivered)}; a file the check reads must be committed (not under a path git ignores), or made by the check itself`]
+      : [];
     if (judged.verdict === 'FAIL' && (problems.length || moved.length)) return { verdict: 'FAIL', reason: [judged.reason, ...problems, ...moved].join('; ') };
     return judged;
   },
@@ -58,11 +78,33 @@ export const checkStep: Step = {
  * sees the same paths, variables and sandbox; unsandboxed (nothing can be bound), the variables that name the task dir
  * and the inputs name the copies, which are at one path for every run of the task.
  */
-export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, attempt: number, io: AttemptIo, tree: CheckTree | null): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+export function taskCheckEnvironment(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  attempt: number,
+  io: AttemptIo,
+  tree: CheckTree | null,
+): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const { spec } = task;
   const scratch = sandboxScratch(ctx.opts.home, ctx.runId, spec.key, attempt, 'check', task.containment === 'bwrap' && ctx.bwrap !== null);
-  const substitute = tree ? [{ source: tree.dir, at: task.state.dir }, ...(tree.inputs && task.inputsDir ? [{ source: tree.inputs, at: task.inputsDir }] : [])] : [];
-  const where = checkEnvironment({ run: ctx, containment: task.containment, taskDir: task.state.dir, scratch, links: task.links, network: spec.network, taskEnv: io.taskEnv(), readOnly: protectedPaths(task), hidden: [...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir), ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null)], substitute });
+  const substitute = tree
+    ? [{ source: tree.dir, at: task.state.dir }, ...(tree.inputs && task.inputsDir ? [{ source: tree.inputs, at: task.inputsDir }] : [])]
+    : [];
+  const where = checkEnvironment({
+    run: ctx,
+    containment: task.containment,
+    taskDir: task.state.dir,
+    scratch,
+    links: task.links,
+    network: spec.network,
+    taskEnv: io.taskEnv(),
+    readOnly: protectedPaths(task),
+    hidden: [
+      ...hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir),
+      ...hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null),
+    ],
+    substitute,
+  });
   if (!tree || where.sandbox) return where;
   return { sandbox: null, env: { ...where.env, VERDICT_TASK_DIR: tree.dir, ...(tree.inputs ? { VERDICT_INPUTS: tree.inputs } : {}) } };
 }
@@ -73,13 +115,30 @@ export function taskCheckEnvironment(ctx: AttemptContext, task: TaskRuntime, att
  * sandbox whose only writable places are the task dir and that scratch dir (and, in it, `readOnly` files — the
  * protected check inputs — stay read-only: the check runs code the worker wrote).
  */
-export function checkEnvironment(o: { run: SandboxedRun; containment: Containment; taskDir: string; scratch: string; links: WorktreeLinks | null; network: boolean | 'host'; taskEnv: Record<string, string>; readOnly?: string[]; hidden?: string[]; substitute?: { source: string; at: string }[] }): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+export function checkEnvironment(o: {
+  run: SandboxedRun;
+  containment: Containment;
+  taskDir: string;
+  scratch: string;
+  links: WorktreeLinks | null;
+  network: boolean | 'host';
+  taskEnv: Record<string, string>;
+  readOnly?: string[];
+  hidden?: string[];
+  substitute?: { source: string; at: string }[];
+}): { env: Record<string, string>; sandbox: BwrapPlan | null } {
   const boxed = o.containment === 'bwrap' && o.run.bwrap !== null;
   // The worktree's admin dir stays readable to the check, read-only; the worker's own git objects do not (see
   // worktreeReadAccess: one it planted could stand in for a base blob).
   const git = o.links && boxed ? worktreeReadAccess(o.links) : { env: {}, readOnly: [] };
   return {
     env: { ...o.taskEnv, ...(boxed ? scratchEnv(o.scratch) : {}), ...git.env },
-    sandbox: stepPlan(o.run, o.containment, { writable: [o.taskDir, o.scratch], network: o.network, readOnly: [...git.readOnly, ...(o.readOnly ?? [])], hidden: o.hidden ?? [], ...(o.substitute?.length ? { substitute: o.substitute } : {}) }),
+    sandbox: stepPlan(o.run, o.containment, {
+      writable: [o.taskDir, o.scratch],
+      network: o.network,
+      readOnly: [...git.readOnly, ...(o.readOnly ?? [])],
+      hidden: o.hidden ?? [],
+      ...(o.substitute?.length ? { substitute: o.substitute } : {}),
+    }),
   };
 }

@@ -45,7 +45,9 @@ export const guardStep: Step = {
     if (scripts.length) {
       const pkg = (await changesOnce())?.find((c) => c.path === 'package.json' || c.from === 'package.json');
       if (pkg) {
-        const changed = pkg.unreadable ? [`package.json (${pkg.unreadable}: its scripts ${scripts.join(', ')} cannot be compared)`] : changedScripts(pkg.before, pkg.path === 'package.json' ? pkg.after : null, scripts);
+        const changed = pkg.unreadable
+          ? [`package.json (${pkg.unreadable}: its scripts ${scripts.join(', ')} cannot be compared)`]
+          : changedScripts(pkg.before, pkg.path === 'package.json' ? pkg.after : null, scripts);
         if (changed.length) return refuse(changed);
       }
     }

@@ -44,16 +44,31 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     const own = task.state.attempts.length > 1 ? await branchHead(ctx.repo.root, task.state.branch) : null;
     // A task with `after` starts from what its prerequisites delivered (start-point.ts), not from base_ref.
     const from = own ?? (await startPoint(ctx.repo, task.spec.key, task.startFrom));
-    if (own) ctx.emit({ type: 'task-note', key: task.spec.key, note: `its worktree was removed: a new one on its branch ${task.state.branch} (${own.slice(0, 10)})` });
-    else if (from !== ctx.repo.baseSha) ctx.emit({ type: 'task-note', key: task.spec.key, note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref` });
+    if (own)
+      ctx.emit({ type: 'task-note', key: task.spec.key, note: `its worktree was removed: a new one on its branch ${task.state.branch} (${own.slice(0, 10)})` });
+    else if (from !== ctx.repo.baseSha)
+      ctx.emit({
+        type: 'task-note',
+        key: task.spec.key,
+        note: `starts from ${task.startFrom.map((p) => p.key).join(' + ')} (${from.slice(0, 10)}), not from base_ref`,
+      });
     const tree = await treeChoice(ctx, task, from);
-    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, { signal: task.abort.signal, existingBranch: own !== null, tree });
+    task.links = await addWorktree(from === ctx.repo.baseSha ? ctx.repo : { ...ctx.repo, baseSha: from }, task.state.dir, task.state.branch, {
+      signal: task.abort.signal,
+      existingBranch: own !== null,
+      tree,
+    });
     // Read back by a later orchestrator of this run (verdict resume), before any worker could change them.
     saveLinks(linksFile(ctx.opts.home, ctx.runId, task.spec.key), task.links);
     copyIncludes(ctx.repo.root, task.state.dir, manifest.include);
   } else {
     const moved = moveAsidePrevious(task.state.dir, ctx.runId);
-    if (moved) ctx.emit({ type: 'task-note', key: task.spec.key, note: `the task dir held files from an earlier run; they were moved to ${moved} so they cannot pass this run's check` });
+    if (moved)
+      ctx.emit({
+        type: 'task-note',
+        key: task.spec.key,
+        note: `the task dir held files from an earlier run; they were moved to ${moved} so they cannot pass this run's check`,
+      });
     fs.mkdirSync(task.state.dir, { recursive: true });
     markMade(task.state.dir);
   }
@@ -61,8 +76,19 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   // What is there now that the start commit does not hold (include, setup's node_modules or build) may be read by the
   // check; anything else the seal does not hold will be the worker's, moved out of the check's sight (run/undelivered.ts).
   if (task.links) await recordPreparedFiles(task.links, preparedFilesFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)));
-  task.protected = protectedSet(task.state.dir, judgedCommands(task.spec), task.spec.protect, path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'), task.spec.expectFiles.map((f) => path.normalize(f)));
-  if (task.protected.files.size) ctx.emit({ type: 'task-note', key: task.spec.key, note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).map(showName).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})` });
+  task.protected = protectedSet(
+    task.state.dir,
+    judgedCommands(task.spec),
+    task.spec.protect,
+    path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'protected'),
+    task.spec.expectFiles.map((f) => path.normalize(f)),
+  );
+  if (task.protected.files.size)
+    ctx.emit({
+      type: 'task-note',
+      key: task.spec.key,
+      note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).map(showName).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})`,
+    });
   // Plain mode has no commit to diff against: the guards judge the dir against this record of it.
   if (!ctx.repo && guardsOn(task.spec)) {
     const base = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'guard-base');
@@ -94,7 +120,11 @@ export async function runSetup(ctx: AttemptContext, task: TaskRuntime, dir: stri
     signal: task.abort.signal,
     killGraceMs: ctx.opts.killGraceMs,
     ...stepCaps(task.spec),
-    sandbox: stepPlan(ctx, task.containment, { writable: [dir, scratch], network: task.spec.network, hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir) }),
+    sandbox: stepPlan(ctx, task.containment, {
+      writable: [dir, scratch],
+      network: task.spec.network,
+      hidden: hiddenFromSteps(ctx.opts.home, manifest.worktrees ? null : manifest.workdir),
+    }),
   });
   const setId = setIdNote('setup', receipt.setIdCleared);
   if (setId) ctx.emit({ type: 'task-note', key: task.spec.key, note: setId });
@@ -132,7 +162,9 @@ function moveAsidePrevious(dir: string, runId: string): string | null {
   }
   if (!entries.length) return null;
   if (!fs.existsSync(madeMarker(dir))) {
-    throw new Error(`the task dir ${dir} already holds files that no Verdict run made there; they are left alone — give this manifest another "workdir", or move them away yourself`);
+    throw new Error(
+      `the task dir ${dir} already holds files that no Verdict run made there; they are left alone — give this manifest another "workdir", or move them away yourself`,
+    );
   }
   const target = path.join(path.dirname(dir), '.verdict-previous', runId, path.basename(dir));
   fs.mkdirSync(path.dirname(target), { recursive: true });

@@ -83,7 +83,15 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
 }
 
 /** runReader's supervised run, once its cost is reserved. */
-async function readOnce(ctx: AttemptContext, task: TaskRuntime, io: AttemptIo, req: ReaderRequest, engine: EngineSpec, model: string | null, gitAccess: { readOnly: string[]; env: Record<string, string> }): Promise<ReaderRun> {
+async function readOnce(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  io: AttemptIo,
+  req: ReaderRequest,
+  engine: EngineSpec,
+  model: string | null,
+  gitAccess: { readOnly: string[]; env: Record<string, string> },
+): Promise<ReaderRun> {
   const { opts } = ctx;
   const { spec } = task;
   const { receipt, tail, cutUsage } = await superviseReadOnly(ctx, {
@@ -111,7 +119,12 @@ async function readOnce(ctx: AttemptContext, task: TaskRuntime, io: AttemptIo, r
   // An answer counts only from a reader that ended on its own (exit 0): code it ran may have written into its output
   // and then killed it (run/reader-end.ts).
   const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
-  const failure = readerEnd(receipt, `the ${who}`, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, errorClass);
+  const failure = readerEnd(
+    receipt,
+    `the ${who}`,
+    { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+    errorClass,
+  );
   return {
     engine,
     model,
@@ -122,7 +135,6 @@ async function readOnce(ctx: AttemptContext, task: TaskRuntime, io: AttemptIo, r
     failure,
   };
 }
-
 
 /** One read-only engine run as review, critique and ranking make it (see {@link superviseReadOnly}). */
 export interface ReadOnlyRun {
@@ -160,13 +172,24 @@ export interface ReadOnlyRun {
  * alone holds less; see uncutUsage); the log is in `logFile`. Shared by runReader (reviewers, critics) and run/workflows/best-of-n/ranking.ts (ranking
  * reviewers).
  */
-export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): Promise<{ receipt: Receipt; tail: string; cutUsage: Partial<UsageReport> | null }> {
+export async function superviseReadOnly(
+  ctx: AttemptContext,
+  run: ReadOnlyRun,
+): Promise<{ receipt: Receipt; tail: string; cutUsage: Partial<UsageReport> | null }> {
   const { opts } = ctx;
   const { engine } = run;
   const boxed = run.containment === 'bwrap';
   const state = engineState(engine, ctx.env);
   const view = readerStateView(state);
-  const argv = expandArgv(engine, { spec: run.prompt, taskdir: run.scratch, model: run.model, engineArgs: [], fullAccess: false, nested: boxed, root: process.getuid?.() === 0 });
+  const argv = expandArgv(engine, {
+    spec: run.prompt,
+    taskdir: run.scratch,
+    model: run.model,
+    engineArgs: [],
+    fullAccess: false,
+    nested: boxed,
+    root: process.getuid?.() === 0,
+  });
   let guard: StateSnapshot | null = null;
   if (boxed && state.guarded.length) {
     guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
@@ -174,7 +197,11 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
   }
   const recent = new RingBuffer(256 * 1024);
   // Only read around the log's compactions: what the part cut out of it reported still counts (usage-meter.ts).
-  const meter = usageMeter(engine, () => readLog(run.logFile), () => undefined);
+  const meter = usageMeter(
+    engine,
+    () => readLog(run.logFile),
+    () => undefined,
+  );
   const result = await supervise({
     file: ctx.binaries.get(engine.name) ?? engine.binary,
     args: argv,
@@ -201,7 +228,10 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
       credentialEnv: engine.credentialEnv ?? [],
       readOnly: run.readOnly,
       // Nor the sessions other engines left (they would say whose work it reads).
-      hidden: [...run.hidden, ...otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, run.scratch, ctx.binaries.get(engine.name) ?? engine.binary])],
+      hidden: [
+        ...run.hidden,
+        ...otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, run.scratch, ctx.binaries.get(engine.name) ?? engine.binary]),
+      ],
       privateDirs: view.privateDirs,
       sharedPaths: view.sharedPaths,
     }),
@@ -209,7 +239,8 @@ export async function superviseReadOnly(ctx: AttemptContext, run: ReadOnlyRun): 
   const setId = setIdNote(run.role, result.receipt.setIdCleared);
   if (setId) ctx.emit({ type: 'task-note', key: run.noteKey, note: setId });
   const putBack = guard ? restoreState(guard) : [];
-  if (putBack.length) ctx.emit({ type: 'task-note', key: run.noteKey, note: `${run.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
+  if (putBack.length)
+    ctx.emit({ type: 'task-note', key: run.noteKey, note: `${run.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
   // A log cut to its log_max_mb no longer holds the usage its middle reported: what the meter read around the cuts.
   return { ...result, cutUsage: result.receipt.logCutBytes ? meter.cutPart() : null };
 }

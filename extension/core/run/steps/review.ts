@@ -38,12 +38,19 @@ export const reviewStep: Step = {
     for (const [i, choice] of policy.engines.entries()) {
       const review = await runReviewer(ctx, task, rec, io, i + 1, choice, material);
       reviews.push(review);
-      ctx.emit({ type: 'task-note', key: spec.key, note: `review ${i + 1}/${policy.engines.length} by ${reviewerName(review)}: ${review.verdict ?? `ERROR (${review.error})`}` });
+      ctx.emit({
+        type: 'task-note',
+        key: spec.key,
+        note: `review ${i + 1}/${policy.engines.length} by ${reviewerName(review)}: ${review.verdict ?? `ERROR (${review.error})`}`,
+      });
       if (before !== null && treeHash(task.state.dir) !== before) {
         review.verdict = null;
         review.concerns = [];
         review.error = 'the reviewer changed the task dir during its review';
-        return { verdict: 'ERROR', reason: `reviewer ${i + 1} (${reviewerName(review)}) changed the task dir during its review; what the check judged is no longer what is there, so nothing is delivered` };
+        return {
+          verdict: 'ERROR',
+          reason: `reviewer ${i + 1} (${reviewerName(review)}) changed the task dir during its review; what the check judged is no longer what is there, so nothing is delivered`,
+        };
       }
     }
     const judged = judgeReviews(
@@ -56,21 +63,58 @@ export const reviewStep: Step = {
 };
 
 /** Runs reviewer `n` (1-based) on the attempt and reads its answer. Never throws but Cancelled (the task was stopped). */
-async function runReviewer(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, n: number, choice: EngineChoice, material: ReviewMaterial): Promise<ReviewRecord> {
+async function runReviewer(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  io: AttemptIo,
+  n: number,
+  choice: EngineChoice,
+  material: ReviewMaterial,
+): Promise<ReviewRecord> {
   const { opts } = ctx;
   const { spec } = task;
   const engine = opts.engines.get(choice.engine) as EngineSpec;
   const startedAt = Date.now();
-  const review: ReviewRecord = { reviewer: n, engine: engine.name, harness: engine.harness, ...ctx.spend.billingOf(engine.name), model: choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, verdict: null, concerns: [], error: null };
+  const review: ReviewRecord = {
+    reviewer: n,
+    engine: engine.name,
+    harness: engine.harness,
+    ...ctx.spend.billingOf(engine.name),
+    model: choice.model ?? engine.defaultModel,
+    startedAt,
+    endedAt: startedAt,
+    receipt: null,
+    usage: null,
+    costMicroUsd: null,
+    verdict: null,
+    concerns: [],
+    error: null,
+  };
   const files = reviewFiles(rec, n);
   const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, `review-${n}`);
   try {
     // The reviewer's own copy of the material, inside its sandbox (the attempt's records are hidden from it).
     const materialFile = path.join(scratch, 'review-material.txt');
     fs.writeFileSync(materialFile, material.text);
-    const prompt = reviewPrompt({ spec: spec.spec, check: spec.check, verified: spec.verified, checkOutput: rec.check?.output ?? '', material, materialFile, taskDir: task.state.dir });
+    const prompt = reviewPrompt({
+      spec: spec.spec,
+      check: spec.check,
+      verified: spec.verified,
+      checkOutput: rec.check?.output ?? '',
+      material,
+      materialFile,
+      taskDir: task.state.dir,
+    });
     fs.writeFileSync(files.prompt, prompt);
-    const run = await runReader(ctx, task, io, { choice, role: `reviewer ${n}`, prompt, scratch, logFile: files.log, env: { VERDICT_REVIEWER: String(n), VERDICT_REVIEW_MATERIAL: materialFile } });
+    const run = await runReader(ctx, task, io, {
+      choice,
+      role: `reviewer ${n}`,
+      prompt,
+      scratch,
+      logFile: files.log,
+      env: { VERDICT_REVIEWER: String(n), VERDICT_REVIEW_MATERIAL: materialFile },
+    });
     review.receipt = run.receipt;
     review.usage = run.usage;
     review.costMicroUsd = run.costMicroUsd;

@@ -34,21 +34,41 @@ export const sealStep: Step = {
     const index = path.join(rec.dir, 'seal.index');
     const message = `verdict: ${spec.key} (run ${ctx.runId}, attempt ${rec.attempt})\n\n${spec.verified ?? ''}`.trim();
     try {
-      rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], { timeoutMs: spec.checkTimeoutMs, expectFiles: spec.expectFiles });
+      rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], {
+        timeoutMs: spec.checkTimeoutMs,
+        expectFiles: spec.expectFiles,
+      });
     } catch (e) {
       fs.rmSync(index, { force: true });
       // What git refuses in the tree (a path it holds invalid, a repository of the worker's it cannot read): the
       // worker's to fix, so a FAIL naming it, retried.
       if (e instanceof UnsealableTreeError) return { verdict: 'FAIL', reason: e.message };
-      if (/timed out after \d+ ms/.test((e as Error).message)) throw new Error(`sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`);
+      if (/timed out after \d+ ms/.test((e as Error).message))
+        throw new Error(
+          `sealing the worktree took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left files too large for git to record`,
+        );
       throw e;
     }
     rec.sealed = rec.seal.sha;
-    if (rec.seal.special?.length) ctx.emit({ type: 'task-note', key: spec.key, note: `the seal skipped what git cannot record, and removed it from the task dir (it held no content): ${list(rec.seal.special)}` });
-    if (rec.seal.keptAsCommitted?.length) ctx.emit({ type: 'task-note', key: spec.key, note: `kept as the start commit has them (the worker left their bytes as committed; git's .gitattributes conversions would have changed them): ${list(rec.seal.keptAsCommitted)}` });
+    if (rec.seal.special?.length)
+      ctx.emit({
+        type: 'task-note',
+        key: spec.key,
+        note: `the seal skipped what git cannot record, and removed it from the task dir (it held no content): ${list(rec.seal.special)}`,
+      });
+    if (rec.seal.keptAsCommitted?.length)
+      ctx.emit({
+        type: 'task-note',
+        key: spec.key,
+        note: `kept as the start commit has them (the worker left their bytes as committed; git's .gitattributes conversions would have changed them): ${list(rec.seal.keptAsCommitted)}`,
+      });
     if (rec.seal.rewritten?.length) {
       const list = rec.seal.rewritten;
-      ctx.emit({ type: 'task-note', key: spec.key, note: `git converted ${list.slice(0, 5).join(', ')}${list.length > 5 ? `, … (${list.length})` : ''} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so` });
+      ctx.emit({
+        type: 'task-note',
+        key: spec.key,
+        note: `git converted ${list.slice(0, 5).join(', ')}${list.length > 5 ? `, … (${list.length})` : ''} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so`,
+      });
     }
     // The check judges what is delivered: what the seal does not hold and was not there before the worker ran (git
     // ignores it) goes into the attempt's record, out of the check's sight (run/undelivered.ts). Before the sealed
@@ -57,13 +77,17 @@ export const sealStep: Step = {
     try {
       aside = await setAsideUndelivered(task.links!, index, preparedFilesFile(taskRunDir(ctx, spec.key)), rec.dir, spec.checkTimeoutMs);
     } catch (e) {
-      if (/timed out after \d+ ms/.test((e as Error).message)) throw new Error(`looking for files the seal does not hold took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left too many files that git ignores`);
+      if (/timed out after \d+ ms/.test((e as Error).message))
+        throw new Error(
+          `looking for files the seal does not hold took longer than ${Math.round(spec.checkTimeoutMs / 1000)} s (check_timeout_s) and was stopped; the worker left too many files that git ignores`,
+        );
       throw e;
     }
     if (aside.count || aside.unmoved.length) {
       rec.undelivered = aside;
       if (aside.count) ctx.emit({ type: 'task-note', key: spec.key, note: `${undeliveredWords(aside)}; the check judges only what the commit holds` });
-      if (aside.unmoved.length) ctx.emit({ type: 'task-note', key: spec.key, note: `could not move out of the check's sight: ${aside.unmoved.slice(0, 5).join('; ')}` });
+      if (aside.unmoved.length)
+        ctx.emit({ type: 'task-note', key: spec.key, note: `could not move out of the check's sight: ${aside.unmoved.slice(0, 5).join('; ')}` });
     }
     // What the check writes is discarded before the next attempt: back to exactly this tree (run/check-writes.ts).
     task.sealedState = await sealedCommit(task.links!, rec.seal.sha, index, taskRunDir(ctx, spec.key));
@@ -94,11 +118,18 @@ export function taskRunDir(ctx: AttemptContext, key: string): string {
  */
 export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelivered): string[] {
   const problems: string[] = [];
-  if (seal.submodules.length) problems.push(`the worker changed files inside submodule(s) ${seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`);
-  if (seal.nested.length) problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
+  if (seal.submodules.length)
+    problems.push(
+      `the worker changed files inside submodule(s) ${seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`,
+    );
+  if (seal.nested.length)
+    problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
   const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)) || (undelivered && fs.existsSync(path.join(undelivered.dir, f))));
   if (ignored.length) problems.push(`expected file(s) ${ignored.join(', ')} are ignored by git, so the sealed commit and the task branch do not hold them`);
-  if (undelivered?.unmoved.length) problems.push(`files the sealed commit does not hold could not be moved out of the check's sight, so the check may have read them: ${undelivered.unmoved.slice(0, 5).join('; ')}${undelivered.unmoved.length > 5 ? `, … (${undelivered.unmoved.length})` : ''}`);
+  if (undelivered?.unmoved.length)
+    problems.push(
+      `files the sealed commit does not hold could not be moved out of the check's sight, so the check may have read them: ${undelivered.unmoved.slice(0, 5).join('; ')}${undelivered.unmoved.length > 5 ? `, … (${undelivered.unmoved.length})` : ''}`,
+    );
   return problems;
 }
 

@@ -33,11 +33,29 @@ export const suiteStep: Step = {
     }
     const where = taskCheckEnvironment(ctx, task, rec.attempt, io, null);
     const logFile = recordFiles(rec).suite;
-    const result = await runCheck({ check: suite.command, taskDir: task.state.dir, logFile, timeoutMs: suite.timeoutMs, env: where.env, inherit: ctx.inheritedEnv, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
+    const result = await runCheck({
+      check: suite.command,
+      taskDir: task.state.dir,
+      logFile,
+      timeoutMs: suite.timeoutMs,
+      env: where.env,
+      inherit: ctx.inheritedEnv,
+      expectFiles: [],
+      signal: task.abort.signal,
+      sandbox: where.sandbox,
+      ...stepCaps(spec),
+    });
     const setId = setIdNote('the suite', result.receipt.setIdCleared);
     if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
     if (result.receipt.cancelled) throw new Cancelled();
-    rec.suite = { command: suite.command, passed: result.passed, receipt: result.receipt, output: result.output, exitCode: result.receipt.exitCode, durationMs: result.receipt.durationMs };
+    rec.suite = {
+      command: suite.command,
+      passed: result.passed,
+      receipt: result.receipt,
+      output: result.output,
+      exitCode: result.receipt.exitCode,
+      durationMs: result.receipt.durationMs,
+    };
     if (result.passed) return null;
     return { verdict: 'FAIL', reason: suiteFailedReason(suite.command, result.reason.replace(/^the check /, ''), result.output) };
   },

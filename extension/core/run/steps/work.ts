@@ -14,7 +14,17 @@ import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../g
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
 import { supervise } from '../../process/supervisor';
-import { engineState, hiddenForAnonymity, hiddenFromSteps, otherEnginesState, readerStateView, sandboxScratch, scratchEnv, stepCaps, stepPlan } from '../containment';
+import {
+  engineState,
+  hiddenForAnonymity,
+  hiddenFromSteps,
+  otherEnginesState,
+  readerStateView,
+  sandboxScratch,
+  scratchEnv,
+  stepCaps,
+  stepPlan,
+} from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { judgeWork } from '../decide';
 import { attemptView, recordFiles } from '../attempt-record';
@@ -44,7 +54,8 @@ export const workStep: Step = {
     }
     // A retry starts from the check's own inputs: whatever an earlier attempt did to them is put back first.
     const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
-    if (restored.length) ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
+    if (restored.length)
+      ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
     // A reader of anonymous inputs gets no git at all: the repository's git dir would name their authors.
     const gitHidden = hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null);
     const gitAccess = task.links && io.boxed && !gitHidden.length ? worktreeStepAccess(task.links) : { writable: [], env: {} };
@@ -61,7 +72,15 @@ export const workStep: Step = {
       env.VERDICT_FAILURE_FILE = files.failure;
     }
     // engine_args are written for the task's own engine; a fallback engine runs without them.
-    const argv = expandArgv(engine, { spec: io.prompt, taskdir: task.state.dir, model: task.state.model, engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [], fullAccess: spec.fullAccess, nested: io.boxed, root: process.getuid?.() === 0 });
+    const argv = expandArgv(engine, {
+      spec: io.prompt,
+      taskdir: task.state.dir,
+      model: task.state.model,
+      engineArgs: task.state.engine === spec.engine ? spec.engineArgs : [],
+      fullAccess: spec.fullAccess,
+      nested: io.boxed,
+      root: process.getuid?.() === 0,
+    });
     const recent = new RingBuffer(256 * 1024);
     // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
     let guard: StateSnapshot | null = null;
@@ -70,7 +89,11 @@ export const workStep: Step = {
       ctx.stateBaselines.set(engine.name, guard);
     }
     // The budget counts the worker's spend as its engine reports it, while it runs (spend.ts progress).
-    const meter = usageMeter(engine, () => readLog(files.worker), (usage) => ctx.spend.progress(spec.key, usage, task.state.model, engine));
+    const meter = usageMeter(
+      engine,
+      () => readLog(files.worker),
+      (usage) => ctx.spend.progress(spec.key, usage, task.state.model, engine),
+    );
     const { receipt, tail } = await supervise({
       file: ctx.binaries.get(task.state.engine) ?? engine.binary,
       args: argv,
@@ -113,7 +136,18 @@ export const workStep: Step = {
         // an overlay's shared index base.
         readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? adminReadOnly(task.links) : [])],
         // A reader of inputs sees no other engine's state dirs either (another engine's member left its session there).
-        hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...gitHidden, ...(spec.inputs ? otherEnginesState(opts.engines.values(), engine, ctx.env, [...state.dirs, task.state.dir, scratch, ctx.binaries.get(task.state.engine) ?? engine.binary]) : [])],
+        hidden: [
+          ...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
+          ...gitHidden,
+          ...(spec.inputs
+            ? otherEnginesState(opts.engines.values(), engine, ctx.env, [
+                ...state.dirs,
+                task.state.dir,
+                scratch,
+                ctx.binaries.get(task.state.engine) ?? engine.binary,
+              ])
+            : []),
+        ],
       }),
     }).finally(() => meter.stop());
     ctx.spend.workerEnded(spec.key);

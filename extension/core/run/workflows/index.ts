@@ -56,7 +56,10 @@ export class RunWorkflows {
   private readonly runs: WorkflowRun[];
 
   /** Opens every workflow of `workflows` for the run of `host` (its task graph built). */
-  constructor(private readonly host: WorkflowHost, private readonly workflows: readonly Workflow[] = WORKFLOWS) {
+  constructor(
+    private readonly host: WorkflowHost,
+    private readonly workflows: readonly Workflow[] = WORKFLOWS,
+  ) {
     this.runs = workflows.map((w) => w.open?.(host) ?? {});
   }
 

@@ -136,7 +136,7 @@ export function reviewPrompt(question: string, file: string): string {
 /** The chair's prompt when `council.chair.spec` is absent. */
 export function chairPrompt(question: string, file: string): string {
   return [
-    'You chair a council: several members answered the question below independently, then each reviewed the others\' answers without knowing who wrote them. Synthesise one answer.',
+    "You chair a council: several members answered the question below independently, then each reviewed the others' answers without knowing who wrote them. Synthesise one answer.",
     '',
     '<question>',
     question,

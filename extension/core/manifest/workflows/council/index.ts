@@ -15,11 +15,15 @@ export const councilSection: WorkflowSection = {
     const c = t.council;
     const refs: EngineRef[] = [];
     if (isObject(c.chair)) refs.push({ kind: 'writer', at: ['council', 'chair', 'engine'], name: c.chair.engine, who: 'the chair' });
-    if (Array.isArray(c.members)) c.members.forEach((e, j) => refs.push({ kind: 'writer', at: ['council', 'members', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `member ${j + 1}` }));
+    if (Array.isArray(c.members))
+      c.members.forEach((e, j) =>
+        refs.push({ kind: 'writer', at: ['council', 'members', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `member ${j + 1}` }),
+      );
     return refs;
   },
   // Each member answers and reviews; the chair writes the synthesis.
-  count: (raw) => (isObject(raw.council) ? { tasks: 2 * (Array.isArray(raw.council.members) ? raw.council.members.length : 0) + 1, what: 'answers, reviews and chair' } : null),
+  count: (raw) =>
+    isObject(raw.council) ? { tasks: 2 * (Array.isArray(raw.council.members) ? raw.council.members.length : 0) + 1, what: 'answers, reviews and chair' } : null,
   compile: (spec, raw) => (isObject(raw.council) ? compileCouncil(spec, raw.council) : null),
 };
 

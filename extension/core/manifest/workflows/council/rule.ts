@@ -17,8 +17,16 @@ export function councilProblems(tasks: readonly unknown[], external: ReadonlySet
     if (!isObject(t) || !isObject(t.council)) return;
     const c = t.council;
     const other = ['repeat', 'candidates', 'generate', 'validate'].filter((f) => t[f] !== undefined);
-    if (other.length) out.push({ path: ['tasks', i, 'council'], message: `a council task cannot also have ${other.map((f) => `"${f}"`).join(', ')}: each workflow compiles the task into its own tasks; split it into two tasks joined by "after"` });
-    const files: [(string | number)[], unknown][] = [[['answer'], c.answer], [['review', 'file'], isObject(c.review) ? c.review.file : undefined], [['chair', 'file'], isObject(c.chair) ? c.chair.file : undefined]];
+    if (other.length)
+      out.push({
+        path: ['tasks', i, 'council'],
+        message: `a council task cannot also have ${other.map((f) => `"${f}"`).join(', ')}: each workflow compiles the task into its own tasks; split it into two tasks joined by "after"`,
+      });
+    const files: [(string | number)[], unknown][] = [
+      [['answer'], c.answer],
+      [['review', 'file'], isObject(c.review) ? c.review.file : undefined],
+      [['chair', 'file'], isObject(c.chair) ? c.chair.file : undefined],
+    ];
     for (const [at, file] of files) {
       if (typeof file !== 'string') continue;
       const why = unsafeRelativePath(file);
@@ -28,7 +36,10 @@ export function councilProblems(tasks: readonly unknown[], external: ReadonlySet
     const members = councilMembers(c);
     members.forEach((m, j) => {
       if (sameModelAs(members, j + 1).length === members.length) {
-        out.push({ path: ['tasks', i, 'council', 'members', j], message: `member ${j + 1} (${m.engine}${m.model ? `/${m.model}` : ''}) would have no answer to review: every member is that engine and model, and no model reviews its own answer; add a member on another engine or model` });
+        out.push({
+          path: ['tasks', i, 'council', 'members', j],
+          message: `member ${j + 1} (${m.engine}${m.model ? `/${m.model}` : ''}) would have no answer to review: every member is that engine and model, and no model reviews its own answer; add a member on another engine or model`,
+        });
       }
     });
     if (typeof t.key === 'string') {
@@ -37,5 +48,9 @@ export function councilProblems(tasks: readonly unknown[], external: ReadonlySet
     }
   });
   // One finding per member is enough when all are one model.
-  return out.filter((p, k) => !/would have no answer to review/.test(p.message) || out.findIndex((q) => q.path.slice(0, 4).join() === p.path.slice(0, 4).join() && /would have no answer/.test(q.message)) === k);
+  return out.filter(
+    (p, k) =>
+      !/would have no answer to review/.test(p.message) ||
+      out.findIndex((q) => q.path.slice(0, 4).join() === p.path.slice(0, 4).join() && /would have no answer/.test(q.message)) === k,
+  );
 }

@@ -20,13 +20,25 @@ export function critiqueProblems(tasks: readonly unknown[]): CritiqueProblem[] {
   tasks.forEach((t, i) => {
     if (!isObject(t) || !isObject(t.critique)) return;
     if (t.repeat !== undefined || t.candidates !== undefined) {
-      out.push({ path: ['tasks', i, 'critique'], message: 'a best-of-N task ("repeat"/"candidates") cannot also have a critique loop: its candidates are judged once and the group picks one; put the critique on a task that comes "after" it' });
+      out.push({
+        path: ['tasks', i, 'critique'],
+        message:
+          'a best-of-N task ("repeat"/"candidates") cannot also have a critique loop: its candidates are judged once and the group picks one; put the critique on a task that comes "after" it',
+      });
     }
     for (const workflow of ['validate', 'council', 'phases'] as const) {
-      if (t[workflow] !== undefined) out.push({ path: ['tasks', i, 'critique'], message: `a "${workflow}" task cannot also have a critique loop: it compiles into several tasks of its own; put the critique on a task that comes "after" it` });
+      if (t[workflow] !== undefined)
+        out.push({
+          path: ['tasks', i, 'critique'],
+          message: `a "${workflow}" task cannot also have a critique loop: it compiles into several tasks of its own; put the critique on a task that comes "after" it`,
+        });
     }
     if (t.generate !== undefined) {
-      out.push({ path: ['tasks', i, 'critique'], message: 'a planner ("generate") cannot have a critique loop: its deliverable is a plan whose tasks have checks of their own; put "critique" on the generated tasks instead' });
+      out.push({
+        path: ['tasks', i, 'critique'],
+        message:
+          'a planner ("generate") cannot have a critique loop: its deliverable is a plan whose tasks have checks of their own; put "critique" on the generated tasks instead',
+      });
     }
   });
   return out;

@@ -47,20 +47,38 @@ export interface GeneratedResult {
 export async function validateGenerated(text: string, file: string, ctx: GeneratedContext): Promise<GeneratedResult> {
   const index = new LineIndex(text);
   const at = (root: Node | undefined, path: (string | number)[]) => rangeOfPath(root, path, index) ?? index.range(0, 0);
-  const finding = (severity: Finding['severity'], message: string, range = index.range(0, 0), taskKey: string | null = null): Finding => ({ rule: 'generate', severity, message, file, range, taskKey });
+  const finding = (severity: Finding['severity'], message: string, range = index.range(0, 0), taskKey: string | null = null): Finding => ({
+    rule: 'generate',
+    severity,
+    message,
+    file,
+    range,
+    taskKey,
+  });
 
   const root = parseTree(text, [], { allowTrailingComma: true, disallowComments: false });
   if (root && root.type !== 'array') {
-    return { tasks: null, findings: [finding('error', `the file must hold a JSON array of tasks, not ${root.type === 'object' ? 'an object' : `a ${root.type}`}`, at(root, []))] };
+    return {
+      tasks: null,
+      findings: [finding('error', `the file must hold a JSON array of tasks, not ${root.type === 'object' ? 'an object' : `a ${root.type}`}`, at(root, []))],
+    };
   }
   // The array linted as the `tasks` of a manifest written on the same first line, so only columns of line 1 shift.
   const prefix = `{"worktrees":${ctx.worktrees},"tasks":`;
   const lintText = `${prefix}${text}\n}`;
   const linted = await lintManifestText(lintText, file, { ...ctx.lint, useGit: false, existingKeys: ctx.existingKeys });
   const findings = linted.map((f): Finding => {
-    const inFile = f.range && f.range.offset >= prefix.length ? index.range(Math.min(f.range.offset - prefix.length, text.length), f.range.length) : index.range(0, 0);
+    const inFile =
+      f.range && f.range.offset >= prefix.length ? index.range(Math.min(f.range.offset - prefix.length, text.length), f.range.length) : index.range(0, 0);
     // Quick fixes are dropped: their ranges are in the lint text, and nobody edits a generated file in place.
-    return { rule: f.rule, severity: f.severity, file, taskKey: f.taskKey, range: inFile, message: f.message.replace(/^tasks: /, '(root): ').replace(/\btasks\[/g, '[') };
+    return {
+      rule: f.rule,
+      severity: f.severity,
+      file,
+      taskKey: f.taskKey,
+      range: inFile,
+      message: f.message.replace(/^tasks: /, '(root): ').replace(/\btasks\[/g, '['),
+    };
   });
 
   const tasks = root ? (root.children ?? []) : [];
@@ -69,32 +87,47 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
   data.forEach((t, i) => {
     if (!isObject(t)) return;
     const key = typeof t.key === 'string' ? t.key : null;
-    const err = (path: (string | number)[], message: string) => findings.push(finding('error', `[${i}]${path.length ? `.${path.join('.')}` : ''}: ${message}`, at(root, [i, ...path]), key));
+    const err = (path: (string | number)[], message: string) =>
+      findings.push(finding('error', `[${i}]${path.length ? `.${path.join('.')}` : ''}: ${message}`, at(root, [i, ...path]), key));
     // What a workflow section compiles the task into counts whole (manifest/workflows/index.ts compiledCount).
     const { tasks: n, what } = compiledCount(t);
     if (workers <= ctx.planner.generate!.maxTasks && workers + n > ctx.planner.generate!.maxTasks) {
-      err([], `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${what}` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`);
+      err(
+        [],
+        `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${what}` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`,
+      );
     }
     workers += n;
     if (t.generate !== undefined) err(['generate'], 'a generated task cannot generate tasks itself (no recursion); write its tasks into this file instead');
     if (t.full_access === true) err(['full_access'], 'a generated task cannot have full_access: it would run without the sandbox the planner ran in');
-    if (t.engine_args !== undefined) err(['engine_args'], 'a generated task cannot set engine_args: they can switch an engine\'s own sandbox or approvals off');
-    if (ctx.planner.network === false && (t.network === true || t.network === 'host')) err(['network'], `${ctx.planner.key} runs without network, so the tasks it generates do too`);
-    if (ctx.planner.network !== 'host' && t.network === 'host') err(['network'], `a generated task cannot share the host's network ("host"): ${ctx.planner.key} did not`);
+    if (t.engine_args !== undefined) err(['engine_args'], "a generated task cannot set engine_args: they can switch an engine's own sandbox or approvals off");
+    if (ctx.planner.network === false && (t.network === true || t.network === 'host'))
+      err(['network'], `${ctx.planner.key} runs without network, so the tasks it generates do too`);
+    if (ctx.planner.network !== 'host' && t.network === 'host')
+      err(['network'], `a generated task cannot share the host's network ("host"): ${ctx.planner.key} did not`);
     // What the run's manifest set to hold workers in, a generated task may not loosen (the run-level values apply to it).
     if (t.guard === false || (isObject(t.guard) && Object.values(t.guard).includes(false))) err(['guard'], 'a generated task cannot turn built-in guards off');
-    if (t.allow_deps !== undefined) err(['allow_deps'], 'a generated task cannot allow dependencies; the run\'s allow_deps applies to it');
-    if (t.allow_paths !== undefined && ctx.planner.allowPaths !== null) err(['allow_paths'], `a generated task cannot replace the allow_paths ${ctx.planner.key} works under`);
-    if (Array.isArray(t.protect) && (t.protect.length === 0 || t.protect.some((g) => typeof g === 'string' && g.startsWith('!')))) err(['protect'], 'a generated task can only add protected check inputs (no [] and no "!glob")');
+    if (t.allow_deps !== undefined) err(['allow_deps'], "a generated task cannot allow dependencies; the run's allow_deps applies to it");
+    if (t.allow_paths !== undefined && ctx.planner.allowPaths !== null)
+      err(['allow_paths'], `a generated task cannot replace the allow_paths ${ctx.planner.key} works under`);
+    if (Array.isArray(t.protect) && (t.protect.length === 0 || t.protect.some((g) => typeof g === 'string' && g.startsWith('!'))))
+      err(['protect'], 'a generated task can only add protected check inputs (no [] and no "!glob")');
     if (t.review === false && ctx.planner.review !== null) err(['review'], `a generated task cannot skip the review ${ctx.planner.key} is under`);
     const engines: [(string | number)[], unknown][] = [[['engine'], t.engine ?? DEFAULT_ENGINE]];
-    if (Array.isArray(t.fallback)) t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
+    if (Array.isArray(t.fallback))
+      t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
     // Its own reviewers, and every engine a workflow section names (its compiled tasks' writers, its readers).
-    const refs: EngineRef[] = [...(isObject(t.review) ? [{ kind: 'readers' as const, at: ['review'], entries: t.review.engines, verb: 'review' as const }] : []), ...sectionEngines(t)];
+    const refs: EngineRef[] = [
+      ...(isObject(t.review) ? [{ kind: 'readers' as const, at: ['review'], entries: t.review.engines, verb: 'review' as const }] : []),
+      ...sectionEngines(t),
+    ];
     for (const { at, name } of refs.flatMap(namedEngines)) engines.push([at, name]);
     for (const [path, engine] of engines) {
       if (typeof engine !== 'string' || ctx.allowedEngines.has(engine)) continue;
-      err(t.engine === undefined && path[0] === 'engine' ? [] : path, `engine "${engine}" is not one this run started with (${[...ctx.allowedEngines].sort().join(', ')}): generated tasks may use only those`);
+      err(
+        t.engine === undefined && path[0] === 'engine' ? [] : path,
+        `engine "${engine}" is not one this run started with (${[...ctx.allowedEngines].sort().join(', ')}): generated tasks may use only those`,
+      );
     }
   });
   findings.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));

@@ -18,7 +18,10 @@ export function generateProblems(tasks: readonly unknown[]): GenerateProblem[] {
   tasks.forEach((t, i) => {
     if (!isObject(t) || !isObject(t.generate)) return;
     if (t.repeat !== undefined || t.candidates !== undefined) {
-      out.push({ path: ['tasks', i, 'generate'], message: 'a planner cannot be best-of-N as well ("repeat"/"candidates"): which candidate\'s tasks would join the run? Drop one of the two' });
+      out.push({
+        path: ['tasks', i, 'generate'],
+        message: 'a planner cannot be best-of-N as well ("repeat"/"candidates"): which candidate\'s tasks would join the run? Drop one of the two',
+      });
     }
     const file = t.generate.file;
     if (typeof file === 'string') {
@@ -28,7 +31,6 @@ export function generateProblems(tasks: readonly unknown[]): GenerateProblem[] {
   });
   return out;
 }
-
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

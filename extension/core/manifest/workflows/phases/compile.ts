@@ -104,7 +104,11 @@ export function testPrompt(spec: Pick<TaskSpec, 'spec' | 'key'>, files: readonly
 /** A schema-valid review object (`{engines, require}`) as a ReviewPolicy. */
 function reviewOf(v: Record<string, unknown>): ReviewPolicy {
   return {
-    engines: (v.engines as unknown[]).map((f): EngineChoice => (typeof f === 'string' ? { engine: f, model: null } : { engine: (f as { engine: string }).engine, model: typeof (f as { model?: unknown }).model === 'string' ? (f as { model: string }).model : null })),
+    engines: (v.engines as unknown[]).map((f): EngineChoice =>
+      typeof f === 'string'
+        ? { engine: f, model: null }
+        : { engine: (f as { engine: string }).engine, model: typeof (f as { model?: unknown }).model === 'string' ? (f as { model: string }).model : null },
+    ),
     require: v.require === 'majority' || v.require === 'any' ? v.require : 'all',
   };
 }

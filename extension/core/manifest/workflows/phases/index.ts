@@ -16,7 +16,10 @@ export const phasesSection: WorkflowSection = {
     const p = t.phases;
     const refs: EngineRef[] = [];
     if (isObject(p.review)) refs.push({ kind: 'readers', at: ['phases', 'review'], entries: p.review.engines, verb: 'review' });
-    for (const [field, who] of [['implement', 'the implementer'], ['test', 'the test phase']] as const) {
+    for (const [field, who] of [
+      ['implement', 'the implementer'],
+      ['test', 'the test phase'],
+    ] as const) {
       const entry = p[field];
       refs.push({ kind: 'writer', at: ['phases', field, 'engine'], name: isObject(entry) ? entry.engine : undefined, who });
     }

@@ -20,7 +20,11 @@ export function phasesProblems(tasks: readonly unknown[], defaultEngine: string,
     if (!isObject(t) || !isObject(t.phases)) return;
     const p = t.phases;
     const other = ['repeat', 'candidates', 'generate', 'validate', 'council'].filter((f) => t[f] !== undefined);
-    if (other.length) out.push({ path: ['tasks', i, 'phases'], message: `a task with phases cannot also have ${other.map((f) => `"${f}"`).join(', ')}: each workflow compiles the task into its own tasks; split it into two tasks joined by "after"` });
+    if (other.length)
+      out.push({
+        path: ['tasks', i, 'phases'],
+        message: `a task with phases cannot also have ${other.map((f) => `"${f}"`).join(', ')}: each workflow compiles the task into its own tasks; split it into two tasks joined by "after"`,
+      });
     const files = Array.isArray(p.files) ? p.files : [];
     files.forEach((f, j) => {
       const why = typeof f === 'string' ? unsafeRelativePath(f) : null;
@@ -32,10 +36,23 @@ export function phasesProblems(tasks: readonly unknown[], defaultEngine: string,
       const implementer = implementerOf({ engine, model: typeof t.model === 'string' && t.model.trim() ? t.model.trim() : null }, p);
       const testModel = typeof test.model === 'string' ? test.model : null;
       if (test.engine === implementer.engine && testModel === implementer.model) {
-        out.push({ path: ['tasks', i, 'phases', 'test', 'engine'], message: `the test phase runs on the implementer's own engine and model (${implementer.engine}${implementer.model ? `/${implementer.model}` : ''}): the tests must be written by another engine or model than the code, or they share its blind spots; name another in "phases.test"` });
+        out.push({
+          path: ['tasks', i, 'phases', 'test', 'engine'],
+          message: `the test phase runs on the implementer's own engine and model (${implementer.engine}${implementer.model ? `/${implementer.model}` : ''}): the tests must be written by another engine or model than the code, or they share its blind spots; name another in "phases.test"`,
+        });
       }
     }
-    if (typeof t.key === 'string') out.push(...takenKeys(t.key, files.map((_, j) => implementKey(t.key as string, j + 1)), ['tasks', i, 'phases', 'files'], keys, external, 'implement task'));
+    if (typeof t.key === 'string')
+      out.push(
+        ...takenKeys(
+          t.key,
+          files.map((_, j) => implementKey(t.key as string, j + 1)),
+          ['tasks', i, 'phases', 'files'],
+          keys,
+          external,
+          'implement task',
+        ),
+      );
   });
   return out;
 }

@@ -14,7 +14,10 @@ export const validateSection: WorkflowSection = {
     if (!isObject(t.validate)) return [];
     const v = t.validate;
     const refs: EngineRef[] = [{ kind: 'writer', at: ['validate', 'engine'], name: v.engine, who: 'the validator' }];
-    if (Array.isArray(v.engines)) v.engines.forEach((e, j) => refs.push({ kind: 'writer', at: ['validate', 'engines', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `worker ${j + 1}` }));
+    if (Array.isArray(v.engines))
+      v.engines.forEach((e, j) =>
+        refs.push({ kind: 'writer', at: ['validate', 'engines', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `worker ${j + 1}` }),
+      );
     return refs;
   },
   count(raw) {

@@ -69,17 +69,35 @@ const names = (ms: readonly ConsensusMember[]) => ms.map((m) => `candidate ${m.c
  * `undecidable`: why consensus cannot decide before any behaviour is compared (the inputs command failed or made
  * none), or null; `hasRank`: the task has `rank` reviewers to break a tie.
  */
-export function decideConsensus(members: readonly ConsensusMember[], inputs: readonly string[], given: number, behaviours: ReadonlyMap<string, readonly Behaviour[]>, undecidable: string | null, hasRank: boolean): ConsensusDecision {
+export function decideConsensus(
+  members: readonly ConsensusMember[],
+  inputs: readonly string[],
+  given: number,
+  behaviours: ReadonlyMap<string, readonly Behaviour[]>,
+  undecidable: string | null,
+  hasRank: boolean,
+): ConsensusDecision {
   const base = { inputs: inputs.length, given, tie: null as string | null };
   const fallback = (why: string): ConsensusDecision => {
     const first = firstToPass(members);
-    return { kind: 'won', winner: first.key, column: { ...base, groups: members.length ? [{ members: members.map(memberColumn), size: members.length }] : [], splitting: [], decided: 'undecided', why: `consensus could not decide: ${why}; falling back to the first to pass (candidate ${first.candidate})` } };
+    return {
+      kind: 'won',
+      winner: first.key,
+      column: {
+        ...base,
+        groups: members.length ? [{ members: members.map(memberColumn), size: members.length }] : [],
+        splitting: [],
+        decided: 'undecided',
+        why: `consensus could not decide: ${why}; falling back to the first to pass (candidate ${first.candidate})`,
+      },
+    };
   };
   if (undecidable !== null) return fallback(undecidable);
   if (!inputs.length) return fallback('there were no inputs');
   const missing = members.find((m) => (behaviours.get(m.key)?.length ?? 0) !== inputs.length);
   if (missing) return fallback(`candidate ${missing.candidate} has no behaviour on every input`);
-  if (members.every((m) => (behaviours.get(m.key) as readonly Behaviour[]).every((b) => b.exitCode !== 0))) return fallback(`the probe never exited 0 on any input of any candidate (${inputs.length} input(s))`);
+  if (members.every((m) => (behaviours.get(m.key) as readonly Behaviour[]).every((b) => b.exitCode !== 0)))
+    return fallback(`the probe never exited 0 on any input of any candidate (${inputs.length} input(s))`);
   // Group by the whole behaviour vector; groups in order of size, then of their first member's number.
   const byVector = new Map<string, ConsensusMember[]>();
   for (const m of [...members].sort((a, b) => a.candidate - b.candidate)) {
@@ -87,24 +105,50 @@ export function decideConsensus(members: readonly ConsensusMember[], inputs: rea
     byVector.set(vector, [...(byVector.get(vector) ?? []), m]);
   }
   const groups = [...byVector.values()].sort((a, b) => b.length - a.length || (a[0] as ConsensusMember).candidate - (b[0] as ConsensusMember).candidate);
-  const splitting = inputs.flatMap((text, i) => (new Set(members.map((m) => behaviourWord((behaviours.get(m.key) as readonly Behaviour[])[i] as Behaviour))).size > 1 ? [{ input: i, text: text.slice(0, SPLIT_TEXT_CHARS) }] : []));
+  const splitting = inputs.flatMap((text, i) =>
+    new Set(members.map((m) => behaviourWord((behaviours.get(m.key) as readonly Behaviour[])[i] as Behaviour))).size > 1
+      ? [{ input: i, text: text.slice(0, SPLIT_TEXT_CHARS) }]
+      : [],
+  );
   const column = { ...base, groups: groups.map((g) => ({ members: g.map(memberColumn), size: g.length })), splitting };
   const top = groups.filter((g) => g.length === (groups[0] as ConsensusMember[]).length);
   const splitWords = `${splitting.length} of ${inputs.length} input(s) split them`;
   if (top.length === 1) {
     const pick = pickOf(top[0] as ConsensusMember[]);
     const size = (top[0] as ConsensusMember[]).length;
-    const why = groups.length === 1
-      ? `all ${size} passing candidates behaved alike on ${inputs.length} input(s); the ${pick.by}: candidate ${pick.member.candidate}`
-      : `the largest of ${groups.length} groups (${size} of ${members.length}: ${names(top[0] as ConsensusMember[])}) behaved alike; ${splitWords}; the ${pick.by} of it: candidate ${pick.member.candidate}`;
+    const why =
+      groups.length === 1
+        ? `all ${size} passing candidates behaved alike on ${inputs.length} input(s); the ${pick.by}: candidate ${pick.member.candidate}`
+        : `the largest of ${groups.length} groups (${size} of ${members.length}: ${names(top[0] as ConsensusMember[])}) behaved alike; ${splitWords}; the ${pick.by} of it: candidate ${pick.member.candidate}`;
     return { kind: 'won', winner: pick.member.key, column: { ...column, decided: 'largest', why } };
   }
   const picks = top.map((g) => ({ group: g, ...pickOf(g) }));
   const tie = `${top.length} groups tied at ${(top[0] as ConsensusMember[]).length} each (${top.map((g) => `{${names(g)}}`).join(' vs ')}); ${splitWords}`;
-  if (hasRank) return { kind: 'rank', tied: picks.map((p) => p.member), column: { ...column, tie, decided: 'tie-ranked', why: `${tie}: the rank reviewers choose among ${names(picks.map((p) => p.member))}` } };
+  if (hasRank)
+    return {
+      kind: 'rank',
+      tied: picks.map((p) => p.member),
+      column: { ...column, tie, decided: 'tie-ranked', why: `${tie}: the rank reviewers choose among ${names(picks.map((p) => p.member))}` },
+    };
   // The group with the cheapest member (every tied pick's cost known), else the one whose pick passed first.
   const costs = picks.every((p) => p.member.costMicroUsd !== null);
-  const best = costs ? [...picks].sort((a, b) => (a.member.costMicroUsd as number) - (b.member.costMicroUsd as number) || a.member.passedAt - b.member.passedAt || a.member.candidate - b.member.candidate)[0] : picks.find((p) => p.member === firstToPass(picks.map((q) => q.member)));
+  const best = costs
+    ? [...picks].sort(
+        (a, b) =>
+          (a.member.costMicroUsd as number) - (b.member.costMicroUsd as number) ||
+          a.member.passedAt - b.member.passedAt ||
+          a.member.candidate - b.member.candidate,
+      )[0]
+    : picks.find((p) => p.member === firstToPass(picks.map((q) => q.member)));
   const winner = (best as (typeof picks)[number]).member;
-  return { kind: 'won', winner: winner.key, column: { ...column, tie, decided: 'tie-cheapest', why: `${tie}: the group with ${costs ? 'the cheapest member' : 'the member that passed first (costs unknown)'} wins: candidate ${winner.candidate}` } };
+  return {
+    kind: 'won',
+    winner: winner.key,
+    column: {
+      ...column,
+      tie,
+      decided: 'tie-cheapest',
+      why: `${tie}: the group with ${costs ? 'the cheapest member' : 'the member that passed first (costs unknown)'} wins: candidate ${winner.candidate}`,
+    },
+  };
 }

@@ -55,7 +55,14 @@ export interface DistinguishResult {
  * returned; the caller sees the signal).
  * @throws Error only when a record cannot be written
  */
-export async function runDistinguish(ctx: AttemptContext, group: TaskRuntime, policy: DistinguishPolicy, candidates: readonly ProbeCandidate[], round: number, recordsDir: string): Promise<DistinguishResult> {
+export async function runDistinguish(
+  ctx: AttemptContext,
+  group: TaskRuntime,
+  policy: DistinguishPolicy,
+  candidates: readonly ProbeCandidate[],
+  round: number,
+  recordsDir: string,
+): Promise<DistinguishResult> {
   const { home } = ctx.opts;
   const root = path.join(home, 'scratch', ctx.runId, group.spec.key, `consensus-${round}`);
   fs.rmSync(root, { recursive: true, force: true });
@@ -86,7 +93,10 @@ export async function runDistinguish(ctx: AttemptContext, group: TaskRuntime, po
       }
       result.behaviours.set(c.key, runs);
     }
-    fs.writeFileSync(path.join(recordsDir, 'receipt.json'), JSON.stringify({ round, inputs: result.inputs, given: result.given, notes, behaviours: Object.fromEntries(result.behaviours) }, null, 2));
+    fs.writeFileSync(
+      path.join(recordsDir, 'receipt.json'),
+      JSON.stringify({ round, inputs: result.inputs, given: result.given, notes, behaviours: Object.fromEntries(result.behaviours) }, null, 2),
+    );
     return result;
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
@@ -107,7 +117,14 @@ function shellWord(s: string): string {
  * Runs the inputs command: returns the inputs it made (files in $VERDICT_CASES, by name, when it wrote any; else its
  * stdout's non-blank lines), or why it made none that can be used.
  */
-async function makeInputs(ctx: AttemptContext, group: TaskRuntime, policy: DistinguishPolicy, root: string, recordsDir: string, notes: string[]): Promise<string[] | string> {
+async function makeInputs(
+  ctx: AttemptContext,
+  group: TaskRuntime,
+  policy: DistinguishPolicy,
+  root: string,
+  recordsDir: string,
+  notes: string[],
+): Promise<string[] | string> {
   const { spec } = group;
   const scratch = path.join(root, 'inputs-scratch');
   const out = path.join(root, 'cases');
@@ -118,11 +135,22 @@ async function makeInputs(ctx: AttemptContext, group: TaskRuntime, policy: Disti
     cwd = path.join(root, 'base');
     fs.mkdirSync(cwd);
     const omitted = await copyCommitTree(ctx.repo.root, ctx.repo.baseSha, cwd, { bytes: 0, entries: 0 }, 'base');
-    if (omitted.length) notes.push(`the base tree the inputs command ran on left out ${omitted.length} entr${omitted.length === 1 ? 'y' : 'ies'} (${omitted.slice(0, 3).map((o) => `${o.path}: ${o.reason}`).join('; ')})`);
+    if (omitted.length)
+      notes.push(
+        `the base tree the inputs command ran on left out ${omitted.length} entr${omitted.length === 1 ? 'y' : 'ies'} (${omitted
+          .slice(0, 3)
+          .map((o) => `${o.path}: ${o.reason}`)
+          .join('; ')})`,
+      );
   } else cwd = path.dirname(ctx.opts.manifest.file);
   const stdout = path.join(recordsDir, 'inputs.stdout');
   const stderr = path.join(scratch, 'stderr');
-  const sandbox = stepPlan(ctx, group.containment, { writable: [scratch, out], network: false, readOnlyDirs: cwd.startsWith(root) ? [cwd] : [], hidden: hidden(ctx) });
+  const sandbox = stepPlan(ctx, group.containment, {
+    writable: [scratch, out],
+    network: false,
+    readOnlyDirs: cwd.startsWith(root) ? [cwd] : [],
+    hidden: hidden(ctx),
+  });
   const { receipt } = await supervise({
     file: 'bash',
     args: ['-o', 'pipefail', '-c', `exec 2>${shellWord(stderr)}\n${policy.inputs}`],
@@ -152,7 +180,11 @@ async function makeInputs(ctx: AttemptContext, group: TaskRuntime, policy: Disti
     }
     return inputs;
   }
-  return fs.readFileSync(stdout, 'utf8').split('\n').map((l) => l.replace(/\r$/, '')).filter((l) => l.trim() !== '');
+  return fs
+    .readFileSync(stdout, 'utf8')
+    .split('\n')
+    .map((l) => l.replace(/\r$/, ''))
+    .filter((l) => l.trim() !== '');
 }
 
 /** Copies candidate `c`'s sealed tree into `dest`; returns what it left out, said, or null. */
@@ -160,7 +192,12 @@ async function copyTree(ctx: AttemptContext, c: ProbeCandidate, dest: string): P
   if (c.tree.mode === 'worktree') {
     const budget: CopyBudget = { bytes: 0, entries: 0 };
     const omitted = await copyCommitTree((ctx.repo as NonNullable<AttemptContext['repo']>).root, c.tree.sha, dest, budget, `c${c.candidate}`);
-    return omitted.length ? `candidate ${c.candidate}'s tree copy left out ${omitted.length} entr${omitted.length === 1 ? 'y' : 'ies'} (${omitted.slice(0, 3).map((o) => `${o.path}: ${o.reason}`).join('; ')})` : null;
+    return omitted.length
+      ? `candidate ${c.candidate}'s tree copy left out ${omitted.length} entr${omitted.length === 1 ? 'y' : 'ies'} (${omitted
+          .slice(0, 3)
+          .map((o) => `${o.path}: ${o.reason}`)
+          .join('; ')})`
+      : null;
   }
   // Plain mode: its task dir, links kept as written (never followed), only folders, files and links copied.
   const from = c.tree.dir;
@@ -172,18 +209,25 @@ async function copyTree(ctx: AttemptContext, c: ProbeCandidate, dest: string): P
     verbatimSymlinks: true,
     filter: (src) => {
       const st = fs.lstatSync(src);
-      if (!st.isFile() && !st.isDirectory() && !st.isSymbolicLink()) return left.push(path.relative(from, src)), false;
+      if (!st.isFile() && !st.isDirectory() && !st.isSymbolicLink()) return (left.push(path.relative(from, src)), false);
       bytes += st.isFile() ? st.size : 0;
       entries++;
-      if (bytes > PROBE_TREE_BYTES || entries > PROBE_TREE_ENTRIES) return left.push(path.relative(from, src)), false;
+      if (bytes > PROBE_TREE_BYTES || entries > PROBE_TREE_ENTRIES) return (left.push(path.relative(from, src)), false);
       return true;
     },
   });
-  return left.length ? `candidate ${c.candidate}'s tree copy left out ${left.length} entr${left.length === 1 ? 'y' : 'ies'} (special files, or past ${PROBE_TREE_BYTES} bytes)` : null;
+  return left.length
+    ? `candidate ${c.candidate}'s tree copy left out ${left.length} entr${left.length === 1 ? 'y' : 'ies'} (special files, or past ${PROBE_TREE_BYTES} bytes)`
+    : null;
 }
 
 /** One probe run: candidate tree `tree` (read-only, its working directory) on input `index`. */
-async function probeOnce(ctx: AttemptContext, group: TaskRuntime, policy: DistinguishPolicy, o: { tree: string; casesDir: string; root: string; index: number; text: string; candidate: number }): Promise<Behaviour> {
+async function probeOnce(
+  ctx: AttemptContext,
+  group: TaskRuntime,
+  policy: DistinguishPolicy,
+  o: { tree: string; casesDir: string; root: string; index: number; text: string; candidate: number },
+): Promise<Behaviour> {
   const scratch = path.join(o.root, 'probe-scratch');
   fs.rmSync(scratch, { recursive: true, force: true });
   fs.mkdirSync(path.join(scratch, 'tmp'), { recursive: true });
@@ -196,7 +240,14 @@ async function probeOnce(ctx: AttemptContext, group: TaskRuntime, policy: Distin
     file: 'bash',
     args: ['-o', 'pipefail', '-c', `exec 2>/dev/null\n${policy.probe}`],
     cwd: o.tree,
-    env: { ...(sandbox ? scratchEnv(scratch) : {}), VERDICT_CASE: text, VERDICT_CASE_FILE: caseFile, VERDICT_CASE_INDEX: String(o.index), VERDICT_RUN_ID: ctx.runId, VERDICT_TASK_KEY: group.spec.key },
+    env: {
+      ...(sandbox ? scratchEnv(scratch) : {}),
+      VERDICT_CASE: text,
+      VERDICT_CASE_FILE: caseFile,
+      VERDICT_CASE_INDEX: String(o.index),
+      VERDICT_RUN_ID: ctx.runId,
+      VERDICT_TASK_KEY: group.spec.key,
+    },
     inherit: ctx.inheritedEnv,
     logFile: log,
     timeoutMs: policy.timeoutMs,
@@ -207,7 +258,12 @@ async function probeOnce(ctx: AttemptContext, group: TaskRuntime, policy: Distin
   const out = fs.existsSync(log) ? fs.readFileSync(log) : Buffer.alloc(0);
   fs.rmSync(log, { force: true });
   const exitCode = receipt.spawnError ? null : receipt.exitCode;
-  return { exitCode, timedOut: receipt.timedOut, digest: crypto.createHash('sha256').update(out).digest('hex'), preview: out.subarray(0, 200).toString('utf8') };
+  return {
+    exitCode,
+    timedOut: receipt.timedOut,
+    digest: crypto.createHash('sha256').update(out).digest('hex'),
+    preview: out.subarray(0, 200).toString('utf8'),
+  };
 }
 
 /** What no inputs or probe run may see: VERDICT_HOME, in plain mode the workdir, in worktree mode the git dir. */

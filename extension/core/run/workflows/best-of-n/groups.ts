@@ -54,9 +54,15 @@ export class BestOfN implements WorkflowRun {
    */
   private stopRest(group: TaskRuntime, passed: readonly CandidateStatus[], open: readonly CandidateStatus[]): void {
     const reason = enoughReason(group.spec.stopAfter as number, passed);
-    const stopping = open.map((c) => this.task(c.key)).filter((t): t is TaskRuntime => t !== undefined && !statusInfo(t.state.status).final && !t.abort.signal.aborted);
+    const stopping = open
+      .map((c) => this.task(c.key))
+      .filter((t): t is TaskRuntime => t !== undefined && !statusInfo(t.state.status).final && !t.abort.signal.aborted);
     if (!stopping.length) return;
-    this.host.run.emit({ type: 'task-note', key: group.spec.key, note: `stop_after ${group.spec.stopAfter} reached (${passed.map((c) => c.key).join(', ')} passed): ${stopping.map((t) => t.spec.key).join(', ')} cancelled` });
+    this.host.run.emit({
+      type: 'task-note',
+      key: group.spec.key,
+      note: `stop_after ${group.spec.stopAfter} reached (${passed.map((c) => c.key).join(', ')} passed): ${stopping.map((t) => t.spec.key).join(', ')} cancelled`,
+    });
     // Each stop may settle its candidate at once (and ask release again): every one is taken before any is stopped.
     for (const t of stopping) if (!statusInfo(t.state.status).final && !t.abort.signal.aborted) this.host.graph.stop(t, reason);
   }
@@ -64,7 +70,9 @@ export class BestOfN implements WorkflowRun {
   /** Drain: a group with a candidate still running keeps waiting, so that candidate's PASS still decides it. */
   keepWaiting(task: TaskRuntime): boolean {
     const { byKey } = this.host.run;
-    return !!task.spec.select && task.spec.after.some((k) => byKey.get(k)?.state.status !== 'queued' && !statusInfo(byKey.get(k)?.state.status ?? 'queued').final);
+    return (
+      !!task.spec.select && task.spec.after.some((k) => byKey.get(k)?.state.status !== 'queued' && !statusInfo(byKey.get(k)?.state.status ?? 'queued').final)
+    );
   }
 
   /** A group ranking its candidates when one of them is rerun: the ranking judged work that no longer stands. */
@@ -74,7 +82,9 @@ export class BestOfN implements WorkflowRun {
 
   /** A group runs no worker itself: its candidates are what runs again. */
   refuseRerun(task: TaskRuntime): string | null {
-    return task.spec.select ? `${task.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${task.spec.after.join(', ')})` : null;
+    return task.spec.select
+      ? `${task.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${task.spec.after.join(', ')})`
+      : null;
   }
 
   /** A group stopped: its candidates that are not final stop with it. */
@@ -107,7 +117,11 @@ export class BestOfN implements WorkflowRun {
 
   /** The group's outcome so far, from its candidates' statuses (in this run, or the run it continues). */
   private gate(group: TaskRuntime): GroupGate {
-    return groupGate(group.spec.select ?? 'first-pass', group.spec.after.map((k, i) => this.candidate(k, i + 1)), group.spec.stopAfter);
+    return groupGate(
+      group.spec.select ?? 'first-pass',
+      group.spec.after.map((k, i) => this.candidate(k, i + 1)),
+      group.spec.stopAfter,
+    );
   }
 
   /** Acts on a gate that is not `wait` (the group has left the graph's waiting tasks). */
@@ -115,8 +129,15 @@ export class BestOfN implements WorkflowRun {
     if (gate.kind === 'lost') return this.host.graph.block(group, gate.reason);
     if (gate.kind === 'won') {
       // A ranked group with a single passing candidate: it wins without a ranking (a consensus group, without a vote).
-      const ranking = group.spec.select === 'ranked' ? { reason: 'the only candidate that passed: no ranking needed', column: { ranked: false, scores: {}, tie: null, disagreement: null } } : undefined;
-      return this.win(group, gate.winner, ranking ?? (group.spec.select === 'consensus' ? { reason: 'the only candidate that passed: no consensus needed' } : undefined));
+      const ranking =
+        group.spec.select === 'ranked'
+          ? { reason: 'the only candidate that passed: no ranking needed', column: { ranked: false, scores: {}, tie: null, disagreement: null } }
+          : undefined;
+      return this.win(
+        group,
+        gate.winner,
+        ranking ?? (group.spec.select === 'consensus' ? { reason: 'the only candidate that passed: no consensus needed' } : undefined),
+      );
     }
     if (gate.kind === 'consensus') {
       this.track(this.consensus(group, gate.passed).catch((e: Error) => this.fail(group, `its consensus failed: ${e.message}`)));
@@ -137,7 +158,10 @@ export class BestOfN implements WorkflowRun {
     const records = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', spec.key);
     const round = nextRound(records, 'consensus');
     const dir = path.join(records, `consensus-${round}`);
-    Object.assign(group.state, { status: 'checking', reason: `comparing ${passed.length} passing candidates (${passed.map((c) => c.key).join(', ')}) on the inputs of distinguish` });
+    Object.assign(group.state, {
+      status: 'checking',
+      reason: `comparing ${passed.length} passing candidates (${passed.map((c) => c.key).join(', ')}) on the inputs of distinguish`,
+    });
     ctx.emit({ type: 'task-note', key: spec.key, note: group.state.reason as string });
     void ctx.stateFile.save();
     const members: ConsensusMember[] = passed.map((c) => this.member(c));
@@ -146,7 +170,11 @@ export class BestOfN implements WorkflowRun {
     for (const c of passed) {
       try {
         const source = this.sourceOf(c.key);
-        probed.push({ key: c.key, candidate: c.candidate, tree: source.mode === 'worktree' ? { mode: 'worktree', sha: source.seal.sha } : { mode: 'plain', dir: source.dir } });
+        probed.push({
+          key: c.key,
+          candidate: c.candidate,
+          tree: source.mode === 'worktree' ? { mode: 'worktree', sha: source.seal.sha } : { mode: 'plain', dir: source.dir },
+        });
       } catch (e) {
         unreadable.push(`candidate ${c.candidate}: ${(e as Error).message}`);
       }
@@ -238,7 +266,13 @@ export class BestOfN implements WorkflowRun {
     group.state.winner = winner.key;
     if (ranking?.column) Object.assign(group.state, { scores: ranking.column.scores, tie: ranking.column.tie, disagreement: ranking.column.disagreement });
     const consensus = ranking?.consensus;
-    if (consensus) group.state.consensus = { groups: consensus.groups.map((g) => g.members.map((m) => m.key)), inputs: consensus.inputs, splitting: consensus.splitting.length, decided: consensus.decided };
+    if (consensus)
+      group.state.consensus = {
+        groups: consensus.groups.map((g) => g.members.map((m) => m.key)),
+        inputs: consensus.inputs,
+        splitting: consensus.splitting.length,
+        decided: consensus.decided,
+      };
     endTask(ctx, group, 'PASS', reason, { commit, save: false });
     if (ctx.repo && commit && group.state.branch) {
       const branch = group.state.branch;
@@ -280,23 +314,58 @@ export class BestOfN implements WorkflowRun {
     fs.mkdirSync(dir, { recursive: true });
     // A secret in the seed: a reviewer that learns the run id and the key still cannot derive which name is which.
     const nonce = crypto.randomBytes(16).toString('hex');
-    const named = neutralNames(passed.map((c) => c.candidate), `${ctx.runId}/${spec.key}/${nonce}`);
+    const named = neutralNames(
+      passed.map((c) => c.candidate),
+      `${ctx.runId}/${spec.key}/${nonce}`,
+    );
     const keyOf = (n: number) => (passed.find((c) => c.candidate === n) as CandidateStatus).key;
     const names = Object.fromEntries(named.map((n) => [n.name, n.candidate]));
-    Object.assign(group.state, { status: 'checking', reason: `ranking ${passed.length} passing candidates (${passed.map((c) => c.key).join(', ')}) by ${spec.rank?.engines.length ?? 0} reviewer(s)` });
+    Object.assign(group.state, {
+      status: 'checking',
+      reason: `ranking ${passed.length} passing candidates (${passed.map((c) => c.key).join(', ')}) by ${spec.rank?.engines.length ?? 0} reviewer(s)`,
+    });
     ctx.emit({ type: 'task-note', key: spec.key, note: group.state.reason as string });
     void ctx.stateFile.save();
-    const rowCtx: RankRowContext = { runId: ctx.runId, runName: ctx.opts.manifest.runName, identity: ctx.opts.identity, host: shortHost(), taskKey: spec.key, spec: spec.spec, taskType: spec.taskType, branch: group.state.branch, sandbox: ctx.bwrap ? 'bwrap' : 'none', round, dir, names };
+    const rowCtx: RankRowContext = {
+      runId: ctx.runId,
+      runName: ctx.opts.manifest.runName,
+      identity: ctx.opts.identity,
+      host: shortHost(),
+      taskKey: spec.key,
+      spec: spec.spec,
+      taskType: spec.taskType,
+      branch: group.state.branch,
+      sandbox: ctx.bwrap ? 'bwrap' : 'none',
+      round,
+      dir,
+      names,
+    };
     let rankings: RankRecord[] = [];
     let outcomes: RankOutcome[];
     try {
-      const work = await Promise.all(named.map(async (n) => {
-        const source = this.sourceOf(keyOf(n.candidate));
-        return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs, [...ctx.opts.engines.keys()]) };
-      }));
-      const redaction = { dirs: spec.after.map((k) => this.task(k)?.state.dir).filter((d): d is string => !!d), group: spec.key, engines: [...ctx.opts.engines.keys()] };
+      const work = await Promise.all(
+        named.map(async (n) => {
+          const source = this.sourceOf(keyOf(n.candidate));
+          return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs, [...ctx.opts.engines.keys()]) };
+        }),
+      );
+      const redaction = {
+        dirs: spec.after.map((k) => this.task(k)?.state.dir).filter((d): d is string => !!d),
+        group: spec.key,
+        engines: [...ctx.opts.engines.keys()],
+      };
       rankings = await runRankers(ctx, { group, round, dir, work, redaction }, (r) => {
-        ctx.emit({ type: 'task-note', key: spec.key, note: `ranking ${r.reviewer}/${spec.rank?.engines.length ?? 0} by ${rankerName(r)}: ${r.scores ? Object.entries(r.scores).map(([k, v]) => `${k} ${v}`).join(', ') : `${r.cancelled ? 'CANCELLED' : 'ERROR'} (${r.error})`}` });
+        ctx.emit({
+          type: 'task-note',
+          key: spec.key,
+          note: `ranking ${r.reviewer}/${spec.rank?.engines.length ?? 0} by ${rankerName(r)}: ${
+            r.scores
+              ? Object.entries(r.scores)
+                  .map(([k, v]) => `${k} ${v}`)
+                  .join(', ')
+              : `${r.cancelled ? 'CANCELLED' : 'ERROR'} (${r.error})`
+          }`,
+        });
         this.writeRow(group, rankRow(rowCtx, r), `rank row of ${r.engine}`);
       });
       outcomes = rankings.filter((r) => !r.cancelled).map((r) => ({ who: rankerName(r), scores: r.scores, error: r.error }));
@@ -310,10 +379,16 @@ export class BestOfN implements WorkflowRun {
     }
     const decision = decideRanking(named, outcomes);
     fs.writeFileSync(path.join(dir, 'receipt.json'), JSON.stringify({ round, nonce, names, rankings, decision }, null, 2));
-    const scores = Object.fromEntries(named.filter((n) => decision.means[n.name] !== undefined).map((n) => [keyOf(n.candidate), decision.means[n.name] as number]));
+    const scores = Object.fromEntries(
+      named.filter((n) => decision.means[n.name] !== undefined).map((n) => [keyOf(n.candidate), decision.means[n.name] as number]),
+    );
     const winner = passed.find((c) => c.candidate === decision.winner) as CandidateStatus;
     // A consensus tie the ranking broke: both decisions are said.
-    this.win(group, winner, { reason: consensus ? `${consensus.why}; ${decision.reason}` : decision.reason, column: { ranked: decision.kind === 'ranked', scores, tie: decision.tie, disagreement: decision.disagreement }, ...(consensus ? { consensus } : {}) });
+    this.win(group, winner, {
+      reason: consensus ? `${consensus.why}; ${decision.reason}` : decision.reason,
+      column: { ranked: decision.kind === 'ranked', scores, tie: decision.tie, disagreement: decision.disagreement },
+      ...(consensus ? { consensus } : {}),
+    });
   }
 
   /**
@@ -354,8 +429,11 @@ function receiptSeal(t: TaskRuntime): { parent: string; sha: string; changed: bo
   const pass = t.state.attempts.filter((a) => a.verdict === 'PASS').at(-1);
   if (!pass) return null;
   try {
-    const seal = (JSON.parse(fs.readFileSync(path.join(pass.dir, 'receipt.json'), 'utf8')) as { seal?: { parent?: unknown; sha?: unknown; changed?: unknown } }).seal;
-    return seal && typeof seal.parent === 'string' && typeof seal.sha === 'string' ? { parent: seal.parent, sha: seal.sha, changed: seal.changed !== false } : null;
+    const seal = (JSON.parse(fs.readFileSync(path.join(pass.dir, 'receipt.json'), 'utf8')) as { seal?: { parent?: unknown; sha?: unknown; changed?: unknown } })
+      .seal;
+    return seal && typeof seal.parent === 'string' && typeof seal.sha === 'string'
+      ? { parent: seal.parent, sha: seal.sha, changed: seal.changed !== false }
+      : null;
   } catch {
     return null;
   }

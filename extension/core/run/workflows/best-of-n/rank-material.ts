@@ -68,7 +68,11 @@ export function redact(text: string, r: Redaction): string {
  * copy of its files in `<name>/` (plain mode), redacted (Redaction). Returns the names written, for the prompt,
  * relative to `scratch`.
  */
-export function writeRankMaterial(scratch: string, work: readonly { name: string; source: CandidateSource; material: ReviewMaterial }[], r: Redaction): string[] {
+export function writeRankMaterial(
+  scratch: string,
+  work: readonly { name: string; source: CandidateSource; material: ReviewMaterial }[],
+  r: Redaction,
+): string[] {
   const written: string[] = [];
   for (const w of work) {
     if (w.source.mode === 'worktree') {
@@ -78,7 +82,10 @@ export function writeRankMaterial(scratch: string, work: readonly { name: string
     }
     fs.writeFileSync(path.join(scratch, `${w.name}.txt`), redact(w.material.text, r));
     const left = copyFiles(w.source.dir, path.join(scratch, w.name), r);
-    written.push(`${w.name}/${left ? ` (${left} file(s) left out: past ${RANK_COPY_BYTES / 1024 / 1024} MiB or ${RANK_COPY_FILES} files, or binary naming a candidate)` : ''}`, `${w.name}.txt`);
+    written.push(
+      `${w.name}/${left ? ` (${left} file(s) left out: past ${RANK_COPY_BYTES / 1024 / 1024} MiB or ${RANK_COPY_FILES} files, or binary naming a candidate)` : ''}`,
+      `${w.name}.txt`,
+    );
   }
   return written;
 }

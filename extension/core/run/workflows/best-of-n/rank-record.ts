@@ -60,7 +60,11 @@ export interface RankRowContext {
  */
 export function rankRow(c: RankRowContext, r: RankRecord): EvalRow {
   const files = rankFiles(c.dir, r.reviewer);
-  const scored = r.scores ? Object.keys(c.names).map((n) => `${n} (candidate ${c.names[n]}) ${r.scores?.[n]}`).join(', ') : '';
+  const scored = r.scores
+    ? Object.keys(c.names)
+        .map((n) => `${n} (candidate ${c.names[n]}) ${r.scores?.[n]}`)
+        .join(', ')
+    : '';
   return {
     ...readerColumns(r),
     // The group's own facts in place of an attempt's: its round as the attempt, no candidate, the group as its group.

@@ -59,7 +59,22 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
   const engine = opts.engines.get(choice.engine) as EngineSpec;
   const model = choice.model ?? engine.defaultModel;
   const startedAt = Date.now();
-  const rec: RankRecord = { reviewer: n, engine: engine.name, harness: engine.harness, ...ctx.spend.billingOf(engine.name), model, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, scores: null, reasons: {}, error: null, cancelled: false };
+  const rec: RankRecord = {
+    reviewer: n,
+    engine: engine.name,
+    harness: engine.harness,
+    ...ctx.spend.billingOf(engine.name),
+    model,
+    startedAt,
+    endedAt: startedAt,
+    receipt: null,
+    usage: null,
+    costMicroUsd: null,
+    scores: null,
+    reasons: {},
+    error: null,
+    cancelled: false,
+  };
   // Its known cost counts against budget_usd like an attempt's; past the budget it does not start.
   const reservation = ctx.spend.admitNow(engine, model, spec, 'rank');
   if (typeof reservation === 'string') {
@@ -72,7 +87,13 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
   try {
     const written = writeRankMaterial(scratch, r.work, r.redaction);
     const names = r.work.map((w) => w.name);
-    const prompt = rankPrompt({ spec: spec.spec, check: spec.check, rubric: spec.rank?.rubric ?? '', work: r.work.map((w) => ({ name: w.name, text: redact(w.material.text, r.redaction) })), files: written });
+    const prompt = rankPrompt({
+      spec: spec.spec,
+      check: spec.check,
+      rubric: spec.rank?.rubric ?? '',
+      work: r.work.map((w) => ({ name: w.name, text: redact(w.material.text, r.redaction) })),
+      files: written,
+    });
     fs.writeFileSync(files.prompt, prompt);
     const { receipt, tail, cutUsage } = await superviseReadOnly(ctx, {
       engine,
@@ -97,7 +118,12 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     rec.costMicroUsd = ctx.spend.cost(rec.usage, model, engine);
     // An answer counts only from a ranking reviewer that ended on its own (run/reader-end.ts).
     const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
-    const ended = readerEnd(receipt, 'the ranking reviewer', { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS }, errorClass);
+    const ended = readerEnd(
+      receipt,
+      'the ranking reviewer',
+      { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+      errorClass,
+    );
     if (receipt.cancelled) {
       rec.cancelled = true;
       const why: unknown = r.group.abort.signal.reason;

@@ -15,8 +15,16 @@ import { evalRow, type AttemptRecord } from '../../attempt-record';
  * `consensus`, for a `select: "consensus"` group that compared its candidates, its groups and why (`consensus`).
  * @throws Error when the record is not a settled PASS of a candidate
  */
-export function selectRow(winner: AttemptRecord, groupKey: string, reason: string, decidedAt: number, ranking?: RankingColumn, consensus?: ConsensusColumn): EvalRow {
-  if (winner.verdict !== 'PASS') throw new Error(`${winner.taskKey} attempt ${winner.attempt} is ${winner.verdict ?? 'not settled'}: only a PASS can win ${groupKey}`);
+export function selectRow(
+  winner: AttemptRecord,
+  groupKey: string,
+  reason: string,
+  decidedAt: number,
+  ranking?: RankingColumn,
+  consensus?: ConsensusColumn,
+): EvalRow {
+  if (winner.verdict !== 'PASS')
+    throw new Error(`${winner.taskKey} attempt ${winner.attempt} is ${winner.verdict ?? 'not settled'}: only a PASS can win ${groupKey}`);
   if (winner.candidate === null) throw new Error(`${winner.taskKey} is not a candidate: it cannot win ${groupKey}`);
   const at = new Date(decidedAt).toISOString();
   return {

@@ -37,7 +37,9 @@ export const MAX_NAMED_PATHS = 64;
  */
 export function namedPaths(command: string): string[] {
   const out = new Set<string>();
-  const text = parseShell(command).map((l) => command.slice(l.start, l.end)).join('\n');
+  const text = parseShell(command)
+    .map((l) => command.slice(l.start, l.end))
+    .join('\n');
   for (const m of text.matchAll(/[A-Za-z0-9._+@~/-]+/g)) {
     const token = m[0];
     const tails = [token, ...[...token.matchAll(/\//g)].map((s) => token.slice((s.index ?? 0) + 1))];

@@ -68,10 +68,17 @@ export type RoundDecision = { kind: 'revise' } | { kind: 'stop'; why: string; un
  * unresolved); `revisions` already `rounds` → stop at the round limit; `elapsedMs` (since the first round began) at or
  * past `timeLimitMs` → stop at the time limit; else a revision. When it stops with criticisms, they are unresolved.
  */
-export function decideRound(o: { verified: CheckedCriticism[]; revisions: number; rounds: number; elapsedMs: number; timeLimitMs: number | null }): RoundDecision {
+export function decideRound(o: {
+  verified: CheckedCriticism[];
+  revisions: number;
+  rounds: number;
+  elapsedMs: number;
+  timeLimitMs: number | null;
+}): RoundDecision {
   if (!o.verified.length) return { kind: 'stop', why: 'no verified criticism remains', unresolved: [] };
   if (o.revisions >= o.rounds) return { kind: 'stop', why: `round limit: ${o.rounds} revision(s) done`, unresolved: o.verified };
-  if (o.timeLimitMs !== null && o.elapsedMs >= o.timeLimitMs) return { kind: 'stop', why: `time limit: ${Math.round(o.timeLimitMs / 1000)} s reached`, unresolved: o.verified };
+  if (o.timeLimitMs !== null && o.elapsedMs >= o.timeLimitMs)
+    return { kind: 'stop', why: `time limit: ${Math.round(o.timeLimitMs / 1000)} s reached`, unresolved: o.verified };
   return { kind: 'revise' };
 }
 
@@ -105,7 +112,7 @@ export function revisionText(round: number, verified: readonly CheckedCriticism[
     '',
     cut(lines.join('\n'), REVISION_BYTES),
     '',
-    'Revise the proposal to address every point that is right. The check must still pass, and it still decides: a command made to pass by editing the test it runs, or the check\'s own files, does not count (protected files are restored).',
+    "Revise the proposal to address every point that is right. The check must still pass, and it still decides: a command made to pass by editing the test it runs, or the check's own files, does not count (protected files are restored).",
   ].join('\n');
 }
 
@@ -121,7 +128,10 @@ export function commandEvidence(exit: number | string, output: string, why?: str
 }
 
 /** state.json's view of a loop (TaskState.critique). */
-export function loopView(loop: CritiqueLoop, report: string): { report: string; rounds: number; revisions: number; verified: number; dropped: number; unresolved: number; stopped: string | null } {
+export function loopView(
+  loop: CritiqueLoop,
+  report: string,
+): { report: string; rounds: number; revisions: number; verified: number; dropped: number; unresolved: number; stopped: string | null } {
   return {
     report,
     rounds: loop.rounds.length,
@@ -135,13 +145,17 @@ export function loopView(loop: CritiqueLoop, report: string): { report: string; 
 
 /** The report (markdown): every round's criticisms, verified or dropped with why, then the end and what is unresolved. */
 export function renderReport(taskKey: string, loop: CritiqueLoop): string {
-  const item = (c: CheckedCriticism) => `- critic ${c.critic}, ${criticismTarget(c)}: ${c.claim}\n  ${c.verified ? 'verified' : 'dropped'}: ${c.evidence.replace(/\n/g, '\n  ')}`;
+  const item = (c: CheckedCriticism) =>
+    `- critic ${c.critic}, ${criticismTarget(c)}: ${c.claim}\n  ${c.verified ? 'verified' : 'dropped'}: ${c.evidence.replace(/\n/g, '\n  ')}`;
   const out = [`# Critique of ${taskKey}`, ''];
   for (const r of loop.rounds) {
     const verified = r.criticisms.filter((c) => c.verified);
     const dropped = r.criticisms.filter((c) => !c.verified);
     out.push(`## Round ${r.round} (attempt ${r.attempt}, ${r.sealed ? r.sealed.slice(0, 12) : 'no seal'})`, '');
-    out.push(`${verified.length} verified, ${dropped.length} dropped (pointed at nothing checkable)${r.criticErrors.length ? `, ${r.criticErrors.length} critic(s) gave no valid answer` : ''}. Then: ${r.decision}.`, '');
+    out.push(
+      `${verified.length} verified, ${dropped.length} dropped (pointed at nothing checkable)${r.criticErrors.length ? `, ${r.criticErrors.length} critic(s) gave no valid answer` : ''}. Then: ${r.decision}.`,
+      '',
+    );
     for (const c of verified) out.push(item(c));
     for (const c of dropped) out.push(item(c));
     for (const e of r.criticErrors) out.push(`- ${e}`);
@@ -156,5 +170,10 @@ export function renderReport(taskKey: string, loop: CritiqueLoop): string {
 
 function cut(text: string, maxBytes: number): string {
   const buf = Buffer.from(text, 'utf8');
-  return buf.length <= maxBytes ? text : `${buf.subarray(0, maxBytes).toString('utf8').replace(/\uFFFD$/, '')}\n(cut)`;
+  return buf.length <= maxBytes
+    ? text
+    : `${buf
+        .subarray(0, maxBytes)
+        .toString('utf8')
+        .replace(/\uFFFD$/, '')}\n(cut)`;
 }

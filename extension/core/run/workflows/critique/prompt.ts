@@ -37,7 +37,11 @@ export function critiquePrompt(p: CritiquePromptInput): string {
     ...passedCheckLines(p),
     '',
     ...(p.previous.length
-      ? [`This is round ${p.round}: the proposal is a revision that was handed these points (name again, with a checkable target, any it did not resolve):`, ...p.previous.map((c) => `- ${criticismTarget(c)}: ${c.claim}`), '']
+      ? [
+          `This is round ${p.round}: the proposal is a revision that was handed these points (name again, with a checkable target, any it did not resolve):`,
+          ...p.previous.map((c) => `- ${criticismTarget(c)}: ${c.claim}`),
+          '',
+        ]
       : []),
     ...workLines(p.material, p.materialFile),
     '',

@@ -14,7 +14,10 @@ export type { CritiqueRecord } from '../../reader-record';
  * A critic's files in the attempt's records folder: the prompt, its raw log, the log of criticism `i`'s command on the
  * proposal and, when it ran there, on the empty control tree (run/workflows/critique/command.ts).
  */
-export function critiqueFiles(rec: Pick<AttemptRecord, 'dir'>, critic: number): { prompt: string; log: string; command: (i: number) => string; control: (i: number) => string } {
+export function critiqueFiles(
+  rec: Pick<AttemptRecord, 'dir'>,
+  critic: number,
+): { prompt: string; log: string; command: (i: number) => string; control: (i: number) => string } {
   return {
     prompt: path.join(rec.dir, `critique-${critic}.prompt.md`),
     log: path.join(rec.dir, `critique-${critic}.log`),
@@ -42,7 +45,12 @@ export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
     round: r.round,
     verified,
     dropped,
-    criticisms: r.criticisms.map((c) => ({ ...('command' in c ? { command: c.command } : { file: c.file, line: c.line }), claim: c.claim, verified: c.verified, evidence: c.evidence })),
+    criticisms: r.criticisms.map((c) => ({
+      ...('command' in c ? { command: c.command } : { file: c.file, line: c.line }),
+      claim: c.claim,
+      verified: c.verified,
+      evidence: c.evidence,
+    })),
   };
   return {
     ...readerColumns(r),

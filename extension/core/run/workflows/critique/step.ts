@@ -21,7 +21,19 @@ import { worktreeReadAccess } from '../../../git/worktree';
 import type { EngineChoice } from '../../../manifest/types';
 import { runCheck } from '../../check';
 import { hiddenFromSteps, scratchEnv, stepCaps, stepPlan, stepScratch } from '../../containment';
-import { commandEvidence, criticismTarget, decideRound, loopView, newLoop, noChange, renderReport, revisionText, type CheckedCriticism, type CritiqueLoop, type RoundDecision } from './loop';
+import {
+  commandEvidence,
+  criticismTarget,
+  decideRound,
+  loopView,
+  newLoop,
+  noChange,
+  renderReport,
+  revisionText,
+  type CheckedCriticism,
+  type CritiqueLoop,
+  type RoundDecision,
+} from './loop';
 import { critiquePrompt } from './prompt';
 import { critiqueLoopFile, loadLoop, saveLoop } from './state';
 import { runDir } from '../../../config/home';
@@ -81,21 +93,45 @@ export const critiqueStep: Step = {
     // Kept before any critic runs, so a resumed loop counts its time limit from here even if this round is cut short.
     saveLoop(critiqueLoopFile(path.dirname(report)), loop);
     const round = loop.rounds.length + 1;
-    const material = task.links && rec.seal ? await diffMaterial(task.links, { ...rec.seal, parent: loop.base ?? rec.seal.parent, changed: (loop.base ?? rec.seal.parent) !== rec.seal.sha }, task.spec.checkTimeoutMs) : filesMaterial(task.state.dir);
+    const material =
+      task.links && rec.seal
+        ? await diffMaterial(
+            task.links,
+            { ...rec.seal, parent: loop.base ?? rec.seal.parent, changed: (loop.base ?? rec.seal.parent) !== rec.seal.sha },
+            task.spec.checkTimeoutMs,
+          )
+        : filesMaterial(task.state.dir);
     const records: CritiqueRecord[] = (rec.critiques = []);
     for (const [i, choice] of policy.critics.entries()) {
       const r = await runCritic(ctx, task, rec, io, { n: i + 1, round, choice, material, previous: loop.pending ? loop.open : [] });
       records.push(r);
       const verified = r.criticisms.filter((c) => c.verified).length;
-      ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique round ${round}, critic ${i + 1}/${policy.critics.length} (${criticName(r)}): ${r.error ? `ERROR (${r.error})` : `${verified} verified, ${r.criticisms.length - verified} dropped`}` });
+      ctx.emit({
+        type: 'task-note',
+        key: task.spec.key,
+        note: `critique round ${round}, critic ${i + 1}/${policy.critics.length} (${criticName(r)}): ${r.error ? `ERROR (${r.error})` : `${verified} verified, ${r.criticisms.length - verified} dropped`}`,
+      });
     }
     const criticisms = records.flatMap((r) => r.criticisms);
     // Two critics pointing at the same target make one point for the revision (the rows keep both).
     const seen = new Set<string>();
     const verified = criticisms.filter((c) => c.verified && !seen.has(criticismTarget(c)) && seen.add(criticismTarget(c)));
     loop.dropped += criticisms.filter((c) => !c.verified).length;
-    const decision = decideRound({ verified, revisions: loop.revisions, rounds: policy.rounds, elapsedMs: Date.now() - loop.startedAt, timeLimitMs: policy.timeLimitMs });
-    loop.rounds.push({ round, attempt: rec.attempt, sealed: rec.sealed, criticisms, criticErrors: records.flatMap((r) => (r.error ? [`critic ${r.critic} (${criticName(r)}) gave no valid answer: ${r.error}`] : [])), decision: decision.kind === 'revise' ? `revision ${loop.revisions + 1} asked` : `stopped (${decision.why})` });
+    const decision = decideRound({
+      verified,
+      revisions: loop.revisions,
+      rounds: policy.rounds,
+      elapsedMs: Date.now() - loop.startedAt,
+      timeLimitMs: policy.timeLimitMs,
+    });
+    loop.rounds.push({
+      round,
+      attempt: rec.attempt,
+      sealed: rec.sealed,
+      criticisms,
+      criticErrors: records.flatMap((r) => (r.error ? [`critic ${r.critic} (${criticName(r)}) gave no valid answer: ${r.error}`] : [])),
+      decision: decision.kind === 'revise' ? `revision ${loop.revisions + 1} asked` : `stopped (${decision.why})`,
+    });
     if (decision.kind === 'revise') {
       loop.revisions++;
       loop.pending = true;
@@ -103,7 +139,11 @@ export const critiqueStep: Step = {
       loop.open = verified;
       rec.revision = revisionText(round, verified);
       writeReport(task, loop, report);
-      ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique round ${round}: ${verified.length} verified criticism(s); revision ${loop.revisions} of at most ${policy.rounds} next (report: ${report})` });
+      ctx.emit({
+        type: 'task-note',
+        key: task.spec.key,
+        note: `critique round ${round}: ${verified.length} verified criticism(s); revision ${loop.revisions} of at most ${policy.rounds} next (report: ${report})`,
+      });
       return null;
     }
     end(ctx, task, loop, decision, report);
@@ -117,7 +157,11 @@ function end(ctx: AttemptContext, task: TaskRuntime, loop: CritiqueLoop, decisio
   loop.unresolved = decision.unresolved;
   loop.pending = false;
   writeReport(task, loop, report);
-  ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique stopped: ${decision.why}; ${loop.unresolved.length} unresolved, ${loop.dropped} dropped in all (report: ${report})` });
+  ctx.emit({
+    type: 'task-note',
+    key: task.spec.key,
+    note: `critique stopped: ${decision.why}; ${loop.unresolved.length} unresolved, ${loop.dropped} dropped in all (report: ${report})`,
+  });
 }
 
 /**
@@ -187,7 +231,11 @@ export function restoreCritique(ctx: AttemptContext, task: TaskRuntime): void {
     handed.set(task, task.failure);
   }
   const since = loop.startedAt === null ? '' : `, time counted since ${new Date(loop.startedAt).toISOString()}`;
-  ctx.emit({ type: 'task-note', key: task.spec.key, note: `critique goes on: round ${loop.rounds.length + 1} next, ${loop.revisions} of at most ${policy.rounds} revision(s) done${loop.pending ? ` (revision ${loop.revisions} asked again, handed ${loop.open.length} point(s))` : ''}${since}` });
+  ctx.emit({
+    type: 'task-note',
+    key: task.spec.key,
+    note: `critique goes on: round ${loop.rounds.length + 1} next, ${loop.revisions} of at most ${policy.rounds} revision(s) done${loop.pending ? ` (revision ${loop.revisions} asked again, handed ${loop.open.length} point(s))` : ''}${since}`,
+  });
 }
 
 /** Keeps the loop (critique-loop.json), writes the report whole (beside, then renamed) and points state.json's view at it. */
@@ -200,21 +248,59 @@ function writeReport(task: TaskRuntime, loop: CritiqueLoop, report: string): voi
 }
 
 /** Runs critic `o.n` (1-based) on the attempt and checks each of its criticisms. Never throws but Cancelled. */
-async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, o: { n: number; round: number; choice: EngineChoice; material: ReviewMaterial; previous: readonly CheckedCriticism[] }): Promise<CritiqueRecord> {
+async function runCritic(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  io: AttemptIo,
+  o: { n: number; round: number; choice: EngineChoice; material: ReviewMaterial; previous: readonly CheckedCriticism[] },
+): Promise<CritiqueRecord> {
   const { opts } = ctx;
   const { spec } = task;
   const engine = opts.engines.get(o.choice.engine) as EngineSpec;
   const startedAt = Date.now();
-  const r: CritiqueRecord = { critic: o.n, round: o.round, engine: engine.name, harness: engine.harness, ...ctx.spend.billingOf(engine.name), model: o.choice.model ?? engine.defaultModel, startedAt, endedAt: startedAt, receipt: null, usage: null, costMicroUsd: null, criticisms: [], error: null };
+  const r: CritiqueRecord = {
+    critic: o.n,
+    round: o.round,
+    engine: engine.name,
+    harness: engine.harness,
+    ...ctx.spend.billingOf(engine.name),
+    model: o.choice.model ?? engine.defaultModel,
+    startedAt,
+    endedAt: startedAt,
+    receipt: null,
+    usage: null,
+    costMicroUsd: null,
+    criticisms: [],
+    error: null,
+  };
   const files = critiqueFiles(rec, o.n);
   const scratch = stepScratch(opts.home, ctx.runId, spec.key, rec.attempt, `critique-${o.n}`);
   try {
     // The critic's own copy of the material, inside its sandbox (the attempt's records are hidden from it).
     const materialFile = path.join(scratch, 'critique-material.txt');
     fs.writeFileSync(materialFile, o.material.text);
-    const prompt = critiquePrompt({ spec: spec.spec, check: spec.check, verified: spec.verified, checkOutput: rec.check?.output ?? '', material: o.material, materialFile, taskDir: task.state.dir, round: o.round, previous: o.previous, commandTimeoutS: Math.round(spec.checkTimeoutMs / 1000) });
+    const prompt = critiquePrompt({
+      spec: spec.spec,
+      check: spec.check,
+      verified: spec.verified,
+      checkOutput: rec.check?.output ?? '',
+      material: o.material,
+      materialFile,
+      taskDir: task.state.dir,
+      round: o.round,
+      previous: o.previous,
+      commandTimeoutS: Math.round(spec.checkTimeoutMs / 1000),
+    });
     fs.writeFileSync(files.prompt, prompt);
-    const run = await runReader(ctx, task, io, { choice: o.choice, role: `critic ${o.n}`, prompt, scratch, logFile: files.log, env: { VERDICT_CRITIC: String(o.n), VERDICT_CRITIQUE_ROUND: String(o.round), VERDICT_CRITIQUE_MATERIAL: materialFile } });
+    const run = await runReader(ctx, task, io, {
+      choice: o.choice,
+      role: `critic ${o.n}`,
+      prompt,
+      scratch,
+      logFile: files.log,
+      env: { VERDICT_CRITIC: String(o.n), VERDICT_CRITIQUE_ROUND: String(o.round), VERDICT_CRITIQUE_MATERIAL: materialFile },
+    });
     r.receipt = run.receipt;
     r.usage = run.usage;
     r.costMicroUsd = run.costMicroUsd;
@@ -223,7 +309,12 @@ async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRec
       const parsed = parseCritiqueAnswer(run.message);
       if (!parsed.ok) r.error = parsed.error;
       else {
-        for (const [i, c] of parsed.answer.criticisms.entries()) r.criticisms.push({ ...c, critic: o.n, ...(await checkCriticism(ctx, task, rec, io, c, { critic: o.n, index: i + 1, log: files.command(i + 1), controlLog: files.control(i + 1) })) });
+        for (const [i, c] of parsed.answer.criticisms.entries())
+          r.criticisms.push({
+            ...c,
+            critic: o.n,
+            ...(await checkCriticism(ctx, task, rec, io, c, { critic: o.n, index: i + 1, log: files.command(i + 1), controlLog: files.control(i + 1) })),
+          });
       }
     }
   } catch (e) {
@@ -240,7 +331,14 @@ async function runCritic(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRec
  * Whether criticism `c` points at something checkable in this attempt's proposal, with the evidence or why not.
  * @throws Cancelled when the task was stopped while its command ran
  */
-async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, c: Criticism, o: { critic: number; index: number; log: string; controlLog: string }): Promise<{ verified: boolean; evidence: string }> {
+async function checkCriticism(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  io: AttemptIo,
+  c: Criticism,
+  o: { critic: number; index: number; log: string; controlLog: string },
+): Promise<{ verified: boolean; evidence: string }> {
   if (!isCommand(c)) {
     const p = proposalPath(c.file);
     if (!p.ok) return { verified: false, evidence: p.why };
@@ -269,12 +367,31 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
     }
     const git = task.links && io.boxed ? worktreeReadAccess(task.links) : { env: {}, readOnly: [] };
     const run = (where: string, readOnly: string[], log: string, env: Record<string, string>) =>
-      runCheck({ check: c.command, taskDir: where, logFile: log, timeoutMs: spec.checkTimeoutMs, env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env }, expectFiles: [], signal: task.abort.signal, sandbox: stepPlan(ctx, task.containment, { writable: [scratch], network: spec.network, readOnly, hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir) }), ...stepCaps(spec) });
+      runCheck({
+        check: c.command,
+        taskDir: where,
+        logFile: log,
+        timeoutMs: spec.checkTimeoutMs,
+        env: { ...io.taskEnv(), VERDICT_TASK_DIR: where, ...(io.boxed ? scratchEnv(scratch) : { TMPDIR: path.join(scratch, 'tmp') }), ...env },
+        expectFiles: [],
+        signal: task.abort.signal,
+        sandbox: stepPlan(ctx, task.containment, {
+          writable: [scratch],
+          network: spec.network,
+          readOnly,
+          hidden: hiddenFromSteps(ctx.opts.home, ctx.opts.manifest.worktrees ? null : ctx.opts.manifest.workdir),
+        }),
+        ...stepCaps(spec),
+      });
     const result = await run(dir, [task.state.dir, ...git.readOnly], o.log, git.env);
     const receipt = result.receipt;
     if (receipt.cancelled) throw new Cancelled();
     if (receipt.spawnError) return { verified: false, evidence: `the command could not start: ${receipt.spawnError}` };
-    if (receipt.timedOut) return { verified: false, evidence: `the command ran out of time after ${Math.round(spec.checkTimeoutMs / 1000)} s: a criticism's command must fail on its own` };
+    if (receipt.timedOut)
+      return {
+        verified: false,
+        evidence: `the command ran out of time after ${Math.round(spec.checkTimeoutMs / 1000)} s: a criticism's command must fail on its own`,
+      };
     if (receipt.exitCode === 0) return { verified: false, evidence: 'the command passed (exit 0) on the proposal: it points at nothing' };
     if (receipt.exitCode === null) return { verified: false, evidence: `the command was ended by ${receipt.signal ?? 'a signal'}` };
     // It failed on the proposal; it counts only if that failure is about the proposal (run/workflows/critique/command.ts).
@@ -286,10 +403,24 @@ async function checkCriticism(ctx: AttemptContext, task: TaskRuntime, rec: Attem
       fs.mkdirSync(empty);
       const ran = await run(empty, [empty], o.controlLog, {});
       if (ran.receipt.cancelled) throw new Cancelled();
-      control = ran.receipt.exitCode === 0 ? { passed: true } : { passed: false, how: ran.receipt.timedOut ? 'it ran out of time' : ran.receipt.spawnError ? 'it could not start' : ran.receipt.exitCode === null ? `ended by ${ran.receipt.signal ?? 'a signal'}` : `exited ${ran.receipt.exitCode}` };
+      control =
+        ran.receipt.exitCode === 0
+          ? { passed: true }
+          : {
+              passed: false,
+              how: ran.receipt.timedOut
+                ? 'it ran out of time'
+                : ran.receipt.spawnError
+                  ? 'it could not start'
+                  : ran.receipt.exitCode === null
+                    ? `ended by ${ran.receipt.signal ?? 'a signal'}`
+                    : `exited ${ran.receipt.exitCode}`,
+            };
     }
     const counts = commandCounts(named, control);
-    return counts.verified ? { verified: true, evidence: commandEvidence(receipt.exitCode, result.output, counts.why) } : { verified: false, evidence: counts.why };
+    return counts.verified
+      ? { verified: true, evidence: commandEvidence(receipt.exitCode, result.output, counts.why) }
+      : { verified: false, evidence: counts.why };
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }

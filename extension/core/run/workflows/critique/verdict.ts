@@ -52,13 +52,21 @@ export function parseCritiqueAnswer(message: string | null): ParsedCritique {
   }
   const validate = validateAnswer();
   if (!validate(value)) {
-    const problems = (validate.errors ?? []).filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'not' && e.keyword !== 'anyOf').map((e) => `${e.instancePath || '(answer)'} ${e.message ?? 'is invalid'}`);
-    const oneOf = (validate.errors ?? []).filter((e) => e.keyword === 'oneOf').map((e) => `${e.instancePath} must be either {file, line, claim} or {command, claim}`);
+    const problems = (validate.errors ?? [])
+      .filter((e) => e.keyword !== 'oneOf' && e.keyword !== 'not' && e.keyword !== 'anyOf')
+      .map((e) => `${e.instancePath || '(answer)'} ${e.message ?? 'is invalid'}`);
+    const oneOf = (validate.errors ?? [])
+      .filter((e) => e.keyword === 'oneOf')
+      .map((e) => `${e.instancePath} must be either {file, line, claim} or {command, claim}`);
     return { ok: false, error: `the critic's answer does not match schemas/critique-answer.schema.json: ${[...new Set([...oneOf, ...problems])].join('; ')}` };
   }
   return {
     ok: true,
-    answer: { criticisms: value.criticisms.map((c): Criticism => ('command' in c ? { command: c.command, claim: c.claim } : { file: c.file, line: c.line, claim: c.claim })) },
+    answer: {
+      criticisms: value.criticisms.map((c): Criticism =>
+        'command' in c ? { command: c.command, claim: c.claim } : { file: c.file, line: c.line, claim: c.claim },
+      ),
+    },
   };
 }
 
@@ -73,7 +81,8 @@ export function isCommand(c: Criticism): c is CommandCriticism {
  */
 export function proposalPath(file: string): { ok: true; rel: string } | { ok: false; why: string } {
   if (file.includes('\0')) return { ok: false, why: 'the path holds a NUL byte' };
-  if (path.posix.isAbsolute(file) || /^[A-Za-z]:[\\/]/.test(file)) return { ok: false, why: `${file} is absolute; a criticism names a path relative to the proposal` };
+  if (path.posix.isAbsolute(file) || /^[A-Za-z]:[\\/]/.test(file))
+    return { ok: false, why: `${file} is absolute; a criticism names a path relative to the proposal` };
   const rel = path.posix.normalize(file.replace(/\\/g, '/')).replace(/\/+$/, '');
   if (rel === '.' || rel === '') return { ok: false, why: 'the path names no file' };
   if (rel === '..' || rel.startsWith('../')) return { ok: false, why: `${file} is outside the proposal` };

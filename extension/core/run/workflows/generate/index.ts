@@ -15,6 +15,9 @@ export const generateWorkflow: Workflow = {
   },
   open: () => ({
     // A planner whose tasks joined the run (state.json `generated`): running it again would add them twice.
-    refuseRerun: (task) => (task.state.generated?.length ? `${task.spec.key} is a planner whose tasks already joined the run (${task.state.generated.join(', ')}); rerun those instead` : null),
+    refuseRerun: (task) =>
+      task.state.generated?.length
+        ? `${task.spec.key} is a planner whose tasks already joined the run (${task.state.generated.join(', ')}); rerun those instead`
+        : null,
   }),
 };

@@ -35,7 +35,14 @@ interface FrozenFile {
  * @returns the added tasks compiled (a best-of-N task as its entry and its candidates), in file order
  * @throws Error when the frozen manifest cannot be read, or would no longer load with the tasks added (nothing written)
  */
-export function freezeGenerated(home: string, state: RunState, planner: string, file: string, tasks: Record<string, unknown>[], engines: ReadonlySet<string>): TaskSpec[] {
+export function freezeGenerated(
+  home: string,
+  state: RunState,
+  planner: string,
+  file: string,
+  tasks: Record<string, unknown>[],
+  engines: ReadonlySet<string>,
+): TaskSpec[] {
   const frozenPath = frozenManifestPath(home, state.runId);
   const frozen = JSON.parse(fs.readFileSync(frozenPath, 'utf8')) as FrozenFile;
   const version = frozen.version ?? 1;
@@ -43,10 +50,20 @@ export function freezeGenerated(home: string, state: RunState, planner: string, 
   const before = parseManifest(JSON.stringify(frozen.manifest), state.manifestFile, { engines }).manifest;
   const after = parseManifest(JSON.stringify(manifest), state.manifestFile, { engines });
   if (!before || !after.manifest) {
-    throw new Error(`the frozen manifest would no longer load with the generated tasks: ${after.problems.filter((p) => p.severity === 'error').map(formatProblem).join('; ')}`);
+    throw new Error(
+      `the frozen manifest would no longer load with the generated tasks: ${after.problems
+        .filter((p) => p.severity === 'error')
+        .map(formatProblem)
+        .join('; ')}`,
+    );
   }
   fs.copyFileSync(frozenPath, path.join(runDir(home, state.runId), `manifest.v${version}.json`));
-  const next: FrozenFile = { ...frozen, manifest, version: version + 1, generated: [...(frozen.generated ?? []), { by: planner, file, keys: tasks.map((t) => String(t.key)), at: Date.now() }] };
+  const next: FrozenFile = {
+    ...frozen,
+    manifest,
+    version: version + 1,
+    generated: [...(frozen.generated ?? []), { by: planner, file, keys: tasks.map((t) => String(t.key)), at: Date.now() }],
+  };
   writeFileAtomic.sync(frozenPath, JSON.stringify(next, null, 2));
   const known = new Set(before.tasks.map((t) => t.key));
   return after.manifest.tasks.filter((t) => !known.has(t.key));

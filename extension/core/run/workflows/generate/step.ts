@@ -26,7 +26,14 @@ export const generateStep: Step = {
     plannedTasks.delete(task);
     let text: string;
     try {
-      text = await readSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, gen.file, GENERATED_MAX_BYTES, `a generated tasks file may have at most ${GENERATED_MAX_BYTES}`);
+      text = await readSealedFile(
+        ctx.repo?.root ?? null,
+        rec.seal,
+        task.state.dir,
+        gen.file,
+        GENERATED_MAX_BYTES,
+        `a generated tasks file may have at most ${GENERATED_MAX_BYTES}`,
+      );
     } catch (e) {
       return { verdict: 'FAIL', reason: `${gen.file}: ${(e as Error).message}; no task joined the run` };
     }
@@ -41,7 +48,10 @@ export const generateStep: Step = {
     fs.writeFileSync(path.join(rec.dir, 'generate.log'), lines.length ? `${lines.join('\n')}\n` : 'no findings\n');
     const errors = result.findings.filter((f) => f.severity === 'error');
     if (!result.tasks || errors.length) {
-      return { verdict: 'FAIL', reason: `the tasks in ${gen.file} were refused and none joined the run (${errors.length} error(s)): ${errors.map(formatGeneratedFinding).join('; ')}` };
+      return {
+        verdict: 'FAIL',
+        reason: `the tasks in ${gen.file} were refused and none joined the run (${errors.length} error(s)): ${errors.map(formatGeneratedFinding).join('; ')}`,
+      };
     }
     for (const f of result.findings) ctx.emit({ type: 'task-note', key: task.spec.key, note: formatGeneratedFinding(f) });
     plannedTasks.set(task, result.tasks);

@@ -43,15 +43,30 @@ export const redStep: Step = {
       }
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
       const logFile = recordFiles(rec).red;
-      const check = await runCheck({ check: spec.check, taskDir: where.sandbox ? task.state.dir : tree.dir, logFile, timeoutMs: spec.checkTimeoutMs, env: where.env, expectFiles: [], signal: task.abort.signal, sandbox: where.sandbox, ...stepCaps(spec) });
-      const setId = setIdNote('the red run\'s check', check.receipt.setIdCleared);
+      const check = await runCheck({
+        check: spec.check,
+        taskDir: where.sandbox ? task.state.dir : tree.dir,
+        logFile,
+        timeoutMs: spec.checkTimeoutMs,
+        env: where.env,
+        expectFiles: [],
+        signal: task.abort.signal,
+        sandbox: where.sandbox,
+        ...stepCaps(spec),
+      });
+      const setId = setIdNote("the red run's check", check.receipt.setIdCleared);
       if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
       if (check.receipt.cancelled) throw new Cancelled();
-      if (check.receipt.spawnError) throw new Error(`red before green: the check could not start on the tree without the implementation: ${check.receipt.spawnError}`);
+      if (check.receipt.spawnError)
+        throw new Error(`red before green: the check could not start on the tree without the implementation: ${check.receipt.spawnError}`);
       const names = files.map((f) => f.file);
       rec.red = { files: names, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
       if (check.receipt.exitCode === 0 && !check.receipt.timedOut) return { verdict: 'FAIL', reason: redPassedReason(spec.check, names) };
-      ctx.emit({ type: 'task-note', key: spec.key, note: `red before green: the check ${check.receipt.timedOut ? 'timed out' : `exited ${check.receipt.exitCode ?? check.receipt.signal}`} on the tree without ${names.join(', ')}, as it must` });
+      ctx.emit({
+        type: 'task-note',
+        key: spec.key,
+        note: `red before green: the check ${check.receipt.timedOut ? 'timed out' : `exited ${check.receipt.exitCode ?? check.receipt.signal}`} on the tree without ${names.join(', ')}, as it must`,
+      });
       return null;
     } finally {
       await removeCheckTree(tree.root);
@@ -77,7 +92,10 @@ async function implementStartOf(ctx: AttemptContext, implement: string): Promise
 }
 
 /** A pool job's `red` (core/pool/payload.ts): each phase file with its implement task's start commit, resolved here. */
-export async function redStarts(ctx: AttemptContext, red: readonly { file: string; implement: string; start?: string }[]): Promise<{ file: string; implement: string; start: string }[]> {
+export async function redStarts(
+  ctx: AttemptContext,
+  red: readonly { file: string; implement: string; start?: string }[],
+): Promise<{ file: string; implement: string; start: string }[]> {
   const out: { file: string; implement: string; start: string }[] = [];
   for (const f of red) out.push({ file: f.file, implement: f.implement, start: f.start ?? (await implementStartOf(ctx, f.implement)) });
   return out;

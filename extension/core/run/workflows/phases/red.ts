@@ -14,7 +14,6 @@ import { keptContent, loadSnapshot } from '../../dir-snapshot';
 /** A phase file as it was before its implementation: its bytes and mode, a symbolic link's target, or absent (null). */
 export type StartContent = { kind: 'file'; content: Buffer; mode: number } | { kind: 'symlink'; target: string } | null;
 
-
 /**
  * Puts `rel` under `dir` back to `start`: written with its mode, made a symbolic link, or removed (then the folders
  * that only held it are removed too, as git has no empty folders and the start had none of them). What it touches
@@ -109,7 +108,8 @@ export function startContentInBase(implementRunDir: string, file: string): Start
   if (entry.kind === 'symlink' && entry.target !== undefined) return { kind: 'symlink', target: entry.target };
   if (entry.kind !== 'file') return null;
   const content = keptContent(base, entry);
-  if (!content) throw new Error(`red before green: ${file} was in the dir of its implement task before it ran, but too large for Verdict to have kept a copy to put back`);
+  if (!content)
+    throw new Error(`red before green: ${file} was in the dir of its implement task before it ran, but too large for Verdict to have kept a copy to put back`);
   return { kind: 'file', content, mode: entry.mode };
 }
 
