@@ -4,20 +4,10 @@
  * it must give (schemas/critique-answer.schema.json) with what makes a criticism count.
  */
 import { criticismTarget, type CheckedCriticism } from './loop';
-import type { ReviewMaterial } from '../../review-material';
-import { passedCheckLines, workLines } from '../../review-prompt';
+import { passedCheckLines, workLines, type ReviewPromptInput } from '../../review-prompt';
 
-/** What the critic's prompt says. */
-export interface CritiquePromptInput {
-  spec: string;
-  check: string;
-  verified: string | null;
-  checkOutput: string;
-  material: ReviewMaterial;
-  /** Absolute path of the file holding the whole material (readable inside the critic's sandbox). */
-  materialFile: string;
-  /** The task dir (read-only to the critic), where the whole proposal can be read. */
-  taskDir: string;
+/** What the critic's prompt says: a reviewer's input (the proposal is its `material`, read-only in `taskDir`) and the round. */
+export interface CritiquePromptInput extends ReviewPromptInput {
   round: number;
   /** The verified criticisms the revision being criticised was handed; empty in round 1. */
   previous: readonly CheckedCriticism[];
