@@ -278,6 +278,50 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.match(r.stdout, /BUDGET_EXCEEDED\s+0 .*\$0\.0050 spent.*that would pass budget_usd \$0\.0050/, r.stdout);
   });
 
+  it('reviewers of an engine nothing prices (no catalog price, no history, no max_attempt_usd) run one at a time until one is priced, not side by side at $0', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // Three cheap workers ($0.0001 each, bounded by max_attempt_usd) end together; each task's reviewer runs 1 s and
+    // spends $0.003 (reported at its end) on acme/dearrev, which nothing prices. Reserving $0 each, the three reviews ran
+    // side by side: $0.0093 of a $0.005 budget. One at a time, the first prices the engine at $0.003 and the next
+    // ($0.0033 + $0.003) would pass the budget: it does not start.
+    const step = `{"type":"step_finish","part":{"type":"step-finish","reason":"stop","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.003}}`;
+    const answer = `{"type":"text","part":{"messageID":"m1","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
+    fs.writeFileSync(path.join(bin, 'dearrev'), `#!/bin/bash\nsleep 1\necho '${answer}'\necho '${step}'\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: {
+          stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file', max_attempt_usd: 0.0002 },
+          dearrev: { binary: 'dearrev', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/dearrev' },
+        },
+      }),
+    );
+    const tasks = ['a', 'b', 'c'].map((k) =>
+      scriptTask(k, streamingWorker(0, 0.0001, 0), 'test -s out.txt', { engine: 'stream', expect_files: ['out.txt'], review: { engines: ['dearrev'] } }),
+    );
+    const manifest = writeManifest(dir, { run_name: 'unpriced-review', max_parallel: 3, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const rows = readRows(home);
+    const reviews = rows.filter((x) => x.step === 'review' && x.cost_microusd !== null);
+    const spent = spentOf(rows);
+    console.log(
+      `      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over); ${reviews.length} of 3 reviewers ran; statuses ${stateOf(
+        home,
+      )
+        .tasks.map((t) => t.status)
+        .join(' ')}`,
+    );
+    assert.equal(reviews.length, 1, r.all);
+    assert.ok(spent <= 5000, `spent ${spent} micro-USD of a 5000 budget\n${r.all}`);
+    assert.match(r.all, /cost of a reviewer on dearrev \(acme\/dearrev\) is unknown .* one at a time/, r.all);
+    assert.match(r.all, /reviewer could not run: not started: budget: .*may cost up to \$0\.0030: that would pass budget_usd \$0\.0050/, r.all);
+    assert.equal(stateOf(home).tasks.filter((t) => t.status === 'PASS').length, 1, r.all);
+  });
+
   it('a reviewer whose reservation would pass the budget does not start, and the attempt it was to approve is not a PASS', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines';
 import { Budget } from '../../extension/core/cost/budget';
 import { engineFixture } from './engines/fixture';
+import { RunSpend, type SpendHold } from '../../extension/core/run/spend';
+import { tempDir } from '../helpers/fixtures';
 
 describe('budget: reservations, spend reported while attempts run, task envelopes', () => {
   it("a running attempt's reported spend counts: it passes the cap, holds more than its reservation, and is charged when its final cost is unknown", () => {
@@ -73,6 +75,58 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     const firstStep = opencode.slice(0, opencode.findIndex((l) => l.includes('"step_finish"')) + 1).join('\n');
     assert.equal(engines.get('opencode')?.streamUsage?.(firstStep).tokensIn, 1234);
     assert.equal(engines.get('codex')?.streamUsage, undefined);
+  });
+});
+
+describe('readers under a budget: an engine nothing prices runs one step at a time, readers included', () => {
+  const engine = { name: 'e' };
+  const task = (key: string) => ({ key, taskType: 'test' });
+  /** Whether `p` has settled after the pending microtasks ran. */
+  const settled = async (p: Promise<unknown>) => {
+    let done = false;
+    void p.then(() => (done = true));
+    await new Promise((r) => setImmediate(r));
+    return done;
+  };
+
+  it('a second reader waits (with one note) while the first runs unpriced, then reserves what the first cost; an abort ends its wait', async () => {
+    const spend = new RunSpend(tempDir(), 0.01, null);
+    const notes: string[] = [];
+    const say = (n: string) => notes.push(n);
+    const first = await spend.admitReader(engine, 'm', task('a'), 'review', new AbortController().signal, say);
+    assert.ok(first && typeof first !== 'string' && first.usd?.unpriced, 'the first reader of an engine nothing prices starts, unpriced');
+    const second = spend.admitReader(engine, 'm', task('b'), 'review', new AbortController().signal, say);
+    assert.equal(await settled(second), false, 'a second reader of the same engine and model waits: before, it started at $0');
+    const stop = new AbortController();
+    const third = spend.admitReader(engine, 'm', task('c'), 'critique', stop.signal, say);
+    assert.equal(notes.length, 1, notes.join('\n'));
+    assert.match(notes[0] ?? '', /the cost of a reviewer on e \(m\) is unknown .*run one at a time until one has finished and priced it/);
+    stop.abort();
+    assert.equal(await third, null, 'stopped while it waited');
+    spend.settle(first, 4_000, null);
+    const got = (await second) as SpendHold;
+    assert.equal(got.usd?.microUsd, 4_000, 'reserved what the first reader cost');
+    assert.equal(
+      await spend.admitReader(engine, 'm', task('d'), 'rank', new AbortController().signal, say),
+      'budget: $0.0040 spent and $0.0040 held by running attempts, and this attempt may cost up to $0.0040: that would pass budget_usd $0.01; the attempt was not started',
+    );
+  });
+
+  it("a reviewer on its own worker's unpriced engine starts once that worker has exited (never waits for its own attempt), at the worker's cost", async () => {
+    const spend = new RunSpend(tempDir(), 0.01, null);
+    const worker = spend.admit(engine, 'm', task('a'));
+    assert.ok(typeof worker !== 'string' && !('waitFor' in worker) && worker.usd?.unpriced);
+    const reviewer = spend.admitReader(engine, 'm', task('a'), 'review', new AbortController().signal, () => undefined);
+    assert.equal(await settled(reviewer), false, 'waits while the worker runs');
+    spend.workerEnded('a', 3_000, 1_050);
+    const got = (await reviewer) as SpendHold;
+    assert.equal(got.usd?.microUsd, 3_000, "reserved the worker's cost");
+    // Another task's attempt is priced too, while the first attempt (its check, its review) still holds its reservation.
+    const next = spend.admit(engine, 'm', task('b'));
+    assert.ok(typeof next !== 'string' && !('waitFor' in next));
+    assert.equal(next.usd?.microUsd, 3_000);
+    spend.settle(worker, 3_000, 1_050);
+    assert.equal(spend.snapshot().spentMicroUsd, 3_000, "the worker's cost is charged once");
   });
 });
 

@@ -214,6 +214,24 @@ export class Budget {
   }
 
   /**
+   * The attempt's engine has stopped spending (its worker process ended) and `costMicroUsd` is what it spent, or null
+   * when that stays unknown: it counts as reported (progress), prices its key (engine/model) for the attempts reserved
+   * after it, and an unpriced attempt no longer holds its key, so the next attempt or reader of that engine may start
+   * while this one's check and reviewers go on (its reviewer on the same engine would otherwise wait for it forever).
+   * The reservation stays open until settle.
+   */
+  priced(r: Reservation, costMicroUsd: number | null): void {
+    if (!this.open.has(r)) return;
+    if (r.unpriced) {
+      this.unpricedRunning.delete(r.key);
+      r.unpriced = false;
+    }
+    if (costMicroUsd === null) return;
+    this.progress(r, costMicroUsd);
+    this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, costMicroUsd));
+  }
+
+  /**
    * Releases a reservation and charges the attempt's cost: its final cost when known, else the larger of its
    * reservation and what it reported while running.
    */

@@ -59,6 +59,12 @@ export class AttemptLoop {
       // An attempt whose worker has exited spends nothing more on its engine: its check goes on (spend.ts spendingOver).
       for (const t of this.attemptsRunning) if ((key === null || t.spec.key === key) && !run.spend.spendingOver(t.spec.key)) this.stopForBudget(t, reason);
     };
+    // A step of an engine nothing prices ended (an attempt settled or its worker exited, a reader settled): the attempts
+    // held back for it ask again at once.
+    run.spend.onFreed = () => {
+      for (const t of this.budgetHeld) if (this.graph.scheduler.withdraw(t)) this.graph.scheduler.push(t);
+      this.budgetHeld.clear();
+    };
   }
 
   /** An engine's default model (null for an engine the run does not know). */
@@ -253,8 +259,6 @@ export class AttemptLoop {
     this.attemptsRunning.add(task);
     const outcome = await runAttempt(ctx, task, opts.attemptSteps).finally(() => this.attemptsRunning.delete(task));
     spend.settle(reservation, outcome.costMicroUsd, outcome.tokens);
-    for (const t of this.budgetHeld) if (scheduler.withdraw(t)) scheduler.push(t);
-    this.budgetHeld.clear();
     // Spent alone passed the budget: the attempts still running are stopped as by `stop`, their tasks end BUDGET_EXCEEDED.
     const over = spend.overBudget();
     if (over) for (const t of this.attemptsRunning) if (!spend.spendingOver(t.spec.key)) this.stopForBudget(t, over);

@@ -187,11 +187,11 @@ export class RunSpend {
     const tokenBounds = this.tokenBounds(model, task, 'work');
     const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, true, usdBounds);
     if (usd === null && !this.subscription.has(engine.name)) return this.budget.refusal(key, price, usdBounds);
-    if (usd && 'waitFor' in usd) return this.waitNote(usd, 'usd', engine.name, model);
+    if (usd && 'waitFor' in usd) return this.waitNote(usd, 'usd', engine.name, model, 'work');
     const tokens = this.tokenBudget.reserve(key, null, true, tokenBounds);
     if (tokens === null || 'waitFor' in tokens) {
-      if (usd) this.budget.release(usd);
-      return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model);
+      if (usd) this.release(usd);
+      return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model, 'work');
     }
     const hold: SpendHold = { usd, tokens, task: task.key };
     this.workers.set(task.key, hold);
@@ -200,43 +200,111 @@ export class RunSpend {
     return hold;
   }
 
-  /** A BudgetWait with its one-at-a-time note the first time for its key and unit. */
-  private waitNote(w: BudgetWait, unit: 'usd' | 'tokens', engine: string, model: string | null): BudgetWait & { note: string | null } {
+  /** A BudgetWait with its one-at-a-time note the first time for its key and unit; `step`: who waits. */
+  private waitNote(
+    w: BudgetWait,
+    unit: 'usd' | 'tokens',
+    engine: string,
+    model: string | null,
+    step: 'work' | ReaderStep,
+  ): BudgetWait & { note: string | null } {
     const said = `${unit}:${w.waitFor}`;
     const first = !this.saidUnpriced.has(said);
     this.saidUnpriced.add(said);
     const on = `${engine}${model ? ` (${model})` : ''}`;
+    const who = { work: 'an attempt', review: 'a reviewer', critique: 'a critic', rank: 'a ranking reviewer' }[step];
     const note = !first
       ? null
       : unit === 'usd'
-        ? `budget: the cost of an attempt on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts run one at a time until one has finished and priced it`
-        : `budget: the tokens of an attempt on ${on} are unknown (no p90 in the eval log, none finished yet, no max_attempt_tokens): under budget_tokens its attempts run one at a time until one has finished and counted them`;
+        ? `budget: the cost of ${who} on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts and readers run one at a time until one has finished and priced it`
+        : `budget: the tokens of ${who} on ${on} are unknown (no p90 in the eval log, none finished yet, no max_attempt_tokens): under budget_tokens its attempts and readers run one at a time until one has finished and counted them`;
     return { ...w, note };
   }
 
   /**
-   * admit for a step that cannot be queued again (a reviewer or critic of the task's running attempt, a ranking reader
-   * of the group `task`): a SpendHold, or a string (the reason) when it must not start; where admit would wait it starts
-   * at once (reserving 0). Its estimate is the p90 of the eval log's rows of its own step (reviews; critiques and
-   * rankings) for its model and the task's type, else its engine's max_attempt_usd (else the task's), else the p90 of
-   * work attempts of its model and type (an upper bound), with the catalog's and this run's observed maximum; in
-   * tokens the same p90s, else the task's max_attempt_tokens. Settled with its cost and tokens, or when those stay
-   * unknown, charged its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
+   * admit for a reader — a reviewer or critic of the task's running attempt, a ranking reader of the group `task` —
+   * which is not put back in the queue but waits here: a SpendHold, a string (the reason) when it must not start, or
+   * null when `signal` stopped it while it waited. Its estimate is the p90 of the eval log's rows of its own step
+   * (reviews; critiques and rankings) for its model and the task's type, else its engine's max_attempt_usd (else the
+   * task's), else the p90 of work attempts of its model and type (an upper bound), with the catalog's and this run's
+   * observed maximum; in tokens the same p90s, else the task's max_attempt_tokens. With none of these it is run as an
+   * attempt nothing prices is (Budget.reserve): one at a time on its engine and model, the others (readers and attempts
+   * alike) waiting until it has finished and priced it, the first wait saying so through `say`; readers of unknown
+   * cost reserved $0 and ran side by side before. Settled with its cost and tokens, or when those stay unknown, charged
+   * its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
    */
-  admitNow(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask, step: ReaderStep): SpendHold | string {
+  async admitReader(
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
+    model: string | null,
+    task: SpendTask,
+    step: ReaderStep,
+    signal: AbortSignal,
+    say: (note: string) => void,
+  ): Promise<SpendHold | string | null> {
+    for (;;) {
+      if (signal.aborted) return null;
+      const got = this.reserveReader(engine, model, task, step);
+      if (typeof got === 'string' || !('waitFor' in got)) return got;
+      if (got.note) say(got.note);
+      await this.nextFree(signal);
+    }
+  }
+
+  /** admitReader's one try: a hold, a refusal, or the BudgetWait (with its note) of an engine nothing prices. */
+  private reserveReader(
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
+    model: string | null,
+    task: SpendTask,
+    step: ReaderStep,
+  ): SpendHold | string | (BudgetWait & { note: string | null }) {
     const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
     const usdBounds = this.bounds(engine, model, task, step);
     const tokenBounds = this.tokenBounds(model, task, step);
-    const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, false, usdBounds);
+    const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, true, usdBounds);
     if (usd === null && !this.subscription.has(engine.name)) return this.budget.refusal(key, price, usdBounds);
-    const tokens = this.tokenBudget.reserve(key, null, false, tokenBounds);
-    if (tokens === null) {
-      if (usd) this.budget.release(usd as Reservation);
-      return this.tokenBudget.refusal(key, null, tokenBounds);
+    if (usd && 'waitFor' in usd) return this.waitNote(usd, 'usd', engine.name, model, step);
+    const tokens = this.tokenBudget.reserve(key, null, true, tokenBounds);
+    if (tokens === null || 'waitFor' in tokens) {
+      if (usd) this.release(usd);
+      return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model, step);
     }
     this.changed();
-    return { usd: usd as Reservation | null, tokens: tokens as Reservation, task: task.key };
+    return { usd, tokens, task: task.key };
+  }
+
+  /** Readers waiting for an unpriced attempt or reader to end (admitReader): each woken once by wake(). */
+  private readonly waiting = new Set<() => void>();
+
+  /** Resolves at the next wake(), or when `signal` aborts. */
+  private nextFree(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.waiting.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.waiting.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /**
+   * Told when a step that held an engine nothing prices may have let go of it (a step settled, a worker ended, a
+   * reservation released): attempts held back by the budget (admit's BudgetWait) can ask again.
+   */
+  onFreed: (() => void) | null = null;
+
+  /** Wakes the waiting readers and tells onFreed. */
+  private wake(): void {
+    for (const done of [...this.waiting]) done();
+    this.onFreed?.();
+  }
+
+  /** Drops a USD reservation that another budget refused, and wakes whoever waited for its engine. */
+  private release(r: Reservation): void {
+    this.budget.release(r);
+    this.wake();
   }
 
   /**
@@ -375,11 +443,20 @@ export class RunSpend {
   private readonly ended = new Set<string>();
 
   /**
-   * The task's worker has exited (its whole process group is gone): what is left of its attempt (the check, the seal)
-   * spends nothing on its engine. Not an engine's final event, which a worker can forge into its log and go on.
+   * The task's worker has exited (its whole process group is gone) having spent `costMicroUsd` and used `tokens` (in +
+   * out; each null when unknown): what is left of its attempt (the check, the seal, its readers, which reserve their
+   * own) spends nothing on its engine, so its cost prices its engine and model for the steps admitted after it and an
+   * attempt nothing priced lets the next one of its engine start (Budget.priced). Not an engine's final event, which a
+   * worker can forge into its log and go on.
    */
-  workerEnded(taskKey: string): void {
-    if (this.workers.has(taskKey)) this.ended.add(taskKey);
+  workerEnded(taskKey: string, costMicroUsd: number | null, tokens: number | null): void {
+    const hold = this.workers.get(taskKey);
+    if (!hold) return;
+    this.ended.add(taskKey);
+    if (hold.usd) this.budget.priced(hold.usd, costMicroUsd);
+    this.tokenBudget.priced(hold.tokens, tokens);
+    this.changed();
+    this.wake();
   }
 
   /**
@@ -461,6 +538,7 @@ export class RunSpend {
     if (hold.usd) this.budget.settle(hold.usd, costMicroUsd);
     this.tokenBudget.settle(hold.tokens, tokens);
     this.changed();
+    this.wake();
   }
 
   /**

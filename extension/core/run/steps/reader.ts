@@ -66,9 +66,12 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   const engine = opts.engines.get(req.choice.engine) as EngineSpec;
   const model = req.choice.model ?? engine.defaultModel;
   const gitAccess = task.links && io.boxed ? worktreeReadAccess(task.links) : { readOnly: [], env: {} };
-  // Its cost counts against budget_usd (the run's and the task's) like an attempt's: reserved before it starts, settled
-  // with its cost, or charged its reservation when that stays unknown. Past the budget it does not start.
-  const reservation = ctx.spend.admitNow(engine, model, spec, req.role.startsWith('critic') ? 'critique' : 'review');
+  // Its cost counts against budget_usd (the run's and the task's) like an attempt's: reserved before it starts (waiting
+  // while a step of its engine that nothing prices runs), settled with its cost, or charged its reservation when that
+  // stays unknown. Past the budget it does not start.
+  const step = req.role.startsWith('critic') ? 'critique' : 'review';
+  const reservation = await ctx.spend.admitReader(engine, model, spec, step, task.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
+  if (reservation === null) throw new Cancelled();
   if (typeof reservation === 'string') throw new Error(`not started: ${reservation}`);
   let costMicroUsd: number | null = null;
   let tokens: number | null = null;

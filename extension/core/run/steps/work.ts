@@ -33,6 +33,7 @@ import { restoreProtected } from '../protect';
 import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
 import { taskRunDir } from './seal';
 import { usageMeter, withCutPart } from '../usage-meter';
+import { usageTokens } from '../spend';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
 export const FINAL_EVENT_GRACE_MS = 30_000;
@@ -150,7 +151,6 @@ export const workStep: Step = {
         ],
       }),
     }).finally(() => meter.stop());
-    ctx.spend.workerEnded(spec.key);
     rec.worker = receipt;
     io.workerTail = tail;
     const setId = setIdNote('the worker', receipt.setIdCleared);
@@ -181,6 +181,8 @@ export const workStep: Step = {
       rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
     }
     rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model, engine);
+    // Its engine spends nothing more in this attempt: the budget knows what it cost (spend.ts workerEnded).
+    ctx.spend.workerEnded(spec.key, rec.costMicroUsd, usageTokens(rec.usage));
     Object.assign(rec, ctx.spend.billingOf(engine.name));
     return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
   },

@@ -75,8 +75,14 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
     error: null,
     cancelled: false,
   };
-  // Its known cost counts against budget_usd like an attempt's; past the budget it does not start.
-  const reservation = ctx.spend.admitNow(engine, model, spec, 'rank');
+  // Its known cost counts against budget_usd like an attempt's (waiting while a step of its engine that nothing prices
+  // runs); past the budget it does not start.
+  const reservation = await ctx.spend.admitReader(engine, model, spec, 'rank', r.group.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
+  if (reservation === null) {
+    rec.cancelled = true;
+    rec.error = 'stopped before it started';
+    return rec;
+  }
   if (typeof reservation === 'string') {
     rec.error = `not started: ${reservation}`;
     return rec;
