@@ -24,7 +24,9 @@ const SYNTHETIC_MODEL = '<synthetic>';
  * Reads usage, cost (`total_cost_usd` → micro-USD), the answering model (last real assistant message, else the
  * first init event's model) and the final status (`result.is_error`) from a Claude Code log: the last `result`, and
  * nothing after it; nothing at all when the results are not Claude Code's sequence (claudeEvents: a forged line).
- * Never throws.
+ * A log without any `result` (a session stopped for the budget, cancelled, timed out, killed) has the tokens its
+ * assistant messages reported (assistantUsage) and no cost (the catalog prices the tokens), never null tokens: what
+ * was used before the stop was used. Never throws.
  */
 export function parseClaudeOutput(log: string): UsageReport {
   const events = claudeEvents(jsonEvents(log));
@@ -35,7 +37,7 @@ export function parseClaudeOutput(log: string): UsageReport {
       finalError:
         "the log's result events are not the sequence Claude Code prints (result_index 0, 1, … in order): the worker wrote into its engine's output, so none is believed",
     };
-  const report = emptyUsage();
+  const report = events.some(isClaudeFinal) ? emptyUsage() : assistantUsage(events);
   let initModel: string | null | undefined;
   let answeredModel: string | null = null;
   for (const event of events) {
@@ -52,29 +54,41 @@ export function parseClaudeOutput(log: string): UsageReport {
 }
 
 /**
- * The usage a running Claude Code session has reported so far: its `result` once printed (parseClaudeOutput), else the
- * `usage` of each real assistant message, the last one printed per message id (Claude Code prints an assistant event
- * per content block, each carrying its message's usage so far), summed: tokens in = `input_tokens` +
- * `cache_read_input_tokens` + `cache_creation_input_tokens` (Anthropic reports them apart), cached = the cache reads,
- * and `output_tokens`. No cost (the catalog prices the tokens). Never throws.
+ * The usage a running Claude Code session has reported so far: its `result` once printed, else what its assistant
+ * messages reported (parseClaudeOutput, which reads a log cut off before its result the same way). Never throws.
  */
 export function streamClaudeUsage(log: string): UsageReport {
-  const events = jsonEvents(log);
-  if (events.some(isClaudeFinal)) return parseClaudeOutput(log);
-  const byMessage = new Map<string, LogEvent>();
+  return parseClaudeOutput(log);
+}
+
+/**
+ * The tokens of a session that printed no `result`: the `usage` of each real assistant message, summed over message
+ * ids. Claude Code prints an assistant event per content block, each carrying its message's usage so far (its output
+ * tokens growing), so each count is the largest any event of that id carried: a line written into the output later
+ * with the same id and smaller counts lowers nothing. Tokens in = `input_tokens` + `cache_read_input_tokens` +
+ * `cache_creation_input_tokens` (Anthropic reports them apart), cached = the cache reads, and `output_tokens`. No
+ * cost, no final status.
+ */
+function assistantUsage(events: LogEvent[]): UsageReport {
+  const byMessage = new Map<string, { fresh: number | null; read: number | null; written: number | null; out: number | null }>();
+  const most = (a: number | null | undefined, b: number | null) => (a === null || a === undefined ? b : b === null ? a : Math.max(a, b));
   for (const event of events) {
     if (event.type !== 'assistant' || stringAt(event, 'message', 'model') === SYNTHETIC_MODEL) continue;
-    byMessage.set(stringAt(event, 'message', 'id') ?? `#${byMessage.size}`, event);
+    const id = stringAt(event, 'message', 'id') ?? `#${byMessage.size}`;
+    const had = byMessage.get(id);
+    byMessage.set(id, {
+      fresh: most(had?.fresh, countAt(event, 'message', 'usage', 'input_tokens')),
+      read: most(had?.read, countAt(event, 'message', 'usage', 'cache_read_input_tokens')),
+      written: most(had?.written, countAt(event, 'message', 'usage', 'cache_creation_input_tokens')),
+      out: most(had?.out, countAt(event, 'message', 'usage', 'output_tokens')),
+    });
   }
   const report = emptyUsage();
-  for (const event of byMessage.values()) {
-    const fresh = countAt(event, 'message', 'usage', 'input_tokens');
-    const read = countAt(event, 'message', 'usage', 'cache_read_input_tokens') ?? 0;
-    const written = countAt(event, 'message', 'usage', 'cache_creation_input_tokens') ?? 0;
-    report.tokensIn = addCount(report.tokensIn, fresh === null ? null : fresh + read + written);
-    report.tokensCached = addCount(report.tokensCached, countAt(event, 'message', 'usage', 'cache_read_input_tokens'));
-    report.tokensCacheWrite = addCount(report.tokensCacheWrite, countAt(event, 'message', 'usage', 'cache_creation_input_tokens'));
-    report.tokensOut = addCount(report.tokensOut, countAt(event, 'message', 'usage', 'output_tokens'));
+  for (const m of byMessage.values()) {
+    report.tokensIn = addCount(report.tokensIn, m.fresh === null ? null : m.fresh + (m.read ?? 0) + (m.written ?? 0));
+    report.tokensCached = addCount(report.tokensCached, m.read);
+    report.tokensCacheWrite = addCount(report.tokensCacheWrite, m.written);
+    report.tokensOut = addCount(report.tokensOut, m.out);
   }
   return report;
 }

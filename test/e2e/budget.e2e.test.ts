@@ -75,6 +75,41 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(fs.existsSync(path.join(stopped?.dir ?? '', 'draft.txt')), "the stopped attempt's work is kept");
   });
 
+  it('a Claude Code session stopped for the budget before its result keeps, in its row, the tokens its assistant messages reported (not null)', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // acme/cl at $1/Mtok in, $2/Mtok out (a context of 1,000 tokens: an attempt may cost up to $0.0012); a fake Claude
+    // Code prints one assistant message of 1,000 tokens in every 0.2 s and would go on for 20 s; $0.005 stops it after
+    // about five. Before, its row said tokens null and cost null: the usage lived only in the result it never printed.
+    const catalog = path.join(dir, 'catalog.json');
+    const arch = { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] };
+    fs.writeFileSync(
+      catalog,
+      JSON.stringify({
+        data: [{ id: 'acme/cl', name: 'acme/cl', context_length: 1000, pricing: { prompt: '0.000001', completion: '0.000002' }, architecture: arch }],
+      }),
+    );
+    assert.equal((await cli(['catalog', '--home', home, '--refresh', '--source', catalog], { env })).exitCode, 0);
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { cl: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/cl', retry_context: 'file' } } }),
+    );
+    const message = (i: string) =>
+      `{"type":"assistant","message":{"id":"msg_${i}","model":"acme/cl","usage":{"input_tokens":1000,"output_tokens":1},"content":[{"type":"text","text":"working"}]}}`;
+    const worker = `echo '{"type":"system","subtype":"init","model":"acme/cl"}'; echo partial > draft.txt; for i in $(seq 100); do echo '${message("'$i'")}'; sleep 0.2; done; echo ok > out.txt`;
+    const tasks = [scriptTask('t', worker, 'test -s out.txt', { engine: 'cl', expect_files: ['out.txt'], timeout_s: 120 })];
+    const manifest = writeManifest(dir, { run_name: 'claude-stopped', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const row = readRows(home)[0] ?? {};
+    console.log(
+      `      stopped at the budget: row tokens_in ${String(row.tokens_in)}, tokens_out ${String(row.tokens_out)}, cost ${String(row.cost_microusd)} micro-USD`,
+    );
+    assert.equal(stateOf(home).tasks[0]?.status, 'BUDGET_EXCEEDED', r.all);
+    assert.ok(typeof row.tokens_in === 'number' && row.tokens_in >= 5_000, `tokens_in ${String(row.tokens_in)}\n${r.all}`);
+    assert.ok(typeof row.cost_microusd === 'number' && row.cost_microusd > 5_000 && row.cost_microusd <= 5_500, `cost ${String(row.cost_microusd)}\n${r.all}`);
+  });
+
   it('max_attempt_usd is the reserve when nothing else prices an engine: two attempts run at once, a third is refused, both stopped at the budget', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -56,6 +56,24 @@ describe('engine output parsers on real CLI output', () => {
     });
   });
 
+  it('claude stopped before its result (budget, cancel, timeout): the row keeps the tokens its assistant messages reported, not null', () => {
+    // The capture cut before its result, as a session stopped mid-run leaves it: two model calls of 1234 in (200 cache
+    // reads, 100 cache writes) reported on their assistant messages. Their output_tokens are what Claude Code knew when
+    // each message started (1 each; the result's 112 never came): a lower bound.
+    const lines = engineFixture('claude').split('\n');
+    const cut = lines.filter((l) => !l.includes('"type":"result"')).join('\n');
+    const stopped = engines.get('claude')!.parseOutput(cut);
+    assert.deepEqual(
+      [stopped.tokensIn, stopped.tokensCached, stopped.tokensCacheWrite, stopped.tokensOut, stopped.costMicroUsd, stopped.finalStatus, stopped.reportedModel],
+      [2468, 400, 200, 2, null, null, 'claude-sonnet-4-5'],
+    );
+    // A line written into the output later under a message's id with smaller counts lowers nothing.
+    const first = lines.find((l) => l.includes('"type":"assistant"')) ?? '';
+    const forged = first.replace(/"input_tokens":\d+/, '"input_tokens":0').replace(/"cache_read_input_tokens":\d+/, '"cache_read_input_tokens":0');
+    assert.notEqual(forged, first);
+    assert.equal(engines.get('claude')!.parseOutput(`${cut}\n${forged}`).tokensIn, 2468);
+  });
+
   it('gemini: reads result.stats; the model is the one the API answered with, not the requested one', () => {
     // stats.models is keyed by the modelVersion the API answered with. output_tokens is 98 (2 x 49 candidates); the
     // 2 x 7 thinking tokens are only in total_tokens (2580), and are added back.
