@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Finding } from '../core/manifest/findings';
-import { routeEvidence } from '../core/scoreboard/plan';
+import { budgetCheck, forecastManifest, routeEvidence } from '../core/scoreboard/plan';
 import { formatFinding, lintManifestFile } from '../core/manifest/lint';
 import type { EngineSpec } from '../../engines/types';
 import type { Io } from './io';
@@ -32,7 +32,11 @@ export async function lintCommand(
   // engine "auto": whether the scoreboard has evidence for a candidate on a task type (the route rule's "auto will explore").
   const rows = routing ? await routeEvidence(routing.home) : [];
   const routeEvidenceOf = (model: string, taskType: string | null) => rows.some((r) => r.model === model && r.task_type === taskType && r.tasks > 0);
-  for (const file of files)
+  for (const file of files) {
+    // budget_usd against the manifest's forecast (budget-forecast rule); a manifest that does not load has none.
+    const budgetForecast = routing
+      ? await forecastManifest(path.resolve(file), routing.home, engines, routing.route).then(budgetCheck, () => undefined)
+      : undefined;
     all.push(
       ...(await lintManifestFile(path.resolve(file), {
         engines,
@@ -40,8 +44,10 @@ export async function lintCommand(
         pathEnv: process.env.PATH ?? '',
         route: routing?.route ?? null,
         ...(routing ? { routeEvidence: routeEvidenceOf } : {}),
+        ...(budgetForecast ? { budgetForecast } : {}),
       })),
     );
+  }
   if (json) {
     const rows: LintJsonRow[] = all.map((f) => ({
       rule: f.rule,

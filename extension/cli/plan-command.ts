@@ -5,7 +5,7 @@
 import type { EngineSpec } from '../../engines/types';
 import { formatUsd } from '../core/cost/pricing';
 import { formatProblem, ManifestError } from '../core/manifest/types';
-import { forecastManifest, type ManifestForecast } from '../core/scoreboard/plan';
+import { budgetWarning, forecastManifest, type ManifestForecast } from '../core/scoreboard/plan';
 import type { Io } from './io';
 
 /** ms → "1m 05s" / "12.3s". */
@@ -65,12 +65,23 @@ export async function planCommand(
   // engine "auto": what it would pick for each task's first attempt, and why.
   for (const [key, r] of Object.entries(f.routes)) io.out(`${key}: ${r.line} — ${r.reason}`);
   const t = f.total;
-  io.out(
-    `total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${duration(t.durationMedianMs)} of work summed over the tasks (max_parallel ${f.maxParallel})${t.withoutHistory ? `; ${t.withoutHistory} of ${f.tasks.length} task(s) have no history and add nothing` : ''}`,
-  );
-  if (budgetMicroUsd !== null && budgetMicroUsd < t.costMedianMicroUsd)
+  const summed = `of work summed over the tasks (max_parallel ${f.maxParallel})`;
+  const work =
+    t.durationMedianMs !== null
+      ? `${duration(t.durationMedianMs)} ${summed}`
+      : t.known.durationMedianMs > 0
+        ? `at least ${duration(t.known.durationMedianMs)} ${summed}`
+        : `duration unknown (max_parallel ${f.maxParallel})`;
+  if (t.costMedianMicroUsd !== null && t.costP90MicroUsd !== null)
+    io.out(`total: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90; ${work}`);
+  else if (t.costUnknown === f.tasks.length)
+    io.out(`total: cost unknown (no task has a known cost: ${t.withoutHistory} of ${f.tasks.length} without history); ${work}`);
+  else
     io.out(
-      `warning: budget_usd ${formatUsd(budgetMicroUsd)} is below the expected cost ${formatUsd(t.costMedianMicroUsd)} (p50): the run will probably end BUDGET_EXCEEDED`,
+      `total: cost unknown — at least ${formatUsd(t.known.costMedianMicroUsd)} expected (p50), ${formatUsd(t.known.costP90MicroUsd)} at p90 from the others; ${t.costUnknown} of ${f.tasks.length} task(s) have no known cost (${t.withoutHistory} without history); ${work}`,
     );
+  // What the tasks with a known cost are expected to cost: with unknowns, at least that (budgetWarning).
+  const warning = budgetWarning(budgetMicroUsd, t);
+  if (warning) io.out(`warning: ${warning}`);
   return 0;
 }

@@ -112,9 +112,9 @@ async function runManifestCommand(ctx: CommandContext, target?: unknown, options
       return null;
     });
     const name = vscode.workspace.asRelativePath(uri);
-    if (plan) ctx.log.info(`${name}: ${plan.line}${plan.confirm ? ` — above verdict.confirmAboveUsd $${plan.thresholdUsd}: asking before the run` : ''}`);
+    if (plan) ctx.log.info(`${name}: ${plan.line}${plan.reason ? ` — ${plan.reason}: asking before the run` : ''}`);
     if (plan?.confirm) {
-      const ask = `Run ${name}? ${plan.line[0]?.toUpperCase()}${plan.line.slice(1)}, above your $${plan.thresholdUsd} threshold (verdict.confirmAboveUsd).`;
+      const ask = `Run ${name}? ${plan.line[0]?.toUpperCase()}${plan.line.slice(1)}; ${plan.reason ?? ''}.`;
       const answer = options.answer ?? (await vscode.window.showWarningMessage(ask, { modal: true }, 'Run'));
       if (answer !== 'Run') {
         ctx.log.info(`${name}: not run (the forecast was not confirmed)`);

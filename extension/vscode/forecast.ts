@@ -14,7 +14,7 @@ import {
   forecastManifest,
   forecastOf,
   forecastTotalLine,
-  needsConfirmation,
+  confirmationReason,
   type ManifestForecast,
 } from '../core/scoreboard/plan';
 import { isManifestDocument } from './diagnostics';
@@ -28,8 +28,13 @@ export interface RunForecast {
   line: string;
   /** The threshold in force (`verdict.confirmAboveUsd`), USD. */
   thresholdUsd: number;
-  /** True when the p90 total is above the threshold: the user is asked before the run starts. */
+  /**
+   * True when the user is asked before the run starts: the p90 total is above the threshold, or the cost is unknown
+   * (a task without history) and no budget_usd at or below the threshold caps it (plan.ts confirmationReason).
+   */
   confirm: boolean;
+  /** Why it asks, the question's end (`above your $1 threshold (verdict.confirmAboveUsd)`); null when it does not. */
+  reason: string | null;
 }
 
 /**
@@ -40,7 +45,8 @@ export interface RunForecast {
 export async function runForecast(file: string, log: vscode.LogOutputChannel): Promise<RunForecast> {
   const s = readSettings();
   const forecast = await forecastManifest(file, resolveHome(s.home), editorEngines(log));
-  return { forecast, line: forecastTotalLine(forecast), thresholdUsd: s.confirmAboveUsd, confirm: needsConfirmation(forecast, s.confirmAboveUsd) };
+  const reason = confirmationReason(forecast, s.confirmAboveUsd);
+  return { forecast, line: forecastTotalLine(forecast), thresholdUsd: s.confirmAboveUsd, confirm: reason !== null, reason };
 }
 
 /** The CodeLens over each task's key in a manifest editor: its expected cost from the eval log, or "no history". */

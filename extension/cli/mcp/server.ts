@@ -16,6 +16,7 @@ import { loadManifest, parseManifest } from '../../core/manifest/load';
 import { LineIndex, rangeOfPath } from '../../core/manifest/positions';
 import { formatProblem, ManifestError, type Manifest } from '../../core/manifest/types';
 import { forecastManifest } from '../plan-command';
+import { budgetCheck } from '../../core/scoreboard/plan';
 import type { RunState } from '../../core/live/state';
 import { MAX_PARALLEL } from '../../core/manifest/limits';
 import { driverNotesFor } from '../../core/run/steering';
@@ -166,8 +167,10 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
     ({ manifest }) =>
       guarded(async () => {
         const file = opts.workspace.file(manifest, 'manifest');
-        const { engines, settings } = loadEngines(opts.config);
-        const findings = await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess });
+        const { engines, settings, config } = loadEngines(opts.config);
+        // budget_usd against the manifest's forecast from this home's eval log (lint rule budget-forecast).
+        const budgetForecast = await forecastManifest(file, opts.home, engines, config.route ?? null).then(budgetCheck, () => undefined);
+        const findings = await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess, ...(budgetForecast ? { budgetForecast } : {}) });
         const rows = findings.map((f) => ({
           rule: f.rule,
           severity: f.severity,

@@ -14,6 +14,7 @@ export type RuleId =
   | 'deliverable-lost'
   | 'serial-fan-out'
   | 'subscription-uncapped'
+  | 'budget-forecast'
   | 'write-collision'
   | 'underspecified-spec'
   | 'spec-too-long'

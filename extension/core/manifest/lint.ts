@@ -27,6 +27,7 @@ import { deliverableLost } from './rules/deliverable-lost';
 import { writeCollision } from './rules/write-collision';
 import { serialFanOut } from './rules/serial-fan-out';
 import { subscriptionUncapped } from './rules/subscription-uncapped';
+import { budgetForecast } from './rules/budget-forecast';
 import { missingExpectFiles, missingTaskType, missingVerified } from './rules/missing-fields';
 import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
@@ -69,6 +70,7 @@ const RULES: Rule[] = [
   writeCollision,
   serialFanOut,
   subscriptionUncapped,
+  budgetForecast,
   missingVerified,
   missingTaskType,
   missingExpectFiles,

@@ -9,7 +9,7 @@ import { evalLogPath } from '../config/home';
 import { formatUsd } from '../cost/pricing';
 import { loadManifest } from '../manifest/load';
 import type { Manifest } from '../manifest/types';
-import { forecast, type Forecast, type TaskForecast } from './forecast';
+import { forecast, totalOf, type Forecast, type ForecastTotal, type TaskForecast } from './forecast';
 import { currentColumns, loadScoreboard } from './load';
 import { seededRandom } from './random';
 import { costHint, routeLine, routeRanking } from './route';
@@ -78,7 +78,9 @@ export async function forecastOf(manifest: Manifest, home: string, engines: Read
     .filter((t) => !t.select)
     .map((t) => {
       const { engine, model } = picks.get(t.key) ?? t;
-      return { key: t.key, engine, model: model ?? engines.get(engine)?.defaultModel ?? null, taskType: t.taskType };
+      // The script engine runs a bash script, no model: it costs nothing.
+      const free = engines.get(engine)?.harness === 'script';
+      return { key: t.key, engine, model: model ?? engines.get(engine)?.defaultModel ?? null, taskType: t.taskType, ...(free ? { free } : {}) };
     });
   let columns = null;
   try {
@@ -96,22 +98,69 @@ export async function forecastOf(manifest: Manifest, home: string, engines: Read
 }
 
 /**
- * The forecast's total as one line: `forecast: $0.40 expected (p50), $1.20 at p90` with `; 1 of 3 task(s) without
- * history (not counted)` when some have none, or `forecast: no history for any of its 3 task(s)`.
+ * The forecast's total as one line: `forecast: $0.40 expected (p50), $1.20 at p90`; when some task's cost is unknown,
+ * never a $0 total: `forecast: cost unknown — no history for any of its 3 task(s)`, or `forecast: cost unknown — at
+ * least $0.40 expected (p50), $1.20 at p90 from 2 task(s); 1 of 3 task(s) without history` (without a known cost, for
+ * tasks whose history has none).
  */
 export function forecastTotalLine(f: Forecast): string {
   const n = f.tasks.length;
-  if (n > 0 && f.total.withoutHistory === n) return `forecast: no history for any of its ${n} task(s)`;
-  const line = `forecast: ${formatUsd(f.total.costMedianMicroUsd)} expected (p50), ${formatUsd(f.total.costP90MicroUsd)} at p90`;
-  return f.total.withoutHistory ? `${line}; ${f.total.withoutHistory} of ${n} task(s) without history (not counted)` : line;
+  const t = f.total;
+  if (t.costMedianMicroUsd !== null && t.costP90MicroUsd !== null)
+    return `forecast: ${formatUsd(t.costMedianMicroUsd)} expected (p50), ${formatUsd(t.costP90MicroUsd)} at p90`;
+  const unknown = t.withoutHistory === t.costUnknown ? 'without history' : 'without a known cost';
+  if (t.costUnknown === n) return `forecast: cost unknown — ${t.withoutHistory === n ? 'no history' : 'no known cost'} for any of its ${n} task(s)`;
+  return `forecast: cost unknown — at least ${formatUsd(t.known.costMedianMicroUsd)} expected (p50), ${formatUsd(t.known.costP90MicroUsd)} at p90 from ${n - t.costUnknown} task(s); ${t.costUnknown} of ${n} task(s) ${unknown}`;
 }
 
 /**
- * True when a run of this forecast should be confirmed before it starts: its p90 total (what it may well cost) is
- * above `thresholdUsd` (the editor's `verdict.confirmAboveUsd`).
+ * The warning when budget_usd (micro-USD; null: none) is below the forecast's expected cost — its p50 total, or with
+ * tasks of unknown cost the p50 of the others, which the run costs at least — naming both figures; null otherwise
+ * (and when nothing is known: no figure to compare). `verdict plan` prints it, lint's budget-forecast rule says it.
  */
-export function needsConfirmation(f: Forecast, thresholdUsd: number): boolean {
-  return f.total.costP90MicroUsd > Math.round(thresholdUsd * 1_000_000);
+export function budgetWarning(budgetMicroUsd: number | null, t: ForecastTotal): string | null {
+  if (budgetMicroUsd === null) return null;
+  const exact = t.costMedianMicroUsd !== null;
+  const p50 = t.costMedianMicroUsd ?? t.known.costMedianMicroUsd;
+  const p90 = t.costP90MicroUsd ?? t.known.costP90MicroUsd;
+  if (budgetMicroUsd >= p50 || (!exact && p50 === 0)) return null;
+  const figure = exact
+    ? `the expected cost ${formatUsd(p50)} (p50; ${formatUsd(p90)} at p90)`
+    : `the expected cost of its tasks with a known cost, ${formatUsd(p50)} (p50; ${formatUsd(p90)} at p90), and ${t.costUnknown} more task(s) of unknown cost`;
+  return `budget_usd ${formatUsd(budgetMicroUsd)} is below ${figure}: the run will probably end BUDGET_EXCEEDED`;
+}
+
+/**
+ * For lint's budget-forecast rule (LintContext.budgetForecast): the budgetWarning of budget_usd (micro-USD) against the
+ * whole forecast (`taskKey` null) or against the forecast of the task `taskKey` and the tasks a workflow compiled from
+ * it (entryForecasts); null when within it, or when the forecast has no such task.
+ */
+export function budgetCheck(f: Forecast): (budgetMicroUsd: number, taskKey: string | null) => string | null {
+  return (budgetMicroUsd, taskKey) => {
+    if (taskKey === null) return budgetWarning(budgetMicroUsd, f.total);
+    const tasks = entryForecasts(f, [taskKey]).get(taskKey) ?? [];
+    return tasks.length ? budgetWarning(budgetMicroUsd, totalOf(tasks)) : null;
+  };
+}
+
+/**
+ * Why a run of this forecast should be confirmed before it starts, as the question's end (`above your $1 threshold
+ * (verdict.confirmAboveUsd)`), or null when it need not be: its p90 total (what it may well cost) is above `thresholdUsd`
+ * (the editor's `verdict.confirmAboveUsd`), or its cost is unknown (some task without history) and no budget_usd at
+ * or below the threshold caps it. Unknown is never taken as under the threshold: a manifest nobody ran before may cost
+ * anything.
+ */
+export function confirmationReason(f: Forecast & { budgetMicroUsd?: number | null }, thresholdUsd: number): string | null {
+  const threshold = Math.round(thresholdUsd * 1_000_000);
+  const setting = `your $${thresholdUsd} threshold (verdict.confirmAboveUsd)`;
+  const p90 = f.total.costP90MicroUsd;
+  if (p90 !== null) return p90 > threshold ? `above ${setting}` : null;
+  if (f.total.known.costP90MicroUsd > threshold) return `above ${setting} already for the tasks with a known cost`;
+  const budget = f.budgetMicroUsd ?? null;
+  if (budget !== null && budget <= threshold) return null;
+  return budget === null
+    ? `its cost is unknown and no budget_usd caps it: it may cost more than ${setting}`
+    : `its cost is unknown and its budget_usd ${formatUsd(budget)} is above ${setting}`;
 }
 
 /**
@@ -131,17 +180,22 @@ export function entryForecasts(f: Forecast, keys: readonly string[]): Map<string
 
 /**
  * One manifest entry's expected cost as the editor's CodeLens shows it: `expected $0.0200 (p50) · $0.0600 at p90 ·
- * 1 attempt(s) · from 3 past task(s)`, `no history` when none of its tasks has any, with `· 2 task(s)` for a workflow
- * compiled into several.
+ * 1 attempt(s) · from 3 past task(s)`, `no history` when none of its tasks has any, `cost unknown` when its history
+ * has no known cost, with `· 2 task(s)` for a workflow compiled into several; when some of those have no known cost,
+ * `at least` before the sum of the others (never a sum that passes for the whole).
  */
 export function entryForecastText(tasks: readonly TaskForecast[]): string {
   const known = tasks.filter((t) => t.figures);
-  if (!known.length) return `no history${tasks.length > 1 ? ` · ${tasks.length} task(s)` : ''}`;
-  const p50 = known.reduce((s, t) => s + (t.figures?.costMedianMicroUsd ?? 0), 0);
-  const p90 = known.reduce((s, t) => s + (t.figures?.costP90MicroUsd ?? 0), 0);
+  const costed = tasks.filter((t) => t.free || t.figures?.costMedianMicroUsd != null);
+  if (!known.length && !costed.length) return `no history${tasks.length > 1 ? ` · ${tasks.length} task(s)` : ''}`;
+  if (!costed.length) return `cost unknown (its history has no known cost)${tasks.length > 1 ? ` · ${tasks.length} task(s)` : ''}`;
+  const p50 = costed.reduce((s, t) => s + (t.figures?.costMedianMicroUsd ?? 0), 0);
+  const p90 = costed.reduce((s, t) => s + (t.figures?.costP90MicroUsd ?? 0), 0);
   const attempts = known.reduce((s, t) => s + (t.figures?.attempts ?? 0), 0);
-  const past = Math.min(...known.map((t) => t.figures?.tasks ?? 0));
-  const parts = [`expected ${formatUsd(p50)} (p50)`, `${formatUsd(p90)} at p90`, `${attempts} attempt(s)`, `from ${past} past task(s)`];
-  if (tasks.length > 1) parts.push(`${tasks.length} task(s)${known.length < tasks.length ? `, ${tasks.length - known.length} without history` : ''}`);
+  const atLeast = costed.length < tasks.length ? 'at least ' : '';
+  const parts = [`expected ${atLeast}${formatUsd(p50)} (p50)`, `${atLeast}${formatUsd(p90)} at p90`];
+  if (known.length) parts.push(`${attempts} attempt(s)`, `from ${Math.min(...known.map((t) => t.figures?.tasks ?? 0))} past task(s)`);
+  else parts.push('runs no model');
+  if (tasks.length > 1) parts.push(`${tasks.length} task(s)${costed.length < tasks.length ? `, ${tasks.length - costed.length} of unknown cost` : ''}`);
   return parts.join(' · ');
 }

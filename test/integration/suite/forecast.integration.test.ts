@@ -81,7 +81,7 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
     await config().update('confirmAboveUsd', undefined, vscode.ConfigurationTarget.Workspace);
   });
 
-  it('the manifest editor shows each task\'s expected cost in a CodeLens over its key, "no history" where there is none', async () => {
+  it('the manifest editor shows each task\'s expected cost in a CodeLens over its key, $0 for a script (no model), "no history" where there is none', async () => {
     const doc = await vscode.workspace.openTextDocument(planned);
     await vscode.window.showTextDocument(doc);
     const lenses = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', planned)).filter((l) =>
@@ -95,15 +95,28 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
       ['"key": "a",', '"key": "b",', '"key": "c",'],
     );
     assert.match(String(byLine[0]?.[1]), /^Verdict forecast: expected \$0\.60 \(p50\) · \$0\.60 at p90 · 1 attempt\(s\) · from 2 past task\(s\)$/);
-    assert.equal(byLine[2]?.[1], 'Verdict forecast: no history');
+    // c is a script (no model): it costs nothing, history or not.
+    assert.equal(byLine[2]?.[1], 'Verdict forecast: expected $0.00 (p50) · $0.00 at p90 · runs no model');
+    // A task of a model nobody ran: no history, never $0.
+    const unknown = vscode.Uri.file(path.join(folder, 'forecast-unknown.swarm.json'));
+    fs.writeFileSync(
+      unknown.fsPath,
+      JSON.stringify({ run_name: 'forecast-unknown', tasks: [{ ...task('u', 'paid'), model: 'acme/never-run' }] }, null, 2) + '\n',
+    );
+    const unknownLenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', unknown);
+    assert.deepEqual(
+      unknownLenses.filter((l) => l.command?.title.startsWith('Verdict forecast')).map((l) => l.command?.title),
+      ['Verdict forecast: no history'],
+    );
   });
 
   it("Run Manifest: above verdict.confirmAboveUsd (default $1) it asks, and declined nothing runs; the total is the plan's", async () => {
     const plan = await api.forecast(planned.fsPath);
     console.log(`      ${plan.line}; threshold $${plan.thresholdUsd}; asks: ${plan.confirm}`);
     assert.equal(plan.thresholdUsd, 1, 'the default');
-    assert.equal(plan.line, 'forecast: $1.20 expected (p50), $1.20 at p90; 1 of 3 task(s) without history (not counted)');
+    assert.equal(plan.line, 'forecast: $1.20 expected (p50), $1.20 at p90');
     assert.equal(plan.confirm, true);
+    assert.equal(plan.reason, 'above your $1 threshold (verdict.confirmAboveUsd)');
     const before = runsIn(home);
     const declined = await vscode.commands.executeCommand<RunSummary | undefined>('verdict.runManifest', planned, { answer: 'Cancel' });
     assert.equal(declined, undefined);
@@ -114,6 +127,25 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
     await config().update('confirmAboveUsd', 5, vscode.ConfigurationTarget.Workspace);
     const plan = await api.forecast(planned.fsPath);
     assert.deepEqual([plan.thresholdUsd, plan.confirm], [5, false]);
+    // A task nobody ran before: its cost is unknown, which is never under the threshold, however high; only a
+    // budget_usd at or below the threshold (which caps the run) lets it run unasked.
+    const unknown = path.join(folder, 'forecast-unknown-run.swarm.json');
+    const unknownManifest = (budget: number | null) =>
+      JSON.stringify({
+        run_name: 'forecast-unknown-run',
+        ...(budget === null ? {} : { budget_usd: budget }),
+        tasks: [{ ...task('u', 'paid'), model: 'acme/never-run' }],
+      });
+    fs.writeFileSync(unknown, unknownManifest(null));
+    const cold = await api.forecast(unknown);
+    console.log(`      ${cold.line}; asks: ${cold.confirm} (${cold.reason})`);
+    assert.equal(cold.line, 'forecast: cost unknown — no history for any of its 1 task(s)');
+    assert.deepEqual(
+      [cold.confirm, cold.reason],
+      [true, 'its cost is unknown and no budget_usd caps it: it may cost more than your $5 threshold (verdict.confirmAboveUsd)'],
+    );
+    fs.writeFileSync(unknown, unknownManifest(5));
+    assert.equal((await api.forecast(unknown)).confirm, false, 'budget_usd $5 caps it at the threshold');
     const summary = await vscode.commands.executeCommand<RunSummary | undefined>('verdict.runManifest', planned);
     assert.deepEqual(
       summary?.tasks.map((t) => t.verdict),

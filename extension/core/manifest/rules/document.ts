@@ -34,6 +34,13 @@ export interface LintContext {
    * rule's "auto will explore" finding. `verdict lint` passes it; the editor and the start gate do not.
    */
   routeEvidence?: (model: string, taskType: string | null) => boolean;
+  /**
+   * The manifest's forecast held against a budget_usd (micro-USD) of the run (`taskKey` null) or of a task: why that
+   * budget is below what the forecast expects the run or task to cost (naming both figures), or null
+   * (core/scoreboard/plan.ts budgetCheck). Absent skips the budget-forecast rule: `verdict lint` and the MCP lint tool
+   * pass it; the editor and the start gate do not.
+   */
+  budgetForecast?: (budgetMicroUsd: number, taskKey: string | null) => string | null;
 }
 
 /** One task as the rules see it; every field is null when absent or of the wrong type. */
