@@ -172,6 +172,50 @@ describe('engine "auto": routing by evidence (e2e, built CLI)', () => {
     assert.equal(r.exitCode, 0, r.all);
   });
 
+  it("auto never picks a candidate whose reservation would pass what is left of the run's budget: once dear no longer fits, the next task goes to mid and passes", async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // prefer pass_rate: dear (5 of 5 first try) ranks above mid (4 of 5). Each dear attempt reserves its p90, $0.02,
+    // under a run budget of $0.05: two fit ($0.04 spent), a third would reach $0.06. Without the exclusion auto picked
+    // dear again and the budget refused it (the task ended BUDGET_EXCEEDED with $0.01 left and a $0.005 candidate).
+    seedLog(home, [
+      ['mid', 'ui', 5, 4],
+      ['dear', 'ui', 5, 5],
+    ]);
+    const tasks = ['a', 'b', 'c'].map((k) => ({ key: `ui-${k}`, spec: SPEC('ui'), check: CHECK, task_type: 'ui', verified: 'ok', max_attempts: 1 }));
+    const manifest = writeManifest(dir, {
+      run_name: 'route-budget',
+      engine: 'auto',
+      route: { from: FROM, prefer: 'pass_rate', explore: 0, seed: 'b' },
+      budget_usd: 0.05,
+      max_parallel: 1,
+      workdir: path.join(dir, 'work'),
+      tasks,
+    });
+    const r = await cli(['run', manifest, '--home', home, '--config', config(dir), '--no-dashboard'], { env });
+    const rows = readRows(home).filter((x) => !String(x.run_id).startsWith('seed-'));
+    const routes = rows.map((x) => x.route as Record<string, any>);
+    const spent = rows.reduce((n, x) => n + ((x.cost_microusd as number | null) ?? 0), 0);
+    console.log(
+      `      ${rows.map((x, i) => `${String(x.task_key)} → ${String(routes[i]!.chosen)} ${String(x.verdict)}`).join(', ')}; spent ${spent} of 50000 micro-USD`,
+    );
+    assert.equal(r.exitCode, 0, r.all);
+    assert.deepEqual(
+      routes.map((x) => x.chosen),
+      ['dear:acme/dear', 'dear:acme/dear', 'mid:acme/mid'],
+      r.all,
+    );
+    assert.ok(
+      routes[2]!.skipped.some((x: { candidate: string; reason: string }) => x.candidate === 'dear:acme/dear' && /would pass budget_usd \$0\.05/.test(x.reason)),
+      JSON.stringify(routes[2]!.skipped),
+    );
+    assert.deepEqual(
+      rows.map((x) => x.verdict),
+      ['PASS', 'PASS', 'PASS'],
+    );
+    assert.ok(spent <= 50_000, `spent ${spent}`);
+  });
+
   it("the config's route applies to a manifest without one; the run freezes it, so a resume routes the same way", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
