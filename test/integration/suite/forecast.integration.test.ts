@@ -103,6 +103,7 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
       unknown.fsPath,
       JSON.stringify({ run_name: 'forecast-unknown', tasks: [{ ...task('u', 'paid'), model: 'acme/never-run' }] }, null, 2) + '\n',
     );
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(unknown));
     const unknownLenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', unknown);
     assert.deepEqual(
       unknownLenses.filter((l) => l.command?.title.startsWith('Verdict forecast')).map((l) => l.command?.title),
