@@ -7,7 +7,7 @@
  * exec/src/event_processor_with_jsonl_output.rs, `usage_from_last_total` reads `ThreadTokenUsage.total`), so
  * the last `turn.completed` is read, never a sum. The output names no model and no cost.
  */
-import { emptyUsage, type EngineSpec, type UsageReport } from './types';
+import { emptyUsage, type EngineErrorClass, type EngineSpec, type UsageReport } from './types';
 import { countAt, forgedFinalReport, jsonEvents, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { classifyLogTail, finalEventQuota } from './error-class';
 import type { QuotaEvent } from './quota-reset';
@@ -79,6 +79,25 @@ function codexFatalErrors(events: LogEvent[]): string[] {
   return events.filter((e) => e.type === 'turn.failed' || e.type === 'error').map((e) => codexErrorMessage(e) ?? String(e.type));
 }
 
+/**
+ * codex's own error when the variable its model provider's `env_key` names is unset: "Missing environment variable:
+ * \`NAME\`." (then the provider's `env_key_instructions`, when it has some), in an `error` event and the `turn.failed`
+ * (codex-nokey.jsonl, codex 0.171.0). No key is an auth failure.
+ */
+const MISSING_KEY_VARIABLE = /^Missing environment variable: `[^`]+`\./;
+
+/**
+ * Classifies a codex log tail (error-class.ts classifyLogTail over its `turn.failed` and `error` events and plain
+ * lines); what would be an engine_error is auth when one of those events is codex's own missing-key error
+ * (MISSING_KEY_VARIABLE). Only its error events are read for that: a command's output or a plain line with the same
+ * words is not codex's. Never throws.
+ */
+export function classifyCodexError(tail: string): EngineErrorClass | null {
+  const cls = classifyLogTail(tail, codexFatalErrors);
+  if (cls !== 'engine_error') return cls;
+  return codexFatalErrors(jsonEvents(tail)).some((m) => MISSING_KEY_VARIABLE.test(m)) ? 'auth' : cls;
+}
+
 /** The Codex CLI engine. Sandbox mode is codex's own `workspace-write` sandbox (as root inside Verdict's, Verdict's alone); full access bypasses it. */
 export const codexEngine: EngineSpec = {
   name: 'codex',
@@ -119,6 +138,6 @@ export const codexEngine: EngineSpec = {
   cachedInInput: true,
   parseOutput: parseCodexOutput,
   finalMessage: codexFinalMessage,
-  classifyError: (tail) => classifyLogTail(tail, codexFatalErrors),
+  classifyError: classifyCodexError,
   quotaReset: codexQuotaReset,
 };

@@ -25,6 +25,8 @@ describe(`real codex CLI against the scripted model server, the shared scenarios
       retry: retryScenario(base),
       review: reviewScenario(base),
       badKey: { ...base, mode: 'plain', server: { requireKey: 'sk-the-real-one' } },
+      // The variable the provider's env_key names, unset: codex fails before any model call, in its own words.
+      noKey: { ...base, mode: 'plain', env: { VERDICT_TEST_MODEL_KEY: null } },
       // A command writing outside the task dir, which an interactive codex would ask to run outside its sandbox;
       // `codex exec` asks nobody, and the sandbox (codex's inside Verdict's, as root Verdict's alone) keeps the write
       // from reaching the folder.
@@ -65,6 +67,22 @@ describe(`real codex CLI against the scripted model server, the shared scenarios
     assert.match(String(codex?.fix), /^codex login\b/);
     assert.deepEqual(codex?.tested, { status: 'tested', versions: ['0.171.0'] });
     assert.match(text, /0\.171\.0[^\n]*, a tested version/, text);
+  });
+
+  it("no key (the variable its provider's env_key names is unset): the attempt FAILs as an auth error, in codex's own words", () => {
+    const r = run('noKey');
+    assert.equal(r.result.exitCode, 1, explainRun(r));
+    assert.deepEqual(
+      r.rows.map((x) => [x.attempt, x.verdict]),
+      [[1, 'FAIL']],
+      explainRun(r),
+    );
+    assert.match(String(r.rows[0]?.notes), /the worker exited 1 \(auth\)/, explainRun(r));
+    assert.match(
+      fs.readFileSync(String(r.rows[0]?.worker_log), 'utf8'),
+      /"turn\.failed","error":\{"message":"Missing environment variable: `VERDICT_TEST_MODEL_KEY`\."/,
+    );
+    assert.equal(r.server.usageSent.calls, 0);
   });
 
   it("a command writing outside the task dir runs without asking and writes nothing there: the run never waits for input and PASSes; the user's config.toml and AGENTS.md are byte-identical, the session went to $CODEX_HOME/sessions", () => {

@@ -40,6 +40,23 @@ describe('engine error classification', () => {
     assert.equal(classify('codex', 'Reading additional input from stdin...\nall good'), null);
   });
 
+  it("codex: its own error for an unset key variable (its provider's env_key) is auth, read from its error events only", () => {
+    // codex 0.171.0 run with the variable its config's env_key names left unset (capture.ts codex:nokey), its whole log:
+    // `Missing environment variable: \`VERDICT_TEST_MODEL_KEY\`.` in an error event and the turn.failed.
+    assert.equal(classify('codex', engineFixture('codex-nokey')), 'auth');
+    // The same words as a plain line or in a command's output (the worker's own program) are no error event of codex's.
+    assert.equal(classify('codex', 'Missing environment variable: `DATABASE_URL`.'), null);
+    const toolOutput = JSON.stringify({
+      type: 'item.completed',
+      item: { type: 'command_execution', aggregated_output: 'Missing environment variable: `DATABASE_URL`.', status: 'failed' },
+    });
+    assert.equal(classify('codex', toolOutput), null);
+    // Another engine's structured error saying it is not about a key: not this rule's.
+    assert.equal(classify('codex', JSON.stringify({ type: 'turn.failed', error: { message: 'environment variable missing from sandbox' } })), 'engine_error');
+    // A rate limit in the same tail still wins (it must be requeued).
+    assert.equal(classify('codex', engineFixture('codex-nokey') + engineFixture('codex-error')), 'rate_limit');
+  });
+
   it('a structured error that names no known cause is an engine_error', () => {
     assert.equal(classify('codex', JSON.stringify({ type: 'turn.failed', error: { message: 'model produced invalid patch' } })), 'engine_error');
     assert.equal(classify('opencode', JSON.stringify({ type: 'error', error: { name: 'UnknownError', data: { message: 'boom' } } })), 'engine_error');

@@ -105,6 +105,11 @@ describe('engine output parsers on real CLI output', () => {
       assert.equal(auth.finalStatus, 'error');
       assert.match(auth.finalError ?? '', /^unexpected status 401 Unauthorized: Invalid API key provided/);
       assert.equal(auth.tokensIn, null);
+      assert.deepEqual(parse('codex', 'codex-nokey'), {
+        ...emptyUsage(),
+        finalStatus: 'error',
+        finalError: 'Missing environment variable: `VERDICT_TEST_MODEL_KEY`.',
+      });
     });
 
     it('opencode: an error event and no step: usage and cost stay null', () => {
