@@ -11,6 +11,7 @@ import type { EngineSpec } from '../../engines/types';
 import { cliVersion, TESTED_CLIS, versionStatus, type VersionStatus } from '../../engines/tested-versions';
 import { expandStatePath } from '../core/process/sandbox';
 import { printedVersion } from '../core/run/engine-versions';
+import { probeHome } from './probe-home';
 
 /**
  * How to tell whether a CLI has credentials, per harness. Any one suffices: an environment variable holding a key, a
@@ -92,8 +93,9 @@ export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, p
     install: engine.install,
   };
   if (!found) return { ...base, loginDetail: 'not installed', fix: engine.install };
-  // In a throwaway home: asking the version must not touch the user's state (printedVersion says why).
-  const printed = await printedVersion(found, env, 15_000);
+  // In a throwaway home: asking the version must not touch the user's state (printedVersion says why). Up to 60 s:
+  // Gemini CLI 0.61.0 took 15 to 20 s to print its version on a 2-core machine under load.
+  const printed = await printedVersion(found, env, 60_000);
   // The line naming a version (codex 0.171.0 may print a warning line before it), else the first line.
   const lines =
     printed === null
@@ -103,22 +105,35 @@ export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, p
           .map((l) => l.trim())
           .filter(Boolean);
   const version = lines.find((l) => cliVersion(l) !== null) ?? lines[0] ?? null;
-  const login = engine.harness === 'script' ? { login: 'n/a' as const, detail: 'no model, no account' } : await loginOf(engine, found, env);
-  const check = LOGIN[engine.harness];
-  const vs = versionStatus(engine.name, version);
-  const health: EngineHealth = {
-    ...base,
-    version,
-    tested: { status: vs.status, versions: vs.tested },
-    login: login.login,
-    loginDetail: login.detail,
-    fix: login.login === 'no' && check ? check.fix : null,
-  };
-  if (probe && engine.harness !== 'script' && health.login !== 'no') health.probe = await probeEngine(engine, found, env, probeTimeoutMs);
-  return health;
+  // The login command and the probe start the CLI for real: in a throwaway home holding copies of what it reads
+  // (probe-home.ts), so that nothing of the user's changes but a refreshed login.
+  const own = engine.harness === 'script' ? null : probeHome(engine, env);
+  try {
+    const login = engine.harness === 'script' ? { login: 'n/a' as const, detail: 'no model, no account' } : await loginOf(engine, found, env, own?.env ?? env);
+    const check = LOGIN[engine.harness];
+    const vs = versionStatus(engine.name, version);
+    const health: EngineHealth = {
+      ...base,
+      version,
+      tested: { status: vs.status, versions: vs.tested },
+      login: login.login,
+      loginDetail: login.detail,
+      fix: login.login === 'no' && check ? check.fix : null,
+    };
+    if (probe && engine.harness !== 'script' && health.login !== 'no') health.probe = await probeEngine(engine, found, own?.env ?? env, probeTimeoutMs);
+    return health;
+  } finally {
+    own?.close();
+  }
 }
 
-async function loginOf(engine: EngineSpec, binary: string, env: NodeJS.ProcessEnv): Promise<{ login: EngineHealth['login']; detail: string }> {
+/** The login check: `env` (the user's) for the variables and files, `commandEnv` (the throwaway home's) to run the command in. */
+async function loginOf(
+  engine: EngineSpec,
+  binary: string,
+  env: NodeJS.ProcessEnv,
+  commandEnv: NodeJS.ProcessEnv,
+): Promise<{ login: EngineHealth['login']; detail: string }> {
   const check = LOGIN[engine.harness];
   if (!check) return { login: 'unknown', detail: 'no login check for this engine (a custom CLI): try --probe' };
   const vars = [...new Set([...(engine.credentialEnv ?? []), ...check.env])];
@@ -130,7 +145,7 @@ async function loginOf(engine: EngineSpec, binary: string, env: NodeJS.ProcessEn
     if (file && holdsCredentials(file)) return { login: 'yes', detail: file };
   }
   if (check.command) {
-    const r = await execa(binary, check.command, { env, reject: false, timeout: 15_000, stdin: 'ignore', all: true });
+    const r = await execa(binary, check.command, { env: commandEnv, extendEnv: false, reject: false, timeout: 15_000, stdin: 'ignore', all: true });
     const said = lastLine(String(r.all ?? ''));
     if (r.exitCode === 0) return { login: 'yes', detail: `${engine.binary} ${check.command.join(' ')}: ${said}` };
     return { login: 'no', detail: `${engine.binary} ${check.command.join(' ')}: ${said || `exit ${r.exitCode}`}` };
@@ -153,14 +168,23 @@ function holdsCredentials(file: string): boolean {
 
 /**
  * The probe: the engine's own headless command (its argv template, sandbox flags, default model) with
- * {@link PROBE_PROMPT}, in a fresh temporary folder, stdin closed; ok when it exits 0 and its output reports no error.
+ * {@link PROBE_PROMPT}, in a fresh temporary folder, stdin closed, with `env` (the throwaway home's, probe-home.ts);
+ * ok when it exits 0 and its output reports no error.
  */
 async function probeEngine(engine: EngineSpec, binary: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<NonNullable<EngineHealth['probe']>> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-probe-'));
   const t0 = Date.now();
   try {
     const argv = expandArgv(engine, { spec: PROBE_PROMPT, taskdir: dir, model: null, engineArgs: [], fullAccess: false });
-    const r = await execa(binary, argv, { cwd: dir, env: { ...env, ...engine.env }, reject: false, timeout: timeoutMs, stdin: 'ignore', all: true });
+    const r = await execa(binary, argv, {
+      cwd: dir,
+      env: { ...env, ...engine.env },
+      extendEnv: false,
+      reject: false,
+      timeout: timeoutMs,
+      stdin: 'ignore',
+      all: true,
+    });
     const out = String(r.all ?? '');
     const usage = engine.parseOutput(out);
     const durationMs = Date.now() - t0;

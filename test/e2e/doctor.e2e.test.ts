@@ -258,6 +258,42 @@ describe('verdict doctor: engines and Postgres (CLI)', function () {
     assert.match(r.stdout, /^ {2}broken: installed, but did not answer: auth/m);
   });
 
+  it("--probe runs the CLI in a throwaway home: the user's settings and ~/.claude.json are untouched, no session is left, a refreshed login is kept", async () => {
+    // A claude that does at start what Claude Code does (replaces ~/.claude.json), saves a session, rewrites its
+    // settings, and refreshes its login (the old token may then no longer be valid, so the new one must reach the user).
+    fake(
+      'claude',
+      [
+        'case "$1" in --version) echo "2.1.332 (Claude Code)"; exit 0;; esac',
+        'c="${CLAUDE_CONFIG_DIR:-$HOME/.claude}"',
+        'echo \'{"numStartups": 42}\' > "$HOME/.claude.json.tmp" && mv "$HOME/.claude.json.tmp" "$HOME/.claude.json"',
+        'mkdir -p "$c/projects/p" && echo "{}" > "$c/projects/p/session.jsonl"',
+        'echo \'{"hooks": {"Stop": "planted"}}\' > "$c/settings.json"',
+        'echo \'{"claudeAiOauth": {"accessToken": "refreshed"}}\' > "$c/.credentials.json"',
+        'echo OK',
+      ].join('\n'),
+    );
+    const put = (rel: string, text: string, mode = 0o644) => {
+      fs.mkdirSync(path.dirname(path.join(dir, rel)), { recursive: true });
+      fs.writeFileSync(path.join(dir, rel), text, { mode });
+    };
+    put('.claude.json', '{"numStartups": 41}\n');
+    put('.claude/settings.json', '{"theme": "dark"}\n');
+    put('.claude/.credentials.json', '{"claudeAiOauth": {"accessToken": "old"}}\n', 0o600);
+    const r = await run(['doctor', '--probe', '--json'], env);
+    const claude = JSON.parse(r.stdout).engines.find((e: { name: string }) => e.name === 'claude');
+    assert.deepEqual([claude.login, claude.probe?.ok], ['yes', true], r.all);
+    assert.equal(fs.readFileSync(path.join(dir, '.claude.json'), 'utf8'), '{"numStartups": 41}\n');
+    assert.equal(fs.readFileSync(path.join(dir, '.claude', 'settings.json'), 'utf8'), '{"theme": "dark"}\n');
+    assert.deepEqual(fs.readdirSync(path.join(dir, '.claude')).sort(), ['.credentials.json', 'settings.json'], 'no session, no temporary file');
+    assert.equal(fs.readFileSync(path.join(dir, '.claude', '.credentials.json'), 'utf8'), '{"claudeAiOauth": {"accessToken": "refreshed"}}\n');
+    assert.equal(fs.statSync(path.join(dir, '.claude', '.credentials.json')).mode & 0o777, 0o600, 'the login keeps its mode');
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f.startsWith('.claude')),
+      ['.claude', '.claude.json'],
+    );
+  });
+
   it('Postgres configured but not reachable: said, with the password hidden; a run can still start', async function () {
     const r = await run(['doctor'], { ...env, VERDICT_PG_URL: 'postgres://verdict:s3cret@127.0.0.1:9/verdict' });
     assert.match(r.stdout, /^postgres: postgres:\/\/verdict:\*\*\*@127\.0\.0\.1:9\/verdict NOT reachable \(.+\)$/m, r.all);

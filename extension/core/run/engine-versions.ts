@@ -13,7 +13,7 @@ import { TESTED_CLIS, versionWarning } from '../../../engines/tested-versions';
  * HOME and the XDG base directories (opencode), CODEX_HOME (codex), CLAUDE_CONFIG_DIR (Claude Code), GEMINI_CLI_HOME
  * (Gemini CLI).
  */
-const STATE_HOME_VARS = [
+export const STATE_HOME_VARS = [
   'HOME',
   'XDG_CONFIG_HOME',
   'XDG_DATA_HOME',
