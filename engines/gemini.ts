@@ -10,6 +10,9 @@
  * candidates + thoughts, per Google's generateContent usageMetadata): tokens out = total - input, and the reasoning
  * tokens are what that adds to `output_tokens`.
  */
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { parse, type ParseError } from 'jsonc-parser';
 import { emptyUsage, type EngineSpec, type UsageReport } from './types';
 import { countAt, forgedFinalReport, jsonEvents, objectAt, stringAt, upToSoleFinal, type LogEvent } from './jsonl';
 import { classifyLogTail, finalEventQuota } from './error-class';
@@ -103,6 +106,66 @@ function geminiWarnings(events: LogEvent[]): string[] {
   return events.filter((e) => e.type === 'error').map((e) => stringAt(e, 'message') ?? '');
 }
 
+type Settings = Record<string, unknown>;
+const isObject = (v: unknown): v is Settings => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * What Gemini CLI 0.61.0 writes back over a user's settings.json at every start while it holds deprecated keys (its
+ * migrateDeprecatedSettings, user scope; seen on the real CLI: test/fixtures/engines/gemini-settings-before.json →
+ * gemini-settings-after.json): each `disableX: b` becomes `enableX: !b` (general.disableAutoUpdate → enableAutoUpdate,
+ * general.disableUpdateNag → enableAutoUpdateNotification, ui.accessibility.disableLoadingPhrases →
+ * enableLoadingPhrases, context.fileFiltering.disableFuzzySearch → enableFuzzySearch; an `enableX` already set is
+ * kept), `enableLoadingPhrases: false` adds `ui.loadingPhrases: "off"`, and tools.approvalMode moves to
+ * general.defaultApprovalMode. Its `experimental` migrations are not modelled. Returns the settings and the deprecated
+ * keys it found (none: nothing to rewrite). Pure.
+ */
+export function migrateGeminiSettings(settings: Settings): { settings: Settings; migrated: string[] } {
+  const out = structuredClone(settings);
+  const migrated: string[] = [];
+  const flip = (parent: unknown, prefix: string, oldKey: string, newKey: string) => {
+    if (!isObject(parent) || typeof parent[oldKey] !== 'boolean') return;
+    if (typeof parent[newKey] !== 'boolean') parent[newKey] = !parent[oldKey];
+    delete parent[oldKey];
+    migrated.push(`${prefix}.${oldKey}`);
+  };
+  flip(out.general, 'general', 'disableAutoUpdate', 'enableAutoUpdate');
+  flip(out.general, 'general', 'disableUpdateNag', 'enableAutoUpdateNotification');
+  const ui = out.ui;
+  if (isObject(ui)) {
+    flip(ui.accessibility, 'ui.accessibility', 'disableLoadingPhrases', 'enableLoadingPhrases');
+    const enable = isObject(ui.accessibility) ? ui.accessibility.enableLoadingPhrases : undefined;
+    if (enable === false && ui.loadingPhrases === undefined) ui.loadingPhrases = 'off';
+  }
+  if (isObject(out.context)) flip(out.context.fileFiltering, 'context.fileFiltering', 'disableFuzzySearch', 'enableFuzzySearch');
+  if (isObject(out.tools) && out.tools.approvalMode !== undefined) {
+    const general = isObject(out.general) ? out.general : (out.general = {});
+    if (general.defaultApprovalMode === undefined) general.defaultApprovalMode = out.tools.approvalMode;
+    delete out.tools.approvalMode;
+    migrated.push('tools.approvalMode');
+  }
+  return { settings: out, migrated };
+}
+
+/**
+ * EngineSpec.ownRewrite for gemini: a change to ~/.gemini/settings.json that is exactly Gemini CLI's own migration of
+ * its deprecated keys (migrateGeminiSettings; compared as parsed JSON with comments, key order aside) is the CLI's,
+ * named with the keys; anything else — another file, another change, text that does not parse — is not (null).
+ */
+export function geminiOwnRewrite(file: string, before: string | null, after: string | null): string | null {
+  if (path.basename(file) !== 'settings.json' || before === null || after === null) return null;
+  const read = (text: string): Settings | null => {
+    const errors: ParseError[] = [];
+    const value: unknown = parse(text, errors, { allowTrailingComma: true });
+    return errors.length || !isObject(value) ? null : value;
+  };
+  const was = read(before);
+  const now = read(after);
+  if (!was || !now) return null;
+  const { settings, migrated } = migrateGeminiSettings(was);
+  if (!migrated.length || !isDeepStrictEqual(settings, now)) return null;
+  return `Gemini CLI itself rewrites ${file} at every start while it holds deprecated keys (${migrated.join(', ')}): it migrated them; put back as it was — open it once and rename them (or run gemini once outside Verdict) and this note goes away`;
+}
+
 /**
  * The Gemini CLI engine. Headless Gemini CLI runs shell tools only in YOLO mode (other approval modes refuse
  * them without a terminal) and its own `--sandbox` needs Docker or Podman, so both access modes pass `--yolo`;
@@ -123,6 +186,7 @@ export const geminiEngine: EngineSpec = {
   stateDirs: ['~/.gemini'],
   stateFiles: [],
   stateGuarded: ['~/.gemini/settings.json', '~/.gemini/GEMINI.md', '~/.gemini/commands', '~/.gemini/extensions'],
+  ownRewrite: geminiOwnRewrite,
   // The login and the user's settings; tmp/ (the chats, checkpoints and shell history of every project) is not.
   stateShared: [
     '~/.gemini/oauth_creds.json',

@@ -100,6 +100,12 @@ export interface EngineSpec {
    */
   stateGuarded: string[];
   /**
+   * Whether a change to a guarded file (`file`, its text `before` and `after` the step; null where absent) is one the
+   * CLI makes itself on every start, not the worker's: returns what the CLI did, in words for the task's notes, or null.
+   * The file is put back either way; only the note differs. Absent: every change is taken as the worker's.
+   */
+  ownRewrite?: (file: string, before: string | null, after: string | null) => string | null;
+  /**
    * Paths inside the state dirs that a read-only reader (reviewer, critic, ranking reviewer, a task with `inputs`)
    * shares with every other run: the login (credential files), the user's settings, caches that hold no session. Such
    * a reader sees each state dir as its own empty folder with only these bound back (read-write, so a token refresh is

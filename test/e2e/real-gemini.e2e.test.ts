@@ -16,8 +16,9 @@ const SANDBOX = process.env.VERDICT_TEST_UNSANDBOXED ? 'none' : 'bwrap';
 
 /**
  * The user's own ~/.gemini/settings.json: the test environment's (test/helpers/real-engines.ts engineEnv, whose
- * `general.disableAutoUpdate` and `disableUpdateNag` Gemini CLI 0.61.0 migrates to other keys, rewriting the file, on
- * every start) plus a setting of the user's own, and their GEMINI.md.
+ * deprecated `general.disableAutoUpdate` and `disableUpdateNag` Gemini CLI 0.61.0 migrates to enableAutoUpdate and
+ * enableAutoUpdateNotification, rewriting the file, at every start while they are there — a file without deprecated
+ * keys it leaves alone) plus a setting of the user's own, and their GEMINI.md.
  */
 function seedGeminiHome(home: string): { settings: string; instructions: string } {
   const file = path.join(home, '.gemini', 'settings.json');
@@ -88,14 +89,20 @@ describe(`real Gemini CLI against the scripted model server (${ISOLATED ? 'loopb
     assert.equal(git(path.join(r.dir, 'repo'), 'show', `${String(row.branch)}:alpha.txt`), 'alpha ready');
   });
 
-  it("leaves the user's ~/.gemini/settings.json and GEMINI.md byte-identical (Gemini CLI rewrites its settings on every start); the session went to ~/.gemini/tmp", () => {
+  it("leaves the user's ~/.gemini/settings.json and GEMINI.md byte-identical (Gemini CLI migrates its deprecated keys at start); the note says the CLI did it, not the worker; the session went to ~/.gemini/tmp", () => {
     const r = run('pass');
     const gemini = path.join(r.userHome, '.gemini');
     const seed = seeded.pass as { settings: string; instructions: string };
     assert.equal(fs.readFileSync(path.join(gemini, 'settings.json'), 'utf8'), seed.settings, explainRun(r));
     assert.equal(fs.readFileSync(path.join(gemini, 'GEMINI.md'), 'utf8'), seed.instructions);
-    // Gemini CLI's own rewrite happened inside the sandbox, where the state guard put the file back, and says so.
-    assert.match(String(r.result.all), /alpha {2}the worker changed gemini's own settings; put back: \S+\/user-home\/\.gemini\/settings\.json/, explainRun(r));
+    // Gemini CLI's own rewrite happened inside the sandbox, where the state guard put the file back, and the note says
+    // it was the CLI's migration of its deprecated keys (engines/gemini.ts geminiOwnRewrite), not the worker.
+    assert.match(
+      String(r.result.all),
+      /alpha {2}Gemini CLI itself rewrites \S+\/user-home\/\.gemini\/settings\.json at every start while it holds deprecated keys \(general\.disableAutoUpdate, general\.disableUpdateNag\): it migrated them; put back as it was/,
+      explainRun(r),
+    );
+    assert.doesNotMatch(String(r.result.all), /the worker changed gemini's own settings/, explainRun(r));
     const left = fs.readdirSync(gemini);
     assert.deepEqual(
       left.filter((f) => /\.tmp$|\.bak$|~$/.test(f)),

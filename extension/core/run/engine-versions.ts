@@ -28,7 +28,7 @@ export const STATE_HOME_VARS = [
  * What `<binary> --version` prints (stdout and stderr), or null when it fails, times out or cannot start. It runs with
  * `env` (PATH and the rest kept), stdin closed, at most `timeoutMs`, but with a fresh, empty home and state folders
  * (STATE_HOME_VARS, each an existing empty folder), removed afterwards: even `--version` is a full start for some CLIs, and Gemini CLI 0.61.0 then
- * rewrites the user's ~/.gemini/settings.json (deprecated keys migrated) and leaves temporary files beside it. Asking
+ * rewrites the user's ~/.gemini/settings.json when it holds deprecated keys (migrated to their new names) and leaves projects.json.*.tmp files beside it. Asking
  * a version must change nothing of the user's. Never throws.
  */
 export async function printedVersion(binary: string, env: Record<string, string | undefined>, timeoutMs: number): Promise<string | null> {

@@ -58,6 +58,45 @@ export function restoreState(snap: StateSnapshot): string[] {
   return restored;
 }
 
+/**
+ * The guarded files that differ from the snapshot now, each with its text then and now (null where it was or is
+ * absent); folders and unreadable files left out. Call it before {@link restoreState}. Never throws.
+ */
+export function changedFiles(snap: StateSnapshot): Array<{ path: string; before: string | null; now: string | null }> {
+  const text = (p: string): string | null => {
+    try {
+      return fs.lstatSync(p).isFile() ? fs.readFileSync(p, 'utf8') : null;
+    } catch {
+      return null;
+    }
+  };
+  const out: Array<{ path: string; before: string | null; now: string | null }> = [];
+  [...snap.before.entries()].forEach(([p, was], i) => {
+    if (fingerprint(p) === was) return;
+    out.push({ path: p, before: was === null ? null : text(path.join(snap.dir, String(i))), now: text(p) });
+  });
+  return out;
+}
+
+/**
+ * The note for guarded paths `putBack` after a step of `who` on `engine`: when every change was one the CLI makes
+ * itself at start (EngineSpec.ownRewrite, given `changes` from {@link changedFiles}), what the CLI did; else that `who`
+ * changed the engine's own settings. Pure.
+ */
+export function putBackNote(
+  engine: { name: string; ownRewrite?: (file: string, before: string | null, after: string | null) => string | null },
+  who: string,
+  putBack: string[],
+  changes: ReturnType<typeof changedFiles>,
+): string {
+  const own = putBack.map((p) => {
+    const c = changes.find((x) => x.path === p);
+    return c && engine.ownRewrite ? engine.ownRewrite(p, c.before, c.now) : null;
+  });
+  if (own.every((why): why is string => why !== null)) return own.join('; ');
+  return `${who} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}`;
+}
+
 /** A hash of a file or a folder tree (names, modes, contents, link targets); null when nothing is there. */
 function fingerprint(p: string): string | null {
   let st: fs.Stats;

@@ -18,7 +18,7 @@ import type { Containment } from '../../process/sandbox';
 import { engineState, hiddenFromSteps, otherEnginesState, readerStateView, scratchEnv, stepCaps, stepPlan } from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { readerEnd } from '../reader-end';
-import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
+import { changedFiles, putBackNote, restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
 import { usageMeter, withCutPart } from '../usage-meter';
@@ -241,9 +241,9 @@ export async function superviseReadOnly(
   });
   const setId = setIdNote(run.role, result.receipt.setIdCleared);
   if (setId) ctx.emit({ type: 'task-note', key: run.noteKey, note: setId });
+  const changes = guard ? changedFiles(guard) : [];
   const putBack = guard ? restoreState(guard) : [];
-  if (putBack.length)
-    ctx.emit({ type: 'task-note', key: run.noteKey, note: `${run.role} changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
+  if (putBack.length) ctx.emit({ type: 'task-note', key: run.noteKey, note: putBackNote(engine, run.role, putBack, changes) });
   // A log cut to its log_max_mb no longer holds the usage its middle reported: what the meter read around the cuts.
   return { ...result, cutUsage: result.receipt.logCutBytes ? meter.cutPart() : null };
 }

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { restoreState, snapshotState, type StateSnapshot } from '../state-guard';
+import { changedFiles, putBackNote, restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { runDir } from '../../config/home';
 import { expandArgv } from '../../../../engines';
 import type { EngineSpec } from '../../../../engines/types';
@@ -155,9 +155,10 @@ export const workStep: Step = {
     io.workerTail = tail;
     const setId = setIdNote('the worker', receipt.setIdCleared);
     if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
+    const changes = guard ? changedFiles(guard) : [];
     const putBack = guard ? restoreState(guard) : [];
     if (putBack.length) {
-      ctx.emit({ type: 'task-note', key: spec.key, note: `the worker changed ${engine.name}'s own settings; put back: ${putBack.join(', ')}` });
+      ctx.emit({ type: 'task-note', key: spec.key, note: putBackNote(engine, 'the worker', putBack, changes) });
       rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note: `engine settings put back: ${putBack.join(', ')}` });
     }
     // Whatever the verdict (a TIMEOUT skips the seal), nothing of ours may later run git through links the worker
