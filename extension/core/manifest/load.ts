@@ -184,6 +184,24 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       });
     });
   };
+  // One reader engine written as `{engine, model}` at `at` (the `engine` string): the same two rules.
+  const unknownReader = (name: unknown, at: (string | number)[], verb: 'write inputs') => {
+    if (typeof name !== 'string') return;
+    if (name === 'script') {
+      error('schema', {
+        range: rangeOfPath(root, at, index),
+        path: formatPath(at),
+        message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and an inputs engine's prompt holds the passing candidates' work, which would then run; use a model engine (a custom engine works too, if it reads its prompt as text), or make the inputs with a command`,
+      });
+      return;
+    }
+    if (!options.engines || options.engines.has(name)) return;
+    error('unknown-engine', {
+      range: rangeOfPath(root, at, index),
+      path: formatPath(at),
+      message: `unknown inputs engine "${name}"; known engines: ${[...options.engines].sort().join(', ')}`,
+    });
+  };
   if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
   // A login naming an engine that does not exist limits nothing: a typo would leave the subscription unguarded.
   if (isObject(data.logins) && options.engines) {
@@ -294,6 +312,10 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       const at = ['tasks', i, ...ref.at];
       if (ref.kind === 'readers') {
         unknownReviewers(ref.entries, at, formatPath(at), ref.verb, ref.list);
+        continue;
+      }
+      if (ref.kind === 'reader') {
+        unknownReader(ref.name, at, ref.verb);
         continue;
       }
       if (typeof ref.name !== 'string' || !options.engines || options.engines.has(ref.name)) continue;
@@ -638,10 +660,13 @@ function loginOf(l: { engines: string[]; max_parallel: number; billing?: 'subscr
   return { engines: l.engines, maxParallel: l.max_parallel, ...(l.billing ? { billing: l.billing } : {}) };
 }
 
-/** `distinguish` as the schema let it through (inputs and probe given), its defaults filled in: 20 inputs, 30 s. */
+/**
+ * `distinguish` as the schema let it through (inputs and probe given), its defaults filled in: 20 inputs, 30 s; an
+ * inputs engine as an EngineChoice (model null: the engine's default).
+ */
 function distinguishPolicy(d: Record<string, unknown>): DistinguishPolicy {
   return {
-    inputs: d.inputs as string,
+    inputs: isObject(d.inputs) ? (engineChoices([d.inputs])[0] as EngineChoice) : (d.inputs as string),
     probe: d.probe as string,
     maxInputs: (d.max_inputs as number | undefined) ?? 20,
     timeoutMs: Math.round(((d.timeout_s as number | undefined) ?? 30) * 1000),

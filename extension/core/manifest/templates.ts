@@ -28,7 +28,7 @@ export interface Template {
   root: string;
   /**
    * Every engine the manifest names (task engines, the default engine for a task naming none, candidates, fallbacks,
-   * reviewers, ranking reviewers, critics, validators, council members and chairs, phases), sorted: what it needs
+   * reviewers, ranking reviewers, inputs engines, critics, validators, council members and chairs, phases), sorted: what it needs
    * installed as written. `['script']` alone: it runs with no model.
    */
   engines: string[];
@@ -61,6 +61,9 @@ export function manifestEngines(text: string): string[] {
     list(task.candidates);
     list(obj(task.review)?.engines);
     list(obj(task.rank)?.engines);
+    // An inputs engine (a command is a string: no engine).
+    const inputs = obj(obj(task.distinguish)?.inputs);
+    if (inputs) name(inputs);
     list(obj(task.critique)?.critics);
     const validate = obj(task.validate);
     if (validate) {

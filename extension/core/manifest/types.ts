@@ -199,12 +199,13 @@ export interface ReviewPolicy {
 export type SelectMode = 'first-pass' | 'all' | 'ranked' | 'consensus';
 
 /**
- * `distinguish` of a `select: "consensus"` task (run/workflows/best-of-n/consensus.ts): the command that makes the
- * inputs, the probe run on each passing candidate's sealed tree per input, how many inputs at most, and the time
- * limit of the inputs command and of each probe run, ms.
+ * `distinguish` of a `select: "consensus"` task (run/workflows/best-of-n/consensus.ts): what makes the inputs — a
+ * command (a string), or an engine asked to write them (run/workflows/best-of-n/inputs-engine.ts) — the probe run on
+ * each passing candidate's sealed tree per input, how many inputs at most, and the time limit of the inputs command
+ * and of each probe run, ms (an inputs engine runs under the task's `timeout_s` and `watchdog_s`, as a reader does).
  */
 export interface DistinguishPolicy {
-  inputs: string;
+  inputs: string | EngineChoice;
   probe: string;
   maxInputs: number;
   timeoutMs: number;

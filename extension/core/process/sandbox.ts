@@ -140,6 +140,12 @@ export interface BwrapPlan {
    */
   hidden?: string[];
   /**
+   * true: the empty tmpfs over each `hidden` folder is made read-only once the mounts are made (the step's own folders
+   * bound inside stay as they are), so the step cannot write there even to a throwaway place: a consensus group's
+   * inputs engine, whose writes must land in its inputs folder alone. Absent or false: writable, gone with the sandbox.
+   */
+  hiddenReadOnly?: boolean;
+  /**
    * Folders the step sees as its own, empty: each becomes a writable tmpfs (mode 0700, as the CLIs make their state
    * dirs) after the writable binds, gone with the sandbox (a read-only reader's engine state dirs: the sessions other
    * runs left there are not in it). Absolute; each must exist.
@@ -268,9 +274,8 @@ export function bwrapCommand(
       mount(f, '--file', String(2 + files.length), f);
     }
   }
-  for (const dir of [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
-    if (fs.existsSync(dir)) mount(dir, '--tmpfs', dir);
-  }
+  const hiddenDirs = [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length).filter((d) => fs.existsSync(d));
+  for (const dir of hiddenDirs) mount(dir, '--tmpfs', dir);
   const from = (dest: string) => bindSource(plan.substitute ?? [], dest);
   const readOnlyBind = (dest: string) => ops.push({ dest, op: ['--ro-bind', from(dest), dest], elidable: from(dest) === dest });
   for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) readOnlyBind(dir);
@@ -298,7 +303,7 @@ export function bwrapCommand(
       mount(resolv.dest, '--ro-bind-data', String(2 + files.length), resolv.dest);
     }
   }
-  for (const dir of [...roots.map((r) => r.root), ...secretDirs]) mount(dir, '--remount-ro', dir);
+  for (const dir of [...roots.map((r) => r.root), ...secretDirs, ...(plan.hiddenReadOnly ? hiddenDirs : [])]) mount(dir, '--remount-ro', dir);
   const dests = ops.map((o) => o.dest);
   for (const o of ops) {
     if (o.elidable && shownReadOnlyByRoot(o.dest, dests)) continue;

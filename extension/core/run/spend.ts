@@ -43,8 +43,8 @@ export interface PriorSpend {
 /** The task fields the budgets read: its key and type, its envelopes and its per-attempt reserves. */
 export type SpendTask = Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd' | 'budgetTokens' | 'maxAttemptTokens'>;
 
-/** Which step a reader is, for the eval log's p90 of that step (review rows, else critique and rank rows). */
-export type ReaderStep = 'review' | 'critique' | 'rank';
+/** Which step a reader is, for the eval log's p90 of that step (review rows, else critique, rank and distinguish rows). */
+export type ReaderStep = 'review' | 'critique' | 'rank' | 'distinguish';
 
 /** The shares of the budget (percent of it spent) at which a run note says so, lowest first. */
 const BUDGET_SHARES = [50, 80, 100] as const;

@@ -14,7 +14,7 @@ interface EngineUse {
  * engine-not-installed (warning): an engine a task would run on whose binary is not on PATH (`ctx.pathEnv`), with
  * the engine's install command (EngineSpec.install). Every place a task names an engine counts, as the run's
  * preflight (core/run/preflight.ts) would refuse the run for each: `engine` (or the default engine, at the key),
- * `fallback`, `candidates`, `review`, `rank`, `critique` critics, `validate`, `council` and `phases`, and the run's
+ * `fallback`, `candidates`, `review`, `rank`, `distinguish.inputs` (an engine), `critique` critics, `validate`, `council` and `phases`, and the run's
  * `review`. Unknown engines are left to unknown-engine. Skipped when `ctx.pathEnv` is absent (the start gate: the
  * preflight refuses a missing binary there by itself). Looking a name up on PATH only reads the file system
  * (engines/find-binary.ts): nothing runs.
@@ -63,6 +63,8 @@ function taskEngines(doc: LintDocument, task: LintTask): EngineUse[] {
   uses.push(...engineList(doc, node, ['review'], 'engines', 'a reviewer'));
   uses.push(...engineList(doc, node, ['rank'], 'engines', 'a ranking reviewer'));
   uses.push(...engineList(doc, node, ['critique'], 'critics', 'a critic'));
+  const inputs = findNodeAtLocation(node, ['distinguish', 'inputs', 'engine']);
+  if (inputs?.type === 'string') uses.push({ name: String(inputs.value), who: 'The inputs engine', range: doc.index.range(inputs.offset, inputs.length) });
   uses.push(...engineList(doc, node, ['validate'], 'engines', 'a worker'));
   uses.push(...engineList(doc, node, ['council'], 'members', 'a council member'));
   uses.push(...engineList(doc, node, ['phases', 'review'], 'engines', 'a reviewer'));

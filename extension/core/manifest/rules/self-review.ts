@@ -1,12 +1,13 @@
 import { findNodeAtLocation, type Node } from 'jsonc-parser';
-import type { Rule, RuleFinding } from './document';
+import type { LintDocument, LintTask, Rule, RuleFinding } from './document';
 
 /**
  * self-review (warning): a reviewer (the task's `review.engines`, else the run's `review.engines`) that is the task's
  * own engine with the same model — the model that did the work judging it, which tends to approve its own mistakes.
  * Models compare as written (absent: the engine's default, so two absent models are the same). Only the first
  * attempt's engine is compared (a `fallback` attempt's reviewer may well be that engine). The range is the entry.
- * The task's critics (`critique.critics`) are held to the same rule.
+ * The task's critics (`critique.critics`) are held to the same rule, and a consensus group's inputs engine when every
+ * candidate runs on its engine and model.
  */
 export const selfReview: Rule = (doc) => {
   const out: RuleFinding[] = [];
@@ -39,9 +40,35 @@ export const selfReview: Rule = (doc) => {
         taskKey: task.key,
       });
     }
+    const inputs = inputsEngineFinding(doc, task);
+    if (inputs) out.push(inputs);
   }
   return out;
 };
+
+/**
+ * A consensus group's inputs engine (`distinguish.inputs` as `{engine, model}`) that is the engine and model of every
+ * one of its candidates (`candidates` entries, else the task's own): the model that wrote them would write the inputs
+ * that split them, and it tends not to look where it went wrong itself, so candidates sharing a mistake agree on its
+ * inputs. Null otherwise.
+ */
+function inputsEngineFinding(doc: LintDocument, task: LintTask): RuleFinding | null {
+  const entry = findNodeAtLocation(task.node, ['distinguish', 'inputs']);
+  if (entry?.type !== 'object') return null;
+  const { engine, model } = choiceOf(entry);
+  if (engine === null) return null;
+  const listed = findNodeAtLocation(task.node, ['candidates']);
+  const writers =
+    listed?.type === 'array' && listed.children?.length ? listed.children.map(choiceOf) : [{ engine: task.engine, model: task.model?.value ?? null }];
+  if (!writers.every((w) => w.engine === engine && w.model === model)) return null;
+  return {
+    rule: 'self-review',
+    severity: 'warning',
+    message: `This inputs engine is the engine and model of every candidate (${engine}${model ? `/${model}` : ''}): the model that wrote them would write the inputs that tell them apart, and candidates sharing its mistake would agree on them. Write inputs with another model or engine.`,
+    range: doc.index.range(entry.offset, entry.length),
+    taskKey: task.key,
+  };
+}
 
 /** A review entry's engine and model (null: the engine's default). */
 function choiceOf(entry: Node): { engine: string | null; model: string | null } {

@@ -19,7 +19,10 @@ import { validateSection } from './validate';
 
 export type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
 
-/** Best-of-N (`repeat`/`candidates`, with `select` and a ranked group's `rank` reviewers): manifest/repeat.ts, rules/repeat.ts. */
+/**
+ * Best-of-N (`repeat`/`candidates`, with `select`, a ranked group's `rank` reviewers and a consensus group's inputs
+ * engine): manifest/repeat.ts, rules/repeat.ts.
+ */
 const bestOfNSection: WorkflowSection = {
   name: 'best-of-N',
   code: 'repeat',
@@ -31,6 +34,9 @@ const bestOfNSection: WorkflowSection = {
         refs.push({ kind: 'writer', at: ['candidates', j, 'engine'], name: isObject(entry) ? entry.engine : undefined, who: `candidate ${j + 1}` }),
       );
     if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank' });
+    // A consensus group's inputs engine reads the passing candidates' work, as a ranking reviewer does.
+    if (isObject(t.distinguish) && isObject(t.distinguish.inputs))
+      refs.push({ kind: 'reader', at: ['distinguish', 'inputs', 'engine'], name: t.distinguish.inputs.engine, verb: 'write inputs' });
     return refs;
   },
   count: (raw) =>
@@ -92,11 +98,12 @@ export function compiledCount(raw: Record<string, unknown>, sections: readonly W
 }
 
 /**
- * Each engine name an EngineRef holds with its path under the task: a writer's one, or each entry of a readers list
- * (a name at `[...at, list, j]`, an `{engine}` entry at `[...at, list, j, 'engine']`); names not strings included.
+ * Each engine name an EngineRef holds with its path under the task: a writer's or a single reader's one, or each entry
+ * of a readers list (a name at `[...at, list, j]`, an `{engine}` entry at `[...at, list, j, 'engine']`); names not
+ * strings included.
  */
 export function namedEngines(ref: EngineRef): { at: (string | number)[]; name: unknown }[] {
-  if (ref.kind === 'writer') return [{ at: ref.at, name: ref.name }];
+  if (ref.kind === 'writer' || ref.kind === 'reader') return [{ at: ref.at, name: ref.name }];
   const list = ref.list ?? 'engines';
   if (!Array.isArray(ref.entries)) return [];
   return ref.entries.map((e, j) =>

@@ -30,10 +30,13 @@ export interface SectionContext {
  * - `readers`: a list of read-only engines at `at` (`list` its field, default `engines`; each entry a name or
  *   `{engine}`) whose prompt holds another's work. Unknown ones are errors, and so is the script engine, which runs
  *   its prompt as a bash script (a line of the work it reads would run and could answer for it); `verb` words both.
+ * - `reader`: one such engine written as `{engine, model}` at `at` (the object; `name` its `engine` as written), held
+ *   to the same two rules (a consensus group's inputs engine: its prompt holds the passing candidates' work).
  */
 export type EngineRef =
   | { kind: 'writer'; at: (string | number)[]; name: unknown; who: string }
-  | { kind: 'readers'; at: (string | number)[]; entries: unknown; verb: 'review' | 'rank' | 'criticise'; list?: string };
+  | { kind: 'readers'; at: (string | number)[]; entries: unknown; verb: 'review' | 'rank' | 'criticise'; list?: string }
+  | { kind: 'reader'; at: (string | number)[]; name: unknown; verb: 'write inputs' };
 
 /** One workflow's section of a task; every hook optional, each called for every task (or the whole list). */
 export interface WorkflowSection {

@@ -144,8 +144,12 @@ export interface ReadOnlyRun {
   engine: EngineSpec;
   model: string | null;
   prompt: string;
-  /** Its working directory and only writable dir besides its own view of the engine's state (readerStateView). */
+  /** Its working directory and only writable dir besides `writable` and its own view of the engine's state (readerStateView). */
   scratch: string;
+  /** More folders it may write (an inputs engine's TMPDIR); absent: none. */
+  writable?: string[];
+  /** true: the `hidden` folders are read-only too, not throwaway writable ones (BwrapPlan hiddenReadOnly). */
+  hiddenReadOnly?: boolean;
   logFile: string;
   /** The whole environment added to the inherited one (engine.env included). */
   env: Record<string, string>;
@@ -225,7 +229,7 @@ export async function superviseReadOnly(
     // It runs the worker's code: under the task's memory and output caps as the worker was.
     ...stepCaps(run.timeouts),
     sandbox: stepPlan(ctx, run.containment, {
-      writable: [run.scratch, ...view.writable],
+      writable: [run.scratch, ...(run.writable ?? []), ...view.writable],
       network: run.timeouts.network,
       privateFiles: state.files,
       credentialEnv: engine.credentialEnv ?? [],
@@ -237,6 +241,7 @@ export async function superviseReadOnly(
       ],
       privateDirs: view.privateDirs,
       sharedPaths: view.sharedPaths,
+      ...(run.hiddenReadOnly ? { hiddenReadOnly: true } : {}),
     }),
   });
   const setId = setIdNote(run.role, result.receipt.setIdCleared);

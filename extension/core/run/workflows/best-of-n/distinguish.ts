@@ -1,5 +1,6 @@
 /**
- * Running a consensus group's `distinguish` block (docs/workflows.md "Consensus"): its inputs command once, then its
+ * Running a consensus group's `distinguish` block (docs/workflows.md "Consensus"): its inputs command once (or, when
+ * `inputs` names an engine, the writer the caller hands it: inputs-engine.ts), then its
  * probe on every passing candidate's sealed tree once per input, each run with the check's containment (its own
  * bubblewrap sandbox, no network, a fresh scratch dir as its only writable place, VERDICT_HOME and in plain mode the
  * workdir hidden, in worktree mode the repository's git dir too) and the block's time limit.
@@ -20,9 +21,8 @@ import { copyCommitTree, INPUTS_MAX_ENTRIES, INPUTS_TOTAL_BYTES, type CopyBudget
 import type { DistinguishPolicy } from '../../../manifest/types';
 import type { AttemptContext, TaskRuntime } from '../../steps/context';
 import type { Behaviour } from './consensus';
+import { readCases } from './cases';
 
-/** The most bytes of one input file read from $VERDICT_CASES; a larger one is left out (and said). */
-export const CASE_FILE_BYTES = 1024 * 1024;
 /** The most bytes of a candidate's sealed tree copied for its probe runs (as for a task's inputs: the rest is left out, and said). */
 export const PROBE_TREE_BYTES = INPUTS_TOTAL_BYTES;
 /** The most entries of a candidate's sealed tree copied for its probe runs. */
@@ -50,10 +50,26 @@ export interface DistinguishResult {
 }
 
 /**
+ * Makes the inputs of a `distinguish` whose inputs come from an engine (inputs-engine.ts): given the round's scratch
+ * root (removed after the round) and the notes to add to, the inputs it wrote (the first `max_inputs`) and how many
+ * it wrote, or why it made none that can be used.
+ */
+export type InputsWriter = (root: string, notes: string[]) => Promise<{ inputs: string[]; given: number } | string>;
+
+/** What an earlier comparison of the same round found (an early probe, for stop_after): its inputs and, by key, the behaviours of the candidates it probed. */
+export interface PriorComparison {
+  inputs: string[];
+  given: number;
+  behaviours: ReadonlyMap<string, Behaviour[]>;
+}
+
+/**
  * Runs `policy` for `group` over `candidates`: scratch under `<home>/scratch/<run>/<group>/consensus-<round>/`
- * (removed at the end), logs and receipt under `recordsDir`. Stopped by the group's abort signal (what ran so far is
- * returned; the caller sees the signal).
- * @throws Error only when a record cannot be written
+ * (removed at the end), logs and receipt under `recordsDir`. The inputs come from its command, or, when the policy
+ * names an engine, from `more.writer`; with `more.prior` they are the prior's (nothing makes them again) and a
+ * candidate the prior probed is not probed again (its behaviours are the prior's). Stopped by the group's abort
+ * signal (what ran so far is returned; the caller sees the signal).
+ * @throws Error only when a record cannot be written, or when the policy names an engine and no writer is given
  */
 export async function runDistinguish(
   ctx: AttemptContext,
@@ -62,6 +78,7 @@ export async function runDistinguish(
   candidates: readonly ProbeCandidate[],
   round: number,
   recordsDir: string,
+  more: { writer?: InputsWriter; prior?: PriorComparison } = {},
 ): Promise<DistinguishResult> {
   const { home } = ctx.opts;
   const root = path.join(home, 'scratch', ctx.runId, group.spec.key, `consensus-${round}`);
@@ -71,18 +88,21 @@ export async function runDistinguish(
   const notes: string[] = [];
   const result: DistinguishResult = { inputs: [], given: 0, behaviours: new Map(), undecidable: null, notes };
   try {
-    const made = await makeInputs(ctx, group, policy, root, recordsDir, notes);
+    const made = more.prior ? { inputs: more.prior.inputs, given: more.prior.given } : await inputsOf(ctx, group, policy, root, recordsDir, notes, more.writer);
     if (typeof made === 'string') return { ...result, undecidable: made };
-    result.given = made.length;
-    result.inputs = made.slice(0, policy.maxInputs);
-    if (made.length > policy.maxInputs) notes.push(`the inputs command made ${made.length} inputs; the first ${policy.maxInputs} (max_inputs) were used`);
-    if (!result.inputs.length) return { ...result, undecidable: 'the inputs command made no input (it printed no line and wrote no file into $VERDICT_CASES)' };
+    result.given = made.given;
+    result.inputs = made.inputs;
     // Every input as a file of its own, in a folder every probe run sees read-only.
     const casesDir = path.join(root, 'inputs');
     fs.mkdirSync(casesDir);
     result.inputs.forEach((text, i) => fs.writeFileSync(path.join(casesDir, caseName(i)), text));
     for (const c of candidates) {
       if (group.abort.signal.aborted) break;
+      const known = more.prior?.behaviours.get(c.key);
+      if (known) {
+        result.behaviours.set(c.key, known);
+        continue;
+      }
       const tree = path.join(root, 'trees', `c${c.candidate}`);
       fs.mkdirSync(tree, { recursive: true });
       const copied = await copyTree(ctx, c, tree);
@@ -103,6 +123,35 @@ export async function runDistinguish(
   }
 }
 
+/**
+ * The inputs of `policy`: its command's (makeInputs) or its engine's (`writer`), the first `max_inputs` and how many
+ * were made (more than `max_inputs` said in `notes`), or why there are none to use.
+ * @throws Error when the policy names an engine and no writer is given
+ */
+async function inputsOf(
+  ctx: AttemptContext,
+  group: TaskRuntime,
+  policy: DistinguishPolicy,
+  root: string,
+  recordsDir: string,
+  notes: string[],
+  writer: InputsWriter | undefined,
+): Promise<{ inputs: string[]; given: number } | string> {
+  const { inputs } = policy;
+  let made: { inputs: string[]; given: number } | string;
+  if (typeof inputs === 'string') made = await makeInputs(ctx, group, { ...policy, inputs }, root, recordsDir, notes);
+  else if (writer) made = await writer(root, notes);
+  else throw new Error(`the inputs of ${group.spec.key} come from the engine ${inputs.engine}, but no inputs writer was given`);
+  if (typeof made === 'string') return made;
+  const who = typeof inputs === 'string' ? 'the inputs command' : 'the inputs engine';
+  if (made.given > policy.maxInputs) notes.push(`${who} made ${made.given} inputs; the first ${policy.maxInputs} (max_inputs) were used`);
+  const used = made.inputs.slice(0, policy.maxInputs);
+  if (used.length) return { inputs: used, given: made.given };
+  return typeof inputs === 'string'
+    ? 'the inputs command made no input (it printed no line and wrote no file into $VERDICT_CASES)'
+    : 'the inputs engine made no input (it wrote no file that can be read into its folder)';
+}
+
 /** The file name of input `i` in the inputs folder: `0001`, `0002`, … */
 function caseName(i: number): string {
   return String(i + 1).padStart(4, '0');
@@ -114,17 +163,18 @@ function shellWord(s: string): string {
 }
 
 /**
- * Runs the inputs command: returns the inputs it made (files in $VERDICT_CASES, by name, when it wrote any; else its
- * stdout's non-blank lines), or why it made none that can be used.
+ * Runs the inputs command: returns the inputs it made (files in $VERDICT_CASES, by name, when it wrote any: cases.ts
+ * readCases, the first `max_inputs` read; else its stdout's non-blank lines) and how many, or why it made none that
+ * can be used.
  */
 async function makeInputs(
   ctx: AttemptContext,
   group: TaskRuntime,
-  policy: DistinguishPolicy,
+  policy: DistinguishPolicy & { inputs: string },
   root: string,
   recordsDir: string,
   notes: string[],
-): Promise<string[] | string> {
+): Promise<{ inputs: string[]; given: number } | string> {
   const { spec } = group;
   const scratch = path.join(root, 'inputs-scratch');
   const out = path.join(root, 'cases');
@@ -169,22 +219,17 @@ async function makeInputs(
   if (receipt.timedOut) return `the inputs command timed out after ${policy.timeoutMs / 1000} s`;
   if (receipt.cancelled) return 'the inputs command was stopped';
   if (receipt.exitCode !== 0) return `the inputs command exited ${receipt.exitCode ?? receipt.signal}${errTail ? `: ${errTail.split('\n').at(-1)}` : ''}`;
-  const files = fs.readdirSync(out).sort();
-  if (files.length) {
-    const inputs: string[] = [];
-    for (const name of files) {
-      const st = fs.lstatSync(path.join(out, name));
-      if (!st.isFile()) notes.push(`$VERDICT_CASES/${name} is not a regular file: left out`);
-      else if (st.size > CASE_FILE_BYTES) notes.push(`$VERDICT_CASES/${name} holds ${st.size} bytes, over ${CASE_FILE_BYTES}: left out`);
-      else inputs.push(fs.readFileSync(path.join(out, name), 'utf8'));
-    }
-    return inputs;
+  const files = readCases(out, policy.maxInputs, '$VERDICT_CASES');
+  if (files.any) {
+    notes.push(...files.notes);
+    return { inputs: files.inputs, given: files.given };
   }
-  return fs
+  const lines = fs
     .readFileSync(stdout, 'utf8')
     .split('\n')
     .map((l) => l.replace(/\r$/, ''))
     .filter((l) => l.trim() !== '');
+  return { inputs: lines, given: lines.length };
 }
 
 /** Copies candidate `c`'s sealed tree into `dest`; returns what it left out, said, or null. */

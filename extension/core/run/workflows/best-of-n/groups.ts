@@ -22,7 +22,9 @@ import type { TaskRuntime } from '../../steps/context';
 import type { WorkflowHost, WorkflowRelease, WorkflowRun } from '../workflow';
 import { beatenReason, enoughReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
 import { decideConsensus, type ConsensusMember } from './consensus';
-import { runDistinguish, type ProbeCandidate } from './distinguish';
+import { runDistinguish, type InputsWriter, type ProbeCandidate } from './distinguish';
+import { runInputsEngine } from './inputs-engine';
+import { inputsFiles, inputsRow } from './inputs-record';
 import { decideRanking, neutralNames, type RankOutcome } from './rank';
 import { candidateMaterial, type CandidateSource } from './rank-material';
 import { rankDir, rankerName, rankRow, type RankRecord, type RankRowContext } from './rank-record';
@@ -184,7 +186,8 @@ export class BestOfN implements WorkflowRun {
     if (unreadable.length) found = none(`the sealed work of ${unreadable.join('; ')} could not be read`);
     else {
       try {
-        found = await runDistinguish(ctx, group, spec.distinguish as NonNullable<typeof spec.distinguish>, probed, round, dir);
+        const policy = spec.distinguish as NonNullable<typeof spec.distinguish>;
+        found = await runDistinguish(ctx, group, policy, probed, round, dir, { writer: this.inputsWriter(group, passed, round, dir) });
       } catch (e) {
         // A tree that cannot be copied (git failed) says nothing of the candidates: consensus cannot decide, and says so.
         found = none(`the comparison could not run: ${(e as Error).message}`);
@@ -201,6 +204,67 @@ export class BestOfN implements WorkflowRun {
       return this.rank(group, tied, decision.column);
     }
     this.win(group, passed.find((c) => c.key === decision.winner) as CandidateStatus, { reason: decision.column.why, consensus: decision.column });
+  }
+
+  /**
+   * The writer of a consensus round's inputs when they come from an engine (inputs-engine.ts), else undefined: the
+   * passing candidates' work under neutral names as a ranking shows it, the engine's run, its `distinguish` eval row.
+   */
+  private inputsWriter(group: TaskRuntime, passed: readonly CandidateStatus[], round: number, dir: string): InputsWriter | undefined {
+    const { ctx } = this.host.run;
+    const { spec } = group;
+    const policy = spec.distinguish;
+    if (!policy || typeof policy.inputs === 'string') return undefined;
+    const choice = policy.inputs;
+    return async (root, notes) => {
+      // A secret in the seed, as for a ranking: the names say nothing of the candidates' numbers.
+      const named = neutralNames(
+        passed.map((c) => c.candidate),
+        `${ctx.runId}/${spec.key}/inputs/${crypto.randomBytes(16).toString('hex')}`,
+      );
+      const keyOf = (n: number) => (passed.find((c) => c.candidate === n) as CandidateStatus).key;
+      const work = await Promise.all(
+        named.map(async (n) => {
+          const source = this.sourceOf(keyOf(n.candidate));
+          return { name: n.name, source, material: await candidateMaterial(source, spec.checkTimeoutMs, [...ctx.opts.engines.keys()]) };
+        }),
+      );
+      const redaction = {
+        dirs: spec.after.map((k) => this.task(k)?.state.dir).filter((d): d is string => !!d),
+        group: spec.key,
+        engines: [...ctx.opts.engines.keys()],
+      };
+      ctx.emit({ type: 'task-note', key: spec.key, note: `consensus: ${rankerName({ engine: choice.engine, model: choice.model })} writes the inputs` });
+      const { record, made } = await runInputsEngine(
+        ctx,
+        { group, choice, dir, root, probe: policy.probe, maxInputs: policy.maxInputs, work, redaction },
+        notes,
+      );
+      const names = Object.fromEntries(named.map((n) => [n.name, n.candidate]));
+      fs.writeFileSync(inputsFiles(dir).receipt, JSON.stringify({ round, names, record }, null, 2));
+      this.writeRow(group, inputsRow(this.rowContext(group, round, dir, names), record), `inputs engine row of ${record.engine}`);
+      return made;
+    };
+  }
+
+  /** The facts of the run and the group a reader's row of one round repeats (rank-record.ts RankRowContext). */
+  private rowContext(group: TaskRuntime, round: number, dir: string, names: Record<string, number>): RankRowContext {
+    const { ctx } = this.host.run;
+    const { spec } = group;
+    return {
+      runId: ctx.runId,
+      runName: ctx.opts.manifest.runName,
+      identity: ctx.opts.identity,
+      host: shortHost(),
+      taskKey: spec.key,
+      spec: spec.spec,
+      taskType: spec.taskType,
+      branch: group.state.branch,
+      sandbox: ctx.bwrap ? 'bwrap' : 'none',
+      round,
+      dir,
+      names,
+    };
   }
 
   /** A passing candidate as the consensus sees it: its engine and model, what its attempts cost, when it passed. */
@@ -326,20 +390,7 @@ export class BestOfN implements WorkflowRun {
     });
     ctx.emit({ type: 'task-note', key: spec.key, note: group.state.reason as string });
     void ctx.stateFile.save();
-    const rowCtx: RankRowContext = {
-      runId: ctx.runId,
-      runName: ctx.opts.manifest.runName,
-      identity: ctx.opts.identity,
-      host: shortHost(),
-      taskKey: spec.key,
-      spec: spec.spec,
-      taskType: spec.taskType,
-      branch: group.state.branch,
-      sandbox: ctx.bwrap ? 'bwrap' : 'none',
-      round,
-      dir,
-      names,
-    };
+    const rowCtx = this.rowContext(group, round, dir, names);
     let rankings: RankRecord[] = [];
     let outcomes: RankOutcome[];
     try {

@@ -215,7 +215,7 @@ export interface RankDecision {
 }
 
 /** `text`, or its first `maxBytes` bytes cut after the last whole line with a marker. */
-function cutHead(text: string, maxBytes: number): string {
+export function cutHead(text: string, maxBytes: number): string {
   if (Buffer.byteLength(text) <= maxBytes) return text;
   const head = Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8');
   return `${head.slice(0, Math.max(0, head.lastIndexOf('\n') + 1))}[… cut here]\n`;
