@@ -356,4 +356,53 @@ describe('workflows: best-of-N stop_after', function () {
       ],
     );
   });
+
+  it('consensus: once enough candidates agree that no other group can outnumber them, the rest are stopped before stop_after is reached', async () => {
+    const dir = tempDir();
+    // Candidates 1-3 write the same right double.sh at once; 4 and 5 would take 200 s (and pass): with max_parallel 1,
+    // once 3 agree, the 2 left cannot outnumber them, and they are stopped (stop_after 5 alone would wait for them).
+    const spec = `if [ "$VERDICT_CANDIDATE" -gt 3 ]; then sleep 200; fi; printf '%s\\n' 'echo $(($1 * 2))' > double.sh`;
+    const file = writeManifest(dir, {
+      workdir: 'w',
+      max_parallel: 1,
+      tasks: [
+        scriptTask('fix', spec, doubleCheck, {
+          repeat: 5,
+          select: 'consensus',
+          stop_after: 5,
+          max_attempts: 1,
+          timeout_s: 400,
+          distinguish: { inputs: "printf '%s\\n' -3 0", probe: 'bash double.sh "$VERDICT_CASE"', timeout_s: 20 },
+        }),
+      ],
+    });
+    const home = path.join(dir, 'home');
+    const started = Date.now();
+    const r = await cli(['run', file, '--home', home, '--no-dashboard']);
+    assert.equal(r.exitCode, 0, r.all);
+    assert.ok(Date.now() - started < 190_000, 'the slow candidates were stopped, not waited for');
+    const s = state(home);
+    assert.deepEqual(
+      s.tasks.map((t) => [t.key, t.status]),
+      [
+        ['fix', 'PASS'],
+        ['fix--c1', 'PASS'],
+        ['fix--c2', 'PASS'],
+        ['fix--c3', 'PASS'],
+        ['fix--c4', 'CANCELLED'],
+        ['fix--c5', 'CANCELLED'],
+      ],
+    );
+    for (const k of ['fix--c4', 'fix--c5'])
+      assert.equal(
+        byKey(s, k).reason,
+        'cancelled: consensus reached: candidate 1, candidate 2, candidate 3 behave alike on 2 input(s); no other group can outnumber them (the next largest has 0, with 2 candidate(s) not yet compared)',
+        k,
+      );
+    // 5 never started; the group is decided among those that passed, on the early comparison's inputs.
+    assert.deepEqual(byKey(s, 'fix--c5').attempts, []);
+    assert.deepEqual(byKey(s, 'fix').consensus, { groups: [['fix--c1', 'fix--c2', 'fix--c3']], inputs: 2, splitting: 0, decided: 'largest' });
+    const records = fs.readdirSync(path.join(home, 'runs', s.runId, 'tasks', 'fix')).sort();
+    assert.ok(records.includes('consensus-1') && records.some((n) => /^consensus-1-early-\d+$/.test(n)), JSON.stringify(records));
+  });
 });

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { parseManifest } from '../../extension/core/manifest/load';
-import { behaviourWord, decideConsensus, pickOf, type Behaviour, type ConsensusMember } from '../../extension/core/run/workflows/best-of-n/consensus';
-import { enoughReason, groupGate } from '../../extension/core/run/workflows/best-of-n/gate';
+import {
+  behaviourWord,
+  decideConsensus,
+  pickOf,
+  settledEarly,
+  type Behaviour,
+  type ConsensusMember,
+} from '../../extension/core/run/workflows/best-of-n/consensus';
+import { agreedReason, enoughReason, groupGate } from '../../extension/core/run/workflows/best-of-n/gate';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
 
 const engines = new Set(ctx.engines.keys());
@@ -185,5 +192,38 @@ describe('lint: repeat (consensus, stop_after)', () => {
       manifest([task('fix', { repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'x', max_inputs: 201 } })]),
     );
     assert.match(bad[0]?.message ?? '', /tasks\[0\]\.distinguish\.max_inputs: must be <= 200/);
+  });
+});
+
+describe('consensus: early agreement (stop_after)', () => {
+  const rows = (r: Record<string, string[]>) => new Map(Object.entries(r).map(([k, outs]) => [k, outs.map((o) => says(o))]));
+
+  it('settled once the largest group has more members than the next largest could reach with every open candidate', () => {
+    // 3 alike, none else, 2 open: 3 > 0 + 2.
+    assert.deepEqual(settledEarly(rows({ a: ['1', '2'], b: ['1', '2'], c: ['1', '2'] }), 2), { lead: ['a', 'b', 'c'], next: 0, open: 2 });
+    // 3 alike, 1 other, 2 open: 3 > 1 + 2 is false (the other group could tie): not settled.
+    assert.equal(settledEarly(rows({ a: ['1'], b: ['1'], c: ['1'], d: ['9'] }), 2), null);
+    // With 1 open it is: 3 > 1 + 1.
+    assert.deepEqual(settledEarly(rows({ a: ['1'], b: ['1'], c: ['1'], d: ['9'] }), 1), { lead: ['a', 'b', 'c'], next: 1, open: 1 });
+    // 2 alike and 2 open: a group of the open ones alone could tie.
+    assert.equal(settledEarly(rows({ a: ['1'], b: ['1'] }), 2), null);
+    // Every candidate final: any strict majority is settled; a tie never is.
+    assert.deepEqual(settledEarly(rows({ a: ['1'], b: ['2'], c: ['1'] }), 0), { lead: ['a', 'c'], next: 1, open: 0 });
+    assert.equal(settledEarly(rows({ a: ['1'], b: ['2'] }), 0), null);
+  });
+
+  it('never settled on what tells nothing: one candidate, no input, behaviours over different inputs, a probe that never exits 0', () => {
+    assert.equal(settledEarly(rows({ a: ['1'] }), 0), null);
+    assert.equal(settledEarly(rows({ a: [], b: [], c: [] }), 0), null);
+    assert.equal(settledEarly(rows({ a: ['1', '2'], b: ['1'], c: ['1', '2'] }), 0), null);
+    const failing = new Map(['a', 'b', 'c'].map((k) => [k, [says('x', 3)]]));
+    assert.equal(settledEarly(failing, 0), null);
+  });
+
+  it('the reason names the agreeing candidates, the inputs and what the others could reach', () => {
+    assert.equal(
+      agreedReason([1, 2, 4], 5, 1, 1),
+      'consensus reached: candidate 1, candidate 2, candidate 4 behave alike on 5 input(s); no other group can outnumber them (the next largest has 1, with 1 candidate(s) not yet compared)',
+    );
   });
 });

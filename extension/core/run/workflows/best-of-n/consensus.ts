@@ -152,3 +152,36 @@ export function decideConsensus(
     },
   };
 }
+
+/** A consensus group already decided by the candidates compared so far (see {@link settledEarly}). */
+export interface EarlyLead {
+  /** The leading group's member keys, in candidate order. */
+  lead: string[];
+  /** The next largest group's size (0 when there is none). */
+  next: number;
+  /** The candidates not yet final. */
+  open: number;
+}
+
+/**
+ * Whether the passing candidates compared so far (`behaviours`: by key, one Behaviour per input, every one over the
+ * same inputs) already decide a consensus group whatever the `open` candidates not yet final do: the largest group of
+ * alike behaviour has more members than the next largest would have if every open candidate joined it (a > b +
+ * open; a group of open candidates alone has at most `open`), so no other group can outnumber it, nor tie with it.
+ * Null when it does not, with fewer than two compared, with no input, or when the probe never exited 0 on any input of
+ * any candidate (consensus could not decide then: nothing is stopped for it). Pure.
+ */
+export function settledEarly(behaviours: ReadonlyMap<string, readonly Behaviour[]>, open: number): EarlyLead | null {
+  const rows = [...behaviours.entries()];
+  if (rows.length < 2 || rows.some(([, b]) => b.length === 0 || b.length !== (rows[0] as [string, readonly Behaviour[]])[1].length)) return null;
+  if (rows.every(([, b]) => b.every((x) => x.exitCode !== 0))) return null;
+  const byVector = new Map<string, string[]>();
+  for (const [key, b] of rows) {
+    const vector = b.map(behaviourWord).join('\n');
+    byVector.set(vector, [...(byVector.get(vector) ?? []), key]);
+  }
+  const groups = [...byVector.values()].sort((a, b) => b.length - a.length);
+  const lead = groups[0] as string[];
+  const next = groups[1]?.length ?? 0;
+  return lead.length > next + open ? { lead, next, open } : null;
+}

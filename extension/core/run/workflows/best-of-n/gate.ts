@@ -58,3 +58,12 @@ export function beatenReason(winner: CandidateStatus): string {
 export function enoughReason(stopAfter: number, passed: readonly CandidateStatus[]): string {
   return `cancelled: stop_after ${stopAfter} reached (${passed.map((c) => `candidate ${c.candidate}`).join(', ')} passed)`;
 }
+
+/**
+ * Why a consensus group's remaining candidates are stopped before stop_after is reached: candidates `lead` (their
+ * numbers) behaved alike on `inputs` inputs, and the next largest group (`next` members) could not reach them even if
+ * the `open` candidates not yet compared (not final, or passed and not probed yet) all joined it.
+ */
+export function agreedReason(lead: readonly number[], inputs: number, next: number, open: number): string {
+  return `consensus reached: ${lead.map((n) => `candidate ${n}`).join(', ')} behave alike on ${inputs} input(s); no other group can outnumber them (the next largest has ${next}, with ${open} candidate(s) not yet compared)`;
+}

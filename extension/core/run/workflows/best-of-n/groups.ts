@@ -20,9 +20,9 @@ import { recordFromView, type AttemptRecord } from '../../attempt-record';
 import { statusInfo } from '../../../../../schemas/status';
 import type { TaskRuntime } from '../../steps/context';
 import type { WorkflowHost, WorkflowRelease, WorkflowRun } from '../workflow';
-import { beatenReason, enoughReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
-import { decideConsensus, type ConsensusMember } from './consensus';
-import { runDistinguish, type InputsWriter, type ProbeCandidate } from './distinguish';
+import { agreedReason, beatenReason, enoughReason, groupGate, type CandidateStatus, type GroupGate } from './gate';
+import { decideConsensus, settledEarly, type Behaviour, type ConsensusMember } from './consensus';
+import { runDistinguish, type InputsWriter, type PriorComparison, type ProbeCandidate } from './distinguish';
 import { runInputsEngine } from './inputs-engine';
 import { inputsFiles, inputsRow } from './inputs-record';
 import { decideRanking, neutralNames, type RankOutcome } from './rank';
@@ -36,6 +36,8 @@ import { endTask } from '../../end-task';
 export class BestOfN implements WorkflowRun {
   /** Branch creations, eval rows and rankings still under way; awaited before the run ends. */
   private readonly pending = new Set<Promise<void>>();
+  /** Consensus groups compared before every candidate is final (stop_after), by group key (agreeEarly). */
+  private readonly early = new Map<string, EarlyComparison>();
 
   constructor(private readonly host: WorkflowHost) {}
 
@@ -44,27 +46,25 @@ export class BestOfN implements WorkflowRun {
     if (!task.spec.select) return undefined;
     const gate = this.gate(task);
     if (gate.kind === 'enough') {
-      this.stopRest(task, gate.passed, gate.stop);
+      const why = `stop_after ${task.spec.stopAfter} reached (${gate.passed.map((c) => c.key).join(', ')} passed)`;
+      this.stopRest(task, gate.stop, enoughReason(task.spec.stopAfter as number, gate.passed), why);
       return 'wait';
     }
+    if (gate.kind === 'wait') this.agreeEarly(task);
     return gate.kind === 'wait' ? 'wait' : () => this.decide(task, gate);
   }
 
   /**
-   * `stop_after` candidates passed: the group's candidates that are not final are stopped (one not started never
-   * starts; a running attempt ends CANCELLED), each saying why; the group is decided once they are final (release).
+   * `stop_after` candidates passed, or (consensus) enough agree: the group's candidates that are not final (`open`) are
+   * stopped with `reason` (one not started never starts; a running attempt ends CANCELLED); the group's note says `why`;
+   * the group is decided once they are final (release).
    */
-  private stopRest(group: TaskRuntime, passed: readonly CandidateStatus[], open: readonly CandidateStatus[]): void {
-    const reason = enoughReason(group.spec.stopAfter as number, passed);
+  private stopRest(group: TaskRuntime, open: readonly CandidateStatus[], reason: string, why: string): void {
     const stopping = open
       .map((c) => this.task(c.key))
       .filter((t): t is TaskRuntime => t !== undefined && !statusInfo(t.state.status).final && !t.abort.signal.aborted);
     if (!stopping.length) return;
-    this.host.run.emit({
-      type: 'task-note',
-      key: group.spec.key,
-      note: `stop_after ${group.spec.stopAfter} reached (${passed.map((c) => c.key).join(', ')} passed): ${stopping.map((t) => t.spec.key).join(', ')} cancelled`,
-    });
+    this.host.run.emit({ type: 'task-note', key: group.spec.key, note: `${why}: ${stopping.map((t) => t.spec.key).join(', ')} cancelled` });
     // Each stop may settle its candidate at once (and ask release again): every one is taken before any is stopped.
     for (const t of stopping) if (!statusInfo(t.state.status).final && !t.abort.signal.aborted) this.host.graph.stop(t, reason);
   }
@@ -79,7 +79,93 @@ export class BestOfN implements WorkflowRun {
 
   /** A group ranking its candidates when one of them is rerun: the ranking judged work that no longer stands. */
   waitsAgainFor(task: TaskRuntime, key: string): boolean {
-    return !!task.spec.select && task.spec.after.includes(key);
+    const again = !!task.spec.select && task.spec.after.includes(key);
+    // What an early comparison found of the candidate judged work that no longer stands.
+    if (again) this.early.delete(task.spec.key);
+    return again;
+  }
+
+  /**
+   * With stop_after on a consensus group whose inputs come from a command: once two or more candidates passed while
+   * others are not final, the passing ones are compared already (the inputs made once, each candidate probed once, as
+   * it passes; one comparison at a time per group), and once the largest group of alike behaviour can no longer be
+   * outnumbered by the candidates not final (consensus.ts settledEarly) those are stopped as stop_after stops them.
+   * The group's own comparison, once every candidate is final, reuses what was found (consensus). An early comparison
+   * that cannot tell anything (no input, a tree that cannot be read) stops nothing; the final one says why.
+   */
+  private agreeEarly(group: TaskRuntime): void {
+    const { spec } = group;
+    if (spec.select !== 'consensus' || spec.stopAfter === undefined || typeof spec.distinguish?.inputs !== 'string') return;
+    const state = this.early.get(spec.key) ?? { chain: Promise.resolve(), queued: false, prior: null, off: false, probes: 0 };
+    this.early.set(spec.key, state);
+    if (state.off || state.queued) return;
+    const now = spec.after.map((k, i) => this.candidate(k, i + 1));
+    if (now.filter((c) => c.status === 'PASS').length < 2 || now.every((c) => statusInfo(c.status).final)) return;
+    state.queued = true;
+    state.chain = state.chain
+      .then(() => {
+        state.queued = false;
+        return this.probeEarly(group, state);
+      })
+      .catch((e: Error) => {
+        state.off = true;
+        this.host.run.ctx.emit({ type: 'task-note', key: spec.key, note: `consensus: the early comparison stopped: ${e.message}` });
+      });
+    this.track(state.chain);
+  }
+
+  /** One early comparison (agreeEarly): probes the passing candidates not probed yet, then stops the rest if enough agree. */
+  private async probeEarly(group: TaskRuntime, state: EarlyComparison): Promise<void> {
+    const { ctx } = this.host.run;
+    const { spec } = group;
+    const passed = spec.after.map((k, i) => this.candidate(k, i + 1)).filter((c) => c.status === 'PASS');
+    if (state.off || group.abort.signal.aborted || spec.after.every((k) => statusInfo(this.candidate(k, 0).status).final)) return;
+    const { probed, unreadable } = this.probeList(passed.filter((c) => !state.prior?.behaviours.has(c.key)));
+    if (unreadable.length) return void (state.off = true);
+    // Nothing new to probe (a candidate failed, which leaves fewer open): what was found is judged again.
+    if (probed.length || !state.prior) {
+      const records = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', spec.key);
+      const round = nextRound(records, 'consensus');
+      const dir = path.join(records, `consensus-${round}-early-${++state.probes}`);
+      const policy = spec.distinguish as NonNullable<typeof spec.distinguish>;
+      const found = await runDistinguish(ctx, group, policy, probed, round, dir, state.prior ? { prior: state.prior } : {});
+      if (found.undecidable !== null) return void (state.off = true);
+      if (group.abort.signal.aborted) return;
+      state.prior = { inputs: found.inputs, given: found.given, behaviours: new Map([...(state.prior?.behaviours ?? []), ...found.behaviours]) };
+    }
+    const { inputs, behaviours } = state.prior;
+    // Candidates that passed meanwhile and are not compared yet count as open: they could join any group.
+    const now = spec.after.map((k, i) => this.candidate(k, i + 1));
+    const compared = new Map(now.flatMap((c) => (c.status === 'PASS' && behaviours.has(c.key) ? [[c.key, behaviours.get(c.key) as Behaviour[]]] : [])));
+    const open = now.filter((c) => !statusInfo(c.status).final);
+    const lead = settledEarly(compared, open.length + now.filter((c) => c.status === 'PASS' && !compared.has(c.key)).length);
+    if (!lead) {
+      // One that passed while this one ran is compared next.
+      if (now.some((c) => c.status === 'PASS' && !compared.has(c.key))) this.agreeEarly(group);
+      return;
+    }
+    const numbers = lead.lead.map((k) => (now.find((c) => c.key === k) as CandidateStatus).candidate);
+    const why = agreedReason(numbers, inputs.length, lead.next, lead.open);
+    this.stopRest(group, open, `cancelled: ${why}`, `consensus reached before stop_after ${spec.stopAfter}: ${why}`);
+  }
+
+  /** The passing candidates as probes see them (their sealed trees), and those whose sealed work cannot be read, said. */
+  private probeList(passed: readonly CandidateStatus[]): { probed: ProbeCandidate[]; unreadable: string[] } {
+    const probed: ProbeCandidate[] = [];
+    const unreadable: string[] = [];
+    for (const c of passed) {
+      try {
+        const source = this.sourceOf(c.key);
+        probed.push({
+          key: c.key,
+          candidate: c.candidate,
+          tree: source.mode === 'worktree' ? { mode: 'worktree', sha: source.seal.sha } : { mode: 'plain', dir: source.dir },
+        });
+      } catch (e) {
+        unreadable.push(`candidate ${c.candidate}: ${(e as Error).message}`);
+      }
+    }
+    return { probed, unreadable };
   }
 
   /** A group runs no worker itself: its candidates are what runs again. */
@@ -167,27 +253,22 @@ export class BestOfN implements WorkflowRun {
     ctx.emit({ type: 'task-note', key: spec.key, note: group.state.reason as string });
     void ctx.stateFile.save();
     const members: ConsensusMember[] = passed.map((c) => this.member(c));
-    const probed: ProbeCandidate[] = [];
-    const unreadable: string[] = [];
-    for (const c of passed) {
-      try {
-        const source = this.sourceOf(c.key);
-        probed.push({
-          key: c.key,
-          candidate: c.candidate,
-          tree: source.mode === 'worktree' ? { mode: 'worktree', sha: source.seal.sha } : { mode: 'plain', dir: source.dir },
-        });
-      } catch (e) {
-        unreadable.push(`candidate ${c.candidate}: ${(e as Error).message}`);
-      }
-    }
+    const { probed, unreadable } = this.probeList(passed);
+    // An early comparison (stop_after) under way ends first; what it found is reused (its inputs, its probes).
+    const early = this.early.get(spec.key);
+    if (early) await early.chain;
+    this.early.delete(spec.key);
+    const prior = early?.prior ?? undefined;
     const none = (why: string) => ({ inputs: [], given: 0, behaviours: new Map(), undecidable: why, notes: [] });
     let found: Awaited<ReturnType<typeof runDistinguish>>;
     if (unreadable.length) found = none(`the sealed work of ${unreadable.join('; ')} could not be read`);
     else {
       try {
         const policy = spec.distinguish as NonNullable<typeof spec.distinguish>;
-        found = await runDistinguish(ctx, group, policy, probed, round, dir, { writer: this.inputsWriter(group, passed, round, dir) });
+        found = await runDistinguish(ctx, group, policy, probed, round, dir, {
+          writer: this.inputsWriter(group, passed, round, dir),
+          ...(prior ? { prior } : {}),
+        });
       } catch (e) {
         // A tree that cannot be copied (git failed) says nothing of the candidates: consensus cannot decide, and says so.
         found = none(`the comparison could not run: ${(e as Error).message}`);
@@ -457,6 +538,20 @@ export class BestOfN implements WorkflowRun {
     if (!seal) throw new Error(`no sealed commit of ${key}'s PASS is on record`);
     return { mode: 'worktree', git, seal };
   }
+}
+
+/** A consensus group's comparison begun before every candidate is final (BestOfN agreeEarly). */
+interface EarlyComparison {
+  /** The early comparisons, one after the other. */
+  chain: Promise<void>;
+  /** One is waiting behind the one under way. */
+  queued: boolean;
+  /** What they found so far: the inputs and the behaviours of the candidates probed; null before the first. */
+  prior: PriorComparison | null;
+  /** No early stop can be decided (no input, a tree that cannot be read): the final comparison says why. */
+  off: boolean;
+  /** How many ran (their records: `consensus-<round>-early-<n>/`). */
+  probes: number;
 }
 
 /** The record of the task's last PASS as state.json keeps it (its commit the task's), or undefined. */
