@@ -119,10 +119,10 @@ export interface TaskState {
   /**
    * On a `select: "consensus"` task's own entry, once decided (docs/workflows.md "Consensus"): the groups of passing
    * candidates that behaved alike (candidate keys, largest group first), how many inputs were used and how many of them
-   * split the candidates, and how the winner was chosen (`largest`, `tie-ranked`, `tie-cheapest`, or `undecided`: the
+   * split the candidates, and how the winner was chosen (`largest`, `tie-agreement`, `tie-ranked`, `tie-cheapest`, or `undecided`: the
    * group fell back to the first to pass, `reason` says why).
    */
-  consensus?: { groups: string[][]; inputs: number; splitting: number; decided: 'largest' | 'tie-ranked' | 'tie-cheapest' | 'undecided' };
+  consensus?: { groups: string[][]; inputs: number; splitting: number; decided: 'largest' | 'tie-agreement' | 'tie-ranked' | 'tie-cheapest' | 'undecided' };
   /** On a planner (`generate`) that passed: the keys of the tasks its file added to the run. */
   generated?: string[];
   /**

@@ -18,7 +18,9 @@
  *   candidate must pass after its check: a breaker then FAILs and never wins.
  * `breaker` candidates count as wrong in every mode.
  * Prints, over the groups that contain a correct candidate that passes, the share whose winner is correct, and the
- * consensus run's wall time against first-pass's (ratio in this one script, same machine, same moment).
+ * consensus run's wall time against first-pass's (ratio in this one script, same machine, same moment); then, for
+ * consensus + suite, each wrong winner's group by what it held (wrong candidates alike outnumbering the right ones, or
+ * tied with them).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -129,6 +131,25 @@ async function main(): Promise<void> {
   console.log(
     `  consensus + suite               winner correct in ${pct(share(withSuite.winners))}   wall ${(withSuite.ms / 1000).toFixed(1)} s (${(withSuite.ms / first.ms).toFixed(2)}x first-pass)`,
   );
+  // Why consensus + suite picked a wrong winner: by what the group held once the suite had failed its breakers.
+  const why = new Map<string, number>();
+  for (const { kinds, g } of counted) {
+    const w = withSuite.winners[g];
+    if (w !== null && w !== undefined && kinds[w - 1] === 'correct') continue;
+    const passing = kinds.filter((k) => k !== 'fails' && k !== 'breaker');
+    const right = passing.filter((k) => k === 'correct').length;
+    const most = Math.max(0, ...['wrong-negative', 'wrong-zero', 'wrong-big'].map((k) => passing.filter((x) => x === k).length));
+    const cause =
+      w === null || w === undefined
+        ? 'no winner'
+        : right < most
+          ? `outnumbered: ${most} wrong alike against ${right} right`
+          : right === most
+            ? `tied ${right} right against ${most} wrong alike`
+            : 'the right group was the largest';
+    why.set(cause, (why.get(cause) ?? 0) + 1);
+  }
+  for (const [cause, n] of [...why].sort((a, b) => b[1] - a[1])) console.log(`    wrong winner: ${n} group(s): ${cause}`);
 }
 
 void main().catch((e: unknown) => {

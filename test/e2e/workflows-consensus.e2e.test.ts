@@ -231,7 +231,10 @@ describe('workflows: best-of-N consensus', function () {
     assert.equal(byKey(s, 'fix').winner, 'fix--c1');
     const c = selectRowOf(home, 'fix').consensus as ConsensusRow;
     assert.equal(c.decided, 'tie-cheapest');
-    assert.match(c.tie ?? '', /^2 groups tied at 2 each \(\{candidate 1, candidate 3\} vs \{candidate 2, candidate 4\}\); 1 of 1 input\(s\) split them$/);
+    assert.match(
+      c.tie ?? '',
+      /^2 groups tied at 2 each \(\{candidate 1, candidate 3\} vs \{candidate 2, candidate 4\}\); 1 of 1 input\(s\) split them; on single inputs the other candidates answered as \{candidate 1, candidate 3\} 0 time\(s\), \{candidate 2, candidate 4\} 0 time\(s\)$/,
+    );
     assert.match(c.why, /wins: candidate 1$/);
   });
 

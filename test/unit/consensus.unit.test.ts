@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseManifest } from '../../extension/core/manifest/load';
 import {
+  agreementOf,
   behaviourWord,
   decideConsensus,
   pickOf,
@@ -99,7 +100,35 @@ describe('consensus: the decision', () => {
     const cheapest = decideConsensus(members, ['a'], 1, rows, null, false);
     assert.equal(cheapest.kind === 'won' && cheapest.winner, 'fix--c2');
     assert.equal(cheapest.column.decided, 'tie-cheapest');
-    assert.equal(cheapest.column.tie, '2 groups tied at 2 each ({candidate 1, candidate 3} vs {candidate 2, candidate 4}); 1 of 1 input(s) split them');
+    assert.equal(
+      cheapest.column.tie,
+      '2 groups tied at 2 each ({candidate 1, candidate 3} vs {candidate 2, candidate 4}); 1 of 1 input(s) split them; on single inputs the other candidates answered as {candidate 1, candidate 3} 0 time(s), {candidate 2, candidate 4} 0 time(s)',
+    );
+  });
+
+  it('groups tied on whole behaviour: the one the other candidates agree with on the most single inputs wins, before rank or cost', () => {
+    // 1 is right; 2 is wrong on negatives, 3 on zero: three groups of one, but 2 and 3 each share one answer with 1.
+    const members = [member(1, { costMicroUsd: 50, passedAt: 9 }), member(2, { costMicroUsd: 10, passedAt: 1 }), member(3, { costMicroUsd: 20, passedAt: 2 })];
+    const rows = table({
+      'fix--c1': [says('-4'), says('0'), says('6')],
+      'fix--c2': [says('4'), says('0'), says('6')],
+      'fix--c3': [says('-4'), says('1'), says('6')],
+    });
+    assert.equal(agreementOf([member(1)], members, rows), 4);
+    assert.equal(agreementOf([member(2)], members, rows), 3);
+    for (const hasRank of [false, true]) {
+      const d = decideConsensus(members, ['-2', '0', '3'], 3, rows, null, hasRank);
+      assert.equal(d.kind === 'won' && d.winner, 'fix--c1');
+      assert.equal(d.column.decided, 'tie-agreement');
+      assert.match(
+        d.column.why,
+        /on single inputs the other candidates answered as \{candidate 1\} 4 time\(s\), \{candidate 2\} 3 time\(s\), \{candidate 3\} 3 time\(s\): \{candidate 1\} agrees with the others most; the cheapest of it: candidate 1$/,
+      );
+    }
+    // Two groups of two alike on every input but one: the per-input vote is even, and the tie goes on to cost.
+    const even = table({ 'fix--c1': [says('a')], 'fix--c2': [says('b')], 'fix--c3': [says('a')], 'fix--c4': [says('b')] });
+    const four = [...members, member(4, { costMicroUsd: 5 })];
+    assert.equal(decideConsensus(four, ['x'], 1, even, null, false).column.decided, 'tie-cheapest');
   });
 
   it('cannot decide (no inputs, the probe never exits 0, the inputs command failed, a candidate without behaviour): said, and the first to pass wins', () => {

@@ -220,7 +220,7 @@ export interface ConsensusColumn {
   given: number;
   groups: { members: { key: string; candidate: number; engine: string; model: string | null }[]; size: number }[];
   splitting: { input: number; text: string }[];
-  decided: 'largest' | 'tie-ranked' | 'tie-cheapest' | 'undecided';
+  decided: 'largest' | 'tie-agreement' | 'tie-ranked' | 'tie-cheapest' | 'undecided';
   tie: string | null;
   why: string;
 }

@@ -1,7 +1,8 @@
 /**
  * A consensus group's decision (docs/workflows.md "Consensus"), pure: the passing candidates' behaviour on each input
  * (what their probe printed on stdout and how it exited, distinguish.ts) groups them; the largest group wins, and in it
- * the cheapest member (every member's cost known), else the first to pass. Groups tied for largest go to the `rank`
+ * the cheapest member (every member's cost known), else the first to pass. Groups tied for largest go first to the one
+ * whose behaviour the other candidates share on the most single inputs (agreementOf); those still tied go to the `rank`
  * reviewers when the task has them, else to the group with the cheapest member (else the one whose member passed
  * first); the tie is said. When the behaviour cannot tell anything (no input, or the probe never exited 0), consensus
  * could not decide and the first to pass wins, saying why — never a silent pick.
@@ -122,8 +123,55 @@ export function decideConsensus(
         : `the largest of ${groups.length} groups (${size} of ${members.length}: ${names(top[0] as ConsensusMember[])}) behaved alike; ${splitWords}; the ${pick.by} of it: candidate ${pick.member.candidate}`;
     return { kind: 'won', winner: pick.member.key, column: { ...column, decided: 'largest', why } };
   }
-  const picks = top.map((g) => ({ group: g, ...pickOf(g) }));
   const tie = `${top.length} groups tied at ${(top[0] as ConsensusMember[]).length} each (${top.map((g) => `{${names(g)}}`).join(' vs ')}); ${splitWords}`;
+  return breakTie(top, members, behaviours, { ...column, tie }, hasRank);
+}
+
+/**
+ * How many (candidate outside `group`, input) pairs behaved as `group` did on that input: the candidates' vote on each
+ * input alone, summed. Groups tied on whole behaviour can differ here: the one whose answers most others share input by
+ * input is the likelier right (the minimum-Bayes-risk choice over execution results: Shi et al., "Natural Language to
+ * Code Translation with Execution", EMNLP 2022, MBR-exec). `behaviours` holds every member on every input.
+ */
+export function agreementOf(
+  group: readonly ConsensusMember[],
+  members: readonly ConsensusMember[],
+  behaviours: ReadonlyMap<string, readonly Behaviour[]>,
+): number {
+  const own = (behaviours.get((group[0] as ConsensusMember).key) as readonly Behaviour[]).map(behaviourWord);
+  const inside = new Set(group.map((m) => m.key));
+  let n = 0;
+  for (const m of members) {
+    if (inside.has(m.key)) continue;
+    (behaviours.get(m.key) as readonly Behaviour[]).forEach((b, i) => (n += behaviourWord(b) === own[i] ? 1 : 0));
+  }
+  return n;
+}
+
+/**
+ * Groups tied for largest (`top`, two or more): the one whose behaviour the other candidates share on the most single
+ * inputs (agreementOf) wins, its cheapest member else the first to pass (`tie-agreement`); groups still tied go to the
+ * `rank` reviewers when the task has some (`tie-ranked`), else to the group with the cheapest member, or, costs unknown,
+ * the one whose member passed first (`tie-cheapest`). `column` holds the groups, the splitting inputs and the tie.
+ */
+function breakTie(
+  top: ConsensusMember[][],
+  members: readonly ConsensusMember[],
+  behaviours: ReadonlyMap<string, readonly Behaviour[]>,
+  column: Omit<ConsensusColumn, 'decided' | 'why'> & { tie: string },
+  hasRank: boolean,
+): ConsensusDecision {
+  const scores = top.map((g) => agreementOf(g, members, behaviours));
+  const most = Math.max(...scores);
+  const lead = top.filter((_, i) => scores[i] === most);
+  const votes = `on single inputs the other candidates answered as ${top.map((g, i) => `{${names(g)}} ${scores[i]} time(s)`).join(', ')}`;
+  const tie = `${column.tie}; ${votes}`;
+  if (lead.length === 1) {
+    const pick = pickOf(lead[0] as ConsensusMember[]);
+    const why = `${tie}: {${names(lead[0] as ConsensusMember[])}} agrees with the others most; the ${pick.by} of it: candidate ${pick.member.candidate}`;
+    return { kind: 'won', winner: pick.member.key, column: { ...column, tie, decided: 'tie-agreement', why } };
+  }
+  const picks = lead.map((g) => ({ group: g, ...pickOf(g) }));
   if (hasRank)
     return {
       kind: 'rank',
