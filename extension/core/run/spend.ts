@@ -212,7 +212,7 @@ export class RunSpend {
     const first = !this.saidUnpriced.has(said);
     this.saidUnpriced.add(said);
     const on = `${engine}${model ? ` (${model})` : ''}`;
-    const who = { work: 'an attempt', review: 'a reviewer', critique: 'a critic', rank: 'a ranking reviewer' }[step];
+    const who = { work: 'an attempt', review: 'a reviewer', critique: 'a critic', rank: 'a ranking reviewer', distinguish: 'an inputs engine' }[step];
     const note = !first
       ? null
       : unit === 'usd'

@@ -79,7 +79,11 @@ export async function runInputsEngine(
     return { record: rec, made: why === null && made ? made : `the inputs engine ${engine.name}${model ? `/${model}` : ''} made no input: ${why ?? 'none'}` };
   };
   // Its known cost counts against budget_usd and budget_tokens like a ranking reviewer's; past them it does not start.
-  const reservation = ctx.spend.admitNow(engine, model, spec, 'distinguish');
+  const reservation = await ctx.spend.admitReader(engine, model, spec, 'distinguish', r.group.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
+  if (reservation === null) {
+    rec.cancelled = true;
+    return done('stopped before it started');
+  }
   if (typeof reservation === 'string') return done(`not started: ${reservation}`);
   try {
     const made = await writeInputs(ctx, r, engine, model, rec, notes);
