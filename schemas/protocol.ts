@@ -181,6 +181,19 @@ export type TaskAction = 'stop' | 'rerun' | 'merge' | 'open-diff' | 'open-log';
 /** Every TaskAction, for validators. */
 export const TASK_ACTIONS = ['stop', 'rerun', 'merge', 'open-diff', 'open-log'] as const satisfies readonly TaskAction[];
 
+/**
+ * What a page may ask its host to do to a whole run (buttons of the run document and the live list), as `verdict
+ * pause|resume|drain`: `pause` (a live run starts no new attempt until resumed), `drain` (a live run starts nothing
+ * more: its waiting tasks end CANCELLED "drained", the running ones finish, then it ends) and `resume` (a paused live
+ * run starts attempts again; a run that ended or whose orchestrator died with tasks not passed goes on under a new
+ * orchestrator, as `verdict resume RUN`). Which apply to a run now: schemas/run-actions.ts runActionsFor.
+ */
+export type RunAction = 'pause' | 'resume' | 'drain';
+
+/** Every RunAction, for validators. */
+export const RUN_ACTIONS = ['pause', 'resume', 'drain'] as const satisfies readonly RunAction[];
+export { runActionsFor } from './run-actions';
+
 /** Most bytes of a task's diff the browser host's `diff` endpoint returns; a longer diff is cut and says so. */
 export const DIFF_MAX_BYTES = 512 * 1024;
 
@@ -198,7 +211,9 @@ export type PageToHost =
   /** Asks for the scoreboard. Reply: did-load-scoreboard. */
   | { type: 'load-scoreboard'; seq: number }
   /** Asks the host to act on one task of a run (see TaskAction). Reply: did-act, once the action is done or refused. */
-  | { type: 'task-action'; seq: number; runId: string; key: string; action: TaskAction };
+  | { type: 'task-action'; seq: number; runId: string; key: string; action: TaskAction }
+  /** Asks the host to pause, resume or drain a run (see RunAction). Reply: did-run-act, once it is done or refused. */
+  | { type: 'run-action'; seq: number; runId: string; action: RunAction };
 
 /** Messages from the host to the page. */
 export type HostToPage =
@@ -241,13 +256,26 @@ export type HostToPage =
    * `sent`: a control command was appended but not acknowledged in time. `message` is one line for the page.
    */
   | { type: 'did-act'; replyTo: number; runId: string; key: string; action: TaskAction; result: 'done' | 'refused' | 'sent'; message: string }
+  /**
+   * Reply to run-action. `done`: the run acknowledged it in state.json (or, for `resume` of a run that ended, a new
+   * orchestrator took the run over); `refused`: it did not, `message` says why; `sent`: the control command was
+   * appended but not acknowledged in time. `message` is one line for the page.
+   */
+  | { type: 'did-run-act'; replyTo: number; runId: string; action: RunAction; result: 'done' | 'refused' | 'sent'; message: string }
   /** The host refused a message from the page (it was logged there too). */
   | { type: 'did-reject'; reason: string }
   /** The user asked the host for a view (VS Code: "Verdict: Show Scoreboard"); the page navigates there. */
   | { type: 'show-view'; view: 'live' | 'library' | 'scoreboard' };
 
 /** Every `type` of PageToHost, for validators and exhaustive switches. */
-export const PAGE_TO_HOST_TYPES = ['ready', 'select-run', 'load-artifact', 'load-scoreboard', 'task-action'] as const satisfies readonly PageToHost['type'][];
+export const PAGE_TO_HOST_TYPES = [
+  'ready',
+  'select-run',
+  'load-artifact',
+  'load-scoreboard',
+  'task-action',
+  'run-action',
+] as const satisfies readonly PageToHost['type'][];
 
 /** Bytes of worker output a host keeps and sends per worker (the ring); the page keeps the same. */
 export const OUTPUT_RING_BYTES = 16 * 1024;

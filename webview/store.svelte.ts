@@ -9,6 +9,7 @@ import {
   type ReviewerRow,
   type RunView,
   type ScoreRow,
+  type RunAction,
   type SkippedView,
   type TaskAction,
 } from '../schemas/protocol';
@@ -50,6 +51,14 @@ export interface ActState {
   message: string;
 }
 
+/** The last pause, resume or drain asked for on a run (its buttons): pending until the host's did-run-act. */
+export interface RunActState {
+  action: RunAction;
+  pending: boolean;
+  result: 'done' | 'refused' | 'sent' | null;
+  message: string;
+}
+
 /** A task's diff as the browser host served it (its diff endpoint). */
 export interface DiffState {
   loading: boolean;
@@ -71,6 +80,8 @@ export const app = $state({
   artifacts: {} as Record<string, ArtifactState>,
   scoreboard: null as { rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; quarantined: number; error: string | null } | null,
   acts: {} as Record<string, ActState>,
+  /** By run id. */
+  runActs: {} as Record<string, RunActState>,
   diffs: {} as Record<string, DiffState>,
   rejected: [] as string[],
   nav: (saved ?? { view: 'live', runId: null, library: { name: '', identity: '', from: '', to: '' }, scoreboard: { taskType: '', model: '' } }) as Navigation,
@@ -143,6 +154,12 @@ export function act(runId: string, key: string, action: TaskAction): void {
   send({ type: 'task-action', seq: seq++, runId, key, action });
 }
 
+/** Asks the host to pause, resume or drain a run (its buttons); the reply fills app.runActs. */
+export function actOnRun(runId: string, action: RunAction): void {
+  app.runActs[runId] = { action, pending: true, result: null, message: '' };
+  send({ type: 'run-action', seq: seq++, runId, action });
+}
+
 /** Applies one host message. */
 export function apply(m: HostToPage): void {
   switch (m.type) {
@@ -154,6 +171,7 @@ export function apply(m: HostToPage): void {
       app.outputs = {};
       app.artifacts = {};
       app.acts = {};
+      app.runActs = {};
       app.diffs = {};
       break;
     case 'did-change-run': {
@@ -193,6 +211,9 @@ export function apply(m: HostToPage): void {
       break;
     case 'did-act':
       app.acts[taskKey(m.runId, m.key)] = { action: m.action, pending: false, result: m.result, message: m.message };
+      break;
+    case 'did-run-act':
+      app.runActs[m.runId] = { action: m.action, pending: false, result: m.result, message: m.message };
       break;
     case 'did-reject':
       app.rejected = [...app.rejected.slice(-4), m.reason];

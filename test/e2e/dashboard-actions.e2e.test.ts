@@ -249,3 +249,165 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     assert.deepEqual(consoleErrors, []);
   });
 });
+
+describe('run buttons in a browser: pause, resume and drain a real run through verdict hud, each shown only when it applies', function () {
+  this.timeout(240000);
+  let home: string;
+  let hud: HudProcess;
+  let browser: Browser;
+  let page: Page;
+  let run: ResultPromise | undefined;
+  let runId = '';
+  const consoleErrors: string[] = [];
+  const state = () => JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as RunState;
+  const task = (key: string) => state().tasks.find((t) => t.key === key)!;
+  /** Waits until `ok` holds on state.json (read again on every try; a file being replaced is read on the next). */
+  const until = async (what: string, ok: () => boolean, ms = 60000) => {
+    for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) {
+      try {
+        if (ok()) return;
+      } catch {
+        // state.json is being replaced
+      }
+    }
+    assert.fail(`timed out waiting until ${what}`);
+  };
+  /** Lets a task's worker finish: it waits for a file named `go` in its own folder. */
+  const release = (key: string) => fs.writeFileSync(path.join(task(key).dir, 'go'), '');
+  const buttons = () => page.locator('[data-testid="run-actions"] vscode-button').evaluateAll((els) => els.map((e) => e.getAttribute('data-run-action')));
+  /** Clicks a run button and returns the host's one-line answer. */
+  const click = async (action: string) => {
+    await page.locator(`vscode-button[data-run-action="${action}"]`).click();
+    const result = page.locator(`[data-testid="run-act-result"][data-action="${action}"]`);
+    await result.and(page.locator('[data-result="done"], [data-result="refused"], [data-result="sent"]')).waitFor({ timeout: 90000 });
+    return result.innerText();
+  };
+  const ackOf = (verb: string) =>
+    state()
+      .control?.filter((c) => c.verb === verb)
+      .at(-1);
+
+  before(async function () {
+    if (!findChromium()) {
+      console.log('    skipped: no Chromium or Chrome found; set CHROMIUM=/path/to/chrome to run the dashboard browser tests');
+      this.skip();
+    }
+    await requireSandbox(this);
+    const dir = tempDir();
+    home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    hud = await startHudProcess(home, { VERDICT_IDENTITY: 'hud-user' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) consoleErrors.push(m.text());
+    });
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await page.goto(hud.url);
+    // One at a time; each worker waits until the test lets it finish, so every step below happens while it runs.
+    const waiter = 'until [ -e go ]; do sleep 0.1; done; echo ok > out.txt';
+    const manifest = writeManifest(repo, {
+      run_name: 'run-buttons',
+      worktrees: true,
+      max_parallel: 1,
+      tasks: ['a', 'b', 'c'].map((k) => scriptTask(k, waiter, 'test -s out.txt', { expect_files: ['out.txt'] })),
+    });
+    run = execa('node', [CLI, 'run', manifest, '--home', home, '--no-dashboard'], { reject: false, all: true, stdin: 'ignore' });
+    for (let i = 0; i < 400 && !runId; i++) {
+      await sleep(50);
+      const ids = fs.existsSync(path.join(home, 'runs')) ? fs.readdirSync(path.join(home, 'runs')) : [];
+      runId = ids.find((id) => fs.existsSync(path.join(home, 'runs', id, 'state.json'))) ?? '';
+    }
+    assert.ok(runId, 'the run started');
+  });
+
+  after(async () => {
+    await browser?.close();
+    await hud?.stop();
+    if (run) {
+      run.kill('SIGINT');
+      await run;
+    }
+    // The resumed run's orchestrator (started detached by the hud) is stopped too if a test left it running.
+    if (runId && fs.existsSync(path.join(home, 'runs', runId, 'state.json')) && state().status === 'running')
+      await execa('node', [CLI, 'stop', runId, '--home', home], { reject: false });
+  });
+
+  it('pauses the live run with its Pause button: acknowledged by the hud, PAUSED shown, Resume and Drain offered, no Pause', async () => {
+    await page.locator('.run-row', { hasText: 'run-buttons' }).locator('.run-open').click();
+    await until('a runs', () => task('a').attempts.some((x) => x.phase === 'running'));
+    await page.locator('vscode-button[data-run-action="pause"]').waitFor({ timeout: 30000 });
+    assert.deepEqual(await buttons(), ['pause', 'drain']);
+    assert.match(await click('pause'), /^pause: done — paused: no new attempt starts; running ones go on/);
+    assert.equal(state().paused, true);
+    assert.deepEqual([ackOf('pause')?.result, ackOf('pause')?.by], ['done', 'hud-user']);
+    await page.locator('[data-testid="run-mode"]', { hasText: 'PAUSED' }).waitFor({ timeout: 20000 });
+    await page.locator('vscode-button[data-run-action="pause"]').waitFor({ state: 'detached', timeout: 20000 });
+    assert.deepEqual(await buttons(), ['resume', 'drain']);
+    await page.screenshot({ path: path.join(IMAGES, 'dashboard-paused.png'), fullPage: true });
+  });
+
+  it('resumes it with its Resume button: the next task starts only after the resume was acknowledged', async () => {
+    // a finishes while the run is paused; b must wait for the resume.
+    release('a');
+    await until('a passes', () => task('a').status === 'PASS');
+    assert.equal(task('b').attempts.length, 0);
+    assert.match(await click('resume'), /^resume: done — resumed: attempts start again/);
+    const resumed = ackOf('resume');
+    assert.deepEqual([resumed?.result, resumed?.by], ['done', 'hud-user']);
+    await until('b starts', () => task('b').attempts.length > 0);
+    // Ordered by the run's own records, not by a pause in the test: b started after the resume, a ended before it.
+    assert.ok(task('b').attempts[0]!.startedAt >= resumed!.ackAt, 'b started only once the resume was acknowledged');
+    assert.ok(task('a').attempts[0]!.endedAt! <= resumed!.ackAt, 'a ended while the run was paused');
+    assert.equal(state().paused, false);
+    await page.locator('vscode-button[data-run-action="pause"]').waitFor({ timeout: 20000 });
+    assert.deepEqual(await buttons(), ['pause', 'drain']);
+    assert.equal(await page.getByTestId('run-mode').count(), 0);
+  });
+
+  it('drains it with its Drain button: c never starts, b finishes, the run ends; then Resume is offered for c', async () => {
+    await until('b runs', () => task('b').attempts.some((x) => x.phase === 'running'));
+    assert.match(await click('drain'), /^drain: done — draining: 1 waiting task\(s\) CANCELLED \(drained\); 1 running go on/);
+    assert.equal(state().draining, true);
+    // Draining: nothing more to pause, resume or drain.
+    await page.locator('[data-testid="run-mode"]', { hasText: 'DRAINING' }).waitFor({ timeout: 20000 });
+    await page.locator('[data-testid="run-actions"] vscode-button').first().waitFor({ state: 'detached', timeout: 20000 });
+    release('b');
+    const end = await run!;
+    run = undefined;
+    assert.equal(end.exitCode, 1, String(end.all));
+    assert.deepEqual(
+      state().tasks.map((t) => [t.key, t.status, t.attempts.length]),
+      [
+        ['a', 'PASS', 1],
+        ['b', 'PASS', 1],
+        ['c', 'CANCELLED', 0],
+      ],
+    );
+    assert.equal(task('c').reason, 'drained');
+    await page.locator('[data-liveness="finished"]').first().waitFor({ timeout: 20000 });
+    await page.locator('vscode-button[data-run-action="resume"]').waitFor({ timeout: 20000 });
+    assert.deepEqual(await buttons(), ['resume']);
+  });
+
+  it('resumes the ended run with its Resume button: the same run runs c under a new orchestrator, then offers nothing', async () => {
+    assert.match(await click('resume'), new RegExp(`^resume: run ${runId} goes on under a new orchestrator \\(pid \\d+\\)`));
+    await until('the resume is recorded', () => state().resumes?.at(-1)?.tasks.join() === 'c');
+    await until('c runs', () => task('c').attempts.some((x) => x.phase === 'running'));
+    release('c');
+    await until('the resumed run ends', () => state().status !== 'running' && task('c').status === 'PASS');
+    assert.deepEqual(
+      state().tasks.map((t) => [t.key, t.status]),
+      [
+        ['a', 'PASS'],
+        ['b', 'PASS'],
+        ['c', 'PASS'],
+      ],
+    );
+    await page.locator('[data-testid="run-actions"] vscode-button').first().waitFor({ state: 'detached', timeout: 20000 });
+  });
+
+  it('ran under its CSP without a violation or a page error', () => {
+    assert.deepEqual(consoleErrors, []);
+  });
+});

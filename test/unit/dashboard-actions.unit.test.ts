@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { graphOrder, afterLabel, type HostToPage } from '../../schemas/protocol';
-import type { DashboardActions } from '../../extension/core/dashboard/actions';
-import { localActions } from '../../extension/core/dashboard/actions';
+import { graphOrder, afterLabel, runActionsFor, type HostToPage } from '../../schemas/protocol';
+import type { DashboardActions, DashboardRunActions } from '../../extension/core/dashboard/actions';
+import { localActions, localRunActions } from '../../extension/core/dashboard/actions';
 import { taskDiff } from '../../extension/core/dashboard/diff';
 import { runView } from '../../extension/core/dashboard/run-view';
 import { DashboardSession } from '../../extension/core/dashboard/session';
@@ -187,6 +187,107 @@ describe('dashboard protocol: task-action', () => {
       result: 'refused',
       message: "this page shows each worker's output live under it; this host opens no editor",
     });
+  });
+});
+
+describe('dashboard protocol: run-action (pause, resume, drain)', () => {
+  it('accepts pause, resume and drain of a run, and only those', () => {
+    for (const action of ['pause', 'resume', 'drain']) {
+      const m = { type: 'run-action', seq: 4, runId: 'r-1', action };
+      assert.deepEqual(parsePageMessage(m), { ok: true, message: m });
+    }
+    const bad: [unknown, RegExp][] = [
+      [{ type: 'run-action', seq: 1, runId: 'r', action: 'cancel' }, /action/],
+      [{ type: 'run-action', seq: 1, runId: 'r', action: 'stop' }, /action/],
+      [{ type: 'run-action', seq: 1, runId: 'r', action: 'pause', key: 'a' }, /additional/],
+      [{ type: 'run-action', seq: 1, runId: '../r', action: 'pause' }, /runId/],
+      [{ type: 'run-action', seq: 1, action: 'drain' }, /runId/],
+      [{ type: 'run-action', runId: 'r', action: 'drain' }, /seq/],
+    ];
+    for (const [m, why] of bad) {
+      const r = parsePageMessage(m);
+      assert.equal(r.ok, false, JSON.stringify(m));
+      if (!r.ok) assert.match(r.reason, why);
+    }
+  });
+
+  it('offers only the buttons that apply: pause and drain on a live run, resume and drain on a paused one, none while draining, resume on an ended run with work left', () => {
+    const live = { liveness: 'running' as const, paused: false, draining: false, tasks: [{ key: 'a', status: 'running' as const }] };
+    assert.deepEqual(runActionsFor(live), ['pause', 'drain']);
+    assert.deepEqual(runActionsFor({ ...live, paused: true }), ['resume', 'drain']);
+    assert.deepEqual(runActionsFor({ ...live, draining: true }), []);
+    const ended = { liveness: 'finished' as const, paused: false, draining: true };
+    assert.deepEqual(runActionsFor({ ...ended, tasks: [{ key: 'a', status: 'PASS' }] }), [], 'every task passed: nothing to resume');
+    assert.deepEqual(
+      runActionsFor({
+        ...ended,
+        tasks: [
+          { key: 'a', status: 'PASS' },
+          { key: 'b', status: 'CANCELLED' },
+        ],
+      }),
+      ['resume'],
+    );
+    // A paused flag left in the state of a run that ended offers no pause or drain.
+    assert.deepEqual(runActionsFor({ ...ended, paused: true, liveness: 'cancelled', tasks: [{ key: 'a', status: 'FAIL' }] }), ['resume']);
+    assert.deepEqual(runActionsFor({ ...ended, liveness: 'orchestrator-died', tasks: [{ key: 'a', status: 'running' }] }), ['resume']);
+    // A best-of-N task that passed: its losing candidates are not run again, so there is nothing to resume.
+    const group = [
+      { key: 'g', status: 'PASS' as const, select: 'first-pass' },
+      { key: 'g--c1', status: 'PASS' as const, group: 'g', candidate: 1 },
+      { key: 'g--c2', status: 'CANCELLED' as const, group: 'g', candidate: 2 },
+    ];
+    assert.deepEqual(runActionsFor({ ...ended, tasks: group }), []);
+  });
+
+  it('a session hands a valid run-action to its host and replies did-run-act; an unknown run, a host without run actions and a throwing one are refused', async () => {
+    const home = tempDir();
+    writeState(home, state('r1', [task('a', { status: 'running' })]));
+    const log = quiet();
+    const source = new DashboardSource(home, log);
+    const posted: HostToPage[] = [];
+    const calls: string[] = [];
+    const runActions: DashboardRunActions = async (action, info) => {
+      calls.push(`${action} ${info.state.runId}`);
+      if (action === 'drain') throw new Error('the state file is gone\nstack');
+      return { result: 'done', message: `${action}: done` };
+    };
+    const opts = { host: 'browser' as const, log, scoreboard: async () => ({ rows: [], source: 'none' }) };
+    const session = new DashboardSession(source, { post: (m) => posted.push(m) }, { ...opts, runActions });
+    const bare = new DashboardSession(source, { post: (m) => posted.push(m) }, opts);
+    try {
+      assert.equal(session.receive({ type: 'run-action', seq: 1, runId: 'r1', action: 'pause' }), false, 'nothing before ready');
+      session.receive({ type: 'ready' });
+      session.receive({ type: 'run-action', seq: 2, runId: 'r1', action: 'pause' });
+      session.receive({ type: 'run-action', seq: 3, runId: 'zz', action: 'resume' });
+      session.receive({ type: 'run-action', seq: 4, runId: 'r1', action: 'drain' });
+      bare.receive({ type: 'ready' });
+      bare.receive({ type: 'run-action', seq: 5, runId: 'r1', action: 'pause' });
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(calls, ['pause r1', 'drain r1'], 'only the valid ones reach the host');
+      const sorted = posted.filter((m) => m.type === 'did-run-act').sort((x, y) => x.replyTo - y.replyTo);
+      assert.deepEqual(sorted, [
+        { type: 'did-run-act', replyTo: 2, runId: 'r1', action: 'pause', result: 'done', message: 'pause: done' },
+        { type: 'did-run-act', replyTo: 3, runId: 'zz', action: 'resume', result: 'refused', message: 'no run zz' },
+        { type: 'did-run-act', replyTo: 4, runId: 'r1', action: 'drain', result: 'refused', message: 'the state file is gone' },
+        { type: 'did-run-act', replyTo: 5, runId: 'r1', action: 'pause', result: 'refused', message: 'this dashboard host does not act on runs' },
+      ]);
+    } finally {
+      session.dispose();
+      bare.dispose();
+      source.close();
+    }
+  });
+
+  it("the hud's run actions: pause and drain of a run that is not live, and resume of it without a CLI to start, are refused; nothing is written", async () => {
+    const home = tempDir();
+    const s = state('r3', [task('a', { status: 'FAIL' })], { status: 'finished', endedAt: Date.now() });
+    const info = describeRun(s, writeState(home, s));
+    const act = localRunActions(home, 'tester', { ackWaitMs: 500 });
+    for (const action of ['pause', 'drain', 'resume'] as const)
+      assert.deepEqual(await act(action, info), { result: 'refused', message: `run r3 is not live (finished); ${action} acts on a running run` });
+    assert.equal(fs.existsSync(path.join(home, 'runs', 'r3', 'control.jsonl')), false, 'no control command was sent');
+    assert.equal(fs.existsSync(path.join(home, 'launches')), false, 'no orchestrator was started');
   });
 });
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { localActions } from '../../core/dashboard/actions';
+import { localActions, localRunActions } from '../../core/dashboard/actions';
 import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { resolveIdentity } from '../../core/host/identity';
 import { listRuns } from '../../core/live/registry';
@@ -58,6 +58,8 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   const by = resolveIdentity({ cwd: process.cwd(), configDefault: config.identity }).identity;
   // Rerun of a run that ended starts `verdict rerun` detached with this CLI and the config in force here.
   const actions = localActions(flags.home, by, { cli: process.argv[1], config });
+  // Pause, resume and drain go through the control channel; resume of a run that ended starts `verdict resume` detached.
+  const runActions = localRunActions(flags.home, by, { cli: process.argv[1], config });
   const poolUrl = flags.pool ?? (process.env.VERDICT_POOL_URL || poolUrlOf(config));
   if (poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(poolUrl))
     throw new UsageError(`--pool must be a postgres:// or postgresql:// URL, got "${poolUrl}"`);
@@ -66,14 +68,14 @@ export async function hudCommand(flags: HudFlags, io: Io, stop?: AbortSignal): P
   void pool?.follow(poolUrl ?? null);
   let hud: Hud;
   try {
-    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions, pool });
+    hud = await startHud({ home: flags.home, port, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions, runActions, pool });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     if (explicit) {
       io.err(`verdict: port ${port} on 127.0.0.1 is taken; pick another with --port (0: any free port)`);
       return 2;
     }
-    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions, pool });
+    hud = await startHud({ home: flags.home, port: 0, assets: path.join(packageRoot(), 'dist', 'webview'), log, scoreboard, actions, runActions, pool });
     io.err(`port ${port} is taken; serving on ${hud.port} instead`);
   }
   writeHudRecord(flags.home, { pid: process.pid, port: hud.port, url: hud.url, home: flags.home, startedAt: Date.now() });

@@ -4,7 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { DIFF_MAX_BYTES, SAFE_ID } from '../../../schemas/protocol';
-import type { DashboardActions } from '../../core/dashboard/actions';
+import type { DashboardActions, DashboardRunActions } from '../../core/dashboard/actions';
 import { taskDiff } from '../../core/dashboard/diff';
 import { DashboardSession, type ScoreboardProvider } from '../../core/dashboard/session';
 import { DashboardSource, type DashboardLog, type PoolFeed } from '../../core/dashboard/source';
@@ -36,6 +36,8 @@ export interface HudOptions {
   scoreboard: ScoreboardProvider;
   /** What the page's stop, rerun and merge buttons do (core/dashboard/actions.ts localActions); absent: refused. */
   actions?: DashboardActions;
+  /** What the page's pause, resume and drain buttons do (core/dashboard/actions.ts localRunActions); absent: refused. */
+  runActions?: DashboardRunActions;
   /** The worker pool shown beside the runs (core/pool/monitor.ts); absent: none. */
   pool?: PoolFeed;
 }
@@ -49,7 +51,7 @@ const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8',
  * server-sent events (`events`) and sends messages with POST (`message?client=<id>`), each validated by its
  * DashboardSession. A POST must also come from the page itself: its Origin header must be this server's
  * (http://127.0.0.1:<port> or http://localhost:<port>) and its body `application/json`, so a page of another origin
- * cannot make the hud stop, rerun or merge anything even if it learnt the token (a cross-origin fetch sends its own
+ * cannot make the hud stop, rerun, merge, pause, resume or drain anything even if it learnt the token (a cross-origin fetch sends its own
  * Origin, and a form or `no-cors` request cannot send JSON). `diff?run=<id>&task=<key>` (GET) returns a task's diff
  * as text (core/dashboard/diff.ts). @throws the listen error (EADDRINUSE…)
  */
@@ -147,7 +149,7 @@ export async function startHud(opts: HudOptions): Promise<Hud> {
     const session = new DashboardSession(
       source,
       { post: (msg) => void res.write(`data: ${JSON.stringify(msg)}\n\n`), busy: () => res.writableLength > SSE_BUSY_BYTES },
-      { host: 'browser', log: opts.log, scoreboard: opts.scoreboard, actions: opts.actions, name: `client ${id}` },
+      { host: 'browser', log: opts.log, scoreboard: opts.scoreboard, actions: opts.actions, runActions: opts.runActions, name: `client ${id}` },
     );
     // A comment line now and then keeps proxies and idle timers from closing the stream.
     const ping = setInterval(() => res.write(': ping\n\n'), 15000);

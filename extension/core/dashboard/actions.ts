@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TaskAction } from '../../../schemas/protocol';
+import type { RunAction, TaskAction } from '../../../schemas/protocol';
 import type { VerdictConfig } from '../config/config';
 import { mergeQueue, mergeTarget } from '../git/merge';
 import { landedReason, recordLanding } from '../run/task-landing';
@@ -19,6 +19,38 @@ export interface ActionReply {
  * checked the run and the task exist. Resolves with the reply; a rejection is reported to the page as refused.
  */
 export type DashboardActions = (action: TaskAction, info: RunInfo, key: string) => Promise<ActionReply>;
+
+/**
+ * What a dashboard host does when its page asks to pause, resume or drain a run (`run-action`). The session has already
+ * checked the run exists. Resolves with the reply; a rejection is reported to the page as refused.
+ */
+export type DashboardRunActions = (action: RunAction, info: RunInfo) => Promise<ActionReply>;
+
+/**
+ * The run actions of a host that acts itself (`verdict hud`), as `verdict pause|resume|drain RUN`: on a live run each
+ * is appended to the run's control channel and waited for (up to `ackWaitMs`, default 15 s) in state.json, `by` naming
+ * the sender there; `resume` of a run that is not live starts `verdict resume RUN` detached (`cli`, the bundled CLI,
+ * with `config` as its generated config file) and answers once the new orchestrator has taken the run over (it
+ * reconciles a run whose orchestrator died first); `pause` and `drain` of a run that is not live are refused, as is
+ * `resume` of one when no `cli` is given.
+ */
+export function localRunActions(home: string, by: string, opts: { ackWaitMs?: number; cli?: string; config?: VerdictConfig } = {}): DashboardRunActions {
+  return async (action, info) => {
+    const runId = info.state.runId;
+    if (info.liveness !== 'running') {
+      if (action !== 'resume' || !opts.cli)
+        return { result: 'refused', message: `run ${runId} is not live (${info.liveness}); ${action} acts on a running run` };
+      const file = info.state.manifestFile;
+      const cwd = fs.existsSync(path.dirname(file)) ? path.dirname(file) : process.cwd();
+      const run = launchDetached({ cli: opts.cli, manifest: file, resume: runId, home, cwd, config: opts.config ?? {}, identity: by });
+      const taken = await waitForRunStart(home, run);
+      return { result: 'done', message: `resume: run ${taken.state.runId} goes on under a new orchestrator (pid ${run.pid})` };
+    }
+    const { command, ack } = await sendControlAndWait(info.stateFile, { verb: action, by }, opts.ackWaitMs);
+    if (!ack) return { result: 'sent', message: `${action}: sent (command ${command.id}), not acknowledged yet` };
+    return { result: ack.result, message: `${action}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''}` };
+  };
+}
 
 /**
  * The actions of a host that acts itself (`verdict hud`), the way the CLI verbs do: `stop` and `rerun` of a live run

@@ -8,7 +8,7 @@ import {
   type ReviewerRow,
   type ScoreRow,
 } from '../../../schemas/protocol';
-import type { DashboardActions } from './actions';
+import type { DashboardActions, DashboardRunActions } from './actions';
 import { loadArtifact } from './artifacts';
 import { LogTail } from './log-tail';
 import type { DashboardLog, DashboardSource, RunPatch } from './source';
@@ -51,8 +51,15 @@ export class DashboardSession {
   constructor(
     private readonly source: DashboardSource,
     private readonly transport: PageTransport,
-    /** `actions`: what the host does for `task-action` (absent: every one is refused). */
-    private readonly opts: { host: 'vscode' | 'browser'; log: DashboardLog; scoreboard: ScoreboardProvider; actions?: DashboardActions; name?: string },
+    /** `actions` / `runActions`: what the host does for `task-action` / `run-action` (absent: every one is refused). */
+    private readonly opts: {
+      host: 'vscode' | 'browser';
+      log: DashboardLog;
+      scoreboard: ScoreboardProvider;
+      actions?: DashboardActions;
+      runActions?: DashboardRunActions;
+      name?: string;
+    },
   ) {}
 
   /** Handles one message from the page, after validating it. Returns false when it was rejected. */
@@ -160,11 +167,36 @@ export class DashboardSession {
         );
         return true;
       }
+      case 'run-action':
+        this.runAction(m);
+        return true;
       default: {
         const never: never = m;
         return this.reject(`unhandled ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /** A page's pause, resume or drain of a run: handed to the host's run actions, answered with did-run-act. */
+  private runAction(m: Extract<PageToHost, { type: 'run-action' }>): void {
+    const reply = (result: 'done' | 'refused' | 'sent', message: string) =>
+      this.transport.post({ type: 'did-run-act', replyTo: m.seq, runId: m.runId, action: m.action, result, message });
+    const info = this.source.run(m.runId);
+    if (!info) return reply('refused', `no run ${m.runId}`);
+    const act = this.opts.runActions;
+    if (!act) return reply('refused', 'this dashboard host does not act on runs');
+    const who = `dashboard${this.opts.name ? ` ${this.opts.name}` : ''}`;
+    this.opts.log.info(`${who}: ${m.action} of run ${m.runId} asked by the page`);
+    act(m.action, info).then(
+      (r) => {
+        this.opts.log.info(`${who}: ${m.action} of run ${m.runId}: ${r.result} — ${r.message}`);
+        reply(r.result, r.message);
+      },
+      (e: Error) => {
+        this.opts.log.warn(`${who}: ${m.action} of run ${m.runId} failed: ${e.message}`);
+        reply('refused', e.message.split('\n')[0] ?? String(e));
+      },
+    );
   }
 
   private queue(p: RunPatch): void {

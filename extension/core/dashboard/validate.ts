@@ -1,5 +1,5 @@
 import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
-import { SAFE_ID, TASK_ACTIONS, type PageToHost } from '../../../schemas/protocol';
+import { RUN_ACTIONS, SAFE_ID, TASK_ACTIONS, type PageToHost } from '../../../schemas/protocol';
 
 // One JSON Schema per message type; additionalProperties false, so an unknown field is as wrong as an unknown type.
 const id = { type: 'string', pattern: SAFE_ID.source } as const;
@@ -33,6 +33,12 @@ const schemas: Record<PageToHost['type'], object> = {
     type: 'object',
     properties: { type: { const: 'task-action' }, seq, runId: id, key: id, action: { enum: [...TASK_ACTIONS] } },
     required: ['type', 'seq', 'runId', 'key', 'action'],
+    additionalProperties: false,
+  },
+  'run-action': {
+    type: 'object',
+    properties: { type: { const: 'run-action' }, seq, runId: id, action: { enum: [...RUN_ACTIONS] } },
+    required: ['type', 'seq', 'runId', 'action'],
     additionalProperties: false,
   },
 };

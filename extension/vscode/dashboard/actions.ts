@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ActionReply, DashboardActions } from '../../core/dashboard/actions';
+import type { ActionReply, DashboardActions, DashboardRunActions } from '../../core/dashboard/actions';
 import type { MergeOutcome } from '../../core/git/merge';
 import type { ControlAck } from '../../core/live/control';
 import type { RunInfo } from '../../core/live/registry';
@@ -41,4 +41,18 @@ export const editorActions: DashboardActions = async (action, info, key) => {
       return editor ? { result: 'done', message: `${key}: its live log is open in the editor` } : SEE_NOTIFICATION;
     }
   }
+};
+
+/**
+ * The dashboard webview's run buttons, done by the extension's own commands (the runs tree's Pause Run, Resume Run and
+ * Drain Run, so their messages are the same): pause and drain of a live run and resume of a paused one through its
+ * control channel; resume of a run that ended through a detached `verdict resume RUN`.
+ */
+export const editorRunActions: DashboardRunActions = async (action, info) => {
+  const ref = { runId: info.state.runId };
+  const command = action === 'pause' ? 'verdict.pauseRun' : action === 'drain' ? 'verdict.drainRun' : 'verdict.resumeRun';
+  const ack = await vscode.commands.executeCommand<ControlAck | RunInfo | undefined>(command, ref);
+  if (!ack) return SEE_NOTIFICATION;
+  if ('state' in ack) return { result: 'done', message: `resume: run ${ack.state.runId} goes on under a new orchestrator` };
+  return { result: ack.result, message: `${action}: ${ack.result}${ack.reason ? ` — ${ack.reason}` : ''}` };
 };

@@ -3,7 +3,7 @@ import { newNonce, pageHtml, WEBVIEW_FILES } from '../../core/dashboard/page-htm
 import { dashboardScoreboard } from '../../core/dashboard/scoreboard';
 import { DashboardSession } from '../../core/dashboard/session';
 import { DashboardSource, type PoolFeed } from '../../core/dashboard/source';
-import { editorActions } from './actions';
+import { editorActions, editorRunActions } from './actions';
 
 /** The webview panel type; also the serializer's key (package.json: activationEvents onWebviewPanel:verdict.dashboard). */
 export const DASHBOARD_VIEW_TYPE = 'verdict.dashboard';
@@ -85,7 +85,7 @@ export class DashboardPanel implements vscode.Disposable {
         },
         busy: () => this.inFlight > MAX_IN_FLIGHT,
       },
-      { host: 'vscode', log, scoreboard: () => dashboardScoreboard(home), actions: editorActions, name: 'panel' },
+      { host: 'vscode', log, scoreboard: () => dashboardScoreboard(home), actions: editorActions, runActions: editorRunActions, name: 'panel' },
     );
     webview.html = pageHtml({ csp, nonce, scriptSrc: uri(WEBVIEW_FILES.script), styleHrefs: [uri(WEBVIEW_FILES.style)], title: 'Verdict' });
   }

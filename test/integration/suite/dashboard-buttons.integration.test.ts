@@ -32,7 +32,7 @@ async function probe(dir: string, request: { text?: string; click?: string }): P
 describe('dashboard buttons in the VS Code webview: the webview asks the extension', function () {
   this.timeout(120000);
 
-  it('stops a task of a run the CLI started with its Stop button: acknowledged in state.json, the answer shown in the page; Live log opens its log', async function () {
+  it('pauses and resumes a run the CLI started with its Pause and Resume buttons, stops its task with its Stop button: each acknowledged in state.json, the answer shown in the page; Live log opens its log', async function () {
     const probeDir = path.join(process.env.VERDICT_TEST_TMP as string, 'webview-probe');
     if (!fs.existsSync(probeDir)) this.skip(); // @vscode/test-electron route: nobody can click inside the webview
     const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
@@ -59,6 +59,19 @@ describe('dashboard buttons in the VS Code webview: the webview asks the extensi
       const state = () => JSON.parse(fs.readFileSync(info.stateFile, 'utf8')) as RunState;
       await vscode.commands.executeCommand('verdict.openDashboard');
       assert.ok((await probe(probeDir, { click: `.run-row[data-run-id="${info.state.runId}"] .run-open` })).found, 'the run opens in the webview');
+      // The run's own buttons run the extension's Pause Run and Resume Run (the runs tree's commands).
+      const paused = await probe(probeDir, { click: 'vscode-button[data-run-action="pause"]' });
+      assert.ok(paused.found, `the Pause button: ${paused.error}`);
+      const pauseAck = await until('the pause acknowledged', () => state().control?.find((c) => c.verb === 'pause'));
+      assert.equal(pauseAck.result, 'done', pauseAck.reason);
+      assert.equal(state().paused, true);
+      assert.ok((await probe(probeDir, { text: 'PAUSED: no new attempt starts' })).found, 'the page says PAUSED');
+      const resumed = await probe(probeDir, { click: 'vscode-button[data-run-action="resume"]' });
+      assert.ok(resumed.found, `the Resume button, shown once paused: ${resumed.error}`);
+      const resumeAck = await until('the resume acknowledged', () => state().control?.find((c) => c.verb === 'resume'));
+      assert.equal(resumeAck.result, 'done', resumeAck.reason);
+      assert.equal(state().paused, false);
+      assert.ok((await probe(probeDir, { text: 'resume: done — resumed: attempts start again' })).found, 'the answer shows in the page');
       const clicked = await probe(probeDir, { click: 'vscode-button[data-action="stop"][data-key="sleeper"]' });
       assert.ok(clicked.found, `the Stop button: ${clicked.error}`);
       const ack = await until('the stop acknowledged', () => state().control?.find((c) => c.verb === 'stop' && c.task === 'sleeper'));
