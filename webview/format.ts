@@ -73,3 +73,27 @@ export function activeWaits(waits: Record<string, RunWaitView> | undefined, now:
       text: `waiting for ${engine} until ${clock(w.until)}`,
     }));
 }
+
+/** What a line of a unified diff is, for its colour: an added, removed or unchanged line, a hunk header, a file header. */
+export type DiffLineKind = 'add' | 'del' | 'context' | 'hunk' | 'meta';
+
+/**
+ * Splits `git diff` output into lines (each without its newline) and says what each is. Inside a hunk (after an `@@`
+ * line, until the next `diff --git`) a leading `+` is an added line and `-` a removed one, whatever follows — so an
+ * added line that reads `++ x` is an addition, not a file header; outside one, every line is file header (`diff --git`,
+ * `index`, `---`, `+++`, `new file mode`, `Binary files … differ`…). Text stays text: nothing is interpreted as markup.
+ */
+export function diffLines(text: string): { kind: DiffLineKind; text: string }[] {
+  const lines = text.split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  let inHunk = false;
+  return lines.map((line) => {
+    if (line.startsWith('diff --git ')) inHunk = false;
+    else if (line.startsWith('@@')) inHunk = true;
+    else if (inHunk) {
+      const kind: DiffLineKind = line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : 'context';
+      return { kind, text: line };
+    }
+    return { kind: line.startsWith('@@') ? 'hunk' : 'meta', text: line };
+  });
+}

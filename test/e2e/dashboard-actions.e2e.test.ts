@@ -15,6 +15,16 @@ import { shortHost } from '../../extension/core/host/hostname';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const IMAGES = path.resolve(process.env.VERDICT_UPDATE_SCREENSHOTS === '1' ? 'docs/images' : 'out/screenshots');
 
+/** The DOM as the page functions below use it (run in the page; the tests are compiled without the DOM's types). */
+interface PageElement {
+  getAttribute(name: string): string | null;
+  textContent: string | null;
+}
+interface PageGlobals {
+  document: { body: PageElement; querySelector(selector: string): PageElement; querySelectorAll(selector: string): Iterable<PageElement> };
+  getComputedStyle(e: PageElement): { color: string; backgroundColor: string; fontWeight: string };
+}
+
 /** A client id of the hud's event stream, taken the way a page gets one (its `hello` event). */
 async function clientId(url: string): Promise<{ client: string; close: () => void }> {
   const ac = new AbortController();
@@ -155,6 +165,60 @@ describe('dashboard buttons in a browser: stop, merge and diff through verdict h
     const text = await diff.innerText();
     assert.match(text, /^diff --git a\/hello\.txt b\/hello\.txt/m);
     assert.match(text, /^\+hello$/m);
+    // Coloured as VS Code's dark theme colours a diff (the page is in a dark colour scheme): the added line green on
+    // green, the hunk header blue, the file headers bold; unchanged text keeps the page's colour.
+    // Run in the page (the tests are compiled without the DOM's types): each line's kind, text, colour, background, weight.
+    const kinds = await page.evaluate(() => {
+      const g = globalThis as unknown as PageGlobals;
+      return [...g.document.querySelectorAll('pre[data-testid="diff-text"][data-key="writer"] .diff-line')].map((e) => {
+        const st = g.getComputedStyle(e);
+        return [e.getAttribute('data-kind'), e.textContent, st.color, st.backgroundColor, st.fontWeight];
+      });
+    });
+    assert.deepEqual(kinds.at(-1), ['add', '+hello\n', 'rgb(129, 184, 139)', 'rgba(155, 185, 85, 0.2)', '400']);
+    assert.deepEqual(kinds.at(-2)?.slice(0, 3), ['hunk', '@@ -0,0 +1 @@\n', 'rgb(55, 148, 255)']);
+    assert.deepEqual(
+      kinds.slice(0, -2).map((k) => [k[0], k[4]]),
+      kinds.slice(0, -2).map(() => ['meta', '700']),
+      'every line before the hunk is a file header',
+    );
+    assert.ok(
+      kinds.some((k) => k[1] === '+++ b/hello.txt\n'),
+      'the +++ header is among them, not an added line',
+    );
+  });
+
+  it("follows the system's colour scheme while open: buttons and diff colours turn light, then dark again", async () => {
+    // The toolkit's buttons read the theme's variables into their own tokens; those must follow the scheme like the page.
+    // In the page: its background, a toolkit button's background and an added diff line's colour.
+    const look = () =>
+      page.evaluate(() => {
+        const g = globalThis as unknown as PageGlobals;
+        const button = g.document.querySelector('vscode-button[data-view="library"]');
+        const added = g.document.querySelector('pre[data-testid="diff-text"] .diff-line.add');
+        return [g.getComputedStyle(g.document.body).backgroundColor, g.getComputedStyle(button).backgroundColor, g.getComputedStyle(added).color];
+      });
+    // The toolkit reads the variables again when <body>'s class changes: wait for the button, then read all three.
+    const buttonIs = (rgb: string) =>
+      page
+        .waitForFunction(
+          (want) => {
+            const g = globalThis as unknown as PageGlobals;
+            return g.getComputedStyle(g.document.querySelector('vscode-button[data-view="library"]')).backgroundColor === want;
+          },
+          rgb,
+          { timeout: 10000 },
+        )
+        .catch(() => undefined);
+    assert.deepEqual(await look(), ['rgb(31, 31, 31)', 'rgb(49, 49, 49)', 'rgb(129, 184, 139)'], 'dark from the start');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await buttonIs('rgb(229, 229, 229)');
+    assert.deepEqual(await look(), ['rgb(255, 255, 255)', 'rgb(229, 229, 229)', 'rgb(88, 124, 12)'], 'light: the page, its buttons and the diff');
+    await page.screenshot({ path: path.join(IMAGES, 'dashboard-light.png'), fullPage: true });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await buttonIs('rgb(49, 49, 49)');
+    assert.deepEqual(await look(), ['rgb(31, 31, 31)', 'rgb(49, 49, 49)', 'rgb(129, 184, 139)'], 'dark again');
+    await page.screenshot({ path: path.join(IMAGES, 'dashboard-dark-diff.png'), fullPage: true });
   });
 
   it('stops the sleeping task with its Stop button: acknowledged in state.json, the task CANCELLED, the run ends', async () => {
