@@ -2,6 +2,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { attemptDir } from '../core/config/home';
 import { listRuns, type RunInfo } from '../core/live/registry';
+import { runContextValue } from '../core/live/run-context';
 import type { AttemptState, TaskState } from '../core/live/state';
 import { RunsWatcher } from '../core/live/watch';
 import { waitsLine } from '../core/run/quota-wait';
@@ -342,7 +343,6 @@ function runItem(info: RunInfo): vscode.TreeItem {
   const s = info.state;
   const item = new vscode.TreeItem(s.runName, vscode.TreeItemCollapsibleState.Collapsed);
   item.id = `run:${s.runId}`;
-  const c = info.counts;
   const liveness = info.liveness === 'orchestrator-died' ? 'orchestrator died' : info.liveness;
   // Spent, reserved and budget (schemas/spend.ts spendLine), live: the state file is rewritten as they change.
   // Paused or draining first: a long description is cut at the view's edge, and a paused run must not look like one at work.
@@ -371,9 +371,8 @@ function runItem(info: RunInfo): vscode.TreeItem {
         : info.liveness === 'orchestrator-died'
           ? new vscode.ThemeIcon('debug-disconnect', new vscode.ThemeColor('errorForeground'))
           : RUN_ICON[runResult(s.tasks.map((t) => t.status))];
-  // run.<liveness>[.active|.paused][.resumable][.worktrees]: the menus' when clauses match on it (package.json).
-  const resumable = live ? s.paused === true : c.passed < c.total;
-  item.contextValue = `run.${info.liveness}${live ? (s.paused ? '.paused' : '.active') : ''}${resumable ? '.resumable' : ''}${s.worktrees ? '.worktrees' : ''}`;
+  // The menus' when clauses match on it (package.json; core/live/run-context.ts says what each part means).
+  item.contextValue = runContextValue(info);
   return item;
 }
 
