@@ -88,11 +88,14 @@ class SimColumns implements AttemptColumns {
   strings: string[] = [];
   groups: [number, number][] = [];
   units = 0;
+  /** Whole tasks: the simulation's task numbers. */
+  tasks = 0;
   bestOfs = 0;
   endedText: Record<number, string> = {};
   step: Uint8Array;
   group: Int32Array;
   unit: Int32Array;
+  task: Int32Array;
   engine: Int32Array;
   lab: Int32Array;
   bestOf: Int32Array;
@@ -114,6 +117,7 @@ class SimColumns implements AttemptColumns {
     this.step = new Uint8Array(capacity);
     this.group = new Int32Array(capacity);
     this.unit = new Int32Array(capacity);
+    this.task = new Int32Array(capacity);
     this.engine = new Int32Array(capacity);
     this.lab = new Int32Array(capacity).fill(-1);
     this.bestOf = new Int32Array(capacity).fill(-1);
@@ -145,6 +149,8 @@ class SimColumns implements AttemptColumns {
     if (u === undefined) this.unitIds.set(uk, (u = this.units++));
     this.group[i] = g;
     this.unit[i] = u;
+    this.task[i] = task;
+    this.tasks = Math.max(this.tasks, task + 1);
     this.engine[i] = this.str('sim');
     this.ord[i] = attempt;
     this.verdict[i] = pass ? 0 : 1;

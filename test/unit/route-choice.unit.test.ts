@@ -9,6 +9,7 @@ const row = (model: string, tasks: number, firstTry: number, cost: number): Grou
   tasks,
   attempts: tasks + tasks - firstTry,
   passed: firstTry,
+  first_tries: tasks,
   first_try: firstTry,
   pass_rate: firstTry / tasks,
   first_try_pass_rate: firstTry / tasks,

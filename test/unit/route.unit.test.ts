@@ -20,6 +20,7 @@ function row(
     tasks,
     attempts,
     passed,
+    first_tries: tasks,
     first_try: firstTry,
     pass_rate: passed / tasks,
     first_try_pass_rate: firstTry / tasks,

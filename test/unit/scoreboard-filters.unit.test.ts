@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadScoreboard } from '../../extension/core/scoreboard/load';
+import { indexGroupStats, loadScoreboard, openScoreboardIndex } from '../../extension/core/scoreboard/load';
+import { tierOf } from '../../extension/core/scoreboard/view';
 import type { ScoreboardFilters } from '../../extension/core/scoreboard/view';
 import { tempDir } from '../helpers/fixtures';
 
@@ -73,7 +74,27 @@ function keep(row: Record<string, unknown>, f: ScoreboardFilters): boolean {
   return true;
 }
 
-/** The unfiltered scoreboard of a log holding only the rows the filter keeps: the brute-force answer. */
+/** The figures of a task's first try, which a filter does not change (a retry stays a retry): compared apart. */
+const FIRST_TRY = ['first_tries', 'first_try', 'first_try_pass_rate', 'tier'] as const;
+
+/**
+ * A view without the first-try figures (in its rows and in every other list of figures it holds, the quarantined
+ * ones too), its rows in model and task type order.
+ */
+function withoutFirstTry(view: object): Record<string, unknown> {
+  const strip = (x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).filter(([k]) => !(FIRST_TRY as readonly string[]).includes(k))) : x;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(view)) out[k] = Array.isArray(v) ? v.map(strip) : v;
+  const name = (r: unknown) => `${String((r as { model?: unknown }).model)}|${String((r as { task_type?: unknown }).task_type)}`;
+  out.rows = (out.rows as unknown[]).slice().sort((a, b) => name(a).localeCompare(name(b)));
+  return out;
+}
+
+/**
+ * The unfiltered scoreboard of a log holding only the rows the filter keeps: the brute-force answer for every figure
+ * but the first-try ones (withoutFirstTry), which look at the task's rows the filter drops too (firstTryOracle).
+ */
 async function bruteForce(rows: Record<string, unknown>[], f: ScoreboardFilters) {
   const home = tempDir();
   writeLog(
@@ -81,8 +102,61 @@ async function bruteForce(rows: Record<string, unknown>[], f: ScoreboardFilters)
     rows.filter((x) => keep(x, f)),
   );
   const { view, source } = await loadScoreboard({ home });
-  return { view: { ...view, filters: f }, rows: source.rows };
+  return { view: withoutFirstTry({ ...view, filters: f }), rows: source.rows };
 }
+
+/**
+ * The first-try figures by hand: per (model, task type), over the rows the filter keeps, the tasks whose first judged
+ * work row of any model (over every row, kept or not) is the group's first judged one, and of those the ones it passed.
+ */
+function firstTryOracle(rows: Record<string, unknown>[], f: ScoreboardFilters): Record<string, unknown>[] {
+  const judged = (x: Record<string, unknown>) => ['PASS', 'FAIL', 'TIMEOUT'].includes(String(x.verdict));
+  const work = rows.filter((x) => (x.step ?? 'work') === 'work' && x.forced !== true);
+  const taskFirst = new Map<string, number>();
+  for (const x of work.filter(judged)) {
+    const t = `${String(x.run_id)}|${String(x.task_key)}`;
+    taskFirst.set(t, Math.min(taskFirst.get(t) ?? Infinity, x.attempt as number));
+  }
+  const units = new Map<string, { group: string; task: string; judged: number; pass: number }>();
+  for (const x of work.filter((y) => keep(y, f))) {
+    const group = `${String(x.model)}|${String(x.task_type ?? null)}`;
+    const task = `${String(x.run_id)}|${String(x.task_key)}`;
+    const u = units.get(`${group}|${task}`) ?? { group, task, judged: Infinity, pass: Infinity };
+    if (judged(x)) u.judged = Math.min(u.judged, x.attempt as number);
+    if (x.verdict === 'PASS') u.pass = Math.min(u.pass, x.attempt as number);
+    units.set(`${group}|${task}`, u);
+  }
+  const groups = new Map<string, { tasks: number; first_tries: number; first_try: number }>();
+  for (const u of units.values()) {
+    if (u.judged === Infinity) continue;
+    const g = groups.get(u.group) ?? { tasks: 0, first_tries: 0, first_try: 0 };
+    g.tasks++;
+    if (u.judged === taskFirst.get(u.task)) {
+      g.first_tries++;
+      if (u.pass === u.judged) g.first_try++;
+    }
+    groups.set(u.group, g);
+  }
+  return [...groups.entries()]
+    .filter(([k]) => !k.startsWith('null|'))
+    .map(([k, g]) => {
+      const rate = g.first_tries ? g.first_try / g.first_tries : null;
+      return {
+        group: k,
+        first_tries: g.first_tries,
+        first_try: g.first_try,
+        first_try_pass_rate: rate,
+        tier: tierOf({ first_tries: g.first_tries, first_try_pass_rate: rate }),
+      };
+    })
+    .sort((a, b) => a.group.localeCompare(b.group));
+}
+
+/** The first-try figures of a view's rows, as firstTryOracle gives them. */
+const firstTryOf = (rows: readonly object[]) =>
+  (rows as readonly Record<string, unknown>[])
+    .map((r) => ({ group: `${String(r.model)}|${String(r.task_type)}`, ...Object.fromEntries(FIRST_TRY.map((k) => [k, r[k]])) }))
+    .sort((a, b) => a.group.localeCompare(b.group));
 
 const FILTERS: ScoreboardFilters[] = [
   { engine: 'codex' },
@@ -106,13 +180,22 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
     for (const f of FILTERS) {
       const fast = await loadScoreboard({ home, filters: f });
       const slow = await bruteForce(rows, f);
-      assert.deepEqual(fast.view, slow.view, `filters ${JSON.stringify(f)}`);
+      assert.deepEqual(withoutFirstTry(fast.view), slow.view, `filters ${JSON.stringify(f)}`);
+      assert.deepEqual(firstTryOf(fast.view.rows), firstTryOracle(rows, f), `first tries, filters ${JSON.stringify(f)}`);
+      // The SQL over the index (as the Postgres path computes it) gives the same first-try figures.
+      const index = await openScoreboardIndex(home);
+      try {
+        const sql = indexGroupStats(index, f).filter((g) => g.model !== null && g.tasks > 0);
+        assert.deepEqual(firstTryOf(sql.map((g) => ({ ...g, tier: tierOf(g) }))), firstTryOf(fast.view.rows), `SQL, filters ${JSON.stringify(f)}`);
+      } finally {
+        index.close();
+      }
       assert.equal(fast.source.rows, slow.rows, `attempt count, filters ${JSON.stringify(f)}`);
       if (f.engine !== 'nobody' && f.since !== '2027-01-01')
         assert.ok(fast.view.rows.length > 0, `filters ${JSON.stringify(f)} selected nothing: the test would prove little`);
     }
     // The second time the columns come from their file (the index is not opened): the same answers.
-    for (const f of FILTERS.slice(0, 3)) assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(rows, f)).view);
+    for (const f of FILTERS.slice(0, 3)) assert.deepEqual(withoutFirstTry((await loadScoreboard({ home, filters: f })).view), (await bruteForce(rows, f)).view);
     assert.ok(fs.existsSync(path.join(home, 'verdict.sqlite.columns')));
   });
 
@@ -124,10 +207,12 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
     await loadScoreboard({ home, filters: f });
     const more = randomRows(700, 12);
     fs.appendFileSync(path.join(home, 'runs.jsonl'), more.map((x) => JSON.stringify(x) + '\n').join(''));
-    assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce([...rows, ...more], f)).view);
+    assert.deepEqual(withoutFirstTry((await loadScoreboard({ home, filters: f })).view), (await bruteForce([...rows, ...more], f)).view);
+    assert.deepEqual(firstTryOf((await loadScoreboard({ home, filters: f })).view.rows), firstTryOracle([...rows, ...more], f));
     const other = randomRows(900, 13);
     writeLog(home, other);
-    assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(other, f)).view);
+    assert.deepEqual(withoutFirstTry((await loadScoreboard({ home, filters: f })).view), (await bruteForce(other, f)).view);
+    assert.deepEqual(firstTryOf((await loadScoreboard({ home, filters: f })).view.rows), firstTryOracle(other, f));
   });
 
   it('rows of runs forced over lint errors are never evidence: every figure equals the log without them, counted apart', async () => {
@@ -180,6 +265,8 @@ describe('scoreboard filters (--engine, --since) over the columns cache', functi
     const f: ScoreboardFilters = { engine: 'opencode' };
     await loadScoreboard({ home, filters: f });
     fs.writeFileSync(path.join(home, 'verdict.sqlite.columns'), 'garbage');
-    assert.deepEqual((await loadScoreboard({ home, filters: f })).view, (await bruteForce(rows, f)).view);
+    const again = (await loadScoreboard({ home, filters: f })).view;
+    assert.deepEqual(withoutFirstTry(again), (await bruteForce(rows, f)).view);
+    assert.deepEqual(firstTryOf(again.rows), firstTryOracle(rows, f));
   });
 });

@@ -178,11 +178,36 @@ describe('scoreboard (unit)', () => {
     await assert.rejects(loadScoreboard({ home, filters: { since: 'yesterday-ish' } }), /since: "yesterday-ish" is not a date/);
   });
 
-  it('proven needs 3 tasks and first_try ≥ 0.67 (2 of 3 is not enough)', () => {
-    assert.equal(tierOf({ tasks: 3, first_try_pass_rate: 1 }), 'proven');
-    assert.equal(tierOf({ tasks: 3, first_try_pass_rate: 2 / 3 }), 'probation');
-    assert.equal(tierOf({ tasks: 2, first_try_pass_rate: 1 }), 'probation');
-    assert.equal(tierOf({ tasks: 100, first_try_pass_rate: 0.67 }), 'proven');
+  it("a retry moved to another model (auto's retry rule, a fallback) is not that model's first try, filtered or not; a rate limit moved is", async () => {
+    const home = tempDir();
+    clock = 0;
+    // x: a FAILs, the retry moves to b and PASSes. y: a is rate-limited, the task moves to b, which PASSes at its first
+    // judged attempt. z: b PASSes at once. Counting per model alone, x's PASS was b's first try (3 of 3: proven).
+    writeLog(path.join(home, 'runs.jsonl'), [
+      row('r9', 'x', 1, 'FAIL', 'lab/a', 'ui', 'eng-a', 10, 1, 100),
+      row('r9', 'x', 2, 'PASS', 'lab/b', 'ui', 'eng-b', 10, 1, 100),
+      row('r9', 'y', 1, 'RATE_LIMITED', 'lab/a', 'ui', 'eng-a', 1, null, null),
+      row('r9', 'y', 2, 'PASS', 'lab/b', 'ui', 'eng-b', 10, 1, 100),
+      row('r9', 'z', 1, 'PASS', 'lab/b', 'ui', 'eng-b', 10, 1, 100),
+    ]);
+    const figures = (
+      rows: { model: string; tasks: number; passed: number; first_tries: number; first_try: number; first_try_pass_rate: number | null; tier: string }[],
+    ) => rows.map((r) => [r.model, r.tasks, r.passed, r.first_tries, r.first_try, r.first_try_pass_rate, r.tier]);
+    const all = (await loadScoreboard({ home })).view.rows;
+    assert.deepEqual(figures(all), [
+      ['lab/b', 3, 3, 2, 2, 1, 'probation'],
+      ['lab/a', 1, 0, 1, 0, 0, 'probation'],
+    ]);
+    // Filtered to b's engine (the scan over the columns, not the materialized SQL): a's FAIL still makes x a retry.
+    const onB = (await loadScoreboard({ home, filters: { engine: 'eng-b' } })).view.rows;
+    assert.deepEqual(figures(onB), [['lab/b', 3, 3, 2, 2, 1, 'probation']]);
+  });
+
+  it('proven needs 3 first tries and first_try ≥ 0.67 (2 of 3 is not enough)', () => {
+    assert.equal(tierOf({ first_tries: 3, first_try_pass_rate: 1 }), 'proven');
+    assert.equal(tierOf({ first_tries: 3, first_try_pass_rate: 2 / 3 }), 'probation');
+    assert.equal(tierOf({ first_tries: 2, first_try_pass_rate: 1 }), 'probation');
+    assert.equal(tierOf({ first_tries: 100, first_try_pass_rate: 0.67 }), 'proven');
   });
 
   it('suggests untested catalog models: text→text, ≥ 32k context, unseen, free first then cheapest, at most 10', async () => {

@@ -26,6 +26,8 @@ export interface AttemptColumns {
   groups: [number, number][];
   /** Task ids (one per (model, task_type, run_id, task_key)) in use: 0..units-1. */
   units: number;
+  /** Ids of whole tasks (one per (run_id, task_key), whatever model worked on them) in use: 0..tasks-1. */
+  tasks: number;
   /** Best-of-N group ids in use: 0..bestOfs-1. */
   bestOfs: number;
   /** Rows whose ended_at is not in Date.toISOString's form (Ringer's, another writer's): row → the text. */
@@ -36,6 +38,8 @@ export interface AttemptColumns {
   step: Uint8Array;
   group: Int32Array;
   unit: Int32Array;
+  /** The row's whole task (run_id, task_key): where a retry on another model is told from a first try. */
+  task: Int32Array;
   engine: Int32Array;
   /** -1 when the row names no lab. */
   lab: Int32Array;
@@ -60,7 +64,7 @@ export interface AttemptColumns {
 }
 
 /** Bump when the layout changes: a file of another version is rebuilt. */
-const COLUMNS_VERSION = 3;
+const COLUMNS_VERSION = 4;
 
 const VERDICTS = ['PASS', 'FAIL', 'TIMEOUT', 'ERROR', 'RATE_LIMITED'];
 const REVIEWS = ['approve', 'changes', 'reject'];
@@ -69,7 +73,22 @@ const STEPS = ['work', 'review', 'select'];
 export const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 type ColumnName =
-  'step' | 'group' | 'unit' | 'engine' | 'lab' | 'bestOf' | 'candidate' | 'outvoted' | 'ord' | 'verdict' | 'review' | 'duration' | 'tokens' | 'cost' | 'ended';
+  | 'step'
+  | 'group'
+  | 'unit'
+  | 'task'
+  | 'engine'
+  | 'lab'
+  | 'bestOf'
+  | 'candidate'
+  | 'outvoted'
+  | 'ord'
+  | 'verdict'
+  | 'review'
+  | 'duration'
+  | 'tokens'
+  | 'cost'
+  | 'ended';
 const LAYOUT: [ColumnName, Uint8ArrayConstructor | Int32ArrayConstructor | Float64ArrayConstructor][] = [
   ['ord', Float64Array],
   ['duration', Float64Array],
@@ -79,6 +98,7 @@ const LAYOUT: [ColumnName, Uint8ArrayConstructor | Int32ArrayConstructor | Float
   ['outvoted', Float64Array],
   ['group', Int32Array],
   ['unit', Int32Array],
+  ['task', Int32Array],
   ['engine', Int32Array],
   ['lab', Int32Array],
   ['bestOf', Int32Array],
@@ -105,6 +125,11 @@ class Builder {
   private readonly groupIds = new Map<string, number>();
   readonly unitKeys: string[];
   private readonly unitIds = new Map<string, number>();
+  /**
+   * Whole tasks by `run_id\u0001task_key`. Not stored: a task's id is given at its first row, as its first unit's is,
+   * so numbering the tasks of the units in unit order gives the same ids again.
+   */
+  private readonly taskIds = new Map<string, number>();
   readonly bestOfKeys: string[];
   private readonly bestOfIds = new Map<string, number>();
   readonly endedText: Record<number, string>;
@@ -118,13 +143,23 @@ class Builder {
     this.groups = base ? base.groups.map((g) => [g[0], g[1]]) : [];
     this.groups.forEach((g, i) => this.groupIds.set(`${g[0]}\u0001${g[1]}`, i));
     this.unitKeys = base ? [...base.keys.units] : [];
-    this.unitKeys.forEach((k, i) => this.unitIds.set(k, i));
+    this.unitKeys.forEach((k, i) => {
+      this.unitIds.set(k, i);
+      this.taskOf(k.slice(k.indexOf('\u0001') + 1));
+    });
     this.bestOfKeys = base ? [...base.keys.bestOf] : [];
     this.bestOfKeys.forEach((k, i) => this.bestOfIds.set(k, i));
     this.endedText = base ? { ...base.endedText } : {};
     this.rows = base?.rows ?? 0;
     this.forced = base?.forced ?? 0;
     this.cols = Object.fromEntries(LAYOUT.map(([name]) => [name, base ? Array.from(base[name] as ArrayLike<number>) : []])) as Builder['cols'];
+  }
+
+  /** The id of the whole task `run_id\u0001task_key`, a new one for a task not seen yet. */
+  private taskOf(key: string): number {
+    let id = this.taskIds.get(key);
+    if (id === undefined) this.taskIds.set(key, (id = this.taskIds.size));
+    return id;
   }
 
   private str(s: string): number {
@@ -142,7 +177,8 @@ class Builder {
     const gk = `${modelId}\u0001${typeId}`;
     let group = this.groupIds.get(gk);
     if (group === undefined) this.groupIds.set(gk, (group = this.groups.push([modelId, typeId]) - 1));
-    const uk = `${group}\u0001${String(runId)}\u0001${String(taskKey)}`;
+    const tk = `${String(runId)}\u0001${String(taskKey)}`;
+    const uk = `${group}\u0001${tk}`;
     let unit = this.unitIds.get(uk);
     if (unit === undefined) {
       this.unitIds.set(uk, (unit = this.unitKeys.push(uk) - 1));
@@ -166,6 +202,7 @@ class Builder {
     c.step.push(Number(forced) === 1 ? 3 : indexOr(STEPS, step, 3));
     c.group.push(group);
     c.unit.push(unit);
+    c.task.push(this.taskOf(tk));
     c.engine.push(this.str(String(engine)));
     c.lab.push(lab === null || lab === undefined ? -1 : this.str(String(lab)));
     c.bestOf.push(bestOf);
@@ -195,6 +232,7 @@ class Builder {
       corruptSamples,
       rows: this.rows,
       units: this.unitKeys.length,
+      tasks: this.taskIds.size,
       bestOfs: this.bestOfKeys.length,
       strings: this.strings,
       groups: this.groups,
@@ -263,6 +301,7 @@ export async function writeColumns(file: string, c: StoredColumns): Promise<void
     corruptSamples: c.corruptSamples,
     rows: c.rows,
     units: c.units,
+    tasks: c.tasks,
     bestOfs: c.bestOfs,
     strings: c.strings,
     groups: c.groups,

@@ -65,6 +65,13 @@ interface Scan {
   firstJudged: Float64Array;
   firstPass: Float64Array;
   unitGroup: Int32Array;
+  /** Per unit: its whole task (columns' `task`). */
+  unitTask: Int32Array;
+  /**
+   * Per whole task: the `ord` of its first judged work row of any model, over every row whatever the filter (as the SQL's
+   * `tf`); Infinity when none.
+   */
+  taskFirst: Float64Array;
   /** By model id. */
   reviewers: Map<number, ReviewerTally>;
   /** Best-of-N groups a group's candidates took part in, and those it won. */
@@ -115,14 +122,19 @@ function scanRows(c: AttemptColumns, engineId: number, since: string | null): Sc
     firstJudged: new Float64Array(c.units).fill(Infinity),
     firstPass: new Float64Array(c.units).fill(Infinity),
     unitGroup: new Int32Array(c.units).fill(-1),
+    unitTask: new Int32Array(c.units).fill(-1),
+    taskFirst: new Float64Array(c.tasks).fill(Infinity),
     reviewers: new Map(),
     took: new Set(),
     wonKeys: new Set(),
     lostKeys: new Set(),
     outvotedBy: new Map(),
   };
-  for (let i = 0; i < c.rows; i++)
+  for (let i = 0; i < c.rows; i++) {
     if (c.step[i] === 2 && (c.bestOf[i] as number) >= 0 && c.outvoted[i]) s.outvotedBy.set(c.bestOf[i] as number, c.outvoted[i] as number);
+    if (c.step[i] === 0 && (c.verdict[i] as number) <= 2 && (c.ord[i] as number) < (s.taskFirst[c.task[i] as number] as number))
+      s.taskFirst[c.task[i] as number] = c.ord[i] as number;
+  }
   const selected = since === null ? null : endedAtLeast(c, since);
   const valueCols = valueColumns(c);
   for (let i = 0; i < c.rows; i++) {
@@ -145,6 +157,7 @@ function noteWork(c: AttemptColumns, s: Scan, valueCols: Float64Array[], i: numb
     s.attempts[g]!++;
     const u = c.unit[i] as number;
     s.unitGroup[u] = g;
+    s.unitTask[u] = c.task[i] as number;
     const ord = c.ord[i] as number;
     if (ord < (s.firstJudged[u] as number)) s.firstJudged[u] = ord;
     if (v === 0 && ord < (s.firstPass[u] as number)) s.firstPass[u] = ord;
@@ -199,10 +212,14 @@ const str = (c: AttemptColumns, id: number): string | null => (id < 0 ? null : (
 /** SQL's order of names: NULL first, then by code unit. */
 const byName = (a: string | null, b: string | null) => (a === b ? 0 : a === null ? -1 : b === null ? 1 : a < b ? -1 : 1);
 
-/** Per group: tasks, tasks passed, tasks passed at their first judged attempt. */
-function taskCounts(c: AttemptColumns, s: Scan): { tasks: Float64Array; passed: Float64Array; firstTry: Float64Array } {
+/**
+ * Per group: tasks, tasks passed, tasks whose first judged attempt of any model was the group's (first tries), and of
+ * those the ones passed at it.
+ */
+function taskCounts(c: AttemptColumns, s: Scan): { tasks: Float64Array; passed: Float64Array; firstTries: Float64Array; firstTry: Float64Array } {
   const tasks = new Float64Array(s.G);
   const passed = new Float64Array(s.G);
+  const firstTries = new Float64Array(s.G);
   const firstTry = new Float64Array(s.G);
   for (let u = 0; u < c.units; u++) {
     const g = s.unitGroup[u] as number;
@@ -211,9 +228,11 @@ function taskCounts(c: AttemptColumns, s: Scan): { tasks: Float64Array; passed: 
     const fp = s.firstPass[u] as number;
     tasks[g]!++;
     if (fp !== Infinity) passed[g]!++;
+    if (fj !== s.taskFirst[s.unitTask[u] as number]) continue;
+    firstTries[g]!++;
     if (fp === fj) firstTry[g]!++;
   }
-  return { tasks, passed, firstTry };
+  return { tasks, passed, firstTries, firstTry };
 }
 
 /** Per value column (duration, tokens, cost), per group: the median of the judged rows' known values, or null. */
@@ -241,7 +260,7 @@ function groupMedians(c: AttemptColumns, s: Scan): (number | null)[][] {
 
 /** group-stats.ts's rows, in its order (GROUP BY model, task_type: NULL model first; '' before other task types). */
 function groupRows(c: AttemptColumns, s: Scan): GroupStats[] {
-  const { tasks, passed, firstTry } = taskCounts(c, s);
+  const { tasks, passed, firstTries, firstTry } = taskCounts(c, s);
   const medians = groupMedians(c, s);
   const enginesOf = (g: number): string[] => {
     const out: string[] = [];
@@ -260,9 +279,10 @@ function groupRows(c: AttemptColumns, s: Scan): GroupStats[] {
       tasks: n,
       attempts: s.attempts[g] as number,
       passed: passed[g] as number,
+      first_tries: firstTries[g] as number,
       first_try: firstTry[g] as number,
       pass_rate: n ? (passed[g] as number) / n : null,
-      first_try_pass_rate: n ? (firstTry[g] as number) / n : null,
+      first_try_pass_rate: firstTries[g] ? (firstTry[g] as number) / (firstTries[g] as number) : null,
       median_duration_ms: medians[0]![g] ?? null,
       median_tokens: medians[1]![g] ?? null,
       median_cost_microusd: cost === null ? null : Math.round(cost),

@@ -5,9 +5,12 @@ import type { Database, SqlValue } from 'sql.js';
  * chosen so a model is judged only on attempts that were its own work:
  * - a task is one (run_id, task_key); only its judged attempts (PASS / FAIL / TIMEOUT) count in the rates;
  * - pass_rate = tasks with any PASS / tasks with a judged attempt (after retry);
- * - first_try_pass_rate = tasks whose first judged attempt passed / tasks with a judged attempt: a PASS rescued by a
- *   retry never counts. Rate limits and engine errors are not the model's attempts, so one before the first judged
- *   attempt does not make it a retry; without them (the usual case) this is "attempt 1 passed";
+ * - first_try_pass_rate = first_try / first_tries: of the tasks whose first judged attempt — across every model that
+ *   worked on the task — was this model's (first_tries), those where it passed (first_try). A PASS rescued by a retry
+ *   never counts, neither on the model that failed nor on the one the retry moved to (engine "auto"'s retry rule, a
+ *   `fallback`): that PASS had the failure to learn from. Rate limits and engine errors are not anyone's judged
+ *   attempts, so one before the first judged attempt does not make it a retry; without them (the usual case) this is
+ *   "attempt 1 passed";
  * - ERROR and RATE_LIMITED attempts are counted apart (errors, rate_limits) and kept out of every rate and median;
  *   CANCELLED, INTERRUPTED and unknown verdicts go to `other`;
  * - medians are over judged attempts with a known value (the mean of the two middle values for an even count).
@@ -23,11 +26,13 @@ export interface GroupStats {
   attempts: number;
   /** Tasks that passed, after retry. */
   passed: number;
-  /** Tasks whose first judged attempt passed. */
+  /** Tasks whose first judged attempt (of any model) was this model's: the denominator of first_try_pass_rate. */
+  first_tries: number;
+  /** Of those, the tasks where that attempt passed. */
   first_try: number;
   /** passed / tasks, null when tasks is 0. */
   pass_rate: number | null;
-  /** first_try / tasks, null when tasks is 0. */
+  /** first_try / first_tries, null when first_tries is 0. */
   first_try_pass_rate: number | null;
   /** ms, null when no judged attempt has one. */
   median_duration_ms: number | null;
@@ -62,16 +67,23 @@ function median(col: string): string {
 /**
  * The aggregation, in SQL over the attempts table (extension/core/store/sqlite-index.ts), for the work rows `where`
  * selects (a SQL condition on attempts' columns; '1' for all): only `step = 'work'` rows are attempts (a review row is
- * the reviewer's, counted by review-stats.ts), and never the rows of a run forced over lint errors (`forced = 1`). Columns in {@link GROUP_COLUMNS} order.
+ * the reviewer's, counted by review-stats.ts), and never the rows of a run forced over lint errors (`forced = 1`).
+ * A task's first judged attempt (`tf`) is taken over all its work rows, whatever `where` selects: a filter never turns
+ * a retry into a first try. Columns in {@link GROUP_COLUMNS} order.
  */
 export function groupStatsSql(where: string): string {
   return `WITH a AS (SELECT * FROM attempts WHERE step = 'work' AND forced = 0 AND (${where})),
-  t AS (SELECT model, task_type,
+  tf AS (SELECT run_id, task_key, MIN(ord) AS task_first FROM attempts
+         WHERE step = 'work' AND forced = 0 AND ${JUDGED} AND (run_id, task_key) IN (SELECT run_id, task_key FROM a)
+         GROUP BY run_id, task_key),
+  t AS (SELECT model, task_type, run_id, task_key,
           MIN(CASE WHEN ${JUDGED} THEN ord END) AS first_judged,
           MIN(CASE WHEN verdict = 'PASS' THEN ord END) AS first_pass
         FROM a GROUP BY model, task_type, run_id, task_key),
-  tg AS (SELECT model, task_type, COUNT(first_judged) AS tasks, COUNT(first_pass) AS passed,
-           SUM(first_pass = first_judged) AS first_try FROM t GROUP BY model, task_type),
+  tg AS (SELECT t.model, t.task_type, COUNT(first_judged) AS tasks, COUNT(first_pass) AS passed,
+           SUM(first_judged = tf.task_first) AS first_tries,
+           SUM(first_pass = first_judged AND first_judged = tf.task_first) AS first_try
+         FROM t LEFT JOIN tf ON tf.run_id = t.run_id AND tf.task_key = t.task_key GROUP BY t.model, t.task_type),
   ag AS (SELECT model, task_type, SUM(${JUDGED}) AS attempts, SUM(verdict = 'ERROR') AS errors,
            SUM(verdict = 'RATE_LIMITED') AS rate_limits,
            SUM(verdict NOT IN ('PASS', 'FAIL', 'TIMEOUT', 'ERROR', 'RATE_LIMITED')) AS other,
@@ -81,7 +93,7 @@ export function groupStatsSql(where: string): string {
   mt AS (${median('tokens')}),
   mc AS (${median('cost_microusd')})
   SELECT ag.model, ag.task_type, COALESCE(tg.tasks, 0), ag.attempts, COALESCE(tg.passed, 0), COALESCE(tg.first_try, 0),
-         md.med, mt.med, mc.med, ag.errors, ag.rate_limits, ag.other, ag.last_seen, ag.engines, ag.lab
+         md.med, mt.med, mc.med, ag.errors, ag.rate_limits, ag.other, ag.last_seen, ag.engines, ag.lab, COALESCE(tg.first_tries, 0)
   FROM ag
   LEFT JOIN tg ON tg.model IS ag.model AND tg.task_type = ag.task_type
   LEFT JOIN md ON md.model IS ag.model AND md.task_type = ag.task_type
@@ -106,13 +118,14 @@ export const GROUP_COLUMNS = [
   'last_seen',
   'engines',
   'lab',
+  'first_tries',
 ] as const;
 
 /** The materialized aggregates for the unfiltered scoreboard, one row per (model, task_type). */
 export const GROUP_STATS_TABLE = `CREATE TABLE IF NOT EXISTS group_stats (
   model TEXT, task_type TEXT NOT NULL, tasks INTEGER, attempts INTEGER, passed INTEGER, first_try INTEGER,
   median_duration_ms REAL, median_tokens REAL, median_cost_microusd REAL, errors INTEGER, rate_limits INTEGER,
-  other INTEGER, last_seen TEXT, engines TEXT, lab TEXT)`;
+  other INTEGER, last_seen TEXT, engines TEXT, lab TEXT, first_tries INTEGER)`;
 
 /** Above this many touched groups, one full recompute is cheaper than one per group. */
 const FULL_RECOMPUTE_GROUPS = 32;
@@ -154,9 +167,10 @@ export function toGroupStats(values: SqlValue[][]): GroupStats[] {
       tasks,
       attempts: n(3),
       passed: n(4),
+      first_tries: n(15),
       first_try: n(5),
       pass_rate: tasks ? n(4) / tasks : null,
-      first_try_pass_rate: tasks ? n(5) / tasks : null,
+      first_try_pass_rate: n(15) ? n(5) / n(15) : null,
       median_duration_ms: opt(6),
       median_tokens: opt(7),
       median_cost_microusd: cost === null ? null : Math.round(cost),

@@ -257,7 +257,8 @@ export function route(input: RouteInput): RouteDecision {
   const stats = new Map(
     candidates.map((c) => {
       const s = c.model === null ? undefined : input.evidence.find((g) => g.model === c.model && g.task_type === input.taskType && g.tasks > 0);
-      return [c.id, { firstTry: s?.first_try ?? 0, tasks: s?.tasks ?? 0, duration: s?.median_duration_ms ?? null }] as const;
+      // The pass record is its first tries (tasks it got as a retry are no draw of its first try).
+      return [c.id, { firstTry: s?.first_try ?? 0, tasks: s?.first_tries ?? 0, duration: s?.median_duration_ms ?? null }] as const;
     }),
   );
   const durations = new Map([...stats].map(([id, s]) => [id, s.duration]));
@@ -467,7 +468,7 @@ export function routeRanking(
   );
   const expected = (e: CandidateEvidence) => {
     const s = evidence.find((g) => g.model === candidates[order.indexOf(e.candidate)]?.model && g.task_type === taskType);
-    const mean = (1 + (s?.first_try ?? 0)) / (2 + (s?.tasks ?? 0));
+    const mean = (1 + (s?.first_try ?? 0)) / (2 + (s?.first_tries ?? 0));
     const figure = policy.prefer === 'time' ? (s?.median_duration_ms ?? null) : e.attemptCostMicroUsd;
     return policy.prefer === 'pass_rate' ? -mean : figure === null ? Infinity : figure / mean;
   };

@@ -16,13 +16,13 @@ export interface ScoreboardFilters {
 }
 
 /**
- * Tiers (docs/scoreboard.md): proven = at least 3 tasks and first_try_pass_rate ≥ 0.67 (so 2 of 3 is
+ * Tiers (docs/scoreboard.md): proven = at least 3 first tries (tasks whose first judged attempt was its own) and first_try_pass_rate ≥ 0.67 (so 2 of 3 is
  * not enough: 0.666… < 0.67); probation = some evidence (≥ 1 judged task) but not proven; untested = a catalog
  * model never seen in the log.
  */
 export type Tier = 'proven' | 'probation' | 'untested';
 
-/** Minimum tasks for proven. */
+/** Minimum first tries for proven. */
 export const PROVEN_MIN_TASKS = 3;
 /** Minimum first_try_pass_rate for proven. */
 export const PROVEN_MIN_FIRST_TRY = 0.67;
@@ -86,8 +86,8 @@ export interface ScoreboardView {
 }
 
 /** The tier of one group with evidence. */
-export function tierOf(s: Pick<GroupStats, 'tasks' | 'first_try_pass_rate'>): 'proven' | 'probation' {
-  return s.tasks >= PROVEN_MIN_TASKS && (s.first_try_pass_rate ?? 0) >= PROVEN_MIN_FIRST_TRY ? 'proven' : 'probation';
+export function tierOf(s: Pick<GroupStats, 'first_tries' | 'first_try_pass_rate'>): 'proven' | 'probation' {
+  return s.first_tries >= PROVEN_MIN_TASKS && (s.first_try_pass_rate ?? 0) >= PROVEN_MIN_FIRST_TRY ? 'proven' : 'probation';
 }
 
 /** True when the log's model id and a catalog id name the same model (same id, or one is the other with a prefix). */

@@ -9,7 +9,7 @@ import { fileSize, readCompleteLines } from './log-lines';
 import { loadSqlJs } from './sqljs';
 
 /** Bump when the tables below change: an index of another version is rebuilt from runs.jsonl. */
-export const INDEX_SCHEMA_VERSION = 5;
+export const INDEX_SCHEMA_VERSION = 6;
 
 /** Corrupt lines kept by line number and reason (all are counted). */
 const CORRUPT_SAMPLES = 100;
