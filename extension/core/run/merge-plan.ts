@@ -121,24 +121,33 @@ export function recheckFor(
         sandbox: where.sandbox,
         ...stepCaps(spec),
       });
-      const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
-      if (!check.passed)
-        return {
-          passed: false,
-          output: check.output,
-          reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason,
-        };
-      if (tampered.length)
-        return {
-          passed: false,
-          output: check.output,
-          reason: `the branch changes protected check inputs (${list}); the check passed with the base's versions of them, but merging would bring the branch's along (a task meant to change them says "protect": [])`,
-        };
-      return { passed: true, output: check.output, reason: check.reason };
+      return recheckVerdict(check, tampered);
     } finally {
       fs.rmSync(scratch, { recursive: true, force: true });
     }
   };
+}
+
+/**
+ * The re-check's result from the check's outcome and `tampered`, the protected check inputs the branch changes (paths,
+ * run with the base's versions): a failed check fails with its reason, naming them; a passed one still fails when there
+ * are any, since merging would bring the branch's versions along; else it passes with the check's reason.
+ */
+function recheckVerdict(check: { passed: boolean; output: string; reason: string }, tampered: string[]): RecheckResult {
+  const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
+  if (!check.passed)
+    return {
+      passed: false,
+      output: check.output,
+      reason: tampered.length ? `${check.reason} (run with the base's versions of the protected check inputs the branch changes: ${list})` : check.reason,
+    };
+  if (tampered.length)
+    return {
+      passed: false,
+      output: check.output,
+      reason: `the branch changes protected check inputs (${list}); the check passed with the base's versions of them, but merging would bring the branch's along (a task meant to change them says "protect": [])`,
+    };
+  return { passed: true, output: check.output, reason: check.reason };
 }
 
 /**
