@@ -50,26 +50,7 @@ export const sealStep: Step = {
       throw e;
     }
     rec.sealed = rec.seal.sha;
-    if (rec.seal.special?.length)
-      ctx.emit({
-        type: 'task-note',
-        key: spec.key,
-        note: `the seal skipped what git cannot record, and removed it from the task dir (it held no content): ${list(rec.seal.special)}`,
-      });
-    if (rec.seal.keptAsCommitted?.length)
-      ctx.emit({
-        type: 'task-note',
-        key: spec.key,
-        note: `kept as the start commit has them (the worker left their bytes as committed; git's .gitattributes conversions would have changed them): ${list(rec.seal.keptAsCommitted)}`,
-      });
-    if (rec.seal.rewritten?.length) {
-      const list = rec.seal.rewritten;
-      ctx.emit({
-        type: 'task-note',
-        key: spec.key,
-        note: `git converted ${list.slice(0, 5).join(', ')}${list.length > 5 ? `, … (${list.length})` : ''} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so`,
-      });
-    }
+    for (const note of sealNotes(rec.seal)) ctx.emit({ type: 'task-note', key: spec.key, note });
     // The check judges what is delivered: what the seal does not hold and was not there before the worker ran (git
     // ignores it) goes into the attempt's record, out of the check's sight (run/undelivered.ts). Before the sealed
     // state is recorded, so a retry starts without it too.
@@ -99,6 +80,23 @@ export const sealStep: Step = {
     return null;
   },
 };
+
+/**
+ * The task notes a seal leaves, in order: what it skipped (entries git cannot record, removed from the task dir), what
+ * it kept as the start commit has it (against .gitattributes conversions), what git converted and was written again.
+ * Empty when it did none of these. Pure.
+ */
+function sealNotes(seal: Seal): string[] {
+  const notes: string[] = [];
+  if (seal.special?.length) notes.push(`the seal skipped what git cannot record, and removed it from the task dir (it held no content): ${list(seal.special)}`);
+  if (seal.keptAsCommitted?.length)
+    notes.push(
+      `kept as the start commit has them (the worker left their bytes as committed; git's .gitattributes conversions would have changed them): ${list(seal.keptAsCommitted)}`,
+    );
+  if (seal.rewritten?.length)
+    notes.push(`git converted ${list(seal.rewritten)} when sealing (.gitattributes or core.autocrlf): written again as the commit holds them, and checked so`);
+  return notes;
+}
 
 /** The first five of `xs`, then how many there were. */
 function list(xs: readonly string[]): string {
