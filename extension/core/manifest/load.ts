@@ -400,25 +400,24 @@ function suiteOf(t: Record<string, unknown>, data: Record<string, unknown>): { s
   return { suite: { command, timeoutMs: Math.round(seconds * 1000) } };
 }
 
-function toManifest(
-  data: Record<string, unknown> & { tasks: Record<string, unknown>[] },
-  file: string,
-  configRoute: Record<string, unknown> | null = null,
-): Manifest {
-  const dir = path.dirname(file);
+/**
+ * One task of a checked manifest as its TaskSpec, before the workflows are compiled: the task's fields over the
+ * manifest's defaults (`data`), times in ms, engine "auto" resolved to the route's first candidate (`route`: the
+ * manifest's, else the config's, else null, when "auto" is not resolved).
+ */
+function toTaskSpec(t: Record<string, unknown>, data: Record<string, unknown>, route: RouteSpec | null): TaskSpec {
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-  const route = isObject(data.route) ? toRouteSpec(data.route, 'manifest') : configRoute ? toRouteSpec(configRoute, 'config') : null;
-  const auto = (t: Record<string, unknown>) => (str(t.engine) ?? str(data.engine)) === AUTO_ENGINE && route !== null;
-  const tasks: TaskSpec[] = data.tasks.map((t) => ({
+  const auto = (str(t.engine) ?? str(data.engine)) === AUTO_ENGINE && route !== null;
+  return {
     key: t.key as string,
     spec: t.spec as string,
     // A planner without a check of its own: its file must at least be there (the generate step then judges its content).
     check: (t.check as string | undefined) ?? plannerCheck((t.generate as { file: string }).file),
     expectFiles: withPlannerFile((t.expect_files as string[] | undefined) ?? [], t.generate),
     // engine "auto": the first candidate until an attempt is routed (run/route-choice.ts).
-    engine: auto(t) ? (route as RouteSpec).from[0]!.engine : (str(t.engine) ?? str(data.engine) ?? DEFAULT_ENGINE),
-    model: auto(t) ? (route as RouteSpec).from[0]!.model : blankAsNull(t.model),
-    ...(auto(t) ? { route: route as RouteSpec } : {}),
+    engine: auto ? (route as RouteSpec).from[0]!.engine : (str(t.engine) ?? str(data.engine) ?? DEFAULT_ENGINE),
+    model: auto ? (route as RouteSpec).from[0]!.model : blankAsNull(t.model),
+    ...(auto ? { route: route as RouteSpec } : {}),
     taskType: blankAsNull(t.task_type),
     timeoutMs: Math.round(((t.timeout_s as number | undefined) ?? DEFAULT_TIMEOUT_S) * 1000),
     checkTimeoutMs: Math.round(((t.check_timeout_s as number | undefined) ?? DEFAULT_CHECK_TIMEOUT_S) * 1000),
@@ -452,7 +451,19 @@ function toManifest(
     ...(typeof t.stop_after === 'number' ? { stopAfter: t.stop_after } : {}),
     ...(isObject(t.distinguish) ? { distinguish: distinguishPolicy(t.distinguish) } : {}),
     ...(isObject(t.critique) ? { critique: critiquePolicy(t.critique) } : {}),
-  }));
+  };
+}
+
+/** The Manifest of a checked manifest `data` read from `file`: its tasks as TaskSpecs, workflows compiled, paths resolved. */
+function toManifest(
+  data: Record<string, unknown> & { tasks: Record<string, unknown>[] },
+  file: string,
+  configRoute: Record<string, unknown> | null = null,
+): Manifest {
+  const dir = path.dirname(file);
+  const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const route = isObject(data.route) ? toRouteSpec(data.route, 'manifest') : configRoute ? toRouteSpec(configRoute, 'config') : null;
+  const tasks = data.tasks.map((t) => toTaskSpec(t, data, route));
   const compiled = compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true });
   return {
     file,
