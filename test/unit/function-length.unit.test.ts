@@ -36,7 +36,6 @@ const ALLOWED: Record<string, string> = {
   'git/worktree.ts:addWorktree': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'store/backfill.ts:work': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/dispatch.ts:PoolDispatcher.dispatch': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'process/supervisor.ts:superviseOnce': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/rules/repeat.ts:<anonymous>': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'dashboard/session.ts:DashboardSession.handle': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
 };

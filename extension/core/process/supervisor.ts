@@ -222,23 +222,7 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
   const command = cgroup ? cgroup.wrap(step.plain.file, step.plain.args) : step.plain;
   let spawned: Spawned;
   try {
-    spawned = await spawnViaHelper({
-      file: command.file,
-      args: command.args,
-      cwd: opts.cwd,
-      env: step.env,
-      log: opts.logFile,
-      files: step.files,
-      ...(opts.relayOutput ? { relay: true } : {}),
-      ...(opts.sandbox
-        ? {
-            dieWithHelper: true,
-            sandboxInit: true,
-            ...(stepNetwork(opts.sandbox) === 'netns' ? { netstack: opts.sandbox.netstack as string } : {}),
-            ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}),
-          }
-        : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
-    });
+    spawned = await spawnViaHelper(spawnRequest(opts, command, step, cookie));
   } catch (e) {
     await cgroup?.remove();
     return notStarted((e as Error).message);
@@ -318,6 +302,37 @@ function notStartedResult(spawnError: string): SupervisedResult {
       outputBytes: 0,
     },
     tail: '',
+  };
+}
+
+/**
+ * What the spawn helper is asked to start: `command` (the step's, wrapped in its cgroup when it has one) with the
+ * step's environment and descriptors, its output into the log (relayed when `relayOutput`); sandboxed, dying with the
+ * helper and with bubblewrap's init (and its network stack where it has a namespace of its own), else under `cookie`
+ * with the pipe sweep after PIPE_GRACE_MS (or `pipeGraceMs`).
+ */
+function spawnRequest(
+  opts: SuperviseOptions,
+  command: { file: string; args: string[] },
+  step: { env: Record<string, string>; files: string[] },
+  cookie: string,
+): Parameters<typeof spawnViaHelper>[0] {
+  return {
+    file: command.file,
+    args: command.args,
+    cwd: opts.cwd,
+    env: step.env,
+    log: opts.logFile,
+    files: step.files,
+    ...(opts.relayOutput ? { relay: true } : {}),
+    ...(opts.sandbox
+      ? {
+          dieWithHelper: true,
+          sandboxInit: true,
+          ...(stepNetwork(opts.sandbox) === 'netns' ? { netstack: opts.sandbox.netstack as string } : {}),
+          ...(opts.sandbox.onInit ? { onInit: opts.sandbox.onInit } : {}),
+        }
+      : { cookie, sweepAgainMs: opts.pipeGraceMs ?? PIPE_GRACE_MS }),
   };
 }
 
