@@ -29,14 +29,12 @@ const ALLOWED: Record<string, string> = {
   'store/backfill.ts:backfill': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'run/workflows/critique/step.ts:checkCriticism': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'run/workflows/best-of-n/ranking.ts:runRanker': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'manifest/rules/repeat.ts:repeatProblems': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/dispatch.ts:PoolDispatcher.settleFrom': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/worker.ts:taskOf': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/worker.ts:runJob': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'git/worktree.ts:addWorktree': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'store/backfill.ts:work': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/dispatch.ts:PoolDispatcher.dispatch': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'manifest/rules/repeat.ts:<anonymous>': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'dashboard/session.ts:DashboardSession.handle': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
 };
 
