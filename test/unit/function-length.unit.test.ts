@@ -24,7 +24,6 @@ const ALLOWED: Record<string, string> = {
   'scoreboard/load.ts:loadScoreboard': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'store/pg-verify.ts:checkChain': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/load.ts:<anonymous>': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'pool/payload.ts:parseJob': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/workflows/generate/file.ts:validateGenerated': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'store/backfill.ts:backfill': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'run/workflows/critique/step.ts:checkCriticism': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',

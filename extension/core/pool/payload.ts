@@ -157,29 +157,37 @@ const FIELDS: (keyof AttemptJob)[] = [
 ];
 
 /**
- * Checks a payload taken from the queue.
- * @throws BadJobError naming the first field that is missing, mistyped, unknown or unsafe
+ * Readers of the payload `d`'s fields, each returning the field's value when it has the type it names and else
+ * throwing through `bad`: a BadJobError naming the field, what it should be and (its first 80 characters) what it is.
  */
-export function parseJob(data: unknown): AttemptJob {
-  if (!data || typeof data !== 'object' || Array.isArray(data)) throw new BadJobError('the payload is not an object');
-  const d = data as Record<string, unknown>;
-  const unknown = Object.keys(d).filter((k) => !(FIELDS as string[]).includes(k));
-  if (unknown.length) throw new BadJobError(`the payload has field(s) a worker does not take: ${unknown.join(', ')}`);
+function fieldReaders(d: Record<string, unknown>) {
   const bad = (field: string, want: string): never => {
     throw new BadJobError(`payload field ${field}: expected ${want}, got ${JSON.stringify(d[field])?.slice(0, 80)}`);
   };
-  const str = (f: string) => (typeof d[f] === 'string' ? (d[f] as string) : bad(f, 'a string'));
-  const strOrNull = (f: string) => (d[f] === null || typeof d[f] === 'string' ? (d[f] as string | null) : bad(f, 'a string or null'));
-  const posInt = (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 ? (d[f] as number) : bad(f, 'a positive integer'));
-  // A time limit a Node timer can hold (fs/timer.ts): a larger one would fire after 1 ms.
-  const timerMs = (f: string) =>
-    Number.isInteger(d[f]) && (d[f] as number) > 0 && (d[f] as number) <= MAX_TIMER_MS
-      ? (d[f] as number)
-      : bad(f, `an integer number of ms from 1 to ${MAX_TIMER_MS}`);
-  const strings = (f: string) =>
-    Array.isArray(d[f]) && (d[f] as unknown[]).every((s) => typeof s === 'string') ? (d[f] as string[]) : bad(f, 'an array of strings');
-  const bool = (f: string) => (typeof d[f] === 'boolean' ? (d[f] as boolean) : bad(f, 'true or false'));
-  if (d.v !== JOB_VERSION) bad('v', String(JOB_VERSION));
+  return {
+    bad,
+    str: (f: string) => (typeof d[f] === 'string' ? (d[f] as string) : bad(f, 'a string')),
+    strOrNull: (f: string) => (d[f] === null || typeof d[f] === 'string' ? (d[f] as string | null) : bad(f, 'a string or null')),
+    posInt: (f: string) => (Number.isInteger(d[f]) && (d[f] as number) > 0 ? (d[f] as number) : bad(f, 'a positive integer')),
+    // A time limit a Node timer can hold (fs/timer.ts): a larger one would fire after 1 ms.
+    timerMs: (f: string) =>
+      Number.isInteger(d[f]) && (d[f] as number) > 0 && (d[f] as number) <= MAX_TIMER_MS
+        ? (d[f] as number)
+        : bad(f, `an integer number of ms from 1 to ${MAX_TIMER_MS}`),
+    strings: (f: string) =>
+      Array.isArray(d[f]) && (d[f] as unknown[]).every((s) => typeof s === 'string') ? (d[f] as string[]) : bad(f, 'an array of strings'),
+    bool: (f: string) => (typeof d[f] === 'boolean' ? (d[f] as boolean) : bad(f, 'true or false')),
+  };
+}
+
+/**
+ * The payload's place fields, checked in this order: the run id, the task key (no leading dot, no ..), the base
+ * commit, the task's branch (exactly the run's branch for the key), the commits to start from, the remote (not an
+ * option to git).
+ * @throws BadJobError naming the first that is wrong
+ */
+function jobPlace(d: Record<string, unknown>): Pick<AttemptJob, 'runId' | 'key' | 'baseSha' | 'branch' | 'startFrom' | 'remote'> {
+  const { bad, str } = fieldReaders(d);
   const runId = str('runId');
   if (!RUN_ID.test(runId)) bad('runId', 'a run id (YYYYMMDD-HHMMSS-xxxx)');
   const key = str('key');
@@ -203,6 +211,21 @@ export function parseJob(data: unknown): AttemptJob {
   const remote = str('remote');
   // A remote starting with '-' would be read by git as an option.
   if (!remote || remote.startsWith('-')) bad('remote', 'a git URL or path');
+  return { runId, key, baseSha, branch, startFrom: startFrom as AttemptJob['startFrom'], remote };
+}
+
+/**
+ * Checks a payload taken from the queue.
+ * @throws BadJobError naming the first field that is missing, mistyped, unknown or unsafe
+ */
+export function parseJob(data: unknown): AttemptJob {
+  if (!data || typeof data !== 'object' || Array.isArray(data)) throw new BadJobError('the payload is not an object');
+  const d = data as Record<string, unknown>;
+  const unknown = Object.keys(d).filter((k) => !(FIELDS as string[]).includes(k));
+  if (unknown.length) throw new BadJobError(`the payload has field(s) a worker does not take: ${unknown.join(', ')}`);
+  const { bad, str, strOrNull, posInt, timerMs, strings, bool } = fieldReaders(d);
+  if (d.v !== JOB_VERSION) bad('v', String(JOB_VERSION));
+  const { runId, key, baseSha, branch, startFrom, remote } = jobPlace(d);
   const watchdogMs = d.watchdogMs === null ? null : timerMs('watchdogMs');
   const protect = d.protect === null ? null : strings('protect');
   const candidate = d.candidate === null ? null : posInt('candidate');
@@ -244,7 +267,7 @@ export function parseJob(data: unknown): AttemptJob {
     remote,
     baseSha,
     branch,
-    startFrom: startFrom as AttemptJob['startFrom'],
+    startFrom,
     group: strOrNull('group'),
     candidate,
     review,
