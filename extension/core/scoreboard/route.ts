@@ -244,13 +244,24 @@ export function evidenceLine(e: CandidateEvidence, prefer: RoutePreference = 'co
 }
 
 /**
- * The candidate an attempt of `engine: "auto"` runs on (rules in the module's doc). Draws from `random`: one uniform
- * for the explore decision (not for a retry), then one θ per candidate in a Thompson draw.
- * @throws Error when `candidates` is empty
+ * What every branch of a route decision reads: the input, every candidate's evidence (`all`) and those open to be
+ * picked (`open`: not excluded, or all when every one is), candidate order, per-candidate first-try record and median
+ * duration (ms), and `decide`, which makes the decision of a chosen candidate (with its runner-up, basis, explore draw
+ * and why) and adds the skipped ones to its reason.
  */
-export function route(input: RouteInput): RouteDecision {
-  const { candidates, policy, random } = input;
-  if (!candidates.length) throw new Error('route: no candidates (route.from is empty)');
+interface RouteScene {
+  input: RouteInput;
+  all: CandidateEvidence[];
+  open: CandidateEvidence[];
+  order: string[];
+  stats: Map<string, { firstTry: number; tasks: number; duration: number | null }>;
+  durations: Map<string, number | null>;
+  decide: (chosen: CandidateEvidence, runnerUp: CandidateEvidence | null, basis: RouteBasis, draw: number | null, why: string) => RouteDecision;
+}
+
+/** The scene of one route decision (see RouteScene); draws nothing. */
+function routeScene(input: RouteInput): RouteScene {
+  const { candidates, policy } = input;
   const order = candidates.map((c) => c.id);
   const byId = new Map(candidates.map((c) => [c.id, c]));
   const all = candidates.map((c) => candidateEvidence(c, input.taskType, input.evidence, policy.minTasks));
@@ -266,11 +277,6 @@ export function route(input: RouteInput): RouteDecision {
   const skipped = all.filter((e) => excluded.has(e.candidate)).map((e) => ({ candidate: e.candidate, reason: excluded.get(e.candidate) as string }));
   const allExcluded = skipped.length === all.length;
   const open = allExcluded ? all : all.filter((e) => !excluded.has(e.candidate));
-  const proven = rankProven(
-    open.filter((e) => e.tier === 'proven'),
-    policy.prefer,
-    order,
-  );
   const skipNote = skipped.length
     ? `; skipped ${skipped.map((s) => `${s.candidate} (${s.reason})`).join(', ')}${allExcluded ? ' — every candidate is held, so the first choice waits' : ''}`
     : '';
@@ -289,44 +295,68 @@ export function route(input: RouteInput): RouteDecision {
       reason: `${why}${skipNote}`,
     };
   };
+  return { input, all, open, order, stats, durations, decide };
+}
 
-  if (input.retryAfter) {
-    const failed = open.find((e) => e.candidate === input.retryAfter);
-    const others = open.filter((e) => e.candidate !== input.retryAfter);
-    if (failed && (failed.tier === 'proven' || failed.tasks >= THIN_TASKS || !others.length)) {
-      const why = failed.tier === 'proven' ? 'proven' : failed.tasks >= THIN_TASKS ? `its evidence is not thin (${failed.tasks} tasks ≥ ${THIN_TASKS})` : null;
-      return decide(
-        failed,
-        others.length
-          ? (rankProven(
-              others.filter((e) => e.tier === 'proven'),
-              policy.prefer,
-              order,
-            )[0] ?? null)
-          : null,
-        'retry-stays',
-        null,
-        why
-          ? `retry stays on ${failed.candidate}: ${why} (${evidenceLine(failed, policy.prefer)}), its retry lane is part of its cost`
-          : `retry stays on ${failed.candidate}: no other candidate is open`,
-      );
-    }
-    const provenOthers = rankProven(
-      others.filter((e) => e.tier === 'proven'),
-      policy.prefer,
-      order,
-    );
-    const ranked = provenOthers.length ? provenOthers : thompson(others.length ? others : open, stats, policy.prefer, random, order, durations);
-    const [first, second] = ranked as [CandidateEvidence, CandidateEvidence | undefined];
+/**
+ * The candidate of a retry after `failed` FAILed: it stays on a proven candidate, one whose evidence is not thin, or
+ * the only one open; else it moves to the best proven other, or the first of a Thompson draw among the others.
+ */
+function routeRetry(scene: RouteScene, retryAfter: string): RouteDecision {
+  const { open, order, stats, durations, decide } = scene;
+  const { policy, random } = scene.input;
+  const failed = open.find((e) => e.candidate === retryAfter);
+  const others = open.filter((e) => e.candidate !== retryAfter);
+  if (failed && (failed.tier === 'proven' || failed.tasks >= THIN_TASKS || !others.length)) {
+    const why = failed.tier === 'proven' ? 'proven' : failed.tasks >= THIN_TASKS ? `its evidence is not thin (${failed.tasks} tasks ≥ ${THIN_TASKS})` : null;
     return decide(
-      first,
-      second ?? null,
-      'retry-moves',
+      failed,
+      others.length
+        ? (rankProven(
+            others.filter((e) => e.tier === 'proven'),
+            policy.prefer,
+            order,
+          )[0] ?? null)
+        : null,
+      'retry-stays',
       null,
-      `retry moves off ${input.retryAfter} (${failed ? evidenceLine(failed, policy.prefer) : 'held'}: thin evidence) to ${first.candidate} (${provenOthers.length ? evidenceLine(first, policy.prefer) : `Thompson draw, ${evidenceLine(first, policy.prefer)}`})`,
+      why
+        ? `retry stays on ${failed.candidate}: ${why} (${evidenceLine(failed, policy.prefer)}), its retry lane is part of its cost`
+        : `retry stays on ${failed.candidate}: no other candidate is open`,
     );
   }
+  const provenOthers = rankProven(
+    others.filter((e) => e.tier === 'proven'),
+    policy.prefer,
+    order,
+  );
+  const ranked = provenOthers.length ? provenOthers : thompson(others.length ? others : open, stats, policy.prefer, random, order, durations);
+  const [first, second] = ranked as [CandidateEvidence, CandidateEvidence | undefined];
+  return decide(
+    first,
+    second ?? null,
+    'retry-moves',
+    null,
+    `retry moves off ${retryAfter} (${failed ? evidenceLine(failed, policy.prefer) : 'held'}: thin evidence) to ${first.candidate} (${provenOthers.length ? evidenceLine(first, policy.prefer) : `Thompson draw, ${evidenceLine(first, policy.prefer)}`})`,
+  );
+}
 
+/**
+ * The candidate an attempt of `engine: "auto"` runs on (rules in the module's doc). Draws from `random`: one uniform
+ * for the explore decision (not for a retry), then one θ per candidate in a Thompson draw.
+ * @throws Error when `candidates` is empty
+ */
+export function route(input: RouteInput): RouteDecision {
+  const { candidates, policy, random } = input;
+  if (!candidates.length) throw new Error('route: no candidates (route.from is empty)');
+  const scene = routeScene(input);
+  const { open, order, stats, durations, decide } = scene;
+  if (input.retryAfter) return routeRetry(scene, input.retryAfter);
+  const proven = rankProven(
+    open.filter((e) => e.tier === 'proven'),
+    policy.prefer,
+    order,
+  );
   const draw = random();
   const rest = open.filter((e) => e.tier !== 'proven');
   if (!proven.length) {
@@ -339,6 +369,17 @@ export function route(input: RouteInput): RouteDecision {
       `no candidate is proven on ${input.taskType ?? 'this task type'}: explores ${first.candidate} (Thompson draw θ=${first.sampled?.toFixed(2)}, ${evidenceLine(first, policy.prefer)})`,
     );
   }
+  return routeProven(scene, proven, rest, draw);
+}
+
+/**
+ * The candidate when some are proven (`proven`, best first, not empty): with `draw` under the explore share, the first of a
+ * Thompson draw among the best and the unproven (`rest`); else the first of a draw among the best and the challengers
+ * that may beat it (see promising); else the best proven.
+ */
+function routeProven(scene: RouteScene, proven: readonly CandidateEvidence[], rest: readonly CandidateEvidence[], draw: number): RouteDecision {
+  const { all, order, stats, durations, decide } = scene;
+  const { policy, random } = scene.input;
   const [best, second] = proven as [CandidateEvidence, CandidateEvidence | undefined];
   if (draw < policy.explore && rest.length) {
     // The best proven candidate takes part in the draw: one the evidence has ruled out (or too dear to ever be
