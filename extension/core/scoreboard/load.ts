@@ -114,52 +114,7 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
   const filters = opts.filters ?? {};
   if (filters.since && Number.isNaN(Date.parse(filters.since))) throw new Error(`since: "${filters.since}" is not a date (use YYYY-MM-DD or ISO 8601)`);
   const catalog = opts.explore ? (readSnapshot(opts.home)?.data ?? []) : null;
-  if (opts.postgresUrl) {
-    // pg is loaded only here: a scoreboard of the local log never needs it.
-    const { syncToPostgres } = await import('../store/postgres');
-    const { verifySwarmRuns } = await import('../store/pg-verify');
-    let outboxError: string | null = null;
-    try {
-      await syncToPostgres(opts.home, opts.postgresUrl);
-    } catch (e) {
-      outboxError = (e as Error).message;
-    }
-    // Counted only after it is checked: an UPDATE of a FAIL row to PASS must not pass as evidence.
-    const logFile = evalLogPath(opts.home);
-    const { report, rows } = await verifySwarmRuns(opts.postgresUrl, { logFile, home: opts.home, depth: 'columns', collect: true });
-    const verification = {
-      intact: report.intact,
-      findings: report.findings.length,
-      first: report.findings[0]?.message ?? null,
-      rejected: report.rejected.length,
-      depth: 'columns' as const,
-    };
-    const index = await EvalIndex.open(evalLogPath(opts.home), null);
-    try {
-      const insert = index.db.prepare(`INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (?${', ?'.repeat(ATTEMPT_COLUMNS.length - 1)})`);
-      index.db.run('BEGIN');
-      // pg returns BIGINT columns (ord, tokens, cost_microusd) as strings.
-      for (const r of rows) insert.run(r.map((v, i) => (BIGINT_COLUMNS.has(i) && typeof v === 'string' ? Number(v) : (v as SqlValue))));
-      index.db.run('COMMIT');
-      insert.free();
-      const { where, params } = aggregationWhere(filters);
-      const stats = queryGroupStats(index.db, groupStatsSql(where), params);
-      return {
-        view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)),
-        source: {
-          from: 'postgres: table swarm_runs',
-          rows: attemptCount(stats),
-          corrupt: 0,
-          corruptSamples: [],
-          forced: forcedCount(index.db),
-          outboxError,
-          verification,
-        },
-      };
-    } finally {
-      index.close();
-    }
-  }
+  if (opts.postgresUrl) return postgresScoreboard(opts, opts.postgresUrl, filters, catalog);
   const logFile = path.resolve(opts.logFile ?? evalLogPath(opts.home));
   const unfiltered = !filters.engine && !filters.since;
   const cacheFile = indexFileFor(opts.home, logFile) + '.groups.json';
@@ -218,6 +173,64 @@ export async function loadScoreboard(opts: LoadScoreboardOptions): Promise<{ vie
     return {
       view: scoreboardView(stats, catalog, filters, reviews, won),
       source: { from: logFile, rows: attemptCount(stats), corrupt: index.corruptCount, corruptSamples: index.corruptSamples(), forced, outboxError: null },
+    };
+  } finally {
+    index.close();
+  }
+}
+
+/**
+ * The scoreboard from Postgres (`url`): the local outbox flushed first (its failure kept in source.outboxError), the
+ * rows of table swarm_runs verified against the eval log (columns depth) and read into an in-memory index, then
+ * aggregated under `filters`; `catalog`: the catalog snapshot's models for `explore`, or null.
+ * @throws Error when the database cannot be read
+ */
+async function postgresScoreboard(
+  opts: LoadScoreboardOptions,
+  url: string,
+  filters: ScoreboardFilters,
+  catalog: Parameters<typeof scoreboardView>[1],
+): Promise<{ view: ScoreboardView; source: ScoreboardSource }> {
+  // pg is loaded only here: a scoreboard of the local log never needs it.
+  const { syncToPostgres } = await import('../store/postgres');
+  const { verifySwarmRuns } = await import('../store/pg-verify');
+  let outboxError: string | null = null;
+  try {
+    await syncToPostgres(opts.home, url);
+  } catch (e) {
+    outboxError = (e as Error).message;
+  }
+  // Counted only after it is checked: an UPDATE of a FAIL row to PASS must not pass as evidence.
+  const logFile = evalLogPath(opts.home);
+  const { report, rows } = await verifySwarmRuns(url, { logFile, home: opts.home, depth: 'columns', collect: true });
+  const verification = {
+    intact: report.intact,
+    findings: report.findings.length,
+    first: report.findings[0]?.message ?? null,
+    rejected: report.rejected.length,
+    depth: 'columns' as const,
+  };
+  const index = await EvalIndex.open(evalLogPath(opts.home), null);
+  try {
+    const insert = index.db.prepare(`INSERT INTO attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES (?${', ?'.repeat(ATTEMPT_COLUMNS.length - 1)})`);
+    index.db.run('BEGIN');
+    // pg returns BIGINT columns (ord, tokens, cost_microusd) as strings.
+    for (const r of rows) insert.run(r.map((v, i) => (BIGINT_COLUMNS.has(i) && typeof v === 'string' ? Number(v) : (v as SqlValue))));
+    index.db.run('COMMIT');
+    insert.free();
+    const { where, params } = aggregationWhere(filters);
+    const stats = queryGroupStats(index.db, groupStatsSql(where), params);
+    return {
+      view: scoreboardView(stats, catalog, filters, queryReviewStats(index.db, where, params), queryWonStats(index.db, where, params)),
+      source: {
+        from: 'postgres: table swarm_runs',
+        rows: attemptCount(stats),
+        corrupt: 0,
+        corruptSamples: [],
+        forced: forcedCount(index.db),
+        outboxError,
+        verification,
+      },
     };
   } finally {
     index.close();
