@@ -92,104 +92,130 @@ function modelFromState(runsDir: string, runId: string, taskKey: string | null, 
 
 const empty = (v: unknown) => v === undefined || v === null || v === '';
 
-/**
- * Plans (dry) or does the backfill of `log`. @throws Error when the log cannot be read, or (not dry) written; the log
- * is then as it was
- */
-export async function backfill(opts: {
+/** What a backfill is asked to do: the log, the runs' states, the task-type mapping and its file, dry or not. */
+export interface BackfillOptions {
   log: string;
   runsDir: string;
   mapping: Record<string, string>;
   mappingFile: string;
   dryRun: boolean;
   now?: Date;
-}): Promise<BackfillReport> {
+}
+
+/**
+ * Plans (dry) or does the backfill of `log`. @throws Error when the log cannot be read, or (not dry) written; the log
+ * is then as it was
+ */
+export async function backfill(opts: BackfillOptions): Promise<BackfillReport> {
   const work = async (): Promise<BackfillReport> => {
     const text = fs.readFileSync(opts.log, 'utf8');
-    const lines = text.split(/(?<=\n)/);
-    const cache = new Map<string, unknown>();
-    const changes: BackfillChange[] = [];
-    const out: string[] = [];
-    const heads: Record<string, ChainHead> = {};
-    let rechained = 0;
-    let rows = 0;
-    lines.forEach((raw, i) => {
-      const nl = raw.endsWith('\r\n') ? '\r\n' : raw.endsWith('\n') ? '\n' : '';
-      const body = raw.slice(0, raw.length - nl.length);
-      let row: Record<string, unknown>;
-      try {
-        const v = JSON.parse(body) as unknown;
-        if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object');
-        row = v as Record<string, unknown>;
-      } catch {
-        out.push(raw);
-        return;
-      }
-      rows++;
-      const runId = typeof row.run_id === 'string' ? row.run_id : '';
-      const taskKey = typeof row.task_key === 'string' ? row.task_key : null;
-      const change: BackfillChange = { line: i + 1, run_id: runId, task_key: taskKey, attempt: typeof row.attempt === 'number' ? row.attempt : null };
-      if (runId && empty(row.task_type)) {
-        const t = taskTypeFor(opts.mapping, runId, taskKey, typeof row.run_name === 'string' ? row.run_name : null);
-        if (t) change.task_type = t;
-      }
-      if (runId && empty(row.model)) {
-        const m = modelFromState(opts.runsDir, runId, taskKey, cache);
-        if (m) change.model = m;
-      }
-      let next = row;
-      if (change.task_type || change.model) {
-        changes.push(change);
-        next = { ...row, ...(change.task_type ? { task_type: change.task_type.to } : {}), ...(change.model ? { model: change.model.to } : {}) };
-      }
-      if (isChained(next)) {
-        const host = chainKey(next);
-        const prev = heads[host]?.hash ?? null;
-        if (next.prev_hash !== prev) {
-          if (next === row) rechained++;
-          next = { ...next, prev_hash: prev };
-        }
-        heads[host] = { hash: rowHash(next), rows: (heads[host]?.rows ?? 0) + 1 };
-      }
-      out.push(next === row ? raw : JSON.stringify(next) + nl);
-    });
+    const { out, changes, heads, rechained, rows } = planBackfill(opts, text);
     const report: BackfillReport = { log: opts.log, rows, changes, rechained, backup: null };
     if (opts.dryRun || (!changes.length && !rechained)) return report;
-
-    const stamp = (opts.now ?? new Date()).toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
-    const backup = `${opts.log}.before-backfill-${stamp}`;
-    const newText = out.join('');
-    fs.copyFileSync(opts.log, backup, fs.constants.COPYFILE_EXCL);
-    const headFile = chainHeadPath(opts.log);
-    if (fs.existsSync(headFile)) fs.copyFileSync(headFile, chainHeadPath(backup), fs.constants.COPYFILE_EXCL);
-    const tmp = `${opts.log}.backfill-${process.pid}.tmp`;
-    fs.writeFileSync(tmp, newText);
-    fs.renameSync(tmp, opts.log);
-    const newHeads: ChainHeads = {
-      version: 1,
-      log: path.basename(opts.log),
-      log_id: crypto.randomUUID(),
-      log_bytes: Buffer.byteLength(newText),
-      chains: heads,
-    };
-    if (Object.keys(heads).length || fs.existsSync(headFile)) writeChainHeads(opts.log, newHeads);
-    const sha = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
-    fs.appendFileSync(
-      path.join(path.dirname(opts.log), 'backfills.jsonl'),
-      JSON.stringify({
-        at: (opts.now ?? new Date()).toISOString(),
-        log: opts.log,
-        mapping: opts.mappingFile,
-        mapping_sha256: sha(fs.readFileSync(opts.mappingFile, 'utf8')),
-        runs_dir: opts.runsDir,
-        rows_changed: changes.length,
-        rows_rechained: rechained,
-        old_sha256: sha(text),
-        new_sha256: sha(newText),
-        backup,
-      }) + '\n',
-    );
+    const backup = writeBackfill(opts, text, out.join(''), heads, changes.length, rechained);
     return { ...report, backup };
   };
   return opts.dryRun ? work() : withLock(opts.log, work);
+}
+
+/**
+ * The backfill of the log's `text`, line by line: `out`, the lines as they are to be (a line that is not a JSON object
+ * kept byte for byte), `changes` (task types from the mapping, models from the runs' states, where a row had none),
+ * the chain `heads` after it, how many rows only needed their chain link set again (`rechained`), and the `rows` read.
+ * Pure but for reading the runs' states.
+ */
+function planBackfill(
+  opts: BackfillOptions,
+  text: string,
+): { out: string[]; changes: BackfillChange[]; heads: Record<string, ChainHead>; rechained: number; rows: number } {
+  const lines = text.split(/(?<=\n)/);
+  const cache = new Map<string, unknown>();
+  const changes: BackfillChange[] = [];
+  const out: string[] = [];
+  const heads: Record<string, ChainHead> = {};
+  let rechained = 0;
+  let rows = 0;
+  lines.forEach((raw, i) => {
+    const nl = raw.endsWith('\r\n') ? '\r\n' : raw.endsWith('\n') ? '\n' : '';
+    const body = raw.slice(0, raw.length - nl.length);
+    let row: Record<string, unknown>;
+    try {
+      const v = JSON.parse(body) as unknown;
+      if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object');
+      row = v as Record<string, unknown>;
+    } catch {
+      out.push(raw);
+      return;
+    }
+    rows++;
+    const runId = typeof row.run_id === 'string' ? row.run_id : '';
+    const taskKey = typeof row.task_key === 'string' ? row.task_key : null;
+    const change: BackfillChange = { line: i + 1, run_id: runId, task_key: taskKey, attempt: typeof row.attempt === 'number' ? row.attempt : null };
+    if (runId && empty(row.task_type)) {
+      const t = taskTypeFor(opts.mapping, runId, taskKey, typeof row.run_name === 'string' ? row.run_name : null);
+      if (t) change.task_type = t;
+    }
+    if (runId && empty(row.model)) {
+      const m = modelFromState(opts.runsDir, runId, taskKey, cache);
+      if (m) change.model = m;
+    }
+    let next = row;
+    if (change.task_type || change.model) {
+      changes.push(change);
+      next = { ...row, ...(change.task_type ? { task_type: change.task_type.to } : {}), ...(change.model ? { model: change.model.to } : {}) };
+    }
+    if (isChained(next)) {
+      const host = chainKey(next);
+      const prev = heads[host]?.hash ?? null;
+      if (next.prev_hash !== prev) {
+        if (next === row) rechained++;
+        next = { ...next, prev_hash: prev };
+      }
+      heads[host] = { hash: rowHash(next), rows: (heads[host]?.rows ?? 0) + 1 };
+    }
+    out.push(next === row ? raw : JSON.stringify(next) + nl);
+  });
+  return { out, changes, heads, rechained, rows };
+}
+
+/**
+ * Writes the backfilled log (`newText`, from `text`): the old log and its chain heads copied aside first
+ * (`<log>.before-backfill-<stamp>`, never over an existing one), the new log renamed into place, its chain heads
+ * written, and a line appended to `backfills.jsonl` beside it (what, from which mapping, old and new hashes).
+ * @returns the backup's path
+ */
+function writeBackfill(opts: BackfillOptions, text: string, newText: string, heads: Record<string, ChainHead>, changed: number, rechained: number): string {
+  const stamp = (opts.now ?? new Date()).toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
+  const backup = `${opts.log}.before-backfill-${stamp}`;
+  fs.copyFileSync(opts.log, backup, fs.constants.COPYFILE_EXCL);
+  const headFile = chainHeadPath(opts.log);
+  if (fs.existsSync(headFile)) fs.copyFileSync(headFile, chainHeadPath(backup), fs.constants.COPYFILE_EXCL);
+  const tmp = `${opts.log}.backfill-${process.pid}.tmp`;
+  fs.writeFileSync(tmp, newText);
+  fs.renameSync(tmp, opts.log);
+  const newHeads: ChainHeads = {
+    version: 1,
+    log: path.basename(opts.log),
+    log_id: crypto.randomUUID(),
+    log_bytes: Buffer.byteLength(newText),
+    chains: heads,
+  };
+  if (Object.keys(heads).length || fs.existsSync(headFile)) writeChainHeads(opts.log, newHeads);
+  const sha = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+  fs.appendFileSync(
+    path.join(path.dirname(opts.log), 'backfills.jsonl'),
+    JSON.stringify({
+      at: (opts.now ?? new Date()).toISOString(),
+      log: opts.log,
+      mapping: opts.mappingFile,
+      mapping_sha256: sha(fs.readFileSync(opts.mappingFile, 'utf8')),
+      runs_dir: opts.runsDir,
+      rows_changed: changed,
+      rows_rechained: rechained,
+      old_sha256: sha(text),
+      new_sha256: sha(newText),
+      backup,
+    }) + '\n',
+  );
+  return backup;
 }
