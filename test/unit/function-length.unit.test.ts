@@ -20,7 +20,6 @@ const ALLOWED: Record<string, string> = {
   'git/merge.ts:mergeBatch': "not yet split: new with the merge queue's suite (rebase, suite, fast-forward of a batch), still being changed",
   'pool/recheck.ts:recheckHere': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'run/attempt.ts:settle': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'store/pg-verify.ts:checkChain': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/load.ts:<anonymous>': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/workflows/generate/file.ts:validateGenerated': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'run/workflows/critique/step.ts:checkCriticism': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',

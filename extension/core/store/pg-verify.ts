@@ -560,9 +560,18 @@ function checkChains(v: VerifyState, heads: Map<string, ChainHead>): void {
 /** One other log's chain `g`: its links, forks, and its end against its head in verdict_chain_heads (`head`; absent: none). */
 function checkChain(v: VerifyState, g: ChainGroup, head: ChainHead | undefined): void {
   const where = `host ${g.host || '(none)'}'s chain of log ${g.log_id ?? '(none)'}`;
-  const byHash = new Map(g.entries.map((e) => [e.hash, e]));
-  const next = new Map<string | null, typeof g.entries>();
+  const next = new Map<string | null, ChainGroup['entries']>();
   for (const e of g.entries) next.set(e.prev, [...(next.get(e.prev) ?? []), e]);
+  linkFindings(v, g, where, next);
+  chainEndFindings(v, g, where, chainFromStart(next), head);
+}
+
+/**
+ * The findings of chain `g`'s links (`where`: the chain in words; `next`: its rows by the hash they follow, null the
+ * start): a row that follows one not in the table (broken), two rows that follow the same one (forked).
+ */
+function linkFindings(v: VerifyState, g: ChainGroup, where: string, next: ReadonlyMap<string | null, ChainGroup['entries']>): void {
+  const byHash = new Map(g.entries.map((e) => [e.hash, e]));
   for (const e of g.entries) {
     if (e.prev !== null && !byHash.has(e.prev))
       find(
@@ -591,16 +600,29 @@ function checkChain(v: VerifyState, g: ChainGroup, head: ChainHead | undefined):
         false,
       );
   }
-  // The chain from its start, as far as it runs without a fork.
-  const order: typeof g.entries = [];
+}
+
+/** The chain from its start (`next`: rows by the hash they follow, null the start), as far as it runs without a fork. */
+function chainFromStart(next: ReadonlyMap<string | null, ChainGroup['entries']>): ChainGroup['entries'] {
+  const order: ChainGroup['entries'] = [];
   let at = (next.get(null) ?? [])[0];
   const seen = new Set<string>();
   while (at && !seen.has(at.hash)) {
     seen.add(at.hash);
     order.push(at);
-    const after: typeof g.entries = next.get(at.hash) ?? [];
+    const after: ChainGroup['entries'] = next.get(at.hash) ?? [];
     at = after.length === 1 ? after[0] : undefined;
   }
+  return order;
+}
+
+/**
+ * The findings of chain `g`'s end (`order`: its rows from the start as far as it runs without a fork) against its head
+ * in verdict_chain_heads (`head`; absent: every row is unvouched for): rows cut from its end, the head row edited, rows
+ * inserted after it. With a head, nothing is said of the end of a chain that does not run whole from its start
+ * without a fork (its breaks and forks are found already).
+ */
+function chainEndFindings(v: VerifyState, g: ChainGroup, where: string, order: ChainGroup['entries'], head: ChainHead | undefined): void {
   if (!head) {
     for (const e of g.entries)
       find(
