@@ -98,37 +98,7 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
       );
     }
     workers += n;
-    if (t.generate !== undefined) err(['generate'], 'a generated task cannot generate tasks itself (no recursion); write its tasks into this file instead');
-    if (t.full_access === true) err(['full_access'], 'a generated task cannot have full_access: it would run without the sandbox the planner ran in');
-    if (t.engine_args !== undefined) err(['engine_args'], "a generated task cannot set engine_args: they can switch an engine's own sandbox or approvals off");
-    if (ctx.planner.network === false && (t.network === true || t.network === 'host'))
-      err(['network'], `${ctx.planner.key} runs without network, so the tasks it generates do too`);
-    if (ctx.planner.network !== 'host' && t.network === 'host')
-      err(['network'], `a generated task cannot share the host's network ("host"): ${ctx.planner.key} did not`);
-    // What the run's manifest set to hold workers in, a generated task may not loosen (the run-level values apply to it).
-    if (t.guard === false || (isObject(t.guard) && Object.values(t.guard).includes(false))) err(['guard'], 'a generated task cannot turn built-in guards off');
-    if (t.allow_deps !== undefined) err(['allow_deps'], "a generated task cannot allow dependencies; the run's allow_deps applies to it");
-    if (t.allow_paths !== undefined && ctx.planner.allowPaths !== null)
-      err(['allow_paths'], `a generated task cannot replace the allow_paths ${ctx.planner.key} works under`);
-    if (Array.isArray(t.protect) && (t.protect.length === 0 || t.protect.some((g) => typeof g === 'string' && g.startsWith('!'))))
-      err(['protect'], 'a generated task can only add protected check inputs (no [] and no "!glob")');
-    if (t.review === false && ctx.planner.review !== null) err(['review'], `a generated task cannot skip the review ${ctx.planner.key} is under`);
-    const engines: [(string | number)[], unknown][] = [[['engine'], t.engine ?? DEFAULT_ENGINE]];
-    if (Array.isArray(t.fallback))
-      t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
-    // Its own reviewers, and every engine a workflow section names (its compiled tasks' writers, its readers).
-    const refs: EngineRef[] = [
-      ...(isObject(t.review) ? [{ kind: 'readers' as const, at: ['review'], entries: t.review.engines, verb: 'review' as const }] : []),
-      ...sectionEngines(t),
-    ];
-    for (const { at, name } of refs.flatMap(namedEngines)) engines.push([at, name]);
-    for (const [path, engine] of engines) {
-      if (typeof engine !== 'string' || ctx.allowedEngines.has(engine)) continue;
-      err(
-        t.engine === undefined && path[0] === 'engine' ? [] : path,
-        `engine "${engine}" is not one this run started with (${[...ctx.allowedEngines].sort().join(', ')}): generated tasks may use only those`,
-      );
-    }
+    for (const [path, message] of [...loosenings(t, ctx.planner), ...foreignEngines(t, ctx.allowedEngines)]) err(path, message);
   });
   findings.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (findings.some((f) => f.severity === 'error')) return { tasks: null, findings };
@@ -140,6 +110,60 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     return task;
   });
   return { tasks: out, findings };
+}
+
+/** A problem of a generated task: the path within it (empty: the task) and what is wrong. */
+type TaskProblem = [(string | number)[], string];
+
+/**
+ * What generated task `t` would loosen of what `planner` runs under: recursion, full_access, engine_args, network,
+ * built-in guards, allow_deps, allow_paths, unprotected check inputs, a skipped review. In this order.
+ */
+function loosenings(t: Record<string, unknown>, planner: GeneratedContext['planner']): TaskProblem[] {
+  const out: TaskProblem[] = [];
+  if (t.generate !== undefined)
+    out.push([['generate'], 'a generated task cannot generate tasks itself (no recursion); write its tasks into this file instead']);
+  if (t.full_access === true) out.push([['full_access'], 'a generated task cannot have full_access: it would run without the sandbox the planner ran in']);
+  if (t.engine_args !== undefined)
+    out.push([['engine_args'], "a generated task cannot set engine_args: they can switch an engine's own sandbox or approvals off"]);
+  if (planner.network === false && (t.network === true || t.network === 'host'))
+    out.push([['network'], `${planner.key} runs without network, so the tasks it generates do too`]);
+  if (planner.network !== 'host' && t.network === 'host')
+    out.push([['network'], `a generated task cannot share the host's network ("host"): ${planner.key} did not`]);
+  // What the run's manifest set to hold workers in, a generated task may not loosen (the run-level values apply to it).
+  if (t.guard === false || (isObject(t.guard) && Object.values(t.guard).includes(false)))
+    out.push([['guard'], 'a generated task cannot turn built-in guards off']);
+  if (t.allow_deps !== undefined) out.push([['allow_deps'], "a generated task cannot allow dependencies; the run's allow_deps applies to it"]);
+  if (t.allow_paths !== undefined && planner.allowPaths !== null)
+    out.push([['allow_paths'], `a generated task cannot replace the allow_paths ${planner.key} works under`]);
+  if (Array.isArray(t.protect) && (t.protect.length === 0 || t.protect.some((g) => typeof g === 'string' && g.startsWith('!'))))
+    out.push([['protect'], 'a generated task can only add protected check inputs (no [] and no "!glob")']);
+  if (t.review === false && planner.review !== null) out.push([['review'], `a generated task cannot skip the review ${planner.key} is under`]);
+  return out;
+}
+
+/**
+ * The engines generated task `t` names (its engine, fallbacks, reviewers and every engine a workflow section names)
+ * that are not among `allowed`, the engines the run started with; an engine left to the default is said of the task.
+ */
+function foreignEngines(t: Record<string, unknown>, allowed: ReadonlySet<string>): TaskProblem[] {
+  const out: TaskProblem[] = [];
+  const engines: [(string | number)[], unknown][] = [[['engine'], t.engine ?? DEFAULT_ENGINE]];
+  if (Array.isArray(t.fallback)) t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
+  // Its own reviewers, and every engine a workflow section names (its compiled tasks' writers, its readers).
+  const refs: EngineRef[] = [
+    ...(isObject(t.review) ? [{ kind: 'readers' as const, at: ['review'], entries: t.review.engines, verb: 'review' as const }] : []),
+    ...sectionEngines(t),
+  ];
+  for (const { at, name } of refs.flatMap(namedEngines)) engines.push([at, name]);
+  for (const [path, engine] of engines) {
+    if (typeof engine !== 'string' || allowed.has(engine)) continue;
+    out.push([
+      t.engine === undefined && path[0] === 'engine' ? [] : path,
+      `engine "${engine}" is not one this run started with (${[...allowed].sort().join(', ')}): generated tasks may use only those`,
+    ]);
+  }
+  return out;
 }
 
 /** `file:line:column: severity: message [rule]`, one finding on one line. */
