@@ -20,6 +20,7 @@ import type { EngineSpec } from '../../../../../engines/types';
 import { worktreeReadAccess } from '../../../git/worktree';
 import type { EngineChoice } from '../../../manifest/types';
 import { runCheck } from '../../check';
+import type { Receipt } from '../../../process/supervisor';
 import { hiddenFromSteps, scratchEnv, stepCaps, stepPlan, stepScratch } from '../../containment';
 import {
   commandEvidence,
@@ -38,7 +39,7 @@ import { critiquePrompt } from './prompt';
 import { critiqueLoopFile, loadLoop, saveLoop } from './state';
 import { runDir } from '../../../config/home';
 import { critiqueFiles, criticName, type CritiqueRecord } from './record';
-import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism } from './verdict';
+import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism, type LineCriticism } from './verdict';
 import { diffMaterial, filesMaterial, type ReviewMaterial } from '../../review-material';
 import { firstSealedFile, readSealedFile } from '../../sealed-file';
 import { cannotPass, commandCounts, namedPaths, type ControlRun } from './command';
@@ -328,6 +329,46 @@ async function runCritic(
 }
 
 /**
+ * Whether file criticism `c` points at a line of the sealed proposal: its path inside the proposal, the file readable
+ * (at most MAX_CRITICISED_FILE_BYTES) and that long; the evidence is the line (its first 200 characters), else why not.
+ */
+async function checkFileCriticism(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  c: LineCriticism,
+): Promise<{ verified: boolean; evidence: string }> {
+  const p = proposalPath(c.file);
+  if (!p.ok) return { verified: false, evidence: p.why };
+  let text: string;
+  try {
+    text = await readSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, p.rel, MAX_CRITICISED_FILE_BYTES);
+  } catch (e) {
+    return { verified: false, evidence: `${p.rel}: ${(e as Error).message}` };
+  }
+  const lines = lineCount(text);
+  if (c.line > lines) return { verified: false, evidence: `${p.rel} has ${lines} line(s), not ${c.line}` };
+  const shown = (text.split('\n')[c.line - 1] ?? '').trim();
+  return { verified: true, evidence: `${p.rel}:${c.line}: ${shown.length > 200 ? `${shown.slice(0, 199)}…` : shown}` };
+}
+
+/** What a criticism's command did on the empty control tree, from its receipt: passed, or how it did not. Pure. */
+function controlRun(receipt: Receipt): ControlRun {
+  return receipt.exitCode === 0
+    ? { passed: true }
+    : {
+        passed: false,
+        how: receipt.timedOut
+          ? 'it ran out of time'
+          : receipt.spawnError
+            ? 'it could not start'
+            : receipt.exitCode === null
+              ? `ended by ${receipt.signal ?? 'a signal'}`
+              : `exited ${receipt.exitCode}`,
+      };
+}
+
+/**
  * Whether criticism `c` points at something checkable in this attempt's proposal, with the evidence or why not.
  * @throws Cancelled when the task was stopped while its command ran
  */
@@ -339,20 +380,7 @@ async function checkCriticism(
   c: Criticism,
   o: { critic: number; index: number; log: string; controlLog: string },
 ): Promise<{ verified: boolean; evidence: string }> {
-  if (!isCommand(c)) {
-    const p = proposalPath(c.file);
-    if (!p.ok) return { verified: false, evidence: p.why };
-    let text: string;
-    try {
-      text = await readSealedFile(ctx.repo?.root ?? null, rec.seal, task.state.dir, p.rel, MAX_CRITICISED_FILE_BYTES);
-    } catch (e) {
-      return { verified: false, evidence: `${p.rel}: ${(e as Error).message}` };
-    }
-    const lines = lineCount(text);
-    if (c.line > lines) return { verified: false, evidence: `${p.rel} has ${lines} line(s), not ${c.line}` };
-    const shown = (text.split('\n')[c.line - 1] ?? '').trim();
-    return { verified: true, evidence: `${p.rel}:${c.line}: ${shown.length > 200 ? `${shown.slice(0, 199)}…` : shown}` };
-  }
+  if (!isCommand(c)) return checkFileCriticism(ctx, task, rec, c);
   // A command that can never exit 0 fails on anything: dropped without running it.
   const never = cannotPass(c.command);
   if (never) return { verified: false, evidence: never };
@@ -403,19 +431,7 @@ async function checkCriticism(
       fs.mkdirSync(empty);
       const ran = await run(empty, [empty], o.controlLog, {});
       if (ran.receipt.cancelled) throw new Cancelled();
-      control =
-        ran.receipt.exitCode === 0
-          ? { passed: true }
-          : {
-              passed: false,
-              how: ran.receipt.timedOut
-                ? 'it ran out of time'
-                : ran.receipt.spawnError
-                  ? 'it could not start'
-                  : ran.receipt.exitCode === null
-                    ? `ended by ${ran.receipt.signal ?? 'a signal'}`
-                    : `exited ${ran.receipt.exitCode}`,
-            };
+      control = controlRun(ran.receipt);
     }
     const counts = commandCounts(named, control);
     return counts.verified
