@@ -21,7 +21,6 @@ const ALLOWED: Record<string, string> = {
   'pool/recheck.ts:recheckHere': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'run/attempt.ts:settle': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/load.ts:<anonymous>': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'run/workflows/best-of-n/ranking.ts:runRanker': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/dispatch.ts:PoolDispatcher.settleFrom': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/worker.ts:taskOf': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'pool/worker.ts:runJob': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',

@@ -52,6 +52,45 @@ export async function runRankers(ctx: AttemptContext, r: RankingRound, onRecord:
   return records;
 }
 
+/**
+ * Reads into `rec` what ranking reviewer `rec.reviewer` left (`run`: its receipt, tail, usage cut from its log, and its
+ * log): usage and cost, then its scores and reasons when it ended on its own with a valid answer naming `names`, else
+ * why not (stopped: `cancelled`).
+ */
+function readRanking(
+  ctx: AttemptContext,
+  r: RankingRound,
+  rec: RankRecord,
+  engine: EngineSpec,
+  run: Awaited<ReturnType<typeof superviseReadOnly>> & { log: string },
+  names: string[],
+): void {
+  const { receipt, tail, cutUsage, log } = run;
+  rec.receipt = receipt;
+  rec.usage = uncutUsage(engine.parseOutput(log), cutUsage);
+  rec.costMicroUsd = ctx.spend.cost(rec.usage, rec.model, engine);
+  // An answer counts only from a ranking reviewer that ended on its own (run/reader-end.ts).
+  const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
+  const ended = readerEnd(
+    receipt,
+    'the ranking reviewer',
+    { timeoutMs: r.group.spec.timeoutMs, watchdogMs: r.group.spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
+    errorClass,
+  );
+  if (receipt.cancelled) {
+    rec.cancelled = true;
+    const why: unknown = r.group.abort.signal.reason;
+    rec.error = `stopped before it answered (${typeof why === 'string' ? why : 'the run was cancelled'})`;
+  } else if (ended) rec.error = ended;
+  else {
+    const parsed = parseRankAnswer(engine.finalMessage(log), names);
+    if (parsed.ok) {
+      rec.scores = parsed.answer.scores;
+      rec.reasons = parsed.answer.reasons;
+    } else rec.error = parsed.error;
+  }
+}
+
 /** Runs ranking reviewer `n` (1-based) and reads its answer. Never throws. */
 async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice: EngineChoice): Promise<RankRecord> {
   const { opts } = ctx;
@@ -118,30 +157,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
       noteKey: spec.key,
       role: `ranking reviewer ${n}`,
     });
-    const log = readLog(files.log);
-    rec.receipt = receipt;
-    rec.usage = uncutUsage(engine.parseOutput(log), cutUsage);
-    rec.costMicroUsd = ctx.spend.cost(rec.usage, model, engine);
-    // An answer counts only from a ranking reviewer that ended on its own (run/reader-end.ts).
-    const errorClass = receipt.exitCode !== 0 && !receipt.stoppedAfterFinal ? engine.classifyError(tail) : null;
-    const ended = readerEnd(
-      receipt,
-      'the ranking reviewer',
-      { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
-      errorClass,
-    );
-    if (receipt.cancelled) {
-      rec.cancelled = true;
-      const why: unknown = r.group.abort.signal.reason;
-      rec.error = `stopped before it answered (${typeof why === 'string' ? why : 'the run was cancelled'})`;
-    } else if (ended) rec.error = ended;
-    else {
-      const parsed = parseRankAnswer(engine.finalMessage(log), names);
-      if (parsed.ok) {
-        rec.scores = parsed.answer.scores;
-        rec.reasons = parsed.answer.reasons;
-      } else rec.error = parsed.error;
-    }
+    readRanking(ctx, r, rec, engine, { receipt, tail, cutUsage, log: readLog(files.log) }, names);
   } catch (e) {
     rec.cancelled = r.group.abort.signal.aborted;
     rec.error = `the ranking reviewer could not run: ${(e as Error).message}`;
