@@ -267,9 +267,12 @@ export function workerHome(home: string): string {
   return home;
 }
 
-/** The task as the attempt's steps see it, built from the payload alone. */
-function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
-  const spec: TaskSpec = {
+/**
+ * The task's spec built from the payload alone: never full access, one attempt here, no fallbacks and no prerequisites
+ * (the orchestrator keeps them); inputs, red starts and the suite as the payload gives them.
+ */
+function specOf(job: AttemptJob): TaskSpec {
+  return {
     key: job.key,
     spec: job.spec,
     check: job.check,
@@ -301,6 +304,11 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
     ...(job.red ? { red: job.red.map((r) => ({ file: r.file, implement: r.implement, start: r.start })) } : {}),
     ...(job.suite ? { suite: { command: job.suite.command, timeoutMs: job.suite.timeoutMs } } : {}),
   };
+}
+
+/** The task as the attempt's steps see it, built from the payload alone. */
+function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
+  const spec = specOf(job);
   const wHome = workerHome(opts.home);
   // The attempts before this one ran elsewhere; runAttempt numbers this one after them.
   const earlier: AttemptState[] = Array.from({ length: job.attempt - 1 }, (_, i) => ({
