@@ -14,7 +14,7 @@ import type { EngineSpec } from '../../../engines/types';
 import { runDir, worktreePath } from '../config/home';
 import { withLock } from '../fs/lock';
 import { gitFor } from '../git/safe-git';
-import { StateFile, type AttemptState } from '../live/state';
+import { StateFile, type AttemptState, type RunState } from '../live/state';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import { runAttempt } from '../run/attempt';
@@ -365,6 +365,39 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
   return task;
 }
 
+/**
+ * The state file of this one attempt, `runs/<run>/tasks/<key>/state-<attempt>.json` under the worker's home: a run of
+ * one task (this one, running) in worktree mode, from the payload and the checkout `repo` of its remote. The run itself
+ * lives on its orchestrator; this file is the attempt's own record here.
+ */
+function attemptStateFile(wHome: string, job: AttemptJob, task: TaskRuntime, repo: string, host: string, containment: RunState['containment']): StateFile {
+  fs.mkdirSync(path.join(runDir(wHome, job.runId), 'tasks', job.key), { recursive: true });
+  const stateFile = new StateFile(path.join(runDir(wHome, job.runId), 'tasks', job.key, `state-${job.attempt}.json`), {
+    version: 1,
+    runId: job.runId,
+    runName: job.runName,
+    manifestFile: `pool:${job.runId}`,
+    identity: job.identity,
+    host,
+    pid: process.pid,
+    status: 'running',
+    startedAt: Date.now(),
+    heartbeatAt: Date.now(),
+    endedAt: null,
+    maxParallel: 1,
+    worktrees: true,
+    repo,
+    baseRef: job.baseSha,
+    baseSha: job.baseSha,
+    containment,
+    paused: false,
+    draining: false,
+    control: [],
+    tasks: [task.state],
+  });
+  return stateFile;
+}
+
 /** Runs one attempt here and pushes its sealed commit; returns the record for the row, the log tail and the logs' folder. */
 async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOptions): Promise<{ record: Record<string, unknown>; tail: string; logDir: string }> {
   const wHome = workerHome(opts.home);
@@ -393,30 +426,7 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
     configSource: 'a pool worker never allows full_access',
   });
   task.containment = taskContainment(pre.containment, false);
-  fs.mkdirSync(path.join(runDir(wHome, job.runId), 'tasks', job.key), { recursive: true });
-  const stateFile = new StateFile(path.join(runDir(wHome, job.runId), 'tasks', job.key, `state-${job.attempt}.json`), {
-    version: 1,
-    runId: job.runId,
-    runName: job.runName,
-    manifestFile: manifest.file,
-    identity: job.identity,
-    host: opts.host,
-    pid: process.pid,
-    status: 'running',
-    startedAt: Date.now(),
-    heartbeatAt: Date.now(),
-    endedAt: null,
-    maxParallel: 1,
-    worktrees: true,
-    repo: checkout,
-    baseRef: job.baseSha,
-    baseSha: job.baseSha,
-    containment: pre.containment.summary,
-    paused: false,
-    draining: false,
-    control: [],
-    tasks: [task.state],
-  });
+  const stateFile = attemptStateFile(wHome, job, task, checkout, opts.host, pre.containment.summary);
   const spend = new RunSpend(wHome, null, null);
   const ctx: AttemptContext = {
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
