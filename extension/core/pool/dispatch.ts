@@ -307,38 +307,7 @@ export class PoolDispatcher {
       if (remote.verdict === 'CANCELLED') throw new Cancelled();
       return { verdict: remote.verdict ?? 'ERROR', reason: remote.reason };
     }
-    // The worker that claimed the attempt's row, not the one its record names (a record is the worker's own word).
-    rec.pool = { worker: claimedBy ?? (typeof remote.workerId === 'string' ? remote.workerId : null), trust: this.trust, recheck: null };
-    // What the worker's record holds (a worker that could not run the attempt sends only its verdict and reason).
-    for (const f of TAKEN)
-      if ((remote as unknown as Record<string, unknown>)[f] !== undefined)
-        (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
-    // An engine of this run's subscription logins pays nothing per token, whatever cost the worker's engine reported.
-    if (ctx.spend.billingOf(rec.engine).billing) {
-      rec.costMicroUsd = null;
-      rec.billing = 'subscription';
-    }
-    io.workerTail = tail;
-    const files = recordFiles(rec);
-    fs.writeFileSync(files.worker, tail);
-    if (rec.check) fs.writeFileSync(files.check, rec.check.output);
-    if (rec.red) fs.writeFileSync(files.red, rec.red.output);
-    fs.writeFileSync(
-      path.join(rec.dir, 'pool.json'),
-      JSON.stringify(
-        {
-          host: remote.host,
-          worker: remote.workerId ?? null,
-          logs: logDir,
-          note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`',
-        },
-        null,
-        2,
-      ),
-    );
-    // Where the worker copied the inputs and what it left out (size caps, special files): its own record of them.
-    if (task.state.inputs && remote.inputs)
-      task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
+    this.keepWorkerRecord(ctx, task, rec, io, remote, tail, logDir, claimedBy);
     const verdict = remote.verdict ?? 'ERROR';
     if (verdict === 'PASS' && this.trust === 'check' && !rec.commit) {
       return {
@@ -378,6 +347,55 @@ export class PoolDispatcher {
       }
     }
     return { verdict, reason: remote.reason };
+  }
+
+  /**
+   * Copies what the worker's record holds into the attempt's (TAKEN fields; the worker that claimed the row, not the
+   * one the record names; no per-token cost for a subscription login's engine) and writes its logs here: the tail kept
+   * in Postgres as worker.log, the check's and red step's output, and pool.json saying where the full logs are.
+   */
+  private keepWorkerRecord(
+    ctx: AttemptContext,
+    task: TaskRuntime,
+    rec: AttemptRecord,
+    io: AttemptIo,
+    remote: RemoteRecord,
+    tail: string,
+    logDir: string | null,
+    claimedBy: string | null,
+  ): void {
+    // The worker that claimed the attempt's row, not the one its record names (a record is the worker's own word).
+    rec.pool = { worker: claimedBy ?? (typeof remote.workerId === 'string' ? remote.workerId : null), trust: this.trust, recheck: null };
+    // What the worker's record holds (a worker that could not run the attempt sends only its verdict and reason).
+    for (const f of TAKEN)
+      if ((remote as unknown as Record<string, unknown>)[f] !== undefined)
+        (rec as unknown as Record<string, unknown>)[f] = (remote as unknown as Record<string, unknown>)[f];
+    // An engine of this run's subscription logins pays nothing per token, whatever cost the worker's engine reported.
+    if (ctx.spend.billingOf(rec.engine).billing) {
+      rec.costMicroUsd = null;
+      rec.billing = 'subscription';
+    }
+    io.workerTail = tail;
+    const files = recordFiles(rec);
+    fs.writeFileSync(files.worker, tail);
+    if (rec.check) fs.writeFileSync(files.check, rec.check.output);
+    if (rec.red) fs.writeFileSync(files.red, rec.red.output);
+    fs.writeFileSync(
+      path.join(rec.dir, 'pool.json'),
+      JSON.stringify(
+        {
+          host: remote.host,
+          worker: remote.workerId ?? null,
+          logs: logDir,
+          note: 'worker.log here is the tail kept in Postgres; the full logs are in `logs` on `host`',
+        },
+        null,
+        2,
+      ),
+    );
+    // Where the worker copied the inputs and what it left out (size caps, special files): its own record of them.
+    if (task.state.inputs && remote.inputs)
+      task.state.inputs = { ...task.state.inputs, dir: `${remote.host ?? 'the worker'}:${remote.inputs.dir}`, omitted: remote.inputs.omitted };
   }
 
   /**
