@@ -22,7 +22,6 @@ const ALLOWED: Record<string, string> = {
   'run/attempt.ts:settle': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'manifest/load.ts:<anonymous>': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'git/worktree.ts:addWorktree': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
-  'pool/dispatch.ts:PoolDispatcher.dispatch': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
   'dashboard/session.ts:DashboardSession.handle': 'over 80 lines since the formatter wrapped its lines longer than 160 characters: to split',
 };
 

@@ -157,9 +157,19 @@ export class PoolDispatcher {
     }
   }
 
-  private async dispatch(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<Judgement> {
-    if (!ctx.repo) throw new Error('a pool run needs worktree mode (a git repository and a remote)');
-    const repo = ctx.repo;
+  /**
+   * Sends the attempt to its engine's queue: the run's base commit (once per run), the task's inputs and the start
+   * commits to the remote, the attempt's row in verdict_pool_attempts and the job, both idempotent on run, task and
+   * attempt (job id derived from them).
+   * @returns the payload, its queue and its job id
+   */
+  private async send(
+    ctx: AttemptContext,
+    task: TaskRuntime,
+    rec: AttemptRecord,
+    io: AttemptIo,
+    repo: NonNullable<AttemptContext['repo']>,
+  ): Promise<{ job: AttemptJob; queue: string; jobId: string }> {
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
     const inputs = task.spec.inputs ? await this.sendInputs(ctx, task, io) : null;
     const job = jobOf(ctx, task, rec, this.target.remote, inputs, task.spec.red ? await redStarts(ctx, task.spec.red) : null);
@@ -184,6 +194,12 @@ export class PoolDispatcher {
         }),
       task,
     );
+    return { job, queue, jobId };
+  }
+
+  private async dispatch(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<Judgement> {
+    if (!ctx.repo) throw new Error('a pool run needs worktree mode (a git repository and a remote)');
+    const { job, queue, jobId } = await this.send(ctx, task, rec, io, ctx.repo);
     ctx.emit({ type: 'task-note', key: job.key, note: `attempt ${job.attempt} queued on ${queue}` });
 
     let host: string | null = null;
