@@ -54,16 +54,8 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
   try {
     if (fs.existsSync(dir)) await drop();
     fs.mkdirSync(path.dirname(dir), { recursive: true });
-    let tampered: string[];
-    try {
-      await git.raw(['worktree', 'add', '--quiet', '--detach', dir, commit]);
-      task.links = readWorktreeLinks(dir, repo.commonDir);
-      // The start point the worker was given, computed here (the reported commit's parents are the worker's word).
-      const start = await startPoint(repo, spec.key, job.startFrom);
-      tampered = await baseCheckInputs(dir, start, spec);
-    } catch (e) {
-      return { ran: false, reason: `a checkout of ${commit.slice(0, 10)} could not be made here: ${(e as Error).message}` };
-    }
+    const tampered = await recheckCheckout(repo, task, dir, commit, job);
+    if (!Array.isArray(tampered)) return tampered;
     const port = await reservePort();
     task.state.port = port;
     if (job.inputs) {
@@ -109,52 +101,11 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
       ...stepCaps(spec),
     });
     if (check.receipt.cancelled) throw new Cancelled();
-    const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
-    if (!check.passed)
-      return {
-        ran: true,
-        passed: false,
-        receipt: check.receipt,
-        output: check.output,
-        exitCode: check.receipt.exitCode,
-        reason: tampered.length
-          ? `${check.reason} (run with the start commit's versions of the protected check inputs the commit changes: ${list})`
-          : check.reason,
-      };
-    if (tampered.length)
-      return {
-        ran: true,
-        passed: false,
-        receipt: check.receipt,
-        output: check.output,
-        exitCode: check.receipt.exitCode,
-        reason: `the commit changes protected check inputs (${list}); the check passed with the start commit's versions of them`,
-      };
+    const judged = checkVerdict(check, tampered);
+    if (judged) return judged;
     // The full suite too (run/steps/suite.ts): a worker's word that it passed is no more believed than its check's.
-    if (spec.suite) {
-      const suite = await runCheck({
-        check: spec.suite.command,
-        taskDir: dir,
-        logFile: recordFiles(rec).suite,
-        timeoutMs: spec.suite.timeoutMs,
-        env: where.env,
-        inherit: ctx.inheritedEnv,
-        expectFiles: [],
-        signal: task.abort.signal,
-        sandbox: where.sandbox,
-        ...stepCaps(spec),
-      });
-      if (suite.receipt.cancelled) throw new Cancelled();
-      if (!suite.passed)
-        return {
-          ran: true,
-          passed: false,
-          receipt: suite.receipt,
-          output: suite.output,
-          exitCode: suite.receipt.exitCode,
-          reason: suiteFailedReason(spec.suite.command, suite.reason.replace(/^the check /, ''), suite.output),
-        };
-    }
+    const suite = spec.suite ? await recheckSuite(ctx, task, rec, dir, where, spec.suite) : null;
+    if (suite) return suite;
     return { ran: true, passed: true, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode, reason: check.reason };
   } finally {
     task.links = saved.links;
@@ -164,4 +115,95 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
     task.state.port = saved.port;
     await drop();
   }
+}
+
+/**
+ * A detached checkout of `commit` at `dir` for the re-check, its links set on the task, and the protected check inputs
+ * the commit changes against the start point the worker was given (computed here: the commit's parents are the
+ * worker's word), put back to that start point's versions.
+ * @returns those paths, or the re-check that could not run when the checkout could not be made
+ */
+async function recheckCheckout(
+  repo: NonNullable<AttemptContext['repo']>,
+  task: TaskRuntime,
+  dir: string,
+  commit: string,
+  job: AttemptJob,
+): Promise<string[] | Recheck> {
+  try {
+    await gitFor(repo.root).raw(['worktree', 'add', '--quiet', '--detach', dir, commit]);
+    task.links = readWorktreeLinks(dir, repo.commonDir);
+    const start = await startPoint(repo, task.spec.key, job.startFrom);
+    return await baseCheckInputs(dir, start, task.spec);
+  } catch (e) {
+    return { ran: false, reason: `a checkout of ${commit.slice(0, 10)} could not be made here: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * The re-check's result from the check's and `tampered`, the protected check inputs the commit changes (run with the
+ * start commit's versions): a failed check fails naming them, a passed one still fails when there are any; null when
+ * it passed and there are none. Pure.
+ */
+function checkVerdict(check: { passed: boolean; receipt: Receipt; output: string; reason: string }, tampered: string[]): Recheck | null {
+  const list = tampered.slice(0, 10).join(', ') + (tampered.length > 10 ? `, … (${tampered.length})` : '');
+  if (!check.passed)
+    return {
+      ran: true,
+      passed: false,
+      receipt: check.receipt,
+      output: check.output,
+      exitCode: check.receipt.exitCode,
+      reason: tampered.length
+        ? `${check.reason} (run with the start commit's versions of the protected check inputs the commit changes: ${list})`
+        : check.reason,
+    };
+  if (tampered.length)
+    return {
+      ran: true,
+      passed: false,
+      receipt: check.receipt,
+      output: check.output,
+      exitCode: check.receipt.exitCode,
+      reason: `the commit changes protected check inputs (${list}); the check passed with the start commit's versions of them`,
+    };
+  return null;
+}
+
+/**
+ * Runs the task's full `suite` in the re-check's checkout `dir` with the check's environment and sandbox (`where`), its
+ * output to the attempt's suite.log. Returns the failed re-check, or null when it passed.
+ * @throws Cancelled when the task was stopped meanwhile
+ */
+async function recheckSuite(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  dir: string,
+  where: { env: Record<string, string>; sandbox: Parameters<typeof runCheck>[0]['sandbox'] },
+  suite: { command: string; timeoutMs: number },
+): Promise<Recheck | null> {
+  const ran = await runCheck({
+    check: suite.command,
+    taskDir: dir,
+    logFile: recordFiles(rec).suite,
+    timeoutMs: suite.timeoutMs,
+    env: where.env,
+    inherit: ctx.inheritedEnv,
+    expectFiles: [],
+    signal: task.abort.signal,
+    sandbox: where.sandbox,
+    ...stepCaps(task.spec),
+  });
+  if (ran.receipt.cancelled) throw new Cancelled();
+  if (!ran.passed)
+    return {
+      ran: true,
+      passed: false,
+      receipt: ran.receipt,
+      output: ran.output,
+      exitCode: ran.receipt.exitCode,
+      reason: suiteFailedReason(suite.command, ran.reason.replace(/^the check /, ''), ran.output),
+    };
+  return null;
 }
