@@ -167,17 +167,24 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       throw e;
     }
   }
-  // Kept before any worker runs, where no step can reach it (VERDICT_HOME is hidden from steps).
+  return withBaseIndex(dir, links, repo.baseSha, opts.tree);
+}
+
+/**
+ * The new worktree's links with its base commit and a copy of its fresh index (`<parent>/.index/<name>`), kept before
+ * any worker runs, where no step can reach it (VERDICT_HOME is hidden from steps); an overlay's is a hard link to the
+ * shared checkout's index (neither is ever written in place). Without `baseIndex` when it could not be kept.
+ */
+function withBaseIndex(dir: string, links: WorktreeLinks, baseSha: string, tree: TreeChoice | undefined): WorktreeLinks {
   const baseIndex = path.join(path.dirname(dir), '.index', path.basename(dir));
   try {
     fs.mkdirSync(path.dirname(baseIndex), { recursive: true });
     fs.rmSync(baseIndex, { force: true });
-    // An overlay's index is the shared checkout's: one hard link, no copy (neither is ever written in place).
-    if (opts.tree?.kind === 'overlay') fs.linkSync(opts.tree.lower.index, baseIndex);
+    if (tree?.kind === 'overlay') fs.linkSync(tree.lower.index, baseIndex);
     else copyIndex(path.join(links.adminDir, 'index'), baseIndex);
-    return { ...links, baseIndex, baseSha: repo.baseSha };
+    return { ...links, baseIndex, baseSha };
   } catch {
-    return { ...links, baseSha: repo.baseSha };
+    return { ...links, baseSha };
   }
 }
 
