@@ -259,24 +259,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const stopped = task.abort.signal.aborted;
   const again = workflowsAttemptEnd(ctx, task, rec, { goOn: restart === null && !stopped && !ctx.stateFile.state.draining, stopped });
   const revise = again !== null;
-  const next = revise
-    ? ({ kind: 'retry' } as const)
-    : nextStep(
-        {
-          verdict,
-          used: task.used,
-          rateLimited: task.rateLimited,
-          stopped: task.abort.signal.aborted,
-          ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}),
-        },
-        {
-          maxAttempts: spec.maxAttempts,
-          maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES,
-          rateLimitBaseMs: opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS,
-          retryAfterS: retryAfterSeconds(io.workerTail),
-          random: Math.random(),
-        },
-      );
+  const next = revise ? ({ kind: 'retry' } as const) : nextOf(ctx, task, rec, io, verdict);
   if (restart !== null) {
     // nothing spent: the attempt judged inputs that were replaced under it
   } else if (next.kind === 'requeue') {
@@ -285,24 +268,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   if (again !== null) {
     task.failure = again;
   } else if (statusInfo(verdict).retryable) {
-    // A workflow's own run of the check may be what failed the attempt (Workflow.failedCheck): its output is then the
-    // one to show. So is a suite that failed after the check passed (run/steps/suite.ts).
-    const other = verdict === 'FAIL' ? workflowFailedCheck(rec) : null;
-    const suiteFailed = verdict === 'FAIL' && rec.suite !== undefined && !rec.suite.passed;
-    const shown = other ?? (suiteFailed ? rec.suite : rec.check);
-    task.failure =
-      failureText({
-        attempt: rec.attempt,
-        verdict,
-        check: spec.check,
-        checkExitCode: shown?.exitCode ?? null,
-        checkOutput: shown?.output ?? '',
-        workerTail: io.workerTail,
-        reason: rec.reason,
-        review: reviewConcerns(rec),
-        ...(other ? { redFiles: other.files } : {}),
-        ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}),
-      }) + workflowFailureNotes(task);
+    task.failure = failureOf(task, rec, io, verdict);
   }
   const row = evalRow(rec);
   // The work row, then one row per review of this attempt (step review, credited to it), then the workflows' rows.
@@ -311,20 +277,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   const taskStatus = restart !== null ? 'queued' : willRetry ? 'retry_queued' : verdict;
   await writeRecords(ctx, task, rec, rows, taskStatus);
 
-  steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, {
-    run_id: row.run_id,
-    run_name: row.run_name,
-    task_key: row.task_key,
-    task_type: row.task_type,
-    engine: row.worker_engine,
-    model: row.model,
-    attempt: row.attempt,
-    retry: row.retry,
-    verdict: row.verdict,
-    duration_ms: row.duration_ms,
-    worker_tokens: row.worker_tokens,
-    check_excerpt: row.check_output.slice(0, 500),
-  });
+  steeringOf(ctx, opts.home, (note) => ctx.emit({ type: 'task-note', key: spec.key, note })).observe(rec, steeringSample(row));
   task.records.push(rec);
   // The task's last attempt: it ends with its verdict; else it waits for the next (or for its inputs again).
   if (statusInfo(taskStatus).final) endTask(ctx, task, verdict, '', { by: 'attempt', save: false });
@@ -344,15 +297,95 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   });
   io.sync();
   // The readers' costs (reviewers, a workflow's critics) were settled against the budget as each ended (steps/reader.ts runReader).
-  // A quota wait only from the engine's own event, in a log an engine that ended on its own wrote: one killed by a
-  // signal (the worker can kill its own engine right after writing a forged event into its output) says nothing.
-  const quota =
-    verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker)
-      ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null)
-      : null;
+  const quota = quotaOf(task, rec);
   const outcome = { costMicroUsd: rec.costMicroUsd, tokens: usageTokens(rec.usage), rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
   if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };
   return { ...outcome, requeueAfterMs: null };
+}
+
+/**
+ * The failure text the next attempt's prompt gets after a retryable verdict: the check's output, or a workflow's own
+ * run of the check when that is what failed (Workflow.failedCheck), or the suite's when it failed after the check
+ * passed (run/steps/suite.ts); with the worker's tail, the reason, the review's concerns and the workflows' notes.
+ */
+function failureOf(task: TaskRuntime, rec: AttemptRecord, io: AttemptIo, verdict: AttemptRecord['verdict'] & string): string {
+  // A workflow's own run of the check may be what failed the attempt (Workflow.failedCheck): its output is then the
+  // one to show. So is a suite that failed after the check passed (run/steps/suite.ts).
+  const other = verdict === 'FAIL' ? workflowFailedCheck(rec) : null;
+  const suiteFailed = verdict === 'FAIL' && rec.suite !== undefined && !rec.suite.passed;
+  const shown = other ?? (suiteFailed ? rec.suite : rec.check);
+  return (
+    failureText({
+      attempt: rec.attempt,
+      verdict,
+      check: task.spec.check,
+      checkExitCode: shown?.exitCode ?? null,
+      checkOutput: shown?.output ?? '',
+      workerTail: io.workerTail,
+      reason: rec.reason,
+      review: reviewConcerns(rec),
+      ...(other ? { redFiles: other.files } : {}),
+      ...(suiteFailed && rec.suite ? { suite: rec.suite.command } : {}),
+    }) + workflowFailureNotes(task)
+  );
+}
+
+/** What the steering sees of an attempt: its eval row's identity, engine, verdict, duration, tokens and check excerpt. */
+function steeringSample(row: EvalRow): Parameters<ReturnType<typeof steeringOf>['observe']>[1] {
+  return {
+    run_id: row.run_id,
+    run_name: row.run_name,
+    task_key: row.task_key,
+    task_type: row.task_type,
+    engine: row.worker_engine,
+    model: row.model,
+    attempt: row.attempt,
+    retry: row.retry,
+    verdict: row.verdict,
+    duration_ms: row.duration_ms,
+    worker_tokens: row.worker_tokens,
+    check_excerpt: row.check_output.slice(0, 500),
+  };
+}
+
+/**
+ * When the engine's quota resets, for a RATE_LIMITED attempt: read only from the engine's own event in a log an engine
+ * that ended on its own wrote (one killed by a signal says nothing: the worker can kill its own engine right after
+ * writing a forged event into its output); else null.
+ */
+function quotaOf(task: TaskRuntime, rec: AttemptRecord): ReturnType<NonNullable<TaskRuntime['engine']['quotaReset']>> | null {
+  return rec.verdict === 'RATE_LIMITED' && rec.worker !== null && endedOnItsOwn(rec.worker)
+    ? (task.engine.quotaReset?.(readLog(recordFiles(rec).worker), Date.now()) ?? null)
+    : null;
+}
+
+/**
+ * What follows the attempt by the retry table (run/decide.ts nextStep): its verdict, the retries and rate-limit
+ * requeues used, whether the task was stopped or its worker lost, the engine's retry-after and one random draw.
+ */
+function nextOf(
+  ctx: AttemptContext,
+  task: TaskRuntime,
+  rec: AttemptRecord,
+  io: AttemptIo,
+  verdict: Parameters<typeof nextStep>[0]['verdict'],
+): ReturnType<typeof nextStep> {
+  return nextStep(
+    {
+      verdict,
+      used: task.used,
+      rateLimited: task.rateLimited,
+      stopped: task.abort.signal.aborted,
+      ...(rec.lostWorker ? { lostWorker: { lostRequeues: task.records.filter((r) => r.lostWorker).length } } : {}),
+    },
+    {
+      maxAttempts: task.spec.maxAttempts,
+      maxRateLimitRequeues: MAX_RATE_LIMIT_REQUEUES,
+      rateLimitBaseMs: ctx.opts.rateLimitBaseMs ?? RATE_LIMIT_BASE_MS,
+      retryAfterS: retryAfterSeconds(io.workerTail),
+      random: Math.random(),
+    },
+  );
 }
