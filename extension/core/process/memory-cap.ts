@@ -226,15 +226,11 @@ export interface StepCgroup {
 }
 
 /**
- * Makes a cgroup for one step under the mechanism's parent with a limit of `limitMb` MB (v2: memory.max, no swap,
- * memory.oom.group so the kernel ends the whole step at once; v1: memory.limit_in_bytes and, where swap is accounted,
- * memory.memsw.limit_in_bytes the same).
- * @throws Error naming the cgroup folder and the OS error when it cannot be made or limited
+ * Makes cgroup folder `dir` and sets its limit of `limitMb` MB (see createStepCgroup); the files a kernel may lack
+ * (swap, oom.group, memsw) are skipped when absent.
+ * @throws Error naming the folder and the OS error, after removing the folder when it was made
  */
-export function createStepCgroup(mech: MemoryCapMechanism, limitMb: number): StepCgroup {
-  if (mech.kind === 'none' || !mech.parent) throw new Error('no cgroup mechanism');
-  const kind = mech.kind;
-  const dir = path.join(mech.parent, `${NAME_PREFIX}${process.pid}-${++sequence}-${Date.now().toString(36)}`);
+function makeLimitedCgroup(dir: string, kind: 'cgroup1' | 'cgroup2', limitMb: number): void {
   const bytes = String(limitMb * 1024 * 1024);
   const write = (file: string, value: string, optional = false) => {
     try {
@@ -261,36 +257,58 @@ export function createStepCgroup(mech: MemoryCapMechanism, limitMb: number): Ste
     }
     throw new Error(`cannot make the step's memory cgroup ${dir}: ${(e as Error).message}`);
   }
-  const read = (file: string): string | null => {
-    try {
-      return fs.readFileSync(path.join(dir, file), 'utf8');
-    } catch {
-      return null;
-    }
-  };
+}
+
+/** The text of `file` in cgroup folder `dir`, or null when it cannot be read. */
+function readCgroupFile(dir: string, file: string): string | null {
+  try {
+    return fs.readFileSync(path.join(dir, file), 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * SIGKILL to every process in cgroup `dir`: cgroup.kill where v2 has it, else one signal per pid its procs file lists
+ * (pids 0 and 1 left alone). Never throws.
+ */
+function killCgroup(dir: string, kind: 'cgroup1' | 'cgroup2'): void {
   const pids = (): number[] =>
-    (read('cgroup.procs') ?? '')
+    (readCgroupFile(dir, 'cgroup.procs') ?? '')
       .split('\n')
       .filter(Boolean)
       .map(Number)
       .filter((n) => n > 1);
-  const killAll = () => {
-    if (kind === 'cgroup2' && fs.existsSync(path.join(dir, 'cgroup.kill'))) {
-      try {
-        fs.writeFileSync(path.join(dir, 'cgroup.kill'), '1');
-        return;
-      } catch {
-        // fall back to one signal each
-      }
+  if (kind === 'cgroup2' && fs.existsSync(path.join(dir, 'cgroup.kill'))) {
+    try {
+      fs.writeFileSync(path.join(dir, 'cgroup.kill'), '1');
+      return;
+    } catch {
+      // fall back to one signal each
     }
-    for (const pid of pids()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
+  }
+  for (const pid of pids()) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
     }
-  };
+  }
+}
+
+/**
+ * Makes a cgroup for one step under the mechanism's parent with a limit of `limitMb` MB (v2: memory.max, no swap,
+ * memory.oom.group so the kernel ends the whole step at once; v1: memory.limit_in_bytes and, where swap is accounted,
+ * memory.memsw.limit_in_bytes the same).
+ * @throws Error naming the cgroup folder and the OS error when it cannot be made or limited
+ */
+export function createStepCgroup(mech: MemoryCapMechanism, limitMb: number): StepCgroup {
+  if (mech.kind === 'none' || !mech.parent) throw new Error('no cgroup mechanism');
+  const kind = mech.kind;
+  const dir = path.join(mech.parent, `${NAME_PREFIX}${process.pid}-${++sequence}-${Date.now().toString(36)}`);
+  makeLimitedCgroup(dir, kind, limitMb);
+  const read = (file: string): string | null => readCgroupFile(dir, file);
+  const killAll = () => killCgroup(dir, kind);
   return {
     dir,
     kind,
