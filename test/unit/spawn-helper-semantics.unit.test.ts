@@ -326,9 +326,10 @@ describeEachHelper('spawn helper semantics', function () {
 
   it('its parent gone while stdin stays open (the pipe inherited elsewhere): the helper sees the new parent and exits, killing dieWithHelper groups', async function () {
     const kind = process.env.VERDICT_SPAWN_HELPER as 'perl' | 'node';
-    // The helper's parent is a `sleep 1` (sh's pid, exec'd); this test holds the helper's stdin (given as fd 3: an
-    // asynchronous list's stdin is /dev/null) and reads its stdout.
-    const sh = spawn('/bin/sh', ['-c', `exec 3<&0; "$0" "$1" <&3 3<&- & exec sleep 1`, kind === 'perl' ? 'perl' : process.execPath, HELPERS[kind]], {
+    // The helper's parent is a `sleep 300` (sh's pid, exec'd), killed by this test once the step has started (not after
+    // a fixed second: on a loaded machine the step may not have started by then); this test holds the helper's stdin
+    // (given as fd 3: an asynchronous list's stdin is /dev/null) and reads its stdout.
+    const sh = spawn('/bin/sh', ['-c', `exec 3<&0; "$0" "$1" <&3 3<&- & exec sleep 300`, kind === 'perl' ? 'perl' : process.execPath, HELPERS[kind]], {
       stdio: ['pipe', 'pipe', 'inherit'],
       env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
     });
@@ -340,6 +341,7 @@ describeEachHelper('spawn helper semantics', function () {
     const step = Number(/^1 pid (\d+)/m.exec(out)?.[1]);
     const grandchild = Number(fs.readFileSync(pidFile, 'utf8'));
     assert.ok(alive(step) && alive(grandchild));
+    sh.kill('SIGKILL');
     await until(() => !alive(step) && !alive(grandchild), 'the helper noticed its parent is gone and killed the group', 100);
     sh.stdin.end();
   });
