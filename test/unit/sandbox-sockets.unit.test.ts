@@ -138,6 +138,8 @@ describe("sandbox: no host socket shows in a step's view", () => {
   });
 
   it("inside bubblewrap: a host socket in a shown folder or in a named /tmp folder is refused; the step's own and a declared one reached", async function () {
+    // One sandbox and four python3 starts: seconds each on a loaded machine, more than the unit tier's 30 s default.
+    this.timeout(120000);
     const probe = await requireSandbox(this);
     const root = uncoveredDir('verdict-unit-socks-');
     made.push(root);
