@@ -172,7 +172,8 @@ describe('verdict doctor and the config file (CLI)', function () {
 
 /** `verdict doctor` per engine: installed (version), logged in, answering (--probe); Postgres; each problem with its fix. */
 describe('verdict doctor: engines and Postgres (CLI)', function () {
-  this.timeout(60000);
+  // A doctor starts a sandbox probe and each engine's --version; a test runs up to two: at load ~20 over 60 s.
+  this.timeout(150000);
   let dir: string;
   let bin: string;
   let env: Record<string, string>;
