@@ -67,7 +67,9 @@ describe('Follow Task Log: a live log of one task', function () {
     assert.ok(editor, 'the command resolves with the editor');
     const doc = editor.document;
     assert.equal(doc.uri.scheme, 'verdict-task-log');
-    assert.match(doc.getText(), /^# ticks \| ticker \| attempt 1 \| /);
+    // The document reads the run's state itself: it may still say "queued" for a moment after the extension's run list
+    // has the attempt, then names the attempt once it reads it.
+    await until('the header names attempt 1', () => /^# ticks \| ticker \| attempt 1 \| /.test(doc.getText()));
     await until('tick-3 in the document', () => /tick-3\n/.test(doc.getText()));
     const early = doc.getText().length;
     await until('tick-20 in the document, with no command from us', () => /tick-20\n/.test(doc.getText()), 60000);
