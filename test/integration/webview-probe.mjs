@@ -9,6 +9,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+/** Writes response `n` whole: under another name first, then renamed, so the test never reads half of it. */
+function answer(dir, n, response) {
+  const file = path.join(dir, `response-${n}.json`);
+  fs.writeFileSync(`${file}.partial`, JSON.stringify(response));
+  fs.renameSync(`${file}.partial`, file);
+}
+
 /** Serves requests in `dir` from `page` until the returned function is called. */
 export function serveWebviewProbe(page, dir) {
   fs.mkdirSync(dir, { recursive: true });
@@ -28,7 +35,7 @@ export function serveWebviewProbe(page, dir) {
             fs.mkdirSync(path.dirname(screenshot), { recursive: true });
             await page.waitForTimeout(500); // the tree's last redraw
             await page.screenshot({ path: screenshot });
-            fs.writeFileSync(path.join(dir, `response-${m[1]}.json`), JSON.stringify({ found: true, error: null }));
+            answer(dir, m[1], { found: true, error: null });
             continue;
           }
           const scope = where === 'workbench' ? page : page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
@@ -38,7 +45,7 @@ export function serveWebviewProbe(page, dir) {
         } catch (e) {
           error = String(e?.message || e).split('\n')[0];
         }
-        fs.writeFileSync(path.join(dir, `response-${m[1]}.json`), JSON.stringify({ found, error }));
+        answer(dir, m[1], { found, error });
       }
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -7,16 +7,8 @@ import { resolveHome } from '../../../extension/core/config/home';
 import { loadManifest } from '../../../extension/core/manifest/load';
 import { runManifest } from '../../../extension/core/run/runner';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Asks the workbench-side probe (test/integration/webview-probe.mjs) whether `text` shows inside the webview. */
-async function webviewShows(probeDir: string, text: string, n: number): Promise<{ found: boolean; error: string | null }> {
-  fs.writeFileSync(path.join(probeDir, `request-${n}.json`), JSON.stringify({ text }));
-  const response = path.join(probeDir, `response-${n}.json`);
-  for (let i = 0; i < 200 && !fs.existsSync(response); i++) await sleep(200);
-  assert.ok(fs.existsSync(response), 'the webview probe did not answer in 40 s');
-  return JSON.parse(fs.readFileSync(response, 'utf8')) as { found: boolean; error: string | null };
-}
+import { askProbe, probeDir } from './probe';
+import { sleep } from './until';
 
 describe('dashboard panel in VS Code', function () {
   this.timeout(90000);
@@ -49,9 +41,8 @@ describe('dashboard panel in VS Code', function () {
         .flatMap((g) => g.tabs)
         .map((t) => `${t.label}: ${(t.input as { viewType?: string })?.viewType ?? typeof t.input}`);
       assert.ok(dashboardTab(), `a dashboard webview tab is open (tabs: ${inputs.join(', ')})`);
-      const probe = path.join(tmp, 'webview-probe');
-      if (!fs.existsSync(probe)) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
-      const seen = await webviewShows(probe, 'panel-e2e-run', 1);
+      const seen = await askProbe({ text: 'panel-e2e-run' });
+      if (!seen) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
       assert.ok(seen.found, `the running run shows in the dashboard webview: ${seen.error}`);
     } finally {
       controller.abort();
@@ -61,8 +52,7 @@ describe('dashboard panel in VS Code', function () {
 
   it('follows a changed verdict.home: the open panel shows the runs of the new records folder', async function () {
     const tmp = process.env.VERDICT_TEST_TMP as string;
-    const probe = path.join(tmp, 'webview-probe');
-    if (!fs.existsSync(probe)) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
+    if (!fs.existsSync(probeDir())) this.skip(); // @vscode/test-electron route: nobody can look inside the webview
     const dir = fs.mkdtempSync(path.join(tmp, 'other-home-'));
     const home = path.join(dir, 'home');
     const file = path.join(dir, 'other.swarm.json');
@@ -82,7 +72,7 @@ describe('dashboard panel in VS Code', function () {
     try {
       await settings.update('home', home, vscode.ConfigurationTarget.Global);
       let seen = { found: false, error: null as string | null };
-      for (let n = 100; n < 110 && !seen.found; n++) seen = await webviewShows(probe, 'other-home-run', n);
+      for (let i = 0; i < 10 && !seen.found; i++) seen = (await askProbe({ text: 'other-home-run' })) ?? seen;
       assert.ok(seen.found, `the run of the new verdict.home shows in the open dashboard: ${seen.error}`);
     } finally {
       await settings.update('home', undefined, vscode.ConfigurationTarget.Global);

@@ -6,7 +6,8 @@ import * as vscode from 'vscode';
 import type { VerdictApi } from '../../../extension/vscode/api';
 import type { RunsNode } from '../../../extension/vscode/runs-tree';
 import type { MergeOutcome } from '../../../extension/core/git/merge';
-import { sleep, until } from './until';
+import { askProbe } from './probe';
+import { until } from './until';
 
 const git = (cwd: string, ...args: string[]) =>
   execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], { cwd, encoding: 'utf8' }).trim();
@@ -14,25 +15,9 @@ const git = (cwd: string, ...args: string[]) =>
 /** The README's pictures: out/screenshots on every run, docs/images with VERDICT_UPDATE_SCREENSHOTS=1 (as the dashboard e2e). */
 const IMAGES = path.resolve(__dirname, '../..', process.env.VERDICT_UPDATE_SCREENSHOTS === '1' ? 'docs/images' : 'out/screenshots');
 
-let n = 700;
-/**
- * Sends the workbench-side probe (test/integration/webview-probe.mjs) a request and returns its answer; null when no
- * probe serves (the electron route).
- */
-async function probeRequest(request: Record<string, string>): Promise<{ found: boolean; error: string | null } | null> {
-  const dir = path.join(process.env.VERDICT_TEST_TMP as string, 'webview-probe');
-  if (!fs.existsSync(dir)) return null;
-  const i = n++;
-  fs.writeFileSync(path.join(dir, `request-${i}.json`), JSON.stringify(request));
-  const response = path.join(dir, `response-${i}.json`);
-  for (let k = 0; k < 200 && !fs.existsSync(response); k++) await sleep(200);
-  assert.ok(fs.existsSync(response), 'the probe did not answer in 40 s');
-  return JSON.parse(fs.readFileSync(response, 'utf8')) as { found: boolean; error: string | null };
-}
-
 /** A picture of the workbench into IMAGES/`name` (nothing on the electron route). */
 async function screenshot(name: string): Promise<void> {
-  await probeRequest({ screenshot: path.join(IMAGES, name) });
+  await askProbe({ screenshot: path.join(IMAGES, name) });
 }
 
 /** Whether the runs view's context menu offers `command` on a row with this context value (package.json's `when`). */
@@ -173,7 +158,7 @@ describe('merged, ready to merge and paused in the runs view, on a live run', fu
     assert.equal(await vscode.commands.executeCommand('verdict.mergeTask', { runId, key: 'add-a' }), undefined, 'already merged: refused');
     assert.equal(git(repo, 'rev-parse', 'HEAD'), head, 'no new commit');
     // For the picture: the run's row opened, as a click on its twistie opens it.
-    await probeRequest({ click: '.monaco-list-row[aria-label^="run landing"] .monaco-tl-twistie', where: 'workbench' });
+    await askProbe({ click: '.monaco-list-row[aria-label^="run landing"] .monaco-tl-twistie', where: 'workbench' });
     await screenshot('runs-merged.png');
   });
 

@@ -5,16 +5,8 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { VerdictApi } from '../../../extension/vscode/api';
 import type { RunsNode } from '../../../extension/vscode/runs-tree';
-import { sleep, until } from './until';
-
-/** Asks the workbench-side probe (test/integration/webview-probe.mjs) whether `text` shows in the workbench itself. */
-async function workbenchShows(probeDir: string, text: string, n: number): Promise<{ found: boolean; error: string | null }> {
-  fs.writeFileSync(path.join(probeDir, `request-${n}.json`), JSON.stringify({ text, where: 'workbench' }));
-  const response = path.join(probeDir, `response-${n}.json`);
-  for (let i = 0; i < 200 && !fs.existsSync(response); i++) await sleep(200);
-  assert.ok(fs.existsSync(response), 'the probe did not answer in 40 s');
-  return JSON.parse(fs.readFileSync(response, 'utf8')) as { found: boolean; error: string | null };
-}
+import { askProbe } from './probe';
+import { until } from './until';
 
 const task = (key: string, spec: string, check: string, extra: Record<string, unknown> = {}) => ({
   key,
@@ -87,11 +79,8 @@ describe('Test Explorer and runs tree: a run started by the CLI, with BLOCKED an
     assert.equal(fs.readFileSync(log, 'utf8'), 'RAW-CHECK: no artifact\n', 'the message links to the real log');
 
     await vscode.commands.executeCommand('workbench.view.testing.focus');
-    const probe = path.join(process.env.VERDICT_TEST_TMP as string, 'webview-probe');
-    if (fs.existsSync(probe)) {
-      const seen = await workbenchShows(probe, 'Verdict runs', 101);
-      assert.ok(seen.found, `the Testing view shows the runs group: ${seen.error}`);
-    }
+    const seen = await askProbe({ text: 'Verdict runs', where: 'workbench' });
+    if (seen) assert.ok(seen.found, `the Testing view shows the runs group: ${seen.error}`);
   });
 
   it('shows BLOCKED in the runs tree with its prerequisite, tasks in graph order, each failed attempt with its step', async () => {
