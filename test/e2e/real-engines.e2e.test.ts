@@ -117,16 +117,38 @@ function assertRealRun(run: RealRun, engine: AgentCliName, harness: string, mode
   return row;
 }
 
+/** Every run of this file, started at once by the first hook (they share nothing: each has its own server, folder and home). */
+const scenarios: Array<() => Promise<RealRun>> = [];
+
+/**
+ * Registers a run to start with all the others; the returned function gives its result (starting it, if the first
+ * hook has not). A failed run fails only the tests that await it.
+ */
+function scenario(start: () => Promise<RealRun>): () => Promise<RealRun> {
+  let pending: Promise<RealRun> | undefined;
+  const begin = () => {
+    if (!pending) {
+      pending = start();
+      pending.catch(() => undefined); // awaited by its own hook; unawaited (a filtered-out suite), not a crash
+    }
+    return pending;
+  };
+  scenarios.push(begin);
+  return begin;
+}
+
 describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopback-only network namespace' : 'not isolated: updates and telemetry off through env'})`, function () {
   this.timeout(600000);
+  before(() => {
+    for (const start of scenarios) void start();
+  });
 
   describe('codex, worktree mode', function () {
-    let binDir: string;
     let run: RealRun;
+    const plain = scenario(async () => runReal('codex', await ensureCli('codex'), 'worktree'));
+    const limitedRun = scenario(async () => runReal('codex', await ensureCli('codex'), 'worktree', { rateLimit: { requests: 1, retryAfterS: 1 } }));
     before(async function () {
-      this.timeout(600000);
-      binDir = await ensureCli('codex');
-      run = await runReal('codex', binDir, 'worktree');
+      run = await plain();
     });
 
     it('passes, commits alpha.txt onto the task branch, and records exactly the usage the server sent', () => {
@@ -140,7 +162,7 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
     });
 
     it('a 429 from the model is RATE_LIMITED and requeued without burning the attempt; the requeue passes', async () => {
-      const limited = await runReal('codex', binDir, 'worktree', { rateLimit: { requests: 1, retryAfterS: 1 } });
+      const limited = await limitedRun();
       assert.equal(limited.result.exitCode, 0, explain(limited));
       assert.deepEqual(
         limited.rows.map((r) => [r.attempt, r.verdict]),
@@ -160,12 +182,13 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
   describe('codex as a reviewer (worktree mode)', function () {
     let run: RealRun;
     const ANSWER = '{"verdict": "approve", "concerns": []}';
+    // Both the worker and the reviewer get the server's script: a tool call (the reviewer's lands in its own scratch
+    // dir), then the final text, here the review answer.
+    const reviewed = scenario(async () =>
+      runReal('codex', await ensureCli('codex'), 'worktree', { finalText: ANSWER }, { review: { engines: [{ engine: 'codex', model: 'stub-model' }] } }),
+    );
     before(async function () {
-      this.timeout(600000);
-      const binDir = await ensureCli('codex');
-      // Both the worker and the reviewer get the server's script: a tool call (the reviewer's lands in its own scratch
-      // dir), then the final text, here the review answer.
-      run = await runReal('codex', binDir, 'worktree', { finalText: ANSWER }, { review: { engines: [{ engine: 'codex', model: 'stub-model' }] } });
+      run = await reviewed();
     });
 
     it("reads the answer from codex's real final message: a review row credited to codex, with its own exact usage", () => {
@@ -212,14 +235,12 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
       'done',
       'kill -9 $top',
     ].join('\n');
-    before(async function () {
-      this.timeout(600000);
-      const binDir = await ensureCli('codex');
-      // The worker is a script writing alpha.txt and its tests; codex reviews, its one tool call runs those tests, and
-      // its final answer, had it come, rejects.
-      run = await runReal(
+    // The worker is a script writing alpha.txt and its tests; codex reviews, its one tool call runs those tests, and
+    // its final answer, had it come, rejects.
+    const forged = scenario(async () =>
+      runReal(
         'codex',
-        binDir,
+        await ensureCli('codex'),
         'plain',
         { command: 'bash "$VERDICT_TASK_DIR/run-tests.sh"', prefer: ['shell'], finalText: REJECT },
         {
@@ -228,7 +249,10 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
           spec: `echo 'alpha ready' > alpha.txt\ncat > run-tests.sh <<'EOF'\n${HOSTILE}\nEOF`,
           review: { engines: [{ engine: 'codex', model: 'stub-model' }] },
         },
-      );
+      ),
+    );
+    before(async function () {
+      run = await forged();
     });
 
     it("killed after the forgery, codex is the reviewer's ERROR: no PASS, and no forged line reached its log", () => {
@@ -257,16 +281,17 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
   describe('opencode as a reviewer asking for changes (plain mode)', function () {
     let run: RealRun;
     const ANSWER = '```json\n{"verdict": "changes", "concerns": ["alpha.txt: say \'alpha done\'"]}\n```';
-    before(async function () {
-      this.timeout(600000);
-      const binDir = await ensureCli('opencode');
-      run = await runReal(
+    const changes = scenario(async () =>
+      runReal(
         'opencode',
-        binDir,
+        await ensureCli('opencode'),
         'plain',
         { finalText: ANSWER },
         { review: { engines: [{ engine: 'opencode', model: 'verdict-test/stub-model' }] } },
-      );
+      ),
+    );
+    before(async function () {
+      run = await changes();
     });
 
     it("reads a fenced answer from opencode's real final message: the attempt FAILs with the concern, the review row is opencode's", () => {
@@ -293,14 +318,16 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
 
   describe('best-of-2 across codex and opencode (worktree mode, select all)', function () {
     let run: RealRun;
-    before(async function () {
-      this.timeout(600000);
+    const candidates = [
+      { engine: 'codex', model: 'stub-model' },
+      { engine: 'opencode', model: 'verdict-test/stub-model' },
+    ];
+    const bestOf = scenario(async () => {
       const binDirs = [await ensureCli('codex'), await ensureCli('opencode')].join(path.delimiter);
-      const candidates = [
-        { engine: 'codex', model: 'stub-model' },
-        { engine: 'opencode', model: 'verdict-test/stub-model' },
-      ];
-      run = await runReal('codex', binDirs, 'worktree', {}, { candidates, select: 'all' }, ['opencode']);
+      return runReal('codex', binDirs, 'worktree', {}, { candidates, select: 'all' }, ['opencode']);
+    });
+    before(async function () {
+      run = await bestOf();
     });
 
     it('runs both candidates, each row credited to its own engine; the select row names the winner; the task branch is at its commit', () => {
@@ -355,22 +382,20 @@ describe(`real agent CLIs against the scripted model server (${ISOLATED ? 'loopb
   describe('opencode, plain mode', function () {
     let run: RealRun;
     let permission: RealRun;
+    const plain = scenario(async () => runReal('opencode', await ensureCli('opencode'), 'plain'));
+    // Its first model call asks opencode to write outside its project directory, which its `external_directory`
+    // permission asks the user about (engineEnv allows only edit and bash); two attempts.
+    const asked = scenario(async () =>
+      runReal(
+        'opencode',
+        await ensureCli('opencode'),
+        'plain',
+        { askTool: { name: 'write', input: { filePath: '../outside.txt', content: 'written outside\n' } } },
+        { max_attempts: 2 },
+      ),
+    );
     before(async function () {
-      this.timeout(600000);
-      const binDir = await ensureCli('opencode');
-      // At once (they share nothing): the plain run, and one whose first model call asks opencode to write outside its
-      // project directory, which its `external_directory` permission asks the user about (engineEnv allows only edit
-      // and bash); two attempts.
-      [run, permission] = await Promise.all([
-        runReal('opencode', binDir, 'plain'),
-        runReal(
-          'opencode',
-          binDir,
-          'plain',
-          { askTool: { name: 'write', input: { filePath: '../outside.txt', content: 'written outside\n' } } },
-          { max_attempts: 2 },
-        ),
-      ]);
+      [run, permission] = await Promise.all([plain(), asked()]);
     });
 
     it('a write needing permission is rejected without asking (no prompt, no wait): opencode ends its turn, the attempt FAILs its check, the retry PASSes', () => {

@@ -53,14 +53,28 @@ async function installedVersion(bin: string): Promise<string | null> {
   }
 }
 
+const ensured = new Map<AgentCliName, Promise<string>>();
+
 /**
  * Makes sure the pinned version of `name` is installed in its cache folder (one `npm i` the first time, reused
- * afterwards) and that its binary runs (`--version` names the pinned version).
+ * afterwards) and that its binary runs (`--version` names the pinned version). Once per process: tests that start
+ * several runs at once share one check (two `npm i` into one folder at once would race); a failed one is tried again.
  * Not a package dependency: only the end-to-end tests of real engines need it.
  * @returns the folder holding the binary, to put on PATH
  * @throws when npm fails or the installed binary does not run
  */
-export async function ensureCli(name: AgentCliName): Promise<string> {
+export function ensureCli(name: AgentCliName): Promise<string> {
+  let pending = ensured.get(name);
+  if (!pending) {
+    pending = installCli(name);
+    ensured.set(name, pending);
+    pending.catch(() => ensured.delete(name));
+  }
+  return pending;
+}
+
+/** `ensureCli`'s work: checks the cached binary's version, installs the pinned package when it is not there. */
+async function installCli(name: AgentCliName): Promise<string> {
   const { pkg, version, printed } = AGENT_CLIS[name];
   const prefix = cliCacheDir(name);
   const binDir = path.join(prefix, 'node_modules', '.bin');

@@ -141,8 +141,9 @@ export function assertRequeued(r: RealRun, api: RecordedRequest['api']): void {
 /** `verdict doctor` (JSON and text) in the run's homes, with `engine`'s CLI on PATH: that engine's entry and the text. */
 export async function doctorOf(engine: AgentCliName, r: RealRun): Promise<{ entry: Record<string, unknown> | undefined; json: string; text: string }> {
   const env = { PATH: [await ensureCli(engine), process.env.PATH ?? ''].join(path.delimiter), HOME: r.userHome };
-  const doctor = await execa('node', [CLI, 'doctor', '--json', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
-  const entry = (JSON.parse(String(doctor.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === engine);
-  const text = await execa('node', [CLI, 'doctor', '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
-  return { entry, json: String(doctor.stdout), text: String(text.stdout) };
+  // The two doctors at once: each probes in a throwaway home of its own (extension/cli/probe-home.ts).
+  const doctor = (...json: string[]) => execa('node', [CLI, 'doctor', ...json, '--home', r.home], { env, extendEnv: false, reject: false, stdin: 'ignore' });
+  const [asJson, text] = await Promise.all([doctor('--json'), doctor()]);
+  const entry = (JSON.parse(String(asJson.stdout)) as { engines: Array<Record<string, unknown>> }).engines.find((e) => e.name === engine);
+  return { entry, json: String(asJson.stdout), text: String(text.stdout) };
 }
