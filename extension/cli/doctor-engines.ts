@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import { parse as parseToml } from 'smol-toml';
 import { expandArgv } from '../../engines/argv';
 import { findBinary } from '../../engines';
 import type { EngineSpec } from '../../engines/types';
@@ -118,7 +119,7 @@ export async function engineHealth(engine: EngineSpec, env: NodeJS.ProcessEnv, p
       tested: { status: vs.status, versions: vs.tested },
       login: login.login,
       loginDetail: login.detail,
-      fix: login.login === 'no' && check ? check.fix : null,
+      fix: login.login === 'no' && check ? (login.fix ?? check.fix) : null,
     };
     if (probe && engine.harness !== 'script' && health.login !== 'no') health.probe = await probeEngine(engine, found, own?.env ?? env, probeTimeoutMs);
     return health;
@@ -133,13 +134,21 @@ async function loginOf(
   binary: string,
   env: NodeJS.ProcessEnv,
   commandEnv: NodeJS.ProcessEnv,
-): Promise<{ login: EngineHealth['login']; detail: string }> {
+): Promise<{ login: EngineHealth['login']; detail: string; fix?: string }> {
   const check = LOGIN[engine.harness];
   if (!check) return { login: 'unknown', detail: 'no login check for this engine (a custom CLI): try --probe' };
+  const home = env.HOME || os.homedir();
+  if (engine.harness === 'codex-cli') {
+    const provider = codexProviderKey(env, home);
+    if (provider) {
+      const where = `codex's model provider "${provider.id}" reads it (model_providers.${provider.id}.env_key in ${provider.file})`;
+      if (env[provider.variable]?.trim()) return { login: 'yes', detail: `$${provider.variable} is set: ${where}` };
+      return { login: 'no', detail: `$${provider.variable} is not set: ${where}`, fix: `export ${provider.variable}=…` };
+    }
+  }
   const vars = [...new Set([...(engine.credentialEnv ?? []), ...check.env])];
   const key = vars.find((name) => env[name]?.trim());
   if (key) return { login: 'yes', detail: `$${key} is set` };
-  const home = env.HOME || os.homedir();
   for (const template of check.files) {
     const file = expandStatePath(template, env, home);
     if (file && holdsCredentials(file)) return { login: 'yes', detail: file };
@@ -151,6 +160,28 @@ async function loginOf(
     return { login: 'no', detail: `${engine.binary} ${check.command.join(' ')}: ${said || `exit ${r.exitCode}`}` };
   }
   return { login: 'no', detail: `none of ${[...vars.map((e) => `$${e}`), ...check.files].join(', ')}` };
+}
+
+/**
+ * The variable codex's chosen model provider takes its key from: codex's config.toml (`$CODEX_HOME/config.toml`, else
+ * `~/.codex/config.toml`) picks a provider with `model_provider`, and its `[model_providers.<id>]` table names the
+ * variable in `env_key` (codex's configuration reference). Such a provider is not logged in to with `codex login`, and
+ * OPENAI_API_KEY is not its key. Null when the file is missing or not TOML, or names no provider with an `env_key`.
+ * @param home the user's home, for `~`
+ */
+export function codexProviderKey(env: NodeJS.ProcessEnv, home: string): { id: string; variable: string; file: string } | null {
+  const file = expandStatePath('${CODEX_HOME:-~/.codex}/config.toml', env, home);
+  if (!file) return null;
+  let config: Record<string, unknown>;
+  try {
+    config = parseToml(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return null;
+  }
+  const id = config.model_provider;
+  const providers = config.model_providers as Record<string, { env_key?: unknown } | undefined> | undefined;
+  const variable = typeof id === 'string' ? providers?.[id]?.env_key : undefined;
+  return typeof id === 'string' && typeof variable === 'string' && variable.trim() ? { id, variable, file } : null;
 }
 
 /** A credentials file: exists and is non-empty; a .json one must parse to an object with at least one key. */

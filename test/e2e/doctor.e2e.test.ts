@@ -234,6 +234,31 @@ describe('verdict doctor: engines and Postgres (CLI)', function () {
     assert.ok(!k.fixes.some((f: string) => f.startsWith('codex:')), k.fixes.join('\n'));
   });
 
+  it("codex with a model provider of its own (config.toml's env_key): logged in by that variable, and the fix names it, not `codex login`", async () => {
+    fake('codex', 'case "$1" in --version) echo "codex-cli 0.171.0";; login) echo "Not logged in" >&2; exit 1;; *) exit 3;; esac');
+    const codexHome = path.join(dir, 'codex-home');
+    fs.mkdirSync(codexHome);
+    const config = path.join(codexHome, 'config.toml');
+    fs.writeFileSync(config, 'model_provider = "local"\n[model_providers.local]\nbase_url = "http://127.0.0.1:9/v1"\nenv_key = "LOCAL_MODEL_KEY"\n');
+    const codex = async (extra: NodeJS.ProcessEnv) =>
+      JSON.parse((await run(['doctor', '--json'], { ...env, CODEX_HOME: codexHome, ...extra })).stdout).engines.find(
+        (e: { name: string }) => e.name === 'codex',
+      );
+    // OPENAI_API_KEY is not that provider's key: still not logged in.
+    const missing = await codex({ OPENAI_API_KEY: 'sk-test' });
+    assert.deepEqual(
+      [missing.login, missing.loginDetail, missing.fix],
+      ['no', `$LOCAL_MODEL_KEY is not set: codex's model provider "local" reads it (model_providers.local.env_key in ${config})`, 'export LOCAL_MODEL_KEY=…'],
+    );
+    const set = await codex({ LOCAL_MODEL_KEY: 'k' });
+    assert.deepEqual([set.login, set.fix], ['yes', null]);
+    // A provider without env_key, or a file that is not TOML: the usual check (codex login status).
+    fs.writeFileSync(config, 'model_provider = "local"\n[model_providers.local]\nbase_url = "http://127.0.0.1:9/v1"\n');
+    assert.deepEqual((await codex({})).fix, 'codex login   (or set OPENAI_API_KEY)');
+    fs.writeFileSync(config, 'model_provider = [unclosed\n');
+    assert.deepEqual((await codex({})).fix, 'codex login   (or set OPENAI_API_KEY)');
+  });
+
   it('a credentials file counts as logged in; an empty one does not', async () => {
     fake('opencode', 'echo 1.0.0-fake');
     const auth = path.join(dir, 'data', 'opencode', 'auth.json');
