@@ -90,83 +90,27 @@ export class DashboardSession {
     this.timer = null;
   }
 
+  /** Acts on one validated page message (anything but `ready` before `ready` is rejected). Returns false when rejected. */
   private handle(m: PageToHost): boolean {
     if (m.type !== 'ready' && !this.ready) return this.reject(`"${m.type}" before "ready"`);
     switch (m.type) {
-      case 'ready': {
-        // A page reload in the same panel says ready again: start over from a fresh snapshot.
-        this.ready = true;
-        this.selected = null;
-        this.tails.clear();
-        this.pendingRuns.clear();
-        this.pendingSkipped = null;
-        this.pendingPool = null;
-        this.unsubscribe ??= this.source.subscribe((p) => this.queue(p));
-        this.transport.post({ type: 'snapshot', ...this.source.snapshot(), home: this.source.home, host: this.opts.host });
-        this.timer ??= setInterval(() => this.tick(), PATCH_INTERVAL_MS);
-        if (this.pendingView) this.transport.post({ type: 'show-view', view: this.pendingView });
-        this.pendingView = null;
+      case 'ready':
+        this.onReady();
         return true;
-      }
       case 'select-run':
         this.selected = m.runId;
         this.tails.clear();
         this.tick();
         return true;
-      case 'load-artifact': {
-        const r = loadArtifact(this.source.home, this.source.run(m.runId), m);
-        this.transport.post({
-          type: 'did-load-artifact',
-          replyTo: m.seq,
-          runId: m.runId,
-          artifact: m.artifact,
-          key: m.key ?? null,
-          attempt: m.attempt ?? null,
-          ...r,
-        });
+      case 'load-artifact':
+        this.sendArtifact(m);
         return true;
-      }
       case 'load-scoreboard':
-        this.opts.scoreboard().then(
-          ({ rows, reviews, source, quarantined }) =>
-            this.transport.post({
-              type: 'did-load-scoreboard',
-              replyTo: m.seq,
-              rows,
-              reviews: reviews ?? [],
-              source,
-              quarantined: quarantined ?? 0,
-              error: null,
-            }),
-          (e: Error) =>
-            this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', quarantined: 0, error: e.message }),
-        );
+        this.sendScoreboard(m);
         return true;
-      case 'task-action': {
-        const reply = (result: 'done' | 'refused' | 'sent', message: string) =>
-          this.transport.post({ type: 'did-act', replyTo: m.seq, runId: m.runId, key: m.key, action: m.action, result, message });
-        const info = this.source.run(m.runId);
-        if (!info || !info.state.tasks.some((t) => t.key === m.key)) {
-          reply('refused', `no task ${m.key} in run ${m.runId}`);
-          return true;
-        }
-        if (!this.opts.actions) {
-          reply('refused', 'this dashboard host does not act on tasks');
-          return true;
-        }
-        this.opts.log.info(`dashboard${this.opts.name ? ` ${this.opts.name}` : ''}: ${m.action} ${m.key} of run ${m.runId} asked by the page`);
-        this.opts.actions(m.action, info, m.key).then(
-          (r) => {
-            this.opts.log.info(`dashboard: ${m.action} ${m.key} of run ${m.runId}: ${r.result} — ${r.message}`);
-            reply(r.result, r.message);
-          },
-          (e: Error) => {
-            this.opts.log.warn(`dashboard: ${m.action} ${m.key} of run ${m.runId} failed: ${e.message}`);
-            reply('refused', e.message.split('\n')[0] ?? String(e));
-          },
-        );
+      case 'task-action':
+        this.taskAction(m);
         return true;
-      }
       case 'run-action':
         this.runAction(m);
         return true;
@@ -175,6 +119,78 @@ export class DashboardSession {
         return this.reject(`unhandled ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * The page said ready: subscribes (once), posts a fresh snapshot, starts the flush timer (once) and shows a view asked
+   * for before. A page reload in the same panel says ready again: everything per-page starts over.
+   */
+  private onReady(): void {
+    this.ready = true;
+    this.selected = null;
+    this.tails.clear();
+    this.pendingRuns.clear();
+    this.pendingSkipped = null;
+    this.pendingPool = null;
+    this.unsubscribe ??= this.source.subscribe((p) => this.queue(p));
+    this.transport.post({ type: 'snapshot', ...this.source.snapshot(), home: this.source.home, host: this.opts.host });
+    this.timer ??= setInterval(() => this.tick(), PATCH_INTERVAL_MS);
+    if (this.pendingView) this.transport.post({ type: 'show-view', view: this.pendingView });
+    this.pendingView = null;
+  }
+
+  /** A page's request for one artifact of a run: read with loadArtifact's bounds, answered with did-load-artifact. */
+  private sendArtifact(m: Extract<PageToHost, { type: 'load-artifact' }>): void {
+    const r = loadArtifact(this.source.home, this.source.run(m.runId), m);
+    this.transport.post({
+      type: 'did-load-artifact',
+      replyTo: m.seq,
+      runId: m.runId,
+      artifact: m.artifact,
+      key: m.key ?? null,
+      attempt: m.attempt ?? null,
+      ...r,
+    });
+  }
+
+  /** A page's request for the scoreboard: answered with did-load-scoreboard, its `error` set (and no rows) when the provider throws. */
+  private sendScoreboard(m: Extract<PageToHost, { type: 'load-scoreboard' }>): void {
+    this.opts.scoreboard().then(
+      ({ rows, reviews, source, quarantined }) =>
+        this.transport.post({
+          type: 'did-load-scoreboard',
+          replyTo: m.seq,
+          rows,
+          reviews: reviews ?? [],
+          source,
+          quarantined: quarantined ?? 0,
+          error: null,
+        }),
+      (e: Error) => this.transport.post({ type: 'did-load-scoreboard', replyTo: m.seq, rows: [], reviews: [], source: '', quarantined: 0, error: e.message }),
+    );
+  }
+
+  /**
+   * A page's action on one task of a run: refused when the run has no such task or the host does not act on tasks,
+   * else handed to the host's task actions; answered with did-act (a failure: refused, with its message's first line).
+   */
+  private taskAction(m: Extract<PageToHost, { type: 'task-action' }>): void {
+    const reply = (result: 'done' | 'refused' | 'sent', message: string) =>
+      this.transport.post({ type: 'did-act', replyTo: m.seq, runId: m.runId, key: m.key, action: m.action, result, message });
+    const info = this.source.run(m.runId);
+    if (!info || !info.state.tasks.some((t) => t.key === m.key)) return reply('refused', `no task ${m.key} in run ${m.runId}`);
+    if (!this.opts.actions) return reply('refused', 'this dashboard host does not act on tasks');
+    this.opts.log.info(`dashboard${this.opts.name ? ` ${this.opts.name}` : ''}: ${m.action} ${m.key} of run ${m.runId} asked by the page`);
+    this.opts.actions(m.action, info, m.key).then(
+      (r) => {
+        this.opts.log.info(`dashboard: ${m.action} ${m.key} of run ${m.runId}: ${r.result} — ${r.message}`);
+        reply(r.result, r.message);
+      },
+      (e: Error) => {
+        this.opts.log.warn(`dashboard: ${m.action} ${m.key} of run ${m.runId} failed: ${e.message}`);
+        reply('refused', e.message.split('\n')[0] ?? String(e));
+      },
+    );
   }
 
   /** A page's pause, resume or drain of a run: handed to the host's run actions, answered with did-run-act. */
