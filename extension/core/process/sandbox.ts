@@ -20,6 +20,8 @@ import {
   namedBacks,
   socketsToCover,
   viewOf,
+  type Back,
+  type CoveredRoot,
   type PathView,
   type ViewMount,
 } from './sandbox-view';
@@ -237,73 +239,12 @@ export function bwrapCommand(
   // Every mount after those, with its destination, so that a read-only bind repeating what `--ro-bind / /` already
   // shows can be left out once all of them are known (see shownReadOnlyByRoot).
   const ops: Mount[] = [];
-  const mount = (dest: string, ...op: string[]) => ops.push({ dest, op, elidable: false });
-  // A read-only mount does not stop connect(): a host socket is a way out (sandbox-view.ts). The folders where sockets
-  // are made become empty tmpfs (read-only once the mounts are made) showing back only what the step names; container
-  // VMs' socket folders in the homes become empty; any other socket bound on the host is covered below.
-  const roots = coveredRoots();
-  const backs = namedBacks(roots, namedTexts(plan, cwd, file, args, env));
-  for (const root of roots) {
-    mount(root.root, '--tmpfs', root.root);
-    for (const b of backs.get(root.root) ?? []) mount(b.path, ...(b.link === null ? ['--ro-bind', b.path, b.path] : ['--symlink', b.link, b.path]));
-  }
-  const sockets = hostSocketCovers(homeSocketDirs(env), []);
-  for (const dir of sockets.dirs) mount(dir, '--tmpfs', dir);
-  // The user's secrets (secrets.ts): each folder an empty tmpfs (read-only once the mounts are made), each file an
-  // empty read-only file; what the plan binds after them (the step's own folders, its engine's login) shows over them.
-  const secrets = secretCovers(
-    secretPlaces(knownHomes(env), [env, process.env], plan.hide ?? [], plan.credentialEnv ?? []),
-    [cwd, file, ...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? [])],
-    plan.expose ?? [],
-  );
-  const shownSoFar = viewMounts(ops);
-  const secretDirs = secrets.dirs.filter((d) => viewOf(shownSoFar, d) !== 'hidden');
-  for (const dir of secretDirs) mount(dir, '--tmpfs', dir);
-  for (const f of secrets.files) if (viewOf(shownSoFar, f) !== 'hidden') mount(f, '--ro-bind', emptyFile(), f);
-  for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
-    // A tmpfs over the folder, then its real entries bound back read-only: only the private copies are writable.
-    mount(dir, '--tmpfs', dir);
-    for (const entry of readDirOrEmpty(dir)) {
-      const abs = path.join(dir, entry);
-      if ((plan.privateFiles ?? []).includes(abs)) continue;
-      mount(abs, '--ro-bind', abs, abs);
-    }
-    for (const f of plan.privateFiles ?? []) {
-      if (path.dirname(f) !== dir || !fs.existsSync(f)) continue;
-      files.push(f);
-      mount(f, '--file', String(2 + files.length), f);
-    }
-  }
-  const hiddenDirs = [...new Set((plan.hidden ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length).filter((d) => fs.existsSync(d));
-  for (const dir of hiddenDirs) mount(dir, '--tmpfs', dir);
-  const from = (dest: string) => bindSource(plan.substitute ?? [], dest);
-  const readOnlyBind = (dest: string) => ops.push({ dest, op: ['--ro-bind', from(dest), dest], elidable: from(dest) === dest });
-  for (const dir of [...new Set((plan.readOnlyDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) readOnlyBind(dir);
-  for (const dir of [...new Set(plan.writable.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) mount(dir, '--bind', from(dir), dir);
-  for (const dir of [...new Set((plan.privateDirs ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length))
-    mount(dir, '--perms', '0700', '--tmpfs', dir);
-  for (const p of [...new Set((plan.sharedPaths ?? []).map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length)) {
-    if (fs.existsSync(p)) mount(p, '--bind', p, p);
-  }
-  for (const f of plan.readOnly ?? []) {
-    if (fs.existsSync(from(f))) readOnlyBind(path.resolve(f));
-  }
-  // The sockets the user's config lets every step reach, bound back over the covers; then every other socket bound on
-  // the host that the mounts so far leave shown, covered with /dev/null at its real path.
-  const declared = declaredSockets(plan.sockets ?? []);
-  for (const s of declared) mount(s, '--ro-bind', s, s);
-  for (const e of secrets.back) mount(e, '--ro-bind', e, e);
-  for (const s of socketsToCover(boundSocketPaths(), viewMounts(ops), declared, coveredByName(roots, backs))) mount(s, '--ro-bind', '/dev/null', s);
-  // A step with its own network whose host resolves names through a resolver on its own loopback (systemd-resolved's
-  // 127.0.0.53) would find nothing at that address inside: it is given slirp4netns's DNS forwarder instead.
-  if (stepNetwork(plan) === 'netns') {
-    const resolv = stepResolvConf();
-    if (resolv) {
-      files.push(resolv.file);
-      mount(resolv.dest, '--ro-bind-data', String(2 + files.length), resolv.dest);
-    }
-  }
-  for (const dir of [...roots.map((r) => r.root), ...secretDirs, ...(plan.hiddenReadOnly ? hiddenDirs : [])]) mount(dir, '--remount-ro', dir);
+  const { roots, backs } = mountSocketPlaces(ops, plan, cwd, file, args, env);
+  const secrets = mountSecretCovers(ops, plan, cwd, file, env);
+  mountPrivateFiles(ops, plan, files);
+  const hiddenDirs = mountPlanFolders(ops, plan);
+  mountSocketsAndResolver(ops, plan, files, roots, backs, secrets.back);
+  for (const dir of [...roots.map((r) => r.root), ...secrets.dirs, ...(plan.hiddenReadOnly ? hiddenDirs : [])]) addMount(ops, dir, '--remount-ro', dir);
   const dests = ops.map((o) => o.dest);
   for (const o of ops) {
     if (o.elidable && shownReadOnlyByRoot(o.dest, dests)) continue;
@@ -315,6 +256,128 @@ export function bwrapCommand(
   if (infoFd && stepNetwork(plan) === 'netns') out.push('--block-fd', String(4 + files.length));
   out.push('--chdir', cwd, '--', file, ...args);
   return { file: plan.binary, args: out };
+}
+
+/** Appends one mount at `dest` (bwrap's arguments `op`) to `ops`, never left out. */
+function addMount(ops: Mount[], dest: string, ...op: string[]): void {
+  ops.push({ dest, op, elidable: false });
+}
+
+/**
+ * The first mounts of bwrapCommand, appended to `ops`: a read-only mount does not stop connect(), a host socket is a
+ * way out (sandbox-view.ts). The folders where sockets are made become empty tmpfs (read-only once the mounts are made)
+ * showing back only what the step names (`plan`, `cwd`, `file`, `args`, the values of `env`); container VMs' socket
+ * folders in the homes become empty. Returns the covered roots and what each shows back (for the socket covers later).
+ */
+function mountSocketPlaces(
+  ops: Mount[],
+  plan: BwrapPlan,
+  cwd: string,
+  file: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): { roots: CoveredRoot[]; backs: Map<string, Back[]> } {
+  const roots = coveredRoots();
+  const backs = namedBacks(roots, namedTexts(plan, cwd, file, args, env));
+  for (const root of roots) {
+    addMount(ops, root.root, '--tmpfs', root.root);
+    for (const b of backs.get(root.root) ?? []) addMount(ops, b.path, ...(b.link === null ? ['--ro-bind', b.path, b.path] : ['--symlink', b.link, b.path]));
+  }
+  const sockets = hostSocketCovers(homeSocketDirs(env), []);
+  for (const dir of sockets.dirs) addMount(ops, dir, '--tmpfs', dir);
+  return { roots, backs };
+}
+
+/**
+ * The user's secrets (secrets.ts), appended to `ops` after the socket places: each folder an empty tmpfs (read-only
+ * once the mounts are made), each file an empty read-only file, except those `ops` already hides; what the plan binds
+ * after them (the step's own folders, its engine's login) shows over them. Returns the folders covered (`dirs`) and
+ * the exposed places to bind back once the plan's binds are made (`back`).
+ */
+function mountSecretCovers(ops: Mount[], plan: BwrapPlan, cwd: string, file: string, env: NodeJS.ProcessEnv): { dirs: string[]; back: string[] } {
+  const secrets = secretCovers(
+    secretPlaces(knownHomes(env), [env, process.env], plan.hide ?? [], plan.credentialEnv ?? []),
+    [cwd, file, ...plan.writable, ...(plan.readOnlyDirs ?? []), ...(plan.privateDirs ?? []), ...(plan.sharedPaths ?? [])],
+    plan.expose ?? [],
+  );
+  const shownSoFar = viewMounts(ops);
+  const dirs = secrets.dirs.filter((d) => viewOf(shownSoFar, d) !== 'hidden');
+  for (const dir of dirs) addMount(ops, dir, '--tmpfs', dir);
+  for (const f of secrets.files) if (viewOf(shownSoFar, f) !== 'hidden') addMount(ops, f, '--ro-bind', emptyFile(), f);
+  return { dirs, back: secrets.back };
+}
+
+/**
+ * The plan's private files, appended to `ops`: a tmpfs over each one's folder, that folder's real entries bound back
+ * read-only, and each private file given as a private copy (`--file FD`): only the copies are writable. Each copy's
+ * source is appended to `files` (its fd is 2 + its place there, as bwrapCommand's spawn opens them from fd 3).
+ */
+function mountPrivateFiles(ops: Mount[], plan: BwrapPlan, files: string[]): void {
+  for (const dir of privateFileDirs(plan.privateFiles ?? [])) {
+    addMount(ops, dir, '--tmpfs', dir);
+    for (const entry of readDirOrEmpty(dir)) {
+      const abs = path.join(dir, entry);
+      if ((plan.privateFiles ?? []).includes(abs)) continue;
+      addMount(ops, abs, '--ro-bind', abs, abs);
+    }
+    for (const f of plan.privateFiles ?? []) {
+      if (path.dirname(f) !== dir || !fs.existsSync(f)) continue;
+      files.push(f);
+      addMount(ops, f, '--file', String(2 + files.length), f);
+    }
+  }
+}
+
+/**
+ * The plan's own folders, appended to `ops` in this order, each list shortest path first: `hidden` (empty tmpfs; those
+ * that exist), `readOnlyDirs`, `writable`, `privateDirs` (tmpfs, mode 0700), `sharedPaths` (those that exist) and
+ * `readOnly` (those whose source exists), sources taken through `plan.substitute`. Read-only binds of a path onto
+ * itself are elidable. Returns the hidden folders mounted (absolute).
+ */
+function mountPlanFolders(ops: Mount[], plan: BwrapPlan): string[] {
+  const shortestFirst = (dirs: readonly string[]) => [...new Set(dirs.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length);
+  const hiddenDirs = shortestFirst(plan.hidden ?? []).filter((d) => fs.existsSync(d));
+  for (const dir of hiddenDirs) addMount(ops, dir, '--tmpfs', dir);
+  const from = (dest: string) => bindSource(plan.substitute ?? [], dest);
+  const readOnlyBind = (dest: string) => ops.push({ dest, op: ['--ro-bind', from(dest), dest], elidable: from(dest) === dest });
+  for (const dir of shortestFirst(plan.readOnlyDirs ?? [])) readOnlyBind(dir);
+  for (const dir of shortestFirst(plan.writable)) addMount(ops, dir, '--bind', from(dir), dir);
+  for (const dir of shortestFirst(plan.privateDirs ?? [])) addMount(ops, dir, '--perms', '0700', '--tmpfs', dir);
+  for (const p of shortestFirst(plan.sharedPaths ?? [])) {
+    if (fs.existsSync(p)) addMount(ops, p, '--bind', p, p);
+  }
+  for (const f of plan.readOnly ?? []) {
+    if (fs.existsSync(from(f))) readOnlyBind(path.resolve(f));
+  }
+  return hiddenDirs;
+}
+
+/**
+ * The last binds, appended to `ops`: the sockets the user's config lets every step reach and the exposed secret
+ * places (`secretBacks`), bound back over the covers; then every other socket bound on the host that the mounts so far
+ * leave shown, covered with /dev/null at its real path. A step with its own network whose host resolves names through
+ * a resolver on its own loopback (systemd-resolved's 127.0.0.53) would find nothing at that address inside: it is
+ * given slirp4netns's DNS forwarder instead (its file appended to `files`, read with `--ro-bind-data`).
+ */
+function mountSocketsAndResolver(
+  ops: Mount[],
+  plan: BwrapPlan,
+  files: string[],
+  roots: readonly CoveredRoot[],
+  backs: ReadonlyMap<string, readonly Back[]>,
+  secretBacks: readonly string[],
+): void {
+  const declared = declaredSockets(plan.sockets ?? []);
+  for (const s of declared) addMount(ops, s, '--ro-bind', s, s);
+  for (const e of secretBacks) addMount(ops, e, '--ro-bind', e, e);
+  for (const s of socketsToCover(boundSocketPaths(), viewMounts(ops), declared, coveredByName(roots, backs))) addMount(ops, s, '--ro-bind', '/dev/null', s);
+  if (stepNetwork(plan) === 'netns') {
+    const resolv = stepResolvConf();
+    if (resolv) {
+      files.push(resolv.file);
+      addMount(ops, resolv.dest, '--ro-bind-data', String(2 + files.length), resolv.dest);
+    }
+  }
 }
 
 /**
