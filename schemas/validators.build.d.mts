@@ -9,5 +9,14 @@ export declare function withoutAnnotations(schema: unknown): unknown;
 export declare function generateValidators(): Record<string, { js: string; dts: string }>;
 /** Absolute path of schemas/generated/, which holds <export name>.js and .d.ts. */
 export declare const GENERATED_DIR: string;
-/** Writes the generated files when their text changed. */
+/**
+ * The schema VS Code's JSON language service is given for manifests: `schema` with every keyword that judges a value
+ * left out (completion, hover and snippets only); enum and const become examples, oneOf anyOf.
+ */
+export declare function forTheEditor(schema: unknown, id: string): Record<string, unknown>;
+/** Where the editor's manifest schema comes from and goes (generated/<file>), and its $id. */
+export declare const EDITOR_SCHEMA: { from: string; file: string; id: string };
+/** The editor schema's text as written into schemas/generated/. */
+export declare function editorSchemaText(): string;
+/** Writes the generated files (validators and the editor schema) when their text changed. */
 export declare function writeValidators(): void;

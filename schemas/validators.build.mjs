@@ -55,6 +55,72 @@ export function withoutAnnotations(schema) {
   return out;
 }
 
+/**
+ * Keywords the editor's schema keeps (what VS Code's JSON language service reads for completion, hover and snippets),
+ * with the structure that reaches them; every other keyword only judges a value and is left out.
+ */
+const EDITOR_KEYWORDS = new Set([
+  '$schema',
+  'title',
+  'description',
+  'markdownDescription',
+  'default',
+  'examples',
+  'defaultSnippets',
+  'deprecationMessage',
+  '$ref',
+  'properties',
+  'patternProperties',
+  'definitions',
+  '$defs',
+  'items',
+  'additionalProperties',
+  'allOf',
+  'anyOf',
+]);
+
+/**
+ * The schema VS Code's JSON language service is given for manifests (package.json's jsonValidation): `schema` with
+ * everything that judges a value left out, so it offers completion, hover and snippets but reports nothing. The
+ * extension's lint already reports every schema error (with its rule, its exact range and quick fixes); the language
+ * service reporting the same error a second time, in its own words, was noise. `enum` and `const` become `examples`
+ * (still offered as completions), `oneOf` becomes `anyOf` (with nothing left to judge, every branch would match and
+ * oneOf would fail), `additionalProperties: false` is dropped (its object form, the schema of a map's values, stays).
+ * @param schema a JSON Schema (draft-07)
+ * @param id the `$id` of the result
+ */
+export function forTheEditor(schema, id) {
+  const walk = (node) => {
+    if (typeof node !== 'object' || node === null || Array.isArray(node)) return node;
+    const out = {};
+    const examples = [...(node.examples ?? []), ...(node.enum ?? []), ...('const' in node ? [node.const] : [])];
+    for (const [key, value] of Object.entries(node)) {
+      const as = key === 'oneOf' ? 'anyOf' : key;
+      if (!EDITOR_KEYWORDS.has(as) || (key === 'additionalProperties' && typeof value !== 'object')) continue;
+      if (SUBSCHEMA_LIST.has(as) && Array.isArray(value)) out[as] = value.map(walk);
+      else if (SUBSCHEMA.has(as)) out[as] = walk(value);
+      else if (SUBSCHEMA_MAP.has(as)) out[as] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
+      else out[as] = value;
+    }
+    if (examples.length) out.examples = [...new Set(examples)];
+    return out;
+  };
+  return { ...walk(schema), $id: id };
+}
+
+/** The editor's manifest schema (forTheEditor): generated/manifest.editor.schema.json, which package.json names. */
+export const EDITOR_SCHEMA = {
+  from: 'manifest.schema.json',
+  file: 'manifest.editor.schema.json',
+  id: 'https://verdict.dev/schemas/manifest.editor.schema.json',
+};
+
+/** The editor schema's text as written: forTheEditor of EDITOR_SCHEMA.from, two-space JSON with a final newline. */
+export function editorSchemaText() {
+  const schema = JSON.parse(fs.readFileSync(path.join(here, EDITOR_SCHEMA.from), 'utf8'));
+  return JSON.stringify(forTheEditor(schema, EDITOR_SCHEMA.id), null, 2) + '\n';
+}
+
 /** The one runtime helper the code uses (maxLength/minLength count code points, not UTF-16 units). */
 const UCS2LENGTH = 'require("ajv/dist/runtime/ucs2length")';
 /**
@@ -104,12 +170,12 @@ export const GENERATED_DIR = path.join(here, 'generated');
 /** Writes the generated files when their text changed (an unchanged file keeps its mtime: no watch rebuild loop). */
 export function writeValidators() {
   fs.mkdirSync(GENERATED_DIR, { recursive: true });
-  for (const [name, { js, dts }] of Object.entries(generateValidators())) {
-    for (const [file, text] of [
-      [path.join(GENERATED_DIR, `${name}.js`), js],
-      [path.join(GENERATED_DIR, `${name}.d.ts`), dts],
-    ]) {
-      if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== text) fs.writeFileSync(file, text);
-    }
+  const files = Object.entries(generateValidators()).flatMap(([name, { js, dts }]) => [
+    [path.join(GENERATED_DIR, `${name}.js`), js],
+    [path.join(GENERATED_DIR, `${name}.d.ts`), dts],
+  ]);
+  files.push([path.join(GENERATED_DIR, EDITOR_SCHEMA.file), editorSchemaText()]);
+  for (const [file, text] of files) {
+    if (!fs.existsSync(file) || fs.readFileSync(file, 'utf8') !== text) fs.writeFileSync(file, text);
   }
 }

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv from 'ajv';
-import { DATE_TIME, GENERATED_DIR, SCHEMAS, generateValidators, withoutAnnotations } from '../../schemas/validators.build.mjs';
+import {
+  DATE_TIME,
+  EDITOR_SCHEMA,
+  GENERATED_DIR,
+  SCHEMAS,
+  editorSchemaText,
+  forTheEditor,
+  generateValidators,
+  withoutAnnotations,
+} from '../../schemas/validators.build.mjs';
 
 /**
  * Manifests whose lengths count differently in code points and UTF-16 units (maxLength 255 on validate.report, 100
@@ -39,7 +48,8 @@ describe('schemas/generated/*.js (Ajv standalone code, one module per schema)', 
       assert.ok(fs.readFileSync(path.join(GENERATED_DIR, `${name}.js`), 'utf8') === js, `${name}.js ${stale}`);
       assert.ok(fs.readFileSync(path.join(GENERATED_DIR, `${name}.d.ts`), 'utf8') === dts, `${name}.d.ts ${stale}`);
     }
-    const extra = fs.readdirSync(GENERATED_DIR).filter((f) => !(f.replace(/\.d\.ts$|\.js$/, '') in SCHEMAS));
+    assert.ok(fs.readFileSync(path.join(GENERATED_DIR, EDITOR_SCHEMA.file), 'utf8') === editorSchemaText(), `${EDITOR_SCHEMA.file} ${stale}`);
+    const extra = fs.readdirSync(GENERATED_DIR).filter((f) => f !== EDITOR_SCHEMA.file && !(f.replace(/\.d\.ts$|\.js$/, '') in SCHEMAS));
     assert.deepEqual(extra, [], 'schemas/generated/ holds files of no schema');
   });
 
@@ -93,5 +103,88 @@ describe('schemas/generated/*.js (Ajv standalone code, one module per schema)', 
     const src = fs.readFileSync(path.join(GENERATED_DIR, 'validateManifest.js'), 'utf8');
     assert.match(src, /import ucs2lengthModule from 'ajv\/dist\/runtime\/ucs2length\.js'/);
     for (const name of Object.keys(SCHEMAS)) assert.doesNotMatch(fs.readFileSync(path.join(GENERATED_DIR, `${name}.js`), 'utf8'), /require\(/);
+  });
+});
+
+/**
+ * The editor's manifest schema (package.json's jsonValidation): VS Code's JSON language service reads it for
+ * completion and hover only. The extension's lint reports every schema error itself; the language service judging
+ * too put a second diagnostic, in other words, beside each lint error.
+ */
+describe("schemas/generated/manifest.editor.schema.json (the editor's: completion and hover, no judgement)", () => {
+  const full = JSON.parse(fs.readFileSync('schemas/manifest.schema.json', 'utf8')) as Record<string, unknown>;
+  const editor = JSON.parse(fs.readFileSync(path.join(GENERATED_DIR, EDITOR_SCHEMA.file), 'utf8')) as Record<string, unknown>;
+
+  it('is the one package.json gives VS Code for *.swarm.json and *.swarm.jsonc', () => {
+    const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { contributes: { jsonValidation: Array<{ fileMatch: string[]; url: string }> } };
+    assert.deepEqual(pkg.contributes.jsonValidation, [{ fileMatch: ['*.swarm.json', '*.swarm.jsonc'], url: `./schemas/generated/${EDITOR_SCHEMA.file}` }]);
+  });
+
+  it('judges nothing: manifests the full schema refuses in every way it can are valid to it', () => {
+    const strict = new Ajv({ allErrors: true, strict: false, formats: { 'date-time': DATE_TIME } }).compile(full);
+    const loose = new Ajv({ allErrors: true, strict: false }).compile(editor);
+    const bad = [
+      {},
+      { tasks: 'no', bogus: 1 },
+      { tree: 'nope', max_parallel: 'x', budget_usd: -1, logins: { 'bad name!': { engines: 'x' } }, route: { prefer: 'speed' } },
+      { tasks: [{ key: 'a..b', spec: 1, check: [], select: 'x', network: 'maybe', review: { engines: [] }, engine_args: 3, inputs: [] }] },
+      { tasks: [{ key: 'a', spec: 's', check: 'true', validate: { bogus: 1 }, guard: 'yes', allow_deps: 'x', fallback: [{}], review: true }] },
+      { tasks: [{ generate: 1, key: '', max_attempts: 0, timeout_s: -5, distinguish: { inputs: '' } }] },
+    ];
+    for (const doc of bad) {
+      assert.equal(strict(doc), false, `the full schema refuses ${JSON.stringify(doc)}`);
+      assert.equal(loose(doc), true, `the editor's accepts ${JSON.stringify(doc)}: ${JSON.stringify(loose.errors)}`);
+    }
+  });
+
+  it('keeps every property the full schema describes, with its description, and offers each enum and const as an example', () => {
+    const missing: string[] = [];
+    const visited: string[] = [];
+    const walk = (a: unknown, b: unknown, at: string) => {
+      if (typeof a !== 'object' || a === null) return;
+      visited.push(at);
+      const x = a as Record<string, unknown>;
+      const y = (b ?? {}) as Record<string, unknown>;
+      if (typeof x.description === 'string' && x.description !== y.description) missing.push(`${at}: description`);
+      for (const v of [...((x.enum as unknown[]) ?? []), ...('const' in x ? [x.const] : [])])
+        if (!((y.examples as unknown[]) ?? []).includes(v)) missing.push(`${at}: example ${JSON.stringify(v)}`);
+      for (const map of ['properties', 'patternProperties', 'definitions'])
+        for (const [k, v] of Object.entries((x[map] as Record<string, unknown>) ?? {}))
+          walk(v, (y[map] as Record<string, unknown> | undefined)?.[k], `${at}/${map}/${k}`);
+      for (const [from, to] of [
+        ['oneOf', 'anyOf'],
+        ['anyOf', 'anyOf'],
+        ['allOf', 'allOf'],
+      ] as const)
+        ((x[from] as unknown[]) ?? []).forEach((v, i) => walk(v, (y[to] as unknown[] | undefined)?.[i], `${at}/${from}/${i}`));
+      if (typeof x.items === 'object') walk(x.items, y.items, `${at}/items`);
+      if (typeof x.additionalProperties === 'object') walk(x.additionalProperties, y.additionalProperties, `${at}/additionalProperties`);
+    };
+    walk(full, editor, '#');
+    assert.deepEqual(missing, []);
+    assert.ok(visited.includes('#/definitions/task/properties/distinguish/properties/inputs/oneOf/0'), 'the walk reached the nested task properties');
+  });
+
+  it('maps keywords as it says: oneOf → anyOf, enum/const → examples, additionalProperties false dropped, its object form kept', () => {
+    const schema = {
+      type: 'object',
+      required: ['a'],
+      additionalProperties: false,
+      properties: {
+        a: { oneOf: [{ type: 'string', minLength: 1 }, { const: false }], description: 'A' },
+        b: { enum: ['x', 'y'], examples: ['x'], default: 'x' },
+        m: { type: 'object', additionalProperties: { type: 'number', minimum: 0, description: 'N' }, propertyNames: { pattern: '^a' } },
+        not: { not: { pattern: 'x' } },
+      },
+    };
+    assert.deepEqual(forTheEditor(schema, 'id:x'), {
+      $id: 'id:x',
+      properties: {
+        a: { anyOf: [{}, { examples: [false] }], description: 'A' },
+        b: { examples: ['x', 'y'], default: 'x' },
+        m: { additionalProperties: { description: 'N' } },
+        not: {},
+      },
+    });
   });
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep, until } from './until';
 
 /** Waits until the Verdict diagnostics of `uri` satisfy `ok` (they are debounced and computed asynchronously). */
 async function diagnosticsWhere(uri: vscode.Uri, ok: (d: vscode.Diagnostic[]) => boolean, timeoutMs = 15000): Promise<vscode.Diagnostic[]> {
@@ -79,5 +80,67 @@ describe('manifest diagnostics and quick fixes in the editor', () => {
     assert.ok(await vscode.workspace.applyEdit(bad));
     const diags = await diagnosticsWhere(uri, (d) => d.some((x) => code(x) === 'invalid-manifest'));
     assert.ok(diags.some((d) => d.severity === vscode.DiagnosticSeverity.Error));
+  });
+});
+
+describe("one diagnostic per schema error: VS Code's JSON service completes and explains from the schema, lint alone judges", function () {
+  this.timeout(90000);
+
+  it('a wrong type is one Verdict error (no second one from the JSON service), while completion and hover still come from the schema', async () => {
+    await vscode.extensions.getExtension('verdict-dev.verdict')?.activate();
+    const dir = fs.mkdtempSync(path.join(process.env.VERDICT_TEST_TMP as string, 'schema-once-'));
+    const manifest = path.join(dir, 'schema-once.swarm.json');
+    fs.writeFileSync(manifest, '{\n  "max_parallel": "two",\n  "tasks": [{ "key": "a", "spec": "s", "check": "test -s a.txt" }]\n}\n');
+    // The control: a document the JSON service does judge (a missing comma), to know when it has run.
+    const control = path.join(dir, 'control.json');
+    fs.writeFileSync(control, '{\n  "a": 1\n  "b": 2\n}\n');
+    const doc = await vscode.workspace.openTextDocument(manifest);
+    await vscode.window.showTextDocument(doc);
+    const controlDoc = await vscode.workspace.openTextDocument(control);
+    const jsonDiagnostics = (uri: vscode.Uri) => vscode.languages.getDiagnostics(uri).filter((d) => d.source !== 'verdict');
+    await vscode.window.showTextDocument(controlDoc, { preview: false, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+    await until('the JSON service judging the control document', () => jsonDiagnostics(controlDoc.uri).length === 1, 60000).catch((e: Error) => {
+      throw new Error(
+        `${e.message}; its diagnostics: ${JSON.stringify(vscode.languages.getDiagnostics().map(([u, d]) => [u.fsPath, d.map((x) => `${x.source}: ${x.message}`)]))}`,
+      );
+    });
+
+    // The manifest's schema is VS Code's: completion offers its properties, hover gives their descriptions.
+    const inTasks = doc.positionAt(doc.getText().indexOf('"key"'));
+    const completions = await until('schema completions in the manifest', async () => {
+      const list = await vscode.commands.executeCommand<vscode.CompletionList>('vscode.executeCompletionItemProvider', doc.uri, inTasks);
+      const labels = list.items.map((i) => (typeof i.label === 'string' ? i.label : i.label.label));
+      return labels.some((l) => /max_attempts/.test(l)) ? labels : undefined;
+    });
+    assert.ok(
+      completions.some((l) => /timeout_s/.test(l)),
+      completions.join(', '),
+    );
+    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>(
+      'vscode.executeHoverProvider',
+      doc.uri,
+      doc.positionAt(doc.getText().indexOf('max_parallel') + 2),
+    );
+    const hoverText = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
+    assert.match(hoverText, /How many attempts run at the same time/, hoverText);
+
+    // An edit to the manifest, then one to the control: once the control's new error shows, the manifest's turn
+    // (queued before it) has come too.
+    const touch = new vscode.WorkspaceEdit();
+    touch.insert(doc.uri, new vscode.Position(0, 1), ' ');
+    assert.ok(await vscode.workspace.applyEdit(touch));
+    const second = new vscode.WorkspaceEdit();
+    second.insert(controlDoc.uri, new vscode.Position(3, 0), '  "c": 3\n');
+    assert.ok(await vscode.workspace.applyEdit(second));
+    await until("the control document's second error", () => jsonDiagnostics(controlDoc.uri).length === 2, 60000);
+
+    const verdict = await diagnosticsWhere(doc.uri, (d) => d.some((x) => code(x) === 'invalid-manifest'));
+    const wrongType = verdict.filter((d) => d.range.start.line === 1);
+    assert.equal(wrongType.length, 1, JSON.stringify(verdict.map((d) => [code(d), d.message])));
+    assert.deepEqual(
+      jsonDiagnostics(doc.uri).map((d) => `${d.source}: ${d.message}`),
+      [],
+      'no second diagnostic from the JSON service beside the lint error',
+    );
   });
 });
