@@ -299,3 +299,74 @@ describe('runs in VS Code: API, runs view, diff review, merge queue, Test Explor
     assert.equal(offers('verdict.discardTask', String(item.contextValue)), false, `no Discard on ${item.contextValue}`);
   });
 });
+
+describe('Resume Run of a run whose orchestrator died (kill -9 mid-attempt)', function () {
+  this.timeout(180000);
+
+  it('shows it "orchestrator died" with Resume on its menu; Resume Run takes it over detached: the interrupted task runs again and passes, nothing it did is lost', async () => {
+    const api = (await vscode.extensions.getExtension('verdict-dev.verdict')?.activate()) as VerdictApi;
+    const dir = fs.mkdtempSync(path.join(process.env.VERDICT_TEST_TMP as string, 'died-'));
+    const manifest = path.join(dir, 'died.swarm.json');
+    // The first attempt leaves a mark in its task folder and sleeps; the attempt after the resume finds the mark
+    // (plain mode keeps the folder) and finishes. `kept` has passed before the orchestrator dies.
+    fs.writeFileSync(
+      manifest,
+      JSON.stringify({
+        run_name: 'orchestrator-dies',
+        workdir: 'work',
+        tasks: [
+          task('kept', 'echo k > k.txt', 'test -s k.txt'),
+          { ...task('slow', 'if [ -f mark ]; then echo s > s.txt; else echo started > mark; sleep 300; fi', 'test -s s.txt'), after: ['kept'] },
+        ],
+      }),
+    );
+    const cli = path.resolve(__dirname, '../../dist/cli.js');
+    const child = spawn('node', [cli, 'run', manifest, '--home', process.env.VERDICT_HOME as string, '--no-dashboard'], { stdio: 'ignore', detached: true });
+    const running = await until(
+      'the slow task at work',
+      () =>
+        api.runs().find((r) => r.state.pid === child.pid && r.liveness === 'running' && r.state.tasks.find((t) => t.key === 'slow')?.status === 'running') &&
+        fs.existsSync(path.join(dir, 'work', 'slow', 'mark'))
+          ? api.runs().find((r) => r.state.pid === child.pid)
+          : undefined,
+      60000,
+    );
+    const runId = running.state.runId;
+    process.kill(child.pid as number, 'SIGKILL');
+
+    const died = await until(
+      'the run shown with its orchestrator dead',
+      () => api.runs().find((r) => r.state.runId === runId && r.liveness === 'orchestrator-died'),
+      60000,
+    );
+    const row = (await api.runsView.getChildren()).find((n) => n.runId === runId) as RunsNode;
+    const item = api.runsView.getTreeItem(row);
+    assert.match(String(item.description), /orchestrator died/, String(item.description));
+    assert.ok(offers('verdict.resumeRun', String(item.contextValue)), `Resume on ${item.contextValue}`);
+    assert.equal(died.state.tasks.find((t) => t.key === 'kept')?.status, 'PASS');
+
+    const info = await vscode.commands.executeCommand<RunInfo | undefined>('verdict.resumeRun', { runId });
+    assert.ok(info, 'the run was taken over');
+    assert.equal(info.state.runId, runId, 'the same run id');
+    assert.notEqual(info.state.pid, child.pid, 'a new orchestrator');
+    assert.notEqual(info.state.pid, process.pid, 'not the extension host');
+    const end = await until(
+      'the resumed run, finished',
+      () => api.runs().find((r) => r.state.runId === runId && r.liveness === 'finished' && (r.state.resumes?.length ?? 0) > 0),
+      90000,
+    );
+    const byKey = Object.fromEntries(end.state.tasks.map((t) => [t.key, t]));
+    assert.deepEqual(
+      [byKey.kept?.status, byKey.kept?.attempts.length, byKey.slow?.status],
+      ['PASS', 1, 'PASS'],
+      JSON.stringify(end.state.tasks.map((t) => [t.key, t.status, t.attempts.map((a) => a.verdict)])),
+    );
+    assert.deepEqual(
+      byKey.slow?.attempts.map((a) => a.verdict),
+      ['INTERRUPTED', 'PASS'],
+      'the attempt the dead orchestrator left is INTERRUPTED, the next one passed',
+    );
+    assert.equal(fs.readFileSync(path.join(dir, 'work', 'slow', 's.txt'), 'utf8'), 's\n');
+    assert.equal(fs.readFileSync(path.join(dir, 'work', 'kept', 'k.txt'), 'utf8'), 'k\n', 'the task that passed before is untouched');
+  });
+});
