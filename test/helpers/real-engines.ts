@@ -248,6 +248,8 @@ export interface RealTaskOptions {
   config?: Record<string, unknown>;
   /** Manifest fields over the default (budgets, logins). */
   manifest?: Record<string, unknown>;
+  /** More tasks after the first (each a whole task: key, spec, check…), run against the same model server. */
+  moreTasks?: Record<string, unknown>[];
   /** Called with Verdict's home before the run (e.g. to load a price catalog into it). */
   prepareHome?: (home: string) => Promise<void>;
 }
@@ -274,7 +276,7 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
     max_attempts: 1,
     ...o.task,
   };
-  const run = { run_name: o.name ?? `real-${o.engine}`, max_parallel: 1, ...o.manifest, tasks: [task] };
+  const run = { run_name: o.name ?? `real-${o.engine}`, max_parallel: 1, ...o.manifest, tasks: [task, ...(o.moreTasks ?? [])] };
   const manifest =
     o.mode === 'worktree' ? writeManifest(makeRepo(path.join(dir, 'repo')), { ...run, worktrees: true }) : writeManifest(dir, { ...run, workdir: 'work' });
   const env: Record<string, string> = {
@@ -307,7 +309,8 @@ export async function runRealTask(o: RealTaskOptions): Promise<RealRun> {
   const ms = Date.now() - started;
   const rows = readRows(home);
   if (!rows.length) throw new Error(`verdict run left no eval row:\n${result.all}`);
-  const runId = String(rows[0]?.run_id);
+  // The run's own rows come last (prepareHome may have seeded the log with others).
+  const runId = String(rows[rows.length - 1]?.run_id);
   const state = JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as RunState;
   return { server, dir, home, userHome, result, rows, state, ms };
 }
