@@ -203,6 +203,39 @@ describe('workflows: consensus inputs written by an engine', function () {
     assert.doesNotMatch(escLog, /WROTE|LEAK/, escLog);
   });
 
+  it('under a budget its reservation would pass, the inputs engine never starts: no cost, the refusal said, the candidates still judged', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const home = path.join(dir, 'home');
+    // It would write inputs that split the candidates, and records that it ran in its own log; it must never start.
+    const { config, env } = inputsEngines(dir, home, repo, { dear: "echo INPUTS-ENGINE-RAN; printf -- '-3' > 01" });
+    const withCap = JSON.parse(fs.readFileSync(config, 'utf8')) as { engines: Record<string, Record<string, unknown>> };
+    (withCap.engines.dear as Record<string, unknown>).max_attempt_usd = 0.01; // reserved before it starts: $0.01
+    fs.writeFileSync(config, JSON.stringify(withCap));
+    const file = writeManifest(repo, { worktrees: true, max_parallel: 1, budget_usd: 0.005, tasks: [group('fix', 'dear')] });
+    const r = await cli(['run', file, '--home', home, '--config', config, '--no-dashboard'], { env });
+    const s = state(home);
+    const fix = byKey(s, 'fix');
+    const rows = readRows(home);
+    const distinguish = rows.filter((row) => row.step === 'distinguish');
+    for (const row of distinguish) {
+      assert.notEqual(row.verdict, 'PASS', JSON.stringify(row));
+      assert.ok(!row.cost_microusd, `no cost: ${JSON.stringify(row)}`);
+      if (row.worker_log && fs.existsSync(String(row.worker_log))) assert.doesNotMatch(fs.readFileSync(String(row.worker_log), 'utf8'), /INPUTS-ENGINE-RAN/);
+    }
+    assert.equal(s.spend?.spentMicroUsd ?? 0, 0, 'nothing spent: the script candidates are free and the inputs engine never ran');
+    const said = `${r.all}\n${fix.reason ?? ''}\n${distinguish.map((row) => String(row.notes)).join('\n')}`;
+    assert.match(said, /inputs engine dear\/dear-1 made no input: not started: .*budget/i, said);
+    // Without inputs the three passing candidates behave alike: one group, decided without a split.
+    assert.deepEqual(
+      fix.consensus?.groups.map((g) => g.length),
+      [3],
+      JSON.stringify(fix),
+    );
+    assert.equal(fix.consensus?.inputs, 0);
+    assert.ok(rows.filter((row) => row.step === 'work' && row.verdict === 'PASS').length === 3, r.all);
+  });
+
   it("bad input is refused at load: the script engine, an unknown engine; an inputs engine that is every candidate's own warns", async () => {
     const dir = tempDir();
     const cases: [Record<string, unknown>, RegExp][] = [
