@@ -309,8 +309,70 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
     outcomes.set(o.key, o);
     onOutcome(o);
   };
-  // The integration branch as built: each merged request with the commit it ends at.
-  const batch: { req: MergeRequest; sha: string }[] = [];
+  const batch = await rebaseBatch(requests, start, emit);
+  const judged = await judgeBatch(first.repo, batch, start);
+  // The current branch moves once, to the last good merge, if the tree is still clean and the branch still where it was.
+  const { landed, refusal } =
+    judged.good > 0 ? await fastForwardTo(first.repo, into, start, (batch[judged.good - 1] as BatchEntry).sha) : { landed: false, refusal: '' };
+  const end: BatchEnd = {
+    ...judged,
+    into,
+    start,
+    landed,
+    refusal,
+    head: landed ? (batch[judged.good - 1] as BatchEntry).sha : start,
+    lastGood: landed ? (batch[judged.good - 1] as BatchEntry).req.key : null,
+  };
+  for (const [i, b] of batch.entries()) {
+    const o = batchOutcome(batch, i, end);
+    // The task branch takes its rebased commit, as a merge of the sequential queue leaves it.
+    if (o.status === 'MERGED') await git.raw(['update-ref', `refs/heads/${b.req.branch}`, b.sha]).catch(() => undefined);
+    emit(o);
+  }
+  return requests.map((r) => outcomes.get(r.key) as MergeOutcome);
+}
+
+/** One request of a batch, rebased onto the integration branch as built: the commit it ends at. */
+interface BatchEntry {
+  req: MergeRequest;
+  sha: string;
+}
+
+/** A suite that failed, and how. */
+interface SuiteFailure {
+  suite: IntegrationSuite;
+  result: RecheckResult;
+}
+
+/**
+ * What the suites made of a batch: the first `good` merges pass (0: none may land); `culprit` the merge (index in the
+ * batch) found first to break a suite, null when all pass or `baseFails`; `baseFails` the suite that already failed on
+ * the starting commit (no merge is then blamed).
+ */
+interface BatchJudgement {
+  good: number;
+  culprit: (SuiteFailure & { index: number }) | null;
+  baseFails: SuiteFailure | null;
+}
+
+/** A judged batch once the current branch `into` moved from `start` (`landed`) to `head`, or did not (`refusal`, '' when it did or none was tried). */
+interface BatchEnd extends BatchJudgement {
+  into: string;
+  start: string;
+  landed: boolean;
+  refusal: string;
+  head: string;
+  /** The key of the last merge that landed, null when none did. */
+  lastGood: string | null;
+}
+
+/**
+ * Rebases each request in turn onto the integration branch as built from `start` (rebaseDetached), in order. Returns
+ * the requests that rebased and passed their check, with their commits; each one left out is given to `emit` (its
+ * outcome, a refusal for a dirty tree, BLOCKED for any other failure of git).
+ */
+async function rebaseBatch(requests: MergeRequest[], start: string, emit: (o: MergeOutcome) => void): Promise<BatchEntry[]> {
+  const batch: BatchEntry[] = [];
   let tip = start;
   for (const req of requests) {
     try {
@@ -327,21 +389,30 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
       );
     }
   }
+  return batch;
+}
+
+/**
+ * Runs the batch's suites on its last commit; when one fails, bisects the merges (each probe runs the suites of the
+ * merges up to it, once per command and commit) to the first that breaks it, and, when no merge is good, judges
+ * `start` by that suite too so that a branch that already failed blames no merge. Never throws (SuiteResults.run).
+ */
+async function judgeBatch(repo: string, batch: BatchEntry[], start: string): Promise<BatchJudgement> {
   const suites = new SuiteResults();
   /** Whether the suites of the first `n` merges (distinct commands; n ≥ 1) all pass on the commit of the n-th, and the first that failed. */
-  const judge = async (n: number): Promise<{ passed: boolean; failed: { suite: IntegrationSuite; result: RecheckResult } | null }> => {
+  const judge = async (n: number): Promise<{ passed: boolean; failed: SuiteFailure | null }> => {
     const commit = (batch[n - 1] as { sha: string }).sha;
     const distinct = new Map<string, IntegrationSuite>();
     for (const b of batch.slice(0, n)) if (b.req.suite && !distinct.has(b.req.suite.command)) distinct.set(b.req.suite.command, b.req.suite);
     for (const suite of distinct.values()) {
-      const result = await suites.run(first.repo, suite, commit);
+      const result = await suites.run(repo, suite, commit);
       if (!result.passed) return { passed: false, failed: { suite, result } };
     }
     return { passed: true, failed: null };
   };
   let good = batch.length;
-  let culprit: { index: number; suite: IntegrationSuite; result: RecheckResult } | null = null;
-  let baseFails: { suite: IntegrationSuite; result: RecheckResult } | null = null;
+  let culprit: BatchJudgement['culprit'] = null;
+  let baseFails: SuiteFailure | null = null;
   if (batch.length) {
     const whole = await judge(batch.length);
     if (!whole.passed && whole.failed) {
@@ -360,63 +431,67 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
       }
       // Never blame a merge for a suite the branch failed already: with no good merge, the start is judged by it too.
       if (lo === 0) {
-        const base = await suites.run(first.repo, failed.suite, start);
+        const base = await suites.run(repo, failed.suite, start);
         if (!base.passed) baseFails = { suite: failed.suite, result: base };
       }
       good = baseFails ? 0 : lo;
       if (!baseFails) culprit = { index: hi - 1, ...failed };
     }
   }
-  // The current branch moves once, to the last good merge, if the tree is still clean and the branch still where it was.
-  let landed = good > 0;
-  let refusal = '';
-  if (landed) {
-    try {
-      await mergeTarget(first.repo);
-      const head = (await git.revparse(['HEAD'])).trim();
-      if (head !== start)
-        throw new Error(`${into} moved during the merge (from ${start.slice(0, 10)} to ${head.slice(0, 10)}); nothing was merged, merge again`);
-      await git.raw(['merge', '--ff-only', '--quiet', (batch[good - 1] as { sha: string }).sha]);
-    } catch (e) {
-      landed = false;
-      refusal =
-        e instanceof DirtyTreeError ? e.message : `fast-forward refused: ${explainGitFailure((e as Error).message, { root: first.repo, branch: into })}`;
-    }
+  return { good, culprit, baseFails };
+}
+
+/**
+ * Fast-forwards the current branch `into` of `repo` to `sha`, if the tree is still clean and the branch still at
+ * `start`. Returns `landed`, or the refusal (a dirty tree's message, or why git or the moved branch refused). Never throws.
+ */
+async function fastForwardTo(repo: string, into: string, start: string, sha: string): Promise<{ landed: boolean; refusal: string }> {
+  const git = gitFor(repo, { trusted: true });
+  try {
+    await mergeTarget(repo);
+    const head = (await git.revparse(['HEAD'])).trim();
+    if (head !== start) throw new Error(`${into} moved during the merge (from ${start.slice(0, 10)} to ${head.slice(0, 10)}); nothing was merged, merge again`);
+    await git.raw(['merge', '--ff-only', '--quiet', sha]);
+    return { landed: true, refusal: '' };
+  } catch (e) {
+    return {
+      landed: false,
+      refusal: e instanceof DirtyTreeError ? e.message : `fast-forward refused: ${explainGitFailure((e as Error).message, { root: repo, branch: into })}`,
+    };
   }
-  const head = landed ? (batch[good - 1] as { sha: string }).sha : start;
-  const lastGood = landed ? (batch[good - 1] as { req: MergeRequest }).req.key : null;
-  for (const [i, b] of batch.entries()) {
-    let o: MergeOutcome;
-    if (!landed && refusal) o = { key: b.req.key, status: 'REFUSED', reason: refusal };
-    else if (baseFails)
-      o = {
-        key: b.req.key,
-        status: 'NOT_TRIED',
-        reason: `not merged: the suite \`${baseFails.suite.command}\` already fails on ${into} (${start.slice(0, 10)}) before any merge (${baseFails.result.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
-      };
-    else if (i < good) {
-      // The task branch takes its rebased commit, as a merge of the sequential queue leaves it.
-      await git.raw(['update-ref', `refs/heads/${b.req.branch}`, b.sha]).catch(() => undefined);
-      o = { key: b.req.key, status: 'MERGED', sha: b.sha };
-    } else if (culprit && i === culprit.index) {
-      o = {
-        key: b.req.key,
-        status: 'SUITE_FAILED',
-        output: culprit.result.output,
-        command: culprit.suite.command,
-        head,
-        lastGood,
-        reason: `the batch of ${batch.length} merges failed the suite \`${culprit.suite.command}\`, and bisecting it found this merge the first that breaks it (${culprit.result.reason}); not merged: ${into} is at ${head.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${b.req.branch} is kept as it was`,
-      };
-    } else
-      o = {
-        key: b.req.key,
-        status: 'NOT_TRIED',
-        reason: `not merged: it comes after ${culprit ? batch[culprit.index]?.req.key : 'the merge'} that breaks the suite, and the suite was not judged without that one; this branch is kept as it was (merge it again)`,
-      };
-    emit(o);
-  }
-  return requests.map((r) => outcomes.get(r.key) as MergeOutcome);
+}
+
+/**
+ * The outcome of the `i`-th merge of a judged `batch`: REFUSED when the fast-forward was refused, NOT_TRIED when the
+ * suite failed already at the start, MERGED up to the last good merge, SUITE_FAILED for the culprit, NOT_TRIED after
+ * it. Pure: moving a MERGED task's branch is the caller's.
+ */
+function batchOutcome(batch: BatchEntry[], i: number, end: BatchEnd): MergeOutcome {
+  const b = batch[i] as BatchEntry;
+  const { into, start, head, lastGood, culprit, baseFails } = end;
+  if (!end.landed && end.refusal) return { key: b.req.key, status: 'REFUSED', reason: end.refusal };
+  if (baseFails)
+    return {
+      key: b.req.key,
+      status: 'NOT_TRIED',
+      reason: `not merged: the suite \`${baseFails.suite.command}\` already fails on ${into} (${start.slice(0, 10)}) before any merge (${baseFails.result.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
+    };
+  if (i < end.good) return { key: b.req.key, status: 'MERGED', sha: b.sha };
+  if (culprit && i === culprit.index)
+    return {
+      key: b.req.key,
+      status: 'SUITE_FAILED',
+      output: culprit.result.output,
+      command: culprit.suite.command,
+      head,
+      lastGood,
+      reason: `the batch of ${batch.length} merges failed the suite \`${culprit.suite.command}\`, and bisecting it found this merge the first that breaks it (${culprit.result.reason}); not merged: ${into} is at ${head.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${b.req.branch} is kept as it was`,
+    };
+  return {
+    key: b.req.key,
+    status: 'NOT_TRIED',
+    reason: `not merged: it comes after ${culprit ? batch[culprit.index]?.req.key : 'the merge'} that breaks the suite, and the suite was not judged without that one; this branch is kept as it was (merge it again)`,
+  };
 }
 
 /**
