@@ -78,42 +78,14 @@ export interface LiveRun {
 export async function openRun(opts: RunOptions): Promise<LiveRun> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
-  // Its Node start-up overlaps preflight instead of delaying the first attempt (a no-op when it already runs). Only a
-  // head start: when it cannot start, the first step's spawn says why, as it did before.
-  if (!opts.attemptSteps) {
-    try {
-      startSpawnHelper();
-    } catch {
-      // reported by the first spawn
-    }
-  }
+  startHelperEarly(opts);
   const pre = await preflight(manifest, opts.engines, env, home, {
     sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
     allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
     configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
     enginesElsewhere: opts.attemptSteps !== undefined,
   });
-  // One orchestrator per run: a continued run is taken over under its folder lock (refused while another holds it).
-  let cont: RunContinuation | null = null;
-  try {
-    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines) : null;
-  } catch (e) {
-    if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
-    throw e;
-  }
-  const runId = cont?.state.runId ?? newRunId();
-  const releaseRun = cont?.release ?? (await lockRun(runDir(home, runId), selfHolder(runId, opts.identity)));
-  // Plain mode: the workdir is this run's alone (refused before anything is created when another run holds it).
-  let releaseWorkdir: (() => Promise<void>) | null = null;
-  if (!manifest.worktrees) {
-    try {
-      releaseWorkdir = await lockWorkdir(manifest.workdir, selfHolder(runId, opts.identity));
-    } catch (e) {
-      await releaseRun();
-      if (e instanceof WorkdirBusyError) throw new PreflightError([e.message]);
-      throw e;
-    }
-  }
+  const { cont, runId, releaseRun, releaseWorkdir } = await takeLocks(opts);
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
   if (!cont) writeFrozenManifest(home, runId, manifest);
@@ -121,37 +93,14 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   const startedAt = cont?.state.startedAt ?? Date.now();
   const runtimeOf = (spec: TaskSpec) => taskRuntime(opts, runId, cont, pre, spec);
   const tasks: TaskRuntime[] = manifest.tasks.map(runtimeOf);
-  const state = cont
-    ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line })
-    : newState(opts, runId, pre, maxParallel, startedAt, tasks);
-  // A continued run forced over lint errors says so too: in its resume's entry, and on the run (it ran forced once).
-  if (cont && opts.forced) {
-    state.forced = true;
-    const resume = state.resumes?.at(-1);
-    if (resume) resume.forced = true;
-  }
+  const state = openState(opts, runId, cont, pre, maxParallel, startedAt, tasks);
   const stateFile = new StateFile(path.join(dir, 'state.json'), state);
   const waits = new EngineWaits(state, opts.quotaMaxWaitMs ?? DEFAULT_MAX_QUOTA_WAIT_MS);
   await stateFile.save();
   stateFile.start();
   const emit = (e: RunEvent) => opts.onEvent?.(e);
   await sayOpening(emit, opts, runId, stateFile, pre, cont, waits, tasks, maxParallel, env);
-  // A continued run goes on under the budgets it had (or those its resume gave) and from what it spent: never from 0.
-  const budgets = continuedBudgets(manifest, cont?.state ?? null, opts.continueRun);
-  const spend = new RunSpend(home, budgets.usd, opts.postgresUrl ?? null, {
-    budgetTokens: budgets.tokens,
-    subscription: subscriptionEngines(manifest.logins, opts.logins),
-  });
-  if (cont) {
-    spend.seed(priorSpend(cont.state));
-    const line = spendLine(spend.snapshot());
-    if (line && (budgets.usd !== null || budgets.tokens !== null))
-      emit({ type: 'run-note', note: `budget: the run goes on from what it spent before: ${line}` });
-  }
-  await spend.loadHistory(
-    home,
-    manifest.tasks.some((t) => t.budgetUsd !== undefined || t.budgetTokens !== undefined),
-  );
+  const spend = await openSpend(opts, cont, emit);
   // engine "auto": the scoreboard as it stands now is the evidence of every routing decision of this run.
   const routeEvidence = manifest.tasks.some((t) => t.route) ? await loadRouteEvidence(home) : { rows: [], note: null };
   if (routeEvidence.note) emit({ type: 'run-note', note: routeEvidence.note });
@@ -166,26 +115,7 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
   // The whole manifest's keys as it compiled them (the frozen copy holds the whole text): not read back from that copy.
   const frozenKeys = new Set(manifest.taskKeys ?? manifest.tasks.map((t) => t.key));
   const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
-  // A continued run's task branches start where the run's did, whatever base_ref names now.
-  const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
-  const hide = [...(opts.hide ?? []), ...(manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])];
-  const ctx: AttemptContext = {
-    opts,
-    env,
-    runId,
-    stateFile,
-    binaries: pre.binaries,
-    repo,
-    bwrap: pre.containment.bwrap,
-    netstack: pre.containment.netstack,
-    view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env),
-    emit,
-    spend,
-    recordErrors: [],
-    stateBaselines: new Map(),
-    inheritedEnv: { ...process.env },
-    taskKeys: () => [...new Set([...frozenKeys, ...byKey.keys()])],
-  };
+  const ctx = attemptContext(opts, env, runId, cont, pre, stateFile, emit, spend, () => [...new Set([...frozenKeys, ...byKey.keys()])]);
   // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
   const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
   return {
@@ -212,6 +142,145 @@ export async function openRun(opts: RunOptions): Promise<LiveRun> {
     cancelled: false,
     runtimeOf,
     routeEvidence: routeEvidence.rows,
+  };
+}
+
+/**
+ * Starts the spawn helper so that its Node start-up overlaps preflight instead of delaying the first attempt (a no-op
+ * when it already runs; none when the steps run elsewhere). Only a head start: when it cannot start, the first step's
+ * spawn says why. Never throws.
+ */
+function startHelperEarly(opts: RunOptions): void {
+  if (!opts.attemptSteps) {
+    try {
+      startSpawnHelper();
+    } catch {
+      // reported by the first spawn
+    }
+  }
+}
+
+/**
+ * The run's locks: one orchestrator per run (a continued run is taken over under its folder lock, refused while
+ * another holds it; a new run gets a new id and its folder's lock) and, in plain mode, the workdir, this run's alone.
+ * Returns the continuation (null for a new run), the run's id and the locks' releases (`releaseWorkdir` null in
+ * worktree mode). A workdir already held releases the run's lock again.
+ * @throws PreflightError when the run or the workdir is held by another, or the run cannot be continued
+ */
+async function takeLocks(opts: RunOptions): Promise<{
+  cont: RunContinuation | null;
+  runId: string;
+  releaseRun: () => Promise<void>;
+  releaseWorkdir: (() => Promise<void>) | null;
+}> {
+  const { manifest, home } = opts;
+  let cont: RunContinuation | null = null;
+  try {
+    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines) : null;
+  } catch (e) {
+    if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
+    throw e;
+  }
+  const runId = cont?.state.runId ?? newRunId();
+  const releaseRun = cont?.release ?? (await lockRun(runDir(home, runId), selfHolder(runId, opts.identity)));
+  // Plain mode: the workdir is this run's alone (refused before anything is created when another run holds it).
+  let releaseWorkdir: (() => Promise<void>) | null = null;
+  if (!manifest.worktrees) {
+    try {
+      releaseWorkdir = await lockWorkdir(manifest.workdir, selfHolder(runId, opts.identity));
+    } catch (e) {
+      await releaseRun();
+      if (e instanceof WorkdirBusyError) throw new PreflightError([e.message]);
+      throw e;
+    }
+  }
+  return { cont, runId, releaseRun, releaseWorkdir };
+}
+
+/**
+ * The run's state.json content: a continued run's reopened (reopenState, with this host's memory cap), else a new
+ * one (newState). A continued run forced over lint errors says so too: in its resume's entry, and on the run (it ran
+ * forced once). `startedAt` in ms since the epoch.
+ */
+function openState(
+  opts: RunOptions,
+  runId: string,
+  cont: RunContinuation | null,
+  pre: Preflight,
+  maxParallel: number,
+  startedAt: number,
+  tasks: TaskRuntime[],
+): RunState {
+  const state = cont
+    ? Object.assign(reopenState(cont, pre.containment.summary), { memoryCap: memoryCapMechanism().line })
+    : newState(opts, runId, pre, maxParallel, startedAt, tasks);
+  if (cont && opts.forced) {
+    state.forced = true;
+    const resume = state.resumes?.at(-1);
+    if (resume) resume.forced = true;
+  }
+  return state;
+}
+
+/**
+ * The run's spend: a continued run goes on under the budgets it had (or those its resume gave) and from what it spent,
+ * never from 0 (said in a run note when it has a budget); the spend history of earlier runs loaded (per-task budgets
+ * read it). Emits through `emit`.
+ */
+async function openSpend(opts: RunOptions, cont: RunContinuation | null, emit: (e: RunEvent) => void): Promise<RunSpend> {
+  const { manifest, home } = opts;
+  const budgets = continuedBudgets(manifest, cont?.state ?? null, opts.continueRun);
+  const spend = new RunSpend(home, budgets.usd, opts.postgresUrl ?? null, {
+    budgetTokens: budgets.tokens,
+    subscription: subscriptionEngines(manifest.logins, opts.logins),
+  });
+  if (cont) {
+    spend.seed(priorSpend(cont.state));
+    const line = spendLine(spend.snapshot());
+    if (line && (budgets.usd !== null || budgets.tokens !== null))
+      emit({ type: 'run-note', note: `budget: the run goes on from what it spent before: ${line}` });
+  }
+  await spend.loadHistory(
+    home,
+    manifest.tasks.some((t) => t.budgetUsd !== undefined || t.budgetTokens !== undefined),
+  );
+  return spend;
+}
+
+/**
+ * What every attempt of the run reads (steps/context.ts): the preflight's binaries, repository (a continued run's
+ * task branches start where the run's did, whatever base_ref names now) and containment, the sandbox's view (the
+ * config's, the manifest's and the config file's `hide`), and `taskKeys`, every key of the run as it stands.
+ */
+function attemptContext(
+  opts: RunOptions,
+  env: NodeJS.ProcessEnv,
+  runId: string,
+  cont: RunContinuation | null,
+  pre: Preflight,
+  stateFile: StateFile,
+  emit: (e: RunEvent) => void,
+  spend: RunSpend,
+  taskKeys: () => string[],
+): AttemptContext {
+  const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
+  const hide = [...(opts.hide ?? []), ...(opts.manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])];
+  return {
+    opts,
+    env,
+    runId,
+    stateFile,
+    binaries: pre.binaries,
+    repo,
+    bwrap: pre.containment.bwrap,
+    netstack: pre.containment.netstack,
+    view: sandboxView({ sockets: opts.sockets, hide, expose: opts.expose }, env),
+    emit,
+    spend,
+    recordErrors: [],
+    stateBaselines: new Map(),
+    inheritedEnv: { ...process.env },
+    taskKeys,
   };
 }
 
