@@ -13,9 +13,11 @@ import { TESTED_CLIS } from '../../../../engines/tested-versions';
 import { adminReadOnly, restoreWorktreeLinks, worktreeStepAccess } from '../../git/worktree';
 import { workerTreeAccess } from '../trees';
 import { RingBuffer } from '../../process/ring-buffer';
-import { supervise } from '../../process/supervisor';
+import { supervise, type Receipt } from '../../process/supervisor';
+import type { BwrapPlan } from '../../process/sandbox';
 import {
   engineState,
+  type EngineState,
   hiddenForAnonymity,
   hiddenFromSteps,
   otherEnginesState,
@@ -27,12 +29,12 @@ import {
 } from '../containment';
 import { setIdNote } from '../../process/set-id';
 import { judgeWork } from '../decide';
-import { attemptView, recordFiles } from '../attempt-record';
-import { protectedPaths, type Step } from './context';
+import { attemptView, recordFiles, type AttemptRecord } from '../attempt-record';
+import { protectedPaths, type AttemptContext, type Step, type TaskRuntime } from './context';
 import { restoreProtected } from '../protect';
 import { discardCheckWrites, saveSealedState, sealedStateFile } from '../check-writes';
 import { taskRunDir } from './seal';
-import { usageMeter, withCutPart } from '../usage-meter';
+import { usageMeter, withCutPart, type UsageMeter } from '../usage-meter';
 import { usageTokens } from '../spend';
 
 /** An engine that printed its final event but keeps running is stopped after this long, ms (then judged normally). */
@@ -45,18 +47,7 @@ export const workStep: Step = {
     const { opts } = ctx;
     const { spec, engine } = task;
     const files = recordFiles(rec);
-    // A retry starts from the tree the last attempt sealed: what its check wrote is discarded first.
-    if (task.sealedState) {
-      const sealed = task.sealedState;
-      task.sealedState = null;
-      saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), null);
-      const note = await discardCheckWrites(task.state.dir, task.links, sealed);
-      if (note) ctx.emit({ type: 'task-note', key: spec.key, note: `before attempt ${rec.attempt}: ${note}` });
-    }
-    // A retry starts from the check's own inputs: whatever an earlier attempt did to them is put back first.
-    const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
-    if (restored.length)
-      ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
+    await startFromCleanTree(ctx, task, rec);
     // A reader of anonymous inputs gets no git at all: the repository's git dir would name their authors.
     const gitHidden = hiddenForAnonymity(spec.inputs, task.links?.commonDir ?? null);
     const gitAccess = task.links && io.boxed && !gitHidden.length ? worktreeStepAccess(task.links) : { writable: [], env: {} };
@@ -84,11 +75,7 @@ export const workStep: Step = {
     });
     const recent = new RingBuffer(256 * 1024);
     // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
-    let guard: StateSnapshot | null = null;
-    if (io.boxed && state.guarded.length) {
-      guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
-      ctx.stateBaselines.set(engine.name, guard);
-    }
+    const guard = io.boxed && state.guarded.length ? engineStateBaseline(ctx, engine, state) : null;
     // The budget counts the worker's spend as its engine reports it, while it runs (spend.ts progress).
     const meter = usageMeter(
       engine,
@@ -123,71 +110,142 @@ export const workStep: Step = {
       // A reader of inputs runs other tasks' code: its output reaches the log through the spawn helper's relay, which
       // that code cannot open again through /proc (SuperviseOptions.relayOutput).
       relayOutput: spec.inputs !== undefined,
-      sandbox: stepPlan(ctx, task.containment, {
-        writable: [...tree.writable, scratch, ...view.writable, ...gitAccess.writable],
-        privateDirs: view.privateDirs,
-        sharedPaths: view.sharedPaths,
-        readOnlyDirs: tree.readOnlyDirs,
-        network: spec.network,
-        privateFiles: state.files,
-        // Its engine's API keys are the only credentials in its environment (secrets.ts).
-        credentialEnv: engine.credentialEnv ?? [],
-        // the failure file of the previous attempt is the only record the worker may read
-        // In the writable admin dir: the submodules' git dirs (their config is what the seal's own git reads there) and
-        // an overlay's shared index base.
-        readOnly: [...protectedPaths(task), ...(env.VERDICT_FAILURE_FILE ? [env.VERDICT_FAILURE_FILE] : []), ...(task.links ? adminReadOnly(task.links) : [])],
-        // A reader of inputs sees no other engine's state dirs either (another engine's member left its session there).
-        hidden: [
-          ...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
-          ...gitHidden,
-          ...(spec.inputs
-            ? otherEnginesState(opts.engines.values(), engine, ctx.env, [
-                ...state.dirs,
-                task.state.dir,
-                scratch,
-                ctx.binaries.get(task.state.engine) ?? engine.binary,
-              ])
-            : []),
-        ],
-      }),
+      sandbox: workerPlan(ctx, task, { tree, scratch, view, state, gitHidden, gitWritable: gitAccess.writable, failureFile: env.VERDICT_FAILURE_FILE }),
     }).finally(() => meter.stop());
     rec.worker = receipt;
     io.workerTail = tail;
-    const setId = setIdNote('the worker', receipt.setIdCleared);
-    if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
-    const changes = guard ? changedFiles(guard) : [];
-    const putBack = guard ? restoreState(guard) : [];
-    if (putBack.length) {
-      ctx.emit({ type: 'task-note', key: spec.key, note: putBackNote(engine, 'the worker', putBack, changes) });
-      rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note: `engine settings put back: ${putBack.join(', ')}` });
-    }
-    // Whatever the verdict (a TIMEOUT skips the seal), nothing of ours may later run git through links the worker
-    // rewrote (`.git` pointing at a git dir of its own, with filters or an fsmonitor in its config).
-    if (task.links) restoreWorktreeLinks(task.links);
-    const log = readLog(files.worker);
-    rec.usage = engine.parseOutput(log);
-    // A log cut to its log_max_mb no longer holds the usage its middle reported: the meter read it around each cut.
-    const cut = receipt.logCutBytes ? meter.cutPart() : null;
-    if (cut && Object.keys(cut).length) {
-      rec.usage = withCutPart(rec.usage, cut);
-      const note = `the worker's log was cut to its log_max_mb; its usage adds what the cut part reported (read before the cut) to what the log holds`;
-      ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
-      rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
-    }
-    const unknown = engine.eventTypes ? unknownEventTypes(log, engine.eventTypes) : [];
-    if (unknown.length) {
-      const tested = TESTED_CLIS[engine.name]?.versions.join(', ');
-      const note = `unknown event type(s) from ${engine.name}: ${unknown.join(', ')}${tested ? ` (Verdict was tested with ${engine.name} ${tested})` : ''}; their lines are kept in the worker log and the usage was read from the events Verdict knows`;
-      ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
-      rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
-    }
-    rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model, engine);
-    // Its engine spends nothing more in this attempt: the budget knows what it cost (spend.ts workerEnded).
-    ctx.spend.workerEnded(spec.key, rec.costMicroUsd, usageTokens(rec.usage));
-    Object.assign(rec, ctx.spend.billingOf(engine.name));
+    afterWorker(ctx, task, rec, receipt, guard);
+    readUsage(ctx, task, rec, meter, receipt.logCutBytes);
     return judgeWork(receipt, { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS });
   },
 };
+
+/**
+ * Before a retry's worker: the tree the last attempt sealed loses what its check wrote (the sealed state is then
+ * forgotten, in memory and on disk), and the check's own inputs get back whatever an earlier attempt did to them.
+ * Each says so in a task note.
+ */
+async function startFromCleanTree(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord): Promise<void> {
+  const { spec } = task;
+  if (task.sealedState) {
+    const sealed = task.sealedState;
+    task.sealedState = null;
+    saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), null);
+    const note = await discardCheckWrites(task.state.dir, task.links, sealed);
+    if (note) ctx.emit({ type: 'task-note', key: spec.key, note: `before attempt ${rec.attempt}: ${note}` });
+  }
+  const restored = task.protected && rec.attempt > 1 ? restoreProtected(task.state.dir, task.protected) : [];
+  if (restored.length)
+    ctx.emit({ type: 'task-note', key: spec.key, note: `restored protected check inputs before attempt ${rec.attempt}: ${restored.join(', ')}` });
+}
+
+/**
+ * The snapshot of `engine`'s guarded settings the run took before its first sandboxed step on it (taken now, under
+ * the run's engine-state folder, when this is that step), kept in `ctx.stateBaselines`.
+ */
+function engineStateBaseline(ctx: AttemptContext, engine: EngineSpec, state: EngineState): StateSnapshot {
+  const guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(ctx.opts.home, ctx.runId), 'engine-state', engine.name));
+  ctx.stateBaselines.set(engine.name, guard);
+  return guard;
+}
+
+/** What the worker's sandbox is made of besides the task (workStep.run works these out before it starts the worker). */
+interface WorkerMounts {
+  /** The task tree's writable and read-only folders (workerTreeAccess). */
+  tree: { writable: string[]; readOnlyDirs: string[] };
+  scratch: string;
+  /** The engine's state dirs as this worker sees them (whole, or a reader's view). */
+  view: { writable: string[]; privateDirs: string[]; sharedPaths: string[] };
+  state: EngineState;
+  /** Git folders hidden from a reader of anonymous inputs. */
+  gitHidden: string[];
+  /** The worktree's git folders the worker writes (worktreeStepAccess). */
+  gitWritable: string[];
+  /** The previous attempt's failure file, when there is one. */
+  failureFile: string | undefined;
+}
+
+/** The worker's sandbox (stepPlan: null when the task runs unsandboxed). */
+function workerPlan(ctx: AttemptContext, task: TaskRuntime, m: WorkerMounts): BwrapPlan | null {
+  const { opts } = ctx;
+  const { spec, engine } = task;
+  return stepPlan(ctx, task.containment, {
+    writable: [...m.tree.writable, m.scratch, ...m.view.writable, ...m.gitWritable],
+    privateDirs: m.view.privateDirs,
+    sharedPaths: m.view.sharedPaths,
+    readOnlyDirs: m.tree.readOnlyDirs,
+    network: spec.network,
+    privateFiles: m.state.files,
+    // Its engine's API keys are the only credentials in its environment (secrets.ts).
+    credentialEnv: engine.credentialEnv ?? [],
+    // the failure file of the previous attempt is the only record the worker may read
+    // In the writable admin dir: the submodules' git dirs (their config is what the seal's own git reads there) and
+    // an overlay's shared index base.
+    readOnly: [...protectedPaths(task), ...(m.failureFile ? [m.failureFile] : []), ...(task.links ? adminReadOnly(task.links) : [])],
+    // A reader of inputs sees no other engine's state dirs either (another engine's member left its session there).
+    hidden: [
+      ...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
+      ...m.gitHidden,
+      ...(spec.inputs
+        ? otherEnginesState(opts.engines.values(), engine, ctx.env, [
+            ...m.state.dirs,
+            task.state.dir,
+            m.scratch,
+            ctx.binaries.get(task.state.engine) ?? engine.binary,
+          ])
+        : []),
+    ],
+  });
+}
+
+/**
+ * After the worker, whatever its verdict: a note when it had a set-id bit cleared, its engine's settings put back from
+ * `guard` (a note and a step entry when any changed), and the worktree's git links restored.
+ */
+function afterWorker(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, receipt: Receipt, guard: StateSnapshot | null): void {
+  const { spec, engine } = task;
+  const setId = setIdNote('the worker', receipt.setIdCleared);
+  if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
+  const changes = guard ? changedFiles(guard) : [];
+  const putBack = guard ? restoreState(guard) : [];
+  if (putBack.length) {
+    ctx.emit({ type: 'task-note', key: spec.key, note: putBackNote(engine, 'the worker', putBack, changes) });
+    rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note: `engine settings put back: ${putBack.join(', ')}` });
+  }
+  // Whatever the verdict (a TIMEOUT skips the seal), nothing of ours may later run git through links the worker
+  // rewrote (`.git` pointing at a git dir of its own, with filters or an fsmonitor in its config).
+  if (task.links) restoreWorktreeLinks(task.links);
+}
+
+/**
+ * The worker's usage and cost into `rec`, read from its log (plus what `meter` read of a part cut off when
+ * `logCutBytes`), with notes for a cut log and for event types the engine's parser does not know; then the budget
+ * told the worker spent nothing more, and the engine's billing recorded.
+ */
+function readUsage(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, meter: UsageMeter, logCutBytes: number | undefined): void {
+  const { spec, engine } = task;
+  const log = readLog(recordFiles(rec).worker);
+  rec.usage = engine.parseOutput(log);
+  // A log cut to its log_max_mb no longer holds the usage its middle reported: the meter read it around each cut.
+  const cut = logCutBytes ? meter.cutPart() : null;
+  if (cut && Object.keys(cut).length) {
+    rec.usage = withCutPart(rec.usage, cut);
+    const note = `the worker's log was cut to its log_max_mb; its usage adds what the cut part reported (read before the cut) to what the log holds`;
+    ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
+    rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
+  }
+  const unknown = engine.eventTypes ? unknownEventTypes(log, engine.eventTypes) : [];
+  if (unknown.length) {
+    const tested = TESTED_CLIS[engine.name]?.versions.join(', ');
+    const note = `unknown event type(s) from ${engine.name}: ${unknown.join(', ')}${tested ? ` (Verdict was tested with ${engine.name} ${tested})` : ''}; their lines are kept in the worker log and the usage was read from the events Verdict knows`;
+    ctx.emit({ type: 'task-note', key: spec.key, note: `attempt ${rec.attempt}: ${note}` });
+    rec.steps.push({ step: 'work', startedAt: Date.now(), endedAt: Date.now(), note });
+  }
+  rec.costMicroUsd = ctx.spend.cost(rec.usage, task.state.model, engine);
+  // Its engine spends nothing more in this attempt: the budget knows what it cost (spend.ts workerEnded).
+  ctx.spend.workerEnded(spec.key, rec.costMicroUsd, usageTokens(rec.usage));
+  Object.assign(rec, ctx.spend.billingOf(engine.name));
+}
 
 /** Whether the engine's recent output holds its final event; parses only when new output arrived (work and review). */
 export function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => boolean {
