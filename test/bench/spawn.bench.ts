@@ -67,7 +67,7 @@ async function verdict(w: Workload, root: string, cli: string, sandbox: boolean)
   fs.writeFileSync(file, JSON.stringify({ workdir: 'w', max_parallel: w.parallel, tasks }));
   const home = path.join(root, 'home');
   const t0 = performance.now();
-  await run('node', [cli, 'run', file, '--home', home, '--no-dashboard', ...(sandbox ? [] : ['--no-sandbox'])], {
+  await run('node', [cli, 'run', file, '--home', home, '--no-dashboard', '--force', ...(sandbox ? [] : ['--no-sandbox'])], {
     env: { ...process.env, HOME: path.join(root, 'user-home') },
     maxBuffer: 64 * 1024 * 1024,
   });

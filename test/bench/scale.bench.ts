@@ -1,0 +1,183 @@
+/**
+ * Benchmark (not a test): a thousand tasks on one machine, against what the sandboxes themselves cost.
+ *
+ *   node esbuild.mjs && npm run bench:scale
+ *   env: BENCH_TASKS=1000  BENCH_PARALLEL=64  BENCH_ROUNDS=3  BENCH_MODES=plain,worktree
+ *
+ * Workload: BENCH_TASKS tasks of `sleep 1` (check `true`, `"network": false`) at BENCH_PARALLEL lanes, each a whole
+ * `verdict run` of the built CLI (start-up included), in plain mode and in worktree mode (a one-commit repository).
+ * Floor: the same number of worker and check sandboxes, each the bubblewrap argv Verdict builds for a step
+ * (core/process/sandbox.ts bwrapCommand: the task folder and a scratch folder writable, VERDICT_HOME hidden, a network
+ * namespace of its own), started BENCH_PARALLEL at a time from this process with nothing else: per task `mkdir`, the
+ * worker `sleep 1`, the check `true`. Ideal: tasks ÷ lanes × 1 s. Rounds alternate the sides; medians are compared.
+ * Reported: each side's wall time per round and its median as a ratio to the floor (goals: plain ≤ 1.3×, worktree
+ * ≤ 1.5×); the orchestrator's peak RSS (VmHWM of its process, read from /proc every 200 ms; goal ≤ 250 MB); nothing
+ * lost (BENCH_TASKS PASS rows; in worktree mode BENCH_TASKS task branches); and `verdict runs RUN` on the finished run
+ * against `verdict --version` (start-up alone), both whole processes (goal: under 300 ms). Not covered here: the
+ * dashboard's update latency with the run open (test/bench/dashboard.bench.ts measures the hub alone).
+ */
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { bwrapCommand, probeSandbox } from '../../extension/core/process/sandbox';
+import { makeRepo } from '../helpers/fixtures';
+import { uncoveredDir } from '../helpers/uncovered';
+
+const run = promisify(execFile);
+const TASKS = Number(process.env.BENCH_TASKS ?? 1000);
+const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 64);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const MODES = (process.env.BENCH_MODES ?? 'plain,worktree').split(',') as ('plain' | 'worktree')[];
+const CLI = path.resolve('dist/cli.js');
+const MB = 1024 * 1024;
+
+const probe = await probeSandbox();
+if (probe.kind !== 'bwrap') {
+  console.log(`no sandbox here: ${probe.reason}`);
+  process.exit(0);
+}
+const bwrap = probe.binary;
+
+/** Runs `jobs` with at most `lanes` at once; resolves when all are done (rejects at the first failure). */
+async function pool(lanes: number, count: number, job: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(lanes, count) }, async () => {
+      while (next < count) await job(next++);
+    }),
+  );
+}
+
+/** The floor: per task the folders, then the worker's and the check's sandboxes as Verdict builds them, ms. */
+async function floor(root: string): Promise<number> {
+  const home = path.join(root, 'home');
+  fs.mkdirSync(home, { recursive: true });
+  const step = (task: string, scratch: string, script: string) => {
+    fs.mkdirSync(path.join(scratch, 'tmp'), { recursive: true });
+    const c = bwrapCommand({ binary: bwrap, writable: [task, scratch], network: false, hidden: [home] }, task, '/usr/bin/bash', ['-c', script], [], {
+      TMPDIR: path.join(scratch, 'tmp'),
+    });
+    return run(c.file, c.args);
+  };
+  const t0 = performance.now();
+  await pool(PARALLEL, TASKS, async (i) => {
+    const task = path.join(root, 'w', `t${i}`);
+    fs.mkdirSync(task, { recursive: true });
+    await step(task, path.join(home, 'scratch', `t${i}`, 'worker'), 'sleep 1');
+    await step(task, path.join(home, 'scratch', `t${i}`, 'check'), 'true');
+  });
+  return performance.now() - t0;
+}
+
+interface VerdictRound {
+  ms: number;
+  peakRssBytes: number;
+  runsMs: number;
+  versionMs: number;
+}
+
+/** The peak resident memory of `pid` so far (VmHWM), bytes; 0 once it has gone. */
+function vmHwm(pid: number): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Wall time of one whole process, ms. */
+async function timed(args: string[]): Promise<number> {
+  const t0 = performance.now();
+  await run('node', args, { maxBuffer: 64 * MB });
+  return performance.now() - t0;
+}
+
+/** One `verdict run` of the workload in `mode`, checked for losses; then `verdict runs RUN` on it. */
+async function verdict(root: string, mode: 'plain' | 'worktree'): Promise<VerdictRound> {
+  const tasks = Array.from({ length: TASKS }, (_, i) => ({
+    key: `t${i}`,
+    engine: 'script',
+    spec: 'sleep 1',
+    check: 'true',
+    network: false,
+    verified: 'bench',
+  }));
+  const where = mode === 'worktree' ? makeRepo(path.join(root, 'repo')) : root;
+  const file = path.join(where, 'scale.swarm.json');
+  fs.writeFileSync(file, JSON.stringify({ max_parallel: PARALLEL, tasks, ...(mode === 'worktree' ? { worktrees: true } : { workdir: 'w' }) }));
+  if (mode === 'worktree') fs.appendFileSync(path.join(where, '.git', 'info', 'exclude'), 'scale.swarm.json\n');
+  const home = path.join(root, 'home');
+  const t0 = performance.now();
+  const child = spawn('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--force'], {
+    env: { ...process.env, HOME: path.join(root, 'user-home') },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()).length > 64 * 1024 && (stderr = stderr.slice(-32 * 1024)));
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, vmHwm(child.pid as number))), 200);
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+  clearInterval(sampler);
+  const ms = performance.now() - t0;
+  if (code !== 0) throw new Error(`${mode}: verdict run exited ${code}: ${stderr.slice(-2000)}`);
+  const rows = fs
+    .readFileSync(path.join(home, 'runs.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { run_id: string; task_key: string; verdict: string });
+  const passed = new Set(rows.filter((r) => r.verdict === 'PASS').map((r) => r.task_key));
+  if (passed.size !== TASKS || rows.length !== TASKS) throw new Error(`${mode}: ${passed.size} tasks passed, ${rows.length} rows, of ${TASKS}`);
+  if (mode === 'worktree') {
+    const { stdout } = await run('git', ['-C', where, 'for-each-ref', '--format=%(refname)', 'refs/heads/verdict/']);
+    const branches = stdout.trim().split('\n').filter(Boolean).length;
+    if (branches !== TASKS) throw new Error(`worktree: ${branches} task branches of ${TASKS}`);
+  }
+  const runId = rows[0]?.run_id as string;
+  const versionMs = await timed([CLI, '--version']);
+  const runsMs = await timed([CLI, 'runs', runId, '--home', home]);
+  return { ms, peakRssBytes: peak, runsMs, versionMs };
+}
+
+async function inFreshFolder<T>(fn: (root: string) => Promise<T>): Promise<T> {
+  const root = uncoveredDir('verdict-bench-scale-');
+  try {
+    return await fn(root);
+  } finally {
+    await run('rm', ['-rf', root]);
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const secs = (ms: number) => (ms / 1000).toFixed(1);
+
+const floors: number[] = [];
+const sides: Record<string, VerdictRound[]> = {};
+for (let round = 0; round < ROUNDS; round++) {
+  floors.push(await inFreshFolder(floor));
+  for (const mode of MODES) (sides[mode] ??= []).push(await inFreshFolder((root) => verdict(root, mode)));
+  const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  console.log(
+    `round ${round + 1}: floor + bwrap ${secs(floors[round] as number)} s; ${MODES.map((m) => `${m} ${secs(sides[m]?.[round]?.ms ?? 0)} s`).join('; ')} (load ${load})`,
+  );
+}
+
+const ideal = (TASKS / PARALLEL) * 1000;
+const floorMs = median(floors);
+console.log(
+  `\n${TASKS} × sleep 1 at ${PARALLEL} lanes; ideal ${secs(ideal)} s; floor + bwrap (Verdict's own sandbox argv) median ${secs(floorMs)} s = ${(floorMs / ideal).toFixed(2)}× ideal`,
+);
+const GOAL: Record<string, number> = { plain: 1.3, worktree: 1.5 };
+for (const [mode, xs] of Object.entries(sides)) {
+  const ms = median(xs.map((x) => x.ms));
+  console.log(
+    `  ${mode.padEnd(9)} ${xs.map((x) => secs(x.ms)).join(' / ')} s → median ${secs(ms)} s = ${(ms / floorMs).toFixed(2)}× the floor (goal ≤ ${GOAL[mode]}×); ` +
+      `peak RSS ${(Math.max(...xs.map((x) => x.peakRssBytes)) / MB).toFixed(0)} MB (goal ≤ 250); ` +
+      `verdict runs RUN ${median(xs.map((x) => x.runsMs)).toFixed(0)} ms against --version ${median(xs.map((x) => x.versionMs)).toFixed(0)} ms (goal < 300 ms); nothing lost`,
+  );
+}
