@@ -91,19 +91,33 @@ describe(`verdict doctor --probe with the real CLIs leaves the user's home as it
   };
 
   it("without a login for codex: `codex login status` runs, and the user's home and $CODEX_HOME are byte-identical", async () => {
-    const before = { home: tree(env.HOME as string), codex: tree(env.CODEX_HOME as string) };
-    const { r, report } = await doctor([]);
-    const codex = report.engines.find((e) => e.name === 'codex');
-    assert.equal(codex?.login, 'no', String(r.all));
-    assert.match(String(codex?.loginDetail), /^codex login status: /, 'the login command ran');
-    assert.deepEqual({ home: tree(env.HOME as string), codex: tree(env.CODEX_HOME as string) }, before);
+    // A codex on OpenAI's own provider (config.toml names no model_provider of its own): its login is for `codex login
+    // status` to say. (With the test's provider, whose key variable is set, doctor would not ask it: the next test.)
+    const config = path.join(env.CODEX_HOME as string, 'config.toml');
+    const withProvider = fs.readFileSync(config, 'utf8');
+    fs.writeFileSync(config, withProvider.replace(/^model_provider = .*\n/m, ''));
+    try {
+      const before = { home: tree(env.HOME as string), codex: tree(env.CODEX_HOME as string) };
+      const { r, report } = await doctor([]);
+      const codex = report.engines.find((e) => e.name === 'codex');
+      assert.equal(codex?.login, 'no', String(r.all));
+      assert.match(String(codex?.loginDetail), /^codex login status: /, 'the login command ran');
+      assert.deepEqual({ home: tree(env.HOME as string), codex: tree(env.CODEX_HOME as string) }, before);
+    } finally {
+      fs.writeFileSync(config, withProvider);
+    }
   });
 
   it("--probe: every engine's probe runs, and afterwards every file of the user's home and $CODEX_HOME is byte-identical, nothing added", async () => {
-    // codex's login (an API key login, as `codex login --with-api-key` writes it); its provider reads the key from env.
+    // A codex login besides (an API key login, as `codex login --with-api-key` writes it): it too must stay as it was.
     fs.writeFileSync(path.join(env.CODEX_HOME as string, 'auth.json'), JSON.stringify({ OPENAI_API_KEY: TEST_KEY }) + '\n', { mode: 0o600 });
     const before = { home: tree(env.HOME as string), codex: tree(env.CODEX_HOME as string) };
     const { r, report } = await doctor(['--probe']);
+    // codex's provider (the scripted server) reads its key from the variable its env_key names, which is set.
+    assert.match(
+      String(report.engines.find((e) => e.name === 'codex')?.loginDetail),
+      /^\$VERDICT_TEST_MODEL_KEY is set: codex's model provider "verdict-test"/,
+    );
     // Each probe was started (its CLI ran against the server); on a machine this loaded one may pass doctor's 90 s
     // limit (opencode took 115 s here at a load of 21 on 2 cores) and is then stopped, having started all the same.
     const probes = ENGINES.map((n) => [n, report.engines.find((e) => e.name === n)?.probe?.detail ?? null]);
