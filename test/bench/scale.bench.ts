@@ -9,7 +9,8 @@
  * Floor: the same number of worker and check sandboxes, each the bubblewrap argv Verdict builds for a step
  * (core/process/sandbox.ts bwrapCommand: the task folder and a scratch folder writable, VERDICT_HOME hidden, a network
  * namespace of its own), started BENCH_PARALLEL at a time from this process with nothing else: per task `mkdir`, the
- * worker `sleep 1`, the check `true`. Ideal: tasks ÷ lanes × 1 s. Rounds alternate the sides; medians are compared.
+ * worker `sleep 1`, the check `true`. Ideal: tasks ÷ lanes × 1 s. Rounds alternate the floor's place (first, then last);
+ * medians are compared.
  * Reported: each side's wall time per round and its median as a ratio to the floor (goals: plain ≤ 1.3×, worktree
  * ≤ 1.5×); the orchestrator's peak RSS (VmHWM of its process, read from /proc every 200 ms; goal ≤ 250 MB); nothing
  * lost (BENCH_TASKS PASS rows; in worktree mode BENCH_TASKS task branches); and `verdict runs RUN` on the finished run
@@ -159,8 +160,10 @@ const secs = (ms: number) => (ms / 1000).toFixed(1);
 const floors: number[] = [];
 const sides: Record<string, VerdictRound[]> = {};
 for (let round = 0; round < ROUNDS; round++) {
-  floors.push(await inFreshFolder(floor));
+  // The floor first in one round and last in the next, so that neither side always meets the same moment of the load.
+  if (round % 2 === 0) floors.push(await inFreshFolder(floor));
   for (const mode of MODES) (sides[mode] ??= []).push(await inFreshFolder((root) => verdict(root, mode)));
+  if (round % 2 === 1) floors.push(await inFreshFolder(floor));
   const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   console.log(
     `round ${round + 1}: floor + bwrap ${secs(floors[round] as number)} s; ${MODES.map((m) => `${m} ${secs(sides[m]?.[round]?.ms ?? 0)} s`).join('; ')} (load ${load})`,
