@@ -8,8 +8,8 @@
  * `verdict run` of the built CLI (start-up included), in plain mode and in worktree mode (a one-commit repository).
  * Floor: the same number of worker and check sandboxes, each the bubblewrap argv Verdict builds for a step
  * (core/process/sandbox.ts bwrapCommand: the task folder and a scratch folder writable, VERDICT_HOME hidden, a network
- * namespace of its own), started BENCH_PARALLEL at a time from this process with nothing else: per task `mkdir`, the
- * worker `sleep 1`, the check `true`. Ideal: tasks ÷ lanes × 1 s. Rounds alternate the floor's place (first, then last);
+ * namespace of its own), per task a shell script doing `mkdir`, the worker `sleep 1` and the check `true`, BENCH_PARALLEL
+ * scripts at a time (xargs -P). Ideal: tasks ÷ lanes × 1 s. Rounds alternate the floor's place (first, then last);
  * medians are compared.
  * Reported: each side's wall time per round and its median as a ratio to the floor (goals: plain ≤ 1.3×, worktree
  * ≤ 1.5×); the orchestrator's peak RSS (VmHWM of its process, read from /proc every 200 ms; goal ≤ 250 MB); nothing
@@ -40,34 +40,33 @@ if (probe.kind !== 'bwrap') {
 }
 const bwrap = probe.binary;
 
-/** Runs `jobs` with at most `lanes` at once; resolves when all are done (rejects at the first failure). */
-async function pool(lanes: number, count: number, job: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(lanes, count) }, async () => {
-      while (next < count) await job(next++);
-    }),
-  );
-}
+const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
 
-/** The floor: per task the folders, then the worker's and the check's sandboxes as Verdict builds them, ms. */
+/**
+ * The floor: per task its folders, then the worker's and the check's sandboxes as Verdict builds them, run from a
+ * shell script of its own; the scripts run BENCH_PARALLEL at a time (xargs -P), as the spawn benchmark's floor does.
+ * Writing the scripts is not timed. ms.
+ */
 async function floor(root: string): Promise<number> {
   const home = path.join(root, 'home');
-  fs.mkdirSync(home, { recursive: true });
+  const scripts = path.join(root, 'floor');
+  fs.mkdirSync(scripts, { recursive: true });
   const step = (task: string, scratch: string, script: string) => {
-    fs.mkdirSync(path.join(scratch, 'tmp'), { recursive: true });
     const c = bwrapCommand({ binary: bwrap, writable: [task, scratch], network: false, hidden: [home] }, task, '/usr/bin/bash', ['-c', script], [], {
       TMPDIR: path.join(scratch, 'tmp'),
     });
-    return run(c.file, c.args);
+    return [c.file, ...c.args].map(quote).join(' ');
   };
-  const t0 = performance.now();
-  await pool(PARALLEL, TASKS, async (i) => {
+  for (let i = 0; i < TASKS; i++) {
     const task = path.join(root, 'w', `t${i}`);
-    fs.mkdirSync(task, { recursive: true });
-    await step(task, path.join(home, 'scratch', `t${i}`, 'worker'), 'sleep 1');
-    await step(task, path.join(home, 'scratch', `t${i}`, 'check'), 'true');
-  });
+    const [worker, check] = ['worker', 'check'].map((s) => path.join(home, 'scratch', `t${i}`, s));
+    // bwrapCommand wants its folders to exist when it is called; the script makes them again, as a run does.
+    for (const d of [task, `${worker}/tmp`, `${check}/tmp`, home]) fs.mkdirSync(d, { recursive: true });
+    const mkdir = `mkdir -p ${[task, `${worker}/tmp`, `${check}/tmp`].map(quote).join(' ')}`;
+    fs.writeFileSync(path.join(scripts, `t${i}.sh`), `${mkdir} && ${step(task, worker as string, 'sleep 1')} && ${step(task, check as string, 'true')}\n`);
+  }
+  const t0 = performance.now();
+  await run('bash', ['-c', `ls | xargs -P ${PARALLEL} -n 1 bash`], { cwd: scripts, maxBuffer: 64 * MB });
   return performance.now() - t0;
 }
 
