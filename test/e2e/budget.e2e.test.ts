@@ -43,6 +43,51 @@ const stateOf = (home: string) =>
     tasks: { key: string; status: string; dir: string; reason?: string }[];
   };
 
+/** The first file named `name` under `root` (depth first), or null. */
+function findFile(root: string, name: string): string | null {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(root, { withFileTypes: true });
+  } catch {
+    return null;
+  }
+  for (const e of entries) {
+    const p = path.join(root, e.name);
+    if (e.isFile() && e.name === name) return p;
+    if (e.isDirectory()) {
+      const found = findFile(p, name);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+/**
+ * Resolves once the log `locate` finds holds `marker` in its last 64 KiB and is at most `maxBytes` long: all the step
+ * wrote up to the marker is in, and no compaction of it is under way (one keeps the log over its cap until its end).
+ * Rejects when `run` ends first.
+ */
+async function logSettled(run: Promise<unknown>, locate: () => string | null, marker: string, maxBytes: number): Promise<void> {
+  let ended = false;
+  void run.finally(() => (ended = true));
+  for (;;) {
+    if (ended) throw new Error(`the run ended before its log held ${marker}`);
+    const file = locate();
+    if (file) {
+      const fd = fs.openSync(file, 'r');
+      try {
+        const size = fs.fstatSync(fd).size;
+        const buf = Buffer.alloc(Math.min(size, 65536));
+        fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+        if (size <= maxBytes && buf.toString('latin1').includes(marker)) return;
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
 describe('budget: a hard cap over engines that stream their usage (e2e, built CLI)', () => {
   it('parallel attempts of unknown price under a tiny budget: the running one is stopped mid-run from its streamed usage; at most 10 % over', async () => {
     const dir = tempDir();
@@ -182,12 +227,16 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const config = streamingConfig(dir, { stream: {} });
     // 300 KB of output first (the kept head of a 1 MB cap is 256 KB), then four rounds of 8 model calls at $0.001 and
     // 1.5 MB of output: each compaction cuts the round's calls out of the log, so the log never holds more than $0.008
-    // of the $0.033 spent, under the $0.01 budget.
+    // of the $0.033 spent, under the $0.01 budget. Each round starts once the compaction of the last one's output is
+    // over (its log, the worker's own stdout, back within 1 MiB: a write during a compaction may be lost, log-cap.ts),
+    // and after the four the worker waits to be stopped: only the budget ends it (no race between the budget's stop and
+    // the worker's own end).
     const step = (reason: string) =>
       `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
     const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
-    const round = `for i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done; sleep 0.3; ${flood(1_500_000)}; sleep 0.3`;
-    const worker = `echo partial > draft.txt; ${flood(300_000)}; for r in 1 2 3 4; do ${round}; done; echo '${step('stop')}'; echo ok > out.txt`;
+    const settled = 'while [ "$(stat -L -c %s /proc/$$/fd/1)" -gt 1048576 ]; do sleep 0.05; done';
+    const round = `for i in $(seq 8); do echo '${step('tool-calls')}'; done; ${flood(1_500_000)}; ${settled}`;
+    const worker = `echo partial > draft.txt; ${flood(300_000)}; for r in 1 2 3 4; do ${round}; done; sleep 600`;
     const manifest = writeManifest(dir, {
       run_name: 'cut-spend',
       budget_usd: 0.01,
@@ -197,7 +246,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
     const rows = readRows(home);
     console.log(
-      `      $0.001 calls, the log cut to 1 MB four times, budget $0.01: ${stateOf(home).tasks[0]?.status}, ${String(rows[0]?.cost_microusd)} micro-USD recorded`,
+      `      $0.001 calls, the log cut to 1 MB after each round of 8, budget $0.01: ${stateOf(home).tasks[0]?.status}, ${String(rows[0]?.cost_microusd)} micro-USD recorded`,
     );
     assert.equal(rows.length, 1, r.all);
     assert.equal(stateOf(home).tasks[0]?.status, 'BUDGET_EXCEEDED', r.all);
@@ -239,14 +288,17 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const bin = path.join(dir, 'bin');
     fs.mkdirSync(bin);
     // A reviewer speaking opencode's JSON: 300 KB, 8 model calls at $0.001, 1.5 MB (the tool output of the worker's
-    // code it ran), then its answer and its last call: the compaction cuts the 8 calls out of its log.
+    // code it ran), then its answer and its last call: the compaction cuts the 8 calls out of its log. It writes its
+    // last lines only once the test has seen its log settled (all of its output in, within 1 MiB: no compaction under
+    // way, which could lose a write made meanwhile, log-cap.ts): `go` is written then.
     const step = (reason: string) =>
       `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
     const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
     const answer = `{"type":"text","part":{"messageID":"m9","text":"{\\"verdict\\": \\"approve\\", \\"concerns\\": []}"}}`;
+    const go = path.join(dir, 'go');
     fs.writeFileSync(
       path.join(bin, 'rev'),
-      `#!/bin/bash\n${flood(300_000)}\nfor i in $(seq 8); do echo '${step('tool-calls')}'; sleep 0.05; done\nsleep 0.3\n${flood(1_500_000)}\nsleep 0.3\necho '${answer}'\necho '${step('stop')}'\n`,
+      `#!/bin/bash\n${flood(300_000)}\nfor i in $(seq 8); do echo '${step('tool-calls')}'; done\n${flood(1_500_000)}\necho FLOOD-DONE\nuntil [ -e '${go}' ]; do sleep 0.05; done\necho '${answer}'\necho '${step('stop')}'\n`,
       { mode: 0o755 },
     );
     const config = path.join(dir, 'config.json');
@@ -265,7 +317,10 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
         }),
       ],
     });
-    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const run = cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    await logSettled(run, () => findFile(path.join(home, 'runs'), 'review-1.log'), 'FLOOD-DONE', 1024 * 1024);
+    fs.writeFileSync(go, '');
+    const r = await run;
     const review = readRows(home).find((x) => x.step === 'review');
     console.log(`      a reviewer's 9 calls at 1000 micro-USD, its log cut to 1 MB: ${String(review?.cost_microusd)} micro-USD recorded`);
     assert.equal(r.exitCode, 0, r.all);
