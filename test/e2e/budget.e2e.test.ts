@@ -444,6 +444,114 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.match(r.all, /reviewer could not run: not started: budget: .*may cost up to \$0\.0045: that would pass budget_usd \$0\.0050/, r.all);
   });
 
+  it('a runaway reviewer (it streams its usage and never ends) is stopped once the spend passes the budget: the task ends BUDGET_EXCEEDED, its work kept; at most 10 % over', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // The worker spends $0.001 and writes out.txt. Its reviewer, speaking opencode's JSON on an engine nothing prices,
+    // reports a model call of $0.0001 every 0.2 s and never answers nor ends: only the budget can stop it (its task's
+    // timeout is 120 s). Counted only when it ended, it ran to that timeout and spent $0.06 of a $0.005 budget.
+    const step = `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.0001}}`;
+    fs.writeFileSync(path.join(bin, 'runaway'), `#!/bin/bash\nwhile :; do echo '${step}'; sleep 0.2; done\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: {
+          stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
+          runaway: { binary: 'runaway', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/runaway' },
+        },
+      }),
+    );
+    const tasks = [
+      scriptTask('t', streamingWorker(0, 0.001, 0), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+        engine: 'stream',
+        expect_files: ['out.txt'],
+        review: { engines: ['runaway'] },
+        timeout_s: 120,
+      }),
+    ];
+    const manifest = writeManifest(dir, { run_name: 'runaway-review', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const started = Date.now();
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const rows = readRows(home);
+    const spent = spentOf(rows);
+    const state = stateOf(home);
+    console.log(
+      `      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over), the reviewer stopped after ${((Date.now() - started) / 1000).toFixed(1)} s of a 120 s timeout; rows: ${rows
+        .map((x) => `${x.step as string} ${x.verdict as string} ${String(x.cost_microusd)}`)
+        .join(', ')}`,
+    );
+    assert.equal(r.exitCode, 1, r.all);
+    const task = state.tasks[0];
+    assert.equal(task?.status, 'BUDGET_EXCEEDED', r.all);
+    assert.match(
+      task?.reason ?? '',
+      /^budget: \$0\.00\d+ spent passed budget_usd \$0\.0050; this attempt was stopped \(its work is kept; resume with a higher budget/,
+    );
+    assert.ok(spent > 5000, `the reviewer's spend is recorded (${spent})\n${r.all}`);
+    assert.ok(spent <= 5500, `spent ${spent} micro-USD: more than 10 % over the 5000 budget\n${r.all}`);
+    assert.equal(fs.readFileSync(path.join(task?.dir ?? '', 'out.txt'), 'utf8'), 'ok\n', "the worker's work is kept");
+    // `verdict runs RUN` says spent vs budget.
+    const runs = await cli(['runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', '--home', home], { env });
+    assert.match(runs.stdout, /^spent \$0\.00\d+ · budget \$0\.0050 \(1\d\d %\)$/m, runs.stdout);
+  });
+
+  it("a runaway ranking reviewer of a best-of-N group is stopped at the group's own budget_usd: the group ends BUDGET_EXCEEDED, its candidates' PASSes kept", async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    // Two candidates on the script engine (no cost) pass; the group's one ranking reviewer reports $0.0001 every 0.2 s
+    // and never answers. The group's envelope is $0.002: the ranker is stopped there, never at the 120 s timeout.
+    const step = `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.0001}}`;
+    fs.writeFileSync(path.join(bin, 'runaway'), `#!/bin/bash\nwhile :; do echo '${step}'; sleep 0.2; done\n`, { mode: 0o755 });
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { runaway: { binary: 'runaway', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/runaway' } } }),
+    );
+    const tasks = [
+      scriptTask('pick', 'echo "GOOD $VERDICT_CANDIDATE" > out.txt', 'grep -q GOOD out.txt || { echo "no GOOD"; exit 1; }', {
+        repeat: 2,
+        select: 'ranked',
+        max_attempts: 1,
+        timeout_s: 120,
+        budget_usd: 0.002,
+        rank: { rubric: 'any', engines: ['runaway'] },
+      }),
+    ];
+    const manifest = writeManifest(dir, { run_name: 'runaway-ranker', workdir: path.join(dir, 'work'), tasks });
+    const started = Date.now();
+    const r = await cli(['run', manifest, '--home', home, '--config', config, '--no-dashboard'], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const rows = readRows(home);
+    const rank = rows.filter((x) => x.step === 'rank');
+    const spent = spentOf(rank);
+    const state = stateOf(home);
+    console.log(
+      `      the ranker spent ${spent} micro-USD of the group's 2000 micro-USD budget (${((spent / 2000 - 1) * 100).toFixed(1)} % over), stopped after ${((Date.now() - started) / 1000).toFixed(1)} s; statuses ${state.tasks.map((t) => `${t.key} ${t.status}`).join(', ')}`,
+    );
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['pick', 'BUDGET_EXCEEDED'],
+        ['pick--c1', 'PASS'],
+        ['pick--c2', 'PASS'],
+      ],
+      r.all,
+    );
+    assert.match(state.tasks[0]?.reason ?? '', /^budget: task pick's \$0\.00\d+ spent passed its budget_usd \$0\.0020; this attempt was stopped/);
+    assert.deepEqual(
+      rank.map((x) => x.verdict),
+      ['CANCELLED'],
+      r.all,
+    );
+    assert.match(String(rank[0]?.notes), /stopped before it answered \(budget: task pick's/);
+    assert.ok(spent > 2000 && spent <= 2200, `the ranker spent ${spent} micro-USD of a 2000 budget\n${r.all}`);
+    assert.equal(r.exitCode, 1, r.all);
+  });
+
   it('spend in the views: run notes at 50 %, 80 % and 100 % of the budget, each once; `verdict runs RUN` and state.json say spent / reserved / budget', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -272,7 +272,7 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     assert.equal(rows[1]?.notes, 'the reviewer changed the task dir during its review');
   });
 
-  it("a task stopped during its review ends CANCELLED: the reviewer's processes are gone, no review row, nothing delivered", async () => {
+  it("a task stopped during its review ends CANCELLED: the reviewer's processes are gone, its review row CANCELLED saying why, nothing delivered", async () => {
     const dir = tempDir();
     const { config, env } = reviewers(dir, [{ name: 'slow', model: 's-1', body: `echo reviewing; sleep 3017\n${APPROVE}` }]);
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -312,7 +312,12 @@ describe('review: reviewers approve, ask for changes or reject the work after it
     const r = await child;
     assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
-    assert.deepEqual(credits(rows), [['work', 1, 'script', null, 'CANCELLED', null]]);
+    // The stopped reviewer keeps its row (what it spent until then counts in the eval log: here its engine reports none).
+    assert.deepEqual(credits(rows), [
+      ['work', 1, 'script', null, 'CANCELLED', null],
+      ['review', 1, 'slow', 's-1', 'CANCELLED', null],
+    ]);
+    assert.match(String(rows[1]?.notes), /^stopped before it answered \(stopped by /);
     assert.equal(rows[0]?.commit, null);
     const sleepers = fs
       .readdirSync('/proc')

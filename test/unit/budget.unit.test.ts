@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines';
+import { emptyUsage } from '../../engines/types';
 import { Budget } from '../../extension/core/cost/budget';
 import { engineFixture } from './engines/fixture';
 import { RunSpend, type SpendHold } from '../../extension/core/run/spend';
@@ -127,6 +128,49 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
     assert.equal(next.usd?.microUsd, 3_000);
     spend.settle(worker, 3_000, 1_050);
     assert.equal(spend.snapshot().spentMicroUsd, 3_000, "the worker's cost is charged once");
+  });
+
+  it("a running reader's streamed usage counts as it arrives: past the run's cap onOver stops it, and its task's attempt is no longer exempt once its worker exited", async () => {
+    const spend = new RunSpend(tempDir(), 0.005, null);
+    const over: [string | null, string][] = [];
+    spend.onOver = (key, reason) => over.push([key, reason]);
+    const usage = (usd: number) => ({ ...emptyUsage(), costMicroUsd: Math.round(usd * 1_000_000) });
+    const capped = { name: 'e', maxAttemptMicroUsd: 1_000 };
+    const worker = spend.admit(capped, 'm', task('a'));
+    assert.ok(typeof worker !== 'string' && !('waitFor' in worker));
+    spend.workerEnded('a', 1_000, null);
+    assert.equal(spend.spendingOver('a'), true, 'its worker exited and nothing of it runs: the attempt spends nothing more');
+    const reviewer = (await spend.admitReader(capped, 'm', task('a'), 'review', new AbortController().signal, () => undefined)) as SpendHold;
+    assert.equal(spend.readersRunning('a'), true);
+    assert.equal(spend.spendingOver('a'), false, 'its reviewer spends: the attempt is stopped with it');
+    spend.readerProgress(reviewer, usage(0.003), 'm', capped);
+    assert.equal(spend.snapshot().spentMicroUsd, 4_000, "the reviewer's $0.003 so far counts live, beside the worker's $0.001");
+    assert.deepEqual(over, []);
+    spend.readerProgress(reviewer, usage(0.0045), 'm', capped);
+    assert.equal(over.length, 1, 'once spent passes the budget');
+    assert.equal(over[0]?.[0], null);
+    assert.match(over[0]?.[1] ?? '', /^budget: \$0\.0055 spent passed budget_usd \$0\.0050; this attempt was stopped/);
+    spend.settle(reviewer, 4_600, null);
+    assert.equal(spend.readersRunning('a'), false);
+    spend.readerProgress(reviewer, usage(0.01), 'm', capped);
+    assert.equal(spend.snapshot().spentMicroUsd, 5_600, 'a settled reader reports nothing more');
+  });
+
+  it("a ranking reviewer's streamed usage passing its group's own budget_usd tells onOver the group's key", async () => {
+    const spend = new RunSpend(tempDir(), null, null);
+    const over: (string | null)[] = [];
+    spend.onOver = (key) => over.push(key);
+    const ranker = (await spend.admitReader(
+      { name: 'e', maxAttemptMicroUsd: 500 },
+      'm',
+      { ...task('g'), budgetUsd: 0.002 },
+      'rank',
+      new AbortController().signal,
+      () => undefined,
+    )) as SpendHold;
+    spend.readerProgress(ranker, { ...emptyUsage(), costMicroUsd: 2_500 }, 'm');
+    assert.deepEqual(over, ['g']);
+    assert.match(spend.taskOverBudget('g') ?? '', /task g's \$0\.0025 spent passed its budget_usd \$0\.0020/);
   });
 });
 

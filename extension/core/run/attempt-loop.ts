@@ -55,10 +55,7 @@ export class AttemptLoop {
       run.opts.logins,
     );
     // The spend reported while attempts run passed the run's budget (task null) or a task's own: stop those attempts.
-    run.spend.onOver = (key, reason) => {
-      // An attempt whose worker has exited spends nothing more on its engine: its check goes on (spend.ts spendingOver).
-      for (const t of this.attemptsRunning) if ((key === null || t.spec.key === key) && !run.spend.spendingOver(t.spec.key)) this.stopForBudget(t, reason);
-    };
+    run.spend.onOver = (key, reason) => this.stopSpenders(key, reason);
     // A step of an engine nothing prices ended (an attempt settled or its worker exited, a reader settled): the attempts
     // held back for it ask again at once.
     run.spend.onFreed = () => {
@@ -261,7 +258,7 @@ export class AttemptLoop {
     spend.settle(reservation, outcome.costMicroUsd, outcome.tokens);
     // Spent alone passed the budget: the attempts still running are stopped as by `stop`, their tasks end BUDGET_EXCEEDED.
     const over = spend.overBudget();
-    if (over) for (const t of this.attemptsRunning) if (!spend.spendingOver(t.spec.key)) this.stopForBudget(t, over);
+    if (over) this.stopSpenders(null, over);
     const budgetReason = this.stoppedForBudget.get(task);
     if (budgetReason !== undefined) {
       endTask(ctx, task, 'BUDGET_EXCEEDED', budgetReason);
@@ -301,6 +298,22 @@ export class AttemptLoop {
       scheduler.push(task, outcome.requeueAfterMs);
     }
     return informative;
+  }
+
+  /**
+   * The spend passed the run's budget (`key` null) or task `key`'s own: stops what still spends under it. An attempt
+   * whose worker has exited and none of whose readers (reviewers) runs spends nothing more on its engine: its check
+   * goes on (spend.ts spendingOver). A task with readers running outside any attempt (a best-of-N group's ranking
+   * reviewers or inputs engine) is stopped as by `stop` and ends BUDGET_EXCEEDED (TaskRuntime.budgetStop).
+   */
+  private stopSpenders(key: string | null, reason: string): void {
+    const { spend } = this.run;
+    for (const t of this.attemptsRunning) if ((key === null || t.spec.key === key) && !spend.spendingOver(t.spec.key)) this.stopForBudget(t, reason);
+    for (const t of this.run.tasks) {
+      if (this.attemptsRunning.has(t) || (key !== null && t.spec.key !== key) || !spend.readersRunning(t.spec.key) || t.abort.signal.aborted) continue;
+      t.budgetStop = reason;
+      this.graph.stop(t, reason);
+    }
   }
 
   /** Stops a running attempt because the run's spend passed its budget; its task then ends BUDGET_EXCEEDED. */

@@ -33,6 +33,8 @@ export interface ReviewRecord extends ReaderRun {
   verdict: ReviewVerdict | null;
   concerns: string[];
   error: string | null;
+  /** True when it was stopped while it ran (a stop, the spend past a budget): its row is CANCELLED; absent: it was not. */
+  cancelled?: boolean;
 }
 
 /** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */

@@ -20,7 +20,7 @@ export const reviewerName = readerName;
 
 /**
  * The eval row of one review (schemas/eval-row.schema.json): verdict PASS for approve, FAIL for changes and reject,
- * ERROR when the reviewer gave no valid answer; `review` holds the answer; the check's columns are empty (the work
+ * ERROR when the reviewer gave no valid answer, CANCELLED when it was stopped while it ran; `review` holds the answer; the check's columns are empty (the work
  * row has them) except `sealed`, the commit or tree hash that was reviewed.
  * @throws Error when the attempt is not settled
  */
@@ -31,7 +31,7 @@ export function reviewRow(rec: AttemptRecord, r: ReviewRecord): EvalRow {
   return {
     ...readerColumns(r),
     ...rowBase(rec),
-    verdict: r.verdict === 'approve' ? 'PASS' : r.verdict === null ? 'ERROR' : 'FAIL',
+    verdict: r.cancelled ? 'CANCELLED' : r.verdict === 'approve' ? 'PASS' : r.verdict === null ? 'ERROR' : 'FAIL',
     notes: r.error ?? (r.concerns.length ? `${r.verdict}: ${r.concerns.join('; ')}` : (r.verdict ?? '')),
     prompt_path: files.prompt,
     worker_log: files.log,

@@ -230,8 +230,9 @@ export class RunSpend {
    * observed maximum; in tokens the same p90s, else the task's max_attempt_tokens. With none of these it is run as an
    * attempt nothing prices is (Budget.reserve): one at a time on its engine and model, the others (readers and attempts
    * alike) waiting until it has finished and priced it, the first wait saying so through `say`; readers of unknown
-   * cost reserved $0 and ran side by side before. Settled with its cost and tokens, or when those stay unknown, charged
-   * its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
+   * cost reserved $0 and ran side by side before. While it runs, its engine's streamed usage counts (readerProgress)
+   * and it is stopped, as a worker is, once what is spent passes a cap. Settled with its cost and tokens, or when those
+   * stay unknown, charged its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
    */
   async admitReader(
     engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
@@ -269,8 +270,23 @@ export class RunSpend {
       if (usd) this.release(usd);
       return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model, step);
     }
+    const hold: SpendHold = { usd, tokens, task: task.key };
+    const open = this.readers.get(task.key) ?? new Set<SpendHold>();
+    open.add(hold);
+    this.readers.set(task.key, open);
     this.changed();
-    return { usd, tokens, task: task.key };
+    return hold;
+  }
+
+  /** The open holds of running readers (reviewers, critics, ranking reviewers, inputs engines), by the task they count against. */
+  private readonly readers = new Map<string, Set<SpendHold>>();
+
+  /**
+   * True while a reader admitted for `taskKey` (admitReader) has not been settled: a reviewer or critic of its running
+   * attempt, or, for a best-of-N group, a ranking reviewer or its inputs engine.
+   */
+  readersRunning(taskKey: string): boolean {
+    return (this.readers.get(taskKey)?.size ?? 0) > 0;
   }
 
   /** Readers waiting for an unpriced attempt or reader to end (admitReader): each woken once by wake(). */
@@ -406,14 +422,28 @@ export class RunSpend {
    */
   progress(taskKey: string, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): void {
     const hold = this.workers.get(taskKey);
-    if (!hold) return;
+    if (hold) this.report(hold, usage, model, engine);
+  }
+
+  /**
+   * progress for a running reader (`hold`: what admitReader gave it) from its engine's streamed usage: its spend so far
+   * counts against the run's and its task's budgets while it runs, and once what is spent passes a cap onOver is told
+   * as for a worker, so a reader that keeps spending is stopped (its task ends BUDGET_EXCEEDED) instead of being
+   * counted only when it ends. Ignored once the hold is settled.
+   */
+  readerProgress(hold: SpendHold, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): void {
+    if (this.readers.get(hold.task)?.has(hold)) this.report(hold, usage, model, engine);
+  }
+
+  /** Counts a running step's usage so far against its hold, then tells onOver about a cap it passed. */
+  private report(hold: SpendHold, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): void {
     const cost = this.cost(usage, model, engine);
     const tokens = usageTokens(usage);
     if (cost === null && tokens === null) return;
     if (hold.usd && cost !== null) this.budget.progress(hold.usd, cost);
     if (tokens !== null) this.tokenBudget.progress(hold.tokens, tokens);
     this.changed();
-    this.checkCaps(taskKey);
+    this.checkCaps(hold.task);
   }
 
   /** Tells onOver about a cap passed (the run's, else the task's; USD first, then tokens); each at most once. */
@@ -433,8 +463,9 @@ export class RunSpend {
   }
 
   /**
-   * Called when the spend reported while attempts run passes a cap: `task` null for the run's budget (stop every
-   * running attempt), else the task whose own budget was passed (stop its attempt); `reason` for the task.
+   * Called when the spend reported while steps run (workers and readers) passes a cap: `task` null for the run's budget
+   * (stop every running attempt and reader), else the task whose own budget was passed (stop its attempt, or a group's
+   * readers); `reason` for the task.
    */
   onOver: ((task: string | null, reason: string) => void) | null = null;
   /** Caps already reported to onOver ('' for the run's). */
@@ -460,11 +491,12 @@ export class RunSpend {
   }
 
   /**
-   * True when the task's worker has exited in its running attempt: stopping the attempt for the budget would save
-   * nothing and throw away finished work (its reviewers and critics, which do spend, count when they end).
+   * True when the task's worker has exited in its running attempt and no reader of it (reviewer, critic) is running:
+   * stopping the attempt for the budget would save nothing and throw away finished work. While a reader runs it spends,
+   * and the attempt is stopped with it.
    */
   spendingOver(taskKey: string): boolean {
-    return this.ended.has(taskKey);
+    return this.ended.has(taskKey) && !this.readersRunning(taskKey);
   }
 
   /** The open holds of each task's running worker, by task key. */
@@ -535,6 +567,8 @@ export class RunSpend {
    */
   settle(hold: SpendHold, costMicroUsd: number | null, tokens: number | null = null): void {
     if (this.workers.get(hold.task) === hold) this.workers.delete(hold.task);
+    const readers = this.readers.get(hold.task);
+    if (readers?.delete(hold) && !readers.size) this.readers.delete(hold.task);
     if (hold.usd) this.budget.settle(hold.usd, costMicroUsd);
     this.tokenBudget.settle(hold.tokens, tokens);
     this.changed();

@@ -108,8 +108,12 @@ export class TaskGraph {
     this.settled(task);
   }
 
-  /** A task that ends without (another) attempt because it or the run was stopped: CANCELLED, its reason kept. */
+  /**
+   * A task that ends without (another) attempt because it or the run was stopped: CANCELLED, its reason kept; stopped
+   * because the spend passed a budget while its readers ran (TaskRuntime.budgetStop), BUDGET_EXCEEDED with that reason.
+   */
   markCancelled(task: TaskRuntime): void {
+    if (task.budgetStop) return endTask(this.run.ctx, task, 'BUDGET_EXCEEDED', task.budgetStop);
     endTask(this.run.ctx, task, 'CANCELLED', task.state.reason ?? (this.run.state.draining ? 'drained' : 'stopped before this task finished'));
   }
 

@@ -105,6 +105,12 @@ export interface TaskRuntime {
    * against max_attempts, and the task waits for its inputs again. Null or absent otherwise.
    */
   restart?: string | null;
+  /**
+   * Why the budget stopped this task while readers of its own ran outside any attempt (a best-of-N group's ranking
+   * reviewers or inputs engine: run/attempt-loop.ts stopSpenders): the stop then ends it BUDGET_EXCEEDED with this
+   * reason (resumable), not CANCELLED. Null or absent otherwise.
+   */
+  budgetStop?: string | null;
 }
 
 /** The part of a TaskRuntime every new task starts with, whoever runs it (the runner, a pool worker): nothing prepared, sealed or recorded yet. */

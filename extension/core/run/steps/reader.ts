@@ -42,6 +42,17 @@ export interface ReaderRun {
   failure: string | null;
 }
 
+/**
+ * Thrown by runReader when the task was stopped while its reader ran (a stop, the run cancelled, the spend past a
+ * budget): a Cancelled that carries what the reader left — its receipt, and the usage and cost read from its log so far
+ * (`failure` says it was stopped, `message` is null) — so that its row keeps what it spent.
+ */
+export class ReaderStopped extends Cancelled {
+  constructor(readonly run: ReaderRun) {
+    super(run.failure ?? 'stopped');
+  }
+}
+
 /** One read-only run: who, with which prompt, writing where. */
 export interface ReaderRequest {
   choice: EngineChoice;
@@ -58,7 +69,8 @@ export interface ReaderRequest {
 
 /**
  * Runs `req.choice`'s engine once over `task`'s dir, read-only, under the task's time limit and watchdog.
- * @throws Cancelled when the task was stopped; Error when it could not be set up (the caller records it)
+ * @throws Cancelled when the task was stopped (ReaderStopped, with what it spent, once it had started); Error when it
+ *   could not be set up (the caller records it)
  */
 export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: AttemptIo, req: ReaderRequest): Promise<ReaderRun> {
   const { opts } = ctx;
@@ -76,10 +88,17 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   let costMicroUsd: number | null = null;
   let tokens: number | null = null;
   try {
-    const run = await readOnce(ctx, task, io, req, engine, model, gitAccess);
+    const run = await readOnce(ctx, task, io, req, engine, model, gitAccess, (usage) => ctx.spend.readerProgress(reservation, usage, model, engine));
     costMicroUsd = run.costMicroUsd;
     tokens = usageTokens(run.usage);
     return run;
+  } catch (e) {
+    // Stopped while it ran: what it spent until then is what it cost.
+    if (e instanceof ReaderStopped) {
+      costMicroUsd = e.run.costMicroUsd;
+      tokens = usageTokens(e.run.usage);
+    }
+    throw e;
   } finally {
     ctx.spend.settle(reservation, costMicroUsd, tokens);
   }
@@ -94,6 +113,7 @@ async function readOnce(
   engine: EngineSpec,
   model: string | null,
   gitAccess: { readOnly: string[]; env: Record<string, string> },
+  onUsage: (usage: UsageReport) => void,
 ): Promise<ReaderRun> {
   const { opts } = ctx;
   const { spec } = task;
@@ -113,11 +133,16 @@ async function readOnce(
     hidden: hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir),
     noteKey: spec.key,
     role: req.role,
+    onUsage,
   });
   if (task.links) restoreWorktreeLinks(task.links);
-  if (receipt.cancelled) throw new Cancelled();
   const log = readLog(req.logFile);
   const usage = uncutUsage(engine.parseOutput(log), cutUsage);
+  if (receipt.cancelled) {
+    const why: unknown = task.abort.signal.reason;
+    const failure = `stopped before it answered (${typeof why === 'string' ? why : 'the run was cancelled'})`;
+    throw new ReaderStopped({ engine, model, receipt, usage, costMicroUsd: ctx.spend.cost(usage, model, engine), message: null, failure });
+  }
   const who = req.role.replace(/ \d+$/, '');
   // An answer counts only from a reader that ended on its own (exit 0): code it ran may have written into its output
   // and then killed it (run/reader-end.ts).
@@ -167,6 +192,11 @@ export interface ReadOnlyRun {
   /** The task a note about put-back engine settings is on, and who it names (`reviewer 2`). */
   noteKey: string;
   role: string;
+  /**
+   * Told its usage so far as its engine streams it (engines with streamUsage; run/usage-meter.ts), for the budget
+   * (RunSpend.readerProgress); absent: its usage is read only when it ends. Must not throw.
+   */
+  onUsage?: (usage: UsageReport) => void;
 }
 
 /**
@@ -203,11 +233,13 @@ export async function superviseReadOnly(
     ctx.stateBaselines.set(engine.name, guard);
   }
   const recent = new RingBuffer(256 * 1024);
-  // Only read around the log's compactions: what the part cut out of it reported still counts (usage-meter.ts).
+  // Its usage counts as it streams (run.onUsage: the budget stops a reader that keeps spending), and the log is read
+  // around its compactions: what the part cut out of it reported still counts (usage-meter.ts).
+  const onUsage = run.onUsage;
   const meter = usageMeter(
     engine,
     () => readLog(run.logFile),
-    () => undefined,
+    (usage) => onUsage?.(usage),
   );
   const result = await supervise({
     file: ctx.binaries.get(engine.name) ?? engine.binary,
@@ -221,7 +253,10 @@ export async function superviseReadOnly(
     killGraceMs: opts.killGraceMs,
     idleTimeoutMs: run.timeouts.watchdogMs ?? undefined,
     finalEvent: { seen: finalEventSeen(engine, recent), graceMs: opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
-    onOutput: (chunk) => recent.push(chunk),
+    onOutput: (chunk) => {
+      recent.push(chunk);
+      if (onUsage) meter.onOutput();
+    },
     onCompact: meter.compaction,
     // Its output reaches the log through a socket the spawn helper relays: code the reader runs cannot open it again
     // through /proc/<engine pid>/fd/1 and write an answer into it.
@@ -243,7 +278,7 @@ export async function superviseReadOnly(
       sharedPaths: view.sharedPaths,
       ...(run.hiddenReadOnly ? { hiddenReadOnly: true } : {}),
     }),
-  });
+  }).finally(() => meter.stop());
   const setId = setIdNote(run.role, result.receipt.setIdCleared);
   if (setId) ctx.emit({ type: 'task-note', key: run.noteKey, note: setId });
   const changes = guard ? changedFiles(guard) : [];

@@ -23,7 +23,7 @@ import { reviewFiles, reviewerName, type ReviewRecord } from '../review-record';
 import { judgeReviews, parseReviewAnswer } from '../review-verdict';
 import type { AttemptRecord } from '../attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
-import { runReader } from './reader';
+import { ReaderStopped, runReader } from './reader';
 
 export const reviewStep: Step = {
   name: 'review',
@@ -36,7 +36,11 @@ export const reviewStep: Step = {
     const before = io.boxed ? null : treeHash(task.state.dir);
     const reviews: ReviewRecord[] = (rec.reviews = []);
     for (const [i, choice] of policy.engines.entries()) {
-      const review = await runReviewer(ctx, task, rec, io, i + 1, choice, material);
+      const review = await runReviewer(ctx, task, rec, io, i + 1, choice, material).catch((e: unknown) => {
+        // Stopped while it ran (the spend passed a budget, a stop): its row keeps what it spent.
+        if (e instanceof StoppedReview) reviews.push(e.review);
+        throw e;
+      });
       reviews.push(review);
       ctx.emit({
         type: 'task-note',
@@ -62,7 +66,17 @@ export const reviewStep: Step = {
   },
 };
 
-/** Runs reviewer `n` (1-based) on the attempt and reads its answer. Never throws but Cancelled (the task was stopped). */
+/** A reviewer stopped while it ran: a Cancelled carrying its record (cancelled, with what it spent until then). */
+class StoppedReview extends Cancelled {
+  constructor(readonly review: ReviewRecord) {
+    super(review.error ?? 'stopped');
+  }
+}
+
+/**
+ * Runs reviewer `n` (1-based) on the attempt and reads its answer. Never throws but Cancelled (the task was stopped;
+ * StoppedReview once the reviewer had started).
+ */
 async function runReviewer(
   ctx: AttemptContext,
   task: TaskRuntime,
@@ -127,6 +141,11 @@ async function runReviewer(
       } else review.error = parsed.error;
     }
   } catch (e) {
+    if (e instanceof ReaderStopped) {
+      Object.assign(review, { receipt: e.run.receipt, usage: e.run.usage, costMicroUsd: e.run.costMicroUsd, error: e.run.failure, cancelled: true });
+      review.endedAt = Date.now();
+      throw new StoppedReview(review);
+    }
     if (e instanceof Cancelled || task.abort.signal.aborted) throw e instanceof Cancelled ? e : new Cancelled();
     review.error = `the reviewer could not run: ${(e as Error).message}`;
   } finally {

@@ -22,7 +22,7 @@ import type { AttemptContext, TaskRuntime } from '../../steps/context';
 import { superviseReadOnly, uncutUsage } from '../../steps/reader';
 import { FINAL_EVENT_GRACE_MS, readLog } from '../../steps/work';
 import { readerEnd } from '../../reader-end';
-import { usageTokens } from '../../spend';
+import { usageTokens, type SpendHold } from '../../spend';
 import type { ReviewMaterial } from '../../review-material';
 import { readCases } from './cases';
 import { inputsFiles, inputsPrompt, type InputsRecord } from './inputs-record';
@@ -86,7 +86,7 @@ export async function runInputsEngine(
   }
   if (typeof reservation === 'string') return done(`not started: ${reservation}`);
   try {
-    const made = await writeInputs(ctx, r, engine, model, rec, notes);
+    const made = await writeInputs(ctx, r, { engine, model, hold: reservation }, rec, notes);
     return typeof made === 'string' ? done(made) : done(null, made);
   } catch (e) {
     rec.cancelled = r.group.abort.signal.aborted;
@@ -101,12 +101,12 @@ export async function runInputsEngine(
 async function writeInputs(
   ctx: AttemptContext,
   r: InputsRound,
-  engine: EngineSpec,
-  model: string | null,
+  who: { engine: EngineSpec; model: string | null; hold: SpendHold },
   rec: InputsRecord,
   notes: string[],
 ): Promise<{ inputs: string[]; given: number } | string> {
   const { opts } = ctx;
+  const { engine, model, hold } = who;
   const { spec } = r.group;
   const base = path.join(r.root, 'inputs-engine');
   const folder = path.join(base, 'inputs');
@@ -144,6 +144,8 @@ async function writeInputs(
     hiddenReadOnly: true,
     noteKey: spec.key,
     role: 'the inputs engine',
+    // Its spend counts as it streams: past the run's or the group's budget it is stopped (the group ends BUDGET_EXCEEDED).
+    onUsage: (usage) => ctx.spend.readerProgress(hold, usage, model, engine),
   });
   const log = readLog(files.log);
   rec.receipt = receipt;

@@ -156,6 +156,8 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
       hidden: [...hiddenFromSteps(opts.home, opts.manifest.worktrees ? null : opts.manifest.workdir), ...(ctx.repo ? [ctx.repo.commonDir] : [])],
       noteKey: spec.key,
       role: `ranking reviewer ${n}`,
+      // Its spend counts as it streams: past the run's or the group's budget it is stopped (the group ends BUDGET_EXCEEDED).
+      onUsage: (usage) => ctx.spend.readerProgress(reservation, usage, model, engine),
     });
     readRanking(ctx, r, rec, engine, { receipt, tail, cutUsage, log: readLog(files.log) }, names);
   } catch (e) {
