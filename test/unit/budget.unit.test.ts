@@ -183,12 +183,13 @@ describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut pa
     const { parseOpencodeOutput } = await import('../../engines/opencode');
     const meter = usageMeter(
       { streamUsage: parseOpencodeOutput },
-      () => log,
+      { read: (upTo) => Buffer.from(log).subarray(0, upTo).toString(), size: () => Buffer.byteLength(log) },
       (u) => seen.push(u.costMicroUsd),
     );
     meter.compaction.before();
+    const seenBytes = Buffer.byteLength(log);
     log = 'head\n[verdict] cut\n'; // the two calls were in the cut middle
-    meter.compaction.after();
+    meter.compaction.after({ seen: seenBytes, end: Buffer.byteLength(log) });
     log += step(0.001);
     meter.onOutput();
     meter.stop();
@@ -197,5 +198,30 @@ describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut pa
     const { withCutPart } = await import('../../extension/core/run/usage-meter');
     const final = withCutPart(parseOpencodeOutput(log), meter.cutPart());
     assert.deepEqual([final.costMicroUsd, final.tokensIn, final.tokensOut], [3000, 30, 3]);
+  });
+
+  it('a model call written after the cut but before the reading after it is not taken for what the cut kept', async () => {
+    const { usageMeter, withCutPart } = await import('../../extension/core/run/usage-meter');
+    const { parseOpencodeOutput } = await import('../../engines/opencode');
+    const step = (usd: number) => `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":10,"output":1},"cost":${usd}}}\n`;
+    const flood = 'x'.repeat(100) + '\n';
+    let log = 'head\n' + step(0.001).repeat(8) + flood.repeat(3);
+    const meter = usageMeter(
+      { streamUsage: parseOpencodeOutput },
+      { read: (upTo) => Buffer.from(log).subarray(0, upTo).toString(), size: () => Buffer.byteLength(log) },
+      () => undefined,
+    );
+    meter.compaction.before();
+    // The compaction looked once more (a line of flood more), kept the head and the last two lines, truncated; then,
+    // before its reading after, the step wrote its last call (under load: the orchestrator was descheduled meanwhile).
+    log += flood;
+    const seen = Buffer.byteLength(log);
+    log = 'head\n[verdict] cut\n' + flood.repeat(2);
+    const end = Buffer.byteLength(log);
+    log += step(0.001);
+    meter.compaction.after({ seen, end });
+    meter.stop();
+    assert.deepEqual(meter.cutPart(), { tokensIn: 80, tokensOut: 8, costMicroUsd: 8000 }, 'before, 7000: the last call was subtracted from the cut part');
+    assert.equal(withCutPart(parseOpencodeOutput(log), meter.cutPart()).costMicroUsd, 9000);
   });
 });

@@ -79,11 +79,13 @@ export interface SuperviseOptions {
   logMaxBytes?: number | null;
   /**
    * Called around each compaction of the log (log-cap.ts) while the step runs and once after it ended: `before` with
-   * the whole log still there (every byte the step wrote so far is in it), `after` once its middle was cut. A reader of
-   * the log that must not lose what is cut (the usage meter: spend reported in the cut part) reads it in `before`.
-   * Must not throw.
+   * the whole log still there (every byte the step wrote so far is in it), `after` once its middle was cut, with where:
+   * `seen`, the log's size when the compaction last looked (the bytes below it were kept or cut), and `end`, its size
+   * once truncated (what the step wrote after that lies beyond `end`); null when nothing was cut. The last `seen - x`
+   * bytes below `end` are what the log held from byte `x` to `seen` before the cut. A reader of the log that must not
+   * lose what is cut (the usage meter: spend reported in the cut part) reads it in `before`. Must not throw.
    */
-  onCompact?: { before(): void; after(): void };
+  onCompact?: { before(): void; after(done: { seen: number; end: number } | null): void };
 }
 
 /**
@@ -457,7 +459,7 @@ class LogFollower {
         },
         final,
       );
-      opts.onCompact?.after();
+      opts.onCompact?.after(done);
       if (!done) return;
       // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
       this.removed += done.seen - done.end;

@@ -14,9 +14,11 @@ export interface UsageMeter {
   /**
    * For the supervisor's onCompact: reads the whole log before its middle is cut and again after, so the usage the
    * cut part reported keeps counting (added to every later reading). Without it, a worker whose output passes
-   * log_max_mb cut its model calls out of the log, and with them its spend.
+   * log_max_mb cut its model calls out of the log, and with them its spend. The reading after stops where the log's
+   * bytes read before now end (`done`: SuperviseOptions.onCompact), so what the step wrote meanwhile is not taken for
+   * what the cut kept (it was: a model call reported just after the cut was subtracted from the cut part's usage).
    */
-  compaction: { before(): void; after(): void };
+  compaction: { before(): void; after(done: { seen: number; end: number } | null): void };
   /**
    * What the parts cut out of the log reported (counts only), or null when nothing was cut: added to the usage read
    * from the log as the step left it (withCutPart), the attempt's usage.
@@ -53,17 +55,22 @@ export function withCutPart(parsed: UsageReport, cut: Partial<Pick<UsageReport, 
  * with the engine's streamUsage and `report` gets the usage so far. An engine
  * without streamUsage (its usage comes only at its end) gets a meter that does nothing. `report` must not throw;
  * nothing here does.
- * @param readLog reads the worker's raw log (stdout and stderr) as the supervisor wrote it so far; never throws
+ * @param log `read`: the worker's raw log (stdout and stderr) as the supervisor wrote it so far, or only its first
+ *   `upTo` bytes; `size`: its size in bytes; neither throws
  */
-export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () => string, report: (usage: UsageReport) => void): UsageMeter {
+export function usageMeter(
+  engine: Pick<EngineSpec, 'streamUsage'>,
+  log: { read(upTo?: number): string; size(): number },
+  report: (usage: UsageReport) => void,
+): UsageMeter {
   const stream = engine.streamUsage;
   if (!stream)
     return { onOutput: () => undefined, stop: () => undefined, compaction: { before: () => undefined, after: () => undefined }, cutPart: () => null };
   /** What the parts cut out of the log reported, count by count. */
   const cutPart: Partial<Record<UsageCount, number>> = {};
   let cut = false;
-  let beforeCut: UsageReport | null = null;
-  const reading = (): UsageReport => plus(stream(readLog()), cutPart);
+  let beforeCut: { usage: UsageReport; bytes: number } | null = null;
+  const reading = (upTo?: number): UsageReport => plus(stream(log.read(upTo)), cutPart);
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;
   let intervalMs = MIN_INTERVAL_MS;
@@ -87,17 +94,22 @@ export function usageMeter(engine: Pick<EngineSpec, 'streamUsage'>, readLog: () 
     },
     compaction: {
       before() {
-        beforeCut = reading();
+        // Exactly the bytes there now: what is appended while it reads is not in `bytes`.
+        const bytes = log.size();
+        beforeCut = { usage: reading(bytes), bytes };
       },
-      after() {
+      after(done) {
         if (!beforeCut) return;
-        const after = reading();
+        const was = beforeCut;
+        beforeCut = null;
+        if (!done) return;
+        // The log as it is now, less what was written after `before` read it (kept at the end of the tail, or after it).
+        const after = reading(done.end - Math.max(0, done.seen - was.bytes));
         // The cut part's usage: what the log held before less what it holds now (a count never goes down).
         for (const k of COUNTS) {
-          const gone = (beforeCut[k] ?? 0) - (after[k] ?? 0);
+          const gone = (was.usage[k] ?? 0) - (after[k] ?? 0);
           if (gone > 0) cutPart[k] = (cutPart[k] ?? 0) + gone;
         }
-        beforeCut = null;
         cut = true;
         if (!stopped) report(reading());
       },

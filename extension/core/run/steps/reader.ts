@@ -20,7 +20,7 @@ import { setIdNote } from '../../process/set-id';
 import { readerEnd } from '../reader-end';
 import { changedFiles, putBackNote, restoreState, snapshotState, type StateSnapshot } from '../state-guard';
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
-import { FINAL_EVENT_GRACE_MS, finalEventSeen, readLog } from './work';
+import { FINAL_EVENT_GRACE_MS, finalEventSeen, logSize, readLog } from './work';
 import { usageMeter, withCutPart } from '../usage-meter';
 import { usageTokens } from '../spend';
 
@@ -236,11 +236,7 @@ export async function superviseReadOnly(
   // Its usage counts as it streams (run.onUsage: the budget stops a reader that keeps spending), and the log is read
   // around its compactions: what the part cut out of it reported still counts (usage-meter.ts).
   const onUsage = run.onUsage;
-  const meter = usageMeter(
-    engine,
-    () => readLog(run.logFile),
-    (usage) => onUsage?.(usage),
-  );
+  const meter = usageMeter(engine, { read: (upTo) => readLog(run.logFile, upTo), size: () => logSize(run.logFile) }, (usage) => onUsage?.(usage));
   const result = await supervise({
     file: ctx.binaries.get(engine.name) ?? engine.binary,
     args: argv,

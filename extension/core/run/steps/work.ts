@@ -77,10 +77,8 @@ export const workStep: Step = {
     // The engine's own settings (what its next, unsandboxed session obeys) are put back after the step.
     const guard = io.boxed && state.guarded.length ? engineStateBaseline(ctx, engine, state) : null;
     // The budget counts the worker's spend as its engine reports it, while it runs (spend.ts progress).
-    const meter = usageMeter(
-      engine,
-      () => readLog(files.worker),
-      (usage) => ctx.spend.progress(spec.key, usage, task.state.model, engine),
+    const meter = usageMeter(engine, { read: (upTo) => readLog(files.worker, upTo), size: () => logSize(files.worker) }, (usage) =>
+      ctx.spend.progress(spec.key, usage, task.state.model, engine),
     );
     const { receipt, tail } = await supervise({
       file: ctx.binaries.get(task.state.engine) ?? engine.binary,
@@ -262,17 +260,32 @@ export function finalEventSeen(engine: EngineSpec, recent: RingBuffer): () => bo
 /** Worker logs above this size are parsed from their last bytes only, bytes. */
 const MAX_PARSED_LOG_BYTES = 32 * 1024 * 1024;
 
-/** A raw log, or its last MAX_PARSED_LOG_BYTES when larger; '' when unreadable. Never throws. */
-export function readLog(file: string): string {
+/**
+ * A raw log, or its last MAX_PARSED_LOG_BYTES when larger; '' when unreadable. Never throws.
+ * @param upTo read only the log's first `upTo` bytes (of those, the last MAX_PARSED_LOG_BYTES); absent: all of it
+ */
+export function readLog(file: string, upTo?: number): string {
   try {
-    const size = fs.statSync(file).size;
-    if (size <= MAX_PARSED_LOG_BYTES) return fs.readFileSync(file, 'utf8');
+    const size = upTo === undefined ? fs.statSync(file).size : Math.max(0, upTo);
+    if (upTo === undefined && size <= MAX_PARSED_LOG_BYTES) return fs.readFileSync(file, 'utf8');
     const fd = fs.openSync(file, 'r');
-    const buf = Buffer.alloc(MAX_PARSED_LOG_BYTES);
-    fs.readSync(fd, buf, 0, buf.length, size - buf.length);
-    fs.closeSync(fd);
-    return buf.toString('utf8');
+    try {
+      const buf = Buffer.alloc(Math.min(size, MAX_PARSED_LOG_BYTES));
+      const n = fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+      return buf.subarray(0, n).toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch {
     return '';
+  }
+}
+
+/** The log's size in bytes, 0 when it cannot be read. Never throws. */
+export function logSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
   }
 }
