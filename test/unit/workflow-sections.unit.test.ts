@@ -17,8 +17,11 @@ describe('workflow sections: one table the loader reaches every workflow through
 
   it('parseManifest names no workflow: its engine checks and problems come from the table', () => {
     const text = fs.readFileSync(path.resolve('extension', 'core', 'manifest', 'load.ts'), 'utf8');
+    // parseManifest and the checks it calls, which follow it up to loadManifest.
     const start = text.indexOf('export function parseManifest(');
-    const body = text.slice(start, text.indexOf('\n}\n', start));
+    const end = text.indexOf('export function loadManifest(', start);
+    assert.ok(start >= 0 && end > start);
+    const body = text.slice(start, end);
     assert.ok(body.includes('sectionEngines(') && body.includes('sectionProblems('));
     assert.doesNotMatch(body, /\.(validate|council|phases|critique|critics|candidates|rank|repeat|generate)\b/);
     assert.doesNotMatch(body, /(repeat|generate|validate|council|phases|critique)Problems/);

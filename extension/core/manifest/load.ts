@@ -97,7 +97,42 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
     if (!root && !parseErrors.length) error('syntax', { range: null, path: '(root)', message: 'the file is empty' });
     return { manifest: null, problems, tree: null, value: undefined };
   }
+  const c: Checker = { file, root, index, problems, options, error };
+  schemaProblems(c, raw, repeated);
+  // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
+  const data = (isObject(raw) ? raw : {}) as Record<string, unknown> & { tasks: Record<string, unknown>[] };
+  const taskList = Array.isArray(data.tasks) ? data.tasks : [];
+  runFieldProblems(c, data);
+  runEngineProblems(c, data);
+  const seen = new Map<string, number>();
+  taskList.forEach((t, i) => {
+    if (!isObject(t)) return;
+    taskFieldProblems(c, t, i, seen);
+    taskEngineProblems(c, data, t, i);
+    readerEngineProblems(c, t, i);
+    engineArgsProblem(c, t, i);
+  });
+  crossTaskProblems(c, data, taskList);
+  problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
+  if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };
 
+  return { manifest: toManifest(data, file, options.route ?? null), problems, tree: root, value: raw };
+}
+
+/** Where the checks of one manifest text report: its file (absolute), JSONC tree, line index, problems found so far and parse options. */
+interface Checker {
+  file: string;
+  root: Node;
+  index: LineIndex;
+  problems: ManifestProblem[];
+  options: ParseOptions;
+  /** Adds an error of `code` to `problems`. */
+  error(code: ProblemCode, p: Omit<ManifestProblem, 'file' | 'severity' | 'code'>): void;
+}
+
+/** The text's repeated properties (`repeated`, as parseJsonc found them) and its schema errors (unsafe keys apart), each an error. */
+function schemaProblems(c: Checker, raw: unknown, repeated: ReturnType<typeof parseJsonc>['repeated']): void {
+  const { root, index, error } = c;
   for (const dup of repeated) {
     error('duplicate-property', {
       range: index.range(dup.node.offset, dup.node.length),
@@ -117,10 +152,15 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       });
     }
   }
-  // Checks beyond the schema run even when it failed, so one pass reports every problem; they skip what is malformed.
-  const data = (isObject(raw) ? raw : {}) as Record<string, unknown> & { tasks: Record<string, unknown>[] };
-  const taskList = Array.isArray(data.tasks) ? data.tasks : [];
-  // A repository cannot widen its own sandbox: what every step may reach besides its own dirs is the user's to say.
+}
+
+/**
+ * The run's own fields: `expose` and `sockets` are errors (a repository cannot widen its own sandbox: what every step
+ * may reach besides its own dirs is the user's to say), a `hide` entry neither absolute nor under ~/ is an error, and
+ * any other field the schema does not name is a warning.
+ */
+function runFieldProblems(c: Checker, data: Record<string, unknown>): void {
+  const { root, index, error } = c;
   for (const key of ['expose', 'sockets']) {
     if (!(key in data)) continue;
     error('schema', {
@@ -142,68 +182,90 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   for (const key of Object.keys(data)) {
     if (key === 'expose' || key === 'sockets') continue;
     if (!runFields.has(key)) {
-      problems.push({
+      c.problems.push({
         severity: 'warning',
         code: 'unknown-field',
-        file,
+        file: c.file,
         range: rangeOfPropertyName(root, [], key, index),
         path: key,
         message: `unknown field "${key}" is ignored`,
       });
     }
   }
-  // Reviewer engines must exist like task engines (a review that cannot start would ERROR every passed task). The
-  // script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
-  // line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it.
-  // The same holds for every reader a workflow section names (manifest/workflows/section.ts EngineRef `readers`: the
-  // ranking reviewers of `rank` read every passing candidate's work, critics the proposal).
-  const unknownReviewers = (entries: unknown, at: (string | number)[], where: string, verb: 'review' | 'rank' | 'criticise' = 'review', list = 'engines') => {
-    if (!Array.isArray(entries)) return;
-    entries.forEach((entry, j) => {
-      const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
-      const path = typeof entry === 'string' ? [...at, list, j] : [...at, list, j, 'engine'];
-      if (name === 'script') {
-        const whose =
-          verb === 'review'
-            ? "a reviewer's prompt holds the worker's files"
-            : verb === 'rank'
-              ? "a ranking reviewer's prompt holds the candidates' work"
-              : "a critic's prompt holds the worker's files";
-        error('schema', {
-          range: rangeOfPath(root, path, index),
-          path: `${where}.${list}[${j}]`,
-          message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)`,
-        });
-        return;
-      }
-      if (name === null || !options.engines || options.engines.has(name)) return;
-      error('unknown-engine', {
+}
+
+/**
+ * Reviewer engines (`entries`, names or `{engine, model}`, at `at` + `list` in the tree, `where` in messages) must exist
+ * like task engines (a review that cannot start would ERROR every passed task); unchecked without `options.engines`.
+ * The script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
+ * line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it. The same holds for every reader
+ * a workflow section names (manifest/workflows/section.ts EngineRef `readers`: the ranking reviewers of `rank` read
+ * every passing candidate's work, critics the proposal): `verb` says which.
+ */
+function unknownReviewers(
+  c: Checker,
+  entries: unknown,
+  at: (string | number)[],
+  where: string,
+  verb: 'review' | 'rank' | 'criticise' = 'review',
+  list = 'engines',
+): void {
+  const { root, index, options, error } = c;
+  if (!Array.isArray(entries)) return;
+  entries.forEach((entry, j) => {
+    const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
+    const path = typeof entry === 'string' ? [...at, list, j] : [...at, list, j, 'engine'];
+    if (name === 'script') {
+      const whose =
+        verb === 'review'
+          ? "a reviewer's prompt holds the worker's files"
+          : verb === 'rank'
+            ? "a ranking reviewer's prompt holds the candidates' work"
+            : "a critic's prompt holds the worker's files";
+      error('schema', {
         range: rangeOfPath(root, path, index),
         path: `${where}.${list}[${j}]`,
-        message: `unknown ${verb === 'review' ? 'reviewer' : verb === 'rank' ? 'ranking reviewer' : 'critic'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
-      });
-    });
-  };
-  // One reader engine written as `{engine, model}` at `at` (the `engine` string): the same two rules.
-  const unknownReader = (name: unknown, at: (string | number)[], verb: 'write inputs') => {
-    if (typeof name !== 'string') return;
-    if (name === 'script') {
-      error('schema', {
-        range: rangeOfPath(root, at, index),
-        path: formatPath(at),
-        message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and an inputs engine's prompt holds the passing candidates' work, which would then run; use a model engine (a custom engine works too, if it reads its prompt as text), or make the inputs with a command`,
+        message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and ${whose}, which would then run and could answer for it; ${verb} with a model engine (a custom engine works too, if it reads its prompt as text)`,
       });
       return;
     }
-    if (!options.engines || options.engines.has(name)) return;
+    if (name === null || !options.engines || options.engines.has(name)) return;
     error('unknown-engine', {
+      range: rangeOfPath(root, path, index),
+      path: `${where}.${list}[${j}]`,
+      message: `unknown ${verb === 'review' ? 'reviewer' : verb === 'rank' ? 'ranking reviewer' : 'critic'} engine "${name}"; known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
+    });
+  });
+}
+
+/** One reader engine written as `{engine, model}` at `at` (the `engine` string): the same two rules as unknownReviewers. */
+function unknownReader(c: Checker, name: unknown, at: (string | number)[], verb: 'write inputs'): void {
+  const { root, index, options, error } = c;
+  if (typeof name !== 'string') return;
+  if (name === 'script') {
+    error('schema', {
       range: rangeOfPath(root, at, index),
       path: formatPath(at),
-      message: `unknown inputs engine "${name}"; known engines: ${[...options.engines].sort().join(', ')}`,
+      message: `the script engine cannot ${verb}: it runs its prompt as a bash script, and an inputs engine's prompt holds the passing candidates' work, which would then run; use a model engine (a custom engine works too, if it reads its prompt as text), or make the inputs with a command`,
     });
-  };
-  if (isObject(data.review)) unknownReviewers(data.review.engines, ['review'], 'review');
-  // A login naming an engine that does not exist limits nothing: a typo would leave the subscription unguarded.
+    return;
+  }
+  if (!options.engines || options.engines.has(name)) return;
+  error('unknown-engine', {
+    range: rangeOfPath(root, at, index),
+    path: formatPath(at),
+    message: `unknown inputs engine "${name}"; known engines: ${[...options.engines].sort().join(', ')}`,
+  });
+}
+
+/**
+ * The engines the run's own fields name: the run's `review` engines (unknownReviewers), each login's engines (a login
+ * naming an engine that does not exist limits nothing: a typo would leave the subscription unguarded), the `route`
+ * block's problems the schema cannot see, and the run's default `engine`. Unknown engines only with `options.engines`.
+ */
+function runEngineProblems(c: Checker, data: Record<string, unknown>): void {
+  const { root, index, options, error } = c;
+  if (isObject(data.review)) unknownReviewers(c, data.review.engines, ['review'], 'review');
   if (isObject(data.logins) && options.engines) {
     for (const [name, login] of Object.entries(data.logins)) {
       if (!isObject(login) || !Array.isArray(login.engines)) continue;
@@ -233,126 +295,152 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
       message: `unknown engine "${data.engine}"; known engines: ${[...options.engines].sort().join(', ')}`,
     });
   }
-  const seen = new Map<string, number>();
-  taskList.forEach((t, i) => {
-    if (!isObject(t)) return;
-    for (const key of Object.keys(t)) {
-      if (!taskFields.has(key)) {
-        problems.push({
-          severity: 'warning',
-          code: 'unknown-field',
-          file,
-          range: rangeOfPropertyName(root, ['tasks', i], key, index),
-          path: `tasks[${i}].${key}`,
-          message: `unknown field "${key}" is ignored`,
-        });
-      }
+}
+
+/**
+ * Task `i`'s fields: a field the schema does not name is a warning; its key is an error when `options.existingKeys`
+ * holds it or an earlier task took it (`seen`: key → index of the first task with it, added to here).
+ */
+function taskFieldProblems(c: Checker, t: Record<string, unknown>, i: number, seen: Map<string, number>): void {
+  const { root, index, options, error } = c;
+  for (const key of Object.keys(t)) {
+    if (!taskFields.has(key)) {
+      c.problems.push({
+        severity: 'warning',
+        code: 'unknown-field',
+        file: c.file,
+        range: rangeOfPropertyName(root, ['tasks', i], key, index),
+        path: `tasks[${i}].${key}`,
+        message: `unknown field "${key}" is ignored`,
+      });
     }
-    const key = t.key;
-    if (typeof key === 'string' && options.existingKeys?.has(key)) {
+  }
+  const key = t.key;
+  if (typeof key === 'string' && options.existingKeys?.has(key)) {
+    error('duplicate-key', {
+      range: rangeOfPath(root, ['tasks', i, 'key'], index),
+      path: `tasks[${i}].key`,
+      message: `the run already has a task "${key}"; keys name directories and branches, so they must be unique`,
+    });
+  } else if (typeof key === 'string') {
+    const first = seen.get(key);
+    if (first === undefined) seen.set(key, i);
+    else
       error('duplicate-key', {
         range: rangeOfPath(root, ['tasks', i, 'key'], index),
         path: `tasks[${i}].key`,
-        message: `the run already has a task "${key}"; keys name directories and branches, so they must be unique`,
+        message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique`,
       });
-    } else if (typeof key === 'string') {
-      const first = seen.get(key);
-      if (first === undefined) seen.set(key, i);
-      else
-        error('duplicate-key', {
-          range: rangeOfPath(root, ['tasks', i, 'key'], index),
-          path: `tasks[${i}].key`,
-          message: `duplicate task key "${key}" (first used by tasks[${first}]); keys name directories and branches, so they must be unique`,
-        });
-    }
-    const engine = t.engine ?? data.engine ?? DEFAULT_ENGINE;
-    if (engine === AUTO_ENGINE) {
-      const at = ['tasks', i, t.engine === undefined ? 'key' : 'engine'];
-      if (data.route === undefined && !options.route)
-        error('schema', {
-          range: rangeOfPath(root, at, index),
-          path: `tasks[${i}].engine`,
-          message:
-            'engine "auto" needs a route block (in the manifest, or the config file\'s "route"): {"from": ["engine:model", …]} names the candidates it picks from',
-        });
-      if (t.model !== undefined && blankAsNull(t.model) !== null)
-        error('schema', {
-          range: rangeOfPath(root, ['tasks', i, 'model'], index),
-          path: `tasks[${i}].model`,
-          message: 'a task with engine "auto" has its model picked by route.from; remove "model" (or name an engine)',
-        });
-      if (Array.isArray(t.fallback) && t.fallback.length)
-        error('schema', {
-          range: rangeOfPath(root, ['tasks', i, 'fallback'], index),
-          path: `tasks[${i}].fallback`,
-          message: 'a task with engine "auto" routes its retries itself (docs/scoreboard.md "Routing"); remove "fallback" (or name an engine)',
-        });
-    } else if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
-      error('unknown-engine', {
-        range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index),
+  }
+}
+
+/**
+ * Task `i`'s engine (its own, else the run's, else DEFAULT_ENGINE) and fallbacks: engine "auto" needs a route block
+ * (the manifest's or the config's) and takes neither `model` nor `fallback`; any other engine, and each fallback's,
+ * must be known (only checked with `options.engines`).
+ */
+function taskEngineProblems(c: Checker, data: Record<string, unknown>, t: Record<string, unknown>, i: number): void {
+  const { root, index, options, error } = c;
+  const engine = t.engine ?? data.engine ?? DEFAULT_ENGINE;
+  if (engine === AUTO_ENGINE) {
+    const at = ['tasks', i, t.engine === undefined ? 'key' : 'engine'];
+    if (data.route === undefined && !options.route)
+      error('schema', {
+        range: rangeOfPath(root, at, index),
         path: `tasks[${i}].engine`,
-        message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}`,
+        message:
+          'engine "auto" needs a route block (in the manifest, or the config file\'s "route"): {"from": ["engine:model", …]} names the candidates it picks from',
       });
-    }
-    if (Array.isArray(t.fallback) && options.engines) {
-      t.fallback.forEach((entry, j) => {
-        const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
-        if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
-        const at = typeof entry === 'string' ? ['tasks', i, 'fallback', j] : ['tasks', i, 'fallback', j, 'engine'];
-        error('unknown-engine', {
-          range: rangeOfPath(root, at, index),
-          path: `tasks[${i}].fallback[${j}]`,
-          message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
-        });
+    if (t.model !== undefined && blankAsNull(t.model) !== null)
+      error('schema', {
+        range: rangeOfPath(root, ['tasks', i, 'model'], index),
+        path: `tasks[${i}].model`,
+        message: 'a task with engine "auto" has its model picked by route.from; remove "model" (or name an engine)',
       });
-    }
-    if (isObject(t.review)) unknownReviewers(t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
-    // The engines each workflow section names (manifest/workflows/: its compiled tasks' writers, its readers).
-    for (const ref of sectionEngines(t)) {
-      const at = ['tasks', i, ...ref.at];
-      if (ref.kind === 'readers') {
-        unknownReviewers(ref.entries, at, formatPath(at), ref.verb, ref.list);
-        continue;
-      }
-      if (ref.kind === 'reader') {
-        unknownReader(ref.name, at, ref.verb);
-        continue;
-      }
-      if (typeof ref.name !== 'string' || !options.engines || options.engines.has(ref.name)) continue;
+    if (Array.isArray(t.fallback) && t.fallback.length)
+      error('schema', {
+        range: rangeOfPath(root, ['tasks', i, 'fallback'], index),
+        path: `tasks[${i}].fallback`,
+        message: 'a task with engine "auto" routes its retries itself (docs/scoreboard.md "Routing"); remove "fallback" (or name an engine)',
+      });
+  } else if (typeof engine === 'string' && options.engines && !options.engines.has(engine)) {
+    error('unknown-engine', {
+      range: rangeOfPath(root, ['tasks', i, t.engine === undefined ? 'key' : 'engine'], index),
+      path: `tasks[${i}].engine`,
+      message: `unknown engine "${engine}"; known engines: ${[...options.engines].sort().join(', ')}`,
+    });
+  }
+  if (Array.isArray(t.fallback) && options.engines) {
+    t.fallback.forEach((entry, j) => {
+      const name = typeof entry === 'string' ? entry : isObject(entry) && typeof entry.engine === 'string' ? entry.engine : null;
+      if (name === null || (options.engines as ReadonlySet<string>).has(name)) return;
+      const at = typeof entry === 'string' ? ['tasks', i, 'fallback', j] : ['tasks', i, 'fallback', j, 'engine'];
       error('unknown-engine', {
         range: rangeOfPath(root, at, index),
-        path: formatPath(at),
-        message: `unknown engine "${ref.name}" (${ref.who} would run on it); known engines: ${[...options.engines].sort().join(', ')}`,
+        path: `tasks[${i}].fallback[${j}]`,
+        message: `unknown engine "${name}" in fallback (attempt ${j + 2} would run on it); known engines: ${[...(options.engines as ReadonlySet<string>)].sort().join(', ')}`,
+      });
+    });
+  }
+}
+
+/**
+ * The other engines task `i` names: its review's (unknownReviewers), and those each workflow section names
+ * (manifest/workflows/: its compiled tasks' writers, which must be known, and its readers, unknownReviewers and
+ * unknownReader).
+ */
+function readerEngineProblems(c: Checker, t: Record<string, unknown>, i: number): void {
+  const { root, index, options, error } = c;
+  if (isObject(t.review)) unknownReviewers(c, t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
+  for (const ref of sectionEngines(t)) {
+    const at = ['tasks', i, ...ref.at];
+    if (ref.kind === 'readers') {
+      unknownReviewers(c, ref.entries, at, formatPath(at), ref.verb, ref.list);
+      continue;
+    }
+    if (ref.kind === 'reader') {
+      unknownReader(c, ref.name, at, ref.verb);
+      continue;
+    }
+    if (typeof ref.name !== 'string' || !options.engines || options.engines.has(ref.name)) continue;
+    error('unknown-engine', {
+      range: rangeOfPath(root, at, index),
+      path: formatPath(at),
+      message: `unknown engine "${ref.name}" (${ref.who} would run on it); known engines: ${[...options.engines].sort().join(', ')}`,
+    });
+  }
+}
+
+/** Task `i`'s `engine_args` given as a string may not hold shell operators, globs or comments (an error). */
+function engineArgsProblem(c: Checker, t: Record<string, unknown>, i: number): void {
+  const { root, index, error } = c;
+  if (typeof t.engine_args === 'string') {
+    const parsed = shellParse(t.engine_args);
+    if (parsed.some((x) => typeof x !== 'string')) {
+      error('engine-args', {
+        range: rangeOfPath(root, ['tasks', i, 'engine_args'], index),
+        path: `tasks[${i}].engine_args`,
+        message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead',
       });
     }
-    if (typeof t.engine_args === 'string') {
-      const parsed = shellParse(t.engine_args);
-      if (parsed.some((x) => typeof x !== 'string')) {
-        error('engine-args', {
-          range: rangeOfPath(root, ['tasks', i, 'engine_args'], index),
-          path: `tasks[${i}].engine_args`,
-          message: 'engine_args may not contain shell operators, globs or comments; give an array of arguments instead',
-        });
-      }
-    }
-  });
+  }
+}
+
+/** The rules over the task list as a whole: the task graph, inputs, each workflow section's own problems (manifest/workflows/index.ts WORKFLOW_SECTIONS, under its code), the suites. */
+function crossTaskProblems(c: Checker, data: Record<string, unknown>, taskList: Record<string, unknown>[]): void {
+  const { root, index, options, error } = c;
   for (const g of taskGraphProblems(taskList, options.existingKeys)) {
     error('task-graph', { range: rangeOfPath(root, g.path, index), path: formatPath(g.path), message: g.message });
   }
   for (const p of inputsProblems(taskList)) {
     error('inputs', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
   }
-  // Each workflow section's own problems (manifest/workflows/index.ts WORKFLOW_SECTIONS), under its code.
   for (const { code, problem } of sectionProblems(taskList, { existingKeys: options.existingKeys ?? new Set(), defaultEngine: DEFAULT_ENGINE })) {
     error(code, { range: rangeOfPath(root, problem.path, index), path: formatPath(problem.path), message: problem.message });
   }
   for (const s of suiteProblems(taskList, data)) {
     error('suite', { range: rangeOfPath(root, s.path, index), path: formatPath(s.path), message: s.message });
   }
-  problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
-  if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };
-
-  return { manifest: toManifest(data, file, options.route ?? null), problems, tree: root, value: raw };
 }
 
 /**
