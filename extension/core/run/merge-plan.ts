@@ -6,7 +6,7 @@ import { readyToMerge } from './task-landing';
 import type { RunState } from '../live/state';
 import { runDir } from '../config/home';
 import type { TaskSpec } from '../manifest/types';
-import { probeNetstack, probeSandbox } from '../process/sandbox';
+import { probeNetstack, probeSandbox, type BwrapPlan } from '../process/sandbox';
 import { runCheck } from './check';
 import { hiddenFromSteps, stepCaps, stepScratch } from './containment';
 import { reservePort } from './ports';
@@ -66,50 +66,22 @@ export function recheckFor(
   prepare: { setup: string | null; include: string[] } = { setup: null, include: [] },
 ): (dir: string, base: string) => Promise<RecheckResult> {
   return async (dir, base) => {
-    const probe = await probeSandbox();
-    const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
-    const net = await probeNetstack();
-    const netstack = net.kind === 'slirp4netns' ? net.binary : null;
+    const { run, none } = await mergeSandbox();
     // Never silently unsandboxed: the re-check runs what the worker wrote (its tests, its scripts).
-    if (!bwrap && !spec.fullAccess)
+    if (!run.bwrap && !spec.fullAccess)
       return {
         passed: false,
         output: '',
-        reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the re-check would run code the worker wrote with your full rights, so it did not run`,
+        reason: `no sandbox here (${none}): the re-check would run code the worker wrote with your full rights, so it did not run`,
       };
     const tampered = await baseCheckInputs(dir, base, spec);
     const logFile = path.join(runDir(home, state.runId), 'tasks', spec.key, 'merge-check.log');
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
-    const taskEnv = {
-      PORT: String(await reservePort()),
-      VERDICT_RUN_ID: state.runId,
-      VERDICT_TASK_KEY: spec.key,
-      VERDICT_TASK_DIR: dir,
-      VERDICT_ATTEMPT: 'merge',
-    };
-    // VERDICT_HOME hidden as from the attempt's check (the checkout and the scratch dir are bound back).
-    const where = checkEnvironment({
-      run: { bwrap, netstack },
-      containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none',
-      taskDir: dir,
-      scratch,
-      links: null,
-      network: spec.network,
-      taskEnv,
-      hidden: hiddenFromSteps(home, null),
-    });
+    const taskEnv = await mergeTaskEnv(state, spec, dir, 'merge');
+    const where = mergeStepEnvironment(home, spec, run, dir, scratch, taskEnv);
     try {
-      const unprepared = await prepareMergeCheckout(
-        home,
-        state,
-        spec,
-        prepare,
-        dir,
-        { bwrap, netstack },
-        taskEnv,
-        path.join(path.dirname(logFile), 'merge-setup.log'),
-      );
+      const unprepared = await prepareMergeCheckout(home, state, spec, prepare, dir, run, taskEnv, path.join(path.dirname(logFile), 'merge-setup.log'));
       if (unprepared) return unprepared;
       const check = await runCheck({
         check: spec.check,
@@ -126,6 +98,55 @@ export function recheckFor(
       fs.rmSync(scratch, { recursive: true, force: true });
     }
   };
+}
+
+/**
+ * The sandbox merge-time steps run in, as probed here: bubblewrap's and slirp4netns's binaries (`run`, null for one
+ * that is not there), and why there is no bubblewrap (`none`: the probe's reason, else "unknown").
+ */
+async function mergeSandbox(): Promise<{ run: { bwrap: string | null; netstack: string | null }; none: string }> {
+  const probe = await probeSandbox();
+  const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
+  const net = await probeNetstack();
+  const netstack = net.kind === 'slirp4netns' ? net.binary : null;
+  return { run: { bwrap, netstack }, none: probe.kind === 'none' ? probe.reason : 'unknown' };
+}
+
+/** The task's variables for a merge-time step in the checkout `dir`: a fresh PORT, and VERDICT_ATTEMPT `attempt`. */
+async function mergeTaskEnv(state: RunState, spec: TaskSpec, dir: string, attempt: 'merge' | 'merge-suite'): Promise<Record<string, string>> {
+  return {
+    PORT: String(await reservePort()),
+    VERDICT_RUN_ID: state.runId,
+    VERDICT_TASK_KEY: spec.key,
+    VERDICT_TASK_DIR: dir,
+    VERDICT_ATTEMPT: attempt,
+  };
+}
+
+/**
+ * Where a merge-time step (the re-check, the checkout's setup, the suite) runs in the checkout `dir`: checkEnvironment
+ * with the task's network and variables (`taskEnv`) and `scratch` for its temporary files, in the check's sandbox when
+ * `run.bwrap` is there and the task is not full_access; VERDICT_HOME hidden as from the attempt's check (the checkout
+ * and the scratch dir are bound back). No worktree links: the checkout is a detached one of the merge queue's.
+ */
+function mergeStepEnvironment(
+  home: string,
+  spec: TaskSpec,
+  run: { bwrap: string | null; netstack: string | null },
+  dir: string,
+  scratch: string,
+  taskEnv: Record<string, string>,
+): { env: Record<string, string>; sandbox: BwrapPlan | null } {
+  return checkEnvironment({
+    run,
+    containment: run.bwrap && !spec.fullAccess ? 'bwrap' : 'none',
+    taskDir: dir,
+    scratch,
+    links: null,
+    network: spec.network,
+    taskEnv,
+    hidden: hiddenFromSteps(home, null),
+  });
 }
 
 /**
@@ -169,16 +190,7 @@ async function prepareMergeCheckout(
   if (!prepare.setup) return null;
   const setupScratch = stepScratch(home, state.runId, spec.key, 0, 'setup');
   try {
-    const setupWhere = checkEnvironment({
-      run,
-      containment: run.bwrap && !spec.fullAccess ? 'bwrap' : 'none',
-      taskDir: dir,
-      scratch: setupScratch,
-      links: null,
-      network: spec.network,
-      taskEnv,
-      hidden: hiddenFromSteps(home, null),
-    });
+    const setupWhere = mergeStepEnvironment(home, spec, run, dir, setupScratch, taskEnv);
     const { receipt, tail } = await supervise({
       file: 'bash',
       args: ['-c', prepare.setup],
@@ -219,48 +231,21 @@ export function suiteFor(
   return {
     command: suite.command,
     run: async (dir, commit) => {
-      const probe = await probeSandbox();
-      const bwrap = probe.kind === 'bwrap' ? probe.binary : null;
-      const net = await probeNetstack();
-      const netstack = net.kind === 'slirp4netns' ? net.binary : null;
-      if (!bwrap && !spec.fullAccess)
+      const { run, none } = await mergeSandbox();
+      if (!run.bwrap && !spec.fullAccess)
         return {
           passed: false,
           output: '',
-          reason: `no sandbox here (${probe.kind === 'none' ? probe.reason : 'unknown'}): the suite would run code workers wrote with your full rights, so it did not run`,
+          reason: `no sandbox here (${none}): the suite would run code workers wrote with your full rights, so it did not run`,
         };
       const logFile = path.join(runDir(home, state.runId), 'merge-suite', `${commit}.log`);
       fs.mkdirSync(path.dirname(logFile), { recursive: true });
       const scratch = stepScratch(home, state.runId, spec.key, 0, 'check');
-      const taskEnv = {
-        PORT: String(await reservePort()),
-        VERDICT_RUN_ID: state.runId,
-        VERDICT_TASK_KEY: spec.key,
-        VERDICT_TASK_DIR: dir,
-        VERDICT_ATTEMPT: 'merge-suite',
-      };
+      const taskEnv = await mergeTaskEnv(state, spec, dir, 'merge-suite');
       try {
-        const unprepared = await prepareMergeCheckout(
-          home,
-          state,
-          spec,
-          prepare,
-          dir,
-          { bwrap, netstack },
-          taskEnv,
-          path.join(path.dirname(logFile), `${commit}-setup.log`),
-        );
+        const unprepared = await prepareMergeCheckout(home, state, spec, prepare, dir, run, taskEnv, path.join(path.dirname(logFile), `${commit}-setup.log`));
         if (unprepared) return unprepared;
-        const where = checkEnvironment({
-          run: { bwrap, netstack },
-          containment: bwrap && !spec.fullAccess ? 'bwrap' : 'none',
-          taskDir: dir,
-          scratch,
-          links: null,
-          network: spec.network,
-          taskEnv,
-          hidden: hiddenFromSteps(home, null),
-        });
+        const where = mergeStepEnvironment(home, spec, run, dir, scratch, taskEnv);
         const r = await runCheck({
           check: suite.command,
           taskDir: dir,
