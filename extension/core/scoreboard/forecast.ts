@@ -64,76 +64,94 @@ export interface Forecast {
   total: ForecastTotal;
 }
 
-function nearestRank(sorted: number[], q: number): number | null {
+function nearestRank(sorted: ArrayLike<number>, q: number): number | null {
   if (!sorted.length) return null;
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] as number;
 }
 
-/** One past task (a unit of the eval log): its model, engine and task type, and totals of its work attempts. */
-interface PastTask {
-  model: string;
-  engine: string;
-  taskType: string;
-  attempts: number;
-  /** micro-USD, of the attempts of known cost; `costKnown` false when any attempt's cost is unknown. */
-  cost: number;
-  costKnown: boolean;
+/**
+ * The past tasks (units of the eval log: AttemptColumns.unit, 0..units-1) as columns: each one's model, task type and
+ * engine (dictionary ids, -1 when it has no work row with a stamped model) and totals of its work attempts. Typed
+ * arrays, not one object per past task: a log of 100,000 rows made 50,000 objects and their strings, most of a plan's
+ * time and its garbage collection.
+ */
+interface PastTasks {
+  count: number;
+  /** Dictionary ids; model -1: the unit has no work row with a stamped model (never matched). */
+  model: Int32Array;
+  taskType: Int32Array;
+  engine: Int32Array;
+  attempts: Uint32Array;
+  /** micro-USD, of the attempts of known cost; `costUnknown` 1 when any attempt's cost is unknown. */
+  cost: Float64Array;
+  costUnknown: Uint8Array;
   /** ms, likewise. */
-  duration: number;
-  durationKnown: boolean;
+  duration: Float64Array;
+  durationUnknown: Uint8Array;
+  /** The dictionary's id of each string (AttemptColumns.strings). */
+  ids: Map<string, number>;
 }
 
-/** Per past task (unit), its model and task type strings and totals of its work attempts. */
-function pastTasks(c: AttemptColumns): Map<number, PastTask> {
-  const units = new Map<number, PastTask>();
+/** Per past task (unit), its model, task type and engine ids and totals of its work attempts. */
+function pastTasks(c: AttemptColumns): PastTasks {
+  const n = c.units;
+  const t: PastTasks = {
+    count: n,
+    model: new Int32Array(n).fill(-1),
+    taskType: new Int32Array(n).fill(-1),
+    engine: new Int32Array(n).fill(-1),
+    attempts: new Uint32Array(n),
+    cost: new Float64Array(n),
+    costUnknown: new Uint8Array(n),
+    duration: new Float64Array(n),
+    durationUnknown: new Uint8Array(n),
+    ids: new Map(c.strings.map((s, i) => [s, i])),
+  };
   for (let i = 0; i < c.rows; i++) {
     if (c.step[i] !== 0) continue;
     const g = c.groups[c.group[i] ?? -1];
     if (!g || g[0] < 0) continue;
-    const unit = c.unit[i] as number;
-    let u = units.get(unit);
-    if (!u)
-      units.set(
-        unit,
-        (u = {
-          model: c.strings[g[0]] ?? '',
-          engine: c.strings[c.engine[i] ?? -1] ?? '',
-          taskType: c.strings[g[1]] ?? '',
-          attempts: 0,
-          cost: 0,
-          costKnown: true,
-          duration: 0,
-          durationKnown: true,
-        }),
-      );
-    u.attempts++;
+    const u = c.unit[i] as number;
+    if (u < 0 || u >= n) continue;
+    if (t.attempts[u] === 0) {
+      t.model[u] = g[0];
+      t.taskType[u] = g[1];
+      t.engine[u] = c.engine[i] ?? -1;
+    }
+    t.attempts[u] = (t.attempts[u] as number) + 1;
     const cost = c.cost[i] ?? NaN;
-    if (Number.isFinite(cost)) u.cost += cost;
-    else u.costKnown = false;
+    if (Number.isFinite(cost)) t.cost[u] = (t.cost[u] as number) + cost;
+    else t.costUnknown[u] = 1;
     const d = c.duration[i] ?? NaN;
-    if (Number.isFinite(d)) u.duration += d;
-    else u.durationKnown = false;
+    if (Number.isFinite(d)) t.duration[u] = (t.duration[u] as number) + d;
+    else t.durationUnknown[u] = 1;
   }
-  return units;
+  return t;
 }
 
-function figuresOf(units: { attempts: number; cost: number; costKnown: boolean; duration: number; durationKnown: boolean }[]): PastFigures | null {
-  if (!units.length) return null;
-  const attempts = units.map((u) => u.attempts).sort((a, b) => a - b);
-  const costs = units
-    .filter((u) => u.costKnown)
-    .map((u) => u.cost)
-    .sort((a, b) => a - b);
-  const durations = units
-    .filter((u) => u.durationKnown)
-    .map((u) => u.duration)
-    .sort((a, b) => a - b);
+/** The figures of the past tasks `match` takes (by unit id), or null when it takes none. */
+function figuresOf(p: PastTasks, match: (u: number) => boolean): PastFigures | null {
+  const attempts: number[] = [];
+  const costs: number[] = [];
+  const durations: number[] = [];
+  for (let u = 0; u < p.count; u++) {
+    if (p.attempts[u] === 0 || !match(u)) continue;
+    attempts.push(p.attempts[u] as number);
+    if (!p.costUnknown[u]) costs.push(p.cost[u] as number);
+    if (!p.durationUnknown[u]) durations.push(p.duration[u] as number);
+  }
+  if (!attempts.length) return null;
+  // Typed arrays sort by value.
+  const sorted = (xs: number[]) => Float64Array.from(xs).sort();
+  const a = sorted(attempts);
+  const c = sorted(costs);
+  const d = sorted(durations);
   return {
-    tasks: units.length,
-    attempts: nearestRank(attempts, 0.5) as number,
-    costMedianMicroUsd: nearestRank(costs, 0.5),
-    costP90MicroUsd: nearestRank(costs, 0.9),
-    durationMedianMs: nearestRank(durations, 0.5),
+    tasks: attempts.length,
+    attempts: nearestRank(a, 0.5) as number,
+    costMedianMicroUsd: nearestRank(c, 0.5),
+    costP90MicroUsd: nearestRank(c, 0.9),
+    durationMedianMs: nearestRank(d, 0.5),
   };
 }
 
@@ -144,8 +162,8 @@ function figuresOf(units: { attempts: number; cost: number; costKnown: boolean; 
  * (ForecastTotal); a task whose engine runs no model (`free`) costs 0.
  */
 export function forecast(tasks: readonly PlanTask[], columns: AttemptColumns | null): Forecast {
-  const units = columns ? [...pastTasks(columns).values()] : [];
-  const out: TaskForecast[] = tasks.map((t) => forecastTask(t, units));
+  const past = columns ? pastTasks(columns) : null;
+  const out: TaskForecast[] = tasks.map((t) => forecastTask(t, past));
   return { tasks: out, total: totalOf(out) };
 }
 
@@ -177,16 +195,23 @@ function figureOf(t: TaskForecast, f: (x: PastFigures) => number | null): number
 }
 
 /** The forecast of one task from the past tasks (see forecast). */
-function forecastTask(t: PlanTask, units: PastTask[]): TaskForecast {
+function forecastTask(t: PlanTask, past: PastTasks | null): TaskForecast {
+  const none: TaskForecast = { ...t, basis: 'none', figures: null };
+  if (!past) return none;
+  // A string no row names matches no past task (-2 is no dictionary id).
+  const id = (x: string) => past.ids.get(x) ?? -2;
+  const type = id(t.taskType ?? '');
   if (t.model === null) {
     // The engine picks its own model: its past tasks on this engine, whatever model answered.
-    const onEngine = figuresOf(units.filter((u) => u.engine === t.engine && u.taskType === (t.taskType ?? '')));
+    const engine = id(t.engine);
+    const onEngine = figuresOf(past, (u) => past.engine[u] === engine && past.taskType[u] === type);
     if (onEngine) return { ...t, basis: 'engine+task_type', figures: onEngine };
-    const engine = figuresOf(units.filter((u) => u.engine === t.engine));
-    return engine ? { ...t, basis: 'engine', figures: engine } : { ...t, basis: 'none', figures: null };
+    const any = figuresOf(past, (u) => past.engine[u] === engine);
+    return any ? { ...t, basis: 'engine', figures: any } : none;
   }
-  const exact = figuresOf(units.filter((u) => u.model === t.model && u.taskType === (t.taskType ?? '')));
+  const model = id(t.model);
+  const exact = figuresOf(past, (u) => past.model[u] === model && past.taskType[u] === type);
   if (exact) return { ...t, basis: 'model+task_type', figures: exact };
-  const model = figuresOf(units.filter((u) => u.model === t.model));
-  return model ? { ...t, basis: 'model', figures: model } : { ...t, basis: 'none', figures: null };
+  const byModel = figuresOf(past, (u) => past.model[u] === model);
+  return byModel ? { ...t, basis: 'model', figures: byModel } : none;
 }
