@@ -206,12 +206,17 @@ describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut pa
     const step = (usd: number) => `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":10,"output":1},"cost":${usd}}}\n`;
     const flood = 'x'.repeat(100) + '\n';
     let log = 'head\n' + step(0.001).repeat(8) + flood.repeat(3);
+    const reported: (number | null)[] = [];
     const meter = usageMeter(
       { streamUsage: parseOpencodeOutput },
       { read: (upTo) => Buffer.from(log).subarray(0, upTo).toString(), size: () => Buffer.byteLength(log) },
-      () => undefined,
+      (u) => reported.push(u.costMicroUsd),
     );
     meter.compaction.before();
+    // Mid-compaction the log holds the kept tail twice (moved down, not yet truncated): a reading would count it twice.
+    log += step(0.001).repeat(2);
+    meter.onOutput();
+    log = log.slice(0, -2 * step(0.001).length);
     // The compaction looked once more (a line of flood more), kept the head and the last two lines, truncated; then,
     // before its reading after, the step wrote its last call (under load: the orchestrator was descheduled meanwhile).
     log += flood;
@@ -222,6 +227,7 @@ describe('usage meter: a log cut to its log_max_mb keeps the spend of its cut pa
     meter.compaction.after({ seen, end });
     meter.stop();
     assert.deepEqual(meter.cutPart(), { tokensIn: 80, tokensOut: 8, costMicroUsd: 8000 }, 'before, 7000: the last call was subtracted from the cut part');
+    assert.deepEqual(reported, [9000], 'output handed on during the compaction (its tail, half moved down) is not read: the reading after reports');
     assert.equal(withCutPart(parseOpencodeOutput(log), meter.cutPart()).costMicroUsd, 9000);
   });
 });

@@ -86,8 +86,10 @@ export function usageMeter(
   };
   return {
     onOutput() {
-      // Output after a quiet spell is read at once; more output within the interval is read when it is up.
-      if (stopped || timer !== null) return;
+      // Output after a quiet spell is read at once; more output within the interval is read when it is up. Not while
+      // the log is being compacted (the supervisor hands the kept tail on as output then): half moved down, it holds
+      // the tail twice, and its calls would count twice; the reading after the compaction reports.
+      if (stopped || timer !== null || beforeCut !== null) return;
       const wait = lastRead + intervalMs - performance.now();
       if (wait <= 0) read();
       else timer = setTimeout(read, wait);
