@@ -54,23 +54,32 @@ describe('manifests open clean', () => {
     assert.match(demo, /^\s*\/\//m, 'the demo has // comments (the point of this test)');
     const doc = await openCopy('copied/elsewhere/demo.swarm.json', demo);
     assert.equal(doc.languageId, 'jsonc');
-    // A control manifest in the same state: a comment and a schema error. Its schema diagnostic proves the JSON
-    // language service (its diagnostics carry no source here) has validated *.swarm.json files against the schema
-    // bound by file pattern.
+    // A control manifest in the same state: a comment and a syntax error (a missing comma). The JSON language
+    // service's diagnostic for it (its diagnostics carry no source here) proves the service has read *.swarm.json
+    // files, as JSONC: no complaint about the comment. (Schema errors are lint's alone: the service is given the
+    // editor copy of the schema, which judges nothing; diagnostics.integration.test.ts.)
     const control = await openCopy(
       'copied/elsewhere/control.swarm.json',
-      '{\n  // a comment\n  "max_parallel": "three",\n  "tasks": [{ "key": "a", "spec": "s", "check": "test -f a" }]\n}\n',
+      '{\n  // a comment\n  "max_parallel": 3\n  "tasks": [{ "key": "a", "spec": "s", "check": "test -f a" }]\n}\n',
     );
     const controlDiags = await until(
       control.uri,
-      (d) => d.some((x) => x.source !== 'verdict' && /integer/i.test(x.message)),
-      'schema error on the control manifest',
+      (d) => d.some((x) => x.source !== 'verdict' && /comma/i.test(x.message)),
+      'the JSON service reading the control manifest',
     );
     assert.deepEqual(
       controlDiags.filter((x) => /comment/i.test(x.message)).map((x) => x.message),
       [],
       'comments are allowed in *.swarm.json',
     );
+    // The schema is bound by file pattern, away from the schemas: hover over a property gives its description.
+    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>(
+      'vscode.executeHoverProvider',
+      control.uri,
+      control.positionAt(control.getText().indexOf('max_parallel') + 2),
+    );
+    const hoverText = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
+    assert.match(hoverText, /How many attempts run at the same time/, hoverText);
     // Our linter has run on the demo too (lint of a clean manifest publishes an empty list: poll for the API's view).
     const api = ext.exports as { lint(file: string): Promise<unknown[]> };
     assert.deepEqual(await api.lint(doc.uri.fsPath), []);
