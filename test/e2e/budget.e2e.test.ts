@@ -36,6 +36,18 @@ function streamingWorker(steps: number, costUsd: number, everyS = 0.2): string {
   return `echo partial > draft.txt; for i in $(seq ${steps}); do echo '${step('tool-calls')}'; sleep ${everyS}; done; echo '${step('stop')}'; echo ok > out.txt`;
 }
 
+/**
+ * A reader engine's binary `<dir>/bin/runaway` that reports a model call of $0.0001 (opencode's JSON) every 0.2 s and
+ * never answers nor ends; returns the bin folder to put on PATH and the engine's config entry.
+ */
+function runawayReader(dir: string): { bin: string; entry: Record<string, unknown> } {
+  const bin = path.join(dir, 'bin');
+  fs.mkdirSync(bin);
+  const step = `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.0001}}`;
+  fs.writeFileSync(path.join(bin, 'runaway'), `#!/bin/bash\nwhile :; do echo '${step}'; sleep 0.2; done\n`, { mode: 0o755 });
+  return { bin, entry: { binary: 'runaway', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/runaway' } };
+}
+
 const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
 const spentOf = (rows: Record<string, unknown>[]) => rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
 const stateOf = (home: string) =>
@@ -447,21 +459,15 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
   it('a runaway reviewer (it streams its usage and never ends) is stopped once the spend passes the budget: the task ends BUDGET_EXCEEDED, its work kept; at most 10 % over', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    const bin = path.join(dir, 'bin');
-    fs.mkdirSync(bin);
     // The worker spends $0.001 and writes out.txt. Its reviewer, speaking opencode's JSON on an engine nothing prices,
     // reports a model call of $0.0001 every 0.2 s and never answers nor ends: only the budget can stop it (its task's
     // timeout is 120 s). Counted only when it ended, it ran to that timeout and spent $0.06 of a $0.005 budget.
-    const step = `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.0001}}`;
-    fs.writeFileSync(path.join(bin, 'runaway'), `#!/bin/bash\nwhile :; do echo '${step}'; sleep 0.2; done\n`, { mode: 0o755 });
+    const { bin, entry } = runawayReader(dir);
     const config = path.join(dir, 'config.json');
     fs.writeFileSync(
       config,
       JSON.stringify({
-        engines: {
-          stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' },
-          runaway: { binary: 'runaway', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/runaway' },
-        },
+        engines: { stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' }, runaway: entry },
       }),
     );
     const tasks = [
@@ -501,17 +507,11 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
   it("a runaway ranking reviewer of a best-of-N group is stopped at the group's own budget_usd: the group ends BUDGET_EXCEEDED, its candidates' PASSes kept", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
-    const bin = path.join(dir, 'bin');
-    fs.mkdirSync(bin);
     // Two candidates on the script engine (no cost) pass; the group's one ranking reviewer reports $0.0001 every 0.2 s
     // and never answers. The group's envelope is $0.002: the ranker is stopped there, never at the 120 s timeout.
-    const step = `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.0001}}`;
-    fs.writeFileSync(path.join(bin, 'runaway'), `#!/bin/bash\nwhile :; do echo '${step}'; sleep 0.2; done\n`, { mode: 0o755 });
+    const { bin, entry } = runawayReader(dir);
     const config = path.join(dir, 'config.json');
-    fs.writeFileSync(
-      config,
-      JSON.stringify({ engines: { runaway: { binary: 'runaway', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'acme/runaway' } } }),
-    );
+    fs.writeFileSync(config, JSON.stringify({ engines: { runaway: entry } }));
     const tasks = [
       scriptTask('pick', 'echo "GOOD $VERDICT_CANDIDATE" > out.txt', 'grep -q GOOD out.txt || { echo "no GOOD"; exit 1; }', {
         repeat: 2,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { hoverText } from './hover';
 import { sleep, until } from './until';
 
 /** Waits until the Verdict diagnostics of `uri` satisfy `ok` (they are debounced and computed asynchronously). */
@@ -116,13 +117,8 @@ describe("one diagnostic per schema error: VS Code's JSON service completes and 
       completions.some((l) => /timeout_s/.test(l)),
       completions.join(', '),
     );
-    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>(
-      'vscode.executeHoverProvider',
-      doc.uri,
-      doc.positionAt(doc.getText().indexOf('max_parallel') + 2),
-    );
-    const hoverText = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
-    assert.match(hoverText, /How many attempts run at the same time/, hoverText);
+    const hover = await hoverText(doc, 'max_parallel');
+    assert.match(hover, /How many attempts run at the same time/, hover);
 
     // An edit to the manifest, then one to the control: once the control's new error shows, the manifest's turn
     // (queued before it) has come too.

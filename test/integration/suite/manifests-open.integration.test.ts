@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { hoverText } from './hover';
 import { attemptNotice, type AttemptNoticeInput } from '../../../extension/core/run/notices';
 
 // The suite is bundled into <repo>/out/integration: the repository's fixtures are two folders up.
@@ -73,13 +74,8 @@ describe('manifests open clean', () => {
       'comments are allowed in *.swarm.json',
     );
     // The schema is bound by file pattern, away from the schemas: hover over a property gives its description.
-    const hovers = await vscode.commands.executeCommand<vscode.Hover[]>(
-      'vscode.executeHoverProvider',
-      control.uri,
-      control.positionAt(control.getText().indexOf('max_parallel') + 2),
-    );
-    const hoverText = hovers.flatMap((h) => h.contents.map((c) => (typeof c === 'string' ? c : 'value' in c ? c.value : ''))).join('\n');
-    assert.match(hoverText, /How many attempts run at the same time/, hoverText);
+    const hover = await hoverText(control, 'max_parallel');
+    assert.match(hover, /How many attempts run at the same time/, hover);
     // Our linter has run on the demo too (lint of a clean manifest publishes an empty list: poll for the API's view).
     const api = ext.exports as { lint(file: string): Promise<unknown[]> };
     assert.deepEqual(await api.lint(doc.uri.fsPath), []);
