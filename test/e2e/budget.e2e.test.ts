@@ -504,6 +504,47 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.match(runs.stdout, /^spent \$0\.00\d+ · budget \$0\.0050 \(1\d\d %\)$/m, runs.stdout);
   });
 
+  it("a runaway critic is stopped once the spend passes the budget: the task ends BUDGET_EXCEEDED, its work kept, and the critic's CANCELLED row holds what it spent", async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // As the runaway reviewer above, as the task's one critic: its check passes, then the critic streams and never ends.
+    const { bin, entry } = runawayReader(dir);
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        engines: { stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' }, runaway: entry },
+      }),
+    );
+    const tasks = [
+      scriptTask('t', streamingWorker(0, 0.001, 0), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+        engine: 'stream',
+        expect_files: ['out.txt'],
+        critique: { critics: ['runaway'] },
+        timeout_s: 120,
+      }),
+    ];
+    const manifest = writeManifest(dir, { run_name: 'runaway-critic', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+    const rows = readRows(home);
+    const spent = spentOf(rows);
+    console.log(
+      `      spent ${spent} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.step as string} ${x.verdict as string} ${String(x.cost_microusd)}`).join(', ')}`,
+    );
+    assert.equal(r.exitCode, 1, r.all);
+    const task = stateOf(home).tasks[0];
+    assert.equal(task?.status, 'BUDGET_EXCEEDED', r.all);
+    const critic = rows.filter((x) => x.step === 'critique');
+    assert.deepEqual(
+      critic.map((x) => [x.verdict, x.worker_engine]),
+      [['CANCELLED', 'runaway']],
+      r.all,
+    );
+    assert.ok(Number(critic[0]?.cost_microusd) > 0, `the critic's row holds what it spent: ${JSON.stringify(critic[0])}`);
+    assert.ok(spent > 5000 && spent <= 5500, `spent ${spent} micro-USD: recorded, and at most 10 % over the 5000 budget\n${r.all}`);
+    assert.equal(fs.readFileSync(path.join(task?.dir ?? '', 'out.txt'), 'utf8'), 'ok\n', "the worker's work is kept");
+  });
+
   it("a runaway ranking reviewer of a best-of-N group is stopped at the group's own budget_usd: the group ends BUDGET_EXCEEDED, its candidates' PASSes kept", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -47,6 +47,8 @@ export interface CritiqueRecord extends ReaderRun {
   criticisms: CheckedCriticism[];
   /** Why the critic gave no valid answer; null when it gave one. */
   error: string | null;
+  /** True when it was stopped while it ran (a stop, the spend past a budget): its row is CANCELLED; absent: it was not. */
+  cancelled?: boolean;
 }
 
 /** `engine/model` (or the engine alone), how reasons and notes name a reviewer, critic or ranking reviewer. */

@@ -30,9 +30,9 @@ export function critiqueFiles(
 export const criticName = readerName;
 
 /**
- * The eval row of one critic's answer (schemas/eval-row.schema.json): verdict ERROR when it gave no valid answer, FAIL
- * when at least one of its criticisms pointed at nothing checkable (dropped), PASS otherwise (every criticism
- * verified, or none made); `critique` holds them; the check's columns are empty except `sealed`, what was criticised.
+ * The eval row of one critic's answer (schemas/eval-row.schema.json): verdict CANCELLED when it was stopped while it ran
+ * (with what it spent until then), ERROR when it gave no valid answer, FAIL when at least one of its criticisms pointed
+ * at nothing checkable (dropped), PASS otherwise (every criticism verified, or none made); `critique` holds them; the check's columns are empty except `sealed`, what was criticised.
  * @throws Error when the attempt is not settled
  */
 export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
@@ -55,7 +55,7 @@ export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
   return {
     ...readerColumns(r),
     ...rowBase(rec),
-    verdict: r.error !== null ? 'ERROR' : dropped > 0 ? 'FAIL' : 'PASS',
+    verdict: r.cancelled ? 'CANCELLED' : r.error !== null ? 'ERROR' : dropped > 0 ? 'FAIL' : 'PASS',
     notes: r.error ?? `round ${r.round}: ${verified} verified, ${dropped} dropped (pointed at nothing checkable)`,
     prompt_path: files.prompt,
     worker_log: files.log,

@@ -45,7 +45,7 @@ import { firstSealedFile, readSealedFile } from '../../sealed-file';
 import { cannotPass, commandCounts, namedPaths, type ControlRun } from './command';
 import type { AttemptRecord } from '../../attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../../steps/context';
-import { runReader } from '../../steps/reader';
+import { ReaderStopped, runReader } from '../../steps/reader';
 
 /** A criticised file larger than this is not read (its criticism is dropped, saying so), bytes. */
 const MAX_CRITICISED_FILE_BYTES = 8 * 1024 * 1024;
@@ -104,7 +104,11 @@ export const critiqueStep: Step = {
         : filesMaterial(task.state.dir);
     const records: CritiqueRecord[] = (rec.critiques = []);
     for (const [i, choice] of policy.critics.entries()) {
-      const r = await runCritic(ctx, task, rec, io, { n: i + 1, round, choice, material, previous: loop.pending ? loop.open : [] });
+      const r = await runCritic(ctx, task, rec, io, { n: i + 1, round, choice, material, previous: loop.pending ? loop.open : [] }).catch((e: unknown) => {
+        // Stopped while it ran (the spend passed a budget, a stop): its row keeps what it spent.
+        if (e instanceof StoppedCritic) records.push(e.critique);
+        throw e;
+      });
       records.push(r);
       const verified = r.criticisms.filter((c) => c.verified).length;
       ctx.emit({
@@ -248,7 +252,17 @@ function writeReport(task: TaskRuntime, loop: CritiqueLoop, report: string): voi
   task.state.critique = loopView(loop, report);
 }
 
-/** Runs critic `o.n` (1-based) on the attempt and checks each of its criticisms. Never throws but Cancelled. */
+/** A critic stopped while it ran: a Cancelled carrying its record (cancelled, with what it spent until then). */
+class StoppedCritic extends Cancelled {
+  constructor(readonly critique: CritiqueRecord) {
+    super(critique.error ?? 'stopped');
+  }
+}
+
+/**
+ * Runs critic `o.n` (1-based) on the attempt and checks each of its criticisms. Never throws but Cancelled (the task
+ * was stopped; StoppedCritic once the critic had started).
+ */
 async function runCritic(
   ctx: AttemptContext,
   task: TaskRuntime,
@@ -319,6 +333,11 @@ async function runCritic(
       }
     }
   } catch (e) {
+    if (e instanceof ReaderStopped) {
+      Object.assign(r, { receipt: e.run.receipt, usage: e.run.usage, costMicroUsd: e.run.costMicroUsd, error: e.run.failure, cancelled: true });
+      r.endedAt = Date.now();
+      throw new StoppedCritic(r);
+    }
     if (e instanceof Cancelled || task.abort.signal.aborted) throw e instanceof Cancelled ? e : new Cancelled();
     r.error = `the critic could not run: ${(e as Error).message}`;
   } finally {
