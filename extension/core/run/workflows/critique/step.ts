@@ -259,6 +259,13 @@ class StoppedCritic extends Cancelled {
   }
 }
 
+/** Critic record `r` completed from what its stopped run left (receipt, usage and cost so far, why), as a StoppedCritic. */
+function stoppedCritic(r: CritiqueRecord, e: ReaderStopped): StoppedCritic {
+  Object.assign(r, { receipt: e.run.receipt, usage: e.run.usage, costMicroUsd: e.run.costMicroUsd, error: e.run.failure, cancelled: true });
+  r.endedAt = Date.now();
+  return new StoppedCritic(r);
+}
+
 /**
  * Runs critic `o.n` (1-based) on the attempt and checks each of its criticisms. Never throws but Cancelled (the task
  * was stopped; StoppedCritic once the critic had started).
@@ -333,11 +340,7 @@ async function runCritic(
       }
     }
   } catch (e) {
-    if (e instanceof ReaderStopped) {
-      Object.assign(r, { receipt: e.run.receipt, usage: e.run.usage, costMicroUsd: e.run.costMicroUsd, error: e.run.failure, cancelled: true });
-      r.endedAt = Date.now();
-      throw new StoppedCritic(r);
-    }
+    if (e instanceof ReaderStopped) throw stoppedCritic(r, e);
     if (e instanceof Cancelled || task.abort.signal.aborted) throw e instanceof Cancelled ? e : new Cancelled();
     r.error = `the critic could not run: ${(e as Error).message}`;
   } finally {
