@@ -49,6 +49,43 @@ function runawayReader(dir: string): { bin: string; entry: Record<string, unknow
 }
 
 const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
+
+/**
+ * One task under a $0.005 run budget: a worker that spends $0.001 and writes out.txt (its check passes), then `reader`
+ * (a `review` or `critique` block naming the engine `runaway`: runawayReader) streams its spend and never ends; its
+ * task's timeout is 120 s. Returns the run's result, its rows, what they spent (micro-USD) and its state.
+ */
+async function underRunawayReader(name: string, reader: Record<string, unknown>) {
+  const dir = tempDir();
+  const home = path.join(dir, 'home');
+  const { bin, entry } = runawayReader(dir);
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      engines: { stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' }, runaway: entry },
+    }),
+  );
+  const tasks = [
+    scriptTask('t', streamingWorker(0, 0.001, 0), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+      engine: 'stream',
+      expect_files: ['out.txt'],
+      ...reader,
+      timeout_s: 120,
+    }),
+  ];
+  const manifest = writeManifest(dir, { run_name: name, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+  const started = Date.now();
+  const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+  const rows = readRows(home);
+  const spent = spentOf(rows);
+  console.log(
+    `      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over), stopped after ${((Date.now() - started) / 1000).toFixed(1)} s of a 120 s timeout; rows: ${rows
+      .map((x) => `${x.step as string} ${x.verdict as string} ${String(x.cost_microusd)}`)
+      .join(', ')}`,
+  );
+  return { r, rows, spent, home, state: stateOf(home) };
+}
 const spentOf = (rows: Record<string, unknown>[]) => rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
 const stateOf = (home: string) =>
   JSON.parse(fs.readFileSync(path.join(home, 'runs', fs.readdirSync(path.join(home, 'runs'))[0] ?? '', 'state.json'), 'utf8')) as {
@@ -457,38 +494,10 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
   });
 
   it('a runaway reviewer (it streams its usage and never ends) is stopped once the spend passes the budget: the task ends BUDGET_EXCEEDED, its work kept; at most 10 % over', async () => {
-    const dir = tempDir();
-    const home = path.join(dir, 'home');
-    // The worker spends $0.001 and writes out.txt. Its reviewer, speaking opencode's JSON on an engine nothing prices,
-    // reports a model call of $0.0001 every 0.2 s and never answers nor ends: only the budget can stop it (its task's
-    // timeout is 120 s). Counted only when it ended, it ran to that timeout and spent $0.06 of a $0.005 budget.
-    const { bin, entry } = runawayReader(dir);
-    const config = path.join(dir, 'config.json');
-    fs.writeFileSync(
-      config,
-      JSON.stringify({
-        engines: { stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' }, runaway: entry },
-      }),
-    );
-    const tasks = [
-      scriptTask('t', streamingWorker(0, 0.001, 0), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
-        engine: 'stream',
-        expect_files: ['out.txt'],
-        review: { engines: ['runaway'] },
-        timeout_s: 120,
-      }),
-    ];
-    const manifest = writeManifest(dir, { run_name: 'runaway-review', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
-    const started = Date.now();
-    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
-    const rows = readRows(home);
-    const spent = spentOf(rows);
-    const state = stateOf(home);
-    console.log(
-      `      spent ${spent} micro-USD of a 5000 micro-USD budget (${((spent / 5000 - 1) * 100).toFixed(1)} % over), the reviewer stopped after ${((Date.now() - started) / 1000).toFixed(1)} s of a 120 s timeout; rows: ${rows
-        .map((x) => `${x.step as string} ${x.verdict as string} ${String(x.cost_microusd)}`)
-        .join(', ')}`,
-    );
+    // Its reviewer, speaking opencode's JSON on an engine nothing prices, reports a model call of $0.0001 every 0.2 s
+    // and never answers nor ends: only the budget can stop it. Counted only when it ended, it ran to the task's 120 s
+    // timeout and spent $0.06 of a $0.005 budget.
+    const { r, spent, home, state } = await underRunawayReader('runaway-review', { review: { engines: ['runaway'] } });
     assert.equal(r.exitCode, 1, r.all);
     const task = state.tasks[0];
     assert.equal(task?.status, 'BUDGET_EXCEEDED', r.all);
@@ -505,34 +514,10 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
   });
 
   it("a runaway critic is stopped once the spend passes the budget: the task ends BUDGET_EXCEEDED, its work kept, and the critic's CANCELLED row holds what it spent", async () => {
-    const dir = tempDir();
-    const home = path.join(dir, 'home');
     // As the runaway reviewer above, as the task's one critic: its check passes, then the critic streams and never ends.
-    const { bin, entry } = runawayReader(dir);
-    const config = path.join(dir, 'config.json');
-    fs.writeFileSync(
-      config,
-      JSON.stringify({
-        engines: { stream: { binary: 'bash', argv: ['-c', '{spec}'], output: 'opencode', model: 'acme/stream', retry_context: 'file' }, runaway: entry },
-      }),
-    );
-    const tasks = [
-      scriptTask('t', streamingWorker(0, 0.001, 0), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
-        engine: 'stream',
-        expect_files: ['out.txt'],
-        critique: { critics: ['runaway'] },
-        timeout_s: 120,
-      }),
-    ];
-    const manifest = writeManifest(dir, { run_name: 'runaway-critic', budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
-    const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
-    const rows = readRows(home);
-    const spent = spentOf(rows);
-    console.log(
-      `      spent ${spent} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.step as string} ${x.verdict as string} ${String(x.cost_microusd)}`).join(', ')}`,
-    );
+    const { r, rows, spent, state } = await underRunawayReader('runaway-critic', { critique: { critics: ['runaway'] } });
     assert.equal(r.exitCode, 1, r.all);
-    const task = stateOf(home).tasks[0];
+    const task = state.tasks[0];
     assert.equal(task?.status, 'BUDGET_EXCEEDED', r.all);
     const critic = rows.filter((x) => x.step === 'critique');
     assert.deepEqual(
