@@ -137,6 +137,24 @@ async function logSettled(run: Promise<unknown>, locate: () => string | null, ma
   }
 }
 
+/**
+ * Resolves once `ready` (polled every 50 ms; a throw counts as not yet: a file being replaced, a run not yet listed)
+ * is true. Rejects, naming `what`, when `run` ends first.
+ */
+async function until(run: ReturnType<typeof cli>, what: string, ready: () => boolean): Promise<void> {
+  let ended = false;
+  void run.finally(() => (ended = true));
+  for (;;) {
+    try {
+      if (ready()) return;
+    } catch {
+      // not yet
+    }
+    if (ended) throw new Error(`the run ended before ${what}:\n${String((await run).all)}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
 describe('budget: a hard cap over engines that stream their usage (e2e, built CLI)', () => {
   it('parallel attempts of unknown price under a tiny budget: the running one is stopped mid-run from its streamed usage; at most 10 % over', async () => {
     const dir = tempDir();
@@ -311,24 +329,37 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const config = path.join(dir, 'config.json');
     const entry = (model: string, output: string) => ({ binary: 'bash', argv: ['-c', '{spec}'], output, model, retry_context: 'file' });
     fs.writeFileSync(config, JSON.stringify({ engines: { quick: entry('acme/quick', 'claude'), stream: entry('acme/stream', 'opencode') } }));
-    // `done` reports $0.001 and exits at once; its check takes 4 s. `spender` streams past the $0.005 budget after ~1 s.
+    // The order is made by the test, not by time: `done` reports $0.001 and exits at once, and its check waits for a
+    // file `go` in its tree. `spender` waits for `go` in its own tree, written once done's check has started (its
+    // worker has exited then: spend.ts workerEnded), then streams past the $0.005 budget and is stopped. Done's `go` is
+    // written only once spender has ended BUDGET_EXCEEDED: the budget was passed while done's check ran, at any load.
+    const wait = 'until [ -e go ]; do sleep 0.05; done';
     const done = `echo ok > out.txt; echo '{"type":"result","is_error":false,"total_cost_usd":0.001,"usage":{"input_tokens":10,"output_tokens":5}}'`;
     const tasks = [
-      scriptTask('done', done, 'sleep 4; test -s out.txt || { echo "out.txt missing"; exit 1; }', { engine: 'quick', expect_files: ['out.txt'] }),
-      scriptTask('spender', streamingWorker(150, 0.001), 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
+      scriptTask('done', done, `${wait}; test -s out.txt || { echo "out.txt missing"; exit 1; }`, { engine: 'quick', expect_files: ['out.txt'] }),
+      scriptTask('spender', `${wait}; ${streamingWorker(150, 0.001, 0.05)}`, 'test -s out.txt || { echo "out.txt missing"; exit 1; }', {
         engine: 'stream',
         expect_files: ['out.txt'],
         timeout_s: 120,
       }),
     ];
     const manifest = writeManifest(dir, { run_name: 'checking', max_parallel: 2, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
-    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const run = cli(['run', manifest, '--home', home, '--config', config], { env });
+    const runs = path.join(home, 'runs');
+    const attemptFile = (key: string, file: string) => () => fs.existsSync(path.join(runs, fs.readdirSync(runs)[0] ?? '', 'tasks', key, 'attempt-1', file));
+    const task = (key: string) => stateOf(home).tasks.find((t) => t.key === key);
+    await until(run, "done's check and spender's worker to start", () => attemptFile('done', 'check.log')() && attemptFile('spender', 'worker.log')());
+    fs.writeFileSync(path.join(task('spender')?.dir ?? '', 'go'), '');
+    await until(run, 'spender to end BUDGET_EXCEEDED', () => task('spender')?.status === 'BUDGET_EXCEEDED');
+    fs.writeFileSync(path.join(task('done')?.dir ?? '', 'go'), '');
+    const r = await run;
     const rows = readRows(home);
     console.log(
       `      spent ${spentOf(rows)} micro-USD of a 5000 micro-USD budget; rows: ${rows.map((x) => `${x.task_key as string} ${x.verdict as string}`).join(', ')}`,
     );
     const status = Object.fromEntries(stateOf(home).tasks.map((t) => [t.key, t.status]));
     assert.deepEqual(status, { done: 'PASS', spender: 'BUDGET_EXCEEDED' }, r.all);
+    assert.ok(spentOf(rows) > 5000, `the budget was passed: ${spentOf(rows)} micro-USD\n${r.all}`);
   });
 
   it("a reviewer whose output passes log_max_mb (the worker's code printing into it) keeps its spend in its row", async () => {
