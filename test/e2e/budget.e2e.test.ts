@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from '../helpers/cli';
 import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { processesWith } from '../helpers/procs';
 
 // A hard budget over engines that report usage as they stream (docs/scoreboard.md "Cost and budget"): fake engines
 // are bash scripts whose output is opencode's JSON (one step_finish per model call, each with its cost in USD), so the
@@ -53,9 +54,11 @@ const env = { ...process.env, VERDICT_PG_URL: '' } as Record<string, string>;
 /**
  * One task under a $0.005 run budget: a worker that spends $0.001 and writes out.txt (its check passes), then `reader`
  * (a `review` or `critique` block naming the engine `runaway`: runawayReader) streams its spend and never ends; its
- * task's timeout is 120 s. Returns the run's result, its rows, what they spent (micro-USD) and its state.
+ * task's timeout is 120 s. `during` is awaited while the run goes on (given the run and the reader's binary). Returns
+ * the run's result, its rows, what they spent (micro-USD), its state, and its config, environment and reader's binary
+ * (for a resume).
  */
-async function underRunawayReader(name: string, reader: Record<string, unknown>) {
+async function underRunawayReader(name: string, reader: Record<string, unknown>, during?: (run: ReturnType<typeof cli>, runaway: string) => Promise<void>) {
   const dir = tempDir();
   const home = path.join(dir, 'home');
   const { bin, entry } = runawayReader(dir);
@@ -76,7 +79,10 @@ async function underRunawayReader(name: string, reader: Record<string, unknown>)
   ];
   const manifest = writeManifest(dir, { run_name: name, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
   const started = Date.now();
-  const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...env, PATH: `${bin}:${process.env.PATH}` } });
+  const runEnv = { ...env, PATH: `${bin}:${process.env.PATH}` };
+  const run = cli(['run', manifest, '--home', home, '--config', config], { env: runEnv });
+  await during?.(run, path.join(bin, 'runaway'));
+  const r = await run;
   const rows = readRows(home);
   const spent = spentOf(rows);
   console.log(
@@ -84,7 +90,7 @@ async function underRunawayReader(name: string, reader: Record<string, unknown>)
       .map((x) => `${x.step as string} ${x.verdict as string} ${String(x.cost_microusd)}`)
       .join(', ')}`,
   );
-  return { r, rows, spent, home, state: stateOf(home) };
+  return { r, rows, spent, home, state: stateOf(home), config, runEnv, runaway: path.join(bin, 'runaway') };
 }
 const spentOf = (rows: Record<string, unknown>[]) => rows.reduce((sum, x) => sum + ((x.cost_microusd as number | null) ?? 0), 0);
 const stateOf = (home: string) =>
@@ -559,6 +565,69 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     assert.ok(Number(critic[0]?.cost_microusd) > 0, `the critic's row holds what it spent: ${JSON.stringify(critic[0])}`);
     assert.ok(spent > 5000 && spent <= 5500, `spent ${spent} micro-USD: recorded, and at most 10 % over the 5000 budget\n${r.all}`);
     assert.equal(fs.readFileSync(path.join(task?.dir ?? '', 'out.txt'), 'utf8'), 'ok\n', "the worker's work is kept");
+  });
+
+  it("a consensus group's runaway inputs engine is stopped once the spend passes the budget: the group ends BUDGET_EXCEEDED, its CANCELLED row holds what it spent, nothing is left running; resumed with a higher budget it is decided without redoing its candidates", async () => {
+    // Two candidates of $0.001 each pass; the group's inputs engine (distinguish.inputs) streams $0.0001 every 0.2 s and
+    // never ends: only the budget can stop it, short of the group's 120 s timeout.
+    const consensus = {
+      repeat: 2,
+      select: 'consensus',
+      max_attempts: 1,
+      distinguish: { inputs: { engine: 'runaway' }, probe: 'cat "$VERDICT_CASE_FILE"', max_inputs: 5 },
+    };
+    const { r, rows, spent, home, state, config, runEnv, runaway } = await underRunawayReader('runaway-inputs', consensus, (run, binary) =>
+      until(run, 'the inputs engine to run', () => processesWith(binary).length > 0),
+    );
+    assert.equal(r.exitCode, 1, r.all);
+    assert.deepEqual(
+      state.tasks.map((t) => [t.key, t.status]),
+      [
+        ['t', 'BUDGET_EXCEEDED'],
+        ['t--c1', 'PASS'],
+        ['t--c2', 'PASS'],
+      ],
+      r.all,
+    );
+    assert.match(state.tasks[0]?.reason ?? '', /^budget: \$0\.00\d+ spent passed budget_usd \$0\.0050; this attempt was stopped/, r.all);
+    const inputs = rows.filter((x) => x.step === 'distinguish');
+    assert.deepEqual(
+      inputs.map((x) => [x.verdict, x.worker_engine]),
+      [['CANCELLED', 'runaway']],
+      r.all,
+    );
+    assert.ok(Number(inputs[0]?.cost_microusd) > 0, `the inputs engine's row holds what it spent: ${JSON.stringify(inputs[0])}`);
+    assert.ok(spent > 5000 && spent <= 5500, `spent ${spent} micro-USD: recorded, and at most 10 % over the 5000 budget\n${r.all}`);
+    assert.deepEqual(processesWith(runaway), [], 'the inputs engine is not left running');
+    // Resumed under $1 with an inputs engine that now writes one input and ends: the group is decided, its two passed
+    // candidates are not run again, and the run goes on from what it spent.
+    const answer = `{"type":"text","part":{"messageID":"m1","text":"wrote 01"}}`;
+    const stop = `{"type":"step_finish","part":{"type":"step-finish","reason":"stop","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.0001}}`;
+    fs.writeFileSync(runaway, `#!/bin/bash\nprintf 7 > 01\necho '${answer}'\necho '${stop}'\n`, { mode: 0o755 });
+    const runId = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
+    const resumed = await cli(['resume', runId, '--home', home, '--config', config, '--budget-usd', '1', '--no-dashboard'], { env: runEnv });
+    const after = stateOf(home);
+    const all = readRows(home);
+    console.log(
+      `      resumed: ${after.tasks.map((t) => `${t.key} ${t.status}`).join(', ')}; rows ${all.map((x) => `${x.task_key as string} ${x.step as string} ${x.verdict as string}`).join(', ')}`,
+    );
+    assert.equal(resumed.exitCode, 0, resumed.all);
+    assert.deepEqual(
+      after.tasks.map((t) => [t.key, t.status]),
+      [
+        ['t', 'PASS'],
+        ['t--c1', 'PASS'],
+        ['t--c2', 'PASS'],
+      ],
+      resumed.all,
+    );
+    assert.equal(all.filter((x) => x.step === 'work').length, 2, `the passed candidates ran once each\n${resumed.all}`);
+    assert.deepEqual(
+      all.filter((x) => x.step === 'distinguish').map((x) => x.verdict),
+      ['CANCELLED', 'PASS'],
+      resumed.all,
+    );
+    assert.deepEqual(processesWith(runaway), [], 'nothing of the inputs engine is left running');
   });
 
   it("a runaway ranking reviewer of a best-of-N group is stopped at the group's own budget_usd: the group ends BUDGET_EXCEEDED, its candidates' PASSes kept", async () => {
