@@ -368,6 +368,59 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.match(git(repo, 'show', `${String(readRows(home)[0]?.branch)}:app.py`), /changed/);
   });
 
+  it('a config.worktree git made (extensions.worktreeConfig): a worker that adds a filter, textconv, diff command and merge driver to every config it can reach makes the seal, check, deliver and merge run none of them', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f():\n    return 0\n\n\n\ndef g():\n    return 1\n' });
+    git(repo, 'config', 'core.repositoryformatversion', '1');
+    git(repo, 'config', 'extensions.worktreeConfig', 'true');
+    // The main worktree's own config.worktree: `git worktree add` copies it, so the task's worktree has one git made
+    // (WorktreeLinks.worktreeConfig), which the work step can write (the admin dir is writable to it).
+    git(repo, 'config', '--worktree', 'verdict.probe', 'kept');
+    const pwned = path.join(dir, 'PWNED');
+    const program = `#!/bin/sh\necho "$0 $*" >> ${pwned}\nif [ -f "$1" ]; then cat "$1"; else cat; fi\n`;
+    // Each %s is the program's path; printf's format is the config text.
+    const drivers = String.raw`[diff "x"]\n\ttextconv = %s\n\tcommand = %s\n[merge "x"]\n\tdriver = %s %%A %%O %%B\n[filter "x"]\n\tclean = %s\n\tsmudge = %s\n\trequired = true\n`;
+    const spec = [
+      'A=$(sed "s/gitdir: //" .git); P="$PWD/.pwn.sh"',
+      `printf '%s' '${program}' > .pwn.sh; chmod +x .pwn.sh`,
+      // Every config file git reads for this worktree, and the per-worktree `config` beside it: the admin dir's
+      // config.worktree (writable), the repository's config (read-only in the sandbox: refused).
+      `for f in "$A/config.worktree" "$A/config" "$A/../../config"; do printf '${drivers}' "$P" "$P" "$P" "$P" "$P" >> "$f" 2>/dev/null && echo "wrote $f" || echo "refused $f"; done`,
+      "printf '* diff=x merge=x filter=x\\n' > .gitattributes",
+      'sed -i "s/return 1/return 2/" app.py',
+    ].join('\n');
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('t', spec, 'grep -q "return 2" app.py && git diff --quiet HEAD -- README.md', { max_attempts: 1 })],
+    });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(r.exitCode, 0, r.all);
+    const [row] = readRows(home);
+    const log = fs.readFileSync(path.join(home, 'runs', String(row?.run_id), 'tasks', 't', 'attempt-1', 'worker.log'), 'utf8');
+    assert.match(log, /wrote .*\/config\.worktree/, log);
+    assert.match(log, /refused .*\/\.\.\/\.\.\/config/, log);
+    assert.equal(fs.existsSync(pwned), false, `the worker's program ran in the orchestrator: ${fs.existsSync(pwned) ? fs.readFileSync(pwned, 'utf8') : ''}`);
+    const branch = String(row?.branch);
+    assert.match(git(repo, 'show', `${branch}:app.py`), /return 2/);
+    // The task's config.worktree is git's again: the probe kept, the worker's drivers gone.
+    const links = JSON.parse(fs.readFileSync(path.join(home, 'runs', String(row?.run_id), 'tasks', 't', 'worktree-links.json'), 'utf8')) as {
+      adminDir: string;
+    };
+    const wtConfig = fs.readFileSync(path.join(links.adminDir, 'config.worktree'), 'utf8');
+    assert.match(wtConfig, /probe = kept/);
+    assert.doesNotMatch(wtConfig, /pwn/);
+    // The merge rebases the branch over a change to the same file (a 3-way merge of app.py, `merge=x` by the branch's
+    // attributes), re-checks and fast-forwards: still none of the worker's programs.
+    fs.writeFileSync(path.join(repo, 'app.py'), 'def f():\n    return 5\n\n\n\ndef g():\n    return 1\n');
+    git(repo, 'commit', '-qam', 'main moves on');
+    const m = await cli(['merge', String(row?.run_id), '--home', home], { env: { HOME: path.join(dir, 'user-home') } });
+    assert.equal(m.exitCode, 0, m.all);
+    assert.equal(fs.existsSync(pwned), false, `the worker's program ran in the merge: ${fs.existsSync(pwned) ? fs.readFileSync(pwned, 'utf8') : ''}`);
+    assert.equal(fs.readFileSync(path.join(repo, 'app.py'), 'utf8'), 'def f():\n    return 5\n\n\n\ndef g():\n    return 2\n');
+  });
+
   it('work the branch would not hold FAILs: an ignored deliverable, a nested repository; a check sees the branch as HEAD', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'test.sh': 'exit 1\n' });

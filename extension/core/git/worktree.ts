@@ -201,8 +201,18 @@ export interface WorktreeLinks {
   dotGit: string;
   commondirFile: string;
   gitdirFile: string;
-  /** Whether git made `<adminDir>/config.worktree` itself; one that appears later is the worker's and is removed. */
+  /**
+   * Whether git made `<adminDir>/config.worktree` itself (`worktree add` copies the main worktree's when the repository
+   * has extensions.worktreeConfig); one that appears later is the worker's and is removed.
+   */
   worktreeConfig: boolean;
+  /**
+   * What git wrote into that `config.worktree`. The work step can write the admin dir, and git reads this file as config
+   * (a filter named there would run in the orchestrator's own git: the seal's `add` keeps a trusted repository's
+   * filters on), so restoreWorktreeLinks writes it back as it was. Absent (links kept by an earlier Verdict): the file
+   * is removed like a worker's.
+   */
+  worktreeConfigText?: string | null;
   /**
    * A copy of the index git wrote when it checked the worktree out (`<worktrees>/<run>/.index/<key>`, out of every
    * step's sight): its stat data is trusted, so a seal starting from it hashes only the files that changed. Null when
@@ -255,6 +265,7 @@ export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks
     commondirFile: fs.readFileSync(path.join(adminDir, 'commondir'), 'utf8'),
     gitdirFile: fs.readFileSync(path.join(adminDir, 'gitdir'), 'utf8'),
     worktreeConfig: fs.existsSync(path.join(adminDir, 'config.worktree')),
+    worktreeConfigText: fs.existsSync(path.join(adminDir, 'config.worktree')) ? fs.readFileSync(path.join(adminDir, 'config.worktree'), 'utf8') : null,
     baseIndex: null,
     baseSha: null,
     hasSubmodules: fs.existsSync(path.join(dir, '.gitmodules')),
@@ -263,12 +274,14 @@ export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks
 
 /**
  * Rewrites the three link files to what git wrote (a symlink or folder put in their place is removed first), removes
- * a `config.worktree` the worker planted (read by git when the repository has extensions.worktreeConfig: it could
- * name a filter program that the orchestrator's own git would run) and lock files (and a `locked`) it left in the admin dir. Called
- * after every work step, whatever its verdict, before any git of ours touches the worktree.
+ * a `config.worktree` the worker planted, or writes back the one git made as git made it (read by git when the
+ * repository has extensions.worktreeConfig: it could name a filter program that the orchestrator's own git would
+ * run), and removes lock files (and a `locked`) the worker left in the admin dir. Called after every work step,
+ * whatever its verdict, before any git of ours touches the worktree.
  */
 export function restoreWorktreeLinks(links: WorktreeLinks): void {
-  if (!links.worktreeConfig) fs.rmSync(path.join(links.adminDir, 'config.worktree'), { recursive: true, force: true });
+  const worktreeConfig = typeof links.worktreeConfigText === 'string' && links.worktreeConfig ? links.worktreeConfigText : null;
+  if (worktreeConfig === null) fs.rmSync(path.join(links.adminDir, 'config.worktree'), { recursive: true, force: true });
   // `locked` too (Verdict never locks a task's worktree): `git worktree list` opens every worktree's, and a FIFO there
   // would hold it forever.
   for (const lock of ['HEAD.lock', 'index.lock', 'config.worktree.lock', 'locked'])
@@ -286,6 +299,7 @@ export function restoreWorktreeLinks(links: WorktreeLinks): void {
     [path.join(links.dir, '.git'), links.dotGit],
     [path.join(links.adminDir, 'commondir'), links.commondirFile],
     [path.join(links.adminDir, 'gitdir'), links.gitdirFile],
+    ...(worktreeConfig === null ? [] : [[path.join(links.adminDir, 'config.worktree'), worktreeConfig] as const]),
   ] as const) {
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st && (!st.isFile() || fs.readFileSync(file, 'utf8') !== text)) fs.rmSync(file, { recursive: true, force: true });
