@@ -10,6 +10,7 @@ import { loadManifest } from '../core/manifest/load';
 import { ManifestError } from '../core/manifest/types';
 import type { Manifest, TaskSpec } from '../core/manifest/types';
 import { preflight, PreflightError } from '../core/run/preflight';
+import { workflowReaderEngines } from '../core/run/workflows';
 import type { ContainmentChoice } from '../core/config/settings';
 
 /** One task of the manifest as `verdict doctor MANIFEST` judges it. */
@@ -63,11 +64,18 @@ export async function manifestReport(file: string, o: ManifestReportOptions): Pr
   }
   const problems: string[] = [];
   try {
-    await preflight(manifest, o.engines, o.env, o.home, {
-      sandbox: o.containment.sandbox,
-      allowFullAccess: o.containment.allowFullAccess,
-      configSource: o.containment.configSource,
-    });
+    await preflight(
+      manifest,
+      o.engines,
+      o.env,
+      o.home,
+      {
+        sandbox: o.containment.sandbox,
+        allowFullAccess: o.containment.allowFullAccess,
+        configSource: o.containment.configSource,
+      },
+      workflowReaderEngines,
+    );
   } catch (e) {
     if (e instanceof PreflightError) problems.push(...e.problems.filter((p) => !ENGINE_LINE.test(p)));
     else problems.push((e as Error).message);

@@ -283,7 +283,7 @@ describe('workflows over the worker pool (validate, council, ranked)', function 
     assert.equal(refused.exitCode, 2, refused.all);
     assert.match(
       refused.all,
-      /engine "judge" needs the `rank-judge` command, which is not on PATH \(ranking reviewers and critics run on this machine, even on a pool run\)/,
+      /engine "judge" needs the `rank-judge` command, which is not on PATH \(ranking reviewers, inputs engines and critics run on this machine, even on a pool run\)/,
     );
     const r = await cli(['run', file, '--home', home, '--config', config, '--pool', url, '--no-dashboard'], {
       env: { PATH: `${bin}:${process.env.PATH}`, VERDICT_POOL_LEASE_MS: LEASE_MS },

@@ -312,7 +312,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     boss.on('error', () => undefined);
     await boss.start();
     const base = {
-      v: 4,
+      v: 5,
       runId: '20260101-000000-abcd',
       runName: 'x',
       identity: 'x',
@@ -343,8 +343,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
       allowDeps: true,
       allowPaths: null,
       inputs: null,
-      red: null,
-      revising: false,
+      workflows: {},
     };
     const escaping = await boss.send('verdict-attempt-script', { ...base, key: '../../escape', branch: 'verdict/20260101-000000-abcd/../../escape' });
     const fullAccess = await boss.send('verdict-attempt-script', { ...base, key: 'ok', branch: 'verdict/20260101-000000-abcd/ok', fullAccess: true });

@@ -3,6 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { manifestEngines } from '../../extension/core/manifest/templates';
+import { preflight, PreflightError } from '../../extension/core/run/preflight';
+import { workflowReaderEngines } from '../../extension/core/run/workflows';
+import { builtinEngines } from '../../engines';
 import { CASE_FILE_BYTES, readCases } from '../../extension/core/run/workflows/best-of-n/cases';
 import { inputsPrompt, inputsRow, type InputsRecord } from '../../extension/core/run/workflows/best-of-n/inputs-record';
 import type { ValidateFunction } from 'ajv';
@@ -41,6 +44,57 @@ describe('consensus: the inputs engine in the manifest', () => {
     assert.ok(manifestEngines(text).includes('claude'));
     const command = manifest([task('fix', { engine: 'codex', repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'cat x' } })]);
     assert.deepEqual(manifestEngines(command), ['codex']);
+  });
+
+  it("the run's preflight refuses an inputs engine whose binary is not on PATH, on a pool run too (it runs on the orchestrator's machine)", async () => {
+    // Before, the preflight named critics and ranking reviewers but not the inputs engine: the run started, the inputs
+    // engine failed to spawn, and the group fell back to the first to pass (no consensus, said only in the select row).
+    const dir = tempDir();
+    const m = parseManifest(
+      JSON.stringify({
+        workdir: 'w',
+        tasks: [
+          {
+            key: 'fix',
+            engine: 'script',
+            spec: 'true',
+            check: 'true',
+            repeat: 2,
+            select: 'consensus',
+            distinguish: { inputs: { engine: 'claude' }, probe: 'cat x' },
+          },
+        ],
+      }),
+      path.join(dir, 'm.json'),
+    ).manifest;
+    assert.ok(m);
+    // PATH holds bash (the script engine's binary) and nothing named claude.
+    const bin = path.join(dir, 'bin');
+    fs.mkdirSync(bin);
+    fs.symlinkSync('/bin/bash', path.join(bin, 'bash'));
+    const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test' };
+    for (const enginesElsewhere of [false, true])
+      await assert.rejects(
+        preflight(m, builtinEngines(), { PATH: bin }, path.join(dir, 'home'), { ...policy, enginesElsewhere }, workflowReaderEngines),
+        (e: Error) => {
+          assert.ok(e instanceof PreflightError);
+          assert.deepEqual(e.problems.length, 1, e.message);
+          assert.match(e.message, /^engine "claude" needs the `claude` command, which is not on PATH/);
+          return true;
+        },
+      );
+    // A command as the inputs: no engine to find.
+    const command = parseManifest(
+      JSON.stringify({
+        workdir: 'w',
+        tasks: [
+          { key: 'fix', engine: 'script', spec: 'true', check: 'true', repeat: 2, select: 'consensus', distinguish: { inputs: 'echo a', probe: 'cat x' } },
+        ],
+      }),
+      path.join(dir, 'm.json'),
+    ).manifest;
+    assert.ok(command);
+    await preflight(command, builtinEngines(), { PATH: bin }, path.join(dir, 'home'), policy, workflowReaderEngines);
   });
 
   it('self-review warns when every candidate runs on the inputs engine and model, not when one does not', async () => {

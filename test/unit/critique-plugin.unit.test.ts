@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { critiqueWorkflow, isRevision, markRevision } from '../../extension/core/run/workflows/critique';
-import { workflowPrompt } from '../../extension/core/run/workflows';
+import { poolPartUses, workflowPrompt } from '../../extension/core/run/workflows';
 import type { AttemptRecord } from '../../extension/core/run/attempt-record';
 import type { AttemptContext, TaskRuntime } from '../../extension/core/run/steps/context';
 
@@ -41,6 +41,33 @@ describe('critique plugin: a revision is handed through the workflow table, and 
     const other = taskOf();
     other.failure = 'the points';
     assert.equal(isRevision(other), false, "the handed text is the task's own, not any task's");
+  });
+
+  it("a revision's pool part: sent for a revision only, refused unless true, and the worker's task built from it is a revision with the revision prompt", () => {
+    const part = critiqueWorkflow.pool!;
+    const check = { bad: (want: string): never => assert.fail(`refused: ${want}`), isKey: () => true, isCommit: () => true };
+    const task = taskOf();
+    assert.equal(part.send(ctx, task), null, 'no revision: no part');
+    critiqueWorkflow.onAttemptEnd?.(ctx, task, passed('fix line 3'), { goOn: true, stopped: false });
+    task.failure = 'fix line 3';
+    assert.equal(part.send(ctx, task), true);
+    assert.throws(
+      () =>
+        part.parse('yes', {
+          ...check,
+          bad: (want) => {
+            throw new Error(want);
+          },
+        }),
+      /true \(the attempt is a revision\)$/,
+    );
+    // On the worker: a fresh task with the payload's failure, then the parts applied (pool/worker.ts taskOf).
+    const onWorker = taskOf();
+    onWorker.failure = 'fix line 3';
+    assert.equal(workflowPrompt(onWorker, onWorker.failure), null, 'before the part: an ordinary retry');
+    poolPartUses({ critique: part.parse(true, check) }).apply(onWorker);
+    assert.equal(isRevision(onWorker), true);
+    assert.match(workflowPrompt(onWorker, onWorker.failure) ?? '', /^Write a\.txt\n\n---\nYour previous proposal/);
   });
 
   it("a pool worker marks the job's failure as the revision it is", () => {

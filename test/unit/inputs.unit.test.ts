@@ -8,6 +8,7 @@ import { inputsNote, quotedPath } from '../../extension/core/run/steps/inputs';
 import { inputsProblems } from '../../extension/core/manifest/rules/inputs';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { preflight } from '../../extension/core/run/preflight';
+import { workflowReaderEngines } from '../../extension/core/run/workflows';
 import { builtinEngines } from '../../engines';
 import { takeSnapshot, type DirSnapshot, type SnapshotEntry } from '../../extension/core/run/dir-snapshot';
 
@@ -203,7 +204,7 @@ describe('inputs: names, placement and copies', () => {
       path.join(dir, 'm.json'),
     );
     const policy = { sandbox: 'off' as const, allowFullAccess: false, configSource: 'test', enginesElsewhere: true };
-    const pre = await preflight(manifest!, builtinEngines(), process.env, path.join(dir, 'home'), policy);
+    const pre = await preflight(manifest!, builtinEngines(), process.env, path.join(dir, 'home'), policy, workflowReaderEngines);
     assert.equal(pre.repo, null);
   });
 

@@ -3,7 +3,7 @@ import { BadJobError, parseJob, queueOf, type AttemptJob } from '../../extension
 import { uuidOf } from '../../extension/core/pool/dispatch';
 
 const job: AttemptJob = {
-  v: 4,
+  v: 5,
   runId: '20260101-120000-ab12',
   runName: 'r',
   identity: 'me',
@@ -42,15 +42,15 @@ const job: AttemptJob = {
       { path: 'answers/B', commit: 'd'.repeat(40) },
     ],
   },
-  red: [{ file: 'src/a.mjs', implement: 't1--impl-1', start: 'e'.repeat(40) }],
-  revising: false,
+  workflows: { phases: [{ file: 'src/a.mjs', implement: 't1--impl-1', start: 'e'.repeat(40) }] },
 };
 
 describe('pool payload: what a worker accepts from the queue', () => {
   it('takes a well-formed attempt as it is', () => {
     assert.deepEqual(parseJob(JSON.parse(JSON.stringify(job))), job);
     assert.deepEqual(parseJob({ ...job, inputs: null }).inputs, null);
-    assert.deepEqual(parseJob({ ...job, red: null }).red, null);
+    assert.deepEqual(parseJob({ ...job, workflows: {} }).workflows, {});
+    assert.deepEqual(parseJob({ ...job, workflows: { critique: true } }).workflows, { critique: true });
     // Named inputs (not anonymous) keep their key names, in a folder or not.
     const named = {
       anonymous: false,
@@ -73,9 +73,16 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ['a base that is not a sha', { baseSha: 'HEAD' }, /field baseSha/],
     ['a start point that is not a commit', { startFrom: [{ key: 'dep', commit: 'main' }] }, /field startFrom/],
     ['a zero attempt', { attempt: 0 }, /field attempt/],
-    ['another payload version', { v: 3 }, /field v/],
-    ['a revision flag that is not a boolean', { revising: 'yes' }, /field revising/],
-    ['no revision flag (an older payload)', { revising: undefined }, /field revising/],
+    ['another payload version', { v: 4 }, /field v/],
+    ['the revision flag of an older payload', { revising: true }, /does not take: revising/],
+    ['a revision part that is not true', { workflows: { critique: 'yes' } }, /field workflows\.critique: expected true/],
+    ['no workflows field', { workflows: undefined }, /field workflows: expected an object/],
+    ['workflows that are a list', { workflows: [] }, /field workflows: expected an object/],
+    [
+      'the part of a workflow the worker does not have',
+      { workflows: { nosuch: 1 } },
+      /field workflows\.nosuch: expected the part of a workflow this worker runs \(phases, critique\)/,
+    ],
     ['a guard switch that is not a boolean', { guard: { secrets: 'no', stubs: true, deps: true, paths: true } }, /field guard/],
     ['a review with an extra field', { review: { engines: [{ engine: 'claude', model: null }], require: 'all', run: 'x' } }, /field review/],
     // Inputs: a worker copies what a payload names into a folder its sandbox shows; a hostile payload must not make it
@@ -119,12 +126,24 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ['inputs that are a list', { inputs: [{ path: 'a', commit: 'c'.repeat(40) }] }, /field inputs/],
     // Red before green: the worker writes what a payload's start commit holds at `file` in its red copy; a hostile
     // payload must not make it write outside that copy, run git with an option, or skip the red run unseen.
-    ['no red field (an older payload: the red run would be skipped)', { red: undefined }, /field red/],
-    ['a red file that climbs out of the task dir', { red: [{ file: '../../x', implement: 't1--impl-1', start: 'e'.repeat(40) }] }, /field red/],
-    ['an absolute red file', { red: [{ file: '/etc/passwd', implement: 't1--impl-1', start: 'e'.repeat(40) }] }, /field red/],
-    ['a red start read as a git option', { red: [{ file: 'a', implement: 't1--impl-1', start: '--output=/tmp/x' }] }, /field red/],
-    ['a red entry with an extra field', { red: [{ file: 'a', implement: 't1--impl-1', start: 'e'.repeat(40), dir: '/x' }] }, /field red/],
-    ['an empty red list', { red: [] }, /field red/],
+    ['the red field of an older payload', { red: [] }, /does not take: red/],
+    [
+      'a red file that climbs out of the task dir',
+      { workflows: { phases: [{ file: '../../x', implement: 't1--impl-1', start: 'e'.repeat(40) }] } },
+      /field workflows\.phases/,
+    ],
+    ['an absolute red file', { workflows: { phases: [{ file: '/etc/passwd', implement: 't1--impl-1', start: 'e'.repeat(40) }] } }, /field workflows\.phases/],
+    [
+      'a red start read as a git option',
+      { workflows: { phases: [{ file: 'a', implement: 't1--impl-1', start: '--output=/tmp/x' }] } },
+      /field workflows\.phases/,
+    ],
+    [
+      'a red entry with an extra field',
+      { workflows: { phases: [{ file: 'a', implement: 't1--impl-1', start: 'e'.repeat(40), dir: '/x' }] } },
+      /field workflows\.phases/,
+    ],
+    ['an empty red list', { workflows: { phases: [] } }, /field workflows\.phases/],
   ];
   for (const [name, change, message] of refused) {
     it(`refuses ${name}`, () => {

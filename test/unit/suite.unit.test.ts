@@ -160,7 +160,7 @@ describe('suite: the manifest, the protected files, the pool payload and the ret
 
   it('the pool carries the suite; a worker refuses a malformed one', () => {
     const job: AttemptJob = {
-      v: 4,
+      v: 5,
       runId: '20260101-120000-ab12',
       runName: 'r',
       identity: 'me',
@@ -193,8 +193,7 @@ describe('suite: the manifest, the protected files, the pool payload and the ret
       allowDeps: true,
       allowPaths: null,
       inputs: null,
-      red: null,
-      revising: false,
+      workflows: {},
       suite: { command: 'npm run test:all', timeoutMs: 600000 },
     };
     assert.deepEqual(parseJob(JSON.parse(JSON.stringify(job))).suite, job.suite);

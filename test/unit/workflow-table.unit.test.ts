@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ATTEMPT_STEPS, RunWorkflows, WORKFLOWS, withWorkflowSteps, type Workflow, type WorkflowHost } from '../../extension/core/run/workflows';
+import {
+  ATTEMPT_STEPS,
+  RunWorkflows,
+  WORKFLOWS,
+  withWorkflowSteps,
+  workflowReaderEngines,
+  type Workflow,
+  type WorkflowHost,
+} from '../../extension/core/run/workflows';
 import { DEFAULT_STEPS } from '../../extension/core/run/steps';
 import type { Step } from '../../extension/core/run/steps/context';
 
@@ -90,6 +98,36 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
       const text = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8');
       assert.doesNotMatch(text, /spec\.red\b|rec\.red\b|workflows\/phases|redStep|phases/, `${f} names the phases workflow`);
     }
+  });
+
+  it("the run's preflight names no workflow: the engines of a task's critics, ranking reviewers and inputs engine come from the table", () => {
+    const text = fs.readFileSync(path.resolve('extension', 'core', 'run', 'preflight.ts'), 'utf8');
+    assert.doesNotMatch(text, /\.critique\b|\.critics\b|\.rank\b|\.distinguish\b|\.select\b/, 'preflight.ts names a workflow');
+    const spec = {
+      select: 'consensus',
+      rank: { rubric: 'r', engines: [{ engine: 'judge', model: null }] },
+      distinguish: { inputs: { engine: 'writer', model: null }, probe: 'p', maxInputs: 5, timeoutMs: 1000 },
+      critique: { critics: [{ engine: 'critic' }] },
+    } as never;
+    assert.deepEqual(workflowReaderEngines(spec), [
+      { engine: 'critic', here: true },
+      { engine: 'judge', here: true },
+      { engine: 'writer', here: true },
+    ]);
+    // A rank block on a group that does not select by it: its reviewers are named, but need not be here on a pool run.
+    assert.deepEqual(workflowReaderEngines({ select: 'all', rank: { rubric: 'r', engines: [{ engine: 'judge', model: null }] } } as never), [
+      { engine: 'judge', here: false },
+    ]);
+  });
+
+  it("the pool's dispatcher, payload and worker name no workflow: each workflow's part of a payload is its own (Workflow.pool)", () => {
+    for (const f of ['dispatch.ts', 'payload.ts', 'worker.ts']) {
+      const text = fs.readFileSync(path.resolve('extension', 'core', 'pool', f), 'utf8');
+      const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+      assert.doesNotMatch(code, /workflows\/(critique|phases|best-of-n|generate)|revis|Revision|\bred\b|redStarts|JobRed/, `${f} names a workflow`);
+    }
+    const parts = WORKFLOWS.filter((w) => w.pool).map((w) => w.name);
+    assert.deepEqual(parts, ['phases', 'critique']);
   });
 
   it('registers best-of-N, and the runner, the task graph, the run setup, the attempt loop, the control handler and the teardown reach it only through the table', () => {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseManifest } from '../../extension/core/manifest/load';
 import { preflight, PreflightError } from '../../extension/core/run/preflight';
+import { workflowReaderEngines } from '../../extension/core/run/workflows';
 import { builtinEngines } from '../../engines';
 import { groupGate, beatenReason } from '../../extension/core/run/workflows/best-of-n/gate';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
@@ -107,10 +108,10 @@ describe('lint: repeat', () => {
       path.join(dir, 'm.json'),
     ).manifest;
     await assert.rejects(
-      preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy),
+      preflight(codexRanked!, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy, workflowReaderEngines),
       (e: Error) =>
         e instanceof PreflightError &&
-        /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers and critics run on this machine, even on a pool run\)/.test(
+        /^engine "claude" needs the `claude` command, which is not on PATH \(ranking reviewers, inputs engines and critics run on this machine, even on a pool run\)/.test(
           e.message,
         ) &&
         !/codex/.test(e.message),
@@ -120,7 +121,7 @@ describe('lint: repeat', () => {
       JSON.stringify({ workdir: 'w', tasks: [{ key: 'fix', engine: 'codex', spec: 'x', check: 'true', repeat: 2, select: 'all' }] }),
       path.join(dir, 'm.json'),
     ).manifest;
-    await preflight(all as NonNullable<typeof all>, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy);
+    await preflight(all as NonNullable<typeof all>, builtinEngines(), { PATH: '' }, path.join(dir, 'home'), policy, workflowReaderEngines);
   });
 
   it('ranked compiles: the group carries select ranked and its rank; candidates do not', () => {

@@ -15,12 +15,11 @@ import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb, withPoolSetupLock } from './schema';
-import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs, type JobRed } from './payload';
-import { redStarts } from '../run/workflows/phases/red-step';
+import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs } from './payload';
 import type { PoolTrust } from '../config/config';
 import { recheckHere } from './recheck';
 import { resolveInputs } from '../run/steps/inputs';
-import { isRevision, revisionPending } from '../run/workflows/critique';
+import { poolPartsOf, poolRecordTaken, poolStartFrom } from '../run/workflows';
 
 /** How often the orchestrator looks at its attempts' rows, ms. */
 export const DISPATCH_POLL_MS = 250;
@@ -88,7 +87,6 @@ const TAKEN: (keyof AttemptRecord)[] = [
   'commit',
   'sealed',
   'reviews',
-  'red',
   'suite',
 ];
 
@@ -172,7 +170,7 @@ export class PoolDispatcher {
   ): Promise<{ job: AttemptJob; queue: string; jobId: string }> {
     await (this.baseRef ??= retrying(() => push(repo.root, this.target.remote, repo.baseSha, `refs/verdict/${ctx.runId}/base`)));
     const inputs = task.spec.inputs ? await this.sendInputs(ctx, task, io) : null;
-    const job = jobOf(ctx, task, rec, this.target.remote, inputs, task.spec.red ? await redStarts(ctx, task.spec.red) : null);
+    const job = jobOf(ctx, task, rec, this.target.remote, inputs, await poolPartsOf(ctx, task));
     // A prerequisite's commit may be on no ref of its own key there (a best-of-N group's is its winner's): it goes
     // to the remote under a ref named after the commit, which the worker fetches.
     for (const p of job.startFrom) await retrying(() => push(repo.root, this.target.remote, p.commit, sealedRef(job.runId, p.commit), true));
@@ -368,7 +366,7 @@ export class PoolDispatcher {
   /**
    * Copies what the worker's record holds into the attempt's (TAKEN fields; the worker that claimed the row, not the
    * one the record names; no per-token cost for a subscription login's engine) and writes its logs here: the tail kept
-   * in Postgres as worker.log, the check's and red step's output, and pool.json saying where the full logs are.
+   * in Postgres as worker.log, the check's output, each workflow's share (Workflow.pool taken), and pool.json saying where the full logs are.
    */
   private keepWorkerRecord(
     ctx: AttemptContext,
@@ -395,7 +393,7 @@ export class PoolDispatcher {
     const files = recordFiles(rec);
     fs.writeFileSync(files.worker, tail);
     if (rec.check) fs.writeFileSync(files.check, rec.check.output);
-    if (rec.red) fs.writeFileSync(files.red, rec.red.output);
+    poolRecordTaken(remote, rec);
     fs.writeFileSync(
       path.join(rec.dir, 'pool.json'),
       JSON.stringify(
@@ -504,14 +502,17 @@ interface PollRow {
   lost: boolean;
 }
 
-/** The payload of an attempt: the task as the manifest states it, nothing of this machine's environment. */
+/**
+ * The payload of an attempt: the task as the manifest states it, nothing of this machine's environment; `inputs` its
+ * resolved inputs, `workflows` the workflows' parts (run/workflows/index.ts poolPartsOf).
+ */
 export function jobOf(
   ctx: AttemptContext,
   task: TaskRuntime,
   rec: AttemptRecord,
   remote: string,
   inputs: JobInputs | null = null,
-  red: JobRed[] | null = null,
+  workflows: Record<string, unknown> = {},
 ): AttemptJob {
   const { spec } = task;
   return {
@@ -541,8 +542,8 @@ export function jobOf(
     remote,
     baseSha: ctx.repo!.baseSha,
     branch: task.state.branch!,
-    // A revision (and a retry while one is pending) starts from the proposal, as it goes on in the same dir locally.
-    startFrom: revisingFrom(task) ?? task.startFrom.map((p) => ({ key: p.key, commit: p.commit })),
+    // A workflow may start it elsewhere (a critique's revision, from the proposal, as it goes on in the same dir locally).
+    startFrom: poolStartFrom(task) ?? task.startFrom.map((p) => ({ key: p.key, commit: p.commit })),
     group: spec.group ?? null,
     candidate: spec.candidate ?? null,
     review: spec.review,
@@ -550,16 +551,10 @@ export function jobOf(
     allowDeps: spec.allowDeps,
     allowPaths: spec.allowPaths,
     inputs,
-    red,
-    revising: isRevision(task),
+    workflows,
     ...(ctx.opts.manifest.hide?.length ? { hide: ctx.opts.manifest.hide } : {}),
     ...(spec.suite ? { suite: { command: spec.suite.command, timeoutMs: spec.suite.timeoutMs } } : {}),
   };
-}
-
-/** The proposal a critique's pending revision starts from (the task's last passed commit), or null. */
-function revisingFrom(task: TaskRuntime): { key: string; commit: string }[] | null {
-  return revisionPending(task) && task.state.commit ? [{ key: task.spec.key, commit: task.state.commit }] : null;
 }
 
 /** `git push` of `sha` to `ref` on `remote` (forced: a task branch may be rerun from its start point). */

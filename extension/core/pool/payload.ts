@@ -7,9 +7,10 @@
 import { MAX_TIMER_MS } from '../fs/timer';
 import { taskBranch } from '../git/worktree';
 import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
+import { parsePoolParts } from '../run/workflows';
 
-/** Payload format version; a worker refuses another (2: `inputs`; 3: `red`; 4: `revising`). */
-export const JOB_VERSION = 4;
+/** Payload format version; a worker refuses another (2: `inputs`; 3: `red`; 4: `revising`; 5: both as parts of `workflows`). */
+export const JOB_VERSION = 5;
 
 /** One attempt to run. Times ms. */
 export interface AttemptJob {
@@ -64,16 +65,11 @@ export interface AttemptJob {
    */
   inputs: JobInputs | null;
   /**
-   * A phases test phase (red before green, run/workflows/phases/red-step.ts): each phase file and the commit its implement task
-   * started from, resolved by the orchestrator (an ancestor of a `startFrom` commit, so the worker's fetch holds it).
-   * null: no red run.
+   * The workflows' parts (run/workflows/workflow.ts WorkflowPoolPart), keyed by workflow name, each checked by its
+   * workflow's `parse` on the worker: e.g. `phases`, a test phase's phase files and their start commits; `critique`,
+   * that the attempt is a revision. Empty: none. A worker refuses a part of a workflow it does not have.
    */
-  red: JobRed[] | null;
-  /**
-   * A critique's revision (or a retry while one is pending): `failure` holds the verified criticisms, and `startFrom`
-   * is the proposal's commit (run/workflows/critique/pool-step.ts). The worker's prompt says so, as a local revision's does.
-   */
-  revising: boolean;
+  workflows: Record<string, unknown>;
   /**
    * The manifest's `hide`: more places no step may read (absolute or `~/…`, the worker's home), besides the secrets every
    * sandbox hides. Absent: none (a worker that does not know the field refuses a payload that has it).
@@ -84,14 +80,6 @@ export interface AttemptJob {
    * none (a worker that does not know the field refuses a payload that has it, so no suite is ever skipped unsaid).
    */
   suite?: { command: string; timeoutMs: number };
-}
-
-/** One entry of the payload's `red`. */
-export interface JobRed {
-  file: string;
-  /** The implement task's key (for the record's words only). */
-  implement: string;
-  start: string;
 }
 
 /** The payload's `inputs`. */
@@ -150,8 +138,7 @@ const FIELDS: (keyof AttemptJob)[] = [
   'allowDeps',
   'allowPaths',
   'inputs',
-  'red',
-  'revising',
+  'workflows',
   'hide',
   'suite',
 ];
@@ -237,7 +224,7 @@ export function parseJob(data: unknown): AttemptJob {
   const allowPaths = d.allowPaths === null ? null : strings('allowPaths');
   const review = d.review === null ? null : reviewOf(d.review, bad);
   const inputs = d.inputs === null ? null : inputsOf(d.inputs, bad);
-  const red = d.red === null ? null : redOf(d.red, bad);
+  const workflows = workflowsOf(d.workflows, bad);
   const hide = d.hide === undefined ? [] : strings('hide');
   const suite = d.suite === undefined ? null : suiteOf(d.suite, bad);
   if (hide.some((p) => !p.startsWith('/') && !p.startsWith('~/'))) bad('hide', 'absolute or ~/ paths');
@@ -275,11 +262,25 @@ export function parseJob(data: unknown): AttemptJob {
     allowDeps,
     allowPaths,
     inputs,
-    red,
-    revising: bool('revising'),
+    workflows,
     ...(hide.length ? { hide } : {}),
     ...(suite ? { suite } : {}),
   };
+}
+
+/**
+ * The payload's `workflows`, checked: an object whose every entry is the part of a workflow this worker has, as that
+ * workflow's `parse` accepts it (run/workflows/index.ts parsePoolParts).
+ */
+function workflowsOf(v: unknown, bad: (field: string, want: string) => never): Record<string, unknown> {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return bad('workflows', 'an object of workflow parts');
+  return parsePoolParts(v as Record<string, unknown>, (name) => ({
+    bad: (want) => {
+      throw new BadJobError(`payload field workflows.${name}: expected ${want}, got ${JSON.stringify((v as Record<string, unknown>)[name])?.slice(0, 80)}`);
+    },
+    isKey: (s) => KEY.test(s) && !s.includes('..'),
+    isCommit: (s) => SHA.test(s),
+  }));
 }
 
 /** The payload's `suite`, checked: exactly {command, timeoutMs}, a non-blank command and a time limit a timer holds. */
@@ -345,36 +346,6 @@ function inputsOf(v: unknown, bad: (field: string, want: string) => never): JobI
     if (!SHA.test(entry.commit)) bad('inputs', `entry commits are full commit shas (got ${JSON.stringify(entry.commit).slice(0, 80)})`);
   }
   return { anonymous: r.anonymous, entries: (r.entries as { path: string; commit: string }[]).map((e) => ({ path: e.path, commit: e.commit })) };
-}
-
-/**
- * The payload's `red`, checked: at most 50 entries (the manifest's limit of phase files), each exactly
- * {file, implement, start}; a file a relative path inside the task dir (no `..`, no absolute path, no empty part), an
- * implement key as the manifest's keys are, a start a full commit sha.
- */
-function redOf(v: unknown, bad: (field: string, want: string) => never): JobRed[] {
-  const want = '[{file, implement, start}] (at most 50)';
-  if (!Array.isArray(v) || !v.length || v.length > 50) return bad('red', want);
-  for (const e of v as unknown[]) {
-    const entry = e as Record<string, unknown> | null;
-    if (
-      !entry ||
-      typeof entry !== 'object' ||
-      Array.isArray(entry) ||
-      Object.keys(entry).length !== 3 ||
-      typeof entry.file !== 'string' ||
-      typeof entry.implement !== 'string' ||
-      typeof entry.start !== 'string'
-    )
-      return bad('red', want);
-    if (!KEY.test(entry.implement) || entry.implement.includes('..'))
-      bad('red', `implement keys as task keys are (got ${JSON.stringify(entry.implement).slice(0, 80)})`);
-    const parts = entry.file.split('/');
-    if (entry.file.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..'))
-      bad('red', `files inside the task dir (got ${JSON.stringify(entry.file).slice(0, 80)})`);
-    if (!SHA.test(entry.start)) bad('red', `start commits are full commit shas (got ${JSON.stringify(entry.start).slice(0, 80)})`);
-  }
-  return (v as JobRed[]).map((e) => ({ file: e.file, implement: e.implement, start: e.start }));
 }
 
 /** The pg-boss queue of an engine's attempts: `verdict-attempt-<engine>` (characters pg-boss refuses become `_`). */

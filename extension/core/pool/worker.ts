@@ -23,7 +23,7 @@ import { sandboxView, taskContainment } from '../run/containment';
 import { preflight } from '../run/preflight';
 import { RunSpend } from '../run/spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
-import { markRevision } from '../run/workflows/critique';
+import { poolPartUses, workflowReaderEngines } from '../run/workflows';
 import { ensureQueue, push } from './dispatch';
 import { killOrphanedSandboxes } from './orphans';
 import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob } from './payload';
@@ -269,7 +269,7 @@ export function workerHome(home: string): string {
 
 /**
  * The task's spec built from the payload alone: never full access, one attempt here, no fallbacks and no prerequisites
- * (the orchestrator keeps them); inputs, red starts and the suite as the payload gives them.
+ * (the orchestrator keeps them); inputs, the workflows' parts and the suite as the payload gives them.
  */
 function specOf(job: AttemptJob): TaskSpec {
   return {
@@ -300,8 +300,8 @@ function specOf(job: AttemptJob): TaskSpec {
     ...(job.candidate !== null ? { candidate: job.candidate } : {}),
     // What to copy is the payload's (task.inputSources); the spec says only whether the names are anonymous.
     ...(job.inputs ? { inputs: { from: [], anonymous: job.inputs.anonymous } } : {}),
-    // Red before green: the start commits are the payload's (the orchestrator resolved them; run/workflows/phases/red-step.ts).
-    ...(job.red ? { red: job.red.map((r) => ({ file: r.file, implement: r.implement, start: r.start })) } : {}),
+    // The workflows' parts (a test phase's phase files and their start commits, resolved by the orchestrator).
+    ...poolPartUses(job.workflows).spec,
     ...(job.suite ? { suite: { command: job.suite.command, timeoutMs: job.suite.timeoutMs } } : {}),
   };
 }
@@ -360,8 +360,8 @@ function taskOf(job: AttemptJob, opts: PoolWorkerOptions): TaskRuntime {
       checkOutput: '',
     },
   };
-  // A critique's revision: its failure is the revision's text, and its prompt says so, as a local revision's does.
-  if (job.revising) markRevision(task);
+  // What the workflows' parts do to the task (a critique's revision is marked so: its prompt says so, as a local one's does).
+  poolPartUses(job.workflows).apply(task);
   return task;
 }
 
@@ -420,11 +420,18 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
     raw: {},
   };
   const known = opts.known ?? opts.engines;
-  const pre = await preflight(manifest, known, opts.env, wHome, {
-    sandbox: opts.sandbox,
-    allowFullAccess: false,
-    configSource: 'a pool worker never allows full_access',
-  });
+  const pre = await preflight(
+    manifest,
+    known,
+    opts.env,
+    wHome,
+    {
+      sandbox: opts.sandbox,
+      allowFullAccess: false,
+      configSource: 'a pool worker never allows full_access',
+    },
+    workflowReaderEngines,
+  );
   task.containment = taskContainment(pre.containment, false);
   const stateFile = attemptStateFile(wHome, job, task, checkout, opts.host, pre.containment.summary);
   const spend = new RunSpend(wHome, null, null);
@@ -488,7 +495,7 @@ async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
       job.baseSha,
       ...job.startFrom.map((p) => p.commit),
       ...(job.inputs?.entries ?? []).map((e) => e.commit),
-      ...(job.red ?? []).map((r) => r.start),
+      ...poolPartUses(job.workflows).commits,
     ]) {
       await gitFor(dir)
         .raw(['cat-file', '-e', `${sha}^{commit}`])

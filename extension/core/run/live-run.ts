@@ -17,7 +17,7 @@ import { memoryCapMechanism } from '../process/memory-cap';
 import { startSpawnHelper } from '../process/spawner';
 import { sandboxView, taskContainment } from './containment';
 import { writeFrozenManifest } from './frozen-manifest';
-import { DEFAULT_POLICY, PreflightError, preflight, type Preflight } from './preflight';
+import { DEFAULT_POLICY, PreflightError, preflight, type Preflight, type ReaderEngines } from './preflight';
 import { engineVersionWarnings } from './engine-versions';
 import { priorTasks } from './prior';
 import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime } from './quota-wait';
@@ -71,20 +71,27 @@ export interface LiveRun {
 }
 
 /**
- * Sets the run up: preflight (nothing created when it fails), the run's and (plain mode) the workdir's locks, the
+ * Sets the run up: preflight (nothing created when it fails; `readers`: the engines of the workflows' readers of a task), the run's and (plain mode) the workdir's locks, the
  * frozen manifest, state.json written and its heartbeat started, the run's opening notes said.
  * @throws PreflightError before anything is created (also when the run or the workdir is held by another)
  */
-export async function openRun(opts: RunOptions): Promise<LiveRun> {
+export async function openRun(opts: RunOptions, readers: ReaderEngines): Promise<LiveRun> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
   startHelperEarly(opts);
-  const pre = await preflight(manifest, opts.engines, env, home, {
-    sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
-    allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
-    configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
-    enginesElsewhere: opts.attemptSteps !== undefined,
-  });
+  const pre = await preflight(
+    manifest,
+    opts.engines,
+    env,
+    home,
+    {
+      sandbox: opts.sandbox ?? DEFAULT_POLICY.sandbox,
+      allowFullAccess: opts.allowFullAccess ?? DEFAULT_POLICY.allowFullAccess,
+      configSource: opts.configSource ?? DEFAULT_POLICY.configSource,
+      enginesElsewhere: opts.attemptSteps !== undefined,
+    },
+    readers,
+  );
   const { cont, runId, releaseRun, releaseWorkdir } = await takeLocks(opts);
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import { findBinary } from '../../../engines';
 import { inspectRepo, type RepoInfo } from '../git/worktree';
-import type { Manifest } from '../manifest/types';
+import type { Manifest, TaskSpec } from '../manifest/types';
 import { probeNetstack, probeSandbox, type SandboxMode } from '../process/sandbox';
 import { decideContainment, tasksNeedingNetstack, type RunContainment } from './containment';
 import { fullAccessProblems } from './full-access';
@@ -27,6 +27,18 @@ export interface Preflight {
   containment: RunContainment;
 }
 
+/** An engine a workflow's reader runs on (run/workflows/workflow.ts readerEngines): its name, and whether it runs here on a pool run. */
+export interface ReaderEngine {
+  engine: string;
+  here: boolean;
+}
+
+/**
+ * The engines the workflows' readers of a task run on (critics, ranking reviewers, an inputs engine): the workflow
+ * table's (run/workflows/index.ts workflowReaderEngines), handed in by the caller (the table reaches the live run).
+ */
+export type ReaderEngines = (spec: TaskSpec) => readonly ReaderEngine[];
+
 /** What the user allows, from flags, config and settings (see RunOptions). */
 export interface RunPolicy {
   sandbox: SandboxMode;
@@ -41,15 +53,17 @@ export interface RunPolicy {
  * Everything that can be known wrong before any task starts: unknown engines, missing engine binaries (naming the
  * binary and how to install it), worktree mode outside a git repository or with a base_ref that names no commit,
  * include files that do not exist, a plain-mode workdir or a VERDICT_HOME (`home`) that cannot be written, no
- * sandbox where `policy` wants one, a task with full_access that `policy` does not allow. Creates nothing.
+ * sandbox where `policy` wants one, a task with full_access that `policy` does not allow. The engines a task runs on
+ * are its own, its fallback and routing engines, its reviewers, and its workflows' readers (`readers`). Creates nothing.
  * @throws PreflightError listing every problem found
  */
 export async function preflight(
   manifest: Manifest,
   engines: ReadonlyMap<string, EngineSpec>,
-  env: NodeJS.ProcessEnv = process.env,
-  home?: string,
-  policy: RunPolicy = DEFAULT_POLICY,
+  env: NodeJS.ProcessEnv,
+  home: string | undefined,
+  policy: RunPolicy,
+  readers: ReaderEngines,
 ): Promise<Preflight> {
   const problems: string[] = [];
   const decided = decideContainment(policy.sandbox, await probeSandbox(env), await probeNetstack(env), tasksNeedingNetstack(manifest.tasks));
@@ -60,26 +74,9 @@ export async function preflight(
     const problem = writableFolderProblem('VERDICT_HOME', home);
     if (problem) problems.push(problem);
   }
-  // Ranking reviewers and critics run here even on a pool run (on sealed commits fetched from the remote).
-  const here = new Set(
-    manifest.tasks.flatMap((t) => [
-      ...(t.select === 'ranked' || t.select === 'consensus' ? (t.rank?.engines ?? []).map((r) => r.engine) : []),
-      ...(t.critique?.critics ?? []).map((c) => c.engine),
-    ]),
-  );
+  const { named, here } = enginesNamed(manifest, readers);
   const binaries = new Map<string, string>();
-  // Every engine a task may run on: its own, each of its fallback engines (a retry must not fail for a missing binary)
-  // and its reviewers (a ranked best-of-N task's ranking reviewers too) and critics.
-  for (const name of new Set(
-    manifest.tasks.flatMap((t) => [
-      t.engine,
-      ...t.fallback.map((f) => f.engine),
-      ...(t.route?.from ?? []).map((c) => c.engine),
-      ...(t.review?.engines ?? []).map((r) => r.engine),
-      ...(t.rank?.engines ?? []).map((r) => r.engine),
-      ...(t.critique?.critics ?? []).map((c) => c.engine),
-    ]),
-  )) {
+  for (const name of named) {
     const engine = engines.get(name);
     if (!engine) {
       problems.push(`unknown engine "${name}"; known engines: ${[...engines.keys()].sort().join(', ')}`);
@@ -90,7 +87,7 @@ export async function preflight(
     if (found) binaries.set(name, found);
     else
       problems.push(
-        `engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH${policy.enginesElsewhere ? ' (ranking reviewers and critics run on this machine, even on a pool run)' : ''}. Install it: ${engine.install}`,
+        `engine "${name}" needs the \`${engine.binary}\` command, which is not on PATH${policy.enginesElsewhere ? ' (ranking reviewers, inputs engines and critics run on this machine, even on a pool run)' : ''}. Install it: ${engine.install}`,
       );
   }
   let repo: RepoInfo | null = null;
@@ -116,6 +113,30 @@ export async function preflight(
   }
   if (problems.length || !containment) throw new PreflightError(problems);
   return { repo, binaries, containment };
+}
+
+/**
+ * Every engine a task of `manifest` may run on (`named`): its own, each of its fallback engines (a retry must not fail
+ * for a missing binary), its routing candidates, its reviewers, and its workflows' readers (critics, ranking reviewers,
+ * an inputs engine: `readers`); `here`: those that run on this machine even on a pool run.
+ */
+function enginesNamed(manifest: Manifest, readers: ReaderEngines): { named: Set<string>; here: Set<string> } {
+  const named = new Set<string>();
+  const here = new Set<string>();
+  for (const t of manifest.tasks) {
+    for (const name of [
+      t.engine,
+      ...t.fallback.map((f) => f.engine),
+      ...(t.route?.from ?? []).map((c) => c.engine),
+      ...(t.review?.engines ?? []).map((r) => r.engine),
+    ])
+      named.add(name);
+    for (const reader of readers(t)) {
+      named.add(reader.engine);
+      if (reader.here) here.add(reader.engine);
+    }
+  }
+  return { named, here };
 }
 
 /** The defaults: sandboxed, no full access. */

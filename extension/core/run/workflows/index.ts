@@ -4,16 +4,18 @@
  * entry here.
  */
 import type { EvalRow } from '../../store/eval-row';
+import type { TaskSpec } from '../../manifest/types';
 import type { AttemptRecord } from '../attempt-record';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import { DEFAULT_STEPS } from '../steps';
-import type { Workflow, WorkflowHost, WorkflowRelease, WorkflowRun } from './workflow';
+import type { ReaderEngine } from '../preflight';
+import type { PoolPartCheck, Workflow, WorkflowHost, WorkflowRelease, WorkflowRun } from './workflow';
 import { generateWorkflow } from './generate';
 import { critiqueWorkflow } from './critique';
 import { phasesWorkflow } from './phases';
 import { bestOfNWorkflow } from './best-of-n';
 
-export type { Workflow, WorkflowHost, WorkflowRelease, WorkflowRun, WorkflowStep } from './workflow';
+export type { PoolPartCheck, Workflow, WorkflowHost, WorkflowPoolPart, WorkflowRelease, WorkflowRun, WorkflowStep } from './workflow';
 
 /** Every registered workflow. */
 export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, generateWorkflow, critiqueWorkflow, bestOfNWorkflow];
@@ -178,4 +180,68 @@ export function workflowReceipt(rec: AttemptRecord): Record<string, unknown> {
  */
 export function workflowsResumed(ctx: AttemptContext, task: TaskRuntime): void {
   for (const w of WORKFLOWS) w.onResume?.(ctx, task);
+}
+
+/** The engines every workflow's readers of `spec` may run on (Workflow.readerEngines), in table order. */
+export function workflowReaderEngines(spec: TaskSpec): ReaderEngine[] {
+  return WORKFLOWS.flatMap((w) => w.readerEngines?.(spec) ?? []);
+}
+
+/** Every workflow's part of a pool attempt's payload (Workflow.pool), keyed by workflow name; none: an empty object. */
+export async function poolPartsOf(ctx: AttemptContext, task: TaskRuntime): Promise<Record<string, unknown>> {
+  const parts: Record<string, unknown> = {};
+  for (const w of WORKFLOWS) {
+    const part = w.pool ? await w.pool.send(ctx, task) : null;
+    if (part !== null && part !== undefined) parts[w.name] = part;
+  }
+  return parts;
+}
+
+/** The commits `task`'s pool attempt starts from in place of its prerequisites' (Workflow.pool startFrom), or null. */
+export function poolStartFrom(task: TaskRuntime): { key: string; commit: string }[] | null {
+  for (const w of WORKFLOWS) {
+    const from = w.pool?.startFrom?.(task) ?? null;
+    if (from) return from;
+  }
+  return null;
+}
+
+/**
+ * On a pool worker: the payload's `workflows` object checked, each part by its workflow's `parse`.
+ * @throws BadJobError (through `check`) for a part of a workflow this worker does not have, or one its workflow refuses
+ */
+export function parsePoolParts(parts: Record<string, unknown>, check: (name: string) => PoolPartCheck): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, part] of Object.entries(parts)) {
+    const w = WORKFLOWS.find((x) => x.name === name && x.pool);
+    if (!w?.pool)
+      return check(name).bad(
+        `the part of a workflow this worker runs (${WORKFLOWS.filter((x) => x.pool)
+          .map((x) => x.name)
+          .join(', ')})`,
+      );
+    out[name] = w.pool.parse(part, check(name));
+  }
+  return out;
+}
+
+/** On a pool worker: what the payload's parts do to the attempt (each workflow's commits, spec fields and apply), for the parts present. */
+export function poolPartUses(parts: Record<string, unknown>): {
+  commits: string[];
+  spec: Partial<TaskSpec>;
+  apply: (task: TaskRuntime) => void;
+} {
+  const present = WORKFLOWS.filter((w) => w.pool && w.name in parts);
+  return {
+    commits: present.flatMap((w) => w.pool?.commits?.(parts[w.name]) ?? []),
+    spec: Object.assign({}, ...present.map((w) => w.pool?.spec?.(parts[w.name]) ?? {})) as Partial<TaskSpec>,
+    apply: (task) => {
+      for (const w of present) w.pool?.apply?.(task, parts[w.name]);
+    },
+  };
+}
+
+/** On the orchestrator: every workflow's share of a pool attempt's record taken back (Workflow.pool taken). */
+export function poolRecordTaken(remote: Readonly<Partial<AttemptRecord>>, rec: AttemptRecord): void {
+  for (const w of WORKFLOWS) w.pool?.taken?.(remote, rec);
 }

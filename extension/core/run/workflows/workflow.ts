@@ -5,9 +5,11 @@
  * workflow only through that table. A workflow's static hooks (`steps`, `statusPending`, `onSettled`) hold for every
  * run; what it keeps per run (its decisions under way) lives in the {@link WorkflowRun} its `open` makes when a run starts.
  */
+import type { TaskSpec } from '../../manifest/types';
 import type { EvalRow } from '../../store/eval-row';
 import type { AttemptRecord, StepName } from '../attempt-record';
 import type { LiveRun } from '../live-run';
+import type { ReaderEngine } from '../preflight';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import type { TaskGraph } from '../task-graph';
 
@@ -80,8 +82,61 @@ export interface Workflow {
    * dir: this workflow runs the check again on a changed copy, and the two runs must differ in those changes alone.
    */
   checkOnCopy?(task: TaskRuntime): boolean;
+  /**
+   * The engines this workflow's readers of `spec` may run on (critics, ranking reviewers, an inputs engine), in the
+   * order they run, each with `here`: true when it runs on the orchestrator's machine even on a pool run (so its binary
+   * must be on this machine's PATH). Read by the run's preflight (run/preflight.ts); absent: none.
+   */
+  readerEngines?(spec: TaskSpec): ReaderEngine[];
+  /** What this workflow sends a pool worker with an attempt of a task of its own (`verdict run --pool`); absent: nothing. */
+  pool?: WorkflowPoolPart;
   /** Called once when a run starts (after its task graph is built): the workflow's part of that run. */
   open?(host: WorkflowHost): WorkflowRun;
+}
+
+/**
+ * A workflow's part of a pool attempt's payload (pool/payload.ts `workflows`, keyed by the workflow's name): made on
+ * the orchestrator, checked and used on the worker, which learns nothing else of the workflow. A worker that does not
+ * know a workflow refuses a payload with its part, so no part is ever ignored unsaid.
+ */
+export interface WorkflowPoolPart {
+  /**
+   * On the orchestrator, as the payload of `task`'s attempt is made: the part, or null when the attempt needs none (the
+   * payload then has no entry for this workflow). Only plain data: never a key, a path or a variable of this machine.
+   * @throws Error when what the part needs cannot be resolved (the attempt then ends ERROR)
+   */
+  send(ctx: AttemptContext, task: TaskRuntime): Promise<unknown> | unknown;
+  /**
+   * On the worker: the part as it came, checked, in the shape `send` made (a copy; no field it does not know).
+   * @throws BadJobError through `check.bad`, saying what the part should be
+   */
+  parse(part: unknown, check: PoolPartCheck): unknown;
+  /** On the worker: the commits the (parsed) part names, fetched with the attempt's start commits. */
+  commits?(part: unknown): string[];
+  /** On the worker: the fields the part sets on the task's spec (which the worker builds from the payload). */
+  spec?(part: unknown): Partial<TaskSpec>;
+  /** On the worker: acts on the task built from the payload, before its attempt runs. */
+  apply?(task: TaskRuntime, part: unknown): void;
+  /**
+   * On the orchestrator, as a pool attempt's record comes back: takes what this workflow's steps wrote into the
+   * worker's record (`remote`, the worker's own word) into the attempt's `rec`, and writes its logs here.
+   */
+  taken?(remote: Readonly<Partial<AttemptRecord>>, rec: AttemptRecord): void;
+  /**
+   * On the orchestrator: the commits `task`'s pool attempt starts from in place of its passed prerequisites' (a
+   * critique's revision starts from the proposal), or null to leave them.
+   */
+  startFrom?(task: TaskRuntime): { key: string; commit: string }[] | null;
+}
+
+/** What a pool part's `parse` checks with: the payload's own rules for task keys and commits, and its error. */
+export interface PoolPartCheck {
+  /** Throws the payload's BadJobError: this part should be `want`. */
+  bad(want: string): never;
+  /** True for a task key as the manifest allows it (no leading dot, no `..`). */
+  isKey(s: string): boolean;
+  /** True for a full commit sha (40 or 64 hex digits). */
+  isCommit(s: string): boolean;
 }
 
 /**

@@ -9,4 +9,11 @@ import { BestOfN } from './groups';
 export const bestOfNWorkflow: Workflow = {
   name: 'best-of-N',
   open: (host) => new BestOfN(host),
+  readerEngines: (spec) => {
+    // The group's selection runs on the orchestrator, even on a pool run: its ranking reviewers (a ranked group's, or a
+    // consensus group's tie-break) and its inputs engine read the candidates' sealed commits here.
+    const selects = spec.select === 'ranked' || spec.select === 'consensus';
+    const inputs = spec.distinguish && typeof spec.distinguish.inputs !== 'string' ? [{ engine: spec.distinguish.inputs.engine, here: true }] : [];
+    return [...(spec.rank?.engines ?? []).map((r) => ({ engine: r.engine, here: selects })), ...inputs];
+  },
 };

@@ -3,13 +3,14 @@
  * proposal (step.ts: step `critique`, placed after `review`); their verified criticisms are handed to the next attempt
  * as a revision that spends no retry (onAttemptEnd, prompt), until the loop stops. Its files: the loop (loop.ts), the
  * critic's answer (verdict.ts), a command criticism's rules (command.ts), the critic's prompt (prompt.ts), its record
- * and eval row (record.ts), the loop kept for resume (state.ts), the pool's round on the orchestrator (pool-step.ts).
+ * and eval row (record.ts), the loop kept for resume (state.ts), the pool's round on the orchestrator (pool-step.ts), and a revision's part of a pool payload (pool-part.ts).
  */
 import type { Workflow } from '../workflow';
 import { revisionPrompt } from './loop';
 import { critiqueRow } from './record';
 import { critiqueStep, isRevision, pendingCritique, restoreCritique, settleCritique } from './step';
 import { critiqueHereStep } from './pool-step';
+import { critiquePoolPart } from './pool-part';
 
 export const critiqueWorkflow: Workflow = {
   name: 'critique',
@@ -21,6 +22,9 @@ export const critiqueWorkflow: Workflow = {
   rows: (rec) => (rec.critiques ?? []).map((c) => critiqueRow(rec, c)),
   receipt: (rec) => (rec.critiques ? { critiques: rec.critiques } : {}),
   onResume: restoreCritique,
+  pool: critiquePoolPart,
+  // Critics read sealed commits on the orchestrator, even on a pool run (pool-step.ts).
+  readerEngines: (spec) => (spec.critique?.critics ?? []).map((c) => ({ engine: c.engine, here: true })),
 };
 
 export { isRevision, markRevision, revisionPending } from './step';
