@@ -6,7 +6,17 @@ import { builtinEngines } from '../../engines';
 import { lintCommand } from '../../extension/cli/lint-command';
 import { cleanRuns } from '../../extension/core/run/clean';
 import { mergeTask } from '../../extension/core/git/merge';
-import { GIT_ENV_KEYS, gitFor, gitRunner, NO_DIFF_PROGRAMS, runGit, safeGitConfigArgs, UnsafeRepositoryConfigError } from '../../extension/core/git/safe-git';
+import {
+  GIT_ENV_KEYS,
+  gitFor,
+  gitRunner,
+  NO_DIFF_PROGRAMS,
+  readDriverNames,
+  runGit,
+  safeGitConfigArgs,
+  UnsafeRepositoryConfigError,
+} from '../../extension/core/git/safe-git';
+import { readWorktreeLinks, sealGit, worktreeDrivers } from '../../extension/core/git/worktree';
 import { lintManifestFile } from '../../extension/core/manifest/lint';
 import { changedFiles } from '../../extension/vscode/changed-files';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
@@ -398,5 +408,56 @@ describe('gitFor: a git that did not finish is never a result', () => {
     assert.ok(child, 'the git child was found');
     process.kill(child, 'SIGKILL');
     await assert.rejects(pending, /killed by a signal/);
+  });
+});
+
+describe('driver names read once per phase (readDriverNames, worktreeDrivers)', function () {
+  this.timeout(60000);
+
+  /** A worktree of a repository whose `*.tc` files name diff driver `tc` and merge driver `md`, none configured yet. */
+  function worktree() {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { '.gitattributes': '*.tc diff=tc merge=md\n', 'data.tc': 'one\n' });
+    const wt = path.join(dir, 'wt');
+    git(repo, 'worktree', 'add', '-q', '--detach', wt, 'HEAD');
+    const links = readWorktreeLinks(wt, path.join(repo, '.git'));
+    const marker = path.join(dir, 'ran');
+    const program = path.join(dir, 'program.sh');
+    fs.writeFileSync(program, `#!/bin/sh\ntouch '${marker}'\ncat "$1"\n`, { mode: 0o755 });
+    return { repo, wt, links, marker, program };
+  }
+
+  it('a read taken before an untrusted process wrote a driver into the config lets git run it; the read taken after does not', async () => {
+    const { repo, wt, links, marker, program } = worktree();
+    // The phase read before the "worker" ran (what one read per task, at prepare, would be).
+    const before = await worktreeDrivers(links);
+    // The worker (unsandboxed: --no-sandbox, full_access) names programs in the repository's own config.
+    git(repo, 'config', 'diff.tc.textconv', program);
+    git(repo, 'config', 'merge.md.driver', `${program} %A`);
+    fs.writeFileSync(path.join(wt, 'data.tc'), 'two\n');
+    const after = await worktreeDrivers(links);
+    const named = (read: typeof after) => read.entries.map(([k]) => k).filter((k) => /^(diff|merge)\.(tc|md)\./.test(k));
+    assert.deepEqual(named(before), []);
+    assert.deepEqual(named(after), ['diff.tc.textconv', 'merge.md.driver']);
+    const index = path.join(links.adminDir, 'index');
+    // `git diff` converts with textconv unless told not to (--no-textconv): the stale read leaves the worker's program named.
+    await sealGit(links, index, undefined, before).raw(['diff', '--no-ext-diff', 'HEAD']);
+    assert.equal(fs.existsSync(marker), true, 'control: with the read from before the worker, git ran its textconv');
+    fs.rmSync(marker);
+    const out = await sealGit(links, index, undefined, after).raw(['diff', '--no-ext-diff', 'HEAD']);
+    assert.match(out, /\+two/);
+    assert.equal(fs.existsSync(marker), false, "with the read from after the worker, its textconv is `cat`: the worker's program never ran");
+  });
+
+  it('a runner refuses a read taken for another folder or git dir; readDriverNames refuses a variable outside GIT_ENV_KEYS', async () => {
+    const { repo, wt, links } = worktree();
+    const read = await worktreeDrivers(links);
+    assert.throws(() => sealGit({ ...links, dir: repo }, path.join(links.adminDir, 'index'), undefined, read), /driver names read for/);
+    assert.throws(() => gitRunner(wt, { drivers: read }), /driver names read for/);
+    const withGitDir = await readDriverNames(repo, { GIT_DIR: path.join(repo, '.git') });
+    assert.throws(() => gitRunner(repo, { drivers: withGitDir }), /driver names read for/);
+    await assert.rejects(readDriverNames(repo, { GIT_CONFIG_GLOBAL: '/tmp/x' } as Record<string, string>), /GIT_CONFIG_GLOBAL is not allowed/);
+    // The same folder and git dirs with another index file: accepted.
+    assert.equal(await sealGit(links, path.join(path.dirname(wt), 'other.index'), undefined, read).raw(['rev-parse', '--is-inside-work-tree']), 'true\n');
   });
 });

@@ -171,6 +171,38 @@ export function gitFor(baseDir: string, opts: SafeGitOptions = {}): SimpleGit {
   return opts.env ? git.env(gitEnv(opts.env)) : git;
 }
 
+/**
+ * The driver names of one repository as git read them at one moment ({@link readDriverNames}), to be shared by the
+ * runners of one phase instead of one read each. A phase here is a stretch of the orchestrator's own work in which no
+ * untrusted process runs (no worker, check, setup or reviewer is alive between the read and the last command that
+ * relies on it): the seal after the worker has exited, the record of a prepared tree before any worker starts. Never
+ * keep one across a step that runs an untrusted process: such a process may have written a config file git reads (a
+ * worktree's `config.worktree`, the repository's config when it is not sandboxed), and a driver it named after the read
+ * would not be switched off. Made only by readDriverNames; a runner refuses one read for another folder or git dir.
+ */
+export interface DriverNames {
+  /** The folder git ran in (the runners' `baseDir`), as given. */
+  readonly dir: string;
+  /** GIT_DIR and GIT_COMMON_DIR of the read ('' when unset): they decide which config files git reads. */
+  readonly gitDir: string;
+  readonly commonDir: string;
+  /** `<key, value>` of every entry in the sections that can name a program (value null for a bare boolean key). */
+  readonly entries: readonly (readonly [string, string | null])[];
+}
+
+/**
+ * Reads the driver names git sees in `dir` with `env` now (`git config --get-regexp` through the spawn helper: reading
+ * config runs nothing), for the runners of one phase (see DriverNames: when it may be read, and for how long it holds).
+ * @param env as {@link SafeGitOptions.env}; GIT_INDEX_FILE and GIT_WORK_TREE do not change what is read
+ * @throws Error when `env` names a key outside GIT_ENV_KEYS. A config git cannot read gives no names (the commands
+ *   then fail on it too)
+ */
+export async function readDriverNames(dir: string, env: Record<string, string> = {}): Promise<DriverNames> {
+  const extra = Object.keys(env).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
+  if (extra.length) throw new Error(`readDriverNames: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
+  return { dir, gitDir: env.GIT_DIR ?? '', commonDir: env.GIT_COMMON_DIR ?? '', entries: await configuredDrivers(dir, env) };
+}
+
 /** Options of {@link runGit}. */
 export interface RunGitOptions extends SafeGitOptions {
   /**
@@ -179,6 +211,12 @@ export interface RunGitOptions extends SafeGitOptions {
    * that need no name still apply.
    */
   noDrivers?: boolean;
+  /**
+   * The driver names of this phase, read once for all its runners ({@link readDriverNames}; see DriverNames for when
+   * that is sound): used instead of a read of this runner's own. Must have been read in `baseDir` with this runner's
+   * GIT_DIR and GIT_COMMON_DIR.
+   */
+  drivers?: DriverNames;
   /** Extra `-c key=value` pairs, after the overrides (never one of theirs: those stay in force). */
   config?: readonly string[];
   /**
@@ -223,12 +261,14 @@ export interface ByteGit extends RawGit {
 export function gitRunner(baseDir: string, opts: RunGitOptions = {}): ByteGit {
   const extra = Object.keys(opts.env ?? {}).filter((k) => !(GIT_ENV_KEYS as readonly string[]).includes(k));
   if (extra.length) throw new Error(`gitRunner: environment ${extra.join(', ')} is not allowed; only ${GIT_ENV_KEYS.join(', ')}`);
-  // The driver names are read (through the spawn helper, like the commands) before the first command, once.
+  if (opts.drivers) sameRepository(opts.drivers, baseDir, opts.env ?? {});
+  // The driver names are read (through the spawn helper, like the commands) before the first command, once; or the
+  // phase's read is taken.
   let head: Promise<string[]> | null = null;
   const heads = async (): Promise<string[]> => {
     const pairs = opts.noDrivers
       ? configPairs({ ...opts, repo: undefined }, [])
-      : configPairs({ ...opts, repo: baseDir }, await configuredDrivers(baseDir, opts.env));
+      : configPairs({ ...opts, repo: baseDir }, opts.drivers?.entries ?? (await configuredDrivers(baseDir, opts.env)));
     return [...pairs.flatMap(([k, v]) => ['-c', `${k}=${v}`]), ...(opts.config ?? []).flatMap((c) => ['-c', c])];
   };
   const env = { ...gitEnv(opts.env ?? {}), GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS: 'true' };
@@ -263,6 +303,17 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): ByteGit {
   };
 }
 
+/**
+ * Checks that `drivers` were read where a runner in `baseDir` with `env` reads its config.
+ * @throws Error naming both when the folder, GIT_DIR or GIT_COMMON_DIR differ
+ */
+function sameRepository(drivers: DriverNames, baseDir: string, env: Record<string, string>): void {
+  const want = [baseDir, env.GIT_DIR ?? '', env.GIT_COMMON_DIR ?? ''];
+  const got = [drivers.dir, drivers.gitDir, drivers.commonDir];
+  if (want.some((w, i) => w !== got[i]))
+    throw new Error(`gitRunner: driver names read for ${JSON.stringify(got)} (folder, GIT_DIR, GIT_COMMON_DIR) given to a runner for ${JSON.stringify(want)}`);
+}
+
 /** Runs one git command through {@link gitRunner}. */
 export async function runGit(baseDir: string, args: readonly string[], opts: RunGitOptions = {}): Promise<string> {
   return gitRunner(baseDir, opts).raw(args);
@@ -273,7 +324,7 @@ export async function runGit(baseDir: string, args: readonly string[], opts: Run
  * `opts.repo`; ignored without a repo). Pure.
  * @throws UnsafeRepositoryConfigError when a driver name contains `=`
  */
-function configPairs(opts: SafeGitOptions, drivers: readonly [string, string | null][]): [string, string][] {
+function configPairs(opts: SafeGitOptions, drivers: readonly (readonly [string, string | null])[]): [string, string][] {
   const trusted = opts.trusted !== false;
   const pairs: [string, string][] = [...ALWAYS, ...(trusted ? [] : UNTRUSTED)].map(([k, v]) => [k, v]);
   if (opts.repo === undefined) return pairs;

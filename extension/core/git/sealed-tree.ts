@@ -12,7 +12,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, type WorktreeLinks } from './worktree';
+import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, worktreeDrivers, type WorktreeLinks } from './worktree';
+import type { DriverNames } from './safe-git';
 import { removeSpecialFiles } from './special-files';
 import { parseRawZ, workingBlobId } from './sealed-bytes';
 import { showPath } from '../fs/byte-names';
@@ -29,13 +30,14 @@ export interface SealedTree {
 
 /**
  * Records the worktree as sealed: keeps a copy of `sealIndex` at `keepIndex` and lists the ignored entries.
+ * @param drivers the seal phase's driver names (worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message
  */
-export async function recordSealedTree(links: WorktreeLinks, sha: string, sealIndex: string, keepIndex: string): Promise<SealedTree> {
+export async function recordSealedTree(links: WorktreeLinks, sha: string, sealIndex: string, keepIndex: string, drivers?: DriverNames): Promise<SealedTree> {
   fs.mkdirSync(path.dirname(keepIndex), { recursive: true });
   fs.rmSync(keepIndex, { force: true });
   copyIndex(sealIndex, keepIndex);
-  return { sha, index: keepIndex, ignored: await ignoredEntries(links, keepIndex) };
+  return { sha, index: keepIndex, ignored: await ignoredEntries(links, keepIndex, undefined, drivers) };
 }
 
 /**
@@ -45,15 +47,16 @@ export async function recordSealedTree(links: WorktreeLinks, sha: string, sealIn
  * @throws Error with git's message
  */
 export async function recordWorktreeTree(links: WorktreeLinks, keepIndex: string): Promise<SealedTree> {
-  restoreWorktreeLinks(links);
+  // One read of the driver names for the whole record (nothing untrusted runs until it returns).
+  const drivers = await worktreeDrivers(links);
   fs.mkdirSync(path.dirname(keepIndex), { recursive: true });
   fs.rmSync(keepIndex, { force: true });
-  const git = sealGit(links, keepIndex);
+  const git = sealGit(links, keepIndex, undefined, drivers);
   if (links.baseIndex && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, keepIndex);
   else await git.raw(['read-tree', links.baseSha ?? 'HEAD']);
   await git.raw(['-c', 'core.trustctime=true', '-c', 'core.checkStat=default', 'add', '-A', ...sealPathspecs(links)]);
   const tree = (await git.raw(['write-tree'])).trim();
-  return { sha: tree, index: keepIndex, ignored: await ignoredEntries(links, keepIndex) };
+  return { sha: tree, index: keepIndex, ignored: await ignoredEntries(links, keepIndex, undefined, drivers) };
 }
 
 /** What {@link resetToSealed} changed, for the task's notes: paths removed (new since the seal) and put back. */
@@ -78,13 +81,14 @@ export const RESET_GIT_TIMEOUT_MS = 300_000;
  * @throws Error with git's message, or saying which command ran out of time
  */
 export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree, timeoutMs = RESET_GIT_TIMEOUT_MS): Promise<ResetReport> {
-  restoreWorktreeLinks(links);
+  // One read of the driver names for the whole reset, after the check ended (nothing untrusted runs until it returns).
+  const drivers = await worktreeDrivers(links);
   const special = (await removeSpecialFiles(links.dir, { upper: links.overlay?.upper, timeoutMs })).map((f) => showPath(f.path));
   const index = `${sealed.index}.reset`;
   fs.rmSync(index, { force: true });
   copyIndex(sealed.index, index);
   try {
-    const git = sealGit(links, index, timeoutMs);
+    const git = sealGit(links, index, timeoutMs, drivers);
     // What differs from the sealed tree, before it is put back (for the report).
     await git.raw(['update-index', '-q', '--refresh', '--ignore-submodules']).catch(() => '');
     // Left out: a file whose bytes are still its sealed blob, listed only because git's conversions (a `text`
@@ -99,7 +103,7 @@ export async function resetToSealed(links: WorktreeLinks, sealed: SealedTree, ti
     const root = Buffer.from(`${links.dir}${path.sep}`);
     for (const e of cleaned) fs.rmSync(Buffer.concat([root, e]), { recursive: true, force: true });
     const before = new Set(sealed.ignored);
-    const fresh = (await ignoredEntryBytes(links, index, timeoutMs)).filter((e) => !before.has(e.toString('utf8')));
+    const fresh = (await ignoredEntryBytes(links, index, timeoutMs, drivers)).filter((e) => !before.has(e.toString('utf8')));
     for (const e of fresh) fs.rmSync(Buffer.concat([root, e]), { recursive: true, force: true });
     return { removed: [...special, ...cleaned.map(showPath), ...fresh.map(showPath)].sort(), restored: changed.sort() };
   } finally {
@@ -120,13 +124,13 @@ function splitZ(out: Buffer): Buffer[] {
 }
 
 /** {@link ignoredEntries} as bytes (each a path of git's, relative to the worktree). */
-async function ignoredEntryBytes(links: WorktreeLinks, indexFile: string, timeoutMs?: number): Promise<Buffer[]> {
-  return splitZ(await sealGit(links, indexFile, timeoutMs).rawBytes(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']));
+async function ignoredEntryBytes(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<Buffer[]> {
+  return splitZ(await sealGit(links, indexFile, timeoutMs, drivers).rawBytes(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']));
 }
 
 /** Ignored untracked entries (a wholly ignored folder as `dir/`), against the index `indexFile`. */
-async function ignoredEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number): Promise<string[]> {
-  const out = await sealGit(links, indexFile, timeoutMs).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
+async function ignoredEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<string[]> {
+  const out = await sealGit(links, indexFile, timeoutMs, drivers).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
   return out.split('\0').filter(Boolean).sort();
 }
 
@@ -138,11 +142,12 @@ async function ignoredEntries(links: WorktreeLinks, indexFile: string, timeoutMs
  * these are the files the sealed commit does not hold: what git ignores, what a sparse seal leaves outside its cone.
  * Git reads and never writes the index here.
  * @param timeoutMs limit of the git command, ms
+ * @param drivers this phase's driver names (worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message
  */
-export async function untrackedEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number): Promise<Buffer[]> {
+export async function untrackedEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<Buffer[]> {
   restoreWorktreeLinks(links);
-  const out = await sealGit(links, indexFile, timeoutMs).raw(['-c', 'core.quotePath=true', 'ls-files', '--others', '--directory']);
+  const out = await sealGit(links, indexFile, timeoutMs, drivers).raw(['-c', 'core.quotePath=true', 'ls-files', '--others', '--directory']);
   return out.split('\n').filter(Boolean).map(unquoteGitPath);
 }
 

@@ -5,7 +5,7 @@ import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
 import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
-import { gitFor, gitRunner, runGit, type ByteGit, type RawGit } from './safe-git';
+import { gitFor, gitRunner, readDriverNames, runGit, type ByteGit, type DriverNames, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
@@ -466,6 +466,8 @@ const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
  * in it (`add -A`, so .gitignore is respected) on top of the task branch, with a private index and explicit
  * GIT_DIR / GIT_COMMON_DIR / GIT_WORK_TREE (whatever the worker did to HEAD, the index or `.git`), authored by the
  * orchestrator with `identityArgs`. The branch does not move here: see advanceBranch, after the check passed.
+ * `opts.drivers`: the seal phase's driver names ({@link worktreeDrivers}, read after the worker ended); absent, the
+ * seal reads its own.
  * @throws Error with git's message
  */
 export async function sealWorktree(
@@ -474,14 +476,14 @@ export async function sealWorktree(
   indexFile: string,
   message: string,
   identityArgs: string[],
-  opts: { timeoutMs?: number; expectFiles?: string[] } = {},
+  opts: { timeoutMs?: number; expectFiles?: string[]; drivers?: DriverNames } = {},
 ): Promise<Seal> {
   restoreWorktreeLinks(links);
   fs.rmSync(indexFile, { force: true });
   // Before any git reads the tree: a FIFO where git opens a file (`.gitattributes`, a folder's `.gitignore`) would hold
   // it until the time limit. An overlay's new entries are all in its upper layer.
   const special = (await removeSpecialFiles(links.dir, { upper: links.overlay?.upper, timeoutMs: opts.timeoutMs })).map((f) => listSpecialFiles([f]));
-  const git = sealGit(links, indexFile, opts.timeoutMs);
+  const git = sealGit(links, indexFile, opts.timeoutMs, opts.drivers);
   const [parent, parentTree] = (await git.raw(['rev-parse', `refs/heads/${branch}^{commit}`, `refs/heads/${branch}^{tree}`]).catch(() => ''))
     .trim()
     .split('\n');
@@ -607,15 +609,16 @@ async function checkOut(links: WorktreeLinks, sha: string, tree: TreeChoice): Pr
 }
 
 /**
- * sealGit for a fresh tree's `read-tree -u --reset <commit>` alone: the same git dirs, index and index settings, but
- * the repository's driver names are not read (git/safe-git.ts `noDrivers`). That command merges nothing, diffs
- * nothing, starts no pager and updates no submodule, so no override by driver name could apply; the filters it runs
- * (smudge, process) are the repository's own, which a trusted runner keeps either way. Saves one `git config`
- * process per tree, run synchronously on the orchestrator's event loop.
+ * sealGit for commands that run nothing a driver names: a fresh tree's `read-tree -u --reset <commit>`, `update-ref`,
+ * `read-tree <commit>` (the index only). The same git dirs, index and index settings, but the repository's driver
+ * names are not read (git/safe-git.ts `noDrivers`). These commands merge nothing, diff nothing, start no pager and
+ * update no submodule, so no override by driver name could apply; the filters a checkout runs (smudge, process) are
+ * the repository's own, which a trusted runner keeps either way. Saves one `git config` process each. Their stdout
+ * is not read (`quiet`).
  */
 function checkoutGit(links: WorktreeLinks, indexFile: string): RawGit {
   return gitRunner(links.dir, {
-    env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile },
+    env: { ...gitDirs(links), GIT_INDEX_FILE: indexFile },
     config: indexConfig(links),
     noDrivers: true,
     quiet: true,
@@ -669,7 +672,8 @@ export async function pointHeadAt(links: WorktreeLinks, sha: string): Promise<vo
     copyAdminFile(links, links.baseIndex, 'index');
     return;
   }
-  const git = sealGit(links, path.join(links.adminDir, 'index'));
+  // update-ref and read-tree without -u (the index only): nothing a driver names runs.
+  const git = checkoutGit(links, path.join(links.adminDir, 'index'));
   await git.raw(['update-ref', '--no-deref', 'HEAD', sha]);
   await git.raw(['read-tree', sha]);
 }
@@ -718,7 +722,9 @@ export function copyIndex(from: string, to: string): void {
  */
 export async function advanceBranch(links: WorktreeLinks, branch: string, seal: Seal, sealIndex?: string): Promise<void> {
   restoreWorktreeLinks(links);
-  const git = sealGit(links, path.join(links.adminDir, 'index'));
+  // update-ref and read-tree without -u (the index only): nothing a driver names runs, so no driver names are read
+  // (deliver comes after the check, an untrusted step: a read from the seal would not hold here).
+  const git = checkoutGit(links, path.join(links.adminDir, 'index'));
   if (seal.changed) await git.raw(['update-ref', '-m', 'verdict: sealed and checked', `refs/heads/${branch}`, seal.sha, seal.parent]);
   // HEAD becomes the branch (a symref, as git writes it); the index is the seal's own, which holds exactly its tree.
   writeAdminFile(links, 'HEAD', `ref: refs/heads/${branch}\n`);
@@ -779,12 +785,31 @@ async function changedSubmodules(
  *   restored by restoreWorktreeLinks before any git of ours): out-of-cone folders are one entry each;
  * - otherwise never split (`core.splitIndex=false`, whatever the repository's config says), for the same reason.
  */
-export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number): ByteGit {
+export function sealGit(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): ByteGit {
   return gitRunner(links.dir, {
-    env: { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir, GIT_INDEX_FILE: indexFile },
+    env: { ...gitDirs(links), GIT_INDEX_FILE: indexFile },
     timeoutMs,
     config: indexConfig(links),
+    ...(drivers ? { drivers } : {}),
   });
+}
+
+/** sealGit's git dirs: the worktree's admin dir, the repository's common dir, the worktree. */
+function gitDirs(links: WorktreeLinks): { GIT_DIR: string; GIT_COMMON_DIR: string; GIT_WORK_TREE: string } {
+  return { GIT_DIR: links.adminDir, GIT_COMMON_DIR: links.commonDir, GIT_WORK_TREE: links.dir };
+}
+
+/**
+ * The driver names sealGit's git reads for the worktree of `links` now, read once for every sealGit of one phase
+ * (pass them as its `drivers`; git/safe-git.ts DriverNames). The worktree's links are restored first, so the read
+ * sees the config files git made, none of a worker's. Call it after the last untrusted step that could have written
+ * one (the worker, a check, setup) ended, and use it only until the next one starts: once per seal, once per record of
+ * a prepared tree, once per reset to a sealed tree.
+ * @throws Error as restoreWorktreeLinks (a file system error)
+ */
+export async function worktreeDrivers(links: WorktreeLinks): Promise<DriverNames> {
+  restoreWorktreeLinks(links);
+  return readDriverNames(links.dir, gitDirs(links));
 }
 
 /** The `-c` settings of sealGit's index (see there). */

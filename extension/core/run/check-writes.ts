@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { recordSealedTree, recordWorktreeTree, resetToSealed, type SealedTree } from '../git/sealed-tree';
 import type { WorktreeLinks } from '../git/worktree';
+import type { DriverNames } from '../git/safe-git';
 import { showName } from '../fs/byte-names';
 import { restoreSnapshot, takeSnapshot, type DirSnapshot, type SnapshotEntry } from './dir-snapshot';
 
@@ -16,10 +17,11 @@ export type SealedState = { kind: 'commit'; tree: SealedTree } | { kind: 'dir'; 
 
 /**
  * Records the worktree as sealed at `sha` (worktree mode). The seal's index is copied to `<taskRunDir>/sealed.index`.
+ * @param drivers the seal phase's driver names (git/worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message
  */
-export async function sealedCommit(links: WorktreeLinks, sha: string, sealIndex: string, taskRunDir: string): Promise<SealedState> {
-  return { kind: 'commit', tree: await recordSealedTree(links, sha, sealIndex, path.join(taskRunDir, 'sealed.index')) };
+export async function sealedCommit(links: WorktreeLinks, sha: string, sealIndex: string, taskRunDir: string, drivers?: DriverNames): Promise<SealedState> {
+  return { kind: 'commit', tree: await recordSealedTree(links, sha, sealIndex, path.join(taskRunDir, 'sealed.index'), drivers) };
 }
 
 /** Records a plain task dir as sealed, with copies of its files under `<taskRunDir>/sealed/`. */

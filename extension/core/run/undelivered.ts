@@ -22,7 +22,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { unquoteGitPath, untrackedEntries } from '../git/sealed-tree';
-import { copyIndex, sealGit, type WorktreeLinks } from '../git/worktree';
+import { copyIndex, sealGit, worktreeDrivers, type WorktreeLinks } from '../git/worktree';
+import type { DriverNames } from '../git/safe-git';
 
 /** `runs/<id>/tasks/<key>/prepared-files`: the record of what was there before the worker ran (see the module comment). */
 export function preparedFilesFile(taskRunDir: string): string {
@@ -60,10 +61,12 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string): P
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const index = `${file}.index`;
   fs.rmSync(index, { force: true });
+  // One read of the driver names for the whole record: setup has ended, and no worker starts before this returns.
+  const drivers = await worktreeDrivers(links);
   try {
     if (links.baseIndex && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, index);
-    else await sealGit(links, index).raw(['read-tree', links.baseSha ?? 'HEAD']);
-    const tops = await uncommittedTops(links, index);
+    else await sealGit(links, index, undefined, drivers).raw(['read-tree', links.baseSha ?? 'HEAD']);
+    const tops = await uncommittedTops(links, index, undefined, drivers);
     const tmp = `${file}.tmp`;
     fs.rmSync(tmp, { force: true });
     const out = new ChunkWriter(tmp, 'latin1');
@@ -113,6 +116,7 @@ export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: nu
  * folder is never read into memory and a failed copy leaves the original where it was (named in `unmoved`). FIFOs,
  * sockets and devices cannot be copied: across file systems they are removed (they hold no data) and listed.
  * @param timeoutMs limit of the whole search, ms: git's listing and the walk (a worker that left millions of files)
+ * @param drivers the seal phase's driver names (git/worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message, or saying the search ran out of time
  */
 export async function setAsideUndelivered(
@@ -121,10 +125,11 @@ export async function setAsideUndelivered(
   prepared: string,
   attemptDir: string,
   timeoutMs?: number,
+  drivers?: DriverNames,
 ): Promise<Undelivered> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   const result: Undelivered = { dir: freshName(path.join(attemptDir, 'undelivered')), count: 0, shown: [], unmoved: [] };
-  const tops = await uncommittedTops(links, sealIndex, timeoutMs);
+  const tops = await uncommittedTops(links, sealIndex, timeoutMs, drivers);
   if (!tops.length) return result;
   const root = bytesOf(links.dir);
   const dest = bytesOf(result.dir);
@@ -178,9 +183,9 @@ export async function setAsideUndelivered(
  * commit lacked it. The worktree's own `.git` link file at the top is not one of them.
  * @throws Error with git's message
  */
-async function uncommittedTops(links: WorktreeLinks, index: string, timeoutMs?: number): Promise<string[]> {
-  const tops = (await untrackedEntries(links, index, timeoutMs)).map(topOf);
-  const out = await sealGit(links, index, timeoutMs).raw(['-c', 'core.quotePath=true', 'ls-files', '--cached']);
+async function uncommittedTops(links: WorktreeLinks, index: string, timeoutMs?: number, drivers?: DriverNames): Promise<string[]> {
+  const tops = (await untrackedEntries(links, index, timeoutMs, drivers)).map(topOf);
+  const out = await sealGit(links, index, timeoutMs, drivers).raw(['-c', 'core.quotePath=true', 'ls-files', '--cached']);
   const dirs = new Set<string>();
   for (const line of out.split('\n')) {
     if (!line) continue;

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { pointHeadAt, sealWorktree, UnsealableTreeError, type Seal } from '../../git/worktree';
+import { pointHeadAt, sealWorktree, UnsealableTreeError, worktreeDrivers, type Seal } from '../../git/worktree';
 import { clearSetIdBits, setIdNote } from '../../process/set-id';
 import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
@@ -32,11 +32,15 @@ export const sealStep: Step = {
       return null;
     }
     const index = path.join(rec.dir, 'seal.index');
+    // The driver names, read once for every git of this step: the worker has ended (nothing of it is alive), and no
+    // other untrusted step runs before the step returns (git/safe-git.ts DriverNames).
+    const drivers = await worktreeDrivers(task.links);
     const message = `verdict: ${spec.key} (run ${ctx.runId}, attempt ${rec.attempt})\n\n${spec.verified ?? ''}`.trim();
     try {
       rec.seal = await sealWorktree(task.links!, task.state.branch!, index, message, ctx.repo?.identityArgs ?? [], {
         timeoutMs: spec.checkTimeoutMs,
         expectFiles: spec.expectFiles,
+        drivers,
       });
     } catch (e) {
       fs.rmSync(index, { force: true });
@@ -56,7 +60,7 @@ export const sealStep: Step = {
     // state is recorded, so a retry starts without it too.
     let aside: Undelivered;
     try {
-      aside = await setAsideUndelivered(task.links!, index, preparedFilesFile(taskRunDir(ctx, spec.key)), rec.dir, spec.checkTimeoutMs);
+      aside = await setAsideUndelivered(task.links!, index, preparedFilesFile(taskRunDir(ctx, spec.key)), rec.dir, spec.checkTimeoutMs, drivers);
     } catch (e) {
       if (/timed out after \d+ ms/.test((e as Error).message))
         throw new Error(
@@ -71,7 +75,7 @@ export const sealStep: Step = {
         ctx.emit({ type: 'task-note', key: spec.key, note: `could not move out of the check's sight: ${aside.unmoved.slice(0, 5).join('; ')}` });
     }
     // What the check writes is discarded before the next attempt: back to exactly this tree (run/check-writes.ts).
-    task.sealedState = await sealedCommit(task.links!, rec.seal.sha, index, taskRunDir(ctx, spec.key));
+    task.sealedState = await sealedCommit(task.links!, rec.seal.sha, index, taskRunDir(ctx, spec.key), drivers);
     saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
     // The seal's index stays for deliver (it holds exactly the sealed tree); settle removes it.
     // The check compares with the task branch, whatever HEAD or index the worker left.
