@@ -312,7 +312,7 @@ describe('worker pool on Postgres (verdict pool worker, verdict run --pool)', fu
     boss.on('error', () => undefined);
     await boss.start();
     const base = {
-      v: 5,
+      v: 6,
       runId: '20260101-000000-abcd',
       runName: 'x',
       identity: 'x',

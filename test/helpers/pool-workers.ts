@@ -19,7 +19,15 @@ export interface PoolWorker {
   out: () => string;
 }
 
-/** Engines of one machine: `agent` runs its spec with bash (or hangs, on a machine whose agent never ends), `good` too. */
+/** One model call of `costUsd` as opencode reports it as it streams (a step_finish of 1,000 tokens in and 50 out). */
+export function meterStep(costUsd: number): string {
+  return `{"type":"step_finish","part":{"type":"step-finish","reason":"tool-calls","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":${costUsd}}}`;
+}
+
+/**
+ * Engines of one machine: `agent` runs its spec with bash (or hangs, on a machine whose agent never ends), `good` too;
+ * `meter` runs it and reads opencode's JSON; `strict` and `runaway` review (runaway streams its spend and never ends).
+ */
 export function poolMachine(dir: string, agent: 'bash' | 'hang'): { config: string; env: Record<string, string> } {
   const bin = path.join(dir, 'bin');
   fs.mkdirSync(bin, { recursive: true });
@@ -30,6 +38,8 @@ export function poolMachine(dir: string, agent: 'bash' | 'hang'): { config: stri
     `#!/bin/bash\nif [ "$VERDICT_ATTEMPT" = 1 ]; then echo '{"verdict":"reject","concerns":["tests.txt is missing"]}'; else echo '{"verdict":"approve","concerns":[]}'; fi\n`,
     { mode: 0o755 },
   );
+  // A reviewer that reports a model call of $0.0001 (opencode's JSON) every 0.2 s and never answers nor ends.
+  fs.writeFileSync(path.join(bin, 'review-runaway'), `#!/bin/bash\nwhile :; do echo '${meterStep(0.0001)}'; sleep 0.2; done\n`, { mode: 0o755 });
   const config = path.join(dir, 'config.json');
   fs.writeFileSync(
     config,
@@ -40,6 +50,9 @@ export function poolMachine(dir: string, agent: 'bash' | 'hang'): { config: stri
         strict: { binary: 'review-strict', argv: ['{spec}'], install: 'a test fixture', output: 'none', model: 'strict-1' },
         // Prints Claude Code's JSON, whose result carries a cost: what a subscription login must not count as paid.
         paid: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'claude', model: 'paid-1' },
+        // Runs its spec with bash and reads its output as opencode's JSON, which reports each model call's cost as it streams.
+        meter: { binary: 'agent-run', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'meter-1' },
+        runaway: { binary: 'review-runaway', argv: ['{spec}'], install: 'a test fixture', output: 'opencode', model: 'runaway-1' },
       },
     }),
   );

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { BadJobError, parseJob, queueOf, type AttemptJob } from '../../extension/core/pool/payload';
+import { BadJobError, parseJob, parseJobSpend, queueOf, type AttemptJob } from '../../extension/core/pool/payload';
 import { uuidOf } from '../../extension/core/pool/dispatch';
 
 const job: AttemptJob = {
-  v: 5,
+  v: 6,
   runId: '20260101-120000-ab12',
   runName: 'r',
   identity: 'me',
@@ -73,7 +73,7 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ['a base that is not a sha', { baseSha: 'HEAD' }, /field baseSha/],
     ['a start point that is not a commit', { startFrom: [{ key: 'dep', commit: 'main' }] }, /field startFrom/],
     ['a zero attempt', { attempt: 0 }, /field attempt/],
-    ['another payload version', { v: 4 }, /field v/],
+    ['another payload version', { v: 5 }, /field v/],
     ['the revision flag of an older payload', { revising: true }, /does not take: revising/],
     ['a revision part that is not true', { workflows: { critique: 'yes' } }, /field workflows\.critique: expected true/],
     ['no workflows field', { workflows: undefined }, /field workflows: expected an object/],
@@ -160,5 +160,24 @@ describe('pool payload: what a worker accepts from the queue', () => {
     assert.equal(uuidOf('r/t/1'), uuidOf('r/t/1'));
     assert.notEqual(uuidOf('r/t/1'), uuidOf('r/t/2'));
     assert.match(uuidOf('r/t/1'), /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-a[0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it("a running attempt's spend as a worker wrote it: exactly {usd, tokens}, each a whole number >= 0 or null; anything else counts nothing", () => {
+    assert.deepEqual(parseJobSpend({ usd: 5100, tokens: 1050 }), { usd: 5100, tokens: 1050 });
+    assert.deepEqual(parseJobSpend({ usd: null, tokens: 0 }), { usd: null, tokens: 0 });
+    for (const bad of [
+      null,
+      7,
+      'x',
+      [],
+      {},
+      { usd: 1 },
+      { usd: -1, tokens: 0 },
+      { usd: 1.5, tokens: 0 },
+      { usd: '1', tokens: 0 },
+      { usd: 1, tokens: 2, more: 3 },
+      { usd: 1e300, tokens: 0 },
+    ])
+      assert.equal(parseJobSpend(bad), null, JSON.stringify(bad));
   });
 });

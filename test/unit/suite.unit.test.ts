@@ -160,7 +160,7 @@ describe('suite: the manifest, the protected files, the pool payload and the ret
 
   it('the pool carries the suite; a worker refuses a malformed one', () => {
     const job: AttemptJob = {
-      v: 5,
+      v: 6,
       runId: '20260101-120000-ab12',
       runName: 'r',
       identity: 'me',

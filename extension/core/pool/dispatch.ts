@@ -15,7 +15,7 @@ import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb, withPoolSetupLock } from './schema';
-import { JOB_VERSION, queueOf, sealedRef, type AttemptJob, type JobInputs } from './payload';
+import { JOB_VERSION, parseJobSpend, queueOf, sealedRef, type AttemptJob, type JobInputs } from './payload';
 import type { PoolTrust } from '../config/config';
 import { recheckHere } from './recheck';
 import { resolveInputs } from '../run/steps/inputs';
@@ -208,6 +208,9 @@ export class PoolDispatcher {
       const row = await this.poll(job, task);
       if (row) {
         if (row.record) return this.settleFrom(ctx, task, rec, io, job, row.record, row.log_tail ?? '', row.log_dir, row.worker_id);
+        // What it has spent so far on the worker counts against the budgets now: past one, the attempt is stopped.
+        const spent = parseJobSpend(row.spend);
+        if (spent) ctx.spend.remoteProgress(task.spec.key, spent, job.engine);
         if (row.host && row.host !== host) {
           host = row.host;
           rec.host = host;
@@ -290,7 +293,7 @@ export class PoolDispatcher {
   /** The attempt's row joined with its worker's heartbeat, or null when the database did not answer. */
   private async poll(job: AttemptJob, task: TaskRuntime): Promise<PollRow | null> {
     const r = await this.query(
-      `SELECT a.record, a.worker_id, a.host, a.log_tail, a.log_dir, extract(epoch from (now() - a.enqueued_at)) * 1000 AS waiting_ms, (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - ($4::double precision * interval '1 millisecond')) AS lost
+      `SELECT a.record, a.worker_id, a.host, a.log_tail, a.log_dir, a.spend, extract(epoch from (now() - a.enqueued_at)) * 1000 AS waiting_ms, (w.heartbeat_at IS NULL OR w.heartbeat_at < now() - ($4::double precision * interval '1 millisecond')) AS lost
        FROM verdict_pool_attempts a LEFT JOIN verdict_pool_workers w ON w.worker_id = a.worker_id
        WHERE a.run_id = $1 AND a.task_key = $2 AND a.attempt = $3`,
       [job.runId, job.key, job.attempt, this.lease],
@@ -497,6 +500,8 @@ interface PollRow {
   host: string | null;
   log_tail: string | null;
   log_dir: string | null;
+  /** What the attempt has spent so far, as its worker wrote it (payload.ts JobSpend; read with parseJobSpend). */
+  spend: unknown;
   /** ms since the attempt was enqueued (the database's clock). */
   waiting_ms: string | number;
   lost: boolean;

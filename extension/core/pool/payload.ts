@@ -9,8 +9,38 @@ import { taskBranch } from '../git/worktree';
 import type { EngineChoice, GuardSwitches, ReviewPolicy } from '../manifest/types';
 import { parsePoolParts } from '../run/workflows';
 
-/** Payload format version; a worker refuses another (2: `inputs`; 3: `red`; 4: `revising`; 5: both as parts of `workflows`). */
-export const JOB_VERSION = 5;
+/**
+ * Payload format version; a worker refuses another (2: `inputs`; 3: `red`; 4: `revising`; 5: both as parts of
+ * `workflows`; 6: the worker reports the attempt's spend while it runs, JobSpend in verdict_pool_attempts.spend, so
+ * that a run's budget stops it: an older worker, which reports it only in its record at the end, takes no job of a
+ * run that counts on it).
+ */
+export const JOB_VERSION = 6;
+
+/**
+ * What an attempt on a pool worker has spent so far, as its worker writes it into verdict_pool_attempts.spend while
+ * the attempt runs (at most every few hundred ms) and the orchestrator reads it (pool/dispatch.ts): the attempt's
+ * engine and the reviewers that run on the worker with it, each figure a running total that never goes down.
+ */
+export interface JobSpend {
+  /** Integer micro-USD; null when not known (no cost reported, no price on the worker). */
+  usd: number | null;
+  /** Tokens in + out; null when not known. */
+  tokens: number | null;
+}
+
+/**
+ * Reads a JobSpend from the database (written by a worker, so checked): exactly {usd, tokens}, each a non-negative
+ * safe integer or null. null for anything else (never throws: a value that cannot be read counts nothing, and the
+ * attempt's record still brings its cost at its end).
+ */
+export function parseJobSpend(v: unknown): JobSpend | null {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
+  const r = v as Record<string, unknown>;
+  const ok = (n: unknown) => n === null || (Number.isSafeInteger(n) && (n as number) >= 0);
+  if (Object.keys(r).length !== 2 || !ok(r.usd) || !ok(r.tokens)) return null;
+  return { usd: r.usd as number | null, tokens: r.tokens as number | null };
+}
 
 /** One attempt to run. Times ms. */
 export interface AttemptJob {

@@ -7,7 +7,8 @@
  * verdict_pool_attempts: one row per attempt, keyed by run/task/attempt like the Postgres mirror's row_key: written
  * by the orchestrator when it enqueues, claimed by the worker that runs it, settled once (`record` is set by a
  * conditional UPDATE ... WHERE record IS NULL, so the first of the worker's result or the orchestrator's INTERRUPTED
- * wins and the other changes nothing).
+ * wins and the other changes nothing). While it runs, its worker keeps `spend` (payload.ts JobSpend) up to date: what
+ * the attempt has spent so far, which the orchestrator counts against the run's budgets.
  *
  * verdict_pool_mismatches: one row per attempt a worker reported PASS for whose check the orchestrator re-ran on the
  * reported commit and saw fail (pool/recheck.ts); `verdict pool status` counts them per worker. Anyone with the
@@ -33,6 +34,9 @@ export const POOL_DDL = [
     job_id TEXT, enqueued_at TIMESTAMPTZ NOT NULL DEFAULT now(), worker_id TEXT, host TEXT, claimed_at TIMESTAMPTZ,
     finished_at TIMESTAMPTZ, record JSONB, log_tail TEXT, log_dir TEXT, cancel_requested BOOLEAN NOT NULL DEFAULT false,
     PRIMARY KEY (run_id, task_key, attempt))`,
+  // What the attempt has spent so far (payload.ts JobSpend), written by its worker while it runs; a pool made before the
+  // column gets it here.
+  `ALTER TABLE verdict_pool_attempts ADD COLUMN IF NOT EXISTS spend JSONB`,
   `CREATE INDEX IF NOT EXISTS verdict_pool_attempts_open ON verdict_pool_attempts (worker_id) WHERE record IS NULL`,
   `CREATE TABLE IF NOT EXISTS verdict_pool_mismatches (
     run_id TEXT NOT NULL, task_key TEXT NOT NULL, attempt INTEGER NOT NULL, worker_id TEXT NOT NULL, host TEXT,

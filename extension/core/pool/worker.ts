@@ -21,16 +21,18 @@ import { runAttempt } from '../run/attempt';
 import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { sandboxView, taskContainment } from '../run/containment';
 import { preflight } from '../run/preflight';
-import { RunSpend } from '../run/spend';
+import { RunSpend, usageTokens } from '../run/spend';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from '../run/steps/context';
 import { poolPartUses, workflowReaderEngines } from '../run/workflows';
 import { ensureQueue, push } from './dispatch';
 import { killOrphanedSandboxes } from './orphans';
-import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob } from './payload';
+import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob, type JobSpend } from './payload';
 import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb, withPoolSetupLock } from './schema';
 
 /** How long an idle slot waits before asking the queues again, ms. */
 export const IDLE_POLL_MS = 500;
+/** How often at most a worker writes a running attempt's spend into its row (spendReporter), ms. */
+export const SPEND_REPORT_MS = 250;
 /** Bytes of the worker's log kept in Postgres (the full log stays on the worker, named in the row's log_dir). */
 export const LOG_TAIL_BYTES = 16 * 1024;
 
@@ -207,9 +209,10 @@ async function handleJob(w: Worker, queue: string, job: PgBoss.Job<unknown>): Pr
   opts.log(`claimed ${id} (${parsed.engine})`);
   const task = taskOf(parsed, opts);
   w.running.set(id, task);
+  const spend = spendReporter(w, parsed, task);
   let result: { record: Record<string, unknown>; tail: string; logDir: string | null };
   try {
-    result = await runJob(parsed, task, opts);
+    result = await runJob(parsed, task, opts, spend.report).finally(() => spend.stop());
   } catch (e) {
     result = {
       record: { verdict: 'ERROR', reason: `the pool worker on ${opts.host} could not run it: ${(e as Error).message}`, host: opts.host, workerId },
@@ -233,6 +236,48 @@ async function handleJob(w: Worker, queue: string, job: PgBoss.Job<unknown>): Pr
     }
   }
   w.running.delete(id);
+}
+
+/**
+ * Keeps the running attempt's row told what it has spent so far (payload.ts JobSpend, verdict_pool_attempts.spend), for
+ * the orchestrator's budgets: `report` is given every change, and the row is written at most every SPEND_REPORT_MS
+ * with the latest figure (a write the database refuses is dropped: the next one, or the record at the end, says it).
+ * A cancel the row asks for (the orchestrator stopping the attempt, as when the spend passed its budget) is seen by
+ * each write and stops the attempt at once, before the heartbeat would. Nothing is written after `stop`.
+ */
+function spendReporter(w: Worker, job: AttemptJob, task: TaskRuntime): { report: (s: JobSpend) => void; stop: () => void } {
+  let latest: JobSpend | null = null;
+  let written: JobSpend | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let lastWrite = -Infinity;
+  let stopped = false;
+  const write = async () => {
+    timer = null;
+    if (stopped || !latest || latest === written) return;
+    const s = (written = latest);
+    lastWrite = Date.now();
+    try {
+      const r = await w.db.query(
+        `UPDATE verdict_pool_attempts SET spend = $5 WHERE run_id = $1 AND task_key = $2 AND attempt = $3 AND worker_id = $4 AND record IS NULL RETURNING cancel_requested`,
+        [job.runId, job.key, job.attempt, w.workerId, JSON.stringify(s)],
+      );
+      if ((r.rows[0] as { cancel_requested?: boolean } | undefined)?.cancel_requested) task.abort.abort();
+    } catch {
+      // The database does not answer: the heartbeat says so; the next write or the record carries the spend.
+    }
+  };
+  return {
+    report(s) {
+      if (stopped || (latest && latest.usd === s.usd && latest.tokens === s.tokens)) return;
+      latest = s;
+      timer ??= setTimeout(() => void write(), Math.max(0, lastWrite + SPEND_REPORT_MS - Date.now()));
+    },
+    stop() {
+      stopped = true;
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+    },
+  };
 }
 
 /**
@@ -398,13 +443,12 @@ function attemptStateFile(wHome: string, job: AttemptJob, task: TaskRuntime, rep
   return stateFile;
 }
 
-/** Runs one attempt here and pushes its sealed commit; returns the record for the row, the log tail and the logs' folder. */
-async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOptions): Promise<{ record: Record<string, unknown>; tail: string; logDir: string }> {
-  const wHome = workerHome(opts.home);
-  const checkout = await syncCheckout(wHome, job);
-  // A task dir left by an earlier attempt of this task on this worker: removed (its records stay in the attempt dirs).
-  await dropTaskDir(checkout, task.state.dir, job.branch);
-  const manifest: Manifest = {
+/**
+ * The manifest of a run of this one attempt here, in worktree mode in the worker's `checkout` of the remote: no
+ * budget (the run's is its orchestrator's, which the attempt's spend reaches as it streams: spendReporter).
+ */
+function jobManifest(job: AttemptJob, task: TaskRuntime, wHome: string, checkout: string): Manifest {
+  return {
     file: `pool:${job.runId}`,
     runName: job.runName,
     workdir: wHome,
@@ -419,6 +463,23 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
     tasks: [task.spec],
     raw: {},
   };
+}
+
+/**
+ * Runs one attempt here and pushes its sealed commit; returns the record for the row, the log tail and the logs' folder.
+ * `onSpend` is told what the attempt (its engine and the reviewers run here) has spent so far at every change.
+ */
+async function runJob(
+  job: AttemptJob,
+  task: TaskRuntime,
+  opts: PoolWorkerOptions,
+  onSpend: (s: JobSpend) => void,
+): Promise<{ record: Record<string, unknown>; tail: string; logDir: string }> {
+  const wHome = workerHome(opts.home);
+  const checkout = await syncCheckout(wHome, job);
+  // A task dir left by an earlier attempt of this task on this worker: removed (its records stay in the attempt dirs).
+  await dropTaskDir(checkout, task.state.dir, job.branch);
+  const manifest = jobManifest(job, task, wHome, checkout);
   const known = opts.known ?? opts.engines;
   const pre = await preflight(
     manifest,
@@ -435,6 +496,8 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
   task.containment = taskContainment(pre.containment, false);
   const stateFile = attemptStateFile(wHome, job, task, checkout, opts.host, pre.containment.summary);
   const spend = new RunSpend(wHome, null, null);
+  // No budget here (the run's is its orchestrator's): what the attempt spends goes to it as it streams.
+  spend.onChange = (s) => onSpend({ usd: Math.round(s.spentMicroUsd), tokens: s.tokens ? Math.round(s.tokens.spent) : null });
   const ctx: AttemptContext = {
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
     env: opts.env,
@@ -450,9 +513,14 @@ async function runJob(job: AttemptJob, task: TaskRuntime, opts: PoolWorkerOption
     recordErrors: [],
     stateBaselines: new Map(),
   };
+  // The attempt's engine holds its place in the spend (as the scheduler's admit gives a local attempt), so that what it
+  // streams counts (RunSpend.progress) and reaches onSpend; without a budget nothing is refused.
+  const hold = spend.admit(task.engine, task.state.model, task.spec);
   try {
     await runAttempt(ctx, task);
   } finally {
+    if (typeof hold !== 'string' && !('waitFor' in hold))
+      spend.settle(hold, task.records[0]?.costMicroUsd ?? null, usageTokens(task.records[0]?.usage ?? null));
     await spend.finish().catch(() => undefined);
     stateFile.state.status = 'finished';
     stateFile.state.endedAt = Date.now();

@@ -16,6 +16,7 @@ import { routeColumn } from './route-choice';
 import { endedOnItsOwn, nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
 import { reviewConcerns, reviewRow } from './review-record';
+import type { ReviewRecord } from './reader-record';
 import { steeringOf } from './steering';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './steps/context';
 import {
@@ -296,13 +297,31 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     willRetry,
   });
   io.sync();
-  // The readers' costs (reviewers, a workflow's critics) were settled against the budget as each ended (steps/reader.ts runReader).
+  // The readers' costs (reviewers, a workflow's critics) were settled against the budget as each ended (steps/reader.ts
+  // runReader), but for the reviewers of a pool attempt, which ran on its worker: theirs settle with the attempt's.
   const quota = quotaOf(task, rec);
-  const outcome = { costMicroUsd: rec.costMicroUsd, tokens: usageTokens(rec.usage), rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
+  const outcome = { ...settledSpend(rec), rateLimited: verdict === 'RATE_LIMITED', verdict, quota };
   if (restart !== null) return { ...outcome, requeueAfterMs: null };
   if (next.kind === 'requeue') return { ...outcome, requeueAfterMs: next.afterMs };
   if (next.kind === 'retry') return { ...outcome, requeueAfterMs: 0 };
   return { ...outcome, requeueAfterMs: null };
+}
+
+/**
+ * What an attempt settles against the budgets (run/spend.ts settle): its cost (micro-USD) and tokens (in + out), each
+ * null when unknown (then it is charged the larger of its reservation and what it reported while running). A pool
+ * attempt's reviewers ran on its worker, outside this run's readers: their known costs and tokens are added to a
+ * known figure of the attempt's (an unknown one stays unknown: what they streamed is in what it reported).
+ */
+function settledSpend(rec: AttemptRecord): { costMicroUsd: number | null; tokens: number | null } {
+  const cost = rec.costMicroUsd;
+  const tokens = usageTokens(rec.usage);
+  if (!rec.pool || !rec.reviews?.length) return { costMicroUsd: cost, tokens };
+  const sum = (of: (r: ReviewRecord) => number | null) => rec.reviews!.reduce((n, r) => n + (of(r) ?? 0), 0);
+  return {
+    costMicroUsd: cost === null ? null : cost + sum((r) => r.costMicroUsd),
+    tokens: tokens === null ? null : tokens + sum((r) => usageTokens(r.usage)),
+  };
 }
 
 /**

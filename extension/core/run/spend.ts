@@ -435,10 +435,24 @@ export class RunSpend {
     if (this.readers.get(hold.task)?.has(hold)) this.report(hold, usage, model, engine);
   }
 
+  /**
+   * progress for an attempt that runs on a pool worker (pool/dispatch.ts): `spent` is what its worker reported the
+   * attempt has spent so far — its engine and the reviewers that run on the worker with it — in micro-USD (null: not
+   * known, or `engine` is of a subscription login here, which pays nothing per token) and tokens (in + out; null: not
+   * known), each a running total. Counted as a local worker's streamed usage is: past a cap, onOver is told.
+   */
+  remoteProgress(taskKey: string, spent: { usd: number | null; tokens: number | null }, engine: string): void {
+    const hold = this.workers.get(taskKey);
+    if (hold) this.count(hold, this.subscription.has(engine) ? null : spent.usd, spent.tokens);
+  }
+
   /** Counts a running step's usage so far against its hold, then tells onOver about a cap it passed. */
   private report(hold: SpendHold, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): void {
-    const cost = this.cost(usage, model, engine);
-    const tokens = usageTokens(usage);
+    this.count(hold, this.cost(usage, model, engine), usageTokens(usage));
+  }
+
+  /** Counts a running step's spend so far (micro-USD and tokens, null: unknown) against its hold; see report. */
+  private count(hold: SpendHold, cost: number | null, tokens: number | null): void {
     if (cost === null && tokens === null) return;
     if (hold.usd && cost !== null) this.budget.progress(hold.usd, cost);
     if (tokens !== null) this.tokenBudget.progress(hold.tokens, tokens);
