@@ -231,7 +231,7 @@ export function poolPartUses(parts: Record<string, unknown>): {
   spec: Partial<TaskSpec>;
   apply: (task: TaskRuntime) => void;
 } {
-  const present = WORKFLOWS.filter((w) => w.pool && w.name in parts);
+  const present = WORKFLOWS.filter((w) => w.pool && Object.hasOwn(parts, w.name));
   return {
     commits: present.flatMap((w) => w.pool?.commits?.(parts[w.name]) ?? []),
     spec: Object.assign({}, ...present.map((w) => w.pool?.spec?.(parts[w.name]) ?? {})) as Partial<TaskSpec>,
