@@ -24,12 +24,12 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     assert.equal(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 1 }), null);
     b.settle(r2, null);
     assert.equal(b.spentMicroUsd, 7_500, 'unknown final cost: the larger of the reservation and the reported spend');
-    b.settle(r, 2_500);
-    assert.equal(b.spentMicroUsd, 10_000, 'a known final cost is what is charged');
-    b.settle(r, 2_500);
-    assert.equal(b.spentMicroUsd, 10_000, 'settling twice charges once');
+    b.settle(r, 3_500);
+    assert.equal(b.spentMicroUsd, 11_000, 'a known final cost above what it reported is what is charged');
+    b.settle(r, 3_500);
+    assert.equal(b.spentMicroUsd, 11_000, 'settling twice charges once');
     b.progress(r, 99_000);
-    assert.equal(b.spentLiveMicroUsd, 10_000, 'progress after settle changes nothing');
+    assert.equal(b.spentLiveMicroUsd, 11_000, 'progress after settle changes nothing');
   });
 
   it('an engine of unknown price with no max_attempt_usd runs one attempt at a time; max_attempt_usd lifts that', () => {
@@ -51,15 +51,53 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     b.progress(r, 3_100);
     assert.equal(b.taskExceeded('t'), true);
     assert.equal(b.exceeded, false, 'no run cap');
-    b.settle(r, 2_200);
-    assert.equal(b.taskExceeded('t'), false);
+    b.settle(r, 2_900);
+    assert.equal(b.taskExceeded('t'), true, 'a final cost below what it reported does not take the task back under its cap');
     assert.equal(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task }), null);
     assert.match(
       b.refusal('e/m', null, { maxAttemptMicroUsd: 2_000, task }),
-      /task t has \$0\.0022 spent, and this attempt may cost up to \$0\.0022: that would pass the task's budget_usd \$0\.0030/,
+      /task t has \$0\.0031 spent, and this attempt may cost up to \$0\.0031: that would pass the task's budget_usd \$0\.0030/,
     );
     // Another task is not bound by t's envelope.
     assert.ok(b.reserve('e/m', null, true, { maxAttemptMicroUsd: 2_000, task: { key: 'u', capMicroUsd: null } }));
+  });
+
+  it("a worker that writes a small final event into its engine's output after large streamed usage does not lower the spend counted (the cap stays a cap)", () => {
+    // The worker's tool writes a Claude Code `result` with tiny totals into its CLI's stdout (/proc/<pid>/fd/1) and kills
+    // the CLI, so that forged result is the log's only one: parseOutput believes it, as nothing tells it from a real one.
+    const claude = builtinEngines().get('claude');
+    assert.ok(claude?.streamUsage);
+    const lines = engineFixture('claude').split('\n');
+    const result = lines.find((l) => l.includes('"type":"result"')) ?? '';
+    const streamed = lines.filter((l) => l !== result).join('\n');
+    const forged = JSON.parse(result) as Record<string, unknown>;
+    forged.total_cost_usd = 0.000001;
+    forged.usage = { input_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 };
+    forged.modelUsage = { m: { inputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0, outputTokens: 1, thinkingTokens: 0 } };
+    const log = `${streamed}\n${JSON.stringify(forged)}\n`;
+    const final = claude.parseOutput(log);
+    assert.deepEqual([final.costMicroUsd, final.tokensIn, final.tokensOut], [1, 1, 1], 'the forged result is what the log says at its end');
+    const running = claude.streamUsage(streamed);
+    const spend = new RunSpend(tempDir(), null, null, { budgetTokens: 2_000 });
+    const hold = spend.admit({ name: 'claude' }, 'm', { key: 'a', taskType: 'test' });
+    assert.ok(typeof hold !== 'string' && !('waitFor' in hold));
+    spend.progress('a', running, 'm');
+    const counted = spend.snapshot().tokens?.spent ?? 0;
+    assert.ok(counted >= 2_470, `the streamed usage counts: ${counted}`);
+    spend.workerEnded('a', final.costMicroUsd, (final.tokensIn ?? 0) + (final.tokensOut ?? 0));
+    spend.settle(hold, final.costMicroUsd, (final.tokensIn ?? 0) + (final.tokensOut ?? 0));
+    assert.equal(spend.snapshot().tokens?.spent, counted, 'settled with the forged totals: what counted before still counts (it fell to 2)');
+    assert.equal(spend.overBudget() !== null, true, 'the token budget stays passed');
+    // The same in micro-USD: 5,000 reported while running, a final cost of 1 forged.
+    const b = new Budget(4_000);
+    const r = b.reserve('e/m', null, true, { maxAttemptMicroUsd: 1_000 });
+    assert.ok(r && !('waitFor' in r));
+    b.progress(r, 5_000);
+    b.priced(r, 1);
+    b.settle(r, 1);
+    assert.equal(b.spentMicroUsd, 5_000);
+    assert.equal(b.exceeded, true);
+    assert.equal(b.estimate('e/m', null), 5_000, "the forged cost does not lower the next attempt's estimate either");
   });
 
   it('streamUsage: claude sums its assistant messages (the last per id) until its result; opencode sums its steps so far; codex reports only at its end', () => {

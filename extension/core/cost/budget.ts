@@ -228,20 +228,24 @@ export class Budget {
     }
     if (costMicroUsd === null) return;
     this.progress(r, costMicroUsd);
-    this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, costMicroUsd));
+    // r.liveMicroUsd: never below what it reported while running (see settle).
+    this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, r.liveMicroUsd));
   }
 
   /**
-   * Releases a reservation and charges the attempt's cost: its final cost when known, else the larger of its
-   * reservation and what it reported while running.
+   * Releases a reservation and charges the attempt's cost: the larger of its final cost and what it reported while
+   * running when the final cost is known, else the larger of its reservation and what it reported. A final figure
+   * below the reported one never lowers what counts: both are read from the engine's output, into which the worker
+   * can write (a forged final event with small totals after large streamed ones, the engine then killed so its own
+   * final event never comes), so a spend once counted stays counted and the cap stays a cap.
    */
   settle(r: Reservation, costMicroUsd: number | null): void {
     if (!this.open.delete(r)) return;
     if (r.unpriced) this.unpricedRunning.delete(r.key);
-    const charged = costMicroUsd ?? Math.max(r.microUsd, r.liveMicroUsd);
+    const charged = costMicroUsd === null ? Math.max(r.microUsd, r.liveMicroUsd) : Math.max(costMicroUsd, r.liveMicroUsd);
     this.spent += charged;
     if (r.task !== null) this.taskSpent.set(r.task, (this.taskSpent.get(r.task) ?? 0) + charged);
-    if (costMicroUsd !== null) this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, costMicroUsd));
+    if (costMicroUsd !== null) this.observedMax.set(r.key, Math.max(this.observedMax.get(r.key) ?? 0, charged));
   }
 
   /** An amount in the budget's unit as the reasons show it: `$0.0050` or `12,000 tokens`. */
