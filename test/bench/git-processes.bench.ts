@@ -3,9 +3,10 @@
  *
  *   node esbuild.mjs && npm run bench:git
  *   env: BENCH_TASKS=20  BENCH_PARALLEL=4  BENCH_ROUNDS=3  BENCH_BASE_CLI=/path/to/other/dist/cli.js
+ *        BENCH_SPEC='sleep 1' BENCH_CHECK=true (the worker and check; default below)
  *        VERDICT_KEEP_TMP=1 keeps each round's folder (its git.log.<pid> files: every argv)
  *
- * Workload: BENCH_TASKS tasks of `echo x > f.txt` (a change, so the seal commits; check `test -s f.txt`,
+ * Workload: BENCH_TASKS tasks of `echo <n> > f.txt` (a change, so the seal commits; check `test -s f.txt`,
  * `"network": false`) at BENCH_PARALLEL lanes, one `verdict run` of the built CLI in worktree mode on a one-commit
  * repository. Every git the orchestrator starts goes through a logging `git` put first on PATH (a shell script that
  * appends its argv to a file and execs the real git); the kinds are the subcommand after the `-c` overrides
@@ -24,6 +25,8 @@ const run = promisify(execFile);
 const TASKS = Number(process.env.BENCH_TASKS ?? 20);
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SPEC = process.env.BENCH_SPEC;
+const CHECK = process.env.BENCH_CHECK ?? 'test -s f.txt';
 const CLIS: Record<string, string> = { this: path.resolve('dist/cli.js') };
 if (process.env.BENCH_BASE_CLI) CLIS.base = path.resolve(process.env.BENCH_BASE_CLI);
 
@@ -54,8 +57,8 @@ async function once(root: string, cli: string): Promise<Round> {
   const tasks = Array.from({ length: TASKS }, (_, i) => ({
     key: `t${i}`,
     engine: 'script',
-    spec: `echo ${i} > f.txt`,
-    check: 'test -s f.txt',
+    spec: SPEC ?? `echo ${i} > f.txt`,
+    check: CHECK,
     network: false,
     verified: 'bench',
   }));
@@ -122,7 +125,9 @@ for (let round = 0; round < ROUNDS; round++) {
   console.log(`round ${round + 1}: ${names.map((n) => `${n} ${((sides[n]?.[round]?.ms ?? 0) / 1000).toFixed(2)} s`).join('; ')} (load ${load()})`);
 }
 
-console.log(`\n${TASKS} worktree tasks (echo > f.txt, check test -s) at ${PARALLEL} lanes, ${ROUNDS} rounds; git processes per task (last round):`);
+console.log(
+  `\n${TASKS} worktree tasks (${SPEC ?? 'echo <n> > f.txt'}, check ${CHECK}) at ${PARALLEL} lanes, ${ROUNDS} rounds; git processes per task (last round):`,
+);
 const kinds = [...new Set(names.flatMap((n) => [...(sides[n]?.at(-1)?.kinds.keys() ?? [])]))].sort();
 const per = (n: string, k: string) => ((sides[n]?.at(-1)?.kinds.get(k) ?? 0) / TASKS).toFixed(2);
 console.log(`  ${'kind'.padEnd(36)} ${names.map((n) => n.padStart(6)).join(' ')}`);

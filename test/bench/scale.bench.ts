@@ -3,6 +3,8 @@
  *
  *   node esbuild.mjs && npm run bench:scale
  *   env: BENCH_TASKS=1000  BENCH_PARALLEL=64  BENCH_ROUNDS=3  BENCH_MODES=plain,worktree
+ *        BENCH_BASE_CLI=/path/to/other/dist/cli.js (each mode also run with that build, right after this one, and
+ *        compared round by round: the median of the paired ratios)
  *
  * Workload: BENCH_TASKS tasks of `sleep 1` (check `true`, `"network": false`) at BENCH_PARALLEL lanes, each a whole
  * `verdict run` of the built CLI (start-up included), in plain mode and in worktree mode (a one-commit repository).
@@ -95,7 +97,7 @@ async function timed(args: string[]): Promise<number> {
 }
 
 /** One `verdict run` of the workload in `mode`, checked for losses; then `verdict runs RUN` on it. */
-async function verdict(root: string, mode: 'plain' | 'worktree'): Promise<VerdictRound> {
+async function verdict(root: string, mode: 'plain' | 'worktree', cli = CLI): Promise<VerdictRound> {
   const tasks = Array.from({ length: TASKS }, (_, i) => ({
     key: `t${i}`,
     engine: 'script',
@@ -110,7 +112,7 @@ async function verdict(root: string, mode: 'plain' | 'worktree'): Promise<Verdic
   if (mode === 'worktree') fs.appendFileSync(path.join(where, '.git', 'info', 'exclude'), 'scale.swarm.json\n');
   const home = path.join(root, 'home');
   const t0 = performance.now();
-  const child = spawn('node', [CLI, 'run', file, '--home', home, '--no-dashboard', '--force'], {
+  const child = spawn('node', [cli, 'run', file, '--home', home, '--no-dashboard', '--force'], {
     env: { ...process.env, HOME: path.join(root, 'user-home') },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -135,8 +137,8 @@ async function verdict(root: string, mode: 'plain' | 'worktree'): Promise<Verdic
     if (branches !== TASKS) throw new Error(`worktree: ${branches} task branches of ${TASKS}`);
   }
   const runId = rows[0]?.run_id as string;
-  const versionMs = await timed([CLI, '--version']);
-  const runsMs = await timed([CLI, 'runs', runId, '--home', home]);
+  const versionMs = await timed([cli, '--version']);
+  const runsMs = await timed([cli, 'runs', runId, '--home', home]);
   return { ms, peakRssBytes: peak, runsMs, versionMs };
 }
 
@@ -158,14 +160,22 @@ const secs = (ms: number) => (ms / 1000).toFixed(1);
 
 const floors: number[] = [];
 const sides: Record<string, VerdictRound[]> = {};
+const BASE = process.env.BENCH_BASE_CLI ? path.resolve(process.env.BENCH_BASE_CLI) : null;
 for (let round = 0; round < ROUNDS; round++) {
   // The floor first in one round and last in the next, so that neither side always meets the same moment of the load.
   if (round % 2 === 0) floors.push(await inFreshFolder(floor));
-  for (const mode of MODES) (sides[mode] ??= []).push(await inFreshFolder((root) => verdict(root, mode)));
+  for (const mode of MODES) {
+    // With a base build: this build first in one round and the base first in the next.
+    if (BASE && round % 2 === 1) (sides[`${mode} base`] ??= []).push(await inFreshFolder((root) => verdict(root, mode, BASE)));
+    (sides[mode] ??= []).push(await inFreshFolder((root) => verdict(root, mode)));
+    if (BASE && round % 2 === 0) (sides[`${mode} base`] ??= []).push(await inFreshFolder((root) => verdict(root, mode, BASE)));
+  }
   if (round % 2 === 1) floors.push(await inFreshFolder(floor));
   const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   console.log(
-    `round ${round + 1}: floor + bwrap ${secs(floors[round] as number)} s; ${MODES.map((m) => `${m} ${secs(sides[m]?.[round]?.ms ?? 0)} s`).join('; ')} (load ${load})`,
+    `round ${round + 1}: floor + bwrap ${secs(floors[round] as number)} s; ${Object.keys(sides)
+      .map((m) => `${m} ${secs(sides[m]?.[round]?.ms ?? 0)} s`)
+      .join('; ')} (load ${load})`,
   );
 }
 
@@ -174,7 +184,7 @@ const floorMs = median(floors);
 console.log(
   `\n${TASKS} × sleep 1 at ${PARALLEL} lanes; ideal ${secs(ideal)} s; floor + bwrap (Verdict's own sandbox argv) median ${secs(floorMs)} s = ${(floorMs / ideal).toFixed(2)}× ideal`,
 );
-const GOAL: Record<string, number> = { plain: 1.3, worktree: 1.5 };
+const GOAL: Record<string, number> = { plain: 1.3, worktree: 1.5, 'plain base': 1.3, 'worktree base': 1.5 };
 for (const [mode, xs] of Object.entries(sides)) {
   const ms = median(xs.map((x) => x.ms));
   console.log(
@@ -182,4 +192,8 @@ for (const [mode, xs] of Object.entries(sides)) {
       `peak RSS ${(Math.max(...xs.map((x) => x.peakRssBytes)) / MB).toFixed(0)} MB (goal ≤ 250); ` +
       `verdict runs RUN ${median(xs.map((x) => x.runsMs)).toFixed(0)} ms against --version ${median(xs.map((x) => x.versionMs)).toFixed(0)} ms (goal < 300 ms); nothing lost`,
   );
+}
+for (const mode of BASE ? MODES : []) {
+  const ratios = (sides[mode] ?? []).map((x, i) => x.ms / (sides[`${mode} base`]?.[i]?.ms ?? NaN));
+  console.log(`  ${mode}: this build / ${BASE} per round ${ratios.map((x) => x.toFixed(2)).join(' / ')} → median ${median(ratios).toFixed(2)}`);
 }
