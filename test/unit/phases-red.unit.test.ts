@@ -170,4 +170,28 @@ describe('putBack: a phase file as it was before its implementation', () => {
     fs.chmodSync(path.join(dir, 'src'), 0o755);
     assert.throws(() => putBack(dir, '../x', null), /outside the task dir/);
   });
+
+  it('a folder on the way that the worker made a symbolic link out of the tree is refused: nothing outside is written, removed or chmodded', () => {
+    // The test phase's worker seals `src` as a link to a folder of the orchestrator's user; the red run's putBack runs in
+    // the orchestrator, unsandboxed: through the link it wrote the phase file's start content there, or removed it.
+    const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'red-outside-')));
+    try {
+      fs.writeFileSync(path.join(outside, 'b.mjs'), 'mine');
+      fs.chmodSync(outside, 0o500);
+      fs.rmSync(path.join(dir, 'src'), { recursive: true });
+      fs.symlinkSync(outside, path.join(dir, 'src'));
+      assert.throws(
+        () => putBack(dir, 'src/b.mjs', { kind: 'file', content: Buffer.from('stub'), mode: 0o644 }),
+        /src on the way to src\/b\.mjs is not a folder/,
+      );
+      assert.throws(() => putBack(dir, 'src/b.mjs', null), /not a folder/);
+      assert.throws(() => putBack(dir, 'src/new/c.mjs', { kind: 'file', content: Buffer.from('stub'), mode: 0o644 }), /not a folder/);
+      assert.equal(fs.readFileSync(path.join(outside, 'b.mjs'), 'utf8'), 'mine');
+      assert.deepEqual(fs.readdirSync(outside), ['b.mjs']);
+      assert.equal(fs.statSync(outside).mode & 0o777, 0o500, 'its mode untouched');
+    } finally {
+      fs.chmodSync(outside, 0o700);
+      fs.rmSync(outside, { recursive: true, force: true });
+    }
+  });
 });

@@ -19,11 +19,12 @@ export type StartContent = { kind: 'file'; content: Buffer; mode: number } | { k
  * that only held it are removed too, as git has no empty folders and the start had none of them). What it touches
  * keeps the times and modes the copy had — the folders on the way (made writable for the change: an inputs copy keeps
  * the read-only modes of the original) and the file itself when it was there — so neither says which run this is.
- * @throws Error when `rel` leaves `dir`
+ * @throws Error when `rel` leaves `dir`, or a folder on its way is not a real folder (realFoldersOnTheWay)
  */
 export function putBack(dir: string, rel: string, start: StartContent): void {
   const abs = path.resolve(dir, rel);
   if (!abs.startsWith(dir + path.sep)) throw new Error(`red before green: ${rel} is outside the task dir`);
+  realFoldersOnTheWay(dir, abs, rel);
   const folders: { dir: string; stat: fs.Stats }[] = [];
   for (let d = path.dirname(abs); ; d = path.dirname(d)) {
     try {
@@ -63,6 +64,26 @@ export function putBack(dir: string, rel: string, start: StartContent): void {
     if (!fs.existsSync(f.dir)) continue;
     fs.chmodSync(f.dir, f.stat.mode & 0o7777);
     fs.utimesSync(f.dir, f.stat.atime, f.stat.mtime);
+  }
+}
+
+/**
+ * Checks that every folder between `dir` and the file `abs` that exists is a real folder. The copy `dir` holds the
+ * worker's sealed tree, and putBack runs in the orchestrator, outside any sandbox: a symbolic link the worker sealed in
+ * a phase file's place on the way (`src` → a folder of the user's) would have the file written, removed or its folders
+ * chmodded there. Nothing runs in the copy meanwhile, so what is checked here is what putBack then walks.
+ * @throws Error naming the folder and the file when one is a symbolic link or not a folder
+ */
+function realFoldersOnTheWay(dir: string, abs: string, rel: string): void {
+  let d = dir;
+  for (const part of path.relative(dir, path.dirname(abs)).split(path.sep).filter(Boolean)) {
+    d = path.join(d, part);
+    const st = fs.lstatSync(d, { throwIfNoEntry: false });
+    if (!st) return; // made below, a real folder
+    if (!st.isDirectory())
+      throw new Error(
+        `red before green: ${path.relative(dir, d)} on the way to ${rel} is not a folder (${st.isSymbolicLink() ? 'a symbolic link' : 'a file'} in the sealed tree); nothing is put back through it`,
+      );
   }
 }
 
