@@ -5,6 +5,8 @@ import { Budget } from '../../extension/core/cost/budget';
 import { engineFixture } from './engines/fixture';
 import { RunSpend, type SpendHold } from '../../extension/core/run/spend';
 import { tempDir } from '../helpers/fixtures';
+import fs from 'node:fs';
+import { snapshotPath } from '../../extension/core/catalog/snapshot';
 
 describe('budget: reservations, spend reported while attempts run, task envelopes', () => {
   it("a running attempt's reported spend counts: it passes the cap, holds more than its reservation, and is charged when its final cost is unknown", () => {
@@ -98,6 +100,48 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     assert.equal(b.spentMicroUsd, 5_000);
     assert.equal(b.exceeded, true);
     assert.equal(b.estimate('e/m', null), 5_000, "the forged cost does not lower the next attempt's estimate either");
+  });
+
+  it("a worker that names an unpriced (or cheaper) model in a forged assistant line still has its engine's streamed tokens priced at the model its session named", () => {
+    // With no model set for the task, a step is priced by the model its log names last. The worker's tool writes an
+    // assistant message naming a model the catalog does not have into its CLI's stdout, again after each real one:
+    // every reading then had no price, and the budget never saw the session's spend while it ran.
+    const home = tempDir();
+    const priced = (id: string, prompt: string) => ({ id, name: id, context_length: 200_000, pricing: { prompt, completion: '0.000015' } });
+    fs.writeFileSync(
+      snapshotPath(home),
+      JSON.stringify({
+        fetched_at: new Date().toISOString(),
+        source: snapshotPath(home),
+        data: [priced('anthropic/claude-sonnet-4-5', '0.000003'), priced('cheap/tiny', '0.00000001')],
+      }),
+    );
+    const claude = builtinEngines().get('claude');
+    assert.ok(claude?.streamUsage);
+    const lines = engineFixture('claude').split('\n');
+    const streamed = lines.filter((l) => !l.includes('"type":"result"')).join('\n');
+    const assistant = (id: string, model: string, input: number) =>
+      JSON.stringify({
+        type: 'assistant',
+        message: { id, type: 'message', role: 'assistant', model, content: [{ type: 'text', text: 'x' }], usage: { input_tokens: input, output_tokens: 10 } },
+      });
+    for (const forgedModel of ['not-in-the-catalog', 'cheap/tiny']) {
+      const spend = new RunSpend(home, 0.2, null);
+      const hold = spend.admit({ name: 'claude' }, null, { key: 'a', taskType: 'test' });
+      assert.ok(typeof hold !== 'string' && !('waitFor' in hold));
+      spend.progress('a', claude.streamUsage(streamed), null, claude);
+      const first = spend.snapshot().spentMicroUsd;
+      assert.ok(first > 0, `the session's first messages are priced: ${first}`);
+      // A real message of 100,000 input tokens ($0.30 at the session's price), then the forged one.
+      const later = `${streamed}\n${assistant('msg_real2', 'claude-sonnet-4-5', 100_000)}\n${assistant('msg_forged', forgedModel, 1)}\n`;
+      spend.progress('a', claude.streamUsage(later), null, claude);
+      assert.ok(
+        spend.snapshot().spentMicroUsd >= 300_000,
+        `${forgedModel}: the 100,000 tokens count at the session's price: ${spend.snapshot().spentMicroUsd}`,
+      );
+      assert.notEqual(spend.overBudget(), null, `${forgedModel}: past the $0.20 budget`);
+      spend.settle(hold, null, null);
+    }
   });
 
   it('streamUsage: claude sums its assistant messages (the last per id) until its result; opencode sums its steps so far; codex reports only at its end', () => {

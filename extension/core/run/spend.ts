@@ -448,7 +448,30 @@ export class RunSpend {
 
   /** Counts a running step's usage so far against its hold, then tells onOver about a cap it passed. */
   private report(hold: SpendHold, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): void {
-    this.count(hold, this.cost(usage, model, engine), usageTokens(usage));
+    this.count(hold, this.streamedCost(hold, usage, model, engine), usageTokens(usage));
+  }
+
+  /** The priced models each running step's log has named so far (UsageReport.reportedModel), for streamedCost. */
+  private readonly namedModels = new WeakMap<SpendHold, Set<string>>();
+
+  /**
+   * A running step's cost so far (see cost). Without a model of its own, a step is priced by the model its log names,
+   * which the worker can write into its engine's output (a forged assistant line naming a model the catalog does not
+   * price, or a cheap one, after each real message): so the usage is priced at the dearest of every model its log has
+   * named so far (the engine's first event, printed before any tool of the worker runs, names the session's own).
+   */
+  private streamedCost(hold: SpendHold, usage: UsageReport, model: string | null, engine?: Pick<EngineSpec, 'name' | 'cachedInInput'>): number | null {
+    let most = this.cost(usage, model, engine);
+    if (model !== null) return most;
+    const named = this.namedModels.get(hold) ?? new Set<string>();
+    this.namedModels.set(hold, named);
+    // Only a model the catalog prices is kept (the set stays within the catalog, however many names the log holds).
+    if (usage.reportedModel && this.cost(usage, usage.reportedModel, engine) !== null) named.add(usage.reportedModel);
+    for (const m of named) {
+      const c = this.cost(usage, m, engine);
+      if (c !== null && (most === null || c > most)) most = c;
+    }
+    return most;
   }
 
   /** Counts a running step's spend so far (micro-USD and tokens, null: unknown) against its hold; see report. */
