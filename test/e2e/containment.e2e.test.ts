@@ -421,6 +421,54 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.equal(fs.readFileSync(path.join(repo, 'app.py'), 'utf8'), 'def f():\n    return 5\n\n\n\ndef g():\n    return 2\n');
   });
 
+  it("a relative include in the main worktree's config.worktree (extensions.worktreeConfig): worktree mode is refused, so a worker's file where it resolves (the task's admin dir) names no program the seal runs", async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f(): return 0\n' });
+    git(repo, 'config', 'core.repositoryformatversion', '1');
+    git(repo, 'config', 'extensions.worktreeConfig', 'true');
+    // `git worktree add` copies this config.worktree into the task's admin dir, where both relative paths resolve.
+    git(repo, 'config', '--worktree', 'include.path', 'local.inc');
+    git(repo, 'config', '--worktree', 'includeIf.gitdir:/.path', 'sub/cond.inc');
+    const pwned = path.join(dir, 'PWNED');
+    const spec = [
+      'A=$(sed "s/gitdir: //" .git)',
+      `printf '#!/bin/sh\\necho pwned >> ${pwned}\\ncat\\n' > .pwn.sh; chmod +x .pwn.sh`,
+      'mkdir -p "$A/sub"',
+      `for f in "$A/local.inc" "$A/sub/cond.inc"; do printf '[filter "x"]\\n\\tclean = %s/.pwn.sh\\n' "$PWD" > "$f"; done`,
+      "echo '* filter=x' > .gitattributes",
+      'echo changed >> app.py',
+    ].join('\n');
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'grep -q changed app.py', { max_attempts: 1 })] });
+    const home = path.join(dir, 'home');
+    const r = await run(file, home, path.join(dir, 'user-home'));
+    assert.equal(fs.existsSync(pwned), false, `the worker's filter ran in the orchestrator: ${fs.existsSync(pwned) ? fs.readFileSync(pwned, 'utf8') : ''}`);
+    assert.equal(r.exitCode, 2, r.all);
+    const wtConfig = path.join(repo, '.git', 'config.worktree');
+    for (const [key, value] of [
+      ['include.path', 'local.inc'],
+      ['includeif.gitdir:/.path', 'sub/cond.inc'],
+    ]) {
+      const line = (r.all ?? '').split('\n').find((l) => l.includes(`${key} = ${value}`)) ?? '';
+      assert.ok(line.includes(wtConfig), `no problem names ${wtConfig} and ${key} = ${value}:\n${r.all}`);
+      assert.match(line, /absolute path/);
+    }
+    assert.deepEqual(readRows(home), []);
+
+    // An absolute include names the same file from every worktree: the run goes ahead and the include is read.
+    const inc = path.join(dir, 'shared.inc');
+    fs.writeFileSync(inc, '[verdict]\n\tprobe = shared\n');
+    git(repo, 'config', '--worktree', '--unset', 'include.path');
+    git(repo, 'config', '--worktree', '--remove-section', 'includeIf.gitdir:/');
+    git(repo, 'config', '--worktree', 'include.path', inc);
+    const ok = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [scriptTask('u', 'echo changed >> app.py', 'grep -q changed app.py && [ "$(git config verdict.probe)" = shared ]', { max_attempts: 1 })],
+    });
+    const r2 = await run(ok, path.join(dir, 'home2'), path.join(dir, 'user-home'));
+    assert.equal(r2.exitCode, 0, r2.all);
+  });
+
   it('work the branch would not hold FAILs: an ignored deliverable, a nested repository; a check sees the branch as HEAD', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'test.sh': 'exit 1\n' });

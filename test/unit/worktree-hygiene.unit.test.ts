@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
 import { addWorktree, inspectRepo, pointHeadAt, sealWorktree, taskBranch } from '../../extension/core/git/worktree';
+import { relativeIncludes } from '../../extension/core/git/worktree-config';
 import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
@@ -15,6 +16,31 @@ function verdictBranches(repo: string): string[] {
 
 describe('worktree hygiene', function () {
   this.timeout(120000);
+
+  it('addWorktree refuses a copied config.worktree with a relative include (it resolves in the admin dir a worker can write) and leaves nothing; absolute, ~ and %(prefix)/ includes pass', async () => {
+    const dir = tempDir();
+    const root = makeRepo(path.join(dir, 'repo'));
+    git(root, 'config', 'core.repositoryformatversion', '1');
+    git(root, 'config', 'extensions.worktreeConfig', 'true');
+    git(root, 'config', '--worktree', 'include.path', path.join(dir, 'abs.inc'));
+    git(root, 'config', '--worktree', 'includeIf.gitdir:/.path', '~/home.inc');
+    git(root, 'config', '--worktree', '--add', 'include.path', '%(prefix)/etc/x.inc');
+    const cfg = path.join(root, '.git', 'config.worktree');
+    assert.deepEqual(relativeIncludes(cfg), []);
+    const repo = await inspectRepo(root, 'HEAD');
+    await addWorktree(repo, path.join(dir, 'wt', 'ok'), taskBranch('r1', 'ok'));
+    // Without the preflight (a config changed after it, a recheck's checkout): readWorktreeLinks itself refuses.
+    git(root, 'config', '--worktree', '--add', 'includeIf.onbranch:main.path', 'sub/../local.inc');
+    assert.deepEqual(relativeIncludes(cfg), [{ key: 'includeif.onbranch:main.path', value: 'sub/../local.inc' }]);
+    await assert.rejects(addWorktree(repo, path.join(dir, 'wt', 'bad'), taskBranch('r1', 'bad')), (e: Error) => {
+      assert.match(e.message, /config\.worktree has includeif\.onbranch:main\.path = sub\/\.\.\/local\.inc, a relative path/);
+      assert.match(e.message, /absolute path/);
+      return true;
+    });
+    assert.deepEqual(verdictBranches(root), [taskBranch('r1', 'ok')]);
+    assert.equal(fs.existsSync(path.join(dir, 'wt', 'bad')), false);
+    assert.doesNotMatch(git(root, 'worktree', 'list', '--porcelain'), /wt\/bad/);
+  });
 
   it('16 concurrent addWorktree calls on one repository all succeed (per-repo lock)', async () => {
     const dir = tempDir();

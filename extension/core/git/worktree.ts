@@ -7,6 +7,7 @@ import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
 import { gitFor, gitRunner, readDriverNames, runGit, type ByteGit, type DriverNames, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
+import { worktreeConfigIncludeProblems } from './worktree-config';
 import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
 import { keepParentEntries, parseRawZ, unchangedFromParent, writeSealedBytes, type RawChange } from './sealed-bytes';
@@ -250,13 +251,19 @@ export interface SharedIndex {
 
 /**
  * Reads a fresh worktree's links (see WorktreeLinks).
- * @throws Error when `<dir>/.git` is not a `gitdir:` file inside `<commonDir>/worktrees/`
+ * @throws Error when `<dir>/.git` is not a `gitdir:` file inside `<commonDir>/worktrees/`, or when the admin dir's
+ *   `config.worktree` has an include with a relative path (it would resolve inside the admin dir, which a worker can
+ *   write: see worktreeConfigIncludeProblems), one line per include
  */
 export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks {
   const dotGit = fs.readFileSync(path.join(dir, '.git'), 'utf8');
   const adminDir = path.resolve(dir, dotGit.replace(/^gitdir:\s*/, '').trim());
   if (path.dirname(adminDir) !== path.join(commonDir, 'worktrees'))
     throw new Error(`${dir}/.git points at ${adminDir}, not at a worktree admin dir of ${commonDir}`);
+  const worktreeConfigFile = path.join(adminDir, 'config.worktree');
+  // A relative include in the copy git made resolves in the admin dir, which a worker can write (see worktree-config).
+  const includes = worktreeConfigIncludeProblems(worktreeConfigFile);
+  if (includes.length) throw new Error(includes.join('\n'));
   return {
     dir,
     adminDir,
@@ -264,8 +271,8 @@ export function readWorktreeLinks(dir: string, commonDir: string): WorktreeLinks
     dotGit,
     commondirFile: fs.readFileSync(path.join(adminDir, 'commondir'), 'utf8'),
     gitdirFile: fs.readFileSync(path.join(adminDir, 'gitdir'), 'utf8'),
-    worktreeConfig: fs.existsSync(path.join(adminDir, 'config.worktree')),
-    worktreeConfigText: fs.existsSync(path.join(adminDir, 'config.worktree')) ? fs.readFileSync(path.join(adminDir, 'config.worktree'), 'utf8') : null,
+    worktreeConfig: fs.existsSync(worktreeConfigFile),
+    worktreeConfigText: fs.existsSync(worktreeConfigFile) ? fs.readFileSync(worktreeConfigFile, 'utf8') : null,
     baseIndex: null,
     baseSha: null,
     hasSubmodules: fs.existsSync(path.join(dir, '.gitmodules')),

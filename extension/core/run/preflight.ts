@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import { findBinary } from '../../../engines';
 import { inspectRepo, type RepoInfo } from '../git/worktree';
+import { repoWorktreeConfigProblems } from '../git/worktree-config';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import { probeNetstack, probeSandbox, type SandboxMode } from '../process/sandbox';
 import { decideContainment, tasksNeedingNetstack, type RunContainment } from './containment';
@@ -94,6 +95,7 @@ export async function preflight(
   if (manifest.worktrees) {
     try {
       repo = await inspectRepo(manifest.repo, manifest.baseRef);
+      problems.push(...(await repoWorktreeConfigProblems(repo.root)));
       for (const rel of manifest.include) {
         if (path.isAbsolute(rel) || path.normalize(rel).split(path.sep).includes('..'))
           problems.push(`include: ${rel} must be a path inside the repository (no absolute path, no ..)`);
