@@ -58,7 +58,15 @@ export function parseClaudeOutput(log: string): UsageReport {
  * messages reported (parseClaudeOutput, which reads a log cut off before its result the same way). Never throws.
  */
 export function streamClaudeUsage(log: string): UsageReport {
-  return parseClaudeOutput(log);
+  const parsed = parseClaudeOutput(log);
+  // Every assistant message of the log, results or not. A result totals the session's messages so far, so a real one
+  // never holds fewer tokens than they report; one that does was written by the worker into its CLI's output (a small
+  // `result` early, after which parseClaudeOutput reads nothing), and the budget then reads the messages themselves
+  // (priced from the catalog: no cost) instead of a reading frozen at the forged one while the session goes on.
+  const messages = assistantUsage(jsonEvents(log));
+  const more = (a: number | null, b: number | null) => a !== null && (b === null || a > b);
+  if (more(messages.tokensIn, parsed.tokensIn) || more(messages.tokensOut, parsed.tokensOut)) return { ...messages, reportedModel: parsed.reportedModel };
+  return parsed;
 }
 
 /**

@@ -25,6 +25,21 @@ import { quotaResetFromHeaders, quotaResetIn, type QuotaEvent } from './quota-re
 export function parseOpencodeOutput(log: string): UsageReport {
   const events = upToSoleFinal(jsonEvents(log), isOpencodeFinal);
   if (!events) return forgedFinalReport('final step_finish');
+  return stepsUsage(events);
+}
+
+/**
+ * The usage a running opencode session has reported so far, for the budget: every `step_finish` of the log summed,
+ * a step that ended the loop or not. Not parseOpencodeOutput, which reads nothing after the step that ended the loop:
+ * a final step the worker wrote into its engine's output early (`reason: "stop"`, its tool writing to the engine's
+ * stdout) froze the reading there while opencode went on spending. A forged step here can only add. Never throws.
+ */
+export function streamOpencodeUsage(log: string): UsageReport {
+  return stepsUsage(jsonEvents(log));
+}
+
+/** Usage, cost and final status summed over the `step_finish` events of `events` (see parseOpencodeOutput). */
+function stepsUsage(events: LogEvent[]): UsageReport {
   const report = emptyUsage();
   let usd: number | null = null;
   for (const event of events) {
@@ -191,7 +206,7 @@ export const opencodeEngine: EngineSpec = {
   cachedInInput: true,
   parseOutput: parseOpencodeOutput,
   // One step_finish per model call, each with that call's tokens and cost: the sum so far is the usage so far.
-  streamUsage: parseOpencodeOutput,
+  streamUsage: streamOpencodeUsage,
   finalMessage: opencodeFinalMessage,
   classifyError: (tail) => classifyLogTail(tail, opencodeFatalErrors),
   quotaReset: opencodeQuotaReset,

@@ -144,6 +144,39 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     }
   });
 
+  it("streamUsage: a final event the worker writes into its engine's output early does not freeze the reading while the session goes on", () => {
+    const engines = builtinEngines();
+    // opencode: a step that "ended the loop" (reason stop) written by the worker's tool, then the real loop's next
+    // model call of 100,000 input tokens and $0.50.
+    const step = (reason: string, input: number, cost: number) =>
+      JSON.stringify({
+        type: 'step_finish',
+        part: { reason, type: 'step-finish', tokens: { input, output: 10, reasoning: 0, cache: { write: 0, read: 0 } }, cost },
+      });
+    const opencode = [step('tool-calls', 1_000, 0.01), step('stop', 1, 0), step('tool-calls', 100_000, 0.5)].join('\n');
+    const o = engines.get('opencode')?.streamUsage?.(opencode);
+    assert.ok((o?.tokensIn ?? 0) >= 101_000, `opencode: ${o?.tokensIn}`);
+    assert.ok((o?.costMicroUsd ?? 0) >= 510_000, `opencode: ${o?.costMicroUsd}`);
+    assert.equal(engines.get('opencode')?.parseOutput(opencode).finalStatus, 'success', 'parseOutput still ends at the step that ended the loop');
+    // claude: a small result written early, then a real assistant message of 100,000 input tokens.
+    const lines = engineFixture('claude').split('\n');
+    const result = JSON.parse(lines.find((l) => l.includes('"type":"result"')) ?? '') as Record<string, unknown>;
+    const forged = {
+      ...result,
+      total_cost_usd: 0.000001,
+      usage: { input_tokens: 1, output_tokens: 1 },
+      modelUsage: { m: { inputTokens: 1, outputTokens: 1 } },
+    };
+    const big = JSON.stringify({
+      type: 'assistant',
+      message: { id: 'msg_big', model: 'claude-sonnet-4-5', content: [], usage: { input_tokens: 100_000, output_tokens: 10 } },
+    });
+    const claudeLog = [lines[0], JSON.stringify(forged), big].join('\n');
+    const c = engines.get('claude')?.streamUsage?.(claudeLog);
+    assert.ok((c?.tokensIn ?? 0) >= 100_000, `claude: ${c?.tokensIn}`);
+    assert.equal(c?.costMicroUsd, null, "the forged result's cost is not taken: the catalog prices the tokens");
+  });
+
   it('streamUsage: claude sums its assistant messages (the last per id) until its result; opencode sums its steps so far; codex reports only at its end', () => {
     const engines = builtinEngines();
     const claude = engineFixture('claude');
