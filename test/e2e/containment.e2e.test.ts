@@ -349,9 +349,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
 
   it('a worker-planted config.worktree (repository with extensions.worktreeConfig): the seal runs none of its filters', async () => {
     const dir = tempDir();
-    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f(): return 0\n' });
-    git(repo, 'config', 'core.repositoryformatversion', '1');
-    git(repo, 'config', 'extensions.worktreeConfig', 'true');
+    const repo = worktreeConfigRepo(dir, 'def f(): return 0\n');
     const pwned = path.join(dir, 'PWNED');
     const spec = [
       'A=$(sed "s/gitdir: //" .git)',
@@ -370,9 +368,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
 
   it('a config.worktree git made (extensions.worktreeConfig): a worker that adds a filter, textconv, diff command and merge driver to every config it can reach makes the seal, check, deliver and merge run none of them', async () => {
     const dir = tempDir();
-    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f():\n    return 0\n\n\n\ndef g():\n    return 1\n' });
-    git(repo, 'config', 'core.repositoryformatversion', '1');
-    git(repo, 'config', 'extensions.worktreeConfig', 'true');
+    const repo = worktreeConfigRepo(dir, 'def f():\n    return 0\n\n\n\ndef g():\n    return 1\n');
     // The main worktree's own config.worktree: `git worktree add` copies it, so the task's worktree has one git made
     // (WorktreeLinks.worktreeConfig), which the work step can write (the admin dir is writable to it).
     git(repo, 'config', '--worktree', 'verdict.probe', 'kept');
@@ -423,9 +419,7 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
 
   it("a relative include in the main worktree's config.worktree (extensions.worktreeConfig): worktree mode is refused, so a worker's file where it resolves (the task's admin dir) names no program the seal runs", async () => {
     const dir = tempDir();
-    const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': 'def f(): return 0\n' });
-    git(repo, 'config', 'core.repositoryformatversion', '1');
-    git(repo, 'config', 'extensions.worktreeConfig', 'true');
+    const repo = worktreeConfigRepo(dir, 'def f(): return 0\n');
     // `git worktree add` copies this config.worktree into the task's admin dir, where both relative paths resolve.
     git(repo, 'config', '--worktree', 'include.path', 'local.inc');
     git(repo, 'config', '--worktree', 'includeIf.gitdir:/.path', 'sub/cond.inc');
@@ -740,3 +734,14 @@ describe('containment: nothing a worker starts outlives its step, nothing it wri
     assert.match(r2.all ?? '', /include: \.\.\/x must be a path inside the repository/);
   });
 });
+
+/**
+ * A repository under `dir`/repo holding app.py (`appPy`) with per-worktree config on (extensions.worktreeConfig): each
+ * worktree reads a config.worktree of its own, in its admin dir, besides the repository's config.
+ */
+function worktreeConfigRepo(dir: string, appPy: string): string {
+  const repo = makeRepo(path.join(dir, 'repo'), { 'app.py': appPy });
+  git(repo, 'config', 'core.repositoryformatversion', '1');
+  git(repo, 'config', 'extensions.worktreeConfig', 'true');
+  return repo;
+}
