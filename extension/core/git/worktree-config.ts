@@ -11,6 +11,7 @@
  * instead (see docs/containment.md).
  */
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { runGit } from './safe-git';
 
@@ -28,6 +29,8 @@ export interface RelativeInclude {
  * @throws Error naming the file when git cannot read it as config
  */
 export function relativeIncludes(file: string): RelativeInclude[] {
+  // No file, no include: no git process (most repositories have no config.worktree; this runs for every worktree made).
+  if (!fs.existsSync(file)) return [];
   let out: string;
   try {
     out = execFileSync('git', ['config', '--file', file, '--null', '--get-regexp', '^include(if\\..*)?\\.path$'], {
