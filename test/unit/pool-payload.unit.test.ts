@@ -145,6 +145,18 @@ describe('pool payload: what a worker accepts from the queue', () => {
     ],
     ['an empty red list', { workflows: { phases: [] } }, /field workflows\.phases/],
   ];
+  it("refuses a part named after an object's own property (__proto__, constructor), as a payload from the queue is parsed: nothing reaches the prototype", () => {
+    for (const name of ['__proto__', 'constructor', 'toString']) {
+      const data = JSON.parse(JSON.stringify(job).replace('"workflows":{', `"workflows":{"${name}":{"polluted":true},`)) as Record<string, unknown>;
+      assert.ok(Object.hasOwn(data.workflows as object, name), `the payload holds ${name} as its own field`);
+      assert.throws(
+        () => parseJob(data),
+        (e: Error) => e instanceof BadJobError && e.message.startsWith(`payload field workflows.${name}: expected the part of a workflow this worker runs`),
+      );
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    }
+  });
+
   for (const [name, change, message] of refused) {
     it(`refuses ${name}`, () => {
       assert.throws(
