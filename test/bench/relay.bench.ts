@@ -1,6 +1,7 @@
 /**
- * Benchmark (not a test): what relaying a step's output costs the spawn helper (SpawnRequest.relay; docs/containment.md
- * "Readers"), for each helper (perl, node), against the same step writing the log file itself.
+ * Benchmark (not a test): what relaying a step's output costs the spawn helper (SpawnRequest.relay: the readers' socket,
+ * docs/containment.md "Readers"; the capped logs' pipe, "Output"), for each helper (perl, node), against the same step
+ * writing the log file itself.
  *
  *   TMPDIR=/dev/shm npm run bench:relay
  *   env: BENCH_ROUNDS=3
@@ -11,7 +12,7 @@
  * - bulk: 64 MiB in 64 KiB writes (`head -c`: a test run's output);
  * - quiet: `/bin/true` × 200 (what relay adds to a spawn that prints nothing: the socket pair and its end).
  * Printed: the helper's CPU (its threads' schedstat) per step, ms, and the step's wall time, median of the rounds;
- * relay on and off alternate within a round.
+ * the three routes alternate within a round, in reverse order every other round.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,16 +31,19 @@ function cpuMs(pid: number): number {
 type Workload = 'lines' | 'bulk' | 'quiet';
 const STEPS: Record<Workload, number> = { lines: 3, bulk: 3, quiet: 200 };
 
-function request(w: Workload, dir: string, relay: boolean): SpawnRequest {
+/** How the step's output reaches the log: the file itself, the readers' socket relay, or the capped logs' pipe relay. */
+type Route = 'file' | 'socket' | 'pipe';
+
+function request(w: Workload, dir: string, route: Route): SpawnRequest {
   const env = { PATH: process.env.PATH ?? '' };
-  const log = path.join(dir, `log-${w}-${relay}`);
-  const base = { cwd: dir, env, log, dieWithHelper: true, ...(relay ? { relay: true } : {}) };
+  const log = path.join(dir, `log-${w}-${route}`);
+  const base = { cwd: dir, env, log, dieWithHelper: true, ...(route === 'socket' ? { relay: true } : route === 'pipe' ? { relay: 'pipe' as const } : {}) };
   if (w === 'lines') return { ...base, file: 'perl', args: ['-e', '$| = 1; my $l = ("x" x 199) . "\\n"; print $l for 1 .. 20000'] };
   if (w === 'bulk') return { ...base, file: '/bin/sh', args: ['-c', 'head -c 67108864 /dev/zero'] };
   return { ...base, file: '/bin/true', args: [] };
 }
 
-async function round(kind: 'perl' | 'node', w: Workload, relay: boolean, dir: string): Promise<{ cpu: number; wall: number }> {
+async function round(kind: 'perl' | 'node', w: Workload, relay: Route, dir: string): Promise<{ cpu: number; wall: number }> {
   const pid = spawnHelperPid() as number;
   const before = cpuMs(pid);
   const t0 = performance.now();
@@ -70,9 +74,9 @@ for (let r = 0; r < ROUNDS; r++) {
     const info = await spawnHelperInfo();
     if (info?.kind !== kind) throw new Error(`asked for the ${kind} helper, got ${info?.kind ?? 'none'}`);
     for (const w of ['lines', 'bulk', 'quiet'] as const) {
-      for (const relay of r % 2 ? [true, false] : [false, true]) {
+      for (const relay of r % 2 ? (['pipe', 'socket', 'file'] as const) : (['file', 'socket', 'pipe'] as const)) {
         const got = await round(kind, w, relay, dir);
-        const key = `${kind} ${w} ${relay ? 'relay' : 'file '}`;
+        const key = `${kind} ${w} ${relay.padEnd(6)}`;
         seen[key] ??= { cpu: [], wall: [] };
         seen[key].cpu.push(got.cpu);
         seen[key].wall.push(got.wall);

@@ -125,6 +125,45 @@ describeEachHelper('spawn helper semantics', function () {
     );
   });
 
+  it("hold: nothing reaches the log from the held until the release (the step blocks on the full relay), an exit meanwhile is reported after it; relay 'pipe' lets the step open /dev/stdout again", async () => {
+    const log = path.join(dir, 'log');
+    // A flood larger than any relay (a 1 MiB pipe, a socket's buffer), the last lines after it.
+    const script = `echo one; while [ ! -e go ]; do sleep 0.02; done; head -c 3000000 /dev/zero | tr "\\0" b; echo; (echo again > /proc/$$/fd/1) 2>&1 | grep -o "No such device or address"; echo last`;
+    const s = await spawnViaHelper(bash(dir, script, { relay: 'pipe' }));
+    let reported = false;
+    void s.exited.then(() => (reported = true));
+    await until(() => fs.readFileSync(log, 'utf8') === 'one\n', 'the first line in the log');
+    await s.hold();
+    fs.writeFileSync(path.join(dir, 'go'), '');
+    await sleep(500);
+    assert.equal(fs.readFileSync(log, 'utf8'), 'one\n', 'nothing was written while held');
+    assert.ok(alive(s.pid) && !reported, 'the step waits on its full relay');
+    s.release();
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    // The perl helper relays through a pipe, which /proc/<pid>/fd/1 opens again; Node can make only a socket.
+    const again = process.env.VERDICT_SPAWN_HELPER === 'node' ? 'No such device or address' : 'again';
+    assert.equal(fs.readFileSync(log, 'utf8'), `one\n${'b'.repeat(3_000_000)}\n${again}\nlast\n`);
+
+    // A step that ends while held: its exit waits for the release, and its last line is written before it.
+    fs.writeFileSync(log, '');
+    const t = await spawnViaHelper(bash(dir, 'echo a; while [ ! -e go2 ]; do sleep 0.02; done; echo b', { relay: 'pipe' }));
+    let ended = false;
+    void t.exited.then(() => (ended = true));
+    await until(() => fs.readFileSync(log, 'utf8') === 'a\n', 'the first line in the log');
+    await t.hold();
+    fs.writeFileSync(path.join(dir, 'go2'), '');
+    await until(() => !alive(t.pid), 'the step ended');
+    await sleep(300);
+    assert.equal(ended, false, 'no exit is reported while held');
+    assert.equal(fs.readFileSync(log, 'utf8'), 'a\n');
+    t.release();
+    assert.deepEqual(await t.exited, { code: 0, signal: null });
+    assert.equal(fs.readFileSync(log, 'utf8'), 'a\nb\n');
+    // A hold of a step already reported is answered at once (nothing writes its log).
+    await t.hold();
+    t.release();
+  });
+
   it('the pid reply carries the kernel start time; the exit reply the code, or the signal by name', async () => {
     const s = await spawnViaHelper(bash(dir, 'cut -d" " -f22 /proc/$$/stat; exit 7'));
     assert.deepEqual(await s.exited, { code: 7, signal: null });

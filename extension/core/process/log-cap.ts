@@ -1,15 +1,15 @@
 /**
- * Output caps for step logs (worker.log, check.log, …): a step's output is appended to its log by the step itself (the
- * file is its stdout, opened with O_APPEND by the spawn helper), so nothing stops a step from writing gigabytes there.
- * The supervisor keeps each step's part of the log within `log_max_mb`: once it grows past the cap, the log is compacted
- * in place — its head stays, a line says how many bytes were cut, and the latest part of the output follows — and
- * truncated after it. The step's next write lands at the new end (O_APPEND writes at the end of the file as it is at the
- * write: open(2)), so the step never notices.
+ * Output caps for step logs (worker.log, check.log, …): nothing stops a step from writing gigabytes to its output. A
+ * capped step's output reaches its log through the spawn helper's relay (spawner.ts, SpawnRequest.relay), so the helper
+ * is the log's one writer. The supervisor keeps each step's part of the log within `log_max_mb`: once it grows past the
+ * cap, the helper is asked to hold the relay (Spawned.hold: the step blocks once the relay is full), and the log is
+ * compacted in place — its head stays, a line says how many bytes were cut, and the latest part of the output follows —
+ * and truncated after it; then the relay is released and the helper writes on at the new end.
  *
- * A write the step makes between the compaction's last look at the file's size and its truncation is lost (the
- * truncation cuts it off) and is not counted: the line then says "at least". A step can grow its log past the cap by
- * what it writes between two looks (the supervisor looks every TAIL_POLL_MS); once it has ended the log is compacted one
- * last time, exactly.
+ * Nothing writes the log during a compaction, so nothing is lost and the count is exact. (An earlier design let the step
+ * write the file itself: a write landing between the compaction's last look at the size and its truncation was cut off
+ * uncounted, and once the last lines of a 1 GiB flood.) A step can still grow its log past the cap by what it writes
+ * between two looks (the supervisor looks every TAIL_POLL_MS); once it has ended the log is compacted one last time.
  */
 import fs from 'node:fs';
 
@@ -25,8 +25,8 @@ const COUNT_WIDTH = 20;
 const COPY_CHUNK_BYTES = 1024 * 1024;
 
 /** The line between a compacted log's head and its tail (fixed length for one `maxBytes`). Pure. */
-export function cutLine(cutBytes: number, maxBytes: number, exact: boolean): string {
-  const count = `${exact ? '' : 'at least '}${cutBytes}`.padEnd(COUNT_WIDTH + 'at least '.length);
+export function cutLine(cutBytes: number, maxBytes: number): string {
+  const count = String(cutBytes).padEnd(COUNT_WIDTH);
   return `\n[verdict] ${count} bytes of output were cut here: a step's log keeps at most ${Math.round(maxBytes / (1024 * 1024))} MB (log_max_mb), its head and its tail\n`;
 }
 
@@ -34,8 +34,6 @@ export function cutLine(cutBytes: number, maxBytes: number, exact: boolean): str
 export class LogCap {
   /** Bytes cut so far (the line says so). */
   cutBytes = 0;
-  /** Whether a write may have been lost uncounted (a compaction while the step ran). */
-  private inexact = false;
   private readonly headBytes: number;
   private readonly keepBytes: number;
   private readonly lineBytes: number;
@@ -52,7 +50,7 @@ export class LogCap {
   ) {
     this.headBytes = Math.floor(maxBytes / 4);
     this.keepBytes = Math.floor(maxBytes / 4);
-    this.lineBytes = Buffer.byteLength(cutLine(0, maxBytes, false));
+    this.lineBytes = Buffer.byteLength(cutLine(0, maxBytes));
   }
 
   /** Whether the step's part of the log is over its cap now. */
@@ -62,40 +60,32 @@ export class LogCap {
 
   /**
    * Compacts the log when its part is over the cap: keeps the head (a quarter of the cap), the cut line, and the last
-   * quarter of the cap's bytes, and truncates after them. `readTo`: the offset up to which the caller has read the log
-   * (its live view); bytes past it that are kept are handed to `unread` in order, before the call returns. `final`: the
-   * step has ended (nothing writes any more), so the count is exact.
-   * @returns `end`: the log's new size (the caller reads on from there); `seen`: the size the log had when it was last
-   *   looked at, before the truncation (every byte below it is either kept or cut); null when it was not over the cap
+   * quarter of the cap's bytes, and truncates after them. Nothing may write the log meanwhile (its writer is held, or
+   * the step has ended): what it wrote would be cut uncounted. `readTo`: the offset up to which the caller has read the
+   * log (its live view); bytes past it that are kept are handed to `unread` in order, before the call returns.
+   * @returns `end`: the log's new size (the caller reads on from there); `seen`: its size before (every byte below it
+   *   is either kept or cut); null when it was not over the cap
    * @throws the fs error when the log cannot be read, written or truncated
    */
-  compact(readTo: number, unread: (chunk: Buffer) => void, final: boolean): { end: number; seen: number } | null {
-    let size = fs.fstatSync(this.fd).size;
+  compact(readTo: number, unread: (chunk: Buffer) => void): { end: number; seen: number } | null {
+    const size = fs.fstatSync(this.fd).size;
     if (!this.over(size)) return null;
     const cutAt = this.start + this.headBytes;
     // What was kept after the line by an earlier compaction is part of what may be cut now.
-    const keptFrom = this.cutBytes > 0 || this.inexact ? cutAt + this.lineBytes : cutAt;
+    const keptFrom = this.cutBytes > 0 ? cutAt + this.lineBytes : cutAt;
     let from = size - this.keepBytes;
     let to = cutAt + this.lineBytes;
     this.cutBytes += from - keptFrom;
-    if (!final) this.inexact = true;
-    // The line first: between the last look at the size and the truncation nothing else is done (a write landing
-    // there is lost).
-    fs.writeSync(this.fd, cutLine(this.cutBytes, this.maxBytes, !this.inexact), cutAt);
+    fs.writeSync(this.fd, cutLine(this.cutBytes, this.maxBytes), cutAt);
     const buf = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
-    // Moved down in order (the destination is always below the source); then whatever the step appended meanwhile.
-    for (let round = 0; round < 8; round++) {
-      while (from < size) {
-        const n = fs.readSync(this.fd, buf, 0, Math.min(buf.length, size - from), from);
-        if (n <= 0) break;
-        if (from + n > readTo) unread(Buffer.from(buf.subarray(Math.max(0, readTo - from), n)));
-        for (let at = 0; at < n;) at += fs.writeSync(this.fd, buf, at, n - at, to + at);
-        from += n;
-        to += n;
-      }
-      const now = fs.fstatSync(this.fd).size;
-      if (now === size) break;
-      size = now;
+    // Moved down in order (the destination is always below the source).
+    while (from < size) {
+      const n = fs.readSync(this.fd, buf, 0, Math.min(buf.length, size - from), from);
+      if (n <= 0) break;
+      if (from + n > readTo) unread(Buffer.from(buf.subarray(Math.max(0, readTo - from), n)));
+      for (let at = 0; at < n;) at += fs.writeSync(this.fd, buf, at, n - at, to + at);
+      from += n;
+      to += n;
     }
     fs.ftruncateSync(this.fd, to);
     return { end: to, seen: size };

@@ -13,7 +13,8 @@
  * later (rounded up to a whole second of the clock). When stdin ends or the parent changes, the groups of the
  * `dieWithHelper` steps are killed and it exits.
  *
- * `relay`: the child's stdout is a 'pipe' (libuv makes it a unix socket pair) and its stderr the same socket (`sh -c
+ * `relay` ("1", or "pipe", which Node cannot make: a socket as well, so a capped step's /dev/stdout cannot be opened
+ * again here, unlike under the perl helper): the child's stdout is a 'pipe' (libuv makes it a unix socket pair) and its stderr the same socket (`sh -c
  * 'exec "$@" 2>&1'` in front of it: Node cannot give two stdio entries one new pipe; the exec keeps the pid); what
  * arrives is appended to the log as it comes, and read to its end (every writer gone; at most RELAY_END_MS after the
  * exit, sweeps and init kill) before the exit is reported.
@@ -390,6 +391,7 @@ function start(fields) {
   }
   // The log stays open for the relay (written as output arrives), else it is the child's alone.
   const relayed = relay ? relayTo(child.stdout, fds[0]) : null;
+  if (relayed) relays.set(id, relayed);
   closeAll(relay ? fds.slice(1) : fds);
   closeAll(streams);
   const pid = child.pid;
@@ -410,7 +412,13 @@ function start(fields) {
     if (net) endNet(net);
     const exitLine = `${id} exit ${code === null ? '-' : code} ${signal ? os.constants.signals[signal] : '-'}`;
     // Relayed: the output is read to its end (or RELAY_END_MS) before the exit is reported.
-    const report = () => (relayed ? relayed.finish().then(() => send(exitLine)) : send(exitLine));
+    const report = () =>
+      relayed
+        ? relayed.finish().then(() => {
+            relays.delete(id);
+            send(exitLine);
+          })
+        : send(exitLine);
     if (init) {
       // What bwrap wrote is read to the pipe's end, then its init (and with it the PID namespace) is killed.
       init.exited().then(() =>
@@ -430,12 +438,17 @@ function start(fields) {
   });
 }
 
+/** id => the relay of a step whose exit is not yet reported: "hold" and "release" name it so. */
+const relays = new Map();
+
 /**
  * Appends what arrives on `stream` (a relayed step's stdout socket) to the log `fd` as it comes: one chunk at a time,
- * written before the next is read. `finish()` resolves at the stream's end, or RELAY_END_MS after it was called, then
- * closes both. A write that fails (a full disk) loses that chunk, as the step's own write would have failed.
+ * written before the next is read. `finish()` resolves at the stream's end, or RELAY_END_MS after it was called (and
+ * after a release, while held), then closes both. A write that fails (a full disk) loses that chunk, as the step's own
+ * write would have failed. `hold()` pauses the stream (nothing is written into the log) until `release()`.
  */
 function relayTo(stream, fd) {
+  let held = null;
   let closed = false;
   const close = () => {
     if (closed) return;
@@ -448,22 +461,46 @@ function relayTo(stream, fd) {
     stream.on('close', resolve);
     stream.on('error', resolve);
   });
-  stream.on('data', (chunk) => {
-    if (closed) return;
+  const write = (chunk) => {
     try {
       for (let at = 0; at < chunk.length;) at += fs.writeSync(fd, chunk, at, chunk.length - at);
     } catch {
       // the log cannot take it (a full disk): this chunk is lost
     }
+  };
+  stream.on('data', (chunk) => {
+    if (closed) return;
+    // Held, and yet read: Node resumes a child's paused stdio when the child exits (child_process flushStdio). What
+    // arrives so is kept (at most what the relay held at the exit) and written at the release.
+    if (held) held.pending.push(chunk);
+    else write(chunk);
   });
   return {
     close,
+    hold() {
+      if (held) return;
+      stream.pause();
+      let release;
+      held = { released: new Promise((resolve) => (release = resolve)), release, pending: [] };
+    },
+    release() {
+      if (!held) return;
+      const h = held;
+      held = null;
+      if (!closed) {
+        for (const chunk of h.pending) write(chunk);
+        stream.resume();
+      }
+      h.release();
+    },
     finish() {
-      let timer;
-      const bound = new Promise((resolve) => (timer = setTimeout(resolve, RELAY_END_MS)));
-      return Promise.race([ended, bound]).then(() => {
-        clearTimeout(timer);
-        close();
+      return (held ? held.released : Promise.resolve()).then(() => {
+        let timer;
+        const bound = new Promise((resolve) => (timer = setTimeout(resolve, RELAY_END_MS)));
+        return Promise.race([ended, bound]).then(() => {
+          clearTimeout(timer);
+          close();
+        });
       });
     },
   };
@@ -496,6 +533,17 @@ process.stdin.on('data', (chunk) => {
   for (;;) {
     const nl = pending.indexOf(10);
     if (nl === -1) break;
+    const control = /^(hold|release) (\d+)$/.exec(pending.latin1Slice(0, nl));
+    if (control) {
+      // spawn-helper.pl's header: a held relay writes nothing into its log until released; "held" says so.
+      const relayed = relays.get(control[2]);
+      if (control[1] === 'hold') {
+        relayed?.hold();
+        send(`${control[2]} held`);
+      } else relayed?.release();
+      pending = pending.subarray(nl + 1);
+      continue;
+    }
     const len = Number(pending.latin1Slice(0, nl));
     if (pending.length < nl + 1 + len) break;
     start(pending.toString('utf8', nl + 1, nl + 1 + len).split('\0'));

@@ -7,8 +7,12 @@
 # The protocol (spawner.ts encodes it; spawn-helper.cjs speaks the same):
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
 #        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
-#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), relay ("1" or ""), netstack (the path of
+#        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), relay ("1", "pipe" or ""), netstack (the path of
 #        slirp4netns, "" for none), then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
+#   -> "hold <id>\n", "release <id>\n"     a relayed step's output is not read (nothing is written into its log, the
+#                                            step blocks once the relay is full) from "held" until the release; an exit
+#                                            that comes meanwhile is reported after the release (see log-cap.ts)
+#   <- "<id> held\n"                        the reply to a hold (also for an id that is not running)
 #   <- "ready perl <version>\n"             first, once (or "unsupported <reason>\n" and exit: the Node helper is used)
 #   <- "<id> pid <pid> <startTime>\n"       it runs: its own session and process group, stdin /dev/null (or the
 #                                            stdin file, read-only), stdout and stderr appended to the log (stderr to
@@ -33,7 +37,9 @@
 # of the step that opens /proc/<pid>/fd/1 of the step's engine gets ENXIO (a file, or a pipe, would be opened again and
 # written). The helper appends what arrives on its end to the log as it comes, one read of at most 64 KiB per turn, and
 # before it reports the exit (sandboxed: after the init, so every writer, is gone) reads what is left, then closes its
-# end: a writer that outlived the step gets EPIPE, nothing lands in the log after the exit report.
+# end: a writer that outlived the step gets EPIPE, nothing lands in the log after the exit report. relay "pipe": the
+# same through a pipe, which a process of the step may open again through /proc/<pid>/fd/1 (/dev/stdout): the output
+# of a capped step (log-cap.ts), which only needs this helper to be the log's one writer.
 # netstack (with sandboxInit): bwrap also runs with `--block-fd <4 + number of files>` and `--unshare-net`; the helper
 # makes that fd the read end of a pipe. Once it holds the init, it starts slirp4netns on the init's network namespace
 # (`--configure`: tap0 10.0.2.100/24, the host's loopback as 10.0.2.2), in its own session, with a parent-death
@@ -72,6 +78,9 @@ my $AF_UNIX = 1;          # Linux's numbers (sys/socket.h), as the syscall numbe
 my $SOCK_STREAM = 1;
 my $RELAY_CHUNK = 65536;     # bytes read from a relayed output at a time
 my $RELAY_DRAIN_MAX = 64;    # reads of what is left at the exit (4 MiB): a writer that outlived the step cannot hold it
+my $F_SETPIPE_SZ = 1031;     # fcntl command (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7)
+my $RELAY_PIPE_BYTES = 1048576;    # a relay pipe's capacity asked for (the unprivileged most, /proc/sys/fs/pipe-max-size)
+my %steps;                # id => step: started and its exit not yet reported (hold and release name them so)
 my %ending;               # init pidfd => [step, exit line]: bwrap has exited, its init is killed, not yet gone
 my @later;                # [due (s), cookie]: second cookie sweeps
 
@@ -265,6 +274,39 @@ sub relay_finish {
   return unless $s->{relay};
   relay_out($s, 1);
   relay_close($s);
+}
+
+# Step $s has ended ($line: its exit reply): its relay is read to its end, then the exit is reported; while the
+# orchestrator holds its log, only once it releases it.
+sub report_exit {
+  my ($s, $line) = @_;
+  if ($s->{held}) {
+    $s->{exit_line} = $line;
+    return;
+  }
+  relay_finish($s);
+  delete $steps{ $s->{id} };
+  reply($line);
+}
+
+# "hold ID": step ID's relayed output is no longer read, so nothing is written into its log, until "release ID"; the
+# reply "ID held" says so. An ID not running (its exit already reported) is held at once: nothing writes its log.
+sub hold {
+  my ($id) = @_;
+  my $s = $steps{$id};
+  if ($s) {
+    $s->{held} = 1;
+    delete $relays{ fileno $s->{relay} } if $s->{relay};
+  }
+  reply("$id held");
+}
+
+# "release ID": its relayed output is read again, and an exit that came while it was held is reported.
+sub release {
+  my $s = $steps{ $_[0] } // return;
+  return unless delete $s->{held};
+  $relays{ fileno $s->{relay} } = $s if $s->{relay};
+  report_exit($s, delete $s->{exit_line}) if exists $s->{exit_line};
 }
 
 sub relay_close {
@@ -500,13 +542,21 @@ sub start {
   my ($logfh, $errfh, $infh, @filefhs) = @handles;
   # relay: the child writes into one end of a socket pair (one way: shut for reading on its side, for writing on ours);
   # the helper's end is read without blocking and appended to the log.
+  # relay "pipe": a pipe instead (opening /proc/<pid>/fd/1, i.e. /dev/stdout, works and writes into the relay).
   my ($relay_r, $relay_w);
-  if ($relay) {
+  if ($relay eq 'pipe') {
+    if (!pipe($relay_r, $relay_w)) {
+      return fail($id, "spawn $file: pipe: " . errno_name($! + 0));
+    }
+    fcntl($relay_r, $F_SETPIPE_SZ, $RELAY_PIPE_BYTES);    # larger writes between two turns; the default where refused
+  } elsif ($relay) {
     if (!socketpair($relay_r, $relay_w, $AF_UNIX, $SOCK_STREAM, 0)) {
       return fail($id, "spawn $file: socketpair: " . errno_name($! + 0));
     }
     shutdown($relay_r, 1);
     shutdown($relay_w, 0);
+  }
+  if ($relay_r) {
     my $flags = fcntl($relay_r, POSIX::F_GETFL(), 0);
     fcntl($relay_r, POSIX::F_SETFL(), $flags | POSIX::O_NONBLOCK());
   }
@@ -568,6 +618,7 @@ sub start {
   }
   $running{$pidfd} = $s;
   $own{$pid} = $s;
+  $steps{$id} = $s;
   if ($info) {
     $s->{info} = $info;
     $s->{buf} = '';
@@ -662,8 +713,7 @@ for (;;) {
         }
       }
       if ($s->{cookie} eq '') {
-        relay_finish($s);
-        reply($line);
+        report_exit($s, $line);
         next;
       }
       push @sweep, $s->{cookie};
@@ -676,8 +726,7 @@ for (;;) {
       next unless vec($rout, $fd, 1);
       my ($s, $line) = @{ delete $ending{$fd} };
       init_gone($s);
-      relay_finish($s);
-      reply($line);
+      report_exit($s, $line);
     }
     if (vec($rout, 0, 1)) {
       my $n = sysread(STDIN, $in, 262144, length $in);
@@ -686,6 +735,11 @@ for (;;) {
         my $nl = index($in, "\n");
         last if $nl < 0;
         my $len = substr($in, 0, $nl);
+        if ($len =~ /^(hold|release) (\d+)$/) {
+          $1 eq 'hold' ? hold($2) : release($2);
+          substr($in, 0, $nl + 1) = '';
+          next;
+        }
         last if length($in) < $nl + 1 + $len;
         start(substr($in, $nl + 1, $len));
         substr($in, 0, $nl + 1 + $len) = '';
@@ -699,10 +753,7 @@ for (;;) {
   }
   # Steps that ended together (50 workers whose `sleep 1` ends at once) cost one pass over /proc, not one each.
   kill_by_cookies(@sweep) if @sweep;
-  for (@reports) {
-    relay_finish($_->[0]);
-    reply($_->[1]);
-  }
+  report_exit(@$_) for @reports;
   flush_out();
   reap_strays();
 }

@@ -4,8 +4,8 @@
  * cost of a fork grows with the forking process's memory: every step's spawn used to stall the orchestrator (a large
  * process) for milliseconds. Instead one small helper process, started on the first spawn and living as long as the
  * orchestrator, starts every step's process; the orchestrator only writes a request and later reads the replies. The
- * child's stdout and stderr are the log file itself (opened by the helper), or a socket the helper relays into it
- * (`relay`: readers), so no output passes through the orchestrator; the supervisor tails the file. The protocol (described in spawn-helper.pl) is encoded and decoded here
+ * child's stdout and stderr are the log file itself (opened by the helper), or a socket or pipe the helper relays into it
+ * (`relay`: readers, capped logs), so no output passes through the orchestrator; the supervisor tails the file. The protocol (described in spawn-helper.pl) is encoded and decoded here
  * only: {@link encodeRequest}, {@link parseReply}.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -37,9 +37,11 @@ export interface SpawnRequest {
    * exit, then closes its end. No process of the step can reach the log itself: `open("/proc/<pid>/fd/1")` of a socket
    * fails with ENXIO (a file or a pipe would be opened again), and nothing written after the exit report lands. A
    * reader's engine runs so (docs/containment.md "Readers"): code it runs cannot write into the output its answer is
-   * read from.
+   * read from. `'pipe'`: the same through a pipe, which the step may open again through /proc/<pid>/fd/1 (/dev/stdout)
+   * and so write into the relay (the Node helper cannot make one and uses its socket): the helper is then the log's one
+   * writer, which {@link Spawned.hold} needs (a capped log: log-cap.ts).
    */
-  relay?: boolean;
+  relay?: boolean | 'pipe';
   /** Files opened read-only as the child's fds 3, 4, … in this order (bubblewrap's `--file FD`). */
   files?: string[];
   /**
@@ -89,6 +91,15 @@ export interface Spawned {
   startTime: string | null;
   /** Resolves once it has ended and what it left in its group (and, unsandboxed, under its cookie) was killed. */
   exited: Promise<SpawnExit>;
+  /**
+   * A relayed step (SpawnRequest.relay): resolves once the helper has stopped writing its output into the log (the step
+   * blocks when the relay is full) until {@link release}; its exit is not reported meanwhile. Also resolves when the
+   * step has ended or the helper is gone (nothing writes the log then). Without a relay the log is the step's own
+   * stdout and nothing is held.
+   */
+  hold(): Promise<void>;
+  /** Ends a {@link hold}: the helper writes what the step printed meanwhile, and reports an exit held back. */
+  release(): void;
 }
 
 /** Which helper program runs: `perl` (spawn-helper.pl, the default where perl and pidfd_open exist) or `node`. */
@@ -112,7 +123,7 @@ export interface HelperInfo {
 export function encodeRequest(id: number, req: SpawnRequest): string {
   const files = req.files ?? [];
   const keys = Object.keys(req.env);
-  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay ? '1' : ''}\0${req.netstack ?? ''}\0${req.args.length}`;
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay === 'pipe' ? 'pipe' : req.relay ? '1' : ''}\0${req.netstack ?? ''}\0${req.args.length}`;
   for (const a of req.args) payload += `\0${a}`;
   payload += `\0${keys.length}`;
   for (const k of keys) payload += `\0${k}=${req.env[k]}`;
@@ -152,7 +163,8 @@ export type Reply =
   | { type: 'pid'; id: number; pid: number; startTime: string | null }
   | { type: 'init'; id: number; pid: number; startTime: string | null }
   | { type: 'error'; id: number; message: string }
-  | { type: 'exit'; id: number; code: number | null; signal: string | null };
+  | { type: 'exit'; id: number; code: number | null; signal: string | null }
+  | { type: 'held'; id: number };
 
 /** Decodes one reply line (without its newline). Pure. Signal numbers become Node's names (9 → "SIGKILL"). */
 export function parseReply(line: string): Reply | null {
@@ -170,6 +182,7 @@ export function parseReply(line: string): Reply | null {
   const kind = sp2 === -1 ? rest : rest.slice(0, sp2);
   const more = sp2 === -1 ? '' : rest.slice(sp2 + 1);
   if (kind === 'error') return { type: 'error', id, message: more };
+  if (kind === 'held') return { type: 'held', id };
   const [a = '-', b = '-'] = more.split(' ');
   if (kind === 'pid' || kind === 'init') return { type: kind, id, pid: Number(a), startTime: b === '-' ? null : b };
   if (kind === 'exit')
@@ -216,6 +229,8 @@ function chooseHelper(env: NodeJS.ProcessEnv): { kind: HelperKind; binary: strin
 class SpawnHelper {
   private child!: ChildProcess;
   private readonly waiters = new Map<number, Waiter>();
+  /** Holds asked for and not yet answered ("held"), by step id, in the order asked. */
+  private readonly holds = new Map<number, Array<() => void>>();
   /** Requests written before the helper said it is ready: sent again to the Node helper if the perl one cannot run. */
   private early: string[] | null = [];
   private nextId = 1;
@@ -290,7 +305,7 @@ class SpawnHelper {
     const exited = new Promise<SpawnExit>((resolve) => (ended = resolve));
     const started = new Promise<Spawned>((resolve, reject) => {
       this.waiters.set(id, {
-        started: (s) => resolve({ ...s, exited }),
+        started: (s) => resolve({ ...s, exited, hold: () => this.hold(id), release: () => this.control(`release ${id}`) }),
         failed: (message) => reject(new Error(message)),
         ended,
         ...(req.onInit ? { init: req.onInit } : {}),
@@ -301,6 +316,23 @@ class SpawnHelper {
     this.early?.push(line);
     this.child.stdin?.write(line);
     return started;
+  }
+
+  /** Asks the helper to hold step `id`'s relayed output (Spawned.hold); resolves at its "held", or when it dies. */
+  private hold(id: number): Promise<void> {
+    if (this.dead) return Promise.resolve();
+    return new Promise((resolve) => {
+      const list = this.holds.get(id) ?? [];
+      list.push(resolve);
+      this.holds.set(id, list);
+      this.busy();
+      this.control(`hold ${id}`);
+    });
+  }
+
+  /** Writes a control line ("hold ID", "release ID": spawn-helper.pl's header) unless the helper is gone. */
+  private control(line: string): void {
+    if (!this.dead) this.child.stdin?.write(`${line}\n`);
   }
 
   /** Resolves with what the helper said about itself once it has (null when it died first). */
@@ -328,6 +360,12 @@ class SpawnHelper {
         if (this.waiters.size === 0) this.idle();
         continue;
       }
+      if (msg.type === 'held') {
+        const list = this.holds.get(msg.id);
+        list?.shift()?.();
+        if (list?.length === 0) this.holds.delete(msg.id);
+        continue;
+      }
       const w = this.waiters.get(msg.id);
       if (!w) continue;
       if (msg.type === 'error') {
@@ -343,7 +381,7 @@ class SpawnHelper {
         w.ended({ code: msg.code, signal: msg.signal });
       }
     }
-    if (this.waiters.size === 0 && this.info) this.idle();
+    if (this.waiters.size === 0 && this.holds.size === 0 && this.info) this.idle();
   }
 
   private die(reason: string): void {
@@ -354,6 +392,8 @@ class SpawnHelper {
       else w.ended({ code: null, signal: null, lost: reason });
     }
     this.waiters.clear();
+    for (const list of this.holds.values()) for (const resolve of list) resolve();
+    this.holds.clear();
     for (const r of this.readyWaiters.splice(0)) r(null);
     if (helper === this) helper = null;
   }

@@ -79,7 +79,7 @@ export interface SuperviseOptions {
   logMaxBytes?: number | null;
   /**
    * Called around each compaction of the log (log-cap.ts) while the step runs and once after it ended: `before` with
-   * the whole log still there (every byte the step wrote so far is in it), `after` once its middle was cut, with where:
+   * the whole log still there (every byte relayed into it so far), `after` once its middle was cut, with where:
    * `seen`, the log's size when the compaction last looked (the bytes below it were kept or cut), and `end`, its size
    * once truncated (what the step wrote after that lies beyond `end`); null when nothing was cut. The last `seen - x`
    * bytes below `end` are what the log held from byte `x` to `seen` before the cut. A reader of the log that must not
@@ -163,7 +163,7 @@ export const CREDENTIAL_ENV: readonly string[] = ['VERDICT_PG_URL', 'VERDICT_POO
 
 /**
  * Runs one process in its own process group and session with stdin = /dev/null and stdout+stderr appended to
- * `logFile` (the file itself, opened by the spawn helper, or with `relayOutput` a socket the helper relays into it: see
+ * `logFile` (the file itself, opened by the spawn helper, or a socket or pipe the helper relays into it: `relayOutput`, a capped log; see
  * spawner.ts; no output passes through this process), and
  * keeps a bounded tail of what it wrote there, read from the log in order (every TAIL_POLL_MS while the step is
  * watched: `onOutput`, `idleTimeoutMs`, `finalEvent`; else once at the end). On timeout or abort the whole group gets
@@ -233,7 +233,7 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
   opts.onSpawn?.(pid, startTime);
 
   const watched = Boolean(opts.onOutput || opts.idleTimeoutMs || opts.finalEvent);
-  const output = new LogFollower(log, startOffset, opts, watched, startedAt);
+  const output = new LogFollower(log, startOffset, opts, watched, startedAt, spawned);
   const stopper = new StepStopper(opts, pid, cookie, startedAt, output, cgroup);
 
   // The helper reports the exit after it killed what the leader left in its group (unsandboxed: under its cookie).
@@ -326,7 +326,8 @@ function spawnRequest(
     env: step.env,
     log: opts.logFile,
     files: step.files,
-    ...(opts.relayOutput ? { relay: true } : {}),
+    // A capped log has the helper as its one writer, so that it can be held while it is compacted (log-cap.ts).
+    ...(opts.relayOutput ? { relay: true } : opts.logMaxBytes ? { relay: 'pipe' as const } : {}),
     ...(opts.sandbox
       ? {
           dieWithHelper: true,
@@ -408,14 +409,20 @@ class LogFollower {
   /** Bytes the compactions took out of the log (cut, or moved down: the kept tail counts once). */
   private removed = 0;
   capError: string | null = null;
+  /** A compaction waits for the helper to hold the log's writer, or runs. */
+  private compacting = false;
+  /** The step has ended ({@link finish}): a hold answered after it compacts nothing. */
+  private finished = false;
   private readonly readBuf = Buffer.allocUnsafe(READ_CHUNK_BYTES);
 
+  /** `writer`: the step as the spawn helper runs it, whose relay is held while the log is compacted. */
   constructor(
     private readonly log: number,
     private readonly startOffset: number,
     private readonly opts: SuperviseOptions,
     private readonly watched: boolean,
     startedAt: number,
+    private readonly writer: Pick<Spawned, 'hold' | 'release'>,
   ) {
     this.tail = new RingBuffer(opts.tailBytes ?? 64 * 1024);
     this.offset = startOffset;
@@ -442,23 +449,40 @@ class LogFollower {
     }
   }
 
-  /** Compacts the log when it is over its cap (`final`: the step has ended); the live view gets every byte it keeps. */
-  keepWithinCap(final: boolean): void {
+  /**
+   * While the step runs: when its log is over the cap, the helper is asked to hold the log's writer (the relay), the log
+   * is compacted, and the writer released. One compaction at a time; none once the step has ended.
+   */
+  keepWithinCap(): void {
+    if (!this.cap || this.capError || this.compacting || this.finished) return;
+    if (!this.cap.over(safeSize(this.log, 0))) return;
+    this.compacting = true;
+    void this.writer.hold().then(() => {
+      try {
+        if (!this.finished) this.compact();
+      } finally {
+        this.writer.release();
+        this.compacting = false;
+      }
+    });
+  }
+
+  /**
+   * Compacts the log when it is over its cap; nothing writes it meanwhile (held, or the step has ended). The live view
+   * gets every byte the log keeps; the usage meter (onCompact) reads what is cut first.
+   */
+  private compact(): void {
     const { cap, opts, watched } = this;
     if (!cap || this.capError) return;
     try {
       if (!cap.over(fs.fstatSync(this.log).size)) return;
       if (watched) this.readNew();
       opts.onCompact?.before();
-      const done = cap.compact(
-        watched ? this.offset : Number.MAX_SAFE_INTEGER,
-        (chunk) => {
-          this.lastOutputAt = Date.now();
-          this.tail.push(chunk);
-          opts.onOutput?.(chunk);
-        },
-        final,
-      );
+      const done = cap.compact(watched ? this.offset : Number.MAX_SAFE_INTEGER, (chunk) => {
+        this.lastOutputAt = Date.now();
+        this.tail.push(chunk);
+        opts.onOutput?.(chunk);
+      });
       opts.onCompact?.after(done);
       if (!done) return;
       // Everything below `seen` is read now (an unwatched step's tail is read from the end of the log, at the end).
@@ -470,13 +494,14 @@ class LogFollower {
   }
 
   /**
-   * The step has ended: the rest of the log, in order, then within its cap for good. Unwatched, only the part the tail
-   * can hold is read.
+   * The step has ended (its exit reported, so the helper has written its last output): the rest of the log, in order,
+   * then within its cap for good. Unwatched, only the part the tail can hold is read.
    * @returns the bytes the step wrote (outputBytes)
    */
   finish(): number {
+    this.finished = true;
     if (this.watched) this.readNew();
-    this.keepWithinCap(true);
+    this.compact();
     const end = safeSize(this.log, this.offset);
     if (!this.watched) this.offset = Math.max(this.offset, end - this.tail.capacityBytes);
     this.readNew();
@@ -526,7 +551,7 @@ class StepStopper {
       watched || output.cap || cgroup
         ? setInterval(() => {
             if (watched) output.readNew();
-            output.keepWithinCap(false);
+            output.keepWithinCap();
             // Over its memory cap: the kernel killed a process of the step; the rest of it is ended too.
             if (cgroup && !this.outOfMemory && cgroup.oomKills() > 0) {
               this.outOfMemory = true;
