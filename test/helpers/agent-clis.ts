@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import lockfile from 'proper-lockfile';
 import { TESTED_CLIS, type TestedCli } from '../../engines/tested-versions';
 
 const pinned = (engine: 'codex' | 'opencode' | 'claude' | 'gemini' | 'grok') => {
@@ -58,7 +59,8 @@ const ensured = new Map<AgentCliName, Promise<string>>();
 /**
  * Makes sure the pinned version of `name` is installed in its cache folder (one `npm i` the first time, reused
  * afterwards) and that its binary runs (`--version` names the pinned version). Once per process: tests that start
- * several runs at once share one check (two `npm i` into one folder at once would race); a failed one is tried again.
+ * several runs at once share one check (two `npm i` into one folder at once would race; other processes wait on a
+ * lock); a failed one is tried again.
  * Not a package dependency: only the end-to-end tests of real engines need it.
  * @returns the folder holding the binary, to put on PATH
  * @throws when npm fails or the installed binary does not run
@@ -83,12 +85,28 @@ async function installCli(name: AgentCliName): Promise<string> {
   if (matches(await installedVersion(bin))) return binDir;
 
   fs.mkdirSync(prefix, { recursive: true });
-  // A package.json of its own keeps npm from walking up to some enclosing project.
-  const manifest = path.join(prefix, 'package.json');
-  if (!fs.existsSync(manifest)) fs.writeFileSync(manifest, JSON.stringify({ name: `verdict-test-${name}`, private: true }) + '\n');
-  const r = await execa('npm', ['i', '--no-audit', '--no-fund', '--prefix', prefix, `${pkg}@${version}`], { reject: false, stdin: 'ignore', all: true });
-  if (r.exitCode !== 0) throw new Error(`npm i ${pkg}@${version} into ${prefix} failed (exit ${r.exitCode}):\n${r.all}`);
+  // The end-to-end tier runs its files in parallel processes, and two of them may need one CLI at once: one `npm i` per
+  // folder at a time across processes (`<prefix>.lock`, refreshed while held), the version looked at again under it.
+  const release = await lockfile.lock(prefix, { realpath: false, stale: 30_000, retries: { retries: 1200, minTimeout: 200, maxTimeout: 500 } });
+  try {
+    if (matches(await installedVersion(bin))) return binDir;
+    await npmInstall(prefix, pkg, version);
+  } finally {
+    await release();
+  }
   const v = await installedVersion(bin);
   if (!matches(v)) throw new Error(`${bin} --version printed ${JSON.stringify(v)}, expected ${printed} (${pkg}@${version})`);
   return binDir;
+}
+
+/**
+ * `npm i pkg@version` into `prefix`, a package of its own.
+ * @throws Error with npm's output when it fails
+ */
+async function npmInstall(prefix: string, pkg: string, version: string): Promise<void> {
+  // A package.json of its own keeps npm from walking up to some enclosing project.
+  const manifest = path.join(prefix, 'package.json');
+  if (!fs.existsSync(manifest)) fs.writeFileSync(manifest, JSON.stringify({ name: `verdict-test-${path.basename(prefix)}`, private: true }) + '\n');
+  const r = await execa('npm', ['i', '--no-audit', '--no-fund', '--prefix', prefix, `${pkg}@${version}`], { reject: false, stdin: 'ignore', all: true });
+  if (r.exitCode !== 0) throw new Error(`npm i ${pkg}@${version} into ${prefix} failed (exit ${r.exitCode}):\n${r.all}`);
 }

@@ -163,10 +163,10 @@ export const CREDENTIAL_ENV: readonly string[] = ['VERDICT_PG_URL', 'VERDICT_POO
 
 /**
  * Runs one process in its own process group and session with stdin = /dev/null and stdout+stderr appended to
- * `logFile` (the file itself, opened by the spawn helper, or a socket or pipe the helper relays into it: `relayOutput`, a capped log; see
- * spawner.ts; no output passes through this process), and
- * keeps a bounded tail of what it wrote there, read from the log in order (every TAIL_POLL_MS while the step is
- * watched: `onOutput`, `idleTimeoutMs`, `finalEvent`; else once at the end). On timeout or abort the whole group gets
+ * `logFile` (the file itself, opened by the spawn helper, or a socket (`relayOutput`) or pipe (a capped log) the helper
+ * relays into it: see spawner.ts; no output passes through this process), and keeps a bounded tail of what it wrote
+ * there, read from the log in order (every TAIL_POLL_MS while the step is watched: `onOutput`, `idleTimeoutMs`,
+ * `finalEvent`; else once at the end). On timeout or abort the whole group gets
  * SIGTERM, then SIGKILL after the grace period. When the leader exits, whatever it left running in its group
  * (unsandboxed: anything with its cookie) is killed too, so no grandchild outlives its attempt.
  * Never throws for process failures: they are in the receipt. Throws only when the log file cannot be opened.
