@@ -13,11 +13,13 @@
  * later (rounded up to a whole second of the clock). When stdin ends or the parent changes, the groups of the
  * `dieWithHelper` steps are killed and it exits.
  *
- * `relay` ("1", or "pipe", which Node cannot make: a socket as well, so a capped step's /dev/stdout cannot be opened
- * again here, unlike under the perl helper): the child's stdout is a 'pipe' (libuv makes it a unix socket pair) and its stderr the same socket (`sh -c
- * 'exec "$@" 2>&1'` in front of it: Node cannot give two stdio entries one new pipe; the exec keeps the pid); what
- * arrives is appended to the log as it comes, and read to its end (every writer gone; at most RELAY_END_MS after the
- * exit, sweeps and init kill) before the exit is reported.
+ * `relay` "1": the child's stdout is a 'pipe' (libuv makes it a unix socket pair) and its stderr the same socket (`sh -c
+ * 'exec "$@" 2>&1'` in front of it: Node cannot give two stdio entries one new pipe; the exec keeps the pid). `relay`
+ * "pipe": a pipe, as under the perl helper, so that the step may open its stdout again through /dev/stdout or
+ * /dev/stderr (shell scripts do: `echo warning > /dev/stderr`, `tee /dev/stderr`). Node has no pipe(2): a FIFO made
+ * next to the log (`mkfifo`, one short process), opened at both ends and removed at once, is one; where none can be
+ * made the socket is used. Either way what arrives is appended to the log as it comes, and read to its end (every
+ * writer gone; at most RELAY_END_MS after the exit, sweeps and init kill) before the exit is reported.
  *
  * `sandboxInit` (bubblewrap with `--info-fd`): the pipe after the files carries bwrap's init pid, taken while bwrap
  * runs (only when that pid is bwrap's child) with its /proc start time; when bwrap exits (and the pipe is read to its
@@ -35,11 +37,13 @@
  * namespace and the step is stopped with a line in its log saying so (the perl helper has no such limit). Node cannot
  * set a parent-death signal either: the helper's death closes slirp4netns's exit fd, which ends it.
  */
-const { spawn } = require('node:child_process');
+const { spawn, execFileSync } = require('node:child_process');
 /** Running slirp4netns processes: killed when the helper ends. */
 const stacks = new Set();
 const fs = require('node:fs');
+const { Socket } = require('node:net');
 const os = require('node:os');
+const path = require('node:path');
 
 const COOKIE_VAR = 'VERDICT_STEP_COOKIE';
 
@@ -358,7 +362,8 @@ function start(fields) {
     fail(id, e.message);
     return;
   }
-  const out = relay ? 'pipe' : fds[0];
+  const fifo = relay === 'pipe' ? relayPipe(log, id) : null;
+  const out = fifo ? fifo.w : relay ? 'pipe' : fds[0];
   const stdio = [
     stdin ? streams[0] : 'ignore',
     out,
@@ -370,7 +375,7 @@ function start(fields) {
   // relay without errLog: stderr becomes the stdout socket in the child, through sh's exec (same pid); the file is
   // looked for first so that a missing one is a spawn error worded as Node words it.
   let argv = [file, args];
-  if (relay && !errLog) {
+  if (relay && !fifo && !errLog) {
     const missing = notExecutable(file, env.PATH);
     if (missing) {
       closeAll(fds);
@@ -386,13 +391,15 @@ function start(fields) {
   } catch (e) {
     closeAll(fds);
     closeAll(streams);
+    if (fifo) closeAll([fifo.r, fifo.w]);
     fail(id, e.message);
     return;
   }
   // The log stays open for the relay (written as output arrives), else it is the child's alone.
-  const relayed = relay ? relayTo(child.stdout, fds[0]) : null;
+  const relayed = fifo ? relayTo(new Socket({ fd: fifo.r, readable: true, writable: false }), fds[0]) : relay ? relayTo(child.stdout, fds[0]) : null;
   if (relayed) relays.set(id, relayed);
   closeAll(relay ? fds.slice(1) : fds);
+  if (fifo) closeAll([fifo.w]);
   closeAll(streams);
   const pid = child.pid;
   if (pid === undefined) {
@@ -438,11 +445,37 @@ function start(fields) {
   });
 }
 
+/**
+ * A pipe for relay "pipe" (Node has no pipe(2)): a FIFO made next to `log` (in VERDICT_HOME, which no sandboxed step
+ * sees) by `mkfifo`, opened for reading (non-blocking) and for writing, and removed at once, so no other process can
+ * open it by its name later. `r` and `w`: the two descriptors; null when no FIFO could be made (no mkfifo, the folder
+ * not writable): the caller relays through a socket then.
+ */
+function relayPipe(log, id) {
+  const name = path.join(path.dirname(log), `.${path.basename(log)}.relay-${process.pid}-${id}`);
+  const opened = [];
+  try {
+    execFileSync('mkfifo', ['-m', '600', name], { stdio: 'ignore' });
+    opened.push(fs.openSync(name, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK));
+    opened.push(fs.openSync(name, fs.constants.O_WRONLY));
+    return { r: opened[0], w: opened[1] };
+  } catch {
+    closeAll(opened);
+    return null;
+  } finally {
+    try {
+      fs.unlinkSync(name);
+    } catch {
+      // never made
+    }
+  }
+}
+
 /** id => the relay of a step whose exit is not yet reported: "hold" and "release" name it so. */
 const relays = new Map();
 
 /**
- * Appends what arrives on `stream` (a relayed step's stdout socket) to the log `fd` as it comes: one chunk at a time,
+ * Appends what arrives on `stream` (a relayed step's stdout: a socket, or a pipe) to the log `fd` as it comes: one chunk at a time,
  * written before the next is read. `finish()` resolves at the stream's end, or RELAY_END_MS after it was called (and
  * after a release, while held), then closes both. A write that fails (a full disk) loses that chunk, as the step's own
  * write would have failed. `hold()` pauses the stream (nothing is written into the log) until `release()`.
