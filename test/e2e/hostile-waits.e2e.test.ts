@@ -87,8 +87,11 @@ function engineConfig(dir: string, engines: Record<string, string>): string {
   return file;
 }
 const line = (o: unknown) => `echo '${JSON.stringify(o)}'`;
-/** A child process (a tool the engine ran) writing `text` into its engine's stdout through /proc/<engine>/fd/1. */
-const intoEngineStdout = (text: string) => `bash -c "echo '${text.replace(/"/g, '\\"')}' >> /proc/$$/fd/1" > /dev/null`;
+/**
+ * A child process (a tool the engine ran) writing `text` into its engine's stdout, which it inherited as fd 3 (a
+ * worker's output is a socket the spawn helper relays: /proc/<engine>/fd/1 cannot be opened again).
+ */
+const intoEngineStdout = (text: string) => `bash -c "echo '${text.replace(/"/g, '\\"')}' >&3" 3>&1 > /dev/null`;
 
 describe("hostile waits: only the engine's own event starts a quota wait, bounded and clearable (e2e, built CLI)", function () {
   this.timeout(300000);

@@ -165,6 +165,21 @@ describeEachHelper('spawn helper semantics', function () {
     t.release();
   });
 
+  it('relay: what a Node program prints just before process.exit() reaches the log (perl: a 1 MiB pipe; a 4 MiB socket send buffer as root; Node queues writes to a full one and drops them at exit)', async function () {
+    if (process.env.VERDICT_SPAWN_HELPER === 'node') this.skip();
+    // Unprivileged, a socket's send buffer stops at twice net.core.wmem_max (~416 KiB by default): the socket case is root's.
+    const cases = [['pipe', 900_000], ...(process.getuid?.() === 0 ? [[true, 3_000_000] as const] : [])] as const;
+    for (const [relay, bytes] of cases) {
+      const log = path.join(dir, `log-${relay}`);
+      const program = `process.stdout.write('a'.repeat(${bytes})); process.stdout.write('\\nlast\\n'); process.exit(0)`;
+      const s = await spawnViaHelper({ file: process.execPath, args: ['-e', program], cwd: dir, env: { PATH: process.env.PATH ?? '' }, log, relay });
+      assert.deepEqual(await s.exited, { code: 0, signal: null });
+      const text = fs.readFileSync(log, 'latin1');
+      assert.equal(text.length, bytes + 6, `relay ${relay}: ${text.length} bytes of ${bytes + 6} reached the log`);
+      assert.ok(text.endsWith('a\nlast\n'));
+    }
+  });
+
   it('the pid reply carries the kernel start time; the exit reply the code, or the signal by name', async () => {
     const s = await spawnViaHelper(bash(dir, 'cut -d" " -f22 /proc/$$/stat; exit 7'));
     assert.deepEqual(await s.exited, { code: 7, signal: null });

@@ -78,8 +78,10 @@ my $AF_UNIX = 1;          # Linux's numbers (sys/socket.h), as the syscall numbe
 my $SOCK_STREAM = 1;
 my $RELAY_CHUNK = 65536;     # bytes read from a relayed output at a time
 my $RELAY_DRAIN_MAX = 64;    # reads of what is left at the exit (4 MiB): a writer that outlived the step cannot hold it
+my ($SOL_SOCKET, $SO_SNDBUF, $SO_SNDBUFFORCE) = (1, 7, 32);    # Linux's numbers (asm-generic/socket.h)
+my $RELAY_SOCKET_BYTES = 4194304;    # a relay socket's send buffer (and, as root, a relay pipe's capacity) asked for
 my $F_SETPIPE_SZ = 1031;     # fcntl command (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7)
-my $RELAY_PIPE_BYTES = 1048576;    # a relay pipe's capacity asked for (the unprivileged most, /proc/sys/fs/pipe-max-size)
+my $RELAY_PIPE_BYTES = 1048576;    # a relay pipe's capacity asked for unprivileged (the most, /proc/sys/fs/pipe-max-size)
 my %steps;                # id => step: started and its exit not yet reported (hold and release name them so)
 my %ending;               # init pidfd => [step, exit line]: bwrap has exited, its init is killed, not yet gone
 my @later;                # [due (s), cookie]: second cookie sweeps
@@ -548,13 +550,19 @@ sub start {
     if (!pipe($relay_r, $relay_w)) {
       return fail($id, "spawn $file: pipe: " . errno_name($! + 0));
     }
-    fcntl($relay_r, $F_SETPIPE_SZ, $RELAY_PIPE_BYTES);    # larger writes between two turns; the default where refused
+    # Room for what the step writes at its end (below, the socket's): as root past /proc/sys/fs/pipe-max-size, else up
+    # to it; the default where both are refused.
+    fcntl($relay_r, $F_SETPIPE_SZ, $RELAY_SOCKET_BYTES) or fcntl($relay_r, $F_SETPIPE_SZ, $RELAY_PIPE_BYTES);
   } elsif ($relay) {
     if (!socketpair($relay_r, $relay_w, $AF_UNIX, $SOCK_STREAM, 0)) {
       return fail($id, "spawn $file: socketpair: " . errno_name($! + 0));
     }
     shutdown($relay_r, 1);
     shutdown($relay_w, 0);
+    # Room for what the step writes at its end: a Node program's writes to a socket (or pipe) that is full are queued
+    # in the program, and lost when it calls process.exit() (an engine's last event). As root past net.core.wmem_max
+    # (SO_SNDBUFFORCE), else up to it (SO_SNDBUF).
+    setsockopt($relay_w, $SOL_SOCKET, $SO_SNDBUFFORCE, $RELAY_SOCKET_BYTES) or setsockopt($relay_w, $SOL_SOCKET, $SO_SNDBUF, $RELAY_SOCKET_BYTES);
   }
   if ($relay_r) {
     my $flags = fcntl($relay_r, POSIX::F_GETFL(), 0);

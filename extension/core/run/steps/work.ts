@@ -105,9 +105,10 @@ export const workStep: Step = {
         meter.onOutput();
       },
       onCompact: meter.compaction,
-      // A reader of inputs runs other tasks' code: its output reaches the log through the spawn helper's relay, which
-      // that code cannot open again through /proc (SuperviseOptions.relayOutput).
-      relayOutput: spec.inputs !== undefined,
+      // The engine's output is read for its usage, model and errors: it reaches the log through the spawn helper's
+      // socket relay, which no tool the engine runs can open again through /proc/<engine>/fd/1 to write forged events
+      // into it, truncate it, or (a pipe) read them out of it (SuperviseOptions.relayOutput).
+      relayOutput: true,
       sandbox: workerPlan(ctx, task, { tree, scratch, view, state, gitHidden, gitWritable: gitAccess.writable, failureFile: env.VERDICT_FAILURE_FILE }),
     }).finally(() => meter.stop());
     rec.worker = receipt;
