@@ -37,7 +37,7 @@ export interface SpawnRequest {
    * exit, then closes its end. No process of the step can reach the log itself: `open("/proc/<pid>/fd/1")` of a socket
    * fails with ENXIO (a file or a pipe would be opened again), and nothing written after the exit report lands. A
    * reader's engine runs so (docs/containment.md "Readers"): code it runs cannot write into the output its answer is
-   * read from. `'pipe'`: the same through a pipe, which the step may open again through /proc/<pid>/fd/1 (/dev/stdout)
+   * read from; so does a worker's (its usage is read from it). `'pipe'`: the same through a pipe, which the step may open again through /proc/<pid>/fd/1 (/dev/stdout)
    * or /dev/stderr and so write into the relay (the Node helper, without pipe(2), makes a FIFO next to the log and
    * removes it once open; where it cannot, its socket): the helper is then the log's one writer, which
    * {@link Spawned.hold} needs (a capped log: log-cap.ts).

@@ -63,7 +63,8 @@ export interface SuperviseOptions {
    * stdout and stderr reach `logFile` through a unix socket the spawn helper relays (SpawnRequest.relay), never as the
    * file itself: no process of the step can open the log again through `/proc/<pid>/fd/1` (ENXIO for a socket), and
    * nothing it writes after the exit report lands there. Set for readers (reviewers, critics, ranking reviewers), whose
-   * answer is read from this output while they run code the worker wrote (docs/containment.md "Readers").
+   * answer is read from this output while they run code the worker wrote (docs/containment.md "Readers"), and for
+   * workers, whose engine's usage is read from it while the engine runs tools (docs/containment.md "Output").
    */
   relayOutput?: boolean;
   /**
