@@ -1,6 +1,6 @@
 /**
- * Benchmark (not a test): what relaying a step's output costs the spawn helper (SpawnRequest.relay: the readers' socket,
- * docs/containment.md "Readers"; the capped logs' pipe, "Output"), for each helper (perl, node), against the same step
+ * Benchmark (not a test): what relaying a step's output costs the spawn helper (SpawnRequest.relay: readers' and workers' socket,
+ * docs/containment.md "Readers"; checks' and setup's pipe, "Output"), for each helper (perl, node), against the same step
  * writing the log file itself.
  *
  *   TMPDIR=/dev/shm npm run bench:relay
@@ -31,7 +31,7 @@ function cpuMs(pid: number): number {
 type Workload = 'lines' | 'bulk' | 'quiet';
 const STEPS: Record<Workload, number> = { lines: 3, bulk: 3, quiet: 200 };
 
-/** How the step's output reaches the log: the file itself, the readers' socket relay, or the capped logs' pipe relay. */
+/** How the step's output reaches the log: the file itself, the socket relay (readers, workers) or the pipe relay (checks, setup). */
 type Route = 'file' | 'socket' | 'pipe';
 
 function request(w: Workload, dir: string, route: Route): SpawnRequest {
@@ -43,14 +43,14 @@ function request(w: Workload, dir: string, route: Route): SpawnRequest {
   return { ...base, file: '/bin/true', args: [] };
 }
 
-async function round(kind: 'perl' | 'node', w: Workload, relay: Route, dir: string): Promise<{ cpu: number; wall: number }> {
+async function round(kind: 'perl' | 'node', w: Workload, route: Route, dir: string): Promise<{ cpu: number; wall: number }> {
   const pid = spawnHelperPid() as number;
   const before = cpuMs(pid);
   const t0 = performance.now();
   for (let i = 0; i < STEPS[w]; i++) {
-    const s = await spawnViaHelper(request(w, dir, relay));
+    const s = await spawnViaHelper(request(w, dir, route));
     const exit = await s.exited;
-    if (exit.code !== 0) throw new Error(`${kind} ${w} relay=${relay}: exit ${exit.code ?? exit.signal}`);
+    if (exit.code !== 0) throw new Error(`${kind} ${w} ${route}: exit ${exit.code ?? exit.signal}`);
   }
   const wall = (performance.now() - t0) / STEPS[w];
   const cpu = (cpuMs(pid) - before) / STEPS[w];
@@ -74,9 +74,9 @@ for (let r = 0; r < ROUNDS; r++) {
     const info = await spawnHelperInfo();
     if (info?.kind !== kind) throw new Error(`asked for the ${kind} helper, got ${info?.kind ?? 'none'}`);
     for (const w of ['lines', 'bulk', 'quiet'] as const) {
-      for (const relay of r % 2 ? (['pipe', 'socket', 'file'] as const) : (['file', 'socket', 'pipe'] as const)) {
-        const got = await round(kind, w, relay, dir);
-        const key = `${kind} ${w} ${relay.padEnd(6)}`;
+      for (const route of r % 2 ? (['pipe', 'socket', 'file'] as const) : (['file', 'socket', 'pipe'] as const)) {
+        const got = await round(kind, w, route, dir);
+        const key = `${kind} ${w} ${route.padEnd(6)}`;
         seen[key] ??= { cpu: [], wall: [] };
         seen[key].cpu.push(got.cpu);
         seen[key].wall.push(got.wall);

@@ -301,7 +301,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     // 300 KB of output first (the kept head of a 1 MB cap is 256 KB), then four rounds of 8 model calls at $0.001 and
     // 1.5 MB of output: each compaction cuts the round's calls out of the log, so the log holds no more than $0.008 of
     // the $0.033 spent, under the $0.01 budget. After each round the worker pauses for the supervisor's 100 ms poll to
-    // cut the log (it cannot look: its output is a pipe the spawn helper relays, log-cap.ts); on a machine too loaded
+    // cut the log (it cannot look: its output is a socket the spawn helper relays, log-cap.ts); on a machine too loaded
     // for that, two rounds share a cut, and the budget may then see $0.016 in the log itself, but the row's cost still
     // needs every cut part: the log as left holds no call (its head is the first 300 KB, its tail the last flood). After
     // the four the worker waits to be stopped: only the budget ends it (no race between the budget's stop and the
@@ -310,7 +310,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
       `{"type":"step_finish","part":{"type":"step-finish","reason":"${reason}","tokens":{"input":1000,"output":50,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0.001}}`;
     const flood = (bytes: number) => `yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c ${bytes}; echo`;
     // (Waiting for `stat -L /proc/$$/fd/1` to fall back under 1 MiB, as this did when stdout was the log, ends at once
-    // on a pipe: its size is 0.)
+    // on a relay: a socket's size is 0.)
     const settled = 'sleep 0.5';
     const round = `for i in $(seq 8); do echo '${step('tool-calls')}'; done; ${flood(1_500_000)}; ${settled}`;
     const worker = `echo partial > draft.txt; ${flood(300_000)}; for r in 1 2 3 4; do ${round}; done; sleep 600`;

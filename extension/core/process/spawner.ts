@@ -4,9 +4,10 @@
  * cost of a fork grows with the forking process's memory: every step's spawn used to stall the orchestrator (a large
  * process) for milliseconds. Instead one small helper process, started on the first spawn and living as long as the
  * orchestrator, starts every step's process; the orchestrator only writes a request and later reads the replies. The
- * child's stdout and stderr are the log file itself (opened by the helper), or a socket or pipe the helper relays into it
- * (`relay`: readers, capped logs), so no output passes through the orchestrator; the supervisor tails the file. The protocol (described in spawn-helper.pl) is encoded and decoded here
- * only: {@link encodeRequest}, {@link parseReply}.
+ * child's stdout and stderr are the log file itself (opened by the helper), or a socket or pipe the helper relays into
+ * it (`relay`: readers and workers, capped logs), so no output passes through the orchestrator; the supervisor tails
+ * the file. The protocol (described in spawn-helper.pl) is encoded and decoded here only: {@link encodeRequest},
+ * {@link parseReply}.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,10 +38,10 @@ export interface SpawnRequest {
    * exit, then closes its end. No process of the step can reach the log itself: `open("/proc/<pid>/fd/1")` of a socket
    * fails with ENXIO (a file or a pipe would be opened again), and nothing written after the exit report lands. A
    * reader's engine runs so (docs/containment.md "Readers"): code it runs cannot write into the output its answer is
-   * read from; so does a worker's (its usage is read from it). `'pipe'`: the same through a pipe, which the step may open again through /proc/<pid>/fd/1 (/dev/stdout)
-   * or /dev/stderr and so write into the relay (the Node helper, without pipe(2), makes a FIFO next to the log and
-   * removes it once open; where it cannot, its socket): the helper is then the log's one writer, which
-   * {@link Spawned.hold} needs (a capped log: log-cap.ts).
+   * read from; so does a worker's (its usage is read from it). `'pipe'`: the same through a pipe, which the step may
+   * open again through /proc/<pid>/fd/1 (/dev/stdout) or /dev/stderr and so write into the relay (the Node helper,
+   * without pipe(2), makes a FIFO next to the log and removes it once open; where it cannot, its socket). Either way
+   * the helper is the log's one writer, which {@link Spawned.hold} needs (a capped log: log-cap.ts).
    */
   relay?: boolean | 'pipe';
   /** Files opened read-only as the child's fds 3, 4, … in this order (bubblewrap's `--file FD`). */
