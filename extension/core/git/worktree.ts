@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
-import { withLock } from '../fs/lock';
+import { withLock, withSharedLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
 import { gitFor, gitRunner, readDriverNames, runGit, type ByteGit, type DriverNames, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
@@ -83,10 +83,11 @@ export type TreeChoice =
   { kind: 'worktree' } | { kind: 'sparse'; cone: string[] } | { kind: 'overlay'; lower: { dir: string; index: string; sharedIndex: string | null } };
 
 /**
- * Creates worktree `dir` on a new branch `branch` at `baseSha`. Only the registration (`git worktree add
- * --no-checkout`, a few ms) is serialized per repository, by a lock on the git common dir (git's own index, ref and
- * config locks fail under concurrent `worktree add`); the checkout (`git read-tree -u --reset`, which touches only the
- * new worktree's own admin dir and folder) runs outside it, so checkouts of several tasks run in parallel. When the
+ * Creates worktree `dir` on a new branch `branch` at `baseSha`. The registration (`git worktree add --no-checkout
+ * --detach`) holds a lock on the git common dir that this process's registrations share (withSharedLock: each reads
+ * every registered worktree, so with 1,000 of them one at a time they became the run's queue) and that removing a
+ * worktree, initialising submodules and other processes take alone; the checkout (`git read-tree -u --reset`, which
+ * touches only the new worktree's own admin dir and folder) runs outside it, so checkouts of several tasks run in parallel. When the
  * checkout has submodules they are initialised from the main working tree's checkouts under the lock again (`submodule
  * update --init` writes the shared config; see initSubmodules; git's output goes to `<dir>.submodules.log`). On
  * failure nothing half-made remains: the worktree, and the branch when this call created it, are removed (under the
@@ -126,18 +127,25 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   const dropBranch = async () => {
     if (!opts.existingBranch && !(await branchMade)) await git.raw(['branch', '-D', branch]).catch(() => undefined);
   };
-  await withLock(lock, async () => {
-    try {
-      await git.raw(['worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]);
-    } catch (e) {
+  // Registrations of this process run side by side (withSharedLock); removing one waits for them (withLock).
+  // git makes each registration's admin folder with mkdir (a taken name gets a number) and writes only inside it;
+  // relative paths (git 2.48's worktree.useRelativePaths) would also write the shared config, so they are off.
+  const refusedAdd = await withSharedLock(lock, () =>
+    git.raw(['-c', 'worktree.useRelativePaths=false', 'worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]).then(
+      () => null,
+      (e: Error) => e,
+    ),
+  );
+  if (refusedAdd) {
+    await withLock(lock, async () => {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop; the empty
       // folder made above goes, so the folder stays missing as git's message says.
-      if (!dirExisted && !/already registered/.test((e as Error).message)) await removeWorktreeQuietly(repo.root, dir);
+      if (!dirExisted && !/already registered/.test(refusedAdd.message)) await removeWorktreeQuietly(repo.root, dir);
       else if (!dirExisted) removeEmptyDir(dir);
       await dropBranch();
-      throw failed((await branchMade) ?? (e as Error));
-    }
-  });
+    });
+    throw failed((await branchMade) ?? refusedAdd);
+  }
   const undo = (): Promise<void> =>
     withLock(lock, async () => {
       await removeWorktreeQuietly(repo.root, dir);
@@ -148,18 +156,7 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     await withLock(lock, () => removeWorktreeQuietly(repo.root, dir));
     throw failed(refused);
   }
-  let links: WorktreeLinks;
-  try {
-    links = readWorktreeLinks(dir, repo.commonDir);
-    await checkOut(links, repo.baseSha, opts.tree ?? { kind: 'worktree' });
-    links.hasSubmodules = fs.existsSync(path.join(dir, '.gitmodules'));
-    if (links.hasSubmodules && links.overlay)
-      throw new Error('overlay trees do not take submodules (their checkouts live in the worktree\'s own git dir); use "tree": "worktree" for this repository');
-  } catch (e) {
-    await unmountQuietly(dir);
-    await undo();
-    throw new Error(`checking out ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
-  }
+  const links = await checkOutRegistered(repo, dir, branch, opts.tree ?? { kind: 'worktree' }, undo);
   if (links.hasSubmodules) {
     try {
       await withLock(lock, () => initSubmodules(repo.root, dir, { logFile: `${dir}.submodules.log`, timeoutMs: opts.submoduleTimeoutMs, signal: opts.signal }));
@@ -169,6 +166,27 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     }
   }
   return withBaseIndex(dir, links, repo.baseSha, opts.tree);
+}
+
+/**
+ * Checks out `repo.baseSha` into the just registered worktree `dir` as `tree` says and returns its links (with
+ * `hasSubmodules`). On failure the tree is unmounted and `undo` (removing the registration and the new branch) runs
+ * before the error is thrown.
+ * @throws Error naming the checkout's failure (explainGitFailure), or an overlay tree asked for a repository with submodules
+ */
+async function checkOutRegistered(repo: RepoInfo, dir: string, branch: string, tree: TreeChoice, undo: () => Promise<void>): Promise<WorktreeLinks> {
+  try {
+    const links = readWorktreeLinks(dir, repo.commonDir);
+    await checkOut(links, repo.baseSha, tree);
+    links.hasSubmodules = fs.existsSync(path.join(dir, '.gitmodules'));
+    if (links.hasSubmodules && links.overlay)
+      throw new Error('overlay trees do not take submodules (their checkouts live in the worktree\'s own git dir); use "tree": "worktree" for this repository');
+    return links;
+  } catch (e) {
+    await unmountQuietly(dir);
+    await undo();
+    throw new Error(`checking out ${dir} failed: ${explainGitFailure((e as Error).message, { root: repo.root, worktree: dir, branch })}`);
+  }
 }
 
 /**
@@ -877,26 +895,4 @@ export function copyIncludes(repoRoot: string, worktree: string, include: string
     if (fs.lstatSync(dest, { throwIfNoEntry: false })?.isSymbolicLink()) fs.rmSync(dest);
     fs.cpSync(from, dest, { recursive: true });
   }
-}
-
-/**
- * Commits everything in the worktree (`git add -A`, so .gitignore is respected) onto its branch, as the
- * orchestrator, not the worker, with the repository's configured author (`identityArgs`, from RepoInfo, supplies
- * "Verdict" when it has none).
- * Returns the branch head sha and whether a new commit was made (false when the worker changed nothing).
- * @throws Error with git's message
- */
-export async function commitWorktree(dir: string, message: string, identityArgs: string[]): Promise<{ sha: string; committed: boolean }> {
-  const git = gitFor(dir);
-  // One status walk decides and names HEAD (porcelain v2 `# branch.oid`): a worker that changed nothing costs one git call.
-  const lines = (await git.raw(['status', '--porcelain=v2', '--branch', '--untracked-files=all'])).split('\n').filter(Boolean);
-  const head = lines.find((l) => l.startsWith('# branch.oid '))?.slice('# branch.oid '.length);
-  if (!lines.some((l) => !l.startsWith('# ')) && head && head !== '(initial)') return { sha: head, committed: false };
-  try {
-    await git.raw(['add', '-A']);
-  } catch (e) {
-    throw new Error(`git add in ${dir} failed: ${explainGitFailure((e as Error).message, { root: dir })}`);
-  }
-  await git.raw([...identityArgs, 'commit', '--quiet', '--no-verify', '-m', message]);
-  return { sha: (await git.revparse(['HEAD'])).trim(), committed: true };
 }
