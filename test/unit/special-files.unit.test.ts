@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { listSpecialFiles, removeSpecialFiles } from '../../extension/core/git/special-files';
 import { showPath } from '../../extension/core/fs/byte-names';
 import { tempDir } from '../helpers/fixtures';
+import { IN_PROCESS_ENTRIES } from '../../extension/core/process/set-id';
 
 // git/special-files.ts: what git cannot record (FIFOs, sockets, device files) is found and removed by the exact bytes of
 // its name, before any git reads the tree.
@@ -58,6 +59,25 @@ describe('special files', () => {
     assert.ok(fs.lstatSync(path.join(outside, 'fifo')).isFIFO(), 'what a symlink names is never touched');
     assert.match(listSpecialFiles(removed), /^FIFO \.gitattributes, socket app\.sock, .*FIFO "odd\\200dir\/\.gitignore", FIFO sub\/nested\/\.git\/HEAD$/);
     assert.deepEqual(await removeSpecialFiles(dir), [], 'nothing left');
+  });
+
+  it('a tree past the in-process budget is searched by find: the same files, by the same bytes; a symlink still not followed', async () => {
+    const dir = tempDir();
+    const outside = tempDir();
+    fs.mkdirSync(path.join(dir, 'many'));
+    for (let i = 0; i <= IN_PROCESS_ENTRIES; i++) fs.writeFileSync(path.join(dir, 'many', `f${i}`), '');
+    fs.mkdirSync(path.join(dir, 'sub/nested/.git'), { recursive: true });
+    execFileSync('mkfifo', [path.join(dir, 'sub/nested/.git/HEAD'), path.join(outside, 'fifo')]);
+    execFileSync('bash', ['-c', "mkfifo $'odd\\x80name'"], { cwd: dir });
+    await socketAt(path.join(dir, 'many', 'app.sock'));
+    fs.symlinkSync(path.join(outside, 'fifo'), path.join(dir, 'link-to-fifo'));
+    const removed = await removeSpecialFiles(dir);
+    assert.deepEqual(
+      removed.map((f) => `${f.kind} ${f.path.toString('latin1')}`),
+      ['socket many/app.sock', 'FIFO odd\x80name', 'FIFO sub/nested/.git/HEAD'],
+    );
+    assert.ok(fs.lstatSync(path.join(outside, 'fifo')).isFIFO(), 'what a symlink names is never touched');
+    assert.equal(fs.readdirSync(path.join(dir, 'many')).length, IN_PROCESS_ENTRIES + 1);
   });
 
   it('an overlay: only the upper layer is searched, and a whiteout (a deletion) is left alone', async () => {

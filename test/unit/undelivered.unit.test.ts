@@ -226,4 +226,23 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     assert.deepEqual((await sealAndSetAside(p, attempt)).shown, ['node_modules/']);
     assert.equal(git(p.wt, 'status', '--porcelain', '--ignored'), '');
   });
+
+  it("checkoutOnly: a fresh checkout's record, taken by git, is empty (what checkoutOnly writes without git); then the same worker files are set aside", async () => {
+    const files = { '.gitignore': 'node_modules/\n*.log\n', 'src/a.ts': 'a\n', 'src/deep/b.ts': 'b\n', 'README.md': 'r\n', 'bin/run.sh': 'x\n' };
+    const asked = await prepared(files, () => undefined);
+    assert.equal(fs.readFileSync(asked.record).length, 0, 'git found entries in a fresh checkout');
+    const dir = tempDir();
+    const repo = await inspectRepo(makeRepo(path.join(dir, 'repo'), files), 'HEAD');
+    const wt = path.join(dir, 'wt', 't');
+    const links = await addWorktree(repo, wt, 'verdict/r/t');
+    const record = path.join(dir, 'run', 'prepared-files');
+    assert.equal(await recordPreparedFiles(links, record, { checkoutOnly: true }), 0);
+    assert.equal(fs.readFileSync(record).length, 0);
+    fs.writeFileSync(path.join(wt, 'out.log'), 'the worker\n');
+    fs.mkdirSync(path.join(wt, 'node_modules'));
+    fs.writeFileSync(path.join(wt, 'node_modules', 'x.js'), 'x\n');
+    const attempt = path.join(dir, 'attempt-1');
+    fs.mkdirSync(attempt);
+    assert.deepEqual((await sealAndSetAside({ dir, links, record, repo }, attempt)).shown.sort(), ['node_modules/', 'out.log']);
+  });
 });

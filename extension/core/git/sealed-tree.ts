@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { copyIndex, restoreWorktreeLinks, sealGit, sealPathspecs, worktreeDrivers, type WorktreeLinks } from './worktree';
+import { copyIndex, sealGit, sealPathspecs, worktreeDrivers, type WorktreeLinks } from './worktree';
 import type { DriverNames } from './safe-git';
 import { removeSpecialFiles } from './special-files';
 import { parseRawZ, workingBlobId } from './sealed-bytes';
@@ -132,23 +132,6 @@ async function ignoredEntryBytes(links: WorktreeLinks, indexFile: string, timeou
 async function ignoredEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<string[]> {
   const out = await sealGit(links, indexFile, timeoutMs, drivers).raw(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']);
   return out.split('\0').filter(Boolean).sort();
-}
-
-/**
- * Every entry of the worktree that the index `indexFile` does not hold, ignored or not (`git ls-files --others
- * --directory`, no exclude rules: a folder holding nothing the index has as `dir/`, with its trailing slash), in
- * git's order, each as the bytes of its path (`core.quotePath` on, so git escapes every byte that is not printable
- * ASCII and the text it prints is read back exactly: a name that is not valid UTF-8 survives). Against a seal's index
- * these are the files the sealed commit does not hold: what git ignores, what a sparse seal leaves outside its cone.
- * Git reads and never writes the index here.
- * @param timeoutMs limit of the git command, ms
- * @param drivers this phase's driver names (worktree.ts worktreeDrivers); absent, git's are read here
- * @throws Error with git's message
- */
-export async function untrackedEntries(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<Buffer[]> {
-  restoreWorktreeLinks(links);
-  const out = await sealGit(links, indexFile, timeoutMs, drivers).raw(['-c', 'core.quotePath=true', 'ls-files', '--others', '--directory']);
-  return out.split('\n').filter(Boolean).map(unquoteGitPath);
 }
 
 /** C escapes git uses in a quoted path (quote.c `sq_lookup`), by the letter after the backslash. */

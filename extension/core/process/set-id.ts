@@ -11,6 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { showPath } from '../fs/byte-names';
+import { walkBounded, type EntryKind } from '../fs/bounded-walk';
 import { runCapturedBytes } from './run-captured';
 
 /** Longest the search may run when the caller gives no limit, ms. */
@@ -47,9 +48,10 @@ export const IN_PROCESS_ENTRIES = 300;
 export async function clearSetIdBits(dirs: readonly string[], timeoutMs = SET_ID_TIMEOUT_MS): Promise<SetIdCleared> {
   const roots = [...new Set(dirs.map((d) => path.resolve(d)))].filter((d) => fs.existsSync(d));
   if (!roots.length) return { files: [], error: null };
-  let hits = walkForSetId(
+  let hits = walkBounded(
     roots.map((r) => Buffer.from(r)),
     IN_PROCESS_ENTRIES,
+    hasSetIdBit,
   );
   let error: string | null = null;
   if (hits === null) {
@@ -82,47 +84,9 @@ export async function clearSetIdBits(dirs: readonly string[], timeoutMs = SET_ID
   return { files: files.sort(), error };
 }
 
-/**
- * The regular files with a set-id bit under `roots` (paths as bytes), found by a walk in this process that never
- * follows a symbolic link; null once it has looked at more than `budget` entries (the caller then asks find). A folder
- * that cannot be read is passed over. Never throws.
- */
-function walkForSetId(roots: Buffer[], budget: number): Buffer[] | null {
-  const out: Buffer[] = [];
-  let seen = 0;
-  const slash = Buffer.from('/');
-  const stack: Buffer[] = [];
-  for (const r of roots) {
-    try {
-      const st = fs.lstatSync(r);
-      if (st.isDirectory()) stack.push(r);
-      else if (st.isFile() && st.mode & SET_ID) out.push(r);
-    } catch {
-      // gone
-    }
-  }
-  while (stack.length) {
-    const dir = stack.pop() as Buffer;
-    let entries: fs.Dirent<Buffer>[];
-    try {
-      entries = fs.readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
-    } catch {
-      continue;
-    }
-    for (const e of entries) {
-      if (++seen > budget) return null;
-      const abs = Buffer.concat([dir, slash, e.name]);
-      if (e.isDirectory()) stack.push(abs);
-      else if (e.isFile()) {
-        try {
-          if (fs.lstatSync(abs).mode & SET_ID) out.push(abs);
-        } catch {
-          // gone
-        }
-      }
-    }
-  }
-  return out;
+/** Whether `abs`, a regular file, has a set-id bit (looked up again: a listing does not give the mode). */
+function hasSetIdBit(abs: Buffer, kind: EntryKind): boolean {
+  return kind.isFile() && ((fs.lstatSync(abs, { throwIfNoEntry: false })?.mode ?? 0) & SET_ID) !== 0;
 }
 
 /**

@@ -21,8 +21,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { unquoteGitPath, untrackedEntries } from '../git/sealed-tree';
-import { copyIndex, sealGit, worktreeDrivers, type WorktreeLinks } from '../git/worktree';
+import { unquoteGitPath } from '../git/sealed-tree';
+import { copyIndex, restoreWorktreeLinks, sealGit, worktreeDrivers, type WorktreeLinks } from '../git/worktree';
 import type { DriverNames } from '../git/safe-git';
 
 /** `runs/<id>/tasks/<key>/prepared-files`: the record of what was there before the worker ran (see the module comment). */
@@ -55,10 +55,18 @@ const SHOWN = 10;
  * (or HEAD) read into a private index. Written beside and renamed into place. On a file system whose times are whole
  * seconds it returns only once the second of the newest ctime recorded is over (see the body). Returns the number of
  * entries recorded.
+ * `checkoutOnly`: nothing wrote into the tree since its checkout (no `include`, no setup, no submodules). A checkout
+ * writes only its commit's files and never a `.git` inside one (git refuses such paths), so the record is empty and is
+ * written without asking git (four processes fewer per task).
  * @throws Error with git's or the file system's message
  */
-export async function recordPreparedFiles(links: WorktreeLinks, file: string): Promise<number> {
+export async function recordPreparedFiles(links: WorktreeLinks, file: string, opts: { checkoutOnly?: boolean } = {}): Promise<number> {
   fs.mkdirSync(path.dirname(file), { recursive: true });
+  if (opts.checkoutOnly) {
+    fs.writeFileSync(`${file}.tmp`, '');
+    fs.renameSync(`${file}.tmp`, file);
+    return 0;
+  }
   const index = `${file}.index`;
   fs.rmSync(index, { force: true });
   // One read of the driver names for the whole record: setup has ended, and no worker starts before this returns.
@@ -184,12 +192,19 @@ export async function setAsideUndelivered(
  * @throws Error with git's message
  */
 async function uncommittedTops(links: WorktreeLinks, index: string, timeoutMs?: number, drivers?: DriverNames): Promise<string[]> {
-  const tops = (await untrackedEntries(links, index, timeoutMs, drivers)).map(topOf);
-  const out = await sealGit(links, index, timeoutMs, drivers).raw(['-c', 'core.quotePath=true', 'ls-files', '--cached']);
+  restoreWorktreeLinks(links);
+  // One listing of both (git-ls-files(1) -t: `? ` before an untracked entry, another letter before an index entry);
+  // `--directory` shapes the untracked ones only. Paths quoted (core.quotePath), read back as their bytes.
+  const out = await sealGit(links, index, timeoutMs, drivers).raw(['-c', 'core.quotePath=true', 'ls-files', '-t', '--cached', '--others', '--directory']);
+  const tops: string[] = [];
   const dirs = new Set<string>();
   for (const line of out.split('\n')) {
-    if (!line) continue;
-    let rel = topOf(unquoteGitPath(line));
+    if (line.length < 3) continue;
+    if (line.startsWith('? ')) {
+      tops.push(topOf(unquoteGitPath(line.slice(2))));
+      continue;
+    }
+    let rel = topOf(unquoteGitPath(line.slice(2)));
     for (let cut = rel.lastIndexOf('/'); cut > 0; cut = rel.lastIndexOf('/')) {
       rel = rel.slice(0, cut);
       if (dirs.has(rel)) break;

@@ -75,7 +75,10 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
   if (manifest.setup) await runSetup(ctx, task, task.state.dir, setupLog, taskEnv());
   // What is there now that the start commit does not hold (include, setup's node_modules or build) may be read by the
   // check; anything else the seal does not hold will be the worker's, moved out of the check's sight (run/undelivered.ts).
-  if (task.links) await recordPreparedFiles(task.links, preparedFilesFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)));
+  if (task.links)
+    await recordPreparedFiles(task.links, preparedFilesFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)), {
+      checkoutOnly: !manifest.setup && !manifest.include.length && !task.links.hasSubmodules,
+    });
   task.protected = protectedSet(
     task.state.dir,
     judgedCommands(task.spec),
