@@ -185,7 +185,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'a live run starts no new attempt (running ones go on) until `verdict resume RUN`',
     exit: controlExit,
     run: async ({ args: [run], flags }, io) => {
-      const { resolveRun, sendControl } = await import('./control-command');
+      const [{ resolveRun }, { sendControl }] = await Promise.all([import('./runs-command'), import('./control-command')]);
       return sendControl(resolveRun(resolveHome(flags.home), run as string), 'pause', undefined, controlOptions(flags), io);
     },
   }),
@@ -196,7 +196,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'a live run finishes what runs, starts nothing more (queued tasks CANCELLED "drained") and ends',
     exit: controlExit,
     run: async ({ args: [run], flags }, io) => {
-      const { resolveRun, sendControl } = await import('./control-command');
+      const [{ resolveRun }, { sendControl }] = await Promise.all([import('./runs-command'), import('./control-command')]);
       return sendControl(resolveRun(resolveHome(flags.home), run as string), 'drain', undefined, controlOptions(flags), io);
     },
   }),
@@ -256,7 +256,7 @@ export const COMMANDS: readonly AnyCommand[] = [
     summary: 'every run, live first (id, name, identity, started, state, passed/total); RUN: its tasks and steps',
     exit: '0 listed, 2 no such run',
     run: async ({ args: [run], flags }, io) => {
-      const { runsCommand, runTasksCommand } = await import('./control-command');
+      const { runsCommand, runTasksCommand } = await import('./runs-command');
       return run === undefined
         ? runsCommand({ home: resolveHome(flags.home), json: flags.json }, io)
         : runTasksCommand(run, { home: resolveHome(flags.home), json: flags.json }, io);

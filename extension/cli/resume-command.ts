@@ -5,7 +5,7 @@ import { FROZEN_MANIFEST_FIX, lintFrozenManifest, loadFrozenManifest } from '../
 import { startGate, startGateLines } from '../core/manifest/lint';
 import { tasksToRunAgain } from '../core/run/resume';
 import { InputError, type Io } from './io';
-import { resolveRun } from './control-command';
+import { resolveRun } from './runs-command';
 import { reconcileAndReport, runCommand, type RunFlags } from './run-command';
 import { loadEngines } from './load-engines';
 

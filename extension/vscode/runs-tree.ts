@@ -14,7 +14,7 @@ import { resultSummary, runResult, type TaskResult } from '../../schemas/status'
 import { poolSummary, type PoolAttemptRef, type PoolView, type PoolWorkerView } from '../../schemas/pool-view';
 import type { PoolFeed } from '../core/dashboard/source';
 import { changedFiles } from './changed-files';
-import { readyToMerge } from '../core/run/task-landing';
+import { readyToMerge } from '../core/run/landed';
 import { gitFileUri } from './git-content';
 
 /** A task as commands receive it, from a tree node or from a caller (tests, the API). */

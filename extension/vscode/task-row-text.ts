@@ -3,7 +3,7 @@
 // turns it into a TreeItem.
 import type { TaskState } from '../core/live/state';
 import { attemptLabel } from '../../schemas/attempt-label';
-import { landedLabel } from '../core/run/task-landing';
+import { landedLabel } from '../core/run/landed';
 import {
   afterLabel,
   candidateLabel,

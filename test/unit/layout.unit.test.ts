@@ -277,6 +277,32 @@ describe('layout: import rules', () => {
     );
   });
 
+  it('keeps the runs listing light: cli/runs-command.ts reaches no git, manifest, spawning or process-library code', () => {
+    // `verdict runs RUN` on a run of 1,000 tasks is mostly Node's start; each of these pulled in 100-400 KB of chunks.
+    // What loads with it: static imports that are not `import type` (those are erased); `import()` loads later.
+    const known = new Set(['extension', 'schemas', 'engines'].flatMap(sources));
+    const loaded = (f: string) =>
+      [...fs.readFileSync(f, 'utf8').matchAll(/^(?:import|export)\s+(?!type\s)(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)].map((m) => m[1] as string);
+    const reached = new Set<string>();
+    const walk = (f: string): void => {
+      if (reached.has(f)) return;
+      reached.add(f);
+      for (const i of loaded(f)) {
+        const g = resolveImport(f, i, known);
+        if (g) walk(g);
+      }
+    };
+    walk(path.join('extension', 'cli', 'runs-command.ts'));
+    assert.ok(reached.has(path.join('extension', 'core', 'live', 'registry.ts')), 'the walk follows the imports');
+    const heavy = [...reached].filter(
+      (f) =>
+        /^extension\/core\/(git|manifest)\//.test(f) ||
+        /process\/(supervisor|spawner)\.ts$/.test(f) ||
+        loaded(f).some((i) => ['execa', 'simple-git'].includes(i)),
+    );
+    assert.deepEqual(heavy, []);
+  });
+
   it('finds the sources it checks (the rule cannot pass vacuously)', () => {
     assert.ok(sources('extension/core/git').length > 3 && sources('extension/core/store').length > 3 && sources('schemas').length > 2);
     assert.ok(sources('extension/core/fs').length > 0 && sources('extension/core/host').length > 0);

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { RunState, TaskState } from '../../extension/core/live/state';
-import { landedReason, recordLanding } from '../../extension/core/run/task-landing';
+import { landedReason } from '../../extension/core/run/landed';
+import { recordLanding } from '../../extension/core/run/task-landing';
 import { lockRun, selfHolder } from '../../extension/core/run/workdir-lock';
 import { reopenState, type RunContinuation } from '../../extension/core/run/resume';
 

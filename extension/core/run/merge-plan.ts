@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { IntegrationSuite, MergeRequest, RecheckResult } from '../git/merge';
 import { loadFrozenManifest } from './frozen-manifest';
-import { readyToMerge } from './task-landing';
+import { readyToMerge } from './landed';
 import type { RunState } from '../live/state';
 import { runDir } from '../config/home';
 import type { TaskSpec } from '../manifest/types';

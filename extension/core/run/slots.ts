@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
 import { shortHost } from '../host/hostname';
-import { processStartTime } from '../process/supervisor';
+import { processStartTime } from '../process/start-time';
 import { holderGone } from './workdir-lock';
 
 /** One slot held. Times epoch ms. */

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { shortHost } from '../host/hostname';
-import { processStartTime } from '../process/supervisor';
+import { processStartTime } from '../process/start-time';
 
 /** Who holds a folder. Times epoch ms. */
 export interface WorkdirHolder {
