@@ -123,7 +123,11 @@ async function verdict(root: string, mode: 'plain' | 'worktree', cli = CLI): Pro
   const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
   clearInterval(sampler);
   const ms = performance.now() - t0;
-  if (code !== 0) throw new Error(`${mode}: verdict run exited ${code}: ${stderr.slice(-2000)}`);
+  if (code !== 0) {
+    // The lint's 1,000 "check-cannot-fail" lines (the workload's `true`) are left out of what is shown.
+    const said = stderr.split('\n').filter((l) => !l.includes('[check-cannot-fail]'));
+    throw new Error(`${mode}: verdict run (${cli}) exited ${code}: ${said.join('\n').slice(-4000)}`);
+  }
   const rows = fs
     .readFileSync(path.join(home, 'runs.jsonl'), 'utf8')
     .trim()
