@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { addWorktree, inspectRepo, pointHeadAt, sealWorktree, taskBranch } from '../../extension/core/git/worktree';
+import { addWorktree, inspectRepo, pointHeadAt, registerWorktree, sealWorktree, taskBranch } from '../../extension/core/git/worktree';
+import { runGit } from '../../extension/core/git/safe-git';
 import { relativeIncludes } from '../../extension/core/git/worktree-config';
 import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
@@ -54,6 +55,69 @@ describe('worktree hygiene', function () {
     assert.equal(verdictBranches(repo.root).length, 16);
     for (const k of keys) assert.ok(fs.existsSync(path.join(dir, 'wt', k, 'README.md')), k);
     assert.doesNotMatch(git(repo.root, 'worktree', 'list', '--porcelain'), /prunable/);
+  });
+
+  describe('a registration that reads another add half-written (an empty commondir: git dies reading it)', () => {
+    /** A repository with a registration as another `git worktree add` leaves it mid-write: gitdir, HEAD, locked, commondir empty. */
+    function halfWritten(): { dir: string; root: string; commondir: string; lock: string } {
+      const dir = tempDir();
+      const root = makeRepo(path.join(dir, 'repo'));
+      const admin = path.join(root, '.git', 'worktrees', 'other');
+      fs.mkdirSync(admin, { recursive: true });
+      fs.writeFileSync(path.join(admin, 'gitdir'), `${path.join(dir, 'other', '.git')}\n`);
+      fs.writeFileSync(path.join(admin, 'HEAD'), `${git(root, 'rev-parse', 'HEAD')}\n`);
+      fs.writeFileSync(path.join(admin, 'locked'), 'initializing\n');
+      fs.writeFileSync(path.join(admin, 'commondir'), '');
+      return { dir, root, commondir: path.join(admin, 'commondir'), lock: path.join(root, '.git', 'verdict-worktree') };
+    }
+
+    it('is tried again once the other has written it, and lands', async () => {
+      const { dir, root, commondir, lock } = halfWritten();
+      const tries: string[] = [];
+      const raw = async (args: string[]) => {
+        try {
+          const out = await runGit(root, args, { noDrivers: true });
+          tries.push('ok');
+          return out;
+        } catch (e) {
+          tries.push((e as Error).message);
+          fs.writeFileSync(commondir, '../..\n'); // the other add finishes its write
+          throw e;
+        }
+      };
+      const wt = path.join(dir, 'wt', 'a');
+      assert.equal(await registerWorktree({ raw }, lock, wt, git(root, 'rev-parse', 'HEAD')), null);
+      assert.equal(tries.length, 2);
+      assert.match(tries[0] as string, /failed to read \S*worktrees\/other\/commondir/);
+      assert.equal(tries[1], 'ok');
+      assert.match(git(root, 'worktree', 'list', '--porcelain'), new RegExp(`worktree ${wt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
+    });
+
+    it("one that stays half-written: six tries, then git's refusal, and nothing of the add is left", async () => {
+      const { dir, root, lock } = halfWritten();
+      let tries = 0;
+      const raw = (args: string[]) => {
+        tries++;
+        return runGit(root, args, { noDrivers: true });
+      };
+      const refused = await registerWorktree({ raw }, lock, path.join(dir, 'wt', 'b'), git(root, 'rev-parse', 'HEAD'));
+      assert.match(refused?.message ?? '', /failed to read \S*worktrees\/other\/commondir/);
+      assert.equal(tries, 6);
+      assert.deepEqual(fs.readdirSync(path.join(root, '.git', 'worktrees')), ['other']);
+    });
+
+    it('any other refusal is not tried again', async () => {
+      const { dir, root, lock } = halfWritten();
+      fs.writeFileSync(path.join(root, '.git', 'worktrees', 'other', 'commondir'), '../..\n');
+      let tries = 0;
+      const raw = (args: string[]) => {
+        tries++;
+        return runGit(root, args, { noDrivers: true });
+      };
+      const refused = await registerWorktree({ raw }, lock, path.join(dir, 'wt', 'c'), 'f'.repeat(40));
+      assert.ok(refused, 'a commit that does not exist is refused');
+      assert.equal(tries, 1);
+    });
   });
 
   it('the checkout made outside the lock: files, a clean index with stat data, kept as baseIndex', async () => {

@@ -127,15 +127,7 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   const dropBranch = async () => {
     if (!opts.existingBranch && !(await branchMade)) await git.raw(['branch', '-D', branch]).catch(() => undefined);
   };
-  // Registrations of this process run side by side (withSharedLock); removing one waits for them (withLock).
-  // git makes each registration's admin folder with mkdir (a taken name gets a number) and writes only inside it;
-  // relative paths (git 2.48's worktree.useRelativePaths) would also write the shared config, so they are off.
-  const refusedAdd = await withSharedLock(lock, () =>
-    git.raw(['-c', 'worktree.useRelativePaths=false', 'worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, repo.baseSha]).then(
-      () => null,
-      (e: Error) => e,
-    ),
-  );
+  const refusedAdd = await registerWorktree(git, lock, dir, repo.baseSha);
   if (refusedAdd) {
     await withLock(lock, async () => {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop; the empty
@@ -166,6 +158,41 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     }
   }
   return withBaseIndex(dir, links, repo.baseSha, opts.tree);
+}
+
+/**
+ * git's refusal when it read a registration that another `worktree add` was still writing: an empty `commondir` (git
+ * reads every registered worktree's HEAD through it, and dies on an empty one: "failed to read
+ * .git/worktrees/t15/commondir: Success"). It comes before the refused add has made anything.
+ */
+const HALF_WRITTEN_REGISTRATION = /failed to read \S*worktrees\/[^/\s]+\/commondir/;
+/** Pauses before each new try of a registration refused as {@link HALF_WRITTEN_REGISTRATION}, ms (1.55 s in all). */
+const REGISTER_RETRY_MS = [50, 100, 200, 400, 800];
+
+/**
+ * Registers `dir` as a worktree of the repository with a detached HEAD at `sha` (`git worktree add --no-checkout
+ * --detach`); returns null, or git's refusal. The registrations of this process run side by side under the
+ * repository's lock `lock` (withSharedLock); removing one waits for them (withLock). git makes each registration's admin
+ * folder with mkdir (a taken name gets a number) and writes only inside it; relative paths (git 2.48's
+ * worktree.useRelativePaths) would also write the shared config, so they are off. An add that read another's
+ * registration half-written (1 or 2 in 1,000 at 64 lanes, measured) is tried again alone (withLock: no add of this
+ * process runs beside it, and the lock keeps other Verdict processes out), after a pause, up to five times.
+ * @param git runs one git command in the repository (rejects with git's message)
+ * @param lock the repository's worktree lock path (addWorktree's `<commonDir>/verdict-worktree`)
+ */
+export async function registerWorktree(git: { raw: (args: string[]) => Promise<string> }, lock: string, dir: string, sha: string): Promise<Error | null> {
+  const add = () =>
+    git.raw(['-c', 'worktree.useRelativePaths=false', 'worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, sha]).then(
+      () => null,
+      (e: Error) => e,
+    );
+  let refused = await withSharedLock(lock, add);
+  for (const ms of REGISTER_RETRY_MS) {
+    if (!refused || !HALF_WRITTEN_REGISTRATION.test(refused.message)) break;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    refused = await withLock(lock, add);
+  }
+  return refused;
 }
 
 /**
