@@ -126,7 +126,9 @@ async function verdict(root: string, mode: 'plain' | 'worktree', cli = CLI): Pro
   if (code !== 0) {
     // The lint's 1,000 "check-cannot-fail" lines (the workload's `true`) are left out of what is shown.
     const said = stderr.split('\n').filter((l) => !l.includes('[check-cannot-fail]'));
-    throw new Error(`${mode}: verdict run (${cli}) exited ${code}: ${said.join('\n').slice(-4000)}`);
+    throw Object.assign(new Error(`${mode}: verdict run (${cli}) exited ${code}: ${said.join('\n').slice(-4000)}\n${notPassed(home)}\nkept: ${root}`), {
+      keep: true,
+    });
   }
   const rows = fs
     .readFileSync(path.join(home, 'runs.jsonl'), 'utf8')
@@ -146,12 +148,37 @@ async function verdict(root: string, mode: 'plain' | 'worktree', cli = CLI): Pro
   return { ms, peakRssBytes: peak, runsMs, versionMs };
 }
 
+/** The rows of the run in `home` that are not PASS, a line each (verdict, task, reason), or why there are none to show. */
+function notPassed(home: string): string {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(home, 'runs.jsonl'), 'utf8');
+  } catch (e) {
+    return `no rows: ${(e as Error).message}`;
+  }
+  const rows = text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { task_key: string; verdict: string; notes?: string });
+  const bad = rows.filter((r) => r.verdict !== 'PASS');
+  return `${rows.length} rows, ${bad.length} not PASS${bad.length ? ':\n' : ''}${bad
+    .slice(0, 20)
+    .map((r) => `  ${r.verdict} ${r.task_key}: ${(r.notes ?? '').slice(0, 300)}`)
+    .join('\n')}`;
+}
+
+/** Runs `fn` in a new folder, removed after it unless `fn` failed with an error marked `keep` (left for a look). */
 async function inFreshFolder<T>(fn: (root: string) => Promise<T>): Promise<T> {
   const root = uncoveredDir('verdict-bench-scale-');
+  let keep = false;
   try {
     return await fn(root);
+  } catch (e) {
+    keep = Boolean((e as { keep?: boolean }).keep);
+    throw e;
   } finally {
-    await run('rm', ['-rf', root]);
+    if (!keep) await run('rm', ['-rf', root]);
   }
 }
 
