@@ -21,11 +21,25 @@ export function walkBounded(
   let seen = 0;
   const slash = Buffer.from('/');
   const stack: Buffer[] = [];
+  // `pick` may look the entry up again (lstat): an entry gone, or in a folder that can be listed but not searched (mode
+  // 0444: EACCES), is passed over, as a root that cannot be looked at is.
+  const picked = (abs: Buffer, kind: EntryKind): boolean => {
+    try {
+      return pick(abs, kind);
+    } catch {
+      return false;
+    }
+  };
   for (const r of roots) {
-    const st = fs.lstatSync(r, { throwIfNoEntry: false });
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(r, { throwIfNoEntry: false });
+    } catch {
+      continue;
+    }
     if (!st) continue;
     if (st.isDirectory()) stack.push(r);
-    if (!opts.mindepth1 && pick(r, st)) out.push(r);
+    if (!opts.mindepth1 && picked(r, st)) out.push(r);
   }
   while (stack.length) {
     const dir = stack.pop() as Buffer;
@@ -39,7 +53,7 @@ export function walkBounded(
       if (++seen > budget) return null;
       const abs = Buffer.concat([dir, slash, e.name]);
       if (e.isDirectory()) stack.push(abs);
-      if (pick(abs, e)) out.push(abs);
+      if (picked(abs, e)) out.push(abs);
     }
   }
   return out;
