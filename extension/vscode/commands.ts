@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { gitFor } from '../core/git/safe-git';
+import { discardTaskWorktree } from '../core/git/discard';
 import { resolveHome } from '../core/config/home';
 import { mergeQueue, mergeTarget, type MergeOutcome } from '../core/git/merge';
 import { landedReason } from '../core/run/landed';
@@ -356,13 +356,9 @@ async function discardTask(ctx: CommandContext, ref?: TaskRef, opts?: { confirme
       );
       if (answer !== 'Discard') return false;
     }
-    const git = gitFor(repo, { trusted: vscode.workspace.isTrusted });
-    const sha = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
-    await git.raw(['worktree', 'remove', '--force', found.task.dir]).catch(() => undefined);
-    await git.raw(['worktree', 'prune']);
-    await git.raw(['branch', '-D', branch]).catch((e: Error) => {
-      if (!/not found/.test(e.message)) throw e;
-    });
+    // As `verdict discard` does (the workspace is trusted: requireTrust above): under the repository's worktree lock, a
+    // tree a live process works in kept, an overlay unmounted.
+    const { sha } = await discardTaskWorktree(repo, found.task.dir, branch);
     const commit = sha ?? found.task.discarded?.commit ?? null;
     const why = await recordLanding(found.info.stateFile, ref.key, { discarded: { commit, at: Date.now() } });
     if (why) ctx.log.warn(`discard ${ref.key}: ${why}`);

@@ -37,23 +37,26 @@ export async function discardTaskWorktree(repo: string, dir: string, branch: str
   // first, since its mount point cannot be removed (EBUSY); its upper layer goes with it below.
   await unmountOverlay(dir);
   const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
-  await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
+  // All under the lock: `branch -D` and `worktree prune` read every registration, and die on one a run's
+  // `worktree add` is still writing (git/worktree.ts registerWorktree).
+  const sha = await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
     await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
     fs.rmSync(dir, { recursive: true, force: true });
     await git.raw(['worktree', 'prune']).catch(() => undefined);
+    const held = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
+    if (held) {
+      try {
+        await git.raw(['branch', '-D', branch]);
+      } catch (e) {
+        throw new Error(explainGitFailure((e as Error).message, { root: repo, branch }));
+      }
+    }
+    return held;
   });
   // Keys never start with a dot: the run's worktrees folder holds `.objects/<key>` and `.index/<key>` beside them.
   const key = path.basename(dir);
   fs.rmSync(path.join(path.dirname(dir), '.objects', key), { recursive: true, force: true });
   fs.rmSync(path.join(path.dirname(dir), '.index', key), { force: true });
   fs.rmSync(path.join(path.dirname(dir), '.overlay', key), { recursive: true, force: true });
-  const sha = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
-  if (sha) {
-    try {
-      await git.raw(['branch', '-D', branch]);
-    } catch (e) {
-      throw new Error(explainGitFailure((e as Error).message, { root: repo, branch }));
-    }
-  }
   return { worktreeRemoved: existed, branchDeleted: sha !== null, sha };
 }
