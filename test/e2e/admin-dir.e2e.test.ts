@@ -11,7 +11,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 describe("a worktree's admin dir", function () {
   this.timeout(300000);
 
-  it('a worker cannot put a FIFO in place of its gitdir: the tasks after it get their worktrees and the run ends', async function () {
+  it('a worker cannot put a FIFO in place of its gitdir nor empty its commondir: the tasks after it get their worktrees and the run ends', async function () {
     await requireSandbox(this);
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -21,6 +21,10 @@ describe("a worktree's admin dir", function () {
       '{ mv "$G/gitdir" "$G/gitdir.old" && mv "$G/gitdir.old" "$G/gitdir"; } 2>/dev/null || echo "gitdir move refused"',
       '{ rm -f "$G/gitdir" && mkfifo "$G/gitdir"; } || echo "gitdir replace refused"',
       'test -p "$G/gitdir" && echo "gitdir is a fifo"',
+      // Left empty, every `git worktree add` in the repository dies reading it ("failed to read …/commondir").
+      '{ rm -f "$G/commondir"; } 2>/dev/null || echo "commondir removal refused"',
+      '{ : > "$G/commondir"; } 2>/dev/null || echo "commondir emptying refused"',
+      'test -s "$G/commondir" || echo "commondir is empty"',
       // Read by every `git worktree list` in the repository: put back after the step (Verdict never locks a worktree).
       'mkfifo "$G/locked" || echo "locked refused"',
       'echo done > out.txt',
@@ -45,6 +49,9 @@ describe("a worktree's admin dir", function () {
     assert.match(log, /gitdir replace refused/);
     assert.match(log, /gitdir move refused/);
     assert.doesNotMatch(log, /gitdir is a fifo/);
+    assert.match(log, /commondir emptying refused/);
+    assert.match(log, /commondir removal refused/);
+    assert.doesNotMatch(log, /commondir is empty/);
     assert.doesNotMatch(log, /locked refused/, "the admin dir is the worker's to write");
     assert.match(git(repo, 'worktree', 'list'), /evil/, 'git worktree list reads no FIFO the worker left');
     assert.equal(git(repo, 'show', `${String(rows.find((x) => x.task_key === 'next')?.branch)}:n.txt`), 'n');

@@ -157,16 +157,32 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
   }
   for (const repo of repos) {
     if (!fs.existsSync(repo)) continue;
+    // No repository there any more: nothing to prune, no branch to list (as before, when both failed quietly).
+    const lock = await worktreeLock(repo).catch(() => null);
+    if (!lock) continue;
     if (!opts.dryRun)
-      await gitFor(repo, { trusted: true })
-        .raw(['worktree', 'prune'])
-        .catch(() => undefined);
-    await handleBranches(repo, run.runId, opts, actions);
+      await withLock(lock, () =>
+        gitFor(repo, { trusted: true })
+          .raw(['worktree', 'prune'])
+          .catch(() => undefined),
+      );
+    await handleBranches(repo, lock, run.runId, opts, actions);
   }
 }
 
-/** Deletes (with --branches) or reports the run's task branches in `repo`. */
-async function handleBranches(repo: string, runId: string, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
+/**
+ * The per-repository worktree lock of `repo` (`<git common dir>/verdict-worktree`, as git/worktree.ts addWorktree takes
+ * it). `worktree prune`, `worktree remove` and `branch -D` run under it: they read every registered worktree, and die
+ * on one a run's `worktree add` is still writing.
+ * @throws Error with git's message when `repo` is no repository
+ */
+async function worktreeLock(repo: string): Promise<string> {
+  const commonDir = path.resolve(repo, (await gitFor(repo, { trusted: true }).revparse(['--git-common-dir'])).trim());
+  return path.join(commonDir, 'verdict-worktree');
+}
+
+/** Deletes (with --branches, under the repository's worktree lock `lock`) or reports the run's task branches in `repo`. */
+async function handleBranches(repo: string, lock: string, runId: string, opts: CleanOptions, actions: CleanAction[]): Promise<void> {
   const git = gitFor(repo, { trusted: true });
   const prefix = `refs/heads/verdict/${runId}/`;
   const listed = await git.raw(['for-each-ref', '--format=%(refname) %(objectname)', prefix]).catch(() => '');
@@ -180,7 +196,7 @@ async function handleBranches(repo: string, runId: string, opts: CleanOptions, a
     }
     if (!opts.dryRun) {
       try {
-        await git.raw(['branch', '-D', branch]);
+        await withLock(lock, () => git.raw(['branch', '-D', branch]));
       } catch (e) {
         actions.push({ kind: 'failed', runId, what: `branch ${branch}`, reason: explainGitFailure((e as Error).message, { root: repo, branch }) });
         continue;
@@ -206,8 +222,7 @@ async function reachableElsewhere(repo: string, sha: string, prefix: string): Pr
 async function removeWorktree(repo: string | null, dir: string): Promise<void> {
   if (repo && fs.existsSync(repo)) {
     const git = gitFor(repo, { trusted: true });
-    const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
-    await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
+    await withLock(await worktreeLock(repo), async () => {
       await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
     });
   }

@@ -434,12 +434,16 @@ function placeSharedIndex(adminDir: string, file: string): SharedIndex {
  * git dirs (their config is what the seal's own git reads there), the shared index base (see
  * WorktreeLinks.sharedIndex), and `gitdir`, which every `git worktree add` / `remove` / `prune` / `list` in the
  * repository opens and reads for each registered worktree: a FIFO put in its place would hold the next task's
- * `worktree add` (and the repository lock with it) forever. Absolute; those that do not exist are skipped by the sandbox.
+ * `worktree add` (and the repository lock with it) forever; and `commondir`, through which `git worktree add`, `branch
+ * -D` and `worktree list` read every registered worktree's HEAD: emptied, each of them dies ("failed to read
+ * …/commondir"), so every other task's worktree would be refused while the worker runs. Absolute; those that do not
+ * exist are skipped by the sandbox.
  */
 export function adminReadOnly(links: WorktreeLinks): string[] {
   return [
     path.join(links.adminDir, 'modules'),
     path.join(links.adminDir, 'gitdir'),
+    path.join(links.adminDir, 'commondir'),
     ...(links.sharedIndex ? [path.join(links.adminDir, links.sharedIndex.name)] : []),
   ];
 }
