@@ -61,6 +61,32 @@ describeEachHelper('spawn helper semantics', function () {
     assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `before\nsid=${s.pid} pgid=${s.pid} pid=${s.pid}\n/dev/null\nerr\n`);
   });
 
+  it('cgroupProcs: the child writes its own pid there before its command runs (the same pid runs it); refused, the command never runs', async function () {
+    // A regular file stands in for a cgroup's cgroup.procs: what is written there is what the kernel would be told.
+    const procs = path.join(dir, 'cgroup.procs');
+    fs.writeFileSync(procs, '');
+    const s = await spawnViaHelper(bash(dir, `echo "pid=$$"; cat ${procs}`, { cgroupProcs: procs }));
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `pid=${s.pid}\n${s.pid}\n`);
+    // A procs file that cannot be written (its folder is gone): the step's command never runs. The perl helper refuses
+    // the spawn; the Node helper's shell exits 125 with the reason in the log.
+    const gone = path.join(dir, 'no-such-cgroup', 'cgroup.procs');
+    const ran = path.join(dir, 'ran');
+    const refused = await spawnViaHelper(bash(dir, `touch ${ran}`, { cgroupProcs: gone })).then(
+      async (t) => ({ exit: await t.exited }),
+      (e: Error) => ({ error: e.message }),
+    );
+    if (process.env.VERDICT_SPAWN_HELPER === 'perl') assert.deepEqual(refused, { error: `spawn /bin/bash: cannot join the memory cgroup (${gone}): ENOENT` });
+    else {
+      assert.deepEqual(refused, { exit: { code: 125, signal: null } });
+      assert.match(
+        fs.readFileSync(path.join(dir, 'log'), 'utf8'),
+        new RegExp(`verdict: cannot join the memory cgroup \\(${gone.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)`),
+      );
+    }
+    assert.equal(fs.existsSync(ran), false, 'the command ran outside its cgroup');
+  });
+
   it("`files` are the child's fds 3, 4 … in order, read-only, and it holds no other descriptor of the helper", async () => {
     fs.writeFileSync(path.join(dir, 'a'), 'A');
     fs.writeFileSync(path.join(dir, 'b'), 'B');
@@ -416,10 +442,18 @@ describe('spawn helper protocol (spawner.ts)', () => {
       dieWithHelper: true,
       sandboxInit: true,
       netstack: '/usr/bin/slirp4netns',
+      cgroupProcs: '/sys/fs/cgroup/verdict/step-1/cgroup.procs',
     });
-    const payload = ['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '', '/usr/bin/slirp4netns', '2', 'a b', 'é', '1', 'K=v=w', '1', '/x'].join('\0');
+    const payload = [
+      ...['3', 'f', '/c', '/l', 'ck', '2000', '1', '1', '', '', '', '/usr/bin/slirp4netns', '/sys/fs/cgroup/verdict/step-1/cgroup.procs'],
+      ...['2', 'a b', 'é', '1', 'K=v=w', '1', '/x'],
+    ].join('\0');
     assert.equal(line, `${Buffer.byteLength(payload)}\n${payload}`);
-    assert.match(encodeRequest(4, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', relay: true }), /\0\0\0\x001\0\x000\x000\x000$/);
+    assert.match(encodeRequest(4, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', relay: true }), /\0\0\0\x001\0\0\x000\x000\x000$/);
+    assert.throws(
+      () => encodeRequest(5, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', cgroupProcs: '/x\0y' }),
+      /^Error: spawn f: a NUL byte in cgroupProcs$/,
+    );
     assert.throws(
       () => encodeRequest(5, { file: 'f', args: [], cwd: '/c', env: {}, log: '/l', netstack: '/x\0y' }),
       /^Error: spawn f: a NUL byte in netstack$/,

@@ -1,9 +1,10 @@
 /**
  * Memory caps for steps: each capped step runs in a cgroup of its own with the task's `memory_mb` as its limit, made by
  * the orchestrator under `verdict/` in its own cgroup (else at the hierarchy's root) and removed after the step. The step's leader joins it before it
- * runs its command (a `/bin/sh` in front of it writes its own pid to the cgroup's `cgroup.procs`, then execs the
- * command: bubblewrap for a sandboxed step, so the whole sandbox is inside), and everything it starts is inside too:
- * a child inherits its parent's cgroup through fork, clone and new namespaces (cgroups(7)).
+ * runs its command (the spawn helper's child writes its own pid to the cgroup's `cgroup.procs` between fork and exec,
+ * SpawnRequest.cgroupProcs; under the Node helper a `/bin/sh` in front does it and execs: bubblewrap for a sandboxed
+ * step, so the whole sandbox is inside), and everything it starts is inside too: a child inherits its parent's cgroup
+ * through fork, clone and new namespaces (cgroups(7)).
  *
  * Where a cgroup can be had: the unified hierarchy (cgroup v2) with the memory controller, or the v1 memory hierarchy,
  * either with its root writable by this user (root). Where none can be had (an unprivileged user: a delegated subtree or
@@ -213,8 +214,8 @@ export interface StepCgroup {
   dir: string;
   kind: 'cgroup2' | 'cgroup1';
   limitMb: number;
-  /** `file args` as a command that first joins this cgroup, then execs `file` with the same pid (and process group). */
-  wrap(file: string, args: string[]): { file: string; args: string[] };
+  /** The cgroup's `cgroup.procs`: the step's process writes its pid there before its exec (SpawnRequest.cgroupProcs). */
+  procsFile: string;
   /** How many processes of the step the OOM killer killed so far (0 when the kernel does not count them). */
   oomKills(): number;
   /** The peak memory of the cgroup, bytes, or null when the kernel does not say. */
@@ -313,12 +314,7 @@ export function createStepCgroup(mech: MemoryCapMechanism, limitMb: number): Ste
     dir,
     kind,
     limitMb,
-    wrap(file, args) {
-      // $0 is the cgroup's procs file; `exec` keeps the pid, so the helper still sees its own child (and, for a sandbox,
-      // bubblewrap with its info fd). A write that fails stops the step before its command runs: never uncapped silently.
-      const join = 'echo $$ > "$0" || { echo "verdict: cannot join the memory cgroup ($0)" >&2; exit 125; }; exec "$@"';
-      return { file: '/bin/sh', args: ['-c', join, path.join(dir, 'cgroup.procs'), file, ...args] };
-    },
+    procsFile: path.join(dir, 'cgroup.procs'),
     oomKills() {
       const text = read(kind === 'cgroup2' ? 'memory.events' : 'memory.oom_control') ?? '';
       const m = /^oom_kill (\d+)$/m.exec(text);

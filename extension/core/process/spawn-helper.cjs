@@ -331,10 +331,13 @@ function closeAll(fds) {
   }
 }
 
+/** The shell that joins a cgroup ($0: its cgroup.procs) before it execs the command ("$@"). */
+const CGROUP_JOIN = 'echo $$ > "$0" || { echo "verdict: cannot join the memory cgroup ($0)" >&2; exit 125; }; exec "$@"';
+
 /** One request's fields (spawn-helper.pl's layout): starts the process and answers. */
 function start(fields) {
-  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin, relay, netstack] = fields;
-  let at = 12;
+  const [id, file, cwd, log, cookie, again, dieWithHelper, sandboxInit, errLog, stdin, relay, netstack, cgroup] = fields;
+  let at = 13;
   const list = () => {
     const n = Number(fields[at]);
     const out = fields.slice(at + 1, at + 1 + n);
@@ -385,6 +388,9 @@ function start(fields) {
     }
     argv = ['/bin/sh', ['-c', 'exec "$@" 2>&1', 'sh', file, ...args]];
   }
+  // cgroup: spawn cannot run code between fork and exec, so a shell joins the cgroup and execs (same pid); a refused
+  // write stops the step before its command runs (exit 125, the reason in its log): never outside it silently.
+  if (cgroup) argv = ['/bin/sh', ['-c', CGROUP_JOIN, cgroup, argv[0], ...argv[1]]];
   let child;
   try {
     child = spawn(argv[0], argv[1], { cwd, env, stdio, detached: true });

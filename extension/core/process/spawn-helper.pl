@@ -8,7 +8,8 @@
 #   -> "<bytes>\n" then <bytes> bytes: NUL-separated fields
 #        id, file, cwd, log, cookie ("" for none), sweepAgainMs ("" for none), dieWithHelper ("1" or ""),
 #        sandboxInit ("1" or ""), errLog ("" for none), stdin ("" for none), relay ("1", "pipe" or ""), netstack (the path of
-#        slirp4netns, "" for none), then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
+#        slirp4netns, "" for none), cgroup (a cgroup.procs file the child writes its pid to before its exec, "" for
+#        none; refused, the spawn fails), then three counted lists: <n> args..., <n> env entries "NAME=value"..., <n> files...
 #   -> "hold <id>\n", "release <id>\n"     a relayed step's output is not read (nothing is written into its log, the
 #                                            step blocks once the relay is full) from "held" until the release; an exit
 #                                            that comes meanwhile is reported after the release (see log-cap.ts)
@@ -491,7 +492,7 @@ sub net_end {
 # the parent (errno and what failed) through $report.
 sub child {
   no warnings 'exec';    # a failed exec is reported to the parent, not printed into the step's log
-  my ($report, $file, $cwd, $args, $env, $sources) = @_;
+  my ($report, $file, $cwd, $args, $env, $sources, $cgroup) = @_;
   my $stage = 'setsid';
   $SIG{PIPE} = 'DEFAULT';
   if (POSIX::setsid() >= 0) {
@@ -509,6 +510,9 @@ sub child {
     if ($ok) {
       $stage = 'chdir';
       if (chdir $cwd) {
+        $stage = 'cgroup';
+      }
+      if ($stage eq 'cgroup' && (!length $cgroup || join_cgroup($cgroup))) {
         %ENV = ();
         for (@$env) {
           my $eq = index($_, '=');
@@ -523,9 +527,17 @@ sub child {
   POSIX::_exit(127);
 }
 
+# In the child, after fork: writes its pid to the cgroup.procs file $_[0] (memory-cap.ts), so that what it execs runs
+# in that cgroup. False with $! set when the file cannot be opened or the kernel refuses the write.
+sub join_cgroup {
+  open(my $fh, '>', $_[0]) or return 0;
+  defined syswrite($fh, "$$\n") or return 0;
+  return close($fh);
+}
+
 sub start {
   my @f = split /\0/, $_[0], -1;
-  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin, $relay, $netstack) = splice(@f, 0, 12);
+  my ($id, $file, $cwd, $log, $cookie, $again, $boxed, $sandbox_init, $err, $stdin, $relay, $netstack, $cgroup) = splice(@f, 0, 13);
   my @args = splice(@f, 0, shift @f);
   my @env = splice(@f, 0, shift @f);
   my @files = splice(@f, 0, shift @f);
@@ -594,7 +606,7 @@ sub start {
     $pid = fork;
     if (defined $pid && $pid == 0) {
       close $read;
-      child($report, $file, $cwd, \@args, \@env, [ $infh // $devnull, $outfh, $errfh // $outfh, @filefhs ]);
+      child($report, $file, $cwd, \@args, \@env, [ $infh // $devnull, $outfh, $errfh // $outfh, @filefhs ], $cgroup);
     }
     close $report;
     close $info_w if $info_w;
@@ -607,6 +619,7 @@ sub start {
       if (length $failed) {
         waitpid($pid, 0);
         my ($errno, $stage) = split / /, $failed;
+        return fail($id, "spawn $file: cannot join the memory cgroup ($cgroup): " . errno_name($errno)) if $stage eq 'cgroup';
         return fail($id, $stage eq 'exec' || $stage eq 'chdir' ? "spawn $file " . errno_name($errno) : "spawn $file: $stage: " . errno_name($errno));
       }
     }

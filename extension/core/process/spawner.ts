@@ -70,6 +70,14 @@ export interface SpawnRequest {
    */
   netstack?: string;
   /**
+   * A cgroup's `cgroup.procs` file (memory-cap.ts): the child writes its own pid there before it execs `file`, so the
+   * step and everything it starts is in that cgroup from its first instruction. The perl helper writes it between fork
+   * and exec, and reports a refused write as a spawn error ("cannot join the memory cgroup"); the Node helper, which
+   * cannot run code there, puts a `/bin/sh` in front that writes it and execs (exit 125 with that line in the log when
+   * refused). Either way the step never runs outside it.
+   */
+  cgroupProcs?: string;
+  /**
    * With `sandboxInit`: called once the helper has found the sandbox's init and holds it (its pid and /proc start
    * time), so the caller can record it where crash recovery finds it (a SIGKILL of the helper itself leaves nothing
    * else to kill an init whose step cleared its parent-death signal: run/reconcile.ts). Not sent to the helper.
@@ -125,7 +133,7 @@ export interface HelperInfo {
 export function encodeRequest(id: number, req: SpawnRequest): string {
   const files = req.files ?? [];
   const keys = Object.keys(req.env);
-  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay === 'pipe' ? 'pipe' : req.relay ? '1' : ''}\0${req.netstack ?? ''}\0${req.args.length}`;
+  let payload = `${id}\0${req.file}\0${req.cwd}\0${req.log}\0${req.cookie ?? ''}\0${req.sweepAgainMs === undefined ? '' : Math.round(req.sweepAgainMs)}\0${req.dieWithHelper ? '1' : ''}\0${req.sandboxInit ? '1' : ''}\0${req.errLog ?? ''}\0${req.stdin ?? ''}\0${req.relay === 'pipe' ? 'pipe' : req.relay ? '1' : ''}\0${req.netstack ?? ''}\0${req.cgroupProcs ?? ''}\0${req.args.length}`;
   for (const a of req.args) payload += `\0${a}`;
   payload += `\0${keys.length}`;
   for (const k of keys) payload += `\0${k}=${req.env[k]}`;
@@ -134,7 +142,7 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
   // As many NULs as separators, or a value holds one: found and named (the slow path, for the error only).
   let nuls = 0;
   for (let at = payload.indexOf('\0'); at !== -1; at = payload.indexOf('\0', at + 1)) nuls++;
-  if (nuls !== 14 + req.args.length + keys.length + files.length) {
+  if (nuls !== 15 + req.args.length + keys.length + files.length) {
     const env = keys.map((k) => `${k}=${req.env[k]}`);
     const where = [
       ['file', [req.file]],
@@ -144,6 +152,7 @@ export function encodeRequest(id: number, req: SpawnRequest): string {
       ['errLog', [req.errLog ?? '']],
       ['stdin', [req.stdin ?? '']],
       ['netstack', [req.netstack ?? '']],
+      ['cgroupProcs', [req.cgroupProcs ?? '']],
       ['args', req.args],
       ['env', env],
       ['files', files],

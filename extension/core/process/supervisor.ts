@@ -222,10 +222,9 @@ async function superviseOnce(opts: SuperviseOptions, seen: { bwrapArgs?: string[
   if ('spawnError' in step) return notStarted(step.spawnError);
   if (opts.sandbox) seen.bwrapArgs = step.plain.args;
   const { cgroup, memory } = stepMemory(opts);
-  const command = cgroup ? cgroup.wrap(step.plain.file, step.plain.args) : step.plain;
   let spawned: Spawned;
   try {
-    spawned = await spawnViaHelper(spawnRequest(opts, command, step, cookie));
+    spawned = await spawnViaHelper({ ...spawnRequest(opts, step.plain, step, cookie), ...(cgroup ? { cgroupProcs: cgroup.procsFile } : {}) });
   } catch (e) {
     await cgroup?.remove();
     return notStarted((e as Error).message);
