@@ -69,10 +69,10 @@ describeEachHelper('spawn helper semantics', function () {
     assert.deepEqual(await s.exited, { code: 0, signal: null });
     assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), `pid=${s.pid}\n${s.pid}\n`);
     // A procs file that cannot be written (its folder is gone): the step's command never runs. The perl helper refuses
-    // the spawn; the Node helper's shell exits 125 with the reason in the log.
+    // the spawn; the Node helper's shell exits 125 with the reason in the log (relayed: its stderr is the relay too).
     const gone = path.join(dir, 'no-such-cgroup', 'cgroup.procs');
     const ran = path.join(dir, 'ran');
-    const refused = await spawnViaHelper(bash(dir, `touch ${ran}`, { cgroupProcs: gone })).then(
+    const refused = await spawnViaHelper(bash(dir, `touch ${ran}`, { cgroupProcs: gone, relay: true })).then(
       async (t) => ({ exit: await t.exited }),
       (e: Error) => ({ error: e.message }),
     );

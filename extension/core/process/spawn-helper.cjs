@@ -377,7 +377,9 @@ function start(fields) {
   ];
   // relay without errLog: stderr becomes the stdout socket in the child, through sh's exec (same pid); the file is
   // looked for first so that a missing one is a spawn error worded as Node words it.
-  let argv = [file, args];
+  // cgroup: spawn cannot run code between fork and exec, so a shell joins the cgroup and execs (same pid); a refused
+  // write stops the step before its command runs (exit 125, the reason on its stderr, so in its log): never outside it.
+  let argv = cgroup ? ['/bin/sh', ['-c', CGROUP_JOIN, cgroup, file, ...args]] : [file, args];
   if (relay && !fifo && !errLog) {
     const missing = notExecutable(file, env.PATH);
     if (missing) {
@@ -386,11 +388,8 @@ function start(fields) {
       fail(id, `spawn ${file} ${missing}`);
       return;
     }
-    argv = ['/bin/sh', ['-c', 'exec "$@" 2>&1', 'sh', file, ...args]];
+    argv = ['/bin/sh', ['-c', 'exec "$@" 2>&1', 'sh', argv[0], ...argv[1]]];
   }
-  // cgroup: spawn cannot run code between fork and exec, so a shell joins the cgroup and execs (same pid); a refused
-  // write stops the step before its command runs (exit 125, the reason in its log): never outside it silently.
-  if (cgroup) argv = ['/bin/sh', ['-c', CGROUP_JOIN, cgroup, argv[0], ...argv[1]]];
   let child;
   try {
     child = spawn(argv[0], argv[1], { cwd, env, stdio, detached: true });
