@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
@@ -93,6 +94,30 @@ describe('worktree hygiene', function () {
       assert.match(git(root, 'worktree', 'list', '--porcelain'), new RegExp(`worktree ${wt.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
     });
 
+    it('is tried again when git says it in another language (LANGUAGE=de: "Fehler beim Lesen von …/commondir: Erfolg")', async () => {
+      const { dir, root, commondir, lock } = halfWritten();
+      const tries: string[] = [];
+      const before = process.env.LANGUAGE;
+      process.env.LANGUAGE = 'de';
+      try {
+        const raw = async (args: string[]) => {
+          try {
+            return await runGit(root, args, { noDrivers: true });
+          } catch (e) {
+            tries.push((e as Error).message);
+            fs.writeFileSync(commondir, '../..\n');
+            throw e;
+          }
+        };
+        assert.equal(await registerWorktree({ raw }, lock, path.join(dir, 'wt', 'de'), git(root, 'rev-parse', 'HEAD')), null);
+      } finally {
+        if (before === undefined) delete process.env.LANGUAGE;
+        else process.env.LANGUAGE = before;
+      }
+      assert.equal(tries.length, 1);
+      assert.match(tries[0] as string, /Fehler beim Lesen von \S*worktrees\/other\/commondir: Erfolg/);
+    });
+
     it("one that stays half-written: six tries, then git's refusal, and nothing of the add is left", async () => {
       const { dir, root, lock } = halfWritten();
       let tries = 0;
@@ -104,6 +129,23 @@ describe('worktree hygiene', function () {
       assert.match(refused?.message ?? '', /failed to read \S*worktrees\/other\/commondir/);
       assert.equal(tries, 6);
       assert.deepEqual(fs.readdirSync(path.join(root, '.git', 'worktrees')), ['other']);
+    });
+
+    it("another worktree's HEAD made a FIFO (a worker writes its own): the add is stopped at its time limit, nothing of it is left, and the next add lands", async () => {
+      const dir = tempDir();
+      const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
+      await addWorktree(repo, path.join(dir, 'wt', 'evil'), taskBranch('r1', 'evil'));
+      const head = path.join(repo.commonDir, 'worktrees', 'evil', 'HEAD');
+      const sha = fs.readFileSync(head, 'utf8');
+      fs.rmSync(head);
+      execFileSync('mkfifo', [head]);
+      await assert.rejects(addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'), { registerTimeoutMs: 1500 }), /timed out after 1500 ms/);
+      assert.equal(fs.existsSync(path.join(dir, 'wt', 'next')), false);
+      assert.deepEqual(verdictBranches(repo.root), [taskBranch('r1', 'evil')]);
+      fs.rmSync(head);
+      fs.writeFileSync(head, sha);
+      await addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'));
+      assert.ok(fs.existsSync(path.join(dir, 'wt', 'next', 'README.md')));
     });
 
     it('any other refusal is not tried again', async () => {

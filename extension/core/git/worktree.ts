@@ -73,7 +73,16 @@ export interface AddWorktreeOptions {
   existingBranch?: boolean;
   /** How the tree is made (docs/trees.md); absent: a full checkout. */
   tree?: TreeChoice;
+  /** Time limit of each git command of the branch and the registration, ms (default REGISTER_TIMEOUT_MS). */
+  registerTimeoutMs?: number;
 }
+
+/**
+ * How long the branch's and the registration's git commands may take, ms. `git worktree add` opens every registered
+ * worktree's HEAD, and a worker may write its own (it commits there): a FIFO put there holds every add of the
+ * repository until it is killed, and the lock with it.
+ */
+export const REGISTER_TIMEOUT_MS = 60_000;
 
 /**
  * A task's tree: a full checkout; a sparse checkout of `cone` (git/sparse-cone.ts; `['']` is the whole tree); or an
@@ -102,7 +111,8 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   // `branch`, `worktree add --no-checkout` and `branch -D` run nothing a driver names: no config read, no simple-git
   // (see runGit); `worktree remove` on a failure path still goes through gitFor.
   // Started by the spawn helper (`quiet`: none prints anything wanted), not forked from the orchestrator.
-  const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true, quiet: true }) };
+  const timeoutMs = opts.registerTimeoutMs ?? REGISTER_TIMEOUT_MS;
+  const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true, quiet: true, timeoutMs }) };
   const lock = path.join(repo.commonDir, 'verdict-worktree');
   const failed = (e: Error) => new Error(`git worktree add ${dir} failed: ${explainGitFailure(e.message, { root: repo.root, worktree: dir, branch })}`);
   // The branch is made outside the repository lock (creating one ref takes only that ref's own lock in git), while the
@@ -124,15 +134,27 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     const refused = await branchMade;
     if (refused) throw failed(refused);
   }
+  // `update-ref -d` with the commit it was made at: only the branch this call made goes, and unlike `branch -D` it
+  // opens no other worktree's HEAD (a worker's FIFO there would hold it).
   const dropBranch = async () => {
-    if (!opts.existingBranch && !(await branchMade)) await git.raw(['branch', '-D', branch]).catch(() => undefined);
+    if (!opts.existingBranch && !(await branchMade)) await git.raw(['update-ref', '-d', `refs/heads/${branch}`, repo.baseSha]).catch(() => undefined);
   };
-  const refusedAdd = await registerWorktree(git, lock, dir, repo.baseSha);
+  let refusedAdd: Error | null;
+  try {
+    refusedAdd = await registerWorktree(git, lock, dir, repo.baseSha);
+  } catch (e) {
+    // The lock could not be taken: nothing was registered; the branch made beside it and the fresh folder go.
+    await dropBranch();
+    if (!dirExisted) removeEmptyDir(dir);
+    throw failed(e as Error);
+  }
   if (refusedAdd) {
     await withLock(lock, async () => {
       // A registration whose folder is gone is the user's to prune (the message says how), not ours to drop; the empty
       // folder made above goes, so the folder stays missing as git's message says.
-      if (!dirExisted && !/already registered/.test(refusedAdd.message)) await removeWorktreeQuietly(repo.root, dir);
+      // Nothing registered for the folder (git writes its `.git` file when it registers it): nothing to remove with
+      // git either, whose `worktree remove` reads every registration again.
+      if (!dirExisted && !/already registered/.test(refusedAdd.message) && fs.existsSync(path.join(dir, '.git'))) await removeWorktreeQuietly(repo.root, dir);
       else if (!dirExisted) removeEmptyDir(dir);
       await dropBranch();
     });
@@ -165,7 +187,8 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
  * reads every registered worktree's HEAD through it, and dies on an empty one: "failed to read
  * .git/worktrees/t15/commondir: Success"). It comes before the refused add has made anything.
  */
-const HALF_WRITTEN_REGISTRATION = /failed to read \S*worktrees\/[^/\s]+\/commondir/;
+// Matched by the path git names, "…/worktrees/<name>/commondir: <why>", not by its words: git speaks the user's language.
+const HALF_WRITTEN_REGISTRATION = /\/worktrees\/[^/\s]+\/commondir: /;
 /** Pauses before each new try of a registration refused as {@link HALF_WRITTEN_REGISTRATION}, ms (1.55 s in all). */
 const REGISTER_RETRY_MS = [50, 100, 200, 400, 800];
 
@@ -885,7 +908,8 @@ function removeEmptyDir(dir: string): void {
 }
 
 async function removeWorktreeQuietly(root: string, dir: string): Promise<void> {
-  const git = gitFor(root);
+  // Within REGISTER_TIMEOUT_MS a command: `worktree remove` reads every registration (see REGISTER_TIMEOUT_MS).
+  const git = gitFor(root, { timeoutMs: REGISTER_TIMEOUT_MS });
   try {
     await git.raw(['worktree', 'remove', '--force', '--force', dir]);
   } catch {
