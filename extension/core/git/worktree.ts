@@ -108,7 +108,7 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   // Each task dir in a block group of its own (ext4): see process/top-dir.ts.
   await markTopDir(path.dirname(dir));
-  // `branch`, `worktree add --no-checkout` and `branch -D` run nothing a driver names: no config read, no simple-git
+  // `branch`, `worktree add --no-checkout` and `update-ref -d` run nothing a driver names: no config read, no simple-git
   // (see runGit); `worktree remove` on a failure path still goes through gitFor.
   // Started by the spawn helper (`quiet`: none prints anything wanted), not forked from the orchestrator.
   const timeoutMs = opts.registerTimeoutMs ?? REGISTER_TIMEOUT_MS;
@@ -185,9 +185,9 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
 /**
  * git's refusal when it read a registration that another `worktree add` was still writing: an empty `commondir` (git
  * reads every registered worktree's HEAD through it, and dies on an empty one: "failed to read
- * .git/worktrees/t15/commondir: Success"). It comes before the refused add has made anything.
+ * .git/worktrees/t15/commondir: Success"). It comes before the refused add has made anything. Matched by the path git
+ * names, "…/worktrees/<name>/commondir: <why>", not by its words: git speaks the user's language.
  */
-// Matched by the path git names, "…/worktrees/<name>/commondir: <why>", not by its words: git speaks the user's language.
 const HALF_WRITTEN_REGISTRATION = /\/worktrees\/[^/\s]+\/commondir: /;
 /** Pauses before each new try of a registration refused as {@link HALF_WRITTEN_REGISTRATION}, ms (1.55 s in all). */
 const REGISTER_RETRY_MS = [50, 100, 200, 400, 800];
