@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { showPath } from '../../extension/core/fs/byte-names';
-import { clearSetIdBits, IN_PROCESS_ENTRIES, setIdNote } from '../../extension/core/process/set-id';
+import { clearSetIdBits, setIdNote } from '../../extension/core/process/set-id';
+import { IN_PROCESS_ENTRIES } from '../../extension/core/fs/bounded-walk';
 import { tempDir } from '../helpers/fixtures';
 
 // No set-uid or set-gid file leaves a step (core/process/set-id.ts).

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { listSpecialFiles, removeSpecialFiles } from '../../extension/core/git/special-files';
 import { showPath } from '../../extension/core/fs/byte-names';
 import { tempDir } from '../helpers/fixtures';
-import { IN_PROCESS_ENTRIES } from '../../extension/core/process/set-id';
+import { IN_PROCESS_ENTRIES } from '../../extension/core/fs/bounded-walk';
 
 // git/special-files.ts: what git cannot record (FIFOs, sockets, device files) is found and removed by the exact bytes of
 // its name, before any git reads the tree.

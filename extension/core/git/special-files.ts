@@ -13,8 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runCapturedBytes } from '../process/run-captured';
 import { showPath } from '../fs/byte-names';
-import { walkBounded, type EntryKind } from '../fs/bounded-walk';
-import { IN_PROCESS_ENTRIES } from '../process/set-id';
+import { IN_PROCESS_ENTRIES, walkBounded, type EntryKind } from '../fs/bounded-walk';
 
 /** A FIFO, socket or device file of a tree. */
 export interface SpecialFile {
@@ -63,7 +62,7 @@ function isSpecial(_abs: Buffer, kind: EntryKind): boolean {
 
 /**
  * The paths (relative to `root`, bytes) of the FIFOs, sockets and device files under `root`: walked in this process
- * while the tree is small (IN_PROCESS_ENTRIES, as for set-id files), else found by find(1), started by the spawn helper
+ * while the tree is small (IN_PROCESS_ENTRIES of fs/bounded-walk.ts, as for set-id files), else found by find(1), started by the spawn helper
  * (its walk costs a fraction of a walk in this process, and never blocks its event loop). `dir` names the tree in
  * errors.
  * @throws Error when find could not start or ran out of time

@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { showPath } from '../fs/byte-names';
-import { walkBounded, type EntryKind } from '../fs/bounded-walk';
+import { IN_PROCESS_ENTRIES, walkBounded, type EntryKind } from '../fs/bounded-walk';
 import { runCapturedBytes } from './run-captured';
 
 /** Longest the search may run when the caller gives no limit, ms. */
@@ -27,12 +27,6 @@ export interface SetIdCleared {
   /** Why a folder could not be searched (find could not start, ran out of time), or null. */
   error: string | null;
 }
-
-/**
- * Entries a walk in this process looks at before it leaves the search to find(1): ~1.6 ms of readdir and lstat calls
- * (~5 µs an entry), what one find costs this process (measured on a loaded 2-core VM).
- */
-export const IN_PROCESS_ENTRIES = 300;
 
 /**
  * Clears the set-uid and set-gid bits of every regular file under `dirs` (never following a symbolic link; `.git`
