@@ -511,15 +511,15 @@ sub child {
       $stage = 'chdir';
       if (chdir $cwd) {
         $stage = 'cgroup';
-      }
-      if ($stage eq 'cgroup' && (!length $cgroup || join_cgroup($cgroup))) {
-        %ENV = ();
-        for (@$env) {
-          my $eq = index($_, '=');
-          $ENV{ substr($_, 0, $eq) } = substr($_, $eq + 1) if $eq > 0;
+        if (!length $cgroup || join_cgroup($cgroup)) {
+          %ENV = ();
+          for (@$env) {
+            my $eq = index($_, '=');
+            $ENV{ substr($_, 0, $eq) } = substr($_, $eq + 1) if $eq > 0;
+          }
+          $stage = 'exec';
+          exec { $file } $file, @$args;
         }
-        $stage = 'exec';
-        exec { $file } $file, @$args;
       }
     }
   }
