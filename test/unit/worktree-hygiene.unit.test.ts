@@ -139,7 +139,10 @@ describe('worktree hygiene', function () {
       const sha = fs.readFileSync(head, 'utf8');
       fs.rmSync(head);
       execFileSync('mkfifo', [head]);
-      await assert.rejects(addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'), { registerTimeoutMs: 1500 }), /timed out after 1500 ms/);
+      await assert.rejects(
+        addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'), { registerTimeoutMs: 1500 }),
+        /git worktree timed out after 1500 ms/,
+      );
       assert.equal(fs.existsSync(path.join(dir, 'wt', 'next')), false);
       assert.deepEqual(verdictBranches(repo.root), [taskBranch('r1', 'evil')]);
       fs.rmSync(head);

@@ -276,7 +276,10 @@ export function gitRunner(baseDir: string, opts: RunGitOptions = {}): ByteGit {
     args: readonly string[],
     r: { timedOut: boolean; error: Error | null; exitCode: number | null; signal: NodeJS.Signals | null; stdout: T; stderr: string },
   ): T => {
-    const what = `git ${args[0] ?? ''}`;
+    // Named by its subcommand, past any leading `-c key=value` pairs.
+    let sub = 0;
+    while (args[sub] === '-c') sub += 2;
+    const what = `git ${args[sub] ?? ''}`;
     if (r.timedOut) throw new Error(`${what} timed out after ${opts.timeoutMs} ms and was stopped`);
     if (r.error && r.exitCode === null && !r.signal) throw new Error(`${what} could not start: ${r.error.message}`);
     if (r.exitCode === 0 && !r.error) return r.stdout;
