@@ -255,6 +255,41 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     );
   });
 
+  it('an engine whose cost stays unknown (tokens but no cost reported, no catalog price, no max_attempt_usd) runs one attempt uncounted; the budget refuses the rest and says how to cap it', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    // codex's output reports tokens and never a cost; without a model the catalog prices nothing. All four tasks ran
+    // (one at a time) and the run said it had spent $0 of its $0.005: the budget capped nothing.
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify({ engines: { cx: { binary: 'bash', argv: ['-c', '{spec}'], output: 'codex', retry_context: 'file' } } }));
+    const spec = `echo ok > out.txt; echo '{"type":"turn.completed","usage":{"input_tokens":1000000,"cached_input_tokens":0,"output_tokens":100000,"reasoning_output_tokens":0}}'`;
+    const tasks = ['a', 'b', 'c', 'd'].map((k) => scriptTask(k, spec, 'test -s out.txt', { engine: 'cx', expect_files: ['out.txt'] }));
+    const manifest = writeManifest(dir, { run_name: 'uncounted', max_parallel: 4, budget_usd: 0.005, workdir: path.join(dir, 'work'), tasks });
+    const r = await cli(['run', manifest, '--home', home, '--config', config], { env });
+    const statuses = stateOf(home).tasks.map((t) => t.status);
+    console.log(`      ${readRows(home).length} attempt(s) of unknown cost ran under a $0.005 budget; tasks: ${statuses.join(' ')}`);
+    assert.deepEqual([...statuses].sort(), ['BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'BUDGET_EXCEEDED', 'PASS'], r.all);
+    assert.equal(readRows(home).length, 1, r.all);
+    assert.match(
+      r.all,
+      /the cost of cx stays unknown: an attempt on it used tokens and ended with no cost reported .*budget_usd cannot count its attempts; the attempt was not started\. Give the engine or the task a max_attempt_usd/,
+      r.all,
+    );
+    // With max_attempt_usd on the engine, each attempt counts that much: the resumed run goes on under the same budget.
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ engines: { cx: { binary: 'bash', argv: ['-c', '{spec}'], output: 'codex', retry_context: 'file', max_attempt_usd: 0.001 } } }),
+    );
+    const runDir = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
+    const again = await cli(['resume', runDir, '--home', home, '--config', config, '--no-dashboard'], { env });
+    assert.deepEqual(
+      stateOf(home).tasks.map((t) => t.status),
+      ['PASS', 'PASS', 'PASS', 'PASS'],
+      again.all,
+    );
+    assert.equal(readRows(home).length, 4, again.all);
+  });
+
   it("a task's own budget_usd is an envelope for all its attempts: a retry that could pass it does not start, a long attempt is stopped at it; other tasks go on", async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

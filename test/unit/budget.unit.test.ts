@@ -45,6 +45,54 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     assert.equal(b.estimate('e/m', null, { historyMicroUsd: 700, maxAttemptMicroUsd: 5_000 }), 700);
   });
 
+  it('an attempt nothing bounded that ends with its cost unknown refuses the next unbounded one of its key under a cap (its spend cannot be counted)', () => {
+    for (const end of ['settle', 'priced'] as const) {
+      const b = new Budget(5_000);
+      const first = b.reserve('cx/', null);
+      assert.ok(first && 'unpriced' in first && first.unpriced);
+      if (end === 'priced') b.priced(first, null, true);
+      b.settle(first, null, true);
+      assert.equal(b.spentMicroUsd, 0, 'nothing bounded it and it reported no cost: 0 is all that can be charged');
+      assert.equal(b.reserve('cx/', null), null, `after ${end}: a second unbounded attempt of the key is refused`);
+      assert.equal(b.wouldRefuse('cx/', null), true, 'routing skips it too');
+      assert.match(
+        b.refusal('cx/', null),
+        /the cost of cx stays unknown: an attempt on it used tokens .*budget_usd cannot count its attempts; the attempt was not started\. Give the engine or the task a max_attempt_usd/,
+      );
+      // What bounds an attempt lets it start: max_attempt_usd, a p90 from the eval log; another key is not affected.
+      const bounded = b.reserve('cx/', null, true, { maxAttemptMicroUsd: 2_000 });
+      assert.ok(bounded && !('waitFor' in bounded) && bounded.microUsd === 2_000);
+      assert.equal(b.wouldRefuse('cx/', null, { historyMicroUsd: 1_000 }), false);
+      assert.ok(b.reserve('other/', null));
+    }
+    // An attempt that reported a priced spend while running, or a known final cost, leaves its key open.
+    const b = new Budget(100_000);
+    const streamed = b.reserve('oc/m', null);
+    assert.ok(streamed && !('waitFor' in streamed));
+    b.progress(streamed, 300);
+    b.settle(streamed, null);
+    const known = b.reserve('cl/m', null);
+    assert.ok(known && !('waitFor' in known));
+    b.settle(known, 0);
+    assert.ok(b.reserve('oc/m', null) && b.reserve('cl/m', null));
+    // An attempt that reported no tokens (a script: nothing shows it spends), no cap, or a tokens budget: not refused.
+    const script = new Budget(100_000);
+    const s1 = script.reserve('script/', null);
+    assert.ok(s1 && !('waitFor' in s1));
+    script.settle(s1, null, false);
+    assert.ok(script.reserve('script/', null));
+    const free = new Budget(null);
+    const r = free.reserve('cx/', null);
+    assert.ok(r && !('waitFor' in r));
+    free.settle(r, null, true);
+    assert.ok(free.reserve('cx/', null));
+    const t = new Budget(10_000, 'tokens');
+    const tr = t.reserve('sh/', null);
+    assert.ok(tr && !('waitFor' in tr));
+    t.settle(tr, null, true);
+    assert.ok(t.reserve('sh/', null));
+  });
+
   it('a task envelope bounds its attempts without a run cap, and names itself in the refusal', () => {
     const b = new Budget(null);
     const task = { key: 't', capMicroUsd: 3_000 };

@@ -59,7 +59,12 @@ export interface AttemptBounds {
  * bounds the attempt: at most one attempt of that key runs at a time until one has finished with a known cost
  * (three parallel first attempts under a $0.005 cap each reserved $0 and a run spent 7× its cap). The
  * others wait (reserve answers a BudgetWait), then are admitted against the observed cost. An attempt whose cost
- * stays unknown is charged the larger of its reservation and what it reported while running (unknown is never 0).
+ * stays unknown is charged the larger of its reservation and what it reported while running. When that is 0 and the
+ * attempt used tokens (nothing bounded it and it reported nothing priced: an engine that reports tokens but no cost,
+ * for a model the catalog does not list), its spend cannot be counted at all: no further unbounded attempt of its key
+ * starts under a USD cap (reserve refuses it, saying to set max_attempt_usd or budget_tokens), so at most one attempt
+ * per key and orchestrator runs uncounted (four such attempts under a $0.005 cap all ran and the run said it had spent
+ * $0). An engine that reports no usage at all (a script) is not refused: nothing shows it spends.
  * What is not capped: the tokens an engine spends between two of its usage reports (and all of an attempt on an
  * engine that reports usage only at its end) — the overshoot is at most what was in flight when the last report came.
  */
@@ -69,6 +74,12 @@ export class Budget {
   private readonly observedMax = new Map<string, number>();
   /** Keys (engine/model) with an unpriced attempt running: no second one starts until it settles. */
   private readonly unpricedRunning = new Set<string>();
+  /**
+   * Keys (engine/model) an unpriced attempt of which used tokens and ended with its cost still unknown: charged 0, since
+   * nothing bounded it. Under a cap no further attempt nothing bounds starts on them (reserve refuses it): their spend
+   * cannot be counted.
+   */
+  private readonly uncounted = new Set<string>();
   /** Settled spend per task key, micro-USD. */
   private readonly taskSpent = new Map<string, number>();
   /** Envelopes per task key, micro-USD (as last given to reserve). */
@@ -168,7 +179,8 @@ export class Budget {
     if (this.capMicroUsd === null && taskCap === null) return this.hold({ key, microUsd, task, liveMicroUsd: 0 });
     if (this.capMicroUsd !== null && this.passes(this.committed(null), microUsd, this.capMicroUsd)) return null;
     if (task !== null && taskCap !== null && this.passes(this.committed(task), microUsd, taskCap)) return null;
-    const unpriced = microUsd === 0 && !this.observedMax.has(key) && (bounds.historyMicroUsd ?? null) === null && (bounds.maxAttemptMicroUsd ?? null) === null;
+    const unpriced = this.unbounded(key, microUsd, bounds);
+    if (unpriced && this.uncounted.has(key)) return null;
     if (unpriced) {
       if (this.unpricedRunning.has(key)) return mayWait ? { waitFor: key } : this.hold({ key, microUsd, task, liveMicroUsd: 0 });
       this.unpricedRunning.add(key);
@@ -187,7 +199,13 @@ export class Budget {
     if (bounds.task && bounds.task.capMicroUsd !== null) this.taskCaps.set(bounds.task.key, bounds.task.capMicroUsd);
     const taskCap = task === null ? null : this.taskCap(task);
     if (this.capMicroUsd !== null && this.passes(this.committed(null), microUsd, this.capMicroUsd)) return true;
-    return task !== null && taskCap !== null && this.passes(this.committed(task), microUsd, taskCap);
+    if (task !== null && taskCap !== null && this.passes(this.committed(task), microUsd, taskCap)) return true;
+    return (this.capMicroUsd !== null || taskCap !== null) && this.uncounted.has(key) && this.unbounded(key, microUsd, bounds);
+  }
+
+  /** True when nothing bounds an attempt on `key` of this estimate: no catalog price, none observed, no p90, no max_attempt_usd. */
+  private unbounded(key: string, microUsd: number, bounds: AttemptBounds): boolean {
+    return microUsd === 0 && !this.observedMax.has(key) && (bounds.historyMicroUsd ?? null) === null && (bounds.maxAttemptMicroUsd ?? null) === null;
   }
 
   private passes(committed: number, microUsd: number, cap: number): boolean {
@@ -219,12 +237,15 @@ export class Budget {
    * after it, and an unpriced attempt no longer holds its key, so the next attempt or reader of that engine may start
    * while this one's check and reviewers go on (its reviewer on the same engine would otherwise wait for it forever).
    * The reservation stays open until settle.
+   * @param usedTokens true when the attempt reported tokens: with its cost unknown and nothing bounding it, its key's
+   *   further unbounded attempts are refused under a USD cap (uncounted)
    */
-  priced(r: Reservation, costMicroUsd: number | null): void {
+  priced(r: Reservation, costMicroUsd: number | null, usedTokens = false): void {
     if (!this.open.has(r)) return;
     if (r.unpriced) {
       this.unpricedRunning.delete(r.key);
       r.unpriced = false;
+      this.noteUncounted(r, costMicroUsd, usedTokens);
     }
     if (costMicroUsd === null) return;
     this.progress(r, costMicroUsd);
@@ -238,10 +259,14 @@ export class Budget {
    * below the reported one never lowers what counts: both are read from the engine's output, into which the worker
    * can write (a forged final event with small totals after large streamed ones, the engine then killed so its own
    * final event never comes), so a spend once counted stays counted and the cap stays a cap.
+   * @param usedTokens as for priced
    */
-  settle(r: Reservation, costMicroUsd: number | null): void {
+  settle(r: Reservation, costMicroUsd: number | null, usedTokens = false): void {
     if (!this.open.delete(r)) return;
-    if (r.unpriced) this.unpricedRunning.delete(r.key);
+    if (r.unpriced) {
+      this.unpricedRunning.delete(r.key);
+      this.noteUncounted(r, costMicroUsd, usedTokens);
+    }
     const charged = costMicroUsd === null ? Math.max(r.microUsd, r.liveMicroUsd) : Math.max(costMicroUsd, r.liveMicroUsd);
     this.spent += charged;
     if (r.task !== null) this.taskSpent.set(r.task, (this.taskSpent.get(r.task) ?? 0) + charged);
@@ -261,6 +286,7 @@ export class Budget {
     const estimate = this.estimate(key, price, bounds);
     const task = bounds.task?.key ?? null;
     const taskCap = task === null ? null : this.taskCap(task);
+    if (this.uncounted.has(key) && this.unbounded(key, estimate, bounds)) return this.uncountedRefusal(key);
     const runPassed = this.capMicroUsd !== null && this.passes(this.committed(null), estimate, this.capMicroUsd);
     if (!runPassed && task !== null && taskCap !== null) {
       const spent = this.taskSpent.get(task) ?? 0;
@@ -269,6 +295,19 @@ export class Budget {
     }
     const held = this.committed(null) - this.spent;
     return `budget: ${fmt(this.spent)} spent${held ? ` and ${fmt(held)} held by running attempts` : ''}, and this attempt may cost up to ${fmt(estimate)}: that would pass ${field} ${fmt(this.capMicroUsd ?? 0)}; the attempt was not started`;
+  }
+
+  /** Marks `r`'s key uncounted when the unpriced attempt used tokens and ended charged 0 (a USD budget only). */
+  private noteUncounted(r: Reservation, costMicroUsd: number | null, usedTokens: boolean): void {
+    if (this.unit === 'usd' && usedTokens && costMicroUsd === null && r.liveMicroUsd === 0) this.uncounted.add(r.key);
+  }
+
+  /** Why an attempt on a key of `uncounted` was not started, and what would let it run. */
+  private uncountedRefusal(key: string): string {
+    const slash = key.indexOf('/');
+    const model = key.slice(slash + 1);
+    const on = model ? `${key.slice(0, slash)} (${model})` : key.slice(0, slash);
+    return `budget: the cost of ${on} stays unknown: an attempt on it used tokens and ended with no cost reported and no price to count its tokens by (no catalog price for its model, no max_attempt_usd, no past attempts in the eval log), so budget_usd cannot count its attempts; the attempt was not started. Give the engine or the task a max_attempt_usd (each attempt then counts that much), name a model the catalog prices, or cap the run with budget_tokens; then verdict resume RUN`;
   }
 
   /**

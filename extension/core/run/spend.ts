@@ -216,7 +216,7 @@ export class RunSpend {
     const note = !first
       ? null
       : unit === 'usd'
-        ? `budget: the cost of ${who} on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts and readers run one at a time until one has finished and priced it`
+        ? `budget: the cost of ${who} on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts and readers run one at a time until one has finished and priced it (one that uses tokens and ends with its cost still unknown cannot be counted: no further one starts under the budget unless the engine or task has a max_attempt_usd)`
         : `budget: the tokens of ${who} on ${on} are unknown (no p90 in the eval log, none finished yet, no max_attempt_tokens): under budget_tokens its attempts and readers run one at a time until one has finished and counted them`;
     return { ...w, note };
   }
@@ -521,7 +521,7 @@ export class RunSpend {
     const hold = this.workers.get(taskKey);
     if (!hold) return;
     this.ended.add(taskKey);
-    if (hold.usd) this.budget.priced(hold.usd, costMicroUsd);
+    if (hold.usd) this.budget.priced(hold.usd, costMicroUsd, (tokens ?? 0) > 0);
     this.tokenBudget.priced(hold.tokens, tokens);
     this.changed();
     this.wake();
@@ -606,7 +606,7 @@ export class RunSpend {
     if (this.workers.get(hold.task) === hold) this.workers.delete(hold.task);
     const readers = this.readers.get(hold.task);
     if (readers?.delete(hold) && !readers.size) this.readers.delete(hold.task);
-    if (hold.usd) this.budget.settle(hold.usd, costMicroUsd);
+    if (hold.usd) this.budget.settle(hold.usd, costMicroUsd, (tokens ?? 0) > 0);
     this.tokenBudget.settle(hold.tokens, tokens);
     this.changed();
     this.wake();
