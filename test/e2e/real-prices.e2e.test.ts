@@ -11,8 +11,12 @@ import { tempDir } from '../helpers/fixtures';
 // and Claude Code on a subscription login (tokens recorded, cost null, capped by budget_tokens mid-run from the usage
 // it streams). The scenarios share nothing and run at once in `before`.
 
-/** A catalog (OpenRouter's format) pricing the model codex names: $1/Mtok in, $2 out, $0.10 cache read, $4 reasoning. */
-async function loadCatalog(home: string): Promise<void> {
+/**
+ * A catalog (OpenRouter's format) pricing `id` (default the model codex names) at $1/Mtok in, $2 out, $0.10 cache read,
+ * $4 reasoning, with a context of `contextLength` tokens (the budget's estimate of one attempt: a full context in, a
+ * tenth of it out).
+ */
+async function loadCatalog(home: string, id = 'stub-model', contextLength = 100000): Promise<void> {
   const file = path.join(tempDir('verdict-real-prices-'), 'catalog.json');
   const pricing = { prompt: '0.000001', completion: '0.000002', input_cache_read: '0.0000001', internal_reasoning: '0.000004' };
   fs.writeFileSync(
@@ -20,9 +24,9 @@ async function loadCatalog(home: string): Promise<void> {
     JSON.stringify({
       data: [
         {
-          id: 'stub-model',
-          name: 'stub-model',
-          context_length: 100000,
+          id,
+          name: id,
+          context_length: contextLength,
           pricing,
           architecture: { modality: 'text->text', input_modalities: ['text'], output_modalities: ['text'] },
         },
@@ -41,7 +45,7 @@ describe(`prices and token budgets on real CLIs against the scripted model serve
 
   before(async function () {
     this.timeout(600000);
-    const [codex, claude] = await Promise.all([ensureCli('codex'), ensureCli('claude')]);
+    const [codex, claude, opencode] = await Promise.all([ensureCli('codex'), ensureCli('claude'), ensureCli('opencode')]);
     const scenarios = {
       // Odd reasoning and cached counts per call, so a price applied to the wrong part shows.
       codex: runRealTask({
@@ -50,8 +54,22 @@ describe(`prices and token budgets on real CLIs against the scripted model serve
         binDirs: [codex],
         mode: 'plain',
         server: { usage: { input: 1500, cached: 900, output: 300, reasoning: 120 } },
-        prepareHome: loadCatalog,
+        prepareHome: (home) => loadCatalog(home),
         name: 'real-prices-codex',
+      }),
+      // opencode reports each step's usage once the step ends (step_finish, after its tools ran). Its one attempt
+      // reserves the catalog's estimate (500 in + 50 out = 600 micro-USD) under a 1,100 micro-USD budget; its first step
+      // (1,034 in + 200 cached, 49 out + 7 reasoning: 1,180 micro-USD) passes it, and the attempt is stopped while the
+      // model thinks 60 s over the next call.
+      streamed: runRealTask({
+        engine: 'opencode',
+        model: 'verdict-test/stub-model',
+        binDirs: [opencode],
+        mode: 'plain',
+        server: { prefer: ['shell'], thinkMs: (body) => (/"role":\s*"tool"/.test(body) ? 60_000 : 0) },
+        manifest: { budget_usd: 0.0011 },
+        prepareHome: (home) => loadCatalog(home, 'verdict-test/stub-model', 500),
+        name: 'real-prices-streamed',
       }),
       flat: runRealTask({
         engine: 'claude',
@@ -106,6 +124,20 @@ describe(`prices and token budgets on real CLIs against the scripted model serve
     assert.equal(row.cost_microusd, null, 'Claude Code reports a list-price cost, but a flat-rate login pays nothing per token');
     assert.deepEqual([row.tokens_in, row.tokens_out], [sent.input, sent.output], explainRun(run));
     assert.equal(row.tokens_cache_write, sent.cacheWrite);
+  });
+
+  it('opencode under budget_usd: stopped mid-run once the usage it streams passes the budget (priced from the catalog), BUDGET_EXCEEDED, its spend in its row', () => {
+    const run = runs.streamed as RealRun;
+    const row = run.rows.at(-1) as Record<string, unknown>;
+    const task = run.state.tasks[0];
+    const spent = Number(row.cost_microusd);
+    console.log(
+      `      ${String(task?.status)} after ${run.server.usageSent.calls} model call(s) in ${(run.ms / 1000).toFixed(1)} s; ${spent} micro-USD recorded of a 1,100 micro-USD budget (${((spent / 1100 - 1) * 100).toFixed(1)} % over); ${String(task?.reason).slice(0, 100)}`,
+    );
+    assert.equal(task?.status, 'BUDGET_EXCEEDED', explainRun(run));
+    assert.match(task?.reason ?? '', /passed budget_usd \$0\.0011; this attempt was stopped/, explainRun(run));
+    assert.ok(spent > 1100 && spent <= 1210, `spent ${spent} micro-USD: recorded, and at most 10 % over the 1,100 budget\n${explainRun(run)}`);
+    assert.ok(run.ms < 55_000, `stopped while its model thought (60 s), not at its end: ${run.ms} ms`);
   });
 
   it('Claude Code on a subscription login under budget_tokens: stopped mid-run from its streamed usage, BUDGET_EXCEEDED', () => {
