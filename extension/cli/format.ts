@@ -1,4 +1,5 @@
 import { formatUsd } from '../core/cost/pricing';
+import { spendLine } from '../../schemas/spend';
 import type { RunEvent, RunSummary } from '../core/run/runner';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 
@@ -50,8 +51,10 @@ function eventText(e: RunEvent, now: Date): string | null {
       return `${t}  … ${e.key}  attempt ${e.attempt}  checking`;
     case 'attempt-finished': {
       const tokens = e.tokens === null ? '' : `  ${e.tokens} tokens`;
+      const cost = typeof e.costMicroUsd === 'number' ? `  ${formatUsd(e.costMicroUsd)}` : '';
       const why = e.reason ? `  — ${e.reason}` : '';
-      return `${t}  ${mark[e.verdict] ?? ' '} ${e.key}  attempt ${e.attempt}  ${e.verdict}  ${seconds(e.durationMs)}${tokens}${why}${e.willRetry ? '  (will retry)' : ''}`;
+      const spend = e.spend ? spendLine(e.spend) : null;
+      return `${t}  ${mark[e.verdict] ?? ' '} ${e.key}  attempt ${e.attempt}  ${e.verdict}  ${seconds(e.durationMs)}${tokens}${cost}${why}${e.willRetry ? '  (will retry)' : ''}${spend ? `  [${spend}]` : ''}`;
     }
     case 'task-cancelled':
       return `${t}  - ${e.key}  CANCELLED before it ran`;

@@ -737,6 +737,13 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     );
     assert.match(notes[0] ?? '', /budget: 50 % used — spent \$0\.0060 · budget \$0\.0100 \(\d+ %\)/);
     assert.match(notes[2] ?? '', /budget: 100 % used — spent \$0\.0100 · budget \$0\.0100 \(100 %\)/);
+    // Each attempt's line says what it cost and the run's spend just after it.
+    const attempts = r.all.split('\n').filter((l) => /attempt 1 {2}PASS/.test(l));
+    assert.deepEqual(
+      attempts.map((l) => / \$(\d\.\d+) {2}\[spent \$(\d\.\d+)[^\]]* · budget \$0\.0100/.exec(l)?.slice(1)),
+      ['0.0020', '0.0040', '0.0060', '0.0080', '0.0100'].map((spent) => ['0.002000', spent]),
+      r.all,
+    );
     const runId = fs.readdirSync(path.join(home, 'runs'))[0] ?? '';
     const spend = (JSON.parse(fs.readFileSync(path.join(home, 'runs', runId, 'state.json'), 'utf8')) as { spend?: unknown }).spend;
     assert.deepEqual(spend, {

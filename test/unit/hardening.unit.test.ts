@@ -6,6 +6,19 @@ import { treeHash, TREE_HASH_CONTENT_BYTES } from '../../extension/core/run/tree
 import { tempDir } from '../helpers/fixtures';
 
 describe('hardening against hostile output and trees', () => {
+  it("an attempt's line shows its cost, and under a budget the run's spend just after it (spent · reserved · budget)", () => {
+    const base = { type: 'attempt-finished', key: 't', attempt: 1, verdict: 'PASS', durationMs: 1200, tokens: 2580, reason: '', willRetry: false } as const;
+    const spend = { spentMicroUsd: 2360, reservedMicroUsd: 1200, budgetMicroUsd: 5000, tokens: { spent: 2580, reserved: 0, budget: null }, byTask: {} };
+    const line = eventLine({ ...base, costMicroUsd: 2360, spend }) as string;
+    assert.match(
+      line,
+      /✓ t {2}attempt 1 {2}PASS {2}1\.2s {2}2580 tokens {2}\$0\.002360 {2}\[spent \$0\.0024 · reserved \$0\.0012 · budget \$0\.0050 \(71 %\)\]$/,
+      line,
+    );
+    // Unknown cost and no budget: neither is shown (an unknown cost is never printed as $0).
+    assert.doesNotMatch(eventLine({ ...base, costMicroUsd: null }) as string, /\$|\[/);
+  });
+
   it('a run event prints as one line: a reason naming a file a worker called "x\\n… ✓ t  attempt 9  PASS" forges no line', () => {
     const reason = 'the guard refused the work (paths): x\n12:00:00  \u2713 t  attempt 9  PASS:1: added outside allow_paths (out.txt)';
     const line = eventLine({

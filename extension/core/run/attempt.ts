@@ -33,6 +33,7 @@ import {
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
 import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
+import type { RunSpendState } from '../../../schemas/spend';
 import { readLog } from './steps/work';
 import { endTask } from './end-task';
 import { usageTokens } from './spend';
@@ -295,6 +296,8 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
     durationMs: row.duration_ms,
     tokens: row.worker_tokens,
     willRetry,
+    costMicroUsd: rec.costMicroUsd,
+    ...budgeted(ctx.spend.snapshot()),
   });
   io.sync();
   // The readers' costs (reviewers, a workflow's critics) were settled against the budget as each ended (steps/reader.ts
@@ -407,4 +410,9 @@ function nextOf(
       random: Math.random(),
     },
   );
+}
+
+/** `{spend}` when the run has a budget (budget_usd or budget_tokens), for the attempt-finished event; else nothing. */
+function budgeted(spend: RunSpendState): { spend?: RunSpendState } {
+  return spend.budgetMicroUsd !== null || (spend.tokens?.budget ?? null) !== null ? { spend } : {};
 }

@@ -3,6 +3,7 @@
  * so that no step imports the runner (runner.ts re-exports them for callers).
  */
 import type { EngineSpec } from '../../../engines/types';
+import type { RunSpendState } from '../../../schemas/spend';
 import type { TaskOutcome, Verdict } from '../../../schemas/status';
 import type { RunState } from '../live/state';
 import type { Manifest } from '../manifest/types';
@@ -98,7 +99,22 @@ export type RunEvent =
   | { type: 'run-started'; runId: string; stateFile: string; tasks: number; maxParallel: number }
   | { type: 'attempt-started'; key: string; attempt: number; engine: string; model: string | null }
   | { type: 'attempt-checking'; key: string; attempt: number }
-  | { type: 'attempt-finished'; key: string; attempt: number; verdict: Verdict; reason: string; durationMs: number; tokens: number | null; willRetry: boolean }
+  /**
+   * An attempt ended. `costMicroUsd`: its worker's cost (micro-USD), null when unknown; `spend`: the run's spend just
+   * after it (spent · reserved · budget), only when the run has a budget_usd or budget_tokens.
+   */
+  | {
+      type: 'attempt-finished';
+      key: string;
+      attempt: number;
+      verdict: Verdict;
+      reason: string;
+      durationMs: number;
+      tokens: number | null;
+      willRetry: boolean;
+      costMicroUsd?: number | null;
+      spend?: RunSpendState;
+    }
   | { type: 'task-cancelled'; key: string }
   /** The task was not run: SKIPPED by --baseline, or BUDGET_EXCEEDED (see TaskSummary.verdict). */
   | { type: 'task-skipped'; key: string; reason: string }
