@@ -112,7 +112,11 @@ export async function runCommand(
   // Lint errors refuse every start unless --force (the same rule for the editor and the MCP tools: startGate). A
   // continued run runs its frozen manifest, which resume-command.ts linted (the file may have changed since). The
   // loader already said what it refuses or warns about (invalid-manifest, unknown-field).
-  const lintOptions = { engines, allowFullAccess: settings.allowFullAccess };
+  const lintOptions = {
+    engines,
+    allowFullAccess: settings.allowFullAccess,
+    ...(flags.continueRun ? {} : await budgetForecastOf(manifest, resolveHome(flags.home), engines)),
+  };
   const findings = flags.continueRun
     ? []
     : (await (parsed ? lintParsed(parsed, lintOptions) : lintManifestFile(manifest.file, lintOptions))).filter(
@@ -261,4 +265,22 @@ export async function reconcileAndReport(home: string, engines: ReadonlyMap<stri
       `reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}. Resume with: verdict resume ${r.runId}`,
     );
   }
+}
+
+/**
+ * `{budgetForecast}` for lint's budget-forecast rule when the manifest sets a budget_usd (the run's or a task's): a
+ * budget below what the eval log expects the run to cost is warned about at `verdict run` too, as by `verdict lint`.
+ * Nothing without a budget (the forecast reads the eval log), or when the forecast cannot be made.
+ */
+async function budgetForecastOf(
+  manifest: Manifest,
+  home: string,
+  engines: ReadonlyMap<string, EngineSpec>,
+): Promise<{ budgetForecast?: (budgetMicroUsd: number, taskKey: string | null) => string | null }> {
+  if (manifest.budgetUsd === null && !manifest.tasks.some((t) => t.budgetUsd !== undefined)) return {};
+  const { budgetCheck, forecastOf } = await import('../core/scoreboard/plan');
+  return forecastOf(manifest, home, engines).then(
+    (f) => ({ budgetForecast: budgetCheck(f) }),
+    () => ({}),
+  );
 }

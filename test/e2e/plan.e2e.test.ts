@@ -144,6 +144,11 @@ describe('plan: a forecast before launch (e2e, built CLI)', () => {
       /planned\.swarm\.json:3:\d+: warning \[budget-forecast\] budget_usd \$0\.05 is below the expected cost \$0\.08 \(p50; \$0\.08 at p90\)/,
     );
     assert.match(warnings[1] ?? '', /warning \[budget-forecast\] \(a\) task a's budget_usd \$0\.01 is below the expected cost \$0\.04 \(p50; \$0\.04 at p90\)/);
+    // `verdict run` warns the same before it starts (a warning: the run goes on).
+    const run = await cli(['run', planned, '--home', home, '--config', config, '--no-dashboard'], { env });
+    const said = run.stderr.split('\n').filter((l) => l.includes('[budget-forecast]'));
+    assert.equal(said.length, 2, run.all);
+    assert.match(said[0] ?? '', /^lint: .*planned\.swarm\.json:3:\d+: warning \[budget-forecast\] budget_usd \$0\.05 is below the expected cost \$0\.08/);
   });
 
   it('every template plans with "no history" on an empty home; a manifest that does not load is exit 2 with its position', async () => {

@@ -6,7 +6,7 @@ import type { Rule, RuleFinding } from './document';
  * to cost — the p50 total of the eval log's past tasks of the same models and task types (`verdict plan`), or with
  * tasks of unknown cost the p50 of the others, which it costs at least. The run would probably end BUDGET_EXCEEDED
  * with work undone. The message names both figures; the range is the `budget_usd` value. Only where the lint is given
- * the forecast (`ctx.budgetForecast`: `verdict lint`, the MCP lint tool); a forecast with nothing known says nothing.
+ * the forecast (`ctx.budgetForecast`: `verdict lint`, `verdict run`, the MCP lint tool); a forecast with nothing known says nothing.
  */
 export const budgetForecast: Rule = (doc, ctx) => {
   const check = ctx.budgetForecast;

@@ -37,8 +37,8 @@ export interface LintContext {
   /**
    * The manifest's forecast held against a budget_usd (micro-USD) of the run (`taskKey` null) or of a task: why that
    * budget is below what the forecast expects the run or task to cost (naming both figures), or null
-   * (core/scoreboard/plan.ts budgetCheck). Absent skips the budget-forecast rule: `verdict lint` and the MCP lint tool
-   * pass it; the editor and the start gate do not.
+   * (core/scoreboard/plan.ts budgetCheck). Absent skips the budget-forecast rule: `verdict lint`, `verdict run` (with a
+   * budget_usd) and the MCP lint tool pass it; the editor does not.
    */
   budgetForecast?: (budgetMicroUsd: number, taskKey: string | null) => string | null;
 }
