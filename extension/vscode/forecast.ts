@@ -7,12 +7,11 @@ import fs from 'node:fs';
 import { findNodeAtLocation, parseTree } from 'jsonc-parser';
 import * as vscode from 'vscode';
 import { evalLogPath, resolveHome } from '../core/config/home';
-import { parseManifest } from '../core/manifest/load';
 import {
   entryForecasts,
   entryForecastText,
   forecastManifest,
-  forecastOf,
+  forecastText,
   forecastTotalLine,
   confirmationReason,
   type ManifestForecast,
@@ -44,7 +43,7 @@ export interface RunForecast {
  */
 export async function runForecast(file: string, log: vscode.LogOutputChannel): Promise<RunForecast> {
   const s = readSettings();
-  const forecast = await forecastManifest(file, resolveHome(s.home), editorEngines(log));
+  const forecast = await forecastManifest(file, resolveHome(s.home), editorEngines(log), s.route);
   const reason = confirmationReason(forecast, s.confirmAboveUsd);
   return { forecast, line: forecastTotalLine(forecast), thresholdUsd: s.confirmAboveUsd, confirm: reason !== null, reason };
 }
@@ -77,16 +76,17 @@ export class ForecastLensProvider implements vscode.CodeLensProvider {
   async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
     if (!isManifestDocument(doc)) return [];
     const text = doc.getText();
-    const engines = editorEngines(this.log);
-    const { manifest } = parseManifest(text, doc.uri.fsPath, { engines: new Set(engines.keys()) });
-    if (!manifest) return [];
-    let f: ManifestForecast;
+    const s = readSettings();
+    let loaded: Awaited<ReturnType<typeof forecastText>>;
     try {
-      f = await forecastOf(manifest, resolveHome(readSettings().home), engines);
+      // With the config's route, as Run Manifest loads it: an engine "auto" manifest without its own route needs it.
+      loaded = await forecastText(text, doc.uri.fsPath, resolveHome(s.home), editorEngines(this.log), s.route);
     } catch (e) {
       this.log.warn(`forecast of ${doc.uri.fsPath}: ${(e as Error).message}`);
       return [];
     }
+    if (!loaded) return [];
+    const { manifest, forecast: f } = loaded;
     const tree = parseTree(text);
     const raw = (manifest.raw as { tasks?: unknown[] }).tasks ?? [];
     const keys = raw.map((t) => (t && typeof t === 'object' && typeof (t as { key?: unknown }).key === 'string' ? (t as { key: string }).key : null));

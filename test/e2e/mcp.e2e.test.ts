@@ -190,6 +190,38 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     }
   });
 
+  it('an engine "auto" manifest without a route of its own is forecast with the config file\'s route, as its run loads it', async () => {
+    const dir = tempDir();
+    const home = path.join(dir, 'home');
+    const repo = makeRepo(path.join(dir, 'repo'));
+    // The config of the suite (sandbox off where none can run) plus an engine and the route an auto task picks from.
+    const base = process.env.VERDICT_CONFIG ? (JSON.parse(fs.readFileSync(process.env.VERDICT_CONFIG, 'utf8')) as Record<string, unknown>) : {};
+    const config = path.join(dir, 'config.json');
+    const cheap = { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file', model: 'acme/cheap' };
+    fs.writeFileSync(config, JSON.stringify({ ...base, engines: { cheap }, route: { from: ['cheap:acme/cheap'], explore: 0 } }));
+    writeManifest(repo, {
+      run_name: 'mcp-auto',
+      engine: 'auto',
+      tasks: [{ key: 'routed', task_type: 'parser', spec: 'echo ok > out.txt', check: 'grep -q ok out.txt', verified: 'out.txt says ok' }],
+    });
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-qm', 'manifest');
+    const { client, errors } = await connect(home, repo, { VERDICT_CONFIG: config });
+    try {
+      const plan = await call(client, 'plan', { manifest: 'test.swarm.json' });
+      assert.ok(!plan.isError, plan.text);
+      const tasks = plan.json.tasks as { key: string; engine: string; model: string; basis: string }[];
+      assert.deepEqual(
+        tasks.map((t) => [t.key, t.engine, t.model, t.basis]),
+        [['routed', 'cheap', 'acme/cheap', 'none']],
+      );
+      assert.match((plan.json.routes as Record<string, { line: string }>).routed!.line, /cheap/);
+      assert.deepEqual(errors, []);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('refuses hostile and malformed calls with a clear tool error and goes on serving', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');

@@ -5,14 +5,19 @@ import { CLI } from './cli';
 
 /**
  * A client connected to `verdict mcp --home HOME --workspace WORKSPACE` over stdio (the SDK's own client), with
- * every transport error it saw and the server's stderr so far.
+ * every transport error it saw and the server's stderr so far. `env` is added to the server's environment
+ * (VERDICT_CONFIG: a config file of the test's own).
  */
-export async function connectMcp(home: string, workspace: string): Promise<{ client: Client; errors: Error[]; stderr: () => string }> {
+export async function connectMcp(
+  home: string,
+  workspace: string,
+  env: Record<string, string> = {},
+): Promise<{ client: Client; errors: Error[]; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, 'mcp', '--home', home, '--workspace', workspace],
     cwd: workspace,
-    env: { ...(process.env as Record<string, string>), VERDICT_IDENTITY: 'mcp-tester' },
+    env: { ...(process.env as Record<string, string>), VERDICT_IDENTITY: 'mcp-tester', ...env },
     stderr: 'pipe',
   });
   let stderr = '';

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { builtinEngines } from '../../engines';
+import { ManifestError } from '../../extension/core/manifest/types';
 import { forecast, type PlanTask } from '../../extension/core/scoreboard/forecast';
-import { budgetCheck, confirmationReason, entryForecastText, forecastTotalLine } from '../../extension/core/scoreboard/plan';
+import { budgetCheck, confirmationReason, entryForecastText, forecastManifest, forecastText, forecastTotalLine } from '../../extension/core/scoreboard/plan';
 
 // The forecast's totals when part of a manifest has no history (core/scoreboard/forecast.ts, plan.ts): unknown is
 // never $0, and the editor's confirmation never takes it as under its threshold.
@@ -39,5 +44,32 @@ describe('forecast: unknown cost is unknown, not $0', () => {
     assert.equal(budgetCheck(none)(1, null), null);
     assert.equal(budgetCheck(none)(1, 'a'), null);
     assert.equal(budgetCheck(none)(1, 'nope'), null);
+  });
+
+  it('an engine "auto" manifest without its own route: the editor\'s text and the saved file forecast with the config\'s route', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-forecast-'));
+    const file = path.join(dir, 'auto.swarm.json');
+    const text = JSON.stringify({
+      run_name: 'auto',
+      engine: 'auto',
+      tasks: [{ key: 'k', task_type: 't', spec: 'do it', check: 'test -s out.txt', verified: 'out.txt is written' }],
+    });
+    fs.writeFileSync(file, text);
+    const home = path.join(dir, 'home');
+    const route = { from: ['claude:acme/m'], explore: 0 };
+    const fromText = await forecastText(text, file, home, builtinEngines(), route);
+    assert.deepEqual(
+      fromText?.forecast.tasks.map((t) => [t.key, t.engine, t.model]),
+      [['k', 'claude', 'acme/m']],
+    );
+    assert.equal(fromText?.manifest.tasks[0]?.key, 'k');
+    const fromFile = await forecastManifest(file, home, builtinEngines(), route);
+    assert.deepEqual(Object.keys(fromFile.routes), ['k']);
+    // Without the config's route the manifest does not load: no forecast, the reason with its position.
+    assert.equal(await forecastText(text, file, home, builtinEngines(), null), null);
+    await assert.rejects(
+      forecastManifest(file, home, builtinEngines(), null),
+      (e: unknown) => e instanceof ManifestError && /needs a route block/.test(e.message),
+    );
   });
 });

@@ -196,7 +196,9 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
       guarded(async () => {
         const file = opts.workspace.file(manifest, 'manifest');
         try {
-          return ok(await forecastManifest(file, opts.home, loadEngines(opts.config).engines));
+          const { engines, config } = loadEngines(opts.config);
+          // The config's route, as the run would load it: an engine "auto" manifest without its own route needs it.
+          return ok(await forecastManifest(file, opts.home, engines, config.route ?? null));
         } catch (e) {
           if (e instanceof ManifestError) return fail(e.problems.map(formatProblem).join('\n'));
           throw e;

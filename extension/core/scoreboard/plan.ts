@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
 import { formatUsd } from '../cost/pricing';
-import { loadManifest } from '../manifest/load';
+import { loadManifest, parseManifest } from '../manifest/load';
 import type { Manifest } from '../manifest/types';
 import { forecast, totalOf, type Forecast, type ForecastTotal, type TaskForecast } from './forecast';
 import { currentColumns, loadScoreboard } from './load';
@@ -46,15 +46,32 @@ export interface ManifestForecast extends Forecast {
 
 /**
  * Loads `file` and forecasts it from the eval log under `home` (no log yet: every task without history).
+ * `configRoute` is the config file's `route` block (null for none), which an `engine: "auto"` manifest without its
+ * own route needs to load; every caller passes what its run would use, so the forecast loads what the run loads.
  * @throws ManifestError when the manifest does not load (its problems with positions)
  */
 export async function forecastManifest(
   file: string,
   home: string,
   engines: ReadonlyMap<string, EngineSpec>,
-  configRoute: Record<string, unknown> | null = null,
+  configRoute: Record<string, unknown> | null,
 ): Promise<ManifestForecast> {
   return forecastOf(loadManifest(path.resolve(file), { engines: new Set(engines.keys()), route: configRoute }).manifest, home, engines);
+}
+
+/**
+ * A manifest's text (the editor's, unsaved) parsed as `file` with the config file's `route` block (`configRoute`,
+ * null for none) as a run would load it, and its forecastOf; null when the text does not parse to a manifest.
+ */
+export async function forecastText(
+  text: string,
+  file: string,
+  home: string,
+  engines: ReadonlyMap<string, EngineSpec>,
+  configRoute: Record<string, unknown> | null,
+): Promise<{ manifest: Manifest; forecast: ManifestForecast } | null> {
+  const { manifest } = parseManifest(text, file, { engines: new Set(engines.keys()), route: configRoute });
+  return manifest ? { manifest, forecast: await forecastOf(manifest, home, engines) } : null;
 }
 
 /** forecastManifest of a manifest already loaded (the editor's, parsed from its unsaved text). */
