@@ -5,6 +5,7 @@ import type { Finding } from '../core/manifest/findings';
 import { lintManifestText } from '../core/manifest/lint';
 import { looksLikeRingerManifest } from '../core/manifest/sniff';
 import { isListedManifest } from './manifest-files';
+import { readSettings } from './settings';
 
 /** Debounce between a keystroke and the next lint, ms. */
 const LINT_DEBOUNCE_MS = 300;
@@ -84,6 +85,8 @@ export class ManifestDiagnostics implements vscode.Disposable, vscode.CodeAction
         allowFullAccess: this.allowFullAccess(),
         trusted: vscode.workspace.isTrusted,
         pathEnv: process.env.PATH ?? '',
+        // The config's route, as a run loads the manifest: an engine "auto" manifest without its own route needs it.
+        route: readSettings().route,
       });
     } catch (e) {
       this.log.error(`lint of ${doc.uri.fsPath} failed: ${(e as Error).stack ?? e}`);

@@ -137,7 +137,12 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
     runManifest: (file, options = {}) => launcher.run(file, options),
     forecast: (file) => runForecast(file, log),
     lint: (file) =>
-      lintManifestFile(file, { engines: editorEngines(log), allowFullAccess: readSettings().allowFullAccess, trusted: vscode.workspace.isTrusted }),
+      lintManifestFile(file, {
+        engines: editorEngines(log),
+        allowFullAccess: readSettings().allowFullAccess,
+        trusted: vscode.workspace.isTrusted,
+        route: readSettings().route,
+      }),
     runs: () => {
       tree.refresh();
       return tree.runs();

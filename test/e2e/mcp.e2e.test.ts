@@ -190,7 +190,7 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
     }
   });
 
-  it('an engine "auto" manifest without a route of its own is forecast with the config file\'s route, as its run loads it', async () => {
+  it('an engine "auto" manifest without a route of its own is linted, forecast and started with the config file\'s route, as its run loads it', async () => {
     const dir = tempDir();
     const home = path.join(dir, 'home');
     const repo = makeRepo(path.join(dir, 'repo'));
@@ -216,6 +216,22 @@ describe('verdict mcp: the MCP server over stdio, driven by the SDK client', fun
         [['routed', 'cheap', 'acme/cheap', 'none']],
       );
       assert.match((plan.json.routes as Record<string, { line: string }>).routed!.line, /cheap/);
+      const lint = await call(client, 'lint_manifest', { manifest: 'test.swarm.json' });
+      assert.ok(!lint.isError, lint.text);
+      assert.equal(lint.json.errors, 0, lint.text);
+      const started = await call(client, 'start_run', { manifest: 'test.swarm.json' });
+      assert.ok(!started.isError, started.text);
+      let status: any;
+      for (let i = 0; i < 600; i++) {
+        status = (await call(client, 'run_status', { run: started.json.run_id as string })).json;
+        if (status.state !== 'running') break;
+        await sleep(200);
+      }
+      assert.equal(status.state, 'finished', JSON.stringify(status));
+      assert.deepEqual(
+        status.tasks.map((t: any) => [t.key, t.status]),
+        [['routed', 'PASS']],
+      );
       assert.deepEqual(errors, []);
     } finally {
       await client.close();

@@ -171,7 +171,12 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         const { engines, settings, config } = loadEngines(opts.config);
         // budget_usd against the manifest's forecast from this home's eval log (lint rule budget-forecast).
         const budgetForecast = await forecastManifest(file, opts.home, engines, config.route ?? null).then(budgetCheck, () => undefined);
-        const findings = await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess, ...(budgetForecast ? { budgetForecast } : {}) });
+        const findings = await lintManifestFile(file, {
+          engines,
+          allowFullAccess: settings.allowFullAccess,
+          route: config.route ?? null,
+          ...(budgetForecast ? { budgetForecast } : {}),
+        });
         const rows = findings.map((f) => ({
           rule: f.rule,
           severity: f.severity,
@@ -238,13 +243,15 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         const { config } = loadUserConfig(opts.config);
         // Lint errors refuse the start here, as they do in the CLI and the editor (startGate), unless force: true.
         const { engines, settings } = loadEngines(opts.config);
-        const gate = startGate(await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess }), force === true);
+        // With the config's route, as the run loads the manifest (engine "auto" without a route of its own needs it).
+        const route = config.route ?? null;
+        const gate = startGate(await lintManifestFile(file, { engines, allowFullAccess: settings.allowFullAccess, route }), force === true);
         if (gate.refused) return fail(startGateLines(gate, `not started: ${file}`, { force: 'force: true' }).join('\n'));
         let steering: string[] = [];
         try {
           steering = driverNotesFor(
             opts.home,
-            loadManifest(file, { engines: new Set(loadEngines(opts.config).engines.keys()) }).manifest.tasks.map((t) => t.model),
+            loadManifest(file, { engines: new Set(engines.keys()), route }).manifest.tasks.map((t) => t.model),
           );
         } catch {
           // a manifest that does not load: the orchestrator says why below
