@@ -1,6 +1,6 @@
 import { formatUsd } from '../core/cost/pricing';
-import { spendLine } from '../../schemas/spend';
 import type { RunEvent, RunSummary } from '../core/run/runner';
+import { spendLine } from '../../schemas/spend';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines } from '../../schemas/task-order';
 
 /** Seconds with one decimal from ms: 1234 → "1.2s". */
@@ -75,7 +75,8 @@ function eventText(e: RunEvent, now: Date): string | null {
  * The final verdict table: task, verdict, attempts, duration, tokens, the step a task that did not pass ended in (from
  * the run's state, `s.state`: `check`, `work`…; shown when any did), what the task waited for (`a, b`, when any task did), and what the
  * check proves or why it did not pass. Tasks in the graph's order (a task after its prerequisites), as every view
- * lists them.
+ * lists them. Under it: passed of all and the run id, the spend line (`spent $0.8000 · budget $1.00 (80 %)`, with
+ * reserved and budget_tokens when there are; schemas/spend.ts spendLine), the Postgres outbox, the task branches.
  */
 export function verdictTable(s: RunSummary): string {
   const { state } = s;
@@ -142,12 +143,9 @@ export function verdictTable(s: RunSummary): string {
   const passed = s.tasks.filter((t) => t.verdict === 'PASS').length;
   const footer = `${passed}/${s.tasks.length} passed in ${seconds(s.durationMs)}${s.cancelled ? ' (cancelled)' : ''} — run ${s.runId}`;
   const { spentMicroUsd, budgetMicroUsd, postgresPending } = s.spend;
-  const money =
-    budgetMicroUsd !== null
-      ? `spent ${formatUsd(spentMicroUsd)} of the ${formatUsd(budgetMicroUsd)} budget`
-      : spentMicroUsd
-        ? `spent ${formatUsd(spentMicroUsd)}`
-        : '';
+  // The one spend line of every view (`verdict runs RUN`, the runs tree): spent, reserved, budget_usd and
+  // budget_tokens, from the state the run ended with (a state without it, the summary's spent and budget).
+  const money = spendLine(state.spend ?? { spentMicroUsd, reservedMicroUsd: 0, budgetMicroUsd }) ?? '';
   const notes = [money, postgresPending ? `postgres: rows wait in the outbox (${postgresPending})` : ''].filter(Boolean);
   const branches = s.tasks.filter((t) => t.branch && t.commit).map((t) => `  ${t.branch}  ${t.commit?.slice(0, 10)}`);
   return [line(head), ...rows.map(line), '', footer, ...notes, ...(branches.length ? ['task branches with the work:', ...branches] : [])].join('\n');

@@ -78,7 +78,7 @@ describe('verdict models / catalog / budget (e2e, built CLI)', () => {
     const r = await cli(['run', manifest, '--home', home, '--config', config], { env: { ...process.env, VERDICT_PG_URL: '' } as Record<string, string> });
     assert.equal(r.exitCode, 1, r.all);
     assert.match(r.stdout, /c\s+BUDGET_EXCEEDED\s+0 .*budget: \$0\.80 spent, and this attempt may cost up to \$0\.40: that would pass budget_usd \$1\.00/);
-    assert.match(r.stdout, /spent \$0\.80 of the \$1\.00 budget/);
+    assert.match(r.stdout, /^spent \$0\.8000 · budget \$1\.00 \(80 %\)$/m);
     const rows = readRows(home);
     assert.deepEqual(
       rows.map((x) => [x.task_key, x.verdict, x.cost_microusd]),
