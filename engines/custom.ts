@@ -78,55 +78,109 @@ const ENGINE_NAME = /^[A-Za-z0-9._-]+$/;
 /** The engine entry schema's validator, compiled at build time (schemas/validators.build.mjs). */
 const validateEntry = (): ValidateFunction<CustomEngineConfig> => validateEngineEntry as ValidateFunction<CustomEngineConfig>;
 
-/** `/argv/2` under engine `aider` → `aider.argv[2]`. */
-function fieldPath(name: string, instancePath: string, child?: string): string {
-  const parts = instancePath.split('/').slice(1);
-  if (child !== undefined) parts.push(child);
-  return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : `${acc}.${part}`), name);
+/**
+ * One problem of a custom engine entry, for a message with or without a position (config.ts puts the config file's
+ * line:column of `at` in front of `field: message`).
+ */
+export interface EngineEntryProblem {
+  /** The JSON path inside the entry (`['argv', 2]`); [] for the entry itself (a bad name, a missing field). */
+  at: (string | number)[];
+  /** The field from the engine's name, as the user wrote it: `mine.max_parallel`, `mine.argv[2]`. */
+  field: string;
+  /** What is wrong: `must be >= 1, got 0`. */
+  message: string;
+  /** The message without a position, as it always read: `mine.max_parallel must be >= 1`, `mine.argv[1]: unknown …`. */
+  text: string;
 }
 
-function describeAjvError(name: string, e: ErrorObject): string {
+/** `['argv', 2]` under engine `aider` → `aider.argv[2]`. */
+function fieldPath(name: string, parts: (string | number)[]): string {
+  return parts.reduce<string>((acc, part) => (typeof part === 'number' ? `${acc}[${part}]` : `${acc}.${part}`), name);
+}
+
+/** `/argv/2` → `['argv', 2]`. */
+function jsonPath(instancePath: string): (string | number)[] {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => (/^\d+$/.test(part) ? Number(part) : part.replace(/~1/g, '/').replace(/~0/g, '~')));
+}
+
+/** The value at `at` inside `json` (undefined when there is none). */
+function valueAt(json: unknown, at: (string | number)[]): unknown {
+  return at.reduce<unknown>((v, k) => (v !== null && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined), json);
+}
+
+function describeAjvError(name: string, e: ErrorObject, json: unknown): EngineEntryProblem {
+  const at = jsonPath(e.instancePath);
+  const problem = (field: string, message: string, where = at, got = false): EngineEntryProblem => ({
+    at: where,
+    field,
+    message: got && valueAt(json, at) !== undefined ? `${message}, got ${JSON.stringify(valueAt(json, at))}` : message,
+    text: `${field} ${message}`,
+  });
   switch (e.keyword) {
     case 'required':
-      return `${fieldPath(name, e.instancePath, String(e.params.missingProperty))} is required`;
-    case 'additionalProperties':
-      return `${fieldPath(name, e.instancePath, String(e.params.additionalProperty))} is not a known field`;
+      return problem(fieldPath(name, [...at, String(e.params.missingProperty)]), 'is required');
+    case 'additionalProperties': {
+      const extra = String(e.params.additionalProperty);
+      return problem(fieldPath(name, [...at, extra]), 'is not a known field', [...at, extra]);
+    }
     case 'anyOf':
-      return `${fieldPath(name, e.instancePath)} must be a string or an array of strings`;
+      return problem(fieldPath(name, at), 'must be a string or an array of strings', at, true);
     case 'enum':
-      return `${fieldPath(name, e.instancePath)} must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      return problem(fieldPath(name, at), `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`, at, true);
     default:
-      return `${fieldPath(name, e.instancePath)} ${e.message ?? 'is invalid'}`;
+      return problem(fieldPath(name, at), e.message ?? 'is invalid', at, true);
   }
 }
 
-/** One message per field: an anyOf's own summary replaces the per-branch errors at the same place. */
-function schemaErrors(name: string, errors: ErrorObject[]): string[] {
+/** One problem per field: an anyOf's own summary replaces the per-branch errors at the same place. */
+function schemaErrors(name: string, errors: ErrorObject[], json: unknown): EngineEntryProblem[] {
   const anyOfPaths = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
   const relevant = errors.filter((e) => e.keyword === 'anyOf' || !anyOfPaths.has(e.instancePath));
-  return [...new Set(relevant.map((e) => describeAjvError(name, e)))];
+  const seen = new Set<string>();
+  return relevant.map((e) => describeAjvError(name, e, json)).filter((p) => !seen.has(p.text) && Boolean(seen.add(p.text)));
+}
+
+/** `argv[1][0]` → `['argv', 1, 0]`. */
+function templatePath(path: string): (string | number)[] {
+  return [...path.matchAll(/([A-Za-z_]+)|\[(\d+)\]/g)].map((m) => (m[1] !== undefined ? m[1] : Number(m[2])));
+}
+
+/**
+ * What is wrong with one custom engine entry of a configuration file (empty when nothing is): its name
+ * (`[A-Za-z0-9._-]+`), its shape against schemas/engine.schema.json, then its argv template. The name's problem
+ * alone stops the checks; otherwise every schema problem, or (a valid shape) every template problem.
+ */
+export function customEngineProblems(name: string, json: unknown): EngineEntryProblem[] {
+  if (!ENGINE_NAME.test(name)) {
+    const message = `may only contain letters, digits, '.', '_' and '-'`;
+    return [{ at: [], field: name, message: `engine name ${JSON.stringify(name)} ${message}`, text: `engine name ${JSON.stringify(name)} ${message}` }];
+  }
+  const validate = validateEntry();
+  if (!validate(json)) return schemaErrors(name, validate.errors ?? [], json);
+  return templateProblems(json.argv).map((p) => ({
+    at: templatePath(p.path),
+    field: `${name}.${p.path}`,
+    message: p.message,
+    text: `${name}.${p.path}: ${p.message}`,
+  }));
 }
 
 /**
  * Builds an EngineSpec from one custom engine entry of a configuration file.
  * @param name the entry's key: the engine name used in manifests; `[A-Za-z0-9._-]+`.
- * @param json the entry's value, checked against schemas/engine.schema.json and for a valid argv template.
+ * @param entry the entry's value, checked against schemas/engine.schema.json and for a valid argv template.
  * @param where the configuration file (or other source) the entry came from, named in error messages.
  * @throws Error `<where>: <name>.<field path> <what is wrong>` (several problems joined with `; `) when the
- *   name or the entry is invalid.
+ *   name or the entry is invalid (customEngineProblems; a config file's own entries are checked with positions when
+ *   it is loaded, config.ts).
  */
-export function customEngineFromConfig(name: string, json: unknown, where: string): EngineSpec {
-  if (!ENGINE_NAME.test(name)) {
-    throw new Error(`${where}: engine name ${JSON.stringify(name)} may only contain letters, digits, '.', '_' and '-'`);
-  }
-  const validate = validateEntry();
-  if (!validate(json)) {
-    throw new Error(`${where}: ${schemaErrors(name, validate.errors ?? []).join('; ')}`);
-  }
-  const problems = templateProblems(json.argv);
-  if (problems.length > 0) {
-    throw new Error(`${where}: ${problems.map((p) => `${name}.${p.path}: ${p.message}`).join('; ')}`);
-  }
+export function customEngineFromConfig(name: string, entry: unknown, where: string): EngineSpec {
+  const problems = customEngineProblems(name, entry);
+  if (problems.length > 0) throw new Error(`${where}: ${problems.map((p) => p.text).join('; ')}`);
+  const json = entry as CustomEngineConfig;
   const reader = READERS[json.output ?? 'none'];
   return {
     name,

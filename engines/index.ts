@@ -13,7 +13,7 @@ import { customEngineFromConfig } from './custom';
 
 export { expandArgv, templateProblems, type ArgvValues, type TemplateProblem } from './argv';
 export { findBinary } from './find-binary';
-export { customEngineFromConfig, type CustomEngineConfig } from './custom';
+export { customEngineFromConfig, customEngineProblems, type CustomEngineConfig, type EngineEntryProblem } from './custom';
 export * from './types';
 
 /** The built-in engines by name: codex, claude, opencode, gemini, grok, script. A fresh Map on every call. */

@@ -810,6 +810,7 @@ describe('budget: a hard cap over engines that stream their usage (e2e, built CL
     const ok = writeManifest(dir, { run_name: 'ok', workdir: path.join(dir, 'work'), tasks: [good('a', {})] }, 'ok.swarm.json');
     const r2 = await cli(['run', ok, '--home', home, '--config', config], { env });
     assert.equal(r2.exitCode, 2, r2.all);
-    assert.match(r2.all, /stream\.max_attempt_usd must be > 0/);
+    const at = fs.readFileSync(config, 'utf8').indexOf('"max_attempt_usd":-0.5') + '"max_attempt_usd":'.length + 1;
+    assert.ok(r2.all.includes(`${config}:1:${at}: engines.stream.max_attempt_usd: must be > 0, got -0.5`), r2.all);
   });
 });

@@ -154,7 +154,9 @@ describe('slots: machine-wide limits per engine and per login, across runs (e2e,
     const ok = writeManifest(dir, { run_name: 'ok', workdir: path.join(dir, 'work'), tasks }, 'ok.swarm.json');
     const r2 = await cli(['run', ok, '--home', home, '--config', cfg], { env });
     assert.equal(r2.exitCode, 2, r2.all);
-    assert.match(r2.all, /shared\.max_parallel must be >= 1/);
+    // The engine entry's error names where it is in the config file (line:column of the value) and the field path.
+    const at = fs.readFileSync(cfg, 'utf8').indexOf('"max_parallel":0') + '"max_parallel":'.length + 1;
+    assert.ok(r2.all.includes(`${cfg}:1:${at}: engines.shared.max_parallel: must be >= 1, got 0`), r2.all);
     const cfg3 = config(dir, { shared: {} }, { logins: { sub: { engines: ['shared', 'codx'], max_parallel: 2 } } });
     const r3 = await cli(['run', ok, '--home', home, '--config', cfg3], { env });
     assert.equal(r3.exitCode, 2, r3.all);

@@ -127,6 +127,38 @@ describe('config: location and precedence', () => {
       [['~/.config/mycloud', '/etc/app/secret.env'], ['~/.npmrc']],
     );
   });
+
+  it("engines: each entry's problem names file:line:column and the field path, as a manifest's do", () => {
+    const text =
+      '{\n  "engines": {\n    "mine": { "binary": "x", "argv": ["{spec}"], "max_parallel": 0 },\n    "two": {\n      "binary": "y",\n      "argv": ["-m", "{prompt}"]\n    }\n  }\n}';
+    const file = write(path.join(dir, 'engines.jsonc'), text);
+    assert.throws(
+      () => loadConfig(file),
+      (e: Error) => {
+        assert.deepEqual(e.message.split('\n'), [
+          `${file}:3:66: engines.mine.max_parallel: must be >= 1, got 0`,
+          `${file}:6:22: engines.two.argv[1]: unknown placeholder {prompt} (known: {spec} {taskdir} {model} {engine_args} {access})`,
+        ]);
+        return true;
+      },
+    );
+    for (const [name, entry, message] of [
+      ['missing', { mine: { argv: ['{spec}'] } }, '1:20: engines.mine.binary: is required'],
+      ['unknown field', { mine: { binary: 'x', argv: ['{spec}'], max_paralel: 2 } }, '1:66: engines.mine.max_paralel: is not a known field'],
+      ['wrong type', { mine: { binary: 'x', argv: ['{spec}', 7] } }, '1:51: engines.mine.argv[1]: must be a string or an array of strings, got 7'],
+      ['bad name', { 'a b': { binary: 'x', argv: ['{spec}'] } }, '1:19: engines.a b: engine name "a b" may only contain'],
+    ] as const) {
+      const f = write(path.join(dir, `engine-${name.replace(/ /g, '-')}.json`), { engines: entry });
+      assert.throws(
+        () => loadConfig(f),
+        (e: Error) => e.message.startsWith(`${f}:${message}`) || assert.fail(`${name}: ${e.message}`),
+        name,
+      );
+    }
+    // A good entry loads; the engine is built from it as before.
+    const good = write(path.join(dir, 'engine-good.json'), { engines: { mine: { binary: 'x', argv: ['{spec}'], max_parallel: 2 } } });
+    assert.deepEqual(Object.keys(loadConfig(good).config.engines ?? {}), ['mine']);
+  });
 });
 
 /** One settings type; the precedence of flag, config and setting written once (containmentChoice). */

@@ -6,7 +6,7 @@ import { MAX_PARALLEL } from '../manifest/limits';
 import { LineIndex } from '../manifest/positions';
 import { routeProblems } from '../manifest/route-spec';
 import { loadRingerConfig } from './ringer-config';
-import { builtinEngines } from '../../../engines';
+import { builtinEngines, customEngineProblems } from '../../../engines';
 import { MAX_QUOTA_WAIT_MS } from '../../../engines/quota-reset';
 import { MAX_MEMORY_MB, MIN_MEMORY_MB } from '../process/memory-cap';
 import { MAX_LOG_MAX_MB, MIN_LOG_MAX_MB } from '../process/log-cap';
@@ -192,6 +192,7 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
   if (c.engines !== undefined && (typeof c.engines !== 'object' || c.engines === null || Array.isArray(c.engines))) {
     throw new Error(`${at('engines')}: must be an object of engine name → engine definition`);
   }
+  checkEngines(c, at);
   if (c.identity !== undefined && typeof c.identity !== 'string') throw new Error(`${at('identity')}: must be a string`);
   if (c.route !== undefined) {
     const p = routeProblems(c.route)[0];
@@ -229,6 +230,19 @@ export function loadConfig(file: string | null | undefined): { config: VerdictCo
 
 /** `file:line:column: field` of a config field's value (`location`: its JSON path, default `[field]`), for error messages. */
 type ConfigAt = (field: string, location?: (string | number)[]) => string;
+
+/**
+ * Checks each entry of the config's `engines` (engines/custom.ts customEngineProblems: its name, its shape, its argv
+ * template), so a wrong one is named where it is: `file:line:column: engines.mine.max_parallel: must be >= 1, got 0`.
+ * @throws Error with every problem of the entries, one `file:line:column: field: message` a line
+ */
+function checkEngines(c: Record<string, unknown>, at: ConfigAt): void {
+  if (c.engines === undefined) return;
+  const lines = Object.entries(c.engines as Record<string, unknown>).flatMap(([name, entry]) =>
+    customEngineProblems(name, entry).map((p) => `${at(`engines.${p.field}`, ['engines', name, ...p.at])}: ${p.message}`),
+  );
+  if (lines.length) throw new Error(lines.join('\n'));
+}
 
 /**
  * Checks the config's `pool`: a postgres:// URL, or {"url", "trust"}.
