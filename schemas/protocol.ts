@@ -9,12 +9,15 @@
 
 import type { AttemptState, RunLiveness, TaskState } from './run-state';
 import type { PoolView } from './pool-view';
+import type { SlotGroupView } from './slots-view';
 import type { RunSpendState } from './spend';
 export { spendLine, type RunSpendState } from './spend';
 export { workTimeMs } from './work-time';
 
 /** The worker pool's view model (one for the CLI, the dashboard and the runs tree). */
 export type { PoolView, PoolWorkerView, PoolAttemptRef } from './pool-view';
+/** The machine-wide engine and login limits with their slots in use (the dashboard's, beside `verdict runs`). */
+export { slotsLine, type SlotGroupView } from './slots-view';
 
 /** The status table (final, retryable, judged, bucket of every status): one source for every view. */
 export {
@@ -220,9 +223,20 @@ export type HostToPage =
   /**
    * Every run on the machine, the state files skipped, the records folder and which host this is; `pool`: the worker
    * pool this host follows (`verdict hud --pool`, the setting `verdict.pool`), null when it follows none or has not
-   * read it yet (absent from hosts older than the field).
+   * read it yet (absent from hosts older than the field); `slots`: each machine-wide engine or login limit with its
+   * slots in use now (absent from hosts older than the field).
    */
-  | { type: 'snapshot'; runs: RunView[]; skipped: SkippedView[]; home: string; host: 'vscode' | 'browser'; pool?: PoolView | null }
+  | {
+      type: 'snapshot';
+      runs: RunView[];
+      skipped: SkippedView[];
+      home: string;
+      host: 'vscode' | 'browser';
+      pool?: PoolView | null;
+      slots?: SlotGroupView[];
+    }
+  /** The slots in use under a machine-wide limit changed (read every second): every limited group, whole. */
+  | { type: 'did-change-slots'; slots: SlotGroupView[] }
   /** The pool was read again (every few seconds while a pool is followed); null: the host follows no pool any more. */
   | { type: 'did-change-pool'; pool: PoolView | null }
   /** A run appeared or changed (whole run; runs are small). */

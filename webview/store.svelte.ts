@@ -11,6 +11,7 @@ import {
   type ScoreRow,
   type RunAction,
   type SkippedView,
+  type SlotGroupView,
   type TaskAction,
 } from '../schemas/protocol';
 import { host } from './host';
@@ -76,6 +77,8 @@ export const app = $state({
   skipped: [] as SkippedView[],
   /** The worker pool the host follows, null: none. */
   pool: null as PoolView | null,
+  /** The machine-wide engine and login limits with their slots in use now; []: none. */
+  slots: [] as SlotGroupView[],
   outputs: {} as Record<string, OutputTail>,
   artifacts: {} as Record<string, ArtifactState>,
   scoreboard: null as { rows: ScoreRow[]; reviews: ReviewerRow[]; source: string; quarantined: number; error: string | null } | null,
@@ -168,6 +171,7 @@ export function apply(m: HostToPage): void {
       app.runs = Object.fromEntries(m.runs.map((r) => [r.runId, r]));
       app.skipped = m.skipped;
       app.pool = m.pool ?? null;
+      app.slots = m.slots ?? [];
       app.outputs = {};
       app.artifacts = {};
       app.acts = {};
@@ -189,6 +193,9 @@ export function apply(m: HostToPage): void {
       break;
     case 'did-change-pool':
       app.pool = m.pool;
+      break;
+    case 'did-change-slots':
+      app.slots = m.slots;
       break;
     case 'did-append-output':
       for (const c of m.chunks) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { slotsDir, takeSlots } from '../../extension/core/run/slots';
 import { cli } from '../helpers/cli';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { CHROMIUM, CHROMIUM_ARGS, findChromium, rawGet, startHudProcess, type HudProcess } from '../helpers/hud';
@@ -64,6 +65,21 @@ describe('dashboard in a browser: verdict hud + a live run, in Debian chromium',
     const note = page.getByTestId('skipped');
     await note.waitFor();
     assert.match(await note.innerText(), /runs\/half-written\/state\.json — corrupt or half-written JSON/);
+  });
+
+  it('shows the slots in use under each machine-wide engine or login limit, one line each, live', async () => {
+    // A slot of engine codex (max_parallel 3) held by this process, as a run's orchestrator holds one.
+    const codex = { group: 'engine-codex', limit: 3, label: 'engine codex' };
+    const release = await takeSlots(home, [codex], { runId: 'elsewhere', task: 'k', engine: 'codex' });
+    assert.ok(release);
+    const line = page.getByTestId('slot-group');
+    await line.first().waitFor();
+    assert.equal((await line.first().innerText()).trim(), 'codex: 1 of 3 slots');
+    await release();
+    await line.filter({ hasText: 'codex: 0 of 3 slots' }).waitFor();
+    // No table, no limit: the line goes (the later pictures are as before).
+    fs.rmSync(slotsDir(home), { recursive: true, force: true });
+    await page.getByTestId('slots').waitFor({ state: 'detached' });
   });
 
   it("shows a run started by `verdict run` live: it appears, a worker's output grows, verdicts change", async () => {

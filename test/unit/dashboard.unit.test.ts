@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { HostToPage } from '../../schemas/protocol';
+import { slotsLine, type HostToPage } from '../../schemas/protocol';
 import { LogTail } from '../../extension/core/dashboard/log-tail';
 import { DashboardSession } from '../../extension/core/dashboard/session';
-import { DashboardSource } from '../../extension/core/dashboard/source';
+import { DashboardSource, slotGroupViews } from '../../extension/core/dashboard/source';
+import { slotsDir, takeSlots } from '../../extension/core/run/slots';
 import { parsePageMessage, parsePageMessageText } from '../../extension/core/dashboard/validate';
 import type { RunState } from '../../extension/core/live/state';
 import { tempDir } from '../helpers/fixtures';
@@ -185,6 +186,75 @@ describe('dashboard: a session', () => {
       });
       session.receive({ type: 'load-artifact', seq: 8, runId: 'r1', artifact: 'prompt', key: 'k', attempt: 9 });
       assert.equal((posted.at(-1) as { error: string }).error, 'no such attempt');
+    } finally {
+      session.dispose();
+      source.close();
+    }
+  });
+});
+
+describe('dashboard: the machine-wide slots in use (engine max_parallel, logins)', () => {
+  /** Waits for the session's next flushes until `done` holds; no time limit but mocha's. */
+  const flushed = async (done: () => boolean) => {
+    while (!done()) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it('slotGroupViews: every limited group with its live holders, engines then logins; a dead run holds nothing; one line each', async () => {
+    const home = tempDir();
+    assert.deepEqual(slotGroupViews(home), [], 'no slot folder: none');
+    const codex = { group: 'engine-codex', limit: 3, label: 'engine codex' };
+    const sub = { group: 'login-openai-plus', limit: 1, label: 'login openai-plus' };
+    const a = await takeSlots(home, [codex, sub], { runId: 'r1', task: 'a', engine: 'codex' });
+    const b = await takeSlots(home, [codex], { runId: 'r2', task: 'b', engine: 'codex' });
+    assert.ok(a && b);
+    // A holder whose orchestrator is gone (a pid no process has) is not counted.
+    const file = path.join(slotsDir(home), 'engine-codex.json');
+    const table = JSON.parse(fs.readFileSync(file, 'utf8')) as { limit: number; holders: Record<string, unknown>[] };
+    table.holders.push({ ...table.holders[0], id: 'dead', runId: 'r0', pid: 2 ** 22 + 1, startTime: 'gone', task: 'z' });
+    fs.writeFileSync(file, JSON.stringify(table));
+    const views = slotGroupViews(home);
+    assert.deepEqual(
+      views.map((v) => [v.group, v.kind, v.name, v.inUse, v.limit, v.holders.map((h) => `${h.runId}/${h.task}/${h.engine}`)]),
+      [
+        ['engine-codex', 'engine', 'codex', 2, 3, ['r1/a/codex', 'r2/b/codex']],
+        ['login-openai-plus', 'login', 'openai-plus', 1, 1, ['r1/a/codex']],
+      ],
+    );
+    assert.deepEqual(views.map(slotsLine), ['codex: 2 of 3 slots', 'login openai-plus: 1 of 1 slot']);
+    await a();
+    assert.deepEqual(slotGroupViews(home).map(slotsLine), ['codex: 1 of 3 slots', 'login openai-plus: 0 of 1 slot']);
+    await b();
+  });
+
+  it('are in the snapshot, and a change reaches the page as did-change-slots within a liveness tick', async () => {
+    const home = tempDir();
+    const codex = { group: 'engine-codex', limit: 2, label: 'engine codex' };
+    const first = await takeSlots(home, [codex], { runId: 'r1', task: 'a', engine: 'codex' });
+    const log = quiet();
+    const source = new DashboardSource(home, log);
+    const posted: HostToPage[] = [];
+    const session = new DashboardSession(
+      source,
+      { post: (m) => posted.push(m) },
+      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
+    );
+    try {
+      session.receive({ type: 'ready' });
+      const snap = posted[0];
+      assert.ok(snap?.type === 'snapshot');
+      assert.deepEqual(snap.slots?.map(slotsLine), ['codex: 1 of 2 slots']);
+      // The slot tables are not under runs/: the liveness tick (LIVENESS_TICK_MS) reads them.
+      const second = await takeSlots(home, [codex], { runId: 'r2', task: 'b', engine: 'codex' });
+      await flushed(() => posted.some((m) => m.type === 'did-change-slots'));
+      const change = posted.find((m) => m.type === 'did-change-slots');
+      assert.ok(change?.type === 'did-change-slots');
+      assert.deepEqual(change.slots.map(slotsLine), ['codex: 2 of 2 slots']);
+      await second?.();
+      await first?.();
+      await flushed(() => posted.filter((m) => m.type === 'did-change-slots').length === 2);
+      const last = posted.filter((m) => m.type === 'did-change-slots').at(-1);
+      assert.ok(last?.type === 'did-change-slots');
+      assert.deepEqual(last.slots.map(slotsLine), ['codex: 0 of 2 slots']);
     } finally {
       session.dispose();
       source.close();

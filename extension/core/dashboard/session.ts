@@ -42,6 +42,7 @@ export class DashboardSession {
   private pendingRuns = new Map<string, RunPatch>();
   private pendingSkipped: RunPatch | null = null;
   private pendingPool: RunPatch | null = null;
+  private pendingSlots: RunPatch | null = null;
   private selected: string | null = null;
   /** Tails of the selected run's workers, by `key#attempt`; `done` once read after the attempt ended. */
   private tails = new Map<string, { tail: LogTail; key: string; attempt: number; done: boolean }>();
@@ -132,6 +133,7 @@ export class DashboardSession {
     this.pendingRuns.clear();
     this.pendingSkipped = null;
     this.pendingPool = null;
+    this.pendingSlots = null;
     this.unsubscribe ??= this.source.subscribe((p) => this.queue(p));
     this.transport.post({ type: 'snapshot', ...this.source.snapshot(), home: this.source.home, host: this.opts.host });
     this.timer ??= setInterval(() => this.tick(), PATCH_INTERVAL_MS);
@@ -218,6 +220,7 @@ export class DashboardSession {
   private queue(p: RunPatch): void {
     if (p.type === 'did-change-skipped') this.pendingSkipped = p;
     else if (p.type === 'did-change-pool') this.pendingPool = p;
+    else if (p.type === 'did-change-slots') this.pendingSlots = p;
     else this.pendingRuns.set(p.type === 'did-change-run' ? p.run.runId : p.runId, p);
   }
 
@@ -228,6 +231,8 @@ export class DashboardSession {
     this.pendingSkipped = null;
     if (this.pendingPool) this.transport.post(this.pendingPool);
     this.pendingPool = null;
+    if (this.pendingSlots) this.transport.post(this.pendingSlots);
+    this.pendingSlots = null;
     for (const p of this.pendingRuns.values()) this.transport.post(p);
     this.pendingRuns.clear();
     if (this.selected === null || this.transport.busy?.()) return;

@@ -1,10 +1,33 @@
 import { describeRun, listRuns, type RunInfo } from '../live/registry';
 import { RunsWatcher } from '../live/watch';
-import type { HostToPage, PoolView, RunView, SkippedView } from '../../../schemas/protocol';
+import { slotsInUse } from '../run/slots';
+import type { HostToPage, PoolView, RunView, SkippedView, SlotGroupView } from '../../../schemas/protocol';
 import { runView, skippedView } from './run-view';
 
 /** A change a source tells its sessions about: one of the run patches of the protocol. */
-export type RunPatch = Extract<HostToPage, { type: 'did-change-run' | 'did-remove-run' | 'did-change-skipped' | 'did-change-pool' }>;
+export type RunPatch = Extract<HostToPage, { type: 'did-change-run' | 'did-remove-run' | 'did-change-skipped' | 'did-change-pool' | 'did-change-slots' }>;
+
+/**
+ * The machine-wide limits under `home` (run/slots.ts: one table per limited engine or login) with the slots live runs
+ * hold now, engines first, then logins, each by name; a table without a limit is left out, as `verdict runs` does.
+ * [] when there is none. Never throws.
+ */
+export function slotGroupViews(home: string): SlotGroupView[] {
+  const views = slotsInUse(home)
+    .filter((s) => s.limit > 0)
+    .map((s): SlotGroupView => {
+      const login = s.group.startsWith('login-');
+      return {
+        group: s.group,
+        kind: login ? 'login' : 'engine',
+        name: s.group.replace(/^(engine|login)-/, ''),
+        inUse: s.holders.length,
+        limit: s.limit,
+        holders: s.holders.map((h) => ({ runId: h.runId, task: h.task, engine: h.engine })),
+      };
+    });
+  return views.sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind === 'engine' ? -1 : 1));
+}
 
 /** A worker pool the dashboard follows (core/pool/monitor.ts's PoolMonitor): its last view and its updates. */
 export interface PoolFeed {
@@ -24,7 +47,8 @@ export const LIVENESS_TICK_MS = 1000;
 
 /**
  * Every run under one VERDICT_HOME, kept current for any number of dashboard sessions: polls the runs folder
- * (RunsWatcher), re-reads state files when one changes, re-judges liveness every LIVENESS_TICK_MS, and tells
+ * (RunsWatcher), re-reads state files when one changes, re-judges liveness and re-reads the machine-wide slot tables
+ * every LIVENESS_TICK_MS, and tells
  * subscribers only what changed (whole runs; a run is a few KiB). Half-written or corrupt state files are skipped
  * with a note and the other runs still show. Dispose with `close()`.
  */
@@ -36,6 +60,8 @@ export class DashboardSource {
   private readonly watcher: RunsWatcher;
   private readonly ticker: NodeJS.Timeout;
   private pool: { feed: PoolFeed; unsubscribe: () => void } | null = null;
+  private slots: SlotGroupView[] = [];
+  private slotsJson = '[]';
 
   /** `pool`: the worker pool to show beside the runs (see setPool). */
   constructor(
@@ -50,9 +76,12 @@ export class DashboardSource {
     this.ticker.unref();
   }
 
-  /** Every run now (live first, then newest), the skipped state files and the pool's last view (null: none followed or not read yet). */
-  snapshot(): { runs: RunView[]; skipped: SkippedView[]; pool: PoolView | null } {
-    return { runs: [...this.infos.values()].map(runView), skipped: this.skipped, pool: this.pool?.feed.current() ?? null };
+  /**
+   * Every run now (live first, then newest), the skipped state files, the pool's last view (null: none followed or not
+   * read yet) and the machine-wide limits with their slots in use (slotGroupViews, as last read).
+   */
+  snapshot(): { runs: RunView[]; skipped: SkippedView[]; pool: PoolView | null; slots: SlotGroupView[] } {
+    return { runs: [...this.infos.values()].map(runView), skipped: this.skipped, pool: this.pool?.feed.current() ?? null, slots: this.slots };
   }
 
   /** Follows another pool (null: none); each of its reads goes to subscribers as `did-change-pool`. */
@@ -94,6 +123,20 @@ export class DashboardSource {
       this.skipped = views;
       this.emit({ type: 'did-change-skipped', skipped: views });
     }
+    this.refreshSlots();
+  }
+
+  /**
+   * Re-reads the slot tables and tells subscribers when any group's slots in use changed (`did-change-slots`, every
+   * group). The tables are not under runs/, so the watcher does not see them: the liveness tick reads them too.
+   */
+  refreshSlots(): void {
+    const slots = slotGroupViews(this.home);
+    const text = JSON.stringify(slots);
+    if (text === this.slotsJson) return;
+    this.slots = slots;
+    this.slotsJson = text;
+    this.emit({ type: 'did-change-slots', slots });
   }
 
   /** Stops polling. */
@@ -108,6 +151,7 @@ export class DashboardSource {
     for (const info of this.infos.values()) {
       if (info.state.status === 'running') this.update(describeRun(info.state, info.stateFile));
     }
+    this.refreshSlots();
   }
 
   private update(info: RunInfo): void {
