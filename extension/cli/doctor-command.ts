@@ -212,6 +212,7 @@ export async function doctorReport(options: DoctorOptions = {}): Promise<DoctorR
     }
     manifest = await manifestReport(options.manifest, {
       engines: known,
+      route: loadedConfig.route ?? null,
       containment: { sandbox: mode, allowFullAccess: config.allowFullAccess, configSource: where.shown, sockets: [], hide: [], expose: [] },
       home: homePath,
       env,

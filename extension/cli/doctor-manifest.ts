@@ -38,6 +38,8 @@ export interface ManifestReport {
 /** What {@link manifestReport} needs from the command line and config. */
 export interface ManifestReportOptions {
   engines: ReadonlyMap<string, EngineSpec>;
+  /** The config file's `route` block (null for none): an engine "auto" manifest without its own route loads with it, as its run does. */
+  route: Record<string, unknown> | null;
   containment: ContainmentChoice;
   home: string;
   env: NodeJS.ProcessEnv;
@@ -52,11 +54,16 @@ const ENGINE_LINE = /^engine "[^"]+" needs the `/;
  */
 export async function manifestReport(file: string, o: ManifestReportOptions): Promise<ManifestReport> {
   const abs = path.resolve(file);
-  const findings = await lintManifestFile(abs, { engines: o.engines, allowFullAccess: o.containment.allowFullAccess, pathEnv: o.env.PATH ?? '' });
+  const findings = await lintManifestFile(abs, {
+    engines: o.engines,
+    allowFullAccess: o.containment.allowFullAccess,
+    pathEnv: o.env.PATH ?? '',
+    route: o.route,
+  });
   let tasks: TaskSpec[];
   let manifest: Manifest;
   try {
-    manifest = loadManifest(abs, { engines: new Set(o.engines.keys()) }).manifest;
+    manifest = loadManifest(abs, { engines: new Set(o.engines.keys()), route: o.route }).manifest;
     tasks = manifest.tasks;
   } catch (e) {
     const lines = e instanceof ManifestError ? findings.filter((f) => f.severity === 'error').map(formatFinding) : [];

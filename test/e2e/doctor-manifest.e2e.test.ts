@@ -79,6 +79,22 @@ describe('verdict doctor MANIFEST and lint: can this manifest run here', functio
     assert.doesNotMatch(plain.stdout, /^manifest:/m);
   });
 
+  it('an engine "auto" manifest without a route of its own is judged with the config file\'s route, as its run loads it', async () => {
+    // The default config file (XDG_CONFIG_HOME/verdict/config.json): an engine on PATH and the route auto picks from.
+    const config = path.join(dir, 'xdg', 'verdict', 'config.json');
+    fs.mkdirSync(path.dirname(config), { recursive: true });
+    const cheap = { binary: 'bash', argv: ['-c', '{spec}'], install: 'a test fixture', output: 'claude', retry_context: 'file', model: 'acme/cheap' };
+    fs.writeFileSync(config, JSON.stringify({ engines: { cheap }, route: { from: ['cheap:acme/cheap'], explore: 0 } }));
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const manifest = writeManifest(repo, {
+      engine: 'auto',
+      tasks: [{ key: 'routed', task_type: 'parser', spec: 'echo ok > out.txt', check: 'grep -q ok out.txt', verified: 'out.txt says ok' }],
+    });
+    const r = await run(['doctor', manifest], env);
+    assert.doesNotMatch(r.stdout, /needs a route block/, r.all);
+    assert.match(r.stdout, /^ {2}routed {2}ready \(cheap\)$/m, r.all);
+  });
+
   it('a manifest that does not load: its errors with file:line:column, exit 1', async () => {
     const file = path.join(dir, 'bad.swarm.json');
     fs.writeFileSync(file, '{ "tasks": [ { "key": "a", "engine": "nope", "spec": "x", "check": "false" } ] }');
