@@ -41,7 +41,9 @@ export function streamOpencodeUsage(log: string): UsageReport {
 /** Usage, cost and final status summed over the `step_finish` events of `events` (see parseOpencodeOutput). */
 function stepsUsage(events: LogEvent[]): UsageReport {
   const report = emptyUsage();
-  let usd: number | null = null;
+  // Micro-USD, summed step by step: a step whose cost is no safe amount (a worker's forged 1e10) counts as unknown
+  // alone; summed in USD first, one such step made the whole session's cost null, and the budget stopped counting it.
+  let micro: number | null = null;
   for (const event of events) {
     if (event.type === 'step_finish') {
       const input = countAt(event, 'part', 'tokens', 'input');
@@ -54,7 +56,9 @@ function stepsUsage(events: LogEvent[]): UsageReport {
       report.tokensReasoning = addCount(report.tokensReasoning, reasoning);
       report.tokensCached = addCount(report.tokensCached, cacheRead);
       report.tokensCacheWrite = addCount(report.tokensCacheWrite, cacheWrite);
-      usd = addCount(usd, amountAt(event, 'part', 'cost'));
+      const usd = amountAt(event, 'part', 'cost');
+      micro = addCount(micro, usd === null ? null : usdToMicroUsd(usd));
+      if (micro !== null) micro = Math.min(micro, Number.MAX_SAFE_INTEGER);
       const stopped = stringAt(event, 'part', 'reason') !== 'tool-calls';
       report.finalStatus = stopped ? 'success' : null;
       report.finalError = null;
@@ -63,7 +67,7 @@ function stepsUsage(events: LogEvent[]): UsageReport {
       report.finalError = opencodeErrorMessage(event);
     }
   }
-  report.costMicroUsd = usd === null || usd === 0 ? null : usdToMicroUsd(usd);
+  report.costMicroUsd = micro === null || micro === 0 ? null : micro;
   return report;
 }
 

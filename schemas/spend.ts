@@ -16,10 +16,17 @@ export interface RunSpendState {
    */
   tokens?: { spent: number; reserved: number; budget: number | null };
   /**
-   * Settled spend per task key (micro-USD and tokens: its attempts, reviewers, critics and rankers that ended), what a
-   * resumed run counts its tasks' envelopes from. Absent in older runs.
+   * Spend per envelope (a task's key, a best-of-N group's for its candidates): micro-USD and tokens of its attempts,
+   * reviewers, critics and rankers, settled or reported so far by running ones — what a resumed run counts its tasks'
+   * envelopes from (after a crash too). Absent in older runs.
    */
   byTask?: Record<string, { usd: number; tokens: number }>;
+  /**
+   * Engine/model keys (`codex/`, `opencode/acme/m`) whose spend could not be counted: an attempt of them ended with its
+   * cost (`usd`) or its tokens (`tokens`) unknown and nothing bounding it. A resumed run refuses them as the run did.
+   * Absent when there are none.
+   */
+  uncounted?: { usd: string[]; tokens: string[] };
 }
 
 /** A count of tokens as the views show it: `12,000`. */

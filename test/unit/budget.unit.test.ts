@@ -3,7 +3,7 @@ import { builtinEngines } from '../../engines';
 import { emptyUsage } from '../../engines/types';
 import { Budget } from '../../extension/core/cost/budget';
 import { engineFixture } from './engines/fixture';
-import { RunSpend, type SpendHold } from '../../extension/core/run/spend';
+import { priorSpend, RunSpend, type SpendHold } from '../../extension/core/run/spend';
 import { tempDir } from '../helpers/fixtures';
 import fs from 'node:fs';
 import { snapshotPath } from '../../extension/core/catalog/snapshot';
@@ -57,7 +57,7 @@ describe('budget: reservations, spend reported while attempts run, task envelope
       assert.equal(b.wouldRefuse('cx/', null), true, 'routing skips it too');
       assert.match(
         b.refusal('cx/', null),
-        /the cost of cx stays unknown: an attempt on it used tokens .*budget_usd cannot count its attempts; the attempt was not started\. Give the engine or the task a max_attempt_usd/,
+        /the cost of cx stays unknown: an attempt on it ended with no cost reported .*budget_usd cannot count its attempts; the attempt was not started\. Give the engine or the task a max_attempt_usd/,
       );
       // What bounds an attempt lets it start: max_attempt_usd, a p90 from the eval log; another key is not affected.
       const bounded = b.reserve('cx/', null, true, { maxAttemptMicroUsd: 2_000 });
@@ -86,11 +86,18 @@ describe('budget: reservations, spend reported while attempts run, task envelope
     assert.ok(r && !('waitFor' in r));
     free.settle(r, null, true);
     assert.ok(free.reserve('cx/', null));
+    // In tokens: an engine that spends and ended without reporting them is refused the same way.
     const t = new Budget(10_000, 'tokens');
-    const tr = t.reserve('sh/', null);
+    const tr = t.reserve('oc/', null);
     assert.ok(tr && !('waitFor' in tr));
     t.settle(tr, null, true);
-    assert.ok(t.reserve('sh/', null));
+    assert.equal(t.reserve('oc/', null), null);
+    assert.match(t.refusal('oc/', null), /the tokens of oc stay unknown: .*budget_tokens cannot count its attempts.*max_attempt_tokens/);
+    // The keys are kept for a resumed run's budget, which refuses them at once.
+    assert.deepEqual(t.uncountedKeys(), ['oc/']);
+    const resumed = new Budget(10_000, 'tokens');
+    resumed.seedUncounted(t.uncountedKeys());
+    assert.equal(resumed.reserve('oc/', null), null);
   });
 
   it('a task envelope bounds its attempts without a run cap, and names itself in the refusal', () => {
@@ -334,6 +341,67 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
     spend.readerProgress(ranker, { ...emptyUsage(), costMicroUsd: 2_500 }, 'm');
     assert.deepEqual(over, ['g']);
     assert.match(spend.taskOverBudget('g') ?? '', /task g's \$0\.0025 spent passed its budget_usd \$0\.0020/);
+  });
+});
+
+describe('run spend: held-back attempts, best-of-N envelopes, a crash, a resume', () => {
+  const stream = { name: 'oc', harness: 'opencode' } as const;
+  it('under budget_tokens, an attempt held back behind an unbounded one wakes nobody (three tasks spun the orchestrator at 100 % CPU)', () => {
+    const spend = new RunSpend(tempDir(), null, null, { budgetTokens: 100_000 });
+    let freed = 0;
+    spend.onFreed = () => freed++;
+    const first = spend.admit(stream, 'm', { key: 'a', taskType: 'test' });
+    assert.ok(typeof first === 'object' && !('waitFor' in first));
+    for (const k of ['b', 'c']) {
+      const held = spend.admit(stream, 'm', { key: k, taskType: 'test' });
+      assert.ok(typeof held === 'object' && 'waitFor' in held, k);
+    }
+    assert.equal(freed, 0, 'a plain USD reservation released: nobody waited for it');
+    spend.settle(first, null, 1_000);
+    assert.equal(freed, 1, 'the unbounded attempt settled: the held-back ones ask again');
+  });
+
+  it("a best-of-N task's budget_usd is one envelope for all its candidates (each had its own: 3.2× the task's budget spent)", () => {
+    const spend = new RunSpend(tempDir(), null, null);
+    const candidate = (n: number) => ({ key: `t--c${n}`, taskType: 'test', budgetUsd: 0.01, maxAttemptUsd: 0.004, group: 't', candidate: n });
+    const holds = [1, 2].map((n) => spend.admit(stream, 'm', candidate(n)));
+    assert.ok(holds.every((h) => typeof h === 'object' && !('waitFor' in h)));
+    assert.match(String(spend.admit(stream, 'm', candidate(3))), /task t has \$0\.00 spent and \$0\.0080 held by its running attempts.*budget_usd \$0\.01/);
+    let over: string | null = null;
+    spend.onOver = (key) => (over = key);
+    spend.progress('t--c1', { ...emptyUsage(), costMicroUsd: 6_000, tokensIn: 10, tokensOut: 1 }, 'm');
+    spend.progress('t--c2', { ...emptyUsage(), costMicroUsd: 5_000, tokensIn: 10, tokensOut: 1 }, 'm');
+    assert.equal(over, 't', "the group's envelope is passed: its key is told");
+  });
+
+  it('a final report counting fewer tokens than the session streamed is not believed: its small cost neither prices the engine nor passes for the spend', () => {
+    const spend = new RunSpend(tempDir(), 0.01, null);
+    const claude = { name: 'cl', harness: 'claude' } as const;
+    const hold = spend.admit(claude, 'unpriced', { key: 'a', taskType: 'test' });
+    assert.ok(typeof hold === 'object' && !('waitFor' in hold));
+    spend.progress('a', { ...emptyUsage(), tokensIn: 400_000, tokensOut: 20_000 }, 'unpriced');
+    // The worker printed a result of 1 µUSD and 1 + 1 tokens, then killed its engine.
+    spend.workerEnded('a', 1, 2);
+    spend.settle(hold, 1, 2);
+    assert.match(String(spend.admit(claude, 'unpriced', { key: 'b', taskType: 'test' })), /the cost of cl \(unpriced\) stays unknown/);
+  });
+
+  it('the spend state keeps what running attempts reported per envelope, and the keys nothing could count, for a resume after a crash', () => {
+    const spend = new RunSpend(tempDir(), 0.05, null);
+    const hold = spend.admit(stream, 'm', { key: 't', taskType: 'test', budgetUsd: 0.02, maxAttemptUsd: 0.01 });
+    assert.ok(typeof hold === 'object' && !('waitFor' in hold));
+    spend.progress('t', { ...emptyUsage(), costMicroUsd: 9_000, tokensIn: 10, tokensOut: 1 }, 'm');
+    const cx = spend.admit({ name: 'cx', harness: 'codex' }, null, { key: 'u', taskType: 'test' });
+    assert.ok(typeof cx === 'object' && !('waitFor' in cx));
+    spend.settle(cx, null, null);
+    const state = spend.snapshot();
+    assert.deepEqual(state.byTask?.t, { usd: 9_000, tokens: 11 }, "the running attempt's reported spend (it was 0 before: a crash lost it)");
+    assert.deepEqual(state.uncounted, { usd: ['cx/'], tokens: [] }, 'no budget_tokens: tokens are not capped');
+    // The orchestrator dies here; the resumed run's spend starts from the state.
+    const resumed = new RunSpend(tempDir(), 0.05, null);
+    resumed.seed(priorSpend({ spend: state, tasks: [] }));
+    assert.match(String(resumed.admit(stream, 'm', { key: 't', taskType: 'test', budgetUsd: 0.02, maxAttemptUsd: 0.012 })), /task t has \$0\.0090 spent/);
+    assert.match(String(resumed.admit({ name: 'cx', harness: 'codex' }, null, { key: 'u', taskType: 'test' })), /the cost of cx stays unknown/);
   });
 });
 

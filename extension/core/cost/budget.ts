@@ -59,12 +59,13 @@ export interface AttemptBounds {
  * bounds the attempt: at most one attempt of that key runs at a time until one has finished with a known cost
  * (three parallel first attempts under a $0.005 cap each reserved $0 and a run spent 7× its cap). The
  * others wait (reserve answers a BudgetWait), then are admitted against the observed cost. An attempt whose cost
- * stays unknown is charged the larger of its reservation and what it reported while running. When that is 0 and the
- * attempt used tokens (nothing bounded it and it reported nothing priced: an engine that reports tokens but no cost,
- * for a model the catalog does not list), its spend cannot be counted at all: no further unbounded attempt of its key
- * starts under a USD cap (reserve refuses it, saying to set max_attempt_usd or budget_tokens), so at most one attempt
- * per key and orchestrator runs uncounted (four such attempts under a $0.005 cap all ran and the run said it had spent
- * $0). An engine that reports no usage at all (a script) is not refused: nothing shows it spends.
+ * stays unknown is charged the larger of its reservation and what it reported while running. When that is 0 on an
+ * engine that spends (any but the script engine, which calls no model: nothing bounded it and it reported nothing
+ * priced — an engine that reports tokens but no cost for a model the catalog does not list, one killed or timed out
+ * before its final event, one whose final event a worker made unreadable), its spend cannot be counted at all: no
+ * further unbounded attempt of its key starts under a cap (reserve refuses it, saying what would bound it), so at most
+ * one attempt per key runs uncounted (four such attempts under a $0.005 cap all ran and the run said it had spent $0).
+ * The keys are kept in the run's spend state, so a resumed run refuses them too (uncountedKeys, seedUncounted).
  * What is not capped: the tokens an engine spends between two of its usage reports (and all of an attempt on an
  * engine that reports usage only at its end) — the overshoot is at most what was in flight when the last report came.
  */
@@ -75,9 +76,9 @@ export class Budget {
   /** Keys (engine/model) with an unpriced attempt running: no second one starts until it settles. */
   private readonly unpricedRunning = new Set<string>();
   /**
-   * Keys (engine/model) an unpriced attempt of which used tokens and ended with its cost still unknown: charged 0, since
-   * nothing bounded it. Under a cap no further attempt nothing bounds starts on them (reserve refuses it): their spend
-   * cannot be counted.
+   * Keys (engine/model) of an engine that spends (not the script engine) an unpriced attempt of which ended with its cost
+   * (tokens, in a tokens budget) still unknown and nothing reported: charged 0, since nothing bounded it. Under a cap no
+   * further attempt nothing bounds starts on them (reserve refuses it): their spend cannot be counted.
    */
   private readonly uncounted = new Set<string>();
   /** Settled spend per task key, micro-USD. */
@@ -127,9 +128,11 @@ export class Budget {
     return (this.taskSpent.get(task) ?? 0) + live;
   }
 
-  /** The tasks that have settled spend. */
+  /** The envelopes (task keys) with settled spend or a running attempt. */
   taskKeys(): string[] {
-    return [...this.taskSpent.keys()];
+    const keys = new Set(this.taskSpent.keys());
+    for (const r of this.open) if (r.task !== null) keys.add(r.task);
+    return [...keys];
   }
 
   /** The task's settled spend (its attempts and readers that ended), in the budget's unit. */
@@ -237,15 +240,15 @@ export class Budget {
    * after it, and an unpriced attempt no longer holds its key, so the next attempt or reader of that engine may start
    * while this one's check and reviewers go on (its reviewer on the same engine would otherwise wait for it forever).
    * The reservation stays open until settle.
-   * @param usedTokens true when the attempt reported tokens: with its cost unknown and nothing bounding it, its key's
-   *   further unbounded attempts are refused under a USD cap (uncounted)
+   * @param spends false for an engine that calls no model (the script engine); true: with its cost unknown and nothing
+   *   bounding it, its key's further unbounded attempts are refused under a cap (uncounted)
    */
-  priced(r: Reservation, costMicroUsd: number | null, usedTokens = false): void {
+  priced(r: Reservation, costMicroUsd: number | null, spends = false): void {
     if (!this.open.has(r)) return;
     if (r.unpriced) {
       this.unpricedRunning.delete(r.key);
       r.unpriced = false;
-      this.noteUncounted(r, costMicroUsd, usedTokens);
+      this.noteUncounted(r, costMicroUsd, spends);
     }
     if (costMicroUsd === null) return;
     this.progress(r, costMicroUsd);
@@ -259,13 +262,13 @@ export class Budget {
    * below the reported one never lowers what counts: both are read from the engine's output, into which the worker
    * can write (a forged final event with small totals after large streamed ones, the engine then killed so its own
    * final event never comes), so a spend once counted stays counted and the cap stays a cap.
-   * @param usedTokens as for priced
+   * @param spends as for priced
    */
-  settle(r: Reservation, costMicroUsd: number | null, usedTokens = false): void {
+  settle(r: Reservation, costMicroUsd: number | null, spends = false): void {
     if (!this.open.delete(r)) return;
     if (r.unpriced) {
       this.unpricedRunning.delete(r.key);
-      this.noteUncounted(r, costMicroUsd, usedTokens);
+      this.noteUncounted(r, costMicroUsd, spends);
     }
     const charged = costMicroUsd === null ? Math.max(r.microUsd, r.liveMicroUsd) : Math.max(costMicroUsd, r.liveMicroUsd);
     this.spent += charged;
@@ -297,9 +300,19 @@ export class Budget {
     return `budget: ${fmt(this.spent)} spent${held ? ` and ${fmt(held)} held by running attempts` : ''}, and this attempt may cost up to ${fmt(estimate)}: that would pass ${field} ${fmt(this.capMicroUsd ?? 0)}; the attempt was not started`;
   }
 
-  /** Marks `r`'s key uncounted when the unpriced attempt used tokens and ended charged 0 (a USD budget only). */
-  private noteUncounted(r: Reservation, costMicroUsd: number | null, usedTokens: boolean): void {
-    if (this.unit === 'usd' && usedTokens && costMicroUsd === null && r.liveMicroUsd === 0) this.uncounted.add(r.key);
+  /** Marks `r`'s key uncounted when the unpriced attempt of an engine that spends ended charged 0. */
+  private noteUncounted(r: Reservation, costMicroUsd: number | null, spends: boolean): void {
+    if (spends && costMicroUsd === null && r.liveMicroUsd === 0) this.uncounted.add(r.key);
+  }
+
+  /** The keys (engine/model) whose spend could not be counted (see uncounted), for the run's spend state. */
+  uncountedKeys(): string[] {
+    return [...this.uncounted];
+  }
+
+  /** Keys a run of this budget found uncounted before (a resumed run): refused as if found by this one. */
+  seedUncounted(keys: readonly string[]): void {
+    for (const k of keys) this.uncounted.add(k);
   }
 
   /** Why an attempt on a key of `uncounted` was not started, and what would let it run. */
@@ -307,7 +320,9 @@ export class Budget {
     const slash = key.indexOf('/');
     const model = key.slice(slash + 1);
     const on = model ? `${key.slice(0, slash)} (${model})` : key.slice(0, slash);
-    return `budget: the cost of ${on} stays unknown: an attempt on it used tokens and ended with no cost reported and no price to count its tokens by (no catalog price for its model, no max_attempt_usd, no past attempts in the eval log), so budget_usd cannot count its attempts; the attempt was not started. Give the engine or the task a max_attempt_usd (each attempt then counts that much), name a model the catalog prices, or cap the run with budget_tokens; then verdict resume RUN`;
+    if (this.unit === 'tokens')
+      return `budget: the tokens of ${on} stay unknown: an attempt on it ended without reporting them, so budget_tokens cannot count its attempts; the attempt was not started. Give the task a max_attempt_tokens (each attempt then counts that much), then verdict resume RUN`;
+    return `budget: the cost of ${on} stays unknown: an attempt on it ended with no cost reported and no price to count its tokens by (no catalog price for its model, no max_attempt_usd, no past attempts in the eval log), so budget_usd cannot count its attempts; the attempt was not started. Give the engine or the task a max_attempt_usd (each attempt then counts that much), name a model the catalog prices, or cap the run with budget_tokens; then verdict resume RUN`;
   }
 
   /**

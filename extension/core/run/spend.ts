@@ -28,8 +28,28 @@ export interface RunSpendReport {
 export interface SpendHold {
   usd: Reservation | null;
   tokens: Reservation;
-  /** The task whose envelopes it counts against. */
+  /** The task the step runs for (its worker, or the task its reader reads for). */
   task: string;
+  /**
+   * The key of the envelope it counts against (the task's own budget_usd / budget_tokens): the task's key, or for a
+   * best-of-N candidate its group's, so that one envelope covers every candidate and the group's readers.
+   */
+  envelope: string;
+  /**
+   * False for the built-in script engine, which runs a bash script and calls no model; true for every other engine: an
+   * attempt of it whose cost (or tokens) stays unknown with nothing bounding it is uncounted spend (Budget.priced).
+   */
+  spends: boolean;
+}
+
+/** The envelope key of a task: a best-of-N candidate counts against its group's budget, any other task its own. */
+function envelopeOf(task: SpendTask): string {
+  return task.candidate !== undefined && task.group !== undefined ? task.group : task.key;
+}
+
+/** False for the built-in script engine (a bash script, no model: it spends nothing); see SpendHold.spends. */
+function spendsOf(engine: Pick<EngineSpec, 'name'> & Partial<Pick<EngineSpec, 'harness'>>): boolean {
+  return engine.harness !== 'script';
 }
 
 /** What a run spent before this orchestrator took it over (a resumed run), per budget and per task; see RunSpend.seed. */
@@ -38,10 +58,13 @@ export interface PriorSpend {
   usd: { total: number; perTask: ReadonlyMap<string, number> };
   /** Tokens used in all, and per task key. */
   tokens: { total: number; perTask: ReadonlyMap<string, number> };
+  /** The engine/model keys whose spend (USD) or tokens could not be counted (Budget.uncountedKeys): refused again. */
+  uncounted?: { usd: readonly string[]; tokens: readonly string[] };
 }
 
 /** The task fields the budgets read: its key and type, its envelopes and its per-attempt reserves. */
-export type SpendTask = Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd' | 'budgetTokens' | 'maxAttemptTokens'>;
+export type SpendTask = Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd' | 'budgetTokens' | 'maxAttemptTokens'> &
+  Partial<Pick<TaskSpec, 'group' | 'candidate'>>;
 
 /** Which step a reader is, for the eval log's p90 of that step (review rows, else critique, rank and distinguish rows). */
 export type ReaderStep = 'review' | 'critique' | 'rank' | 'distinguish';
@@ -85,26 +108,31 @@ export function continuedBudgets(
  * (an attempt of unknown cost counts 0 there: the only figure left). The larger of the two counts.
  */
 export function priorSpend(state: Pick<RunState, 'spend' | 'tasks'>): PriorSpend {
+  // Per envelope (a best-of-N candidate's attempts count against its group's: envelopeOf): its attempts' sum.
+  const attemptsUsd = new Map<string, number>();
+  const attemptsTokens = new Map<string, number>();
+  for (const t of state.tasks) {
+    const key = t.candidate !== undefined && t.group !== undefined ? t.group : t.key;
+    for (const a of t.attempts ?? []) {
+      attemptsUsd.set(key, (attemptsUsd.get(key) ?? 0) + (a.costMicroUsd ?? 0));
+      attemptsTokens.set(key, (attemptsTokens.get(key) ?? 0) + (a.tokensIn ?? 0) + (a.tokensOut ?? 0));
+    }
+  }
   const usd = new Map<string, number>();
   const tokens = new Map<string, number>();
   let usdSum = 0;
   let tokenSum = 0;
-  for (const t of state.tasks) {
-    let u = 0;
-    let n = 0;
-    for (const a of t.attempts ?? []) {
-      u += a.costMicroUsd ?? 0;
-      n += (a.tokensIn ?? 0) + (a.tokensOut ?? 0);
-    }
-    const recorded = state.spend?.byTask?.[t.key];
-    usd.set(t.key, Math.max(u, recorded?.usd ?? 0));
-    tokens.set(t.key, Math.max(n, recorded?.tokens ?? 0));
-    usdSum += usd.get(t.key) ?? 0;
-    tokenSum += tokens.get(t.key) ?? 0;
+  for (const key of new Set([...attemptsUsd.keys(), ...Object.keys(state.spend?.byTask ?? {})])) {
+    const recorded = state.spend?.byTask?.[key];
+    usd.set(key, Math.max(attemptsUsd.get(key) ?? 0, recorded?.usd ?? 0));
+    tokens.set(key, Math.max(attemptsTokens.get(key) ?? 0, recorded?.tokens ?? 0));
+    usdSum += usd.get(key) ?? 0;
+    tokenSum += tokens.get(key) ?? 0;
   }
   return {
     usd: { total: Math.max(usdSum, state.spend?.spentMicroUsd ?? 0), perTask: usd },
     tokens: { total: Math.max(tokenSum, state.spend?.tokens?.spent ?? 0), perTask: tokens },
+    uncounted: { usd: state.spend?.uncounted?.usd ?? [], tokens: state.spend?.uncounted?.tokens ?? [] },
   };
 }
 
@@ -166,6 +194,8 @@ export class RunSpend {
   seed(prior: PriorSpend): void {
     this.budget.seed(prior.usd.total, prior.usd.perTask);
     this.tokenBudget.seed(prior.tokens.total, prior.tokens.perTask);
+    this.budget.seedUncounted(prior.uncounted?.usd ?? []);
+    this.tokenBudget.seedUncounted(prior.uncounted?.tokens ?? []);
     this.changed();
   }
 
@@ -177,7 +207,7 @@ export class RunSpend {
    * its spend through progress().
    */
   admit(
-    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'> & Partial<Pick<EngineSpec, 'harness'>>,
     model: string | null,
     task: SpendTask,
   ): SpendHold | string | (BudgetWait & { note: string | null }) {
@@ -193,7 +223,7 @@ export class RunSpend {
       if (usd) this.release(usd);
       return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model, 'work');
     }
-    const hold: SpendHold = { usd, tokens, task: task.key };
+    const hold: SpendHold = { usd, tokens, task: task.key, envelope: envelopeOf(task), spends: spendsOf(engine) };
     this.workers.set(task.key, hold);
     this.ended.delete(task.key);
     this.changed();
@@ -235,7 +265,7 @@ export class RunSpend {
    * stay unknown, charged its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
    */
   async admitReader(
-    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'> & Partial<Pick<EngineSpec, 'harness'>>,
     model: string | null,
     task: SpendTask,
     step: ReaderStep,
@@ -253,7 +283,7 @@ export class RunSpend {
 
   /** admitReader's one try: a hold, a refusal, or the BudgetWait (with its note) of an engine nothing prices. */
   private reserveReader(
-    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>,
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'> & Partial<Pick<EngineSpec, 'harness'>>,
     model: string | null,
     task: SpendTask,
     step: ReaderStep,
@@ -270,7 +300,7 @@ export class RunSpend {
       if (usd) this.release(usd);
       return tokens === null ? this.tokenBudget.refusal(key, null, tokenBounds) : this.waitNote(tokens, 'tokens', engine.name, model, step);
     }
-    const hold: SpendHold = { usd, tokens, task: task.key };
+    const hold: SpendHold = { usd, tokens, task: task.key, envelope: envelopeOf(task), spends: spendsOf(engine) };
     const open = this.readers.get(task.key) ?? new Set<SpendHold>();
     open.add(hold);
     this.readers.set(task.key, open);
@@ -317,10 +347,15 @@ export class RunSpend {
     this.onFreed?.();
   }
 
-  /** Drops a USD reservation that another budget refused, and wakes whoever waited for its engine. */
+  /**
+   * Drops a USD reservation that another budget refused; when it held its engine as unpriced, wakes whoever waited for
+   * it. A plain reservation wakes nobody: nobody waited for it, and waking the held-back attempts then had two of them
+   * admit and release each other forever (the orchestrator spun at 100 % CPU under a budget_tokens with three tasks).
+   */
   private release(r: Reservation): void {
+    const held = r.unpriced === true;
     this.budget.release(r);
-    this.wake();
+    if (held) this.wake();
   }
 
   /**
@@ -350,14 +385,22 @@ export class RunSpend {
       budgetMicroUsd: this.budget.capMicroUsd,
       tokens: { spent: t.spentLiveMicroUsd, reserved: t.reservedMicroUsd, budget: t.capMicroUsd },
       byTask: this.byTask(),
+      ...this.uncountedState(),
     };
+  }
+
+  /** `{uncounted}` when some engine/model's spend could not be counted (Budget.uncountedKeys), else nothing. */
+  private uncountedState(): Pick<RunSpendState, 'uncounted'> {
+    const usd = this.budget.uncountedKeys();
+    const tokens = this.tokenBudget.uncountedKeys();
+    return usd.length || tokens.length ? { uncounted: { usd, tokens } } : {};
   }
 
   /** Settled spend per task (micro-USD and tokens), for a resumed run's seed; only tasks that spent. */
   private byTask(): Record<string, { usd: number; tokens: number }> {
     const out: Record<string, { usd: number; tokens: number }> = {};
     for (const k of new Set([...this.budget.taskKeys(), ...this.tokenBudget.taskKeys()]))
-      out[k] = { usd: this.budget.taskSettled(k), tokens: this.tokenBudget.taskSettled(k) };
+      out[k] = { usd: this.budget.taskSpentLive(k), tokens: this.tokenBudget.taskSpentLive(k) };
     return out;
   }
 
@@ -396,7 +439,7 @@ export class RunSpend {
 
   private bounds(engine: Pick<EngineSpec, 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask, step: 'work' | ReaderStep): AttemptBounds {
     const taskMax = task.maxAttemptUsd !== undefined ? Math.round(task.maxAttemptUsd * 1_000_000) : null;
-    const envelope = { key: task.key, capMicroUsd: task.budgetUsd === undefined ? null : Math.round(task.budgetUsd * 1_000_000) };
+    const envelope = { key: envelopeOf(task), capMicroUsd: task.budgetUsd === undefined ? null : Math.round(task.budgetUsd * 1_000_000) };
     const work = model === null ? null : (this.history.get(this.key(model, task, 'work')) ?? null);
     if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: taskMax ?? engine.maxAttemptMicroUsd ?? null, task: envelope };
     // A reader: its own step's p90, else its engine's (else the task's) max_attempt_usd, else the work p90 as a bound.
@@ -406,7 +449,7 @@ export class RunSpend {
   }
 
   private tokenBounds(model: string | null, task: SpendTask, step: 'work' | ReaderStep): AttemptBounds {
-    const envelope = { key: task.key, capMicroUsd: task.budgetTokens ?? null };
+    const envelope = { key: envelopeOf(task), capMicroUsd: task.budgetTokens ?? null };
     const maxAttempt = task.maxAttemptTokens ?? null;
     const work = model === null ? null : (this.tokenHistory.get(this.key(model, task, 'work')) ?? null);
     if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: maxAttempt, task: envelope };
@@ -480,7 +523,7 @@ export class RunSpend {
     if (hold.usd && cost !== null) this.budget.progress(hold.usd, cost);
     if (tokens !== null) this.tokenBudget.progress(hold.tokens, tokens);
     this.changed();
-    this.checkCaps(hold.task);
+    this.checkCaps(hold.envelope);
   }
 
   /** Tells onOver about a cap passed (the run's, else the task's; USD first, then tokens); each at most once. */
@@ -521,8 +564,8 @@ export class RunSpend {
     const hold = this.workers.get(taskKey);
     if (!hold) return;
     this.ended.add(taskKey);
-    if (hold.usd) this.budget.priced(hold.usd, costMicroUsd, (tokens ?? 0) > 0);
-    this.tokenBudget.priced(hold.tokens, tokens);
+    if (hold.usd) this.budget.priced(hold.usd, this.believed(hold, costMicroUsd, tokens), hold.spends);
+    this.tokenBudget.priced(hold.tokens, tokens, hold.spends);
     this.changed();
     this.wake();
   }
@@ -606,10 +649,20 @@ export class RunSpend {
     if (this.workers.get(hold.task) === hold) this.workers.delete(hold.task);
     const readers = this.readers.get(hold.task);
     if (readers?.delete(hold) && !readers.size) this.readers.delete(hold.task);
-    if (hold.usd) this.budget.settle(hold.usd, costMicroUsd, (tokens ?? 0) > 0);
-    this.tokenBudget.settle(hold.tokens, tokens);
+    if (hold.usd) this.budget.settle(hold.usd, this.believed(hold, costMicroUsd, tokens), hold.spends);
+    this.tokenBudget.settle(hold.tokens, tokens, hold.spends);
     this.changed();
     this.wake();
+  }
+
+  /**
+   * The final cost of a step as the budget takes it: null (unknown) when its final report counts fewer tokens than the
+   * step streamed while it ran — a final event the worker forged with small totals and then killed its engine before
+   * the real one (four Claude Code sessions of 420,000 tokens each were counted 1 µUSD apiece and priced their engine
+   * at that). Unknown, it is charged what it reported while running, or counted as uncounted spend (Budget.settle).
+   */
+  private believed(hold: SpendHold, costMicroUsd: number | null, tokens: number | null): number | null {
+    return tokens !== null && hold.tokens.liveMicroUsd > tokens ? null : costMicroUsd;
   }
 
   /**

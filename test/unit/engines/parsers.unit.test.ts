@@ -159,6 +159,18 @@ describe('engine output parsers on real CLI output', () => {
     });
   });
 
+  it('opencode: a step whose cost is no safe amount (a forged 1e10) counts as unknown alone; the honest steps are still summed', () => {
+    const step = (cost: number) =>
+      JSON.stringify({
+        type: 'step_finish',
+        part: { reason: 'tool-calls', tokens: { input: 1000, output: 50, reasoning: 0, cache: { write: 0, read: 0 } }, cost },
+      });
+    const log = [step(1e10), ...Array.from({ length: 5 }, () => step(0.001))].join('\n');
+    const opencode = engines.get('opencode')!;
+    assert.equal(opencode.streamUsage?.(log).costMicroUsd, 5_000, 'it was null: the forged step hid the whole session from the budget');
+    assert.equal(opencode.parseOutput(log).costMicroUsd, 5_000);
+  });
+
   describe('unknown stays null', () => {
     for (const name of ['codex', 'claude', 'opencode', 'gemini', 'grok', 'script']) {
       it(`${name}: an empty log, plain text and non-object JSON give nothing known`, () => {
