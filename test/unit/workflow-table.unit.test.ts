@@ -16,7 +16,7 @@ import type { Step } from '../../extension/core/run/steps/context';
 const step = (name: string): Step => ({ name: name as Step['name'], when: () => true, run: async () => null });
 
 describe('workflow plugins: one table (run/workflows/index.ts)', () => {
-  it('puts each workflow step right after the default step it names: generate after red, before suite and review', () => {
+  it('puts each workflow step right after (or before) the default step it names: generate after red, before suite and review', () => {
     const names = ATTEMPT_STEPS.map((s) => s.name);
     assert.deepEqual(names, ['prepare', 'inputs', 'work', 'seal', 'guard', 'check', 'red', 'generate', 'suite', 'review', 'critique', 'deliver']);
     assert.equal(
@@ -29,6 +29,23 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
   it('refuses a workflow step that follows a step the attempt does not have, naming the workflow and both steps', () => {
     const bad: Workflow = { name: 'nowhere', steps: [{ step: step('generate'), after: 'nosuch' as Step['name'] }] };
     assert.throws(() => withWorkflowSteps(DEFAULT_STEPS, [bad]), /workflow nowhere: its step generate follows step nosuch, which the attempt does not have/);
+  });
+
+  it('places a step anchored `before` a default step the same whatever the table order: generate before suite', () => {
+    const generate = WORKFLOWS.find((w) => w.name === 'generate');
+    assert.ok(generate?.steps?.some((s) => s.step.name === 'generate' && 'before' in s && s.before === 'suite'));
+    const rest = WORKFLOWS.filter((w) => w !== generate);
+    for (const order of [
+      [generate!, ...rest],
+      [...rest, generate!],
+    ]) {
+      assert.deepEqual(
+        withWorkflowSteps(DEFAULT_STEPS, order).map((s) => s.name),
+        ATTEMPT_STEPS.map((s) => s.name),
+      );
+    }
+    const bad: Workflow = { name: 'nowhere', steps: [{ step: step('generate'), before: 'nosuch' as Step['name'] }] };
+    assert.throws(() => withWorkflowSteps(DEFAULT_STEPS, [bad]), /workflow nowhere: its step generate precedes step nosuch, which the attempt does not have/);
   });
 
   it('keeps table order for two workflows after the same step, and leaves its input untouched', () => {
@@ -55,7 +72,7 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
 
   it('registers critique, and the runner, the task graph, the attempt and resume name no critique: they reach it through the table', () => {
     const critique = WORKFLOWS.find((w) => w.name === 'critique');
-    assert.ok(critique?.steps?.some((s) => s.step.name === 'critique' && s.after === 'review'));
+    assert.ok(critique?.steps?.some((s) => s.step.name === 'critique' && 'after' in s && s.after === 'review'));
     assert.equal(
       DEFAULT_STEPS.some((s) => s.name === 'critique'),
       false,
@@ -77,7 +94,7 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
 
   it('registers phases: step red follows check through the table, and the check step and the default steps name no phases', () => {
     const phases = WORKFLOWS.find((w) => w.name === 'phases');
-    assert.ok(phases?.steps?.some((s) => s.step.name === 'red' && s.after === 'check'));
+    assert.ok(phases?.steps?.some((s) => s.step.name === 'red' && 'after' in s && s.after === 'check'));
     assert.equal(
       DEFAULT_STEPS.some((s) => s.name === 'red'),
       false,

@@ -21,16 +21,18 @@ export type { PoolPartCheck, Workflow, WorkflowHost, WorkflowPoolPart, WorkflowR
 export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, generateWorkflow, critiqueWorkflow, bestOfNWorkflow];
 
 /**
- * The steps of an attempt: `base` with each workflow's steps inserted right after the step each names (in table order).
+ * The steps of an attempt: `base` with each workflow's steps inserted right after (`after`) or right before (`before`)
+ * the step each names, in table order.
  * @throws Error when a workflow names a step that `base` does not have
  */
 export function withWorkflowSteps(base: readonly Step[], workflows: readonly Workflow[] = WORKFLOWS): Step[] {
   const steps = [...base];
   for (const w of workflows) {
-    for (const { step, after } of w.steps ?? []) {
-      const at = steps.findIndex((s) => s.name === after);
-      if (at < 0) throw new Error(`workflow ${w.name}: its step ${step.name} follows step ${after}, which the attempt does not have`);
-      steps.splice(at + 1, 0, step);
+    for (const anchored of w.steps ?? []) {
+      const [anchor, side] = 'after' in anchored ? [anchored.after, 'follows'] : [anchored.before, 'precedes'];
+      const at = steps.findIndex((s) => s.name === anchor);
+      if (at < 0) throw new Error(`workflow ${w.name}: its step ${anchored.step.name} ${side} step ${anchor}, which the attempt does not have`);
+      steps.splice('after' in anchored ? at + 1 : at, 0, anchored.step);
     }
   }
   return steps;

@@ -19,12 +19,21 @@ export interface WorkflowHost {
   graph: TaskGraph;
 }
 
-/** A step a workflow adds to every attempt, placed right after the default step named `after`. */
-export interface WorkflowStep {
-  step: Step;
-  /** The default step (steps/index.ts) this one follows. */
-  after: StepName;
-}
+/**
+ * A step a workflow adds to every attempt, placed right after the default step named `after`, or right before the one
+ * named `before` (anchored on a default step, so its place does not depend on the table's order).
+ */
+export type WorkflowStep =
+  | {
+      step: Step;
+      /** The default step (steps/index.ts) this one follows. */
+      after: StepName;
+    }
+  | {
+      step: Step;
+      /** The default step (steps/index.ts) this one precedes. */
+      before: StepName;
+    };
 
 /** One workflow: every hook optional, each called for every task (a hook returns early for a task not its own). */
 export interface Workflow {

@@ -8,7 +8,8 @@ import { joinGenerated } from './join';
 
 export const generateWorkflow: Workflow = {
   name: 'generate',
-  steps: [{ step: generateStep, after: 'red' }],
+  // Before `suite`, a step every attempt has (so after the check and any step a workflow puts after it).
+  steps: [{ step: generateStep, before: 'suite' }],
   statusPending: (task) => plannedTasks.has(task),
   onSettled({ run, graph }, task) {
     if (task.state.status === 'PASS' && plannedTasks.has(task)) joinGenerated(run, graph, task);
