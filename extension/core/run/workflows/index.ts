@@ -18,7 +18,7 @@ import { bestOfNWorkflow } from './best-of-n';
 export type { PoolPartCheck, Workflow, WorkflowHost, WorkflowPoolPart, WorkflowRelease, WorkflowRun, WorkflowStep } from './workflow';
 
 /** Every registered workflow. */
-export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, generateWorkflow, critiqueWorkflow, bestOfNWorkflow];
+export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, critiqueWorkflow, bestOfNWorkflow, generateWorkflow];
 
 /**
  * The steps of an attempt: `base` with each workflow's steps inserted right after (`after`) or right before (`before`)
