@@ -4,6 +4,7 @@ import type { Manifest } from '../core/manifest/types';
 import { FROZEN_MANIFEST_FIX, lintFrozenManifest, loadFrozenManifest } from '../core/run/frozen-manifest';
 import { startGate, startGateLines } from '../core/manifest/lint';
 import { tasksToRunAgain } from '../core/run/resume';
+import { workflowRerunRules } from '../core/run/workflows';
 import { InputError, type Io } from './io';
 import { resolveRun } from './runs-command';
 import { reconcileAndReport, runCommand, type RunFlags } from './run-command';
@@ -31,7 +32,7 @@ export async function continueCommand(run: string, verb: 'resume' | 'rerun', tas
     io.out(`run ${runId} was already resumed as run ${successor.state.runId} (${successor.liveness}); ${verb} that one`);
     return verb === 'resume' ? 0 : 2;
   }
-  const plan = tasksToRunAgain(state, { verb, task });
+  const plan = tasksToRunAgain(state, { verb, task }, workflowRerunRules);
   if ('refused' in plan) {
     if (verb === 'resume') {
       io.out(`run ${runId}: ${plan.refused}`);

@@ -17,7 +17,8 @@ function task(key: string, status: string, over: Record<string, unknown> = {}): 
   return {
     spec: { key, after: [], maxAttempts: 2, ...over },
     abort: new AbortController(),
-    state: { key, status, commit: null, attempts: [] },
+    // As the live run writes a task's state entry (run/live-run.ts): its `after` and workflow fields mirrored.
+    state: { key, status, commit: null, attempts: [], ...over },
     summary: { key, verdict: 'CANCELLED', attempts: 0, durationMs: 0, tokens: 0, verified: null, branch: null, commit: null, reason: '', checkOutput: '' },
     records: [],
     used: 1,

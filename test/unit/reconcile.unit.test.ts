@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { reconcileDeadRuns } from '../../extension/core/run/reconcile';
 import { takeRun } from '../../extension/core/run/resume';
+import { workflowRerunRules } from '../../extension/core/run/workflows';
 import { appendWorker, openWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
 import { attemptDir, evalLogPath } from '../../extension/core/config/home';
 import type { AttemptState, RunState } from '../../extension/core/live/state';
@@ -294,7 +295,7 @@ describe('takeRun reconciles once: only its own run, only when no one has yet', 
   it('a dead run taken over without an earlier reconcile is reconciled by takeRun (its task runs again); another dead run is left to its own command', async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     const [mine, other] = [dead(home, 'r1'), dead(home, 'r2')];
-    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map());
+    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map(), workflowRerunRules);
     await cont.release();
     assert.equal(cont.state.tasks[0]!.attempts[0]!.verdict, 'INTERRUPTED');
     assert.deepEqual([...cont.again], ['t']);
@@ -308,7 +309,7 @@ describe('takeRun reconciles once: only its own run, only when no one has yet', 
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     dead(home, 'r1');
     await reconcileDeadRuns(home, new Map());
-    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map());
+    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map(), workflowRerunRules);
     await cont.release();
     assert.equal(fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').length, 1);
     assert.deepEqual([...cont.again], ['t']);

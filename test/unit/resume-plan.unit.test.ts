@@ -1,6 +1,12 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import assert from 'node:assert/strict';
-import { tasksToRunAgain } from '../../extension/core/run/resume';
+import { tasksToRunAgain as plan } from '../../extension/core/run/resume';
+import { workflowRerunRules } from '../../extension/core/run/workflows';
 import type { RunState, TaskState } from '../../extension/core/live/state';
+
+/** The plan with the workflow table's rules, as the CLI and the runner ask it. */
+const tasksToRunAgain = (state: RunState, req: Parameters<typeof plan>[1]) => plan(state, req, workflowRerunRules);
 
 const task = (key: string, status: string, extra: Partial<TaskState> = {}): TaskState =>
   ({
@@ -89,5 +95,15 @@ describe('which tasks a resume or rerun of a run that ended runs again (run/resu
       task('fix--c2', 'FAIL', { group: 'fix', candidate: 2 }),
     ]);
     assert.deepEqual(tasksToRunAgain(lost, { verb: 'rerun', task: 'fix--c2' }), { again: ['fix', 'fix--c2'] });
+  });
+
+  it('a planner whose tasks joined the run is not rerun (the generate workflow refuses it); resume.ts names no workflow', () => {
+    const planned = run([task('plan', 'PASS', { generated: ['g1', 'g2'] }), task('g1', 'FAIL'), task('g2', 'PASS')]);
+    assert.deepEqual(tasksToRunAgain(planned, { verb: 'rerun', task: 'plan' }), {
+      refused: 'plan is a planner whose tasks already joined the run (g1, g2); rerun those instead',
+    });
+    assert.deepEqual(tasksToRunAgain(planned, { verb: 'resume' }), { again: ['g1'] });
+    const text = fs.readFileSync(path.resolve('extension', 'core', 'run', 'resume.ts'), 'utf8');
+    assert.doesNotMatch(text, /\.select\b|\.generated\b|\.candidate\b|best-of-N|planner|critique/, 'resume.ts names a workflow');
   });
 });

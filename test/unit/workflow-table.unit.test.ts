@@ -172,7 +172,7 @@ function hostOf(): { host: WorkflowHost; idles: () => number } {
   return { host: { run: {}, graph } as unknown as WorkflowHost, idles: () => idles };
 }
 
-const fakeTask = (key: string) => ({ spec: { key, after: [] }, state: { status: 'queued' } }) as unknown as Parameters<RunWorkflows['release']>[0];
+const fakeTask = (key: string) => ({ spec: { key, after: [] }, state: { key, status: 'queued' } }) as unknown as Parameters<RunWorkflows['release']>[0];
 
 describe("RunWorkflows: every workflow's part of one run, asked as one", () => {
   it('opens each workflow once per run; the first answer in table order releases a task; no answer leaves it to the graph', () => {
@@ -193,11 +193,11 @@ describe("RunWorkflows: every workflow's part of one run, asked as one", () => {
 
   it('a refusal of a rerun comes from the first workflow that refuses; stop, keepWaiting, waitsAgainFor and passNotNeeded ask every one', () => {
     const stopped: string[] = [];
-    const a: Workflow = { name: 'a', open: () => ({ refuseRerun: () => null, onStop: (_t, r) => void stopped.push(`a ${r}`), keepWaiting: () => false }) };
+    const a: Workflow = { name: 'a', refuseRerun: () => null, open: () => ({ onStop: (_t, r) => void stopped.push(`a ${r}`), keepWaiting: () => false }) };
     const b: Workflow = {
       name: 'b',
+      refuseRerun: (t) => `b refuses ${t.key}`,
       open: () => ({
-        refuseRerun: (t) => `b refuses ${t.spec.key}`,
         onStop: (_t, r) => void stopped.push(`b ${r}`),
         keepWaiting: () => true,
         waitsAgainFor: (_t, k) => k === 'x',

@@ -21,7 +21,7 @@ import { DEFAULT_POLICY, PreflightError, preflight, type Preflight, type ReaderE
 import { engineVersionWarnings } from './engine-versions';
 import { priorTasks } from './prior';
 import { DEFAULT_MAX_QUOTA_WAIT_MS, EngineWaits, wakeTime } from './quota-wait';
-import { ContinueError, reopenState, takeRun, type RunContinuation } from './resume';
+import { ContinueError, reopenState, takeRun, type RerunRules, type RunContinuation } from './resume';
 import type { RunOptions } from './run-options';
 import type { PriorTask, RunEvent } from './run-types';
 import { continuedBudgets, priorSpend, RunSpend, subscriptionEngines } from './spend';
@@ -72,10 +72,10 @@ export interface LiveRun {
 
 /**
  * Sets the run up: preflight (nothing created when it fails; `readers`: the engines of the workflows' readers of a task), the run's and (plain mode) the workdir's locks, the
- * frozen manifest, state.json written and its heartbeat started, the run's opening notes said.
+ * continued run taken over (`rerun`: what the workflows say of running its tasks again), the frozen manifest, state.json written and its heartbeat started, the run's opening notes said.
  * @throws PreflightError before anything is created (also when the run or the workdir is held by another)
  */
-export async function openRun(opts: RunOptions, readers: ReaderEngines): Promise<LiveRun> {
+export async function openRun(opts: RunOptions, readers: ReaderEngines, rerun: RerunRules): Promise<LiveRun> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
   startHelperEarly(opts);
@@ -92,7 +92,7 @@ export async function openRun(opts: RunOptions, readers: ReaderEngines): Promise
     },
     readers,
   );
-  const { cont, runId, releaseRun, releaseWorkdir } = await takeLocks(opts);
+  const { cont, runId, releaseRun, releaseWorkdir } = await takeLocks(opts, rerun);
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
   if (!cont) writeFrozenManifest(home, runId, manifest);
@@ -171,10 +171,14 @@ function startHelperEarly(opts: RunOptions): void {
  * The run's locks: one orchestrator per run (a continued run is taken over under its folder lock, refused while
  * another holds it; a new run gets a new id and its folder's lock) and, in plain mode, the workdir, this run's alone.
  * Returns the continuation (null for a new run), the run's id and the locks' releases (`releaseWorkdir` null in
- * worktree mode). A workdir already held releases the run's lock again.
+ * worktree mode). A workdir already held releases the run's lock again. `rerun`: what the workflows say of running a
+ * continued run's tasks again (run/resume.ts tasksToRunAgain).
  * @throws PreflightError when the run or the workdir is held by another, or the run cannot be continued
  */
-async function takeLocks(opts: RunOptions): Promise<{
+async function takeLocks(
+  opts: RunOptions,
+  rerun: RerunRules,
+): Promise<{
   cont: RunContinuation | null;
   runId: string;
   releaseRun: () => Promise<void>;
@@ -183,7 +187,7 @@ async function takeLocks(opts: RunOptions): Promise<{
   const { manifest, home } = opts;
   let cont: RunContinuation | null = null;
   try {
-    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines) : null;
+    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines, rerun) : null;
   } catch (e) {
     if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
     throw e;

@@ -10,6 +10,7 @@ import { runDir } from '../config/home';
 import { shortHost } from '../host/hostname';
 import { describeRun, readState } from '../live/registry';
 import type { RunState } from '../live/state';
+import type { TaskState } from '../../../schemas/run-state';
 import type { RunResume } from '../../../schemas/run-state';
 import { statusInfo } from '../../../schemas/status';
 import type { EngineSpec } from '../../../engines/types';
@@ -31,6 +32,17 @@ export interface ContinueRequest {
   budgetTokens?: number;
 }
 
+/**
+ * What the workflows say of running a task of a run again, from its state entry: the workflow table's
+ * (run/workflows/index.ts workflowRerunRules), handed in by the caller (the table reaches the live run).
+ */
+export interface RerunRules {
+  /** Why `verdict rerun` of `task` is refused (the first workflow that refuses it), or null. */
+  refuse(task: TaskState): string | null;
+  /** True when `verdict resume` leaves `task` (of `state`) as it ended, whatever its status. */
+  kept(task: TaskState, state: RunState): boolean;
+}
+
 /** A run taken over by this process (see takeRun): the runner continues it. */
 export interface RunContinuation {
   /** The run's state as read under its lock (reconciled first); the runner takes this object over. */
@@ -47,26 +59,20 @@ export interface RunContinuation {
 
 /**
  * Which tasks of `state` run again: for `resume` every task whose status is resumable (schemas/status.ts: all but
- * PASS and SKIPPED, BLOCKED included) except the candidates of a best-of-N task that already passed; for `rerun` the
- * task and, transitively, its dependents that ended BLOCKED (a best-of-N task's own entry among them when it had no
- * winner) or that read one of them as an input (state.json `inputs.entries`), whatever they ended.
+ * PASS and SKIPPED, BLOCKED included) except those a workflow keeps as they ended (`rules.kept`); for `rerun` the
+ * task, unless a workflow refuses it (`rules.refuse`), and, transitively, its dependents that ended BLOCKED or that
+ * read one of them as an input (state.json `inputs.entries`), whatever they ended.
  * Returns the keys in manifest order, or why nothing can run.
  */
-export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'verb' | 'task'>): { again: string[] } | { refused: string } {
+export function tasksToRunAgain(state: RunState, req: Pick<ContinueRequest, 'verb' | 'task'>, rules: RerunRules): { again: string[] } | { refused: string } {
   if (req.verb === 'resume') {
-    // A best-of-N candidate whose task passed (another candidate won) stays as it ended.
-    const won = new Set(state.tasks.filter((t) => t.select && t.status === 'PASS').map((t) => t.key));
-    const again = state.tasks
-      .filter((t) => statusInfo(t.status).resumable && !(t.candidate !== undefined && t.group !== undefined && won.has(t.group)))
-      .map((t) => t.key);
+    const again = state.tasks.filter((t) => statusInfo(t.status).resumable && !rules.kept(t, state)).map((t) => t.key);
     return again.length ? { again } : { refused: `every task of run ${state.runId} passed; nothing to resume` };
   }
   const task = state.tasks.find((t) => t.key === req.task);
   if (!task) return { refused: `run ${state.runId} has no task ${req.task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})` };
-  if (task.select)
-    return { refused: `${task.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${(task.after ?? []).join(', ')})` };
-  if (task.generated?.length)
-    return { refused: `${task.key} is a planner whose tasks already joined the run (${task.generated.join(', ')}); rerun those instead` };
+  const refused = rules.refuse(task);
+  if (refused !== null) return { refused };
   if (task.status === 'BLOCKED') {
     const gate = graphGate((task.after ?? []).map((k) => ({ key: k, status: state.tasks.find((t) => t.key === k)?.status ?? 'absent' })));
     if (gate.kind === 'blocked')
@@ -101,10 +107,17 @@ export class ContinueError extends Error {
  * refused here, naming the orchestrator that holds it), then reconciles it if its orchestrator died and no one has yet
  * (its unfinished attempts get INTERRUPTED rows; the command that calls this has usually reconciled every dead run
  * already, and then nothing is done twice), then reads its state and decides the tasks to run again.
+ * @param rules what the workflows say of running a task again (tasksToRunAgain)
  * @throws RunBusyError (run/workdir-lock.ts) when another orchestrator holds the run; ContinueError when it is live
  *   under an orchestrator that holds no lock, its state cannot be read, or nothing is left to run
  */
-export async function takeRun(home: string, req: ContinueRequest, identity: string, engines: ReadonlyMap<string, EngineSpec>): Promise<RunContinuation> {
+export async function takeRun(
+  home: string,
+  req: ContinueRequest,
+  identity: string,
+  engines: ReadonlyMap<string, EngineSpec>,
+  rules: RerunRules,
+): Promise<RunContinuation> {
   const release = await lockRun(runDir(home, req.runId), selfHolder(req.runId, identity));
   try {
     const stateFile = path.join(runDir(home, req.runId), 'state.json');
@@ -119,7 +132,7 @@ export async function takeRun(home: string, req: ContinueRequest, identity: stri
       throw new ContinueError(
         `run ${req.runId} is live (pid ${read.state.pid} on ${read.state.host}); ${req.verb} of a live run goes through its control channel`,
       );
-    const plan = tasksToRunAgain(read.state, req);
+    const plan = tasksToRunAgain(read.state, req, rules);
     if ('refused' in plan) throw new ContinueError(plan.refused);
     const kept = new Map(summaryFromRecords(home, info).tasks.map((t) => [t.key, t]));
     const resume: RunResume = { verb: req.verb, by: identity, host: shortHost(), pid: process.pid, at: Date.now(), from: info.liveness, tasks: plan.again };

@@ -9,6 +9,8 @@ import type { AttemptRecord } from '../attempt-record';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import { DEFAULT_STEPS } from '../steps';
 import type { ReaderEngine } from '../preflight';
+import type { RerunRules } from '../resume';
+import type { TaskState } from '../../live/state';
 import type { PoolPartCheck, Workflow, WorkflowHost, WorkflowRelease, WorkflowRun } from './workflow';
 import { generateWorkflow } from './generate';
 import { critiqueWorkflow } from './critique';
@@ -53,7 +55,7 @@ export function checkOnCopy(task: TaskRuntime): boolean {
 
 /**
  * Every workflow's part of one run (Workflow.open), asked as one: by the task graph (settled, release, keepWaiting,
- * waitsAgainFor), the control handler (refuseRerun, onStop), the run's end (passNotNeeded) and the coordinator
+ * waitsAgainFor), the control handler (onStop; refuseRerun, from Workflow.refuseRerun), the run's end (passNotNeeded) and the coordinator
  * (quiet). The first workflow in table order that answers for a task decides where only one answer can hold.
  */
 export class RunWorkflows {
@@ -91,13 +93,9 @@ export class RunWorkflows {
     return this.runs.some((r) => r.waitsAgainFor?.(task, key) ?? false);
   }
 
-  /** Why a rerun of `task` is refused (the first workflow to refuse it), or null. */
+  /** Why a rerun of `task` is refused (the first workflow to refuse it, from its state entry: Workflow.refuseRerun), or null. */
   refuseRerun(task: TaskRuntime): string | null {
-    for (const r of this.runs) {
-      const why = r.refuseRerun?.(task) ?? null;
-      if (why !== null) return why;
-    }
-    return null;
+    return firstRefusal(this.workflows, task.state);
   }
 
   /** `task` was stopped by the `stop` verb: each workflow stops what goes with it. */
@@ -123,6 +121,24 @@ export class RunWorkflows {
       await this.host.graph.scheduler.idle();
     }
   }
+}
+
+/**
+ * What the workflows say of running a task of a run again, from its state entry (run/resume.ts RerunRules): the first
+ * workflow's refusal (Workflow.refuseRerun), in table order; kept when any workflow keeps it (Workflow.keptOnResume).
+ */
+export const workflowRerunRules: RerunRules = {
+  refuse: (task) => firstRefusal(WORKFLOWS, task),
+  kept: (task, state) => WORKFLOWS.some((w) => w.keptOnResume?.(task, state) ?? false),
+};
+
+/** Why running `task` again is refused: the first of `workflows` (in order) that refuses it, or null. */
+function firstRefusal(workflows: readonly Workflow[], task: TaskState): string | null {
+  for (const w of workflows) {
+    const why = w.refuseRerun?.(task) ?? null;
+    if (why !== null) return why;
+  }
+  return null;
 }
 
 /** A pool run's steps on the orchestrator: the pool's step, then every workflow's `poolSteps` in table order. */

@@ -5,6 +5,7 @@
  * workflow only through that table. A workflow's static hooks (`steps`, `statusPending`, `onSettled`) hold for every
  * run; what it keeps per run (its decisions under way) lives in the {@link WorkflowRun} its `open` makes when a run starts.
  */
+import type { RunState, TaskState } from '../../live/state';
 import type { TaskSpec } from '../../manifest/types';
 import type { EvalRow } from '../../store/eval-row';
 import type { AttemptRecord, StepName } from '../attempt-record';
@@ -99,6 +100,13 @@ export interface Workflow {
   readerEngines?(spec: TaskSpec): ReaderEngine[];
   /** What this workflow sends a pool worker with an attempt of a task of its own (`verdict run --pool`); absent: nothing. */
   pool?: WorkflowPoolPart;
+  /**
+   * Why running `task` again is refused, from its state entry (state.json), or null to let it run again: asked by the
+   * `rerun` verb of a live run (said in the acknowledgment) and by `verdict rerun` of a run that ended (run/resume.ts).
+   */
+  refuseRerun?(task: TaskState): string | null;
+  /** True when `verdict resume` of a run that ended (`run`) leaves `task` as it ended, though its status is resumable. */
+  keptOnResume?(task: TaskState, run: RunState): boolean;
   /** Called once when a run starts (after its task graph is built): the workflow's part of that run. */
   open?(host: WorkflowHost): WorkflowRun;
 }
@@ -177,8 +185,6 @@ export interface WorkflowRun {
    * old work): true to stop `task` and have it wait for its prerequisites again, as a task reading `key` as an input is.
    */
   waitsAgainFor?(task: TaskRuntime, key: string): boolean;
-  /** Why the `rerun` verb is refused for `task` (said in the acknowledgment), or null to let it run again. */
-  refuseRerun?(task: TaskRuntime): string | null;
   /** `task` was just stopped by the `stop` verb with `reason` (the same for what the workflow stops with it). */
   onStop?(task: TaskRuntime, reason: string): void;
   /** True when the run passes whatever `task` ends as (another task stands for it in the run's `allPassed`). */

@@ -168,13 +168,6 @@ export class BestOfN implements WorkflowRun {
     return { probed, unreadable };
   }
 
-  /** A group runs no worker itself: its candidates are what runs again. */
-  refuseRerun(task: TaskRuntime): string | null {
-    return task.spec.select
-      ? `${task.spec.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${task.spec.after.join(', ')})`
-      : null;
-  }
-
   /** A group stopped: its candidates that are not final stop with it. */
   onStop(task: TaskRuntime, reason: string): void {
     if (!task.spec.select) return;

@@ -9,6 +9,12 @@ import { BestOfN } from './groups';
 export const bestOfNWorkflow: Workflow = {
   name: 'best-of-N',
   open: (host) => new BestOfN(host),
+  // A group runs no worker itself: its candidates are what runs again.
+  refuseRerun: (task) =>
+    task.select ? `${task.key} is a best-of-N task and runs no worker itself: rerun one of its candidates (${(task.after ?? []).join(', ')})` : null,
+  // A candidate whose group passed (it or another candidate won) stays as it ended.
+  keptOnResume: (task, run) =>
+    task.candidate !== undefined && task.group !== undefined && run.tasks.some((g) => g.key === task.group && g.select !== undefined && g.status === 'PASS'),
   readerEngines: (spec) => {
     // The group's selection runs on the orchestrator, even on a pool run: its ranking reviewers (a ranked group's, or a
     // consensus group's tie-break) and its inputs engine read the candidates' sealed commits here.

@@ -14,11 +14,7 @@ export const generateWorkflow: Workflow = {
   onSettled({ run, graph }, task) {
     if (task.state.status === 'PASS' && plannedTasks.has(task)) joinGenerated(run, graph, task);
   },
-  open: () => ({
-    // A planner whose tasks joined the run (state.json `generated`): running it again would add them twice.
-    refuseRerun: (task) =>
-      task.state.generated?.length
-        ? `${task.spec.key} is a planner whose tasks already joined the run (${task.state.generated.join(', ')}); rerun those instead`
-        : null,
-  }),
+  // A planner whose tasks joined the run (state.json `generated`): running it again would add them twice.
+  refuseRerun: (task) =>
+    task.generated?.length ? `${task.key} is a planner whose tasks already joined the run (${task.generated.join(', ')}); rerun those instead` : null,
 };
