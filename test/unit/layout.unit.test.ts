@@ -176,6 +176,18 @@ describe('layout: import rules', () => {
     );
   });
 
+  it("keeps each workflow plugin's folder its own: outside run/workflows/ only the table (run/workflows/index.ts) is imported", () => {
+    const plugins = path.join('extension', 'core', 'run', 'workflows');
+    const inPlugin = (f: string) => f.startsWith(plugins + path.sep) && path.dirname(f) !== plugins;
+    const stray = ['extension', 'engines', 'schemas']
+      .flatMap(sources)
+      .filter((f) => !f.startsWith(plugins + path.sep))
+      .flatMap((f) => projectImportsOf(f).map((i) => ({ f, i })))
+      .filter(({ i }) => inPlugin(i) || (path.dirname(i) === plugins && path.basename(i) !== 'index' && path.basename(i) !== 'workflow'))
+      .map(({ f, i }) => `${f} -> ${i}`);
+    assert.deepEqual(stray, []);
+  });
+
   it('keeps live/ (state files, registry, watch) below run/ and dashboard/', () => {
     assert.deepEqual(
       strayImports(['extension/core/live'], (l) => l === 'core/run' || l === 'core/dashboard'),

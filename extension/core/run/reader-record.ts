@@ -7,7 +7,7 @@
 import type { UsageReport } from '../../../engines/types';
 import type { Receipt } from '../process/supervisor';
 import { labOf, type EvalRow } from '../store/eval-row';
-import type { CheckedCriticism } from './workflows/critique/loop';
+import type { CheckedCriticism } from './criticism';
 import type { ReviewVerdict } from './review-verdict';
 
 /** One read-only engine run. Times epoch ms; cost integer micro-USD, null when unknown. */

@@ -6,17 +6,8 @@
  * verified criticism. What is still open then is the report's "unresolved". No I/O.
  */
 import { tailBytes } from '../../../store/eval-row';
-import { isCommand, type Criticism } from './verdict';
-
-/** One criticism of one critic, after it was checked against the proposal. */
-export type CheckedCriticism = Criticism & {
-  /** The critic's 1-based position in `critique.critics`. */
-  critic: number;
-  /** It points at something checkable: a file and line that exist in the sealed tree, or a command that failed. */
-  verified: boolean;
-  /** Verified: what was found (the line's text; the command's exit code and output tail). Dropped: why. */
-  evidence: string;
-};
+import type { CheckedCriticism, Criticism } from '../../criticism';
+import { isCommand } from './verdict';
 
 /** One round: the critics' criticisms of one proposal (an attempt that passed its check) and what followed. */
 export interface CritiqueRound {

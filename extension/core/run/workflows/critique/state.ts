@@ -10,7 +10,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import type { CheckedCriticism, CritiqueLoop, CritiqueRound } from './loop';
+import type { CheckedCriticism } from '../../criticism';
+import type { CritiqueLoop, CritiqueRound } from './loop';
 
 /** The file's format version; another version is refused. */
 export const LOOP_FILE_VERSION = 1;

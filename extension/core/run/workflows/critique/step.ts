@@ -31,7 +31,6 @@ import {
   noChange,
   renderReport,
   revisionText,
-  type CheckedCriticism,
   type CritiqueLoop,
   type RoundDecision,
 } from './loop';
@@ -39,7 +38,8 @@ import { critiquePrompt } from './prompt';
 import { critiqueLoopFile, loadLoop, saveLoop } from './state';
 import { runDir } from '../../../config/home';
 import { critiqueFiles, criticName, type CritiqueRecord } from './record';
-import { isCommand, lineCount, parseCritiqueAnswer, proposalPath, type Criticism, type LineCriticism } from './verdict';
+import type { CheckedCriticism, Criticism, LineCriticism } from '../../criticism';
+import { isCommand, lineCount, parseCritiqueAnswer, proposalPath } from './verdict';
 import { diffMaterial, filesMaterial, type ReviewMaterial } from '../../review-material';
 import { firstSealedFile, readSealedFile } from '../../sealed-file';
 import { cannotPass, commandCounts, namedPaths, type ControlRun } from './command';

@@ -7,23 +7,8 @@
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { validateCritiqueAnswer } from '../../../../../schemas/generated/validateCritiqueAnswer.js';
+import type { CommandCriticism, Criticism } from '../../criticism';
 import { preview, tryJson } from '../../review-verdict';
-
-/** A criticism that points at a file and line of the proposal. */
-export interface LineCriticism {
-  file: string;
-  /** 1-based. */
-  line: number;
-  claim: string;
-}
-
-/** A criticism that points at a shell command that fails on the proposal. */
-export interface CommandCriticism {
-  command: string;
-  claim: string;
-}
-
-export type Criticism = LineCriticism | CommandCriticism;
 
 /** A valid critic answer (schemas/critique-answer.schema.json; other fields dropped). */
 export interface CritiqueAnswer {
