@@ -5,6 +5,7 @@ import { attemptView, evalRow, recordFromView, summarize, type AttemptRecord } f
 import { appendEvalRow, evalRowProblems } from '../../extension/core/store/eval-log';
 import type { RunState, TaskState } from '../../extension/core/live/state';
 import { sampleRow, tempDir } from '../helpers/fixtures';
+import { workRow } from '../../extension/core/run/workflows';
 
 function record(over: Partial<AttemptRecord> = {}): AttemptRecord {
   return {
@@ -144,5 +145,16 @@ describe('the eval-row schema is enforced on write', () => {
     assert.equal(fs.existsSync(log), false);
     await appendEvalRow(log, sampleRow());
     assert.equal(fs.readFileSync(log, 'utf8').split('\n').length, 2);
+  });
+
+  it("the work row: each workflow's columns after `step` and before `suite` (phases' red, critique's report), none without a workflow's record", () => {
+    const receipt = { exitCode: 1, signal: null, timedOut: false, durationMs: 5 } as unknown as NonNullable<AttemptRecord['red']>['receipt'];
+    const suite = { command: 'x', passed: true, exitCode: 0, receipt, durationMs: 3, output: '' } as unknown as NonNullable<AttemptRecord['suite']>;
+    const red = workRow(record({ red: { files: ['a.sh'], receipt, output: 'x', exitCode: 1 }, suite }));
+    assert.deepEqual(Object.keys(red).slice(-3), ['step', 'red', 'suite']);
+    assert.deepEqual(red.red, { files: ['a.sh'], exit_code: 1, timed_out: false, check_log: path.join(record().dir, 'red.log') });
+    const critiqued = workRow(record({ critiqueReport: '/r/critique.md' }));
+    assert.deepEqual(Object.keys(critiqued).slice(-2), ['step', 'critique_report']);
+    assert.equal(JSON.stringify(workRow(record())), JSON.stringify(evalRow(record())), 'no workflow column for a plain attempt');
   });
 });

@@ -10,7 +10,7 @@ import type { LiveRun } from '../../extension/core/run/live-run';
 import type { Scheduler } from '../../extension/core/run/scheduler';
 import type { TaskRuntime } from '../../extension/core/run/steps/context';
 import { TaskGraph } from '../../extension/core/run/task-graph';
-import { RunWorkflows } from '../../extension/core/run/workflows';
+import { RunWorkflows, workRow } from '../../extension/core/run/workflows';
 import { tempDir } from '../helpers/fixtures';
 
 function task(key: string, status: string, over: Record<string, unknown> = {}): TaskRuntime {
@@ -59,7 +59,7 @@ function handlerOf(tasks: TaskRuntime[], control: RunState['control'] = []) {
   } as unknown as LiveRun;
   const graph = new TaskGraph(run, scheduler);
   const loop = { heldBy: () => 2, wake: (e: string) => void calls.push(`wake ${e}`) } as unknown as AttemptLoop;
-  const workflows = new RunWorkflows({ run, graph });
+  const workflows = new RunWorkflows({ run, graph, workRow });
   graph.workflows = workflows;
   const handler = new ControlHandler(run, graph, loop, workflows);
   let n = 0;

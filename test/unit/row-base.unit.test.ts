@@ -92,7 +92,7 @@ describe("the eval-row builders share one base built from the attempt's record",
   });
 
   it("the select row is the winner's base on the group's key; a rank row is the group's, its round as the attempt", () => {
-    const select = selectRow(record(), 'fix', 'winner: candidate 2', 10_000);
+    const select = selectRow(evalRow, record(), 'fix', 'winner: candidate 2', 10_000);
     assert.deepEqual([select.task_key, select.run_id, select.attempt, select.group, select.candidate], ['fix', '20261201-000000-abcd', 3, 'fix', 2]);
     const rank = rankRow(
       {

@@ -9,7 +9,7 @@ import type { Scheduler } from '../../extension/core/run/scheduler';
 import type { TaskRuntime } from '../../extension/core/run/steps/context';
 import { TaskGraph } from '../../extension/core/run/task-graph';
 import { finishRun } from '../../extension/core/run/teardown';
-import { RunWorkflows } from '../../extension/core/run/workflows';
+import { RunWorkflows, workRow } from '../../extension/core/run/workflows';
 import { tempDir } from '../helpers/fixtures';
 
 function task(key: string, verdict: string, over: Record<string, unknown> = {}): TaskRuntime {
@@ -57,7 +57,7 @@ function runOf(tasks: TaskRuntime[], cancelled = false) {
   } as unknown as LiveRun;
   const scheduler = { close: () => undefined } as unknown as Scheduler<TaskRuntime>;
   const graph = new TaskGraph(run, scheduler);
-  const workflows = new RunWorkflows({ run, graph });
+  const workflows = new RunWorkflows({ run, graph, workRow });
   graph.workflows = workflows;
   const control = { end: () => void order.push('control end') } as unknown as ControlHandler;
   return { run, graph, control, workflows, order, events, home, dir };

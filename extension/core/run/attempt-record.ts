@@ -150,7 +150,6 @@ export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): {
   worker: string;
   check: string;
   workerCheck: string;
-  red: string;
   suite: string;
   receipt: string;
   failure: string;
@@ -162,7 +161,6 @@ export function recordFiles(rec: Pick<AttemptRecord, 'dir'>): {
     check: path.join(rec.dir, 'check.log'),
     // Pool runs: the check output the worker reported, when the orchestrator re-ran the check (check.log holds its own).
     workerCheck: path.join(rec.dir, 'worker-check.log'),
-    red: path.join(rec.dir, 'red.log'),
     suite: path.join(rec.dir, 'suite.log'),
     receipt: path.join(rec.dir, 'receipt.json'),
     failure: path.join(rec.dir, 'failure.md'),
@@ -266,17 +264,22 @@ export function rowBase(rec: RowSource): RowBase {
   };
 }
 
+/** The columns workflows add to an attempt's work row (run/workflows/index.ts workflowRowColumns); none by default. */
+export type RowColumns = (rec: AttemptRecord) => Partial<EvalRow>;
+
 /**
- * Projection 2: the eval row (schemas/eval-row.schema.json). Only a settled record has one.
+ * Projection 2: the eval row (schemas/eval-row.schema.json). Only a settled record has one. `columns` are the
+ * workflows' own columns of the row (placed after `step`), handed in by the caller that writes it: none by default (the
+ * summary, and a record rebuilt from state.json, which keeps none of a workflow's).
  * @throws Error when the record has no verdict yet
  */
-export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
+export function evalRow(rec: AttemptRecord, columns: RowColumns = () => ({})): EvalRow {
   if (rec.verdict === null || rec.endedAt === null) throw new Error(`attempt ${rec.attempt} of ${rec.taskKey} is not settled: no eval row yet`);
   const files = recordFiles(rec);
   const u = rec.usage;
   return {
     ...rowBase(rec),
-    spec,
+    spec: rec.spec,
     worker_engine: rec.engine,
     verdict: rec.verdict,
     duration_ms: rec.endedAt - rec.startedAt,
@@ -309,8 +312,7 @@ export function evalRow(rec: AttemptRecord, spec: string = rec.spec): EvalRow {
     prev_hash: null, // set by appendEvalRow under the log's lock
     sealed: rec.check ? rec.sealed : null,
     step: rec.rowStep,
-    ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
-    ...(rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: files.red } } : {}),
+    ...columns(rec),
     ...(rec.suite
       ? {
           suite: {

@@ -11,7 +11,7 @@ import { shortHost } from '../host/hostname';
 import { appendEvalRow } from '../store/eval-log';
 import type { EvalRow } from '../store/eval-row';
 import { accessPlanOf, reasoningEffortOf } from '../store/model-identity';
-import { attemptView, evalRow, recordFiles, summarize, type AttemptRecord } from './attempt-record';
+import { attemptView, recordFiles, summarize, type AttemptRecord } from './attempt-record';
 import { routeColumn } from './route-choice';
 import { endedOnItsOwn, nextStep, retryAfterSeconds } from './decide';
 import { failureText, retryPrompt } from './prompt';
@@ -29,6 +29,7 @@ import {
   workflowReceipt,
   workflowRows,
   workflowsAttemptEnd,
+  workRow,
 } from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
@@ -272,7 +273,7 @@ async function settle(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord
   } else if (statusInfo(verdict).retryable) {
     task.failure = failureOf(task, rec, io, verdict);
   }
-  const row = evalRow(rec);
+  const row = workRow(rec);
   // The work row, then one row per review of this attempt (step review, credited to it), then the workflows' rows.
   const rows = [row, ...(rec.reviews ?? []).map((review) => reviewRow(rec, review)), ...workflowRows(rec)];
   const willRetry = restart !== null || next.kind !== 'done';

@@ -11,7 +11,7 @@ import { Scheduler } from './scheduler';
 import { TaskGraph } from './task-graph';
 import { AttemptLoop } from './attempt-loop';
 import { ControlHandler } from './control-handler';
-import { RunWorkflows, workflowReaderEngines, workflowRerunRules } from './workflows';
+import { RunWorkflows, workflowReaderEngines, workflowRerunRules, workRow } from './workflows';
 import { takeOverTasks } from './take-over';
 import { finishRun } from './teardown';
 import { statusInfo } from '../../../schemas/status';
@@ -45,7 +45,7 @@ export async function runManifest(opts: RunOptions): Promise<RunSummary> {
   const loop = new AttemptLoop(run, graph);
   // Workflow plugins (workflows/index.ts): they see each task that became final before its dependents are released,
   // and release the waiting tasks that are theirs (a best-of-N group).
-  const workflows = new RunWorkflows({ run, graph });
+  const workflows = new RunWorkflows({ run, graph, workRow });
   graph.workflows = workflows;
   const control = new ControlHandler(run, graph, loop, workflows);
   control.start();

@@ -5,7 +5,7 @@
  */
 import type { EvalRow } from '../../store/eval-row';
 import type { TaskSpec } from '../../manifest/types';
-import type { AttemptRecord } from '../attempt-record';
+import { evalRow, type AttemptRecord } from '../attempt-record';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import { DEFAULT_STEPS } from '../steps';
 import type { ReaderEngine } from '../preflight';
@@ -180,6 +180,19 @@ export function workflowFailedCheck(rec: AttemptRecord): { exitCode: number | nu
 /** What every workflow appends to the failure an ordinary retry of `task` is handed. */
 export function workflowFailureNotes(task: TaskRuntime): string {
   return WORKFLOWS.map((w) => w.failureNote?.(task) ?? '').join('');
+}
+
+/** The columns every workflow adds to a settled attempt's work row (Workflow.rowColumns), in table order. */
+export function workflowRowColumns(rec: AttemptRecord): Partial<EvalRow> {
+  return Object.assign({}, ...WORKFLOWS.map((w) => w.rowColumns?.(rec) ?? {})) as Partial<EvalRow>;
+}
+
+/**
+ * The work row of a settled attempt (attempt-record.ts evalRow) with every workflow's columns.
+ * @throws Error when the record is not settled
+ */
+export function workRow(rec: AttemptRecord): EvalRow {
+  return evalRow(rec, workflowRowColumns);
 }
 
 /** The eval rows every workflow adds for a settled attempt, in table order. */

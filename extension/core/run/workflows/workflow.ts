@@ -14,10 +14,16 @@ import type { ReaderEngine } from '../preflight';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import type { TaskGraph } from '../task-graph';
 
-/** What a workflow's run-time hooks may use: the live run and its task graph (enqueue, block, settle). */
+/**
+ * What a workflow's run-time hooks may use: the live run and its task graph (enqueue, block, settle), and the work row
+ * of a settled attempt with every workflow's columns (attempt-record.ts evalRow with run/workflows/index.ts
+ * workflowRowColumns), for a row a workflow builds from an attempt's.
+ */
 export interface WorkflowHost {
   run: LiveRun;
   graph: TaskGraph;
+  /** @throws Error when the record is not settled */
+  workRow(rec: AttemptRecord): EvalRow;
 }
 
 /**
@@ -77,6 +83,11 @@ export interface Workflow {
   failedCheck?(rec: AttemptRecord): { exitCode: number | null; output: string; files: string[] } | null;
   /** Text appended to the failure an ordinary retry of `task` is handed ('' for none). */
   failureNote?(task: TaskRuntime): string;
+  /**
+   * The columns this workflow adds to a settled attempt's work row (evalRow, after `step`; and so to a row built from
+   * it, a best-of-N group's select row), `{}` for an attempt not its own; absent: none.
+   */
+  rowColumns?(rec: AttemptRecord): Partial<EvalRow>;
   /** The eval rows this workflow adds for a settled attempt, after its work and review rows; absent: none. */
   rows?(rec: AttemptRecord): EvalRow[];
   /** Fields this workflow adds to an attempt's receipt.json (before its `rows`); absent: none. */

@@ -425,7 +425,8 @@ export class BestOfN implements WorkflowRun {
     // The decision's own eval row (step select, credited to the winner's model): what the scoreboard's "won" reads. A
     // winner that passed under an earlier orchestrator (a resumed run) has its record rebuilt from state.json.
     const won = w?.records.filter((r) => r.verdict === 'PASS').at(-1) ?? (w ? passFromState(ctx.stateFile.state, w) : undefined);
-    if (won) this.writeRow(group, selectRow(won, group.spec.key, reason, Date.now(), ranking?.column, consensus), `select row (${winner.key} won)`);
+    if (won)
+      this.writeRow(group, selectRow(this.host.workRow, won, group.spec.key, reason, Date.now(), ranking?.column, consensus), `select row (${winner.key} won)`);
     if (group.spec.select === 'first-pass') {
       for (const k of group.spec.after) {
         const c = this.task(k);

@@ -6,16 +6,18 @@
  * read it (they count step `work` rows only).
  */
 import type { ConsensusColumn, EvalRow, RankingColumn } from '../../../store/eval-row';
-import { evalRow, type AttemptRecord } from '../../attempt-record';
+import type { AttemptRecord } from '../../attempt-record';
 
 /**
- * The `select` row of group `groupKey`, from the winner's settled PASS record; `reason` is the decision as the task's
+ * The `select` row of group `groupKey`, from the winner's settled PASS record and its work row (`workRow`, the
+ * WorkflowHost's); `reason` is the decision as the task's
  * state says it (e.g. `winner: candidate 2 (slug--c2, script)`), `decidedAt` epoch ms; `ranking`, for a
  * `select: "ranked"` group only (or a consensus tie the ranking broke), what decided it (its `ranking` column);
  * `consensus`, for a `select: "consensus"` group that compared its candidates, its groups and why (`consensus`).
  * @throws Error when the record is not a settled PASS of a candidate
  */
 export function selectRow(
+  workRow: (rec: AttemptRecord) => EvalRow,
   winner: AttemptRecord,
   groupKey: string,
   reason: string,
@@ -28,7 +30,7 @@ export function selectRow(
   if (winner.candidate === null) throw new Error(`${winner.taskKey} is not a candidate: it cannot win ${groupKey}`);
   const at = new Date(decidedAt).toISOString();
   return {
-    ...evalRow(winner),
+    ...workRow(winner),
     task_key: groupKey,
     notes: reason,
     duration_ms: 0,

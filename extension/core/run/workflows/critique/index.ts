@@ -19,6 +19,7 @@ export const critiqueWorkflow: Workflow = {
   onAttemptEnd: (_ctx, task, rec, how) => settleCritique(task, rec, how),
   prompt: (task, failure) => (isRevision(task) ? revisionPrompt(task.spec.spec, failure) : null),
   failureNote: pendingCritique,
+  rowColumns: (rec) => (rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
   rows: (rec) => (rec.critiques ?? []).map((c) => critiqueRow(rec, c)),
   receipt: (rec) => (rec.critiques ? { critiques: rec.critiques } : {}),
   onResume: restoreCritique,

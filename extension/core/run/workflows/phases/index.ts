@@ -6,7 +6,7 @@
  * files and their start commits travel in the attempt's payload (pool-part.ts).
  */
 import type { Workflow } from '../workflow';
-import { redStep } from './red-step';
+import { redLog, redStep } from './red-step';
 import { phasesPoolPart } from './pool-part';
 
 export const phasesWorkflow: Workflow = {
@@ -16,5 +16,7 @@ export const phasesWorkflow: Workflow = {
   // A red run that passed is what failed the attempt: its output is the one a retry is shown.
   failedCheck: (rec) => (rec.red?.exitCode === 0 ? { exitCode: rec.red.exitCode, output: rec.red.output, files: rec.red.files } : null),
   receipt: (rec) => (rec.red ? { red: rec.red } : {}),
+  rowColumns: (rec) =>
+    rec.red ? { red: { files: rec.red.files, exit_code: rec.red.exitCode, timed_out: rec.red.receipt.timedOut, check_log: redLog(rec) } } : {},
   pool: phasesPoolPart,
 };

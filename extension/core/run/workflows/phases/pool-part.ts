@@ -6,9 +6,8 @@
  */
 import fs from 'node:fs';
 import type { TaskSpec } from '../../../manifest/types';
-import { recordFiles } from '../../attempt-record';
 import type { PoolPartCheck, WorkflowPoolPart } from '../workflow';
-import { redStarts } from './red-step';
+import { redLog, redStarts } from './red-step';
 
 /** One phase file of the part: its path in the task dir, its implement task's key, and that task's start commit. */
 export interface PoolRed {
@@ -27,7 +26,7 @@ export const phasesPoolPart: WorkflowPoolPart = {
   taken: (remote, rec) => {
     if (remote.red === undefined) return;
     rec.red = remote.red;
-    fs.writeFileSync(recordFiles(rec).red, remote.red.output);
+    fs.writeFileSync(redLog(rec), remote.red.output);
   },
   spec: (part): Partial<TaskSpec> => ({ red: (part as PoolRed[]).map((r) => ({ file: r.file, implement: r.implement, start: r.start })) }),
 };

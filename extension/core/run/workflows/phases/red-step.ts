@@ -14,11 +14,16 @@ import { runCheck } from '../../check';
 import { setIdNote } from '../../../process/set-id';
 import { copyCheckTree, removeCheckTree } from '../../check-tree';
 import { implementStart, putBack, redPassedReason, startContentAt, startContentInBase, type StartContent } from './red';
-import { recordFiles } from '../../attempt-record';
+import type { AttemptRecord } from '../../attempt-record';
 import { taskCheckEnvironment } from '../../steps/check';
 import { taskRunDir } from '../../steps/seal';
 import { stepCaps } from '../../containment';
 import { Cancelled, type AttemptContext, type Step } from '../../steps/context';
+
+/** The red run's output beside the attempt's check.log: `<attempt dir>/red.log` (the work row's `red.check_log`). */
+export function redLog(rec: Pick<AttemptRecord, 'dir'>): string {
+  return path.join(rec.dir, 'red.log');
+}
 
 export const redStep: Step = {
   name: 'red',
@@ -42,7 +47,7 @@ export const redStep: Step = {
         }
       }
       const where = taskCheckEnvironment(ctx, task, rec.attempt, io, tree);
-      const logFile = recordFiles(rec).red;
+      const logFile = redLog(rec);
       const check = await runCheck({
         check: spec.check,
         taskDir: where.sandbox ? task.state.dir : tree.dir,
