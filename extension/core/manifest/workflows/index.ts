@@ -4,12 +4,10 @@
  * ordinary tasks, task by task, order kept. Adding a workflow's section is one folder manifest/workflows/<name>/
  * exporting a `WorkflowSection` (section.ts) and one entry here. Lint refuses a task with two sections that compile
  * (each workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
- * Sections with a folder of their own: validate/, council/, phases/, critique/, generate/; best-of-N is defined here, from
- * older files.
+ * Every section has a folder of its own: best-of-n/, generate/, validate/, council/, phases/, critique/.
  */
-import { compileRepeat } from '../repeat';
-import { repeatProblems } from '../rules/repeat';
 import type { ProblemCode, TaskSpec } from '../types';
+import { bestOfNSection } from './best-of-n';
 import { councilSection } from './council';
 import { critiqueSection } from './critique';
 import { generateSection } from './generate';
@@ -18,39 +16,6 @@ import type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from
 import { validateSection } from './validate';
 
 export type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
-
-/**
- * Best-of-N (`repeat`/`candidates`, with `select`, a ranked group's `rank` reviewers and a consensus group's inputs
- * engine): manifest/repeat.ts, rules/repeat.ts.
- */
-const bestOfNSection: WorkflowSection = {
-  name: 'best-of-N',
-  code: 'repeat',
-  problems: (tasks, ctx) => repeatProblems(tasks, ctx.existingKeys),
-  engines(t) {
-    const refs: EngineRef[] = [];
-    if (Array.isArray(t.candidates))
-      t.candidates.forEach((entry, j) =>
-        refs.push({ kind: 'writer', at: ['candidates', j, 'engine'], name: isObject(entry) ? entry.engine : undefined, who: `candidate ${j + 1}` }),
-      );
-    if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank' });
-    // A consensus group's inputs engine reads the passing candidates' work, as a ranking reviewer does.
-    if (isObject(t.distinguish) && isObject(t.distinguish.inputs))
-      refs.push({ kind: 'reader', at: ['distinguish', 'inputs', 'engine'], name: t.distinguish.inputs.engine, verb: 'write inputs' });
-    return refs;
-  },
-  count: (raw) =>
-    typeof raw.repeat === 'number'
-      ? { tasks: raw.repeat, what: 'candidates' }
-      : Array.isArray(raw.candidates)
-        ? { tasks: raw.candidates.length, what: 'candidates' }
-        : null,
-  compile(spec, raw) {
-    const out = compileRepeat([spec], [raw]);
-    // compileRepeat hands a task that is not best-of-N back as it is.
-    return out.length === 1 && out[0] === spec ? null : out;
-  },
-};
 
 /** Every registered workflow section, in the order the loader reports and compiles them. */
 export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = [bestOfNSection, generateSection, validateSection, councilSection, phasesSection, critiqueSection];

@@ -1,13 +1,13 @@
 /**
  * repeat (error): a best-of-N task (`repeat`, `candidates`, `select`) must compile into ordinary tasks
- * (manifest/repeat.ts): `select` only with candidates, `ranked` with a `rank` section (and `rank` only with
+ * (compile.ts): `select` only with candidates, `ranked` with a `rank` section (and `rank` only with
  * `ranked` or `consensus`; its rubric and reviewers are the schema's to require), `consensus` with a `distinguish`
  * section (and `distinguish` only with `consensus`), `stop_after` only on a group that runs its candidates to their end
  * and at most N, `repeat` and `candidates` agreeing on N, and no candidate key (`<key>--c<N>`) taken by another task. Pure, on the parsed data: the loader reports these
  * as problems of code `repeat` (so it refuses the manifest) and the linter shows them under rule `repeat`, each at the
  * offending value.
  */
-import { candidateKey } from '../repeat';
+import { candidateKey } from './compile';
 
 /** One problem: the JSON path of the offending value and what is wrong. */
 export interface RepeatProblem {
