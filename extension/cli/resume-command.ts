@@ -1,7 +1,8 @@
 import { resolveHome } from '../core/config/home';
 import { listRuns } from '../core/live/registry';
 import type { Manifest } from '../core/manifest/types';
-import { FROZEN_MANIFEST_FIX, lintFrozenManifest, loadFrozenManifest } from '../core/run/frozen-manifest';
+import type { Finding } from '../core/manifest/findings';
+import { FROZEN_MANIFEST_FIX, loadAndLintFrozenManifest } from '../core/run/frozen-manifest';
 import { startGate, startGateLines } from '../core/manifest/lint';
 import { tasksToRunAgain } from '../core/run/resume';
 import { workflowRerunRules } from '../core/run/workflows';
@@ -40,15 +41,16 @@ export async function continueCommand(run: string, verb: 'resume' | 'rerun', tas
     }
     throw new InputError(plan.refused);
   }
-  let manifest: Manifest;
+  // Lint errors refuse a resume as they refuse a run (manifest/lint.ts startGate), judged on what would run: the frozen
+  // manifest (parsed once, loaded and linted from that parse), its findings placed in runs/<run_id>/manifest.json.
+  let loaded: { manifest: Manifest; findings: Finding[] };
   try {
-    manifest = loadFrozenManifest(home, state, new Set(engines.keys()));
+    loaded = await loadAndLintFrozenManifest(home, state, { engines, allowFullAccess: settings.allowFullAccess });
   } catch (e) {
     throw new InputError((e as Error).message);
   }
-  // Lint errors refuse a resume as they refuse a run (manifest/lint.ts startGate), judged on what would run: the frozen
-  // manifest, its findings placed in runs/<run_id>/manifest.json.
-  const gate = startGate(await lintFrozenManifest(home, state, { engines, allowFullAccess: settings.allowFullAccess }), flags.force === true);
+  const { manifest } = loaded;
+  const gate = startGate(loaded.findings, flags.force === true);
   const frozen = `its frozen manifest, from ${state.manifestFile}`;
   if (gate.refused) {
     for (const line of startGateLines(gate, `cannot ${verb} run ${runId} (${frozen})`, { fix: FROZEN_MANIFEST_FIX })) io.err(line);

@@ -3,7 +3,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lintManifestFile, lintParsed } from '../../extension/core/manifest/lint';
 import { loadManifest } from '../../extension/core/manifest/load';
-import { loadFrozenManifest, writeFrozenManifest } from '../../extension/core/run/frozen-manifest';
+import {
+  frozenManifestPath,
+  lintFrozenManifest,
+  loadAndLintFrozenManifest,
+  loadFrozenManifest,
+  writeFrozenManifest,
+} from '../../extension/core/run/frozen-manifest';
 import type { RunState } from '../../extension/core/live/state';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
@@ -46,5 +52,36 @@ describe('a manifest is parsed once per run and handed on', () => {
       frozen.tasks.map((t) => t.key),
     );
     assert.ok((manifest.taskKeys ?? []).length > 3, 'the candidates are compiled keys too');
+  });
+
+  it('resume and rerun load and lint the frozen manifest from one parse: the same manifest and findings as two; the same error when it no longer loads', async () => {
+    for (const name of fs.readdirSync(path.resolve('test/fixtures/manifests'))) {
+      const file = path.resolve('test/fixtures/manifests', name);
+      const { manifest } = loadManifest(file, { engines: new Set(ctx.engines.keys()) });
+      const home = path.join(tempDir(), 'home');
+      fs.mkdirSync(path.join(home, 'runs', 'r1'), { recursive: true });
+      writeFrozenManifest(home, 'r1', manifest);
+      const state = { runId: 'r1', manifestFile: manifest.file } as RunState;
+      const once = await loadAndLintFrozenManifest(home, state, ctx);
+      assert.deepEqual(once.manifest, loadFrozenManifest(home, state, new Set(ctx.engines.keys())), name);
+      assert.deepEqual(once.findings, await lintFrozenManifest(home, state, ctx), name);
+    }
+    const home = path.join(tempDir(), 'home');
+    fs.mkdirSync(path.join(home, 'runs', 'r2'), { recursive: true });
+    fs.writeFileSync(
+      frozenManifestPath(home, 'r2'),
+      JSON.stringify({ source: '/m.json', manifest: { workdir: 'w', tasks: [scriptTask('a', 'true', 'true'), scriptTask('a', 'true', 'true')] } }),
+    );
+    const state = { runId: 'r2', manifestFile: '/m.json' } as RunState;
+    const twice = (() => {
+      try {
+        loadFrozenManifest(home, state, new Set(ctx.engines.keys()));
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return null;
+    })();
+    assert.match(twice ?? '', /no longer loads/);
+    await assert.rejects(loadAndLintFrozenManifest(home, state, ctx), (e: Error) => e.message === twice);
   });
 });

@@ -4,10 +4,10 @@ import { findNodeAtLocation, findNodeAtOffset, getNodePath, parseTree, type Node
 import { runDir } from '../config/home';
 import type { RunState } from '../live/state';
 import type { Finding } from '../manifest/findings';
-import { lintManifestText, type LintOptions } from '../manifest/lint';
+import { lintManifestText, lintParsed, type LintOptions } from '../manifest/lint';
 import { parseManifest } from '../manifest/load';
 import { LineIndex, type SourceRange } from '../manifest/positions';
-import { formatProblem, type Manifest } from '../manifest/types';
+import { formatProblem, type Manifest, type ManifestProblem } from '../manifest/types';
 
 /** `<home>/runs/<runId>/manifest.json`: the manifest exactly as the run loaded it, `{ source, manifest }`. */
 export function frozenManifestPath(home: string, runId: string): string {
@@ -48,14 +48,45 @@ export function loadFrozenManifest(home: string, state: RunState, engines?: Read
     throw new Error(`cannot read the frozen manifest ${file}: ${(e as Error).message}`);
   }
   const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest ?? null), state.manifestFile, { engines });
-  if (!manifest)
-    throw new Error(
-      `the frozen manifest ${file} no longer loads: ${problems
-        .filter((p) => p.severity === 'error')
-        .map(formatProblem)
-        .join('; ')}`,
-    );
+  if (!manifest) throw noLongerLoads(file, problems);
   return manifest;
+}
+
+/** The error of a frozen manifest `file` that no longer loads, naming its errors (`problems`, of its compact text). */
+function noLongerLoads(file: string, problems: readonly ManifestProblem[]): Error {
+  return new Error(
+    `the frozen manifest ${file} no longer loads: ${problems
+      .filter((p) => p.severity === 'error')
+      .map(formatProblem)
+      .join('; ')}`,
+  );
+}
+
+/**
+ * A run's frozen manifest loaded (as loadFrozenManifest, with the engines `ctx` names) and linted (as
+ * lintFrozenManifest) from one parse of it, which lint is handed (manifest/lint.ts lintParsed): what `verdict resume`
+ * and `verdict rerun` of a run that ended do before they go on.
+ * @throws Error as loadFrozenManifest: the frozen file cannot be read or no longer loads (its message is the same)
+ */
+export async function loadAndLintFrozenManifest(home: string, state: RunState, ctx: LintOptions): Promise<{ manifest: Manifest; findings: Finding[] }> {
+  const file = frozenManifestPath(home, state.runId);
+  let text: string;
+  let frozen: { manifest?: unknown };
+  try {
+    text = fs.readFileSync(file, 'utf8');
+    frozen = JSON.parse(text) as { manifest?: unknown };
+  } catch (e) {
+    throw new Error(`cannot read the frozen manifest ${file}: ${(e as Error).message}`);
+  }
+  const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
+  const options = { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, route: ctx.route ?? null };
+  const parsed = parseManifest(linted, state.manifestFile, options);
+  if (!parsed.manifest) {
+    // Said with the positions of the compact text, as loadFrozenManifest says it (only on this path is it parsed again).
+    throw noLongerLoads(file, parseManifest(JSON.stringify(frozen.manifest ?? null), state.manifestFile, options).problems);
+  }
+  const findings = await lintParsed({ ...parsed, text: linted, file: state.manifestFile }, ctx);
+  return { manifest: parsed.manifest, findings: inFrozenFile(findings, linted, text, file) };
 }
 
 /** How to go on from lint errors in a run's frozen manifest (startGateLines' `fix`): no edit of the manifest file changes it. */
@@ -82,7 +113,11 @@ export async function lintFrozenManifest(home: string, state: RunState, ctx: Lin
     ];
   }
   const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
-  const findings = await lintManifestText(linted, state.manifestFile, ctx);
+  return inFrozenFile(await lintManifestText(linted, state.manifestFile, ctx), linted, text, file);
+}
+
+/** Findings of the linted text (`linted`) placed in the frozen file `file` (its text `text`): its name, the same value's range there. */
+function inFrozenFile(findings: readonly Finding[], linted: string, text: string, file: string): Finding[] {
   const from = parseTree(linted);
   const to = parseTree(text);
   const toIndex = new LineIndex(text);

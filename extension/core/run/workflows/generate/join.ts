@@ -32,6 +32,7 @@ interface FrozenFile {
  * Appends `tasks` (raw, validated) to the run's frozen manifest as version N+1, keeping version N beside it as
  * `manifest.v<N>.json`; the new file is written atomically and only once it loads.
  * @param planner the planner's key; `file` its tasks file (as in its `generate`)
+ * @param known every key the frozen manifest compiles to as it stands (the run's frozenKeys), so it is not parsed again
  * @returns the added tasks compiled (a best-of-N task as its entry and its candidates), in file order
  * @throws Error when the frozen manifest cannot be read, or would no longer load with the tasks added (nothing written)
  */
@@ -42,14 +43,14 @@ export function freezeGenerated(
   file: string,
   tasks: Record<string, unknown>[],
   engines: ReadonlySet<string>,
+  known: ReadonlySet<string>,
 ): TaskSpec[] {
   const frozenPath = frozenManifestPath(home, state.runId);
   const frozen = JSON.parse(fs.readFileSync(frozenPath, 'utf8')) as FrozenFile;
   const version = frozen.version ?? 1;
   const manifest = { ...frozen.manifest, tasks: [...frozen.manifest.tasks, ...tasks] };
-  const before = parseManifest(JSON.stringify(frozen.manifest), state.manifestFile, { engines }).manifest;
   const after = parseManifest(JSON.stringify(manifest), state.manifestFile, { engines });
-  if (!before || !after.manifest) {
+  if (!after.manifest) {
     throw new Error(
       `the frozen manifest would no longer load with the generated tasks: ${after.problems
         .filter((p) => p.severity === 'error')
@@ -65,7 +66,6 @@ export function freezeGenerated(
     generated: [...(frozen.generated ?? []), { by: planner, file, keys: tasks.map((t) => String(t.key)), at: Date.now() }],
   };
   writeFileAtomic.sync(frozenPath, JSON.stringify(next, null, 2));
-  const known = new Set(before.tasks.map((t) => t.key));
   return after.manifest.tasks.filter((t) => !known.has(t.key));
 }
 
@@ -80,7 +80,7 @@ export function joinGenerated(run: LiveRun, graph: TaskGraph, planner: TaskRunti
   plannedTasks.delete(planner);
   let specs: TaskSpec[];
   try {
-    specs = freezeGenerated(run.home, run.state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(run.opts.engines.keys()));
+    specs = freezeGenerated(run.home, run.state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(run.opts.engines.keys()), run.frozenKeys);
   } catch (e) {
     endTask(run.ctx, planner, 'ERROR', `its generated tasks could not join the run: ${(e as Error).message}`, { recordError: true });
     return;
