@@ -303,7 +303,7 @@ function testedWords(e: EngineHealth): string {
       return `, untested version (tested: ${tested})`;
     case 'untested-major':
       return `, UNTESTED major version (tested: ${tested}): flags, events or usage fields may have changed`;
-    default:
+    case 'unknown':
       return e.tested.versions.length ? `, version not recognised (tested: ${tested})` : '';
   }
 }

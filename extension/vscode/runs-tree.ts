@@ -189,7 +189,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<RunsNode>, vsco
         }));
       case 'changes':
         return this.changedFileNodes(node);
-      default:
+      // Leaves: a changed file, a log, a pool worker's attempt.
+      case 'file':
+      case 'log':
+      case 'pool-attempt':
         return [];
     }
   }
