@@ -81,6 +81,32 @@ describe('lint: what cannot run here', () => {
       assertRange(text2, dflt[0], 4, col(bare, '"c"'), '"c"');
     });
 
+    it("lints every engine a workflow section names, saying each role; one engine in two roles is said as the rule's order has it", async () => {
+      install('bash'); // the script engine's
+      const v = task('v', { engine: 'script', validate: { engine: 'gemini', check: 'true', engines: [{ engine: 'gemini' }, { engine: 'codex' }] } });
+      const c = task('c', { engine: 'script', council: { members: [{ engine: 'codex' }, { engine: 'gemini' }], chair: { engine: 'codex', check: 'true' } } });
+      const p = task('p', {
+        engine: 'script',
+        spec: 'x {file}',
+        phases: { files: ['a'], implement: { engine: 'codex' }, test: { engine: 'gemini', check: 'true' } },
+      });
+      const k = task('k', { engine: 'script', review: { engines: ['codex'] }, critique: { critics: [{ engine: 'codex' }, { engine: 'gemini' }] } });
+      const found = await lint('engine-not-installed', manifest([v, c, p, k]));
+      assert.deepEqual(
+        found.map((f) => `${f.taskKey} ${/^(.*) runs on engine "(\w+)"/.exec(f.message)?.slice(1).join(' ')}`),
+        [
+          'v A worker gemini',
+          'v A worker codex',
+          'c A council member codex',
+          'c A council member gemini',
+          'p The implementer codex',
+          'p The test phase gemini',
+          'k A reviewer codex',
+          'k A critic gemini',
+        ],
+      );
+    });
+
     it('leaves an unknown engine to unknown-engine', async () => {
       assert.deepEqual(await lint('engine-not-installed', manifest([task('a', { engine: 'nope' })])), []);
     });

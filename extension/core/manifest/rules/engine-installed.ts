@@ -1,6 +1,7 @@
 import { findNodeAtLocation, type JSONPath, type Node } from 'jsonc-parser';
 import { findBinary } from '../../../../engines/find-binary';
 import type { SourceRange } from '../positions';
+import { namedEngines, sectionEngines } from '../workflows';
 import { rangeAt, taskAnchor, type LintDocument, type LintTask, type Rule, type RuleFinding } from './document';
 
 /** One place a task names an engine: the engine's name, who runs on it, and where the name is written. */
@@ -14,8 +15,8 @@ interface EngineUse {
  * engine-not-installed (warning): an engine a task would run on whose binary is not on PATH (`ctx.pathEnv`), with
  * the engine's install command (EngineSpec.install). Every place a task names an engine counts, as the run's
  * preflight (core/run/preflight.ts) would refuse the run for each: `engine` (or the default engine, at the key),
- * `fallback`, `candidates`, `review`, `rank`, `distinguish.inputs` (an engine), `critique` critics, `validate`, `council` and `phases`, and the run's
- * `review`. Unknown engines are left to unknown-engine. Skipped when `ctx.pathEnv` is absent (the start gate: the
+ * `fallback`, `review`, every engine a workflow section names (manifest/workflows/index.ts sectionEngines: a new
+ * workflow's are linted without a change here), and the run's `review`. Unknown engines are left to unknown-engine. Skipped when `ctx.pathEnv` is absent (the start gate: the
  * preflight refuses a missing binary there by itself). Looking a name up on PATH only reads the file system
  * (engines/find-binary.ts): nothing runs.
  */
@@ -53,31 +54,29 @@ export const engineNotInstalled: Rule = (doc, ctx) => {
   return out;
 };
 
-/** Every engine a task names, its own first (the default engine at the key when it names none). */
+/**
+ * Every engine a task names, in the order the rule reports them (one per engine: the first): its own (the default
+ * engine at the key when it names none), its fallbacks, its reviewers, and every engine a workflow section names
+ * (manifest/workflows/index.ts sectionEngines, each placed by its EngineLint `order`; the first written first among
+ * equals).
+ */
 function taskEngines(doc: LintDocument, task: LintTask): EngineUse[] {
   const node = task.node;
   const own = rangeAt(doc, node, ['engine']);
-  const uses: EngineUse[] = [{ name: task.engine, who: 'This task', range: own ?? taskAnchor(doc, task) }];
-  uses.push(...engineList(doc, node, [], 'fallback', 'a fallback attempt'));
-  uses.push(...engineList(doc, node, [], 'candidates', 'a candidate'));
-  uses.push(...engineList(doc, node, ['review'], 'engines', 'a reviewer'));
-  uses.push(...engineList(doc, node, ['rank'], 'engines', 'a ranking reviewer'));
-  uses.push(...engineList(doc, node, ['critique'], 'critics', 'a critic'));
-  const inputs = findNodeAtLocation(node, ['distinguish', 'inputs', 'engine']);
-  if (inputs?.type === 'string') uses.push({ name: String(inputs.value), who: 'The inputs engine', range: doc.index.range(inputs.offset, inputs.length) });
-  uses.push(...engineList(doc, node, ['validate'], 'engines', 'a worker'));
-  uses.push(...engineList(doc, node, ['council'], 'members', 'a council member'));
-  uses.push(...engineList(doc, node, ['phases', 'review'], 'engines', 'a reviewer'));
-  for (const [at, who] of [
-    [['validate'], 'the validator'],
-    [['council', 'chair'], 'the chair'],
-    [['phases', 'implement'], 'the implementer'],
-    [['phases', 'test'], 'the test phase'],
-  ] as const) {
-    const n = findNodeAtLocation(node, [...at, 'engine']);
-    if (n?.type === 'string') uses.push({ name: String(n.value), who: capital(who), range: doc.index.range(n.offset, n.length) });
+  const uses: (EngineUse & { order: number })[] = [
+    { name: task.engine, who: 'This task', range: own ?? taskAnchor(doc, task), order: 0 },
+    ...engineList(doc, node, [], 'fallback', 'a fallback attempt').map((u) => ({ ...u, order: 1 })),
+    ...engineList(doc, node, ['review'], 'engines', 'a reviewer').map((u) => ({ ...u, order: 3 })),
+  ];
+  for (const ref of sectionEngines(task.raw)) {
+    const lint = ref.lint ?? { who: ref.kind === 'writer' ? ref.who : 'a reader', order: 100 };
+    for (const { at } of namedEngines(ref)) {
+      const n = findNodeAtLocation(node, at);
+      if (n?.type === 'string') uses.push({ name: String(n.value), who: capital(lint.who), range: doc.index.range(n.offset, n.length), order: lint.order });
+    }
   }
-  return uses;
+  // A stable sort: uses of one order keep the order they were written in.
+  return uses.sort((a, b) => a.order - b.order);
 }
 
 /** The engines of the array `list` under `at`: each entry a name, or an object with `engine`. */

@@ -15,7 +15,7 @@ import { phasesSection } from './phases';
 import type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
 import { validateSection } from './validate';
 
-export type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
+export type { EngineLint, EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
 
 /** Every registered workflow section, in the order the loader reports and compiles them. */
 export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = [bestOfNSection, generateSection, validateSection, councilSection, phasesSection, critiqueSection];

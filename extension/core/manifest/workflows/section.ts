@@ -33,10 +33,25 @@ export interface SectionContext {
  * - `reader`: one such engine written as `{engine, model}` at `at` (the object; `name` its `engine` as written), held
  *   to the same two rules (a consensus group's inputs engine: its prompt holds the passing candidates' work).
  */
-export type EngineRef =
+export type EngineRef = (
   | { kind: 'writer'; at: (string | number)[]; name: unknown; who: string }
   | { kind: 'readers'; at: (string | number)[]; entries: unknown; verb: 'review' | 'rank' | 'criticise'; list?: string }
-  | { kind: 'reader'; at: (string | number)[]; name: unknown; verb: 'write inputs' };
+  | { kind: 'reader'; at: (string | number)[]; name: unknown; verb: 'write inputs' }
+) & { lint?: EngineLint };
+
+/**
+ * How lint's engine-not-installed rule (manifest/rules/engine-installed.ts) says an EngineRef's engines; absent: `who`
+ * as the ref says it ("a reader" for a list), order 100.
+ */
+export interface EngineLint {
+  /** Who runs on the engine, in lower case: "a worker", "the validator" (the finding says "A worker runs on …"). */
+  who: string;
+  /**
+   * Which use the rule reports when one task names an engine in several places: the lowest order (then the first
+   * written). The task's own engine is 0, a fallback 1, its reviewers 3; a workflow's are 2 and 4 to 13.
+   */
+  order: number;
+}
 
 /** One workflow's section of a task; every hook optional, each called for every task (or the whole list). */
 export interface WorkflowSection {

@@ -16,12 +16,24 @@ export const bestOfNSection: WorkflowSection = {
     const refs: EngineRef[] = [];
     if (Array.isArray(t.candidates))
       t.candidates.forEach((entry, j) =>
-        refs.push({ kind: 'writer', at: ['candidates', j, 'engine'], name: isObject(entry) ? entry.engine : undefined, who: `candidate ${j + 1}` }),
+        refs.push({
+          kind: 'writer',
+          at: ['candidates', j, 'engine'],
+          name: isObject(entry) ? entry.engine : undefined,
+          who: `candidate ${j + 1}`,
+          lint: { who: 'a candidate', order: 2 },
+        }),
       );
-    if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank' });
+    if (isObject(t.rank)) refs.push({ kind: 'readers', at: ['rank'], entries: t.rank.engines, verb: 'rank', lint: { who: 'a ranking reviewer', order: 4 } });
     // A consensus group's inputs engine reads the passing candidates' work, as a ranking reviewer does.
     if (isObject(t.distinguish) && isObject(t.distinguish.inputs))
-      refs.push({ kind: 'reader', at: ['distinguish', 'inputs', 'engine'], name: t.distinguish.inputs.engine, verb: 'write inputs' });
+      refs.push({
+        kind: 'reader',
+        at: ['distinguish', 'inputs', 'engine'],
+        name: t.distinguish.inputs.engine,
+        verb: 'write inputs',
+        lint: { who: 'the inputs engine', order: 6 },
+      });
     return refs;
   },
   count: (raw) =>

@@ -14,10 +14,17 @@ export const councilSection: WorkflowSection = {
     if (!isObject(t.council)) return [];
     const c = t.council;
     const refs: EngineRef[] = [];
-    if (isObject(c.chair)) refs.push({ kind: 'writer', at: ['council', 'chair', 'engine'], name: c.chair.engine, who: 'the chair' });
+    if (isObject(c.chair))
+      refs.push({ kind: 'writer', at: ['council', 'chair', 'engine'], name: c.chair.engine, who: 'the chair', lint: { who: 'the chair', order: 11 } });
     if (Array.isArray(c.members))
       c.members.forEach((e, j) =>
-        refs.push({ kind: 'writer', at: ['council', 'members', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `member ${j + 1}` }),
+        refs.push({
+          kind: 'writer',
+          at: ['council', 'members', j, 'engine'],
+          name: isObject(e) ? e.engine : undefined,
+          who: `member ${j + 1}`,
+          lint: { who: 'a council member', order: 8 },
+        }),
       );
     return refs;
   },

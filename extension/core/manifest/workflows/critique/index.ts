@@ -11,7 +11,10 @@ export const critiqueSection: WorkflowSection = {
   name: 'critique',
   code: 'critique',
   problems: (tasks) => critiqueProblems(tasks),
-  engines: (t) => (isObject(t.critique) ? [{ kind: 'readers', at: ['critique'], entries: t.critique.critics, verb: 'criticise', list: 'critics' }] : []),
+  engines: (t) =>
+    isObject(t.critique)
+      ? [{ kind: 'readers', at: ['critique'], entries: t.critique.critics, verb: 'criticise', list: 'critics', lint: { who: 'a critic', order: 5 } }]
+      : [],
 };
 
 function isObject(v: unknown): v is Record<string, unknown> {

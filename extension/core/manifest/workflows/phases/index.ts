@@ -15,13 +15,14 @@ export const phasesSection: WorkflowSection = {
     if (!isObject(t.phases)) return [];
     const p = t.phases;
     const refs: EngineRef[] = [];
-    if (isObject(p.review)) refs.push({ kind: 'readers', at: ['phases', 'review'], entries: p.review.engines, verb: 'review' });
-    for (const [field, who] of [
-      ['implement', 'the implementer'],
-      ['test', 'the test phase'],
+    if (isObject(p.review))
+      refs.push({ kind: 'readers', at: ['phases', 'review'], entries: p.review.engines, verb: 'review', lint: { who: 'a reviewer', order: 9 } });
+    for (const [field, who, order] of [
+      ['implement', 'the implementer', 12],
+      ['test', 'the test phase', 13],
     ] as const) {
       const entry = p[field];
-      refs.push({ kind: 'writer', at: ['phases', field, 'engine'], name: isObject(entry) ? entry.engine : undefined, who });
+      refs.push({ kind: 'writer', at: ['phases', field, 'engine'], name: isObject(entry) ? entry.engine : undefined, who, lint: { who, order } });
     }
     return refs;
   },

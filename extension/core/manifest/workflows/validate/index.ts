@@ -13,10 +13,16 @@ export const validateSection: WorkflowSection = {
   engines(t) {
     if (!isObject(t.validate)) return [];
     const v = t.validate;
-    const refs: EngineRef[] = [{ kind: 'writer', at: ['validate', 'engine'], name: v.engine, who: 'the validator' }];
+    const refs: EngineRef[] = [{ kind: 'writer', at: ['validate', 'engine'], name: v.engine, who: 'the validator', lint: { who: 'the validator', order: 10 } }];
     if (Array.isArray(v.engines))
       v.engines.forEach((e, j) =>
-        refs.push({ kind: 'writer', at: ['validate', 'engines', j, 'engine'], name: isObject(e) ? e.engine : undefined, who: `worker ${j + 1}` }),
+        refs.push({
+          kind: 'writer',
+          at: ['validate', 'engines', j, 'engine'],
+          name: isObject(e) ? e.engine : undefined,
+          who: `worker ${j + 1}`,
+          lint: { who: 'a worker', order: 7 },
+        }),
       );
     return refs;
   },
