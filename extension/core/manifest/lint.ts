@@ -31,13 +31,13 @@ import { budgetForecast } from './rules/budget-forecast';
 import { missingExpectFiles, missingTaskType, missingVerified } from './rules/missing-fields';
 import { modelNotRoutable } from './rules/model-routing';
 import { fullAccessNotEnabled } from './rules/full-access';
-import { phasesRedOff } from './rules/phases-red-off';
 import { selfReview } from './rules/self-review';
 import { allowPathsRule, depsNotAllowed } from './rules/guard-settings';
 import { sparseOutside } from './rules/sparse-cone';
 import { engineNotInstalled } from './rules/engine-installed';
 import { routeRule } from './rules/route';
 import { checkFileMissing } from './rules/check-files';
+import { WORKFLOW_SECTIONS } from './workflows';
 
 export type { LintContext } from './rules/document';
 
@@ -76,7 +76,6 @@ const RULES: Rule[] = [
   missingExpectFiles,
   modelNotRoutable,
   fullAccessNotEnabled,
-  phasesRedOff,
   selfReview,
   allowPathsRule,
   depsNotAllowed,
@@ -84,6 +83,8 @@ const RULES: Rule[] = [
   engineNotInstalled,
   routeRule,
   checkFileMissing,
+  // The rules of one workflow each, registered through its section (manifest/workflows/<name>/).
+  ...WORKFLOW_SECTIONS.flatMap((s) => s.lintRules ?? []),
 ];
 
 /** The rule each loader problem is reported under. */

@@ -13,6 +13,7 @@ import { taskGraphProblems } from './rules/task-graph';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
 import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
 import {
+  DEFAULT_ENGINE,
   ManifestError,
   type EngineChoice,
   type CritiquePolicy,
@@ -36,8 +37,7 @@ const DEFAULT_CHECK_TIMEOUT_S = 300;
 const DEFAULT_SUITE_TIMEOUT_S = 600;
 const DEFAULT_MAX_PARALLEL = 4;
 const DEFAULT_MAX_ATTEMPTS = 2;
-/** The engine a task without `engine` runs on. */
-export const DEFAULT_ENGINE = 'codex';
+export { DEFAULT_ENGINE } from './types';
 
 /** The manifest schema's validator, compiled at build time (schemas/validators.build.mjs); errors in `.errors`. */
 const validateSchema = validateManifest;

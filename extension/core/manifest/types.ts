@@ -1,6 +1,9 @@
 import type { WorkflowPlace } from '../../../schemas/run-state';
 import type { SourceRange } from './positions';
 
+/** The engine a task without `engine` runs on. */
+export const DEFAULT_ENGINE = 'codex';
+
 /** A task's full regression check: the command (run with `bash -o pipefail -c` in the task dir) and its time limit, ms. */
 export interface SuiteSpec {
   command: string;

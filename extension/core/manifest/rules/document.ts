@@ -8,7 +8,7 @@ import { findNodeAtLocation, type JSONPath, type Node } from 'jsonc-parser';
 import type { EngineSpec } from '../../../../engines/types';
 import type { LineIndex, SourceRange } from '../positions';
 import type { Finding } from '../findings';
-import { DEFAULT_ENGINE } from '../load';
+import { DEFAULT_ENGINE } from '../types';
 import { JsonString } from './json-string';
 import { parseShell, type ShellList } from './shell';
 

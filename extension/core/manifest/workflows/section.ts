@@ -6,6 +6,7 @@
  * A workflow's run-time part (steps, hooks) is its plugin in run/workflows/<name>/: the manifest is read below the run
  * (docs/architecture.md "Layers and import rules"), so this half cannot live there.
  */
+import type { Rule } from '../rules/document';
 import type { ProblemCode, TaskSpec } from '../types';
 
 /** One problem a section finds: the JSON path of the offending value and what is wrong. */
@@ -77,4 +78,9 @@ export interface WorkflowSection {
    * counts these for each task of its generated file (generate/file.ts).
    */
   count?(raw: Record<string, unknown>): { tasks: number; what: string } | null;
+  /**
+   * Lint rules of this workflow alone (manifest/lint.ts runs them with its own, on every manifest; each finds what it
+   * warns of in a task with this section); absent: none.
+   */
+  lintRules?: readonly Rule[];
 }

@@ -1,11 +1,13 @@
 /**
  * Workflow `phases`'s section of a task (docs/workflows.md "Phases"): one implementer per file, then a test phase on
- * another engine, red before green. compile.ts compiles it, rule.ts says what is wrong with it; the red run itself is
+ * another engine, red before green. compile.ts compiles it, rule.ts says what is wrong with it, red-off.ts is its lint
+ * rule (phases-red-off); the red run itself is
  * a step of the attempt (run/workflows/phases/red-step.ts).
  */
 import type { EngineRef, WorkflowSection } from '../section';
 import { compilePhases } from './compile';
 import { phasesProblems } from './rule';
+import { phasesRedOff } from './red-off';
 
 export const phasesSection: WorkflowSection = {
   name: 'phases',
@@ -28,6 +30,7 @@ export const phasesSection: WorkflowSection = {
   },
   count: (raw) => (isObject(raw.phases) && Array.isArray(raw.phases.files) ? { tasks: raw.phases.files.length + 1, what: 'implement and test tasks' } : null),
   compile: (spec, raw, opts) => (isObject(raw.phases) ? compilePhases(spec, raw.phases, opts.worktrees) : null),
+  lintRules: [phasesRedOff],
 };
 
 function isObject(v: unknown): v is Record<string, unknown> {

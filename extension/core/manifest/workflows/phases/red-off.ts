@@ -1,10 +1,11 @@
 import { findNodeAtLocation } from 'jsonc-parser';
-import type { Rule, RuleFinding } from './document';
+import type { Rule, RuleFinding } from '../../rules/document';
 
 /**
- * phases-red-off (warning): a task with `phases` sets `phases.test.red: false`, so its test phase may pass with tests
- * that pass without the implementation too (an `exit 0`, tests of a copy): red before green (docs/workflows.md
- * "Phases", run/workflows/phases/red-step.ts) is what shows that the tests depend on the code they judge. The range is the `false`.
+ * Lint rule phases-red-off (warning), the phases section's own (registered through it: index.ts `lintRules`): a task
+ * with `phases` sets `phases.test.red: false`, so its test phase may pass with tests that pass without the
+ * implementation too (an `exit 0`, tests of a copy): red before green (docs/workflows.md "Phases",
+ * run/workflows/phases/red-step.ts) is what shows that the tests depend on the code they judge. The range is the `false`.
  */
 export const phasesRedOff: Rule = (doc) => {
   const out: RuleFinding[] = [];
