@@ -12,6 +12,7 @@ import { routeAttempt } from './route-choice';
 import { routeLine } from '../scoreboard/route';
 import { MachineSlots } from './slots';
 import { endTask } from './end-task';
+import { envelopeOf } from './spend';
 import type { LiveRun } from './live-run';
 import { wakeTime, type WaitChange } from './quota-wait';
 import type { TaskRuntime } from './steps/context';
@@ -301,16 +302,16 @@ export class AttemptLoop {
   }
 
   /**
-   * The spend passed the run's budget (`key` null) or task `key`'s own (a best-of-N group's covers its candidates):
-   * stops what still spends under it. An attempt
+   * The spend passed the run's budget (`key` null) or the envelope `key` (a task's own budget): stops what still spends
+   * under it. An attempt
    * whose worker has exited and none of whose readers (reviewers) runs spends nothing more on its engine: its check
    * goes on (spend.ts spendingOver). A task with readers running outside any attempt (a best-of-N group's ranking
    * reviewers or inputs engine) is stopped as by `stop` and ends BUDGET_EXCEEDED (TaskRuntime.budgetStop).
    */
   private stopSpenders(key: string | null, reason: string): void {
     const { spend } = this.run;
-    // A best-of-N group's envelope covers its candidates: `key` is then the group's.
-    const under = (t: TaskRuntime) => key === null || t.spec.key === key || (t.spec.candidate !== undefined && t.spec.group === key);
+    // `key` names an envelope, which may cover more tasks than the one of that key (spend.ts envelopeOf).
+    const under = (t: TaskRuntime) => key === null || t.spec.key === key || envelopeOf(t.spec) === key;
     for (const t of this.attemptsRunning) if (under(t) && !spend.spendingOver(t.spec.key)) this.stopForBudget(t, reason);
     for (const t of this.run.tasks) {
       if (this.attemptsRunning.has(t) || (key !== null && t.spec.key !== key) || !spend.readersRunning(t.spec.key) || t.abort.signal.aborted) continue;

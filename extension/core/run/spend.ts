@@ -43,7 +43,7 @@ export interface SpendHold {
 }
 
 /** The envelope key of a task: a best-of-N candidate counts against its group's budget, any other task its own. */
-function envelopeOf(task: SpendTask): string {
+export function envelopeOf(task: SpendTask): string {
   return task.candidate !== undefined && task.group !== undefined ? task.group : task.key;
 }
 
