@@ -70,14 +70,9 @@ function noLongerLoads(file: string, problems: readonly ManifestProblem[]): Erro
  */
 export async function loadAndLintFrozenManifest(home: string, state: RunState, ctx: LintOptions): Promise<{ manifest: Manifest; findings: Finding[] }> {
   const file = frozenManifestPath(home, state.runId);
-  let text: string;
-  let frozen: { manifest?: unknown };
-  try {
-    text = fs.readFileSync(file, 'utf8');
-    frozen = JSON.parse(text) as { manifest?: unknown };
-  } catch (e) {
-    throw new Error(`cannot read the frozen manifest ${file}: ${(e as Error).message}`);
-  }
+  const read = readFrozen(file);
+  if ('error' in read) throw new Error(`cannot read the frozen manifest ${file}: ${read.error}`);
+  const { text, frozen } = read;
   const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
   const options = { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, route: ctx.route ?? null };
   const parsed = parseManifest(linted, state.manifestFile, options);
@@ -102,16 +97,10 @@ export const FROZEN_MANIFEST_FIX = 'a run keeps the manifest it started with: fi
  */
 export async function lintFrozenManifest(home: string, state: RunState, ctx: LintOptions): Promise<Finding[]> {
   const file = frozenManifestPath(home, state.runId);
-  let text: string;
-  let frozen: { manifest?: unknown };
-  try {
-    text = fs.readFileSync(file, 'utf8');
-    frozen = JSON.parse(text) as { manifest?: unknown };
-  } catch (e) {
-    return [
-      { rule: 'invalid-manifest', severity: 'error', message: `cannot read the frozen manifest: ${(e as Error).message}`, file, range: null, taskKey: null },
-    ];
-  }
+  const read = readFrozen(file);
+  if ('error' in read)
+    return [{ rule: 'invalid-manifest', severity: 'error', message: `cannot read the frozen manifest: ${read.error}`, file, range: null, taskKey: null }];
+  const { text, frozen } = read;
   const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
   return inFrozenFile(await lintManifestText(linted, state.manifestFile, ctx), linted, text, file);
 }
@@ -148,4 +137,14 @@ function frozenOffset(offset: number, from: Node, to: Node, end = false): number
   if (!target) return root.offset;
   if (node.type !== 'object' && node.type !== 'array') return target.offset + Math.min(offset - node.offset, target.length);
   return offset >= node.offset + node.length ? target.offset + target.length : target.offset;
+}
+
+/** The frozen file's text and its JSON, or why it cannot be read or parsed (the error's message). */
+function readFrozen(file: string): { text: string; frozen: { manifest?: unknown } } | { error: string } {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    return { text, frozen: JSON.parse(text) as { manifest?: unknown } };
+  } catch (e) {
+    return { error: (e as Error).message };
+  }
 }
