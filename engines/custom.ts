@@ -37,6 +37,8 @@ export interface CustomEngineConfig {
   max_parallel?: number;
   /** The most one attempt is expected to cost, USD: reserved by the budget when the eval log knows none. */
   max_attempt_usd?: number;
+  /** The most tokens one attempt is expected to use: reserved by budget_tokens when the eval log and the task know none. */
+  max_attempt_tokens?: number;
 }
 
 type OutputReader = Pick<
@@ -205,6 +207,7 @@ export function customEngineFromConfig(name: string, entry: unknown, where: stri
     ...(reader.cachedInInput ? { cachedInInput: true } : {}),
     ...(json.max_parallel !== undefined ? { maxParallel: json.max_parallel } : {}),
     ...(json.max_attempt_usd !== undefined ? { maxAttemptMicroUsd: Math.round(json.max_attempt_usd * 1_000_000) } : {}),
+    ...(json.max_attempt_tokens !== undefined ? { maxAttemptTokens: json.max_attempt_tokens } : {}),
     classifyError: reader.classifyError,
     ...(reader.quotaReset ? { quotaReset: reader.quotaReset } : {}),
     finalMessage: reader.finalMessage,

@@ -144,6 +144,11 @@ export interface EngineSpec {
    */
   maxAttemptMicroUsd?: number;
   /**
+   * The most tokens one attempt on this engine is expected to use (a custom engine's `max_attempt_tokens`): what
+   * budget_tokens reserves when the eval log has no p90 of tokens and the task sets none. Absent: not known.
+   */
+  maxAttemptTokens?: number;
+  /**
    * True when the usage's tokensCached is part of tokensIn (codex's cached_input_tokens, gemini's cached, opencode's
    * cache.read and Claude Code's cache_read_input_tokens once added back): the cached part is then priced at the
    * catalog's cache-read price and the rest at the prompt price (cost/pricing.ts). Absent or false: cached input is not

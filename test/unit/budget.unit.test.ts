@@ -386,6 +386,19 @@ describe('run spend: held-back attempts, best-of-N envelopes, a crash, a resume'
     assert.match(String(spend.admit(claude, 'unpriced', { key: 'b', taskType: 'test' })), /the cost of cl \(unpriced\) stays unknown/);
   });
 
+  it("an engine's max_attempt_tokens is what budget_tokens reserves when the task and the eval log say nothing; the task's comes first", () => {
+    const spend = new RunSpend(tempDir(), null, null, { budgetTokens: 12_000 });
+    const engine = { name: 'oc', harness: 'opencode', maxAttemptTokens: 5_000 } as const;
+    const two = ['a', 'b'].map((k) => spend.admit(engine, 'm', { key: k, taskType: 'test' }));
+    assert.ok(
+      two.every((h) => typeof h === 'object' && !('waitFor' in h)),
+      'bounded: side by side, not one at a time',
+    );
+    assert.match(String(spend.admit(engine, 'm', { key: 'c', taskType: 'test' })), /may cost up to 5,000 tokens: that would pass budget_tokens 12,000 tokens/);
+    const own = spend.admit(engine, 'm', { key: 'd', taskType: 'test', maxAttemptTokens: 1_000 });
+    assert.ok(typeof own === 'object' && !('waitFor' in own), "the task's own 1,000 fits where the engine's 5,000 does not");
+  });
+
   it('the spend state keeps what running attempts reported per envelope, and the keys nothing could count, for a resume after a crash', () => {
     const spend = new RunSpend(tempDir(), 0.05, null);
     const hold = spend.admit(stream, 'm', { key: 't', taskType: 'test', budgetUsd: 0.02, maxAttemptUsd: 0.01 });

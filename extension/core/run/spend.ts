@@ -207,14 +207,14 @@ export class RunSpend {
    * its spend through progress().
    */
   admit(
-    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'> & Partial<Pick<EngineSpec, 'harness'>>,
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd' | 'maxAttemptTokens'> & Partial<Pick<EngineSpec, 'harness'>>,
     model: string | null,
     task: SpendTask,
   ): SpendHold | string | (BudgetWait & { note: string | null }) {
     const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
     const usdBounds = this.bounds(engine, model, task, 'work');
-    const tokenBounds = this.tokenBounds(model, task, 'work');
+    const tokenBounds = this.tokenBounds(engine, model, task, 'work');
     const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, true, usdBounds);
     if (usd === null && !this.subscription.has(engine.name)) return this.budget.refusal(key, price, usdBounds);
     if (usd && 'waitFor' in usd) return this.waitNote(usd, 'usd', engine.name, model, 'work');
@@ -265,7 +265,7 @@ export class RunSpend {
    * stay unknown, charged its reservation (Budget.settle): a reader of unknown cost never counts 0 when anything bounds it.
    */
   async admitReader(
-    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'> & Partial<Pick<EngineSpec, 'harness'>>,
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd' | 'maxAttemptTokens'> & Partial<Pick<EngineSpec, 'harness'>>,
     model: string | null,
     task: SpendTask,
     step: ReaderStep,
@@ -283,7 +283,7 @@ export class RunSpend {
 
   /** admitReader's one try: a hold, a refusal, or the BudgetWait (with its note) of an engine nothing prices. */
   private reserveReader(
-    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'> & Partial<Pick<EngineSpec, 'harness'>>,
+    engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd' | 'maxAttemptTokens'> & Partial<Pick<EngineSpec, 'harness'>>,
     model: string | null,
     task: SpendTask,
     step: ReaderStep,
@@ -291,7 +291,7 @@ export class RunSpend {
     const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
     const usdBounds = this.bounds(engine, model, task, step);
-    const tokenBounds = this.tokenBounds(model, task, step);
+    const tokenBounds = this.tokenBounds(engine, model, task, step);
     const usd = this.subscription.has(engine.name) ? null : this.budget.reserve(key, price, true, usdBounds);
     if (usd === null && !this.subscription.has(engine.name)) return this.budget.refusal(key, price, usdBounds);
     if (usd && 'waitFor' in usd) return this.waitNote(usd, 'usd', engine.name, model, step);
@@ -362,12 +362,12 @@ export class RunSpend {
    * Why admit() would refuse an attempt on `engine`/`model` of `task` now (the refusal's text: its USD or its token
    * budget), or null; reserves nothing (routing skips such a candidate: run/route-choice.ts).
    */
-  refusalOf(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd'>, model: string | null, task: SpendTask): string | null {
+  refusalOf(engine: Pick<EngineSpec, 'name' | 'maxAttemptMicroUsd' | 'maxAttemptTokens'>, model: string | null, task: SpendTask): string | null {
     const key = `${engine.name}/${model ?? ''}`;
     const price = priceOf(this.catalog, model);
     const usdBounds = this.bounds(engine, model, task, 'work');
     if (!this.subscription.has(engine.name) && this.budget.wouldRefuse(key, price, usdBounds)) return this.budget.refusal(key, price, usdBounds);
-    const tokenBounds = this.tokenBounds(model, task, 'work');
+    const tokenBounds = this.tokenBounds(engine, model, task, 'work');
     return this.tokenBudget.wouldRefuse(key, null, tokenBounds) ? this.tokenBudget.refusal(key, null, tokenBounds) : null;
   }
 
@@ -448,11 +448,12 @@ export class RunSpend {
     return { historyMicroUsd: own ?? (maxAttempt === null ? work : null), maxAttemptMicroUsd: maxAttempt, task: envelope };
   }
 
-  private tokenBounds(model: string | null, task: SpendTask, step: 'work' | ReaderStep): AttemptBounds {
+  private tokenBounds(engine: Pick<EngineSpec, 'maxAttemptTokens'>, model: string | null, task: SpendTask, step: 'work' | ReaderStep): AttemptBounds {
     const envelope = { key: envelopeOf(task), capMicroUsd: task.budgetTokens ?? null };
-    const maxAttempt = task.maxAttemptTokens ?? null;
     const work = model === null ? null : (this.tokenHistory.get(this.key(model, task, 'work')) ?? null);
-    if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: maxAttempt, task: envelope };
+    // As in USD: an attempt takes the task's max_attempt_tokens before its engine's, a reader its engine's first.
+    if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: task.maxAttemptTokens ?? engine.maxAttemptTokens ?? null, task: envelope };
+    const maxAttempt = engine.maxAttemptTokens ?? task.maxAttemptTokens ?? null;
     const own = model === null ? null : (this.tokenHistory.get(this.key(model, task, step === 'review' ? 'review' : 'other')) ?? null);
     return { historyMicroUsd: own ?? (maxAttempt === null ? work : null), maxAttemptMicroUsd: maxAttempt, task: envelope };
   }

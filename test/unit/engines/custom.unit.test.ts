@@ -38,6 +38,12 @@ describe('custom engines from configuration', () => {
     assert.deepEqual(engine.parseOutput('anything'), builtinEngines().get('script')!.parseOutput(''));
   });
 
+  it('max_attempt_usd and max_attempt_tokens are the budget reserves of one attempt (micro-USD, tokens); 0 tokens is refused', () => {
+    const engine = customEngineFromConfig('aider', { ...aider, max_attempt_usd: 0.25, max_attempt_tokens: 200_000 }, WHERE);
+    assert.deepEqual([engine.maxAttemptMicroUsd, engine.maxAttemptTokens], [250_000, 200_000]);
+    assert.throws(() => customEngineFromConfig('aider', { ...aider, max_attempt_tokens: 0 }, WHERE), /max_attempt_tokens/);
+  });
+
   it('reuses a built-in output reader named by "output"', () => {
     const engine = customEngineFromConfig('my-claude', { binary: 'claude-wrapper', argv: ['{spec}'], output: 'claude', model: 'sonnet' }, WHERE);
     assert.equal(engine.defaultModel, 'sonnet');
