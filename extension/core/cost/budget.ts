@@ -321,7 +321,7 @@ export class Budget {
     const model = key.slice(slash + 1);
     const on = model ? `${key.slice(0, slash)} (${model})` : key.slice(0, slash);
     if (this.unit === 'tokens')
-      return `budget: the tokens of ${on} stay unknown: an attempt on it ended without reporting them, so budget_tokens cannot count its attempts; the attempt was not started. Give the task a max_attempt_tokens (each attempt then counts that much), then verdict resume RUN`;
+      return `budget: the tokens of ${on} stay unknown: an attempt on it ended without reporting them, so budget_tokens cannot count its attempts; the attempt was not started. Give the engine or the task a max_attempt_tokens (each attempt then counts that much), then verdict resume RUN`;
     return `budget: the cost of ${on} stays unknown: an attempt on it ended with no cost reported and no price to count its tokens by (no catalog price for its model, no max_attempt_usd, no past attempts in the eval log), so budget_usd cannot count its attempts; the attempt was not started. Give the engine or the task a max_attempt_usd (each attempt then counts that much), name a model the catalog prices, or cap the run with budget_tokens; then verdict resume RUN`;
   }
 
