@@ -105,7 +105,9 @@ export function continuedBudgets(
  * What a run that ended had spent, for its resume (RunSpend.seed): the spend its state.json last recorded (settled and
  * reported by attempts still running when it was written; per task from `byTask`), and where that is missing (a run
  * older than the field, or a task not in `byTask`) the sum of its attempts' costs and tokens as state.json lists them
- * (an attempt of unknown cost counts 0 there: the only figure left). The larger of the two counts.
+ * (an attempt of unknown cost counts 0 there: the only figure left). The larger of the two counts. Per envelope: a
+ * best-of-N candidate's attempts count under its group's key (envelopeOf). With the engine/model keys whose spend the
+ * run could not count (`spend.uncounted`), which the resumed run refuses as the run did.
  */
 export function priorSpend(state: Pick<RunState, 'spend' | 'tasks'>): PriorSpend {
   // Per envelope (a best-of-N candidate's attempts count against its group's: envelopeOf): its attempts' sum.
@@ -246,7 +248,7 @@ export class RunSpend {
     const note = !first
       ? null
       : unit === 'usd'
-        ? `budget: the cost of ${who} on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts and readers run one at a time until one has finished and priced it (one that uses tokens and ends with its cost still unknown cannot be counted: no further one starts under the budget unless the engine or task has a max_attempt_usd)`
+        ? `budget: the cost of ${who} on ${on} is unknown (no catalog price, none priced yet, no max_attempt_usd): its attempts and readers run one at a time until one has finished and priced it (one that ends with its cost still unknown cannot be counted: no further one starts under the budget unless the engine or task has a max_attempt_usd)`
         : `budget: the tokens of ${who} on ${on} are unknown (no p90 in the eval log, none finished yet, no max_attempt_tokens): under budget_tokens its attempts and readers run one at a time until one has finished and counted them`;
     return { ...w, note };
   }
@@ -396,7 +398,10 @@ export class RunSpend {
     return usd.length || tokens.length ? { uncounted: { usd, tokens } } : {};
   }
 
-  /** Settled spend per task (micro-USD and tokens), for a resumed run's seed; only tasks that spent. */
+  /**
+   * Spend per envelope (micro-USD and tokens: settled, plus what running steps reported so far), for a resumed run's
+   * seed, after a crash too; only envelopes that spent or have a step running.
+   */
   private byTask(): Record<string, { usd: number; tokens: number }> {
     const out: Record<string, { usd: number; tokens: number }> = {};
     for (const k of new Set([...this.budget.taskKeys(), ...this.tokenBudget.taskKeys()]))
