@@ -374,7 +374,7 @@ describe('run spend: held-back attempts, best-of-N envelopes, a crash, a resume'
     assert.equal(over, 't', "the group's envelope is passed: its key is told");
   });
 
-  it('a final report counting fewer tokens than the session streamed is not believed: its small cost neither prices the engine nor passes for the spend', () => {
+  it('a final report counting far fewer tokens than the session streamed is not believed: its small cost neither prices the engine nor passes for the spend; a little fewer is', () => {
     const spend = new RunSpend(tempDir(), 0.01, null);
     const claude = { name: 'cl', harness: 'claude' } as const;
     const hold = spend.admit(claude, 'unpriced', { key: 'a', taskType: 'test' });
@@ -384,6 +384,17 @@ describe('run spend: held-back attempts, best-of-N envelopes, a crash, a resume'
     spend.workerEnded('a', 1, 2);
     spend.settle(hold, 1, 2);
     assert.match(String(spend.admit(claude, 'unpriced', { key: 'b', taskType: 'test' })), /the cost of cl \(unpriced\) stays unknown/);
+    // An honest session woken for a second turn after its result streams a little more than the result counts: its
+    // cost is believed, charged, and prices the engine (it was dropped, and the engine's other tasks refused).
+    const honest = new RunSpend(tempDir(), 2, null);
+    const first = honest.admit(claude, 'unpriced', { key: 'a', taskType: 'test' });
+    assert.ok(typeof first === 'object' && !('waitFor' in first));
+    honest.progress('a', { ...emptyUsage(), tokensIn: 411_010, tokensOut: 10_000 }, 'unpriced');
+    honest.workerEnded('a', 500_000, 420_000);
+    honest.settle(first, 500_000, 420_000);
+    assert.equal(honest.snapshot().spentMicroUsd, 500_000);
+    const next = honest.admit(claude, 'unpriced', { key: 'b', taskType: 'test' });
+    assert.ok(typeof next === 'object' && !('waitFor' in next) && next.usd?.microUsd === 500_000, JSON.stringify(next));
   });
 
   it("an engine's max_attempt_tokens is what budget_tokens reserves when the task and the eval log say nothing; the task's comes first", () => {

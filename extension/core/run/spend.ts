@@ -42,6 +42,12 @@ export interface SpendHold {
   spends: boolean;
 }
 
+/**
+ * The least share of the tokens a step streamed that its final report must count for its final cost to be believed by
+ * the budget (RunSpend.believed).
+ */
+const BELIEVED_SHARE = 0.9;
+
 /** The envelope key of a task: a best-of-N candidate counts against its group's budget, any other task its own. */
 export function envelopeOf(task: SpendTask): string {
   return task.candidate !== undefined && task.group !== undefined ? task.group : task.key;
@@ -662,13 +668,15 @@ export class RunSpend {
   }
 
   /**
-   * The final cost of a step as the budget takes it: null (unknown) when its final report counts fewer tokens than the
-   * step streamed while it ran — a final event the worker forged with small totals and then killed its engine before
-   * the real one (four Claude Code sessions of 420,000 tokens each were counted 1 µUSD apiece and priced their engine
-   * at that). Unknown, it is charged what it reported while running, or counted as uncounted spend (Budget.settle).
+   * The final cost of a step as the budget takes it: null (unknown) when its final report counts far fewer tokens than
+   * the step streamed while it ran (under BELIEVED_SHARE of them) — a final event the worker forged with small totals
+   * and then killed its engine before the real one (four Claude Code sessions of 420,000 tokens each were counted 1 µUSD
+   * apiece and priced their engine at that). Unknown, it is charged what it reported while running, or counted as
+   * uncounted spend (Budget.settle). A final report a little below the stream is believed: an honest Claude Code session
+   * woken for a second turn after its result (a background subagent) streams a few more tokens than its result counts.
    */
   private believed(hold: SpendHold, costMicroUsd: number | null, tokens: number | null): number | null {
-    return tokens !== null && hold.tokens.liveMicroUsd > tokens ? null : costMicroUsd;
+    return tokens !== null && tokens < BELIEVED_SHARE * hold.tokens.liveMicroUsd ? null : costMicroUsd;
   }
 
   /**
