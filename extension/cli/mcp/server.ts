@@ -8,7 +8,8 @@ import { resolveIdentity } from '../../core/host/identity';
 import { CONTROL_VERBS, type ControlVerb } from '../../core/live/control';
 import { listRuns } from '../../core/live/registry';
 import { lintManifestFile, startGate, startGateLines } from '../../core/manifest/lint';
-import { FROZEN_MANIFEST_FIX, frozenManifestPath, lintFrozenManifest, loadFrozenManifest } from '../../core/run/frozen-manifest';
+import { FROZEN_MANIFEST_FIX, frozenManifestPath, loadAndLintFrozenManifest, loadFrozenManifest } from '../../core/run/frozen-manifest';
+import type { Finding } from '../../core/manifest/findings';
 import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
@@ -129,11 +130,12 @@ function foreignRun(state: RunState, workspace: Workspace, tool: string): string
 /**
  * Why a run's frozen manifest (what resume, rerun and the merge queue act on) may not run from this workspace: the
  * places it names outside it, or that it cannot be read; null when it is confined.
+ * @param loaded the frozen manifest when the caller has loaded it already (one parse per command); else it is loaded here
  */
-async function frozenEscapes(home: string, state: RunState, workspace: Workspace): Promise<string | null> {
+async function frozenEscapes(home: string, state: RunState, workspace: Workspace, loaded?: Manifest): Promise<string | null> {
   let manifest: Manifest;
   try {
-    manifest = loadFrozenManifest(home, state);
+    manifest = loaded ?? loadFrozenManifest(home, state);
   } catch (e) {
     return (e as Error).message;
   }
@@ -410,9 +412,22 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
           return fail(`run ${state.runId} has no task ${task} (tasks: ${state.tasks.map((t) => t.key).join(', ')})`);
         const what = `${verb}${task ? ` ${task}` : ''}${engine ? ` ${engine}` : ''}`;
         // resume and rerun make attempts (branches, task dirs) where the run's frozen manifest says: confined like a start.
-        if (verb === 'resume' || verb === 'rerun') {
+        // For a run that is not live, its one parse gives both the manifest to confine and its start gate's findings.
+        let frozen: Finding[] = [];
+        if ((verb === 'resume' || verb === 'rerun') && info.liveness === 'running') {
           const escapes = await frozenEscapes(opts.home, state, opts.workspace);
           if (escapes) return fail(`not started: ${what} of run ${state.runId}: ${escapes}`);
+        } else if (verb === 'resume' || verb === 'rerun') {
+          const { engines, settings } = loadEngines(opts.config);
+          let loaded: { manifest: Manifest; findings: Finding[] };
+          try {
+            loaded = await loadAndLintFrozenManifest(opts.home, state, { engines, allowFullAccess: settings.allowFullAccess });
+          } catch (e) {
+            return fail(`not started: ${what} of run ${state.runId}: ${(e as Error).message}`);
+          }
+          const escapes = await frozenEscapes(opts.home, state, opts.workspace, loaded.manifest);
+          if (escapes) return fail(`not started: ${what} of run ${state.runId}: ${escapes}`);
+          frozen = loaded.findings;
         }
         if (info.liveness === 'running') {
           if (verb === 'resume' && !state.paused) return fail(`run ${state.runId} is live and not paused: nothing to resume`);
@@ -425,8 +440,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         if (verb !== 'resume' && verb !== 'rerun') return fail(`run ${state.runId} is not live (${info.liveness}); ${verb} acts on a running run`);
         const { config } = loadUserConfig(opts.config);
         // What would run is the frozen manifest: lint errors there refuse the start (startGate), unless force: true.
-        const { engines, settings } = loadEngines(opts.config);
-        const gate = startGate(await lintFrozenManifest(opts.home, state, { engines, allowFullAccess: settings.allowFullAccess }), force === true);
+        const gate = startGate(frozen, force === true);
         if (gate.refused)
           return fail(
             startGateLines(gate, `not started: ${verb} of run ${state.runId} (its frozen manifest, from ${state.manifestFile})`, {
