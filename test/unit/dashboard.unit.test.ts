@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { slotsLine, type HostToPage } from '../../schemas/protocol';
+import { slotsLine } from '../../schemas/protocol';
 import { LogTail } from '../../extension/core/dashboard/log-tail';
-import { DashboardSession } from '../../extension/core/dashboard/session';
+import { browserSession } from '../helpers/dashboard-session';
 import { DashboardSource, slotGroupViews } from '../../extension/core/dashboard/source';
 import { slotsDir, takeSlots } from '../../extension/core/run/slots';
 import { parsePageMessage, parsePageMessageText } from '../../extension/core/dashboard/validate';
@@ -144,12 +144,7 @@ describe('dashboard: a session', () => {
     fs.writeFileSync(path.join(home, 'runs', 'broken', 'state.json'), '{"version":1,');
     const log = quiet();
     const source = new DashboardSource(home, log);
-    const posted: HostToPage[] = [];
-    const session = new DashboardSession(
-      source,
-      { post: (m) => posted.push(m) },
-      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
-    );
+    const { session, posted } = browserSession(source, log);
     try {
       assert.equal(session.receive({ type: 'select-run', runId: 'r1' }), false);
       assert.equal(posted.length, 0, 'nothing before ready');
@@ -232,12 +227,7 @@ describe('dashboard: the machine-wide slots in use (engine max_parallel, logins)
     const first = await takeSlots(home, [codex], { runId: 'r1', task: 'a', engine: 'codex' });
     const log = quiet();
     const source = new DashboardSource(home, log);
-    const posted: HostToPage[] = [];
-    const session = new DashboardSession(
-      source,
-      { post: (m) => posted.push(m) },
-      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
-    );
+    const { session, posted } = browserSession(source, log);
     try {
       session.receive({ type: 'ready' });
       const snap = posted[0];

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import type { HostToPage } from '../../schemas/protocol';
 import { ageText, parseAttemptRef, poolLines, poolSummary, poolView, type PoolStatus, type PoolView } from '../../schemas/pool-view';
-import { DashboardSession } from '../../extension/core/dashboard/session';
+import { browserSession } from '../helpers/dashboard-session';
 import { DashboardSource, type PoolFeed } from '../../extension/core/dashboard/source';
 import { tempDir } from '../helpers/fixtures';
 
@@ -106,12 +105,7 @@ describe('pool view in a dashboard session', () => {
     const feed: PoolFeed = { current: () => current, subscribe: (fn) => ((listener = fn), () => (listener = null)) };
     const log = { info: () => undefined, warn: () => undefined };
     const source = new DashboardSource(tempDir(), log, { pool: feed });
-    const posted: HostToPage[] = [];
-    const session = new DashboardSession(
-      source,
-      { post: (m) => posted.push(m) },
-      { host: 'browser', log, scoreboard: async () => ({ rows: [], source: 'none' }) },
-    );
+    const { session, posted } = browserSession(source, log);
     try {
       assert.equal(session.receive({ type: 'ready' }), true);
       const snap = posted.find((m) => m.type === 'snapshot');
