@@ -191,6 +191,25 @@ describeEachHelper('spawn helper semantics', function () {
     t.release();
   });
 
+  it('relay: a step that fills its socket relay while held and ends keeps all of it once released (the kernel doubles the 4 MiB asked: 8 MiB)', async function () {
+    // The socket's 8 MiB send buffer is root's (SO_SNDBUFFORCE); the Node helper relays through libuv's own buffers.
+    if (process.env.VERDICT_SPAWN_HELPER === 'node' || process.getuid?.() !== 0) this.skip();
+    const log = path.join(dir, 'log');
+    // 6 MB in 64 KiB writes fits the buffer, so the step ends while held; a drain of 4 MiB at its exit lost the rest.
+    const script = 'echo one; while [ ! -e go ]; do sleep 0.02; done; dd if=/dev/zero bs=65536 count=92 status=none | tr "\\0" c; echo; echo last; touch done';
+    const s = await spawnViaHelper(bash(dir, script, { relay: true }));
+    await until(() => fs.readFileSync(log, 'utf8') === 'one\n', 'the first line in the log');
+    await s.hold();
+    fs.writeFileSync(path.join(dir, 'go'), '');
+    await until(() => fs.existsSync(path.join(dir, 'done')) && !alive(s.pid), 'the step ended while held');
+    assert.equal(fs.readFileSync(log, 'utf8'), 'one\n', 'nothing was written while held');
+    s.release();
+    assert.deepEqual(await s.exited, { code: 0, signal: null });
+    const text = fs.readFileSync(log, 'utf8');
+    assert.equal(text.length, 'one\n'.length + 92 * 65536 + '\nlast\n'.length, 'every byte the step wrote is in the log');
+    assert.ok(text.endsWith('c\nlast\n'), 'the log ends with the last line');
+  });
+
   it('relay: what a Node program prints just before process.exit() reaches the log (perl: a 1 MiB pipe; a 4 MiB socket send buffer as root; Node queues writes to a full one and drops them at exit)', async function () {
     if (process.env.VERDICT_SPAWN_HELPER === 'node') this.skip();
     // Unprivileged, a socket's send buffer stops at twice net.core.wmem_max (~416 KiB by default): the socket case is root's.

@@ -78,7 +78,7 @@ my %stacks;               # pid => 1: running slirp4netns processes (killed when
 my $AF_UNIX = 1;          # Linux's numbers (sys/socket.h), as the syscall numbers above: no Socket module
 my $SOCK_STREAM = 1;
 my $RELAY_CHUNK = 65536;     # bytes read from a relayed output at a time
-my $RELAY_DRAIN_MAX = 64;    # reads of what is left at the exit (4 MiB): a writer that outlived the step cannot hold it
+my $F_GETPIPE_SZ = 1032;     # fcntl command (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 8)
 my ($SOL_SOCKET, $SO_SNDBUF, $SO_SNDBUFFORCE) = (1, 7, 32);    # Linux's numbers (asm-generic/socket.h)
 my $RELAY_SOCKET_BYTES = 4194304;    # a relay socket's send buffer (and, as root, a relay pipe's capacity) asked for
 my $F_SETPIPE_SZ = 1031;     # fcntl command (linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7)
@@ -243,12 +243,14 @@ sub read_info {
 }
 
 # Appends what step $s's relayed output holds to its log: one read (the select loop's turn), or, with $drain, reads
-# until nothing is left (at most $RELAY_DRAIN_MAX). At the socket's end (every writer gone) it is closed. A write to the
-# log that fails (a full disk) loses that chunk, as the step's own write would have failed; the step goes on.
+# until nothing is left, at most twice what the relay can hold ($s->{room}): all the step wrote before it ended, while a
+# writer that outlived the step cannot keep the helper here. (A fixed 4 MiB once lost the end of a flood: a socket asked
+# for a 4 MiB send buffer holds 8 MiB, as the kernel doubles it.) At the socket's end (every writer gone) it is closed.
+# A write to the log that fails (a full disk) loses that chunk, as the step's own write would have failed; the step goes on.
 sub relay_out {
   my ($s, $drain) = @_;
   my $fh = $s->{relay} // return;
-  for (my $reads = 0; !$drain || $reads < $RELAY_DRAIN_MAX; $reads++) {
+  for (my $read = 0; !$drain || $read < 2 * $s->{room}; ) {
     my $n = sysread($fh, my $chunk, $RELAY_CHUNK);
     if (!defined $n) {
       next if $!{EINTR};
@@ -258,6 +260,7 @@ sub relay_out {
       relay_close($s);
       return;
     }
+    $read += $n;
     for (my $at = 0; $at < $n;) {
       my $w = syswrite($s->{log}, $chunk, $n - $at, $at);
       if (!defined $w) {
@@ -576,9 +579,15 @@ sub start {
     # (SO_SNDBUFFORCE), else up to it (SO_SNDBUF).
     setsockopt($relay_w, $SOL_SOCKET, $SO_SNDBUFFORCE, $RELAY_SOCKET_BYTES) or setsockopt($relay_w, $SOL_SOCKET, $SO_SNDBUF, $RELAY_SOCKET_BYTES);
   }
+  my $room = 0;
   if ($relay_r) {
     my $flags = fcntl($relay_r, POSIX::F_GETFL(), 0);
     fcntl($relay_r, POSIX::F_SETFL(), $flags | POSIX::O_NONBLOCK());
+    # What the relay can hold, bytes: a socket's send buffer as the kernel reports it (twice what was asked), a pipe's
+    # capacity; 1 MiB where neither answers.
+    my $sndbuf = $relay eq 'pipe' ? undef : getsockopt($relay_w, $SOL_SOCKET, $SO_SNDBUF);
+    $room = $relay eq 'pipe' ? fcntl($relay_r, $F_GETPIPE_SZ, 0) : defined $sndbuf ? unpack('i', $sndbuf) : 0;
+    $room = 16 * $RELAY_CHUNK unless $room && $room > 0;
   }
   my $outfh = $relay ? $relay_w : $logfh;
   # bwrap's --info-fd: the write end becomes the child's fd after its files; the read end (close-on-exec, as every
@@ -648,6 +657,7 @@ sub start {
   if ($relay_r) {
     $s->{relay} = $relay_r;
     $s->{log} = $logfh;
+    $s->{room} = $room;
     $relays{ fileno $relay_r } = $s;
   }
   $boxed{$pid} = 1 if $boxed;
