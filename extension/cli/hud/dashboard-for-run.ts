@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { Io } from '../io';
 import { canOpenBrowser, openInBrowser } from './browser';
+import { resolveHome } from '../../core/config/home';
+import { selfCommand, shellWord } from '../self-command';
 import { findRunningHud } from './hud-file';
 
 // What `verdict run` does about the dashboard, apart from the hud server (hud-command.ts): a run only reuses a hud
@@ -21,7 +23,7 @@ export async function dashboardForRun(home: string, io: Io): Promise<void> {
       return;
     }
     if (!canOpenBrowser()) {
-      io.out('dashboard: `verdict hud` serves it to a browser (not started: no display here)');
+      io.out(`dashboard: \`${hudCommand(home)}\` serves it to a browser (not started: no display here)`);
       return;
     }
     const script = process.argv[1];
@@ -38,8 +40,13 @@ export async function dashboardForRun(home: string, io: Io): Promise<void> {
         return;
       }
     }
-    io.err('dashboard: the hud did not come up; run `verdict hud` to see why');
+    io.err(`dashboard: the hud did not come up; run \`${hudCommand(home)}\` to see why`);
   } catch (e) {
     io.err(`dashboard: ${(e as Error).message}`);
   }
+}
+
+/** The command line that serves `home`'s dashboard, as the user can type it here (self-command.ts). */
+function hudCommand(home: string): string {
+  return `${selfCommand()} hud${home === resolveHome() ? '' : ` --home ${shellWord(home)}`}`;
 }
