@@ -14,6 +14,10 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function parseObjectLine(line: string): LogEvent | null {
   const text = line.trim();
   if (!text.startsWith('{')) return null;
+  return parseObject(text);
+}
+
+function parseObject(text: string): LogEvent | null {
   try {
     const value: unknown = JSON.parse(text);
     return isObject(value) ? value : null;
@@ -22,11 +26,41 @@ function parseObjectLine(line: string): LogEvent | null {
   }
 }
 
-/** The JSON objects in a log, in order: one per line that parses as a JSON object; other lines are skipped. */
+/** How every event the engines' CLIs print starts: `{"type":"turn.completed",…}`, `{"type":"result",…}`; grok's chat messages `{"role":"assistant",…}`. */
+const EVENT_STARTS = ['{"type":', '{"role":'];
+/** How many event starts of a line are tried ({@link gluedEvent}): each try parses at most the rest of the line. */
+const GLUED_TRIES = 4;
+
+/**
+ * The event that ends a line which is not one itself: text written without a newline just before the CLI's event (a
+ * partial line of stderr, or of a tool writing into the engine's output) glues the two, and the event was skipped, so a
+ * forged final event written earlier was the only one read. Tried from the line's last event start leftwards (an inner
+ * object fails to parse, as the event's closing braces follow it), at most GLUED_TRIES times: the work stays within a
+ * few passes over the line, whatever the worker wrote before the event. null when none is found.
+ */
+function gluedEvent(line: string): LogEvent | null {
+  const text = line.trimEnd();
+  if (!text.endsWith('}')) return null;
+  let from = text.length;
+  for (let tries = 0; tries < GLUED_TRIES && from > 0; tries++) {
+    const before = from - 1;
+    from = Math.max(...EVENT_STARTS.map((start) => text.lastIndexOf(start, before)));
+    if (from <= 0) return null;
+    const event = parseObject(text.slice(from));
+    if (event) return event;
+  }
+  return null;
+}
+
+/**
+ * The JSON objects in a log, in order: one per line that parses as a JSON object, or that ends with one glued to text
+ * written before it without a newline (gluedEvent: a worker's partial line must not hide the engine's real final event,
+ * leaving a forged one the only one read); other lines are skipped.
+ */
 export function jsonEvents(log: string): LogEvent[] {
   const events: LogEvent[] = [];
   for (const line of log.split(/\r?\n/)) {
-    const event = parseObjectLine(line);
+    const event = parseObjectLine(line) ?? gluedEvent(line);
     if (event) events.push(event);
   }
   return events;
