@@ -34,6 +34,30 @@ describe('merge queue', function () {
     repo = makeRepo(path.join(dir, 'repo'), { 'README.md': 'line one\n', 'shared.txt': 'original\n' });
   });
 
+  it('a later merge that undoes what an earlier one delivered is CHECK_FAILED naming it (queue and batch); one that leaves its files alone merges', async () => {
+    const state = await run(repo, home, [
+      scriptTask('a', 'echo 42 > a.txt', 'grep -x 42 a.txt'),
+      // A dependent that deletes its prerequisite's file, checked only on its own.
+      scriptTask('b', 'rm -f a.txt; echo 7 > b.txt', 'grep -x 7 b.txt', { after: ['a'] }),
+      scriptTask('c', 'echo c > c.txt', 'test -s c.txt'),
+    ]);
+    const head = git(repo, 'rev-parse', 'HEAD');
+    for (const batch of [false, true]) {
+      git(repo, 'reset', '-q', '--hard', head);
+      const outcomes = await mergeQueue(mergeRequestsForRun(home, state), () => undefined, { batch });
+      assert.deepEqual(
+        outcomes.map((o) => `${o.key}:${o.status}`),
+        ['a:MERGED', 'b:CHECK_FAILED', 'c:MERGED'],
+        `batch ${batch}: ${JSON.stringify(outcomes)}`,
+      );
+      const b = outcomes[1];
+      assert.ok(b && b.status === 'CHECK_FAILED');
+      assert.match(b.reason, /changes what a delivered earlier in this queue \(a\.txt\) and a's check fails on the result/);
+      assert.equal(fs.readFileSync(path.join(repo, 'a.txt'), 'utf8'), '42\n', `batch ${batch}: a's work is on the branch`);
+      assert.equal(fs.existsSync(path.join(repo, 'b.txt')), false);
+    }
+  });
+
   it('rebases, re-checks and fast-forwards each passed task in order; a conflict BLOCKs only that task', async () => {
     const state = await run(repo, home, [
       scriptTask('add-a', 'echo a > a.txt', 'test -s a.txt || { echo a.txt missing; exit 1; }'),

@@ -117,6 +117,7 @@ export async function mergeQueue(
   const outcomes: MergeOutcome[] = [];
   if (requests[0]) await mergeTarget(requests[0].repo);
   const suites = new SuiteResults();
+  const merged: Delivered[] = [];
   let stopped: { key: string; why: string } | null = null;
   let lastGood: string | null = null;
   for (const req of requests) {
@@ -124,7 +125,7 @@ export async function mergeQueue(
     if (stopped) outcome = { key: req.key, status: 'NOT_TRIED', reason: stopped.why };
     else {
       try {
-        outcome = await mergeTask(req, suites, lastGood);
+        outcome = await mergeTask(req, suites, lastGood, merged);
       } catch (e) {
         outcome =
           e instanceof DirtyTreeError
@@ -147,10 +148,16 @@ export async function mergeQueue(
 
 /**
  * Merges one task (see mergeQueue). Never leaves a rebase half-done: a conflicting rebase is aborted. `suites` holds
- * the suite results of this queue so far (by command and commit); `lastGood` is the task this queue merged last.
+ * the suite results of this queue so far (by command and commit); `lastGood` is the task this queue merged last;
+ * `merged` the tasks this queue merged before it (breaksEarlier), which this one joins when it is merged.
  * @throws DirtyTreeError when the working tree is dirty; Error for a detached HEAD
  */
-export async function mergeTask(req: MergeRequest, suites: SuiteResults = new SuiteResults(), lastGood: string | null = null): Promise<MergeOutcome> {
+export async function mergeTask(
+  req: MergeRequest,
+  suites: SuiteResults = new SuiteResults(),
+  lastGood: string | null = null,
+  merged: Delivered[] = [],
+): Promise<MergeOutcome> {
   const git = gitFor(req.repo, { trusted: true });
   await mergeTarget(req.repo);
   if (!(await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim()) {
@@ -186,6 +193,9 @@ export async function mergeTask(req: MergeRequest, suites: SuiteResults = new Su
     }
     const check = await req.recheck(dir, target);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
+    const paths = await deliveredPaths(wt, target);
+    const undone = await breaksEarlier(req, (await wt.revparse(['HEAD'])).trim(), target, paths, merged);
+    if (undone) return undone;
     if (req.suite) {
       const rebased = (await wt.revparse(['HEAD'])).trim();
       const suite = await suites.run(req.repo, req.suite, rebased);
@@ -220,6 +230,7 @@ export async function mergeTask(req: MergeRequest, suites: SuiteResults = new Su
         reason: `fast-forward refused: ${explainGitFailure((e as Error).message, { root: req.repo, branch: req.branch })}`,
       };
     }
+    merged.push({ req, paths });
     return { key: req.key, status: 'MERGED', sha: (await git.revparse(['HEAD'])).trim() };
   } finally {
     await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -373,10 +384,11 @@ interface BatchEnd extends BatchJudgement {
  */
 async function rebaseBatch(requests: MergeRequest[], start: string, emit: (o: MergeOutcome) => void): Promise<BatchEntry[]> {
   const batch: BatchEntry[] = [];
+  const merged: Delivered[] = [];
   let tip = start;
   for (const req of requests) {
     try {
-      const r = await rebaseDetached(req, tip);
+      const r = await rebaseDetached(req, tip, merged);
       if ('sha' in r) {
         batch.push({ req, sha: r.sha });
         tip = r.sha;
@@ -495,11 +507,12 @@ function batchOutcome(batch: BatchEntry[], i: number, end: BatchEnd): MergeOutco
 }
 
 /**
- * Rebases a copy of the task branch onto `onto` in a temporary detached checkout and re-checks it there; the task
- * branch itself does not move. Returns the rebased commit, or the outcome that leaves the task out of the batch.
+ * Rebases a copy of the task branch onto `onto` in a temporary detached checkout and re-checks it there, with the
+ * checks of the batch's merges before it whose files it changes (breaksEarlier; it joins `merged` when it passes); the
+ * task branch itself does not move. Returns the rebased commit, or the outcome that leaves the task out of the batch.
  * @throws Error for a failure of git outside the rebase
  */
-async function rebaseDetached(req: MergeRequest, onto: string): Promise<{ sha: string } | MergeOutcome> {
+async function rebaseDetached(req: MergeRequest, onto: string, merged: Delivered[]): Promise<{ sha: string } | MergeOutcome> {
   const git = gitFor(req.repo, { trusted: true });
   const head = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim();
   if (!head)
@@ -531,8 +544,55 @@ async function rebaseDetached(req: MergeRequest, onto: string): Promise<{ sha: s
     }
     const check = await req.recheck(dir, onto);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
+    const paths = await deliveredPaths(wt, onto);
+    const undone = await breaksEarlier(req, (await wt.revparse(['HEAD'])).trim(), onto, paths, merged);
+    if (undone) return undone;
+    merged.push({ req, paths });
     return { sha: (await wt.revparse(['HEAD'])).trim() };
   });
+}
+
+/** A task merged earlier in this queue, and the paths its merge changed. */
+export interface Delivered {
+  req: MergeRequest;
+  paths: string[];
+}
+
+/** The paths the rebased branch checked out in `wt` changes against `onto` (added, changed, deleted; renames as two). */
+async function deliveredPaths(wt: SimpleGit, onto: string): Promise<string[]> {
+  return (await wt.raw(['diff', '--name-only', '--no-renames', '-z', onto, 'HEAD'])).split('\0').filter(Boolean);
+}
+
+/**
+ * A later merge must not undo an earlier one: each task this queue merged before `req` whose merge changed a path
+ * `req`'s merge changes too (`paths`) has its check run again, in a fresh checkout of `req`'s rebased commit `sha` (on
+ * `onto`). The first that fails makes `req` CHECK_FAILED, naming that task and the shared paths; nothing is merged.
+ * Tasks whose files this one leaves alone are not re-run (a change elsewhere that breaks them is what a `suite` is
+ * for). null when none fails.
+ */
+async function breaksEarlier(
+  req: MergeRequest,
+  sha: string,
+  onto: string,
+  paths: readonly string[],
+  merged: readonly Delivered[],
+): Promise<MergeOutcome | null> {
+  const mine = new Set(paths);
+  const key = req.key;
+  for (const earlier of merged) {
+    const shared = earlier.paths.filter((p) => mine.has(p));
+    if (!shared.length) continue;
+    const again = await withCheckoutAt(req.repo, sha, (dir) => earlier.req.recheck(dir, onto));
+    if (again.passed) continue;
+    const named = shared.slice(0, 5).join(', ') + (shared.length > 5 ? ` and ${shared.length - 5} more` : '');
+    return {
+      key,
+      status: 'CHECK_FAILED',
+      output: again.output,
+      reason: `after the rebase its own check passes, but it changes what ${earlier.req.key} delivered earlier in this queue (${named}) and ${earlier.req.key}'s check fails on the result (${again.reason}); nothing was merged`,
+    };
+  }
+  return null;
 }
 
 /**
