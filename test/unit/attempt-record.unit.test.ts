@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { attemptView, evalRow, recordFromView, summarize, type AttemptRecord } from '../../extension/core/run/attempt-record';
+import { attemptView, evalRow, flatRecord, recordFromView, summarize, type AttemptRecord } from '../../extension/core/run/attempt-record';
 import { appendEvalRow, evalRowProblems } from '../../extension/core/store/eval-log';
 import type { RunState, TaskState } from '../../extension/core/live/state';
 import { sampleRow, tempDir } from '../helpers/fixtures';
@@ -148,13 +148,21 @@ describe('the eval-row schema is enforced on write', () => {
   });
 
   it("the work row: each workflow's columns after `step` and before `suite` (phases' red, critique's report), none without a workflow's record", () => {
-    const receipt = { exitCode: 1, signal: null, timedOut: false, durationMs: 5 } as unknown as NonNullable<AttemptRecord['red']>['receipt'];
+    const receipt = { exitCode: 1, signal: null, timedOut: false, durationMs: 5 } as unknown as NonNullable<AttemptRecord['check']>['receipt'];
     const suite = { command: 'x', passed: true, exitCode: 0, receipt, durationMs: 3, output: '' } as unknown as NonNullable<AttemptRecord['suite']>;
-    const red = workRow(record({ red: { files: ['a.sh'], receipt, output: 'x', exitCode: 1 }, suite }));
+    const red = workRow(record({ workflows: { phases: { red: { files: ['a.sh'], receipt, output: 'x', exitCode: 1 } } }, suite }));
     assert.deepEqual(Object.keys(red).slice(-3), ['step', 'red', 'suite']);
     assert.deepEqual(red.red, { files: ['a.sh'], exit_code: 1, timed_out: false, check_log: path.join(record().dir, 'red.log') });
     const critiqued = workRow(record({ critiqueReport: '/r/critique.md' }));
     assert.deepEqual(Object.keys(critiqued).slice(-2), ['step', 'critique_report']);
     assert.equal(JSON.stringify(workRow(record())), JSON.stringify(evalRow(record())), 'no workflow column for a plain attempt');
+  });
+
+  it("the flat record a pool worker sends: each workflow's fields among the record's own, under the names they had there", () => {
+    const red = { files: ['a.sh'], receipt: null, output: 'x', exitCode: 1 } as never;
+    const flat = flatRecord(record({ workflows: { phases: { red } } }));
+    assert.equal(flat.red, red);
+    assert.equal('workflows' in flat, false);
+    assert.deepEqual(Object.keys(flatRecord(record())), Object.keys(record()));
   });
 });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import PgBoss from 'pg-boss';
 import { gitFor } from '../git/safe-git';
-import { recordFiles, type AttemptRecord } from '../run/attempt-record';
+import { recordFiles, type AttemptRecord, type FlatFields } from '../run/attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../run/steps/context';
 import type { Judgement } from '../run/decide';
 import { ensurePoolSchema, leaseMs, poolDb, withPoolSetupLock } from './schema';
@@ -55,12 +55,13 @@ export interface PoolTarget {
   trust?: PoolTrust;
 }
 
-/** The worker's record of an attempt as stored in verdict_pool_attempts.record (AttemptRecord without local paths). */
-export type RemoteRecord = Omit<AttemptRecord, 'dir'> & {
-  workerId?: string;
-  logDir?: string;
-  inputs?: { dir: string; omitted: { path: string; reason: string }[] };
-};
+/** The worker's record of an attempt as stored in verdict_pool_attempts.record (its FlatRecord without local paths). */
+export type RemoteRecord = Omit<AttemptRecord, 'dir' | 'workflows'> &
+  FlatFields & {
+    workerId?: string;
+    logDir?: string;
+    inputs?: { dir: string; omitted: { path: string; reason: string }[] };
+  };
 
 /** state.json's `inputs.dir` of a pool attempt until its worker says where it copied them. */
 export const INPUTS_ON_WORKER = "(on the pool worker: its VERDICT_HOME's runs/<run_id>/tasks/<key>/inputs)";

@@ -18,7 +18,7 @@ import { StateFile, type AttemptState, type RunState } from '../live/state';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
 import { runAttempt } from '../run/attempt';
-import { recordFiles, type AttemptRecord } from '../run/attempt-record';
+import { flatRecord, recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { sandboxView, taskContainment } from '../run/containment';
 import { preflight } from '../run/preflight';
 import { RunSpend, usageTokens } from '../run/spend';
@@ -535,7 +535,8 @@ async function runJob(
     if (rec.verdict === 'PASS' && rec.commit) await push(checkout, job.remote, rec.commit, `refs/heads/${job.branch}`, true);
   }
   await dropTaskDir(checkout, task.state.dir, job.branch);
-  const { dir, ...record } = rec;
+  // Flat (each workflow's fields among the record's own), as verdict_pool_attempts.record has always held it.
+  const { dir, ...record } = flatRecord(rec);
   const inputs = task.state.inputs ? { dir: task.state.inputs.dir, omitted: task.state.inputs.omitted } : undefined;
   return { record: { ...record, logDir: dir, ...(inputs ? { inputs } : {}) }, tail: tailOf(recordFiles(rec).worker), logDir: dir };
 }

@@ -34,11 +34,6 @@ export interface CheckRecord {
   exitCode: number | null;
 }
 
-/** The red run of a phases test check (step `red`): the files it ran without, and the check's receipt and output there. */
-export interface RedRecord extends CheckRecord {
-  files: string[];
-}
-
 /** The full regression check (step `suite`): the command run, whether it passed, its receipt, output tail and time, ms. */
 export interface SuiteRecord extends CheckRecord {
   command: string;
@@ -91,8 +86,6 @@ export interface AttemptRecord {
    */
   undelivered?: Undelivered;
   check: CheckRecord | null;
-  /** The test phase of `phases`: the check's run on the tree without the implementation (step `red`); absent: none ran. */
-  red?: RedRecord;
   /** The full regression check on the sealed tree after the check passed (step `suite`); absent: none ran. */
   suite?: SuiteRecord;
   verdict: Verdict | null;
@@ -136,6 +129,34 @@ export interface AttemptRecord {
   reassignedFrom?: string;
   /** `engine: "auto"`: how the attempt was routed (run/route-choice.ts routeColumn); its work row's `route`. */
   route?: RouteColumn;
+  /** What the workflow plugins keep on this attempt, one entry per workflow ({@link WorkflowRecords}); absent: none kept anything. */
+  workflows?: WorkflowRecords;
+}
+
+/**
+ * What the workflow plugins keep on an attempt, one optional entry per workflow under its name (Workflow.name). Empty
+ * here: each workflow declares its own entry in its folder (run/workflows/<name>/record.ts augments this interface),
+ * and only that folder's code reads or writes it, so the record names no workflow. An entry's fields keep the names
+ * they had on the record before they moved here, so the flat record (flatRecord) is as it was.
+ */
+export interface WorkflowRecords {}
+
+/**
+ * An attempt's record as one flat object: each workflow's entry (`workflows`) spread among the record's own fields,
+ * as a pool worker sends it back and verdict_pool_attempts.record stores it (pool/worker.ts) — the shape the record
+ * had when it named the workflows' fields itself. A workflow reads its own fields back by name (Workflow.pool taken).
+ */
+export type FlatRecord = Omit<AttemptRecord, 'workflows'> & FlatFields;
+
+/** A flat record's fields by name: how a workflow reads its own back from one (Workflow.pool taken). */
+export interface FlatFields {
+  readonly [field: string]: unknown;
+}
+
+/** The record as a {@link FlatRecord}: its own fields, then every workflow's entry spread after them. */
+export function flatRecord(rec: AttemptRecord): FlatRecord {
+  const { workflows, ...own } = rec;
+  return Object.assign(own, ...Object.values(workflows ?? {})) as FlatRecord;
 }
 
 /** Tokens in + out, or null when either is unknown. */

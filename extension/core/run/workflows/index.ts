@@ -5,7 +5,7 @@
  */
 import type { EvalRow } from '../../store/eval-row';
 import type { TaskSpec } from '../../manifest/types';
-import { evalRow, type AttemptRecord } from '../attempt-record';
+import { evalRow, type AttemptRecord, type FlatFields } from '../attempt-record';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
 import { DEFAULT_STEPS } from '../steps';
 import type { ReaderEngine } from '../preflight';
@@ -273,6 +273,6 @@ export function poolPartUses(parts: Record<string, unknown>): {
 }
 
 /** On the orchestrator: every workflow's share of a pool attempt's record taken back (Workflow.pool taken). */
-export function poolRecordTaken(remote: Readonly<Partial<AttemptRecord>>, rec: AttemptRecord): void {
+export function poolRecordTaken(remote: FlatFields, rec: AttemptRecord): void {
   for (const w of WORKFLOWS) w.pool?.taken?.(remote, rec);
 }

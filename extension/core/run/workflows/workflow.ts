@@ -8,7 +8,7 @@
 import type { RunState, TaskState } from '../../live/state';
 import type { TaskSpec } from '../../manifest/types';
 import type { EvalRow } from '../../store/eval-row';
-import type { AttemptRecord, StepName } from '../attempt-record';
+import type { AttemptRecord, FlatFields, StepName } from '../attempt-record';
 import type { LiveRun } from '../live-run';
 import type { ReaderEngine } from '../preflight';
 import type { AttemptContext, Step, TaskRuntime } from '../steps/context';
@@ -147,9 +147,10 @@ export interface WorkflowPoolPart {
   apply?(task: TaskRuntime, part: unknown): void;
   /**
    * On the orchestrator, as a pool attempt's record comes back: takes what this workflow's steps wrote into the
-   * worker's record (`remote`, the worker's own word) into the attempt's `rec`, and writes its logs here.
+   * worker's record (`remote`, the worker's own word, flat: attempt-record.ts flatRecord) into the attempt's `rec`,
+   * and writes its logs here.
    */
-  taken?(remote: Readonly<Partial<AttemptRecord>>, rec: AttemptRecord): void;
+  taken?(remote: FlatFields, rec: AttemptRecord): void;
   /**
    * On the orchestrator: the commits `task`'s pool attempt starts from in place of its passed prerequisites' (a
    * critique's revision starts from the proposal), or null to leave them.

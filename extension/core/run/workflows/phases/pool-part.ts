@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import type { TaskSpec } from '../../../manifest/types';
 import type { PoolPartCheck, WorkflowPoolPart } from '../workflow';
 import { redLog, redStarts } from './red-step';
+import { remoteRed, setRed } from './record';
 
 /** One phase file of the part: its path in the task dir, its implement task's key, and that task's start commit. */
 export interface PoolRed {
@@ -24,9 +25,10 @@ export const phasesPoolPart: WorkflowPoolPart = {
   commits: (part) => (part as PoolRed[]).map((r) => r.start),
   // The worker's red run: its record, and its output as the attempt's red.log here.
   taken: (remote, rec) => {
-    if (remote.red === undefined) return;
-    rec.red = remote.red;
-    fs.writeFileSync(redLog(rec), remote.red.output);
+    const red = remoteRed(remote);
+    if (red === undefined) return;
+    setRed(rec, red);
+    fs.writeFileSync(redLog(rec), red.output);
   },
   spec: (part): Partial<TaskSpec> => ({ red: (part as PoolRed[]).map((r) => ({ file: r.file, implement: r.implement, start: r.start })) }),
 };

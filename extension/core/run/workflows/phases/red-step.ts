@@ -15,6 +15,7 @@ import { setIdNote } from '../../../process/set-id';
 import { copyCheckTree, removeCheckTree } from '../../check-tree';
 import { implementStart, putBack, redPassedReason, startContentAt, startContentInBase, type StartContent } from './red';
 import type { AttemptRecord } from '../../attempt-record';
+import { setRed } from './record';
 import { taskCheckEnvironment } from '../../steps/check';
 import { taskRunDir } from '../../steps/seal';
 import { stepCaps } from '../../containment';
@@ -65,7 +66,7 @@ export const redStep: Step = {
       if (check.receipt.spawnError)
         throw new Error(`red before green: the check could not start on the tree without the implementation: ${check.receipt.spawnError}`);
       const names = files.map((f) => f.file);
-      rec.red = { files: names, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode };
+      setRed(rec, { files: names, receipt: check.receipt, output: check.output, exitCode: check.receipt.exitCode });
       if (check.receipt.exitCode === 0 && !check.receipt.timedOut) return { verdict: 'FAIL', reason: redPassedReason(spec.check, names) };
       ctx.emit({
         type: 'task-note',
