@@ -153,7 +153,7 @@ describe('the eval-row schema is enforced on write', () => {
     const red = workRow(record({ workflows: { phases: { red: { files: ['a.sh'], receipt, output: 'x', exitCode: 1 } } }, suite }));
     assert.deepEqual(Object.keys(red).slice(-3), ['step', 'red', 'suite']);
     assert.deepEqual(red.red, { files: ['a.sh'], exit_code: 1, timed_out: false, check_log: path.join(record().dir, 'red.log') });
-    const critiqued = workRow(record({ critiqueReport: '/r/critique.md' }));
+    const critiqued = workRow(record({ workflows: { critique: { critiqueReport: '/r/critique.md' } } }));
     assert.deepEqual(Object.keys(critiqued).slice(-2), ['step', 'critique_report']);
     assert.equal(JSON.stringify(workRow(record())), JSON.stringify(evalRow(record())), 'no workflow column for a plain attempt');
   });

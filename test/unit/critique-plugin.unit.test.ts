@@ -5,7 +5,8 @@ import type { AttemptRecord } from '../../extension/core/run/attempt-record';
 import type { AttemptContext, TaskRuntime } from '../../extension/core/run/steps/context';
 
 const taskOf = (): TaskRuntime => ({ spec: { key: 't', spec: 'Write a.txt' }, failure: null, state: {} }) as unknown as TaskRuntime;
-const passed = (revision?: string) => ({ verdict: 'PASS', ...(revision === undefined ? {} : { revision }) }) as unknown as AttemptRecord;
+const passed = (revision?: string) =>
+  ({ verdict: 'PASS', ...(revision === undefined ? {} : { workflows: { critique: { revision } } }) }) as unknown as AttemptRecord;
 const ctx = {} as AttemptContext;
 
 describe('critique plugin: a revision is handed through the workflow table, and is one exactly while it is the failure text', () => {

@@ -147,6 +147,14 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
     assert.deepEqual(parts, ['phases', 'critique']);
   });
 
+  it("the attempt's record names no workflow: what a workflow keeps on an attempt is its own entry of `workflows`", () => {
+    const text = fs.readFileSync(path.resolve('extension', 'core', 'run', 'attempt-record.ts'), 'utf8');
+    const record = /export interface AttemptRecord \{[\s\S]*?\n\}/.exec(text)?.[0] ?? '';
+    assert.ok(record.includes('workflows?: WorkflowRecords'), 'the record has its workflows slot');
+    assert.doesNotMatch(record.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ''), /\bred\b|critiqu|revision|phases/, 'AttemptRecord names a workflow field');
+    assert.doesNotMatch(text, /workflows\/(critique|phases|best-of-n|generate)|RedRecord|CritiqueRecord/, 'attempt-record.ts names a workflow');
+  });
+
   it('registers best-of-N, and the runner, the task graph, the run setup, the attempt loop, the control handler and the teardown reach it only through the table', () => {
     assert.ok(WORKFLOWS.some((w) => w.name === 'best-of-N'));
     const files = ['runner.ts', 'task-graph.ts', 'attempt-loop.ts', 'control-handler.ts', 'teardown.ts', 'live-run.ts', path.join('steps', 'context.ts')];

@@ -14,7 +14,7 @@ import type { Seal } from '../git/worktree';
 import type { Undelivered } from './undelivered';
 import type { AttemptState, RunState, TaskState } from '../live/state';
 import { CHECK_OUTPUT_ROW_BYTES, labOf, tailBytes, type EvalRow, type PoolColumn, type RouteColumn } from '../store/eval-row';
-import type { CritiqueRecord, ReviewRecord } from './reader-record';
+import type { ReviewRecord } from './reader-record';
 
 export type { StepName };
 
@@ -106,15 +106,6 @@ export interface AttemptRecord {
   candidate: number | null;
   /** The reviews of this attempt (step `review`, run/review-record.ts), one per reviewer that ran; absent: none. */
   reviews?: ReviewRecord[];
-  /** The critics' criticisms of this attempt (step `critique`, run/workflows/critique/record.ts), one per critic that ran; absent: none. */
-  critiques?: CritiqueRecord[];
-  /** The critique loop's report once a round ran on this attempt (named in its rows); absent otherwise. */
-  critiqueReport?: string;
-  /**
-   * Set by step `critique` when the loop asks a revision: the text the next attempt is handed. The attempt stays PASS
-   * (its check passed); settle queues the revision without spending the retry budget.
-   */
-  revision?: string;
   /** Pool runs (core/pool): the worker that held this attempt and was lost (its heartbeat expired); the attempt is INTERRUPTED. */
   lostWorker?: string;
   /**

@@ -1,5 +1,5 @@
 /**
- * The shape of a critic's criticism as the records hold it: a critic's record (reader-record.ts CritiqueRecord) and
+ * The shape of a critic's criticism as the records hold it: a critic's record (workflows/critique/record.ts CritiqueRecord) and
  * the critique loop's state (workflows/critique/). Kept here, beside the records, so that shared code reads the shape
  * without importing the critique workflow's folder. Types only.
  */

@@ -7,7 +7,6 @@
 import type { UsageReport } from '../../../engines/types';
 import type { Receipt } from '../process/supervisor';
 import { labOf, type EvalRow } from '../store/eval-row';
-import type { CheckedCriticism } from './criticism';
 import type { ReviewVerdict } from './review-verdict';
 
 /** One read-only engine run. Times epoch ms; cost integer micro-USD, null when unknown. */
@@ -32,20 +31,6 @@ export interface ReviewRecord extends ReaderRun {
   /** The reviewer's valid answer, or null when it gave none (then `error` says why). */
   verdict: ReviewVerdict | null;
   concerns: string[];
-  error: string | null;
-  /** True when it was stopped while it ran (a stop, the spend past a budget): its row is CANCELLED; absent: it was not. */
-  cancelled?: boolean;
-}
-
-/** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */
-export interface CritiqueRecord extends ReaderRun {
-  /** 1-based position of the critic in the task's `critique.critics`. */
-  critic: number;
-  /** The loop's round (1-based). */
-  round: number;
-  /** Its criticisms, each checked (verified or dropped, with the evidence or why). */
-  criticisms: CheckedCriticism[];
-  /** Why the critic gave no valid answer; null when it gave one. */
   error: string | null;
   /** True when it was stopped while it ran (a stop, the spend past a budget): its row is CANCELLED; absent: it was not. */
   cancelled?: boolean;

@@ -7,7 +7,7 @@
  */
 import type { Workflow } from '../workflow';
 import { revisionPrompt } from './loop';
-import { critiqueRow } from './record';
+import { critiqueOf, critiqueRow, reportColumn } from './record';
 import { critiqueStep, isRevision, pendingCritique, restoreCritique, settleCritique } from './step';
 import { critiqueHereStep } from './pool-step';
 import { critiquePoolPart } from './pool-part';
@@ -19,9 +19,12 @@ export const critiqueWorkflow: Workflow = {
   onAttemptEnd: (_ctx, task, rec, how) => settleCritique(task, rec, how),
   prompt: (task, failure) => (isRevision(task) ? revisionPrompt(task.spec.spec, failure) : null),
   failureNote: pendingCritique,
-  rowColumns: (rec) => (rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
-  rows: (rec) => (rec.critiques ?? []).map((c) => critiqueRow(rec, c)),
-  receipt: (rec) => (rec.critiques ? { critiques: rec.critiques } : {}),
+  rowColumns: reportColumn,
+  rows: (rec) => (critiqueOf(rec).critiques ?? []).map((c) => critiqueRow(rec, c)),
+  receipt: (rec) => {
+    const { critiques } = critiqueOf(rec);
+    return critiques ? { critiques } : {};
+  },
   onResume: restoreCritique,
   pool: critiquePoolPart,
   // Critics read sealed commits on the orchestrator, even on a pool run (pool-step.ts).

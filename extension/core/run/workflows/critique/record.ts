@@ -1,14 +1,63 @@
 /**
- * One critic's part of an attempt (run/workflows/critique/step.ts appends one per critic to the attempt's record) and its
- * projection into an eval row of its own: step `critique`, credited to the critic's engine and model, with the
- * criticised attempt's number. The work attempt's row (attempt-record.ts evalRow) stays the worker's.
+ * What the critique workflow keeps on an attempt (CritiqueAttempt, the record's `workflows.critique`): one critic's
+ * part of it (run/workflows/critique/step.ts appends one per critic), the loop's report and the revision it asks; and
+ * a critic's projection into an eval row of its own: step `critique`, credited to the critic's engine and model, with
+ * the criticised attempt's number. The work attempt's row (attempt-record.ts evalRow) stays the worker's.
  */
 import path from 'node:path';
 import type { CritiqueColumn, EvalRow } from '../../../store/eval-row';
 import { recordFiles, rowBase, type AttemptRecord } from '../../attempt-record';
-import { readerColumns, readerName, type CritiqueRecord } from '../../reader-record';
+import { readerColumns, readerName, type ReaderRun } from '../../reader-record';
+import type { CheckedCriticism } from '../../criticism';
 
-export type { CritiqueRecord } from '../../reader-record';
+/** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */
+export interface CritiqueRecord extends ReaderRun {
+  /** 1-based position of the critic in the task's `critique.critics`. */
+  critic: number;
+  /** The loop's round (1-based). */
+  round: number;
+  /** Its criticisms, each checked (verified or dropped, with the evidence or why). */
+  criticisms: CheckedCriticism[];
+  /** Why the critic gave no valid answer; null when it gave one. */
+  error: string | null;
+  /** True when it was stopped while it ran (a stop, the spend past a budget): its row is CANCELLED; absent: it was not. */
+  cancelled?: boolean;
+}
+
+/**
+ * What the critique workflow keeps on an attempt (attempt-record.ts `workflows.critique`, declared here so the core
+ * record names no workflow). Its fields keep the names they had on the record, so the record a pool worker sends
+ * (attempt-record.ts flatRecord) is as it was.
+ */
+export interface CritiqueAttempt {
+  /** The critics' criticisms of this attempt (step `critique`, step.ts), one per critic that ran; absent: none. */
+  critiques?: CritiqueRecord[];
+  /** The critique loop's report once a round ran on this attempt (named in its rows); absent otherwise. */
+  critiqueReport?: string;
+  /**
+   * Set by step `critique` when the loop asks a revision: the text the next attempt is handed. The attempt stays PASS
+   * (its check passed); settle queues the revision without spending the retry budget.
+   */
+  revision?: string;
+}
+
+declare module '../../attempt-record' {
+  interface WorkflowRecords {
+    /** The critique workflow's (run/workflows/critique/record.ts). */
+    critique?: CritiqueAttempt;
+  }
+}
+
+/** The critique workflow's entry of `rec`, to read (empty when it has none). */
+export function critiqueOf(rec: Pick<AttemptRecord, 'workflows'>): Readonly<CritiqueAttempt> {
+  return rec.workflows?.critique ?? {};
+}
+
+/** The critique workflow's entry of `rec`, to write (made when it has none). */
+export function keptCritique(rec: AttemptRecord): CritiqueAttempt {
+  const workflows = (rec.workflows ??= {});
+  return (workflows.critique ??= {});
+}
 
 /**
  * A critic's files in the attempt's records folder: the prompt, its raw log, the log of criticism `i`'s command on the
@@ -64,6 +113,12 @@ export function critiqueRow(rec: AttemptRecord, r: CritiqueRecord): EvalRow {
     sealed: rec.sealed,
     step: 'critique',
     critique,
-    ...(rec.critiqueReport ? { critique_report: rec.critiqueReport } : {}),
+    ...reportColumn(rec),
   };
+}
+
+/** The work and critique rows' `critique_report`: the loop's report, once a round ran on the attempt; none otherwise. */
+export function reportColumn(rec: Pick<AttemptRecord, 'workflows'>): Pick<EvalRow, 'critique_report'> {
+  const report = critiqueOf(rec).critiqueReport;
+  return report ? { critique_report: report } : {};
 }

@@ -8,7 +8,7 @@
  *    read-only (in the sandbox; unsandboxed, in a copy), under the check's time limit and network setting, and be
  *    about the proposal (run/workflows/critique/command.ts: able to exit 0, and naming a file of the proposal or else passing in
  *    an empty folder run the same way). The others are dropped and counted.
- * 3. decideRound: a revision (rec.revision, which settle hands to the next attempt without spending the retry budget),
+ * 3. decideRound: a revision (the record's `revision`, record.ts CritiqueAttempt, which settle hands to the next attempt without spending the retry budget),
  *    or the end of the loop with what stays unresolved.
  * The report (`runs/<run_id>/tasks/<key>/critique.md`) is rewritten after every round and named in state.json and the
  * rows; the loop itself is kept beside it (critique-loop.json, run/workflows/critique/state.ts) for `verdict resume`
@@ -37,7 +37,7 @@ import {
 import { critiquePrompt } from './prompt';
 import { critiqueLoopFile, loadLoop, saveLoop } from './state';
 import { runDir } from '../../../config/home';
-import { critiqueFiles, criticName, type CritiqueRecord } from './record';
+import { critiqueFiles, critiqueOf, criticName, keptCritique, type CritiqueRecord } from './record';
 import type { CheckedCriticism, Criticism, LineCriticism } from '../../criticism';
 import { isCommand, lineCount, parseCritiqueAnswer, proposalPath } from './verdict';
 import { diffMaterial, filesMaterial, type ReviewMaterial } from '../../review-material';
@@ -82,7 +82,7 @@ export const critiqueStep: Step = {
     const loop = loops.get(task) ?? newLoop();
     loops.set(task, loop);
     const report = path.join(path.dirname(rec.dir), 'critique.md');
-    rec.critiqueReport = report;
+    keptCritique(rec).critiqueReport = report;
     const unchanged = noChange(loop, rec.sealed);
     if (unchanged) {
       end(ctx, task, loop, unchanged, report);
@@ -102,7 +102,7 @@ export const critiqueStep: Step = {
             task.spec.checkTimeoutMs,
           )
         : filesMaterial(task.state.dir);
-    const records: CritiqueRecord[] = (rec.critiques = []);
+    const records: CritiqueRecord[] = (keptCritique(rec).critiques = []);
     for (const [i, choice] of policy.critics.entries()) {
       const r = await runCritic(ctx, task, rec, io, { n: i + 1, round, choice, material, previous: loop.pending ? loop.open : [] }).catch((e: unknown) => {
         // Stopped while it ran (the spend passed a budget, a stop): its row keeps what it spent.
@@ -142,7 +142,7 @@ export const critiqueStep: Step = {
       loop.pending = true;
       loop.lastSealed = rec.sealed;
       loop.open = verified;
-      rec.revision = revisionText(round, verified);
+      keptCritique(rec).revision = revisionText(round, verified);
       writeReport(task, loop, report);
       ctx.emit({
         type: 'task-note',
@@ -201,13 +201,15 @@ export function pendingCritique(task: TaskRuntime): string {
  */
 export function settleCritique(task: TaskRuntime, rec: AttemptRecord, how: { goOn: boolean; stopped: boolean }): string | null {
   let again: string | null = null;
-  if (rec.verdict === 'PASS' && rec.revision !== undefined) {
+  const { revision } = critiqueOf(rec);
+  if (rec.verdict === 'PASS' && revision !== undefined) {
     if (how.goOn) {
-      again = rec.revision;
+      again = revision;
       handed.set(task, again);
     } else endCritique(task, how.stopped ? 'the task was stopped before its revision' : 'the run was drained before the revision');
   }
-  rec.critiqueReport ??= task.state.critique?.report;
+  const report = task.state.critique?.report;
+  if (report !== undefined) keptCritique(rec).critiqueReport ??= report;
   return again;
 }
 
