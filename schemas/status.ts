@@ -71,32 +71,24 @@ export function statusInfo(status: string): StatusInfo {
 /** Every verdict an attempt can have, in the table's order. */
 export const VERDICTS: readonly Verdict[] = ['PASS', 'FAIL', 'TIMEOUT', 'STALLED', 'ERROR', 'RATE_LIMITED', 'CANCELLED', 'INTERRUPTED'];
 
-/** The steps of an attempt, in the order they run (docs/attempt.md "The steps"; run/steps/ holds one module each). */
-export type StepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'red' | 'suite' | 'generate' | 'review' | 'critique' | 'deliver';
-
-/** The phase a task and its attempt show while a step runs. */
-export type StepPhase = Extract<TaskPhase, 'preparing' | 'running' | 'checking'>;
+/** The default steps of an attempt, in the order they run (docs/attempt.md "The steps"; run/steps/ holds one module each). */
+export type DefaultStepName = 'prepare' | 'inputs' | 'work' | 'seal' | 'guard' | 'check' | 'suite' | 'review' | 'deliver';
 
 /**
- * The phase of each step: the task dir and its inputs are made ready (`preparing`), the worker runs and its work is
- * sealed and guarded (`running`), then it is judged (`checking`: the check, red run, suite, generated tasks, reviews,
- * critiques and delivery). The attempt's loop (run/attempt.ts) sets the task's status and the attempt's phase from it
- * as each step starts; no step writes either itself.
+ * A step's name as state.json and an attempt's record show it: a default step's (DefaultStepName) or one a workflow
+ * plugin adds (run/workflows/<name>/, through its entry in the workflow table: `red`, `generate`, `critique`). Not a
+ * closed list: schemas/ imports nothing of extension/, so it cannot list the workflows' steps without naming them.
  */
-export const STEP_PHASE: Readonly<Record<StepName, StepPhase>> = {
-  prepare: 'preparing',
-  inputs: 'preparing',
-  work: 'running',
-  seal: 'running',
-  guard: 'running',
-  check: 'checking',
-  red: 'checking',
-  suite: 'checking',
-  generate: 'checking',
-  review: 'checking',
-  critique: 'checking',
-  deliver: 'checking',
-};
+export type StepName = DefaultStepName | (string & {});
+
+/**
+ * The phase a task and its attempt show while a step runs: the task dir and its inputs are made ready (`preparing`),
+ * the worker runs and its work is sealed and guarded (`running`), then it is judged (`checking`: the check, suite,
+ * reviews and delivery, and the workflows' steps after the check). Each step says its own (run/steps/context.ts
+ * Step.phase); the attempt's loop (run/attempt.ts) sets the task's status and the attempt's phase from it as each step
+ * starts; no step writes either itself.
+ */
+export type StepPhase = Extract<TaskPhase, 'preparing' | 'running' | 'checking'>;
 
 /**
  * What a task came to, as every view shows it (the Testing view, the runs tree, the dashboard, `verdict runs`, the

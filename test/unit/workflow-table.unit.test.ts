@@ -13,7 +13,7 @@ import {
 import { DEFAULT_STEPS } from '../../extension/core/run/steps';
 import type { Step } from '../../extension/core/run/steps/context';
 
-const step = (name: string): Step => ({ name: name as Step['name'], when: () => true, run: async () => null });
+const step = (name: string): Step => ({ name, phase: 'checking', when: () => true, run: async () => null });
 
 describe('workflow plugins: one table (run/workflows/index.ts)', () => {
   it('puts each workflow step right after (or before) the default step it names: generate after red, before suite and review', () => {

@@ -134,7 +134,7 @@ export class PoolDispatcher {
 
   /** The step that runs an attempt on the pool (named `work`: it is the work, seal, check and deliver of a worker). */
   step(): Step {
-    return { name: 'work', when: (rec) => rec.verdict === null, run: (ctx, task, rec, io) => this.runRemote(ctx, task, rec, io) };
+    return { name: 'work', phase: 'running', when: (rec) => rec.verdict === null, run: (ctx, task, rec, io) => this.runRemote(ctx, task, rec, io) };
   }
 
   /**

@@ -33,7 +33,7 @@ import {
 } from './workflows';
 import { removeStepScratch } from './containment';
 import type { QuotaEvent } from '../../../engines/quota-reset';
-import { STEP_PHASE, statusInfo, type Verdict } from '../../../schemas/status';
+import { statusInfo, type Verdict } from '../../../schemas/status';
 import type { RunSpendState } from '../../../schemas/spend';
 import { readLog } from './steps/work';
 import { endTask } from './end-task';
@@ -114,8 +114,8 @@ export async function runAttempt(ctx: AttemptContext, task: TaskRuntime, steps: 
     const startedAt = Date.now();
     let note = '';
     rec.currentStep = step.name;
-    // Where the task is: its status and the attempt's phase follow the step (schemas/status.ts STEP_PHASE).
-    rec.phase = STEP_PHASE[step.name];
+    // Where the task is: its status and the attempt's phase follow the step (Step.phase, each step's own).
+    rec.phase = step.phase;
     task.state.status = rec.phase;
     sync();
     try {

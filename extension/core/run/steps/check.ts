@@ -18,6 +18,7 @@ import { taskRunDir } from './seal';
 
 export const checkStep: Step = {
   name: 'check',
+  phase: 'checking',
   when: (rec) => rec.verdict === null,
   async run(ctx, task, rec, io) {
     const { spec } = task;

@@ -9,6 +9,7 @@ import type { TaskSpec } from '../../manifest/types';
 import type { Containment } from '../../process/sandbox';
 import type { SandboxView } from '../containment';
 import type { AttemptRecord, StepName } from '../attempt-record';
+import type { StepPhase } from '../../../../schemas/status';
 import type { RoutedAttempt } from '../route-choice';
 import type { Judgement } from '../decide';
 import { hasByteEscape } from '../../fs/byte-names';
@@ -144,6 +145,8 @@ export interface AttemptIo {
  */
 export interface Step {
   name: StepName;
+  /** The phase the task and the attempt show while it runs (schemas/status.ts StepPhase): a workflow's step says its own. */
+  phase: StepPhase;
   when(rec: AttemptRecord, task: TaskRuntime): boolean;
   run(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord, io: AttemptIo): Promise<Judgement | null>;
 }

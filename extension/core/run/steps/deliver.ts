@@ -8,6 +8,7 @@ import type { Step } from './context';
 
 export const deliverStep: Step = {
   name: 'deliver',
+  phase: 'checking',
   when: (rec, task) => rec.verdict === 'PASS' && rec.seal !== null && task.links !== null && task.state.branch !== null,
   async run(_ctx, task, rec) {
     const seal = rec.seal!;

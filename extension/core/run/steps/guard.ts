@@ -17,6 +17,7 @@ import type { Step } from './context';
 
 export const guardStep: Step = {
   name: 'guard',
+  phase: 'running',
   when: (rec) => rec.verdict === null,
   async run(_ctx, task, rec) {
     const refuse = (changed: string[]): Judgement => ({

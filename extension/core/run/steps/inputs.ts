@@ -17,6 +17,7 @@ import type { TaskInputsState } from '../../../../schemas/run-state';
 
 export const inputsStep: Step = {
   name: 'inputs',
+  phase: 'preparing',
   when: (rec, task) => rec.verdict === null && task.spec.inputs !== undefined,
   async run(ctx, task, rec, io) {
     const record = await copyInputs(ctx, task);

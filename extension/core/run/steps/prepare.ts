@@ -23,6 +23,7 @@ import { preparedFilesFile, recordPreparedFiles } from '../undelivered';
 
 export const prepareStep: Step = {
   name: 'prepare',
+  phase: 'preparing',
   when: (rec, task) => rec.verdict === null && !task.prepared,
   async run(ctx, task, rec, io) {
     await prepareTask(ctx, task, path.join(rec.dir, 'setup.log'), io.taskEnv);

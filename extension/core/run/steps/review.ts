@@ -27,6 +27,7 @@ import { ReaderStopped, runReader } from './reader';
 
 export const reviewStep: Step = {
   name: 'review',
+  phase: 'checking',
   when: (rec, task) => rec.verdict === 'PASS' && (task.spec.review?.engines.length ?? 0) > 0,
   async run(ctx, task, rec, io) {
     const policy = task.spec.review!;

@@ -15,6 +15,7 @@ import { preparedFilesFile, setAsideUndelivered, type Undelivered } from '../und
 
 export const sealStep: Step = {
   name: 'seal',
+  phase: 'running',
   when: (rec) => rec.verdict === null,
   async run(ctx, task, rec) {
     const { spec } = task;

@@ -23,6 +23,7 @@ import { Cancelled, type Step } from './context';
 
 export const suiteStep: Step = {
   name: 'suite',
+  phase: 'checking',
   when: (rec, task) => rec.verdict === 'PASS' && task.spec.suite !== undefined && rec.check !== null,
   async run(ctx, task, rec, io) {
     const { spec } = task;

@@ -42,6 +42,7 @@ export const FINAL_EVENT_GRACE_MS = 30_000;
 
 export const workStep: Step = {
   name: 'work',
+  phase: 'running',
   when: (rec) => rec.verdict === null,
   async run(ctx, task, rec, io) {
     const { opts } = ctx;

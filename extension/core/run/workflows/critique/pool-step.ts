@@ -20,6 +20,7 @@ import type { Step } from '../../steps/context';
 export function critiqueHereStep(): Step {
   return {
     name: 'critique',
+    phase: 'checking',
     when: (rec, task) => critiqueStep.when(rec, task),
     async run(ctx, task, rec, io) {
       if (!ctx.repo || !rec.commit) throw new Error('a critique round on the pool needs the passed commit here');

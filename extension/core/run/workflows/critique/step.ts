@@ -76,6 +76,7 @@ export function revisionPending(task: TaskRuntime): boolean {
 
 export const critiqueStep: Step = {
   name: 'critique',
+  phase: 'checking',
   when: (rec, task) => rec.verdict === 'PASS' && task.spec.critique !== undefined && (loops.get(task)?.stopped ?? null) === null,
   async run(ctx, task, rec, io) {
     const policy = task.spec.critique!;

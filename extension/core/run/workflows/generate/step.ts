@@ -19,6 +19,7 @@ export const plannedTasks = new WeakMap<TaskRuntime, Record<string, unknown>[]>(
 /** Step `generate`: runs for a planner (`generate` in its spec) whose attempt has passed so far. */
 export const generateStep: Step = {
   name: 'generate',
+  phase: 'checking',
   when: (rec, task) => rec.verdict === 'PASS' && task.spec.generate !== undefined,
   async run(ctx, task, rec) {
     const gen = task.spec.generate!;

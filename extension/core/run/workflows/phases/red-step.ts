@@ -28,6 +28,7 @@ export function redLog(rec: Pick<AttemptRecord, 'dir'>): string {
 
 export const redStep: Step = {
   name: 'red',
+  phase: 'checking',
   when: (rec, task) => rec.verdict === 'PASS' && task.spec.red !== undefined && rec.check !== null,
   async run(ctx, task, rec, io) {
     const { spec } = task;
