@@ -3,7 +3,7 @@ import { builtinEngines } from '../../engines';
 import { emptyUsage } from '../../engines/types';
 import { Budget } from '../../extension/core/cost/budget';
 import { engineFixture } from './engines/fixture';
-import { priorSpend, RunSpend, type SpendHold } from '../../extension/core/run/spend';
+import { priorSpend, REVIEWER, RunSpend, type SpendHold } from '../../extension/core/run/spend';
 import { tempDir } from '../helpers/fixtures';
 import fs from 'node:fs';
 import { snapshotPath } from '../../extension/core/catalog/snapshot';
@@ -264,12 +264,12 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
     const spend = new RunSpend(tempDir(), 0.01, null);
     const notes: string[] = [];
     const say = (n: string) => notes.push(n);
-    const first = await spend.admitReader(engine, 'm', task('a'), 'review', new AbortController().signal, say);
+    const first = await spend.admitReader(engine, 'm', task('a'), REVIEWER, new AbortController().signal, say);
     assert.ok(first && typeof first !== 'string' && first.usd?.unpriced, 'the first reader of an engine nothing prices starts, unpriced');
-    const second = spend.admitReader(engine, 'm', task('b'), 'review', new AbortController().signal, say);
+    const second = spend.admitReader(engine, 'm', task('b'), REVIEWER, new AbortController().signal, say);
     assert.equal(await settled(second), false, 'a second reader of the same engine and model waits: before, it started at $0');
     const stop = new AbortController();
-    const third = spend.admitReader(engine, 'm', task('c'), 'critique', stop.signal, say);
+    const third = spend.admitReader(engine, 'm', task('c'), { step: 'critique', who: 'a critic' }, stop.signal, say);
     assert.equal(notes.length, 1, notes.join('\n'));
     assert.match(notes[0] ?? '', /the cost of a reviewer on e \(m\) is unknown .*run one at a time until one has finished and priced it/);
     stop.abort();
@@ -278,7 +278,7 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
     const got = (await second) as SpendHold;
     assert.equal(got.usd?.microUsd, 4_000, 'reserved what the first reader cost');
     assert.equal(
-      await spend.admitReader(engine, 'm', task('d'), 'rank', new AbortController().signal, say),
+      await spend.admitReader(engine, 'm', task('d'), { step: 'rank', who: 'a ranking reviewer' }, new AbortController().signal, say),
       'budget: $0.0040 spent and $0.0040 held by running attempts, and this attempt may cost up to $0.0040: that would pass budget_usd $0.01; the attempt was not started',
     );
   });
@@ -287,7 +287,7 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
     const spend = new RunSpend(tempDir(), 0.01, null);
     const worker = spend.admit(engine, 'm', task('a'));
     assert.ok(typeof worker !== 'string' && !('waitFor' in worker) && worker.usd?.unpriced);
-    const reviewer = spend.admitReader(engine, 'm', task('a'), 'review', new AbortController().signal, () => undefined);
+    const reviewer = spend.admitReader(engine, 'm', task('a'), REVIEWER, new AbortController().signal, () => undefined);
     assert.equal(await settled(reviewer), false, 'waits while the worker runs');
     spend.workerEnded('a', 3_000, 1_050);
     const got = (await reviewer) as SpendHold;
@@ -310,7 +310,7 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
     assert.ok(typeof worker !== 'string' && !('waitFor' in worker));
     spend.workerEnded('a', 1_000, null);
     assert.equal(spend.spendingOver('a'), true, 'its worker exited and nothing of it runs: the attempt spends nothing more');
-    const reviewer = (await spend.admitReader(capped, 'm', task('a'), 'review', new AbortController().signal, () => undefined)) as SpendHold;
+    const reviewer = (await spend.admitReader(capped, 'm', task('a'), REVIEWER, new AbortController().signal, () => undefined)) as SpendHold;
     assert.equal(spend.readersRunning('a'), true);
     assert.equal(spend.spendingOver('a'), false, 'its reviewer spends: the attempt is stopped with it');
     spend.readerProgress(reviewer, usage(0.003), 'm', capped);
@@ -334,7 +334,7 @@ describe('readers under a budget: an engine nothing prices runs one step at a ti
       { name: 'e', maxAttemptMicroUsd: 500 },
       'm',
       { ...task('g'), budgetUsd: 0.002 },
-      'rank',
+      { step: 'rank', who: 'a ranking reviewer' },
       new AbortController().signal,
       () => undefined,
     )) as SpendHold;

@@ -137,6 +137,13 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
     ]);
   });
 
+  it("the budget, the scratch folders and the reader name no workflow's reader: each workflow says its own (ReaderStep, its scratch name)", () => {
+    for (const f of ['spend.ts', 'containment.ts', path.join('steps', 'reader.ts')]) {
+      const code = fs.readFileSync(path.resolve('extension', 'core', 'run', f), 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+      assert.doesNotMatch(code, /'critique|'rank|'distinguish|critique-|rank-|a critic|ranking reviewer|inputs engine/, `${f} names a workflow's reader`);
+    }
+  });
+
   it("the pool's dispatcher, payload and worker name no workflow: each workflow's part of a payload is its own (Workflow.pool)", () => {
     for (const f of ['dispatch.ts', 'payload.ts', 'worker.ts']) {
       const text = fs.readFileSync(path.resolve('extension', 'core', 'pool', f), 'utf8');

@@ -98,8 +98,12 @@ export function stepScratch(home: string, runId: string, key: string, attempt: n
   return dir;
 }
 
-/** The steps that get a scratch folder (its name: `<attempt>-<step>`). */
-export type ScratchStep = 'setup' | 'worker' | 'check' | `review-${number}` | `rank-${number}` | `critique-${number}` | `critique-${number}-${number}`;
+/**
+ * The steps that get a scratch folder (its name: `<attempt>-<step>`): setup, the worker and the check, and each
+ * reader, numbered after its step (`review-<n>`; a workflow's readers likewise, named in its folder: `critique-1`,
+ * `critique-1-2` for a criticism's command, `rank-1`), so this file names no workflow.
+ */
+export type ScratchStep = 'setup' | 'worker' | 'check' | `${string}-${number}` | `${string}-${number}-${number}`;
 
 /**
  * The scratch folder of a step whose only use of it is its sandbox (setup, worker, check: TMPDIR and the caches inside,

@@ -1,6 +1,7 @@
 import type { EngineSpec, UsageReport } from '../../../engines/types';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import type { RunState } from '../../../schemas/run-state';
+import type { StepName } from '../../../schemas/status';
 import { spendLine, type RunSpendState } from '../../../schemas/spend';
 import { refreshInBackground } from '../catalog/refresh';
 import { readSnapshotQuietly } from '../catalog/snapshot';
@@ -72,8 +73,19 @@ export interface PriorSpend {
 export type SpendTask = Pick<TaskSpec, 'key' | 'taskType' | 'budgetUsd' | 'maxAttemptUsd' | 'budgetTokens' | 'maxAttemptTokens'> &
   Partial<Pick<TaskSpec, 'group' | 'candidate'>>;
 
-/** Which step a reader is, for the eval log's p90 of that step (review rows, else critique, rank and distinguish rows). */
-export type ReaderStep = 'review' | 'critique' | 'rank' | 'distinguish';
+/**
+ * Which reader a step runs, said by whoever runs it: its step, for the eval log's p90 of that step (review rows are
+ * their own kind; every other reader step's — a workflow's — are one kind), and how a note names one (`a reviewer`).
+ * The workflows' readers are declared in their folders (run/workflows/<name>/), so this file names none of them.
+ */
+export interface ReaderStep {
+  step: StepName;
+  /** How a note names one: `a reviewer`. */
+  who: string;
+}
+
+/** The reviewer of step `review` (run/steps/review.ts), a default step's reader. */
+export const REVIEWER: ReaderStep = { step: 'review', who: 'a reviewer' };
 
 /** The shares of the budget (percent of it spent) at which a run note says so, lowest first. */
 const BUDGET_SHARES = [50, 80, 100] as const;
@@ -250,7 +262,7 @@ export class RunSpend {
     const first = !this.saidUnpriced.has(said);
     this.saidUnpriced.add(said);
     const on = `${engine}${model ? ` (${model})` : ''}`;
-    const who = { work: 'an attempt', review: 'a reviewer', critique: 'a critic', rank: 'a ranking reviewer', distinguish: 'an inputs engine' }[step];
+    const who = step === 'work' ? 'an attempt' : step.who;
     const note = !first
       ? null
       : unit === 'usd'
@@ -454,7 +466,7 @@ export class RunSpend {
     const work = model === null ? null : (this.history.get(this.key(model, task, 'work')) ?? null);
     if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: taskMax ?? engine.maxAttemptMicroUsd ?? null, task: envelope };
     // A reader: its own step's p90, else its engine's (else the task's) max_attempt_usd, else the work p90 as a bound.
-    const own = model === null ? null : (this.history.get(this.key(model, task, step === 'review' ? 'review' : 'other')) ?? null);
+    const own = model === null ? null : (this.history.get(this.key(model, task, step.step === 'review' ? 'review' : 'other')) ?? null);
     const maxAttempt = engine.maxAttemptMicroUsd ?? taskMax;
     return { historyMicroUsd: own ?? (maxAttempt === null ? work : null), maxAttemptMicroUsd: maxAttempt, task: envelope };
   }
@@ -465,7 +477,7 @@ export class RunSpend {
     // As in USD: an attempt takes the task's max_attempt_tokens before its engine's, a reader its engine's first.
     if (step === 'work') return { historyMicroUsd: work, maxAttemptMicroUsd: task.maxAttemptTokens ?? engine.maxAttemptTokens ?? null, task: envelope };
     const maxAttempt = engine.maxAttemptTokens ?? task.maxAttemptTokens ?? null;
-    const own = model === null ? null : (this.tokenHistory.get(this.key(model, task, step === 'review' ? 'review' : 'other')) ?? null);
+    const own = model === null ? null : (this.tokenHistory.get(this.key(model, task, step.step === 'review' ? 'review' : 'other')) ?? null);
     return { historyMicroUsd: own ?? (maxAttempt === null ? work : null), maxAttemptMicroUsd: maxAttempt, task: envelope };
   }
 

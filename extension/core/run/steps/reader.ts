@@ -22,7 +22,7 @@ import { changedFiles, putBackNote, restoreState, snapshotState, type StateSnaps
 import { Cancelled, type AttemptContext, type AttemptIo, type TaskRuntime } from './context';
 import { FINAL_EVENT_GRACE_MS, finalEventSeen, logSize, readLog } from './work';
 import { usageMeter, withCutPart } from '../usage-meter';
-import { usageTokens } from '../spend';
+import { usageTokens, type ReaderStep } from '../spend';
 
 /** What one read-only engine run left: its receipt, usage and cost, its final message, or why it gave none. */
 export interface ReaderRun {
@@ -58,6 +58,8 @@ export interface ReaderRequest {
   choice: EngineChoice;
   /** What the run is called in notes (`reviewer 2`, `critic 1`). */
   role: string;
+  /** Which reader it is, for its budget (spend.ts ReaderStep: REVIEWER, or a workflow's own). */
+  reader: ReaderStep;
   prompt: string;
   /** The run's scratch dir (writable, where it starts; removed by the caller). */
   scratch: string;
@@ -81,8 +83,7 @@ export async function runReader(ctx: AttemptContext, task: TaskRuntime, io: Atte
   // Its cost counts against budget_usd (the run's and the task's) like an attempt's: reserved before it starts (waiting
   // while a step of its engine that nothing prices runs), settled with its cost, or charged its reservation when that
   // stays unknown. Past the budget it does not start.
-  const step = req.role.startsWith('critic') ? 'critique' : 'review';
-  const reservation = await ctx.spend.admitReader(engine, model, spec, step, task.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
+  const reservation = await ctx.spend.admitReader(engine, model, spec, req.reader, task.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
   if (reservation === null) throw new Cancelled();
   if (typeof reservation === 'string') throw new Error(`not started: ${reservation}`);
   let costMicroUsd: number | null = null;

@@ -24,6 +24,7 @@ import { judgeReviews, parseReviewAnswer } from '../review-verdict';
 import type { AttemptRecord } from '../attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { ReaderStopped, runReader } from './reader';
+import { REVIEWER } from '../spend';
 
 export const reviewStep: Step = {
   name: 'review',
@@ -125,6 +126,7 @@ async function runReviewer(
     const run = await runReader(ctx, task, io, {
       choice,
       role: `reviewer ${n}`,
+      reader: REVIEWER,
       prompt,
       scratch,
       logFile: files.log,

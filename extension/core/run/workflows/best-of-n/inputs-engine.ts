@@ -22,7 +22,7 @@ import type { AttemptContext, TaskRuntime } from '../../steps/context';
 import { superviseReadOnly, uncutUsage } from '../../steps/reader';
 import { FINAL_EVENT_GRACE_MS, readLog } from '../../steps/work';
 import { readerEnd } from '../../reader-end';
-import { usageTokens, type SpendHold } from '../../spend';
+import { usageTokens, type ReaderStep, type SpendHold } from '../../spend';
 import type { ReviewMaterial } from '../../review-material';
 import { readCases } from './cases';
 import { inputsFiles, inputsPrompt, type InputsRecord } from './inputs-record';
@@ -30,6 +30,9 @@ import { redact, writeRankMaterial, type CandidateSource, type Redaction } from 
 
 /** Inherited environment variables an inputs engine never gets (they name Verdict's home, the run or its identity). */
 const PRIVATE_ENV = /^(VERDICT|RINGER|FLEET)_/;
+
+/** An inputs engine, as the budget knows its reader (spend.ts ReaderStep). */
+const INPUTS_ENGINE: ReaderStep = { step: 'distinguish', who: 'an inputs engine' };
 
 /** One round's inputs engine: who, for which group, with what it is shown. */
 export interface InputsRound {
@@ -79,7 +82,7 @@ export async function runInputsEngine(
     return { record: rec, made: why === null && made ? made : `the inputs engine ${engine.name}${model ? `/${model}` : ''} made no input: ${why ?? 'none'}` };
   };
   // Its known cost counts against budget_usd and budget_tokens like a ranking reviewer's; past them it does not start.
-  const reservation = await ctx.spend.admitReader(engine, model, spec, 'distinguish', r.group.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
+  const reservation = await ctx.spend.admitReader(engine, model, spec, INPUTS_ENGINE, r.group.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
   if (reservation === null) {
     rec.cancelled = true;
     return done('stopped before it started');

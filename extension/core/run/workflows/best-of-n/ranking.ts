@@ -19,10 +19,13 @@ import { parseRankAnswer, rankPrompt } from './rank';
 import { rankFiles, type RankRecord } from './rank-record';
 import { redact, writeRankMaterial, type CandidateSource, type Redaction } from './rank-material';
 import type { ReviewMaterial } from '../../review-material';
-import { usageTokens } from '../../spend';
+import { usageTokens, type ReaderStep } from '../../spend';
 
 /** Inherited environment variables a ranking reviewer never gets (they name Verdict's home, the run or its identity). */
 const PRIVATE_ENV = /^(VERDICT|RINGER|FLEET)_/;
+
+/** A ranking reviewer, as the budget knows its reader (spend.ts ReaderStep). */
+const RANKER: ReaderStep = { step: 'rank', who: 'a ranking reviewer' };
 
 /** One round of ranking: the group, its round's records folder and what the reviewers are shown. */
 export interface RankingRound {
@@ -116,7 +119,7 @@ async function runRanker(ctx: AttemptContext, r: RankingRound, n: number, choice
   };
   // Its known cost counts against budget_usd like an attempt's (waiting while a step of its engine that nothing prices
   // runs); past the budget it does not start.
-  const reservation = await ctx.spend.admitReader(engine, model, spec, 'rank', r.group.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
+  const reservation = await ctx.spend.admitReader(engine, model, spec, RANKER, r.group.abort.signal, (note) => ctx.emit({ type: 'run-note', note }));
   if (reservation === null) {
     rec.cancelled = true;
     rec.error = 'stopped before it started';

@@ -46,6 +46,10 @@ import { cannotPass, commandCounts, namedPaths, type ControlRun } from './comman
 import type { AttemptRecord } from '../../attempt-record';
 import { Cancelled, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from '../../steps/context';
 import { ReaderStopped, runReader } from '../../steps/reader';
+import type { ReaderStep } from '../../spend';
+
+/** A critic, as the budget knows its reader (spend.ts ReaderStep). */
+const CRITIC: ReaderStep = { step: 'critique', who: 'a critic' };
 
 /** A criticised file larger than this is not read (its criticism is dropped, saying so), bytes. */
 const MAX_CRITICISED_FILE_BYTES = 8 * 1024 * 1024;
@@ -321,6 +325,7 @@ async function runCritic(
     const run = await runReader(ctx, task, io, {
       choice: o.choice,
       role: `critic ${o.n}`,
+      reader: CRITIC,
       prompt,
       scratch,
       logFile: files.log,
