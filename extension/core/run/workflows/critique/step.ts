@@ -8,8 +8,8 @@
  *    read-only (in the sandbox; unsandboxed, in a copy), under the check's time limit and network setting, and be
  *    about the proposal (run/workflows/critique/command.ts: able to exit 0, and naming a file of the proposal or else passing in
  *    an empty folder run the same way). The others are dropped and counted.
- * 3. decideRound: a revision (the record's `revision`, record.ts CritiqueAttempt, which settle hands to the next attempt without spending the retry budget),
- *    or the end of the loop with what stays unresolved.
+ * 3. decideRound: a revision (the record's `revision`, record.ts CritiqueAttempt, which settle hands to the next
+ *    attempt without spending the retry budget), or the end of the loop with what stays unresolved.
  * The report (`runs/<run_id>/tasks/<key>/critique.md`) is rewritten after every round and named in state.json and the
  * rows; the loop itself is kept beside it (critique-loop.json, run/workflows/critique/state.ts) for `verdict resume`
  * (restoreCritique). The attempt's verdict stays the check's: this step never judges.
