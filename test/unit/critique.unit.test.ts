@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { lineCount, parseCritiqueAnswer, proposalPath } from '../../extension/core/run/workflows/critique/verdict';
 import { decideRound, newLoop, noChange, renderReport, revisionText, REVISION_BYTES } from '../../extension/core/run/workflows/critique/loop';
-import type { CheckedCriticism } from '../../extension/core/run/criticism';
+import type { CheckedCriticism } from '../../extension/core/run/workflows/critique/criticism';
 import { critiquePrompt } from '../../extension/core/run/workflows/critique/prompt';
 import { parseManifest } from '../../extension/core/manifest/load';
 

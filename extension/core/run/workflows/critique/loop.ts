@@ -6,7 +6,7 @@
  * verified criticism. What is still open then is the report's "unresolved". No I/O.
  */
 import { tailBytes } from '../../../store/eval-row';
-import type { CheckedCriticism, Criticism } from '../../criticism';
+import type { CheckedCriticism, Criticism } from './criticism';
 import { isCommand } from './verdict';
 
 /** One round: the critics' criticisms of one proposal (an attempt that passed its check) and what followed. */

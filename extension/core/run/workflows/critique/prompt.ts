@@ -3,7 +3,7 @@
  * proposal (diff or files, run/review-material.ts), the points the revision was handed (after round 1), and the answer
  * it must give (schemas/critique-answer.schema.json) with what makes a criticism count.
  */
-import type { CheckedCriticism } from '../../criticism';
+import type { CheckedCriticism } from './criticism';
 import { criticismTarget } from './loop';
 import { passedCheckLines, workLines, type ReviewPromptInput } from '../../review-prompt';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { CritiqueColumn, EvalRow } from '../../../store/eval-row';
 import { recordFiles, rowBase, type AttemptRecord } from '../../attempt-record';
 import { readerColumns, readerName, type ReaderRun } from '../../reader-record';
-import type { CheckedCriticism } from '../../criticism';
+import type { CheckedCriticism } from './criticism';
 
 /** One critic's criticism of one proposal. Times epoch ms; cost integer micro-USD, null when unknown. */
 export interface CritiqueRecord extends ReaderRun {

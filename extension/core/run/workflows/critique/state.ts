@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import type { CheckedCriticism } from '../../criticism';
+import type { CheckedCriticism } from './criticism';
 import type { CritiqueLoop, CritiqueRound } from './loop';
 
 /** The file's format version; another version is refused. */

@@ -38,7 +38,7 @@ import { critiquePrompt } from './prompt';
 import { critiqueLoopFile, loadLoop, saveLoop } from './state';
 import { runDir } from '../../../config/home';
 import { critiqueFiles, critiqueOf, criticName, keptCritique, type CritiqueRecord } from './record';
-import type { CheckedCriticism, Criticism, LineCriticism } from '../../criticism';
+import type { CheckedCriticism, Criticism, LineCriticism } from './criticism';
 import { isCommand, lineCount, parseCritiqueAnswer, proposalPath } from './verdict';
 import { diffMaterial, filesMaterial, type ReviewMaterial } from '../../review-material';
 import { firstSealedFile, readSealedFile } from '../../sealed-file';

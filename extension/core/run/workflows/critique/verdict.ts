@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { validateCritiqueAnswer } from '../../../../../schemas/generated/validateCritiqueAnswer.js';
-import type { CommandCriticism, Criticism } from '../../criticism';
+import type { CommandCriticism, Criticism } from './criticism';
 import { preview, tryJson } from '../../review-verdict';
 
 /** A valid critic answer (schemas/critique-answer.schema.json; other fields dropped). */

@@ -1,7 +1,6 @@
 /**
- * The shape of a critic's criticism as the records hold it: a critic's record (workflows/critique/record.ts CritiqueRecord) and
- * the critique loop's state (workflows/critique/). Kept here, beside the records, so that shared code reads the shape
- * without importing the critique workflow's folder. Types only.
+ * The shape of a critic's criticism as the records hold it: a critic's record (record.ts CritiqueRecord) and the
+ * critique loop's state (state.ts). Types only.
  */
 
 /** A criticism that points at a file and line of the proposal. */
