@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from '../helpers/cli';
+import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { requireSandbox } from '../helpers/sandbox-env';
+
+// Hostile review 2 (2026-12-07): findings that still hold on the build they were found on. Each is `it.skip` while it
+// fails (so the suite stays green); remove the `.skip` with the fix. Each reproduces one finding of the review's report.
+
+function runIdOf(home: string): string {
+  return fs.readdirSync(path.join(home, 'runs')).filter((f) => !f.startsWith('.'))[0] as string;
+}
+
+async function run(file: string, dir: string) {
+  const env = { HOME: path.join(dir, 'user-home') };
+  fs.mkdirSync(env.HOME, { recursive: true });
+  return cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env });
+}
+
+async function merge(dir: string, repo: string) {
+  const env = { HOME: path.join(dir, 'user-home') };
+  return cli(['merge', runIdOf(path.join(dir, 'home')), '--home', path.join(dir, 'home')], { env, cwd: repo });
+}
+
+function workVerdicts(dir: string): string[] {
+  return readRows(path.join(dir, 'home'))
+    .filter((r) => r.step === 'work')
+    .map((r) => `${String(r.task_key)}:${String(r.verdict)}`);
+}
+
+describe('hostile review 2: what a PASS rests on, and what the orchestrator writes for a worker', function () {
+  this.timeout(240000);
+  before(async function () {
+    await requireSandbox(this);
+  });
+
+  it.skip('a file the check reads is a symlink into the worktree admin dir (writable by the worker, kept after the attempt): not PASS, not merged', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    // The admin dir (<repo>/.git/worktrees/<name>/) is the worker's to write and outlives the attempt and the merge
+    // re-check; the commit holds only a link to it.
+    const spec = 'A=$(git rev-parse --absolute-git-dir); echo 42 > "$A/answer"; ln -s "$A/answer" answer.txt';
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'grep -x 42 answer.txt', { max_attempts: 1, network: false })] });
+    const r = await run(file, dir);
+    const branch = `verdict/${runIdOf(path.join(dir, 'home'))}/t`;
+    const mode = git(repo, 'ls-tree', branch, 'answer.txt').split(' ')[0];
+    // Observed: PASS, the branch holds a 120000 link to .../.git/worktrees/t/answer, `verdict merge` merges it, and
+    // `verdict clean` then removes the only bytes the check judged.
+    assert.notDeepEqual(workVerdicts(dir), ['t:PASS'], `${r.all}\nthe check passed on bytes outside the commit (answer.txt is ${mode})`);
+    const m = await merge(dir, repo);
+    assert.doesNotMatch(m.all, /t: MERGED/, m.all);
+  });
+
+  it.skip("a worker's symlink over a protected folder: the retry's restore of protected inputs writes through it into the user's checkout", async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), { 'tests/test_x.py': 'def test_answer():\n    assert open("answer.txt").read().strip() == "42"\n' });
+    // The user's uncommitted work in their own checkout.
+    const edited = `${fs.readFileSync(path.join(repo, 'tests/test_x.py'), 'utf8')}# the user's uncommitted edit\n`;
+    fs.writeFileSync(path.join(repo, 'tests/test_x.py'), edited);
+    const spec = `if [ "$VERDICT_ATTEMPT" = 1 ]; then mv tests tests.bak && ln -s ${path.join(repo, 'tests')} tests; fi; echo 42 > answer.txt`;
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'pytest -q tests', { max_attempts: 2, network: false })] });
+    await run(file, dir);
+    // Observed: attempt 1 FAILs (tests/test_x.py changed), attempt 2's work step calls restoreProtected, which
+    // rmSync + copies <task>/tests/test_x.py — through the sealed symlink — over the user's file: the edit is gone.
+    assert.equal(fs.readFileSync(path.join(repo, 'tests/test_x.py'), 'utf8'), edited, "the user's checkout was rewritten by the orchestrator");
+  });
+
+  for (const [name, files, check, spec] of [
+    [
+      'pytest reads a new tox.ini (pytest.ini and conftest.py are the only runner files guarded)',
+      { 'tests/test_x.py': 'from impl import answer\n\ndef test_answer():\n    assert answer() == 42\n' },
+      'pytest -q tests',
+      `printf '[pytest]\\npythonpath = .\\naddopts = -p evilplug\\n' > tox.ini; printf 'import os\\ndef pytest_configure(config):\\n    os._exit(0)\\n' > evilplug.py`,
+    ],
+    [
+      'npm reads a new .npmrc (script-shell)',
+      {
+        'package.json': '{"name":"x","version":"1.0.0","scripts":{"test":"node test/run.js"}}\n',
+        'test/run.js': 'if (require("../impl.js")() !== 42) process.exit(1);\n',
+      },
+      'npm test',
+      'echo script-shell=/bin/true > .npmrc',
+    ],
+    [
+      'make reads a new GNUmakefile before the protected Makefile',
+      { Makefile: 'test:\n\tgrep -x 42 answer.txt\n' },
+      'make test',
+      "printf 'test:\\n\\ttrue\\n' > GNUmakefile",
+    ],
+  ] as const) {
+    it.skip(`a new runner file that rewrites what the check runs: ${name}: FAIL, not PASS with nothing implemented`, async () => {
+      const dir = tempDir();
+      const repo = makeRepo(path.join(dir, 'repo'), files);
+      const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, check, { max_attempts: 1, network: false })] });
+      const r = await run(file, dir);
+      assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
+    });
+  }
+
+  it.skip("a dependent that deletes its prerequisite's delivered file: merging both does not silently undo the prerequisite's PASS", async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      tasks: [
+        scriptTask('a', 'echo 42 > a.txt', 'grep -x 42 a.txt', { max_attempts: 1, network: false, expect_files: ['a.txt'] }),
+        scriptTask('b', 'rm -f a.txt; echo 7 > b.txt', 'grep -x 7 b.txt', { after: ['a'], max_attempts: 1, network: false, expect_files: ['b.txt'] }),
+      ],
+    });
+    const r = await run(file, dir);
+    assert.equal(r.exitCode, 0, r.all);
+    const m = await merge(dir, repo);
+    // Observed: "a: MERGED", "b: MERGED", and main holds b.txt only: a's check now fails on main, nothing said so.
+    const aOnMain = fs.existsSync(path.join(repo, 'a.txt'));
+    assert.ok(aOnMain || !/b: MERGED/.test(m.all), `${m.all}\nmain lost a.txt, which task a passed and was merged with`);
+  });
+
+  it.skip('a worker that deletes a file setup made (the check reads it): FAIL, as a change of one is (the merge re-check already refuses it)', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      '.gitignore': '.env\n',
+      'check.sh': 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n',
+    });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      setup: 'echo STRICT=1 > .env',
+      tasks: [scriptTask('t', 'rm -f .env; echo 41 > answer.txt', 'bash check.sh', { max_attempts: 1, network: false })],
+    });
+    const r = await run(file, dir);
+    // Observed: PASS ("lenient"), and `verdict merge` then says CHECK_FAILED (its fresh setup makes .env again).
+    assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
+  });
+});
