@@ -52,7 +52,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     assert.doesNotMatch(m.all, /t: MERGED/, m.all);
   });
 
-  it.skip("a worker's symlink over a protected folder: the retry's restore of protected inputs writes through it into the user's checkout", async () => {
+  it("a worker's symlink over a protected folder: the retry's restore of protected inputs writes through it into the user's checkout", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), { 'tests/test_x.py': 'def test_answer():\n    assert open("answer.txt").read().strip() == "42"\n' });
     // The user's uncommitted work in their own checkout.

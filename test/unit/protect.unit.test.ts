@@ -87,6 +87,40 @@ describe('protected check inputs: the default set and the protect setting', () =
     assert.deepEqual(protectedChanges(dir, set), []);
     assert.equal(fs.readFileSync(path.join(dir, 'tests/t2.sh'), 'utf8'), 'new test');
   });
+
+  it("a worker's symlink in place of a protected folder: named as a change, and the restore replaces the link, never writing through it", () => {
+    const dir = tree(FILES);
+    const snap = path.join(tempDir(), 'snap');
+    const set = protectedSet(dir, 'bash run-tests.sh', null, snap);
+    // The user's checkout elsewhere: one file edited, one the same as the task's (a link to it would read the same).
+    const outside = tree({ 't1.sh': "the user's edit", 'fixtures/expected.txt': 'x' });
+    fs.renameSync(path.join(dir, 'tests'), path.join(dir, 'tests.bak'));
+    fs.symlinkSync(outside, path.join(dir, 'tests'));
+    assert.deepEqual(protectedChanges(dir, set), ['tests/fixtures/expected.txt (changed)', 'tests/t1.sh (changed)']);
+    assert.deepEqual(restoreProtected(dir, set).sort(), ['tests/fixtures/expected.txt', 'tests/t1.sh']);
+    // Outside: untouched. Inside: a real folder again, with the files as prepared.
+    assert.equal(fs.readFileSync(path.join(outside, 't1.sh'), 'utf8'), "the user's edit");
+    assert.equal(fs.readFileSync(path.join(outside, 'fixtures/expected.txt'), 'utf8'), 'x');
+    assert.equal(fs.lstatSync(path.join(dir, 'tests')).isDirectory(), true);
+    assert.equal(fs.readFileSync(path.join(dir, 'tests/t1.sh'), 'utf8'), 'x');
+    assert.deepEqual(protectedChanges(dir, set), []);
+  });
+
+  it('a symlink in place of a deeper folder, or a file in place of one: removed itself, the target left as it was', () => {
+    const dir = tree({ 'tests/unit/a/t.sh': 'x', 'tests/unit/b/u.sh': 'y' });
+    const snap = path.join(tempDir(), 'snap');
+    const set = protectedSet(dir, 'true', null, snap);
+    const outside = tree({ 't.sh': 'theirs' });
+    fs.rmSync(path.join(dir, 'tests/unit/a'), { recursive: true });
+    fs.symlinkSync(outside, path.join(dir, 'tests/unit/a'));
+    fs.rmSync(path.join(dir, 'tests/unit/b'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'tests/unit/b'), 'a file now');
+    assert.deepEqual(restoreProtected(dir, set).sort(), ['tests/unit/a/t.sh', 'tests/unit/b/u.sh']);
+    assert.deepEqual(fs.readdirSync(outside), ['t.sh']);
+    assert.equal(fs.readFileSync(path.join(outside, 't.sh'), 'utf8'), 'theirs');
+    assert.equal(fs.readFileSync(path.join(dir, 'tests/unit/a/t.sh'), 'utf8'), 'x');
+    assert.equal(fs.readFileSync(path.join(dir, 'tests/unit/b/u.sh'), 'utf8'), 'y');
+  });
 });
 
 describe("protected check inputs: the runner's own files", () => {

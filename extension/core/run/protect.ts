@@ -20,6 +20,7 @@ import path from 'node:path';
 import picomatch from 'picomatch';
 import { parse as shellParse } from 'shell-quote';
 import { fsPath, readEntries, readLinkName, showName } from '../fs/byte-names';
+import { makeParentsReal, parentsAreReal } from '../fs/real-parents';
 
 /**
  * The commands whose inputs are protected: a task's check, or its check and its suite (run/steps/suite.ts), each
@@ -179,20 +180,25 @@ export function protectedSetFromSnapshot(snapshotDir: string, check: CheckComman
  * Puts every changed or deleted protected file back as it was (from the snapshot), and removes a new file the test
  * runner would load, so a retry starts from the check's own inputs. Returns the paths restored, as people read them
  * (fs/byte-names.ts showName). Never throws for one file: it is left and named by the next check.
+ * Nothing is written through a link the worker made: every folder from `taskDir` down to a file put back is checked
+ * with lstat, and one that is a symlink (or not a folder) is removed itself and made a real folder first
+ * (fs/real-parents.ts), so a worker's `tests -> /home/user/repo/tests` never has the user's files rewritten.
  */
 export function restoreProtected(taskDir: string, set: ProtectedSet): string[] {
   const restored: string[] = [];
   for (const { rel, what } of changesOf(taskDir, set)) {
     const abs = fsPath(taskDir, rel);
     if (what === 'new') {
+      // Listed by a walk that follows no link; a parent replaced by one since is left to the next check.
+      if (!parentsAreReal(taskDir, rel)) continue;
       fs.rmSync(abs, { force: true });
       restored.push(showName(rel));
       continue;
     }
     if (!set.snapshotDir) continue;
     try {
+      makeParentsReal(taskDir, rel);
       fs.rmSync(abs, { recursive: true, force: true });
-      fs.mkdirSync(fsPath(taskDir, path.posix.dirname(rel)), { recursive: true });
       copyEntry(fsPath(set.snapshotDir, rel), abs);
       restored.push(showName(rel));
     } catch {
@@ -224,7 +230,8 @@ function changesOf(taskDir: string, set: ProtectedSet): { rel: string; what: 'ch
       now = null;
     }
     if (now === null) out.push({ rel, what: 'deleted' });
-    else if (now !== before) out.push({ rel, what: 'changed' });
+    // Reached through a link the worker put in place of one of its folders: not the tree's file any more.
+    else if (now !== before || !parentsAreReal(taskDir, rel)) out.push({ rel, what: 'changed' });
   }
   if (set.forbidNew?.length) {
     const forbidden = globMatcher(set.forbidNew);
