@@ -3,11 +3,13 @@
  * sandbox because the CLI keeps its sessions and logs there, but the same dirs hold what the user's next, unsandboxed
  * session of that CLI obeys — settings with hooks, instructions, agents, commands. A worker that plants a hook there
  * escapes its sandbox later. Each engine names those paths (`stateGuarded`); they are copied before the work step and
- * put back after it: a changed one restored, a new one removed.
+ * put back after it: a changed one restored, a new one removed. The state dirs are the worker's to write, so the put
+ * back never follows a link it made below one (fs/real-parents.ts).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { makeParentsReal, parentsAreReal } from '../fs/real-parents';
 
 /** What was there before the step. */
 export interface StateSnapshot {
@@ -15,13 +17,28 @@ export interface StateSnapshot {
   before: Map<string, string | null>;
   /** Copies of the paths that existed, under this folder (by index). */
   dir: string;
+  /**
+   * Absolute guarded path → how its restore reaches it: `root` (the state dir that holds it, a worker's to write),
+   * with `real` when every folder between the two was a real one at the snapshot, else the folder the path's parent
+   * resolved to then. Paths in none of the state dirs given are not here (no worker writes where they are).
+   */
+  reach?: Map<string, { root: string; real: true } | { root: string; real: false; parent: string | null }>;
 }
 
-/** Copies each guarded path (files or folders) that exists into `dir`. Never throws for one path. */
-export function snapshotState(paths: string[], dir: string): StateSnapshot {
+/**
+ * Copies each guarded path (files or folders) that exists into `dir`. `roots` are the state dirs the paths lie in (a
+ * worker writes in them, so {@link restoreState} never follows a link it made below one). Never throws for one path.
+ */
+export function snapshotState(paths: string[], dir: string, roots: readonly string[] = []): StateSnapshot {
   const before = new Map<string, string | null>();
+  const reach: NonNullable<StateSnapshot['reach']> = new Map();
   fs.mkdirSync(dir, { recursive: true });
   paths.forEach((p, i) => {
+    const root = roots.filter((r) => p.startsWith(`${r.replace(/\/+$/, '')}${path.sep}`)).sort((a, b) => b.length - a.length)[0];
+    if (root !== undefined) {
+      const rel = path.relative(root, p);
+      reach.set(p, parentsAreReal(root, rel) ? { root, real: true } : { root, real: false, parent: realPathOrNull(path.dirname(p)) });
+    }
     const print = fingerprint(p);
     before.set(p, print);
     if (print !== null) {
@@ -32,7 +49,31 @@ export function snapshotState(paths: string[], dir: string): StateSnapshot {
       }
     }
   });
-  return { before, dir };
+  return { before, dir, reach };
+}
+
+function realPathOrNull(p: string): string | null {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Readies the way to the guarded path `p` for a write, per `snap.reach`: below a state dir whose folders were real at
+ * the snapshot, each is made real again (a link a worker put in place of one is removed, never followed:
+ * fs/real-parents.ts); below a user's own link, the write goes ahead only when the parent still resolves to the
+ * folder it did. Returns false when it must not be written. @throws from the file system
+ */
+function readyParents(snap: StateSnapshot, p: string): boolean {
+  const how = snap.reach?.get(p);
+  if (!how) return true;
+  if (how.real) {
+    makeParentsReal(how.root, path.relative(how.root, p));
+    return true;
+  }
+  return how.parent !== null && realPathOrNull(path.dirname(p)) === how.parent;
 }
 
 /**
@@ -47,6 +88,8 @@ export function restoreState(snap: StateSnapshot): string[] {
     const now = fingerprint(p);
     if (now === was) return;
     try {
+      // Never through a link a worker put in place of a folder on the way (the user's settings elsewhere would go).
+      if (!readyParents(snap, p)) throw new Error(`${p}: a folder on its way is not the one the snapshot was taken in`);
       fs.rmSync(p, { recursive: true, force: true });
       if (was !== null) fs.cpSync(path.join(snap.dir, String(i)), p, { recursive: true, verbatimSymlinks: true });
       restored.push(p);

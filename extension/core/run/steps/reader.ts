@@ -230,7 +230,8 @@ export async function superviseReadOnly(
   });
   let guard: StateSnapshot | null = null;
   if (boxed && state.guarded.length) {
-    guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name));
+    guard =
+      ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(opts.home, ctx.runId), 'engine-state', engine.name), state.dirs);
     ctx.stateBaselines.set(engine.name, guard);
   }
   const recent = new RingBuffer(256 * 1024);

@@ -144,7 +144,8 @@ async function startFromCleanTree(ctx: AttemptContext, task: TaskRuntime, rec: A
  * the run's engine-state folder, when this is that step), kept in `ctx.stateBaselines`.
  */
 function engineStateBaseline(ctx: AttemptContext, engine: EngineSpec, state: EngineState): StateSnapshot {
-  const guard = ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(ctx.opts.home, ctx.runId), 'engine-state', engine.name));
+  const guard =
+    ctx.stateBaselines.get(engine.name) ?? snapshotState(state.guarded, path.join(runDir(ctx.opts.home, ctx.runId), 'engine-state', engine.name), state.dirs);
   ctx.stateBaselines.set(engine.name, guard);
   return guard;
 }
