@@ -117,7 +117,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     assert.ok(aOnMain || !/b: MERGED/.test(m.all), `${m.all}\nmain lost a.txt, which task a passed and was merged with`);
   });
 
-  it.skip('a worker that deletes a file setup made (the check reads it): FAIL, as a change of one is (the merge re-check already refuses it)', async () => {
+  it('a worker that deletes a file setup made (the check reads it): FAIL, as a change of one is (the merge re-check already refuses it)', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
@@ -132,5 +132,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     const r = await run(file, dir);
     // Observed: PASS ("lenient"), and `verdict merge` then says CHECK_FAILED (its fresh setup makes .env again).
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
+    const work = readRows(path.join(dir, 'home')).find((row) => row.step === 'work');
+    assert.match(JSON.stringify(work), /the worker deleted \.env, which setup made/, r.all);
   });
 });

@@ -215,6 +215,46 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     }
   });
 
+  it("setup's files the worker deleted are named in missing (a gone folder once), apart from changed ones moved aside and ones now committed", async () => {
+    const p = await prepared({ '.gitignore': '.env\nnode_modules/\ncache/\nbuild/\nkept.txt\n', 'src/main.txt': 'main\n' }, (wt) => {
+      fs.writeFileSync(path.join(wt, '.env'), 'STRICT=1\n');
+      fs.mkdirSync(path.join(wt, 'node_modules', 'dep'), { recursive: true });
+      fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'dep\n');
+      fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'util.js'), 'util\n');
+      fs.mkdirSync(path.join(wt, 'cache', 'deep'), { recursive: true });
+      fs.writeFileSync(path.join(wt, 'cache', 'deep', 'a'), 'a\n');
+      fs.mkdirSync(path.join(wt, 'build'));
+      fs.writeFileSync(path.join(wt, 'build', 'out.js'), 'out\n');
+      fs.writeFileSync(path.join(wt, 'kept.txt'), 'kept\n');
+    });
+    const { wt } = p;
+    // Deleted: .env, one file of a kept folder, a whole folder. Changed: build/out.js (moved aside, not missing).
+    // Committed: kept.txt (no longer ignored; the seal holds it).
+    fs.rmSync(path.join(wt, '.env'));
+    fs.rmSync(path.join(wt, 'node_modules', 'dep', 'util.js'));
+    fs.rmSync(path.join(wt, 'cache'), { recursive: true });
+    fs.writeFileSync(path.join(wt, 'build', 'out.js'), 'OUT\n');
+    fs.writeFileSync(path.join(wt, '.gitignore'), '.env\nnode_modules/\ncache/\nbuild/\n');
+    const attempt = path.join(p.dir, 'attempt-1');
+    fs.mkdirSync(attempt);
+    const u = await sealAndSetAside(p, attempt);
+    assert.deepEqual(u.shown, ['build/out.js']);
+    assert.deepEqual(u.missing, ['.env', 'cache/', 'node_modules/dep/util.js']);
+    // The only untracked entry setup made, deleted: nothing left to walk, still named.
+    const q = await prepared({ '.gitignore': '.env\n' }, (dir) => fs.writeFileSync(path.join(dir, '.env'), 'STRICT=1\n'));
+    fs.rmSync(path.join(q.wt, '.env'));
+    const a2 = path.join(q.dir, 'attempt-1');
+    fs.mkdirSync(a2);
+    const v = await sealAndSetAside(q, a2);
+    assert.equal(v.count, 0);
+    assert.deepEqual(v.missing, ['.env']);
+    // Nothing deleted: no missing at all.
+    const r = await prepared({ '.gitignore': '.env\n' }, (dir) => fs.writeFileSync(path.join(dir, '.env'), 'x\n'));
+    const a3 = path.join(r.dir, 'attempt-1');
+    fs.mkdirSync(a3);
+    assert.equal((await sealAndSetAside(r, a3)).missing, undefined);
+  });
+
   it('with no record (a run from before one was kept), everything the seal does not hold is moved', async () => {
     const p = await prepared({ '.gitignore': 'node_modules/\n' }, (wt) => {
       fs.mkdirSync(path.join(wt, 'node_modules'));

@@ -40,6 +40,13 @@ export interface Undelivered {
   shown: string[];
   /** Entries that could not be moved (they are still in the task dir), each `path: error`. */
   unmoved: string[];
+  /**
+   * Entries setup (or `include`) made that are gone and the seal does not hold (the worker deleted them), as shown to
+   * people; a gone folder counts once, not each entry it held. The check never saw them, but the merge queue's
+   * re-check, which runs setup again, does: a PASS without them is a FAIL, as one without a changed one would be.
+   * Absent when none.
+   */
+  missing?: string[];
 }
 
 /** Added to a wait for the next second: file times come from the kernel's coarse clock, a few ms behind, ms. */
@@ -123,6 +130,8 @@ export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: nu
  * rename, or across file systems (an overlay tree) a copy file by file then the removal of the original, so a big
  * folder is never read into memory and a failed copy leaves the original where it was (named in `unmoved`). FIFOs,
  * sockets and devices cannot be copied: across file systems they are removed (they hold no data) and listed.
+ * A recorded entry that is gone and that the seal does not hold (setup's `.env`, deleted by the worker) is named in
+ * `missing`: the check cannot see it either, so the step that judges it treats it as a changed one (steps/seal.ts).
  * @param timeoutMs limit of the whole search, ms: git's listing and the walk (a worker that left millions of files)
  * @param drivers the seal phase's driver names (git/worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message, or saying the search ran out of time
@@ -138,13 +147,22 @@ export async function setAsideUndelivered(
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   const result: Undelivered = { dir: freshName(path.join(attemptDir, 'undelivered')), count: 0, shown: [], unmoved: [] };
   const tops = await uncommittedTops(links, sealIndex, timeoutMs, drivers);
-  if (!tops.length) return result;
   const root = bytesOf(links.dir);
   const dest = bytesOf(result.dir);
   const before = readRecords(prepared);
   let was = before.next();
   let list: ChunkWriter | null = null;
   let n = 0;
+  // A recorded entry the walk passes by was not walked: gone (the worker deleted it), under an entry just moved aside
+  // (changed: already named), or now in the seal (committed). Only a gone one, and only the top of what is gone, is named.
+  let movedLast: string | null = null;
+  let missingLast: string | null = null;
+  const passBy = (rec: Entry): void => {
+    if ((movedLast !== null && atOrUnder(rec.rel, movedLast)) || (missingLast !== null && atOrUnder(rec.rel, missingLast))) return;
+    if (fs.lstatSync(bufferOf(`${root}/${rec.rel}`), { throwIfNoEntry: false }) !== undefined) return;
+    missingLast = rec.rel;
+    (result.missing ??= []).push(shownPath(rec.rel) + (rec.key.startsWith('d') ? '/' : ''));
+  };
   const walk = walkEntries(root, tops);
   try {
     for (let r = walk.next(); !r.done;) {
@@ -154,7 +172,10 @@ export async function setAsideUndelivered(
           throw new Error(`looking for files the seal does not hold timed out after ${timeoutMs} ms (${n} entries walked); the worker left too many files`);
         await turn();
       }
-      while (!was.done && comparePaths(was.value.rel, e.rel) < 0) was = before.next();
+      while (!was.done && comparePaths(was.value.rel, e.rel) < 0) {
+        passBy(was.value);
+        was = before.next();
+      }
       const recorded = was.done ? null : was.value;
       const same = recorded !== null && recorded.rel === e.rel;
       // A recorded folder (or one holding recorded entries: the start tree had files in it) is entered, not moved; a
@@ -167,6 +188,7 @@ export async function setAsideUndelivered(
       const shown = shownPath(e.rel) + (e.key.startsWith('d') ? '/' : '');
       try {
         moveOut(`${root}/${e.rel}`, `${dest}/${e.rel}`);
+        movedLast = e.rel;
         list ??= new ChunkWriter(`${result.dir}.txt`, 'utf8');
         list.write(`${shown}\n`);
         result.count++;
@@ -176,6 +198,8 @@ export async function setAsideUndelivered(
       }
       r = walk.next(false);
     }
+    // What the record holds past the last entry walked.
+    for (; !was.done; was = before.next()) passBy(was.value);
   } finally {
     before.return(undefined);
     list?.close();
@@ -232,6 +256,11 @@ export function comparePaths(a: string, b: string): number {
     return ca - cb;
   }
   return a.length - b.length;
+}
+
+/** Whether `p` is `top` or lies under it (both relative, `/`-separated). */
+function atOrUnder(p: string, top: string): boolean {
+  return p === top || isUnder(p, top);
 }
 
 /** Whether `p` lies under the folder `dir` (both relative, `/`-separated). */
