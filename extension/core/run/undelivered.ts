@@ -43,8 +43,8 @@ export interface Undelivered {
   /**
    * Entries setup (or `include`) made that are gone and the seal does not hold (the worker deleted them), as shown to
    * people; a gone folder counts once, not each entry it held. The check never saw them, but the merge queue's
-   * re-check, which runs setup again, does: a PASS without them is a FAIL, as one without a changed one would be.
-   * Absent when none.
+   * re-check, which runs setup again, does: a PASS without them is a FAIL (steps/seal.ts sealProblems). Absent when
+   * none.
    */
   missing?: string[];
 }
@@ -131,7 +131,7 @@ export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: nu
  * folder is never read into memory and a failed copy leaves the original where it was (named in `unmoved`). FIFOs,
  * sockets and devices cannot be copied: across file systems they are removed (they hold no data) and listed.
  * A recorded entry that is gone and that the seal does not hold (setup's `.env`, deleted by the worker) is named in
- * `missing`: the check cannot see it either, so the step that judges it treats it as a changed one (steps/seal.ts).
+ * `missing`: the check runs without it, so a PASS then is a FAIL (steps/seal.ts sealProblems).
  * @param timeoutMs limit of the whole search, ms: git's listing and the walk (a worker that left millions of files)
  * @param drivers the seal phase's driver names (git/worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message, or saying the search ran out of time
