@@ -98,7 +98,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     });
   }
 
-  it.skip("a dependent that deletes its prerequisite's delivered file: merging both does not silently undo the prerequisite's PASS", async () => {
+  it("a dependent that deletes its prerequisite's delivered file: merging both does not silently undo the prerequisite's PASS", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const file = writeManifest(dir, {
@@ -112,12 +112,12 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     const r = await run(file, dir);
     assert.equal(r.exitCode, 0, r.all);
     const m = await merge(dir, repo);
-    // Observed: "a: MERGED", "b: MERGED", and main holds b.txt only: a's check now fails on main, nothing said so.
-    const aOnMain = fs.existsSync(path.join(repo, 'a.txt'));
-    assert.ok(aOnMain || !/b: MERGED/.test(m.all), `${m.all}\nmain lost a.txt, which task a passed and was merged with`);
+    // Was: "a: MERGED", "b: MERGED", and main held b.txt only: a's check failed on main, nothing said so.
+    assert.ok(fs.existsSync(path.join(repo, 'a.txt')), `${m.all}\nmain lost a.txt, which task a passed and was merged with`);
+    assert.match(m.all ?? '', /b: CHECK_FAILED .*changes what a delivered earlier in this queue \(a\.txt\)/, m.all);
   });
 
-  it('a worker that deletes a file setup made (the check reads it): FAIL, as a change of one is (the merge re-check already refuses it)', async () => {
+  it('a worker that deletes a file setup made (the check reads it): FAIL naming it, not a PASS the merge re-check would refuse', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
