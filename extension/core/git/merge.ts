@@ -193,33 +193,11 @@ export async function mergeTask(
     }
     const check = await req.recheck(dir, target);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
+    const rebased = (await wt.revparse(['HEAD'])).trim();
     const paths = await deliveredPaths(wt, target);
-    const undone = await breaksEarlier(req, (await wt.revparse(['HEAD'])).trim(), target, paths, merged);
-    if (undone) return undone;
-    if (req.suite) {
-      const rebased = (await wt.revparse(['HEAD'])).trim();
-      const suite = await suites.run(req.repo, req.suite, rebased);
-      if (!suite.passed) {
-        const into = await currentBranch(git);
-        // Never blame a merge for a suite the branch failed already: the first failure of a queue is checked on the base.
-        const base = suites.known(req.suite.command, target) ?? (await suites.run(req.repo, req.suite, target));
-        if (!base.passed)
-          return {
-            key: req.key,
-            status: 'NOT_TRIED',
-            reason: `not merged: the suite \`${req.suite.command}\` already fails on ${into} (${target.slice(0, 10)}) before any merge (${base.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
-          };
-        return {
-          key: req.key,
-          status: 'SUITE_FAILED',
-          output: suite.output,
-          command: req.suite.command,
-          head: target,
-          lastGood,
-          reason: `its check passed after the rebase, but ${into} with this merge fails the suite \`${req.suite.command}\` (${suite.reason}); not merged: ${into} stays at ${target.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${req.branch} is kept (rebased onto ${into})`,
-        };
-      }
-    }
+    const refused =
+      (await breaksEarlier(req, rebased, target, paths, merged)) ?? (req.suite ? await suiteOutcome(req, req.suite, suites, rebased, target, lastGood) : null);
+    if (refused) return refused;
     try {
       await git.raw(['merge', '--ff-only', '--quiet', req.branch]);
     } catch (e) {
@@ -235,6 +213,44 @@ export async function mergeTask(
   } finally {
     await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
   }
+}
+
+/**
+ * The suite's word on a merge (see mergeQueue): null when `suite` passes on the rebased commit `rebased`; else
+ * SUITE_FAILED naming the merge, or NOT_TRIED when the suite already failed on `target` (the current branch's head
+ * before this merge), so that no merge is blamed for a broken branch. Never throws (SuiteResults.run).
+ */
+async function suiteOutcome(
+  req: MergeRequest,
+  suite: IntegrationSuite,
+  suites: SuiteResults,
+  rebased: string,
+  target: string,
+  lastGood: string | null,
+): Promise<MergeOutcome | null> {
+  const git = gitFor(req.repo, { trusted: true });
+  const result = await suites.run(req.repo, suite, rebased);
+  if (!result.passed) {
+    const into = await currentBranch(git);
+    // Never blame a merge for a suite the branch failed already: the first failure of a queue is checked on the base.
+    const base = suites.known(suite.command, target) ?? (await suites.run(req.repo, suite, target));
+    if (!base.passed)
+      return {
+        key: req.key,
+        status: 'NOT_TRIED',
+        reason: `not merged: the suite \`${suite.command}\` already fails on ${into} (${target.slice(0, 10)}) before any merge (${base.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
+      };
+    return {
+      key: req.key,
+      status: 'SUITE_FAILED',
+      output: result.output,
+      command: suite.command,
+      head: target,
+      lastGood,
+      reason: `its check passed after the rebase, but ${into} with this merge fails the suite \`${suite.command}\` (${result.reason}); not merged: ${into} stays at ${target.slice(0, 10)}, ${lastGood ? `the last good merge (${lastGood})` : 'as it was before this queue'}; the branch ${req.branch} is kept (rebased onto ${into})`,
+    };
+  }
+  return null;
 }
 
 /**
