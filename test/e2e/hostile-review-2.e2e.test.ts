@@ -89,7 +89,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
       "printf 'test:\\n\\ttrue\\n' > GNUmakefile",
     ],
   ] as const) {
-    it.skip(`a new runner file that rewrites what the check runs: ${name}: FAIL, not PASS with nothing implemented`, async () => {
+    it(`a new runner file that rewrites what the check runs: ${name}: FAIL, not PASS with nothing implemented`, async () => {
       const dir = tempDir();
       const repo = makeRepo(path.join(dir, 'repo'), files);
       const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, check, { max_attempts: 1, network: false })] });

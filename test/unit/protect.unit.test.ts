@@ -135,6 +135,74 @@ describe("protected check inputs: the runner's own files", () => {
   });
 });
 
+describe('protected check inputs: a new file the runner reads as its configuration', () => {
+  // Before: only pytest's conftest.py and pytest.ini were refused as new; a new tox.ini with `addopts = -p evilplug`,
+  // a new .npmrc with `script-shell=/bin/true`, a new GNUmakefile over the protected Makefile each made the check exit 0.
+  it('pytest: a new tox.ini / setup.cfg / pyproject.toml holding its section is refused; one without it, or one the tree had, is not', () => {
+    const dir = tree({ 'pyproject.toml': '[project]\nname = "x"\n', 'tests/test_x.py': 'def test_x(): pass\n' });
+    const snap = path.join(tempDir(), 'snap');
+    const set = protectedSet(dir, 'pytest -q tests', null, snap);
+    assert.ok(!set.files.has('pyproject.toml'), "an existing pyproject.toml stays the worker's (dependencies)");
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[project]\nname = "x"\n[tool.pytest.ini_options]\naddopts = "-p evil"\n');
+    fs.writeFileSync(path.join(dir, 'tox.ini'), '[pytest]\naddopts = -p evilplug\n');
+    fs.mkdirSync(path.join(dir, 'sub'));
+    fs.writeFileSync(path.join(dir, 'sub/setup.cfg'), '[metadata]\nname = x\n\n[tool:pytest]\naddopts = -p evil\n');
+    fs.writeFileSync(path.join(dir, 'setup.cfg'), '[metadata]\nname = x\n');
+    fs.writeFileSync(path.join(dir, 'pytest.toml'), '[pytest]\n');
+    fs.writeFileSync(path.join(dir, '.pytest.ini'), '[pytest]\n');
+    const why = '(new: it changes what the test runner reports)';
+    const expected = ['.pytest.ini', 'pytest.toml', 'sub/setup.cfg', 'tox.ini'].map((f) => `${f} ${why}`);
+    assert.deepEqual(protectedChanges(dir, set), expected);
+    // A later orchestrator of the run (resume) knows the pyproject.toml was there.
+    assert.deepEqual(protectedChanges(dir, protectedSetFromSnapshot(snap, 'pytest -q tests', null)), expected);
+    assert.deepEqual(restoreProtected(dir, set).sort(), ['.pytest.ini', 'pytest.toml', 'sub/setup.cfg', 'tox.ini']);
+    assert.ok(fs.existsSync(path.join(dir, 'pyproject.toml')) && fs.existsSync(path.join(dir, 'setup.cfg')));
+    // The merge re-check's form: the content is read only when a reader is given (readConfigText: null for what is no regular file: refused).
+    const text: Record<string, string | null> = {
+      'tox.ini': '[tox]\nenvlist = py3\n',
+      'a/tox.ini': '[pytest]\n',
+      'pyproject.toml': '[project]\ndependencies = ["pytest==8.0", "pytest-cov"]\n',
+      'b/pyproject.toml': '[tool]\npytest.ini_options.addopts = "-p evil"\n',
+      'setup.cfg': null,
+    };
+    const refused = newFileRefused('python -m pytest', null, (rel) => text[rel] ?? null);
+    assert.deepEqual(Object.keys(text).map(refused), [false, true, false, true, true]);
+    assert.equal(newFileRefused('make test', null, () => '[pytest]\n')('tox.ini'), false, 'only under pytest');
+    assert.equal(newFileRefused('pytest', ['!tox.ini'], () => '[pytest]\n')('tox.ini'), false, 'a ! glob allows it');
+  });
+
+  it('npm, yarn, pnpm: a new .npmrc, .yarnrc, .yarnrc.yml is refused, and one the tree had is protected; make: a new GNUmakefile or makefile', () => {
+    const dir = tree({ 'package.json': '{"scripts":{"test":"node t.js"}}\n', '.yarnrc.yml': 'nodeLinker: node-modules\n', Makefile: 'test:\n\tfalse\n' });
+    const npm = protectedSet(dir, 'npm test', null);
+    assert.deepEqual([...npm.files.keys()], ['.yarnrc.yml']);
+    const yarn = protectedSet(dir, 'yarn test', null);
+    const pnpm = protectedSet(dir, 'cd app && pnpm run e2e', null);
+    const make = protectedSet(dir, 'make test', null);
+    assert.deepEqual([...make.files.keys()], ['Makefile']);
+    fs.writeFileSync(path.join(dir, '.npmrc'), 'script-shell=/bin/true\n');
+    fs.writeFileSync(path.join(dir, '.yarnrc'), 'yarn-path "./evil.js"\n');
+    fs.writeFileSync(path.join(dir, '.yarnrc.yml'), 'yarnPath: ./evil.cjs\n');
+    fs.writeFileSync(path.join(dir, 'pnpm-workspace.yaml'), 'scriptShell: /bin/true\n');
+    fs.writeFileSync(path.join(dir, 'GNUmakefile'), 'test:\n\ttrue\n');
+    fs.writeFileSync(path.join(dir, 'makefile'), 'test:\n\ttrue\n');
+    const why = '(new: it changes what the test runner reports)';
+    const rc = ['.npmrc', '.yarnrc'].map((f) => `${f} ${why}`);
+    assert.deepEqual(protectedChanges(dir, npm), ['.yarnrc.yml (changed)', ...rc].sort());
+    assert.deepEqual(protectedChanges(dir, yarn), ['.yarnrc.yml (changed)', ...rc].sort());
+    assert.deepEqual(protectedChanges(dir, pnpm), ['.yarnrc.yml (changed)', ...rc, `pnpm-workspace.yaml ${why}`].sort());
+    assert.deepEqual(
+      protectedChanges(dir, make),
+      ['GNUmakefile', 'makefile'].map((f) => `${f} ${why}`),
+    );
+    assert.deepEqual(protectedChanges(dir, protectedSet(tree({}), 'grep -x 42 answer.txt', null)), []);
+    // Words that only contain a runner's name are not that runner.
+    assert.equal(newFileRefused('cmake --build . && ./npm-check', null)('.npmrc'), false);
+    assert.equal(newFileRefused('cmake --build .', null)('GNUmakefile'), false);
+    assert.equal(newFileRefused('/usr/bin/make -C sub test', null)('sub/GNUmakefile'), true);
+    assert.equal(newFileRefused('npx jest', null)('.npmrc'), true);
+  });
+});
+
 describe('protected check inputs: compared with the tree as prepared', () => {
   // Before: a pytest.ini or conftest.py the tree already had counted as "new" at every guard (a correct worker FAILed),
   // and the restore before the retry deleted it (the PASS commit then deleted a file of the start commit).
@@ -198,5 +266,18 @@ describe("the merge queue's re-check: the base's check inputs", () => {
     assert.deepEqual(await baseCheckInputs(repo, 'main', spec), ['conftest.py (new)', 'pkg/conftest.py']);
     assert.equal(fs.readFileSync(path.join(repo, 'pkg/conftest.py'), 'utf8'), '# pkg\n');
     assert.equal(fs.existsSync(path.join(repo, 'conftest.py')), false);
+  });
+
+  it("a branch that adds a tox.ini holding [pytest] has it removed; a new pyproject.toml without pytest's section is kept", async () => {
+    const repo = makeRepo(path.join(tempDir(), 'r'), { 'tests/test_x.py': 'def test_x(): pass\n' });
+    const spec = { check: 'pytest -q tests', protect: null, expectFiles: [] } as unknown as TaskSpec;
+    git(repo, 'checkout', '-q', '-b', 'work');
+    fs.writeFileSync(path.join(repo, 'tox.ini'), '[pytest]\naddopts = -p evilplug\n');
+    fs.writeFileSync(path.join(repo, 'pyproject.toml'), '[project]\nname = "x"\n');
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'work');
+    assert.deepEqual(await baseCheckInputs(repo, 'main', spec), ['tox.ini (new)']);
+    assert.equal(fs.existsSync(path.join(repo, 'tox.ini')), false);
+    assert.equal(fs.existsSync(path.join(repo, 'pyproject.toml')), true);
   });
 });

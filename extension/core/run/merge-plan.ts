@@ -11,7 +11,7 @@ import { runCheck } from './check';
 import { hiddenFromSteps, stepCaps, stepScratch } from './containment';
 import { reservePort } from './ports';
 import { checkEnvironment } from './steps/check';
-import { changedScripts, judgedCommands, newFileRefused, protectedPaths, runnerScripts } from './protect';
+import { changedScripts, judgedCommands, newFileRefused, protectedPaths, readConfigText, runnerScripts } from './protect';
 import { gitFor } from '../git/safe-git';
 import { copyIncludes } from '../git/worktree';
 import { supervise } from '../process/supervisor';
@@ -296,7 +296,7 @@ export async function baseCheckInputs(dir: string, base: string, spec: TaskSpec)
       spec.expectFiles.map((f) => path.normalize(f)),
     ),
   );
-  const isForbidden = newFileRefused(judgedCommands(spec), spec.protect);
+  const isForbidden = newFileRefused(judgedCommands(spec), spec.protect, (rel) => readConfigText(path.join(dir, rel)));
   const diff = (await git.raw(['diff', '--name-status', '-z', '--no-renames', base, 'HEAD'])).split('\0').filter(Boolean);
   const changed: string[] = [];
   const added: string[] = [];

@@ -7,8 +7,11 @@
  *   names (`pytest tests/`); not the files it only reads as data (`grep x out.txt`: usually the deliverable);
  * - every existing file at a conventional test place: `test/`, `tests/`, `spec/`, `__tests__/`, `*_test.*`, `*.test.*`,
  *   `*.spec.*`.
- * - under a test runner that loads files by name (pytest: every `conftest.py` and `pytest.ini`), every existing one,
- *   and a new one is refused (it rewrites what the runner reports).
+ * - under a test runner or build tool that reads files by name as its configuration (pytest: every `conftest.py`,
+ *   `pytest.ini`, `.pytest.ini`, `pytest.toml`; npm, npx, yarn, pnpm: `.npmrc`, `.yarnrc`, `.yarnrc.yml`, pnpm's
+ *   `pnpm-workspace.yaml`; make: `GNUmakefile`, `makefile`), every existing one, and a new one is refused (it rewrites
+ *   what the check runs or reports). A new `tox.ini`, `setup.cfg` or `pyproject.toml` is refused under pytest when it
+ *   holds pytest's section (`[pytest]`, `[tool:pytest]`, `[tool.pytest…]`); an existing one is not protected.
  * A task's (or the run's) `protect` globs widen it (`"fixtures/**"`) or narrow it (`"!tests/snapshots/**"`, which also
  * allows a new file there); `"protect": []` turns protection off. Adding other new files stays allowed everywhere.
  * Everything is compared with the tree as prepared: a file that was there and is unchanged is never a finding, and a
@@ -56,6 +59,10 @@ export interface ProtectedSet {
   forbidNew?: string[];
   /** Globs (the `protect` setting's `!` globs, without the `!`) of files that are never refused as new. */
   allowNew?: string[];
+  /** The judged commands, whose runners' files that configure them by a section (tox.ini `[pytest]`) are refused as new when they hold it. */
+  sectionCheck?: readonly string[];
+  /** The files named like one of those (tox.ini, setup.cfg, pyproject.toml) the tree had: never "new". */
+  sectionExisting?: string[];
 }
 
 /**
@@ -81,32 +88,64 @@ export function protectedSet(
       return null;
     }
   };
-  for (const rel of protectedPaths(listFiles(taskDir), kindOf, check, protect, deliverables)) files.set(rel, fingerprint(fsPath(taskDir, rel)));
+  const all = listFiles(taskDir);
+  for (const rel of protectedPaths(all, kindOf, check, protect, deliverables)) files.set(rel, fingerprint(fsPath(taskDir, rel)));
+  const rules = newFileRules(check, protect);
+  // The files named like a runner's section file the tree had (a project's pyproject.toml) are not new, whatever they hold.
+  const sectionExisting = rules.sectionCheck ? all.filter((rel) => RUNNER_SECTION_FILES.some((r) => r.file === path.posix.basename(rel))) : [];
+  if (snapshotDir && rules.sectionCheck) writeSectionExisting(snapshotDir, sectionExisting);
   if (snapshotDir) {
     for (const rel of files.keys()) {
       fs.mkdirSync(fsPath(snapshotDir, path.posix.dirname(rel)), { recursive: true });
       copyEntry(fsPath(taskDir, rel), fsPath(snapshotDir, rel));
     }
   }
-  return { files, snapshotDir, ...newFileRules(check, protect) };
+  return { files, snapshotDir, ...rules, ...(rules.sectionCheck ? { sectionExisting } : {}) };
+}
+
+/** Where protectedSet keeps the sectionExisting of a set whose snapshot folder is `snapshotDir`: beside it. */
+function sectionExistingFile(snapshotDir: string): string {
+  return `${snapshotDir.replace(/\/+$/, '')}-section-files.json`;
+}
+
+function writeSectionExisting(snapshotDir: string, rels: string[]): void {
+  const file = sectionExistingFile(snapshotDir);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(rels));
+}
+
+/** The sectionExisting protectedSet kept for `snapshotDir`; none kept (a run from an earlier Verdict): empty. */
+function readSectionExisting(snapshotDir: string): string[] {
+  try {
+    const v = JSON.parse(fs.readFileSync(sectionExistingFile(snapshotDir), 'utf8')) as unknown;
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+  } catch {
+    return [];
+  }
 }
 
 /** The `forbidNew` and `allowNew` of a ProtectedSet for `check` and `protect` (not []: then nothing is protected). */
-function newFileRules(check: CheckCommands, protect: readonly string[] | null): Pick<ProtectedSet, 'forbidNew' | 'allowNew'> {
-  return { forbidNew: forbidNewFor(check), allowNew: (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1)) };
+function newFileRules(check: CheckCommands, protect: readonly string[] | null): Pick<ProtectedSet, 'forbidNew' | 'allowNew' | 'sectionCheck'> {
+  return {
+    forbidNew: forbidNewFor(check),
+    allowNew: (protect ?? []).filter((g) => g.startsWith('!')).map((g) => g.slice(1)),
+    ...(sectionRulesFor(check) ? { sectionCheck: commandsOf(check) } : {}),
+  };
 }
 
 /**
  * Whether a file at `rel` that the tree did not have before is refused under `check` and `protect` (its test runner
  * would load it: a new conftest.py under pytest), as protectedChanges and the merge queue's re-check judge it. Only for
- * files the tree did not have: an existing one is protected instead (protectedPaths).
+ * files the tree did not have: an existing one is protected instead (protectedPaths). With `read` (a new file's text,
+ * null when unreadable), a file that configures the runner only by a section (a tox.ini with `[pytest]`) is refused
+ * when it holds it (sectionRefused); without, never.
  */
-export function newFileRefused(check: CheckCommands, protect: readonly string[] | null): (rel: string) => boolean {
+export function newFileRefused(check: CheckCommands, protect: readonly string[] | null, read?: (rel: string) => string | null): (rel: string) => boolean {
   if (protect !== null && protect.length === 0) return () => false;
   const { forbidNew, allowNew } = newFileRules(check, protect);
   const forbidden = globMatcher(forbidNew ?? []);
   const allowed = globMatcher(allowNew ?? []);
-  return (rel) => forbidden(rel) && !allowed(rel);
+  return (rel) => (forbidden(rel) || (read !== undefined && sectionRefused(check, rel, () => read(rel)))) && !allowed(rel);
 }
 
 /**
@@ -158,9 +197,86 @@ function globMatcher(globs: readonly string[]): (rel: string) => boolean {
   return m;
 }
 
-/** Test runners whose behaviour a new file can rewrite: pytest loads every conftest.py it finds. */
+/**
+ * The configuration files of the test runners and build tools the check runs, which a worker's new one would rewrite
+ * (what they load, which target they run, which shell runs a script): pytest's conftest.py and ini files, npm's,
+ * yarn's and pnpm's rc files (`.npmrc` `script-shell=/bin/true` makes `npm test` exit 0), make's makefiles that take
+ * precedence over a committed `Makefile`. Globs relative to the task dir, both at its top and in a folder (a check
+ * may `cd` there). A new one is refused; one the tree had is protected (protectedPaths).
+ */
+const RUNNER_CONFIG: { runs: RegExp; files: string[] }[] = [
+  // pytest reads the first of these it finds from the common folder of its arguments upwards.
+  { runs: /\bpytest\b|\bpy\.test\b/, files: ['conftest.py', 'pytest.ini', '.pytest.ini', 'pytest.toml', '.pytest.toml'] },
+  // npm/npx/pnpm read the project's .npmrc (script-shell, node-options); yarn its .yarnrc(.yml) (yarn-path, yarnPath);
+  // pnpm its pnpm-workspace.yaml (scriptShell and its other settings).
+  { runs: /(?:^|[^\w.-])(?:npm|npx|pnpm|pnpx|yarn)(?![\w.-])/, files: ['.npmrc', '.yarnrc', '.yarnrc.yml', '.yarnrc.yaml'] },
+  { runs: /(?:^|[^\w.-])pnpm(?![\w.-])/, files: ['pnpm-workspace.yaml'] },
+  // GNU make reads GNUmakefile, then makefile, then Makefile: a new one of the first two hides a committed Makefile.
+  { runs: /(?:^|[^\w.-])g?make(?![\w.-])/, files: ['GNUmakefile', 'makefile'] },
+];
+
+/**
+ * Files a runner reads as configuration only when they hold its section (pytest: tox.ini `[pytest]`, setup.cfg
+ * `[tool:pytest]`, pyproject.toml `[tool.pytest.ini_options]` or `[tool.pytest]`): a new one that holds it is refused,
+ * one without it is not (a new pyproject.toml is often the work). One the tree had is not protected: it often holds
+ * the work too (dependencies).
+ */
+const RUNNER_SECTION_FILES: { runs: RegExp; file: string; section: RegExp }[] = [
+  { runs: RUNNER_CONFIG[0]!.runs, file: 'tox.ini', section: /^\s*\[\s*pytest\s*\]/m },
+  { runs: RUNNER_CONFIG[0]!.runs, file: 'setup.cfg', section: /^\s*\[\s*tool:pytest\s*\]/m },
+  // Any TOML spelling of a tool.pytest key: a table header naming pytest, or a (dotted) key `pytest...` / `pytest =`.
+  { runs: RUNNER_CONFIG[0]!.runs, file: 'pyproject.toml', section: /^\s*\[\[?[^\]\n]*\bpytest\b|\bpytest\b["']?\s*(?:\.|=(?!=))/m },
+];
+
+function atAnyDepth(file: string): string[] {
+  return [file, `**/${file}`];
+}
+
+/**
+ * The files the test runners and build tools `check` runs read as configuration, as globs relative to the task dir: a
+ * new one rewrites what the check runs or reports (a new conftest.py under pytest, a new .npmrc under npm, a new
+ * GNUmakefile under make), so it is refused, and one the tree had is protected. Empty when the check runs none of them.
+ */
 export function forbidNewFor(check: CheckCommands): string[] {
-  return commandsOf(check).some((c) => /\bpytest\b|\bpy\.test\b/.test(c)) ? ['**/conftest.py', 'conftest.py', '**/pytest.ini', 'pytest.ini'] : [];
+  const commands = commandsOf(check);
+  return RUNNER_CONFIG.filter((r) => commands.some((c) => r.runs.test(c))).flatMap((r) => r.files.flatMap(atAnyDepth));
+}
+
+/** Bytes of a configuration file read to look for a runner's section: a larger one is refused unread. */
+const CONFIG_READ_MAX = 1 << 20;
+
+/**
+ * The text of the configuration file at `abs` for sectionRefused, or null when it is not a regular file of at most
+ * CONFIG_READ_MAX bytes (a symlink, a FIFO that would block the read, a device): never opens anything else.
+ */
+export function readConfigText(abs: string | Buffer): string | null {
+  try {
+    const st = fs.lstatSync(abs);
+    if (!st.isFile() || st.size > CONFIG_READ_MAX) return null;
+    return fs.readFileSync(abs, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `check` runs a runner that has files configuring it by a section (RUNNER_SECTION_FILES). */
+function sectionRulesFor(check: CheckCommands): boolean {
+  const commands = commandsOf(check);
+  return RUNNER_SECTION_FILES.some((r) => commands.some((c) => r.runs.test(c)));
+}
+
+/**
+ * Whether a new file at `rel` whose text `read` gives (null: unreadable) is a runner's configuration under `check` by
+ * its content: a tox.ini with a `[pytest]` section under pytest (RUNNER_SECTION_FILES). An unreadable one is refused
+ * (it cannot be shown not to hold the section). False for any other file.
+ */
+export function sectionRefused(check: CheckCommands, rel: string, read: () => string | null): boolean {
+  const commands = commandsOf(check);
+  const base = path.posix.basename(rel);
+  const rule = RUNNER_SECTION_FILES.find((r) => r.file === base && commands.some((c) => r.runs.test(c)));
+  if (!rule) return false;
+  const text = read();
+  return text === null || rule.section.test(text);
 }
 
 /**
@@ -171,9 +287,11 @@ export function forbidNewFor(check: CheckCommands): string[] {
  */
 export function protectedSetFromSnapshot(snapshotDir: string, check: CheckCommands, protect: readonly string[] | null): ProtectedSet {
   if (protect !== null && protect.length === 0) return { files: new Map(), snapshotDir: null };
-  if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, ...newFileRules(check, protect) };
+  const rules = newFileRules(check, protect);
+  const existing = rules.sectionCheck ? { sectionExisting: readSectionExisting(snapshotDir) } : {};
+  if (!fs.existsSync(snapshotDir)) return { files: new Map(), snapshotDir: null, ...rules, ...existing };
   const files = new Map(listFiles(snapshotDir).map((rel) => [rel, fingerprint(fsPath(snapshotDir, rel))]));
-  return { files, snapshotDir, ...newFileRules(check, protect) };
+  return { files, snapshotDir, ...rules, ...existing };
 }
 
 /**
@@ -233,10 +351,18 @@ function changesOf(taskDir: string, set: ProtectedSet): { rel: string; what: 'ch
     // Reached through a link the worker put in place of one of its folders: not the tree's file any more.
     else if (now !== before || !parentsAreReal(taskDir, rel)) out.push({ rel, what: 'changed' });
   }
-  if (set.forbidNew?.length) {
-    const forbidden = globMatcher(set.forbidNew);
+  if (set.forbidNew?.length || set.sectionCheck?.length) {
+    const forbidden = globMatcher(set.forbidNew ?? []);
     const allowed = globMatcher(set.allowNew ?? []);
-    for (const rel of listFiles(taskDir)) if (!set.files.has(rel) && forbidden(rel) && !allowed(rel)) out.push({ rel, what: 'new' });
+    const read = (rel: string) => (): string | null => readConfigText(fsPath(taskDir, rel));
+    const existing = new Set(set.sectionExisting ?? []);
+    for (const rel of listFiles(taskDir))
+      if (
+        !set.files.has(rel) &&
+        !allowed(rel) &&
+        (forbidden(rel) || (set.sectionCheck && !existing.has(rel) && sectionRefused(set.sectionCheck, rel, read(rel))))
+      )
+        out.push({ rel, what: 'new' });
   }
   return out;
 }
