@@ -35,7 +35,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     await requireSandbox(this);
   });
 
-  it.skip('a file the check reads is a symlink into the worktree admin dir (writable by the worker, kept after the attempt): not PASS, not merged', async () => {
+  it('a file the check reads is a symlink into the worktree admin dir (writable by the worker, kept after the attempt): not PASS, not merged', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     // The admin dir (<repo>/.git/worktrees/<name>/) is the worker's to write and outlives the attempt and the merge
@@ -50,6 +50,36 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     assert.notDeepEqual(workVerdicts(dir), ['t:PASS'], `${r.all}\nthe check passed on bytes outside the commit (answer.txt is ${mode})`);
     const m = await merge(dir, repo);
     assert.doesNotMatch(m.all, /t: MERGED/, m.all);
+    const reason = JSON.stringify(readRows(path.join(dir, 'home')).find((row) => row.step === 'work'));
+    assert.match(reason, /answer\.txt -> \S+answer.*the check would read bytes the commit does not hold/, reason);
+  });
+
+  it('symlinks the seal leaves alone: a link inside the tree, and one the start commit already had that leads out', async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'));
+    fs.symlinkSync('/etc/hostname', path.join(repo, 'host.txt'));
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', "the user's own link");
+    const spec = 'mkdir -p d; echo 42 > d/real.txt; ln -s d/real.txt answer.txt; ln -s ../answer.txt d/again.txt';
+    const check = 'grep -x 42 answer.txt && grep -x 42 d/again.txt';
+    const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, check, { max_attempts: 1, network: false })] });
+    const r = await run(file, dir);
+    assert.deepEqual(workVerdicts(dir), ['t:PASS'], r.all);
+  });
+
+  it('plain mode: a symlink the worker made that leads out of the task dir is not PASS; one setup made is left alone', async () => {
+    const dir = tempDir();
+    const outside = path.join(dir, 'outside.txt');
+    fs.writeFileSync(outside, '42\n');
+    const tasks = [
+      scriptTask('bad', `ln -s ${outside} answer.txt`, 'test -L answer.txt', { max_attempts: 1, network: false }),
+      scriptTask('ok', 'echo 42 > answer.txt', 'grep -x 42 answer.txt && test -L host.txt', { max_attempts: 1, network: false }),
+    ];
+    const file = writeManifest(dir, { workdir: 'w', setup: 'ln -s /etc/hostname host.txt', tasks });
+    const r = await run(file, dir);
+    assert.deepEqual(workVerdicts(dir).sort(), ['bad:FAIL', 'ok:PASS'], r.all);
+    const reason = JSON.stringify(readRows(path.join(dir, 'home')).find((row) => row.step === 'work' && row.task_key === 'bad'));
+    assert.match(reason, /answer\.txt -> \S+outside\.txt.*the check would read bytes the commit does not hold/, reason);
   });
 
   it("a worker's symlink over a protected folder: the retry's restore of protected inputs writes through it into the user's checkout", async () => {

@@ -3,7 +3,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { addWorktree, inspectRepo, pointHeadAt, registerWorktree, sealWorktree, taskBranch } from '../../extension/core/git/worktree';
+import { addWorktree, inspectRepo, linkLeavesTree, pointHeadAt, registerWorktree, sealWorktree, taskBranch } from '../../extension/core/git/worktree';
+import { takeSnapshot } from '../../extension/core/run/dir-snapshot';
+import { escapingPlainLinks, sealProblems } from '../../extension/core/run/steps/seal';
 import { runGit } from '../../extension/core/git/safe-git';
 import { relativeIncludes } from '../../extension/core/git/worktree-config';
 import { loadManifest } from '../../extension/core/manifest/load';
@@ -224,6 +226,62 @@ describe('worktree hygiene', function () {
     assert.equal(seal.changed, true);
     assert.deepEqual(seal.nested, ['lib']);
     assert.equal(git(root, 'cat-file', '-t', `${seal.sha}^{tree}`), 'tree');
+  });
+
+  it("the seal names the symlinks the worker added or changed that lead out of the tree, and FAILs on them (sealProblems); the start commit's and links inside are left alone", async () => {
+    const dir = tempDir();
+    const root = makeRepo(path.join(dir, 'repo'), { 'a.txt': 'a\n' });
+    fs.symlinkSync('/etc/hostname', path.join(root, 'users.txt'));
+    fs.symlinkSync('a.txt', path.join(root, 'retarget.txt'));
+    git(root, 'add', '-A');
+    git(root, 'commit', '-q', '-m', 'links of the user');
+    const repo = await inspectRepo(root, 'HEAD');
+    const wt = path.join(dir, 'wt', 'links');
+    const links = await addWorktree(repo, wt, 'verdict/r1/links');
+    const admin = git(wt, 'rev-parse', '--absolute-git-dir');
+    fs.writeFileSync(path.join(admin, 'answer'), '42\n');
+    fs.symlinkSync(path.join(admin, 'answer'), path.join(wt, 'answer.txt'));
+    fs.mkdirSync(path.join(wt, 'd'));
+    fs.symlinkSync('../../outside', path.join(wt, 'd', 'up.txt'));
+    fs.symlinkSync('../a.txt', path.join(wt, 'd', 'in.txt'));
+    fs.rmSync(path.join(wt, 'retarget.txt'));
+    fs.symlinkSync('../x', path.join(wt, 'retarget.txt'));
+    const seal = await sealWorktree(links, 'verdict/r1/links', path.join(dir, 'links.index'), 'seal', repo.identityArgs);
+    assert.deepEqual(seal.escapingLinks, [`answer.txt -> ${path.join(admin, 'answer')}`, 'd/up.txt -> ../../outside', 'retarget.txt -> ../x']);
+    const problems = sealProblems(seal, wt);
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] as string, /answer\.txt -> .*the check would read bytes the commit does not hold/);
+    // Nothing leads out: no field, no problem.
+    const clean = await addWorktree(repo, path.join(dir, 'wt', 'clean'), 'verdict/r1/clean');
+    fs.symlinkSync('a.txt', path.join(dir, 'wt', 'clean', 'b.txt'));
+    const ok = await sealWorktree(clean, 'verdict/r1/clean', path.join(dir, 'clean.index'), 'seal', repo.identityArgs);
+    assert.equal(ok.changed, true);
+    assert.equal(ok.escapingLinks, undefined);
+    assert.deepEqual(sealProblems(ok, path.join(dir, 'wt', 'clean')), []);
+  });
+
+  it('linkLeavesTree: absolute, or climbing above the top; a link inside is not', () => {
+    assert.equal(linkLeavesTree('a.txt', '/etc/hostname'), true);
+    assert.equal(linkLeavesTree('a.txt', '../x'), true);
+    assert.equal(linkLeavesTree('d/a.txt', '../x'), false);
+    assert.equal(linkLeavesTree('d/a.txt', '../../x'), true);
+    assert.equal(linkLeavesTree('d/a.txt', 'e/../../x'), false);
+    assert.equal(linkLeavesTree('d/a.txt', './../..'), true);
+    assert.equal(linkLeavesTree('a.txt', '..'), true);
+    assert.equal(linkLeavesTree('a.txt', 'b/c.txt'), false);
+  });
+
+  it('escapingPlainLinks (plain mode): the links that lead out and were not there so when prepared', () => {
+    const snap = takeSnapshot(tempDir(), null);
+    snap.entries.set('answer.txt', { kind: 'symlink', mode: 0o777, target: '/home/u/.codex/answer' });
+    snap.entries.set('host.txt', { kind: 'symlink', mode: 0o777, target: '/etc/hostname' });
+    snap.entries.set('moved.txt', { kind: 'symlink', mode: 0o777, target: '/etc/passwd' });
+    snap.entries.set('in.txt', { kind: 'symlink', mode: 0o777, target: 'answer.txt' });
+    const prepared = new Map([
+      ['host.txt', '/etc/hostname'],
+      ['moved.txt', '/etc/hostname'],
+    ]);
+    assert.deepEqual(escapingPlainLinks(snap, prepared), ['answer.txt -> /home/u/.codex/answer', 'moved.txt -> /etc/passwd']);
   });
 
   it('a checkout that fails (outside the lock): no worktree, registration or branch left', async () => {

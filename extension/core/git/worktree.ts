@@ -535,6 +535,28 @@ export interface Seal {
    * Absent when there were none.
    */
   keptAsCommitted?: string[];
+  /**
+   * Symlinks the worker added or changed whose target is outside the tree (absolute, or climbing out with `..`), as
+   * `<path> -> <target>`: the check would read bytes the commit does not hold. Absent when there were none.
+   */
+  escapingLinks?: string[];
+}
+
+/**
+ * Whether a symlink at `rel` (relative to a tree, `/`-separated) with target `target` points outside that tree: an
+ * absolute target (it names this machine's file, whatever the tree), or a relative one that climbs above the tree's
+ * top with `..`. Pure: what the target names is not looked at.
+ */
+export function linkLeavesTree(rel: string, target: string): boolean {
+  if (path.posix.isAbsolute(target)) return true;
+  const joined = path.posix.normalize(path.posix.join(path.posix.dirname(rel), target));
+  return joined === '..' || joined.startsWith('../');
+}
+
+/** The FAIL reason for symlinks found by {@link linkLeavesTree}, each `<path> -> <target>`. Pure. */
+export function escapingLinksReason(links: readonly string[]): string {
+  const shown = `${links.slice(0, 5).join(', ')}${links.length > 5 ? `, … (${links.length})` : ''}`;
+  return `the worker left symlink(s) pointing outside the task's tree: ${shown}; the check would read bytes the commit does not hold — write the file itself, or a link inside the tree`;
 }
 
 /** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
@@ -597,7 +619,23 @@ export async function sealWorktree(
   const { changed: submodules, added: nested } = await changedSubmodules(git, staged, links, indexFile);
   const tree = staged.length ? (await git.raw(['write-tree'])).trim() : parentTree;
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
-  const extra = { ...(special.length ? { special } : {}), ...(kept.length ? { keptAsCommitted: kept.map((c) => showPath(c.bytes)) } : {}) };
+  // A link the worker added or changed that leads out of the tree: the check would follow it to bytes no commit holds.
+  const escapingLinks: string[] = [];
+  for (const c of staged) {
+    if (c.dstMode !== '120000') continue;
+    let target: string;
+    try {
+      target = fs.readlinkSync(Buffer.concat([Buffer.from(`${links.dir}/`), c.bytes]), { encoding: 'buffer' }).toString('utf8');
+    } catch {
+      continue;
+    }
+    if (linkLeavesTree(c.bytes.toString('utf8'), target)) escapingLinks.push(`${showPath(c.bytes)} -> ${target}`);
+  }
+  const extra = {
+    ...(special.length ? { special } : {}),
+    ...(kept.length ? { keptAsCommitted: kept.map((c) => showPath(c.bytes)) } : {}),
+    ...(escapingLinks.length ? { escapingLinks } : {}),
+  };
   if (tree === parentTree) return { sha: parent, parent, changed: false, submodules, nested, unsealed, ...extra };
   const sha = (await git.raw([...identityArgs, 'commit-tree', tree, '-p', parent, '-m', message])).trim();
   // Never hand an empty or garbled id on (update-ref would fail with git's bare "fatal: : not a valid SHA1").

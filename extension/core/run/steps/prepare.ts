@@ -14,12 +14,13 @@ import { startPoint } from '../start-point';
 import { treeChoice } from '../trees';
 import { judgedCommands, protectedSet } from '../protect';
 import { showName } from '../../fs/byte-names';
-import { saveSnapshot, takeSnapshot } from '../dir-snapshot';
+import { saveSnapshot, symlinksIn, takeSnapshot } from '../dir-snapshot';
 import { guardsOn } from '../guards';
 import { runDir } from '../../config/home';
 import { linksFile, saveLinks } from '../reattach';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
 import { preparedFilesFile, recordPreparedFiles } from '../undelivered';
+import { savePreparedLinks } from './seal';
 
 export const prepareStep: Step = {
   name: 'prepare',
@@ -74,6 +75,8 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
     markMade(task.state.dir);
   }
   if (manifest.setup) await runSetup(ctx, task, task.state.dir, setupLog, taskEnv());
+  // Plain mode: the symlinks there before any worker (setup's), which the seal leaves alone (steps/seal.ts escapingPlainLinks).
+  if (!task.links) savePreparedLinks(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key), symlinksIn(task.state.dir));
   // What is there now that the start commit does not hold (include, setup's node_modules or build) may be read by the
   // check; anything else the seal does not hold will be the worker's, moved out of the check's sight (run/undelivered.ts).
   if (task.links)

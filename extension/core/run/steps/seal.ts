@@ -5,13 +5,15 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { pointHeadAt, sealWorktree, UnsealableTreeError, worktreeDrivers, type Seal } from '../../git/worktree';
+import { escapingLinksReason, linkLeavesTree, pointHeadAt, sealWorktree, UnsealableTreeError, worktreeDrivers, type Seal } from '../../git/worktree';
 import { clearSetIdBits, setIdNote } from '../../process/set-id';
 import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
 import { saveSealedState, sealedCommit, sealedDir, sealedStateFile } from '../check-writes';
 import { runDir } from '../../config/home';
 import { preparedFilesFile, setAsideUndelivered, type Undelivered } from '../undelivered';
+import type { DirSnapshot } from '../dir-snapshot';
+import { showName } from '../../fs/byte-names';
 
 export const sealStep: Step = {
   name: 'seal',
@@ -30,7 +32,8 @@ export const sealStep: Step = {
       rec.sealed = treeHash(task.state.dir);
       task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
       saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
-      return null;
+      const escaping = task.sealedState.kind === 'dir' ? escapingPlainLinks(task.sealedState.snapshot, loadPreparedLinks(taskRunDir(ctx, spec.key))) : [];
+      return escaping.length ? { verdict: 'FAIL', reason: escapingLinksReason(escaping) } : null;
     }
     const index = path.join(rec.dir, 'seal.index');
     // The driver names, read once for every git of this step: the worker has ended (nothing of it is alive), and no
@@ -104,6 +107,40 @@ function sealNotes(seal: Seal): string[] {
   return notes;
 }
 
+/** `runs/<id>/tasks/<key>/prepared-links.json`: plain mode's symlinks as prepared (after setup), path → target. */
+function preparedLinksFile(taskRun: string): string {
+  return path.join(taskRun, 'prepared-links.json');
+}
+
+/** Writes plain mode's record of the symlinks the task dir had when prepared, before any worker ran. */
+export function savePreparedLinks(taskRun: string, links: Map<string, string>): void {
+  fs.mkdirSync(taskRun, { recursive: true });
+  fs.writeFileSync(preparedLinksFile(taskRun), JSON.stringify(Object.fromEntries(links)));
+}
+
+/** Plain mode's record of the symlinks as prepared; none kept (a run from an earlier Verdict): empty, so every link is the worker's. */
+export function loadPreparedLinks(taskRun: string): Map<string, string> {
+  try {
+    const v = JSON.parse(fs.readFileSync(preparedLinksFile(taskRun), 'utf8')) as Record<string, unknown>;
+    return new Map(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch {
+    return new Map();
+  }
+}
+
+/**
+ * The symlinks of a sealed plain task dir (`sealed`) that lead out of it (git/worktree.ts linkLeavesTree) and were not
+ * there with the same target when it was prepared (`prepared`: setup's are left alone), each `<path> -> <target>`,
+ * sorted. Pure.
+ */
+export function escapingPlainLinks(sealed: DirSnapshot, prepared: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [rel, e] of sealed.entries)
+    if (e.kind === 'symlink' && e.target !== undefined && prepared.get(rel) !== e.target && linkLeavesTree(rel, e.target))
+      out.push(`${showName(rel)} -> ${e.target}`);
+  return out.sort();
+}
+
 /** The first five of `xs`, then how many there were. */
 function list(xs: readonly string[]): string {
   return `${xs.slice(0, 5).join(', ')}${xs.length > 5 ? `, … (${xs.length})` : ''}`;
@@ -118,8 +155,9 @@ export function taskRunDir(ctx: AttemptContext, key: string): string {
  * Why the sealed commit cannot stand for the work the check is about to judge, one line each (empty when it can):
  * work inside a submodule, a folder made into a repository of its own, an expected file that git ignores (there, or
  * moved out of the check's sight into `undelivered`; a missing one is the check's and expect_files' to report), files
- * the seal does not hold that could not be moved out of the check's sight, files setup made that the worker deleted.
- * A PASS with any of these is a FAIL.
+ * the seal does not hold that could not be moved out of the check's sight, files setup made that the worker deleted,
+ * a symlink the worker added or changed that points outside the tree (the check would read bytes the commit does not
+ * hold). A PASS with any of these is a FAIL.
  */
 export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelivered): string[] {
   const problems: string[] = [];
@@ -127,6 +165,7 @@ export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelive
     problems.push(
       `the worker changed files inside submodule(s) ${seal.submodules.join(', ')}; work inside a submodule cannot be kept on the task branch, so it would be lost — keep deliverables outside submodules`,
     );
+  if (seal.escapingLinks?.length) problems.push(escapingLinksReason(seal.escapingLinks));
   if (seal.nested.length)
     problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
   const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)) || (undelivered && fs.existsSync(path.join(undelivered.dir, f))));
