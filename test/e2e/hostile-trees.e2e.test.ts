@@ -211,10 +211,15 @@ describe('hostile trees: overlay', function () {
     const precious = path.join(dir, 'precious');
     fs.mkdirSync(precious);
     fs.writeFileSync(path.join(precious, 'keep.txt'), 'keep\n');
+    // The symlinks out are the start commit's (a worker's own link out FAILs at the seal: docs/attempt.md step seal).
+    fs.symlinkSync(precious, path.join(repo, 'out-link'));
+    fs.symlinkSync('../../..', path.join(repo, 'up-link'));
+    git(repo, 'add', '-A');
+    git(repo, 'commit', '-q', '-m', 'links out');
     const daemon = `hostile-trees-daemon-${path.basename(dir)}`;
     // Did not work: the seal starts from its own index (the garbage and the assume-unchanged mark are the worker's
     // index only), `.git` is written back before any git of ours (the fsmonitor of the git dir it named never ran), the
-    // opaque folder and the deletion are sealed as deletions, the symlinks are committed as symlinks and never
+    // opaque folder and the deletion are sealed as deletions, the symlinks out (the start commit's) are never
     // followed when the trees are removed, and the daemon dies with the sandbox (so no process holds the mount).
     const evil = [
       'G=$(git rev-parse --git-dir)',
@@ -222,7 +227,6 @@ describe('hostile trees: overlay', function () {
       `git init -q --bare fakegit && printf '[core]\\n\\tfsmonitor = "touch ${marker}; true"\\n' >> fakegit/config`,
       'printf "gitdir: %s/fakegit\\n" "$PWD" > .git && echo ".git repointed"',
       'echo garbage > "$G/index" && echo "index garbaged"',
-      `ln -s ${precious} out-link; ln -s ../../.. up-link`,
       'rm -rf lib && mkdir lib && echo n > lib/n.txt',
       `(cd lib && setsid nohup bash -c 'exec -a ${daemon} sleep 600' >/dev/null 2>&1 &); echo "daemon started"`,
       'echo done > out.txt',
@@ -248,7 +252,7 @@ describe('hostile trees: overlay', function () {
     for (const said of ['assume-unchanged set', '.git repointed', 'index garbaged', 'daemon started']) assert.match(log, new RegExp(said), log);
     const runId = String(readRows(home)[0]?.run_id);
     const branch = `verdict/${runId}/evil`;
-    assert.deepEqual(changes(repo, branch, 'fakegit'), ['A\tlib/n.txt', 'A\tout-link', 'A\tout.txt', 'A\tup-link', 'D\tlib/z.txt', 'M\tshared.txt']);
+    assert.deepEqual(changes(repo, branch, 'fakegit'), ['A\tlib/n.txt', 'A\tout.txt', 'D\tlib/z.txt', 'M\tshared.txt']);
     assert.equal(git(repo, 'show', `${branch}:shared.txt`), 'changed');
     assert.equal(git(repo, 'show', `verdict/${runId}/other:seen.txt`), 'shared\nroot\nz');
     assert.equal(fs.existsSync(marker), false, 'no git of ours ran the fsmonitor of the git dir the worker named');
@@ -500,9 +504,13 @@ describe('hostile trees: names and links where git reads (regression)', function
         tasks: [scriptTask('names', spec, `grep -qx ok ${at}out.txt || { echo "no ok"; exit 1; }`, { max_attempts: 1, check_timeout_s: 600 })],
       });
       const r = await run(file, home);
-      assert.equal(r.exitCode, 0, `${tree}: ${r.all}`);
+      // The links to /dev/zero lead out of the tree: sealed exactly, then a FAIL naming them (the seal's rule).
+      assert.equal(r.exitCode, 1, `${tree}: ${r.all}`);
       assert.match(workerLog(home, 'names'), /^attack done$/m, tree);
-      const branch = `verdict/${String(readRows(home)[0]?.run_id)}/names`;
+      const row = readRows(home)[0];
+      assert.match(JSON.stringify(row), /\.gitattributes -> \/dev\/zero, \S*sub\/\.gitignore -> \/dev\/zero; the check would read/, tree);
+      const branch = (JSON.parse(fs.readFileSync(path.join(path.dirname(String(row?.worker_log)), 'receipt.json'), 'utf8')) as { seal: { sha: string } }).seal
+        .sha;
       const listed = (rev: string) => execFileSyncText(repo, ['ls-tree', '-r', '-z', '--name-only', rev]).split('\0').filter(Boolean);
       const base = new Set(listed('main'));
       const names = listed(branch)

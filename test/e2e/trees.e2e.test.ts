@@ -164,7 +164,7 @@ describe('trees: overlay', function () {
       tree: 'overlay',
       max_parallel: 1,
       tasks: [
-        scriptTask('evil', evil, 'bash checks/ok.sh', { expect_files: ['out.txt'] }),
+        scriptTask('evil', evil, 'bash checks/ok.sh', { expect_files: ['out.txt'], max_attempts: 1 }),
         scriptTask(
           'other',
           'cat shared.txt root.txt lib/z.txt > seen.txt; test -e lower-link && echo "lower-link leaked"; echo done > out.txt; git status --porcelain --untracked-files=all | sed "s/^/status: /"',
@@ -174,11 +174,14 @@ describe('trees: overlay', function () {
       ],
     });
     const r = await run(file, home);
-    assert.equal(r.exitCode, 0, r.all);
+    // The evil task's links lead out of its tree (the lower layer, the other task's): a FAIL naming them (the seal's rule).
+    assert.equal(r.exitCode, 1, r.all);
     const rows = readRows(home);
     const runId = String(rows[0]?.run_id);
     const byKey = (k: string) => rows.filter((x) => x.task_key === k).map((x) => x.verdict);
-    assert.deepEqual(byKey('evil'), ['PASS']);
+    assert.deepEqual(byKey('evil'), ['FAIL']);
+    const evilRow = rows.find((x) => x.task_key === 'evil');
+    assert.match(JSON.stringify(evilRow), /lower-link -> \S+, other-link -> \.\.\/other; the check would read bytes the commit does not hold/);
     assert.deepEqual(byKey('other'), ['PASS']);
     assert.deepEqual(byKey('retry'), ['FAIL', 'PASS']);
 
@@ -209,8 +212,9 @@ describe('trees: overlay', function () {
     assert.equal(git(repo, 'show', `${oBranch}:seen.txt`), 'shared\nroot\nz');
     assert.deepEqual(git(repo, 'diff', '--name-status', 'main', oBranch).split('\n').sort(), ['A\tout.txt', 'A\tseen.txt']);
 
-    // The evil task's seal: its deletions as deletions, its own links, the protected input as it was.
-    const eBranch = `verdict/${runId}/evil`;
+    // The evil task's seal (the branch did not move: FAIL): its deletions as deletions, its own links, the protected input as it was.
+    const receipt = JSON.parse(fs.readFileSync(path.join(path.dirname(String(evilRow?.worker_log)), 'receipt.json'), 'utf8')) as { seal: { sha: string } };
+    const eBranch = receipt.seal.sha;
     assert.deepEqual(git(repo, 'diff', '--name-status', 'main', eBranch).split('\n').sort(), [
       'A\tlower-link',
       'A\tother-link',

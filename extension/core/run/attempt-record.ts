@@ -85,6 +85,11 @@ export interface AttemptRecord {
    * attempt's record by step `seal` (run/undelivered.ts); absent when there were none.
    */
   undelivered?: Undelivered;
+  /**
+   * Plain mode: the symlinks the worker added or changed that lead out of the task dir, as `<path> -> <target>`
+   * (run/steps/seal.ts escapingPlainLinks), judged after the check as a worktree seal's are; absent when none.
+   */
+  escapingLinks?: string[];
   check: CheckRecord | null;
   /** The full regression check on the sealed tree after the check passed (step `suite`); absent: none ran. */
   suite?: SuiteRecord;

@@ -12,6 +12,7 @@ import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
 import { sealProblems, undeliveredWords } from './seal';
+import { escapingLinksReason } from '../../git/worktree';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { copyCheckTree, removeCheckTree, type CheckTree } from '../check-tree';
 import { taskRunDir } from './seal';
@@ -61,7 +62,11 @@ export const checkStep: Step = {
       { timeoutMs: spec.timeoutMs, watchdogMs: spec.watchdogMs, finalGraceMs: ctx.opts.finalGraceMs ?? FINAL_EVENT_GRACE_MS },
       spec.inputs !== undefined,
     );
-    const problems = rec.seal ? sealProblems(rec.seal, task.state.dir, rec.undelivered) : [];
+    const problems = rec.seal
+      ? sealProblems(rec.seal, task.state.dir, rec.undelivered)
+      : rec.escapingLinks?.length
+        ? [escapingLinksReason(rec.escapingLinks)]
+        : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
     // A failing check may have looked for what was moved out of its sight: the retry is told where it went and why.

@@ -32,8 +32,10 @@ export const sealStep: Step = {
       rec.sealed = treeHash(task.state.dir);
       task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
       saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
+      // Judged after the check, as a worktree seal's problems are (sealProblems), so the retry gets the check's output too.
       const escaping = task.sealedState.kind === 'dir' ? escapingPlainLinks(task.sealedState.snapshot, loadPreparedLinks(taskRunDir(ctx, spec.key))) : [];
-      return escaping.length ? { verdict: 'FAIL', reason: escapingLinksReason(escaping) } : null;
+      if (escaping.length) rec.escapingLinks = escaping;
+      return null;
     }
     const index = path.join(rec.dir, 'seal.index');
     // The driver names, read once for every git of this step: the worker has ended (nothing of it is alive), and no
