@@ -5,8 +5,8 @@ import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// Hostile review 2 (2026-12-07): findings that still hold on the build they were found on. Each is `it.skip` while it
-// fails (so the suite stays green); remove the `.skip` with the fix. Each reproduces one finding of the review's report.
+// Hostile review 2 (2026-12-07): each case reproduces one finding of that review (a wrong PASS, or passed work undone)
+// and failed on the build it was found on; each passes with its fix (named in the test).
 
 function runIdOf(home: string): string {
   return fs.readdirSync(path.join(home, 'runs')).filter((f) => !f.startsWith('.'))[0] as string;
