@@ -164,9 +164,13 @@ describe('protected check inputs: a new file the runner reads as its configurati
       'pyproject.toml': '[project]\ndependencies = ["pytest==8.0", "pytest-cov"]\n',
       'b/pyproject.toml': '[tool]\npytest.ini_options.addopts = "-p evil"\n',
       'setup.cfg': null,
+      // pytest as a dependency (poetry's table) is not its configuration; an inline tool.pytest table, or no TOML at all, may be.
+      'c/pyproject.toml': '[tool.poetry.group.dev.dependencies]\npytest = "^8.0"\n',
+      'd/pyproject.toml': 'tool = { pytest = { ini_options = { addopts = "-p evil" } } }\n',
+      'e/pyproject.toml': '[tool.pytest.ini_options\n',
     };
     const refused = newFileRefused('python -m pytest', null, (rel) => text[rel] ?? null);
-    assert.deepEqual(Object.keys(text).map(refused), [false, true, false, true, true]);
+    assert.deepEqual(Object.keys(text).map(refused), [false, true, false, true, true, false, true, true]);
     assert.equal(newFileRefused('make test', null, () => '[pytest]\n')('tox.ini'), false, 'only under pytest');
     assert.equal(newFileRefused('pytest', ['!tox.ini'], () => '[pytest]\n')('tox.ini'), false, 'a ! glob allows it');
   });

@@ -22,6 +22,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { parse as shellParse } from 'shell-quote';
+import { parse as parseToml } from 'smol-toml';
 import { fsPath, readEntries, readLinkName, showName } from '../fs/byte-names';
 import { makeParentsReal, parentsAreReal } from '../fs/real-parents';
 
@@ -221,12 +222,23 @@ const RUNNER_CONFIG: { runs: RegExp; files: string[] }[] = [
  * one without it is not (a new pyproject.toml is often the work). One the tree had is not protected: it often holds
  * the work too (dependencies).
  */
-const RUNNER_SECTION_FILES: { runs: RegExp; file: string; section: RegExp }[] = [
-  { runs: RUNNER_CONFIG[0]!.runs, file: 'tox.ini', section: /^\s*\[\s*pytest\s*\]/m },
-  { runs: RUNNER_CONFIG[0]!.runs, file: 'setup.cfg', section: /^\s*\[\s*tool:pytest\s*\]/m },
-  // Any TOML spelling of a tool.pytest key: a table header naming pytest, or a (dotted) key `pytest...` / `pytest =`.
-  { runs: RUNNER_CONFIG[0]!.runs, file: 'pyproject.toml', section: /^\s*\[\[?[^\]\n]*\bpytest\b|\bpytest\b["']?\s*(?:\.|=(?!=))/m },
+const RUNNER_SECTION_FILES: { runs: RegExp; file: string; holds: (text: string) => boolean }[] = [
+  { runs: RUNNER_CONFIG[0]!.runs, file: 'tox.ini', holds: (text) => /^\s*\[\s*pytest\s*\]/m.test(text) },
+  { runs: RUNNER_CONFIG[0]!.runs, file: 'setup.cfg', holds: (text) => /^\s*\[\s*tool:pytest\s*\]/m.test(text) },
+  // pytest reads pyproject.toml's `tool.pytest` table (`[tool.pytest.ini_options]`, or a dotted or inline spelling of
+  // it): parsed, not matched, so `pytest = "^8"` among a project's dependencies is not taken for it.
+  { runs: RUNNER_CONFIG[0]!.runs, file: 'pyproject.toml', holds: tomlHoldsPytest },
 ];
+
+/** Whether a pyproject.toml's text configures pytest (a `tool.pytest` table); a text that is no TOML may, so it does. */
+function tomlHoldsPytest(text: string): boolean {
+  try {
+    const tool = parseToml(text).tool;
+    return typeof tool === 'object' && tool !== null && !Array.isArray(tool) && 'pytest' in tool;
+  } catch {
+    return true;
+  }
+}
 
 function atAnyDepth(file: string): string[] {
   return [file, `**/${file}`];
@@ -276,7 +288,7 @@ export function sectionRefused(check: CheckCommands, rel: string, read: () => st
   const rule = RUNNER_SECTION_FILES.find((r) => r.file === base && commands.some((c) => r.runs.test(c)));
   if (!rule) return false;
   const text = read();
-  return text === null || rule.section.test(text);
+  return text === null || rule.holds(text);
 }
 
 /**
