@@ -182,10 +182,6 @@ export function restoreSnapshot(dir: string, snap: DirSnapshot): RestoreReport {
 }
 
 /**
- * Calls `visit` for every entry under `dir` (sorted, lstat: symlinks not followed); opaque folders are not entered.
- * Names are fs/byte-names.ts strings: one that is not valid UTF-8 is walked, read and named exactly, not skipped.
- */
-/**
  * Every symlink under `dir` (walked as takeSnapshot walks it), relative path → target as written (fs/byte-names.ts
  * strings). Never throws: an unreadable folder is not entered.
  */
@@ -197,6 +193,10 @@ export function symlinksIn(dir: string): Map<string, string> {
   return out;
 }
 
+/**
+ * Calls `visit` for every entry under `dir` (sorted, lstat: symlinks not followed); opaque folders are not entered.
+ * Names are fs/byte-names.ts strings: one that is not valid UTF-8 is walked, read and named exactly, not skipped.
+ */
 function walk(dir: string, visit: (rel: string, abs: string | Buffer, st: fs.Stats) => void, rel = ''): void {
   let names: string[];
   try {
