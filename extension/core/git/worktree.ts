@@ -556,7 +556,7 @@ export function linkLeavesTree(rel: string, target: string): boolean {
 /** The FAIL reason for symlinks found by {@link linkLeavesTree}, each `<path> -> <target>`. Pure. */
 export function escapingLinksReason(links: readonly string[]): string {
   const shown = `${links.slice(0, 5).join(', ')}${links.length > 5 ? `, … (${links.length})` : ''}`;
-  return `the worker left symlink(s) pointing outside the task's tree: ${shown}; the check would read bytes the commit does not hold — write the file itself, or a link inside the tree`;
+  return `the worker left symlink(s) pointing outside the task's tree: ${shown}; the check would read bytes the commit does not hold — write the file itself or a link inside the tree, and keep what is not the work (a virtualenv) out of the commit with .gitignore`;
 }
 
 /** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
