@@ -125,7 +125,36 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     assert.ok(fs.existsSync(path.join(repo, 'a.txt')), `${second.all}\nmain lost a.txt, which task a passed and was merged with`);
   });
 
+  it.skip("a worker that un-ignores setup's file and commits its own (setup only makes it when it is missing): not PASS, not merged", async () => {
+    const dir = tempDir();
+    const repo = makeRepo(path.join(dir, 'repo'), {
+      '.gitignore': '.env\n',
+      'check.sh': 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n',
+    });
+    const file = writeManifest(dir, {
+      worktrees: true,
+      repo,
+      setup: '[ -f .env ] || echo STRICT=1 > .env',
+      tasks: [scriptTask('t', 'echo > .gitignore; echo STRICT=0 > .env; echo 41 > answer.txt', 'bash check.sh', opts)],
+    });
+    const r = await run(file, dir);
+    // Observed: PASS ("lenient"), and `verdict merge` merges it: the commit's .env is the worker's, and the re-check's
+    // setup leaves it. The record of setup's .env is passed by as "now committed" (run/undelivered.ts passBy).
+    assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
+    const m = await merge(dir, repo);
+    assert.doesNotMatch(m.all ?? '', /t: MERGED/, m.all);
+  });
+
   for (const [name, files, check, spec] of [
+    [
+      'a new conftest.py when the check runs pytest through make (make test -> pytest -q tests)',
+      {
+        'tests/test_x.py': 'def test_answer():\n    assert open("answer.txt").read().strip() == "42"\n',
+        Makefile: 'test:\n\tpytest -q tests\n',
+      },
+      'make test',
+      "printf 'import os\\ndef pytest_configure(config):\\n    os._exit(0)\\n' > conftest.py",
+    ],
     [
       'a new test module in the protected tests/ folder that exits 0 while pytest collects it',
       { 'tests/test_x.py': 'def test_answer():\n    assert open("answer.txt").read().strip() == "42"\n' },
