@@ -26,30 +26,44 @@ function parseObject(text: string): LogEvent | null {
   }
 }
 
-/** How every event the engines' CLIs print starts: `{"type":"turn.completed",…}`, `{"type":"result",…}`; grok's chat messages `{"role":"assistant",…}`. */
-const EVENT_STARTS = ['{"type":', '{"role":'];
-/** How many event starts of a line are tried ({@link gluedEvent}): each try parses at most the rest of the line. */
-const GLUED_TRIES = 4;
-
 /**
  * The event that ends a line which is not one itself: text written without a newline just before the CLI's event (a
  * partial line of stderr, or of a tool writing into the engine's output) glues the two, and the event was skipped, so a
- * forged final event written earlier was the only one read. Tried from the line's last event start leftwards (an inner
- * object fails to parse, as the event's closing braces follow it), at most GLUED_TRIES times: the work stays within a
- * few passes over the line, whatever the worker wrote before the event. null when none is found.
+ * forged final event written earlier was the only one read. The event is the line's last `{…}`: its opening brace is
+ * found by one scan from the line's end, matching braces and brackets outside strings (eventStart), and only that
+ * suffix is parsed — once, whatever the worker wrote before it, and whatever key the CLI prints first (Claude Code's
+ * result starts `{"duration_api_ms":…`). null when the line does not end with one.
  */
 function gluedEvent(line: string): LogEvent | null {
   const text = line.trimEnd();
-  if (!text.endsWith('}')) return null;
-  let from = text.length;
-  for (let tries = 0; tries < GLUED_TRIES && from > 0; tries++) {
-    const before = from - 1;
-    from = Math.max(...EVENT_STARTS.map((start) => text.lastIndexOf(start, before)));
-    if (from <= 0) return null;
-    const event = parseObject(text.slice(from));
-    if (event) return event;
+  const from = eventStart(text);
+  return from > 0 ? parseObject(text.slice(from)) : null;
+}
+
+/**
+ * Where the JSON object that ends `text` opens: scanning from the end, brackets are counted outside strings (a `"`
+ * preceded by an odd number of backslashes is inside one) until the closing `}` is matched. -1 when `text` does not end
+ * with `}` or nothing matches. Linear in the length of what it scans; the result still has to parse.
+ */
+function eventStart(text: string): number {
+  if (!text.endsWith('}')) return -1;
+  let depth = 0;
+  let inString = false;
+  for (let i = text.length - 1; i >= 0; i--) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      let slashes = 0;
+      while (i - 1 - slashes >= 0 && text.charCodeAt(i - 1 - slashes) === 92 /* \ */) slashes++;
+      if (slashes % 2 === 0) inString = !inString;
+    } else if (!inString) {
+      if (c === 125 /* } */ || c === 93 /* ] */) depth++;
+      else if (c === 123 /* { */ || c === 91 /* [ */) {
+        depth--;
+        if (depth === 0) return c === 123 ? i : -1;
+      }
+    }
   }
-  return null;
+  return -1;
 }
 
 /**
