@@ -43,7 +43,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     await requireSandbox(this);
   });
 
-  it.skip('seal: a link that is inside the tree lexically but climbs out through another link (e -> ., f -> e/e/../../abs) is not PASS, not merged', async () => {
+  it('seal: a link that is inside the tree lexically but climbs out through another link (e -> ., f -> e/e/../../abs) is not PASS, not merged', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     // git/worktree.ts linkLeavesTree normalizes the target as text: `e/e/…/../../…/x` is `x` to it, but the kernel
@@ -51,21 +51,21 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     const spec = `A=$(git rev-parse --absolute-git-dir); echo 42 > "$A/answer"; ln -s . e; ln -s "${climbing('')}\${A#/}/answer" answer.txt`;
     const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'grep -x 42 answer.txt', opts)] });
     const r = await run(file, dir);
-    // Observed: t PASS; `verdict merge` merges it, and main's answer.txt reads .git/worktrees/t/answer.
+    // Was: t PASS; `verdict merge` merged it, and main's answer.txt read .git/worktrees/t/answer.
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
     const m = await merge(dir, repo);
     assert.doesNotMatch(m.all ?? '', /t: MERGED/, m.all);
     assert.ok(git(repo, 'ls-tree', 'HEAD', 'answer.txt') === '', 'main holds a link to bytes outside any commit');
   });
 
-  it.skip('plain mode: the same climbing link out of the task dir is not PASS', async () => {
+  it('plain mode: the same climbing link out of the task dir is not PASS', async () => {
     const dir = tempDir();
     const outside = path.join(dir, 'outside.txt');
     fs.writeFileSync(outside, '42\n');
     const spec = `ln -s . e; ln -s "${climbing(outside)}" answer.txt`;
     const file = writeManifest(dir, { workdir: 'w', tasks: [scriptTask('t', spec, 'grep -x 42 answer.txt', opts)] });
     const r = await run(file, dir);
-    // Observed: t PASS (run/steps/seal.ts escapingPlainLinks uses the same lexical linkLeavesTree).
+    // Was: t PASS (linkLeavesTree read the target as text; it now follows the links on the way).
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
   });
 

@@ -269,6 +269,15 @@ describe('worktree hygiene', function () {
     assert.equal(linkLeavesTree('d/a.txt', './../..'), true);
     assert.equal(linkLeavesTree('a.txt', '..'), true);
     assert.equal(linkLeavesTree('a.txt', 'b/c.txt'), false);
+    // Through other links, as the kernel resolves it: `e -> .` makes `e/e/../../x` climb out, though it reads as `x`.
+    const tree: Record<string, string> = { e: '.', 'd/up': '..', loop: 'loop', abs: '/etc' };
+    const readLink = (rel: string) => tree[rel] ?? null;
+    assert.equal(linkLeavesTree('a.txt', 'e/e/../../x', readLink), true);
+    assert.equal(linkLeavesTree('a.txt', 'e/e/x', readLink), false);
+    assert.equal(linkLeavesTree('d/a.txt', 'up/../x', readLink), true, 'd/up is the top, so .. from it is above the tree');
+    assert.equal(linkLeavesTree('d/a.txt', 'up/d/x', readLink), false);
+    assert.equal(linkLeavesTree('a.txt', 'loop/x', readLink), true, 'a loop is taken to lead out');
+    assert.equal(linkLeavesTree('a.txt', 'abs/hostname', readLink), true);
   });
 
   it('escapingPlainLinks (plain mode): the links that lead out and were not there so when prepared', () => {
@@ -281,7 +290,12 @@ describe('worktree hygiene', function () {
       ['host.txt', '/etc/hostname'],
       ['moved.txt', '/etc/hostname'],
     ]);
-    assert.deepEqual(escapingPlainLinks(snap, prepared), ['answer.txt -> /home/u/.codex/answer', 'moved.txt -> /etc/passwd']);
+    const readLink = (rel: string) => {
+      const e = snap.entries.get(rel);
+      return e?.kind === 'symlink' ? (e.target ?? null) : null;
+    };
+    // in.txt leads out through answer.txt.
+    assert.deepEqual(escapingPlainLinks(snap, prepared, readLink), ['answer.txt -> /home/u/.codex/answer', 'in.txt -> answer.txt', 'moved.txt -> /etc/passwd']);
   });
 
   it('a checkout that fails (outside the lock): no worktree, registration or branch left', async () => {

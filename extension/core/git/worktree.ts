@@ -12,7 +12,7 @@ import { conePathspecs, conePatterns, coneIsWhole } from './sparse-cone';
 import { mountOverlay, unmountOverlay, type OverlayLayers } from './overlay';
 import { keepParentEntries, parseRawZ, unchangedFromParent, writeSealedBytes, type RawChange } from './sealed-bytes';
 import { listSpecialFiles, removeSpecialFiles } from './special-files';
-import { showPath } from '../fs/byte-names';
+import { fsPath, nameFromBytes, readLinkName, showName, showPath } from '../fs/byte-names';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
@@ -542,15 +542,52 @@ export interface Seal {
   escapingLinks?: string[];
 }
 
+/** How many links one resolution follows before it is taken to lead out (the kernel's own limit is 40). */
+const LINK_HOPS_MAX = 40;
+
 /**
- * Whether a symlink at `rel` (relative to a tree, `/`-separated) with target `target` points outside that tree: an
- * absolute target (it names this machine's file, whatever the tree), or a relative one that climbs above the tree's
- * top with `..`. Pure: what the target names is not looked at.
+ * Whether a symlink at `rel` (relative to a tree, `/`-separated fs/byte-names.ts strings) with target `target` leads
+ * outside that tree when the kernel resolves it: the target is walked component by component from the link's folder,
+ * and each component that is itself a link in the tree (`readLink`: its target, null for anything else or nothing) is
+ * followed as the kernel follows it. An absolute target, a `..` above the top, or more than LINK_HOPS_MAX links (a
+ * loop) leads out. Text alone is not enough: with `e -> .`, the target `e/e/../../x` reads as `x` but climbs out.
+ * Without `readLink` no component is taken for a link (the target judged as text). Never throws (unless readLink does).
  */
-export function linkLeavesTree(rel: string, target: string): boolean {
-  if (path.posix.isAbsolute(target)) return true;
-  const joined = path.posix.normalize(path.posix.join(path.posix.dirname(rel), target));
-  return joined === '..' || joined.startsWith('../');
+export function linkLeavesTree(rel: string, target: string, readLink: (rel: string) => string | null = () => null): boolean {
+  const at = rel
+    .split('/')
+    .slice(0, -1)
+    .filter((c) => c !== '' && c !== '.');
+  let pending = target.split('/');
+  if (target.startsWith('/')) return true;
+  for (let hops = 0; pending.length;) {
+    const c = pending.shift() as string;
+    if (c === '' || c === '.') continue;
+    if (c === '..') {
+      if (!at.length) return true;
+      at.pop();
+      continue;
+    }
+    const next = readLink([...at, c].join('/'));
+    if (next === null) {
+      at.push(c);
+      continue;
+    }
+    if (++hops > LINK_HOPS_MAX || next.startsWith('/')) return true;
+    pending = [...next.split('/'), ...pending];
+  }
+  return false;
+}
+
+/**
+ * A readLink for {@link linkLeavesTree} over the tree at `root` on disk: a relative path's link target (lstat, never
+ * followed), null for anything that is not a link or is not there.
+ */
+export function linksOnDisk(root: string): (rel: string) => string | null {
+  return (rel) => {
+    const abs = fsPath(root, rel);
+    return fs.lstatSync(abs, { throwIfNoEntry: false })?.isSymbolicLink() ? readLinkName(abs) : null;
+  };
 }
 
 /** The FAIL reason for symlinks found by {@link linkLeavesTree}, each `<path> -> <target>`. Pure. */
@@ -621,15 +658,12 @@ export async function sealWorktree(
   const unsealed = await notInTree(git, tree, opts.expectFiles ?? []);
   // A link the worker added or changed that leads out of the tree: the check would follow it to bytes no commit holds.
   const escapingLinks: string[] = [];
+  const onDisk = linksOnDisk(links.dir);
   for (const c of staged) {
     if (c.dstMode !== '120000') continue;
-    let target: string;
-    try {
-      target = fs.readlinkSync(Buffer.concat([Buffer.from(`${links.dir}/`), c.bytes]), { encoding: 'buffer' }).toString('utf8');
-    } catch {
-      continue;
-    }
-    if (linkLeavesTree(c.bytes.toString('utf8'), target)) escapingLinks.push(`${showPath(c.bytes)} -> ${target}`);
+    const rel = nameFromBytes(c.bytes);
+    const target = onDisk(rel);
+    if (target !== null && linkLeavesTree(rel, target, onDisk)) escapingLinks.push(`${showPath(c.bytes)} -> ${showName(target)}`);
   }
   const extra = {
     ...(special.length ? { special } : {}),

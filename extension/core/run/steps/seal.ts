@@ -5,7 +5,16 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { escapingLinksReason, linkLeavesTree, pointHeadAt, sealWorktree, UnsealableTreeError, worktreeDrivers, type Seal } from '../../git/worktree';
+import {
+  escapingLinksReason,
+  linkLeavesTree,
+  linksOnDisk,
+  pointHeadAt,
+  sealWorktree,
+  UnsealableTreeError,
+  worktreeDrivers,
+  type Seal,
+} from '../../git/worktree';
 import { clearSetIdBits, setIdNote } from '../../process/set-id';
 import type { AttemptContext, Step } from './context';
 import { treeHash } from '../tree-hash';
@@ -33,7 +42,10 @@ export const sealStep: Step = {
       task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
       saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
       // Judged after the check, as a worktree seal's problems are (sealProblems), so the retry gets the check's output too.
-      const escaping = task.sealedState.kind === 'dir' ? escapingPlainLinks(task.sealedState.snapshot, loadPreparedLinks(taskRunDir(ctx, spec.key))) : [];
+      const escaping =
+        task.sealedState.kind === 'dir'
+          ? escapingPlainLinks(task.sealedState.snapshot, loadPreparedLinks(taskRunDir(ctx, spec.key)), linksOnDisk(task.state.dir))
+          : [];
       if (escaping.length) rec.escapingLinks = escaping;
       return null;
     }
@@ -131,14 +143,14 @@ export function loadPreparedLinks(taskRun: string): Map<string, string> {
 }
 
 /**
- * The symlinks of a sealed plain task dir (`sealed`) that lead out of it (git/worktree.ts linkLeavesTree) and were not
- * there with the same target when it was prepared (`prepared`: setup's are left alone), each `<path> -> <target>`,
- * sorted. Pure.
+ * The symlinks of a sealed plain task dir (`sealed`) that lead out of it (git/worktree.ts linkLeavesTree, following
+ * the links on the way through `readLink`: git/worktree.ts linksOnDisk over the task dir) and were not there with the
+ * same target when it was prepared (`prepared`: setup's are left alone), each `<path> -> <target>`, sorted.
  */
-export function escapingPlainLinks(sealed: DirSnapshot, prepared: Map<string, string>): string[] {
+export function escapingPlainLinks(sealed: DirSnapshot, prepared: Map<string, string>, readLink: (rel: string) => string | null): string[] {
   const out: string[] = [];
   for (const [rel, e] of sealed.entries)
-    if (e.kind === 'symlink' && e.target !== undefined && prepared.get(rel) !== e.target && linkLeavesTree(rel, e.target))
+    if (e.kind === 'symlink' && e.target !== undefined && prepared.get(rel) !== e.target && linkLeavesTree(rel, e.target, readLink))
       out.push(`${showName(rel)} -> ${e.target}`);
   return out.sort();
 }
