@@ -127,10 +127,12 @@ export interface TaskState {
   generated?: string[];
   /**
    * Worktree mode, once the merge queue fast-forwarded this task's work: `commit` the branch `into` pointed at after
-   * the merge (full sha), `at` epoch ms. The status stays PASS: the verdict is what the check said, and merged is what
-   * was done with the work afterwards (docs/runs.md "Merged and discarded"). Absent until merged.
+   * the merge (full sha), `at` epoch ms; `paths` the files its merge changed (added, changed, deleted), which a later
+   * merge of the same run must not undo (absent in records written before it was recorded). The status stays PASS:
+   * the verdict is what the check said, and merged is what was done with the work afterwards (docs/runs.md "Merged
+   * and discarded"). Absent until merged.
    */
-  merged?: TaskLanding & { into: string };
+  merged?: TaskLanding & { into: string; paths?: string[] };
   /**
    * Worktree mode, once the task was discarded (worktree removed, branch deleted): `commit` the branch held (null when
    * it was already gone), recoverable with `git branch <branch> <commit>`; `at` epoch ms. Absent until discarded.

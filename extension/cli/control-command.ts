@@ -6,7 +6,7 @@ import { resolveIdentity } from '../core/host/identity';
 import { appendControl, type ControlVerb } from '../core/live/control';
 import { describeRun, readState, type RunInfo } from '../core/live/registry';
 import { resolveRun } from './runs-command';
-import { mergeRequestsForRun } from '../core/run/merge-plan';
+import { deliveredBefore, mergeRequestsForRun } from '../core/run/merge-plan';
 import { landedReason } from '../core/run/landed';
 import { recordLanding } from '../core/run/task-landing';
 import { statusInfo } from '../../schemas/status';
@@ -130,8 +130,11 @@ export async function mergeCommand(run: string, keys: string[], opts: { home: st
     }
   }
   let requests;
+  let before;
   try {
     requests = mergeRequestsForRun(opts.home, state, keys.length ? keys : undefined);
+    // What earlier merges of this run delivered: a merge now must not undo it (docs/workflows.md).
+    before = requests.length ? deliveredBefore(opts.home, state) : [];
   } catch (e) {
     throw new InputError((e as Error).message);
   }
@@ -145,10 +148,10 @@ export async function mergeCommand(run: string, keys: string[], opts: { home: st
   }
   try {
     const into = await mergeTarget(state.repo);
-    const outcomes = await mergeQueue(requests, (o) => io.out(mergeLine(o)), { batch: opts.batch === true });
+    const outcomes = await mergeQueue(requests, (o) => io.out(mergeLine(o)), { batch: opts.batch === true, merged: before });
     for (const o of outcomes) {
       if (o.status !== 'MERGED') continue;
-      const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into, at: Date.now() } });
+      const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into, at: Date.now(), paths: o.paths } });
       if (why) io.err(`${o.key}: merged, but ${why}`);
     }
     const stop = suiteStopLine(outcomes, into);

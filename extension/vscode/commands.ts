@@ -13,7 +13,7 @@ import { startGate } from '../core/manifest/lint';
 import type { RunInfo } from '../core/live/registry';
 import type { TaskState } from '../core/live/state';
 import { sendControlAndWait } from '../core/run/run-launch';
-import { mergeRequestsForRun } from '../core/run/merge-plan';
+import { deliveredBefore, mergeRequestsForRun } from '../core/run/merge-plan';
 import type { RunSummary } from '../core/run/runner';
 import { changedFiles } from './changed-files';
 import type { ManifestDiagnostics } from './diagnostics';
@@ -305,7 +305,8 @@ async function merge(ctx: CommandContext, runId: string | undefined, keys?: stri
     ctx.tree.refresh();
     const info = ctx.tree.runs().find((r) => r.state.runId === runId);
     if (!info) return refuse('pick a run or a task in the Verdict runs view');
-    const requests = mergeRequestsForRun(resolveHome(readSettings().home), info.state, keys);
+    const home = resolveHome(readSettings().home);
+    const requests = mergeRequestsForRun(home, info.state, keys);
     const landed = keys
       ?.map((k) => info.state.tasks.find((t) => t.key === k))
       .map((t) => (t ? landedReason(t) : null))
@@ -314,18 +315,24 @@ async function merge(ctx: CommandContext, runId: string | undefined, keys?: stri
     if (!requests.length) return refuse(`nothing to merge: ${keys ? keys.join(', ') : 'no task'} of run ${info.state.runId} passed with committed work`);
     // The branch merged into, for the message (a dirty tree makes mergeQueue throw its own explanation).
     const target = requests[0] ? await mergeTarget(requests[0].repo).catch(() => null) : null;
+    // What earlier merges of this run delivered: a merge now must not undo it (docs/workflows.md).
+    const before = deliveredBefore(home, info.state);
     const outcomes = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Verdict: merging into ${target ?? 'the current branch'}` },
       (progress) =>
-        mergeQueue(requests, (o) => {
-          ctx.log.info(`merge ${o.key}: ${o.status}${'reason' in o ? ` — ${o.reason}` : ''}`);
-          progress.report({ message: `${o.key} (${requests.find((r) => r.key === o.key)?.branch ?? 'no branch'}): ${o.status}` });
-        }),
+        mergeQueue(
+          requests,
+          (o) => {
+            ctx.log.info(`merge ${o.key}: ${o.status}${'reason' in o ? ` — ${o.reason}` : ''}`);
+            progress.report({ message: `${o.key} (${requests.find((r) => r.key === o.key)?.branch ?? 'no branch'}): ${o.status}` });
+          },
+          { merged: before },
+        ),
     );
     // Merged is recorded on the task (state.json `merged`): every view shows it, and merging it again changes nothing.
     for (const o of outcomes) {
       if (o.status !== 'MERGED' || !target) continue;
-      const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into: target, at: Date.now() } });
+      const why = await recordLanding(info.stateFile, o.key, { merged: { commit: o.sha, into: target, at: Date.now(), paths: o.paths } });
       if (why) ctx.log.warn(`merge ${o.key}: ${why}`);
     }
     ctx.tree.refresh();

@@ -105,7 +105,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     assert.deepEqual(workVerdicts(dir), ['t:PASS'], r.all);
   });
 
-  it.skip('a later `verdict merge` of the same run that deletes what an earlier `verdict merge` delivered: not MERGED', async () => {
+  it('a later `verdict merge` of the same run that deletes what an earlier `verdict merge` delivered: not MERGED', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'));
     const file = writeManifest(dir, {
@@ -121,7 +121,9 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     const first = await merge(dir, repo, ['a']);
     assert.match(first.all ?? '', /a: MERGED/, first.all);
     const second = await merge(dir, repo, ['d']);
-    // Observed: "d: MERGED" and main has no a.txt: git/merge.ts breaksEarlier only knows the merges of its own queue.
+    // Was "d: MERGED" and main lost a.txt: git/merge.ts breaksEarlier only knew the merges of its own queue. The first
+    // merge records the paths a's merge changed (state.json merged.paths), so the second re-runs a's check on d's result.
+    assert.match(second.all ?? '', /d: CHECK_FAILED — .*changes what a delivered in an earlier merge into \S+ \([0-9a-f]{10}\) \(a\.txt\)/, second.all);
     assert.ok(fs.existsSync(path.join(repo, 'a.txt')), `${second.all}\nmain lost a.txt, which task a passed and was merged with`);
   });
 

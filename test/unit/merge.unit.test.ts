@@ -7,7 +7,7 @@ import { DirtyTreeError, mergeQueue } from '../../extension/core/git/merge';
 import { readState } from '../../extension/core/live/registry';
 import type { RunState } from '../../extension/core/live/state';
 import { parseManifest } from '../../extension/core/manifest/load';
-import { mergeRequestsForRun } from '../../extension/core/run/merge-plan';
+import { deliveredBefore, mergeRequestsForRun } from '../../extension/core/run/merge-plan';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, scriptTask, tempDir } from '../helpers/fixtures';
 import { requireSandbox, testSandboxMode } from '../helpers/sandbox-env';
@@ -54,6 +54,42 @@ describe('merge queue', function () {
       assert.ok(b && b.status === 'CHECK_FAILED');
       assert.match(b.reason, /changes what a delivered earlier in this queue \(a\.txt\) and a's check fails on the result/);
       assert.equal(fs.readFileSync(path.join(repo, 'a.txt'), 'utf8'), '42\n', `batch ${batch}: a's work is on the branch`);
+      assert.equal(fs.existsSync(path.join(repo, 'b.txt')), false);
+    }
+  });
+
+  it('a later merge that undoes what an earlier merge of the same run delivered is CHECK_FAILED naming it (queue and batch)', async () => {
+    const state = await run(repo, home, [
+      scriptTask('a', 'echo 42 > a.txt', 'grep -x 42 a.txt'),
+      scriptTask('b', 'rm -f a.txt; echo 7 > b.txt', 'grep -x 7 b.txt', { after: ['a'] }),
+      scriptTask('c', 'echo c > c.txt', 'test -s c.txt'),
+    ]);
+    const head = git(repo, 'rev-parse', 'HEAD');
+    const into = git(repo, 'symbolic-ref', '--short', 'HEAD');
+    for (const batch of [false, true]) {
+      git(repo, 'reset', '-q', '--hard', head);
+      const s = JSON.parse(JSON.stringify(state)) as RunState;
+      // One merge call merges a; its record (state.json `merged`, as the callers write it) carries the paths it changed.
+      const [a] = await mergeQueue(mergeRequestsForRun(home, s, ['a']), () => undefined, { batch });
+      assert.ok(a && a.status === 'MERGED', JSON.stringify(a));
+      assert.deepEqual(a.paths, ['a.txt']);
+      const ta = s.tasks.find((t) => t.key === 'a');
+      assert.ok(ta);
+      ta.merged = { commit: a.sha, into, at: Date.now(), paths: a.paths };
+      // A later, separate merge call of the same run: b deletes a.txt and passes its own check.
+      const outcomes = await mergeQueue(mergeRequestsForRun(home, s, ['b', 'c']), () => undefined, { batch, merged: deliveredBefore(home, s) });
+      assert.deepEqual(
+        outcomes.map((o) => `${o.key}:${o.status}`),
+        ['b:CHECK_FAILED', 'c:MERGED'],
+        `batch ${batch}: ${JSON.stringify(outcomes)}`,
+      );
+      const b = outcomes[0];
+      assert.ok(b && b.status === 'CHECK_FAILED');
+      assert.match(
+        b.reason,
+        new RegExp(`changes what a delivered in an earlier merge into ${into} \\([0-9a-f]{10}\\) \\(a\\.txt\\) and a's check fails on the result`),
+      );
+      assert.equal(fs.readFileSync(path.join(repo, 'a.txt'), 'utf8'), '42\n', `batch ${batch}: a's work is still on the branch`);
       assert.equal(fs.existsSync(path.join(repo, 'b.txt')), false);
     }
   });

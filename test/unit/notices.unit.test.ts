@@ -27,7 +27,7 @@ describe('notices: a notification names the task, its branch and what comes next
     ]);
     const text = mergeNotice(
       [
-        { key: 'a', status: 'MERGED', sha: 'x' },
+        { key: 'a', status: 'MERGED', sha: 'x', paths: [] },
         { key: 'b', status: 'BLOCKED', conflicts: ['src/x.ts'], reason: 'rebase conflict' },
         { key: 'c', status: 'CHECK_FAILED', output: '', reason: 'check exited 1' },
       ],
@@ -52,7 +52,7 @@ describe('notices: a notification names the task, its branch and what comes next
     ]);
     const text = mergeNotice(
       [
-        { key: 'a', status: 'MERGED', sha: 'f'.repeat(40) },
+        { key: 'a', status: 'MERGED', sha: 'f'.repeat(40), paths: [] },
         {
           key: 'b',
           status: 'SUITE_FAILED',

@@ -6,7 +6,7 @@ import { mergeQueue, mergeTarget } from '../git/merge';
 import { landedReason } from '../run/landed';
 import { recordLanding } from '../run/task-landing';
 import type { RunInfo } from '../live/registry';
-import { mergeRequestsForRun } from '../run/merge-plan';
+import { deliveredBefore, mergeRequestsForRun } from '../run/merge-plan';
 import { launchDetached, sendControlAndWait, waitForRunStart } from '../run/run-launch';
 
 /** How an action on a task ended, as the page is told (protocol `did-act`): one line in `message`. */
@@ -92,10 +92,10 @@ export function localActions(home: string, by: string, opts: { ackWaitMs?: numbe
           if (!requests.length)
             return { result: 'refused', message: `${key} is ${task?.status ?? 'unknown'}: only a task that passed has work on its branch to merge` };
           const into = await mergeTarget(requests[0]!.repo);
-          const [o] = await mergeQueue(requests);
+          const [o] = await mergeQueue(requests, undefined, { merged: deliveredBefore(home, info.state) });
           if (!o) return { result: 'refused', message: `${key}: nothing merged` };
           if (o.status === 'MERGED') {
-            const why = await recordLanding(info.stateFile, key, { merged: { commit: o.sha, into, at: Date.now() } });
+            const why = await recordLanding(info.stateFile, key, { merged: { commit: o.sha, into, at: Date.now(), paths: o.paths } });
             return { result: 'done', message: `${key}: MERGED into ${into} (now ${o.sha.slice(0, 10)})${why ? `; ${why}` : ''}` };
           }
           return { result: 'refused', message: `${key}: ${o.status} — ${o.reason}` };

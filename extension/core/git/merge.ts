@@ -55,15 +55,26 @@ export interface RecheckResult {
  * MISSING: the task branch is gone; REFUSED: the working tree became dirty, nothing touched.
  */
 export type MergeOutcome =
-  | { key: string; status: 'MERGED'; sha: string }
+  | { key: string; status: 'MERGED'; sha: string; paths: string[] }
   | { key: string; status: 'BLOCKED'; conflicts: string[]; reason: string }
   | { key: string; status: 'CHECK_FAILED'; output: string; reason: string }
   | { key: string; status: 'SUITE_FAILED'; output: string; reason: string; command: string; head: string; lastGood: string | null }
   | { key: string; status: 'NOT_TRIED' | 'MISSING' | 'REFUSED'; reason: string };
 
-/** How the queue runs: `batch` merges every passing branch first, runs each suite once on the result and bisects only when one fails. */
+/**
+ * How the queue runs: `batch` merges every passing branch first, runs each suite once on the result and bisects only
+ * when one fails. `merged`: tasks merged by earlier merges (of the same run, run/merge-plan.ts deliveredBefore), each
+ * with the branch it went `into`; those merged into the current branch whose commit it still holds are guarded as the
+ * queue's own earlier merges are (breaksEarlier): a later merge that changes what one delivered re-runs its check.
+ */
 export interface MergeOptions {
   batch?: boolean;
+  merged?: readonly Delivered[];
+}
+
+/** The MERGED outcome of the task (`paths`: what its merge changed, recorded as state.json `merged.paths`). */
+function mergedOutcome(key: string, sha: string, paths: string[]): MergeOutcome {
+  return { key, status: 'MERGED', sha, paths };
 }
 
 /** Thrown when the repository's working tree has changes to tracked files: merging would touch the user's work. */
@@ -113,11 +124,10 @@ export async function mergeQueue(
   onOutcome: (o: MergeOutcome) => void = () => undefined,
   opts: MergeOptions = {},
 ): Promise<MergeOutcome[]> {
-  if (opts.batch) return mergeBatch(requests, onOutcome);
+  if (opts.batch) return mergeBatch(requests, onOutcome, opts.merged);
   const outcomes: MergeOutcome[] = [];
-  if (requests[0]) await mergeTarget(requests[0].repo);
+  const merged: Delivered[] = requests[0] ? await deliveredHere(requests[0].repo, await mergeTarget(requests[0].repo), opts.merged) : [];
   const suites = new SuiteResults();
-  const merged: Delivered[] = [];
   let stopped: { key: string; why: string } | null = null;
   let lastGood: string | null = null;
   for (const req of requests) {
@@ -209,7 +219,7 @@ export async function mergeTask(
       };
     }
     merged.push({ req, paths });
-    return { key: req.key, status: 'MERGED', sha: (await git.revparse(['HEAD'])).trim() };
+    return mergedOutcome(req.key, (await git.revparse(['HEAD'])).trim(), paths);
   } finally {
     await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
   }
@@ -324,19 +334,22 @@ async function withCheckoutAt<T>(repo: string, commit: string, fn: (dir: string)
  * Outcomes of tasks left out come as they happen; the batch's when it is decided.
  * @throws DirtyTreeError (or a detached-HEAD Error) before the first task, touching nothing
  */
-export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeOutcome) => void = () => undefined): Promise<MergeOutcome[]> {
+export async function mergeBatch(
+  requests: MergeRequest[],
+  onOutcome: (o: MergeOutcome) => void = () => undefined,
+  before: readonly Delivered[] = [],
+): Promise<MergeOutcome[]> {
   const first = requests[0];
   if (!first) return [];
-  await mergeTarget(first.repo);
+  const into = await mergeTarget(first.repo);
   const git = gitFor(first.repo, { trusted: true });
-  const into = await currentBranch(git);
   const start = (await git.revparse(['HEAD'])).trim();
   const outcomes = new Map<string, MergeOutcome>();
   const emit = (o: MergeOutcome) => {
     outcomes.set(o.key, o);
     onOutcome(o);
   };
-  const batch = await rebaseBatch(requests, start, emit);
+  const batch = await rebaseBatch(requests, start, emit, await deliveredHere(first.repo, into, before));
   const judged = await judgeBatch(first.repo, batch, start);
   // The current branch moves once, to the last good merge, if the tree is still clean and the branch still where it was.
   const { landed, refusal } =
@@ -359,10 +372,11 @@ export async function mergeBatch(requests: MergeRequest[], onOutcome: (o: MergeO
   return requests.map((r) => outcomes.get(r.key) as MergeOutcome);
 }
 
-/** One request of a batch, rebased onto the integration branch as built: the commit it ends at. */
+/** One request of a batch, rebased onto the integration branch as built: the commit it ends at, and the paths it changes. */
 interface BatchEntry {
   req: MergeRequest;
   sha: string;
+  paths: string[];
 }
 
 /** A suite that failed, and how. */
@@ -396,17 +410,17 @@ interface BatchEnd extends BatchJudgement {
 /**
  * Rebases each request in turn onto the integration branch as built from `start` (rebaseDetached), in order. Returns
  * the requests that rebased and passed their check, with their commits; each one left out is given to `emit` (its
- * outcome, a refusal for a dirty tree, BLOCKED for any other failure of git).
+ * outcome, a refusal for a dirty tree, BLOCKED for any other failure of git). `merged`: the tasks earlier merges
+ * delivered into it (deliveredHere), which the batch's merges join.
  */
-async function rebaseBatch(requests: MergeRequest[], start: string, emit: (o: MergeOutcome) => void): Promise<BatchEntry[]> {
+async function rebaseBatch(requests: MergeRequest[], start: string, emit: (o: MergeOutcome) => void, merged: Delivered[]): Promise<BatchEntry[]> {
   const batch: BatchEntry[] = [];
-  const merged: Delivered[] = [];
   let tip = start;
   for (const req of requests) {
     try {
       const r = await rebaseDetached(req, tip, merged);
       if ('sha' in r) {
-        batch.push({ req, sha: r.sha });
+        batch.push({ req, sha: r.sha, paths: r.paths });
         tip = r.sha;
       } else emit(r);
     } catch (e) {
@@ -504,7 +518,7 @@ function batchOutcome(batch: BatchEntry[], i: number, end: BatchEnd): MergeOutco
       status: 'NOT_TRIED',
       reason: `not merged: the suite \`${baseFails.suite.command}\` already fails on ${into} (${start.slice(0, 10)}) before any merge (${baseFails.result.reason}), so no merge can be judged by it; fix ${into} first; this branch is kept as it was`,
     };
-  if (i < end.good) return { key: b.req.key, status: 'MERGED', sha: b.sha };
+  if (i < end.good) return mergedOutcome(b.req.key, b.sha, b.paths);
   if (culprit && i === culprit.index)
     return {
       key: b.req.key,
@@ -528,7 +542,7 @@ function batchOutcome(batch: BatchEntry[], i: number, end: BatchEnd): MergeOutco
  * task branch itself does not move. Returns the rebased commit, or the outcome that leaves the task out of the batch.
  * @throws Error for a failure of git outside the rebase
  */
-async function rebaseDetached(req: MergeRequest, onto: string, merged: Delivered[]): Promise<{ sha: string } | MergeOutcome> {
+async function rebaseDetached(req: MergeRequest, onto: string, merged: Delivered[]): Promise<{ sha: string; paths: string[] } | MergeOutcome> {
   const git = gitFor(req.repo, { trusted: true });
   const head = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${req.branch}`]).catch(() => '')).trim();
   if (!head)
@@ -564,14 +578,37 @@ async function rebaseDetached(req: MergeRequest, onto: string, merged: Delivered
     const undone = await breaksEarlier(req, (await wt.revparse(['HEAD'])).trim(), onto, paths, merged);
     if (undone) return undone;
     merged.push({ req, paths });
-    return { sha: (await wt.revparse(['HEAD'])).trim() };
+    return { sha: (await wt.revparse(['HEAD'])).trim(), paths };
   });
 }
 
-/** A task merged earlier in this queue, and the paths its merge changed. */
+/**
+ * A task merged earlier, and the paths its merge changed: by this queue, or (`merged`: the commit its merge left the
+ * branch `into` at) by an earlier merge, which is guarded only while the current branch holds that commit.
+ */
 export interface Delivered {
   req: MergeRequest;
   paths: string[];
+  merged?: { commit: string; into: string };
+}
+
+/**
+ * The tasks of `before` (delivered by earlier merges) that a queue into the branch `into` of `repo` guards: merged into
+ * `into`, their commit still in its history (a branch reset past a merge no longer holds what it delivered). A copy,
+ * which the queue's own merges then join.
+ */
+async function deliveredHere(repo: string, into: string, before: readonly Delivered[] = []): Promise<Delivered[]> {
+  const git = gitFor(repo, { trusted: true });
+  const here: Delivered[] = [];
+  for (const d of before) {
+    if (!d.merged || d.merged.into !== into) continue;
+    const held = await git.raw(['merge-base', '--is-ancestor', d.merged.commit, 'HEAD']).then(
+      () => true,
+      () => false,
+    );
+    if (held) here.push(d);
+  }
+  return here;
 }
 
 /** The paths the rebased branch checked out in `wt` changes against `onto` (added, changed, deleted; renames as two). */
@@ -580,8 +617,9 @@ async function deliveredPaths(wt: SimpleGit, onto: string): Promise<string[]> {
 }
 
 /**
- * A later merge must not undo an earlier one: each task this queue merged before `req` whose merge changed a path
- * `req`'s merge changes too (`paths`) has its check run again, in a fresh checkout of `req`'s rebased commit `sha` (on
+ * A later merge must not undo an earlier one: each task this queue merged before `req`, or an earlier merge of the
+ * same run delivered into the current branch (MergeOptions `merged`), whose merge changed a path `req`'s merge changes
+ * too (`paths`) has its check run again, in a fresh checkout of `req`'s rebased commit `sha` (on
  * `onto`). The first that fails makes `req` CHECK_FAILED, naming that task and the shared paths; nothing is merged.
  * Tasks whose files this one leaves alone are not re-run (a change elsewhere that breaks them is what a `suite` is
  * for). null when none fails.
@@ -605,7 +643,7 @@ async function breaksEarlier(
       key,
       status: 'CHECK_FAILED',
       output: again.output,
-      reason: `after the rebase its own check passes, but it changes what ${earlier.req.key} delivered earlier in this queue (${named}) and ${earlier.req.key}'s check fails on the result (${again.reason}); nothing was merged`,
+      reason: `after the rebase its own check passes, but it changes what ${earlier.req.key} delivered ${earlier.merged ? `in an earlier merge into ${earlier.merged.into} (${earlier.merged.commit.slice(0, 10)})` : 'earlier in this queue'} (${named}) and ${earlier.req.key}'s check fails on the result (${again.reason}); nothing was merged`,
     };
   }
   return null;

@@ -124,8 +124,10 @@ function parseLanded(v: unknown): Landed | null {
   const rec = (x: unknown) => (x && typeof x === 'object' ? (x as Record<string, unknown>) : null);
   const m = rec(o.merged);
   const d = rec(o.discarded);
-  if (m && !d && sha(m.commit) && typeof m.into === 'string' && m.into && typeof m.at === 'number')
-    return { merged: { commit: m.commit, into: m.into, at: m.at } };
+  const paths = m?.paths;
+  const pathsOk = paths === undefined || (Array.isArray(paths) && paths.every((p) => typeof p === 'string' && p !== ''));
+  if (m && !d && sha(m.commit) && typeof m.into === 'string' && m.into && typeof m.at === 'number' && pathsOk)
+    return { merged: { commit: m.commit, into: m.into, at: m.at, ...(paths ? { paths: paths as string[] } : {}) } };
   if (d && !m && (d.commit === null || sha(d.commit)) && typeof d.at === 'number') return { discarded: { commit: d.commit as string | null, at: d.at } };
   return null;
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { IntegrationSuite, MergeRequest, RecheckResult } from '../git/merge';
+import type { Delivered, IntegrationSuite, MergeRequest, RecheckResult } from '../git/merge';
 import { loadFrozenManifest } from './frozen-manifest';
 import { readyToMerge } from './landed';
 import type { RunState } from '../live/state';
@@ -46,6 +46,31 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
         };
       })
   );
+}
+
+/**
+ * The tasks of the run that earlier merges delivered (state.json `merged` with its `paths`), for the merge queue's
+ * guard (git/merge.ts MergeOptions `merged`): each with its re-check, built from the frozen manifest as when it was
+ * merged, the paths its merge changed, and where it went. A record without `paths` (written before they were
+ * recorded) is left out. Tasks of other runs are not: the guard covers one run.
+ * @throws Error when the run is not in worktree mode, its frozen manifest is unreadable, or a merged task is not in it
+ */
+export function deliveredBefore(home: string, state: RunState): Delivered[] {
+  const done = state.tasks.filter((t) => t.merged?.paths?.length);
+  if (!done.length || !state.worktrees || !state.repo) return [];
+  const manifest = loadFrozenManifest(home, state);
+  const specs = new Map(manifest.tasks.map((t) => [t.key, t]));
+  const prepare = { setup: manifest.setup, include: manifest.include };
+  return done.map((t) => {
+    const spec = specs.get(t.key);
+    const merged = t.merged as NonNullable<typeof t.merged>;
+    if (!spec) throw new Error(`task ${t.key} of run ${state.runId} is not in its frozen manifest; its merge cannot be re-checked, so nothing is merged`);
+    return {
+      req: { key: t.key, repo: state.repo as string, branch: t.branch ?? '', recheck: recheckFor(home, state, spec, prepare) },
+      paths: merged.paths as string[],
+      merged: { commit: merged.commit, into: merged.into },
+    };
+  });
 }
 
 /**
