@@ -47,10 +47,16 @@ describe('control channel: runs/<id>/control.jsonl', () => {
     const ok = record({ merged: { commit: sha, into: 'main', at: 2 } });
     assert.ok(isCommand(ok) && ok.landed && 'merged' in ok.landed && ok.landed.merged?.into === 'main');
     assert.ok(isCommand(record({ discarded: { commit: null, at: 2 } })));
+    // merged.paths (what the merge changed, guarded against a later merge of the run) is optional, a list of paths.
+    const withPaths = record({ merged: { commit: sha, into: 'main', at: 2, paths: ['a.txt', 'd/b.txt'] } });
+    assert.ok(isCommand(withPaths) && withPaths.landed && 'merged' in withPaths.landed);
+    assert.deepEqual(withPaths.landed.merged?.paths, ['a.txt', 'd/b.txt']);
     for (const bad of [
       undefined,
       { merged: { commit: 'HEAD', into: 'main', at: 2 } },
       { merged: { commit: sha, into: '', at: 2 } },
+      { merged: { commit: sha, into: 'main', at: 2, paths: 'a.txt' } },
+      { merged: { commit: sha, into: 'main', at: 2, paths: [1] } },
       { discarded: { commit: sha } },
       { merged: { commit: sha, into: 'main', at: 2 }, discarded: { commit: null, at: 2 } },
     ]) {
