@@ -147,7 +147,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     assert.match(m.all ?? '', /b: CHECK_FAILED .*changes what a delivered earlier in this queue \(a\.txt\)/, m.all);
   });
 
-  it('a worker that deletes a file setup made (the check reads it): FAIL naming it, not a PASS the merge re-check would refuse', async () => {
+  it('a worker that deletes a file setup made (the check reads it): put back from its copy, so the check judges with it — FAIL, not a PASS the merge re-check would refuse', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
@@ -160,9 +160,11 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
       tasks: [scriptTask('t', 'rm -f .env; echo 41 > answer.txt', 'bash check.sh', { max_attempts: 1, network: false })],
     });
     const r = await run(file, dir);
-    // Observed: PASS ("lenient"), and `verdict merge` then says CHECK_FAILED (its fresh setup makes .env again).
+    // Observed: PASS ("lenient"), and `verdict merge` then says CHECK_FAILED (its fresh setup makes .env again). Now
+    // setup's .env is put back from the copy kept at prepare: the check reads STRICT=1 and fails on the wrong answer.
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
     const work = readRows(path.join(dir, 'home')).find((row) => row.step === 'work');
-    assert.match(JSON.stringify(work), /the worker deleted \.env, which setup made/, r.all);
+    assert.match(JSON.stringify(work), /put back \.env as setup left it/, r.all);
+    assert.doesNotMatch(String(work?.check_output), /lenient/, r.all);
   });
 });

@@ -69,7 +69,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
   });
 
-  it.skip('a worker that touches (or replaces) a file setup made, instead of deleting it: the check runs without it, not PASS', async () => {
+  it('a worker that touches (or replaces) a file setup made, instead of deleting it: the check runs without it, not PASS', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
@@ -90,7 +90,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     assert.deepEqual(workVerdicts(dir), ['dir:FAIL', 'touch:FAIL'], r.all);
   });
 
-  it.skip('an honest worker that runs `make clean` (or deletes __pycache__) after its edit, where the check rebuilds: PASS, not FAIL', async () => {
+  it('an honest worker that runs `make clean` (or deletes __pycache__) after its edit, where the check rebuilds: PASS, not FAIL', async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': 'build/\n',

@@ -84,7 +84,7 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'evil.js'), 'evil\n');
     fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'DEP\n');
     fs.rmSync(path.join(wt, 'dist', 'lib.js'));
-    fs.writeFileSync(path.join(wt, 'dist', 'lib.js'), 'lib\n');
+    fs.writeFileSync(path.join(wt, 'dist', 'lib.js'), 'LIB\n');
     fs.mkdirSync(path.join(wt, 'build', 'deep'), { recursive: true });
     fs.appendFileSync(path.join(wt, '.gitignore'), 'build/\n');
     fs.writeFileSync(path.join(wt, 'build', 'deep', 'env.sh'), 'READY=yes\n');
@@ -107,6 +107,10 @@ describe("undelivered: files the seal does not hold are moved out of the check's
       'node_modules/dep/index.js',
     ]);
     assert.equal(fs.readFileSync(path.join(attempt, 'undelivered', 'node_modules', 'dep', 'index.js'), 'utf8'), 'DEP\n');
+    // Setup's changed and replaced files are put back from their copies, as setup left them.
+    assert.deepEqual(u.restored, ['dist/lib.js', 'node_modules/dep/index.js']);
+    assert.equal(fs.readFileSync(path.join(wt, 'dist', 'lib.js'), 'utf8'), 'lib\n');
+    assert.equal(fs.readFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'utf8'), 'dep\n');
     assert.deepEqual(fs.readFileSync(path.join(attempt, 'undelivered.txt'), 'utf8').split('\n').filter(Boolean).sort(), [
       'answer.log',
       'build/',
@@ -119,8 +123,10 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     assert.deepEqual(left, [
       '.gitignore',
       'dist/',
+      'dist/lib.js',
       'node_modules/',
       'node_modules/dep/',
+      'node_modules/dep/index.js',
       'node_modules/dep/util.js',
       'setup.log',
       'src/',
@@ -128,10 +134,12 @@ describe("undelivered: files the seal does not hold are moved out of the check's
       'src/setup.gen',
       'work.txt',
     ]);
-    // Nothing else to move the second time.
+    // Nothing else to move the second time: what was put back holds the copy's bytes (its inode and ctime are new).
     const again = path.join(p.dir, 'attempt-2');
     fs.mkdirSync(again);
-    assert.equal((await sealAndSetAside(p, again)).count, 0);
+    const second = await sealAndSetAside(p, again);
+    assert.equal(second.count, 0);
+    assert.equal(second.restored, undefined);
   });
 
   it('a name that is not UTF-8 is moved too, exactly, and shown quoted', async () => {
@@ -215,44 +223,107 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     }
   });
 
-  it("setup's files the worker deleted are named in missing (a gone folder once), apart from changed ones moved aside and ones now committed", async () => {
-    const p = await prepared({ '.gitignore': '.env\nnode_modules/\ncache/\nbuild/\nkept.txt\n', 'src/main.txt': 'main\n' }, (wt) => {
+  it("setup's small files the worker deleted, touched, changed or replaced by a folder are put back from their copies (mode, mtime, links); committed ones are left", async () => {
+    const p = await prepared({ '.gitignore': '.env\n.env2\nnode_modules/\ncache/\nbuild/\nkept.txt\nlink\n', 'src/main.txt': 'main\n' }, (wt) => {
       fs.writeFileSync(path.join(wt, '.env'), 'STRICT=1\n');
+      fs.writeFileSync(path.join(wt, '.env2'), 'STRICT=1\n', { mode: 0o640 });
       fs.mkdirSync(path.join(wt, 'node_modules', 'dep'), { recursive: true });
       fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'dep\n');
       fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'util.js'), 'util\n');
       fs.mkdirSync(path.join(wt, 'cache', 'deep'), { recursive: true });
       fs.writeFileSync(path.join(wt, 'cache', 'deep', 'a'), 'a\n');
+      fs.chmodSync(path.join(wt, 'cache', 'deep'), 0o750);
       fs.mkdirSync(path.join(wt, 'build'));
       fs.writeFileSync(path.join(wt, 'build', 'out.js'), 'out\n');
+      fs.utimesSync(path.join(wt, 'build', 'out.js'), 1_000_000, 1_000_000);
       fs.writeFileSync(path.join(wt, 'kept.txt'), 'kept\n');
+      fs.symlinkSync('src/main.txt', path.join(wt, 'link'));
     });
     const { wt } = p;
-    // Deleted: .env, one file of a kept folder, a whole folder. Changed: build/out.js (moved aside, not missing).
-    // Committed: kept.txt (no longer ignored; the seal holds it).
-    fs.rmSync(path.join(wt, '.env'));
+    assert.ok(fs.existsSync(path.join(p.dir, 'run', 'prepared-copy', '.env')), "a copy of setup's .env is kept beside the record");
+    // Deleted: .env2, one file of a kept folder, a whole folder, a link. Touched: .env (same bytes: stays). Changed:
+    // build/out.js. Replaced by a folder: node_modules/dep/index.js. Committed: kept.txt (no longer ignored).
+    fs.utimesSync(path.join(wt, '.env'), new Date(), new Date());
+    fs.rmSync(path.join(wt, '.env2'));
     fs.rmSync(path.join(wt, 'node_modules', 'dep', 'util.js'));
+    fs.rmSync(path.join(wt, 'node_modules', 'dep', 'index.js'));
+    fs.mkdirSync(path.join(wt, 'node_modules', 'dep', 'index.js'));
     fs.rmSync(path.join(wt, 'cache'), { recursive: true });
+    fs.rmSync(path.join(wt, 'link'));
     fs.writeFileSync(path.join(wt, 'build', 'out.js'), 'OUT\n');
-    fs.writeFileSync(path.join(wt, '.gitignore'), '.env\nnode_modules/\ncache/\nbuild/\n');
+    fs.writeFileSync(path.join(wt, 'kept.txt'), 'mine\n');
+    fs.writeFileSync(path.join(wt, '.gitignore'), '.env\n.env2\nnode_modules/\ncache/\nbuild/\nlink\n');
     const attempt = path.join(p.dir, 'attempt-1');
     fs.mkdirSync(attempt);
     const u = await sealAndSetAside(p, attempt);
-    assert.deepEqual(u.shown, ['build/out.js']);
-    assert.deepEqual(u.missing, ['.env', 'cache/', 'node_modules/dep/util.js']);
-    // The only untracked entry setup made, deleted: nothing left to walk, still named.
-    const q = await prepared({ '.gitignore': '.env\n' }, (dir) => fs.writeFileSync(path.join(dir, '.env'), 'STRICT=1\n'));
-    fs.rmSync(path.join(q.wt, '.env'));
-    const a2 = path.join(q.dir, 'attempt-1');
+    assert.deepEqual(u.shown, ['build/out.js', 'node_modules/dep/index.js/']);
+    assert.deepEqual(u.restored, ['.env2', 'build/out.js', 'cache/', 'link', 'node_modules/dep/index.js', 'node_modules/dep/util.js']);
+    assert.equal(u.missing, undefined);
+    assert.equal(fs.readFileSync(path.join(wt, '.env'), 'utf8'), 'STRICT=1\n');
+    assert.equal(fs.readFileSync(path.join(wt, '.env2'), 'utf8'), 'STRICT=1\n');
+    assert.equal(fs.statSync(path.join(wt, '.env2')).mode & 0o777, 0o640);
+    assert.equal(fs.readFileSync(path.join(wt, 'build', 'out.js'), 'utf8'), 'out\n');
+    assert.equal(fs.statSync(path.join(wt, 'build', 'out.js')).mtimeMs, 1_000_000_000, 'mtime as setup left it (make rebuilds what is stale)');
+    assert.equal(fs.readFileSync(path.join(attempt, 'undelivered', 'build', 'out.js'), 'utf8'), 'OUT\n');
+    assert.equal(fs.readFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'utf8'), 'dep\n');
+    assert.equal(fs.readFileSync(path.join(wt, 'node_modules', 'dep', 'util.js'), 'utf8'), 'util\n');
+    assert.equal(fs.readFileSync(path.join(wt, 'cache', 'deep', 'a'), 'utf8'), 'a\n');
+    assert.equal(fs.statSync(path.join(wt, 'cache', 'deep')).mode & 0o777, 0o750);
+    assert.equal(fs.readlinkSync(path.join(wt, 'link')), 'src/main.txt');
+    assert.equal(fs.readFileSync(path.join(wt, 'kept.txt'), 'utf8'), 'mine\n', 'a file the seal holds is never replaced');
+    // The next seal finds setup's files as setup left them: nothing moved, nothing put back.
+    const a2 = path.join(p.dir, 'attempt-2');
     fs.mkdirSync(a2);
-    const v = await sealAndSetAside(q, a2);
+    const v = await sealAndSetAside(p, a2);
     assert.equal(v.count, 0);
-    assert.deepEqual(v.missing, ['.env']);
+    assert.equal(v.restored, undefined);
+  });
+
+  it('nothing is put back through a link: a folder setup made, replaced by a link the seal holds, is left as the commit has it', async () => {
+    const p = await prepared({ '.gitignore': 'gen/\n', 'src/main.txt': 'main\n' }, (wt) => {
+      fs.mkdirSync(path.join(wt, 'src', 'gen'));
+      fs.writeFileSync(path.join(wt, 'src', 'gen', 'env.sh'), 'READY=no\n');
+    });
+    const { wt } = p;
+    const outside = path.join(p.dir, 'outside');
+    fs.mkdirSync(outside);
+    // The worker un-ignores src/gen and commits a link there, to a folder outside the tree.
+    fs.rmSync(path.join(wt, 'src', 'gen'), { recursive: true });
+    fs.symlinkSync(outside, path.join(wt, 'src', 'gen'));
+    fs.writeFileSync(path.join(wt, '.gitignore'), '');
+    const attempt = path.join(p.dir, 'attempt-1');
+    fs.mkdirSync(attempt);
+    const u = await sealAndSetAside(p, attempt);
+    assert.deepEqual(fs.readdirSync(outside), [], 'written through the link');
+    assert.equal(u.restored, undefined);
+    assert.deepEqual(u.missing, ['src/gen/env.sh']);
+  });
+
+  it("what has no copy (a file over 1 MiB; a folder over the copies' total, never copied in part) and is gone is named in missing, once per folder", async () => {
+    const p = await prepared({ '.gitignore': 'big.bin\nnode_modules/\n.env\n' }, (wt) => {
+      fs.writeFileSync(path.join(wt, 'big.bin'), Buffer.alloc(1024 * 1024 + 1, 1));
+      fs.mkdirSync(path.join(wt, 'node_modules', 'dep'), { recursive: true });
+      for (let i = 0; i < 5; i++) fs.writeFileSync(path.join(wt, 'node_modules', 'dep', `f${i}.bin`), Buffer.alloc(1024 * 1024, i));
+      fs.writeFileSync(path.join(wt, '.env'), 'STRICT=1\n');
+    });
+    const { wt } = p;
+    assert.equal(fs.existsSync(path.join(p.dir, 'run', 'prepared-copy', 'node_modules')), false, 'a folder over the total was copied in part');
+    fs.rmSync(path.join(wt, 'big.bin'));
+    fs.rmSync(path.join(wt, 'node_modules'), { recursive: true });
+    fs.rmSync(path.join(wt, '.env'));
+    const attempt = path.join(p.dir, 'attempt-1');
+    fs.mkdirSync(attempt);
+    const u = await sealAndSetAside(p, attempt);
+    assert.deepEqual(u.missing, ['big.bin', 'node_modules/']);
+    assert.deepEqual(u.restored, ['.env']);
+    assert.equal(fs.existsSync(path.join(wt, 'node_modules')), false);
     // Nothing deleted: no missing at all.
     const r = await prepared({ '.gitignore': '.env\n' }, (dir) => fs.writeFileSync(path.join(dir, '.env'), 'x\n'));
     const a3 = path.join(r.dir, 'attempt-1');
     fs.mkdirSync(a3);
-    assert.equal((await sealAndSetAside(r, a3)).missing, undefined);
+    const w = await sealAndSetAside(r, a3);
+    assert.equal(w.missing, undefined);
+    assert.equal(w.restored, undefined);
   });
 
   it('with no record (a run from before one was kept), everything the seal does not hold is moved', async () => {

@@ -16,11 +16,23 @@
  * held in memory whole. An entry not in the record, or differing from it, is moved aside whole (a new folder with
  * everything in it, by one rename); a recorded folder is entered and its entries compared.
  *
+ * Setup's output as setup left it, where that is cheap and exact: at prepare, setup's small entries are copied into
+ * `runs/<id>/tasks/<key>/prepared-copy/` (SetupCopier: each top of the walk — `.env`, `build/` — whole or not at all;
+ * files of at most 1 MiB, symlinks as links, 4 MiB and 2,000 entries in all), their sha256 in the record. At the seal
+ * an entry with a copy that the worker deleted, changed or replaced (a folder for a file) is put back from it (the
+ * worker's version moved aside as above): a `touch .env` or `rm .env` no longer has the check run without setup's
+ * `.env`, and an honest `make clean` has the check run on setup's build (put back with its mtimes, so make rebuilds
+ * what the worker's changes made stale). One whose bytes and mode are the copy's stays. What has no copy (node_modules,
+ * a big build) and is gone is named in a task note only: the check may rebuild it, and the merge re-check runs setup.
+ *
  * Paths are handled as bytes (latin1 strings, one character per byte, converted to a Buffer at every file-system
  * call): a name that is not valid UTF-8 is walked, recorded and moved exactly, never skipped as "not found".
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { nameFromBytes } from '../fs/byte-names';
+import { parentsAreReal } from '../fs/real-parents';
 import { unquoteGitPath } from '../git/sealed-tree';
 import { copyIndex, restoreWorktreeLinks, sealGit, worktreeDrivers, type WorktreeLinks } from '../git/worktree';
 import type { DriverNames } from '../git/safe-git';
@@ -28,6 +40,14 @@ import type { DriverNames } from '../git/safe-git';
 /** `runs/<id>/tasks/<key>/prepared-files`: the record of what was there before the worker ran (see the module comment). */
 export function preparedFilesFile(taskRunDir: string): string {
   return path.join(taskRunDir, 'prepared-files');
+}
+
+/**
+ * `runs/<id>/tasks/<key>/prepared-copy/` beside the record `file`: the copies of setup's small entries (see the module
+ * comment), out of every step's sight (VERDICT_HOME is hidden), never in the task dir.
+ */
+export function preparedCopyDir(file: string): string {
+  return path.join(path.dirname(file), 'prepared-copy');
 }
 
 /** What {@link setAsideUndelivered} moved out of the task dir. */
@@ -41,10 +61,16 @@ export interface Undelivered {
   /** Entries that could not be moved (they are still in the task dir), each `path: error`. */
   unmoved: string[];
   /**
-   * Entries setup (or `include`) made that are gone and the seal does not hold (the worker deleted them), as shown to
-   * people; a gone folder counts once, not each entry it held. The check never saw them, but the merge queue's
-   * re-check, which runs setup again, does: a PASS without them is a FAIL (steps/seal.ts sealProblems). Absent when
-   * none.
+   * Entries setup (or `include`) made that the worker deleted or changed (or replaced), put back from their copies
+   * taken at prepare, as shown to people (the top of what was put back once); the worker's version, if any, is among
+   * the moved ones. The check judges the tree with them as setup left them. Absent when none.
+   */
+  restored?: string[];
+  /**
+   * Entries setup (or `include`) made that are gone, that the seal does not hold and that no copy could put back (a
+   * folder too big to copy, like node_modules or a build; a file over the copy's limit), as shown to people; a gone
+   * folder counts once. A task note, not a FAIL: the check may rebuild them, and the merge queue's re-check runs setup
+   * again. Absent when none.
    */
   missing?: string[];
 }
@@ -55,6 +81,10 @@ const RACY_MARGIN_MS = 20;
 const YIELD_EVERY = 2000;
 /** Entries named in {@link Undelivered.shown}. */
 const SHOWN = 10;
+/** Copies of setup's entries (module comment): the largest file copied, bytes; all copies together, bytes; entries. */
+const COPY_FILE_MAX = 1024 * 1024;
+const COPY_TOTAL_MAX = 4 * 1024 * 1024;
+const COPY_ENTRIES_MAX = 2000;
 
 /**
  * Writes the record of the untracked entries of a freshly prepared worktree (after checkout, `include` and setup,
@@ -69,9 +99,12 @@ const SHOWN = 10;
  */
 export async function recordPreparedFiles(links: WorktreeLinks, file: string, opts: { checkoutOnly?: boolean } = {}): Promise<number> {
   fs.mkdirSync(path.dirname(file), { recursive: true });
+  const copies = preparedCopyDir(file);
+  fs.rmSync(`${copies}.tmp`, { recursive: true, force: true });
   if (opts.checkoutOnly) {
     fs.writeFileSync(`${file}.tmp`, '');
     fs.renameSync(`${file}.tmp`, file);
+    fs.rmSync(copies, { recursive: true, force: true });
     return 0;
   }
   const index = `${file}.index`;
@@ -85,6 +118,8 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string, op
     const tmp = `${file}.tmp`;
     fs.rmSync(tmp, { force: true });
     const out = new ChunkWriter(tmp, 'latin1');
+    fs.mkdirSync(`${copies}.tmp`);
+    const copier = new SetupCopier(bytesOf(links.dir), bytesOf(`${copies}.tmp`), out);
     let n = 0;
     // The newest ctime recorded, and whether every one is a whole second (a file system that keeps seconds only).
     let newest = 0;
@@ -92,17 +127,20 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string, op
     try {
       const walk = walkEntries(bytesOf(links.dir), tops);
       for (let r = walk.next(); !r.done; r = walk.next(true)) {
-        out.write(`${r.value.rel}\0${r.value.key}\0`);
+        copier.add(r.value);
         if (r.value.ctimeMs !== undefined) {
           newest = Math.max(newest, r.value.ctimeMs);
           if (r.value.ctimeMs % 1000 !== 0) wholeSeconds = false;
         }
         if (++n % YIELD_EVERY === 0) await turn();
       }
+      copier.endTop();
     } finally {
       out.close();
     }
     fs.renameSync(tmp, file);
+    fs.rmSync(copies, { recursive: true, force: true });
+    fs.renameSync(`${copies}.tmp`, copies);
     // Where times are whole seconds, a worker that changed a file in the second setup last wrote it (same size, mtime
     // put back) would leave its key as recorded: the worker starts only once that second is over (git's racy-entry
     // problem, Documentation/technical/racy-git.txt, solved by waiting instead of reading every racy file).
@@ -130,8 +168,8 @@ export function racyWaitMs(newestCtimeMs: number, wholeSeconds: boolean, now: nu
  * rename, or across file systems (an overlay tree) a copy file by file then the removal of the original, so a big
  * folder is never read into memory and a failed copy leaves the original where it was (named in `unmoved`). FIFOs,
  * sockets and devices cannot be copied: across file systems they are removed (they hold no data) and listed.
- * A recorded entry that is gone and that the seal does not hold (setup's `.env`, deleted by the worker) is named in
- * `missing`: the check runs without it, so a PASS then is a FAIL (steps/seal.ts sealProblems).
+ * A recorded entry with a copy (see the module comment) that is gone or was moved aside is put back from the copy
+ * under `prepared` (named in `restored`); one without a copy that is gone is named in `missing` (a task note).
  * @param timeoutMs limit of the whole search, ms: git's listing and the walk (a worker that left millions of files)
  * @param drivers the seal phase's driver names (git/worktree.ts worktreeDrivers); absent, git's are read here
  * @throws Error with git's message, or saying the search ran out of time
@@ -148,21 +186,10 @@ export async function setAsideUndelivered(
   const result: Undelivered = { dir: freshName(path.join(attemptDir, 'undelivered')), count: 0, shown: [], unmoved: [] };
   const tops = await uncommittedTops(links, sealIndex, timeoutMs, drivers);
   const root = bytesOf(links.dir);
-  const dest = bytesOf(result.dir);
+  const sorter = new SealSorter(links.dir, preparedCopyDir(prepared), result);
   const before = readRecords(prepared);
   let was = before.next();
-  let list: ChunkWriter | null = null;
   let n = 0;
-  // A recorded entry the walk passes by was not walked: gone (the worker deleted it), under an entry just moved aside
-  // (changed: already named), or now in the seal (committed). Only a gone one, and only the top of what is gone, is named.
-  let movedLast: string | null = null;
-  let missingLast: string | null = null;
-  const passBy = (rec: Entry): void => {
-    if ((movedLast !== null && atOrUnder(rec.rel, movedLast)) || (missingLast !== null && atOrUnder(rec.rel, missingLast))) return;
-    if (fs.lstatSync(bufferOf(`${root}/${rec.rel}`), { throwIfNoEntry: false }) !== undefined) return;
-    missingLast = rec.rel;
-    (result.missing ??= []).push(shownPath(rec.rel) + (rec.key.startsWith('d') ? '/' : ''));
-  };
   const walk = walkEntries(root, tops);
   try {
     for (let r = walk.next(); !r.done;) {
@@ -173,38 +200,168 @@ export async function setAsideUndelivered(
         await turn();
       }
       while (!was.done && comparePaths(was.value.rel, e.rel) < 0) {
-        passBy(was.value);
+        sorter.passBy(was.value);
         was = before.next();
       }
-      const recorded = was.done ? null : was.value;
-      const same = recorded !== null && recorded.rel === e.rel;
-      // A recorded folder (or one holding recorded entries: the start tree had files in it) is entered, not moved; a
-      // folder that cannot be listed (`d!`) never matches. Anything else stays only when its key is the recorded one.
-      const enter = e.key === 'd' && recorded !== null && (same ? recorded.key === 'd' : isUnder(recorded.rel, e.rel));
-      if (enter || (same && !e.key.startsWith('d') && recorded.key === e.key)) {
-        r = walk.next(true);
-        continue;
-      }
-      const shown = shownPath(e.rel) + (e.key.startsWith('d') ? '/' : '');
-      try {
-        moveOut(`${root}/${e.rel}`, `${dest}/${e.rel}`);
-        movedLast = e.rel;
-        list ??= new ChunkWriter(`${result.dir}.txt`, 'utf8');
-        list.write(`${shown}\n`);
-        result.count++;
-        if (result.shown.length < SHOWN) result.shown.push(shown);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') result.unmoved.push(`${shown}: ${(err as Error).message}`);
-      }
-      r = walk.next(false);
+      r = walk.next(sorter.visit(e, was.done ? null : was.value));
     }
     // What the record holds past the last entry walked.
-    for (; !was.done; was = before.next()) passBy(was.value);
+    for (; !was.done; was = before.next()) sorter.passBy(was.value);
   } finally {
     before.return(undefined);
-    list?.close();
+    sorter.close();
   }
   return result;
+}
+
+/**
+ * The seal's side of {@link setAsideUndelivered}: each walked entry against its record, each recorded entry the walk
+ * passed by, into `result`. What differs from its record is moved aside; a recorded entry with a copy (SetupCopier)
+ * that is gone or was moved aside is put back from it, so the check sees setup's output as setup left it. Nothing is
+ * put back through a link or over an entry that is there: every folder above it must be a real one (lstat), and it
+ * must be absent (so a file the seal holds now is never replaced).
+ */
+class SealSorter {
+  private readonly root: string;
+  private readonly dest: string;
+  private readonly copies: string;
+  private list: ChunkWriter | null = null;
+  // The tops of what was last moved, named missing, put back: what is under one is not named again.
+  private movedLast: string | null = null;
+  private missingLast: string | null = null;
+  private restoredLast: string | null = null;
+  /** Folders put back, made 0700 so their entries can be put back in them, and their modes, set at close. */
+  private readonly dirModes: { abs: Buffer; mode: number }[] = [];
+  constructor(
+    private readonly rootName: string,
+    copies: string,
+    private readonly result: Undelivered,
+  ) {
+    this.root = bytesOf(rootName);
+    this.dest = bytesOf(result.dir);
+    this.copies = bytesOf(copies);
+  }
+
+  /**
+   * Judges the walked entry `e` against `recorded` (the first record at or after it; null: none left): returns
+   * whether to enter it. A recorded folder (or one holding recorded entries: the start tree had files in it) is
+   * entered, not moved; a folder that cannot be listed (`d!`) never matches. A file or link stays when its key is the
+   * recorded one, or when it has a copy and its bytes (and mode) are the copy's (touched, or put back at an earlier
+   * seal). Anything else is moved aside, and put back from its copy when it has one.
+   */
+  visit(e: Entry, recorded: Entry | null): boolean {
+    const same = recorded !== null && recorded.rel === e.rel;
+    if (e.key === 'd' && recorded !== null && (same ? recorded.key === 'd' : isUnder(recorded.rel, e.rel))) return true;
+    if (same && !e.key.startsWith('d') && (recorded.key === e.key || this.sameAsCopy(e, recorded))) return true;
+    this.moveAside(e);
+    if (same && recorded.copy !== undefined) this.putBack(recorded);
+    return false;
+  }
+
+  /**
+   * A recorded entry the walk passed by was not walked: gone (the worker deleted it), under an entry just moved aside
+   * (changed: already named), or now in the seal (committed). A gone one with a copy is put back; else only the top
+   * of what is gone is named missing.
+   */
+  passBy(rec: Entry): void {
+    if (this.missingLast !== null && atOrUnder(rec.rel, this.missingLast)) return;
+    if (this.present(rec.rel)) return;
+    if (rec.copy !== undefined && this.putBack(rec)) return;
+    if (this.movedLast !== null && atOrUnder(rec.rel, this.movedLast)) return;
+    this.missingLast = rec.rel;
+    (this.result.missing ??= []).push(shownPath(rec.rel) + (rec.key.startsWith('d') ? '/' : ''));
+  }
+
+  /** Closes the list of moved entries, and gives the folders put back their modes (deepest first). */
+  close(): void {
+    this.list?.close();
+    for (const { abs, mode } of this.dirModes.reverse()) {
+      try {
+        fs.chmodSync(abs, mode);
+      } catch {
+        // left 0700
+      }
+    }
+  }
+
+  private moveAside(e: Entry): void {
+    const shown = shownPath(e.rel) + (e.key.startsWith('d') ? '/' : '');
+    try {
+      moveOut(`${this.root}/${e.rel}`, `${this.dest}/${e.rel}`);
+      this.movedLast = e.rel;
+      this.list ??= new ChunkWriter(`${this.result.dir}.txt`, 'utf8');
+      this.list.write(`${shown}\n`);
+      this.result.count++;
+      if (this.result.shown.length < SHOWN) this.result.shown.push(shown);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.result.unmoved.push(`${shown}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Whether the entry `rel` is in the tree, every folder above it a real one. */
+  private present(rel: string): boolean {
+    if (!parentsAreReal(this.rootName, nameFromBytes(bufferOf(rel)))) return false;
+    try {
+      return fs.lstatSync(bufferOf(`${this.root}/${rel}`), { throwIfNoEntry: false }) !== undefined;
+    } catch {
+      return true;
+    }
+  }
+
+  /** Whether the walked file or link `e` holds what the copy of `rec` (the same path) holds, with the same mode. */
+  private sameAsCopy(e: Entry, rec: Entry): boolean {
+    if (rec.copy === undefined || e.key[0] !== rec.key[0]) return false;
+    const abs = bufferOf(`${this.root}/${e.rel}`);
+    try {
+      if (e.key.startsWith('l ')) return sha256(fs.readlinkSync(abs, { encoding: 'buffer' })) === rec.copy;
+      const now = e.key.split(' ');
+      const then = rec.key.split(' ');
+      // type ino size mtime ctime mode: the same type, size and mode, then the same bytes.
+      return now[0] === 'f' && now[2] === then[2] && now[5] === then[5] && sha256(fs.readFileSync(abs)) === rec.copy;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Puts `rec` back from its copy, naming the top of what was put back; false when it could not be (left out). */
+  private putBack(rec: Entry): boolean {
+    const abs = bufferOf(`${this.root}/${rec.rel}`);
+    if (!parentsAreReal(this.rootName, nameFromBytes(bufferOf(rec.rel))) || fs.lstatSync(abs, { throwIfNoEntry: false })) return false;
+    try {
+      if (!this.writeFromCopy(rec, abs)) return false;
+    } catch {
+      return false;
+    }
+    if (this.restoredLast === null || !atOrUnder(rec.rel, this.restoredLast)) {
+      this.restoredLast = rec.rel;
+      (this.result.restored ??= []).push(shownPath(rec.rel) + (rec.key.startsWith('d') ? '/' : ''));
+    }
+    return true;
+  }
+
+  /** Writes `rec` at `abs` (absent, its folders real) from its copy, checked against the record's sha256. */
+  private writeFromCopy(rec: Entry, abs: Buffer): boolean {
+    const from = bufferOf(`${this.copies}/${rec.rel}`);
+    if (rec.key === 'd') {
+      fs.mkdirSync(abs, { mode: 0o700 });
+      this.dirModes.push({ abs, mode: parseInt(rec.copy as string, 8) & 0o777 });
+      return true;
+    }
+    if (rec.key.startsWith('l ')) {
+      const target = fs.readlinkSync(from, { encoding: 'buffer' });
+      if (sha256(target) !== rec.copy) return false;
+      fs.symlinkSync(target, abs);
+      return true;
+    }
+    const data = fs.readFileSync(from);
+    if (!rec.key.startsWith('f ') || sha256(data) !== rec.copy) return false;
+    // type ino size mtime ctime mode: its mode and mtime as setup left them (make compares mtimes).
+    const [, , , mtime, , mode] = rec.key.split(' ');
+    fs.writeFileSync(abs, data, { flag: 'wx', mode: 0o600 });
+    fs.chmodSync(abs, Number(mode) & 0o777);
+    fs.utimesSync(abs, Number(mtime) / 1000, Number(mtime) / 1000);
+    return true;
+  }
 }
 
 /**
@@ -268,11 +425,18 @@ function isUnder(p: string, dir: string): boolean {
   return p.length > dir.length && p.charCodeAt(dir.length) === 47 && p.startsWith(dir);
 }
 
-/** One walked entry: its path relative to the root (bytes as latin1), its key (see statKey), its ctime (not a folder's). */
+/**
+ * One walked entry: its path relative to the root (bytes as latin1), its key (see statKey), its ctime and size (not a
+ * folder's) and mode. Read back from a record: `copy`, set when a copy of it was kept at prepare (SetupCopier): a
+ * file's or link's sha256 (of its bytes, of its target), a folder's mode (octal).
+ */
 interface Entry {
   rel: string;
   key: string;
   ctimeMs?: number;
+  size?: number;
+  mode?: number;
+  copy?: string;
 }
 
 /**
@@ -288,7 +452,7 @@ function* walkEntries(root: string, tops: readonly string[]): Generator<Entry, v
     const st = fs.lstatSync(abs, { throwIfNoEntry: false });
     if (!st) continue;
     if (!st.isDirectory()) {
-      yield { rel, key: statKey(st), ctimeMs: st.ctimeMs };
+      yield { rel, key: statKey(st), ctimeMs: st.ctimeMs, size: st.size, mode: st.mode };
       continue;
     }
     let names: string[] | null = null;
@@ -297,7 +461,7 @@ function* walkEntries(root: string, tops: readonly string[]): Generator<Entry, v
     } catch {
       // unreadable (a mode the worker set): what is in it cannot be compared
     }
-    const enter = yield { rel, key: names ? 'd' : 'd!' };
+    const enter = yield { rel, key: names ? 'd' : 'd!', mode: st.mode };
     if (!names || enter === false) continue;
     names.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
     for (const name of names) stack.push(`${rel}/${name}`);
@@ -314,7 +478,10 @@ function statKey(st: fs.Stats): string {
   return `${type} ${st.ino} ${st.size} ${st.mtimeMs} ${st.ctimeMs} ${st.mode}`;
 }
 
-/** The records of `file` (`path\0key\0` each, bytes as latin1), read in chunks; none when the file is missing. */
+/**
+ * The records of `file` (`path\0key\0` each, bytes as latin1; a key ending ` #<copy>` when a copy was kept, see
+ * Entry), read in chunks; none when the file is missing.
+ */
 function* readRecords(file: string): Generator<Entry, void, undefined> {
   let fd: number;
   try {
@@ -332,10 +499,123 @@ function* readRecords(file: string): Generator<Entry, void, undefined> {
       rest = parts.pop() as string;
       // Fields come in pairs; an odd one waits for its key in the next chunk.
       if (parts.length % 2) rest = `${parts.pop() as string}\0${rest}`;
-      for (let i = 0; i < parts.length; i += 2) yield { rel: parts[i] as string, key: parts[i + 1] as string };
+      for (let i = 0; i < parts.length; i += 2) yield recordOf(parts[i] as string, parts[i + 1] as string);
     }
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/** A record's entry: `key` split from the copy's mark it may end with. */
+function recordOf(rel: string, key: string): Entry {
+  const mark = key.indexOf(' #');
+  return mark < 0 ? { rel, key } : { rel, key: key.slice(0, mark), copy: key.slice(mark + 2) };
+}
+
+function sha256(bytes: Buffer): string {
+  return crypto.createHash('sha256').update(bytes).digest('hex');
+}
+
+/** One entry of setup's held until its top's walk ends (SetupCopier): its record, mark, and bytes or link target. */
+interface Held {
+  rel: string;
+  key: string;
+  mark: string;
+  data?: Buffer;
+  target?: Buffer;
+}
+
+/**
+ * Writes the record of prepare's walk (`path\0key\0` each) to `out`, and keeps a copy of setup's small entries under
+ * `dir` (bytes as latin1): each walk root (a top: `.env`, `build/`, `node_modules/`) is copied whole or not at all, so
+ * a folder is never put back in part — whole when its files are regular files or symlinks, none over COPY_FILE_MAX,
+ * and all copies together stay within COPY_TOTAL_MAX and COPY_ENTRIES_MAX (a top that does not fit takes nothing
+ * from them). A top's records wait, with its bytes in memory (at most COPY_TOTAL_MAX), until its walk ends or it
+ * stops fitting; those of a copied top carry their mark (Entry.copy), so the record says what has a copy.
+ */
+class SetupCopier {
+  private top: string | null = null;
+  private fits = false;
+  private held: Held[] = [];
+  private heldBytes = 0;
+  private bytes = 0;
+  private entries = 0;
+  constructor(
+    private readonly root: string,
+    private readonly dir: string,
+    private readonly out: ChunkWriter,
+  ) {}
+
+  /** The next walked entry, in walk order. */
+  add(e: Entry): void {
+    if (this.top === null || !atOrUnder(e.rel, this.top)) {
+      this.endTop();
+      this.top = e.rel;
+      this.fits = true;
+    }
+    const held = this.fits ? this.hold(e) : null;
+    if (held) {
+      this.held.push(held);
+      return;
+    }
+    if (this.fits) this.writeHeld(false);
+    this.fits = false;
+    this.out.write(`${e.rel}\0${e.key}\0`);
+  }
+
+  /** Ends the top being walked: its copy is written, and its records with their marks (unmarked if the copy failed). */
+  endTop(): void {
+    if (this.held.length) this.writeHeld(this.writeCopies());
+  }
+
+  /** `e` read for its copy, or null when it cannot have one (too big, past the limits, not a file, link or folder). */
+  private hold(e: Entry): Held | null {
+    if (this.entries + this.held.length >= COPY_ENTRIES_MAX) return null;
+    const abs = bufferOf(`${this.root}/${e.rel}`);
+    try {
+      if (e.key === 'd') return { rel: e.rel, key: e.key, mark: ((e.mode ?? 0o755) & 0o777).toString(8) };
+      if (e.key.startsWith('l ')) {
+        const target = fs.readlinkSync(abs, { encoding: 'buffer' });
+        return { rel: e.rel, key: e.key, mark: sha256(target), target };
+      }
+      const size = e.size ?? Infinity;
+      if (!e.key.startsWith('f ') || size > COPY_FILE_MAX || this.bytes + this.heldBytes + size > COPY_TOTAL_MAX) return null;
+      const data = fs.readFileSync(abs);
+      if (data.length !== size) return null;
+      this.heldBytes += size;
+      return { rel: e.rel, key: e.key, mark: sha256(data), data };
+    } catch {
+      return null;
+    }
+  }
+
+  /** Writes the held entries' copies under `dir`; false (and nothing of them left) when one cannot be written. */
+  private writeCopies(): boolean {
+    const made: Buffer[] = [];
+    try {
+      for (const h of this.held) {
+        const to = `${this.dir}/${h.rel}`;
+        fs.mkdirSync(bufferOf(to.slice(0, to.lastIndexOf('/'))), { recursive: true });
+        if (h.data) fs.writeFileSync(bufferOf(to), h.data, { flag: 'wx', mode: 0o600 });
+        else if (h.target) fs.symlinkSync(h.target, bufferOf(to));
+        else fs.mkdirSync(bufferOf(to), { mode: 0o700 });
+        made.push(bufferOf(to));
+      }
+      return true;
+    } catch {
+      for (const p of made.reverse()) fs.rmSync(p, { recursive: true, force: true });
+      return false;
+    }
+  }
+
+  private writeHeld(copied: boolean): void {
+    for (const h of this.held) this.out.write(`${h.rel}\0${h.key}${copied ? ` #${h.mark}` : ''}\0`);
+    if (copied) {
+      this.bytes += this.heldBytes;
+      this.entries += this.held.length;
+    }
+    this.held = [];
+    this.heldBytes = 0;
   }
 }
 

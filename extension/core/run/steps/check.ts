@@ -11,7 +11,7 @@ import { setIdNote } from '../../process/set-id';
 import { judge } from '../decide';
 import { recordFiles } from '../attempt-record';
 import { FINAL_EVENT_GRACE_MS } from './work';
-import { sealProblems, undeliveredWords } from './seal';
+import { restoredWords, sealProblems, undeliveredWords } from './seal';
 import { escapingLinksReason } from '../../git/worktree';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { copyCheckTree, removeCheckTree, type CheckTree } from '../check-tree';
@@ -69,10 +69,13 @@ export const checkStep: Step = {
         : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
-    // A failing check may have looked for what was moved out of its sight: the retry is told where it went and why.
-    const moved = rec.undelivered?.count
-      ? [`${undeliveredWords(rec.undelivered)}; a file the check reads must be committed (not under a path git ignores), or made by the check itself`]
-      : [];
+    // A failing check may have looked for what was moved out of its sight: the retry is told where it went and why,
+    // and which of setup's files it deleted or changed were put back for the check.
+    const u = rec.undelivered;
+    const moved = [
+      ...(u?.count ? [`${undeliveredWords(u)}; a file the check reads must be committed (not under a path git ignores), or made by the check itself`] : []),
+      ...(u?.restored?.length ? [restoredWords(u.restored, u.dir)] : []),
+    ];
     if (judged.verdict === 'FAIL' && (problems.length || moved.length)) return { verdict: 'FAIL', reason: [judged.reason, ...problems, ...moved].join('; ') };
     return judged;
   },

@@ -86,10 +86,11 @@ export const sealStep: Step = {
         );
       throw e;
     }
-    if (aside.count || aside.unmoved.length || aside.missing?.length) {
+    if (aside.count || aside.unmoved.length || aside.missing?.length || aside.restored?.length) {
       rec.undelivered = aside;
-      if (aside.missing?.length) ctx.emit({ type: 'task-note', key: spec.key, note: missingWords(aside.missing) });
       if (aside.count) ctx.emit({ type: 'task-note', key: spec.key, note: `${undeliveredWords(aside)}; the check judges only what the commit holds` });
+      if (aside.restored?.length) ctx.emit({ type: 'task-note', key: spec.key, note: restoredWords(aside.restored, aside.dir) });
+      if (aside.missing?.length) ctx.emit({ type: 'task-note', key: spec.key, note: missingWords(aside.missing) });
       if (aside.unmoved.length)
         ctx.emit({ type: 'task-note', key: spec.key, note: `could not move out of the check's sight: ${aside.unmoved.slice(0, 5).join('; ')}` });
     }
@@ -169,7 +170,7 @@ export function taskRunDir(ctx: AttemptContext, key: string): string {
  * Why the sealed commit cannot stand for the work the check is about to judge, one line each (empty when it can):
  * work inside a submodule, a folder made into a repository of its own, an expected file that git ignores (there, or
  * moved out of the check's sight into `undelivered`; a missing one is the check's and expect_files' to report), files
- * the seal does not hold that could not be moved out of the check's sight, files setup made that the worker deleted,
+ * the seal does not hold that could not be moved out of the check's sight,
  * a symlink the worker added or changed that points outside the tree (the check would read bytes the commit does not
  * hold). A PASS with any of these is a FAIL.
  */
@@ -184,7 +185,6 @@ export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelive
     problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
   const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)) || (undelivered && fs.existsSync(path.join(undelivered.dir, f))));
   if (ignored.length) problems.push(`expected file(s) ${ignored.join(', ')} are ignored by git, so the sealed commit and the task branch do not hold them`);
-  if (undelivered?.missing?.length) problems.push(missingWords(undelivered.missing));
   if (undelivered?.unmoved.length)
     problems.push(
       `files the sealed commit does not hold could not be moved out of the check's sight, so the check may have read them: ${undelivered.unmoved.slice(0, 5).join('; ')}${undelivered.unmoved.length > 5 ? `, … (${undelivered.unmoved.length})` : ''}`,
@@ -193,13 +193,26 @@ export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelive
 }
 
 /**
- * One line naming what setup made that the worker deleted (Undelivered.missing, the first few): the check ran without
- * it, the merge queue's re-check (which runs setup again) would read it. Pure.
+ * One line naming what setup made that the worker deleted and no copy could put back (Undelivered.missing, the first
+ * few): the check runs without it (it may rebuild it), the merge queue's re-check runs setup again. Pure.
  */
 export function missingWords(missing: readonly string[]): string {
-  const shown = missing.slice(0, 10).join(', ') + (missing.length > 10 ? `, … (${missing.length})` : '');
   const one = missing.length === 1;
-  return `the worker deleted ${shown}, which setup made before it ran (git ignores ${one ? 'it' : 'them'}, so the commit cannot hold ${one ? 'it' : 'them'}): the check ran without ${one ? 'it' : 'them'}, but the merge re-check runs setup again and reads ${one ? 'it' : 'them'}; leave the files setup makes in place`;
+  return `the worker deleted ${firstTen(missing)}, which setup made before it ran (git ignores ${one ? 'it' : 'them'}; too big to keep a copy of): the check runs without ${one ? 'it' : 'them'} unless it makes ${one ? 'it' : 'them'} again, and the merge re-check runs setup again`;
+}
+
+/**
+ * One line naming what setup made that the worker deleted or changed, put back from the copy kept at prepare
+ * (Undelivered.restored, the first few), and where the worker's versions went (`dir`). Pure.
+ */
+export function restoredWords(restored: readonly string[], dir: string): string {
+  const one = restored.length === 1;
+  return `put back ${firstTen(restored)} as setup left ${one ? 'it' : 'them'} (the worker deleted or changed ${one ? 'it' : 'them'}; git ignores ${one ? 'it' : 'them'}, so the commit cannot hold ${one ? 'it' : 'them'}): the check judges the tree with setup's files as setup made them; the worker's versions, if any, are in ${dir}`;
+}
+
+/** The first ten of `xs`, then how many there were. */
+function firstTen(xs: readonly string[]): string {
+  return xs.slice(0, 10).join(', ') + (xs.length > 10 ? `, … (${xs.length})` : '');
 }
 
 /**
