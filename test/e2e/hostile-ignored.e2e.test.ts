@@ -158,7 +158,9 @@ describe('hostile: files git ignores are judged only when the worker did not mak
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 'env', 1), 'undelivered', 'build', 'env.sh'), 'utf8'), 'READY=yes\n');
     // Setup's files the worker did not touch are still there for the check (env's check read build/cache.txt first).
     for (const key of ['extra', 'env']) assert.equal(fs.readFileSync(path.join(taskDir(home, key), 'build', 'cache.txt'), 'utf8'), 'cached\n');
-    assert.match(String(rows.env?.check_output), /build\/env\.sh/);
+    // Setup's build/env.sh, which the worker rewrote, was put back for the check: it read READY=no.
+    assert.equal(fs.readFileSync(path.join(taskDir(home, 'env'), 'build', 'env.sh'), 'utf8'), 'READY=no\n');
+    assert.match(String(rows.env?.notes), /put back build\/env\.sh as setup left it/);
   });
 
   it("legitimate ignored files: setup's node_modules and dist/ stay visible; a worker's rebuild of dist/ is moved aside and a check that rebuilds PASSes; the merge re-check agrees", async () => {
@@ -267,8 +269,12 @@ describe("hostile: files git never lists, and setup's files changed behind their
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 'touched', 1), 'undelivered', 'build', 'env.sh'), 'utf8'), 'READY=go\n');
     assert.equal(fs.readFileSync(path.join(attemptDir(home, 'linked', 1), 'undelivered', 'build', 'env.sh'), 'utf8'), 'READY=go\n');
     for (const key of ['touched', 'linked']) assert.equal(fs.readFileSync(path.join(taskDir(home, key), 'build', 'cache.txt'), 'utf8'), 'cached\n');
-    // The worker did what it meant to (the FAIL is the check's, on the missing file), and the mtime was put back.
-    assert.match(String(rows.touched?.check_output), /build\/env\.sh: No such file/);
+    // The worker did what it meant to (the FAIL is the check's, on setup's build/env.sh put back from its copy), and
+    // the mtime was put back.
+    for (const key of ['touched', 'linked']) {
+      assert.equal(fs.readFileSync(path.join(taskDir(home, key), 'build', 'env.sh'), 'utf8'), 'READY=no\n');
+      assert.match(String(rows[key]?.notes), /put back build\/env\.sh as setup left it/);
+    }
     assert.match(fs.readFileSync(String(rows.touched?.worker_log), 'utf8'), /mtime (\S+ \S+) kept \1\n/);
   });
 
