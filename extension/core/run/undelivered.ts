@@ -326,9 +326,9 @@ class SealSorter {
   /** Puts `rec` back from its copy, naming the top of what was put back; false when it could not be (left out). */
   private putBack(rec: Entry): boolean {
     const abs = bufferOf(`${this.root}/${rec.rel}`);
-    if (!parentsAreReal(this.rootName, nameFromBytes(bufferOf(rec.rel))) || fs.lstatSync(abs, { throwIfNoEntry: false })) return false;
+    if (!parentsAreReal(this.rootName, nameFromBytes(bufferOf(rec.rel)))) return false;
     try {
-      if (!this.writeFromCopy(rec, abs)) return false;
+      if (fs.lstatSync(abs, { throwIfNoEntry: false }) || !this.writeFromCopy(rec, abs)) return false;
     } catch {
       return false;
     }
