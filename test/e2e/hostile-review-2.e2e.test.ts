@@ -1,33 +1,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { merge, run, runIdOf, workVerdicts } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile review 2 (2026-12-07): each case reproduces one finding of that review (a wrong PASS, or passed work undone)
 // and failed on the build it was found on; each passes with its fix (named in the test).
-
-function runIdOf(home: string): string {
-  return fs.readdirSync(path.join(home, 'runs')).filter((f) => !f.startsWith('.'))[0] as string;
-}
-
-async function run(file: string, dir: string) {
-  const env = { HOME: path.join(dir, 'user-home') };
-  fs.mkdirSync(env.HOME, { recursive: true });
-  return cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env });
-}
-
-async function merge(dir: string, repo: string) {
-  const env = { HOME: path.join(dir, 'user-home') };
-  return cli(['merge', runIdOf(path.join(dir, 'home')), '--home', path.join(dir, 'home')], { env, cwd: repo });
-}
-
-function workVerdicts(dir: string): string[] {
-  return readRows(path.join(dir, 'home'))
-    .filter((r) => r.step === 'work')
-    .map((r) => `${String(r.task_key)}:${String(r.verdict)}`);
-}
 
 describe('hostile review 2: what a PASS rests on, and what the orchestrator writes for a worker', function () {
   this.timeout(240000);

@@ -1,34 +1,15 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli } from '../helpers/cli';
-import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
+import { merge, run, workVerdicts } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile review 3 (2026-12-07): each case reproduces one finding of that review against the fixes of hostile review
-// 2, on the build it was found on (0085c93). All are skipped: un-skip each with its fix.
-
-function runIdOf(home: string): string {
-  return fs.readdirSync(path.join(home, 'runs')).filter((f) => !f.startsWith('.'))[0] as string;
-}
-
-async function run(file: string, dir: string) {
-  const env = { HOME: path.join(dir, 'user-home') };
-  fs.mkdirSync(env.HOME, { recursive: true });
-  return cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env });
-}
-
-async function merge(dir: string, repo: string, tasks: string[] = []) {
-  const env = { HOME: path.join(dir, 'user-home') };
-  return cli(['merge', runIdOf(path.join(dir, 'home')), ...tasks, '--home', path.join(dir, 'home')], { env, cwd: repo });
-}
-
-function workVerdicts(dir: string): string[] {
-  return readRows(path.join(dir, 'home'))
-    .filter((r) => r.step === 'work')
-    .map((r) => `${String(r.task_key)}:${String(r.verdict)}`)
-    .sort();
-}
+// 2, on the build it was found on (0085c93); each failed there. The ones that run pass with their fix. The ones still
+// skipped are findings left open, said in README "Protected check inputs" (what it does not cover): the check runs
+// code the worker wrote, and a worker that un-ignores and commits its own version of setup's file changes the repository
+// the merge re-check sets up (its diff shows it).
 
 /** A link target that reads as inside the tree to a lexical check (each `e/` cancels a `..`) but, with `e -> .`, climbs to `/` and then to `abs`. */
 function climbing(abs: string): string {

@@ -1,0 +1,33 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli } from './cli';
+import { readRows } from './fixtures';
+
+// The hostile-review e2e files' way of running one case: a test dir `dir` holding `home/` (VERDICT_HOME) and
+// `user-home/` (HOME), and the built CLI.
+
+/** The one run under `home/runs`. */
+export function runIdOf(home: string): string {
+  return fs.readdirSync(path.join(home, 'runs')).filter((f) => !f.startsWith('.'))[0] as string;
+}
+
+/** `verdict run FILE` with `dir`'s homes, no dashboard. */
+export async function run(file: string, dir: string) {
+  const env = { HOME: path.join(dir, 'user-home') };
+  fs.mkdirSync(env.HOME, { recursive: true });
+  return cli(['run', file, '--home', path.join(dir, 'home'), '--no-dashboard'], { env });
+}
+
+/** `verdict merge RUN [TASK…]` of `dir`'s one run, from the repository `repo`. */
+export async function merge(dir: string, repo: string, tasks: string[] = []) {
+  const env = { HOME: path.join(dir, 'user-home') };
+  return cli(['merge', runIdOf(path.join(dir, 'home')), ...tasks, '--home', path.join(dir, 'home')], { env, cwd: repo });
+}
+
+/** The work rows of `dir`'s run as `key:VERDICT`, sorted. */
+export function workVerdicts(dir: string): string[] {
+  return readRows(path.join(dir, 'home'))
+    .filter((r) => r.step === 'work')
+    .map((r) => `${String(r.task_key)}:${String(r.verdict)}`)
+    .sort();
+}
