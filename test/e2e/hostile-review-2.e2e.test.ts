@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { merge, run, runIdOf, workVerdicts } from '../helpers/review-run';
+import { merge, run, runIdOf, STRICT_WITH_ENV, workVerdicts } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile review 2 (2026-12-07): each case reproduces one finding of that review (a wrong PASS, or passed work undone)
@@ -24,7 +24,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     const r = await run(file, dir);
     const branch = `verdict/${runIdOf(path.join(dir, 'home'))}/t`;
     const mode = git(repo, 'ls-tree', branch, 'answer.txt').split(' ')[0];
-    // Observed: PASS, the branch holds a 120000 link to .../.git/worktrees/t/answer, `verdict merge` merges it, and
+    // Was: PASS, the branch holds a 120000 link to .../.git/worktrees/t/answer, `verdict merge` merges it, and
     // `verdict clean` then removes the only bytes the check judged.
     assert.notDeepEqual(workVerdicts(dir), ['t:PASS'], `${r.all}\nthe check passed on bytes outside the commit (answer.txt is ${mode})`);
     const m = await merge(dir, repo);
@@ -70,7 +70,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     const spec = `if [ "$VERDICT_ATTEMPT" = 1 ]; then mv tests tests.bak && ln -s ${path.join(repo, 'tests')} tests; fi; echo 42 > answer.txt`;
     const file = writeManifest(dir, { worktrees: true, repo, tasks: [scriptTask('t', spec, 'pytest -q tests', { max_attempts: 2, network: false })] });
     await run(file, dir);
-    // Observed: attempt 1 FAILs (tests/test_x.py changed), attempt 2's work step calls restoreProtected, which
+    // Was: attempt 1 FAILs (tests/test_x.py changed), attempt 2's work step calls restoreProtected, which
     // rmSync + copies <task>/tests/test_x.py — through the sealed symlink — over the user's file: the edit is gone.
     assert.equal(fs.readFileSync(path.join(repo, 'tests/test_x.py'), 'utf8'), edited, "the user's checkout was rewritten by the orchestrator");
   });
@@ -130,7 +130,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
-      'check.sh': 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n',
+      'check.sh': STRICT_WITH_ENV,
     });
     const file = writeManifest(dir, {
       worktrees: true,
@@ -139,7 +139,7 @@ describe('hostile review 2: what a PASS rests on, and what the orchestrator writ
       tasks: [scriptTask('t', 'rm -f .env; echo 41 > answer.txt', 'bash check.sh', { max_attempts: 1, network: false })],
     });
     const r = await run(file, dir);
-    // Observed: PASS ("lenient"), and `verdict merge` then says CHECK_FAILED (its fresh setup makes .env again). Now
+    // Was: PASS ("lenient"), and `verdict merge` then says CHECK_FAILED (its fresh setup makes .env again). Now
     // setup's .env is put back from the copy kept at prepare: the check reads STRICT=1 and fails on the wrong answer.
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
     const work = readRows(path.join(dir, 'home')).find((row) => row.step === 'work');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { merge, run, workVerdicts } from '../helpers/review-run';
+import { merge, run, STRICT_WITH_ENV, workVerdicts } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile review 3 (2026-12-07): each case reproduces one finding of that review against the fixes of hostile review
@@ -54,7 +54,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
-      'check.sh': 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n',
+      'check.sh': STRICT_WITH_ENV,
     });
     const file = writeManifest(dir, {
       worktrees: true,
@@ -66,7 +66,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
       ],
     });
     const r = await run(file, dir);
-    // Observed: both PASS ("lenient"): a changed setup file is moved aside (run/undelivered.ts), so the check ran
+    // Was: both PASS ("lenient"): a changed setup file is moved aside (run/undelivered.ts), so the check ran
     // without it exactly as after `rm .env`, which is now a FAIL; the merge re-check (fresh setup) then refuses them.
     assert.deepEqual(workVerdicts(dir), ['dir:FAIL', 'touch:FAIL'], r.all);
   });
@@ -81,7 +81,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     });
     const file = writeManifest(dir, { worktrees: true, repo, setup: 'make', tasks: [scriptTask('t', 'echo 42 > src.txt; make clean', 'make test', opts)] });
     const r = await run(file, dir);
-    // Observed: FAIL "the worker deleted build/, which setup made before it ran": the check rebuilt build/ and passed,
+    // Was: FAIL "the worker deleted build/, which setup made before it ran": the check rebuilt build/ and passed,
     // and the merge re-check (setup, then the check) passes too.
     assert.deepEqual(workVerdicts(dir), ['t:PASS'], r.all);
   });
@@ -112,7 +112,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
-      'check.sh': 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n',
+      'check.sh': STRICT_WITH_ENV,
     });
     const file = writeManifest(dir, {
       worktrees: true,

@@ -31,3 +31,6 @@ export function workVerdicts(dir: string): string[] {
     .map((r) => `${String(r.task_key)}:${String(r.verdict)}`)
     .sort();
 }
+
+/** A check.sh that is strict (answer.txt must say 42) only when setup's `.env` says STRICT=1, and passes leniently without it. */
+export const STRICT_WITH_ENV = 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n';
