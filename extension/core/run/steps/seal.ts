@@ -198,7 +198,7 @@ export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelive
  */
 export function missingWords(missing: readonly string[]): string {
   const one = missing.length === 1;
-  return `the worker deleted ${firstTen(missing)}, which setup made before it ran (git ignores ${one ? 'it' : 'them'}; too big to keep a copy of): the check runs without ${one ? 'it' : 'them'} unless it makes ${one ? 'it' : 'them'} again, and the merge re-check runs setup again`;
+  return `the worker deleted ${firstTen(missing)}, which setup made before it ran (no copy could be put back: too big to keep, or the commit now holds something in ${one ? 'its' : 'their'} place): the check runs without ${one ? 'it' : 'them'} unless it makes ${one ? 'it' : 'them'} again, and the merge re-check runs setup again`;
 }
 
 /**
