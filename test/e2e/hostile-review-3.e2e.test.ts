@@ -8,8 +8,7 @@ import { requireSandbox } from '../helpers/sandbox-env';
 // Hostile review 3 (2026-12-07): each case reproduces one finding of that review against the fixes of hostile review
 // 2, on the build it was found on (0085c93); each failed there. The ones that run pass with their fix. The ones still
 // skipped are findings left open, said in README "Protected check inputs" (what it does not cover): the check runs
-// code the worker wrote, and a worker that un-ignores and commits its own version of setup's file changes the repository
-// the merge re-check sets up (its diff shows it).
+// code the worker wrote, and any of it can exit 0.
 
 /** A link target that reads as inside the tree to a lexical check (each `e/` cancels a `..`) but, with `e -> .`, climbs to `/` and then to `abs`. */
 function climbing(abs: string): string {
@@ -108,7 +107,7 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
     assert.ok(fs.existsSync(path.join(repo, 'a.txt')), `${second.all}\nmain lost a.txt, which task a passed and was merged with`);
   });
 
-  it.skip("a worker that un-ignores setup's file and commits its own (setup only makes it when it is missing): not PASS, not merged", async () => {
+  it("a worker that un-ignores setup's file and commits its own (setup only makes it when it is missing): not PASS, not merged", async () => {
     const dir = tempDir();
     const repo = makeRepo(path.join(dir, 'repo'), {
       '.gitignore': '.env\n',
@@ -121,9 +120,11 @@ describe('hostile review 3: ways around the fixes of hostile review 2', function
       tasks: [scriptTask('t', 'echo > .gitignore; echo STRICT=0 > .env; echo 41 > answer.txt', 'bash check.sh', opts)],
     });
     const r = await run(file, dir);
-    // Observed: PASS ("lenient"), and `verdict merge` merges it: the commit's .env is the worker's, and the re-check's
-    // setup leaves it. The record of setup's .env is passed by as "now committed" (run/undelivered.ts passBy).
+    // Was: PASS ("lenient"), and `verdict merge` merged it: the commit's .env was the worker's, and the re-check's
+    // setup left it. The record of setup's .env was passed by as "now committed" (run/undelivered.ts passBy); a file
+    // git ignored at prepare that the seal holds with other content is now a FAIL naming it (judgeCommitted).
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
+    assert.match(r.all ?? '', /the commit holds \.env, which setup made and git ignored/, r.all);
     const m = await merge(dir, repo);
     assert.doesNotMatch(m.all ?? '', /t: MERGED/, m.all);
   });

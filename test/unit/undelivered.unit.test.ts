@@ -271,12 +271,49 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     assert.equal(fs.statSync(path.join(wt, 'cache', 'deep')).mode & 0o777, 0o750);
     assert.equal(fs.readlinkSync(path.join(wt, 'link')), 'src/main.txt');
     assert.equal(fs.readFileSync(path.join(wt, 'kept.txt'), 'utf8'), 'mine\n', 'a file the seal holds is never replaced');
+    assert.deepEqual(u.replaced, { count: 1, shown: ['kept.txt'] }, "setup's ignored kept.txt, committed with the worker's content, is named");
     // The next seal finds setup's files as setup left them: nothing moved, nothing put back.
     const a2 = path.join(p.dir, 'attempt-2');
     fs.mkdirSync(a2);
     const v = await sealAndSetAside(p, a2);
     assert.equal(v.count, 0);
     assert.equal(v.restored, undefined);
+  });
+
+  it("a file setup made that git ignored, now committed: replaced when its content is the worker's (copy or not), not when it is setup's; setup's not-ignored files are the worker's to change", async () => {
+    const big = 'x'.repeat(2 * 1024 * 1024);
+    const p = await prepared({ '.gitignore': '.env\n.same\nbig.bin\nnode_modules/\n', 'src/main.txt': 'main\n' }, (wt) => {
+      fs.writeFileSync(path.join(wt, '.env'), 'STRICT=1\n');
+      fs.writeFileSync(path.join(wt, '.same'), 'same\n');
+      fs.writeFileSync(path.join(wt, 'big.bin'), big);
+      fs.mkdirSync(path.join(wt, 'node_modules', 'dep'), { recursive: true });
+      fs.writeFileSync(path.join(wt, 'node_modules', 'dep', 'index.js'), 'dep\n');
+      fs.writeFileSync(path.join(wt, 'package-lock.json'), '{"v":1}\n');
+    });
+    const { wt } = p;
+    assert.ok(!fs.existsSync(path.join(p.dir, 'run', 'prepared-copy', 'big.bin')), 'a file over 1 MiB has no copy');
+    // Every ignore rule gone: all of setup's output is committed. .same, node_modules untouched; .env rewritten (a copy),
+    // big.bin rewritten at the same size (no copy: its recorded key differs); package-lock.json (never ignored) changed.
+    fs.writeFileSync(path.join(wt, '.gitignore'), '');
+    fs.writeFileSync(path.join(wt, '.env'), 'STRICT=0\n');
+    fs.writeFileSync(path.join(wt, 'big.bin'), `y${big.slice(1)}`);
+    fs.writeFileSync(path.join(wt, 'package-lock.json'), '{"v":2}\n');
+    const attempt = path.join(p.dir, 'attempt-1');
+    fs.mkdirSync(attempt);
+    const u = await sealAndSetAside(p, attempt);
+    assert.deepEqual(u.replaced, { count: 2, shown: ['.env', 'big.bin'] });
+
+    // Only the rule changed, every file as setup left it (touched .same: the copy's bytes): nothing is named.
+    const q = await prepared({ '.gitignore': '.env\n.same\n' }, (wt2) => {
+      fs.writeFileSync(path.join(wt2, '.env'), 'STRICT=1\n');
+      fs.writeFileSync(path.join(wt2, '.same'), 'same\n');
+    });
+    fs.writeFileSync(path.join(q.wt, '.gitignore'), '');
+    fs.utimesSync(path.join(q.wt, '.same'), new Date(), new Date());
+    const a = path.join(q.dir, 'attempt-1');
+    fs.mkdirSync(a);
+    const v = await sealAndSetAside(q, a);
+    assert.equal(v.replaced, undefined);
   });
 
   it('nothing is put back through a link: a folder setup made, replaced by a link the seal holds, is left as the commit has it', async () => {

@@ -123,8 +123,12 @@ function splitZ(out: Buffer): Buffer[] {
   return parts;
 }
 
-/** {@link ignoredEntries} as bytes (each a path of git's, relative to the worktree). */
-async function ignoredEntryBytes(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<Buffer[]> {
+/**
+ * The untracked entries git ignores against the index `indexFile` (a wholly ignored folder once, as `dir/`), as bytes:
+ * each a path of git's, relative to the worktree.
+ * @throws Error with git's message
+ */
+export async function ignoredEntryBytes(links: WorktreeLinks, indexFile: string, timeoutMs?: number, drivers?: DriverNames): Promise<Buffer[]> {
   return splitZ(await sealGit(links, indexFile, timeoutMs, drivers).rawBytes(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory']));
 }
 

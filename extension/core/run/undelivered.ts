@@ -33,7 +33,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { nameFromBytes } from '../fs/byte-names';
 import { parentsAreReal } from '../fs/real-parents';
-import { unquoteGitPath } from '../git/sealed-tree';
+import { ignoredEntryBytes, unquoteGitPath } from '../git/sealed-tree';
 import { copyIndex, restoreWorktreeLinks, sealGit, worktreeDrivers, type WorktreeLinks } from '../git/worktree';
 import type { DriverNames } from '../git/safe-git';
 
@@ -73,6 +73,14 @@ export interface Undelivered {
    * again. Absent when none.
    */
   missing?: string[];
+  /**
+   * Files (and links) setup (or `include`) made that git ignored when the task was prepared and that the seal now holds
+   * with other content than setup left: the worker changed the ignore rules (emptied `.gitignore`) and wrote its own
+   * version, which the commit, the check and every later checkout would read instead of setup's (a setup that makes a
+   * file only when it is missing keeps the worker's). `count` of them, the first few `shown`. A FAIL (run/steps/seal.ts
+   * sealProblems). Absent when none.
+   */
+  replaced?: { count: number; shown: string[] };
 }
 
 /** Added to a wait for the next second: file times come from the kernel's coarse clock, a few ms behind, ms. */
@@ -102,6 +110,7 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string, op
   const copies = preparedCopyDir(file);
   fs.rmSync(`${copies}.tmp`, { recursive: true, force: true });
   if (opts.checkoutOnly) {
+    fs.rmSync(ignoredTopsFile(file), { force: true });
     fs.writeFileSync(`${file}.tmp`, '');
     fs.renameSync(`${file}.tmp`, file);
     fs.rmSync(copies, { recursive: true, force: true });
@@ -115,6 +124,7 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string, op
     if (links.baseIndex && fs.existsSync(links.baseIndex)) copyIndex(links.baseIndex, index);
     else await sealGit(links, index, undefined, drivers).raw(['read-tree', links.baseSha ?? 'HEAD']);
     const tops = await uncommittedTops(links, index, undefined, drivers);
+    await recordIgnoredTops(links, index, ignoredTopsFile(file), tops.length > 0, drivers);
     const tmp = `${file}.tmp`;
     fs.rmSync(tmp, { force: true });
     const out = new ChunkWriter(tmp, 'latin1');
@@ -152,6 +162,36 @@ export async function recordPreparedFiles(links: WorktreeLinks, file: string, op
   }
 }
 
+/** `<record>.ignored`: the tops of what git ignored when the task was prepared, NUL-separated paths (bytes as latin1). */
+function ignoredTopsFile(file: string): string {
+  return `${file}.ignored`;
+}
+
+/**
+ * Writes to `file` (beside, then renamed into place) the tops of the untracked entries git ignores in the freshly
+ * prepared worktree, against the start commit's index `index`: setup's `.env`, `node_modules/`. None when `any` is
+ * false (nothing untracked at all: no git asked).
+ * @throws Error with git's or the file system's message
+ */
+async function recordIgnoredTops(links: WorktreeLinks, index: string, file: string, any: boolean, drivers: DriverNames): Promise<void> {
+  const ignored = any ? (await ignoredEntryBytes(links, index, undefined, drivers)).map(topOf) : [];
+  if (!ignored.length) {
+    fs.rmSync(file, { force: true });
+    return;
+  }
+  fs.writeFileSync(`${file}.tmp`, ignored.join('\0'), 'latin1');
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+/** The tops recorded by {@link recordIgnoredTops} (none recorded, or no record: empty). */
+function readIgnoredTops(file: string): string[] {
+  try {
+    return fs.readFileSync(file, 'latin1').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 /**
  * How long to wait before the worker may start, ms: where the recorded ctimes are whole seconds (`wholeSeconds`),
  * until the second of the newest one (`newestCtimeMs`, epoch ms) is over, plus RACY_MARGIN_MS; else 0. Pure.
@@ -186,7 +226,7 @@ export async function setAsideUndelivered(
   const result: Undelivered = { dir: freshName(path.join(attemptDir, 'undelivered')), count: 0, shown: [], unmoved: [] };
   const tops = await uncommittedTops(links, sealIndex, timeoutMs, drivers);
   const root = bytesOf(links.dir);
-  const sorter = new SealSorter(links.dir, preparedCopyDir(prepared), result);
+  const sorter = new SealSorter(links.dir, preparedCopyDir(prepared), result, readIgnoredTops(ignoredTopsFile(prepared)));
   const before = readRecords(prepared);
   let was = before.next();
   let n = 0;
@@ -232,10 +272,15 @@ class SealSorter {
   private restoredLast: string | null = null;
   /** Folders put back, made 0700 so their entries can be put back in them, and their modes, set at close. */
   private readonly dirModes: { abs: Buffer; mode: number }[] = [];
+  /**
+   * @param ignored the tops of what git ignored when the task was prepared ({@link recordIgnoredTops}): a recorded file
+   *   under one that the seal now holds is judged by {@link judgeCommitted}
+   */
   constructor(
     private readonly rootName: string,
     copies: string,
     private readonly result: Undelivered,
+    private readonly ignored: readonly string[] = [],
   ) {
     this.root = bytesOf(rootName);
     this.dest = bytesOf(result.dir);
@@ -265,11 +310,30 @@ class SealSorter {
    */
   passBy(rec: Entry): void {
     if (this.missingLast !== null && atOrUnder(rec.rel, this.missingLast)) return;
-    if (this.present(rec.rel)) return;
+    if (this.present(rec.rel)) {
+      this.judgeCommitted(rec);
+      return;
+    }
     if (rec.copy !== undefined && this.putBack(rec)) return;
     if (this.movedLast !== null && atOrUnder(rec.rel, this.movedLast)) return;
     this.missingLast = rec.rel;
     (this.result.missing ??= []).push(shownPath(rec.rel) + (rec.key.startsWith('d') ? '/' : ''));
+  }
+
+  /**
+   * A recorded file or link that is in the tree but was not walked: the seal holds it. Setup's own, untracked and not
+   * ignored (a lockfile `npm install` wrote), it is the worker's to change like any file of the commit. One git ignored
+   * at prepare is committed only because the worker changed the ignore rules: named in `replaced` unless it is as
+   * setup left it (its recorded key, or its copy's bytes and mode).
+   */
+  private judgeCommitted(rec: Entry): void {
+    if (rec.key.startsWith('d') || !this.ignored.some((top) => atOrUnder(rec.rel, top))) return;
+    const st = fs.lstatSync(bufferOf(`${this.root}/${rec.rel}`), { throwIfNoEntry: false });
+    if (st && statKey(st) === rec.key) return;
+    if (st && !st.isDirectory() && this.sameAsCopy({ rel: rec.rel, key: statKey(st) }, rec)) return;
+    const replaced = (this.result.replaced ??= { count: 0, shown: [] });
+    replaced.count++;
+    if (replaced.shown.length < SHOWN) replaced.shown.push(shownPath(rec.rel));
   }
 
   /** Closes the list of moved entries, and gives the folders put back their modes (deepest first). */

@@ -86,7 +86,7 @@ export const sealStep: Step = {
         );
       throw e;
     }
-    if (aside.count || aside.unmoved.length || aside.missing?.length || aside.restored?.length) {
+    if (aside.count || aside.unmoved.length || aside.missing?.length || aside.restored?.length || aside.replaced) {
       rec.undelivered = aside;
       if (aside.count) ctx.emit({ type: 'task-note', key: spec.key, note: `${undeliveredWords(aside)}; the check judges only what the commit holds` });
       if (aside.restored?.length) ctx.emit({ type: 'task-note', key: spec.key, note: restoredWords(aside.restored, aside.dir) });
@@ -172,7 +172,8 @@ export function taskRunDir(ctx: AttemptContext, key: string): string {
  * moved out of the check's sight into `undelivered`; a missing one is the check's and expect_files' to report), files
  * the seal does not hold that could not be moved out of the check's sight,
  * a symlink the worker added or changed that points outside the tree (the check would read bytes the commit does not
- * hold). A PASS with any of these is a FAIL.
+ * hold), a file setup made that git ignored and the commit now holds with the worker's content (Undelivered.replaced).
+ * A PASS with any of these is a FAIL.
  */
 export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelivered): string[] {
   const problems: string[] = [];
@@ -185,11 +186,21 @@ export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelive
     problems.push(`the worker made ${seal.nested.join(', ')} a git repository of its own; the task branch would hold only a link to commits it does not have`);
   const ignored = seal.unsealed.filter((f) => fs.existsSync(path.join(taskDir, f)) || (undelivered && fs.existsSync(path.join(undelivered.dir, f))));
   if (ignored.length) problems.push(`expected file(s) ${ignored.join(', ')} are ignored by git, so the sealed commit and the task branch do not hold them`);
+  if (undelivered?.replaced) problems.push(replacedWords(undelivered.replaced));
   if (undelivered?.unmoved.length)
     problems.push(
       `files the sealed commit does not hold could not be moved out of the check's sight, so the check may have read them: ${undelivered.unmoved.slice(0, 5).join('; ')}${undelivered.unmoved.length > 5 ? `, … (${undelivered.unmoved.length})` : ''}`,
     );
   return problems;
+}
+
+/**
+ * One line naming the files setup made that git ignored and the commit now holds with the worker's content
+ * (Undelivered.replaced): why that is not a PASS, and what the worker should do. Pure.
+ */
+export function replacedWords(replaced: { count: number; shown: readonly string[] }): string {
+  const more = replaced.count > replaced.shown.length ? `, … (${replaced.count})` : '';
+  return `the commit holds ${replaced.shown.join(', ')}${more}, which setup made and git ignored when the task was prepared, with content of the worker's: the check, and the merge queue's re-check after setup, would read the worker's version instead of setup's — leave setup's output ignored (keep the .gitignore rules) and do not commit it`;
 }
 
 /**
