@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fallbackIdentityArgs } from './identity';
 import { explainGitFailure } from './git-errors';
-import { withLock, withSharedLock } from '../fs/lock';
+import { withLock } from '../fs/lock';
 import { initSubmodules } from './submodules';
 import { gitFor, gitRunner, readDriverNames, runGit, type ByteGit, type DriverNames, type RawGit } from './safe-git';
 import { untrustedGitlinks } from './submodule-trust';
@@ -14,6 +14,7 @@ import { keepParentEntries, parseRawZ, unchangedFromParent, writeSealedBytes, ty
 import { listSpecialFiles, removeSpecialFiles } from './special-files';
 import { fsPath, nameFromBytes, readLinkName, showName, showPath } from '../fs/byte-names';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
+import { REGISTER_TIMEOUT_MS, registerWorktree, removeRegistered, worktreeLockPath } from './worktree-lock';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -73,16 +74,9 @@ export interface AddWorktreeOptions {
   existingBranch?: boolean;
   /** How the tree is made (docs/trees.md); absent: a full checkout. */
   tree?: TreeChoice;
-  /** Time limit of each git command of the branch and the registration, ms (default REGISTER_TIMEOUT_MS). */
+  /** Time limit of each git command of the branch and the registration (and of taking them back on a failure), ms (default REGISTER_TIMEOUT_MS). */
   registerTimeoutMs?: number;
 }
-
-/**
- * How long the branch's and the registration's git commands may take, ms. `git worktree add` opens every registered
- * worktree's HEAD, and a worker may write its own (it commits there): a FIFO put there holds every add of the
- * repository until it is killed, and the lock with it.
- */
-export const REGISTER_TIMEOUT_MS = 60_000;
 
 /**
  * A task's tree: a full checkout; a sparse checkout of `cone` (git/sparse-cone.ts; `['']` is the whole tree); or an
@@ -108,12 +102,12 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   // Each task dir in a block group of its own (ext4): see process/top-dir.ts.
   await markTopDir(path.dirname(dir));
-  // `branch`, `worktree add --no-checkout` and `update-ref -d` run nothing a driver names: no config read, no simple-git
-  // (see runGit); `worktree remove` on a failure path still goes through gitFor.
+  // `branch`, `worktree add --no-checkout`, `update-ref -d` and, on a failure path, `worktree remove` and `prune` run
+  // nothing a driver names: no config read, no simple-git (see runGit).
   // Started by the spawn helper (`quiet`: none prints anything wanted), not forked from the orchestrator.
   const timeoutMs = opts.registerTimeoutMs ?? REGISTER_TIMEOUT_MS;
   const git = { raw: (args: string[]) => runGit(repo.root, args, { noDrivers: true, quiet: true, timeoutMs }) };
-  const lock = path.join(repo.commonDir, 'verdict-worktree');
+  const lock = worktreeLockPath(repo.commonDir);
   const failed = (e: Error) => new Error(`git worktree add ${dir} failed: ${explainGitFailure(e.message, { root: repo.root, worktree: dir, branch })}`);
   // The branch is made outside the repository lock (creating one ref takes only that ref's own lock in git), while the
   // worktree is registered: git refuses an existing branch, and then nothing of this call is left. Into a folder
@@ -154,7 +148,8 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
       // folder made above goes, so the folder stays missing as git's message says.
       // Nothing registered for the folder (git writes its `.git` file when it registers it): nothing to remove with
       // git either, whose `worktree remove` reads every registration again.
-      if (!dirExisted && !/already registered/.test(refusedAdd.message) && fs.existsSync(path.join(dir, '.git'))) await removeWorktreeQuietly(repo.root, dir);
+      if (!dirExisted && !/already registered/.test(refusedAdd.message) && fs.existsSync(path.join(dir, '.git')))
+        await removeRegistered(repo.root, dir, timeoutMs);
       else if (!dirExisted) removeEmptyDir(dir);
       await dropBranch();
     });
@@ -162,12 +157,12 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
   }
   const undo = (): Promise<void> =>
     withLock(lock, async () => {
-      await removeWorktreeQuietly(repo.root, dir);
+      await removeRegistered(repo.root, dir, timeoutMs);
       await dropBranch();
     });
   const refused = await branchMade;
   if (refused) {
-    await withLock(lock, () => removeWorktreeQuietly(repo.root, dir));
+    await withLock(lock, () => removeRegistered(repo.root, dir, timeoutMs));
     throw failed(refused);
   }
   const links = await checkOutRegistered(repo, dir, branch, opts.tree ?? { kind: 'worktree' }, undo);
@@ -180,42 +175,6 @@ export async function addWorktree(repo: RepoInfo, dir: string, branch: string, o
     }
   }
   return withBaseIndex(dir, links, repo.baseSha, opts.tree);
-}
-
-/**
- * git's refusal when it read a registration that another `worktree add` was still writing: an empty `commondir` (git
- * reads every registered worktree's HEAD through it, and dies on an empty one: "failed to read
- * .git/worktrees/t15/commondir: Success"). It comes before the refused add has made anything. Matched by the path git
- * names, "…/worktrees/<name>/commondir: <why>", not by its words: git speaks the user's language.
- */
-const HALF_WRITTEN_REGISTRATION = /\/worktrees\/[^/\s]+\/commondir: /;
-/** Pauses before each new try of a registration refused as {@link HALF_WRITTEN_REGISTRATION}, ms (1.55 s in all). */
-const REGISTER_RETRY_MS = [50, 100, 200, 400, 800];
-
-/**
- * Registers `dir` as a worktree of the repository with a detached HEAD at `sha` (`git worktree add --no-checkout
- * --detach`); returns null, or git's refusal. The registrations of this process run side by side under the
- * repository's lock `lock` (withSharedLock); removing one waits for them (withLock). git makes each registration's admin
- * folder with mkdir (a taken name gets a number) and writes only inside it; relative paths (git 2.48's
- * worktree.useRelativePaths) would also write the shared config, so they are off. An add that read another's
- * registration half-written (1 or 2 in 1,000 at 64 lanes, measured) is tried again alone (withLock: no add of this
- * process runs beside it, and the lock keeps other Verdict processes out), after a pause, up to five times.
- * @param git runs one git command in the repository (rejects with git's message)
- * @param lock the repository's worktree lock path (addWorktree's `<commonDir>/verdict-worktree`)
- */
-export async function registerWorktree(git: { raw: (args: string[]) => Promise<string> }, lock: string, dir: string, sha: string): Promise<Error | null> {
-  const add = () =>
-    git.raw(['-c', 'worktree.useRelativePaths=false', 'worktree', 'add', '--quiet', '--no-checkout', '--detach', dir, sha]).then(
-      () => null,
-      (e: Error) => e,
-    );
-  let refused = await withSharedLock(lock, add);
-  for (const ms of REGISTER_RETRY_MS) {
-    if (!refused || !HALF_WRITTEN_REGISTRATION.test(refused.message)) break;
-    await new Promise((resolve) => setTimeout(resolve, ms));
-    refused = await withLock(lock, add);
-  }
-  return refused;
 }
 
 /**
@@ -977,18 +936,6 @@ function removeEmptyDir(dir: string): void {
   } catch {
     // not empty, or gone: not ours to remove
   }
-}
-
-async function removeWorktreeQuietly(root: string, dir: string): Promise<void> {
-  // Within REGISTER_TIMEOUT_MS a command: `worktree remove` reads every registration (see REGISTER_TIMEOUT_MS).
-  const git = gitFor(root, { timeoutMs: REGISTER_TIMEOUT_MS });
-  try {
-    await git.raw(['worktree', 'remove', '--force', '--force', dir]);
-  } catch {
-    // nothing was registered, or git refused (submodules): fall through to remove the folder, then prune
-  }
-  fs.rmSync(dir, { recursive: true, force: true });
-  await git.raw(['worktree', 'prune']).catch(() => undefined);
 }
 
 /**
