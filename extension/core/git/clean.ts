@@ -4,7 +4,8 @@ import { releaseOverlays } from './overlay-tree';
 import { unmountOverlay } from './overlay';
 import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
-import { gitFor } from './safe-git';
+import { gitFor, runGit } from './safe-git';
+import { gitCommonDir, REGISTER_TIMEOUT_MS, removeWorktreeLocked, worktreeLockPath } from './worktree-lock';
 import { processesIn } from '../process/in-use';
 import { readDirOrEmpty } from '../fs/read-dir';
 
@@ -161,24 +162,19 @@ async function cleanOneRun(run: CleanCandidate, opts: CleanOptions, actions: Cle
     const lock = await worktreeLock(repo).catch(() => null);
     if (!lock) continue;
     if (!opts.dryRun)
-      await withLock(lock, () =>
-        gitFor(repo, { trusted: true })
-          .raw(['worktree', 'prune'])
-          .catch(() => undefined),
-      );
+      await withLock(lock, () => runGit(repo, ['worktree', 'prune'], { noDrivers: true, quiet: true, timeoutMs: REGISTER_TIMEOUT_MS }).catch(() => undefined));
     await handleBranches(repo, lock, run.runId, opts, actions);
   }
 }
 
 /**
- * The per-repository worktree lock of `repo` (`<git common dir>/verdict-worktree`, as git/worktree.ts addWorktree takes
- * it). `worktree prune`, `worktree remove` and `branch -D` run under it: they read every registered worktree, and die
- * on one a run's `worktree add` is still writing.
+ * The per-repository worktree lock of `repo` (git/worktree-lock.ts). `worktree prune`, `worktree remove` and `branch
+ * -D` run under it, each within REGISTER_TIMEOUT_MS: they read every registered worktree, and die on one a run's
+ * `worktree add` is still writing, or wait forever on a HEAD a worker made a FIFO.
  * @throws Error with git's message when `repo` is no repository
  */
 async function worktreeLock(repo: string): Promise<string> {
-  const commonDir = path.resolve(repo, (await gitFor(repo, { trusted: true }).revparse(['--git-common-dir'])).trim());
-  return path.join(commonDir, 'verdict-worktree');
+  return worktreeLockPath(await gitCommonDir(repo));
 }
 
 /** Deletes (with --branches, under the repository's worktree lock `lock`) or reports the run's task branches in `repo`. */
@@ -196,7 +192,7 @@ async function handleBranches(repo: string, lock: string, runId: string, opts: C
     }
     if (!opts.dryRun) {
       try {
-        await withLock(lock, () => git.raw(['branch', '-D', branch]));
+        await withLock(lock, () => runGit(repo, ['branch', '-D', branch], { noDrivers: true, quiet: true, timeoutMs: REGISTER_TIMEOUT_MS }));
       } catch (e) {
         actions.push({ kind: 'failed', runId, what: `branch ${branch}`, reason: explainGitFailure((e as Error).message, { root: repo, branch }) });
         continue;
@@ -215,17 +211,13 @@ async function reachableElsewhere(repo: string, sha: string, prefix: string): Pr
 }
 
 /**
- * Removes one worktree folder: `git worktree remove --force --force` in its repository under the per-repository
- * worktree lock; when git refuses (submodules, a lock) or the repository is gone, the folder is deleted and the
- * registration left for `git worktree prune`.
+ * Removes one worktree folder: in its repository, removeWorktreeLocked (`git worktree remove --force --force`, the
+ * folder, `git worktree prune`, under the per-repository worktree lock); when the repository is gone, the folder is
+ * deleted.
+ * @throws Error when the repository's lock cannot be taken or its git dir not found (the folder is kept then)
  */
 async function removeWorktree(repo: string | null, dir: string): Promise<void> {
-  if (repo && fs.existsSync(repo)) {
-    const git = gitFor(repo, { trusted: true });
-    await withLock(await worktreeLock(repo), async () => {
-      await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
-    });
-  }
+  if (repo && fs.existsSync(repo)) await removeWorktreeLocked(repo, dir);
   fs.rmSync(dir, { recursive: true, force: true });
 }
 

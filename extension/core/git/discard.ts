@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { withLock } from '../fs/lock';
 import { processesIn } from '../process/in-use';
-import { explainGitFailure } from './git-errors';
-import { gitFor } from './safe-git';
+import { removeWorktreeLocked } from './worktree-lock';
 import { unmountOverlay } from './overlay';
 
 /** What discarding one task did. */
@@ -31,28 +29,13 @@ export async function discardTaskWorktree(repo: string, dir: string, branch: str
         .map((p) => `pid ${p.pid} ${p.command}`)
         .join(', ')}${inside.length > 3 ? ', …' : ''})`,
     );
-  const git = gitFor(repo, { trusted: true });
   const existed = fs.existsSync(dir);
   // An overlay tree still mounted (kept at its run's end while someone worked in it, or left by a crash): unmounted
   // first, since its mount point cannot be removed (EBUSY); its upper layer goes with it below.
   await unmountOverlay(dir);
-  const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
   // All under the lock: `branch -D` and `worktree prune` read every registration, and die on one a run's
-  // `worktree add` is still writing (git/worktree.ts registerWorktree).
-  const sha = await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
-    await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
-    fs.rmSync(dir, { recursive: true, force: true });
-    await git.raw(['worktree', 'prune']).catch(() => undefined);
-    const held = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}`]).catch(() => '')).trim() || null;
-    if (held) {
-      try {
-        await git.raw(['branch', '-D', branch]);
-      } catch (e) {
-        throw new Error(explainGitFailure((e as Error).message, { root: repo, branch }));
-      }
-    }
-    return held;
-  });
+  // `worktree add` is still writing (git/worktree-lock.ts).
+  const sha = await removeWorktreeLocked(repo, dir, { branch, branchMustGo: true });
   // Keys never start with a dot: the run's worktrees folder holds `.objects/<key>` and `.index/<key>` beside them.
   const key = path.basename(dir);
   fs.rmSync(path.join(path.dirname(dir), '.objects', key), { recursive: true, force: true });

@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { fallbackIdentityArgs } from './identity';
-import { withLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
 import { gitFor } from './safe-git';
+import { addBranchWorktree, addDetachedWorktree, removeWorktreeLocked } from './worktree-lock';
 
 /** One passed task to merge into the repository's current branch. */
 export interface MergeRequest {
@@ -178,7 +178,7 @@ export async function mergeTask(
     };
   }
   const target = (await git.revparse(['HEAD'])).trim();
-  const dir = await checkoutForMerge(git, req);
+  const dir = await checkoutForMerge(req);
   try {
     const wt = gitFor(dir, { trusted: true });
     if ((await wt.raw(['status', '--porcelain'])).trim()) {
@@ -221,7 +221,7 @@ export async function mergeTask(
     merged.push({ req, paths });
     return mergedOutcome(req.key, (await git.revparse(['HEAD'])).trim(), paths);
   } finally {
-    await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
+    await dropCheckout(req.repo, dir);
   }
 }
 
@@ -268,12 +268,19 @@ async function suiteOutcome(
  * never files the worker or the check left untracked (or ignored) in the task's own worktree, and never git files the
  * worker could write there.
  */
-async function checkoutForMerge(git: SimpleGit, req: MergeRequest): Promise<string> {
+async function checkoutForMerge(req: MergeRequest): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `verdict-merge-${req.key}-`));
-  const commonDir = path.resolve(req.repo, (await git.revparse(['--git-common-dir'])).trim());
   // The task's own worktree may still have the branch checked out; `--force` lets a second worktree check it out.
-  await withLock(path.join(commonDir, 'verdict-worktree'), () => git.raw(['worktree', 'add', '--quiet', '--force', dir, req.branch]));
+  await addBranchWorktree(req.repo, dir, req.branch, { force: true });
   return dir;
+}
+
+/**
+ * Removes a temporary checkout of the merge (under the repository's worktree lock: a run may be adding worktrees beside
+ * the merge, see git/worktree-lock.ts); its folder at least, whatever git said. Never throws.
+ */
+async function dropCheckout(repo: string, dir: string): Promise<void> {
+  await removeWorktreeLocked(repo, dir).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
 }
 
 /** The branch checked out in the repository of `git` (its short name), or `HEAD` when detached. */
@@ -310,14 +317,12 @@ export class SuiteResults {
 
 /** Runs `fn` in a temporary detached worktree of `commit`, removed after (whatever `fn` left in it). */
 async function withCheckoutAt<T>(repo: string, commit: string, fn: (dir: string) => Promise<T>): Promise<T> {
-  const git = gitFor(repo, { trusted: true });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-suite-'));
-  const commonDir = path.resolve(repo, (await git.revparse(['--git-common-dir'])).trim());
-  await withLock(path.join(commonDir, 'verdict-worktree'), () => git.raw(['worktree', 'add', '--quiet', '--detach', '--force', dir, commit]));
+  await addDetachedWorktree(repo, dir, commit, { force: true });
   try {
     return await fn(dir);
   } finally {
-    await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
+    await dropCheckout(repo, dir);
   }
 }
 

@@ -11,7 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { withLock } from '../fs/lock';
-import { gitFor, runGit } from './safe-git';
+import { runGit } from './safe-git';
+import { removeWorktreeLocked } from './worktree-lock';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
 import { isolateRunRoot, releaseRunRoot, unmountOverlay, overlayMountsUnder, readMountInfo } from './overlay';
 
@@ -76,12 +77,7 @@ export function lowerLayer(commonDir: string, sha: string, runRoot: string): Pro
 export async function removeOverlayTree(repoRoot: string | null, commonDir: string | null, dir: string): Promise<'unmounted' | 'detached' | 'not-mounted'> {
   const how = await unmountOverlay(dir);
   fs.rmSync(path.join(path.dirname(dir), '.overlay', path.basename(dir)), { recursive: true, force: true });
-  if (repoRoot && commonDir && fs.existsSync(repoRoot)) {
-    const git = gitFor(repoRoot, { trusted: true });
-    await withLock(path.join(commonDir, 'verdict-worktree'), async () => {
-      await git.raw(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
-    });
-  }
+  if (repoRoot && commonDir && fs.existsSync(repoRoot)) await removeWorktreeLocked(repoRoot, dir, { commonDir });
   fs.rmSync(dir, { recursive: true, force: true });
   // The task's index link and the worker's own git objects (see addWorktree, worktreeStepAccess).
   fs.rmSync(path.join(path.dirname(dir), '.index', path.basename(dir)), { force: true });

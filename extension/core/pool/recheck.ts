@@ -10,8 +10,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { gitFor } from '../git/safe-git';
 import { readWorktreeLinks } from '../git/worktree';
+import { addDetachedWorktree, removeWorktreeLocked } from '../git/worktree-lock';
 import { recordFiles, type AttemptRecord } from '../run/attempt-record';
 import { runCheck } from '../run/check';
 import { baseCheckInputs } from '../run/merge-plan';
@@ -45,11 +45,8 @@ export async function recheckHere(ctx: AttemptContext, task: TaskRuntime, rec: A
   if (!repo || !commit) return { ran: false, reason: 'no repository or commit here to re-check' };
   const { spec } = task;
   const dir = task.state.dir;
-  const git = gitFor(repo.root);
-  const drop = async () => {
-    await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
-    await git.raw(['worktree', 'prune']).catch(() => undefined);
-  };
+  // Under the repository's worktree lock: the run's own adds may be registering beside the re-check (see git/worktree-lock.ts).
+  const drop = () => removeWorktreeLocked(repo.root, dir, { commonDir: repo.commonDir }).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
   const saved = { links: task.links, protected: task.protected, inputsDir: task.inputsDir, inputSources: task.inputSources, port: task.state.port };
   try {
     if (fs.existsSync(dir)) await drop();
@@ -131,7 +128,7 @@ async function recheckCheckout(
   job: AttemptJob,
 ): Promise<string[] | Recheck> {
   try {
-    await gitFor(repo.root).raw(['worktree', 'add', '--quiet', '--detach', dir, commit]);
+    await addDetachedWorktree(repo.root, dir, commit, { commonDir: repo.commonDir });
     task.links = readWorktreeLinks(dir, repo.commonDir);
     const start = await startPoint(repo, task.spec.key, job.startFrom);
     return await baseCheckInputs(dir, start, task.spec);

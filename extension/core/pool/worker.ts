@@ -14,6 +14,7 @@ import type { EngineSpec } from '../../../engines/types';
 import { runDir, worktreePath } from '../config/home';
 import { withLock } from '../fs/lock';
 import { gitFor } from '../git/safe-git';
+import { removeWorktreeLocked } from '../git/worktree-lock';
 import { StateFile, type AttemptState, type RunState } from '../live/state';
 import type { Manifest, TaskSpec } from '../manifest/types';
 import type { SandboxMode } from '../process/sandbox';
@@ -576,12 +577,12 @@ async function syncCheckout(wHome: string, job: AttemptJob): Promise<string> {
   });
 }
 
-/** Removes the task's worktree and local branch, when there (the work is on the remote). */
+/**
+ * Removes the task's worktree and local branch, when there (the work is on the remote), under the clone's worktree
+ * lock: the other jobs of this worker add theirs in the same clone (see git/worktree-lock.ts). Never throws.
+ */
 async function dropTaskDir(checkout: string, dir: string, branch: string): Promise<void> {
-  const git = gitFor(checkout);
-  if (fs.existsSync(dir)) await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
-  await git.raw(['worktree', 'prune']).catch(() => undefined);
-  await git.raw(['branch', '-D', branch]).catch(() => undefined);
+  await removeWorktreeLocked(checkout, dir, { branch }).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
 }
 
 function tailOf(file: string): string {

@@ -7,8 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { gitFor } from '../../../git/safe-git';
 import { readWorktreeLinks } from '../../../git/worktree';
+import { addDetachedWorktree, removeWorktreeLocked } from '../../../git/worktree-lock';
 import { critiqueStep } from './step';
 import type { Step } from '../../steps/context';
 
@@ -25,15 +25,13 @@ export function critiqueHereStep(): Step {
     async run(ctx, task, rec, io) {
       if (!ctx.repo || !rec.commit) throw new Error('a critique round on the pool needs the passed commit here');
       const dir = task.state.dir;
-      const git = gitFor(ctx.repo.root);
-      const drop = async () => {
-        await git.raw(['worktree', 'remove', '--force', dir]).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
-        await git.raw(['worktree', 'prune']).catch(() => undefined);
-      };
+      const { root, commonDir } = ctx.repo;
+      // Under the repository's worktree lock: the run's own adds may be registering beside this step (see git/worktree-lock.ts).
+      const drop = () => removeWorktreeLocked(root, dir, { commonDir }).catch(() => fs.rmSync(dir, { recursive: true, force: true }));
       if (fs.existsSync(dir)) await drop();
       fs.mkdirSync(path.dirname(dir), { recursive: true });
-      await git.raw(['worktree', 'add', '--quiet', '--detach', dir, rec.commit]);
-      task.links = readWorktreeLinks(dir, ctx.repo.commonDir);
+      await addDetachedWorktree(root, dir, rec.commit, { commonDir });
+      task.links = readWorktreeLinks(dir, commonDir);
       try {
         return await critiqueStep.run(ctx, task, rec, io);
       } finally {
