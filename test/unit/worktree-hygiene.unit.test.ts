@@ -134,24 +134,35 @@ describe('worktree hygiene', function () {
       assert.deepEqual(fs.readdirSync(path.join(root, '.git', 'worktrees')), ['other']);
     });
 
-    it("another worktree's HEAD made a FIFO (a worker writes its own): the add is stopped at its time limit, nothing of it is left, and the next add lands", async () => {
+    it("another worktree's HEAD made a FIFO (a worker writes its own): the add is stopped at its time limit, the HEAD replaced by a detached one, and the add lands", async () => {
       const dir = tempDir();
       const repo = await inspectRepo(makeRepo(path.join(dir, 'repo')), 'HEAD');
       await addWorktree(repo, path.join(dir, 'wt', 'evil'), taskBranch('r1', 'evil'));
       const head = path.join(repo.commonDir, 'worktrees', 'evil', 'HEAD');
-      const sha = fs.readFileSync(head, 'utf8');
       fs.rmSync(head);
       execFileSync('mkfifo', [head]);
-      await assert.rejects(
-        addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'), { registerTimeoutMs: 1500 }),
-        /git worktree timed out after 1500 ms/,
-      );
-      assert.equal(fs.existsSync(path.join(dir, 'wt', 'next')), false);
-      assert.deepEqual(verdictBranches(repo.root), [taskBranch('r1', 'evil')]);
-      fs.rmSync(head);
-      fs.writeFileSync(head, sha);
-      await addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'));
+      const t0 = Date.now();
+      await addWorktree(repo, path.join(dir, 'wt', 'next'), taskBranch('r1', 'next'), { registerTimeoutMs: 1500 });
+      assert.ok(Date.now() - t0 >= 1500, 'the first add was stopped at its time limit');
       assert.ok(fs.existsSync(path.join(dir, 'wt', 'next', 'README.md')));
+      assert.ok(fs.lstatSync(head).isFile(), 'the FIFO is replaced');
+      assert.equal(fs.readFileSync(head, 'utf8'), `${repo.baseSha}\n`);
+      assert.deepEqual(verdictBranches(repo.root).sort(), [taskBranch('r1', 'evil'), taskBranch('r1', 'next')].sort());
+    });
+
+    it('an add stopped at its time limit with no HEAD to blame is refused, saying so, and leaves nothing', async () => {
+      const { dir, root, lock } = halfWritten();
+      fs.writeFileSync(path.join(root, '.git', 'worktrees', 'other', 'commondir'), '../..\n');
+      let tries = 0;
+      const raw = (args: string[]) => {
+        if (args.includes('worktree')) tries++;
+        return args.includes('worktree')
+          ? Promise.reject(new Error('git worktree timed out after 5 ms and was stopped'))
+          : runGit(root, args, { noDrivers: true });
+      };
+      const refused = await registerWorktree({ raw }, lock, path.join(dir, 'wt', 'd'), git(root, 'rev-parse', 'HEAD'));
+      assert.match(refused?.message ?? '', /timed out after 5 ms and was stopped; no registration's HEAD was found that git waits on/);
+      assert.equal(tries, 1, 'not tried again');
     });
 
     it('any other refusal is not tried again', async () => {

@@ -132,7 +132,7 @@ describe("the repository lock's worktree commands (git/worktree-lock.ts)", funct
     assert.equal(await removeWorktreeLocked(root, other, { branch: 'gone' }), null);
   });
 
-  it("another worktree's HEAD made a FIFO: the remove and the add are stopped at their time limit instead of waiting forever", async () => {
+  it("another worktree's HEAD made a FIFO: the remove and the add are stopped at their time limit, the HEAD replaced; the remove is done, the add lands", async () => {
     const dir = tempDir();
     const root = makeRepo(path.join(dir, 'repo'));
     const sha = git(root, 'rev-parse', 'HEAD');
@@ -144,7 +144,15 @@ describe("the repository lock's worktree commands (git/worktree-lock.ts)", funct
     execFileSync('mkfifo', [head]);
     await removeWorktreeLocked(root, victim, { timeoutMs: 1000, branch: 'main' });
     assert.equal(fs.existsSync(victim), false);
-    await assert.rejects(addDetachedWorktree(root, path.join(dir, 'wt', 'next'), sha, { timeoutMs: 1000 }), /timed out after 1000 ms/);
-    assert.equal(fs.existsSync(path.join(dir, 'wt', 'next', '.git')), false);
+    assert.equal(fs.existsSync(path.join(root, '.git', 'worktrees', 'victim')), false, "the victim's registration is pruned (prune opens no HEAD)");
+    assert.ok(fs.lstatSync(head).isFile(), 'the FIFO is replaced after the stopped remove');
+    assert.equal(fs.readFileSync(head, 'utf8'), `${sha}\n`, 'by a detached HEAD');
+    // Again, for the add: stopped once, the HEAD replaced, then it lands.
+    fs.rmSync(head);
+    execFileSync('mkfifo', [head]);
+    const next = path.join(dir, 'wt', 'next');
+    await addDetachedWorktree(root, next, sha, { timeoutMs: 1000 });
+    assert.ok(fs.existsSync(path.join(next, 'README.md')));
+    assert.ok(fs.lstatSync(head).isFile(), 'the FIFO is replaced');
   });
 });

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { withLock, withSharedLock } from '../fs/lock';
 import { explainGitFailure } from './git-errors';
+import { repairedWords, repairRegistrationHeads } from './registration-heads';
 import { runGit } from './safe-git';
 
 /**
@@ -57,13 +58,57 @@ export async function addUnderLock(git: { raw: (args: string[]) => Promise<strin
       () => null,
       (e: Error) => e,
     );
+  const started = Date.now();
   let refused = await withSharedLock(lock, add);
   for (const ms of REGISTER_RETRY_MS) {
     if (!refused || !HALF_WRITTEN_REGISTRATION.test(refused.message)) break;
     await new Promise((resolve) => setTimeout(resolve, ms));
     refused = await withLock(lock, add);
   }
+  if (refused && STOPPED.test(refused.message)) refused = await afterStopped(git, lock, add, refused, started);
   return refused;
+}
+
+/** runGit's words for a command stopped at its time limit (git/safe-git.ts). */
+const STOPPED = /timed out after \d+ ms/;
+/** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
+const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+/** When each lock's registrations last had a HEAD repaired (epoch ms), by lock path. */
+const lastRepair = new Map<string, number>();
+
+/**
+ * An add stopped at its time limit (`stopped`, begun at `started`): most likely a registration's HEAD a worker made
+ * something git waits on (a FIFO). Under the lock taken alone, such HEADs are replaced by a detached HEAD at the main
+ * worktree's commit (git/registration-heads.ts) and the add is tried once more, alone, when this call or another one
+ * since it began repaired one; else, or when it is refused again, the refusal says what was found.
+ */
+/**
+ * The commit of the main worktree's HEAD of the repository whose shared git directory is `commonDir` (`rev-parse` run
+ * there reads that HEAD only, never a registration's), or null when there is none (an unborn branch).
+ */
+async function mainHead(commonDir: string): Promise<string | null> {
+  const sha = (
+    await runGit(commonDir, ['rev-parse', '--verify', '--quiet', 'HEAD^{commit}'], { noDrivers: true, timeoutMs: REGISTER_TIMEOUT_MS }).catch(() => '')
+  ).trim();
+  return OBJECT_ID.test(sha) ? sha : null;
+}
+
+async function afterStopped(
+  git: { raw: (args: string[]) => Promise<string> },
+  lock: string,
+  add: () => Promise<Error | null>,
+  stopped: Error,
+  started: number,
+): Promise<Error | null> {
+  const commonDir = path.dirname(lock);
+  const sha = await mainHead(commonDir);
+  const repaired = sha ? await withLock(lock, async () => repairRegistrationHeads(commonDir, sha)) : [];
+  if (repaired.length) lastRepair.set(lock, Date.now());
+  if (!repaired.length && (lastRepair.get(lock) ?? 0) < started)
+    return new Error(`${stopped.message}; no registration's HEAD was found that git waits on (git/registration-heads.ts)`);
+  const again = await withLock(lock, add);
+  const what = repaired.length ? `the HEAD of registration(s) ${repairedWords(repaired)} was replaced` : "another add replaced a registration's HEAD";
+  return again && new Error(`${again.message} (tried again after ${what})`);
 }
 
 /**
@@ -194,8 +239,20 @@ export async function removeWorktreeLocked(root: string, dir: string, opts: Remo
  */
 export async function removeRegistered(root: string, dir: string, timeoutMs: number = REGISTER_TIMEOUT_MS): Promise<void> {
   const git = (args: string[]) => runGit(root, args, { noDrivers: true, quiet: true, timeoutMs });
-  // Nothing registered for it, or git refused (submodules): the folder goes below, then prune drops the registration.
-  if (fs.existsSync(dir)) await git(['worktree', 'remove', '--force', '--force', dir]).catch(() => undefined);
+  // Nothing registered for it, or git refused (submodules): the folder goes below, then prune drops the registration
+  // (prune opens no registration's HEAD).
+  const removed = fs.existsSync(dir)
+    ? await git(['worktree', 'remove', '--force', '--force', dir]).then(
+        () => null,
+        (e: Error) => e,
+      )
+    : null;
   fs.rmSync(dir, { recursive: true, force: true });
   await git(['worktree', 'prune']).catch(() => undefined);
+  // Stopped: a registration's HEAD holds git (see afterStopped); replaced, so the repository's next commands do not wait.
+  if (removed && STOPPED.test(removed.message)) {
+    const commonDir = await gitCommonDir(root).catch(() => null);
+    const sha = commonDir && (await mainHead(commonDir));
+    if (commonDir && sha) repairRegistrationHeads(commonDir, sha);
+  }
 }
