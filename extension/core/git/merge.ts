@@ -201,15 +201,18 @@ export async function mergeTask(
         reason: conflicts.length ? `rebase onto the current branch conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}`,
       };
     }
+    // Read before the re-check: it runs the work's own code in `dir`, which may rewrite `dir/.git` (a HEAD of its own).
+    const rebased = (await wt.revparse(['HEAD'])).trim();
     const check = await req.recheck(dir, target);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
-    const rebased = (await wt.revparse(['HEAD'])).trim();
-    const paths = await deliveredPaths(wt, target);
+    const paths = await deliveredPaths(git, target, rebased);
     const refused =
       (await breaksEarlier(req, rebased, target, paths, merged)) ?? (req.suite ? await suiteOutcome(req, req.suite, suites, rebased, target, lastGood) : null);
     if (refused) return refused;
+    const moved = await branchMovedFrom(git, req.branch, rebased);
+    if (moved) return { key: req.key, status: 'BLOCKED', conflicts: [], reason: moved };
     try {
-      await git.raw(['merge', '--ff-only', '--quiet', req.branch]);
+      await git.raw(['merge', '--ff-only', '--quiet', rebased]);
     } catch (e) {
       return {
         key: req.key,
@@ -577,13 +580,15 @@ async function rebaseDetached(req: MergeRequest, onto: string, merged: Delivered
         reason: conflicts.length ? `rebase onto the merges before it conflicts in ${conflicts.join(', ')}` : `rebase failed: ${(e as Error).message.trim()}`,
       };
     }
+    // Read before the re-check, which runs the work's own code in `dir` (see mergeTask).
+    const rebased = (await wt.revparse(['HEAD'])).trim();
     const check = await req.recheck(dir, onto);
     if (!check.passed) return { key: req.key, status: 'CHECK_FAILED', output: check.output, reason: `after the rebase ${check.reason}; nothing was merged` };
-    const paths = await deliveredPaths(wt, onto);
-    const undone = await breaksEarlier(req, (await wt.revparse(['HEAD'])).trim(), onto, paths, merged);
+    const paths = await deliveredPaths(gitFor(req.repo, { trusted: true }), onto, rebased);
+    const undone = await breaksEarlier(req, rebased, onto, paths, merged);
     if (undone) return undone;
     merged.push({ req, paths });
-    return { sha: (await wt.revparse(['HEAD'])).trim(), paths };
+    return { sha: rebased, paths };
   });
 }
 
@@ -616,9 +621,23 @@ async function deliveredHere(repo: string, into: string, before: readonly Delive
   return here;
 }
 
-/** The paths the rebased branch checked out in `wt` changes against `onto` (added, changed, deleted; renames as two). */
-async function deliveredPaths(wt: SimpleGit, onto: string): Promise<string[]> {
-  return (await wt.raw(['diff', '--name-only', '--no-renames', '-z', onto, 'HEAD'])).split('\0').filter(Boolean);
+/**
+ * The paths the rebased commit `rebased` changes against `onto` (added, changed, deleted; renames as two), read through
+ * the repository's own `git`, never through the merge checkout's `.git`, which the re-check could rewrite.
+ */
+async function deliveredPaths(git: SimpleGit, onto: string, rebased: string): Promise<string[]> {
+  return (await git.raw(['diff', '--name-only', '--no-renames', '-z', onto, rebased])).split('\0').filter(Boolean);
+}
+
+/**
+ * Why `branch` cannot be fast-forwarded as checked: it no longer holds `rebased`, the commit the re-check and the
+ * guards judged (moved while they ran); null when it does.
+ */
+async function branchMovedFrom(git: SimpleGit, branch: string, rebased: string): Promise<string | null> {
+  const now = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]).catch(() => '')).trim();
+  return now === rebased
+    ? null
+    : `branch ${branch} moved while its re-check ran (${now.slice(0, 10) || 'gone'}, checked ${rebased.slice(0, 10)}); nothing was merged`;
 }
 
 /**
