@@ -5,8 +5,9 @@ import { git, makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fi
 import { merge, run, workVerdicts } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
-// Hostile review 4: each case reproduces one finding against the build it was found on (02da8b2); each fails there.
-// The assertion states the correct outcome.
+// Hostile review 4 (2026-12-07): each case reproduces one finding against the build it was found on (02da8b2); each
+// failed there and passes with its fix (run/undelivered.ts judgeCommitted for a folder; git/merge.ts reading the rebased
+// commit before the re-check and through the repository's own git). The assertion states the correct outcome.
 
 const opts = { max_attempts: 1, network: false };
 
@@ -48,7 +49,7 @@ describe('hostile review 4: ways around the seal, the merge queue and best-of-N'
       tasks: [scriptTask('t', 'rm -rf build; mkdir mine; echo STRICT=0 > mine/env.sh; ln -s mine build; echo 41 > answer.txt', 'bash check.sh', opts)],
     });
     const r = await run(file, dir);
-    // Observed: t PASS ("lenient"), and `verdict merge` merged it. run/undelivered.ts SealSorter.passBy finds
+    // Was: t PASS ("lenient"), and `verdict merge` merged it. run/undelivered.ts SealSorter.passBy finds
     // build/env.sh not `present` (its parent is a link), cannot put it back through the link, and names it only as
     // missing (a note); judgeCommitted is never asked, since the link `build` is a folder record ('d') to it.
     assert.deepEqual(workVerdicts(dir), ['t:FAIL'], r.all);
@@ -74,7 +75,7 @@ describe('hostile review 4: ways around the seal, the merge queue and best-of-N'
     const r = await run(file, dir);
     assert.equal(r.exitCode, 0, r.all);
     const m = await merge(dir, repo);
-    // Observed: "a: MERGED", "d: MERGED", and main lost a.txt. Without the .git rewrite d is CHECK_FAILED ("it changes
+    // Was: "a: MERGED", "d: MERGED", and main lost a.txt. Without the .git rewrite d is CHECK_FAILED ("it changes
     // what a delivered earlier in this queue (a.txt)"). git/merge.ts mergeTask reads the rebased commit and the paths
     // it delivers (deliveredPaths) through gitFor(dir) after the re-check ran in `dir`, so from the .git file that
     // the code the check ran could rewrite; breaksEarlier and the suite judge that commit, the fast-forward lands
@@ -104,7 +105,7 @@ describe('hostile review 4: ways around the seal, the merge queue and best-of-N'
     const r = await run(file, dir);
     assert.equal(r.exitCode, 0, r.all);
     const m = await merge(dir, repo);
-    // Observed: "t1: MERGED", "t2: MERGED", and main's limits add up to 11: the suite ran on the commit
+    // Was: "t1: MERGED", "t2: MERGED", and main's limits add up to 11: the suite ran on the commit
     // `rebased` read through the rewritten .git (main's head with t1 only), not on the merge it fast-forwarded to.
     // Without the rewrite t2 is SUITE_FAILED (merge-suite.e2e.test.ts).
     assert.doesNotMatch(m.all ?? '', /t2: MERGED/, m.all);

@@ -303,6 +303,20 @@ describe("undelivered: files the seal does not hold are moved out of the check's
     const u = await sealAndSetAside(p, attempt);
     assert.deepEqual(u.replaced, { count: 2, shown: ['.env', 'big.bin'] });
 
+    // A folder of setup's that git ignored, replaced by a committed link to the worker's folder: .gitignore's `cache/`
+    // ignores folders only, so the link and mine/ are committed.
+    const r = await prepared({ '.gitignore': 'cache/\n' }, (wt3) => {
+      fs.mkdirSync(path.join(wt3, 'cache'));
+      fs.writeFileSync(path.join(wt3, 'cache', 'env.sh'), 'STRICT=1\n');
+    });
+    fs.rmSync(path.join(r.wt, 'cache'), { recursive: true });
+    fs.mkdirSync(path.join(r.wt, 'mine'));
+    fs.writeFileSync(path.join(r.wt, 'mine', 'env.sh'), 'STRICT=0\n');
+    fs.symlinkSync('mine', path.join(r.wt, 'cache'));
+    const a3 = path.join(r.dir, 'attempt-1');
+    fs.mkdirSync(a3);
+    assert.deepEqual((await sealAndSetAside(r, a3)).replaced, { count: 1, shown: ['cache/'] });
+
     // Only the rule changed, every file as setup left it (touched .same: the copy's bytes): nothing is named.
     const q = await prepared({ '.gitignore': '.env\n.same\n' }, (wt2) => {
       fs.writeFileSync(path.join(wt2, '.env'), 'STRICT=1\n');

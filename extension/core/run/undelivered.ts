@@ -75,7 +75,7 @@ export interface Undelivered {
   missing?: string[];
   /**
    * Files (and links) setup (or `include`) made that git ignored when the task was prepared and that the seal now holds
-   * with other content than setup left: the worker changed the ignore rules (emptied `.gitignore`) and wrote its own
+   * with other content than setup left, and such folders the seal now holds as a link or a file (`build -> mine`): the worker changed the ignore rules (emptied `.gitignore`) and wrote its own
    * version, which the commit, the check and every later checkout would read instead of setup's (a setup that makes a
    * file only when it is missing keeps the worker's). `count` of them, the first few `shown`. A FAIL (run/steps/seal.ts
    * sealProblems). Absent when none.
@@ -321,19 +321,25 @@ class SealSorter {
   }
 
   /**
-   * A recorded file or link that is in the tree but was not walked: the seal holds it. Setup's own, untracked and not
+   * A recorded entry that is in the tree but was not walked: the seal holds it. Setup's own, untracked and not
    * ignored (a lockfile `npm install` wrote), it is the worker's to change like any file of the commit. One git ignored
    * at prepare is committed only because the worker changed the ignore rules: named in `replaced` unless it is as
    * setup left it (its recorded key, or its copy's bytes and mode).
    */
   private judgeCommitted(rec: Entry): void {
-    if (rec.key.startsWith('d') || !this.ignored.some((top) => atOrUnder(rec.rel, top))) return;
+    if (!this.ignored.some((top) => atOrUnder(rec.rel, top))) return;
     const st = fs.lstatSync(bufferOf(`${this.root}/${rec.rel}`), { throwIfNoEntry: false });
-    if (st && statKey(st) === rec.key) return;
-    if (st && !st.isDirectory() && this.sameAsCopy({ rel: rec.rel, key: statKey(st) }, rec)) return;
+    // A folder of setup's is left when it is still a folder (its entries are judged one by one); a committed link or
+    // file in its place (`build -> mine`, the worker's own folder) has the check read the worker's files through it.
+    if (rec.key.startsWith('d')) {
+      if (!st || st.isDirectory()) return;
+    } else {
+      if (st && statKey(st) === rec.key) return;
+      if (st && !st.isDirectory() && this.sameAsCopy({ rel: rec.rel, key: statKey(st) }, rec)) return;
+    }
     const replaced = (this.result.replaced ??= { count: 0, shown: [] });
     replaced.count++;
-    if (replaced.shown.length < SHOWN) replaced.shown.push(shownPath(rec.rel));
+    if (replaced.shown.length < SHOWN) replaced.shown.push(shownPath(rec.rel) + (rec.key.startsWith('d') ? '/' : ''));
   }
 
   /** Closes the list of moved entries, and gives the folders put back their modes (deepest first). */
