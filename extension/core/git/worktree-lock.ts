@@ -65,7 +65,7 @@ export async function addUnderLock(git: { raw: (args: string[]) => Promise<strin
     await new Promise((resolve) => setTimeout(resolve, ms));
     refused = await withLock(lock, add);
   }
-  if (refused && STOPPED.test(refused.message)) refused = await afterStopped(git, lock, add, refused, started);
+  if (refused && STOPPED.test(refused.message)) refused = await afterStopped(lock, add, refused, started);
   return refused;
 }
 
@@ -77,12 +77,6 @@ const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const lastRepair = new Map<string, number>();
 
 /**
- * An add stopped at its time limit (`stopped`, begun at `started`): most likely a registration's HEAD a worker made
- * something git waits on (a FIFO). Under the lock taken alone, such HEADs are replaced by a detached HEAD at the main
- * worktree's commit (git/registration-heads.ts) and the add is tried once more, alone, when this call or another one
- * since it began repaired one; else, or when it is refused again, the refusal says what was found.
- */
-/**
  * The commit of the main worktree's HEAD of the repository whose shared git directory is `commonDir` (`rev-parse` run
  * there reads that HEAD only, never a registration's), or null when there is none (an unborn branch).
  */
@@ -93,13 +87,13 @@ async function mainHead(commonDir: string): Promise<string | null> {
   return OBJECT_ID.test(sha) ? sha : null;
 }
 
-async function afterStopped(
-  git: { raw: (args: string[]) => Promise<string> },
-  lock: string,
-  add: () => Promise<Error | null>,
-  stopped: Error,
-  started: number,
-): Promise<Error | null> {
+/**
+ * An add stopped at its time limit (`stopped`, begun at `started`): most likely a registration's HEAD a worker made
+ * something git waits on (a FIFO). Under the lock taken alone, such HEADs are replaced by a detached HEAD at the main
+ * worktree's commit (git/registration-heads.ts) and the add is tried once more, alone, when this call or another one
+ * since it began repaired one; else, or when it is refused again, the refusal says what was found.
+ */
+async function afterStopped(lock: string, add: () => Promise<Error | null>, stopped: Error, started: number): Promise<Error | null> {
   const commonDir = path.dirname(lock);
   const sha = await mainHead(commonDir);
   const repaired = sha ? await withLock(lock, async () => repairRegistrationHeads(commonDir, sha)) : [];
