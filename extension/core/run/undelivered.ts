@@ -75,10 +75,11 @@ export interface Undelivered {
   missing?: string[];
   /**
    * Files (and links) setup (or `include`) made that git ignored when the task was prepared and that the seal now holds
-   * with other content than setup left, and such folders the seal now holds as a link or a file (`build -> mine`): the worker changed the ignore rules (emptied `.gitignore`) and wrote its own
-   * version, which the commit, the check and every later checkout would read instead of setup's (a setup that makes a
-   * file only when it is missing keeps the worker's). `count` of them, the first few `shown`. A FAIL (run/steps/seal.ts
-   * sealProblems). Absent when none.
+   * with other content than setup left, and such folders the seal now holds as a link or a file (`build -> mine`): the
+   * worker changed the ignore rules (emptied `.gitignore`), or went around them, and put its own version there, which
+   * the commit, the check and every later checkout would read instead of setup's (a setup that makes a file only when
+   * it is missing keeps the worker's). `count` of them, the first few `shown`. A FAIL (run/steps/seal.ts sealProblems).
+   * Absent when none.
    */
   replaced?: { count: number; shown: string[] };
 }
@@ -273,7 +274,7 @@ class SealSorter {
   /** Folders put back, made 0700 so their entries can be put back in them, and their modes, set at close. */
   private readonly dirModes: { abs: Buffer; mode: number }[] = [];
   /**
-   * @param ignored the tops of what git ignored when the task was prepared ({@link recordIgnoredTops}): a recorded file
+   * @param ignored the tops of what git ignored when the task was prepared ({@link recordIgnoredTops}): a recorded entry
    *   under one that the seal now holds is judged by {@link judgeCommitted}
    */
   constructor(
