@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { findBinary } from '../../engines/find-binary';
 import { CLI, cli } from '../helpers/cli';
 import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { LEASE_MS, poolMachine, poolSuite, repoAndRemote, until, type PoolWorker } from '../helpers/pool-workers';
 import { childrenOf, processesWith } from '../helpers/procs';
+import { initTracingUnavailable } from '../helpers/gdb-attack';
 
 // The init-tracing attack (test/e2e/sandbox-init.e2e.test.ts) on a pool worker: the worker and its spawn helper
 // SIGKILLed together while a step's traced init lives. Its init is in the journal beside the attempt's state file, which
@@ -17,11 +17,12 @@ describe('pool: a sandbox that outlived its pool worker and spawn helper is kill
   const { url: poolUrl, workers } = poolSuite();
   before(async function () {
     await requireSandbox(this);
-    if (!findBinary('gdb', process.env.PATH ?? '')) this.skip();
-    try {
-      if (Number(fs.readFileSync('/proc/sys/kernel/yama/ptrace_scope', 'utf8').trim()) >= 1) this.skip();
-    } catch {
-      // no Yama
+    const without = initTracingUnavailable();
+    if (without) {
+      if (without.kind === 'missing' && process.env.CI)
+        throw new Error(`${without.reason}: the init-tracing attack cannot be tested (CI requires it: apt-get install gdb)`);
+      console.log(`[verdict tests] the init-tracing attack on a pool worker skips: ${without.reason}`);
+      this.skip();
     }
   });
 

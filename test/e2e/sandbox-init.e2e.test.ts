@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { findBinary } from '../../engines/find-binary';
 import { execa } from 'execa';
 import { CLI, cli } from '../helpers/cli';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
 import { describeEachHelper } from '../helpers/spawn-helpers';
+import { initTracingUnavailable } from '../helpers/gdb-attack';
 import { childrenOf, processesWith } from '../helpers/procs';
 
 // A hostile worker against bubblewrap's init (docs/containment.md): the init, PID 1 of the sandbox's
@@ -14,18 +14,6 @@ import { childrenOf, processesWith } from '../helpers/procs';
 // signal (prctl(PR_SET_PDEATHSIG, 0)) and moves it out of bwrap's process group (setsid), then leaves a setsid daemon
 // behind and exits. bwrap reports the exit; before the spawn helper killed the init itself, the init and the daemon
 // lived on with the task dir writable, and the daemon rewrote the deliverable while the check ran.
-
-/** Why this machine cannot run the attack (no gdb, Yama's ptrace_scope forbids attaching to a non-child), or null. */
-function attackUnavailable(): string | null {
-  if (!findBinary('gdb', process.env.PATH ?? '')) return 'no gdb on PATH';
-  try {
-    const scope = Number(fs.readFileSync('/proc/sys/kernel/yama/ptrace_scope', 'utf8').trim());
-    if (scope >= 1) return `Yama ptrace_scope=${scope} forbids tracing the sandbox's init`;
-  } catch {
-    // no Yama: ptrace is open to the same user
-  }
-  return null;
-}
 
 /**
  * The task fields these tests add: none, except with the Node spawn helper as a user other than root, where no step
@@ -44,10 +32,11 @@ describeEachHelper("containment: a worker that traces bubblewrap's init cannot o
 
   before(async function () {
     await requireSandbox(this);
-    const without = attackUnavailable();
+    const without = initTracingUnavailable();
     if (without) {
-      if (process.env.CI) throw new Error(`${without}: the init-tracing attack cannot be tested (CI requires it: apt-get install gdb)`);
-      console.log(`[verdict tests] the init-tracing attack skips: ${without}`);
+      if (without.kind === 'missing' && process.env.CI)
+        throw new Error(`${without.reason}: the init-tracing attack cannot be tested (CI requires it: apt-get install gdb)`);
+      console.log(`[verdict tests] the init-tracing attack skips: ${without.reason}`);
       this.skip();
     }
   });
