@@ -72,7 +72,7 @@ export async function addUnderLock(git: { raw: (args: string[]) => Promise<strin
 /** runGit's words for a command stopped at its time limit (git/safe-git.ts). */
 const STOPPED = /timed out after \d+ ms/;
 /** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+export const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 /** When each lock's registrations last had a HEAD repaired (epoch ms), by lock path. */
 const lastRepair = new Map<string, number>();
 

@@ -14,7 +14,7 @@ import { keepParentEntries, parseRawZ, unchangedFromParent, writeSealedBytes, ty
 import { listSpecialFiles, removeSpecialFiles } from './special-files';
 import { fsPath, nameFromBytes, readLinkName, showName, showPath } from '../fs/byte-names';
 import { makeFreshDir, markTopDir } from '../process/top-dir';
-import { REGISTER_TIMEOUT_MS, registerWorktree, removeRegistered, worktreeLockPath } from './worktree-lock';
+import { OBJECT_ID, REGISTER_TIMEOUT_MS, registerWorktree, removeRegistered, worktreeLockPath } from './worktree-lock';
 
 /** Facts about the repository a worktree-mode run uses, found before any task starts. */
 export interface RepoInfo {
@@ -554,9 +554,6 @@ export function escapingLinksReason(links: readonly string[]): string {
   const shown = `${links.slice(0, 5).join(', ')}${links.length > 5 ? `, … (${links.length})` : ''}`;
   return `the worker left symlink(s) pointing outside the task's tree: ${shown}; the check would read bytes the commit does not hold — write the file itself or a link inside the tree, and keep what is not the work (a virtualenv) out of the commit with .gitignore`;
 }
-
-/** A full git object id: SHA-1 (40 hex) or SHA-256 (64 hex). */
-const OBJECT_ID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 /**
  * Seals a worktree once nothing of the worker is alive: restores its git links, then builds a commit of everything
