@@ -21,7 +21,7 @@ describe('registration heads: what a worker put in place of its HEAD is replaced
     return { dir, root, sha, worktrees: path.join(root, '.git', 'worktrees') };
   }
 
-  it('a FIFO, a symlink out, a folder and a huge file are replaced; a detached HEAD, a branch and a refs/ symlink are left; the next add does not hang', async () => {
+  it('a FIFO, a symlink out (also one starting refs/../), a folder and a huge file are replaced; a detached HEAD, a branch and a refs/ symlink are left; the next add does not hang', async () => {
     const { dir, root, sha, worktrees } = repoWithRegistrations();
     const head = (n: string) => path.join(worktrees, n, 'HEAD');
     fs.rmSync(head('a'));
@@ -34,6 +34,11 @@ describe('registration heads: what a worker put in place of its HEAD is replaced
     fs.writeFileSync(head('e'), 'ref: refs/heads/main\n');
     fs.rmSync(head('f'));
     fs.symlinkSync('refs/heads/main', head('f'));
+    // A link that starts like a ref but climbs out (refs/ made by the worker in its admin dir): git follows it as a path.
+    fs.mkdirSync(path.join(worktrees, 'g', 'refs'));
+    execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+    fs.rmSync(head('g'));
+    fs.symlinkSync(`refs/../../../../../fifo`, head('g'));
     // Before: git's add opens a's FIFO and waits (stopped here after 1.5 s).
     const stuck = await runGit(root, ['worktree', 'add', '--quiet', '--detach', path.join(dir, 'x'), sha], {
       noDrivers: true,
@@ -48,13 +53,12 @@ describe('registration heads: what a worker put in place of its HEAD is replaced
     const repaired = repairRegistrationHeads(path.join(root, '.git'), sha);
     assert.deepEqual(
       repaired.map((r) => r.name),
-      ['a', 'b', 'c', 'd'],
+      ['a', 'b', 'c', 'd', 'g'],
     );
-    assert.equal(repairedWords(repaired), 'a (fifo), b (symlink -> /dev/zero), c (folder), d (5041 bytes)');
-    for (const n of ['a', 'b', 'c', 'd']) assert.equal(fs.readFileSync(head(n), 'utf8'), `${sha}\n`, n);
+    assert.equal(repairedWords(repaired), 'a (fifo), b (symlink -> /dev/zero), c (folder), d (5041 bytes), g (symlink -> refs/../../../../../fifo)');
+    for (const n of ['a', 'b', 'c', 'd', 'g']) assert.equal(fs.readFileSync(head(n), 'utf8'), `${sha}\n`, n);
     assert.equal(fs.readFileSync(head('e'), 'utf8'), 'ref: refs/heads/main\n');
     assert.equal(fs.readlinkSync(head('f')), 'refs/heads/main');
-    assert.equal(fs.readFileSync(head('g'), 'utf8').trim(), sha);
     assert.deepEqual(
       fs.readdirSync(path.join(worktrees, 'a')).filter((f) => f.includes('verdict')),
       [],

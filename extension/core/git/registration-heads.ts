@@ -24,7 +24,7 @@ export interface RepairedHead {
  * Replaces every registration HEAD under `<commonDir>/worktrees/` that git could not read as a ref without waiting or
  * reading without end (see the module comment) by a regular file holding `sha` (a detached HEAD at a commit the
  * repository has), written beside it and renamed over it (a folder is removed first). A regular file of at most
- * HEAD_MAX_BYTES, and a symlink whose target starts `refs/` (git's own symbolic-ref form), are left. Never throws: a
+ * HEAD_MAX_BYTES, and a symlink whose target is a ref name under `refs/` (git's own symbolic-ref form), are left. Never throws: a
  * HEAD that cannot be replaced is left (the caller's git then fails at its time limit, as before).
  * @param sha a full object id of a commit in the repository
  * @returns the registrations repaired, sorted by name (empty when none)
@@ -62,7 +62,9 @@ function unreadableHead(head: string): string | null {
   if (st.isFile()) return st.size > HEAD_MAX_BYTES ? `${st.size} bytes` : null;
   if (st.isSymbolicLink()) {
     const target = fs.readlinkSync(head);
-    return target.startsWith('refs/') ? null : `symlink -> ${target}`;
+    // git's own form only: a ref name under refs/ (no `.` or `..` part: `refs/../../x` is followed as a path).
+    const symref = target.startsWith('refs/') && target.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+    return symref ? null : `symlink -> ${target}`;
   }
   if (st.isDirectory()) return 'folder';
   if (st.isFIFO()) return 'fifo';
