@@ -12,7 +12,11 @@
  * (core/process/sandbox.ts bwrapCommand: the task folder and a scratch folder writable, VERDICT_HOME hidden, a network
  * namespace of its own), per task a shell script doing `mkdir`, the worker `sleep 1` and the check `true`, BENCH_PARALLEL
  * scripts at a time (xargs -P). Ideal: tasks ÷ lanes × 1 s. Rounds alternate the floor's place (first, then last);
- * medians are compared.
+ * medians are compared. With worktree mode among BENCH_MODES, a second floor, "floor + bwrap + git", adds per task the
+ * least git a tool that gives each task a worktree and keeps its work must run: `git worktree add -b` of a branch of its
+ * own before the worker (tried again on git's own registration race, as Verdict does), then `git add -A` and `git
+ * commit` in the worktree (three git processes; no guard, no check of what the worker left). It is not the goal's
+ * floor; it says how much of worktree mode's distance from the floor is git's own cost.
  * Reported: each side's wall time per round and its median as a ratio to the floor (goals: plain ≤ 1.3×, worktree
  * ≤ 1.5×); the orchestrator's peak RSS (VmHWM of its process, read from /proc every 200 ms; goal ≤ 250 MB); nothing
  * lost (BENCH_TASKS PASS rows; in worktree mode BENCH_TASKS task branches); and `verdict runs RUN` on the finished run
@@ -49,8 +53,9 @@ const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
  * shell script of its own; the scripts run BENCH_PARALLEL at a time (xargs -P), as the spawn benchmark's floor does.
  * Writing the scripts is not timed. ms.
  */
-async function floor(root: string): Promise<number> {
+async function floor(root: string, withGit = false): Promise<number> {
   const home = path.join(root, 'home');
+  const repo = withGit ? makeRepo(path.join(root, 'repo')) : null;
   const scripts = path.join(root, 'floor');
   fs.mkdirSync(scripts, { recursive: true });
   const step = (task: string, scratch: string, script: string) => {
@@ -65,11 +70,27 @@ async function floor(root: string): Promise<number> {
     // bwrapCommand wants its folders to exist when it is called; the script makes them again, as a run does.
     for (const d of [task, `${worker}/tmp`, `${check}/tmp`, home]) fs.mkdirSync(d, { recursive: true });
     const mkdir = `mkdir -p ${[task, `${worker}/tmp`, `${check}/tmp`].map(quote).join(' ')}`;
-    fs.writeFileSync(path.join(scripts, `t${i}.sh`), `${mkdir} && ${step(task, worker as string, 'sleep 1')} && ${step(task, check as string, 'true')}\n`);
+    const sandboxes = `${step(task, worker as string, 'sleep 1')} && ${step(task, check as string, 'true')}`;
+    if (!repo) {
+      fs.writeFileSync(path.join(scripts, `t${i}.sh`), `${mkdir} && ${sandboxes}\n`);
+      continue;
+    }
+    // The worktree goes where the task folder is (git wants it absent or empty); an add that meets another's
+    // half-written registration dies and is tried again (up to 50 times, 10-60 ms apart); the last try's error is shown.
+    const g = `git -C ${quote(repo)}`;
+    const add = `for n in $(seq 50); do ${g} worktree add -q -b floor/t${i} ${quote(task)} HEAD 2>/tmp/floor-add.$$ && break; ${g} branch -q -D floor/t${i} 2>/dev/null; sleep 0.0$((RANDOM % 5 + 1)); done; cat /tmp/floor-add.$$ >&2; rm -f /tmp/floor-add.$$`;
+    const seal = `git -C ${quote(task)} add -A && { git -C ${quote(task)} -c user.name=floor -c user.email=floor@localhost commit -q -m t${i} >/dev/null || true; }`;
+    fs.writeFileSync(path.join(scripts, `t${i}.sh`), `${mkdir} && ${add} && test -e ${quote(`${task}/.git`)} && ${sandboxes} && ${seal}\n`);
   }
   const t0 = performance.now();
   await run('bash', ['-c', `ls | xargs -P ${PARALLEL} -n 1 bash`], { cwd: scripts, maxBuffer: 64 * MB });
-  return performance.now() - t0;
+  const ms = performance.now() - t0;
+  if (repo) {
+    const { stdout } = await run('git', ['-C', repo, 'for-each-ref', '--format=%(refname)', 'refs/heads/floor/']);
+    const branches = stdout.trim().split('\n').filter(Boolean).length;
+    if (branches !== TASKS) throw new Error(`floor + bwrap + git: ${branches} branches of ${TASKS}`);
+  }
+  return ms;
 }
 
 interface VerdictRound {
@@ -190,21 +211,30 @@ const median = (xs: number[]): number => {
 const secs = (ms: number) => (ms / 1000).toFixed(1);
 
 const floors: number[] = [];
+/** The floor with the least git of a worktree tool (floor(root, true)), when worktree mode is measured. */
+const gitFloors: number[] = [];
+const WITH_GIT = MODES.includes('worktree');
+const measureFloors = async () => {
+  floors.push(await inFreshFolder((root) => floor(root)));
+  if (WITH_GIT) gitFloors.push(await inFreshFolder((root) => floor(root, true)));
+};
 const sides: Record<string, VerdictRound[]> = {};
 const BASE = process.env.BENCH_BASE_CLI ? path.resolve(process.env.BENCH_BASE_CLI) : null;
 for (let round = 0; round < ROUNDS; round++) {
   // The floor first in one round and last in the next, so that neither side always meets the same moment of the load.
-  if (round % 2 === 0) floors.push(await inFreshFolder(floor));
+  if (round % 2 === 0) await measureFloors();
   for (const mode of MODES) {
     // With a base build: this build first in one round and the base first in the next.
     if (BASE && round % 2 === 1) (sides[`${mode} base`] ??= []).push(await inFreshFolder((root) => verdict(root, mode, BASE)));
     (sides[mode] ??= []).push(await inFreshFolder((root) => verdict(root, mode)));
     if (BASE && round % 2 === 0) (sides[`${mode} base`] ??= []).push(await inFreshFolder((root) => verdict(root, mode, BASE)));
   }
-  if (round % 2 === 1) floors.push(await inFreshFolder(floor));
+  if (round % 2 === 1) await measureFloors();
   const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   console.log(
-    `round ${round + 1}: floor + bwrap ${secs(floors[round] as number)} s; ${Object.keys(sides)
+    `round ${round + 1}: floor + bwrap ${secs(floors[round] as number)} s; ${WITH_GIT ? `floor + bwrap + git ${secs(gitFloors[round] as number)} s; ` : ''}${Object.keys(
+      sides,
+    )
       .map((m) => `${m} ${secs(sides[m]?.[round]?.ms ?? 0)} s`)
       .join('; ')} (load ${load})`,
   );
@@ -215,11 +245,18 @@ const floorMs = median(floors);
 console.log(
   `\n${TASKS} × sleep 1 at ${PARALLEL} lanes; ideal ${secs(ideal)} s; floor + bwrap (Verdict's own sandbox argv) median ${secs(floorMs)} s = ${(floorMs / ideal).toFixed(2)}× ideal`,
 );
+const gitFloorMs = WITH_GIT ? median(gitFloors) : NaN;
+if (WITH_GIT) {
+  console.log(
+    `floor + bwrap + git (worktree add -b, add -A, commit per task) median ${secs(gitFloorMs)} s = ${(gitFloorMs / floorMs).toFixed(2)}× the floor + bwrap`,
+  );
+}
 const GOAL: Record<string, number> = { plain: 1.3, worktree: 1.5, 'plain base': 1.3, 'worktree base': 1.5 };
 for (const [mode, xs] of Object.entries(sides)) {
   const ms = median(xs.map((x) => x.ms));
   console.log(
     `  ${mode.padEnd(9)} ${xs.map((x) => secs(x.ms)).join(' / ')} s → median ${secs(ms)} s = ${(ms / floorMs).toFixed(2)}× the floor (goal ≤ ${GOAL[mode]}×); ` +
+      (mode.startsWith('worktree') ? `${(ms / gitFloorMs).toFixed(2)}× the floor + bwrap + git; ` : '') +
       `peak RSS ${(Math.max(...xs.map((x) => x.peakRssBytes)) / MB).toFixed(0)} MB (goal ≤ 250); ` +
       `verdict runs RUN ${median(xs.map((x) => x.runsMs)).toFixed(0)} ms against --version ${median(xs.map((x) => x.versionMs)).toFixed(0)} ms (goal < 300 ms); nothing lost`,
   );
