@@ -27,8 +27,10 @@ export interface EditorSettings extends VerdictSettings {
  * Reads the settings. Never throws: a bad config file is reported in `configError` and ignored.
  * `engines`: the config file's (and Ringer's config.toml's, below it) by name, each replaced by a `verdict.engines`
  * entry of the same name, so a manifest naming an engine from either lints and runs in the editor as in the CLI.
- * `sandbox` and `allowFullAccess` count only from the user's own settings (machine scope), never from a
- * workspace's .vscode/settings.json: a cloned repository cannot turn the sandbox off or allow full access.
+ * `sandbox`, `allowFullAccess`, `engines`, `pool` and `eval.postgres` count only from the user's own settings
+ * (machine scope), never from a workspace's .vscode/settings.json, trusted or not: a cloned repository cannot turn the
+ * sandbox off, allow full access, widen it through an engine of its own (`state_dirs` bound writable, `credential_env`
+ * passed in, its own `full_access_argv`), or send the user's runs or eval rows to its own database.
  */
 export function readSettings(): EditorSettings {
   const c = vscode.workspace.getConfiguration('verdict');
@@ -36,10 +38,10 @@ export function readSettings(): EditorSettings {
   const base = settingsFromConfig(config, shown);
   const merged = overlaySettings(base, {
     maxParallel: explicit<number>(c, 'maxParallel'),
-    postgresUrl: c.get<string>('eval.postgres') || undefined,
-    poolUrl: c.get<string>('pool') || undefined,
-    allowFullAccess: c.inspect<boolean>('allowFullAccess')?.globalValue,
-    sandbox: c.inspect<boolean>('sandbox')?.globalValue,
+    postgresUrl: userValue<string>(c, 'eval.postgres') || undefined,
+    poolUrl: userValue<string>(c, 'pool') || undefined,
+    allowFullAccess: userValue<boolean>(c, 'allowFullAccess'),
+    sandbox: userValue<boolean>(c, 'sandbox'),
   });
   const poolError =
     merged.poolUrl !== undefined && !/^postgres(ql)?:\/\//.test(merged.poolUrl) ? `verdict.pool: must be a postgres:// or postgresql:// URL` : null;
@@ -51,7 +53,7 @@ export function readSettings(): EditorSettings {
       : null;
   return {
     ...merged,
-    engines: { ...base.engines, ...(c.get<Record<string, unknown>>('engines') ?? {}) },
+    engines: { ...base.engines, ...(userValue<Record<string, unknown>>(c, 'engines') ?? {}) },
     home: c.get<string>('home') || undefined,
     identityFlag: c.get<string>('identity') || undefined,
     configError: error ?? poolError ?? parallelError,
@@ -63,6 +65,11 @@ export function readSettings(): EditorSettings {
 /** `verdict.confirmAboveUsd` as a number of USD ≥ 0; anything else (VS Code only warns about it) is the default, 1. */
 function confirmAbove(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 1;
+}
+
+/** The value of the user's own settings (VS Code's global level), whatever a workspace or folder says; undefined when unset there. */
+function userValue<T>(c: vscode.WorkspaceConfiguration, key: string): T | undefined {
+  return c.inspect<T>(key)?.globalValue;
 }
 
 /** The value the user set at any level (folder > workspace > user), or undefined when only the default applies. */

@@ -10,7 +10,7 @@ import { recordSealedTree, recordWorktreeTree, resetToSealed, type SealedTree } 
 import type { WorktreeLinks } from '../git/worktree';
 import type { DriverNames } from '../git/safe-git';
 import { showName } from '../fs/byte-names';
-import { restoreSnapshot, takeSnapshot, type DirSnapshot, type SnapshotEntry } from './dir-snapshot';
+import { restoreSnapshot, SNAPSHOT_FILE_BYTES, takeSnapshot, type DirSnapshot, type SnapshotEntry } from './dir-snapshot';
 
 /** The tree an attempt sealed, to put the task dir back to before the next attempt. */
 export type SealedState = { kind: 'commit'; tree: SealedTree } | { kind: 'dir'; snapshot: DirSnapshot };
@@ -67,6 +67,30 @@ export async function discardCheckWrites(dir: string, links: WorktreeLinks | nul
     lost.length ? `could not put back ${list(lost)} (no copy was kept; left as the check left them)` : '',
   ].filter(Boolean);
   return `what the previous check wrote was discarded: ${parts.join('; ')}`;
+}
+
+/**
+ * Plain mode, right after a step that runs code of the work's own passed (the check, the suite): the task dir put back
+ * to the tree the seal recorded. Plain mode delivers the task dir itself, and the readers after these steps (reviewers,
+ * critics, a best-of-N group's ranking and consensus) read it, so it must hold what was judged: code the check ran
+ * could otherwise pass and then rewrite the deliverable on its way out. Worktree mode needs none of this (the branch
+ * takes the sealed commit; `sealed.kind` is `commit` there, and this does nothing).
+ * @param who the step, in words ("the check"), for the note and the failure
+ * @returns `note`: what was put back (null: nothing was changed); `failure`: why the PASS cannot stand (null: it can) —
+ *   the step changed files the seal kept no copy of (over SNAPSHOT_FILE_BYTES, or past the store's total), so what
+ *   would be delivered is not what was judged
+ */
+export function putBackJudged(dir: string, sealed: SealedState | null, who: string): { note: string | null; failure: string | null } {
+  if (sealed?.kind !== 'dir') return { note: null, failure: null };
+  const { removed, restored, lost } = restoreSnapshot(dir, sealed.snapshot);
+  const list = (xs: string[]) => `${xs.slice(0, 5).map(showName).join(', ')}${xs.length > 5 ? `, … (${xs.length})` : ''}`;
+  const parts = [removed.length ? `removed ${list(removed)}` : '', restored.length ? `put back ${list(restored)}` : ''].filter(Boolean);
+  return {
+    note: parts.length ? `what ${who} wrote in the task dir was discarded (the task dir holds the sealed tree it judged): ${parts.join('; ')}` : null,
+    failure: lost.length
+      ? `${who} passed, but it changed ${list(lost)} and the seal kept no copy to put back (a file over ${SNAPSHOT_FILE_BYTES / 1024 / 1024} MiB, or past the copies' total), so the task dir would not hold what was judged`
+      : null,
+  };
 }
 
 /** `runs/<id>/tasks/<key>/sealed.json`: the last sealed state, for a later orchestrator of the run (resume). */

@@ -40,7 +40,8 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
     await config().update(
       'engines',
       { paid: { binary: 'bash', argv: ['-c', '{spec}'], output: 'claude', model: 'acme/forecast-it', retry_context: 'file' } },
-      vscode.ConfigurationTarget.Workspace,
+      // User settings: a workspace's verdict.engines is not read (a cloned repository cannot define an engine).
+      vscode.ConfigurationTarget.Global,
     );
     // History: two tasks of acme/forecast-it at $0.60 each.
     const history = path.join(folder, 'forecast-history.swarm.json');
@@ -77,7 +78,7 @@ describe('forecast in the editor: Run Manifest confirmation above verdict.confir
   after(async () => {
     if (!vscode.workspace.isTrusted) return;
     await config().update('home', undefined, vscode.ConfigurationTarget.Workspace);
-    await config().update('engines', undefined, vscode.ConfigurationTarget.Workspace);
+    await config().update('engines', undefined, vscode.ConfigurationTarget.Global);
     await config().update('confirmAboveUsd', undefined, vscode.ConfigurationTarget.Workspace);
   });
 

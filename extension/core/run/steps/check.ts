@@ -15,6 +15,7 @@ import { restoredWords, sealProblems, undeliveredWords } from './seal';
 import { escapingLinksReason } from '../../git/worktree';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { copyCheckTree, removeCheckTree, type CheckTree } from '../check-tree';
+import { putBackJudged } from '../check-writes';
 import { taskRunDir } from './seal';
 
 export const checkStep: Step = {
@@ -69,6 +70,13 @@ export const checkStep: Step = {
         : [];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
+    // Plain mode delivers the task dir itself: it is put back to the sealed tree the check judged (a check on a copy
+    // left the task dir alone).
+    if (judged.verdict === 'PASS' && !tree) {
+      const back = putBackJudged(task.state.dir, task.sealedState, 'the check');
+      if (back.note) ctx.emit({ type: 'task-note', key: spec.key, note: back.note });
+      if (back.failure) return { verdict: 'FAIL', reason: back.failure };
+    }
     // A failing check may have looked for what was moved out of its sight: the retry is told where it went and why,
     // and which of setup's files it deleted or changed were put back for the check.
     const u = rec.undelivered;

@@ -13,7 +13,7 @@
  * suite runs failed step guard before the check, and the suite runs the base's versions.
  */
 import { runCheck } from '../check';
-import { discardCheckWrites } from '../check-writes';
+import { discardCheckWrites, putBackJudged } from '../check-writes';
 import { setIdNote } from '../../process/set-id';
 import { recordFiles } from '../attempt-record';
 import { failureLine } from '../failure-line';
@@ -57,7 +57,12 @@ export const suiteStep: Step = {
       exitCode: result.receipt.exitCode,
       durationMs: result.receipt.durationMs,
     };
-    if (result.passed) return null;
+    if (result.passed) {
+      // Plain mode delivers the task dir: it is put back to the sealed tree the suite judged, as after the check.
+      const back = putBackJudged(task.state.dir, task.sealedState, 'the suite');
+      if (back.note) ctx.emit({ type: 'task-note', key: spec.key, note: back.note });
+      return back.failure ? { verdict: 'FAIL', reason: back.failure } : null;
+    }
     return { verdict: 'FAIL', reason: suiteFailedReason(suite.command, result.reason.replace(/^the check /, ''), result.output) };
   },
 };
