@@ -5,13 +5,13 @@
 import path from 'node:path';
 import { findBinary } from '../../engines';
 import type { EngineSpec } from '../../engines/types';
-import { formatFinding, lintManifestFile } from '../core/manifest/lint';
-import { loadManifest } from '../core/manifest/load';
+import { formatFinding } from '../core/manifest/lint';
 import { ManifestError } from '../core/manifest/types';
 import type { Manifest, TaskSpec } from '../core/manifest/types';
 import { preflight, PreflightError } from '../core/run/preflight';
 import { workflowReaderEngines } from '../core/run/workflows';
 import type { ContainmentChoice } from '../core/config/settings';
+import { lintManifestFile, loadManifest } from '../core/run/manifest';
 
 /** One task of the manifest as `verdict doctor MANIFEST` judges it. */
 export interface ManifestTaskReport {

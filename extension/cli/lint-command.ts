@@ -1,9 +1,11 @@
 import path from 'node:path';
 import type { Finding } from '../core/manifest/findings';
 import { budgetCheck, forecastManifest, routeEvidence } from '../core/scoreboard/plan';
-import { formatFinding, lintManifestFile } from '../core/manifest/lint';
+import { formatFinding } from '../core/manifest/lint';
 import type { EngineSpec } from '../../engines/types';
 import type { Io } from './io';
+import { lintManifestFile } from '../core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /** One finding as `verdict lint --json` prints it; line and column are 1-based. */
 export interface LintJsonRow {
@@ -35,7 +37,7 @@ export async function lintCommand(
   for (const file of files) {
     // budget_usd against the manifest's forecast (budget-forecast rule); a manifest that does not load has none.
     const budgetForecast = routing
-      ? await forecastManifest(path.resolve(file), routing.home, engines, routing.route).then(budgetCheck, () => undefined)
+      ? await forecastManifest(path.resolve(file), routing.home, engines, routing.route, WORKFLOW_SECTIONS).then(budgetCheck, () => undefined)
       : undefined;
     all.push(
       ...(await lintManifestFile(path.resolve(file), {

@@ -7,6 +7,7 @@ import { formatUsd } from '../core/cost/pricing';
 import { formatProblem, ManifestError } from '../core/manifest/types';
 import { budgetWarning, forecastManifest, type ManifestForecast } from '../core/scoreboard/plan';
 import type { Io } from './io';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /** ms → "1m 05s" / "12.3s". */
 function duration(ms: number | null): string {
@@ -31,7 +32,7 @@ export async function planCommand(
 ): Promise<number> {
   let f: ManifestForecast;
   try {
-    f = await forecastManifest(file, opts.home, opts.engines, opts.route ?? null);
+    f = await forecastManifest(file, opts.home, opts.engines, opts.route ?? null, WORKFLOW_SECTIONS);
   } catch (e) {
     if (!(e instanceof ManifestError)) throw e;
     for (const p of e.problems) io.err(formatProblem(p));

@@ -10,6 +10,7 @@ import { InputError, type Io } from './io';
 import { resolveRun } from './runs-command';
 import { reconcileAndReport, runCommand, type RunFlags } from './run-command';
 import { loadEngines } from './load-engines';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /**
  * `verdict resume RUN` / `verdict rerun RUN TASK` of a run that is not live: reconciles dead runs, then continues the
@@ -45,7 +46,7 @@ export async function continueCommand(run: string, verb: 'resume' | 'rerun', tas
   // manifest (parsed once, loaded and linted from that parse), its findings placed in runs/<run_id>/manifest.json.
   let loaded: { manifest: Manifest; findings: Finding[] };
   try {
-    loaded = await loadAndLintFrozenManifest(home, state, { engines, allowFullAccess: settings.allowFullAccess });
+    loaded = await loadAndLintFrozenManifest(home, state, { engines, allowFullAccess: settings.allowFullAccess, sections: WORKFLOW_SECTIONS });
   } catch (e) {
     throw new InputError((e as Error).message);
   }

@@ -5,13 +5,13 @@
  */
 import path from 'node:path';
 import type { EngineSpec } from '../../engines/types';
-import { loadManifest } from '../core/manifest/load';
 import { routeProblems, toRouteSpec } from '../core/manifest/route-spec';
 import { formatProblem, ManifestError, type RouteSpec } from '../core/manifest/types';
 import { catalogPrices, routeEvidence } from '../core/scoreboard/plan';
 import { seededRandom } from '../core/scoreboard/random';
 import { costHint, evidenceLine, routeLine, routeRanking } from '../core/scoreboard/route';
 import { UsageError, type Io } from './io';
+import { loadManifest } from '../core/run/manifest';
 
 const pct = (r: number | null) => (r === null ? '-' : `${Math.round(r * 100)}%`);
 const usd = (micro: number | null) => (micro === null ? '-' : `$${(micro / 1e6).toFixed(4)}`);

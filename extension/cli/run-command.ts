@@ -4,7 +4,7 @@ import { driverNotesFor } from '../core/run/steering';
 import { containmentChoice } from '../core/config/settings';
 import { resolveHome } from '../core/config/home';
 import { resolveIdentity } from '../core/host/identity';
-import { loadManifest, type ParsedText } from '../core/manifest/load';
+import { type ParsedText } from '../core/manifest/load';
 import { MAX_PARALLEL } from '../core/manifest/limits';
 import { formatProblem, ManifestError, type Manifest } from '../core/manifest/types';
 import { PreflightError } from '../core/run/preflight';
@@ -14,12 +14,14 @@ import { loadEngines } from './load-engines';
 import { reconcileDeadRuns } from '../core/run/reconcile';
 import type { ContinueRequest } from '../core/run/resume';
 import { eventLine, verdictTable } from './format';
-import { formatFinding, lintManifestFile, lintParsed, startGate, startGateLines, type StartGate } from '../core/manifest/lint';
+import { formatFinding, startGate, startGateLines, type StartGate } from '../core/manifest/lint';
 import { InputError, UsageError, type Io } from './io';
 import { dashboardForRun } from './hud/dashboard-for-run';
 import { probeSandbox } from '../core/process/sandbox';
 import { startSpawnHelper } from '../core/process/spawner';
 import type { PoolDispatcher } from '../core/pool/dispatch';
+import { lintManifestFile, lintParsed, loadManifest } from '../core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /** Flags shared by `verdict run` and `verdict demo`. */
 export interface RunFlags {
@@ -260,7 +262,7 @@ async function openPool(
 
 /** Reconciles runs whose orchestrator died (see reconcileDeadRuns) and says what it did, on stderr. */
 export async function reconcileAndReport(home: string, engines: ReadonlyMap<string, EngineSpec>, io: Io): Promise<void> {
-  for (const r of await reconcileDeadRuns(home, engines)) {
+  for (const r of await reconcileDeadRuns(home, engines, WORKFLOW_SECTIONS)) {
     io.err(
       `reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} unfinished task(s) marked INTERRUPTED${r.killed.length ? `, ${r.killed.length} orphaned worker group(s) killed` : ''}${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}. Resume with: verdict resume ${r.runId}`,
     );

@@ -2,10 +2,10 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { EngineSpec } from '../../engines/types';
 import type { Finding } from '../core/manifest/findings';
-import { lintManifestText } from '../core/manifest/lint';
 import { looksLikeRingerManifest } from '../core/manifest/sniff';
 import { isListedManifest } from './manifest-files';
 import { readSettings } from './settings';
+import { lintManifestText } from '../core/run/manifest';
 
 /** Debounce between a keystroke and the next lint, ms. */
 const LINT_DEBOUNCE_MS = 300;

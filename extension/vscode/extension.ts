@@ -6,7 +6,6 @@ import { runContextKeys } from '../core/live/run-context';
 import { nodeCommand } from '../core/run/run-launch';
 import { containmentChoice } from '../core/config/settings';
 import { reconcileDeadRuns } from '../core/run/reconcile';
-import { lintManifestFile } from '../core/manifest/lint';
 import { containmentLine } from '../core/process/containment-line';
 import { probeSandbox } from '../core/process/sandbox';
 import type { VerdictApi } from './api';
@@ -26,6 +25,8 @@ import { readSettings } from './settings';
 import { RunsStatusBar } from './status-bar';
 import { ManifestTestController } from './test-controller';
 import { RunTestResults } from './run-test-results';
+import { lintManifestFile } from '../core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /**
  * Wires the extension: the log, manifest diagnostics, the runs view and status bar, diffs over git objects, the
@@ -124,7 +125,7 @@ export function activate(context: vscode.ExtensionContext): VerdictApi {
   // Runs whose orchestrator died are reconciled on every start (after activation, off its critical path).
   setTimeout(() => {
     showContainment();
-    void reconcileDeadRuns(resolveHome(readSettings().home), editorEngines(log)).then((reports) => {
+    void reconcileDeadRuns(resolveHome(readSettings().home), editorEngines(log), WORKFLOW_SECTIONS).then((reports) => {
       for (const r of reports)
         log.warn(
           `reconciled run ${r.runId} (${r.runName}): its orchestrator died; ${r.interrupted.length} task(s) INTERRUPTED, ${r.killed.length} orphaned worker group(s) killed${r.killedInits.length ? `, ${r.killedInits.length} sandbox(es) that outlived it killed` : ''}`,

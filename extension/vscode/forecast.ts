@@ -19,6 +19,7 @@ import {
 import { isManifestDocument } from './diagnostics';
 import { editorEngines } from './engines';
 import { readSettings } from './settings';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /** What Run Manifest shows and decides before it starts a run. */
 export interface RunForecast {
@@ -43,7 +44,7 @@ export interface RunForecast {
  */
 export async function runForecast(file: string, log: vscode.LogOutputChannel): Promise<RunForecast> {
   const s = readSettings();
-  const forecast = await forecastManifest(file, resolveHome(s.home), editorEngines(log), s.route);
+  const forecast = await forecastManifest(file, resolveHome(s.home), editorEngines(log), s.route, WORKFLOW_SECTIONS);
   const reason = confirmationReason(forecast, s.confirmAboveUsd);
   return { forecast, line: forecastTotalLine(forecast), thresholdUsd: s.confirmAboveUsd, confirm: reason !== null, reason };
 }
@@ -80,7 +81,7 @@ export class ForecastLensProvider implements vscode.CodeLensProvider {
     let loaded: Awaited<ReturnType<typeof forecastText>>;
     try {
       // With the config's route, as Run Manifest loads it: an engine "auto" manifest without its own route needs it.
-      loaded = await forecastText(text, doc.uri.fsPath, resolveHome(s.home), editorEngines(this.log), s.route);
+      loaded = await forecastText(text, doc.uri.fsPath, resolveHome(s.home), editorEngines(this.log), s.route, WORKFLOW_SECTIONS);
     } catch (e) {
       this.log.warn(`forecast of ${doc.uri.fsPath}: ${(e as Error).message}`);
       return [];

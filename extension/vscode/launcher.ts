@@ -6,14 +6,15 @@ import { resolveIdentity } from '../core/host/identity';
 import type { RunInfo } from '../core/live/registry';
 import { followRun, launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart, type DetachedRun } from '../core/run/run-launch';
 import type { RunState } from '../core/live/state';
-import { loadManifest } from '../core/manifest/load';
-import { lintManifestFile, startGate, startGateLines } from '../core/manifest/lint';
+import { startGate, startGateLines } from '../core/manifest/lint';
 import { FROZEN_MANIFEST_FIX, lintFrozenManifest } from '../core/run/frozen-manifest';
 import { readState } from '../core/live/registry';
 import type { RunSummary } from '../core/run/runner';
 import { statusInfo, type Verdict } from '../../schemas/status';
 import { editorEngines } from './engines';
 import { readSettings, type EditorSettings } from './settings';
+import { lintManifestFile, loadManifest } from '../core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../core/run/workflows';
 
 /** What a caller of a run started from the editor is told, derived from the run's state.json. */
 export type LaunchEvent =
@@ -166,7 +167,12 @@ export class RunLauncher implements vscode.Disposable {
     const read = readState(path.join(runDir(home, runId), 'state.json'));
     if ('state' in read) {
       const gate = startGate(
-        await lintFrozenManifest(home, read.state, { engines: editorEngines(this.log), allowFullAccess: s.allowFullAccess, trusted: true }),
+        await lintFrozenManifest(home, read.state, {
+          engines: editorEngines(this.log),
+          allowFullAccess: s.allowFullAccess,
+          trusted: true,
+          sections: WORKFLOW_SECTIONS,
+        }),
         false,
       );
       const verb = task !== undefined ? 'rerun' : 'resume';

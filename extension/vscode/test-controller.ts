@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
-import { parseManifest } from '../core/manifest/load';
 import type { RunLauncher } from './launcher';
 import { taskResult } from '../../schemas/status';
+import { parseManifest } from '../core/run/manifest';
 
 const MANIFEST_GLOB = '**/*.swarm.{json,jsonc}';
 

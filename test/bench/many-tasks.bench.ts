@@ -14,9 +14,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { resolveEngines } from '../../engines';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { tempDir } from '../helpers/fixtures';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const run = promisify(execFile);
 const TASKS = Number(process.env.BENCH_TASKS ?? 500);

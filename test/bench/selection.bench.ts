@@ -25,9 +25,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { tempDir } from '../helpers/fixtures';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const GROUPS = Number(process.env.BENCH_GROUPS ?? 200);
 const SEED = Number(process.env.BENCH_SEED ?? 1);

@@ -29,7 +29,6 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { addWorktree, inspectRepo, taskBranch, type TreeChoice } from '../../extension/core/git/worktree';
 import { lowerLayer, releaseOverlays, type LowerLayer } from '../../extension/core/git/overlay-tree';
@@ -38,6 +37,7 @@ import type { SandboxMode } from '../../extension/core/process/sandbox';
 import { spawnHelperPid } from '../../extension/core/process/spawner';
 import type { TreeKind } from '../../extension/core/manifest/types';
 import { tempDir } from '../helpers/fixtures';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const FILES = Number(process.env.BENCH_FILES ?? 50000);
 const TASKS = Number(process.env.BENCH_TASKS ?? 20);

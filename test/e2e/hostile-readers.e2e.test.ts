@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { cli } from '../helpers/cli';
 import { makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { requireSandbox } from '../helpers/sandbox-env';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 // Readers that run the worker's code: a reviewer, ranking reviewer or reader of inputs runs the
 // tests of the work it reads, and those tests are the worker's. Before: that code opened the reader engine's stdout

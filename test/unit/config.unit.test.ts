@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { defaultConfigPath, loadConfig, loadUserConfig, locateConfig } from '../../extension/core/config/config';
 import { containmentChoice, overlaySettings, settingsFromConfig } from '../../extension/core/config/settings';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { fullAccessProblems } from '../../extension/core/run/full-access';
 import { tempDir } from '../helpers/fixtures';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 /** The config file in force: --config > $VERDICT_CONFIG > the default file (XDG_CONFIG_HOME or ~/.config) when it exists. */
 describe('config: location and precedence', () => {

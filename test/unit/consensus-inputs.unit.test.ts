@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { manifestEngines } from '../../extension/core/manifest/templates';
 import { preflight, PreflightError } from '../../extension/core/run/preflight';
 import { workflowReaderEngines } from '../../extension/core/run/workflows';
@@ -12,6 +11,7 @@ import type { ValidateFunction } from 'ajv';
 import { validateEvalRow } from '../../schemas/generated/validateEvalRow.js';
 import { tempDir } from '../helpers/fixtures';
 import { FILE, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const engines = new Set(ctx.engines.keys());
 

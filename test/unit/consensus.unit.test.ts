@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
 import {
   agreementOf,
   behaviourWord,
@@ -11,6 +10,7 @@ import {
 } from '../../extension/core/run/workflows/best-of-n/consensus';
 import { agreedReason, enoughReason, groupGate } from '../../extension/core/run/workflows/best-of-n/gate';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const engines = new Set(ctx.engines.keys());
 

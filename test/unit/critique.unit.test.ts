@@ -3,7 +3,8 @@ import { lineCount, parseCritiqueAnswer, proposalPath } from '../../extension/co
 import { decideRound, newLoop, noChange, renderReport, revisionText, REVISION_BYTES } from '../../extension/core/run/workflows/critique/loop';
 import type { CheckedCriticism } from '../../extension/core/run/workflows/critique/criticism';
 import { critiquePrompt } from '../../extension/core/run/workflows/critique/prompt';
-import { parseManifest } from '../../extension/core/manifest/load';
+import { parseManifest } from '../../extension/core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../../extension/core/run/workflows';
 
 const line = (file: string, n: number, verified = true): CheckedCriticism => ({
   file,
@@ -221,7 +222,9 @@ describe('critique: lint', () => {
       null,
       2,
     );
-    const findings = (await lintManifestText(text, '/m.swarm.json', { engines: builtinEngines(), useGit: false })).filter((f) => f.rule === 'self-review');
+    const findings = (await lintManifestText(text, '/m.swarm.json', { engines: builtinEngines(), useGit: false, sections: WORKFLOW_SECTIONS })).filter(
+      (f) => f.rule === 'self-review',
+    );
     assert.deepEqual(
       findings.map((f) => [f.severity, f.range?.start.line]),
       [['warning', 16]],

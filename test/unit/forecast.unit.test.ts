@@ -6,6 +6,7 @@ import { builtinEngines } from '../../engines';
 import { ManifestError } from '../../extension/core/manifest/types';
 import { forecast, type PlanTask } from '../../extension/core/scoreboard/forecast';
 import { budgetCheck, confirmationReason, entryForecastText, forecastManifest, forecastText, forecastTotalLine } from '../../extension/core/scoreboard/plan';
+import { WORKFLOW_SECTIONS } from '../../extension/core/run/workflows';
 
 // The forecast's totals when part of a manifest has no history (core/scoreboard/forecast.ts, plan.ts): unknown is
 // never $0, and the editor's confirmation never takes it as under its threshold.
@@ -57,18 +58,18 @@ describe('forecast: unknown cost is unknown, not $0', () => {
     fs.writeFileSync(file, text);
     const home = path.join(dir, 'home');
     const route = { from: ['claude:acme/m'], explore: 0 };
-    const fromText = await forecastText(text, file, home, builtinEngines(), route);
+    const fromText = await forecastText(text, file, home, builtinEngines(), route, WORKFLOW_SECTIONS);
     assert.deepEqual(
       fromText?.forecast.tasks.map((t) => [t.key, t.engine, t.model]),
       [['k', 'claude', 'acme/m']],
     );
     assert.equal(fromText?.manifest.tasks[0]?.key, 'k');
-    const fromFile = await forecastManifest(file, home, builtinEngines(), route);
+    const fromFile = await forecastManifest(file, home, builtinEngines(), route, WORKFLOW_SECTIONS);
     assert.deepEqual(Object.keys(fromFile.routes), ['k']);
     // Without the config's route the manifest does not load: no forecast, the reason with its position.
-    assert.equal(await forecastText(text, file, home, builtinEngines(), null), null);
+    assert.equal(await forecastText(text, file, home, builtinEngines(), null, WORKFLOW_SECTIONS), null);
     await assert.rejects(
-      forecastManifest(file, home, builtinEngines(), null),
+      forecastManifest(file, home, builtinEngines(), null, WORKFLOW_SECTIONS),
       (e: unknown) => e instanceof ManifestError && /needs a route block/.test(e.message),
     );
   });

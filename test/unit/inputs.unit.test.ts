@@ -6,11 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { copyCommitTree, copySnapshot, drawNames, inputMembers, placeInputs, readsAsInput, INPUTS_FILE_BYTES } from '../../extension/core/run/inputs';
 import { inputsNote, quotedPath } from '../../extension/core/run/steps/inputs';
 import { inputsProblems } from '../../extension/core/manifest/rules/inputs';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { preflight } from '../../extension/core/run/preflight';
 import { workflowReaderEngines } from '../../extension/core/run/workflows';
 import { builtinEngines } from '../../engines';
 import { takeSnapshot, type DirSnapshot, type SnapshotEntry } from '../../extension/core/run/dir-snapshot';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 describe('inputs: names, placement and copies', () => {
   it("placeInputs: keys as names, or the scope's letters; folders; the task itself and `exclude` are never placed", () => {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { getNodeValue, parseTree, type Node, type ParseError } from 'jsonc-parser';
 import { parseJsonc } from '../../extension/core/manifest/json-tree';
-import { parseManifest } from '../../extension/core/manifest/load';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 /** jsonc-parser as the loader called it before the reader. */
 function reference(text: string): { root: Node | undefined; errors: ParseError[] } {

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { parse as shellParse } from 'shell-quote';
-import { lintManifestText } from '../../extension/core/manifest/lint';
 import { parseShell, unquote, type ShellList } from '../../extension/core/manifest/rules/shell';
 import { ctx } from './lint-helpers';
+import { lintManifestText } from '../../extension/core/run/manifest';
 
 /** Check templates covering what the shell rules read: quotes, escapes, groups, ifs, pipes, set flags, globs, comments. */
 const CHECKS: ((i: number) => string)[] = [

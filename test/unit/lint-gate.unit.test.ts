@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { lintManifestText, startGate, startGateLines } from '../../extension/core/manifest/lint';
+import { startGate, startGateLines } from '../../extension/core/manifest/lint';
 import type { Finding } from '../../extension/core/manifest/findings';
 import { LineIndex } from '../../extension/core/manifest/positions';
 import { frozenManifestPath, lintFrozenManifest } from '../../extension/core/run/frozen-manifest';
 import type { RunState } from '../../extension/core/live/state';
 import { tempDir } from '../helpers/fixtures';
 import { ctx, FILE, manifest, task } from './lint-helpers';
+import { lintManifestText } from '../../extension/core/run/manifest';
 
 const finding = (severity: Finding['severity'], rule: Finding['rule'] = 'check-cannot-fail'): Finding => ({
   rule,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { FILE, SPEC, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const SPEC_PREFIX = SPEC;
 

@@ -1,14 +1,25 @@
 /** Builders and assertions shared by the lint tests (not a test file itself: no `.test.ts`). */
 import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines/index';
-import { lintManifestText, type LintContext } from '../../extension/core/manifest/lint';
+import { type LintContext } from '../../extension/core/manifest/lint';
 import type { Finding, RuleId } from '../../extension/core/manifest/findings';
+import { lintManifestText } from '../../extension/core/run/manifest';
+import { sectionEngines, type WorkflowSection } from '../../extension/core/manifest/sections';
+import { WORKFLOW_SECTIONS } from '../../extension/core/run/workflows';
 
 /** Where test manifests claim to live; relative workdir/repo resolve against its folder. */
 export const FILE = '/work/lint-tests/team.swarm.json';
 
-/** Built-in engines, git off (tests that need git turn it on). */
-export const ctx: LintContext = { engines: builtinEngines(), useGit: false };
+/**
+ * Built-in engines, git off (tests that need git turn it on), every workflow's section: a rule's context, and lint's
+ * options (LintOptions, whose `sections` lint turns into the rules' `sectionEngines`).
+ */
+export const ctx: LintContext & { sections: readonly WorkflowSection[] } = {
+  engines: builtinEngines(),
+  useGit: false,
+  sections: WORKFLOW_SECTIONS,
+  sectionEngines: (t) => sectionEngines(t, WORKFLOW_SECTIONS),
+};
 
 /** A spec long enough (≥ 80 characters) that underspecified-spec stays quiet. */
 export const SPEC = 'Implement parseCsv(text: string): string[][] in csv.ts, handling quoted fields, escaped quotes and CRLF endings.';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines/index';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { assertRange, col, findingsOf, FILE, manifest, task } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 describe('manifest: review', () => {
   const engines = new Set(builtinEngines().keys());

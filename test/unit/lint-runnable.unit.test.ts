@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { lintManifestText } from '../../extension/core/manifest/lint';
 import type { Finding, RuleId } from '../../extension/core/manifest/findings';
 import { assertRange, col, ctx, manifest, task } from './lint-helpers';
+import { lintManifestText } from '../../extension/core/run/manifest';
 
 /** The rules that say what cannot run here before it runs: engine-not-installed and check-file-missing. */
 describe('lint: what cannot run here', () => {

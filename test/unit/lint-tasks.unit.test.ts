@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { lintManifestText } from '../../extension/core/manifest/lint';
 import { SPEC, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { lintManifestText } from '../../extension/core/run/manifest';
 
 /** The spec, file, run-shape, engine and metadata rules. */
 const WT = { run_name: 't', worktrees: true };

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
-import { lintManifestFile, lintManifestText } from '../../extension/core/manifest/lint';
 import type { Finding } from '../../extension/core/manifest/findings';
 import { FILE, applyFix, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
 import { tempDir } from '../helpers/fixtures';
+import { lintManifestFile, lintManifestText } from '../../extension/core/run/manifest';
 
 const FIXTURES = path.resolve('test/fixtures/manifests');
 const rulesOf = (findings: Finding[]) => findings.map((f) => `${f.rule}${f.taskKey ? ` ${f.taskKey}` : ''}`);

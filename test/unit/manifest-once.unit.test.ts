@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { lintManifestFile, lintParsed } from '../../extension/core/manifest/lint';
-import { loadManifest } from '../../extension/core/manifest/load';
 import {
   frozenManifestPath,
   lintFrozenManifest,
@@ -13,6 +11,8 @@ import {
 import type { RunState } from '../../extension/core/live/state';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
+import { lintManifestFile, lintParsed, loadManifest } from '../../extension/core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../../extension/core/run/workflows';
 
 describe('a manifest is parsed once per run and handed on', () => {
   it('lint of the tree loadManifest parsed finds exactly what lint of the file finds', async () => {
@@ -46,7 +46,7 @@ describe('a manifest is parsed once per run and handed on', () => {
     fs.mkdirSync(path.join(home, 'runs', 'r1'), { recursive: true });
     writeFrozenManifest(home, 'r1', manifest);
     manifest.tasks = manifest.tasks.filter((t) => t.key === 'a');
-    const frozen = loadFrozenManifest(home, { runId: 'r1', manifestFile: manifest.file } as RunState);
+    const frozen = loadFrozenManifest(home, { runId: 'r1', manifestFile: manifest.file } as RunState, WORKFLOW_SECTIONS);
     assert.deepEqual(
       manifest.taskKeys,
       frozen.tasks.map((t) => t.key),
@@ -63,7 +63,7 @@ describe('a manifest is parsed once per run and handed on', () => {
       writeFrozenManifest(home, 'r1', manifest);
       const state = { runId: 'r1', manifestFile: manifest.file } as RunState;
       const once = await loadAndLintFrozenManifest(home, state, ctx);
-      assert.deepEqual(once.manifest, loadFrozenManifest(home, state, new Set(ctx.engines.keys())), name);
+      assert.deepEqual(once.manifest, loadFrozenManifest(home, state, WORKFLOW_SECTIONS, new Set(ctx.engines.keys())), name);
       assert.deepEqual(once.findings, await lintFrozenManifest(home, state, ctx), name);
     }
     const home = path.join(tempDir(), 'home');
@@ -75,7 +75,7 @@ describe('a manifest is parsed once per run and handed on', () => {
     const state = { runId: 'r2', manifestFile: '/m.json' } as RunState;
     const twice = (() => {
       try {
-        loadFrozenManifest(home, state, new Set(ctx.engines.keys()));
+        loadFrozenManifest(home, state, WORKFLOW_SECTIONS, new Set(ctx.engines.keys()));
       } catch (e) {
         return (e as Error).message;
       }

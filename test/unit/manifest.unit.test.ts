@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { parseManifest, loadManifest } from '../../extension/core/manifest/load';
 import { ManifestError, formatProblem } from '../../extension/core/manifest/types';
+import { loadManifest, parseManifest } from '../../extension/core/run/manifest';
 
 const FILE = '/work/x/demo.swarm.jsonc';
 const engines = new Set(['codex', 'script', 'claude']);

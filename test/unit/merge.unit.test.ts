@@ -6,11 +6,11 @@ import { resolveEngines } from '../../engines';
 import { DirtyTreeError, mergeQueue } from '../../extension/core/git/merge';
 import { readState } from '../../extension/core/live/registry';
 import type { RunState } from '../../extension/core/live/state';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { deliveredBefore, mergeRequestsForRun } from '../../extension/core/run/merge-plan';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, scriptTask, tempDir } from '../helpers/fixtures';
 import { requireSandbox, testSandboxMode } from '../helpers/sandbox-env';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 /** Runs a worktree-mode manifest on `repo` with the script engine; returns the final state. */
 async function run(repo: string, home: string, tasks: Record<string, unknown>[], extra: Record<string, unknown> = {}): Promise<RunState> {

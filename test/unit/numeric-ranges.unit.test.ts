@@ -6,12 +6,12 @@ import manifestSchema from '../../schemas/manifest.schema.json';
 import { loadConfig } from '../../extension/core/config/config';
 import { MAX_TIMER_MS, MAX_TIMER_S, timerDelay } from '../../extension/core/fs/timer';
 import { MAX_PARALLEL } from '../../extension/core/manifest/limits';
-import { loadManifest, parseManifest } from '../../extension/core/manifest/load';
 import { LineIndex } from '../../extension/core/manifest/positions';
 import { formatProblem, ManifestError } from '../../extension/core/manifest/types';
 import { supervise } from '../../extension/core/process/supervisor';
 import { Scheduler } from '../../extension/core/run/scheduler';
 import { tempDir } from '../helpers/fixtures';
+import { loadManifest, parseManifest } from '../../extension/core/run/manifest';
 
 const FILE = '/work/x/ranges.swarm.json';
 const engines = new Set(['codex', 'script', 'claude']);

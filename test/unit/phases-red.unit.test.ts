@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { bindSource, bwrapCommand } from '../../extension/core/process/sandbox';
 import { putBack, redPassedReason } from '../../extension/core/run/workflows/phases/red';
 import { failureText } from '../../extension/core/run/prompt';
 import { findingsOf, manifest as lintManifest, task as lintTask } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 // Red before green (docs/workflows.md "Phases"): the pure parts — what the test phase is told to run without, how the
 // red copy is bound at the task dir's path, how a phase file is put back, and the lint warning when it is turned off.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
-import { lintManifestText } from '../../extension/core/manifest/lint';
 import { builtinEngines } from '../../engines';
+import { lintManifestText, parseManifest } from '../../extension/core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../../extension/core/run/workflows';
 
 const engines = new Set(['codex', 'claude', 'gemini', 'script']);
 const manifest = (task: Record<string, unknown>, run: Record<string, unknown> = {}) =>
@@ -136,7 +136,7 @@ describe('phases: lint', () => {
 
 describe('phases: in a generated tasks file', () => {
   it("a phases task counts its implement tasks and test phase against max_tasks, and its engines must be the run's", async () => {
-    const { validateGenerated } = await import('../../extension/core/manifest/workflows/generate/file');
+    const { validateGenerated } = await import('../../extension/core/run/workflows/generate/file');
     const planner = parseManifest(
       JSON.stringify({ tasks: [{ key: 'plan', engine: 'codex', spec: 's', generate: { file: 'tasks.json', max_tasks: 3 } }] }),
       '/m.swarm.json',
@@ -161,7 +161,7 @@ describe('phases: in a generated tasks file', () => {
       planner,
       existingKeys: new Set(['plan']),
       allowedEngines: new Set(['codex', 'claude']),
-      lint: { engines: builtinEngines(), allowFullAccess: false },
+      lint: { engines: builtinEngines(), allowFullAccess: false, sections: WORKFLOW_SECTIONS },
       worktrees: false,
     });
     const errors = r.findings.filter((f) => f.severity === 'error').map((f) => f.message);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const task = { key: 't', engine: 'script', spec: 'true', check: 'true' };
 

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest, type RunEvent } from '../../extension/core/run/runner';
 import { readRows, tempDir, writeManifest } from '../helpers/fixtures';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 describe('rate limits', function () {
   this.timeout(60000);

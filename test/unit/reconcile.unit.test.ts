@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { reconcileDeadRuns } from '../../extension/core/run/reconcile';
 import { takeRun } from '../../extension/core/run/resume';
-import { workflowRerunRules } from '../../extension/core/run/workflows';
+import { WORKFLOW_SECTIONS, workflowRerunRules } from '../../extension/core/run/workflows';
 import { appendWorker, openWorkerJournal, workerJournalFile } from '../../extension/core/live/worker-journal';
 import { attemptDir, evalLogPath } from '../../extension/core/config/home';
 import type { AttemptState, RunState } from '../../extension/core/live/state';
@@ -97,7 +97,7 @@ describe('reconcile (run/reconcile.ts)', () => {
     appendWorker(fd, { key: 't', view: view(attemptDir(home, 'r1', 't', 2), 2) });
     fs.closeSync(fd);
 
-    const [report] = await reconcileDeadRuns(home, new Map());
+    const [report] = await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
     assert.deepEqual(report?.interrupted, ['t']);
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
     assert.deepEqual(
@@ -124,7 +124,7 @@ describe('reconcile (run/reconcile.ts)', () => {
     const stateFile = deadRun(home, (dir) => [view(dir(1), 1)]);
     fs.mkdirSync(attemptDir(home, 'r1', 't', 1), { recursive: true });
     fs.writeFileSync(path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json'), JSON.stringify({ verdict: 'PASSED' }));
-    await reconcileDeadRuns(home, new Map());
+    await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
     assert.deepEqual(
       state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]),
@@ -144,7 +144,7 @@ describe('reconcile (run/reconcile.ts)', () => {
     await appendEvalRow(evalLogPath(home), review);
     fs.writeFileSync(path.join(dir1, 'receipt.json'), JSON.stringify({ verdict: 'PASS', reason: 'check passed', rows: [work, review] }));
 
-    await reconcileDeadRuns(home, new Map());
+    await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
     assert.deepEqual(
       state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]),
@@ -184,7 +184,7 @@ describe('reconcile (run/reconcile.ts)', () => {
     const receipt2 = path.join(attemptDir(home, 'r1', 't', 2), 'receipt.json');
     fs.mkdirSync(path.dirname(receipt2), { recursive: true });
     fs.writeFileSync(receipt2, JSON.stringify({ startedAt: startedAt - 1, verdict: 'PASS', reason: 'check passed' }));
-    await reconcileDeadRuns(home, new Map());
+    await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
     assert.deepEqual(
       state.tasks[0]!.attempts.map((a) => [a.attempt, a.verdict]),
@@ -215,7 +215,7 @@ describe('reconcile (run/reconcile.ts)', () => {
       const fd = openWorkerJournal(workerJournalFile(stateFile));
       appendWorker(fd, { init: { pid: local.pid!, startTime: start } });
       fs.closeSync(fd);
-      const [report] = await reconcileDeadRuns(home, new Map());
+      const [report] = await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
       assert.deepEqual([report?.killed, report?.killedInits, report?.interrupted], [[], [], ['t']]);
       assert.equal(local.exitCode ?? local.signalCode, null, "a process of this host was killed for another host's run");
     } finally {
@@ -237,7 +237,7 @@ describe('reconcile (run/reconcile.ts)', () => {
         path.join(attemptDir(home, 'r1', 't', 1), 'receipt.json'),
         JSON.stringify({ startedAt: 1, taskStatus, verdict: 'PASS', reason: 'check passed', rows: [row] }),
       );
-      const [report] = await reconcileDeadRuns(home, new Map());
+      const [report] = await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
       const task = (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState).tasks[0]!;
       assert.deepEqual([task.status, task.commit], expected, String(taskStatus));
       assert.deepEqual(report?.interrupted, expected[0] === 'PASS' ? [] : ['t']);
@@ -295,7 +295,7 @@ describe('takeRun reconciles once: only its own run, only when no one has yet', 
   it('a dead run taken over without an earlier reconcile is reconciled by takeRun (its task runs again); another dead run is left to its own command', async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     const [mine, other] = [dead(home, 'r1'), dead(home, 'r2')];
-    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map(), workflowRerunRules);
+    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map(), workflowRerunRules, WORKFLOW_SECTIONS);
     await cont.release();
     assert.equal(cont.state.tasks[0]!.attempts[0]!.verdict, 'INTERRUPTED');
     assert.deepEqual([...cont.again], ['t']);
@@ -308,8 +308,8 @@ describe('takeRun reconciles once: only its own run, only when no one has yet', 
   it('a run its command already reconciled is not reconciled again: no second INTERRUPTED row', async () => {
     const home = fs.mkdtempSync(path.join(os.tmpdir(), 'verdict-reconcile-'));
     dead(home, 'r1');
-    await reconcileDeadRuns(home, new Map());
-    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map(), workflowRerunRules);
+    await reconcileDeadRuns(home, new Map(), WORKFLOW_SECTIONS);
+    const cont = await takeRun(home, { runId: 'r1', verb: 'resume' }, 'i', new Map(), workflowRerunRules, WORKFLOW_SECTIONS);
     await cont.release();
     assert.equal(fs.readFileSync(evalLogPath(home), 'utf8').trim().split('\n').length, 1);
     assert.deepEqual([...cont.again], ['t']);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { refComponentProblem } from '../../extension/core/manifest/ref-name';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 /** Task keys as git branch name components: the pure rules against git itself, and what the loader says. */
 describe('ref names: git-check-ref-format(1) in TypeScript', () => {

@@ -8,11 +8,10 @@ import { loadUserConfig } from '../../extension/core/config/config';
 import { loadRingerConfig, ringerConfigPath } from '../../extension/core/config/ringer-config';
 import { settingsFromConfig } from '../../extension/core/config/settings';
 import { resolveIdentity } from '../../extension/core/host/identity';
-import { lintManifestFile } from '../../extension/core/manifest/lint';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { looksLikeRingerManifest } from '../../extension/core/manifest/sniff';
 import { tempDir } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
+import { lintManifestFile, loadManifest } from '../../extension/core/run/manifest';
 
 const RINGER = path.resolve('test/fixtures/ringer');
 

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines/index';
-import { parseManifest } from '../../extension/core/manifest/load';
-import { lintManifestText } from '../../extension/core/manifest/lint';
 import { ctx, FILE, manifest, task } from './lint-helpers';
+import { lintManifestText, parseManifest } from '../../extension/core/run/manifest';
 
 const engines = new Set(builtinEngines().keys());
 const ROUTE = { from: ['codex:gpt-5-mini', 'claude:claude-haiku-4-5'], prefer: 'cost', explore: 0.1, min_tasks: 3 };

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { RunControl, runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { testSandboxMode } from '../helpers/sandbox-env';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 describe('runner: stopping and vanishing inputs', function () {
   this.timeout(60000);

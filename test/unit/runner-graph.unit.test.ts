@@ -4,11 +4,11 @@ import path from 'node:path';
 import { resolveEngines } from '../../engines';
 import { runDir } from '../../extension/core/config/home';
 import { appendControl } from '../../extension/core/live/control';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { priorTasks } from '../../extension/core/run/prior';
 import { runManifest, type RunEvent } from '../../extension/core/run/runner';
 import { readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { testSandboxMode } from '../helpers/sandbox-env';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 describe('runner: the task graph while a run is live', function () {
   this.timeout(60000);

@@ -17,9 +17,9 @@ import {
   UnsafeRepositoryConfigError,
 } from '../../extension/core/git/safe-git';
 import { readWorktreeLinks, sealGit, worktreeDrivers } from '../../extension/core/git/worktree';
-import { lintManifestFile } from '../../extension/core/manifest/lint';
 import { changedFiles } from '../../extension/vscode/changed-files';
 import { git, makeRepo, tempDir } from '../helpers/fixtures';
+import { lintManifestFile } from '../../extension/core/run/manifest';
 
 /** Every hook githooks(5) lists that a local command can run. */
 const HOOKS = [

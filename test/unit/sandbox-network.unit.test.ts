@@ -73,7 +73,7 @@ describe('a network namespace per step', () => {
 
 describe('"network" in a manifest', () => {
   it('true, false or "host"; anything else is a load error at its position', async () => {
-    const { parseManifest } = await import('../../extension/core/manifest/load');
+    const { parseManifest } = await import('../../extension/core/run/manifest');
     const task = (network: unknown) => ({ key: 'a', engine: 'script', spec: 'echo hi > a.txt', check: 'test -s a.txt', network });
     for (const [value, want] of [
       [true, true],

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { alive, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import fs from 'node:fs';
 import { testSandboxMode } from '../helpers/sandbox-env';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

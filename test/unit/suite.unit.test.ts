@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { formatProblem } from '../../extension/core/manifest/types';
 import { BadJobError, parseJob, type AttemptJob } from '../../extension/core/pool/payload';
 import { failureText } from '../../extension/core/run/prompt';
 import { changedScripts, judgedCommands, protectedPaths, runnerScripts } from '../../extension/core/run/protect';
 import { suiteFailedReason } from '../../extension/core/run/steps/suite';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 // The `suite` setting as the manifest states it: who gets the run's, who refuses one, what the pool carries, and what a
 // retry is told when the suite failed (the step itself: test/e2e/suite.e2e.test.ts).

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { candidateLabel, groupedOrder, leadLines, memberLabel, oneLine, rowAfter, selectLines, type GroupedTask, type TaskRow } from '../../schemas/task-order';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 // The one grouping every view uses (runs tree, dashboard, CLI): best-of-N candidates under their task's entry.
 

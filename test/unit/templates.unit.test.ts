@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { lintManifestFile } from '../../extension/core/manifest/lint';
-import { loadManifest } from '../../extension/core/manifest/load';
 import {
   freeManifestName,
   listTemplates,
@@ -14,6 +12,7 @@ import {
 } from '../../extension/core/manifest/templates';
 import { tempDir } from '../helpers/fixtures';
 import { ctx } from './lint-helpers';
+import { lintManifestFile, loadManifest } from '../../extension/core/run/manifest';
 
 /** templates/ (docs/workflows.md): every template loads and lints without an error, warning or note. */
 describe('templates/', () => {

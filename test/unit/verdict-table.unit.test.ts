@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { resolveEngines } from '../../engines';
 import { verdictTable } from '../../extension/cli/format';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest, type RunSummary } from '../../extension/core/run/runner';
 import { scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { testSandboxMode } from '../helpers/sandbox-env';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 describe("the final verdict table comes from the run's summary in memory", function () {
   this.timeout(60000);

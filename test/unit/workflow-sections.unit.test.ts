@@ -1,18 +1,46 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { compileWorkflows, sectionEngines, sectionProblems, WORKFLOW_SECTIONS, type WorkflowSection } from '../../extension/core/manifest/workflows';
-import { parseManifest } from '../../extension/core/manifest/load';
+import { compileWorkflows, sectionEngines, sectionProblems, type WorkflowSection } from '../../extension/core/manifest/sections';
+import { WORKFLOW_SECTIONS, WORKFLOWS } from '../../extension/core/run/workflows';
 import type { TaskSpec } from '../../extension/core/manifest/types';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const spec = (key: string): TaskSpec => ({ key, spec: 's', check: 'true' }) as unknown as TaskSpec;
 
-describe('workflow sections: one table the loader reaches every workflow through (manifest/workflows/index.ts)', () => {
-  it('registers every workflow section of a task', () => {
+describe('workflow sections: the loader reaches every workflow through the one workflow table (run/workflows/index.ts)', () => {
+  it('registers every workflow section of a task, from the workflows of the table, in its order', () => {
     assert.deepEqual(
       WORKFLOW_SECTIONS.map((s) => s.name),
       ['best-of-N', 'generate', 'validate', 'council', 'phases', 'critique'],
     );
+    assert.deepEqual(
+      WORKFLOW_SECTIONS,
+      WORKFLOWS.flatMap((w) => (w.section ? [w.section] : [])),
+    );
+  });
+
+  it('each workflow is one folder run/workflows/<name>/: its plugin (index.ts) and its section (section.ts) beside each other, and no workflow code left in the manifest layer', () => {
+    const root = path.resolve('extension', 'core', 'run', 'workflows');
+    const folders = fs
+      .readdirSync(root, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort();
+    assert.deepEqual(folders, ['best-of-n', 'council', 'critique', 'generate', 'phases', 'validate']);
+    for (const folder of folders) {
+      const index = fs.readFileSync(path.join(root, folder, 'index.ts'), 'utf8');
+      assert.ok(fs.existsSync(path.join(root, folder, 'section.ts')), `${folder}/section.ts`);
+      assert.match(index, /section: \w+Section/, `${folder}/index.ts registers its section`);
+    }
+    assert.equal(WORKFLOWS.length, folders.length);
+    // The manifest layer holds the section contract and the loader's functions over a list, no workflow of its own.
+    assert.deepEqual(fs.readdirSync(path.resolve('extension', 'core', 'manifest', 'sections')).sort(), [
+      'engine-ref.ts',
+      'index.ts',
+      'section.ts',
+      'shared.ts',
+    ]);
   });
 
   it('parseManifest names no workflow: its engine checks and problems come from the table', () => {

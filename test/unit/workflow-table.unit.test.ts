@@ -126,10 +126,11 @@ describe('workflow plugins: one table (run/workflows/index.ts)', () => {
       distinguish: { inputs: { engine: 'writer', model: null }, probe: 'p', maxInputs: 5, timeoutMs: 1000 },
       critique: { critics: [{ engine: 'critic' }] },
     } as never;
+    // In table order: best-of-N's (its ranking reviewers, then its inputs engine), then critique's.
     assert.deepEqual(workflowReaderEngines(spec), [
-      { engine: 'critic', here: true },
       { engine: 'judge', here: true },
       { engine: 'writer', here: true },
+      { engine: 'critic', here: true },
     ]);
     // A rank block on a group that does not select by it: its reviewers are named, but need not be here on a pool run.
     assert.deepEqual(workflowReaderEngines({ select: 'all', rank: { rubric: 'r', engines: [{ engine: 'judge', model: null }] } } as never), [

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { builtinEngines } from '../../engines/index';
-import { validateGenerated } from '../../extension/core/manifest/workflows/generate/file';
-import { parseManifest } from '../../extension/core/manifest/load';
+import { validateGenerated } from '../../extension/core/run/workflows/generate/file';
 import type { TaskSpec } from '../../extension/core/manifest/types';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../../extension/core/run/workflows';
 
 const engines = new Set(ctx.engines.keys());
 
@@ -17,7 +18,7 @@ const gctx = (over: Record<string, unknown> = {}) => ({
   planner: plannerSpec(),
   existingKeys: new Set(['plan', 'old']),
   allowedEngines: new Set(['codex', 'script']),
-  lint: { engines: builtinEngines() },
+  lint: { engines: builtinEngines(), sections: WORKFLOW_SECTIONS },
   worktrees: false,
   ...over,
 });

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseManifest } from '../../extension/core/manifest/load';
 import { preflight, PreflightError } from '../../extension/core/run/preflight';
 import { workflowReaderEngines } from '../../extension/core/run/workflows';
 import { builtinEngines } from '../../engines';
 import { groupGate, beatenReason } from '../../extension/core/run/workflows/best-of-n/gate';
 import { FILE, assertRange, col, ctx, findingsOf, manifest, task } from './lint-helpers';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 const engines = new Set(ctx.engines.keys());
 

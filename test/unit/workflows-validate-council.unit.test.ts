@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { parseManifest } from '../../extension/core/manifest/load';
-import { compileCouncil, sameModelAs, DISAGREEMENTS_HEADING } from '../../extension/core/manifest/workflows/council/compile';
-import { compileValidate, validatorPrompt } from '../../extension/core/manifest/workflows/validate/compile';
-import { councilProblems } from '../../extension/core/manifest/workflows/council/rule';
-import { validateProblems } from '../../extension/core/manifest/workflows/validate/rule';
+import { compileCouncil, sameModelAs, DISAGREEMENTS_HEADING } from '../../extension/core/run/workflows/council/compile';
+import { compileValidate, validatorPrompt } from '../../extension/core/run/workflows/validate/compile';
+import { councilProblems } from '../../extension/core/run/workflows/council/rule';
+import { validateProblems } from '../../extension/core/run/workflows/validate/rule';
 import { placeInputs } from '../../extension/core/run/inputs';
 import type { TaskSpec } from '../../extension/core/manifest/types';
+import { parseManifest } from '../../extension/core/run/manifest';
 
 /** A loaded task with the loader's defaults. */
 function loaded(task: Record<string, unknown>): TaskSpec[] {

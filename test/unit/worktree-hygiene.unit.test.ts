@@ -9,10 +9,10 @@ import { takeSnapshot } from '../../extension/core/run/dir-snapshot';
 import { escapingPlainLinks, sealProblems } from '../../extension/core/run/steps/seal';
 import { runGit } from '../../extension/core/git/safe-git';
 import { relativeIncludes } from '../../extension/core/git/worktree-config';
-import { loadManifest } from '../../extension/core/manifest/load';
 import { runManifest } from '../../extension/core/run/runner';
 import { git, makeRepo, readRows, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
 import { testSandboxMode } from '../helpers/sandbox-env';
+import { loadManifest } from '../../extension/core/run/manifest';
 
 /** Branch names under verdict/ in `repo`. */
 function verdictBranches(repo: string): string[] {

@@ -7,13 +7,12 @@ import { loadUserConfig } from '../../core/config/config';
 import { resolveIdentity } from '../../core/host/identity';
 import { CONTROL_VERBS, type ControlVerb } from '../../core/live/control';
 import { listRuns } from '../../core/live/registry';
-import { lintManifestFile, startGate, startGateLines } from '../../core/manifest/lint';
+import { startGate, startGateLines } from '../../core/manifest/lint';
 import { FROZEN_MANIFEST_FIX, frozenManifestPath, loadAndLintFrozenManifest, loadFrozenManifest } from '../../core/run/frozen-manifest';
 import type { Finding } from '../../core/manifest/findings';
 import { listTemplates } from '../../core/manifest/templates';
 import { launchDetached, sendControlAndWait, summaryFromRecords, waitForRunStart } from '../../core/run/run-launch';
 import { loadScoreboard } from '../../core/scoreboard/load';
-import { loadManifest, parseManifest } from '../../core/manifest/load';
 import { LineIndex, rangeOfPath } from '../../core/manifest/positions';
 import { formatProblem, ManifestError, type Manifest } from '../../core/manifest/types';
 import { forecastManifest } from '../plan-command';
@@ -29,6 +28,8 @@ import { packageRoot } from '../package-root';
 import type { Io } from '../io';
 import { confinementProblems } from './confine';
 import { Workspace } from './workspace';
+import { lintManifestFile, loadManifest, parseManifest } from '../../core/run/manifest';
+import { WORKFLOW_SECTIONS } from '../../core/run/workflows';
 
 /**
  * Verdict's Model Context Protocol server (`verdict mcp`): the tools an orchestrating agent drives Verdict with (lint,
@@ -135,7 +136,7 @@ function foreignRun(state: RunState, workspace: Workspace, tool: string): string
 async function frozenEscapes(home: string, state: RunState, workspace: Workspace, loaded?: Manifest): Promise<string | null> {
   let manifest: Manifest;
   try {
-    manifest = loaded ?? loadFrozenManifest(home, state);
+    manifest = loaded ?? loadFrozenManifest(home, state, WORKFLOW_SECTIONS);
   } catch (e) {
     return (e as Error).message;
   }
@@ -172,7 +173,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         const file = opts.workspace.file(manifest, 'manifest');
         const { engines, settings, config } = loadEngines(opts.config);
         // budget_usd against the manifest's forecast from this home's eval log (lint rule budget-forecast).
-        const budgetForecast = await forecastManifest(file, opts.home, engines, config.route ?? null).then(budgetCheck, () => undefined);
+        const budgetForecast = await forecastManifest(file, opts.home, engines, config.route ?? null, WORKFLOW_SECTIONS).then(budgetCheck, () => undefined);
         const findings = await lintManifestFile(file, {
           engines,
           allowFullAccess: settings.allowFullAccess,
@@ -205,7 +206,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         try {
           const { engines, config } = loadEngines(opts.config);
           // The config's route, as the run would load it: an engine "auto" manifest without its own route needs it.
-          return ok(await forecastManifest(file, opts.home, engines, config.route ?? null));
+          return ok(await forecastManifest(file, opts.home, engines, config.route ?? null, WORKFLOW_SECTIONS));
         } catch (e) {
           if (e instanceof ManifestError) return fail(e.problems.map(formatProblem).join('\n'));
           throw e;
@@ -421,7 +422,7 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
           const { engines, settings } = loadEngines(opts.config);
           let loaded: { manifest: Manifest; findings: Finding[] };
           try {
-            loaded = await loadAndLintFrozenManifest(opts.home, state, { engines, allowFullAccess: settings.allowFullAccess });
+            loaded = await loadAndLintFrozenManifest(opts.home, state, { engines, allowFullAccess: settings.allowFullAccess, sections: WORKFLOW_SECTIONS });
           } catch (e) {
             return fail(`not started: ${what} of run ${state.runId}: ${(e as Error).message}`);
           }

@@ -37,12 +37,20 @@ import { sparseOutside } from './rules/sparse-cone';
 import { engineNotInstalled } from './rules/engine-installed';
 import { routeRule } from './rules/route';
 import { checkFileMissing } from './rules/check-files';
-import { WORKFLOW_SECTIONS } from './workflows';
+import { sectionEngines, type WorkflowSection } from './sections';
 
 export type { LintContext } from './rules/document';
 
-/** What lint is told beyond the rules' context: whether the manifest's folder may make anything run. */
-export interface LintOptions extends LintContext {
+/**
+ * What lint is told beyond the rules' context: every workflow's section, and whether the manifest's folder may make
+ * anything run. The rules' `sectionEngines` lint derives from `sections`.
+ */
+export interface LintOptions extends Omit<LintContext, 'sectionEngines'> {
+  /**
+   * Every workflow's section (run/workflows/index.ts WORKFLOW_SECTIONS, handed in by the caller: ParseOptions.sections):
+   * the loader's problems, the engines each names, and the lint rules of each workflow, run with lint's own.
+   */
+  sections: readonly WorkflowSection[];
   /**
    * The workspace is trusted (VS Code Workspace Trust); absent means true, as for the CLI, which the user ran on
    * their own files. False: lint starts no process, because any git command in a foreign repository can run a
@@ -56,7 +64,7 @@ export interface LintOptions extends LintContext {
   route?: Record<string, unknown> | null;
 }
 
-/** The rules run on a parsed manifest, in no particular order (findings are sorted afterwards). */
+/** The rules run on every parsed manifest, with each workflow's own (LintOptions.sections), in no particular order (findings are sorted afterwards). */
 const RULES: Rule[] = [
   checkCannotFail,
   checkSilent,
@@ -83,8 +91,6 @@ const RULES: Rule[] = [
   engineNotInstalled,
   routeRule,
   checkFileMissing,
-  // The rules of one workflow each, registered through its section (manifest/workflows/<name>/).
-  ...WORKFLOW_SECTIONS.flatMap((s) => s.lintRules ?? []),
 ];
 
 /** The rule each loader problem is reported under. */
@@ -120,7 +126,13 @@ const RULE_OF_PROBLEM: Record<ProblemCode, RuleId> = {
 export async function lintManifestText(text: string, file: string, ctx: LintOptions): Promise<Finding[]> {
   return lintParsed(
     {
-      ...parseManifest(text, file, { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, problemsOnly: true, route: ctx.route ?? null }),
+      ...parseManifest(text, file, {
+        sections: ctx.sections,
+        engines: new Set(ctx.engines.keys()),
+        existingKeys: ctx.existingKeys,
+        problemsOnly: true,
+        route: ctx.route ?? null,
+      }),
       text,
       file,
     },
@@ -139,8 +151,8 @@ export async function lintParsed(parsed: ParsedText, ctx: LintOptions): Promise<
   if (tree) {
     const doc = lintDocument(text, file, tree, index, value);
     const untrusted = ctx.trusted === false && ctx.useGit !== false;
-    const rulesCtx: LintContext = untrusted ? { ...ctx, useGit: false } : ctx;
-    for (const rule of RULES) {
+    const rulesCtx: LintContext = { ...ctx, ...(untrusted ? { useGit: false } : {}), sectionEngines: (t) => sectionEngines(t, ctx.sections) };
+    for (const rule of [...RULES, ...ctx.sections.flatMap((s) => s.lintRules ?? [])]) {
       for (const r of await rule(doc, rulesCtx)) findings.push({ ...r, file });
     }
     if (untrusted && needsGit(doc)) findings.push(gitSkipped(doc, tree, index, file));

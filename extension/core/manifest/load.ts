@@ -11,7 +11,7 @@ import { LineIndex, rangeOfPath, rangeOfPropertyName, formatPath } from './posit
 import { refComponentProblem } from './ref-name';
 import { taskGraphProblems } from './rules/task-graph';
 import { inputKeysOf, inputsProblems } from './rules/inputs';
-import { compileWorkflows, sectionEngines, sectionProblems } from './workflows';
+import { compileWorkflows, sectionEngines, sectionProblems, type WorkflowSection } from './sections';
 import {
   DEFAULT_ENGINE,
   ManifestError,
@@ -47,6 +47,11 @@ const taskFields = new Set(Object.keys(manifestSchema.definitions.task.propertie
 
 /** Options of {@link parseManifest}. */
 export interface ParseOptions {
+  /**
+   * Every workflow's section, in the order the loader checks and compiles them (run/workflows/index.ts
+   * WORKFLOW_SECTIONS, handed in by the caller: the workflows live above the manifest).
+   */
+  sections: readonly WorkflowSection[];
   /** Engine names that exist; a task naming another is an error listing these. Unchecked when absent. */
   engines?: ReadonlySet<string>;
   /**
@@ -80,7 +85,7 @@ export interface ParseResult {
  * @param text the file's contents
  * @param file absolute path used in messages and to resolve relative paths
  */
-export function parseManifest(text: string, file: string, options: ParseOptions = {}): ParseResult {
+export function parseManifest(text: string, file: string, options: ParseOptions): ParseResult {
   const index = new LineIndex(text);
   const problems: ManifestProblem[] = [];
   const error = (code: ProblemCode, p: Omit<ManifestProblem, 'file' | 'severity' | 'code'>) => problems.push({ severity: 'error', code, file, ...p });
@@ -116,7 +121,7 @@ export function parseManifest(text: string, file: string, options: ParseOptions 
   problems.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (options.problemsOnly || problems.some((p) => p.severity === 'error')) return { manifest: null, problems, tree: root, value: raw };
 
-  return { manifest: toManifest(data, file, options.route ?? null), problems, tree: root, value: raw };
+  return { manifest: toManifest(data, file, options.sections, options.route ?? null), problems, tree: root, value: raw };
 }
 
 /** Where the checks of one manifest text report: its file (absolute), JSONC tree, line index, problems found so far and parse options. */
@@ -199,7 +204,7 @@ function runFieldProblems(c: Checker, data: Record<string, unknown>): void {
  * like task engines (a review that cannot start would ERROR every passed task); unchecked without `options.engines`.
  * The script engine cannot review: it runs its prompt with bash, and a reviewer's prompt holds the worker's files, so a
  * line the worker wrote (`echo '{"verdict":"approve",…}'`) would run and answer for it. The same holds for every reader
- * a workflow section names (manifest/workflows/section.ts EngineRef `readers`: the ranking reviewers of `rank` read
+ * a workflow section names (manifest/sections/engine-ref.ts EngineRef `readers`: the ranking reviewers of `rank` read
  * every passing candidate's work, critics the proposal): `verb` says which.
  */
 function unknownReviewers(
@@ -386,13 +391,13 @@ function taskEngineProblems(c: Checker, data: Record<string, unknown>, t: Record
 
 /**
  * The other engines task `i` names: its review's (unknownReviewers), and those each workflow section names
- * (manifest/workflows/: its compiled tasks' writers, which must be known, and its readers, unknownReviewers and
+ * (ParseOptions.sections: its compiled tasks' writers, which must be known, and its readers, unknownReviewers and
  * unknownReader).
  */
 function readerEngineProblems(c: Checker, t: Record<string, unknown>, i: number): void {
   const { root, index, options, error } = c;
   if (isObject(t.review)) unknownReviewers(c, t.review.engines, ['tasks', i, 'review'], `tasks[${i}].review`);
-  for (const ref of sectionEngines(t)) {
+  for (const ref of sectionEngines(t, options.sections)) {
     const at = ['tasks', i, ...ref.at];
     if (ref.kind === 'readers') {
       unknownReviewers(c, ref.entries, at, formatPath(at), ref.verb, ref.list);
@@ -426,7 +431,7 @@ function engineArgsProblem(c: Checker, t: Record<string, unknown>, i: number): v
   }
 }
 
-/** The rules over the task list as a whole: the task graph, inputs, each workflow section's own problems (manifest/workflows/index.ts WORKFLOW_SECTIONS, under its code), the suites. */
+/** The rules over the task list as a whole: the task graph, inputs, each workflow section's own problems (ParseOptions.sections, under its code), the suites. */
 function crossTaskProblems(c: Checker, data: Record<string, unknown>, taskList: Record<string, unknown>[]): void {
   const { root, index, options, error } = c;
   for (const g of taskGraphProblems(taskList, options.existingKeys)) {
@@ -435,7 +440,11 @@ function crossTaskProblems(c: Checker, data: Record<string, unknown>, taskList: 
   for (const p of inputsProblems(taskList)) {
     error('inputs', { range: rangeOfPath(root, p.path, index), path: formatPath(p.path), message: p.message });
   }
-  for (const { code, problem } of sectionProblems(taskList, { existingKeys: options.existingKeys ?? new Set(), defaultEngine: DEFAULT_ENGINE })) {
+  for (const { code, problem } of sectionProblems(
+    taskList,
+    { existingKeys: options.existingKeys ?? new Set(), defaultEngine: DEFAULT_ENGINE },
+    options.sections,
+  )) {
     error(code, { range: rangeOfPath(root, problem.path, index), path: formatPath(problem.path), message: problem.message });
   }
   for (const s of suiteProblems(taskList, data)) {
@@ -447,7 +456,7 @@ function crossTaskProblems(c: Checker, data: Record<string, unknown>, taskList: 
  * Reads and parses a manifest file.
  * @throws ManifestError listing every error with file:line:column and field path (an unreadable file is one error)
  */
-export function loadManifest(file: string, options: ParseOptions = {}): { manifest: Manifest; warnings: ManifestProblem[]; parsed: ParsedText } {
+export function loadManifest(file: string, options: ParseOptions): { manifest: Manifest; warnings: ManifestProblem[]; parsed: ParsedText } {
   const abs = path.resolve(file);
   let text: string;
   try {
@@ -546,13 +555,14 @@ function toTaskSpec(t: Record<string, unknown>, data: Record<string, unknown>, r
 function toManifest(
   data: Record<string, unknown> & { tasks: Record<string, unknown>[] },
   file: string,
+  sections: readonly WorkflowSection[],
   configRoute: Record<string, unknown> | null = null,
 ): Manifest {
   const dir = path.dirname(file);
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
   const route = isObject(data.route) ? toRouteSpec(data.route, 'manifest') : configRoute ? toRouteSpec(configRoute, 'config') : null;
   const tasks = data.tasks.map((t) => toTaskSpec(t, data, route));
-  const compiled = compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true });
+  const compiled = compileWorkflows(tasks, data.tasks, { worktrees: data.worktrees === true }, sections);
   return {
     file,
     runName: str(data.run_name) ?? path.basename(file).replace(/\.(swarm\.)?jsonc?$/, ''),

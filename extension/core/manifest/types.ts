@@ -84,7 +84,7 @@ export interface TaskSpec {
   /** `after`: keys of the tasks this one waits for; it starts once all of them PASS, else it ends BLOCKED. */
   after: string[];
   /**
-   * Best-of-N (manifest/workflows/best-of-n/ compiles `repeat`/`candidates` into ordinary tasks): on a candidate, the key of the
+   * Best-of-N (run/workflows/best-of-n/ compiles `repeat`/`candidates` into ordinary tasks): on a candidate, the key of the
    * task it is a candidate of; on that task's own entry (the group, which runs no worker), its own key. Absent
    * outside a workflow.
    */
@@ -95,7 +95,7 @@ export interface TaskSpec {
   select?: SelectMode;
   /**
    * Validated, council, phases: the task's place in its workflow (lead or member N), set by the compiler only
-   * (manifest/workflows/: validate, council, phases); state.json carries it for the views. Absent outside them.
+   * (run/workflows/validate/, council/, phases/); state.json carries it for the views. Absent outside them.
    */
   workflow?: WorkflowPlace;
   /**
@@ -309,8 +309,8 @@ export interface Manifest {
  * names a property twice), `duplicate-key` / `unsafe-key` (task keys), `unknown-engine`, `unknown-field`,
  * `engine-args` (shell operators in a string engine_args), `task-graph` (an `after` naming no task, or a cycle),
  * `repeat` (a best-of-N task that cannot be compiled: see workflows/best-of-n/rule.ts), `generate` (a planner or a generated task
- * that breaks the rules of manifest/workflows/generate/rule.ts), `inputs` (rules/inputs.ts), `validate`, `council`, `critique`, `phases` (each workflow section's own
- * problems: manifest/workflows/index.ts WORKFLOW_SECTIONS), `unreadable` (the file could not be read).
+ * that breaks the rules of run/workflows/generate/rule.ts), `inputs` (rules/inputs.ts), `validate`, `council`, `critique`, `phases` (each workflow section's own
+ * problems: run/workflows/index.ts WORKFLOW_SECTIONS), `unreadable` (the file could not be read).
  */
 export type ProblemCode =
   | 'syntax'

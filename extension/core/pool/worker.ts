@@ -29,6 +29,7 @@ import { ensureQueue, push } from './dispatch';
 import { killOrphanedSandboxes } from './orphans';
 import { BadJobError, parseJob, queueOf, sealedRef, type AttemptJob, type JobSpend } from './payload';
 import { ensurePoolSchema, HEARTBEAT_MS, leaseMs, poolDb, withPoolSetupLock } from './schema';
+import { WORKFLOW_SECTIONS } from '../run/workflows';
 
 /** How long an idle slot waits before asking the queues again, ms. */
 export const IDLE_POLL_MS = 500;
@@ -500,6 +501,7 @@ async function runJob(
   // No budget here (the run's is its orchestrator's): what the attempt spends goes to it as it streams.
   spend.onChange = (s) => onSpend({ usd: Math.round(s.spentMicroUsd), tokens: s.tokens ? Math.round(s.tokens.spent) : null });
   const ctx: AttemptContext = {
+    sections: WORKFLOW_SECTIONS,
     opts: { manifest, home: wHome, identity: job.identity, engines: known, env: opts.env, sandbox: opts.sandbox },
     env: opts.env,
     runId: job.runId,

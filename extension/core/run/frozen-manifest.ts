@@ -6,6 +6,7 @@ import type { RunState } from '../live/state';
 import type { Finding } from '../manifest/findings';
 import { lintManifestText, lintParsed, type LintOptions } from '../manifest/lint';
 import { parseManifest } from '../manifest/load';
+import type { WorkflowSection } from '../manifest/sections';
 import { LineIndex, type SourceRange } from '../manifest/positions';
 import { formatProblem, type Manifest, type ManifestProblem } from '../manifest/types';
 
@@ -36,10 +37,11 @@ export function writeFrozenManifest(home: string, runId: string, manifest: Manif
 }
 
 /**
- * Loads a run's frozen manifest as a Manifest, relative paths resolved against the original manifest's folder.
+ * Loads a run's frozen manifest as a Manifest, relative paths resolved against the original manifest's folder, its
+ * workflows compiled by `sections` (run/workflows/index.ts WORKFLOW_SECTIONS, handed in: the table reaches this file).
  * @throws Error naming the frozen file when it cannot be read or no longer loads (e.g. an engine since removed)
  */
-export function loadFrozenManifest(home: string, state: RunState, engines?: ReadonlySet<string>): Manifest {
+export function loadFrozenManifest(home: string, state: RunState, sections: readonly WorkflowSection[], engines?: ReadonlySet<string>): Manifest {
   const file = frozenManifestPath(home, state.runId);
   let frozen: { manifest?: unknown };
   try {
@@ -47,7 +49,7 @@ export function loadFrozenManifest(home: string, state: RunState, engines?: Read
   } catch (e) {
     throw new Error(`cannot read the frozen manifest ${file}: ${(e as Error).message}`);
   }
-  const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest ?? null), state.manifestFile, { engines });
+  const { manifest, problems } = parseManifest(JSON.stringify(frozen.manifest ?? null), state.manifestFile, { sections, engines });
   if (!manifest) throw noLongerLoads(file, problems);
   return manifest;
 }
@@ -74,7 +76,7 @@ export async function loadAndLintFrozenManifest(home: string, state: RunState, c
   if ('error' in read) throw new Error(`cannot read the frozen manifest ${file}: ${read.error}`);
   const { text, frozen } = read;
   const linted = JSON.stringify(frozen.manifest ?? null, null, 2);
-  const options = { engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, route: ctx.route ?? null };
+  const options = { sections: ctx.sections, engines: new Set(ctx.engines.keys()), existingKeys: ctx.existingKeys, route: ctx.route ?? null };
   const parsed = parseManifest(linted, state.manifestFile, options);
   if (!parsed.manifest) {
     // Said with the positions of the compact text, as loadFrozenManifest says it (only on this path is it parsed again).

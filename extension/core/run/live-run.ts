@@ -30,6 +30,7 @@ import type { GroupStats } from '../scoreboard/group-stats';
 import { freshRuntime, type AttemptContext, type TaskRuntime } from './steps/context';
 import { lockRun, lockWorkdir, RunBusyError, selfHolder, WorkdirBusyError } from './workdir-lock';
 import { spendLine } from '../../../schemas/spend';
+import type { WorkflowSection } from '../manifest/sections';
 
 /** One live run as its parts share it. */
 export interface LiveRun {
@@ -72,10 +73,11 @@ export interface LiveRun {
 
 /**
  * Sets the run up: preflight (nothing created when it fails; `readers`: the engines of the workflows' readers of a task), the run's and (plain mode) the workdir's locks, the
- * continued run taken over (`rerun`: what the workflows say of running its tasks again), the frozen manifest, state.json written and its heartbeat started, the run's opening notes said.
+ * continued run taken over (`rerun`: what the workflows say of running its tasks again; `sections`: every workflow's
+ * section, run/workflows/index.ts WORKFLOW_SECTIONS, for what reads a manifest during the run), the frozen manifest, state.json written and its heartbeat started, the run's opening notes said.
  * @throws PreflightError before anything is created (also when the run or the workdir is held by another)
  */
-export async function openRun(opts: RunOptions, readers: ReaderEngines, rerun: RerunRules): Promise<LiveRun> {
+export async function openRun(opts: RunOptions, readers: ReaderEngines, rerun: RerunRules, sections: readonly WorkflowSection[]): Promise<LiveRun> {
   const { manifest, home } = opts;
   const env = opts.env ?? process.env;
   startHelperEarly(opts);
@@ -92,7 +94,7 @@ export async function openRun(opts: RunOptions, readers: ReaderEngines, rerun: R
     },
     readers,
   );
-  const { cont, runId, releaseRun, releaseWorkdir } = await takeLocks(opts, rerun);
+  const { cont, runId, releaseRun, releaseWorkdir } = await takeLocks(opts, rerun, sections);
   const dir = runDir(home, runId);
   fs.mkdirSync(dir, { recursive: true });
   if (!cont) writeFrozenManifest(home, runId, manifest);
@@ -122,7 +124,7 @@ export async function openRun(opts: RunOptions, readers: ReaderEngines, rerun: R
   // The whole manifest's keys as it compiled them (the frozen copy holds the whole text): not read back from that copy.
   const frozenKeys = new Set(manifest.taskKeys ?? manifest.tasks.map((t) => t.key));
   const byKey = new Map(tasks.map((t) => [t.spec.key, t]));
-  const ctx = attemptContext(opts, env, runId, cont, pre, stateFile, emit, spend, () => [...new Set([...frozenKeys, ...byKey.keys()])]);
+  const ctx = attemptContext(opts, env, runId, cont, pre, stateFile, emit, spend, () => [...new Set([...frozenKeys, ...byKey.keys()])], sections);
   // Runs that resumed an earlier one as a new run (before resume kept the id) still settle `after` along that chain.
   const prior = opts.prior ?? (state.resumedFrom ? priorTasks(home, state.resumedFrom) : new Map<string, PriorTask>());
   return {
@@ -178,6 +180,7 @@ function startHelperEarly(opts: RunOptions): void {
 async function takeLocks(
   opts: RunOptions,
   rerun: RerunRules,
+  sections: readonly WorkflowSection[],
 ): Promise<{
   cont: RunContinuation | null;
   runId: string;
@@ -187,7 +190,7 @@ async function takeLocks(
   const { manifest, home } = opts;
   let cont: RunContinuation | null = null;
   try {
-    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines, rerun) : null;
+    cont = opts.continueRun ? await takeRun(home, opts.continueRun, opts.identity, opts.engines, rerun, sections) : null;
   } catch (e) {
     if (e instanceof RunBusyError || e instanceof ContinueError) throw new PreflightError([e.message]);
     throw e;
@@ -273,6 +276,7 @@ function attemptContext(
   emit: (e: RunEvent) => void,
   spend: RunSpend,
   taskKeys: () => string[],
+  sections: readonly WorkflowSection[],
 ): AttemptContext {
   const repo = pre.repo && cont?.state.baseSha ? { ...pre.repo, baseSha: cont.state.baseSha } : pre.repo;
   const hide = [...(opts.hide ?? []), ...(opts.manifest.hide ?? []), ...(opts.configSource ? [opts.configSource] : [])];
@@ -292,6 +296,7 @@ function attemptContext(
     stateBaselines: new Map(),
     inheritedEnv: { ...process.env },
     taskKeys,
+    sections,
   };
 }
 

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Delivered, IntegrationSuite, MergeRequest, RecheckResult } from '../git/merge';
 import { loadFrozenManifest } from './frozen-manifest';
+import { WORKFLOW_SECTIONS } from './workflows';
 import { readyToMerge } from './landed';
 import type { RunState } from '../live/state';
 import { runDir } from '../config/home';
@@ -26,7 +27,7 @@ import { supervise } from '../process/supervisor';
  */
 export function mergeRequestsForRun(home: string, state: RunState, keys?: readonly string[]): MergeRequest[] {
   if (!state.worktrees || !state.repo) throw new Error(`run ${state.runId} is not a worktree-mode run; there are no task branches to merge`);
-  const manifest = loadFrozenManifest(home, state);
+  const manifest = loadFrozenManifest(home, state, WORKFLOW_SECTIONS);
   const specs = new Map(manifest.tasks.map((t) => [t.key, t]));
   const prepare = { setup: manifest.setup, include: manifest.include };
   return (
@@ -58,7 +59,7 @@ export function mergeRequestsForRun(home: string, state: RunState, keys?: readon
 export function deliveredBefore(home: string, state: RunState): Delivered[] {
   const done = state.tasks.filter((t) => t.merged?.paths?.length);
   if (!done.length || !state.worktrees || !state.repo) return [];
-  const manifest = loadFrozenManifest(home, state);
+  const manifest = loadFrozenManifest(home, state, WORKFLOW_SECTIONS);
   const specs = new Map(manifest.tasks.map((t) => [t.key, t]));
   const prepare = { setup: manifest.setup, include: manifest.include };
   return done.map((t) => {

@@ -6,6 +6,7 @@ import { evalLogPath } from '../config/home';
 import { shortHost } from '../host/hostname';
 import { withLock } from '../fs/lock';
 import { loadFrozenManifest } from './frozen-manifest';
+import type { WorkflowSection } from '../manifest/sections';
 import { processStartTime } from '../process/start-time';
 import { signalGroup } from '../process/supervisor';
 import { appendEvalRow, type EvalRowInput } from '../store/eval-log';
@@ -45,7 +46,12 @@ export interface ReconcileReport {
  * Safe to call from several processes at once: each run is reconciled under a lock on its state file, once.
  * Never throws for one broken run; the others are still reconciled. `only`: that run alone (the others are left).
  */
-export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<string, EngineSpec>, only?: string): Promise<ReconcileReport[]> {
+export async function reconcileDeadRuns(
+  home: string,
+  engines: ReadonlyMap<string, EngineSpec>,
+  sections: readonly WorkflowSection[],
+  only?: string,
+): Promise<ReconcileReport[]> {
   const reports: ReconcileReport[] = [];
   for (const info of listRuns(home).runs.filter((r) => r.liveness === 'orchestrator-died' && (only === undefined || r.state.runId === only))) {
     try {
@@ -59,7 +65,7 @@ export async function reconcileDeadRuns(home: string, engines: ReadonlyMap<strin
         const killedInits = here ? killSandboxInits(readSandboxInits(journal)) : [];
         // Workers started after the state's last write are in the journal (live/worker-journal.ts).
         mergeWorkerJournal(read.state, readWorkerJournal(journal));
-        return { ...(await reconcileRun(home, read.state, info.stateFile, engines, here)), killedInits };
+        return { ...(await reconcileRun(home, read.state, info.stateFile, engines, sections, here)), killedInits };
       });
       if (report) reports.push(report);
     } catch (e) {
@@ -75,10 +81,11 @@ async function reconcileRun(
   state: RunState,
   stateFile: string,
   engines: ReadonlyMap<string, EngineSpec>,
+  sections: readonly WorkflowSection[],
   here: boolean,
 ): Promise<ReconcileReport> {
   const report: ReconcileReport = { runId: state.runId, runName: state.runName, killed: [], spared: [], interrupted: [], killedInits: [] };
-  const specs = frozenSpecs(home, state);
+  const specs = frozenSpecs(home, state, sections);
   const now = Date.now();
   // The run's rows already in the eval log (rowKey), read once when a receipt's rows must be checked against them.
   let logged: Set<string> | null = null;
@@ -222,9 +229,9 @@ function loggedRows(logFile: string, runId: string): Set<string> {
 }
 
 /** Each task's spec from the run's frozen manifest; empty when it cannot be read (the rows then carry no spec). */
-function frozenSpecs(home: string, state: RunState): Map<string, string> {
+function frozenSpecs(home: string, state: RunState, sections: readonly WorkflowSection[]): Map<string, string> {
   try {
-    return new Map(loadFrozenManifest(home, state).tasks.map((t) => [t.key, t.spec]));
+    return new Map(loadFrozenManifest(home, state, sections).tasks.map((t) => [t.key, t.spec]));
   } catch {
     return new Map();
   }

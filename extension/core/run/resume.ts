@@ -14,6 +14,7 @@ import type { TaskState } from '../../../schemas/run-state';
 import type { RunResume } from '../../../schemas/run-state';
 import { statusInfo } from '../../../schemas/status';
 import type { EngineSpec } from '../../../engines/types';
+import type { WorkflowSection } from '../manifest/sections';
 import { graphGate } from './decide';
 import { reconcileDeadRuns } from './reconcile';
 import { summaryFromRecords } from './run-launch';
@@ -108,6 +109,7 @@ export class ContinueError extends Error {
  * (its unfinished attempts get INTERRUPTED rows; the command that calls this has usually reconciled every dead run
  * already, and then nothing is done twice), then reads its state and decides the tasks to run again.
  * @param rules what the workflows say of running a task again (tasksToRunAgain)
+ * @param sections every workflow's section (run/workflows/index.ts WORKFLOW_SECTIONS), for reconcile's frozen manifest
  * @throws RunBusyError (run/workdir-lock.ts) when another orchestrator holds the run; ContinueError when it is live
  *   under an orchestrator that holds no lock, its state cannot be read, or nothing is left to run
  */
@@ -117,13 +119,14 @@ export async function takeRun(
   identity: string,
   engines: ReadonlyMap<string, EngineSpec>,
   rules: RerunRules,
+  sections: readonly WorkflowSection[],
 ): Promise<RunContinuation> {
   const release = await lockRun(runDir(home, req.runId), selfHolder(req.runId, identity));
   try {
     const stateFile = path.join(runDir(home, req.runId), 'state.json');
     let read = readState(stateFile);
     if ('state' in read && describeRun(read.state, stateFile).liveness === 'orchestrator-died') {
-      await reconcileDeadRuns(home, engines, req.runId);
+      await reconcileDeadRuns(home, engines, sections, req.runId);
       read = readState(stateFile);
     }
     if (!('state' in read)) throw new ContinueError(`run ${req.runId}: ${read.reason === 'missing' ? 'no state file' : read.reason}`);

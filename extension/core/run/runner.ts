@@ -11,7 +11,7 @@ import { Scheduler } from './scheduler';
 import { TaskGraph } from './task-graph';
 import { AttemptLoop } from './attempt-loop';
 import { ControlHandler } from './control-handler';
-import { RunWorkflows, workflowReaderEngines, workflowRerunRules, workRow } from './workflows';
+import { RunWorkflows, WORKFLOW_SECTIONS, workflowReaderEngines, workflowRerunRules, workRow } from './workflows';
 import { takeOverTasks } from './take-over';
 import { finishRun } from './teardown';
 import { statusInfo } from '../../../schemas/status';
@@ -30,7 +30,7 @@ export type { PriorTask, RunEvent, RunSettings, RunSummary, TaskSummary } from '
  * @throws PreflightError before anything starts; other errors only for broken records (disk full, permissions)
  */
 export async function runManifest(opts: RunOptions): Promise<RunSummary> {
-  const run = await openRun(opts, workflowReaderEngines, workflowRerunRules);
+  const run = await openRun(opts, workflowReaderEngines, workflowRerunRules, WORKFLOW_SECTIONS);
   // The scheduler's job and drop reach the loop and the graph, built right after it (called only once tasks are pushed).
   const scheduler: Scheduler<TaskRuntime> = new Scheduler<TaskRuntime>(
     run.maxParallel,

@@ -8,6 +8,7 @@ import type { EngineSpec } from '../../../engines/types';
 import { evalLogPath } from '../config/home';
 import { formatUsd } from '../cost/pricing';
 import { loadManifest, parseManifest } from '../manifest/load';
+import type { WorkflowSection } from '../manifest/sections';
 import type { Manifest } from '../manifest/types';
 import { forecast, totalOf, type Forecast, type ForecastTotal, type TaskForecast } from './forecast';
 import { currentColumns, loadScoreboard } from './load';
@@ -48,6 +49,7 @@ export interface ManifestForecast extends Forecast {
  * Loads `file` and forecasts it from the eval log under `home` (no log yet: every task without history).
  * `configRoute` is the config file's `route` block (null for none), which an `engine: "auto"` manifest without its
  * own route needs to load; every caller passes what its run would use, so the forecast loads what the run loads.
+ * `sections`: every workflow's section (run/workflows/index.ts WORKFLOW_SECTIONS; the workflows sit above the scoreboard).
  * @throws ManifestError when the manifest does not load (its problems with positions)
  */
 export async function forecastManifest(
@@ -55,13 +57,15 @@ export async function forecastManifest(
   home: string,
   engines: ReadonlyMap<string, EngineSpec>,
   configRoute: Record<string, unknown> | null,
+  sections: readonly WorkflowSection[],
 ): Promise<ManifestForecast> {
-  return forecastOf(loadManifest(path.resolve(file), { engines: new Set(engines.keys()), route: configRoute }).manifest, home, engines);
+  return forecastOf(loadManifest(path.resolve(file), { sections, engines: new Set(engines.keys()), route: configRoute }).manifest, home, engines);
 }
 
 /**
  * A manifest's text (the editor's, unsaved) parsed as `file` with the config file's `route` block (`configRoute`,
- * null for none) as a run would load it, and its forecastOf; null when the text does not parse to a manifest.
+ * null for none) and the workflows' `sections` (as forecastManifest's) as a run would load it, and its forecastOf; null
+ * when the text does not parse to a manifest.
  */
 export async function forecastText(
   text: string,
@@ -69,8 +73,9 @@ export async function forecastText(
   home: string,
   engines: ReadonlyMap<string, EngineSpec>,
   configRoute: Record<string, unknown> | null,
+  sections: readonly WorkflowSection[],
 ): Promise<{ manifest: Manifest; forecast: ManifestForecast } | null> {
-  const { manifest } = parseManifest(text, file, { engines: new Set(engines.keys()), route: configRoute });
+  const { manifest } = parseManifest(text, file, { sections, engines: new Set(engines.keys()), route: configRoute });
   return manifest ? { manifest, forecast: await forecastOf(manifest, home, engines) } : null;
 }
 

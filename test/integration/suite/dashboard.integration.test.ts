@@ -4,11 +4,11 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { resolveEngines } from '../../../engines';
 import { resolveHome } from '../../../extension/core/config/home';
-import { loadManifest } from '../../../extension/core/manifest/load';
 import { runManifest } from '../../../extension/core/run/runner';
 
 import { askProbe, probeDir } from './probe';
 import { sleep } from './until';
+import { loadManifest } from '../../../extension/core/run/manifest';
 
 describe('dashboard panel in VS Code', function () {
   this.timeout(90000);

@@ -8,6 +8,7 @@ import { findNodeAtLocation, type JSONPath, type Node } from 'jsonc-parser';
 import type { EngineSpec } from '../../../../engines/types';
 import type { LineIndex, SourceRange } from '../positions';
 import type { Finding } from '../findings';
+import type { EngineRef } from '../sections/engine-ref';
 import { DEFAULT_ENGINE } from '../types';
 import { JsonString } from './json-string';
 import { parseShell, type ShellList } from './shell';
@@ -41,6 +42,11 @@ export interface LintContext {
    * budget_usd) and the MCP lint tool pass it; the editor does not.
    */
   budgetForecast?: (budgetMicroUsd: number, taskKey: string | null) => string | null;
+  /**
+   * Every engine the workflows' sections name in one task as written (manifest/sections/index.ts sectionEngines over
+   * LintOptions.sections), in section order: lint (manifest/lint.ts lintParsed) sets it for its rules.
+   */
+  sectionEngines: (task: Record<string, unknown>) => EngineRef[];
 }
 
 /** One task as the rules see it; every field is null when absent or of the wrong type. */

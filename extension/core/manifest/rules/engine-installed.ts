@@ -1,8 +1,8 @@
 import { findNodeAtLocation, type JSONPath, type Node } from 'jsonc-parser';
 import { findBinary } from '../../../../engines/find-binary';
 import type { SourceRange } from '../positions';
-import { namedEngines, sectionEngines } from '../workflows';
-import { rangeAt, taskAnchor, type LintDocument, type LintTask, type Rule, type RuleFinding } from './document';
+import { namedEngines } from '../sections';
+import { rangeAt, taskAnchor, type LintContext, type LintDocument, type LintTask, type Rule, type RuleFinding } from './document';
 
 /** One place a task names an engine: the engine's name, who runs on it, and where the name is written. */
 interface EngineUse {
@@ -15,7 +15,7 @@ interface EngineUse {
  * engine-not-installed (warning): an engine a task would run on whose binary is not on PATH (`ctx.pathEnv`), with
  * the engine's install command (EngineSpec.install). Every place a task names an engine counts, as the run's
  * preflight (core/run/preflight.ts) would refuse the run for each: `engine` (or the default engine, at the key),
- * `fallback`, `review`, every engine a workflow section names (manifest/workflows/index.ts sectionEngines: a new
+ * `fallback`, `review`, every engine a workflow section names (LintContext.sectionEngines: a new
  * workflow's are linted without a change here), and the run's `review`. Unknown engines are left to unknown-engine. Skipped when `ctx.pathEnv` is absent (the start gate: the
  * preflight refuses a missing binary there by itself). Looking a name up on PATH only reads the file system
  * (engines/find-binary.ts): nothing runs.
@@ -44,7 +44,7 @@ export const engineNotInstalled: Rule = (doc, ctx) => {
   for (const use of engineList(doc, doc.root, ['review'], 'engines', 'a reviewer')) report(use, null);
   for (const task of doc.tasks) {
     const seen = new Set<string>();
-    for (const use of taskEngines(doc, task)) {
+    for (const use of taskEngines(doc, task, ctx.sectionEngines)) {
       // One finding per engine and task: a reviewer on the task's own engine says nothing new.
       if (seen.has(use.name)) continue;
       seen.add(use.name);
@@ -57,10 +57,10 @@ export const engineNotInstalled: Rule = (doc, ctx) => {
 /**
  * Every engine a task names, in the order the rule reports them (one per engine: the first): its own (the default
  * engine at the key when it names none), its fallbacks, its reviewers, and every engine a workflow section names
- * (manifest/workflows/index.ts sectionEngines, each placed by its EngineLint `order`; the first written first among
+ * (LintContext.sectionEngines, each placed by its EngineLint `order`; the first written first among
  * equals).
  */
-function taskEngines(doc: LintDocument, task: LintTask): EngineUse[] {
+function taskEngines(doc: LintDocument, task: LintTask, sectionEngines: LintContext['sectionEngines']): EngineUse[] {
   const node = task.node;
   const own = rangeAt(doc, node, ['engine']);
   const uses: (EngineUse & { order: number })[] = [

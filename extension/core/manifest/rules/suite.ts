@@ -6,8 +6,8 @@
  * out-of-range limits are the schema's. Pure, on the parsed data: the loader reports these as problems of code
  * `suite`, lint under rule `suite`.
  */
-import { isObject } from '../workflows/shared';
-import type { WorkflowProblem } from '../workflows/section';
+import { isObject } from '../sections/shared';
+import type { WorkflowProblem } from '../sections/section';
 
 /** The problems of `suite` and `suite_timeout_s` in a manifest's data (`tasks` as written, `run` the manifest's top level). */
 export function suiteProblems(tasks: readonly unknown[], run: Record<string, unknown>): WorkflowProblem[] {

@@ -19,6 +19,7 @@ import type { SealedState } from '../check-writes';
 import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunSettings, TaskSummary } from '../run-types';
 import type { RunSpend } from '../spend';
+import type { WorkflowSection } from '../../manifest/sections';
 import type { PassedPrerequisite } from '../start-point';
 
 /** One per run: what every attempt of it needs. */
@@ -50,6 +51,11 @@ export interface AttemptContext {
   inheritedEnv?: Readonly<NodeJS.ProcessEnv>;
   /** Every task key the run has now (generated tasks included); absent: the manifest's. Read by step `generate`. */
   taskKeys?: () => string[];
+  /**
+   * Every workflow's section (run/workflows/index.ts WORKFLOW_SECTIONS, handed in by whoever opens the run: the table
+   * reaches this file), for what reads a manifest during a run: step `generate` and the join of its tasks.
+   */
+  sections: readonly WorkflowSection[];
 }
 
 /** One per task: its spec, live state and what its attempts so far have left. */

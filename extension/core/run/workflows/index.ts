@@ -1,7 +1,7 @@
 /**
- * The workflow table (docs/workflows.md "Where workflows live"): every workflow plugin of a run, in the order their
- * hooks are called. Adding a workflow is one folder run/workflows/<name>/ exporting a `Workflow` (workflow.ts) and one
- * entry here.
+ * The workflow table (docs/workflows.md "Where workflows live"): every workflow plugin, in the order the loader checks
+ * and compiles their sections and a run calls their hooks. Adding a workflow is one folder run/workflows/<name>/
+ * exporting a `Workflow` (workflow.ts: its section and its run-time hooks) and one entry here.
  */
 import type { EvalRow } from '../../store/eval-row';
 import type { TaskSpec } from '../../manifest/types';
@@ -16,11 +16,20 @@ import { generateWorkflow } from './generate';
 import { critiqueWorkflow } from './critique';
 import { phasesWorkflow } from './phases';
 import { bestOfNWorkflow } from './best-of-n';
+import { validateWorkflow } from './validate';
+import { councilWorkflow } from './council';
+import type { WorkflowSection } from '../../manifest/sections';
 
 export type { PoolPartCheck, Workflow, WorkflowHost, WorkflowPoolPart, WorkflowRelease, WorkflowRun, WorkflowStep } from './workflow';
 
 /** Every registered workflow. */
-export const WORKFLOWS: readonly Workflow[] = [phasesWorkflow, critiqueWorkflow, bestOfNWorkflow, generateWorkflow];
+export const WORKFLOWS: readonly Workflow[] = [bestOfNWorkflow, generateWorkflow, validateWorkflow, councilWorkflow, phasesWorkflow, critiqueWorkflow];
+
+/**
+ * Every workflow's section of a manifest task, in table order: what the loader and lint are handed (manifest/load.ts
+ * ParseOptions.sections, manifest/lint.ts LintOptions.sections; run/manifest.ts binds it for every caller above the run).
+ */
+export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = WORKFLOWS.flatMap((w) => (w.section ? [w.section] : []));
 
 /**
  * The steps of an attempt: `base` with each workflow's steps inserted right after (`after`) or right before (`before`)

@@ -1,11 +1,13 @@
 /**
- * The contract of a workflow plugin (docs/workflows.md "Where workflows live"): what a workflow adds to a run beyond
- * the manifest's compiled tasks and edges. A workflow is one folder run/workflows/<name>/ whose index.ts exports one
- * `Workflow`; the table in run/workflows/index.ts registers it. The runner, the task graph and the attempt reach a
- * workflow only through that table. A workflow's static hooks (`steps`, `statusPending`, `onSettled`) hold for every
- * run; what it keeps per run (its decisions under way) lives in the {@link WorkflowRun} its `open` makes when a run starts.
+ * The contract of a workflow plugin (docs/workflows.md "Where workflows live"): its section of a manifest task (what
+ * the loader checks and compiles into ordinary tasks and edges) and what it adds to a run beyond them. A workflow is
+ * one folder run/workflows/<name>/ whose index.ts exports one `Workflow`; the table in run/workflows/index.ts
+ * registers it. The loader, lint, the runner, the task graph and the attempt reach a workflow only through that table.
+ * A workflow's static hooks (`steps`, `statusPending`, `onSettled`) hold for every run; what it keeps per run (its
+ * decisions under way) lives in the {@link WorkflowRun} its `open` makes when a run starts.
  */
 import type { RunState, TaskState } from '../../live/state';
+import type { WorkflowSection } from '../../manifest/sections';
 import type { TaskSpec } from '../../manifest/types';
 import type { EvalRow } from '../../store/eval-row';
 import type { AttemptRecord, FlatFields, StepName } from '../attempt-record';
@@ -46,6 +48,11 @@ export type WorkflowStep =
 export interface Workflow {
   /** The workflow's name as docs/workflows.md spells it. */
   name: string;
+  /**
+   * Its section of a manifest task (section.ts of its folder: problems, engines, compile, lint rules), which the loader
+   * and lint are handed through run/workflows/index.ts WORKFLOW_SECTIONS; absent: the workflow has no field of its own.
+   */
+  section?: WorkflowSection;
   /** Steps this workflow adds to an attempt; each decides in its own `when` whether it runs for a task. */
   steps?: readonly WorkflowStep[];
   /**

@@ -1,6 +1,6 @@
 /**
  * A best-of-N group's decision (docs/workflows.md "Best-of-N"; the group and its candidates are ordinary tasks
- * compiled by manifest/workflows/best-of-n/). Pure: the runner asks it each time a candidate becomes final, exactly as it gates
+ * compiled by run/workflows/best-of-n/). Pure: the runner asks it each time a candidate becomes final, exactly as it gates
  * an `after` dependent (decide.ts graphGate), and acts on the answer.
  */
 import { statusInfo } from '../../../../../schemas/status';

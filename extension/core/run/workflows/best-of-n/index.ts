@@ -1,13 +1,15 @@
 /**
  * Workflow `best-of-N` (docs/workflows.md "Best-of-N", "Ranked"): a task with `repeat` runs as N candidate tasks and
- * one group task after them (compiled by manifest/workflows/best-of-n/); per run, groups.ts decides each group from its
+ * one group task after them (compiled by its section: section.ts, compile.ts, rule.ts); per run, groups.ts decides each group from its
  * candidates (gate.ts), ranking the passing ones when the group says `select: "ranked"` (ranking.ts, rank.ts).
  */
 import type { Workflow } from '../workflow';
 import { BestOfN } from './groups';
+import { bestOfNSection } from './section';
 
 export const bestOfNWorkflow: Workflow = {
   name: 'best-of-N',
+  section: bestOfNSection,
   open: (host) => new BestOfN(host),
   // A group runs no worker itself: its candidates are what runs again.
   refuseRerun: (task) =>

@@ -1,5 +1,5 @@
 /**
- * Workflow `critique` (docs/workflows.md "Critique loop"): after a passed check (and review), critics read the
+ * Workflow `critique` (docs/workflows.md "Critique loop"; its section: section.ts, rule.ts): after a passed check (and review), critics read the
  * proposal (step.ts: step `critique`, placed after `review`); their verified criticisms are handed to the next attempt
  * as a revision that spends no retry (onAttemptEnd, prompt), until the loop stops. Its files: the loop (loop.ts), the
  * critic's answer (verdict.ts), a command criticism's rules (command.ts), the critic's prompt (prompt.ts), its record
@@ -11,9 +11,11 @@ import { critiqueOf, critiqueRow, reportColumn } from './record';
 import { critiqueStep, isRevision, pendingCritique, restoreCritique, settleCritique } from './step';
 import { critiqueHereStep } from './pool-step';
 import { critiquePoolPart } from './pool-part';
+import { critiqueSection } from './section';
 
 export const critiqueWorkflow: Workflow = {
   name: 'critique',
+  section: critiqueSection,
   steps: [{ step: critiqueStep, after: 'review' }],
   poolSteps: [critiqueHereStep()],
   onAttemptEnd: (_ctx, task, rec, how) => settleCritique(task, rec, how),

@@ -1,13 +1,16 @@
 /**
- * Workflow `generate` (docs/workflows.md "Generated"): a planner whose check passed writes a tasks file; step
- * `generate` (step.ts) validates it as sealed, and once the planner is PASS its tasks join the run (join.ts).
+ * Workflow `generate` (docs/workflows.md "Generated"): a planner (its section: section.ts, rule.ts) whose check passed
+ * writes a tasks file; step `generate` (step.ts) validates it as sealed (file.ts), and once the planner is PASS its
+ * tasks join the run (join.ts).
  */
 import type { Workflow } from '../workflow';
 import { generateStep, plannedTasks } from './step';
 import { joinGenerated } from './join';
+import { generateSection } from './section';
 
 export const generateWorkflow: Workflow = {
   name: 'generate',
+  section: generateSection,
   // Before `suite`, a step every attempt has (so after the check and any step a workflow puts after it).
   steps: [{ step: generateStep, before: 'suite' }],
   statusPending: (task) => plannedTasks.has(task),

@@ -1,7 +1,7 @@
 /**
  * A planner's generated tasks joining its run (docs/workflows.md "Generated"): they are appended to the run's frozen
  * manifest as a new version, so rerun, resume and merge read them like the tasks the run started with, and the runner
- * gets them compiled (best-of-N included) as ordinary tasks. The tasks come validated (manifest/workflows/generate/file.ts).
+ * gets them compiled (best-of-N included) as ordinary tasks. The tasks come validated (run/workflows/generate/file.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import writeFileAtomic from 'write-file-atomic';
 import { runDir } from '../../../config/home';
 import type { RunState } from '../../../live/state';
 import { parseManifest } from '../../../manifest/load';
+import type { WorkflowSection } from '../../../manifest/sections';
 import { formatProblem, type TaskSpec } from '../../../manifest/types';
 import { frozenManifestPath } from '../../frozen-manifest';
 import { statusInfo } from '../../../../../schemas/status';
@@ -33,6 +34,7 @@ interface FrozenFile {
  * `manifest.v<N>.json`; the new file is written atomically and only once it loads.
  * @param planner the planner's key; `file` its tasks file (as in its `generate`)
  * @param known every key the frozen manifest compiles to as it stands (the run's frozenKeys), so it is not parsed again
+ * @param sections every workflow's section (AttemptContext.sections), which the manifest with the tasks is loaded with
  * @returns the added tasks compiled (a best-of-N task as its entry and its candidates), in file order
  * @throws Error when the frozen manifest cannot be read, or would no longer load with the tasks added (nothing written)
  */
@@ -44,12 +46,13 @@ export function freezeGenerated(
   tasks: Record<string, unknown>[],
   engines: ReadonlySet<string>,
   known: ReadonlySet<string>,
+  sections: readonly WorkflowSection[],
 ): TaskSpec[] {
   const frozenPath = frozenManifestPath(home, state.runId);
   const frozen = JSON.parse(fs.readFileSync(frozenPath, 'utf8')) as FrozenFile;
   const version = frozen.version ?? 1;
   const manifest = { ...frozen.manifest, tasks: [...frozen.manifest.tasks, ...tasks] };
-  const after = parseManifest(JSON.stringify(manifest), state.manifestFile, { engines });
+  const after = parseManifest(JSON.stringify(manifest), state.manifestFile, { sections, engines });
   if (!after.manifest) {
     throw new Error(
       `the frozen manifest would no longer load with the generated tasks: ${after.problems
@@ -80,7 +83,16 @@ export function joinGenerated(run: LiveRun, graph: TaskGraph, planner: TaskRunti
   plannedTasks.delete(planner);
   let specs: TaskSpec[];
   try {
-    specs = freezeGenerated(run.home, run.state, planner.spec.key, planner.spec.generate?.file ?? '', raw, new Set(run.opts.engines.keys()), run.frozenKeys);
+    specs = freezeGenerated(
+      run.home,
+      run.state,
+      planner.spec.key,
+      planner.spec.generate?.file ?? '',
+      raw,
+      new Set(run.opts.engines.keys()),
+      run.frozenKeys,
+      run.ctx.sections,
+    );
   } catch (e) {
     endTask(run.ctx, planner, 'ERROR', `its generated tasks could not join the run: ${(e as Error).message}`, { recordError: true });
     return;

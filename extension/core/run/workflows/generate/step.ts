@@ -1,12 +1,12 @@
 /**
  * Step `generate` (a planner, after its check passed; docs/workflows.md "Generated"): reads the planner's tasks file
- * as it was sealed, validates it (manifest/workflows/generate/file.ts) and, when no finding is an error, hands its tasks to the
+ * as it was sealed, validates it (run/workflows/generate/file.ts) and, when no finding is an error, hands its tasks to the
  * workflow (plannedTasks), which adds them to the run once the planner is PASS (join.ts). Any error FAILs the attempt
  * with every error's position in the file, so a retry sees them; nothing of the file joins the run.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatGeneratedFinding, GENERATED_MAX_BYTES, validateGenerated } from '../../../manifest/workflows/generate/file';
+import { formatGeneratedFinding, GENERATED_MAX_BYTES, validateGenerated } from './file';
 import { readSealedFile } from '../../sealed-file';
 import type { Step, TaskRuntime } from '../../steps/context';
 
@@ -42,7 +42,7 @@ export const generateStep: Step = {
       planner: task.spec,
       existingKeys: new Set(ctx.taskKeys?.() ?? ctx.opts.manifest.tasks.map((t) => t.key)),
       allowedEngines: new Set(ctx.binaries.keys()),
-      lint: { engines: ctx.opts.engines, allowFullAccess: false },
+      lint: { engines: ctx.opts.engines, allowFullAccess: false, sections: ctx.sections },
       worktrees: ctx.opts.manifest.worktrees,
     });
     const lines = result.findings.map(formatGeneratedFinding);

@@ -1,24 +1,16 @@
 /**
- * The workflow sections table (docs/workflows.md "Where workflows live"): every workflow's section of a manifest task,
- * which the loader (manifest/load.ts parseManifest) checks — its problems, the engines it names — and compiles into
- * ordinary tasks, task by task, order kept. Adding a workflow's section is one folder manifest/workflows/<name>/
- * exporting a `WorkflowSection` (section.ts) and one entry here. Lint refuses a task with two sections that compile
- * (each workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
- * Every section has a folder of its own: best-of-n/, generate/, validate/, council/, phases/, critique/.
+ * The loader's functions over a list of workflow sections (docs/workflows.md "Where workflows live"): every workflow's
+ * section of a manifest task — its problems, the engines it names — and its compile into ordinary tasks, task by task,
+ * order kept. The sections themselves live with their workflows, each in run/workflows/<name>/section.ts, registered
+ * by the workflow table (run/workflows/index.ts WORKFLOW_SECTIONS); the manifest is read below the run
+ * (docs/architecture.md "Layers and import rules"), so the loader and lint are handed that list (ParseOptions.sections,
+ * LintContext.sections) by their caller, never import it. Lint refuses a task with two sections that compile (each
+ * workflow's rule), so at most one `compile` answers for a task; a task none compiles comes back as it is. Pure.
  */
 import type { ProblemCode, TaskSpec } from '../types';
-import { bestOfNSection } from './best-of-n';
-import { councilSection } from './council';
-import { critiqueSection } from './critique';
-import { generateSection } from './generate';
-import { phasesSection } from './phases';
 import type { EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
-import { validateSection } from './validate';
 
 export type { EngineLint, EngineRef, SectionContext, WorkflowProblem, WorkflowSection } from './section';
-
-/** Every registered workflow section, in the order the loader reports and compiles them. */
-export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = [bestOfNSection, generateSection, validateSection, councilSection, phasesSection, critiqueSection];
 
 /**
  * Every workflow section of a manifest's tasks compiled into ordinary tasks, task by task, order kept.
@@ -28,8 +20,8 @@ export const WORKFLOW_SECTIONS: readonly WorkflowSection[] = [bestOfNSection, ge
 export function compileWorkflows(
   tasks: readonly TaskSpec[],
   raw: readonly Record<string, unknown>[],
-  opts: { worktrees: boolean } = { worktrees: false },
-  sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS,
+  opts: { worktrees: boolean },
+  sections: readonly WorkflowSection[],
 ): TaskSpec[] {
   return tasks.flatMap((spec, i) => {
     const t = raw[i] ?? {};
@@ -45,7 +37,7 @@ export function compileWorkflows(
 export function sectionProblems(
   tasks: readonly unknown[],
   ctx: SectionContext,
-  sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS,
+  sections: readonly WorkflowSection[],
 ): { code: ProblemCode; problem: WorkflowProblem }[] {
   return sections.flatMap((s) => (s.problems?.(tasks, ctx) ?? []).map((problem) => ({ code: s.code, problem })));
 }
@@ -54,7 +46,7 @@ export function sectionProblems(
  * How many tasks that run an engine one task as written compiles into, and what they are, from the first section
  * that counts it (Workflow.count); a task no section counts is one task.
  */
-export function compiledCount(raw: Record<string, unknown>, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): { tasks: number; what: string } {
+export function compiledCount(raw: Record<string, unknown>, sections: readonly WorkflowSection[]): { tasks: number; what: string } {
   for (const s of sections) {
     const n = s.count?.(raw) ?? null;
     if (n) return n;
@@ -77,7 +69,7 @@ export function namedEngines(ref: EngineRef): { at: (string | number)[]; name: u
 }
 
 /** Every engine the sections name in one task (as written), in table order. */
-export function sectionEngines(task: Record<string, unknown>, sections: readonly WorkflowSection[] = WORKFLOW_SECTIONS): EngineRef[] {
+export function sectionEngines(task: Record<string, unknown>, sections: readonly WorkflowSection[]): EngineRef[] {
   return sections.flatMap((s) => s.engines?.(task) ?? []);
 }
 

@@ -4,7 +4,7 @@
  * rule (phases-red-off); the red run itself is
  * a step of the attempt (run/workflows/phases/red-step.ts).
  */
-import type { EngineRef, WorkflowSection } from '../section';
+import type { EngineRef, WorkflowSection } from '../../../manifest/sections/section';
 import { compilePhases } from './compile';
 import { phasesProblems } from './rule';
 import { phasesRedOff } from './red-off';

@@ -4,7 +4,7 @@
  * (the loader refuses unknown ones and the script engine). It compiles into nothing: its run-time part is the plugin
  * run/workflows/critique/.
  */
-import type { WorkflowSection } from '../section';
+import type { WorkflowSection } from '../../../manifest/sections/section';
 import { critiqueProblems } from './rule';
 
 export const critiqueSection: WorkflowSection = {

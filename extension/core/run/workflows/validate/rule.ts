@@ -4,8 +4,8 @@
  * inside the validator's task dir, and no worker key (`<key>--w<N>`) taken by another task. Pure, on the parsed data:
  * the loader reports these as problems of code `validate` and lint shows them under rule `validate`, at the value.
  */
-import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../shared';
-import type { WorkflowProblem } from '../section';
+import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../../../manifest/sections/shared';
+import type { WorkflowProblem } from '../../../manifest/sections/section';
 import { workerKey } from './compile';
 
 /** The problems of every validated task; values of the wrong type are skipped (the schema reports them). */

@@ -6,8 +6,8 @@
  * task. Pure, on the parsed data: the loader reports these as problems of code `council`, lint under rule `council`.
  */
 import { answerKey, councilMembers, reviewKey, sameModelAs } from './compile';
-import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../shared';
-import type { WorkflowProblem } from '../section';
+import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../../../manifest/sections/shared';
+import type { WorkflowProblem } from '../../../manifest/sections/section';
 
 /** The problems of every council task; values of the wrong type are skipped (the schema reports them). */
 export function councilProblems(tasks: readonly unknown[], external: ReadonlySet<string> = new Set()): WorkflowProblem[] {

@@ -2,7 +2,7 @@
  * Workflow `council`'s section of a task (docs/workflows.md "Council"): members answer, review each other's answers
  * anonymously, and a chair writes the synthesis. compile.ts compiles it, rule.ts says what is wrong with it.
  */
-import type { EngineRef, WorkflowSection } from '../section';
+import type { EngineRef, WorkflowSection } from '../../../manifest/sections/section';
 import { compileCouncil } from './compile';
 import { councilProblems } from './rule';
 

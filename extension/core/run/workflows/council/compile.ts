@@ -11,7 +11,7 @@
  *   check judges; its prompt asks for the disagreements that remain.
  * Reviews and the chair may change only their own file (`allow_paths`). Pure.
  */
-import type { EngineChoice, TaskInputs, TaskSpec } from '../../types';
+import type { EngineChoice, TaskInputs, TaskSpec } from '../../../manifest/types';
 
 /** The key of member `n`'s answer of council `key`. */
 export function answerKey(key: string, n: number): string {

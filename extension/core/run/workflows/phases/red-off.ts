@@ -1,5 +1,5 @@
 import { findNodeAtLocation } from 'jsonc-parser';
-import type { Rule, RuleFinding } from '../../rules/document';
+import type { Rule, RuleFinding } from '../../../manifest/rules/document';
 
 /**
  * Lint rule phases-red-off (warning), the phases section's own (registered through it: index.ts `lintRules`): a task

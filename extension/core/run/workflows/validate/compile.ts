@@ -8,7 +8,7 @@
  *   (`allow_paths`), and its own check judges that report. A worker that does not pass blocks it, like any `after`.
  * Pure.
  */
-import type { EngineChoice, TaskSpec } from '../../types';
+import type { EngineChoice, TaskSpec } from '../../../manifest/types';
 
 /** The key of worker `n` of task `key`. */
 export function workerKey(key: string, n: number): string {

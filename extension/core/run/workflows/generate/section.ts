@@ -3,7 +3,7 @@
  * that join the run. rule.ts says what is wrong with a planner in a manifest; file.ts validates the file it wrote
  * (loaded by the plugin's step, run/workflows/generate/, not from here: file.ts lints, and lint loads this table).
  */
-import type { WorkflowSection } from '../section';
+import type { WorkflowSection } from '../../../manifest/sections/section';
 import { generateProblems } from './rule';
 
 export const generateSection: WorkflowSection = {

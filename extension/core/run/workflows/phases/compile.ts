@@ -15,7 +15,7 @@
  *   run/workflows/phases/red-step.ts).
  * Pure.
  */
-import type { EngineChoice, ReviewPolicy, TaskSpec } from '../../types';
+import type { EngineChoice, ReviewPolicy, TaskSpec } from '../../../manifest/types';
 
 /** The key of the implement task of file `n` (1-based) of task `key`. */
 export function implementKey(key: string, n: number): string {

@@ -4,7 +4,7 @@
  * `generate` and lint shows them under rule `generate`, at the offending value. What a generated file may not do
  * (generate again, exceed max_tasks, widen access) is checked on that file by file.ts.
  */
-import { unsafeRelativePath } from '../shared';
+import { unsafeRelativePath } from '../../../manifest/sections/shared';
 
 /** One problem: the JSON path of the offending value and what is wrong. */
 export interface GenerateProblem {

@@ -2,7 +2,7 @@
  * Workflow `validate`'s section of a task (docs/workflows.md "Validated"): N workers, then a validator judging their
  * work from its inputs. compile.ts compiles it, rule.ts says what is wrong with it.
  */
-import type { EngineRef, WorkflowSection } from '../section';
+import type { EngineRef, WorkflowSection } from '../../../manifest/sections/section';
 import { compileValidate } from './compile';
 import { validateProblems } from './rule';
 

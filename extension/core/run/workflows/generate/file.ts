@@ -7,12 +7,12 @@
  * a planner that has none. Pure apart from reading nothing: the caller hands the text (bounded in size).
  */
 import { getNodeValue, parseTree, type Node } from 'jsonc-parser';
-import type { Finding } from '../../findings';
-import { lintManifestText, type LintOptions } from '../../lint';
-import { DEFAULT_ENGINE } from '../../load';
-import { LineIndex, rangeOfPath } from '../../positions';
-import type { TaskSpec } from '../../types';
-import { compiledCount, namedEngines, sectionEngines, type EngineRef } from '..';
+import type { Finding } from '../../../manifest/findings';
+import { lintManifestText, type LintOptions } from '../../../manifest/lint';
+import { DEFAULT_ENGINE } from '../../../manifest/load';
+import { LineIndex, rangeOfPath } from '../../../manifest/positions';
+import type { TaskSpec } from '../../../manifest/types';
+import { compiledCount, namedEngines, sectionEngines, type EngineRef, type WorkflowSection } from '../../../manifest/sections';
 
 /** The largest generated tasks file read, bytes (1 MiB): a bigger one is refused before it is parsed. */
 export const GENERATED_MAX_BYTES = 1024 * 1024;
@@ -89,16 +89,16 @@ export async function validateGenerated(text: string, file: string, ctx: Generat
     const key = typeof t.key === 'string' ? t.key : null;
     const err = (path: (string | number)[], message: string) =>
       findings.push(finding('error', `[${i}]${path.length ? `.${path.join('.')}` : ''}: ${message}`, at(root, [i, ...path]), key));
-    // What a workflow section compiles the task into counts whole (manifest/workflows/index.ts compiledCount).
-    const { tasks: n, what } = compiledCount(t);
+    // What a workflow section compiles the task into counts whole (manifest/sections/index.ts compiledCount).
+    const { tasks: n, what } = compiledCount(t, ctx.lint.sections);
     if (workers <= ctx.planner.generate!.maxTasks && workers + n > ctx.planner.generate!.maxTasks) {
       err(
         [],
-        `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${what}` : ''}; ${countWorkers(data)} in all); nothing is cut: write fewer tasks, or raise max_tasks`,
+        `the file holds more tasks than "max_tasks": ${ctx.planner.generate!.maxTasks} of ${ctx.planner.key} allows (this is task ${workers + 1}${n > 1 ? `, with its ${n} ${what}` : ''}; ${countWorkers(data, ctx.lint.sections)} in all); nothing is cut: write fewer tasks, or raise max_tasks`,
       );
     }
     workers += n;
-    for (const [path, message] of [...loosenings(t, ctx.planner), ...foreignEngines(t, ctx.allowedEngines)]) err(path, message);
+    for (const [path, message] of [...loosenings(t, ctx.planner), ...foreignEngines(t, ctx.allowedEngines, ctx.lint.sections)]) err(path, message);
   });
   findings.sort((a, b) => (a.range?.offset ?? 0) - (b.range?.offset ?? 0));
   if (findings.some((f) => f.severity === 'error')) return { tasks: null, findings };
@@ -146,14 +146,14 @@ function loosenings(t: Record<string, unknown>, planner: GeneratedContext['plann
  * The engines generated task `t` names (its engine, fallbacks, reviewers and every engine a workflow section names)
  * that are not among `allowed`, the engines the run started with; an engine left to the default is said of the task.
  */
-function foreignEngines(t: Record<string, unknown>, allowed: ReadonlySet<string>): TaskProblem[] {
+function foreignEngines(t: Record<string, unknown>, allowed: ReadonlySet<string>, sections: readonly WorkflowSection[]): TaskProblem[] {
   const out: TaskProblem[] = [];
   const engines: [(string | number)[], unknown][] = [[['engine'], t.engine ?? DEFAULT_ENGINE]];
   if (Array.isArray(t.fallback)) t.fallback.forEach((f, j) => engines.push([['fallback', j], typeof f === 'string' ? f : isObject(f) ? f.engine : undefined]));
   // Its own reviewers, and every engine a workflow section names (its compiled tasks' writers, its readers).
   const refs: EngineRef[] = [
     ...(isObject(t.review) ? [{ kind: 'readers' as const, at: ['review'], entries: t.review.engines, verb: 'review' as const }] : []),
-    ...sectionEngines(t),
+    ...sectionEngines(t, sections),
   ];
   for (const { at, name } of refs.flatMap(namedEngines)) engines.push([at, name]);
   for (const [path, engine] of engines) {
@@ -172,8 +172,8 @@ export function formatGeneratedFinding(f: Finding): string {
   return `${where}: ${f.severity}: ${f.message} [${f.rule}]`;
 }
 
-function countWorkers(data: unknown[]): number {
-  return data.reduce<number>((n, t) => n + (isObject(t) ? compiledCount(t).tasks : 1), 0);
+function countWorkers(data: unknown[], sections: readonly WorkflowSection[]): number {
+  return data.reduce<number>((n, t) => n + (isObject(t) ? compiledCount(t, sections).tasks : 1), 0);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -5,8 +5,8 @@
  * workflow on the task, and no implement key (`<key>--impl-<N>`) taken by another task. Pure, on the parsed data: the
  * loader reports these as problems of code `phases` and lint shows them under rule `phases`, at the offending value.
  */
-import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../shared';
-import type { WorkflowProblem } from '../section';
+import { isObject, keyIndex, takenKeys, unsafeRelativePath } from '../../../manifest/sections/shared';
+import type { WorkflowProblem } from '../../../manifest/sections/section';
 import { implementKey, implementerOf } from './compile';
 
 /**

@@ -3,8 +3,8 @@
  * with `select`, a ranked group's `rank` reviewers and a consensus group's inputs engine. compile.ts compiles it into
  * a group and its candidates, rule.ts says what is wrong with it (reported under code `repeat`).
  */
-import type { EngineRef, WorkflowSection } from '../section';
-import { isObject } from '../shared';
+import type { EngineRef, WorkflowSection } from '../../../manifest/sections/section';
+import { isObject } from '../../../manifest/sections/shared';
 import { compileRepeat } from './compile';
 import { repeatProblems } from './rule';
 

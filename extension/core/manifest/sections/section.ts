@@ -1,13 +1,17 @@
 /**
  * The contract of a workflow's section of a manifest task (docs/workflows.md "Where workflows live"): what the loader
  * (manifest/load.ts parseManifest) checks of it — its problems and the engines it names — and how it compiles into
- * ordinary tasks. A section is one folder manifest/workflows/<name>/ whose index.ts exports one `WorkflowSection`; the
- * table in manifest/workflows/index.ts registers it, and parseManifest reaches a workflow only through that table.
- * A workflow's run-time part (steps, hooks) is its plugin in run/workflows/<name>/: the manifest is read below the run
- * (docs/architecture.md "Layers and import rules"), so this half cannot live there.
+ * ordinary tasks. A section is the file section.ts of its workflow's folder run/workflows/<name>/, held by that
+ * workflow's plugin (run/workflows/workflow.ts Workflow.section); the loader and lint are handed every section by
+ * their caller (ParseOptions.sections, LintOptions.sections: run/workflows/index.ts WORKFLOW_SECTIONS) and reach a
+ * workflow only through that list. The contract lives here, below the run (docs/architecture.md "Layers and import
+ * rules"), because the loader calls it.
  */
 import type { Rule } from '../rules/document';
 import type { ProblemCode, TaskSpec } from '../types';
+import type { EngineRef } from './engine-ref';
+
+export type { EngineLint, EngineRef } from './engine-ref';
 
 /** One problem a section finds: the JSON path of the offending value and what is wrong. */
 export interface WorkflowProblem {
@@ -21,37 +25,6 @@ export interface SectionContext {
   existingKeys: ReadonlySet<string>;
   /** The engine of a task without `engine`. */
   defaultEngine: string;
-}
-
-/**
- * An engine a section names in one task, checked by the loader against the engines that exist. `at` is the JSON path
- * under the task (`tasks[i]`).
- * - `writer`: one engine a compiled task runs on (`name` as written; anything but a string is the schema's to report);
- *   an unknown one is an `unknown-engine` error saying `who` would run on it ("the validator", "candidate 2").
- * - `readers`: a list of read-only engines at `at` (`list` its field, default `engines`; each entry a name or
- *   `{engine}`) whose prompt holds another's work. Unknown ones are errors, and so is the script engine, which runs
- *   its prompt as a bash script (a line of the work it reads would run and could answer for it); `verb` words both.
- * - `reader`: one such engine written as `{engine, model}` at `at` (the object; `name` its `engine` as written), held
- *   to the same two rules (a consensus group's inputs engine: its prompt holds the passing candidates' work).
- */
-export type EngineRef = (
-  | { kind: 'writer'; at: (string | number)[]; name: unknown; who: string }
-  | { kind: 'readers'; at: (string | number)[]; entries: unknown; verb: 'review' | 'rank' | 'criticise'; list?: string }
-  | { kind: 'reader'; at: (string | number)[]; name: unknown; verb: 'write inputs' }
-) & { lint?: EngineLint };
-
-/**
- * How lint's engine-not-installed rule (manifest/rules/engine-installed.ts) says an EngineRef's engines; absent: `who`
- * as the ref says it ("a reader" for a list), order 100.
- */
-export interface EngineLint {
-  /** Who runs on the engine, in lower case: "a worker", "the validator" (the finding says "A worker runs on …"). */
-  who: string;
-  /**
-   * Which use the rule reports when one task names an engine in several places: the lowest order (then the first
-   * written). The task's own engine is 0, a fallback 1, its reviewers 3; a workflow's are 2 and 4 to 13.
-   */
-  order: number;
 }
 
 /** One workflow's section of a task; every hook optional, each called for every task (or the whole list). */

@@ -9,7 +9,7 @@
  * The loader applies this to every manifest it loads, the frozen one included, so a run, its resume and its merge see
  * the same tasks. Pure.
  */
-import type { EngineChoice, SelectMode, TaskSpec } from '../../types';
+import type { EngineChoice, SelectMode, TaskSpec } from '../../../manifest/types';
 
 /** The key of candidate `n` of task `key`: `<key>--c<n>` (git cannot hold both `…/<key>` and `…/<key>/c1`). */
 export function candidateKey(key: string, n: number): string {
