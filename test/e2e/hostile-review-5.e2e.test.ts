@@ -91,7 +91,7 @@ describe('hostile review 5: plain mode, best-of-N, the editor', function () {
       );
   });
 
-  it.skip("plain mode: a worker that rewrites setup's test runner (node_modules, which no guard walks) PASSes with nothing done; worktree mode puts it back", async () => {
+  it("plain mode: a worker that rewrites setup's test runner (node_modules, which no guard walks) PASSes with nothing done; worktree mode puts it back", async () => {
     const dir = tempDir();
     // setup installs a runner (as `npm ci` would) that runs every tests/*.sh; the test is protected (tests/**).
     const runner = 'for t in tests/*.sh; do bash "$t" || { echo "FAILED $t"; exit 1; }; done; echo all passed\n';

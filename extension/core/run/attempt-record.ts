@@ -90,6 +90,11 @@ export interface AttemptRecord {
    * (run/steps/seal.ts escapingPlainLinks), judged after the check as a worktree seal's are; absent when none.
    */
   escapingLinks?: string[];
+  /**
+   * Plain mode: what setup installed in its dependency folders that the worker changed or deleted (run/setup-deps.ts,
+   * relative paths as latin1 strings), judged after the check as the seal's other problems; absent when none.
+   */
+  setupChanged?: string[];
   check: CheckRecord | null;
   /** The full regression check on the sealed tree after the check passed (step `suite`); absent: none ran. */
   suite?: SuiteRecord;

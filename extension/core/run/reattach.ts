@@ -17,6 +17,7 @@ import { loadSnapshot, saveSnapshot, takeSnapshot, type DirSnapshot } from './di
 import { loadSealedState, sealedStateFile } from './check-writes';
 import { guardsOn } from './guards';
 import { preparedFilesFile } from './undelivered';
+import { loadSetupDeps, setupDepsFile } from './setup-deps';
 import type { AttemptContext, TaskRuntime } from './steps/context';
 
 /** `runs/<runId>/tasks/<key>/worktree-links.json`. */
@@ -85,6 +86,8 @@ export async function reattachTask(ctx: AttemptContext, task: TaskRuntime): Prom
   const taskRun = path.join(runDir(home, ctx.runId), 'tasks', key);
   if (!ctx.repo && guardsOn(task.spec)) task.guardBase = loadSnapshot(path.join(taskRun, 'guard-base.json')) ?? baseFromNow(ctx, task, taskRun);
   task.sealedState = loadSealedState(sealedStateFile(taskRun));
+  // Plain mode: what setup installed, as the first orchestrator recorded it (none kept: setup made no such folder).
+  if (!ctx.repo) task.setupDeps = loadSetupDeps(setupDepsFile(taskRun));
   // A run from before the record of what setup made was kept: nothing counts as there before the worker (said so).
   if (task.links && !fs.existsSync(preparedFilesFile(taskRun)))
     ctx.emit({

@@ -544,7 +544,7 @@ function* walkEntries(root: string, tops: readonly string[]): Generator<Entry, v
  * as doubles (about a quarter of a microsecond of resolution at today's epoch), so a nanosecond file system's change a
  * microsecond apart still shows.
  */
-function statKey(st: fs.Stats): string {
+export function statKey(st: fs.Stats): string {
   const type = st.isFile() ? 'f' : st.isSymbolicLink() ? 'l' : 'o';
   return `${type} ${st.ino} ${st.size} ${st.mtimeMs} ${st.ctimeMs} ${st.mode}`;
 }
@@ -720,7 +720,7 @@ class ChunkWriter {
  * A failed copy removes its partial copy and throws, leaving the original in place.
  * @throws Error from the file system
  */
-function moveOut(from: string, to: string): void {
+export function moveOut(from: string, to: string): void {
   fs.mkdirSync(bufferOf(to.slice(0, to.lastIndexOf('/'))), { recursive: true });
   try {
     fs.renameSync(bufferOf(from), bufferOf(to));

@@ -16,6 +16,7 @@ import { escapingLinksReason } from '../../git/worktree';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { copyCheckTree, removeCheckTree, type CheckTree } from '../check-tree';
 import { putBackJudged } from '../check-writes';
+import { setupDepsReason } from '../setup-deps';
 import { taskRunDir } from './seal';
 
 export const checkStep: Step = {
@@ -65,9 +66,10 @@ export const checkStep: Step = {
     );
     const problems = rec.seal
       ? sealProblems(rec.seal, task.state.dir, rec.undelivered)
-      : rec.escapingLinks?.length
-        ? [escapingLinksReason(rec.escapingLinks)]
-        : [];
+      : [
+          ...(rec.escapingLinks?.length ? [escapingLinksReason(rec.escapingLinks)] : []),
+          ...(rec.setupChanged?.length ? [setupDepsReason(rec.setupChanged)] : []),
+        ];
     // The check judged the tree; the branch must be able to hold what it judged, or the PASS would be a lie.
     if (judged.verdict === 'PASS' && problems.length) return { verdict: 'FAIL', reason: problems.join('; ') };
     // Plain mode delivers the task dir itself: it is put back to the sealed tree the check judged (a check on a copy

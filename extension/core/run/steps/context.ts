@@ -15,6 +15,7 @@ import type { Judgement } from '../decide';
 import { hasByteEscape } from '../../fs/byte-names';
 import type { ProtectedSet } from '../protect';
 import type { DirSnapshot } from '../dir-snapshot';
+import type { SetupDeps } from '../setup-deps';
 import type { SealedState } from '../check-writes';
 import type { StateSnapshot } from '../state-guard';
 import type { RunEvent, RunSettings, TaskSummary } from '../run-types';
@@ -75,6 +76,11 @@ export interface TaskRuntime {
   protected: ProtectedSet | null;
   /** Plain mode: the task dir as prepared (after setup), the base the guards judge the worker's changes against. */
   guardBase: DirSnapshot | null;
+  /**
+   * Plain mode: what setup left in its dependency folders (run/setup-deps.ts), judged at each seal; null when setup
+   * made none (or in worktree mode, where run/undelivered.ts keeps setup's output).
+   */
+  setupDeps?: SetupDeps | null;
   /** The tree the last attempt sealed: the task dir is put back to it before the next attempt (run/check-writes.ts). */
   sealedState: SealedState | null;
   /** Attempts that counted against max_attempts (rate limits that were requeued do not). */

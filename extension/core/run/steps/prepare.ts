@@ -20,6 +20,7 @@ import { runDir } from '../../config/home';
 import { linksFile, saveLinks } from '../reattach';
 import { Cancelled, type AttemptContext, type Step, type TaskRuntime } from './context';
 import { preparedFilesFile, recordPreparedFiles } from '../undelivered';
+import { recordSetupDeps, saveSetupDeps, setupDepsFile } from '../setup-deps';
 import { savePreparedLinks } from './seal';
 
 export const prepareStep: Step = {
@@ -96,6 +97,11 @@ export async function prepareTask(ctx: AttemptContext, task: TaskRuntime, setupL
       key: task.spec.key,
       note: `${task.protected.files.size} check input(s) protected from the worker (${[...task.protected.files.keys()].slice(0, 3).map(showName).join(', ')}${task.protected.files.size > 3 ? ', …' : ''})`,
     });
+  // Plain mode: what setup installed (node_modules, a virtual environment) stays setup's (run/setup-deps.ts).
+  if (!task.links && manifest.setup) {
+    task.setupDeps = recordSetupDeps(task.state.dir);
+    if (task.setupDeps) saveSetupDeps(setupDepsFile(path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key)), task.setupDeps);
+  }
   // Plain mode has no commit to diff against: the guards judge the dir against this record of it.
   if (!ctx.repo && guardsOn(task.spec)) {
     const base = path.join(runDir(ctx.opts.home, ctx.runId), 'tasks', task.spec.key, 'guard-base');

@@ -23,6 +23,7 @@ import { runDir } from '../../config/home';
 import { preparedFilesFile, setAsideUndelivered, type Undelivered } from '../undelivered';
 import type { DirSnapshot } from '../dir-snapshot';
 import { showName } from '../../fs/byte-names';
+import { judgeSetupDeps, setupDepsMovedNote } from '../setup-deps';
 
 export const sealStep: Step = {
   name: 'seal',
@@ -37,6 +38,14 @@ export const sealStep: Step = {
       if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
     }
     if (!task.links || !task.state.branch) {
+      // Plain mode: setup's dependency folders as setup left them, what else is there moved out of the check's sight.
+      if (task.setupDeps) {
+        const aside = path.join(rec.dir, 'undelivered');
+        const deps = judgeSetupDeps(task.state.dir, task.setupDeps, aside);
+        if (deps.changed.length) rec.setupChanged = deps.changed;
+        if (deps.unmoved.length) rec.setupChanged = [...(rec.setupChanged ?? []), ...deps.unmoved];
+        if (deps.moved.length) ctx.emit({ type: 'task-note', key: spec.key, note: setupDepsMovedNote(deps.moved, aside) });
+      }
       // Plain mode: the record of what the check is about to judge is a hash of the task dir.
       rec.sealed = treeHash(task.state.dir);
       task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
