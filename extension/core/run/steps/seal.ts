@@ -16,7 +16,8 @@ import {
   type Seal,
 } from '../../git/worktree';
 import { clearSetIdBits, setIdNote } from '../../process/set-id';
-import type { AttemptContext, Step } from './context';
+import type { AttemptContext, Step, TaskRuntime } from './context';
+import type { AttemptRecord } from '../attempt-record';
 import { treeHash } from '../tree-hash';
 import { saveSealedState, sealedCommit, sealedDir, sealedStateFile } from '../check-writes';
 import { runDir } from '../../config/home';
@@ -38,24 +39,7 @@ export const sealStep: Step = {
       if (setId) ctx.emit({ type: 'task-note', key: spec.key, note: setId });
     }
     if (!task.links || !task.state.branch) {
-      // Plain mode: setup's dependency folders as setup left them, what else is there moved out of the check's sight.
-      if (task.setupDeps) {
-        const aside = path.join(rec.dir, 'undelivered');
-        const deps = judgeSetupDeps(task.state.dir, task.setupDeps, aside);
-        if (deps.changed.length) rec.setupChanged = deps.changed;
-        if (deps.unmoved.length) rec.setupChanged = [...(rec.setupChanged ?? []), ...deps.unmoved];
-        if (deps.moved.length) ctx.emit({ type: 'task-note', key: spec.key, note: setupDepsMovedNote(deps.moved, aside) });
-      }
-      // Plain mode: the record of what the check is about to judge is a hash of the task dir.
-      rec.sealed = treeHash(task.state.dir);
-      task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
-      saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
-      // Judged after the check, as a worktree seal's problems are (sealProblems), so the retry gets the check's output too.
-      const escaping =
-        task.sealedState.kind === 'dir'
-          ? escapingPlainLinks(task.sealedState.snapshot, loadPreparedLinks(taskRunDir(ctx, spec.key)), linksOnDisk(task.state.dir))
-          : [];
-      if (escaping.length) rec.escapingLinks = escaping;
+      sealPlain(ctx, task, rec);
       return null;
     }
     const index = path.join(rec.dir, 'seal.index');
@@ -201,6 +185,30 @@ export function sealProblems(seal: Seal, taskDir: string, undelivered?: Undelive
       `files the sealed commit does not hold could not be moved out of the check's sight, so the check may have read them: ${undelivered.unmoved.slice(0, 5).join('; ')}${undelivered.unmoved.length > 5 ? `, … (${undelivered.unmoved.length})` : ''}`,
     );
   return problems;
+}
+
+/**
+ * Plain mode's seal: setup's dependency folders judged as setup left them (what else is there moved out of the check's
+ * sight: run/setup-deps.ts), then the record of what the check is about to judge, a hash and a snapshot of the task dir
+ * (kept for a resume), and the links that lead out of it. What it finds is judged after the check, as a worktree
+ * seal's problems are (sealProblems), so the retry gets the check's output too.
+ */
+function sealPlain(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord): void {
+  const { spec } = task;
+  if (task.setupDeps) {
+    const aside = path.join(rec.dir, 'undelivered');
+    const deps = judgeSetupDeps(task.state.dir, task.setupDeps, aside);
+    if (deps.changed.length || deps.unmoved.length) rec.setupChanged = [...deps.changed, ...deps.unmoved];
+    if (deps.moved.length) ctx.emit({ type: 'task-note', key: spec.key, note: setupDepsMovedNote(deps.moved, aside) });
+  }
+  rec.sealed = treeHash(task.state.dir);
+  task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
+  saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);
+  const escaping =
+    task.sealedState.kind === 'dir'
+      ? escapingPlainLinks(task.sealedState.snapshot, loadPreparedLinks(taskRunDir(ctx, spec.key)), linksOnDisk(task.state.dir))
+      : [];
+  if (escaping.length) rec.escapingLinks = escaping;
 }
 
 /**
