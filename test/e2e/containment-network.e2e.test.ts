@@ -199,14 +199,18 @@ while time.time() < end and not os.path.exists("done"):
     const file = writeManifest(dir, {
       workdir: 'w',
       tasks: [
-        scriptTask('own', probe('worker.txt'), `${probe('check.txt')}; test -s check.txt`, { max_attempts: 1 }),
-        scriptTask('none', probe('worker.txt'), `${probe('check.txt')}; test -s check.txt`, { max_attempts: 1, network: false }),
-        scriptTask('host', probe('worker.txt'), `${probe('check.txt')}; test -s check.txt`, { max_attempts: 1, network: 'host' }),
+        // The check prints what it found: what it writes in a plain task dir is discarded once it passed.
+        scriptTask('own', probe('worker.txt'), `${probe('check.txt')}; test -s check.txt && cat check.txt`, { max_attempts: 1 }),
+        scriptTask('none', probe('worker.txt'), `${probe('check.txt')}; test -s check.txt && cat check.txt`, { max_attempts: 1, network: false }),
+        scriptTask('host', probe('worker.txt'), `${probe('check.txt')}; test -s check.txt && cat check.txt`, { max_attempts: 1, network: 'host' }),
       ],
     });
     const r = await cli(['run', file, '--home', home, '--no-dashboard']);
     assert.equal(r.exitCode, 0, r.all);
-    const read = (key: string, step: string) => fs.readFileSync(path.join(dir, 'w', key, `${step}.txt`), 'utf8');
+    const read = (key: string, step: string) =>
+      step === 'check'
+        ? fs.readFileSync(String(readRows(home).find((row) => row.task_key === key)?.check_log), 'utf8')
+        : fs.readFileSync(path.join(dir, 'w', key, `${step}.txt`), 'utf8');
     for (const step of ['worker', 'check']) {
       const own = read('own', step);
       assert.match(own, new RegExp(`tcp:127\\.0\\.0\\.1:${port} refused`), own);

@@ -86,7 +86,8 @@ describe("containment: the user's secrets are hidden from every step (worker, ch
         scriptTask(
           'probe',
           `{ ${PROBE(home, [manifestHidden, dir])}; } > worker-probe.txt; echo ok > out.txt`,
-          `{ ${PROBE(home, [manifestHidden, dir])}; } > check-probe.txt; test -s out.txt`,
+          // Printed: what a check writes in a plain task dir is discarded once it passed.
+          `{ ${PROBE(home, [manifestHidden, dir])}; } > check-probe.txt; test -s out.txt && cat check-probe.txt`,
           { max_attempts: 1, review: { engines: ['probe'] } },
         ),
       ],
@@ -112,7 +113,10 @@ describe("containment: the user's secrets are hidden from every step (worker, ch
     const taskDir = path.join(dir, 'w', 'probe');
     const seen = {
       worker: fs.readFileSync(path.join(taskDir, 'worker-probe.txt'), 'utf8').trim().split('\n'),
-      check: fs.readFileSync(path.join(taskDir, 'check-probe.txt'), 'utf8').trim().split('\n'),
+      check: fs
+        .readFileSync(String(readRows(path.join(dir, 'home'))[0]?.check_log), 'utf8')
+        .trim()
+        .split('\n'),
       reviewer: reviewerProbe(String(readRows(path.join(dir, 'home'))[1]?.worker_log)),
     };
     // What each step could read: only the plain file and the exposed ones; the reviewer also its engine's own key.

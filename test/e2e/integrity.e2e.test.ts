@@ -339,8 +339,9 @@ describe('integrity: a PASS only for the work the check judged, on the check inp
     const [w, p] = readRows(home);
     assert.equal(w?.sealed, w?.commit);
     assert.match(String(p?.sealed), /^sha256:[0-9a-f]{64}$/);
-    // The hash is of the dir the check saw: without the file the check wrote afterwards.
-    fs.rmSync(path.join(dir, 'p', 'p', 'check-wrote.txt'));
+    // The hash is of the dir the check saw, and the delivered dir is that dir: what the check wrote was discarded
+    // once it passed (run/check-writes.ts putBackJudged).
+    assert.equal(fs.existsSync(path.join(dir, 'p', 'p', 'check-wrote.txt')), false, 'the check wrote check-wrote.txt into the delivered dir');
     assert.equal(p?.sealed, treeHash(path.join(dir, 'p', 'p')));
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { judgeSetupDeps, loadSetupDeps, recordSetupDeps, saveSetupDeps, setupDepsReason } from '../../extension/core/run/setup-deps';
+import { putBackJudged, sealedDir } from '../../extension/core/run/check-writes';
 import { tempDir } from '../helpers/fixtures';
 
 /** A plain task dir as setup left it: a runner in node_modules (with a .bin link), a venv, and the worker's source. */
@@ -47,7 +48,7 @@ describe("setup's dependency folders in plain mode (run/setup-deps.ts)", () => {
     assert.deepEqual(j.changed.sort(), ['.venv/bin/pytest', 'node_modules/.bin/runtests', 'node_modules/runner/run.sh']);
     assert.match(
       setupDepsReason(j.changed),
-      /^the worker changed or deleted what setup installed \(.*node_modules\/runner\/run\.sh.*\): .*change the manifest's setup/,
+      /^the work changed, deleted or shadowed what setup installed \(.*node_modules\/runner\/run\.sh.*\): .*change the manifest's setup/,
     );
   });
 
@@ -83,5 +84,82 @@ describe("setup's dependency folders in plain mode (run/setup-deps.ts)", () => {
     fs.rmSync(path.join(again, 'node_modules'), { recursive: true });
     fs.cpSync(copy, path.join(again, 'node_modules'), { recursive: true, verbatimSymlinks: true });
     assert.ok(judgeSetupDeps(again, deps2, path.join(tempDir(), 'b')).changed.includes('node_modules/runner/run.sh'), 'same bytes, new inode');
+  });
+});
+
+describe("setup's dependency folders in plain mode: shadows, links, caches", () => {
+  it("a new top-level module named like one in setup's site-packages, and a package.json taking a node_modules package's name, are shadows", () => {
+    const dir = path.join(tempDir(), 'task');
+    for (const d of [
+      '.venv/lib/python3.11/site-packages/pytest',
+      '.venv/lib/python3.11/site-packages/pytest-8.0.dist-info',
+      'node_modules/verify-answer',
+      'tests',
+    ])
+      fs.mkdirSync(path.join(dir, d), { recursive: true });
+    fs.writeFileSync(path.join(dir, '.venv/lib/python3.11/site-packages/six.py'), '');
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"name": "my-app"}');
+    const deps = recordSetupDeps(dir)!;
+    fs.writeFileSync(path.join(dir, 'app.py'), ''); // the work: not a package setup installed
+    assert.deepEqual(judgeSetupDeps(dir, deps, path.join(tempDir(), 'a')).changed, []);
+    fs.mkdirSync(path.join(dir, 'pytest'));
+    fs.writeFileSync(path.join(dir, 'pytest/__main__.py'), 'raise SystemExit(0)\n');
+    fs.writeFileSync(path.join(dir, 'six.py'), '');
+    fs.writeFileSync(path.join(dir, 'tests/package.json'), '{"name": "verify-answer", "exports": "./ok.js"}');
+    assert.deepEqual(judgeSetupDeps(dir, deps, path.join(tempDir(), 'b')).changed.sort(), [
+      'pytest (shadows pytest)',
+      'six.py (shadows six)',
+      'tests/package.json (its name shadows verify-answer)',
+    ]);
+    // The root package.json renamed after a dependency is one too; kept as setup left it, it is not.
+    fs.rmSync(path.join(dir, 'pytest'), { recursive: true });
+    fs.rmSync(path.join(dir, 'six.py'));
+    fs.rmSync(path.join(dir, 'tests/package.json'));
+    fs.writeFileSync(path.join(dir, 'package.json'), '{"name": "verify-answer"}');
+    assert.deepEqual(judgeSetupDeps(dir, deps, path.join(tempDir(), 'c')).changed, ['package.json (its name shadows verify-answer)']);
+  });
+
+  it("a link named node_modules is a new dependency folder (moved aside); vendor/ is setup's; caches are nobody's", () => {
+    const dir = path.join(tempDir(), 'task');
+    for (const d of ['node_modules/.cache/babel', 'vendor/bin', 'shadow/verify-answer', 'tests']) fs.mkdirSync(path.join(dir, d), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'node_modules/.cache/babel/x.json'), '{}');
+    fs.writeFileSync(path.join(dir, 'vendor/bin/run.sh'), 'exit 1\n');
+    const deps = recordSetupDeps(dir)!;
+    assert.deepEqual(deps.roots, ['node_modules', 'vendor']);
+    assert.equal(
+      [...deps.entries.keys()].some((k) => k.includes('.cache')),
+      false,
+      'a cache is not recorded',
+    );
+    fs.symlinkSync('../shadow', path.join(dir, 'tests/node_modules'));
+    fs.writeFileSync(path.join(dir, 'vendor/bin/run.sh'), 'exit 0\n');
+    fs.writeFileSync(path.join(dir, 'node_modules/.cache/babel/x.json'), '{"poisoned": true}');
+    const aside = path.join(tempDir(), 'aside');
+    const j = judgeSetupDeps(dir, deps, aside);
+    assert.deepEqual(j.changed, ['vendor/bin/run.sh']);
+    assert.deepEqual(j.moved.sort(), ['node_modules/.cache', 'tests/node_modules']);
+    assert.equal(fs.readlinkSync(path.join(aside, 'tests/node_modules')), '../shadow');
+  });
+
+  it("putBackJudged judges the dependency folders again after a passing step: setup's changed is a failure naming the step, the work's own changed too, what is new moved", () => {
+    const dir = path.join(tempDir(), 'task');
+    fs.mkdirSync(path.join(dir, 'node_modules/runner'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'node_modules/runner/run.sh'), 'run the tests\n');
+    fs.writeFileSync(path.join(dir, 'answer.sh'), 'echo 42\n');
+    const deps = recordSetupDeps(dir)!;
+    const sealed = sealedDir(dir, path.join(tempDir(), 'run'));
+    fs.writeFileSync(path.join(dir, 'node_modules/runner/run.sh'), 'echo all passed\n');
+    fs.writeFileSync(path.join(dir, 'node_modules/extra.js'), '');
+    const setup = putBackJudged(dir, sealed, 'the check', { record: deps, aside: path.join(tempDir(), 'a'), whose: 'setup' });
+    assert.match(String(setup.failure), /^while the check ran, the work changed, deleted or shadowed what setup installed \(node_modules\/runner\/run\.sh\)/);
+    assert.match(String(setup.note), /after the check, moved out of the check's sight, into .*: node_modules\/extra\.js/);
+    const own = putBackJudged(dir, sealed, 'the suite', { record: recordSetupDeps(dir)!, aside: path.join(tempDir(), 'b'), whose: 'work' });
+    assert.equal(own.failure, null, 'nothing changed since that record');
+    const record = recordSetupDeps(dir)!;
+    fs.appendFileSync(path.join(dir, 'node_modules/runner/run.sh'), 'and rewrite myself\n');
+    assert.match(
+      String(putBackJudged(dir, sealed, 'the check', { record, aside: path.join(tempDir(), 'c'), whose: 'work' }).failure),
+      /^the check passed, but it changed node_modules\/runner\/run\.sh in the work's own dependency folders, which the seal keeps no copy of/,
+    );
   });
 });

@@ -11,6 +11,7 @@ import type { WorktreeLinks } from '../git/worktree';
 import type { DriverNames } from '../git/safe-git';
 import { showName } from '../fs/byte-names';
 import { restoreSnapshot, SNAPSHOT_FILE_BYTES, takeSnapshot, type DirSnapshot, type SnapshotEntry } from './dir-snapshot';
+import { judgeSetupDeps, setupDepsMovedNote, setupDepsReason, type SetupDeps } from './setup-deps';
 
 /** The tree an attempt sealed, to put the task dir back to before the next attempt. */
 export type SealedState = { kind: 'commit'; tree: SealedTree } | { kind: 'dir'; snapshot: DirSnapshot };
@@ -75,22 +76,41 @@ export async function discardCheckWrites(dir: string, links: WorktreeLinks | nul
  * critics, a best-of-N group's ranking and consensus) read it, so it must hold what was judged: code the check ran
  * could otherwise pass and then rewrite the deliverable on its way out. Worktree mode needs none of this (the branch
  * takes the sealed commit; `sealed.kind` is `commit` there, and this does nothing).
+ * With `deps` (dependency folders, which the snapshot does not walk: run/setup-deps.ts), those are judged again too
+ * against their record — setup's (`whose: 'setup'`), or, when setup made none, the work's own as the seal found them
+ * (`'work'`): an entry changed while the step ran is a failure, what is new there is moved under `deps.aside`.
  * @param who the step, in words ("the check"), for the note and the failure
  * @returns `note`: what was put back (null: nothing was changed); `failure`: why the PASS cannot stand (null: it can) —
  *   the step changed files the seal kept no copy of (over SNAPSHOT_FILE_BYTES, or past the store's total), so what
  *   would be delivered is not what was judged
  */
-export function putBackJudged(dir: string, sealed: SealedState | null, who: string): { note: string | null; failure: string | null } {
+export function putBackJudged(
+  dir: string,
+  sealed: SealedState | null,
+  who: string,
+  deps: { record: SetupDeps; aside: string; whose: 'setup' | 'work' } | null = null,
+): { note: string | null; failure: string | null } {
   if (sealed?.kind !== 'dir') return { note: null, failure: null };
   const { removed, restored, lost } = restoreSnapshot(dir, sealed.snapshot);
+  // What setup installed is not in the snapshot (node_modules is not walked): judged against setup's record again.
+  const setup = deps ? judgeSetupDeps(dir, deps.record, deps.aside) : null;
   const list = (xs: string[]) => `${xs.slice(0, 5).map(showName).join(', ')}${xs.length > 5 ? `, … (${xs.length})` : ''}`;
   const parts = [removed.length ? `removed ${list(removed)}` : '', restored.length ? `put back ${list(restored)}` : ''].filter(Boolean);
-  return {
-    note: parts.length ? `what ${who} wrote in the task dir was discarded (the task dir holds the sealed tree it judged): ${parts.join('; ')}` : null,
-    failure: lost.length
+  const failures = [
+    lost.length
       ? `${who} passed, but it changed ${list(lost)} and the seal kept no copy to put back (a file over ${SNAPSHOT_FILE_BYTES / 1024 / 1024} MiB, or past the copies' total), so the task dir would not hold what was judged`
-      : null,
-  };
+      : '',
+    setup && (setup.changed.length || setup.unmoved.length)
+      ? deps?.whose === 'setup'
+        ? `while ${who} ran, ${setupDepsReason([...setup.changed, ...setup.unmoved])}`
+        : `${who} passed, but it changed ${list([...setup.changed, ...setup.unmoved])} in the work's own dependency folders, which the seal keeps no copy of, so the task dir would not hold what was judged`
+      : '',
+  ].filter(Boolean);
+  const notes = [
+    parts.length ? `what ${who} wrote in the task dir was discarded (the task dir holds the sealed tree it judged): ${parts.join('; ')}` : '',
+    setup?.moved.length ? `after ${who}, ${setupDepsMovedNote(setup.moved, deps!.aside)}` : '',
+  ].filter(Boolean);
+  return { note: notes.length ? notes.join('; ') : null, failure: failures.length ? failures.join('; ') : null };
 }
 
 /** `runs/<id>/tasks/<key>/sealed.json`: the last sealed state, for a later orchestrator of the run (resume). */

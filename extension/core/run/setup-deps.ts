@@ -10,9 +10,14 @@
  * - an entry of setup's that is gone or whose key changed is named (`changed`): the attempt cannot PASS, since the check
  *   would run setup's dependencies as the worker left them (judged after the check, as the seal's other problems);
  * - an entry setup's folders did not hold (a worker's `npm install`, a `.pth` file, a `runner.js` beside `runner/`),
- *   and a new folder of one of those names anywhere else in the task dir (a `tests/node_modules` that would shadow the
- *   root's), is moved out of the check's sight into the attempt's record (`moved`; `unmoved`: could not be, a problem
- *   too). A check's own writes there (a cache) are moved at the next seal.
+ *   and a new folder (or link) of one of those names anywhere else in the task dir (a `tests/node_modules` that would
+ *   shadow the root's), is moved out of the check's sight into the attempt's record (`moved`; `unmoved`: could not be,
+ *   a problem too).
+ * The same judgement runs again right after a passing check and a passing suite (run/check-writes.ts putBackJudged):
+ * code of the work's that the check ran must not have changed setup's runner for the suite, the readers or the
+ * delivered dir either. Tools' caches inside those folders (CACHE_DIRS: `node_modules/.cache`, `.vite`) are nobody's:
+ * never recorded, moved aside at every judgement, so neither a worker's nor an earlier check's cache reaches a check,
+ * and a check that rewrites setup's cache does not fail the honest retry after it.
  * Nothing is compared when setup made no such folder: a task without setup, or whose setup installed nothing, has its
  * `node_modules` as its own work. Names are handled as bytes (latin1 strings), links are never followed.
  */
@@ -20,13 +25,24 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { moveOut, statKey } from './undelivered';
 
-/** Folder names whose content setup installs: npm's, and Python's virtual environments. */
-export const DEPENDENCY_DIRS: ReadonlySet<string> = new Set(['node_modules', '.venv', 'venv']);
+/**
+ * Folder names whose content setup installs: npm's and Yarn's, Python's virtual environments and PEP 582 folder,
+ * Composer's, Bundler's and Go's `vendor`.
+ */
+export const DEPENDENCY_DIRS: ReadonlySet<string> = new Set(['node_modules', '.venv', 'venv', '__pypackages__', '.yarn', 'vendor']);
+
+/** Folder names of tools' caches inside a dependency folder: recorded by nobody, moved aside at every judgement. */
+export const CACHE_DIRS: ReadonlySet<string> = new Set(['.cache', '.vite']);
 
 /** What setup left in its dependency folders: `roots` (relative paths, latin1) and every entry under them → stat key. */
 export interface SetupDeps {
   roots: string[];
   entries: Map<string, string>;
+  /**
+   * The task dir's top-level names when the record was taken, and every package.json outside the dependency folders
+   * with its `name` then (null: none): what {@link shadowsOf} compares a seal's tree with.
+   */
+  top?: { names: string[]; packageJsons: [string, string | null][] };
 }
 
 /** What a seal found against {@link SetupDeps} (relative paths as shown: fs/byte-names strings are not needed here). */
@@ -50,9 +66,11 @@ export function recordSetupDeps(taskDir: string): SetupDeps | null {
   const entries = new Map<string, string>();
   for (const root of roots)
     walk(dir, root, (rel, key) => {
+      if (isCache(rel)) return false;
       entries.set(rel, key);
+      return true;
     });
-  return { roots, entries };
+  return { roots, entries, top: { names: names(dir) ?? [], packageJsons: packageJsons(dir) } };
 }
 
 /**
@@ -68,7 +86,7 @@ export function judgeSetupDeps(taskDir: string, deps: SetupDeps, asideDir: strin
     walk(dir, root, (rel, key) => {
       seen.add(rel);
       const was = deps.entries.get(rel);
-      if (was === undefined) {
+      if (was === undefined || isCache(rel)) {
         added.push(rel);
         return false; // a new folder moves whole
       }
@@ -76,6 +94,7 @@ export function judgeSetupDeps(taskDir: string, deps: SetupDeps, asideDir: strin
       return true;
     });
   for (const rel of deps.entries.keys()) if (!seen.has(rel)) out.changed.push(rel);
+  out.changed.push(...shadowsOf(dir, deps));
   added.push(...dependencyRoots(dir, new Set(deps.roots)));
   for (const rel of added) {
     try {
@@ -96,7 +115,7 @@ export function setupDepsFile(taskRunDir: string): string {
 /** Keeps `deps` in `file` (for a later orchestrator of the run: verdict resume). Never throws. */
 export function saveSetupDeps(file: string, deps: SetupDeps): void {
   try {
-    fs.writeFileSync(file, JSON.stringify({ roots: deps.roots, entries: [...deps.entries] }));
+    fs.writeFileSync(file, JSON.stringify({ roots: deps.roots, entries: [...deps.entries], top: deps.top }));
   } catch {
     // a resumed run then compares nothing (said by reattach)
   }
@@ -105,9 +124,9 @@ export function saveSetupDeps(file: string, deps: SetupDeps): void {
 /** The record {@link saveSetupDeps} kept, or null (none kept, or unreadable). */
 export function loadSetupDeps(file: string): SetupDeps | null {
   try {
-    const data = JSON.parse(fs.readFileSync(file, 'utf8')) as { roots?: unknown; entries?: unknown };
+    const data = JSON.parse(fs.readFileSync(file, 'utf8')) as { roots?: unknown; entries?: unknown; top?: SetupDeps['top'] };
     if (!Array.isArray(data.roots) || !Array.isArray(data.entries)) return null;
-    return { roots: data.roots as string[], entries: new Map(data.entries as [string, string][]) };
+    return { roots: data.roots as string[], entries: new Map(data.entries as [string, string][]), ...(data.top ? { top: data.top } : {}) };
   } catch {
     return null;
   }
@@ -116,7 +135,7 @@ export function loadSetupDeps(file: string): SetupDeps | null {
 /** The reason a seal's `changed` entries fail an attempt: which, and what to do instead. Pure. */
 export function setupDepsReason(changed: readonly string[]): string {
   const shown = `${changed.slice(0, 5).map(showLatin1).join(', ')}${changed.length > 5 ? `, … (${changed.length})` : ''}`;
-  return `the worker changed or deleted what setup installed (${shown}): the check would run setup's dependencies as the worker left them; dependencies are setup's — change the manifest's setup (or the lock file it installs from) instead`;
+  return `the work changed, deleted or shadowed what setup installed (${shown}): the check would run setup's dependencies as the work left them; dependencies are setup's — change the manifest's setup (or the lock file it installs from) instead`;
 }
 
 /** The task note for what a seal moved: where it went. Pure. */
@@ -124,7 +143,10 @@ export function setupDepsMovedNote(moved: readonly string[], aside: string): str
   return `moved out of the check's sight, into ${aside}: ${moved.slice(0, 5).map(showLatin1).join(', ')}${moved.length > 5 ? `, … (${moved.length})` : ''} (not in setup's dependency folders as setup left them; install dependencies in setup)`;
 }
 
-/** Every folder named in DEPENDENCY_DIRS under `dir`, not inside `.git`, another such folder or one of `skip`. */
+/**
+ * Every folder named in DEPENDENCY_DIRS under `dir`, not inside `.git`, another such folder or one of `skip`, and every
+ * link of such a name (a `tests/node_modules -> ../shadow` resolves like a folder).
+ */
 function dependencyRoots(dir: string, skip: ReadonlySet<string>): string[] {
   const roots: string[] = [];
   const stack = [''];
@@ -133,9 +155,9 @@ function dependencyRoots(dir: string, skip: ReadonlySet<string>): string[] {
     for (const name of names(path.join(dir, rel)) ?? []) {
       const child = rel ? `${rel}/${name}` : name;
       const st = fs.lstatSync(bytes(path.join(dir, child)), { throwIfNoEntry: false });
-      if (!st?.isDirectory() || name === '.git' || skip.has(child)) continue;
-      if (DEPENDENCY_DIRS.has(name)) roots.push(child);
-      else stack.push(child);
+      if (!st || skip.has(child) || name === '.git') continue;
+      if (DEPENDENCY_DIRS.has(name) && (st.isDirectory() || st.isSymbolicLink())) roots.push(child);
+      else if (st.isDirectory()) stack.push(child);
     }
   }
   return roots.sort();
@@ -159,6 +181,68 @@ function walk(dir: string, root: string, visit: (rel: string, key: string) => bo
     if (visit(rel, inside ? `d ${st.ino} ${st.mode}` : 'd!') === false || !inside) continue;
     for (const name of inside) stack.push(`${rel}/${name}`);
   }
+}
+
+/**
+ * What at the task dir's top level now stands in for a package setup installed, by name, where setup's top level did
+ * not: a new `X.py` or `X/` where X is a module in setup's site-packages (`python -m X` and a script at the top put the
+ * task dir first on sys.path, so the worker's `pytest/__main__.py` would run instead of setup's pytest), and a
+ * package.json anywhere outside the dependency folders whose `name` became a package in setup's node_modules (Node
+ * resolves a package's own name through the nearest package.json before node_modules). Each as `<entry> (shadows <package>)`.
+ */
+function shadowsOf(dir: string, deps: SetupDeps): string[] {
+  if (!deps.top) return [];
+  const was = new Set(deps.top.names);
+  const python = new Set<string>();
+  const node = new Set<string>();
+  for (const rel of deps.entries.keys()) {
+    const py = /(?:^|\/)(?:site-packages|__pypackages__\/[^/]+\/lib)\/([^/]+)$/.exec(rel);
+    if (py && !/\.(dist-info|egg-info|pth)$|^__pycache__$/.test(py[1] as string)) python.add((py[1] as string).split('.')[0] as string);
+    const js = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/@.][^/]*)$/.exec(rel);
+    if (js) node.add(js[1] as string);
+  }
+  const out: string[] = [];
+  for (const name of names(dir) ?? []) {
+    const mod = name.replace(/\.py$/, '');
+    if (!was.has(name) && python.has(mod)) out.push(`${name} (shadows ${mod})`);
+  }
+  const before = new Map(deps.top.packageJsons);
+  for (const [rel, pkg] of packageJsons(dir)) if (pkg !== null && pkg !== before.get(rel) && node.has(pkg)) out.push(`${rel} (its name shadows ${pkg})`);
+  return out;
+}
+
+/** Every package.json under `dir` outside `.git` and the dependency folders, with its `name` (null: none or unreadable). */
+function packageJsons(dir: string): [string, string | null][] {
+  const out: [string, string | null][] = [];
+  const stack = [''];
+  while (stack.length) {
+    const rel = stack.pop() as string;
+    for (const name of names(rel ? `${dir}/${rel}` : dir) ?? []) {
+      const child = rel ? `${rel}/${name}` : name;
+      if (name === 'package.json') out.push([child, packageName(`${dir}/${child}`)]);
+      else if (name !== '.git' && !DEPENDENCY_DIRS.has(name) && fs.lstatSync(bytes(`${dir}/${child}`), { throwIfNoEntry: false })?.isDirectory())
+        stack.push(child);
+    }
+  }
+  return out.sort();
+}
+
+/** The `name` of the package.json at `abs` (a regular file, at most 1 MiB), or null. */
+function packageName(abs: string): string | null {
+  try {
+    const file = bytes(abs);
+    const st = fs.lstatSync(file);
+    if (!st.isFile() || st.size > 1 << 20) return null;
+    const name = (JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: unknown }).name;
+    return typeof name === 'string' ? name : null;
+  } catch {
+    return null;
+  }
+}
+
+/** True for a tool's cache folder inside a dependency folder (CACHE_DIRS), or anything in one. */
+function isCache(rel: string): boolean {
+  return rel.split('/').some((part, i) => i > 0 && CACHE_DIRS.has(part));
 }
 
 /** A folder's entry names as latin1 strings (bytes), or null when it cannot be listed. */

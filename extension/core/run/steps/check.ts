@@ -2,6 +2,7 @@
  * Step `check`: the task's check on the sealed tree, in its own sandbox with its own time limit, then expect_files;
  * judge() turns the worker's receipt, the check and the engine's error class into the attempt's verdict.
  */
+import path from 'node:path';
 import { worktreeReadAccess, type WorktreeLinks } from '../../git/worktree';
 import type { Containment } from '../../process/sandbox';
 import type { BwrapPlan } from '../../process/sandbox';
@@ -16,8 +17,17 @@ import { escapingLinksReason } from '../../git/worktree';
 import { protectedPaths, type AttemptContext, type AttemptIo, type Step, type TaskRuntime } from './context';
 import { copyCheckTree, removeCheckTree, type CheckTree } from '../check-tree';
 import { putBackJudged } from '../check-writes';
-import { setupDepsReason } from '../setup-deps';
+import { setupDepsReason, type SetupDeps } from '../setup-deps';
 import { taskRunDir } from './seal';
+
+/**
+ * The dependency folders a plain task's put-back judges (check-writes.ts putBackJudged): setup's record, else the
+ * work's own as the seal found them, else none; what is new there goes under `aside`.
+ */
+export function judgedDeps(task: TaskRuntime, aside: string): { record: SetupDeps; aside: string; whose: 'setup' | 'work' } | null {
+  if (task.setupDeps) return { record: task.setupDeps, aside, whose: 'setup' };
+  return task.sealedDeps ? { record: task.sealedDeps, aside, whose: 'work' } : null;
+}
 
 export const checkStep: Step = {
   name: 'check',
@@ -75,7 +85,7 @@ export const checkStep: Step = {
     // Plain mode delivers the task dir itself: it is put back to the sealed tree the check judged (a check on a copy
     // left the task dir alone).
     if (judged.verdict === 'PASS' && !tree) {
-      const back = putBackJudged(task.state.dir, task.sealedState, 'the check');
+      const back = putBackJudged(task.state.dir, task.sealedState, 'the check', judgedDeps(task, path.join(rec.dir, 'after-check')));
       if (back.note) ctx.emit({ type: 'task-note', key: spec.key, note: back.note });
       if (back.failure) return { verdict: 'FAIL', reason: back.failure };
     }

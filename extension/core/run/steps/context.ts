@@ -81,6 +81,11 @@ export interface TaskRuntime {
    * made none (or in worktree mode, where run/undelivered.ts keeps setup's output).
    */
   setupDeps?: SetupDeps | null;
+  /**
+   * Plain mode, when setup made no dependency folder: the work's own (its node_modules), as the last seal found them
+   * (run/setup-deps.ts recordSetupDeps), judged after a passing check and suite; null or absent otherwise.
+   */
+  sealedDeps?: SetupDeps | null;
   /** The tree the last attempt sealed: the task dir is put back to it before the next attempt (run/check-writes.ts). */
   sealedState: SealedState | null;
   /** Attempts that counted against max_attempts (rate limits that were requeued do not). */
@@ -172,7 +177,12 @@ export class Cancelled extends Error {}
  * still compares it after the worker, and a retry gets it back.
  */
 export function protectedPaths(task: TaskRuntime): string[] {
-  const files = task.protected ? [...task.protected.files.keys()].filter((rel) => !hasByteEscape(rel)).map((rel) => `${task.state.dir}/${rel}`) : [];
+  // A protected symlink (a venv's `.venv/bin/python` -> python3 -> /usr/bin/python3) is not bound: bubblewrap cannot
+  // bind onto a link (it failed every step that had one); its target is compared by the guard instead (protect.ts
+  // records `symlink:<target>`), so a changed link still fails the attempt.
+  const files = task.protected
+    ? [...task.protected.files].filter(([rel, key]) => !hasByteEscape(rel) && !key.startsWith('symlink:')).map(([rel]) => `${task.state.dir}/${rel}`)
+    : [];
   // The task's inputs (its prerequisites' sealed work) are read-only to its worker and its check alike.
   return task.inputsDir ? [...files, task.inputsDir] : files;
 }

@@ -24,7 +24,7 @@ import { runDir } from '../../config/home';
 import { preparedFilesFile, setAsideUndelivered, type Undelivered } from '../undelivered';
 import type { DirSnapshot } from '../dir-snapshot';
 import { showName } from '../../fs/byte-names';
-import { judgeSetupDeps, setupDepsMovedNote } from '../setup-deps';
+import { judgeSetupDeps, recordSetupDeps, setupDepsMovedNote } from '../setup-deps';
 
 export const sealStep: Step = {
   name: 'seal',
@@ -201,6 +201,8 @@ function sealPlain(ctx: AttemptContext, task: TaskRuntime, rec: AttemptRecord): 
     if (deps.changed.length || deps.unmoved.length) rec.setupChanged = [...deps.changed, ...deps.unmoved];
     if (deps.moved.length) ctx.emit({ type: 'task-note', key: spec.key, note: setupDepsMovedNote(deps.moved, aside) });
   }
+  // The work's own dependency folders (setup made none), which the snapshot below does not walk: their record.
+  task.sealedDeps = task.setupDeps ? null : recordSetupDeps(task.state.dir);
   rec.sealed = treeHash(task.state.dir);
   task.sealedState = sealedDir(task.state.dir, taskRunDir(ctx, spec.key));
   saveSealedState(sealedStateFile(taskRunDir(ctx, spec.key)), task.sealedState);

@@ -12,13 +12,14 @@
  * The suite's own files are protected like the check's (run/protect.ts judgedCommands): a worker that weakened a test the
  * suite runs failed step guard before the check, and the suite runs the base's versions.
  */
+import path from 'node:path';
 import { runCheck } from '../check';
 import { discardCheckWrites, putBackJudged } from '../check-writes';
 import { setIdNote } from '../../process/set-id';
 import { recordFiles } from '../attempt-record';
 import { failureLine } from '../failure-line';
 import { stepCaps } from '../containment';
-import { taskCheckEnvironment } from './check';
+import { judgedDeps, taskCheckEnvironment } from './check';
 import { Cancelled, type Step } from './context';
 
 export const suiteStep: Step = {
@@ -59,7 +60,7 @@ export const suiteStep: Step = {
     };
     if (result.passed) {
       // Plain mode delivers the task dir: it is put back to the sealed tree the suite judged, as after the check.
-      const back = putBackJudged(task.state.dir, task.sealedState, 'the suite');
+      const back = putBackJudged(task.state.dir, task.sealedState, 'the suite', judgedDeps(task, path.join(rec.dir, 'after-suite')));
       if (back.note) ctx.emit({ type: 'task-note', key: spec.key, note: back.note });
       return back.failure ? { verdict: 'FAIL', reason: back.failure } : null;
     }
