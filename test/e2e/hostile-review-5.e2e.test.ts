@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { cli } from '../helpers/cli';
 import { makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { run, runIdOf, workVerdicts } from '../helpers/review-run';
+import { checkAgain, run, runIdOf, selfRewriting, workVerdicts, writeFileCmd } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile review 5 (2026-12-08), against 96bd2cc: plain mode (the default: `"worktrees": false`), resume, ports,
@@ -15,11 +14,6 @@ import { requireSandbox } from '../helpers/sandbox-env';
 
 const opts = { max_attempts: 1, network: false };
 
-/** Runs `check` as the orchestrator runs a check (`bash -o pipefail -c`) in `cwd`, unsandboxed; its exit code. */
-function checkAgain(cwd: string, check: string): number {
-  return spawnSync('bash', ['-o', 'pipefail', '-c', check], { cwd, stdio: 'ignore' }).status ?? -1;
-}
-
 /** The task entries of `dir`'s one run's state.json, by key. */
 function stateTasks(dir: string): Record<string, { status: string; winner?: string; dir: string; reason?: string }> {
   const home = path.join(dir, 'home');
@@ -27,19 +21,6 @@ function stateTasks(dir: string): Record<string, { status: string; winner?: stri
     tasks: { key: string; status: string; winner?: string; dir: string; reason?: string }[];
   };
   return Object.fromEntries(state.tasks.map((t) => [t.key, t]));
-}
-
-/**
- * A script that prints `good` the first time it runs (the check) and then rewrites itself to print `bad`: the code the
- * check runs is the worker's, and in plain mode the task dir it runs in is what is delivered.
- */
-function selfRewriting(good: string, bad: string): string {
-  return `echo ${good}\nprintf '%s\\n' ${JSON.stringify(`echo ${bad}`)} > "$0"\n`;
-}
-
-/** Shell writing `text` to `file` (base64, so no quoting can go wrong). */
-function writeFileCmd(file: string, text: string): string {
-  return `echo ${Buffer.from(text).toString('base64')} | base64 -d > ${file}`;
 }
 
 /**

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { makeRepo, scriptTask, tempDir, writeManifest } from '../helpers/fixtures';
-import { run, workVerdicts } from '../helpers/review-run';
+import { checkAgain, run, selfRewriting, workVerdicts, writeFileCmd } from '../helpers/review-run';
 import { requireSandbox } from '../helpers/sandbox-env';
 
 // Hostile review 6 (2026-12-08), against 8d5275b: plain mode's put-back after a passing check and suite
@@ -11,21 +10,6 @@ import { requireSandbox } from '../helpers/sandbox-env';
 // (run/setup-deps.ts). Each case states the correct outcome and fails on that build because of the finding it names.
 
 const opts = { max_attempts: 1, network: false };
-
-/** Runs `check` as the orchestrator runs a check (`bash -o pipefail -c`) in `cwd`, unsandboxed; its exit code. */
-function checkAgain(cwd: string, check: string): number {
-  return spawnSync('bash', ['-o', 'pipefail', '-c', check], { cwd, stdio: 'ignore' }).status ?? -1;
-}
-
-/** Shell writing `text` to `file` (base64, so no quoting can go wrong). */
-function writeFileCmd(file: string, text: string): string {
-  return `echo ${Buffer.from(text).toString('base64')} | base64 -d > ${file}`;
-}
-
-/** A script that prints `good` the first time it runs (the check) and then rewrites itself to print `bad`. */
-function selfRewriting(good: string, bad: string): string {
-  return `echo ${good}\nprintf '%s\\n' ${JSON.stringify(`echo ${bad}`)} > "$0"\n`;
-}
 
 /** setup installing a test runner (as `npm ci` would) at `runnerDir/runner/run.sh`, linked as `<bin>/runtests`, that runs every tests/*.sh. */
 function runnerSetup(depsDir: string, tests: Record<string, string>, extra: string[] = []): string {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli } from './cli';
@@ -34,3 +35,21 @@ export function workVerdicts(dir: string): string[] {
 
 /** A check.sh that is strict (answer.txt must say 42) only when setup's `.env` says STRICT=1, and passes leniently without it. */
 export const STRICT_WITH_ENV = 'set -e\nif [ -f .env ]; then . ./.env; fi\nif [ "${STRICT:-0}" = 1 ]; then grep -x 42 answer.txt; else echo lenient; fi\n';
+
+/** Runs `check` as the orchestrator runs a check (`bash -o pipefail -c`) in `cwd`, unsandboxed; its exit code. */
+export function checkAgain(cwd: string, check: string): number {
+  return spawnSync('bash', ['-o', 'pipefail', '-c', check], { cwd, stdio: 'ignore' }).status ?? -1;
+}
+
+/**
+ * A script that prints `good` the first time it runs (the check) and then rewrites itself to print `bad`: the code the
+ * check runs is the worker's, and in plain mode the task dir it runs in is what is delivered.
+ */
+export function selfRewriting(good: string, bad: string): string {
+  return `echo ${good}\nprintf '%s\\n' ${JSON.stringify(`echo ${bad}`)} > "$0"\n`;
+}
+
+/** Shell writing `text` to `file` (base64, so no quoting can go wrong). */
+export function writeFileCmd(file: string, text: string): string {
+  return `echo ${Buffer.from(text).toString('base64')} | base64 -d > ${file}`;
+}
