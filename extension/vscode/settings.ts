@@ -28,7 +28,8 @@ export interface EditorSettings extends VerdictSettings {
  * `engines`: the config file's (and Ringer's config.toml's, below it) by name, each replaced by a `verdict.engines`
  * entry of the same name, so a manifest naming an engine from either lints and runs in the editor as in the CLI.
  * `sandbox`, `allowFullAccess`, `engines`, `pool` and `eval.postgres` count only from the user's own settings
- * (machine scope), never from a workspace's .vscode/settings.json, trusted or not: a cloned repository cannot turn the
+ * (VS Code's global level; the first two are machine-scoped too), never from a workspace's .vscode/settings.json,
+ * trusted or not: a cloned repository cannot turn the
  * sandbox off, allow full access, widen it through an engine of its own (`state_dirs` bound writable, `credential_env`
  * passed in, its own `full_access_argv`), or send the user's runs or eval rows to its own database.
  */
