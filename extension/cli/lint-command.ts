@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Finding } from '../core/manifest/findings';
 import { budgetCheck, forecastManifest, routeEvidence } from '../core/scoreboard/plan';
@@ -6,6 +7,24 @@ import type { EngineSpec } from '../../engines/types';
 import type { Io } from './io';
 import { lintManifestFile } from '../core/run/manifest';
 import { WORKFLOW_SECTIONS } from '../core/run/workflows';
+
+/** A file's text, or null when it cannot be read (lint then says so itself). */
+function readText(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `text` may use what `token` (a JSON string as written, quotes included) names: false only when the token is
+ * nowhere in it (a comment naming it only costs the work this saves). A key spelt with escapes (`"budget\u005fusd"`)
+ * reads as absent and its rule's finding, advice that never gates a run, is not made. An unreadable file: true.
+ */
+function mayName(text: string | null, token: string): boolean {
+  return text === null || text.includes(token);
+}
 
 /** One finding as `verdict lint --json` prints it; line and column are 1-based. */
 export interface LintJsonRow {
@@ -31,14 +50,19 @@ export async function lintCommand(
   routing: { home: string; route: Record<string, unknown> | null } | null = null,
 ): Promise<number> {
   const all: Finding[] = [];
-  // engine "auto": whether the scoreboard has evidence for a candidate on a task type (the route rule's "auto will explore").
-  const rows = routing ? await routeEvidence(routing.home) : [];
-  const routeEvidenceOf = (model: string, taskType: string | null) => rows.some((r) => r.model === model && r.task_type === taskType && r.tasks > 0);
+  // engine "auto": whether the scoreboard has evidence for a candidate on a task type (the route rule's "auto will
+  // explore"), read once, and only for a manifest that can name "auto": opening the eval log costs more than the lint.
+  let rows: Awaited<ReturnType<typeof routeEvidence>> | null = null;
+  const routeEvidenceOf = (model: string, taskType: string | null) => (rows ?? []).some((r) => r.model === model && r.task_type === taskType && r.tasks > 0);
   for (const file of files) {
-    // budget_usd against the manifest's forecast (budget-forecast rule); a manifest that does not load has none.
-    const budgetForecast = routing
-      ? await forecastManifest(path.resolve(file), routing.home, engines, routing.route, WORKFLOW_SECTIONS).then(budgetCheck, () => undefined)
-      : undefined;
+    const text = readText(path.resolve(file));
+    if (routing && rows === null && mayName(text, '"auto"')) rows = await routeEvidence(routing.home);
+    // budget_usd against the manifest's forecast (budget-forecast rule), only for a manifest that can hold one (the
+    // forecast loads the manifest again and reads the eval log); a manifest that does not load has none.
+    const budgetForecast =
+      routing && mayName(text, '"budget_usd"')
+        ? await forecastManifest(path.resolve(file), routing.home, engines, routing.route, WORKFLOW_SECTIONS).then(budgetCheck, () => undefined)
+        : undefined;
     all.push(
       ...(await lintManifestFile(path.resolve(file), {
         engines,
