@@ -117,7 +117,7 @@ export function saveSetupDeps(file: string, deps: SetupDeps): void {
   try {
     fs.writeFileSync(file, JSON.stringify({ roots: deps.roots, entries: [...deps.entries], top: deps.top }));
   } catch {
-    // a resumed run then compares nothing (said by reattach)
+    // a resumed run then has no record, and compares nothing
   }
 }
 
